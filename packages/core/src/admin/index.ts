@@ -1,0 +1,135 @@
+import { hashPassword, randomToken, sha256, uuidV4 } from "../crypto/index.js";
+import type { Context } from "../options.js";
+import type { AccountRecord, ClientRecord, GrantType } from "../storage/types.js";
+import { accountView, type AccountView } from "../api/accounts.js";
+
+/** Input of {@link Admin.createClient}. */
+export interface CreateClientInput {
+  /** Default: a random id. */
+  clientId?: string;
+  /** Default: a fresh 256-bit random secret. Give one only to mirror an existing deployment. */
+  clientSecret?: string;
+  name?: string;
+  /** Default: all three grants. */
+  grantTypes?: GrantType[];
+  /** Default: all known scopes. */
+  scopes?: string[];
+  accessTokenTtl?: number | null;
+  refreshTokenTtl?: number | null;
+  refreshTokenAbsoluteTtl?: number | null;
+}
+
+/** Input of {@link Admin.createAccount}. */
+export interface CreateAccountInput {
+  username: string;
+  password: string;
+  displayName?: string | null;
+  email?: string | null;
+  roles?: string[];
+  enabled?: boolean;
+}
+
+/** The client view an administrator sees: never the secret or its hash. */
+export type ClientView = Omit<ClientRecord, "secretHash">;
+
+/** Thrown by admin operations for bad input; its message is safe to show. */
+export class AdminError extends Error {
+  override readonly name = "AdminError";
+}
+
+/** What the console, the CLI and the examples use to manage clients and accounts. */
+export interface Admin {
+  /** Creates a client; the secret is returned once and only its hash is stored. */
+  createClient(input?: CreateClientInput): Promise<{ client: ClientView; clientSecret: string }>;
+  /** Regenerates a client's secret; the old one stops working at once. */
+  rotateClientSecret(clientId: string): Promise<{ clientSecret: string }>;
+  listClients(): Promise<ClientView[]>;
+  createAccount(input: CreateAccountInput): Promise<AccountView>;
+  /**
+   * Idempotent start-up provisioning: ensures the given client (all grants and scopes) and account
+   * exist. Existing records are left as they are (the secret is not reset).
+   */
+  ensureClient(clientId: string, clientSecret: string): Promise<"created" | "exists">;
+  ensureAccount(username: string, password: string): Promise<"created" | "exists">;
+}
+
+const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
+const ID = /^[\x21-\x7e]{1,200}$/;
+
+const clientView = ({ secretHash: _omit, ...rest }: ClientRecord): ClientView => rest;
+
+/** Builds the admin operations over a context. */
+export function createAdmin(ctx: Context): Admin {
+  const ttl = (name: string, v: number | null | undefined): number | null => {
+    if (v === undefined || v === null) return null;
+    if (!Number.isSafeInteger(v) || v < 1) throw new AdminError(`${name} must be a positive integer`);
+    return v;
+  };
+  return {
+    async createClient(input = {}) {
+      const clientId = input.clientId ?? randomToken(ctx.random, 16);
+      if (!ID.test(clientId)) throw new AdminError("clientId must be 1-200 printable ASCII characters without spaces");
+      const clientSecret = input.clientSecret ?? randomToken(ctx.random, 32);
+      if (clientSecret.length < 16 || clientSecret.length > 1024) throw new AdminError("clientSecret must be 16-1024 characters");
+      const grantTypes = input.grantTypes ?? GRANTS;
+      if (grantTypes.some((g) => !GRANTS.includes(g))) throw new AdminError("unknown grant type");
+      const scopes = input.scopes ?? ctx.scopes.all;
+      if (scopes.some((s) => !ctx.scopes.all.includes(s))) throw new AdminError(`unknown scope; known: ${ctx.scopes.all.join(" ")}`);
+      const now = ctx.clock();
+      const record: ClientRecord = {
+        clientId,
+        secretHash: await sha256(clientSecret),
+        name: input.name ?? clientId,
+        grantTypes: [...new Set(grantTypes)],
+        scopes: [...new Set(scopes)],
+        accessTokenTtl: ttl("accessTokenTtl", input.accessTokenTtl),
+        refreshTokenTtl: ttl("refreshTokenTtl", input.refreshTokenTtl),
+        refreshTokenAbsoluteTtl: ttl("refreshTokenAbsoluteTtl", input.refreshTokenAbsoluteTtl),
+        createdAt: now,
+        secretUpdatedAt: now,
+      };
+      if (!(await ctx.storage.clients.create(record))) throw new AdminError(`client ${clientId} already exists`);
+      return { client: clientView(record), clientSecret };
+    },
+    async rotateClientSecret(clientId) {
+      const clientSecret = randomToken(ctx.random, 32);
+      if (!(await ctx.storage.clients.updateSecret(clientId, await sha256(clientSecret), ctx.clock()))) {
+        throw new AdminError(`client ${clientId} does not exist`);
+      }
+      return { clientSecret };
+    },
+    async listClients() {
+      return (await ctx.storage.clients.list()).map(clientView);
+    },
+    async createAccount(input) {
+      if (typeof input.username !== "string" || input.username.length < 1 || input.username.length > 200) {
+        throw new AdminError("username must be 1-200 characters");
+      }
+      if (typeof input.password !== "string" || input.password.length < 8 || input.password.length > 1024) {
+        throw new AdminError("password must be 8-1024 characters");
+      }
+      const record: AccountRecord = {
+        id: uuidV4(ctx.random),
+        username: input.username,
+        displayName: input.displayName ?? null,
+        email: input.email ?? null,
+        roles: input.roles ?? [],
+        enabled: input.enabled ?? true,
+        createdAt: ctx.clock(),
+        passwordHash: await hashPassword(input.password, ctx.random, { iterations: ctx.passwordHashIterations }),
+      };
+      if (!(await ctx.storage.accounts.create(record))) throw new AdminError(`username ${input.username} is taken`);
+      return accountView(record);
+    },
+    async ensureClient(clientId, clientSecret) {
+      if (await ctx.storage.clients.get(clientId)) return "exists";
+      await this.createClient({ clientId, clientSecret, name: clientId });
+      return "created";
+    },
+    async ensureAccount(username, password) {
+      if (await ctx.storage.accounts.findByUsername(username)) return "exists";
+      await this.createAccount({ username, password });
+      return "created";
+    },
+  };
+}

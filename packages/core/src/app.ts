@@ -1,0 +1,117 @@
+import { createAdmin, type Admin } from "./admin/index.js";
+import { listAccounts } from "./api/accounts.js";
+import { createPlant } from "./api/plants.js";
+import { ApiError, ApiErrorCode, OAuthError } from "./errors/index.js";
+import { requireBearer } from "./http/bearer.js";
+import { errorResponse, json } from "./http/respond.js";
+import { metadata, TOKEN_PATH } from "./oauth/metadata.js";
+import { tokenEndpoint } from "./oauth/token-endpoint.js";
+import { resolveOptions, urlsFor, type Context, type PlantgateOptions, type Urls } from "./options.js";
+import type { Storage } from "./storage/types.js";
+
+/** A plantgate instance: a Web-standard fetch handler plus the admin operations. */
+export interface Plantgate {
+  /** Handles one request. Never throws: every failure becomes a documented error response. */
+  fetch(request: Request): Promise<Response>;
+  /** Client and account management (console, CLI, bootstrap). */
+  admin: Admin;
+  /** The storage in use. */
+  storage: Storage;
+  /** The public JWK Set (what `/.well-known/jwks.json` serves). */
+  jwks(): Promise<{ keys: unknown[] }>;
+}
+
+type Handler = (ctx: Context, urls: Urls, request: Request, url: URL) => Promise<Response>;
+
+interface Route {
+  /** Which error shape the route speaks. */
+  surface: "oauth" | "api";
+  methods: Record<string, Handler>;
+}
+
+const ROUTES: Record<string, Route> = {
+  [TOKEN_PATH]: {
+    surface: "oauth",
+    methods: { POST: (ctx, urls, request) => tokenEndpoint(ctx, urls, request) },
+  },
+  "/plants": {
+    surface: "api",
+    methods: {
+      POST: async (ctx, urls, request) => {
+        await requireBearer(ctx, urls, request, "createPlant");
+        return createPlant(ctx, request);
+      },
+    },
+  },
+  "/rbac/ServerCommand/GetAccountList": {
+    surface: "api",
+    methods: {
+      GET: async (ctx, urls, request, url) => {
+        await requireBearer(ctx, urls, request, "listAccounts");
+        return listAccounts(ctx, url);
+      },
+    },
+  },
+  "/.well-known/jwks.json": {
+    surface: "api",
+    methods: {
+      GET: async (ctx) => json(200, await ctx.keyring.jwks(), { "cache-control": "public, max-age=300" }),
+    },
+  },
+  "/.well-known/oauth-authorization-server": {
+    surface: "api",
+    methods: {
+      GET: async (ctx, urls) => json(200, metadata(ctx, urls), { "cache-control": "public, max-age=300" }),
+    },
+  },
+};
+
+function methodNotAllowed(route: Route): Response {
+  const allow = Object.keys(route.methods).join(", ");
+  const headers = { allow };
+  if (route.surface === "oauth") {
+    const e = new OAuthError("invalid_request", `Use ${allow} for this endpoint.`);
+    return json(405, { error: e.code, error_description: e.description }, headers);
+  }
+  return json(405, { error: ApiErrorCode.methodNotAllowed, message: `Use ${allow} for this endpoint.` }, headers);
+}
+
+/**
+ * Creates a plantgate app: a `fetch(request)` handler for the token endpoint, the plant store,
+ * the account listing, the JWKS and the RFC 8414 metadata, over the storage you pass.
+ *
+ * @example
+ * import { createPlantgate } from "@plantgate/core";
+ * const app = createPlantgate({ issuer: "https://auth.example.com" });
+ * const { clientSecret } = await app.admin.createClient({ clientId: "reporting" });
+ * const res = await app.fetch(new Request("https://auth.example.com/.well-known/jwks.json"));
+ */
+export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
+  const ctx = resolveOptions(options);
+  return {
+    admin: createAdmin(ctx),
+    storage: ctx.storage,
+    jwks: () => ctx.keyring.jwks(),
+    async fetch(request) {
+      let surface: "oauth" | "api" = "api";
+      try {
+        const url = new URL(request.url);
+        let path = url.pathname;
+        if (ctx.basePath) {
+          if (path !== ctx.basePath && !path.startsWith(ctx.basePath + "/")) {
+            throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
+          }
+          path = path.slice(ctx.basePath.length);
+        }
+        const route = ROUTES[path];
+        if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
+        surface = route.surface;
+        const handler = route.methods[request.method];
+        if (!handler) return methodNotAllowed(route);
+        return await handler(ctx, urlsFor(ctx, request), request, url);
+      } catch (error) {
+        return errorResponse(error, surface, ctx.logger);
+      }
+    },
+  };
+}

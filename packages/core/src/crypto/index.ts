@@ -1,0 +1,138 @@
+/**
+ * Web Crypto only (no node:*), so the same code runs in Node and workerd.
+ */
+
+const encoder = new TextEncoder();
+
+/** Source of randomness; injectable so tests can pin it. */
+export type RandomBytes = (length: number) => Uint8Array;
+
+/** Cryptographically secure random bytes from `crypto.getRandomValues`. */
+export const defaultRandomBytes: RandomBytes = (length) => {
+  const out = new Uint8Array(length);
+  crypto.getRandomValues(out);
+  return out;
+};
+
+/** base64url without padding (RFC 4648 §5). */
+export function base64url(bytes: Uint8Array): string {
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** Standard base64 with padding. */
+export function base64(bytes: Uint8Array): string {
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary);
+}
+
+/** Decodes standard base64 (with or without padding); null when malformed. */
+export function fromBase64(text: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.replace(/=+$/, "").length % 4 === 1) return null;
+  try {
+    const binary = atob(text);
+    const out = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+    return out;
+  } catch {
+    return null;
+  }
+}
+
+/** A fresh opaque token of `bytes` random bytes (default 32 = 256 bits), base64url. */
+export function randomToken(random: RandomBytes, bytes = 32): string {
+  return base64url(random(bytes));
+}
+
+/** SHA-256 of a UTF-8 string, base64url. Secrets reach storage only in this form. */
+export async function sha256(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
+  return base64url(new Uint8Array(digest));
+}
+
+/**
+ * Compares two strings in time that depends only on their lengths, not on where they differ.
+ * Callers compare fixed-length hashes, so the length leaks nothing.
+ */
+export function timingSafeEqual(a: string, b: string): boolean {
+  const x = encoder.encode(a);
+  const y = encoder.encode(b);
+  let diff = x.length ^ y.length;
+  const n = Math.max(x.length, y.length);
+  for (let i = 0; i < n; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  return diff === 0;
+}
+
+/** Options of the password hash. */
+export interface PasswordHashOptions {
+  /** PBKDF2-SHA256 iterations for new hashes. Default 600 000 (OWASP 2023). workerd caps PBKDF2 at 100 000. */
+  iterations?: number;
+}
+
+const PBKDF2_DEFAULT_ITERATIONS = 600_000;
+const PBKDF2_MAX_ITERATIONS = 10_000_000;
+
+async function pbkdf2(password: string, salt: Uint8Array, iterations: number, length: number): Promise<Uint8Array> {
+  const key = await crypto.subtle.importKey("raw", encoder.encode(password), "PBKDF2", false, ["deriveBits"]);
+  const bits = await crypto.subtle.deriveBits(
+    { name: "PBKDF2", hash: "SHA-256", salt: salt as BufferSource, iterations },
+    key,
+    length * 8,
+  );
+  return new Uint8Array(bits);
+}
+
+/**
+ * Hashes a password as a PHC string: `$pbkdf2-sha256$i=600000,l=32$<salt>$<hash>` (base64, no padding).
+ * PBKDF2 because it is the slow hash Web Crypto offers in every runtime (Node and workerd alike).
+ *
+ * @example
+ * const phc = await hashPassword("correct horse", defaultRandomBytes);
+ */
+export async function hashPassword(
+  password: string,
+  random: RandomBytes,
+  options: PasswordHashOptions = {},
+): Promise<string> {
+  const iterations = options.iterations ?? PBKDF2_DEFAULT_ITERATIONS;
+  const salt = random(16);
+  const hash = await pbkdf2(password, salt, iterations, 32);
+  const b64 = (u: Uint8Array) => base64(u).replace(/=+$/, "");
+  return `$pbkdf2-sha256$i=${iterations},l=32$${b64(salt)}$${b64(hash)}`;
+}
+
+const PHC = /^\$pbkdf2-sha256\$i=(\d{1,8}),l=(\d{1,3})\$([A-Za-z0-9+/]+)\$([A-Za-z0-9+/]+)$/;
+
+/**
+ * Verifies a password against a PHC string from {@link hashPassword}. A malformed hash verifies
+ * nothing (returns false) rather than throwing, so a corrupt row cannot become a 5xx or a bypass.
+ *
+ * @example
+ * if (!(await verifyPassword(input, account.passwordHash))) throw invalidGrant;
+ */
+export async function verifyPassword(password: string, phc: string): Promise<boolean> {
+  const m = PHC.exec(phc);
+  if (!m) return false;
+  const iterations = Number(m[1]);
+  const length = Number(m[2]);
+  const salt = fromBase64(m[3]!);
+  const expected = fromBase64(m[4]!);
+  if (!salt || !expected || iterations < 1 || iterations > PBKDF2_MAX_ITERATIONS || length !== expected.length || length < 16) {
+    return false;
+  }
+  const actual = await pbkdf2(password, salt, iterations, length);
+  let diff = 0;
+  for (let i = 0; i < length; i++) diff |= actual[i]! ^ expected[i]!;
+  return diff === 0;
+}
+
+/** A random (version 4) UUID drawn from `random`, so tests that pin randomness pin ids too. */
+export function uuidV4(random: RandomBytes): string {
+  const b = random(16);
+  b[6] = (b[6]! & 0x0f) | 0x40;
+  b[8] = (b[8]! & 0x3f) | 0x80;
+  const h = [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}

@@ -1,0 +1,126 @@
+/**
+ * Typed errors. Each carries a public description (safe to send) and an optional private
+ * `detail` (for logs only). `http/respond.ts` is the only place that turns them into Responses.
+ */
+
+/** RFC 6749 §5.2 error codes, plus the §4.1.2.1 server codes used at the token endpoint. */
+export type OAuthErrorCode =
+  | "invalid_request"
+  | "invalid_client"
+  | "invalid_grant"
+  | "unauthorized_client"
+  | "unsupported_grant_type"
+  | "invalid_scope"
+  | "server_error"
+  | "temporarily_unavailable";
+
+const OAUTH_STATUS: Record<OAuthErrorCode, number> = {
+  invalid_request: 400,
+  invalid_client: 401,
+  invalid_grant: 400,
+  unauthorized_client: 400,
+  unsupported_grant_type: 400,
+  invalid_scope: 400,
+  server_error: 500,
+  temporarily_unavailable: 503,
+};
+
+/**
+ * An error of the token endpoint, rendered as `{error, error_description}` (RFC 6749 §5.2).
+ *
+ * @example
+ * throw new OAuthError("invalid_grant", "The refresh token is invalid, expired or revoked.");
+ */
+export class OAuthError extends Error {
+  override readonly name = "OAuthError";
+  readonly status: number;
+  constructor(
+    readonly code: OAuthErrorCode,
+    readonly description: string,
+    readonly detail?: string,
+  ) {
+    super(`${code}: ${description}`);
+    this.status = OAUTH_STATUS[code];
+  }
+}
+
+/**
+ * The documented `Error.error` numbers of the API routes (plants, account listing, bearer checks).
+ * Each cause has its own number; the README's error table is generated from the same meaning.
+ */
+export const ApiErrorCode = {
+  /** The body is not valid JSON (empty, truncated, malformed, or not UTF-8). */
+  invalidJson: 1001,
+  /** The body is JSON but not an object. */
+  notAnObject: 1002,
+  /** A required field is missing (or null). */
+  missingField: 1003,
+  /** A field has the wrong type. */
+  wrongType: 1004,
+  /** `id` is an integer outside the int64 range. */
+  outOfRange: 1005,
+  /** A plant with this `id` already exists. */
+  duplicateId: 1006,
+  /** The body is larger than the configured limit. */
+  bodyTooLarge: 1007,
+  /** The request's Content-Type is not application/json. */
+  unsupportedMediaType: 1008,
+  /** A field is out of its allowed bounds (e.g. too long a string). */
+  invalidValue: 1009,
+  /** `page` is not an integer >= 1. */
+  invalidPage: 1101,
+  /** `pageSize` is not an integer in 1..maxPageSize. */
+  invalidPageSize: 1102,
+  /** A query parameter was given more than once. */
+  repeatedParameter: 1103,
+  /** No bearer token was sent. */
+  missingToken: 1201,
+  /** The bearer token is malformed, expired, revoked, or its signature does not verify. */
+  invalidToken: 1202,
+  /** The token is valid but lacks a scope the route needs. */
+  insufficientScope: 1203,
+  /** The Authorization header is not a single well-formed Bearer credential. */
+  invalidAuthorizationHeader: 1204,
+  /** No route matches the path. */
+  notFound: 1404,
+  /** The route exists but not for this method. */
+  methodNotAllowed: 1405,
+  /** An unexpected failure; nothing internal is disclosed. */
+  internal: 1500,
+  /** The storage backend is unavailable; retry later. */
+  storageUnavailable: 1503,
+} as const;
+
+export type ApiErrorNumber = (typeof ApiErrorCode)[keyof typeof ApiErrorCode];
+
+/**
+ * An error of an API route, rendered as `{error: int32, message}` (the spec's Error schema).
+ *
+ * @example
+ * throw new ApiError(400, ApiErrorCode.missingField, "name is required");
+ */
+export class ApiError extends Error {
+  override readonly name = "ApiError";
+  constructor(
+    readonly status: number,
+    readonly code: ApiErrorNumber,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Thrown by a storage backend when it cannot do its job (connection lost, timeout).
+ * Rendered as 503; `cause` is logged, never sent.
+ *
+ * @example
+ * throw new StorageError("database unreachable", { cause: err });
+ */
+export class StorageError extends Error {
+  override readonly name = "StorageError";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}

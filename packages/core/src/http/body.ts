@@ -1,0 +1,69 @@
+/** Why a body could not be read; the caller maps it to its own error shape. */
+export type BodyFailure = "too_large" | "aborted" | "not_utf8";
+
+/** Thrown by {@link readBodyText}. */
+export class BodyReadError extends Error {
+  override readonly name = "BodyReadError";
+  constructor(readonly reason: BodyFailure) {
+    super(reason);
+  }
+}
+
+const strictDecoder = () => new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+
+/**
+ * Reads the body as UTF-8 text, stopping (and cancelling the stream) as soon as it passes
+ * `maxBytes`, so a hostile client cannot make us buffer more than the limit.
+ */
+export async function readBodyText(request: Request, maxBytes: number): Promise<string> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
+    await request.body?.cancel().catch(() => {});
+    throw new BodyReadError("too_large");
+  }
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > maxBytes) {
+        await reader.cancel().catch(() => {});
+        throw new BodyReadError("too_large");
+      }
+      chunks.push(value);
+    }
+  } catch (error) {
+    if (error instanceof BodyReadError) throw error;
+    throw new BodyReadError("aborted");
+  }
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const c of chunks) {
+    bytes.set(c, offset);
+    offset += c.byteLength;
+  }
+  try {
+    return strictDecoder().decode(bytes);
+  } catch {
+    throw new BodyReadError("not_utf8");
+  }
+}
+
+/** The media type of a Content-Type header, lower-cased, without parameters; null when absent. */
+export function mediaType(request: Request): string | null {
+  const value = request.headers.get("content-type");
+  if (value === null) return null;
+  return value.split(";")[0]!.trim().toLowerCase();
+}
+
+/** The `charset` parameter of Content-Type, lower-cased; null when absent. */
+export function charset(request: Request): string | null {
+  const value = request.headers.get("content-type");
+  if (value === null) return null;
+  const m = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(value);
+  return m ? m[1]!.toLowerCase() : null;
+}

@@ -1,0 +1,61 @@
+import { ApiError, ApiErrorCode, OAuthError, StorageError } from "../errors/index.js";
+
+/** Where plantgate reports unexpected failures. Receives errors, never request bodies or secrets. */
+export interface Logger {
+  error(message: string, context?: Record<string, unknown>): void;
+  warn(message: string, context?: Record<string, unknown>): void;
+}
+
+/** A JSON response. `body` is serialized here unless it is already a string. */
+export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+  return new Response(typeof body === "string" ? body : JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+/** Headers every token-endpoint response carries (RFC 6749 §5.1). */
+export const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" } as const;
+
+function describe(error: unknown): Record<string, unknown> {
+  if (error instanceof Error) {
+    const cause = error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message}` : undefined;
+    return { name: error.name, message: error.message, ...(cause ? { cause } : {}) };
+  }
+  return { value: typeof error };
+}
+
+/**
+ * The only place errors become Responses. `surface` picks the wire shape: `oauth` for the token
+ * endpoint (`{error, error_description}`), `api` for everything else (`{error: int32, message}`).
+ */
+export function errorResponse(error: unknown, surface: "oauth" | "api", logger: Logger): Response {
+  if (surface === "oauth") {
+    let e: OAuthError;
+    if (error instanceof OAuthError) e = error;
+    else if (error instanceof StorageError) {
+      logger.error("storage unavailable", describe(error));
+      e = new OAuthError("temporarily_unavailable", "The service is temporarily unavailable; retry later.");
+    } else {
+      logger.error("unexpected error at the token endpoint", describe(error));
+      e = new OAuthError("server_error", "The server encountered an unexpected error.");
+    }
+    const headers: Record<string, string> = { ...NO_STORE };
+    // RFC 6749 §5.2: a 401 invalid_client must name the scheme the client should use.
+    if (e.status === 401) headers["www-authenticate"] = 'Basic realm="plantgate", charset="UTF-8"';
+    if (e.code === "temporarily_unavailable") headers["retry-after"] = "5";
+    return json(e.status, { error: e.code, error_description: e.description }, headers);
+  }
+  let e: ApiError;
+  if (error instanceof ApiError) e = error;
+  else if (error instanceof StorageError) {
+    logger.error("storage unavailable", describe(error));
+    e = new ApiError(503, ApiErrorCode.storageUnavailable, "The service is temporarily unavailable; retry later.", {
+      "retry-after": "5",
+    });
+  } else {
+    logger.error("unexpected error", describe(error));
+    e = new ApiError(500, ApiErrorCode.internal, "The server encountered an unexpected error.");
+  }
+  return json(e.status, { error: e.code, message: e.message }, e.headers);
+}

@@ -1,0 +1,14 @@
+export { createPlantgate, type Plantgate } from "./app.js";
+export type { PlantgateOptions, ProtectedRoute } from "./options.js";
+export { createAdmin, AdminError, type Admin, type ClientView, type CreateAccountInput, type CreateClientInput } from "./admin/index.js";
+export type { AccountPage, AccountView } from "./api/accounts.js";
+export { ApiError, ApiErrorCode, OAuthError, StorageError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
+export type { Logger } from "./http/respond.js";
+export type { TokenResponse } from "./oauth/issue.js";
+export { scopeNames, OFFLINE_ACCESS, type ScopeNames } from "./oauth/scopes.js";
+export { TOKEN_PATH } from "./oauth/metadata.js";
+export { createMemoryStorage } from "./storage/memory.js";
+export type * from "./storage/types.js";
+export { hashPassword, verifyPassword, sha256, type RandomBytes } from "./crypto/index.js";
+export { generateKeyRecord, keyRecordFromJwk, type SigningAlg } from "./tokens/keys.js";
+export { CLIENT_SUBJECT_PREFIX } from "./tokens/access-token.js";

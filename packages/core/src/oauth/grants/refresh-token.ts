@@ -1,0 +1,51 @@
+import { sha256 } from "../../crypto/index.js";
+import { OAuthError } from "../../errors/index.js";
+import { issueTokens } from "../issue.js";
+import { parseScope } from "../scopes.js";
+import type { Grant } from "./types.js";
+
+const invalid = () => new OAuthError("invalid_grant", "The refresh token is invalid, expired or revoked.");
+
+/**
+ * RFC 6749 §6. Rotates on every use; a consumed token presented again revokes its whole family
+ * (RFC 9700 §4.14.2). The token is bound to the client it was issued to.
+ */
+export const refreshTokenGrant: Grant = {
+  grantType: "refresh_token",
+  required: ["refresh_token"],
+  async handle({ ctx, urls, client, params, now }) {
+    const presented = params.get("refresh_token")!;
+    if (presented.length > 512) throw invalid();
+    const tokenHash = await sha256(presented);
+    const record = await ctx.storage.refreshTokens.findByHash(tokenHash);
+    if (!record || record.clientId !== client.clientId) throw invalid();
+    if (record.revokedAt !== null) throw invalid();
+    if (record.consumedAt !== null) {
+      await ctx.storage.refreshTokens.revokeFamily(record.familyId, now);
+      ctx.logger.warn("refresh token reuse detected; family revoked", { clientId: client.clientId, familyId: record.familyId });
+      throw invalid();
+    }
+    if (now >= record.expiresAt || now >= record.familyExpiresAt) throw invalid();
+
+    // RFC 6749 §6: a narrower scope may be asked for; never a broader one.
+    const requested = parseScope(params.get("scope"));
+    if (requested) {
+      for (const s of requested) {
+        if (!record.scope.includes(s)) throw new OAuthError("invalid_scope", `The scope "${s}" was not granted to this refresh token.`);
+      }
+    }
+    const scope = requested ?? record.scope;
+    for (const s of record.scope) {
+      if (!client.scopes.includes(s)) throw new OAuthError("invalid_scope", `The scope "${s}" is no longer allowed for this client.`);
+    }
+    const account = await ctx.storage.accounts.get(record.accountId);
+    if (!account || !account.enabled) throw invalid();
+    return issueTokens(ctx, urls, {
+      client,
+      subject: account.id,
+      scope,
+      refresh: { kind: "rotate", accountId: account.id, scope: record.scope, familyId: record.familyId, familyExpiresAt: record.familyExpiresAt, presentedHash: tokenHash },
+      now,
+    });
+  },
+};

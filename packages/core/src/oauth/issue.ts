@@ -1,0 +1,72 @@
+import { randomToken, sha256 } from "../crypto/index.js";
+import { OAuthError } from "../errors/index.js";
+import type { Context, Urls } from "../options.js";
+import type { ClientRecord } from "../storage/types.js";
+import { issueAccessToken } from "../tokens/access-token.js";
+
+/** The RFC 6749 §5.1 success body. */
+export interface TokenResponse {
+  access_token: string;
+  token_type: "Bearer";
+  expires_in: number;
+  scope: string;
+  refresh_token?: string;
+}
+
+/** How the refresh token of a response comes about: none, a new family, or the next in a family. */
+export type RefreshPlan =
+  | { kind: "none" }
+  | { kind: "new-family"; accountId: string; scope: string[] }
+  | { kind: "rotate"; accountId: string; scope: string[]; familyId: string; familyExpiresAt: number; presentedHash: string };
+
+/**
+ * Issues the access token (and, per plan, a refresh token) of a successful grant.
+ * The refresh token is stored (by hash) before it is returned, so a response never carries a token
+ * the store does not know; on rotation the old token is consumed and the new one stored in one
+ * atomic storage call, so a failure leaves the old token usable rather than the session lost.
+ */
+export async function issueTokens(
+  ctx: Context,
+  urls: Urls,
+  input: { client: ClientRecord; subject: string; scope: string[]; refresh: RefreshPlan; now: number },
+): Promise<TokenResponse> {
+  const ttl = input.client.accessTokenTtl ?? ctx.accessTokenTtl;
+  const accessToken = await issueAccessToken(ctx.keyring, {
+    issuer: urls.issuer,
+    audience: urls.audience,
+    subject: input.subject,
+    clientId: input.client.clientId,
+    scope: input.scope,
+    now: input.now,
+    ttl,
+    random: ctx.random,
+  });
+  const body: TokenResponse = { access_token: accessToken, token_type: "Bearer", expires_in: ttl, scope: input.scope.join(" ") };
+  const plan = input.refresh;
+  if (plan.kind !== "none") {
+    const sliding = (input.client.refreshTokenTtl ?? ctx.refreshTokenTtl) * 1000;
+    const familyExpiresAt =
+      plan.kind === "rotate" ? plan.familyExpiresAt : input.now + (input.client.refreshTokenAbsoluteTtl ?? ctx.refreshTokenAbsoluteTtl) * 1000;
+    const token = randomToken(ctx.random, 32);
+    const record = {
+      tokenHash: await sha256(token),
+      familyId: plan.kind === "rotate" ? plan.familyId : randomToken(ctx.random, 16),
+      clientId: input.client.clientId,
+      accountId: plan.accountId,
+      scope: plan.scope,
+      createdAt: input.now,
+      expiresAt: Math.min(input.now + sliding, familyExpiresAt),
+      familyExpiresAt,
+      consumedAt: null,
+      revokedAt: null,
+    };
+    if (plan.kind === "new-family") await ctx.storage.refreshTokens.create(record);
+    else if (!(await ctx.storage.refreshTokens.consume(plan.presentedHash, input.now, record))) {
+      // Someone exchanged it between our read and now: that is reuse too (RFC 9700 §4.14.2).
+      await ctx.storage.refreshTokens.revokeFamily(plan.familyId, input.now);
+      throw new OAuthError("invalid_grant", "The refresh token is invalid, expired or revoked.");
+    }
+    body.refresh_token = token;
+  }
+  return body;
+}

@@ -1,0 +1,19 @@
+import type { Context, Urls } from "../options.js";
+import { GRANT_TYPES } from "./token-endpoint.js";
+
+/** Path of the token endpoint, relative to the base path. */
+export const TOKEN_PATH = "/UserService/connect/token";
+
+/** The RFC 8414 authorization server metadata document. */
+export function metadata(ctx: Context, urls: Urls) {
+  return {
+    issuer: urls.issuer,
+    token_endpoint: `${urls.baseUrl}${TOKEN_PATH}`,
+    jwks_uri: `${urls.baseUrl}/.well-known/jwks.json`,
+    grant_types_supported: GRANT_TYPES,
+    token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+    scopes_supported: ctx.scopes.all,
+    // REQUIRED by RFC 8414 §2; empty because there is no authorization endpoint.
+    response_types_supported: [] as string[],
+  };
+}

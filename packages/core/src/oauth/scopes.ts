@@ -1,0 +1,50 @@
+import { OAuthError } from "../errors/index.js";
+
+/** The scope that asks for a refresh token on the password grant. */
+export const OFFLINE_ACCESS = "offline_access";
+
+/** The scope names the service knows, given the deployment's prefix. */
+export interface ScopeNames {
+  userApis: string;
+  serverCommands: string;
+  offlineAccess: typeof OFFLINE_ACCESS;
+  all: string[];
+}
+
+/**
+ * The known scopes for a prefix: `<prefix>_UserAPIs`, `<prefix>_AllAppsServerCommands`, `offline_access`.
+ *
+ * @example
+ * scopeNames("Platform").userApis; // "Platform_UserAPIs"
+ */
+export function scopeNames(prefix: string): ScopeNames {
+  const userApis = `${prefix}_UserAPIs`;
+  const serverCommands = `${prefix}_AllAppsServerCommands`;
+  return { userApis, serverCommands, offlineAccess: OFFLINE_ACCESS, all: [userApis, serverCommands, OFFLINE_ACCESS] };
+}
+
+// RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), separated by single spaces.
+const SCOPE_SYNTAX = /^[\x21\x23-\x5b\x5d-\x7e]+(?: [\x21\x23-\x5b\x5d-\x7e]+)*$/;
+
+/**
+ * Parses a `scope` parameter into distinct scope tokens (order kept). `undefined` stays undefined
+ * (omitted, RFC 6749 §3.3 lets the server pick a default).
+ */
+export function parseScope(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  if (!SCOPE_SYNTAX.test(value)) throw new OAuthError("invalid_scope", "The scope parameter is malformed.");
+  return [...new Set(value.split(" "))];
+}
+
+/**
+ * Decides the granted scope: the requested one when each token is known and allowed for the
+ * client, else `invalid_scope`; when omitted, the client's allowed scopes minus `offline_access`.
+ */
+export function grantScope(requested: string[] | undefined, allowed: string[], known: string[]): string[] {
+  if (requested === undefined) return allowed.filter((s) => s !== OFFLINE_ACCESS && known.includes(s));
+  for (const s of requested) {
+    if (!known.includes(s)) throw new OAuthError("invalid_scope", `The scope "${s}" is unknown.`);
+    if (!allowed.includes(s)) throw new OAuthError("invalid_scope", `The scope "${s}" is not allowed for this client.`);
+  }
+  return requested;
+}

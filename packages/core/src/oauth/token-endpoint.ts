@@ -1,0 +1,96 @@
+import { sha256, timingSafeEqual } from "../crypto/index.js";
+import { OAuthError } from "../errors/index.js";
+import { BodyReadError, charset, mediaType, readBodyText } from "../http/body.js";
+import { presentedClient } from "../http/client-auth.js";
+import { FormError, parseForm } from "../http/form.js";
+import { json, NO_STORE } from "../http/respond.js";
+import type { Context, Urls } from "../options.js";
+import type { ClientRecord, GrantType } from "../storage/types.js";
+import { clientCredentialsGrant } from "./grants/client-credentials.js";
+import { passwordGrant } from "./grants/password.js";
+import { refreshTokenGrant } from "./grants/refresh-token.js";
+import type { Grant } from "./grants/types.js";
+
+/** The grants, by `grant_type`. */
+export const GRANTS: ReadonlyMap<string, Grant> = new Map(
+  [clientCredentialsGrant, passwordGrant, refreshTokenGrant].map((g) => [g.grantType, g] as const),
+);
+
+/** Supported grant types, for the metadata document. */
+export const GRANT_TYPES: GrantType[] = [...GRANTS.keys()] as GrantType[];
+
+// A fixed hash to compare against when the client does not exist, so unknown ids cost the same.
+const UNKNOWN_CLIENT_HASH = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+
+/** Step 1: the request must be a form POST; returns the parsed form. */
+async function readForm(ctx: Context, request: Request): Promise<Map<string, string>> {
+  if (mediaType(request) !== "application/x-www-form-urlencoded") {
+    throw new OAuthError("invalid_request", "The request body must be application/x-www-form-urlencoded.");
+  }
+  const cs = charset(request);
+  if (cs !== null && cs !== "utf-8" && cs !== "utf8") throw new OAuthError("invalid_request", "The request body must be UTF-8.");
+  let text: string;
+  try {
+    text = await readBodyText(request, ctx.maxBodyBytes);
+  } catch (e) {
+    if (e instanceof BodyReadError) {
+      throw new OAuthError(
+        "invalid_request",
+        e.reason === "too_large" ? `The request body exceeds ${ctx.maxBodyBytes} bytes.` : e.reason === "not_utf8" ? "The request body must be UTF-8." : "The request body could not be read.",
+      );
+    }
+    throw e;
+  }
+  let parsed: ReturnType<typeof parseForm>;
+  try {
+    parsed = parseForm(text);
+  } catch (e) {
+    if (e instanceof FormError) throw new OAuthError("invalid_request", "The request body is not valid form encoding.");
+    throw e;
+  }
+  if (parsed.repeated.length > 0) {
+    throw new OAuthError("invalid_request", `Parameters must not be repeated: ${parsed.repeated.map((n) => n.slice(0, 40)).join(", ")}.`);
+  }
+  return parsed.values;
+}
+
+/** Step 2: the grant type must be given and supported. */
+function selectGrant(form: Map<string, string>): Grant {
+  const type = form.get("grant_type");
+  if (type === undefined) throw new OAuthError("invalid_request", "The grant_type parameter is required.");
+  const grant = GRANTS.get(type);
+  if (!grant) throw new OAuthError("unsupported_grant_type", "The grant_type is not supported; use client_credentials, password or refresh_token.");
+  return grant;
+}
+
+/** Step 3: the client must authenticate (constant-time compare of SHA-256 hashes). */
+async function authenticateClient(ctx: Context, request: Request, form: Map<string, string>): Promise<ClientRecord> {
+  const presented = presentedClient(request, form);
+  const client = await ctx.storage.clients.get(presented.clientId);
+  const hash = await sha256(presented.clientSecret);
+  const ok = timingSafeEqual(hash, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
+  if (!client || !ok) throw new OAuthError("invalid_client", "Client authentication failed.");
+  return client;
+}
+
+/** Step 4: the client must be allowed this grant, and its required parameters present. */
+function checkGrantAllowed(client: ClientRecord, grant: Grant, form: Map<string, string>): void {
+  if (!client.grantTypes.includes(grant.grantType)) {
+    throw new OAuthError("unauthorized_client", `This client is not allowed the ${grant.grantType} grant.`);
+  }
+  const missing = grant.required.filter((p) => !form.has(p));
+  if (missing.length > 0) throw new OAuthError("invalid_request", `Missing required parameter: ${missing.join(", ")}.`);
+}
+
+/**
+ * `POST /UserService/connect/token`: a short ordered list of named steps. Errors are thrown as
+ * `OAuthError` and rendered by `respond.ts`.
+ */
+export async function tokenEndpoint(ctx: Context, urls: Urls, request: Request): Promise<Response> {
+  const form = await readForm(ctx, request);
+  const grant = selectGrant(form);
+  const client = await authenticateClient(ctx, request, form);
+  checkGrantAllowed(client, grant, form);
+  const body = await grant.handle({ ctx, urls, client, params: form, now: ctx.clock() });
+  return json(200, body, { ...NO_STORE });
+}

@@ -1,0 +1,121 @@
+import type {
+  AccountRecord,
+  ClientRecord,
+  PlantRecord,
+  RefreshTokenRecord,
+  SigningKeyRecord,
+  Storage,
+} from "./types.js";
+
+// Records are copied in and out so callers can never mutate stored state by accident,
+// which keeps this backend honest as the reference the conformance suite compares against.
+const copyClient = (r: ClientRecord): ClientRecord => ({ ...r, grantTypes: [...r.grantTypes], scopes: [...r.scopes] });
+const copyAccount = (r: AccountRecord): AccountRecord => ({ ...r, roles: [...r.roles] });
+const copyRefresh = (r: RefreshTokenRecord): RefreshTokenRecord => ({ ...r, scope: [...r.scope] });
+
+const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The in-memory storage: complete and atomic within one process; lost on exit.
+ *
+ * @example
+ * const app = createPlantgate({ storage: createMemoryStorage() });
+ */
+export function createMemoryStorage(): Storage {
+  const clients = new Map<string, ClientRecord>();
+  const accounts = new Map<string, AccountRecord>();
+  const usernames = new Map<string, string>();
+  let sortedAccountIds: string[] | null = null;
+  const refresh = new Map<string, RefreshTokenRecord>();
+  const plants = new Map<bigint, PlantRecord>();
+  const keys = new Map<string, SigningKeyRecord>();
+
+  return {
+    clients: {
+      async get(id) {
+        const r = clients.get(id);
+        return r ? copyClient(r) : null;
+      },
+      async create(record) {
+        if (clients.has(record.clientId)) return false;
+        clients.set(record.clientId, copyClient(record));
+        return true;
+      },
+      async updateSecret(id, secretHash, updatedAt) {
+        const r = clients.get(id);
+        if (!r) return false;
+        clients.set(id, { ...r, secretHash, secretUpdatedAt: updatedAt });
+        return true;
+      },
+      async list() {
+        return [...clients.values()].sort((a, b) => byCodeUnit(a.clientId, b.clientId)).map(copyClient);
+      },
+    },
+    accounts: {
+      async get(id) {
+        const r = accounts.get(id);
+        return r ? copyAccount(r) : null;
+      },
+      async findByUsername(username) {
+        const id = usernames.get(username);
+        const r = id === undefined ? undefined : accounts.get(id);
+        return r ? copyAccount(r) : null;
+      },
+      async create(record) {
+        if (accounts.has(record.id) || usernames.has(record.username)) return false;
+        accounts.set(record.id, copyAccount(record));
+        usernames.set(record.username, record.id);
+        sortedAccountIds = null;
+        return true;
+      },
+      async list(offset, limit) {
+        sortedAccountIds ??= [...accounts.keys()].sort(byCodeUnit);
+        const items = sortedAccountIds.slice(offset, offset + limit).map((id) => copyAccount(accounts.get(id)!));
+        return { items, total: sortedAccountIds.length };
+      },
+    },
+    refreshTokens: {
+      async create(record) {
+        refresh.set(record.tokenHash, copyRefresh(record));
+      },
+      async findByHash(hash) {
+        const r = refresh.get(hash);
+        return r ? copyRefresh(r) : null;
+      },
+      async consume(hash, now, replacement) {
+        // No await between the check and the writes: atomic on a single JS thread.
+        const r = refresh.get(hash);
+        if (!r || r.consumedAt !== null || r.revokedAt !== null || refresh.has(replacement.tokenHash)) return false;
+        r.consumedAt = now;
+        refresh.set(replacement.tokenHash, copyRefresh(replacement));
+        return true;
+      },
+      async revokeFamily(familyId, now) {
+        for (const r of refresh.values()) {
+          if (r.familyId === familyId && r.revokedAt === null) r.revokedAt = now;
+        }
+      },
+    },
+    plants: {
+      async create(record) {
+        if (plants.has(record.id)) return false;
+        plants.set(record.id, { ...record });
+        return true;
+      },
+      async get(id) {
+        const r = plants.get(id);
+        return r ? { ...r } : null;
+      },
+    },
+    signingKeys: {
+      async list() {
+        return [...keys.values()].map((k) => ({ ...k }));
+      },
+      async create(record) {
+        if (keys.has(record.kid)) return false;
+        keys.set(record.kid, { ...record });
+        return true;
+      },
+    },
+  };
+}

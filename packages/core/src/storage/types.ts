@@ -1,0 +1,145 @@
+/**
+ * Storage interfaces: one per aggregate, all async, `null` means absent, and everything that must
+ * be atomic is one method. Secrets reach storage only as hashes (client secrets and refresh tokens
+ * as SHA-256, passwords as PHC strings). A backend signals an outage by throwing `StorageError`.
+ */
+
+/** A grant type the token endpoint supports. */
+export type GrantType = "client_credentials" | "password" | "refresh_token";
+
+/** A third-party application configured by an administrator. */
+export interface ClientRecord {
+  clientId: string;
+  /** SHA-256 (base64url) of the client secret; the secret itself is never stored. */
+  secretHash: string;
+  name: string;
+  /** Grants this client may use; any other -> `unauthorized_client`. */
+  grantTypes: GrantType[];
+  /** Scopes this client may request. */
+  scopes: string[];
+  /** Access-token lifetime in seconds; null = the server default. */
+  accessTokenTtl: number | null;
+  /** Sliding refresh-token lifetime in seconds; null = the server default. */
+  refreshTokenTtl: number | null;
+  /** Absolute refresh-token family lifetime in seconds; null = the server default. */
+  refreshTokenAbsoluteTtl: number | null;
+  /** Epoch milliseconds. */
+  createdAt: number;
+  /** Epoch milliseconds of the last secret (re)generation. */
+  secretUpdatedAt: number;
+}
+
+/** Clients (the console's "settings > security settings"). */
+export interface ClientStore {
+  get(clientId: string): Promise<ClientRecord | null>;
+  /** Inserts; returns false (and changes nothing) when the client id exists. */
+  create(record: ClientRecord): Promise<boolean>;
+  /** Replaces the secret hash; the old secret stops working at once. False when absent. */
+  updateSecret(clientId: string, secretHash: string, updatedAt: number): Promise<boolean>;
+  list(): Promise<ClientRecord[]>;
+}
+
+/** A user of the password grant, as stored (with its password hash). */
+export interface AccountRecord {
+  id: string;
+  username: string;
+  displayName: string | null;
+  email: string | null;
+  roles: string[];
+  enabled: boolean;
+  /** Epoch milliseconds. */
+  createdAt: number;
+  /** PHC string (see `hashPassword`); never leaves the core. */
+  passwordHash: string;
+}
+
+/** Accounts. */
+export interface AccountStore {
+  get(id: string): Promise<AccountRecord | null>;
+  findByUsername(username: string): Promise<AccountRecord | null>;
+  /** Inserts; returns false (and changes nothing) when the id or the username exists. */
+  create(record: AccountRecord): Promise<boolean>;
+  /**
+   * One page in a stable total order (by `id`, ascending, compared as strings by code unit),
+   * so that walking all pages sees each account exactly once; plus the total count.
+   */
+  list(offset: number, limit: number): Promise<{ items: AccountRecord[]; total: number }>;
+}
+
+/** One refresh token of a rotation family, stored by hash. */
+export interface RefreshTokenRecord {
+  /** SHA-256 (base64url) of the opaque token. */
+  tokenHash: string;
+  /** All tokens descending from one password grant share it; reuse revokes the family. */
+  familyId: string;
+  clientId: string;
+  accountId: string;
+  /** The scope granted at the password grant; rotation keeps it (RFC 6749 §6). */
+  scope: string[];
+  /** Epoch ms. */
+  createdAt: number;
+  /** Epoch ms; sliding expiry of this token. */
+  expiresAt: number;
+  /** Epoch ms; absolute expiry of the family. */
+  familyExpiresAt: number;
+  /** Epoch ms when it was exchanged, or null. */
+  consumedAt: number | null;
+  /** Epoch ms when its family was revoked, or null. */
+  revokedAt: number | null;
+}
+
+/** Refresh tokens. */
+export interface RefreshTokenStore {
+  create(record: RefreshTokenRecord): Promise<void>;
+  findByHash(tokenHash: string): Promise<RefreshTokenRecord | null>;
+  /**
+   * Rotation in one atomic step: if the token is neither consumed nor revoked, marks it consumed
+   * and stores `replacement`, returning true; otherwise changes nothing and returns false. Exactly
+   * one of any number of concurrent callers gets `true`.
+   */
+  consume(tokenHash: string, now: number, replacement: RefreshTokenRecord): Promise<boolean>;
+  /** Marks every token of the family revoked (idempotent). */
+  revokeFamily(familyId: string, now: number): Promise<void>;
+}
+
+/** A plant as stored; `id` is a signed 64-bit integer. */
+export interface PlantRecord {
+  id: bigint;
+  name: string;
+  tag: string | null;
+}
+
+/** Plants. */
+export interface PlantStore {
+  /** Inserts; returns false (and changes nothing) when the id exists. */
+  create(record: PlantRecord): Promise<boolean>;
+  get(id: bigint): Promise<PlantRecord | null>;
+}
+
+/** A JWT signing key pair as JWKs. */
+export interface SigningKeyRecord {
+  kid: string;
+  alg: string;
+  /** Private JWK (JSON). */
+  privateJwk: string;
+  /** Public JWK (JSON), published at /.well-known/jwks.json. */
+  publicJwk: string;
+  /** Epoch ms. */
+  createdAt: number;
+}
+
+/** Signing keys; shared by every instance of a persistent store. */
+export interface SigningKeyStore {
+  list(): Promise<SigningKeyRecord[]>;
+  /** Inserts; returns false when the kid exists. */
+  create(record: SigningKeyRecord): Promise<boolean>;
+}
+
+/** Everything plantgate stores. Pass your own to `createPlantgate({ storage })`. */
+export interface Storage {
+  clients: ClientStore;
+  accounts: AccountStore;
+  refreshTokens: RefreshTokenStore;
+  plants: PlantStore;
+  signingKeys: SigningKeyStore;
+}

@@ -1,0 +1,87 @@
+import { SignJWT, jwtVerify, decodeProtectedHeader, type JWTPayload } from "jose";
+import { randomToken, type RandomBytes } from "../crypto/index.js";
+import type { Keyring } from "./keys.js";
+
+/** What a verified access token says. */
+export interface AccessTokenClaims {
+  sub: string;
+  clientId: string;
+  scope: string[];
+  jti: string;
+  iat: number;
+  exp: number;
+}
+
+/** Prefix of the `sub` of a client-credentials token, so it can never equal a user's `sub`. */
+export const CLIENT_SUBJECT_PREFIX = "client:";
+
+/**
+ * Issues a JWT access token per RFC 9068 (`typ: at+jwt`).
+ */
+export async function issueAccessToken(
+  keyring: Keyring,
+  input: { issuer: string; audience: string; subject: string; clientId: string; scope: string[]; now: number; ttl: number; random: RandomBytes },
+): Promise<string> {
+  const { kid, alg, key } = await keyring.signingKey();
+  const iat = Math.floor(input.now / 1000);
+  return new SignJWT({ client_id: input.clientId, scope: input.scope.join(" ") })
+    .setProtectedHeader({ alg, kid, typ: "at+jwt" })
+    .setIssuer(input.issuer)
+    .setSubject(input.subject)
+    .setAudience(input.audience)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + input.ttl)
+    .setJti(randomToken(input.random, 16))
+    .sign(key);
+}
+
+/** RFC 6750 §2.1 b64token, bounded so a huge header costs nothing. */
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+const MAX_TOKEN_LENGTH = 8192;
+
+/**
+ * Verifies an access token: signature by one of our keys (by `kid`, with that key's algorithm only,
+ * so `alg: none` and algorithm confusion fail), `typ`, issuer, audience, expiry and required claims.
+ * Returns null for any invalid token; never throws for bad input.
+ */
+export async function verifyAccessToken(
+  keyring: Keyring,
+  token: string,
+  expected: { issuer: string; audience: string; now: number },
+): Promise<AccessTokenClaims | null> {
+  if (token.length > MAX_TOKEN_LENGTH || !B64TOKEN.test(token)) return null;
+  let kid: string | undefined;
+  try {
+    kid = decodeProtectedHeader(token).kid;
+  } catch {
+    return null;
+  }
+  if (typeof kid !== "string") return null;
+  const found = await keyring.verificationKey(kid);
+  if (!found) return null;
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await jwtVerify(token, found.key, {
+      algorithms: [found.alg],
+      typ: "at+jwt",
+      issuer: expected.issuer,
+      audience: expected.audience,
+      currentDate: new Date(expected.now),
+      requiredClaims: ["sub", "exp", "iat", "jti", "client_id", "scope"],
+    }));
+  } catch {
+    return null;
+  }
+  const { sub, exp, iat, jti, client_id: clientId, scope } = payload;
+  if (
+    typeof sub !== "string" ||
+    typeof exp !== "number" ||
+    typeof iat !== "number" ||
+    typeof jti !== "string" ||
+    typeof clientId !== "string" ||
+    typeof scope !== "string"
+  ) {
+    return null;
+  }
+  return { sub, clientId, scope: scope === "" ? [] : scope.split(" "), jti, iat, exp };
+}
