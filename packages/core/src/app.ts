@@ -3,7 +3,7 @@ import { listAccounts } from "./api/accounts.js";
 import { createPlant } from "./api/plants.js";
 import { ApiError, ApiErrorCode, OAuthError } from "./errors/index.js";
 import { requireBearer } from "./http/bearer.js";
-import { errorResponse, json } from "./http/respond.js";
+import { errorResponse, json, NO_STORE } from "./http/respond.js";
 import { metadata, TOKEN_PATH } from "./oauth/metadata.js";
 import { tokenEndpoint } from "./oauth/token-endpoint.js";
 import { resolveOptions, urlsFor, type Context, type PlantgateOptions, type Urls } from "./options.js";
@@ -28,6 +28,8 @@ interface Route {
   surface: "oauth" | "api";
   methods: Record<string, Handler>;
 }
+
+const METADATA_PATH = "/.well-known/oauth-authorization-server";
 
 const ROUTES: Record<string, Route> = {
   [TOKEN_PATH]: {
@@ -58,7 +60,7 @@ const ROUTES: Record<string, Route> = {
       GET: async (ctx) => json(200, await ctx.keyring.jwks(), { "cache-control": "public, max-age=300" }),
     },
   },
-  "/.well-known/oauth-authorization-server": {
+  [METADATA_PATH]: {
     surface: "api",
     methods: {
       GET: async (ctx, urls) => json(200, metadata(ctx, urls), { "cache-control": "public, max-age=300" }),
@@ -67,13 +69,39 @@ const ROUTES: Record<string, Route> = {
 };
 
 function methodNotAllowed(route: Route): Response {
-  const allow = Object.keys(route.methods).join(", ");
-  const headers = { allow };
+  const methods = Object.keys(route.methods);
+  const allow = (methods.includes("GET") ? [...methods, "HEAD"] : methods).join(", ");
   if (route.surface === "oauth") {
     const e = new OAuthError("invalid_request", `Use ${allow} for this endpoint.`);
-    return json(405, { error: e.code, error_description: e.description }, headers);
+    return json(405, { error: e.code, error_description: e.description }, { allow, ...NO_STORE });
   }
-  return json(405, { error: ApiErrorCode.methodNotAllowed, message: `Use ${allow} for this endpoint.` }, headers);
+  return json(405, { error: ApiErrorCode.methodNotAllowed, message: `Use ${allow} for this endpoint.` }, { allow });
+}
+
+/** Routes one request; every failure becomes the route's documented error shape. */
+async function dispatch(ctx: Context, request: Request): Promise<Response> {
+  let surface: "oauth" | "api" = "api";
+  try {
+    const url = new URL(request.url);
+    let path = url.pathname;
+    if (ctx.basePath && path === `${METADATA_PATH}${ctx.basePath}`) {
+      // RFC 8414 §3.1: for an issuer with a path, the metadata lives at /.well-known/...{path}.
+      path = METADATA_PATH;
+    } else if (ctx.basePath) {
+      if (path !== ctx.basePath && !path.startsWith(ctx.basePath + "/")) {
+        throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
+      }
+      path = path.slice(ctx.basePath.length);
+    }
+    const route = ROUTES[path];
+    if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
+    surface = route.surface;
+    const handler = route.methods[request.method === "HEAD" ? "GET" : request.method];
+    if (!handler) return methodNotAllowed(route);
+    return await handler(ctx, urlsFor(ctx, request), request, url);
+  } catch (error) {
+    return errorResponse(error, surface, ctx.logger);
+  }
 }
 
 /**
@@ -93,25 +121,9 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
     storage: ctx.storage,
     jwks: () => ctx.keyring.jwks(),
     async fetch(request) {
-      let surface: "oauth" | "api" = "api";
-      try {
-        const url = new URL(request.url);
-        let path = url.pathname;
-        if (ctx.basePath) {
-          if (path !== ctx.basePath && !path.startsWith(ctx.basePath + "/")) {
-            throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-          }
-          path = path.slice(ctx.basePath.length);
-        }
-        const route = ROUTES[path];
-        if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-        surface = route.surface;
-        const handler = route.methods[request.method];
-        if (!handler) return methodNotAllowed(route);
-        return await handler(ctx, urlsFor(ctx, request), request, url);
-      } catch (error) {
-        return errorResponse(error, surface, ctx.logger);
-      }
+      const response = await dispatch(ctx, request);
+      // RFC 9110 §9.3.2: HEAD is GET without the content, errors included.
+      return request.method === "HEAD" ? new Response(null, { status: response.status, headers: response.headers }) : response;
     },
   };
 }

@@ -1,5 +1,5 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import { BodyReadError, mediaType, readBodyText } from "../http/body.js";
+import { BodyReadError, charset, mediaType, readBodyText } from "../http/body.js";
 import { JsonNumber, JsonSyntaxError, parseJson, type JsonValue } from "../http/json.js";
 import { json } from "../http/respond.js";
 import type { Context } from "../options.js";
@@ -45,6 +45,11 @@ export async function createPlant(ctx: Context, request: Request): Promise<Respo
   if (type !== "application/json" && !(type?.startsWith("application/") && type.endsWith("+json"))) {
     await request.body?.cancel().catch(() => {});
     throw bad(ApiErrorCode.unsupportedMediaType, "The body must be application/json.");
+  }
+  const cs = charset(request);
+  if (cs !== null && cs !== "utf-8" && cs !== "utf8") {
+    await request.body?.cancel().catch(() => {});
+    throw bad(ApiErrorCode.unsupportedMediaType, "The body must be UTF-8 JSON.");
   }
   let text: string;
   try {

@@ -41,10 +41,15 @@ export function parseScope(value: string | undefined): string[] | undefined {
  * client, else `invalid_scope`; when omitted, the client's allowed scopes minus `offline_access`.
  */
 export function grantScope(requested: string[] | undefined, allowed: string[], known: string[]): string[] {
-  if (requested === undefined) return allowed.filter((s) => s !== OFFLINE_ACCESS && known.includes(s));
+  if (requested === undefined) {
+    // RFC 6749 §3.3: with no scope requested, use a default or fail; an empty default is a failure.
+    const fallback = allowed.filter((s) => s !== OFFLINE_ACCESS && known.includes(s));
+    if (fallback.length === 0) throw new OAuthError("invalid_scope", "No scope was requested and this client has no default scope.");
+    return fallback;
+  }
   for (const s of requested) {
-    if (!known.includes(s)) throw new OAuthError("invalid_scope", `The scope "${s}" is unknown.`);
-    if (!allowed.includes(s)) throw new OAuthError("invalid_scope", `The scope "${s}" is not allowed for this client.`);
+    if (!known.includes(s)) throw new OAuthError("invalid_scope", `The scope '${s}' is unknown.`);
+    if (!allowed.includes(s)) throw new OAuthError("invalid_scope", `The scope '${s}' is not allowed for this client.`);
   }
   return requested;
 }

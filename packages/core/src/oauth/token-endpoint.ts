@@ -49,9 +49,23 @@ async function readForm(ctx: Context, request: Request): Promise<Map<string, str
     throw e;
   }
   if (parsed.repeated.length > 0) {
-    throw new OAuthError("invalid_request", `Parameters must not be repeated: ${parsed.repeated.map((n) => n.slice(0, 40)).join(", ")}.`);
+    throw new OAuthError("invalid_request", `Parameters must not be repeated: ${describeRepeated(parsed.repeated)}.`);
   }
   return parsed.values;
+}
+
+/** The parameters of a token request (RFC 6749 §4.3.2, §4.4.2, §6, §2.3.1). */
+const KNOWN_PARAMETERS = new Set(["grant_type", "client_id", "client_secret", "username", "password", "scope", "refresh_token"]);
+
+/**
+ * Names only parameters we know: an arbitrary name could hold characters RFC 6749 §5.2 forbids in
+ * error_description (quotes, backslashes, control or non-ASCII characters), or a credential.
+ */
+function describeRepeated(names: string[]): string {
+  const known = names.filter((n) => KNOWN_PARAMETERS.has(n));
+  const unknown = names.length - known.length;
+  if (unknown > 0) known.push(unknown === 1 ? "an unrecognized parameter" : `${unknown} unrecognized parameters`);
+  return known.join(", ");
 }
 
 /** Step 2: the grant type must be given and supported. */

@@ -31,12 +31,12 @@ export const refreshTokenGrant: Grant = {
     const requested = parseScope(params.get("scope"));
     if (requested) {
       for (const s of requested) {
-        if (!record.scope.includes(s)) throw new OAuthError("invalid_scope", `The scope "${s}" was not granted to this refresh token.`);
+        if (!record.scope.includes(s)) throw new OAuthError("invalid_scope", `The scope '${s}' was not granted to this refresh token.`);
       }
     }
     const scope = requested ?? record.scope;
     for (const s of record.scope) {
-      if (!client.scopes.includes(s)) throw new OAuthError("invalid_scope", `The scope "${s}" is no longer allowed for this client.`);
+      if (!client.scopes.includes(s)) throw new OAuthError("invalid_scope", `The scope '${s}' is no longer allowed for this client.`);
     }
     const account = await ctx.storage.accounts.get(record.accountId);
     if (!account || !account.enabled) throw invalid();

@@ -1,0 +1,71 @@
+import { createPlantgate, type Plantgate, type PlantgateOptions } from "../src/index.js";
+
+export const BASE = "https://as.example.test";
+
+/** A mutable clock the tests move by hand. */
+export function manualClock(start = Date.UTC(2026, 0, 1)) {
+  let now = start;
+  return {
+    now: () => now,
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}
+
+export interface Harness {
+  app: Plantgate;
+  clock: ReturnType<typeof manualClock>;
+  clientId: string;
+  clientSecret: string;
+  username: string;
+  password: string;
+}
+
+/**
+ * An app with one client (all grants and scopes) and one user. Password hashing uses few iterations
+ * so the suite stays fast; the algorithm and code path are the production ones.
+ */
+export async function harness(options: PlantgateOptions = {}): Promise<Harness> {
+  const clock = manualClock();
+  const app = createPlantgate({ clock: clock.now, passwordHashIterations: 1000, logger: { error() {}, warn() {} }, ...options });
+  const { clientSecret } = await app.admin.createClient({ clientId: "app-1" });
+  await app.admin.createAccount({ username: "alice", password: "wonderland-42", displayName: "Alice" });
+  return { app, clock, clientId: "app-1", clientSecret, username: "alice", password: "wonderland-42" };
+}
+
+export const basic = (id: string, secret: string) =>
+  "Basic " + btoa(`${encodeURIComponent(id).replace(/%20/g, "+")}:${encodeURIComponent(secret).replace(/%20/g, "+")}`);
+
+/** POSTs a raw form body to the token endpoint. */
+export function tokenRequest(app: Plantgate, body: string | Record<string, string>, headers: Record<string, string> = {}) {
+  return app.fetch(
+    new Request(`${BASE}/UserService/connect/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: typeof body === "string" ? body : new URLSearchParams(body).toString(),
+    }),
+  );
+}
+
+/** A password-grant token response for the harness user. */
+export async function passwordTokens(h: Harness, scope = "Platform_UserAPIs offline_access") {
+  const res = await tokenRequest(
+    h.app,
+    { grant_type: "password", username: h.username, password: h.password, scope },
+    { authorization: basic(h.clientId, h.clientSecret) },
+  );
+  if (res.status !== 200) throw new Error(`password grant failed: ${res.status} ${await res.text()}`);
+  return (await res.json()) as { access_token: string; refresh_token?: string; scope: string; expires_in: number; token_type: string };
+}
+
+/** A client-credentials access token. */
+export async function clientToken(h: Harness, scope?: string) {
+  const res = await tokenRequest(
+    h.app,
+    { grant_type: "client_credentials", ...(scope !== undefined ? { scope } : {}) },
+    { authorization: basic(h.clientId, h.clientSecret) },
+  );
+  if (res.status !== 200) throw new Error(`client_credentials failed: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { access_token: string }).access_token;
+}

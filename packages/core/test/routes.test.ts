@@ -1,0 +1,313 @@
+/**
+ * Routing, discovery documents and mounting options, through `app.fetch` only; plus a static check
+ * that the core stays free of Node built-ins (design: "no node:* import, ever").
+ */
+import { describe, expect, it } from "vitest";
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify } from "jose";
+import { BASE, clientToken, harness, passwordTokens, tokenRequest, basic } from "./helpers.js";
+import { getAccounts, postPlant, read } from "./api-helpers.js";
+
+const get = async (h: { app: { fetch(r: Request): Promise<Response> } }, url: string, init?: RequestInit) => read(await h.app.fetch(new Request(url, init)));
+
+const SCOPES = ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"];
+const PRIVATE_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
+
+describe("GET /.well-known/jwks.json (RFC 7517 §5)", () => {
+  it("serves the public signing key only, and it verifies issued tokens", async () => {
+    const h = await harness();
+    const r = await get(h, `${BASE}/.well-known/jwks.json`);
+    expect(r.status).toBe(200);
+    expect(r.contentType).toBe("application/json");
+    expect(r.body).toEqual({
+      keys: [{ kty: "EC", crv: "P-256", x: expect.any(String), y: expect.any(String), kid: expect.any(String), alg: "ES256", use: "sig" }],
+    });
+    for (const m of PRIVATE_MEMBERS) expect(r.text).not.toContain(`"${m}":`);
+    const token = await clientToken(h);
+    const jwks = r.body as { keys: Array<{ kid: string }> };
+    expect(decodeProtectedHeader(token)).toEqual({ alg: "ES256", kid: jwks.keys[0]!.kid, typ: "at+jwt" });
+    // A third party can verify our tokens from the published set alone.
+    const { payload } = await jwtVerify(token, createLocalJWKSet(r.body as { keys: [] }), {
+      issuer: BASE,
+      audience: BASE,
+      typ: "at+jwt",
+      currentDate: new Date(h.clock.now()),
+    });
+    expect(payload).toMatchObject({ iss: BASE, aud: BASE, sub: "client:app-1", client_id: "app-1" });
+  });
+
+  it.each([
+    ["RS256", { kty: "RSA", n: expect.any(String), e: "AQAB" }],
+    ["PS256", { kty: "RSA", n: expect.any(String), e: "AQAB" }],
+    ["ES384", { kty: "EC", crv: "P-384", x: expect.any(String), y: expect.any(String) }],
+    ["EdDSA", { kty: "OKP", crv: "Ed25519", x: expect.any(String) }],
+  ] as const)("with signingAlg %s, still public members only", async (alg, members) => {
+    const h = await harness({ signingAlg: alg });
+    const r = await get(h, `${BASE}/.well-known/jwks.json`);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual({ keys: [{ ...members, alg, kid: expect.any(String), use: "sig" }] });
+    for (const m of PRIVATE_MEMBERS) expect(r.text).not.toContain(`"${m}":`);
+    expect(decodeProtectedHeader(await clientToken(h)).alg).toBe(alg);
+  });
+
+  it("a configured private signingKey is published without its private part", async () => {
+    const { privateKey } = await generateKeyPair("ES256", { extractable: true });
+    const jwk = { ...(await exportJWK(privateKey)), kid: "configured-1" };
+    const h = await harness({ signingKey: JSON.stringify(jwk) });
+    const r = await get(h, `${BASE}/.well-known/jwks.json`);
+    expect(r.body).toEqual({ keys: [{ kty: "EC", crv: "P-256", x: jwk.x, y: jwk.y, kid: "configured-1", alg: "ES256", use: "sig" }] });
+    expect(r.text).not.toContain(jwk.d!);
+    expect(decodeProtectedHeader(await clientToken(h)).kid).toBe("configured-1");
+  });
+});
+
+describe("GET /.well-known/oauth-authorization-server (RFC 8414 §3)", () => {
+  it("serves the whole metadata document", async () => {
+    const h = await harness();
+    const r = await get(h, `${BASE}/.well-known/oauth-authorization-server`);
+    expect(r.status).toBe(200);
+    expect(r.contentType).toBe("application/json");
+    expect(r.body).toEqual({
+      issuer: BASE,
+      token_endpoint: `${BASE}/UserService/connect/token`,
+      jwks_uri: `${BASE}/.well-known/jwks.json`,
+      grant_types_supported: ["client_credentials", "password", "refresh_token"],
+      token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      scopes_supported: SCOPES,
+      response_types_supported: [],
+    });
+  });
+
+  it("scopes_supported follows scopePrefix", async () => {
+    const h = await harness({ scopePrefix: "Acme" });
+    const r = await get(h, `${BASE}/.well-known/oauth-authorization-server`);
+    expect((r.body as { scopes_supported: string[] }).scopes_supported).toEqual(["Acme_UserAPIs", "Acme_AllAppsServerCommands", "offline_access"]);
+  });
+});
+
+describe("unknown paths and methods", () => {
+  it.each(["/", "/nope", "/plants/", "/plants/1", "/Plants", "/rbac/ServerCommand/getaccountlist", "/.well-known/", "/UserService/connect/token/"])(
+    "GET %s -> 404 {error:1404}",
+    async (path) => {
+      const h = await harness();
+      const r = await get(h, `${BASE}${path}`);
+      expect(r.status).toBe(404);
+      expect(r.contentType).toBe("application/json");
+      expect(r.body).toEqual({ error: 1404, message: "Not found." });
+    },
+  );
+
+  it.each([
+    ["GET", "/plants", "POST"],
+    ["PUT", "/plants", "POST"],
+    ["DELETE", "/plants", "POST"],
+    ["POST", "/rbac/ServerCommand/GetAccountList", "GET, HEAD"],
+    ["POST", "/.well-known/jwks.json", "GET, HEAD"],
+    ["PATCH", "/.well-known/oauth-authorization-server", "GET, HEAD"],
+  ])("%s %s -> 405 with Allow: %s and {error:1405}", async (method, path, allow) => {
+    const h = await harness();
+    const r = await read(await h.app.fetch(new Request(`${BASE}${path}`, { method, ...(method === "GET" ? {} : { body: "{}" }) })));
+    expect(r.status).toBe(405);
+    expect(r.contentType).toBe("application/json");
+    expect(r.body).toEqual({ error: 1405, message: `Use ${allow} for this endpoint.` });
+    // RFC 9110 §15.5.6: a 405 MUST carry Allow.
+    const res = await h.app.fetch(new Request(`${BASE}${path}`, { method, ...(method === "GET" ? {} : { body: "{}" }) }));
+    expect(res.headers.get("allow")).toBe(allow);
+  });
+
+  it("RFC 9110 §9.3.2: HEAD on a GET route answers like GET without content", async () => {
+    const h = await harness();
+    const get = await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`));
+    const head = await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`, { method: "HEAD" }));
+    expect(head.status).toBe(200);
+    expect(head.headers.get("content-type")).toBe(get.headers.get("content-type"));
+    expect(await head.text()).toBe("");
+    // HEAD is still authenticated like GET.
+    const list = await h.app.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { method: "HEAD" }));
+    expect(list.status).toBe(401);
+    expect(list.headers.get("www-authenticate")).toBe('Bearer realm="plantgate"');
+    expect(await list.text()).toBe("");
+  });
+
+  it("RFC 8414 §3.1: with an issuer path, the metadata is also served at /.well-known/oauth-authorization-server{path}", async () => {
+    const h = await harness({ basePath: "/api" });
+    const inserted = await h.app.fetch(new Request(`${BASE}/.well-known/oauth-authorization-server/api`));
+    const mounted = await h.app.fetch(new Request(`${BASE}/api/.well-known/oauth-authorization-server`));
+    expect(inserted.status).toBe(200);
+    const body = await inserted.json();
+    expect(body).toEqual(await mounted.json());
+    expect(body).toMatchObject({ issuer: `${BASE}/api`, token_endpoint: `${BASE}/api/UserService/connect/token` });
+  });
+
+  it("a wrong method on the token endpoint -> 405 with Allow: POST, in the OAuth error shape", async () => {
+    const h = await harness();
+    const res = await h.app.fetch(new Request(`${BASE}/UserService/connect/token`));
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+    expect(await res.json()).toEqual({ error: "invalid_request", error_description: "Use POST for this endpoint." });
+  });
+
+  it("the method check comes before authentication: GET /plants without a token is 405, not 401", async () => {
+    const h = await harness();
+    const r = await get(h, `${BASE}/plants`);
+    expect(r.status).toBe(405);
+    expect(r.wwwAuthenticate).toBeNull();
+  });
+});
+
+describe("basePath mounting", () => {
+  it("routes live under /api and not at the root", async () => {
+    const h = await harness({ basePath: "/api" });
+    const API = `${BASE}/api`;
+    const meta = await get(h, `${API}/.well-known/oauth-authorization-server`);
+    expect(meta.status).toBe(200);
+    expect(meta.body).toEqual({
+      issuer: API,
+      token_endpoint: `${API}/UserService/connect/token`,
+      jwks_uri: `${API}/.well-known/jwks.json`,
+      grant_types_supported: ["client_credentials", "password", "refresh_token"],
+      token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      scopes_supported: SCOPES,
+      response_types_supported: [],
+    });
+    expect((await get(h, `${API}/.well-known/jwks.json`)).status).toBe(200);
+
+    for (const path of ["/.well-known/oauth-authorization-server", "/.well-known/jwks.json", "/plants", "/rbac/ServerCommand/GetAccountList", "/UserService/connect/token"]) {
+      const root = await get(h, `${BASE}${path}`);
+      expect(root.status).toBe(404);
+      expect(root.body).toEqual({ error: 1404, message: "Not found." });
+    }
+    for (const path of ["/api", "/api/", "/apiplants", "/api2/plants", "/API/plants"]) {
+      expect((await get(h, `${BASE}${path}`)).status).toBe(404);
+    }
+
+    // The token endpoint, the plant store and the listing all work under the prefix; tokens carry iss = the prefixed base.
+    const tokenRes = await h.app.fetch(
+      new Request(`${API}/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) },
+        body: "grant_type=client_credentials",
+      }),
+    );
+    expect(tokenRes.status).toBe(200);
+    const { access_token } = (await tokenRes.json()) as { access_token: string };
+    expect(decodeJwt(access_token)).toMatchObject({ iss: API, aud: API });
+    const plant = await read(await postPlant(h.app, '{"id":1,"name":"fern"}', { token: access_token, url: `${API}/plants` }));
+    expect(plant.status).toBe(200);
+    expect(plant.text).toBe('{"id":1,"name":"fern"}');
+    const accounts = await read(await getAccounts(h.app, access_token, "", `${API}/rbac/ServerCommand/GetAccountList`));
+    expect(accounts.status).toBe(200);
+    expect((accounts.body as { total: number }).total).toBe(1);
+  });
+
+  it("a trailing slash in basePath is normalised", async () => {
+    const h = await harness({ basePath: "/api/" });
+    expect((await get(h, `${BASE}/api/.well-known/jwks.json`)).status).toBe(200);
+  });
+});
+
+describe("issuer, baseUrl and audience options", () => {
+  const INTERNAL = "http://10.0.0.5:8080";
+
+  it("metadata and tokens use the configured issuer and baseUrl, not the request's origin", async () => {
+    const h = await harness({ issuer: "https://issuer.example.test", baseUrl: "https://public.example.test/auth/" });
+    const meta = await get(h, `${INTERNAL}/.well-known/oauth-authorization-server`);
+    expect(meta.body).toEqual({
+      issuer: "https://issuer.example.test",
+      token_endpoint: "https://public.example.test/auth/UserService/connect/token",
+      jwks_uri: "https://public.example.test/auth/.well-known/jwks.json",
+      grant_types_supported: ["client_credentials", "password", "refresh_token"],
+      token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      scopes_supported: SCOPES,
+      response_types_supported: [],
+    });
+    const token = await clientToken(h); // minted via BASE: the origin must not matter
+    expect(decodeJwt(token)).toMatchObject({ iss: "https://issuer.example.test", aud: "https://issuer.example.test" });
+    // Accepted whatever origin the request reached us on.
+    const r = await read(await getAccounts(h.app, token, "", `${INTERNAL}/rbac/ServerCommand/GetAccountList`));
+    expect(r.status).toBe(200);
+  });
+
+  it("baseUrl alone sets the issuer too", async () => {
+    const h = await harness({ baseUrl: "https://public.example.test" });
+    const meta = (await get(h, `${INTERNAL}/.well-known/oauth-authorization-server`)).body as Record<string, unknown>;
+    expect(meta.issuer).toBe("https://public.example.test");
+    expect(meta.token_endpoint).toBe("https://public.example.test/UserService/connect/token");
+    expect(decodeJwt((await passwordTokens(h)).access_token)).toMatchObject({ iss: "https://public.example.test", aud: "https://public.example.test" });
+  });
+
+  it("audience sets aud of issued tokens, and the APIs check it", async () => {
+    const h = await harness({ issuer: "https://issuer.example.test", audience: "https://api.example.test" });
+    const token = await clientToken(h);
+    expect(decodeJwt(token)).toMatchObject({ iss: "https://issuer.example.test", aud: "https://api.example.test" });
+    expect((await getAccounts(h.app, token)).status).toBe(200);
+  });
+
+  it("without an issuer option, a token minted on one origin is not accepted on another", async () => {
+    const h = await harness();
+    const token = await clientToken(h);
+    const r = await read(await getAccounts(h.app, token, "", "https://other-host.example.test/rbac/ServerCommand/GetAccountList"));
+    expect(r.status).toBe(401);
+    expect(r.body).toEqual({ error: 1202, message: "The access token is invalid or expired." });
+    // Same origin: fine.
+    expect((await getAccounts(h.app, token)).status).toBe(200);
+    // The token endpoint itself answers on any origin, with iss from that origin.
+    const other = await tokenRequest(
+      { fetch: (req: Request) => h.app.fetch(new Request(req.url.replace(BASE, "https://other-host.example.test"), req)) } as typeof h.app,
+      { grant_type: "client_credentials" },
+      { authorization: basic(h.clientId, h.clientSecret) },
+    );
+    expect(decodeJwt(((await other.json()) as { access_token: string }).access_token).iss).toBe("https://other-host.example.test");
+  });
+
+  it("invalid options fail at construction", async () => {
+    await expect(harness({ issuer: undefined, baseUrl: "not a url" })).rejects.toThrow(TypeError);
+    await expect(harness({ basePath: "api" })).rejects.toThrow(TypeError);
+    await expect(harness({ basePath: "/api?x=1" })).rejects.toThrow(TypeError);
+  });
+});
+
+describe("core portability", () => {
+  // Typed locally and imported by a computed specifier so the core's typecheck keeps "types": [] (no Node globals leak into src).
+  type Fs = { readdirSync(path: URL, options: { recursive: true }): string[]; readFileSync(path: URL, encoding: "utf8"): string };
+  const load = async () => {
+    const fsName = "node:fs";
+    const moduleName = "node:module";
+    const fs = (await import(/* @vite-ignore */ fsName)) as Fs;
+    const { builtinModules } = (await import(/* @vite-ignore */ moduleName)) as { builtinModules: string[] };
+    const srcDir = new URL("../src/", import.meta.url);
+    const files = fs
+      .readdirSync(srcDir, { recursive: true })
+      .filter((f) => /\.(?:ts|mts|js|mjs)$/.test(f))
+      .sort();
+    const pkg = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { dependencies?: Record<string, string> };
+    return { fs, builtinModules, srcDir, files, deps: Object.keys(pkg.dependencies ?? {}) };
+  };
+
+  /** Code lines only: TSDoc and line comments may show other packages in examples. */
+  const codeOf = (text: string) =>
+    text
+      .split("\n")
+      .filter((line) => !/^\s*(?:\/\*\*?|\*|\/\/)/.test(line))
+      .join("\n");
+
+  it("no file under packages/core/src imports node:* or a Node built-in, and bare imports are declared dependencies", async () => {
+    const { fs, builtinModules, srcDir, files, deps } = await load();
+    expect(files.length).toBeGreaterThan(10);
+    const offenders: string[] = [];
+    let bareSeen = 0;
+    for (const file of files) {
+      const code = codeOf(fs.readFileSync(new URL(file, srcDir), "utf8"));
+      const specifiers = [...code.matchAll(/\b(?:from|import|require)\s*\(?\s*["']([^"']+)["']/g)].map((m) => m[1]!);
+      for (const s of specifiers) {
+        if (s.startsWith(".")) continue;
+        bareSeen++;
+        const root = s.startsWith("@") ? s.split("/").slice(0, 2).join("/") : s.split("/")[0]!;
+        if (s.startsWith("node:") || builtinModules.includes(s) || builtinModules.includes(root)) offenders.push(`${file}: imports ${s} (Node built-in)`);
+        else if (!deps.includes(root)) offenders.push(`${file}: imports ${s}, not a dependency of @plantgate/core`);
+      }
+      if (/\b(?:process\.|Buffer\.|__dirname|__filename|require\.resolve)/.test(code)) offenders.push(`${file}: uses a Node global`);
+    }
+    expect(bareSeen).toBeGreaterThan(0); // the scan found jose, so it is not vacuous
+    expect(offenders).toEqual([]);
+  });
+});
