@@ -71,6 +71,7 @@ export interface Context {
   audience: string | undefined;
   scopes: ScopeNames;
   keyring: Keyring;
+  signingAlg: SigningAlg;
   accessTokenTtl: number;
   refreshTokenTtl: number;
   refreshTokenAbsoluteTtl: number;
@@ -131,6 +132,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
       clock,
       ...(options.signingKey !== undefined ? { configured: options.signingKey } : {}),
     }),
+    signingAlg: alg,
     accessTokenTtl: positiveInt("accessTokenTtl", options.accessTokenTtl, 7200),
     refreshTokenTtl: positiveInt("refreshTokenTtl", options.refreshTokenTtl, 7 * 24 * 3600),
     refreshTokenAbsoluteTtl: positiveInt("refreshTokenAbsoluteTtl", options.refreshTokenAbsoluteTtl, 30 * 24 * 3600),

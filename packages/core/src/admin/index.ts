@@ -2,6 +2,7 @@ import { hashPassword, randomToken, sha256, uuidV4 } from "../crypto/index.js";
 import type { Context } from "../options.js";
 import type { AccountRecord, ClientRecord, GrantType } from "../storage/types.js";
 import { accountView, type AccountView } from "../api/accounts.js";
+import { generateKeyRecord } from "../tokens/keys.js";
 
 /** Input of {@link Admin.createClient}. */
 export interface CreateClientInput {
@@ -51,6 +52,22 @@ export interface Admin {
    */
   ensureClient(clientId: string, clientSecret: string): Promise<"created" | "exists">;
   ensureAccount(username: string, password: string): Promise<"created" | "exists">;
+  /** Deletes a client; its tokens stop working (refresh at once, access tokens at expiry). */
+  deleteClient(clientId: string): Promise<void>;
+  /**
+   * Creates all accounts or none. Every record is checked before anything is written; the error
+   * names the 1-based position of the first bad record.
+   */
+  importAccounts(inputs: CreateAccountInput[]): Promise<AccountView[]>;
+  /** Enables or disables an account; disabling also revokes its refresh tokens at once. */
+  setAccountEnabled(username: string, enabled: boolean): Promise<AccountView>;
+  /** Every account, in listing order. */
+  listAccounts(): Promise<AccountView[]>;
+  /**
+   * Creates a new signing key, which signs from now on (other instances switch within a minute);
+   * keys superseded longer ago than the longest access-token lifetime are deleted.
+   */
+  rotateSigningKey(): Promise<{ kid: string; deleted: string[] }>;
 }
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
@@ -58,8 +75,40 @@ const ID = /^[\x21-\x7e]{1,200}$/;
 
 const clientView = ({ secretHash: _omit, ...rest }: ClientRecord): ClientView => rest;
 
+function checkAccountInput(input: CreateAccountInput): void {
+  if (typeof input !== "object" || input === null) throw new AdminError("an account must be an object");
+  if (typeof input.username !== "string" || input.username.length < 1 || input.username.length > 200) {
+    throw new AdminError("username must be 1-200 characters");
+  }
+  if (typeof input.password !== "string" || input.password.length < 8 || input.password.length > 1024) {
+    throw new AdminError("password must be 8-1024 characters");
+  }
+  const optionalText = (name: string, v: unknown) => {
+    if (v !== undefined && v !== null && (typeof v !== "string" || v.length > 320)) throw new AdminError(`${name} must be a string of at most 320 characters`);
+  };
+  optionalText("displayName", input.displayName);
+  optionalText("email", input.email);
+  if (input.roles !== undefined && (!Array.isArray(input.roles) || input.roles.some((r) => typeof r !== "string" || r.length < 1 || r.length > 100))) {
+    throw new AdminError("roles must be a list of 1-100 character strings");
+  }
+  if (input.enabled !== undefined && typeof input.enabled !== "boolean") throw new AdminError("enabled must be true or false");
+}
+
 /** Builds the admin operations over a context. */
 export function createAdmin(ctx: Context): Admin {
+  const buildAccount = async (input: CreateAccountInput): Promise<AccountRecord> => {
+    checkAccountInput(input);
+    return {
+      id: uuidV4(ctx.random),
+      username: input.username,
+      displayName: input.displayName ?? null,
+      email: input.email ?? null,
+      roles: [...new Set(input.roles ?? [])],
+      enabled: input.enabled ?? true,
+      createdAt: ctx.clock(),
+      passwordHash: await hashPassword(input.password, ctx.random, { iterations: ctx.passwordHashIterations }),
+    };
+  };
   const ttl = (name: string, v: number | null | undefined): number | null => {
     if (v === undefined || v === null) return null;
     if (!Number.isSafeInteger(v) || v < 1) throw new AdminError(`${name} must be a positive integer`);
@@ -102,22 +151,7 @@ export function createAdmin(ctx: Context): Admin {
       return (await ctx.storage.clients.list()).map(clientView);
     },
     async createAccount(input) {
-      if (typeof input.username !== "string" || input.username.length < 1 || input.username.length > 200) {
-        throw new AdminError("username must be 1-200 characters");
-      }
-      if (typeof input.password !== "string" || input.password.length < 8 || input.password.length > 1024) {
-        throw new AdminError("password must be 8-1024 characters");
-      }
-      const record: AccountRecord = {
-        id: uuidV4(ctx.random),
-        username: input.username,
-        displayName: input.displayName ?? null,
-        email: input.email ?? null,
-        roles: input.roles ?? [],
-        enabled: input.enabled ?? true,
-        createdAt: ctx.clock(),
-        passwordHash: await hashPassword(input.password, ctx.random, { iterations: ctx.passwordHashIterations }),
-      };
+      const record = await buildAccount(input);
       if (!(await ctx.storage.accounts.create(record))) throw new AdminError(`username ${input.username} is taken`);
       return accountView(record);
     },
@@ -130,6 +164,57 @@ export function createAdmin(ctx: Context): Admin {
       if (await ctx.storage.accounts.findByUsername(username)) return "exists";
       await this.createAccount({ username, password });
       return "created";
+    },
+    async deleteClient(clientId) {
+      if (!(await ctx.storage.clients.delete(clientId))) throw new AdminError(`client ${clientId} does not exist`);
+    },
+    async importAccounts(inputs) {
+      const records: AccountRecord[] = [];
+      for (const [i, input] of inputs.entries()) {
+        try {
+          checkAccountInput(input);
+        } catch (e) {
+          throw new AdminError(`record ${i + 1}: ${(e as Error).message}`);
+        }
+      }
+      for (const input of inputs) records.push(await buildAccount(input));
+      const conflict = await ctx.storage.accounts.createMany(records);
+      if (conflict !== null) throw new AdminError(`record ${conflict + 1}: username ${records[conflict]!.username} is taken`);
+      return records.map(accountView);
+    },
+    async setAccountEnabled(username, enabled) {
+      const account = await ctx.storage.accounts.findByUsername(username);
+      if (!account || !(await ctx.storage.accounts.setEnabled(account.id, enabled))) {
+        throw new AdminError(`user ${username} does not exist`);
+      }
+      if (!enabled) await ctx.storage.refreshTokens.revokeByAccount(account.id, ctx.clock());
+      return accountView({ ...account, enabled });
+    },
+    async listAccounts() {
+      const out: AccountView[] = [];
+      for (let offset = 0; ; offset += 100) {
+        const { items } = await ctx.storage.accounts.list(offset, 100);
+        out.push(...items.map(accountView));
+        if (items.length < 100) return out;
+      }
+    },
+    async rotateSigningKey() {
+      const now = ctx.clock();
+      const record = await generateKeyRecord(ctx.signingAlg, now);
+      await ctx.storage.signingKeys.create(record);
+      const clients = await ctx.storage.clients.list();
+      const maxTtlMs = Math.max(ctx.accessTokenTtl, ...clients.map((c) => c.accessTokenTtl ?? 0)) * 1000;
+      // A key is safe to delete once the key after it has been signing for longer than any token lives.
+      const keys = (await ctx.storage.signingKeys.list()).sort((a, b) => a.createdAt - b.createdAt);
+      const deleted: string[] = [];
+      for (let i = 0; i < keys.length - 1; i++) {
+        const supersededAt = keys[i + 1]!.createdAt;
+        if (keys[i]!.kid !== record.kid && now - supersededAt > maxTtlMs && (await ctx.storage.signingKeys.delete(keys[i]!.kid))) {
+          deleted.push(keys[i]!.kid);
+        }
+      }
+      ctx.keyring.invalidate();
+      return { kid: record.kid, deleted };
     },
   };
 }

@@ -50,6 +50,9 @@ export function createMemoryStorage(): Storage {
       async list() {
         return [...clients.values()].sort((a, b) => byCodeUnit(a.clientId, b.clientId)).map(copyClient);
       },
+      async delete(id) {
+        return clients.delete(id);
+      },
     },
     accounts: {
       async get(id) {
@@ -66,6 +69,27 @@ export function createMemoryStorage(): Storage {
         accounts.set(record.id, copyAccount(record));
         usernames.set(record.username, record.id);
         sortedAccountIds = null;
+        return true;
+      },
+      async createMany(records) {
+        const ids = new Set<string>();
+        const names = new Set<string>();
+        for (const [i, r] of records.entries()) {
+          if (accounts.has(r.id) || usernames.has(r.username) || ids.has(r.id) || names.has(r.username)) return i;
+          ids.add(r.id);
+          names.add(r.username);
+        }
+        for (const r of records) {
+          accounts.set(r.id, copyAccount(r));
+          usernames.set(r.username, r.id);
+        }
+        sortedAccountIds = null;
+        return null;
+      },
+      async setEnabled(id, enabled) {
+        const r = accounts.get(id);
+        if (!r) return false;
+        accounts.set(id, { ...r, enabled });
         return true;
       },
       async list(offset, limit) {
@@ -95,6 +119,21 @@ export function createMemoryStorage(): Storage {
           if (r.familyId === familyId && r.revokedAt === null) r.revokedAt = now;
         }
       },
+      async revokeByAccount(accountId, now) {
+        for (const r of refresh.values()) {
+          if (r.accountId === accountId && r.revokedAt === null) r.revokedAt = now;
+        }
+      },
+      async deleteExpired(now) {
+        let n = 0;
+        for (const [hash, r] of refresh) {
+          if (r.expiresAt <= now || r.familyExpiresAt <= now) {
+            refresh.delete(hash);
+            n++;
+          }
+        }
+        return n;
+      },
     },
     plants: {
       async create(record) {
@@ -115,6 +154,9 @@ export function createMemoryStorage(): Storage {
         if (keys.has(record.kid)) return false;
         keys.set(record.kid, { ...record });
         return true;
+      },
+      async delete(kid) {
+        return keys.delete(kid);
       },
     },
   };

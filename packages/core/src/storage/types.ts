@@ -36,7 +36,10 @@ export interface ClientStore {
   create(record: ClientRecord): Promise<boolean>;
   /** Replaces the secret hash; the old secret stops working at once. False when absent. */
   updateSecret(clientId: string, secretHash: string, updatedAt: number): Promise<boolean>;
+  /** All clients, ordered by `clientId`. */
   list(): Promise<ClientRecord[]>;
+  /** Removes the client; false when absent. Its refresh tokens stop working with it. */
+  delete(clientId: string): Promise<boolean>;
 }
 
 /** A user of the password grant, as stored (with its password hash). */
@@ -59,6 +62,13 @@ export interface AccountStore {
   findByUsername(username: string): Promise<AccountRecord | null>;
   /** Inserts; returns false (and changes nothing) when the id or the username exists. */
   create(record: AccountRecord): Promise<boolean>;
+  /**
+   * Inserts all records or none (one transaction). Returns null when all were inserted, else the
+   * index of the first record whose id or username exists (in the store or earlier in the batch).
+   */
+  createMany(records: AccountRecord[]): Promise<number | null>;
+  /** Sets `enabled`; false when absent. */
+  setEnabled(id: string, enabled: boolean): Promise<boolean>;
   /**
    * One page in a stable total order (by `id`, ascending, compared as strings by code unit),
    * so that walking all pages sees each account exactly once; plus the total count.
@@ -100,6 +110,10 @@ export interface RefreshTokenStore {
   consume(tokenHash: string, now: number, replacement: RefreshTokenRecord): Promise<boolean>;
   /** Marks every token of the family revoked (idempotent). */
   revokeFamily(familyId: string, now: number): Promise<void>;
+  /** Marks every token of the account revoked (idempotent), e.g. when it is disabled. */
+  revokeByAccount(accountId: string, now: number): Promise<void>;
+  /** Deletes tokens whose family or sliding lifetime ended before `now`; returns how many. */
+  deleteExpired(now: number): Promise<number>;
 }
 
 /** A plant as stored; `id` is a signed 64-bit integer. */
@@ -133,6 +147,8 @@ export interface SigningKeyStore {
   list(): Promise<SigningKeyRecord[]>;
   /** Inserts; returns false when the kid exists. */
   create(record: SigningKeyRecord): Promise<boolean>;
+  /** Removes a key (after rotation, once no unexpired token can carry it); false when absent. */
+  delete(kid: string): Promise<boolean>;
 }
 
 /** Everything plantgate stores. Pass your own to `createPlantgate({ storage })`. */

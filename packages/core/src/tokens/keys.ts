@@ -22,6 +22,8 @@ export interface Keyring {
   verificationKey(kid: string): Promise<{ alg: SigningAlg; key: CryptoKey | Uint8Array } | null>;
   /** The public JWK Set. */
   jwks(): Promise<{ keys: JWK[] }>;
+  /** Forgets the cache so the next use reads the store again (after a rotation in this process). */
+  invalidate(): void;
 }
 
 const PUBLIC_MEMBERS = ["kty", "crv", "x", "y", "n", "e", "alg", "kid", "use"] as const;
@@ -76,13 +78,16 @@ export async function generateKeyRecord(alg: SigningAlg, now: number): Promise<S
  */
 export function createKeyring(
   store: SigningKeyStore,
-  opts: { alg: SigningAlg; configured?: JWK | string; clock: () => number; reloadIntervalMs?: number },
+  opts: { alg: SigningAlg; configured?: JWK | string; clock: () => number; reloadIntervalMs?: number; signingReloadMs?: number },
 ): Keyring {
   let keys: Map<string, LoadedKey> | null = null;
   let active: LoadedKey | null = null;
   let loading: Promise<void> | null = null;
   let lastReload = 0;
   const reloadInterval = opts.reloadIntervalMs ?? 10_000;
+  // How often the signing key is re-read, so a rotation done elsewhere (the CLI, another instance)
+  // takes over signing everywhere within this time.
+  const signingReload = opts.signingReloadMs ?? 60_000;
 
   async function reload(): Promise<void> {
     let records = await store.list();
@@ -118,6 +123,12 @@ export function createKeyring(
   return {
     async signingKey() {
       await ensure();
+      if (opts.clock() - lastReload >= signingReload) {
+        loading ??= reload().finally(() => {
+          loading = null;
+        });
+        await loading;
+      }
       return { kid: active!.kid, alg: active!.alg, key: active!.privateKey! };
     },
     async verificationKey(kid) {
@@ -135,6 +146,10 @@ export function createKeyring(
     async jwks() {
       await ensure();
       return { keys: [...keys!.values()].map((k) => k.publicJwk) };
+    },
+    invalidate() {
+      keys = null;
+      active = null;
     },
   };
 }
