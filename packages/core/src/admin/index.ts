@@ -200,7 +200,10 @@ export function createAdmin(ctx: Context): Admin {
     },
     async rotateSigningKey() {
       const now = ctx.clock();
-      const record = await generateKeyRecord(ctx.signingAlg, now);
+      const existing = await ctx.storage.signingKeys.list();
+      // Strictly newer than every existing key, so "newest signs" is unambiguous even within one ms.
+      const createdAt = Math.max(now, ...existing.map((k) => k.createdAt + 1));
+      const record = await generateKeyRecord(ctx.signingAlg, createdAt);
       await ctx.storage.signingKeys.create(record);
       const clients = await ctx.storage.clients.list();
       const maxTtlMs = Math.max(ctx.accessTokenTtl, ...clients.map((c) => c.accessTokenTtl ?? 0)) * 1000;

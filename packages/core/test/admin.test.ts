@@ -1,0 +1,119 @@
+import { describe, expect, it } from "vitest";
+import { decodeProtectedHeader } from "jose";
+import { AdminError } from "../src/index.js";
+import { BASE, basic, harness, passwordTokens, tokenRequest } from "./helpers.js";
+
+const listAccounts = (app: Awaited<ReturnType<typeof harness>>["app"], token: string) =>
+  app.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${token}` } }));
+
+describe("admin operations", () => {
+  it("deleteClient: the client can no longer authenticate; deleting twice is an AdminError", async () => {
+    const h = await harness();
+    await h.app.admin.deleteClient(h.clientId);
+    const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ error: "invalid_client", error_description: "Client authentication failed." });
+    await expect(h.app.admin.deleteClient(h.clientId)).rejects.toThrow(new AdminError(`client ${h.clientId} does not exist`));
+  });
+
+  it("setAccountEnabled(false): the user cannot log in and their refresh tokens stop working, even after re-enabling", async () => {
+    const h = await harness();
+    const { refresh_token } = await passwordTokens(h);
+    const view = await h.app.admin.setAccountEnabled(h.username, false);
+    expect(view.enabled).toBe(false);
+    const auth = { authorization: basic(h.clientId, h.clientSecret) };
+    const login = await tokenRequest(h.app, { grant_type: "password", username: h.username, password: h.password }, auth);
+    expect(login.status).toBe(400);
+    expect(await login.json()).toEqual({ error: "invalid_grant", error_description: "The username or password is incorrect." });
+    await h.app.admin.setAccountEnabled(h.username, true);
+    const refresh = await tokenRequest(h.app, { grant_type: "refresh_token", refresh_token: refresh_token! }, auth);
+    expect(refresh.status).toBe(400);
+    expect(await refresh.json()).toEqual({ error: "invalid_grant", error_description: "The refresh token is invalid, expired or revoked." });
+    // Re-enabled, the password works again.
+    expect((await passwordTokens(h)).access_token).toEqual(expect.any(String));
+    await expect(h.app.admin.setAccountEnabled("nobody", false)).rejects.toThrow(new AdminError("user nobody does not exist"));
+  });
+
+  it("importAccounts is all-or-nothing and names the first bad record (1-based)", async () => {
+    const h = await harness();
+    const good = (n: number) => ({ username: `user-${n}`, password: "long-enough-pw" });
+    await expect(h.app.admin.importAccounts([good(1), { username: "", password: "long-enough-pw" }, good(3)])).rejects.toThrow(
+      new AdminError("record 2: username must be 1-200 characters"),
+    );
+    await expect(h.app.admin.importAccounts([good(1), good(2), good(1)])).rejects.toThrow(new AdminError("record 3: username user-1 is taken"));
+    await expect(h.app.admin.importAccounts([good(1), { username: h.username, password: "long-enough-pw" }])).rejects.toThrow(
+      new AdminError(`record 2: username ${h.username} is taken`),
+    );
+    expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);
+    const created = await h.app.admin.importAccounts([good(1), { ...good(2), roles: ["ops", "ops"], email: "u2@example.test" }]);
+    expect(created.map((a) => [a.username, a.roles, a.email])).toEqual([
+      ["user-1", [], null],
+      ["user-2", ["ops"], "u2@example.test"],
+    ]);
+    expect((await h.app.admin.listAccounts()).length).toBe(3);
+    // Imported users log in with their passwords.
+    const res = await tokenRequest(h.app, { grant_type: "password", username: "user-2", password: "long-enough-pw" }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(res.status).toBe(200);
+  });
+
+  it("rotateSigningKey: the new key signs, tokens of the old key keep verifying until keys are pruned after the longest lifetime", async () => {
+    const h = await harness();
+    const before = (await passwordTokens(h, "Platform_UserAPIs")).access_token;
+    const oldKid = decodeProtectedHeader(before).kid;
+    const { kid, deleted } = await h.app.admin.rotateSigningKey();
+    expect(deleted).toEqual([]);
+    expect(kid).not.toBe(oldKid);
+    const after = (await passwordTokens(h, "Platform_UserAPIs")).access_token;
+    expect(decodeProtectedHeader(after).kid).toBe(kid);
+    expect((await listAccounts(h.app, before)).status).toBe(200);
+    expect((await listAccounts(h.app, after)).status).toBe(200);
+    const jwks = (await (await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`))).json()) as { keys: { kid: string }[] };
+    expect(jwks.keys.map((k) => k.kid).sort()).toEqual([oldKid, kid].sort());
+    // Once the new key has signed for longer than any token lives, the next rotation prunes the old one.
+    h.clock.advance(7200_000 + 10);
+    const second = await h.app.admin.rotateSigningKey();
+    expect(second.deleted).toEqual([oldKid]);
+    const jwks2 = (await (await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`))).json()) as { keys: { kid: string }[] };
+    expect(jwks2.keys.map((k) => k.kid).sort()).toEqual([kid, second.kid].sort());
+  });
+
+  it("another instance on the same storage switches to a rotated key within a minute", async () => {
+    const h = await harness();
+    const { createPlantgate } = await import("../src/index.js");
+    const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, passwordHashIterations: 1000 });
+    const first = await other.fetch(
+      new Request(`${BASE}/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) },
+        body: "grant_type=client_credentials",
+      }),
+    );
+    const firstKid = decodeProtectedHeader(((await first.json()) as { access_token: string }).access_token).kid;
+    const { kid } = await h.app.admin.rotateSigningKey();
+    h.clock.advance(60_000);
+    const next = await other.fetch(
+      new Request(`${BASE}/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) },
+        body: "grant_type=client_credentials",
+      }),
+    );
+    const nextKid = decodeProtectedHeader(((await next.json()) as { access_token: string }).access_token).kid;
+    expect(firstKid).not.toBe(kid);
+    expect(nextKid).toBe(kid);
+  });
+
+  it("createClient and createAccount reject bad input with AdminError and store nothing", async () => {
+    const h = await harness();
+    await expect(h.app.admin.createClient({ clientId: "has space" })).rejects.toThrow(AdminError);
+    await expect(h.app.admin.createClient({ clientId: "x", clientSecret: "short" })).rejects.toThrow(new AdminError("clientSecret must be 16-1024 characters"));
+    await expect(h.app.admin.createClient({ clientId: "x", scopes: ["nope"] })).rejects.toThrow(AdminError);
+    await expect(h.app.admin.createClient({ clientId: h.clientId })).rejects.toThrow(new AdminError(`client ${h.clientId} already exists`));
+    await expect(h.app.admin.createAccount({ username: "bob", password: "short" })).rejects.toThrow(new AdminError("password must be 8-1024 characters"));
+    await expect(h.app.admin.createAccount({ username: h.username, password: "long-enough-pw" })).rejects.toThrow(new AdminError(`username ${h.username} is taken`));
+    expect((await h.app.admin.listClients()).map((c) => c.clientId)).toEqual([h.clientId]);
+    expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);
+    // Views never carry secrets.
+    expect(JSON.stringify(await h.app.admin.listClients())).not.toContain("secretHash");
+  });
+});
