@@ -1,0 +1,90 @@
+import { createPlantgate, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { serve } from "@plantgate/node";
+
+/** The environment the example server reads (see the README's configuration table). */
+export interface ServerEnv {
+  HOST?: string;
+  PORT?: string;
+  PLANTGATE_ISSUER?: string;
+  PLANTGATE_SCOPE_PREFIX?: string;
+  PLANTGATE_SIGNING_KEY?: string;
+  PLANTGATE_BOOTSTRAP_CLIENT_ID?: string;
+  PLANTGATE_BOOTSTRAP_CLIENT_SECRET?: string;
+  PLANTGATE_BOOTSTRAP_USERNAME?: string;
+  PLANTGATE_BOOTSTRAP_PASSWORD?: string;
+  PLANTGATE_PASSWORD_HASH_ITERATIONS?: string;
+  [name: string]: string | undefined;
+}
+
+/** A running example server. */
+export interface RunningServer {
+  url: string;
+  app: Plantgate;
+  /** Credentials created for the demo (only when nothing was configured and the store was empty). */
+  demo: { clientId: string; clientSecret: string; username: string; password: string } | null;
+  close(): Promise<void>;
+}
+
+function fail(message: string): never {
+  throw new Error(`configuration: ${message}`);
+}
+
+function port(value: string | undefined): number {
+  if (value === undefined || value === "") return 3000;
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) fail(`PORT must be 0-65535, got "${value}"`);
+  return Number(value);
+}
+
+/**
+ * Starts plantgate on node:http from environment variables, provisioning the bootstrap client and
+ * account (idempotently) or, with none configured and an empty store, a demo client and user.
+ *
+ * @example
+ * const server = await startServer({ PORT: "0" });
+ * console.log(server.url);
+ * await server.close();
+ */
+export async function startServer(env: ServerEnv, overrides: PlantgateOptions = {}): Promise<RunningServer> {
+  const host = env.HOST || "127.0.0.1";
+  const pair = (a: string, b: string) => {
+    if (Boolean(env[a]) !== Boolean(env[b])) fail(`${a} and ${b} must be set together`);
+    return env[a] ? ([env[a], env[b]] as [string, string]) : null;
+  };
+  const bootstrapClient = pair("PLANTGATE_BOOTSTRAP_CLIENT_ID", "PLANTGATE_BOOTSTRAP_CLIENT_SECRET");
+  const bootstrapUser = pair("PLANTGATE_BOOTSTRAP_USERNAME", "PLANTGATE_BOOTSTRAP_PASSWORD");
+  const iterations = env.PLANTGATE_PASSWORD_HASH_ITERATIONS ? Number(env.PLANTGATE_PASSWORD_HASH_ITERATIONS) : undefined;
+
+  // The issuer defaults to the listening URL, which is known only after listen (PORT=0 picks one),
+  // so requests are routed through a holder that is filled right after.
+  let app: Plantgate | null = null;
+  const running = await serve(
+    { fetch: (request: Request) => (app ? app.fetch(request) : Promise.resolve(new Response(null, { status: 503 }))) },
+    { port: port(env.PORT), host },
+  );
+  try {
+    const options: PlantgateOptions = {
+      issuer: env.PLANTGATE_ISSUER || running.url,
+      ...(env.PLANTGATE_ISSUER ? {} : { baseUrl: running.url }),
+      ...(env.PLANTGATE_SCOPE_PREFIX ? { scopePrefix: env.PLANTGATE_SCOPE_PREFIX } : {}),
+      ...(env.PLANTGATE_SIGNING_KEY ? { signingKey: env.PLANTGATE_SIGNING_KEY } : {}),
+      ...(iterations !== undefined ? { passwordHashIterations: iterations } : {}),
+      ...overrides,
+    };
+    const created = createPlantgate(options);
+    let demo: RunningServer["demo"] = null;
+    if (bootstrapClient) await created.admin.ensureClient(...bootstrapClient);
+    if (bootstrapUser) await created.admin.ensureAccount(...bootstrapUser);
+    if (!bootstrapClient && !bootstrapUser && (await created.admin.listClients()).length === 0) {
+      const { client, clientSecret } = await created.admin.createClient({ clientId: "demo-client", name: "Demo client" });
+      const password = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
+      await created.admin.createAccount({ username: "demo", password, displayName: "Demo user" });
+      demo = { clientId: client.clientId, clientSecret, username: "demo", password };
+    }
+    await created.jwks(); // create or load the signing key before the first request
+    app = created;
+    return { url: running.url, app: created, demo, close: () => running.close() };
+  } catch (error) {
+    await running.close();
+    throw error;
+  }
+}

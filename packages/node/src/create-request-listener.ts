@@ -1,0 +1,145 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { FetchApp } from "./fetch-app.js";
+import { parseOrigin } from "./request-origin.js";
+import { toRequest } from "./to-request.js";
+import { writeResponse } from "./write-response.js";
+
+/**
+ * Options for {@link createRequestListener}.
+ *
+ * @example
+ * ```ts
+ * import type { RequestListenerOptions } from "@plantgate/node";
+ *
+ * const options: RequestListenerOptions = {
+ *   origin: "https://auth.example.com",
+ *   onError: (error) => {
+ *     console.error("fetch app failed:", error instanceof Error ? error.name : typeof error);
+ *   },
+ * };
+ * ```
+ */
+export interface RequestListenerOptions {
+  /** See {@link ToRequestOptions.origin}. Validated once, up front. */
+  origin?: string;
+  /** See {@link ToRequestOptions.trustProxy}. */
+  trustProxy?: boolean;
+  /**
+   * Called with whatever `app.fetch` threw or rejected with, or with the error
+   * that broke a response body mid-stream. Defaults to logging the error's
+   * name and message only: messages of a credential-handling app should not
+   * end up in logs with stacks, causes or attached properties.
+   * Not called when the app rejects with `request.signal.reason`, i.e. merely
+   * passed on the client's disconnect.
+   */
+  onError?: (error: unknown) => void;
+}
+
+/** The exact body sent when the app fails; nothing about the error leaks. */
+const SERVER_ERROR_BODY =
+  '{"error":"server_error","error_description":"The server encountered an unexpected error."}';
+
+const INVALID_REQUEST_BODY =
+  '{"error":"invalid_request","error_description":"The request cannot be processed."}';
+
+/**
+ * Turns a {@link FetchApp} into a `node:http` request listener.
+ *
+ * Each request goes through {@link toRequest}, `app.fetch` and
+ * {@link writeResponse}. If `app.fetch` throws, rejects or resolves to
+ * something that is not a `Response`, the client gets a 500 with
+ * `content-type: application/json` and the body
+ * `{"error":"server_error","error_description":"The server encountered an unexpected error."}`,
+ * and `onError` receives the error. Requests that cannot be represented as a
+ * Web Request (`TRACE`, `OPTIONS *`) get a 400 with an `invalid_request` body
+ * and never reach the app. The listener never throws and never leaves a
+ * rejected promise behind.
+ *
+ * @throws TypeError if `options.origin` is not an http(s) URL.
+ *
+ * @example
+ * ```ts
+ * import { createServer } from "node:http";
+ * import { createRequestListener } from "@plantgate/node";
+ *
+ * const app = { fetch: async (request: Request) => new Response("ok") };
+ * createServer(createRequestListener(app, { trustProxy: true })).listen(3000);
+ * ```
+ */
+export function createRequestListener(
+  app: FetchApp,
+  options: RequestListenerOptions = {},
+): (req: IncomingMessage, res: ServerResponse) => void {
+  // Fail at startup rather than on every request.
+  const origin = options.origin === undefined ? undefined : parseOrigin(options.origin);
+  const trustProxy = options.trustProxy === true;
+  const onError = options.onError ?? logError;
+
+  const report = (error: unknown): void => {
+    try {
+      onError(error);
+    } catch {
+      // A failing logger must not turn into an unhandled rejection that takes
+      // the process down.
+    }
+  };
+
+  return (req, res) => {
+    void handle();
+
+    async function handle(): Promise<void> {
+      let request: Request;
+      try {
+        request = toRequest(req, { origin, trustProxy, response: res });
+      } catch {
+        sendJson(res, 400, INVALID_REQUEST_BODY);
+        return;
+      }
+
+      let response: Response;
+      try {
+        const result: unknown = await app.fetch(request);
+        if (!(result instanceof Response)) {
+          throw new TypeError("app.fetch() did not resolve to a Response.");
+        }
+        response = result;
+      } catch (error) {
+        if (!(request.signal.aborted && error === request.signal.reason)) report(error);
+        sendJson(res, 500, SERVER_ERROR_BODY);
+        return;
+      }
+
+      try {
+        await writeResponse(response, res);
+      } catch (error) {
+        report(error);
+        // Headers may already be out; then writeResponse has destroyed the
+        // connection and there is nothing left to send.
+        sendJson(res, 500, SERVER_ERROR_BODY);
+      }
+    }
+  };
+}
+
+function sendJson(res: ServerResponse, status: number, body: string): void {
+  if (res.headersSent || res.destroyed || res.writableEnded) return;
+  try {
+    // Headers an earlier middleware or a failed writeResponse() set must not
+    // leak into the error response (cookies in particular).
+    for (const name of res.getHeaderNames()) res.removeHeader(name);
+    res.writeHead(status, {
+      "content-type": "application/json",
+      "content-length": Buffer.byteLength(body),
+      "cache-control": "no-store",
+    });
+    res.end(body);
+  } catch {
+    res.destroy();
+  }
+}
+
+function logError(error: unknown): void {
+  const description =
+    error instanceof Error ? `${error.name}: ${error.message}` : `non-Error value (${typeof error})`;
+  console.error(`[@plantgate/node] unhandled error: ${description}`);
+}

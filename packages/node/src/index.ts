@@ -1,0 +1,5 @@
+export type { FetchApp } from "./fetch-app.js";
+export { toRequest, type ToRequestOptions } from "./to-request.js";
+export { writeResponse } from "./write-response.js";
+export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
+export { serve, type ServeOptions, type ServeResult } from "./serve.js";

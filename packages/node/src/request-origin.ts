@@ -1,0 +1,90 @@
+import type { IncomingMessage } from "node:http";
+
+// host = IP-literal / IPv4 / reg-name, optionally followed by a port.
+// Underscores are accepted because container and service-discovery names use
+// them and the WHATWG URL parser accepts them too.
+const HOST_PATTERN =
+  /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?)(?::(\d{1,5}))?$/;
+
+/**
+ * Returns the normalised `host[:port]` if `value` is a syntactically valid
+ * Host header value, otherwise `undefined`.
+ *
+ * The regular expression rejects everything the URL parser would silently
+ * "repair" (paths, userinfo, whitespace, commas from repeated headers); the URL
+ * parser then rejects what the expression cannot, such as `999.1.1.1`.
+ */
+export function parseHost(value: string | null | undefined): string | undefined {
+  if (!value) return undefined;
+  const match = HOST_PATTERN.exec(value);
+  if (!match) return undefined;
+  const port = match[1];
+  if (port !== undefined && Number(port) > 65535) return undefined;
+  try {
+    return new URL(`http://${value}`).host;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Validates a configured public origin such as `https://auth.example.com` and
+ * returns it in its serialised form (no trailing slash, no path).
+ *
+ * @throws TypeError if `origin` is not an absolute `http:` or `https:` URL.
+ */
+export function parseOrigin(origin: string): string {
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    throw new TypeError(`Invalid origin: ${JSON.stringify(origin)}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new TypeError(`Origin must use http: or https:, got ${JSON.stringify(url.protocol)}`);
+  }
+  return url.origin;
+}
+
+function firstValue(value: string | null): string | undefined {
+  if (value === null) return undefined;
+  // Each proxy appends its own entry, so the first one is what the client sent
+  // to the outermost proxy.
+  return value.split(",")[0]?.trim();
+}
+
+/** Inputs for {@link resolveOrigin}, separated so the decision is testable. */
+export interface OriginInputs {
+  incoming: IncomingMessage;
+  headers: Headers;
+  /** Authority taken from an absolute-form request target, if any. */
+  targetAuthority: string | undefined;
+  origin: string | undefined;
+  trustProxy: boolean;
+}
+
+/**
+ * Decides the origin (`scheme://host[:port]`) of the Web Request.
+ */
+export function resolveOrigin(inputs: OriginInputs): string {
+  if (inputs.origin !== undefined) return parseOrigin(inputs.origin);
+
+  // Served by node:https the socket is a TLSSocket; keep the scheme truthful.
+  let scheme = (inputs.incoming.socket as { encrypted?: boolean } | null)?.encrypted === true
+    ? "https"
+    : "http";
+  let host: string | undefined;
+
+  if (inputs.trustProxy) {
+    const proto = firstValue(inputs.headers.get("x-forwarded-proto"))?.toLowerCase();
+    if (proto === "http" || proto === "https") scheme = proto;
+    host = parseHost(firstValue(inputs.headers.get("x-forwarded-host")));
+  }
+
+  // RFC 9112 §3.2.2: an absolute-form target overrides the Host header.
+  host ??= parseHost(inputs.targetAuthority) ?? parseHost(inputs.headers.get("host"));
+
+  // An unusable Host must not become part of URLs the app may reflect (links,
+  // redirects, token audiences), so fall back to a harmless fixed host.
+  return new URL(`${scheme}://${host ?? "localhost"}`).origin;
+}

@@ -1,0 +1,114 @@
+import { Agent } from "node:http";
+import { createServer } from "node:net";
+import fetch from "node-fetch";
+import { describe, expect, it } from "vitest";
+import { serve, type FetchApp } from "../src/index.js";
+import { deferred, open, readResponse } from "./support.js";
+
+const hello: FetchApp = { fetch: async () => new Response("hello") };
+
+describe("serve", () => {
+  it("listens on an ephemeral port and resolves with the real base URL", async () => {
+    const running = await serve(hello, { port: 0, host: "127.0.0.1" });
+    try {
+      expect(running.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const port = Number(new URL(running.url).port);
+      expect(port).toBeGreaterThan(0);
+      expect(running.server.listening).toBe(true);
+      expect(await (await fetch(`${running.url}/`)).text()).toBe("hello");
+    } finally {
+      await running.close();
+    }
+  });
+
+  it("binds loopback by default", async () => {
+    const running = await serve(hello, { port: 0 });
+    try {
+      expect(running.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it("reports a dialable URL when bound to the IPv4 wildcard", async () => {
+    const running = await serve(hello, { port: 0, host: "0.0.0.0" });
+    try {
+      expect(running.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(await (await fetch(running.url)).text()).toBe("hello");
+    } finally {
+      await running.close();
+    }
+  });
+
+  it("brackets an IPv6 address", async (context) => {
+    let running;
+    try {
+      running = await serve(hello, { port: 0, host: "::1" });
+    } catch {
+      context.skip("IPv6 loopback unavailable");
+      return;
+    }
+    try {
+      expect(running.url).toMatch(/^http:\/\/\[::1\]:\d+$/);
+      expect(await (await fetch(running.url)).text()).toBe("hello");
+    } finally {
+      await running.close();
+    }
+  });
+
+  it("close() resolves promptly while a keep-alive connection is open", async () => {
+    const running = await serve(hello, { port: 0, host: "127.0.0.1" });
+    const agent = new Agent({ keepAlive: true, keepAliveMsecs: 60_000 });
+    try {
+      const response = await fetch(running.url, { agent });
+      expect(await response.text()).toBe("hello");
+      const idle = Object.values(agent.freeSockets).flat();
+      expect(idle).toHaveLength(1);
+      const socketClosed = deferred();
+      idle[0]!.once("close", () => socketClosed.resolve());
+
+      const started = Date.now();
+      await running.close();
+      // Node's keepAliveTimeout is 5 s; without closing connections this waits.
+      expect(Date.now() - started).toBeLessThan(1000);
+      expect(running.server.listening).toBe(false);
+      await socketClosed.promise;
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it("close() also ends a raw connection that is mid-request, and can be called twice", async () => {
+    const entered = deferred();
+    const running = await serve(
+      {
+        async fetch() {
+          entered.resolve();
+          return new Promise<Response>(() => {});
+        },
+      },
+      { port: 0, host: "127.0.0.1" },
+    );
+    const socket = await open(running.url);
+    socket.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    await entered.promise;
+    const response = readResponse(socket);
+    await Promise.all([running.close(), running.close()]);
+    await expect(response).rejects.toThrow(/connection closed/);
+  });
+
+  it("rejects when the port is taken", async () => {
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = blocker.address() as { port: number };
+      await expect(serve(hello, { port, host: "127.0.0.1" })).rejects.toMatchObject({ code: "EADDRINUSE" });
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+  });
+
+  it("rejects an invalid origin before listening", async () => {
+    await expect(serve(hello, { port: 0, origin: "nope" })).rejects.toThrow(TypeError);
+  });
+});

@@ -1,0 +1,334 @@
+import { Readable } from "node:stream";
+import fetch from "node-fetch";
+import { describe, expect, it } from "vitest";
+import type { FetchApp } from "../src/index.js";
+import { echoApp, rawExchange, start, type Echo } from "./support.js";
+
+async function rawEcho(url: string, head: string): Promise<Echo> {
+  const { status, body } = await rawExchange(url, head);
+  expect(status).toBe(200);
+  return JSON.parse(body.toString()) as Echo;
+}
+
+describe("toRequest: URL", () => {
+  it("preserves path and query string exactly", async () => {
+    const { url } = await start(echoApp);
+    const path = "/a/b%2Fc/?x=1&x=2&empty=&sp=%20+plus&enc=%E2%9C%93&raw=a:b@c;d";
+    const response = await fetch(`${url}${path}`);
+    const echo = (await response.json()) as Echo;
+    expect(echo.url).toBe(`${url}${path}`);
+  });
+
+  it("keeps a path starting with // on the request's own host", async () => {
+    const { url } = await start(echoApp);
+    const echo = await rawEcho(url, "GET //evil.example/x?y HTTP/1.1\r\nHost: good.example\r\nConnection: close\r\n\r\n");
+    expect(echo.url).toBe("http://good.example//evil.example/x?y");
+  });
+
+  it("never hands a target with raw non-ASCII bytes to the app (Node rejects it first)", async () => {
+    let called = false;
+    const { url } = await start({
+      async fetch() {
+        called = true;
+        return new Response("no");
+      },
+    });
+    const head = Buffer.concat([
+      Buffer.from("GET /caf"),
+      Buffer.from([0xc3, 0xa9]),
+      Buffer.from(" HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n"),
+    ]);
+    const { status } = await rawExchange(url, head, { untilClose: true });
+    expect(status).toBe(400);
+    expect(called).toBe(false);
+  });
+
+  it("keeps characters the URL parser leaves alone and normalises the rest like any Request", async () => {
+    const { url } = await start(echoApp);
+    const echo = await rawEcho(url, "GET /a/./b/../c%2e%2E/{x}?q={y}|%7c HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n");
+    // Same result as new Request(<that URL>).url: dot segments resolved, braces
+    // in the path encoded, the query and existing escapes untouched.
+    expect(echo.url).toBe("http://example.com/a/c%2e%2E/%7Bx%7D?q={y}|%7c");
+  });
+
+  it("uses the Host header, including its port", async () => {
+    const { url } = await start(echoApp);
+    const echo = await rawEcho(url, "GET /p?q=1 HTTP/1.1\r\nHost: Auth.Example.com:8443\r\nConnection: close\r\n\r\n");
+    expect(echo.url).toBe("http://auth.example.com:8443/p?q=1");
+  });
+
+  it.each([
+    ["a path", "example.com/evil"],
+    ["userinfo", "user@example.com"],
+    ["whitespace", "exa mple.com"],
+    ["an out-of-range port", "example.com:99999"],
+    ["a non-numeric port", "example.com:http"],
+    ["an invalid IPv4 address", "999.1.1.1"],
+    ["a query", "example.com?x"],
+    ["an empty value", ""],
+  ])("falls back to http://localhost for a Host header with %s", async (_label, host) => {
+    const { url } = await start(echoApp);
+    const echo = await rawEcho(url, `GET /p?q HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+    expect(echo.url).toBe("http://localhost/p?q");
+  });
+
+  it("falls back to http://localhost when the Host header is repeated", async () => {
+    const { url } = await start(echoApp);
+    const echo = await rawEcho(url, "GET / HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nConnection: close\r\n\r\n");
+    expect(echo.url).toBe("http://localhost/");
+  });
+
+  it("falls back to http://localhost when there is no Host header (HTTP/1.0)", async () => {
+    const { url } = await start(echoApp);
+    const { status, body } = await rawExchange(url, "GET /old HTTP/1.0\r\n\r\n", { untilClose: true });
+    expect(status).toBe(200);
+    expect((JSON.parse(body.toString()) as Echo).url).toBe("http://localhost/old");
+  });
+
+  it("accepts an IPv6 literal host", async () => {
+    const { url } = await start(echoApp);
+    const echo = await rawEcho(url, "GET / HTTP/1.1\r\nHost: [::1]:8080\r\nConnection: close\r\n\r\n");
+    expect(echo.url).toBe("http://[::1]:8080/");
+  });
+
+  it("uses the authority of an absolute-form target (RFC 9112 §3.2.2)", async () => {
+    const { url } = await start(echoApp);
+    const echo = await rawEcho(
+      url,
+      "GET http://target.example:81/abs?q=1 HTTP/1.1\r\nHost: header.example\r\nConnection: close\r\n\r\n",
+    );
+    expect(echo.url).toBe("http://target.example:81/abs?q=1");
+  });
+
+  it("ignores X-Forwarded-* without trustProxy", async () => {
+    const { url } = await start(echoApp);
+    const echo = await rawEcho(
+      url,
+      "GET /x HTTP/1.1\r\nHost: internal:3000\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: public.example\r\nConnection: close\r\n\r\n",
+    );
+    expect(echo.url).toBe("http://internal:3000/x");
+  });
+
+  it("honours the first X-Forwarded-Proto and X-Forwarded-Host values with trustProxy", async () => {
+    const { url } = await start(echoApp, { trustProxy: true });
+    const echo = await rawEcho(
+      url,
+      "GET /x?y=1 HTTP/1.1\r\nHost: internal:3000\r\nX-Forwarded-Proto: HTTPS, http\r\nX-Forwarded-Host: public.example, proxy.internal\r\nConnection: close\r\n\r\n",
+    );
+    expect(echo.url).toBe("https://public.example/x?y=1");
+  });
+
+  it("with trustProxy, ignores unusable forwarded values", async () => {
+    const { url } = await start(echoApp, { trustProxy: true });
+    const echo = await rawEcho(
+      url,
+      "GET /x HTTP/1.1\r\nHost: internal:3000\r\nX-Forwarded-Proto: gopher\r\nX-Forwarded-Host: evil.example/path\r\nConnection: close\r\n\r\n",
+    );
+    expect(echo.url).toBe("http://internal:3000/x");
+  });
+
+  it("with trustProxy and an unusable host everywhere, keeps the forwarded scheme on localhost", async () => {
+    const { url } = await start(echoApp, { trustProxy: true });
+    const echo = await rawEcho(
+      url,
+      "GET /x HTTP/1.1\r\nHost: bad host\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n",
+    );
+    expect(echo.url).toBe("https://localhost/x");
+  });
+
+  it("prefers a configured origin over Host and forwarded headers", async () => {
+    const { url } = await start(echoApp, { origin: "https://auth.example.com/ignored/path", trustProxy: true });
+    const echo = await rawEcho(
+      url,
+      "GET /x?y HTTP/1.1\r\nHost: internal\r\nX-Forwarded-Host: other.example\r\nConnection: close\r\n\r\n",
+    );
+    expect(echo.url).toBe("https://auth.example.com/x?y");
+  });
+
+  it("answers 400 without calling the app for a method a Request cannot carry", async () => {
+    let called = false;
+    const { url } = await start({
+      async fetch() {
+        called = true;
+        return new Response("no");
+      },
+    });
+    const { status, body } = await rawExchange(
+      url,
+      "TRACE / HTTP/1.1\r\nHost: example.com\r\nConnection: close\r\n\r\n",
+    );
+    expect(status).toBe(400);
+    expect(body.toString()).toBe('{"error":"invalid_request","error_description":"The request cannot be processed."}');
+    expect(called).toBe(false);
+  });
+});
+
+describe("toRequest: headers", () => {
+  it("copies repeated headers, combining them per Fetch and keeping Set-Cookie apart", async () => {
+    const { url } = await start(echoApp);
+    const echo = await rawEcho(
+      url,
+      [
+        "GET / HTTP/1.1",
+        "Host: example.com",
+        "X-Multi: one",
+        "Accept: text/plain",
+        "x-multi: two, three",
+        "Set-Cookie: a=1; Path=/",
+        "Set-Cookie: b=2, c=3",
+        // Sent as UTF-8; headers are byte strings, so each byte becomes one char.
+        "X-Bytes: caf\u00e9",
+        "Connection: close",
+        "",
+        "",
+      ].join("\r\n"),
+    );
+    expect(echo.headers).toEqual([
+      ["accept", "text/plain"],
+      ["connection", "close"],
+      ["host", "example.com"],
+      ["set-cookie", "a=1; Path=/"],
+      ["set-cookie", "b=2, c=3"],
+      ["x-bytes", "caf\u00c3\u00a9"],
+      ["x-multi", "one, two, three"],
+    ]);
+    expect(echo.setCookie).toEqual(["a=1; Path=/", "b=2, c=3"]);
+  });
+});
+
+describe("toRequest: body", () => {
+  it("round-trips a binary body byte for byte, including bytes invalid as UTF-8", async () => {
+    const { url } = await start(echoApp);
+    const bytes = Buffer.concat([
+      Buffer.from(Array.from({ length: 256 }, (_, i) => i)),
+      Buffer.from([0xc3, 0x28, 0xa0, 0xa1, 0xe2, 0x28, 0xa1, 0xf0, 0x28, 0x8c, 0xbc, 0xff, 0xfe, 0xfd, 0x00]),
+    ]);
+    const response = await fetch(`${url}/upload?x=1`, {
+      method: "PUT",
+      body: bytes,
+      headers: { "content-type": "application/octet-stream" },
+    });
+    expect(response.status).toBe(200);
+    const echo = (await response.json()) as Echo;
+    expect(echo.method).toBe("PUT");
+    expect(Buffer.from(echo.body ?? "", "base64").equals(bytes)).toBe(true);
+  });
+
+  it("streams a chunked upload through to a streamed response unchanged", async () => {
+    const { url } = await start({ fetch: async (request) => new Response(request.body) });
+    const chunks = Array.from({ length: 64 }, (_, i) => Buffer.alloc(64 * 1024, i));
+    const expected = Buffer.concat(chunks);
+    const response = await fetch(`${url}/`, {
+      method: "POST",
+      body: Readable.from(chunks),
+    });
+    expect(response.status).toBe(200);
+    const received = Buffer.from(await response.arrayBuffer());
+    expect(received.length).toBe(expected.length);
+    expect(received.equals(expected)).toBe(true);
+  });
+
+  it("delivers the upload incrementally instead of buffering it", async () => {
+    let firstChunk: Uint8Array | undefined;
+    let release!: () => void;
+    const clientMayContinue = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const { url } = await start({
+      async fetch(request) {
+        const reader = request.body!.getReader();
+        const first = await reader.read();
+        firstChunk = first.value;
+        release();
+        let total = first.value?.byteLength ?? 0;
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          total += value.byteLength;
+        }
+        return new Response(String(total));
+      },
+    });
+    const response = await fetch(`${url}/`, {
+      method: "POST",
+      body: Readable.from(
+        (async function* () {
+          yield Buffer.from("first");
+          // The app must see the first chunk while the client still holds the rest.
+          await clientMayContinue;
+          yield Buffer.from("second");
+        })(),
+      ),
+    });
+    expect(await response.text()).toBe("11");
+    expect(Buffer.from(firstChunk!).toString()).toBe("first");
+    expect(firstChunk!.constructor).toBe(Uint8Array);
+  });
+
+  it("gives GET and HEAD requests a null body", async () => {
+    const seen: Array<[string, boolean]> = [];
+    const { url } = await start({
+      async fetch(request) {
+        seen.push([request.method, request.body === null]);
+        return new Response("x");
+      },
+    });
+    await fetch(`${url}/`);
+    await fetch(`${url}/`, { method: "HEAD" });
+    expect(seen).toEqual([
+      ["GET", true],
+      ["HEAD", true],
+    ]);
+  });
+
+  it("gives an empty POST an empty body", async () => {
+    const { url } = await start(echoApp);
+    const response = await fetch(`${url}/`, { method: "POST" });
+    const echo = (await response.json()) as Echo;
+    expect(echo.method).toBe("POST");
+    expect(echo.body).toBe("");
+  });
+
+  it("gives an empty body when middleware already consumed the IncomingMessage", async () => {
+    const { createServer } = await import("node:http");
+    const { createRequestListener } = await import("../src/index.js");
+    const listener = createRequestListener(echoApp);
+    const server = createServer((req, res) => {
+      // Stand-in for express.json(): reads the stream to the end first.
+      const parts: Buffer[] = [];
+      req.on("data", (chunk: Buffer) => parts.push(chunk));
+      req.on("end", () => listener(req, res));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as { port: number };
+      const response = await fetch(`http://127.0.0.1:${port}/`, {
+        method: "POST",
+        body: '{"a":1}',
+        headers: { "content-type": "application/json" },
+      });
+      const echo = (await response.json()) as Echo;
+      expect(echo.body).toBe("");
+      expect(echo.headers).toContainEqual(["content-length", "7"]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe("toRequest: signal", () => {
+  it("does not abort the signal of a request that completes normally", async () => {
+    let signal: AbortSignal | undefined;
+    const app: FetchApp = {
+      async fetch(request) {
+        signal = request.signal;
+        return new Response(await request.text());
+      },
+    };
+    const { url } = await start(app);
+    const response = await fetch(`${url}/`, { method: "POST", body: "hello" });
+    expect(await response.text()).toBe("hello");
+    expect(signal?.aborted).toBe(false);
+  });
+});

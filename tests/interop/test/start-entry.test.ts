@@ -1,0 +1,113 @@
+/**
+ * What `pnpm start` runs (`tsx src/main.ts` of examples/node-server) really starts: it prints its
+ * URL and the demo credentials, those credentials get a token over the socket, and SIGTERM stops it.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import fetch from "node-fetch";
+import { afterEach, expect, it } from "vitest";
+import { DEFAULT_SCOPE, TOKEN_PATH, verifyAccessToken } from "./helpers.js";
+
+const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
+const tsx = fileURLToPath(new URL("node_modules/.bin/tsx", `file://${repoRoot}`));
+const entry = fileURLToPath(new URL("examples/node-server/src/main.ts", `file://${repoRoot}`));
+
+const START_TIMEOUT_MS = 20_000;
+const EXIT_TIMEOUT_MS = 10_000;
+
+let child: ChildProcess | undefined;
+afterEach(() => {
+  // Only if the test failed half-way: never leave the server running. tsx runs the entry in a
+  // grandchild process, so the whole process group (led by our child, see `detached`) is killed.
+  if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
+    try {
+      process.kill(-child.pid, "SIGKILL");
+    } catch {
+      child.kill("SIGKILL");
+    }
+  }
+  child = undefined;
+});
+
+interface Printed {
+  url: string;
+  clientId: string;
+  clientSecret: string;
+  username: string;
+  password: string;
+}
+
+/** Reads the child's stdout until the URL and all four demo credentials were printed. */
+function waitForStartup(proc: ChildProcess, stderr: () => string): Promise<Printed> {
+  return new Promise((resolve, reject) => {
+    let out = "";
+    const fail = (why: string) => {
+      clearTimeout(timer);
+      reject(new Error(`${why}\n--- stdout ---\n${out}\n--- stderr ---\n${stderr()}`));
+    };
+    const timer = setTimeout(() => fail(`no start-up output within ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS);
+    proc.once("exit", (code, signal) => fail(`exited early (code ${code}, signal ${signal})`));
+    proc.stdout!.setEncoding("utf8");
+    proc.stdout!.on("data", (chunk: string) => {
+      out += chunk;
+      const url = /^plantgate listening on (http:\/\/127\.0\.0\.1:([1-9]\d*))$/m.exec(out);
+      const field = (name: string) => new RegExp(`^  ${name}=(\\S+)$`, "m").exec(out)?.[1];
+      const [clientId, clientSecret, username, password] = ["client_id", "client_secret", "username", "password"].map(field);
+      if (url && clientId && clientSecret && username && password) {
+        clearTimeout(timer);
+        expect(out).toContain("Created a demo client and user (shown only now):");
+        resolve({ url: url[1]!, clientId, clientSecret, username, password });
+      }
+    });
+  });
+}
+
+function waitForExit(proc: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve({ code: proc.exitCode, signal: proc.signalCode });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`still running ${EXIT_TIMEOUT_MS} ms after SIGTERM`)), EXIT_TIMEOUT_MS);
+    proc.once("exit", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal });
+    });
+  });
+}
+
+it(
+  "tsx examples/node-server/src/main.ts with PORT=0 starts, serves the printed demo client, and exits on SIGTERM",
+  async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0" };
+    // The defaults are what is under test: no host override, no bootstrap client or user.
+    for (const name of Object.keys(env)) if (name.startsWith("PLANTGATE_") || name === "HOST") delete env[name];
+
+    let stderr = "";
+    // detached: its own process group, so a failed run can be cleaned up completely (afterEach).
+    const proc = spawn(tsx, [entry], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    child = proc;
+    proc.stderr!.setEncoding("utf8");
+    proc.stderr!.on("data", (chunk: string) => (stderr += chunk));
+
+    const printed = await waitForStartup(proc, () => stderr);
+    expect(printed).toMatchObject({ clientId: "demo-client", username: "demo" });
+
+    const response = await fetch(printed.url + TOKEN_PATH, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "client_credentials", client_id: printed.clientId, client_secret: printed.clientSecret }),
+    });
+    const body = (await response.json()) as { access_token: string };
+    expect(response.status, JSON.stringify(body)).toBe(200);
+    expect(body).toMatchObject({ token_type: "Bearer", expires_in: 7200, scope: DEFAULT_SCOPE });
+    expect(body).not.toHaveProperty("refresh_token");
+    await verifyAccessToken({ url: printed.url, clientId: printed.clientId }, body.access_token, {
+      sub: `client:${printed.clientId}`,
+      scope: DEFAULT_SCOPE,
+    });
+
+    expect(proc.kill("SIGTERM")).toBe(true);
+    const exit = await waitForExit(proc);
+    expect(exit, stderr).toEqual({ code: 0, signal: null });
+    expect(stderr).toBe("");
+  },
+  START_TIMEOUT_MS + EXIT_TIMEOUT_MS + 10_000,
+);
