@@ -1,4 +1,4 @@
-import { createPlantgate, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { createPlantgate, optionsFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { serve } from "@plantgate/node";
 
 /** The environment the example server reads (see the README's configuration table). */
@@ -52,7 +52,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   };
   const bootstrapClient = pair("PLANTGATE_BOOTSTRAP_CLIENT_ID", "PLANTGATE_BOOTSTRAP_CLIENT_SECRET");
   const bootstrapUser = pair("PLANTGATE_BOOTSTRAP_USERNAME", "PLANTGATE_BOOTSTRAP_PASSWORD");
-  const iterations = env.PLANTGATE_PASSWORD_HASH_ITERATIONS ? Number(env.PLANTGATE_PASSWORD_HASH_ITERATIONS) : undefined;
+  const fromEnv = optionsFromEnv(env);
 
   // The issuer defaults to the listening URL, which is known only after listen (PORT=0 picks one),
   // so requests are routed through a holder that is filled right after.
@@ -63,11 +63,9 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   );
   try {
     const options: PlantgateOptions = {
-      issuer: env.PLANTGATE_ISSUER || running.url,
-      ...(env.PLANTGATE_ISSUER ? {} : { baseUrl: running.url }),
-      ...(env.PLANTGATE_SCOPE_PREFIX ? { scopePrefix: env.PLANTGATE_SCOPE_PREFIX } : {}),
-      ...(env.PLANTGATE_SIGNING_KEY ? { signingKey: env.PLANTGATE_SIGNING_KEY } : {}),
-      ...(iterations !== undefined ? { passwordHashIterations: iterations } : {}),
+      issuer: running.url,
+      ...(fromEnv.issuer ? {} : { baseUrl: running.url }),
+      ...fromEnv,
       ...overrides,
     };
     const created = createPlantgate(options);
