@@ -2,6 +2,7 @@ import { hashPassword, randomToken, sha256, uuidV4 } from "../crypto/index.js";
 import type { Context } from "../options.js";
 import type { AccountRecord, ClientRecord, GrantType } from "../storage/types.js";
 import { accountView, type AccountView } from "../api/accounts.js";
+import { isStorableText } from "../api/plants.js";
 import { generateKeyRecord } from "../tokens/keys.js";
 
 /** Input of {@link Admin.createClient}. */
@@ -80,11 +81,12 @@ function checkAccountInput(input: CreateAccountInput): void {
   if (typeof input.username !== "string" || input.username.length < 1 || input.username.length > 200) {
     throw new AdminError("username must be 1-200 characters");
   }
+  if (!isStorableText(input.username)) throw new AdminError("username must not contain U+0000 or unpaired surrogates");
   if (typeof input.password !== "string" || input.password.length < 8 || input.password.length > 1024) {
     throw new AdminError("password must be 8-1024 characters");
   }
   const optionalText = (name: string, v: unknown) => {
-    if (v !== undefined && v !== null && (typeof v !== "string" || v.length > 320)) throw new AdminError(`${name} must be a string of at most 320 characters`);
+    if (v !== undefined && v !== null && (typeof v !== "string" || v.length > 320 || !isStorableText(v))) throw new AdminError(`${name} must be a string of at most 320 characters`);
   };
   optionalText("displayName", input.displayName);
   optionalText("email", input.email);

@@ -10,6 +10,11 @@ const INT64_MAX = 2n ** 63n - 1n;
 /** Longest `name` and `tag`, in UTF-16 code units. */
 export const MAX_PLANT_TEXT = 256;
 
+/** Text every backend can store unchanged: no U+0000 (PostgreSQL text rejects it) and no lone surrogates (UTF-8 cannot encode them). */
+export function isStorableText(text: string): boolean {
+  return !/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
+}
+
 const bad = (code: (typeof ApiErrorCode)[keyof typeof ApiErrorCode], message: string) => new ApiError(400, code, message);
 
 /**
@@ -28,7 +33,9 @@ export function toNewPlant(body: JsonValue): PlantRecord {
   if (name === undefined || name === null) throw bad(ApiErrorCode.missingField, "name is required.");
   if (typeof name !== "string") throw bad(ApiErrorCode.wrongType, "name must be a string.");
   if (name.length === 0 || name.length > MAX_PLANT_TEXT) throw bad(ApiErrorCode.invalidValue, `name must be 1 to ${MAX_PLANT_TEXT} characters.`);
+  if (!isStorableText(name)) throw bad(ApiErrorCode.invalidValue, "name must not contain U+0000 or unpaired surrogates.");
   if (tag !== undefined && tag !== null && typeof tag !== "string") throw bad(ApiErrorCode.wrongType, "tag must be a string.");
+  if (typeof tag === "string" && !isStorableText(tag)) throw bad(ApiErrorCode.invalidValue, "tag must not contain U+0000 or unpaired surrogates.");
   if (typeof tag === "string" && tag.length > MAX_PLANT_TEXT) throw bad(ApiErrorCode.invalidValue, `tag must be at most ${MAX_PLANT_TEXT} characters.`);
   return { id: value, name, tag: typeof tag === "string" ? tag : null };
 }

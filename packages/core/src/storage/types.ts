@@ -36,7 +36,7 @@ export interface ClientStore {
   create(record: ClientRecord): Promise<boolean>;
   /** Replaces the secret hash; the old secret stops working at once. False when absent. */
   updateSecret(clientId: string, secretHash: string, updatedAt: number): Promise<boolean>;
-  /** All clients, ordered by `clientId`. */
+  /** All clients, ordered by `clientId` (code-unit order, as accounts). */
   list(): Promise<ClientRecord[]>;
   /** Removes the client; false when absent. Its refresh tokens stop working with it. */
   delete(clientId: string): Promise<boolean>;
@@ -108,11 +108,11 @@ export interface RefreshTokenStore {
    * one of any number of concurrent callers gets `true`.
    */
   consume(tokenHash: string, now: number, replacement: RefreshTokenRecord): Promise<boolean>;
-  /** Marks every token of the family revoked (idempotent). */
+  /** Marks every token of the family revoked (idempotent: a token already revoked keeps its `revokedAt`). */
   revokeFamily(familyId: string, now: number): Promise<void>;
   /** Marks every token of the account revoked (idempotent), e.g. when it is disabled. */
   revokeByAccount(accountId: string, now: number): Promise<void>;
-  /** Deletes tokens whose family or sliding lifetime ended before `now`; returns how many. */
+  /** Deletes tokens with `expiresAt <= now` or `familyExpiresAt <= now`; returns how many. */
   deleteExpired(now: number): Promise<number>;
 }
 

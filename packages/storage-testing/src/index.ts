@@ -1,0 +1,75 @@
+/**
+ * `@plantgate/storage-testing`: the conformance suite every plantgate storage backend runs.
+ * Call {@link describeStorageConformance} from a vitest test file with a {@link ConformanceTarget}.
+ */
+import type { Storage } from "@plantgate/core";
+import { afterEach, beforeEach, describe } from "vitest";
+import { accountsSuite } from "./suites/accounts.js";
+import { clientsSuite } from "./suites/clients.js";
+import { concurrencySuite } from "./suites/concurrency.js";
+import { plantsSuite } from "./suites/plants.js";
+import { refreshTokensSuite } from "./suites/refresh-tokens.js";
+import { signingKeysSuite } from "./suites/signing-keys.js";
+import { secretsSuite, throughCoreSuite } from "./suites/through-core.js";
+import type { ConformanceTarget, SuiteContext } from "./target.js";
+
+export type { ConformanceTarget } from "./target.js";
+
+/**
+ * Registers the storage conformance suite as a vitest `describe` block named `name`. Every test
+ * gets a fresh store from `target.create()` and hands it to `target.destroy()` afterwards.
+ *
+ * Covered: every method of every store (exact round-trips, duplicates, absent records, ordering,
+ * paging, atomic all-or-nothing writes), concurrent `consume`/`create` races, the core running
+ * over the store end to end, and, when `target.rawDump` is given, that secrets are stored only
+ * as hashes.
+ *
+ * @param name Shown as the outermost `describe`, e.g. `"postgres storage"`.
+ * @param target How to create (and clean up, and dump) a store.
+ *
+ * @example
+ * // test/conformance.test.ts of your backend
+ * import { describeStorageConformance } from "@plantgate/storage-testing";
+ * import { createMyStorage } from "../src/index.js";
+ *
+ * describeStorageConformance("my storage", {
+ *   create: async () => createMyStorage({ database: await createEmptyDatabase() }),
+ *   destroy: async (storage) => (storage as ReturnType<typeof createMyStorage>).close(),
+ *   rawDump: async (storage) => (storage as ReturnType<typeof createMyStorage>).dumpAllRows(),
+ * });
+ */
+export function describeStorageConformance(name: string, target: ConformanceTarget): void {
+  // Sequential even under `--sequence.concurrent`: the hooks share one current store.
+  describe.sequential(name, () => {
+    let current: Storage | undefined;
+    const context: SuiteContext = {
+      storage() {
+        if (!current) throw new Error("storage-testing: no store; did target.create() fail?");
+        return current;
+      },
+      target,
+    };
+
+    beforeEach(async () => {
+      current = undefined;
+      const storage = await target.create();
+      if (typeof storage !== "object" || storage === null) throw new TypeError("storage-testing: target.create() must resolve to a Storage");
+      current = storage;
+    });
+
+    afterEach(async () => {
+      const storage = current;
+      current = undefined;
+      if (storage && target.destroy) await target.destroy(storage);
+    });
+
+    clientsSuite(context);
+    accountsSuite(context);
+    refreshTokensSuite(context);
+    plantsSuite(context);
+    signingKeysSuite(context);
+    concurrencySuite(context);
+    throughCoreSuite(context);
+    secretsSuite(context);
+  });
+}

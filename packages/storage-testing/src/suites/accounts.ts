@@ -1,0 +1,278 @@
+import type { AccountRecord } from "@plantgate/core";
+import { describe, expect, it } from "vitest";
+import { accountRecord, byCodeUnit, expectRecord, expectRecords, MAX_DATE_MS, T0 } from "../fixtures.js";
+import type { SuiteContext } from "../target.js";
+
+/** `count` accounts whose ids sort differently as numbers and as strings (user-10 < user-2). */
+function numbered(count: number, prefix = "user"): AccountRecord[] {
+  return Array.from({ length: count }, (_, i) => accountRecord({ id: `${prefix}-${i}`, username: `${prefix}name-${i}`, createdAt: T0 + i }));
+}
+
+/** A fixed shuffle, so insertion order never matches id order. */
+function shuffled<T>(items: T[]): T[] {
+  const out = [...items];
+  let seed = 12345;
+  for (let i = out.length - 1; i > 0; i--) {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    const j = seed % (i + 1);
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
+}
+
+export function accountsSuite(s: SuiteContext): void {
+  describe("accounts", () => {
+    const accounts = () => s.storage().accounts;
+
+    const expectUnchanged = async (expected: AccountRecord[]) => {
+      const sorted = [...expected].sort((a, b) => byCodeUnit(a.id, b.id));
+      const page = await accounts().list(0, 1000);
+      expect(page.total, "total").toBe(expected.length);
+      expectRecords(page.items, sorted, "accounts");
+    };
+
+    it("get and findByUsername return null when absent", async () => {
+      expect(await accounts().get("nope")).toBeNull();
+      expect(await accounts().findByUsername("nope")).toBeNull();
+    });
+
+    it("create returns true; get and findByUsername round-trip the record exactly", async () => {
+      const alice = accountRecord({
+        id: "0b6f1c3e-2a4d-4f8e-9c1a-7d5e3b2a1f00",
+        username: "alice",
+        displayName: "Alice Liddell \u00e9\u4e2d\u{1F407}",
+        email: "alice@example.com",
+        roles: ["reader", "admin", "auditor"],
+        enabled: true,
+        createdAt: T0,
+      });
+      const bob = accountRecord({ id: "bob-id", username: "bob", displayName: null, email: null, roles: [], enabled: false, createdAt: MAX_DATE_MS });
+      expect(await accounts().create(alice)).toBe(true);
+      expect(await accounts().create(bob)).toBe(true);
+      expectRecord(await accounts().get(alice.id), alice, "alice by id");
+      expectRecord(await accounts().findByUsername("alice"), alice, "alice by username");
+      expectRecord(await accounts().get("bob-id"), bob, "bob by id");
+      expectRecord(await accounts().findByUsername("bob"), bob, "bob by username");
+    });
+
+    it("empty strings stay empty strings, distinct from null", async () => {
+      const record = accountRecord({ id: "empty", username: "empty", displayName: "", email: "" });
+      await accounts().create(record);
+      expectRecord(await accounts().get("empty"), record, "account");
+    });
+
+    it("usernames match exactly: case, accents, trailing spaces and Unicode normalization all distinguish", async () => {
+      const alice = accountRecord({ id: "a1", username: "alice" });
+      await accounts().create(alice);
+      for (const other of ["Alice", "ALICE", "alice ", " alice", "alic\u00e9", "alice\u200b"]) {
+        expect(await accounts().findByUsername(other), JSON.stringify(other)).toBeNull();
+      }
+      // Each of these is a different username, so each can be created.
+      const others = ["Alice", "ALICE", "alice ", "jos\u00e9", "jose\u0301"].map((username, i) => accountRecord({ id: `other-${i}`, username }));
+      for (const r of others) expect(await accounts().create(r), JSON.stringify(r.username)).toBe(true);
+      for (const r of [alice, ...others]) expectRecord(await accounts().findByUsername(r.username), r, JSON.stringify(r.username));
+    });
+
+    it("account ids are exact and case-sensitive", async () => {
+      const lower = accountRecord({ id: "abc", username: "lower" });
+      const upper = accountRecord({ id: "ABC", username: "upper" });
+      expect(await accounts().create(lower)).toBe(true);
+      expect(await accounts().create(upper)).toBe(true);
+      expectRecord(await accounts().get("abc"), lower, "abc");
+      expectRecord(await accounts().get("ABC"), upper, "ABC");
+      expect(await accounts().get("Abc")).toBeNull();
+    });
+
+    it("create returns false for an existing id (with a new username) and changes nothing", async () => {
+      const first = accountRecord({ id: "same-id", username: "first" });
+      await accounts().create(first);
+      expect(await accounts().create(accountRecord({ id: "same-id", username: "second", roles: ["x"] }))).toBe(false);
+      expectRecord(await accounts().get("same-id"), first, "first");
+      expect(await accounts().findByUsername("second")).toBeNull();
+      await expectUnchanged([first]);
+    });
+
+    it("create returns false for an existing username (with a new id) and changes nothing", async () => {
+      const first = accountRecord({ id: "id-1", username: "taken" });
+      await accounts().create(first);
+      expect(await accounts().create(accountRecord({ id: "id-2", username: "taken" }))).toBe(false);
+      expect(await accounts().get("id-2")).toBeNull();
+      expectRecord(await accounts().findByUsername("taken"), first, "first");
+      await expectUnchanged([first]);
+    });
+
+    it("createMany inserts every record and returns null", async () => {
+      const batch = numbered(5).map((r, i) => ({ ...r, roles: i % 2 ? ["a", "b"] : [], email: i % 2 ? `u${i}@example.com` : null }));
+      expect(await accounts().createMany(batch)).toBeNull();
+      for (const r of batch) {
+        expectRecord(await accounts().get(r.id), r, r.id);
+        expectRecord(await accounts().findByUsername(r.username), r, r.username);
+      }
+      await expectUnchanged(batch);
+    });
+
+    it("createMany([]) returns null and inserts nothing", async () => {
+      expect(await accounts().createMany([])).toBeNull();
+      await expectUnchanged([]);
+    });
+
+    it("createMany with an id already stored returns its index and inserts none of the batch", async () => {
+      const existing = accountRecord({ id: "existing", username: "existing-user" });
+      await accounts().create(existing);
+      const batch = [...numbered(3, "new"), accountRecord({ id: "existing", username: "fresh-name" }), ...numbered(2, "late")];
+      expect(await accounts().createMany(batch)).toBe(3);
+      for (const r of batch.filter((r) => r.id !== "existing")) expect(await accounts().get(r.id), r.id).toBeNull();
+      expect(await accounts().findByUsername("fresh-name")).toBeNull();
+      await expectUnchanged([existing]);
+    });
+
+    it("createMany with a username already stored returns its index and inserts none of the batch", async () => {
+      const existing = accountRecord({ id: "existing", username: "existing-user" });
+      await accounts().create(existing);
+      const batch = [accountRecord({ id: "n0", username: "n0" }), accountRecord({ id: "n1", username: "existing-user" }), accountRecord({ id: "n2", username: "n2" })];
+      expect(await accounts().createMany(batch)).toBe(1);
+      for (const id of ["n0", "n1", "n2"]) expect(await accounts().get(id), id).toBeNull();
+      await expectUnchanged([existing]);
+    });
+
+    it("createMany with an id repeated within the batch returns the index of the repeat and inserts nothing", async () => {
+      const batch = [accountRecord({ id: "x", username: "ux" }), accountRecord({ id: "y", username: "uy" }), accountRecord({ id: "x", username: "ux2" })];
+      expect(await accounts().createMany(batch)).toBe(2);
+      for (const id of ["x", "y"]) expect(await accounts().get(id), id).toBeNull();
+      await expectUnchanged([]);
+    });
+
+    it("createMany with a username repeated within the batch returns the index of the repeat and inserts nothing", async () => {
+      const batch = [accountRecord({ id: "p", username: "dup" }), accountRecord({ id: "q", username: "q" }), accountRecord({ id: "r", username: "r" }), accountRecord({ id: "s", username: "dup" })];
+      expect(await accounts().createMany(batch)).toBe(3);
+      expect(await accounts().findByUsername("dup")).toBeNull();
+      await expectUnchanged([]);
+    });
+
+    it("createMany returns the first conflicting index when there are several", async () => {
+      const existing = accountRecord({ id: "stored", username: "stored" });
+      await accounts().create(existing);
+      const a = [
+        accountRecord({ id: "a0", username: "a0" }),
+        accountRecord({ id: "a1", username: "a1" }),
+        accountRecord({ id: "a1", username: "a1-again" }), // repeats index 1
+        accountRecord({ id: "a3", username: "stored" }), // conflicts with the store
+      ];
+      expect(await accounts().createMany(a)).toBe(2);
+      const b = [
+        accountRecord({ id: "b0", username: "b0" }),
+        accountRecord({ id: "stored", username: "b1" }), // conflicts with the store
+        accountRecord({ id: "b0", username: "b2" }), // repeats index 0
+      ];
+      expect(await accounts().createMany(b)).toBe(1);
+      await expectUnchanged([existing]);
+    });
+
+    it("createMany treats usernames that differ only in case as different", async () => {
+      const batch = [accountRecord({ id: "c1", username: "bob" }), accountRecord({ id: "c2", username: "Bob" }), accountRecord({ id: "c3", username: "BOB" })];
+      expect(await accounts().createMany(batch)).toBeNull();
+      await expectUnchanged(batch);
+    });
+
+    it("setEnabled changes only `enabled` and returns true", async () => {
+      const record = accountRecord({ id: "toggle", username: "toggle", roles: ["r"], email: "t@example.com" });
+      const other = accountRecord({ id: "other", username: "other" });
+      await accounts().create(record);
+      await accounts().create(other);
+      expect(await accounts().setEnabled("toggle", false)).toBe(true);
+      expectRecord(await accounts().get("toggle"), { ...record, enabled: false }, "disabled");
+      expectRecord(await accounts().findByUsername("toggle"), { ...record, enabled: false }, "disabled by username");
+      expect(await accounts().setEnabled("toggle", false)).toBe(true); // already disabled: still present
+      expectRecord(await accounts().get("toggle"), { ...record, enabled: false }, "still disabled");
+      expect(await accounts().setEnabled("toggle", true)).toBe(true);
+      expectRecord(await accounts().get("toggle"), record, "re-enabled");
+      expectRecord(await accounts().get("other"), other, "other account");
+    });
+
+    it("setEnabled returns false for an absent account and creates nothing", async () => {
+      expect(await accounts().setEnabled("ghost", true)).toBe(false);
+      expect(await accounts().get("ghost")).toBeNull();
+      await expectUnchanged([]);
+    });
+
+    it("list on an empty store is an empty page with total 0", async () => {
+      const page = await accounts().list(0, 20);
+      expect(page.items).toEqual([]);
+      expect(page.total).toBe(0);
+    });
+
+    it("list orders by id in code-unit order (not insertion, numeric or locale order) and returns exact records", async () => {
+      const ids = ["a", "\u4e2d", "B", "a_b", "_", "9", "\u03a9", "aB", "-", "Z", "ab", "\u00e9", "0", "a-b", "~"];
+      const records = ids.map((id, i) => accountRecord({ id, username: `u${i}`, roles: i % 3 ? [] : ["r1", "r0"] }));
+      for (const r of records) expect(await accounts().create(r)).toBe(true);
+      const page = await accounts().list(0, 100);
+      expect(page.total).toBe(ids.length);
+      expect(page.items.map((a) => a.id)).toEqual(["-", "0", "9", "B", "Z", "_", "a", "a-b", "aB", "a_b", "ab", "~", "\u00e9", "\u03a9", "\u4e2d"]);
+      expectRecords(page.items, [...records].sort((x, y) => byCodeUnit(x.id, y.id)), "listed accounts");
+    });
+
+    it("list(offset, limit) returns the window of the total order, with the full total", async () => {
+      const records = numbered(12);
+      for (const r of shuffled(records)) await accounts().create(r);
+      const all = [...records].sort((a, b) => byCodeUnit(a.id, b.id));
+      for (const [offset, limit] of [[0, 5], [2, 3], [5, 5], [10, 5], [11, 1], [0, 12], [0, 100]] as const) {
+        const page = await accounts().list(offset, limit);
+        expect(page.total, `total at list(${offset}, ${limit})`).toBe(12);
+        expectRecords(page.items, all.slice(offset, offset + limit), `list(${offset}, ${limit})`);
+      }
+    });
+
+    it("list with an offset at or past the end returns [] with the total", async () => {
+      for (const r of numbered(3)) await accounts().create(r);
+      for (const offset of [3, 4, 100, 1_000_000]) {
+        const page = await accounts().list(offset, 20);
+        expect(page.items, `list(${offset}, 20)`).toEqual([]);
+        expect(page.total, `total at list(${offset}, 20)`).toBe(3);
+      }
+    });
+
+    it("walking every page of 47 accounts sees each account exactly once, in id order, for any page size", async () => {
+      const records = numbered(47);
+      for (const r of shuffled(records)) expect(await accounts().create(r)).toBe(true);
+      const expectedIds = records.map((r) => r.id).sort(byCodeUnit);
+      for (const size of [1, 5, 10, 46, 47, 48, 100]) {
+        const seen: string[] = [];
+        for (let offset = 0; ; offset += size) {
+          const page = await accounts().list(offset, size);
+          expect(page.total, `total with page size ${size}`).toBe(47);
+          seen.push(...page.items.map((a) => a.id));
+          expect(page.items.length, `page at offset ${offset} of size ${size}`).toBe(Math.max(0, Math.min(size, 47 - offset)));
+          if (page.items.length < size) break;
+        }
+        expect(seen, `ids walked with page size ${size}`).toEqual(expectedIds);
+      }
+    });
+
+    it("the listing reflects setEnabled and later inserts without reordering others", async () => {
+      for (const r of [accountRecord({ id: "m", username: "m" }), accountRecord({ id: "c", username: "c" })]) await accounts().create(r);
+      await accounts().setEnabled("m", false);
+      await accounts().create(accountRecord({ id: "f", username: "f" }));
+      const page = await accounts().list(0, 10);
+      expect(page.items.map((a) => [a.id, a.enabled])).toEqual([["c", true], ["f", true], ["m", false]]);
+      expect(page.total).toBe(3);
+    });
+
+    it("stores copies: mutating the record passed to create, or one returned, changes nothing stored", async () => {
+      const record = accountRecord({ id: "iso", username: "iso", roles: ["a"] });
+      const expected = structuredClone(record);
+      await accounts().create(record);
+      record.roles.push("mutated");
+      record.username = "mutated";
+      (await accounts().get("iso"))!.roles.push("mutated");
+      (await accounts().findByUsername("iso"))!.roles.push("mutated");
+      (await accounts().list(0, 1)).items[0]!.roles.push("mutated");
+      expectRecord(await accounts().get("iso"), expected, "account");
+      expect(await accounts().findByUsername("mutated")).toBeNull();
+      const batch = [accountRecord({ id: "iso2", username: "iso2", roles: ["b"] })];
+      const batchExpected = structuredClone(batch);
+      await accounts().createMany(batch);
+      batch[0]!.roles.push("mutated");
+      expectRecord(await accounts().get("iso2"), batchExpected[0]!, "batch account");
+    });
+  });
+}

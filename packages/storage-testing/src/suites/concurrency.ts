@@ -1,0 +1,68 @@
+import { describe, expect, it } from "vitest";
+import { accountRecord, clientRecord, expectRecord, fakeHash, inParallel, plantRecord, refreshRecord, seedOwners, T0 } from "../fixtures.js";
+import type { SuiteContext } from "../target.js";
+
+export function concurrencySuite(s: SuiteContext): void {
+  describe("concurrency", () => {
+    it("50 parallel consume calls of one refresh token: exactly one true, and exactly its replacement stored", async () => {
+      await seedOwners(s.storage());
+      const original = refreshRecord();
+      await s.storage().refreshTokens.create(original);
+      const replacements = Array.from({ length: 50 }, (_, i) => refreshRecord({ tokenHash: fakeHash(`replacement-${i}`), createdAt: T0 + 1000 + i }));
+      const results = await inParallel(50, (i) => s.storage().refreshTokens.consume(original.tokenHash, T0 + 1000 + i, replacements[i]!));
+      const winners = results.flatMap((won, i) => (won === true ? [i] : []));
+      expect(winners, "callers that got true").toHaveLength(1);
+      expect(results.filter((r) => r === false), "every other caller gets false").toHaveLength(49);
+      const winner = winners[0]!;
+      const stored = [];
+      for (const [i, r] of replacements.entries()) if ((await s.storage().refreshTokens.findByHash(r.tokenHash)) !== null) stored.push(i);
+      expect(stored, "replacements stored").toEqual([winner]);
+      expectRecord(await s.storage().refreshTokens.findByHash(replacements[winner]!.tokenHash), replacements[winner]!, "winning replacement");
+      expectRecord(await s.storage().refreshTokens.findByHash(original.tokenHash), { ...original, consumedAt: T0 + 1000 + winner }, "consumed original");
+    });
+
+    it("20 parallel creates of one plant id: exactly one true, and the winner's plant is stored", async () => {
+      const id = 9223372036854775807n;
+      const results = await inParallel(20, (i) => s.storage().plants.create(plantRecord({ id, name: `contender ${i}`, tag: i % 2 ? null : `t${i}` })));
+      const winners = results.flatMap((won, i) => (won === true ? [i] : []));
+      expect(winners, "callers that got true").toHaveLength(1);
+      expect(results.filter((r) => r === false)).toHaveLength(19);
+      const w = winners[0]!;
+      expectRecord(await s.storage().plants.get(id), plantRecord({ id, name: `contender ${w}`, tag: w % 2 ? null : `t${w}` }), "stored plant");
+    });
+
+    it("20 parallel account creates with the same username: exactly one true, and only that account exists", async () => {
+      const records = Array.from({ length: 20 }, (_, i) => accountRecord({ id: `racer-${i}`, username: "contested" }));
+      const results = await inParallel(20, (i) => s.storage().accounts.create(records[i]!));
+      const winners = results.flatMap((won, i) => (won === true ? [i] : []));
+      expect(winners, "callers that got true").toHaveLength(1);
+      expect(results.filter((r) => r === false)).toHaveLength(19);
+      const w = winners[0]!;
+      expectRecord(await s.storage().accounts.findByUsername("contested"), records[w]!, "stored account");
+      const page = await s.storage().accounts.list(0, 100);
+      expect(page.total).toBe(1);
+      expect(page.items.map((a) => a.id)).toEqual([`racer-${w}`]);
+    });
+
+    it("20 parallel account creates with the same id: exactly one true, and only that account exists", async () => {
+      const records = Array.from({ length: 20 }, (_, i) => accountRecord({ id: "contested-id", username: `racer-${i}` }));
+      const results = await inParallel(20, (i) => s.storage().accounts.create(records[i]!));
+      const winners = results.flatMap((won, i) => (won === true ? [i] : []));
+      expect(winners, "callers that got true").toHaveLength(1);
+      const w = winners[0]!;
+      expectRecord(await s.storage().accounts.get("contested-id"), records[w]!, "stored account");
+      for (const [i, r] of records.entries()) {
+        if (i !== w) expect(await s.storage().accounts.findByUsername(r.username), r.username).toBeNull();
+      }
+      expect((await s.storage().accounts.list(0, 100)).total).toBe(1);
+    });
+
+    it("20 parallel client creates of one clientId: exactly one true", async () => {
+      const records = Array.from({ length: 20 }, (_, i) => clientRecord({ clientId: "contested", name: `contender ${i}`, secretHash: fakeHash(`s${i}`) }));
+      const results = await inParallel(20, (i) => s.storage().clients.create(records[i]!));
+      const winners = results.flatMap((won, i) => (won === true ? [i] : []));
+      expect(winners, "callers that got true").toHaveLength(1);
+      expectRecord(await s.storage().clients.get("contested"), records[winners[0]!]!, "stored client");
+    });
+  });
+}

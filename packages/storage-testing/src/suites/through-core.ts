@@ -1,0 +1,204 @@
+/**
+ * The backend under the real core: a `createPlantgate` app over the store, driven only through
+ * `app.fetch` and `app.admin`, as a deployment would. Catches what record-level tests cannot:
+ * the core's own call sequences (read, then consume; revoke on reuse; paging) on this backend.
+ */
+import { createPlantgate, sha256, type Plantgate, type Storage } from "@plantgate/core";
+import { describe, expect, it } from "vitest";
+import { T0 } from "../fixtures.js";
+import type { SuiteContext } from "../target.js";
+
+const BASE = "https://conformance.plantgate.test";
+const CLIENT_ID = "conformance-client";
+const USERNAME = "conformance-user";
+const PASSWORD = "c0nformance-Passw0rd-\u00e9";
+
+interface Booted {
+  app: Plantgate;
+  clientSecret: string;
+  /** Everything the app logged as an error, shown when a request fails unexpectedly. */
+  errors: unknown[];
+}
+
+/** An app over `storage` with one client (all grants and scopes) and one account. */
+async function boot(storage: Storage): Promise<Booted> {
+  const errors: unknown[] = [];
+  const app = createPlantgate({
+    storage,
+    passwordHashIterations: 1000,
+    clock: () => T0,
+    logger: { error: (message, context) => errors.push({ message, context }), warn() {} },
+  });
+  const { clientSecret } = await app.admin.createClient({ clientId: CLIENT_ID });
+  await app.admin.createAccount({ username: USERNAME, password: PASSWORD, displayName: "Conformance" });
+  return { app, clientSecret, errors };
+}
+
+interface Result {
+  status: number;
+  body: Record<string, unknown>;
+  text: string;
+}
+
+async function call(b: Booted, request: Request): Promise<Result> {
+  const res = await b.app.fetch(request);
+  const text = await res.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    // not JSON; `text` tells
+  }
+  return { status: res.status, body, text };
+}
+
+function token(b: Booted, params: Record<string, string>): Promise<Result> {
+  return call(
+    b,
+    new Request(`${BASE}/UserService/connect/token`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-www-form-urlencoded",
+        authorization: "Basic " + btoa(`${encodeURIComponent(CLIENT_ID)}:${encodeURIComponent(b.clientSecret)}`),
+      },
+      body: new URLSearchParams(params).toString(),
+    }),
+  );
+}
+
+/** Asserts a 200 and returns the body; on failure shows the response and anything logged. */
+function ok(b: Booted, r: Result, what: string): Record<string, unknown> {
+  expect(r.status, `${what}: ${r.text} ${JSON.stringify(b.errors)}`).toBe(200);
+  return r.body;
+}
+
+async function passwordGrant(b: Booted): Promise<{ access: string; refresh: string }> {
+  const body = ok(b, await token(b, { grant_type: "password", username: USERNAME, password: PASSWORD, scope: "Platform_UserAPIs offline_access" }), "password grant");
+  expect(body.refresh_token, "the password grant with offline_access returns a refresh token").toEqual(expect.any(String));
+  return { access: body.access_token as string, refresh: body.refresh_token as string };
+}
+
+async function refreshGrant(b: Booted, refreshToken: string): Promise<Result> {
+  return token(b, { grant_type: "refresh_token", refresh_token: refreshToken });
+}
+
+const INVALID_GRANT = { error: "invalid_grant", error_description: "The refresh token is invalid, expired or revoked." };
+
+export function throughCoreSuite(s: SuiteContext): void {
+  describe("through the core (createPlantgate over this store)", () => {
+    it("client_credentials and password grants issue tokens; the refresh token is stored only by its hash", async () => {
+      const b = await boot(s.storage());
+      const cc = ok(b, await token(b, { grant_type: "client_credentials" }), "client_credentials");
+      expect(cc.access_token).toEqual(expect.any(String));
+      const { refresh } = await passwordGrant(b);
+      const stored = await s.storage().refreshTokens.findByHash(await sha256(refresh));
+      expect(stored, "the refresh token is found by its SHA-256").not.toBeNull();
+      expect(stored).toMatchObject({ clientId: CLIENT_ID, consumedAt: null, revokedAt: null, scope: ["Platform_UserAPIs", "offline_access"] });
+      expect(await s.storage().refreshTokens.findByHash(refresh), "nothing is stored under the clear token").toBeNull();
+    });
+
+    it("refresh rotates: the presented token is consumed, the new one stored in the same family", async () => {
+      const b = await boot(s.storage());
+      const { refresh } = await passwordGrant(b);
+      const body = ok(b, await refreshGrant(b, refresh), "refresh");
+      const next = body.refresh_token as string;
+      expect(next).toEqual(expect.any(String));
+      expect(next).not.toBe(refresh);
+      const old = await s.storage().refreshTokens.findByHash(await sha256(refresh));
+      const fresh = await s.storage().refreshTokens.findByHash(await sha256(next));
+      expect(old?.consumedAt).toBe(T0);
+      expect(fresh).toMatchObject({ familyId: old?.familyId, consumedAt: null, revokedAt: null });
+      // The rotated token works in turn.
+      ok(b, await refreshGrant(b, next), "second refresh");
+    });
+
+    it("RFC 9700 §4.14.2: presenting a consumed refresh token again revokes its whole family", async () => {
+      const b = await boot(s.storage());
+      const { refresh } = await passwordGrant(b);
+      const next = ok(b, await refreshGrant(b, refresh), "refresh").refresh_token as string;
+      const reuse = await refreshGrant(b, refresh);
+      expect({ status: reuse.status, body: reuse.body }).toEqual({ status: 400, body: INVALID_GRANT });
+      const stolen = await refreshGrant(b, next);
+      expect({ status: stolen.status, body: stolen.body }, "the newest token of the family is revoked too").toEqual({ status: 400, body: INVALID_GRANT });
+      expect((await s.storage().refreshTokens.findByHash(await sha256(next)))?.revokedAt).toBe(T0);
+    });
+
+    it("disabling an account revokes its refresh tokens", async () => {
+      const b = await boot(s.storage());
+      const { refresh } = await passwordGrant(b);
+      await b.app.admin.setAccountEnabled(USERNAME, false);
+      const r = await refreshGrant(b, refresh);
+      expect({ status: r.status, body: r.body }).toEqual({ status: 400, body: INVALID_GRANT });
+    });
+
+    it("GetAccountList pages through the accounts of the store", async () => {
+      const b = await boot(s.storage());
+      await b.app.admin.importAccounts([
+        { username: "imported-1", password: "password-one" },
+        { username: "imported-2", password: "password-two", roles: ["reader"] },
+        { username: "imported-3", password: "password-three", enabled: false },
+      ]);
+      const { access } = await passwordGrant(b);
+      const get = (query: string) => call(b, new Request(`${BASE}/rbac/ServerCommand/GetAccountList?${query}`, { headers: { authorization: `Bearer ${access}` } }));
+      const p1 = ok(b, await get("page=1&pageSize=3"), "page 1");
+      const p2 = ok(b, await get("page=2&pageSize=3"), "page 2");
+      const p3 = ok(b, await get("page=3&pageSize=3"), "page 3");
+      expect([p1.total, p1.totalPages, p2.total, p3.total]).toEqual([4, 2, 4, 4]);
+      expect(p3.accounts).toEqual([]);
+      const all = [...(p1.accounts as { username: string; id: string }[]), ...(p2.accounts as { username: string; id: string }[])];
+      expect(all.map((a) => a.username).sort()).toEqual(["conformance-user", "imported-1", "imported-2", "imported-3"]);
+      const ids = all.map((a) => a.id);
+      expect(ids, "ordered by id").toEqual([...ids].sort());
+      expect(JSON.stringify(all)).not.toContain("pbkdf2");
+    });
+
+    it("POST /plants stores int64 ids exactly; a duplicate id is 400 with error 1006", async () => {
+      const b = await boot(s.storage());
+      const { access } = await passwordGrant(b);
+      const post = (json: string) =>
+        call(b, new Request(`${BASE}/plants`, { method: "POST", headers: { authorization: `Bearer ${access}`, "content-type": "application/json" }, body: json }));
+      const max = '{"id":9223372036854775807,"name":"Monstera \\ud83c\\udf3f","tag":"indoor"}';
+      const created = await post(max);
+      expect(created.status, `${created.text} ${JSON.stringify(b.errors)}`).toBe(200);
+      expect(created.text).toBe('{"id":9223372036854775807,"name":"Monstera \u{1F33F}","tag":"indoor"}');
+      const min = await post('{"id":-9223372036854775808,"name":"Ficus"}');
+      expect(min.text).toBe('{"id":-9223372036854775808,"name":"Ficus"}');
+      expect(await s.storage().plants.get(9223372036854775807n)).toEqual({ id: 9223372036854775807n, name: "Monstera \u{1F33F}", tag: "indoor" });
+      expect(await s.storage().plants.get(-9223372036854775808n)).toEqual({ id: -9223372036854775808n, name: "Ficus", tag: null });
+      const dup = await post('{"id":9223372036854775807,"name":"Other"}');
+      expect(dup.status).toBe(400);
+      expect(dup.body.error).toBe(1006);
+      expect((await s.storage().plants.get(9223372036854775807n))?.name).toBe("Monstera \u{1F33F}");
+    });
+
+    it("a second instance over the same store accepts the first one's tokens (the signing key is read back from the store)", async () => {
+      const b = await boot(s.storage());
+      const { access } = await passwordGrant(b);
+      const second = createPlantgate({ storage: s.storage(), clock: () => T0, logger: { error() {}, warn() {} } });
+      const res = await second.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${access}` } }));
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(await second.jwks()).toEqual(await b.app.jwks());
+    });
+  });
+}
+
+export function secretsSuite(s: SuiteContext): void {
+  describe("secrets reach storage only as hashes", () => {
+    it.skipIf(!s.target.rawDump)(
+      "the raw dump holds no client secret, password or refresh token; it holds their SHA-256 and the PBKDF2 PHC string",
+      async () => {
+        const b = await boot(s.storage());
+        const { refresh } = await passwordGrant(b);
+        const rotated = ok(b, await refreshGrant(b, refresh), "refresh").refresh_token as string;
+        const { clientSecret: newSecret } = await b.app.admin.rotateClientSecret(CLIENT_ID);
+        const dump = await s.target.rawDump!(s.storage());
+        expect(typeof dump).toBe("string");
+        const secrets = { "client secret": b.clientSecret, "rotated client secret": newSecret, password: PASSWORD, "refresh token": refresh, "rotated refresh token": rotated };
+        for (const [what, secret] of Object.entries(secrets)) expect(dump.includes(secret), `the dump must not contain the ${what}`).toBe(false);
+        const hashes = { "rotated client secret": await sha256(newSecret), "refresh token": await sha256(refresh), "rotated refresh token": await sha256(rotated) };
+        for (const [what, hash] of Object.entries(hashes)) expect(dump.includes(hash), `the dump should contain the SHA-256 of the ${what}`).toBe(true);
+        expect(dump, "the dump should contain the password as a PHC string").toContain("$pbkdf2-sha256$");
+      },
+    );
+  });
+}

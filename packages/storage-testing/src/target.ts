@@ -1,0 +1,26 @@
+import type { Storage } from "@plantgate/core";
+
+/**
+ * How the conformance suite gets at your backend.
+ *
+ * @example
+ * const target: ConformanceTarget = {
+ *   create: async () => createMyStorage({ url: process.env.DATABASE_URL, schema: `t_${crypto.randomUUID().slice(0, 8)}` }),
+ *   destroy: async (storage) => (storage as MyStorage).dropAndClose(),
+ *   rawDump: async (storage) => (storage as MyStorage).dumpAllRowsAsText(),
+ * };
+ */
+export interface ConformanceTarget {
+  /** A fresh, empty store per test. */
+  create(): Promise<Storage>;
+  /** Called after each test with what create() returned. */
+  destroy?(storage: Storage): Promise<void>;
+  /** Everything the backend persisted, as text (e.g. a dump of all rows), for the secrets-only-as-hashes probe. */
+  rawDump?(storage: Storage): Promise<string>;
+}
+
+/** What each suite sees: the store of the running test, and the target (for `rawDump`). */
+export interface SuiteContext {
+  storage(): Storage;
+  target: ConformanceTarget;
+}
