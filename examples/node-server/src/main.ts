@@ -3,6 +3,7 @@ import { startServer } from "./server.js";
 try {
   const server = await startServer(process.env);
   console.log(`plantgate listening on ${server.url}`);
+  console.log(`  store:           ${server.store}`);
   console.log(`  token endpoint:  POST ${server.url}/UserService/connect/token`);
   console.log(`  metadata:        GET  ${server.url}/.well-known/oauth-authorization-server`);
   if (server.demo) {

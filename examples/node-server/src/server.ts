@@ -1,5 +1,6 @@
 import { createPlantgate, optionsFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { serve } from "@plantgate/node";
+import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 
 /** The environment the example server reads (see the README's configuration table). */
 export interface ServerEnv {
@@ -13,16 +14,28 @@ export interface ServerEnv {
   PLANTGATE_BOOTSTRAP_USERNAME?: string;
   PLANTGATE_BOOTSTRAP_PASSWORD?: string;
   PLANTGATE_PASSWORD_HASH_ITERATIONS?: string;
+  PLANTGATE_DB?: string;
+  PLANTGATE_DATABASE_URL?: string;
   [name: string]: string | undefined;
 }
 
 /** A running example server. */
 export interface RunningServer {
   url: string;
+  /** Where the data lives (password-free), e.g. "SQLite /path/data/plantgate.db". */
+  store: string;
   app: Plantgate;
   /** Credentials created for the demo (only when nothing was configured and the store was empty). */
   demo: { clientId: string; clientSecret: string; username: string; password: string } | null;
   close(): Promise<void>;
+}
+
+/** The answer while start-up provisioning is still running (a few milliseconds). */
+function starting(): Response {
+  return new Response(JSON.stringify({ error: 1503, message: "The server is starting; retry shortly." }), {
+    status: 503,
+    headers: { "content-type": "application/json", "retry-after": "1" },
+  });
 }
 
 function fail(message: string): never {
@@ -36,7 +49,9 @@ function port(value: string | undefined): number {
 }
 
 /**
- * Starts plantgate on node:http from environment variables, provisioning the bootstrap client and
+ * Starts plantgate on node:http from environment variables, on the store they name
+ * (`PLANTGATE_DATABASE_URL`, else the SQLite file `PLANTGATE_DB`, default `./data/plantgate.db`;
+ * `overrides.storage` wins over both), provisioning the bootstrap client and
  * account (idempotently) or, with none configured and an empty store, a demo client and user.
  *
  * @example
@@ -53,20 +68,29 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   const bootstrapClient = pair("PLANTGATE_BOOTSTRAP_CLIENT_ID", "PLANTGATE_BOOTSTRAP_CLIENT_SECRET");
   const bootstrapUser = pair("PLANTGATE_BOOTSTRAP_USERNAME", "PLANTGATE_BOOTSTRAP_PASSWORD");
   const fromEnv = optionsFromEnv(env);
+  const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
+  const storage = overrides.storage ?? opened!;
+  const closeStorage = async () => {
+    await opened?.close();
+  };
 
   // The issuer defaults to the listening URL, which is known only after listen (PORT=0 picks one),
   // so requests are routed through a holder that is filled right after.
   let app: Plantgate | null = null;
-  const running = await serve(
-    { fetch: (request: Request) => (app ? app.fetch(request) : Promise.resolve(new Response(null, { status: 503 }))) },
-    { port: port(env.PORT), host },
-  );
+  let running: Awaited<ReturnType<typeof serve>>;
+  try {
+    running = await serve({ fetch: (request: Request) => (app ? app.fetch(request) : Promise.resolve(starting())) }, { port: port(env.PORT), host });
+  } catch (error) {
+    await closeStorage();
+    throw error;
+  }
   try {
     const options: PlantgateOptions = {
       issuer: running.url,
       ...(fromEnv.issuer ? {} : { baseUrl: running.url }),
       ...fromEnv,
       ...overrides,
+      storage,
     };
     const created = createPlantgate(options);
     let demo: RunningServer["demo"] = null;
@@ -80,9 +104,19 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
     }
     await created.jwks(); // create or load the signing key before the first request
     app = created;
-    return { url: running.url, app: created, demo, close: () => running.close() };
+    return {
+      url: running.url,
+      store: opened?.display ?? "custom storage",
+      app: created,
+      demo,
+      close: async () => {
+        await running.close();
+        await closeStorage();
+      },
+    };
   } catch (error) {
     await running.close();
+    await closeStorage();
     throw error;
   }
 }

@@ -54,6 +54,7 @@ export async function startFixture(): Promise<Fixture> {
   };
   const server = await startServer({
     PORT: "0",
+    PLANTGATE_DB: ":memory:",
     PLANTGATE_BOOTSTRAP_CLIENT_ID: clientId,
     PLANTGATE_BOOTSTRAP_CLIENT_SECRET: clientSecret,
     PLANTGATE_BOOTSTRAP_USERNAME: username,

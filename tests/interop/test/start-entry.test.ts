@@ -3,9 +3,12 @@
  * URL and the demo credentials, those credentials get a token over the socket, and SIGTERM stops it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fetch from "node-fetch";
-import { afterEach, expect, it } from "vitest";
+import { afterAll, afterEach, expect, it } from "vitest";
 import { DEFAULT_SCOPE, TOKEN_PATH, verifyAccessToken } from "./helpers.js";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
@@ -14,6 +17,11 @@ const entry = fileURLToPath(new URL("examples/node-server/src/main.ts", `file://
 
 const START_TIMEOUT_MS = 20_000;
 const EXIT_TIMEOUT_MS = 10_000;
+
+// The server keeps its data in ./data/plantgate.db of its working directory: run it in a scratch
+// directory so the repository stays clean, and so a restart in the same directory finds the data.
+const workDir = mkdtempSync(join(tmpdir(), "plantgate-start-"));
+afterAll(() => rmSync(workDir, { recursive: true, force: true }));
 
 let child: ChildProcess | undefined;
 afterEach(() => {
@@ -39,6 +47,11 @@ interface Printed {
 
 /** Reads the child's stdout until the URL and all four demo credentials were printed. */
 function waitForStartup(proc: ChildProcess, stderr: () => string): Promise<Printed> {
+  return waitForOutput(proc, stderr, true) as Promise<Printed>;
+}
+
+/** Reads the child's stdout until the URL (and, with `demo`, the demo credentials) were printed. */
+function waitForOutput(proc: ChildProcess, stderr: () => string, demo: boolean): Promise<Printed | { url: string; out: string }> {
   return new Promise((resolve, reject) => {
     let out = "";
     const fail = (why: string) => {
@@ -53,7 +66,11 @@ function waitForStartup(proc: ChildProcess, stderr: () => string): Promise<Print
       const url = /^plantgate listening on (http:\/\/127\.0\.0\.1:([1-9]\d*))$/m.exec(out);
       const field = (name: string) => new RegExp(`^  ${name}=(\\S+)$`, "m").exec(out)?.[1];
       const [clientId, clientSecret, username, password] = ["client_id", "client_secret", "username", "password"].map(field);
-      if (url && clientId && clientSecret && username && password) {
+      if (url && !demo && /^  store: +.+$/m.test(out)) {
+        clearTimeout(timer);
+        resolve({ url: url[1]!, out });
+      }
+      if (url && demo && clientId && clientSecret && username && password) {
         clearTimeout(timer);
         expect(out).toContain("Created a demo client and user (shown only now):");
         resolve({ url: url[1]!, clientId, clientSecret, username, password });
@@ -82,7 +99,7 @@ it(
 
     let stderr = "";
     // detached: its own process group, so a failed run can be cleaned up completely (afterEach).
-    const proc = spawn(tsx, [entry], { cwd: repoRoot, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const proc = spawn(tsx, [entry], { cwd: workDir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     child = proc;
     proc.stderr!.setEncoding("utf8");
     proc.stderr!.on("data", (chunk: string) => (stderr += chunk));
@@ -108,6 +125,54 @@ it(
     const exit = await waitForExit(proc);
     expect(exit, stderr).toEqual({ code: 0, signal: null });
     expect(stderr).toBe("");
+    expect(existsSync(join(workDir, "data", "plantgate.db"))).toBe(true);
+    firstRun = { ...printed, accessToken: body.access_token };
+  },
+  START_TIMEOUT_MS + EXIT_TIMEOUT_MS + 10_000,
+);
+
+let firstRun: (Printed & { accessToken: string }) | undefined;
+
+it(
+  "restarted on the same ./data/plantgate.db, it keeps clients, users and keys: no new demo, old credentials and tokens still work",
+  async () => {
+    expect(firstRun, "the first start must have run").toBeDefined();
+    const before = firstRun!;
+    const port = new URL(before.url).port;
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: port };
+    for (const name of Object.keys(env)) if (name.startsWith("PLANTGATE_") || name === "HOST") delete env[name];
+    let stderr = "";
+    const proc = spawn(tsx, [entry], { cwd: workDir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    child = proc;
+    proc.stderr!.setEncoding("utf8");
+    proc.stderr!.on("data", (chunk: string) => (stderr += chunk));
+    const started = (await waitForOutput(proc, () => stderr, false)) as { url: string; out: string };
+    expect(started.url).toBe(before.url);
+    expect(started.out).not.toContain("Created a demo client");
+    expect(started.out).toContain(`store:           SQLite ${join(workDir, "data", "plantgate.db")}`);
+
+    // The access token issued before the restart still verifies: same signing key, same issuer.
+    const list = await fetch(`${started.url}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${before.accessToken}` } });
+    const page = (await list.json()) as { accounts: { username: string }[]; total: number };
+    expect(list.status, JSON.stringify(page)).toBe(200);
+    expect(page.accounts.map((a) => a.username)).toEqual(["demo"]);
+
+    // The demo client and user still authenticate.
+    const response = await fetch(started.url + TOKEN_PATH, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "password",
+        client_id: before.clientId,
+        client_secret: before.clientSecret,
+        username: before.username,
+        password: before.password,
+      }),
+    });
+    expect(response.status, await response.clone().text()).toBe(200);
+
+    expect(proc.kill("SIGTERM")).toBe(true);
+    expect(await waitForExit(proc), stderr).toEqual({ code: 0, signal: null });
   },
   START_TIMEOUT_MS + EXIT_TIMEOUT_MS + 10_000,
 );

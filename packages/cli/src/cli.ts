@@ -1,0 +1,221 @@
+import { parseArgs } from "node:util";
+import { AdminError, ConfigError, createPlantgate, optionsFromEnv, type GrantType, type Plantgate } from "@plantgate/core";
+import type { SqlStorage } from "@plantgate/storage-sql";
+import { openStorageFromEnv, StorageConfigError } from "@plantgate/storage-sql/env";
+
+/** Where the CLI reads and writes; injectable so tests run it in-process. */
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  /** Working directory against which a relative `PLANTGATE_DB` is resolved. */
+  cwd: string;
+  readStdin(): Promise<string>;
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+/** A usage or input error: printed on stderr, exit code 2. */
+class UsageError extends Error {}
+
+export const USAGE = `usage: plantgate <command>
+
+  client create --name NAME [--id ID] [--scopes "S1 S2"] [--grants "g1 g2"]
+  client rotate-secret CLIENT_ID
+  client list
+  client delete CLIENT_ID
+  user create --username U [--display-name D] [--email E] [--roles "r1 r2"]   (password on stdin)
+  user import                        (JSON lines on stdin: {username, password, displayName?, email?, roles?})
+  user list
+  user disable USERNAME
+  user enable USERNAME
+  migrate
+  keys rotate
+
+Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
+PLANTGATE_DB (SQLite file, default ./data/plantgate.db). Prints JSON on stdout.`;
+
+const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
+
+function words(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  return value.split(/[\s,]+/).filter(Boolean);
+}
+
+function one(positionals: string[], what: string): string {
+  if (positionals.length !== 1) throw new UsageError(`expected exactly one ${what}`);
+  return positionals[0]!;
+}
+
+function parse(args: string[], options: Record<string, { type: "string" }>) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/** Reads a password from stdin: the first line, without its line break. */
+function firstLine(text: string): string {
+  return text.split(/\r?\n/)[0] ?? "";
+}
+
+async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantgate; storage: SqlStorage }>): Promise<unknown> {
+  const [group, action, ...rest] = argv;
+  const key = `${group ?? ""} ${action ?? ""}`.trim();
+  switch (key) {
+    case "migrate": {
+      await open();
+      io.stderr("migrations applied\n");
+      return { migrated: true };
+    }
+    case "client create": {
+      const { values, positionals } = parse(rest, { name: { type: "string" }, id: { type: "string" }, scopes: { type: "string" }, grants: { type: "string" } });
+      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      if (!values.name) throw new UsageError("--name is required");
+      const grants = words(values.grants);
+      if (grants?.some((g) => !GRANTS.includes(g as GrantType))) throw new UsageError(`--grants must be among: ${GRANTS.join(" ")}`);
+      const { app } = await open();
+      const { client, clientSecret } = await app.admin.createClient({
+        name: values.name,
+        ...(values.id ? { clientId: values.id } : {}),
+        ...(values.scopes !== undefined ? { scopes: words(values.scopes)! } : {}),
+        ...(grants ? { grantTypes: grants as GrantType[] } : {}),
+      });
+      io.stderr("the secret is shown only now; store it safely\n");
+      return { client_id: client.clientId, client_secret: clientSecret, name: client.name, grant_types: client.grantTypes, scopes: client.scopes };
+    }
+    case "client rotate-secret": {
+      const clientId = one(parse(rest, {}).positionals, "CLIENT_ID");
+      const { app } = await open();
+      const { clientSecret } = await app.admin.rotateClientSecret(clientId);
+      io.stderr("the old secret no longer works; the new one is shown only now\n");
+      return { client_id: clientId, client_secret: clientSecret };
+    }
+    case "client list": {
+      parse(rest, {});
+      const { app } = await open();
+      return (await app.admin.listClients()).map((c) => ({
+        client_id: c.clientId,
+        name: c.name,
+        grant_types: c.grantTypes,
+        scopes: c.scopes,
+        created_at: new Date(c.createdAt).toISOString(),
+        secret_updated_at: new Date(c.secretUpdatedAt).toISOString(),
+      }));
+    }
+    case "client delete": {
+      const clientId = one(parse(rest, {}).positionals, "CLIENT_ID");
+      const { app } = await open();
+      await app.admin.deleteClient(clientId);
+      return { client_id: clientId, deleted: true };
+    }
+    case "user create": {
+      const { values, positionals } = parse(rest, {
+        username: { type: "string" },
+        "display-name": { type: "string" },
+        email: { type: "string" },
+        roles: { type: "string" },
+      });
+      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      if (!values.username) throw new UsageError("--username is required");
+      const password = firstLine(await io.readStdin());
+      if (password === "") throw new UsageError("the password is read from stdin; none was given");
+      const { app } = await open();
+      return app.admin.createAccount({
+        username: values.username,
+        password,
+        displayName: values["display-name"] ?? null,
+        email: values.email ?? null,
+        roles: words(values.roles) ?? [],
+      });
+    }
+    case "user import": {
+      parse(rest, {});
+      const lines = (await io.readStdin()).split(/\r?\n/);
+      const records: Parameters<Plantgate["admin"]["importAccounts"]>[0] = [];
+      const lineOf: number[] = [];
+      for (const [i, line] of lines.entries()) {
+        if (line.trim() === "") continue;
+        let value: unknown;
+        try {
+          value = JSON.parse(line);
+        } catch {
+          throw new UsageError(`line ${i + 1}: not valid JSON`);
+        }
+        if (typeof value !== "object" || value === null || Array.isArray(value)) throw new UsageError(`line ${i + 1}: expected a JSON object`);
+        records.push(value as (typeof records)[number]);
+        lineOf.push(i + 1);
+      }
+      if (records.length === 0) throw new UsageError("no records on stdin");
+      const { app } = await open();
+      try {
+        const created = await app.admin.importAccounts(records);
+        return { imported: created.length };
+      } catch (e) {
+        // The admin names the record (1-based); the user needs the line.
+        const m = e instanceof AdminError ? /^record (\d+): (.*)$/.exec(e.message) : null;
+        if (m) throw new UsageError(`line ${lineOf[Number(m[1]) - 1]}: ${m[2]} (nothing was imported)`);
+        throw e;
+      }
+    }
+    case "user list": {
+      parse(rest, {});
+      const { app } = await open();
+      return app.admin.listAccounts();
+    }
+    case "user disable":
+    case "user enable": {
+      const username = one(parse(rest, {}).positionals, "USERNAME");
+      const { app } = await open();
+      return app.admin.setAccountEnabled(username, action === "enable");
+    }
+    case "keys rotate": {
+      parse(rest, {});
+      const { app } = await open();
+      const result = await app.admin.rotateSigningKey();
+      io.stderr("the new key signs from now on; running servers switch within a minute\n");
+      return result;
+    }
+    default:
+      throw new UsageError(argv.length === 0 ? "no command given" : `unknown command: ${argv.join(" ")}`);
+  }
+}
+
+/**
+ * Runs one CLI command; returns the exit code (0 ok, 1 failure, 2 usage or input error).
+ *
+ * @example
+ * const code = await runCli(process.argv.slice(2), { env: process.env, cwd: process.cwd(), readStdin, stdout, stderr });
+ */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  if (argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
+    io.stdout(USAGE + "\n");
+    return 0;
+  }
+  let opened: SqlStorage | null = null;
+  const open = async () => {
+    const options = optionsFromEnv(io.env);
+    // Every command migrates first (idempotent), so the CLI works on a brand-new store too, and a
+    // schema newer than this code is refused before anything is touched.
+    const storage = await openStorageFromEnv(io.env, { cwd: io.cwd });
+    opened = storage;
+    return { storage, app: createPlantgate({ ...options, storage, logger: { error() {}, warn() {} } }) };
+  };
+  try {
+    const result = await run(argv, io, open);
+    io.stdout(JSON.stringify(result, null, 2) + "\n");
+    return 0;
+  } catch (e) {
+    if (e instanceof UsageError) {
+      io.stderr(`plantgate: ${e.message}\n${argv.length === 0 || e.message.startsWith("unknown command") ? `\n${USAGE}\n` : ""}`);
+      return 2;
+    }
+    if (e instanceof AdminError || e instanceof ConfigError || e instanceof StorageConfigError) {
+      io.stderr(`plantgate: ${e.message}\n`);
+      return 2;
+    }
+    io.stderr(`plantgate: ${e instanceof Error ? e.message : "failed"}\n`);
+    return 1;
+  } finally {
+    await (opened as SqlStorage | null)?.close();
+  }
+}

@@ -1,0 +1,191 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { startServer } from "@plantgate/example-node-server";
+import { runCli } from "../src/cli.js";
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "plantgate-cli-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const baseEnv = () => ({ PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" });
+
+/** Runs one command in-process against the SQLite store in `dir`. */
+async function cli(argv: string[], stdin = "", env: Record<string, string> = {}) {
+  let stdout = "";
+  let stderr = "";
+  const code = await runCli(argv, {
+    env: { ...baseEnv(), ...env },
+    cwd: dir,
+    readStdin: async () => stdin,
+    stdout: (t) => void (stdout += t),
+    stderr: (t) => void (stderr += t),
+  });
+  return { code, stdout, stderr, json: stdout ? (JSON.parse(stdout) as any) : undefined };
+}
+
+async function token(url: string, body: Record<string, string>) {
+  const res = await fetch(`${url}/UserService/connect/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(body),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+describe("plantgate CLI", () => {
+  it("client create prints {client_id, client_secret} as JSON and the secret works on a server over the same store", async () => {
+    const created = await cli(["client", "create", "--name", "Reporting", "--id", "reporting", "--grants", "client_credentials", "--scopes", "Platform_UserAPIs"]);
+    expect(created.code).toBe(0);
+    expect(created.json).toEqual({
+      client_id: "reporting",
+      client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      name: "Reporting",
+      grant_types: ["client_credentials"],
+      scopes: ["Platform_UserAPIs"],
+    });
+    expect(created.stderr).toContain("shown only now");
+
+    const server = await startServer({ PORT: "0", PLANTGATE_DB: join(dir, "data", "plantgate.db"), ...baseEnv() });
+    try {
+      expect(server.demo).toBeNull(); // the store was not empty
+      const ok = await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: created.json.client_secret });
+      expect(ok.status).toBe(200);
+      expect(ok.body.scope).toBe("Platform_UserAPIs");
+
+      // rotate-secret through the CLI while the server runs: the old secret fails at once.
+      const rotated = await cli(["client", "rotate-secret", "reporting"]);
+      expect(rotated.code).toBe(0);
+      expect(rotated.json).toEqual({ client_id: "reporting", client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+      expect(rotated.json.client_secret).not.toBe(created.json.client_secret);
+      const old = await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: created.json.client_secret });
+      expect(old).toEqual({ status: 401, body: { error: "invalid_client", error_description: "Client authentication failed." } });
+      const fresh = await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: rotated.json.client_secret });
+      expect(fresh.status).toBe(200);
+
+      // user create (password on stdin), then log in; user disable stops login and refresh at once.
+      const user = await cli(["user", "create", "--username", "carol", "--display-name", "Carol", "--email", "carol@example.test", "--roles", "ops admin"], "s3cret-passphrase\n");
+      expect(user.code).toBe(0);
+      expect(user.json).toEqual({
+        id: expect.any(String),
+        username: "carol",
+        displayName: "Carol",
+        email: "carol@example.test",
+        roles: ["ops", "admin"],
+        enabled: true,
+        createdAt: expect.any(String),
+      });
+      const app = await cli(["client", "create", "--name", "App", "--id", "app"]);
+      const login = await token(server.url, {
+        grant_type: "password",
+        client_id: "app",
+        client_secret: app.json.client_secret,
+        username: "carol",
+        password: "s3cret-passphrase",
+        scope: "Platform_UserAPIs offline_access",
+      });
+      expect(login.status).toBe(200);
+      expect(await cli(["user", "disable", "carol"])).toMatchObject({ code: 0, json: { username: "carol", enabled: false } });
+      const again = await token(server.url, {
+        grant_type: "password",
+        client_id: "app",
+        client_secret: app.json.client_secret,
+        username: "carol",
+        password: "s3cret-passphrase",
+      });
+      expect(again.body).toEqual({ error: "invalid_grant", error_description: "The username or password is incorrect." });
+      const refresh = await token(server.url, {
+        grant_type: "refresh_token",
+        client_id: "app",
+        client_secret: app.json.client_secret,
+        refresh_token: login.body.refresh_token,
+      });
+      expect(refresh.body).toEqual({ error: "invalid_grant", error_description: "The refresh token is invalid, expired or revoked." });
+
+      // keys rotate: the new key signs on the next start; the old token still verifies.
+      const rotatedKey = await cli(["keys", "rotate"]);
+      expect(rotatedKey.code).toBe(0);
+      expect(rotatedKey.json).toEqual({ kid: expect.any(String), deleted: [] });
+      const list = await fetch(`${server.url}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${fresh.body.access_token}` } });
+      expect(list.status).toBe(200);
+      const jwks = (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] };
+      expect(jwks.keys.length).toBe(1); // the running server re-reads keys within a minute, not at once
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("client list and client delete", async () => {
+    await cli(["client", "create", "--name", "A", "--id", "a"]);
+    await cli(["client", "create", "--name", "B", "--id", "b"]);
+    const list = await cli(["client", "list"]);
+    expect(list.json.map((c: { client_id: string }) => c.client_id)).toEqual(["a", "b"]);
+    expect(list.stdout).not.toContain("secret\"");
+    expect(await cli(["client", "delete", "a"])).toMatchObject({ code: 0, json: { client_id: "a", deleted: true } });
+    expect((await cli(["client", "list"])).json.map((c: { client_id: string }) => c.client_id)).toEqual(["b"]);
+    const missing = await cli(["client", "delete", "a"]);
+    expect(missing).toMatchObject({ code: 2, stdout: "", stderr: "plantgate: client a does not exist\n" });
+  });
+
+  it("user import is all-or-nothing and names the line of the first bad record", async () => {
+    const lines = [
+      JSON.stringify({ username: "u1", password: "password-1" }),
+      "",
+      JSON.stringify({ username: "u2", password: "short" }),
+      JSON.stringify({ username: "u3", password: "password-3" }),
+    ].join("\n");
+    const bad = await cli(["user", "import"], lines);
+    expect(bad).toMatchObject({ code: 2, stdout: "", stderr: "plantgate: line 3: password must be 8-1024 characters (nothing was imported)\n" });
+    const notJson = await cli(["user", "import"], `${JSON.stringify({ username: "u1", password: "password-1" })}\n{oops`);
+    expect(notJson).toMatchObject({ code: 2, stderr: "plantgate: line 2: not valid JSON\n" });
+    const dup = await cli(["user", "import"], [JSON.stringify({ username: "u1", password: "password-1" }), JSON.stringify({ username: "u1", password: "password-2" })].join("\n"));
+    expect(dup).toMatchObject({ code: 2, stderr: "plantgate: line 2: username u1 is taken (nothing was imported)\n" });
+    expect((await cli(["user", "list"])).json).toEqual([]);
+
+    const good = await cli(["user", "import"], [1, 2, 3].map((n) => JSON.stringify({ username: `u${n}`, password: `password-${n}`, roles: ["r"] })).join("\n") + "\n");
+    expect(good).toMatchObject({ code: 0, json: { imported: 3 } });
+    const users = (await cli(["user", "list"])).json as { username: string; roles: string[] }[];
+    expect(users.map((u) => u.username).sort()).toEqual(["u1", "u2", "u3"]);
+    expect(JSON.stringify(users)).not.toMatch(/password|pbkdf2/);
+  });
+
+  it("errors: unknown command and missing arguments exit 2 with usage on stderr; migrate is idempotent", async () => {
+    const unknown = await cli(["frobnicate"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe("");
+    expect(unknown.stderr).toContain("plantgate: unknown command: frobnicate");
+    expect(unknown.stderr).toContain("usage: plantgate <command>");
+    expect(await cli(["client", "create"])).toMatchObject({ code: 2, stderr: "plantgate: --name is required\n" });
+    expect(await cli(["client", "create", "--name", "x", "--grants", "implicit"])).toMatchObject({ code: 2 });
+    expect(await cli(["user", "create", "--username", "dave"])).toMatchObject({ code: 2, stderr: "plantgate: the password is read from stdin; none was given\n" });
+    expect(await cli(["client", "rotate-secret"])).toMatchObject({ code: 2, stderr: "plantgate: expected exactly one CLIENT_ID\n" });
+    expect(await cli(["migrate"])).toMatchObject({ code: 0, json: { migrated: true } });
+    expect(await cli(["migrate"])).toMatchObject({ code: 0, json: { migrated: true } });
+    const badUrl = await cli(["client", "list"], "", { PLANTGATE_DATABASE_URL: "redis://127.0.0.1" });
+    expect(badUrl.code).toBe(2);
+    expect(badUrl.stderr).toContain("PLANTGATE_DATABASE_URL must start with");
+    const unreachable = await cli(["client", "list"], "", { PLANTGATE_DATABASE_URL: "postgres://postgres:hunter2@127.0.0.1:1/test" });
+    expect(unreachable.code).toBe(2);
+    expect(unreachable.stderr).toMatch(/^plantgate: cannot open the store at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/test: /);
+    expect(unreachable.stderr).not.toContain("hunter2");
+  });
+
+  it("the real entry point (`pnpm plantgate`) reads stdin, writes JSON to stdout and sets the exit code", () => {
+    const root = fileURLToPath(new URL("../../../", import.meta.url));
+    const tsx = join(root, "node_modules", ".bin", "tsx");
+    const main = join(root, "packages", "cli", "src", "main.ts");
+    const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "cli.db") };
+    const created = spawnSync(tsx, [main, "user", "create", "--username", "erin"], { input: "erin-password\n", env, encoding: "utf8" });
+    expect(created.status, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ username: "erin", enabled: true });
+    const failed = spawnSync(tsx, [main, "user", "disable", "nobody"], { env, encoding: "utf8" });
+    expect(failed.status).toBe(2);
+    expect(failed.stdout).toBe("");
+    expect(failed.stderr).toBe("plantgate: user nobody does not exist\n");
+  });
+});

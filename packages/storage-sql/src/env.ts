@@ -1,0 +1,63 @@
+import { mkdirSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { openSqlStorage, type SqlStorage } from "./index.js";
+
+/** Thrown when the storage environment is malformed or the database cannot be opened. */
+export class StorageConfigError extends Error {
+  override readonly name = "StorageConfigError";
+}
+
+/** The default SQLite file, relative to the working directory. */
+export const DEFAULT_SQLITE_PATH = "./data/plantgate.db";
+
+/** Removes the password from a connection URL so it can be printed. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/[^@/]*@/, "//***@");
+  }
+}
+
+/**
+ * Where the store lives, from the environment: `PLANTGATE_DATABASE_URL` (`postgres://…`,
+ * `mysql://…`, `mariadb://…`) wins; else `PLANTGATE_DB`, a SQLite file (default
+ * `./data/plantgate.db`, its folder created) or `:memory:`.
+ */
+export function storageUrlFromEnv(env: Record<string, string | undefined>, cwd: string): { url: string; display: string } {
+  const url = env.PLANTGATE_DATABASE_URL;
+  if (url) {
+    if (!/^(postgres|postgresql|mysql|mariadb):\/\//.test(url)) {
+      throw new StorageConfigError("PLANTGATE_DATABASE_URL must start with postgres://, postgresql://, mysql:// or mariadb://");
+    }
+    return { url, display: redactUrl(url) };
+  }
+  const file = env.PLANTGATE_DB || DEFAULT_SQLITE_PATH;
+  if (file === ":memory:") return { url: ":memory:", display: "SQLite in memory (nothing is kept)" };
+  const path = isAbsolute(file) ? file : resolve(cwd, file);
+  return { url: `sqlite:${path}`, display: `SQLite ${path}` };
+}
+
+/**
+ * Opens (and migrates) the store the environment names; see {@link storageUrlFromEnv}.
+ * An unreachable database is a `StorageConfigError` naming the (password-free) URL.
+ *
+ * @example
+ * const storage = await openStorageFromEnv(process.env, { cwd: process.cwd() });
+ */
+export async function openStorageFromEnv(
+  env: Record<string, string | undefined>,
+  options: { cwd: string; migrate?: boolean },
+): Promise<SqlStorage & { display: string }> {
+  const { url, display } = storageUrlFromEnv(env, options.cwd);
+  if (url.startsWith("sqlite:")) mkdirSync(dirname(url.slice("sqlite:".length)), { recursive: true });
+  try {
+    const storage = await openSqlStorage(url, { migrate: options.migrate ?? true });
+    return Object.assign(storage, { display });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new StorageConfigError(`cannot open the store at ${display}: ${reason}`, { cause: error });
+  }
+}

@@ -1,0 +1,83 @@
+import { StorageError } from "@plantgate/core";
+import type { SqlFamily } from "./schema.js";
+
+/**
+ * The database was migrated by a newer `@plantgate/storage-sql` than this one: it holds a
+ * migration this code does not know. Nothing was changed; upgrade the package (or point it at
+ * another database). Rolling the schema back is deliberately not automatic.
+ *
+ * @example
+ * try {
+ *   await openSqlStorage(process.env.DATABASE_URL!);
+ * } catch (e) {
+ *   if (e instanceof SchemaTooNewError) console.error(`upgrade @plantgate/storage-sql: ${e.message}`);
+ *   throw e;
+ * }
+ */
+export class SchemaTooNewError extends Error {
+  override readonly name = "SchemaTooNewError";
+  constructor(
+    /** Highest schema version recorded in the database. */
+    readonly databaseVersion: number,
+    /** Highest schema version this code knows (`LATEST_SCHEMA_VERSION`). */
+    readonly supportedVersion: number,
+    /** Migrations recorded in the database that this code does not know. */
+    readonly unknownMigrations: string[],
+  ) {
+    super(
+      `The database schema is at version ${databaseVersion}, newer than version ${supportedVersion}, the latest this ` +
+        `@plantgate/storage-sql knows (unknown migrations: ${unknownMigrations.join(", ")}). ` +
+        `Upgrade @plantgate/storage-sql; nothing was changed.`,
+    );
+  }
+}
+
+/**
+ * A value that the engine cannot store exactly (a lone UTF-16 surrogate anywhere, U+0000 in a
+ * PostgreSQL text column). Thrown before any query, so nothing is written; not an outage, so not
+ * a `StorageError`. The message names the field, never the value.
+ *
+ * @example
+ * // On PostgreSQL, whose text type cannot hold U+0000:
+ * await storage.accounts.create({ ...record, username: "a\u0000b" }); // rejects with UnstorableValueError
+ */
+export class UnstorableValueError extends TypeError {
+  override readonly name = "UnstorableValueError";
+}
+
+interface DriverError {
+  code?: unknown;
+  errno?: unknown;
+  message?: unknown;
+}
+
+/**
+ * True for a duplicate-key error of any supported engine: PostgreSQL SQLSTATE 23505, MySQL and
+ * MariaDB ER_DUP_ENTRY (1062), better-sqlite3's extended codes, and the bare SQLite message that
+ * drivers without codes (D1) pass on.
+ */
+export function isUniqueViolation(e: unknown): boolean {
+  if (typeof e !== "object" || e === null) return false;
+  const { code, errno, message } = e as DriverError;
+  if (code === "23505") return true;
+  if (code === "ER_DUP_ENTRY" || errno === 1062) return true;
+  if (code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "SQLITE_CONSTRAINT_UNIQUE") return true;
+  return typeof message === "string" && /UNIQUE constraint failed/.test(message);
+}
+
+/** Errors of ours that already say what they mean and must pass through unchanged. */
+function isOwn(e: unknown): boolean {
+  return e instanceof StorageError || e instanceof SchemaTooNewError || e instanceof UnstorableValueError;
+}
+
+/**
+ * Turns a driver failure into core's `StorageError` (answered with 503). The message names the
+ * engine, the operation and the driver's error code only: driver messages can quote parameter
+ * values (hashes, usernames), so they stay in `cause`, which is logged, never sent.
+ */
+export function toStorageError(e: unknown, family: SqlFamily, operation: string): unknown {
+  if (isOwn(e)) return e;
+  const code = typeof e === "object" && e !== null ? (e as DriverError).code : undefined;
+  const safeCode = typeof code === "string" && /^[A-Za-z0-9_]{1,64}$/.test(code) ? ` (${code})` : "";
+  return new StorageError(`${family} storage failed during ${operation}${safeCode}`, { cause: e });
+}

@@ -1,0 +1,263 @@
+import { Migrator, sql, type ColumnDataType, type Expression, type Kysely, type Migration, type MigrationProvider } from "kysely";
+import { SchemaTooNewError } from "./errors.js";
+import { TABLES, type SqlFamily } from "./schema.js";
+
+// Migrations live in code (no files on disk) so they ship inside the bundle and run in workerd.
+// Names sort in order and start with their version number; never edit one that has shipped.
+
+type DataType = ColumnDataType | Expression<unknown>;
+
+/** Column types per engine: the one place where the dialects' DDL differs. */
+interface ColumnTypes {
+  /** Ids, usernames, hashes: compared exactly (case, trailing spaces) and ordered by code point. */
+  key: DataType;
+  /** Short text that is never compared. */
+  text: DataType;
+  /** JSON texts (arrays, JWKs) that may outgrow MySQL's 64 kB TEXT. */
+  long: DataType;
+  /** Text that must keep U+0000 (plant name and tag, from the public JSON API). */
+  free: DataType;
+  /** MySQL table options (engine, charset and binary no-pad collation), else undefined. */
+  tableOptions: Expression<unknown> | undefined;
+}
+
+/**
+ * MySQL/MariaDB collations that compare by code point *and* keep trailing spaces significant
+ * ("alice" != "alice "). `utf8mb4_bin` pads, so it would make those two usernames collide.
+ */
+const NO_PAD_BINARY_COLLATIONS = ["utf8mb4_nopad_bin", "utf8mb4_0900_bin"] as const;
+
+async function mysqlCollation(db: Kysely<any>): Promise<string> {
+  const rows = await db
+    .selectFrom("information_schema.COLLATIONS")
+    .select("COLLATION_NAME as name")
+    .where("COLLATION_NAME", "in", [...NO_PAD_BINARY_COLLATIONS])
+    .execute();
+  const available = new Set(rows.map((r) => String(r.name)));
+  const found = NO_PAD_BINARY_COLLATIONS.find((c) => available.has(c));
+  if (!found) {
+    throw new Error(
+      `@plantgate/storage-sql needs a binary NO PAD utf8mb4 collation (${NO_PAD_BINARY_COLLATIONS.join(" or ")}): MariaDB >= 10.2 or MySQL >= 8.0.`,
+    );
+  }
+  return found;
+}
+
+async function columnTypes(db: Kysely<any>, family: SqlFamily): Promise<ColumnTypes> {
+  switch (family) {
+    case "postgres":
+      // "C" collation: byte order of UTF-8 = code point order, whatever the database's locale.
+      return { key: sql`text collate "C"`, text: "text", long: "text", free: "bytea", tableOptions: undefined };
+    case "mysql": {
+      const collation = await mysqlCollation(db);
+      return {
+        // 255 utf8mb4 characters stay within InnoDB's 3072-byte index key limit.
+        key: "varchar(255)",
+        text: "text",
+        long: sql`mediumtext`,
+        free: "text",
+        tableOptions: sql`engine = InnoDB default character set utf8mb4 collate ${sql.raw(collation)}`,
+      };
+    }
+    case "sqlite":
+      // SQLite's default BINARY collation already compares bytes exactly.
+      return { key: "text", text: "text", long: "text", free: "text", tableOptions: undefined };
+  }
+}
+
+async function initialUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  const withOptions = <B extends { modifyEnd(e: Expression<unknown>): B }>(b: B): B => (t.tableOptions ? b.modifyEnd(t.tableOptions) : b);
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.clients)
+      .addColumn("client_id", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("secret_hash", t.text, (c) => c.notNull())
+      .addColumn("name", t.text, (c) => c.notNull())
+      .addColumn("grant_types", t.long, (c) => c.notNull())
+      .addColumn("scopes", t.long, (c) => c.notNull())
+      .addColumn("access_token_ttl", "bigint")
+      .addColumn("refresh_token_ttl", "bigint")
+      .addColumn("refresh_token_absolute_ttl", "bigint")
+      .addColumn("created_at", "bigint", (c) => c.notNull())
+      .addColumn("secret_updated_at", "bigint", (c) => c.notNull()),
+  ).execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.accounts)
+      .addColumn("id", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("username", t.key, (c) => c.notNull())
+      .addColumn("display_name", t.text)
+      .addColumn("email", t.text)
+      .addColumn("roles", t.long, (c) => c.notNull())
+      .addColumn("enabled", "integer", (c) => c.notNull())
+      .addColumn("created_at", "bigint", (c) => c.notNull())
+      .addColumn("password_hash", t.text, (c) => c.notNull())
+      .addUniqueConstraint("pg_accounts_username_key", ["username"]),
+  ).execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.refreshTokens)
+      .addColumn("token_hash", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("family_id", t.key, (c) => c.notNull())
+      .addColumn("client_id", t.key, (c) => c.notNull())
+      .addColumn("account_id", t.key, (c) => c.notNull())
+      .addColumn("scope", t.long, (c) => c.notNull())
+      .addColumn("created_at", "bigint", (c) => c.notNull())
+      .addColumn("expires_at", "bigint", (c) => c.notNull())
+      .addColumn("family_expires_at", "bigint", (c) => c.notNull())
+      .addColumn("consumed_at", "bigint")
+      .addColumn("revoked_at", "bigint"),
+  ).execute();
+  await db.schema.createIndex("pg_refresh_tokens_family_idx").on(TABLES.refreshTokens).column("family_id").execute();
+  await db.schema.createIndex("pg_refresh_tokens_account_idx").on(TABLES.refreshTokens).column("account_id").execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.plants)
+      .addColumn("id", "bigint", (c) => c.primaryKey().notNull())
+      .addColumn("name", t.free, (c) => c.notNull())
+      .addColumn("tag", t.free),
+  ).execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.signingKeys)
+      .addColumn("kid", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("alg", t.text, (c) => c.notNull())
+      .addColumn("private_jwk", t.long, (c) => c.notNull())
+      .addColumn("public_jwk", t.long, (c) => c.notNull())
+      .addColumn("created_at", "bigint", (c) => c.notNull()),
+  ).execute();
+}
+
+async function initialDown(db: Kysely<any>): Promise<void> {
+  for (const table of [TABLES.signingKeys, TABLES.plants, TABLES.refreshTokens, TABLES.accounts, TABLES.clients]) {
+    await db.schema.dropTable(table).ifExists().execute();
+  }
+}
+
+/** Every migration, oldest first. The version of a schema is the number of migrations applied. */
+function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
+  return [["0001_initial", { up: (db) => initialUp(db, family), down: initialDown }]];
+}
+
+/**
+ * The schema version this code creates and understands: the number of its migrations. A database
+ * with more is refused with `SchemaTooNewError`.
+ *
+ * @example
+ * console.log(`plantgate SQL schema v${LATEST_SCHEMA_VERSION}`);
+ */
+export const LATEST_SCHEMA_VERSION: number = migrations("sqlite").length;
+
+const versionOf = (name: string): number => {
+  const n = Number.parseInt(name, 10);
+  return Number.isSafeInteger(n) ? n : Number.NaN;
+};
+
+/** The schema the unqualified table names resolve to (PostgreSQL's search_path), else undefined. */
+async function currentSchema(db: Kysely<any>, family: SqlFamily): Promise<string | undefined> {
+  if (family !== "postgres") return undefined;
+  const { rows } = await sql<{ schema: string | null }>`select current_schema() as schema`.execute(db);
+  const schema = rows[0]?.schema;
+  if (!schema) throw new Error("PostgreSQL has no current schema: the search_path names no existing schema.");
+  return schema;
+}
+
+async function executedMigrations(db: Kysely<any>, schema: string | undefined): Promise<string[]> {
+  const tables = await db.introspection.getTables({ withInternalKyselyTables: true });
+  if (!tables.some((t) => t.name === TABLES.migrations && (schema === undefined || t.schema === schema))) return [];
+  const rows = await (schema === undefined ? db : db.withSchema(schema)).selectFrom(TABLES.migrations).select("name").execute();
+  return rows.map((r) => String(r.name));
+}
+
+async function refuseNewer(db: Kysely<any>, schema: string | undefined, knownNames: Set<string>): Promise<void> {
+  const executed = await executedMigrations(db, schema);
+  const unknown = executed.filter((name) => !knownNames.has(name));
+  if (unknown.length === 0) return;
+  const versions = executed.map(versionOf).filter((v) => !Number.isNaN(v));
+  throw new SchemaTooNewError(Math.max(LATEST_SCHEMA_VERSION + 1, ...versions), LATEST_SCHEMA_VERSION, unknown.sort());
+}
+
+/**
+ * Applies every pending migration. Refuses, before changing anything, a database that already
+ * holds a migration this code does not know. Safe to run from several instances at once.
+ */
+export async function migrateToLatest(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const known = migrations(family);
+  const knownNames = new Set(known.map(([name]) => name));
+  // On PostgreSQL the migration table is looked up in the current schema only; otherwise a
+  // plantgate schema elsewhere in the same database would look like ours.
+  const schema = await currentSchema(db, family);
+  const provider: MigrationProvider = { getMigrations: async () => Object.fromEntries(known) };
+  const migrate = async (conn: Kysely<any>, disableTransactions: boolean) => {
+    await refuseNewer(conn, schema, knownNames);
+    const migrator = new Migrator({
+      db: conn,
+      provider,
+      migrationTableName: TABLES.migrations,
+      migrationLockTableName: TABLES.migrationLock,
+      ...(schema === undefined ? {} : { migrationTableSchema: schema }),
+      allowUnorderedMigrations: false,
+      disableTransactions,
+    });
+    const { error } = await migrator.migrateToLatest();
+    if (error === undefined) return;
+    // A newer instance may have migrated between our check and Kysely's lock: say so plainly.
+    await refuseNewer(conn, schema, knownNames);
+    throw error;
+  };
+
+  if (family !== "sqlite") {
+    // Kysely's Migrator locks (an advisory lock on PostgreSQL, GET_LOCK on MySQL) and runs each
+    // migration in a transaction where the engine allows.
+    await migrate(db, false);
+    return;
+  }
+  // Kysely assumes one connection per SQLite database and takes no lock, but several processes
+  // (or connections) can open one file. BEGIN IMMEDIATE takes the write lock before anything is
+  // read, so a second migrator waits (busy_timeout) and then finds the work done. Within one
+  // process that wait would block the thread (better-sqlite3 is synchronous) and with it the
+  // holder, so migrations of one file are also queued in memory first.
+  await inProcessQueue(await sqliteFile(db), () =>
+    db.connection().execute(async (conn) => {
+      await sql`begin immediate`.execute(conn);
+      try {
+        await migrate(conn, true);
+      } catch (e) {
+        await sql`rollback`.execute(conn).catch(() => {});
+        throw e;
+      }
+      await sql`commit`.execute(conn);
+    }),
+  );
+}
+
+/** The main database file of a SQLite connection; "" for in-memory (or when the driver won't say). */
+async function sqliteFile(db: Kysely<any>): Promise<string> {
+  try {
+    const { rows } = await sql<{ file: string | null }>`select file from pragma_database_list where name = 'main'`.execute(db);
+    return rows[0]?.file ?? "";
+  } catch {
+    return "";
+  }
+}
+
+const queues = new Map<string, Promise<unknown>>();
+
+/** Runs `fn` after every earlier call with the same key has settled; "" is not queued. */
+async function inProcessQueue<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  if (key === "") return fn();
+  const previous = queues.get(key) ?? Promise.resolve();
+  const current = previous.catch(() => {}).then(fn);
+  queues.set(key, current);
+  try {
+    return await current;
+  } finally {
+    if (queues.get(key) === current) queues.delete(key);
+  }
+}

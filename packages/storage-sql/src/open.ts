@@ -1,0 +1,122 @@
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from "kysely";
+import { toStorageError } from "./errors.js";
+import type { Database, SqlFamily } from "./schema.js";
+import { createSqlStorage, type SqlStorage } from "./storage.js";
+
+/**
+ * Options of {@link openSqlStorage}.
+ *
+ * @example
+ * // Deployments that migrate in a separate release step:
+ * const storage = await openSqlStorage(url, { migrate: false });
+ */
+export interface OpenSqlStorageOptions {
+  /** Apply pending migrations before returning (default true). */
+  migrate?: boolean;
+}
+
+type Target = { family: "postgres" | "mysql"; url: string } | { family: "sqlite"; path: string };
+
+/** Reads the URL forms of `openSqlStorage`; never echoes the URL, which may hold a password. */
+export function parseStorageUrl(url: string): Target {
+  if (/^postgres(ql)?:\/\//i.test(url)) return { family: "postgres", url };
+  // mysql2 reads host, user, password, database and options from the URL itself, whatever the scheme.
+  if (/^(mysql|mariadb):\/\//i.test(url)) return { family: "mysql", url: url.replace(/^mariadb:/i, "mysql:") };
+  if (/^sqlite:/i.test(url)) {
+    const rest = url.slice("sqlite:".length);
+    // sqlite:///abs/path.db and sqlite://rel.db as well as sqlite:path.db
+    const path = rest.startsWith("//") ? rest.slice(2) : rest;
+    if (path === "") throw new TypeError("sqlite: URL without a path; use sqlite::memory: for an in-memory database");
+    return { family: "sqlite", path };
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1];
+  if (scheme !== undefined) throw new TypeError(`unsupported database URL scheme "${scheme}:" (use postgres:, mysql:, mariadb: or sqlite:)`);
+  if (url === "") throw new TypeError("empty database URL");
+  return { family: "sqlite", path: url };
+}
+
+class DriverMissingError extends Error {
+  override readonly name = "DriverMissingError";
+}
+
+/** Drivers are optional peer dependencies; a missing one gets a message saying what to install. */
+async function importDriver<T>(name: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (e) {
+    throw new DriverMissingError(`@plantgate/storage-sql needs the "${name}" package for this URL: install it next to @plantgate/storage-sql.`, { cause: e });
+  }
+}
+
+async function openKysely(target: Target): Promise<Kysely<Database>> {
+  switch (target.family) {
+    case "postgres": {
+      const { default: pg } = await importDriver("pg", () => import("pg"));
+      // Without a timeout a black-holed server would hang requests forever instead of failing
+      // them with 503. A connect_timeout in the URL still wins.
+      const pool = new pg.Pool({ connectionString: target.url, connectionTimeoutMillis: 10_000 });
+      // An idle client whose server went away emits 'error' on the pool; unhandled, that would
+      // crash the process. The pool has already dropped the client and connects afresh next time.
+      pool.on("error", () => {});
+      return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    }
+    case "mysql": {
+      const mysql = await importDriver("mysql2", () => import("mysql2"));
+      // bigNumberStrings: BIGINT comes back as exact text, never a rounded number. Broken
+      // connections are dropped from the pool by mysql2 itself.
+      const pool = mysql.createPool({ uri: target.url, supportBigNumbers: true, bigNumberStrings: true });
+      return new Kysely<Database>({ dialect: new MysqlDialect({ pool }) });
+    }
+    case "sqlite": {
+      const { default: BetterSqlite3 } = await importDriver("better-sqlite3", () => import("better-sqlite3"));
+      const memory = target.path === ":memory:";
+      const database = new BetterSqlite3(target.path);
+      // WAL lets other processes read while we write; busy_timeout waits for their locks.
+      if (!memory) database.pragma("journal_mode = WAL");
+      database.pragma("busy_timeout = 5000");
+      return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    }
+  }
+}
+
+/**
+ * Opens a SQL storage by URL and (unless `migrate: false`) brings its schema up to date.
+ *
+ * - `postgres://user:pass@host:5432/db` or `postgresql://…`: a `pg` pool; `?options=-c%20search_path%3Dschema`
+ *   puts the tables in another schema.
+ * - `mysql://user:pass@host:3306/db` or `mariadb://…`: a `mysql2` pool.
+ * - `sqlite:path/to/file.db`, a plain file path, or `:memory:`: `better-sqlite3`.
+ *
+ * The driver packages are optional peer dependencies: install the one you use. An unreachable
+ * server fails with core's `StorageError`; a database migrated by a newer version of this package
+ * with `SchemaTooNewError`.
+ *
+ * @example
+ * import { createPlantgate } from "@plantgate/core";
+ * import { openSqlStorage } from "@plantgate/storage-sql";
+ *
+ * const storage = await openSqlStorage(process.env.DATABASE_URL ?? "plantgate.db");
+ * const app = createPlantgate({ storage });
+ */
+export async function openSqlStorage(url: string, options: OpenSqlStorageOptions = {}): Promise<SqlStorage> {
+  const target = parseStorageUrl(url);
+  const family: SqlFamily = target.family;
+  let db: Kysely<Database>;
+  try {
+    db = await openKysely(target);
+  } catch (e) {
+    // e.g. a SQLite file in a missing directory; a missing driver package is not an outage.
+    if (e instanceof DriverMissingError) throw e;
+    throw toStorageError(e, family, "open");
+  }
+  const storage = createSqlStorage(db, family);
+  if (options.migrate !== false) {
+    try {
+      await storage.migrate();
+    } catch (e) {
+      await storage.close().catch(() => {});
+      throw e;
+    }
+  }
+  return storage;
+}

@@ -1,0 +1,120 @@
+import type { ColumnType } from "kysely";
+
+/**
+ * The SQL engine family the queries are built for: `"postgres"`, `"mysql"` (MySQL and MariaDB) or
+ * `"sqlite"` (better-sqlite3, D1 and other SQLite drivers).
+ *
+ * @example
+ * const family: SqlFamily = process.env.DATABASE_URL?.startsWith("postgres") ? "postgres" : "sqlite";
+ */
+export type SqlFamily = "sqlite" | "postgres" | "mysql";
+
+/**
+ * Table names. Every table carries the `pg_` prefix so plantgate can share a database with an
+ * application's own tables.
+ */
+export const TABLES = {
+  clients: "pg_clients",
+  accounts: "pg_accounts",
+  refreshTokens: "pg_refresh_tokens",
+  plants: "pg_plants",
+  signingKeys: "pg_signing_keys",
+  migrations: "pg_migrations",
+  migrationLock: "pg_migrations_lock",
+} as const;
+
+/**
+ * A BIGINT column. Drivers disagree on how they hand it back (pg: string, mysql2 with
+ * `bigNumberStrings`: string, better-sqlite3: number, or bigint with safe integers), so reads are
+ * typed as any of them and converted in one place.
+ */
+type Int64 = ColumnType<number | bigint | string, number, number>;
+type NullableInt64 = ColumnType<number | bigint | string | null, number | null, number | null>;
+/**
+ * Free text that must round-trip every code point, U+0000 included: `bytea` (UTF-8) on
+ * PostgreSQL, whose `text` cannot hold NUL; `text` elsewhere.
+ */
+type FreeText = ColumnType<string | Uint8Array, string | Uint8Array, string | Uint8Array>;
+type NullableFreeText = ColumnType<string | Uint8Array | null, string | Uint8Array | null, string | Uint8Array | null>;
+
+/** `pg_clients`: one row per OAuth client. Arrays are JSON text. */
+export interface ClientTable {
+  client_id: string;
+  secret_hash: string;
+  name: string;
+  /** JSON array of grant types. */
+  grant_types: string;
+  /** JSON array of scopes. */
+  scopes: string;
+  access_token_ttl: NullableInt64;
+  refresh_token_ttl: NullableInt64;
+  refresh_token_absolute_ttl: NullableInt64;
+  created_at: Int64;
+  secret_updated_at: Int64;
+}
+
+/** `pg_accounts`: users of the password grant; `username` is unique. */
+export interface AccountTable {
+  id: string;
+  username: string;
+  display_name: string | null;
+  email: string | null;
+  /** JSON array of roles. */
+  roles: string;
+  /** 1 or 0 (an integer column, which every engine and driver binds alike). */
+  enabled: ColumnType<number | bigint | string, number, number>;
+  created_at: Int64;
+  password_hash: string;
+}
+
+/** `pg_refresh_tokens`: refresh tokens by SHA-256; indexed by family and by account. */
+export interface RefreshTokenTable {
+  token_hash: string;
+  family_id: string;
+  client_id: string;
+  account_id: string;
+  /** JSON array of scopes. */
+  scope: string;
+  created_at: Int64;
+  expires_at: Int64;
+  family_expires_at: Int64;
+  consumed_at: NullableInt64;
+  revoked_at: NullableInt64;
+}
+
+/** `pg_plants`: the plant store; `id` is a signed 64-bit integer. */
+export interface PlantTable {
+  /** Written as a bigint or its decimal text; read back as text (cast in SQL) so no driver rounds it. */
+  id: ColumnType<number | bigint | string, bigint | string, never>;
+  name: FreeText;
+  tag: NullableFreeText;
+}
+
+/** `pg_signing_keys`: JWT signing keys as JWK JSON. */
+export interface SigningKeyTable {
+  kid: string;
+  alg: string;
+  private_jwk: string;
+  public_jwk: string;
+  created_at: Int64;
+}
+
+/**
+ * The Kysely database type of plantgate's tables. Type your own `Kysely<Database>` with it when
+ * you build the instance yourself (D1, a shared pool) and pass it to `createSqlStorage`.
+ *
+ * @example
+ * import { Kysely, PostgresDialect } from "kysely";
+ * import pg from "pg";
+ * import { createSqlStorage, type Database } from "@plantgate/storage-sql";
+ *
+ * const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: process.env.DATABASE_URL }) }) });
+ * const storage = createSqlStorage(db, "postgres");
+ */
+export interface Database {
+  pg_clients: ClientTable;
+  pg_accounts: AccountTable;
+  pg_refresh_tokens: RefreshTokenTable;
+  pg_plants: PlantTable;
+  pg_signing_keys: SigningKeyTable;
+}

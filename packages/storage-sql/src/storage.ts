@@ -1,0 +1,525 @@
+import type {
+  AccountRecord,
+  ClientRecord,
+  GrantType,
+  PlantRecord,
+  RefreshTokenRecord,
+  SigningKeyRecord,
+  Storage,
+} from "@plantgate/core";
+import type { Insertable, Kysely, Selectable, Transaction } from "kysely";
+import { isUniqueViolation, toStorageError, UnstorableValueError } from "./errors.js";
+import { migrateToLatest } from "./migrations.js";
+import { TABLES, type AccountTable, type ClientTable, type Database, type PlantTable, type RefreshTokenTable, type SigningKeyTable, type SqlFamily } from "./schema.js";
+
+/**
+ * A `Storage` on a SQL database through Kysely, plus what its owner needs around it.
+ *
+ * @example
+ * const storage = await openSqlStorage("postgres://app@db.internal/app");
+ * const app = createPlantgate({ storage });
+ * // ... on shutdown:
+ * await storage.close();
+ */
+export interface SqlStorage extends Storage {
+  /** The engine family the queries are built for. */
+  readonly family: SqlFamily;
+  /** The Kysely instance underneath (for health checks or your own queries on the same pool). */
+  readonly db: Kysely<Database>;
+  /**
+   * Applies pending migrations; refuses a newer schema with `SchemaTooNewError` before changing
+   * anything. Idempotent and safe to run from several instances at once.
+   */
+  migrate(): Promise<void>;
+  /** Destroys the Kysely instance (ending its pool), then runs `onClose`. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Options of {@link createSqlStorage}.
+ *
+ * @example
+ * createSqlStorage(db, "sqlite", { onClose: async () => console.log("storage closed") });
+ */
+export interface CreateSqlStorageOptions {
+  /** Runs after `close()` has destroyed the Kysely instance, e.g. to close a driver it wraps. */
+  onClose?: () => Promise<void>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values in and out. Drivers differ in what they return (pg hands BIGINT back as text, mysql2 as
+// text with bigNumberStrings, better-sqlite3 as number or bigint), so every read goes through
+// these converters, which accept each form and refuse anything that would lose precision.
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+const utf8Encoder = new TextEncoder();
+
+/** A row that no write of ours produces (edited by hand, or a driver setting we cannot read). */
+class CorruptRowError extends Error {
+  override readonly name = "CorruptRowError";
+}
+
+function toInt(value: unknown, column: string): number {
+  const n = typeof value === "number" ? value : typeof value === "bigint" || (typeof value === "string" && /^-?\d+$/.test(value)) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(n)) throw new CorruptRowError(`column ${column} does not hold a safe integer`);
+  return n;
+}
+
+const toNullableInt = (value: unknown, column: string): number | null => (value === null || value === undefined ? null : toInt(value, column));
+
+function toStringArray(value: unknown, column: string): string[] {
+  let parsed: unknown;
+  try {
+    parsed = typeof value === "string" ? JSON.parse(value) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (!Array.isArray(parsed) || parsed.some((v) => typeof v !== "string")) throw new CorruptRowError(`column ${column} is not a JSON array of strings`);
+  return parsed as string[];
+}
+
+function toText(value: unknown, column: string): string {
+  if (typeof value === "string") return value;
+  if (value instanceof Uint8Array) {
+    try {
+      return utf8.decode(value);
+    } catch {
+      throw new CorruptRowError(`column ${column} is not UTF-8`);
+    }
+  }
+  throw new CorruptRowError(`column ${column} is not text`);
+}
+
+const toNullableText = (value: unknown, column: string): string | null => (value === null || value === undefined ? null : toText(value, column));
+
+function toPlantId(value: unknown): bigint {
+  if (typeof value === "string" && /^-?\d+$/.test(value)) return BigInt(value);
+  if (typeof value === "bigint") return value;
+  if (typeof value === "number" && Number.isSafeInteger(value)) return BigInt(value);
+  throw new CorruptRowError("column id of pg_plants is not an integer");
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Wraps an existing Kysely instance as plantgate `Storage`: for D1, a pool you configure yourself,
+ * or a database shared with your application. Does not migrate; call `migrate()` once first.
+ * Duplicate keys make `create` return false; any other database failure is thrown as core's
+ * `StorageError` (plantgate answers 503) with the driver's error as `cause`.
+ *
+ * @example
+ * import Database from "better-sqlite3";
+ * import { Kysely, SqliteDialect } from "kysely";
+ * import { createSqlStorage, type Database as Tables } from "@plantgate/storage-sql";
+ *
+ * const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: new Database("plantgate.db") }) });
+ * const storage = createSqlStorage(db, "sqlite");
+ * await storage.migrate();
+ */
+export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, options: CreateSqlStorageOptions = {}): SqlStorage {
+  // --- guards: values the engine cannot store exactly are refused before any query ------------
+
+  /** Whether a key can exist in the store at all; a lookup of one that cannot is simply absent. */
+  const storableKey = (s: string): boolean => !LONE_SURROGATE.test(s) && !(family === "postgres" && s.includes("\u0000"));
+
+  /** For a text column written: refuses what the engine would silently alter or reject. */
+  const text = (s: string, field: string): string => {
+    if (LONE_SURROGATE.test(s)) throw new UnstorableValueError(`${field} contains a lone UTF-16 surrogate, which no SQL engine stores exactly`);
+    if (family === "postgres" && s.includes("\u0000")) throw new UnstorableValueError(`${field} contains U+0000, which PostgreSQL text cannot hold`);
+    return s;
+  };
+  const nullableText = (s: string | null, field: string): string | null => (s === null ? null : text(s, field));
+
+  /** Free text keeps U+0000: PostgreSQL stores it as UTF-8 bytes in a bytea column. */
+  const free = (s: string, field: string): string | Uint8Array => {
+    if (LONE_SURROGATE.test(s)) throw new UnstorableValueError(`${field} contains a lone UTF-16 surrogate, which no SQL engine stores exactly`);
+    return family === "postgres" ? utf8Encoder.encode(s) : s;
+  };
+
+  /**
+   * Plant ids as parameters: pg and mysql2 bind bigint exactly; SQLite drivers differ (D1 binds
+   * no bigint), so SQLite gets decimal text, which an INTEGER-affinity column stores and compares
+   * as the exact 64-bit integer.
+   */
+  const plantIdParam = (id: bigint): bigint | string => (family === "sqlite" ? id.toString() : id);
+
+  const json = (items: string[]): string => JSON.stringify(items);
+
+  // --- failure mapping ------------------------------------------------------------------------
+
+  /** Runs one storage operation; every failure but our own typed ones becomes StorageError. */
+  const run = async <T>(operation: string, fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (e) {
+      if (e instanceof CorruptRowError || e instanceof UnstorableValueError) throw e;
+      throw toStorageError(e, family, operation);
+    }
+  };
+
+  /** An INSERT whose duplicate key means "false"; being one statement, it never half-writes. */
+  const insertOrFalse = async (insert: () => Promise<unknown>): Promise<boolean> => {
+    try {
+      await insert();
+      return true;
+    } catch (e) {
+      if (isUniqueViolation(e)) return false;
+      throw e;
+    }
+  };
+
+  /**
+   * Whether an UPDATE found its row. MySQL reports *changed* rows unless the connection sets
+   * CLIENT_FOUND_ROWS (mysql2 does by default, a pool you built may not), so on MySQL a 0 is
+   * double-checked.
+   */
+  const updated = async (count: bigint, exists: () => Promise<boolean>): Promise<boolean> => {
+    if (count > 0n) return true;
+    return family === "mysql" ? exists() : false;
+  };
+
+  // Large batches are split so no statement binds too many parameters: D1 allows 100 per
+  // statement, the other engines tens of thousands.
+  const maxParams = family === "sqlite" ? 99 : 5000;
+  const chunks = <T>(items: T[], size: number): T[][] => {
+    const out: T[][] = [];
+    for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+    return out;
+  };
+
+  // --- rows <-> records -----------------------------------------------------------------------
+
+  const clientRow = (r: ClientRecord): Insertable<ClientTable> => ({
+    client_id: text(r.clientId, "clientId"),
+    secret_hash: text(r.secretHash, "secretHash"),
+    name: text(r.name, "name"),
+    grant_types: json(r.grantTypes),
+    scopes: json(r.scopes),
+    access_token_ttl: r.accessTokenTtl,
+    refresh_token_ttl: r.refreshTokenTtl,
+    refresh_token_absolute_ttl: r.refreshTokenAbsoluteTtl,
+    created_at: r.createdAt,
+    secret_updated_at: r.secretUpdatedAt,
+  });
+  const clientRecord = (row: Selectable<ClientTable>): ClientRecord => ({
+    clientId: row.client_id,
+    secretHash: row.secret_hash,
+    name: row.name,
+    grantTypes: toStringArray(row.grant_types, "grant_types") as GrantType[],
+    scopes: toStringArray(row.scopes, "scopes"),
+    accessTokenTtl: toNullableInt(row.access_token_ttl, "access_token_ttl"),
+    refreshTokenTtl: toNullableInt(row.refresh_token_ttl, "refresh_token_ttl"),
+    refreshTokenAbsoluteTtl: toNullableInt(row.refresh_token_absolute_ttl, "refresh_token_absolute_ttl"),
+    createdAt: toInt(row.created_at, "created_at"),
+    secretUpdatedAt: toInt(row.secret_updated_at, "secret_updated_at"),
+  });
+
+  const accountRow = (r: AccountRecord): Insertable<AccountTable> => ({
+    id: text(r.id, "id"),
+    username: text(r.username, "username"),
+    display_name: nullableText(r.displayName, "displayName"),
+    email: nullableText(r.email, "email"),
+    roles: json(r.roles),
+    enabled: r.enabled ? 1 : 0,
+    created_at: r.createdAt,
+    password_hash: text(r.passwordHash, "passwordHash"),
+  });
+  const accountRecord = (row: Selectable<AccountTable>): AccountRecord => ({
+    id: row.id,
+    username: row.username,
+    displayName: row.display_name,
+    email: row.email,
+    roles: toStringArray(row.roles, "roles"),
+    enabled: toInt(row.enabled, "enabled") !== 0,
+    createdAt: toInt(row.created_at, "created_at"),
+    passwordHash: row.password_hash,
+  });
+
+  const refreshRow = (r: RefreshTokenRecord): Insertable<RefreshTokenTable> => ({
+    token_hash: text(r.tokenHash, "tokenHash"),
+    family_id: text(r.familyId, "familyId"),
+    client_id: text(r.clientId, "clientId"),
+    account_id: text(r.accountId, "accountId"),
+    scope: json(r.scope),
+    created_at: r.createdAt,
+    expires_at: r.expiresAt,
+    family_expires_at: r.familyExpiresAt,
+    consumed_at: r.consumedAt,
+    revoked_at: r.revokedAt,
+  });
+  const refreshRecord = (row: Selectable<RefreshTokenTable>): RefreshTokenRecord => ({
+    tokenHash: row.token_hash,
+    familyId: row.family_id,
+    clientId: row.client_id,
+    accountId: row.account_id,
+    scope: toStringArray(row.scope, "scope"),
+    createdAt: toInt(row.created_at, "created_at"),
+    expiresAt: toInt(row.expires_at, "expires_at"),
+    familyExpiresAt: toInt(row.family_expires_at, "family_expires_at"),
+    consumedAt: toNullableInt(row.consumed_at, "consumed_at"),
+    revokedAt: toNullableInt(row.revoked_at, "revoked_at"),
+  });
+
+  const keyRow = (r: SigningKeyRecord): Insertable<SigningKeyTable> => ({
+    kid: text(r.kid, "kid"),
+    alg: text(r.alg, "alg"),
+    private_jwk: text(r.privateJwk, "privateJwk"),
+    public_jwk: text(r.publicJwk, "publicJwk"),
+    created_at: r.createdAt,
+  });
+  const keyRecord = (row: Selectable<SigningKeyTable>): SigningKeyRecord => ({
+    kid: row.kid,
+    alg: row.alg,
+    privateJwk: row.private_jwk,
+    publicJwk: row.public_jwk,
+    createdAt: toInt(row.created_at, "created_at"),
+  });
+
+  const plantRecord = (row: { id: unknown; name: Selectable<PlantTable>["name"]; tag: Selectable<PlantTable>["tag"] }): PlantRecord => ({
+    id: toPlantId(row.id),
+    name: toText(row.name, "name"),
+    tag: toNullableText(row.tag, "tag"),
+  });
+
+  // --- accounts.createMany helpers ------------------------------------------------------------
+
+  /** Index of the first record whose id or username is stored or repeats an earlier one; else null. */
+  const firstConflict = async (trx: Transaction<Database>, records: AccountRecord[]): Promise<number | null> => {
+    const storedIds = new Set<string>();
+    const storedNames = new Set<string>();
+    for (const chunk of chunks(records, Math.floor(maxParams / 2))) {
+      const rows = await trx
+        .selectFrom(TABLES.accounts)
+        .select(["id", "username"])
+        .where((eb) => eb.or([eb("id", "in", chunk.map((r) => r.id)), eb("username", "in", chunk.map((r) => r.username))]))
+        .execute();
+      for (const row of rows) {
+        storedIds.add(row.id);
+        storedNames.add(row.username);
+      }
+    }
+    const ids = new Set<string>();
+    const names = new Set<string>();
+    for (const [i, r] of records.entries()) {
+      if (storedIds.has(r.id) || storedNames.has(r.username) || ids.has(r.id) || names.has(r.username)) return i;
+      ids.add(r.id);
+      names.add(r.username);
+    }
+    return null;
+  };
+
+  let closed: Promise<void> | null = null;
+
+  return {
+    family,
+    db,
+
+    async migrate() {
+      await run("migrate", () => migrateToLatest(db as Kysely<any>, family));
+    },
+
+    close() {
+      closed ??= (async () => {
+        try {
+          await db.destroy();
+        } finally {
+          await options.onClose?.();
+        }
+      })();
+      return closed;
+    },
+
+    clients: {
+      get: (clientId) =>
+        run("clients.get", async () => {
+          if (!storableKey(clientId)) return null;
+          const row = await db.selectFrom(TABLES.clients).selectAll().where("client_id", "=", clientId).executeTakeFirst();
+          return row ? clientRecord(row) : null;
+        }),
+      create: (record) =>
+        run("clients.create", async () => {
+          const row = clientRow(record);
+          return insertOrFalse(() => db.insertInto(TABLES.clients).values(row).execute());
+        }),
+      updateSecret: (clientId, secretHash, updatedAt) =>
+        run("clients.updateSecret", async () => {
+          if (!storableKey(clientId)) return false;
+          const result = await db
+            .updateTable(TABLES.clients)
+            .set({ secret_hash: text(secretHash, "secretHash"), secret_updated_at: updatedAt })
+            .where("client_id", "=", clientId)
+            .executeTakeFirst();
+          return updated(result.numUpdatedRows, async () => (await db.selectFrom(TABLES.clients).select("client_id").where("client_id", "=", clientId).executeTakeFirst()) !== undefined);
+        }),
+      list: () =>
+        run("clients.list", async () => {
+          const rows = await db.selectFrom(TABLES.clients).selectAll().orderBy("client_id").execute();
+          return rows.map(clientRecord);
+        }),
+      delete: (clientId) =>
+        run("clients.delete", async () => {
+          if (!storableKey(clientId)) return false;
+          const result = await db.deleteFrom(TABLES.clients).where("client_id", "=", clientId).executeTakeFirst();
+          return result.numDeletedRows > 0n;
+        }),
+    },
+
+    accounts: {
+      get: (id) =>
+        run("accounts.get", async () => {
+          if (!storableKey(id)) return null;
+          const row = await db.selectFrom(TABLES.accounts).selectAll().where("id", "=", id).executeTakeFirst();
+          return row ? accountRecord(row) : null;
+        }),
+      findByUsername: (username) =>
+        run("accounts.findByUsername", async () => {
+          if (!storableKey(username)) return null;
+          const row = await db.selectFrom(TABLES.accounts).selectAll().where("username", "=", username).executeTakeFirst();
+          return row ? accountRecord(row) : null;
+        }),
+      create: (record) =>
+        run("accounts.create", async () => {
+          const row = accountRow(record);
+          return insertOrFalse(() => db.insertInto(TABLES.accounts).values(row).execute());
+        }),
+      createMany: (records) =>
+        run("accounts.createMany", async () => {
+          const rows = records.map(accountRow);
+          if (rows.length === 0) return null;
+          const perInsert = Math.max(1, Math.floor(maxParams / Object.keys(rows[0]!).length));
+          // A concurrent writer can take an id or username between our check and our insert; the
+          // unique violation then rolls everything back and the next attempt's check names it.
+          for (let attempt = 1; ; attempt++) {
+            try {
+              return await db.transaction().execute(async (trx) => {
+                const conflict = await firstConflict(trx, records);
+                if (conflict !== null) return conflict;
+                for (const chunk of chunks(rows, perInsert)) await trx.insertInto(TABLES.accounts).values(chunk).execute();
+                return null;
+              });
+            } catch (e) {
+              if (!isUniqueViolation(e) || attempt >= 3) throw e;
+            }
+          }
+        }),
+      setEnabled: (id, enabled) =>
+        run("accounts.setEnabled", async () => {
+          if (!storableKey(id)) return false;
+          const result = await db
+            .updateTable(TABLES.accounts)
+            .set({ enabled: enabled ? 1 : 0 })
+            .where("id", "=", id)
+            .executeTakeFirst();
+          return updated(result.numUpdatedRows, async () => (await db.selectFrom(TABLES.accounts).select("id").where("id", "=", id).executeTakeFirst()) !== undefined);
+        }),
+      list: (offset, limit) =>
+        run("accounts.list", async () => {
+          const count = await db
+            .selectFrom(TABLES.accounts)
+            .select((eb) => eb.fn.countAll().as("n"))
+            .executeTakeFirstOrThrow();
+          const rows = await db.selectFrom(TABLES.accounts).selectAll().orderBy("id").limit(limit).offset(offset).execute();
+          return { items: rows.map(accountRecord), total: toInt(count.n, "count(*)") };
+        }),
+    },
+
+    refreshTokens: {
+      create: (record) =>
+        run("refreshTokens.create", async () => {
+          const row = refreshRow(record);
+          const { token_hash: _key, ...rest } = row;
+          // Same hash again replaces the record, as the reference implementation does.
+          const insert = db.insertInto(TABLES.refreshTokens).values(row);
+          await (family === "mysql" ? insert.onDuplicateKeyUpdate(rest) : insert.onConflict((oc) => oc.column("token_hash").doUpdateSet(rest))).execute();
+        }),
+      findByHash: (tokenHash) =>
+        run("refreshTokens.findByHash", async () => {
+          if (!storableKey(tokenHash)) return null;
+          const row = await db.selectFrom(TABLES.refreshTokens).selectAll().where("token_hash", "=", tokenHash).executeTakeFirst();
+          return row ? refreshRecord(row) : null;
+        }),
+      consume: (tokenHash, now, replacement) =>
+        run("refreshTokens.consume", async () => {
+          const row = refreshRow(replacement);
+          if (!storableKey(tokenHash)) return false;
+          try {
+            return await db.transaction().execute(async (trx) => {
+              // The conditional UPDATE is the arbiter: the row lock (PostgreSQL, InnoDB) or the
+              // single connection (SQLite) lets exactly one caller see 1 row updated.
+              const result = await trx
+                .updateTable(TABLES.refreshTokens)
+                .set({ consumed_at: now })
+                .where("token_hash", "=", tokenHash)
+                .where("consumed_at", "is", null)
+                .where("revoked_at", "is", null)
+                .executeTakeFirst();
+              if (result.numUpdatedRows !== 1n) return false;
+              await trx.insertInto(TABLES.refreshTokens).values(row).execute();
+              return true;
+            });
+          } catch (e) {
+            // The replacement's hash already exists: the transaction rolled back, nothing changed.
+            if (isUniqueViolation(e)) return false;
+            throw e;
+          }
+        }),
+      revokeFamily: (familyId, now) =>
+        run("refreshTokens.revokeFamily", async () => {
+          if (!storableKey(familyId)) return;
+          await db.updateTable(TABLES.refreshTokens).set({ revoked_at: now }).where("family_id", "=", familyId).where("revoked_at", "is", null).execute();
+        }),
+      revokeByAccount: (accountId, now) =>
+        run("refreshTokens.revokeByAccount", async () => {
+          if (!storableKey(accountId)) return;
+          await db.updateTable(TABLES.refreshTokens).set({ revoked_at: now }).where("account_id", "=", accountId).where("revoked_at", "is", null).execute();
+        }),
+      deleteExpired: (now) =>
+        run("refreshTokens.deleteExpired", async () => {
+          const result = await db
+            .deleteFrom(TABLES.refreshTokens)
+            .where((eb) => eb.or([eb("expires_at", "<=", now), eb("family_expires_at", "<=", now)]))
+            .executeTakeFirst();
+          return Number(result.numDeletedRows);
+        }),
+    },
+
+    plants: {
+      create: (record) =>
+        run("plants.create", async () => {
+          const row = { id: plantIdParam(record.id), name: free(record.name, "name"), tag: record.tag === null ? null : free(record.tag, "tag") };
+          return insertOrFalse(() => db.insertInto(TABLES.plants).values(row).execute());
+        }),
+      get: (id) =>
+        run("plants.get", async () => {
+          // Read the id back as text so no driver setting (pg type parsers, mysql2 without
+          // bigNumberStrings, SQLite drivers without safe integers) can round it.
+          const row = await db
+            .selectFrom(TABLES.plants)
+            .select((eb) => [eb.cast<string>("id", family === "mysql" ? "char" : "text").as("id"), "name", "tag"])
+            .where("id", "=", plantIdParam(id))
+            .executeTakeFirst();
+          return row ? plantRecord(row) : null;
+        }),
+    },
+
+    signingKeys: {
+      list: () =>
+        run("signingKeys.list", async () => {
+          const rows = await db.selectFrom(TABLES.signingKeys).selectAll().orderBy("created_at").orderBy("kid").execute();
+          return rows.map(keyRecord);
+        }),
+      create: (record) =>
+        run("signingKeys.create", async () => {
+          const row = keyRow(record);
+          return insertOrFalse(() => db.insertInto(TABLES.signingKeys).values(row).execute());
+        }),
+      delete: (kid) =>
+        run("signingKeys.delete", async () => {
+          if (!storableKey(kid)) return false;
+          const result = await db.deleteFrom(TABLES.signingKeys).where("kid", "=", kid).executeTakeFirst();
+          return result.numDeletedRows > 0n;
+        }),
+    },
+  };
+}

@@ -1,0 +1,297 @@
+/**
+ * SQL-specific behaviour, beyond what the conformance suite can see through the `Storage`
+ * interface: migrations, the physical representation of int64 ids, exact text columns, outage
+ * mapping, pool recovery and the 50-way refresh race on separate connections.
+ */
+import { StorageError, type AccountRecord, type RefreshTokenRecord } from "@plantgate/core";
+import { afterEach, describe, expect, it } from "vitest";
+import { LATEST_SCHEMA_VERSION, openSqlStorage, SchemaTooNewError, UnstorableValueError, type SqlStorage } from "../src/index.js";
+import { TABLES } from "../src/schema.js";
+import type { Engine, FreshDatabase } from "./support.js";
+
+const T0 = 1_767_225_600_123;
+const INT64_MIN = -9223372036854775808n;
+const INT64_MAX = 9223372036854775807n;
+
+const account = (id: string, username: string): AccountRecord => ({
+  id,
+  username,
+  displayName: null,
+  email: null,
+  roles: [],
+  enabled: true,
+  createdAt: T0,
+  passwordHash: `$pbkdf2-sha256$i=1,l=32$${id}$hash`,
+});
+
+const token = (tokenHash: string, overrides: Partial<RefreshTokenRecord> = {}): RefreshTokenRecord => ({
+  tokenHash,
+  familyId: "family-1",
+  clientId: "client-a",
+  accountId: "acct-1",
+  scope: ["offline_access"],
+  createdAt: T0,
+  expiresAt: T0 + 1000,
+  familyExpiresAt: T0 + 2000,
+  consumedAt: null,
+  revokedAt: null,
+  ...overrides,
+});
+
+/** The table names present in the test database, from the engine's catalog. */
+async function tables(engine: Engine, db: FreshDatabase): Promise<string[]> {
+  const statement = {
+    sqlite: "select name from sqlite_master where type = 'table'",
+    postgres: "select table_name as name from information_schema.tables where table_schema = current_schema()",
+    mysql: "select table_name as name from information_schema.tables where table_schema = database()",
+  }[engine.family];
+  return (await engine.exec(db, statement)).map((r) => String(r.name ?? r.NAME ?? r.TABLE_NAME)).filter((n) => n.startsWith("pg_")).sort();
+}
+
+export function describeSqlBehaviour(engine: Engine): void {
+  describe(`${engine.label}: SQL behaviour`, () => {
+    const cleanups: Array<() => Promise<void>> = [];
+    afterEach(async () => {
+      for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+    });
+
+    /** A fresh database, removed after the test. */
+    const freshDb = async (): Promise<FreshDatabase> => {
+      const db = await engine.fresh();
+      cleanups.push(() => db.drop());
+      return db;
+    };
+    /** A storage on `db`, closed after the test. */
+    const open = async (db: FreshDatabase, options?: { migrate?: boolean }): Promise<SqlStorage> => {
+      const storage = await openSqlStorage(db.url, options);
+      cleanups.push(() => storage.close());
+      return storage;
+    };
+
+    describe("migrations", () => {
+      it("a fresh database gets every table and one recorded migration per schema version", async () => {
+        const db = await freshDb();
+        const storage = await open(db);
+        expect(storage.family).toBe(engine.family);
+        expect(await tables(engine, db)).toEqual([TABLES.accounts, TABLES.clients, TABLES.migrations, TABLES.migrationLock, TABLES.plants, TABLES.refreshTokens, TABLES.signingKeys].sort());
+        const executed = await engine.exec(db, `select name from ${TABLES.migrations} order by name`);
+        expect(executed.map((r) => r.name)).toEqual(["0001_initial"]);
+        expect(LATEST_SCHEMA_VERSION).toBe(1);
+      });
+
+      it("migrate() is idempotent: a second run and a second open change nothing and keep the data", async () => {
+        const db = await freshDb();
+        const storage = await open(db);
+        expect(await storage.accounts.create(account("a1", "alice"))).toBe(true);
+        await storage.migrate();
+        await storage.migrate();
+        const again = await open(db);
+        expect((await again.accounts.findByUsername("alice"))?.id).toBe("a1");
+        expect(await engine.exec(db, `select name from ${TABLES.migrations}`)).toHaveLength(1);
+      });
+
+      it("concurrent migrate() calls from several instances apply the schema once", async () => {
+        const db = await freshDb();
+        const instances = await Promise.all([1, 2, 3].map(() => open(db, { migrate: false })));
+        await Promise.all(instances.map((s) => s.migrate()));
+        expect(await engine.exec(db, `select name from ${TABLES.migrations}`)).toHaveLength(1);
+        expect(await instances[0]!.accounts.create(account("a1", "alice"))).toBe(true);
+      });
+
+      it("migrate: false leaves the database untouched, and queries then fail with StorageError", async () => {
+        const db = await freshDb();
+        const storage = await open(db, { migrate: false });
+        expect(await tables(engine, db)).toEqual([]);
+        await expect(storage.accounts.get("a1")).rejects.toBeInstanceOf(StorageError);
+      });
+
+      it("a database with a migration this code does not know is refused with SchemaTooNewError, before any change", async () => {
+        const db = await freshDb();
+        const storage = await open(db);
+        await engine.exec(db, `insert into ${TABLES.migrations} (name, timestamp) values ('0002_from_the_future', '2030-01-01T00:00:00.000Z')`);
+        const before = await tables(engine, db);
+        const error = await storage.migrate().then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(SchemaTooNewError);
+        const tooNew = error as SchemaTooNewError;
+        expect(tooNew.databaseVersion).toBe(2);
+        expect(tooNew.supportedVersion).toBe(LATEST_SCHEMA_VERSION);
+        expect(tooNew.unknownMigrations).toEqual(["0002_from_the_future"]);
+        expect(tooNew.message).toContain("version 2");
+        expect(tooNew.message).toContain(`version ${LATEST_SCHEMA_VERSION}`);
+        expect(tooNew.message).toContain("0002_from_the_future");
+        await expect(openSqlStorage(db.url)).rejects.toBeInstanceOf(SchemaTooNewError);
+        expect(await tables(engine, db)).toEqual(before);
+        expect(await engine.exec(db, `select name from ${TABLES.migrations}`)).toHaveLength(2);
+      });
+    });
+
+    describe("int64 plant ids", () => {
+      it("are stored as 64-bit integers: the extremes round-trip as bigint and the column orders numerically", async () => {
+        const storage = await open(await freshDb());
+        const ids = [INT64_MAX, -1n, INT64_MIN, 0n, 9007199254740993n, INT64_MIN + 1n, INT64_MAX - 1n];
+        for (const id of ids) expect(await storage.plants.create({ id, name: `p${id}`, tag: null })).toBe(true);
+        for (const id of ids) expect(await storage.plants.get(id)).toEqual({ id, name: `p${id}`, tag: null });
+        expect(await storage.plants.get(9007199254740992n)).toBeNull();
+        // Numeric (not text) order proves the column holds integers; read as text so no driver rounds.
+        const ordered = await storage.db
+          .selectFrom(TABLES.plants)
+          .select((eb) => eb.cast<string>("id", engine.family === "mysql" ? "char" : "text").as("id"))
+          .orderBy(`${TABLES.plants}.id`)
+          .execute();
+        expect(ordered.map((r) => BigInt(r.id))).toEqual([...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+      });
+
+      it("epoch milliseconds beyond 2^32 come back as numbers", async () => {
+        const storage = await open(await freshDb());
+        const big = 8_640_000_000_000_000;
+        await storage.accounts.create({ ...account("a1", "alice"), createdAt: big });
+        const got = await storage.accounts.get("a1");
+        expect(got?.createdAt).toBe(big);
+        expect(typeof got?.createdAt).toBe("number");
+      });
+    });
+
+    describe("exact text", () => {
+      it("usernames differing in case, trailing space or accent are distinct accounts", async () => {
+        const storage = await open(await freshDb());
+        const names = ["alice", "Alice", "ALICE", "alice ", "alicé", "alice\u0301"];
+        for (const [i, n] of names.entries()) expect(await storage.accounts.create(account(`id-${i}`, n)), JSON.stringify(n)).toBe(true);
+        for (const [i, n] of names.entries()) expect((await storage.accounts.findByUsername(n))?.id, JSON.stringify(n)).toBe(`id-${i}`);
+        expect(await storage.accounts.findByUsername("aLice")).toBeNull();
+        expect(await storage.accounts.create(account("id-x", "alice"))).toBe(false);
+      });
+
+      it("accounts are listed by id in JavaScript string order", async () => {
+        const storage = await open(await freshDb());
+        const ids = ["b", "B", "a", "_", "-", "Z", "é", "~", "10", "9", "a b", "a"].filter((v, i, a) => a.indexOf(v) === i);
+        for (const id of ids) await storage.accounts.create(account(id, `u-${id}`));
+        const page = await storage.accounts.list(0, 100);
+        expect(page.items.map((a) => a.id)).toEqual([...ids].sort());
+        expect(page.total).toBe(ids.length);
+      });
+
+      it("a lone surrogate is refused on write (nothing stored) and never found on read", async () => {
+        const storage = await open(await freshDb());
+        await expect(storage.accounts.create(account("a1", "bad\uD800"))).rejects.toBeInstanceOf(UnstorableValueError);
+        await expect(storage.plants.create({ id: 1n, name: "bad\uDC00", tag: null })).rejects.toBeInstanceOf(UnstorableValueError);
+        expect(await storage.accounts.findByUsername("bad\uD800")).toBeNull();
+        expect((await storage.accounts.list(0, 10)).total).toBe(0);
+        expect(await storage.plants.get(1n)).toBeNull();
+      });
+
+      it("U+0000 round-trips in plant names; in keys it is stored where the engine can, and looked up safely", async () => {
+        const storage = await open(await freshDb());
+        expect(await storage.plants.create({ id: 1n, name: "a\u0000b", tag: "\u0000" })).toBe(true);
+        expect(await storage.plants.get(1n)).toEqual({ id: 1n, name: "a\u0000b", tag: "\u0000" });
+        expect(await storage.accounts.findByUsername("nul\u0000")).toBeNull();
+        if (engine.family === "postgres") {
+          await expect(storage.accounts.create(account("a1", "nul\u0000"))).rejects.toBeInstanceOf(UnstorableValueError);
+        } else {
+          expect(await storage.accounts.create(account("a1", "nul\u0000"))).toBe(true);
+          expect((await storage.accounts.findByUsername("nul\u0000"))?.id).toBe("a1");
+          expect(await storage.accounts.findByUsername("nul")).toBeNull();
+        }
+      });
+    });
+
+    describe("atomicity", () => {
+      it("50 concurrent consume calls of one token, on separate connections: one wins, one replacement stored", async () => {
+        const storage = await open(await freshDb());
+        await storage.refreshTokens.create(token("original"));
+        const results = await Promise.all(Array.from({ length: 50 }, (_, i) => storage.refreshTokens.consume("original", T0 + i, token(`next-${i}`))));
+        const winners = results.flatMap((won, i) => (won ? [i] : []));
+        expect(winners).toHaveLength(1);
+        const stored = await storage.db.selectFrom(TABLES.refreshTokens).select("token_hash").execute();
+        expect(stored.map((r) => r.token_hash).sort()).toEqual([`next-${winners[0]}`, "original"].sort());
+        expect((await storage.refreshTokens.findByHash("original"))?.consumedAt).toBe(T0 + winners[0]!);
+      });
+
+      it("consume whose replacement hash exists rolls back: the original stays unconsumed", async () => {
+        const storage = await open(await freshDb());
+        await storage.refreshTokens.create(token("original"));
+        await storage.refreshTokens.create(token("taken", { familyId: "other" }));
+        expect(await storage.refreshTokens.consume("original", T0 + 5, token("taken"))).toBe(false);
+        expect((await storage.refreshTokens.findByHash("original"))?.consumedAt).toBeNull();
+        expect((await storage.refreshTokens.findByHash("taken"))?.familyId).toBe("other");
+        expect(await storage.refreshTokens.consume("original", T0 + 6, token("fresh"))).toBe(true);
+      });
+
+      it("createMany of 300 accounts splits into several statements yet is all or nothing", async () => {
+        const storage = await open(await freshDb());
+        const batch = Array.from({ length: 300 }, (_, i) => account(`id-${String(i).padStart(3, "0")}`, `user-${i}`));
+        expect(await storage.accounts.createMany([...batch.slice(0, 299), account("id-x", "user-3")])).toBe(299);
+        expect((await storage.accounts.list(0, 1)).total).toBe(0);
+        expect(await storage.accounts.createMany(batch)).toBeNull();
+        expect((await storage.accounts.list(0, 1)).total).toBe(300);
+      });
+
+      it("setEnabled to the value it already has still reports the account as found", async () => {
+        const storage = await open(await freshDb());
+        await storage.accounts.create(account("a1", "alice"));
+        expect(await storage.accounts.setEnabled("a1", true)).toBe(true);
+        expect(await storage.clients.updateSecret("none", "h", T0)).toBe(false);
+      });
+    });
+
+    describe("outages", () => {
+      it("an unreachable database fails with StorageError, at open and (with migrate: false) at the first query", async () => {
+        const error = await openSqlStorage(engine.unreachableUrl).then(
+          (s) => s.close().then(() => null),
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(StorageError);
+        expect((error as StorageError).cause).toBeDefined();
+        expect((error as StorageError).message).not.toContain(engine.unreachableUrl);
+        if (engine.family !== "sqlite") {
+          const lazy = await openSqlStorage(engine.unreachableUrl, { migrate: false });
+          cleanups.push(() => lazy.close());
+          await expect(lazy.clients.get("x")).rejects.toBeInstanceOf(StorageError);
+        }
+      });
+
+      it("after close(), every call fails with StorageError whose message holds no parameter", async () => {
+        const storage = await openSqlStorage((await freshDb()).url);
+        await storage.close();
+        await storage.close(); // idempotent
+        const secretHash = "c2VjcmV0LWhhc2gtdGhhdC1tdXN0LW5vdC1sZWFr";
+        for (const call of [
+          () => storage.refreshTokens.findByHash(secretHash),
+          () => storage.refreshTokens.consume(secretHash, T0, token(`${secretHash}-next`)),
+          () => storage.accounts.findByUsername(secretHash),
+          () => storage.clients.create({ clientId: "c", secretHash, name: "c", grantTypes: [], scopes: [], accessTokenTtl: null, refreshTokenTtl: null, refreshTokenAbsoluteTtl: null, createdAt: T0, secretUpdatedAt: T0 }),
+        ]) {
+          const error = await call().then(
+            () => null,
+            (e: unknown) => e,
+          );
+          expect(error).toBeInstanceOf(StorageError);
+          expect((error as Error).message).not.toContain(secretHash);
+          expect((error as Error).message).toMatch(new RegExp(`^${engine.family} storage failed during `));
+        }
+      });
+
+      // SQLite has no server connections to lose.
+      if (engine.killConnections) it("the pool recovers after the server drops every connection", async () => {
+        const db = await freshDb();
+        const storage = await open(db);
+        // Open several pooled connections, then have the server kill them all.
+        await Promise.all(Array.from({ length: 5 }, (_, i) => storage.accounts.create(account(`a${i}`, `u${i}`))));
+        expect(await engine.killConnections!(db)).toBeGreaterThan(0);
+        await new Promise((r) => setTimeout(r, 100));
+        // A call may still meet a dying connection; it must then be a StorageError, and the next succeed.
+        let page: Awaited<ReturnType<SqlStorage["accounts"]["list"]>> | undefined;
+        for (let attempt = 0; attempt < 3 && !page; attempt++) {
+          page = await storage.accounts.list(0, 10).catch((e: unknown) => {
+            expect(e).toBeInstanceOf(StorageError);
+            return undefined;
+          });
+        }
+        expect(page?.total).toBe(5);
+        expect(await storage.accounts.create(account("after", "after"))).toBe(true);
+      });
+    });
+  });
+}
