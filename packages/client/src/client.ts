@@ -1,0 +1,265 @@
+import { NetworkError } from "./errors.js";
+import { apiFailure, isObject, parseJsonBody, send, unexpected, type FetchLike, type ReadResponse } from "./fetch.js";
+import { JsonNumber, parseLosslessJson } from "./lossless-json.js";
+import { createTokenManager, type TokenManager } from "./token-manager.js";
+import type { Account, AccountPage, ClientOptions, ListAccountsParams, NewPlant, Plant, TokenInfo } from "./types.js";
+
+/** The account-listing path under the base URL. */
+export const ACCOUNTS_PATH = "/rbac/ServerCommand/GetAccountList";
+/** The plant-creation path under the base URL. */
+export const PLANTS_PATH = "/plants";
+
+/** A client for one identity (a client, or a client acting for one user) against one service. */
+export interface PlantgateClient {
+  /**
+   * Creates a plant. The id is a `bigint` and travels as an exact int64 JSON number both ways.
+   *
+   * @example
+   * const plant = await client.createPlant({ id: 9223372036854775807n, name: "Monstera", tag: "indoor" });
+   * plant.id === 9223372036854775807n; // true
+   */
+  createPlant(plant: NewPlant): Promise<Plant>;
+  /**
+   * One page of accounts.
+   *
+   * @example
+   * const { accounts, totalPages } = await client.listAccounts({ page: 1, pageSize: 50 });
+   */
+  listAccounts(params?: ListAccountsParams): Promise<AccountPage>;
+  /**
+   * Every account, walking the pages in order until the last one.
+   *
+   * @example
+   * for await (const account of client.accounts({ pageSize: 100 })) console.log(account.username);
+   */
+  accounts(params?: { pageSize?: number }): AsyncGenerator<Account, void, undefined>;
+  /**
+   * A valid access token (cached until shortly before it expires). Use it for routes this client
+   * has no method for; on a 401 call {@link PlantgateClient.refresh}.
+   */
+  getAccessToken(): Promise<string>;
+  /** The current token's details (fetching one if needed); never the refresh token. */
+  getToken(): Promise<TokenInfo>;
+  /** Gets a new access token now: with the refresh token when held, else by the grant. */
+  refresh(): Promise<TokenInfo>;
+  /** The key this client uses in the shared token cache. */
+  readonly cacheKey: string;
+}
+
+const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
+
+/** Normalizes `scope` to RFC 6749 §3.3 form; undefined when nothing was asked for. */
+function normalizeScope(scope: string | readonly string[] | undefined): string | undefined {
+  if (scope === undefined) return undefined;
+  const parts = (typeof scope === "string" ? scope.split(" ") : [...scope]).flatMap((s) => (typeof s === "string" ? s.split(/[ \t\n\r]+/) : [s])).filter((s) => s !== "");
+  for (const part of parts) {
+    if (typeof part !== "string" || !SCOPE_TOKEN.test(part)) throw new TypeError("scope: each scope must be a non-empty RFC 6749 scope token");
+  }
+  const unique = [...new Set(parts)];
+  return unique.length === 0 ? undefined : unique.join(" ");
+}
+
+function requireString(name: string, value: unknown): string {
+  if (typeof value !== "string" || value === "") throw new TypeError(`${name} must be a non-empty string`);
+  return value;
+}
+
+/**
+ * Creates a client for the plantgate APIs. With `credentials` it uses the password grant (and,
+ * with `offline_access` in `scope`, keeps and rotates the refresh token); without, client
+ * credentials. Tokens are fetched lazily, cached until `refreshSkewSeconds` before expiry, renewed
+ * by one request however many calls wait, and renewed once more when an API answers 401.
+ *
+ * Runs anywhere `fetch` does (Node 20+, workerd, browsers); pass `fetch` to use another one.
+ * Throws `TypeError` for invalid options; calls reject with {@link OAuthError}, {@link ApiError}
+ * or {@link NetworkError}.
+ *
+ * @example
+ * import { createClient } from "@plantgate/client";
+ * const client = createClient({
+ *   baseUrl: "http://127.0.0.1:3000",
+ *   clientId: "demo-client",
+ *   clientSecret: process.env.PLANTGATE_CLIENT_SECRET!,
+ *   auth: "basic",
+ *   scope: "Platform_UserAPIs offline_access",
+ *   credentials: { username: "demo", password: process.env.PLANTGATE_PASSWORD! },
+ * });
+ * const page = await client.listAccounts({ page: 1, pageSize: 20 });
+ */
+export function createClient(options: ClientOptions): PlantgateClient {
+  if (!isObject(options)) throw new TypeError("createClient needs an options object");
+  const rawBase = requireString("baseUrl", options.baseUrl);
+  let base: URL;
+  try {
+    base = new URL(rawBase);
+  } catch {
+    throw new TypeError("baseUrl must be an absolute URL");
+  }
+  if (base.protocol !== "http:" && base.protocol !== "https:") throw new TypeError("baseUrl must be an http(s) URL");
+  if (base.search !== "" || base.hash !== "" || base.username !== "" || base.password !== "") {
+    throw new TypeError("baseUrl must not have a query, fragment or user info");
+  }
+  const baseUrl = base.href.replace(/\/+$/, "");
+  const clientId = requireString("clientId", options.clientId);
+  const clientSecret = requireString("clientSecret", options.clientSecret);
+  const auth = options.auth ?? "basic";
+  if (auth !== "basic" && auth !== "post") throw new TypeError("auth must be 'basic' or 'post'");
+  const scope = normalizeScope(options.scope);
+  let credentials: { username: string; password: string } | null = null;
+  if (options.credentials !== undefined) {
+    if (!isObject(options.credentials)) throw new TypeError("credentials must be { username, password }");
+    credentials = {
+      username: requireString("credentials.username", options.credentials.username),
+      password: requireString("credentials.password", options.credentials.password),
+    };
+  }
+  const skew = options.refreshSkewSeconds ?? 30;
+  if (typeof skew !== "number" || !Number.isFinite(skew) || skew < 0) throw new TypeError("refreshSkewSeconds must be a number >= 0");
+  let fetch: FetchLike;
+  if (options.fetch !== undefined) {
+    if (typeof options.fetch !== "function") throw new TypeError("fetch must be a function");
+    fetch = options.fetch;
+  } else {
+    if (typeof globalThis.fetch !== "function") throw new TypeError("this runtime has no fetch; pass the fetch option");
+    // Looked up per call (so a fetch installed later is used) and called unbound-safe.
+    fetch = (url, init) => globalThis.fetch(url, init);
+  }
+  const clock = options.clock ?? Date.now;
+  if (typeof clock !== "function") throw new TypeError("clock must be a function returning epoch milliseconds");
+  const tokenCache = options.tokenCache ?? null;
+  if (tokenCache !== null && (typeof tokenCache.get !== "function" || typeof tokenCache.set !== "function")) {
+    throw new TypeError("tokenCache must have get(key) and set(key, token)");
+  }
+  const scopeKey = scope === undefined ? "" : scope.split(" ").sort().join(" ");
+  const cacheKey = `plantgate-client:${JSON.stringify([baseUrl, clientId, credentials?.username ?? null, scopeKey])}`;
+
+  const tokens = createTokenManager({
+    baseUrl,
+    clientId,
+    clientSecret,
+    auth,
+    scope,
+    credentials,
+    keepCredentials: options.keepCredentials ?? true,
+    fetch,
+    clock,
+    refreshSkewMs: skew * 1000,
+    tokenCache,
+    cacheKey,
+  });
+
+  const call = (method: "GET" | "POST", path: string, body?: string) => authorized(tokens, fetch, baseUrl + path, method, body);
+
+  async function listAccounts(params: ListAccountsParams = {}): Promise<AccountPage> {
+    const query = new URLSearchParams();
+    if (params.page !== undefined) query.set("page", String(params.page));
+    if (params.pageSize !== undefined) query.set("pageSize", String(params.pageSize));
+    const q = query.toString();
+    const response = await call("GET", ACCOUNTS_PATH + (q === "" ? "" : `?${q}`));
+    const what = "GetAccountList";
+    if (response.status !== 200) throw apiFailure(response, what);
+    return toAccountPage(response, parseJsonBody(response, what));
+  }
+
+  return {
+    cacheKey,
+    async createPlant(plant) {
+      const response = await call("POST", PLANTS_PATH, plantBody(plant));
+      if (response.status !== 200) throw apiFailure(response, "POST /plants");
+      return toPlant(response);
+    },
+    listAccounts,
+    async *accounts(params = {}) {
+      for (let page = 1; ; page++) {
+        const result = await listAccounts({ page, ...(params.pageSize === undefined ? {} : { pageSize: params.pageSize }) });
+        yield* result.accounts;
+        // totalPages is re-read on every page, so accounts added while walking extend the walk.
+        if (page >= result.totalPages || result.accounts.length === 0) return;
+      }
+    },
+    async getAccessToken() {
+      return (await tokens.getToken()).accessToken;
+    },
+    async getToken() {
+      return tokens.info(await tokens.getToken());
+    },
+    async refresh() {
+      return tokens.info(await tokens.refresh());
+    },
+  };
+}
+
+/**
+ * Sends an API request with the current token. On a 401 the token is renewed once and the request
+ * sent once more: the API checks the token before reading the body and stores nothing on a 401,
+ * so repeating even a POST is safe. A second 401 is returned to the caller (an ApiError).
+ */
+async function authorized(tokens: TokenManager, fetch: FetchLike, url: string, method: "GET" | "POST", body?: string): Promise<ReadResponse> {
+  const attempt = async () => {
+    const token = await tokens.getToken();
+    const headers: Record<string, string> = { authorization: `Bearer ${token.accessToken}`, accept: "application/json" };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    return { token, response: await send(fetch, url, body === undefined ? { method, headers } : { method, headers, body }) };
+  };
+  const first = await attempt();
+  if (first.response.status !== 401) return first.response;
+  tokens.invalidate(first.token.accessToken);
+  return (await attempt()).response;
+}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+/** Serializes a NewPlant with the id as a raw JSON number written from the bigint (never via a JS number). */
+export function plantBody(plant: NewPlant): string {
+  if (!isObject(plant)) throw new TypeError("createPlant needs { id, name, tag? }");
+  if (typeof plant.id !== "bigint") throw new TypeError("plant id must be a bigint (int64), e.g. 42n or BigInt(\"42\")");
+  if (plant.id < INT64_MIN || plant.id > INT64_MAX) throw new RangeError("plant id must be a signed 64-bit integer");
+  if (typeof plant.name !== "string") throw new TypeError("plant name must be a string");
+  if (plant.tag !== undefined && typeof plant.tag !== "string") throw new TypeError("plant tag must be a string when given");
+  const tag = plant.tag === undefined ? "" : `,"tag":${JSON.stringify(plant.tag)}`;
+  return `{"id":${plant.id.toString()},"name":${JSON.stringify(plant.name)}${tag}}`;
+}
+
+/** Reads a Plant losslessly: the id's digits become a bigint exactly. */
+function toPlant(response: ReadResponse): Plant {
+  const what = "POST /plants";
+  let body;
+  try {
+    body = parseLosslessJson(response.text);
+  } catch (cause) {
+    throw new NetworkError("not_json", `${what}: HTTP ${response.status} with a body that is not JSON`, response.status, { cause });
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body) || body instanceof JsonNumber) {
+    throw unexpected(response, what, "the body is not a plant object");
+  }
+  const id = body.id instanceof JsonNumber ? body.id.toBigInt() : null;
+  if (id === null) throw unexpected(response, what, "the plant has no integer id");
+  if (typeof body.name !== "string") throw unexpected(response, what, "the plant has no name");
+  if (body.tag !== undefined && body.tag !== null && typeof body.tag !== "string") throw unexpected(response, what, "the plant's tag is not a string");
+  return typeof body.tag === "string" ? { id, name: body.name, tag: body.tag } : { id, name: body.name };
+}
+
+const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+
+function toAccountPage(response: ReadResponse, body: unknown): AccountPage {
+  const bad = (detail: string) => unexpected(response, "GetAccountList", detail);
+  if (!isObject(body) || !Array.isArray(body.accounts)) throw bad("no accounts list");
+  if (!isCount(body.page) || !isCount(body.pageSize) || !isCount(body.total) || !isCount(body.totalPages)) {
+    throw bad("page, pageSize, total or totalPages is not a count");
+  }
+  const accounts = body.accounts.map((a: unknown): Account => {
+    if (!isObject(a) || typeof a.id !== "string" || typeof a.username !== "string") throw bad("an account without id or username");
+    const text = (v: unknown) => (typeof v === "string" ? v : null);
+    return {
+      id: a.id,
+      username: a.username,
+      displayName: text(a.displayName),
+      email: text(a.email),
+      roles: Array.isArray(a.roles) ? a.roles.filter((r): r is string => typeof r === "string") : [],
+      enabled: a.enabled === true,
+      createdAt: typeof a.createdAt === "string" ? a.createdAt : "",
+    };
+  });
+  return { accounts, page: body.page, pageSize: body.pageSize, total: body.total, totalPages: body.totalPages };
+}

@@ -1,0 +1,243 @@
+import { OAuthError, type GrantType, type OAuthErrorBody } from "./errors.js";
+import { isObject, parseJsonBody, send, unexpected, type FetchLike, type ReadResponse } from "./fetch.js";
+import type { CachedToken, PasswordCredentials, TokenCache, TokenInfo } from "./types.js";
+
+/** The token endpoint's path under the base URL (the spec's `{base_url}/UserService/connect/token`). */
+export const TOKEN_PATH = "/UserService/connect/token";
+
+/** What the token manager needs; {@link createClient} builds it from the options. */
+export interface TokenManagerConfig {
+  baseUrl: string;
+  clientId: string;
+  clientSecret: string;
+  auth: "basic" | "post";
+  /** Normalized scope, or undefined to let the server pick. */
+  scope: string | undefined;
+  credentials: PasswordCredentials | null;
+  keepCredentials: boolean;
+  fetch: FetchLike;
+  clock: () => number;
+  refreshSkewMs: number;
+  tokenCache: TokenCache | null;
+  cacheKey: string;
+}
+
+/** Hands out access tokens: cached, renewed before expiry, one request at a time. */
+export interface TokenManager {
+  /** A fresh token: the cached one, or a new one (one token request however many callers wait). */
+  getToken(): Promise<CachedToken>;
+  /**
+   * Marks `accessToken` as rejected (an API answered 401): the next {@link getToken} renews it,
+   * unless another caller already has. Several callers reporting the same token cause one renewal.
+   */
+  invalidate(accessToken: string): void;
+  /** Gets a new access token now (with the refresh token when there is one), single-flight too. */
+  refresh(): Promise<CachedToken>;
+  /** Public view of a token (no refresh token). */
+  info(token: CachedToken): TokenInfo;
+}
+
+/**
+ * RFC 6749 App. B: for HTTP Basic, id and secret are form-urlencoded before they are joined with
+ * ':' and base64-encoded, so a ':' or non-ASCII character in either survives. The encoded text is
+ * ASCII, so `btoa` is safe.
+ *
+ * @example
+ * basicAuthorization("my:client", "s3cret é"); // "Basic bXklM0FjbGllbnQ6czNjcmV0KyVDMyVBOQ=="
+ */
+export function basicAuthorization(clientId: string, clientSecret: string): string {
+  return `Basic ${btoa(`${formEncode(clientId)}:${formEncode(clientSecret)}`)}`;
+}
+
+/** application/x-www-form-urlencoded serialization of one value (space -> '+'). */
+function formEncode(value: string): string {
+  return new URLSearchParams([["", value]]).toString().slice(1);
+}
+
+/** Builds the token manager. */
+export function createTokenManager(options: TokenManagerConfig): TokenManager {
+  // Split off the credentials so that this variable holds the only reference to the password:
+  // with keepCredentials false it is dropped, and nothing else keeps it alive.
+  let { credentials, ...config } = options;
+  const { clock, tokenCache: cache } = config;
+  const grant: GrantType = credentials ? "password" : "client_credentials";
+  let current: CachedToken | null = null;
+  let inflight: Promise<CachedToken> | null = null;
+  /** Access tokens an API rejected: never handed out again, even if a cache still holds them. */
+  const rejected = new Set<string>();
+  /** Set when the session cannot go on (refresh token rejected, no credentials to log in again). */
+  let ended: OAuthError | null = null;
+
+  const fresh = (t: CachedToken): boolean => {
+    if (rejected.has(t.accessToken)) return false;
+    const skew = Math.min(config.refreshSkewMs, (t.expiresAt - t.obtainedAt) / 2);
+    return clock() < t.expiresAt - skew;
+  };
+
+  const canRunGrant = () => grant === "client_credentials" || credentials !== null;
+
+  async function readCache(): Promise<CachedToken | null> {
+    if (!cache) return null;
+    const t = await cache.get(config.cacheKey);
+    return isCachedToken(t) ? t : null;
+  }
+
+  /** The newest refresh token known: ours, or the cache's when another process rotated it later. */
+  function newestRefreshToken(cached: CachedToken | null): string | null {
+    const mine = current?.refreshToken ? current : null;
+    const theirs = cached?.refreshToken ? cached : null;
+    if (mine && theirs) return theirs.obtainedAt >= mine.obtainedAt ? theirs.refreshToken : mine.refreshToken;
+    return (theirs ?? mine)?.refreshToken ?? null;
+  }
+
+  async function tokenRequest(
+    grantType: GrantType,
+    params: Record<string, string>,
+    previous: { refreshToken: string | null; scope: string },
+  ): Promise<CachedToken> {
+    const form = new URLSearchParams({ grant_type: grantType, ...params });
+    const headers: Record<string, string> = {
+      "content-type": "application/x-www-form-urlencoded",
+      accept: "application/json",
+    };
+    if (config.auth === "basic") {
+      headers.authorization = basicAuthorization(config.clientId, config.clientSecret);
+    } else {
+      form.set("client_id", config.clientId);
+      form.set("client_secret", config.clientSecret);
+    }
+    // Expiry counts from before the request, so network time is on the safe side.
+    const startedAt = clock();
+    const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString() });
+    return toCachedToken(response, grantType, startedAt, previous);
+  }
+
+  function runGrant(): Promise<CachedToken> {
+    const scope: Record<string, string> = config.scope === undefined ? {} : { scope: config.scope };
+    const previous = { refreshToken: null, scope: config.scope ?? "" };
+    if (grant === "client_credentials") return tokenRequest("client_credentials", scope, previous);
+    const { username, password } = credentials!;
+    return tokenRequest("password", { username, password, ...scope }, previous);
+  }
+
+  /** Finds or fetches a fresh token; `cached` when it came from the shared cache. */
+  async function obtain(): Promise<{ token: CachedToken; cached: boolean }> {
+    const cached = await readCache();
+    if (cached && fresh(cached)) return { token: cached, cached: true };
+    const refreshToken = newestRefreshToken(cached);
+    if (refreshToken !== null) {
+      const scope = (cached?.refreshToken === refreshToken ? cached.scope : current?.scope) ?? config.scope ?? "";
+      try {
+        return { token: await tokenRequest("refresh_token", { refresh_token: refreshToken }, { refreshToken, scope }), cached: false };
+      } catch (error) {
+        if (!(error instanceof OAuthError && error.error === "invalid_grant")) throw error;
+        if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
+        // Another process may have won a race for the same refresh token and cached its result.
+        const theirs = await readCache();
+        if (theirs && theirs.refreshToken !== refreshToken && fresh(theirs)) return { token: theirs, cached: true };
+        if (!canRunGrant()) {
+          ended = error;
+          throw error;
+        }
+        return { token: await runGrant(), cached: false };
+      }
+    }
+    if (!canRunGrant()) throw ended ?? new Error("plantgate client: no refresh token and no credentials");
+    return { token: await runGrant(), cached: false };
+  }
+
+  async function renew(): Promise<CachedToken> {
+    const { token, cached } = await obtain();
+    current = token;
+    // The password is dropped only once a refresh token can continue the session without it.
+    if (!config.keepCredentials && token.refreshToken !== null) credentials = null;
+    if (cache && !cached) await cache.set(config.cacheKey, token);
+    return token;
+  }
+
+  const getToken = (): Promise<CachedToken> => {
+    if (current && fresh(current)) return Promise.resolve(current);
+    inflight ??= renew().finally(() => {
+      inflight = null;
+    });
+    return inflight;
+  };
+
+  const invalidate = (accessToken: string): void => {
+    rejected.add(accessToken);
+    // Bounded: only recent tokens can still be in use or in a cache.
+    if (rejected.size > 16) rejected.delete(rejected.values().next().value!);
+  };
+
+  return {
+    getToken,
+    invalidate,
+    refresh() {
+      if (current) invalidate(current.accessToken);
+      return getToken();
+    },
+    info(t) {
+      return { accessToken: t.accessToken, tokenType: t.tokenType, expiresAt: t.expiresAt, scope: t.scope, grantType: t.grantType, hasRefreshToken: t.refreshToken !== null };
+    },
+  };
+}
+
+const WHAT = "token endpoint";
+
+/** Reads a token-endpoint response: a token on 2xx, an {@link OAuthError} or {@link NetworkError} otherwise. */
+function toCachedToken(
+  response: ReadResponse,
+  grantType: GrantType,
+  startedAt: number,
+  previous: { refreshToken: string | null; scope: string },
+): CachedToken {
+  const body = parseJsonBody(response, WHAT);
+  if (response.status < 200 || response.status > 299) {
+    if (isObject(body) && typeof body.error === "string") {
+      const e: OAuthErrorBody = { error: body.error };
+      if (typeof body.error_description === "string") e.error_description = body.error_description;
+      if (typeof body.error_uri === "string") e.error_uri = body.error_uri;
+      throw new OAuthError(response.status, e, grantType);
+    }
+    throw unexpected(response, WHAT, "an error body without an OAuth 'error' code");
+  }
+  if (!isObject(body) || typeof body.access_token !== "string" || body.access_token === "") {
+    throw unexpected(response, WHAT, "no access_token in the response");
+  }
+  if (typeof body.token_type !== "string" || body.token_type.toLowerCase() !== "bearer") {
+    throw unexpected(response, WHAT, "token_type is not Bearer");
+  }
+  // RFC 6749 §5.1: expires_in is RECOMMENDED, not required. Without it the token is used until an
+  // API rejects it (the 401 retry renews it then).
+  let expiresIn: number;
+  if (body.expires_in === undefined) expiresIn = Number.MAX_SAFE_INTEGER / 1000;
+  else if (typeof body.expires_in === "number" && Number.isFinite(body.expires_in) && body.expires_in >= 0) expiresIn = body.expires_in;
+  else if (typeof body.expires_in === "string" && /^\d{1,10}$/.test(body.expires_in)) expiresIn = Number(body.expires_in);
+  else throw unexpected(response, WHAT, "expires_in is not a number of seconds");
+  if (body.refresh_token !== undefined && (typeof body.refresh_token !== "string" || body.refresh_token === "")) {
+    throw unexpected(response, WHAT, "refresh_token is not a string");
+  }
+  return {
+    accessToken: body.access_token,
+    tokenType: "Bearer",
+    obtainedAt: startedAt,
+    expiresAt: Math.min(startedAt + expiresIn * 1000, Number.MAX_SAFE_INTEGER),
+    // RFC 6749 §5.1: scope may be omitted when it is the one requested.
+    scope: typeof body.scope === "string" ? body.scope : previous.scope,
+    // RFC 6749 §6: a refresh response may omit refresh_token; the old one then stays valid.
+    refreshToken: typeof body.refresh_token === "string" ? body.refresh_token : previous.refreshToken,
+    grantType,
+  };
+}
+
+function isCachedToken(value: unknown): value is CachedToken {
+  return (
+    isObject(value) &&
+    typeof value.accessToken === "string" &&
+    typeof value.expiresAt === "number" &&
+    typeof value.obtainedAt === "number" &&
+    typeof value.scope === "string" &&
+    (value.refreshToken === null || typeof value.refreshToken === "string") &&
+    (value.grantType === "client_credentials" || value.grantType === "password" || value.grantType === "refresh_token")
+  );
+}

@@ -1,0 +1,149 @@
+import type { GrantType } from "./errors.js";
+import type { FetchLike } from "./fetch.js";
+
+/**
+ * A token as the client keeps it, and as a shared {@link TokenCache} stores it. Plain JSON data
+ * (strings, numbers, null), so any cache can serialize it with `JSON.stringify`.
+ *
+ * It includes the **refresh token**: a cache that holds these must be as private as the client
+ * secret (not a shared Redis without auth, not a world-readable file, never the browser's storage).
+ */
+export interface CachedToken {
+  accessToken: string;
+  tokenType: "Bearer";
+  /** Epoch milliseconds (the client's clock) at which the access token expires. */
+  expiresAt: number;
+  /** Epoch milliseconds at which it was requested; with `expiresAt` it gives the lifetime. */
+  obtainedAt: number;
+  /** The granted scope (space-separated). */
+  scope: string;
+  /** The newest refresh token, or null when there is none (client credentials, no offline_access). */
+  refreshToken: string | null;
+  /** The grant that produced this access token. */
+  grantType: GrantType;
+}
+
+/**
+ * A shared token cache, so several processes (or instances) use one token instead of each
+ * fetching its own. `get` returns null for a miss. The key names the base URL, client, user and
+ * scope, so one cache can serve many clients.
+ *
+ * The stored value contains the refresh token: keep the cache private (see {@link CachedToken}).
+ * Errors thrown by `get` or `set` propagate to the call that needed a token; catch them inside
+ * the hook if the cache should be best-effort.
+ *
+ * @example
+ * const tokenCache: TokenCache = {
+ *   async get(key) { const v = await redis.get(key); return v ? JSON.parse(v) : null; },
+ *   async set(key, token) { await redis.set(key, JSON.stringify(token), "PXAT", token.expiresAt + 7 * 86_400_000); },
+ * };
+ */
+export interface TokenCache {
+  get(key: string): Promise<CachedToken | null>;
+  set(key: string, token: CachedToken): Promise<void>;
+}
+
+/** A resource owner's credentials for the password grant. */
+export interface PasswordCredentials {
+  username: string;
+  password: string;
+}
+
+/**
+ * Options of {@link createClient}.
+ *
+ * @example
+ * createClient({ baseUrl: "https://platform.example.com", clientId, clientSecret, auth: "basic", scope: "Platform_UserAPIs" });
+ */
+export interface ClientOptions {
+  /** The service's base address (origin plus any base path), e.g. `https://platform.example.com/api`. */
+  baseUrl: string;
+  clientId: string;
+  clientSecret: string;
+  /**
+   * How the client authenticates at the token endpoint: `basic` = `client_secret_basic` (HTTP Basic
+   * with the RFC 6749 App. B form-encoding of id and secret), `post` = `client_secret_post` (in the
+   * form body). Default `basic`.
+   */
+  auth?: "basic" | "post";
+  /**
+   * Space-separated scope (or a list). Omitted: the server's default for the client. With the
+   * password grant, include `offline_access` to get a refresh token.
+   */
+  scope?: string | readonly string[];
+  /** Present: the password grant as this user. Absent: the client credentials grant. */
+  credentials?: PasswordCredentials;
+  /**
+   * Password grant only. `true` (default): keep the password in memory so a dead refresh token can
+   * be replaced by logging in again. `false`: forget it once a refresh token is held; when that
+   * refresh token is rejected, calls fail with the {@link OAuthError} `invalid_grant`.
+   */
+  keepCredentials?: boolean;
+  /** Default: the global `fetch`, looked up at call time. */
+  fetch?: FetchLike;
+  /** Current time in epoch milliseconds. Default `Date.now`. */
+  clock?: () => number;
+  /**
+   * Renew this many seconds before `expires_in` runs out (default 30), so a token never expires in
+   * flight. Capped at half the token's lifetime, so short-lived tokens are still reused.
+   */
+  refreshSkewSeconds?: number;
+  /** Optional shared cache; see {@link TokenCache}. */
+  tokenCache?: TokenCache;
+}
+
+/** The current token, without the refresh token. */
+export interface TokenInfo {
+  accessToken: string;
+  tokenType: "Bearer";
+  /** Epoch milliseconds (the client's clock). */
+  expiresAt: number;
+  scope: string;
+  /** The grant that produced this access token. */
+  grantType: GrantType;
+  /** Whether a refresh token is held. */
+  hasRefreshToken: boolean;
+}
+
+/** `POST /plants` request: `id` is int64, sent exactly. */
+export interface NewPlant {
+  id: bigint;
+  name: string;
+  tag?: string;
+}
+
+/** `POST /plants` response: the stored plant; `tag` is absent when none was stored. */
+export interface Plant {
+  id: bigint;
+  name: string;
+  tag?: string;
+}
+
+/** An account as the listing shows it. */
+export interface Account {
+  id: string;
+  username: string;
+  displayName: string | null;
+  email: string | null;
+  roles: string[];
+  enabled: boolean;
+  /** ISO 8601. */
+  createdAt: string;
+}
+
+/** One page of `GetAccountList`. */
+export interface AccountPage {
+  accounts: Account[];
+  page: number;
+  pageSize: number;
+  total: number;
+  totalPages: number;
+}
+
+/** Paging of {@link PlantgateClient.listAccounts}; omitted values use the server's defaults (1 and 20). */
+export interface ListAccountsParams {
+  page?: number;
+  pageSize?: number;
+}
+
+export type { FetchLike };

@@ -1,0 +1,157 @@
+/**
+ * Shared helpers of the unit tests: a fetch-mock instance standing in for the platform, a fake
+ * token endpoint that issues numbered tokens, and a clock the tests move by hand.
+ * Not a test file itself (vitest only picks up `*.test.ts`).
+ */
+import fetchMock, { type CallLog, type FetchMock } from "fetch-mock";
+import { createClient, type ClientOptions, type PlantgateClient } from "../src/index.js";
+
+export const BASE = "https://platform.example.test";
+export const TOKEN_URL = `${BASE}/UserService/connect/token`;
+export const ACCOUNTS_URL = `${BASE}/rbac/ServerCommand/GetAccountList`;
+export const PLANTS_URL = `${BASE}/plants`;
+export const CLIENT_ID = "third-party";
+export const CLIENT_SECRET = "client-secret-that-is-long-enough";
+export const USER = { username: "alice", password: "wonderland-42" };
+export const T0 = Date.UTC(2026, 0, 1);
+
+/** A clock the tests move by hand. */
+export function manualClock(start = T0) {
+  let now = start;
+  return {
+    now: () => now,
+    advance(seconds: number) {
+      now += seconds * 1000;
+    },
+  };
+}
+
+/** The form fields a token request sent. */
+export function formOf(call: CallLog): Record<string, string> {
+  return Object.fromEntries(new URLSearchParams(String(call.options.body ?? "")));
+}
+
+export function headerOf(call: CallLog, name: string): string | undefined {
+  return (call.options.headers as Record<string, string> | undefined)?.[name.toLowerCase()];
+}
+
+export function bearerOf(call: CallLog): string | undefined {
+  return headerOf(call, "authorization")?.replace(/^Bearer /, "");
+}
+
+export interface FakeTokenEndpoint {
+  /** Every token request, in order. */
+  requests: Record<string, string>[];
+  /** Access tokens issued so far (at-1, at-2, ...). */
+  issued: string[];
+}
+
+/**
+ * Routes the token endpoint of `fm` to a fake that issues `at-<n>` access tokens, and `rt-<n>`
+ * refresh tokens to the password grant with offline_access and to every refresh. `override` may
+ * answer a request instead (return undefined to fall through).
+ */
+export function fakeTokenEndpoint(
+  fm: FetchMock,
+  options: { expiresIn?: number; delayMs?: number; override?: (form: Record<string, string>, n: number) => unknown } = {},
+): FakeTokenEndpoint {
+  const state: FakeTokenEndpoint = { requests: [], issued: [] };
+  fm.post(
+    TOKEN_URL,
+    (call: CallLog) => {
+      const form = formOf(call);
+      state.requests.push(form);
+      const n = state.requests.length;
+      const custom = options.override?.(form, n);
+      if (custom !== undefined) return custom;
+      const access = `at-${n}`;
+      state.issued.push(access);
+      const wantsRefresh = (form.grant_type === "password" && (form.scope ?? "").split(" ").includes("offline_access")) || form.grant_type === "refresh_token";
+      return {
+        status: 200,
+        headers: { "content-type": "application/json", "cache-control": "no-store" },
+        body: {
+          access_token: access,
+          token_type: "Bearer",
+          expires_in: options.expiresIn ?? 3600,
+          // A refresh answers without scope: RFC 6749 §5.1 allows that when it is unchanged.
+          ...(form.grant_type === "refresh_token" ? {} : { scope: form.scope ?? "Platform_UserAPIs" }),
+          ...(wantsRefresh ? { refresh_token: `rt-${n}` } : {}),
+        },
+      };
+    },
+    { name: "token", ...(options.delayMs ? { delay: options.delayMs } : {}) },
+  );
+  return state;
+}
+
+/** An account-list page body with `count` accounts named after the page. */
+export function accountPage(page: number, pageSize: number, total: number) {
+  const first = (page - 1) * pageSize;
+  const count = Math.max(0, Math.min(pageSize, total - first));
+  return {
+    accounts: Array.from({ length: count }, (_, i) => ({
+      id: `id-${String(first + i).padStart(4, "0")}`,
+      username: `user-${first + i}`,
+      displayName: null,
+      email: null,
+      roles: [],
+      enabled: true,
+      createdAt: "2026-01-01T00:00:00.000Z",
+    })),
+    page,
+    pageSize,
+    total,
+    totalPages: Math.ceil(total / pageSize),
+  };
+}
+
+/**
+ * Routes GetAccountList: 200 with a one-account page when the bearer token is in `valid`
+ * (all `at-*` tokens when omitted), else 401 with the platform's error body.
+ */
+export function fakeAccounts(fm: FetchMock, valid?: (token: string) => boolean) {
+  fm.get(
+    `begin:${ACCOUNTS_URL}`,
+    (call: CallLog) => {
+      const token = bearerOf(call) ?? "";
+      const ok = valid ? valid(token) : token.startsWith("at-");
+      if (!ok) {
+        return {
+          status: 401,
+          headers: { "content-type": "application/json", "www-authenticate": 'Bearer realm="plantgate", error="invalid_token"' },
+          body: { error: 1202, message: "The access token is invalid or expired." },
+        };
+      }
+      return { status: 200, body: accountPage(1, 20, 1) };
+    },
+    { name: "accounts" },
+  );
+}
+
+export function newMock(): FetchMock {
+  return fetchMock.createInstance();
+}
+
+/** A client on `fm` with test defaults (client credentials, the manual clock when given). */
+export function clientOn(fm: FetchMock, options: Partial<ClientOptions> = {}): PlantgateClient {
+  return createClient({
+    baseUrl: BASE,
+    clientId: CLIENT_ID,
+    clientSecret: CLIENT_SECRET,
+    auth: "basic",
+    scope: "Platform_UserAPIs",
+    fetch: fm.fetchHandler,
+    ...options,
+  });
+}
+
+/** Awaits `promise` and returns what it rejected with; fails if it resolved. */
+export async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected the promise to reject, but it resolved");
+}
