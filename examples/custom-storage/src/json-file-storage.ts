@@ -1,0 +1,391 @@
+/**
+ * A storage backend for plantgate written the way a library user would: only public exports of
+ * `@plantgate/core`. Everything lives in memory; after every write the whole state is persisted to
+ * one JSON file atomically (temp file in the same folder, fsync, rename), so a crash leaves either
+ * the old file or the new one, never half of one.
+ *
+ * Good for a single process with modest data (a demo, a small internal deployment). Not for several
+ * processes sharing one file: each would overwrite the other's writes.
+ */
+import { randomUUID } from "node:crypto";
+import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
+import {
+  StorageError,
+  type AccountRecord,
+  type ClientRecord,
+  type PlantRecord,
+  type RefreshTokenRecord,
+  type SigningKeyRecord,
+  type Storage,
+} from "@plantgate/core";
+
+/** A {@link Storage} backed by one JSON file. */
+export interface JsonFileStorage extends Storage {
+  /** Absolute path of the JSON file. */
+  readonly path: string;
+  /** Resolves once every write made so far is on disk. */
+  flush(): Promise<void>;
+}
+
+const FORMAT = "plantgate-json-storage";
+const VERSION = 1;
+
+/** What the file holds: plant ids as decimal strings (JSON numbers lose precision past 2^53). */
+interface FileState {
+  format: typeof FORMAT;
+  version: typeof VERSION;
+  clients: ClientRecord[];
+  accounts: AccountRecord[];
+  refreshTokens: RefreshTokenRecord[];
+  plants: { id: string; name: string; tag: string | null }[];
+  signingKeys: SigningKeyRecord[];
+}
+
+// Copies in and out, so no caller can mutate stored state through a record it passed or got.
+const copyClient = (r: ClientRecord): ClientRecord => ({ ...r, grantTypes: [...r.grantTypes], scopes: [...r.scopes] });
+const copyAccount = (r: AccountRecord): AccountRecord => ({ ...r, roles: [...r.roles] });
+const copyRefresh = (r: RefreshTokenRecord): RefreshTokenRecord => ({ ...r, scope: [...r.scope] });
+const copyPlant = (r: PlantRecord): PlantRecord => ({ id: r.id, name: r.name, tag: r.tag });
+const copyKey = (r: SigningKeyRecord): SigningKeyRecord => ({ ...r });
+
+/** JavaScript's `<` on strings compares UTF-16 code units, which is the order the contract asks for. */
+const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * Opens (or starts) the JSON file store at `path`. A missing file is an empty store (the file and its
+ * folder are created at the first write); a file that is not a valid store rejects with an `Error`
+ * naming the file and the problem, and the file is left untouched.
+ *
+ * @example
+ * const app = createPlantgate({ storage: await createJsonFileStorage("./data/plantgate.json") });
+ */
+export async function createJsonFileStorage(path: string): Promise<JsonFileStorage> {
+  const file = resolve(path);
+  const state = await load(file);
+
+  const clients = new Map(state.clients.map((r) => [r.clientId, r]));
+  const accounts = new Map(state.accounts.map((r) => [r.id, r]));
+  const usernames = new Map(state.accounts.map((r) => [r.username, r.id]));
+  const refresh = new Map(state.refreshTokens.map((r) => [r.tokenHash, r]));
+  const plants = new Map<bigint, PlantRecord>(state.plants.map((p) => [BigInt(p.id), { id: BigInt(p.id), name: p.name, tag: p.tag }]));
+  const keys = new Map(state.signingKeys.map((r) => [r.kid, r]));
+
+  const serialize = (): string => {
+    const out: FileState = {
+      format: FORMAT,
+      version: VERSION,
+      clients: [...clients.values()],
+      accounts: [...accounts.values()],
+      refreshTokens: [...refresh.values()],
+      plants: [...plants.values()].map((p) => ({ id: p.id.toString(), name: p.name, tag: p.tag })),
+      signingKeys: [...keys.values()],
+    };
+    return `${JSON.stringify(out, null, 2)}\n`;
+  };
+
+  // The write queue: one file write at a time, in order. A write that has not started yet serializes
+  // the state when it starts, so it also carries every change made while it waited; later callers
+  // join it instead of queueing another one.
+  let tail: Promise<void> = Promise.resolve();
+  let waiting: Promise<void> | null = null;
+  const persist = (): Promise<void> => {
+    if (waiting) return waiting;
+    const run = tail.then(() => {
+      waiting = null; // from here on, a new change needs a new write
+      return writeAtomically(file, serialize());
+    });
+    const reported = run.catch((cause: unknown) => {
+      // The change is in memory but not on disk; the next successful write persists it.
+      throw new StorageError(`could not write ${file}`, { cause });
+    });
+    tail = run.catch(() => {});
+    waiting = reported;
+    return reported;
+  };
+
+  return {
+    path: file,
+    flush: () => tail,
+
+    clients: {
+      async get(clientId) {
+        const r = clients.get(clientId);
+        return r ? copyClient(r) : null;
+      },
+      async create(record) {
+        if (clients.has(record.clientId)) return false;
+        clients.set(record.clientId, copyClient(record));
+        await persist();
+        return true;
+      },
+      async updateSecret(clientId, secretHash, updatedAt) {
+        const r = clients.get(clientId);
+        if (!r) return false;
+        clients.set(clientId, { ...copyClient(r), secretHash, secretUpdatedAt: updatedAt });
+        await persist();
+        return true;
+      },
+      async list() {
+        return [...clients.values()].sort((a, b) => byCodeUnit(a.clientId, b.clientId)).map(copyClient);
+      },
+      async delete(clientId) {
+        // Its refresh tokens stay; the core refuses a refresh token whose client is gone.
+        if (!clients.delete(clientId)) return false;
+        await persist();
+        return true;
+      },
+    },
+
+    accounts: {
+      async get(id) {
+        const r = accounts.get(id);
+        return r ? copyAccount(r) : null;
+      },
+      async findByUsername(username) {
+        const id = usernames.get(username);
+        const r = id === undefined ? undefined : accounts.get(id);
+        return r ? copyAccount(r) : null;
+      },
+      async create(record) {
+        if (accounts.has(record.id) || usernames.has(record.username)) return false;
+        accounts.set(record.id, copyAccount(record));
+        usernames.set(record.username, record.id);
+        await persist();
+        return true;
+      },
+      async createMany(records) {
+        // Check everything first (against the store and earlier records of the batch), then write
+        // all of it with no await in between: all or nothing.
+        const ids = new Set<string>();
+        const names = new Set<string>();
+        for (const [i, r] of records.entries()) {
+          if (accounts.has(r.id) || usernames.has(r.username) || ids.has(r.id) || names.has(r.username)) return i;
+          ids.add(r.id);
+          names.add(r.username);
+        }
+        if (records.length === 0) return null;
+        for (const r of records) {
+          accounts.set(r.id, copyAccount(r));
+          usernames.set(r.username, r.id);
+        }
+        await persist();
+        return null;
+      },
+      async setEnabled(id, enabled) {
+        const r = accounts.get(id);
+        if (!r) return false;
+        accounts.set(id, { ...copyAccount(r), enabled });
+        await persist();
+        return true;
+      },
+      async list(offset, limit) {
+        const ids = [...accounts.keys()].sort(byCodeUnit);
+        return { items: ids.slice(offset, offset + limit).map((id) => copyAccount(accounts.get(id)!)), total: ids.length };
+      },
+    },
+
+    refreshTokens: {
+      async create(record) {
+        refresh.set(record.tokenHash, copyRefresh(record));
+        await persist();
+      },
+      async findByHash(tokenHash) {
+        const r = refresh.get(tokenHash);
+        return r ? copyRefresh(r) : null;
+      },
+      async consume(tokenHash, now, replacement) {
+        // Check and set with no await in between: atomic on the single JS thread, so of any number
+        // of concurrent callers exactly one sees the token unconsumed. Only then wait for the disk.
+        const r = refresh.get(tokenHash);
+        if (!r || r.consumedAt !== null || r.revokedAt !== null || refresh.has(replacement.tokenHash)) return false;
+        refresh.set(tokenHash, { ...copyRefresh(r), consumedAt: now });
+        refresh.set(replacement.tokenHash, copyRefresh(replacement));
+        await persist();
+        return true;
+      },
+      async revokeFamily(familyId, now) {
+        let changed = false;
+        for (const [hash, r] of refresh) {
+          if (r.familyId === familyId && r.revokedAt === null) {
+            refresh.set(hash, { ...copyRefresh(r), revokedAt: now });
+            changed = true;
+          }
+        }
+        if (changed) await persist();
+      },
+      async revokeByAccount(accountId, now) {
+        let changed = false;
+        for (const [hash, r] of refresh) {
+          if (r.accountId === accountId && r.revokedAt === null) {
+            refresh.set(hash, { ...copyRefresh(r), revokedAt: now });
+            changed = true;
+          }
+        }
+        if (changed) await persist();
+      },
+      async deleteExpired(now) {
+        let n = 0;
+        for (const [hash, r] of refresh) {
+          if (r.expiresAt <= now || r.familyExpiresAt <= now) {
+            refresh.delete(hash);
+            n++;
+          }
+        }
+        if (n > 0) await persist();
+        return n;
+      },
+    },
+
+    plants: {
+      async create(record) {
+        if (plants.has(record.id)) return false;
+        plants.set(record.id, copyPlant(record));
+        await persist();
+        return true;
+      },
+      async get(id) {
+        const r = plants.get(id);
+        return r ? copyPlant(r) : null;
+      },
+    },
+
+    signingKeys: {
+      async list() {
+        return [...keys.values()].map(copyKey);
+      },
+      async create(record) {
+        if (keys.has(record.kid)) return false;
+        keys.set(record.kid, copyKey(record));
+        await persist();
+        return true;
+      },
+      async delete(kid) {
+        if (!keys.delete(kid)) return false;
+        await persist();
+        return true;
+      },
+    },
+  };
+}
+
+/** Writes `text` to a temp file next to `file`, flushes it to disk, then renames it over `file`. */
+async function writeAtomically(file: string, text: string): Promise<void> {
+  const dir = dirname(file);
+  await mkdir(dir, { recursive: true });
+  const temp = join(dir, `.${basename(file)}.${process.pid}.${randomUUID()}.tmp`);
+  try {
+    // 0600: the file holds the private signing key and every secret hash.
+    const handle = await open(temp, "w", 0o600);
+    try {
+      await handle.writeFile(text, "utf8");
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, file);
+  } catch (error) {
+    await rm(temp, { force: true }).catch(() => {});
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading and checking the file.
+
+type Kind = "string" | "number" | "boolean" | "string|null" | "number|null" | "string[]";
+
+const SHAPES = {
+  clients: {
+    clientId: "string", secretHash: "string", name: "string", grantTypes: "string[]", scopes: "string[]",
+    accessTokenTtl: "number|null", refreshTokenTtl: "number|null", refreshTokenAbsoluteTtl: "number|null",
+    createdAt: "number", secretUpdatedAt: "number",
+  },
+  accounts: {
+    id: "string", username: "string", displayName: "string|null", email: "string|null", roles: "string[]",
+    enabled: "boolean", createdAt: "number", passwordHash: "string",
+  },
+  refreshTokens: {
+    tokenHash: "string", familyId: "string", clientId: "string", accountId: "string", scope: "string[]",
+    createdAt: "number", expiresAt: "number", familyExpiresAt: "number", consumedAt: "number|null", revokedAt: "number|null",
+  },
+  plants: { id: "string", name: "string", tag: "string|null" },
+  signingKeys: { kid: "string", alg: "string", privateJwk: "string", publicJwk: "string", createdAt: "number" },
+} satisfies Record<string, Record<string, Kind>>;
+
+const KEYS: Record<keyof typeof SHAPES, string> = {
+  clients: "clientId", accounts: "id", refreshTokens: "tokenHash", plants: "id", signingKeys: "kid",
+};
+
+const GRANTS = new Set(["client_credentials", "password", "refresh_token"]);
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+function isKind(value: unknown, kind: Kind): boolean {
+  switch (kind) {
+    case "string": return typeof value === "string";
+    case "number": return typeof value === "number" && Number.isFinite(value);
+    case "boolean": return typeof value === "boolean";
+    case "string|null": return value === null || typeof value === "string";
+    case "number|null": return value === null || (typeof value === "number" && Number.isFinite(value));
+    case "string[]": return Array.isArray(value) && value.every((v) => typeof v === "string");
+  }
+}
+
+async function load(file: string): Promise<FileState> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+      return { format: FORMAT, version: VERSION, clients: [], accounts: [], refreshTokens: [], plants: [], signingKeys: [] };
+    }
+    throw new StorageError(`could not read ${file}`, { cause: error });
+  }
+  const corrupt = (why: string, cause?: unknown): never => {
+    throw new Error(`plantgate JSON storage: ${file} is not a valid store: ${why}. Fix it, or move it away to start empty.`, { cause });
+  };
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (error) {
+    corrupt(`invalid JSON (${(error as Error).message})`, error);
+  }
+  if (typeof data !== "object" || data === null || Array.isArray(data)) return corrupt("the top level is not an object");
+  const top = data as Record<string, unknown>;
+  if (top.format !== FORMAT) corrupt(`"format" is not "${FORMAT}"`);
+  if (top.version !== VERSION) corrupt(`unsupported "version" ${JSON.stringify(top.version)} (this code reads ${VERSION})`);
+  for (const [section, shape] of Object.entries(SHAPES) as [keyof typeof SHAPES, Record<string, Kind>][]) {
+    const rows = top[section];
+    if (!Array.isArray(rows)) corrupt(`"${section}" is not an array`);
+    const seen = new Set<string>();
+    for (const [i, row] of (rows as unknown[]).entries()) {
+      const where = `${section}[${i}]`;
+      if (typeof row !== "object" || row === null || Array.isArray(row)) corrupt(`${where} is not an object`);
+      const record = row as Record<string, unknown>;
+      for (const [field, kind] of Object.entries(shape)) {
+        if (!isKind(record[field], kind)) corrupt(`${where}.${field} is not ${kind}`);
+      }
+      const extra = Object.keys(record).find((k) => !(k in shape));
+      if (extra !== undefined) corrupt(`${where} has an unknown field "${extra}"`);
+      const key = record[KEYS[section]] as string;
+      if (seen.has(key)) corrupt(`${where} repeats the key ${JSON.stringify(key)}`);
+      seen.add(key);
+    }
+  }
+  const state = data as FileState;
+  for (const [i, c] of state.clients.entries()) {
+    if (!c.grantTypes.every((g) => GRANTS.has(g))) corrupt(`clients[${i}].grantTypes has an unknown grant`);
+  }
+  const names = new Set<string>();
+  for (const [i, a] of state.accounts.entries()) {
+    if (names.has(a.username)) corrupt(`accounts[${i}] repeats the username ${JSON.stringify(a.username)}`);
+    names.add(a.username);
+  }
+  for (const [i, p] of state.plants.entries()) {
+    if (!/^(0|-?[1-9]\d*)$/.test(p.id) || BigInt(p.id) < INT64_MIN || BigInt(p.id) > INT64_MAX) {
+      corrupt(`plants[${i}].id ${JSON.stringify(p.id)} is not a decimal int64`);
+    }
+  }
+  return state;
+}

@@ -1,0 +1,116 @@
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ClientRecord } from "@plantgate/core";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createJsonFileStorage } from "../src/json-file-storage.js";
+
+let dir: string;
+let file: string;
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), "plantgate-json-"));
+  file = join(dir, "nested", "store.json");
+});
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const client: ClientRecord = {
+  clientId: "reporting",
+  secretHash: "n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg",
+  name: "Reporting ✓",
+  grantTypes: ["client_credentials", "refresh_token"],
+  scopes: ["Platform_UserAPIs", "offline_access"],
+  accessTokenTtl: 600,
+  refreshTokenTtl: null,
+  refreshTokenAbsoluteTtl: null,
+  createdAt: 8_640_000_000_000_000,
+  secretUpdatedAt: 1_700_000_000_123,
+};
+
+describe("JSON file storage: persistence", () => {
+  it("a missing file is an empty store, and nothing is written until the first write", async () => {
+    const storage = await createJsonFileStorage(file);
+    expect(await storage.clients.list()).toEqual([]);
+    expect(await storage.plants.get(1n)).toBeNull();
+    await expect(stat(file)).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("data survives re-opening the file: an int64 plant and a client come back exactly", async () => {
+    const first = await createJsonFileStorage(file);
+    expect(await first.plants.create({ id: 9223372036854775807n, name: "Monstera\u0000deliciosa", tag: null })).toBe(true);
+    expect(await first.plants.create({ id: -9223372036854775808n, name: "Ficus", tag: "" })).toBe(true);
+    expect(await first.clients.create(structuredClone(client))).toBe(true);
+
+    const text = await readFile(file, "utf8");
+    expect(text).toContain('"9223372036854775807"'); // stored as a string, not a rounded number
+
+    const reopened = await createJsonFileStorage(file);
+    const plant = await reopened.plants.get(9223372036854775807n);
+    expect(plant).toStrictEqual({ id: 9223372036854775807n, name: "Monstera\u0000deliciosa", tag: null });
+    expect(typeof plant!.id).toBe("bigint");
+    expect(await reopened.plants.get(-9223372036854775808n)).toStrictEqual({ id: -9223372036854775808n, name: "Ficus", tag: "" });
+    expect(await reopened.clients.get("reporting")).toStrictEqual(client);
+    expect(await reopened.clients.list()).toStrictEqual([client]);
+  });
+
+  it("leaves no temp files behind and keeps the file private (0600)", async () => {
+    const storage = await createJsonFileStorage(file);
+    await Promise.all(Array.from({ length: 20 }, (_, i) => storage.plants.create({ id: BigInt(i), name: `p${i}`, tag: null })));
+    expect(await readdir(join(dir, "nested"))).toEqual(["store.json"]);
+    if (process.platform !== "win32") expect((await stat(file)).mode & 0o777).toBe(0o600);
+    const reopened = await createJsonFileStorage(file);
+    for (let i = 0; i < 20; i++) expect(await reopened.plants.get(BigInt(i))).toStrictEqual({ id: BigInt(i), name: `p${i}`, tag: null });
+  });
+
+  it("concurrent writes all reach the file (the last write carries every change)", async () => {
+    const storage = await createJsonFileStorage(file);
+    const results = await Promise.all([
+      storage.clients.create(structuredClone(client)),
+      storage.accounts.createMany([
+        { id: "a1", username: "alice", displayName: null, email: null, roles: [], enabled: true, createdAt: 1, passwordHash: "$pbkdf2-sha256$x" },
+        { id: "a2", username: "bob", displayName: "Bob", email: "bob@example.com", roles: ["admin"], enabled: false, createdAt: 2, passwordHash: "$pbkdf2-sha256$y" },
+      ]),
+      storage.signingKeys.create({ kid: "k1", alg: "ES256", privateJwk: "{}", publicJwk: "{}", createdAt: 3 }),
+      storage.plants.create({ id: 42n, name: "Pilea", tag: "indoor" }),
+    ]);
+    expect(results).toEqual([true, null, true, true]);
+    await storage.flush();
+    const reopened = await createJsonFileStorage(file);
+    expect(await reopened.clients.get("reporting")).toStrictEqual(client);
+    expect((await reopened.accounts.list(0, 10)).items.map((a) => a.username)).toEqual(["alice", "bob"]);
+    expect(await reopened.accounts.findByUsername("bob")).toMatchObject({ id: "a2", roles: ["admin"], enabled: false });
+    expect(await reopened.signingKeys.list()).toHaveLength(1);
+    expect(await reopened.plants.get(42n)).toStrictEqual({ id: 42n, name: "Pilea", tag: "indoor" });
+  });
+
+  describe("a corrupt file is a clear error naming the file, and is left untouched", () => {
+    const cases: [string, string, RegExp][] = [
+      ["truncated JSON", '{"format":"plantgate-json-storage","version":1,"clients":[', /invalid JSON/],
+      ["an empty file", "", /invalid JSON/],
+      ["not an object", "[]", /top level is not an object/],
+      ["another format", '{"hello":"world"}', /"format" is not "plantgate-json-storage"/],
+      ["a newer version", '{"format":"plantgate-json-storage","version":2}', /unsupported "version" 2/],
+      ["a missing section", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[]}', /"signingKeys" is not an array/],
+      ["a plant id that is a number", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[{"id":1,"name":"x","tag":null}],"signingKeys":[]}', /plants\[0\]\.id is not string/],
+      ["a plant id outside int64", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[{"id":"9223372036854775808","name":"x","tag":null}],"signingKeys":[]}', /not a decimal int64/],
+      ["a repeated plant id", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[{"id":"1","name":"x","tag":null},{"id":"1","name":"y","tag":null}],"signingKeys":[]}', /plants\[1\] repeats the key "1"/],
+    ];
+    for (const [what, text, message] of cases) {
+      it(what, async () => {
+        await writeFile(join(dir, "bad.json"), text);
+        const opening = createJsonFileStorage(join(dir, "bad.json"));
+        await expect(opening).rejects.toThrow(Error);
+        await expect(opening).rejects.toThrow(/plantgate JSON storage: .*bad\.json is not a valid store/);
+        await expect(opening).rejects.toThrow(message);
+        expect(await readFile(join(dir, "bad.json"), "utf8")).toBe(text);
+      });
+    }
+  });
+
+  it("a write that cannot reach the disk rejects with StorageError", async () => {
+    const storage = await createJsonFileStorage(file);
+    await writeFile(join(dir, "nested"), "a file where the folder should be");
+    await expect(storage.plants.create({ id: 1n, name: "x", tag: null })).rejects.toMatchObject({ name: "StorageError" });
+  });
+});
