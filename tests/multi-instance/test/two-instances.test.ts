@@ -1,0 +1,131 @@
+/**
+ * Two real server processes (tsx examples/node-server/src/main.ts) on ONE PostgreSQL schema:
+ * tokens signed by one verify on the other, a refresh token is spent exactly once even when both
+ * get it at the same moment, and a secret rotated through the CLI stops working on both at once.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runCli } from "@plantgate/cli";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import {
+  CLIENT_ID,
+  CLIENT_SECRET,
+  USERNAME,
+  baseServerEnv,
+  clientCredentials,
+  describeIfPostgres,
+  freshSchema,
+  passwordGrant,
+  probePostgres,
+  serverEnv,
+  spawnEntry,
+  token,
+  waitForListening,
+  type FreshSchema,
+  type Spawned,
+} from "./support.js";
+
+const problem = await probePostgres();
+
+describeIfPostgres("two node-server processes sharing one PostgreSQL schema", problem, () => {
+  let schema: FreshSchema | undefined;
+  const servers: Spawned[] = [];
+  let a = "";
+  let b = "";
+  const workDir = mkdtempSync(join(tmpdir(), "plantgate-multi-"));
+
+  beforeAll(async () => {
+    schema = await freshSchema();
+    const env = serverEnv(baseServerEnv(schema.url));
+    // One after the other: the first migrates the schema and creates the signing key.
+    for (const _ of [0, 1]) {
+      const s = spawnEntry(env, workDir);
+      servers.push(s);
+      const url = await waitForListening(s);
+      if (a === "") a = url;
+      else b = url;
+    }
+    expect(a).not.toBe(b);
+  });
+
+  afterAll(async () => {
+    for (const s of servers) s.kill();
+    await Promise.all(servers.map((s) => s.exited(10_000).catch(() => undefined)));
+    await schema?.drop();
+    rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it("an access token issued by instance A is accepted by instance B (same key from the shared store)", async () => {
+    const issued = await clientCredentials(a);
+    expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+    const accessToken = issued.body.access_token as string;
+    for (const base of [b, a]) {
+      const list = await fetch(`${base}/rbac/ServerCommand/GetAccountList?page=1&pageSize=20`, { headers: { authorization: `Bearer ${accessToken}` } });
+      const page = (await list.json()) as { accounts: { username: string }[]; total: number };
+      expect(list.status, JSON.stringify(page)).toBe(200);
+      expect(page.accounts.map((x) => x.username)).toEqual([USERNAME]);
+    }
+    // And the other way round, with a password-grant token.
+    const fromB = await passwordGrant(b);
+    expect(fromB.status, JSON.stringify(fromB.body)).toBe(200);
+    const list = await fetch(`${a}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${fromB.body.access_token as string}` } });
+    expect(list.status, await list.clone().text()).toBe(200);
+  });
+
+  it("one refresh token sent to both instances at the same moment is redeemed exactly once (10 rounds)", async () => {
+    for (let round = 0; round < 10; round++) {
+      const issued = await passwordGrant(round % 2 === 0 ? a : b);
+      expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+      const refreshToken = issued.body.refresh_token as string;
+      expect(refreshToken).toEqual(expect.any(String));
+      const params = { grant_type: "refresh_token", refresh_token: refreshToken, client_id: CLIENT_ID, client_secret: CLIENT_SECRET };
+      const answers = await Promise.all([token(a, params), token(b, params)]);
+      const summary = JSON.stringify(answers.map((x) => [x.status, x.body.error ?? "ok"]));
+      const ok = answers.filter((x) => x.status === 200);
+      const refused = answers.filter((x) => x.status !== 200);
+      expect(ok.length, `round ${round}: ${summary}`).toBe(1);
+      expect(refused.length, `round ${round}: ${summary}`).toBe(1);
+      expect(refused[0]!.status, `round ${round}: ${summary}`).toBe(400);
+      expect(refused[0]!.body.error, `round ${round}: ${summary}`).toBe("invalid_grant");
+      expect(ok[0]!.body.refresh_token).toEqual(expect.any(String));
+      // The loser's attempt is reuse (README, RFC 9700 §4.14.2): the whole family is revoked in the
+      // shared store, so the winner's new refresh token is dead on either instance too. Always so:
+      // the loser revokes only after the winner's transaction committed (it read the token as
+      // consumed, or its conditional UPDATE waited on the winner's row lock).
+      const next = await token(round % 2 === 0 ? b : a, { ...params, refresh_token: ok[0]!.body.refresh_token as string });
+      expect(next.status, `round ${round}: ${JSON.stringify(next.body)}`).toBe(400);
+      expect(next.body.error).toBe("invalid_grant");
+    }
+  });
+
+  it("a client secret rotated with the CLI fails at once on both instances; the new one works on both", async () => {
+    // Both instances have authenticated the client before (any cache would be warm).
+    for (const base of [a, b]) expect((await clientCredentials(base)).status).toBe(200);
+
+    let stdout = "";
+    let stderr = "";
+    const code = await runCli(["client", "rotate-secret", CLIENT_ID], {
+      env: { PLANTGATE_DATABASE_URL: schema!.url },
+      cwd: workDir,
+      readStdin: async () => "",
+      stdout: (text) => void (stdout += text),
+      stderr: (text) => void (stderr += text),
+    });
+    expect(code, stderr).toBe(0);
+    const rotated = JSON.parse(stdout) as { client_id: string; client_secret: string };
+    expect(rotated.client_id).toBe(CLIENT_ID);
+    expect(rotated.client_secret).not.toBe(CLIENT_SECRET);
+
+    for (const base of [a, b]) {
+      const old = await clientCredentials(base);
+      expect(old.status, `${base}: ${JSON.stringify(old.body)}`).toBe(401);
+      expect(old.body.error).toBe("invalid_client");
+      expect(old.headers.get("www-authenticate")).toMatch(/^Basic /);
+    }
+    for (const base of [a, b]) {
+      const fresh = await clientCredentials(base, CLIENT_ID, rotated.client_secret);
+      expect(fresh.status, `${base}: ${JSON.stringify(fresh.body)}`).toBe(200);
+    }
+  });
+});
