@@ -121,6 +121,13 @@ it(
       scope: DEFAULT_SCOPE,
     });
 
+    const plant = await fetch(`${printed.url}/plants`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${body.access_token}`, "content-type": "application/json" },
+      body: '{"id":9223372036854775807,"name":"Monstera","tag":"indoor"}',
+    });
+    expect(await plant.text()).toBe('{"id":9223372036854775807,"name":"Monstera","tag":"indoor"}');
+
     expect(proc.kill("SIGTERM")).toBe(true);
     const exit = await waitForExit(proc);
     expect(exit, stderr).toEqual({ code: 0, signal: null });
@@ -156,6 +163,15 @@ it(
     const page = (await list.json()) as { accounts: { username: string }[]; total: number };
     expect(list.status, JSON.stringify(page)).toBe(200);
     expect(page.accounts.map((a) => a.username)).toEqual(["demo"]);
+
+    // The plant is still there: creating the same id again is the documented duplicate error.
+    const duplicate = await fetch(`${started.url}/plants`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${before.accessToken}`, "content-type": "application/json" },
+      body: '{"id":9223372036854775807,"name":"Other"}',
+    });
+    expect(duplicate.status).toBe(400);
+    expect(await duplicate.json()).toEqual({ error: 1006, message: "A plant with id 9223372036854775807 already exists." });
 
     // The demo client and user still authenticate.
     const response = await fetch(started.url + TOKEN_PATH, {
