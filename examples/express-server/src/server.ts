@@ -1,0 +1,170 @@
+import type { AddressInfo } from "node:net";
+import express from "express";
+import { createPlantgate, optionsFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { plantgate } from "@plantgate/express";
+import { openStorageFromEnv } from "@plantgate/storage-sql/env";
+
+/** The environment the Express example reads: node-server's variables plus `PLANTGATE_MOUNT_PATH`. */
+export interface ExpressServerEnv {
+  HOST?: string;
+  PORT?: string;
+  /** Where plantgate is mounted in the Express app; default `/auth`. */
+  PLANTGATE_MOUNT_PATH?: string;
+  PLANTGATE_ISSUER?: string;
+  PLANTGATE_SCOPE_PREFIX?: string;
+  PLANTGATE_SIGNING_KEY?: string;
+  PLANTGATE_BOOTSTRAP_CLIENT_ID?: string;
+  PLANTGATE_BOOTSTRAP_CLIENT_SECRET?: string;
+  PLANTGATE_BOOTSTRAP_USERNAME?: string;
+  PLANTGATE_BOOTSTRAP_PASSWORD?: string;
+  PLANTGATE_PASSWORD_HASH_ITERATIONS?: string;
+  PLANTGATE_DB?: string;
+  PLANTGATE_DATABASE_URL?: string;
+  [name: string]: string | undefined;
+}
+
+/** A running Express example server. */
+export interface RunningExpressServer {
+  /** Listening origin, e.g. `http://127.0.0.1:3000` (no trailing slash). */
+  url: string;
+  /** Mount path of plantgate, e.g. `/auth`. */
+  mountPath: string;
+  /** `url` + `mountPath`: the base of every plantgate route. */
+  baseUrl: string;
+  /** Where the data lives (password-free), e.g. "SQLite /path/data/plantgate.db". */
+  store: string;
+  app: Plantgate;
+  /** Credentials created for the demo (only when nothing was configured and the store was empty). */
+  demo: { clientId: string; clientSecret: string; username: string; password: string } | null;
+  close(): Promise<void>;
+}
+
+function fail(message: string): never {
+  throw new Error(`configuration: ${message}`);
+}
+
+function port(value: string | undefined): number {
+  if (value === undefined || value === "") return 3000;
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) fail(`PORT must be 0-65535, got "${value}"`);
+  return Number(value);
+}
+
+function mountPath(value: string | undefined): string {
+  if (value === undefined || value === "") return "/auth";
+  if (!/^\/[A-Za-z0-9._~\/-]*$/.test(value)) fail(`PLANTGATE_MOUNT_PATH must be a path like /auth, got "${value}"`);
+  const trimmed = value.replace(/\/+$/, "");
+  return trimmed;
+}
+
+/**
+ * Starts an Express 5 app with plantgate mounted at `PLANTGATE_MOUNT_PATH` (default `/auth`)
+ * and one route of its own (`GET /health` -> `{"ok":true}`), on the store the environment names
+ * (as `startServer` of the node-server example: `PLANTGATE_DATABASE_URL`, else the SQLite file
+ * `PLANTGATE_DB`; `overrides.storage` wins), provisioning the bootstrap client and account or,
+ * with none configured and an empty store, a demo client and user.
+ *
+ * @example
+ * const server = await startExpressServer({ PORT: "0", PLANTGATE_DB: ":memory:" });
+ * console.log(`${server.baseUrl}/UserService/connect/token`);
+ * await server.close();
+ */
+export async function startExpressServer(
+  env: ExpressServerEnv,
+  overrides: PlantgateOptions = {},
+): Promise<RunningExpressServer> {
+  const host = env.HOST || "127.0.0.1";
+  const listenPort = port(env.PORT);
+  const mount = mountPath(env.PLANTGATE_MOUNT_PATH);
+  const pair = (a: string, b: string) => {
+    if (Boolean(env[a]) !== Boolean(env[b])) fail(`${a} and ${b} must be set together`);
+    return env[a] ? ([env[a], env[b]] as [string, string]) : null;
+  };
+  const bootstrapClient = pair("PLANTGATE_BOOTSTRAP_CLIENT_ID", "PLANTGATE_BOOTSTRAP_CLIENT_SECRET");
+  const bootstrapUser = pair("PLANTGATE_BOOTSTRAP_USERNAME", "PLANTGATE_BOOTSTRAP_PASSWORD");
+  const fromEnv = optionsFromEnv(env);
+  const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
+  const storage = overrides.storage ?? opened!;
+  const closeStorage = async () => {
+    await opened?.close();
+  };
+
+  // The issuer defaults to the listening URL, known only after listen (PORT=0 picks one), and
+  // provisioning needs the app, so plantgate is mounted only once both are ready: until then
+  // requests under the mount path are answered 503.
+  let handler: ReturnType<typeof plantgate> | null = null;
+  const expressApp = express();
+  expressApp.disable("x-powered-by");
+  // plantgate first: it reads the raw body itself, so no body parser may run before it.
+  expressApp.use(mount || "/", (req, res, next) => {
+    if (handler) return handler(req, res, next);
+    res.status(503).set("retry-after", "1").json({ error: 1503, message: "The server is starting; retry shortly." });
+  });
+  // The app's own routes; a body parser here is fine because plantgate is mounted before it.
+  expressApp.use(express.json());
+  expressApp.get("/health", (_req, res) => {
+    res.json({ ok: true });
+  });
+
+  const server = expressApp.listen(listenPort, host);
+  // expressApp.listen() returns at once; wait for the bind (or its error).
+  try {
+    await new Promise<void>((resolve, reject) => {
+      if (server.listening) return resolve();
+      server.once("listening", () => {
+        server.off("error", reject);
+        resolve();
+      });
+      server.once("error", reject);
+    });
+  } catch (error) {
+    await closeStorage();
+    throw error;
+  }
+  const address = server.address() as AddressInfo;
+  const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+  const closeServer = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+
+  try {
+    const options: PlantgateOptions = {
+      issuer: url + mount,
+      ...(fromEnv.issuer ? {} : { baseUrl: url + mount }),
+      ...fromEnv,
+      ...overrides,
+      ...(mount ? { basePath: mount } : {}),
+      storage,
+    };
+    const created = createPlantgate(options);
+    let demo: RunningExpressServer["demo"] = null;
+    if (bootstrapClient) await created.admin.ensureClient(...bootstrapClient);
+    if (bootstrapUser) await created.admin.ensureAccount(...bootstrapUser);
+    if (!bootstrapClient && !bootstrapUser && (await created.admin.listClients()).length === 0) {
+      const { client, clientSecret } = await created.admin.createClient({ clientId: "demo-client", name: "Demo client" });
+      const password = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
+      await created.admin.createAccount({ username: "demo", password, displayName: "Demo user" });
+      demo = { clientId: client.clientId, clientSecret, username: "demo", password };
+    }
+    await created.jwks(); // create or load the signing key before the first request
+    handler = plantgate(created);
+    return {
+      url,
+      mountPath: mount || "/",
+      baseUrl: url + mount,
+      store: opened?.display ?? "custom storage",
+      app: created,
+      demo,
+      close: async () => {
+        await closeServer();
+        await closeStorage();
+      },
+    };
+  } catch (error) {
+    await closeServer();
+    await closeStorage();
+    throw error;
+  }
+}
+

@@ -1,0 +1,190 @@
+import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
+import { toRequest, writeResponse, type FetchApp } from "@plantgate/node";
+
+export type { FetchApp } from "@plantgate/node";
+
+/**
+ * Options for {@link plantgate}.
+ *
+ * @example
+ * ```ts
+ * import type { PlantgateExpressOptions } from "@plantgate/express";
+ *
+ * const options: PlantgateExpressOptions = { notFound: "respond" };
+ * ```
+ */
+export interface PlantgateExpressOptions {
+  /**
+   * What to do when the app answers 404 with plantgate's "no such route" body
+   * (`{"error":1404,...}`): `"next"` (default) calls `next()` so the rest of the
+   * Express app (its own routes, its 404 handler) gets the request;
+   * `"respond"` sends plantgate's 404 as it is.
+   */
+  notFound?: "next" | "respond";
+}
+
+/** Code of the {@link PlantgateBodyConsumedError}, for error handlers that switch on `err.code`. */
+export const BODY_CONSUMED = "PLANTGATE_BODY_CONSUMED";
+
+/**
+ * Passed to `next(err)` when a body parser (`express.json()`, `express.urlencoded()`,
+ * `express.raw()`, multer, ...) read the request body before plantgate could. The
+ * original bytes are gone, and re-serialising a parsed value would lose int64
+ * precision, so the request is refused instead. This is a mistake in the app's
+ * middleware order, hence a 500 (`status`/`statusCode`), handled by Express's
+ * error handling like any other error.
+ */
+export class PlantgateBodyConsumedError extends Error {
+  override readonly name = "PlantgateBodyConsumedError";
+  readonly code = BODY_CONSUMED;
+  readonly status = 500;
+  readonly statusCode = 500;
+  /** Express's default handler shows the message only for `expose: true`; this is a server-side mistake. */
+  readonly expose = false;
+
+  constructor() {
+    super(
+      "plantgate: a body parser consumed the request body before plantgate; " +
+        "mount plantgate before express.json()/express.urlencoded() (or mount those parsers only on your own routes)",
+    );
+  }
+}
+
+// host = IP-literal / IPv4 / reg-name, optionally followed by a port (same rule as @plantgate/node).
+const HOST_PATTERN =
+  /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?)(?::(\d{1,5}))?$/;
+
+function safeHost(value: string | undefined): string {
+  if (value) {
+    const match = HOST_PATTERN.exec(value);
+    const port = match?.[1];
+    if (match && (port === undefined || Number(port) <= 65535)) {
+      try {
+        return new URL(`http://${value}`).host;
+      } catch {
+        // fall through to the harmless default
+      }
+    }
+  }
+  return "localhost";
+}
+
+/** `scheme://host[:port]` as Express sees it, i.e. with its `trust proxy` setting applied. */
+function originOf(req: ExpressRequest): string {
+  const encrypted = (req.socket as { encrypted?: boolean } | null)?.encrypted === true;
+  const protocol = req.protocol.toLowerCase();
+  const scheme = protocol === "http" || protocol === "https" ? protocol : encrypted ? "https" : "http";
+  return `${scheme}://${safeHost(req.host)}`;
+}
+
+function hasBody(req: ExpressRequest): boolean {
+  return req.method !== "GET" && req.method !== "HEAD";
+}
+
+function bodyConsumed(req: ExpressRequest): boolean {
+  // Express 5 body parsers leave req.body undefined unless they ran; any read
+  // (or a 'data' listener) also marks the stream, which catches other readers.
+  return (
+    (req as { body?: unknown }).body !== undefined ||
+    req.readableEnded ||
+    req.readableDidRead
+  );
+}
+
+async function isUnknownRoute(response: Response): Promise<boolean> {
+  if (response.status !== 404) return false;
+  try {
+    const body = (await response.clone().json()) as { error?: unknown } | null;
+    return body?.error === 1404;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Express 5 middleware serving a plantgate app (or any {@link FetchApp}).
+ *
+ * - **Mount path = `basePath`.** The Web Request carries the full original URL
+ *   (`req.originalUrl`), so create the app with `basePath` equal to the path you
+ *   mount it at: `createPlantgate({ basePath: "/auth" })` with
+ *   `expressApp.use("/auth", plantgate(app))`. Metadata and JWKS URLs then include
+ *   the mount path.
+ * - **Origin** comes from `req.protocol` and `req.host`, so Express's
+ *   `trust proxy` setting decides whether `X-Forwarded-Proto`/`-Host` count.
+ * - **Body**: read raw from the socket (int64 ids stay exact). Mount plantgate
+ *   *before* any body parser; if one already consumed the body, `next(err)` is
+ *   called with a {@link PlantgateBodyConsumedError}.
+ * - **Unknown routes** (plantgate's 404 with error 1404) go on with `next()`
+ *   unless `options.notFound` is `"respond"`.
+ * - Unexpected failures (the app throws, the response cannot be written before
+ *   headers are out) go to `next(err)`, i.e. to Express's error handling.
+ *
+ * @example
+ * ```ts
+ * import express from "express";
+ * import { createPlantgate } from "@plantgate/core";
+ * import { plantgate } from "@plantgate/express";
+ *
+ * const pg = createPlantgate({ basePath: "/auth" });
+ * const app = express();
+ * app.use("/auth", plantgate(pg));   // before express.json()
+ * app.use(express.json());
+ * app.listen(3000);
+ * ```
+ */
+export function plantgate(app: FetchApp, options: PlantgateExpressOptions = {}): RequestHandler {
+  const passNotFound = (options.notFound ?? "next") === "next";
+
+  return (req: ExpressRequest, res: ExpressResponse, next: NextFunction): void => {
+    void handle().catch((error: unknown) => {
+      // Only reachable if next() itself throws; never leave a rejection behind.
+      if (!res.headersSent) res.destroy(error instanceof Error ? error : undefined);
+    });
+
+    async function handle(): Promise<void> {
+      if (hasBody(req) && bodyConsumed(req)) {
+        next(new PlantgateBodyConsumedError());
+        return;
+      }
+
+      let request: Request;
+      const routedUrl = req.url;
+      try {
+        // toRequest reads the path from req.url, which Express rewrites to be
+        // relative to the mount point; the app must see the full path.
+        req.url = req.originalUrl;
+        request = toRequest(req, { origin: originOf(req), response: res });
+      } catch (error) {
+        req.url = routedUrl;
+        next(error);
+        return;
+      }
+      req.url = routedUrl;
+
+      let response: Response;
+      try {
+        const result: unknown = await app.fetch(request);
+        if (!(result instanceof Response)) throw new TypeError("app.fetch() did not resolve to a Response.");
+        response = result;
+      } catch (error) {
+        // The client went away; there is nobody to answer.
+        if (request.signal.aborted && error === request.signal.reason) return;
+        next(error);
+        return;
+      }
+
+      if (passNotFound && (await isUnknownRoute(response))) {
+        await response.body?.cancel().catch(() => undefined);
+        next();
+        return;
+      }
+
+      try {
+        await writeResponse(response, res);
+      } catch (error) {
+        // With headers already sent, Express's final handler closes the connection.
+        next(error);
+      }
+    }
+  };
+}

@@ -1,0 +1,133 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { startExpressServer, type RunningExpressServer } from "../../../examples/express-server/src/server.js";
+
+const running: RunningExpressServer[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((server) => server.close()));
+});
+
+async function start(env: Record<string, string>): Promise<RunningExpressServer> {
+  const server = await startExpressServer({
+    HOST: "127.0.0.1",
+    PORT: "0",
+    PLANTGATE_DB: ":memory:",
+    PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+    ...env,
+  });
+  running.push(server);
+  return server;
+}
+
+const basicAuth = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString("base64")}`;
+
+describe("examples/express-server", () => {
+  it("answers the README's curl walk-through under /auth, next to its own /health route", async () => {
+    const server = await start({});
+    expect(server.mountPath).toBe("/auth");
+    expect(server.demo).not.toBeNull();
+    const { clientId: ID, clientSecret: SECRET, username: USER, password: PASS } = server.demo!;
+    const B = server.baseUrl;
+    expect(B).toBe(`${server.url}/auth`);
+
+    // client credentials, HTTP Basic
+    const cc = await fetch(`${B}/UserService/connect/token`, {
+      method: "POST",
+      headers: { authorization: basicAuth(ID, SECRET) },
+      body: new URLSearchParams({ grant_type: "client_credentials" }),
+    });
+    expect(cc.status).toBe(200);
+    expect(await cc.json()).toMatchObject({
+      token_type: "Bearer",
+      expires_in: 7200,
+      scope: "Platform_UserAPIs Platform_AllAppsServerCommands",
+    });
+
+    // password with offline_access, client_secret_post
+    const pw = await fetch(`${B}/UserService/connect/token`, {
+      method: "POST",
+      body: new URLSearchParams({
+        grant_type: "password",
+        client_id: ID,
+        client_secret: SECRET,
+        username: USER,
+        password: PASS,
+        scope: "Platform_UserAPIs offline_access",
+      }),
+    });
+    expect(pw.status).toBe(200);
+    const pwBody = (await pw.json()) as { access_token: string; refresh_token: string; scope: string };
+    expect(pwBody.scope).toBe("Platform_UserAPIs offline_access");
+
+    // refresh
+    const rt = await fetch(`${B}/UserService/connect/token`, {
+      method: "POST",
+      headers: { authorization: basicAuth(ID, SECRET) },
+      body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: pwBody.refresh_token }),
+    });
+    expect(rt.status).toBe(200);
+    const TOKEN = ((await rt.json()) as { access_token: string }).access_token;
+
+    // the account list
+    const list = await fetch(`${B}/rbac/ServerCommand/GetAccountList?page=1&pageSize=20`, {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    expect(list.status).toBe(200);
+    expect(await list.json()).toMatchObject({
+      accounts: [{ username: "demo", displayName: "Demo user", email: null, roles: [], enabled: true }],
+      page: 1,
+      pageSize: 20,
+      total: 1,
+      totalPages: 1,
+    });
+
+    // a plant, int64 exact
+    const plant = await fetch(`${B}/plants`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${TOKEN}`, "content-type": "application/json" },
+      body: '{"id":9223372036854775807,"name":"Monstera","tag":"indoor"}',
+    });
+    expect(await plant.text()).toBe('{"id":9223372036854775807,"name":"Monstera","tag":"indoor"}');
+
+    // metadata under the mount path; the issuer includes it
+    const meta = (await (await fetch(`${B}/.well-known/oauth-authorization-server`)).json()) as Record<string, string>;
+    expect(meta.issuer).toBe(B);
+    expect(meta.token_endpoint).toBe(`${B}/UserService/connect/token`);
+    expect(meta.jwks_uri).toBe(`${B}/.well-known/jwks.json`);
+
+    // the app's own route still works
+    const health = await fetch(`${server.url}/health`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ ok: true });
+  });
+
+  it("uses PLANTGATE_MOUNT_PATH and the bootstrap variables", async () => {
+    const server = await start({
+      PLANTGATE_MOUNT_PATH: "/oauth/",
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: "boot",
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "boot-secret-0123456789abcdef",
+      PLANTGATE_BOOTSTRAP_USERNAME: "bootuser",
+      PLANTGATE_BOOTSTRAP_PASSWORD: "bootstrap passphrase",
+    });
+    expect(server.demo).toBeNull();
+    expect(server.baseUrl).toBe(`${server.url}/oauth`);
+    const res = await fetch(`${server.baseUrl}/UserService/connect/token`, {
+      method: "POST",
+      body: new URLSearchParams({
+        grant_type: "password",
+        client_id: "boot",
+        client_secret: "boot-secret-0123456789abcdef",
+        username: "bootuser",
+        password: "bootstrap passphrase",
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect((await fetch(`${server.url}/auth/.well-known/jwks.json`)).status).toBe(404);
+    expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  });
+
+  it("refuses a malformed PLANTGATE_MOUNT_PATH", async () => {
+    await expect(startExpressServer({ PORT: "0", PLANTGATE_DB: ":memory:", PLANTGATE_MOUNT_PATH: "auth?x" })).rejects.toThrow(
+      /PLANTGATE_MOUNT_PATH/,
+    );
+  });
+});

@@ -1,0 +1,322 @@
+import express, { type ErrorRequestHandler } from "express";
+import nodeFetch from "node-fetch";
+import { describe, expect, it } from "vitest";
+import { createPlantgate } from "@plantgate/core";
+import { plantgate, BODY_CONSUMED, PlantgateBodyConsumedError } from "../src/index.js";
+import { CLIENT_ID, CLIENT_SECRET, PASSWORD, USERNAME, basic, clientToken, form, listen, plantgateApp, quiet, token } from "./support.js";
+
+async function mounted(setup?: (app: express.Express) => void) {
+  const pg = await plantgateApp();
+  const app = express();
+  setup?.(app);
+  app.use("/auth", plantgate(pg));
+  const origin = await listen(app);
+  return { pg, app, origin, base: `${origin}/auth` };
+}
+
+describe("grants through the Express mount", () => {
+  it("client_credentials with HTTP Basic", async () => {
+    const { base } = await mounted();
+    const res = await token(base, { grant_type: "client_credentials" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({ token_type: "Bearer", expires_in: 7200 });
+    expect(typeof body.access_token).toBe("string");
+    expect(body.refresh_token).toBeUndefined();
+  });
+
+  it("password with offline_access (client_secret_post), then refresh_token rotates", async () => {
+    const { base } = await mounted();
+    const res = await fetch(`${base}/UserService/connect/token`, {
+      method: "POST",
+      body: form({
+        grant_type: "password",
+        client_id: CLIENT_ID,
+        client_secret: CLIENT_SECRET,
+        username: USERNAME,
+        password: PASSWORD,
+        scope: "Platform_UserAPIs offline_access",
+      }),
+    });
+    expect(res.status).toBe(200);
+    const first = (await res.json()) as { access_token: string; refresh_token: string; scope: string };
+    expect(first.scope).toBe("Platform_UserAPIs offline_access");
+    expect(first.refresh_token).toEqual(expect.any(String));
+
+    const refreshed = await token(base, { grant_type: "refresh_token", refresh_token: first.refresh_token });
+    expect(refreshed.status).toBe(200);
+    const second = (await refreshed.json()) as { access_token: string; refresh_token: string };
+    expect(second.refresh_token).not.toBe(first.refresh_token);
+
+    // The spent token is refused (and revokes its family).
+    const replay = await token(base, { grant_type: "refresh_token", refresh_token: first.refresh_token });
+    expect(replay.status).toBe(400);
+    expect(((await replay.json()) as { error: string }).error).toBe("invalid_grant");
+  });
+
+  it("wrong client secret -> 401 invalid_client with WWW-Authenticate: Basic", async () => {
+    const { base } = await mounted();
+    const res = await fetch(`${base}/UserService/connect/token`, {
+      method: "POST",
+      headers: { authorization: basic(CLIENT_ID, "wrong-secret-wrong-secret") },
+      body: form({ grant_type: "client_credentials" }),
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toMatch(/^Basic/);
+    expect(((await res.json()) as { error: string }).error).toBe("invalid_client");
+  });
+});
+
+describe("APIs through the Express mount", () => {
+  it("GetAccountList pages", async () => {
+    const { pg, base } = await mounted();
+    for (const name of ["bob", "carol", "dave", "erin"]) {
+      await pg.admin.createAccount({ username: name, password: "another long passphrase" });
+    }
+    const access = await clientToken(base);
+    const page = async (n: number) => {
+      const res = await fetch(`${base}/rbac/ServerCommand/GetAccountList?page=${n}&pageSize=2`, {
+        headers: { authorization: `Bearer ${access}` },
+      });
+      expect(res.status).toBe(200);
+      return (await res.json()) as { accounts: Array<{ username: string }>; page: number; pageSize: number; total: number; totalPages: number };
+    };
+    const pages = [await page(1), await page(2), await page(3), await page(4)];
+    expect(pages.map((p) => p.accounts.length)).toEqual([2, 2, 1, 0]);
+    expect(pages[0]).toMatchObject({ page: 1, pageSize: 2, total: 5, totalPages: 3 });
+    const names = pages.flatMap((p) => p.accounts.map((a) => a.username));
+    expect(new Set(names)).toEqual(new Set([USERNAME, "bob", "carol", "dave", "erin"]));
+
+    const bad = await fetch(`${base}/rbac/ServerCommand/GetAccountList?pageSize=0`, {
+      headers: { authorization: `Bearer ${access}` },
+    });
+    expect(bad.status).toBe(400);
+  });
+
+  it("POST /plants keeps int64 ids exact at both ends of the range", async () => {
+    const { base } = await mounted();
+    const access = await clientToken(base);
+    for (const id of ["9223372036854775807", "-9223372036854775808"]) {
+      const res = await fetch(`${base}/plants`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${access}`, "content-type": "application/json" },
+        body: `{"id":${id},"name":"Monstera","tag":"indoor"}`,
+      });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      expect(text).toContain(`"id":${id}`);
+      expect(text).toBe(`{"id":${id},"name":"Monstera","tag":"indoor"}`);
+    }
+  });
+
+  it("a 2 MB body -> 400 with error 1007", async () => {
+    const { base } = await mounted();
+    const access = await clientToken(base);
+    const big = `{"id":1,"name":"${"x".repeat(2 * 1024 * 1024)}"}`;
+    const res = await nodeFetch(`${base}/plants`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${access}`, "content-type": "application/json" },
+      body: big,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: 1007, message: expect.any(String) });
+  });
+
+  it("no token -> 401 with WWW-Authenticate: Bearer", async () => {
+    const { base } = await mounted();
+    const res = await fetch(`${base}/plants`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"id":1,"name":"x"}`,
+    });
+    expect(res.status).toBe(401);
+    expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm="plantgate"/);
+    const list = await fetch(`${base}/rbac/ServerCommand/GetAccountList`);
+    expect(list.status).toBe(401);
+    expect(list.headers.get("www-authenticate")).toMatch(/^Bearer/);
+  });
+
+  it("a wrong method on a plantgate route is answered by plantgate (405), not passed on", async () => {
+    const { base } = await mounted();
+    const res = await fetch(`${base}/plants`);
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+  });
+});
+
+describe("mount path, origin and trust proxy", () => {
+  it("metadata and JWKS URLs include the mount path; the JWKS is served there", async () => {
+    const { origin, base } = await mounted();
+    const res = await fetch(`${base}/.well-known/oauth-authorization-server`);
+    expect(res.status).toBe(200);
+    const meta = (await res.json()) as { token_endpoint: string; jwks_uri: string };
+    expect(meta.token_endpoint).toBe(`${origin}/auth/UserService/connect/token`);
+    expect(meta.jwks_uri).toBe(`${origin}/auth/.well-known/jwks.json`);
+    const jwks = await fetch(meta.jwks_uri);
+    expect(jwks.status).toBe(200);
+    expect(((await jwks.json()) as { keys: unknown[] }).keys.length).toBeGreaterThan(0);
+  });
+
+  it("works under a nested mount path (basePath = mount path) and in a sub-router", async () => {
+    const pg = await plantgateApp({ basePath: "/api/v1/auth" });
+    const app = express();
+    const api = express.Router();
+    api.use("/v1/auth", plantgate(pg));
+    app.use("/api", api);
+    const origin = await listen(app);
+    const res = await fetch(`${origin}/api/v1/auth/.well-known/oauth-authorization-server`);
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { token_endpoint: string }).token_endpoint).toBe(
+      `${origin}/api/v1/auth/UserService/connect/token`,
+    );
+    expect(await clientToken(`${origin}/api/v1/auth`)).toEqual(expect.any(String));
+  });
+
+  it("trust proxy off: X-Forwarded-Proto/-Host are ignored", async () => {
+    const { origin, base } = await mounted();
+    const res = await fetch(`${base}/.well-known/oauth-authorization-server`, {
+      headers: { "x-forwarded-proto": "https", "x-forwarded-host": "auth.example.com" },
+    });
+    expect(((await res.json()) as { token_endpoint: string }).token_endpoint).toBe(
+      `${origin}/auth/UserService/connect/token`,
+    );
+  });
+
+  it("trust proxy on: X-Forwarded-Proto/-Host decide the origin", async () => {
+    const { base } = await mounted((app) => app.set("trust proxy", "loopback"));
+    const res = await fetch(`${base}/.well-known/oauth-authorization-server`, {
+      headers: { "x-forwarded-proto": "https", "x-forwarded-host": "auth.example.com" },
+    });
+    expect(((await res.json()) as { token_endpoint: string }).token_endpoint).toBe(
+      "https://auth.example.com/auth/UserService/connect/token",
+    );
+    // Only the scheme forwarded: the Host header stays.
+    const port = new URL(base).port;
+    const protoOnly = await fetch(`${base}/.well-known/oauth-authorization-server`, {
+      headers: { "x-forwarded-proto": "https" },
+    });
+    expect(((await protoOnly.json()) as { jwks_uri: string }).jwks_uri).toBe(
+      `https://127.0.0.1:${port}/auth/.well-known/jwks.json`,
+    );
+  });
+});
+
+describe("Express integration", () => {
+  const consumed = (app: express.Express) => app.use(express.json());
+
+  it("a body parser mounted before plantgate -> next(err); Express's default handler answers 500", async () => {
+    const { base } = await mounted(consumed);
+    const access = await clientToken(base); // form body: express.json() leaves it alone
+    const res = await fetch(`${base}/plants`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${access}`, "content-type": "application/json" },
+      body: `{"id":9223372036854775807,"name":"Monstera"}`,
+    });
+    expect(res.status).toBe(500);
+    expect(await res.text()).not.toContain("9223372036854775807");
+  });
+
+  it("a body parser mounted before plantgate -> next(err) reaches a custom error handler", async () => {
+    const seen: unknown[] = [];
+    const handler: ErrorRequestHandler = (err, _req, res, _next) => {
+      seen.push(err);
+      res.status(500).json({ error: 1500, code: (err as { code?: string }).code, message: (err as Error).message });
+    };
+    const { base, app } = await mounted((a) => a.use(express.urlencoded()));
+    app.use(handler);
+    const res = await token(base, { grant_type: "client_credentials" });
+    expect(res.status).toBe(500);
+    const body = (await res.json()) as { error: number; code: string; message: string };
+    expect(body.error).toBe(1500);
+    expect(body.code).toBe(BODY_CONSUMED);
+    expect(body.message).toMatch(/^plantgate: a body parser consumed the request body before plantgate; mount plantgate before express\.json\(\)\/express\.urlencoded\(\)/);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBeInstanceOf(PlantgateBodyConsumedError);
+  });
+
+  it("a body parser mounted after plantgate is fine for plantgate and for the app's own routes", async () => {
+    const { app, base, origin } = await mounted();
+    app.use(express.json());
+    app.post("/echo", (req, res) => {
+      res.json({ got: req.body as unknown });
+    });
+    expect(await clientToken(base)).toEqual(expect.any(String));
+    const res = await fetch(`${origin}/echo`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"a":1}`,
+    });
+    expect(await res.json()).toEqual({ got: { a: 1 } });
+  });
+
+  it("unknown paths under the mount fall through to the app's own routes and 404 handling", async () => {
+    const { app, origin, base } = await mounted();
+    app.use(express.json());
+    app.get("/auth/profile", (_req, res) => {
+      res.json({ own: "profile" });
+    });
+    app.post("/auth/feedback", (req, res) => {
+      res.status(201).json({ received: req.body as unknown });
+    });
+    app.get("/other", (_req, res) => {
+      res.json({ own: "other" });
+    });
+
+    expect(await (await fetch(`${base}/profile`)).json()).toEqual({ own: "profile" });
+    // A body the plantgate request never read is still intact for the next route.
+    const feedback = await fetch(`${base}/feedback`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"stars":5}`,
+    });
+    expect(feedback.status).toBe(201);
+    expect(await feedback.json()).toEqual({ received: { stars: 5 } });
+    expect(await (await fetch(`${origin}/other`)).json()).toEqual({ own: "other" });
+    // Nobody handles it: Express's own 404.
+    const missing = await fetch(`${base}/nothing-here`);
+    expect(missing.status).toBe(404);
+    expect(await missing.text()).toContain("Cannot GET /auth/nothing-here");
+  });
+
+  it('notFound: "respond" sends plantgate\'s own 404', async () => {
+    const pg = await plantgateApp();
+    const app = express();
+    app.use("/auth", plantgate(pg, { notFound: "respond" }));
+    app.get("/auth/profile", (_req, res) => {
+      res.json({ own: "profile" });
+    });
+    const origin = await listen(app);
+    const res = await fetch(`${origin}/auth/profile`);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ error: 1404 });
+  });
+
+  it("an app that throws -> next(err)", async () => {
+    const failure = new Error("boom");
+    const seen: unknown[] = [];
+    const app = express();
+    app.use("/auth", plantgate({ fetch: () => Promise.reject(failure) }));
+    app.use(((err, _req, res, _next) => {
+      seen.push(err);
+      res.status(502).json({ handled: true });
+    }) as ErrorRequestHandler);
+    const origin = await listen(app);
+    const res = await fetch(`${origin}/auth/.well-known/jwks.json`);
+    expect(res.status).toBe(502);
+    expect(await res.json()).toEqual({ handled: true });
+    expect(seen).toEqual([failure]);
+  });
+
+  it("the same plantgate app answers identically through Express and directly", async () => {
+    const pg = createPlantgate({ basePath: "/auth", passwordHashIterations: 1000, logger: quiet });
+    const app = express();
+    app.use("/auth", plantgate(pg));
+    const origin = await listen(app);
+    const viaExpress = await fetch(`${origin}/auth/.well-known/jwks.json`);
+    const direct = await pg.fetch(new Request(`${origin}/auth/.well-known/jwks.json`));
+    expect(viaExpress.status).toBe(direct.status);
+    expect(await viaExpress.json()).toEqual(await direct.json());
+    expect(viaExpress.headers.get("cache-control")).toBe(direct.headers.get("cache-control"));
+  });
+});
