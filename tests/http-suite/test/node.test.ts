@@ -1,0 +1,41 @@
+/** The HTTP conformance suite against the node:http example server (`startServer`), over a real socket. */
+import { randomBytes } from "node:crypto";
+import { startServer } from "@plantgate/example-node-server";
+import { describeHttpSuite } from "../src/suite.js";
+
+const hex = (bytes: number) => randomBytes(bytes).toString("hex");
+
+/** Error-level log entries mean a 500 or 503 somewhere: the suite's inputs must never cause one. */
+const errors: unknown[] = [];
+const logger = { error: (message: string, context?: unknown) => void errors.push({ message, context }), warn: () => {} };
+
+describeHttpSuite("node:http", {
+  async start({ accounts }) {
+    const clientId = `suite-${hex(4)}`;
+    const clientSecret = hex(32);
+    const username = `alice-${hex(4)}`;
+    const password = hex(16);
+    const server = await startServer({
+      PORT: "0",
+      PLANTGATE_DB: ":memory:",
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: clientId,
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: clientSecret,
+      PLANTGATE_BOOTSTRAP_USERNAME: username,
+      PLANTGATE_BOOTSTRAP_PASSWORD: password,
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+    }, { logger });
+    try {
+      for (let i = 0; i < accounts; i++) {
+        await server.app.admin.createAccount({ username: `walker-${String(i).padStart(2, "0")}-${hex(3)}`, password: hex(16) });
+      }
+    } catch (error) {
+      await server.close();
+      throw error;
+    }
+    return { baseUrl: server.url, clientId, clientSecret, username, password, close: async () => {
+        await server.close();
+        if (errors.length > 0) throw new Error(`the server logged errors: ${JSON.stringify(errors)}`);
+      },
+    };
+  },
+});
