@@ -7,7 +7,7 @@ import type {
   SigningKeyRecord,
   Storage,
 } from "@plantgate/core";
-import type { Insertable, Kysely, Selectable, Transaction } from "kysely";
+import { sql, type CompiledQuery, type Insertable, type Kysely, type Selectable } from "kysely";
 import { isUniqueViolation, toStorageError, UnstorableValueError } from "./errors.js";
 import { migrateToLatest } from "./migrations.js";
 import { TABLES, type AccountTable, type ClientTable, type Database, type PlantTable, type RefreshTokenTable, type SigningKeyTable, type SqlFamily } from "./schema.js";
@@ -44,6 +44,28 @@ export interface SqlStorage extends Storage {
 export interface CreateSqlStorageOptions {
   /** Runs after `close()` has destroyed the Kysely instance, e.g. to close a driver it wraps. */
   onClose?: () => Promise<void>;
+  /**
+   * The Cloudflare D1 binding under `db` (family `"sqlite"` only). D1 rejects `BEGIN`, so with
+   * this set, migrations run without transactions and `refreshTokens.consume` and
+   * `accounts.createMany` are made atomic with one `batch()` on this binding instead. Usually
+   * set for you by `createD1Storage` from `@plantgate/storage-sql/d1`.
+   */
+  d1?: D1DatabaseLike;
+}
+
+/**
+ * The part of Cloudflare's `D1Database` binding that storage-sql uses (structural, so no
+ * dependency on `@cloudflare/workers-types`).
+ */
+export interface D1DatabaseLike {
+  prepare(query: string): D1PreparedStatementLike;
+  /** Runs the statements in order as one implicit transaction: any failure rolls all back. */
+  batch(statements: D1PreparedStatementLike[]): Promise<Array<{ meta?: { changes?: number } }>>;
+}
+
+/** The part of D1's prepared statement that storage-sql uses. */
+export interface D1PreparedStatementLike {
+  bind(...values: unknown[]): D1PreparedStatementLike;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -285,7 +307,7 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
   // --- accounts.createMany helpers ------------------------------------------------------------
 
   /** Index of the first record whose id or username is stored or repeats an earlier one; else null. */
-  const firstConflict = async (trx: Transaction<Database>, records: AccountRecord[]): Promise<number | null> => {
+  const firstConflict = async (trx: Kysely<Database>, records: AccountRecord[]): Promise<number | null> => {
     const storedIds = new Set<string>();
     const storedNames = new Set<string>();
     for (const chunk of chunks(records, Math.floor(maxParams / 2))) {
@@ -309,6 +331,20 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     return null;
   };
 
+  // --- D1: atomic writes without SQL transactions --------------------------------------------
+
+  const d1 = options.d1;
+  if (d1 !== undefined && family !== "sqlite") throw new TypeError('createSqlStorage: the d1 option needs family "sqlite"');
+
+  /**
+   * Runs compiled statements as one D1 batch, which D1 executes as a single implicit transaction
+   * (a failing statement rolls back the whole batch); returns each statement's changed-row count.
+   */
+  const batch = async (binding: D1DatabaseLike, queries: CompiledQuery[]): Promise<number[]> => {
+    const results = await binding.batch(queries.map((q) => binding.prepare(q.sql).bind(...q.parameters)));
+    return results.map((r) => r.meta?.changes ?? 0);
+  };
+
   let closed: Promise<void> | null = null;
 
   return {
@@ -316,7 +352,7 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     db,
 
     async migrate() {
-      await run("migrate", () => migrateToLatest(db as Kysely<any>, family));
+      await run("migrate", () => migrateToLatest(db as Kysely<any>, family, { d1: d1 !== undefined }));
     },
 
     close() {
@@ -392,6 +428,15 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
           // unique violation then rolls everything back and the next attempt's check names it.
           for (let attempt = 1; ; attempt++) {
             try {
+              if (d1 !== undefined) {
+                // No transaction to check in: check, then insert every chunk in one batch. A
+                // writer slipping in between fails the batch on the unique index, so nothing of
+                // it is written, and the next attempt's check names the conflict.
+                const conflict = await firstConflict(db, records);
+                if (conflict !== null) return conflict;
+                await batch(d1, chunks(rows, perInsert).map((chunk) => db.insertInto(TABLES.accounts).values(chunk).compile()));
+                return null;
+              }
               return await db.transaction().execute(async (trx) => {
                 const conflict = await firstConflict(trx, records);
                 if (conflict !== null) return conflict;
@@ -444,6 +489,28 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
           const row = refreshRow(replacement);
           if (!storableKey(tokenHash)) return false;
           try {
+            if (d1 !== undefined) {
+              // One batch = one implicit transaction, run serially by D1. The conditional UPDATE
+              // is the arbiter; the INSERT copies the replacement in only if that UPDATE changed
+              // exactly one row (changes() still reports it: the INSERT has not completed yet).
+              // A duplicate replacement hash fails the batch, rolling the UPDATE back too.
+              const columns = Object.keys(row) as Array<keyof typeof row & string>;
+              const [, inserted] = await batch(d1, [
+                db
+                  .updateTable(TABLES.refreshTokens)
+                  .set({ consumed_at: now })
+                  .where("token_hash", "=", tokenHash)
+                  .where("consumed_at", "is", null)
+                  .where("revoked_at", "is", null)
+                  .compile(),
+                db
+                  .insertInto(TABLES.refreshTokens)
+                  .columns(columns)
+                  .expression(db.selectNoFrom((eb) => columns.map((c) => eb.val(row[c]).as(c))).where(sql<number>`changes()`, "=", 1))
+                  .compile(),
+              ]);
+              return inserted === 1;
+            }
             return await db.transaction().execute(async (trx) => {
               // The conditional UPDATE is the arbiter: the row lock (PostgreSQL, InnoDB) or the
               // single connection (SQLite) lets exactly one caller see 1 row updated.

@@ -1,0 +1,176 @@
+/**
+ * Cloudflare D1: the conformance suite and the D1-specific atomicity (batch instead of SQL
+ * transactions) against a real D1 database in Miniflare (workerd), driven from Node.
+ * One Miniflare per file; every store starts from empty tables.
+ */
+import type { AccountRecord, RefreshTokenRecord } from "@plantgate/core";
+import { describeStorageConformance } from "@plantgate/storage-testing";
+import { Miniflare } from "miniflare";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createD1Storage, type D1DatabaseLike, type SqlStorage } from "../src/d1.js";
+import { LATEST_SCHEMA_VERSION } from "../src/index.js";
+import { TABLES } from "../src/schema.js";
+import { rawDump } from "./support.js";
+
+let mf: Miniflare | undefined;
+interface Statement {
+  all(): Promise<{ results: Record<string, unknown>[] }>;
+  run(): Promise<unknown>;
+}
+let binding: Omit<D1DatabaseLike, "prepare"> & { prepare(query: string): Statement & ReturnType<D1DatabaseLike["prepare"]> };
+
+beforeAll(async () => {
+  mf = new Miniflare({ modules: true, script: "export default { fetch() { return new Response(null, { status: 404 }) } }", d1Databases: { DB: "plantgate-test" } });
+  binding = (await mf.getD1Database("DB")) as unknown as typeof binding;
+}, 30_000);
+afterAll(async () => {
+  await mf?.dispose();
+});
+
+/** Drops every plantgate table (Kysely's migration tables included) so the next store is fresh. */
+async function emptyDatabase(): Promise<void> {
+  const { results } = await binding.prepare("select name from sqlite_master where type = 'table' and name like 'pg\\_%' escape '\\'").all();
+  for (const { name } of results) await binding.prepare(`drop table if exists "${String(name)}"`).run();
+}
+
+/** Empties every plantgate table in one batch (cheaper than dropping and migrating again). */
+async function emptyTables(): Promise<void> {
+  const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys];
+  await binding.batch(tables.map((t) => binding.prepare(`delete from "${t}"`)));
+}
+
+let migrated = false;
+
+/** A store on empty tables: the first one migrates from nothing, later ones find the work done. */
+async function conformanceStore(): Promise<SqlStorage> {
+  if (migrated) await emptyTables();
+  else await emptyDatabase();
+  const storage = createD1Storage(binding);
+  await storage.migrate();
+  migrated = true;
+  return storage;
+}
+
+async function freshStorage(database: D1DatabaseLike = binding): Promise<SqlStorage> {
+  migrated = false;
+  await emptyDatabase();
+  const storage = createD1Storage(database);
+  await storage.migrate();
+  return storage;
+}
+
+describeStorageConformance("d1 (miniflare)", {
+  create: conformanceStore,
+  destroy: (storage) => (storage as SqlStorage).close(),
+  rawDump,
+});
+
+const T0 = 1_767_225_600_123;
+
+const token = (tokenHash: string, overrides: Partial<RefreshTokenRecord> = {}): RefreshTokenRecord => ({
+  tokenHash,
+  familyId: "family-1",
+  clientId: "client-a",
+  accountId: "acct-1",
+  scope: ["offline_access"],
+  createdAt: T0,
+  expiresAt: T0 + 1000,
+  familyExpiresAt: T0 + 2000,
+  consumedAt: null,
+  revokedAt: null,
+  ...overrides,
+});
+
+const account = (i: number): AccountRecord => ({
+  id: `acct-${String(i).padStart(3, "0")}`,
+  username: `user-${i}`,
+  displayName: null,
+  email: null,
+  roles: [],
+  enabled: true,
+  createdAt: T0,
+  passwordHash: `$pbkdf2-sha256$i=1,l=32$${i}$hash`,
+});
+
+const count = async (table: string): Promise<number> => Number((await binding.prepare(`select count(*) as n from "${table}"`).all()).results[0]?.n);
+
+describe("d1 specifics", () => {
+  const open: SqlStorage[] = [];
+  afterEach(async () => {
+    for (const s of open.splice(0)) await s.close();
+  });
+  const track = (s: SqlStorage): SqlStorage => (open.push(s), s);
+
+  it("D1 really rejects SQL transactions (why batch() is needed)", async () => {
+    await expect(binding.prepare("begin").run()).rejects.toThrow();
+  });
+
+  it("migrates without transactions, idempotently, also with two migrators at once", async () => {
+    migrated = false;
+    await emptyDatabase();
+    const a = track(createD1Storage(binding));
+    const b = track(createD1Storage(binding));
+    await Promise.all([a.migrate(), b.migrate()]);
+    await a.migrate();
+    const { results } = await binding.prepare(`select name from "${TABLES.migrations}"`).all();
+    expect(results).toHaveLength(LATEST_SCHEMA_VERSION);
+    expect(await a.plants.create({ id: -9223372036854775808n, name: "min\u0000", tag: null })).toBe(true);
+    expect(await b.plants.get(-9223372036854775808n)).toEqual({ id: -9223372036854775808n, name: "min\u0000", tag: null });
+  });
+
+  it("50 concurrent consumes of one token: exactly one wins, losers insert nothing", async () => {
+    const storage = track(await freshStorage());
+    await storage.refreshTokens.create(token("old"));
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => storage.refreshTokens.consume("old", T0 + 1 + i, token(`new-${i}`))));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const winner = results.indexOf(true);
+    expect(await count(TABLES.refreshTokens)).toBe(2);
+    expect(await storage.refreshTokens.findByHash(`new-${winner}`)).toEqual(token(`new-${winner}`));
+    expect((await storage.refreshTokens.findByHash("old"))?.consumedAt).toBe(T0 + 1 + winner);
+  });
+
+  it("consume of a revoked, consumed or unknown token changes nothing", async () => {
+    const storage = track(await freshStorage());
+    await storage.refreshTokens.create(token("revoked", { revokedAt: T0 }));
+    await storage.refreshTokens.create(token("consumed", { consumedAt: T0 }));
+    for (const hash of ["revoked", "consumed", "unknown"]) expect(await storage.refreshTokens.consume(hash, T0 + 5, token(`r-${hash}`))).toBe(false);
+    expect(await count(TABLES.refreshTokens)).toBe(2);
+    expect((await storage.refreshTokens.findByHash("revoked"))?.consumedAt).toBeNull();
+  });
+
+  it("a replacement whose hash exists rolls the whole batch back: the old token stays unconsumed", async () => {
+    const storage = track(await freshStorage());
+    await storage.refreshTokens.create(token("old"));
+    await storage.refreshTokens.create(token("taken", { familyId: "other" }));
+    expect(await storage.refreshTokens.consume("old", T0 + 5, token("taken"))).toBe(false);
+    expect((await storage.refreshTokens.findByHash("old"))?.consumedAt).toBeNull();
+    expect((await storage.refreshTokens.findByHash("taken"))?.familyId).toBe("other");
+    expect(await storage.refreshTokens.consume("old", T0 + 6, token("fresh"))).toBe(true);
+  });
+
+  it("createMany is all-or-nothing across chunks, even when a writer slips in before the batch", async () => {
+    // 40 accounts = several INSERT statements (D1 binds at most 100 parameters per statement).
+    const records = Array.from({ length: 40 }, (_, i) => account(i));
+    let sneak = true;
+    // A binding that lets a concurrent writer take record 37's username just before the batch.
+    const racing: D1DatabaseLike = {
+      prepare: (q) => binding.prepare(q),
+      async batch(statements) {
+        if (sneak) {
+          sneak = false;
+          await binding
+            .prepare(`insert into "${TABLES.accounts}" (id, username, roles, enabled, created_at, password_hash) values ('zzz', 'user-37', '[]', 1, 0, 'h')`)
+            .run();
+        }
+        return binding.batch(statements);
+      },
+    };
+    const storage = track(await freshStorage(racing));
+    expect(await storage.accounts.createMany(records)).toBe(37);
+    expect(sneak).toBe(false);
+    expect(await count(TABLES.accounts)).toBe(1);
+    expect((await storage.accounts.list(0, 100)).items.map((a) => a.id)).toEqual(["zzz"]);
+    expect(await storage.accounts.createMany(records.filter((_, i) => i !== 37))).toBeNull();
+    expect((await storage.accounts.list(0, 100)).total).toBe(40);
+  });
+});
