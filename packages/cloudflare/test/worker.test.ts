@@ -1,0 +1,98 @@
+/**
+ * `createWorker` driven from Node with a real D1 binding from Miniflare: start-up failures answer
+ * 503 and are retried, migrations and bootstrap run once per `env` (isolate), and the PBKDF2
+ * iteration default respects workerd's cap.
+ */
+import type { D1DatabaseLike } from "@plantgate/storage-sql/d1";
+import { Miniflare } from "miniflare";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createWorker, WORKERS_MAX_PASSWORD_HASH_ITERATIONS } from "../src/index.js";
+
+let mf: Miniflare | undefined;
+let database: D1DatabaseLike;
+const silent = { error: () => {}, warn: () => {} };
+
+/** The stored password hash of an account, read straight from D1. */
+async function storedHash(username: string): Promise<string | undefined> {
+  const raw = database as unknown as { prepare(q: string): { bind(...v: unknown[]): { all(): Promise<{ results: { password_hash: string }[] }> } } };
+  const { results } = await raw.prepare("select password_hash from pg_accounts where username = ?").bind(username).all();
+  return results[0]?.password_hash;
+}
+
+beforeAll(async () => {
+  mf = new Miniflare({ modules: true, script: "export default { fetch() { return new Response(null, { status: 404 }) } }", d1Databases: ["DB"] });
+  database = (await mf.getD1Database("DB")) as unknown as D1DatabaseLike;
+});
+afterAll(async () => {
+  await mf?.dispose();
+});
+
+/** A D1 binding that records every SQL text it prepares. */
+function recording(target: D1DatabaseLike): { binding: D1DatabaseLike; queries: string[] } {
+  const queries: string[] = [];
+  const binding = new Proxy(target, {
+    get(obj, key) {
+      const value = Reflect.get(obj, key) as unknown;
+      if (key === "prepare") return (query: string) => (queries.push(query), target.prepare(query));
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(obj) : value;
+    },
+  });
+  return { binding, queries };
+}
+
+describe("createWorker", () => {
+  it("answers 503 with an API error body when env has no D1 binding, and retries on the next request", async () => {
+    const errors: unknown[] = [];
+    const worker = createWorker({ logger: { error: (m, c) => void errors.push([m, c]), warn: () => {} } });
+    const env: Record<string, unknown> = {};
+    const res = await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env);
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("5");
+    expect(await res.json()).toEqual({ error: 1503, message: "The service is temporarily unavailable; retry later." });
+    expect(JSON.stringify(errors)).toContain("env.DB is not a D1 binding");
+    env.DB = database;
+    const retry = await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env);
+    expect(retry.status).toBe(200);
+  });
+
+  it("migrates and bootstraps once per env, then serves from the cached instance", async () => {
+    const { binding, queries } = recording(database);
+    const env = {
+      DB: binding,
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-client",
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "cf-secret-0123456789abcdef",
+      PLANTGATE_BOOTSTRAP_USERNAME: "cf-alice",
+      PLANTGATE_BOOTSTRAP_PASSWORD: "cf-password-0123",
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+      PLANTGATE_SCOPE_PREFIX: "Acme",
+    };
+    const worker = createWorker({ logger: silent });
+    const token = () =>
+      worker.fetch(
+        new Request("http://worker.test/UserService/connect/token", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("cf-client:cf-secret-0123456789abcdef")}` },
+          body: "grant_type=password&username=cf-alice&password=cf-password-0123",
+        }),
+        env,
+      );
+    const [first, second] = await Promise.all([token(), token()]);
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(200);
+    const body = (await first.json()) as { scope: string };
+    expect(body.scope).toContain("Acme_");
+    const migrationQueries = queries.filter((q) => q.includes("pg_migrations")).length;
+    expect(migrationQueries).toBeGreaterThan(0);
+    expect((await token()).status).toBe(200);
+    expect(queries.filter((q) => q.includes("pg_migrations")).length).toBe(migrationQueries);
+    expect(await storedHash("cf-alice")).toMatch(/^\$pbkdf2-sha256\$i=1000,/);
+  });
+
+  it("defaults passwordHashIterations to workerd's PBKDF2 cap (100 000)", async () => {
+    const env = { DB: database, PLANTGATE_BOOTSTRAP_USERNAME: "cf-bob", PLANTGATE_BOOTSTRAP_PASSWORD: "cf-password-4567" };
+    const res = await createWorker({ logger: silent }).fetch(new Request("http://worker.test/.well-known/jwks.json"), env);
+    expect(res.status).toBe(200);
+    expect(WORKERS_MAX_PASSWORD_HASH_ITERATIONS).toBe(100_000);
+    expect(await storedHash("cf-bob")).toMatch(/^\$pbkdf2-sha256\$i=100000,/);
+  });
+});

@@ -1,0 +1,78 @@
+/**
+ * The HTTP conformance suite against `@plantgate/cloudflare` running in workerd (Miniflare) on a
+ * real D1 database. The Worker is the tiny entry `export default createWorker()`, bundled here with
+ * esbuild for the Workers runtime; the bundle must contain no `node:*` import. Its size (raw and
+ * gzipped) is printed. The extra accounts are created from Node on the same D1 database.
+ */
+import { randomBytes } from "node:crypto";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+import { createPlantgate } from "@plantgate/core";
+import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
+import { build } from "esbuild";
+import { Miniflare } from "miniflare";
+import { describeHttpSuite } from "../src/suite.js";
+
+const hex = (bytes: number) => randomBytes(bytes).toString("hex");
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** Bundles the Worker entry as `wrangler deploy` would (Workers conditions, ESM, no Node built-ins). */
+async function bundleWorker(): Promise<string> {
+  const result = await build({
+    stdin: { contents: 'import { createWorker } from "@plantgate/cloudflare";\nexport default createWorker();\n', resolveDir: here, loader: "ts" },
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    conditions: ["workerd", "worker", "browser"],
+    target: "es2022",
+    minify: true,
+    write: false,
+    logLevel: "silent",
+  });
+  const script = result.outputFiles[0]!.text;
+  const nodeImport = /\bfrom\s*["']node:|\bimport\s*\(\s*["']node:|\brequire\s*\(\s*["']node:/.exec(script);
+  if (nodeImport) throw new Error(`the Worker bundle imports a node:* module: ${script.slice(nodeImport.index, nodeImport.index + 60)}`);
+  const raw = Buffer.byteLength(script);
+  const gzip = gzipSync(script, { level: 9 }).length;
+  console.log(`plantgate Worker bundle (minified): ${(raw / 1024).toFixed(1)} KiB raw, ${(gzip / 1024).toFixed(1)} KiB gzip`);
+  return script;
+}
+
+describeHttpSuite("workerd + D1 (@plantgate/cloudflare in Miniflare)", {
+  async start({ accounts }) {
+    const clientId = `suite-${hex(4)}`;
+    const clientSecret = hex(32);
+    const username = `alice-${hex(4)}`;
+    const password = hex(16);
+    const mf = new Miniflare({
+      modules: true,
+      script: await bundleWorker(),
+      d1Databases: ["DB"],
+      bindings: {
+        PLANTGATE_BOOTSTRAP_CLIENT_ID: clientId,
+        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: clientSecret,
+        PLANTGATE_BOOTSTRAP_USERNAME: username,
+        PLANTGATE_BOOTSTRAP_PASSWORD: password,
+        PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+      },
+    });
+    try {
+      // No PLANTGATE_ISSUER: the core derives issuer and URLs from the request (Miniflare's URL).
+      const baseUrl = (await mf.ready).origin;
+      // The first request makes the Worker migrate D1 and ensure the bootstrap client and account.
+      const first = await fetch(`${baseUrl}/.well-known/jwks.json`);
+      await first.arrayBuffer();
+      if (first.status !== 200) throw new Error(`the Worker did not start: ${first.status}`);
+      const storage = createD1Storage((await mf.getD1Database("DB")) as unknown as D1DatabaseLike);
+      const admin = createPlantgate({ storage, passwordHashIterations: 1000 }).admin;
+      for (let i = 0; i < accounts; i++) {
+        await admin.createAccount({ username: `walker-${String(i).padStart(2, "0")}-${hex(3)}`, password: hex(16) });
+      }
+      return { baseUrl, clientId, clientSecret, username, password, close: () => mf.dispose() };
+    } catch (error) {
+      await mf.dispose();
+      throw error;
+    }
+  },
+});
