@@ -1,0 +1,3 @@
+import { createWorker } from "@plantgate/cloudflare";
+
+export default createWorker();

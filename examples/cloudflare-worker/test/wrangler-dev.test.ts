@@ -1,0 +1,112 @@
+/**
+ * Runs the example as a user would: `wrangler dev --local` (workerd + a local D1 database) on a free
+ * port with a fresh `--persist-to` directory, then talks HTTP to it with the demo credentials from
+ * wrangler.toml. The process group is killed afterwards.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const CLIENT_ID = "demo-client";
+const CLIENT_SECRET = "demo-secret-change-me-0123456789";
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+let child: ChildProcess | undefined;
+let persistDir = "";
+let baseUrl = "";
+let output = "";
+
+async function waitReady(deadlineMs: number): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  while (Date.now() < deadline) {
+    if (child?.exitCode !== null) throw new Error(`wrangler dev exited (${child?.exitCode}):\n${output}`);
+    try {
+      const res = await fetch(`${baseUrl}/.well-known/jwks.json`, { signal: AbortSignal.timeout(5_000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`wrangler dev was not ready within ${deadlineMs} ms:\n${output}`);
+}
+
+describe("examples/cloudflare-worker under wrangler dev --local", () => {
+  beforeAll(async () => {
+    persistDir = await mkdtemp(join(tmpdir(), "plantgate-wrangler-"));
+    const port = await freePort();
+    const inspectorPort = await freePort();
+    baseUrl = `http://127.0.0.1:${port}`;
+    child = spawn(
+      join(root, "node_modules", ".bin", "wrangler"),
+      ["dev", "--local", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", persistDir, "--show-interactive-dev-session=false"],
+      { cwd: root, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false" } },
+    );
+    child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    await waitReady(60_000);
+  }, 70_000);
+
+  afterAll(async () => {
+    const proc = child;
+    if (proc?.pid !== undefined && proc.exitCode === null && proc.signalCode === null) {
+      const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+      try {
+        process.kill(-proc.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      const timer = setTimeout(() => {
+        try {
+          process.kill(-proc.pid!, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }, 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    if (persistDir) await rm(persistDir, { recursive: true, force: true });
+  }, 15_000);
+
+  it("issues a client_credentials token and creates a plant with an exact int64 id", async () => {
+    const tokenRes = await fetch(`${baseUrl}/UserService/connect/token`, {
+      method: "POST",
+      headers: {
+        authorization: `Basic ${Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString("base64")}`,
+        "content-type": "application/x-www-form-urlencoded",
+      },
+      body: "grant_type=client_credentials",
+    });
+    expect(tokenRes.status).toBe(200);
+    const token = (await tokenRes.json()) as { access_token: string; token_type: string; scope: string };
+    expect(token.token_type).toBe("Bearer");
+    expect(token.scope).toBe("Platform_UserAPIs Platform_AllAppsServerCommands");
+
+    const plantRes = await fetch(`${baseUrl}/plants`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token.access_token}`, "content-type": "application/json" },
+      body: '{"id":9223372036854775807,"name":"Monstera","tag":"indoor"}',
+    });
+    expect(plantRes.status).toBe(200);
+    expect(await plantRes.text()).toBe('{"id":9223372036854775807,"name":"Monstera","tag":"indoor"}');
+  });
+});
