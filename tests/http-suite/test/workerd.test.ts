@@ -5,39 +5,13 @@
  * gzipped) is printed. The extra accounts are created from Node on the same D1 database.
  */
 import { randomBytes } from "node:crypto";
-import { dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-import { gzipSync } from "node:zlib";
 import { createPlantgate } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
-import { build } from "esbuild";
 import { Miniflare } from "miniflare";
 import { describeHttpSuite } from "../src/suite.js";
+import { bundleWorker } from "../src/bundle-worker.js";
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
-const here = dirname(fileURLToPath(import.meta.url));
-
-/** Bundles the Worker entry as `wrangler deploy` would (Workers conditions, ESM, no Node built-ins). */
-async function bundleWorker(): Promise<string> {
-  const result = await build({
-    stdin: { contents: 'import { createWorker } from "@plantgate/cloudflare";\nexport default createWorker();\n', resolveDir: here, loader: "ts" },
-    bundle: true,
-    format: "esm",
-    platform: "browser",
-    conditions: ["workerd", "worker", "browser"],
-    target: "es2022",
-    minify: true,
-    write: false,
-    logLevel: "silent",
-  });
-  const script = result.outputFiles[0]!.text;
-  const nodeImport = /\bfrom\s*["']node:|\bimport\s*\(\s*["']node:|\brequire\s*\(\s*["']node:/.exec(script);
-  if (nodeImport) throw new Error(`the Worker bundle imports a node:* module: ${script.slice(nodeImport.index, nodeImport.index + 60)}`);
-  const raw = Buffer.byteLength(script);
-  const gzip = gzipSync(script, { level: 9 }).length;
-  console.log(`plantgate Worker bundle (minified): ${(raw / 1024).toFixed(1)} KiB raw, ${(gzip / 1024).toFixed(1)} KiB gzip`);
-  return script;
-}
 
 describeHttpSuite("workerd + D1 (@plantgate/cloudflare in Miniflare)", {
   async start({ accounts }) {
