@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { createPlantgate, optionsFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { plantgate } from "@plantgate/express";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 
@@ -75,12 +75,7 @@ export async function startExpressServer(
   const host = env.HOST || "127.0.0.1";
   const listenPort = port(env.PORT);
   const mount = mountPath(env.PLANTGATE_MOUNT_PATH);
-  const pair = (a: string, b: string) => {
-    if (Boolean(env[a]) !== Boolean(env[b])) fail(`${a} and ${b} must be set together`);
-    return env[a] ? ([env[a], env[b]] as [string, string]) : null;
-  };
-  const bootstrapClient = pair("PLANTGATE_BOOTSTRAP_CLIENT_ID", "PLANTGATE_BOOTSTRAP_CLIENT_SECRET");
-  const bootstrapUser = pair("PLANTGATE_BOOTSTRAP_USERNAME", "PLANTGATE_BOOTSTRAP_PASSWORD");
+  const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
   const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
   const storage = overrides.storage ?? opened!;
@@ -138,15 +133,7 @@ export async function startExpressServer(
       storage,
     };
     const created = createPlantgate(options);
-    let demo: RunningExpressServer["demo"] = null;
-    if (bootstrapClient) await created.admin.ensureClient(...bootstrapClient);
-    if (bootstrapUser) await created.admin.ensureAccount(...bootstrapUser);
-    if (!bootstrapClient && !bootstrapUser && (await created.admin.listClients()).length === 0) {
-      const { client, clientSecret } = await created.admin.createClient({ clientId: "demo-client", name: "Demo client" });
-      const password = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
-      await created.admin.createAccount({ username: "demo", password, displayName: "Demo user" });
-      demo = { clientId: client.clientId, clientSecret, username: "demo", password };
-    }
+    const demo = await applyBootstrap(created.admin, bootstrap, { demo: true });
     await created.jwks(); // create or load the signing key before the first request
     handler = plantgate(created);
     return {

@@ -12,7 +12,7 @@
  * One plantgate instance per isolate (cached per `env` object). Before it answers its first request
  * it applies the D1 migrations (`storage.migrate()`, idempotent) unless `migrate: false`.
  */
-import { createPlantgate, optionsFromEnv, type EnvVars, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type EnvVars, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
@@ -75,10 +75,7 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
     ...optionsFromEnv(vars),
     storage,
   });
-  const { PLANTGATE_BOOTSTRAP_CLIENT_ID: clientId, PLANTGATE_BOOTSTRAP_CLIENT_SECRET: clientSecret } = vars;
-  const { PLANTGATE_BOOTSTRAP_USERNAME: username, PLANTGATE_BOOTSTRAP_PASSWORD: password } = vars;
-  if (clientId && clientSecret) await app.admin.ensureClient(clientId, clientSecret);
-  if (username && password) await app.admin.ensureAccount(username, password);
+  await applyBootstrap(app.admin, bootstrapFromEnv(vars));
   return app;
 }
 

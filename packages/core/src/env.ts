@@ -1,3 +1,4 @@
+import type { Admin } from "./admin/index.js";
 import type { PlantgateOptions } from "./options.js";
 
 /** Environment variables, as `process.env` or a Worker's `env` hands them over. */
@@ -49,4 +50,59 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
   const ttl = int(env, "PLANTGATE_ACCESS_TOKEN_TTL");
   if (ttl !== undefined) out.accessTokenTtl = ttl;
   return out;
+}
+
+/** What start-up provisioning the environment asks for. */
+export interface BootstrapPlan {
+  /** `PLANTGATE_BOOTSTRAP_CLIENT_ID` + `PLANTGATE_BOOTSTRAP_CLIENT_SECRET`, or null. */
+  client: { clientId: string; clientSecret: string } | null;
+  /** `PLANTGATE_BOOTSTRAP_USERNAME` + `PLANTGATE_BOOTSTRAP_PASSWORD`, or null. */
+  account: { username: string; password: string } | null;
+}
+
+/** Credentials of a demo client and user, shown once. */
+export interface DemoCredentials {
+  clientId: string;
+  clientSecret: string;
+  username: string;
+  password: string;
+}
+
+function pair(env: EnvVars, a: string, b: string): [string, string] | null {
+  if (Boolean(env[a]) !== Boolean(env[b])) throw new ConfigError(`${a} and ${b} must be set together`);
+  return env[a] ? [env[a]!, env[b]!] : null;
+}
+
+/**
+ * Reads the bootstrap variables; a half-set pair is a `ConfigError`. Separate from
+ * {@link applyBootstrap} so a server can fail before it listens.
+ *
+ * @example
+ * const plan = bootstrapFromEnv(process.env);
+ */
+export function bootstrapFromEnv(env: EnvVars): BootstrapPlan {
+  const client = pair(env, "PLANTGATE_BOOTSTRAP_CLIENT_ID", "PLANTGATE_BOOTSTRAP_CLIENT_SECRET");
+  const account = pair(env, "PLANTGATE_BOOTSTRAP_USERNAME", "PLANTGATE_BOOTSTRAP_PASSWORD");
+  return {
+    client: client && { clientId: client[0], clientSecret: client[1] },
+    account: account && { username: account[0], password: account[1] },
+  };
+}
+
+/**
+ * Idempotent start-up provisioning: ensures the planned client (all grants and scopes) and
+ * account exist. With `demo` and nothing planned, an empty store gets `demo-client` and user `demo`
+ * with fresh random credentials, returned once (only hashes are stored).
+ *
+ * @example
+ * const demo = await applyBootstrap(app.admin, bootstrapFromEnv(process.env), { demo: true });
+ */
+export async function applyBootstrap(admin: Admin, plan: BootstrapPlan, options: { demo?: boolean } = {}): Promise<DemoCredentials | null> {
+  if (plan.client) await admin.ensureClient(plan.client.clientId, plan.client.clientSecret);
+  if (plan.account) await admin.ensureAccount(plan.account.username, plan.account.password);
+  if (!options.demo || plan.client || plan.account || (await admin.listClients()).length > 0) return null;
+  const { client, clientSecret } = await admin.createClient({ clientId: "demo-client", name: "Demo client" });
+  const password = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
+  await admin.createAccount({ username: "demo", password, displayName: "Demo user" });
+  return { clientId: client.clientId, clientSecret, username: "demo", password };
 }

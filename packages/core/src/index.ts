@@ -12,4 +12,4 @@ export type * from "./storage/types.js";
 export { hashPassword, verifyPassword, sha256, type RandomBytes } from "./crypto/index.js";
 export { generateKeyRecord, keyRecordFromJwk, type SigningAlg } from "./tokens/keys.js";
 export { CLIENT_SUBJECT_PREFIX } from "./tokens/access-token.js";
-export { optionsFromEnv, ConfigError, type EnvVars } from "./env.js";
+export { optionsFromEnv, bootstrapFromEnv, applyBootstrap, ConfigError, type EnvVars, type BootstrapPlan, type DemoCredentials } from "./env.js";

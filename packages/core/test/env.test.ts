@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+import { applyBootstrap, bootstrapFromEnv, ConfigError, createPlantgate, optionsFromEnv } from "../src/index.js";
+
+const quiet = { logger: { error() {}, warn() {} }, passwordHashIterations: 1000 };
+
+describe("environment configuration", () => {
+  it("bootstrapFromEnv: pairs must be set together", () => {
+    expect(() => bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_CLIENT_ID: "a" })).toThrow(
+      new ConfigError("PLANTGATE_BOOTSTRAP_CLIENT_ID and PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be set together"),
+    );
+    expect(() => bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_PASSWORD: "x" })).toThrow(ConfigError);
+    expect(bootstrapFromEnv({})).toEqual({ client: null, account: null });
+  });
+
+  it("applyBootstrap ensures client and account idempotently and never creates a demo then", async () => {
+    const app = createPlantgate(quiet);
+    const plan = bootstrapFromEnv({
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: "svc",
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "a-secret-of-sixteen+",
+      PLANTGATE_BOOTSTRAP_USERNAME: "ops",
+      PLANTGATE_BOOTSTRAP_PASSWORD: "ops-password",
+    });
+    expect(await applyBootstrap(app.admin, plan, { demo: true })).toBeNull();
+    expect(await applyBootstrap(app.admin, plan, { demo: true })).toBeNull();
+    expect((await app.admin.listClients()).map((c) => c.clientId)).toEqual(["svc"]);
+    expect((await app.admin.listAccounts()).map((a) => a.username)).toEqual(["ops"]);
+  });
+
+  it("applyBootstrap creates the demo client and user only on an empty store, once", async () => {
+    const app = createPlantgate(quiet);
+    const demo = await applyBootstrap(app.admin, bootstrapFromEnv({}), { demo: true });
+    expect(demo).toEqual({ clientId: "demo-client", clientSecret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), username: "demo", password: expect.stringMatching(/^[0-9a-f]{24}$/) });
+    expect(await applyBootstrap(app.admin, bootstrapFromEnv({}), { demo: true })).toBeNull();
+    expect(await applyBootstrap(createPlantgate(quiet).admin, bootstrapFromEnv({}))).toBeNull();
+  });
+
+  it("optionsFromEnv rejects malformed values with the variable's name and no secret", () => {
+    expect(() => optionsFromEnv({ PLANTGATE_ACCESS_TOKEN_TTL: "0" })).toThrow(new ConfigError('PLANTGATE_ACCESS_TOKEN_TTL must be a positive integer, got "0"'));
+    expect(() => optionsFromEnv({ PLANTGATE_ISSUER: "not a url" })).toThrow(ConfigError);
+    const secretish = '{"kty":"EC","x":"not-private"}';
+    expect(() => optionsFromEnv({ PLANTGATE_SIGNING_KEY: secretish })).toThrow(
+      new ConfigError("PLANTGATE_SIGNING_KEY must be a private JWK in JSON (an object with a 'd' member)"),
+    );
+    expect(optionsFromEnv({ PLANTGATE_SCOPE_PREFIX: "Acme", PLANTGATE_PASSWORD_HASH_ITERATIONS: "5000" })).toEqual({ scopePrefix: "Acme", passwordHashIterations: 5000 });
+  });
+});
