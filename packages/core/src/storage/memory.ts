@@ -1,8 +1,10 @@
 import type {
   AccountRecord,
+  AttemptRecord,
   ClientRecord,
   PlantRecord,
   RefreshTokenRecord,
+  SessionRecord,
   SigningKeyRecord,
   Storage,
 } from "./types.js";
@@ -29,6 +31,9 @@ export function createMemoryStorage(): Storage {
   const refresh = new Map<string, RefreshTokenRecord>();
   const plants = new Map<bigint, PlantRecord>();
   const keys = new Map<string, SigningKeyRecord>();
+  const attempts = new Map<string, AttemptRecord>();
+  const revoked = new Map<string, number>();
+  const sessions = new Map<string, SessionRecord>();
 
   return {
     clients: {
@@ -157,6 +162,83 @@ export function createMemoryStorage(): Storage {
       },
       async delete(kid) {
         return keys.delete(kid);
+      },
+    },
+    attempts: {
+      async increment(key, now, windowMs) {
+        const r = attempts.get(key);
+        const next = !r || r.windowStart <= now - windowMs ? { key, count: 1, windowStart: now } : { ...r, count: r.count + 1 };
+        attempts.set(key, next);
+        return { ...next };
+      },
+      async get(key) {
+        const r = attempts.get(key);
+        return r ? { ...r } : null;
+      },
+      async reset(key) {
+        attempts.delete(key);
+      },
+      async deleteExpired(before) {
+        let n = 0;
+        for (const [key, r] of attempts) {
+          if (r.windowStart <= before) {
+            attempts.delete(key);
+            n++;
+          }
+        }
+        return n;
+      },
+    },
+    revokedTokens: {
+      async add(jti, expiresAt) {
+        if (!revoked.has(jti)) revoked.set(jti, expiresAt);
+      },
+      async has(jti) {
+        return revoked.has(jti);
+      },
+      async deleteExpired(now) {
+        let n = 0;
+        for (const [jti, exp] of revoked) {
+          if (exp <= now) {
+            revoked.delete(jti);
+            n++;
+          }
+        }
+        return n;
+      },
+    },
+    sessions: {
+      async create(record) {
+        if (sessions.has(record.idHash)) return false;
+        sessions.set(record.idHash, { ...record });
+        return true;
+      },
+      async get(idHash) {
+        const r = sessions.get(idHash);
+        return r ? { ...r } : null;
+      },
+      async delete(idHash) {
+        return sessions.delete(idHash);
+      },
+      async deleteByAccount(accountId) {
+        let n = 0;
+        for (const [h, r] of sessions) {
+          if (r.accountId === accountId) {
+            sessions.delete(h);
+            n++;
+          }
+        }
+        return n;
+      },
+      async deleteExpired(now) {
+        let n = 0;
+        for (const [h, r] of sessions) {
+          if (r.expiresAt <= now) {
+            sessions.delete(h);
+            n++;
+          }
+        }
+        return n;
       },
     },
   };

@@ -151,6 +151,68 @@ export interface SigningKeyStore {
   delete(kid: string): Promise<boolean>;
 }
 
+/**
+ * A failure counter of the brute-force defence. Core chooses the keys (fixed-length hashes of
+ * e.g. the username, or the client id and IP), so they are at most 64 ASCII characters.
+ */
+export interface AttemptRecord {
+  key: string;
+  /** Failures counted in the current window. */
+  count: number;
+  /** Epoch ms of the first failure of the current window. */
+  windowStart: number;
+}
+
+/** Failure counters; shared by every instance so a lock-out holds across them. */
+export interface AttemptStore {
+  /**
+   * Counts one failure in one atomic step: when the key has no record, or its window started at or
+   * before `now - windowMs`, the record becomes `{count: 1, windowStart: now}`; otherwise `count`
+   * grows by one. Returns the record after the update. Concurrent calls never lose a count.
+   */
+  increment(key: string, now: number, windowMs: number): Promise<AttemptRecord>;
+  get(key: string): Promise<AttemptRecord | null>;
+  /** Forgets the key (after a success); no error when absent. */
+  reset(key: string): Promise<void>;
+  /** Deletes records whose window started at or before `before`; returns how many. */
+  deleteExpired(before: number): Promise<number>;
+}
+
+/** Revoked access tokens (RFC 7009), by `jti`, kept until the token would have expired anyway. */
+export interface RevokedTokenStore {
+  /** Records the `jti` as revoked until `expiresAt` (epoch ms); idempotent. */
+  add(jti: string, expiresAt: number): Promise<void>;
+  has(jti: string): Promise<boolean>;
+  /** Deletes entries with `expiresAt <= now`; returns how many. */
+  deleteExpired(now: number): Promise<number>;
+}
+
+/** A management-console session, stored by hash (the cookie holds the only copy of the id). */
+export interface SessionRecord {
+  /** SHA-256 (base64url) of the session id. */
+  idHash: string;
+  accountId: string;
+  /** SHA-256 (base64url) of the CSRF token bound to this session. */
+  csrfHash: string;
+  /** Epoch ms. */
+  createdAt: number;
+  /** Epoch ms. */
+  expiresAt: number;
+}
+
+/** Console sessions. */
+export interface SessionStore {
+  /** Inserts; returns false (and changes nothing) when the hash exists. */
+  create(record: SessionRecord): Promise<boolean>;
+  get(idHash: string): Promise<SessionRecord | null>;
+  /** Removes the session (sign-out); false when absent. */
+  delete(idHash: string): Promise<boolean>;
+  /** Removes every session of the account (e.g. when it is disabled); returns how many. */
+  deleteByAccount(accountId: string): Promise<number>;
+  /** Deletes sessions with `expiresAt <= now`; returns how many. */
+  deleteExpired(now: number): Promise<number>;
+}
+
 /** Everything plantgate stores. Pass your own to `createPlantgate({ storage })`. */
 export interface Storage {
   clients: ClientStore;
@@ -158,4 +220,7 @@ export interface Storage {
   refreshTokens: RefreshTokenStore;
   plants: PlantStore;
   signingKeys: SigningKeyStore;
+  attempts: AttemptStore;
+  revokedTokens: RevokedTokenStore;
+  sessions: SessionStore;
 }
