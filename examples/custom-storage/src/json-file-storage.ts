@@ -13,9 +13,11 @@ import { basename, dirname, join, resolve } from "node:path";
 import {
   StorageError,
   type AccountRecord,
+  type AttemptRecord,
   type ClientRecord,
   type PlantRecord,
   type RefreshTokenRecord,
+  type SessionRecord,
   type SigningKeyRecord,
   type Storage,
 } from "@plantgate/core";
@@ -29,7 +31,8 @@ export interface JsonFileStorage extends Storage {
 }
 
 const FORMAT = "plantgate-json-storage";
-const VERSION = 1;
+/** Version 2 added `attempts`, `revokedTokens` and `sessions`; a version 1 file reads as having none. */
+const VERSION = 2;
 
 /** What the file holds: plant ids as decimal strings (JSON numbers lose precision past 2^53). */
 interface FileState {
@@ -40,6 +43,9 @@ interface FileState {
   refreshTokens: RefreshTokenRecord[];
   plants: { id: string; name: string; tag: string | null }[];
   signingKeys: SigningKeyRecord[];
+  attempts: AttemptRecord[];
+  revokedTokens: { jti: string; expiresAt: number }[];
+  sessions: SessionRecord[];
 }
 
 // Copies in and out, so no caller can mutate stored state through a record it passed or got.
@@ -48,6 +54,8 @@ const copyAccount = (r: AccountRecord): AccountRecord => ({ ...r, roles: [...r.r
 const copyRefresh = (r: RefreshTokenRecord): RefreshTokenRecord => ({ ...r, scope: [...r.scope] });
 const copyPlant = (r: PlantRecord): PlantRecord => ({ id: r.id, name: r.name, tag: r.tag });
 const copyKey = (r: SigningKeyRecord): SigningKeyRecord => ({ ...r });
+const copyAttempt = (r: AttemptRecord): AttemptRecord => ({ ...r });
+const copySession = (r: SessionRecord): SessionRecord => ({ ...r });
 
 /** JavaScript's `<` on strings compares UTF-16 code units, which is the order the contract asks for. */
 const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
@@ -70,6 +78,9 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
   const refresh = new Map(state.refreshTokens.map((r) => [r.tokenHash, r]));
   const plants = new Map<bigint, PlantRecord>(state.plants.map((p) => [BigInt(p.id), { id: BigInt(p.id), name: p.name, tag: p.tag }]));
   const keys = new Map(state.signingKeys.map((r) => [r.kid, r]));
+  const attempts = new Map(state.attempts.map((r) => [r.key, r]));
+  const revoked = new Map(state.revokedTokens.map((r) => [r.jti, r.expiresAt]));
+  const sessions = new Map(state.sessions.map((r) => [r.idHash, r]));
 
   const serialize = (): string => {
     const out: FileState = {
@@ -80,6 +91,9 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
       refreshTokens: [...refresh.values()],
       plants: [...plants.values()].map((p) => ({ id: p.id.toString(), name: p.name, tag: p.tag })),
       signingKeys: [...keys.values()],
+      attempts: [...attempts.values()],
+      revokedTokens: [...revoked].map(([jti, expiresAt]) => ({ jti, expiresAt })),
+      sessions: [...sessions.values()],
     };
     return `${JSON.stringify(out, null, 2)}\n`;
   };
@@ -266,6 +280,98 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         return true;
       },
     },
+
+    attempts: {
+      async increment(key, now, windowMs) {
+        // Read, decide and write with no await in between, so concurrent calls never lose a count.
+        const r = attempts.get(key);
+        const next = !r || r.windowStart <= now - windowMs ? { key, count: 1, windowStart: now } : { ...r, count: r.count + 1 };
+        attempts.set(key, next);
+        await persist();
+        return copyAttempt(next);
+      },
+      async get(key) {
+        const r = attempts.get(key);
+        return r ? copyAttempt(r) : null;
+      },
+      async reset(key) {
+        if (attempts.delete(key)) await persist();
+      },
+      async deleteExpired(before) {
+        let n = 0;
+        for (const [key, r] of attempts) {
+          if (r.windowStart <= before) {
+            attempts.delete(key);
+            n++;
+          }
+        }
+        if (n > 0) await persist();
+        return n;
+      },
+    },
+
+    revokedTokens: {
+      async add(jti, expiresAt) {
+        // Idempotent: a repeat keeps the first expiry.
+        if (revoked.has(jti)) return;
+        revoked.set(jti, expiresAt);
+        await persist();
+      },
+      async has(jti) {
+        return revoked.has(jti);
+      },
+      async deleteExpired(now) {
+        let n = 0;
+        for (const [jti, expiresAt] of revoked) {
+          if (expiresAt <= now) {
+            revoked.delete(jti);
+            n++;
+          }
+        }
+        if (n > 0) await persist();
+        return n;
+      },
+    },
+
+    sessions: {
+      async create(record) {
+        if (sessions.has(record.idHash)) return false;
+        sessions.set(record.idHash, copySession(record));
+        await persist();
+        return true;
+      },
+      async get(idHash) {
+        const r = sessions.get(idHash);
+        return r ? copySession(r) : null;
+      },
+      async delete(idHash) {
+        if (!sessions.delete(idHash)) return false;
+        await persist();
+        return true;
+      },
+      async deleteByAccount(accountId) {
+        let n = 0;
+        for (const [idHash, r] of sessions) {
+          if (r.accountId === accountId) {
+            sessions.delete(idHash);
+            n++;
+          }
+        }
+        if (n > 0) await persist();
+        return n;
+      },
+      async deleteExpired(now) {
+        let n = 0;
+        for (const [idHash, r] of sessions) {
+          if (r.expiresAt <= now) {
+            sessions.delete(idHash);
+            n++;
+          }
+        }
+        if (n > 0) await persist();
+        return n;
+      },
+    },
   };
 }
 
@@ -311,10 +417,17 @@ const SHAPES = {
   },
   plants: { id: "string", name: "string", tag: "string|null" },
   signingKeys: { kid: "string", alg: "string", privateJwk: "string", publicJwk: "string", createdAt: "number" },
+  attempts: { key: "string", count: "number", windowStart: "number" },
+  revokedTokens: { jti: "string", expiresAt: "number" },
+  sessions: { idHash: "string", accountId: "string", csrfHash: "string", createdAt: "number", expiresAt: "number" },
 } satisfies Record<string, Record<string, Kind>>;
+
+/** Sections a version 1 file predates; reading one, they start empty. */
+const ADDED_IN_V2 = new Set<keyof typeof SHAPES>(["attempts", "revokedTokens", "sessions"]);
 
 const KEYS: Record<keyof typeof SHAPES, string> = {
   clients: "clientId", accounts: "id", refreshTokens: "tokenHash", plants: "id", signingKeys: "kid",
+  attempts: "key", revokedTokens: "jti", sessions: "idHash",
 };
 
 const GRANTS = new Set(["client_credentials", "password", "refresh_token"]);
@@ -338,7 +451,7 @@ async function load(file: string): Promise<FileState> {
     text = await readFile(file, "utf8");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-      return { format: FORMAT, version: VERSION, clients: [], accounts: [], refreshTokens: [], plants: [], signingKeys: [] };
+      return { format: FORMAT, version: VERSION, clients: [], accounts: [], refreshTokens: [], plants: [], signingKeys: [], attempts: [], revokedTokens: [], sessions: [] };
     }
     throw new StorageError(`could not read ${file}`, { cause: error });
   }
@@ -354,8 +467,13 @@ async function load(file: string): Promise<FileState> {
   if (typeof data !== "object" || data === null || Array.isArray(data)) return corrupt("the top level is not an object");
   const top = data as Record<string, unknown>;
   if (top.format !== FORMAT) corrupt(`"format" is not "${FORMAT}"`);
-  if (top.version !== VERSION) corrupt(`unsupported "version" ${JSON.stringify(top.version)} (this code reads ${VERSION})`);
+  if (top.version !== 1 && top.version !== VERSION) corrupt(`unsupported "version" ${JSON.stringify(top.version)} (this code reads 1 and ${VERSION})`);
   for (const [section, shape] of Object.entries(SHAPES) as [keyof typeof SHAPES, Record<string, Kind>][]) {
+    // Upgrading a version 1 file: the sections added since start empty; the next write saves version 2.
+    if (top.version === 1 && ADDED_IN_V2.has(section)) {
+      if (section in top) corrupt(`"${section}" is not part of a version 1 file`);
+      top[section] = [];
+    }
     const rows = top[section];
     if (!Array.isArray(rows)) corrupt(`"${section}" is not an array`);
     const seen = new Set<string>();
@@ -373,7 +491,7 @@ async function load(file: string): Promise<FileState> {
       seen.add(key);
     }
   }
-  const state = data as FileState;
+  const state: FileState = { ...(data as FileState), version: VERSION };
   for (const [i, c] of state.clients.entries()) {
     if (!c.grantTypes.every((g) => GRANTS.has(g))) corrupt(`clients[${i}].grantTypes has an unknown grant`);
   }

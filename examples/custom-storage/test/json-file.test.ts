@@ -84,13 +84,55 @@ describe("JSON file storage: persistence", () => {
     expect(await reopened.plants.get(42n)).toStrictEqual({ id: 42n, name: "Pilea", tag: "indoor" });
   });
 
+  it("counters, revoked jtis and console sessions survive re-opening the file", async () => {
+    const first = await createJsonFileStorage(file);
+    await first.attempts.increment("user:abc", 1_700_000_000_000, 60_000);
+    await first.attempts.increment("user:abc", 1_700_000_000_001, 60_000);
+    await first.revokedTokens.add("jti-1", 8_640_000_000_000_000);
+    const session = { idHash: "n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg", accountId: "a1", csrfHash: "c2VjcmV0LWhhc2g", createdAt: 1, expiresAt: 2 };
+    expect(await first.sessions.create({ ...session })).toBe(true);
+    const reopened = await createJsonFileStorage(file);
+    expect(await reopened.attempts.get("user:abc")).toStrictEqual({ key: "user:abc", count: 2, windowStart: 1_700_000_000_000 });
+    expect(await reopened.revokedTokens.has("jti-1")).toBe(true);
+    expect(await reopened.sessions.get(session.idHash)).toStrictEqual(session);
+    expect(JSON.parse(await readFile(file, "utf8")).version).toBe(2);
+  });
+
+  it("a version 1 file (before attempts, revoked tokens and sessions) opens with its data, and the next write upgrades it", async () => {
+    const v1 = {
+      format: "plantgate-json-storage",
+      version: 1,
+      clients: [client],
+      accounts: [],
+      refreshTokens: [],
+      plants: [{ id: "-9223372036854775808", name: "Ficus", tag: null }],
+      signingKeys: [],
+    };
+    await writeFile(join(dir, "v1.json"), JSON.stringify(v1));
+    const storage = await createJsonFileStorage(join(dir, "v1.json"));
+    expect(await storage.clients.get("reporting")).toStrictEqual(client);
+    expect(await storage.plants.get(-9223372036854775808n)).toStrictEqual({ id: -9223372036854775808n, name: "Ficus", tag: null });
+    expect(await storage.attempts.get("k")).toBeNull();
+    expect(await storage.revokedTokens.has("j")).toBe(false);
+    expect(JSON.parse(await readFile(join(dir, "v1.json"), "utf8"))).toStrictEqual(v1); // opening alone writes nothing
+    await storage.revokedTokens.add("j", 5);
+    const saved = JSON.parse(await readFile(join(dir, "v1.json"), "utf8"));
+    expect(saved).toStrictEqual({ ...v1, version: 2, attempts: [], revokedTokens: [{ jti: "j", expiresAt: 5 }], sessions: [] });
+    const reopened = await createJsonFileStorage(join(dir, "v1.json"));
+    expect(await reopened.clients.get("reporting")).toStrictEqual(client);
+    expect(await reopened.revokedTokens.has("j")).toBe(true);
+  });
+
   describe("a corrupt file is a clear error naming the file, and is left untouched", () => {
     const cases: [string, string, RegExp][] = [
       ["truncated JSON", '{"format":"plantgate-json-storage","version":1,"clients":[', /invalid JSON/],
       ["an empty file", "", /invalid JSON/],
       ["not an object", "[]", /top level is not an object/],
       ["another format", '{"hello":"world"}', /"format" is not "plantgate-json-storage"/],
-      ["a newer version", '{"format":"plantgate-json-storage","version":2}', /unsupported "version" 2/],
+      ["a newer version", '{"format":"plantgate-json-storage","version":3}', /unsupported "version" 3/],
+      ["a version 2 file without the sessions section", '{"format":"plantgate-json-storage","version":2,"clients":[],"accounts":[],"refreshTokens":[],"plants":[],"signingKeys":[],"attempts":[],"revokedTokens":[]}', /"sessions" is not an array/],
+      ["a version 1 file with a version 2 section", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[],"signingKeys":[],"sessions":[]}', /"sessions" is not part of a version 1 file/],
+      ["a repeated session hash", '{"format":"plantgate-json-storage","version":2,"clients":[],"accounts":[],"refreshTokens":[],"plants":[],"signingKeys":[],"attempts":[],"revokedTokens":[],"sessions":[{"idHash":"h","accountId":"a","csrfHash":"c","createdAt":1,"expiresAt":2},{"idHash":"h","accountId":"b","csrfHash":"d","createdAt":1,"expiresAt":2}]}', /sessions\[1\] repeats the key "h"/],
       ["a missing section", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[]}', /"signingKeys" is not an array/],
       ["a plant id that is a number", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[{"id":1,"name":"x","tag":null}],"signingKeys":[]}', /plants\[0\]\.id is not string/],
       ["a plant id outside int64", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[{"id":"9223372036854775808","name":"x","tag":null}],"signingKeys":[]}', /not a decimal int64/],

@@ -14,6 +14,11 @@ export interface ServerEnv {
   PLANTGATE_BOOTSTRAP_USERNAME?: string;
   PLANTGATE_BOOTSTRAP_PASSWORD?: string;
   PLANTGATE_PASSWORD_HASH_ITERATIONS?: string;
+  /** `1`: serve the management console at /console. */
+  PLANTGATE_CONSOLE?: string;
+  /** `1`: the bootstrap (or demo) user gets the `admin` role, and the console is on. */
+  PLANTGATE_BOOTSTRAP_ADMIN?: string;
+  PLANTGATE_CONSOLE_SESSION_TTL?: string;
   PLANTGATE_DB?: string;
   PLANTGATE_DATABASE_URL?: string;
   [name: string]: string | undefined;
@@ -25,6 +30,8 @@ export interface RunningServer {
   /** Where the data lives (password-free), e.g. "SQLite /path/data/plantgate.db". */
   store: string;
   app: Plantgate;
+  /** The management console's page, or null when it is off. */
+  consoleUrl: string | null;
   /** Credentials created for the demo (only when nothing was configured and the store was empty). */
   demo: { clientId: string; clientSecret: string; username: string; password: string } | null;
   close(): Promise<void>;
@@ -74,7 +81,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   let app: Plantgate | null = null;
   let running: Awaited<ReturnType<typeof serve>>;
   try {
-    running = await serve({ fetch: (request: Request) => (app ? app.fetch(request) : Promise.resolve(starting())) }, { port: port(env.PORT), host });
+    running = await serve({ fetch: (request: Request, info?: { clientIp?: string }) => (app ? app.fetch(request, info) : Promise.resolve(starting())) }, { port: port(env.PORT), host });
   } catch (error) {
     await closeStorage();
     throw error;
@@ -95,6 +102,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
       url: running.url,
       store: opened?.display ?? "custom storage",
       app: created,
+      consoleUrl: options.console?.enabled ? `${options.baseUrl ?? `${running.url}${options.basePath ?? ""}`}/console` : null,
       demo,
       close: async () => {
         await running.close();

@@ -29,6 +29,7 @@ export const USAGE = `usage: plantgate <command>
   user enable USERNAME
   migrate
   keys rotate
+  keys list                          (kid, alg, created, status: active / retired / prunable)
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
 PLANTGATE_DB (SQLite file, default ./data/plantgate.db). Prints JSON on stdout.`;
@@ -174,6 +175,13 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       const result = await app.admin.rotateSigningKey();
       io.stderr("the new key signs from now on; running servers switch within a minute\n");
       return result;
+    }
+    case "keys list": {
+      const { positionals } = parse(rest, {});
+      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      const { app } = await open();
+      const keys = await app.admin.listSigningKeys();
+      return keys.map((k) => ({ kid: k.kid, alg: k.alg, created: new Date(k.createdAt).toISOString(), status: k.status }));
     }
     default:
       throw new UsageError(argv.length === 0 ? "no command given" : `unknown command: ${argv.join(" ")}`);

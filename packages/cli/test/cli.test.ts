@@ -120,6 +120,22 @@ describe("plantgate CLI", () => {
     }
   });
 
+  it("keys list shows kid, alg, created and status (active / retired)", async () => {
+    const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    // On a fresh store, listing creates the first key (as a server's first token would).
+    const first = await cli(["keys", "list"]);
+    expect(first).toMatchObject({ code: 0, stderr: "" });
+    expect(first.json).toEqual([{ kid: expect.any(String), alg: "ES256", created: iso, status: "active" }]);
+    const rotated = await cli(["keys", "rotate"]);
+    const second = await cli(["keys", "list"]);
+    expect(second.json).toEqual([
+      { kid: rotated.json.kid, alg: "ES256", created: iso, status: "active" },
+      { kid: first.json[0].kid, alg: "ES256", created: first.json[0].created, status: "retired" },
+    ]);
+    expect(second.stdout).not.toContain('"d"');
+    expect(await cli(["keys", "list", "extra"])).toMatchObject({ code: 2, stdout: "" });
+  });
+
   it("client list and client delete", async () => {
     await cli(["client", "create", "--name", "A", "--id", "a"]);
     await cli(["client", "create", "--name", "B", "--id", "b"]);

@@ -110,7 +110,10 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
           headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", "retry-after": "5" },
         });
       }
-      return app.fetch(request);
+      // Cloudflare sets CF-Connecting-IP itself (a client cannot forge it on a Worker), so it plays
+      // the socket address; forwarded headers still count only from configured trustedProxies.
+      const clientIp = request.headers.get("cf-connecting-ip");
+      return app.fetch(request, clientIp !== null ? { clientIp } : {});
     },
   };
 }

@@ -88,6 +88,38 @@ describe("createWorker", () => {
     expect(await storedHash("cf-alice")).toMatch(/^\$pbkdf2-sha256\$i=1000,/);
   });
 
+  it("CF-Connecting-IP is the client address of the brute-force counters (kept in D1)", async () => {
+    const env = {
+      DB: database,
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-locked",
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "cf-locked-secret-0123456789",
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+      PLANTGATE_BRUTE_FORCE_MAX_FAILURES: "2",
+    };
+    const worker = createWorker({ logger: silent });
+    const attempt = (secret: string, ip: string) =>
+      worker.fetch(
+        new Request("http://worker.test/UserService/connect/token", {
+          method: "POST",
+          headers: {
+            "content-type": "application/x-www-form-urlencoded",
+            authorization: `Basic ${btoa(`cf-locked:${secret}`)}`,
+            "cf-connecting-ip": ip,
+            // Not a trusted proxy's header: ignored.
+            "x-forwarded-for": "192.0.2.99",
+          },
+          body: "grant_type=client_credentials",
+        }),
+        env,
+      );
+    expect((await attempt("wrong", "203.0.113.5")).status).toBe(401);
+    expect((await attempt("wrong", "203.0.113.5")).status).toBe(401);
+    const locked = await attempt("cf-locked-secret-0123456789", "203.0.113.5");
+    expect(locked.status).toBe(429);
+    expect(locked.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect((await attempt("cf-locked-secret-0123456789", "203.0.113.6")).status).toBe(200);
+  });
+
   it("defaults passwordHashIterations to workerd's PBKDF2 cap (100 000)", async () => {
     const env = { DB: database, PLANTGATE_BOOTSTRAP_USERNAME: "cf-bob", PLANTGATE_BOOTSTRAP_PASSWORD: "cf-password-4567" };
     const res = await createWorker({ logger: silent }).fetch(new Request("http://worker.test/.well-known/jwks.json"), env);

@@ -1,18 +1,28 @@
 import { createAdmin, type Admin } from "./admin/index.js";
+import { consoleHandler } from "./console/index.js";
 import { listAccounts } from "./api/accounts.js";
 import { createPlant } from "./api/plants.js";
+import { DOCS_ASSET_NAMES, DOCS_ASSETS_PATH, DOCS_PATH, docsAsset, docsPage } from "./api/docs.js";
+import { openApiResponse } from "./api/openapi.js";
 import { ApiError, ApiErrorCode, OAuthError } from "./errors/index.js";
 import { requireBearer } from "./http/bearer.js";
+import { resolveClientIp, type ClientInfo } from "./http/client-ip.js";
 import { errorResponse, json, NO_STORE } from "./http/respond.js";
-import { metadata, TOKEN_PATH } from "./oauth/metadata.js";
+import { INTROSPECTION_PATH, metadata, REVOCATION_PATH, TOKEN_PATH } from "./oauth/metadata.js";
+import { introspectionEndpoint } from "./oauth/introspection.js";
+import { revocationEndpoint } from "./oauth/revocation.js";
 import { tokenEndpoint } from "./oauth/token-endpoint.js";
 import { resolveOptions, urlsFor, type Context, type PlantgateOptions, type Urls } from "./options.js";
 import type { Storage } from "./storage/types.js";
 
 /** A plantgate instance: a Web-standard fetch handler plus the admin operations. */
 export interface Plantgate {
-  /** Handles one request. Never throws: every failure becomes a documented error response. */
-  fetch(request: Request): Promise<Response>;
+  /**
+   * Handles one request. Never throws: every failure becomes a documented error response.
+   * `info.clientIp` is the socket peer address the adapter saw (see `trustedProxies`); without it
+   * the brute-force counters fall back to per-username and per-client only.
+   */
+  fetch(request: Request, info?: ClientInfo): Promise<Response>;
   /** Client and account management (console, CLI, bootstrap). */
   admin: Admin;
   /** The storage in use. */
@@ -21,7 +31,8 @@ export interface Plantgate {
   jwks(): Promise<{ keys: unknown[] }>;
 }
 
-type Handler = (ctx: Context, urls: Urls, request: Request, url: URL) => Promise<Response>;
+/** `clientIp` is already resolved through `trustedProxies`; undefined when the adapter gave none. */
+type Handler = (ctx: Context, urls: Urls, request: Request, url: URL, clientIp: string | undefined) => Promise<Response>;
 
 interface Route {
   /** Which error shape the route speaks. */
@@ -34,7 +45,15 @@ const METADATA_PATH = "/.well-known/oauth-authorization-server";
 const ROUTES: Record<string, Route> = {
   [TOKEN_PATH]: {
     surface: "oauth",
-    methods: { POST: (ctx, urls, request) => tokenEndpoint(ctx, urls, request) },
+    methods: { POST: (ctx, urls, request, _url, clientIp) => tokenEndpoint(ctx, urls, request, clientIp) },
+  },
+  [REVOCATION_PATH]: {
+    surface: "oauth",
+    methods: { POST: (ctx, urls, request, _url, clientIp) => revocationEndpoint(ctx, urls, request, clientIp) },
+  },
+  [INTROSPECTION_PATH]: {
+    surface: "oauth",
+    methods: { POST: (ctx, urls, request, _url, clientIp) => introspectionEndpoint(ctx, urls, request, clientIp) },
   },
   "/plants": {
     surface: "api",
@@ -66,7 +85,15 @@ const ROUTES: Record<string, Route> = {
       GET: async (ctx, urls) => json(200, metadata(ctx, urls), { "cache-control": "public, max-age=300" }),
     },
   },
+  "/openapi.json": { surface: "api", methods: { GET: async (ctx, urls) => openApiResponse(ctx, urls) } },
+  [DOCS_PATH]: { surface: "api", methods: { GET: async () => docsPage() } },
+  ...Object.fromEntries(
+    DOCS_ASSET_NAMES.map((name): [string, Route] => [DOCS_ASSETS_PATH + name, { surface: "api", methods: { GET: async () => docsAsset(name) } }]),
+  ),
 };
+
+/** Every route path (relative to the base path); the OpenAPI test checks each is described. */
+export const ROUTE_PATHS: readonly string[] = Object.keys(ROUTES);
 
 function methodNotAllowed(route: Route): Response {
   const methods = Object.keys(route.methods);
@@ -79,7 +106,7 @@ function methodNotAllowed(route: Route): Response {
 }
 
 /** Routes one request; every failure becomes the route's documented error shape. */
-async function dispatch(ctx: Context, request: Request): Promise<Response> {
+async function dispatch(ctx: Context, request: Request, info: ClientInfo | undefined): Promise<Response> {
   let surface: "oauth" | "api" = "api";
   try {
     const url = new URL(request.url);
@@ -93,12 +120,17 @@ async function dispatch(ctx: Context, request: Request): Promise<Response> {
       }
       path = path.slice(ctx.basePath.length);
     }
+    if (ctx.console && (path === "/console" || path.startsWith("/console/"))) {
+      const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
+      return await consoleHandler(ctx, request, url, path, clientIp);
+    }
     const route = ROUTES[path];
     if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
     surface = route.surface;
     const handler = route.methods[request.method === "HEAD" ? "GET" : request.method];
     if (!handler) return methodNotAllowed(route);
-    return await handler(ctx, urlsFor(ctx, request), request, url);
+    const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
+    return await handler(ctx, urlsFor(ctx, request), request, url, clientIp);
   } catch (error) {
     return errorResponse(error, surface, ctx.logger);
   }
@@ -120,8 +152,8 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
     admin: createAdmin(ctx),
     storage: ctx.storage,
     jwks: () => ctx.keyring.jwks(),
-    async fetch(request) {
-      const response = await dispatch(ctx, request);
+    async fetch(request, info) {
+      const response = await dispatch(ctx, request, info);
       // RFC 9110 §9.3.2: HEAD is GET without the content, errors included.
       return request.method === "HEAD" ? new Response(null, { status: response.status, headers: response.headers }) : response;
     },

@@ -1,4 +1,5 @@
 import type { Admin } from "./admin/index.js";
+import { compileTrustedProxies } from "./http/client-ip.js";
 import type { PlantgateOptions } from "./options.js";
 
 /** Environment variables, as `process.env` or a Worker's `env` hands them over. */
@@ -7,6 +8,14 @@ export type EnvVars = Record<string, string | undefined>;
 /** Thrown for a malformed environment variable; the message names the variable, never its value if secret. */
 export class ConfigError extends Error {
   override readonly name = "ConfigError";
+}
+
+/** `1`/`true` on, `0`/`false`/unset off; anything else is a mistake worth failing on. */
+function flag(env: EnvVars, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "" || raw === "0" || raw === "false") return false;
+  if (raw === "1" || raw === "true") return true;
+  throw new ConfigError(`${name} must be 1 or 0, got "${raw}"`);
 }
 
 function int(env: EnvVars, name: string): number | undefined {
@@ -20,7 +29,11 @@ function int(env: EnvVars, name: string): number | undefined {
  * The plantgate options that come from the environment, shared by the example servers and the CLI
  * so both see the same store and settings:
  * `PLANTGATE_ISSUER`, `PLANTGATE_SCOPE_PREFIX`, `PLANTGATE_SIGNING_KEY` (private JWK as JSON),
- * `PLANTGATE_PASSWORD_HASH_ITERATIONS`, `PLANTGATE_ACCESS_TOKEN_TTL`.
+ * `PLANTGATE_PASSWORD_HASH_ITERATIONS`, `PLANTGATE_ACCESS_TOKEN_TTL`,
+ * `PLANTGATE_TRUSTED_PROXIES` (comma-separated addresses or CIDR ranges),
+ * `PLANTGATE_BRUTE_FORCE_MAX_FAILURES`, `PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS`,
+ * `PLANTGATE_SIGNING_KEY_MAX_AGE` (seconds); the management console with
+ * `PLANTGATE_CONSOLE=1` (implied by `PLANTGATE_BOOTSTRAP_ADMIN=1`) and `PLANTGATE_CONSOLE_SESSION_TTL`.
  *
  * @example
  * const app = createPlantgate({ ...optionsFromEnv(process.env), storage });
@@ -49,6 +62,25 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
   if (iterations !== undefined) out.passwordHashIterations = iterations;
   const ttl = int(env, "PLANTGATE_ACCESS_TOKEN_TTL");
   if (ttl !== undefined) out.accessTokenTtl = ttl;
+  const proxies = env.PLANTGATE_TRUSTED_PROXIES?.split(",").map((p) => p.trim()).filter(Boolean);
+  if (proxies && proxies.length > 0) {
+    try {
+      compileTrustedProxies(proxies);
+    } catch (e) {
+      throw new ConfigError(`PLANTGATE_TRUSTED_PROXIES: ${(e as Error).message.replace(/^trustedProxies: /, "")}`);
+    }
+    out.trustedProxies = proxies;
+  }
+  const maxFailures = int(env, "PLANTGATE_BRUTE_FORCE_MAX_FAILURES");
+  const windowSeconds = int(env, "PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS");
+  if (maxFailures !== undefined || windowSeconds !== undefined) {
+    out.bruteForce = { ...(maxFailures !== undefined ? { maxFailures } : {}), ...(windowSeconds !== undefined ? { windowSeconds } : {}) };
+  }
+  const keyMaxAge = int(env, "PLANTGATE_SIGNING_KEY_MAX_AGE");
+  if (keyMaxAge !== undefined) out.signingKeyMaxAgeSeconds = keyMaxAge;
+  const consoleOn = flag(env, "PLANTGATE_CONSOLE") || flag(env, "PLANTGATE_BOOTSTRAP_ADMIN");
+  const sessionTtl = int(env, "PLANTGATE_CONSOLE_SESSION_TTL");
+  if (consoleOn) out.console = { enabled: true, ...(sessionTtl !== undefined ? { sessionTtlSeconds: sessionTtl } : {}) };
   return out;
 }
 
@@ -58,6 +90,11 @@ export interface BootstrapPlan {
   client: { clientId: string; clientSecret: string } | null;
   /** `PLANTGATE_BOOTSTRAP_USERNAME` + `PLANTGATE_BOOTSTRAP_PASSWORD`, or null. */
   account: { username: string; password: string } | null;
+  /**
+   * `PLANTGATE_BOOTSTRAP_ADMIN=1`: the bootstrap account (or, without one, the demo user) is
+   * created with the console's `admin` role. Present only when set.
+   */
+  admin?: true;
 }
 
 /** Credentials of a demo client and user, shown once. */
@@ -86,6 +123,7 @@ export function bootstrapFromEnv(env: EnvVars): BootstrapPlan {
   return {
     client: client && { clientId: client[0], clientSecret: client[1] },
     account: account && { username: account[0], password: account[1] },
+    ...(flag(env, "PLANTGATE_BOOTSTRAP_ADMIN") ? { admin: true as const } : {}),
   };
 }
 
@@ -99,10 +137,18 @@ export function bootstrapFromEnv(env: EnvVars): BootstrapPlan {
  */
 export async function applyBootstrap(admin: Admin, plan: BootstrapPlan, options: { demo?: boolean } = {}): Promise<DemoCredentials | null> {
   if (plan.client) await admin.ensureClient(plan.client.clientId, plan.client.clientSecret);
-  if (plan.account) await admin.ensureAccount(plan.account.username, plan.account.password);
+  if (plan.account && plan.admin) {
+    // The role is given at creation; an account that already exists keeps its roles (see the README).
+    const { username, password } = plan.account;
+    try {
+      await admin.createAccount({ username, password, roles: ["admin"] });
+    } catch (error) {
+      if (!(await admin.listAccounts()).some((a) => a.username === username)) throw error;
+    }
+  } else if (plan.account) await admin.ensureAccount(plan.account.username, plan.account.password);
   if (!options.demo || plan.client || plan.account || (await admin.listClients()).length > 0) return null;
   const { client, clientSecret } = await admin.createClient({ clientId: "demo-client", name: "Demo client" });
   const password = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
-  await admin.createAccount({ username: "demo", password, displayName: "Demo user" });
+  await admin.createAccount({ username: "demo", password, displayName: "Demo user", ...(plan.admin ? { roles: ["admin"] } : {}) });
   return { clientId: client.clientId, clientSecret, username: "demo", password };
 }

@@ -1,15 +1,28 @@
 export { createPlantgate, type Plantgate } from "./app.js";
-export type { PlantgateOptions, ProtectedRoute } from "./options.js";
+export { compileTrustedProxies, resolveClientIp, type ClientInfo, type ProxyMatcher } from "./http/client-ip.js";
+export { createThrottle, throttleKeys, DEFAULT_BRUTE_FORCE, type Throttle, type ThrottleSettings } from "./security/throttle.js";
+export type { PlantgateOptions, ProtectedRoute, ConsoleOptions } from "./options.js";
+export { SESSION_COOKIE as CONSOLE_SESSION_COOKIE, CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
+export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console/api.js";
 export { createAdmin, AdminError, type Admin, type ClientView, type CreateAccountInput, type CreateClientInput } from "./admin/index.js";
 export type { AccountPage, AccountView } from "./api/accounts.js";
-export { ApiError, ApiErrorCode, OAuthError, StorageError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
+export { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
 export type { Logger } from "./http/respond.js";
 export type { TokenResponse } from "./oauth/issue.js";
 export { scopeNames, OFFLINE_ACCESS, type ScopeNames } from "./oauth/scopes.js";
-export { TOKEN_PATH } from "./oauth/metadata.js";
+export { TOKEN_PATH, REVOCATION_PATH, INTROSPECTION_PATH } from "./oauth/metadata.js";
+export type { IntrospectionResponse } from "./oauth/introspection.js";
 export { createMemoryStorage } from "./storage/memory.js";
 export type * from "./storage/types.js";
 export { hashPassword, verifyPassword, sha256, type RandomBytes } from "./crypto/index.js";
-export { generateKeyRecord, keyRecordFromJwk, type SigningAlg } from "./tokens/keys.js";
+export {
+  generateKeyRecord,
+  keyRecordFromJwk,
+  describeKeys,
+  pruneKeys,
+  type SigningAlg,
+  type SigningKeyInfo,
+  type SigningKeyStatus,
+} from "./tokens/keys.js";
 export { CLIENT_SUBJECT_PREFIX } from "./tokens/access-token.js";
 export { optionsFromEnv, bootstrapFromEnv, applyBootstrap, ConfigError, type EnvVars, type BootstrapPlan, type DemoCredentials } from "./env.js";

@@ -1,10 +1,13 @@
 import type { JWK } from "jose";
 import { defaultRandomBytes, type RandomBytes } from "./crypto/index.js";
 import type { Logger } from "./http/respond.js";
-import { scopeNames, type ScopeNames } from "./oauth/scopes.js";
+import { scopeNames, type ScopeLimits, type ScopeNames } from "./oauth/scopes.js";
+import type { FormLimits } from "./http/form.js";
 import { createMemoryStorage } from "./storage/memory.js";
 import type { Storage } from "./storage/types.js";
 import { createKeyring, SUPPORTED_ALGS, type Keyring, type SigningAlg } from "./tokens/keys.js";
+import { compileTrustedProxies, type ProxyMatcher } from "./http/client-ip.js";
+import { createThrottle, DEFAULT_BRUTE_FORCE, type Throttle } from "./security/throttle.js";
 
 /** Routes whose required scopes can be configured. */
 export type ProtectedRoute = "createPlant" | "listAccounts";
@@ -35,6 +38,13 @@ export interface PlantgateOptions {
   signingKey?: JWK | string;
   /** Algorithm for generated keys. Default `ES256`. */
   signingAlg?: SigningAlg;
+  /**
+   * Rotate the signing key automatically once it is this many seconds old (any instance may do
+   * it; all converge on the newest key within a minute). Replaced keys stay in the JWKS until the
+   * longest access-token lifetime has passed, then are deleted. Ignored with `signingKey`.
+   * Default: no automatic rotation (env `PLANTGATE_SIGNING_KEY_MAX_AGE`).
+   */
+  signingKeyMaxAgeSeconds?: number;
   /** Access-token lifetime in seconds (default 7200); a client's own setting wins. */
   accessTokenTtl?: number;
   /** Sliding refresh-token lifetime in seconds (default 7 days); a client's own setting wins. */
@@ -48,6 +58,14 @@ export interface PlantgateOptions {
   requiredScopes?: Partial<Record<ProtectedRoute, string[]>>;
   /** Largest request body in bytes (default 65536). */
   maxBodyBytes?: number;
+  /** Most parameters in a form body (token, revocation, introspection); more -> 400 `invalid_request`. Default 32. */
+  maxFormParameters?: number;
+  /** Most bytes of any one form parameter name or value (after decoding); longer -> 400 `invalid_request`. Default 4096. */
+  maxFormFieldBytes?: number;
+  /** Most scope tokens in a `scope` parameter; more -> 400 `invalid_scope`. Default 16. */
+  maxScopes?: number;
+  /** Most characters of one scope token; longer -> 400 `invalid_scope`. Default 128. */
+  maxScopeLength?: number;
   /** Largest `pageSize` (default 100). */
   maxPageSize?: number;
   /** `pageSize` when omitted (default 20). */
@@ -60,6 +78,38 @@ export interface PlantgateOptions {
   randomBytes?: RandomBytes;
   /** Receives unexpected errors (never secrets). Default: `console`. */
   logger?: Logger;
+  /**
+   * Addresses (exact, or CIDR such as `10.0.0.0/8`) of reverse proxies whose `X-Forwarded-For`
+   * is believed. When the socket peer is one of them, the client IP is the rightmost
+   * `X-Forwarded-For` entry that is not a trusted proxy; otherwise the socket address is used and
+   * forwarded headers are ignored. Default: none (env `PLANTGATE_TRUSTED_PROXIES`, comma-separated).
+   */
+  trustedProxies?: string[];
+  /**
+   * Brute-force defence of the password grant (per username) and of client authentication (per
+   * client id + client IP): after `maxFailures` failures within `windowSeconds` of the first one,
+   * attempts are refused with 429 and `Retry-After` until the window ends; a success resets the
+   * counter. Counters live in storage, so they hold across instances. Default
+   * `{ maxFailures: 10, windowSeconds: 900 }`; `false` turns it off.
+   */
+  bruteForce?: { maxFailures?: number; windowSeconds?: number } | false;
+  /** The management console at `{basePath}/console` (web page + admin API). Default: off. */
+  console?: ConsoleOptions;
+}
+
+/**
+ * Options of the management console. Only accounts with `adminRole` can sign in.
+ *
+ * @example
+ * createPlantgate({ console: { enabled: true, sessionTtlSeconds: 3600 } });
+ */
+export interface ConsoleOptions {
+  /** Serve the console and its admin API. */
+  enabled: boolean;
+  /** Lifetime of a console session in seconds (absolute, from sign-in). Default 28 800 (8 hours). */
+  sessionTtlSeconds?: number;
+  /** The role an account needs to use the console. Default `admin`. */
+  adminRole?: string;
 }
 
 /** Options after defaults; shared by every handler. */
@@ -83,11 +133,27 @@ export interface Context {
   clock: () => number;
   random: RandomBytes;
   logger: Logger;
+  /** The longest access-token lifetime in force (server default or any client's), in ms; reads the clients. */
+  maxAccessTokenTtlMs: () => Promise<number>;
+  /** Form and scope caps (see {@link PlantgateOptions.maxFormParameters} and the three after it). */
+  limits: FormLimits & ScopeLimits;
+  /** Brute-force counters (see {@link PlantgateOptions.bruteForce}). */
+  throttle: Throttle;
+  /** Whether an address is a trusted proxy (see {@link PlantgateOptions.trustedProxies}). */
+  trustedProxy: ProxyMatcher;
+  /** The management console; null when disabled. */
+  console: { sessionTtlSeconds: number; adminRole: string } | null;
 }
 
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer`);
+  return value;
+}
+
+function nonEmpty(name: string, value: string | undefined, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (typeof value !== "string" || value.length < 1 || value.length > 100) throw new TypeError(`${name} must be 1-100 characters`);
   return value;
 }
 
@@ -117,6 +183,12 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     }
     return u.replace(/\/+$/, "");
   };
+  const accessTokenTtl = positiveInt("accessTokenTtl", options.accessTokenTtl, 7200);
+  // The longest lifetime any access token can have right now: the default or a client's own.
+  const maxAccessTokenTtlMs = async () => {
+    const clients = await storage.clients.list();
+    return Math.max(accessTokenTtl, ...clients.map((c) => c.accessTokenTtl ?? 0)) * 1000;
+  };
   const maxPageSize = positiveInt("maxPageSize", options.maxPageSize, 100);
   const defaultPageSize = positiveInt("defaultPageSize", options.defaultPageSize, 20);
   if (defaultPageSize > maxPageSize) throw new TypeError("defaultPageSize must not exceed maxPageSize");
@@ -131,9 +203,15 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
       alg,
       clock,
       ...(options.signingKey !== undefined ? { configured: options.signingKey } : {}),
+      ...(options.signingKeyMaxAgeSeconds !== undefined
+        ? { maxAgeMs: positiveInt("signingKeyMaxAgeSeconds", options.signingKeyMaxAgeSeconds, 1) * 1000 }
+        : {}),
+      minTokenTtlMs: accessTokenTtl * 1000,
+      maxTokenTtlMs: maxAccessTokenTtlMs,
     }),
+    maxAccessTokenTtlMs,
     signingAlg: alg,
-    accessTokenTtl: positiveInt("accessTokenTtl", options.accessTokenTtl, 7200),
+    accessTokenTtl,
     refreshTokenTtl: positiveInt("refreshTokenTtl", options.refreshTokenTtl, 7 * 24 * 3600),
     refreshTokenAbsoluteTtl: positiveInt("refreshTokenAbsoluteTtl", options.refreshTokenAbsoluteTtl, 30 * 24 * 3600),
     requiredScopes: {
@@ -147,6 +225,29 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     clock,
     random: options.randomBytes ?? defaultRandomBytes,
     logger: options.logger ?? console,
+    throttle: createThrottle(
+      storage.attempts,
+      clock,
+      options.bruteForce === false
+        ? false
+        : {
+            maxFailures: positiveInt("bruteForce.maxFailures", options.bruteForce?.maxFailures, DEFAULT_BRUTE_FORCE.maxFailures),
+            windowSeconds: positiveInt("bruteForce.windowSeconds", options.bruteForce?.windowSeconds, DEFAULT_BRUTE_FORCE.windowSeconds),
+          },
+    ),
+    trustedProxy: compileTrustedProxies(options.trustedProxies ?? []),
+    limits: {
+      maxParameters: positiveInt("maxFormParameters", options.maxFormParameters, 32),
+      maxFieldBytes: positiveInt("maxFormFieldBytes", options.maxFormFieldBytes, 4096),
+      maxScopes: positiveInt("maxScopes", options.maxScopes, 16),
+      maxScopeLength: positiveInt("maxScopeLength", options.maxScopeLength, 128),
+    },
+    console: options.console?.enabled
+      ? {
+          sessionTtlSeconds: positiveInt("console.sessionTtlSeconds", options.console.sessionTtlSeconds, 8 * 3600),
+          adminRole: nonEmpty("console.adminRole", options.console.adminRole, "admin"),
+        }
+      : null,
   };
 }
 

@@ -72,6 +72,10 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414 §3)", () => {
       jwks_uri: `${BASE}/.well-known/jwks.json`,
       grant_types_supported: ["client_credentials", "password", "refresh_token"],
       token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      revocation_endpoint: `${BASE}/UserService/connect/revocation`,
+      revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      introspection_endpoint: `${BASE}/UserService/connect/introspect`,
+      introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
       scopes_supported: SCOPES,
       response_types_supported: [],
     });
@@ -166,6 +170,10 @@ describe("basePath mounting", () => {
       jwks_uri: `${API}/.well-known/jwks.json`,
       grant_types_supported: ["client_credentials", "password", "refresh_token"],
       token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      revocation_endpoint: `${API}/UserService/connect/revocation`,
+      revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      introspection_endpoint: `${API}/UserService/connect/introspect`,
+      introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
       scopes_supported: SCOPES,
       response_types_supported: [],
     });
@@ -217,6 +225,10 @@ describe("issuer, baseUrl and audience options", () => {
       jwks_uri: "https://public.example.test/auth/.well-known/jwks.json",
       grant_types_supported: ["client_credentials", "password", "refresh_token"],
       token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      revocation_endpoint: "https://public.example.test/auth/UserService/connect/revocation",
+      revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      introspection_endpoint: "https://public.example.test/auth/UserService/connect/introspect",
+      introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
       scopes_supported: SCOPES,
       response_types_supported: [],
     });

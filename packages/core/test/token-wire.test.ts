@@ -99,7 +99,8 @@ describe("request format (RFC 6749 §3.2)", () => {
   });
 
   it("RFC 6749 §3.2: a body of exactly 65536 bytes is read, and its unrecognized parameter ignored", async () => {
-    const h = await harness();
+    // One long field, so the per-field cap (default 4096, limits.test.ts) is raised to isolate the body cap.
+    const h = await harness({ maxFormFieldBytes: 65_536 });
     const head = "grant_type=client_credentials&pad=";
     const body = head + "a".repeat(65_536 - head.length);
     expect(new TextEncoder().encode(body).byteLength).toBe(65_536);

@@ -163,7 +163,10 @@ export function plantgate(app: FetchApp, options: PlantgateExpressOptions = {}):
 
       let response: Response;
       try {
-        const result: unknown = await app.fetch(request);
+        // The raw socket address, not req.ip: Express's "trust proxy" and plantgate's trustedProxies
+        // would otherwise be two places deciding whom to believe.
+        const clientIp = req.socket.remoteAddress;
+        const result: unknown = await app.fetch(request, clientIp !== undefined ? { clientIp } : {});
         if (!(result instanceof Response)) throw new TypeError("app.fetch() did not resolve to a Response.");
         response = result;
       } catch (error) {

@@ -98,7 +98,8 @@ export function createRequestListener(
 
       let response: Response;
       try {
-        const result: unknown = await app.fetch(request);
+        const clientIp = req.socket.remoteAddress;
+        const result: unknown = await app.fetch(request, clientIp !== undefined ? { clientIp } : {});
         if (!(result instanceof Response)) {
           throw new TypeError("app.fetch() did not resolve to a Response.");
         }

@@ -31,6 +31,19 @@ import type { ServerResponse } from "node:http";
  */
 export async function writeResponse(response: Response, res: ServerResponse): Promise<void> {
   const body = response.body;
+  // Fast path: a Response made by plantgate's core carries its complete body bytes under a
+  // registered symbol (see `json()` in @plantgate/core), so it is written in one call without
+  // going through the Web stream, which costs several times the bare server's work per request.
+  // Only a body nobody has read yet; anything else streams as below.
+  const known = (response as unknown as Record<symbol, unknown>)[KNOWN_BODY];
+  if (known instanceof Uint8Array && body !== null && !response.bodyUsed && res.req?.method !== "HEAD") {
+    if (isGone(res)) return;
+    writeHead(response, res);
+    res.setHeader("content-length", known.byteLength);
+    res.end(known);
+    await settled(res);
+    return;
+  }
   // Taking the reader first makes a locked or disturbed body fail before any
   // header is touched, so the caller can still answer with an error status.
   const reader = body?.getReader();
@@ -40,13 +53,7 @@ export async function writeResponse(response: Response, res: ServerResponse): Pr
     return;
   }
 
-  res.statusCode = response.status;
-  if (response.statusText !== "") res.statusMessage = response.statusText;
-  for (const [name, value] of response.headers) {
-    if (name !== "set-cookie") res.setHeader(name, value);
-  }
-  const cookies = response.headers.getSetCookie();
-  if (cookies.length > 0) res.setHeader("set-cookie", cookies);
+  writeHead(response, res);
 
   if (reader === undefined || res.req?.method === "HEAD") {
     await cancelQuietly(reader);
@@ -89,6 +96,19 @@ export async function writeResponse(response: Response, res: ServerResponse): Pr
   if (clientGone || isGone(res)) return;
   res.end();
   await settled(res);
+}
+
+/** Where @plantgate/core keeps the complete body of a Response it built (its `KNOWN_BODY`). */
+const KNOWN_BODY = Symbol.for("plantgate.known-body");
+
+function writeHead(response: Response, res: ServerResponse): void {
+  res.statusCode = response.status;
+  if (response.statusText !== "") res.statusMessage = response.statusText;
+  for (const [name, value] of response.headers) {
+    if (name !== "set-cookie") res.setHeader(name, value);
+  }
+  const cookies = response.headers.getSetCookie();
+  if (cookies.length > 0) res.setHeader("set-cookie", cookies);
 }
 
 function isGone(res: ServerResponse): boolean {

@@ -65,6 +65,16 @@ export function isUniqueViolation(e: unknown): boolean {
   return typeof message === "string" && /UNIQUE constraint failed/.test(message);
 }
 
+/**
+ * True when MySQL/MariaDB rolled the transaction back to break a deadlock (ER_LOCK_DEADLOCK,
+ * 1213): nothing of it was applied, so running it again is safe.
+ */
+export function isDeadlock(e: unknown): boolean {
+  if (typeof e !== "object" || e === null) return false;
+  const { code, errno } = e as DriverError;
+  return code === "ER_LOCK_DEADLOCK" || errno === 1213;
+}
+
 /** Errors of ours that already say what they mean and must pass through unchanged. */
 function isOwn(e: unknown): boolean {
   return e instanceof StorageError || e instanceof SchemaTooNewError || e instanceof UnstorableValueError;

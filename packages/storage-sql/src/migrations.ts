@@ -140,9 +140,56 @@ async function initialDown(db: Kysely<any>): Promise<void> {
   }
 }
 
+/**
+ * Version 2: the brute-force counters, revoked access tokens and console sessions. Only new
+ * tables, so a version 1 database keeps every row and older code never reads them.
+ */
+async function hardeningUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  const withOptions = <B extends { modifyEnd(e: Expression<unknown>): B }>(b: B): B => (t.tableOptions ? b.modifyEnd(t.tableOptions) : b);
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.attempts)
+      .addColumn("attempt_key", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("count", "bigint", (c) => c.notNull())
+      .addColumn("window_start", "bigint", (c) => c.notNull()),
+  ).execute();
+  await db.schema.createIndex("pg_attempts_window_idx").on(TABLES.attempts).column("window_start").execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.revokedTokens)
+      .addColumn("jti", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("expires_at", "bigint", (c) => c.notNull()),
+  ).execute();
+  await db.schema.createIndex("pg_revoked_tokens_expires_idx").on(TABLES.revokedTokens).column("expires_at").execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.sessions)
+      .addColumn("id_hash", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("account_id", t.key, (c) => c.notNull())
+      .addColumn("csrf_hash", t.text, (c) => c.notNull())
+      .addColumn("created_at", "bigint", (c) => c.notNull())
+      .addColumn("expires_at", "bigint", (c) => c.notNull()),
+  ).execute();
+  await db.schema.createIndex("pg_sessions_account_idx").on(TABLES.sessions).column("account_id").execute();
+  await db.schema.createIndex("pg_sessions_expires_idx").on(TABLES.sessions).column("expires_at").execute();
+}
+
+async function hardeningDown(db: Kysely<any>): Promise<void> {
+  for (const table of [TABLES.sessions, TABLES.revokedTokens, TABLES.attempts]) {
+    await db.schema.dropTable(table).ifExists().execute();
+  }
+}
+
 /** Every migration, oldest first. The version of a schema is the number of migrations applied. */
 function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
-  return [["0001_initial", { up: (db) => initialUp(db, family), down: initialDown }]];
+  return [
+    ["0001_initial", { up: (db) => initialUp(db, family), down: initialDown }],
+    ["0002_attempts_revoked_tokens_sessions", { up: (db) => hardeningUp(db, family), down: hardeningDown }],
+  ];
 }
 
 /**
@@ -175,12 +222,12 @@ async function executedMigrations(db: Kysely<any>, schema: string | undefined): 
   return rows.map((r) => String(r.name));
 }
 
-async function refuseNewer(db: Kysely<any>, schema: string | undefined, knownNames: Set<string>): Promise<void> {
+async function refuseNewer(db: Kysely<any>, schema: string | undefined, knownNames: Set<string>, supported: number): Promise<void> {
   const executed = await executedMigrations(db, schema);
   const unknown = executed.filter((name) => !knownNames.has(name));
   if (unknown.length === 0) return;
   const versions = executed.map(versionOf).filter((v) => !Number.isNaN(v));
-  throw new SchemaTooNewError(Math.max(LATEST_SCHEMA_VERSION + 1, ...versions), LATEST_SCHEMA_VERSION, unknown.sort());
+  throw new SchemaTooNewError(Math.max(supported + 1, ...versions), supported, unknown.sort());
 }
 
 /**
@@ -188,14 +235,23 @@ async function refuseNewer(db: Kysely<any>, schema: string | undefined, knownNam
  * holds a migration this code does not know. Safe to run from several instances at once.
  */
 export async function migrateToLatest(db: Kysely<any>, family: SqlFamily, options: { d1?: boolean } = {}): Promise<void> {
-  const known = migrations(family);
+  await migrateToVersion(db, family, LATEST_SCHEMA_VERSION, options);
+}
+
+/**
+ * Applies the migrations up to schema `version` only, as an older release of this package would
+ * (any later one counts as unknown). Not exported from the package: the upgrade tests use it to
+ * build a database at an earlier version.
+ */
+export async function migrateToVersion(db: Kysely<any>, family: SqlFamily, version: number, options: { d1?: boolean } = {}): Promise<void> {
+  const known = migrations(family).slice(0, version);
   const knownNames = new Set(known.map(([name]) => name));
   // On PostgreSQL the migration table is looked up in the current schema only; otherwise a
   // plantgate schema elsewhere in the same database would look like ours.
   const schema = await currentSchema(db, family);
   const provider: MigrationProvider = { getMigrations: async () => Object.fromEntries(known) };
   const migrate = async (conn: Kysely<any>, disableTransactions: boolean) => {
-    await refuseNewer(conn, schema, knownNames);
+    await refuseNewer(conn, schema, knownNames, version);
     const migrator = new Migrator({
       db: conn,
       provider,
@@ -208,7 +264,7 @@ export async function migrateToLatest(db: Kysely<any>, family: SqlFamily, option
     const { error } = await migrator.migrateToLatest();
     if (error === undefined) return;
     // A newer instance may have migrated between our check and Kysely's lock: say so plainly.
-    await refuseNewer(conn, schema, knownNames);
+    await refuseNewer(conn, schema, knownNames, version);
     throw error;
   };
 

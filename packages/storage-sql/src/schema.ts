@@ -19,6 +19,9 @@ export const TABLES = {
   refreshTokens: "pg_refresh_tokens",
   plants: "pg_plants",
   signingKeys: "pg_signing_keys",
+  attempts: "pg_attempts",
+  revokedTokens: "pg_revoked_tokens",
+  sessions: "pg_sessions",
   migrations: "pg_migrations",
   migrationLock: "pg_migrations_lock",
 } as const;
@@ -99,6 +102,29 @@ export interface SigningKeyTable {
   created_at: Int64;
 }
 
+/** `pg_attempts`: failure counters of the brute-force defence, one row per key. */
+export interface AttemptTable {
+  attempt_key: string;
+  count: Int64;
+  /** Epoch ms of the first failure of the current window. */
+  window_start: Int64;
+}
+
+/** `pg_revoked_tokens`: revoked access tokens by `jti`, until they would have expired. */
+export interface RevokedTokenTable {
+  jti: string;
+  expires_at: Int64;
+}
+
+/** `pg_sessions`: console sessions by SHA-256 of the session id; indexed by account. */
+export interface SessionTable {
+  id_hash: string;
+  account_id: string;
+  csrf_hash: string;
+  created_at: Int64;
+  expires_at: Int64;
+}
+
 /**
  * The Kysely database type of plantgate's tables. Type your own `Kysely<Database>` with it when
  * you build the instance yourself (D1, a shared pool) and pass it to `createSqlStorage`.
@@ -117,4 +143,7 @@ export interface Database {
   pg_refresh_tokens: RefreshTokenTable;
   pg_plants: PlantTable;
   pg_signing_keys: SigningKeyTable;
+  pg_attempts: AttemptTable;
+  pg_revoked_tokens: RevokedTokenTable;
+  pg_sessions: SessionTable;
 }

@@ -1,16 +1,29 @@
 import type {
   AccountRecord,
+  AttemptRecord,
   ClientRecord,
   GrantType,
   PlantRecord,
   RefreshTokenRecord,
+  SessionRecord,
   SigningKeyRecord,
   Storage,
 } from "@plantgate/core";
 import { sql, type CompiledQuery, type Insertable, type Kysely, type Selectable } from "kysely";
-import { isUniqueViolation, toStorageError, UnstorableValueError } from "./errors.js";
+import { isDeadlock, isUniqueViolation, toStorageError, UnstorableValueError } from "./errors.js";
 import { migrateToLatest } from "./migrations.js";
-import { TABLES, type AccountTable, type ClientTable, type Database, type PlantTable, type RefreshTokenTable, type SigningKeyTable, type SqlFamily } from "./schema.js";
+import {
+  TABLES,
+  type AccountTable,
+  type AttemptTable,
+  type ClientTable,
+  type Database,
+  type PlantTable,
+  type RefreshTokenTable,
+  type SessionTable,
+  type SigningKeyTable,
+  type SqlFamily,
+} from "./schema.js";
 
 /**
  * A `Storage` on a SQL database through Kysely, plus what its owner needs around it.
@@ -296,6 +309,27 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     privateJwk: row.private_jwk,
     publicJwk: row.public_jwk,
     createdAt: toInt(row.created_at, "created_at"),
+  });
+
+  const attemptRecord = (row: Selectable<AttemptTable>): AttemptRecord => ({
+    key: row.attempt_key,
+    count: toInt(row.count, "count"),
+    windowStart: toInt(row.window_start, "window_start"),
+  });
+
+  const sessionRow = (r: SessionRecord): Insertable<SessionTable> => ({
+    id_hash: text(r.idHash, "idHash"),
+    account_id: text(r.accountId, "accountId"),
+    csrf_hash: text(r.csrfHash, "csrfHash"),
+    created_at: r.createdAt,
+    expires_at: r.expiresAt,
+  });
+  const sessionRecord = (row: Selectable<SessionTable>): SessionRecord => ({
+    idHash: row.id_hash,
+    accountId: row.account_id,
+    csrfHash: row.csrf_hash,
+    createdAt: toInt(row.created_at, "created_at"),
+    expiresAt: toInt(row.expires_at, "expires_at"),
   });
 
   const plantRecord = (row: { id: unknown; name: Selectable<PlantTable>["name"]; tag: Selectable<PlantTable>["tag"] }): PlantRecord => ({
@@ -586,6 +620,124 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
           if (!storableKey(kid)) return false;
           const result = await db.deleteFrom(TABLES.signingKeys).where("kid", "=", kid).executeTakeFirst();
           return result.numDeletedRows > 0n;
+        }),
+    },
+
+    attempts: {
+      increment: (key, now, windowMs) =>
+        run("attempts.increment", async () => {
+          const attemptKey = text(key, "key");
+          // A window that started at or before this instant is over: the failure opens a new one.
+          const expiredBefore = now - windowMs;
+          if (family === "mysql") {
+            // ON DUPLICATE KEY UPDATE locks the row until commit, so the read-back in the same
+            // transaction sees exactly this call's result. MySQL assigns left to right and later
+            // assignments see earlier ones, so `count` (which reads the old window_start) goes first.
+            for (let attempt = 1; ; attempt++) {
+              try {
+                return await db.transaction().execute(async (trx) => {
+                  await trx
+                    .insertInto(TABLES.attempts)
+                    .values({ attempt_key: attemptKey, count: 1, window_start: now })
+                    .onDuplicateKeyUpdate((eb) => ({
+                      count: eb.case().when("window_start", "<=", expiredBefore).then(sql<number>`1`).else(sql<number>`${eb.ref("count")} + 1`).end(),
+                      window_start: eb.case().when("window_start", "<=", expiredBefore).then(now).else(sql<number>`${eb.ref("window_start")}`).end(),
+                    }))
+                    .execute();
+                  return attemptRecord(await trx.selectFrom(TABLES.attempts).selectAll().where("attempt_key", "=", attemptKey).executeTakeFirstOrThrow());
+                });
+              } catch (e) {
+                // InnoDB may pick a racing first insert of a key as a deadlock victim; its
+                // transaction rolled back (nothing counted), so it is safe to count again.
+                if (!isDeadlock(e) || attempt >= 5) throw e;
+              }
+            }
+          }
+          // One upsert with RETURNING: the row lock (PostgreSQL) or the single writer (SQLite, D1)
+          // makes each call see the previous one's count, so none is lost.
+          const row = await db
+            .insertInto(TABLES.attempts)
+            .values({ attempt_key: attemptKey, count: 1, window_start: now })
+            .onConflict((oc) =>
+              oc.column("attempt_key").doUpdateSet((eb) => {
+                const expired = eb(`${TABLES.attempts}.window_start`, "<=", expiredBefore);
+                return {
+                  count: eb.case().when(expired).then(sql<number>`1`).else(sql<number>`${eb.ref(`${TABLES.attempts}.count`)} + 1`).end(),
+                  window_start: eb.case().when(expired).then(now).else(sql<number>`${eb.ref(`${TABLES.attempts}.window_start`)}`).end(),
+                };
+              }),
+            )
+            .returningAll()
+            .executeTakeFirstOrThrow();
+          return attemptRecord(row);
+        }),
+      get: (key) =>
+        run("attempts.get", async () => {
+          if (!storableKey(key)) return null;
+          const row = await db.selectFrom(TABLES.attempts).selectAll().where("attempt_key", "=", key).executeTakeFirst();
+          return row ? attemptRecord(row) : null;
+        }),
+      reset: (key) =>
+        run("attempts.reset", async () => {
+          if (!storableKey(key)) return;
+          await db.deleteFrom(TABLES.attempts).where("attempt_key", "=", key).execute();
+        }),
+      deleteExpired: (before) =>
+        run("attempts.deleteExpired", async () => {
+          const result = await db.deleteFrom(TABLES.attempts).where("window_start", "<=", before).executeTakeFirst();
+          return Number(result.numDeletedRows);
+        }),
+    },
+
+    revokedTokens: {
+      add: (jti, expiresAt) =>
+        run("revokedTokens.add", async () => {
+          const row = { jti: text(jti, "jti"), expires_at: expiresAt };
+          // Idempotent and keeps the first expiry: a repeat changes nothing (a no-op update on
+          // MySQL, where INSERT IGNORE would also swallow unrelated errors).
+          const insert = db.insertInto(TABLES.revokedTokens).values(row);
+          await (family === "mysql" ? insert.onDuplicateKeyUpdate((eb) => ({ jti: eb.ref("jti") })) : insert.onConflict((oc) => oc.column("jti").doNothing())).execute();
+        }),
+      has: (jti) =>
+        run("revokedTokens.has", async () => {
+          if (!storableKey(jti)) return false;
+          return (await db.selectFrom(TABLES.revokedTokens).select("jti").where("jti", "=", jti).executeTakeFirst()) !== undefined;
+        }),
+      deleteExpired: (now) =>
+        run("revokedTokens.deleteExpired", async () => {
+          const result = await db.deleteFrom(TABLES.revokedTokens).where("expires_at", "<=", now).executeTakeFirst();
+          return Number(result.numDeletedRows);
+        }),
+    },
+
+    sessions: {
+      create: (record) =>
+        run("sessions.create", async () => {
+          const row = sessionRow(record);
+          return insertOrFalse(() => db.insertInto(TABLES.sessions).values(row).execute());
+        }),
+      get: (idHash) =>
+        run("sessions.get", async () => {
+          if (!storableKey(idHash)) return null;
+          const row = await db.selectFrom(TABLES.sessions).selectAll().where("id_hash", "=", idHash).executeTakeFirst();
+          return row ? sessionRecord(row) : null;
+        }),
+      delete: (idHash) =>
+        run("sessions.delete", async () => {
+          if (!storableKey(idHash)) return false;
+          const result = await db.deleteFrom(TABLES.sessions).where("id_hash", "=", idHash).executeTakeFirst();
+          return result.numDeletedRows > 0n;
+        }),
+      deleteByAccount: (accountId) =>
+        run("sessions.deleteByAccount", async () => {
+          if (!storableKey(accountId)) return 0;
+          const result = await db.deleteFrom(TABLES.sessions).where("account_id", "=", accountId).executeTakeFirst();
+          return Number(result.numDeletedRows);
+        }),
+      deleteExpired: (now) =>
+        run("sessions.deleteExpired", async () => {
+          const result = await db.deleteFrom(TABLES.sessions).where("expires_at", "<=", now).executeTakeFirst();
+          return Number(result.numDeletedRows);
         }),
     },
   };

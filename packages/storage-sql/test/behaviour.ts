@@ -6,6 +6,8 @@
 import { StorageError, type AccountRecord, type RefreshTokenRecord } from "@plantgate/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { LATEST_SCHEMA_VERSION, openSqlStorage, SchemaTooNewError, UnstorableValueError, type SqlStorage } from "../src/index.js";
+import type { Kysely } from "kysely";
+import { migrateToVersion } from "../src/migrations.js";
 import { TABLES } from "../src/schema.js";
 import type { Engine, FreshDatabase } from "./support.js";
 
@@ -37,6 +39,9 @@ const token = (tokenHash: string, overrides: Partial<RefreshTokenRecord> = {}): 
   revokedAt: null,
   ...overrides,
 });
+
+const V1_TABLES = [TABLES.accounts, TABLES.clients, TABLES.migrations, TABLES.migrationLock, TABLES.plants, TABLES.refreshTokens, TABLES.signingKeys].sort();
+const ALL_TABLES = [...V1_TABLES, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions].sort();
 
 /** The table names present in the test database, from the engine's catalog. */
 async function tables(engine: Engine, db: FreshDatabase): Promise<string[]> {
@@ -73,10 +78,10 @@ export function describeSqlBehaviour(engine: Engine): void {
         const db = await freshDb();
         const storage = await open(db);
         expect(storage.family).toBe(engine.family);
-        expect(await tables(engine, db)).toEqual([TABLES.accounts, TABLES.clients, TABLES.migrations, TABLES.migrationLock, TABLES.plants, TABLES.refreshTokens, TABLES.signingKeys].sort());
+        expect(await tables(engine, db)).toEqual(ALL_TABLES);
         const executed = await engine.exec(db, `select name from ${TABLES.migrations} order by name`);
-        expect(executed.map((r) => r.name)).toEqual(["0001_initial"]);
-        expect(LATEST_SCHEMA_VERSION).toBe(1);
+        expect(executed.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions"]);
+        expect(LATEST_SCHEMA_VERSION).toBe(2);
       });
 
       it("migrate() is idempotent: a second run and a second open change nothing and keep the data", async () => {
@@ -87,14 +92,14 @@ export function describeSqlBehaviour(engine: Engine): void {
         await storage.migrate();
         const again = await open(db);
         expect((await again.accounts.findByUsername("alice"))?.id).toBe("a1");
-        expect(await engine.exec(db, `select name from ${TABLES.migrations}`)).toHaveLength(1);
+        expect(await engine.exec(db, `select name from ${TABLES.migrations}`)).toHaveLength(LATEST_SCHEMA_VERSION);
       });
 
       it("concurrent migrate() calls from several instances apply the schema once", async () => {
         const db = await freshDb();
         const instances = await Promise.all([1, 2, 3].map(() => open(db, { migrate: false })));
         await Promise.all(instances.map((s) => s.migrate()));
-        expect(await engine.exec(db, `select name from ${TABLES.migrations}`)).toHaveLength(1);
+        expect(await engine.exec(db, `select name from ${TABLES.migrations}`)).toHaveLength(LATEST_SCHEMA_VERSION);
         expect(await instances[0]!.accounts.create(account("a1", "alice"))).toBe(true);
       });
 
@@ -108,7 +113,7 @@ export function describeSqlBehaviour(engine: Engine): void {
       it("a database with a migration this code does not know is refused with SchemaTooNewError, before any change", async () => {
         const db = await freshDb();
         const storage = await open(db);
-        await engine.exec(db, `insert into ${TABLES.migrations} (name, timestamp) values ('0002_from_the_future', '2030-01-01T00:00:00.000Z')`);
+        await engine.exec(db, `insert into ${TABLES.migrations} (name, timestamp) values ('0003_from_the_future', '2030-01-01T00:00:00.000Z')`);
         const before = await tables(engine, db);
         const error = await storage.migrate().then(
           () => null,
@@ -116,15 +121,49 @@ export function describeSqlBehaviour(engine: Engine): void {
         );
         expect(error).toBeInstanceOf(SchemaTooNewError);
         const tooNew = error as SchemaTooNewError;
-        expect(tooNew.databaseVersion).toBe(2);
+        expect(tooNew.databaseVersion).toBe(3);
         expect(tooNew.supportedVersion).toBe(LATEST_SCHEMA_VERSION);
-        expect(tooNew.unknownMigrations).toEqual(["0002_from_the_future"]);
-        expect(tooNew.message).toContain("version 2");
+        expect(tooNew.unknownMigrations).toEqual(["0003_from_the_future"]);
+        expect(tooNew.message).toContain("version 3");
         expect(tooNew.message).toContain(`version ${LATEST_SCHEMA_VERSION}`);
-        expect(tooNew.message).toContain("0002_from_the_future");
+        expect(tooNew.message).toContain("0003_from_the_future");
         await expect(openSqlStorage(db.url)).rejects.toBeInstanceOf(SchemaTooNewError);
         expect(await tables(engine, db)).toEqual(before);
-        expect(await engine.exec(db, `select name from ${TABLES.migrations}`)).toHaveLength(2);
+        expect(await engine.exec(db, `select name from ${TABLES.migrations}`)).toHaveLength(LATEST_SCHEMA_VERSION + 1);
+      });
+
+      it("a version 1 database (as the previous release left it) is upgraded in place: new tables added, every row kept", async () => {
+        const db = await freshDb();
+        const old = await open(db, { migrate: false });
+        await migrateToVersion(old.db as Kysely<any>, engine.family, 1);
+        expect(await tables(engine, db)).toEqual(V1_TABLES);
+        expect(await old.accounts.create(account("a1", "alice"))).toBe(true);
+        expect(await old.plants.create({ id: INT64_MIN, name: "min", tag: "t" })).toBe(true);
+        await old.refreshTokens.create(token("rt-1"));
+        await old.close();
+
+        const upgraded = await open(db);
+        expect(await tables(engine, db)).toEqual(ALL_TABLES);
+        const executed = await engine.exec(db, `select name from ${TABLES.migrations} order by name`);
+        expect(executed.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions"]);
+        expect(await upgraded.accounts.findByUsername("alice")).toEqual(account("a1", "alice"));
+        expect(await upgraded.plants.get(INT64_MIN)).toEqual({ id: INT64_MIN, name: "min", tag: "t" });
+        expect(await upgraded.refreshTokens.findByHash("rt-1")).toEqual(token("rt-1"));
+        expect(await upgraded.attempts.increment("k", T0, 1000)).toEqual({ key: "k", count: 1, windowStart: T0 });
+        await upgraded.revokedTokens.add("jti-1", T0 + 1000);
+        expect(await upgraded.revokedTokens.has("jti-1")).toBe(true);
+        expect(await upgraded.sessions.create({ idHash: "s1", accountId: "a1", csrfHash: "c1", createdAt: T0, expiresAt: T0 + 1 })).toBe(true);
+        expect(await upgraded.sessions.deleteByAccount("a1")).toBe(1);
+      });
+
+      it("code at version 1 refuses a version 2 database with SchemaTooNewError", async () => {
+        const storage = await open(await freshDb());
+        const error = await migrateToVersion(storage.db as Kysely<any>, engine.family, 1).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(SchemaTooNewError);
+        expect(error).toMatchObject({ databaseVersion: 2, supportedVersion: 1, unknownMigrations: ["0002_attempts_revoked_tokens_sessions"] });
       });
     });
 
@@ -261,6 +300,8 @@ export function describeSqlBehaviour(engine: Engine): void {
           () => storage.refreshTokens.findByHash(secretHash),
           () => storage.refreshTokens.consume(secretHash, T0, token(`${secretHash}-next`)),
           () => storage.accounts.findByUsername(secretHash),
+          () => storage.attempts.increment(secretHash, T0, 1000),
+          () => storage.sessions.create({ idHash: secretHash, accountId: "a", csrfHash: secretHash, createdAt: T0, expiresAt: T0 + 1 }),
           () => storage.clients.create({ clientId: "c", secretHash, name: "c", grantTypes: [], scopes: [], accessTokenTtl: null, refreshTokenTtl: null, refreshTokenAbsoluteTtl: null, createdAt: T0, secretUpdatedAt: T0 }),
         ]) {
           const error = await call().then(

@@ -8,7 +8,9 @@ import { describeStorageConformance } from "@plantgate/storage-testing";
 import { Miniflare } from "miniflare";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createD1Storage, type D1DatabaseLike, type SqlStorage } from "../src/d1.js";
+import type { Kysely } from "kysely";
 import { LATEST_SCHEMA_VERSION } from "../src/index.js";
+import { migrateToVersion } from "../src/migrations.js";
 import { TABLES } from "../src/schema.js";
 import { rawDump } from "./support.js";
 
@@ -35,7 +37,7 @@ async function emptyDatabase(): Promise<void> {
 
 /** Empties every plantgate table in one batch (cheaper than dropping and migrating again). */
 async function emptyTables(): Promise<void> {
-  const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys];
+  const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions];
   await binding.batch(tables.map((t) => binding.prepare(`delete from "${t}"`)));
 }
 
@@ -94,7 +96,9 @@ const account = (i: number): AccountRecord => ({
 
 const count = async (table: string): Promise<number> => Number((await binding.prepare(`select count(*) as n from "${table}"`).all()).results[0]?.n);
 
-describe("d1 specifics", () => {
+// Each test here migrates a D1 database from nothing (every statement a round trip into workerd),
+// which on a busy machine alone can take seconds.
+describe("d1 specifics", { timeout: 30_000 }, () => {
   const open: SqlStorage[] = [];
   afterEach(async () => {
     for (const s of open.splice(0)) await s.close();
@@ -116,6 +120,29 @@ describe("d1 specifics", () => {
     expect(results).toHaveLength(LATEST_SCHEMA_VERSION);
     expect(await a.plants.create({ id: -9223372036854775808n, name: "min\u0000", tag: null })).toBe(true);
     expect(await b.plants.get(-9223372036854775808n)).toEqual({ id: -9223372036854775808n, name: "min\u0000", tag: null });
+  });
+
+  it("a version 1 database is upgraded in place without transactions: new tables added, every row kept", async () => {
+    migrated = false;
+    await emptyDatabase();
+    const storage = track(createD1Storage(binding));
+    await migrateToVersion(storage.db as Kysely<any>, "sqlite", 1, { d1: true });
+    const tableNames = async () =>
+      (await binding.prepare("select name from sqlite_master where type = 'table' and name like 'pg\\_%' escape '\\' order by name").all()).results.map((r) => r.name);
+    expect(await tableNames()).not.toContain(TABLES.sessions);
+    expect(await storage.accounts.create(account(1))).toBe(true);
+    await storage.refreshTokens.create(token("old"));
+    expect(await storage.plants.create({ id: 9223372036854775807n, name: "max", tag: null })).toBe(true);
+
+    await storage.migrate();
+    expect(await tableNames()).toEqual(expect.arrayContaining([TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.accounts]));
+    const { results } = await binding.prepare(`select name from "${TABLES.migrations}" order by name`).all();
+    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions"]);
+    expect(await storage.accounts.get("acct-001")).toEqual(account(1));
+    expect(await storage.refreshTokens.findByHash("old")).toEqual(token("old"));
+    expect(await storage.plants.get(9223372036854775807n)).toEqual({ id: 9223372036854775807n, name: "max", tag: null });
+    expect(await storage.attempts.increment("k", T0, 1000)).toEqual({ key: "k", count: 1, windowStart: T0 });
+    expect(await storage.attempts.increment("k", T0 + 1, 1000)).toEqual({ key: "k", count: 2, windowStart: T0 });
   });
 
   it("50 concurrent consumes of one token: exactly one wins, losers insert nothing", async () => {

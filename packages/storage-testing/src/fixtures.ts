@@ -3,7 +3,7 @@
  * backend mistakes: epoch milliseconds that do not fit 32 bits or a TIMESTAMP column, ids whose
  * order differs between code-unit and locale collation, arrays whose order matters, `null` vs "".
  */
-import type { AccountRecord, ClientRecord, PlantRecord, RefreshTokenRecord, SigningKeyRecord, Storage } from "@plantgate/core";
+import type { AccountRecord, ClientRecord, PlantRecord, RefreshTokenRecord, SessionRecord, SigningKeyRecord, Storage } from "@plantgate/core";
 import { expect } from "vitest";
 
 /** 2026-01-01T00:00:00.123Z: a millisecond part, so second-precision columns show up. */
@@ -102,6 +102,26 @@ export function signingKeyRecord(overrides: Partial<SigningKeyRecord> = {}): Sig
     createdAt: T0,
     ...overrides,
   };
+}
+
+export function sessionRecord(overrides: Partial<SessionRecord> = {}): SessionRecord {
+  const idHash = overrides.idHash ?? fakeHash("session-1");
+  return {
+    idHash,
+    accountId: "acct-1",
+    csrfHash: fakeHash(`csrf:${idHash}`),
+    createdAt: T0,
+    expiresAt: T0 + DAY,
+    ...overrides,
+  };
+}
+
+/**
+ * An attempt-counter key shaped like the core's: a label, a colon and a 43-character hash, at
+ * most 64 ASCII characters.
+ */
+export function attemptKey(label: string): string {
+  return `${label.slice(0, 20)}:${fakeHash(label)}`;
 }
 
 /**

@@ -5,10 +5,13 @@
 import type { Storage } from "@plantgate/core";
 import { afterEach, beforeEach, describe } from "vitest";
 import { accountsSuite } from "./suites/accounts.js";
+import { attemptsSuite } from "./suites/attempts.js";
 import { clientsSuite } from "./suites/clients.js";
 import { concurrencySuite } from "./suites/concurrency.js";
 import { plantsSuite } from "./suites/plants.js";
 import { refreshTokensSuite } from "./suites/refresh-tokens.js";
+import { revokedTokensSuite } from "./suites/revoked-tokens.js";
+import { sessionsSuite } from "./suites/sessions.js";
 import { signingKeysSuite } from "./suites/signing-keys.js";
 import { secretsSuite, throughCoreSuite } from "./suites/through-core.js";
 import type { ConformanceTarget, SuiteContext } from "./target.js";
@@ -20,9 +23,9 @@ export type { ConformanceTarget } from "./target.js";
  * gets a fresh store from `target.create()` and hands it to `target.destroy()` afterwards.
  *
  * Covered: every method of every store (exact round-trips, duplicates, absent records, ordering,
- * paging, atomic all-or-nothing writes), concurrent `consume`/`create` races, the core running
- * over the store end to end, and, when `target.rawDump` is given, that secrets are stored only
- * as hashes.
+ * paging, atomic all-or-nothing writes, counter windows, expiry clean-up), concurrent
+ * `consume`/`create`/`increment` races, the core running over the store end to end, and, when
+ * `target.rawDump` is given, that secrets (console sessions included) are stored only as hashes.
  *
  * @param name Shown as the outermost `describe`, e.g. `"postgres storage"`.
  * @param target How to create (and clean up, and dump) a store.
@@ -68,6 +71,9 @@ export function describeStorageConformance(name: string, target: ConformanceTarg
     refreshTokensSuite(context);
     plantsSuite(context);
     signingKeysSuite(context);
+    attemptsSuite(context);
+    revokedTokensSuite(context);
+    sessionsSuite(context);
     concurrencySuite(context);
     throughCoreSuite(context);
     secretsSuite(context);

@@ -10,7 +10,21 @@
 import { createMemoryStorage, type Storage } from "@plantgate/core";
 import { describeStorageConformance } from "../src/index.js";
 
-const WRITES = new Set(["create", "createMany", "updateSecret", "delete", "setEnabled", "consume", "revokeFamily", "revokeByAccount", "deleteExpired"]);
+const WRITES = new Set([
+  "create",
+  "createMany",
+  "updateSecret",
+  "delete",
+  "setEnabled",
+  "consume",
+  "revokeFamily",
+  "revokeByAccount",
+  "deleteExpired",
+  "increment",
+  "reset",
+  "add",
+  "deleteByAccount",
+]);
 const logs = new WeakMap<Storage, unknown[]>();
 
 function recordingMemoryStorage(): Storage {

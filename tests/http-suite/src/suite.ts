@@ -7,6 +7,7 @@
  * A test that passes on one runtime and fails on another is a bug in an adapter.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createResponseValidator, type ResponseValidator } from "./openapi-validator.js";
 
 /** What a runner must set up before the suite's first request. */
 export interface TargetSetup {
@@ -110,14 +111,37 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
     };
     const url = (path: string) => srv().baseUrl + path;
 
+    let openApi: { text: string; validator: ResponseValidator } | undefined;
+
     beforeAll(async () => {
       t = await target.start({ accounts: EXTRA_ACCOUNTS });
+      const res = await globalThis.fetch(url("/openapi.json"));
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`GET /openapi.json answered ${res.status}: ${text.slice(0, 200)}`);
+      openApi = { text, validator: createResponseValidator(text, { hostAnswersUnknownPaths: target.unknownPaths === "host" }) };
     });
     afterAll(async () => {
       await t?.close();
     });
 
-    // ---- request helpers (global fetch only) ----
+    /**
+     * The suite's fetch (issue 6): every response it receives, errors included, is checked against
+     * the server's own OpenAPI document; one that does not match fails the test that made it.
+     */
+    const fetch = async (input: string, init?: RequestInit): Promise<Response> => {
+      const response = await globalThis.fetch(input, init);
+      if (!openApi) throw new Error("the OpenAPI document was not loaded");
+      const method = (init?.method ?? "GET").toUpperCase();
+      const base = new URL(srv().baseUrl).pathname.replace(/\/$/, "");
+      const pathname = new URL(input).pathname;
+      const path = base && pathname.startsWith(base) ? pathname.slice(base.length) : pathname;
+      const body = method === "HEAD" ? undefined : await response.clone().text();
+      const problems = openApi.validator.check({ method, path, status: response.status, headers: response.headers, body });
+      if (problems.length > 0) throw new Error(`the response does not match the OpenAPI document:\n${problems.join("\n")}`);
+      return response;
+    };
+
+    // ---- request helpers (fetch above only) ----
 
     const tokenRequest = async (body: string, headers: Record<string, string> = {}): Promise<Captured> =>
       capture(
@@ -726,6 +750,10 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
           jwks_uri: url(JWKS_PATH),
           grant_types_supported: expect.arrayContaining(["client_credentials", "password", "refresh_token"]),
           token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+          revocation_endpoint: url("/UserService/connect/revocation"),
+          revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+          introspection_endpoint: url("/UserService/connect/introspect"),
+          introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
           scopes_supported: expect.arrayContaining([USER_APIS, SERVER_COMMANDS, "offline_access"]),
           response_types_supported: [],
         });
@@ -765,6 +793,57 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
         const r = await capture(await fetch(url(JWKS_PATH), { method: "HEAD" }));
         expect(r.status).toBe(200);
         expect(r.headers.get("content-type")).toMatch(/^application\/json/);
+        expect(r.text).toBe("");
+      });
+    });
+
+    // ---------------------------------------------------------------------------------------------
+    describe("API description (OpenAPI document and reference page)", () => {
+      it("GET /openapi.json: the OpenAPI 3.1.0 document of the Plant Store, for this base URL", async () => {
+        const r = await capture(await fetch(url("/openapi.json")));
+        expect(r.status, r.text).toBe(200);
+        expect(r.headers.get("content-type")).toMatch(/^application\/json/);
+        expect(r.headers.get("cache-control")).toBe("public, max-age=300");
+        const doc = JSON.parse(r.text) as {
+          openapi: string;
+          info: { title: string; version: string; description: string };
+          servers: { url: string }[];
+          paths: Record<string, unknown>;
+          components: { securitySchemes: { oauth2: { flows: { password: { tokenUrl: string } } } } };
+        };
+        expect(doc.openapi).toBe("3.1.0");
+        expect(doc.info).toMatchObject({ title: "Plant Store", version: "1.0.0", description: expect.stringMatching(/^A sample plant store/) });
+        expect(doc.servers.map((s) => s.url)).toEqual([srv().baseUrl]);
+        expect(doc.components.securitySchemes.oauth2.flows.password.tokenUrl).toBe(url(TOKEN_PATH));
+        for (const path of [PLANTS_PATH, TOKEN_PATH, ACCOUNTS_PATH, JWKS_PATH, METADATA_PATH]) expect(doc.paths).toHaveProperty([path]);
+      });
+
+      it("GET /docs: the HTML reference page, whose scripts, style sheet and document all load from this server", async () => {
+        const page = await capture(await fetch(url("/docs")));
+        expect(page.status, page.text).toBe(200);
+        expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
+        expect(page.headers.get("content-security-policy")).toMatch(/^default-src 'none'; script-src 'self'; /);
+        expect(page.text).toContain('<div id="swagger-ui"></div>');
+        const links = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => new URL(m[1]!, url("/docs")).href).filter((l) => l !== "data:,");
+        expect(links).toEqual([
+          url("/docs/assets/swagger-ui.css"),
+          url("/docs/assets/swagger-ui-bundle.js"),
+          url("/docs/assets/docs-init.js"),
+          url("/openapi.json"),
+        ]);
+        const types = ["text/css; charset=utf-8", "text/javascript; charset=utf-8", "text/javascript; charset=utf-8", "application/json"];
+        for (const [i, link] of links.entries()) {
+          const r = await capture(await fetch(link));
+          expect(r.status, link).toBe(200);
+          expect(r.headers.get("content-type"), link).toBe(types[i]);
+          expect(r.text.length, link).toBeGreaterThan(i === 2 ? 100 : 10_000);
+        }
+      });
+
+      it("HEAD /docs: 200 without a body", async () => {
+        const r = await capture(await fetch(url("/docs"), { method: "HEAD" }));
+        expect(r.status).toBe(200);
+        expect(r.headers.get("content-type")).toBe("text/html; charset=utf-8");
         expect(r.text).toBe("");
       });
     });

@@ -3,62 +3,12 @@
  * requests that need the store get a clean 503 with Retry-After (no stack, no SQL), the process
  * keeps running, and when the database is back the same requests succeed again.
  */
-import { once } from "node:events";
-import { createConnection, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { CuttableProxy } from "./cuttable-proxy.js";
 import { POSTGRES_URL, baseServerEnv, clientCredentials, describeIfPostgres, freshSchema, probePostgres, type FreshSchema } from "./support.js";
 
 const problem = await probePostgres();
-
-/** A TCP proxy to PostgreSQL that can be cut (every socket destroyed, new ones closed at once). */
-class CuttableProxy {
-  private readonly sockets = new Set<Socket>();
-  private cut = false;
-  readonly server: Server;
-
-  constructor(private readonly target: { host: string; port: number }) {
-    this.server = createServer((client) => {
-      if (this.cut) {
-        client.destroy();
-        return;
-      }
-      const upstream = createConnection(this.target);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on("error", () => {});
-        s.on("close", () => {
-          this.sockets.delete(s);
-          client.destroy();
-          upstream.destroy();
-        });
-      }
-      client.pipe(upstream);
-      upstream.pipe(client);
-    });
-  }
-
-  async listen(): Promise<number> {
-    this.server.listen(0, "127.0.0.1");
-    await once(this.server, "listening");
-    return (this.server.address() as AddressInfo).port;
-  }
-
-  sever(): void {
-    this.cut = true;
-    for (const s of this.sockets) s.destroy();
-    this.sockets.clear();
-  }
-
-  restore(): void {
-    this.cut = false;
-  }
-
-  async close(): Promise<void> {
-    this.sever();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-}
 
 const UNAVAILABLE_API = { error: 1503, message: "The service is temporarily unavailable; retry later." };
 

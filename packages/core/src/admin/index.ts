@@ -3,7 +3,7 @@ import type { Context } from "../options.js";
 import type { AccountRecord, ClientRecord, GrantType } from "../storage/types.js";
 import { accountView, type AccountView } from "../api/accounts.js";
 import { isStorableText } from "../api/plants.js";
-import { generateKeyRecord } from "../tokens/keys.js";
+import { describeKeys, generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
 
 /** Input of {@link Admin.createClient}. */
 export interface CreateClientInput {
@@ -69,6 +69,11 @@ export interface Admin {
    * keys superseded longer ago than the longest access-token lifetime are deleted.
    */
   rotateSigningKey(): Promise<{ kid: string; deleted: string[] }>;
+  /**
+   * Every stored signing key, newest first, with its status: `active` (signs), `retired` (replaced,
+   * still verifies and is published), `prunable` (replaced longer ago than any token lives).
+   */
+  listSigningKeys(): Promise<SigningKeyInfo[]>;
 }
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
@@ -207,19 +212,16 @@ export function createAdmin(ctx: Context): Admin {
       const createdAt = Math.max(now, ...existing.map((k) => k.createdAt + 1));
       const record = await generateKeyRecord(ctx.signingAlg, createdAt);
       await ctx.storage.signingKeys.create(record);
-      const clients = await ctx.storage.clients.list();
-      const maxTtlMs = Math.max(ctx.accessTokenTtl, ...clients.map((c) => c.accessTokenTtl ?? 0)) * 1000;
       // A key is safe to delete once the key after it has been signing for longer than any token lives.
-      const keys = (await ctx.storage.signingKeys.list()).sort((a, b) => a.createdAt - b.createdAt);
-      const deleted: string[] = [];
-      for (let i = 0; i < keys.length - 1; i++) {
-        const supersededAt = keys[i + 1]!.createdAt;
-        if (keys[i]!.kid !== record.kid && now - supersededAt > maxTtlMs && (await ctx.storage.signingKeys.delete(keys[i]!.kid))) {
-          deleted.push(keys[i]!.kid);
-        }
-      }
+      const deleted = await pruneKeys(ctx.storage.signingKeys, now, await ctx.maxAccessTokenTtlMs());
       ctx.keyring.invalidate();
       return { kid: record.kid, deleted };
+    },
+    async listSigningKeys() {
+      // Through the keyring first: on a fresh store that creates the first key (and applies
+      // automatic rotation), so the list shows what servers act on.
+      const { kid } = await ctx.keyring.signingKey();
+      return describeKeys(await ctx.storage.signingKeys.list(), ctx.clock(), await ctx.maxAccessTokenTtlMs(), kid);
     },
   };
 }

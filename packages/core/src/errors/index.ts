@@ -81,6 +81,20 @@ export const ApiErrorCode = {
   insufficientScope: 1203,
   /** The Authorization header is not a single well-formed Bearer credential. */
   invalidAuthorizationHeader: 1204,
+  /** Console: no valid session (not signed in, signed out, expired, or the account was disabled). */
+  consoleNotSignedIn: 1301,
+  /** Console: the signed-in account does not have the console's admin role. */
+  consoleNotAdmin: 1302,
+  /** Console: a state-changing call without the session's CSRF token in `X-CSRF-Token`. */
+  consoleCsrf: 1303,
+  /** Console: a state-changing call from another origin (`Origin` / `Sec-Fetch-Site`). */
+  consoleCrossOrigin: 1304,
+  /** Console sign-in: the username or password is incorrect (never says which). */
+  consoleBadCredentials: 1305,
+  /** Console: the client or account named in the path does not exist. */
+  consoleUnknownResource: 1306,
+  /** Console: a client id or username that already exists. */
+  consoleConflict: 1307,
   /** No route matches the path. */
   notFound: 1404,
   /** The route exists but not for this method. */
@@ -89,6 +103,8 @@ export const ApiErrorCode = {
   internal: 1500,
   /** The storage backend is unavailable; retry later. */
   storageUnavailable: 1503,
+  /** Too many failed attempts for this account or client; retry after `Retry-After` seconds. */
+  tooManyAttempts: 1429,
 } as const;
 
 export type ApiErrorNumber = (typeof ApiErrorCode)[keyof typeof ApiErrorCode];
@@ -122,5 +138,20 @@ export class StorageError extends Error {
   override readonly name = "StorageError";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
+  }
+}
+
+/**
+ * Thrown by the brute-force throttle when a username or client is locked. Rendered as 429 with
+ * `Retry-After`; the body is the same whether or not the credentials would have been right.
+ *
+ * @example
+ * throw new TooManyAttemptsError(900);
+ */
+export class TooManyAttemptsError extends Error {
+  override readonly name = "TooManyAttemptsError";
+  /** @param retryAfter whole seconds until the lock ends (at least 1). */
+  constructor(readonly retryAfter: number) {
+    super("too many failed attempts");
   }
 }

@@ -22,6 +22,9 @@ export async function requireBearer(ctx: Context, urls: Urls, request: Request, 
   if (!m) throw invalid(ApiErrorCode.invalidAuthorizationHeader, "The Authorization header must be 'Bearer <token>'.");
   const claims = await verifyAccessToken(ctx.keyring, m[1]!, { issuer: urls.issuer, audience: urls.audience, now: ctx.clock() });
   if (!claims) throw invalid(ApiErrorCode.invalidToken, "The access token is invalid or expired.");
+  // RFC 7009: a revoked token is refused from the next request on (one read per API call; the
+  // entry lives only until the token would have expired anyway).
+  if (await ctx.storage.revokedTokens.has(claims.jti)) throw invalid(ApiErrorCode.invalidToken, "The access token is invalid or expired.");
   const needed = ctx.requiredScopes[route];
   if (needed.length > 0 && !needed.some((s) => claims.scope.includes(s))) {
     throw new ApiError(403, ApiErrorCode.insufficientScope, `This operation needs one of the scopes: ${needed.join(" ")}.`, {

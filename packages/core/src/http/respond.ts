@@ -1,4 +1,4 @@
-import { ApiError, ApiErrorCode, OAuthError, StorageError } from "../errors/index.js";
+import { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError } from "../errors/index.js";
 
 /** Where plantgate reports unexpected failures. Receives errors, never request bodies or secrets. */
 export interface Logger {
@@ -8,11 +8,25 @@ export interface Logger {
 
 /** A JSON response. `body` is serialized here unless it is already a string. */
 export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(typeof body === "string" ? body : JSON.stringify(body), {
+  const bytes = encoder.encode(typeof body === "string" ? body : JSON.stringify(body));
+  const response = new Response(bytes, {
     status,
-    headers: { "content-type": "application/json", ...headers },
+    headers: { "content-type": "application/json", "content-length": String(bytes.byteLength), ...headers },
   });
+  // Lets an adapter write the bytes in one call instead of reading them back through the stream.
+  Object.defineProperty(response, KNOWN_BODY, { value: bytes });
+  return response;
 }
+
+/**
+ * The registered symbol under which a Response built by plantgate carries its complete body bytes
+ * (a read-only copy of what its stream yields); adapters may write them directly.
+ */
+export const KNOWN_BODY = Symbol.for("plantgate.known-body");
+
+const encoder = new TextEncoder();
+
+const TOO_MANY_ATTEMPTS = "Too many failed attempts; retry after the time in Retry-After.";
 
 /** Headers every token-endpoint response carries (RFC 6749 §5.1). */
 export const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" } as const;
@@ -30,6 +44,14 @@ function describe(error: unknown): Record<string, unknown> {
  * endpoint (`{error, error_description}`), `api` for everything else (`{error: int32, message}`).
  */
 export function errorResponse(error: unknown, surface: "oauth" | "api", logger: Logger): Response {
+  if (error instanceof TooManyAttemptsError) {
+    const retryAfter = String(error.retryAfter);
+    // OAuth: RFC 6749 defines no lock-out code; temporarily_unavailable (§4.1.2.1) is the registered
+    // one clients already treat as "retry later", and it says nothing about the credentials.
+    return surface === "oauth"
+      ? json(429, { error: "temporarily_unavailable", error_description: TOO_MANY_ATTEMPTS }, { ...NO_STORE, "retry-after": retryAfter })
+      : json(429, { error: ApiErrorCode.tooManyAttempts, message: TOO_MANY_ATTEMPTS }, { "cache-control": "no-store", "retry-after": retryAfter });
+  }
   if (surface === "oauth") {
     let e: OAuthError;
     if (error instanceof OAuthError) e = error;

@@ -4,6 +4,14 @@ import { GRANT_TYPES } from "./token-endpoint.js";
 /** Path of the token endpoint, relative to the base path. */
 export const TOKEN_PATH = "/UserService/connect/token";
 
+/** Path of the RFC 7009 revocation endpoint, relative to the base path. */
+export const REVOCATION_PATH = "/UserService/connect/revocation";
+
+/** Path of the RFC 7662 introspection endpoint, relative to the base path. */
+export const INTROSPECTION_PATH = "/UserService/connect/introspect";
+
+const CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"];
+
 /** The RFC 8414 authorization server metadata document. */
 export function metadata(ctx: Context, urls: Urls) {
   return {
@@ -11,7 +19,11 @@ export function metadata(ctx: Context, urls: Urls) {
     token_endpoint: `${urls.baseUrl}${TOKEN_PATH}`,
     jwks_uri: `${urls.baseUrl}/.well-known/jwks.json`,
     grant_types_supported: GRANT_TYPES,
-    token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+    token_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    revocation_endpoint: `${urls.baseUrl}${REVOCATION_PATH}`,
+    revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    introspection_endpoint: `${urls.baseUrl}${INTROSPECTION_PATH}`,
+    introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     scopes_supported: ctx.scopes.all,
     // REQUIRED by RFC 8414 §2; empty because there is no authorization endpoint.
     response_types_supported: [] as string[],

@@ -36,6 +36,30 @@ export function parseScope(value: string | undefined): string[] | undefined {
   return [...new Set(value.split(" "))];
 }
 
+/** Caps on a `scope` parameter. */
+export interface ScopeLimits {
+  /** Most space-separated scope tokens. */
+  maxScopes: number;
+  /** Most characters of one scope token. */
+  maxScopeLength: number;
+}
+
+/**
+ * Enforces {@link ScopeLimits} on a raw `scope` parameter (`invalid_scope`, RFC 6749 §5.2), before
+ * any token is looked up, so a hostile list costs nothing.
+ *
+ * @example
+ * checkScopeLimits(form.get("scope"), { maxScopes: 16, maxScopeLength: 128 });
+ */
+export function checkScopeLimits(value: string | undefined, limits: ScopeLimits): void {
+  if (value === undefined) return;
+  const tokens = value.split(" ");
+  if (tokens.length > limits.maxScopes) throw new OAuthError("invalid_scope", `The scope parameter has more than ${limits.maxScopes} scopes.`);
+  if (tokens.some((t) => t.length > limits.maxScopeLength)) {
+    throw new OAuthError("invalid_scope", `A scope is longer than ${limits.maxScopeLength} characters.`);
+  }
+}
+
 /**
  * Decides the granted scope: the requested one when each token is known and allowed for the
  * client, else `invalid_scope`; when omitted, the client's allowed scopes minus `offline_access`.

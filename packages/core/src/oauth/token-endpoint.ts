@@ -2,9 +2,11 @@ import { sha256, timingSafeEqual } from "../crypto/index.js";
 import { OAuthError } from "../errors/index.js";
 import { BodyReadError, charset, mediaType, readBodyText } from "../http/body.js";
 import { presentedClient } from "../http/client-auth.js";
-import { FormError, parseForm } from "../http/form.js";
+import { FormError, FormLimitError, parseForm } from "../http/form.js";
 import { json, NO_STORE } from "../http/respond.js";
 import type { Context, Urls } from "../options.js";
+import { throttleKeys } from "../security/throttle.js";
+import { checkScopeLimits } from "./scopes.js";
 import type { ClientRecord, GrantType } from "../storage/types.js";
 import { clientCredentialsGrant } from "./grants/client-credentials.js";
 import { passwordGrant } from "./grants/password.js";
@@ -22,8 +24,8 @@ export const GRANT_TYPES: GrantType[] = [...GRANTS.keys()] as GrantType[];
 // A fixed hash to compare against when the client does not exist, so unknown ids cost the same.
 const UNKNOWN_CLIENT_HASH = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 
-/** Step 1: the request must be a form POST; returns the parsed form. */
-async function readForm(ctx: Context, request: Request): Promise<Map<string, string>> {
+/** Step 1: the request must be a form POST; returns the parsed form. Shared with revocation and introspection. */
+export async function readForm(ctx: Context, request: Request): Promise<Map<string, string>> {
   if (mediaType(request) !== "application/x-www-form-urlencoded") {
     throw new OAuthError("invalid_request", "The request body must be application/x-www-form-urlencoded.");
   }
@@ -43,8 +45,9 @@ async function readForm(ctx: Context, request: Request): Promise<Map<string, str
   }
   let parsed: ReturnType<typeof parseForm>;
   try {
-    parsed = parseForm(text);
+    parsed = parseForm(text, ctx.limits);
   } catch (e) {
+    if (e instanceof FormLimitError) throw new OAuthError("invalid_request", e.message);
     if (e instanceof FormError) throw new OAuthError("invalid_request", "The request body is not valid form encoding.");
     throw e;
   }
@@ -55,7 +58,7 @@ async function readForm(ctx: Context, request: Request): Promise<Map<string, str
 }
 
 /** The parameters of a token request (RFC 6749 §4.3.2, §4.4.2, §6, §2.3.1). */
-const KNOWN_PARAMETERS = new Set(["grant_type", "client_id", "client_secret", "username", "password", "scope", "refresh_token"]);
+const KNOWN_PARAMETERS = new Set(["grant_type", "client_id", "client_secret", "username", "password", "scope", "refresh_token", "token", "token_type_hint"]);
 
 /**
  * Names only parameters we know: an arbitrary name could hold characters RFC 6749 §5.2 forbids in
@@ -77,13 +80,23 @@ function selectGrant(form: Map<string, string>): Grant {
   return grant;
 }
 
-/** Step 3: the client must authenticate (constant-time compare of SHA-256 hashes). */
-async function authenticateClient(ctx: Context, request: Request, form: Map<string, string>): Promise<ClientRecord> {
+/**
+ * Step 3: the client must authenticate (constant-time compare of SHA-256 hashes), under the
+ * brute-force throttle keyed by client id + client IP: a locked pair is refused before the secret
+ * is looked at, so the answer says nothing about it.
+ */
+export async function authenticateClient(ctx: Context, request: Request, form: Map<string, string>, clientIp: string | undefined): Promise<ClientRecord> {
   const presented = presentedClient(request, form);
+  const keys = throttleKeys("client", { clientId: presented.clientId, ...(clientIp !== undefined ? { ip: clientIp } : {}) });
+  await ctx.throttle.check(keys);
   const client = await ctx.storage.clients.get(presented.clientId);
   const hash = await sha256(presented.clientSecret);
   const ok = timingSafeEqual(hash, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
-  if (!client || !ok) throw new OAuthError("invalid_client", "Client authentication failed.");
+  if (!client || !ok) {
+    await ctx.throttle.fail(keys);
+    throw new OAuthError("invalid_client", "Client authentication failed.");
+  }
+  await ctx.throttle.succeed(keys);
   return client;
 }
 
@@ -100,11 +113,12 @@ function checkGrantAllowed(client: ClientRecord, grant: Grant, form: Map<string,
  * `POST /UserService/connect/token`: a short ordered list of named steps. Errors are thrown as
  * `OAuthError` and rendered by `respond.ts`.
  */
-export async function tokenEndpoint(ctx: Context, urls: Urls, request: Request): Promise<Response> {
+export async function tokenEndpoint(ctx: Context, urls: Urls, request: Request, clientIp?: string): Promise<Response> {
   const form = await readForm(ctx, request);
   const grant = selectGrant(form);
-  const client = await authenticateClient(ctx, request, form);
+  const client = await authenticateClient(ctx, request, form, clientIp);
   checkGrantAllowed(client, grant, form);
+  checkScopeLimits(form.get("scope"), ctx.limits);
   const body = await grant.handle({ ctx, urls, client, params: form, now: ctx.clock() });
   return json(200, body, { ...NO_STORE });
 }

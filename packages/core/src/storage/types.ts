@@ -180,7 +180,10 @@ export interface AttemptStore {
 
 /** Revoked access tokens (RFC 7009), by `jti`, kept until the token would have expired anyway. */
 export interface RevokedTokenStore {
-  /** Records the `jti` as revoked until `expiresAt` (epoch ms); idempotent. */
+  /**
+   * Records the `jti` as revoked until `expiresAt` (epoch ms). Idempotent: adding a `jti` already
+   * recorded changes nothing and keeps its first `expiresAt`.
+   */
   add(jti: string, expiresAt: number): Promise<void>;
   has(jti: string): Promise<boolean>;
   /** Deletes entries with `expiresAt <= now`; returns how many. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { accountRecord, clientRecord, expectRecord, fakeHash, inParallel, plantRecord, refreshRecord, seedOwners, T0 } from "../fixtures.js";
+import { accountRecord, attemptKey, clientRecord, expectRecord, fakeHash, inParallel, plantRecord, refreshRecord, seedOwners, sessionRecord, T0 } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
 
 export function concurrencySuite(s: SuiteContext): void {
@@ -19,6 +19,39 @@ export function concurrencySuite(s: SuiteContext): void {
       expect(stored, "replacements stored").toEqual([winner]);
       expectRecord(await s.storage().refreshTokens.findByHash(replacements[winner]!.tokenHash), replacements[winner]!, "winning replacement");
       expectRecord(await s.storage().refreshTokens.findByHash(original.tokenHash), { ...original, consumedAt: T0 + 1000 + winner }, "consumed original");
+    });
+
+    it("50 parallel increments of one attempt counter lose no count: they return exactly 1..50 and leave 50", async () => {
+      const key = attemptKey("contested");
+      const results = await inParallel(50, () => s.storage().attempts.increment(key, T0, 60_000));
+      expect(results.map((r) => r.count).sort((a, b) => a - b), "returned counts").toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+      for (const r of results) expect({ key: r.key, windowStart: r.windowStart }).toEqual({ key, windowStart: T0 });
+      expectRecord(await s.storage().attempts.get(key), { key, count: 50, windowStart: T0 }, "stored counter");
+    });
+
+    it("50 parallel increments spread over two keys count each key exactly", async () => {
+      const keys = [attemptKey("left"), attemptKey("right")];
+      const results = await inParallel(50, (i) => s.storage().attempts.increment(keys[i % 2]!, T0 + i, 60_000));
+      for (const [k, key] of keys.entries()) {
+        const counts = results.filter((_, i) => i % 2 === k).map((r) => r.count).sort((a, b) => a - b);
+        expect(counts, `returned counts of key ${k}`).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+        expect((await s.storage().attempts.get(key))?.count, `stored count of key ${k}`).toBe(25);
+      }
+    });
+
+    it("20 parallel adds of one revoked jti: none throws, and it is revoked once", async () => {
+      await inParallel(20, (i) => s.storage().revokedTokens.add("contested-jti", T0 + 1000 + i));
+      expect(await s.storage().revokedTokens.has("contested-jti")).toBe(true);
+      expect(await s.storage().revokedTokens.deleteExpired(T0 + 2000)).toBe(1);
+    });
+
+    it("20 parallel session creates of one hash: exactly one true, and the winner's session is stored", async () => {
+      const records = Array.from({ length: 20 }, (_, i) => sessionRecord({ accountId: `acct-${i}`, csrfHash: fakeHash(`csrf-${i}`) }));
+      const results = await inParallel(20, (i) => s.storage().sessions.create(records[i]!));
+      const winners = results.flatMap((won, i) => (won === true ? [i] : []));
+      expect(winners, "callers that got true").toHaveLength(1);
+      expect(results.filter((r) => r === false)).toHaveLength(19);
+      expectRecord(await s.storage().sessions.get(records[0]!.idHash), records[winners[0]!]!, "stored session");
     });
 
     it("20 parallel creates of one plant id: exactly one true, and the winner's plant is stored", async () => {

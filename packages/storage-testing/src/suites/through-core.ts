@@ -182,20 +182,49 @@ export function throughCoreSuite(s: SuiteContext): void {
   });
 }
 
+/** 32 random bytes as base64url, like the console's session ids and CSRF tokens. */
+function randomToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
 export function secretsSuite(s: SuiteContext): void {
   describe("secrets reach storage only as hashes", () => {
     it.skipIf(!s.target.rawDump)(
-      "the raw dump holds no client secret, password or refresh token; it holds their SHA-256 and the PBKDF2 PHC string",
+      "the raw dump holds no client secret, password, refresh token or console session id/CSRF token; it holds their SHA-256 and the PBKDF2 PHC string",
       async () => {
         const b = await boot(s.storage());
         const { refresh } = await passwordGrant(b);
         const rotated = ok(b, await refreshGrant(b, refresh), "refresh").refresh_token as string;
         const { clientSecret: newSecret } = await b.app.admin.rotateClientSecret(CLIENT_ID);
+        // A console session as the console stores one: the cookie's id and the CSRF token are
+        // random, only their SHA-256 reach the store, and the dump must hold exactly those.
+        const sessionId = randomToken();
+        const csrfToken = randomToken();
+        const account = await s.storage().accounts.findByUsername(USERNAME);
+        expect(
+          await s.storage().sessions.create({ idHash: await sha256(sessionId), accountId: account!.id, csrfHash: await sha256(csrfToken), createdAt: T0, expiresAt: T0 + 3_600_000 }),
+          "storing the console session",
+        ).toBe(true);
         const dump = await s.target.rawDump!(s.storage());
         expect(typeof dump).toBe("string");
-        const secrets = { "client secret": b.clientSecret, "rotated client secret": newSecret, password: PASSWORD, "refresh token": refresh, "rotated refresh token": rotated };
+        const secrets = {
+          "client secret": b.clientSecret,
+          "rotated client secret": newSecret,
+          password: PASSWORD,
+          "refresh token": refresh,
+          "rotated refresh token": rotated,
+          "console session id": sessionId,
+          "console CSRF token": csrfToken,
+        };
         for (const [what, secret] of Object.entries(secrets)) expect(dump.includes(secret), `the dump must not contain the ${what}`).toBe(false);
-        const hashes = { "rotated client secret": await sha256(newSecret), "refresh token": await sha256(refresh), "rotated refresh token": await sha256(rotated) };
+        const hashes = {
+          "rotated client secret": await sha256(newSecret),
+          "refresh token": await sha256(refresh),
+          "rotated refresh token": await sha256(rotated),
+          "console session id (the dump must cover sessions)": await sha256(sessionId),
+          "console CSRF token": await sha256(csrfToken),
+        };
         for (const [what, hash] of Object.entries(hashes)) expect(dump.includes(hash), `the dump should contain the SHA-256 of the ${what}`).toBe(true);
         expect(dump, "the dump should contain the password as a PHC string").toContain("$pbkdf2-sha256$");
       },

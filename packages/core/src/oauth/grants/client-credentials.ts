@@ -2,12 +2,13 @@ import { OAuthError } from "../../errors/index.js";
 import { CLIENT_SUBJECT_PREFIX } from "../../tokens/access-token.js";
 import { issueTokens } from "../issue.js";
 import { grantScope, OFFLINE_ACCESS, parseScope } from "../scopes.js";
+import { requiredParameters } from "../../schemas/oauth.js";
 import type { Grant } from "./types.js";
 
 /** RFC 6749 §4.4. Never issues a refresh token (§4.4.3; the spec's rule 1). */
 export const clientCredentialsGrant: Grant = {
   grantType: "client_credentials",
-  required: [],
+  required: requiredParameters("client_credentials"),
   async handle({ ctx, urls, client, params, now }) {
     const requested = parseScope(params.get("scope"));
     if (requested?.includes(OFFLINE_ACCESS)) {

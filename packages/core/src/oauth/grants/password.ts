@@ -1,8 +1,10 @@
 import { hashPassword, verifyPassword } from "../../crypto/index.js";
 import { OAuthError } from "../../errors/index.js";
 import type { Context } from "../../options.js";
+import { throttleKeys } from "../../security/throttle.js";
 import { issueTokens } from "../issue.js";
 import { grantScope, OFFLINE_ACCESS, parseScope } from "../scopes.js";
+import { requiredParameters } from "../../schemas/oauth.js";
 import type { Grant } from "./types.js";
 
 const MAX_CREDENTIAL_LENGTH = 1024;
@@ -27,7 +29,7 @@ const badCredentials = () => new OAuthError("invalid_grant", "The username or pa
  */
 export const passwordGrant: Grant = {
   grantType: "password",
-  required: ["username", "password"],
+  required: requiredParameters("password"),
   async handle({ ctx, urls, client, params, now }) {
     const username = params.get("username")!;
     const password = params.get("password")!;
@@ -38,9 +40,17 @@ export const passwordGrant: Grant = {
       throw new OAuthError("invalid_scope", "offline_access needs the refresh_token grant, which this client is not allowed.");
     }
     if (username.length > MAX_CREDENTIAL_LENGTH || password.length > MAX_CREDENTIAL_LENGTH) throw badCredentials();
+    // Per username, whatever the client or address, so spreading guesses over IPs does not help;
+    // checked before the password, so a locked account answers 429 even to the right one.
+    const keys = throttleKeys("password", { username });
+    await ctx.throttle.check(keys);
     const account = await ctx.storage.accounts.findByUsername(username);
     const ok = await verifyPassword(password, account?.passwordHash ?? (await dummyHash(ctx)));
-    if (!account || !ok || !account.enabled) throw badCredentials();
+    if (!account || !ok || !account.enabled) {
+      await ctx.throttle.fail(keys);
+      throw badCredentials();
+    }
+    await ctx.throttle.succeed(keys);
     return issueTokens(ctx, urls, {
       client,
       subject: account.id,

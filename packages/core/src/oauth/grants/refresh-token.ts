@@ -2,6 +2,7 @@ import { sha256 } from "../../crypto/index.js";
 import { OAuthError } from "../../errors/index.js";
 import { issueTokens } from "../issue.js";
 import { parseScope } from "../scopes.js";
+import { requiredParameters } from "../../schemas/oauth.js";
 import type { Grant } from "./types.js";
 
 const invalid = () => new OAuthError("invalid_grant", "The refresh token is invalid, expired or revoked.");
@@ -12,7 +13,7 @@ const invalid = () => new OAuthError("invalid_grant", "The refresh token is inva
  */
 export const refreshTokenGrant: Grant = {
   grantType: "refresh_token",
-  required: ["refresh_token"],
+  required: requiredParameters("refresh_token"),
   async handle({ ctx, urls, client, params, now }) {
     const presented = params.get("refresh_token")!;
     if (presented.length > 512) throw invalid();

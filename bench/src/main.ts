@@ -1,0 +1,396 @@
+// `pnpm bench [--quick]`: plantgate side by side with a bare node:http server,
+// @node-oauth/oauth2-server and oidc-provider, then the memory check and PostgreSQL paging.
+// See the README's "Performance" section for what each row means.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { measureHashCost, type HashCost } from "./hash-cost.js";
+import { measurePaging, postgresReachable, type PagingResult } from "./paging.js";
+import { BENCH_DIR, startServer, tools, type ServerProcess } from "./proc.js";
+import { BASIC_AUTH, DEFAULT_BENCH_ITERATIONS, PASSWORD, USERNAME } from "./shared.js";
+import { errorCount, runWrk, type WrkResult } from "./wrk.js";
+
+const quick = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1";
+const iterations = Number(process.env.BENCH_ITERATIONS ?? DEFAULT_BENCH_ITERATIONS);
+const PG_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const settings = quick
+  ? { warmup: 1, rounds: 2, seconds: 2, connections: 32, memoryTotal: 100_000, memoryCheckpoint: 10_000, pagingAccounts: 100_000, pagingSamples: 5 }
+  : { warmup: 2, rounds: 3, seconds: 3, connections: 32, memoryTotal: 1_000_000, memoryCheckpoint: 100_000, pagingAccounts: 1_000_000, pagingSamples: 7 };
+const only = process.env.BENCH_ONLY?.split(",");
+
+const versions = (JSON.parse(readFileSync(join(BENCH_DIR, "package.json"), "utf8")) as { devDependencies: Record<string, string> }).devDependencies;
+const FORM = "application/x-www-form-urlencoded";
+const PLANTGATE_TOKEN = "/UserService/connect/token";
+const LIST_PATH = "/rbac/ServerCommand/GetAccountList?page=1&pageSize=20";
+
+type Workload = "baseline" | "cc" | "password" | "refresh" | "list" | "plants";
+const WORKLOAD_LABEL: Record<Workload, string> = {
+  baseline: "fixed JSON (POST, form body)",
+  cc: "client credentials",
+  password: `password grant (PBKDF2 ${iterations.toLocaleString("en-US")} it.)`,
+  refresh: "refresh grant (rotating)",
+  list: "GetAccountList (bearer)",
+  plants: "POST /plants (bearer)",
+};
+
+interface Contender {
+  id: string;
+  label: string;
+  entry: string;
+  env: () => Record<string, string>;
+  tokenPath: string;
+  ccBody: string;
+  passwordBody: string;
+  /** Whether each started process needs a fresh SQLite file. */
+  sqlite?: boolean;
+}
+
+const o2sBase = { entry: "oauth2-server.ts", tokenPath: "/token", ccBody: "grant_type=client_credentials", passwordBody: `grant_type=password&username=${USERNAME}&password=${PASSWORD}` };
+const plantgateBase = {
+  entry: "plantgate.ts",
+  tokenPath: PLANTGATE_TOKEN,
+  ccBody: "grant_type=client_credentials",
+  passwordBody: `grant_type=password&username=${USERNAME}&password=${PASSWORD}&scope=Platform_UserAPIs%20offline_access`,
+};
+const CONTENDERS: Record<string, Contender> = {
+  bare: { id: "bare", label: "bare node:http", entry: "bare.ts", env: () => ({}), tokenPath: "/", ccBody: "grant_type=client_credentials", passwordBody: "" },
+  o2sOpaque: { id: "o2sOpaque", label: `oauth2-server ${versions["@node-oauth/oauth2-server"]} (opaque)`, ...o2sBase, env: () => ({ BENCH_TOKENS: "opaque" }) },
+  o2sJwt: { id: "o2sJwt", label: `oauth2-server ${versions["@node-oauth/oauth2-server"]} (JWT ES256)`, ...o2sBase, env: () => ({ BENCH_TOKENS: "jwt" }) },
+  oidc: {
+    id: "oidc",
+    label: `oidc-provider ${versions["oidc-provider"]} (JWT ES256)`,
+    entry: "oidc-provider.ts",
+    env: () => ({}),
+    tokenPath: "/token",
+    ccBody: "grant_type=client_credentials&scope=api",
+    passwordBody: "",
+  },
+  pgMemory: { id: "pgMemory", label: "plantgate, memory store", ...plantgateBase, env: () => ({ BENCH_STORE: "memory", BENCH_SEED_ACCOUNTS: "200" }) },
+  pgSqlite: { id: "pgSqlite", label: "plantgate, SQLite", ...plantgateBase, sqlite: true, env: () => ({ BENCH_STORE: "sqlite", BENCH_SEED_ACCOUNTS: "200" }) },
+};
+
+// oidc-provider has no password grant, and only issues refresh tokens from the authorization code
+// flow; only plantgate has the account and plant APIs. Those cells are left out, not faked.
+const PLAN: Array<[Workload, string[]]> = [
+  ["baseline", ["bare"]],
+  ["cc", ["o2sOpaque", "o2sJwt", "oidc", "pgMemory", "pgSqlite"]],
+  ["password", ["o2sOpaque", "o2sJwt", "pgMemory", "pgSqlite"]],
+  ["refresh", ["o2sOpaque", "o2sJwt", "pgMemory", "pgSqlite"]],
+  ["list", ["pgMemory", "pgSqlite"]],
+  ["plants", ["pgMemory", "pgSqlite"]],
+];
+
+interface Row {
+  workload: Workload;
+  contender: Contender;
+  rps: number;
+  p50ms: number;
+  p99ms: number;
+  peakRssMb: number;
+  errors: number;
+  requests: number;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
+const log = (line: string) => process.stderr.write(`${line}\n`);
+
+const tempDirs: string[] = [];
+function freshSqliteFile(): string {
+  const dir = mkdtempSync(join(tmpdir(), "plantgate-bench-"));
+  tempDirs.push(dir);
+  return join(dir, "bench.db");
+}
+
+async function post(url: string, body: string, authorization: string): Promise<{ status: number; json: Record<string, unknown> }> {
+  const response = await fetch(url, { method: "POST", headers: { authorization, "content-type": FORM }, body });
+  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+}
+
+async function bearerFor(server: ServerProcess, c: Contender): Promise<string> {
+  const { status, json } = await post(server.baseUrl + c.tokenPath, c.ccBody, BASIC_AUTH);
+  if (status !== 200 || typeof json.access_token !== "string") throw new Error(`${c.label}: client credentials failed (${status})`);
+  return `Bearer ${json.access_token}`;
+}
+
+/** A pool of fresh refresh tokens (two per connection), issued by the password grant before a run. */
+async function refreshSeeds(server: ServerProcess, c: Contender, n: number): Promise<string> {
+  const tokens: string[] = [];
+  for (let i = 0; i < n; i += 8) {
+    const batch = await Promise.all(Array.from({ length: Math.min(8, n - i) }, () => post(server.baseUrl + c.tokenPath, c.passwordBody, BASIC_AUTH)));
+    for (const { status, json } of batch) {
+      if (status !== 200 || typeof json.refresh_token !== "string") throw new Error(`${c.label}: password grant gave no refresh token (${status})`);
+      tokens.push(json.refresh_token);
+    }
+  }
+  const dir = mkdtempSync(join(tmpdir(), "plantgate-bench-seeds-"));
+  tempDirs.push(dir);
+  const file = join(dir, "seeds.txt");
+  writeFileSync(file, tokens.join("\n") + "\n");
+  return file;
+}
+
+let idBase = 0;
+/** Builds one wrk run of a workload; async because some runs need fresh material (seeds, ids). */
+async function wrkRun(workload: Workload, c: Contender, server: ServerProcess, bearer: string, seconds: number): Promise<WrkResult> {
+  const base = { seconds, connections: settings.connections };
+  switch (workload) {
+    case "baseline":
+    case "cc":
+      return runWrk({ ...base, url: server.baseUrl + c.tokenPath, script: "static.lua", env: { BENCH_METHOD: "POST", BENCH_BODY: c.ccBody, BENCH_CTYPE: FORM, BENCH_AUTH: BASIC_AUTH } });
+    case "password":
+      return runWrk({ ...base, url: server.baseUrl + c.tokenPath, script: "static.lua", env: { BENCH_METHOD: "POST", BENCH_BODY: c.passwordBody, BENCH_CTYPE: FORM, BENCH_AUTH: BASIC_AUTH } });
+    case "refresh": {
+      const seeds = await refreshSeeds(server, c, settings.connections * 2);
+      return runWrk({ ...base, url: server.baseUrl + c.tokenPath, script: "refresh.lua", env: { BENCH_PATH: c.tokenPath, BENCH_AUTH: BASIC_AUTH, BENCH_SEEDS: seeds } });
+    }
+    case "list":
+      return runWrk({ ...base, url: server.baseUrl + LIST_PATH, script: "static.lua", env: { BENCH_METHOD: "GET", BENCH_AUTH: bearer } });
+    case "plants":
+      idBase += 10_000_000_000;
+      return runWrk({ ...base, url: server.baseUrl + "/plants", script: "plants.lua", env: { BENCH_PATH: "/plants", BENCH_AUTH: bearer, BENCH_ID_BASE: String(idBase) } });
+  }
+}
+
+async function measure(workload: Workload, c: Contender): Promise<Row> {
+  const env: Record<string, string> = { BENCH_ITERATIONS: String(iterations), ...c.env() };
+  if (c.sqlite) env.BENCH_DB_URL = freshSqliteFile();
+  const server = await startServer(c.entry, env, undefined, `${workload}-${c.id}`);
+  try {
+    const bearer = workload === "list" || workload === "plants" ? await bearerFor(server, c) : "";
+    await wrkRun(workload, c, server, bearer, settings.warmup);
+    const runs: WrkResult[] = [];
+    for (let i = 0; i < settings.rounds; i++) runs.push(await wrkRun(workload, c, server, bearer, settings.seconds));
+    const row: Row = {
+      workload,
+      contender: c,
+      rps: median(runs.map((r) => r.rps)),
+      p50ms: median(runs.map((r) => r.p50_us)) / 1000,
+      p99ms: median(runs.map((r) => r.p99_us)) / 1000,
+      peakRssMb: server.memoryKb("VmHWM") / 1024,
+      errors: runs.reduce((n, r) => n + errorCount(r), 0),
+      requests: runs.reduce((n, r) => n + r.requests, 0),
+    };
+    log(`  ${WORKLOAD_LABEL[workload].padEnd(36)} ${c.label.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s  p50 ${row.p50ms.toFixed(2)} ms  p99 ${row.p99ms.toFixed(2)} ms  RSS ${row.peakRssMb.toFixed(0)} MB${row.errors ? `  ERRORS ${row.errors}` : ""}`);
+    return row;
+  } catch (error) {
+    throw new Error(`${c.label} / ${workload}: ${(error as Error).message}\n${server.stderr()}`);
+  } finally {
+    await server.stop();
+  }
+}
+
+interface MemoryCheck {
+  store: string;
+  checkpoint: number;
+  total: number;
+  rssCheckpointMb: number;
+  rssEndMb: number;
+  /** Live heap after a forced full GC (diagnostic: a leak grows it, a lazily sized heap does not). */
+  heapCheckpointMb: number;
+  heapEndMb: number;
+  peakMb: number;
+  rps: number;
+  errors: number;
+}
+
+/**
+ * One plantgate process on SQLite under a repeating mix of token, GetAccountList and POST /plants.
+ * SQLite, because the memory store keeps every plant in the heap by design (it is for tests and
+ * demos), so its RSS grows with the data, not with a leak; on SQLite the rows go to disk and
+ * whatever the process still grows by is what the check is meant to catch.
+ */
+async function memoryCheck(): Promise<MemoryCheck> {
+  const c = CONTENDERS.pgSqlite!;
+  const server = await startServer(c.entry, { BENCH_ITERATIONS: String(iterations), ...c.env(), BENCH_DB_URL: freshSqliteFile() }, undefined, "memory", ["--expose-gc"]);
+  try {
+    const bearer = await bearerFor(server, c);
+    const env = { BENCH_BASIC: BASIC_AUTH, BENCH_AUTH: bearer };
+    const t0 = performance.now();
+    let idBase = 9_000_000_000_000;
+    // wrk's thread:stop() (lua) ends sending but not the run, so the requests go in short slices,
+    // each told how many responses are still due: counts are exact, and at most a slice is idle.
+    const sendExactly = async (count: number) => {
+      const sum = { requests: 0, errors: 0 };
+      while (sum.requests < count) {
+        idBase += 100_000_000;
+        const r = await runWrk({ url: server.baseUrl, script: "mix.lua", seconds: 3, connections: settings.connections, env: { ...env, BENCH_ID_BASE: String(idBase), BENCH_LIMIT: String(count - sum.requests) } });
+        if (r.requests === 0) throw new Error("memory check: no request completed in a slice");
+        sum.requests += r.requests;
+        sum.errors += errorCount(r);
+      }
+      return sum;
+    };
+    const first = await sendExactly(settings.memoryCheckpoint);
+    const rssCheckpointMb = server.memoryKb("VmRSS") / 1024;
+    const heapCheckpointMb = (await server.heapAfterGc()) / 1048576;
+    log(`  memory check: ${first.requests} requests, RSS ${rssCheckpointMb.toFixed(1)} MB, live heap ${heapCheckpointMb.toFixed(1)} MB`);
+    const rest = await sendExactly(settings.memoryTotal - first.requests);
+    const seconds = (performance.now() - t0) / 1000;
+    const rssEndMb = server.memoryKb("VmRSS") / 1024;
+    const heapEndMb = (await server.heapAfterGc()) / 1048576;
+    log(`  memory check: ${first.requests + rest.requests} requests, RSS ${rssEndMb.toFixed(1)} MB, live heap ${heapEndMb.toFixed(1)} MB`);
+    return {
+      store: "SQLite",
+      checkpoint: first.requests,
+      total: first.requests + rest.requests,
+      rssCheckpointMb,
+      rssEndMb,
+      heapCheckpointMb,
+      heapEndMb,
+      peakMb: server.memoryKb("VmHWM") / 1024,
+      rps: (first.requests + rest.requests) / seconds,
+      errors: first.errors + rest.errors,
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+interface Target {
+  name: string;
+  value: string;
+  pass: boolean | null;
+}
+
+function targets(rows: Row[], paging: PagingResult | null, memory: MemoryCheck | null): Target[] {
+  const rps = (w: Workload, id: string) => rows.find((r) => r.workload === w && r.contender.id === id)?.rps;
+  const bare = rps("baseline", "bare");
+  const ratio = (w: Workload, id: string, min: number, name: string): Target => {
+    const v = rps(w, id);
+    if (v === undefined || bare === undefined) return { name, value: "not run", pass: null };
+    return { name, value: `${(v / bare).toFixed(2)}x bare`, pass: v / bare >= min };
+  };
+  const versus = (id: string, min: number, name: string): Target => {
+    const mine = rps("cc", "pgMemory");
+    const other = rps("cc", id);
+    if (mine === undefined || other === undefined) return { name, value: "not run", pass: null };
+    return { name, value: `${(mine / other).toFixed(2)}x`, pass: mine / other >= min };
+  };
+  return [
+    ratio("cc", "pgMemory", 0.35, "Client credentials (ES256 JWT), memory store >= 0.35x bare"),
+    versus("o2sJwt", 2, "... and >= 2x oauth2-server issuing JWTs"),
+    versus("oidc", 3, "... and >= 3x oidc-provider with JWTs"),
+    ratio("cc", "pgSqlite", 0.3, "Client credentials on SQLite >= 0.30x bare"),
+    ratio("list", "pgSqlite", 0.3, "GetAccountList (bearer) on SQLite >= 0.30x bare"),
+    ratio("refresh", "pgSqlite", 0.2, "Refresh grant on SQLite >= 0.20x bare"),
+    paging
+      ? { name: `PostgreSQL, ${paging.accounts.toLocaleString("en-US")} accounts: last page <= 3x page 1 (p50)`, value: `${(paging.lastMs.p50 / paging.firstMs.p50).toFixed(2)}x`, pass: paging.lastMs.p50 <= 3 * paging.firstMs.p50 }
+      : { name: "PostgreSQL paging: last page <= 3x page 1", value: "not run", pass: null },
+    memory
+      ? {
+          name: `Memory: RSS after ${memory.total.toLocaleString("en-US")} requests within 10% of RSS after ${memory.checkpoint.toLocaleString("en-US")}`,
+          value: `${(((memory.rssEndMb - memory.rssCheckpointMb) / memory.rssCheckpointMb) * 100).toFixed(1)}%`,
+          pass: Math.abs(memory.rssEndMb - memory.rssCheckpointMb) <= 0.1 * memory.rssCheckpointMb,
+        }
+      : { name: "Memory check", value: "not run", pass: null },
+  ];
+}
+
+function render(rows: Row[], hash: HashCost[], memory: MemoryCheck | null, paging: PagingResult | null, pagingNote: string | null, seconds: number): string {
+  const bare = rows.find((r) => r.workload === "baseline")?.rps;
+  const lines: string[] = [];
+  lines.push(`# plantgate benchmark${quick ? " (quick smoke run: numbers are not comparable)" : ""}`);
+  lines.push("");
+  lines.push(
+    `Node ${process.version}, ${tools.taskset ? "server pinned to CPU 0, wrk to CPU 1 (taskset)" : "no taskset: server and wrk share CPUs"}; ` +
+      `wrk -t1 -c${settings.connections}; per row a fresh server process, ${settings.warmup} s warm-up, median of ${settings.rounds} x ${settings.seconds} s. ` +
+      `Run took ${Math.round(seconds)} s. ${new Date().toISOString().slice(0, 10)}.`,
+  );
+  lines.push("");
+  lines.push("| Workload | Server | req/s | p50 ms | p99 ms | peak RSS MB | x bare | errors |");
+  lines.push("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const r of rows) {
+    lines.push(
+      `| ${WORKLOAD_LABEL[r.workload]} | ${r.contender.label} | ${r.rps.toFixed(0)} | ${r.p50ms.toFixed(2)} | ${r.p99ms.toFixed(2)} | ${r.peakRssMb.toFixed(0)} | ${bare ? (r.rps / bare).toFixed(2) : "-"} | ${r.errors} |`,
+    );
+  }
+  lines.push("");
+  lines.push("Password hash cost on its own (PBKDF2-SHA256, median ms per hash; the password-grant rows above run every contender at the same lower count):");
+  lines.push("");
+  lines.push("| Iterations | plantgate (WebCrypto) | node:crypto pbkdf2 (oauth2-server model) |");
+  lines.push("| ---: | ---: | ---: |");
+  for (const h of hash) lines.push(`| ${h.iterations.toLocaleString("en-US")} | ${h.plantgateMs.toFixed(2)} | ${h.nodeCryptoMs.toFixed(2)} |`);
+  lines.push("");
+  if (memory) {
+    lines.push(
+      `Memory check (plantgate, ${memory.store}; cycle of 1 token + 9 GetAccountList + 10 POST /plants): RSS ${memory.rssCheckpointMb.toFixed(1)} MB after ${memory.checkpoint.toLocaleString("en-US")} requests, ` +
+        `${memory.rssEndMb.toFixed(1)} MB after ${memory.total.toLocaleString("en-US")}; peak ${memory.peakMb.toFixed(1)} MB; live heap after a forced GC ${memory.heapCheckpointMb.toFixed(1)} MB then ${memory.heapEndMb.toFixed(1)} MB; ~${memory.rps.toFixed(0)} req/s; ${memory.errors} errors.`,
+    );
+    lines.push("");
+  }
+  if (paging) {
+    lines.push(
+      `Paging on PostgreSQL (${paging.accounts.toLocaleString("en-US")} accounts, pageSize 20, ${paging.samples} sequential requests each${paging.seedSeconds !== null ? `, seeded in ${paging.seedSeconds.toFixed(1)} s` : ", seeded earlier"}): ` +
+        `page 1 p50 ${paging.firstMs.p50.toFixed(2)} ms (max ${paging.firstMs.max.toFixed(2)}), last page (${paging.lastPage}) p50 ${paging.lastMs.p50.toFixed(2)} ms (max ${paging.lastMs.max.toFixed(2)}).`,
+    );
+    lines.push("");
+  } else if (pagingNote) {
+    lines.push(`Paging on PostgreSQL: ${pagingNote}`);
+    lines.push("");
+  }
+  lines.push("| Target | Result | |");
+  lines.push("| --- | ---: | --- |");
+  for (const t of targets(rows, paging, memory)) lines.push(`| ${t.name} | ${t.value} | ${t.pass === null ? "NOT RUN" : t.pass ? "PASS" : "FAIL"} |`);
+  lines.push("");
+  return lines.join("\n");
+}
+
+async function main(): Promise<number> {
+  if (!tools.wrk) {
+    console.error("pnpm bench needs wrk (the load generator), which is not installed. On Debian/Ubuntu: apt-get install -y wrk");
+    return 2;
+  }
+  if (!tools.taskset) log("note: taskset not available (or one CPU): wrk and the servers will compete for CPUs");
+  const t0 = performance.now();
+  log(`plantgate bench${quick ? " --quick" : ""}: ${settings.rounds} x ${settings.seconds} s per row`);
+
+  log("password hash cost");
+  const hash = [await measureHashCost(600_000, quick ? 1 : 3), await measureHashCost(100_000, quick ? 1 : 5), await measureHashCost(iterations, quick ? 5 : 21)];
+
+  const rows: Row[] = [];
+  for (const [workload, ids] of PLAN) {
+    if (only && !only.includes(workload)) continue;
+    for (const id of ids) rows.push(await measure(workload, CONTENDERS[id]!));
+  }
+
+  let memory: MemoryCheck | null = null;
+  if (!only || only.includes("memory")) {
+    log(`memory check: ${settings.memoryTotal.toLocaleString("en-US")} mixed requests`);
+    memory = await memoryCheck();
+  }
+
+  let paging: PagingResult | null = null;
+  let pagingNote: string | null = null;
+  if (!only || only.includes("paging")) {
+    if (await postgresReachable(PG_URL)) {
+      log(`paging on PostgreSQL with ${settings.pagingAccounts.toLocaleString("en-US")} accounts`);
+      paging = await measurePaging(PG_URL, settings.pagingAccounts, settings.pagingSamples);
+    } else {
+      pagingNote = "skipped: PostgreSQL not reachable (set BENCH_DATABASE_URL).";
+      log(`paging: ${pagingNote}`);
+    }
+  }
+
+  const markdown = render(rows, hash, memory, paging, pagingNote, (performance.now() - t0) / 1000);
+  console.log(markdown);
+  const resultsDir = join(BENCH_DIR, "results");
+  mkdirSync(resultsDir, { recursive: true });
+  const file = join(resultsDir, quick || only ? "quick.md" : "latest.md");
+  writeFileSync(file, markdown);
+  log(`written to ${file}`);
+  return 0;
+}
+
+try {
+  process.exitCode = await main();
+} catch (error) {
+  console.error(error instanceof Error ? error.message : error);
+  process.exitCode = 1;
+} finally {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+}
+

@@ -1,0 +1,114 @@
+import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import type { ReadyMessage } from "./shared.js";
+
+/** The bench package's directory (servers and lua scripts are found relative to it). */
+export const BENCH_DIR = fileURLToPath(new URL("..", import.meta.url));
+
+function has(command: string): boolean {
+  try {
+    execFileSync("sh", ["-c", `command -v ${command}`], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether wrk and taskset are installed. */
+export const tools = { wrk: has("wrk"), taskset: has("taskset") && cpuCount() >= 2 };
+
+function cpuCount(): number {
+  try {
+    return Number(execFileSync("nproc", { encoding: "utf8" }).trim()) || 1;
+  } catch {
+    return 1;
+  }
+}
+
+/** Prefixes a command with `taskset -c <cpu>` when taskset is available. */
+export function pinned(cpu: number, command: string, args: string[]): [string, string[]] {
+  return tools.taskset ? ["taskset", ["-c", String(cpu), command, ...args]] : [command, args];
+}
+
+/** A contender's server, running as its own child process. */
+export interface ServerProcess {
+  pid: number;
+  baseUrl: string;
+  /** A /proc/<pid>/status field in kB, e.g. VmHWM (peak RSS) or VmRSS. */
+  memoryKb(field: "VmHWM" | "VmRSS"): number;
+  /** What the server wrote on stderr (for failure messages). */
+  stderr(): string;
+  /** Live heap bytes after a forced full GC (servers started with --expose-gc that support it). */
+  heapAfterGc(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `src/servers/<entry>` with `node --import tsx` pinned to CPU 0 (taskset execs node, so the
+ * child's pid is the server's own and /proc/<pid>/status measures it alone) and waits for its
+ * READY line.
+ */
+export async function startServer(entry: string, env: Record<string, string>, timeoutMs = 120_000, profileTag?: string, nodeFlags: string[] = []): Promise<ServerProcess> {
+  // BENCH_CPU_PROF=<dir>: every server writes a V8 CPU profile to <dir>/<tag>/ when it stops.
+  const profileDir = process.env.BENCH_CPU_PROF;
+  const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, profileTag ?? entry.replace(/\.ts$/, ""))}`] : [];
+  const [command, args] = pinned(0, process.execPath, [...profile, ...nodeFlags, "--import", "tsx", `src/servers/${entry}`]);
+  const child: ChildProcess = spawn(command, args, {
+    cwd: BENCH_DIR,
+    env: { ...process.env, NODE_ENV: "production", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let errText = "";
+  let gcReports: number[] = [];
+  child.stderr!.on("data", (chunk: Buffer) => {
+    const text = chunk.toString("utf8");
+    for (const m of text.matchAll(/GC heapUsed=(\d+)/g)) gcReports.push(Number(m[1]));
+    errText = (errText + text).slice(-4000);
+  });
+  const ready = await new Promise<ReadyMessage>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${entry} did not start within ${timeoutMs} ms\n${errText}`)), timeoutMs);
+    const lines = createInterface({ input: child.stdout! });
+    lines.on("line", (line) => {
+      if (line.startsWith("READY ")) {
+        clearTimeout(timer);
+        resolve(JSON.parse(line.slice(6)) as ReadyMessage);
+      }
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${entry} exited with code ${code} before it was ready\n${errText}`));
+    });
+  });
+  const pid = child.pid!;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  return {
+    pid,
+    baseUrl: `http://127.0.0.1:${ready.port}`,
+    memoryKb(field) {
+      const status = readFileSync(`/proc/${pid}/status`, "utf8");
+      const m = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);
+      return m ? Number(m[1]) : NaN;
+    },
+    stderr: () => errText,
+    async heapAfterGc() {
+      // errText keeps only the tail of stderr, so wait for a report newer than the signal.
+      let reports = 0;
+      gcReports = [];
+      child.kill("SIGUSR2");
+      for (let i = 0; i < 200 && reports === 0; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        reports = gcReports.length;
+      }
+      return gcReports.at(-1) ?? NaN;
+    },
+    async stop() {
+      if (child.exitCode === null) child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

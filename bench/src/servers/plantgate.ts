@@ -1,0 +1,49 @@
+// plantgate's Node server (@plantgate/node serve + @plantgate/core) on the store named by
+// BENCH_STORE: "memory", or a SQL URL in BENCH_DB_URL (a SQLite file path or postgres://...).
+import { createMemoryStorage, createPlantgate, type CreateAccountInput, type Plantgate, type Storage } from "@plantgate/core";
+import { serve } from "@plantgate/node";
+import { openSqlStorage } from "@plantgate/storage-sql";
+import { announceReady, CLIENT_ID, CLIENT_SECRET, DEFAULT_BENCH_ITERATIONS, envInt, PASSWORD, USERNAME } from "../shared.js";
+
+const iterations = envInt("BENCH_ITERATIONS", DEFAULT_BENCH_ITERATIONS);
+const seedAccounts = envInt("BENCH_SEED_ACCOUNTS", 0);
+const url = process.env.BENCH_DB_URL;
+const storage: Storage = process.env.BENCH_STORE === "memory" || !url ? createMemoryStorage() : await openSqlStorage(url);
+
+let app: Plantgate | null = null;
+// The issuer is the listening URL, known only after listen, as in examples/node-server.
+const running = await serve({ fetch: (request, info) => (app ? app.fetch(request, info) : Promise.resolve(new Response(null, { status: 503 }))) }, { port: 0 });
+const created = createPlantgate({ storage, issuer: running.url, baseUrl: running.url, passwordHashIterations: iterations });
+await created.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);
+await created.admin.ensureAccount(USERNAME, PASSWORD);
+if (seedAccounts > 0) {
+  const existing = (await storage.accounts.list(0, 1)).total;
+  if (existing < seedAccounts + 1) {
+    const inputs: CreateAccountInput[] = [];
+    for (let i = existing; i <= seedAccounts; i++) {
+      inputs.push({ username: `seed-${String(i).padStart(7, "0")}`, password: `seed-password-${i}`, displayName: `Seed ${i}`, email: `seed${i}@example.test`, roles: ["reader"] });
+    }
+    await created.admin.importAccounts(inputs);
+  }
+}
+await created.jwks(); // create the signing key before the first request
+app = created;
+// BENCH_MEMLOG=<ms>: heap figures on stderr, to tell a leak from a heap that has not settled yet.
+const memlog = envInt("BENCH_MEMLOG", 0);
+if (memlog > 0) {
+  setInterval(() => {
+    const m = process.memoryUsage();
+    const mb = (n: number) => (n / 1048576).toFixed(1);
+    process.stderr.write(`MEM rss=${mb(m.rss)} heapUsed=${mb(m.heapUsed)} heapTotal=${mb(m.heapTotal)} external=${mb(m.external)} arrayBuffers=${mb(m.arrayBuffers)}\n`);
+  }, memlog).unref();
+}
+// With --expose-gc (the memory check), SIGUSR2 reports the live heap after a full collection:
+// RSS alone cannot tell a leak from a heap V8 has simply not shrunk yet.
+const gc = (globalThis as { gc?: () => void }).gc;
+if (gc) {
+  process.on("SIGUSR2", () => {
+    gc();
+    process.stderr.write(`GC heapUsed=${process.memoryUsage().heapUsed}\n`);
+  });
+}
+announceReady({ port: Number(new URL(running.url).port) });

@@ -1,0 +1,206 @@
+import { AdminError, createAdmin, type ClientView } from "../admin/index.js";
+import { accountView, listAccounts } from "../api/accounts.js";
+import { ApiError, ApiErrorCode } from "../errors/index.js";
+import { json } from "../http/respond.js";
+import type { Context } from "../options.js";
+import type { GrantType } from "../storage/types.js";
+import { optionalBoolean, optionalSeconds, optionalString, optionalStrings, readJsonObject } from "./body.js";
+import { deleteSession, type ConsoleSession } from "./session.js";
+
+/**
+ * A client as the console API shows it: never the secret or its hash; times in ISO 8601.
+ *
+ * @example
+ * const { clients } = (await (await fetch("/console/api/clients")).json()) as { clients: ConsoleClient[] };
+ */
+export interface ConsoleClient {
+  clientId: string;
+  name: string;
+  grantTypes: GrantType[];
+  scopes: string[];
+  accessTokenTtl: number | null;
+  refreshTokenTtl: number | null;
+  refreshTokenAbsoluteTtl: number | null;
+  createdAt: string;
+  secretUpdatedAt: string;
+}
+
+/** The grants the console offers, in the order the page lists them. */
+export const CONSOLE_GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function consoleClient(c: ClientView): ConsoleClient {
+  return {
+    clientId: c.clientId,
+    name: c.name,
+    grantTypes: [...c.grantTypes],
+    scopes: [...c.scopes],
+    accessTokenTtl: c.accessTokenTtl,
+    refreshTokenTtl: c.refreshTokenTtl,
+    refreshTokenAbsoluteTtl: c.refreshTokenAbsoluteTtl,
+    createdAt: iso(c.createdAt),
+    secretUpdatedAt: iso(c.secretUpdatedAt),
+  };
+}
+
+const invalid = (message: string) => new ApiError(400, ApiErrorCode.invalidValue, message);
+const unknown = (what: string) => new ApiError(404, ApiErrorCode.consoleUnknownResource, `${what} does not exist.`);
+const conflict = (message: string) => new ApiError(409, ApiErrorCode.consoleConflict, message);
+
+/** Admin operations report bad input as AdminError, whose message is written to be shown. */
+async function admin<T>(op: () => Promise<T>): Promise<T> {
+  try {
+    return await op();
+  } catch (e) {
+    if (e instanceof AdminError) throw invalid(e.message);
+    throw e;
+  }
+}
+
+/**
+ * The body of `GET /console/api/session` and of a successful sign-in.
+ *
+ * @example
+ * const session = (await (await fetch("/console/api/session")).json()) as ConsoleSessionBody;
+ */
+export interface SessionBody {
+  username: string;
+  displayName: string | null;
+  csrfToken: string;
+  /** ISO 8601. */
+  expiresAt: string;
+  /** What the page offers in the client form. */
+  grantTypes: GrantType[];
+  scopes: string[];
+  /** The role that makes an account a console administrator. */
+  adminRole: string;
+}
+
+export function sessionBody(ctx: Context, s: { username: string; displayName: string | null; csrfToken: string; expiresAt: number }): SessionBody {
+  return {
+    username: s.username,
+    displayName: s.displayName,
+    csrfToken: s.csrfToken,
+    expiresAt: iso(s.expiresAt),
+    grantTypes: [...CONSOLE_GRANTS],
+    scopes: [...ctx.scopes.all],
+    adminRole: ctx.console!.adminRole,
+  };
+}
+
+/** Handlers of the signed-in admin API; each gets a session that already passed every check. */
+export type ApiHandler = (ctx: Context, session: ConsoleSession, request: Request, url: URL, params: string[]) => Promise<Response>;
+
+export const getSession: ApiHandler = async (ctx, s) =>
+  json(200, sessionBody(ctx, { username: s.account.username, displayName: s.account.displayName, csrfToken: s.csrfToken, expiresAt: s.record.expiresAt }));
+
+export const signOut: ApiHandler = async (ctx, s) => {
+  await deleteSession(ctx, s);
+  return new Response(null, { status: 204 });
+};
+
+export const listClients: ApiHandler = async (ctx) => {
+  const clients = await createAdmin(ctx).listClients();
+  return json(200, { clients: clients.map(consoleClient) });
+};
+
+export const createClient: ApiHandler = async (ctx, _s, request) => {
+  const body = await readJsonObject(ctx, request);
+  const clientId = optionalString(body, "clientId", 200);
+  const name = optionalString(body, "name", 200);
+  if (name === undefined) throw new ApiError(400, ApiErrorCode.missingField, "name is required.");
+  const grantTypes = optionalStrings(body, "grantTypes");
+  if (grantTypes !== undefined && grantTypes.length === 0) throw invalid("Choose at least one grant type.");
+  if (grantTypes?.some((g) => !CONSOLE_GRANTS.includes(g as GrantType))) throw invalid(`grantTypes must be among ${CONSOLE_GRANTS.join(", ")}.`);
+  const scopes = optionalStrings(body, "scopes");
+  if (scopes?.some((s) => !ctx.scopes.all.includes(s))) throw invalid(`scopes must be among ${ctx.scopes.all.join(", ")}.`);
+  const ttls = {
+    accessTokenTtl: optionalSeconds(body, "accessTokenTtl"),
+    refreshTokenTtl: optionalSeconds(body, "refreshTokenTtl"),
+    refreshTokenAbsoluteTtl: optionalSeconds(body, "refreshTokenAbsoluteTtl"),
+  };
+  if (clientId !== undefined && (await ctx.storage.clients.get(clientId))) throw conflict(`A client with id ${clientId} already exists.`);
+  const { client, clientSecret } = await admin(() =>
+    createAdmin(ctx).createClient({
+      ...(clientId !== undefined ? { clientId } : {}),
+      name,
+      ...(grantTypes !== undefined ? { grantTypes: grantTypes as GrantType[] } : {}),
+      ...(scopes !== undefined ? { scopes } : {}),
+      ...ttls,
+    }),
+  );
+  return json(201, { client: consoleClient(client), clientSecret });
+};
+
+export const deleteClient: ApiHandler = async (ctx, _s, _r, _u, [clientId]) => {
+  if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
+  await admin(() => createAdmin(ctx).deleteClient(clientId!));
+  return new Response(null, { status: 204 });
+};
+
+export const regenerateSecret: ApiHandler = async (ctx, _s, _r, _u, [clientId]) => {
+  if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
+  const { clientSecret } = await admin(() => createAdmin(ctx).rotateClientSecret(clientId!));
+  const client = await ctx.storage.clients.get(clientId!);
+  if (!client) throw unknown(`Client ${clientId}`);
+  return json(200, { clientId: client.clientId, clientSecret, secretUpdatedAt: iso(client.secretUpdatedAt) });
+};
+
+/** The same paging, validation and body as GetAccountList. */
+export const getAccounts: ApiHandler = async (ctx, _s, _r, url) => listAccounts(ctx, url);
+
+export const createAccount: ApiHandler = async (ctx, _s, request) => {
+  const body = await readJsonObject(ctx, request);
+  const username = optionalString(body, "username", 200);
+  if (username === undefined) throw new ApiError(400, ApiErrorCode.missingField, "username is required.");
+  const password = optionalString(body, "password", 1024);
+  if (password === undefined) throw new ApiError(400, ApiErrorCode.missingField, "password is required.");
+  const displayName = optionalString(body, "displayName", 320);
+  const email = optionalString(body, "email", 320);
+  const roles = optionalStrings(body, "roles");
+  const enabled = optionalBoolean(body, "enabled");
+  if (await ctx.storage.accounts.findByUsername(username)) throw conflict(`The username ${username} is taken.`);
+  const view = await admin(() =>
+    createAdmin(ctx).createAccount({
+      username,
+      password,
+      displayName: displayName ?? null,
+      email: email ?? null,
+      roles: roles ?? [],
+      ...(enabled !== undefined ? { enabled } : {}),
+    }),
+  );
+  return json(201, view);
+};
+
+function setEnabled(enabled: boolean): ApiHandler {
+  return async (ctx, session, _r, _u, [id]) => {
+    const account = await ctx.storage.accounts.get(id!);
+    if (!account) throw unknown(`Account ${id}`);
+    if (!enabled && account.id === session.account.id) throw invalid("You cannot disable your own account.");
+    await admin(() => createAdmin(ctx).setAccountEnabled(account.username, enabled));
+    // The session check reads the account on every call too; deleting the sessions is the belt to those braces.
+    if (!enabled) await ctx.storage.sessions.deleteByAccount(account.id);
+    const updated = await ctx.storage.accounts.get(account.id);
+    return json(200, accountView(updated ?? { ...account, enabled }));
+  };
+}
+
+export const disableAccount = setEnabled(false);
+export const enableAccount = setEnabled(true);
+
+export const listSigningKeys: ApiHandler = async (ctx) => {
+  // Ask the keyring first: on a fresh store that is what creates the first key.
+  const signing = await ctx.keyring.signingKey();
+  const records = await ctx.storage.signingKeys.list();
+  const keys = records
+    .sort((a, b) => b.createdAt - a.createdAt || (a.kid < b.kid ? -1 : 1))
+    .map((k) => ({ kid: k.kid, alg: k.alg, createdAt: iso(k.createdAt), signing: k.kid === signing.kid }));
+  return json(200, { keys });
+};
+
+export const rotateSigningKey: ApiHandler = async (ctx) => {
+  const { kid, deleted } = await createAdmin(ctx).rotateSigningKey();
+  return json(200, { kid, deleted });
+};

@@ -1,0 +1,91 @@
+import { ApiError, ApiErrorCode } from "../errors/index.js";
+import { BodyReadError, charset, mediaType, readBodyText } from "../http/body.js";
+import { JsonNumber, JsonSyntaxError, parseJson, type JsonValue } from "../http/json.js";
+import type { Context } from "../options.js";
+
+const bad = (code: (typeof ApiErrorCode)[keyof typeof ApiErrorCode], message: string) => new ApiError(400, code, message);
+
+/** A parsed JSON object body; members are read through the typed getters below. */
+export type JsonObject = { [key: string]: JsonValue };
+
+/**
+ * Reads a JSON object body with the same limits and error numbers as the plant store. Requiring
+ * application/json also means a cross-origin page cannot send it without a CORS preflight, which
+ * the console never answers.
+ */
+export async function readJsonObject(ctx: Context, request: Request): Promise<JsonObject> {
+  const type = mediaType(request);
+  const cs = charset(request);
+  if (type !== "application/json" || (cs !== null && cs !== "utf-8" && cs !== "utf8")) {
+    await request.body?.cancel().catch(() => {});
+    throw bad(ApiErrorCode.unsupportedMediaType, "The body must be UTF-8 application/json.");
+  }
+  let text: string;
+  try {
+    text = await readBodyText(request, ctx.maxBodyBytes);
+  } catch (e) {
+    if (e instanceof BodyReadError) {
+      if (e.reason === "too_large") throw bad(ApiErrorCode.bodyTooLarge, `The body exceeds ${ctx.maxBodyBytes} bytes.`);
+      throw bad(ApiErrorCode.invalidJson, e.reason === "not_utf8" ? "The body is not valid UTF-8." : "The body could not be read.");
+    }
+    throw e;
+  }
+  let parsed: JsonValue;
+  try {
+    parsed = parseJson(text);
+  } catch (e) {
+    if (e instanceof JsonSyntaxError) throw bad(ApiErrorCode.invalidJson, `The body is not valid JSON: ${e.message}.`);
+    throw e;
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed) || parsed instanceof JsonNumber) {
+    throw bad(ApiErrorCode.notAnObject, "The body must be a JSON object.");
+  }
+  return parsed;
+}
+
+/** A required string member. */
+export function requiredString(body: JsonObject, name: string, max: number): string {
+  const v = body[name];
+  if (v === undefined || v === null) throw bad(ApiErrorCode.missingField, `${name} is required.`);
+  if (typeof v !== "string") throw bad(ApiErrorCode.wrongType, `${name} must be a string.`);
+  if (v.length < 1 || v.length > max) throw bad(ApiErrorCode.invalidValue, `${name} must be 1 to ${max} characters.`);
+  return v;
+}
+
+/** An optional string member; an empty string counts as absent (what an empty form field sends). */
+export function optionalString(body: JsonObject, name: string, max: number): string | undefined {
+  const v = body[name];
+  if (v === undefined || v === null || v === "") return undefined;
+  if (typeof v !== "string") throw bad(ApiErrorCode.wrongType, `${name} must be a string.`);
+  if (v.length > max) throw bad(ApiErrorCode.invalidValue, `${name} must be at most ${max} characters.`);
+  return v;
+}
+
+/** An optional list of strings. */
+export function optionalStrings(body: JsonObject, name: string): string[] | undefined {
+  const v = body[name];
+  if (v === undefined || v === null) return undefined;
+  if (!Array.isArray(v) || v.some((s) => typeof s !== "string")) throw bad(ApiErrorCode.wrongType, `${name} must be a list of strings.`);
+  if (v.length > 32) throw bad(ApiErrorCode.invalidValue, `${name} must have at most 32 entries.`);
+  return v as string[];
+}
+
+/** An optional positive integer (seconds), or null for "the server default". */
+export function optionalSeconds(body: JsonObject, name: string): number | null {
+  const v = body[name];
+  if (v === undefined || v === null) return null;
+  if (!(v instanceof JsonNumber) || !v.isInteger) throw bad(ApiErrorCode.wrongType, `${name} must be an integer number of seconds.`);
+  const n = Number(v.raw);
+  if (!Number.isSafeInteger(n) || n < 1 || n > 10 * 365 * 24 * 3600) {
+    throw bad(ApiErrorCode.invalidValue, `${name} must be from 1 to ${10 * 365 * 24 * 3600} seconds.`);
+  }
+  return n;
+}
+
+/** An optional boolean. */
+export function optionalBoolean(body: JsonObject, name: string): boolean | undefined {
+  const v = body[name];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "boolean") throw bad(ApiErrorCode.wrongType, `${name} must be true or false.`);
+  return v;
+}

@@ -1,0 +1,164 @@
+import { randomToken, sha256, timingSafeEqual } from "../crypto/index.js";
+import { ApiError, ApiErrorCode } from "../errors/index.js";
+import type { Context } from "../options.js";
+import type { AccountRecord, SessionRecord } from "../storage/types.js";
+
+/**
+ * Name of the console's session cookie (HttpOnly; only the console's own path receives it).
+ *
+ * @example
+ * const signedIn = request.headers.get("cookie")?.includes(`${CONSOLE_SESSION_COOKIE}=`);
+ */
+export const SESSION_COOKIE = "plantgate_console";
+/**
+ * Header that carries the session's CSRF token on every state-changing console call.
+ *
+ * @example
+ * await fetch("/console/api/signing-keys", { method: "POST", headers: { [CONSOLE_CSRF_HEADER]: session.csrfToken } });
+ */
+export const CSRF_HEADER = "x-csrf-token";
+
+const STATE_CHANGING = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/** True for the methods that must carry the CSRF token and pass the origin check. */
+export function isStateChanging(method: string): boolean {
+  return STATE_CHANGING.has(method);
+}
+
+/** A signed-in administrator, as every console API handler receives it. */
+export interface ConsoleSession {
+  record: SessionRecord;
+  account: AccountRecord;
+  /** The session's CSRF token (derived from the session id, so it is never stored in clear). */
+  csrfToken: string;
+}
+
+/**
+ * The CSRF token is derived from the session id: the page can fetch it again after a reload (the
+ * id itself stays in the HttpOnly cookie), and storage keeps only its hash. Knowing the token does
+ * not reveal the id (SHA-256 is one-way), and without the id no one can compute it.
+ */
+async function csrfTokenFor(sessionId: string): Promise<string> {
+  return sha256(`plantgate-console-csrf:${sessionId}`);
+}
+
+/** Whether the request reached us over https, or the deployment says its public URL is https. */
+export function isHttps(ctx: Context, url: URL): boolean {
+  return url.protocol === "https:" || (ctx.baseUrl?.startsWith("https:") ?? false);
+}
+
+/** The `Path` attribute of the cookie: only the console ever receives it. */
+export function cookiePath(ctx: Context): string {
+  return `${ctx.basePath}/console`;
+}
+
+/** `Set-Cookie` for a new session. */
+export function sessionCookie(ctx: Context, url: URL, sessionId: string): string {
+  const ttl = ctx.console!.sessionTtlSeconds;
+  return `${SESSION_COOKIE}=${sessionId}; Path=${cookiePath(ctx)}; Max-Age=${ttl}; HttpOnly; SameSite=Strict${isHttps(ctx, url) ? "; Secure" : ""}`;
+}
+
+/** `Set-Cookie` that removes the session cookie (sign-out, or a session that is no longer valid). */
+export function clearedCookie(ctx: Context, url: URL): string {
+  return `${SESSION_COOKIE}=; Path=${cookiePath(ctx)}; Max-Age=0; HttpOnly; SameSite=Strict${isHttps(ctx, url) ? "; Secure" : ""}`;
+}
+
+/** The session id from the Cookie header, or null. Only a well-formed 256-bit base64url id counts. */
+function sessionIdFrom(request: Request): string | null {
+  const header = request.headers.get("cookie");
+  if (!header) return null;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq < 0 || part.slice(0, eq).trim() !== SESSION_COOKIE) continue;
+    const value = part.slice(eq + 1).trim();
+    if (/^[A-Za-z0-9_-]{43}$/.test(value)) return value;
+  }
+  return null;
+}
+
+/** Creates and stores a session for the account; returns the id (for the cookie only) and CSRF token. */
+export async function createSession(ctx: Context, account: AccountRecord): Promise<{ sessionId: string; csrfToken: string; expiresAt: number }> {
+  const now = ctx.clock();
+  // Housekeeping on sign-in keeps the table small without a scheduler.
+  await ctx.storage.sessions.deleteExpired(now);
+  for (;;) {
+    const sessionId = randomToken(ctx.random, 32);
+    const csrfToken = await csrfTokenFor(sessionId);
+    const record: SessionRecord = {
+      idHash: await sha256(sessionId),
+      accountId: account.id,
+      csrfHash: await sha256(csrfToken),
+      createdAt: now,
+      expiresAt: now + ctx.console!.sessionTtlSeconds * 1000,
+    };
+    // A collision of 256-bit random ids does not happen; the loop only keeps `create`'s contract honest.
+    if (await ctx.storage.sessions.create(record)) return { sessionId, csrfToken, expiresAt: record.expiresAt };
+  }
+}
+
+const notSignedIn = () => new ApiError(401, ApiErrorCode.consoleNotSignedIn, "Sign in to the console first.");
+
+/**
+ * Rejects state-changing requests that come from another site. Browsers send `Origin` on every
+ * cross-origin POST and `Sec-Fetch-Site` on every request; either one is enough to refuse.
+ * SameSite=Strict already keeps the cookie off cross-site requests; this also covers sign-in
+ * (login CSRF), which has no session yet.
+ */
+export function checkOrigin(ctx: Context, request: Request, url: URL): void {
+  const site = request.headers.get("sec-fetch-site");
+  if (site !== null && site !== "same-origin") {
+    throw new ApiError(403, ApiErrorCode.consoleCrossOrigin, "Cross-site requests to the console are refused.");
+  }
+  const origin = request.headers.get("origin");
+  if (origin === null) return;
+  const allowed = new Set([url.origin]);
+  for (const u of [ctx.baseUrl, ctx.issuer]) {
+    if (!u) continue;
+    try {
+      allowed.add(new URL(u).origin);
+    } catch {
+      // issuer need not be a URL; it then adds nothing.
+    }
+  }
+  if (!allowed.has(origin)) {
+    throw new ApiError(403, ApiErrorCode.consoleCrossOrigin, "Cross-site requests to the console are refused.");
+  }
+}
+
+/**
+ * The session of the request: present, unexpired, of an enabled account that has the admin role.
+ * The account is read on every call so that disabling it or removing its role takes effect at once.
+ */
+export async function requireSession(ctx: Context, request: Request): Promise<ConsoleSession> {
+  const sessionId = sessionIdFrom(request);
+  if (sessionId === null) throw notSignedIn();
+  const idHash = await sha256(sessionId);
+  const record = await ctx.storage.sessions.get(idHash);
+  if (!record) throw notSignedIn();
+  if (record.expiresAt <= ctx.clock()) {
+    await ctx.storage.sessions.delete(idHash);
+    throw notSignedIn();
+  }
+  const account = await ctx.storage.accounts.get(record.accountId);
+  if (!account || !account.enabled) {
+    await ctx.storage.sessions.delete(idHash);
+    throw notSignedIn();
+  }
+  if (!account.roles.includes(ctx.console!.adminRole)) {
+    throw new ApiError(403, ApiErrorCode.consoleNotAdmin, "This account is not a console administrator.");
+  }
+  return { record, account, csrfToken: await csrfTokenFor(sessionId) };
+}
+
+/** Checks `X-CSRF-Token` against the session's token, in constant time over the hashes. */
+export async function checkCsrf(session: ConsoleSession, request: Request): Promise<void> {
+  const sent = request.headers.get(CSRF_HEADER);
+  if (sent === null || sent.length > 256 || !timingSafeEqual(await sha256(sent), session.record.csrfHash)) {
+    throw new ApiError(403, ApiErrorCode.consoleCsrf, "The CSRF token is missing or wrong; reload the console.");
+  }
+}
+
+/** Signs the session out: deletes it from storage. */
+export async function deleteSession(ctx: Context, session: ConsoleSession): Promise<void> {
+  await ctx.storage.sessions.delete(session.record.idHash);
+}

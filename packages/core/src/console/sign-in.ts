@@ -1,0 +1,55 @@
+import { hashPassword, verifyPassword } from "../crypto/index.js";
+import { ApiError, ApiErrorCode } from "../errors/index.js";
+import { json } from "../http/respond.js";
+import type { Context } from "../options.js";
+import { sessionBody } from "./api.js";
+import { throttleKeys } from "../security/throttle.js";
+import { readJsonObject, requiredString } from "./body.js";
+import { createSession, sessionCookie } from "./session.js";
+
+const MAX_CREDENTIAL_LENGTH = 1024;
+const dummyHashes = new WeakMap<Context, Promise<string>>();
+
+/** A hash to verify against when the user does not exist, so unknown users cost the same time. */
+function dummyHash(ctx: Context): Promise<string> {
+  let h = dummyHashes.get(ctx);
+  if (!h) {
+    h = hashPassword("plantgate-console-dummy-password", ctx.random, { iterations: ctx.passwordHashIterations });
+    dummyHashes.set(ctx, h);
+  }
+  return h;
+}
+
+/** One message for every credential failure: it never tells which of username or password was wrong. */
+const badCredentials = () => new ApiError(401, ApiErrorCode.consoleBadCredentials, "The username or password is incorrect.");
+
+/**
+ * `POST {base}/console/api/session`: signs an administrator in with username and password. Same
+ * password check as the password grant (PHC hash verified in core, dummy hash for unknown users)
+ * and the same brute-force throttle: the per-username counter is the password grant's own, so
+ * guesses spread over the console and the token endpoint add up; a per-IP counter also stops one
+ * address from trying many usernames. A locked username answers 429 even to the right password.
+ */
+export async function signIn(ctx: Context, request: Request, url: URL, clientIp: string | undefined): Promise<Response> {
+  const body = await readJsonObject(ctx, request);
+  const username = requiredString(body, "username", MAX_CREDENTIAL_LENGTH);
+  const password = requiredString(body, "password", MAX_CREDENTIAL_LENGTH);
+  const userKeys = throttleKeys("password", { username });
+  const keys = [...userKeys, ...(clientIp !== undefined ? throttleKeys("console", { ip: clientIp }) : [])];
+  await ctx.throttle.check(keys);
+  const account = await ctx.storage.accounts.findByUsername(username);
+  const ok = await verifyPassword(password, account?.passwordHash ?? (await dummyHash(ctx)));
+  if (!account || !ok || !account.enabled) {
+    await ctx.throttle.fail(keys);
+    throw badCredentials();
+  }
+  // Only the username's counter: one valid account must not wipe its address's record of guesses at others.
+  await ctx.throttle.succeed(userKeys);
+  if (!account.roles.includes(ctx.console!.adminRole)) {
+    throw new ApiError(403, ApiErrorCode.consoleNotAdmin, "This account is not a console administrator.");
+  }
+  const { sessionId, csrfToken, expiresAt } = await createSession(ctx, account);
+  return json(200, sessionBody(ctx, { username: account.username, displayName: account.displayName, csrfToken, expiresAt }), {
+    "set-cookie": sessionCookie(ctx, url, sessionId),
+  });
+}

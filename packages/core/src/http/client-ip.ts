@@ -1,0 +1,148 @@
+/**
+ * Client IP resolution for the brute-force defence. The socket address is the only thing a client
+ * cannot forge; `X-Forwarded-For` is believed only when the socket peer is a proxy the host told us
+ * to trust, and then only as far back as the chain of trusted proxies goes.
+ */
+
+/** What an adapter knows about the connection a request came in on. */
+export interface ClientInfo {
+  /** The socket peer address (IPv4 or IPv6 text), or, on platforms that terminate TCP themselves, the address the platform vouches for. */
+  clientIp?: string;
+}
+
+type Parsed = { v: 4 | 6; bytes: Uint8Array };
+
+function parseV4(text: string): Uint8Array | null {
+  const parts = text.split(".");
+  if (parts.length !== 4) return null;
+  const out = new Uint8Array(4);
+  for (let i = 0; i < 4; i++) {
+    const p = parts[i]!;
+    if (!/^(?:0|[1-9]\d{0,2})$/.test(p) || Number(p) > 255) return null;
+    out[i] = Number(p);
+  }
+  return out;
+}
+
+function parseV6(text: string): Uint8Array | null {
+  if (text.length > 45 || !/^[0-9a-fA-F:.]+$/.test(text)) return null;
+  const halves = text.split("::");
+  if (halves.length > 2) return null;
+  const groups = (s: string): number[] | null => {
+    if (s === "") return [];
+    const out: number[] = [];
+    const parts = s.split(":");
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i]!;
+      if (i === parts.length - 1 && p.includes(".")) {
+        const v4 = parseV4(p);
+        if (!v4) return null;
+        out.push((v4[0]! << 8) | v4[1]!, (v4[2]! << 8) | v4[3]!);
+      } else if (/^[0-9a-fA-F]{1,4}$/.test(p)) out.push(parseInt(p, 16));
+      else return null;
+    }
+    return out;
+  };
+  const head = groups(halves[0]!);
+  const tail = halves.length === 2 ? groups(halves[1]!) : [];
+  if (!head || !tail) return null;
+  const fill = 8 - head.length - tail.length;
+  if (halves.length === 2 ? fill < 1 : fill !== 0) return null;
+  const all = [...head, ...new Array<number>(fill).fill(0), ...tail];
+  const out = new Uint8Array(16);
+  all.forEach((g, i) => {
+    out[i * 2] = g >> 8;
+    out[i * 2 + 1] = g & 0xff;
+  });
+  return out;
+}
+
+/** Parses an IP address; IPv4-mapped IPv6 (`::ffff:1.2.3.4`, as Node reports IPv4 on a dual-stack socket) becomes IPv4. */
+function parseIp(raw: string): Parsed | null {
+  let text = raw.trim();
+  if (text.startsWith("[") && text.endsWith("]")) text = text.slice(1, -1);
+  const zone = text.indexOf("%");
+  if (zone >= 0) text = text.slice(0, zone);
+  const v4 = parseV4(text);
+  if (v4) return { v: 4, bytes: v4 };
+  const v6 = parseV6(text);
+  if (!v6) return null;
+  const mapped = v6.slice(0, 10).every((b) => b === 0) && v6[10] === 0xff && v6[11] === 0xff;
+  return mapped ? { v: 4, bytes: v6.slice(12) } : { v: 6, bytes: v6 };
+}
+
+/** Canonical text of an address, so `::FFFF:10.0.0.1` and `10.0.0.1` count as one client. */
+function format(ip: Parsed): string {
+  if (ip.v === 4) return [...ip.bytes].join(".");
+  const groups: string[] = [];
+  for (let i = 0; i < 16; i += 2) groups.push(((ip.bytes[i]! << 8) | ip.bytes[i + 1]!).toString(16));
+  return groups.join(":");
+}
+
+interface Range {
+  v: 4 | 6;
+  bytes: Uint8Array;
+  bits: number;
+}
+
+/** A trusted-proxy matcher; built once from the `trustedProxies` option. */
+export interface ProxyMatcher {
+  (ip: string): boolean;
+}
+
+/**
+ * Compiles `trustedProxies` (exact addresses or CIDR ranges such as `10.0.0.0/8`, `fd00::/8`).
+ * Throws `TypeError` for an entry that is neither, so a typo fails at start-up instead of
+ * silently trusting nobody (or everybody).
+ */
+export function compileTrustedProxies(entries: readonly string[]): ProxyMatcher {
+  const ranges: Range[] = entries.map((entry) => {
+    const slash = entry.indexOf("/");
+    const ip = parseIp(slash < 0 ? entry : entry.slice(0, slash));
+    if (!ip) throw new TypeError(`trustedProxies: "${entry}" is not an IP address or CIDR range`);
+    const max = ip.v === 4 ? 32 : 128;
+    const bitsText = slash < 0 ? String(max) : entry.slice(slash + 1);
+    if (!/^\d{1,3}$/.test(bitsText) || Number(bitsText) > max) throw new TypeError(`trustedProxies: "${entry}" has a bad prefix length`);
+    return { ...ip, bits: Number(bitsText) };
+  });
+  return (text) => {
+    const ip = parseIp(text);
+    if (!ip) return false;
+    return ranges.some((r) => {
+      if (r.v !== ip.v) return false;
+      let bits = r.bits;
+      for (let i = 0; bits > 0; i++, bits -= 8) {
+        const mask = bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff;
+        if ((r.bytes[i]! & mask) !== (ip.bytes[i]! & mask)) return false;
+      }
+      return true;
+    });
+  };
+}
+
+/**
+ * The client's address: the socket address, unless the socket peer is a trusted proxy; then the
+ * rightmost `X-Forwarded-For` entry that is not itself a trusted proxy (entries further left were
+ * written by the client and prove nothing). Returns undefined when the adapter passed no address.
+ *
+ * @example
+ * const trusted = compileTrustedProxies(["10.0.0.0/8"]);
+ * resolveClientIp(trusted, "10.0.0.5", "198.51.100.7, 10.0.0.9"); // "198.51.100.7"
+ */
+export function resolveClientIp(trusted: ProxyMatcher, socketIp: string | undefined, forwardedFor: string | null): string | undefined {
+  if (socketIp === undefined) return undefined;
+  const socket = parseIp(socketIp);
+  // Not an address (a test harness, an exotic transport): keep it as an opaque identity.
+  if (!socket) return socketIp.slice(0, 64);
+  let client = format(socket);
+  if (!trusted(client) || forwardedFor === null) return client;
+  const hops = forwardedFor.split(",");
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = parseIp(hops[i]!);
+    // A malformed entry can only be the client's own invention: stop at the last hop we can vouch for.
+    if (!hop) break;
+    client = format(hop);
+    if (!trusted(client)) break;
+  }
+  return client;
+}

@@ -1,0 +1,38 @@
+import { OAuthError } from "../errors/index.js";
+import { NO_STORE } from "../http/respond.js";
+import type { Context, Urls } from "../options.js";
+import { authenticateClient, readForm } from "./token-endpoint.js";
+import { locateToken, tokenClientId } from "./token-lookup.js";
+
+/**
+ * `POST /UserService/connect/revocation` (RFC 7009). The client authenticates exactly as at the
+ * token endpoint (and under the same brute-force throttle).
+ *
+ * - A refresh token revokes its whole family (every token descending from the same password grant).
+ * - An access token's `jti` is recorded as revoked until the token's `exp`; the bearer check refuses it.
+ * - An unknown, malformed or already expired token: 200, nothing changes (RFC 7009 §2.2).
+ * - A valid token issued to another client: 400 `invalid_request`, nothing changes. RFC 7009 §2.1
+ *   says such a request "is refused and the client is informed of the error"; the refusal tells the
+ *   caller nothing it could not learn by using the token it already holds.
+ */
+export async function revocationEndpoint(ctx: Context, urls: Urls, request: Request, clientIp?: string): Promise<Response> {
+  const form = await readForm(ctx, request);
+  const client = await authenticateClient(ctx, request, form, clientIp);
+  const token = form.get("token");
+  if (token === undefined) throw new OAuthError("invalid_request", "The token parameter is required.");
+  const now = ctx.clock();
+  const found = await locateToken(ctx, urls, token, form.get("token_type_hint"), now);
+  if (found) {
+    if (tokenClientId(found) !== client.clientId) {
+      throw new OAuthError("invalid_request", "The token was not issued to this client.");
+    }
+    if (found.kind === "refresh_token") await ctx.storage.refreshTokens.revokeFamily(found.record.familyId, now);
+    else {
+      await ctx.storage.revokedTokens.add(found.claims.jti, found.claims.exp * 1000);
+      // Entries are useless once their token has expired; revocations are rare, so sweep here.
+      await ctx.storage.revokedTokens.deleteExpired(now);
+    }
+  }
+  // RFC 7009 §2.2: the body is ignored by clients; an empty one is what the RFC shows.
+  return new Response(null, { status: 200, headers: { ...NO_STORE } });
+}

@@ -1,0 +1,40 @@
+import { sha256 } from "../crypto/index.js";
+import type { Context, Urls } from "../options.js";
+import type { RefreshTokenRecord } from "../storage/types.js";
+import { verifyAccessToken, type AccessTokenClaims } from "../tokens/access-token.js";
+
+/** A token presented to revocation or introspection, as we know it. */
+export type LocatedToken = { kind: "access_token"; claims: AccessTokenClaims } | { kind: "refresh_token"; record: RefreshTokenRecord };
+
+// Longer than any token we issue (access tokens are capped at 8192 by the verifier; refresh
+// tokens are 43 characters), so anything longer is simply not ours.
+const MAX_TOKEN_LENGTH = 8192;
+
+/**
+ * Finds what a presented token is: one of our access tokens (signature, issuer and audience
+ * verified; expired ones count as unknown) or a stored refresh token. `hint` (RFC 7009 §2.1,
+ * RFC 7662 §2.1) only picks which kind is tried first; an unknown hint is ignored, and a token not
+ * found under the hinted kind is looked for under the other (RFC 7009 §2.1: "MUST extend its search").
+ */
+export async function locateToken(ctx: Context, urls: Urls, token: string, hint: string | undefined, now: number): Promise<LocatedToken | null> {
+  if (token.length > MAX_TOKEN_LENGTH) return null;
+  const asAccess = async (): Promise<LocatedToken | null> => {
+    const claims = await verifyAccessToken(ctx.keyring, token, { issuer: urls.issuer, audience: urls.audience, now });
+    return claims && { kind: "access_token", claims };
+  };
+  const asRefresh = async (): Promise<LocatedToken | null> => {
+    const record = await ctx.storage.refreshTokens.findByHash(await sha256(token));
+    return record && { kind: "refresh_token", record };
+  };
+  const order = hint === "refresh_token" ? [asRefresh, asAccess] : [asAccess, asRefresh];
+  for (const attempt of order) {
+    const found = await attempt();
+    if (found) return found;
+  }
+  return null;
+}
+
+/** The client a located token was issued to. */
+export function tokenClientId(token: LocatedToken): string {
+  return token.kind === "access_token" ? token.claims.clientId : token.record.clientId;
+}

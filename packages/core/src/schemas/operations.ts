@@ -1,0 +1,360 @@
+/**
+ * The API's operations: the one list the OpenAPI document (`api/openapi.ts`) is generated from.
+ *
+ * To describe a new route, add an {@link Operation} to {@link createOperations} (path relative to
+ * the base path, as in `app.ts`'s ROUTES; lower-case method; `security`; `query` / `requestBody`
+ * zod schemas; every status the route can answer, each with its body schema and the headers that
+ * matter). Validate the request with the same zod schema the entry names, so the document cannot
+ * drift from the handler. A schema that should be a named component (`#/components/schemas/X`)
+ * goes into {@link COMPONENTS} too; any other schema is inlined. Error bodies are narrowed to the
+ * codes a status can carry with `apiErrorBody([...])` / `oauthErrorBody([...])`.
+ *
+ * @example
+ * // in createOperations(), for a hypothetical client-authenticated form endpoint:
+ * {
+ *   path: "/UserService/connect/example", method: "post", operationId: "example",
+ *   summary: "One line", description: "What it does.", tags: ["OAuth 2.0"], security: { kind: "client" },
+ *   requestBody: { contentType: FORM, schema: ExampleRequestSchema },
+ *   responses: { "200": { description: "Done.", body: ExampleResponseSchema, headers: NO_STORE_HEADERS }, ...clientEndpointErrors() },
+ * },
+ */
+import { z } from "zod";
+import { ApiErrorCode, type ApiErrorNumber, type OAuthErrorCode } from "../errors/index.js";
+import type { ProtectedRoute } from "../options.js";
+import { accountListQuery, AccountPageSchema, AccountViewSchema } from "./accounts.js";
+import { ApiErrorBody, apiErrorBody, OAuthErrorBody, oauthErrorBody } from "./errors.js";
+import {
+  AuthorizationServerMetadataSchema,
+  IntrospectionRequestSchema,
+  IntrospectionResponseSchema,
+  JwksSchema,
+  RevocationRequestSchema,
+  TokenRequestSchema,
+  TokenResponseSchema,
+} from "./oauth.js";
+import { NewPlantSchema, PlantSchema } from "./plants.js";
+
+export const JSON_TYPE = "application/json";
+export const FORM = "application/x-www-form-urlencoded";
+
+/** A response header worth describing. */
+export interface ResponseHeader {
+  description: string;
+  schema: z.ZodType;
+  /** Always present on this response. */
+  required?: boolean;
+}
+
+/** One status of an operation. */
+export interface OperationResponse {
+  description: string;
+  /** The body's schema (output side); omitted = no body. */
+  body?: z.ZodType;
+  /** Default `application/json`. */
+  contentType?: string;
+  /** Instead of `body`/`contentType`: one schema per media type. */
+  content?: Record<string, z.ZodType>;
+  headers?: Record<string, ResponseHeader>;
+}
+
+/** How a caller authenticates to an operation. */
+export type OperationSecurity =
+  /** An access token; with `scopes`, any one of them is needed (none = any valid token). */
+  | { kind: "bearer"; scopes: readonly string[] }
+  /** OAuth client authentication: HTTP Basic or client_secret_post (in the form body). */
+  | { kind: "client" }
+  | { kind: "none" };
+
+/** One route and method of the API. */
+export interface Operation {
+  /** Relative to the base path, as in `app.ts`. */
+  path: string;
+  method: "get" | "post" | "put" | "patch" | "delete";
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  security: OperationSecurity;
+  /** Path parameters (`{name}` in `path`): each member of the object is one parameter. */
+  pathParams?: z.ZodObject;
+  /** Query parameters: each member of the object is one parameter (output side: types, bounds, defaults). */
+  query?: z.ZodObject;
+  requestBody?: { contentType: string; schema: z.ZodType; description?: string };
+  responses: Record<string, OperationResponse>;
+}
+
+/** Named schemas: `#/components/schemas/{name}`. `io` says which side of a transform is described. */
+export const COMPONENTS: Record<string, { schema: z.ZodType; io: "input" | "output" }> = {
+  NewPlant: { schema: NewPlantSchema, io: "input" },
+  Plant: { schema: PlantSchema, io: "output" },
+  Account: { schema: AccountViewSchema, io: "output" },
+  AccountPage: { schema: AccountPageSchema, io: "output" },
+  TokenRequest: { schema: TokenRequestSchema, io: "input" },
+  TokenResponse: { schema: TokenResponseSchema, io: "output" },
+  RevocationRequest: { schema: RevocationRequestSchema, io: "input" },
+  IntrospectionRequest: { schema: IntrospectionRequestSchema, io: "input" },
+  IntrospectionResponse: { schema: IntrospectionResponseSchema, io: "output" },
+  Error: { schema: ApiErrorBody, io: "output" },
+  OAuthError: { schema: OAuthErrorBody, io: "output" },
+  JsonWebKeySet: { schema: JwksSchema, io: "output" },
+  AuthorizationServerMetadata: { schema: AuthorizationServerMetadataSchema, io: "output" },
+};
+
+/** What the document depends on besides code: the configuration. */
+export interface OperationSettings {
+  maxPageSize: number;
+  defaultPageSize: number;
+  requiredScopes: Record<ProtectedRoute, readonly string[]>;
+  /** The API reference page's assets: file name -> media type. */
+  docsAssets: Record<string, string>;
+}
+
+const text = (description: string, examples: string[]) => z.string().meta({ examples, description });
+
+const NO_STORE_HEADERS: Record<string, ResponseHeader> = {
+  "Cache-Control": { description: "Token responses are never cached (RFC 6749 §5.1).", schema: z.literal("no-store"), required: true },
+  Pragma: { description: "For HTTP/1.0 caches (RFC 6749 §5.1).", schema: z.literal("no-cache"), required: true },
+};
+const RETRY_AFTER: ResponseHeader = { description: "Seconds to wait before retrying.", schema: z.string().regex(/^\d+$/), required: true };
+const BEARER_CHALLENGE: ResponseHeader = {
+  description: "RFC 6750 §3: `Bearer realm=\"plantgate\"`, with `error=\"invalid_token\"` when a token was sent.",
+  schema: text("The challenge.", ['Bearer realm="plantgate", error="invalid_token", error_description="The access token is invalid or expired."']),
+  required: true,
+};
+
+/** 401 / 403 / 500 / 503 of an API route behind a bearer token. */
+function bearerResponses(): Record<string, OperationResponse> {
+  return {
+    "401": {
+      description: "No access token (1201), a malformed Authorization header (1204), or an invalid or expired token (1202).",
+      body: apiErrorBody([ApiErrorCode.missingToken, ApiErrorCode.invalidToken, ApiErrorCode.invalidAuthorizationHeader]),
+      headers: { "WWW-Authenticate": BEARER_CHALLENGE },
+    },
+    "403": {
+      description: "The token is valid but has none of the scopes the operation needs (1203).",
+      body: apiErrorBody([ApiErrorCode.insufficientScope]),
+      headers: {
+        "WWW-Authenticate": {
+          description: "RFC 6750 §3.1: `error=\"insufficient_scope\"` and the scopes that would do.",
+          schema: text("The challenge.", ['Bearer realm="plantgate", error="insufficient_scope", scope="Platform_UserAPIs"']),
+          required: true,
+        },
+      },
+    },
+    ...serverFailures(),
+  };
+}
+
+function serverFailures(): Record<string, OperationResponse> {
+  return {
+    "500": { description: "An unexpected failure (1500); nothing internal is disclosed.", body: apiErrorBody([ApiErrorCode.internal]) },
+    "503": {
+      description: "The storage is unavailable (1503); retry later.",
+      body: apiErrorBody([ApiErrorCode.storageUnavailable]),
+      headers: { "Retry-After": RETRY_AFTER },
+    },
+  };
+}
+
+const PLANT_400: readonly ApiErrorNumber[] = [
+  ApiErrorCode.invalidJson,
+  ApiErrorCode.notAnObject,
+  ApiErrorCode.missingField,
+  ApiErrorCode.wrongType,
+  ApiErrorCode.outOfRange,
+  ApiErrorCode.duplicateId,
+  ApiErrorCode.bodyTooLarge,
+  ApiErrorCode.unsupportedMediaType,
+  ApiErrorCode.invalidValue,
+];
+
+const oauthError = (description: string, codes: readonly OAuthErrorCode[], headers: Record<string, ResponseHeader> = {}): OperationResponse => ({
+  description,
+  body: oauthErrorBody(codes),
+  headers: { ...NO_STORE_HEADERS, ...headers },
+});
+
+/** The errors every client-authenticated OAuth endpoint shares (400 for the token endpoint is its own). */
+function clientEndpointErrors(): Record<string, OperationResponse> {
+  return {
+    "400": oauthError("The request is malformed (RFC 6749 §5.2).", ["invalid_request"]),
+    "401": oauthError("Client authentication failed.", ["invalid_client"], {
+      "WWW-Authenticate": { description: "The scheme to authenticate with.", schema: z.literal('Basic realm="plantgate", charset="UTF-8"'), required: true },
+    }),
+    "429": oauthError("Too many failed attempts for this client or account; retry after Retry-After seconds.", ["temporarily_unavailable"], {
+      "Retry-After": RETRY_AFTER,
+    }),
+    "500": oauthError("An unexpected failure.", ["server_error"]),
+    "503": oauthError("The storage is unavailable; retry later.", ["temporarily_unavailable"], { "Retry-After": RETRY_AFTER }),
+  };
+}
+
+/**
+ * Every operation for one configuration, in document order.
+ *
+ * @example
+ * const ops = createOperations({ maxPageSize: 100, defaultPageSize: 20, requiredScopes: { createPlant: [], listAccounts: ["Platform_UserAPIs"] } });
+ */
+export function createOperations(settings: OperationSettings): Operation[] {
+  const cacheable: Record<string, ResponseHeader> = {
+    "Cache-Control": { description: "May be cached for five minutes.", schema: z.literal("public, max-age=300"), required: true },
+  };
+  return [
+    {
+      path: "/plants",
+      method: "post",
+      operationId: "addPlant",
+      summary: "Add a plant to the store",
+      description:
+        "Creates a plant. The id is an int64 and is read losslessly (it round-trips exactly). Authentication is checked before the body is read.",
+      tags: ["Plant store"],
+      security: { kind: "bearer", scopes: settings.requiredScopes.createPlant },
+      requestBody: { contentType: JSON_TYPE, schema: NewPlantSchema, description: "The plant (UTF-8 JSON, at most `maxBodyBytes`)." },
+      responses: {
+        "200": { description: "The plant as stored.", body: PlantSchema },
+        "400": {
+          description:
+            "Invalid JSON (1001), not an object (1002), a missing (1003), mistyped (1004) or out-of-bounds (1009) member, an id outside int64 (1005), a duplicate id (1006), a body over the limit (1007), or not application/json (1008).",
+          body: apiErrorBody(PLANT_400),
+        },
+        ...bearerResponses(),
+      },
+    },
+    {
+      path: "/UserService/connect/token",
+      method: "post",
+      operationId: "requestToken",
+      summary: "Token endpoint (client_credentials, password, refresh_token)",
+      description:
+        "RFC 6749 token endpoint. The client authenticates with HTTP Basic (RFC 6749 App. B encoding) or client_secret_post, never both. Every parameter at most once.",
+      tags: ["OAuth 2.0"],
+      security: { kind: "client" },
+      requestBody: { contentType: FORM, schema: TokenRequestSchema },
+      responses: {
+        "200": { description: "Tokens issued.", body: TokenResponseSchema, headers: NO_STORE_HEADERS },
+        ...clientEndpointErrors(),
+        "400": oauthError("The request, grant or scope is not acceptable (RFC 6749 §5.2).", [
+          "invalid_request",
+          "invalid_grant",
+          "unauthorized_client",
+          "unsupported_grant_type",
+          "invalid_scope",
+        ]),
+      },
+    },
+    {
+      path: "/UserService/connect/revocation",
+      method: "post",
+      operationId: "revokeToken",
+      summary: "Revoke a token (RFC 7009)",
+      description:
+        "Revokes a refresh token (its whole family) or an access token (until it expires). An unknown, malformed, expired or already revoked token is a 200 that changes nothing. The client authenticates as at the token endpoint.",
+      tags: ["OAuth 2.0"],
+      security: { kind: "client" },
+      requestBody: { contentType: FORM, schema: RevocationRequestSchema },
+      responses: {
+        "200": { description: "Revoked, or nothing to revoke (RFC 7009 §2.2); no body.", headers: NO_STORE_HEADERS },
+        ...clientEndpointErrors(),
+      },
+    },
+    {
+      path: "/UserService/connect/introspect",
+      method: "post",
+      operationId: "introspectToken",
+      summary: "Introspect a token (RFC 7662)",
+      description: "Tells whether a token issued to the calling client is active, and its claims. Anyone else's token is `{\"active\": false}`.",
+      tags: ["OAuth 2.0"],
+      security: { kind: "client" },
+      requestBody: { contentType: FORM, schema: IntrospectionRequestSchema },
+      responses: {
+        "200": { description: "The token's state.", body: IntrospectionResponseSchema, headers: NO_STORE_HEADERS },
+        ...clientEndpointErrors(),
+      },
+    },
+    {
+      path: "/rbac/ServerCommand/GetAccountList",
+      method: "get",
+      operationId: "GetAccountList",
+      summary: "List accounts, one page at a time",
+      description: "Pages are stable: walking all pages sees each account once. A page past the end is empty.",
+      tags: ["Accounts"],
+      security: { kind: "bearer", scopes: settings.requiredScopes.listAccounts },
+      query: accountListQuery(settings),
+      responses: {
+        "200": {
+          description: "One page.",
+          body: AccountPageSchema,
+          headers: { "Cache-Control": { description: "Never cached.", schema: z.literal("no-store"), required: true } },
+        },
+        "400": {
+          description: "page (1101) or pageSize (1102) is not an integer in range, or a parameter is repeated (1103).",
+          body: apiErrorBody([ApiErrorCode.invalidPage, ApiErrorCode.invalidPageSize, ApiErrorCode.repeatedParameter]),
+        },
+        ...bearerResponses(),
+      },
+    },
+    {
+      path: "/.well-known/jwks.json",
+      method: "get",
+      operationId: "getJwks",
+      summary: "The public keys that sign access tokens",
+      tags: ["OAuth 2.0"],
+      description: "The JWK Set (RFC 7517) with the public keys of the access tokens' signing keys; select by the token's `kid`.",
+      security: { kind: "none" },
+      responses: { "200": { description: "The JWK Set.", body: JwksSchema, headers: cacheable }, ...serverFailures() },
+    },
+    {
+      path: "/.well-known/oauth-authorization-server",
+      method: "get",
+      operationId: "getAuthorizationServerMetadata",
+      summary: "Authorization server metadata (RFC 8414)",
+      description: "With a base path, RFC 8414 §3.1 also serves it at `/.well-known/oauth-authorization-server{basePath}`.",
+      tags: ["OAuth 2.0"],
+      security: { kind: "none" },
+      responses: { "200": { description: "The metadata.", body: AuthorizationServerMetadataSchema, headers: cacheable }, ...serverFailures() },
+    },
+    {
+      path: "/openapi.json",
+      method: "get",
+      operationId: "getOpenApiDocument",
+      summary: "This API description (OpenAPI 3.1)",
+      description: "This document, generated from the schemas the handlers validate with; `servers` is this server's base URL.",
+      tags: ["API description"],
+      security: { kind: "none" },
+      responses: {
+        "200": {
+          description: "The OpenAPI document.",
+          headers: cacheable,
+          body: z.looseObject({ openapi: z.literal("3.1.0") }).meta({ description: "An OpenAPI 3.1 document." }),
+        },
+      },
+    },
+    {
+      path: "/docs",
+      method: "get",
+      operationId: "getApiReference",
+      summary: "The API reference page (HTML)",
+      description: "A browsable reference of this document, served with its assets by plantgate itself (no CDN).",
+      tags: ["API description"],
+      security: { kind: "none" },
+      responses: { "200": { description: "The page.", contentType: "text/html", body: z.string() } },
+    },
+    {
+      path: "/docs/assets/{asset}",
+      method: "get",
+      operationId: "getApiReferenceAsset",
+      summary: "A script or style sheet of the API reference page",
+      description: "Swagger UI's files (from the swagger-ui-dist npm package) and the page's own start-up script.",
+      tags: ["API description"],
+      security: { kind: "none" },
+      pathParams: z.object({ asset: z.enum(Object.keys(settings.docsAssets) as [string, ...string[]]) }),
+      responses: {
+        "200": {
+          description: "The asset (long-cacheable).",
+          content: Object.fromEntries(Object.values(settings.docsAssets).map((type) => [type, z.string()])),
+        },
+        "404": { description: "No such asset (1404).", body: apiErrorBody([ApiErrorCode.notFound]) },
+      },
+    },
+  ];
+}

@@ -1,0 +1,86 @@
+import { z } from "zod";
+import { ApiError, ApiErrorCode, type ApiErrorNumber } from "../errors/index.js";
+import { JsonNumber, type JsonValue } from "../http/json.js";
+import type { PlantRecord } from "../storage/types.js";
+import { bigintInt64, jsonInt64 } from "./int64.js";
+
+/** Longest `name` and `tag`, in UTF-16 code units. */
+export const MAX_PLANT_TEXT = 256;
+
+/** Text every backend can store unchanged: no U+0000 (PostgreSQL text rejects it) and no lone surrogates (UTF-8 cannot encode them). */
+export function isStorableText(text: string): boolean {
+  return !/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
+}
+
+const code = (c: ApiErrorNumber) => ({ params: { code: c } });
+const storable = (field: string) =>
+  [isStorableText, { message: `${field} must not contain U+0000 or unpaired surrogates.`, ...code(ApiErrorCode.invalidValue) }] as const;
+const nameLength = `name must be 1 to ${MAX_PLANT_TEXT} characters.`;
+const tagLength = `tag must be at most ${MAX_PLANT_TEXT} characters.`;
+
+/**
+ * The body of `POST /plants` (the spec's NewPlant), over the lossless parse of `http/json.ts`.
+ * Members other than these are ignored and not stored. Checks run in the order the error table
+ * documents; the first failing one is the answer (see {@link newPlantFromBody}).
+ */
+export const NewPlantSchema = z
+  .preprocess(
+    // The parser's JsonNumber is a JSON number that is an object only to JavaScript.
+    (v) => (v instanceof JsonNumber ? v.raw : v),
+    z.object(
+      {
+        id: jsonInt64("id").meta({ description: "The plant's id, a signed 64-bit integer; it round-trips exactly.", examples: [10] }),
+        name: z
+          .string({ error: (issue) => (issue.input == null ? "name is required." : "name must be a string.") })
+          .min(1, nameLength)
+          .max(MAX_PLANT_TEXT, nameLength)
+          .refine(...storable("name"))
+          .meta({ examples: ["Monstera"] }),
+        tag: z
+          .string({ error: "tag must be a string." })
+          .refine(...storable("tag"))
+          .max(MAX_PLANT_TEXT, tagLength)
+          .nullish()
+          .meta({ description: "An optional tag; null is the same as absent.", examples: ["indoor"] }),
+      },
+      { error: "The body must be a JSON object." },
+    ),
+  )
+  .meta({ description: "A plant to add to the store." });
+
+/** The body of a successful `POST /plants` (the spec's Plant). */
+export const PlantSchema = z
+  .object({
+    id: bigintInt64().meta({ description: "The plant's id, exactly as sent.", examples: [10] }),
+    name: z.string().min(1).max(MAX_PLANT_TEXT).meta({ examples: ["Monstera"] }),
+    tag: z.string().max(MAX_PLANT_TEXT).optional().meta({ description: "Present when the plant has a tag.", examples: ["indoor"] }),
+  })
+  .meta({ description: "A plant in the store." });
+
+/**
+ * Validates a parsed NewPlant body with {@link NewPlantSchema}; the first issue becomes the
+ * documented 400 for its cause.
+ *
+ * @example
+ * newPlantFromBody(parseJson('{"id": 1, "name": "Fern"}')); // { id: 1n, name: "Fern", tag: null }
+ */
+export function newPlantFromBody(body: JsonValue): PlantRecord {
+  const result = NewPlantSchema.safeParse(body, { reportInput: true });
+  if (result.success) {
+    const { id, name, tag } = result.data;
+    return { id: BigInt(id.raw), name, tag: tag ?? null };
+  }
+  const issue = result.error.issues[0]!;
+  const explicit = (issue as { params?: { code?: ApiErrorNumber } }).params?.code;
+  let errorCode: ApiErrorNumber;
+  if (explicit !== undefined) errorCode = explicit;
+  else if (issue.path.length === 0) errorCode = ApiErrorCode.notAnObject;
+  else if (issue.code === "invalid_type" || issue.code === "custom") {
+    errorCode = issue.input == null ? ApiErrorCode.missingField : ApiErrorCode.wrongType;
+  } else errorCode = ApiErrorCode.invalidValue;
+  return throwBad(errorCode, issue.message);
+}
+
+function throwBad(errorCode: ApiErrorNumber, message: string): never {
+  throw new ApiError(400, errorCode, message);
+}

@@ -1,0 +1,217 @@
+/**
+ * Brute-force defence (RFC 9700 §2.4 asks the password grant to be guarded; RFC 6749 §10.10 asks
+ * for protection against guessing): failure counters in storage, per username on the password
+ * grant and per client id + client IP on client authentication; 429 + Retry-After while locked;
+ * a success resets. Two app instances share one store, so the lock holds across instances.
+ */
+import { describe, expect, it } from "vitest";
+import { createMemoryStorage, createPlantgate, type AttemptStore, type Plantgate, type PlantgateOptions } from "../src/index.js";
+import { errorResponse } from "../src/http/respond.js";
+import { TooManyAttemptsError } from "../src/errors/index.js";
+import { BASE, basic, harness, type Harness } from "./helpers.js";
+import { auth, expectTokenError, expectTokenSuccess, FORM, passwordRequest } from "./token-helpers.js";
+
+const BAD_PASSWORD = { error: "invalid_grant", error_description: "The username or password is incorrect." };
+const BAD_CLIENT = { error: "invalid_client", error_description: "Client authentication failed." };
+const LOCKED = { error: "temporarily_unavailable", error_description: "Too many failed attempts; retry after the time in Retry-After." };
+const quiet = { error() {}, warn() {} };
+
+/** A second instance over the harness's store and clock, as another server process would be. */
+function sibling(h: Harness, options: PlantgateOptions = {}): Plantgate {
+  return createPlantgate({ storage: h.app.storage, clock: h.clock.now, passwordHashIterations: 1000, logger: quiet, ...options });
+}
+
+function passwordOn(app: Plantgate, h: Harness, password: string, ip?: string) {
+  const body = new URLSearchParams({ grant_type: "password", username: h.username, password }).toString();
+  return app.fetch(
+    new Request(`${BASE}/UserService/connect/token`, { method: "POST", headers: { "content-type": FORM, ...auth(h) }, body }),
+    ip === undefined ? undefined : { clientIp: ip },
+  );
+}
+
+function clientCredentialsOn(app: Plantgate, h: Harness, secret: string, info?: { clientIp?: string }, headers: Record<string, string> = {}) {
+  return app.fetch(
+    new Request(`${BASE}/UserService/connect/token`, {
+      method: "POST",
+      headers: { "content-type": FORM, authorization: basic(h.clientId, secret), ...headers },
+      body: "grant_type=client_credentials",
+    }),
+    info,
+  );
+}
+
+async function expectLocked(res: Response, retryAfter: number): Promise<string> {
+  expect(res.headers.get("retry-after")).toBe(String(retryAfter));
+  return expectTokenError(res, 429, LOCKED);
+}
+
+describe("password grant: per-username lock-out shared across instances", () => {
+  it("RFC 9700 §2.4: 10 failures lock the username for the rest of the 15-minute window, then it unlocks", async () => {
+    const h = await harness();
+    const other = sibling(h);
+    for (let i = 0; i < 10; i++) {
+      // Alternate instances: the counter lives in the shared store, not in either process.
+      await expectTokenError(await passwordOn(i % 2 ? other : h.app, h, `wrong-${i}`), 400, BAD_PASSWORD);
+      h.clock.advance(1000);
+    }
+    // 10 s after the first failure: locked on both instances, even with the right password.
+    const right = await expectLocked(await passwordOn(other, h, h.password), 890);
+    const wrong = await expectLocked(await passwordOn(h.app, h, "wrong-again"), 890);
+    // The body is byte-for-byte the same whether the password was right or not.
+    expect(right).toBe(wrong);
+    // Locked attempts are not counted, so the lock ends with the window that started at the first failure.
+    h.clock.advance(889_000);
+    await expectLocked(await passwordOn(h.app, h, h.password), 1);
+    h.clock.advance(1000);
+    await expectTokenSuccess(await passwordOn(other, h, h.password));
+  });
+
+  it("a success resets the counter: 9 failures, a success, 9 more failures stay unlocked", async () => {
+    const h = await harness();
+    for (let i = 0; i < 9; i++) await expectTokenError(await passwordRequest(h, { password: "nope" }), 400, BAD_PASSWORD);
+    await expectTokenSuccess(await passwordRequest(h));
+    for (let i = 0; i < 9; i++) await expectTokenError(await passwordRequest(h, { password: "nope" }), 400, BAD_PASSWORD);
+    await expectTokenSuccess(await passwordRequest(h));
+  });
+
+  it("unknown usernames are counted too (same work, same answers), and the lock is per username", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    for (let i = 0; i < 3; i++) {
+      await expectTokenError(await passwordRequest(h, { username: "nobody", password: "x" }), 400, BAD_PASSWORD);
+    }
+    await expectLocked(await passwordRequest(h, { username: "nobody", password: "x" }), 60);
+    // alice is untouched by the guesses against "nobody".
+    await expectTokenSuccess(await passwordRequest(h));
+  });
+
+  it("a disabled account's failures count like any other (its answer never differs from a wrong password)", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 2, windowSeconds: 60 } });
+    await h.app.admin.setAccountEnabled("alice", false);
+    await expectTokenError(await passwordRequest(h), 400, BAD_PASSWORD);
+    await expectTokenError(await passwordRequest(h), 400, BAD_PASSWORD);
+    await expectLocked(await passwordRequest(h), 60);
+  });
+
+  it("options: maxFailures and windowSeconds are honoured; bruteForce: false never locks", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 1, windowSeconds: 30 } });
+    await expectTokenError(await passwordRequest(h, { password: "nope" }), 400, BAD_PASSWORD);
+    h.clock.advance(10_000);
+    await expectLocked(await passwordRequest(h), 20);
+
+    const off = await harness({ bruteForce: false });
+    for (let i = 0; i < 25; i++) await expectTokenError(await passwordRequest(off, { password: "nope" }), 400, BAD_PASSWORD);
+    await expectTokenSuccess(await passwordRequest(off));
+  });
+
+  it("rejects nonsensical settings at construction", () => {
+    expect(() => createPlantgate({ bruteForce: { maxFailures: 0 } })).toThrow("bruteForce.maxFailures must be a positive integer");
+    expect(() => createPlantgate({ bruteForce: { windowSeconds: 1.5 } })).toThrow("bruteForce.windowSeconds must be a positive integer");
+  });
+});
+
+describe("client authentication: per client id + client IP", () => {
+  it("RFC 6749 §2.3.1 / §10.10: 10 failed secrets from one IP lock that IP for the client; another IP is unaffected", async () => {
+    const h = await harness();
+    const other = sibling(h);
+    for (let i = 0; i < 10; i++) {
+      await expectTokenError(await clientCredentialsOn(i % 2 ? other : h.app, h, `bad-${i}`, { clientIp: "203.0.113.7" }), 401, BAD_CLIENT);
+    }
+    await expectLocked(await clientCredentialsOn(other, h, h.clientSecret, { clientIp: "203.0.113.7" }), 900);
+    // IPv4-mapped IPv6 (a dual-stack socket) is the same client.
+    await expectLocked(await clientCredentialsOn(h.app, h, h.clientSecret, { clientIp: "::ffff:203.0.113.7" }), 900);
+    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, { clientIp: "203.0.113.8" }));
+    // The password grant's client authentication goes through the same lock.
+    const res = await passwordOn(h.app, h, h.password, "203.0.113.7");
+    await expectLocked(res, 900);
+    h.clock.advance(900_000);
+    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, { clientIp: "203.0.113.7" }));
+  });
+
+  it("X-Forwarded-For is ignored unless the socket peer is a trusted proxy", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 2, windowSeconds: 60 } });
+    const spoof = (ip: string) => ({ "x-forwarded-for": ip });
+    // An attacker rotating X-Forwarded-For from one socket address still hits one counter.
+    await expectTokenError(await clientCredentialsOn(h.app, h, "bad", { clientIp: "198.51.100.1" }, spoof("192.0.2.1")), 401, BAD_CLIENT);
+    await expectTokenError(await clientCredentialsOn(h.app, h, "bad", { clientIp: "198.51.100.1" }, spoof("192.0.2.2")), 401, BAD_CLIENT);
+    await expectLocked(await clientCredentialsOn(h.app, h, h.clientSecret, { clientIp: "198.51.100.1" }, spoof("192.0.2.3")), 60);
+  });
+
+  it("behind a trusted proxy the client is the rightmost untrusted X-Forwarded-For entry", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 2, windowSeconds: 60 }, trustedProxies: ["10.0.0.0/8", "2001:db8::1"] });
+    const viaProxy = (secret: string, xff: string, proxy = "10.1.2.3") =>
+      clientCredentialsOn(h.app, h, secret, { clientIp: proxy }, { "x-forwarded-for": xff });
+    // Entries left of the real client are the client's own invention and change nothing.
+    await expectTokenError(await viaProxy("bad", "1.1.1.1, 192.0.2.50, 10.9.9.9"), 401, BAD_CLIENT);
+    await expectTokenError(await viaProxy("bad", "2.2.2.2, 192.0.2.50", "2001:db8::1"), 401, BAD_CLIENT);
+    await expectLocked(await viaProxy(h.clientSecret, "192.0.2.50"), 60);
+    // The same address reaching us directly is the same client.
+    await expectLocked(await clientCredentialsOn(h.app, h, h.clientSecret, { clientIp: "192.0.2.50" }), 60);
+    // Another client behind the same proxy is not locked.
+    await expectTokenSuccess(await viaProxy(h.clientSecret, "192.0.2.51"));
+  });
+
+  it("rejects a trustedProxies entry that is not an address or CIDR range", () => {
+    expect(() => createPlantgate({ trustedProxies: ["10.0.0.0/33"] })).toThrow('trustedProxies: "10.0.0.0/33" has a bad prefix length');
+    expect(() => createPlantgate({ trustedProxies: ["proxy.internal"] })).toThrow('trustedProxies: "proxy.internal" is not an IP address or CIDR range');
+  });
+});
+
+describe("what reaches storage", () => {
+  it("attempt keys are fixed-length hashes: no username, client id or address is stored", async () => {
+    const base = createMemoryStorage();
+    const seen: string[] = [];
+    // A recording decorator over the real memory store: every key the throttle writes is captured.
+    const attempts: AttemptStore = {
+      increment: (key, now, windowMs) => (seen.push(key), base.attempts.increment(key, now, windowMs)),
+      get: (key) => base.attempts.get(key),
+      reset: (key) => (seen.push(key), base.attempts.reset(key)),
+      deleteExpired: (before) => base.attempts.deleteExpired(before),
+    };
+    const h = await harness({ storage: { ...base, attempts } });
+    await expectTokenError(await passwordRequest(h, { password: "nope" }), 400, BAD_PASSWORD);
+    await expectTokenError(await clientCredentialsOn(h.app, h, "bad", { clientIp: "203.0.113.7" }), 401, BAD_CLIENT);
+    await expectTokenSuccess(await passwordRequest(h));
+    expect(seen.length).toBeGreaterThanOrEqual(4);
+    for (const key of seen) {
+      expect(key).toMatch(/^t:[A-Za-z0-9_-]{43}$/);
+      expect(key).not.toContain("alice");
+      expect(key).not.toContain("app-1");
+    }
+    // The username counter and the client+IP counter are different keys.
+    expect(new Set(seen).size).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe("housekeeping", () => {
+  it("every 64th failure sweeps counters whose window has ended, so guessed usernames do not pile up", async () => {
+    const base = createMemoryStorage();
+    const sweeps: { before: number; deleted: number }[] = [];
+    const attempts: AttemptStore = {
+      ...base.attempts,
+      deleteExpired: async (before) => {
+        const deleted = await base.attempts.deleteExpired(before);
+        sweeps.push({ before, deleted });
+        return deleted;
+      },
+    };
+    const h = await harness({ storage: { ...base, attempts }, bruteForce: { maxFailures: 5, windowSeconds: 60 } });
+    const start = h.clock.now();
+    for (let i = 0; i < 40; i++) await expectTokenError(await passwordRequest(h, { username: `guess-${i}`, password: "x" }), 400, BAD_PASSWORD);
+    h.clock.advance(61_000);
+    for (let i = 40; i < 63; i++) await expectTokenError(await passwordRequest(h, { username: `guess-${i}`, password: "x" }), 400, BAD_PASSWORD);
+    expect(sweeps).toEqual([]);
+    await expectTokenError(await passwordRequest(h, { username: "guess-63", password: "x" }), 400, BAD_PASSWORD);
+    // The 40 counters of the first minute are gone; the 24 of the current window stay.
+    expect(sweeps).toEqual([{ before: start + 1000, deleted: 40 }]);
+  });
+});
+
+describe("API surface rendering", () => {
+  it("TooManyAttemptsError on an API route is 429 {error: 1429, message} with Retry-After", async () => {
+    const res = errorResponse(new TooManyAttemptsError(42), "api", quiet);
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toBe("42");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(await res.json()).toEqual({ error: 1429, message: "Too many failed attempts; retry after the time in Retry-After." });
+  });
+});

@@ -1,0 +1,302 @@
+/**
+ * Management console: every admin action succeeds with its whole body and has the effect it
+ * claims (checked at the token endpoint, the account listing and the JWKS), plus its refusals.
+ */
+import { describe, expect, it } from "vitest";
+import { ACCOUNTS_URL, getAccounts } from "./api-helpers.js";
+import { call, consoleHarness, read, signIn, type ConsoleHarness, type SignedIn } from "./console-helpers.js";
+import { basic, clientToken, tokenRequest } from "./helpers.js";
+
+const T0 = "2026-01-01T00:00:00.000Z";
+const ALL_GRANTS = ["client_credentials", "password", "refresh_token"];
+const ALL_SCOPES = ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"];
+const SECRET = expect.stringMatching(/^[A-Za-z0-9_-]{43}$/);
+
+async function setup(): Promise<ConsoleHarness & { root: SignedIn; as: (method: string, path: string, body?: unknown) => Promise<Awaited<ReturnType<typeof read>>> }> {
+  const h = await consoleHarness();
+  const root = await signIn(h.app);
+  const as = async (method: string, path: string, body?: unknown) =>
+    read(await call(h.app, method, path, { cookie: root.cookie, csrf: root.csrf, ...(body !== undefined ? { body } : {}) }));
+  return { ...h, root, as };
+}
+
+const ccToken = (h: ConsoleHarness, id: string, secret: string) =>
+  tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(id, secret) });
+
+describe("console API: session", () => {
+  it("GET /api/session returns the user, the same CSRF token and what the forms offer", async () => {
+    const h = await setup();
+    const r = await h.as("GET", "/api/session");
+    expect(r).toEqual({
+      status: 200,
+      body: {
+        username: "root",
+        displayName: "Root",
+        csrfToken: h.root.csrf,
+        expiresAt: "2026-01-01T08:00:00.000Z",
+        grantTypes: ALL_GRANTS,
+        scopes: ALL_SCOPES,
+        adminRole: "admin",
+      },
+      cacheControl: "no-store",
+      setCookie: null,
+      contentType: "application/json",
+    });
+  });
+});
+
+describe("console API: third-party applications (settings > security settings)", () => {
+  it("lists clients without secrets or hashes", async () => {
+    const h = await setup();
+    expect(await h.as("GET", "/api/clients")).toEqual({
+      status: 200,
+      body: {
+        clients: [
+          {
+            clientId: "app-1",
+            name: "app-1",
+            grantTypes: ALL_GRANTS,
+            scopes: ALL_SCOPES,
+            accessTokenTtl: null,
+            refreshTokenTtl: null,
+            refreshTokenAbsoluteTtl: null,
+            createdAt: T0,
+            secretUpdatedAt: T0,
+          },
+        ],
+      },
+      cacheControl: "no-store",
+      setCookie: null,
+      contentType: "application/json",
+    });
+  });
+
+  it("creates a client (secret shown once) that gets tokens with exactly its grants, scopes and lifetime", async () => {
+    const h = await setup();
+    h.clock.advance(60_000);
+    const r = await h.as("POST", "/api/clients", {
+      name: "Reporting",
+      clientId: "reporting",
+      grantTypes: ["client_credentials"],
+      scopes: ["Platform_AllAppsServerCommands"],
+      accessTokenTtl: 600,
+      refreshTokenTtl: null,
+    });
+    expect(r.status).toBe(201);
+    expect(r.body).toEqual({
+      client: {
+        clientId: "reporting",
+        name: "Reporting",
+        grantTypes: ["client_credentials"],
+        scopes: ["Platform_AllAppsServerCommands"],
+        accessTokenTtl: 600,
+        refreshTokenTtl: null,
+        refreshTokenAbsoluteTtl: null,
+        createdAt: "2026-01-01T00:01:00.000Z",
+        secretUpdatedAt: "2026-01-01T00:01:00.000Z",
+      },
+      clientSecret: SECRET,
+    });
+    const secret = (r.body as { clientSecret: string }).clientSecret;
+    const token = await ccToken(h, "reporting", secret);
+    expect(token.status).toBe(200);
+    expect(await token.json()).toMatchObject({ token_type: "Bearer", expires_in: 600, scope: "Platform_AllAppsServerCommands" });
+    const pw = await tokenRequest(h.app, { grant_type: "password", username: "root", password: "root-password-1" }, { authorization: basic("reporting", secret) });
+    expect([pw.status, ((await pw.json()) as { error: string }).error]).toEqual([400, "unauthorized_client"]);
+    // The secret is never shown again: the listing has no secret and no hash.
+    const list = await h.as("GET", "/api/clients");
+    expect(JSON.stringify(list.body)).not.toContain(secret);
+    expect(JSON.stringify(list.body)).not.toMatch(/secretHash/);
+    expect((list.body as { clients: { clientId: string }[] }).clients.map((c) => c.clientId)).toEqual(["app-1", "reporting"]);
+  });
+
+  it("without a client id, grants or scopes it picks a random id and all grants and scopes", async () => {
+    const h = await setup();
+    const r = await h.as("POST", "/api/clients", { name: "Mobile app", clientId: "" });
+    expect(r.status).toBe(201);
+    const { client, clientSecret } = r.body as { client: { clientId: string; grantTypes: string[]; scopes: string[] }; clientSecret: string };
+    expect(client.clientId).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect([client.grantTypes, client.scopes]).toEqual([ALL_GRANTS, ALL_SCOPES]);
+    expect((await ccToken(h, client.clientId, clientSecret)).status).toBe(200);
+  });
+
+  it("refuses bad client input with documented errors", async () => {
+    const h = await setup();
+    const cases: [unknown, number, unknown][] = [
+      [{ clientId: "x" }, 400, { error: 1003, message: "name is required." }],
+      [{ name: 5 }, 400, { error: 1004, message: "name must be a string." }],
+      [{ name: "A", grantTypes: [] }, 400, { error: 1009, message: "Choose at least one grant type." }],
+      [{ name: "A", grantTypes: ["implicit"] }, 400, { error: 1009, message: "grantTypes must be among client_credentials, password, refresh_token." }],
+      [{ name: "A", grantTypes: "password" }, 400, { error: 1004, message: "grantTypes must be a list of strings." }],
+      [{ name: "A", scopes: ["openid"] }, 400, { error: 1009, message: "scopes must be among Platform_UserAPIs, Platform_AllAppsServerCommands, offline_access." }],
+      [{ name: "A", accessTokenTtl: 0 }, 400, { error: 1009, message: "accessTokenTtl must be from 1 to 315360000 seconds." }],
+      [{ name: "A", accessTokenTtl: 1.5 }, 400, { error: 1004, message: "accessTokenTtl must be an integer number of seconds." }],
+      [{ name: "A", clientId: "has space" }, 400, { error: 1009, message: "clientId must be 1-200 printable ASCII characters without spaces" }],
+      [{ name: "A", clientId: "app-1" }, 409, { error: 1307, message: "A client with id app-1 already exists." }],
+    ];
+    for (const [body, status, expected] of cases) {
+      const r = await h.as("POST", "/api/clients", body);
+      expect([r.status, r.body, r.cacheControl]).toEqual([status, expected, "no-store"]);
+    }
+    expect((await h.app.admin.listClients()).map((c) => c.clientId)).toEqual(["app-1"]);
+  });
+
+  it("regenerates a secret: shown once, the old one fails at once (401 invalid_client), the new one works", async () => {
+    const h = await setup();
+    expect((await ccToken(h, "app-1", h.clientSecret)).status).toBe(200);
+    h.clock.advance(5_000);
+    const r = await h.as("POST", "/api/clients/app-1/secret");
+    expect([r.status, r.body, r.cacheControl]).toEqual([200, { clientId: "app-1", clientSecret: SECRET, secretUpdatedAt: "2026-01-01T00:00:05.000Z" }, "no-store"]);
+    const fresh = (r.body as { clientSecret: string }).clientSecret;
+    expect(fresh).not.toBe(h.clientSecret);
+    const old = await ccToken(h, "app-1", h.clientSecret);
+    expect(old.status).toBe(401);
+    expect(((await old.json()) as { error: string }).error).toBe("invalid_client");
+    expect((await ccToken(h, "app-1", fresh)).status).toBe(200);
+  });
+
+  it("a client id with '/' or spaces-free punctuation is addressed percent-encoded", async () => {
+    const h = await setup();
+    const created = await h.as("POST", "/api/clients", { name: "Odd", clientId: "team/a%b" });
+    expect(created.status).toBe(201);
+    const r = await h.as("POST", `/api/clients/${encodeURIComponent("team/a%b")}/secret`);
+    expect(r.status).toBe(200);
+    expect((await ccToken(h, "team/a%b", (r.body as { clientSecret: string }).clientSecret)).status).toBe(200);
+    expect((await h.as("DELETE", `/api/clients/${encodeURIComponent("team/a%b")}`)).status).toBe(204);
+  });
+
+  it("deletes a client: 204 with no body, its secret and tokens stop working; unknown ids are 404", async () => {
+    const h = await setup();
+    const r = await h.as("DELETE", "/api/clients/app-1");
+    expect(r).toEqual({ status: 204, body: null, cacheControl: "no-store", setCookie: null, contentType: null });
+    const after = await ccToken(h, "app-1", h.clientSecret);
+    expect(after.status).toBe(401);
+    for (const [method, path] of [["DELETE", "/api/clients/app-1"], ["POST", "/api/clients/app-1/secret"], ["DELETE", "/api/clients/%E0%A4%A"]] as const) {
+      const res = await h.as(method, path);
+      expect([path, res.status, res.body]).toEqual(
+        path.includes("%E0") ? [path, 404, { error: 1404, message: "Not found." }] : [path, 404, { error: 1306, message: "Client app-1 does not exist." }],
+      );
+    }
+  });
+});
+
+describe("console API: accounts", () => {
+  it("pages through accounts exactly like GetAccountList (same body for the same page)", async () => {
+    const h = await setup();
+    for (let i = 0; i < 5; i++) await h.app.admin.createAccount({ username: `user-${i}`, password: "password-123" });
+    const token = await clientToken(h);
+    for (const query of ["page=1&pageSize=3", "page=2&pageSize=3", "page=3&pageSize=3", "", "pageSize=100"]) {
+      const console = await h.as("GET", `/api/accounts${query ? `?${query}` : ""}`);
+      const api = await getAccounts(h.app, token, query, ACCOUNTS_URL);
+      expect(console.status).toBe(200);
+      expect(console.body).toEqual(await api.json());
+    }
+    const past = await h.as("GET", "/api/accounts?page=4&pageSize=3");
+    expect(past.body).toEqual({ accounts: [], page: 4, pageSize: 3, total: 7, totalPages: 3 });
+    const last = await h.as("GET", "/api/accounts?page=3&pageSize=3");
+    const lastAccount = (await h.storage.accounts.list(6, 1)).items[0]!;
+    expect(last.body).toEqual({
+      accounts: [{ id: lastAccount.id, username: lastAccount.username, displayName: lastAccount.displayName, email: null, roles: lastAccount.roles, enabled: true, createdAt: T0 }],
+      page: 3,
+      pageSize: 3,
+      total: 7,
+      totalPages: 3,
+    });
+    const first = (await h.as("GET", "/api/accounts?page=1&pageSize=2")).body as { accounts: unknown[]; total: number; totalPages: number };
+    expect([first.accounts.length, first.total, first.totalPages]).toEqual([2, 7, 4]);
+    for (const [query, body] of [
+      ["page=0", { error: 1101, message: "page must be an integer from 1 to 2147483647." }],
+      ["pageSize=101", { error: 1102, message: "pageSize must be an integer from 1 to 100." }],
+      ["page=1&page=2", { error: 1103, message: "page must be given at most once." }],
+    ] as const) {
+      const r = await h.as("GET", `/api/accounts?${query}`);
+      expect([r.status, r.body]).toEqual([400, body]);
+    }
+  });
+
+  it("creates an account (no password or hash in the answer) that can use the password grant", async () => {
+    const h = await setup();
+    const r = await h.as("POST", "/api/accounts", { username: "dana", password: "dana-password-1", displayName: "Dana", email: "dana@example.com", roles: ["admin"] });
+    expect(r.status).toBe(201);
+    expect(r.body).toEqual({
+      id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/),
+      username: "dana",
+      displayName: "Dana",
+      email: "dana@example.com",
+      roles: ["admin"],
+      enabled: true,
+      createdAt: T0,
+    });
+    const grant = await tokenRequest(h.app, { grant_type: "password", username: "dana", password: "dana-password-1" }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(grant.status).toBe(200);
+    // An admin created here can sign in to the console.
+    await signIn(h.app, "dana", "dana-password-1");
+    const minimal = await h.as("POST", "/api/accounts", { username: "erin", password: "erin-password-1", displayName: "", email: "" });
+    expect(minimal.body).toMatchObject({ username: "erin", displayName: null, email: null, roles: [], enabled: true });
+  });
+
+  it("refuses bad account input", async () => {
+    const h = await setup();
+    const cases: [unknown, number, unknown][] = [
+      [{ password: "long-enough-1" }, 400, { error: 1003, message: "username is required." }],
+      [{ username: "x" }, 400, { error: 1003, message: "password is required." }],
+      [{ username: "x", password: "short" }, 400, { error: 1009, message: "password must be 8-1024 characters" }],
+      [{ username: "x", password: "long-enough-1", roles: [""] }, 400, { error: 1009, message: "roles must be a list of 1-100 character strings" }],
+      [{ username: "x", password: "long-enough-1", enabled: "yes" }, 400, { error: 1004, message: "enabled must be true or false." }],
+      [{ username: "alice", password: "long-enough-1" }, 409, { error: 1307, message: "The username alice is taken." }],
+    ];
+    for (const [body, status, expected] of cases) {
+      const r = await h.as("POST", "/api/accounts", body);
+      expect([r.status, r.body]).toEqual([status, expected]);
+    }
+    expect((await h.app.admin.listAccounts()).map((a) => a.username).sort()).toEqual(["alice", "root"]);
+  });
+
+  it("disables and enables an account: the password grant and its refresh tokens stop, then work again", async () => {
+    const h = await setup();
+    const alice = (await h.storage.accounts.findByUsername("alice"))!;
+    const off = await h.as("POST", `/api/accounts/${alice.id}/disable`);
+    expect([off.status, off.cacheControl]).toEqual([200, "no-store"]);
+    expect(off.body).toEqual({ id: alice.id, username: "alice", displayName: "Alice", email: null, roles: [], enabled: false, createdAt: T0 });
+    const grant = () => tokenRequest(h.app, { grant_type: "password", username: "alice", password: h.password }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect((await grant()).status).toBe(400);
+    const on = await h.as("POST", `/api/accounts/${alice.id}/enable`);
+    expect(on.body).toEqual({ id: alice.id, username: "alice", displayName: "Alice", email: null, roles: [], enabled: true, createdAt: T0 });
+    expect((await grant()).status).toBe(200);
+  });
+
+  it("refuses to disable the signed-in account itself and unknown ids", async () => {
+    const h = await setup();
+    const self = await h.as("POST", `/api/accounts/${h.adminId}/disable`);
+    expect([self.status, self.body]).toEqual([400, { error: 1009, message: "You cannot disable your own account." }]);
+    const missing = await h.as("POST", "/api/accounts/no-such-id/enable");
+    expect([missing.status, missing.body]).toEqual([404, { error: 1306, message: "Account no-such-id does not exist." }]);
+    expect((await h.storage.accounts.get(h.adminId))!.enabled).toBe(true);
+  });
+});
+
+describe("console API: signing keys", () => {
+  it("lists keys and rotates: the new key signs from now on, the old one still verifies", async () => {
+    const h = await setup();
+    const before = await h.as("GET", "/api/signing-keys");
+    expect(before.status).toBe(200);
+    const [only] = (before.body as { keys: { kid: string }[] }).keys;
+    expect(before.body).toEqual({ keys: [{ kid: only!.kid, alg: "ES256", createdAt: T0, signing: true }] });
+    const oldToken = await clientToken(h);
+    h.clock.advance(1000);
+    const rotated = await h.as("POST", "/api/signing-keys");
+    expect([rotated.status, rotated.body]).toEqual([200, { kid: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), deleted: [] }]);
+    const kid = (rotated.body as { kid: string }).kid;
+    expect(kid).not.toBe(only!.kid);
+    expect((await h.as("GET", "/api/signing-keys")).body).toEqual({
+      keys: [
+        { kid, alg: "ES256", createdAt: "2026-01-01T00:00:01.000Z", signing: true },
+        { kid: only!.kid, alg: "ES256", createdAt: T0, signing: false },
+      ],
+    });
+    const header = JSON.parse(atob((await clientToken(h)).split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/"))) as { kid: string };
+    expect(header.kid).toBe(kid);
+    expect((await getAccounts(h.app, oldToken)).status).toBe(200);
+    expect(((await h.app.jwks()).keys as { kid: string }[]).map((k) => k.kid).sort()).toEqual([kid, only!.kid].sort());
+  });
+});

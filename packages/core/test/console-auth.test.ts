@@ -1,0 +1,365 @@
+/**
+ * Management console: page, sign-in, cookie, CSRF, origin checks and authorization of every route.
+ * Everything goes through `app.fetch` on the memory store.
+ */
+import { describe, expect, it } from "vitest";
+import { createPlantgate } from "../src/index.js";
+import { ADMIN, call, consoleHarness, type CallOptions, hashOf, NO_STORE_HEADERS, read, signIn } from "./console-helpers.js";
+import { basic, BASE, passwordTokens, tokenRequest } from "./helpers.js";
+
+const SID = "[A-Za-z0-9_-]{43}";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const SESSION_BODY = {
+  username: "root",
+  displayName: "Root",
+  csrfToken: expect.stringMatching(new RegExp(`^${SID}$`)),
+  expiresAt: "2026-01-01T08:00:00.000Z",
+  grantTypes: ["client_credentials", "password", "refresh_token"],
+  scopes: ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"],
+  adminRole: "admin",
+};
+const NOT_SIGNED_IN = { error: 1301, message: "Sign in to the console first." };
+const NOT_ADMIN = { error: 1302, message: "This account is not a console administrator." };
+const CSRF = { error: 1303, message: "The CSRF token is missing or wrong; reload the console." };
+const CROSS = { error: 1304, message: "Cross-site requests to the console are refused." };
+const BAD_CREDENTIALS = { error: 1305, message: "The username or password is incorrect." };
+
+/** Every admin API route, with a body that would succeed, so a refusal can only come from the check under test. */
+function routes(targetClient: string, targetAccount: string) {
+  return [
+    { method: "GET", path: "/api/session" },
+    { method: "POST", path: "/api/session/sign-out" },
+    { method: "GET", path: "/api/clients" },
+    { method: "POST", path: "/api/clients", body: { name: "Sneaky", clientId: "sneaky" } },
+    { method: "DELETE", path: `/api/clients/${targetClient}` },
+    { method: "POST", path: `/api/clients/${targetClient}/secret` },
+    { method: "GET", path: "/api/accounts?page=1&pageSize=20" },
+    { method: "POST", path: "/api/accounts", body: { username: "mallory", password: "mallory-pass-1", roles: ["admin"] } },
+    { method: "POST", path: `/api/accounts/${targetAccount}/disable` },
+    { method: "POST", path: `/api/accounts/${targetAccount}/enable` },
+    { method: "GET", path: "/api/signing-keys" },
+    { method: "POST", path: "/api/signing-keys" },
+  ] as const;
+}
+
+describe("console: off by default", () => {
+  it("without the option every /console path is the normal 404", async () => {
+    const app = createPlantgate({ logger: { error() {}, warn() {} } });
+    for (const path of ["/console", "/console/", "/console/api/session", "/console/assets/console.js"]) {
+      const r = await read(await app.fetch(new Request(`${BASE}${path}`)));
+      expect(r.status).toBe(404);
+      expect(r.body).toEqual({ error: 1404, message: "Not found." });
+    }
+    const post = await read(await app.fetch(new Request(`${BASE}/console/api/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(ADMIN) })));
+    expect(post.status).toBe(404);
+  });
+
+  it("enabled: false is off too", async () => {
+    const app = createPlantgate({ console: { enabled: false } });
+    expect((await app.fetch(new Request(`${BASE}/console`))).status).toBe(404);
+  });
+});
+
+describe("console: the page and its assets", () => {
+  it("GET /console is the page with a strict CSP, no inline script, assets at their own paths", async () => {
+    const { app } = await consoleHarness();
+    for (const path of ["", "/"]) {
+      const res = await call(app, "GET", path);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
+      expect(res.headers.get("content-security-policy")).toBe(CSP);
+      expect(res.headers.get("cache-control")).toBe("no-store");
+      expect(res.headers.get("x-frame-options")).toBe("DENY");
+      expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(res.headers.get("referrer-policy")).toBe("no-referrer");
+      const html = await res.text();
+      expect(html).toContain('<script src="/console/assets/console.js" defer></script>');
+      expect(html).toContain('<link rel="stylesheet" href="/console/assets/console.css">');
+      // The only <script> has a src (no inline code), and no element carries an inline style or handler.
+      expect(html.match(/<script/g)).toHaveLength(1);
+      expect(html).not.toMatch(/\sstyle=|\son[a-z]+=/);
+      expect(html).not.toMatch(/https?:\/\//);
+    }
+    const js = await call(app, "GET", "/assets/console.js");
+    expect([js.status, js.headers.get("content-type"), js.headers.get("cache-control")]).toEqual([200, "text/javascript; charset=utf-8", "no-store"]);
+    expect(await js.text()).toMatch(/^"use strict";/);
+    const css = await call(app, "GET", "/assets/console.css");
+    expect([css.status, css.headers.get("content-type")]).toEqual([200, "text/css; charset=utf-8"]);
+    const head = await call(app, "HEAD", "");
+    expect([head.status, await head.text()]).toEqual([200, ""]);
+  });
+
+  it("under a basePath the page, assets and cookie live under {basePath}/console", async () => {
+    const { app } = await consoleHarness({ basePath: "/auth" });
+    const page = await app.fetch(new Request(`${BASE}/auth/console`));
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<script src="/auth/console/assets/console.js" defer></script>');
+    expect((await app.fetch(new Request(`${BASE}/console`))).status).toBe(404);
+    const res = await app.fetch(
+      new Request(`${BASE}/auth/console/api/session`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: BASE },
+        body: JSON.stringify(ADMIN),
+      }),
+    );
+    expect(res.status).toBe(200);
+    expect(res.headers.get("set-cookie")).toMatch(new RegExp(`^plantgate_console=${SID}; Path=/auth/console; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$`));
+  });
+
+  it("unknown console paths are 404 and wrong methods 405, both no-store", async () => {
+    const { app } = await consoleHarness();
+    const nf = await read(await call(app, "GET", "/api/nope"));
+    expect(nf).toMatchObject({ status: 404, body: { error: 1404, message: "Not found." }, cacheControl: "no-store" });
+    const bad = await call(app, "PUT", "/api/clients", { body: {} });
+    expect(bad.status).toBe(405);
+    expect(bad.headers.get("allow")).toBe("GET, POST, HEAD");
+    expect(await bad.json()).toEqual({ error: 1405, message: "Use GET, POST, HEAD for this endpoint." });
+    expect(bad.headers.get("cache-control")).toBe("no-store");
+  });
+});
+
+describe("console: sign-in", () => {
+  it("signs an admin in: whole body, exact cookie over https, session and CSRF token stored only as hashes", async () => {
+    const { app, storage, adminId } = await consoleHarness();
+    const res = await call(app, "POST", "/api/session", { body: ADMIN });
+    const r = await read(res);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual(SESSION_BODY);
+    expect(r.cacheControl).toBe("no-store");
+    expect(r.setCookie).toMatch(new RegExp(`^plantgate_console=${SID}; Path=/console; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$`));
+    const sessionId = /^plantgate_console=([^;]+);/.exec(r.setCookie!)![1]!;
+    const csrf = (r.body as { csrfToken: string }).csrfToken;
+    expect(csrf).not.toBe(sessionId);
+    expect(await storage.sessions.get(sessionId)).toBeNull();
+    expect(await storage.sessions.get(await hashOf(sessionId))).toEqual({
+      idHash: await hashOf(sessionId),
+      accountId: adminId,
+      csrfHash: await hashOf(csrf),
+      createdAt: Date.UTC(2026, 0, 1),
+      expiresAt: Date.UTC(2026, 0, 1, 8),
+    });
+  });
+
+  it("over plain http the cookie has no Secure; with an https baseUrl it has", async () => {
+    const { app } = await consoleHarness();
+    const http = await call(app, "POST", "/api/session", { body: ADMIN, base: "http://as.example.test" });
+    expect(http.status).toBe(200);
+    expect(http.headers.get("set-cookie")).toMatch(new RegExp(`^plantgate_console=${SID}; Path=/console; Max-Age=28800; HttpOnly; SameSite=Strict$`));
+    const proxied = await consoleHarness({ baseUrl: "https://auth.example.com", console: { enabled: true, sessionTtlSeconds: 600 } });
+    const res = await call(proxied.app, "POST", "/api/session", { body: ADMIN, base: "http://10.0.0.5:3000", origin: "https://auth.example.com" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("set-cookie")).toMatch(new RegExp(`^plantgate_console=${SID}; Path=/console; Max-Age=600; HttpOnly; SameSite=Strict; Secure$`));
+  });
+
+  it("wrong password, unknown user and a disabled admin get one message, no cookie", async () => {
+    const h = await consoleHarness();
+    await h.app.admin.createAccount({ username: "old-admin", password: "old-admin-pass", roles: ["admin"], enabled: false });
+    for (const creds of [
+      { username: "root", password: "wrong-password" },
+      { username: "nobody", password: "whatever-pass" },
+      { username: "old-admin", password: "old-admin-pass" },
+    ]) {
+      const r = await read(await call(h.app, "POST", "/api/session", { body: creds }));
+      expect(r).toEqual({ status: 401, body: BAD_CREDENTIALS, cacheControl: "no-store", setCookie: null, contentType: "application/json" });
+    }
+  });
+
+  it("a right password of an account without the admin role: 403, no session", async () => {
+    const h = await consoleHarness();
+    const r = await read(await call(h.app, "POST", "/api/session", { body: { username: h.username, password: h.password } }));
+    expect(r).toEqual({ status: 403, body: NOT_ADMIN, cacheControl: "no-store", setCookie: null, contentType: "application/json" });
+  });
+
+  it("bad sign-in bodies are 400 with the documented numbers", async () => {
+    const { app } = await consoleHarness();
+    const cases: [CallOptions, number, string][] = [
+      [{ raw: "{", contentType: "application/json" }, 1001, "The body is not valid JSON: unexpected end of JSON input."],
+      [{ raw: "[]" }, 1002, "The body must be a JSON object."],
+      [{ body: { username: "root" } }, 1003, "password is required."],
+      [{ body: { username: 7, password: "x" } }, 1004, "username must be a string."],
+      [{ body: { username: "", password: "x" } }, 1009, "username must be 1 to 1024 characters."],
+      [{ raw: "username=root&password=x", contentType: "application/x-www-form-urlencoded" }, 1008, "The body must be UTF-8 application/json."],
+    ];
+    for (const [o, error, message] of cases) {
+      const r = await read(await call(app, "POST", "/api/session", { contentType: o.raw !== undefined && o.contentType === undefined ? "application/json" : undefined, ...o }));
+      expect([r.status, r.body]).toEqual([400, { error, message }]);
+    }
+  });
+
+  it("refuses cross-site sign-in (login CSRF) by Origin and by Sec-Fetch-Site", async () => {
+    const { app } = await consoleHarness();
+    for (const o of [
+      { origin: "https://evil.example" },
+      { origin: "null" },
+      { origin: "http://as.example.test" },
+      { fetchSite: "cross-site" },
+      { fetchSite: "same-site" },
+      { origin: null, fetchSite: "none" },
+    ]) {
+      const r = await read(await call(app, "POST", "/api/session", { body: ADMIN, ...o }));
+      expect([r.status, r.body, r.setCookie]).toEqual([403, CROSS, null]);
+    }
+    // A non-browser client sending neither header is allowed: it cannot be a forged browser request.
+    expect((await call(app, "POST", "/api/session", { body: ADMIN, origin: null, fetchSite: null })).status).toBe(200);
+  });
+});
+
+describe("console: authorization of every API route", () => {
+  it("no session (absent, malformed or unknown cookie) -> 401 on every route, and nothing changes", async () => {
+    const h = await consoleHarness();
+    const before = { clients: await h.app.admin.listClients(), accounts: await h.app.admin.listAccounts(), keys: await h.storage.signingKeys.list() };
+    for (const cookie of [null, "plantgate_console=abc", `plantgate_console=${"A".repeat(43)}`, "other=1"]) {
+      for (const r of routes("app-1", h.adminId)) {
+        const res = await read(await call(h.app, r.method, r.path, { ...("body" in r ? { body: r.body } : {}), cookie, csrf: "x" }));
+        expect([r.path, res.status, res.body, res.cacheControl]).toEqual([r.path, 401, NOT_SIGNED_IN, "no-store"]);
+      }
+    }
+    expect({ clients: await h.app.admin.listClients(), accounts: await h.app.admin.listAccounts(), keys: await h.storage.signingKeys.list() }).toEqual(before);
+  });
+
+  it("an account that lost the admin role -> 403 on every route, even with a valid CSRF token", async () => {
+    const h = await consoleHarness();
+    await h.app.admin.createAccount({ username: "eve", password: "eve-password-1", roles: ["admin"] });
+    const eve = await signIn(h.app, "eve", "eve-password-1");
+    const eveId = (await h.storage.accounts.findByUsername("eve"))!.id;
+    h.demoted.add(eveId);
+    const before = { clients: await h.app.admin.listClients(), accounts: await h.app.admin.listAccounts() };
+    for (const r of routes("app-1", h.adminId)) {
+      const res = await read(await call(h.app, r.method, r.path, { ...("body" in r ? { body: r.body } : {}), cookie: eve.cookie, csrf: eve.csrf }));
+      expect([r.path, res.status, res.body]).toEqual([r.path, 403, NOT_ADMIN]);
+    }
+    expect({ clients: await h.app.admin.listClients(), accounts: await h.app.admin.listAccounts() }).toEqual(before);
+    // Role restored: the same session works again (the role is read on every call).
+    h.demoted.delete(eveId);
+    expect((await call(h.app, "GET", "/api/clients", { cookie: eve.cookie })).status).toBe(200);
+  });
+
+  it("state-changing routes without, with a wrong, or with another session's CSRF token -> 403", async () => {
+    const h = await consoleHarness();
+    const root = await signIn(h.app);
+    const other = await signIn(h.app);
+    const before = { clients: await h.app.admin.listClients(), accounts: await h.app.admin.listAccounts(), keys: await h.storage.signingKeys.list() };
+    const changing = routes("app-1", h.adminId).filter((r) => r.method !== "GET");
+    expect(changing).toHaveLength(8);
+    for (const csrf of [null, "", "wrong", other.csrf, root.sessionId, root.csrf.slice(0, -1)]) {
+      for (const r of changing) {
+        const res = await read(await call(h.app, r.method, r.path, { ...("body" in r ? { body: r.body } : {}), cookie: root.cookie, csrf }));
+        expect([r.path, csrf, res.status, res.body]).toEqual([r.path, csrf, 403, CSRF]);
+      }
+    }
+    expect({ clients: await h.app.admin.listClients(), accounts: await h.app.admin.listAccounts(), keys: await h.storage.signingKeys.list() }).toEqual(before);
+    // Reads need no token: they change nothing and a cross-site page cannot read the answer.
+    expect((await call(h.app, "GET", "/api/clients", { cookie: root.cookie })).status).toBe(200);
+  });
+
+  it("state-changing routes from another origin -> 403 even with session and CSRF token", async () => {
+    const h = await consoleHarness();
+    const root = await signIn(h.app);
+    const changing = routes("app-1", h.adminId).filter((r) => r.method !== "GET");
+    for (const o of [{ origin: "https://evil.example" }, { fetchSite: "cross-site" }, { fetchSite: "same-site", origin: null }]) {
+      for (const r of changing) {
+        const res = await read(await call(h.app, r.method, r.path, { ...("body" in r ? { body: r.body } : {}), cookie: root.cookie, csrf: root.csrf, ...o }));
+        expect([r.path, res.status, res.body]).toEqual([r.path, 403, CROSS]);
+      }
+    }
+    expect((await h.app.admin.listClients()).map((c) => c.clientId)).toEqual(["app-1"]);
+  });
+
+  it("a session ends at its expiry, at sign-out, and at once when its account is disabled", async () => {
+    const h = await consoleHarness();
+    const root = await signIn(h.app);
+    h.clock.advance(8 * 3600 * 1000 - 1);
+    expect((await call(h.app, "GET", "/api/session", { cookie: root.cookie })).status).toBe(200);
+    h.clock.advance(1);
+    const expired = await read(await call(h.app, "GET", "/api/session", { cookie: root.cookie }));
+    expect([expired.status, expired.body, expired.setCookie]).toEqual([401, NOT_SIGNED_IN, "plantgate_console=; Path=/console; Max-Age=0; HttpOnly; SameSite=Strict; Secure"]);
+    expect(await h.storage.sessions.get(await hashOf(root.sessionId))).toBeNull();
+
+    const again = await signIn(h.app);
+    const out = await read(await call(h.app, "POST", "/api/session/sign-out", { cookie: again.cookie, csrf: again.csrf }));
+    expect(out).toEqual({ status: 204, body: null, cacheControl: "no-store", setCookie: "plantgate_console=; Path=/console; Max-Age=0; HttpOnly; SameSite=Strict; Secure", contentType: null });
+    expect(await h.storage.sessions.get(await hashOf(again.sessionId))).toBeNull();
+    expect((await read(await call(h.app, "GET", "/api/session", { cookie: again.cookie }))).body).toEqual(NOT_SIGNED_IN);
+
+    await h.app.admin.createAccount({ username: "eve", password: "eve-password-1", roles: ["admin"] });
+    const eve = await signIn(h.app, "eve", "eve-password-1");
+    const eve2 = await signIn(h.app, "eve", "eve-password-1");
+    // Disabled outside the console (CLI): the account check on every call ends the session.
+    await h.app.admin.setAccountEnabled("eve", false);
+    expect((await read(await call(h.app, "GET", "/api/session", { cookie: eve.cookie }))).body).toEqual(NOT_SIGNED_IN);
+    expect(await h.storage.sessions.get(await hashOf(eve.sessionId))).toBeNull();
+    await h.app.admin.setAccountEnabled("eve", true);
+    // Disabled through the console: every session of the account is deleted at once.
+    const root2 = await signIn(h.app);
+    const eveId = (await h.storage.accounts.findByUsername("eve"))!.id;
+    expect(await h.storage.sessions.get(await hashOf(eve2.sessionId))).not.toBeNull();
+    const eve3 = await signIn(h.app, "eve", "eve-password-1");
+    expect((await call(h.app, "POST", `/api/accounts/${eveId}/disable`, { cookie: root2.cookie, csrf: root2.csrf })).status).toBe(200);
+    expect(await h.storage.sessions.get(await hashOf(eve3.sessionId))).toBeNull();
+    expect((await call(h.app, "GET", "/api/clients", { cookie: eve3.cookie })).status).toBe(401);
+  });
+
+  it("a session's cookie only works with its own id: the stored hash or the CSRF token is no cookie", async () => {
+    const h = await consoleHarness();
+    const root = await signIn(h.app);
+    for (const value of [await hashOf(root.sessionId), root.csrf]) {
+      expect((await call(h.app, "GET", "/api/session", { cookie: `plantgate_console=${value}` })).status).toBe(401);
+    }
+    const ok = await read(await call(h.app, "GET", "/api/session", { cookie: `theme=dark; ${root.cookie}; x=1` }));
+    expect([ok.status, ok.body]).toEqual([200, { ...SESSION_BODY, csrfToken: root.csrf }]);
+  });
+});
+
+describe("console: brute-force defence on sign-in", () => {
+  it("10 failures lock the username (429 even with the right password), shared with the password grant", async () => {
+    const h = await consoleHarness();
+    for (let i = 0; i < 10; i++) {
+      expect((await call(h.app, "POST", "/api/session", { body: { username: "root", password: `guess-${i}` } })).status).toBe(401);
+    }
+    const locked = await call(h.app, "POST", "/api/session", { body: ADMIN });
+    expect(locked.status).toBe(429);
+    expect(locked.headers.get("retry-after")).toBe("900");
+    expect(locked.headers.get("set-cookie")).toBeNull();
+    expect(await locked.json()).toEqual({ error: 1429, message: "Too many failed attempts; retry after the time in Retry-After." });
+    // The same counter guards the password grant for this username.
+    const grant = await tokenRequest(h.app, { grant_type: "password", username: "root", password: ADMIN.password }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(grant.status).toBe(429);
+    // Other users are not affected, and the lock ends with its window.
+    await h.app.admin.createAccount({ username: "eve", password: "eve-password-1", roles: ["admin"] });
+    expect((await call(h.app, "POST", "/api/session", { body: { username: "eve", password: "eve-password-1" } })).status).toBe(200);
+    h.clock.advance(15 * 60 * 1000);
+    expect((await call(h.app, "POST", "/api/session", { body: ADMIN })).status).toBe(200);
+  });
+
+  it("failures at the token endpoint count for console sign-in too", async () => {
+    const h = await consoleHarness();
+    for (let i = 0; i < 10; i++) {
+      const r = await tokenRequest(h.app, { grant_type: "password", username: "root", password: `guess-${i}` }, { authorization: basic(h.clientId, h.clientSecret) });
+      expect(r.status).toBe(400);
+    }
+    expect((await call(h.app, "POST", "/api/session", { body: ADMIN })).status).toBe(429);
+  });
+
+  it("one address spraying many usernames is locked; another address is not", async () => {
+    const h = await consoleHarness();
+    for (let i = 0; i < 10; i++) {
+      expect((await call(h.app, "POST", "/api/session", { body: { username: `user-${i}`, password: "guess-123" }, clientIp: "198.51.100.7" })).status).toBe(401);
+    }
+    const locked = await call(h.app, "POST", "/api/session", { body: ADMIN, clientIp: "198.51.100.7" });
+    expect(locked.status).toBe(429);
+    expect((await call(h.app, "POST", "/api/session", { body: ADMIN, clientIp: "203.0.113.9" })).status).toBe(200);
+    // A correct sign-in does not wipe the address's record of failures elsewhere.
+    expect((await call(h.app, "POST", "/api/session", { body: ADMIN, clientIp: "198.51.100.7" })).status).toBe(429);
+  });
+
+  it("a successful sign-in resets the username's counter", async () => {
+    const h = await consoleHarness();
+    for (let i = 0; i < 9; i++) await call(h.app, "POST", "/api/session", { body: { username: "root", password: `guess-${i}` } });
+    await signIn(h.app);
+    for (let i = 0; i < 9; i++) await call(h.app, "POST", "/api/session", { body: { username: "root", password: `guess-${i}` } });
+    expect((await call(h.app, "POST", "/api/session", { body: ADMIN })).status).toBe(200);
+    // The password grant still works for a user whose console sign-in failed a few times.
+    await passwordTokens(h);
+  });
+});

@@ -1,0 +1,47 @@
+/** The console's environment switches and the admin bootstrap the example servers use. */
+import { describe, expect, it } from "vitest";
+import { applyBootstrap, bootstrapFromEnv, ConfigError, createPlantgate, optionsFromEnv } from "../src/index.js";
+import { ADMIN, call, signIn } from "./console-helpers.js";
+
+const quiet = { logger: { error() {}, warn() {} }, passwordHashIterations: 1000 };
+
+describe("console environment", () => {
+  it("PLANTGATE_CONSOLE=1 or PLANTGATE_BOOTSTRAP_ADMIN=1 turns the console on; the TTL is read", () => {
+    expect(optionsFromEnv({}).console).toBeUndefined();
+    expect(optionsFromEnv({ PLANTGATE_CONSOLE: "0" }).console).toBeUndefined();
+    expect(optionsFromEnv({ PLANTGATE_CONSOLE: "1" }).console).toEqual({ enabled: true });
+    expect(optionsFromEnv({ PLANTGATE_BOOTSTRAP_ADMIN: "true", PLANTGATE_CONSOLE_SESSION_TTL: "900" }).console).toEqual({ enabled: true, sessionTtlSeconds: 900 });
+    expect(() => optionsFromEnv({ PLANTGATE_CONSOLE: "yes" })).toThrow(new ConfigError('PLANTGATE_CONSOLE must be 1 or 0, got "yes"'));
+    expect(() => optionsFromEnv({ PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_SESSION_TTL: "-5" })).toThrow(ConfigError);
+    expect(bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_ADMIN: "1" })).toEqual({ client: null, account: null, admin: true });
+    expect(bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_ADMIN: "0" })).toEqual({ client: null, account: null });
+  });
+
+  it("PLANTGATE_BOOTSTRAP_ADMIN=1 creates the bootstrap user as admin, who can sign in; idempotent", async () => {
+    const env = { PLANTGATE_BOOTSTRAP_ADMIN: "1", PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username, PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password };
+    const app = createPlantgate({ ...quiet, ...optionsFromEnv(env) });
+    expect(await applyBootstrap(app.admin, bootstrapFromEnv(env), { demo: true })).toBeNull();
+    expect(await applyBootstrap(app.admin, bootstrapFromEnv(env), { demo: true })).toBeNull();
+    expect((await app.admin.listAccounts()).map((a) => [a.username, a.roles])).toEqual([[ADMIN.username, ["admin"]]]);
+    const s = await signIn(app);
+    expect(s.body).toMatchObject({ username: ADMIN.username });
+    // Bad bootstrap input still fails loudly rather than being taken for "already exists".
+    const bad = { ...env, PLANTGATE_BOOTSTRAP_USERNAME: "other", PLANTGATE_BOOTSTRAP_PASSWORD: "short" };
+    await expect(applyBootstrap(app.admin, bootstrapFromEnv(bad))).rejects.toThrow("password must be 8-1024 characters");
+  });
+
+  it("without a bootstrap user, the demo user is the admin", async () => {
+    const env = { PLANTGATE_BOOTSTRAP_ADMIN: "1" };
+    const app = createPlantgate({ ...quiet, ...optionsFromEnv(env) });
+    const demo = (await applyBootstrap(app.admin, bootstrapFromEnv(env), { demo: true }))!;
+    expect((await call(app, "POST", "/api/session", { body: { username: demo.username, password: demo.password } })).status).toBe(200);
+  });
+
+  it("without PLANTGATE_BOOTSTRAP_ADMIN the bootstrap user has no role and the console is off", async () => {
+    const env = { PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username, PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password };
+    const app = createPlantgate({ ...quiet, ...optionsFromEnv(env) });
+    await applyBootstrap(app.admin, bootstrapFromEnv(env));
+    expect((await app.admin.listAccounts())[0]!.roles).toEqual([]);
+    expect((await call(app, "POST", "/api/session", { body: ADMIN })).status).toBe(404);
+  });
+});

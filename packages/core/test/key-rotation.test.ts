@@ -1,0 +1,183 @@
+/**
+ * Signing-key rotation: several keys, the newest signs; the JWKS (RFC 7517 §5, RFC 8414 jwks_uri)
+ * publishes every key that may still have live tokens; tokens signed by a retired key verify
+ * until they expire (RFC 9068 §4), and the key stops being trusted once no live token can carry it.
+ * Automatic rotation by age converges on one key across instances. Clocks are pinned.
+ */
+import { decodeProtectedHeader, importJWK, SignJWT, type JWK } from "jose";
+import { describe, expect, it } from "vitest";
+import { createPlantgate, generateKeyRecord, type Plantgate } from "../src/index.js";
+import { getAccounts } from "./api-helpers.js";
+import { BASE, clientToken, harness, manualClock, type Harness } from "./helpers.js";
+
+const kidOf = (token: string) => decodeProtectedHeader(token).kid!;
+
+async function jwksKids(app: Plantgate): Promise<string[]> {
+  const res = await app.fetch(new Request(`${BASE}/.well-known/jwks.json`));
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid).sort();
+}
+
+/** A token signed with a stored key, valid for `days`: longer than any token we issue, to show the key itself stops being trusted. */
+async function longLivedToken(h: Harness, kid: string, days: number): Promise<string> {
+  const record = (await h.app.storage.signingKeys.list()).find((k) => k.kid === kid)!;
+  const key = await importJWK(JSON.parse(record.privateJwk) as JWK, record.alg);
+  const iat = Math.floor(h.clock.now() / 1000);
+  return new SignJWT({ client_id: h.clientId, scope: "Platform_UserAPIs" })
+    .setProtectedHeader({ alg: record.alg, kid, typ: "at+jwt" })
+    .setIssuer(BASE)
+    .setAudience(BASE)
+    .setSubject("client:app-1")
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + days * 86_400)
+    .setJti(`forged-${kid}`)
+    .sign(key);
+}
+
+const status = async (app: Plantgate) => (await app.admin.listSigningKeys()).map(({ kid, status }) => ({ kid, status }));
+
+describe("manual rotation (admin / CLI keys rotate)", () => {
+  it("a retired key verifies until its tokens expire, stays published until then, and is distrusted after", async () => {
+    const h = await harness();
+    const oldToken = await clientToken(h);
+    const k1 = kidOf(oldToken);
+    const forged = await longLivedToken(h, k1, 30);
+    h.clock.advance(1000);
+    const { kid: k2, deleted } = await h.app.admin.rotateSigningKey();
+    expect(deleted).toEqual([]);
+    expect(k2).not.toBe(k1);
+    const newToken = await clientToken(h);
+    expect(kidOf(newToken)).toBe(k2);
+    expect(await jwksKids(h.app)).toEqual([k1, k2].sort());
+    expect(await status(h.app)).toEqual([
+      { kid: k2, status: "active" },
+      { kid: k1, status: "retired" },
+    ]);
+    for (const t of [oldToken, newToken, forged]) expect((await getAccounts(h.app, t)).status).toBe(200);
+
+    // The old token (issued 1 s before the rotation) expires on its own: 401 from exp.
+    h.clock.advance(7198 * 1000);
+    expect((await getAccounts(h.app, oldToken)).status).toBe(200);
+    h.clock.advance(1000);
+    expect((await getAccounts(h.app, oldToken)).status).toBe(401);
+    // Another instance may still have signed with k1 for up to a minute after the rotation: k1 stays.
+    expect((await getAccounts(h.app, forged)).status).toBe(200);
+    expect(await jwksKids(h.app)).toEqual([k1, k2].sort());
+
+    // 7260 s (the longest lifetime + that minute) after k1 was replaced, no honest token can carry
+    // it: unpublished and untrusted. (One second earlier it was still retired.)
+    h.clock.advance(60 * 1000);
+    expect((await status(h.app))[1]).toEqual({ kid: k1, status: "retired" });
+    h.clock.advance(1000);
+    expect(await status(h.app)).toEqual([
+      { kid: k2, status: "active" },
+      { kid: k1, status: "prunable" },
+    ]);
+    expect(await jwksKids(h.app)).toEqual([k2]);
+    expect((await getAccounts(h.app, forged)).status).toBe(401);
+    expect((await getAccounts(h.app, newToken)).status).toBe(401); // expired by now too
+    expect((await getAccounts(h.app, await clientToken(h))).status).toBe(200);
+
+    // The next rotation deletes it from the store.
+    const third = await h.app.admin.rotateSigningKey();
+    expect(third.deleted).toEqual([k1]);
+    expect((await h.app.storage.signingKeys.list()).map((k) => k.kid).sort()).toEqual([k2, third.kid].sort());
+  });
+
+  it("the longest lifetime counts: a client with 1-day tokens keeps the retired key published for a day", async () => {
+    const h = await harness();
+    await h.app.admin.createClient({ clientId: "long", accessTokenTtl: 86_400 });
+    const k1 = kidOf(await clientToken(h));
+    h.clock.advance(1000);
+    await h.app.admin.rotateSigningKey();
+    h.clock.advance(7200 * 1000 + 60_000);
+    expect((await status(h.app)).find((k) => k.kid === k1)?.status).toBe("retired");
+    expect(await jwksKids(h.app)).toContain(k1);
+    h.clock.advance(86_400 * 1000 - 7200 * 1000);
+    expect((await status(h.app)).find((k) => k.kid === k1)?.status).toBe("prunable");
+    expect(await jwksKids(h.app)).not.toContain(k1);
+  });
+
+  it("another instance over the same store picks up a rotation within a minute and still verifies old tokens", async () => {
+    const h = await harness();
+    const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: { error() {}, warn() {} } });
+    const before = await clientToken(h);
+    expect(await jwksKids(other)).toEqual([kidOf(before)]);
+    const { kid: k2 } = await h.app.admin.rotateSigningKey();
+    const after = await clientToken(h);
+    // An unknown kid makes the other instance re-read the store (at most every 10 s).
+    h.clock.advance(10_000);
+    expect((await getAccounts(other, after)).status).toBe(200);
+    expect((await getAccounts(other, before)).status).toBe(200);
+    h.clock.advance(60_000);
+    expect(await jwksKids(other)).toEqual([kidOf(before), k2].sort());
+  });
+});
+
+describe("automatic rotation by age (signingKeyMaxAgeSeconds)", () => {
+  it("rotates once the key is older than the limit; racing instances converge on the newest key", async () => {
+    const clock = manualClock();
+    const storage = (await harness()).app.storage;
+    const make = () =>
+      createPlantgate({ storage, clock: clock.now, signingKeyMaxAgeSeconds: 3600, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+    const a = make();
+    const b = make();
+    const { clientSecret } = await a.admin.createClient({ clientId: "auto" });
+    const token = async (app: Plantgate) => {
+      const res = await app.fetch(
+        new Request(`${BASE}/UserService/connect/token`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", authorization: "Basic " + btoa(`auto:${clientSecret}`) },
+          body: "grant_type=client_credentials",
+        }),
+      );
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { access_token: string }).access_token;
+    };
+    const first = kidOf(await token(a));
+    expect(kidOf(await token(b))).toBe(first);
+    clock.advance(3599 * 1000);
+    expect(kidOf(await token(a))).toBe(first);
+
+    // Rotation is decided when an instance re-reads the keys (at most a minute apart), so by
+    // 3659 s both have noticed; each may store a key.
+    clock.advance(60_000);
+    const [ta, tb] = await Promise.all([token(a), token(b)]);
+    expect(kidOf(ta)).not.toBe(first);
+    expect(kidOf(tb)).not.toBe(first);
+    const keys = await storage.signingKeys.list();
+    expect(keys.length).toBeGreaterThanOrEqual(2);
+    expect(keys.length).toBeLessThanOrEqual(3);
+    // Within one reload interval everyone signs with the same newest key.
+    clock.advance(60_000);
+    const [na, nb] = [kidOf(await token(a)), kidOf(await token(b))];
+    expect(na).toBe(nb);
+    const newest = [...keys].sort((x, y) => y.createdAt - x.createdAt || (x.kid < y.kid ? -1 : 1))[0]!.kid;
+    expect(na).toBe(newest);
+    // Tokens of every key in play verify on both instances.
+    for (const t of [ta, tb]) {
+      expect((await getAccounts(a, t)).status).toBe(200);
+      expect((await getAccounts(b, t)).status).toBe(200);
+    }
+    // Automatic rotations delete keys no live token can carry (replaced > 7200 s + 1 min ago).
+    clock.advance(7200 * 1000);
+    const latest = kidOf(await token(a));
+    const left = (await storage.signingKeys.list()).map((k) => k.kid);
+    expect(left).not.toContain(first);
+    expect(left).toContain(latest);
+  });
+
+  it("a configured signingKey is never rotated automatically", async () => {
+    const jwk = JSON.parse((await generateKeyRecord("ES256", 0)).privateJwk) as JWK;
+    const clock = manualClock();
+    const app = createPlantgate({ signingKey: jwk, signingKeyMaxAgeSeconds: 60, clock: clock.now, logger: { error() {}, warn() {} } });
+    const before = await app.jwks();
+    clock.advance(3600 * 1000);
+    expect(await app.jwks()).toEqual(before);
+    expect((await app.admin.listSigningKeys()).map((k) => k.status)).toEqual(["active"]);
+  });
+
+  it("rejects a non-positive signingKeyMaxAgeSeconds", () => {
+    expect(() => createPlantgate({ signingKeyMaxAgeSeconds: 0 })).toThrow("signingKeyMaxAgeSeconds must be a positive integer");
+  });
+});

@@ -1,0 +1,190 @@
+/**
+ * Issue 6: the OpenAPI 3.1 document. It is generated from the zod schemas; these tests check it is
+ * a valid OpenAPI 3.1 document (an independent validator and Spectral's oas ruleset), that it says
+ * what the spec says, follows the configured base URL, and describes every route.
+ */
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { Document, Spectral, type RulesetDefinition } from "@stoplight/spectral-core";
+import * as Parsers from "@stoplight/spectral-parsers";
+import { oas } from "@stoplight/spectral-rulesets";
+import { describe, expect, it } from "vitest";
+import { ROUTE_PATHS } from "../src/app.js";
+import { createPlantgate, type PlantgateOptions } from "../src/index.js";
+import { requiredParameters, TOKEN_REQUESTS } from "../src/schemas/oauth.js";
+import { GRANTS } from "../src/oauth/token-endpoint.js";
+import { BASE } from "./helpers.js";
+
+interface OpenApi {
+  openapi: string;
+  info: { title: string; version: string; description: string };
+  servers: { url: string }[];
+  paths: Record<string, Record<string, { security: Record<string, string[]>[]; responses: Record<string, unknown>; parameters?: unknown[] }>>;
+  components: { schemas: Record<string, { properties?: Record<string, unknown> }>; securitySchemes: Record<string, Record<string, unknown>> };
+}
+
+async function fetchDocument(options: PlantgateOptions = {}, url = `${BASE}/openapi.json`) {
+  const app = createPlantgate({ logger: { error() {}, warn() {} }, ...options });
+  const res = await app.fetch(new Request(url));
+  const text = await res.text();
+  return { res, text, doc: JSON.parse(text) as OpenApi, app };
+}
+
+describe("GET /openapi.json", () => {
+  it("serves an OpenAPI 3.1.0 document titled Plant Store, version 1.0.0, describing itself as a sample plant store", async () => {
+    const { res, doc } = await fetchDocument();
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(res.headers.get("cache-control")).toBe("public, max-age=300");
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.info.title).toBe("Plant Store");
+    expect(doc.info.version).toBe("1.0.0");
+    expect(doc.info.description).toMatch(/^A sample plant store, used to demonstrate API description features/);
+    expect(doc.servers).toEqual([{ url: BASE, description: "This server." }]);
+  });
+
+  it("is valid OpenAPI 3.1 (@seriousme/openapi-schema-validator)", async () => {
+    const { doc } = await fetchDocument();
+    const validator = new Validator();
+    const result = await validator.validate(doc as unknown as Parameters<Validator["validate"]>[0]);
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe("3.1");
+    // The validator is live: a document without info.title is refused.
+    const broken = JSON.parse(JSON.stringify(doc)) as { info: { title?: string } };
+    delete broken.info.title;
+    expect((await new Validator().validate(broken as unknown as Parameters<Validator["validate"]>[0])).valid).toBe(false);
+  });
+
+  it("Spectral's oas ruleset reports no errors and no warnings", async () => {
+    const { text } = await fetchDocument();
+    const spectral = new Spectral();
+    // The ruleset's declared type trips the RulesetDefinition union; it is the published oas ruleset.
+    spectral.setRuleset({ extends: [oas as RulesetDefinition] });
+    // severity 0 = error, 1 = warning (2 info and 3 hint are advice, not findings).
+    const lint = async (json: string) =>
+      (await spectral.run(new Document(json, Parsers.Json, "openapi.json"))).filter((r) => r.severity <= 1).map((r) => `${r.code} at ${r.path.join(".")}: ${r.message}`);
+    expect(await lint(text)).toEqual([]);
+    // The ruleset is live: the same document without an operationId and with an undefined scheme is flagged.
+    const broken = JSON.parse(text) as OpenApi;
+    delete (broken.paths["/plants"]!.post! as { operationId?: string }).operationId;
+    broken.paths["/plants"]!.post!.security = [{ nowhere: [] }];
+    expect(await lint(JSON.stringify(broken))).toEqual([
+      expect.stringMatching(/^operation-operationId at paths\.\/plants\.post/),
+      expect.stringMatching(/^oas3-operation-security-defined at paths\.\/plants\.post\.security\.0\.nowhere/),
+    ]);
+  });
+
+  it("describes every route of the app (and only those)", async () => {
+    const { doc } = await fetchDocument();
+    const documented = Object.keys(doc.paths).map((p) => (p === "/docs/assets/{asset}" ? null : p)).filter((p) => p !== null);
+    const routes = ROUTE_PATHS.filter((p) => !p.startsWith("/docs/assets/"));
+    expect([...documented].sort()).toEqual([...routes].sort());
+    const assets = ROUTE_PATHS.filter((p) => p.startsWith("/docs/assets/")).map((p) => p.slice("/docs/assets/".length));
+    expect(doc.paths["/docs/assets/{asset}"]!.get!.parameters).toEqual([
+      { name: "asset", in: "path", required: true, schema: { type: "string", enum: assets } },
+    ]);
+  });
+
+  it("id is integer/int64 with the exact int64 bounds, in the request and the response", async () => {
+    const { text, doc } = await fetchDocument();
+    const int64 = { type: "integer", format: "int64", minimum: expect.any(Number), maximum: expect.any(Number) };
+    expect(doc.components.schemas.NewPlant!.properties!.id).toMatchObject(int64);
+    expect(doc.components.schemas.Plant!.properties!.id).toMatchObject(int64);
+    // JSON.parse rounds 2^63 - 1; the text must hold it exactly.
+    expect(text.match(/"minimum":-9223372036854775808,"maximum":9223372036854775807/g)).toHaveLength(2);
+  });
+
+  it("the token endpoint takes a form body with the three grants; their required parameters are the ones the grants check", async () => {
+    const { doc } = await fetchDocument();
+    const op = doc.paths["/UserService/connect/token"]!.post! as unknown as { requestBody: { content: Record<string, unknown> } };
+    expect(Object.keys(op.requestBody.content)).toEqual(["application/x-www-form-urlencoded"]);
+    const request = doc.components.schemas.TokenRequest as unknown as { oneOf: { properties: { grant_type: { const: string } }; required: string[] }[] };
+    expect(request.oneOf.map((g) => [g.properties.grant_type.const, g.required])).toEqual([
+      ["client_credentials", ["grant_type"]],
+      ["password", ["grant_type", "username", "password"]],
+      ["refresh_token", ["grant_type", "refresh_token"]],
+    ]);
+    for (const [type, grant] of GRANTS) {
+      expect(grant.required).toEqual(requiredParameters(type as keyof typeof TOKEN_REQUESTS));
+      expect(["grant_type", ...grant.required]).toEqual(request.oneOf.find((g) => g.properties.grant_type.const === type)!.required);
+    }
+  });
+
+  it("GetAccountList documents page and pageSize with the configured bounds", async () => {
+    const { doc } = await fetchDocument({ maxPageSize: 50, defaultPageSize: 10 });
+    expect(doc.paths["/rbac/ServerCommand/GetAccountList"]!.get!.parameters).toEqual([
+      { name: "page", in: "query", required: false, description: "The page to return, from 1.", schema: { type: "integer", minimum: 1, maximum: 2147483647, default: 1 } },
+      { name: "pageSize", in: "query", required: false, description: "Accounts per page.", schema: { type: "integer", minimum: 1, maximum: 50, default: 10 } },
+    ]);
+  });
+
+  it("has the bearer scheme on the plant store and the account list, and an oauth2 scheme whose flows use the token endpoint", async () => {
+    const { doc } = await fetchDocument();
+    expect(doc.components.securitySchemes.bearerAuth).toEqual({
+      type: "http",
+      scheme: "bearer",
+      bearerFormat: "JWT",
+      description: "An access token from the token endpoint (RFC 6750).",
+    });
+    const tokenUrl = `${BASE}/UserService/connect/token`;
+    expect(doc.components.securitySchemes.oauth2).toMatchObject({
+      type: "oauth2",
+      flows: {
+        clientCredentials: { tokenUrl, scopes: { Platform_UserAPIs: expect.any(String), Platform_AllAppsServerCommands: expect.any(String) } },
+        password: { tokenUrl, refreshUrl: tokenUrl, scopes: { Platform_UserAPIs: expect.any(String), Platform_AllAppsServerCommands: expect.any(String), offline_access: expect.any(String) } },
+      },
+    });
+    expect(doc.paths["/plants"]!.post!.security).toEqual([{ bearerAuth: [] }, { oauth2: [] }]);
+    expect(doc.paths["/rbac/ServerCommand/GetAccountList"]!.get!.security).toEqual([
+      { bearerAuth: [] },
+      { oauth2: ["Platform_UserAPIs"] },
+      { oauth2: ["Platform_AllAppsServerCommands"] },
+    ]);
+    expect(doc.paths["/.well-known/jwks.json"]!.get!.security).toEqual([]);
+  });
+
+  it("follows the configured issuer, base URL and base path", async () => {
+    const { res, doc } = await fetchDocument({ basePath: "/api", baseUrl: "https://public.example.com/api" }, "http://internal:8080/api/openapi.json");
+    expect(res.status).toBe(200);
+    expect(doc.servers).toEqual([{ url: "https://public.example.com/api", description: "This server." }]);
+    expect((doc.components.securitySchemes.oauth2 as { flows: { password: { tokenUrl: string } } }).flows.password.tokenUrl).toBe(
+      "https://public.example.com/api/UserService/connect/token",
+    );
+    const derived = await fetchDocument({ basePath: "/auth" }, "http://127.0.0.1:9000/auth/openapi.json");
+    expect(derived.doc.servers).toEqual([{ url: "http://127.0.0.1:9000/auth", description: "This server." }]);
+    expect((await derived.app.fetch(new Request("http://127.0.0.1:9000/openapi.json"))).status).toBe(404);
+  });
+
+  it("is built once per base URL: the same text for repeated requests, another for another origin", async () => {
+    const app = createPlantgate({});
+    const get = async (origin: string) => (await app.fetch(new Request(`${origin}/openapi.json`))).text();
+    const a = await get("http://a.example");
+    expect(await get("http://a.example")).toBe(a);
+    const b = await get("http://b.example");
+    expect(b).not.toBe(a);
+    expect(b.replaceAll("http://b.example", "http://a.example")).toBe(a);
+  });
+
+  it("contains no empty schema (a zod schema without a JSON Schema would become one)", async () => {
+    const { doc } = await fetchDocument();
+    const empties: string[] = [];
+    const walk = (node: unknown, path: string, isSchema: boolean) => {
+      if (node === null || typeof node !== "object") return;
+      if (isSchema && !Array.isArray(node) && Object.keys(node).length === 0) empties.push(path);
+      for (const [k, v] of Object.entries(node)) {
+        const childIsSchema = k === "schema" || (path.endsWith(".properties") && !Array.isArray(node)) || k === "items" || /^(allOf|anyOf|oneOf)$/.test(path.split(".").pop()!);
+        walk(v, `${path}.${k}`, childIsSchema);
+      }
+    };
+    walk(doc, "$", false);
+    for (const [name, s] of Object.entries(doc.components.schemas)) walk(s, `components.schemas.${name}`, true);
+    expect(empties).toEqual([]);
+  });
+
+  it("HEAD /openapi.json: 200 without a body", async () => {
+    const app = createPlantgate({});
+    const res = await app.fetch(new Request(`${BASE}/openapi.json`, { method: "HEAD" }));
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe("");
+  });
+});

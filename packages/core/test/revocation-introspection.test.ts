@@ -1,0 +1,259 @@
+/**
+ * Token revocation (RFC 7009) at POST /UserService/connect/revocation and token introspection
+ * (RFC 7662) at POST /UserService/connect/introspect: client-authenticated like the token endpoint,
+ * a client sees and revokes only its own tokens, refresh-token revocation takes the whole family.
+ */
+import { decodeJwt } from "jose";
+import { describe, expect, it } from "vitest";
+import { createPlantgate } from "../src/index.js";
+import { getAccounts, read } from "./api-helpers.js";
+import { BASE, basic, clientToken, harness, passwordTokens, type Harness } from "./helpers.js";
+import { BASIC_CHALLENGE, expectTokenError, expectTokenSuccess, FORM, INVALID_REFRESH, refreshRequest } from "./token-helpers.js";
+
+const REVOKE = `${BASE}/UserService/connect/revocation`;
+const INTROSPECT = `${BASE}/UserService/connect/introspect`;
+
+function post(h: Harness, url: string, params: Record<string, string>, headers: Record<string, string> = { authorization: basic(h.clientId, h.clientSecret) }) {
+  return h.app.fetch(new Request(url, { method: "POST", headers: { "content-type": FORM, ...headers }, body: new URLSearchParams(params).toString() }));
+}
+
+async function expectRevoked200(res: Response): Promise<void> {
+  expect(res.status).toBe(200);
+  expect(await res.text()).toBe("");
+  expect(res.headers.get("cache-control")).toBe("no-store");
+}
+
+async function introspect(h: Harness, token: string, extra: Record<string, string> = {}, headers?: Record<string, string>) {
+  const res = await post(h, INTROSPECT, { token, ...extra }, headers);
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toBe("application/json");
+  expect(res.headers.get("cache-control")).toBe("no-store");
+  return (await res.json()) as Record<string, unknown>;
+}
+
+/** A second client of the same server with its own credentials. */
+async function otherClient(h: Harness) {
+  const { clientSecret } = await h.app.admin.createClient({ clientId: "app-2" });
+  return { authorization: basic("app-2", clientSecret) };
+}
+
+const API_OK = 200;
+
+describe("RFC 7009 revocation", () => {
+  it("RFC 7009 §2.1: revoking an access token makes the bearer check refuse it; other tokens still work", async () => {
+    const h = await harness();
+    const a = await clientToken(h);
+    const b = await clientToken(h);
+    expect((await getAccounts(h.app, a)).status).toBe(API_OK);
+    await expectRevoked200(await post(h, REVOKE, { token: a, token_type_hint: "access_token" }));
+    const refused = await read(await getAccounts(h.app, a));
+    expect(refused.status).toBe(401);
+    expect(refused.body).toEqual({ error: 1202, message: "The access token is invalid or expired." });
+    expect(refused.wwwAuthenticate).toBe('Bearer realm="plantgate", error="invalid_token", error_description="The access token is invalid or expired."');
+    expect((await getAccounts(h.app, b)).status).toBe(API_OK);
+    // Another instance over the same store refuses it too.
+    const sibling = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: { error() {}, warn() {} } });
+    expect((await getAccounts(sibling, a)).status).toBe(401);
+    // The entry is kept exactly as long as the token could have lived.
+    const { exp, jti } = decodeJwt(a) as { exp: number; jti: string };
+    expect(await h.app.storage.revokedTokens.has(jti)).toBe(true);
+    expect(await h.app.storage.revokedTokens.deleteExpired(exp * 1000 - 1)).toBe(0);
+    expect(await h.app.storage.revokedTokens.deleteExpired(exp * 1000)).toBe(1);
+  });
+
+  it("RFC 7009 §2.1: revoking a refresh token revokes its whole family (earlier and later tokens)", async () => {
+    const h = await harness();
+    const first = (await passwordTokens(h)).refresh_token!;
+    const second = (await expectTokenSuccess(await refreshRequest(h, first))).refresh_token!;
+    // Revoke the consumed first token: the live second one, of the same family, dies with it.
+    await expectRevoked200(await post(h, REVOKE, { token: first, token_type_hint: "refresh_token" }));
+    await expectTokenError(await refreshRequest(h, second), 400, INVALID_REFRESH);
+    // A separate family of the same user is untouched.
+    const other = (await passwordTokens(h)).refresh_token!;
+    await expectTokenSuccess(await refreshRequest(h, other));
+  });
+
+  it("RFC 7009 §2.1: a wrong token_type_hint only changes the search order", async () => {
+    const h = await harness();
+    const access = await clientToken(h);
+    const refresh = (await passwordTokens(h)).refresh_token!;
+    await expectRevoked200(await post(h, REVOKE, { token: access, token_type_hint: "refresh_token" }));
+    await expectRevoked200(await post(h, REVOKE, { token: refresh, token_type_hint: "access_token" }));
+    await expectRevoked200(await post(h, REVOKE, { token: refresh, token_type_hint: "something_else" }));
+    expect((await getAccounts(h.app, access)).status).toBe(401);
+    await expectTokenError(await refreshRequest(h, refresh), 400, INVALID_REFRESH);
+  });
+
+  it("RFC 7009 §2.2: an unknown, malformed, expired or already revoked token is a 200 and changes nothing", async () => {
+    const h = await harness();
+    const access = await clientToken(h);
+    for (const token of ["not-a-token", "a.b.c", "x".repeat(4096), "ünïcødé"]) {
+      await expectRevoked200(await post(h, REVOKE, { token }));
+    }
+    h.clock.advance(7200 * 1000);
+    // Expired: nothing to record (the bearer check refuses it anyway).
+    await expectRevoked200(await post(h, REVOKE, { token: access }));
+    expect(await h.app.storage.revokedTokens.has((decodeJwt(access) as { jti: string }).jti)).toBe(false);
+    const fresh = await clientToken(h);
+    await expectRevoked200(await post(h, REVOKE, { token: fresh }));
+    await expectRevoked200(await post(h, REVOKE, { token: fresh }));
+  });
+
+  it("RFC 7009 §2.1: a token of another client is refused with invalid_request and stays valid", async () => {
+    const h = await harness();
+    const other = await otherClient(h);
+    const access = await clientToken(h);
+    const refresh = (await passwordTokens(h)).refresh_token!;
+    const body = { error: "invalid_request", error_description: "The token was not issued to this client." };
+    await expectTokenError(await post(h, REVOKE, { token: access }, other), 400, body);
+    await expectTokenError(await post(h, REVOKE, { token: refresh }, other), 400, body);
+    expect((await getAccounts(h.app, access)).status).toBe(API_OK);
+    await expectTokenSuccess(await refreshRequest(h, refresh));
+  });
+
+  it("RFC 7009 §2.1 / RFC 6749 §2.3.1: the client must authenticate; token is required", async () => {
+    const h = await harness();
+    const access = await clientToken(h);
+    const failed = { error: "invalid_client", error_description: "Client authentication failed." };
+    await expectTokenError(await post(h, REVOKE, { token: access }, { authorization: basic(h.clientId, "wrong") }), 401, failed);
+    const none = await post(h, REVOKE, { token: access }, {});
+    expect(none.headers.get("www-authenticate")).toBe(BASIC_CHALLENGE);
+    await expectTokenError(none, 401, {
+      error: "invalid_client",
+      error_description: "Client authentication is required (HTTP Basic or client_id and client_secret).",
+    });
+    // client_secret_post works as at the token endpoint.
+    await expectRevoked200(await post(h, REVOKE, { token: "unknown", client_id: h.clientId, client_secret: h.clientSecret }, {}));
+    await expectTokenError(await post(h, REVOKE, {}), 400, { error: "invalid_request", error_description: "The token parameter is required." });
+    await expectTokenError(await post(h, REVOKE, { token: "a", token_type_hint: "x" }, { authorization: basic(h.clientId, h.clientSecret), "content-type": "application/json" }), 400, {
+      error: "invalid_request",
+      error_description: "The request body must be application/x-www-form-urlencoded.",
+    });
+    expect((await getAccounts(h.app, access)).status).toBe(API_OK);
+    const get = await h.app.fetch(new Request(REVOKE));
+    expect(get.status).toBe(405);
+    expect(get.headers.get("allow")).toBe("POST");
+  });
+});
+
+describe("RFC 7662 introspection", () => {
+  it("RFC 7662 §2.2: an active password-grant access token, with every member", async () => {
+    const h = await harness();
+    const { access_token } = await passwordTokens(h, "Platform_UserAPIs");
+    const claims = decodeJwt(access_token) as { sub: string; jti: string; iat: number; exp: number };
+    expect(await introspect(h, access_token)).toEqual({
+      active: true,
+      scope: "Platform_UserAPIs",
+      client_id: "app-1",
+      username: "alice",
+      token_type: "Bearer",
+      exp: claims.exp,
+      iat: claims.iat,
+      sub: claims.sub,
+      aud: BASE,
+      iss: BASE,
+      jti: claims.jti,
+    });
+    expect(claims.exp - claims.iat).toBe(7200);
+  });
+
+  it("RFC 7662 §2.2: a client-credentials token has no username", async () => {
+    const h = await harness();
+    const token = await clientToken(h, "Platform_AllAppsServerCommands");
+    const c = decodeJwt(token) as { jti: string; iat: number; exp: number };
+    expect(await introspect(h, token, { token_type_hint: "access_token" })).toEqual({
+      active: true,
+      scope: "Platform_AllAppsServerCommands",
+      client_id: "app-1",
+      token_type: "Bearer",
+      exp: c.exp,
+      iat: c.iat,
+      sub: "client:app-1",
+      aud: BASE,
+      iss: BASE,
+      jti: c.jti,
+    });
+  });
+
+  it("RFC 7662 §2.2: an active refresh token; consumed, revoked or expired ones are inactive", async () => {
+    const h = await harness();
+    const t0 = h.clock.now();
+    const refresh = (await passwordTokens(h)).refresh_token!;
+    const account = (await h.app.storage.accounts.findByUsername("alice"))!;
+    expect(await introspect(h, refresh, { token_type_hint: "refresh_token" })).toEqual({
+      active: true,
+      scope: "Platform_UserAPIs offline_access",
+      client_id: "app-1",
+      username: "alice",
+      exp: t0 / 1000 + 7 * 24 * 3600,
+      iat: t0 / 1000,
+      sub: account.id,
+      iss: BASE,
+    });
+    const next = (await expectTokenSuccess(await refreshRequest(h, refresh))).refresh_token!;
+    expect(await introspect(h, refresh)).toEqual({ active: false });
+    expect((await introspect(h, next)).active).toBe(true);
+    h.clock.advance(7 * 24 * 3600 * 1000);
+    expect(await introspect(h, next)).toEqual({ active: false });
+    const third = (await passwordTokens(h)).refresh_token!;
+    await expectRevoked200(await post(h, REVOKE, { token: third }));
+    expect(await introspect(h, third)).toEqual({ active: false });
+  });
+
+  it("RFC 7662 §2.2: unknown, expired and revoked access tokens are {active:false}", async () => {
+    const h = await harness();
+    expect(await introspect(h, "garbage")).toEqual({ active: false });
+    const revoked = await clientToken(h);
+    await expectRevoked200(await post(h, REVOKE, { token: revoked }));
+    expect(await introspect(h, revoked)).toEqual({ active: false });
+    const expiring = await clientToken(h);
+    h.clock.advance(7200 * 1000);
+    expect(await introspect(h, expiring)).toEqual({ active: false });
+  });
+
+  it("RFC 7662 §2.1 / §4: another client's token is {active:false}, not an error", async () => {
+    const h = await harness();
+    const other = await otherClient(h);
+    const access = await clientToken(h);
+    const refresh = (await passwordTokens(h)).refresh_token!;
+    expect(await introspect(h, access, {}, other)).toEqual({ active: false });
+    expect(await introspect(h, refresh, {}, other)).toEqual({ active: false });
+    expect((await introspect(h, access)).active).toBe(true);
+  });
+
+  it("tokens of a disabled account are inactive; disabling also revokes its refresh tokens", async () => {
+    const h = await harness();
+    const { access_token, refresh_token } = await passwordTokens(h);
+    await h.app.admin.setAccountEnabled("alice", false);
+    expect(await introspect(h, access_token)).toEqual({ active: false });
+    expect(await introspect(h, refresh_token!)).toEqual({ active: false });
+    await expectTokenError(await refreshRequest(h, refresh_token!), 400, INVALID_REFRESH);
+    // Documented decision: the API bearer check does not read the account (no extra storage read
+    // per call); the access token lives out its (short) lifetime unless it is revoked explicitly.
+    expect((await getAccounts(h.app, access_token)).status).toBe(API_OK);
+    await expectRevoked200(await post(h, REVOKE, { token: access_token }));
+    expect((await getAccounts(h.app, access_token)).status).toBe(401);
+  });
+
+  it("RFC 7662 §2.1: the client must authenticate and token is required", async () => {
+    const h = await harness();
+    const token = await clientToken(h);
+    await expectTokenError(await post(h, INTROSPECT, { token }, { authorization: basic(h.clientId, "nope") }), 401, {
+      error: "invalid_client",
+      error_description: "Client authentication failed.",
+    });
+    await expectTokenError(await post(h, INTROSPECT, { token_type_hint: "access_token" }), 400, {
+      error: "invalid_request",
+      error_description: "The token parameter is required.",
+    });
+    // RFC 7662 §2.1 uses RFC 6749 form rules: a repeated parameter is invalid_request.
+    const repeated = await h.app.fetch(
+      new Request(INTROSPECT, {
+        method: "POST",
+        headers: { "content-type": FORM, authorization: basic(h.clientId, h.clientSecret) },
+        body: `token=${token}&token=other`,
+      }),
+    );
+    await expectTokenError(repeated, 400, { error: "invalid_request", error_description: "Parameters must not be repeated: token." });
+  });
+});

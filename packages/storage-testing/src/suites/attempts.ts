@@ -1,0 +1,114 @@
+import type { AttemptRecord } from "@plantgate/core";
+import { describe, expect, it } from "vitest";
+import { attemptKey, expectRecord, MAX_DATE_MS, T0 } from "../fixtures.js";
+import type { SuiteContext } from "../target.js";
+
+const WINDOW = 15 * 60 * 1000;
+
+export function attemptsSuite(s: SuiteContext): void {
+  describe("attempts", () => {
+    const attempts = () => s.storage().attempts;
+    const record = (key: string, count: number, windowStart: number): AttemptRecord => ({ key, count, windowStart });
+
+    it("get returns null for an unknown key", async () => {
+      expect(await attempts().get(attemptKey("unknown"))).toBeNull();
+    });
+
+    it("the first increment opens a window at `now` with count 1, and returns it; get reads the same", async () => {
+      const key = attemptKey("user");
+      expectRecord(await attempts().increment(key, T0, WINDOW), record(key, 1, T0), "after the first increment");
+      expectRecord(await attempts().get(key), record(key, 1, T0), "stored counter");
+    });
+
+    it("increments inside the window grow the count by one each and keep windowStart", async () => {
+      const key = attemptKey("user");
+      for (let i = 1; i <= 5; i++) {
+        expectRecord(await attempts().increment(key, T0 + (i - 1) * 1000, WINDOW), record(key, i, T0), `increment ${i}`);
+      }
+      expectRecord(await attempts().get(key), record(key, 5, T0), "stored counter");
+    });
+
+    it("a window that started at or before now - windowMs is over: the next failure opens a new one", async () => {
+      const key = attemptKey("user");
+      await attempts().increment(key, T0, WINDOW);
+      expectRecord(await attempts().increment(key, T0 + WINDOW - 1, WINDOW), record(key, 2, T0), "1 ms before the window ends");
+      expectRecord(await attempts().increment(key, T0 + WINDOW, WINDOW), record(key, 1, T0 + WINDOW), "exactly when the window ends");
+      expectRecord(await attempts().increment(key, T0 + WINDOW + 1, WINDOW), record(key, 2, T0 + WINDOW), "inside the new window");
+      expectRecord(await attempts().increment(key, T0 + 10 * WINDOW, WINDOW), record(key, 1, T0 + 10 * WINDOW), "long after");
+      expectRecord(await attempts().get(key), record(key, 1, T0 + 10 * WINDOW), "stored counter");
+    });
+
+    it("the window length is the caller's: the same counter, read with a shorter window, restarts", async () => {
+      const key = attemptKey("user");
+      await attempts().increment(key, T0, WINDOW);
+      await attempts().increment(key, T0 + 1000, WINDOW);
+      expectRecord(await attempts().increment(key, T0 + 2000, 2000), record(key, 1, T0 + 2000));
+    });
+
+    it("keys are independent, exact and case-sensitive; 64-character keys work", async () => {
+      const long = `${"k".repeat(20)}:${"A".repeat(43)}`;
+      expect(long).toHaveLength(64);
+      const lower = "ip:abcdefghijklmnopqrstuvwxyz0123456789-_ABCDE";
+      const upper = "ip:ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_abcde";
+      await attempts().increment(long, T0, WINDOW);
+      await attempts().increment(long, T0 + 1, WINDOW);
+      await attempts().increment(lower, T0 + 2, WINDOW);
+      expectRecord(await attempts().get(long), record(long, 2, T0));
+      expectRecord(await attempts().get(lower), record(lower, 1, T0 + 2));
+      expect(await attempts().get(upper)).toBeNull();
+      expect(await attempts().get(long.slice(0, 63))).toBeNull();
+      expect(await attempts().get(`${lower} `)).toBeNull();
+    });
+
+    it("epoch milliseconds beyond 32 bits round-trip", async () => {
+      const key = attemptKey("far");
+      expectRecord(await attempts().increment(key, MAX_DATE_MS - 1, WINDOW), record(key, 1, MAX_DATE_MS - 1));
+      expectRecord(await attempts().increment(key, MAX_DATE_MS, WINDOW), record(key, 2, MAX_DATE_MS - 1));
+    });
+
+    it("reset forgets the key (the next failure starts again at 1) and leaves others; an unknown key is no error", async () => {
+      const a = attemptKey("a");
+      const b = attemptKey("b");
+      await attempts().increment(a, T0, WINDOW);
+      await attempts().increment(a, T0 + 1, WINDOW);
+      await attempts().increment(b, T0, WINDOW);
+      await attempts().reset(a);
+      expect(await attempts().get(a)).toBeNull();
+      expectRecord(await attempts().get(b), record(b, 1, T0), "the other counter");
+      await attempts().reset(a);
+      await attempts().reset(attemptKey("never"));
+      expectRecord(await attempts().increment(a, T0 + 2, WINDOW), record(a, 1, T0 + 2), "after reset");
+    });
+
+    it("deleteExpired deletes exactly the counters whose window started at or before `before`, and returns how many", async () => {
+      const before = T0 + 10 * WINDOW;
+      const gone = [attemptKey("long-ago"), attemptKey("1-ms-before"), attemptKey("at-before")];
+      const kept = [attemptKey("1-ms-after"), attemptKey("far-future")];
+      await attempts().increment(gone[0]!, T0, WINDOW);
+      await attempts().increment(gone[1]!, before - 1, WINDOW);
+      await attempts().increment(gone[2]!, before, WINDOW);
+      await attempts().increment(gone[2]!, before + 5, WINDOW); // a second failure keeps its windowStart
+      await attempts().increment(kept[0]!, before + 1, WINDOW);
+      await attempts().increment(kept[1]!, MAX_DATE_MS, WINDOW);
+      expect(await attempts().deleteExpired(before)).toBe(gone.length);
+      for (const key of gone) expect(await attempts().get(key), key).toBeNull();
+      expectRecord(await attempts().get(kept[0]!), record(kept[0]!, 1, before + 1));
+      expectRecord(await attempts().get(kept[1]!), record(kept[1]!, 1, MAX_DATE_MS));
+      expect(await attempts().deleteExpired(before), "a second run deletes nothing").toBe(0);
+    });
+
+    it("deleteExpired on a store without counters returns 0", async () => {
+      expect(await attempts().deleteExpired(MAX_DATE_MS)).toBe(0);
+    });
+
+    it("returns copies: mutating a returned record changes nothing stored", async () => {
+      const key = attemptKey("iso");
+      const returned = await attempts().increment(key, T0, WINDOW);
+      returned.count = 99;
+      returned.windowStart = 0;
+      (await attempts().get(key))!.count = 42;
+      expectRecord(await attempts().get(key), record(key, 1, T0));
+      expectRecord(await attempts().increment(key, T0 + 1, WINDOW), record(key, 2, T0));
+    });
+  });
+}

@@ -1,0 +1,93 @@
+/**
+ * Issue 6: a real browser (Debian's chromium, driven by playwright-core) loads `/docs` from the
+ * example node server and shows the plant store's operations. The page must work offline: every
+ * request it makes goes to the server itself, and the strict CSP must not block anything.
+ * The screenshot lands in tests/docs-browser/screenshots/docs.png (gitignored).
+ */
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createMemoryStorage } from "@plantgate/core";
+import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { chromium, type Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const CHROMIUM = "/usr/bin/chromium";
+const SCREENSHOT = join(dirname(fileURLToPath(import.meta.url)), "..", "screenshots", "docs.png");
+const available = existsSync(CHROMIUM);
+// Under CI a missing browser is a failure, not a skip (.ci/run installs it).
+const runIt = available || process.env.CI === "true" ? it : it.skip;
+const suffix = available ? "" : ` (SKIPPED: ${CHROMIUM} is not installed; apt-get install chromium)`;
+
+describe("the API reference page in chromium", () => {
+  let server: RunningServer | undefined;
+  let browser: Browser | undefined;
+
+  beforeAll(async () => {
+    if (!available && process.env.CI !== "true") return;
+    server = await startServer({ PORT: "0", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" }, { storage: createMemoryStorage(), logger: { error() {}, warn() {} } });
+    // playwright gives every launch a fresh, empty profile; the flags keep chromium off the network.
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  runIt(`shows the plant store operations from /openapi.json, loads only from the server, and is screenshotted${suffix}`, async () => {
+    if (!browser || !server) throw new Error(`${CHROMIUM} is missing (CI=true: .ci/run must install chromium)`);
+    const origin = new URL(server.url).origin;
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const requests: string[] = [];
+    const problems: string[] = [];
+    page.on("request", (r) => requests.push(r.url()));
+    page.on("response", (r) => {
+      if (r.status() >= 400) problems.push(`${r.status()} for ${r.url()}`);
+    });
+    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    page.on("console", (m) => {
+      if (m.type() === "error") problems.push(`console error: ${m.text()}`);
+    });
+    await page.addInitScript(() => {
+      document.addEventListener("securitypolicyviolation", (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
+    });
+
+    const response = await page.goto(`${server.url}/docs`, { waitUntil: "networkidle" });
+    expect(response?.status()).toBe(200);
+    await expect.poll(() => page.locator(".opblock").count(), { timeout: 20_000 }).toBeGreaterThan(5);
+
+    await expect.poll(() => page.locator(".info .title").first().innerText()).toMatch(/^Plant Store/);
+    for (const [method, path] of [
+      ["POST", "/plants"],
+      ["POST", "/UserService/connect/token"],
+      ["GET", "/rbac/ServerCommand/GetAccountList"],
+      ["GET", "/.well-known/jwks.json"],
+    ] as const) {
+      const block = page.locator(`.opblock-${method.toLowerCase()}`, { has: page.locator(`.opblock-summary-path[data-path="${path}"]`) });
+      await expect.poll(() => block.first().isVisible(), { message: `${method} ${path}` }).toBe(true);
+      expect(await block.first().locator(".opblock-summary-method").innerText()).toBe(method);
+    }
+    expect(await page.locator(".opblock-summary-operation-id", { hasText: "GetAccountList" }).first().isVisible()).toBe(true);
+    expect(await page.locator("button.authorize").isVisible()).toBe(true);
+
+    mkdirSync(dirname(SCREENSHOT), { recursive: true });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    expect(problems).toEqual([]);
+    expect(requests.filter((u) => new URL(u).origin !== origin && !u.startsWith("data:"))).toEqual([]);
+    expect(requests).toEqual(
+      expect.arrayContaining([`${server.url}/docs`, `${server.url}/docs/assets/swagger-ui-bundle.js`, `${server.url}/docs/assets/swagger-ui.css`, `${server.url}/openapi.json`]),
+    );
+
+    const png = readFileSync(SCREENSHOT);
+    expect(png.subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
+    // IHDR: width and height (big-endian) right after the chunk header.
+    expect(png.readUInt32BE(16)).toBe(1280);
+    expect(png.readUInt32BE(20)).toBeGreaterThan(900);
+    // A blank page compresses to a few KB; the rendered reference is far larger.
+    expect(png.length).toBeGreaterThan(50_000);
+  });
+});

@@ -1,0 +1,172 @@
+/**
+ * The invariants every generated request is held to, whatever it was: never a 5xx, the documented
+ * error shape of its surface, documented 2xx shapes, and, for a rejected request, an unchanged store.
+ * Each check throws an `Error` naming what broke; fast-check reports it with the counterexample.
+ */
+import { ApiErrorCode } from "@plantgate/core";
+import { describeDiff, snapshot, stringify, type StoreSnapshot } from "./snapshot.js";
+import type { World } from "./world.js";
+
+/** What a request got, read once. */
+export interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The parsed body, or undefined when it is not JSON. */
+  json: unknown;
+}
+
+export async function read(response: Response): Promise<Answer> {
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = text === "" ? undefined : JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, json };
+}
+
+export class Violation extends Error {
+  override readonly name = "Violation";
+}
+
+export function fail(what: string, answer?: Answer): never {
+  throw new Violation(answer ? `${what}\n  got ${answer.status} ${answer.text.slice(0, 600)}` : what);
+}
+
+/** RFC 6749 §5.2 codes, plus RFC 7009 §2.2.1 `unsupported_token_type`; 5xx codes are never acceptable here. */
+export const OAUTH_CODES = new Set([
+  "invalid_request",
+  "invalid_client",
+  "invalid_grant",
+  "unauthorized_client",
+  "unsupported_grant_type",
+  "invalid_scope",
+  "unsupported_token_type",
+]);
+
+/** RFC 6749 §5.2: error_description is limited to %x20-21 / %x23-5B / %x5D-7E. */
+const DESCRIPTION = /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/;
+
+const codes = (...names: (keyof typeof ApiErrorCode)[]) => new Set<number>(names.map((n) => ApiErrorCode[n]));
+
+/** Which API error numbers may come with which status. */
+export const API_CODES_BY_STATUS: Record<number, Set<number>> = {
+  400: codes("invalidJson", "notAnObject", "missingField", "wrongType", "outOfRange", "duplicateId", "bodyTooLarge", "unsupportedMediaType", "invalidValue", "invalidPage", "invalidPageSize", "repeatedParameter"),
+  401: codes("missingToken", "invalidToken", "invalidAuthorizationHeader"),
+  403: codes("insufficientScope"),
+  404: codes("notFound"),
+  405: codes("methodNotAllowed"),
+  // Unsupported media type may also be answered 415 by a stricter version; both carry 1008.
+  415: codes("unsupportedMediaType"),
+  413: codes("bodyTooLarge"),
+  429: codes("tooManyAttempts"),
+};
+
+function keysOf(value: unknown): string[] | null {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return null;
+  return Object.keys(value).sort();
+}
+
+/** Never a 5xx, whatever the request. */
+export function noServerError(a: Answer): void {
+  if (a.status >= 500) fail(`a 5xx for a generated request`, a);
+}
+
+/**
+ * The token/revocation/introspection error shape: `{error, error_description?}` with an RFC code,
+ * the status RFC 6749 §5.2 gives it, `Cache-Control: no-store` (§5.1), and `WWW-Authenticate` on 401.
+ */
+export function oauthError(a: Answer, opts: { head?: boolean } = {}): string {
+  noServerError(a);
+  if (a.status < 400) fail("expected an OAuth error", a);
+  if (a.headers.get("cache-control") !== "no-store") fail("an OAuth error without Cache-Control: no-store", a);
+  if (opts.head) return "";
+  const body = a.json as Record<string, unknown>;
+  const keys = keysOf(body);
+  if (!keys || !keys.includes("error") || keys.some((k) => k !== "error" && k !== "error_description")) fail("not {error, error_description?}", a);
+  // RFC 6749 has no lock-out code; temporarily_unavailable (§4.1.2.1) is the registered "retry later".
+  const lockout = a.status === 429 && body.error === "temporarily_unavailable";
+  if (typeof body.error !== "string" || (!OAUTH_CODES.has(body.error) && !lockout)) fail(`error is not an RFC code`, a);
+  if (body.error_description !== undefined && (typeof body.error_description !== "string" || !DESCRIPTION.test(body.error_description))) {
+    fail("error_description has characters RFC 6749 §5.2 forbids", a);
+  }
+  const code = body.error;
+  if (a.status === 429) {
+    if (!/^[1-9]\d*$/.test(a.headers.get("retry-after") ?? "")) fail("429 without a Retry-After in seconds", a);
+  } else if (a.status === 405) {
+    if (!a.headers.get("allow")) fail("405 without Allow", a);
+  } else if (code === "invalid_client") {
+    if (a.status !== 401) fail("invalid_client must be 401 (RFC 6749 §5.2 with HTTP authentication)", a);
+    if (!/^Basic\b/.test(a.headers.get("www-authenticate") ?? "")) fail("401 invalid_client without WWW-Authenticate: Basic", a);
+  } else if (a.status !== 400) {
+    fail(`${code} with status ${a.status}`, a);
+  }
+  return code;
+}
+
+/** The API error shape `{error: int32, message: string}` with a documented number for its status. */
+export function apiError(a: Answer, opts: { head?: boolean } = {}): number {
+  noServerError(a);
+  const allowed = API_CODES_BY_STATUS[a.status];
+  if (!allowed) fail(`an API error with an undocumented status`, a);
+  if (a.status === 405 && !a.headers.get("allow")) fail("405 without Allow", a);
+  if (a.status === 401 && !/^Bearer\b/.test(a.headers.get("www-authenticate") ?? "")) fail("401 without WWW-Authenticate: Bearer", a);
+  if (a.status === 429 && !/^[1-9]\d*$/.test(a.headers.get("retry-after") ?? "")) fail("429 without Retry-After", a);
+  if (opts.head) {
+    if (a.text !== "") fail("a body on a HEAD response", a);
+    return 0;
+  }
+  if (!(a.headers.get("content-type") ?? "").startsWith("application/json")) fail("an API error that is not application/json", a);
+  const body = a.json as Record<string, unknown>;
+  const keys = keysOf(body);
+  if (!keys || keys.join() !== "error,message") fail("not exactly {error, message}", a);
+  if (!Number.isInteger(body.error) || (body.error as number) < -(2 ** 31) || (body.error as number) >= 2 ** 31) fail("error is not an int32", a);
+  if (!allowed.has(body.error as number)) fail(`error ${String(body.error)} is not documented for status ${a.status}`, a);
+  if (typeof body.message !== "string" || body.message === "") fail("message is not a non-empty string", a);
+  return body.error as number;
+}
+
+/** Nothing secret in any log line: no client secret or password of the world, even inside a longer value. */
+export function logsAreClean(world: World): void {
+  for (const entry of world.logs) {
+    const line = entry.message + entry.context;
+    for (const secret of world.secrets) {
+      if (line.includes(secret) || line.includes(encodeURIComponent(secret))) fail(`a secret appeared in a log line: ${entry.message}`);
+    }
+  }
+  // Unexpected errors would have been 5xx already; only the expected warnings may be logged.
+  const unexpected = world.logs.filter((e) => e.level === "error");
+  if (unexpected.length > 0) fail(`error logged: ${unexpected.map((e) => `${e.message} ${e.context}`).join("; ").slice(0, 500)}`);
+  world.logs.length = 0;
+}
+
+/**
+ * Runs `request` and checks the store: when `rejected(answer)` says the request was refused, the
+ * snapshot must be unchanged and no write method (but the attempt counters) may have been called.
+ * `expectedChangeFor(answer)` describes a documented exception (e.g. a replayed refresh token revokes its
+ * family, RFC 9700 §4.14.2): it edits the "before" snapshot into what "after" must then be, and
+ * names the write calls that this takes.
+ */
+export async function withStoreCheck(
+  world: World,
+  run: () => Promise<Answer>,
+  rejected: (a: Answer) => boolean,
+  expectedChangeFor?: (answer: Answer) => { writes: string[]; apply(before: StoreSnapshot): void } | undefined,
+): Promise<Answer> {
+  world.rec.takeWrites();
+  const before = await snapshot(world.storage, world.rec.known);
+  const answer = await run();
+  const writes = world.rec.takeWrites().filter((w) => w.aggregate !== "attempts").map((w) => `${w.aggregate}.${w.method}`);
+  if (rejected(answer)) {
+    const expectedChange = expectedChangeFor?.(answer);
+    const unexpected = writes.filter((w) => !expectedChange?.writes.includes(w));
+    if (unexpected.length > 0) fail(`a checked request wrote: ${unexpected.join(", ")}`, answer);
+    if (expectedChange && writes.length > 0) expectedChange.apply(before);
+    const after = await snapshot(world.storage, world.rec.known);
+    const [b, a] = [stringify(before), stringify(after)];
+    if (a !== b) fail(`a rejected request changed the store: ${describeDiff(b, a)}`, answer);
+  }
+  return answer;
+}

@@ -1,0 +1,156 @@
+/**
+ * Store snapshots for the "a rejected request changes nothing" invariant.
+ *
+ * The snapshot reads only through the public `Storage` interface, so it would work over any backend.
+ * That interface cannot enumerate refresh tokens, plants, revoked jtis or sessions (only look them
+ * up by key), so a recording wrapper remembers every key any write ever used, and the snapshot
+ * reads each of them back. The same wrapper keeps a log of write calls: an additional check (a
+ * rejected request must not even *call* a write method other than the attempt counters), not a
+ * substitute for comparing what is stored.
+ *
+ * `attempts` is deliberately outside both: its counters are the brute-force defence and change on
+ * failures by design.
+ */
+import type { RefreshTokenRecord, Storage } from "@plantgate/core";
+
+/** One write call through the wrapper that reported a change (or failed). */
+export interface WriteCall {
+  aggregate: keyof Storage;
+  method: string;
+}
+
+/** Keys ever written, so the snapshot can read the unlistable aggregates back. */
+export interface KnownKeys {
+  refreshTokenHashes: Set<string>;
+  plantIds: Set<bigint>;
+  revokedJtis: Set<string>;
+  sessionHashes: Set<string>;
+}
+
+export interface RecordingStorage {
+  storage: Storage;
+  known: KnownKeys;
+  /** Write calls since the last {@link RecordingStorage.takeWrites}. */
+  takeWrites(): WriteCall[];
+}
+
+const WRITES: Record<keyof Storage, readonly string[]> = {
+  clients: ["create", "updateSecret", "delete"],
+  accounts: ["create", "createMany", "setEnabled"],
+  refreshTokens: ["create", "consume", "revokeFamily", "revokeByAccount", "deleteExpired"],
+  plants: ["create"],
+  signingKeys: ["create", "delete"],
+  attempts: ["increment", "reset", "deleteExpired"],
+  revokedTokens: ["add", "deleteExpired"],
+  sessions: ["create", "delete", "deleteByAccount", "deleteExpired"],
+};
+
+/**
+ * Wraps a storage: every call is passed through unchanged; writes are logged and their keys kept.
+ *
+ * @example
+ * const rec = createRecordingStorage(createMemoryStorage());
+ * const app = createPlantgate({ storage: rec.storage });
+ */
+export function createRecordingStorage(inner: Storage): RecordingStorage {
+  const known: KnownKeys = { refreshTokenHashes: new Set(), plantIds: new Set(), revokedJtis: new Set(), sessionHashes: new Set() };
+  let log: WriteCall[] = [];
+  const remember = (aggregate: keyof Storage, method: string, args: unknown[]) => {
+    if (aggregate === "refreshTokens" && method === "create") known.refreshTokenHashes.add((args[0] as { tokenHash: string }).tokenHash);
+    if (aggregate === "refreshTokens" && method === "consume") {
+      known.refreshTokenHashes.add(args[0] as string);
+      known.refreshTokenHashes.add((args[2] as { tokenHash: string }).tokenHash);
+    }
+    if (aggregate === "plants" && method === "create") known.plantIds.add((args[0] as { id: bigint }).id);
+    if (aggregate === "revokedTokens" && method === "add") known.revokedJtis.add(args[0] as string);
+    if (aggregate === "sessions" && method === "create") known.sessionHashes.add((args[0] as { idHash: string }).idHash);
+  };
+  const storage = {} as Record<string, Record<string, unknown>>;
+  for (const aggregate of Object.keys(WRITES) as (keyof Storage)[]) {
+    const target = inner[aggregate] as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const wrapped: Record<string, unknown> = {};
+    for (const method of Object.keys(target)) {
+      const fn = target[method]!;
+      const isWrite = WRITES[aggregate].includes(method);
+      wrapped[method] = (...args: unknown[]) => {
+        if (!isWrite) return fn.apply(target, args);
+        // Remember the key before the call: a write that throws half-way must still be inspected.
+        remember(aggregate, method, args);
+        return fn.apply(target, args).then(
+          (result) => {
+            // The interface's "false (and changes nothing)" answers, and deletions of nothing, are no writes.
+            const noop = result === false || (method === "createMany" && result !== null) || ((method === "deleteExpired" || method === "deleteByAccount") && result === 0);
+            if (!noop) log.push({ aggregate, method });
+            return result;
+          },
+          (error: unknown) => {
+            log.push({ aggregate, method });
+            throw error;
+          },
+        );
+      };
+    }
+    storage[aggregate] = wrapped;
+  }
+  return {
+    storage: storage as unknown as Storage,
+    known,
+    takeWrites() {
+      const out = log;
+      log = [];
+      return out;
+    },
+  };
+}
+
+/** Everything stored but `attempts`, read back through the Storage interface. */
+export interface StoreSnapshot {
+  clients: unknown[];
+  accounts: unknown;
+  refresh: [string, RefreshTokenRecord | null][];
+  plants: unknown[];
+  keys: unknown[];
+  revoked: [string, boolean][];
+  sessions: unknown[];
+}
+
+/**
+ * A full snapshot of everything but `attempts`. Reads go through the wrapper's read methods, which
+ * are not logged.
+ *
+ * @example
+ * const before = stringify(await snapshot(rec.storage, rec.known));
+ */
+export async function snapshot(storage: Storage, known: KnownKeys): Promise<StoreSnapshot> {
+  const refresh: [string, RefreshTokenRecord | null][] = [];
+  for (const h of [...known.refreshTokenHashes].sort()) refresh.push([h, await storage.refreshTokens.findByHash(h)]);
+  const plants = [];
+  for (const id of [...known.plantIds].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))) plants.push(await storage.plants.get(id));
+  const revoked: [string, boolean][] = [];
+  for (const jti of [...known.revokedJtis].sort()) revoked.push([jti, await storage.revokedTokens.has(jti)]);
+  const sessions = [];
+  for (const h of [...known.sessionHashes].sort()) sessions.push(await storage.sessions.get(h));
+  const keys = (await storage.signingKeys.list()).sort((a, b) => (a.kid < b.kid ? -1 : 1));
+  return {
+    clients: await storage.clients.list(),
+    accounts: await storage.accounts.list(0, Number.MAX_SAFE_INTEGER),
+    refresh,
+    plants,
+    keys,
+    revoked,
+    sessions,
+  };
+}
+
+/** One comparable string (bigint ids as decimal text). */
+export function stringify(s: StoreSnapshot): string {
+  return JSON.stringify(s, (_key, value: unknown) => (typeof value === "bigint" ? `${value}n` : value));
+}
+
+/** The first differing region of two snapshots, for a readable failure message (no secrets: hashes only). */
+export function describeDiff(before: string, after: string): string {
+  let i = 0;
+  while (i < before.length && before[i] === after[i]) i++;
+  const from = Math.max(0, i - 120);
+  return `snapshot differs at ${i}:\n  before: …${before.slice(from, i + 200)}\n  after:  …${after.slice(from, i + 200)}`;
+}

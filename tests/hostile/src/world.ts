@@ -1,0 +1,320 @@
+/**
+ * The world every property attacks: a real `createPlantgate` on the memory store (wrapped by the
+ * recording storage), with known clients, accounts, tokens and keys, so an oracle can decide what
+ * a request *should* get without asking the server.
+ *
+ * Password hashing uses 1,000 PBKDF2 iterations instead of 600,000 so ten thousand password-grant
+ * requests take seconds, not hours; the algorithm and the code path are the production ones.
+ */
+import { createMemoryStorage, createPlantgate, sha256, type Plantgate, type PlantgateOptions, type RefreshTokenRecord, type Storage } from "@plantgate/core";
+import { createRecordingStorage, type RecordingStorage } from "./snapshot.js";
+
+export const ISSUER = "https://as.example";
+export const OTHER_ISSUER = "https://other.example";
+export const TOKEN_PATH = "/UserService/connect/token";
+export const REVOCATION_PATH = "/UserService/connect/revocation";
+export const INTROSPECTION_PATH = "/UserService/connect/introspect";
+export const LIST_PATH = "/rbac/ServerCommand/GetAccountList";
+export const USER_APIS = "Platform_UserAPIs";
+export const SERVER_COMMANDS = "Platform_AllAppsServerCommands";
+export const OFFLINE = "offline_access";
+/** The id of the plant every world starts with. */
+export const KNOWN_PLANT_ID = 42n;
+/** Fixed "now" of every world: tokens minted before it can be expired on purpose. */
+export const NOW = Date.UTC(2026, 5, 1, 12, 0, 0);
+
+export interface ClientFixture {
+  id: string;
+  secret: string;
+  grants: ("client_credentials" | "password" | "refresh_token")[];
+  scopes: string[];
+}
+
+export interface AccountFixture {
+  username: string;
+  password: string;
+  enabled: boolean;
+  id: string;
+}
+
+/** Clients; ids and secrets include characters that RFC 6749 App. B encoding must carry through Basic. */
+export const CLIENTS: ClientFixture[] = [
+  { id: "cc-client", secret: "cc-secret-0123456789abcdef", grants: ["client_credentials"], scopes: [USER_APIS, SERVER_COMMANDS] },
+  { id: "pw-client", secret: "pw-secret-0123456789abcdef", grants: ["password", "refresh_token"], scopes: [USER_APIS, SERVER_COMMANDS, OFFLINE] },
+  // Client ids are printable ASCII; the secret may be anything, so it gets the non-ASCII.
+  { id: "odd:client%+", secret: "odd secret:%+&=ü-0123456789", grants: ["client_credentials", "password", "refresh_token"], scopes: [USER_APIS, OFFLINE] },
+];
+
+export const ACCOUNTS_INPUT = [
+  { username: "alice", password: "correct horse ✓ battery", enabled: true },
+  { username: "carol:+%", password: "pa:ss+word%20&x=1", enabled: true },
+  { username: "bob", password: "bob-password-disabled", enabled: false },
+];
+
+/** Seeded PRNG (mulberry32): refresh tokens, jtis, ids and salts are reproducible per seed. */
+export function seededBytes(seed: number): (n: number) => Uint8Array {
+  let a = seed >>> 0;
+  return (n) => {
+    const out = new Uint8Array(n);
+    for (let i = 0; i < n; i++) {
+      a = (a + 0x6d2b79f5) >>> 0;
+      let t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      out[i] = ((t ^ (t >>> 14)) >>> 0) & 0xff;
+    }
+    return out;
+  };
+}
+
+export interface LogEntry {
+  level: "error" | "warn";
+  message: string;
+  context: string;
+}
+
+export interface World {
+  app: Plantgate;
+  rec: RecordingStorage;
+  storage: Storage;
+  clock: { now: number };
+  clients: ClientFixture[];
+  accounts: AccountFixture[];
+  logs: LogEntry[];
+  /** Access tokens minted at setup. */
+  tokens: {
+    cc: string;
+    alice: string;
+    /** scope `offline_access` only: valid, but no API scope. */
+    noApiScope: string;
+    /** iat = NOW - 3 h, TTL 2 h. */
+    expired: string;
+    /** Issued by another plantgate (other issuer and audience) over the same keys. */
+    otherAudience: string;
+    /** A client-credentials token revoked at the revocation endpoint. */
+    revoked: string;
+  };
+  refresh: {
+    /** Exchanged once (its successor lives): presenting it again revokes the family (RFC 9700 §4.14.2). */
+    consumed: string;
+    /** Its family was revoked. */
+    revoked: string;
+    /** Issued NOW - 8 days: past the 7-day sliding lifetime. */
+    expired: string;
+    /** A live token of the odd client; presented by pw-client it is someone else's. */
+    otherClient: string;
+  };
+  /** A live refresh token of pw-client for alice (re-minted when a request spent it). */
+  liveRefresh(): Promise<string>;
+  /** The real signing key (private), and its public forms for algorithm-confusion attacks. */
+  keys: { kid: string; privateKey: CryptoKey; publicJwkText: string; publicJwk: JsonWebKey; pem: string };
+  /** Every secret and password of the world; none may ever appear in a log line. */
+  secrets: string[];
+  /** Whether a stored refresh token would be honoured for `clientId` right now. */
+  refreshIsLive(token: string, clientId: string): Promise<boolean>;
+  /** The stored record of a refresh token, read directly. */
+  refreshRecord(token: string): Promise<RefreshTokenRecord | null>;
+}
+
+export const basicHeader = (id: string, secret: string) => "Basic " + b64(utf8(`${formEncode(id)}:${formEncode(secret)}`));
+
+export const utf8 = (s: string) => new TextEncoder().encode(s);
+
+export function b64(bytes: Uint8Array): string {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s);
+}
+
+export const b64url = (bytes: Uint8Array) => b64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+
+/**
+ * application/x-www-form-urlencoded encoding of one component, as the WHATWG URL standard's
+ * serializer does it (space as '+'; a lone surrogate becomes U+FFFD, as UTF-8 cannot carry it).
+ */
+export function formEncode(s: string): string {
+  let out = "";
+  for (const b of utf8(s)) {
+    const c = String.fromCharCode(b);
+    out += /[A-Za-z0-9*\-._]/.test(c) ? c : b === 0x20 ? "+" : `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
+}
+
+export function formBody(params: [string, string][]): string {
+  return params.map(([k, v]) => `${formEncode(k)}=${formEncode(v)}`).join("&");
+}
+
+let setupLogs: LogEntry[] = [];
+
+async function tokenCall(app: Plantgate, client: ClientFixture, params: [string, string][]): Promise<Record<string, unknown>> {
+  const res = await app.fetch(
+    new Request(ISSUER + TOKEN_PATH, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicHeader(client.id, client.secret) },
+      body: formBody(params),
+    }),
+  );
+  const body = (await res.json()) as Record<string, unknown>;
+  if (res.status !== 200) {
+    throw new Error(`world setup: token request failed: ${res.status} ${JSON.stringify(body)}; logged: ${setupLogs.map((l) => `${l.message} ${l.context}`).join("; ")}`);
+  }
+  return body;
+}
+
+function pemOf(spki: ArrayBuffer): string {
+  const b = b64(new Uint8Array(spki));
+  return `-----BEGIN PUBLIC KEY-----\n${b.match(/.{1,64}/g)!.join("\n")}\n-----END PUBLIC KEY-----\n`;
+}
+
+/** Extra options for a world (e.g. a strict brute-force limit). */
+export type WorldOptions = Pick<PlantgateOptions, "bruteForce">;
+
+/**
+ * Builds a fresh world. `seed` pins every random value the server draws.
+ *
+ * @example
+ * const world = await createWorld(42);
+ * const res = await world.app.fetch(new Request(ISSUER + "/.well-known/jwks.json"));
+ */
+export async function createWorld(seed: number, options: WorldOptions = {}): Promise<World> {
+  const clock = { now: NOW };
+  const rec = createRecordingStorage(createMemoryStorage());
+  const logs: LogEntry[] = [];
+  setupLogs = logs;
+  const logger = {
+    error: (message: string, context?: Record<string, unknown>) => void logs.push({ level: "error", message, context: JSON.stringify(context ?? {}) }),
+    warn: (message: string, context?: Record<string, unknown>) => void logs.push({ level: "warn", message, context: JSON.stringify(context ?? {}) }),
+  };
+  const random = seededBytes(seed);
+  const common: PlantgateOptions = {
+    storage: rec.storage,
+    clock: () => clock.now,
+    passwordHashIterations: 1000,
+    randomBytes: random,
+    logger,
+    // The brute-force defence stays on (its code runs on every failure) but, unless a world asks
+    // for a strict limit, never locks: otherwise the thousands of deliberate failures would lock
+    // the known clients and users and the valid requests could no longer be told apart.
+    bruteForce: options.bruteForce ?? { maxFailures: 1_000_000_000, windowSeconds: 60 },
+  };
+  const app = createPlantgate({ ...common, issuer: ISSUER, baseUrl: ISSUER });
+  const other = createPlantgate({ ...common, issuer: OTHER_ISSUER, baseUrl: OTHER_ISSUER });
+  for (const c of CLIENTS) await app.admin.createClient({ clientId: c.id, clientSecret: c.secret, grantTypes: c.grants, scopes: c.scopes });
+  const accounts: AccountFixture[] = [];
+  for (const a of ACCOUNTS_INPUT) {
+    const view = await app.admin.createAccount({ username: a.username, password: a.password, enabled: a.enabled, roles: ["user"] });
+    accounts.push({ ...a, id: view.id });
+  }
+  // More accounts, so paging has pages to walk; names and fields a JSON encoder must escape.
+  await app.admin.importAccounts(
+    Array.from({ length: 23 }, (_, i) => ({
+      username: i % 5 === 0 ? `user-${i}-"quoted"\\` : i % 5 === 1 ? `ユーザー${i}` : i % 5 === 2 ? `emoji-${i}-🌱` : `user-${i}`,
+      password: `password-${i}-0123`,
+      displayName: i % 3 === 0 ? null : `Display </script> ${i}`,
+      email: i % 2 === 0 ? `u${i}@example.com` : null,
+      roles: i % 4 === 0 ? [] : ["reader", "writer"].slice(0, (i % 2) + 1),
+    })),
+  );
+  const [cc, pw, odd] = [CLIENTS[0]!, CLIENTS[1]!, CLIENTS[CLIENTS.length - 1]!];
+  const alice = ACCOUNTS_INPUT[0]!;
+  const passwordParams = (scope: string): [string, string][] => [
+    ["grant_type", "password"],
+    ["username", alice.username],
+    ["password", alice.password],
+    ["scope", scope],
+  ];
+  const refreshOf = async (client: ClientFixture) => (await tokenCall(app, client, passwordParams(`${USER_APIS} ${OFFLINE}`))).refresh_token as string;
+  const rotate = async (client: ClientFixture, token: string) =>
+    (await tokenCall(app, client, [["grant_type", "refresh_token"], ["refresh_token", token]])).refresh_token as string;
+
+  const ccToken = (await tokenCall(app, cc, [["grant_type", "client_credentials"]])).access_token as string;
+  const aliceToken = (await tokenCall(app, pw, passwordParams(USER_APIS))).access_token as string;
+  const noApiScope = (await tokenCall(app, pw, passwordParams(OFFLINE))).access_token as string;
+  const otherAudience = (await tokenCall(other, cc, [["grant_type", "client_credentials"]])).access_token as string;
+
+  clock.now = NOW - 3 * 3600_000;
+  const expired = (await tokenCall(app, cc, [["grant_type", "client_credentials"]])).access_token as string;
+  clock.now = NOW - 8 * 24 * 3600_000;
+  const expiredRefresh = await refreshOf(pw);
+  clock.now = NOW;
+
+  const consumed = await refreshOf(pw);
+  await rotate(pw, consumed);
+  const revokedFirst = await refreshOf(pw);
+  const revoked = await rotate(pw, revokedFirst);
+  // Presenting the spent first token again revokes the family, `revoked` included.
+  const replay = await app.fetch(
+    new Request(ISSUER + TOKEN_PATH, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicHeader(pw.id, pw.secret) },
+      body: formBody([["grant_type", "refresh_token"], ["refresh_token", revokedFirst]]),
+    }),
+  );
+  if (replay.status !== 400) throw new Error(`world setup: replay was not refused (${replay.status})`);
+  const otherClient = await refreshOf(odd);
+
+  const refreshRecord = async (token: string) => rec.storage.refreshTokens.findByHash(await sha256(token));
+  const refreshIsLive = async (token: string, clientId: string) => {
+    const r = await refreshRecord(token);
+    if (!r || r.clientId !== clientId || r.consumedAt !== null || r.revokedAt !== null) return false;
+    if (clock.now >= r.expiresAt || clock.now >= r.familyExpiresAt) return false;
+    const account = await rec.storage.accounts.get(r.accountId);
+    return account !== null && account.enabled;
+  };
+  // An access token revoked through RFC 7009 revocation: the bearer check must refuse it.
+  const revokedAccess = (await tokenCall(app, cc, [["grant_type", "client_credentials"]])).access_token as string;
+  const revocation = await app.fetch(
+    new Request(ISSUER + REVOCATION_PATH, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicHeader(cc.id, cc.secret) },
+      body: formBody([["token", revokedAccess]]),
+    }),
+  );
+  if (revocation.status !== 200) throw new Error(`world setup: revocation failed: ${revocation.status} ${await revocation.text()}`);
+  // One stored plant, so duplicate ids can be generated.
+  const seeded = await app.fetch(
+    new Request(ISSUER + "/plants", {
+      method: "POST",
+      headers: { authorization: `Bearer ${ccToken}`, "content-type": "application/json" },
+      body: `{"id":${KNOWN_PLANT_ID},"name":"seed plant","tag":"seed"}`,
+    }),
+  );
+  if (seeded.status !== 200) throw new Error(`world setup: seeding a plant failed: ${seeded.status} ${await seeded.text()}`);
+  let live = await refreshOf(pw);
+  const keyRecord = (await rec.storage.signingKeys.list())[0]!;
+  const privateJwk = JSON.parse(keyRecord.privateJwk) as JsonWebKey;
+  const publicJwk = JSON.parse(keyRecord.publicJwk) as JsonWebKey;
+  const privateKey = await crypto.subtle.importKey("jwk", privateJwk, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
+  const publicKey = await crypto.subtle.importKey("jwk", { ...publicJwk, key_ops: ["verify"] }, { name: "ECDSA", namedCurve: "P-256" }, true, ["verify"]);
+  const pem = pemOf(await crypto.subtle.exportKey("spki", publicKey));
+  rec.takeWrites();
+
+  return {
+    app,
+    rec,
+    storage: rec.storage,
+    clock,
+    clients: CLIENTS,
+    accounts,
+    logs,
+    tokens: { cc: ccToken, alice: aliceToken, noApiScope, expired, otherAudience, revoked: revokedAccess },
+    refresh: { consumed, revoked, expired: expiredRefresh, otherClient },
+    async liveRefresh() {
+      if (!(await refreshIsLive(live, pw.id))) {
+        try {
+          live = await refreshOf(pw);
+        } catch (e) {
+          // Under a strict lock-out world the user may be locked: keep the spent token then.
+          if (!(e instanceof Error && / 429 /.test(e.message))) throw e;
+        }
+        rec.takeWrites();
+      }
+      return live;
+    },
+    keys: { kid: keyRecord.kid, privateKey, publicJwkText: keyRecord.publicJwk, publicJwk, pem },
+    secrets: [...CLIENTS.map((c) => c.secret), ...ACCOUNTS_INPUT.map((a) => a.password)],
+    refreshIsLive,
+    refreshRecord,
+  };
+}
