@@ -58,6 +58,13 @@ async function openKysely(target: Target): Promise<Kysely<Database>> {
       // An idle client whose server went away emits 'error' on the pool; unhandled, that would
       // crash the process. The pool has already dropped the client and connects afresh next time.
       pool.on("error", () => {});
+      // A client that is checked out but between queries (e.g. inside a transaction while the app
+      // awaits) emits 'error' on itself, not on the pool; without a listener that crashes the
+      // process when the database goes away. The pending or next query fails with the same error,
+      // which the storage turns into a StorageError (503), and pg discards the broken client.
+      pool.on("connect", (client) => {
+        client.on("error", () => {});
+      });
       return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     }
     case "mysql": {

@@ -4,7 +4,7 @@ import { JsonNumber, type JsonValue } from "../http/json.js";
 import type { PlantRecord } from "../storage/types.js";
 import { bigintInt64, jsonInt64 } from "./int64.js";
 
-/** Longest `name` and `tag`, in UTF-16 code units. */
+/** Longest `name` and `tag`, in Unicode code points (as JSON Schema's maxLength counts, so the OpenAPI document states the same limit). */
 export const MAX_PLANT_TEXT = 256;
 
 /** Text every backend can store unchanged: no U+0000 (PostgreSQL text rejects it) and no lone surrogates (UTF-8 cannot encode them). */
