@@ -160,12 +160,23 @@ describeIfPostgres("the database lost under load (two servers, concurrent client
       }
     }
 
-    async function worker(w: number): Promise<void> {
+    // Plant workers retry each id until it has a definitive answer, so they stall during the cut;
+    // token workers run in their own loops so token requests are certainly made while it lasts.
+    async function plantWorker(w: number): Promise<void> {
       let seq = 0;
       while (!stopping) {
         const server = (w + seq) % 2;
         // Unique across workers and runs of this test (the schema is fresh anyway).
         await createUntilDefinitive(w, server, String(9_000_000_000_000_000_000n + BigInt(w) * 1_000_000n + BigInt(seq)));
+        seq++;
+        await sleep(10);
+      }
+    }
+
+    async function tokenWorker(w: number): Promise<void> {
+      let seq = 0;
+      while (!stopping) {
+        const server = (w + seq) % 2;
         const t = await call(server, "token", {
           method: "POST",
           headers: { "content-type": "application/x-www-form-urlencoded" },
@@ -181,11 +192,14 @@ describeIfPostgres("the database lost under load (two servers, concurrent client
           wrong.push(`token: ${String(t.status)} ${t.body.slice(0, 200)}`);
         }
         seq++;
-        await sleep(10);
+        await sleep(t.status === 200 ? 10 : 100);
       }
     }
 
-    const load = Promise.all(Array.from({ length: WORKERS }, (_, w) => worker(w)));
+    const load = Promise.all([
+      ...Array.from({ length: WORKERS }, (_, w) => plantWorker(w)),
+      ...Array.from({ length: 2 }, (_, w) => tokenWorker(w)),
+    ]);
     await sleep(1500);
     phase = "outage";
     proxy!.sever();
