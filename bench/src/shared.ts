@@ -4,7 +4,13 @@
  */
 export const CLIENT_ID = "bench-client";
 export const CLIENT_SECRET = "bench-secret-3f9c2a7d1e8b4c6a9f0e2d4b6a8c0e1f";
-export const USERNAME = "bench-user";
+/**
+ * The password workload logs in as USERS different accounts in turn (all with PASSWORD): one
+ * account hammered by 32 connections would meet plantgate's per-username brute-force throttle,
+ * which counts an attempt before the password is checked, and real logins come from many users.
+ */
+export const USERS = 64;
+export const username = (i: number) => `bench-user-${i % USERS}`;
 export const PASSWORD = "bench-password-1";
 
 /** `Authorization` header value for client_secret_basic (RFC 6749 §2.3.1; both parts are form-safe). */

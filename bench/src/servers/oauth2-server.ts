@@ -7,7 +7,7 @@ import { createServer, type ServerResponse } from "node:http";
 import { promisify } from "node:util";
 import OAuth2Server from "@node-oauth/oauth2-server";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { announceReady, CLIENT_ID, CLIENT_SECRET, DEFAULT_BENCH_ITERATIONS, envInt, PASSWORD, readBody, USERNAME } from "../shared.js";
+import { announceReady, CLIENT_ID, CLIENT_SECRET, DEFAULT_BENCH_ITERATIONS, envInt, PASSWORD, readBody, username, USERS } from "../shared.js";
 
 const pbkdf2Async = promisify(pbkdf2);
 const iterations = envInt("BENCH_ITERATIONS", DEFAULT_BENCH_ITERATIONS);
@@ -49,7 +49,8 @@ const client: Client = {
   accessTokenLifetime: 7200,
   refreshTokenLifetime: 7 * 24 * 3600,
 };
-const users = new Map<string, User>([[USERNAME, await makeUser(USERNAME, PASSWORD)]]);
+const users = new Map<string, User>();
+for (let i = 0; i < USERS; i++) users.set(username(i), await makeUser(username(i), PASSWORD));
 // Unknown usernames cost a full hash too, as plantgate's do.
 const dummy = await makeUser("dummy", randomUUID());
 const accessTokens = new Map<string, StoredToken>();

@@ -3,7 +3,7 @@
 import { createMemoryStorage, createPlantgate, type CreateAccountInput, type Plantgate, type Storage } from "@plantgate/core";
 import { serve } from "@plantgate/node";
 import { openSqlStorage } from "@plantgate/storage-sql";
-import { announceReady, CLIENT_ID, CLIENT_SECRET, DEFAULT_BENCH_ITERATIONS, envInt, PASSWORD, USERNAME } from "../shared.js";
+import { announceReady, CLIENT_ID, CLIENT_SECRET, DEFAULT_BENCH_ITERATIONS, envInt, PASSWORD, username, USERS } from "../shared.js";
 
 const iterations = envInt("BENCH_ITERATIONS", DEFAULT_BENCH_ITERATIONS);
 const seedAccounts = envInt("BENCH_SEED_ACCOUNTS", 0);
@@ -15,7 +15,7 @@ let app: Plantgate | null = null;
 const running = await serve({ fetch: (request, info) => (app ? app.fetch(request, info) : Promise.resolve(new Response(null, { status: 503 }))) }, { port: 0 });
 const created = createPlantgate({ storage, issuer: running.url, baseUrl: running.url, passwordHashIterations: iterations });
 await created.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);
-await created.admin.ensureAccount(USERNAME, PASSWORD);
+for (let i = 0; i < USERS; i++) await created.admin.ensureAccount(username(i), PASSWORD);
 if (seedAccounts > 0) {
   const existing = (await storage.accounts.list(0, 1)).total;
   if (existing < seedAccounts + 1) {

@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import express from "express";
 import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { plantgate } from "@plantgate/express";
+import { nodeCrypto } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 
 /** The environment the Express example reads: node-server's variables plus `PLANTGATE_MOUNT_PATH`. */
@@ -127,6 +128,8 @@ export async function startExpressServer(
     const options: PlantgateOptions = {
       issuer: url + mount,
       ...(fromEnv.issuer ? {} : { baseUrl: url + mount }),
+      // node:crypto in line instead of Web Crypto's thread-pool jobs: same hashes and signatures, less CPU.
+      crypto: nodeCrypto(),
       ...fromEnv,
       ...overrides,
       ...(mount ? { basePath: mount } : {}),

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startServer } from "@plantgate/example-node-server";
+import { generateKeyRecord } from "@plantgate/core";
 import { runCli } from "../src/cli.js";
 
 let dir: string;
@@ -134,6 +135,21 @@ describe("plantgate CLI", () => {
     ]);
     expect(second.stdout).not.toContain('"d"');
     expect(await cli(["keys", "list", "extra"])).toMatchObject({ code: 2, stdout: "" });
+  });
+
+  it("keys rotate with PLANTGATE_SIGNING_KEY set is refused: message on stderr, exit 2, keys unchanged", async () => {
+    const jwk = (await generateKeyRecord("ES256", 0)).privateJwk;
+    const env = { PLANTGATE_SIGNING_KEY: jwk };
+    const before = await cli(["keys", "list"], "", env);
+    expect(before.code).toBe(0);
+    const refused = await cli(["keys", "rotate"], "", env);
+    expect(refused).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "plantgate: The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); rotate it by changing the configured key.\n",
+      json: undefined,
+    });
+    expect((await cli(["keys", "list"], "", env)).json).toEqual(before.json);
   });
 
   it("client list and client delete", async () => {

@@ -1,6 +1,15 @@
 export { createPlantgate, type Plantgate } from "./app.js";
-export { compileTrustedProxies, resolveClientIp, type ClientInfo, type ProxyMatcher } from "./http/client-ip.js";
-export { createThrottle, throttleKeys, DEFAULT_BRUTE_FORCE, type Throttle, type ThrottleSettings } from "./security/throttle.js";
+export { compileTrustedProxies, resolveClientIp, throttleAddress, type ClientInfo, type ProxyMatcher } from "./http/client-ip.js";
+export {
+  createThrottle,
+  throttleKeys,
+  credentialKeys,
+  USERNAME_FACTOR,
+  DEFAULT_BRUTE_FORCE,
+  type Throttle,
+  type ThrottleKey,
+  type ThrottleSettings,
+} from "./security/throttle.js";
 export type { PlantgateOptions, ProtectedRoute, ConsoleOptions } from "./options.js";
 export { SESSION_COOKIE as CONSOLE_SESSION_COOKIE, CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
 export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console/api.js";
@@ -15,6 +24,7 @@ export type { IntrospectionResponse } from "./oauth/introspection.js";
 export { createMemoryStorage } from "./storage/memory.js";
 export type * from "./storage/types.js";
 export { hashPassword, verifyPassword, sha256, type RandomBytes } from "./crypto/index.js";
+export type { CryptoProvider } from "./crypto/provider.js";
 export {
   generateKeyRecord,
   keyRecordFromJwk,

@@ -1,11 +1,13 @@
 import type { JWK } from "jose";
 import { defaultRandomBytes, type RandomBytes } from "./crypto/index.js";
+import { sha256With, type CryptoProvider, type JwsSigner } from "./crypto/provider.js";
 import type { Logger } from "./http/respond.js";
 import { scopeNames, type ScopeLimits, type ScopeNames } from "./oauth/scopes.js";
 import type { FormLimits } from "./http/form.js";
 import { createMemoryStorage } from "./storage/memory.js";
 import type { Storage } from "./storage/types.js";
 import { createKeyring, SUPPORTED_ALGS, type Keyring, type SigningAlg } from "./tokens/keys.js";
+import { createVerifiedTokenCache, type TokenVerifier } from "./tokens/verified-cache.js";
 import { compileTrustedProxies, type ProxyMatcher } from "./http/client-ip.js";
 import { createThrottle, DEFAULT_BRUTE_FORCE, type Throttle } from "./security/throttle.js";
 
@@ -76,6 +78,18 @@ export interface PlantgateOptions {
   clock?: () => number;
   /** Random bytes source; injectable for tests. */
   randomBytes?: RandomBytes;
+  /**
+   * Synchronous SHA-256 and JWS signing lent by the host (e.g. `nodeCrypto()` from
+   * `@plantgate/node`), used for client-secret and token hashing and for signing access tokens.
+   * Same results as the default, at a fraction of the cost. Default: Web Crypto only.
+   */
+  crypto?: CryptoProvider;
+  /**
+   * How many verified access tokens the API bearer check remembers (oldest dropped first), so a
+   * token used again is not signature-checked again. Expiry, key trust and revocation are still
+   * checked on every request. `0` turns it off. Default 10 000.
+   */
+  verifiedTokenCacheSize?: number;
   /** Receives unexpected errors (never secrets). Default: `console`. */
   logger?: Logger;
   /**
@@ -86,10 +100,11 @@ export interface PlantgateOptions {
    */
   trustedProxies?: string[];
   /**
-   * Brute-force defence of the password grant (per username) and of client authentication (per
-   * client id + client IP): after `maxFailures` failures within `windowSeconds` of the first one,
-   * attempts are refused with 429 and `Retry-After` until the window ends; a success resets the
-   * counter. Counters live in storage, so they hold across instances. Default
+   * Brute-force defence of the password grant and console sign-in (per username + client IP at
+   * `maxFailures`, per username at 5 × `maxFailures`; every attempt counts, a success resets) and of
+   * client authentication (per client id + client IP, failures count): past the limit within
+   * `windowSeconds` of the first count, attempts are refused with 429 and `Retry-After` until the
+   * window ends. Counters live in storage, so they hold across instances. Default
    * `{ maxFailures: 10, windowSeconds: 900 }`; `false` turns it off.
    */
   bruteForce?: { maxFailures?: number; windowSeconds?: number } | false;
@@ -121,6 +136,8 @@ export interface Context {
   audience: string | undefined;
   scopes: ScopeNames;
   keyring: Keyring;
+  /** The API bearer check's verifier (see {@link PlantgateOptions.verifiedTokenCacheSize}). */
+  verifyToken: TokenVerifier;
   signingAlg: SigningAlg;
   accessTokenTtl: number;
   refreshTokenTtl: number;
@@ -132,6 +149,10 @@ export interface Context {
   passwordHashIterations: number;
   clock: () => number;
   random: RandomBytes;
+  /** SHA-256 of a UTF-8 string, base64url (see {@link PlantgateOptions.crypto}). */
+  sha256: (text: string) => Promise<string>;
+  /** The host's JWS signer, if it lent one (see {@link PlantgateOptions.crypto}). */
+  sign: JwsSigner | undefined;
   logger: Logger;
   /** The longest access-token lifetime in force (server default or any client's), in ms; reads the clients. */
   maxAccessTokenTtlMs: () => Promise<number>;
@@ -189,6 +210,19 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     const clients = await storage.clients.list();
     return Math.max(accessTokenTtl, ...clients.map((c) => c.accessTokenTtl ?? 0)) * 1000;
   };
+  const sha256 = sha256With(options.crypto);
+  const keyring = createKeyring(storage.signingKeys, {
+    alg,
+    clock,
+    ...(options.signingKey !== undefined ? { configured: options.signingKey } : {}),
+    ...(options.signingKeyMaxAgeSeconds !== undefined
+      ? { maxAgeMs: positiveInt("signingKeyMaxAgeSeconds", options.signingKeyMaxAgeSeconds, 1) * 1000 }
+      : {}),
+    minTokenTtlMs: accessTokenTtl * 1000,
+    maxTokenTtlMs: maxAccessTokenTtlMs,
+  });
+  const cacheSize = options.verifiedTokenCacheSize ?? 10_000;
+  if (!Number.isSafeInteger(cacheSize) || cacheSize < 0) throw new TypeError("verifiedTokenCacheSize must be a non-negative integer");
   const maxPageSize = positiveInt("maxPageSize", options.maxPageSize, 100);
   const defaultPageSize = positiveInt("defaultPageSize", options.defaultPageSize, 20);
   if (defaultPageSize > maxPageSize) throw new TypeError("defaultPageSize must not exceed maxPageSize");
@@ -199,16 +233,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     issuer: options.issuer,
     audience: options.audience,
     scopes,
-    keyring: createKeyring(storage.signingKeys, {
-      alg,
-      clock,
-      ...(options.signingKey !== undefined ? { configured: options.signingKey } : {}),
-      ...(options.signingKeyMaxAgeSeconds !== undefined
-        ? { maxAgeMs: positiveInt("signingKeyMaxAgeSeconds", options.signingKeyMaxAgeSeconds, 1) * 1000 }
-        : {}),
-      minTokenTtlMs: accessTokenTtl * 1000,
-      maxTokenTtlMs: maxAccessTokenTtlMs,
-    }),
+    keyring,
+    verifyToken: createVerifiedTokenCache(keyring, cacheSize),
     maxAccessTokenTtlMs,
     signingAlg: alg,
     accessTokenTtl,
@@ -224,6 +250,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     passwordHashIterations: positiveInt("passwordHashIterations", options.passwordHashIterations, 600_000),
     clock,
     random: options.randomBytes ?? defaultRandomBytes,
+    sha256,
+    sign: options.crypto?.sign?.bind(options.crypto),
     logger: options.logger ?? console,
     throttle: createThrottle(
       storage.attempts,
@@ -234,6 +262,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
             maxFailures: positiveInt("bruteForce.maxFailures", options.bruteForce?.maxFailures, DEFAULT_BRUTE_FORCE.maxFailures),
             windowSeconds: positiveInt("bruteForce.windowSeconds", options.bruteForce?.windowSeconds, DEFAULT_BRUTE_FORCE.windowSeconds),
           },
+      sha256,
     ),
     trustedProxy: compileTrustedProxies(options.trustedProxies ?? []),
     limits: {

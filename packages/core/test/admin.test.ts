@@ -109,6 +109,11 @@ describe("admin operations", () => {
     await expect(h.app.admin.createClient({ clientId: "has space" })).rejects.toThrow(AdminError);
     await expect(h.app.admin.createClient({ clientId: "x", clientSecret: "short" })).rejects.toThrow(new AdminError("clientSecret must be 16-1024 characters"));
     await expect(h.app.admin.createClient({ clientId: "x", scopes: ["nope"] })).rejects.toThrow(AdminError);
+    // "." and ".." vanish from console URLs (path normalisation), so they could never be managed there.
+    for (const clientId of [".", ".."]) {
+      await expect(h.app.admin.createClient({ clientId })).rejects.toThrow(new AdminError('clientId must not be "." or ".."'));
+      await expect(h.app.admin.ensureClient(clientId, "a-long-enough-secret-0123456789")).rejects.toThrow(new AdminError('clientId must not be "." or ".."'));
+    }
     await expect(h.app.admin.createClient({ clientId: h.clientId })).rejects.toThrow(new AdminError(`client ${h.clientId} already exists`));
     await expect(h.app.admin.createAccount({ username: "bob", password: "short" })).rejects.toThrow(new AdminError("password must be 8-1024 characters"));
     await expect(h.app.admin.createAccount({ username: h.username, password: "long-enough-pw" })).rejects.toThrow(new AdminError(`username ${h.username} is taken`));

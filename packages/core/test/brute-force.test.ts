@@ -59,7 +59,7 @@ describe("password grant: per-username lock-out shared across instances", () => 
     const wrong = await expectLocked(await passwordOn(h.app, h, "wrong-again"), 890);
     // The body is byte-for-byte the same whether the password was right or not.
     expect(right).toBe(wrong);
-    // Locked attempts are not counted, so the lock ends with the window that started at the first failure.
+    // Locked attempts are counted too, but the window still started at the first failure, so the lock ends with it.
     h.clock.advance(889_000);
     await expectLocked(await passwordOn(h.app, h, h.password), 1);
     h.clock.advance(1000);
@@ -109,6 +109,55 @@ describe("password grant: per-username lock-out shared across instances", () => 
   });
 });
 
+/** Fires `n` password-grant requests at once and returns their statuses, sorted. */
+async function burst(app: Plantgate, h: Harness, n: number, password: (i: number) => string, ip?: (i: number) => string): Promise<number[]> {
+  const all = await Promise.all(Array.from({ length: n }, (_, i) => passwordOn(app, h, password(i), ip?.(i))));
+  return all.map((r) => r.status).sort((a, b) => a - b);
+}
+
+const counts = (statuses: number[]) => statuses.reduce<Record<number, number>>((acc, s) => ({ ...acc, [s]: (acc[s] ?? 0) + 1 }), {});
+
+describe("password grant: every attempt is counted before the password is checked", () => {
+  it("50 concurrent wrong guesses with maxFailures 3: exactly 3 are evaluated (400), 47 answered 429", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    expect(counts(await burst(h.app, h, 50, (i) => `wrong-${i}`, () => "198.51.100.20"))).toEqual({ 400: 3, 429: 47 });
+    // Two instances over one store share the count the same way.
+    const g = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    const other = sibling(g, { bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    const both = await Promise.all(Array.from({ length: 40 }, (_, i) => passwordOn(i % 2 ? other : g.app, g, `wrong-${i}`, "198.51.100.21")));
+    expect(counts(both.map((r) => r.status))).toEqual({ 400: 3, 429: 37 });
+    // The right password from that address is locked too, with the window's remaining time.
+    await expectLocked(await passwordOn(g.app, g, g.password, "198.51.100.21"), 60);
+  });
+
+  it("one address guessing locks only itself: the user still signs in from another address", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    for (let i = 0; i < 3; i++) await expectTokenError(await passwordOn(h.app, h, `wrong-${i}`, "203.0.113.66"), 400, BAD_PASSWORD);
+    // The attacker keeps hammering: refused by its own per-(username + IP) counter, which never
+    // reaches the username's counter, so the owner is not locked out however long it goes on.
+    for (let i = 0; i < 30; i++) await expectLocked(await passwordOn(h.app, h, `wrong-${i}`, "203.0.113.66"), 60);
+    await expectTokenSuccess(await passwordOn(h.app, h, h.password, "198.51.100.1"));
+  });
+
+  it("guesses spread over many addresses meet the per-username ceiling of 5 × maxFailures", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    // 15 addresses, one guess each: every per-address counter stays under 3, the username's reaches 15.
+    for (let i = 0; i < 15; i++) await expectTokenError(await passwordOn(h.app, h, `wrong-${i}`, `192.0.2.${i + 1}`), 400, BAD_PASSWORD);
+    await expectLocked(await passwordOn(h.app, h, h.password, "198.51.100.99"), 60);
+    // Concurrently from 50 fresh addresses against a fresh user: 15 evaluated, 35 refused.
+    const g = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    expect(counts(await burst(g.app, g, 50, (i) => `wrong-${i}`, (i) => `192.0.2.${i + 1}`))).toEqual({ 400: 15, 429: 35 });
+  });
+
+  it("a success resets both counters of that username and address", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    for (let i = 0; i < 2; i++) await expectTokenError(await passwordOn(h.app, h, "nope", "203.0.113.5"), 400, BAD_PASSWORD);
+    await expectTokenSuccess(await passwordOn(h.app, h, h.password, "203.0.113.5"));
+    for (let i = 0; i < 3; i++) await expectTokenError(await passwordOn(h.app, h, "nope", "203.0.113.5"), 400, BAD_PASSWORD);
+    await expectLocked(await passwordOn(h.app, h, h.password, "203.0.113.5"), 60);
+  });
+});
+
 describe("client authentication: per client id + client IP", () => {
   it("RFC 6749 §2.3.1 / §10.10: 10 failed secrets from one IP lock that IP for the client; another IP is unaffected", async () => {
     const h = await harness();
@@ -147,6 +196,28 @@ describe("client authentication: per client id + client IP", () => {
     // The same address reaching us directly is the same client.
     await expectLocked(await clientCredentialsOn(h.app, h, h.clientSecret, { clientIp: "192.0.2.50" }), 60);
     // Another client behind the same proxy is not locked.
+    await expectTokenSuccess(await viaProxy(h.clientSecret, "192.0.2.51"));
+  });
+
+  it("IPv6 clients count per /64: another address in the prefix is the same client, another prefix is not", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 2, windowSeconds: 60 } });
+    await expectTokenError(await clientCredentialsOn(h.app, h, "bad", { clientIp: "2001:db8:0:1::1" }), 401, BAD_CLIENT);
+    await expectTokenError(await clientCredentialsOn(h.app, h, "bad", { clientIp: "2001:db8:0:1:ffff::2" }), 401, BAD_CLIENT);
+    await expectLocked(await clientCredentialsOn(h.app, h, h.clientSecret, { clientIp: "2001:db8:0:1:1234:5678:9abc:def0" }), 60);
+    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, { clientIp: "2001:db8:0:2::1" }));
+    // The password grant's per-(username + address) counter too.
+    for (let i = 0; i < 2; i++) await expectTokenError(await passwordOn(h.app, h, "nope", `2001:db8:0:3::${i + 1}`), 400, BAD_PASSWORD);
+    await expectLocked(await passwordOn(h.app, h, h.password, "2001:db8:0:3::99"), 60);
+    await expectTokenSuccess(await passwordOn(h.app, h, h.password, "2001:db8:0:4::1"));
+  });
+
+  it("behind a trusted proxy, X-Forwarded-For entries with a port count as their address", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 2, windowSeconds: 60 }, trustedProxies: ["10.0.0.0/8"] });
+    const viaProxy = (secret: string, xff: string) => clientCredentialsOn(h.app, h, secret, { clientIp: "10.1.2.3" }, { "x-forwarded-for": xff });
+    await expectTokenError(await viaProxy("bad", "192.0.2.50:5678"), 401, BAD_CLIENT);
+    await expectTokenError(await viaProxy("bad", "192.0.2.50:9999, 10.9.9.9:80"), 401, BAD_CLIENT);
+    await expectLocked(await clientCredentialsOn(h.app, h, h.clientSecret, { clientIp: "192.0.2.50" }), 60);
+    // The proxy's own address was never the client, so another client behind it is not locked.
     await expectTokenSuccess(await viaProxy(h.clientSecret, "192.0.2.51"));
   });
 
@@ -196,13 +267,14 @@ describe("housekeeping", () => {
     };
     const h = await harness({ storage: { ...base, attempts }, bruteForce: { maxFailures: 5, windowSeconds: 60 } });
     const start = h.clock.now();
+    // Each attempt counts two keys (username + address, username): 80 counters in the first minute.
     for (let i = 0; i < 40; i++) await expectTokenError(await passwordRequest(h, { username: `guess-${i}`, password: "x" }), 400, BAD_PASSWORD);
     h.clock.advance(61_000);
     for (let i = 40; i < 63; i++) await expectTokenError(await passwordRequest(h, { username: `guess-${i}`, password: "x" }), 400, BAD_PASSWORD);
     expect(sweeps).toEqual([]);
     await expectTokenError(await passwordRequest(h, { username: "guess-63", password: "x" }), 400, BAD_PASSWORD);
-    // The 40 counters of the first minute are gone; the 24 of the current window stay.
-    expect(sweeps).toEqual([{ before: start + 1000, deleted: 40 }]);
+    // The 80 counters of the first minute are gone; the 48 of the current window stay.
+    expect(sweeps).toEqual([{ before: start + 1000, deleted: 80 }]);
   });
 });
 

@@ -3,7 +3,7 @@
  * rightmost untrusted X-Forwarded-For entry when the socket peer is a trusted proxy.
  */
 import { describe, expect, it } from "vitest";
-import { compileTrustedProxies, resolveClientIp } from "../src/index.js";
+import { compileTrustedProxies, resolveClientIp, throttleAddress } from "../src/index.js";
 
 describe("compileTrustedProxies", () => {
   it("matches exact addresses and IPv4/IPv6 CIDR ranges, IPv4-mapped IPv6 as IPv4", () => {
@@ -53,6 +53,27 @@ describe("resolveClientIp", () => {
   it("stops at a malformed entry: what lies left of it is the client's invention", () => {
     expect(resolveClientIp(trusted, "10.0.0.1", "198.51.100.1, garbage")).toBe("10.0.0.1");
     expect(resolveClientIp(trusted, "10.0.0.1", "garbage, 10.0.0.2")).toBe("10.0.0.2");
+  });
+
+  it("X-Forwarded-For entries with a port parse to the address; unknown or garbage still stops the walk", () => {
+    expect(resolveClientIp(trusted, "10.0.0.1", "198.51.100.1:5678")).toBe("198.51.100.1");
+    expect(resolveClientIp(trusted, "10.0.0.1", "[2001:db8::1]:443")).toBe("2001:db8:0:0:0:0:0:1");
+    expect(resolveClientIp(trusted, "10.0.0.1", "[2001:db8::1]")).toBe("2001:db8:0:0:0:0:0:1");
+    // A trusted proxy with a port is still a trusted hop, and the walk goes on past it.
+    expect(resolveClientIp(trusted, "10.0.0.1", "198.51.100.1:1, 10.0.0.2:80")).toBe("198.51.100.1");
+    // A bare IPv6 address is not read as address + port.
+    expect(resolveClientIp(trusted, "10.0.0.1", "2001:db8::1:443")).toBe("2001:db8:0:0:0:0:1:443");
+    for (const bad of ["unknown", "198.51.100.1:", "198.51.100.1:123456", "198.51.100.1:80:80", "[2001:db8::1]:", "[garbage]:443", "[198.51.100.1:80"]) {
+      expect([bad, resolveClientIp(trusted, "10.0.0.1", `6.6.6.6, ${bad}`)]).toEqual([bad, "10.0.0.1"]);
+    }
+  });
+
+  it("throttle counters: IPv4 as is, IPv6 per /64, anything else unchanged", () => {
+    expect(throttleAddress("198.51.100.7")).toBe("198.51.100.7");
+    expect(throttleAddress("::ffff:198.51.100.7")).toBe("198.51.100.7");
+    expect(throttleAddress("2001:db8:0:1:aaaa:bbbb:cccc:dddd")).toBe("2001:db8:0:1::/64");
+    expect(throttleAddress("2001:DB8:0:1::7")).toBe("2001:db8:0:1::/64");
+    expect(throttleAddress("test-harness")).toBe("test-harness");
   });
 
   it("no socket address: undefined; a non-address socket value is kept as an opaque, bounded identity", () => {

@@ -2,10 +2,12 @@
  * Management console: every admin action succeeds with its whole body and has the effect it
  * claims (checked at the token endpoint, the account listing and the JWKS), plus its refusals.
  */
+import type { JWK } from "jose";
 import { describe, expect, it } from "vitest";
+import { generateKeyRecord } from "../src/index.js";
 import { ACCOUNTS_URL, getAccounts } from "./api-helpers.js";
 import { call, consoleHarness, read, signIn, type ConsoleHarness, type SignedIn } from "./console-helpers.js";
-import { basic, clientToken, tokenRequest } from "./helpers.js";
+import { basic, clientToken, passwordTokens, tokenRequest } from "./helpers.js";
 
 const T0 = "2026-01-01T00:00:00.000Z";
 const ALL_GRANTS = ["client_credentials", "password", "refresh_token"];
@@ -155,6 +157,18 @@ describe("console API: third-party applications (settings > security settings)",
     expect((await ccToken(h, "app-1", fresh)).status).toBe(200);
   });
 
+  it('client ids "." and ".." are refused with 400 (URL normalisation would make them unreachable); "..." is fine', async () => {
+    const h = await setup();
+    for (const clientId of [".", ".."]) {
+      const r = await h.as("POST", "/api/clients", { name: "Dots", clientId });
+      expect([r.status, r.body]).toEqual([400, { error: 1009, message: 'clientId must not be "." or ".."' }]);
+    }
+    const ok = await h.as("POST", "/api/clients", { name: "Dots", clientId: "..." });
+    expect(ok.status).toBe(201);
+    expect((await h.as("POST", "/api/clients/.../secret")).status).toBe(200);
+    expect((await h.app.admin.listClients()).map((c) => c.clientId).sort()).toEqual(["...", "app-1"]);
+  });
+
   it("a client id with '/' or spaces-free punctuation is addressed percent-encoded", async () => {
     const h = await setup();
     const created = await h.as("POST", "/api/clients", { name: "Odd", clientId: "team/a%b" });
@@ -165,12 +179,23 @@ describe("console API: third-party applications (settings > security settings)",
     expect((await h.as("DELETE", `/api/clients/${encodeURIComponent("team/a%b")}`)).status).toBe(204);
   });
 
-  it("deletes a client: 204 with no body, its secret and tokens stop working; unknown ids are 404", async () => {
+  it("deletes a client: 204 with no body; its secret and refresh tokens fail at once, its access tokens live until they expire; unknown ids are 404", async () => {
     const h = await setup();
+    const access = await clientToken(h);
+    const refresh = (await passwordTokens(h)).refresh_token!;
     const r = await h.as("DELETE", "/api/clients/app-1");
     expect(r).toEqual({ status: 204, body: null, cacheControl: "no-store", setCookie: null, contentType: null });
+    const invalidClient = { error: "invalid_client", error_description: "Client authentication failed." };
     const after = await ccToken(h, "app-1", h.clientSecret);
-    expect(after.status).toBe(401);
+    expect([after.status, await after.json()]).toEqual([401, invalidClient]);
+    // A refresh needs the client's authentication, so its refresh tokens are dead at once.
+    const refreshed = await tokenRequest(h.app, { grant_type: "refresh_token", refresh_token: refresh }, { authorization: basic("app-1", h.clientSecret) });
+    expect([refreshed.status, await refreshed.json()]).toEqual([401, invalidClient]);
+    // Documented in SECURITY.md: the API bearer check does not read the client (no storage read per
+    // call), so an access token already issued works until it expires (accessTokenTtl, 2 h).
+    expect((await getAccounts(h.app, access)).status).toBe(200);
+    h.clock.advance(7200 * 1000);
+    expect((await getAccounts(h.app, access)).status).toBe(401);
     for (const [method, path] of [["DELETE", "/api/clients/app-1"], ["POST", "/api/clients/app-1/secret"], ["DELETE", "/api/clients/%E0%A4%A"]] as const) {
       const res = await h.as(method, path);
       expect([path, res.status, res.body]).toEqual(
@@ -298,5 +323,20 @@ describe("console API: signing keys", () => {
     expect(header.kid).toBe(kid);
     expect((await getAccounts(h.app, oldToken)).status).toBe(200);
     expect(((await h.app.jwks()).keys as { kid: string }[]).map((k) => k.kid).sort()).toEqual([kid, only!.kid].sort());
+  });
+
+  it("with a configured signingKey, rotating is 409 and changes nothing", async () => {
+    const jwk = JSON.parse((await generateKeyRecord("ES256", 0)).privateJwk) as JWK;
+    const h = await consoleHarness({ signingKey: jwk });
+    const root = await signIn(h.app);
+    const as = async (method: string, path: string) => read(await call(h.app, method, path, { cookie: root.cookie, csrf: root.csrf }));
+    const before = await as("GET", "/api/signing-keys");
+    const refused = await as("POST", "/api/signing-keys");
+    expect([refused.status, refused.body, refused.cacheControl]).toEqual([
+      409,
+      { error: 1307, message: "The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); rotate it by changing the configured key." },
+      "no-store",
+    ]);
+    expect(await as("GET", "/api/signing-keys")).toEqual(before);
   });
 });

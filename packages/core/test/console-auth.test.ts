@@ -341,16 +341,37 @@ describe("console: brute-force defence on sign-in", () => {
     expect((await call(h.app, "POST", "/api/session", { body: ADMIN })).status).toBe(429);
   });
 
-  it("one address spraying many usernames is locked; another address is not", async () => {
+  it("guesses at other usernames from the admins' address do not lock the admins out (no per-IP key)", async () => {
     const h = await consoleHarness();
-    for (let i = 0; i < 10; i++) {
+    // Someone behind the same office NAT guesses at many usernames...
+    for (let i = 0; i < 30; i++) {
       expect((await call(h.app, "POST", "/api/session", { body: { username: `user-${i}`, password: "guess-123" }, clientIp: "198.51.100.7" })).status).toBe(401);
     }
+    // ...and root, behind that address, still signs in.
+    expect((await call(h.app, "POST", "/api/session", { body: ADMIN, clientIp: "198.51.100.7" })).status).toBe(200);
+  });
+
+  it("one address guessing root's password locks only itself; a distributed guess meets the 5 × maxFailures ceiling", async () => {
+    const h = await consoleHarness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    const guess = (ip: string, password = "guess-123") => call(h.app, "POST", "/api/session", { body: { username: "root", password }, clientIp: ip });
+    for (let i = 0; i < 3; i++) expect((await guess("203.0.113.66")).status).toBe(401);
+    for (let i = 0; i < 20; i++) expect((await guess("203.0.113.66")).status).toBe(429);
+    expect((await guess("203.0.113.66", ADMIN.password)).status).toBe(429);
+    expect((await call(h.app, "POST", "/api/session", { body: ADMIN, clientIp: "198.51.100.7" })).status).toBe(200);
+    // The success reset the username's counter; now 15 addresses with one guess each.
+    for (let i = 0; i < 15; i++) expect((await guess(`192.0.2.${i + 1}`)).status).toBe(401);
     const locked = await call(h.app, "POST", "/api/session", { body: ADMIN, clientIp: "198.51.100.7" });
     expect(locked.status).toBe(429);
-    expect((await call(h.app, "POST", "/api/session", { body: ADMIN, clientIp: "203.0.113.9" })).status).toBe(200);
-    // A correct sign-in does not wipe the address's record of failures elsewhere.
-    expect((await call(h.app, "POST", "/api/session", { body: ADMIN, clientIp: "198.51.100.7" })).status).toBe(429);
+    expect(locked.headers.get("retry-after")).toBe("60");
+  });
+
+  it("50 concurrent wrong passwords with maxFailures 3: exactly 3 answered 401, 47 answered 429", async () => {
+    const h = await consoleHarness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    const all = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => call(h.app, "POST", "/api/session", { body: { username: "root", password: `guess-${i}` }, clientIp: "203.0.113.66" })),
+    );
+    const statuses = all.map((r) => r.status);
+    expect([statuses.filter((s) => s === 401).length, statuses.filter((s) => s === 429).length]).toEqual([3, 47]);
   });
 
   it("a successful sign-in resets the username's counter", async () => {

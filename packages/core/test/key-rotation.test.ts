@@ -6,7 +6,7 @@
  */
 import { decodeProtectedHeader, importJWK, SignJWT, type JWK } from "jose";
 import { describe, expect, it } from "vitest";
-import { createPlantgate, generateKeyRecord, type Plantgate } from "../src/index.js";
+import { AdminError, createMemoryStorage, createPlantgate, generateKeyRecord, pruneKeys, type Plantgate } from "../src/index.js";
 import { getAccounts } from "./api-helpers.js";
 import { BASE, clientToken, harness, manualClock, type Harness } from "./helpers.js";
 
@@ -175,6 +175,41 @@ describe("automatic rotation by age (signingKeyMaxAgeSeconds)", () => {
     clock.advance(3600 * 1000);
     expect(await app.jwks()).toEqual(before);
     expect((await app.admin.listSigningKeys()).map((k) => k.status)).toEqual(["active"]);
+  });
+
+  it("rotateSigningKey with a configured signingKey is an AdminError and deletes nothing, even a configured key older than another stored key", async () => {
+    const jwk = JSON.parse((await generateKeyRecord("ES256", 0)).privateJwk) as JWK;
+    const clock = manualClock();
+    const quiet = { error() {}, warn() {} };
+    const configured = createPlantgate({ signingKey: jwk, clock: clock.now, passwordHashIterations: 1000, logger: quiet });
+    const [configuredKid] = (await configured.admin.listSigningKeys()).map((k) => k.kid);
+    // Later, an instance without the option (a CLI run without the env variable) rotates once.
+    clock.advance(60_000);
+    const plain = createPlantgate({ storage: configured.storage, clock: clock.now, passwordHashIterations: 1000, logger: quiet });
+    const { kid: newer } = await plain.admin.rotateSigningKey();
+    // Long after every token could have expired, a rotation on the configured instance is refused.
+    clock.advance(24 * 3600 * 1000);
+    await expect(configured.admin.rotateSigningKey()).rejects.toThrow(
+      new AdminError("The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); rotate it by changing the configured key."),
+    );
+    expect((await configured.storage.signingKeys.list()).map((k) => k.kid).sort()).toEqual([configuredKid, newer].sort());
+    // The configured key still signs and verifies.
+    expect((await configured.admin.listSigningKeys()).find((k) => k.kid === configuredKid)!.status).toBe("active");
+    expect(((await configured.jwks()).keys as { kid: string }[]).map((k) => k.kid)).toContain(configuredKid);
+  });
+
+  it("pruneKeys never deletes the active key, even one older than a long-retired newer key", async () => {
+    const storage = createMemoryStorage();
+    const older = await generateKeyRecord("ES256", 0);
+    const middle = await generateKeyRecord("ES256", 1000);
+    const newest = await generateKeyRecord("ES256", 2000);
+    for (const r of [older, middle, newest]) await storage.signingKeys.create(r);
+    const day = 24 * 3600 * 1000;
+    // With the oldest as the active (configured) key, only the long-replaced middle one goes.
+    expect(await pruneKeys(storage.signingKeys, day, 7200_000, older.kid)).toEqual([middle.kid]);
+    expect((await storage.signingKeys.list()).map((k) => k.kid).sort()).toEqual([older.kid, newest.kid].sort());
+    // Without an active kid the newest is taken as active, and the oldest is then prunable.
+    expect(await pruneKeys(storage.signingKeys, day, 7200_000)).toEqual([older.kid]);
   });
 
   it("rejects a non-positive signingKeyMaxAgeSeconds", () => {

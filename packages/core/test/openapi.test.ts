@@ -34,7 +34,8 @@ describe("GET /openapi.json", () => {
     const { res, doc } = await fetchDocument();
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/json");
-    expect(res.headers.get("cache-control")).toBe("public, max-age=300");
+    // No baseUrl: the document names the request's origin (chosen by the Host header), so no shared cache may keep it.
+    expect([res.headers.get("cache-control"), res.headers.get("vary")]).toEqual(["private, max-age=300", "Host"]);
     expect(doc.openapi).toBe("3.1.0");
     expect(doc.info.title).toBe("Plant Store");
     expect(doc.info.version).toBe("1.0.0");
@@ -143,9 +144,25 @@ describe("GET /openapi.json", () => {
     expect(doc.paths["/.well-known/jwks.json"]!.get!.security).toEqual([]);
   });
 
+  it("token_type_hint is a string (unknown hints are accepted and ignored, RFC 7009 §2.1), not an enum", async () => {
+    const { doc } = await fetchDocument();
+    for (const name of ["RevocationRequest", "IntrospectionRequest"]) {
+      expect([name, doc.components.schemas[name]!.properties!.token_type_hint]).toEqual([
+        name,
+        {
+          type: "string",
+          description:
+            "Where to look first (RFC 7009 §2.1, RFC 7662 §2.1). Known values: access_token and refresh_token; any other value is accepted and ignored, and a token not found under the hinted kind is looked for under the other.",
+        },
+      ]);
+    }
+  });
+
   it("follows the configured issuer, base URL and base path", async () => {
     const { res, doc } = await fetchDocument({ basePath: "/api", baseUrl: "https://public.example.com/api" }, "http://internal:8080/api/openapi.json");
     expect(res.status).toBe(200);
+    // With a configured baseUrl the document is the same for every request: publicly cacheable.
+    expect([res.headers.get("cache-control"), res.headers.get("vary")]).toEqual(["public, max-age=300", null]);
     expect(doc.servers).toEqual([{ url: "https://public.example.com/api", description: "This server." }]);
     expect((doc.components.securitySchemes.oauth2 as { flows: { password: { tokenUrl: string } } }).flows.password.tokenUrl).toBe(
       "https://public.example.com/api/UserService/connect/token",

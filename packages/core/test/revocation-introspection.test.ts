@@ -221,6 +221,34 @@ describe("RFC 7662 introspection", () => {
     expect((await introspect(h, access)).active).toBe(true);
   });
 
+  it("a client re-created with a deleted client's id does not inherit its tokens (introspection, revocation, refresh)", async () => {
+    const h = await harness();
+    const access = await clientToken(h);
+    const { access_token: userAccess, refresh_token } = await passwordTokens(h);
+    h.clock.advance(1000);
+    await h.app.admin.deleteClient(h.clientId);
+    const { clientSecret } = await h.app.admin.createClient({ clientId: h.clientId });
+    const again = { ...h, clientSecret };
+    const auth = { authorization: basic(h.clientId, clientSecret) };
+    for (const token of [access, userAccess, refresh_token!]) expect(await introspect(again, token, {}, auth)).toEqual({ active: false });
+    await expectTokenError(await post(again, REVOKE, { token: access }, auth), 400, { error: "invalid_request", error_description: "The token was not issued to this client." });
+    await expectTokenError(await post(again, REVOKE, { token: refresh_token! }, auth), 400, { error: "invalid_request", error_description: "The token was not issued to this client." });
+    await expectTokenError(await refreshRequest(again, refresh_token!, {}, auth), 400, INVALID_REFRESH);
+    // The new client's own tokens, even issued within the second it was created, are its own.
+    const own = await clientToken(again);
+    expect((await introspect(again, own, {}, auth)).active).toBe(true);
+  });
+
+  it("a token issued in the same second as its client's creation (later in that second) is the client's own", async () => {
+    const h = await harness();
+    h.clock.advance(700); // the client below is created at .700 s; iat has whole seconds (.000)
+    const { clientSecret } = await h.app.admin.createClient({ clientId: "app-late" });
+    const late = { ...h, clientId: "app-late", clientSecret };
+    h.clock.advance(100);
+    const access = await clientToken(late);
+    expect((await introspect(late, access, {}, { authorization: basic("app-late", clientSecret) })).active).toBe(true);
+  });
+
   it("tokens of a disabled account are inactive; disabling also revokes its refresh tokens", async () => {
     const h = await harness();
     const { access_token, refresh_token } = await passwordTokens(h);

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FetchApp } from "./fetch-app.js";
 import { parseOrigin } from "./request-origin.js";
-import { toRequest } from "./to-request.js";
+import { createNodeRequest } from "./node-request.js";
 import { writeResponse } from "./write-response.js";
 
 /**
@@ -45,8 +45,9 @@ const INVALID_REQUEST_BODY =
 /**
  * Turns a {@link FetchApp} into a `node:http` request listener.
  *
- * Each request goes through {@link toRequest}, `app.fetch` and
- * {@link writeResponse}. If `app.fetch` throws, rejects or resolves to
+ * Each request goes through a lightweight equivalent of {@link toRequest} (same URL, headers,
+ * body and signal semantics, `instanceof Request`; the rest of a real Request is built only when
+ * used), `app.fetch` and {@link writeResponse}. If `app.fetch` throws, rejects or resolves to
  * something that is not a `Response`, the client gets a 500 with
  * `content-type: application/json` and the body
  * `{"error":"server_error","error_description":"The server encountered an unexpected error."}`,
@@ -90,7 +91,7 @@ export function createRequestListener(
     async function handle(): Promise<void> {
       let request: Request;
       try {
-        request = toRequest(req, { origin, trustProxy, response: res });
+        request = createNodeRequest(req, { origin, trustProxy, response: res });
       } catch {
         sendJson(res, 400, INVALID_REQUEST_BODY);
         return;

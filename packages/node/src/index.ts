@@ -3,3 +3,4 @@ export { toRequest, type ToRequestOptions } from "./to-request.js";
 export { writeResponse } from "./write-response.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
 export { serve, type ServeOptions, type ServeResult } from "./serve.js";
+export { nodeCrypto, type NodeCryptoProvider } from "./node-crypto.js";

@@ -11,6 +11,17 @@ export interface RequestBody {
 }
 
 /**
+ * The part of an `AbortSignal` the body stream uses. The request listener passes a lighter object
+ * than a real signal, which is costly to create in Node 20 and only needed when the app asks.
+ */
+export interface AbortSource {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
+/**
  * Wraps `incoming` in a pull-based `ReadableStream` without buffering.
  *
  * `Readable.toWeb()` is deliberately not used: cancelling it destroys the
@@ -27,7 +38,7 @@ export interface RequestBody {
  */
 export function createRequestBody(
   incoming: IncomingMessage,
-  signal: AbortSignal,
+  signal: AbortSource,
   onIncomingError: () => void,
 ): RequestBody {
   let controller: ReadableStreamDefaultController<Uint8Array> | undefined;

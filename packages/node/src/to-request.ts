@@ -84,15 +84,7 @@ export interface ToRequestOptions {
  * ```
  */
 export function toRequest(incoming: IncomingMessage, options: ToRequestOptions = {}): Request {
-  const headers = new Headers();
-  const raw = incoming.rawHeaders;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i] as string;
-    // HTTP/2 compatibility objects list pseudo-headers (":path"), which are
-    // not header names and would make Headers throw.
-    if (name.startsWith(":")) continue;
-    headers.append(name, raw[i + 1] as string);
-  }
+  const headers = headersFromRaw(incoming.rawHeaders);
 
   const target = parseTarget(incoming.url ?? "/");
   const origin = resolveOrigin({
@@ -161,20 +153,33 @@ export function toRequest(incoming: IncomingMessage, options: ToRequestOptions =
   return new Request(url, init);
 }
 
-function isConsumed(incoming: IncomingMessage): boolean {
+/** The request headers in wire order, combined per Fetch rules (shared with the listener's request). */
+export function headersFromRaw(raw: readonly string[]): Headers {
+  const headers = new Headers();
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    // HTTP/2 compatibility objects list pseudo-headers (":path"), which are
+    // not header names and would make Headers throw.
+    if (name.startsWith(":")) continue;
+    headers.append(name, raw[i + 1] as string);
+  }
+  return headers;
+}
+
+export function isConsumed(incoming: IncomingMessage): boolean {
   // readableDidRead is set as soon as anyone reads or attaches 'data'; handing
   // over the remainder of a partly read body would corrupt it silently.
   return incoming.readableEnded || incoming.readableDidRead || incoming.destroyed;
 }
 
-interface Target {
+export interface Target {
   /** Path and query, always starting with "/". */
   path: string;
   /** Host from an absolute-form target (proxy-style requests). */
   authority?: string;
 }
 
-function parseTarget(target: string): Target {
+export function parseTarget(target: string): Target {
   if (target.startsWith("/")) return { path: target };
   if (/^https?:\/\//i.test(target)) {
     const url = new URL(target);

@@ -200,7 +200,11 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
   };
   const app = createPlantgate({ ...common, issuer: ISSUER, baseUrl: ISSUER });
   const other = createPlantgate({ ...common, issuer: OTHER_ISSUER, baseUrl: OTHER_ISSUER });
+  // The clients exist from well before the expired tokens below are minted: a token issued before
+  // its client was created is not that client's (a re-created client inherits nothing).
+  clock.now = NOW - 30 * 24 * 3600_000;
   for (const c of CLIENTS) await app.admin.createClient({ clientId: c.id, clientSecret: c.secret, grantTypes: c.grants, scopes: c.scopes });
+  clock.now = NOW;
   const accounts: AccountFixture[] = [];
   for (const a of ACCOUNTS_INPUT) {
     const view = await app.admin.createAccount({ username: a.username, password: a.password, enabled: a.enabled, roles: ["user"] });

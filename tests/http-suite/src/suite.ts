@@ -40,6 +40,18 @@ export interface HttpSuiteTarget {
    * default hands such requests on with `next()`), so only the status 404 is checked.
    */
   unknownPaths?: "plantgate" | "host";
+  /**
+   * workerd answers an oversized upload with its 400 and then resets the connection while the
+   * client may still be sending; the client then sees a reset instead of the answer (timing-
+   * dependent, outside plantgate's control). When true, a connection error in the 2 MB upload test
+   * counts as refused; a response, when one arrives, is still checked in full.
+   */
+  oversizedUploadMayReset?: boolean;
+  /**
+   * Whether the server has a configured `baseUrl` (default true). Without one, documents built from
+   * the request's origin (`/openapi.json`) must not be publicly cacheable.
+   */
+  baseUrlConfigured?: boolean;
 }
 
 export const TOKEN_PATH = "/UserService/connect/token";
@@ -714,11 +726,23 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
       it("a 2 MB body: 400 1007", async () => {
         const tk = await token();
         const pad = "x".repeat(2 * 1024 * 1024);
-        apiError(await postPlant(tk, `{"id":${ID},"name":"x","pad":"${pad}"}`), 400, 1007, `The body exceeds ${MAX_BODY_BYTES} bytes.`);
+        const r = await postPlant(tk, `{"id":${ID},"name":"x","pad":"${pad}"}`).catch((e: unknown) => {
+          if (target.oversizedUploadMayReset && e instanceof TypeError) return null;
+          throw e;
+        });
+        if (r !== null) apiError(r, 400, 1007, `The body exceeds ${MAX_BODY_BYTES} bytes.`);
       });
 
       it("none of the failures stored anything", async () => {
-        const r = await postPlant(await token(), `{"id":${ID},"name":"Finally"}`);
+        const tk = await token();
+        const send = () => postPlant(tk, `{"id":${ID},"name":"Finally"}`);
+        // After refusing the 2 MB upload, workerd resets that connection; the client's pool may hand
+        // this request the dead socket (ECONNRESET before anything reached the server). Sending once
+        // more is safe: had the first attempt been stored, the second would get 400 1006 and fail.
+        const r = await send().catch((e: unknown) => {
+          if (e instanceof TypeError) return send();
+          throw e;
+        });
         expect(r.status, r.text).toBe(200);
         expect(r.text).toBe(`{"id":${ID},"name":"Finally"}`);
       });
@@ -803,7 +827,10 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
         const r = await capture(await fetch(url("/openapi.json")));
         expect(r.status, r.text).toBe(200);
         expect(r.headers.get("content-type")).toMatch(/^application\/json/);
-        expect(r.headers.get("cache-control")).toBe("public, max-age=300");
+        // Built from the request's origin when no baseUrl is configured: then private and varying by Host.
+        expect([r.headers.get("cache-control"), r.headers.get("vary")]).toEqual(
+          (target.baseUrlConfigured ?? true) ? ["public, max-age=300", null] : ["private, max-age=300", "Host"],
+        );
         const doc = JSON.parse(r.text) as {
           openapi: string;
           info: { title: string; version: string; description: string };

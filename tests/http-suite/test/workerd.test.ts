@@ -14,6 +14,9 @@ import { bundleWorker } from "../src/bundle-worker.js";
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
 
 describeHttpSuite("workerd + D1 (@plantgate/cloudflare in Miniflare)", {
+  // No PLANTGATE_ISSUER: URLs come from the request.
+  baseUrlConfigured: false,
+  oversizedUploadMayReset: true,
   async start({ accounts }) {
     const clientId = `suite-${hex(4)}`;
     const clientSecret = hex(32);

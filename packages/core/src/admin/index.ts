@@ -66,7 +66,8 @@ export interface Admin {
   listAccounts(): Promise<AccountView[]>;
   /**
    * Creates a new signing key, which signs from now on (other instances switch within a minute);
-   * keys superseded longer ago than the longest access-token lifetime are deleted.
+   * keys superseded longer ago than the longest access-token lifetime are deleted. Throws
+   * AdminError when the signing key is configured (`signingKey`): that key is rotated by changing it.
    */
   rotateSigningKey(): Promise<{ kid: string; deleted: string[] }>;
   /**
@@ -125,6 +126,9 @@ export function createAdmin(ctx: Context): Admin {
     async createClient(input = {}) {
       const clientId = input.clientId ?? randomToken(ctx.random, 16);
       if (!ID.test(clientId)) throw new AdminError("clientId must be 1-200 printable ASCII characters without spaces");
+      // As a URL path segment ("/console/api/clients/.."), "." and ".." are removed by URL
+      // normalisation, so such a client could never be addressed through the console.
+      if (clientId === "." || clientId === "..") throw new AdminError('clientId must not be "." or ".."');
       const clientSecret = input.clientSecret ?? randomToken(ctx.random, 32);
       if (clientSecret.length < 16 || clientSecret.length > 1024) throw new AdminError("clientSecret must be 16-1024 characters");
       const grantTypes = input.grantTypes ?? GRANTS;
@@ -206,6 +210,11 @@ export function createAdmin(ctx: Context): Admin {
       }
     },
     async rotateSigningKey() {
+      // A configured key signs whatever the store holds: a generated key would never sign, and the
+      // prune below, which takes the newest key as active, could delete the configured one.
+      if (ctx.keyring.configured) {
+        throw new AdminError("The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); rotate it by changing the configured key.");
+      }
       const now = ctx.clock();
       const existing = await ctx.storage.signingKeys.list();
       // Strictly newer than every existing key, so "newest signs" is unambiguous even within one ms.
@@ -213,7 +222,7 @@ export function createAdmin(ctx: Context): Admin {
       const record = await generateKeyRecord(ctx.signingAlg, createdAt);
       await ctx.storage.signingKeys.create(record);
       // A key is safe to delete once the key after it has been signing for longer than any token lives.
-      const deleted = await pruneKeys(ctx.storage.signingKeys, now, await ctx.maxAccessTokenTtlMs());
+      const deleted = await pruneKeys(ctx.storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), record.kid);
       ctx.keyring.invalidate();
       return { kid: record.kid, deleted };
     },

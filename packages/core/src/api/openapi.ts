@@ -227,7 +227,13 @@ export function openApiDocument(ctx: Context, urls: Urls): string {
   return text;
 }
 
-/** `GET /openapi.json`. */
+/**
+ * `GET /openapi.json`. Without a configured `baseUrl` the document names the request's own origin,
+ * which a client can choose with the Host header: a shared cache must then not keep one copy for
+ * everyone, so the response is `private` and varies by Host.
+ */
 export function openApiResponse(ctx: Context, urls: Urls): Response {
-  return json(200, openApiDocument(ctx, urls), { "cache-control": "public, max-age=300" });
+  const caching: Record<string, string> =
+    ctx.baseUrl !== undefined ? { "cache-control": "public, max-age=300" } : { "cache-control": "private, max-age=300", vary: "Host" };
+  return json(200, openApiDocument(ctx, urls), caching);
 }

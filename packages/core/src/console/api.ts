@@ -201,6 +201,14 @@ export const listSigningKeys: ApiHandler = async (ctx) => {
 };
 
 export const rotateSigningKey: ApiHandler = async (ctx) => {
-  const { kid, deleted } = await createAdmin(ctx).rotateSigningKey();
+  let result: { kid: string; deleted: string[] };
+  try {
+    result = await createAdmin(ctx).rotateSigningKey();
+  } catch (e) {
+    // The only refusal: a configured key, which conflicts with the request, not bad input.
+    if (e instanceof AdminError) throw conflict(e.message);
+    throw e;
+  }
+  const { kid, deleted } = result;
   return json(200, { kid, deleted });
 };

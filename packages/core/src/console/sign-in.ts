@@ -3,7 +3,7 @@ import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json } from "../http/respond.js";
 import type { Context } from "../options.js";
 import { sessionBody } from "./api.js";
-import { throttleKeys } from "../security/throttle.js";
+import { credentialKeys } from "../security/throttle.js";
 import { readJsonObject, requiredString } from "./body.js";
 import { createSession, sessionCookie } from "./session.js";
 
@@ -26,25 +26,23 @@ const badCredentials = () => new ApiError(401, ApiErrorCode.consoleBadCredential
 /**
  * `POST {base}/console/api/session`: signs an administrator in with username and password. Same
  * password check as the password grant (PHC hash verified in core, dummy hash for unknown users)
- * and the same brute-force throttle: the per-username counter is the password grant's own, so
- * guesses spread over the console and the token endpoint add up; a per-IP counter also stops one
- * address from trying many usernames. A locked username answers 429 even to the right password.
+ * and the same brute-force counters: per (username + IP) at `maxFailures` and per username at a
+ * higher ceiling, shared with the password grant, so guesses spread over the console and the token
+ * endpoint add up. Every attempt is counted before the password is checked, so concurrent guesses
+ * cannot outrun the lock. A locked username answers 429 even to the right password. No per-IP key
+ * across usernames: behind one address (an office NAT) it would lock every administrator out.
  */
 export async function signIn(ctx: Context, request: Request, url: URL, clientIp: string | undefined): Promise<Response> {
   const body = await readJsonObject(ctx, request);
   const username = requiredString(body, "username", MAX_CREDENTIAL_LENGTH);
   const password = requiredString(body, "password", MAX_CREDENTIAL_LENGTH);
-  const userKeys = throttleKeys("password", { username });
-  const keys = [...userKeys, ...(clientIp !== undefined ? throttleKeys("console", { ip: clientIp }) : [])];
-  await ctx.throttle.check(keys);
+  const keys = credentialKeys("password", username, clientIp);
+  await ctx.throttle.attempt(keys);
   const account = await ctx.storage.accounts.findByUsername(username);
   const ok = await verifyPassword(password, account?.passwordHash ?? (await dummyHash(ctx)));
-  if (!account || !ok || !account.enabled) {
-    await ctx.throttle.fail(keys);
-    throw badCredentials();
-  }
-  // Only the username's counter: one valid account must not wipe its address's record of guesses at others.
-  await ctx.throttle.succeed(userKeys);
+  // Already counted by attempt(): nothing more to record on failure.
+  if (!account || !ok || !account.enabled) throw badCredentials();
+  await ctx.throttle.succeed(keys);
   if (!account.roles.includes(ctx.console!.adminRole)) {
     throw new ApiError(403, ApiErrorCode.consoleNotAdmin, "This account is not a console administrator.");
   }

@@ -1,6 +1,6 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import type { Context, ProtectedRoute, Urls } from "../options.js";
-import { verifyAccessToken, type AccessTokenClaims } from "../tokens/access-token.js";
+import type { AccessTokenClaims } from "../tokens/access-token.js";
 
 const REALM = 'realm="plantgate"';
 
@@ -20,7 +20,8 @@ export async function requireBearer(ctx: Context, urls: Urls, request: Request, 
     });
   const m = /^bearer +(\S+) *$/i.exec(header);
   if (!m) throw invalid(ApiErrorCode.invalidAuthorizationHeader, "The Authorization header must be 'Bearer <token>'.");
-  const claims = await verifyAccessToken(ctx.keyring, m[1]!, { issuer: urls.issuer, audience: urls.audience, now: ctx.clock() });
+  // Full verification, or a remembered one re-checked for expiry and key trust (ctx.verifyToken).
+  const claims = await ctx.verifyToken(m[1]!, { issuer: urls.issuer, audience: urls.audience, now: ctx.clock() });
   if (!claims) throw invalid(ApiErrorCode.invalidToken, "The access token is invalid or expired.");
   // RFC 7009: a revoked token is refused from the next request on (one read per API call; the
   // entry lives only until the token would have expired anyway).

@@ -71,6 +71,22 @@ function parseIp(raw: string): Parsed | null {
   return mapped ? { v: 4, bytes: v6.slice(12) } : { v: 6, bytes: v6 };
 }
 
+/**
+ * Parses one `X-Forwarded-For` entry. Some proxies write the client's port too: `1.2.3.4:5678`,
+ * `[2001:db8::1]:443`; the port is dropped. A bare IPv6 address is never read as having a port.
+ */
+function parseHop(raw: string): Parsed | null {
+  const text = raw.trim();
+  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(text);
+  if (bracketed) return parseIp(`[${bracketed[1]!}]`);
+  const v4WithPort = /^([0-9.]+):\d{1,5}$/.exec(text);
+  if (v4WithPort) {
+    const v4 = parseV4(v4WithPort[1]!);
+    return v4 && { v: 4, bytes: v4 };
+  }
+  return parseIp(text);
+}
+
 /** Canonical text of an address, so `::FFFF:10.0.0.1` and `10.0.0.1` count as one client. */
 function format(ip: Parsed): string {
   if (ip.v === 4) return [...ip.bytes].join(".");
@@ -138,11 +154,30 @@ export function resolveClientIp(trusted: ProxyMatcher, socketIp: string | undefi
   if (!trusted(client) || forwardedFor === null) return client;
   const hops = forwardedFor.split(",");
   for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = parseIp(hops[i]!);
+    const hop = parseHop(hops[i]!);
     // A malformed entry can only be the client's own invention: stop at the last hop we can vouch for.
     if (!hop) break;
     client = format(hop);
     if (!trusted(client)) break;
   }
   return client;
+}
+
+/**
+ * The address a brute-force counter is kept for: an IPv4 address as is, an IPv6 address as its
+ * /64 prefix (`2001:db8:0:1::/64`). One IPv6 host usually holds a whole /64 and can pick any
+ * address in it, so counting per address would give it 2^64 fresh counters. Anything that is not
+ * an address (an opaque identity from a test harness or exotic transport) is returned unchanged.
+ *
+ * @example
+ * throttleAddress("2001:db8:0:1:aaaa::7"); // "2001:db8:0:1::/64"
+ * throttleAddress("198.51.100.7");         // "198.51.100.7"
+ */
+export function throttleAddress(ip: string): string {
+  const parsed = parseIp(ip);
+  if (!parsed) return ip;
+  if (parsed.v === 4) return format(parsed);
+  const groups: string[] = [];
+  for (let i = 0; i < 8; i += 2) groups.push(((parsed.bytes[i]! << 8) | parsed.bytes[i + 1]!).toString(16));
+  return `${groups.join(":")}::/64`;
 }

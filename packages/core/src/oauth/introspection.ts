@@ -3,7 +3,7 @@ import { json, NO_STORE } from "../http/respond.js";
 import type { Context, Urls } from "../options.js";
 import { CLIENT_SUBJECT_PREFIX } from "../tokens/access-token.js";
 import { authenticateClient, readForm } from "./token-endpoint.js";
-import { locateToken, tokenClientId } from "./token-lookup.js";
+import { issuedTo, locateToken } from "./token-lookup.js";
 
 /** The RFC 7662 §2.2 response; only `active` when the token is not active. */
 export interface IntrospectionResponse {
@@ -26,7 +26,8 @@ const INACTIVE: IntrospectionResponse = { active: false };
  * `POST /UserService/connect/introspect` (RFC 7662). The client authenticates exactly as at the
  * token endpoint. A client may introspect only tokens issued to it: anyone else's token, like an
  * unknown, expired, revoked or consumed one, is `{"active":false}` (RFC 7662 §2.2 lets the server
- * hide why). A token of an account that is disabled or deleted is inactive too.
+ * hide why). A token of an account that is disabled or deleted is inactive too, and so is a token
+ * of a deleted client presented by a new client re-created under the same id.
  *
  * Access tokens: `token_type` `Bearer`, with the JWT's `iss`, `aud`, `sub`, `jti`, `iat`, `exp`.
  * Refresh tokens: no `token_type` (RFC 6749 §7.1 types describe access tokens), `exp` is the
@@ -41,7 +42,7 @@ export async function introspectionEndpoint(ctx: Context, urls: Urls, request: R
   const now = ctx.clock();
   const found = await locateToken(ctx, urls, token, form.get("token_type_hint"), now);
   const answer = (body: IntrospectionResponse) => json(200, body, { ...NO_STORE });
-  if (!found || tokenClientId(found) !== client.clientId) return answer(INACTIVE);
+  if (!found || !issuedTo(found, client)) return answer(INACTIVE);
 
   let accountId: string | null;
   let body: IntrospectionResponse;

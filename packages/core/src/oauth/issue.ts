@@ -1,4 +1,4 @@
-import { randomToken, sha256 } from "../crypto/index.js";
+import { randomToken } from "../crypto/index.js";
 import { OAuthError } from "../errors/index.js";
 import type { Context, Urls } from "../options.js";
 import type { ClientRecord } from "../storage/types.js";
@@ -40,6 +40,7 @@ export async function issueTokens(
     now: input.now,
     ttl,
     random: ctx.random,
+    sign: ctx.sign,
   });
   const body: TokenResponse = { access_token: accessToken, token_type: "Bearer", expires_in: ttl, scope: input.scope.join(" ") };
   const plan = input.refresh;
@@ -49,7 +50,7 @@ export async function issueTokens(
       plan.kind === "rotate" ? plan.familyExpiresAt : input.now + (input.client.refreshTokenAbsoluteTtl ?? ctx.refreshTokenAbsoluteTtl) * 1000;
     const token = randomToken(ctx.random, 32);
     const record = {
-      tokenHash: await sha256(token),
+      tokenHash: await ctx.sha256(token),
       familyId: plan.kind === "rotate" ? plan.familyId : randomToken(ctx.random, 16),
       clientId: input.client.clientId,
       accountId: plan.accountId,

@@ -2,7 +2,7 @@ import { OAuthError } from "../errors/index.js";
 import { NO_STORE } from "../http/respond.js";
 import type { Context, Urls } from "../options.js";
 import { authenticateClient, readForm } from "./token-endpoint.js";
-import { locateToken, tokenClientId } from "./token-lookup.js";
+import { issuedTo, locateToken } from "./token-lookup.js";
 
 /**
  * `POST /UserService/connect/revocation` (RFC 7009). The client authenticates exactly as at the
@@ -23,7 +23,8 @@ export async function revocationEndpoint(ctx: Context, urls: Urls, request: Requ
   const now = ctx.clock();
   const found = await locateToken(ctx, urls, token, form.get("token_type_hint"), now);
   if (found) {
-    if (tokenClientId(found) !== client.clientId) {
+    // Another client's token, or one of a deleted client whose id was re-used: not this client's.
+    if (!issuedTo(found, client)) {
       throw new OAuthError("invalid_request", "The token was not issued to this client.");
     }
     if (found.kind === "refresh_token") await ctx.storage.refreshTokens.revokeFamily(found.record.familyId, now);

@@ -1,4 +1,4 @@
-import { sha256, timingSafeEqual } from "../crypto/index.js";
+import { timingSafeEqual } from "../crypto/index.js";
 import { OAuthError } from "../errors/index.js";
 import { BodyReadError, charset, mediaType, readBodyText } from "../http/body.js";
 import { presentedClient } from "../http/client-auth.js";
@@ -90,7 +90,7 @@ export async function authenticateClient(ctx: Context, request: Request, form: M
   const keys = throttleKeys("client", { clientId: presented.clientId, ...(clientIp !== undefined ? { ip: clientIp } : {}) });
   await ctx.throttle.check(keys);
   const client = await ctx.storage.clients.get(presented.clientId);
-  const hash = await sha256(presented.clientSecret);
+  const hash = await ctx.sha256(presented.clientSecret);
   const ok = timingSafeEqual(hash, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
   if (!client || !ok) {
     await ctx.throttle.fail(keys);
@@ -119,6 +119,6 @@ export async function tokenEndpoint(ctx: Context, urls: Urls, request: Request, 
   const client = await authenticateClient(ctx, request, form, clientIp);
   checkGrantAllowed(client, grant, form);
   checkScopeLimits(form.get("scope"), ctx.limits);
-  const body = await grant.handle({ ctx, urls, client, params: form, now: ctx.clock() });
+  const body = await grant.handle({ ctx, urls, client, params: form, now: ctx.clock(), clientIp });
   return json(200, body, { ...NO_STORE });
 }

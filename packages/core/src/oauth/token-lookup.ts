@@ -1,6 +1,5 @@
-import { sha256 } from "../crypto/index.js";
 import type { Context, Urls } from "../options.js";
-import type { RefreshTokenRecord } from "../storage/types.js";
+import type { ClientRecord, RefreshTokenRecord } from "../storage/types.js";
 import { verifyAccessToken, type AccessTokenClaims } from "../tokens/access-token.js";
 
 /** A token presented to revocation or introspection, as we know it. */
@@ -23,7 +22,7 @@ export async function locateToken(ctx: Context, urls: Urls, token: string, hint:
     return claims && { kind: "access_token", claims };
   };
   const asRefresh = async (): Promise<LocatedToken | null> => {
-    const record = await ctx.storage.refreshTokens.findByHash(await sha256(token));
+    const record = await ctx.storage.refreshTokens.findByHash(await ctx.sha256(token));
     return record && { kind: "refresh_token", record };
   };
   const order = hint === "refresh_token" ? [asRefresh, asAccess] : [asAccess, asRefresh];
@@ -34,7 +33,19 @@ export async function locateToken(ctx: Context, urls: Urls, token: string, hint:
   return null;
 }
 
-/** The client a located token was issued to. */
+/** The client id a located token was issued to. */
 export function tokenClientId(token: LocatedToken): string {
   return token.kind === "access_token" ? token.claims.clientId : token.record.clientId;
+}
+
+/**
+ * Whether a located token was issued to this client record: the same id, and issued no earlier
+ * than the client was created. A client deleted and re-created under the same id is a new client
+ * and must not inherit the old one's tokens. An access token's `iat` has whole seconds, so it is
+ * compared with the second of creation: a token issued just after creation stays the client's,
+ * and only a token issued before deletion in that very second could slip through.
+ */
+export function issuedTo(token: LocatedToken, client: ClientRecord): boolean {
+  if (tokenClientId(token) !== client.clientId) return false;
+  return token.kind === "access_token" ? token.claims.iat >= Math.floor(client.createdAt / 1000) : token.record.createdAt >= client.createdAt;
 }

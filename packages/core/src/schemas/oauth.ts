@@ -98,7 +98,14 @@ export const AuthorizationServerMetadataSchema = z
   })
   .meta({ description: "OAuth 2.0 Authorization Server Metadata (RFC 8414)." });
 
-const tokenTypeHint = z.enum(["access_token", "refresh_token"]).optional().meta({ description: "Where to look first (RFC 7009 §2.1); an unknown hint is ignored." });
+// A string, not an enum: RFC 7009 §2.1 lets the server ignore hints it does not know, and it does.
+const tokenTypeHint = z
+  .string()
+  .optional()
+  .meta({
+    description:
+      "Where to look first (RFC 7009 §2.1, RFC 7662 §2.1). Known values: access_token and refresh_token; any other value is accepted and ignored, and a token not found under the hinted kind is looked for under the other.",
+  });
 
 /** The RFC 7009 revocation request (`application/x-www-form-urlencoded`). */
 export const RevocationRequestSchema = z

@@ -324,7 +324,15 @@ export function createOperations(settings: OperationSettings): Operation[] {
       responses: {
         "200": {
           description: "The OpenAPI document.",
-          headers: cacheable,
+          headers: {
+            "Cache-Control": {
+              description:
+                "With a configured base URL the document is the same for everyone: `public, max-age=300`. Without one, `servers` and the token URL come from the request's origin, so it is `private, max-age=300` and varies by Host.",
+              schema: z.enum(["public, max-age=300", "private, max-age=300"]),
+              required: true,
+            },
+            Vary: { description: "`Host` when no base URL is configured (then the document depends on it); absent otherwise.", schema: z.literal("Host") },
+          },
           body: z.looseObject({ openapi: z.literal("3.1.0") }).meta({ description: "An OpenAPI 3.1 document." }),
         },
       },

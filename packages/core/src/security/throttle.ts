@@ -1,25 +1,58 @@
 import { sha256 } from "../crypto/index.js";
 import { TooManyAttemptsError } from "../errors/index.js";
+import { throttleAddress } from "../http/client-ip.js";
 import type { AttemptStore } from "../storage/types.js";
 
 /**
- * Brute-force defence: failure counters kept in storage (so a lock-out holds across every instance
- * sharing it), one per key (a username, a client id + IP, ...). A key is locked once it has
- * `maxFailures` failures inside one window; the lock ends when that window ends.
+ * One throttle key with its own threshold: the key is locked past `factor × maxFailures` counts
+ * (a plain string is factor 1). A per-username key gets a higher factor than a per-(username + IP)
+ * key, so one address locks only itself out while a guess spread over many addresses still meets
+ * the username's ceiling.
+ */
+export interface ThrottleKey {
+  key: string;
+  factor: number;
+}
+
+/**
+ * Brute-force defence: counters kept in storage (so a lock-out holds across every instance
+ * sharing it), one per key (a username, a client id + IP, ...). Two ways to use it:
+ *
+ * - `attempt` counts FIRST, then the caller checks the password. Every attempt is counted by one
+ *   atomic increment before any password is looked at, so a burst of concurrent guesses cannot
+ *   all slip in before the lock: with `maxFailures` 3, 50 simultaneous wrong guesses give exactly
+ *   3 password checks and 47 answers of 429. Used by the password grant and console sign-in.
+ * - `check` / `fail` / `succeed`: a read before, a count only after a failure. Concurrent guesses
+ *   that all read before any fail is counted are all evaluated; kept for client authentication,
+ *   which runs on every token request and must cost at most one read + one delete when it succeeds.
  *
  * @example
- * const keys = throttleKeys("password", { username });
- * await ctx.throttle.check(keys);
- * if (!ok) { await ctx.throttle.fail(keys); throw badCredentials(); }
+ * // Password-style doors: count first.
+ * const keys = credentialKeys("password", username, clientIp);
+ * await ctx.throttle.attempt(keys); // throws TooManyAttemptsError past the limit
+ * if (!(await verifyPassword(password, hash))) throw badCredentials(); // already counted
  * await ctx.throttle.succeed(keys);
+ *
+ * // Client authentication: check, then count the failure.
+ * const clientKeys = throttleKeys("client", { clientId, ip });
+ * await ctx.throttle.check(clientKeys);
+ * if (!ok) { await ctx.throttle.fail(clientKeys); throw invalidClient(); }
+ * await ctx.throttle.succeed(clientKeys);
  */
 export interface Throttle {
+  /**
+   * Counts one attempt for every key (storage `attempts.increment`, in the order given) and throws
+   * TooManyAttemptsError as soon as a key's count passes its threshold (`factor × maxFailures`);
+   * later keys are then not counted, so a request refused by its per-(username + IP) key does not
+   * add to the username's shared counter. Retry-After runs to the end of that key's window.
+   */
+  attempt(keys: (string | ThrottleKey)[]): Promise<void>;
   /** Throws TooManyAttemptsError when any of the keys is locked (count >= maxFailures in its window). */
   check(keys: string[]): Promise<void>;
   /** Counts one failure for every key (storage `attempts.increment`). */
   fail(keys: string[]): Promise<void>;
   /** Resets every key after a success. */
-  succeed(keys: string[]): Promise<void>;
+  succeed(keys: (string | ThrottleKey)[]): Promise<void>;
 }
 
 /** Settings of {@link createThrottle}. */
@@ -35,7 +68,7 @@ export const DEFAULT_BRUTE_FORCE: ThrottleSettings = { maxFailures: 10, windowSe
 
 /**
  * The throttle keys for one attempt, before hashing: one per `username`, and one per `clientId`
- * together with `ip` (or per `ip` alone when there is no client). `kind` separates the counters of
+ * together with `ip` (or per `ip` alone when there is no client); an IPv6 `ip` counts per /64. `kind` separates the counters of
  * different doors (the token endpoint's password grant, client authentication, the console).
  * The throttle hashes each key before it reaches storage, so no username or address is stored.
  *
@@ -47,16 +80,38 @@ export function throttleKeys(kind: string, parts: { username?: string; clientId?
   const keys: string[] = [];
   // JSON keeps the parts unambiguous whatever characters a username contains.
   if (parts.username !== undefined) keys.push(JSON.stringify([kind, "u", parts.username]));
-  if (parts.clientId !== undefined) keys.push(JSON.stringify([kind, "c", parts.clientId, parts.ip ?? null]));
-  else if (parts.ip !== undefined) keys.push(JSON.stringify([kind, "i", parts.ip]));
+  // IPv6 addresses count per /64 (see throttleAddress): one host can rotate through its whole prefix.
+  const ip = parts.ip === undefined ? undefined : throttleAddress(parts.ip);
+  if (parts.clientId !== undefined) keys.push(JSON.stringify([kind, "c", parts.clientId, ip ?? null]));
+  else if (ip !== undefined) keys.push(JSON.stringify([kind, "i", ip]));
   return keys;
 }
 
-/** Expired counters are deleted after every this many failures (per instance). */
+/** How many times `maxFailures` a username's own counter allows, across all addresses. */
+export const USERNAME_FACTOR = 5;
+
+/**
+ * The keys of a username + password attempt, most specific first: per (username + IP) at
+ * `maxFailures`, then per username at {@link USERNAME_FACTOR} × `maxFailures`. One address that
+ * guesses locks only itself out of that username; guesses spread over many addresses still meet
+ * the username's ceiling. Without an address, the first key is shared by every address-less caller.
+ * An IPv6 address counts per /64.
+ *
+ * @example
+ * await ctx.throttle.attempt(credentialKeys("password", "alice", "198.51.100.7"));
+ */
+export function credentialKeys(kind: string, username: string, ip: string | undefined): ThrottleKey[] {
+  return [
+    { key: JSON.stringify([kind, "ui", username, ip === undefined ? null : throttleAddress(ip)]), factor: 1 },
+    { key: JSON.stringify([kind, "u", username]), factor: USERNAME_FACTOR },
+  ];
+}
+
+/** Expired counters are deleted after every this many counted attempts or failures (per instance). */
 export const SWEEP_EVERY = 64;
 
 /** `t:` + SHA-256 (base64url): 45 ASCII characters whatever the input. */
-const storageKey = async (key: string) => `t:${await sha256(key)}`;
+const storageKeyWith = (hash: (text: string) => Promise<string>) => async (key: string) => `t:${await hash(key)}`;
 
 /**
  * A throttle over an attempt store. With `settings === false` it never locks and never writes
@@ -65,14 +120,41 @@ const storageKey = async (key: string) => `t:${await sha256(key)}`;
  * @example
  * const throttle = createThrottle(storage.attempts, Date.now, { maxFailures: 5, windowSeconds: 600 });
  */
-export function createThrottle(store: AttemptStore, clock: () => number, settings: ThrottleSettings | false): Throttle {
+export function createThrottle(
+  store: AttemptStore,
+  clock: () => number,
+  settings: ThrottleSettings | false,
+  hash: (text: string) => Promise<string> = sha256,
+): Throttle {
   if (settings === false) {
-    return { async check() {}, async fail() {}, async succeed() {} };
+    return { async attempt() {}, async check() {}, async fail() {}, async succeed() {} };
   }
+  const storageKey = storageKeyWith(hash);
   const windowMs = settings.windowSeconds * 1000;
-  const hashAll = (keys: string[]) => Promise.all([...new Set(keys)].map(storageKey));
-  let failures = 0;
+  const keyOf = (k: string | ThrottleKey) => (typeof k === "string" ? k : k.key);
+  const hashAll = (keys: (string | ThrottleKey)[]) => Promise.all([...new Set(keys.map(keyOf))].map(storageKey));
+  const retryAfter = (windowStart: number, now: number) => Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000));
+  let counted = 0;
+  // Every guess at a new username adds a row; sweep finished windows now and then so an
+  // attacker cannot grow the table without bound. Per instance, so the cost is spread.
+  const sweep = async (now: number) => {
+    if (++counted % SWEEP_EVERY === 0) await store.deleteExpired(now - windowMs);
+  };
   return {
+    async attempt(keys) {
+      const now = clock();
+      await sweep(now);
+      const seen = new Set<string>();
+      for (const k of keys) {
+        const name = keyOf(k);
+        if (seen.has(name)) continue;
+        seen.add(name);
+        const factor = typeof k === "string" ? 1 : k.factor;
+        // The increment is the check: the store's atomic count decides who is past the limit.
+        const r = await store.increment(await storageKey(name), now, windowMs);
+        if (r.count > settings.maxFailures * factor) throw new TooManyAttemptsError(retryAfter(r.windowStart, now));
+      }
+    },
     async check(keys) {
       const now = clock();
       let retryAfterMs = 0;
@@ -87,9 +169,7 @@ export function createThrottle(store: AttemptStore, clock: () => number, setting
     async fail(keys) {
       const now = clock();
       for (const key of await hashAll(keys)) await store.increment(key, now, windowMs);
-      // Every guess at a new username adds a row; sweep finished windows now and then so an
-      // attacker cannot grow the table without bound. Per instance, so the cost is spread.
-      if (++failures % SWEEP_EVERY === 0) await store.deleteExpired(now - windowMs);
+      await sweep(now);
     },
     async succeed(keys) {
       for (const key of await hashAll(keys)) await store.reset(key);

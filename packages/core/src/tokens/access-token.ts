@@ -1,5 +1,6 @@
 import { SignJWT, jwtVerify, decodeProtectedHeader, type JWTPayload } from "jose";
-import { randomToken, type RandomBytes } from "../crypto/index.js";
+import { base64url, randomToken, type RandomBytes } from "../crypto/index.js";
+import type { JwsSigner } from "../crypto/provider.js";
 import type { Keyring } from "./keys.js";
 
 /** What a verified access token says. */
@@ -15,15 +16,50 @@ export interface AccessTokenClaims {
 /** Prefix of the `sub` of a client-credentials token, so it can never equal a user's `sub`. */
 export const CLIENT_SUBJECT_PREFIX = "client:";
 
+const encoder = new TextEncoder();
+
 /**
- * Issues a JWT access token per RFC 9068 (`typ: at+jwt`).
+ * Issues a JWT access token per RFC 9068 (`typ: at+jwt`). With `sign` (the host's synchronous
+ * signer) the compact JWS is assembled here, with the same header and claims, in the same order,
+ * as jose's SignJWT produces; otherwise, or when the signer declines the key, jose signs.
  */
 export async function issueAccessToken(
   keyring: Keyring,
-  input: { issuer: string; audience: string; subject: string; clientId: string; scope: string[]; now: number; ttl: number; random: RandomBytes },
+  input: {
+    issuer: string;
+    audience: string;
+    subject: string;
+    clientId: string;
+    scope: string[];
+    now: number;
+    ttl: number;
+    random: RandomBytes;
+    sign?: JwsSigner | undefined;
+  },
 ): Promise<string> {
   const { kid, alg, key } = await keyring.signingKey();
   const iat = Math.floor(input.now / 1000);
+  const jti = randomToken(input.random, 16);
+  if (input.sign !== undefined && !(key instanceof Uint8Array)) {
+    const header = base64url(encoder.encode(JSON.stringify({ alg, kid, typ: "at+jwt" })));
+    const payload = base64url(
+      encoder.encode(
+        JSON.stringify({
+          client_id: input.clientId,
+          scope: input.scope.join(" "),
+          iss: input.issuer,
+          sub: input.subject,
+          aud: input.audience,
+          iat,
+          exp: iat + input.ttl,
+          jti,
+        }),
+      ),
+    );
+    const signingInput = `${header}.${payload}`;
+    const signature = input.sign(alg, key, encoder.encode(signingInput));
+    if (signature !== undefined) return `${signingInput}.${base64url(signature)}`;
+  }
   return new SignJWT({ client_id: input.clientId, scope: input.scope.join(" ") })
     .setProtectedHeader({ alg, kid, typ: "at+jwt" })
     .setIssuer(input.issuer)
@@ -31,7 +67,7 @@ export async function issueAccessToken(
     .setAudience(input.audience)
     .setIssuedAt(iat)
     .setExpirationTime(iat + input.ttl)
-    .setJti(randomToken(input.random, 16))
+    .setJti(jti)
     .sign(key);
 }
 

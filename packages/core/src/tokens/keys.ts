@@ -26,6 +26,8 @@ export interface Keyring {
   jwks(): Promise<{ keys: JWK[] }>;
   /** Forgets the cache so the next use reads the store again (after a rotation in this process). */
   invalidate(): void;
+  /** Whether the signing key is configured (`signingKey`): then it is rotated by changing that option, not by plantgate. */
+  readonly configured: boolean;
 }
 
 const PUBLIC_MEMBERS = ["kty", "crv", "x", "y", "n", "e", "alg", "kid", "use"] as const;
@@ -131,7 +133,8 @@ export function describeKeys(records: readonly SigningKeyRecord[], now: number, 
 export async function pruneKeys(store: SigningKeyStore, now: number, maxTokenTtlMs: number, activeKid?: string): Promise<string[]> {
   const deleted: string[] = [];
   for (const k of describeKeys(await store.list(), now, maxTokenTtlMs, activeKid)) {
-    if (k.status === "prunable" && (await store.delete(k.kid))) deleted.push(k.kid);
+    // "prunable" is never the active key; the kid check says so again, so no caller can delete the key that signs.
+    if (k.status === "prunable" && k.kid !== activeKid && (await store.delete(k.kid))) deleted.push(k.kid);
   }
   return deleted;
 }
@@ -249,5 +252,6 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       keys = null;
       active = null;
     },
+    configured: opts.configured !== undefined,
   };
 }

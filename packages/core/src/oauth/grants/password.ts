@@ -1,7 +1,7 @@
 import { hashPassword, verifyPassword } from "../../crypto/index.js";
 import { OAuthError } from "../../errors/index.js";
 import type { Context } from "../../options.js";
-import { throttleKeys } from "../../security/throttle.js";
+import { credentialKeys } from "../../security/throttle.js";
 import { issueTokens } from "../issue.js";
 import { grantScope, OFFLINE_ACCESS, parseScope } from "../scopes.js";
 import { requiredParameters } from "../../schemas/oauth.js";
@@ -30,7 +30,7 @@ const badCredentials = () => new OAuthError("invalid_grant", "The username or pa
 export const passwordGrant: Grant = {
   grantType: "password",
   required: requiredParameters("password"),
-  async handle({ ctx, urls, client, params, now }) {
+  async handle({ ctx, urls, client, params, now, clientIp }) {
     const username = params.get("username")!;
     const password = params.get("password")!;
     const requested = parseScope(params.get("scope"));
@@ -40,16 +40,16 @@ export const passwordGrant: Grant = {
       throw new OAuthError("invalid_scope", "offline_access needs the refresh_token grant, which this client is not allowed.");
     }
     if (username.length > MAX_CREDENTIAL_LENGTH || password.length > MAX_CREDENTIAL_LENGTH) throw badCredentials();
-    // Per username, whatever the client or address, so spreading guesses over IPs does not help;
-    // checked before the password, so a locked account answers 429 even to the right one.
-    const keys = throttleKeys("password", { username });
-    await ctx.throttle.check(keys);
+    // Counted before the password is looked at, so concurrent guesses cannot outrun the lock, and a
+    // locked pair answers 429 even to the right password. Per (username + IP) at maxFailures, so one
+    // address locks only itself out; per username at a higher ceiling, so spreading guesses over
+    // many addresses does not help.
+    const keys = credentialKeys("password", username, clientIp);
+    await ctx.throttle.attempt(keys);
     const account = await ctx.storage.accounts.findByUsername(username);
     const ok = await verifyPassword(password, account?.passwordHash ?? (await dummyHash(ctx)));
-    if (!account || !ok || !account.enabled) {
-      await ctx.throttle.fail(keys);
-      throw badCredentials();
-    }
+    // Already counted by attempt(): nothing more to record on failure.
+    if (!account || !ok || !account.enabled) throw badCredentials();
     await ctx.throttle.succeed(keys);
     return issueTokens(ctx, urls, {
       client,

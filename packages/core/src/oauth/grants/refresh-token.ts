@@ -1,4 +1,3 @@
-import { sha256 } from "../../crypto/index.js";
 import { OAuthError } from "../../errors/index.js";
 import { issueTokens } from "../issue.js";
 import { parseScope } from "../scopes.js";
@@ -17,9 +16,10 @@ export const refreshTokenGrant: Grant = {
   async handle({ ctx, urls, client, params, now }) {
     const presented = params.get("refresh_token")!;
     if (presented.length > 512) throw invalid();
-    const tokenHash = await sha256(presented);
+    const tokenHash = await ctx.sha256(presented);
     const record = await ctx.storage.refreshTokens.findByHash(tokenHash);
-    if (!record || record.clientId !== client.clientId) throw invalid();
+    // Bound to the client it was issued to: the same id, and not from before a re-creation under that id.
+    if (!record || record.clientId !== client.clientId || record.createdAt < client.createdAt) throw invalid();
     if (record.revokedAt !== null) throw invalid();
     if (record.consumedAt !== null) {
       await ctx.storage.refreshTokens.revokeFamily(record.familyId, now);

@@ -9,6 +9,8 @@ export interface GrantInput {
   client: ClientRecord;
   params: Map<string, string>;
   now: number;
+  /** The client's address as resolved for the brute-force throttle; undefined when the adapter gave none. */
+  clientIp: string | undefined;
 }
 
 /** One grant type. Every grant file exports one of these, all of the same shape. */

@@ -1,0 +1,121 @@
+import { createHash } from "node:crypto";
+import { createPlantgate, sha256 as webSha256, type Plantgate } from "@plantgate/core";
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from "jose";
+import { describe, expect, it } from "vitest";
+import { nodeCrypto } from "../src/index.js";
+
+const ISSUER = "https://auth.example.test";
+const CLIENT_ID = "crypto-client";
+const CLIENT_SECRET = "crypto-secret-0123456789abcdef";
+const BASIC = `Basic ${Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString("base64")}`;
+
+/** nodeCrypto() with a count of the signatures it made, to prove tokens were signed through it. */
+function countedNodeCrypto() {
+  const inner = nodeCrypto();
+  const counts = { sign: 0, sha256: 0 };
+  return {
+    counts,
+    provider: {
+      sha256(data: Uint8Array) {
+        counts.sha256++;
+        return inner.sha256(data);
+      },
+      sign(alg: string, key: CryptoKey, data: Uint8Array) {
+        const signature = inner.sign(alg, key, data);
+        if (signature !== undefined) counts.sign++;
+        return signature;
+      },
+    },
+  };
+}
+
+async function clientCredentials(app: Plantgate): Promise<Response> {
+  return app.fetch(
+    new Request(`${ISSUER}/UserService/connect/token`, {
+      method: "POST",
+      headers: { authorization: BASIC, "content-type": "application/x-www-form-urlencoded" },
+      body: "grant_type=client_credentials",
+    }),
+  );
+}
+
+describe("nodeCrypto()", () => {
+  it("hashes exactly like core's Web Crypto SHA-256", async () => {
+    const provider = nodeCrypto();
+    for (const text of ["", "secret", "ünïcödé ✓", "x".repeat(10_000)]) {
+      const expected = Buffer.from(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)));
+      expect(Buffer.from(provider.sha256(new TextEncoder().encode(text)))).toEqual(expected);
+      expect(Buffer.from(provider.sha256(new TextEncoder().encode(text))).toString("base64url")).toBe(await webSha256(text));
+    }
+    expect(Buffer.from(provider.sha256(Buffer.from("abc")))).toEqual(createHash("sha256").update("abc").digest());
+  });
+
+  it.each(["ES256", "ES384", "RS256", "PS256", "EdDSA"] as const)(
+    "signs %s access tokens that jose verifies against the published JWKS, and the app accepts",
+    async (alg) => {
+      const { provider, counts } = countedNodeCrypto();
+      const now = Date.now();
+      const app = createPlantgate({ issuer: ISSUER, baseUrl: ISSUER, signingAlg: alg, crypto: provider, clock: () => now });
+      // The secret is stored hashed by the admin API with Web Crypto; authenticating with it
+      // through the provider's SHA-256 proves both hash alike.
+      await app.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);
+
+      const response = await clientCredentials(app);
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as { access_token: string; token_type: string; expires_in: number; scope: string };
+      expect(body).toMatchObject({ token_type: "Bearer", expires_in: 7200 });
+      expect(counts.sign).toBe(1);
+      expect(counts.sha256).toBeGreaterThan(0);
+
+      const token = body.access_token;
+      const jwks = (await app.jwks()) as JSONWebKeySet;
+      const kid = jwks.keys[0]!.kid;
+      expect(decodeProtectedHeader(token)).toEqual({ alg, kid, typ: "at+jwt" });
+      const iat = Math.floor(now / 1000);
+      const { payload, protectedHeader } = await jwtVerify(token, createLocalJWKSet(jwks), {
+        algorithms: [alg],
+        typ: "at+jwt",
+        issuer: ISSUER,
+        audience: ISSUER,
+        currentDate: new Date(now),
+      });
+      expect(protectedHeader).toEqual({ alg, kid, typ: "at+jwt" });
+      expect(payload).toEqual({
+        client_id: CLIENT_ID,
+        scope: body.scope,
+        iss: ISSUER,
+        sub: `client:${CLIENT_ID}`,
+        aud: ISSUER,
+        iat,
+        exp: iat + 7200,
+        jti: expect.stringMatching(/^[A-Za-z0-9_-]{22}$/),
+      });
+      // The same claims in the same order as jose's SignJWT writes them.
+      const [, encodedPayload] = token.split(".");
+      expect(Buffer.from(encodedPayload!, "base64url").toString()).toBe(
+        JSON.stringify({ client_id: CLIENT_ID, scope: body.scope, iss: ISSUER, sub: `client:${CLIENT_ID}`, aud: ISSUER, iat, exp: iat + 7200, jti: payload.jti }),
+      );
+
+      const plant = await app.fetch(
+        new Request(`${ISSUER}/plants`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: '{"id":7,"name":"fern","tag":"indoor"}',
+        }),
+      );
+      expect(plant.status).toBe(200);
+      expect(await plant.json()).toEqual({ id: 7, name: "fern", tag: "indoor" });
+    },
+  );
+
+  it("declines keys it does not fit, so core falls back to jose", async () => {
+    const { privateKey } = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"])) as CryptoKeyPair;
+    const provider = nodeCrypto();
+    const data = new TextEncoder().encode("a.b");
+    expect(provider.sign("ES384", privateKey, data)).toBeUndefined();
+    expect(provider.sign("RS256", privateKey, data)).toBeUndefined();
+    expect(provider.sign("HS256", privateKey, data)).toBeUndefined();
+    const signature = provider.sign("ES256", privateKey, data);
+    expect(signature?.byteLength).toBe(64);
+  });
+});
