@@ -498,7 +498,23 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
             .selectFrom(TABLES.accounts)
             .select((eb) => eb.fn.countAll().as("n"))
             .executeTakeFirstOrThrow();
-          const rows = await db.selectFrom(TABLES.accounts).selectAll().orderBy("id").limit(limit).offset(offset).execute();
+          // Deferred join: OFFSET over the id index alone (an index-only scan) finds the page's first id,
+          // then only the page's rows are read. A plain OFFSET reads every skipped row in full, which
+          // made the last page of 1,000,000 accounts on PostgreSQL ~25x slower than the first.
+          const first =
+            offset === 0
+              ? null
+              : await db.selectFrom(TABLES.accounts).select("id").orderBy("id").limit(1).offset(offset).executeTakeFirst();
+          const rows =
+            offset !== 0 && first === undefined
+              ? []
+              : await db
+                  .selectFrom(TABLES.accounts)
+                  .selectAll()
+                  .$if(first != null, (q) => q.where("id", ">=", first!.id))
+                  .orderBy("id")
+                  .limit(limit)
+                  .execute();
           return { items: rows.map(accountRecord), total: toInt(count.n, "count(*)") };
         }),
     },
