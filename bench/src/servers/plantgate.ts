@@ -1,7 +1,7 @@
 // plantgate's Node server (@plantgate/node serve + @plantgate/core) on the store named by
 // BENCH_STORE: "memory", or a SQL URL in BENCH_DB_URL (a SQLite file path or postgres://...).
 import { createMemoryStorage, createPlantgate, type CreateAccountInput, type Plantgate, type Storage } from "@plantgate/core";
-import { serve } from "@plantgate/node";
+import { nodeCrypto, serve } from "@plantgate/node";
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { announceReady, CLIENT_ID, CLIENT_SECRET, DEFAULT_BENCH_ITERATIONS, envInt, PASSWORD, username, USERS } from "../shared.js";
 
@@ -13,7 +13,8 @@ const storage: Storage = process.env.BENCH_STORE === "memory" || !url ? createMe
 let app: Plantgate | null = null;
 // The issuer is the listening URL, known only after listen, as in examples/node-server.
 const running = await serve({ fetch: (request, info) => (app ? app.fetch(request, info) : Promise.resolve(new Response(null, { status: 503 }))) }, { port: 0 });
-const created = createPlantgate({ storage, issuer: running.url, baseUrl: running.url, passwordHashIterations: iterations });
+// As the example server runs it: node:crypto in line instead of Web Crypto thread-pool jobs.
+const created = createPlantgate({ storage, issuer: running.url, baseUrl: running.url, passwordHashIterations: iterations, crypto: nodeCrypto() });
 await created.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);
 for (let i = 0; i < USERS; i++) await created.admin.ensureAccount(username(i), PASSWORD);
 if (seedAccounts > 0) {
