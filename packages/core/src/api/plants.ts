@@ -1,6 +1,7 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import { BodyReadError, charset, mediaType, readBodyText } from "../http/body.js";
-import { JsonSyntaxError, parseJson, type JsonValue } from "../http/json.js";
+import { readApiJson } from "../http/api-json.js";
+import { charset, mediaType } from "../http/body.js";
+import type { JsonValue } from "../http/json.js";
 import { json } from "../http/respond.js";
 import type { Context } from "../options.js";
 import { newPlantFromBody } from "../schemas/plants.js";
@@ -36,23 +37,7 @@ export async function createPlant(ctx: Context, request: Request): Promise<Respo
     await request.body?.cancel().catch(() => {});
     throw bad(ApiErrorCode.unsupportedMediaType, "The body must be UTF-8 JSON.");
   }
-  let text: string;
-  try {
-    text = await readBodyText(request, ctx.maxBodyBytes);
-  } catch (e) {
-    if (e instanceof BodyReadError) {
-      if (e.reason === "too_large") throw bad(ApiErrorCode.bodyTooLarge, `The body exceeds ${ctx.maxBodyBytes} bytes.`);
-      throw bad(ApiErrorCode.invalidJson, e.reason === "not_utf8" ? "The body is not valid UTF-8." : "The body could not be read.");
-    }
-    throw e;
-  }
-  let parsed: JsonValue;
-  try {
-    parsed = parseJson(text);
-  } catch (e) {
-    if (e instanceof JsonSyntaxError) throw bad(ApiErrorCode.invalidJson, `The body is not valid JSON: ${e.message}.`);
-    throw e;
-  }
+  const parsed = await readApiJson(request, ctx.maxBodyBytes);
   const plant = toNewPlant(parsed);
   if (!(await ctx.storage.plants.create(plant))) {
     throw bad(ApiErrorCode.duplicateId, `A plant with id ${plant.id.toString()} already exists.`);

@@ -1,6 +1,7 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import { BodyReadError, charset, mediaType, readBodyText } from "../http/body.js";
-import { JsonNumber, JsonSyntaxError, parseJson, type JsonValue } from "../http/json.js";
+import { readApiJson } from "../http/api-json.js";
+import { charset, mediaType } from "../http/body.js";
+import { JsonNumber, type JsonValue } from "../http/json.js";
 import type { Context } from "../options.js";
 
 const bad = (code: (typeof ApiErrorCode)[keyof typeof ApiErrorCode], message: string) => new ApiError(400, code, message);
@@ -20,23 +21,7 @@ export async function readJsonObject(ctx: Context, request: Request): Promise<Js
     await request.body?.cancel().catch(() => {});
     throw bad(ApiErrorCode.unsupportedMediaType, "The body must be UTF-8 application/json.");
   }
-  let text: string;
-  try {
-    text = await readBodyText(request, ctx.maxBodyBytes);
-  } catch (e) {
-    if (e instanceof BodyReadError) {
-      if (e.reason === "too_large") throw bad(ApiErrorCode.bodyTooLarge, `The body exceeds ${ctx.maxBodyBytes} bytes.`);
-      throw bad(ApiErrorCode.invalidJson, e.reason === "not_utf8" ? "The body is not valid UTF-8." : "The body could not be read.");
-    }
-    throw e;
-  }
-  let parsed: JsonValue;
-  try {
-    parsed = parseJson(text);
-  } catch (e) {
-    if (e instanceof JsonSyntaxError) throw bad(ApiErrorCode.invalidJson, `The body is not valid JSON: ${e.message}.`);
-    throw e;
-  }
+  const parsed = await readApiJson(request, ctx.maxBodyBytes);
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed) || parsed instanceof JsonNumber) {
     throw bad(ApiErrorCode.notAnObject, "The body must be a JSON object.");
   }
