@@ -12,7 +12,14 @@ const storage: Storage = process.env.BENCH_STORE === "memory" || !url ? createMe
 
 let app: Plantgate | null = null;
 // The issuer is the listening URL, known only after listen, as in examples/node-server.
-const running = await serve({ fetch: (request, info) => (app ? app.fetch(request, info) : Promise.resolve(new Response(null, { status: 503 }))) }, { port: 0 });
+// `handle` is what the Node listener calls (plain status/headers/bytes, as in examples/node-server).
+const running = await serve(
+  {
+    fetch: (request, info) => (app ? app.fetch(request, info) : Promise.resolve(new Response(null, { status: 503 }))),
+    handle: (request, info) => (app ? app.handle(request, info) : Promise.resolve({ status: 503, headers: {}, body: null })),
+  },
+  { port: 0 },
+);
 // As the example server runs it: node:crypto in line instead of Web Crypto thread-pool jobs.
 const created = createPlantgate({ storage, issuer: running.url, baseUrl: running.url, passwordHashIterations: iterations, crypto: nodeCrypto() });
 await created.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);

@@ -1,4 +1,4 @@
-import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type PlainResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { nodeCrypto, serve } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 
@@ -38,11 +38,18 @@ export interface RunningServer {
 }
 
 /** The answer while start-up provisioning is still running (a few milliseconds). */
-function starting(): Response {
-  return new Response(JSON.stringify({ error: 1503, message: "The server is starting; retry shortly." }), {
+const STARTING = new TextEncoder().encode(JSON.stringify({ error: 1503, message: "The server is starting; retry shortly." }));
+
+function starting(): PlainResponse {
+  return {
     status: 503,
-    headers: { "content-type": "application/json", "retry-after": "1" },
-  });
+    headers: { "content-type": "application/json", "content-length": String(STARTING.byteLength), "retry-after": "1" },
+    body: STARTING,
+  };
+}
+
+function toResponse(answer: PlainResponse): Response {
+  return new Response(answer.body as Uint8Array<ArrayBuffer>, { status: answer.status, headers: answer.headers });
 }
 
 function fail(message: string): never {
@@ -81,7 +88,14 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   let app: Plantgate | null = null;
   let running: Awaited<ReturnType<typeof serve>>;
   try {
-    running = await serve({ fetch: (request: Request, info?: { clientIp?: string }) => (app ? app.fetch(request, info) : Promise.resolve(starting())) }, { port: port(env.PORT), host });
+    running = await serve(
+      {
+        fetch: async (request: Request, info?: { clientIp?: string }) => (app ? app.fetch(request, info) : toResponse(starting())),
+        // What the Node listener calls: plain status/headers/bytes, no Web Response per request.
+        handle: async (request: Request, info?: { clientIp?: string }) => (app ? app.handle(request, info) : starting()),
+      },
+      { port: port(env.PORT), host },
+    );
   } catch (error) {
     await closeStorage();
     throw error;

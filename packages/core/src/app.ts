@@ -7,7 +7,7 @@ import { openApiResponse } from "./api/openapi.js";
 import { ApiError, ApiErrorCode, OAuthError } from "./errors/index.js";
 import { requireBearer } from "./http/bearer.js";
 import { resolveClientIp, type ClientInfo } from "./http/client-ip.js";
-import { errorResponse, json, NO_STORE } from "./http/respond.js";
+import { errorResponse, json, NO_STORE, toResponse, type PlainResponse } from "./http/respond.js";
 import { INTROSPECTION_PATH, metadata, REVOCATION_PATH, TOKEN_PATH } from "./oauth/metadata.js";
 import { introspectionEndpoint } from "./oauth/introspection.js";
 import { revocationEndpoint } from "./oauth/revocation.js";
@@ -23,6 +23,12 @@ export interface Plantgate {
    * the brute-force counters fall back to per-username and per-client only.
    */
   fetch(request: Request, info?: ClientInfo): Promise<Response>;
+  /**
+   * The same answer as {@link fetch}, as plain data (status, lower-case headers, body bytes, with
+   * HEAD answered without content): for adapters that write to a socket themselves and so need no
+   * Web `Response` (`@plantgate/node` uses it). Never throws.
+   */
+  handle(request: Request, info?: ClientInfo): Promise<PlainResponse>;
   /** Client and account management (console, CLI, bootstrap). */
   admin: Admin;
   /** The storage in use. */
@@ -32,7 +38,7 @@ export interface Plantgate {
 }
 
 /** `clientIp` is already resolved through `trustedProxies`; undefined when the adapter gave none. */
-type Handler = (ctx: Context, urls: Urls, request: Request, url: URL, clientIp: string | undefined) => Promise<Response>;
+type Handler = (ctx: Context, urls: Urls, request: Request, url: URL, clientIp: string | undefined) => Promise<PlainResponse>;
 
 interface Route {
   /** Which error shape the route speaks. */
@@ -95,7 +101,7 @@ const ROUTES: Record<string, Route> = {
 /** Every route path (relative to the base path); the OpenAPI test checks each is described. */
 export const ROUTE_PATHS: readonly string[] = Object.keys(ROUTES);
 
-function methodNotAllowed(route: Route): Response {
+function methodNotAllowed(route: Route): PlainResponse {
   const methods = Object.keys(route.methods);
   const allow = (methods.includes("GET") ? [...methods, "HEAD"] : methods).join(", ");
   if (route.surface === "oauth") {
@@ -106,7 +112,7 @@ function methodNotAllowed(route: Route): Response {
 }
 
 /** Routes one request; every failure becomes the route's documented error shape. */
-async function dispatch(ctx: Context, request: Request, info: ClientInfo | undefined): Promise<Response> {
+async function dispatch(ctx: Context, request: Request, info: ClientInfo | undefined): Promise<PlainResponse> {
   let surface: "oauth" | "api" = "api";
   try {
     const url = new URL(request.url);
@@ -153,9 +159,12 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
     storage: ctx.storage,
     jwks: () => ctx.keyring.jwks(),
     async fetch(request, info) {
-      const response = await dispatch(ctx, request, info);
       // RFC 9110 §9.3.2: HEAD is GET without the content, errors included.
-      return request.method === "HEAD" ? new Response(null, { status: response.status, headers: response.headers }) : response;
+      return toResponse(await dispatch(ctx, request, info), request.method === "HEAD");
+    },
+    async handle(request, info) {
+      const response = await dispatch(ctx, request, info);
+      return request.method === "HEAD" ? { ...response, body: null } : response;
     },
   };
 }

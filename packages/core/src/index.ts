@@ -16,7 +16,7 @@ export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console
 export { createAdmin, AdminError, type Admin, type ClientView, type CreateAccountInput, type CreateClientInput } from "./admin/index.js";
 export type { AccountPage, AccountView } from "./api/accounts.js";
 export { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
-export type { Logger } from "./http/respond.js";
+export type { Logger, PlainResponse } from "./http/respond.js";
 export type { TokenResponse } from "./oauth/issue.js";
 export { scopeNames, OFFLINE_ACCESS, type ScopeNames } from "./oauth/scopes.js";
 export { TOKEN_PATH, REVOCATION_PATH, INTROSPECTION_PATH } from "./oauth/metadata.js";

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createMemoryStorage, createPlantgate, type AttemptStore, type Plantgate, type PlantgateOptions } from "../src/index.js";
-import { errorResponse } from "../src/http/respond.js";
+import { errorResponse, toResponse } from "../src/http/respond.js";
 import { TooManyAttemptsError } from "../src/errors/index.js";
 import { BASE, basic, harness, type Harness } from "./helpers.js";
 import { auth, expectTokenError, expectTokenSuccess, FORM, passwordRequest } from "./token-helpers.js";
@@ -280,7 +280,7 @@ describe("housekeeping", () => {
 
 describe("API surface rendering", () => {
   it("TooManyAttemptsError on an API route is 429 {error: 1429, message} with Retry-After", async () => {
-    const res = errorResponse(new TooManyAttemptsError(42), "api", quiet);
+    const res = toResponse(errorResponse(new TooManyAttemptsError(42), "api", quiet));
     expect(res.status).toBe(429);
     expect(res.headers.get("retry-after")).toBe("42");
     expect(res.headers.get("cache-control")).toBe("no-store");

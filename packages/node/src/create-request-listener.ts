@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { FetchApp } from "./fetch-app.js";
+import type { FetchApp, PlainAnswer } from "./fetch-app.js";
 import { parseOrigin } from "./request-origin.js";
 import { createNodeRequest } from "./node-request.js";
 import { writeResponse } from "./write-response.js";
@@ -75,6 +75,7 @@ export function createRequestListener(
   const origin = options.origin === undefined ? undefined : parseOrigin(options.origin);
   const trustProxy = options.trustProxy === true;
   const onError = options.onError ?? logError;
+  const handlePlain = typeof app.handle === "function" ? app.handle.bind(app) : undefined;
 
   const report = (error: unknown): void => {
     try {
@@ -97,9 +98,29 @@ export function createRequestListener(
         return;
       }
 
+      const clientIp = req.socket.remoteAddress;
+      if (handlePlain !== undefined) {
+        let answer: PlainAnswer;
+        try {
+          const result: unknown = await handlePlain(request, clientIp !== undefined ? { clientIp } : {});
+          if (!isPlainAnswer(result)) throw new TypeError("app.handle() did not resolve to a plain answer.");
+          answer = result;
+        } catch (error) {
+          if (!(request.signal.aborted && error === request.signal.reason)) report(error);
+          sendJson(res, 500, SERVER_ERROR_BODY);
+          return;
+        }
+        try {
+          writePlain(answer, req, res);
+        } catch (error) {
+          report(error);
+          sendJson(res, 500, SERVER_ERROR_BODY);
+        }
+        return;
+      }
+
       let response: Response;
       try {
-        const clientIp = req.socket.remoteAddress;
         const result: unknown = await app.fetch(request, clientIp !== undefined ? { clientIp } : {});
         if (!(result instanceof Response)) {
           throw new TypeError("app.fetch() did not resolve to a Response.");
@@ -121,6 +142,25 @@ export function createRequestListener(
       }
     }
   };
+}
+
+function isPlainAnswer(value: unknown): value is PlainAnswer {
+  if (typeof value !== "object" || value === null) return false;
+  const { status, headers, body } = value as Record<string, unknown>;
+  return (
+    Number.isInteger(status) &&
+    typeof headers === "object" &&
+    headers !== null &&
+    (body === null || body instanceof Uint8Array)
+  );
+}
+
+/** Status, headers and body in one write; a HEAD answer goes without its body. */
+function writePlain(answer: PlainAnswer, req: IncomingMessage, res: ServerResponse): void {
+  if (res.destroyed || res.writableEnded) return;
+  res.writeHead(answer.status, answer.headers);
+  if (answer.body === null || req.method === "HEAD") res.end();
+  else res.end(answer.body);
 }
 
 function sendJson(res: ServerResponse, status: number, body: string): void {

@@ -22,6 +22,28 @@ export interface FetchApp {
    * (plantgate's `trustedProxies` option), made in one place.
    */
   fetch(request: Request, info?: FetchClientInfo): Promise<Response>;
+  /**
+   * Optional: the same answer as `fetch`, as plain data. When present, the request listener calls
+   * it instead of `fetch` and writes status, headers and body bytes straight to the socket,
+   * skipping a Web `Response` and its body stream (plantgate's `createPlantgate()` app has it).
+   */
+  handle?(request: Request, info?: FetchClientInfo): Promise<PlainAnswer>;
+}
+
+/**
+ * A complete answer as plain data, what {@link FetchApp.handle} resolves to: header names in lower
+ * case (content-length included when there is a body), `body` null for none. For a HEAD request
+ * the body is not sent.
+ *
+ * @example
+ * ```ts
+ * const answer: PlainAnswer = { status: 204, headers: { "cache-control": "no-store" }, body: null };
+ * ```
+ */
+export interface PlainAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array | null;
 }
 
 /**

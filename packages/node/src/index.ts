@@ -1,4 +1,4 @@
-export type { FetchApp, FetchClientInfo } from "./fetch-app.js";
+export type { FetchApp, FetchClientInfo, PlainAnswer } from "./fetch-app.js";
 export { toRequest, type ToRequestOptions } from "./to-request.js";
 export { writeResponse } from "./write-response.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";

@@ -66,6 +66,9 @@ const textDecoder = new TextDecoder();
 const isDisturbed = (stream: ReadableStream<Uint8Array>): boolean =>
   Readable.isDisturbed(stream as unknown as NodeJS.ReadableStream);
 
+/** plantgate core's fast body read (`READ_BODY` in @plantgate/core); registered, so this package needs no core import. */
+const READ_BODY = Symbol.for("plantgate.read-body");
+
 class NodeRequest {
   readonly #incoming: IncomingMessage;
   readonly #response: ServerResponse;
@@ -79,6 +82,8 @@ class NodeRequest {
   /** undefined: not built yet. */
   #body: ReadableStream<Uint8Array> | null | undefined;
   #real: Request | undefined;
+  /** The body was taken by {@link NodeRequest.readBody} (plantgate core's fast path). */
+  #readDirectly = false;
 
   constructor(incoming: IncomingMessage, response: ServerResponse, method: string, url: string, headers: Headers) {
     this.#incoming = incoming;
@@ -111,6 +116,7 @@ class NodeRequest {
 
   get bodyUsed(): boolean {
     if (this.#real !== undefined) return this.#real.bodyUsed;
+    if (this.#readDirectly) return true;
     // Like undici: the body counts as used once it was read from or cancelled.
     return this.#body != null && isDisturbed(this.#body);
   }
@@ -200,8 +206,86 @@ class NodeRequest {
     };
   }
 
+  /**
+   * The whole body straight from the IncomingMessage, without a Web stream: what
+   * `Symbol.for("plantgate.read-body")` answers (see `READ_BODY` in @plantgate/core). Resolves to
+   * null once more than `maxBytes` arrived (the rest then flows off the wire unread, as after a
+   * cancel, so the connection stays usable for the answer), to undefined when the body stream was
+   * already handed out (the caller then reads that), and rejects when the upload breaks.
+   * Afterwards the body counts as used, as after `text()`.
+   */
+  [READ_BODY](maxBytes: number): Promise<Uint8Array | null | undefined> {
+    if (this.#real !== undefined || this.#body !== undefined || this.#readDirectly) return Promise.resolve(undefined);
+    const incoming = this.#incoming;
+    if (this.#method === "GET" || this.#method === "HEAD") {
+      this.#body = null;
+      return Promise.resolve(new Uint8Array(0));
+    }
+    if (isConsumed(incoming) || this.#abortReason !== undefined) return Promise.resolve(undefined);
+    this.#readDirectly = true;
+    return new Promise((resolve, reject) => {
+      const chunks: Uint8Array[] = [];
+      let size = 0;
+      const detach = (): void => {
+        incoming.off("data", onData);
+        incoming.off("end", onEnd);
+        incoming.off("error", onError);
+        incoming.off("close", onClose);
+      };
+      const onData = (chunk: Buffer): void => {
+        size += chunk.byteLength;
+        if (size > maxBytes) {
+          detach();
+          // Without 'data' listeners, flowing mode throws the remaining bytes away.
+          incoming.resume();
+          resolve(null);
+          return;
+        }
+        chunks.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      };
+      const onEnd = (): void => {
+        detach();
+        if (chunks.length === 1) {
+          resolve(chunks[0]!);
+          return;
+        }
+        const bytes = new Uint8Array(size);
+        let offset = 0;
+        for (const chunk of chunks) {
+          bytes.set(chunk, offset);
+          offset += chunk.byteLength;
+        }
+        resolve(bytes);
+      };
+      const broken = (error: unknown): void => {
+        detach();
+        this.#abort();
+        reject(error);
+      };
+      const onError = (error: unknown): void => broken(error);
+      const onClose = (): void => {
+        if (!incoming.complete) broken(new DOMException("The client disconnected.", "AbortError"));
+      };
+      incoming.on("data", onData);
+      incoming.once("end", onEnd);
+      incoming.on("error", onError);
+      incoming.once("close", onClose);
+    });
+  }
+
   #ownBody(): ReadableStream<Uint8Array> | null {
     if (this.#body !== undefined) return this.#body;
+    if (this.#readDirectly) {
+      // Read already: an empty stream that counts as read, as undici's body is after text().
+      const used = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.close();
+        },
+      });
+      void used.getReader().read();
+      this.#body = used;
+      return used;
+    }
     if (this.#method === "GET" || this.#method === "HEAD") {
       this.#body = null;
       return null;

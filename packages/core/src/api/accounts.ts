@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { json } from "../http/respond.js";
+import { json, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../options.js";
 import { accountListQuery, AccountPageSchema, AccountViewSchema, parseAccountListQuery, type AccountListQuery } from "../schemas/accounts.js";
 import type { AccountRecord } from "../storage/types.js";
@@ -33,7 +33,7 @@ function querySchema(ctx: Context): AccountListQuery {
 }
 
 /** `GET /rbac/ServerCommand/GetAccountList?page=&pageSize=`: the bearer check has already passed. */
-export async function listAccounts(ctx: Context, url: URL): Promise<Response> {
+export async function listAccounts(ctx: Context, url: URL): Promise<PlainResponse> {
   const { page, pageSize } = parseAccountListQuery(querySchema(ctx), url.searchParams);
   const { items, total } = await ctx.storage.accounts.list((page - 1) * pageSize, pageSize);
   const body: AccountPage = {

@@ -5,6 +5,7 @@
  */
 import { SWAGGER_UI_ASSETS, type DocsAsset } from "@plantgate/docs-ui";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
+import { plain, type PlainResponse } from "../http/respond.js";
 
 /** Path of the page, relative to the base path. */
 export const DOCS_PATH = "/docs";
@@ -85,22 +86,24 @@ const SECURITY_HEADERS = {
  * `GET /docs`. Relative URLs: `docs/assets/...` and `openapi.json` resolve against `{base}/docs`,
  * i.e. to `{base}/docs/assets/...` and `{base}/openapi.json`, wherever the app is mounted.
  */
-export function docsPage(): Response {
-  return new Response(PAGE, {
-    status: 200,
-    headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", ...SECURITY_HEADERS },
-  });
+export function docsPage(): PlainResponse {
+  return plain(200, PAGE, { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", ...SECURITY_HEADERS });
 }
 
 /** `GET /docs/assets/{name}`; an unknown name is the usual 404. */
-export function docsAsset(name: string): Response {
+export function docsAsset(name: string): PlainResponse {
   const asset = Object.prototype.hasOwnProperty.call(ASSETS, name) ? ASSETS[name] : undefined;
   if (!asset) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-  return new Response(asset.text, {
-    status: 200,
-    headers: { "content-type": asset.contentType, "cache-control": "public, max-age=86400", ...SECURITY_HEADERS },
-  });
+  let bytes = encodedAssets.get(name);
+  if (bytes === undefined) {
+    bytes = new TextEncoder().encode(asset.text);
+    encodedAssets.set(name, bytes);
+  }
+  return plain(200, bytes, { "content-type": asset.contentType, "cache-control": "public, max-age=86400", ...SECURITY_HEADERS });
 }
+
+// Encoded once per asset on first request (the bundle is about 1.5 MB of text).
+const encodedAssets = new Map<string, Uint8Array>();
 
 /** The asset names, for the route table. */
 export const DOCS_ASSET_NAMES: readonly string[] = Object.keys(ASSETS);

@@ -4,7 +4,7 @@
  * `schemas/operations.ts`. Nothing here describes a body by hand.
  */
 import { z } from "zod";
-import { json } from "../http/respond.js";
+import { json, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../options.js";
 import { NARROWED_ERRORS } from "../schemas/errors.js";
 import { EXACT_NUMBER_MARKER, INT64_JSON_SCHEMA, isInt64Schema } from "../schemas/int64.js";
@@ -232,7 +232,7 @@ export function openApiDocument(ctx: Context, urls: Urls): string {
  * which a client can choose with the Host header: a shared cache must then not keep one copy for
  * everyone, so the response is `private` and varies by Host.
  */
-export function openApiResponse(ctx: Context, urls: Urls): Response {
+export function openApiResponse(ctx: Context, urls: Urls): PlainResponse {
   const caching: Record<string, string> =
     ctx.baseUrl !== undefined ? { "cache-control": "public, max-age=300" } : { "cache-control": "private, max-age=300", vary: "Host" };
   return json(200, openApiDocument(ctx, urls), caching);

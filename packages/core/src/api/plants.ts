@@ -2,7 +2,7 @@ import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { readApiJson } from "../http/api-json.js";
 import { charset, mediaType } from "../http/body.js";
 import type { JsonValue } from "../http/json.js";
-import { json } from "../http/respond.js";
+import { json, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../options.js";
 import { newPlantFromBody } from "../schemas/plants.js";
 import type { PlantRecord } from "../storage/types.js";
@@ -26,7 +26,7 @@ export function plantJson(plant: PlantRecord): string {
 }
 
 /** `POST /plants`: the bearer check has already passed. */
-export async function createPlant(ctx: Context, request: Request): Promise<Response> {
+export async function createPlant(ctx: Context, request: Request): Promise<PlainResponse> {
   const type = mediaType(request);
   if (type !== "application/json" && !(type?.startsWith("application/") && type.endsWith("+json"))) {
     await request.body?.cancel().catch(() => {});

@@ -1,7 +1,7 @@
 import { AdminError, createAdmin, type ClientView } from "../admin/index.js";
 import { accountView, listAccounts } from "../api/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import { json } from "../http/respond.js";
+import { json, plain, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../options.js";
 import type { GrantType } from "../storage/types.js";
 import { optionalBoolean, optionalSeconds, optionalString, optionalStrings, readJsonObject } from "./body.js";
@@ -90,14 +90,14 @@ export function sessionBody(ctx: Context, s: { username: string; displayName: st
 }
 
 /** Handlers of the signed-in admin API; each gets a session that already passed every check. */
-export type ApiHandler = (ctx: Context, session: ConsoleSession, request: Request, url: URL, params: string[]) => Promise<Response>;
+export type ApiHandler = (ctx: Context, session: ConsoleSession, request: Request, url: URL, params: string[]) => Promise<PlainResponse>;
 
 export const getSession: ApiHandler = async (ctx, s) =>
   json(200, sessionBody(ctx, { username: s.account.username, displayName: s.account.displayName, csrfToken: s.csrfToken, expiresAt: s.record.expiresAt }));
 
 export const signOut: ApiHandler = async (ctx, s) => {
   await deleteSession(ctx, s);
-  return new Response(null, { status: 204 });
+  return plain(204, null);
 };
 
 export const listClients: ApiHandler = async (ctx) => {
@@ -136,7 +136,7 @@ export const createClient: ApiHandler = async (ctx, _s, request) => {
 export const deleteClient: ApiHandler = async (ctx, _s, _r, _u, [clientId]) => {
   if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
   await admin(() => createAdmin(ctx).deleteClient(clientId!));
-  return new Response(null, { status: 204 });
+  return plain(204, null);
 };
 
 export const regenerateSecret: ApiHandler = async (ctx, _s, _r, _u, [clientId]) => {

@@ -1,5 +1,5 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import { errorResponse, json } from "../http/respond.js";
+import { errorResponse, json, plain, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../options.js";
 import * as api from "./api.js";
 import { CONSOLE_CSS } from "./assets/console-css.js";
@@ -74,7 +74,7 @@ function match(segments: string[]): { route: ConsoleRoute; params: string[] } | 
   return null;
 }
 
-async function run(ctx: Context, request: Request, url: URL, path: string, clientIp: string | undefined): Promise<Response> {
+async function run(ctx: Context, request: Request, url: URL, path: string, clientIp: string | undefined): Promise<PlainResponse> {
   // `path` is `/console` or `/console/...`; segments are percent-decoded one by one so a client id
   // containing `/` (sent as %2F) stays one segment.
   const rest = path.slice("/console".length);
@@ -96,7 +96,7 @@ async function run(ctx: Context, request: Request, url: URL, path: string, clien
   if (action.kind === "asset") {
     const headers: Record<string, string> = { "content-type": action.type };
     if (action.type.startsWith("text/html")) headers["content-security-policy"] = CSP;
-    return new Response(action.body(ctx), { status: 200, headers });
+    return plain(200, action.body(ctx), headers);
   }
   const changing = isStateChanging(method);
   if (changing) checkOrigin(ctx, request, url);
@@ -113,7 +113,7 @@ async function run(ctx: Context, request: Request, url: URL, path: string, clien
   }
   if (changing) await checkCsrf(session, request);
   const response = await action.handler(ctx, session, request, url, found.params);
-  if (action.clearsCookie) response.headers.set("set-cookie", clearedCookie(ctx, url));
+  if (action.clearsCookie) response.headers["set-cookie"] = clearedCookie(ctx, url);
   return response;
 }
 
@@ -123,13 +123,13 @@ async function run(ctx: Context, request: Request, url: URL, path: string, clien
  * errors have the API's `{error, message}` shape. `clientIp` (already resolved through
  * `trustedProxies`) feeds the sign-in throttle.
  */
-export async function consoleHandler(ctx: Context, request: Request, url: URL, path: string, clientIp?: string): Promise<Response> {
-  let response: Response;
+export async function consoleHandler(ctx: Context, request: Request, url: URL, path: string, clientIp?: string): Promise<PlainResponse> {
+  let response: PlainResponse;
   try {
     response = await run(ctx, request, url, path, clientIp);
   } catch (error) {
     response = errorResponse(error, "api", ctx.logger);
   }
-  for (const [k, v] of Object.entries(COMMON_HEADERS)) response.headers.set(k, v);
+  for (const [k, v] of Object.entries(COMMON_HEADERS)) response.headers[k] = v;
   return response;
 }

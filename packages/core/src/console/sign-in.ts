@@ -1,6 +1,6 @@
 import { hashPassword, verifyPassword } from "../crypto/index.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import { json } from "../http/respond.js";
+import { json, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../options.js";
 import { sessionBody } from "./api.js";
 import { credentialKeys } from "../security/throttle.js";
@@ -32,7 +32,7 @@ const badCredentials = () => new ApiError(401, ApiErrorCode.consoleBadCredential
  * cannot outrun the lock. A locked username answers 429 even to the right password. No per-IP key
  * across usernames: behind one address (an office NAT) it would lock every administrator out.
  */
-export async function signIn(ctx: Context, request: Request, url: URL, clientIp: string | undefined): Promise<Response> {
+export async function signIn(ctx: Context, request: Request, url: URL, clientIp: string | undefined): Promise<PlainResponse> {
   const body = await readJsonObject(ctx, request);
   const username = requiredString(body, "username", MAX_CREDENTIAL_LENGTH);
   const password = requiredString(body, "password", MAX_CREDENTIAL_LENGTH);

@@ -21,6 +21,17 @@ export async function readBodyText(request: Request, maxBytes: number): Promise<
     await request.body?.cancel().catch(() => {});
     throw new BodyReadError("too_large");
   }
+  const fast = (request as unknown as Record<symbol, unknown>)[READ_BODY];
+  if (typeof fast === "function") {
+    let bytes: Uint8Array | null | undefined;
+    try {
+      bytes = await (fast as BodyReader).call(request, maxBytes);
+    } catch {
+      throw new BodyReadError("aborted");
+    }
+    if (bytes === null) throw new BodyReadError("too_large");
+    if (bytes !== undefined) return decodeStrict(bytes);
+  }
   if (!request.body) return "";
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -46,12 +57,27 @@ export async function readBodyText(request: Request, maxBytes: number): Promise<
     bytes.set(c, offset);
     offset += c.byteLength;
   }
+  return decodeStrict(bytes);
+}
+
+function decodeStrict(bytes: Uint8Array): string {
   try {
     return strictDecoder().decode(bytes);
   } catch {
     throw new BodyReadError("not_utf8");
   }
 }
+
+/**
+ * The registered symbol of an optional method an adapter's Request may carry, which reads the
+ * whole body without a Web stream: `(maxBytes) => Promise<Uint8Array | null | undefined>`,
+ * resolving to the bytes, to null when the body is longer than `maxBytes` (the rest is then
+ * discarded, never buffered), or to undefined when it cannot (the body stream is then used), and
+ * rejecting when the upload breaks. `@plantgate/node`'s request listener provides it.
+ */
+export const READ_BODY = Symbol.for("plantgate.read-body");
+
+type BodyReader = (maxBytes: number) => Promise<Uint8Array | null | undefined>;
 
 /** The media type of a Content-Type header, lower-cased, without parameters; null when absent. */
 export function mediaType(request: Request): string | null {

@@ -6,15 +6,42 @@ export interface Logger {
   warn(message: string, context?: Record<string, unknown>): void;
 }
 
+/**
+ * A complete answer as plain data: what every plantgate handler returns. `fetch()` turns it into a
+ * Web `Response`; adapters that can write status, headers and bytes directly (the Node adapter)
+ * take it from `handle()` and skip building a Response and its body stream for every request.
+ * Header names are lower-case; `body` is null for an empty body (no content-length is set then).
+ */
+export interface PlainResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array | null;
+}
+
+/** A response with a complete body; sets content-length. */
+export function plain(status: number, body: Uint8Array | string | null, headers: Record<string, string> = {}): PlainResponse {
+  if (body === null) return { status, headers: { ...headers }, body: null };
+  const bytes = typeof body === "string" ? encoder.encode(body) : body;
+  return { status, headers: { ...headers, "content-length": String(bytes.byteLength) }, body: bytes };
+}
+
 /** A JSON response. `body` is serialized here unless it is already a string. */
-export function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
+export function json(status: number, body: unknown, headers: Record<string, string> = {}): PlainResponse {
   const bytes = encoder.encode(typeof body === "string" ? body : JSON.stringify(body));
-  const response = new Response(bytes, {
-    status,
-    headers: { "content-type": "application/json", "content-length": String(bytes.byteLength), ...headers },
-  });
+  return { status, headers: { "content-type": "application/json", "content-length": String(bytes.byteLength), ...headers }, body: bytes };
+}
+
+/**
+ * The Web `Response` of a {@link PlainResponse}; for HEAD without the content (RFC 9110 §9.3.2),
+ * headers unchanged. The body bytes are also attached under {@link KNOWN_BODY}, so an adapter
+ * handed this Response can still write them in one call.
+ */
+export function toResponse(plainResponse: PlainResponse, head = false): Response {
+  const { status, headers, body } = plainResponse;
+  if (head || body === null) return new Response(null, { status, headers });
+  const response = new Response(body as Uint8Array<ArrayBuffer>, { status, headers });
   // Lets an adapter write the bytes in one call instead of reading them back through the stream.
-  Object.defineProperty(response, KNOWN_BODY, { value: bytes });
+  Object.defineProperty(response, KNOWN_BODY, { value: body });
   return response;
 }
 
@@ -43,7 +70,7 @@ function describe(error: unknown): Record<string, unknown> {
  * The only place errors become Responses. `surface` picks the wire shape: `oauth` for the token
  * endpoint (`{error, error_description}`), `api` for everything else (`{error: int32, message}`).
  */
-export function errorResponse(error: unknown, surface: "oauth" | "api", logger: Logger): Response {
+export function errorResponse(error: unknown, surface: "oauth" | "api", logger: Logger): PlainResponse {
   if (error instanceof TooManyAttemptsError) {
     const retryAfter = String(error.retryAfter);
     // OAuth: RFC 6749 defines no lock-out code; temporarily_unavailable (§4.1.2.1) is the registered

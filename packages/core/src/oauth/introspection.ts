@@ -1,5 +1,5 @@
 import { OAuthError } from "../errors/index.js";
-import { json, NO_STORE } from "../http/respond.js";
+import { json, NO_STORE, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../options.js";
 import { CLIENT_SUBJECT_PREFIX } from "../tokens/access-token.js";
 import { authenticateClient, readForm } from "./token-endpoint.js";
@@ -34,7 +34,7 @@ const INACTIVE: IntrospectionResponse = { active: false };
  * earlier of the sliding and the family expiry, `iat` its issue time.
  * `username` is present for tokens of the password grant (and their refreshes).
  */
-export async function introspectionEndpoint(ctx: Context, urls: Urls, request: Request, clientIp?: string): Promise<Response> {
+export async function introspectionEndpoint(ctx: Context, urls: Urls, request: Request, clientIp?: string): Promise<PlainResponse> {
   const form = await readForm(ctx, request);
   const client = await authenticateClient(ctx, request, form, clientIp);
   const token = form.get("token");

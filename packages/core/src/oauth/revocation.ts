@@ -1,5 +1,5 @@
 import { OAuthError } from "../errors/index.js";
-import { NO_STORE } from "../http/respond.js";
+import { NO_STORE, plain, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../options.js";
 import { authenticateClient, readForm } from "./token-endpoint.js";
 import { issuedTo, locateToken } from "./token-lookup.js";
@@ -15,7 +15,7 @@ import { issuedTo, locateToken } from "./token-lookup.js";
  *   says such a request "is refused and the client is informed of the error"; the refusal tells the
  *   caller nothing it could not learn by using the token it already holds.
  */
-export async function revocationEndpoint(ctx: Context, urls: Urls, request: Request, clientIp?: string): Promise<Response> {
+export async function revocationEndpoint(ctx: Context, urls: Urls, request: Request, clientIp?: string): Promise<PlainResponse> {
   const form = await readForm(ctx, request);
   const client = await authenticateClient(ctx, request, form, clientIp);
   const token = form.get("token");
@@ -35,5 +35,5 @@ export async function revocationEndpoint(ctx: Context, urls: Urls, request: Requ
     }
   }
   // RFC 7009 §2.2: the body is ignored by clients; an empty one is what the RFC shows.
-  return new Response(null, { status: 200, headers: { ...NO_STORE } });
+  return plain(200, null, { ...NO_STORE });
 }

@@ -3,7 +3,7 @@ import { OAuthError } from "../errors/index.js";
 import { BodyReadError, charset, mediaType, readBodyText } from "../http/body.js";
 import { presentedClient } from "../http/client-auth.js";
 import { FormError, FormLimitError, parseForm } from "../http/form.js";
-import { json, NO_STORE } from "../http/respond.js";
+import { json, NO_STORE, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../options.js";
 import { throttleKeys } from "../security/throttle.js";
 import { checkScopeLimits } from "./scopes.js";
@@ -113,7 +113,7 @@ function checkGrantAllowed(client: ClientRecord, grant: Grant, form: Map<string,
  * `POST /UserService/connect/token`: a short ordered list of named steps. Errors are thrown as
  * `OAuthError` and rendered by `respond.ts`.
  */
-export async function tokenEndpoint(ctx: Context, urls: Urls, request: Request, clientIp?: string): Promise<Response> {
+export async function tokenEndpoint(ctx: Context, urls: Urls, request: Request, clientIp?: string): Promise<PlainResponse> {
   const form = await readForm(ctx, request);
   const grant = selectGrant(form);
   const client = await authenticateClient(ctx, request, form, clientIp);

@@ -1,0 +1,141 @@
+import { connect } from "node:net";
+import fetch from "node-fetch";
+import { describe, expect, it } from "vitest";
+import type { FetchApp, PlainAnswer } from "../src/index.js";
+import { deferred, portOf, rawExchange, start } from "./support.js";
+
+// The listener's plain path: an app with `handle` is answered from status, headers and bytes
+// without a Web Response, and plantgate core reads bodies through the request's
+// Symbol.for("plantgate.read-body") method instead of a Web stream.
+
+const READ_BODY = Symbol.for("plantgate.read-body");
+type BodyReader = (maxBytes: number) => Promise<Uint8Array | null | undefined>;
+const readBody = (request: Request, maxBytes: number) => ((request as unknown as Record<symbol, BodyReader>)[READ_BODY]!).call(request, maxBytes);
+
+const encoder = new TextEncoder();
+function jsonAnswer(status: number, value: unknown, headers: Record<string, string> = {}): PlainAnswer {
+  const body = encoder.encode(JSON.stringify(value));
+  return { status, headers: { "content-type": "application/json", "content-length": String(body.byteLength), ...headers }, body };
+}
+
+const neverFetch = async (): Promise<Response> => {
+  throw new Error("fetch must not be called when handle exists");
+};
+
+describe("an app with handle()", () => {
+  it("is answered from handle, not fetch: status, headers and body exactly", async () => {
+    const app: FetchApp = { fetch: neverFetch, handle: async (request) => jsonAnswer(201, { method: request.method, url: request.url }, { "x-one": "1" }) };
+    const { url } = await start(app);
+    const response = await fetch(`${url}/p?q=1`, { method: "POST", body: "x" });
+    expect(response.status).toBe(201);
+    expect(await response.json()).toEqual({ method: "POST", url: `${url}/p?q=1` });
+    expect(response.headers.get("x-one")).toBe("1");
+    expect(response.headers.get("content-type")).toBe("application/json");
+    expect(response.headers.get("content-length")).toBe(String(JSON.stringify({ method: "POST", url: `${url}/p?q=1` }).length));
+  });
+
+  it("sends headers without the body for HEAD, and an empty body for body: null", async () => {
+    const app: FetchApp = {
+      fetch: neverFetch,
+      handle: async (request) => (request.url.endsWith("/empty") ? { status: 204, headers: { "cache-control": "no-store" }, body: null } : jsonAnswer(200, { a: 1 })),
+    };
+    const { url } = await start(app);
+    const head = await rawExchange(url, "HEAD /h HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", { head: true });
+    expect(head.status).toBe(200);
+    expect(head.headers).toContainEqual(["content-length", "7"]);
+    expect(head.body.byteLength).toBe(0);
+    const empty = await fetch(`${url}/empty`);
+    expect(empty.status).toBe(204);
+    expect(empty.headers.get("cache-control")).toBe("no-store");
+    expect(await empty.text()).toBe("");
+  });
+
+  it("answers the fixed 500 when handle rejects or resolves to something that is not a plain answer", async () => {
+    const errors: unknown[] = [];
+    let n = 0;
+    const app: FetchApp = {
+      fetch: neverFetch,
+      handle: async () => {
+        n++;
+        if (n === 1) throw new Error("secret detail");
+        if (n === 2) return { status: 200, headers: {}, body: "not bytes" } as unknown as PlainAnswer;
+        return { status: 200, headers: { "x-bad\n": "1" }, body: null };
+      },
+    };
+    const { url } = await start(app, { onError: (e) => errors.push(e) });
+    for (let i = 0; i < 3; i++) {
+      const response = await fetch(`${url}/x`);
+      expect(response.status).toBe(500);
+      expect(await response.text()).toBe('{"error":"server_error","error_description":"The server encountered an unexpected error."}');
+    }
+    expect(errors.map((e) => (e as Error).name)).toEqual(["Error", "TypeError", "TypeError"]);
+  });
+});
+
+describe("the request's direct body read", () => {
+  it("returns the whole body, after which the body counts as used", async () => {
+    const app: FetchApp = {
+      fetch: neverFetch,
+      async handle(request) {
+        const bytes = await readBody(request, 1024);
+        const again = await readBody(request, 1024);
+        let text: string;
+        try {
+          text = await request.text();
+        } catch (error) {
+          text = (error as Error).name;
+        }
+        return jsonAnswer(200, { body: new TextDecoder().decode(bytes!), again: again === undefined ? "undefined" : "bytes", bodyUsed: request.bodyUsed, text });
+      },
+    };
+    const { url } = await start(app);
+    const big = "a".repeat(900);
+    const response = await fetch(`${url}/r`, { method: "POST", body: big });
+    expect(await response.json()).toEqual({ body: big, again: "undefined", bodyUsed: true, text: "TypeError" });
+  });
+
+  it("resolves null past maxBytes, discards the rest unread and still answers on the same connection", async () => {
+    const seen: Array<number | null> = [];
+    const app: FetchApp = {
+      fetch: neverFetch,
+      async handle(request) {
+        const bytes = await readBody(request, 10);
+        seen.push(bytes === null || bytes === undefined ? null : bytes.byteLength);
+        return jsonAnswer(bytes === null ? 413 : 200, { ok: bytes !== null });
+      },
+    };
+    const { url } = await start(app);
+    const body = "b".repeat(200_000);
+    const first = await fetch(`${url}/big`, { method: "POST", body });
+    expect(first.status).toBe(413);
+    expect(await first.json()).toEqual({ ok: false });
+    const second = await fetch(`${url}/small`, { method: "POST", body: "0123456789" });
+    expect(second.status).toBe(200);
+    expect(seen).toEqual([null, 10]);
+  });
+
+  it("rejects when the client disconnects mid-upload, and the request's signal aborts", async () => {
+    const outcome = deferred<{ rejected: string; aborted: boolean }>();
+    const app: FetchApp = {
+      fetch: neverFetch,
+      async handle(request) {
+        try {
+          await readBody(request, 1_000_000);
+          outcome.resolve({ rejected: "no", aborted: request.signal.aborted });
+        } catch (error) {
+          outcome.resolve({ rejected: (error as Error).name, aborted: request.signal.aborted });
+        }
+        return jsonAnswer(200, {});
+      },
+    };
+    const { url } = await start(app);
+    const socket = connect(portOf(url), "127.0.0.1");
+    await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+    socket.write("POST /u HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + "c".repeat(100));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    socket.destroy();
+    const result = await outcome.promise;
+    expect(result.rejected).not.toBe("no");
+    expect(result.aborted).toBe(true);
+  });
+});
