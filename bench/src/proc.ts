@@ -46,8 +46,57 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
+/** Drivers with native code or optional installs: loaded by node at run time, never bundled. */
+const RUNTIME_EXTERNAL = new Set(["better-sqlite3", "pg", "pg-native", "mysql2"]);
+const built = new Map<string, Promise<string>>();
+
 /**
- * Starts `src/servers/<entry>` with `node --import tsx` pinned to CPU 0 (taskset execs node, so the
+ * Bundles `src/servers/<entry>` with esbuild into `.build/<name>.mjs` (once per run), the way a
+ * user's build (tsup, which is esbuild) ships plantgate: the workspace packages and their
+ * dependencies inlined, no tsx in the process. Running the TypeScript through tsx instead adds
+ * its keep-names helper to every function and closure, which showed up in profiles. The peers'
+ * packages stay external and load from node_modules as published.
+ */
+export function buildServer(entry: string): Promise<string> {
+  let result = built.get(entry);
+  if (result === undefined) {
+    const outfile = join(BENCH_DIR, ".build", entry.replace(/\.ts$/, ".mjs"));
+    const serversDir = join(BENCH_DIR, "src");
+    result = import("esbuild").then(async ({ build }) => {
+      await build({
+        entryPoints: [join(BENCH_DIR, "src", "servers", entry)],
+        outfile,
+        bundle: true,
+        platform: "node",
+        format: "esm",
+        target: "node20",
+        logLevel: "error",
+        // Bundled CommonJS dependencies call require(); give the ES module one.
+        banner: { js: 'import { createRequire as __benchCreateRequire } from "node:module"; const require = __benchCreateRequire(import.meta.url);' },
+        plugins: [
+          {
+            name: "bench-externals",
+            setup(b) {
+              b.onResolve({ filter: /^[^./]/ }, (args) => {
+                if (args.path.startsWith("node:") || args.path.startsWith("@plantgate/")) return undefined;
+                const name = args.path.startsWith("@") ? args.path.split("/").slice(0, 2).join("/") : args.path.split("/")[0]!;
+                // Drivers, and whatever the bench's own servers import (the peers), load from node_modules.
+                if (RUNTIME_EXTERNAL.has(name) || args.importer.startsWith(serversDir)) return { path: args.path, external: true };
+                return undefined;
+              });
+            },
+          },
+        ],
+      });
+      return outfile;
+    });
+    built.set(entry, result);
+  }
+  return result;
+}
+
+/**
+ * Starts `src/servers/<entry>`, bundled by {@link buildServer}, with `node` pinned to CPU 0 (taskset execs node, so the
  * child's pid is the server's own and /proc/<pid>/status measures it alone) and waits for its
  * READY line.
  */
@@ -55,7 +104,8 @@ export async function startServer(entry: string, env: Record<string, string>, ti
   // BENCH_CPU_PROF=<dir>: every server writes a V8 CPU profile to <dir>/<tag>/ when it stops.
   const profileDir = process.env.BENCH_CPU_PROF;
   const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, profileTag ?? entry.replace(/\.ts$/, ""))}`] : [];
-  const [command, args] = pinned(0, process.execPath, [...profile, ...nodeFlags, "--import", "tsx", `src/servers/${entry}`]);
+  const script = await buildServer(entry);
+  const [command, args] = pinned(0, process.execPath, [...profile, ...nodeFlags, script]);
   const child: ChildProcess = spawn(command, args, {
     cwd: BENCH_DIR,
     env: { ...process.env, NODE_ENV: "production", ...env },

@@ -38,7 +38,7 @@ export interface Plantgate {
 }
 
 /** `clientIp` is already resolved through `trustedProxies`; undefined when the adapter gave none. */
-type Handler = (ctx: Context, urls: Urls, request: Request, url: URL, clientIp: string | undefined) => Promise<PlainResponse>;
+type Handler = (ctx: Context, urls: Urls, request: Request, clientIp: string | undefined) => Promise<PlainResponse>;
 
 interface Route {
   /** Which error shape the route speaks. */
@@ -51,15 +51,15 @@ const METADATA_PATH = "/.well-known/oauth-authorization-server";
 const ROUTES: Record<string, Route> = {
   [TOKEN_PATH]: {
     surface: "oauth",
-    methods: { POST: (ctx, urls, request, _url, clientIp) => tokenEndpoint(ctx, urls, request, clientIp) },
+    methods: { POST: (ctx, urls, request, clientIp) => tokenEndpoint(ctx, urls, request, clientIp) },
   },
   [REVOCATION_PATH]: {
     surface: "oauth",
-    methods: { POST: (ctx, urls, request, _url, clientIp) => revocationEndpoint(ctx, urls, request, clientIp) },
+    methods: { POST: (ctx, urls, request, clientIp) => revocationEndpoint(ctx, urls, request, clientIp) },
   },
   [INTROSPECTION_PATH]: {
     surface: "oauth",
-    methods: { POST: (ctx, urls, request, _url, clientIp) => introspectionEndpoint(ctx, urls, request, clientIp) },
+    methods: { POST: (ctx, urls, request, clientIp) => introspectionEndpoint(ctx, urls, request, clientIp) },
   },
   "/plants": {
     surface: "api",
@@ -73,9 +73,9 @@ const ROUTES: Record<string, Route> = {
   "/rbac/ServerCommand/GetAccountList": {
     surface: "api",
     methods: {
-      GET: async (ctx, urls, request, url) => {
+      GET: async (ctx, urls, request) => {
         await requireBearer(ctx, urls, request, "listAccounts");
-        return listAccounts(ctx, url);
+        return listAccounts(ctx, new URL(request.url));
       },
     },
   },
@@ -111,12 +111,30 @@ function methodNotAllowed(route: Route): PlainResponse {
   return json(405, { error: ApiErrorCode.methodNotAllowed, message: `Use ${allow} for this endpoint.` }, { allow });
 }
 
+/**
+ * The pathname of a serialized absolute URL (what `Request.url` always is), as `new URL(url).pathname`
+ * would give it, without parsing the whole URL on every request; anything unexpected is parsed.
+ */
+function pathOf(url: string): string {
+  const authority = url.indexOf("://");
+  const start = authority < 0 ? -1 : url.indexOf("/", authority + 3);
+  if (start < 0) return new URL(url).pathname;
+  let end = url.length;
+  for (let i = start; i < url.length; i++) {
+    const c = url.charCodeAt(i);
+    if (c === 63 /* ? */ || c === 35 /* # */) {
+      end = i;
+      break;
+    }
+  }
+  return url.slice(start, end);
+}
+
 /** Routes one request; every failure becomes the route's documented error shape. */
 async function dispatch(ctx: Context, request: Request, info: ClientInfo | undefined): Promise<PlainResponse> {
   let surface: "oauth" | "api" = "api";
   try {
-    const url = new URL(request.url);
-    let path = url.pathname;
+    let path = pathOf(request.url);
     if (ctx.basePath && path === `${METADATA_PATH}${ctx.basePath}`) {
       // RFC 8414 §3.1: for an issuer with a path, the metadata lives at /.well-known/...{path}.
       path = METADATA_PATH;
@@ -128,7 +146,7 @@ async function dispatch(ctx: Context, request: Request, info: ClientInfo | undef
     }
     if (ctx.console && (path === "/console" || path.startsWith("/console/"))) {
       const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
-      return await consoleHandler(ctx, request, url, path, clientIp);
+      return await consoleHandler(ctx, request, new URL(request.url), path, clientIp);
     }
     const route = ROUTES[path];
     if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
@@ -136,7 +154,7 @@ async function dispatch(ctx: Context, request: Request, info: ClientInfo | undef
     const handler = route.methods[request.method === "HEAD" ? "GET" : request.method];
     if (!handler) return methodNotAllowed(route);
     const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
-    return await handler(ctx, urlsFor(ctx, request), request, url, clientIp);
+    return await handler(ctx, urlsFor(ctx, request), request, clientIp);
   } catch (error) {
     return errorResponse(error, surface, ctx.logger);
   }

@@ -7,6 +7,7 @@ export {
   USERNAME_FACTOR,
   DEFAULT_BRUTE_FORCE,
   type Throttle,
+  type ThrottleCheck,
   type ThrottleKey,
   type ThrottleSettings,
 } from "./security/throttle.js";

@@ -251,6 +251,31 @@ describe("what reaches storage", () => {
     // The username counter and the client+IP counter are different keys.
     expect(new Set(seen).size).toBeGreaterThanOrEqual(2);
   });
+
+  it("a correct client authentication with no counter writes nothing; after a failure it resets that counter", async () => {
+    const base = createMemoryStorage();
+    const writes: string[] = [];
+    const attempts: AttemptStore = {
+      increment: (key, now, windowMs) => (writes.push(`increment ${key}`), base.attempts.increment(key, now, windowMs)),
+      get: (key) => base.attempts.get(key),
+      reset: (key) => (writes.push(`reset ${key}`), base.attempts.reset(key)),
+      deleteExpired: (before) => base.attempts.deleteExpired(before),
+    };
+    const h = await harness({ storage: { ...base, attempts } });
+    const ip = { clientIp: "203.0.113.9" };
+    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
+    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
+    expect(writes).toEqual([]);
+    await expectTokenError(await clientCredentialsOn(h.app, h, "bad", ip), 401, BAD_CLIENT);
+    expect(writes).toHaveLength(1);
+    const key = writes[0]!.slice("increment ".length);
+    expect(await base.attempts.get(key)).toMatchObject({ count: 1 });
+    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
+    expect(writes).toEqual([`increment ${key}`, `reset ${key}`]);
+    expect(await base.attempts.get(key)).toBeNull();
+    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
+    expect(writes).toHaveLength(2);
+  });
 });
 
 describe("housekeeping", () => {

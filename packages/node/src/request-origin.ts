@@ -16,6 +16,25 @@ const HOST_PATTERN =
  */
 export function parseHost(value: string | null | undefined): string | undefined {
   if (!value) return undefined;
+  if (hostCache.has(value)) return hostCache.get(value);
+  const host = parseHostUncached(value);
+  remember(hostCache, value, host);
+  return host;
+}
+
+// Every request carries a Host header, and nearly all carry one of a handful of values; parsing it
+// with the WHATWG URL parser each time cost more than the rest of the origin logic. Bounded, since
+// the values come from clients: when full, a cache starts over.
+const CACHE_LIMIT = 256;
+const hostCache = new Map<string, string | undefined>();
+const originCache = new Map<string, string>();
+
+function remember<V>(cache: Map<string, V>, key: string, value: V): void {
+  if (cache.size >= CACHE_LIMIT) cache.clear();
+  cache.set(key, value);
+}
+
+function parseHostUncached(value: string): string | undefined {
   const match = HOST_PATTERN.exec(value);
   if (!match) return undefined;
   const port = match[1];
@@ -67,7 +86,7 @@ export interface OriginInputs {
  * Decides the origin (`scheme://host[:port]`) of the Web Request.
  */
 export function resolveOrigin(inputs: OriginInputs): string {
-  if (inputs.origin !== undefined) return parseOrigin(inputs.origin);
+  if (inputs.origin !== undefined) return cachedOrigin(inputs.origin, () => parseOrigin(inputs.origin!));
 
   // Served by node:https the socket is a TLSSocket; keep the scheme truthful.
   let scheme = (inputs.incoming.socket as { encrypted?: boolean } | null)?.encrypted === true
@@ -86,5 +105,15 @@ export function resolveOrigin(inputs: OriginInputs): string {
 
   // An unusable Host must not become part of URLs the app may reflect (links,
   // redirects, token audiences), so fall back to a harmless fixed host.
-  return new URL(`${scheme}://${host ?? "localhost"}`).origin;
+  const candidate = `${scheme}://${host ?? "localhost"}`;
+  return cachedOrigin(candidate, () => new URL(candidate).origin);
+}
+
+function cachedOrigin(key: string, compute: () => string): string {
+  let origin = originCache.get(key);
+  if (origin === undefined) {
+    origin = compute();
+    remember(originCache, key, origin);
+  }
+  return origin;
 }

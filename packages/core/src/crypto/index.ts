@@ -7,18 +7,55 @@ const encoder = new TextEncoder();
 /** Source of randomness; injectable so tests can pin it. */
 export type RandomBytes = (length: number) => Uint8Array;
 
-/** Cryptographically secure random bytes from `crypto.getRandomValues`. */
+const POOL_SIZE = 4096;
+let pool = new Uint8Array(0);
+let poolOffset = 0;
+
+/**
+ * Cryptographically secure random bytes from `crypto.getRandomValues`, drawn from a pool refilled
+ * 4 KiB at a time (one call per ~100 tokens instead of one per token). Every byte is handed out
+ * once and the pool is never shared with the caller.
+ */
 export const defaultRandomBytes: RandomBytes = (length) => {
-  const out = new Uint8Array(length);
-  crypto.getRandomValues(out);
+  if (length > POOL_SIZE / 4) {
+    const out = new Uint8Array(length);
+    crypto.getRandomValues(out);
+    return out;
+  }
+  if (poolOffset + length > pool.length) {
+    pool = new Uint8Array(POOL_SIZE);
+    crypto.getRandomValues(pool);
+    poolOffset = 0;
+  }
+  const out = pool.slice(poolOffset, poolOffset + length);
+  // Zeroed once handed out, so the pool holds only bytes nobody has seen.
+  pool.fill(0, poolOffset, poolOffset + length);
+  poolOffset += length;
   return out;
 };
 
+const B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+/** Every 12-bit group as its two base64url characters. */
+const B64URL_PAIRS: string[] = Array.from({ length: 4096 }, (_, i) => B64URL[i >> 6]! + B64URL[i & 63]!);
+
 /** base64url without padding (RFC 4648 §5). */
 export function base64url(bytes: Uint8Array): string {
-  let binary = "";
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  let out = "";
+  const n = bytes.length;
+  const whole = n - (n % 3);
+  let i = 0;
+  for (; i < whole; i += 3) {
+    const v = (bytes[i]! << 16) | (bytes[i + 1]! << 8) | bytes[i + 2]!;
+    out += B64URL_PAIRS[v >> 12]! + B64URL_PAIRS[v & 4095]!;
+  }
+  if (n - whole === 1) {
+    const v = bytes[i]! << 4;
+    out += B64URL_PAIRS[v]!;
+  } else if (n - whole === 2) {
+    const v = (bytes[i]! << 10) | (bytes[i + 1]! << 2);
+    out += B64URL_PAIRS[v >> 6]! + B64URL[v & 63]!;
+  }
+  return out;
 }
 
 /** Standard base64 with padding. */

@@ -9,7 +9,8 @@ export class BodyReadError extends Error {
   }
 }
 
-const strictDecoder = () => new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+// Reused: a fatal decoder keeps no state between whole (non-streaming) decode() calls.
+const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 
 /**
  * Reads the body as UTF-8 text, stopping (and cancelling the stream) as soon as it passes
@@ -62,7 +63,7 @@ export async function readBodyText(request: Request, maxBytes: number): Promise<
 
 function decodeStrict(bytes: Uint8Array): string {
   try {
-    return strictDecoder().decode(bytes);
+    return strict.decode(bytes);
   } catch {
     throw new BodyReadError("not_utf8");
   }

@@ -11,6 +11,9 @@ export interface PresentedClient {
 
 const MAX_CREDENTIAL_LENGTH = 1024;
 
+// Reused: a fatal decoder keeps no state between whole (non-streaming) decode() calls.
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
 /**
  * Extracts client credentials from `Authorization: Basic` (RFC 6749 §2.3.1, with the App. B
  * form-decoding of id and secret) or from the body. Both at once is `invalid_request`; none is
@@ -29,7 +32,7 @@ export function presentedClient(request: Request, form: Map<string, string>): Pr
     if (!raw) throw new OAuthError("invalid_client", "The Basic credentials are malformed.");
     let decoded: string;
     try {
-      decoded = new TextDecoder("utf-8", { fatal: true }).decode(raw);
+      decoded = strictUtf8.decode(raw);
     } catch {
       throw new OAuthError("invalid_client", "The Basic credentials are malformed.");
     }

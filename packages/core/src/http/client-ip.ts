@@ -147,11 +147,10 @@ export function compileTrustedProxies(entries: readonly string[]): ProxyMatcher 
  */
 export function resolveClientIp(trusted: ProxyMatcher, socketIp: string | undefined, forwardedFor: string | null): string | undefined {
   if (socketIp === undefined) return undefined;
-  const socket = parseIp(socketIp);
-  // Not an address (a test harness, an exotic transport): keep it as an opaque identity.
-  if (!socket) return socketIp.slice(0, 64);
-  let client = format(socket);
-  if (!trusted(client) || forwardedFor === null) return client;
+  let client = canonicalSocketIp(socketIp);
+  // Not an address (a test harness, an exotic transport): kept as an opaque identity.
+  if (client === undefined) return socketIp.slice(0, 64);
+  if (forwardedFor === null || !trusted(client)) return client;
   const hops = forwardedFor.split(",");
   for (let i = hops.length - 1; i >= 0; i--) {
     const hop = parseHop(hops[i]!);
@@ -174,6 +173,36 @@ export function resolveClientIp(trusted: ProxyMatcher, socketIp: string | undefi
  * throttleAddress("198.51.100.7");         // "198.51.100.7"
  */
 export function throttleAddress(ip: string): string {
+  let address = throttleAddresses.get(ip);
+  if (address === undefined) {
+    address = throttleAddressUncached(ip);
+    remember(throttleAddresses, ip, address);
+  }
+  return address;
+}
+
+// A server sees the same few peer addresses (its proxies, its busy clients) over and over; both
+// functions below are pure, so their answers are cached. Bounded, since addresses come from the
+// network: when full, a cache starts over.
+const CACHE_LIMIT = 1024;
+const socketIps = new Map<string, string | undefined>();
+const throttleAddresses = new Map<string, string>();
+
+function remember<V>(cache: Map<string, V>, key: string, value: V): void {
+  if (cache.size >= CACHE_LIMIT) cache.clear();
+  cache.set(key, value);
+}
+
+/** The socket address in canonical form; undefined when it is not an IP address. */
+function canonicalSocketIp(socketIp: string): string | undefined {
+  if (socketIps.has(socketIp)) return socketIps.get(socketIp);
+  const parsed = parseIp(socketIp);
+  const canonical = parsed ? format(parsed) : undefined;
+  remember(socketIps, socketIp, canonical);
+  return canonical;
+}
+
+function throttleAddressUncached(ip: string): string {
   const parsed = parseIp(ip);
   if (!parsed) return ip;
   if (parsed.v === 4) return format(parsed);

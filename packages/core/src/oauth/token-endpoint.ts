@@ -88,15 +88,15 @@ function selectGrant(form: Map<string, string>): Grant {
 export async function authenticateClient(ctx: Context, request: Request, form: Map<string, string>, clientIp: string | undefined): Promise<ClientRecord> {
   const presented = presentedClient(request, form);
   const keys = throttleKeys("client", { clientId: presented.clientId, ...(clientIp !== undefined ? { ip: clientIp } : {}) });
-  await ctx.throttle.check(keys);
+  const checked = await ctx.throttle.check(keys);
   const client = await ctx.storage.clients.get(presented.clientId);
   const hash = await ctx.sha256(presented.clientSecret);
   const ok = timingSafeEqual(hash, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
   if (!client || !ok) {
-    await ctx.throttle.fail(keys);
+    await ctx.throttle.fail(checked);
     throw new OAuthError("invalid_client", "Client authentication failed.");
   }
-  await ctx.throttle.succeed(keys);
+  await ctx.throttle.succeed(checked);
   return client;
 }
 

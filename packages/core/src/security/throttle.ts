@@ -24,7 +24,8 @@ export interface ThrottleKey {
  *   3 password checks and 47 answers of 429. Used by the password grant and console sign-in.
  * - `check` / `fail` / `succeed`: a read before, a count only after a failure. Concurrent guesses
  *   that all read before any fail is counted are all evaluated; kept for client authentication,
- *   which runs on every token request and must cost at most one read + one delete when it succeeds.
+ *   which runs on every token request and costs one read when it succeeds (plus a delete when a
+ *   counter existed).
  *
  * @example
  * // Password-style doors: count first.
@@ -35,9 +36,9 @@ export interface ThrottleKey {
  *
  * // Client authentication: check, then count the failure.
  * const clientKeys = throttleKeys("client", { clientId, ip });
- * await ctx.throttle.check(clientKeys);
- * if (!ok) { await ctx.throttle.fail(clientKeys); throw invalidClient(); }
- * await ctx.throttle.succeed(clientKeys);
+ * const checked = await ctx.throttle.check(clientKeys);
+ * if (!ok) { await ctx.throttle.fail(checked); throw invalidClient(); }
+ * await ctx.throttle.succeed(checked); // writes nothing when no counter existed
  */
 export interface Throttle {
   /**
@@ -47,13 +48,29 @@ export interface Throttle {
    * add to the username's shared counter. Retry-After runs to the end of that key's window.
    */
   attempt(keys: (string | ThrottleKey)[]): Promise<void>;
-  /** Throws TooManyAttemptsError when any of the keys is locked (count >= maxFailures in its window). */
-  check(keys: string[]): Promise<void>;
+  /**
+   * Throws TooManyAttemptsError when any of the keys is locked (count >= maxFailures in its
+   * window). Otherwise resolves to what it read, which `fail` and `succeed` take instead of the
+   * keys: the keys are then not hashed again, and `succeed` writes nothing when no counter existed
+   * at check time (the common case: a client that authenticates correctly). A failure counted by a
+   * concurrent request after the check is then left standing until its window ends, which only
+   * errs towards locking.
+   */
+  check(keys: string[]): Promise<ThrottleCheck>;
   /** Counts one failure for every key (storage `attempts.increment`). */
-  fail(keys: string[]): Promise<void>;
+  fail(keys: string[] | ThrottleCheck): Promise<void>;
   /** Resets every key after a success. */
-  succeed(keys: (string | ThrottleKey)[]): Promise<void>;
+  succeed(keys: (string | ThrottleKey)[] | ThrottleCheck): Promise<void>;
 }
+
+/** What {@link Throttle.check} read: the stored (hashed) keys and whether any had a counter. */
+export interface ThrottleCheck {
+  readonly storageKeys: readonly string[];
+  readonly anyCounted: boolean;
+}
+
+const isCheck = (value: unknown): value is ThrottleCheck =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && "storageKeys" in value;
 
 /** Settings of {@link createThrottle}. */
 export interface ThrottleSettings {
@@ -127,7 +144,7 @@ export function createThrottle(
   hash: (text: string) => Promise<string> = sha256,
 ): Throttle {
   if (settings === false) {
-    return { async attempt() {}, async check() {}, async fail() {}, async succeed() {} };
+    return { async attempt() {}, async check() { return { storageKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {} };
   }
   const storageKey = storageKeyWith(hash);
   const windowMs = settings.windowSeconds * 1000;
@@ -158,20 +175,29 @@ export function createThrottle(
     async check(keys) {
       const now = clock();
       let retryAfterMs = 0;
-      for (const key of await hashAll(keys)) {
+      let anyCounted = false;
+      const storageKeys = await hashAll(keys);
+      for (const key of storageKeys) {
         const r = await store.get(key);
+        if (r) anyCounted = true;
         if (r && r.count >= settings.maxFailures && r.windowStart > now - windowMs) {
           retryAfterMs = Math.max(retryAfterMs, r.windowStart + windowMs - now);
         }
       }
       if (retryAfterMs > 0) throw new TooManyAttemptsError(Math.max(1, Math.ceil(retryAfterMs / 1000)));
+      return { storageKeys, anyCounted };
     },
     async fail(keys) {
       const now = clock();
-      for (const key of await hashAll(keys)) await store.increment(key, now, windowMs);
+      for (const key of isCheck(keys) ? keys.storageKeys : await hashAll(keys)) await store.increment(key, now, windowMs);
       await sweep(now);
     },
     async succeed(keys) {
+      if (isCheck(keys)) {
+        if (!keys.anyCounted) return;
+        for (const key of keys.storageKeys) await store.reset(key);
+        return;
+      }
       for (const key of await hashAll(keys)) await store.reset(key);
     },
   };

@@ -41,7 +41,7 @@ export async function issueAccessToken(
   const iat = Math.floor(input.now / 1000);
   const jti = randomToken(input.random, 16);
   if (input.sign !== undefined && !(key instanceof Uint8Array)) {
-    const header = base64url(encoder.encode(JSON.stringify({ alg, kid, typ: "at+jwt" })));
+    const header = protectedHeader(alg, kid);
     const payload = base64url(
       encoder.encode(
         JSON.stringify({
@@ -69,6 +69,21 @@ export async function issueAccessToken(
     .setExpirationTime(iat + input.ttl)
     .setJti(jti)
     .sign(key);
+}
+
+const headers = new Map<string, string>();
+
+/** The encoded protected header of a key; the same for every token the key signs. */
+function protectedHeader(alg: string, kid: string): string {
+  const cacheKey = `${alg} ${kid}`;
+  let header = headers.get(cacheKey);
+  if (header === undefined) {
+    header = base64url(encoder.encode(JSON.stringify({ alg, kid, typ: "at+jwt" })));
+    // Keys rotate rarely; a bound keeps a long-running process from collecting retired ones.
+    if (headers.size >= 64) headers.clear();
+    headers.set(cacheKey, header);
+  }
+  return header;
 }
 
 /** RFC 6750 §2.1 b64token, bounded so a huge header costs nothing. */
