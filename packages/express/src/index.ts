@@ -1,5 +1,5 @@
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
-import { toRequest, writeResponse, type FetchApp } from "@plantgate/node";
+import { isPlainAnswer, toLightRequest, writePlainAnswer, writeResponse, type FetchApp, type PlainAnswer } from "@plantgate/node";
 
 export type { FetchApp } from "@plantgate/node";
 
@@ -91,6 +91,16 @@ function bodyConsumed(req: ExpressRequest): boolean {
   );
 }
 
+function isUnknownRouteAnswer(answer: PlainAnswer): boolean {
+  if (answer.status !== 404 || answer.body === null) return false;
+  try {
+    const body = JSON.parse(new TextDecoder().decode(answer.body)) as { error?: unknown } | null;
+    return body?.error === 1404;
+  } catch {
+    return false;
+  }
+}
+
 async function isUnknownRoute(response: Response): Promise<boolean> {
   if (response.status !== 404) return false;
   try {
@@ -153,7 +163,7 @@ export function plantgate(app: FetchApp, options: PlantgateExpressOptions = {}):
         // toRequest reads the path from req.url, which Express rewrites to be
         // relative to the mount point; the app must see the full path.
         req.url = req.originalUrl;
-        request = toRequest(req, { origin: originOf(req), response: res });
+        request = toLightRequest(req, { origin: originOf(req), response: res });
       } catch (error) {
         req.url = routedUrl;
         next(error);
@@ -161,11 +171,35 @@ export function plantgate(app: FetchApp, options: PlantgateExpressOptions = {}):
       }
       req.url = routedUrl;
 
+      // The raw socket address, not req.ip: Express's "trust proxy" and plantgate's trustedProxies
+      // would otherwise be two places deciding whom to believe.
+      const clientIp = req.socket.remoteAddress;
+      if (typeof app.handle === "function") {
+        // plantgate's plain answer: written directly, no Web Response in between.
+        let answer: PlainAnswer;
+        try {
+          const result: unknown = await app.handle(request, clientIp !== undefined ? { clientIp } : {});
+          if (!isPlainAnswer(result)) throw new TypeError("app.handle() did not resolve to a plain answer.");
+          answer = result;
+        } catch (error) {
+          if (request.signal.aborted && error === request.signal.reason) return;
+          next(error);
+          return;
+        }
+        if (passNotFound && isUnknownRouteAnswer(answer)) {
+          next();
+          return;
+        }
+        try {
+          writePlainAnswer(answer, res);
+        } catch (error) {
+          next(error);
+        }
+        return;
+      }
+
       let response: Response;
       try {
-        // The raw socket address, not req.ip: Express's "trust proxy" and plantgate's trustedProxies
-        // would otherwise be two places deciding whom to believe.
-        const clientIp = req.socket.remoteAddress;
         const result: unknown = await app.fetch(request, clientIp !== undefined ? { clientIp } : {});
         if (!(result instanceof Response)) throw new TypeError("app.fetch() did not resolve to a Response.");
         response = result;

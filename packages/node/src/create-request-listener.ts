@@ -3,6 +3,7 @@ import type { FetchApp, PlainAnswer } from "./fetch-app.js";
 import { parseOrigin } from "./request-origin.js";
 import { createNodeRequest } from "./node-request.js";
 import { writeResponse } from "./write-response.js";
+import { isPlainAnswer, writePlainAnswer } from "./plain-answer.js";
 
 /**
  * Options for {@link createRequestListener}.
@@ -111,7 +112,7 @@ export function createRequestListener(
           return;
         }
         try {
-          writePlain(answer, req, res);
+          writePlainAnswer(answer, res);
         } catch (error) {
           report(error);
           sendJson(res, 500, SERVER_ERROR_BODY);
@@ -142,25 +143,6 @@ export function createRequestListener(
       }
     }
   };
-}
-
-function isPlainAnswer(value: unknown): value is PlainAnswer {
-  if (typeof value !== "object" || value === null) return false;
-  const { status, headers, body } = value as Record<string, unknown>;
-  return (
-    Number.isInteger(status) &&
-    typeof headers === "object" &&
-    headers !== null &&
-    (body === null || body instanceof Uint8Array)
-  );
-}
-
-/** Status, headers and body in one write; a HEAD answer goes without its body. */
-function writePlain(answer: PlainAnswer, req: IncomingMessage, res: ServerResponse): void {
-  if (res.destroyed || res.writableEnded) return;
-  res.writeHead(answer.status, answer.headers);
-  if (answer.body === null || req.method === "HEAD") res.end();
-  else res.end(answer.body);
 }
 
 function sendJson(res: ServerResponse, status: number, body: string): void {

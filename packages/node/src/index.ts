@@ -1,6 +1,8 @@
 export type { FetchApp, FetchClientInfo, PlainAnswer } from "./fetch-app.js";
 export { toRequest, type ToRequestOptions } from "./to-request.js";
 export { writeResponse } from "./write-response.js";
+export { isPlainAnswer, writePlainAnswer } from "./plain-answer.js";
+export { toLightRequest } from "./node-request.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
 export { serve, type ServeOptions, type ServeResult } from "./serve.js";
 export { nodeCrypto, type NodeCryptoProvider } from "./node-crypto.js";

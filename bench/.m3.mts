@@ -1,0 +1,17 @@
+import Database from "better-sqlite3";
+const path = `/tmp/sq/m3-${process.pid}.db`;
+const db = new Database(path);
+db.pragma("journal_mode = WAL");
+db.exec(`create table a (id text primary key not null, username text not null unique, display_name text, email text, roles text not null, enabled integer not null, created_at bigint not null, password_hash text not null)`);
+const ins = db.prepare("insert into a values (?,?,?,?,?,?,?,?)");
+for (let i = 0; i < 200; i++) ins.run([`id-${1e6 + i}-aaaaaaaaaaaa`, `seed-${i}`, `Seed ${i}`, `s${i}@e.t`, '["reader"]', 1, Date.now(), "pbkdf2$600000$" + "x".repeat(80)]);
+const time = (label: string, n: number, f: () => unknown) => { for (let i = 0; i < 2000; i++) f(); const t = process.hrtime.bigint(); const c0 = process.cpuUsage(); for (let i = 0; i < n; i++) f(); const c = process.cpuUsage(c0); console.log(label.padEnd(40), (Number(process.hrtime.bigint() - t) / n / 1000).toFixed(2), "µs", "user", (c.user / n).toFixed(2), "sys", (c.system / n).toFixed(2)); };
+const s3 = db.prepare('select * from "a" order by "id" limit ?');
+const s2 = db.prepare('select count(*) from "a"');
+time("page 20 (wal)", 20000, () => s3.all([20]));
+time("count (wal)", 20000, () => s2.all([]));
+const other = new Database(path);
+time("page 20 other conn", 20000, () => other.prepare('select * from "a" order by "id" limit ?').all([20]));
+db.pragma("wal_checkpoint(TRUNCATE)");
+time("page 20 (checkpointed)", 20000, () => s3.all([20]));
+time("count (checkpointed)", 20000, () => s2.all([]));
