@@ -5,4 +5,4 @@ export { isPlainAnswer, writePlainAnswer } from "./plain-answer.js";
 export { toLightRequest } from "./node-request.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
 export { serve, type ServeOptions, type ServeResult } from "./serve.js";
-export { nodeCrypto, type NodeCryptoProvider } from "./node-crypto.js";
+export { nodeCrypto, type NodeCryptoOptions, type NodeCryptoProvider } from "./node-crypto.js";

@@ -20,8 +20,8 @@ function countedNodeCrypto() {
         counts.sha256++;
         return inner.sha256(data);
       },
-      sign(alg: string, key: CryptoKey, data: Uint8Array) {
-        const signature = inner.sign(alg, key, data);
+      async sign(alg: string, key: CryptoKey, data: Uint8Array) {
+        const signature = await inner.sign(alg, key, data);
         if (signature !== undefined) counts.sign++;
         return signature;
       },
@@ -115,7 +115,26 @@ describe("nodeCrypto()", () => {
     expect(provider.sign("ES384", privateKey, data)).toBeUndefined();
     expect(provider.sign("RS256", privateKey, data)).toBeUndefined();
     expect(provider.sign("HS256", privateKey, data)).toBeUndefined();
-    const signature = provider.sign("ES256", privateKey, data);
+    const signature = await provider.sign("ES256", privateKey, data);
     expect(signature?.byteLength).toBe(64);
+  });
+
+  it("batches: signatures asked for in one event-loop turn are made together after it, and each verifies", async () => {
+    const { privateKey, publicKey } = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"])) as CryptoKeyPair;
+    const provider = nodeCrypto();
+    const inputs = Array.from({ length: 20 }, (_, i) => new TextEncoder().encode(`header.payload-${i}`));
+    let settled = 0;
+    const pending = inputs.map((data) => Promise.resolve(provider.sign("ES256", privateKey, data)).then((s) => (settled++, s)));
+    await Promise.resolve();
+    expect(settled).toBe(0); // nothing is signed in the middle of the turn
+    const signatures = await Promise.all(pending);
+    for (const [i, signature] of signatures.entries()) {
+      expect(signature?.byteLength).toBe(64);
+      expect(await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, publicKey, signature! as Uint8Array<ArrayBuffer>, inputs[i]!)).toBe(true);
+      expect(await crypto.subtle.verify({ name: "ECDSA", hash: "SHA-256" }, publicKey, signature! as Uint8Array<ArrayBuffer>, inputs[(i + 1) % 20]!)).toBe(false);
+    }
+    // Unbatched, the signature is there at once.
+    const now = nodeCrypto({ batchSignatures: false }).sign("ES256", privateKey, inputs[0]!);
+    expect(now).toBeInstanceOf(Uint8Array);
   });
 });

@@ -1,6 +1,7 @@
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from "kysely";
 import { toStorageError } from "./errors.js";
 import type { Database, SqlFamily } from "./schema.js";
+import { cachingStatements } from "./statement-cache.js";
 import { createSqlStorage, type SqlStorage } from "./storage.js";
 
 /**
@@ -81,7 +82,9 @@ async function openKysely(target: Target): Promise<Kysely<Database>> {
       // WAL lets other processes read while we write; busy_timeout waits for their locks.
       if (!memory) database.pragma("journal_mode = WAL");
       database.pragma("busy_timeout = 5000");
-      return new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+      database.pragma("synchronous = NORMAL");
+      // Kysely's SQLite driver prepares the SQL on every execution; the wrapper reuses statements.
+      return new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(database) }) });
     }
   }
 }

@@ -9,7 +9,7 @@ import type {
   SigningKeyRecord,
   Storage,
 } from "@plantgate/core";
-import { sql, type CompiledQuery, type Insertable, type Kysely, type Selectable } from "kysely";
+import { sql, type Compilable, type CompiledQuery, type Insertable, type Kysely, type QueryResult, type Selectable } from "kysely";
 import { isDeadlock, isUniqueViolation, toStorageError, UnstorableValueError } from "./errors.js";
 import { migrateToLatest } from "./migrations.js";
 import {
@@ -133,6 +133,53 @@ function toPlantId(value: unknown): bigint {
   if (typeof value === "bigint") return value;
   if (typeof value === "number" && Number.isSafeInteger(value)) return BigInt(value);
   throw new CorruptRowError("column id of pg_plants is not an integer");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries built once. Building a Kysely query and compiling it to SQL costs more than running a
+// point lookup on SQLite, so the hot ones are compiled on first use with markers in place of the
+// values, and each call only puts its values where the markers went.
+
+/** Stands for the value of `params[key]` while a prepared query is compiled. */
+class Slot {
+  constructor(readonly key: string) {}
+}
+
+/** What runs a compiled query: the Kysely instance or a transaction on it. */
+type Runner = Pick<Kysely<Database>, "executeQuery">;
+
+/** A query compiled once; call it to run it with these values, or `compile` them for a D1 batch. */
+interface Prepared<P, R> {
+  (runner: Runner, params: P): Promise<QueryResult<R>>;
+  compile(params: P): CompiledQuery<R>;
+}
+
+/**
+ * Builds and compiles `build(params)` once, on the first call, with a {@link Slot} in place of each
+ * value of `params`; later calls reuse the SQL and bind their own values where the slots went.
+ * So the query's shape must not depend on the values (a value decides nothing but itself), every
+ * call must pass the same keys, and `undefined` is bound as NULL (Kysely would drop an undefined
+ * column from an INSERT, which for our nullable columns without defaults stores NULL as well).
+ */
+function prepared<P extends object, R>(build: (params: P) => Compilable<R>): Prepared<P, R> {
+  let base: CompiledQuery<R> | undefined;
+  let keys: Array<string | null> = [];
+  const compile = (params: P): CompiledQuery<R> => {
+    if (base === undefined) {
+      const names = Object.keys(params);
+      const compiled = build(Object.fromEntries(names.map((k) => [k, new Slot(k)])) as P).compile();
+      keys = compiled.parameters.map((v) => (v instanceof Slot ? v.key : null));
+      const unused = names.filter((k) => !keys.includes(k));
+      if (unused.length > 0) throw new Error(`prepared query binds no value for ${unused.join(", ")}: ${compiled.sql}`);
+      base = compiled;
+    }
+    const values = params as Record<string, unknown>;
+    const constants = base.parameters;
+    const parameters = keys.map((k, i) => (k === null ? constants[i] : (values[k] ?? null)));
+    return { query: base.query, queryId: base.queryId, sql: base.sql, parameters };
+  };
+  const run = (runner: Runner, params: P): Promise<QueryResult<R>> => runner.executeQuery(compile(params));
+  return Object.assign(run, { compile });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -379,6 +426,102 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     return results.map((r) => r.meta?.changes ?? 0);
   };
 
+  // --- the hot queries, each compiled once (see `prepared`) -----------------------------------
+
+  /** Row count of UPDATE, DELETE or INSERT, as Kysely's result objects report it. */
+  const affected = (result: QueryResult<unknown>): bigint => result.numAffectedRows ?? 0n;
+
+  const q = {
+    clientGet: prepared((p: { clientId: string }) => db.selectFrom(TABLES.clients).selectAll().where("client_id", "=", p.clientId)),
+    clientInsert: prepared((row: Insertable<ClientTable>) => db.insertInto(TABLES.clients).values(row)),
+    accountGet: prepared((p: { id: string }) => db.selectFrom(TABLES.accounts).selectAll().where("id", "=", p.id)),
+    accountByUsername: prepared((p: { username: string }) => db.selectFrom(TABLES.accounts).selectAll().where("username", "=", p.username)),
+    accountInsert: prepared((row: Insertable<AccountTable>) => db.insertInto(TABLES.accounts).values(row)),
+    accountCount: prepared((_: Record<string, never>) => db.selectFrom(TABLES.accounts).select((eb) => eb.fn.countAll().as("n"))),
+    accountIdAt: prepared((p: { offset: number }) => db.selectFrom(TABLES.accounts).select("id").orderBy("id").limit(1).offset(p.offset)),
+    accountPage: prepared((p: { limit: number }) => db.selectFrom(TABLES.accounts).selectAll().orderBy("id").limit(p.limit)),
+    accountPageFrom: prepared((p: { first: string; limit: number }) =>
+      db.selectFrom(TABLES.accounts).selectAll().where("id", ">=", p.first).orderBy("id").limit(p.limit),
+    ),
+    refreshGet: prepared((p: { tokenHash: string }) => db.selectFrom(TABLES.refreshTokens).selectAll().where("token_hash", "=", p.tokenHash)),
+    refreshUpsert: prepared((row: Insertable<RefreshTokenTable>) => {
+      const { token_hash: _key, ...rest } = row;
+      // Same hash again replaces the record, as the reference implementation does.
+      const insert = db.insertInto(TABLES.refreshTokens).values(row);
+      return family === "mysql" ? insert.onDuplicateKeyUpdate(rest) : insert.onConflict((oc) => oc.column("token_hash").doUpdateSet(rest));
+    }),
+    refreshInsert: prepared((row: Insertable<RefreshTokenTable>) => db.insertInto(TABLES.refreshTokens).values(row)),
+    /** D1 only: copies the replacement in only if the statement before it changed exactly one row. */
+    refreshInsertAfterConsume: prepared((row: Insertable<RefreshTokenTable>) => {
+      const columns = Object.keys(row) as Array<keyof typeof row & string>;
+      return db
+        .insertInto(TABLES.refreshTokens)
+        .columns(columns)
+        .expression(db.selectNoFrom((eb) => columns.map((c) => eb.val(row[c]).as(c))).where(sql<number>`changes()`, "=", 1));
+    }),
+    refreshConsume: prepared((p: { tokenHash: string; now: number }) =>
+      db
+        .updateTable(TABLES.refreshTokens)
+        .set({ consumed_at: p.now })
+        .where("token_hash", "=", p.tokenHash)
+        .where("consumed_at", "is", null)
+        .where("revoked_at", "is", null),
+    ),
+    plantInsert: prepared((row: Insertable<PlantTable>) => db.insertInto(TABLES.plants).values(row)),
+    plantGet: prepared((p: { id: bigint | string }) =>
+      // Read the id back as text so no driver setting (pg type parsers, mysql2 without
+      // bigNumberStrings, SQLite drivers without safe integers) can round it.
+      db
+        .selectFrom(TABLES.plants)
+        .select((eb) => [eb.cast<string>("id", family === "mysql" ? "char" : "text").as("id"), "name", "tag"])
+        .where("id", "=", p.id),
+    ),
+    attemptGet: prepared((p: { key: string }) => db.selectFrom(TABLES.attempts).selectAll().where("attempt_key", "=", p.key)),
+    attemptReset: prepared((p: { key: string }) => db.deleteFrom(TABLES.attempts).where("attempt_key", "=", p.key)),
+    /**
+     * PostgreSQL and SQLite: one upsert with RETURNING. A window that started at or before
+     * `expiredBefore` is over: the failure opens a new one.
+     */
+    attemptCount: prepared((p: { key: string; now: number; expiredBefore: number }) =>
+      db
+        .insertInto(TABLES.attempts)
+        .values({ attempt_key: p.key, count: 1, window_start: p.now })
+        .onConflict((oc) =>
+          oc.column("attempt_key").doUpdateSet((eb) => {
+            const expired = eb(`${TABLES.attempts}.window_start`, "<=", p.expiredBefore);
+            return {
+              count: eb.case().when(expired).then(sql<number>`1`).else(sql<number>`${eb.ref(`${TABLES.attempts}.count`)} + 1`).end(),
+              window_start: eb.case().when(expired).then(p.now).else(sql<number>`${eb.ref(`${TABLES.attempts}.window_start`)}`).end(),
+            };
+          }),
+        )
+        .returningAll(),
+    ),
+    /**
+     * MySQL: assigns left to right and later assignments see earlier ones, so `count` (which reads
+     * the old window_start) goes first.
+     */
+    attemptCountMysql: prepared((p: { key: string; now: number; expiredBefore: number }) =>
+      db
+        .insertInto(TABLES.attempts)
+        .values({ attempt_key: p.key, count: 1, window_start: p.now })
+        .onDuplicateKeyUpdate((eb) => ({
+          count: eb.case().when("window_start", "<=", p.expiredBefore).then(sql<number>`1`).else(sql<number>`${eb.ref("count")} + 1`).end(),
+          window_start: eb.case().when("window_start", "<=", p.expiredBefore).then(p.now).else(sql<number>`${eb.ref("window_start")}`).end(),
+        })),
+    ),
+    revokedHas: prepared((p: { jti: string }) => db.selectFrom(TABLES.revokedTokens).select("jti").where("jti", "=", p.jti)),
+    revokedAdd: prepared((row: { jti: string; expires_at: number }) => {
+      // Idempotent and keeps the first expiry: a repeat changes nothing (a no-op update on
+      // MySQL, where INSERT IGNORE would also swallow unrelated errors).
+      const insert = db.insertInto(TABLES.revokedTokens).values(row);
+      return family === "mysql" ? insert.onDuplicateKeyUpdate((eb) => ({ jti: eb.ref("jti") })) : insert.onConflict((oc) => oc.column("jti").doNothing());
+    }),
+    sessionGet: prepared((p: { idHash: string }) => db.selectFrom(TABLES.sessions).selectAll().where("id_hash", "=", p.idHash)),
+    sessionInsert: prepared((row: Insertable<SessionTable>) => db.insertInto(TABLES.sessions).values(row)),
+    sessionDelete: prepared((p: { idHash: string }) => db.deleteFrom(TABLES.sessions).where("id_hash", "=", p.idHash)),
+  };
+
   let closed: Promise<void> | null = null;
 
   return {
@@ -404,13 +547,13 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
       get: (clientId) =>
         run("clients.get", async () => {
           if (!storableKey(clientId)) return null;
-          const row = await db.selectFrom(TABLES.clients).selectAll().where("client_id", "=", clientId).executeTakeFirst();
+          const row = (await q.clientGet(db, { clientId })).rows[0];
           return row ? clientRecord(row) : null;
         }),
       create: (record) =>
         run("clients.create", async () => {
           const row = clientRow(record);
-          return insertOrFalse(() => db.insertInto(TABLES.clients).values(row).execute());
+          return insertOrFalse(() => q.clientInsert(db, row));
         }),
       updateSecret: (clientId, secretHash, updatedAt) =>
         run("clients.updateSecret", async () => {
@@ -439,19 +582,19 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
       get: (id) =>
         run("accounts.get", async () => {
           if (!storableKey(id)) return null;
-          const row = await db.selectFrom(TABLES.accounts).selectAll().where("id", "=", id).executeTakeFirst();
+          const row = (await q.accountGet(db, { id })).rows[0];
           return row ? accountRecord(row) : null;
         }),
       findByUsername: (username) =>
         run("accounts.findByUsername", async () => {
           if (!storableKey(username)) return null;
-          const row = await db.selectFrom(TABLES.accounts).selectAll().where("username", "=", username).executeTakeFirst();
+          const row = (await q.accountByUsername(db, { username })).rows[0];
           return row ? accountRecord(row) : null;
         }),
       create: (record) =>
         run("accounts.create", async () => {
           const row = accountRow(record);
-          return insertOrFalse(() => db.insertInto(TABLES.accounts).values(row).execute());
+          return insertOrFalse(() => q.accountInsert(db, row));
         }),
       createMany: (records) =>
         run("accounts.createMany", async () => {
@@ -494,27 +637,18 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
         }),
       list: (offset, limit) =>
         run("accounts.list", async () => {
-          const count = await db
-            .selectFrom(TABLES.accounts)
-            .select((eb) => eb.fn.countAll().as("n"))
-            .executeTakeFirstOrThrow();
+          const count = (await q.accountCount(db, {})).rows[0];
+          if (count === undefined) throw new Error("count(*) of pg_accounts returned no row");
           // Deferred join: OFFSET over the id index alone (an index-only scan) finds the page's first id,
           // then only the page's rows are read. A plain OFFSET reads every skipped row in full, which
           // made the last page of 1,000,000 accounts on PostgreSQL ~25x slower than the first.
-          const first =
-            offset === 0
-              ? null
-              : await db.selectFrom(TABLES.accounts).select("id").orderBy("id").limit(1).offset(offset).executeTakeFirst();
-          const rows =
-            offset !== 0 && first === undefined
-              ? []
-              : await db
-                  .selectFrom(TABLES.accounts)
-                  .selectAll()
-                  .$if(first != null, (q) => q.where("id", ">=", first!.id))
-                  .orderBy("id")
-                  .limit(limit)
-                  .execute();
+          let rows: Array<Selectable<AccountTable>>;
+          if (offset === 0) {
+            rows = (await q.accountPage(db, { limit })).rows;
+          } else {
+            const first = (await q.accountIdAt(db, { offset })).rows[0];
+            rows = first === undefined ? [] : (await q.accountPageFrom(db, { first: first.id, limit })).rows;
+          }
           return { items: rows.map(accountRecord), total: toInt(count.n, "count(*)") };
         }),
     },
@@ -522,16 +656,12 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     refreshTokens: {
       create: (record) =>
         run("refreshTokens.create", async () => {
-          const row = refreshRow(record);
-          const { token_hash: _key, ...rest } = row;
-          // Same hash again replaces the record, as the reference implementation does.
-          const insert = db.insertInto(TABLES.refreshTokens).values(row);
-          await (family === "mysql" ? insert.onDuplicateKeyUpdate(rest) : insert.onConflict((oc) => oc.column("token_hash").doUpdateSet(rest))).execute();
+          await q.refreshUpsert(db, refreshRow(record));
         }),
       findByHash: (tokenHash) =>
         run("refreshTokens.findByHash", async () => {
           if (!storableKey(tokenHash)) return null;
-          const row = await db.selectFrom(TABLES.refreshTokens).selectAll().where("token_hash", "=", tokenHash).executeTakeFirst();
+          const row = (await q.refreshGet(db, { tokenHash })).rows[0];
           return row ? refreshRecord(row) : null;
         }),
       consume: (tokenHash, now, replacement) =>
@@ -544,35 +674,14 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
               // is the arbiter; the INSERT copies the replacement in only if that UPDATE changed
               // exactly one row (changes() still reports it: the INSERT has not completed yet).
               // A duplicate replacement hash fails the batch, rolling the UPDATE back too.
-              const columns = Object.keys(row) as Array<keyof typeof row & string>;
-              const [, inserted] = await batch(d1, [
-                db
-                  .updateTable(TABLES.refreshTokens)
-                  .set({ consumed_at: now })
-                  .where("token_hash", "=", tokenHash)
-                  .where("consumed_at", "is", null)
-                  .where("revoked_at", "is", null)
-                  .compile(),
-                db
-                  .insertInto(TABLES.refreshTokens)
-                  .columns(columns)
-                  .expression(db.selectNoFrom((eb) => columns.map((c) => eb.val(row[c]).as(c))).where(sql<number>`changes()`, "=", 1))
-                  .compile(),
-              ]);
+              const [, inserted] = await batch(d1, [q.refreshConsume.compile({ tokenHash, now }), q.refreshInsertAfterConsume.compile(row)]);
               return inserted === 1;
             }
             return await db.transaction().execute(async (trx) => {
               // The conditional UPDATE is the arbiter: the row lock (PostgreSQL, InnoDB) or the
               // single connection (SQLite) lets exactly one caller see 1 row updated.
-              const result = await trx
-                .updateTable(TABLES.refreshTokens)
-                .set({ consumed_at: now })
-                .where("token_hash", "=", tokenHash)
-                .where("consumed_at", "is", null)
-                .where("revoked_at", "is", null)
-                .executeTakeFirst();
-              if (result.numUpdatedRows !== 1n) return false;
-              await trx.insertInto(TABLES.refreshTokens).values(row).execute();
+              if (affected(await q.refreshConsume(trx, { tokenHash, now })) !== 1n) return false;
+              await q.refreshInsert(trx, row);
               return true;
             });
           } catch (e) {
@@ -605,17 +714,11 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
       create: (record) =>
         run("plants.create", async () => {
           const row = { id: plantIdParam(record.id), name: free(record.name, "name"), tag: record.tag === null ? null : free(record.tag, "tag") };
-          return insertOrFalse(() => db.insertInto(TABLES.plants).values(row).execute());
+          return insertOrFalse(() => q.plantInsert(db, row));
         }),
       get: (id) =>
         run("plants.get", async () => {
-          // Read the id back as text so no driver setting (pg type parsers, mysql2 without
-          // bigNumberStrings, SQLite drivers without safe integers) can round it.
-          const row = await db
-            .selectFrom(TABLES.plants)
-            .select((eb) => [eb.cast<string>("id", family === "mysql" ? "char" : "text").as("id"), "name", "tag"])
-            .where("id", "=", plantIdParam(id))
-            .executeTakeFirst();
+          const row = (await q.plantGet(db, { id: plantIdParam(id) })).rows[0];
           return row ? plantRecord(row) : null;
         }),
     },
@@ -645,22 +748,17 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
           const attemptKey = text(key, "key");
           // A window that started at or before this instant is over: the failure opens a new one.
           const expiredBefore = now - windowMs;
+          const params = { key: attemptKey, now, expiredBefore };
           if (family === "mysql") {
             // ON DUPLICATE KEY UPDATE locks the row until commit, so the read-back in the same
-            // transaction sees exactly this call's result. MySQL assigns left to right and later
-            // assignments see earlier ones, so `count` (which reads the old window_start) goes first.
+            // transaction sees exactly this call's result.
             for (let attempt = 1; ; attempt++) {
               try {
                 return await db.transaction().execute(async (trx) => {
-                  await trx
-                    .insertInto(TABLES.attempts)
-                    .values({ attempt_key: attemptKey, count: 1, window_start: now })
-                    .onDuplicateKeyUpdate((eb) => ({
-                      count: eb.case().when("window_start", "<=", expiredBefore).then(sql<number>`1`).else(sql<number>`${eb.ref("count")} + 1`).end(),
-                      window_start: eb.case().when("window_start", "<=", expiredBefore).then(now).else(sql<number>`${eb.ref("window_start")}`).end(),
-                    }))
-                    .execute();
-                  return attemptRecord(await trx.selectFrom(TABLES.attempts).selectAll().where("attempt_key", "=", attemptKey).executeTakeFirstOrThrow());
+                  await q.attemptCountMysql(trx, params);
+                  const row = (await q.attemptGet(trx, { key: attemptKey })).rows[0];
+                  if (row === undefined) throw new Error("pg_attempts lost the row just counted");
+                  return attemptRecord(row);
                 });
               } catch (e) {
                 // InnoDB may pick a racing first insert of a key as a deadlock victim; its
@@ -671,32 +769,20 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
           }
           // One upsert with RETURNING: the row lock (PostgreSQL) or the single writer (SQLite, D1)
           // makes each call see the previous one's count, so none is lost.
-          const row = await db
-            .insertInto(TABLES.attempts)
-            .values({ attempt_key: attemptKey, count: 1, window_start: now })
-            .onConflict((oc) =>
-              oc.column("attempt_key").doUpdateSet((eb) => {
-                const expired = eb(`${TABLES.attempts}.window_start`, "<=", expiredBefore);
-                return {
-                  count: eb.case().when(expired).then(sql<number>`1`).else(sql<number>`${eb.ref(`${TABLES.attempts}.count`)} + 1`).end(),
-                  window_start: eb.case().when(expired).then(now).else(sql<number>`${eb.ref(`${TABLES.attempts}.window_start`)}`).end(),
-                };
-              }),
-            )
-            .returningAll()
-            .executeTakeFirstOrThrow();
+          const row = (await q.attemptCount(db, params)).rows[0];
+          if (row === undefined) throw new Error("the upsert of pg_attempts returned no row");
           return attemptRecord(row);
         }),
       get: (key) =>
         run("attempts.get", async () => {
           if (!storableKey(key)) return null;
-          const row = await db.selectFrom(TABLES.attempts).selectAll().where("attempt_key", "=", key).executeTakeFirst();
+          const row = (await q.attemptGet(db, { key })).rows[0];
           return row ? attemptRecord(row) : null;
         }),
       reset: (key) =>
         run("attempts.reset", async () => {
           if (!storableKey(key)) return;
-          await db.deleteFrom(TABLES.attempts).where("attempt_key", "=", key).execute();
+          await q.attemptReset(db, { key });
         }),
       deleteExpired: (before) =>
         run("attempts.deleteExpired", async () => {
@@ -708,16 +794,12 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     revokedTokens: {
       add: (jti, expiresAt) =>
         run("revokedTokens.add", async () => {
-          const row = { jti: text(jti, "jti"), expires_at: expiresAt };
-          // Idempotent and keeps the first expiry: a repeat changes nothing (a no-op update on
-          // MySQL, where INSERT IGNORE would also swallow unrelated errors).
-          const insert = db.insertInto(TABLES.revokedTokens).values(row);
-          await (family === "mysql" ? insert.onDuplicateKeyUpdate((eb) => ({ jti: eb.ref("jti") })) : insert.onConflict((oc) => oc.column("jti").doNothing())).execute();
+          await q.revokedAdd(db, { jti: text(jti, "jti"), expires_at: expiresAt });
         }),
       has: (jti) =>
         run("revokedTokens.has", async () => {
           if (!storableKey(jti)) return false;
-          return (await db.selectFrom(TABLES.revokedTokens).select("jti").where("jti", "=", jti).executeTakeFirst()) !== undefined;
+          return (await q.revokedHas(db, { jti })).rows.length > 0;
         }),
       deleteExpired: (now) =>
         run("revokedTokens.deleteExpired", async () => {
@@ -730,19 +812,18 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
       create: (record) =>
         run("sessions.create", async () => {
           const row = sessionRow(record);
-          return insertOrFalse(() => db.insertInto(TABLES.sessions).values(row).execute());
+          return insertOrFalse(() => q.sessionInsert(db, row));
         }),
       get: (idHash) =>
         run("sessions.get", async () => {
           if (!storableKey(idHash)) return null;
-          const row = await db.selectFrom(TABLES.sessions).selectAll().where("id_hash", "=", idHash).executeTakeFirst();
+          const row = (await q.sessionGet(db, { idHash })).rows[0];
           return row ? sessionRecord(row) : null;
         }),
       delete: (idHash) =>
         run("sessions.delete", async () => {
           if (!storableKey(idHash)) return false;
-          const result = await db.deleteFrom(TABLES.sessions).where("id_hash", "=", idHash).executeTakeFirst();
-          return result.numDeletedRows > 0n;
+          return affected(await q.sessionDelete(db, { idHash })) > 0n;
         }),
       deleteByAccount: (accountId) =>
         run("sessions.deleteByAccount", async () => {

@@ -22,9 +22,10 @@ export interface CryptoProvider {
   /**
    * The JWS signature (RFC 7515/7518 form: raw `r || s` for ECDSA) of `data` with a private key
    * of plantgate's keyring, for `alg` (`ES256`, `ES384`, `RS256`, `PS256`, `EdDSA`); `undefined`
-   * for an algorithm or key the provider does not handle.
+   * for an algorithm or key the provider does not handle. May answer with a promise (a provider
+   * that batches signatures, say).
    */
-  sign?(alg: string, key: CryptoKey, data: Uint8Array): Uint8Array | undefined;
+  sign?(alg: string, key: CryptoKey, data: Uint8Array): Uint8Array | undefined | Promise<Uint8Array | undefined>;
 }
 
 /** Signs a JWS signing input; see {@link CryptoProvider.sign}. */

@@ -57,7 +57,7 @@ export async function issueAccessToken(
       ),
     );
     const signingInput = `${header}.${payload}`;
-    const signature = input.sign(alg, key, encoder.encode(signingInput));
+    const signature = await input.sign(alg, key, encoder.encode(signingInput));
     if (signature !== undefined) return `${signingInput}.${base64url(signature)}`;
   }
   return new SignJWT({ client_id: input.clientId, scope: input.scope.join(" ") })

@@ -1,0 +1,13 @@
+import Database from "better-sqlite3";
+const db = new Database(process.argv[2]!);
+db.pragma("journal_mode = WAL");
+const time = (label: string, n: number, f: () => unknown) => { for (let i = 0; i < 3000; i++) f(); let best = 1e9; for (let r = 0; r < 3; r++) { const c0 = process.cpuUsage(); for (let i = 0; i < n; i++) f(); const c = process.cpuUsage(c0); best = Math.min(best, (c.user + c.system) / n); } console.log(label.padEnd(40), best.toFixed(2), "µs cpu"); };
+const a = db.prepare('select count(*) as "n" from "pg_accounts"');
+const b = db.prepare('select * from "pg_accounts" order by "id" limit ?');
+const c = db.prepare('select "jti" from "pg_revoked_tokens" where "jti" = ?');
+time("count", 10000, () => a.all([]));
+time("page", 10000, () => b.all([20]));
+time("has", 10000, () => c.all(["x"]));
+console.log(b.all([2]), a.all([]));
+console.log(db.prepare("select name, (select count(*) from pragma_table_info(name)) c from sqlite_master where type='table'").all());
+console.log(db.prepare("explain query plan select count(*) from pg_accounts").all());

@@ -1,0 +1,14 @@
+import Database from "better-sqlite3";
+const db = new Database(process.argv[2]!);
+db.pragma("journal_mode = WAL");
+const time = (label: string, n: number, f: () => unknown) => { for (let i = 0; i < 3000; i++) f(); let best = 1e9; for (let r = 0; r < 5; r++) { const c0 = process.cpuUsage(); for (let i = 0; i < n; i++) f(); const c = process.cpuUsage(c0); best = Math.min(best, (c.user + c.system) / n); } console.log(label.padEnd(40), best.toFixed(2), "µs cpu"); };
+const q = (cols: string) => db.prepare(`select ${cols} from "pg_accounts" order by "id" limit ?`);
+time("*", 10000, () => q("*").all([20]));
+const s = q("*"); time("* (prepared)", 10000, () => s.all([20]));
+const r = q("*").raw(true); time("* raw", 10000, () => r.all([20]));
+const i = q("id"); time("id", 10000, () => i.all([20]));
+const e = q("enabled"); time("enabled", 10000, () => e.all([20]));
+const n = q("1"); time("const 1", 10000, () => n.all([20]));
+const t = q("id, username, display_name, email"); time("4 texts", 10000, () => t.all([20]));
+const c = db.prepare(`select count(*) from (select * from "pg_accounts" order by "id" limit ?)`); time("count(sub *)", 10000, () => c.all([20]));
+const lp = db.prepare(`select max(length(password_hash)+length(email)+length(id)) from (select * from "pg_accounts" order by "id" limit ?)`); time("touch cols, no js", 10000, () => lp.all([20]));
