@@ -15,7 +15,7 @@ const iterations = Number(process.env.BENCH_ITERATIONS ?? DEFAULT_BENCH_ITERATIO
 const PG_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const settings = quick
   ? { warmup: 1, rounds: 2, seconds: 2, connections: 32, memoryTotal: 100_000, memoryCheckpoint: 10_000, pagingAccounts: 100_000, pagingSamples: 5 }
-  : { warmup: 2, rounds: 3, seconds: 3, connections: 32, memoryTotal: 1_000_000, memoryCheckpoint: 100_000, pagingAccounts: 1_000_000, pagingSamples: 7 };
+  : { warmup: 2, rounds: 3, seconds: 2, connections: 32, memoryTotal: 1_000_000, memoryCheckpoint: 100_000, pagingAccounts: 1_000_000, pagingSamples: 7 };
 const only = process.env.BENCH_ONLY?.split(",");
 // The memory check's length is bounded by plantgate's own throughput; BENCH_MEMORY_REQUESTS
 // shortens it (the checkpoint stays at a tenth) when a run must fit a time box.
