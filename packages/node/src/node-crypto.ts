@@ -1,4 +1,9 @@
+import * as nodeCryptoModule from "node:crypto";
 import { constants, createHash, KeyObject, sign } from "node:crypto";
+
+// crypto.hash() (Node 20.12+, 21.7+) is a one-shot digest at half the cost of createHash();
+// the engines field allows any Node 20, so older ones keep createHash().
+const oneShot = (nodeCryptoModule as { hash?: (algorithm: string, data: Uint8Array, encoding: "buffer") => Buffer }).hash;
 
 /**
  * The crypto `nodeCrypto()` lends plantgate; structurally the `CryptoProvider` of
@@ -57,7 +62,7 @@ export function nodeCrypto(options: NodeCryptoOptions = {}): NodeCryptoProvider 
   };
   return {
     sha256(data) {
-      return createHash("sha256").update(data).digest();
+      return oneShot !== undefined ? oneShot("sha256", data, "buffer") : createHash("sha256").update(data).digest();
     },
     sign(alg, key, data) {
       // Only a private key made for exactly this algorithm, as jose insists too; anything else is

@@ -146,7 +146,19 @@ export function createThrottle(
   if (settings === false) {
     return { async attempt() {}, async check() { return { storageKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {} };
   }
-  const storageKey = storageKeyWith(hash);
+  const hashed = storageKeyWith(hash);
+  // The same few keys (a client from its usual address) come back on every request; their hashes
+  // are kept (bounded: when full, the cache starts over) instead of recomputed.
+  const recent = new Map<string, string>();
+  const storageKey = async (key: string) => {
+    let value = recent.get(key);
+    if (value === undefined) {
+      value = await hashed(key);
+      if (recent.size >= 1024) recent.clear();
+      recent.set(key, value);
+    }
+    return value;
+  };
   const windowMs = settings.windowSeconds * 1000;
   const keyOf = (k: string | ThrottleKey) => (typeof k === "string" ? k : k.key);
   const hashAll = (keys: (string | ThrottleKey)[]) => Promise.all([...new Set(keys.map(keyOf))].map(storageKey));
