@@ -1,5 +1,5 @@
 import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type PlainResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
-import { nodeCrypto, serve } from "@plantgate/node";
+import { HANDLE_PLAIN, nodeCrypto, serve } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 
 /** The environment the example server reads (see the README's configuration table). */
@@ -92,7 +92,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
       {
         fetch: async (request: Request, info?: { clientIp?: string }) => (app ? app.fetch(request, info) : toResponse(starting())),
         // What the Node listener calls: plain status/headers/bytes, no Web Response per request.
-        handle: async (request: Request, info?: { clientIp?: string }) => (app ? app.handle(request, info) : starting()),
+        [HANDLE_PLAIN]: async (request: Request, info?: { clientIp?: string }) => (app ? app.handle(request, info) : starting()),
       },
       { port: port(env.PORT), host },
     );

@@ -15,6 +15,9 @@ import { tokenEndpoint } from "./oauth/token-endpoint.js";
 import { resolveOptions, urlsFor, type Context, type PlantgateOptions, type Urls } from "./options.js";
 import type { Storage } from "./storage/types.js";
 
+/** Where adapters find {@link Plantgate.handle} (a registered symbol, so they need not import core). */
+const HANDLE_PLAIN: unique symbol = Symbol.for("plantgate.handle") as never;
+
 /** A plantgate instance: a Web-standard fetch handler plus the admin operations. */
 export interface Plantgate {
   /**
@@ -29,6 +32,8 @@ export interface Plantgate {
    * Web `Response` (`@plantgate/node` uses it). Never throws.
    */
   handle(request: Request, info?: ClientInfo): Promise<PlainResponse>;
+  /** `handle` again, under `Symbol.for("plantgate.handle")`: the key adapters look for (`HANDLE_PLAIN` in @plantgate/node). */
+  readonly [HANDLE_PLAIN]: (request: Request, info?: ClientInfo) => Promise<PlainResponse>;
   /** Client and account management (console, CLI, bootstrap). */
   admin: Admin;
   /** The storage in use. */
@@ -116,7 +121,7 @@ function methodNotAllowed(route: Route): PlainResponse {
  * would give it, without parsing the whole URL on every request; anything unexpected is parsed.
  */
 function pathOf(url: string): string {
-  const authority = url.indexOf("://");
+  const authority = url.startsWith("http://") ? 4 : url.startsWith("https://") ? 5 : -1;
   const start = authority < 0 ? -1 : url.indexOf("/", authority + 3);
   if (start < 0) return new URL(url).pathname;
   let end = url.length;
@@ -172,17 +177,25 @@ async function dispatch(ctx: Context, request: Request, info: ClientInfo | undef
  */
 export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
   const ctx = resolveOptions(options);
+  const handle = async (request: Request, info?: ClientInfo): Promise<PlainResponse> => {
+    const response = await dispatch(ctx, request, info);
+    return request.method === "HEAD" ? { ...response, body: null } : response;
+  };
   return {
     admin: createAdmin(ctx),
     storage: ctx.storage,
     jwks: () => ctx.keyring.jwks(),
     async fetch(request, info) {
+      const answer = await dispatch(ctx, request, info);
       // RFC 9110 §9.3.2: HEAD is GET without the content, errors included.
-      return toResponse(await dispatch(ctx, request, info), request.method === "HEAD");
+      try {
+        return toResponse(answer, request.method === "HEAD");
+      } catch (error) {
+        // A header the Response constructor refuses: still a documented answer, never a throw.
+        return toResponse(errorResponse(error, "api", ctx.logger), request.method === "HEAD");
+      }
     },
-    async handle(request, info) {
-      const response = await dispatch(ctx, request, info);
-      return request.method === "HEAD" ? { ...response, body: null } : response;
-    },
+    handle,
+    [HANDLE_PLAIN]: handle,
   };
 }

@@ -323,3 +323,29 @@ describe("core portability", () => {
     expect(offenders).toEqual([]);
   });
 });
+
+describe("fetch() and handle() answer alike", () => {
+  it("routes by the pathname of http(s) URLs only: another scheme's text after '://' is not a route", async () => {
+    const h = await harness();
+    for (const url of ["blob:http://h/UserService/connect/token", "foo:bar://x/UserService/connect/token"]) {
+      const r = await get(h, url, { method: "POST" });
+      expect(r.status).toBe(404);
+      expect(r.body).toEqual({ error: 1404, message: "Not found." });
+    }
+    const q = await get(h, `${BASE}/.well-known/jwks.json?x=/UserService/connect/token#frag`);
+    expect(q.status).toBe(200);
+  });
+
+  it("handle() gives fetch()'s status, headers and body as plain data, HEAD without content", async () => {
+    const h = await harness();
+    const url = `${BASE}/.well-known/oauth-authorization-server`;
+    const viaFetch = await h.app.fetch(new Request(url));
+    const viaHandle = await h.app.handle(new Request(url));
+    expect(viaHandle.status).toBe(viaFetch.status);
+    expect(viaHandle.headers).toEqual(Object.fromEntries(viaFetch.headers));
+    expect(new TextDecoder().decode(viaHandle.body!)).toBe(await viaFetch.text());
+    const head = await h.app.handle(new Request(url, { method: "HEAD" }));
+    expect(head).toEqual({ status: 200, headers: viaHandle.headers, body: null });
+    expect((h.app as unknown as Record<symbol, unknown>)[Symbol.for("plantgate.handle")]).toBe(h.app.handle);
+  });
+});

@@ -1,5 +1,5 @@
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
-import { isPlainAnswer, toLightRequest, writePlainAnswer, writeResponse, type FetchApp, type PlainAnswer } from "@plantgate/node";
+import { HANDLE_PLAIN, isPlainAnswer, toLightRequest, writePlainAnswer, writeResponse, type FetchApp, type PlainAnswer } from "@plantgate/node";
 
 export type { FetchApp } from "@plantgate/node";
 
@@ -174,12 +174,13 @@ export function plantgate(app: FetchApp, options: PlantgateExpressOptions = {}):
       // The raw socket address, not req.ip: Express's "trust proxy" and plantgate's trustedProxies
       // would otherwise be two places deciding whom to believe.
       const clientIp = req.socket.remoteAddress;
-      if (typeof app.handle === "function") {
+      const handlePlain = app[HANDLE_PLAIN];
+      if (typeof handlePlain === "function") {
         // plantgate's plain answer: written directly, no Web Response in between.
         let answer: PlainAnswer;
         try {
-          const result: unknown = await app.handle(request, clientIp !== undefined ? { clientIp } : {});
-          if (!isPlainAnswer(result)) throw new TypeError("app.handle() did not resolve to a plain answer.");
+          const result: unknown = await handlePlain.call(app, request, clientIp !== undefined ? { clientIp } : {});
+          if (!isPlainAnswer(result)) throw new TypeError("app[HANDLE_PLAIN]() did not resolve to a plain answer.");
           answer = result;
         } catch (error) {
           if (request.signal.aborted && error === request.signal.reason) return;

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { FetchApp, PlainAnswer } from "./fetch-app.js";
+import { HANDLE_PLAIN, type FetchApp, type PlainAnswer } from "./fetch-app.js";
 import { parseOrigin } from "./request-origin.js";
 import { createNodeRequest } from "./node-request.js";
 import { writeResponse } from "./write-response.js";
@@ -76,7 +76,8 @@ export function createRequestListener(
   const origin = options.origin === undefined ? undefined : parseOrigin(options.origin);
   const trustProxy = options.trustProxy === true;
   const onError = options.onError ?? logError;
-  const handlePlain = typeof app.handle === "function" ? app.handle.bind(app) : undefined;
+  const plainMethod = app[HANDLE_PLAIN];
+  const handlePlain = typeof plainMethod === "function" ? plainMethod.bind(app) : undefined;
 
   const report = (error: unknown): void => {
     try {
@@ -104,7 +105,7 @@ export function createRequestListener(
         let answer: PlainAnswer;
         try {
           const result: unknown = await handlePlain(request, clientIp !== undefined ? { clientIp } : {});
-          if (!isPlainAnswer(result)) throw new TypeError("app.handle() did not resolve to a plain answer.");
+          if (!isPlainAnswer(result)) throw new TypeError("app[HANDLE_PLAIN]() did not resolve to a plain answer.");
           answer = result;
         } catch (error) {
           if (!(request.signal.aborted && error === request.signal.reason)) report(error);

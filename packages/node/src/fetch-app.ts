@@ -23,12 +23,30 @@ export interface FetchApp {
    */
   fetch(request: Request, info?: FetchClientInfo): Promise<Response>;
   /**
-   * Optional: the same answer as `fetch`, as plain data. When present, the request listener calls
-   * it instead of `fetch` and writes status, headers and body bytes straight to the socket,
-   * skipping a Web `Response` and its body stream (plantgate's `createPlantgate()` app has it).
+   * Optional: the same answer as `fetch`, as plain data, under the registered symbol
+   * {@link HANDLE_PLAIN} (a symbol rather than a method name, so another framework's own
+   * `handle` method is never mistaken for it). When present, the request listener calls it
+   * instead of `fetch` and writes status, headers and body bytes straight to the socket, skipping
+   * a Web `Response` and its body stream. plantgate's `createPlantgate()` app has it.
    */
-  handle?(request: Request, info?: FetchClientInfo): Promise<PlainAnswer>;
+  [HANDLE_PLAIN]?(request: Request, info?: FetchClientInfo): Promise<PlainAnswer>;
 }
+
+/**
+ * `Symbol.for("plantgate.handle")`: the key of {@link FetchApp}'s optional plain-answer method.
+ *
+ * @example
+ * ```ts
+ * import { HANDLE_PLAIN, serve, type FetchApp } from "@plantgate/node";
+ * import { createPlantgate } from "@plantgate/core";
+ *
+ * const app = createPlantgate();
+ * // A wrapper keeps the fast path by passing the method on.
+ * const wrapped: FetchApp = { fetch: (r, i) => app.fetch(r, i), [HANDLE_PLAIN]: (r, i) => app.handle(r, i) };
+ * await serve(wrapped, { port: 3000 });
+ * ```
+ */
+export const HANDLE_PLAIN: unique symbol = Symbol.for("plantgate.handle") as never;
 
 /**
  * A complete answer as plain data, what {@link FetchApp.handle} resolves to: header names in lower

@@ -1,4 +1,4 @@
-export type { FetchApp, FetchClientInfo, PlainAnswer } from "./fetch-app.js";
+export { HANDLE_PLAIN, type FetchApp, type FetchClientInfo, type PlainAnswer } from "./fetch-app.js";
 export { toRequest, type ToRequestOptions } from "./to-request.js";
 export { writeResponse } from "./write-response.js";
 export { isPlainAnswer, writePlainAnswer } from "./plain-answer.js";

@@ -294,6 +294,8 @@ class NodeRequest {
       incoming.once("end", onEnd);
       incoming.on("error", onError);
       incoming.once("close", onClose);
+      // A 'data' listener does not restart a stream someone paused explicitly (a middleware, say).
+      incoming.resume();
     });
   }
 

@@ -45,8 +45,15 @@ export function isPlainAnswer(value: unknown): value is PlainAnswer {
  */
 export function writePlainAnswer(answer: PlainAnswer, res: ServerResponse): void {
   if (res.destroyed || res.writableEnded) return;
-  res.writeHead(answer.status, answer.headers);
-  if (answer.body === null || res.req?.method === "HEAD") res.end();
-  else res.end(answer.body);
+  const { status, headers, body } = answer;
+  if (body === null && status >= 200 && status !== 204 && status !== 304 && headers["content-length"] === undefined) {
+    // writeHead() before end() makes Node choose chunked encoding for an empty body; say it is
+    // empty instead, as Node does for setHeader() + end() (HTTP/1.0 clients keep their keep-alive).
+    res.writeHead(status, { ...headers, "content-length": "0" });
+  } else {
+    res.writeHead(status, headers);
+  }
+  if (body === null || res.req?.method === "HEAD") res.end();
+  else res.end(body);
 }
 

@@ -1,7 +1,8 @@
-import { connect } from "node:net";
+import { createServer } from "node:http";
+import { connect, type AddressInfo } from "node:net";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
-import type { FetchApp, PlainAnswer } from "../src/index.js";
+import { createRequestListener, HANDLE_PLAIN, type FetchApp, type PlainAnswer } from "../src/index.js";
 import { deferred, portOf, rawExchange, start } from "./support.js";
 
 // The listener's plain path: an app with `handle` is answered from status, headers and bytes
@@ -24,7 +25,7 @@ const neverFetch = async (): Promise<Response> => {
 
 describe("an app with handle()", () => {
   it("is answered from handle, not fetch: status, headers and body exactly", async () => {
-    const app: FetchApp = { fetch: neverFetch, handle: async (request) => jsonAnswer(201, { method: request.method, url: request.url }, { "x-one": "1" }) };
+    const app: FetchApp = { fetch: neverFetch, [HANDLE_PLAIN]: async (request) => jsonAnswer(201, { method: request.method, url: request.url }, { "x-one": "1" }) };
     const { url } = await start(app);
     const response = await fetch(`${url}/p?q=1`, { method: "POST", body: "x" });
     expect(response.status).toBe(201);
@@ -37,7 +38,7 @@ describe("an app with handle()", () => {
   it("sends headers without the body for HEAD, and an empty body for body: null", async () => {
     const app: FetchApp = {
       fetch: neverFetch,
-      handle: async (request) => (request.url.endsWith("/empty") ? { status: 204, headers: { "cache-control": "no-store" }, body: null } : jsonAnswer(200, { a: 1 })),
+      [HANDLE_PLAIN]: async (request) => (request.url.endsWith("/empty") ? { status: 204, headers: { "cache-control": "no-store" }, body: null } : jsonAnswer(200, { a: 1 })),
     };
     const { url } = await start(app);
     const head = await rawExchange(url, "HEAD /h HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", { head: true });
@@ -55,7 +56,7 @@ describe("an app with handle()", () => {
     let n = 0;
     const app: FetchApp = {
       fetch: neverFetch,
-      handle: async () => {
+      [HANDLE_PLAIN]: async () => {
         n++;
         if (n === 1) throw new Error("secret detail");
         if (n === 2) return { status: 200, headers: {}, body: "not bytes" } as unknown as PlainAnswer;
@@ -72,11 +73,35 @@ describe("an app with handle()", () => {
   });
 });
 
+describe("which apps get the plain path", () => {
+  it("an app whose own handle() method means something else is served through fetch", async () => {
+    // Elysia's app.handle(request) and itty-router's router.handle answer a Response.
+    const app = {
+      fetch: async () => new Response("from fetch", { status: 200 }),
+      handle: async () => new Response("from handle", { status: 201 }),
+    };
+    const { url } = await start(app);
+    const response = await fetch(`${url}/x`);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe("from fetch");
+  });
+
+  it("an empty 200 answer goes out with content-length: 0, not chunked", async () => {
+    const app: FetchApp = { fetch: neverFetch, [HANDLE_PLAIN]: async () => ({ status: 200, headers: { "cache-control": "no-store" }, body: null }) };
+    const { url } = await start(app);
+    const raw = await rawExchange(url, "POST /r HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    expect(raw.status).toBe(200);
+    expect(raw.headers).toContainEqual(["content-length", "0"]);
+    expect(raw.headers.find(([name]) => name === "transfer-encoding")).toBeUndefined();
+    expect(raw.body.byteLength).toBe(0);
+  });
+});
+
 describe("the request's direct body read", () => {
   it("returns the whole body, after which the body counts as used", async () => {
     const app: FetchApp = {
       fetch: neverFetch,
-      async handle(request) {
+      async [HANDLE_PLAIN](request: Request) {
         const bytes = await readBody(request, 1024);
         const again = await readBody(request, 1024);
         let text: string;
@@ -94,11 +119,34 @@ describe("the request's direct body read", () => {
     expect(await response.json()).toEqual({ body: big, again: "undefined", bodyUsed: true, text: "TypeError" });
   });
 
+  it("reads a request an earlier handler paused", async () => {
+    const app: FetchApp = {
+      fetch: neverFetch,
+      async [HANDLE_PLAIN](request: Request) {
+        const bytes = await readBody(request, 1024);
+        return jsonAnswer(200, { body: new TextDecoder().decode(bytes!) });
+      },
+    };
+    const listener = createRequestListener(app);
+    const server = createServer((req, res) => {
+      req.pause();
+      listener(req, res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const response = await fetch(`http://127.0.0.1:${port}/p`, { method: "POST", body: "paused body" });
+      expect(await response.json()).toEqual({ body: "paused body" });
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it("resolves null past maxBytes, discards the rest unread and still answers on the same connection", async () => {
     const seen: Array<number | null> = [];
     const app: FetchApp = {
       fetch: neverFetch,
-      async handle(request) {
+      async [HANDLE_PLAIN](request: Request) {
         const bytes = await readBody(request, 10);
         seen.push(bytes === null || bytes === undefined ? null : bytes.byteLength);
         return jsonAnswer(bytes === null ? 413 : 200, { ok: bytes !== null });
@@ -118,7 +166,7 @@ describe("the request's direct body read", () => {
     const outcome = deferred<{ rejected: string; aborted: boolean }>();
     const app: FetchApp = {
       fetch: neverFetch,
-      async handle(request) {
+      async [HANDLE_PLAIN](request: Request) {
         try {
           await readBody(request, 1_000_000);
           outcome.resolve({ rejected: "no", aborted: request.signal.aborted });

@@ -11,6 +11,8 @@ export interface Logger {
  * Web `Response`; adapters that can write status, headers and bytes directly (the Node adapter)
  * take it from `handle()` and skip building a Response and its body stream for every request.
  * Header names are lower-case; `body` is null for an empty body (no content-length is set then).
+ * Treat `body` as read-only: the bytes of a static answer (the docs page's assets) are shared by
+ * every response that serves them.
  */
 export interface PlainResponse {
   status: number;

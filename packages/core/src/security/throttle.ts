@@ -148,7 +148,8 @@ export function createThrottle(
   }
   const hashed = storageKeyWith(hash);
   // The same few keys (a client from its usual address) come back on every request; their hashes
-  // are kept (bounded: when full, the cache starts over) instead of recomputed.
+  // are kept (bounded: when full, the cache starts over) instead of recomputed. This map is process
+  // memory only: what reaches storage is still the hash alone.
   const recent = new Map<string, string>();
   const storageKey = async (key: string) => {
     let value = recent.get(key);
