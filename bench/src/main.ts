@@ -61,7 +61,7 @@ const plantgateBase = {
 };
 const CONTENDERS: Record<string, Contender> = {
   bare: { id: "bare", label: "bare node:http", entry: "bare.ts", env: () => ({}), tokenPath: "/", ccBody: "grant_type=client_credentials", passwordRest: "" },
-  bareJwt: { id: "bareJwt", label: "bare node:http + one ES256 JWT", entry: "bare-jwt.ts", env: () => ({}), tokenPath: "/", ccBody: "grant_type=client_credentials", passwordRest: "" },
+  bareJwt: { id: "bareJwt", label: "bare node:http + one ES256 JWT (batched)", entry: "bare-jwt.ts", env: () => ({}), tokenPath: "/", ccBody: "grant_type=client_credentials", passwordRest: "" },
   o2sOpaque: { id: "o2sOpaque", label: `oauth2-server ${versions["@node-oauth/oauth2-server"]} (opaque)`, ...o2sBase, env: () => ({ BENCH_TOKENS: "opaque" }) },
   o2sJwt: { id: "o2sJwt", label: `oauth2-server ${versions["@node-oauth/oauth2-server"]} (JWT ES256)`, ...o2sBase, env: () => ({ BENCH_TOKENS: "jwt" }) },
   oidc: {
