@@ -54,7 +54,22 @@ export class PlantgateBodyConsumedError extends Error {
 const HOST_PATTERN =
   /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?)(?::(\d{1,5}))?$/;
 
+// Host values repeat; parsing each with the URL parser cost more than the rest of the origin logic.
+// Bounded, since clients choose them: when full, the cache starts over.
+const hosts = new Map<string, string>();
+
 function safeHost(value: string | undefined): string {
+  if (!value) return "localhost";
+  let host = hosts.get(value);
+  if (host === undefined) {
+    host = safeHostUncached(value);
+    if (hosts.size >= 256) hosts.clear();
+    hosts.set(value, host);
+  }
+  return host;
+}
+
+function safeHostUncached(value: string | undefined): string {
   if (value) {
     const match = HOST_PATTERN.exec(value);
     const port = match?.[1];
