@@ -3,6 +3,7 @@
  * cannot forge; `X-Forwarded-For` is believed only when the socket peer is a proxy the host told us
  * to trust, and then only as far back as the chain of trusted proxies goes.
  */
+import { remember } from "../util/bounded-cache.js";
 
 /** What an adapter knows about the connection a request came in on. */
 export interface ClientInfo {
@@ -176,7 +177,7 @@ export function throttleAddress(ip: string): string {
   let address = throttleAddresses.get(ip);
   if (address === undefined) {
     address = throttleAddressUncached(ip);
-    remember(throttleAddresses, ip, address);
+    remember(throttleAddresses, ip, address, CACHE_LIMIT);
   }
   return address;
 }
@@ -188,17 +189,12 @@ const CACHE_LIMIT = 1024;
 const socketIps = new Map<string, string | undefined>();
 const throttleAddresses = new Map<string, string>();
 
-function remember<V>(cache: Map<string, V>, key: string, value: V): void {
-  if (cache.size >= CACHE_LIMIT) cache.clear();
-  cache.set(key, value);
-}
-
 /** The socket address in canonical form; undefined when it is not an IP address. */
 function canonicalSocketIp(socketIp: string): string | undefined {
   if (socketIps.has(socketIp)) return socketIps.get(socketIp);
   const parsed = parseIp(socketIp);
   const canonical = parsed ? format(parsed) : undefined;
-  remember(socketIps, socketIp, canonical);
+  remember(socketIps, socketIp, canonical, CACHE_LIMIT);
   return canonical;
 }
 

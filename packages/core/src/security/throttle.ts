@@ -1,5 +1,6 @@
 import { sha256 } from "../crypto/index.js";
 import { TooManyAttemptsError } from "../errors/index.js";
+import { remember } from "../util/bounded-cache.js";
 import { throttleAddress } from "../http/client-ip.js";
 import type { AttemptStore } from "../storage/types.js";
 
@@ -155,8 +156,7 @@ export function createThrottle(
     let value = recent.get(key);
     if (value === undefined) {
       value = await hashed(key);
-      if (recent.size >= 1024) recent.clear();
-      recent.set(key, value);
+      remember(recent, key, value, 1024);
     }
     return value;
   };

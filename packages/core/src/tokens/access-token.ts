@@ -2,6 +2,7 @@ import { SignJWT, jwtVerify, decodeProtectedHeader, type JWTPayload } from "jose
 import { base64url, randomToken, type RandomBytes } from "../crypto/index.js";
 import type { JwsSigner } from "../crypto/provider.js";
 import type { Keyring } from "./keys.js";
+import { remember } from "../util/bounded-cache.js";
 
 /** What a verified access token says. */
 export interface AccessTokenClaims {
@@ -80,8 +81,7 @@ function protectedHeader(alg: string, kid: string): string {
   if (header === undefined) {
     header = base64url(encoder.encode(JSON.stringify({ alg, kid, typ: "at+jwt" })));
     // Keys rotate rarely; a bound keeps a long-running process from collecting retired ones.
-    if (headers.size >= 64) headers.clear();
-    headers.set(cacheKey, header);
+    remember(headers, cacheKey, header, 64);
   }
   return header;
 }
