@@ -100,34 +100,19 @@ export function createRequestListener(
         return;
       }
 
-      const clientIp = req.socket.remoteAddress;
-      if (handlePlain !== undefined) {
-        let answer: PlainAnswer;
-        try {
-          const result: unknown = await handlePlain(request, clientIp !== undefined ? { clientIp } : {});
-          if (!isPlainAnswer(result)) throw new TypeError("app[HANDLE_PLAIN]() did not resolve to a plain answer.");
-          answer = result;
-        } catch (error) {
-          if (!(request.signal.aborted && error === request.signal.reason)) report(error);
-          sendJson(res, 500, SERVER_ERROR_BODY);
-          return;
-        }
-        try {
-          writePlainAnswer(answer, res);
-        } catch (error) {
-          report(error);
-          sendJson(res, 500, SERVER_ERROR_BODY);
-        }
-        return;
-      }
-
-      let response: Response;
+      // With HANDLE_PLAIN the app answers plain data, written directly; otherwise a Response.
+      let answer: PlainAnswer | Response;
       try {
-        const result: unknown = await app.fetch(request, clientIp !== undefined ? { clientIp } : {});
-        if (!(result instanceof Response)) {
+        const clientIp = req.socket.remoteAddress;
+        const info = clientIp !== undefined ? { clientIp } : {};
+        const result: unknown = handlePlain !== undefined ? await handlePlain(request, info) : await app.fetch(request, info);
+        if (handlePlain !== undefined && !isPlainAnswer(result)) {
+          throw new TypeError("app[HANDLE_PLAIN]() did not resolve to a plain answer.");
+        }
+        if (handlePlain === undefined && !(result instanceof Response)) {
           throw new TypeError("app.fetch() did not resolve to a Response.");
         }
-        response = result;
+        answer = result as PlainAnswer | Response;
       } catch (error) {
         if (!(request.signal.aborted && error === request.signal.reason)) report(error);
         sendJson(res, 500, SERVER_ERROR_BODY);
@@ -135,7 +120,8 @@ export function createRequestListener(
       }
 
       try {
-        await writeResponse(response, res);
+        if (answer instanceof Response) await writeResponse(answer, res);
+        else writePlainAnswer(answer, res);
       } catch (error) {
         report(error);
         // Headers may already be out; then writeResponse has destroyed the
