@@ -1,9 +1,11 @@
 import { Kysely, sql, type DatabaseIntrospector, type DatabaseMetadataOptions, type Dialect, type SchemaMetadata, type TableMetadata } from "kysely";
 import { D1Dialect } from "kysely-d1";
+import type { D1DatabaseLike } from "./batch.js";
 import type { Database } from "./schema.js";
-import { createSqlStorage, type D1DatabaseLike, type SqlStorage } from "./storage.js";
+import { createSqlStorage, type SqlStorage } from "./storage.js";
 
-export type { D1DatabaseLike, D1PreparedStatementLike, SqlStorage } from "./storage.js";
+export type { D1DatabaseLike, D1PreparedStatementLike } from "./batch.js";
+export type { SqlStorage } from "./storage.js";
 
 /**
  * Kysely's SQLite introspector reads every table in sqlite_master, but D1 forbids access to its

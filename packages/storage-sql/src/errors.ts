@@ -45,6 +45,11 @@ export class UnstorableValueError extends TypeError {
   override readonly name = "UnstorableValueError";
 }
 
+/** A row that no write of ours produces (edited by hand, or a driver setting we cannot read). */
+export class CorruptRowError extends Error {
+  override readonly name = "CorruptRowError";
+}
+
 interface DriverError {
   code?: unknown;
   errno?: unknown;

@@ -1,0 +1,136 @@
+import type {
+  AccountRecord,
+  AttemptRecord,
+  ClientRecord,
+  GrantType,
+  PlantRecord,
+  RefreshTokenRecord,
+  SessionRecord,
+  SigningKeyRecord,
+} from "@plantgate/core";
+import type { Insertable, Selectable } from "kysely";
+import type { AccountTable, AttemptTable, ClientTable, PlantTable, RefreshTokenTable, SessionTable, SigningKeyTable } from "./schema.js";
+import { json, toInt, toNullableInt, toNullableText, toPlantId, toStringArray, toText, type ValueGuards } from "./values.js";
+
+// Rows <-> records. A `xRow` turns a core record into the row written, refusing (through the
+// guards) what the engine cannot store exactly; a `xRecord` reads a row back through the
+// converters. The key order of a row is the column order of its INSERT, so keep it stable.
+
+export const clientRow = (v: ValueGuards, r: ClientRecord): Insertable<ClientTable> => ({
+  client_id: v.text(r.clientId, "clientId"),
+  secret_hash: v.text(r.secretHash, "secretHash"),
+  name: v.text(r.name, "name"),
+  grant_types: json(r.grantTypes),
+  scopes: json(r.scopes),
+  access_token_ttl: r.accessTokenTtl,
+  refresh_token_ttl: r.refreshTokenTtl,
+  refresh_token_absolute_ttl: r.refreshTokenAbsoluteTtl,
+  created_at: r.createdAt,
+  secret_updated_at: r.secretUpdatedAt,
+});
+export const clientRecord = (row: Selectable<ClientTable>): ClientRecord => ({
+  clientId: row.client_id,
+  secretHash: row.secret_hash,
+  name: row.name,
+  grantTypes: toStringArray(row.grant_types, "grant_types") as GrantType[],
+  scopes: toStringArray(row.scopes, "scopes"),
+  accessTokenTtl: toNullableInt(row.access_token_ttl, "access_token_ttl"),
+  refreshTokenTtl: toNullableInt(row.refresh_token_ttl, "refresh_token_ttl"),
+  refreshTokenAbsoluteTtl: toNullableInt(row.refresh_token_absolute_ttl, "refresh_token_absolute_ttl"),
+  createdAt: toInt(row.created_at, "created_at"),
+  secretUpdatedAt: toInt(row.secret_updated_at, "secret_updated_at"),
+});
+
+export const accountRow = (v: ValueGuards, r: AccountRecord): Insertable<AccountTable> => ({
+  id: v.text(r.id, "id"),
+  username: v.text(r.username, "username"),
+  display_name: v.nullableText(r.displayName, "displayName"),
+  email: v.nullableText(r.email, "email"),
+  roles: json(r.roles),
+  enabled: r.enabled ? 1 : 0,
+  created_at: r.createdAt,
+  password_hash: v.text(r.passwordHash, "passwordHash"),
+});
+export const accountRecord = (row: Selectable<AccountTable>): AccountRecord => ({
+  id: row.id,
+  username: row.username,
+  displayName: row.display_name,
+  email: row.email,
+  roles: toStringArray(row.roles, "roles"),
+  enabled: toInt(row.enabled, "enabled") !== 0,
+  createdAt: toInt(row.created_at, "created_at"),
+  passwordHash: row.password_hash,
+});
+
+export const refreshRow = (v: ValueGuards, r: RefreshTokenRecord): Insertable<RefreshTokenTable> => ({
+  token_hash: v.text(r.tokenHash, "tokenHash"),
+  family_id: v.text(r.familyId, "familyId"),
+  client_id: v.text(r.clientId, "clientId"),
+  account_id: v.text(r.accountId, "accountId"),
+  scope: json(r.scope),
+  created_at: r.createdAt,
+  expires_at: r.expiresAt,
+  family_expires_at: r.familyExpiresAt,
+  consumed_at: r.consumedAt,
+  revoked_at: r.revokedAt,
+});
+export const refreshRecord = (row: Selectable<RefreshTokenTable>): RefreshTokenRecord => ({
+  tokenHash: row.token_hash,
+  familyId: row.family_id,
+  clientId: row.client_id,
+  accountId: row.account_id,
+  scope: toStringArray(row.scope, "scope"),
+  createdAt: toInt(row.created_at, "created_at"),
+  expiresAt: toInt(row.expires_at, "expires_at"),
+  familyExpiresAt: toInt(row.family_expires_at, "family_expires_at"),
+  consumedAt: toNullableInt(row.consumed_at, "consumed_at"),
+  revokedAt: toNullableInt(row.revoked_at, "revoked_at"),
+});
+
+export const keyRow = (v: ValueGuards, r: SigningKeyRecord): Insertable<SigningKeyTable> => ({
+  kid: v.text(r.kid, "kid"),
+  alg: v.text(r.alg, "alg"),
+  private_jwk: v.text(r.privateJwk, "privateJwk"),
+  public_jwk: v.text(r.publicJwk, "publicJwk"),
+  created_at: r.createdAt,
+});
+export const keyRecord = (row: Selectable<SigningKeyTable>): SigningKeyRecord => ({
+  kid: row.kid,
+  alg: row.alg,
+  privateJwk: row.private_jwk,
+  publicJwk: row.public_jwk,
+  createdAt: toInt(row.created_at, "created_at"),
+});
+
+export const attemptRecord = (row: Selectable<AttemptTable>): AttemptRecord => ({
+  key: row.attempt_key,
+  count: toInt(row.count, "count"),
+  windowStart: toInt(row.window_start, "window_start"),
+});
+
+export const sessionRow = (v: ValueGuards, r: SessionRecord): Insertable<SessionTable> => ({
+  id_hash: v.text(r.idHash, "idHash"),
+  account_id: v.text(r.accountId, "accountId"),
+  csrf_hash: v.text(r.csrfHash, "csrfHash"),
+  created_at: r.createdAt,
+  expires_at: r.expiresAt,
+});
+export const sessionRecord = (row: Selectable<SessionTable>): SessionRecord => ({
+  idHash: row.id_hash,
+  accountId: row.account_id,
+  csrfHash: row.csrf_hash,
+  createdAt: toInt(row.created_at, "created_at"),
+  expiresAt: toInt(row.expires_at, "expires_at"),
+});
+
+/** The id goes in as {@link ValueGuards.plantIdParam}; name and tag keep U+0000 (see `free`). */
+export const plantRow = (v: ValueGuards, r: PlantRecord) => ({
+  id: v.plantIdParam(r.id),
+  name: v.free(r.name, "name"),
+  tag: r.tag === null ? null : v.free(r.tag, "tag"),
+});
+export const plantRecord = (row: { id: unknown; name: Selectable<PlantTable>["name"]; tag: Selectable<PlantTable>["tag"] }): PlantRecord => ({
+  id: toPlantId(row.id),
+  name: toText(row.name, "name"),
+  tag: toNullableText(row.tag, "tag"),
+});

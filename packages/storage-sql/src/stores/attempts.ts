@@ -1,0 +1,97 @@
+import type { AttemptStore } from "@plantgate/core";
+import { sql } from "kysely";
+import type { StoreContext } from "../context.js";
+import { isDeadlock } from "../errors.js";
+import { prepared } from "../prepared.js";
+import { attemptRecord } from "../rows.js";
+import { TABLES } from "../schema.js";
+
+/** `pg_attempts` (failure counters of the brute-force throttle) as core's {@link AttemptStore}. */
+export function attemptStore(ctx: StoreContext): AttemptStore {
+  const { db, family, run, storableKey, text } = ctx;
+  const q = {
+    get: prepared((p: { key: string }) => db.selectFrom(TABLES.attempts).selectAll().where("attempt_key", "=", p.key)),
+    reset: prepared((p: { key: string }) => db.deleteFrom(TABLES.attempts).where("attempt_key", "=", p.key)),
+    /**
+     * PostgreSQL and SQLite: one upsert with RETURNING. A window that started at or before
+     * `expiredBefore` is over: the failure opens a new one.
+     */
+    count: prepared((p: { key: string; now: number; expiredBefore: number }) =>
+      db
+        .insertInto(TABLES.attempts)
+        .values({ attempt_key: p.key, count: 1, window_start: p.now })
+        .onConflict((oc) =>
+          oc.column("attempt_key").doUpdateSet((eb) => {
+            const expired = eb(`${TABLES.attempts}.window_start`, "<=", p.expiredBefore);
+            return {
+              count: eb.case().when(expired).then(sql<number>`1`).else(sql<number>`${eb.ref(`${TABLES.attempts}.count`)} + 1`).end(),
+              window_start: eb.case().when(expired).then(p.now).else(sql<number>`${eb.ref(`${TABLES.attempts}.window_start`)}`).end(),
+            };
+          }),
+        )
+        .returningAll(),
+    ),
+    /**
+     * MySQL: assigns left to right and later assignments see earlier ones, so `count` (which reads
+     * the old window_start) goes first.
+     */
+    countMysql: prepared((p: { key: string; now: number; expiredBefore: number }) =>
+      db
+        .insertInto(TABLES.attempts)
+        .values({ attempt_key: p.key, count: 1, window_start: p.now })
+        .onDuplicateKeyUpdate((eb) => ({
+          count: eb.case().when("window_start", "<=", p.expiredBefore).then(sql<number>`1`).else(sql<number>`${eb.ref("count")} + 1`).end(),
+          window_start: eb.case().when("window_start", "<=", p.expiredBefore).then(p.now).else(sql<number>`${eb.ref("window_start")}`).end(),
+        })),
+    ),
+  };
+
+  return {
+    increment: (key, now, windowMs) =>
+      run("attempts.increment", async () => {
+        const attemptKey = text(key, "key");
+        // A window that started at or before this instant is over: the failure opens a new one.
+        const expiredBefore = now - windowMs;
+        const params = { key: attemptKey, now, expiredBefore };
+        if (family === "mysql") {
+          // ON DUPLICATE KEY UPDATE locks the row until commit, so the read-back in the same
+          // transaction sees exactly this call's result.
+          for (let attempt = 1; ; attempt++) {
+            try {
+              return await db.transaction().execute(async (trx) => {
+                await q.countMysql(trx, params);
+                const row = (await q.get(trx, { key: attemptKey })).rows[0];
+                if (row === undefined) throw new Error("pg_attempts lost the row just counted");
+                return attemptRecord(row);
+              });
+            } catch (e) {
+              // InnoDB may pick a racing first insert of a key as a deadlock victim; its
+              // transaction rolled back (nothing counted), so it is safe to count again.
+              if (!isDeadlock(e) || attempt >= 5) throw e;
+            }
+          }
+        }
+        // One upsert with RETURNING: the row lock (PostgreSQL) or the single writer (SQLite, D1)
+        // makes each call see the previous one's count, so none is lost.
+        const row = (await q.count(db, params)).rows[0];
+        if (row === undefined) throw new Error("the upsert of pg_attempts returned no row");
+        return attemptRecord(row);
+      }),
+    get: (key) =>
+      run("attempts.get", async () => {
+        if (!storableKey(key)) return null;
+        const row = (await q.get(db, { key })).rows[0];
+        return row ? attemptRecord(row) : null;
+      }),
+    reset: (key) =>
+      run("attempts.reset", async () => {
+        if (!storableKey(key)) return;
+        await q.reset(db, { key });
+      }),
+    deleteExpired: (before) =>
+      run("attempts.deleteExpired", async () => {
+        const result = await db.deleteFrom(TABLES.attempts).where("window_start", "<=", before).executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }),
+  };
+}

@@ -1,0 +1,35 @@
+import type { PlantStore } from "@plantgate/core";
+import type { Insertable } from "kysely";
+import type { StoreContext } from "../context.js";
+import { prepared } from "../prepared.js";
+import { plantRecord, plantRow } from "../rows.js";
+import { TABLES, type PlantTable } from "../schema.js";
+
+/** `pg_plants` as core's {@link PlantStore}. */
+export function plantStore(ctx: StoreContext): PlantStore {
+  const { db, family, run, insertOrFalse, plantIdParam } = ctx;
+  const q = {
+    insert: prepared((row: Insertable<PlantTable>) => db.insertInto(TABLES.plants).values(row)),
+    get: prepared((p: { id: bigint | string }) =>
+      // Read the id back as text so no driver setting (pg type parsers, mysql2 without
+      // bigNumberStrings, SQLite drivers without safe integers) can round it.
+      db
+        .selectFrom(TABLES.plants)
+        .select((eb) => [eb.cast<string>("id", family === "mysql" ? "char" : "text").as("id"), "name", "tag"])
+        .where("id", "=", p.id),
+    ),
+  };
+
+  return {
+    create: (record) =>
+      run("plants.create", async () => {
+        const row = plantRow(ctx, record);
+        return insertOrFalse(() => q.insert(db, row));
+      }),
+    get: (id) =>
+      run("plants.get", async () => {
+        const row = (await q.get(db, { id: plantIdParam(id) })).rows[0];
+        return row ? plantRecord(row) : null;
+      }),
+  };
+}

@@ -1,0 +1,96 @@
+import type { RefreshTokenStore } from "@plantgate/core";
+import { sql, type Insertable } from "kysely";
+import { d1Batch } from "../batch.js";
+import type { StoreContext } from "../context.js";
+import { isUniqueViolation } from "../errors.js";
+import { affected, prepared } from "../prepared.js";
+import { refreshRecord, refreshRow } from "../rows.js";
+import { TABLES, type RefreshTokenTable } from "../schema.js";
+
+/** `pg_refresh_tokens` as core's {@link RefreshTokenStore}. */
+export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
+  const { db, family, d1, run, storableKey } = ctx;
+  const q = {
+    get: prepared((p: { tokenHash: string }) => db.selectFrom(TABLES.refreshTokens).selectAll().where("token_hash", "=", p.tokenHash)),
+    upsert: prepared((row: Insertable<RefreshTokenTable>) => {
+      const { token_hash: _key, ...rest } = row;
+      // Same hash again replaces the record, as the reference implementation does.
+      const insert = db.insertInto(TABLES.refreshTokens).values(row);
+      return family === "mysql" ? insert.onDuplicateKeyUpdate(rest) : insert.onConflict((oc) => oc.column("token_hash").doUpdateSet(rest));
+    }),
+    insert: prepared((row: Insertable<RefreshTokenTable>) => db.insertInto(TABLES.refreshTokens).values(row)),
+    /** D1 only: copies the replacement in only if the statement before it changed exactly one row. */
+    insertAfterConsume: prepared((row: Insertable<RefreshTokenTable>) => {
+      const columns = Object.keys(row) as Array<keyof typeof row & string>;
+      return db
+        .insertInto(TABLES.refreshTokens)
+        .columns(columns)
+        .expression(db.selectNoFrom((eb) => columns.map((c) => eb.val(row[c]).as(c))).where(sql<number>`changes()`, "=", 1));
+    }),
+    consume: prepared((p: { tokenHash: string; now: number }) =>
+      db
+        .updateTable(TABLES.refreshTokens)
+        .set({ consumed_at: p.now })
+        .where("token_hash", "=", p.tokenHash)
+        .where("consumed_at", "is", null)
+        .where("revoked_at", "is", null),
+    ),
+  };
+
+  return {
+    create: (record) =>
+      run("refreshTokens.create", async () => {
+        await q.upsert(db, refreshRow(ctx, record));
+      }),
+    findByHash: (tokenHash) =>
+      run("refreshTokens.findByHash", async () => {
+        if (!storableKey(tokenHash)) return null;
+        const row = (await q.get(db, { tokenHash })).rows[0];
+        return row ? refreshRecord(row) : null;
+      }),
+    consume: (tokenHash, now, replacement) =>
+      run("refreshTokens.consume", async () => {
+        const row = refreshRow(ctx, replacement);
+        if (!storableKey(tokenHash)) return false;
+        try {
+          if (d1 !== undefined) {
+            // One batch = one implicit transaction, run serially by D1. The conditional UPDATE
+            // is the arbiter; the INSERT copies the replacement in only if that UPDATE changed
+            // exactly one row (changes() still reports it: the INSERT has not completed yet).
+            // A duplicate replacement hash fails the batch, rolling the UPDATE back too.
+            const [, inserted] = await d1Batch(d1, [q.consume.compile({ tokenHash, now }), q.insertAfterConsume.compile(row)]);
+            return inserted === 1;
+          }
+          return await db.transaction().execute(async (trx) => {
+            // The conditional UPDATE is the arbiter: the row lock (PostgreSQL, InnoDB) or the
+            // single connection (SQLite) lets exactly one caller see 1 row updated.
+            if (affected(await q.consume(trx, { tokenHash, now })) !== 1n) return false;
+            await q.insert(trx, row);
+            return true;
+          });
+        } catch (e) {
+          // The replacement's hash already exists: the transaction rolled back, nothing changed.
+          if (isUniqueViolation(e)) return false;
+          throw e;
+        }
+      }),
+    revokeFamily: (familyId, now) =>
+      run("refreshTokens.revokeFamily", async () => {
+        if (!storableKey(familyId)) return;
+        await db.updateTable(TABLES.refreshTokens).set({ revoked_at: now }).where("family_id", "=", familyId).where("revoked_at", "is", null).execute();
+      }),
+    revokeByAccount: (accountId, now) =>
+      run("refreshTokens.revokeByAccount", async () => {
+        if (!storableKey(accountId)) return;
+        await db.updateTable(TABLES.refreshTokens).set({ revoked_at: now }).where("account_id", "=", accountId).where("revoked_at", "is", null).execute();
+      }),
+    deleteExpired: (now) =>
+      run("refreshTokens.deleteExpired", async () => {
+        const result = await db
+          .deleteFrom(TABLES.refreshTokens)
+          .where((eb) => eb.or([eb("expires_at", "<=", now), eb("family_expires_at", "<=", now)]))
+          .executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }),
+  };
+}

@@ -1,0 +1,46 @@
+import type { SessionStore } from "@plantgate/core";
+import type { Insertable } from "kysely";
+import type { StoreContext } from "../context.js";
+import { affected, prepared } from "../prepared.js";
+import { sessionRecord, sessionRow } from "../rows.js";
+import { TABLES, type SessionTable } from "../schema.js";
+
+/** `pg_sessions` (console sign-in sessions) as core's {@link SessionStore}. */
+export function sessionStore(ctx: StoreContext): SessionStore {
+  const { db, run, storableKey, insertOrFalse } = ctx;
+  const q = {
+    get: prepared((p: { idHash: string }) => db.selectFrom(TABLES.sessions).selectAll().where("id_hash", "=", p.idHash)),
+    insert: prepared((row: Insertable<SessionTable>) => db.insertInto(TABLES.sessions).values(row)),
+    delete: prepared((p: { idHash: string }) => db.deleteFrom(TABLES.sessions).where("id_hash", "=", p.idHash)),
+  };
+
+  return {
+    create: (record) =>
+      run("sessions.create", async () => {
+        const row = sessionRow(ctx, record);
+        return insertOrFalse(() => q.insert(db, row));
+      }),
+    get: (idHash) =>
+      run("sessions.get", async () => {
+        if (!storableKey(idHash)) return null;
+        const row = (await q.get(db, { idHash })).rows[0];
+        return row ? sessionRecord(row) : null;
+      }),
+    delete: (idHash) =>
+      run("sessions.delete", async () => {
+        if (!storableKey(idHash)) return false;
+        return affected(await q.delete(db, { idHash })) > 0n;
+      }),
+    deleteByAccount: (accountId) =>
+      run("sessions.deleteByAccount", async () => {
+        if (!storableKey(accountId)) return 0;
+        const result = await db.deleteFrom(TABLES.sessions).where("account_id", "=", accountId).executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }),
+    deleteExpired: (now) =>
+      run("sessions.deleteExpired", async () => {
+        const result = await db.deleteFrom(TABLES.sessions).where("expires_at", "<=", now).executeTakeFirst();
+        return Number(result.numDeletedRows);
+      }),
+  };
+}
