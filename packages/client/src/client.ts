@@ -199,7 +199,7 @@ async function authorized(tokens: TokenManager, fetch: FetchLike, url: string, m
     const token = await tokens.getToken();
     const headers: Record<string, string> = { authorization: `Bearer ${token.accessToken}`, accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
-    return { token, response: await send(fetch, url, body === undefined ? { method, headers } : { method, headers, body }) };
+    return { token, response: await send(fetch, url, body === undefined ? { method, headers, redirect: "manual" } : { method, headers, body, redirect: "manual" }) };
   };
   const first = await attempt();
   if (first.response.status !== 401) return first.response;

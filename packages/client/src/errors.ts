@@ -98,7 +98,9 @@ export type NetworkErrorReason =
   /** A response arrived but its body is not JSON (a proxy's HTML page, an empty 502, ...). */
   | "not_json"
   /** JSON arrived but not in the shape the protocol promises (wrong server, wrong base URL). */
-  | "unexpected_response";
+  | "unexpected_response"
+  /** The server answered with a redirect (3xx); it is never followed, since every call carries credentials. */
+  | "redirect_refused";
 
 /**
  * No usable answer: the request never completed, or what came back is not plantgate's protocol.

@@ -1,10 +1,20 @@
 import { ApiError, NetworkError, type ApiErrorBody } from "./errors.js";
 
-/** What the client passes to `fetch`: always a URL string, a method, plain headers and a string body. */
+/**
+ * What the client passes to `fetch`: always a URL string, a method, plain headers, a string body,
+ * and `redirect: "manual"`: every call carries a client secret, a password, a refresh token or a
+ * bearer token, and a followed redirect would send them to wherever the `Location` points.
+ */
 export interface FetchInit {
   method: string;
   headers: Record<string, string>;
   body?: string;
+  redirect: "manual";
+}
+
+/** Status 0 is what a browser's fetch shows for a redirect under `redirect: "manual"` (an opaque redirect). */
+function isRedirect(status: number): boolean {
+  return status === 0 || (status >= 300 && status < 400);
 }
 
 /** The part of a `Response` the client reads. The global Response and node-fetch's both fit. */
@@ -38,6 +48,15 @@ export async function send(fetch: FetchLike, url: string, init: FetchInit): Prom
     response = await fetch(url, init);
   } catch (cause) {
     throw new NetworkError("fetch_failed", `${init.method} ${pathOf(url)} failed: ${describe(cause)}`, null, { cause });
+  }
+  if (isRedirect(response.status)) {
+    // Never followed: the request carried credentials. The Location is not echoed (it is the
+    // other side's choice and could carry anything); the status says what happened.
+    throw new NetworkError(
+      "redirect_refused",
+      `${init.method} ${pathOf(url)} answered with a redirect (HTTP ${response.status}); redirects are not followed because the request carries credentials`,
+      response.status,
+    );
   }
   let text: string;
   try {

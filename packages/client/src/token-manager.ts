@@ -108,7 +108,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     }
     // Expiry counts from before the request, so network time is on the safe side.
     const startedAt = clock();
-    const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString() });
+    const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" });
     return toCachedToken(response, grantType, startedAt, previous);
   }
 

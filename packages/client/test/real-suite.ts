@@ -205,6 +205,7 @@ export function realServerSuite(name: string, makeTarget: MakeTarget): void {
       const replay = await target.fetch(target.baseUrl + TOKEN_PATH, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },
+        redirect: "manual",
         body: new URLSearchParams({ grant_type: "refresh_token", refresh_token: spent, client_id: target.clientId, client_secret: target.clientSecret }).toString(),
       });
       expect(replay.status).toBe(400);
