@@ -115,7 +115,7 @@ describe("examples/cloudflare-worker under wrangler dev --local", () => {
     expect(await plantRes.text()).toBe('{"id":9223372036854775807,"name":"Monstera","tag":"indoor"}');
   });
 
-  describe("a 2 MB body gets the documented 400, 20 of 20, and the Worker still answers", () => {
+  describe("a 2 MB body gets the documented answer, 20 of 20, and the Worker still answers", () => {
     const twoMb = 2 * 1024 * 1024;
     const padded = (prefix: string, suffix: string) => prefix + "x".repeat(twoMb - prefix.length - suffix.length) + suffix;
     const basic = `Basic ${Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString("base64")}`;
@@ -143,6 +143,12 @@ describe("examples/cloudflare-worker under wrangler dev --local", () => {
       expect(Buffer.byteLength(body)).toBe(twoMb);
       const answers = await twenty("/plants", body, { authorization: `Bearer ${await accessToken()}`, "content-type": "application/json" });
       expect(answers).toEqual(Array(20).fill('400 application/json {"error":1007,"message":"The body exceeds 65536 bytes."}'));
+    }, 120_000);
+
+    it("POST /plants without an access token (refused before the body is read): 401 1201", async () => {
+      const body = padded('{"id":7,"name":"x","pad":"', '"}');
+      const answers = await twenty("/plants", body, { "content-type": "application/json" });
+      expect(answers).toEqual(Array(20).fill('401 application/json {"error":1201,"message":"An access token is required."}'));
     }, 120_000);
 
     it("the token endpoint: 400 invalid_request", async () => {
