@@ -180,7 +180,8 @@ function readUploadToEnd(source: ReadableStream<Uint8Array>, maxBytes: number, m
         return;
       }
       if (forwarding) {
-        // Rejects once plantgate cancelled the body (or finish() gave up on it): discard from here.
+        // Rejects once the body was cancelled (by plantgate, or by finish() when plantgate never read
+        // it): discard from here on.
         await writer.write(step.value).catch(() => (forwarding = false));
       } else if ((discarded += step.value.byteLength) > maxBytes) {
         await reader.cancel().catch(() => {});
