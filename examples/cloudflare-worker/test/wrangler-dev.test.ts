@@ -2,6 +2,10 @@
  * Runs the example as a user would: `wrangler dev --local` (workerd + a local D1 database) on a free
  * port with a fresh `--persist-to` directory, then talks HTTP to it with the demo credentials from
  * wrangler.toml. The process group is killed afterwards.
+ *
+ * Oversized uploads go through the HTTP suite's raw-socket client (whole body written before the
+ * answer is read, `Connection: close`): before issue 16 wrangler dev's proxy answered them 503
+ * "Your worker restarted mid-request" (the Worker had answered without reading the upload).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -9,6 +13,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { rawUpload } from "@plantgate/http-suite-tests/raw-upload";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -108,5 +113,59 @@ describe("examples/cloudflare-worker under wrangler dev --local", () => {
     });
     expect(plantRes.status).toBe(200);
     expect(await plantRes.text()).toBe('{"id":9223372036854775807,"name":"Monstera","tag":"indoor"}');
+  });
+
+  describe("a 2 MB body gets the documented answer, 20 of 20, and the Worker still answers", () => {
+    const twoMb = 2 * 1024 * 1024;
+    const padded = (prefix: string, suffix: string) => prefix + "x".repeat(twoMb - prefix.length - suffix.length) + suffix;
+    const basic = `Basic ${Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString("base64")}`;
+    const accessToken = async () => {
+      const r = await rawUpload(`${baseUrl}/UserService/connect/token`, "grant_type=client_credentials", {
+        headers: { authorization: basic, "content-type": "application/x-www-form-urlencoded" },
+      });
+      expect(r.status, r.text).toBe(200);
+      return (JSON.parse(r.text) as { access_token: string }).access_token;
+    };
+    const twenty = async (path: string, body: string, headers: Record<string, string>) => {
+      const answers: string[] = [];
+      for (let i = 0; i < 20; i++) {
+        const r = await rawUpload(`${baseUrl}${path}`, body, { headers }).then(
+          (a) => `${a.status} ${a.headers.get("content-type")} ${a.text}`,
+          (e: unknown) => `no answer: ${(e as Error).message}`,
+        );
+        answers.push(r);
+      }
+      return answers;
+    };
+
+    it("POST /plants: 400 1007", async () => {
+      const body = padded('{"id":7,"name":"x","pad":"', '"}');
+      expect(Buffer.byteLength(body)).toBe(twoMb);
+      const answers = await twenty("/plants", body, { authorization: `Bearer ${await accessToken()}`, "content-type": "application/json" });
+      expect(answers).toEqual(Array(20).fill('400 application/json {"error":1007,"message":"The body exceeds 65536 bytes."}'));
+    }, 120_000);
+
+    it("POST /plants without an access token (refused before the body is read): 401 1201", async () => {
+      const body = padded('{"id":7,"name":"x","pad":"', '"}');
+      const answers = await twenty("/plants", body, { "content-type": "application/json" });
+      expect(answers).toEqual(Array(20).fill('401 application/json {"error":1201,"message":"An access token is required."}'));
+    }, 120_000);
+
+    it("the token endpoint: 400 invalid_request", async () => {
+      const body = padded("grant_type=client_credentials&pad=", "");
+      expect(Buffer.byteLength(body)).toBe(twoMb);
+      const answers = await twenty("/UserService/connect/token", body, { authorization: basic, "content-type": "application/x-www-form-urlencoded" });
+      expect(answers).toEqual(
+        Array(20).fill('400 application/json {"error":"invalid_request","error_description":"The request body exceeds 65536 bytes."}'),
+      );
+    }, 120_000);
+
+    it("then a normal request is answered", async () => {
+      const id = "9223372036854775806";
+      const r = await rawUpload(`${baseUrl}/plants`, `{"id":${id},"name":"After"}`, {
+        headers: { authorization: `Bearer ${await accessToken()}`, "content-type": "application/json" },
+      });
+      expect({ status: r.status, text: r.text }).toEqual({ status: 200, text: `{"id":${id},"name":"After"}` });
+    });
   });
 });

@@ -11,6 +11,10 @@
  *
  * One plantgate instance per isolate (cached per `env` object). Before it answers its first request
  * it applies the D1 migrations (`storage.migrate()`, idempotent) unless `migrate: false`.
+ *
+ * Every answer waits until the request body has been read to its end (see {@link readUploadToEnd}):
+ * workerd closes a connection whose body was left unread, and the client then gets a reset instead
+ * of the answer.
  */
 import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type EnvVars, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
@@ -45,6 +49,14 @@ export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
   d1Binding?: string;
   /** Apply the D1 migrations before the first request of each isolate; default `true`. */
   migrate?: boolean;
+  /**
+   * How many bytes of a request body plantgate did not need (an oversized upload, a body sent with
+   * a refused request) are read and discarded before the answer is sent; default 104 857 600
+   * (100 MiB, Cloudflare's request body limit on the Free and Pro plans). A longer upload is cut off.
+   */
+  uploadDiscardBytes?: number;
+  /** How long (ms) discarding the rest of an upload may take before it is cut off; default 30 000. */
+  uploadDiscardMs?: number;
 }
 
 /** A Worker module: `export default createWorker()`. */
@@ -63,7 +75,8 @@ function isD1(value: unknown): value is D1DatabaseLike {
 }
 
 async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Promise<Plantgate> {
-  const { d1Binding = "DB", migrate = true, ...rest } = options;
+  // The upload bounds are the entry's own; the rest are plantgate options.
+  const { d1Binding = "DB", migrate = true, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, ...rest } = options;
   const database = env[d1Binding];
   if (!isD1(database)) throw new Error(`plantgate: env.${d1Binding} is not a D1 binding; add a [[d1_databases]] binding named ${d1Binding}`);
   const storage = createD1Storage(database);
@@ -91,29 +104,102 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
 export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker {
   const instances = new WeakMap<object, Promise<Plantgate>>();
   const logger = options.logger ?? console;
+  const discardBytes = options.uploadDiscardBytes ?? 100 * 1024 * 1024;
+  const discardMs = options.uploadDiscardMs ?? 30_000;
+  const answer = async (request: Request, env: PlantgateWorkerEnv): Promise<Response> => {
+    let instance = instances.get(env);
+    if (!instance) {
+      instance = start(options, env);
+      instances.set(env, instance);
+      // A failed start is not cached: the next request tries again.
+      instance.catch(() => instances.delete(env));
+    }
+    let app: Plantgate;
+    try {
+      app = await instance;
+    } catch (error) {
+      logger.error("plantgate worker failed to start", { error: error instanceof Error ? error.message : String(error) });
+      return new Response(JSON.stringify({ error: 1503, message: "The service is temporarily unavailable; retry later." }), {
+        status: 503,
+        headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", "retry-after": "5" },
+      });
+    }
+    // Cloudflare sets CF-Connecting-IP itself (a client cannot forge it on a Worker), so it plays
+    // the socket address; forwarded headers still count only from configured trustedProxies.
+    const clientIp = request.headers.get("cf-connecting-ip");
+    return app.fetch(request, clientIp !== null ? { clientIp } : {});
+  };
   return {
     async fetch(request, env) {
-      let instance = instances.get(env);
-      if (!instance) {
-        instance = start(options, env);
-        instances.set(env, instance);
-        // A failed start is not cached: the next request tries again.
-        instance.catch(() => instances.delete(env));
-      }
-      let app: Plantgate;
+      if (request.body === null) return answer(request, env);
+      const upload = readUploadToEnd(request.body, discardBytes, discardMs);
       try {
-        app = await instance;
-      } catch (error) {
-        logger.error("plantgate worker failed to start", { error: error instanceof Error ? error.message : String(error) });
-        return new Response(JSON.stringify({ error: 1503, message: "The service is temporarily unavailable; retry later." }), {
-          status: 503,
-          headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", "retry-after": "5" },
-        });
+        // duplex: a stream body needs it outside workerd (Node's undici), workerd ignores it.
+        return await answer(new Request(request, { body: upload.body, duplex: "half" } as RequestInit), env);
+      } finally {
+        await upload.finish();
       }
-      // Cloudflare sets CF-Connecting-IP itself (a client cannot forge it on a Worker), so it plays
-      // the socket address; forwarded headers still count only from configured trustedProxies.
-      const clientIp = request.headers.get("cf-connecting-ip");
-      return app.fetch(request, clientIp !== null ? { clientIp } : {});
     },
   };
+}
+
+/**
+ * Forwards `source` into the body plantgate reads, and reads the rest of `source` to its end when
+ * plantgate does not want it: after plantgate cancels the body (it stops at `maxBodyBytes`, or
+ * refuses a Content-Type), or when it answers without touching it (a refused token). `finish()`
+ * resolves once `source` is read to its end, or after `maxBytes` discarded bytes or `maxMs`, when
+ * `source` is cancelled. Nothing is buffered beyond a chunk.
+ *
+ * Why: workerd's HTTP server (kj `HttpServer`) closes the connection when a Worker answers without
+ * having read the whole request body, unless the rest arrives within a grace of 64 KiB and 1 s
+ * (`canceledUploadGraceBytes`, `canceledUploadGracePeriod`). A client still writing its upload then
+ * gets a reset instead of the answer, and `wrangler dev`'s proxy, whose request to the Worker fails
+ * that way, answers 503 "Your worker restarted mid-request" (nothing restarted).
+ *
+ * A TransformStream rather than `new ReadableStream()`: the latter needs the 2022-11-30
+ * compatibility date, and a Worker may have an older one.
+ */
+function readUploadToEnd(source: ReadableStream<Uint8Array>, maxBytes: number, maxMs: number): { body: ReadableStream<Uint8Array>; finish(): Promise<void> } {
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = writable.getWriter();
+  const reader = source.getReader();
+  let forwarding = true;
+  let discarded = 0;
+  const pumped = (async () => {
+    for (;;) {
+      let step: ReadableStreamReadResult<Uint8Array>;
+      try {
+        step = await reader.read();
+      } catch (error) {
+        // The upload broke off: plantgate's read fails the same way.
+        await writer.abort(error).catch(() => {});
+        return;
+      }
+      if (step.done) {
+        await writer.close().catch(() => {});
+        return;
+      }
+      if (forwarding) {
+        // Rejects once the body was cancelled (by plantgate, or by finish() when plantgate never read
+        // it): discard from here on.
+        await writer.write(step.value).catch(() => (forwarding = false));
+      } else if ((discarded += step.value.byteLength) > maxBytes) {
+        await reader.cancel().catch(() => {});
+        return;
+      }
+    }
+  })();
+  const finish = async (): Promise<void> => {
+    // plantgate has answered. A body it never read is cancelled now, which (like its own cancel)
+    // makes the pending write fail, so the pump discards the rest.
+    if (!readable.locked) await readable.cancel().catch(() => {});
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), maxMs)));
+    try {
+      if ((await Promise.race([pumped, expired])) === "expired") await reader.cancel().catch(() => {});
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  return { body: readable, finish };
 }

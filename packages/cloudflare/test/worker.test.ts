@@ -127,4 +127,114 @@ describe("createWorker", () => {
     expect(WORKERS_MAX_PASSWORD_HASH_ITERATIONS).toBe(100_000);
     expect(await storedHash("cf-bob")).toMatch(/^\$pbkdf2-sha256\$i=100000,/);
   });
+
+  describe("reads every upload to its end before answering (workerd resets the connection otherwise)", () => {
+    const env: Record<string, unknown> = {
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-upload",
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "cf-upload-secret-0123456789",
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+    };
+    const basicAuth = `Basic ${btoa("cf-upload:cf-upload-secret-0123456789")}`;
+    beforeAll(() => {
+      env.DB = database;
+    });
+
+    /** A request body of `chunks` chunks of 64 KiB (`endless`: never ends) that records what was read. */
+    function upload(chunks: number, endless = false) {
+      const seen = { pulled: 0, closed: false, cancelled: false };
+      const chunk = new TextEncoder().encode("x".repeat(65_536));
+      const stream = new ReadableStream<Uint8Array>(
+        {
+          pull(controller) {
+            if (seen.pulled === chunks) {
+              if (endless) return new Promise<void>(() => {});
+              seen.closed = true;
+              controller.close();
+              return;
+            }
+            seen.pulled++;
+            controller.enqueue(chunk);
+          },
+          cancel() {
+            seen.cancelled = true;
+          },
+        },
+        { highWaterMark: 0 },
+      );
+      return { stream, seen };
+    }
+    const post = (worker: ReturnType<typeof createWorker>, path: string, body: ReadableStream<Uint8Array>, headers: Record<string, string>) =>
+      worker.fetch(new Request(`http://worker.test${path}`, { method: "POST", headers, body, duplex: "half" } as RequestInit), env);
+    const accessToken = async (worker: ReturnType<typeof createWorker>) => {
+      const res = await worker.fetch(
+        new Request("http://worker.test/UserService/connect/token", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicAuth },
+          body: "grant_type=client_credentials",
+        }),
+        env,
+      );
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { access_token: string }).access_token;
+    };
+
+    it("a 5 MB body to POST /plants: 400 1007, answered after the whole upload was read", async () => {
+      const worker = createWorker({ logger: silent });
+      const { stream, seen } = upload(80);
+      const res = await post(worker, "/plants", stream, { authorization: `Bearer ${await accessToken(worker)}`, "content-type": "application/json" });
+      expect(seen).toEqual({ pulled: 80, closed: true, cancelled: false });
+      expect(res.status).toBe(400);
+      expect(await res.text()).toBe('{"error":1007,"message":"The body exceeds 65536 bytes."}');
+    });
+
+    it("a 5 MB body to the token endpoint: 400 invalid_request, answered after the whole upload was read", async () => {
+      const worker = createWorker({ logger: silent });
+      const { stream, seen } = upload(80);
+      const res = await post(worker, "/UserService/connect/token", stream, { authorization: basicAuth, "content-type": "application/x-www-form-urlencoded" });
+      expect(seen).toEqual({ pulled: 80, closed: true, cancelled: false });
+      expect(res.status).toBe(400);
+      expect(await res.text()).toBe('{"error":"invalid_request","error_description":"The request body exceeds 65536 bytes."}');
+    });
+
+    it("a body plantgate never reads (no access token: 401) is read to its end too", async () => {
+      const worker = createWorker({ logger: silent });
+      const { stream, seen } = upload(16);
+      const res = await post(worker, "/plants", stream, { "content-type": "application/json" });
+      expect(seen).toEqual({ pulled: 16, closed: true, cancelled: false });
+      expect(res.status).toBe(401);
+      expect(await res.text()).toBe('{"error":1201,"message":"An access token is required."}');
+    });
+
+    it("past uploadDiscardBytes the upload is cancelled and the answer sent", async () => {
+      const worker = createWorker({ logger: silent, uploadDiscardBytes: 200_000 });
+      const { stream, seen } = upload(80);
+      const res = await post(worker, "/plants", stream, { authorization: `Bearer ${await accessToken(worker)}`, "content-type": "application/json" });
+      expect(res.status).toBe(400);
+      // plantgate stops after 2 chunks (past 65 536 bytes), 4 more are discarded (> 200 000 bytes);
+      // the streams between may have pulled a chunk or two ahead.
+      expect(seen).toEqual({ pulled: expect.any(Number), closed: false, cancelled: true });
+      expect(seen.pulled).toBeGreaterThanOrEqual(6);
+      expect(seen.pulled).toBeLessThanOrEqual(8);
+    });
+
+    it("an upload still unfinished after uploadDiscardMs is cancelled and the answer sent", async () => {
+      const worker = createWorker({ logger: silent, uploadDiscardMs: 200 });
+      const { stream, seen } = upload(4, true);
+      const started = Date.now();
+      const res = await post(worker, "/plants", stream, { "content-type": "application/json" });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+      expect(res.status).toBe(401);
+      expect(seen).toEqual({ pulled: 4, closed: false, cancelled: true });
+    });
+
+    it("a body within the limit is still read whole by plantgate", async () => {
+      const worker = createWorker({ logger: silent });
+      const res = await post(worker, "/plants", new Blob(['{"id":9223372036854775806,"name":"Fern"}']).stream(), {
+        authorization: `Bearer ${await accessToken(worker)}`,
+        "content-type": "application/json",
+      });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe('{"id":9223372036854775806,"name":"Fern"}');
+    });
+  });
 });
