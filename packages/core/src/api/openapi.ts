@@ -9,7 +9,6 @@ import type { Context, Urls } from "../options.js";
 import { NARROWED_ERRORS } from "../schemas/errors.js";
 import { EXACT_NUMBER_MARKER, INT64_JSON_SCHEMA, isInt64Schema } from "../schemas/int64.js";
 import { COMPONENTS, createOperations, type Operation, type OperationResponse, type OperationSecurity } from "../schemas/operations.js";
-import { DOCS_ASSET_TYPES } from "./docs.js";
 
 type Json = Record<string, unknown>;
 
@@ -144,7 +143,7 @@ function baseDocument(ctx: Context): Json {
     maxPageSize: ctx.maxPageSize,
     defaultPageSize: ctx.defaultPageSize,
     requiredScopes: ctx.requiredScopes,
-    docsAssets: DOCS_ASSET_TYPES,
+    docsAssets: ctx.docs?.assetTypes ?? null,
   });
   for (const op of ops) (paths[op.path] ??= {})[op.method] = operation(op, refs);
   return {
