@@ -3,7 +3,7 @@
  * output, draft 2020-12, the dialect OpenAPI 3.1 uses) and the operation list in
  * `schemas/operations.ts`. Nothing here describes a body by hand.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { json, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../options.js";
 import { NARROWED_ERRORS } from "../schemas/errors.js";

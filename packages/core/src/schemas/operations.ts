@@ -18,7 +18,7 @@
  *   responses: { "200": { description: "Done.", body: ExampleResponseSchema, headers: NO_STORE_HEADERS }, ...clientEndpointErrors() },
  * },
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ApiErrorCode, type ApiErrorNumber, type OAuthErrorCode } from "../errors/index.js";
 import type { ProtectedRoute } from "../options.js";
 import { accountListQuery, AccountPageSchema, AccountViewSchema } from "./accounts.js";
