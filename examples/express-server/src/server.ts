@@ -4,6 +4,8 @@ import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type
 import { plantgate } from "@plantgate/express";
 import { nodeCrypto } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
+import { consolePage } from "@plantgate/console";
+import { swaggerUi } from "@plantgate/docs";
 
 /** The environment the Express example reads: node-server's variables plus `PLANTGATE_MOUNT_PATH`. */
 export interface ExpressServerEnv {
@@ -130,11 +132,15 @@ export async function startExpressServer(
       ...(fromEnv.issuer ? {} : { baseUrl: url + mount }),
       // node:crypto in line instead of Web Crypto's thread-pool jobs: same hashes and signatures, less CPU.
       crypto: nodeCrypto(),
+      // The opt-in API reference page at /docs (from @plantgate/docs).
+      docs: swaggerUi(),
       ...fromEnv,
       ...overrides,
       ...(mount ? { basePath: mount } : {}),
       storage,
     };
+    // The console (PLANTGATE_CONSOLE=1, or an override) comes with its page unless one was given.
+    if (options.console) options.console = { page: consolePage(), ...options.console };
     const created = createPlantgate(options);
     const demo = await applyBootstrap(created.admin, bootstrap, { demo: true });
     await created.jwks(); // create or load the signing key before the first request

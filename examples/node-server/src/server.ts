@@ -1,6 +1,8 @@
 import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type PlainResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { HANDLE_PLAIN, nodeCrypto, serve } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
+import { consolePage } from "@plantgate/console";
+import { swaggerUi } from "@plantgate/docs";
 
 /** The environment the example server reads (see the README's configuration table). */
 export interface ServerEnv {
@@ -106,10 +108,14 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
       ...(fromEnv.issuer ? {} : { baseUrl: running.url }),
       // node:crypto in line instead of Web Crypto's thread-pool jobs: same hashes and signatures, less CPU.
       crypto: nodeCrypto(),
+      // The opt-in API reference page at /docs (from @plantgate/docs).
+      docs: swaggerUi(),
       ...fromEnv,
       ...overrides,
       storage,
     };
+    // The console (PLANTGATE_CONSOLE=1, or an override) comes with its page unless one was given.
+    if (options.console) options.console = { page: consolePage(), ...options.console };
     const created = createPlantgate(options);
     const demo = await applyBootstrap(created.admin, bootstrap, { demo: true });
     await created.jwks(); // create or load the signing key before the first request

@@ -9,6 +9,12 @@
  * - `env.PLANTGATE_BOOTSTRAP_CLIENT_ID`/`_SECRET` and `env.PLANTGATE_BOOTSTRAP_USERNAME`/`_PASSWORD`:
  *   ensured (created if missing) before the first request.
  *
+ * The Worker is minimal unless you add the opt-in pages: `createWorker()` serves the token endpoint,
+ * revocation, introspection, the APIs, metadata, JWKS and `/openapi.json`;
+ * `createWorker({ docs: swaggerUi(), console: { enabled: true, page: consolePage() } })` adds the
+ * API reference page (`@plantgate/docs`) and the management console (`@plantgate/console`). Only
+ * what the entry imports is bundled.
+ *
  * One plantgate instance per isolate (cached per `env` object). Before it answers its first request
  * it applies the D1 migrations (`storage.migrate()`, idempotent) unless `migrate: false`.
  *
@@ -82,10 +88,13 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
   const storage = createD1Storage(database);
   if (migrate) await storage.migrate();
   const vars = stringEntries(env);
+  const fromEnv = optionsFromEnv(vars);
   const app = createPlantgate({
     passwordHashIterations: WORKERS_MAX_PASSWORD_HASH_ITERATIONS,
     ...rest,
-    ...optionsFromEnv(vars),
+    ...fromEnv,
+    // PLANTGATE_CONSOLE=1 turns the console on; the page given in the options (if any) stays.
+    ...(fromEnv.console ? { console: { ...rest.console, ...fromEnv.console } } : {}),
     storage,
   });
   await applyBootstrap(app.admin, bootstrapFromEnv(vars));
@@ -97,9 +106,16 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
  * with plantgate's API error body and are retried on the next request.
  *
  * @example
- * // src/worker.ts
+ * // src/worker.ts: the minimal Worker
  * import { createWorker } from "@plantgate/cloudflare";
  * export default createWorker();
+ *
+ * @example
+ * // src/worker.ts: with the API reference page and the console page (console on with PLANTGATE_CONSOLE=1)
+ * import { createWorker } from "@plantgate/cloudflare";
+ * import { consolePage } from "@plantgate/console";
+ * import { swaggerUi } from "@plantgate/docs";
+ * export default createWorker({ docs: swaggerUi(), console: { enabled: false, page: consolePage() } });
  */
 export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker {
   const instances = new WeakMap<object, Promise<Plantgate>>();

@@ -3,6 +3,8 @@
  * 503 and are retried, migrations and bootstrap run once per `env` (isolate), and the PBKDF2
  * iteration default respects workerd's cap.
  */
+import { consolePage } from "@plantgate/console";
+import { swaggerUi } from "@plantgate/docs";
 import type { D1DatabaseLike } from "@plantgate/storage-sql/d1";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -236,5 +238,23 @@ describe("createWorker", () => {
       expect(res.status).toBe(200);
       expect(await res.text()).toBe('{"id":9223372036854775806,"name":"Fern"}');
     });
+  });
+
+  it("is minimal by default (no /docs, no console page) and full with the opt-in pages; PLANTGATE_CONSOLE keeps the given page", async () => {
+    const status = async (worker: ReturnType<typeof createWorker>, env: Record<string, unknown>, path: string) =>
+      (await worker.fetch(new Request(`http://worker.test${path}`), env)).status;
+    const minimalEnv = { DB: database, PLANTGATE_CONSOLE: "1" };
+    const minimal = createWorker({ logger: silent });
+    expect([await status(minimal, minimalEnv, "/docs"), await status(minimal, minimalEnv, "/console"), await status(minimal, minimalEnv, "/openapi.json")]).toEqual([404, 404, 200]);
+    // The console's API is on (PLANTGATE_CONSOLE=1) without a page: not signed in, not 404.
+    expect(await status(minimal, minimalEnv, "/console/api/session")).toBe(401);
+
+    const full = createWorker({ logger: silent, docs: swaggerUi(), console: { enabled: false, page: consolePage() } });
+    expect([await status(full, { DB: database }, "/docs"), await status(full, { DB: database }, "/console")]).toEqual([200, 404]);
+    const on = { DB: database, PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_SESSION_TTL: "600" };
+    const page = await full.fetch(new Request("http://worker.test/console"), on);
+    expect([page.status, page.headers.get("content-type")]).toEqual([200, "text/html; charset=utf-8"]);
+    expect(await page.text()).toContain('<script src="/console/assets/console.js" defer></script>');
+    expect(await status(full, on, "/docs/assets/swagger-ui.css")).toBe(200);
   });
 });

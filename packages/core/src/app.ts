@@ -2,7 +2,7 @@ import { createAdmin, type Admin } from "./admin/index.js";
 import { consoleHandler } from "./console/index.js";
 import { listAccounts } from "./api/accounts.js";
 import { createPlant } from "./api/plants.js";
-import { DOCS_ASSET_NAMES, DOCS_ASSETS_PATH, DOCS_PATH, docsAsset, docsPage } from "./api/docs.js";
+import { docsHandler } from "./api/docs.js";
 import { openApiResponse } from "./api/openapi.js";
 import { ApiError, ApiErrorCode, OAuthError } from "./errors/index.js";
 import { requireBearer } from "./http/bearer.js";
@@ -97,10 +97,6 @@ const ROUTES: Record<string, Route> = {
     },
   },
   "/openapi.json": { surface: "api", methods: { GET: async (ctx, urls) => openApiResponse(ctx, urls) } },
-  [DOCS_PATH]: { surface: "api", methods: { GET: async () => docsPage() } },
-  ...Object.fromEntries(
-    DOCS_ASSET_NAMES.map((name): [string, Route] => [DOCS_ASSETS_PATH + name, { surface: "api", methods: { GET: async () => docsAsset(name) } }]),
-  ),
 };
 
 /** Every route path (relative to the base path); the OpenAPI test checks each is described. */
@@ -153,6 +149,7 @@ async function dispatch(ctx: Context, request: Request, info: ClientInfo | undef
       const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
       return await consoleHandler(ctx, request, new URL(request.url), path, clientIp);
     }
+    if (ctx.docs && (path === "/docs" || path.startsWith("/docs/"))) return docsHandler(ctx.docs, path, request.method);
     const route = ROUTES[path];
     if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
     surface = route.surface;

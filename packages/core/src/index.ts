@@ -12,6 +12,7 @@ export {
   type ThrottleSettings,
 } from "./security/throttle.js";
 export type { PlantgateOptions, ProtectedRoute, ConsoleOptions } from "./options.js";
+export type { StaticPage, PageFile, PageMount } from "./pages/static-page.js";
 export { SESSION_COOKIE as CONSOLE_SESSION_COOKIE, CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
 export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console/api.js";
 export { createAdmin, AdminError, type Admin, type ClientView, type CreateAccountInput, type CreateClientInput } from "./admin/index.js";

@@ -10,6 +10,7 @@ import { createKeyring, SUPPORTED_ALGS, type Keyring, type SigningAlg } from "./
 import { createVerifiedTokenCache, type TokenVerifier } from "./tokens/verified-cache.js";
 import { compileTrustedProxies, type ProxyMatcher } from "./http/client-ip.js";
 import { createThrottle, DEFAULT_BRUTE_FORCE, type Throttle } from "./security/throttle.js";
+import { servePage, type ServedPage, type StaticPage } from "./pages/static-page.js";
 
 /** Routes whose required scopes can be configured. */
 export type ProtectedRoute = "createPlant" | "listAccounts";
@@ -108,19 +109,31 @@ export interface PlantgateOptions {
    * `{ maxFailures: 10, windowSeconds: 900 }`; `false` turns it off.
    */
   bruteForce?: { maxFailures?: number; windowSeconds?: number } | false;
-  /** The management console at `{basePath}/console` (web page + admin API). Default: off. */
+  /** The management console at `{basePath}/console` (admin API, plus the page you give it). Default: off. */
   console?: ConsoleOptions;
+  /**
+   * The API reference page at `{basePath}/docs` (with its files under `/docs/assets/`), e.g.
+   * `swaggerUi()` from `@plantgate/docs`. Default: none (`/docs` is 404 and not in openapi.json;
+   * `/openapi.json` is always served).
+   */
+  docs?: StaticPage;
 }
 
 /**
  * Options of the management console. Only accounts with `adminRole` can sign in.
  *
  * @example
- * createPlantgate({ console: { enabled: true, sessionTtlSeconds: 3600 } });
+ * import { consolePage } from "@plantgate/console";
+ * createPlantgate({ console: { enabled: true, page: consolePage(), sessionTtlSeconds: 3600 } });
  */
 export interface ConsoleOptions {
-  /** Serve the console and its admin API. */
+  /** Serve the console's admin API under `/console/api` (and the page, when given). */
   enabled: boolean;
+  /**
+   * The web page at `/console` and its files under `/console/assets/`: `consolePage()` from
+   * `@plantgate/console`. Without it the admin API still works and `/console` is 404.
+   */
+  page?: StaticPage;
   /** Lifetime of a console session in seconds (absolute, from sign-in). Default 28 800 (8 hours). */
   sessionTtlSeconds?: number;
   /** The role an account needs to use the console. Default `admin`. */
@@ -162,8 +175,10 @@ export interface Context {
   throttle: Throttle;
   /** Whether an address is a trusted proxy (see {@link PlantgateOptions.trustedProxies}). */
   trustedProxy: ProxyMatcher;
-  /** The management console; null when disabled. */
-  console: { sessionTtlSeconds: number; adminRole: string } | null;
+  /** The management console; null when disabled. `page` is null when no page was given. */
+  console: { sessionTtlSeconds: number; adminRole: string; page: ServedPage | null } | null;
+  /** The API reference page at `/docs`; null when none was given. */
+  docs: ServedPage | null;
 }
 
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
@@ -182,6 +197,14 @@ function normalizeBasePath(path: string | undefined): string {
   if (path === undefined || path === "" || path === "/") return "";
   if (!path.startsWith("/") || /[?#]/.test(path)) throw new TypeError("basePath must start with '/' and have no query");
   return path.replace(/\/+$/, "");
+}
+
+function pageOption(name: string, page: StaticPage | undefined, basePath: string, path: string): ServedPage | null {
+  if (page === undefined) return null;
+  if (typeof page !== "object" || page === null || typeof page.page !== "function" || typeof page.assets !== "object" || page.assets === null) {
+    throw new TypeError(`${name} must be a page object (e.g. from @plantgate/docs or @plantgate/console)`);
+  }
+  return servePage(page, { basePath, path: basePath + path });
 }
 
 const SCOPE_PREFIX = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
@@ -226,9 +249,10 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const maxPageSize = positiveInt("maxPageSize", options.maxPageSize, 100);
   const defaultPageSize = positiveInt("defaultPageSize", options.defaultPageSize, 20);
   if (defaultPageSize > maxPageSize) throw new TypeError("defaultPageSize must not exceed maxPageSize");
+  const basePath = normalizeBasePath(options.basePath);
   return {
     storage,
-    basePath: normalizeBasePath(options.basePath),
+    basePath,
     baseUrl: trimUrl(options.baseUrl, "baseUrl"),
     issuer: options.issuer,
     audience: options.audience,
@@ -275,8 +299,10 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
       ? {
           sessionTtlSeconds: positiveInt("console.sessionTtlSeconds", options.console.sessionTtlSeconds, 8 * 3600),
           adminRole: nonEmpty("console.adminRole", options.console.adminRole, "admin"),
+          page: pageOption("console.page", options.console.page, basePath, "/console"),
         }
       : null,
+    docs: pageOption("docs", options.docs, basePath, "/docs"),
   };
 }
 

@@ -13,6 +13,7 @@ import { createPlantgate, type PlantgateOptions } from "../src/index.js";
 import { requiredParameters, TOKEN_REQUESTS } from "../src/schemas/oauth.js";
 import { GRANTS } from "../src/oauth/token-endpoint.js";
 import { BASE } from "./helpers.js";
+import { TEST_PAGE } from "./page-helpers.js";
 
 interface OpenApi {
   openapi: string;
@@ -22,8 +23,9 @@ interface OpenApi {
   components: { schemas: Record<string, { properties?: Record<string, unknown> }>; securitySchemes: Record<string, Record<string, unknown>> };
 }
 
+/** With a reference page (`docs`), so the document describes `/docs` too; see the test without one. */
 async function fetchDocument(options: PlantgateOptions = {}, url = `${BASE}/openapi.json`) {
-  const app = createPlantgate({ logger: { error() {}, warn() {} }, ...options });
+  const app = createPlantgate({ logger: { error() {}, warn() {} }, docs: TEST_PAGE, ...options });
   const res = await app.fetch(new Request(url));
   const text = await res.text();
   return { res, text, doc: JSON.parse(text) as OpenApi, app };
@@ -75,15 +77,24 @@ describe("GET /openapi.json", () => {
     ]);
   });
 
-  it("describes every route of the app (and only those)", async () => {
+  it("describes every route of the app (and only those), the reference page's files included", async () => {
     const { doc } = await fetchDocument();
-    const documented = Object.keys(doc.paths).map((p) => (p === "/docs/assets/{asset}" ? null : p)).filter((p) => p !== null);
-    const routes = ROUTE_PATHS.filter((p) => !p.startsWith("/docs/assets/"));
-    expect([...documented].sort()).toEqual([...routes].sort());
-    const assets = ROUTE_PATHS.filter((p) => p.startsWith("/docs/assets/")).map((p) => p.slice("/docs/assets/".length));
+    expect(Object.keys(doc.paths).sort()).toEqual([...ROUTE_PATHS, "/docs", "/docs/assets/{asset}"].sort());
     expect(doc.paths["/docs/assets/{asset}"]!.get!.parameters).toEqual([
-      { name: "asset", in: "path", required: true, schema: { type: "string", enum: assets } },
+      { name: "asset", in: "path", required: true, schema: { type: "string", enum: Object.keys(TEST_PAGE.assets) } },
     ]);
+    expect(Object.keys((doc.paths["/docs/assets/{asset}"]!.get!.responses["200"] as { content: object }).content)).toEqual([
+      "text/javascript",
+      "text/css",
+      "application/octet-stream",
+    ]);
+  });
+
+  it("without a reference page (no `docs` option) describes no /docs path", async () => {
+    const { doc } = await fetchDocument({ docs: undefined });
+    expect(Object.keys(doc.paths).sort()).toEqual([...ROUTE_PATHS].sort());
+    const result = await new Validator().validate(doc as unknown as Parameters<Validator["validate"]>[0]);
+    expect([result.valid, result.errors ?? []]).toEqual([true, []]);
   });
 
   it("id is integer/int64 with the exact int64 bounds, in the request and the response", async () => {

@@ -1,18 +1,43 @@
 /**
- * Node-only helper (not part of the runtime-agnostic suite): bundles the Worker entry, refuses any
- * node:* import, and prints its size. Used by the workerd runner and by `pnpm worker-size`.
+ * Node-only helper (not part of the runtime-agnostic suite): bundles a Worker entry, refuses any
+ * node:* import, and measures it. Used by the workerd runner and by `pnpm worker-size`.
  */
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
-import { build } from "esbuild";
+import { build, type Metafile } from "esbuild";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-export /** Bundles the Worker entry as `wrangler deploy` would (Workers conditions, ESM, no Node built-ins). */
-async function bundleWorker(): Promise<string> {
+/**
+ * The two Workers: `minimal` is `createWorker()` (token endpoint, revocation, introspection, the
+ * APIs, metadata, JWKS, openapi.json); `full` adds the API reference page and the console page.
+ */
+export type WorkerVariant = "minimal" | "full";
+
+const ENTRIES: Record<WorkerVariant, string> = {
+  minimal: 'import { createWorker } from "@plantgate/cloudflare";\nexport default createWorker();\n',
+  full: [
+    'import { createWorker } from "@plantgate/cloudflare";',
+    'import { consolePage } from "@plantgate/console";',
+    'import { swaggerUi } from "@plantgate/docs";',
+    "export default createWorker({ docs: swaggerUi(), console: { enabled: false, page: consolePage() } });",
+    "",
+  ].join("\n"),
+};
+
+/** One bundled Worker: its script, sizes in bytes, and esbuild's metafile (what went in). */
+export interface WorkerBundle {
+  script: string;
+  raw: number;
+  gzip: number;
+  metafile: Metafile;
+}
+
+/** Bundles a Worker entry as `wrangler deploy` would (Workers conditions, ESM, minified, no Node built-ins). */
+export async function bundleWorker(variant: WorkerVariant = "full"): Promise<WorkerBundle> {
   const result = await build({
-    stdin: { contents: 'import { createWorker } from "@plantgate/cloudflare";\nexport default createWorker();\n', resolveDir: here, loader: "ts" },
+    stdin: { contents: ENTRIES[variant], resolveDir: here, loader: "ts" },
     bundle: true,
     format: "esm",
     platform: "browser",
@@ -20,14 +45,16 @@ async function bundleWorker(): Promise<string> {
     target: "es2022",
     minify: true,
     write: false,
+    metafile: true,
     logLevel: "silent",
   });
   const script = result.outputFiles[0]!.text;
   const nodeImport = /\bfrom\s*["']node:|\bimport\s*\(\s*["']node:|\brequire\s*\(\s*["']node:/.exec(script);
-  if (nodeImport) throw new Error(`the Worker bundle imports a node:* module: ${script.slice(nodeImport.index, nodeImport.index + 60)}`);
-  const raw = Buffer.byteLength(script);
-  const gzip = gzipSync(script, { level: 9 }).length;
-  console.log(`plantgate Worker bundle (minified): ${(raw / 1024).toFixed(1)} KiB raw, ${(gzip / 1024).toFixed(1)} KiB gzip`);
-  return script;
+  if (nodeImport) throw new Error(`the ${variant} Worker bundle imports a node:* module: ${script.slice(nodeImport.index, nodeImport.index + 60)}`);
+  return { script, raw: Buffer.byteLength(script), gzip: gzipSync(script, { level: 9 }).length, metafile: result.metafile };
 }
 
+/** `minimal Worker bundle: 123.4 KiB raw, 45.6 KiB gzip` */
+export function sizeLine(variant: WorkerVariant, bundle: WorkerBundle): string {
+  return `${variant} Worker bundle: ${(bundle.raw / 1024).toFixed(1)} KiB raw, ${(bundle.gzip / 1024).toFixed(1)} KiB gzip`;
+}

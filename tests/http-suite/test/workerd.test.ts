@@ -1,6 +1,7 @@
 /**
  * The HTTP conformance suite against `@plantgate/cloudflare` running in workerd (Miniflare) on a
- * real D1 database. The Worker is the tiny entry `export default createWorker()`, bundled here with
+ * real D1 database. The Worker is the full entry (`createWorker` with `swaggerUi()` and
+ * `consolePage()`), bundled here with
  * esbuild for the Workers runtime; the bundle must contain no `node:*` import. Its size (raw and
  * gzipped) is printed. The extra accounts are created from Node on the same D1 database.
  */
@@ -9,7 +10,7 @@ import { createPlantgate } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 import { Miniflare } from "miniflare";
 import { describeHttpSuite } from "../src/suite.js";
-import { bundleWorker } from "../src/bundle-worker.js";
+import { bundleWorker, sizeLine } from "../src/bundle-worker.js";
 import { describeOversizedUploads } from "../src/oversized-uploads.js";
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
@@ -24,9 +25,12 @@ describeHttpSuite("workerd + D1 (@plantgate/cloudflare in Miniflare)", {
     const clientSecret = hex(32);
     const username = `alice-${hex(4)}`;
     const password = hex(16);
+    // The full Worker (with /docs and the console page), so the suite's /docs checks run on workerd too.
+    const bundle = await bundleWorker("full");
+    console.log(sizeLine("full", bundle));
     const mf = new Miniflare({
       modules: true,
-      script: await bundleWorker(),
+      script: bundle.script,
       d1Databases: ["DB"],
       bindings: {
         PLANTGATE_BOOTSTRAP_CLIENT_ID: clientId,

@@ -3,13 +3,12 @@
  * output, draft 2020-12, the dialect OpenAPI 3.1 uses) and the operation list in
  * `schemas/operations.ts`. Nothing here describes a body by hand.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { json, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../options.js";
 import { NARROWED_ERRORS } from "../schemas/errors.js";
 import { EXACT_NUMBER_MARKER, INT64_JSON_SCHEMA, isInt64Schema } from "../schemas/int64.js";
 import { COMPONENTS, createOperations, type Operation, type OperationResponse, type OperationSecurity } from "../schemas/operations.js";
-import { DOCS_ASSET_TYPES } from "./docs.js";
 
 type Json = Record<string, unknown>;
 
@@ -144,7 +143,7 @@ function baseDocument(ctx: Context): Json {
     maxPageSize: ctx.maxPageSize,
     defaultPageSize: ctx.defaultPageSize,
     requiredScopes: ctx.requiredScopes,
-    docsAssets: DOCS_ASSET_TYPES,
+    docsAssets: ctx.docs?.assetTypes ?? null,
   });
   for (const op of ops) (paths[op.path] ??= {})[op.method] = operation(op, refs);
   return {

@@ -1,19 +1,13 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import { errorResponse, json, plain, type PlainResponse } from "../http/respond.js";
+import { errorResponse, json, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../options.js";
+import type { ServedPage } from "../pages/static-page.js";
 import * as api from "./api.js";
-import { CONSOLE_CSS } from "./assets/console-css.js";
-import { CONSOLE_JS } from "./assets/console-js.js";
-import { consolePage } from "./assets/console-html.js";
-import { FAVICON_SVG } from "./assets/favicon-svg.js";
 import { checkCsrf, checkOrigin, clearedCookie, isStateChanging, requireSession } from "./session.js";
 import { signIn } from "./sign-in.js";
 
-/** What a console route does: a signed-in API call, the sign-in itself, or a static asset. */
-type Action =
-  | { kind: "api"; handler: api.ApiHandler; clearsCookie?: boolean }
-  | { kind: "sign-in" }
-  | { kind: "asset"; type: string; body: (ctx: Context) => string };
+/** What a console API route does: a signed-in API call, or the sign-in itself. */
+type Action = { kind: "api"; handler: api.ApiHandler; clearsCookie?: boolean } | { kind: "sign-in" };
 
 interface ConsoleRoute {
   /** Path segments after `/console`; `:` marks a parameter. */
@@ -21,14 +15,7 @@ interface ConsoleRoute {
   methods: Record<string, Action>;
 }
 
-const page: Action = { kind: "asset", type: "text/html; charset=utf-8", body: (ctx) => consolePage(ctx.basePath) };
-
 const ROUTES: ConsoleRoute[] = [
-  { pattern: [], methods: { GET: page } },
-  { pattern: [""], methods: { GET: page } },
-  { pattern: ["assets", "console.js"], methods: { GET: { kind: "asset", type: "text/javascript; charset=utf-8", body: () => CONSOLE_JS } } },
-  { pattern: ["assets", "console.css"], methods: { GET: { kind: "asset", type: "text/css; charset=utf-8", body: () => CONSOLE_CSS } } },
-  { pattern: ["assets", "favicon.svg"], methods: { GET: { kind: "asset", type: "image/svg+xml", body: () => FAVICON_SVG } } },
   { pattern: ["api", "session"], methods: { GET: { kind: "api", handler: api.getSession }, POST: { kind: "sign-in" } } },
   { pattern: ["api", "session", "sign-out"], methods: { POST: { kind: "api", handler: api.signOut, clearsCookie: true } } },
   { pattern: ["api", "clients"], methods: { GET: { kind: "api", handler: api.listClients }, POST: { kind: "api", handler: api.createClient } } },
@@ -39,14 +26,6 @@ const ROUTES: ConsoleRoute[] = [
   { pattern: ["api", "accounts", ":", "enable"], methods: { POST: { kind: "api", handler: api.enableAccount } } },
   { pattern: ["api", "signing-keys"], methods: { GET: { kind: "api", handler: api.listSigningKeys }, POST: { kind: "api", handler: api.rotateSigningKey } } },
 ];
-
-/**
- * No inline script or style anywhere, nothing from another origin, no framing: the page's own
- * script and stylesheet are all it may load.
- */
-const CSP =
-  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
-  "form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /** Headers on every console response: nothing here may be cached or framed. */
 const COMMON_HEADERS: Record<string, string> = {
@@ -74,6 +53,22 @@ function match(segments: string[]): { route: ConsoleRoute; params: string[] } | 
   return null;
 }
 
+function methodNotAllowed(methods: string[]): PlainResponse {
+  const allow = (methods.includes("GET") ? [...methods, "HEAD"] : methods).join(", ");
+  return json(405, { error: ApiErrorCode.methodNotAllowed, message: `Use ${allow} for this endpoint.` }, { allow });
+}
+
+/**
+ * The page's own paths, when a page was given (`console.page`): the document at `/console` and
+ * `/console/`, its files at `/console/assets/{name}`. Without a page they are the usual 404.
+ */
+function pageFile(page: ServedPage | null, segments: string[]): PlainResponse | null {
+  if (!page) return null;
+  if (segments.length === 0 || (segments.length === 1 && segments[0] === "")) return page.document();
+  if (segments.length === 2 && segments[0] === "assets") return page.asset(segments[1]!);
+  return null;
+}
+
 async function run(ctx: Context, request: Request, url: URL, path: string, clientIp: string | undefined): Promise<PlainResponse> {
   // `path` is `/console` or `/console/...`; segments are percent-decoded one by one so a client id
   // containing `/` (sent as %2F) stays one segment.
@@ -84,20 +79,13 @@ async function run(ctx: Context, request: Request, url: URL, path: string, clien
   } catch {
     throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
   }
+  const method = request.method === "HEAD" ? "GET" : request.method;
+  const file = pageFile(ctx.console!.page, segments);
+  if (file) return method === "GET" ? file : methodNotAllowed(["GET"]);
   const found = match(segments);
   if (!found) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-  const method = request.method === "HEAD" ? "GET" : request.method;
   const action = found.route.methods[method];
-  if (!action) {
-    const methods = Object.keys(found.route.methods);
-    const allow = (methods.includes("GET") ? [...methods, "HEAD"] : methods).join(", ");
-    return json(405, { error: ApiErrorCode.methodNotAllowed, message: `Use ${allow} for this endpoint.` }, { allow });
-  }
-  if (action.kind === "asset") {
-    const headers: Record<string, string> = { "content-type": action.type };
-    if (action.type.startsWith("text/html")) headers["content-security-policy"] = CSP;
-    return plain(200, action.body(ctx), headers);
-  }
+  if (!action) return methodNotAllowed(Object.keys(found.route.methods));
   const changing = isStateChanging(method);
   if (changing) checkOrigin(ctx, request, url);
   if (action.kind === "sign-in") return signIn(ctx, request, url, clientIp);
@@ -118,8 +106,8 @@ async function run(ctx: Context, request: Request, url: URL, path: string, clien
 }
 
 /**
- * Serves the management console under `{basePath}/console`: the web page, its script and
- * stylesheet, and the admin JSON API under `/console/api`. Every response is `no-store`;
+ * Serves the management console under `{basePath}/console`: the admin JSON API under
+ * `/console/api`, and the web page with its files when `console.page` was given. Every response is `no-store`;
  * errors have the API's `{error, message}` shape. `clientIp` (already resolved through
  * `trustedProxies`) feeds the sign-in throttle.
  */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 
 /** An account as the API shows it: never a password or its hash. */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ApiErrorCode, type ApiErrorNumber, type OAuthErrorCode } from "../errors/index.js";
 
 /**

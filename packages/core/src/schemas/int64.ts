@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ApiErrorCode } from "../errors/index.js";
 import { JsonNumber } from "../http/json.js";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { GrantType } from "../storage/types.js";
 
 const scope = z.string().optional().meta({

@@ -18,7 +18,7 @@
  *   responses: { "200": { description: "Done.", body: ExampleResponseSchema, headers: NO_STORE_HEADERS }, ...clientEndpointErrors() },
  * },
  */
-import { z } from "zod";
+import * as z from "zod";
 import { ApiErrorCode, type ApiErrorNumber, type OAuthErrorCode } from "../errors/index.js";
 import type { ProtectedRoute } from "../options.js";
 import { accountListQuery, AccountPageSchema, AccountViewSchema } from "./accounts.js";
@@ -105,8 +105,8 @@ export interface OperationSettings {
   maxPageSize: number;
   defaultPageSize: number;
   requiredScopes: Record<ProtectedRoute, readonly string[]>;
-  /** The API reference page's assets: file name -> media type. */
-  docsAssets: Record<string, string>;
+  /** The API reference page's assets (file name -> media type); null when there is no page. */
+  docsAssets: Readonly<Record<string, string>> | null;
 }
 
 const text = (description: string, examples: string[]) => z.string().meta({ examples, description });
@@ -199,7 +199,7 @@ export function createOperations(settings: OperationSettings): Operation[] {
   const cacheable: Record<string, ResponseHeader> = {
     "Cache-Control": { description: "May be cached for five minutes.", schema: z.literal("public, max-age=300"), required: true },
   };
-  return [
+  const operations: Operation[] = [
     {
       path: "/plants",
       method: "post",
@@ -337,6 +337,13 @@ export function createOperations(settings: OperationSettings): Operation[] {
         },
       },
     },
+  ];
+  return settings.docsAssets ? [...operations, ...docsOperations(settings.docsAssets)] : operations;
+}
+
+/** `/docs` and its assets: described only when the app serves a reference page (the `docs` option). */
+function docsOperations(docsAssets: Readonly<Record<string, string>>): Operation[] {
+  const page: Operation[] = [
     {
       path: "/docs",
       method: "get",
@@ -355,14 +362,16 @@ export function createOperations(settings: OperationSettings): Operation[] {
       description: "Swagger UI's files (from the swagger-ui-dist npm package) and the page's own start-up script.",
       tags: ["API description"],
       security: { kind: "none" },
-      pathParams: z.object({ asset: z.enum(Object.keys(settings.docsAssets) as [string, ...string[]]) }),
+      pathParams: z.object({ asset: z.enum(Object.keys(docsAssets) as [string, ...string[]]) }),
       responses: {
         "200": {
           description: "The asset (long-cacheable).",
-          content: Object.fromEntries(Object.values(settings.docsAssets).map((type) => [type, z.string()])),
+          content: Object.fromEntries(Object.values(docsAssets).map((type) => [type, z.string()])),
         },
         "404": { description: "No such asset (1404).", body: apiErrorBody([ApiErrorCode.notFound]) },
       },
     },
   ];
+  // A page without files has no asset path to describe (an empty enum is no schema).
+  return Object.keys(docsAssets).length > 0 ? page : page.slice(0, 1);
 }

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ApiError, ApiErrorCode, type ApiErrorNumber } from "../errors/index.js";
 import { JsonNumber, type JsonValue } from "../http/json.js";
 import type { PlantRecord } from "../storage/types.js";

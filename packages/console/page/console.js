@@ -1,14 +1,54 @@
-/**
- * The console's script, served at `{base}/console/assets/console.js` (its own path, so the page's
- * CSP needs no 'unsafe-inline'). Plain DOM code: no framework, no build step, nothing fetched from
- * elsewhere. Every piece of server data goes through `textContent`, never `innerHTML`.
- */
-export const CONSOLE_JS = String.raw`"use strict";
+// @ts-check
+// The console's script, served at `{base}/console/assets/console.js` (its own path, so the page's
+// CSP needs no 'unsafe-inline'). Plain DOM code: no framework, nothing fetched from elsewhere.
+// Every piece of server data goes through `textContent`, never `innerHTML`. Type-checked by
+// `tsc -p page/tsconfig.json` (part of the package's `typecheck`).
+"use strict";
 (() => {
-  const root = document.querySelector('meta[name="plantgate-console-root"]').content;
+  /**
+   * What `GET /console/api/session` answers.
+   * @typedef {{ username: string, displayName?: string, csrfToken: string, expiresAt: string, grantTypes: string[], scopes: string[], adminRole: string }} Session
+   */
+
+  /**
+   * The element with this id, of the kind the script expects. The page has every id the script
+   * uses, so a missing or different element is a bug: it fails here, loudly.
+   * @template {HTMLElement} T
+   * @param {string} id
+   * @param {{ new (): T, name: string }} kind
+   * @returns {T}
+   */
+  function byId(id, kind) {
+    const node = document.getElementById(id);
+    if (!(node instanceof kind)) throw new Error("console page: #" + id + " is not a " + kind.name);
+    return node;
+  }
+  /** @param {string} id */
+  const $ = (id) => byId(id, HTMLElement);
+  /** @param {string} id */
+  const $input = (id) => byId(id, HTMLInputElement);
+  /** @param {string} id */
+  const $button = (id) => byId(id, HTMLButtonElement);
+  /** @param {string} id */
+  const $dialog = (id) => byId(id, HTMLDialogElement);
+  /** @param {string} id */
+  const $form = (id) => byId(id, HTMLFormElement);
+
+  /** @param {unknown} error */
+  const messageOf = (error) => (error instanceof Error ? error.message : String(error));
+
+  const meta = document.querySelector('meta[name="plantgate-console-root"]');
+  if (!(meta instanceof HTMLMetaElement)) throw new Error("console page: no plantgate-console-root meta");
+  const root = meta.content;
   const api = root + "/api";
+  /** @type {{ session: Session | null, page: number, pageSize: number }} */
   const state = { session: null, page: 1, pageSize: 20 };
-  const $ = (id) => document.getElementById(id);
+
+  /** The signed-in session; only called on views that need one. */
+  function session() {
+    if (!state.session) throw new Error("Sign in first.");
+    return state.session;
+  }
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -33,6 +73,7 @@ export const CONSOLE_JS = String.raw`"use strict";
   }
 
   async function call(method, path, body) {
+    /** @type {Record<string, string>} */
     const headers = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (method !== "GET" && state.session) headers["x-csrf-token"] = state.session.csrfToken;
@@ -76,7 +117,7 @@ export const CONSOLE_JS = String.raw`"use strict";
     const signedIn = state.session !== null;
     $("nav").hidden = !signedIn;
     $("whoami").hidden = !signedIn;
-    if (signedIn) $("whoami-name").textContent = "Signed in as " + state.session.username;
+    if (state.session) $("whoami-name").textContent = "Signed in as " + state.session.username;
     for (const [id, target] of [["nav-security", "view-security"], ["nav-accounts", "view-accounts"]]) {
       if (target === view) $(id).setAttribute("aria-current", "page");
       else $(id).removeAttribute("aria-current");
@@ -86,11 +127,12 @@ export const CONSOLE_JS = String.raw`"use strict";
   function showSignIn(message) {
     show("view-sign-in");
     showError("sign-in-error", message || null);
-    $("sign-in-username").focus();
+    $input("sign-in-username").focus();
   }
 
   function focusHeading(view) {
     const h = $(view).querySelector("h1");
+    if (!h) return;
     h.setAttribute("tabindex", "-1");
     h.focus();
   }
@@ -112,14 +154,14 @@ export const CONSOLE_JS = String.raw`"use strict";
   // ---- dialogs -------------------------------------------------------------------------------
 
   function confirmAction(title, text, okLabel) {
-    const dialog = $("confirm-dialog");
+    const dialog = $dialog("confirm-dialog");
     $("confirm-title").textContent = title;
     $("confirm-text").textContent = text;
-    $("confirm-ok").textContent = okLabel;
+    $button("confirm-ok").textContent = okLabel;
     return new Promise((resolve) => {
       const done = (answer) => {
-        $("confirm-ok").removeEventListener("click", ok);
-        $("confirm-cancel").removeEventListener("click", cancel);
+        $button("confirm-ok").removeEventListener("click", ok);
+        $button("confirm-cancel").removeEventListener("click", cancel);
         dialog.removeEventListener("cancel", cancel);
         dialog.close();
         resolve(answer);
@@ -129,41 +171,42 @@ export const CONSOLE_JS = String.raw`"use strict";
         if (event) event.preventDefault();
         done(false);
       };
-      $("confirm-ok").addEventListener("click", ok);
-      $("confirm-cancel").addEventListener("click", cancel);
+      $button("confirm-ok").addEventListener("click", ok);
+      $button("confirm-cancel").addEventListener("click", cancel);
       dialog.addEventListener("cancel", cancel);
       dialog.showModal();
-      $("confirm-cancel").focus();
+      $button("confirm-cancel").focus();
     });
   }
 
+  /** @type {Element | null} */
   let returnFocus = null;
   function showSecret(clientId, secret) {
     returnFocus = document.activeElement;
-    $("secret-client-id").value = clientId;
-    $("secret-value").value = secret;
+    $input("secret-client-id").value = clientId;
+    $input("secret-value").value = secret;
     setStatus("secret-copied", "");
-    $("secret-dialog").showModal();
-    $("secret-value").focus();
-    $("secret-value").select();
+    $dialog("secret-dialog").showModal();
+    $input("secret-value").focus();
+    $input("secret-value").select();
   }
 
   function closeSecret() {
     // The secret must not linger in the page once the administrator has stored it.
-    $("secret-value").value = "";
-    $("secret-client-id").value = "";
-    if ($("secret-dialog").open) $("secret-dialog").close();
-    if (returnFocus && document.contains(returnFocus)) returnFocus.focus();
+    $input("secret-value").value = "";
+    $input("secret-client-id").value = "";
+    if ($dialog("secret-dialog").open) $dialog("secret-dialog").close();
+    if (returnFocus instanceof HTMLElement && document.contains(returnFocus)) returnFocus.focus();
     else focusHeading("view-security");
   }
 
-  $("secret-done").addEventListener("click", closeSecret);
-  $("secret-dialog").addEventListener("cancel", (event) => {
+  $button("secret-done").addEventListener("click", closeSecret);
+  $dialog("secret-dialog").addEventListener("cancel", (event) => {
     event.preventDefault();
     closeSecret();
   });
-  $("secret-copy").addEventListener("click", async () => {
-    const input = $("secret-value");
+  $button("secret-copy").addEventListener("click", async () => {
+    const input = $input("secret-value");
     try {
       await navigator.clipboard.writeText(input.value);
       setStatus("secret-copied", "Copied to the clipboard.");
@@ -180,11 +223,11 @@ export const CONSOLE_JS = String.raw`"use strict";
     const grants = $("client-grants");
     const scopes = $("client-scopes");
     for (const box of [grants, scopes]) for (const c of [...box.querySelectorAll(".check")]) c.remove();
-    for (const g of state.session.grantTypes) {
+    for (const g of session().grantTypes) {
       const id = "grant-" + g;
       grants.append(el("div", { class: "check" }, el("input", { type: "checkbox", id, name: "grantTypes", value: g, checked: true }), el("label", { for: id, text: g })));
     }
-    for (const s of state.session.scopes) {
+    for (const s of session().scopes) {
       const id = "scope-" + s;
       scopes.append(el("div", { class: "check" }, el("input", { type: "checkbox", id, name: "scopes", value: s, checked: true }), el("label", { for: id, text: s })));
     }
@@ -215,7 +258,7 @@ export const CONSOLE_JS = String.raw`"use strict";
       );
       $("clients-empty").hidden = clients.length > 0;
     } catch (e) {
-      setStatus("security-status", e.message);
+      setStatus("security-status", messageOf(e));
     }
   }
 
@@ -232,7 +275,7 @@ export const CONSOLE_JS = String.raw`"use strict";
       showSecret(r.clientId, r.clientSecret);
       await loadClients();
     } catch (e) {
-      setStatus("security-status", e.message);
+      setStatus("security-status", messageOf(e));
     }
   }
 
@@ -245,25 +288,27 @@ export const CONSOLE_JS = String.raw`"use strict";
       await loadClients();
       focusHeading("view-security");
     } catch (e) {
-      setStatus("security-status", e.message);
+      setStatus("security-status", messageOf(e));
     }
   }
 
-  $("client-form").addEventListener("submit", async (event) => {
+  $form("client-form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    const form = event.target;
-    const name = $("client-name").value.trim();
+    const form = /** @type {HTMLFormElement} */ (event.currentTarget);
+    const name = $input("client-name").value.trim();
     if (!name) {
       showError("client-error", "Enter a name.");
-      return $("client-name").focus();
+      return $input("client-name").focus();
     }
-    const checked = (n) => [...form.querySelectorAll('input[name="' + n + '"]:checked')].map((i) => i.value);
-    const ttl = $("client-ttl").value.trim();
+    /** @param {string} n */
+    const checked = (n) => [...form.querySelectorAll('input[name="' + n + '"]:checked')].map((i) => /** @type {HTMLInputElement} */ (i).value);
+    const ttl = $input("client-ttl").value.trim();
+    /** @type {{ name: string, grantTypes: string[], scopes: string[], clientId?: string, accessTokenTtl?: number }} */
     const body = { name, grantTypes: checked("grantTypes"), scopes: checked("scopes") };
-    const clientId = $("client-id").value.trim();
+    const clientId = $input("client-id").value.trim();
     if (clientId) body.clientId = clientId;
     if (ttl) body.accessTokenTtl = Number(ttl);
-    $("client-create").disabled = true;
+    $button("client-create").disabled = true;
     try {
       const r = await call("POST", "/clients", body);
       showError("client-error", null);
@@ -275,7 +320,7 @@ export const CONSOLE_JS = String.raw`"use strict";
     } catch (e) {
       showError("client-error", e);
     } finally {
-      $("client-create").disabled = false;
+      $button("client-create").disabled = false;
     }
   });
 
@@ -295,21 +340,21 @@ export const CONSOLE_JS = String.raw`"use strict";
         ),
       );
     } catch (e) {
-      setStatus("security-status", e.message);
+      setStatus("security-status", messageOf(e));
     }
   }
 
-  $("keys-rotate").addEventListener("click", async () => {
+  $button("keys-rotate").addEventListener("click", async () => {
     const yes = await confirmAction("Rotate the signing key?", "A new key signs tokens from now on. Tokens signed by the current key stay valid until they expire.", "Rotate key");
-    if (!yes) return $("keys-rotate").focus();
+    if (!yes) return $button("keys-rotate").focus();
     try {
       const r = await call("POST", "/signing-keys");
       setStatus("security-status", "New signing key " + r.kid + " is active.");
       await loadKeys();
     } catch (e) {
-      setStatus("security-status", e.message);
+      setStatus("security-status", messageOf(e));
     }
-    $("keys-rotate").focus();
+    $button("keys-rotate").focus();
   });
 
   // ---- accounts ------------------------------------------------------------------------------
@@ -323,7 +368,7 @@ export const CONSOLE_JS = String.raw`"use strict";
       }
       $("accounts-body").replaceChildren(
         ...r.accounts.map((a) => {
-          const self = a.username === state.session.username;
+          const self = a.username === session().username;
           const action = self
             ? el("span", { class: "hint", text: "(you)" })
             : el("button", {
@@ -348,10 +393,10 @@ export const CONSOLE_JS = String.raw`"use strict";
       );
       const pages = Math.max(r.totalPages, 1);
       $("accounts-page-info").textContent = "Page " + r.page + " of " + pages + " · " + r.total + (r.total === 1 ? " account" : " accounts");
-      $("accounts-prev").disabled = r.page <= 1;
-      $("accounts-next").disabled = r.page >= r.totalPages;
+      $button("accounts-prev").disabled = r.page <= 1;
+      $button("accounts-next").disabled = r.page >= r.totalPages;
     } catch (e) {
-      setStatus("accounts-status", e.message);
+      setStatus("accounts-status", messageOf(e));
     }
   }
 
@@ -366,37 +411,37 @@ export const CONSOLE_JS = String.raw`"use strict";
       await loadAccounts();
       focusHeading("view-accounts");
     } catch (e) {
-      setStatus("accounts-status", e.message);
+      setStatus("accounts-status", messageOf(e));
     }
   }
 
-  $("accounts-prev").addEventListener("click", async () => {
+  $button("accounts-prev").addEventListener("click", async () => {
     state.page = Math.max(1, state.page - 1);
     await loadAccounts();
-    ($("accounts-prev").disabled ? $("accounts-next") : $("accounts-prev")).focus();
+    ($button("accounts-prev").disabled ? $button("accounts-next") : $button("accounts-prev")).focus();
   });
-  $("accounts-next").addEventListener("click", async () => {
+  $button("accounts-next").addEventListener("click", async () => {
     state.page += 1;
     await loadAccounts();
-    ($("accounts-next").disabled ? $("accounts-prev") : $("accounts-next")).focus();
+    ($button("accounts-next").disabled ? $button("accounts-prev") : $button("accounts-next")).focus();
   });
   $("accounts-page-size").addEventListener("change", async () => {
-    state.pageSize = Number($("accounts-page-size").value);
+    state.pageSize = Number(byId("accounts-page-size", HTMLSelectElement).value);
     state.page = 1;
     await loadAccounts();
   });
 
-  $("account-form").addEventListener("submit", async (event) => {
+  $form("account-form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    const form = event.target;
+    const form = /** @type {HTMLFormElement} */ (event.currentTarget);
     const body = {
-      username: $("account-username").value.trim(),
-      password: $("account-password").value,
-      displayName: $("account-display-name").value.trim(),
-      email: $("account-email").value.trim(),
-      roles: $("account-admin").checked ? [state.session.adminRole] : [],
+      username: $input("account-username").value.trim(),
+      password: $input("account-password").value,
+      displayName: $input("account-display-name").value.trim(),
+      email: $input("account-email").value.trim(),
+      roles: $input("account-admin").checked ? [session().adminRole] : [],
     };
-    $("account-create").disabled = true;
+    $button("account-create").disabled = true;
     try {
       const a = await call("POST", "/accounts", body);
       showError("account-error", null);
@@ -406,37 +451,37 @@ export const CONSOLE_JS = String.raw`"use strict";
     } catch (e) {
       showError("account-error", e);
     } finally {
-      $("account-create").disabled = false;
+      $button("account-create").disabled = false;
     }
   });
 
   // ---- session -------------------------------------------------------------------------------
 
-  $("sign-in-form").addEventListener("submit", async (event) => {
+  $form("sign-in-form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    const username = $("sign-in-username").value;
-    const password = $("sign-in-password").value;
+    const username = $input("sign-in-username").value;
+    const password = $input("sign-in-password").value;
     if (!username || !password) {
       showError("sign-in-error", "Enter your username and password.");
-      return (username ? $("sign-in-password") : $("sign-in-username")).focus();
+      return (username ? $input("sign-in-password") : $input("sign-in-username")).focus();
     }
-    $("sign-in-submit").disabled = true;
+    $button("sign-in-submit").disabled = true;
     try {
       state.session = await call("POST", "/session", { username, password });
-      $("sign-in-form").reset();
+      $form("sign-in-form").reset();
       showError("sign-in-error", null);
       buildClientForm();
       await route();
     } catch (e) {
       showError("sign-in-error", e);
-      $("sign-in-password").value = "";
-      $("sign-in-password").focus();
+      $input("sign-in-password").value = "";
+      $input("sign-in-password").focus();
     } finally {
-      $("sign-in-submit").disabled = false;
+      $button("sign-in-submit").disabled = false;
     }
   });
 
-  $("sign-out").addEventListener("click", async () => {
+  $button("sign-out").addEventListener("click", async () => {
     try {
       await call("POST", "/session/sign-out");
     } catch {
@@ -461,4 +506,3 @@ export const CONSOLE_JS = String.raw`"use strict";
     await route();
   })();
 })();
-`;

@@ -11,14 +11,14 @@ import { ASSET_FILES, swaggerUiDistDir } from "../scripts/dist.js";
 
 const dist = swaggerUiDistDir();
 
-describe("@plantgate/docs-ui", () => {
+describe("@plantgate/docs: the generated Swagger UI module", () => {
   it("is generated from the installed swagger-ui-dist version", () => {
     const pkg = JSON.parse(readFileSync(join(dist, "package.json"), "utf8")) as { version: string };
     expect(SWAGGER_UI_VERSION).toBe(pkg.version);
   });
 
   for (const [name, file] of Object.entries(ASSET_FILES)) {
-    it(`${name} is swagger-ui-dist/${file} byte for byte (else run \`pnpm --filter @plantgate/docs-ui generate\`)`, () => {
+    it(`${name} is swagger-ui-dist/${file} byte for byte (else run \`pnpm --filter @plantgate/docs generate\`)`, () => {
       const onDisk = readFileSync(join(dist, file));
       const text = (generated as Record<string, string>)[name]!;
       expect(onDisk.length).toBeGreaterThan(1000);

@@ -1,5 +1,5 @@
 import { defineProject } from "vitest/config";
 
 export default defineProject({
-  test: { name: "docs-ui", include: ["test/**/*.test.ts"] },
+  test: { name: "console", include: ["test/**/*.test.ts"] },
 });

@@ -1,0 +1,120 @@
+/**
+ * `@plantgate/docs`: the API reference page (Swagger UI) that plantgate serves at `{basePath}/docs`
+ * when you pass it as the `docs` option. Swagger UI's browser files travel as strings (generated
+ * from swagger-ui-dist), so the page works offline and on every adapter, Workers included, and
+ * apps that leave it out carry none of it.
+ */
+import type { PageFile, StaticPage } from "@plantgate/core";
+import { SWAGGER_UI_BUNDLE_JS, SWAGGER_UI_BUNDLE_LICENSES, SWAGGER_UI_CSS, SWAGGER_UI_VERSION } from "./generated/swagger-ui.js";
+
+/** One static asset: its media type and its text. */
+export interface DocsAsset {
+  contentType: string;
+  text: string;
+}
+
+/**
+ * Swagger UI's own files, by file name (as in swagger-ui-dist).
+ *
+ * @example
+ * import { SWAGGER_UI_ASSETS } from "@plantgate/docs";
+ * const css = SWAGGER_UI_ASSETS["swagger-ui.css"]!;
+ * new Response(css.text, { headers: { "content-type": css.contentType } });
+ */
+export const SWAGGER_UI_ASSETS: Readonly<Record<string, DocsAsset>> = {
+  "swagger-ui-bundle.js": { contentType: "text/javascript; charset=utf-8", text: SWAGGER_UI_BUNDLE_JS },
+  "swagger-ui.css": { contentType: "text/css; charset=utf-8", text: SWAGGER_UI_CSS },
+  "swagger-ui-bundle.js.LICENSE.txt": { contentType: "text/plain; charset=utf-8", text: SWAGGER_UI_BUNDLE_LICENSES },
+};
+
+export { SWAGGER_UI_VERSION };
+
+// The page's own start-up script: a file, not inline, so the CSP can forbid inline scripts.
+// validatorUrl: null keeps Swagger UI from sending the document to an outside validator.
+const INIT_SCRIPT = `"use strict";
+window.addEventListener("DOMContentLoaded", function () {
+  window.ui = SwaggerUIBundle({
+    url: new URL("openapi.json", document.baseURI).href,
+    dom_id: "#swagger-ui",
+    deepLinking: true,
+    validatorUrl: null,
+    displayOperationId: true,
+    defaultModelsExpandDepth: 1,
+    tryItOutEnabled: false,
+    presets: [SwaggerUIBundle.presets.apis],
+    layout: "BaseLayout"
+  });
+});
+`;
+
+// Every URL is relative: `docs/assets/...` and `openapi.json` resolve against `{base}/docs`, i.e. to
+// `{base}/docs/assets/...` and `{base}/openapi.json`, wherever the app is mounted. The empty data:
+// icon stops the browser asking for /favicon.ico (a 404 in the console).
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Plant Store API reference</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="docs/assets/swagger-ui.css">
+<script src="docs/assets/swagger-ui-bundle.js" defer></script>
+<script src="docs/assets/docs-init.js" defer></script>
+</head>
+<body>
+<noscript>This page needs JavaScript. The API description itself is at <a href="openapi.json">openapi.json</a>.</noscript>
+<div id="swagger-ui"></div>
+</body>
+</html>
+`;
+
+/**
+ * The page's Content-Security-Policy: everything from this origin only; no inline script. Swagger
+ * UI sets element styles from script (allowed) and its CSS inlines SVG icons as data: URLs.
+ * connect-src 'self' keeps "Try it out" and the document fetch on this server.
+ */
+export const DOCS_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+const SECURITY_HEADERS = {
+  "content-security-policy": DOCS_CSP,
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+};
+
+const DOCUMENT: PageFile = {
+  contentType: "text/html; charset=utf-8",
+  body: PAGE,
+  headers: { "cache-control": "no-cache", ...SECURITY_HEADERS },
+};
+
+const ASSET_HEADERS = { "cache-control": "public, max-age=86400", ...SECURITY_HEADERS };
+
+const FILES: Readonly<Record<string, PageFile>> = Object.fromEntries(
+  Object.entries({ ...SWAGGER_UI_ASSETS, "docs-init.js": { contentType: "text/javascript; charset=utf-8", text: INIT_SCRIPT } }).map(
+    ([name, a]): [string, PageFile] => [name, { contentType: a.contentType, body: a.text, headers: ASSET_HEADERS }],
+  ),
+);
+
+/**
+ * The API reference page: Swagger UI over this server's `/openapi.json`, at `{basePath}/docs`
+ * with its files under `{basePath}/docs/assets/`, all under a strict CSP. Pass it as the `docs`
+ * option; without it, `/docs` is 404 (and `/openapi.json` is served all the same).
+ *
+ * @example
+ * import { createPlantgate } from "@plantgate/core";
+ * import { swaggerUi } from "@plantgate/docs";
+ * const app = createPlantgate({ docs: swaggerUi() });
+ */
+export function swaggerUi(): StaticPage {
+  return { page: () => DOCUMENT, assets: FILES };
+}
