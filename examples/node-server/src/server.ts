@@ -1,6 +1,7 @@
 import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type PlainResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { HANDLE_PLAIN, nodeCrypto, serve } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
+import { openRedisHotStoresFromEnv } from "@plantgate/storage-redis/env";
 
 /** The environment the example server reads (see the README's configuration table). */
 export interface ServerEnv {
@@ -21,6 +22,9 @@ export interface ServerEnv {
   PLANTGATE_CONSOLE_SESSION_TTL?: string;
   PLANTGATE_DB?: string;
   PLANTGATE_DATABASE_URL?: string;
+  /** `redis://…`: throttle counters, revoked jtis and console sessions in Redis beside the store. */
+  PLANTGATE_REDIS_URL?: string;
+  PLANTGATE_REDIS_KEY_PREFIX?: string;
   [name: string]: string | undefined;
 }
 
@@ -78,8 +82,19 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
   const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
-  const storage = overrides.storage ?? opened!;
+  // PLANTGATE_REDIS_URL: the hot state goes to Redis, the rest stays in the store above.
+  let hot: Awaited<ReturnType<typeof openRedisHotStoresFromEnv>> = null;
+  if (opened) {
+    try {
+      hot = await openRedisHotStoresFromEnv(env);
+    } catch (error) {
+      await opened.close();
+      throw error;
+    }
+  }
+  const storage = overrides.storage ?? { ...opened!, ...hot?.stores };
   const closeStorage = async () => {
+    await hot?.close();
     await opened?.close();
   };
 
@@ -116,7 +131,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
     app = created;
     return {
       url: running.url,
-      store: opened?.display ?? "custom storage",
+      store: opened ? `${opened.display}${hot ? `; hot state in Redis ${hot.display}` : ""}` : "custom storage",
       app: created,
       consoleUrl: options.console?.enabled ? `${options.baseUrl ?? `${running.url}${options.basePath ?? ""}`}/console` : null,
       demo,
