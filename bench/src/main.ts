@@ -4,6 +4,7 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freshFleetStore, REDIS_URL, redisReachable } from "./fleet.js";
 import { measureHashCost, type HashCost } from "./hash-cost.js";
 import { measurePaging, postgresReachable, type PagingResult } from "./paging.js";
 import { BENCH_DIR, startServer, tools, type ServerProcess } from "./proc.js";
@@ -50,6 +51,8 @@ interface Contender {
   passwordRest: string;
   /** Whether each started process needs a fresh SQLite file. */
   sqlite?: boolean;
+  /** Whether each started process needs a fresh PostgreSQL schema (and, with `redis`, a Redis key prefix beside it). */
+  postgres?: { redis: boolean };
 }
 
 const o2sBase = { entry: "oauth2-server.ts", tokenPath: "/token", ccBody: "grant_type=client_credentials", passwordRest: `&password=${PASSWORD}` };
@@ -75,17 +78,19 @@ const CONTENDERS: Record<string, Contender> = {
   },
   pgMemory: { id: "pgMemory", label: "plantgate, memory store", ...plantgateBase, env: () => ({ BENCH_STORE: "memory", BENCH_SEED_ACCOUNTS: "200" }) },
   pgSqlite: { id: "pgSqlite", label: "plantgate, SQLite", ...plantgateBase, sqlite: true, env: () => ({ BENCH_STORE: "sqlite", BENCH_SEED_ACCOUNTS: "200" }) },
+  pgPostgres: { id: "pgPostgres", label: "plantgate, PostgreSQL", ...plantgateBase, postgres: { redis: false }, env: () => ({ BENCH_SEED_ACCOUNTS: "200" }) },
+  pgPostgresRedis: { id: "pgPostgresRedis", label: "plantgate, PostgreSQL + Redis", ...plantgateBase, postgres: { redis: true }, env: () => ({ BENCH_SEED_ACCOUNTS: "200" }) },
 };
 
 // oidc-provider has no password grant, and only issues refresh tokens from the authorization code
 // flow; only plantgate has the account and plant APIs. Those cells are left out, not faked.
 const PLAN: Array<[Workload, string[]]> = [
   ["baseline", ["bare"]],
-  ["cc", ["bareJwt", "o2sOpaque", "o2sJwt", "oidc", "pgMemory", "pgSqlite"]],
-  ["password", ["o2sOpaque", "o2sJwt", "pgMemory", "pgSqlite"]],
-  ["refresh", ["o2sOpaque", "o2sJwt", "pgMemory", "pgSqlite"]],
-  ["list", ["pgMemory", "pgSqlite"]],
-  ["plants", ["pgMemory", "pgSqlite"]],
+  ["cc", ["bareJwt", "o2sOpaque", "o2sJwt", "oidc", "pgMemory", "pgSqlite", "pgPostgres", "pgPostgresRedis"]],
+  ["password", ["o2sOpaque", "o2sJwt", "pgMemory", "pgSqlite", "pgPostgres", "pgPostgresRedis"]],
+  ["refresh", ["o2sOpaque", "o2sJwt", "pgMemory", "pgSqlite", "pgPostgres", "pgPostgresRedis"]],
+  ["list", ["pgMemory", "pgSqlite", "pgPostgres", "pgPostgresRedis"]],
+  ["plants", ["pgMemory", "pgSqlite", "pgPostgres", "pgPostgresRedis"]],
 ];
 
 interface Row {
@@ -173,7 +178,12 @@ async function wrkRun(workload: Workload, c: Contender, server: ServerProcess, b
 async function measure(workload: Workload, c: Contender): Promise<Row> {
   const env: Record<string, string> = { BENCH_ITERATIONS: String(iterations), ...c.env() };
   if (c.sqlite) env.BENCH_DB_URL = freshSqliteFile();
-  const server = await startServer(c.entry, env, undefined, `${workload}-${c.id}`);
+  const fleet = c.postgres ? await freshFleetStore(PG_URL, c.postgres.redis) : null;
+  Object.assign(env, fleet?.env);
+  const server = await startServer(c.entry, env, undefined, `${workload}-${c.id}`).catch(async (error: unknown) => {
+    await fleet?.drop();
+    throw error;
+  });
   try {
     const bearer = workload === "list" || workload === "plants" ? await bearerFor(server, c) : "";
     await wrkRun(workload, c, server, bearer, settings.warmup);
@@ -195,6 +205,7 @@ async function measure(workload: Workload, c: Contender): Promise<Row> {
     throw new Error(`${c.label} / ${workload}: ${(error as Error).message}\n${server.stderr()}`);
   } finally {
     await server.stop();
+    await fleet?.drop();
   }
 }
 
@@ -302,6 +313,12 @@ function targets(rows: Row[], paging: PagingResult | null, memory: MemoryCheck |
     ratio("cc", "pgSqlite", 0.3, "Client credentials on SQLite >= 0.30x bare"),
     ratio("list", "pgSqlite", 0.3, "GetAccountList (bearer) on SQLite >= 0.30x bare"),
     ratio("refresh", "pgSqlite", 0.2, "Refresh grant on SQLite >= 0.20x bare"),
+    ((name: string): Target => {
+      const memory = rps("cc", "pgMemory");
+      const fleet = rps("cc", "pgPostgresRedis");
+      if (memory === undefined || fleet === undefined) return { name, value: "not run", pass: null };
+      return { name, value: `${(fleet / memory).toFixed(2)}x`, pass: fleet / memory >= 0.7 };
+    })("Client credentials on PostgreSQL + Redis >= 0.70x the memory store"),
     paging
       ? { name: `PostgreSQL, ${paging.accounts.toLocaleString("en-US")} accounts: last page <= 3x page 1 (p50)`, value: `${(paging.lastMs.p50 / paging.firstMs.p50).toFixed(2)}x`, pass: paging.lastMs.p50 <= 3 * paging.firstMs.p50 }
       : { name: "PostgreSQL paging: last page <= 3x page 1", value: "not run", pass: null },
@@ -380,9 +397,18 @@ async function main(): Promise<number> {
   const hash = [await measureHashCost(600_000, quick ? 1 : 3), await measureHashCost(100_000, quick ? 1 : 5), await measureHashCost(iterations, quick ? 5 : 21)];
 
   const rows: Row[] = [];
+  // The fleet rows need PostgreSQL (and Redis); without them they are left out, and said so.
+  const haveRedis = await redisReachable(REDIS_URL);
+  const havePostgres = await postgresReachable(PG_URL);
+  if (!havePostgres) log(`note: PostgreSQL not reachable at BENCH_DATABASE_URL: the PostgreSQL rows are left out`);
+  else if (!haveRedis) log(`note: Redis not reachable at BENCH_REDIS_URL: the PostgreSQL + Redis rows are left out`);
   for (const [workload, ids] of PLAN) {
     if (only && !only.includes(workload)) continue;
-    for (const id of ids) rows.push(await measure(workload, CONTENDERS[id]!));
+    for (const id of ids) {
+      const c = CONTENDERS[id]!;
+      if (c.postgres && (!havePostgres || (c.postgres.redis && !haveRedis))) continue;
+      rows.push(await measure(workload, c));
+    }
   }
 
   let memory: MemoryCheck | null = null;

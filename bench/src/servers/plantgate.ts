@@ -1,14 +1,22 @@
 // plantgate's Node server (@plantgate/node serve + @plantgate/core) on the store named by
-// BENCH_STORE: "memory", or a SQL URL in BENCH_DB_URL (a SQLite file path or postgres://...).
+// BENCH_STORE: "memory", or a SQL URL in BENCH_DB_URL (a SQLite file path or postgres://...);
+// with BENCH_REDIS_URL, the hot stores go to Redis beside it (key prefix BENCH_REDIS_PREFIX).
 import { createMemoryStorage, createPlantgate, type CreateAccountInput, type Plantgate, type Storage } from "@plantgate/core";
 import { HANDLE_PLAIN, nodeCrypto, serve } from "@plantgate/node";
+import { redisHotStores } from "@plantgate/storage-redis";
 import { openSqlStorage } from "@plantgate/storage-sql";
+import { createClient } from "redis";
 import { announceReady, CLIENT_ID, CLIENT_SECRET, DEFAULT_BENCH_ITERATIONS, envInt, PASSWORD, username, USERS } from "../shared.js";
 
 const iterations = envInt("BENCH_ITERATIONS", DEFAULT_BENCH_ITERATIONS);
 const seedAccounts = envInt("BENCH_SEED_ACCOUNTS", 0);
 const url = process.env.BENCH_DB_URL;
-const storage: Storage = process.env.BENCH_STORE === "memory" || !url ? createMemoryStorage() : await openSqlStorage(url);
+const base: Storage = process.env.BENCH_STORE === "memory" || !url ? createMemoryStorage() : await openSqlStorage(url);
+const redisUrl = process.env.BENCH_REDIS_URL;
+// As examples/node-server does with PLANTGATE_REDIS_URL.
+const storage: Storage = redisUrl
+  ? { ...base, ...redisHotStores(await createClient({ url: redisUrl, disableOfflineQueue: true }).connect(), { keyPrefix: process.env.BENCH_REDIS_PREFIX ?? "plantgate-bench:" }) }
+  : base;
 
 let app: Plantgate | null = null;
 // The issuer is the listening URL, known only after listen, as in examples/node-server.

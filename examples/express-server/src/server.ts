@@ -6,6 +6,7 @@ import { nodeCrypto } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
+import { openRedisHotStoresFromEnv } from "@plantgate/storage-redis/env";
 
 /** The environment the Express example reads: node-server's variables plus `PLANTGATE_MOUNT_PATH`. */
 export interface ExpressServerEnv {
@@ -23,6 +24,9 @@ export interface ExpressServerEnv {
   PLANTGATE_PASSWORD_HASH_ITERATIONS?: string;
   PLANTGATE_DB?: string;
   PLANTGATE_DATABASE_URL?: string;
+  /** `redis://…`: throttle counters, revoked jtis and console sessions in Redis beside the store. */
+  PLANTGATE_REDIS_URL?: string;
+  PLANTGATE_REDIS_KEY_PREFIX?: string;
   [name: string]: string | undefined;
 }
 
@@ -81,8 +85,19 @@ export async function startExpressServer(
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
   const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
-  const storage = overrides.storage ?? opened!;
+  // PLANTGATE_REDIS_URL: the hot state goes to Redis, the rest stays in the store above.
+  let hot: Awaited<ReturnType<typeof openRedisHotStoresFromEnv>> = null;
+  if (opened) {
+    try {
+      hot = await openRedisHotStoresFromEnv(env);
+    } catch (error) {
+      await opened.close();
+      throw error;
+    }
+  }
+  const storage = overrides.storage ?? { ...opened!, ...hot?.stores };
   const closeStorage = async () => {
+    await hot?.close();
     await opened?.close();
   };
 
@@ -149,7 +164,7 @@ export async function startExpressServer(
       url,
       mountPath: mount || "/",
       baseUrl: url + mount,
-      store: opened?.display ?? "custom storage",
+      store: opened ? `${opened.display}${hot ? `; hot state in Redis ${hot.display}` : ""}` : "custom storage",
       app: created,
       demo,
       close: async () => {

@@ -3,6 +3,7 @@ import { HANDLE_PLAIN, nodeCrypto, serve } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
+import { openRedisHotStoresFromEnv } from "@plantgate/storage-redis/env";
 
 /** The environment the example server reads (see the README's configuration table). */
 export interface ServerEnv {
@@ -23,6 +24,9 @@ export interface ServerEnv {
   PLANTGATE_CONSOLE_SESSION_TTL?: string;
   PLANTGATE_DB?: string;
   PLANTGATE_DATABASE_URL?: string;
+  /** `redis://…`: throttle counters, revoked jtis and console sessions in Redis beside the store. */
+  PLANTGATE_REDIS_URL?: string;
+  PLANTGATE_REDIS_KEY_PREFIX?: string;
   [name: string]: string | undefined;
 }
 
@@ -80,8 +84,19 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
   const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
-  const storage = overrides.storage ?? opened!;
+  // PLANTGATE_REDIS_URL: the hot state goes to Redis, the rest stays in the store above.
+  let hot: Awaited<ReturnType<typeof openRedisHotStoresFromEnv>> = null;
+  if (opened) {
+    try {
+      hot = await openRedisHotStoresFromEnv(env);
+    } catch (error) {
+      await opened.close();
+      throw error;
+    }
+  }
+  const storage = overrides.storage ?? { ...opened!, ...hot?.stores };
   const closeStorage = async () => {
+    await hot?.close();
     await opened?.close();
   };
 
@@ -122,7 +137,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
     app = created;
     return {
       url: running.url,
-      store: opened?.display ?? "custom storage",
+      store: opened ? `${opened.display}${hot ? `; hot state in Redis ${hot.display}` : ""}` : "custom storage",
       app: created,
       consoleUrl: options.console?.enabled ? `${options.baseUrl ?? `${running.url}${options.basePath ?? ""}`}/console` : null,
       demo,

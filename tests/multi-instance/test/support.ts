@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
+import { createClient } from "redis";
 import { describe, it } from "vitest";
 
 export const IN_CI = process.env.CI === "true";
@@ -23,6 +24,8 @@ export const CLIENT_SECRET = "multi-client-secret-0123456789";
 export const USERNAME = "multi-user";
 export const PASSWORD = "multi-user-password";
 
+export const REDIS_URL = process.env.PLANTGATE_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+
 /** The URL with any password replaced, for test names and messages. */
 export const redact = (url: string): string => url.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
 
@@ -37,17 +40,41 @@ export async function probePostgres(): Promise<string | null> {
   }
 }
 
+/** A connected Redis client that fails at once instead of retrying; the caller destroys it. */
+const createRedisClient = () => createClient({ url: REDIS_URL, disableOfflineQueue: true, socket: { connectTimeout: 3000, reconnectStrategy: false } });
+
+export async function connectRedis(): Promise<ReturnType<typeof createRedisClient>> {
+  const client = createRedisClient();
+  client.on("error", () => {});
+  await client.connect();
+  return client;
+}
+
+export async function probeRedis(): Promise<string | null> {
+  try {
+    (await connectRedis()).destroy();
+    return null;
+  } catch (e) {
+    return (e as Error)?.message || String(e);
+  }
+}
+
 /** Registers `body` when PostgreSQL answered; else a loudly named skip, or a failing test under CI=true. */
 export function describeIfPostgres(label: string, problem: string | null, body: () => void): void {
+  describeIfService(label, "PostgreSQL", POSTGRES_URL, "PLANTGATE_TEST_POSTGRES_URL", problem, body);
+}
+
+/** As {@link describeIfPostgres}, for any service: `problem` is null when it answered. */
+export function describeIfService(label: string, service: string, url: string, envVar: string, problem: string | null, body: () => void): void {
   if (problem === null) {
     describe(label, body);
     return;
   }
-  const reason = `${label} (PostgreSQL unreachable at ${redact(POSTGRES_URL)}: set PLANTGATE_TEST_POSTGRES_URL)`;
+  const reason = `${label} (${service} unreachable at ${redact(url)}: set ${envVar})`;
   if (IN_CI) {
     describe(reason, () => {
-      it("PostgreSQL is reachable (required when CI=true)", () => {
-        throw new Error(`PostgreSQL is unreachable at ${redact(POSTGRES_URL)}: ${problem}`);
+      it(`${service} is reachable (required when CI=true)`, () => {
+        throw new Error(`${service} is unreachable at ${redact(url)}: ${problem}`);
       });
     });
   } else {

@@ -1,0 +1,76 @@
+/**
+ * `@plantgate/storage-redis/env`: the hot stores from environment variables, as the example
+ * servers use them. Creates and owns its node-redis client.
+ */
+import { createClient } from "redis";
+import { DEFAULT_KEY_PREFIX, redisHotStores, type RedisHotStores } from "./index.js";
+
+/** Thrown when `PLANTGATE_REDIS_URL` is malformed or Redis cannot be reached at start-up. */
+export class RedisConfigError extends Error {
+  override readonly name = "RedisConfigError";
+}
+
+/** The hot stores on a client this module opened; `close()` ends that client. */
+export interface OpenedRedisHotStores {
+  stores: RedisHotStores;
+  /** Where they live, password-free, e.g. `redis://127.0.0.1:6379/ (prefix plantgate:)`. */
+  display: string;
+  close(): Promise<void>;
+}
+
+/** Removes the password from a Redis URL so it can be printed. */
+export function redactRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return url.replace(/\/\/[^@/]*@/, "//***@");
+  }
+}
+
+/**
+ * Opens the hot stores when `PLANTGATE_REDIS_URL` (`redis://…` or `rediss://…` for TLS) is set,
+ * under the key prefix `PLANTGATE_REDIS_KEY_PREFIX` (default `plantgate:`); null when it is not.
+ * The client fails commands at once while disconnected (no offline queue, so the core answers 503
+ * instead of waiting) and reconnects in the background; an unreachable Redis at start-up is a
+ * `RedisConfigError` naming the password-free URL.
+ *
+ * @example
+ * const sql = await openStorageFromEnv(process.env, { cwd: process.cwd() });
+ * const hot = await openRedisHotStoresFromEnv(process.env);
+ * const app = createPlantgate({ storage: { ...sql, ...hot?.stores } });
+ */
+export async function openRedisHotStoresFromEnv(env: Record<string, string | undefined>, options: { clock?: () => number } = {}): Promise<OpenedRedisHotStores | null> {
+  const url = env.PLANTGATE_REDIS_URL;
+  if (!url) return null;
+  if (!/^rediss?:\/\//.test(url)) throw new RedisConfigError("PLANTGATE_REDIS_URL must start with redis:// or rediss://");
+  const keyPrefix = env.PLANTGATE_REDIS_KEY_PREFIX || DEFAULT_KEY_PREFIX;
+  const shown = redactRedisUrl(url);
+  let connected = false;
+  const client = createClient({
+    url,
+    disableOfflineQueue: true,
+    socket: {
+      connectTimeout: 5000,
+      // Before the first connection: give up (start-up fails); after it: retry, backing off to 2 s.
+      reconnectStrategy: (retries: number, cause: Error) => (connected ? Math.min(50 * 2 ** retries, 2000) : cause),
+    },
+  });
+  // Errors reach the core as rejected commands (StorageError, 503); the event only needs a listener.
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    connected = true;
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new RedisConfigError(`cannot reach Redis at ${shown}: ${reason}`, { cause: error });
+  }
+  return {
+    stores: redisHotStores(client, { keyPrefix, ...(options.clock ? { clock: options.clock } : {}) }),
+    display: `${shown} (prefix ${keyPrefix})`,
+    close: async () => {
+      if (client.isOpen) await client.close();
+    },
+  };
+}

@@ -1,0 +1,82 @@
+/**
+ * `@plantgate/storage-redis`: plantgate's hot, short-lived state in Redis, beside any SQL store.
+ * See {@link redisHotStores}.
+ */
+import type { AttemptStore, RevokedTokenStore, SessionStore } from "@plantgate/core";
+import { redisAttemptStore } from "./attempts.js";
+import type { HotContext } from "./context.js";
+import { redisRevokedTokenStore } from "./revoked-tokens.js";
+import type { RedisScriptClient } from "./scripts.js";
+import { redisSessionStore } from "./sessions.js";
+
+export type { RedisScriptClient } from "./scripts.js";
+
+/** Options of {@link redisHotStores}. */
+export interface RedisHotStoresOptions {
+  /**
+   * Prepended to every key, so several deployments (or tests) can share one Redis database.
+   * Default `plantgate:`.
+   */
+  keyPrefix?: string;
+  /**
+   * Epoch milliseconds: pass the same clock as `createPlantgate({ clock })`. Used to turn a
+   * record's `expiresAt` into a Redis expiry. Default `Date.now`.
+   */
+  clock?: () => number;
+  /**
+   * How long a record is kept after its logical end (a session's or a revoked token's `expiresAt`,
+   * the end of a counter's window), for clock skew between instances. Default 60 000 (one minute).
+   */
+  expiryMarginMs?: number;
+}
+
+/** The stores {@link redisHotStores} puts in Redis: spread them over a full `Storage`. */
+export interface RedisHotStores {
+  attempts: AttemptStore;
+  revokedTokens: RevokedTokenStore;
+  sessions: SessionStore;
+}
+
+/** Default {@link RedisHotStoresOptions.keyPrefix}. */
+export const DEFAULT_KEY_PREFIX = "plantgate:";
+
+/** Default {@link RedisHotStoresOptions.expiryMarginMs}. */
+export const DEFAULT_EXPIRY_MARGIN_MS = 60_000;
+
+/**
+ * The hot aggregates (brute-force counters, revoked access-token jtis, console sessions) on a
+ * Redis client you created and connected (so TLS, auth, Sentinel and reconnects are yours to set).
+ * Spread the result over any other store: the rest (clients, accounts, refresh tokens, plants,
+ * signing keys) stays there.
+ *
+ * Every operation is one Lua script (EVALSHA, falling back to EVAL once after a `NOSCRIPT`), so
+ * each is atomic: 50 concurrent increments of one counter from any number of instances return
+ * 1..50. Records expire by themselves (PEXPIRE) `expiryMarginMs` after their logical end; the
+ * core's `deleteExpired` calls still delete exactly what the interfaces say. A failing client
+ * (Redis down, a closed connection) surfaces as `StorageError`, which the core answers with 503.
+ * Nothing secret is stored: the core passes only hashes (throttle keys, session ids and CSRF
+ * tokens as SHA-256) and token ids.
+ *
+ * Keys touched by one script share no hash slot, so this is for a standalone Redis (or a primary
+ * behind Sentinel), not Redis Cluster.
+ *
+ * @example
+ * import { createClient } from "redis";
+ * import { createPlantgate } from "@plantgate/core";
+ * import { openSqlStorage } from "@plantgate/storage-sql";
+ * import { redisHotStores } from "@plantgate/storage-redis";
+ *
+ * const sql = await openSqlStorage(process.env.DATABASE_URL!);
+ * const redis = await createClient({ url: process.env.REDIS_URL, disableOfflineQueue: true }).connect();
+ * const app = createPlantgate({ storage: { ...sql, ...redisHotStores(redis, { keyPrefix: "auth:" }) } });
+ */
+export function redisHotStores(client: RedisScriptClient, options: RedisHotStoresOptions = {}): RedisHotStores {
+  const marginMs = options.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS;
+  if (!Number.isSafeInteger(marginMs) || marginMs < 1) throw new RangeError("expiryMarginMs must be a positive integer (milliseconds)");
+  const ctx: HotContext = { client, prefix: options.keyPrefix ?? DEFAULT_KEY_PREFIX, clock: options.clock ?? Date.now, marginMs };
+  return {
+    attempts: redisAttemptStore(ctx),
+    revokedTokens: redisRevokedTokenStore(ctx),
+    sessions: redisSessionStore(ctx),
+  };
+}

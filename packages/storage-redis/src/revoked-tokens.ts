@@ -1,0 +1,55 @@
+import type { RevokedTokenStore } from "@plantgate/core";
+import type { HotContext } from "./context.js";
+import { integer, keepFor, run, script } from "./scripts.js";
+
+// Keys: `{prefix}r:k:{jti}` holds expiresAt; `{prefix}r:i` a sorted set of jtis scored by
+// expiresAt, for `deleteExpired(now)`.
+
+/** KEYS: record, index. ARGV: expiresAt, jti, keep (ms). SET NX keeps the first expiresAt. */
+const ADD = script(`
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[3]) then
+  redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+end
+return 1
+`);
+
+/** KEYS: record. */
+const HAS = script(`return redis.call('EXISTS', KEYS[1])`);
+
+/** KEYS: index. ARGV: now, record key prefix. Returns how many entries it deleted. */
+const DELETE_EXPIRED = script(`
+local now = tonumber(ARGV[1])
+local n = 0
+for _, jti in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])) do
+  local record = ARGV[2] .. jti
+  local exp = redis.call('GET', record)
+  if exp and tonumber(exp) <= now then
+    redis.call('DEL', record)
+    n = n + 1
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+return n
+`);
+
+/**
+ * Revoked access-token jtis in Redis, each expiring by itself `marginMs` after the token would
+ * have expired anyway (read on every bearer request: one `EXISTS`).
+ *
+ * @internal
+ */
+export function redisRevokedTokenStore(ctx: HotContext): RevokedTokenStore {
+  const recordPrefix = `${ctx.prefix}r:k:`;
+  const index = `${ctx.prefix}r:i`;
+  return {
+    async add(jti, expiresAt) {
+      await run(ctx.client, ADD, "revokedTokens.add", [recordPrefix + jti, index], [String(expiresAt), jti, keepFor(expiresAt, ctx.clock(), ctx.marginMs)]);
+    },
+    async has(jti) {
+      return integer(await run(ctx.client, HAS, "revokedTokens.has", [recordPrefix + jti], [])) === 1;
+    },
+    async deleteExpired(now) {
+      return integer(await run(ctx.client, DELETE_EXPIRED, "revokedTokens.deleteExpired", [index], [String(now), recordPrefix]));
+    },
+  };
+}

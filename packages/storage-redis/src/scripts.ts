@@ -1,0 +1,77 @@
+import { createHash } from "node:crypto";
+import { StorageError } from "@plantgate/core";
+
+/**
+ * What the hot stores need of a Redis client: `EVALSHA` and `EVAL` with keys and arguments, as
+ * node-redis (`redis` 6) clients have them. Every operation of every store is one Lua script, so
+ * each is atomic on the server and costs one round trip.
+ *
+ * @example
+ * import { createClient } from "redis";
+ * const client: RedisScriptClient = await createClient({ url: "redis://127.0.0.1:6379" }).connect();
+ */
+export interface RedisScriptClient {
+  evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+}
+
+/** A Lua script and its SHA-1, the name Redis caches it under. */
+export interface Script {
+  readonly source: string;
+  readonly sha1: string;
+}
+
+/** @internal */
+export function script(source: string): Script {
+  return { source, sha1: createHash("sha1").update(source).digest("hex") };
+}
+
+const isNoScript = (e: unknown) => e instanceof Error && e.message.startsWith("NOSCRIPT");
+
+/**
+ * Runs `s` by its SHA-1, falling back to sending the source once when this server has not seen
+ * it (first use, a restart, `SCRIPT FLUSH`, a failover): EVAL also caches it for the next call.
+ * Any failure of the client or the server is an outage to the core: a `StorageError` (503),
+ * naming the operation, never a key or an argument.
+ *
+ * @internal
+ */
+export async function run(client: RedisScriptClient, s: Script, what: string, keys: string[], args: string[]): Promise<unknown> {
+  const options = { keys, arguments: args };
+  try {
+    try {
+      return await client.evalSha(s.sha1, options);
+    } catch (e) {
+      if (!isNoScript(e)) throw e;
+      return await client.eval(s.source, options);
+    }
+  } catch (e) {
+    throw new StorageError(`redis: ${what} failed`, { cause: e });
+  }
+}
+
+/** A reply string, whatever type mapping the client uses (strings or Buffers). */
+export function text(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value instanceof Uint8Array) return new TextDecoder().decode(value);
+  if (typeof value === "number") return String(value);
+  throw new StorageError(`redis: unexpected reply type ${value === null ? "null" : typeof value}`);
+}
+
+/** A reply integer (Lua numbers come back as integers; scripts return epoch ms as strings). */
+export function integer(value: unknown): number {
+  const n = typeof value === "number" ? value : Number(text(value));
+  if (!Number.isSafeInteger(n)) throw new StorageError("redis: unexpected reply, not an integer");
+  return n;
+}
+
+/**
+ * Milliseconds a record is kept in Redis: until `until` (epoch ms) as seen from `now`, plus the
+ * margin, and at least the margin (a record that is already over still lives that long, so the
+ * core's own `deleteExpired(now)` calls see and count it).
+ *
+ * @internal
+ */
+export function keepFor(until: number, now: number, marginMs: number): string {
+  return String(Math.max(0, Math.ceil(until - now)) + marginMs);
+}

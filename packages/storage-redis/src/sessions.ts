@@ -1,0 +1,105 @@
+import type { SessionRecord, SessionStore } from "@plantgate/core";
+import type { HotContext } from "./context.js";
+import { integer, keepFor, run, script, text } from "./scripts.js";
+
+// Keys: `{prefix}s:k:{idHash}` a hash {a: accountId, c: csrfHash, t: createdAt, e: expiresAt};
+// `{prefix}s:i` a sorted set of idHashes scored by expiresAt, for `deleteExpired(now)`;
+// `{prefix}s:u:{accountId}` the set of that account's idHashes, for `deleteByAccount`, expiring
+// with its longest session. An index may still name a session Redis has expired; every script
+// reads the record before it counts it, so such leftovers are never counted.
+
+/** KEYS: record, index, account set. ARGV: idHash, accountId, csrfHash, createdAt, expiresAt, keep. */
+const CREATE = script(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'a', ARGV[2], 'c', ARGV[3], 't', ARGV[4], 'e', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
+redis.call('SADD', KEYS[3], ARGV[1])
+local ttl = redis.call('PTTL', KEYS[3])
+if ttl < tonumber(ARGV[6]) then redis.call('PEXPIRE', KEYS[3], ARGV[6]) end
+return 1
+`);
+
+/** KEYS: record. */
+const GET = script(`return redis.call('HMGET', KEYS[1], 'a', 'c', 't', 'e')`);
+
+/** KEYS: record, index. ARGV: idHash, account set prefix. */
+const DELETE = script(`
+local account = redis.call('HGET', KEYS[1], 'a')
+if not account then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('SREM', ARGV[2] .. account, ARGV[1])
+return 1
+`);
+
+/** KEYS: account set, index. ARGV: accountId, record key prefix. */
+const DELETE_BY_ACCOUNT = script(`
+local n = 0
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local record = ARGV[2] .. id
+  if redis.call('HGET', record, 'a') == ARGV[1] then
+    redis.call('DEL', record)
+    redis.call('ZREM', KEYS[2], id)
+    n = n + 1
+  end
+end
+redis.call('DEL', KEYS[1])
+return n
+`);
+
+/** KEYS: index. ARGV: now, record key prefix, account set prefix. */
+const DELETE_EXPIRED = script(`
+local now = tonumber(ARGV[1])
+local n = 0
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])) do
+  local record = ARGV[2] .. id
+  local r = redis.call('HMGET', record, 'a', 'e')
+  if r[1] and tonumber(r[2]) <= now then
+    redis.call('DEL', record)
+    redis.call('SREM', ARGV[3] .. r[1], id)
+    n = n + 1
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+return n
+`);
+
+/**
+ * Console sessions in Redis, by the SHA-256 of the session id (the core hashes it; the cookie holds
+ * the only copy of the id), each expiring by itself `marginMs` after its `expiresAt`.
+ *
+ * @internal
+ */
+export function redisSessionStore(ctx: HotContext): SessionStore {
+  const recordPrefix = `${ctx.prefix}s:k:`;
+  const accountPrefix = `${ctx.prefix}s:u:`;
+  const index = `${ctx.prefix}s:i`;
+  return {
+    async create(record) {
+      const keep = keepFor(record.expiresAt, ctx.clock(), ctx.marginMs);
+      const created = await run(
+        ctx.client,
+        CREATE,
+        "sessions.create",
+        [recordPrefix + record.idHash, index, accountPrefix + record.accountId],
+        [record.idHash, record.accountId, record.csrfHash, String(record.createdAt), String(record.expiresAt), keep],
+      );
+      return integer(created) === 1;
+    },
+    async get(idHash): Promise<SessionRecord | null> {
+      const r = (await run(ctx.client, GET, "sessions.get", [recordPrefix + idHash], [])) as unknown[];
+      if (r.length !== 4 || r.some((v) => v === null || v === undefined)) return null;
+      return { idHash, accountId: text(r[0]), csrfHash: text(r[1]), createdAt: integer(r[2]), expiresAt: integer(r[3]) };
+    },
+    async delete(idHash) {
+      return integer(await run(ctx.client, DELETE, "sessions.delete", [recordPrefix + idHash, index], [idHash, accountPrefix])) === 1;
+    },
+    async deleteByAccount(accountId) {
+      return integer(await run(ctx.client, DELETE_BY_ACCOUNT, "sessions.deleteByAccount", [accountPrefix + accountId, index], [accountId, recordPrefix]));
+    },
+    async deleteExpired(now) {
+      return integer(await run(ctx.client, DELETE_EXPIRED, "sessions.deleteExpired", [index], [String(now), recordPrefix, accountPrefix]));
+    },
+  };
+}

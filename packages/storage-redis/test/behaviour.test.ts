@@ -1,0 +1,220 @@
+/**
+ * What the conformance suite cannot see: Redis-side expiry (PTTL set from the record's end, and
+ * records really disappearing), key prefixes keeping deployments apart, counts from two separate
+ * connections (two instances), outages as StorageError / 503, and a Redis restart, which also
+ * empties its script cache (the NOSCRIPT fallback).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { createPlantgate, StorageError, type Storage } from "@plantgate/core";
+import { openSqlStorage } from "@plantgate/storage-sql";
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { redisHotStores } from "../src/index.js";
+import { connect, describeIfRedis, dropPrefix, freshPrefix, IN_CI, keysUnder, probeRedis, type TestClient } from "./support.js";
+
+const problem = await probeRedis();
+const WINDOW = 15 * 60 * 1000;
+
+describeIfRedis("redis hot stores: behaviour", problem, () => {
+  let client: TestClient;
+  const prefixes: string[] = [];
+  const prefix = () => {
+    const p = freshPrefix();
+    prefixes.push(p);
+    return p;
+  };
+  beforeAll(async () => {
+    client = await connect();
+  });
+  afterAll(async () => {
+    for (const p of prefixes) await dropPrefix(client, p);
+    client.destroy();
+  });
+
+  it("keys carry a Redis expiry: a counter until its window ends, a jti and a session until their expiresAt, each plus the margin", async () => {
+    const now = Date.now();
+    const p = prefix();
+    const hot = redisHotStores(client, { keyPrefix: p, clock: () => now, expiryMarginMs: 5000 });
+    await hot.attempts.increment("t:key", now, WINDOW);
+    await hot.revokedTokens.add("jti-1", now + 120_000);
+    await hot.sessions.create({ idHash: "hash-1", accountId: "acct-1", csrfHash: "csrf-1", createdAt: now, expiresAt: now + 3_600_000 });
+    expect(await keysUnder(client, p)).toEqual([`${p}a:i`, `${p}a:k:t:key`, `${p}r:i`, `${p}r:k:jti-1`, `${p}s:i`, `${p}s:k:hash-1`, `${p}s:u:acct-1`]);
+    const ttl = async (key: string) => client.pTTL(`${p}${key}`);
+    // A few ms pass between the call and PTTL; allow 2 s.
+    expect(await ttl("a:k:t:key")).toBeLessThanOrEqual(WINDOW + 5000);
+    expect(await ttl("a:k:t:key")).toBeGreaterThan(WINDOW + 3000);
+    expect(await ttl("r:k:jti-1")).toBeLessThanOrEqual(125_000);
+    expect(await ttl("r:k:jti-1")).toBeGreaterThan(123_000);
+    expect(await ttl("s:k:hash-1")).toBeLessThanOrEqual(3_605_000);
+    expect(await ttl("s:k:hash-1")).toBeGreaterThan(3_603_000);
+    const setTtl = await ttl("s:u:acct-1");
+    expect(Math.abs(setTtl - (await ttl("s:k:hash-1"))), `the account's set lives as long as its longest session (${setTtl})`).toBeLessThan(50);
+    // A later increment inside the window keeps its end: the expiry does not slide.
+    await hot.attempts.increment("t:key", now + 60_000, WINDOW);
+    expect(await ttl("a:k:t:key")).toBeLessThanOrEqual(WINDOW - 60_000 + 5000);
+    expect(await ttl("a:k:t:key")).toBeGreaterThan(WINDOW - 60_000 + 3000);
+  });
+
+  it("records disappear by themselves once over (no deleteExpired call); the indexes are trimmed by the next deleteExpired", async () => {
+    const p = prefix();
+    const hot = redisHotStores(client, { keyPrefix: p, expiryMarginMs: 100 });
+    const now = Date.now();
+    await hot.attempts.increment("t:short", now, 100);
+    await hot.revokedTokens.add("jti-short", now + 100);
+    await hot.sessions.create({ idHash: "hash-short", accountId: "acct-1", csrfHash: "csrf", createdAt: now, expiresAt: now + 100 });
+    expect([await hot.attempts.get("t:short"), await hot.revokedTokens.has("jti-short"), await hot.sessions.get("hash-short")]).toEqual([
+      { key: "t:short", count: 1, windowStart: now },
+      true,
+      { idHash: "hash-short", accountId: "acct-1", csrfHash: "csrf", createdAt: now, expiresAt: now + 100 },
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect([await hot.attempts.get("t:short"), await hot.revokedTokens.has("jti-short"), await hot.sessions.get("hash-short")]).toEqual([null, false, null]);
+    // Only the indexes remain, until the core's next deleteExpired trims them.
+    expect(await keysUnder(client, p)).toEqual([`${p}a:i`, `${p}r:i`, `${p}s:i`]);
+    expect(await hot.sessions.deleteExpired(now + 1000), "a session Redis expired is not counted again").toBe(0);
+    expect(await hot.revokedTokens.deleteExpired(now + 1000)).toBe(0);
+    expect(await hot.attempts.deleteExpired(now + 1000)).toBe(0);
+    expect(await keysUnder(client, p)).toEqual([]);
+  });
+
+  it("two key prefixes are two separate stores on one Redis database", async () => {
+    const a = redisHotStores(client, { keyPrefix: prefix() });
+    const b = redisHotStores(client, { keyPrefix: prefix() });
+    const now = Date.now();
+    await a.attempts.increment("t:same", now, WINDOW);
+    await a.attempts.increment("t:same", now, WINDOW);
+    await a.revokedTokens.add("jti-same", now + 60_000);
+    expect(await b.attempts.get("t:same")).toBeNull();
+    expect(await b.revokedTokens.has("jti-same")).toBe(false);
+    expect(await b.attempts.increment("t:same", now, WINDOW)).toEqual({ key: "t:same", count: 1, windowStart: now });
+    expect(await a.attempts.get("t:same")).toEqual({ key: "t:same", count: 2, windowStart: now });
+  });
+
+  it("two instances (two connections) counting one key at once lose no count: 1..50 between them", async () => {
+    const second = await connect();
+    try {
+      const p = prefix();
+      const now = Date.now();
+      const instances = [redisHotStores(client, { keyPrefix: p }), redisHotStores(second, { keyPrefix: p })];
+      const results = await Promise.all(Array.from({ length: 50 }, (_, i) => instances[i % 2]!.attempts.increment("t:contested", now, WINDOW)));
+      expect(results.map((r) => r.count).sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+      expect(await instances[1]!.attempts.get("t:contested")).toEqual({ key: "t:contested", count: 50, windowStart: now });
+    } finally {
+      second.destroy();
+    }
+  });
+
+  it("a closed client is an outage: StorageError naming the operation, never the key", async () => {
+    const closed = await connect();
+    closed.destroy();
+    const hot = redisHotStores(closed, { keyPrefix: prefix() });
+    const failures = await Promise.allSettled([hot.attempts.increment("t:secret-key", 1, WINDOW), hot.revokedTokens.has("secret-jti"), hot.sessions.get("secret-hash")]);
+    expect(failures.map((f) => (f.status === "rejected" ? [(f.reason as Error).constructor, (f.reason as Error).message] : f.status))).toEqual([
+      [StorageError, "redis: attempts.increment failed"],
+      [StorageError, "redis: revokedTokens.has failed"],
+      [StorageError, "redis: sessions.get failed"],
+    ]);
+  });
+
+  it("through the core: with Redis gone, a bearer request is 503 and a password grant is 503 temporarily_unavailable", async () => {
+    const sql = await openSqlStorage(":memory:");
+    const own = await connect();
+    const storage: Storage = { ...sql, ...redisHotStores(own, { keyPrefix: prefix() }) };
+    const app = createPlantgate({ storage, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+    try {
+      const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+      await app.admin.createAccount({ username: "u", password: "a password" });
+      const tokenRequest = (params: Record<string, string>) =>
+        app.fetch(new Request("https://pg.test/UserService/connect/token", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ client_id: "c", client_secret: clientSecret, ...params }) }));
+      const issued = await tokenRequest({ grant_type: "client_credentials" });
+      expect(issued.status).toBe(200);
+      const access = ((await issued.json()) as { access_token: string }).access_token;
+      own.destroy();
+      const list = await app.fetch(new Request("https://pg.test/rbac/ServerCommand/GetAccountList", { headers: { authorization: `Bearer ${access}` } }));
+      expect([list.status, list.headers.get("retry-after"), await list.json()]).toEqual([503, "5", { error: 1503, message: "The service is temporarily unavailable; retry later." }]);
+      const grant = await tokenRequest({ grant_type: "password", username: "u", password: "a password" });
+      expect([grant.status, grant.headers.get("retry-after"), await grant.json()]).toEqual([
+        503,
+        "5",
+        { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." },
+      ]);
+    } finally {
+      await sql.close();
+    }
+  });
+});
+
+// --- a private redis-server, to restart it -----------------------------------------------------
+
+const REDIS_SERVER = "/usr/bin/redis-server";
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function startRedis(port: number): Promise<ChildProcess> {
+  const proc = spawn(REDIS_SERVER, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+  for (let i = 0; i < 100; i++) {
+    try {
+      const c = await connect(`redis://127.0.0.1:${port}`);
+      c.destroy();
+      return proc;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  proc.kill("SIGKILL");
+  throw new Error(`redis-server did not start on port ${port}`);
+}
+
+const stopped = (proc: ChildProcess) => new Promise<void>((resolve) => (proc.exitCode !== null || proc.signalCode !== null ? resolve() : proc.once("exit", () => resolve())));
+
+const haveServer = existsSync(REDIS_SERVER);
+describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveServer ? "" : ` (skipped: no ${REDIS_SERVER})`}`, () => {
+  let proc: ChildProcess | undefined;
+  afterAll(async () => {
+    if (proc) {
+      proc.kill("SIGKILL");
+      await stopped(proc);
+    }
+  });
+
+  it("StorageError while it is down; after it is back (its script cache empty), the same client works again", async () => {
+    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
+    const port = await freePort();
+    proc = await startRedis(port);
+    const client = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true, socket: { reconnectStrategy: () => 50 } });
+    client.on("error", () => {});
+    await client.connect();
+    try {
+      const hot = redisHotStores(client, { keyPrefix: "p:" });
+      const now = Date.now();
+      expect(await hot.attempts.increment("t:k", now, WINDOW)).toEqual({ key: "t:k", count: 1, windowStart: now });
+      proc.kill("SIGKILL");
+      await stopped(proc);
+      await expect(hot.revokedTokens.has("jti")).rejects.toThrow(new StorageError("redis: revokedTokens.has failed"));
+      proc = await startRedis(port);
+      // The restarted server has no data and no cached scripts: EVALSHA answers NOSCRIPT, EVAL follows.
+      let back = false;
+      for (let i = 0; i < 100 && !back; i++) {
+        back = client.isReady;
+        if (!back) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(back, "the client reconnected").toBe(true);
+      expect(await hot.attempts.increment("t:k", now, WINDOW)).toEqual({ key: "t:k", count: 1, windowStart: now });
+      await hot.revokedTokens.add("jti", now + 60_000);
+      expect(await hot.revokedTokens.has("jti")).toBe(true);
+    } finally {
+      client.destroy();
+    }
+  });
+});

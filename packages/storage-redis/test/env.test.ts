@@ -1,0 +1,47 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openRedisHotStoresFromEnv, RedisConfigError } from "../src/env.js";
+import { connect, describeIfRedis, dropPrefix, freshPrefix, probeRedis, REDIS_URL, type TestClient } from "./support.js";
+
+describe("openRedisHotStoresFromEnv: configuration", () => {
+  it("is null without PLANTGATE_REDIS_URL (empty counts as unset)", async () => {
+    expect(await openRedisHotStoresFromEnv({})).toBeNull();
+    expect(await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: "" })).toBeNull();
+  });
+
+  it("refuses a URL that is not redis:// or rediss://", async () => {
+    await expect(openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: "http://127.0.0.1:6379" })).rejects.toThrow(
+      new RedisConfigError("PLANTGATE_REDIS_URL must start with redis:// or rediss://"),
+    );
+  });
+
+  it("an unreachable Redis fails start-up with the URL, its password replaced", async () => {
+    const error = await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: "redis://user:hunter2-secret@127.0.0.1:1/" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RedisConfigError);
+    expect((error as Error).message).toMatch(/^cannot reach Redis at redis:\/\/user:\*\*\*@127\.0\.0\.1:1\/: .+/);
+    expect((error as Error).message).not.toContain("hunter2");
+  });
+});
+
+const problem = await probeRedis();
+
+describeIfRedis("openRedisHotStoresFromEnv: on the machine's Redis", problem, () => {
+  let admin: TestClient;
+  const prefix = freshPrefix();
+  beforeAll(async () => {
+    admin = await connect();
+  });
+  afterAll(async () => {
+    await dropPrefix(admin, prefix);
+    admin.destroy();
+  });
+
+  it("opens the hot stores under PLANTGATE_REDIS_KEY_PREFIX; close() ends its client", async () => {
+    const opened = await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: REDIS_URL, PLANTGATE_REDIS_KEY_PREFIX: prefix });
+    expect(opened).not.toBeNull();
+    expect(opened!.display).toBe(`${new URL(REDIS_URL).toString().replace(/:[^:@/]*@/, ":***@")} (prefix ${prefix})`);
+    await opened!.stores.revokedTokens.add("jti-env", Date.now() + 60_000);
+    expect(await admin.exists(`${prefix}r:k:jti-env`)).toBe(1);
+    await opened!.close();
+    await expect(opened!.stores.revokedTokens.has("jti-env")).rejects.toThrow("redis: revokedTokens.has failed");
+  });
+});
