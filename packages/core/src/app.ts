@@ -6,13 +6,15 @@ import { DOCS_ASSET_NAMES, DOCS_ASSETS_PATH, DOCS_PATH, docsAsset, docsPage } fr
 import { openApiResponse } from "./api/openapi.js";
 import { ApiError, ApiErrorCode, OAuthError } from "./errors/index.js";
 import { requireBearer } from "./http/bearer.js";
-import { resolveClientIp, type ClientInfo } from "./http/client-ip.js";
+import { resolveClientIp, type ClientInfo } from "./security/client-ip.js";
 import { errorResponse, json, NO_STORE, toResponse, type PlainResponse } from "./http/respond.js";
 import { INTROSPECTION_PATH, metadata, REVOCATION_PATH, TOKEN_PATH } from "./oauth/metadata.js";
 import { introspectionEndpoint } from "./oauth/introspection.js";
 import { revocationEndpoint } from "./oauth/revocation.js";
 import { tokenEndpoint } from "./oauth/token-endpoint.js";
-import { resolveOptions, urlsFor, type Context, type PlantgateOptions, type Urls } from "./options.js";
+import type { Context, Urls } from "./context.js";
+import { urlsFor } from "./http/urls.js";
+import { resolveOptions, type PlantgateOptions } from "./options.js";
 import type { Storage } from "./storage/types.js";
 
 /** Where adapters find {@link Plantgate.handle} (a registered symbol, so they need not import core). */
@@ -159,7 +161,7 @@ async function dispatch(ctx: Context, request: Request, info: ClientInfo | undef
     const handler = route.methods[request.method === "HEAD" ? "GET" : request.method];
     if (!handler) return methodNotAllowed(route);
     const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
-    return await handler(ctx, urlsFor(ctx, request), request, clientIp);
+    return await handler(ctx, urlsFor(ctx, request.url), request, clientIp);
   } catch (error) {
     return errorResponse(error, surface, ctx.logger);
   }

@@ -1,5 +1,5 @@
 export { createPlantgate, type Plantgate } from "./app.js";
-export { compileTrustedProxies, resolveClientIp, throttleAddress, type ClientInfo, type ProxyMatcher } from "./http/client-ip.js";
+export { compileTrustedProxies, resolveClientIp, throttleAddress, type ClientInfo, type ProxyMatcher } from "./security/client-ip.js";
 export {
   createThrottle,
   throttleKeys,
@@ -17,9 +17,10 @@ export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console
 export { createAdmin, AdminError, type Admin, type ClientView, type CreateAccountInput, type CreateClientInput } from "./admin/index.js";
 export type { AccountPage, AccountView } from "./api/accounts.js";
 export { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
-export type { Logger, PlainResponse } from "./http/respond.js";
+export type { PlainResponse } from "./http/respond.js";
+export type { Logger } from "./context.js";
 export type { TokenResponse } from "./oauth/issue.js";
-export { scopeNames, OFFLINE_ACCESS, type ScopeNames } from "./oauth/scopes.js";
+export { scopeNames, OFFLINE_ACCESS, type ScopeNames } from "./scope-names.js";
 export { TOKEN_PATH, REVOCATION_PATH, INTROSPECTION_PATH } from "./oauth/metadata.js";
 export type { IntrospectionResponse } from "./oauth/introspection.js";
 export { createMemoryStorage } from "./storage/memory.js";

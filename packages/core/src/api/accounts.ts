@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { json, type PlainResponse } from "../http/respond.js";
-import type { Context } from "../options.js";
+import type { Context } from "../context.js";
 import { accountListQuery, AccountPageSchema, AccountViewSchema, parseAccountListQuery, type AccountListQuery } from "../schemas/accounts.js";
 import type { AccountRecord } from "../storage/types.js";
 

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { json, type PlainResponse } from "../http/respond.js";
-import type { Context, Urls } from "../options.js";
+import type { Context, Urls } from "../context.js";
 import { NARROWED_ERRORS } from "../schemas/errors.js";
 import { EXACT_NUMBER_MARKER, INT64_JSON_SCHEMA, isInt64Schema } from "../schemas/int64.js";
 import { COMPONENTS, createOperations, type Operation, type OperationResponse, type OperationSecurity } from "../schemas/operations.js";

@@ -1,9 +1,9 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { readApiJson } from "../http/api-json.js";
 import { charset, mediaType } from "../http/body.js";
-import type { JsonValue } from "../http/json.js";
+import type { JsonValue } from "../util/json.js";
 import { json, type PlainResponse } from "../http/respond.js";
-import type { Context } from "../options.js";
+import type { Context } from "../context.js";
 import { newPlantFromBody } from "../schemas/plants.js";
 import type { PlantRecord } from "../storage/types.js";
 

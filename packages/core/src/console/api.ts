@@ -2,7 +2,7 @@ import { AdminError, createAdmin, type ClientView } from "../admin/index.js";
 import { accountView, listAccounts } from "../api/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, plain, type PlainResponse } from "../http/respond.js";
-import type { Context } from "../options.js";
+import type { Context } from "../context.js";
 import type { GrantType } from "../storage/types.js";
 import { optionalBoolean, optionalSeconds, optionalString, optionalStrings, readJsonObject } from "./body.js";
 import { deleteSession, type ConsoleSession } from "./session.js";

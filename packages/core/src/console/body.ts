@@ -1,8 +1,8 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { readApiJson } from "../http/api-json.js";
 import { charset, mediaType } from "../http/body.js";
-import { JsonNumber, type JsonValue } from "../http/json.js";
-import type { Context } from "../options.js";
+import { JsonNumber, type JsonValue } from "../util/json.js";
+import type { Context } from "../context.js";
 
 const bad = (code: (typeof ApiErrorCode)[keyof typeof ApiErrorCode], message: string) => new ApiError(400, code, message);
 

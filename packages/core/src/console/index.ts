@@ -1,6 +1,6 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { errorResponse, json, plain, type PlainResponse } from "../http/respond.js";
-import type { Context } from "../options.js";
+import type { Context } from "../context.js";
 import * as api from "./api.js";
 import { CONSOLE_CSS } from "./assets/console-css.js";
 import { CONSOLE_JS } from "./assets/console-js.js";

@@ -1,6 +1,6 @@
 import { randomToken, sha256, timingSafeEqual } from "../crypto/index.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import type { Context } from "../options.js";
+import type { Context } from "../context.js";
 import type { AccountRecord, SessionRecord } from "../storage/types.js";
 
 /**

@@ -1,7 +1,7 @@
 import { hashPassword, verifyPassword } from "../crypto/index.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, type PlainResponse } from "../http/respond.js";
-import type { Context } from "../options.js";
+import type { Context } from "../context.js";
 import { sessionBody } from "./api.js";
 import { credentialKeys } from "../security/throttle.js";
 import { readJsonObject, requiredString } from "./body.js";

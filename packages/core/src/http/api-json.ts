@@ -1,6 +1,6 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { BodyReadError, readBodyText } from "./body.js";
-import { JsonSyntaxError, parseJson, type JsonValue } from "./json.js";
+import { JsonSyntaxError, parseJson, type JsonValue } from "../util/json.js";
 
 /**
  * Reads and losslessly parses a JSON body for the `{error, message}` surface (the plant store and

@@ -1,10 +1,5 @@
+import type { Logger } from "../context.js";
 import { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError } from "../errors/index.js";
-
-/** Where plantgate reports unexpected failures. Receives errors, never request bodies or secrets. */
-export interface Logger {
-  error(message: string, context?: Record<string, unknown>): void;
-  warn(message: string, context?: Record<string, unknown>): void;
-}
 
 /**
  * A complete answer as plain data: what every plantgate handler returns. `fetch()` turns it into a

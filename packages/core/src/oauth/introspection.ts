@@ -1,6 +1,6 @@
 import { OAuthError } from "../errors/index.js";
 import { json, NO_STORE, type PlainResponse } from "../http/respond.js";
-import type { Context, Urls } from "../options.js";
+import type { Context, Urls } from "../context.js";
 import { CLIENT_SUBJECT_PREFIX } from "../tokens/access-token.js";
 import { authenticateClient, readForm } from "./token-endpoint.js";
 import { issuedTo, locateToken } from "./token-lookup.js";

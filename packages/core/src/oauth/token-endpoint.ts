@@ -4,7 +4,7 @@ import { BodyReadError, charset, mediaType, readBodyText } from "../http/body.js
 import { presentedClient } from "../http/client-auth.js";
 import { FormError, FormLimitError, parseForm } from "../http/form.js";
 import { json, NO_STORE, type PlainResponse } from "../http/respond.js";
-import type { Context, Urls } from "../options.js";
+import type { Context, Urls } from "../context.js";
 import { throttleKeys } from "../security/throttle.js";
 import { checkScopeLimits } from "./scopes.js";
 import type { ClientRecord, GrantType } from "../storage/types.js";

@@ -1,4 +1,4 @@
-import type { Context, Urls } from "../options.js";
+import type { Context, Urls } from "../context.js";
 import type { ClientRecord, RefreshTokenRecord } from "../storage/types.js";
 import { verifyAccessToken, type AccessTokenClaims } from "../tokens/access-token.js";
 

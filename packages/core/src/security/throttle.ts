@@ -1,7 +1,7 @@
 import { sha256 } from "../crypto/index.js";
 import { TooManyAttemptsError } from "../errors/index.js";
 import { remember } from "../util/bounded-cache.js";
-import { throttleAddress } from "../http/client-ip.js";
+import { throttleAddress } from "./client-ip.js";
 import type { AttemptStore } from "../storage/types.js";
 
 /**

@@ -1,9 +1,10 @@
 import { hashPassword, verifyPassword } from "../../crypto/index.js";
 import { OAuthError } from "../../errors/index.js";
-import type { Context } from "../../options.js";
+import type { Context } from "../../context.js";
 import { credentialKeys } from "../../security/throttle.js";
 import { issueTokens } from "../issue.js";
-import { grantScope, OFFLINE_ACCESS, parseScope } from "../scopes.js";
+import { OFFLINE_ACCESS } from "../../scope-names.js";
+import { grantScope, parseScope } from "../scopes.js";
 import { requiredParameters } from "../../schemas/oauth.js";
 import type { Grant } from "./types.js";
 
