@@ -5,6 +5,7 @@
  */
 import type { RandomBytes } from "./crypto/index.js";
 import type { JwsSigner } from "./crypto/provider.js";
+import type { AccountListQuery } from "./schemas/accounts.js";
 import type { ScopeNames } from "./scope-names.js";
 import type { Throttle } from "./security/throttle.js";
 import type { Storage } from "./storage/types.js";
@@ -76,4 +77,19 @@ export interface Context {
   trustedProxy: (ip: string) => boolean;
   /** The management console; null when disabled. */
   console: { sessionTtlSeconds: number; adminRole: string } | null;
+  /**
+   * A password hash (this app's iteration count) to verify against when an account does not exist,
+   * so unknown usernames cost the same time as wrong passwords. Computed on first use, then kept.
+   */
+  dummyPasswordHash: () => Promise<string>;
+  /** The GetAccountList query schema for this app's page-size settings. */
+  accountListQuery: AccountListQuery;
+  /** The OpenAPI document of this app, filled on first request (see `api/openapi.ts`). */
+  openApi: OpenApiMemo;
+}
+
+/** What `GET /openapi.json` keeps per app: the document without base URLs, and its text per base URL. */
+export interface OpenApiMemo {
+  base: Record<string, unknown> | undefined;
+  byUrl: Map<string, string>;
 }

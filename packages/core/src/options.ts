@@ -1,8 +1,9 @@
 /** Options of createPlantgate, and the one place they are checked and turned into a {@link Context}. */
 import type { JWK } from "jose";
-import { defaultRandomBytes, type RandomBytes } from "./crypto/index.js";
+import { defaultRandomBytes, hashPassword, type RandomBytes } from "./crypto/index.js";
 import { sha256With, type CryptoProvider } from "./crypto/provider.js";
 import type { Context, Logger, ProtectedRoute } from "./context.js";
+import { accountListQuery } from "./schemas/accounts.js";
 import { scopeNames } from "./scope-names.js";
 import { createMemoryStorage } from "./storage/memory.js";
 import type { Storage } from "./storage/types.js";
@@ -186,6 +187,11 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const maxPageSize = positiveInt("maxPageSize", options.maxPageSize, 100);
   const defaultPageSize = positiveInt("defaultPageSize", options.defaultPageSize, 20);
   if (defaultPageSize > maxPageSize) throw new TypeError("defaultPageSize must not exceed maxPageSize");
+  const random = options.randomBytes ?? defaultRandomBytes;
+  const passwordHashIterations = positiveInt("passwordHashIterations", options.passwordHashIterations, 600_000);
+  // Lazy: hundreds of thousands of PBKDF2 rounds are not worth paying for an app that never checks a password.
+  let dummyHash: Promise<string> | undefined;
+  const dummyPasswordHash = () => (dummyHash ??= hashPassword("plantgate-dummy-password", random, { iterations: passwordHashIterations }));
   return {
     storage,
     basePath: normalizeBasePath(options.basePath),
@@ -207,9 +213,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     maxBodyBytes: positiveInt("maxBodyBytes", options.maxBodyBytes, 65_536),
     maxPageSize,
     defaultPageSize,
-    passwordHashIterations: positiveInt("passwordHashIterations", options.passwordHashIterations, 600_000),
+    passwordHashIterations,
     clock,
-    random: options.randomBytes ?? defaultRandomBytes,
+    random,
     sha256,
     sign: options.crypto?.sign?.bind(options.crypto),
     logger: options.logger ?? console,
@@ -237,5 +243,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
           adminRole: nonEmpty("console.adminRole", options.console.adminRole, "admin"),
         }
       : null,
+    dummyPasswordHash,
+    accountListQuery: accountListQuery({ maxPageSize, defaultPageSize }),
+    openApi: { base: undefined, byUrl: new Map() },
   };
 }

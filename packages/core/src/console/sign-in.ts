@@ -1,4 +1,4 @@
-import { hashPassword, verifyPassword } from "../crypto/index.js";
+import { verifyPassword } from "../crypto/index.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../context.js";
@@ -8,18 +8,6 @@ import { readJsonObject, requiredString } from "./body.js";
 import { createSession, sessionCookie } from "./session.js";
 
 const MAX_CREDENTIAL_LENGTH = 1024;
-const dummyHashes = new WeakMap<Context, Promise<string>>();
-
-/** A hash to verify against when the user does not exist, so unknown users cost the same time. */
-function dummyHash(ctx: Context): Promise<string> {
-  let h = dummyHashes.get(ctx);
-  if (!h) {
-    h = hashPassword("plantgate-console-dummy-password", ctx.random, { iterations: ctx.passwordHashIterations });
-    dummyHashes.set(ctx, h);
-  }
-  return h;
-}
-
 /** One message for every credential failure: it never tells which of username or password was wrong. */
 const badCredentials = () => new ApiError(401, ApiErrorCode.consoleBadCredentials, "The username or password is incorrect.");
 
@@ -39,7 +27,7 @@ export async function signIn(ctx: Context, request: Request, url: URL, clientIp:
   const keys = credentialKeys("password", username, clientIp);
   await ctx.throttle.attempt(keys);
   const account = await ctx.storage.accounts.findByUsername(username);
-  const ok = await verifyPassword(password, account?.passwordHash ?? (await dummyHash(ctx)));
+  const ok = await verifyPassword(password, account?.passwordHash ?? (await ctx.dummyPasswordHash()));
   // Already counted by attempt(): nothing more to record on failure.
   if (!account || !ok || !account.enabled) throw badCredentials();
   await ctx.throttle.succeed(keys);

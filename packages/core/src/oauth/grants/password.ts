@@ -1,4 +1,4 @@
-import { hashPassword, verifyPassword } from "../../crypto/index.js";
+import { verifyPassword } from "../../crypto/index.js";
 import { OAuthError } from "../../errors/index.js";
 import type { Context } from "../../context.js";
 import { credentialKeys } from "../../security/throttle.js";
@@ -9,18 +9,6 @@ import { requiredParameters } from "../../schemas/oauth.js";
 import type { Grant } from "./types.js";
 
 const MAX_CREDENTIAL_LENGTH = 1024;
-const dummyHashes = new WeakMap<Context, Promise<string>>();
-
-/** A hash to verify against when the user does not exist, so unknown users cost the same time. */
-function dummyHash(ctx: Context): Promise<string> {
-  let h = dummyHashes.get(ctx);
-  if (!h) {
-    h = hashPassword("plantgate-dummy-password", ctx.random, { iterations: ctx.passwordHashIterations });
-    dummyHashes.set(ctx, h);
-  }
-  return h;
-}
-
 /** One message for every credential failure: it never tells which of username or password was wrong. */
 const badCredentials = () => new OAuthError("invalid_grant", "The username or password is incorrect.");
 
@@ -48,7 +36,7 @@ export const passwordGrant: Grant = {
     const keys = credentialKeys("password", username, clientIp);
     await ctx.throttle.attempt(keys);
     const account = await ctx.storage.accounts.findByUsername(username);
-    const ok = await verifyPassword(password, account?.passwordHash ?? (await dummyHash(ctx)));
+    const ok = await verifyPassword(password, account?.passwordHash ?? (await ctx.dummyPasswordHash()));
     // Already counted by attempt(): nothing more to record on failure.
     if (!account || !ok || !account.enabled) throw badCredentials();
     await ctx.throttle.succeed(keys);
