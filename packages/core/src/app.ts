@@ -1,17 +1,21 @@
 import { createAdmin, type Admin } from "./admin/index.js";
 import { consoleHandler } from "./console/index.js";
+import { CSRF_HEADER } from "./console/session.js";
 import { listAccounts } from "./api/accounts.js";
-import { createPlant } from "./api/plants.js";
+import { createPlant, PLANT_JSON } from "./api/plants.js";
+import { CONSOLE_JSON } from "./console/body.js";
 import { DOCS_ASSET_NAMES, DOCS_ASSETS_PATH, DOCS_PATH, docsAsset, docsPage } from "./api/docs.js";
 import { openApiResponse } from "./api/openapi.js";
 import { ApiError, ApiErrorCode, OAuthError } from "./errors/index.js";
+import { readJsonBody } from "./http/api-json.js";
 import { requireBearer } from "./http/bearer.js";
+import { readOAuthForm } from "./http/oauth-form.js";
 import { resolveClientIp, type ClientInfo } from "./security/client-ip.js";
 import { errorResponse, json, NO_STORE, toResponse, type PlainResponse } from "./http/respond.js";
 import { INTROSPECTION_PATH, metadata, REVOCATION_PATH, TOKEN_PATH } from "./oauth/metadata.js";
 import { introspectionEndpoint } from "./oauth/introspection.js";
 import { revocationEndpoint } from "./oauth/revocation.js";
-import { tokenEndpoint } from "./oauth/token-endpoint.js";
+import { tokenEndpoint, type ClientFormEndpoint } from "./oauth/token-endpoint.js";
 import type { Context, Urls } from "./context.js";
 import { urlsFor } from "./http/urls.js";
 import { resolveOptions, type PlantgateOptions } from "./options.js";
@@ -44,7 +48,11 @@ export interface Plantgate {
   jwks(): Promise<{ keys: unknown[] }>;
 }
 
-/** `clientIp` is already resolved through `trustedProxies`; undefined when the adapter gave none. */
+/**
+ * The only code besides `http/` that sees the Request: it takes what each handler needs from it
+ * (a parsed form, a header, a parsed JSON body, the query) and passes that on as plain values.
+ * `clientIp` is already resolved through `trustedProxies`; undefined when the adapter gave none.
+ */
 type Handler = (ctx: Context, urls: Urls, request: Request, clientIp: string | undefined) => Promise<PlainResponse>;
 
 interface Route {
@@ -55,25 +63,27 @@ interface Route {
 
 const METADATA_PATH = "/.well-known/oauth-authorization-server";
 
+/** A client-authenticated form endpoint (token, revocation, introspection): POST only. */
+function formRoute(endpoint: ClientFormEndpoint): Route {
+  return {
+    surface: "oauth",
+    methods: {
+      POST: async (ctx, urls, request, clientIp) =>
+        endpoint(ctx, urls, await readOAuthForm(ctx, request), request.headers.get("authorization"), clientIp),
+    },
+  };
+}
+
 const ROUTES: Record<string, Route> = {
-  [TOKEN_PATH]: {
-    surface: "oauth",
-    methods: { POST: (ctx, urls, request, clientIp) => tokenEndpoint(ctx, urls, request, clientIp) },
-  },
-  [REVOCATION_PATH]: {
-    surface: "oauth",
-    methods: { POST: (ctx, urls, request, clientIp) => revocationEndpoint(ctx, urls, request, clientIp) },
-  },
-  [INTROSPECTION_PATH]: {
-    surface: "oauth",
-    methods: { POST: (ctx, urls, request, clientIp) => introspectionEndpoint(ctx, urls, request, clientIp) },
-  },
+  [TOKEN_PATH]: formRoute(tokenEndpoint),
+  [REVOCATION_PATH]: formRoute(revocationEndpoint),
+  [INTROSPECTION_PATH]: formRoute(introspectionEndpoint),
   "/plants": {
     surface: "api",
     methods: {
       POST: async (ctx, urls, request) => {
         await requireBearer(ctx, urls, request, "createPlant");
-        return createPlant(ctx, request);
+        return createPlant(ctx, await readJsonBody(request, ctx.maxBodyBytes, PLANT_JSON));
       },
     },
   },
@@ -82,7 +92,7 @@ const ROUTES: Record<string, Route> = {
     methods: {
       GET: async (ctx, urls, request) => {
         await requireBearer(ctx, urls, request, "listAccounts");
-        return listAccounts(ctx, new URL(request.url));
+        return listAccounts(ctx, new URL(request.url).searchParams);
       },
     },
   },
@@ -153,7 +163,17 @@ async function dispatch(ctx: Context, request: Request, info: ClientInfo | undef
     }
     if (ctx.console && (path === "/console" || path.startsWith("/console/"))) {
       const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
-      return await consoleHandler(ctx, request, new URL(request.url), path, clientIp);
+      return await consoleHandler(ctx, {
+        method: request.method === "HEAD" ? "GET" : request.method,
+        url: new URL(request.url),
+        path,
+        cookie: request.headers.get("cookie"),
+        origin: request.headers.get("origin"),
+        fetchSite: request.headers.get("sec-fetch-site"),
+        csrfToken: request.headers.get(CSRF_HEADER),
+        clientIp,
+        readJson: () => readJsonBody(request, ctx.maxBodyBytes, CONSOLE_JSON),
+      });
     }
     const route = ROUTES[path];
     if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");

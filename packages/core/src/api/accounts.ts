@@ -51,8 +51,8 @@ export function isoTimestamp(ms: number): string {
 }
 
 /** `GET /rbac/ServerCommand/GetAccountList?page=&pageSize=`: the bearer check has already passed. */
-export async function listAccounts(ctx: Context, url: URL): Promise<PlainResponse> {
-  const { page, pageSize } = parseAccountListQuery(ctx.accountListQuery, url.searchParams);
+export async function listAccounts(ctx: Context, query: URLSearchParams): Promise<PlainResponse> {
+  const { page, pageSize } = parseAccountListQuery(ctx.accountListQuery, query);
   const { items, total } = await ctx.storage.accounts.list((page - 1) * pageSize, pageSize);
   const body: AccountPage = {
     accounts: items.map(accountView),

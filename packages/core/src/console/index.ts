@@ -2,6 +2,7 @@ import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { errorResponse, json, plain, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../context.js";
 import * as api from "./api.js";
+import type { ConsoleRequest } from "./request.js";
 import { CONSOLE_CSS } from "./assets/console-css.js";
 import { CONSOLE_JS } from "./assets/console-js.js";
 import { consolePage } from "./assets/console-html.js";
@@ -74,10 +75,10 @@ function match(segments: string[]): { route: ConsoleRoute; params: string[] } | 
   return null;
 }
 
-async function run(ctx: Context, request: Request, url: URL, path: string, clientIp: string | undefined): Promise<PlainResponse> {
+async function run(ctx: Context, request: ConsoleRequest): Promise<PlainResponse> {
   // `path` is `/console` or `/console/...`; segments are percent-decoded one by one so a client id
   // containing `/` (sent as %2F) stays one segment.
-  const rest = path.slice("/console".length);
+  const rest = request.path.slice("/console".length);
   let segments: string[];
   try {
     segments = rest === "" ? [] : rest.slice(1).split("/").map(decodeURIComponent);
@@ -86,7 +87,7 @@ async function run(ctx: Context, request: Request, url: URL, path: string, clien
   }
   const found = match(segments);
   if (!found) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-  const method = request.method === "HEAD" ? "GET" : request.method;
+  const method = request.method;
   const action = found.route.methods[method];
   if (!action) {
     const methods = Object.keys(found.route.methods);
@@ -99,34 +100,33 @@ async function run(ctx: Context, request: Request, url: URL, path: string, clien
     return plain(200, action.body(ctx), headers);
   }
   const changing = isStateChanging(method);
-  if (changing) checkOrigin(ctx, request, url);
-  if (action.kind === "sign-in") return signIn(ctx, request, url, clientIp);
+  if (changing) checkOrigin(ctx, request);
+  if (action.kind === "sign-in") return signIn(ctx, request);
   let session;
   try {
     session = await requireSession(ctx, request);
   } catch (e) {
     // A session that is gone should not linger in the browser either.
-    if (e instanceof ApiError && e.code === ApiErrorCode.consoleNotSignedIn && request.headers.has("cookie")) {
-      throw new ApiError(e.status, e.code, e.message, { "set-cookie": clearedCookie(ctx, url) });
+    if (e instanceof ApiError && e.code === ApiErrorCode.consoleNotSignedIn && request.cookie !== null) {
+      throw new ApiError(e.status, e.code, e.message, { "set-cookie": clearedCookie(ctx, request.url) });
     }
     throw e;
   }
   if (changing) await checkCsrf(session, request);
-  const response = await action.handler(ctx, session, request, url, found.params);
-  if (action.clearsCookie) response.headers["set-cookie"] = clearedCookie(ctx, url);
+  const response = await action.handler(ctx, session, request, found.params);
+  if (action.clearsCookie) response.headers["set-cookie"] = clearedCookie(ctx, request.url);
   return response;
 }
 
 /**
  * Serves the management console under `{basePath}/console`: the web page, its script and
  * stylesheet, and the admin JSON API under `/console/api`. Every response is `no-store`;
- * errors have the API's `{error, message}` shape. `clientIp` (already resolved through
- * `trustedProxies`) feeds the sign-in throttle.
+ * errors have the API's `{error, message}` shape.
  */
-export async function consoleHandler(ctx: Context, request: Request, url: URL, path: string, clientIp?: string): Promise<PlainResponse> {
+export async function consoleHandler(ctx: Context, request: ConsoleRequest): Promise<PlainResponse> {
   let response: PlainResponse;
   try {
-    response = await run(ctx, request, url, path, clientIp);
+    response = await run(ctx, request);
   } catch (error) {
     response = errorResponse(error, "api", ctx.logger);
   }

@@ -4,6 +4,7 @@ import type { Context } from "../context.js";
 import { sessionBody } from "./api.js";
 import { checkPassword } from "../security/credentials.js";
 import { readJsonObject, requiredString } from "./body.js";
+import type { ConsoleRequest } from "./request.js";
 import { createSession, sessionCookie } from "./session.js";
 
 const MAX_CREDENTIAL_LENGTH = 1024;
@@ -17,17 +18,17 @@ const badCredentials = () => new ApiError(401, ApiErrorCode.consoleBadCredential
  * counters, so guesses spread over the console and the token endpoint add up). No per-IP key across
  * usernames: behind one address (an office NAT) it would lock every administrator out.
  */
-export async function signIn(ctx: Context, request: Request, url: URL, clientIp: string | undefined): Promise<PlainResponse> {
-  const body = await readJsonObject(ctx, request);
+export async function signIn(ctx: Context, request: ConsoleRequest): Promise<PlainResponse> {
+  const body = await readJsonObject(request);
   const username = requiredString(body, "username", MAX_CREDENTIAL_LENGTH);
   const password = requiredString(body, "password", MAX_CREDENTIAL_LENGTH);
-  const account = await checkPassword(ctx, username, password, clientIp);
+  const account = await checkPassword(ctx, username, password, request.clientIp);
   if (!account) throw badCredentials();
   if (!account.roles.includes(ctx.console!.adminRole)) {
     throw new ApiError(403, ApiErrorCode.consoleNotAdmin, "This account is not a console administrator.");
   }
   const { sessionId, csrfToken, expiresAt } = await createSession(ctx, account);
   return json(200, sessionBody(ctx, { username: account.username, displayName: account.displayName, csrfToken, expiresAt }), {
-    "set-cookie": sessionCookie(ctx, url, sessionId),
+    "set-cookie": sessionCookie(ctx, request.url, sessionId),
   });
 }

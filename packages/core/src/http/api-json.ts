@@ -1,5 +1,5 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import { BodyReadError, readBodyText } from "./body.js";
+import { BodyReadError, charset, mediaType, readBodyText } from "./body.js";
 import { JsonSyntaxError, parseJson, type JsonValue } from "../util/json.js";
 
 /**
@@ -24,4 +24,32 @@ export async function readApiJson(request: Request, maxBytes: number): Promise<J
     if (e instanceof JsonSyntaxError) throw new ApiError(400, ApiErrorCode.invalidJson, `The body is not valid JSON: ${e.message}.`);
     throw e;
   }
+}
+
+/** Which media types a JSON endpoint takes, and what it answers otherwise (400, 1008). */
+export interface JsonMediaPolicy {
+  /** Whether the media type (lower-cased, without parameters; null when absent) is accepted. */
+  accepts(type: string | null): boolean;
+  /** The message when it is not. */
+  wrongType: string;
+  /** The message when the charset is not UTF-8. */
+  wrongCharset: string;
+}
+
+/**
+ * Reads a JSON request body for the `{error, message}` surface: checks the media type and charset
+ * against `policy` (cancelling the body when refused), then {@link readApiJson}.
+ */
+export async function readJsonBody(request: Request, maxBytes: number, policy: JsonMediaPolicy): Promise<JsonValue> {
+  let refused: string | undefined;
+  if (!policy.accepts(mediaType(request))) refused = policy.wrongType;
+  else {
+    const cs = charset(request);
+    if (cs !== null && cs !== "utf-8" && cs !== "utf8") refused = policy.wrongCharset;
+  }
+  if (refused !== undefined) {
+    await request.body?.cancel().catch(() => {});
+    throw new ApiError(400, ApiErrorCode.unsupportedMediaType, refused);
+  }
+  return readApiJson(request, maxBytes);
 }

@@ -2,7 +2,7 @@ import { OAuthError } from "../errors/index.js";
 import { json, NO_STORE, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../context.js";
 import { CLIENT_SUBJECT_PREFIX } from "../tokens/access-token.js";
-import { authenticateClient, readForm } from "./token-endpoint.js";
+import { authenticateClient, type ClientFormEndpoint } from "./token-endpoint.js";
 import { issuedTo, locateToken } from "./token-lookup.js";
 
 /** The RFC 7662 §2.2 response; only `active` when the token is not active. */
@@ -34,9 +34,8 @@ const INACTIVE: IntrospectionResponse = { active: false };
  * earlier of the sliding and the family expiry, `iat` its issue time.
  * `username` is present for tokens of the password grant (and their refreshes).
  */
-export async function introspectionEndpoint(ctx: Context, urls: Urls, request: Request, clientIp?: string): Promise<PlainResponse> {
-  const form = await readForm(ctx, request);
-  const client = await authenticateClient(ctx, request, form, clientIp);
+export const introspectionEndpoint: ClientFormEndpoint = async (ctx, urls, form, authorization, clientIp) => {
+  const client = await authenticateClient(ctx, form, authorization, clientIp);
   const token = form.get("token");
   if (token === undefined) throw new OAuthError("invalid_request", "The token parameter is required.");
   const now = ctx.clock();
@@ -83,4 +82,4 @@ export async function introspectionEndpoint(ctx: Context, urls: Urls, request: R
     body = { ...body, username: account.username };
   }
   return answer(body);
-}
+};

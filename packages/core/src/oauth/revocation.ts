@@ -1,7 +1,7 @@
 import { OAuthError } from "../errors/index.js";
 import { NO_STORE, plain, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../context.js";
-import { authenticateClient, readForm } from "./token-endpoint.js";
+import { authenticateClient, type ClientFormEndpoint } from "./token-endpoint.js";
 import { issuedTo, locateToken } from "./token-lookup.js";
 
 /**
@@ -15,9 +15,8 @@ import { issuedTo, locateToken } from "./token-lookup.js";
  *   says such a request "is refused and the client is informed of the error"; the refusal tells the
  *   caller nothing it could not learn by using the token it already holds.
  */
-export async function revocationEndpoint(ctx: Context, urls: Urls, request: Request, clientIp?: string): Promise<PlainResponse> {
-  const form = await readForm(ctx, request);
-  const client = await authenticateClient(ctx, request, form, clientIp);
+export const revocationEndpoint: ClientFormEndpoint = async (ctx, urls, form, authorization, clientIp) => {
+  const client = await authenticateClient(ctx, form, authorization, clientIp);
   const token = form.get("token");
   if (token === undefined) throw new OAuthError("invalid_request", "The token parameter is required.");
   const now = ctx.clock();
@@ -36,4 +35,4 @@ export async function revocationEndpoint(ctx: Context, urls: Urls, request: Requ
   }
   // RFC 7009 §2.2: the body is ignored by clients; an empty one is what the RFC shows.
   return plain(200, null, { ...NO_STORE });
-}
+};
