@@ -1,18 +1,7 @@
 export { createPlantgate, type Plantgate } from "./app.js";
 export { compileTrustedProxies, resolveClientIp, throttleAddress, type ClientInfo, type ProxyMatcher } from "./security/client-ip.js";
-export {
-  createThrottle,
-  throttleKeys,
-  credentialKeys,
-  USERNAME_FACTOR,
-  DEFAULT_BRUTE_FORCE,
-  type Throttle,
-  type ThrottleCheck,
-  type ThrottleKey,
-  type ThrottleSettings,
-} from "./security/throttle.js";
 export type { PlantgateOptions, ProtectedRoute, ConsoleOptions } from "./options.js";
-export { SESSION_COOKIE as CONSOLE_SESSION_COOKIE, CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
+export { CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
 export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console/api.js";
 export { createAdmin, AdminError, type Admin, type ClientView, type CreateAccountInput, type CreateClientInput } from "./admin/index.js";
 export type { AccountPage, AccountView } from "./api/accounts.js";
@@ -29,8 +18,6 @@ export { hashPassword, verifyPassword, sha256, type RandomBytes } from "./crypto
 export type { CryptoProvider } from "./crypto/provider.js";
 export {
   generateKeyRecord,
-  keyRecordFromJwk,
-  describeKeys,
   pruneKeys,
   type SigningAlg,
   type SigningKeyInfo,

@@ -4,13 +4,8 @@ import type { Context } from "../context.js";
 import type { AccountRecord, SessionRecord } from "../storage/types.js";
 import type { ConsoleRequest } from "./request.js";
 
-/**
- * Name of the console's session cookie (HttpOnly; only the console's own path receives it).
- *
- * @example
- * const signedIn = request.headers.get("cookie")?.includes(`${CONSOLE_SESSION_COOKIE}=`);
- */
-export const SESSION_COOKIE = "plantgate_console";
+/** Name of the console's session cookie (HttpOnly; only the console's own path receives it). */
+const SESSION_COOKIE = "plantgate_console";
 /**
  * Header that carries the session's CSRF token on every state-changing console call.
  *
