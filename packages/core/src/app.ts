@@ -58,68 +58,59 @@ type Handler = (ctx: Context, urls: Urls, request: Request, clientIp: string | u
 interface Route {
   /** Which error shape the route speaks. */
   surface: "oauth" | "api";
-  methods: Record<string, Handler>;
+  /** A Map, so a method named `constructor` or `__proto__` finds nothing rather than Object.prototype. */
+  methods: ReadonlyMap<string, Handler>;
+}
+
+function route(surface: Route["surface"], methods: Record<string, Handler>): Route {
+  return { surface, methods: new Map(Object.entries(methods)) };
 }
 
 const METADATA_PATH = "/.well-known/oauth-authorization-server";
 
 /** A client-authenticated form endpoint (token, revocation, introspection): POST only. */
 function formRoute(endpoint: ClientFormEndpoint): Route {
-  return {
-    surface: "oauth",
-    methods: {
-      POST: async (ctx, urls, request, clientIp) =>
-        endpoint(ctx, urls, await readOAuthForm(ctx, request), request.headers.get("authorization"), clientIp),
-    },
-  };
+  return route("oauth", {
+    POST: async (ctx, urls, request, clientIp) =>
+      endpoint(ctx, urls, await readOAuthForm(ctx, request), request.headers.get("authorization"), clientIp),
+  });
 }
 
-const ROUTES: Record<string, Route> = {
-  [TOKEN_PATH]: formRoute(tokenEndpoint),
-  [REVOCATION_PATH]: formRoute(revocationEndpoint),
-  [INTROSPECTION_PATH]: formRoute(introspectionEndpoint),
-  "/plants": {
-    surface: "api",
-    methods: {
+/** Path (relative to the base path) -> route. A Map for the same reason as {@link Route.methods}. */
+const ROUTES: ReadonlyMap<string, Route> = new Map([
+  [TOKEN_PATH, formRoute(tokenEndpoint)],
+  [REVOCATION_PATH, formRoute(revocationEndpoint)],
+  [INTROSPECTION_PATH, formRoute(introspectionEndpoint)],
+  [
+    "/plants",
+    route("api", {
       POST: async (ctx, urls, request) => {
         await requireBearer(ctx, urls, request, "createPlant");
         return createPlant(ctx, await readJsonBody(request, ctx.maxBodyBytes, PLANT_JSON));
       },
-    },
-  },
-  "/rbac/ServerCommand/GetAccountList": {
-    surface: "api",
-    methods: {
+    }),
+  ],
+  [
+    "/rbac/ServerCommand/GetAccountList",
+    route("api", {
       GET: async (ctx, urls, request) => {
         await requireBearer(ctx, urls, request, "listAccounts");
         return listAccounts(ctx, new URL(request.url).searchParams);
       },
-    },
-  },
-  "/.well-known/jwks.json": {
-    surface: "api",
-    methods: {
-      GET: async (ctx) => json(200, await ctx.keyring.jwks(), { "cache-control": "public, max-age=300" }),
-    },
-  },
-  [METADATA_PATH]: {
-    surface: "api",
-    methods: {
-      GET: async (ctx, urls) => json(200, metadata(ctx, urls), { "cache-control": "public, max-age=300" }),
-    },
-  },
-  "/openapi.json": { surface: "api", methods: { GET: async (ctx, urls) => openApiResponse(ctx, urls) } },
-  [DOCS_PATH]: { surface: "api", methods: { GET: async () => docsPage() } },
-  ...Object.fromEntries(
-    DOCS_ASSET_NAMES.map((name): [string, Route] => [DOCS_ASSETS_PATH + name, { surface: "api", methods: { GET: async () => docsAsset(name) } }]),
-  ),
-};
+    }),
+  ],
+  ["/.well-known/jwks.json", route("api", { GET: async (ctx) => json(200, await ctx.keyring.jwks(), { "cache-control": "public, max-age=300" }) })],
+  [METADATA_PATH, route("api", { GET: async (ctx, urls) => json(200, metadata(ctx, urls), { "cache-control": "public, max-age=300" }) })],
+  ["/openapi.json", route("api", { GET: async (ctx, urls) => openApiResponse(ctx, urls) })],
+  [DOCS_PATH, route("api", { GET: async () => docsPage() })],
+  ...DOCS_ASSET_NAMES.map((name): [string, Route] => [DOCS_ASSETS_PATH + name, route("api", { GET: async () => docsAsset(name) })]),
+]);
 
 /** Every route path (relative to the base path); the OpenAPI test checks each is described. */
-export const ROUTE_PATHS: readonly string[] = Object.keys(ROUTES);
+export const ROUTE_PATHS: readonly string[] = [...ROUTES.keys()];
 
 function methodNotAllowed(route: Route): PlainResponse {
-  const methods = Object.keys(route.methods);
+  const methods = [...route.methods.keys()];
   const allow = (methods.includes("GET") ? [...methods, "HEAD"] : methods).join(", ");
   if (route.surface === "oauth") {
     const e = new OAuthError("invalid_request", `Use ${allow} for this endpoint.`);
@@ -175,10 +166,10 @@ async function dispatch(ctx: Context, request: Request, info: ClientInfo | undef
         readJson: () => readJsonBody(request, ctx.maxBodyBytes, CONSOLE_JSON),
       });
     }
-    const route = ROUTES[path];
+    const route = ROUTES.get(path);
     if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
     surface = route.surface;
-    const handler = route.methods[request.method === "HEAD" ? "GET" : request.method];
+    const handler = route.methods.get(request.method === "HEAD" ? "GET" : request.method);
     if (!handler) return methodNotAllowed(route);
     const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
     return await handler(ctx, urlsFor(ctx, request.url), request, clientIp);

@@ -150,6 +150,30 @@ describe("unknown paths and methods", () => {
     expect(await res.json()).toEqual({ error: "invalid_request", error_description: "Use POST for this endpoint." });
   });
 
+  it.each(["constructor", "__proto__", "valueOf", "toString", "hasOwnProperty"])(
+    "a custom method named %s (an Object.prototype member) is an unknown method: 405 on every route table, through handle()",
+    async (method) => {
+      const h = await harness({ console: { enabled: true } });
+      const decode = (body: Uint8Array | null) => JSON.parse(new TextDecoder().decode(body!)) as unknown;
+      const token = await h.app.handle(new Request(`${BASE}/UserService/connect/token`, { method }));
+      expect(token.status).toBe(405);
+      expect(token.headers.allow).toBe("POST");
+      expect(decode(token.body)).toEqual({ error: "invalid_request", error_description: "Use POST for this endpoint." });
+      const jwks = await h.app.handle(new Request(`${BASE}/.well-known/jwks.json`, { method }));
+      expect(jwks.status).toBe(405);
+      expect(jwks.headers.allow).toBe("GET, HEAD");
+      expect(decode(jwks.body)).toEqual({ error: 1405, message: "Use GET, HEAD for this endpoint." });
+      const session = await h.app.handle(new Request(`${BASE}/console/api/session`, { method }));
+      expect(session.status).toBe(405);
+      expect(session.headers.allow).toBe("GET, POST, HEAD");
+      expect(decode(session.body)).toEqual({ error: 1405, message: "Use GET, POST, HEAD for this endpoint." });
+      // Paths are looked up the same way: a path named after a prototype member is simply unknown.
+      const path = await h.app.handle(new Request(`${BASE}/${method}`));
+      expect(path.status).toBe(404);
+      expect(decode(path.body)).toEqual({ error: 1404, message: "Not found." });
+    },
+  );
+
   it("the method check comes before authentication: GET /plants without a token is 405, not 401", async () => {
     const h = await harness();
     const r = await get(h, `${BASE}/plants`);

@@ -88,7 +88,8 @@ async function run(ctx: Context, request: ConsoleRequest): Promise<PlainResponse
   const found = match(segments);
   if (!found) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
   const method = request.method;
-  const action = found.route.methods[method];
+  // Own properties only: a method named `constructor` or `__proto__` must not reach Object.prototype.
+  const action = Object.hasOwn(found.route.methods, method) ? found.route.methods[method] : undefined;
   if (!action) {
     const methods = Object.keys(found.route.methods);
     const allow = (methods.includes("GET") ? [...methods, "HEAD"] : methods).join(", ");
