@@ -1,7 +1,7 @@
 // plantgate's Node server (@plantgate/node serve + @plantgate/core) on the store named by
 // BENCH_STORE: "memory", or a SQL URL in BENCH_DB_URL (a SQLite file path or postgres://...).
 import { createMemoryStorage, createPlantgate, type CreateAccountInput, type Plantgate, type Storage } from "@plantgate/core";
-import { HANDLE_PLAIN, nodeCrypto, serve } from "@plantgate/node";
+import { nodeCrypto, serve } from "@plantgate/node";
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { announceReady, CLIENT_ID, CLIENT_SECRET, DEFAULT_BENCH_ITERATIONS, envInt, PASSWORD, username, USERS } from "../shared.js";
 
@@ -12,11 +12,10 @@ const storage: Storage = process.env.BENCH_STORE === "memory" || !url ? createMe
 
 let app: Plantgate | null = null;
 // The issuer is the listening URL, known only after listen, as in examples/node-server.
-// HANDLE_PLAIN is what the Node listener calls (plain status/headers/bytes, as in examples/node-server).
+// The wrapper forwards handle, what the Node listener calls (plain status/headers/bytes, as in examples/node-server).
 const running = await serve(
   {
-    fetch: (request, info) => (app ? app.fetch(request, info) : Promise.resolve(new Response(null, { status: 503 }))),
-    [HANDLE_PLAIN]: (request, info) => (app ? app.handle(request, info) : Promise.resolve({ status: 503, headers: {}, body: null })),
+    handle: (request, info) => (app ? app.handle(request, info) : Promise.resolve({ status: 503, headers: {}, body: null })),
   },
   { port: 0 },
 );

@@ -10,7 +10,8 @@ import { ApiError, ApiErrorCode, OAuthError } from "./errors/index.js";
 import { readJsonBody } from "./http/api-json.js";
 import { requireBearer } from "./http/bearer.js";
 import { readOAuthForm } from "./http/oauth-form.js";
-import { resolveClientIp, type ClientInfo } from "./security/client-ip.js";
+import type { HandleInfo } from "./http/handle-info.js";
+import { resolveClientIp } from "./security/client-ip.js";
 import { errorResponse, json, NO_STORE, toResponse, type PlainResponse } from "./http/respond.js";
 import { INTROSPECTION_PATH, metadata, REVOCATION_PATH, TOKEN_PATH } from "./oauth/metadata.js";
 import { introspectionEndpoint } from "./oauth/introspection.js";
@@ -21,25 +22,22 @@ import { urlsFor } from "./http/urls.js";
 import { resolveOptions, type PlantgateOptions } from "./options.js";
 import type { Storage } from "./storage/types.js";
 
-/** Where adapters find {@link Plantgate.handle} (a registered symbol, so they need not import core). */
-const HANDLE_PLAIN: unique symbol = Symbol.for("plantgate.handle") as never;
-
-/** A plantgate instance: a Web-standard fetch handler plus the admin operations. */
+/**
+ * A plantgate instance: the request handler (as plain data through {@link Plantgate.handle}, as a
+ * Web `Response` through {@link Plantgate.fetch}) plus the admin operations.
+ */
 export interface Plantgate {
   /**
-   * Handles one request. Never throws: every failure becomes a documented error response.
-   * `info.clientIp` is the socket peer address the adapter saw (see `trustedProxies`); without it
-   * the brute-force counters fall back to per-username and per-client only.
+   * Handles one request and returns the answer as plain data: status, lower-case headers
+   * (content-length included when there is a body), body bytes or null; for HEAD without the body.
+   * Never throws: every failure becomes a documented error answer. `info` carries what the adapter
+   * knows (the client's address, a direct body reader; see {@link HandleInfo} and the README
+   * section "Writing an adapter"). Adapters that write to a socket themselves call this and need
+   * no Web `Response` (`@plantgate/node` and `@plantgate/express` do).
    */
-  fetch(request: Request, info?: ClientInfo): Promise<Response>;
-  /**
-   * The same answer as {@link fetch}, as plain data (status, lower-case headers, body bytes, with
-   * HEAD answered without content): for adapters that write to a socket themselves and so need no
-   * Web `Response` (`@plantgate/node` uses it). Never throws.
-   */
-  handle(request: Request, info?: ClientInfo): Promise<PlainResponse>;
-  /** `handle` again, under `Symbol.for("plantgate.handle")`: the key adapters look for (`HANDLE_PLAIN` in @plantgate/node). */
-  readonly [HANDLE_PLAIN]: (request: Request, info?: ClientInfo) => Promise<PlainResponse>;
+  handle(request: Request, info?: HandleInfo): Promise<PlainResponse>;
+  /** {@link Plantgate.handle} with the answer as a Web `Response`: for runtimes that want one (Workers, Bun, Deno). Never throws. */
+  fetch(request: Request, info?: HandleInfo): Promise<Response>;
   /** Client and account management (console, CLI, bootstrap). */
   admin: Admin;
   /** The storage in use. */
@@ -53,7 +51,7 @@ export interface Plantgate {
  * (a parsed form, a header, a parsed JSON body, the query) and passes that on as plain values.
  * `clientIp` is already resolved through `trustedProxies`; undefined when the adapter gave none.
  */
-type Handler = (ctx: Context, urls: Urls, request: Request, clientIp: string | undefined) => Promise<PlainResponse>;
+type Handler = (ctx: Context, urls: Urls, request: Request, clientIp: string | undefined, info: HandleInfo | undefined) => Promise<PlainResponse>;
 
 interface Route {
   /** Which error shape the route speaks. */
@@ -71,8 +69,8 @@ const METADATA_PATH = "/.well-known/oauth-authorization-server";
 /** A client-authenticated form endpoint (token, revocation, introspection): POST only. */
 function formRoute(endpoint: ClientFormEndpoint): Route {
   return route("oauth", {
-    POST: async (ctx, urls, request, clientIp) =>
-      endpoint(ctx, urls, await readOAuthForm(ctx, request), request.headers.get("authorization"), clientIp),
+    POST: async (ctx, urls, request, clientIp, info) =>
+      endpoint(ctx, urls, await readOAuthForm(ctx, request, info), request.headers.get("authorization"), clientIp),
   });
 }
 
@@ -84,9 +82,9 @@ const ROUTES: ReadonlyMap<string, Route> = new Map([
   [
     "/plants",
     route("api", {
-      POST: async (ctx, urls, request) => {
+      POST: async (ctx, urls, request, _clientIp, info) => {
         await requireBearer(ctx, urls, request, "createPlant");
-        return createPlant(ctx, await readJsonBody(request, ctx.maxBodyBytes, PLANT_JSON));
+        return createPlant(ctx, await readJsonBody(request, info, ctx.maxBodyBytes, PLANT_JSON));
       },
     }),
   ],
@@ -139,7 +137,7 @@ function pathOf(url: string): string {
 }
 
 /** Routes one request; every failure becomes the route's documented error shape. */
-async function dispatch(ctx: Context, request: Request, info: ClientInfo | undefined): Promise<PlainResponse> {
+async function dispatch(ctx: Context, request: Request, info: HandleInfo | undefined): Promise<PlainResponse> {
   let surface: "oauth" | "api" = "api";
   try {
     let path = pathOf(request.url);
@@ -163,7 +161,7 @@ async function dispatch(ctx: Context, request: Request, info: ClientInfo | undef
         fetchSite: request.headers.get("sec-fetch-site"),
         csrfToken: request.headers.get(CSRF_HEADER),
         clientIp,
-        readJson: () => readJsonBody(request, ctx.maxBodyBytes, CONSOLE_JSON),
+        readJson: () => readJsonBody(request, info, ctx.maxBodyBytes, CONSOLE_JSON),
       });
     }
     const route = ROUTES.get(path);
@@ -172,7 +170,7 @@ async function dispatch(ctx: Context, request: Request, info: ClientInfo | undef
     const handler = route.methods.get(request.method === "HEAD" ? "GET" : request.method);
     if (!handler) return methodNotAllowed(route);
     const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
-    return await handler(ctx, urlsFor(ctx, request.url), request, clientIp);
+    return await handler(ctx, urlsFor(ctx, request.url), request, clientIp, info);
   } catch (error) {
     return errorResponse(error, surface, ctx.logger);
   }
@@ -190,10 +188,6 @@ async function dispatch(ctx: Context, request: Request, info: ClientInfo | undef
  */
 export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
   const ctx = resolveOptions(options);
-  const handle = async (request: Request, info?: ClientInfo): Promise<PlainResponse> => {
-    const response = await dispatch(ctx, request, info);
-    return request.method === "HEAD" ? { ...response, body: null } : response;
-  };
   return {
     admin: createAdmin(ctx),
     storage: ctx.storage,
@@ -208,7 +202,9 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
         return toResponse(errorResponse(error, "api", ctx.logger), request.method === "HEAD");
       }
     },
-    handle,
-    [HANDLE_PLAIN]: handle,
+    async handle(request, info) {
+      const response = await dispatch(ctx, request, info);
+      return request.method === "HEAD" ? { ...response, body: null } : response;
+    },
   };
 }

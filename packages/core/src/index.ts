@@ -1,5 +1,6 @@
 export { createPlantgate, type Plantgate } from "./app.js";
-export { compileTrustedProxies, resolveClientIp, throttleAddress, type ClientInfo, type ProxyMatcher } from "./security/client-ip.js";
+export { compileTrustedProxies, resolveClientIp, throttleAddress, type ProxyMatcher } from "./security/client-ip.js";
+export type { HandleInfo } from "./http/handle-info.js";
 export type { PlantgateOptions, ProtectedRoute, ConsoleOptions } from "./options.js";
 export { CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
 export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console/api.js";

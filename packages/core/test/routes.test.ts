@@ -370,6 +370,51 @@ describe("fetch() and handle() answer alike", () => {
     expect(new TextDecoder().decode(viaHandle.body!)).toBe(await viaFetch.text());
     const head = await h.app.handle(new Request(url, { method: "HEAD" }));
     expect(head).toEqual({ status: 200, headers: viaHandle.headers, body: null });
-    expect((h.app as unknown as Record<symbol, unknown>)[Symbol.for("plantgate.handle")]).toBe(h.app.handle);
+    // The contract is the two methods and their typed second argument: no registered symbols.
+    expect(Object.getOwnPropertySymbols(h.app)).toEqual([]);
+  });
+});
+
+describe("HandleInfo.readBody: the adapter's direct body read", () => {
+  const form = (h: Awaited<ReturnType<typeof harness>>) =>
+    new TextEncoder().encode(`grant_type=client_credentials&client_id=${h.clientId}&client_secret=${encodeURIComponent(h.clientSecret)}`);
+  const post = (path: string, type: string) =>
+    // The Request's own body is junk: only readBody's bytes can make these requests succeed.
+    new Request(`${BASE}${path}`, { method: "POST", headers: { "content-type": type }, body: "not the body" });
+  const decode = (body: Uint8Array | null) => JSON.parse(new TextDecoder().decode(body!)) as Record<string, unknown>;
+
+  it("is used instead of request.body, once, with the app's maxBodyBytes", async () => {
+    const h = await harness({ maxBodyBytes: 4096 });
+    const limits: number[] = [];
+    const answer = await h.app.handle(post("/UserService/connect/token", "application/x-www-form-urlencoded"), {
+      readBody: async (maxBytes) => {
+        limits.push(maxBytes);
+        return form(h);
+      },
+    });
+    expect(answer.status).toBe(200);
+    expect(decode(answer.body)).toMatchObject({ token_type: "Bearer", expires_in: 7200 });
+    expect(limits).toEqual([4096]);
+    const token = decode(answer.body).access_token as string;
+    const plant = await h.app.fetch(post("/plants", "application/json"), { readBody: async () => new TextEncoder().encode('{"id":9007199254740993,"name":"Fern"}') });
+    expect(plant.status).toBe(401); // the bearer check comes first; readBody is not even needed
+    const created = await h.app.handle(
+      new Request(`${BASE}/plants`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: "junk" }),
+      { readBody: async () => new TextEncoder().encode('{"id":9007199254740993,"name":"Fern"}') },
+    );
+    expect(created.status).toBe(200);
+    expect(new TextDecoder().decode(created.body!)).toBe('{"id":9007199254740993,"name":"Fern"}');
+  });
+
+  it("null means too large, a rejection an unreadable body: the documented 400s", async () => {
+    const h = await harness();
+    const tooLarge = await h.app.handle(post("/UserService/connect/token", "application/x-www-form-urlencoded"), { readBody: async () => null });
+    expect(tooLarge.status).toBe(400);
+    expect(decode(tooLarge.body)).toEqual({ error: "invalid_request", error_description: "The request body exceeds 65536 bytes." });
+    const broken = await h.app.handle(post("/UserService/connect/token", "application/x-www-form-urlencoded"), {
+      readBody: () => Promise.reject(new Error("connection reset")),
+    });
+    expect(broken.status).toBe(400);
+    expect(decode(broken.body)).toEqual({ error: "invalid_request", error_description: "The request body could not be read." });
   });
 });

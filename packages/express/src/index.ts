@@ -1,7 +1,7 @@
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
-import { HANDLE_PLAIN, isPlainAnswer, toLightRequest, writePlainAnswer, writeResponse, type FetchApp, type PlainAnswer } from "@plantgate/node";
+import { toExchange, writeResponse, type FetchApp, type NodeApp, type NodeExchange, type PlainAnswer } from "@plantgate/node";
 
-export type { FetchApp } from "@plantgate/node";
+export type { FetchApp, HandleApp, NodeApp } from "@plantgate/node";
 
 /**
  * Options for {@link plantgate}.
@@ -107,7 +107,7 @@ function bodyConsumed(req: ExpressRequest): boolean {
 }
 
 function isUnknownRouteAnswer(answer: PlainAnswer): boolean {
-  if (answer.status !== 404 || answer.body === null) return false;
+  if (answer.status !== 404 || answer.body === null || !(answer.body instanceof Uint8Array)) return false;
   try {
     const body = JSON.parse(new TextDecoder().decode(answer.body)) as { error?: unknown } | null;
     return body?.error === 1404;
@@ -157,7 +157,7 @@ async function isUnknownRoute(response: Response): Promise<boolean> {
  * app.listen(3000);
  * ```
  */
-export function plantgate(app: FetchApp, options: PlantgateExpressOptions = {}): RequestHandler {
+export function plantgate(app: NodeApp, options: PlantgateExpressOptions = {}): RequestHandler {
   const passNotFound = (options.notFound ?? "next") === "next";
 
   return (req: ExpressRequest, res: ExpressResponse, next: NextFunction): void => {
@@ -172,53 +172,32 @@ export function plantgate(app: FetchApp, options: PlantgateExpressOptions = {}):
         return;
       }
 
-      let request: Request;
+      let exchange: NodeExchange;
       const routedUrl = req.url;
       try {
-        // toRequest reads the path from req.url, which Express rewrites to be
+        // toExchange reads the path from req.url, which Express rewrites to be
         // relative to the mount point; the app must see the full path.
         req.url = req.originalUrl;
-        request = toLightRequest(req, { origin: originOf(req), response: res });
+        // Its clientIp is the raw socket address, not req.ip: Express's "trust proxy" and
+        // plantgate's trustedProxies would otherwise be two places deciding whom to believe.
+        exchange = toExchange(req, { origin: originOf(req), response: res });
       } catch (error) {
         req.url = routedUrl;
         next(error);
         return;
       }
       req.url = routedUrl;
+      const request = exchange.request;
 
-      // The raw socket address, not req.ip: Express's "trust proxy" and plantgate's trustedProxies
-      // would otherwise be two places deciding whom to believe.
-      const clientIp = req.socket.remoteAddress;
-      const handlePlain = app[HANDLE_PLAIN];
-      if (typeof handlePlain === "function") {
-        // plantgate's plain answer: written directly, no Web Response in between.
-        let answer: PlainAnswer;
-        try {
-          const result: unknown = await handlePlain.call(app, request, clientIp !== undefined ? { clientIp } : {});
-          if (!isPlainAnswer(result)) throw new TypeError("app[HANDLE_PLAIN]() did not resolve to a plain answer.");
-          answer = result;
-        } catch (error) {
-          if (request.signal.aborted && error === request.signal.reason) return;
-          next(error);
-          return;
-        }
-        if (passNotFound && isUnknownRouteAnswer(answer)) {
-          next();
-          return;
-        }
-        try {
-          writePlainAnswer(answer, res);
-        } catch (error) {
-          next(error);
-        }
-        return;
-      }
-
-      let response: Response;
+      // plantgate's handle(): a plain answer written directly, no Web Response in between.
+      let answer: PlainAnswer | Response;
       try {
-        const result: unknown = await app.fetch(request, clientIp !== undefined ? { clientIp } : {});
-        if (!(result instanceof Response)) throw new TypeError("app.fetch() did not resolve to a Response.");
-        response = result;
+        if (typeof app.handle === "function") answer = await app.handle(request, exchange);
+        else {
+          const result: unknown = await (app as FetchApp).fetch(request, exchange);
+          if (!(result instanceof Response)) throw new TypeError("app.fetch() did not resolve to a Response.");
+          answer = result;
+        }
       } catch (error) {
         // The client went away; there is nobody to answer.
         if (request.signal.aborted && error === request.signal.reason) return;
@@ -226,14 +205,15 @@ export function plantgate(app: FetchApp, options: PlantgateExpressOptions = {}):
         return;
       }
 
-      if (passNotFound && (await isUnknownRoute(response))) {
-        await response.body?.cancel().catch(() => undefined);
+      if (passNotFound && (answer instanceof Response ? await isUnknownRoute(answer) : isUnknownRouteAnswer(answer))) {
+        if (answer instanceof Response) await answer.body?.cancel().catch(() => undefined);
         next();
         return;
       }
 
       try {
-        await writeResponse(response, res);
+        const streaming = writeResponse(answer, res);
+        if (streaming !== undefined) await streaming;
       } catch (error) {
         // With headers already sent, Express's final handler closes the connection.
         next(error);

@@ -1,4 +1,5 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
+import type { HandleInfo } from "./handle-info.js";
 import { BodyReadError, charset, mediaType, readBodyText } from "./body.js";
 import { JsonSyntaxError, parseJson, type JsonValue } from "../util/json.js";
 
@@ -7,10 +8,10 @@ import { JsonSyntaxError, parseJson, type JsonValue } from "../util/json.js";
  * the console), after the caller has checked the media type: oversized -> 1007, not UTF-8,
  * unreadable or not JSON -> 1001.
  */
-export async function readApiJson(request: Request, maxBytes: number): Promise<JsonValue> {
+export async function readApiJson(request: Request, info: HandleInfo | undefined, maxBytes: number): Promise<JsonValue> {
   let text: string;
   try {
-    text = await readBodyText(request, maxBytes);
+    text = await readBodyText(request, info, maxBytes);
   } catch (e) {
     if (e instanceof BodyReadError) {
       if (e.reason === "too_large") throw new ApiError(400, ApiErrorCode.bodyTooLarge, `The body exceeds ${maxBytes} bytes.`);
@@ -40,7 +41,7 @@ export interface JsonMediaPolicy {
  * Reads a JSON request body for the `{error, message}` surface: checks the media type and charset
  * against `policy` (cancelling the body when refused), then {@link readApiJson}.
  */
-export async function readJsonBody(request: Request, maxBytes: number, policy: JsonMediaPolicy): Promise<JsonValue> {
+export async function readJsonBody(request: Request, info: HandleInfo | undefined, maxBytes: number, policy: JsonMediaPolicy): Promise<JsonValue> {
   let refused: string | undefined;
   if (!policy.accepts(mediaType(request))) refused = policy.wrongType;
   else {
@@ -51,5 +52,5 @@ export async function readJsonBody(request: Request, maxBytes: number, policy: J
     await request.body?.cancel().catch(() => {});
     throw new ApiError(400, ApiErrorCode.unsupportedMediaType, refused);
   }
-  return readApiJson(request, maxBytes);
+  return readApiJson(request, info, maxBytes);
 }

@@ -1,13 +1,14 @@
 import type { Context } from "../context.js";
 import { OAuthError } from "../errors/index.js";
 import { BodyReadError, charset, mediaType, readBodyText } from "./body.js";
+import type { HandleInfo } from "./handle-info.js";
 import { FormError, FormLimitError, parseForm } from "./form.js";
 
 /**
  * Step 1 of the token, revocation and introspection endpoints: the request must be a UTF-8 form
  * POST within the size and parameter caps, no parameter repeated; returns the parsed form.
  */
-export async function readOAuthForm(ctx: Context, request: Request): Promise<Map<string, string>> {
+export async function readOAuthForm(ctx: Context, request: Request, info: HandleInfo | undefined): Promise<Map<string, string>> {
   if (mediaType(request) !== "application/x-www-form-urlencoded") {
     throw new OAuthError("invalid_request", "The request body must be application/x-www-form-urlencoded.");
   }
@@ -15,7 +16,7 @@ export async function readOAuthForm(ctx: Context, request: Request): Promise<Map
   if (cs !== null && cs !== "utf-8" && cs !== "utf8") throw new OAuthError("invalid_request", "The request body must be UTF-8.");
   let text: string;
   try {
-    text = await readBodyText(request, ctx.maxBodyBytes);
+    text = await readBodyText(request, info, ctx.maxBodyBytes);
   } catch (e) {
     if (e instanceof BodyReadError) {
       throw new OAuthError(
