@@ -1,5 +1,5 @@
 import { createAdmin, type Admin } from "./admin/index.js";
-import { consoleHandler } from "./console/index.js";
+import { consoleHandler, consoleOwns } from "./console/index.js";
 import { CSRF_HEADER } from "./console/session.js";
 import { listAccounts } from "./api/accounts.js";
 import { createPlant, PLANT_JSON } from "./api/plants.js";
@@ -38,6 +38,20 @@ export interface Plantgate {
   handle(request: Request, info?: HandleInfo): Promise<PlainResponse>;
   /** {@link Plantgate.handle} with the answer as a Web `Response`: for runtimes that want one (Workers, Bun, Deno). Never throws. */
   fetch(request: Request, info?: HandleInfo): Promise<Response>;
+  /**
+   * Whether plantgate answers this URL path (a pathname as in `new URL(request.url).pathname`,
+   * base path included) with anything but its "no such route" 404 (`{"error":1404}`): a route of
+   * any method (a wrong method is still plantgate's 405), the console's pages and API when enabled.
+   * For hosts that share paths with plantgate: `@plantgate/express` passes unknown paths on with
+   * `next()` without asking plantgate to answer them.
+   *
+   * @example
+   * const app = createPlantgate({ basePath: "/auth" });
+   * app.owns("/auth/UserService/connect/token"); // true
+   * app.owns("/auth/nope");                      // false
+   * app.owns("/health");                         // false
+   */
+  owns(path: string): boolean;
   /** Client and account management (console, CLI, bootstrap). */
   admin: Admin;
   /** The storage in use. */
@@ -136,35 +150,66 @@ function pathOf(url: string): string {
   return url.slice(start, end);
 }
 
+/**
+ * A subtree of paths handed to one handler as a whole (the console under `/console`): `owns` says
+ * which of its paths it answers with something other than its own 404.
+ */
+interface Mount {
+  prefix: string;
+  owns(path: string): boolean;
+  handle(ctx: Context, request: Request, info: HandleInfo | undefined, path: string): Promise<PlainResponse>;
+}
+
+const consoleMount: Mount = {
+  prefix: "/console",
+  owns: consoleOwns,
+  handle: (ctx, request, info, path) =>
+    consoleHandler(ctx, {
+      method: request.method === "HEAD" ? "GET" : request.method,
+      url: new URL(request.url),
+      path,
+      cookie: request.headers.get("cookie"),
+      origin: request.headers.get("origin"),
+      fetchSite: request.headers.get("sec-fetch-site"),
+      csrfToken: request.headers.get(CSRF_HEADER),
+      clientIp: resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for")),
+      readJson: () => readJsonBody(request, info, ctx.maxBodyBytes, CONSOLE_JSON),
+    }),
+};
+
+/** What one app answers: the fixed routes, plus the mounts its options switch on. The one table both dispatch and `owns` read. */
+interface RouteTable {
+  routes: ReadonlyMap<string, Route>;
+  mounts: readonly Mount[];
+}
+
+function routeTable(ctx: Context): RouteTable {
+  return { routes: ROUTES, mounts: ctx.console ? [consoleMount] : [] };
+}
+
+/** The path relative to the base path (RFC 8414 §3.1's inserted metadata path mapped back); null outside the base path. */
+function relativePath(ctx: Context, path: string): string | null {
+  if (!ctx.basePath) return path;
+  // RFC 8414 §3.1: for an issuer with a path, the metadata lives at /.well-known/...{path}.
+  if (path === `${METADATA_PATH}${ctx.basePath}`) return METADATA_PATH;
+  if (path !== ctx.basePath && !path.startsWith(ctx.basePath + "/")) return null;
+  return path.slice(ctx.basePath.length);
+}
+
+function mountOf(table: RouteTable, path: string): Mount | undefined {
+  for (const mount of table.mounts) if (path === mount.prefix || path.startsWith(mount.prefix + "/")) return mount;
+  return undefined;
+}
+
 /** Routes one request; every failure becomes the route's documented error shape. */
-async function dispatch(ctx: Context, request: Request, info: HandleInfo | undefined): Promise<PlainResponse> {
+async function dispatch(ctx: Context, table: RouteTable, request: Request, info: HandleInfo | undefined): Promise<PlainResponse> {
   let surface: "oauth" | "api" = "api";
   try {
-    let path = pathOf(request.url);
-    if (ctx.basePath && path === `${METADATA_PATH}${ctx.basePath}`) {
-      // RFC 8414 §3.1: for an issuer with a path, the metadata lives at /.well-known/...{path}.
-      path = METADATA_PATH;
-    } else if (ctx.basePath) {
-      if (path !== ctx.basePath && !path.startsWith(ctx.basePath + "/")) {
-        throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-      }
-      path = path.slice(ctx.basePath.length);
-    }
-    if (ctx.console && (path === "/console" || path.startsWith("/console/"))) {
-      const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
-      return await consoleHandler(ctx, {
-        method: request.method === "HEAD" ? "GET" : request.method,
-        url: new URL(request.url),
-        path,
-        cookie: request.headers.get("cookie"),
-        origin: request.headers.get("origin"),
-        fetchSite: request.headers.get("sec-fetch-site"),
-        csrfToken: request.headers.get(CSRF_HEADER),
-        clientIp,
-        readJson: () => readJsonBody(request, info, ctx.maxBodyBytes, CONSOLE_JSON),
-      });
-    }
-    const route = ROUTES.get(path);
+    const path = relativePath(ctx, pathOf(request.url));
+    if (path === null) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
+    const mount = mountOf(table, path);
+    if (mount) return await mount.handle(ctx, request, info, path);
+    const route = table.routes.get(path);
     if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
     surface = route.surface;
     const handler = route.methods.get(request.method === "HEAD" ? "GET" : request.method);
@@ -188,12 +233,13 @@ async function dispatch(ctx: Context, request: Request, info: HandleInfo | undef
  */
 export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
   const ctx = resolveOptions(options);
+  const table = routeTable(ctx);
   return {
     admin: createAdmin(ctx),
     storage: ctx.storage,
     jwks: () => ctx.keyring.jwks(),
     async fetch(request, info) {
-      const answer = await dispatch(ctx, request, info);
+      const answer = await dispatch(ctx, table, request, info);
       // RFC 9110 §9.3.2: HEAD is GET without the content, errors included.
       try {
         return toResponse(answer, request.method === "HEAD");
@@ -202,8 +248,14 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
         return toResponse(errorResponse(error, "api", ctx.logger), request.method === "HEAD");
       }
     },
+    owns(path) {
+      const relative = relativePath(ctx, path);
+      if (relative === null) return false;
+      const mount = mountOf(table, relative);
+      return mount ? mount.owns(relative) : table.routes.has(relative);
+    },
     async handle(request, info) {
-      const response = await dispatch(ctx, request, info);
+      const response = await dispatch(ctx, table, request, info);
       return request.method === "HEAD" ? { ...response, body: null } : response;
     },
   };

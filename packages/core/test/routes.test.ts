@@ -418,3 +418,56 @@ describe("HandleInfo.readBody: the adapter's direct body read", () => {
     expect(decode(broken.body)).toEqual({ error: "invalid_request", error_description: "The request body could not be read." });
   });
 });
+
+describe("owns(path): which paths plantgate answers", () => {
+  const paths = [
+    "/api/UserService/connect/token",
+    "/api/UserService/connect/revocation",
+    "/api/plants",
+    "/api/plants/",
+    "/api/rbac/ServerCommand/GetAccountList",
+    "/api/.well-known/jwks.json",
+    "/api/.well-known/oauth-authorization-server",
+    "/.well-known/oauth-authorization-server/api",
+    "/.well-known/oauth-authorization-server",
+    "/api/openapi.json",
+    "/api/console",
+    "/api/console/",
+    "/api/console/api/session",
+    "/api/console/api/clients/a%2Fb/secret",
+    "/api/console/api/clients//secret",
+    "/api/console/nope",
+    "/api/console/%E0%A4%A",
+    "/api",
+    "/api/",
+    "/api/nope",
+    "/UserService/connect/token",
+    "/health",
+    "/apiary/plants",
+  ];
+
+  it("says true exactly where handle() answers something other than the 1404 'no such route', with and without the console", async () => {
+    for (const options of [{ basePath: "/api" }, { basePath: "/api", console: { enabled: true } }]) {
+      const h = await harness(options);
+      for (const path of paths) {
+        for (const method of ["GET", "POST"]) {
+          const answer = await h.app.handle(new Request(`${BASE}${path}`, { method, ...(method === "POST" ? { body: "" } : {}) }));
+          const unknownRoute = answer.status === 404 && new TextDecoder().decode(answer.body!) === '{"error":1404,"message":"Not found."}';
+          expect(h.app.owns(path), `${method} ${path} with ${JSON.stringify(options)}`).toBe(!unknownRoute);
+        }
+      }
+    }
+  });
+
+  it("follows the options: the console's paths only when it is enabled, every path relative to basePath", async () => {
+    const plain = await harness();
+    expect(plain.app.owns("/UserService/connect/token")).toBe(true);
+    expect(plain.app.owns("/console")).toBe(false);
+    expect(plain.app.owns("/console/api/session")).toBe(false);
+    const withConsole = await harness({ basePath: "/auth", console: { enabled: true } });
+    expect(withConsole.app.owns("/auth/console/api/session")).toBe(true);
+    expect(withConsole.app.owns("/console/api/session")).toBe(false);
+    expect(withConsole.app.owns("/auth/UserService/connect/token")).toBe(true);
+    expect(withConsole.app.owns("/UserService/connect/token")).toBe(false);
+  });
+});

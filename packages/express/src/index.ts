@@ -15,13 +15,24 @@ export type { FetchApp, HandleApp, NodeApp } from "@plantgate/node";
  */
 export interface PlantgateExpressOptions {
   /**
-   * What to do when the app answers 404 with plantgate's "no such route" body
-   * (`{"error":1404,...}`): `"next"` (default) calls `next()` so the rest of the
+   * What to do with a path the app does not own (`app.owns(path)` is false, i.e.
+   * plantgate would answer its "no such route" 404 `{"error":1404,...}`):
+   * `"next"` (default) calls `next()` without asking the app, so the rest of the
    * Express app (its own routes, its 404 handler) gets the request;
-   * `"respond"` sends plantgate's 404 as it is.
+   * `"respond"` lets the app answer (plantgate's 404 as it is). An app without
+   * `owns` (any plain Web handler) answers every path itself.
    */
   notFound?: "next" | "respond";
 }
+
+/**
+ * What {@link plantgate} serves: a plantgate app (`handle` and `owns`), or any Web handler with
+ * `handle` or `fetch` (see `@plantgate/node`'s `NodeApp`).
+ */
+export type ExpressApp = NodeApp & {
+  /** Whether the app answers this pathname with anything but its "no such route" 404. */
+  owns?(path: string): boolean;
+};
 
 /** Code of the {@link PlantgateBodyConsumedError}, for error handlers that switch on `err.code`. */
 export const BODY_CONSUMED = "PLANTGATE_BODY_CONSUMED";
@@ -106,28 +117,8 @@ function bodyConsumed(req: ExpressRequest): boolean {
   );
 }
 
-function isUnknownRouteAnswer(answer: PlainAnswer): boolean {
-  if (answer.status !== 404 || answer.body === null || !(answer.body instanceof Uint8Array)) return false;
-  try {
-    const body = JSON.parse(new TextDecoder().decode(answer.body)) as { error?: unknown } | null;
-    return body?.error === 1404;
-  } catch {
-    return false;
-  }
-}
-
-async function isUnknownRoute(response: Response): Promise<boolean> {
-  if (response.status !== 404) return false;
-  try {
-    const body = (await response.clone().json()) as { error?: unknown } | null;
-    return body?.error === 1404;
-  } catch {
-    return false;
-  }
-}
-
 /**
- * Express 5 middleware serving a plantgate app (or any {@link FetchApp}).
+ * Express 5 middleware serving a plantgate app (or any Web handler, {@link ExpressApp}).
  *
  * - **Mount path = `basePath`.** The Web Request carries the full original URL
  *   (`req.originalUrl`), so create the app with `basePath` equal to the path you
@@ -139,8 +130,8 @@ async function isUnknownRoute(response: Response): Promise<boolean> {
  * - **Body**: read raw from the socket (int64 ids stay exact). Mount plantgate
  *   *before* any body parser; if one already consumed the body, `next(err)` is
  *   called with a {@link PlantgateBodyConsumedError}.
- * - **Unknown routes** (plantgate's 404 with error 1404) go on with `next()`
- *   unless `options.notFound` is `"respond"`.
+ * - **Unknown routes** (paths `app.owns()` says plantgate does not answer) go on
+ *   with `next()`, before plantgate sees them, unless `options.notFound` is `"respond"`.
  * - Unexpected failures (the app throws, the response cannot be written before
  *   headers are out) go to `next(err)`, i.e. to Express's error handling.
  *
@@ -157,8 +148,8 @@ async function isUnknownRoute(response: Response): Promise<boolean> {
  * app.listen(3000);
  * ```
  */
-export function plantgate(app: NodeApp, options: PlantgateExpressOptions = {}): RequestHandler {
-  const passNotFound = (options.notFound ?? "next") === "next";
+export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}): RequestHandler {
+  const owns = (options.notFound ?? "next") === "next" && typeof app.owns === "function" ? app.owns.bind(app) : undefined;
 
   return (req: ExpressRequest, res: ExpressResponse, next: NextFunction): void => {
     void handle().catch((error: unknown) => {
@@ -188,6 +179,11 @@ export function plantgate(app: NodeApp, options: PlantgateExpressOptions = {}): 
       }
       req.url = routedUrl;
       const request = exchange.request;
+      // The pathname as the app will see it (normalised as every Request URL is).
+      if (owns !== undefined && !owns(new URL(request.url).pathname)) {
+        next();
+        return;
+      }
 
       // plantgate's handle(): a plain answer written directly, no Web Response in between.
       let answer: PlainAnswer | Response;
@@ -202,12 +198,6 @@ export function plantgate(app: NodeApp, options: PlantgateExpressOptions = {}): 
         // The client went away; there is nobody to answer.
         if (request.signal.aborted && error === request.signal.reason) return;
         next(error);
-        return;
-      }
-
-      if (passNotFound && (answer instanceof Response ? await isUnknownRoute(answer) : isUnknownRouteAnswer(answer))) {
-        if (answer instanceof Response) await answer.body?.cancel().catch(() => undefined);
-        next();
         return;
       }
 

@@ -75,17 +75,28 @@ function match(segments: string[]): { route: ConsoleRoute; params: string[] } | 
   return null;
 }
 
-async function run(ctx: Context, request: ConsoleRequest): Promise<PlainResponse> {
-  // `path` is `/console` or `/console/...`; segments are percent-decoded one by one so a client id
-  // containing `/` (sent as %2F) stays one segment.
-  const rest = request.path.slice("/console".length);
+/**
+ * The route of a console path (`/console` or `/console/...`); segments are percent-decoded one by
+ * one so a client id containing `/` (sent as %2F) stays one segment. Null when there is none.
+ */
+function find(path: string): { route: ConsoleRoute; params: string[] } | null {
+  const rest = path.slice("/console".length);
   let segments: string[];
   try {
     segments = rest === "" ? [] : rest.slice(1).split("/").map(decodeURIComponent);
   } catch {
-    throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
+    return null;
   }
-  const found = match(segments);
+  return match(segments);
+}
+
+/** Whether the console answers a path (`/console` or `/console/...`) with anything but its 404. */
+export function consoleOwns(path: string): boolean {
+  return find(path) !== null;
+}
+
+async function run(ctx: Context, request: ConsoleRequest): Promise<PlainResponse> {
+  const found = find(request.path);
   if (!found) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
   const method = request.method;
   // Own properties only: a method named `constructor` or `__proto__` must not reach Object.prototype.
