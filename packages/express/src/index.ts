@@ -1,5 +1,5 @@
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
-import { toExchange, writeResponse, type FetchApp, type NodeApp, type NodeExchange, type PlainAnswer } from "@plantgate/node";
+import { originOf, toExchange, writeResponse, type FetchApp, type NodeApp, type NodeExchange, type PlainAnswer } from "@plantgate/node";
 
 export type { FetchApp, HandleApp, NodeApp } from "@plantgate/node";
 
@@ -61,46 +61,13 @@ export class PlantgateBodyConsumedError extends Error {
   }
 }
 
-// host = IP-literal / IPv4 / reg-name, optionally followed by a port (same rule as @plantgate/node).
-const HOST_PATTERN =
-  /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?)(?::(\d{1,5}))?$/;
-
-// Host values repeat; parsing each with the URL parser cost more than the rest of the origin logic.
-// Bounded, since clients choose them: when full, the cache starts over.
-const hosts = new Map<string, string>();
-
-function safeHost(value: string | undefined): string {
-  if (!value) return "localhost";
-  let host = hosts.get(value);
-  if (host === undefined) {
-    host = safeHostUncached(value);
-    if (hosts.size >= 256) hosts.clear();
-    hosts.set(value, host);
-  }
-  return host;
-}
-
-function safeHostUncached(value: string | undefined): string {
-  if (value) {
-    const match = HOST_PATTERN.exec(value);
-    const port = match?.[1];
-    if (match && (port === undefined || Number(port) <= 65535)) {
-      try {
-        return new URL(`http://${value}`).host;
-      } catch {
-        // fall through to the harmless default
-      }
-    }
-  }
-  return "localhost";
-}
-
 /** `scheme://host[:port]` as Express sees it, i.e. with its `trust proxy` setting applied. */
-function originOf(req: ExpressRequest): string {
+function expressOrigin(req: ExpressRequest): string {
   const encrypted = (req.socket as { encrypted?: boolean } | null)?.encrypted === true;
   const protocol = req.protocol.toLowerCase();
   const scheme = protocol === "http" || protocol === "https" ? protocol : encrypted ? "https" : "http";
-  return `${scheme}://${safeHost(req.host)}`;
+  // The host checked (and cached) exactly as @plantgate/node's listener checks it.
+  return originOf(scheme, req.host);
 }
 
 function hasBody(req: ExpressRequest): boolean {
@@ -171,7 +138,7 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         req.url = req.originalUrl;
         // Its clientIp is the raw socket address, not req.ip: Express's "trust proxy" and
         // plantgate's trustedProxies would otherwise be two places deciding whom to believe.
-        exchange = toExchange(req, { origin: originOf(req), response: res });
+        exchange = toExchange(req, { origin: expressOrigin(req), response: res });
       } catch (error) {
         req.url = routedUrl;
         next(error);
