@@ -222,8 +222,10 @@ async function dispatch(ctx: Context, table: RouteTable, request: Request, info:
 }
 
 /**
- * Creates a plantgate app: a `fetch(request)` handler for the token endpoint, the plant store,
- * the account listing, the JWKS and the RFC 8414 metadata, over the storage you pass.
+ * Creates a plantgate app: `handle(request, info)` / `fetch(request, info)` for the token,
+ * revocation and introspection endpoints, the plant store, the account listing, the JWKS and the
+ * RFC 8414 metadata (and the console when enabled) over the storage you pass, `owns(path)` for
+ * hosts that share paths with it, and the admin operations.
  *
  * @example
  * import { createPlantgate } from "@plantgate/core";
