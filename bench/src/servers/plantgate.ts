@@ -2,7 +2,7 @@
 // BENCH_STORE: "memory", or a SQL URL in BENCH_DB_URL (a SQLite file path or postgres://...);
 // with BENCH_REDIS_URL, the hot stores go to Redis beside it (key prefix BENCH_REDIS_PREFIX).
 import { createMemoryStorage, createPlantgate, type CreateAccountInput, type Plantgate, type Storage } from "@plantgate/core";
-import { HANDLE_PLAIN, nodeCrypto, serve } from "@plantgate/node";
+import { nodeCrypto, serve } from "@plantgate/node";
 import { redisHotStores } from "@plantgate/storage-redis";
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { createClient } from "redis";
@@ -20,11 +20,10 @@ const storage: Storage = redisUrl
 
 let app: Plantgate | null = null;
 // The issuer is the listening URL, known only after listen, as in examples/node-server.
-// HANDLE_PLAIN is what the Node listener calls (plain status/headers/bytes, as in examples/node-server).
+// The wrapper forwards handle, what the Node listener calls (plain status/headers/bytes, as in examples/node-server).
 const running = await serve(
   {
-    fetch: (request, info) => (app ? app.fetch(request, info) : Promise.resolve(new Response(null, { status: 503 }))),
-    [HANDLE_PLAIN]: (request, info) => (app ? app.handle(request, info) : Promise.resolve({ status: 503, headers: {}, body: null })),
+    handle: (request, info) => (app ? app.handle(request, info) : Promise.resolve({ status: 503, headers: {}, body: null })),
   },
   { port: 0 },
 );

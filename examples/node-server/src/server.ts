@@ -1,5 +1,5 @@
 import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type PlainResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
-import { HANDLE_PLAIN, nodeCrypto, serve } from "@plantgate/node";
+import { nodeCrypto, serve, type HandleInfo } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
@@ -54,10 +54,6 @@ function starting(): PlainResponse {
   };
 }
 
-function toResponse(answer: PlainResponse): Response {
-  return new Response(answer.body as Uint8Array<ArrayBuffer>, { status: answer.status, headers: answer.headers });
-}
-
 function fail(message: string): never {
   throw new Error(`configuration: ${message}`);
 }
@@ -107,9 +103,8 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   try {
     running = await serve(
       {
-        fetch: async (request: Request, info?: { clientIp?: string }) => (app ? app.fetch(request, info) : toResponse(starting())),
         // What the Node listener calls: plain status/headers/bytes, no Web Response per request.
-        [HANDLE_PLAIN]: async (request: Request, info?: { clientIp?: string }) => (app ? app.handle(request, info) : starting()),
+        handle: async (request: Request, info?: HandleInfo) => (app ? app.handle(request, info) : starting()),
       },
       { port: port(env.PORT), host },
     );

@@ -1,39 +1,58 @@
 import { createAdmin, type Admin } from "./admin/index.js";
-import { consoleHandler } from "./console/index.js";
+import { consoleHandler, consoleOwns } from "./console/index.js";
+import { CSRF_HEADER } from "./console/session.js";
 import { listAccounts } from "./api/accounts.js";
-import { createPlant } from "./api/plants.js";
-import { docsHandler } from "./api/docs.js";
+import { createPlant, PLANT_JSON } from "./api/plants.js";
+import { CONSOLE_JSON } from "./console/body.js";
+import { docsHandler, docsOwns } from "./api/docs.js";
+import type { ServedPage } from "./pages/static-page.js";
 import { openApiResponse } from "./api/openapi.js";
 import { ApiError, ApiErrorCode, OAuthError } from "./errors/index.js";
+import { readJsonBody } from "./http/api-json.js";
 import { requireBearer } from "./http/bearer.js";
-import { resolveClientIp, type ClientInfo } from "./http/client-ip.js";
+import { readOAuthForm } from "./http/oauth-form.js";
+import type { HandleInfo } from "./http/handle-info.js";
+import { resolveClientIp } from "./security/client-ip.js";
 import { errorResponse, json, NO_STORE, toResponse, type PlainResponse } from "./http/respond.js";
 import { INTROSPECTION_PATH, metadata, REVOCATION_PATH, TOKEN_PATH } from "./oauth/metadata.js";
 import { introspectionEndpoint } from "./oauth/introspection.js";
 import { revocationEndpoint } from "./oauth/revocation.js";
-import { tokenEndpoint } from "./oauth/token-endpoint.js";
-import { resolveOptions, urlsFor, type Context, type PlantgateOptions, type Urls } from "./options.js";
+import { tokenEndpoint, type ClientFormEndpoint } from "./oauth/token-endpoint.js";
+import type { Context, Urls } from "./context.js";
+import { urlsFor } from "./http/urls.js";
+import { resolveOptions, type PlantgateOptions } from "./options.js";
 import type { Storage } from "./storage/types.js";
 
-/** Where adapters find {@link Plantgate.handle} (a registered symbol, so they need not import core). */
-const HANDLE_PLAIN: unique symbol = Symbol.for("plantgate.handle") as never;
-
-/** A plantgate instance: a Web-standard fetch handler plus the admin operations. */
+/**
+ * A plantgate instance: the request handler (as plain data through {@link Plantgate.handle}, as a
+ * Web `Response` through {@link Plantgate.fetch}) plus the admin operations.
+ */
 export interface Plantgate {
   /**
-   * Handles one request. Never throws: every failure becomes a documented error response.
-   * `info.clientIp` is the socket peer address the adapter saw (see `trustedProxies`); without it
-   * the brute-force counters fall back to per-username and per-client only.
+   * Handles one request and returns the answer as plain data: status, lower-case headers
+   * (content-length included when there is a body), body bytes or null; for HEAD without the body.
+   * Never throws: every failure becomes a documented error answer. `info` carries what the adapter
+   * knows (the client's address, a direct body reader; see {@link HandleInfo} and the README
+   * section "Writing an adapter"). Adapters that write to a socket themselves call this and need
+   * no Web `Response` (`@plantgate/node` and `@plantgate/express` do).
    */
-  fetch(request: Request, info?: ClientInfo): Promise<Response>;
+  handle(request: Request, info?: HandleInfo): Promise<PlainResponse>;
+  /** {@link Plantgate.handle} with the answer as a Web `Response`: for runtimes that want one (Workers, Bun, Deno). Never throws. */
+  fetch(request: Request, info?: HandleInfo): Promise<Response>;
   /**
-   * The same answer as {@link fetch}, as plain data (status, lower-case headers, body bytes, with
-   * HEAD answered without content): for adapters that write to a socket themselves and so need no
-   * Web `Response` (`@plantgate/node` uses it). Never throws.
+   * Whether plantgate answers this URL path (a pathname as in `new URL(request.url).pathname`,
+   * base path included) with anything but its "no such route" 404 (`{"error":1404}`): a route of
+   * any method (a wrong method is still plantgate's 405), the console's pages and API when enabled.
+   * For hosts that share paths with plantgate: `@plantgate/express` passes unknown paths on with
+   * `next()` without asking plantgate to answer them.
+   *
+   * @example
+   * const app = createPlantgate({ basePath: "/auth" });
+   * app.owns("/auth/UserService/connect/token"); // true
+   * app.owns("/auth/nope");                      // false
+   * app.owns("/health");                         // false
    */
-  handle(request: Request, info?: ClientInfo): Promise<PlainResponse>;
-  /** `handle` again, under `Symbol.for("plantgate.handle")`: the key adapters look for (`HANDLE_PLAIN` in @plantgate/node). */
-  readonly [HANDLE_PLAIN]: (request: Request, info?: ClientInfo) => Promise<PlainResponse>;
+  owns(path: string): boolean;
   /** Client and account management (console, CLI, bootstrap). */
   admin: Admin;
   /** The storage in use. */
@@ -42,68 +61,67 @@ export interface Plantgate {
   jwks(): Promise<{ keys: unknown[] }>;
 }
 
-/** `clientIp` is already resolved through `trustedProxies`; undefined when the adapter gave none. */
-type Handler = (ctx: Context, urls: Urls, request: Request, clientIp: string | undefined) => Promise<PlainResponse>;
+/**
+ * The only code besides `http/` that sees the Request: it takes what each handler needs from it
+ * (a parsed form, a header, a parsed JSON body, the query) and passes that on as plain values.
+ * `clientIp` is already resolved through `trustedProxies`; undefined when the adapter gave none.
+ */
+type Handler = (ctx: Context, urls: Urls, request: Request, clientIp: string | undefined, info: HandleInfo | undefined) => Promise<PlainResponse>;
 
 interface Route {
   /** Which error shape the route speaks. */
   surface: "oauth" | "api";
-  methods: Record<string, Handler>;
+  /** A Map, so a method named `constructor` or `__proto__` finds nothing rather than Object.prototype. */
+  methods: ReadonlyMap<string, Handler>;
+}
+
+function route(surface: Route["surface"], methods: Record<string, Handler>): Route {
+  return { surface, methods: new Map(Object.entries(methods)) };
 }
 
 const METADATA_PATH = "/.well-known/oauth-authorization-server";
 
-const ROUTES: Record<string, Route> = {
-  [TOKEN_PATH]: {
-    surface: "oauth",
-    methods: { POST: (ctx, urls, request, clientIp) => tokenEndpoint(ctx, urls, request, clientIp) },
-  },
-  [REVOCATION_PATH]: {
-    surface: "oauth",
-    methods: { POST: (ctx, urls, request, clientIp) => revocationEndpoint(ctx, urls, request, clientIp) },
-  },
-  [INTROSPECTION_PATH]: {
-    surface: "oauth",
-    methods: { POST: (ctx, urls, request, clientIp) => introspectionEndpoint(ctx, urls, request, clientIp) },
-  },
-  "/plants": {
-    surface: "api",
-    methods: {
-      POST: async (ctx, urls, request) => {
+/** A client-authenticated form endpoint (token, revocation, introspection): POST only. */
+function formRoute(endpoint: ClientFormEndpoint): Route {
+  return route("oauth", {
+    POST: async (ctx, urls, request, clientIp, info) =>
+      endpoint(ctx, urls, await readOAuthForm(ctx, request, info), request.headers.get("authorization"), clientIp),
+  });
+}
+
+/** Path (relative to the base path) -> route. A Map for the same reason as {@link Route.methods}. */
+const ROUTES: ReadonlyMap<string, Route> = new Map([
+  [TOKEN_PATH, formRoute(tokenEndpoint)],
+  [REVOCATION_PATH, formRoute(revocationEndpoint)],
+  [INTROSPECTION_PATH, formRoute(introspectionEndpoint)],
+  [
+    "/plants",
+    route("api", {
+      POST: async (ctx, urls, request, _clientIp, info) => {
         await requireBearer(ctx, urls, request, "createPlant");
-        return createPlant(ctx, request);
+        return createPlant(ctx, await readJsonBody(request, info, ctx.maxBodyBytes, PLANT_JSON));
       },
-    },
-  },
-  "/rbac/ServerCommand/GetAccountList": {
-    surface: "api",
-    methods: {
+    }),
+  ],
+  [
+    "/rbac/ServerCommand/GetAccountList",
+    route("api", {
       GET: async (ctx, urls, request) => {
         await requireBearer(ctx, urls, request, "listAccounts");
-        return listAccounts(ctx, new URL(request.url));
+        return listAccounts(ctx, new URL(request.url).searchParams);
       },
-    },
-  },
-  "/.well-known/jwks.json": {
-    surface: "api",
-    methods: {
-      GET: async (ctx) => json(200, await ctx.keyring.jwks(), { "cache-control": "public, max-age=300" }),
-    },
-  },
-  [METADATA_PATH]: {
-    surface: "api",
-    methods: {
-      GET: async (ctx, urls) => json(200, metadata(ctx, urls), { "cache-control": "public, max-age=300" }),
-    },
-  },
-  "/openapi.json": { surface: "api", methods: { GET: async (ctx, urls) => openApiResponse(ctx, urls) } },
-};
+    }),
+  ],
+  ["/.well-known/jwks.json", route("api", { GET: async (ctx) => json(200, await ctx.keyring.jwks(), { "cache-control": "public, max-age=300" }) })],
+  [METADATA_PATH, route("api", { GET: async (ctx, urls) => json(200, metadata(ctx, urls), { "cache-control": "public, max-age=300" }) })],
+  ["/openapi.json", route("api", { GET: async (ctx, urls) => openApiResponse(ctx, urls) })],
+]);
 
 /** Every route path (relative to the base path); the OpenAPI test checks each is described. */
-export const ROUTE_PATHS: readonly string[] = Object.keys(ROUTES);
+export const ROUTE_PATHS: readonly string[] = [...ROUTES.keys()];
 
 function methodNotAllowed(route: Route): PlainResponse {
-  const methods = Object.keys(route.methods);
+  const methods = [...route.methods.keys()];
   const allow = (methods.includes("GET") ? [...methods, "HEAD"] : methods).join(", ");
   if (route.surface === "oauth") {
     const e = new OAuthError("invalid_request", `Use ${allow} for this endpoint.`);
@@ -131,40 +149,90 @@ function pathOf(url: string): string {
   return url.slice(start, end);
 }
 
+/**
+ * A subtree of paths handed to one handler as a whole (the console under `/console`): `owns` says
+ * which of its paths it answers with something other than its own 404.
+ */
+interface Mount {
+  prefix: string;
+  owns(path: string): boolean;
+  handle(ctx: Context, request: Request, info: HandleInfo | undefined, path: string): Promise<PlainResponse>;
+}
+
+const consoleMount = (page: ServedPage | null): Mount => ({
+  prefix: "/console",
+  owns: (path) => consoleOwns(page, path),
+  handle: (ctx, request, info, path) =>
+    consoleHandler(ctx, {
+      method: request.method === "HEAD" ? "GET" : request.method,
+      url: new URL(request.url),
+      path,
+      cookie: request.headers.get("cookie"),
+      origin: request.headers.get("origin"),
+      fetchSite: request.headers.get("sec-fetch-site"),
+      csrfToken: request.headers.get(CSRF_HEADER),
+      clientIp: resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for")),
+      readJson: () => readJsonBody(request, info, ctx.maxBodyBytes, CONSOLE_JSON),
+    }),
+});
+
+/** The API reference page (the `docs` option) under `/docs`. */
+function docsMount(docs: ServedPage): Mount {
+  return { prefix: "/docs", owns: (path) => docsOwns(docs, path), handle: async (_ctx, request, _info, path) => docsHandler(docs, path, request.method) };
+}
+
+/** What one app answers: the fixed routes, plus the mounts its options switch on. The one table both dispatch and `owns` read. */
+interface RouteTable {
+  routes: ReadonlyMap<string, Route>;
+  mounts: readonly Mount[];
+}
+
+function routeTable(ctx: Context): RouteTable {
+  const mounts: Mount[] = [];
+  if (ctx.console) mounts.push(consoleMount(ctx.console.page));
+  if (ctx.docs) mounts.push(docsMount(ctx.docs));
+  return { routes: ROUTES, mounts };
+}
+
+/** The path relative to the base path (RFC 8414 §3.1's inserted metadata path mapped back); null outside the base path. */
+function relativePath(ctx: Context, path: string): string | null {
+  if (!ctx.basePath) return path;
+  // RFC 8414 §3.1: for an issuer with a path, the metadata lives at /.well-known/...{path}.
+  if (path === `${METADATA_PATH}${ctx.basePath}`) return METADATA_PATH;
+  if (path !== ctx.basePath && !path.startsWith(ctx.basePath + "/")) return null;
+  return path.slice(ctx.basePath.length);
+}
+
+function mountOf(table: RouteTable, path: string): Mount | undefined {
+  for (const mount of table.mounts) if (path === mount.prefix || path.startsWith(mount.prefix + "/")) return mount;
+  return undefined;
+}
+
 /** Routes one request; every failure becomes the route's documented error shape. */
-async function dispatch(ctx: Context, request: Request, info: ClientInfo | undefined): Promise<PlainResponse> {
+async function dispatch(ctx: Context, table: RouteTable, request: Request, info: HandleInfo | undefined): Promise<PlainResponse> {
   let surface: "oauth" | "api" = "api";
   try {
-    let path = pathOf(request.url);
-    if (ctx.basePath && path === `${METADATA_PATH}${ctx.basePath}`) {
-      // RFC 8414 §3.1: for an issuer with a path, the metadata lives at /.well-known/...{path}.
-      path = METADATA_PATH;
-    } else if (ctx.basePath) {
-      if (path !== ctx.basePath && !path.startsWith(ctx.basePath + "/")) {
-        throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-      }
-      path = path.slice(ctx.basePath.length);
-    }
-    if (ctx.console && (path === "/console" || path.startsWith("/console/"))) {
-      const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
-      return await consoleHandler(ctx, request, new URL(request.url), path, clientIp);
-    }
-    if (ctx.docs && (path === "/docs" || path.startsWith("/docs/"))) return docsHandler(ctx.docs, path, request.method);
-    const route = ROUTES[path];
+    const path = relativePath(ctx, pathOf(request.url));
+    if (path === null) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
+    const mount = mountOf(table, path);
+    if (mount) return await mount.handle(ctx, request, info, path);
+    const route = table.routes.get(path);
     if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
     surface = route.surface;
-    const handler = route.methods[request.method === "HEAD" ? "GET" : request.method];
+    const handler = route.methods.get(request.method === "HEAD" ? "GET" : request.method);
     if (!handler) return methodNotAllowed(route);
     const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
-    return await handler(ctx, urlsFor(ctx, request), request, clientIp);
+    return await handler(ctx, urlsFor(ctx, request.url), request, clientIp, info);
   } catch (error) {
     return errorResponse(error, surface, ctx.logger);
   }
 }
 
 /**
- * Creates a plantgate app: a `fetch(request)` handler for the token endpoint, the plant store,
- * the account listing, the JWKS and the RFC 8414 metadata, over the storage you pass.
+ * Creates a plantgate app: `handle(request, info)` / `fetch(request, info)` for the token,
+ * revocation and introspection endpoints, the plant store, the account listing, the JWKS and the
+ * RFC 8414 metadata (and the console when enabled) over the storage you pass, `owns(path)` for
+ * hosts that share paths with it, and the admin operations.
  *
  * @example
  * import { createPlantgate } from "@plantgate/core";
@@ -174,16 +242,13 @@ async function dispatch(ctx: Context, request: Request, info: ClientInfo | undef
  */
 export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
   const ctx = resolveOptions(options);
-  const handle = async (request: Request, info?: ClientInfo): Promise<PlainResponse> => {
-    const response = await dispatch(ctx, request, info);
-    return request.method === "HEAD" ? { ...response, body: null } : response;
-  };
+  const table = routeTable(ctx);
   return {
     admin: createAdmin(ctx),
     storage: ctx.storage,
     jwks: () => ctx.keyring.jwks(),
     async fetch(request, info) {
-      const answer = await dispatch(ctx, request, info);
+      const answer = await dispatch(ctx, table, request, info);
       // RFC 9110 §9.3.2: HEAD is GET without the content, errors included.
       try {
         return toResponse(answer, request.method === "HEAD");
@@ -192,7 +257,15 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
         return toResponse(errorResponse(error, "api", ctx.logger), request.method === "HEAD");
       }
     },
-    handle,
-    [HANDLE_PLAIN]: handle,
+    owns(path) {
+      const relative = relativePath(ctx, path);
+      if (relative === null) return false;
+      const mount = mountOf(table, relative);
+      return mount ? mount.owns(relative) : table.routes.has(relative);
+    },
+    async handle(request, info) {
+      const response = await dispatch(ctx, table, request, info);
+      return request.method === "HEAD" ? { ...response, body: null } : response;
+    },
   };
 }

@@ -1,5 +1,5 @@
 import type { Admin } from "./admin/index.js";
-import { compileTrustedProxies } from "./http/client-ip.js";
+import { compileTrustedProxies } from "./security/client-ip.js";
 import type { PlantgateOptions } from "./options.js";
 
 /** Environment variables, as `process.env` or a Worker's `env` hands them over. */

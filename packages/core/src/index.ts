@@ -1,26 +1,17 @@
 export { createPlantgate, type Plantgate } from "./app.js";
-export { compileTrustedProxies, resolveClientIp, throttleAddress, type ClientInfo, type ProxyMatcher } from "./http/client-ip.js";
-export {
-  createThrottle,
-  throttleKeys,
-  credentialKeys,
-  USERNAME_FACTOR,
-  DEFAULT_BRUTE_FORCE,
-  type Throttle,
-  type ThrottleCheck,
-  type ThrottleKey,
-  type ThrottleSettings,
-} from "./security/throttle.js";
+export { compileTrustedProxies, resolveClientIp, throttleAddress, type ProxyMatcher } from "./security/client-ip.js";
+export type { HandleInfo } from "./http/handle-info.js";
 export type { PlantgateOptions, ProtectedRoute, ConsoleOptions } from "./options.js";
 export type { StaticPage, PageFile, PageMount } from "./pages/static-page.js";
-export { SESSION_COOKIE as CONSOLE_SESSION_COOKIE, CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
+export { CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
 export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console/api.js";
 export { createAdmin, AdminError, type Admin, type ClientView, type CreateAccountInput, type CreateClientInput } from "./admin/index.js";
 export type { AccountPage, AccountView } from "./api/accounts.js";
 export { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
-export type { Logger, PlainResponse } from "./http/respond.js";
+export type { PlainResponse } from "./http/respond.js";
+export type { Logger } from "./context.js";
 export type { TokenResponse } from "./oauth/issue.js";
-export { scopeNames, OFFLINE_ACCESS, type ScopeNames } from "./oauth/scopes.js";
+export { scopeNames, OFFLINE_ACCESS, type ScopeNames } from "./scope-names.js";
 export { TOKEN_PATH, REVOCATION_PATH, INTROSPECTION_PATH } from "./oauth/metadata.js";
 export type { IntrospectionResponse } from "./oauth/introspection.js";
 export { createMemoryStorage } from "./storage/memory.js";
@@ -29,8 +20,6 @@ export { hashPassword, verifyPassword, sha256, type RandomBytes } from "./crypto
 export type { CryptoProvider } from "./crypto/provider.js";
 export {
   generateKeyRecord,
-  keyRecordFromJwk,
-  describeKeys,
   pruneKeys,
   type SigningAlg,
   type SigningKeyInfo,

@@ -1,19 +1,19 @@
+/** Options of createPlantgate, and the one place they are checked and turned into a {@link Context}. */
 import type { JWK } from "jose";
-import { defaultRandomBytes, type RandomBytes } from "./crypto/index.js";
-import { sha256With, type CryptoProvider, type JwsSigner } from "./crypto/provider.js";
-import type { Logger } from "./http/respond.js";
-import { scopeNames, type ScopeLimits, type ScopeNames } from "./oauth/scopes.js";
-import type { FormLimits } from "./http/form.js";
+import { defaultRandomBytes, hashPassword, type RandomBytes } from "./crypto/index.js";
+import { sha256With, type CryptoProvider } from "./crypto/provider.js";
+import type { Context, Logger, ProtectedRoute } from "./context.js";
+import { accountListQuery } from "./schemas/accounts.js";
+import { scopeNames } from "./scope-names.js";
 import { createMemoryStorage } from "./storage/memory.js";
 import type { Storage } from "./storage/types.js";
-import { createKeyring, SUPPORTED_ALGS, type Keyring, type SigningAlg } from "./tokens/keys.js";
-import { createVerifiedTokenCache, type TokenVerifier } from "./tokens/verified-cache.js";
-import { compileTrustedProxies, type ProxyMatcher } from "./http/client-ip.js";
-import { createThrottle, DEFAULT_BRUTE_FORCE, type Throttle } from "./security/throttle.js";
+import { createKeyring, SUPPORTED_ALGS, type SigningAlg } from "./tokens/keys.js";
+import { createVerifiedTokenCache } from "./tokens/verified-cache.js";
+import { compileTrustedProxies } from "./security/client-ip.js";
+import { createThrottle, DEFAULT_BRUTE_FORCE } from "./security/throttle.js";
 import { servePage, type ServedPage, type StaticPage } from "./pages/static-page.js";
 
-/** Routes whose required scopes can be configured. */
-export type ProtectedRoute = "createPlant" | "listAccounts";
+export type { ProtectedRoute } from "./context.js";
 
 /**
  * Options of {@link createPlantgate}. Every field is optional.
@@ -140,47 +140,6 @@ export interface ConsoleOptions {
   adminRole?: string;
 }
 
-/** Options after defaults; shared by every handler. */
-export interface Context {
-  storage: Storage;
-  basePath: string;
-  baseUrl: string | undefined;
-  issuer: string | undefined;
-  audience: string | undefined;
-  scopes: ScopeNames;
-  keyring: Keyring;
-  /** The API bearer check's verifier (see {@link PlantgateOptions.verifiedTokenCacheSize}). */
-  verifyToken: TokenVerifier;
-  signingAlg: SigningAlg;
-  accessTokenTtl: number;
-  refreshTokenTtl: number;
-  refreshTokenAbsoluteTtl: number;
-  requiredScopes: Record<ProtectedRoute, string[]>;
-  maxBodyBytes: number;
-  maxPageSize: number;
-  defaultPageSize: number;
-  passwordHashIterations: number;
-  clock: () => number;
-  random: RandomBytes;
-  /** SHA-256 of a UTF-8 string, base64url (see {@link PlantgateOptions.crypto}). */
-  sha256: (text: string) => Promise<string>;
-  /** The host's JWS signer, if it lent one (see {@link PlantgateOptions.crypto}). */
-  sign: JwsSigner | undefined;
-  logger: Logger;
-  /** The longest access-token lifetime in force (server default or any client's), in ms; reads the clients. */
-  maxAccessTokenTtlMs: () => Promise<number>;
-  /** Form and scope caps (see {@link PlantgateOptions.maxFormParameters} and the three after it). */
-  limits: FormLimits & ScopeLimits;
-  /** Brute-force counters (see {@link PlantgateOptions.bruteForce}). */
-  throttle: Throttle;
-  /** Whether an address is a trusted proxy (see {@link PlantgateOptions.trustedProxies}). */
-  trustedProxy: ProxyMatcher;
-  /** The management console; null when disabled. `page` is null when no page was given. */
-  console: { sessionTtlSeconds: number; adminRole: string; page: ServedPage | null } | null;
-  /** The API reference page at `/docs`; null when none was given. */
-  docs: ServedPage | null;
-}
-
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer`);
@@ -250,6 +209,11 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const defaultPageSize = positiveInt("defaultPageSize", options.defaultPageSize, 20);
   if (defaultPageSize > maxPageSize) throw new TypeError("defaultPageSize must not exceed maxPageSize");
   const basePath = normalizeBasePath(options.basePath);
+  const random = options.randomBytes ?? defaultRandomBytes;
+  const passwordHashIterations = positiveInt("passwordHashIterations", options.passwordHashIterations, 600_000);
+  // Lazy: hundreds of thousands of PBKDF2 rounds are not worth paying for an app that never checks a password.
+  let dummyHash: Promise<string> | undefined;
+  const dummyPasswordHash = () => (dummyHash ??= hashPassword("plantgate-dummy-password", random, { iterations: passwordHashIterations }));
   return {
     storage,
     basePath,
@@ -271,9 +235,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     maxBodyBytes: positiveInt("maxBodyBytes", options.maxBodyBytes, 65_536),
     maxPageSize,
     defaultPageSize,
-    passwordHashIterations: positiveInt("passwordHashIterations", options.passwordHashIterations, 600_000),
+    passwordHashIterations,
     clock,
-    random: options.randomBytes ?? defaultRandomBytes,
+    random,
     sha256,
     sign: options.crypto?.sign?.bind(options.crypto),
     logger: options.logger ?? console,
@@ -303,18 +267,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
         }
       : null,
     docs: pageOption("docs", options.docs, basePath, "/docs"),
+    dummyPasswordHash,
+    accountListQuery: accountListQuery({ maxPageSize, defaultPageSize }),
+    openApi: { base: undefined, byUrl: new Map() },
   };
-}
-
-/** The public URLs for one request: from options when set, else from the request's origin. */
-export interface Urls {
-  baseUrl: string;
-  issuer: string;
-  audience: string;
-}
-
-export function urlsFor(ctx: Context, request: Request): Urls {
-  const baseUrl = ctx.baseUrl ?? `${new URL(request.url).origin}${ctx.basePath}`;
-  const issuer = ctx.issuer ?? baseUrl;
-  return { baseUrl, issuer, audience: ctx.audience ?? issuer };
 }

@@ -150,6 +150,30 @@ describe("unknown paths and methods", () => {
     expect(await res.json()).toEqual({ error: "invalid_request", error_description: "Use POST for this endpoint." });
   });
 
+  it.each(["constructor", "__proto__", "valueOf", "toString", "hasOwnProperty"])(
+    "a custom method named %s (an Object.prototype member) is an unknown method: 405 on every route table, through handle()",
+    async (method) => {
+      const h = await harness({ console: { enabled: true } });
+      const decode = (body: Uint8Array | null) => JSON.parse(new TextDecoder().decode(body!)) as unknown;
+      const token = await h.app.handle(new Request(`${BASE}/UserService/connect/token`, { method }));
+      expect(token.status).toBe(405);
+      expect(token.headers.allow).toBe("POST");
+      expect(decode(token.body)).toEqual({ error: "invalid_request", error_description: "Use POST for this endpoint." });
+      const jwks = await h.app.handle(new Request(`${BASE}/.well-known/jwks.json`, { method }));
+      expect(jwks.status).toBe(405);
+      expect(jwks.headers.allow).toBe("GET, HEAD");
+      expect(decode(jwks.body)).toEqual({ error: 1405, message: "Use GET, HEAD for this endpoint." });
+      const session = await h.app.handle(new Request(`${BASE}/console/api/session`, { method }));
+      expect(session.status).toBe(405);
+      expect(session.headers.allow).toBe("GET, POST, HEAD");
+      expect(decode(session.body)).toEqual({ error: 1405, message: "Use GET, POST, HEAD for this endpoint." });
+      // Paths are looked up the same way: a path named after a prototype member is simply unknown.
+      const path = await h.app.handle(new Request(`${BASE}/${method}`));
+      expect(path.status).toBe(404);
+      expect(decode(path.body)).toEqual({ error: 1404, message: "Not found." });
+    },
+  );
+
   it("the method check comes before authentication: GET /plants without a token is 405, not 401", async () => {
     const h = await harness();
     const r = await get(h, `${BASE}/plants`);
@@ -346,6 +370,104 @@ describe("fetch() and handle() answer alike", () => {
     expect(new TextDecoder().decode(viaHandle.body!)).toBe(await viaFetch.text());
     const head = await h.app.handle(new Request(url, { method: "HEAD" }));
     expect(head).toEqual({ status: 200, headers: viaHandle.headers, body: null });
-    expect((h.app as unknown as Record<symbol, unknown>)[Symbol.for("plantgate.handle")]).toBe(h.app.handle);
+    // The contract is the two methods and their typed second argument: no registered symbols.
+    expect(Object.getOwnPropertySymbols(h.app)).toEqual([]);
+  });
+});
+
+describe("HandleInfo.readBody: the adapter's direct body read", () => {
+  const form = (h: Awaited<ReturnType<typeof harness>>) =>
+    new TextEncoder().encode(`grant_type=client_credentials&client_id=${h.clientId}&client_secret=${encodeURIComponent(h.clientSecret)}`);
+  const post = (path: string, type: string) =>
+    // The Request's own body is junk: only readBody's bytes can make these requests succeed.
+    new Request(`${BASE}${path}`, { method: "POST", headers: { "content-type": type }, body: "not the body" });
+  const decode = (body: Uint8Array | null) => JSON.parse(new TextDecoder().decode(body!)) as Record<string, unknown>;
+
+  it("is used instead of request.body, once, with the app's maxBodyBytes", async () => {
+    const h = await harness({ maxBodyBytes: 4096 });
+    const limits: number[] = [];
+    const answer = await h.app.handle(post("/UserService/connect/token", "application/x-www-form-urlencoded"), {
+      readBody: async (maxBytes) => {
+        limits.push(maxBytes);
+        return form(h);
+      },
+    });
+    expect(answer.status).toBe(200);
+    expect(decode(answer.body)).toMatchObject({ token_type: "Bearer", expires_in: 7200 });
+    expect(limits).toEqual([4096]);
+    const token = decode(answer.body).access_token as string;
+    const plant = await h.app.fetch(post("/plants", "application/json"), { readBody: async () => new TextEncoder().encode('{"id":9007199254740993,"name":"Fern"}') });
+    expect(plant.status).toBe(401); // the bearer check comes first; readBody is not even needed
+    const created = await h.app.handle(
+      new Request(`${BASE}/plants`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: "junk" }),
+      { readBody: async () => new TextEncoder().encode('{"id":9007199254740993,"name":"Fern"}') },
+    );
+    expect(created.status).toBe(200);
+    expect(new TextDecoder().decode(created.body!)).toBe('{"id":9007199254740993,"name":"Fern"}');
+  });
+
+  it("null means too large, a rejection an unreadable body: the documented 400s", async () => {
+    const h = await harness();
+    const tooLarge = await h.app.handle(post("/UserService/connect/token", "application/x-www-form-urlencoded"), { readBody: async () => null });
+    expect(tooLarge.status).toBe(400);
+    expect(decode(tooLarge.body)).toEqual({ error: "invalid_request", error_description: "The request body exceeds 65536 bytes." });
+    const broken = await h.app.handle(post("/UserService/connect/token", "application/x-www-form-urlencoded"), {
+      readBody: () => Promise.reject(new Error("connection reset")),
+    });
+    expect(broken.status).toBe(400);
+    expect(decode(broken.body)).toEqual({ error: "invalid_request", error_description: "The request body could not be read." });
+  });
+});
+
+describe("owns(path): which paths plantgate answers", () => {
+  const paths = [
+    "/api/UserService/connect/token",
+    "/api/UserService/connect/revocation",
+    "/api/plants",
+    "/api/plants/",
+    "/api/rbac/ServerCommand/GetAccountList",
+    "/api/.well-known/jwks.json",
+    "/api/.well-known/oauth-authorization-server",
+    "/.well-known/oauth-authorization-server/api",
+    "/.well-known/oauth-authorization-server",
+    "/api/openapi.json",
+    "/api/console",
+    "/api/console/",
+    "/api/console/api/session",
+    "/api/console/api/clients/a%2Fb/secret",
+    "/api/console/api/clients//secret",
+    "/api/console/nope",
+    "/api/console/%E0%A4%A",
+    "/api",
+    "/api/",
+    "/api/nope",
+    "/UserService/connect/token",
+    "/health",
+    "/apiary/plants",
+  ];
+
+  it("says true exactly where handle() answers something other than the 1404 'no such route', with and without the console", async () => {
+    for (const options of [{ basePath: "/api" }, { basePath: "/api", console: { enabled: true } }]) {
+      const h = await harness(options);
+      for (const path of paths) {
+        for (const method of ["GET", "POST"]) {
+          const answer = await h.app.handle(new Request(`${BASE}${path}`, { method, ...(method === "POST" ? { body: "" } : {}) }));
+          const unknownRoute = answer.status === 404 && new TextDecoder().decode(answer.body!) === '{"error":1404,"message":"Not found."}';
+          expect(h.app.owns(path), `${method} ${path} with ${JSON.stringify(options)}`).toBe(!unknownRoute);
+        }
+      }
+    }
+  });
+
+  it("follows the options: the console's paths only when it is enabled, every path relative to basePath", async () => {
+    const plain = await harness();
+    expect(plain.app.owns("/UserService/connect/token")).toBe(true);
+    expect(plain.app.owns("/console")).toBe(false);
+    expect(plain.app.owns("/console/api/session")).toBe(false);
+    const withConsole = await harness({ basePath: "/auth", console: { enabled: true } });
+    expect(withConsole.app.owns("/auth/console/api/session")).toBe(true);
+    expect(withConsole.app.owns("/console/api/session")).toBe(false);
+    expect(withConsole.app.owns("/auth/UserService/connect/token")).toBe(true);
+    expect(withConsole.app.owns("/UserService/connect/token")).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
-import { HANDLE_PLAIN, isPlainAnswer, toLightRequest, writePlainAnswer, writeResponse, type FetchApp, type PlainAnswer } from "@plantgate/node";
+import { originOf, toExchange, writeResponse, type FetchApp, type NodeApp, type NodeExchange, type PlainAnswer } from "@plantgate/node";
 
-export type { FetchApp } from "@plantgate/node";
+export type { FetchApp, HandleApp, NodeApp } from "@plantgate/node";
 
 /**
  * Options for {@link plantgate}.
@@ -15,13 +15,24 @@ export type { FetchApp } from "@plantgate/node";
  */
 export interface PlantgateExpressOptions {
   /**
-   * What to do when the app answers 404 with plantgate's "no such route" body
-   * (`{"error":1404,...}`): `"next"` (default) calls `next()` so the rest of the
+   * What to do with a path the app does not own (`app.owns(path)` is false, i.e.
+   * plantgate would answer its "no such route" 404 `{"error":1404,...}`):
+   * `"next"` (default) calls `next()` without asking the app, so the rest of the
    * Express app (its own routes, its 404 handler) gets the request;
-   * `"respond"` sends plantgate's 404 as it is.
+   * `"respond"` lets the app answer (plantgate's 404 as it is). An app without
+   * `owns` (any plain Web handler) answers every path itself.
    */
   notFound?: "next" | "respond";
 }
+
+/**
+ * What {@link plantgate} serves: a plantgate app (`handle` and `owns`), or any Web handler with
+ * `handle` or `fetch` (see `@plantgate/node`'s `NodeApp`).
+ */
+export type ExpressApp = NodeApp & {
+  /** Whether the app answers this pathname with anything but its "no such route" 404. */
+  owns?(path: string): boolean;
+};
 
 /** Code of the {@link PlantgateBodyConsumedError}, for error handlers that switch on `err.code`. */
 export const BODY_CONSUMED = "PLANTGATE_BODY_CONSUMED";
@@ -50,46 +61,13 @@ export class PlantgateBodyConsumedError extends Error {
   }
 }
 
-// host = IP-literal / IPv4 / reg-name, optionally followed by a port (same rule as @plantgate/node).
-const HOST_PATTERN =
-  /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?)(?::(\d{1,5}))?$/;
-
-// Host values repeat; parsing each with the URL parser cost more than the rest of the origin logic.
-// Bounded, since clients choose them: when full, the cache starts over.
-const hosts = new Map<string, string>();
-
-function safeHost(value: string | undefined): string {
-  if (!value) return "localhost";
-  let host = hosts.get(value);
-  if (host === undefined) {
-    host = safeHostUncached(value);
-    if (hosts.size >= 256) hosts.clear();
-    hosts.set(value, host);
-  }
-  return host;
-}
-
-function safeHostUncached(value: string | undefined): string {
-  if (value) {
-    const match = HOST_PATTERN.exec(value);
-    const port = match?.[1];
-    if (match && (port === undefined || Number(port) <= 65535)) {
-      try {
-        return new URL(`http://${value}`).host;
-      } catch {
-        // fall through to the harmless default
-      }
-    }
-  }
-  return "localhost";
-}
-
 /** `scheme://host[:port]` as Express sees it, i.e. with its `trust proxy` setting applied. */
-function originOf(req: ExpressRequest): string {
+function expressOrigin(req: ExpressRequest): string {
   const encrypted = (req.socket as { encrypted?: boolean } | null)?.encrypted === true;
   const protocol = req.protocol.toLowerCase();
   const scheme = protocol === "http" || protocol === "https" ? protocol : encrypted ? "https" : "http";
-  return `${scheme}://${safeHost(req.host)}`;
+  // The host checked (and cached) exactly as @plantgate/node's listener checks it.
+  return originOf(scheme, req.host);
 }
 
 function hasBody(req: ExpressRequest): boolean {
@@ -106,28 +84,8 @@ function bodyConsumed(req: ExpressRequest): boolean {
   );
 }
 
-function isUnknownRouteAnswer(answer: PlainAnswer): boolean {
-  if (answer.status !== 404 || answer.body === null) return false;
-  try {
-    const body = JSON.parse(new TextDecoder().decode(answer.body)) as { error?: unknown } | null;
-    return body?.error === 1404;
-  } catch {
-    return false;
-  }
-}
-
-async function isUnknownRoute(response: Response): Promise<boolean> {
-  if (response.status !== 404) return false;
-  try {
-    const body = (await response.clone().json()) as { error?: unknown } | null;
-    return body?.error === 1404;
-  } catch {
-    return false;
-  }
-}
-
 /**
- * Express 5 middleware serving a plantgate app (or any {@link FetchApp}).
+ * Express 5 middleware serving a plantgate app (or any Web handler, {@link ExpressApp}).
  *
  * - **Mount path = `basePath`.** The Web Request carries the full original URL
  *   (`req.originalUrl`), so create the app with `basePath` equal to the path you
@@ -139,8 +97,8 @@ async function isUnknownRoute(response: Response): Promise<boolean> {
  * - **Body**: read raw from the socket (int64 ids stay exact). Mount plantgate
  *   *before* any body parser; if one already consumed the body, `next(err)` is
  *   called with a {@link PlantgateBodyConsumedError}.
- * - **Unknown routes** (plantgate's 404 with error 1404) go on with `next()`
- *   unless `options.notFound` is `"respond"`.
+ * - **Unknown routes** (paths `app.owns()` says plantgate does not answer) go on
+ *   with `next()`, before plantgate sees them, unless `options.notFound` is `"respond"`.
  * - Unexpected failures (the app throws, the response cannot be written before
  *   headers are out) go to `next(err)`, i.e. to Express's error handling.
  *
@@ -157,8 +115,8 @@ async function isUnknownRoute(response: Response): Promise<boolean> {
  * app.listen(3000);
  * ```
  */
-export function plantgate(app: FetchApp, options: PlantgateExpressOptions = {}): RequestHandler {
-  const passNotFound = (options.notFound ?? "next") === "next";
+export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}): RequestHandler {
+  const owns = (options.notFound ?? "next") === "next" && typeof app.owns === "function" ? app.owns.bind(app) : undefined;
 
   return (req: ExpressRequest, res: ExpressResponse, next: NextFunction): void => {
     void handle().catch((error: unknown) => {
@@ -172,53 +130,37 @@ export function plantgate(app: FetchApp, options: PlantgateExpressOptions = {}):
         return;
       }
 
-      let request: Request;
+      let exchange: NodeExchange;
       const routedUrl = req.url;
       try {
-        // toRequest reads the path from req.url, which Express rewrites to be
+        // toExchange reads the path from req.url, which Express rewrites to be
         // relative to the mount point; the app must see the full path.
         req.url = req.originalUrl;
-        request = toLightRequest(req, { origin: originOf(req), response: res });
+        // Its clientIp is the raw socket address, not req.ip: Express's "trust proxy" and
+        // plantgate's trustedProxies would otherwise be two places deciding whom to believe.
+        exchange = toExchange(req, { origin: expressOrigin(req), response: res });
       } catch (error) {
         req.url = routedUrl;
         next(error);
         return;
       }
       req.url = routedUrl;
-
-      // The raw socket address, not req.ip: Express's "trust proxy" and plantgate's trustedProxies
-      // would otherwise be two places deciding whom to believe.
-      const clientIp = req.socket.remoteAddress;
-      const handlePlain = app[HANDLE_PLAIN];
-      if (typeof handlePlain === "function") {
-        // plantgate's plain answer: written directly, no Web Response in between.
-        let answer: PlainAnswer;
-        try {
-          const result: unknown = await handlePlain.call(app, request, clientIp !== undefined ? { clientIp } : {});
-          if (!isPlainAnswer(result)) throw new TypeError("app[HANDLE_PLAIN]() did not resolve to a plain answer.");
-          answer = result;
-        } catch (error) {
-          if (request.signal.aborted && error === request.signal.reason) return;
-          next(error);
-          return;
-        }
-        if (passNotFound && isUnknownRouteAnswer(answer)) {
-          next();
-          return;
-        }
-        try {
-          writePlainAnswer(answer, res);
-        } catch (error) {
-          next(error);
-        }
+      const request = exchange.request;
+      // The pathname as the app will see it (normalised as every Request URL is).
+      if (owns !== undefined && !owns(new URL(request.url).pathname)) {
+        next();
         return;
       }
 
-      let response: Response;
+      // plantgate's handle(): a plain answer written directly, no Web Response in between.
+      let answer: PlainAnswer | Response;
       try {
-        const result: unknown = await app.fetch(request, clientIp !== undefined ? { clientIp } : {});
-        if (!(result instanceof Response)) throw new TypeError("app.fetch() did not resolve to a Response.");
-        response = result;
+        if (typeof app.handle === "function") answer = await app.handle(request, exchange);
+        else {
+          const result: unknown = await (app as FetchApp).fetch(request, exchange);
+          if (!(result instanceof Response)) throw new TypeError("app.fetch() did not resolve to a Response.");
+          answer = result;
+        }
       } catch (error) {
         // The client went away; there is nobody to answer.
         if (request.signal.aborted && error === request.signal.reason) return;
@@ -226,14 +168,9 @@ export function plantgate(app: FetchApp, options: PlantgateExpressOptions = {}):
         return;
       }
 
-      if (passNotFound && (await isUnknownRoute(response))) {
-        await response.body?.cancel().catch(() => undefined);
-        next();
-        return;
-      }
-
       try {
-        await writeResponse(response, res);
+        const streaming = writeResponse(answer, res);
+        if (streaming !== undefined) await streaming;
       } catch (error) {
         // With headers already sent, Express's final handler closes the connection.
         next(error);

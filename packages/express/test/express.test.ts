@@ -200,6 +200,16 @@ describe("mount path, origin and trust proxy", () => {
       `https://127.0.0.1:${port}/auth/.well-known/jwks.json`,
     );
   });
+
+  it("a malformed forwarded host becomes localhost, as on the Node listener (one host check for both)", async () => {
+    const { base } = await mounted((app) => app.set("trust proxy", "loopback"));
+    for (const host of ["evil.example/path", "a b", "[zz::1]", "host:99999"]) {
+      const res = await fetch(`${base}/.well-known/oauth-authorization-server`, {
+        headers: { "x-forwarded-proto": "https", "x-forwarded-host": host },
+      });
+      expect(((await res.json()) as { issuer: string }).issuer, host).toBe("https://localhost/auth");
+    }
+  });
 });
 
 describe("Express integration", () => {
@@ -277,6 +287,41 @@ describe("Express integration", () => {
     const missing = await fetch(`${base}/nothing-here`);
     expect(missing.status).toBe(404);
     expect(await missing.text()).toContain("Cannot GET /auth/nothing-here");
+  });
+
+  it("unknown paths go on without plantgate answering them (owns), and the console's own paths stay plantgate's", async () => {
+    const pg = await plantgateApp({ basePath: "/auth", console: { enabled: true } });
+    const asked: string[] = [];
+    const spy = { handle: (request: Request, info?: object) => (asked.push(new URL(request.url).pathname), pg.handle(request, info)), owns: (path: string) => pg.owns(path) };
+    const app = express();
+    app.use("/auth", plantgate(spy));
+    app.use((req, res) => {
+      res.status(404).json({ express: req.originalUrl });
+    });
+    const origin = await listen(app);
+    const unknown = await fetch(`${origin}/auth/nothing-here`);
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ express: "/auth/nothing-here" });
+    const unknownConsole = await fetch(`${origin}/auth/console/nope`);
+    expect(await unknownConsole.json()).toEqual({ express: "/auth/console/nope" });
+    const session = await fetch(`${origin}/auth/console/api/session`);
+    expect(session.status).toBe(401);
+    expect(await session.json()).toEqual({ error: 1301, message: "Sign in to the console first." });
+    const wrongMethod = await fetch(`${origin}/auth/UserService/connect/token`);
+    expect(wrongMethod.status).toBe(405);
+    expect(asked).toEqual(["/auth/console/api/session", "/auth/UserService/connect/token"]);
+  });
+
+  it("an app without owns() answers every path itself, its 404s included", async () => {
+    const app = express();
+    app.use("/w", plantgate({ fetch: async () => Response.json({ error: 1404, message: "Not found." }, { status: 404 }) }));
+    app.use((_req, res) => {
+      res.status(404).json({ express: true });
+    });
+    const origin = await listen(app);
+    const res = await fetch(`${origin}/w/anything`);
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: 1404, message: "Not found." });
   });
 
   it('notFound: "respond" sends plantgate\'s own 404', async () => {

@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { HANDLE_PLAIN, type FetchApp, type PlainAnswer } from "./fetch-app.js";
+import type { FetchApp, NodeApp, PlainAnswer } from "./fetch-app.js";
 import { parseOrigin } from "./request-origin.js";
-import { createNodeRequest } from "./node-request.js";
+import { exchangeOf, type NodeExchange } from "./to-request.js";
 import { writeResponse } from "./write-response.js";
-import { isPlainAnswer, writePlainAnswer } from "./plain-answer.js";
 
 /**
  * Options for {@link createRequestListener}.
@@ -26,7 +25,7 @@ export interface RequestListenerOptions {
   /** See {@link ToRequestOptions.trustProxy}. */
   trustProxy?: boolean;
   /**
-   * Called with whatever `app.fetch` threw or rejected with, or with the error
+   * Called with whatever `app.handle`/`app.fetch` threw or rejected with, or with the error
    * that broke a response body mid-stream. Defaults to logging the error's
    * name and message only: messages of a credential-handling app should not
    * end up in logs with stacks, causes or attached properties.
@@ -44,12 +43,14 @@ const INVALID_REQUEST_BODY =
   '{"error":"invalid_request","error_description":"The request cannot be processed."}';
 
 /**
- * Turns a {@link FetchApp} into a `node:http` request listener.
+ * Turns an app into a `node:http` request listener: a plantgate app (or any {@link HandleApp}),
+ * whose `handle(request, info)` is called, or any Web handler with only `fetch(request, info)`.
  *
- * Each request goes through a lightweight equivalent of {@link toRequest} (same URL, headers,
- * body and signal semantics, `instanceof Request`; the rest of a real Request is built only when
- * used), `app.fetch` and {@link writeResponse}. If `app.fetch` throws, rejects or resolves to
- * something that is not a `Response`, the client gets a 500 with
+ * Each request goes through {@link toExchange} (the Request, the socket peer address and a direct
+ * body reader as `info`), the app, and {@link writeResponse}: a plain answer is written with one
+ * `writeHead` and one `end`, a Response is streamed. If the app throws, rejects or resolves to
+ * something it may not (`fetch`: anything but a `Response`; `handle`: anything but a plain answer
+ * or a `Response`), the client gets a 500 with
  * `content-type: application/json` and the body
  * `{"error":"server_error","error_description":"The server encountered an unexpected error."}`,
  * and `onError` receives the error. Requests that cannot be represented as a
@@ -69,15 +70,16 @@ const INVALID_REQUEST_BODY =
  * ```
  */
 export function createRequestListener(
-  app: FetchApp,
+  app: NodeApp,
   options: RequestListenerOptions = {},
 ): (req: IncomingMessage, res: ServerResponse) => void {
   // Fail at startup rather than on every request.
   const origin = options.origin === undefined ? undefined : parseOrigin(options.origin);
   const trustProxy = options.trustProxy === true;
   const onError = options.onError ?? logError;
-  const plainMethod = app[HANDLE_PLAIN];
-  const handlePlain = typeof plainMethod === "function" ? plainMethod.bind(app) : undefined;
+  const handleMethod = app.handle;
+  const handleApp = typeof handleMethod === "function" ? handleMethod.bind(app) : undefined;
+  const fetchApp = handleApp === undefined ? (app as FetchApp) : undefined;
 
   const report = (error: unknown): void => {
     try {
@@ -92,27 +94,23 @@ export function createRequestListener(
     void handle();
 
     async function handle(): Promise<void> {
-      let request: Request;
+      let exchange: NodeExchange;
       try {
-        request = createNodeRequest(req, { origin, trustProxy, response: res });
+        exchange = exchangeOf(req, res, origin, trustProxy);
       } catch {
         sendJson(res, 400, INVALID_REQUEST_BODY);
         return;
       }
+      const request = exchange.request;
 
-      // With HANDLE_PLAIN the app answers plain data, written directly; otherwise a Response.
       let answer: PlainAnswer | Response;
       try {
-        const clientIp = req.socket.remoteAddress;
-        const info = clientIp !== undefined ? { clientIp } : {};
-        const result: unknown = handlePlain !== undefined ? await handlePlain(request, info) : await app.fetch(request, info);
-        if (handlePlain !== undefined && !isPlainAnswer(result)) {
-          throw new TypeError("app[HANDLE_PLAIN]() did not resolve to a plain answer.");
+        if (handleApp !== undefined) answer = await handleApp(request, exchange);
+        else {
+          const result: unknown = await fetchApp!.fetch(request, exchange);
+          if (!(result instanceof Response)) throw new TypeError("app.fetch() did not resolve to a Response.");
+          answer = result;
         }
-        if (handlePlain === undefined && !(result instanceof Response)) {
-          throw new TypeError("app.fetch() did not resolve to a Response.");
-        }
-        answer = result as PlainAnswer | Response;
       } catch (error) {
         if (!(request.signal.aborted && error === request.signal.reason)) report(error);
         sendJson(res, 500, SERVER_ERROR_BODY);
@@ -120,8 +118,9 @@ export function createRequestListener(
       }
 
       try {
-        if (answer instanceof Response) await writeResponse(answer, res);
-        else writePlainAnswer(answer, res);
+        // A plain answer is written at once; only a streamed Response leaves something to wait for.
+        const streaming = writeResponse(answer, res);
+        if (streaming !== undefined) await streaming;
       } catch (error) {
         report(error);
         // Headers may already be out; then writeResponse has destroyed the

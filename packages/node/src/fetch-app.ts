@@ -1,57 +1,32 @@
 /**
- * Anything that answers a Web-standard {@link Request} with a {@link Response}.
- *
- * The adapter depends on nothing else, so any framework or hand-written
- * handler that exposes a `fetch` method can be served on `node:http`.
+ * What the adapter knows about one request, passed as the second argument of `fetch` and
+ * `handle`: the same shape as `HandleInfo` in `@plantgate/core` (declared here too, so this package
+ * serves any Web handler without depending on core). See the README section "Writing an adapter".
  *
  * @example
  * ```ts
- * import type { FetchApp } from "@plantgate/node";
- *
- * const app: FetchApp = {
- *   async fetch(request) {
- *     return new Response(`Hello from ${new URL(request.url).pathname}`);
- *   },
- * };
+ * const app: FetchApp = { fetch: async (_request, info) => new Response(info?.clientIp ?? "unknown") };
  * ```
  */
-export interface FetchApp {
+export interface HandleInfo {
   /**
-   * `info.clientIp` is the socket peer address (`socket.remoteAddress`). The adapter never reads
-   * forwarded headers for it: whether to believe `X-Forwarded-For` is the app's decision
-   * (plantgate's `trustedProxies` option), made in one place.
+   * The socket peer address (`socket.remoteAddress`), e.g. `203.0.113.9` or `::ffff:203.0.113.9`;
+   * absent when the socket has none. The adapter never reads forwarded headers for it: whether to
+   * believe `X-Forwarded-For` is the app's decision (plantgate's `trustedProxies` option).
    */
-  fetch(request: Request, info?: FetchClientInfo): Promise<Response>;
+  clientIp?: string;
   /**
-   * Optional: the same answer as `fetch`, as plain data, under the registered symbol
-   * {@link HANDLE_PLAIN} (a symbol rather than a method name, so another framework's own
-   * `handle` method is never mistaken for it). When present, the request listener calls it
-   * instead of `fetch` and writes status, headers and body bytes straight to the socket, skipping
-   * a Web `Response` and its body stream. plantgate's `createPlantgate()` app has it.
+   * Reads the whole body straight from the `IncomingMessage`, without a Web stream: the bytes, or
+   * null as soon as more than `maxBytes` arrived (the rest is discarded unread); rejects when the
+   * upload breaks. Use it or `request.body`, not both. The body then counts as used.
    */
-  [HANDLE_PLAIN]?(request: Request, info?: FetchClientInfo): Promise<PlainAnswer>;
+  readBody?(maxBytes: number): Promise<Uint8Array | null>;
 }
 
 /**
- * `Symbol.for("plantgate.handle")`: the key of {@link FetchApp}'s optional plain-answer method.
- *
- * @example
- * ```ts
- * import { HANDLE_PLAIN, serve, type FetchApp } from "@plantgate/node";
- * import { createPlantgate } from "@plantgate/core";
- *
- * const app = createPlantgate();
- * // A wrapper keeps the fast path by passing the method on.
- * const wrapped: FetchApp = { fetch: (r, i) => app.fetch(r, i), [HANDLE_PLAIN]: (r, i) => app.handle(r, i) };
- * await serve(wrapped, { port: 3000 });
- * ```
- */
-export const HANDLE_PLAIN: unique symbol = Symbol.for("plantgate.handle") as never;
-
-/**
- * A complete answer as plain data, what {@link FetchApp.handle} resolves to: header names in lower
- * case (content-length included when there is a body), `body` null for none. For a HEAD request
- * the body is not sent.
+ * A complete answer as plain data, what an app's `handle` resolves to: header names in lower case
+ * (content-length included when there is a body), `body` null for none. For a HEAD request the
+ * body is not sent.
  *
  * @example
  * ```ts
@@ -65,14 +40,46 @@ export interface PlainAnswer {
 }
 
 /**
- * What the adapter knows about the connection, passed as `fetch`'s second argument.
+ * Anything that answers a Web-standard {@link Request} with a {@link Response}: any framework or
+ * hand-written handler with a `fetch` method can be served on `node:http`.
  *
  * @example
  * ```ts
- * const app: FetchApp = { fetch: async (_request, info) => new Response(info?.clientIp ?? "unknown") };
+ * import type { FetchApp } from "@plantgate/node";
+ *
+ * const app: FetchApp = {
+ *   async fetch(request) {
+ *     return new Response(`Hello from ${new URL(request.url).pathname}`);
+ *   },
+ * };
  * ```
  */
-export interface FetchClientInfo {
-  /** The socket peer address, e.g. `203.0.113.9` or `::ffff:203.0.113.9`; absent when the socket has none. */
-  clientIp?: string;
+export interface FetchApp {
+  fetch(request: Request, info?: HandleInfo): Promise<Response>;
+  /** Optional: see {@link HandleApp}. When present, it is called instead of `fetch`. */
+  handle?(request: Request, info?: HandleInfo): Promise<PlainAnswer | Response>;
 }
+
+/**
+ * An app that answers through `handle(request, info)`, as plantgate's `createPlantgate()` app does:
+ * a {@link PlainAnswer} (status, headers and bytes, written with one `writeHead` and one `end`, no
+ * Web `Response` built) or a `Response` (streamed as {@link FetchApp}'s are). A wrapper that
+ * forwards `handle` keeps this path; one that forwards only `fetch` is served through `fetch`.
+ *
+ * @example
+ * ```ts
+ * import { serve, type HandleApp } from "@plantgate/node";
+ * import { createPlantgate } from "@plantgate/core";
+ *
+ * const app = createPlantgate();
+ * const wrapped: HandleApp = { handle: (request, info) => app.handle(request, info) };
+ * await serve(wrapped, { port: 3000 });
+ * ```
+ */
+export interface HandleApp {
+  handle(request: Request, info?: HandleInfo): Promise<PlainAnswer | Response>;
+  fetch?(request: Request, info?: HandleInfo): Promise<Response>;
+}
+
+/** What `serve`, `createRequestListener` and `@plantgate/express` accept. */
+export type NodeApp = FetchApp | HandleApp;

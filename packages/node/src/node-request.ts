@@ -1,70 +1,40 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
+import { headersFromRaw, isConsumed, parseTarget } from "./incoming.js";
+import { readIncoming, readStream } from "./read-body.js";
 import { createRequestBody, type AbortSource } from "./request-body.js";
 import { resolveOrigin } from "./request-origin.js";
-import { headersFromRaw, isConsumed, parseTarget } from "./to-request.js";
-
-/** Inputs of {@link createNodeRequest}; `origin` is already validated by the caller. */
-export interface NodeRequestOptions {
-  origin: string | undefined;
-  trustProxy: boolean;
-  response: ServerResponse;
-}
 
 /**
- * A `Request` for the request listener that costs a fraction of undici's: `method`, `url`,
- * `headers`, `signal`, `body`, `bodyUsed`, `text()`, `arrayBuffer()` and `json()` are served from
+ * The one Request builder of this package (what `toRequest` and the request listener hand out), at
+ * a fraction of the cost of undici's: `method`, `url`, `headers`, `signal`, `body`, `bodyUsed`,
+ * `text()`, `arrayBuffer()` and `json()` are served from
  * the IncomingMessage directly, the signal and the body stream are only built when first read, and
  * every other member (`clone()`, `formData()`, `cache`, ...) is answered by a real undici `Request`
  * built once, on first use, over the same body stream and signal. Building an undici Request, an
  * AbortController, close listeners and a Web stream for every request cost several times the
  * whole work of a bare node:http server, while most requests to plantgate only read a few headers.
  *
- * The observable behaviour is the one {@link toRequest} documents (same URL, same header
- * combining, same body and abort semantics), and `instanceof Request` holds.
+ * The observable behaviour is the one `toRequest` documents, and `instanceof Request` holds.
+ * Positional arguments: the listener calls this for every request and builds no options object.
  *
- * @throws TypeError as {@link toRequest} does, for targets a Web Request cannot represent.
+ * @throws TypeError for targets a Web Request cannot represent (`CONNECT`/`TRACE`/`TRACK`, `OPTIONS *`).
  */
-export function createNodeRequest(incoming: IncomingMessage, options: NodeRequestOptions): Request {
+export function createNodeRequest(
+  incoming: IncomingMessage,
+  response: ServerResponse | undefined,
+  origin: string | undefined,
+  trustProxy: boolean,
+): Request {
   let method = incoming.method ?? "GET";
   const upper = method.toUpperCase();
-  // Same refusal and the same normalisation as the Request constructor (and thus toRequest).
+  // Same refusal and the same normalisation as the Request constructor.
   if (FORBIDDEN_METHODS.has(upper)) throw new TypeError(`Unsupported method ${method}.`);
   if (NORMALISED_METHODS.has(upper)) method = upper;
   const headers = headersFromRaw(incoming.rawHeaders);
   const target = parseTarget(incoming.url ?? "/");
-  const origin = resolveOrigin({
-    incoming,
-    headers,
-    targetAuthority: target.authority,
-    origin: options.origin,
-    trustProxy: options.trustProxy,
-  });
-  return new NodeRequest(incoming, options.response, method, normaliseUrl(origin, target.path), headers) as unknown as Request;
-}
-
-/**
- * The lightweight `Request` the request listener hands apps, for adapters of other Node frameworks
- * (`@plantgate/express` uses it): the same URL, headers, body and abort semantics as
- * {@link toRequest}, at a fraction of the cost, with the body readable through plantgate's direct
- * read. `response` is the ServerResponse of the exchange (for noticing the client's disconnect).
- *
- * @throws TypeError as {@link toRequest} does: an invalid `origin`, or a target a Web Request
- *   cannot represent (`TRACE`, `CONNECT`).
- *
- * @example
- * ```ts
- * import { createServer } from "node:http";
- * import { toLightRequest } from "@plantgate/node";
- *
- * createServer((req, res) => {
- *   const request = toLightRequest(req, { response: res, origin: "https://auth.example.com" });
- *   res.end(request.url);
- * }).listen(3000);
- * ```
- */
-export function toLightRequest(incoming: IncomingMessage, options: { response: ServerResponse; origin?: string; trustProxy?: boolean }): Request {
-  return createNodeRequest(incoming, { response: options.response, origin: options.origin, trustProxy: options.trustProxy === true });
+  const resolved = resolveOrigin({ incoming, headers, targetAuthority: target.authority, origin, trustProxy });
+  return new NodeRequest(incoming, response, method, normaliseUrl(resolved, target.path), headers) as unknown as Request;
 }
 
 const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
@@ -90,12 +60,9 @@ const textDecoder = new TextDecoder();
 const isDisturbed = (stream: ReadableStream<Uint8Array>): boolean =>
   Readable.isDisturbed(stream as unknown as NodeJS.ReadableStream);
 
-/** plantgate core's fast body read (`READ_BODY` in @plantgate/core); registered, so this package needs no core import. */
-const READ_BODY = Symbol.for("plantgate.read-body");
-
 class NodeRequest {
   readonly #incoming: IncomingMessage;
-  readonly #response: ServerResponse;
+  readonly #response: ServerResponse | undefined;
   readonly #method: string;
   readonly #url: string;
   readonly #headers: Headers;
@@ -106,10 +73,10 @@ class NodeRequest {
   /** undefined: not built yet. */
   #body: ReadableStream<Uint8Array> | null | undefined;
   #real: Request | undefined;
-  /** The body was taken by {@link NodeRequest.readBody} (plantgate core's fast path). */
+  /** The body was taken by {@link NodeRequest.readBody} (the adapter's `info.readBody`). */
   #readDirectly = false;
 
-  constructor(incoming: IncomingMessage, response: ServerResponse, method: string, url: string, headers: Headers) {
+  constructor(incoming: IncomingMessage, response: ServerResponse | undefined, method: string, url: string, headers: Headers) {
     this.#incoming = incoming;
     this.#response = response;
     this.#method = method;
@@ -166,6 +133,11 @@ class NodeRequest {
     return request.#toReal();
   }
 
+  /** See {@link readRequestBody}. */
+  static readBody(request: NodeRequest, maxBytes: number): Promise<Uint8Array | null> {
+    return request.#readBody(maxBytes);
+  }
+
   #signal(): AbortSignal {
     if (this.#controller === undefined) {
       const controller = new AbortController();
@@ -186,16 +158,16 @@ class NodeRequest {
     // upload or an unfinished response means the client went away; once the response is out, an
     // upload cut short no longer affects the exchange.
     const gone =
-      (incoming.destroyed && !incoming.complete && !response.writableFinished) ||
-      (response.destroyed && !response.writableFinished);
+      (incoming.destroyed && !incoming.complete && response?.writableFinished !== true) ||
+      (response !== undefined && response.destroyed && !response.writableFinished);
     if (gone) {
       this.#abort();
       return;
     }
     incoming.once("close", () => {
-      if (!incoming.complete && !response.writableFinished) this.#abort();
+      if (!incoming.complete && response?.writableFinished !== true) this.#abort();
     });
-    response.once("close", () => {
+    response?.once("close", () => {
       if (!response.writableFinished) this.#abort();
     });
   }
@@ -231,72 +203,26 @@ class NodeRequest {
   }
 
   /**
-   * The whole body straight from the IncomingMessage, without a Web stream: what
-   * `Symbol.for("plantgate.read-body")` answers (see `READ_BODY` in @plantgate/core). Resolves to
-   * null once more than `maxBytes` arrived (the rest then flows off the wire unread, as after a
-   * cancel, so the connection stays usable for the answer), to undefined when the body stream was
-   * already handed out (the caller then reads that), and rejects when the upload breaks.
-   * Afterwards the body counts as used, as after `text()`.
+   * The whole body for `info.readBody`: straight from the IncomingMessage when nobody took the body
+   * stream yet (no Web stream at all), else from that stream. Resolves to null past `maxBytes`, to
+   * empty bytes for GET/HEAD or a body something else already consumed; rejects when the upload
+   * breaks, and with a TypeError once the body was read. Afterwards the body counts as used.
    */
-  [READ_BODY](maxBytes: number): Promise<Uint8Array | null | undefined> {
-    if (this.#real !== undefined || this.#body !== undefined || this.#readDirectly) return Promise.resolve(undefined);
+  #readBody(maxBytes: number): Promise<Uint8Array | null> {
+    if (this.#readDirectly) return Promise.reject(new TypeError("Body is unusable: Body has already been read"));
     const incoming = this.#incoming;
+    if (this.#real !== undefined || this.#body !== undefined || isConsumed(incoming) || this.#abortReason !== undefined) {
+      const body = this.body;
+      if (body === null) return Promise.resolve(new Uint8Array(0));
+      if (body.locked || isDisturbed(body)) return Promise.reject(new TypeError("Body is unusable: Body has already been read"));
+      return readStream(body, maxBytes);
+    }
     if (this.#method === "GET" || this.#method === "HEAD") {
       this.#body = null;
       return Promise.resolve(new Uint8Array(0));
     }
-    if (isConsumed(incoming) || this.#abortReason !== undefined) return Promise.resolve(undefined);
     this.#readDirectly = true;
-    return new Promise((resolve, reject) => {
-      const chunks: Uint8Array[] = [];
-      let size = 0;
-      const detach = (): void => {
-        incoming.off("data", onData);
-        incoming.off("end", onEnd);
-        incoming.off("error", onError);
-        incoming.off("close", onClose);
-      };
-      const onData = (chunk: Buffer): void => {
-        size += chunk.byteLength;
-        if (size > maxBytes) {
-          detach();
-          // Without 'data' listeners, flowing mode throws the remaining bytes away.
-          incoming.resume();
-          resolve(null);
-          return;
-        }
-        chunks.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-      };
-      const onEnd = (): void => {
-        detach();
-        if (chunks.length === 1) {
-          resolve(chunks[0]!);
-          return;
-        }
-        const bytes = new Uint8Array(size);
-        let offset = 0;
-        for (const chunk of chunks) {
-          bytes.set(chunk, offset);
-          offset += chunk.byteLength;
-        }
-        resolve(bytes);
-      };
-      const broken = (error: unknown): void => {
-        detach();
-        this.#abort();
-        reject(error);
-      };
-      const onError = (error: unknown): void => broken(error);
-      const onClose = (): void => {
-        if (!incoming.complete) broken(new DOMException("The client disconnected.", "AbortError"));
-      };
-      incoming.on("data", onData);
-      incoming.once("end", onEnd);
-      incoming.on("error", onError);
-      incoming.once("close", onClose);
-      // A 'data' listener does not restart a stream someone paused explicitly (a middleware, say).
-      incoming.resume();
-    });
+    return readIncoming(incoming, maxBytes, () => this.#abort());
   }
 
   #ownBody(): ReadableStream<Uint8Array> | null {
@@ -331,8 +257,8 @@ class NodeRequest {
     this.#body = requestBody.stream;
     // Node drains an unread body by itself, but not one we started reading; without this a
     // half-read upload would stall the keep-alive connection.
-    if (this.#response.writableFinished) requestBody.discard();
-    else this.#response.once("finish", requestBody.discard);
+    if (this.#response?.writableFinished === true) requestBody.discard();
+    else this.#response?.once("finish", requestBody.discard);
     return this.#body;
   }
 
@@ -341,23 +267,7 @@ class NodeRequest {
     const body = this.#ownBody();
     if (body === null) return new Uint8Array(0);
     if (body.locked || isDisturbed(body)) throw new TypeError("Body is unusable: Body has already been read");
-    const reader = body.getReader();
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      size += value.byteLength;
-    }
-    if (chunks.length === 1 && !fresh) return chunks[0]!;
-    const bytes = new Uint8Array(size);
-    let offset = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, offset);
-      offset += chunk.byteLength;
-    }
-    return bytes;
+    return (await readStream(body, Infinity, fresh))!;
   }
 
   #toReal(): Request {
@@ -384,6 +294,11 @@ class NodeRequest {
     this.#real = real;
     return real;
   }
+}
+
+/** `info.readBody` for a Request made by {@link createNodeRequest} (see `NodeRequest.#readBody`). */
+export function readRequestBody(request: Request, maxBytes: number): Promise<Uint8Array | null> {
+  return NodeRequest.readBody(request as unknown as NodeRequest, maxBytes);
 }
 
 // Everything else a Request has is answered by the real one; inheriting from Request.prototype

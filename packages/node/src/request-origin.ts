@@ -102,7 +102,28 @@ export function resolveOrigin(inputs: OriginInputs): string {
 
   // RFC 9112 §3.2.2: an absolute-form target overrides the Host header.
   host ??= parseHost(inputs.targetAuthority) ?? parseHost(inputs.headers.get("host"));
+  return originFromParts(scheme, host);
+}
 
+/**
+ * The origin (`scheme://host[:port]`) of a request whose scheme and Host value an adapter already
+ * decided (Express, say, after its own `trust proxy` rules): the host validated exactly as the
+ * request listener validates it (see {@link parseHost}), `localhost` when it is missing or malformed.
+ * Results are cached (bounded), as the listener's are.
+ *
+ * @example
+ * ```ts
+ * import { originOf } from "@plantgate/node";
+ *
+ * originOf("https", "auth.example.com:443"); // "https://auth.example.com"
+ * originOf("http", "evil/path");             // "http://localhost"
+ * ```
+ */
+export function originOf(scheme: "http" | "https", host: string | null | undefined): string {
+  return originFromParts(scheme, parseHost(host));
+}
+
+function originFromParts(scheme: string, host: string | undefined): string {
   // An unusable Host must not become part of URLs the app may reflect (links,
   // redirects, token audiences), so fall back to a harmless fixed host.
   const candidate = `${scheme}://${host ?? "localhost"}`;

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
-import type { FetchApp } from "./fetch-app.js";
+import type { NodeApp } from "./fetch-app.js";
 
 /**
  * Options for {@link serve}.
@@ -49,7 +49,8 @@ export interface ServeResult {
 }
 
 /**
- * Serves a {@link FetchApp} on `node:http` and resolves once it is listening.
+ * Serves an app on `node:http` (see {@link createRequestListener}: plantgate's `handle`, or any
+ * Web handler's `fetch`) and resolves once it is listening.
  *
  * Rejects with a `TypeError` if `options.origin` is invalid, and with the
  * listen error (e.g. `EADDRINUSE`) if the port cannot be bound.
@@ -64,7 +65,7 @@ export interface ServeResult {
  * await close();
  * ```
  */
-export async function serve(app: FetchApp, options: ServeOptions = {}): Promise<ServeResult> {
+export async function serve(app: NodeApp, options: ServeOptions = {}): Promise<ServeResult> {
   const server = createServer(createRequestListener(app, options));
   const port = options.port ?? 3000;
   const host = options.host ?? "127.0.0.1";

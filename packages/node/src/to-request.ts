@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { createRequestBody } from "./request-body.js";
-import { resolveOrigin } from "./request-origin.js";
+import type { HandleInfo } from "./fetch-app.js";
+import { createNodeRequest, readRequestBody } from "./node-request.js";
 
 /**
  * Options for {@link toRequest}.
@@ -35,7 +35,9 @@ export interface ToRequestOptions {
 }
 
 /**
- * Builds a Web-standard {@link Request} from a Node `IncomingMessage`.
+ * Builds a Web-standard {@link Request} from a Node `IncomingMessage`: the same lightweight
+ * Request the request listener hands apps (`instanceof Request`; members it does not serve itself,
+ * such as `clone()` or `formData()`, are answered by a real undici Request built on first use).
  *
  * - **URL**: `options.origin`, else (with `trustProxy`) the first
  *   `X-Forwarded-Proto` / `X-Forwarded-Host` values, else `http://` + the
@@ -84,106 +86,72 @@ export interface ToRequestOptions {
  * ```
  */
 export function toRequest(incoming: IncomingMessage, options: ToRequestOptions = {}): Request {
-  const headers = headersFromRaw(incoming.rawHeaders);
-
-  const target = parseTarget(incoming.url ?? "/");
-  const origin = resolveOrigin({
-    incoming,
-    headers,
-    targetAuthority: target.authority,
-    origin: options.origin,
-    trustProxy: options.trustProxy === true,
-  });
-  // Concatenated rather than resolved against a base: new URL("//evil/x", base)
-  // would treat the path as a network-path reference and change the host.
-  const url = origin + target.path;
-
-  const abortController = new AbortController();
-  const abort = (): void => {
-    if (!abortController.signal.aborted) {
-      abortController.abort(new DOMException("The client disconnected.", "AbortError"));
-    }
-  };
-  const response = options.response;
-  // Covers a client that left before this call (e.g. while async middleware
-  // ran): the 'close' events below have already fired by then.
-  if (
-    (incoming.destroyed && !incoming.complete) ||
-    (response !== undefined && response.destroyed && !response.writableFinished)
-  ) {
-    abort();
-  }
-  incoming.once("close", () => {
-    // 'close' also fires after a complete body was consumed; only an
-    // incomplete one means the client went away mid-upload. Once the response
-    // is out, an upload cut short no longer affects the exchange.
-    if (!incoming.complete && response?.writableFinished !== true) abort();
-  });
-  if (response) {
-    response.once("close", () => {
-      if (!response.writableFinished) abort();
-    });
-  }
-
-  const method = incoming.method ?? "GET";
-  let body: ReadableStream<Uint8Array> | null = null;
-  if (method !== "GET" && method !== "HEAD") {
-    if (isConsumed(incoming) && !abortController.signal.aborted) {
-      body = new ReadableStream<Uint8Array>({
-        start(controller) {
-          controller.close();
-        },
-      });
-    } else {
-      const requestBody = createRequestBody(incoming, abortController.signal, abort);
-      body = requestBody.stream;
-      // Node drains an unread body by itself, but not one we started reading;
-      // without this a half-read upload would stall the keep-alive connection.
-      response?.once("finish", requestBody.discard);
-    }
-  }
-
-  const init: RequestInit & { duplex: "half" } = {
-    method,
-    headers,
-    body,
-    duplex: "half",
-    signal: abortController.signal,
-  };
-  return new Request(url, init);
+  return createNodeRequest(incoming, options.response, options.origin, options.trustProxy === true);
 }
 
-/** The request headers in wire order, combined per Fetch rules (shared with the listener's request). */
-export function headersFromRaw(raw: readonly string[]): Headers {
-  const headers = new Headers();
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i] as string;
-    // HTTP/2 compatibility objects list pseudo-headers (":path"), which are
-    // not header names and would make Headers throw.
-    if (name.startsWith(":")) continue;
-    headers.append(name, raw[i + 1] as string);
+/**
+ * One request as an adapter hands it to an app: the {@link Request} ({@link toRequest}) and, as
+ * this object itself, the {@link HandleInfo} for `app.handle(exchange.request, exchange)`: the socket
+ * peer address and a direct body reader (`readBody`: the bytes from the IncomingMessage without a
+ * Web stream; see `HandleInfo.readBody`).
+ *
+ * @example
+ * ```ts
+ * import { createServer } from "node:http";
+ * import { createPlantgate } from "@plantgate/core";
+ * import { toExchange, writeResponse } from "@plantgate/node";
+ *
+ * const app = createPlantgate();
+ * createServer(async (req, res) => {
+ *   const exchange = toExchange(req, { response: res });
+ *   await writeResponse(await app.handle(exchange.request, exchange), res);
+ * }).listen(3000);
+ * ```
+ */
+export interface NodeExchange extends HandleInfo {
+  readonly request: Request;
+  readonly clientIp?: string;
+  readBody(maxBytes: number): Promise<Uint8Array | null>;
+}
+
+// One object per request, standing in for the `{ clientIp }` literal an adapter would pass anyway
+// (its own enumerable data is `clientIp` alone); the request and the body reader come with it.
+class Exchange implements NodeExchange {
+  readonly #request: Request;
+  readonly clientIp?: string;
+
+  constructor(request: Request, clientIp: string | undefined) {
+    this.#request = request;
+    if (clientIp !== undefined) this.clientIp = clientIp;
   }
-  return headers;
-}
 
-export function isConsumed(incoming: IncomingMessage): boolean {
-  // readableDidRead is set as soon as anyone reads or attaches 'data'; handing
-  // over the remainder of a partly read body would corrupt it silently.
-  return incoming.readableEnded || incoming.readableDidRead || incoming.destroyed;
-}
-
-export interface Target {
-  /** Path and query, always starting with "/". */
-  path: string;
-  /** Host from an absolute-form target (proxy-style requests). */
-  authority?: string;
-}
-
-export function parseTarget(target: string): Target {
-  if (target.startsWith("/")) return { path: target };
-  if (/^https?:\/\//i.test(target)) {
-    const url = new URL(target);
-    return { path: `${url.pathname}${url.search}`, authority: url.host };
+  get request(): Request {
+    return this.#request;
   }
-  throw new TypeError("Unsupported request target.");
+
+  readBody(maxBytes: number): Promise<Uint8Array | null> {
+    return readRequestBody(this.#request, maxBytes);
+  }
+}
+
+/**
+ * Builds the {@link NodeExchange} of one request: {@link toRequest}'s Request, the socket peer
+ * address (`incoming.socket.remoteAddress`, never a forwarded header: whom to believe is the app's
+ * decision) and the direct body reader.
+ *
+ * @throws TypeError as {@link toRequest} does.
+ *
+ * @example
+ * ```ts
+ * const exchange = toExchange(req, { response: res, origin: "https://auth.example.com" });
+ * const answer = await app.handle(exchange.request, exchange);
+ * ```
+ */
+export function toExchange(incoming: IncomingMessage, options: ToRequestOptions = {}): NodeExchange {
+  return exchangeOf(incoming, options.response, options.origin, options.trustProxy === true);
+}
+
+/** {@link toExchange} with positional arguments, for the request listener (no options object per request). */
+export function exchangeOf(incoming: IncomingMessage, response: ServerResponse | undefined, origin: string | undefined, trustProxy: boolean): NodeExchange {
+  return new Exchange(createNodeRequest(incoming, response, origin, trustProxy), incoming.socket?.remoteAddress);
 }

@@ -1,27 +1,38 @@
 import type { ServerResponse } from "node:http";
+import type { PlainAnswer } from "./fetch-app.js";
 
 /**
- * Writes a Web-standard {@link Response} to a Node `ServerResponse`.
+ * The one writer of this package: writes an app's answer, a Web-standard {@link Response} or a
+ * {@link PlainAnswer}, to a Node `ServerResponse`.
  *
- * Status, status text and headers are copied as they are; each `Set-Cookie`
- * value (from `headers.getSetCookie()`) becomes its own header line. The body
- * is streamed chunk by chunk, waiting for `'drain'` whenever `res.write()`
- * reports a full buffer, so a slow client applies backpressure to the app's
- * stream instead of growing memory. Responses to HEAD requests send headers
- * only and cancel the body.
+ * **A plain answer** goes out at once, status and headers in one `writeHead`, the body in one
+ * `end`, nothing for a HEAD request (an empty body other than 204/304 is sent with
+ * `content-length: 0`, not chunked), and nothing is returned. It throws a TypeError, before
+ * anything is sent, for something that is not a plain answer or a header Node refuses.
  *
- * Resolves once the response has been handed to the socket. If the client
- * disconnects first, the body is cancelled (so the producer can stop) and the
- * promise still resolves. If the body stream itself errors, or yields a chunk
- * that is not a `Uint8Array`, the connection is destroyed so the client cannot
- * mistake a truncated body for a complete one, and the promise rejects.
+ * **A Response**: status, status text and headers are copied as they are; each `Set-Cookie`
+ * value (from `headers.getSetCookie()`) becomes its own header line. The body is streamed chunk by
+ * chunk, waiting for `'drain'` whenever `res.write()` reports a full buffer, so a slow client
+ * applies backpressure to the app's stream instead of growing memory. Responses to HEAD requests
+ * send headers only and cancel the body. The returned promise resolves once the response has been
+ * handed to the socket. If the client disconnects first, the body is cancelled (so the producer
+ * can stop) and the promise still resolves. If the body stream itself errors, or yields a chunk
+ * that is not a `Uint8Array`, the connection is destroyed so the client cannot mistake a truncated
+ * body for a complete one, and the promise rejects.
+ *
+ * Either way nothing is written to a response that is already finished or destroyed.
  *
  * @example
  * ```ts
  * import { createServer } from "node:http";
  * import { writeResponse } from "@plantgate/node";
  *
+ * const ok = new TextEncoder().encode("ok");
  * createServer((req, res) => {
+ *   if (req.url === "/plain") {
+ *     writeResponse({ status: 200, headers: { "content-type": "text/plain", "content-length": "2" }, body: ok }, res);
+ *     return;
+ *   }
  *   const headers = new Headers({ "content-type": "text/plain" });
  *   headers.append("set-cookie", "a=1; Path=/");
  *   headers.append("set-cookie", "b=2; Path=/");
@@ -29,24 +40,38 @@ import type { ServerResponse } from "node:http";
  * }).listen(3000);
  * ```
  */
-export async function writeResponse(response: Response, res: ServerResponse): Promise<void> {
-  const body = response.body;
-  // Fast path: a Response made by plantgate's core carries its complete body bytes under a
-  // registered symbol (see `json()` in @plantgate/core), so it is written in one call without
-  // going through the Web stream, which costs several times the bare server's work per request.
-  // Only a body nobody has read yet; anything else streams as below.
-  const known = (response as unknown as Record<symbol, unknown>)[KNOWN_BODY];
-  if (known instanceof Uint8Array && body !== null && !response.bodyUsed && res.req?.method !== "HEAD") {
-    if (isGone(res)) return;
-    writeHead(response, res);
-    res.setHeader("content-length", known.byteLength);
-    res.end(known);
-    await settled(res);
-    return;
+export function writeResponse(answer: Response | PlainAnswer, res: ServerResponse): Promise<void> | undefined {
+  if (answer instanceof Response) return streamResponse(answer, res);
+  writePlain(answer, res);
+  return undefined;
+}
+
+/** Whether `value` has the shape of a {@link PlainAnswer} (integer status, headers object, bytes or null). */
+function isPlainAnswer(value: unknown): value is PlainAnswer {
+  if (typeof value !== "object" || value === null) return false;
+  const { status, headers, body } = value as Record<string, unknown>;
+  return Number.isInteger(status) && typeof headers === "object" && headers !== null && (body === null || body instanceof Uint8Array);
+}
+
+function writePlain(answer: PlainAnswer, res: ServerResponse): void {
+  if (!isPlainAnswer(answer)) throw new TypeError("The app's answer is neither a Response nor a plain answer.");
+  if (res.destroyed || res.writableEnded) return;
+  const { status, headers, body } = answer;
+  if (body === null && status >= 200 && status !== 204 && status !== 304 && headers["content-length"] === undefined) {
+    // writeHead() before end() makes Node choose chunked encoding for an empty body; say it is
+    // empty instead, as Node does for setHeader() + end() (HTTP/1.0 clients keep their keep-alive).
+    res.writeHead(status, { ...headers, "content-length": "0" });
+  } else {
+    res.writeHead(status, headers);
   }
+  if (body === null || res.req?.method === "HEAD") res.end();
+  else res.end(body);
+}
+
+async function streamResponse(response: Response, res: ServerResponse): Promise<void> {
   // Taking the reader first makes a locked or disturbed body fail before any
   // header is touched, so the caller can still answer with an error status.
-  const reader = body?.getReader();
+  const reader = response.body?.getReader();
 
   if (isGone(res)) {
     await cancelQuietly(reader);
@@ -97,9 +122,6 @@ export async function writeResponse(response: Response, res: ServerResponse): Pr
   res.end();
   await settled(res);
 }
-
-/** Where @plantgate/core keeps the complete body of a Response it built (its `KNOWN_BODY`). */
-const KNOWN_BODY = Symbol.for("plantgate.known-body");
 
 function writeHead(response: Response, res: ServerResponse): void {
   res.statusCode = response.status;

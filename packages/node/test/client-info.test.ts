@@ -5,12 +5,12 @@
  */
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
-import type { FetchApp, FetchClientInfo } from "../src/index.js";
+import type { FetchApp, HandleInfo } from "../src/index.js";
 import { start } from "./support.js";
 
 describe("client info", () => {
   it("passes socket.remoteAddress as clientIp, whatever X-Forwarded-For says", async () => {
-    const seen: (FetchClientInfo | undefined)[] = [];
+    const seen: (HandleInfo | undefined)[] = [];
     const app: FetchApp = {
       async fetch(_request, info) {
         seen.push(info);
@@ -21,5 +21,7 @@ describe("client info", () => {
     const res = await fetch(`${url}/x`, { headers: { "x-forwarded-for": "198.51.100.9", "x-real-ip": "198.51.100.10" } });
     expect(res.status).toBe(200);
     expect(seen).toEqual([{ clientIp: "127.0.0.1" }]);
+    // The direct body reader comes along (HandleInfo.readBody), whichever method the app has.
+    expect(typeof seen[0]?.readBody).toBe("function");
   });
 });

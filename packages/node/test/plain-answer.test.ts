@@ -2,16 +2,13 @@ import { createServer } from "node:http";
 import { connect, type AddressInfo } from "node:net";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
-import { createRequestListener, HANDLE_PLAIN, type FetchApp, type PlainAnswer } from "../src/index.js";
+import { createRequestListener, type HandleApp, type HandleInfo, type PlainAnswer } from "../src/index.js";
 import { deferred, portOf, rawExchange, start } from "./support.js";
 
 // The listener's plain path: an app with `handle` is answered from status, headers and bytes
-// without a Web Response, and plantgate core reads bodies through the request's
-// Symbol.for("plantgate.read-body") method instead of a Web stream.
+// without a Web Response, and reads bodies through `info.readBody` instead of a Web stream.
 
-const READ_BODY = Symbol.for("plantgate.read-body");
-type BodyReader = (maxBytes: number) => Promise<Uint8Array | null | undefined>;
-const readBody = (request: Request, maxBytes: number) => ((request as unknown as Record<symbol, BodyReader>)[READ_BODY]!).call(request, maxBytes);
+const readBody = (info: HandleInfo | undefined, maxBytes: number) => info!.readBody!(maxBytes);
 
 const encoder = new TextEncoder();
 function jsonAnswer(status: number, value: unknown, headers: Record<string, string> = {}): PlainAnswer {
@@ -23,9 +20,11 @@ const neverFetch = async (): Promise<Response> => {
   throw new Error("fetch must not be called when handle exists");
 };
 
+type App = HandleApp & { fetch: () => Promise<Response> };
+
 describe("an app with handle()", () => {
   it("is answered from handle, not fetch: status, headers and body exactly", async () => {
-    const app: FetchApp = { fetch: neverFetch, [HANDLE_PLAIN]: async (request) => jsonAnswer(201, { method: request.method, url: request.url }, { "x-one": "1" }) };
+    const app: App = { fetch: neverFetch, handle: async (request) => jsonAnswer(201, { method: request.method, url: request.url }, { "x-one": "1" }) };
     const { url } = await start(app);
     const response = await fetch(`${url}/p?q=1`, { method: "POST", body: "x" });
     expect(response.status).toBe(201);
@@ -36,9 +35,9 @@ describe("an app with handle()", () => {
   });
 
   it("sends headers without the body for HEAD, and an empty body for body: null", async () => {
-    const app: FetchApp = {
+    const app: App = {
       fetch: neverFetch,
-      [HANDLE_PLAIN]: async (request) => (request.url.endsWith("/empty") ? { status: 204, headers: { "cache-control": "no-store" }, body: null } : jsonAnswer(200, { a: 1 })),
+      handle: async (request) => (request.url.endsWith("/empty") ? { status: 204, headers: { "cache-control": "no-store" }, body: null } : jsonAnswer(200, { a: 1 })),
     };
     const { url } = await start(app);
     const head = await rawExchange(url, "HEAD /h HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", { head: true });
@@ -54,9 +53,9 @@ describe("an app with handle()", () => {
   it("answers the fixed 500 when handle rejects or resolves to something that is not a plain answer", async () => {
     const errors: unknown[] = [];
     let n = 0;
-    const app: FetchApp = {
+    const app: App = {
       fetch: neverFetch,
-      [HANDLE_PLAIN]: async () => {
+      handle: async () => {
         n++;
         if (n === 1) throw new Error("secret detail");
         if (n === 2) return { status: 200, headers: {}, body: "not bytes" } as unknown as PlainAnswer;
@@ -74,20 +73,36 @@ describe("an app with handle()", () => {
 });
 
 describe("which apps get the plain path", () => {
-  it("an app whose own handle() method means something else is served through fetch", async () => {
-    // Elysia's app.handle(request) and itty-router's router.handle answer a Response.
+  it("an app whose handle() answers a Response (Elysia's app.handle, itty-router's router.handle) has that Response written", async () => {
     const app = {
-      fetch: async () => new Response("from fetch", { status: 200 }),
-      handle: async () => new Response("from handle", { status: 201 }),
+      fetch: neverFetch,
+      handle: async () => new Response("from handle", { status: 201, headers: { "x-from": "handle" } }),
     };
     const { url } = await start(app);
     const response = await fetch(`${url}/x`);
+    expect(response.status).toBe(201);
+    expect(response.headers.get("x-from")).toBe("handle");
+    expect(await response.text()).toBe("from handle");
+  });
+
+  it("an app with only fetch() is served through fetch, with the same info", async () => {
+    const seen: string[] = [];
+    const app = {
+      async fetch(request: Request, info?: HandleInfo) {
+        const bytes = await info!.readBody!(100);
+        seen.push(`${request.method} ${new TextDecoder().decode(bytes!)}`);
+        return new Response("from fetch", { status: 200 });
+      },
+    };
+    const { url } = await start(app);
+    const response = await fetch(`${url}/x`, { method: "POST", body: "hello" });
     expect(response.status).toBe(200);
     expect(await response.text()).toBe("from fetch");
+    expect(seen).toEqual(["POST hello"]);
   });
 
   it("an empty 200 answer goes out with content-length: 0, not chunked", async () => {
-    const app: FetchApp = { fetch: neverFetch, [HANDLE_PLAIN]: async () => ({ status: 200, headers: { "cache-control": "no-store" }, body: null }) };
+    const app: App = { fetch: neverFetch, handle: async () => ({ status: 200, headers: { "cache-control": "no-store" }, body: null }) };
     const { url } = await start(app);
     const raw = await rawExchange(url, "POST /r HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     expect(raw.status).toBe(200);
@@ -99,31 +114,37 @@ describe("which apps get the plain path", () => {
 
 describe("the request's direct body read", () => {
   it("returns the whole body, after which the body counts as used", async () => {
-    const app: FetchApp = {
+    const app: App = {
       fetch: neverFetch,
-      async [HANDLE_PLAIN](request: Request) {
-        const bytes = await readBody(request, 1024);
-        const again = await readBody(request, 1024);
+      async handle(request: Request, info?: HandleInfo) {
+        const bytes = await readBody(info, 1024);
+        let again: string;
+        try {
+          await readBody(info, 1024);
+          again = "bytes";
+        } catch (error) {
+          again = (error as Error).name;
+        }
         let text: string;
         try {
           text = await request.text();
         } catch (error) {
           text = (error as Error).name;
         }
-        return jsonAnswer(200, { body: new TextDecoder().decode(bytes!), again: again === undefined ? "undefined" : "bytes", bodyUsed: request.bodyUsed, text });
+        return jsonAnswer(200, { body: new TextDecoder().decode(bytes!), again, bodyUsed: request.bodyUsed, text });
       },
     };
     const { url } = await start(app);
     const big = "a".repeat(900);
     const response = await fetch(`${url}/r`, { method: "POST", body: big });
-    expect(await response.json()).toEqual({ body: big, again: "undefined", bodyUsed: true, text: "TypeError" });
+    expect(await response.json()).toEqual({ body: big, again: "TypeError", bodyUsed: true, text: "TypeError" });
   });
 
   it("reads a request an earlier handler paused", async () => {
-    const app: FetchApp = {
+    const app: App = {
       fetch: neverFetch,
-      async [HANDLE_PLAIN](request: Request) {
-        const bytes = await readBody(request, 1024);
+      async handle(request: Request, info?: HandleInfo) {
+        const bytes = await readBody(info, 1024);
         return jsonAnswer(200, { body: new TextDecoder().decode(bytes!) });
       },
     };
@@ -144,11 +165,11 @@ describe("the request's direct body read", () => {
 
   it("resolves null past maxBytes, discards the rest unread and still answers on the same connection", async () => {
     const seen: Array<number | null> = [];
-    const app: FetchApp = {
+    const app: App = {
       fetch: neverFetch,
-      async [HANDLE_PLAIN](request: Request) {
-        const bytes = await readBody(request, 10);
-        seen.push(bytes === null || bytes === undefined ? null : bytes.byteLength);
+      async handle(request: Request, info?: HandleInfo) {
+        const bytes = await readBody(info, 10);
+        seen.push(bytes === null ? null : bytes.byteLength);
         return jsonAnswer(bytes === null ? 413 : 200, { ok: bytes !== null });
       },
     };
@@ -164,11 +185,11 @@ describe("the request's direct body read", () => {
 
   it("rejects when the client disconnects mid-upload, and the request's signal aborts", async () => {
     const outcome = deferred<{ rejected: string; aborted: boolean }>();
-    const app: FetchApp = {
+    const app: App = {
       fetch: neverFetch,
-      async [HANDLE_PLAIN](request: Request) {
+      async handle(request: Request, info?: HandleInfo) {
         try {
-          await readBody(request, 1_000_000);
+          await readBody(info, 1_000_000);
           outcome.resolve({ rejected: "no", aborted: request.signal.aborted });
         } catch (error) {
           outcome.resolve({ rejected: (error as Error).name, aborted: request.signal.aborted });

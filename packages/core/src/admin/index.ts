@@ -1,5 +1,5 @@
 import { hashPassword, randomToken, sha256, uuidV4 } from "../crypto/index.js";
-import type { Context } from "../options.js";
+import type { Context } from "../context.js";
 import type { AccountRecord, ClientRecord, GrantType } from "../storage/types.js";
 import { accountView, type AccountView } from "../api/accounts.js";
 import { isStorableText } from "../api/plants.js";

@@ -1,7 +1,7 @@
 import type { z } from "zod";
 import { json, type PlainResponse } from "../http/respond.js";
-import type { Context } from "../options.js";
-import { accountListQuery, AccountPageSchema, AccountViewSchema, parseAccountListQuery, type AccountListQuery } from "../schemas/accounts.js";
+import type { Context } from "../context.js";
+import { AccountPageSchema, AccountViewSchema, parseAccountListQuery } from "../schemas/accounts.js";
 import type { AccountRecord } from "../storage/types.js";
 
 /** An account as the API shows it: never a password or its hash. */
@@ -50,18 +50,9 @@ export function isoTimestamp(ms: number): string {
   return `${year}-${pad2(month)}-${pad2(day)}T${pad2(h)}:${pad2(m)}:${pad2(sec)}.${pad3(inDay % 1000)}Z`;
 }
 
-const queries = new WeakMap<Context, AccountListQuery>();
-
-/** The query schema for this app's page-size settings (the OpenAPI document is built from the same settings). */
-function querySchema(ctx: Context): AccountListQuery {
-  let schema = queries.get(ctx);
-  if (!schema) queries.set(ctx, (schema = accountListQuery(ctx)));
-  return schema;
-}
-
 /** `GET /rbac/ServerCommand/GetAccountList?page=&pageSize=`: the bearer check has already passed. */
-export async function listAccounts(ctx: Context, url: URL): Promise<PlainResponse> {
-  const { page, pageSize } = parseAccountListQuery(querySchema(ctx), url.searchParams);
+export async function listAccounts(ctx: Context, query: URLSearchParams): Promise<PlainResponse> {
+  const { page, pageSize } = parseAccountListQuery(ctx.accountListQuery, query);
   const { items, total } = await ctx.storage.accounts.list((page - 1) * pageSize, pageSize);
   const body: AccountPage = {
     accounts: items.map(accountView),

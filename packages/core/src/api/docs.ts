@@ -9,6 +9,11 @@ import type { ServedPage } from "../pages/static-page.js";
 
 const ASSETS = "/docs/assets/";
 
+/** Whether `path` (`/docs...`, relative to the base path) is the page or one of its files. */
+export function docsOwns(docs: ServedPage, path: string): boolean {
+  return path === "/docs" || (path.startsWith(ASSETS) && docs.asset(path.slice(ASSETS.length)) !== null);
+}
+
 /** Answers `path` (`/docs...`, relative to the base path); unknown paths are the usual 404. */
 export function docsHandler(docs: ServedPage, path: string, method: string): PlainResponse {
   const answer = path === "/docs" ? docs.document() : path.startsWith(ASSETS) ? docs.asset(path.slice(ASSETS.length)) : null;

@@ -5,7 +5,7 @@
  */
 import * as z from "zod";
 import { json, type PlainResponse } from "../http/respond.js";
-import type { Context, Urls } from "../options.js";
+import type { Context, Urls } from "../context.js";
 import { NARROWED_ERRORS } from "../schemas/errors.js";
 import { EXACT_NUMBER_MARKER, INT64_JSON_SCHEMA, isInt64Schema } from "../schemas/int64.js";
 import { COMPONENTS, createOperations, type Operation, type OperationResponse, type OperationSecurity } from "../schemas/operations.js";
@@ -192,24 +192,20 @@ function serialize(document: Json): string {
   return JSON.stringify(document).replace(new RegExp(`"${marker}(-?\\d+)"`, "g"), "$1");
 }
 
-interface Cache {
-  base: Json;
-  byUrl: Map<string, string>;
-}
-const caches = new WeakMap<Context, Cache>();
 /** Base URLs come from the request's origin when not configured: bound the cache against Host-header junk. */
 const MAX_CACHED_URLS = 16;
 
 /**
- * The OpenAPI 3.1 document for one base URL, as JSON text. Built once per app and base URL.
+ * The OpenAPI 3.1 document for one base URL, as JSON text. Built once per app and base URL
+ * (kept in `ctx.openApi`).
  *
  * @example
  * const text = openApiDocument(ctx, urlsFor(ctx, request));
  * JSON.parse(text).info.title; // "Plant Store"
  */
 export function openApiDocument(ctx: Context, urls: Urls): string {
-  let cache = caches.get(ctx);
-  if (!cache) caches.set(ctx, (cache = { base: baseDocument(ctx), byUrl: new Map() }));
+  const cache = ctx.openApi;
+  cache.base ??= baseDocument(ctx);
   let text = cache.byUrl.get(urls.baseUrl);
   if (text === undefined) {
     const { openapi, info, components, ...rest } = cache.base as { openapi: string; info: Json; components: Json };

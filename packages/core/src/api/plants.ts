@@ -1,9 +1,8 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import { readApiJson } from "../http/api-json.js";
-import { charset, mediaType } from "../http/body.js";
-import type { JsonValue } from "../http/json.js";
+import type { JsonMediaPolicy } from "../http/api-json.js";
+import type { JsonValue } from "../util/json.js";
 import { json, type PlainResponse } from "../http/respond.js";
-import type { Context } from "../options.js";
+import type { Context } from "../context.js";
 import { newPlantFromBody } from "../schemas/plants.js";
 import type { PlantRecord } from "../storage/types.js";
 
@@ -25,20 +24,16 @@ export function plantJson(plant: PlantRecord): string {
   return `{"id":${plant.id.toString()},"name":${JSON.stringify(plant.name)}${tag}}`;
 }
 
-/** `POST /plants`: the bearer check has already passed. */
-export async function createPlant(ctx: Context, request: Request): Promise<PlainResponse> {
-  const type = mediaType(request);
-  if (type !== "application/json" && !(type?.startsWith("application/") && type.endsWith("+json"))) {
-    await request.body?.cancel().catch(() => {});
-    throw bad(ApiErrorCode.unsupportedMediaType, "The body must be application/json.");
-  }
-  const cs = charset(request);
-  if (cs !== null && cs !== "utf-8" && cs !== "utf8") {
-    await request.body?.cancel().catch(() => {});
-    throw bad(ApiErrorCode.unsupportedMediaType, "The body must be UTF-8 JSON.");
-  }
-  const parsed = await readApiJson(request, ctx.maxBodyBytes);
-  const plant = toNewPlant(parsed);
+/** The media types `POST /plants` takes: application/json and any `application/*+json`. */
+export const PLANT_JSON: JsonMediaPolicy = {
+  accepts: (type) => type === "application/json" || (type !== null && type.startsWith("application/") && type.endsWith("+json")),
+  wrongType: "The body must be application/json.",
+  wrongCharset: "The body must be UTF-8 JSON.",
+};
+
+/** `POST /plants` with its parsed body ({@link PLANT_JSON}): the bearer check has already passed. */
+export async function createPlant(ctx: Context, body: JsonValue): Promise<PlainResponse> {
+  const plant = toNewPlant(body);
   if (!(await ctx.storage.plants.create(plant))) {
     throw bad(ApiErrorCode.duplicateId, `A plant with id ${plant.id.toString()} already exists.`);
   }

@@ -2,9 +2,10 @@ import { AdminError, createAdmin, type ClientView } from "../admin/index.js";
 import { accountView, listAccounts } from "../api/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, plain, type PlainResponse } from "../http/respond.js";
-import type { Context } from "../options.js";
+import type { Context } from "../context.js";
 import type { GrantType } from "../storage/types.js";
 import { optionalBoolean, optionalSeconds, optionalString, optionalStrings, readJsonObject } from "./body.js";
+import type { ConsoleRequest } from "./request.js";
 import { deleteSession, type ConsoleSession } from "./session.js";
 
 /**
@@ -90,7 +91,7 @@ export function sessionBody(ctx: Context, s: { username: string; displayName: st
 }
 
 /** Handlers of the signed-in admin API; each gets a session that already passed every check. */
-export type ApiHandler = (ctx: Context, session: ConsoleSession, request: Request, url: URL, params: string[]) => Promise<PlainResponse>;
+export type ApiHandler = (ctx: Context, session: ConsoleSession, request: ConsoleRequest, params: string[]) => Promise<PlainResponse>;
 
 export const getSession: ApiHandler = async (ctx, s) =>
   json(200, sessionBody(ctx, { username: s.account.username, displayName: s.account.displayName, csrfToken: s.csrfToken, expiresAt: s.record.expiresAt }));
@@ -106,7 +107,7 @@ export const listClients: ApiHandler = async (ctx) => {
 };
 
 export const createClient: ApiHandler = async (ctx, _s, request) => {
-  const body = await readJsonObject(ctx, request);
+  const body = await readJsonObject(request);
   const clientId = optionalString(body, "clientId", 200);
   const name = optionalString(body, "name", 200);
   if (name === undefined) throw new ApiError(400, ApiErrorCode.missingField, "name is required.");
@@ -133,13 +134,13 @@ export const createClient: ApiHandler = async (ctx, _s, request) => {
   return json(201, { client: consoleClient(client), clientSecret });
 };
 
-export const deleteClient: ApiHandler = async (ctx, _s, _r, _u, [clientId]) => {
+export const deleteClient: ApiHandler = async (ctx, _s, _r, [clientId]) => {
   if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
   await admin(() => createAdmin(ctx).deleteClient(clientId!));
   return plain(204, null);
 };
 
-export const regenerateSecret: ApiHandler = async (ctx, _s, _r, _u, [clientId]) => {
+export const regenerateSecret: ApiHandler = async (ctx, _s, _r, [clientId]) => {
   if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
   const { clientSecret } = await admin(() => createAdmin(ctx).rotateClientSecret(clientId!));
   const client = await ctx.storage.clients.get(clientId!);
@@ -148,10 +149,10 @@ export const regenerateSecret: ApiHandler = async (ctx, _s, _r, _u, [clientId]) 
 };
 
 /** The same paging, validation and body as GetAccountList. */
-export const getAccounts: ApiHandler = async (ctx, _s, _r, url) => listAccounts(ctx, url);
+export const getAccounts: ApiHandler = async (ctx, _s, request) => listAccounts(ctx, request.url.searchParams);
 
 export const createAccount: ApiHandler = async (ctx, _s, request) => {
-  const body = await readJsonObject(ctx, request);
+  const body = await readJsonObject(request);
   const username = optionalString(body, "username", 200);
   if (username === undefined) throw new ApiError(400, ApiErrorCode.missingField, "username is required.");
   const password = optionalString(body, "password", 1024);
@@ -175,7 +176,7 @@ export const createAccount: ApiHandler = async (ctx, _s, request) => {
 };
 
 function setEnabled(enabled: boolean): ApiHandler {
-  return async (ctx, session, _r, _u, [id]) => {
+  return async (ctx, session, _r, [id]) => {
     const account = await ctx.storage.accounts.get(id!);
     if (!account) throw unknown(`Account ${id}`);
     if (!enabled && account.id === session.account.id) throw invalid("You cannot disable your own account.");

@@ -1,8 +1,7 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import { readApiJson } from "../http/api-json.js";
-import { charset, mediaType } from "../http/body.js";
-import { JsonNumber, type JsonValue } from "../http/json.js";
-import type { Context } from "../options.js";
+import type { JsonMediaPolicy } from "../http/api-json.js";
+import { JsonNumber, type JsonValue } from "../util/json.js";
+import type { ConsoleRequest } from "./request.js";
 
 const bad = (code: (typeof ApiErrorCode)[keyof typeof ApiErrorCode], message: string) => new ApiError(400, code, message);
 
@@ -10,18 +9,18 @@ const bad = (code: (typeof ApiErrorCode)[keyof typeof ApiErrorCode], message: st
 export type JsonObject = { [key: string]: JsonValue };
 
 /**
- * Reads a JSON object body with the same limits and error numbers as the plant store. Requiring
- * application/json also means a cross-origin page cannot send it without a CORS preflight, which
- * the console never answers.
+ * The console's JSON bodies: application/json only, UTF-8. Requiring it also means a cross-origin
+ * page cannot send one without a CORS preflight, which the console never answers.
  */
-export async function readJsonObject(ctx: Context, request: Request): Promise<JsonObject> {
-  const type = mediaType(request);
-  const cs = charset(request);
-  if (type !== "application/json" || (cs !== null && cs !== "utf-8" && cs !== "utf8")) {
-    await request.body?.cancel().catch(() => {});
-    throw bad(ApiErrorCode.unsupportedMediaType, "The body must be UTF-8 application/json.");
-  }
-  const parsed = await readApiJson(request, ctx.maxBodyBytes);
+export const CONSOLE_JSON: JsonMediaPolicy = {
+  accepts: (type) => type === "application/json",
+  wrongType: "The body must be UTF-8 application/json.",
+  wrongCharset: "The body must be UTF-8 application/json.",
+};
+
+/** The request's body as a JSON object (read with {@link CONSOLE_JSON} and the plant store's limits and error numbers). */
+export async function readJsonObject(request: ConsoleRequest): Promise<JsonObject> {
+  const parsed = await request.readJson();
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed) || parsed instanceof JsonNumber) {
     throw bad(ApiErrorCode.notAnObject, "The body must be a JSON object.");
   }

@@ -1,8 +1,9 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { errorResponse, json, type PlainResponse } from "../http/respond.js";
-import type { Context } from "../options.js";
+import type { Context } from "../context.js";
 import type { ServedPage } from "../pages/static-page.js";
 import * as api from "./api.js";
+import type { ConsoleRequest } from "./request.js";
 import { checkCsrf, checkOrigin, clearedCookie, isStateChanging, requireSession } from "./session.js";
 import { signIn } from "./sign-in.js";
 
@@ -59,6 +60,19 @@ function methodNotAllowed(methods: string[]): PlainResponse {
 }
 
 /**
+ * The segments of a console path (`/console` or `/console/...`), percent-decoded one by one so a
+ * client id containing `/` (sent as %2F) stays one segment; null when one does not decode.
+ */
+function segmentsOf(path: string): string[] | null {
+  const rest = path.slice("/console".length);
+  try {
+    return rest === "" ? [] : rest.slice(1).split("/").map(decodeURIComponent);
+  } catch {
+    return null;
+  }
+}
+
+/**
  * The page's own paths, when a page was given (`console.page`): the document at `/console` and
  * `/console/`, its files at `/console/assets/{name}`. Without a page they are the usual 404.
  */
@@ -69,52 +83,51 @@ function pageFile(page: ServedPage | null, segments: string[]): PlainResponse | 
   return null;
 }
 
-async function run(ctx: Context, request: Request, url: URL, path: string, clientIp: string | undefined): Promise<PlainResponse> {
-  // `path` is `/console` or `/console/...`; segments are percent-decoded one by one so a client id
-  // containing `/` (sent as %2F) stays one segment.
-  const rest = path.slice("/console".length);
-  let segments: string[];
-  try {
-    segments = rest === "" ? [] : rest.slice(1).split("/").map(decodeURIComponent);
-  } catch {
-    throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-  }
-  const method = request.method === "HEAD" ? "GET" : request.method;
+/** Whether the console (with this page, or none) answers a path (`/console` or `/console/...`) with anything but its 404. */
+export function consoleOwns(page: ServedPage | null, path: string): boolean {
+  const segments = segmentsOf(path);
+  return segments !== null && (pageFile(page, segments) !== null || match(segments) !== null);
+}
+
+async function run(ctx: Context, request: ConsoleRequest): Promise<PlainResponse> {
+  const segments = segmentsOf(request.path);
+  if (!segments) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
+  const method = request.method;
   const file = pageFile(ctx.console!.page, segments);
   if (file) return method === "GET" ? file : methodNotAllowed(["GET"]);
   const found = match(segments);
   if (!found) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-  const action = found.route.methods[method];
+  // Own properties only: a method named `constructor` or `__proto__` must not reach Object.prototype.
+  const action = Object.hasOwn(found.route.methods, method) ? found.route.methods[method] : undefined;
   if (!action) return methodNotAllowed(Object.keys(found.route.methods));
   const changing = isStateChanging(method);
-  if (changing) checkOrigin(ctx, request, url);
-  if (action.kind === "sign-in") return signIn(ctx, request, url, clientIp);
+  if (changing) checkOrigin(ctx, request);
+  if (action.kind === "sign-in") return signIn(ctx, request);
   let session;
   try {
     session = await requireSession(ctx, request);
   } catch (e) {
     // A session that is gone should not linger in the browser either.
-    if (e instanceof ApiError && e.code === ApiErrorCode.consoleNotSignedIn && request.headers.has("cookie")) {
-      throw new ApiError(e.status, e.code, e.message, { "set-cookie": clearedCookie(ctx, url) });
+    if (e instanceof ApiError && e.code === ApiErrorCode.consoleNotSignedIn && request.cookie !== null) {
+      throw new ApiError(e.status, e.code, e.message, { "set-cookie": clearedCookie(ctx, request.url) });
     }
     throw e;
   }
   if (changing) await checkCsrf(session, request);
-  const response = await action.handler(ctx, session, request, url, found.params);
-  if (action.clearsCookie) response.headers["set-cookie"] = clearedCookie(ctx, url);
+  const response = await action.handler(ctx, session, request, found.params);
+  if (action.clearsCookie) response.headers["set-cookie"] = clearedCookie(ctx, request.url);
   return response;
 }
 
 /**
  * Serves the management console under `{basePath}/console`: the admin JSON API under
- * `/console/api`, and the web page with its files when `console.page` was given. Every response is `no-store`;
- * errors have the API's `{error, message}` shape. `clientIp` (already resolved through
- * `trustedProxies`) feeds the sign-in throttle.
+ * `/console/api`, and the web page with its files when `console.page` was given. Every response
+ * is `no-store`; errors have the API's `{error, message}` shape.
  */
-export async function consoleHandler(ctx: Context, request: Request, url: URL, path: string, clientIp?: string): Promise<PlainResponse> {
+export async function consoleHandler(ctx: Context, request: ConsoleRequest): Promise<PlainResponse> {
   let response: PlainResponse;
   try {
-    response = await run(ctx, request, url, path, clientIp);
+    response = await run(ctx, request);
   } catch (error) {
     response = errorResponse(error, "api", ctx.logger);
   }

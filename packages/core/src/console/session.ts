@@ -1,15 +1,11 @@
 import { randomToken, sha256, timingSafeEqual } from "../crypto/index.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import type { Context } from "../options.js";
+import type { Context } from "../context.js";
 import type { AccountRecord, SessionRecord } from "../storage/types.js";
+import type { ConsoleRequest } from "./request.js";
 
-/**
- * Name of the console's session cookie (HttpOnly; only the console's own path receives it).
- *
- * @example
- * const signedIn = request.headers.get("cookie")?.includes(`${CONSOLE_SESSION_COOKIE}=`);
- */
-export const SESSION_COOKIE = "plantgate_console";
+/** Name of the console's session cookie (HttpOnly; only the console's own path receives it). */
+const SESSION_COOKIE = "plantgate_console";
 /**
  * Header that carries the session's CSRF token on every state-changing console call.
  *
@@ -64,8 +60,7 @@ export function clearedCookie(ctx: Context, url: URL): string {
 }
 
 /** The session id from the Cookie header, or null. Only a well-formed 256-bit base64url id counts. */
-function sessionIdFrom(request: Request): string | null {
-  const header = request.headers.get("cookie");
+function sessionIdFrom(header: string | null): string | null {
   if (!header) return null;
   for (const part of header.split(";")) {
     const eq = part.indexOf("=");
@@ -104,14 +99,14 @@ const notSignedIn = () => new ApiError(401, ApiErrorCode.consoleNotSignedIn, "Si
  * SameSite=Strict already keeps the cookie off cross-site requests; this also covers sign-in
  * (login CSRF), which has no session yet.
  */
-export function checkOrigin(ctx: Context, request: Request, url: URL): void {
-  const site = request.headers.get("sec-fetch-site");
+export function checkOrigin(ctx: Context, request: ConsoleRequest): void {
+  const site = request.fetchSite;
   if (site !== null && site !== "same-origin") {
     throw new ApiError(403, ApiErrorCode.consoleCrossOrigin, "Cross-site requests to the console are refused.");
   }
-  const origin = request.headers.get("origin");
+  const origin = request.origin;
   if (origin === null) return;
-  const allowed = new Set([url.origin]);
+  const allowed = new Set([request.url.origin]);
   for (const u of [ctx.baseUrl, ctx.issuer]) {
     if (!u) continue;
     try {
@@ -129,8 +124,8 @@ export function checkOrigin(ctx: Context, request: Request, url: URL): void {
  * The session of the request: present, unexpired, of an enabled account that has the admin role.
  * The account is read on every call so that disabling it or removing its role takes effect at once.
  */
-export async function requireSession(ctx: Context, request: Request): Promise<ConsoleSession> {
-  const sessionId = sessionIdFrom(request);
+export async function requireSession(ctx: Context, request: ConsoleRequest): Promise<ConsoleSession> {
+  const sessionId = sessionIdFrom(request.cookie);
   if (sessionId === null) throw notSignedIn();
   const idHash = await sha256(sessionId);
   const record = await ctx.storage.sessions.get(idHash);
@@ -151,8 +146,8 @@ export async function requireSession(ctx: Context, request: Request): Promise<Co
 }
 
 /** Checks `X-CSRF-Token` against the session's token, in constant time over the hashes. */
-export async function checkCsrf(session: ConsoleSession, request: Request): Promise<void> {
-  const sent = request.headers.get(CSRF_HEADER);
+export async function checkCsrf(session: ConsoleSession, request: ConsoleRequest): Promise<void> {
+  const sent = request.csrfToken;
   if (sent === null || sent.length > 256 || !timingSafeEqual(await sha256(sent), session.record.csrfHash)) {
     throw new ApiError(403, ApiErrorCode.consoleCsrf, "The CSRF token is missing or wrong; reload the console.");
   }

@@ -1,53 +1,34 @@
-import { hashPassword, verifyPassword } from "../crypto/index.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, type PlainResponse } from "../http/respond.js";
-import type { Context } from "../options.js";
+import type { Context } from "../context.js";
 import { sessionBody } from "./api.js";
-import { credentialKeys } from "../security/throttle.js";
+import { checkPassword } from "../security/credentials.js";
 import { readJsonObject, requiredString } from "./body.js";
+import type { ConsoleRequest } from "./request.js";
 import { createSession, sessionCookie } from "./session.js";
 
 const MAX_CREDENTIAL_LENGTH = 1024;
-const dummyHashes = new WeakMap<Context, Promise<string>>();
-
-/** A hash to verify against when the user does not exist, so unknown users cost the same time. */
-function dummyHash(ctx: Context): Promise<string> {
-  let h = dummyHashes.get(ctx);
-  if (!h) {
-    h = hashPassword("plantgate-console-dummy-password", ctx.random, { iterations: ctx.passwordHashIterations });
-    dummyHashes.set(ctx, h);
-  }
-  return h;
-}
 
 /** One message for every credential failure: it never tells which of username or password was wrong. */
 const badCredentials = () => new ApiError(401, ApiErrorCode.consoleBadCredentials, "The username or password is incorrect.");
 
 /**
- * `POST {base}/console/api/session`: signs an administrator in with username and password. Same
- * password check as the password grant (PHC hash verified in core, dummy hash for unknown users)
- * and the same brute-force counters: per (username + IP) at `maxFailures` and per username at a
- * higher ceiling, shared with the password grant, so guesses spread over the console and the token
- * endpoint add up. Every attempt is counted before the password is checked, so concurrent guesses
- * cannot outrun the lock. A locked username answers 429 even to the right password. No per-IP key
- * across usernames: behind one address (an office NAT) it would lock every administrator out.
+ * `POST {base}/console/api/session`: signs an administrator in with username and password, through
+ * the password grant's own check ({@link checkPassword}: same hash verification, same brute-force
+ * counters, so guesses spread over the console and the token endpoint add up). No per-IP key across
+ * usernames: behind one address (an office NAT) it would lock every administrator out.
  */
-export async function signIn(ctx: Context, request: Request, url: URL, clientIp: string | undefined): Promise<PlainResponse> {
-  const body = await readJsonObject(ctx, request);
+export async function signIn(ctx: Context, request: ConsoleRequest): Promise<PlainResponse> {
+  const body = await readJsonObject(request);
   const username = requiredString(body, "username", MAX_CREDENTIAL_LENGTH);
   const password = requiredString(body, "password", MAX_CREDENTIAL_LENGTH);
-  const keys = credentialKeys("password", username, clientIp);
-  await ctx.throttle.attempt(keys);
-  const account = await ctx.storage.accounts.findByUsername(username);
-  const ok = await verifyPassword(password, account?.passwordHash ?? (await dummyHash(ctx)));
-  // Already counted by attempt(): nothing more to record on failure.
-  if (!account || !ok || !account.enabled) throw badCredentials();
-  await ctx.throttle.succeed(keys);
+  const account = await checkPassword(ctx, username, password, request.clientIp);
+  if (!account) throw badCredentials();
   if (!account.roles.includes(ctx.console!.adminRole)) {
     throw new ApiError(403, ApiErrorCode.consoleNotAdmin, "This account is not a console administrator.");
   }
   const { sessionId, csrfToken, expiresAt } = await createSession(ctx, account);
   return json(200, sessionBody(ctx, { username: account.username, displayName: account.displayName, csrfToken, expiresAt }), {
-    "set-cookie": sessionCookie(ctx, url, sessionId),
+    "set-cookie": sessionCookie(ctx, request.url, sessionId),
   });
 }

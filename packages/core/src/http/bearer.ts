@@ -1,5 +1,5 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import type { Context, ProtectedRoute, Urls } from "../options.js";
+import type { Context, ProtectedRoute, Urls } from "../context.js";
 import type { AccessTokenClaims } from "../tokens/access-token.js";
 
 const REALM = 'realm="plantgate"';

@@ -1,3 +1,5 @@
+import type { HandleInfo } from "./handle-info.js";
+
 /** Why a body could not be read; the caller maps it to its own error shape. */
 export type BodyFailure = "too_large" | "aborted" | "not_utf8";
 
@@ -14,24 +16,24 @@ const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 
 /**
  * Reads the body as UTF-8 text, stopping (and cancelling the stream) as soon as it passes
- * `maxBytes`, so a hostile client cannot make us buffer more than the limit.
+ * `maxBytes`, so a hostile client cannot make us buffer more than the limit. Through the
+ * adapter's `info.readBody` when it gave one, else through `request.body`.
  */
-export async function readBodyText(request: Request, maxBytes: number): Promise<string> {
+export async function readBodyText(request: Request, info: HandleInfo | undefined, maxBytes: number): Promise<string> {
   const declared = request.headers.get("content-length");
   if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
     await request.body?.cancel().catch(() => {});
     throw new BodyReadError("too_large");
   }
-  const fast = (request as unknown as Record<symbol, unknown>)[READ_BODY];
-  if (typeof fast === "function") {
-    let bytes: Uint8Array | null | undefined;
+  if (info?.readBody !== undefined) {
+    let bytes: Uint8Array | null;
     try {
-      bytes = await (fast as BodyReader).call(request, maxBytes);
+      bytes = await info.readBody(maxBytes);
     } catch {
       throw new BodyReadError("aborted");
     }
     if (bytes === null) throw new BodyReadError("too_large");
-    if (bytes !== undefined) return decodeStrict(bytes);
+    return decodeStrict(bytes);
   }
   if (!request.body) return "";
   const reader = request.body.getReader();
@@ -68,17 +70,6 @@ function decodeStrict(bytes: Uint8Array): string {
     throw new BodyReadError("not_utf8");
   }
 }
-
-/**
- * The registered symbol of an optional method an adapter's Request may carry, which reads the
- * whole body without a Web stream: `(maxBytes) => Promise<Uint8Array | null | undefined>`,
- * resolving to the bytes, to null when the body is longer than `maxBytes` (the rest is then
- * discarded, never buffered), or to undefined when it cannot (the body stream is then used), and
- * rejecting when the upload breaks. `@plantgate/node`'s request listener provides it.
- */
-export const READ_BODY = Symbol.for("plantgate.read-body");
-
-type BodyReader = (maxBytes: number) => Promise<Uint8Array | null | undefined>;
 
 /** The media type of a Content-Type header, lower-cased, without parameters; null when absent. */
 export function mediaType(request: Request): string | null {

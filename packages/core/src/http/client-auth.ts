@@ -15,12 +15,11 @@ const MAX_CREDENTIAL_LENGTH = 1024;
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * Extracts client credentials from `Authorization: Basic` (RFC 6749 §2.3.1, with the App. B
+ * Extracts client credentials from the Authorization header (`Basic`, RFC 6749 §2.3.1, with the App. B
  * form-decoding of id and secret) or from the body. Both at once is `invalid_request`; none is
  * `invalid_client`. The secret is never part of an error message.
  */
-export function presentedClient(request: Request, form: Map<string, string>): PresentedClient {
-  const header = request.headers.get("authorization");
+export function presentedClient(header: string | null, form: Map<string, string>): PresentedClient {
   const bodyId = form.get("client_id");
   const bodySecret = form.get("client_secret");
   if (header !== null && /^basic(?:\s|$)/i.test(header)) {

@@ -1,10 +1,5 @@
+import type { Logger } from "../context.js";
 import { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError } from "../errors/index.js";
-
-/** Where plantgate reports unexpected failures. Receives errors, never request bodies or secrets. */
-export interface Logger {
-  error(message: string, context?: Record<string, unknown>): void;
-  warn(message: string, context?: Record<string, unknown>): void;
-}
 
 /**
  * A complete answer as plain data: what every plantgate handler returns. `fetch()` turns it into a
@@ -33,25 +28,12 @@ export function json(status: number, body: unknown, headers: Record<string, stri
   return { status, headers: { "content-type": "application/json", "content-length": String(bytes.byteLength), ...headers }, body: bytes };
 }
 
-/**
- * The Web `Response` of a {@link PlainResponse}; for HEAD without the content (RFC 9110 §9.3.2),
- * headers unchanged. The body bytes are also attached under {@link KNOWN_BODY}, so an adapter
- * handed this Response can still write them in one call.
- */
+/** The Web `Response` of a {@link PlainResponse}; for HEAD without the content (RFC 9110 §9.3.2), headers unchanged. */
 export function toResponse(plainResponse: PlainResponse, head = false): Response {
   const { status, headers, body } = plainResponse;
   if (head || body === null) return new Response(null, { status, headers });
-  const response = new Response(body as Uint8Array<ArrayBuffer>, { status, headers });
-  // Lets an adapter write the bytes in one call instead of reading them back through the stream.
-  Object.defineProperty(response, KNOWN_BODY, { value: body });
-  return response;
+  return new Response(body as Uint8Array<ArrayBuffer>, { status, headers });
 }
-
-/**
- * The registered symbol under which a Response built by plantgate carries its complete body bytes
- * (a read-only copy of what its stream yields); adapters may write them directly.
- */
-export const KNOWN_BODY = Symbol.for("plantgate.known-body");
 
 const encoder = new TextEncoder();
 

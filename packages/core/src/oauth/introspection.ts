@@ -1,9 +1,6 @@
-import { OAuthError } from "../errors/index.js";
-import { json, NO_STORE, type PlainResponse } from "../http/respond.js";
-import type { Context, Urls } from "../options.js";
+import { json, NO_STORE } from "../http/respond.js";
 import { CLIENT_SUBJECT_PREFIX } from "../tokens/access-token.js";
-import { authenticateClient, readForm } from "./token-endpoint.js";
-import { issuedTo, locateToken } from "./token-lookup.js";
+import { issuedTo, presentedTokenEndpoint } from "./token-lookup.js";
 
 /** The RFC 7662 §2.2 response; only `active` when the token is not active. */
 export interface IntrospectionResponse {
@@ -34,13 +31,7 @@ const INACTIVE: IntrospectionResponse = { active: false };
  * earlier of the sliding and the family expiry, `iat` its issue time.
  * `username` is present for tokens of the password grant (and their refreshes).
  */
-export async function introspectionEndpoint(ctx: Context, urls: Urls, request: Request, clientIp?: string): Promise<PlainResponse> {
-  const form = await readForm(ctx, request);
-  const client = await authenticateClient(ctx, request, form, clientIp);
-  const token = form.get("token");
-  if (token === undefined) throw new OAuthError("invalid_request", "The token parameter is required.");
-  const now = ctx.clock();
-  const found = await locateToken(ctx, urls, token, form.get("token_type_hint"), now);
+export const introspectionEndpoint = presentedTokenEndpoint(async (ctx, urls, client, found, now) => {
   const answer = (body: IntrospectionResponse) => json(200, body, { ...NO_STORE });
   if (!found || !issuedTo(found, client)) return answer(INACTIVE);
 
@@ -83,4 +74,4 @@ export async function introspectionEndpoint(ctx: Context, urls: Urls, request: R
     body = { ...body, username: account.username };
   }
   return answer(body);
-}
+});

@@ -1,6 +1,6 @@
 import { randomToken } from "../crypto/index.js";
 import { OAuthError } from "../errors/index.js";
-import type { Context, Urls } from "../options.js";
+import type { Context, Urls } from "../context.js";
 import type { ClientRecord } from "../storage/types.js";
 import { issueAccessToken } from "../tokens/access-token.js";
 

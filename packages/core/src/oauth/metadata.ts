@@ -1,4 +1,4 @@
-import type { Context, Urls } from "../options.js";
+import type { Context, Urls } from "../context.js";
 import { GRANT_TYPES } from "./token-endpoint.js";
 
 /** Path of the token endpoint, relative to the base path. */

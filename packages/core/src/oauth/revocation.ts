@@ -1,8 +1,6 @@
 import { OAuthError } from "../errors/index.js";
-import { NO_STORE, plain, type PlainResponse } from "../http/respond.js";
-import type { Context, Urls } from "../options.js";
-import { authenticateClient, readForm } from "./token-endpoint.js";
-import { issuedTo, locateToken } from "./token-lookup.js";
+import { NO_STORE, plain } from "../http/respond.js";
+import { issuedTo, presentedTokenEndpoint } from "./token-lookup.js";
 
 /**
  * `POST /UserService/connect/revocation` (RFC 7009). The client authenticates exactly as at the
@@ -15,13 +13,7 @@ import { issuedTo, locateToken } from "./token-lookup.js";
  *   says such a request "is refused and the client is informed of the error"; the refusal tells the
  *   caller nothing it could not learn by using the token it already holds.
  */
-export async function revocationEndpoint(ctx: Context, urls: Urls, request: Request, clientIp?: string): Promise<PlainResponse> {
-  const form = await readForm(ctx, request);
-  const client = await authenticateClient(ctx, request, form, clientIp);
-  const token = form.get("token");
-  if (token === undefined) throw new OAuthError("invalid_request", "The token parameter is required.");
-  const now = ctx.clock();
-  const found = await locateToken(ctx, urls, token, form.get("token_type_hint"), now);
+export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, client, found, now) => {
   if (found) {
     // Another client's token, or one of a deleted client whose id was re-used: not this client's.
     if (!issuedTo(found, client)) {
@@ -36,4 +28,4 @@ export async function revocationEndpoint(ctx: Context, urls: Urls, request: Requ
   }
   // RFC 7009 §2.2: the body is ignored by clients; an empty one is what the RFC shows.
   return plain(200, null, { ...NO_STORE });
-}
+});

@@ -1,27 +1,5 @@
 import { OAuthError } from "../errors/index.js";
-
-/** The scope that asks for a refresh token on the password grant. */
-export const OFFLINE_ACCESS = "offline_access";
-
-/** The scope names the service knows, given the deployment's prefix. */
-export interface ScopeNames {
-  userApis: string;
-  serverCommands: string;
-  offlineAccess: typeof OFFLINE_ACCESS;
-  all: string[];
-}
-
-/**
- * The known scopes for a prefix: `<prefix>_UserAPIs`, `<prefix>_AllAppsServerCommands`, `offline_access`.
- *
- * @example
- * scopeNames("Platform").userApis; // "Platform_UserAPIs"
- */
-export function scopeNames(prefix: string): ScopeNames {
-  const userApis = `${prefix}_UserAPIs`;
-  const serverCommands = `${prefix}_AllAppsServerCommands`;
-  return { userApis, serverCommands, offlineAccess: OFFLINE_ACCESS, all: [userApis, serverCommands, OFFLINE_ACCESS] };
-}
+import { OFFLINE_ACCESS } from "../scope-names.js";
 
 // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), separated by single spaces.
 const SCOPE_SYNTAX = /^[\x21\x23-\x5b\x5d-\x7e]+(?: [\x21\x23-\x5b\x5d-\x7e]+)*$/;

@@ -1,6 +1,9 @@
-import type { Context, Urls } from "../options.js";
+import type { Context, Urls } from "../context.js";
+import { OAuthError } from "../errors/index.js";
+import type { PlainResponse } from "../http/respond.js";
 import type { ClientRecord, RefreshTokenRecord } from "../storage/types.js";
 import { verifyAccessToken, type AccessTokenClaims } from "../tokens/access-token.js";
+import { authenticateClient, type ClientFormEndpoint } from "./token-endpoint.js";
 
 /** A token presented to revocation or introspection, as we know it. */
 export type LocatedToken = { kind: "access_token"; claims: AccessTokenClaims } | { kind: "refresh_token"; record: RefreshTokenRecord };
@@ -48,4 +51,31 @@ export function tokenClientId(token: LocatedToken): string {
 export function issuedTo(token: LocatedToken, client: ClientRecord): boolean {
   if (tokenClientId(token) !== client.clientId) return false;
   return token.kind === "access_token" ? token.claims.iat >= Math.floor(client.createdAt / 1000) : token.record.createdAt >= client.createdAt;
+}
+
+/** What revocation and introspection do once the client is known and the token looked up. */
+export type PresentedTokenHandler = (
+  ctx: Context,
+  urls: Urls,
+  client: ClientRecord,
+  /** The token as we know it; null when unknown, malformed or expired. Not yet checked against `client`. */
+  found: LocatedToken | null,
+  now: number,
+) => Promise<PlainResponse>;
+
+/**
+ * The one shape of the endpoints a client presents a token to (revocation, RFC 7009 §2.1;
+ * introspection, RFC 7662 §2.1): the client authenticates exactly as at the token endpoint (same
+ * methods, same brute-force throttle), `token` is required, `token_type_hint` only orders the
+ * lookup, and `handle` decides what to do with what was found.
+ */
+export function presentedTokenEndpoint(handle: PresentedTokenHandler): ClientFormEndpoint {
+  return async (ctx, urls, form, authorization, clientIp) => {
+    const client = await authenticateClient(ctx, form, authorization, clientIp);
+    const token = form.get("token");
+    if (token === undefined) throw new OAuthError("invalid_request", "The token parameter is required.");
+    const now = ctx.clock();
+    const found = await locateToken(ctx, urls, token, form.get("token_type_hint"), now);
+    return handle(ctx, urls, client, found, now);
+  };
 }

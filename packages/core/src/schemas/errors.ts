@@ -4,6 +4,8 @@ import { ApiErrorCode, type ApiErrorNumber, type OAuthErrorCode } from "../error
 /**
  * Error bodies narrowed to some codes -> the component they narrow. The document writes them as
  * `allOf: [{$ref: component}, {narrowed}]`, so a reader sees both the shape and the codes.
+ * Module-level on purpose: it is keyed by schema, filled as the (module-level) schemas are
+ * defined, and the same for every app; it is not a per-app cache, which would live on the context.
  */
 export const NARROWED_ERRORS = new WeakMap<z.ZodType, "Error" | "OAuthError">();
 

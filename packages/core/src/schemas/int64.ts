@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { ApiErrorCode } from "../errors/index.js";
-import { JsonNumber } from "../http/json.js";
+import { JsonNumber } from "../util/json.js";
 
 /** The int64 range, exact (a JS number cannot hold 2^63 - 1). */
 export const INT64_MIN = -(2n ** 63n);

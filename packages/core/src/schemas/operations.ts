@@ -20,7 +20,7 @@
  */
 import * as z from "zod";
 import { ApiErrorCode, type ApiErrorNumber, type OAuthErrorCode } from "../errors/index.js";
-import type { ProtectedRoute } from "../options.js";
+import type { ProtectedRoute } from "../context.js";
 import { accountListQuery, AccountPageSchema, AccountViewSchema } from "./accounts.js";
 import { ApiErrorBody, apiErrorBody, OAuthErrorBody, oauthErrorBody } from "./errors.js";
 import {

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { ApiError, ApiErrorCode, type ApiErrorNumber } from "../errors/index.js";
-import { JsonNumber, type JsonValue } from "../http/json.js";
+import { JsonNumber, type JsonValue } from "../util/json.js";
 import type { PlantRecord } from "../storage/types.js";
 import { bigintInt64, jsonInt64 } from "./int64.js";
 
@@ -19,7 +19,7 @@ const nameLength = `name must be 1 to ${MAX_PLANT_TEXT} characters.`;
 const tagLength = `tag must be at most ${MAX_PLANT_TEXT} characters.`;
 
 /**
- * The body of `POST /plants` (the spec's NewPlant), over the lossless parse of `http/json.ts`.
+ * The body of `POST /plants` (the spec's NewPlant), over the lossless parse of `util/json.ts`.
  * Members other than these are ignored and not stored. Checks run in the order the error table
  * documents; the first failing one is the answer (see {@link newPlantFromBody}).
  */

@@ -1,7 +1,7 @@
 import { sha256 } from "../crypto/index.js";
 import { TooManyAttemptsError } from "../errors/index.js";
 import { remember } from "../util/bounded-cache.js";
-import { throttleAddress } from "../http/client-ip.js";
+import { throttleAddress } from "./client-ip.js";
 import type { AttemptStore } from "../storage/types.js";
 
 /**
@@ -106,7 +106,7 @@ export function throttleKeys(kind: string, parts: { username?: string; clientId?
 }
 
 /** How many times `maxFailures` a username's own counter allows, across all addresses. */
-export const USERNAME_FACTOR = 5;
+const USERNAME_FACTOR = 5;
 
 /**
  * The keys of a username + password attempt, most specific first: per (username + IP) at
@@ -126,7 +126,7 @@ export function credentialKeys(kind: string, username: string, ip: string | unde
 }
 
 /** Expired counters are deleted after every this many counted attempts or failures (per instance). */
-export const SWEEP_EVERY = 64;
+const SWEEP_EVERY = 64;
 
 /** `t:` + SHA-256 (base64url): 45 ASCII characters whatever the input. */
 const storageKeyWith = (hash: (text: string) => Promise<string>) => async (key: string) => `t:${await hash(key)}`;

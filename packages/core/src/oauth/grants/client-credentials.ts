@@ -1,7 +1,8 @@
 import { OAuthError } from "../../errors/index.js";
 import { CLIENT_SUBJECT_PREFIX } from "../../tokens/access-token.js";
 import { issueTokens } from "../issue.js";
-import { grantScope, OFFLINE_ACCESS, parseScope } from "../scopes.js";
+import { OFFLINE_ACCESS } from "../../scope-names.js";
+import { grantScope, parseScope } from "../scopes.js";
 import { requiredParameters } from "../../schemas/oauth.js";
 import type { Grant } from "./types.js";
 

@@ -1,24 +1,12 @@
-import { hashPassword, verifyPassword } from "../../crypto/index.js";
 import { OAuthError } from "../../errors/index.js";
-import type { Context } from "../../options.js";
-import { credentialKeys } from "../../security/throttle.js";
+import { checkPassword } from "../../security/credentials.js";
 import { issueTokens } from "../issue.js";
-import { grantScope, OFFLINE_ACCESS, parseScope } from "../scopes.js";
+import { OFFLINE_ACCESS } from "../../scope-names.js";
+import { grantScope, parseScope } from "../scopes.js";
 import { requiredParameters } from "../../schemas/oauth.js";
 import type { Grant } from "./types.js";
 
 const MAX_CREDENTIAL_LENGTH = 1024;
-const dummyHashes = new WeakMap<Context, Promise<string>>();
-
-/** A hash to verify against when the user does not exist, so unknown users cost the same time. */
-function dummyHash(ctx: Context): Promise<string> {
-  let h = dummyHashes.get(ctx);
-  if (!h) {
-    h = hashPassword("plantgate-dummy-password", ctx.random, { iterations: ctx.passwordHashIterations });
-    dummyHashes.set(ctx, h);
-  }
-  return h;
-}
 
 /** One message for every credential failure: it never tells which of username or password was wrong. */
 const badCredentials = () => new OAuthError("invalid_grant", "The username or password is incorrect.");
@@ -40,17 +28,9 @@ export const passwordGrant: Grant = {
       throw new OAuthError("invalid_scope", "offline_access needs the refresh_token grant, which this client is not allowed.");
     }
     if (username.length > MAX_CREDENTIAL_LENGTH || password.length > MAX_CREDENTIAL_LENGTH) throw badCredentials();
-    // Counted before the password is looked at, so concurrent guesses cannot outrun the lock, and a
-    // locked pair answers 429 even to the right password. Per (username + IP) at maxFailures, so one
-    // address locks only itself out; per username at a higher ceiling, so spreading guesses over
-    // many addresses does not help.
-    const keys = credentialKeys("password", username, clientIp);
-    await ctx.throttle.attempt(keys);
-    const account = await ctx.storage.accounts.findByUsername(username);
-    const ok = await verifyPassword(password, account?.passwordHash ?? (await dummyHash(ctx)));
-    // Already counted by attempt(): nothing more to record on failure.
-    if (!account || !ok || !account.enabled) throw badCredentials();
-    await ctx.throttle.succeed(keys);
+    // Throttled, counted before the password is looked at (see checkPassword).
+    const account = await checkPassword(ctx, username, password, clientIp);
+    if (!account) throw badCredentials();
     return issueTokens(ctx, urls, {
       client,
       subject: account.id,

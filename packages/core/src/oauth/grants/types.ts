@@ -1,4 +1,4 @@
-import type { Context, Urls } from "../../options.js";
+import type { Context, Urls } from "../../context.js";
 import type { ClientRecord, GrantType } from "../../storage/types.js";
 import type { TokenResponse } from "../issue.js";
 

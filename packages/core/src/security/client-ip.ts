@@ -5,12 +5,6 @@
  */
 import { remember } from "../util/bounded-cache.js";
 
-/** What an adapter knows about the connection a request came in on. */
-export interface ClientInfo {
-  /** The socket peer address (IPv4 or IPv6 text), or, on platforms that terminate TCP themselves, the address the platform vouches for. */
-  clientIp?: string;
-}
-
 type Parsed = { v: 4 | 6; bytes: Uint8Array };
 
 function parseV4(text: string): Uint8Array | null {

@@ -1,0 +1,98 @@
+/**
+ * The shape every handler receives: options after defaults, plus what is derived from them once
+ * per app. Types only, and only of lower layers (storage, tokens, crypto, security), so any module
+ * may import it without pulling in the HTTP layer or the option resolver (`options.ts` builds it).
+ */
+import type { RandomBytes } from "./crypto/index.js";
+import type { JwsSigner } from "./crypto/provider.js";
+import type { ServedPage } from "./pages/static-page.js";
+import type { AccountListQuery } from "./schemas/accounts.js";
+import type { ScopeNames } from "./scope-names.js";
+import type { Throttle } from "./security/throttle.js";
+import type { Storage } from "./storage/types.js";
+import type { Keyring, SigningAlg } from "./tokens/keys.js";
+import type { TokenVerifier } from "./tokens/verified-cache.js";
+
+/** Routes whose required scopes can be configured. */
+export type ProtectedRoute = "createPlant" | "listAccounts";
+
+/** Where plantgate reports unexpected failures. Receives errors, never request bodies or secrets. */
+export interface Logger {
+  error(message: string, context?: Record<string, unknown>): void;
+  warn(message: string, context?: Record<string, unknown>): void;
+}
+
+/** The public URLs for one request: from options when set, else from the request's origin. */
+export interface Urls {
+  baseUrl: string;
+  issuer: string;
+  audience: string;
+}
+
+/** Caps on form bodies and `scope` parameters (see `maxFormParameters` and the three options after it). */
+export interface Limits {
+  /** Most name=value pairs in a form body, repeated ones included. */
+  maxParameters: number;
+  /** Most bytes (UTF-8, after decoding) of any one form parameter name or value. */
+  maxFieldBytes: number;
+  /** Most space-separated scope tokens. */
+  maxScopes: number;
+  /** Most characters of one scope token. */
+  maxScopeLength: number;
+}
+
+/** Options after defaults; shared by every handler. */
+export interface Context {
+  storage: Storage;
+  basePath: string;
+  baseUrl: string | undefined;
+  issuer: string | undefined;
+  audience: string | undefined;
+  scopes: ScopeNames;
+  keyring: Keyring;
+  /** The API bearer check's verifier (see `verifiedTokenCacheSize`). */
+  verifyToken: TokenVerifier;
+  signingAlg: SigningAlg;
+  accessTokenTtl: number;
+  refreshTokenTtl: number;
+  refreshTokenAbsoluteTtl: number;
+  requiredScopes: Record<ProtectedRoute, string[]>;
+  maxBodyBytes: number;
+  maxPageSize: number;
+  defaultPageSize: number;
+  passwordHashIterations: number;
+  clock: () => number;
+  random: RandomBytes;
+  /** SHA-256 of a UTF-8 string, base64url (see the `crypto` option). */
+  sha256: (text: string) => Promise<string>;
+  /** The host's JWS signer, if it lent one (see the `crypto` option). */
+  sign: JwsSigner | undefined;
+  logger: Logger;
+  /** The longest access-token lifetime in force (server default or any client's), in ms; reads the clients. */
+  maxAccessTokenTtlMs: () => Promise<number>;
+  /** Form and scope caps. */
+  limits: Limits;
+  /** Brute-force counters (see `bruteForce`). */
+  throttle: Throttle;
+  /** Whether an address is a trusted proxy (see `trustedProxies`). */
+  trustedProxy: (ip: string) => boolean;
+  /** The management console; null when disabled. `page` is null when no page was given. */
+  console: { sessionTtlSeconds: number; adminRole: string; page: ServedPage | null } | null;
+  /** The API reference page at `/docs`; null when none was given. */
+  docs: ServedPage | null;
+  /**
+   * A password hash (this app's iteration count) to verify against when an account does not exist,
+   * so unknown usernames cost the same time as wrong passwords. Computed on first use, then kept.
+   */
+  dummyPasswordHash: () => Promise<string>;
+  /** The GetAccountList query schema for this app's page-size settings. */
+  accountListQuery: AccountListQuery;
+  /** The OpenAPI document of this app, filled on first request (see `api/openapi.ts`). */
+  openApi: OpenApiMemo;
+}
+
+/** What `GET /openapi.json` keeps per app: the document without base URLs, and its text per base URL. */
+export interface OpenApiMemo {
+  base: Record<string, unknown> | undefined;
+  byUrl: Map<string, string>;
+}

@@ -1,0 +1,26 @@
+/**
+ * What an adapter knows about one request beyond the Web `Request`: the second argument of
+ * `app.handle(request, info)` and `app.fetch(request, info)`. Everything is optional; an adapter
+ * passes what it has. See the README section "Writing an adapter".
+ *
+ * @example
+ * // Bun: the peer address from the server, the body through the Request as usual.
+ * Bun.serve({ fetch: (request, server) => app.fetch(request, { clientIp: server.requestIP(request)?.address }) });
+ */
+export interface HandleInfo {
+  /**
+   * The socket peer address (IPv4 or IPv6 text), or, on platforms that terminate TCP themselves,
+   * the address the platform vouches for. Forwarded headers are the app's decision
+   * (`trustedProxies`), never the adapter's. Without it the brute-force counters fall back to
+   * per-username and per-client only.
+   */
+  clientIp?: string;
+  /**
+   * Reads the whole request body without a Web stream, for adapters that hold the raw body
+   * (`@plantgate/node` reads the `IncomingMessage` directly). Resolves to the bytes (empty for
+   * none), or to null as soon as more than `maxBytes` arrived (the rest must then be discarded,
+   * never buffered); rejects when the upload breaks. plantgate calls it at most once per request,
+   * and then never touches `request.body`. Without it, plantgate reads `request.body`.
+   */
+  readBody?(maxBytes: number): Promise<Uint8Array | null>;
+}

@@ -1,0 +1,39 @@
+import type { IncomingMessage } from "node:http";
+
+/** The request headers in wire order, combined per Fetch rules. */
+export function headersFromRaw(raw: readonly string[]): Headers {
+  const headers = new Headers();
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as string;
+    // HTTP/2 compatibility objects list pseudo-headers (":path"), which are
+    // not header names and would make Headers throw.
+    if (name.startsWith(":")) continue;
+    headers.append(name, raw[i + 1] as string);
+  }
+  return headers;
+}
+
+/** Whether something else already read from `incoming` (its body is then gone). */
+export function isConsumed(incoming: IncomingMessage): boolean {
+  // readableDidRead is set as soon as anyone reads or attaches 'data'; handing
+  // over the remainder of a partly read body would corrupt it silently.
+  return incoming.readableEnded || incoming.readableDidRead || incoming.destroyed;
+}
+
+/** The request target split for the URL. */
+export interface Target {
+  /** Path and query, always starting with "/". */
+  path: string;
+  /** Host from an absolute-form target (proxy-style requests). */
+  authority?: string;
+}
+
+/** Splits an origin-form or absolute-form request target; throws TypeError for anything else (`OPTIONS *`). */
+export function parseTarget(target: string): Target {
+  if (target.startsWith("/")) return { path: target };
+  if (/^https?:\/\//i.test(target)) {
+    const url = new URL(target);
+    return { path: `${url.pathname}${url.search}`, authority: url.host };
+  }
+  throw new TypeError("Unsupported request target.");
+}

@@ -1,0 +1,96 @@
+/**
+ * The README's "Writing an adapter" contract, proved by the adapter it prints: a node:http server
+ * written only against `app.handle(request, info)` and `HandleInfo` (clientIp, readBody), with no
+ * help from @plantgate/node. If this stops working, the README is wrong.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createPlantgate } from "@plantgate/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const app = createPlantgate({ passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+
+// ---- the README's adapter, as printed ----
+function readAll(incoming: IncomingMessage, maxBytes: number): Promise<Uint8Array | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    incoming.on("data", (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > maxBytes) {
+        incoming.removeAllListeners("data");
+        incoming.resume(); // discard the rest
+        resolve(null);
+      } else chunks.push(chunk);
+    });
+    incoming.on("end", () => resolve(Buffer.concat(chunks)));
+    incoming.on("error", reject);
+  });
+}
+
+async function handler(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const headers = new Headers();
+  for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
+  const request = new Request(`http://${req.headers.host ?? "localhost"}${req.url}`, { method: req.method, headers });
+  const answer = await app.handle(request, { clientIp: req.socket.remoteAddress, readBody: (max) => readAll(req, max) });
+  res.writeHead(answer.status, answer.headers);
+  res.end(answer.body ?? undefined);
+}
+// ---- end of the README's adapter ----
+
+let server: Server;
+let base: string;
+let clientSecret: string;
+
+beforeAll(async () => {
+  ({ clientSecret } = await app.admin.createClient({ clientId: "readme", grantTypes: ["client_credentials"] }));
+  server = createServer((req, res) => void handler(req, res));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+describe("the README's node:http adapter", () => {
+  it("answers a client-credentials token request, a plant POST with that token, and a 404", async () => {
+    const token = await fetch(`${base}/UserService/connect/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`readme:${clientSecret}`)}` },
+      body: "grant_type=client_credentials",
+    });
+    expect(token.status).toBe(200);
+    expect(token.headers.get("cache-control")).toBe("no-store");
+    expect(token.headers.get("pragma")).toBe("no-cache");
+    const tokenBody = (await token.json()) as Record<string, unknown>;
+    expect(Object.keys(tokenBody).sort()).toEqual(["access_token", "expires_in", "scope", "token_type"]);
+    expect(tokenBody).toMatchObject({ token_type: "Bearer", expires_in: 7200, scope: "Platform_UserAPIs Platform_AllAppsServerCommands" });
+
+    const plant = await fetch(`${base}/plants`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${tokenBody.access_token as string}` },
+      body: '{"id":9223372036854775807,"name":"Monstera","tag":"indoor"}',
+    });
+    expect(plant.status).toBe(200);
+    expect(plant.headers.get("content-type")).toBe("application/json");
+    expect(await plant.text()).toBe('{"id":9223372036854775807,"name":"Monstera","tag":"indoor"}');
+
+    const missing = await fetch(`${base}/nope`);
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ error: 1404, message: "Not found." });
+  });
+
+  it("readBody's null (past maxBytes) becomes plantgate's documented too-large answer", async () => {
+    const big = await fetch(`${base}/UserService/connect/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      // Chunked, so no Content-Length lets plantgate refuse before reading.
+      body: new Blob(["grant_type=client_credentials&x=" + "a".repeat(70_000)]).stream(),
+      duplex: "half",
+    } as RequestInit);
+    expect(big.status).toBe(400);
+    expect(await big.json()).toEqual({ error: "invalid_request", error_description: "The request body exceeds 65536 bytes." });
+  });
+});
