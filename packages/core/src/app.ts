@@ -14,6 +14,7 @@ import { revocationEndpoint } from "./oauth/revocation.js";
 import { tokenEndpoint } from "./oauth/token-endpoint.js";
 import { resolveOptions, urlsFor, type Context, type PlantgateOptions, type Urls } from "./options.js";
 import type { Storage } from "./storage/types.js";
+import { JWKS_MAX_AGE_SECONDS } from "./tokens/keys.js";
 
 /** Where adapters find {@link Plantgate.handle} (a registered symbol, so they need not import core). */
 const HANDLE_PLAIN: unique symbol = Symbol.for("plantgate.handle") as never;
@@ -87,7 +88,7 @@ const ROUTES: Record<string, Route> = {
   "/.well-known/jwks.json": {
     surface: "api",
     methods: {
-      GET: async (ctx) => json(200, await ctx.keyring.jwks(), { "cache-control": "public, max-age=300" }),
+      GET: async (ctx) => json(200, await ctx.keyring.jwks(), { "cache-control": `public, max-age=${JWKS_MAX_AGE_SECONDS}` }),
     },
   },
   [METADATA_PATH]: {

@@ -13,7 +13,7 @@ export {
 } from "./security/throttle.js";
 export type { PlantgateOptions, ProtectedRoute, ConsoleOptions } from "./options.js";
 export { SESSION_COOKIE as CONSOLE_SESSION_COOKIE, CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
-export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console/api.js";
+export type { ConsoleClient, ConsoleSigningKey, SessionBody as ConsoleSessionBody } from "./console/api.js";
 export { createAdmin, AdminError, type Admin, type ClientView, type CreateAccountInput, type CreateClientInput } from "./admin/index.js";
 export type { AccountPage, AccountView } from "./api/accounts.js";
 export { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
@@ -31,9 +31,12 @@ export {
   keyRecordFromJwk,
   describeKeys,
   pruneKeys,
+  MIN_ACTIVATION_DELAY_SECONDS,
   type SigningAlg,
   type SigningKeyInfo,
+  type SigningKeySigner,
   type SigningKeyStatus,
 } from "./tokens/keys.js";
+export { KeyEncryptionError } from "./crypto/key-encryption.js";
 export { CLIENT_SUBJECT_PREFIX } from "./tokens/access-token.js";
 export { optionsFromEnv, bootstrapFromEnv, applyBootstrap, ConfigError, type EnvVars, type BootstrapPlan, type DemoCredentials } from "./env.js";
