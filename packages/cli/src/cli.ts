@@ -47,9 +47,18 @@ function one(positionals: string[], what: string): string {
   return positionals[0]!;
 }
 
-function parse(args: string[], options: Record<string, { type: "string" } | { type: "boolean" }>) {
+function parse(args: string[], options: Record<string, { type: "string" }>) {
   try {
     return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/** Boolean flags only (`--now`). */
+function parseFlags(args: string[], flags: string[]) {
+  try {
+    return parseArgs({ args, options: Object.fromEntries(flags.map((f) => [f, { type: "boolean" as const }])), allowPositionals: true, strict: true });
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
@@ -171,7 +180,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return app.admin.setAccountEnabled(username, action === "enable");
     }
     case "keys rotate": {
-      const { values, positionals } = parse(rest, { now: { type: "boolean" } });
+      const { values, positionals } = parseFlags(rest, ["now"]);
       if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
       const now = values.now === true;
       const { app } = await open();
