@@ -279,6 +279,14 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         await persist();
         return true;
       },
+      async replacePrivateJwk(kid, expected, replacement) {
+        // Compare and write with no await in between: one of several racing callers wins.
+        const k = keys.get(kid);
+        if (!k || k.privateJwk !== expected) return false;
+        keys.set(kid, { ...k, privateJwk: replacement });
+        await persist();
+        return true;
+      },
     },
 
     attempts: {
@@ -416,7 +424,7 @@ const SHAPES = {
     createdAt: "number", expiresAt: "number", familyExpiresAt: "number", consumedAt: "number|null", revokedAt: "number|null",
   },
   plants: { id: "string", name: "string", tag: "string|null" },
-  signingKeys: { kid: "string", alg: "string", privateJwk: "string", publicJwk: "string", createdAt: "number" },
+  signingKeys: { kid: "string", alg: "string", privateJwk: "string", publicJwk: "string", createdAt: "number", activatesAt: "number" },
   attempts: { key: "string", count: "number", windowStart: "number" },
   revokedTokens: { jti: "string", expiresAt: "number" },
   sessions: { idHash: "string", accountId: "string", csrfHash: "string", createdAt: "number", expiresAt: "number" },
@@ -476,6 +484,12 @@ async function load(file: string): Promise<FileState> {
     }
     const rows = top[section];
     if (!Array.isArray(rows)) corrupt(`"${section}" is not an array`);
+    if (section === "signingKeys") {
+      // Files written before keys were published ahead of signing: each key signed from its creation.
+      for (const row of rows as Record<string, unknown>[]) {
+        if (typeof row === "object" && row !== null && !("activatesAt" in row)) row.activatesAt = row.createdAt;
+      }
+    }
     const seen = new Set<string>();
     for (const [i, row] of (rows as unknown[]).entries()) {
       const where = `${section}[${i}]`;

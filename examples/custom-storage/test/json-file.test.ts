@@ -71,7 +71,7 @@ describe("JSON file storage: persistence", () => {
         { id: "a1", username: "alice", displayName: null, email: null, roles: [], enabled: true, createdAt: 1, passwordHash: "$pbkdf2-sha256$x" },
         { id: "a2", username: "bob", displayName: "Bob", email: "bob@example.com", roles: ["admin"], enabled: false, createdAt: 2, passwordHash: "$pbkdf2-sha256$y" },
       ]),
-      storage.signingKeys.create({ kid: "k1", alg: "ES256", privateJwk: "{}", publicJwk: "{}", createdAt: 3 }),
+      storage.signingKeys.create({ kid: "k1", alg: "ES256", privateJwk: "{}", publicJwk: "{}", createdAt: 3, activatesAt: 3 }),
       storage.plants.create({ id: 42n, name: "Pilea", tag: "indoor" }),
     ]);
     expect(results).toEqual([true, null, true, true]);
@@ -96,6 +96,24 @@ describe("JSON file storage: persistence", () => {
     expect(await reopened.revokedTokens.has("jti-1")).toBe(true);
     expect(await reopened.sessions.get(session.idHash)).toStrictEqual(session);
     expect(JSON.parse(await readFile(file, "utf8")).version).toBe(2);
+  });
+
+  it("a signing key written before activation times (no activatesAt) reads as activating at its creation", async () => {
+    const old = {
+      format: "plantgate-json-storage",
+      version: 2,
+      clients: [],
+      accounts: [],
+      refreshTokens: [],
+      plants: [],
+      signingKeys: [{ kid: "k-old", alg: "ES256", privateJwk: "{}", publicJwk: "{}", createdAt: 7 }],
+      attempts: [],
+      revokedTokens: [],
+      sessions: [],
+    };
+    await writeFile(join(dir, "old-keys.json"), JSON.stringify(old));
+    const storage = await createJsonFileStorage(join(dir, "old-keys.json"));
+    expect(await storage.signingKeys.list()).toStrictEqual([{ kid: "k-old", alg: "ES256", privateJwk: "{}", publicJwk: "{}", createdAt: 7, activatesAt: 7 }]);
   });
 
   it("a version 1 file (before attempts, revoked tokens and sessions) opens with its data, and the next write upgrades it", async () => {

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util";
-import { AdminError, ConfigError, createPlantgate, optionsFromEnv, type GrantType, type Plantgate } from "@plantgate/core";
+import { AdminError, ConfigError, createPlantgate, KeyEncryptionError, optionsFromEnv, type GrantType, type Plantgate } from "@plantgate/core";
 import type { SqlStorage } from "@plantgate/storage-sql";
 import { openStorageFromEnv, StorageConfigError } from "@plantgate/storage-sql/env";
 
@@ -28,8 +28,9 @@ export const USAGE = `usage: plantgate <command>
   user disable USERNAME
   user enable USERNAME
   migrate
-  keys rotate
-  keys list                          (kid, alg, created, status: active / retired / prunable)
+  keys rotate [--now]                (published now, signs after the activation delay; --now: at once, for a leak)
+  keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable)
+  keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
 PLANTGATE_DB (SQLite file, default ./data/plantgate.db). Prints JSON on stdout.`;
@@ -49,6 +50,15 @@ function one(positionals: string[], what: string): string {
 function parse(args: string[], options: Record<string, { type: "string" }>) {
   try {
     return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/** Boolean flags only (`--now`). */
+function parseFlags(args: string[], flags: string[]) {
+  try {
+    return parseArgs({ args, options: Object.fromEntries(flags.map((f) => [f, { type: "boolean" as const }])), allowPositionals: true, strict: true });
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
@@ -170,18 +180,33 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return app.admin.setAccountEnabled(username, action === "enable");
     }
     case "keys rotate": {
-      parse(rest, {});
+      const { values, positionals } = parseFlags(rest, ["now"]);
+      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      const now = values.now === true;
       const { app } = await open();
-      const result = await app.admin.rotateSigningKey();
-      io.stderr("the new key signs from now on; running servers switch within a minute\n");
-      return result;
+      const { kid, activatesAt, deleted } = await app.admin.rotateSigningKey({ now });
+      const at = new Date(activatesAt).toISOString();
+      io.stderr(
+        now
+          ? "the new key signs from now on; running servers switch within a minute; resource servers that cached the JWKS reject its tokens until they fetch it again\n"
+          : `the new key is published now (status next) and signs from ${at}; running servers publish it within a minute\n`,
+      );
+      return { kid, activatesAt: at, status: now ? "active" : "next", deleted };
     }
     case "keys list": {
       const { positionals } = parse(rest, {});
       if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
       const { app } = await open();
       const keys = await app.admin.listSigningKeys();
-      return keys.map((k) => ({ kid: k.kid, alg: k.alg, created: new Date(k.createdAt).toISOString(), status: k.status }));
+      return keys.map((k) => ({ kid: k.kid, alg: k.alg, createdAt: new Date(k.createdAt).toISOString(), activatesAt: new Date(k.activatesAt).toISOString(), status: k.status }));
+    }
+    case "keys reencrypt": {
+      const { positionals } = parse(rest, {});
+      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      const { app } = await open();
+      const result = await app.admin.reencryptSigningKeys();
+      io.stderr("every stored private key is now encrypted with the first key of PLANTGATE_KEY_ENCRYPTION_KEY; the others can be removed\n");
+      return result;
     }
     default:
       throw new UsageError(argv.length === 0 ? "no command given" : `unknown command: ${argv.join(" ")}`);
@@ -217,7 +242,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.stderr(`plantgate: ${e.message}\n${argv.length === 0 || e.message.startsWith("unknown command") ? `\n${USAGE}\n` : ""}`);
       return 2;
     }
-    if (e instanceof AdminError || e instanceof ConfigError || e instanceof StorageConfigError) {
+    if (e instanceof AdminError || e instanceof ConfigError || e instanceof StorageConfigError || e instanceof KeyEncryptionError) {
       io.stderr(`plantgate: ${e.message}\n`);
       return 2;
     }

@@ -108,10 +108,11 @@ describe("plantgate CLI", () => {
       });
       expect(refresh.body).toEqual({ error: "invalid_grant", error_description: "The refresh token is invalid, expired or revoked." });
 
-      // keys rotate: the new key signs on the next start; the old token still verifies.
+      // keys rotate: the new key is published (next) and signs after the activation delay; the old token still verifies.
       const rotatedKey = await cli(["keys", "rotate"]);
       expect(rotatedKey.code).toBe(0);
-      expect(rotatedKey.json).toEqual({ kid: expect.any(String), deleted: [] });
+      expect(rotatedKey.json).toEqual({ kid: expect.any(String), activatesAt: expect.stringMatching(/Z$/), status: "next", deleted: [] });
+      expect(rotatedKey.stderr).toBe(`the new key is published now (status next) and signs from ${rotatedKey.json.activatesAt}; running servers publish it within a minute\n`);
       const list = await fetch(`${server.url}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${fresh.body.access_token}` } });
       expect(list.status).toBe(200);
       const jwks = (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] };
@@ -121,20 +122,79 @@ describe("plantgate CLI", () => {
     }
   });
 
-  it("keys list shows kid, alg, created and status (active / retired)", async () => {
+  it("keys list shows kid, alg, createdAt, activatesAt and status (next / active / retired); rotate schedules, rotate --now switches", async () => {
     const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     // On a fresh store, listing creates the first key (as a server's first token would).
     const first = await cli(["keys", "list"]);
     expect(first).toMatchObject({ code: 0, stderr: "" });
-    expect(first.json).toEqual([{ kid: expect.any(String), alg: "ES256", created: iso, status: "active" }]);
+    expect(first.json).toEqual([{ kid: expect.any(String), alg: "ES256", createdAt: iso, activatesAt: first.json[0].createdAt, status: "active" }]);
+    const before = Date.now();
     const rotated = await cli(["keys", "rotate"]);
+    const activatesAt = Date.parse(rotated.json.activatesAt);
+    // 360 s = the JWKS cache lifetime (300 s) + the key reload interval (60 s).
+    expect(activatesAt - before).toBeGreaterThanOrEqual(360_000);
+    expect(activatesAt - Date.now()).toBeLessThanOrEqual(360_000);
     const second = await cli(["keys", "list"]);
     expect(second.json).toEqual([
-      { kid: rotated.json.kid, alg: "ES256", created: iso, status: "active" },
-      { kid: first.json[0].kid, alg: "ES256", created: first.json[0].created, status: "retired" },
+      { kid: rotated.json.kid, alg: "ES256", createdAt: iso, activatesAt: rotated.json.activatesAt, status: "next" },
+      { ...first.json[0], status: "active" },
     ]);
-    expect(second.stdout).not.toContain('"d"');
+    const urgent = await cli(["keys", "rotate", "--now"]);
+    expect(urgent.json).toEqual({ kid: expect.any(String), activatesAt: iso, status: "active", deleted: [] });
+    expect(urgent.stderr).toBe(
+      "the new key signs from now on; running servers switch within a minute; resource servers that cached the JWKS reject its tokens until they fetch it again\n",
+    );
+    const third = await cli(["keys", "list"]);
+    expect(third.json.map((k: { kid: string; status: string }) => [k.kid, k.status])).toEqual([
+      [rotated.json.kid, "next"],
+      [urgent.json.kid, "active"],
+      [first.json[0].kid, "retired"],
+    ]);
+    expect(third.stdout).not.toContain('"d"');
     expect(await cli(["keys", "list", "extra"])).toMatchObject({ code: 2, stdout: "" });
+    expect(await cli(["keys", "rotate", "--later"])).toMatchObject({ code: 2, stdout: "" });
+  });
+
+  it("with PLANTGATE_KEY_ENCRYPTION_KEY the stored rows are sealed; keys reencrypt moves them to the first KEK; a missing KEK is refused in one line", async () => {
+    const kek = () => Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
+    const oldKek = kek();
+    const newKek = kek();
+    const listed = await cli(["keys", "list"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek });
+    expect(listed.code).toBe(0);
+    const { openStorageFromEnv } = await import("@plantgate/storage-sql/env");
+    const rows = async () => {
+      const storage = await openStorageFromEnv({}, { cwd: dir });
+      try {
+        return await storage.db.selectFrom("pg_signing_keys").select(["kid", "private_jwk"]).execute();
+      } finally {
+        await storage.close();
+      }
+    };
+    const sealed = await rows();
+    expect(sealed).toHaveLength(1);
+    expect(sealed[0]!.private_jwk).toMatch(/^enc:A256GCM:/);
+
+    const refused = await cli(["keys", "list"]);
+    expect(refused).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `plantgate: signing key ${listed.json[0].kid} is stored encrypted and no key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)\n`,
+      json: undefined,
+    });
+    const moved = await cli(["keys", "reencrypt"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: `${newKek},${oldKek}` });
+    expect(moved.code, moved.stderr).toBe(0);
+    expect(moved.json).toEqual({ reencrypted: [listed.json[0].kid], unchanged: [] });
+    const after = await rows();
+    expect(after[0]!.private_jwk).toMatch(/^enc:A256GCM:/);
+    expect(after[0]!.private_jwk).not.toBe(sealed[0]!.private_jwk);
+    expect((await cli(["keys", "list"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: newKek })).json).toEqual(listed.json);
+    const oldOnly = await cli(["keys", "list"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek });
+    expect([oldOnly.code, oldOnly.stderr]).toEqual([
+      2,
+      `plantgate: signing key ${listed.json[0].kid} is encrypted with a key encryption key that is not configured; add it to PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)\n`,
+    ]);
+    for (const r of [refused, moved, oldOnly]) expect(r.stdout + r.stderr).not.toContain(oldKek);
+    expect(await cli(["keys", "reencrypt"])).toMatchObject({ code: 2, stderr: "plantgate: No key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys).\n" });
   });
 
   it("keys rotate with PLANTGATE_SIGNING_KEY set is refused: message on stderr, exit 2, keys unchanged", async () => {

@@ -22,6 +22,7 @@ import type { Context, Urls } from "./context.js";
 import { urlsFor } from "./http/urls.js";
 import { resolveOptions, type PlantgateOptions } from "./options.js";
 import type { Storage } from "./storage/types.js";
+import { JWKS_MAX_AGE_SECONDS } from "./tokens/keys.js";
 
 /**
  * A plantgate instance: the request handler (as plain data through {@link Plantgate.handle}, as a
@@ -112,7 +113,7 @@ const ROUTES: ReadonlyMap<string, Route> = new Map([
       },
     }),
   ],
-  ["/.well-known/jwks.json", route("api", { GET: async (ctx) => json(200, await ctx.keyring.jwks(), { "cache-control": "public, max-age=300" }) })],
+  ["/.well-known/jwks.json", route("api", { GET: async (ctx) => json(200, await ctx.keyring.jwks(), { "cache-control": `public, max-age=${JWKS_MAX_AGE_SECONDS}` }) })],
   [METADATA_PATH, route("api", { GET: async (ctx, urls) => json(200, metadata(ctx, urls), { "cache-control": "public, max-age=300" }) })],
   ["/openapi.json", route("api", { GET: async (ctx, urls) => openApiResponse(ctx, urls) })],
 ]);
@@ -172,6 +173,7 @@ const consoleMount = (page: ServedPage | null): Mount => ({
       fetchSite: request.headers.get("sec-fetch-site"),
       csrfToken: request.headers.get(CSRF_HEADER),
       clientIp: resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for")),
+      hasBody: request.headers.get("content-type") !== null || (request.headers.get("content-length") ?? "0") !== "0",
       readJson: () => readJsonBody(request, info, ctx.maxBodyBytes, CONSOLE_JSON),
     }),
 });

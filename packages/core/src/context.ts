@@ -4,6 +4,7 @@
  * may import it without pulling in the HTTP layer or the option resolver (`options.ts` builds it).
  */
 import type { RandomBytes } from "./crypto/index.js";
+import type { KeyEncryption } from "./crypto/key-encryption.js";
 import type { JwsSigner } from "./crypto/provider.js";
 import type { ServedPage } from "./pages/static-page.js";
 import type { AccountListQuery } from "./schemas/accounts.js";
@@ -50,6 +51,10 @@ export interface Context {
   audience: string | undefined;
   scopes: ScopeNames;
   keyring: Keyring;
+  /** Encryption of stored private keys (see `keyEncryptionKeys`). */
+  keyEncryption: KeyEncryption;
+  /** See `signingKeyActivationDelaySeconds`, in ms. */
+  signingKeyActivationDelayMs: number;
   /** The API bearer check's verifier (see `verifiedTokenCacheSize`). */
   verifyToken: TokenVerifier;
   signingAlg: SigningAlg;

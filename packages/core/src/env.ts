@@ -1,6 +1,8 @@
 import type { Admin } from "./admin/index.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import type { PlantgateOptions } from "./options.js";
+import { parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
+import { MIN_ACTIVATION_DELAY_SECONDS } from "./tokens/keys.js";
 
 /** Environment variables, as `process.env` or a Worker's `env` hands them over. */
 export type EnvVars = Record<string, string | undefined>;
@@ -32,7 +34,8 @@ function int(env: EnvVars, name: string): number | undefined {
  * `PLANTGATE_PASSWORD_HASH_ITERATIONS`, `PLANTGATE_ACCESS_TOKEN_TTL`,
  * `PLANTGATE_TRUSTED_PROXIES` (comma-separated addresses or CIDR ranges),
  * `PLANTGATE_BRUTE_FORCE_MAX_FAILURES`, `PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS`,
- * `PLANTGATE_SIGNING_KEY_MAX_AGE` (seconds); the management console with
+ * `PLANTGATE_SIGNING_KEY_MAX_AGE` and `PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY` (seconds),
+ * `PLANTGATE_KEY_ENCRYPTION_KEY` (comma-separated base64url 256-bit keys; the first encrypts); the management console with
  * `PLANTGATE_CONSOLE=1` (implied by `PLANTGATE_BOOTSTRAP_ADMIN=1`) and `PLANTGATE_CONSOLE_SESSION_TTL`.
  *
  * @example
@@ -78,6 +81,23 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
   }
   const keyMaxAge = int(env, "PLANTGATE_SIGNING_KEY_MAX_AGE");
   if (keyMaxAge !== undefined) out.signingKeyMaxAgeSeconds = keyMaxAge;
+  const activationDelay = int(env, "PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY");
+  if (activationDelay !== undefined) {
+    if (activationDelay < MIN_ACTIVATION_DELAY_SECONDS) {
+      throw new ConfigError(`PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY must be at least ${MIN_ACTIVATION_DELAY_SECONDS} (the JWKS cache lifetime plus the key reload interval), got "${activationDelay}"`);
+    }
+    out.signingKeyActivationDelaySeconds = activationDelay;
+  }
+  const keks = env.PLANTGATE_KEY_ENCRYPTION_KEY;
+  if (keks !== undefined && keks.trim() !== "") {
+    try {
+      parseKeyEncryptionKeys(keks);
+    } catch (e) {
+      // The message names the position, never the value: these are secrets.
+      throw new ConfigError(`PLANTGATE_KEY_ENCRYPTION_KEY: ${(e as Error).message.replace(/^keyEncryptionKeys: /, "")}; give one or more comma-separated base64url 256-bit keys`);
+    }
+    out.keyEncryptionKeys = keks.split(",").map((k) => k.trim());
+  }
   const consoleOn = flag(env, "PLANTGATE_CONSOLE") || flag(env, "PLANTGATE_BOOTSTRAP_ADMIN");
   const sessionTtl = int(env, "PLANTGATE_CONSOLE_SESSION_TTL");
   if (consoleOn) out.console = { enabled: true, ...(sessionTtl !== undefined ? { sessionTtlSeconds: sessionTtl } : {}) };

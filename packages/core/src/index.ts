@@ -21,9 +21,12 @@ export type { CryptoProvider } from "./crypto/provider.js";
 export {
   generateKeyRecord,
   pruneKeys,
+  MIN_ACTIVATION_DELAY_SECONDS,
   type SigningAlg,
   type SigningKeyInfo,
+  type SigningKeySigner,
   type SigningKeyStatus,
 } from "./tokens/keys.js";
+export { KeyEncryptionError } from "./crypto/key-encryption.js";
 export { CLIENT_SUBJECT_PREFIX } from "./tokens/access-token.js";
 export { optionsFromEnv, bootstrapFromEnv, applyBootstrap, ConfigError, type EnvVars, type BootstrapPlan, type DemoCredentials } from "./env.js";

@@ -7,7 +7,8 @@ import { accountListQuery } from "./schemas/accounts.js";
 import { scopeNames } from "./scope-names.js";
 import { createMemoryStorage } from "./storage/memory.js";
 import type { Storage } from "./storage/types.js";
-import { createKeyring, SUPPORTED_ALGS, type SigningAlg } from "./tokens/keys.js";
+import { createKeyEncryption, parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
+import { createKeyring, MIN_ACTIVATION_DELAY_SECONDS, SUPPORTED_ALGS, type SigningAlg, type SigningKeySigner } from "./tokens/keys.js";
 import { createVerifiedTokenCache } from "./tokens/verified-cache.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import { createThrottle, DEFAULT_BRUTE_FORCE } from "./security/throttle.js";
@@ -39,15 +40,36 @@ export interface PlantgateOptions {
   scopePrefix?: string;
   /** A private JWK (object or JSON text) to sign with; it is also stored so other instances verify it. */
   signingKey?: JWK | string;
+  /**
+   * A key held outside plantgate (cloud KMS, HSM, non-extractable Web Crypto key) that signs every
+   * token: plantgate passes it the JWS signing input and publishes its public JWK. Its public
+   * record is stored so other instances verify its tokens. Not together with `signingKey`.
+   */
+  signer?: SigningKeySigner;
   /** Algorithm for generated keys. Default `ES256`. */
   signingAlg?: SigningAlg;
   /**
-   * Rotate the signing key automatically once it is this many seconds old (any instance may do
-   * it; all converge on the newest key within a minute). Replaced keys stay in the JWKS until the
-   * longest access-token lifetime has passed, then are deleted. Ignored with `signingKey`.
-   * Default: no automatic rotation (env `PLANTGATE_SIGNING_KEY_MAX_AGE`).
+   * Rotate the signing key automatically so that none signs for longer than this many seconds: the
+   * next key is stored ahead of time, published as `next`, and takes over when the active key
+   * reaches this age (every instance at the same instant). Replaced keys stay in the JWKS until
+   * the longest access-token lifetime has passed, then are deleted. Ignored with `signingKey` or
+   * `signer`. Default: no automatic rotation (env `PLANTGATE_SIGNING_KEY_MAX_AGE`).
    */
   signingKeyMaxAgeSeconds?: number;
+  /**
+   * Seconds between publishing a rotated key (status `next`) and signing with it, so resource
+   * servers that cached the JWKS already hold the new key when the first token carries it. At
+   * least, and by default, 360: the JWKS cache lifetime (300 s) plus the key reload interval
+   * (60 s). `keys rotate --now` skips it. Env `PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY`.
+   */
+  signingKeyActivationDelaySeconds?: number;
+  /**
+   * Key encryption keys: base64url-encoded 256-bit keys (a list, or one comma-separated string);
+   * the first encrypts every stored private signing key with AES-256-GCM, every one decrypts, so a
+   * new key is put first and the old one kept until `keys reencrypt` has run. Default: none, keys
+   * are stored in clear (said once at start). Env `PLANTGATE_KEY_ENCRYPTION_KEY`.
+   */
+  keyEncryptionKeys?: string | readonly string[];
   /** Access-token lifetime in seconds (default 7200); a client's own setting wins. */
   accessTokenTtl?: number;
   /** Sliding refresh-token lifetime in seconds (default 7 days); a client's own setting wins. */
@@ -166,6 +188,16 @@ function pageOption(name: string, page: StaticPage | undefined, basePath: string
   return servePage(page, { basePath, path: basePath + path });
 }
 
+function checkSigner(signer: SigningKeySigner, withSigningKey: boolean): void {
+  if (withSigningKey) throw new TypeError("give either signingKey or signer, not both");
+  if (typeof signer !== "object" || signer === null || typeof signer.sign !== "function") throw new TypeError("signer must have a sign(data) function");
+  if (!SUPPORTED_ALGS.includes(signer.alg)) throw new TypeError(`signer.alg must be one of ${SUPPORTED_ALGS.join(", ")}`);
+  const jwk = signer.publicJwk as Record<string, unknown> | null;
+  if (typeof jwk !== "object" || jwk === null || typeof jwk.kty !== "string") throw new TypeError("signer.publicJwk must be a public JWK");
+  // Never echo it: a JWK with "d" is a private key that was meant to stay elsewhere.
+  if ("d" in jwk) throw new TypeError("signer.publicJwk must be the public key only (it has a 'd' member)");
+}
+
 const SCOPE_PREFIX = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
 /** Applies defaults and checks options once, at construction, so misconfiguration fails fast. */
@@ -193,9 +225,23 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     return Math.max(accessTokenTtl, ...clients.map((c) => c.accessTokenTtl ?? 0)) * 1000;
   };
   const sha256 = sha256With(options.crypto);
+  const keyEncryption = createKeyEncryption(options.keyEncryptionKeys === undefined ? [] : parseKeyEncryptionKeys(options.keyEncryptionKeys));
+  const delaySeconds = options.signingKeyActivationDelaySeconds ?? MIN_ACTIVATION_DELAY_SECONDS;
+  if (!Number.isSafeInteger(delaySeconds) || delaySeconds < MIN_ACTIVATION_DELAY_SECONDS) {
+    throw new TypeError(
+      `signingKeyActivationDelaySeconds must be an integer of at least ${MIN_ACTIVATION_DELAY_SECONDS} (the JWKS cache lifetime plus the key reload interval)`,
+    );
+  }
+  if (options.signer !== undefined) checkSigner(options.signer, options.signingKey !== undefined);
+  const logger = options.logger ?? console;
   const keyring = createKeyring(storage.signingKeys, {
     alg,
     clock,
+    encryption: keyEncryption,
+    activationDelayMs: delaySeconds * 1000,
+    // The default in-memory store keeps nothing at rest, so there is nothing to warn about.
+    ...(options.storage !== undefined ? { logger } : {}),
+    ...(options.signer !== undefined ? { signer: options.signer } : {}),
     ...(options.signingKey !== undefined ? { configured: options.signingKey } : {}),
     ...(options.signingKeyMaxAgeSeconds !== undefined
       ? { maxAgeMs: positiveInt("signingKeyMaxAgeSeconds", options.signingKeyMaxAgeSeconds, 1) * 1000 }
@@ -222,6 +268,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     audience: options.audience,
     scopes,
     keyring,
+    keyEncryption,
+    signingKeyActivationDelayMs: delaySeconds * 1000,
     verifyToken: createVerifiedTokenCache(keyring, cacheSize),
     maxAccessTokenTtlMs,
     signingAlg: alg,
@@ -240,7 +288,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     random,
     sha256,
     sign: options.crypto?.sign?.bind(options.crypto),
-    logger: options.logger ?? console,
+    logger,
     throttle: createThrottle(
       storage.attempts,
       clock,

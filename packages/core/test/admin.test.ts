@@ -56,11 +56,11 @@ describe("admin operations", () => {
     expect(res.status).toBe(200);
   });
 
-  it("rotateSigningKey: the new key signs, tokens of the old key keep verifying until keys are pruned after the longest lifetime", async () => {
+  it("rotateSigningKey({ now: true }): the new key signs, tokens of the old key keep verifying until keys are pruned after the longest lifetime", async () => {
     const h = await harness();
     const before = (await passwordTokens(h, "Platform_UserAPIs")).access_token;
     const oldKid = decodeProtectedHeader(before).kid;
-    const { kid, deleted } = await h.app.admin.rotateSigningKey();
+    const { kid, deleted } = await h.app.admin.rotateSigningKey({ now: true });
     expect(deleted).toEqual([]);
     expect(kid).not.toBe(oldKid);
     const after = (await passwordTokens(h, "Platform_UserAPIs")).access_token;
@@ -72,13 +72,13 @@ describe("admin operations", () => {
     // Once the new key has signed for longer than any token lives (plus the minute other instances
     // may take to switch), the next rotation prunes the old one.
     h.clock.advance(7200_000 + 60_000 + 10);
-    const second = await h.app.admin.rotateSigningKey();
+    const second = await h.app.admin.rotateSigningKey({ now: true });
     expect(second.deleted).toEqual([oldKid]);
     const jwks2 = (await (await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`))).json()) as { keys: { kid: string }[] };
     expect(jwks2.keys.map((k) => k.kid).sort()).toEqual([kid, second.kid].sort());
   });
 
-  it("another instance on the same storage switches to a rotated key within a minute", async () => {
+  it("another instance on the same storage switches to a key rotated with now: true within a minute", async () => {
     const h = await harness();
     const { createPlantgate } = await import("../src/index.js");
     const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, passwordHashIterations: 1000 });
@@ -90,7 +90,7 @@ describe("admin operations", () => {
       }),
     );
     const firstKid = decodeProtectedHeader(((await first.json()) as { access_token: string }).access_token).kid;
-    const { kid } = await h.app.admin.rotateSigningKey();
+    const { kid } = await h.app.admin.rotateSigningKey({ now: true });
     h.clock.advance(60_000);
     const next = await other.fetch(
       new Request(`${BASE}/UserService/connect/token`, {

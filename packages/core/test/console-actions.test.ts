@@ -301,28 +301,57 @@ describe("console API: accounts", () => {
 });
 
 describe("console API: signing keys", () => {
-  it("lists keys and rotates: the new key signs from now on, the old one still verifies", async () => {
+  it("lists keys with activation time and status; a rotation without a body publishes a next key that signs 360 s later", async () => {
     const h = await setup();
     const before = await h.as("GET", "/api/signing-keys");
     expect(before.status).toBe(200);
     const [only] = (before.body as { keys: { kid: string }[] }).keys;
-    expect(before.body).toEqual({ keys: [{ kid: only!.kid, alg: "ES256", createdAt: T0, signing: true }] });
+    expect(before.body).toEqual({ keys: [{ kid: only!.kid, alg: "ES256", createdAt: T0, activatesAt: T0, status: "active", signing: true }] });
     const oldToken = await clientToken(h);
     h.clock.advance(1000);
     const rotated = await h.as("POST", "/api/signing-keys");
-    expect([rotated.status, rotated.body]).toEqual([200, { kid: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), deleted: [] }]);
+    expect([rotated.status, rotated.body]).toEqual([
+      200,
+      { kid: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), activatesAt: "2026-01-01T00:06:01.000Z", status: "next", deleted: [] },
+    ]);
     const kid = (rotated.body as { kid: string }).kid;
     expect(kid).not.toBe(only!.kid);
     expect((await h.as("GET", "/api/signing-keys")).body).toEqual({
       keys: [
-        { kid, alg: "ES256", createdAt: "2026-01-01T00:00:01.000Z", signing: true },
-        { kid: only!.kid, alg: "ES256", createdAt: T0, signing: false },
+        { kid, alg: "ES256", createdAt: "2026-01-01T00:00:01.000Z", activatesAt: "2026-01-01T00:06:01.000Z", status: "next", signing: false },
+        { kid: only!.kid, alg: "ES256", createdAt: T0, activatesAt: T0, status: "active", signing: true },
       ],
     });
+    const kidOf = (t: string) => (JSON.parse(atob(t.split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/"))) as { kid: string }).kid;
+    expect(kidOf(await clientToken(h))).toBe(only!.kid);
+    expect(((await h.app.jwks()).keys as { kid: string }[]).map((k) => k.kid).sort()).toEqual([kid, only!.kid].sort());
+    h.clock.advance(360_000);
+    expect(kidOf(await clientToken(h))).toBe(kid);
+    expect((await getAccounts(h.app, oldToken)).status).toBe(200);
+  });
+
+  it("rotate now: without confirm it is 400 (error 1308) saying why and changes nothing; with confirm the new key signs at once", async () => {
+    const h = await setup();
+    const before = await h.as("GET", "/api/signing-keys");
+    const refused = await h.as("POST", "/api/signing-keys", { now: true });
+    expect([refused.status, refused.body, refused.cacheControl]).toEqual([
+      400,
+      {
+        error: 1308,
+        message:
+          "Rotating now skips the activation delay: the new key signs at once (on other instances within a minute), and resource servers that cached the JWKS reject its tokens until they fetch it again (up to 5 minutes). Do it only when the current key may have leaked; send confirm: true to proceed.",
+      },
+      "no-store",
+    ]);
+    expect(await h.as("GET", "/api/signing-keys")).toEqual(before);
+    const wrongType = await h.as("POST", "/api/signing-keys", { now: "yes" });
+    expect([wrongType.status, wrongType.body]).toEqual([400, { error: 1004, message: "now must be true or false." }]);
+    const done = await h.as("POST", "/api/signing-keys", { now: true, confirm: true });
+    expect([done.status, done.body]).toEqual([200, { kid: expect.any(String), activatesAt: T0, status: "active", deleted: [] }]);
+    const kid = (done.body as { kid: string }).kid;
+    expect((await h.as("GET", "/api/signing-keys")).body).toMatchObject({ keys: [{ kid, status: "active", signing: true }, { status: "retired", signing: false }] });
     const header = JSON.parse(atob((await clientToken(h)).split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/"))) as { kid: string };
     expect(header.kid).toBe(kid);
-    expect((await getAccounts(h.app, oldToken)).status).toBe(200);
-    expect(((await h.app.jwks()).keys as { kid: string }[]).map((k) => k.kid).sort()).toEqual([kid, only!.kid].sort());
   });
 
   it("with a configured signingKey, rotating is 409 and changes nothing", async () => {

@@ -1,8 +1,11 @@
 /**
- * Signing-key rotation: several keys, the newest signs; the JWKS (RFC 7517 §5, RFC 8414 jwks_uri)
- * publishes every key that may still have live tokens; tokens signed by a retired key verify
- * until they expire (RFC 9068 §4), and the key stops being trusted once no live token can carry it.
- * Automatic rotation by age converges on one key across instances. Clocks are pinned.
+ * Signing-key rotation: several keys; the one whose stored activation time came last signs. A
+ * rotated key is published first (`next`) and signs only after the activation delay (JWKS cache
+ * lifetime + reload interval), so resource servers that cached the JWKS know it by then; `now`
+ * skips the delay. The JWKS (RFC 7517 §5, RFC 8414 jwks_uri) publishes every key that may still
+ * have live tokens; tokens signed by a retired key verify until they expire (RFC 9068 §4), and the
+ * key stops being trusted once no live token can carry it. Automatic rotation by age schedules the
+ * next key ahead of time and every instance switches at the same instant. Clocks are pinned.
  */
 import { decodeProtectedHeader, importJWK, SignJWT, type JWK } from "jose";
 import { describe, expect, it } from "vitest";
@@ -36,14 +39,14 @@ async function longLivedToken(h: Harness, kid: string, days: number): Promise<st
 
 const status = async (app: Plantgate) => (await app.admin.listSigningKeys()).map(({ kid, status }) => ({ kid, status }));
 
-describe("manual rotation (admin / CLI keys rotate)", () => {
+describe("manual rotation (admin / CLI keys rotate --now)", () => {
   it("a retired key verifies until its tokens expire, stays published until then, and is distrusted after", async () => {
     const h = await harness();
     const oldToken = await clientToken(h);
     const k1 = kidOf(oldToken);
     const forged = await longLivedToken(h, k1, 30);
     h.clock.advance(1000);
-    const { kid: k2, deleted } = await h.app.admin.rotateSigningKey();
+    const { kid: k2, deleted } = await h.app.admin.rotateSigningKey({ now: true });
     expect(deleted).toEqual([]);
     expect(k2).not.toBe(k1);
     const newToken = await clientToken(h);
@@ -79,7 +82,7 @@ describe("manual rotation (admin / CLI keys rotate)", () => {
     expect((await getAccounts(h.app, await clientToken(h))).status).toBe(200);
 
     // The next rotation deletes it from the store.
-    const third = await h.app.admin.rotateSigningKey();
+    const third = await h.app.admin.rotateSigningKey({ now: true });
     expect(third.deleted).toEqual([k1]);
     expect((await h.app.storage.signingKeys.list()).map((k) => k.kid).sort()).toEqual([k2, third.kid].sort());
   });
@@ -89,7 +92,7 @@ describe("manual rotation (admin / CLI keys rotate)", () => {
     await h.app.admin.createClient({ clientId: "long", accessTokenTtl: 86_400 });
     const k1 = kidOf(await clientToken(h));
     h.clock.advance(1000);
-    await h.app.admin.rotateSigningKey();
+    await h.app.admin.rotateSigningKey({ now: true });
     h.clock.advance(7200 * 1000 + 60_000);
     expect((await status(h.app)).find((k) => k.kid === k1)?.status).toBe("retired");
     expect(await jwksKids(h.app)).toContain(k1);
@@ -103,7 +106,7 @@ describe("manual rotation (admin / CLI keys rotate)", () => {
     const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: { error() {}, warn() {} } });
     const before = await clientToken(h);
     expect(await jwksKids(other)).toEqual([kidOf(before)]);
-    const { kid: k2 } = await h.app.admin.rotateSigningKey();
+    const { kid: k2 } = await h.app.admin.rotateSigningKey({ now: true });
     const after = await clientToken(h);
     // An unknown kid makes the other instance re-read the store (at most every 10 s).
     h.clock.advance(10_000);
@@ -114,9 +117,101 @@ describe("manual rotation (admin / CLI keys rotate)", () => {
   });
 });
 
+describe("pre-publication (keys rotate without --now)", () => {
+  it("the new key is published at once as next and signs only at its stored activation time (360 s later by default)", async () => {
+    const h = await harness();
+    const k1 = kidOf(await clientToken(h));
+    const rotatedAt = h.clock.now();
+    const { kid: k2, activatesAt, deleted } = await h.app.admin.rotateSigningKey();
+    expect([activatesAt, deleted]).toEqual([rotatedAt + 360_000, []]);
+    expect(await jwksKids(h.app)).toEqual([k1, k2].sort());
+    expect(await h.app.admin.listSigningKeys()).toEqual([
+      { kid: k2, alg: "ES256", createdAt: rotatedAt + 1, activatesAt, retiredAt: null, status: "next" },
+      { kid: k1, alg: "ES256", createdAt: rotatedAt, activatesAt: rotatedAt, retiredAt: null, status: "active" },
+    ]);
+    // Right after the rotation, and until the last millisecond before activation, tokens carry the old kid and verify.
+    const right = await clientToken(h);
+    expect(kidOf(right)).toBe(k1);
+    expect((await getAccounts(h.app, right)).status).toBe(200);
+    h.clock.advance(360_000 - 1);
+    expect(kidOf(await clientToken(h))).toBe(k1);
+    h.clock.advance(1);
+    const switched = await clientToken(h);
+    expect(kidOf(switched)).toBe(k2);
+    expect(await status(h.app)).toEqual([
+      { kid: k2, status: "active" },
+      { kid: k1, status: "retired" },
+    ]);
+    expect((await h.app.admin.listSigningKeys())[1]!.retiredAt).toBe(activatesAt);
+    for (const t of [right, switched]) expect((await getAccounts(h.app, t)).status).toBe(200);
+    // The old key is prunable once the longest lifetime + the reload minute have passed since the new one took over.
+    h.clock.advance(7260_000 - 1);
+    expect((await status(h.app))[1]!.status).toBe("retired");
+    h.clock.advance(1);
+    expect((await status(h.app))[1]!.status).toBe("prunable");
+  });
+
+  it("another instance publishes the next key within the reload minute and switches at the stored instant, not at its next reload", async () => {
+    const h = await harness();
+    const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+    const k1 = kidOf(await clientToken(h));
+    expect(await jwksKids(other)).toEqual([k1]);
+    const { kid: k2, activatesAt } = await h.app.admin.rotateSigningKey();
+    h.clock.advance(60_000);
+    expect(await jwksKids(other)).toEqual([k1, k2].sort());
+    // The other instance re-reads 30 s before the activation, so no reload falls between here and it.
+    h.clock.advance(activatesAt - 30_000 - h.clock.now());
+    expect(await jwksKids(other)).toEqual([k1, k2].sort());
+    const otherToken = async () => {
+      const res = await other.fetch(
+        new Request(`${BASE}/UserService/connect/token`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", authorization: "Basic " + btoa(`${h.clientId}:${h.clientSecret}`) },
+          body: "grant_type=client_credentials",
+        }),
+      );
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { access_token: string }).access_token;
+    };
+    h.clock.advance(30_000 - 1);
+    expect([kidOf(await otherToken()), kidOf(await clientToken(h))]).toEqual([k1, k1]);
+    h.clock.advance(1);
+    expect([kidOf(await otherToken()), kidOf(await clientToken(h))]).toEqual([k2, k2]);
+  });
+
+  it("signingKeyActivationDelaySeconds sets the delay; less than the JWKS cache lifetime + reload interval (360 s) is refused", async () => {
+    const h = await harness({ signingKeyActivationDelaySeconds: 14 * 86_400 });
+    const { activatesAt } = await h.app.admin.rotateSigningKey();
+    expect(activatesAt).toBe(h.clock.now() + 14 * 86_400_000);
+    expect(() => createPlantgate({ signingKeyActivationDelaySeconds: 359 })).toThrow(
+      new TypeError("signingKeyActivationDelaySeconds must be an integer of at least 360 (the JWKS cache lifetime plus the key reload interval)"),
+    );
+    const jwks = await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`));
+    expect(jwks.headers.get("cache-control")).toBe("public, max-age=300");
+  });
+
+  it("a --now rotation while a key is scheduled signs at once; the scheduled key still takes over at its time", async () => {
+    const h = await harness();
+    const k1 = kidOf(await clientToken(h));
+    const scheduled = await h.app.admin.rotateSigningKey();
+    h.clock.advance(1000);
+    const urgent = await h.app.admin.rotateSigningKey({ now: true });
+    expect(urgent.activatesAt).toBe(h.clock.now());
+    expect(kidOf(await clientToken(h))).toBe(urgent.kid);
+    expect(await status(h.app)).toEqual([
+      { kid: scheduled.kid, status: "next" },
+      { kid: urgent.kid, status: "active" },
+      { kid: k1, status: "retired" },
+    ]);
+    h.clock.advance(scheduled.activatesAt - h.clock.now());
+    expect(kidOf(await clientToken(h))).toBe(scheduled.kid);
+  });
+});
+
 describe("automatic rotation by age (signingKeyMaxAgeSeconds)", () => {
-  it("rotates once the key is older than the limit; racing instances converge on the newest key", async () => {
+  it("schedules the next key ahead of time; racing instances publish it and switch to the same key at the same instant", async () => {
     const clock = manualClock();
+    const t0 = clock.now();
     const storage = (await harness()).app.storage;
     const make = () =>
       createPlantgate({ storage, clock: clock.now, signingKeyMaxAgeSeconds: 3600, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
@@ -136,35 +231,42 @@ describe("automatic rotation by age (signingKeyMaxAgeSeconds)", () => {
     };
     const first = kidOf(await token(a));
     expect(kidOf(await token(b))).toBe(first);
-    clock.advance(3599 * 1000);
-    expect(kidOf(await token(a))).toBe(first);
-
-    // Rotation is decided when an instance re-reads the keys (at most a minute apart), so by
-    // 3659 s both have noticed; each may store a key.
+    // The next key is due 3600 - 360 (delay) - 60 (reload) = 3180 s after the first activated.
+    clock.advance(3179 * 1000);
+    await Promise.all([token(a), token(b)]);
+    expect(await storage.signingKeys.list()).toHaveLength(1);
     clock.advance(60_000);
     const [ta, tb] = await Promise.all([token(a), token(b)]);
-    expect(kidOf(ta)).not.toBe(first);
-    expect(kidOf(tb)).not.toBe(first);
+    expect([kidOf(ta), kidOf(tb)]).toEqual([first, first]);
     const keys = await storage.signingKeys.list();
-    expect(keys.length).toBeGreaterThanOrEqual(2);
-    expect(keys.length).toBeLessThanOrEqual(3);
-    // Within one reload interval everyone signs with the same newest key.
+    const scheduled = keys.filter((k) => k.kid !== first);
+    // Each racing instance may have stored one; every one is due at the same instant.
+    expect(scheduled.length).toBeGreaterThanOrEqual(1);
+    expect(scheduled.length).toBeLessThanOrEqual(2);
+    for (const k of scheduled) expect(k.activatesAt).toBe(t0 + 3600_000);
+    const winner = [...scheduled].sort((x, y) => x.createdAt - y.createdAt || (x.kid < y.kid ? -1 : 1)).at(-1)!.kid;
+    // Within one reload minute both publish every scheduled key (including the one the other stored).
     clock.advance(60_000);
-    const [na, nb] = [kidOf(await token(a)), kidOf(await token(b))];
-    expect(na).toBe(nb);
-    const newest = [...keys].sort((x, y) => y.createdAt - x.createdAt || (x.kid < y.kid ? -1 : 1))[0]!.kid;
-    expect(na).toBe(newest);
+    for (const app of [a, b]) expect(await jwksKids(app)).toEqual([first, ...scheduled.map((k) => k.kid)].sort());
+    expect((await a.admin.listSigningKeys()).find((k) => k.kid === winner)!.status).toBe("next");
+    clock.advance(t0 + 3600_000 - 1 - clock.now());
+    expect([kidOf(await token(a)), kidOf(await token(b))]).toEqual([first, first]);
+    clock.advance(1);
+    const [na, nb] = await Promise.all([token(a), token(b)]);
+    expect([kidOf(na), kidOf(nb)]).toEqual([winner, winner]);
     // Tokens of every key in play verify on both instances.
-    for (const t of [ta, tb]) {
+    for (const t of [ta, tb, na, nb]) {
       expect((await getAccounts(a, t)).status).toBe(200);
       expect((await getAccounts(b, t)).status).toBe(200);
     }
-    // Automatic rotations delete keys no live token can carry (replaced > 7200 s + 1 min ago).
-    clock.advance(7200 * 1000);
-    const latest = kidOf(await token(a));
+    // Later automatic rotations delete keys no live token can carry (replaced > 7200 s + 1 min ago).
+    for (let i = 0; i < 16; i++) {
+      clock.advance(900_000);
+      await token(a);
+    }
     const left = (await storage.signingKeys.list()).map((k) => k.kid);
     expect(left).not.toContain(first);
-    expect(left).toContain(latest);
+    expect(left.length).toBeLessThanOrEqual(5);
   });
 
   it("a configured signingKey is never rotated automatically", async () => {

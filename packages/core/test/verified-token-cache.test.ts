@@ -74,7 +74,7 @@ describe.each([
       .sign(await importJWK(JSON.parse(record.privateJwk) as JWK, record.alg));
     expect((await getAccounts(h.app, longLived)).status).toBe(200);
     h.clock.advance(1000);
-    await h.app.admin.rotateSigningKey();
+    await h.app.admin.rotateSigningKey({ now: true });
     expect((await getAccounts(h.app, longLived)).status).toBe(200); // retired keys still verify
     // 7200 s (longest lifetime) + 60 s (signing reload) after the rotation the key is prunable.
     h.clock.advance(7260 * 1000 - 1);
@@ -82,7 +82,7 @@ describe.each([
     h.clock.advance(1);
     await expectRefused(h, longLived);
     // Deleting it (the next rotation prunes it) changes nothing: still refused.
-    expect((await h.app.admin.rotateSigningKey()).deleted).toEqual([kid]);
+    expect((await h.app.admin.rotateSigningKey({ now: true })).deleted).toEqual([kid]);
     await expectRefused(h, longLived);
   });
 

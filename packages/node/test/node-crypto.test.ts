@@ -108,6 +108,26 @@ describe("nodeCrypto()", () => {
     },
   );
 
+  it("signs with a stored key encrypted at rest (keyEncryptionKeys), batched, and with a scheduled key once it activates", async () => {
+    const { provider, counts } = countedNodeCrypto();
+    let now = Date.now();
+    const storage = (await import("@plantgate/core")).createMemoryStorage();
+    const kek = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
+    const app = createPlantgate({ issuer: ISSUER, baseUrl: ISSUER, storage, keyEncryptionKeys: [kek], crypto: provider, clock: () => now, logger: { error() {}, warn() {} } });
+    await app.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);
+    // Several requests in one turn: one batch, every token verifies.
+    const answers = await Promise.all([0, 1, 2].map(() => clientCredentials(app)));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200]);
+    expect(counts.sign).toBe(3);
+    for (const k of await storage.signingKeys.list()) expect(k.privateJwk).toMatch(/^enc:A256GCM:/);
+    const { kid, activatesAt } = await app.admin.rotateSigningKey();
+    now = activatesAt;
+    const after = (await (await clientCredentials(app)).json()) as { access_token: string };
+    expect(decodeProtectedHeader(after.access_token).kid).toBe(kid);
+    expect(counts.sign).toBe(4);
+    await jwtVerify(after.access_token, createLocalJWKSet((await app.jwks()) as JSONWebKeySet), { issuer: ISSUER, audience: ISSUER, currentDate: new Date(now) });
+  });
+
   it("declines keys it does not fit, so core falls back to jose", async () => {
     const { privateKey } = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"])) as CryptoKeyPair;
     const provider = nodeCrypto();

@@ -184,11 +184,25 @@ async function hardeningDown(db: Kysely<any>): Promise<void> {
   }
 }
 
+/**
+ * Signing keys get their activation time (pre-publication: a key is published before it signs).
+ * Existing keys signed from their creation, so they activate at `created_at`.
+ */
+async function keyActivationUp(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable(TABLES.signingKeys).addColumn("activates_at", "bigint").execute();
+  await db.updateTable(TABLES.signingKeys).set({ activates_at: sql`created_at` }).execute();
+}
+
+async function keyActivationDown(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable(TABLES.signingKeys).dropColumn("activates_at").execute();
+}
+
 /** Every migration, oldest first. The version of a schema is the number of migrations applied. */
 function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
   return [
     ["0001_initial", { up: (db) => initialUp(db, family), down: initialDown }],
     ["0002_attempts_revoked_tokens_sessions", { up: (db) => hardeningUp(db, family), down: hardeningDown }],
+    ["0003_signing_key_activation", { up: keyActivationUp, down: keyActivationDown }],
   ];
 }
 

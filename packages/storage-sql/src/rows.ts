@@ -93,6 +93,7 @@ export const keyRow = (v: ValueGuards, r: SigningKeyRecord): Insertable<SigningK
   private_jwk: v.text(r.privateJwk, "privateJwk"),
   public_jwk: v.text(r.publicJwk, "publicJwk"),
   created_at: r.createdAt,
+  activates_at: r.activatesAt,
 });
 export const keyRecord = (row: Selectable<SigningKeyTable>): SigningKeyRecord => ({
   kid: row.kid,
@@ -100,6 +101,7 @@ export const keyRecord = (row: Selectable<SigningKeyTable>): SigningKeyRecord =>
   privateJwk: row.private_jwk,
   publicJwk: row.public_jwk,
   createdAt: toInt(row.created_at, "created_at"),
+  activatesAt: row.activates_at === null ? toInt(row.created_at, "created_at") : toInt(row.activates_at, "activates_at"),
 });
 
 export const attemptRecord = (row: Selectable<AttemptTable>): AttemptRecord => ({

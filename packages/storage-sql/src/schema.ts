@@ -93,13 +93,15 @@ export interface PlantTable {
   tag: NullableFreeText;
 }
 
-/** `pg_signing_keys`: JWT signing keys as JWK JSON. */
+/** `pg_signing_keys`: JWT signing keys as JWK JSON (the private one possibly encrypted). */
 export interface SigningKeyTable {
   kid: string;
   alg: string;
   private_jwk: string;
   public_jwk: string;
   created_at: Int64;
+  /** Added by migration 3; null only in a row an older release wrote meanwhile (read as `created_at`). */
+  activates_at: ColumnType<number | bigint | string | null, number, number>;
 }
 
 /** `pg_attempts`: failure counters of the brute-force defence, one row per key. */

@@ -100,6 +100,7 @@ export function signingKeyRecord(overrides: Partial<SigningKeyRecord> = {}): Sig
     privateJwk: JSON.stringify({ kty: "RSA", kid, alg: "RS256", n: filler(32), e: "AQAB", d: filler(32), p: filler(16), q: filler(16), dp: filler(16), dq: filler(16), qi: filler(16) }),
     publicJwk: JSON.stringify({ kty: "RSA", kid, alg: "RS256", n: filler(32), e: "AQAB" }),
     createdAt: T0,
+    activatesAt: overrides.createdAt ?? T0,
     ...overrides,
   };
 }

@@ -25,7 +25,8 @@ export type { ConformanceTarget } from "./target.js";
  * Covered: every method of every store (exact round-trips, duplicates, absent records, ordering,
  * paging, atomic all-or-nothing writes, counter windows, expiry clean-up), concurrent
  * `consume`/`create`/`increment` races, the core running over the store end to end, and, when
- * `target.rawDump` is given, that secrets (console sessions included) are stored only as hashes.
+ * `target.rawDump` is given, that secrets (console sessions included) are stored only as hashes and
+ * that, with a key encryption key, no private signing key material is in any row.
  *
  * @param name Shown as the outermost `describe`, e.g. `"postgres storage"`.
  * @param target How to create (and clean up, and dump) a store.

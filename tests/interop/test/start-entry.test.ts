@@ -131,7 +131,10 @@ it(
     expect(proc.kill("SIGTERM")).toBe(true);
     const exit = await waitForExit(proc);
     expect(exit, stderr).toEqual({ code: 0, signal: null });
-    expect(stderr).toBe("");
+    // The only line on stderr: said once at start, as no PLANTGATE_KEY_ENCRYPTION_KEY is set.
+    expect(stderr).toBe(
+      "signing keys are stored in clear: anyone who can read the store can sign tokens; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys) to encrypt them at rest\n",
+    );
     expect(existsSync(join(workDir, "data", "plantgate.db"))).toBe(true);
     firstRun = { ...printed, accessToken: body.access_token };
   },

@@ -3,7 +3,8 @@ import type { Context } from "../context.js";
 import type { AccountRecord, ClientRecord, GrantType } from "../storage/types.js";
 import { accountView, type AccountView } from "../api/accounts.js";
 import { isStorableText } from "../api/plants.js";
-import { describeKeys, generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
+import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
+import { generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
 
 /** Input of {@link Admin.createClient}. */
 export interface CreateClientInput {
@@ -65,16 +66,28 @@ export interface Admin {
   /** Every account, in listing order. */
   listAccounts(): Promise<AccountView[]>;
   /**
-   * Creates a new signing key, which signs from now on (other instances switch within a minute);
-   * keys superseded longer ago than the longest access-token lifetime are deleted. Throws
-   * AdminError when the signing key is configured (`signingKey`): that key is rotated by changing it.
+   * Creates a new signing key. It is published at once with status `next` and signs from
+   * `activatesAt`, after the activation delay (`signingKeyActivationDelaySeconds`), so resource
+   * servers that cached the JWKS know it by then; every instance switches at that instant. With
+   * `now: true` (a suspected leak) it signs at once here and on other instances within a minute,
+   * and resource servers holding an older JWKS copy refuse its tokens until they fetch it again.
+   * Keys replaced longer ago than the longest access-token lifetime are deleted. Throws AdminError
+   * when the signing key is configured (`signingKey` or `signer`): it is rotated by changing that.
    */
-  rotateSigningKey(): Promise<{ kid: string; deleted: string[] }>;
+  rotateSigningKey(options?: { now?: boolean }): Promise<{ kid: string; activatesAt: number; deleted: string[] }>;
   /**
-   * Every stored signing key, newest first, with its status: `active` (signs), `retired` (replaced,
-   * still verifies and is published), `prunable` (replaced longer ago than any token lives).
+   * Every stored signing key, newest first, with its status: `next` (published, signs from
+   * `activatesAt`), `active` (signs), `retired` (replaced, still verifies and is published),
+   * `prunable` (replaced longer ago than any token lives).
    */
   listSigningKeys(): Promise<SigningKeyInfo[]>;
+  /**
+   * Encrypts every stored private key under the first key encryption key (keys in clear, and keys
+   * under an older KEK). Afterwards the older KEKs can be removed from the configuration. Throws
+   * AdminError when no KEK is configured; a key under a KEK that is not configured throws
+   * KeyEncryptionError and leaves that key as it was.
+   */
+  reencryptSigningKeys(): Promise<{ reencrypted: string[]; unchanged: string[] }>;
 }
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
@@ -209,28 +222,54 @@ export function createAdmin(ctx: Context): Admin {
         if (items.length < 100) return out;
       }
     },
-    async rotateSigningKey() {
-      // A configured key signs whatever the store holds: a generated key would never sign, and the
-      // prune below, which takes the newest key as active, could delete the configured one.
-      if (ctx.keyring.configured) {
+    async rotateSigningKey(options = {}) {
+      // A configured key signs whatever the store holds: a generated key would never sign.
+      if (ctx.keyring.configured === "signingKey") {
         throw new AdminError("The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); rotate it by changing the configured key.");
       }
+      if (ctx.keyring.configured === "signer") throw new AdminError("The signing key is held by a signer (option signer); rotate it by changing the signer.");
       const now = ctx.clock();
       const existing = await ctx.storage.signingKeys.list();
-      // Strictly newer than every existing key, so "newest signs" is unambiguous even within one ms.
+      // Strictly newer than every existing key, so a key activating now is ordered after one that
+      // activated in the same millisecond.
       const createdAt = Math.max(now, ...existing.map((k) => k.createdAt + 1));
-      const record = await generateKeyRecord(ctx.signingAlg, createdAt);
-      await ctx.storage.signingKeys.create(record);
+      const activatesAt = options.now === true ? now : now + ctx.signingKeyActivationDelayMs;
+      const record = await generateKeyRecord(ctx.signingAlg, createdAt, activatesAt);
+      const stored = ctx.keyEncryption.configured ? { ...record, privateJwk: await ctx.keyEncryption.seal(record.kid, record.privateJwk) } : record;
+      await ctx.storage.signingKeys.create(stored);
       // A key is safe to delete once the key after it has been signing for longer than any token lives.
-      const deleted = await pruneKeys(ctx.storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), record.kid);
+      const deleted = await pruneKeys(ctx.storage.signingKeys, now, await ctx.maxAccessTokenTtlMs());
       ctx.keyring.invalidate();
-      return { kid: record.kid, deleted };
+      return { kid: record.kid, activatesAt, deleted };
     },
     async listSigningKeys() {
-      // Through the keyring first: on a fresh store that creates the first key (and applies
-      // automatic rotation), so the list shows what servers act on.
-      const { kid } = await ctx.keyring.signingKey();
-      return describeKeys(await ctx.storage.signingKeys.list(), ctx.clock(), await ctx.maxAccessTokenTtlMs(), kid);
+      // Through the keyring: on a fresh store that creates the first key (and applies automatic
+      // rotation), so the list shows what servers act on.
+      return ctx.keyring.list();
+    },
+    async reencryptSigningKeys() {
+      if (!ctx.keyEncryption.configured) throw new AdminError(`No key encryption key is configured; set ${KEK_SOURCE}.`);
+      const reencrypted: string[] = [];
+      const unchanged: string[] = [];
+      for (const k of await ctx.storage.signingKeys.list()) {
+        if (k.privateJwk === EXTERNAL_PRIVATE_KEY || (await ctx.keyEncryption.sealedWithPrimary(k.privateJwk))) {
+          unchanged.push(k.kid);
+          continue;
+        }
+        const clear = await ctx.keyEncryption.open(k.kid, k.privateJwk);
+        const sealed = await ctx.keyEncryption.seal(k.kid, clear);
+        // Compare-and-set: a row changed meanwhile (by a starting instance) is read again.
+        if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, k.privateJwk, sealed)) reencrypted.push(k.kid);
+        else {
+          const now = (await ctx.storage.signingKeys.list()).find((r) => r.kid === k.kid);
+          if (now && !(await ctx.keyEncryption.sealedWithPrimary(now.privateJwk))) {
+            if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, now.privateJwk, await ctx.keyEncryption.seal(k.kid, await ctx.keyEncryption.open(k.kid, now.privateJwk)))) reencrypted.push(k.kid);
+            else throw new AdminError(`signing key ${k.kid} changed while it was being re-encrypted; run keys reencrypt again`);
+          } else unchanged.push(k.kid);
+        }
+      }
+      ctx.keyring.invalidate();
+      return { reencrypted, unchanged };
     },
   };
 }

@@ -4,6 +4,7 @@ import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, plain, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../context.js";
 import type { GrantType } from "../storage/types.js";
+import type { SigningKeyStatus } from "../tokens/keys.js";
 import { optionalBoolean, optionalSeconds, optionalString, optionalStrings, readJsonObject } from "./body.js";
 import type { ConsoleRequest } from "./request.js";
 import { deleteSession, type ConsoleSession } from "./session.js";
@@ -191,25 +192,53 @@ function setEnabled(enabled: boolean): ApiHandler {
 export const disableAccount = setEnabled(false);
 export const enableAccount = setEnabled(true);
 
+/**
+ * A signing key as the console's key table shows it: what `keys list` prints, plus `signing`
+ * (the status is `active`). Times in ISO 8601.
+ *
+ * @example
+ * const { keys } = (await (await fetch("/console/api/signing-keys")).json()) as { keys: ConsoleSigningKey[] };
+ */
+export interface ConsoleSigningKey {
+  kid: string;
+  alg: string;
+  createdAt: string;
+  activatesAt: string;
+  status: SigningKeyStatus;
+  signing: boolean;
+}
+
 export const listSigningKeys: ApiHandler = async (ctx) => {
-  // Ask the keyring first: on a fresh store that is what creates the first key.
-  const signing = await ctx.keyring.signingKey();
-  const records = await ctx.storage.signingKeys.list();
-  const keys = records
-    .sort((a, b) => b.createdAt - a.createdAt || (a.kid < b.kid ? -1 : 1))
-    .map((k) => ({ kid: k.kid, alg: k.alg, createdAt: iso(k.createdAt), signing: k.kid === signing.kid }));
+  const keys = (await createAdmin(ctx).listSigningKeys()).map(
+    (k): ConsoleSigningKey => ({ kid: k.kid, alg: k.alg, createdAt: iso(k.createdAt), activatesAt: iso(k.activatesAt), status: k.status, signing: k.status === "active" }),
+  );
   return json(200, { keys });
 };
 
-export const rotateSigningKey: ApiHandler = async (ctx) => {
-  let result: { kid: string; deleted: string[] };
+/** Why `now` needs `confirm`: what the page's confirmation says. */
+export const ROTATE_NOW_WARNING =
+  "Rotating now skips the activation delay: the new key signs at once (on other instances within a minute), and resource servers that cached the JWKS reject its tokens until they fetch it again (up to 5 minutes). Do it only when the current key may have leaked; send confirm: true to proceed.";
+
+/**
+ * `POST /console/api/signing-keys`: no body, or `{}`, schedules a key (published now, signing
+ * after the activation delay); `{"now": true, "confirm": true}` makes it sign at once. `now`
+ * without `confirm` changes nothing and answers 400 (error 1308) with the reason, for the page to
+ * show in its confirmation.
+ */
+export const rotateSigningKey: ApiHandler = async (ctx, _s, request) => {
+  // The page of earlier releases posts without a body: that is a scheduled rotation.
+  const body = request.hasBody ? await readJsonObject(request) : {};
+  const now = optionalBoolean(body, "now") ?? false;
+  const confirm = optionalBoolean(body, "confirm") ?? false;
+  if (now && !confirm) throw new ApiError(400, ApiErrorCode.consoleConfirmationRequired, ROTATE_NOW_WARNING);
+  let result: { kid: string; activatesAt: number; deleted: string[] };
   try {
-    result = await createAdmin(ctx).rotateSigningKey();
+    result = await createAdmin(ctx).rotateSigningKey({ now });
   } catch (e) {
     // The only refusal: a configured key, which conflicts with the request, not bad input.
     if (e instanceof AdminError) throw conflict(e.message);
     throw e;
   }
-  const { kid, deleted } = result;
-  return json(200, { kid, deleted });
+  const { kid, activatesAt, deleted } = result;
+  return json(200, { kid, activatesAt: iso(activatesAt), status: now ? "active" : "next", deleted });
 };

@@ -17,6 +17,8 @@ export interface ConsoleRequest {
   csrfToken: string | null;
   /** The client's address as resolved through `trustedProxies`, for the sign-in throttle. */
   clientIp: string | undefined;
+  /** Whether the request says it has a body (a Content-Type, or a Content-Length other than 0). */
+  hasBody: boolean;
   /** Reads the body as JSON (the console's media type policy, the app's size limit). */
   readJson(): Promise<JsonValue>;
 }

@@ -95,6 +95,8 @@ export const ApiErrorCode = {
   consoleUnknownResource: 1306,
   /** Console: a client id or username that already exists. */
   consoleConflict: 1307,
+  /** Console: an action that needs `confirm: true` (rotating the signing key now); the message says why. */
+  consoleConfirmationRequired: 1308,
   /** No route matches the path. */
   notFound: 1404,
   /** The route exists but not for this method. */

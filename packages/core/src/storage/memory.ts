@@ -163,6 +163,12 @@ export function createMemoryStorage(): Storage {
       async delete(kid) {
         return keys.delete(kid);
       },
+      async replacePrivateJwk(kid, expected, replacement) {
+        const k = keys.get(kid);
+        if (!k || k.privateJwk !== expected) return false;
+        keys.set(kid, { ...k, privateJwk: replacement });
+        return true;
+      },
     },
     attempts: {
       async increment(key, now, windowMs) {

@@ -134,12 +134,21 @@ export interface PlantStore {
 export interface SigningKeyRecord {
   kid: string;
   alg: string;
-  /** Private JWK (JSON). */
+  /**
+   * The private key, as opaque text to the store: the private JWK (JSON) when no key encryption
+   * key is configured, `enc:A256GCM:...` when it is encrypted at rest, or `external` for a key held
+   * by a `signer` outside plantgate. Up to a few kB.
+   */
   privateJwk: string;
   /** Public JWK (JSON), published at /.well-known/jwks.json. */
   publicJwk: string;
   /** Epoch ms. */
   createdAt: number;
+  /**
+   * Epoch ms from which the key signs (stored, so every instance switches at the same instant);
+   * until then it is published as `next`. Equal to `createdAt` for a key that signs at once.
+   */
+  activatesAt: number;
 }
 
 /** Signing keys; shared by every instance of a persistent store. */
@@ -149,6 +158,13 @@ export interface SigningKeyStore {
   create(record: SigningKeyRecord): Promise<boolean>;
   /** Removes a key (after rotation, once no unexpired token can carry it); false when absent. */
   delete(kid: string): Promise<boolean>;
+  /**
+   * Replaces the stored `privateJwk` of `kid` with `replacement` only if it is still exactly
+   * `expected`, in one atomic step (encrypting a clear key, or moving it to a new key encryption
+   * key, while another instance may do the same). Returns whether it replaced; false when the kid
+   * is absent or the value differs. Nothing else of the record changes.
+   */
+  replacePrivateJwk(kid: string, expected: string, replacement: string): Promise<boolean>;
 }
 
 /**

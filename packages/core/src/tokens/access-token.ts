@@ -38,10 +38,13 @@ export async function issueAccessToken(
     sign?: JwsSigner | undefined;
   },
 ): Promise<string> {
-  const { kid, alg, key } = await keyring.signingKey();
+  const { kid, alg, key, sign: external } = await keyring.signingKey();
   const iat = Math.floor(input.now / 1000);
   const jti = randomToken(input.random, 16);
-  if (input.sign !== undefined && !(key instanceof Uint8Array)) {
+  // The JWS is assembled here for an external signer (KMS, HSM) and for the host's signer
+  // (`crypto.sign`, e.g. nodeCrypto()'s batching), with the same header and claims, in the same
+  // order, as jose's SignJWT produces; otherwise, or when the host declines the key, jose signs.
+  if (external !== null || (input.sign !== undefined && key !== null && !(key instanceof Uint8Array))) {
     const header = protectedHeader(alg, kid);
     const payload = base64url(
       encoder.encode(
@@ -58,7 +61,7 @@ export async function issueAccessToken(
       ),
     );
     const signingInput = `${header}.${payload}`;
-    const signature = await input.sign(alg, key, encoder.encode(signingInput));
+    const signature = external !== null ? await external(encoder.encode(signingInput)) : await input.sign!(alg, key as CryptoKey, encoder.encode(signingInput));
     if (signature !== undefined) return `${signingInput}.${base64url(signature)}`;
   }
   return new SignJWT({ client_id: input.clientId, scope: input.scope.join(" ") })
@@ -69,7 +72,7 @@ export async function issueAccessToken(
     .setIssuedAt(iat)
     .setExpirationTime(iat + input.ttl)
     .setJti(jti)
-    .sign(key);
+    .sign(key!);
 }
 
 const headers = new Map<string, string>();

@@ -1,4 +1,5 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
+import { EXTERNAL_PRIVATE_KEY, isSealed, KEK_SOURCE, KeyEncryptionError, type KeyEncryption } from "../crypto/key-encryption.js";
 import type { SigningKeyRecord, SigningKeyStore } from "../storage/types.js";
 
 /** The JWS algorithms plantgate signs with. */
@@ -6,28 +7,87 @@ export type SigningAlg = "ES256" | "ES384" | "RS256" | "PS256" | "EdDSA";
 
 export const SUPPORTED_ALGS: readonly SigningAlg[] = ["ES256", "ES384", "RS256", "PS256", "EdDSA"];
 
+/** `Cache-Control: max-age` of `/.well-known/jwks.json`: how long a resource server may keep a copy. */
+export const JWKS_MAX_AGE_SECONDS = 300;
+
+/**
+ * How often every instance re-reads the keys from storage (ms): a key rotated by the CLI or by
+ * another instance is in every instance's JWKS within this time, and a `--now` rotation signs
+ * everywhere within it.
+ */
+export const SIGNING_RELOAD_MS = 60_000;
+
+/**
+ * The default, and the least allowed, delay between publishing a new key and signing with it: a
+ * resource server that fetched the JWKS just before the new key appeared (up to the reload
+ * interval after it was stored) holds that copy for the JWKS cache lifetime. 300 s + 60 s.
+ */
+export const MIN_ACTIVATION_DELAY_SECONDS = JWKS_MAX_AGE_SECONDS + SIGNING_RELOAD_MS / 1000;
+
+/**
+ * A signing key that never enters plantgate (a cloud KMS, an HSM, a non-extractable Web Crypto
+ * key): plantgate hands it the JWS signing input and publishes `publicJwk` in the JWKS.
+ *
+ * @example
+ * ```ts
+ * const { privateKey, publicKey } = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"]);
+ * const signer: SigningKeySigner = {
+ *   alg: "ES256",
+ *   publicJwk: await crypto.subtle.exportKey("jwk", publicKey),
+ *   sign: async (data) => new Uint8Array(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, privateKey, data)),
+ * };
+ * createPlantgate({ signer });
+ * ```
+ */
+export interface SigningKeySigner {
+  alg: SigningAlg;
+  /** The public key; published in the JWKS. */
+  publicJwk: JWK | JsonWebKey;
+  /** Default: the RFC 7638 thumbprint of `publicJwk`. */
+  kid?: string;
+  /** The JWS signature (RFC 7518 form: raw `r || s` for ECDSA) of `data`, the ASCII signing input. */
+  sign(data: Uint8Array): Promise<Uint8Array> | Uint8Array;
+}
+
+/** The key that signs now: a private key of the keyring, or an external signer. */
+export interface ActiveSigningKey {
+  kid: string;
+  alg: SigningAlg;
+  /** The private key; null when an external signer signs. */
+  key: CryptoKey | Uint8Array | null;
+  /** The external signer's function; null for a stored key. */
+  sign: ((data: Uint8Array) => Promise<Uint8Array> | Uint8Array) | null;
+}
+
 interface LoadedKey {
   kid: string;
   alg: SigningAlg;
   publicJwk: JWK;
-  privateKey?: CryptoKey | Uint8Array;
+  privateKey: CryptoKey | Uint8Array | null;
+  external: ActiveSigningKey["sign"];
   publicKey: CryptoKey | Uint8Array;
+  activatesAt: number;
   /** Epoch ms from which the key is no longer trusted (Infinity while it is not retired). */
-  until?: number;
+  until: number;
 }
 
-/** Signing and verification keys, loaded from storage (or options) once and cached. */
+/** Signing and verification keys, loaded from storage (or options) and re-read every minute. */
 export interface Keyring {
-  /** The key new tokens are signed with. */
-  signingKey(): Promise<{ kid: string; alg: SigningAlg; key: CryptoKey | Uint8Array }>;
+  /** The key new tokens are signed with: the newest key whose activation time has come. */
+  signingKey(): Promise<ActiveSigningKey>;
   /** The verification key for a kid, reloading from storage at most once per interval for unknown kids. */
   verificationKey(kid: string): Promise<{ alg: SigningAlg; key: CryptoKey | Uint8Array } | null>;
-  /** The public JWK Set. */
+  /** The public JWK Set: `next`, `active` and `retired` keys. */
   jwks(): Promise<{ keys: JWK[] }>;
+  /** Every stored key with its status, newest first (loads first, so a fresh store gets its key). */
+  list(): Promise<SigningKeyInfo[]>;
   /** Forgets the cache so the next use reads the store again (after a rotation in this process). */
   invalidate(): void;
-  /** Whether the signing key is configured (`signingKey`): then it is rotated by changing that option, not by plantgate. */
-  readonly configured: boolean;
+  /**
+   * Which option gives the signing key (`signingKey` or `signer`), if one does: then it is rotated
+   * by changing that option, not by plantgate.
+   */
+  readonly configured: "signingKey" | "signer" | null;
 }
 
 const PUBLIC_MEMBERS = ["kty", "crv", "x", "y", "n", "e", "alg", "kid", "use"] as const;
@@ -38,21 +98,9 @@ function publicPart(jwk: JWK): JWK {
   return out;
 }
 
-async function load(record: SigningKeyRecord): Promise<LoadedKey> {
-  const alg = record.alg as SigningAlg;
-  const publicJwk = publicPart(JSON.parse(record.publicJwk) as JWK);
-  const privateJwk = JSON.parse(record.privateJwk) as JWK;
-  return {
-    kid: record.kid,
-    alg,
-    publicJwk: { ...publicJwk, kid: record.kid, alg, use: "sig" },
-    privateKey: await importJWK(privateJwk, alg),
-    publicKey: await importJWK(publicJwk, alg),
-  };
-}
-
 /**
- * Turns a private JWK (object or JSON text) into a key record; `kid` defaults to its RFC 7638 thumbprint.
+ * Turns a private JWK (object or JSON text) into a key record that signs from `now`; `kid`
+ * defaults to its RFC 7638 thumbprint.
  *
  * @example
  * const record = await keyRecordFromJwk(process.env.PLANTGATE_SIGNING_KEY!, "ES256", Date.now());
@@ -66,22 +114,36 @@ export async function keyRecordFromJwk(input: JWK | string, defaultAlg: SigningA
   if (!SUPPORTED_ALGS.includes(alg)) throw new TypeError(`signingKey alg ${alg} is not supported`);
   const kid = jwk.kid ?? (await calculateJwkThumbprint(jwk));
   const pub = publicPart(jwk);
-  return { kid, alg, privateJwk: JSON.stringify({ ...jwk, kid, alg }), publicJwk: JSON.stringify({ ...pub, kid, alg }), createdAt: now };
-}
-
-/** Generates a fresh key pair record. */
-export async function generateKeyRecord(alg: SigningAlg, now: number): Promise<SigningKeyRecord> {
-  const { privateKey } = await generateKeyPair(alg, { extractable: true, ...(alg === "EdDSA" ? { crv: "Ed25519" } : {}) });
-  const jwk = await exportJWK(privateKey);
-  return keyRecordFromJwk(jwk, alg, now);
+  return { kid, alg, privateJwk: JSON.stringify({ ...jwk, kid, alg }), publicJwk: JSON.stringify({ ...pub, kid, alg }), createdAt: now, activatesAt: now };
 }
 
 /**
- * Where a key is in its life: `active` signs new tokens; `retired` was replaced but may still have
- * unexpired tokens, so it stays in the JWKS and verifies; `prunable` was replaced longer ago than
- * the longest access-token lifetime, so no live token can carry it and it can be deleted.
+ * Generates a fresh key pair record, created at `now`, signing from `activatesAt` (default `now`).
+ *
+ * @example
+ * const next = await generateKeyRecord("ES256", Date.now(), Date.now() + 360_000);
  */
-export type SigningKeyStatus = "active" | "retired" | "prunable";
+export async function generateKeyRecord(alg: SigningAlg, now: number, activatesAt: number = now): Promise<SigningKeyRecord> {
+  const { privateKey } = await generateKeyPair(alg, { extractable: true, ...(alg === "EdDSA" ? { crv: "Ed25519" } : {}) });
+  const jwk = await exportJWK(privateKey);
+  return { ...(await keyRecordFromJwk(jwk, alg, now)), activatesAt };
+}
+
+/** The stored record of a {@link SigningKeySigner}: its public key only. */
+export async function signerRecord(signer: SigningKeySigner, now: number): Promise<SigningKeyRecord> {
+  const jwk = signer.publicJwk as JWK;
+  const pub = publicPart(jwk);
+  const kid = signer.kid ?? (await calculateJwkThumbprint(pub));
+  return { kid, alg: signer.alg, privateJwk: EXTERNAL_PRIVATE_KEY, publicJwk: JSON.stringify({ ...pub, kid, alg: signer.alg }), createdAt: now, activatesAt: now };
+}
+
+/**
+ * Where a key is in its life: `next` is published but signs only from its activation time;
+ * `active` signs new tokens; `retired` was replaced but may still have unexpired tokens, so it
+ * stays in the JWKS and verifies; `prunable` was replaced longer ago than the longest access-token
+ * lifetime (plus the reload interval), so no live token can carry it and it can be deleted.
+ */
+export type SigningKeyStatus = "next" | "active" | "retired" | "prunable";
 
 /** A key as `keys list` and the admin show it; never the private part. */
 export interface SigningKeyInfo {
@@ -89,39 +151,74 @@ export interface SigningKeyInfo {
   alg: string;
   /** Epoch ms. */
   createdAt: number;
-  /** Epoch ms when a newer key took over signing; null for the active key. */
+  /** Epoch ms from which the key signs (or signed). */
+  activatesAt: number;
+  /** Epoch ms when a newer key took over signing; null for `next` and `active` keys. */
   retiredAt: number | null;
   status: SigningKeyStatus;
 }
 
-/**
- * How long other instances may go on signing with a key after it was replaced: they re-read the
- * keys at most this long after their last read.
- */
-export const SIGNING_RELOAD_MS = 60_000;
+/** Activation order; equal times are ordered by creation, then kid, so every instance agrees. */
+const inOrder = (a: SigningKeyRecord, b: SigningKeyRecord) =>
+  a.activatesAt - b.activatesAt || a.createdAt - b.createdAt || (a.kid < b.kid ? -1 : a.kid > b.kid ? 1 : 0);
 
-/** Newest first; equal times are ordered by kid so every instance picks the same "newest". */
-const newestFirst = (a: SigningKeyRecord, b: SigningKeyRecord) => b.createdAt - a.createdAt || (a.kid < b.kid ? -1 : a.kid > b.kid ? 1 : 0);
+interface Placed {
+  record: SigningKeyRecord;
+  /** When the key's successor (in activation order) takes over; null for the last key and a pinned one. */
+  replacedAt: number | null;
+}
+
+/** Keys in activation order, each with the time it stops signing. */
+function place(records: readonly SigningKeyRecord[], pinnedKid?: string): Placed[] {
+  const sorted = [...records].sort(inOrder);
+  return sorted.map((record, i) => ({
+    record,
+    replacedAt: record.kid === pinnedKid || i === sorted.length - 1 ? null : sorted[i + 1]!.activatesAt,
+  }));
+}
+
+/**
+ * The index of the key that signs at `now`: the pinned (configured) one, else the last whose
+ * activation time has come; the first when none has (this instance's clock is behind the one that
+ * created the only key).
+ */
+function signingIndex(keys: readonly { kid: string; activatesAt: number }[], now: number, pinnedKid?: string): number {
+  if (pinnedKid !== undefined) {
+    const i = keys.findIndex((k) => k.kid === pinnedKid);
+    if (i >= 0) return i;
+  }
+  let found = 0;
+  for (let i = 1; i < keys.length; i++) if (keys[i]!.activatesAt <= now) found = i;
+  return found;
+}
 
 /**
  * The status of every key, newest first. `activeKid` is the configured signing key when there is
- * one (else the newest key signs); `maxTokenTtlMs` is the longest access-token lifetime in force.
+ * one (else the key whose activation time came last signs); `maxTokenTtlMs` is the longest
+ * access-token lifetime in force.
  *
  * @example
  * describeKeys(await storage.signingKeys.list(), Date.now(), 7200_000);
  */
 export function describeKeys(records: readonly SigningKeyRecord[], now: number, maxTokenTtlMs: number, activeKid?: string): SigningKeyInfo[] {
-  const sorted = [...records].sort(newestFirst);
-  const active = activeKid ?? sorted[0]?.kid;
-  return sorted.map((r, i) => {
-    // Replaced when the next newer key appeared; a configured older key keeps signing regardless.
-    const retiredAt = r.kid === active || i === 0 ? null : sorted[i - 1]!.createdAt;
-    // Prunable once the last token it could have signed (up to SIGNING_RELOAD_MS after it was
-    // replaced, on an instance that had not re-read the keys yet) has expired.
-    const prunable = retiredAt !== null && now - retiredAt >= maxTokenTtlMs + SIGNING_RELOAD_MS;
-    const status: SigningKeyStatus = r.kid === active ? "active" : prunable ? "prunable" : "retired";
-    return { kid: r.kid, alg: r.alg, createdAt: r.createdAt, retiredAt, status };
-  });
+  const placed = place(records, activeKid);
+  const active = signingIndex(
+    placed.map((p) => p.record),
+    now,
+    activeKid,
+  );
+  return placed
+    .map(({ record: r, replacedAt }, i): SigningKeyInfo => {
+      const base = { kid: r.kid, alg: r.alg, createdAt: r.createdAt, activatesAt: r.activatesAt };
+      if (i === active) return { ...base, retiredAt: null, status: "active" };
+      if (r.activatesAt > now) return { ...base, retiredAt: null, status: "next" };
+      // Prunable once the last token it could have signed (up to SIGNING_RELOAD_MS after it was
+      // replaced, on an instance that had not re-read the keys yet) has expired.
+      const retiredAt = replacedAt !== null && replacedAt <= now ? replacedAt : null;
+      const prunable = retiredAt !== null && now - retiredAt >= maxTokenTtlMs + SIGNING_RELOAD_MS;
+      return { ...base, retiredAt, status: prunable ? "prunable" : "retired" };
+    })
+    .reverse();
 }
 
 /**
@@ -144,75 +241,136 @@ export interface KeyringOptions {
   alg: SigningAlg;
   /** A configured private key: it signs, and automatic rotation is off. */
   configured?: JWK | string;
+  /** A key held outside plantgate: it signs, and automatic rotation is off. */
+  signer?: SigningKeySigner;
   clock: () => number;
-  /** Rotate when the signing key is older than this (ms). Default: never. */
+  /** Rotate so that no key signs for longer than this (ms). Default: never. */
   maxAgeMs?: number;
+  /** Delay between publishing a rotated key and signing with it (ms). Default 360 s. */
+  activationDelayMs?: number;
+  /** Encrypts private keys at rest; default none (stored in clear). */
+  encryption?: KeyEncryption;
+  /** Told once, at the first load, when private keys are stored in clear; default: nobody. */
+  logger?: { warn(message: string): void };
   /**
    * The longest access-token lifetime in ms (server default or any client's own); read only when
    * a retired key might be prunable. Default: 7200 s.
    */
   maxTokenTtlMs?: () => Promise<number>;
-  /** The server default lifetime (a lower bound of `maxTokenTtlMs`), used while no key is retired. */
+  /** The server default lifetime (a lower bound of `maxTokenTtlMs`), used while there is one key. */
   minTokenTtlMs?: number;
   reloadIntervalMs?: number;
   signingReloadMs?: number;
 }
 
+/** Told once when there is no key encryption key; names the variable, never a key. */
+export const CLEAR_KEYS_WARNING = `signing keys are stored in clear: anyone who can read the store can sign tokens; set ${KEK_SOURCE} to encrypt them at rest`;
+
 /**
- * A keyring over a store. With `configured`, that key signs (and is stored so other instances
- * verify it); otherwise the newest stored key signs, and one is generated if the store has none
- * or, with `maxAgeMs`, when the newest is too old. Any instance may rotate: racing instances each
- * store a key, and all of them then sign with the newest one (ties broken by kid). Replaced keys
- * keep verifying and stay in the JWKS until no unexpired token can carry them; then they are no
- * longer trusted, and the next rotation (automatic or `admin.rotateSigningKey`) deletes them.
+ * A keyring over a store. With `signer` or `configured`, that key signs (its record is stored so
+ * other instances verify it); otherwise the key whose stored activation time came last signs, and
+ * one is generated if the store has none. With `maxAgeMs`, the next key is stored ahead of time
+ * (published as `next`) so it takes over when the active one reaches that age. Any instance may do
+ * it; racing instances schedule keys for the same instant and the order (activation, creation,
+ * kid) picks the one that signs, the same everywhere. Replaced keys keep verifying and stay in the
+ * JWKS until no unexpired token can carry them.
  */
 export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Keyring {
-  let keys: Map<string, LoadedKey> | null = null;
-  let active: LoadedKey | null = null;
+  let keys: LoadedKey[] | null = null;
+  let pinned: string | undefined;
   let loading: Promise<void> | null = null;
   let lastReload = 0;
+  let warned = false;
   const reloadInterval = opts.reloadIntervalMs ?? 10_000;
-  // How often the signing key is re-read, so a rotation done elsewhere (the CLI, another instance)
-  // takes over signing everywhere within this time.
+  // How often the keys are re-read, so a rotation done elsewhere (the CLI, another instance) is
+  // published, and a `--now` key signs, everywhere within this time.
   const signingReload = opts.signingReloadMs ?? SIGNING_RELOAD_MS;
+  const delay = opts.activationDelayMs ?? MIN_ACTIVATION_DELAY_SECONDS * 1000;
+  const encryption = opts.encryption;
 
   const minTtl = opts.minTokenTtlMs ?? 7200_000;
   const maxTtl = async () => Math.max(minTtl, opts.maxTokenTtlMs ? await opts.maxTokenTtlMs() : minTtl);
 
+  const seal = async (r: SigningKeyRecord): Promise<SigningKeyRecord> =>
+    encryption?.configured ? { ...r, privateJwk: await encryption.seal(r.kid, r.privateJwk) } : r;
+  const storedInClear = (r: SigningKeyRecord) => r.privateJwk !== EXTERNAL_PRIVATE_KEY && !isSealed(r.privateJwk);
+
+  async function load(record: SigningKeyRecord, until: number, signsHere: boolean): Promise<LoadedKey> {
+    const alg = record.alg as SigningAlg;
+    const publicJwk = publicPart(JSON.parse(record.publicJwk) as JWK);
+    let privateKey: CryptoKey | Uint8Array | null = null;
+    if (record.privateJwk !== EXTERNAL_PRIVATE_KEY) {
+      // Every stored key is opened, so a missing or wrong KEK fails the first load (the start).
+      const text = encryption ? await encryption.open(record.kid, record.privateJwk) : record.privateJwk;
+      if (isSealed(text)) throw new KeyEncryptionError(`signing key ${record.kid} is stored encrypted and no key encryption key is configured; set ${KEK_SOURCE}`);
+      if (signsHere) privateKey = await importJWK(JSON.parse(text) as JWK, alg);
+    }
+    return {
+      kid: record.kid,
+      alg,
+      publicJwk: { ...publicJwk, kid: record.kid, alg, use: "sig" },
+      privateKey,
+      external: opts.signer && record.kid === pinned ? (data) => opts.signer!.sign(data) : null,
+      publicKey: await importJWK(publicJwk, alg),
+      activatesAt: record.activatesAt,
+      until,
+    };
+  }
+
   async function reload(): Promise<void> {
     const now = opts.clock();
     let records = await store.list();
-    let preferred: string | undefined;
-    if (opts.configured !== undefined) {
-      const record = await keyRecordFromJwk(opts.configured, opts.alg, now);
-      preferred = record.kid;
+    if (opts.signer !== undefined || opts.configured !== undefined) {
+      const record = opts.signer !== undefined ? await signerRecord(opts.signer, now) : await keyRecordFromJwk(opts.configured!, opts.alg, now);
+      pinned = record.kid;
       if (!records.some((r) => r.kid === record.kid)) {
-        await store.create(record);
+        await store.create(await seal(record));
         records = await store.list();
       }
-    } else {
-      const newest = [...records].sort(newestFirst)[0];
-      const rotate = newest !== undefined && opts.maxAgeMs !== undefined && now - newest.createdAt >= opts.maxAgeMs;
-      if (!newest || rotate) {
-        // Strictly newer than what we saw, so "newest signs" holds even within one millisecond.
-        await store.create(await generateKeyRecord(opts.alg, Math.max(now, (newest?.createdAt ?? 0) + 1)));
-        if (rotate) await pruneKeys(store, now, await maxTtl());
-        // Re-read: if another instance raced us, everyone converges on the same newest key.
+    } else if (records.length === 0) {
+      // The first key signs at once: nobody holds a JWKS that could lack it.
+      await store.create(await seal(await generateKeyRecord(opts.alg, now)));
+      records = await store.list();
+    } else if (opts.maxAgeMs !== undefined) {
+      const placed = place(records);
+      const active = signingIndex(
+        placed.map((p) => p.record),
+        now,
+      );
+      const current = placed[active]!.record;
+      // Schedule the successor one delay (plus one reload, as this check runs at most that late)
+      // before the active key reaches its age, unless a later key is already scheduled.
+      if (active === placed.length - 1 && now >= current.activatesAt + opts.maxAgeMs - delay - signingReload) {
+        const activatesAt = Math.max(now + delay, current.activatesAt + opts.maxAgeMs);
+        await store.create(await seal(await generateKeyRecord(opts.alg, now, activatesAt)));
+        await pruneKeys(store, now, await maxTtl());
         records = await store.list();
       }
     }
-    // A retired key is trusted (and published) until it becomes prunable, whether or not a rotation
-    // has deleted it yet; the deadline is kept per key so a cached keyring drops it on time. The
-    // longest lifetime (a clients scan) is read only while some key is retired.
-    const described = describeKeys(records, now, 0, preferred);
-    const ttl = described.some((k) => k.retiredAt !== null) ? await maxTtl() : minTtl;
-    const loaded = new Map<string, LoadedKey>();
-    for (const d of described) {
-      const until = d.retiredAt === null ? Infinity : d.retiredAt + ttl + SIGNING_RELOAD_MS;
-      if (now < until) loaded.set(d.kid, { ...(await load(records.find((r) => r.kid === d.kid)!)), until });
+    if (encryption?.configured) {
+      // Keys stored in clear (before a KEK was set) are encrypted now; compare-and-set, so an
+      // instance doing the same at the same moment changes nothing either way.
+      const clear = records.filter(storedInClear);
+      for (const r of clear) await store.replacePrivateJwk(r.kid, r.privateJwk, await encryption.seal(r.kid, r.privateJwk));
+      if (clear.length > 0) records = await store.list();
+    } else if (!warned && records.some(storedInClear)) {
+      warned = true;
+      opts.logger?.warn(CLEAR_KEYS_WARNING);
+    }
+    // A retired key is trusted (and published) until no token it could have signed is alive; the
+    // deadline is kept per key so a cached keyring drops it on time. The longest lifetime (a
+    // clients scan) is read only when there is more than one key.
+    const ttl = records.length > 1 ? await maxTtl() : minTtl;
+    const placed = place(records, pinned);
+    const loaded: LoadedKey[] = [];
+    for (const { record, replacedAt } of placed) {
+      const until = replacedAt === null ? Infinity : replacedAt + ttl + signingReload;
+      if (now >= until) continue;
+      // Only keys that may still sign need their private part in memory.
+      const signsHere = pinned === undefined ? replacedAt === null || replacedAt > now : record.kid === pinned;
+      loaded.push(await load(record, until, signsHere));
     }
     keys = loaded;
-    active = loaded.get(preferred ?? described[0]!.kid)!;
     lastReload = now;
   }
 
@@ -223,35 +381,42 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     await loading;
   }
 
-  const trusted = (k: LoadedKey) => opts.clock() < (k.until ?? Infinity);
+  const trusted = (k: LoadedKey) => opts.clock() < k.until;
 
   /** Loads on first use, and again once the cache is older than the signing reload interval. */
-  async function ensure(): Promise<void> {
+  async function ensure(): Promise<LoadedKey[]> {
     if (!keys || opts.clock() - lastReload >= signingReload) await reloadOnce();
+    return keys!;
   }
 
   return {
     async signingKey() {
-      await ensure();
-      return { kid: active!.kid, alg: active!.alg, key: active!.privateKey! };
+      const loaded = await ensure();
+      // Chosen at each call from the stored activation times: every instance switches at the same instant.
+      const k = loaded[signingIndex(loaded, opts.clock(), pinned)]!;
+      if (k.privateKey === null && k.external === null) {
+        throw new Error(`signing key ${k.kid} is held by a signer this instance was not given (option signer)`);
+      }
+      return { kid: k.kid, alg: k.alg, key: k.privateKey, sign: k.external };
     },
     async verificationKey(kid) {
-      await ensure();
-      let k = keys!.get(kid);
+      let k = (await ensure()).find((x) => x.kid === kid);
       if (!k && opts.clock() - lastReload >= reloadInterval) {
         await reloadOnce();
-        k = keys!.get(kid);
+        k = keys!.find((x) => x.kid === kid);
       }
       return k && trusted(k) ? { alg: k.alg, key: k.publicKey } : null;
     },
     async jwks() {
+      return { keys: (await ensure()).filter(trusted).map((k) => k.publicJwk) };
+    },
+    async list() {
       await ensure();
-      return { keys: [...keys!.values()].filter(trusted).map((k) => k.publicJwk) };
+      return describeKeys(await store.list(), opts.clock(), await maxTtl(), pinned);
     },
     invalidate() {
       keys = null;
-      active = null;
     },
-    configured: opts.configured !== undefined,
+    configured: opts.signer !== undefined ? "signer" : opts.configured !== undefined ? "signingKey" : null,
   };
 }

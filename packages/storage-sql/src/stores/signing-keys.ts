@@ -24,5 +24,18 @@ export function signingKeyStore(ctx: StoreContext): SigningKeyStore {
         const result = await db.deleteFrom(TABLES.signingKeys).where("kid", "=", kid).executeTakeFirst();
         return result.numDeletedRows > 0n;
       }),
+    replacePrivateJwk: (kid, expected, replacement) =>
+      run("signingKeys.replacePrivateJwk", async () => {
+        if (!storableKey(kid)) return false;
+        const privateJwk = ctx.text(replacement, "privateJwk");
+        // One conditional UPDATE: atomic on every engine, and a no-op when another writer got there first.
+        const result = await db
+          .updateTable(TABLES.signingKeys)
+          .set({ private_jwk: privateJwk })
+          .where("kid", "=", kid)
+          .where("private_jwk", "=", expected)
+          .executeTakeFirst();
+        return result.numUpdatedRows > 0n;
+      }),
   };
 }

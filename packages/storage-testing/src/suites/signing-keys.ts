@@ -58,6 +58,38 @@ export function signingKeysSuite(s: SuiteContext): void {
       await expectKeys([lower, upper]);
     });
 
+    it("activatesAt round-trips independently of createdAt (a key published before it signs)", async () => {
+      const next = signingKeyRecord({ kid: "next", createdAt: T0, activatesAt: T0 + 360_000 });
+      const far = signingKeyRecord({ kid: "far", createdAt: T0 + 1, activatesAt: MAX_DATE_MS });
+      expect(await keys().create(next)).toBe(true);
+      expect(await keys().create(far)).toBe(true);
+      await expectKeys([next, far]);
+    });
+
+    it("replacePrivateJwk replaces only when the stored value is still the expected one, and nothing else of the record", async () => {
+      const a = signingKeyRecord({ kid: "a", activatesAt: T0 + 5 });
+      const b = signingKeyRecord({ kid: "b" });
+      await keys().create(a);
+      await keys().create(b);
+      const sealed = `enc:A256GCM:AAAAAAAAAAA:${"i".repeat(16)}:${"c".repeat(6000)}`;
+      expect(await keys().replacePrivateJwk("a", a.privateJwk, sealed)).toBe(true);
+      await expectKeys([{ ...a, privateJwk: sealed }, b]);
+      // The old value is no longer there: a second writer that read it changes nothing.
+      expect(await keys().replacePrivateJwk("a", a.privateJwk, "other")).toBe(false);
+      expect(await keys().replacePrivateJwk("missing", a.privateJwk, "other")).toBe(false);
+      expect(await keys().replacePrivateJwk("A", sealed, "other")).toBe(false);
+      await expectKeys([{ ...a, privateJwk: sealed }, b]);
+    });
+
+    it("replacePrivateJwk: of 20 racing writers that read the same value, exactly one replaces it", async () => {
+      const a = signingKeyRecord({ kid: "race" });
+      await keys().create(a);
+      const results = await Promise.all(Array.from({ length: 20 }, (_, i) => keys().replacePrivateJwk("race", a.privateJwk, `writer-${i}`)));
+      expect(results.filter(Boolean)).toHaveLength(1);
+      const winner = results.indexOf(true);
+      await expectKeys([{ ...a, privateJwk: `writer-${winner}` }]);
+    });
+
     it("stores copies: mutating the record passed to create, or one returned, changes nothing stored", async () => {
       const input = signingKeyRecord({ kid: "iso" });
       const expected = structuredClone(input);

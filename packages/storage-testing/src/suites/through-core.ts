@@ -229,5 +229,43 @@ export function secretsSuite(s: SuiteContext): void {
         expect(dump, "the dump should contain the password as a PHC string").toContain("$pbkdf2-sha256$");
       },
     );
+
+    it.skipIf(!s.target.rawDump)(
+      "with a key encryption key, the raw dump holds no private signing key material: every stored private key is AES-256-GCM sealed under the KEK with its kid",
+      async () => {
+        const kek = crypto.getRandomValues(new Uint8Array(32));
+        const kekText = base64url(kek);
+        const app = createPlantgate({ storage: s.storage(), keyEncryptionKeys: [kekText], clock: () => T0, logger: { error() {}, warn() {} } });
+        await app.jwks(); // the first key
+        await app.admin.rotateSigningKey(); // a next key
+        await app.admin.rotateSigningKey({ now: true }); // and one that signs at once
+        const records = await s.storage().signingKeys.list();
+        expect(records).toHaveLength(3);
+        const dump = await s.target.rawDump!(s.storage());
+        const key = await crypto.subtle.importKey("raw", kek, "AES-GCM", false, ["decrypt"]);
+        for (const r of records) {
+          expect(r.privateJwk.startsWith("enc:A256GCM:"), `key ${r.kid} is stored sealed`).toBe(true);
+          expect(dump.includes(r.privateJwk), "the dump covers the signing keys").toBe(true);
+          const [, , , iv, ct] = r.privateJwk.split(":");
+          const clear = await crypto.subtle.decrypt({ name: "AES-GCM", iv: fromBase64url(iv!), additionalData: new TextEncoder().encode(r.kid) }, key, fromBase64url(ct!));
+          const jwk = JSON.parse(new TextDecoder().decode(clear)) as Record<string, string>;
+          expect(typeof jwk.d).toBe("string");
+          for (const member of ["d", "p", "q", "dp", "dq", "qi"]) {
+            if (jwk[member] !== undefined) expect(dump.includes(jwk[member]), `the dump must not contain the private member ${member} of ${r.kid}`).toBe(false);
+          }
+        }
+        expect(dump.includes(kekText), "the dump must not contain the KEK").toBe(false);
+        expect(dump, "no private JWK member in clear").not.toMatch(/\\?"d\\?"\s*:/);
+      },
+    );
   });
+}
+
+function base64url(bytes: Uint8Array): string {
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function fromBase64url(text: string): Uint8Array<ArrayBuffer> {
+  const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/"));
+  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
 }

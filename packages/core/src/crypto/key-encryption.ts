@@ -1,0 +1,138 @@
+import { base64url, fromBase64 } from "./index.js";
+
+/**
+ * Encryption of stored private signing keys (AES-256-GCM through Web Crypto, so it runs in workerd
+ * too) under one or more key encryption keys (KEKs): the first encrypts, every one decrypts. The
+ * key's kid is the associated data, so a sealed key copied onto another kid's row does not open.
+ *
+ * Stored form (the `privateJwk` text of a key record): `enc:A256GCM:<kek id>:<iv>:<ciphertext>`,
+ * each part base64url. The KEK id is the first 8 bytes of SHA-256 over a fixed label and the KEK:
+ * it tells which configured KEK opens a row (and which rows `reencrypt` must move) and reveals
+ * nothing about the KEK itself.
+ */
+export interface KeyEncryption {
+  /** Whether any KEK is configured. */
+  readonly configured: boolean;
+  /** Encrypts a private JWK text under the first KEK; throws when none is configured. */
+  seal(kid: string, privateJwk: string): Promise<string>;
+  /**
+   * The private JWK text of a stored value: clear JWK text passes through; a sealed one is
+   * decrypted. Throws {@link KeyEncryptionError} when no configured KEK matches or it fails to open.
+   */
+  open(kid: string, stored: string): Promise<string>;
+  /** Whether the stored value is already sealed under the first KEK (so `reencrypt` leaves it). */
+  sealedWithPrimary(stored: string): Promise<boolean>;
+}
+
+/** Marks a stored private key that is encrypted. */
+export const SEALED_PREFIX = "enc:A256GCM:";
+
+/** The `privateJwk` of a key held by a `signer` outside plantgate: there is no private part to store. */
+export const EXTERNAL_PRIVATE_KEY = "external";
+
+/** Where the KEKs come from, for messages: the option and the variable the example servers read. */
+export const KEK_SOURCE = "PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)";
+
+/**
+ * A stored signing key cannot be opened: no configured key encryption key matches it, or it does
+ * not decrypt. The message is one line that names the variable and the kid, never key material.
+ */
+export class KeyEncryptionError extends Error {
+  override readonly name = "KeyEncryptionError";
+}
+
+/** Whether a stored `privateJwk` is sealed (else clear JWK text, or {@link EXTERNAL_PRIVATE_KEY}). */
+export const isSealed = (stored: string): boolean => stored.startsWith(SEALED_PREFIX);
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true });
+const KEK_ID_LABEL = encoder.encode("plantgate key encryption key id\0");
+
+function fromBase64url(text: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
+  return fromBase64(text.replace(/-/g, "+").replace(/_/g, "/"));
+}
+
+/**
+ * Parses KEKs given as base64url text (each exactly 32 bytes); a comma-separated string is split.
+ * The error names the position of a bad entry, never its value.
+ *
+ * @example
+ * const keks = parseKeyEncryptionKeys(process.env.PLANTGATE_KEY_ENCRYPTION_KEY ?? "");
+ */
+export function parseKeyEncryptionKeys(input: string | readonly string[]): Uint8Array[] {
+  const list = typeof input === "string" ? input.split(",") : [...input];
+  const out: Uint8Array[] = [];
+  for (const [i, raw] of list.entries()) {
+    const text = typeof raw === "string" ? raw.trim() : "";
+    const bytes = fromBase64url(text);
+    if (bytes === null || bytes.length !== 32) {
+      throw new TypeError(`keyEncryptionKeys: entry ${i + 1} is not a base64url-encoded 256-bit key (43 characters)`);
+    }
+    out.push(bytes);
+  }
+  return out;
+}
+
+interface Kek {
+  id: string;
+  key: CryptoKey;
+}
+
+/**
+ * Key encryption over the given KEKs (see {@link parseKeyEncryptionKeys}); none = keys stay clear.
+ *
+ * @example
+ * const enc = createKeyEncryption(parseKeyEncryptionKeys([kek]));
+ * const stored = await enc.seal("kid-1", privateJwkText);
+ */
+export function createKeyEncryption(keks: readonly Uint8Array[]): KeyEncryption {
+  let prepared: Promise<Kek[]> | null = null;
+  const ready = (): Promise<Kek[]> =>
+    (prepared ??= Promise.all(
+      keks.map(async (raw) => {
+        const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new Uint8Array([...KEK_ID_LABEL, ...raw])));
+        // Not extractable: the raw KEK stays only in the caller's options.
+        const key = await crypto.subtle.importKey("raw", raw as Uint8Array<ArrayBuffer>, "AES-GCM", false, ["encrypt", "decrypt"]);
+        return { id: base64url(digest.subarray(0, 8)), key };
+      }),
+    ));
+  const aad = (kid: string) => encoder.encode(kid);
+
+  return {
+    configured: keks.length > 0,
+    async seal(kid, privateJwk) {
+      const [primary] = await ready();
+      if (!primary) throw new KeyEncryptionError(`no key encryption key is configured; set ${KEK_SOURCE}`);
+      // A fresh random 96-bit IV per seal, always from the platform: never the injectable test randomness.
+      const iv = crypto.getRandomValues(new Uint8Array(12));
+      const sealed = await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: aad(kid), tagLength: 128 }, primary.key, encoder.encode(privateJwk));
+      return `${SEALED_PREFIX}${primary.id}:${base64url(iv)}:${base64url(new Uint8Array(sealed))}`;
+    },
+    async open(kid, stored) {
+      if (!isSealed(stored)) return stored;
+      const [id, ivText, ctText] = stored.slice(SEALED_PREFIX.length).split(":");
+      const kek = (await ready()).find((k) => k.id === id);
+      if (!kek) {
+        throw new KeyEncryptionError(
+          keks.length === 0
+            ? `signing key ${kid} is stored encrypted and no key encryption key is configured; set ${KEK_SOURCE}`
+            : `signing key ${kid} is encrypted with a key encryption key that is not configured; add it to ${KEK_SOURCE}`,
+        );
+      }
+      const iv = fromBase64url(ivText ?? "");
+      const ct = fromBase64url(ctText ?? "");
+      try {
+        if (iv === null || ct === null || iv.length !== 12) throw new Error("malformed");
+        const clear = await crypto.subtle.decrypt({ name: "AES-GCM", iv: iv as Uint8Array<ArrayBuffer>, additionalData: aad(kid), tagLength: 128 }, kek.key, ct as Uint8Array<ArrayBuffer>);
+        return decoder.decode(clear);
+      } catch {
+        throw new KeyEncryptionError(`signing key ${kid} does not decrypt with its key encryption key (the stored row was altered or belongs to another kid); check ${KEK_SOURCE}`);
+      }
+    },
+    async sealedWithPrimary(stored) {
+      const [primary] = await ready();
+      return primary !== undefined && stored.startsWith(`${SEALED_PREFIX}${primary.id}:`);
+    },
+  };
+}

@@ -1,0 +1,235 @@
+/**
+ * Private signing keys at rest: AES-256-GCM under the key encryption keys (the first encrypts, all
+ * decrypt), the kid as associated data; clear keys are encrypted at the first start with a KEK;
+ * `reencrypt` moves every key to the first KEK; a start without a matching KEK is refused with one
+ * line naming the variable; without any KEK a warning is given once. And the `signer` option.
+ */
+import { calculateJwkThumbprint, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
+import { describe, expect, it } from "vitest";
+import { AdminError, ConfigError, createMemoryStorage, createPlantgate, KeyEncryptionError, optionsFromEnv, type Storage } from "../src/index.js";
+import { getAccounts } from "./api-helpers.js";
+import { BASE, clientToken, harness, manualClock } from "./helpers.js";
+
+const kek = () => btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32)))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const quiet = { error() {}, warn() {} };
+const kidOf = (token: string) => decodeProtectedHeader(token).kid!;
+
+/** The private members of every stored key that is in clear; [] when all are sealed. */
+async function clearPrivateMembers(storage: Storage): Promise<string[]> {
+  const out: string[] = [];
+  for (const k of await storage.signingKeys.list()) if (k.privateJwk.startsWith("{")) out.push((JSON.parse(k.privateJwk) as { d: string }).d);
+  return out;
+}
+
+describe("encryption at rest (keyEncryptionKeys)", () => {
+  it("every stored private key is sealed under the KEK, tokens are signed and verify, and another instance with the KEK loads them", async () => {
+    const k1 = kek();
+    const h = await harness({ keyEncryptionKeys: [k1] });
+    const token = await clientToken(h);
+    await h.app.admin.rotateSigningKey();
+    const stored = await h.app.storage.signingKeys.list();
+    expect(stored).toHaveLength(2);
+    for (const r of stored) {
+      expect(r.privateJwk).toMatch(/^enc:A256GCM:[A-Za-z0-9_-]{11}:[A-Za-z0-9_-]{16}:[A-Za-z0-9_-]+$/);
+      expect(r.privateJwk).not.toContain(k1);
+    }
+    expect((await getAccounts(h.app, token)).status).toBe(200);
+    const other = createPlantgate({ storage: h.app.storage, keyEncryptionKeys: k1, clock: h.clock.now, logger: quiet });
+    expect(await other.jwks()).toEqual(await h.app.jwks());
+    expect((await getAccounts(other, token)).status).toBe(200);
+  });
+
+  it("a sealed key copied onto another kid's row does not open (the kid is the associated data)", async () => {
+    const k1 = kek();
+    const h = await harness({ keyEncryptionKeys: [k1] });
+    await clientToken(h);
+    const [only] = await h.app.storage.signingKeys.list();
+    const storage = createMemoryStorage();
+    await storage.signingKeys.create({ ...only!, kid: "someone-else" });
+    const app = createPlantgate({ storage, keyEncryptionKeys: [k1], logger: quiet });
+    await expect(app.jwks()).rejects.toThrow(
+      new KeyEncryptionError(
+        "signing key someone-else does not decrypt with its key encryption key (the stored row was altered or belongs to another kid); check PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)",
+      ),
+    );
+  });
+
+  it("refuses to start with sealed keys and no KEK, or a KEK that does not match: one line naming the variable, never a key", async () => {
+    const k1 = kek();
+    const k2 = kek();
+    const h = await harness({ keyEncryptionKeys: [k1] });
+    const kid = kidOf(await clientToken(h));
+    const none = createPlantgate({ storage: h.app.storage, logger: quiet });
+    const noneError = await none.jwks().then(() => null, (e: unknown) => e as Error);
+    expect(noneError).toBeInstanceOf(KeyEncryptionError);
+    expect(noneError!.message).toBe(
+      `signing key ${kid} is stored encrypted and no key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)`,
+    );
+    const wrong = createPlantgate({ storage: h.app.storage, keyEncryptionKeys: [k2], logger: quiet });
+    const wrongError = await wrong.jwks().then(() => null, (e: unknown) => e as Error);
+    expect(wrongError).toBeInstanceOf(KeyEncryptionError);
+    expect(wrongError!.message).toBe(
+      `signing key ${kid} is encrypted with a key encryption key that is not configured; add it to PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)`,
+    );
+    for (const e of [noneError!, wrongError!]) {
+      expect(e.message).not.toContain("\n");
+      expect(e.message).not.toContain(k1);
+      expect(e.message).not.toContain(k2);
+    }
+    // A token request on such an instance is a plain 500 with nothing internal in it.
+    const res = await none.fetch(new Request(`${BASE}/.well-known/jwks.json`));
+    expect([res.status, await res.json()]).toEqual([500, { error: 1500, message: "The server encountered an unexpected error." }]);
+  });
+
+  it("keys stored in clear are encrypted at the first start with a KEK and keep signing under the same kid", async () => {
+    const clock = manualClock();
+    const storage = createMemoryStorage();
+    const before = createPlantgate({ storage, clock: clock.now, logger: quiet });
+    const kid = ((await before.jwks()).keys[0] as { kid: string }).kid;
+    const clear = await clearPrivateMembers(storage);
+    expect(clear).toHaveLength(1);
+    const after = createPlantgate({ storage, clock: clock.now, keyEncryptionKeys: [kek()], logger: quiet });
+    expect(((await after.jwks()).keys as { kid: string }[]).map((k) => k.kid)).toEqual([kid]);
+    expect(await clearPrivateMembers(storage)).toEqual([]);
+    expect(JSON.stringify(await storage.signingKeys.list())).not.toContain(clear[0]);
+  });
+
+  it("KEK rotation: with [new, old] reencrypt moves every key to the new KEK; afterwards the new one alone suffices and the old alone is refused", async () => {
+    const oldKek = kek();
+    const newKek = kek();
+    const h = await harness({ keyEncryptionKeys: [oldKek] });
+    const token = await clientToken(h);
+    await h.app.admin.rotateSigningKey();
+    const before = await h.app.storage.signingKeys.list();
+    const both = createPlantgate({ storage: h.app.storage, keyEncryptionKeys: [newKek, oldKek], clock: h.clock.now, logger: quiet });
+    // Already-sealed keys are not moved by a start: only reencrypt does that.
+    expect(await both.jwks()).toEqual(await h.app.jwks());
+    expect(await h.app.storage.signingKeys.list()).toEqual(before);
+    const result = await both.admin.reencryptSigningKeys();
+    expect(result.reencrypted.sort()).toEqual(before.map((k) => k.kid).sort());
+    expect(result.unchanged).toEqual([]);
+    expect(await both.admin.reencryptSigningKeys()).toEqual({ reencrypted: [], unchanged: expect.arrayContaining(before.map((k) => k.kid)) });
+    const onlyNew = createPlantgate({ storage: h.app.storage, keyEncryptionKeys: newKek, clock: h.clock.now, logger: quiet });
+    expect((await getAccounts(onlyNew, token)).status).toBe(200);
+    const onlyOld = createPlantgate({ storage: h.app.storage, keyEncryptionKeys: oldKek, clock: h.clock.now, logger: quiet });
+    await expect(onlyOld.jwks()).rejects.toBeInstanceOf(KeyEncryptionError);
+    // Without any KEK there is nothing to re-encrypt under.
+    const plain = createPlantgate({ storage: createMemoryStorage(), logger: quiet });
+    await expect(plain.admin.reencryptSigningKeys()).rejects.toThrow(
+      new AdminError("No key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)."),
+    );
+  });
+
+  it("reencrypt also encrypts keys stored in clear", async () => {
+    const storage = createMemoryStorage();
+    await createPlantgate({ storage, logger: quiet }).jwks();
+    const app = createPlantgate({ storage, keyEncryptionKeys: [kek()], logger: quiet });
+    // Straight to the admin: no load has run, so the key is still in clear.
+    expect(await clearPrivateMembers(storage)).toHaveLength(1);
+    const { reencrypted } = await app.admin.reencryptSigningKeys();
+    expect(reencrypted).toHaveLength(1);
+    expect(await clearPrivateMembers(storage)).toEqual([]);
+  });
+
+  it("without a KEK, a given store gets one warning at the first load (not per reload); none with a KEK or the default in-memory store", async () => {
+    const clock = manualClock();
+    const warnings: string[] = [];
+    const logger = { error() {}, warn: (m: string) => void warnings.push(m) };
+    const app = createPlantgate({ storage: createMemoryStorage(), clock: clock.now, logger });
+    await app.jwks();
+    clock.advance(120_000);
+    await app.jwks();
+    expect(warnings).toEqual([
+      "signing keys are stored in clear: anyone who can read the store can sign tokens; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys) to encrypt them at rest",
+    ]);
+    warnings.length = 0;
+    await createPlantgate({ storage: createMemoryStorage(), keyEncryptionKeys: [kek()], logger }).jwks();
+    await createPlantgate({ logger }).jwks();
+    expect(warnings).toEqual([]);
+  });
+
+  it("malformed KEKs are refused at construction and from the environment, naming the position, never the value", () => {
+    const short = "c2hvcnQ";
+    expect(() => createPlantgate({ keyEncryptionKeys: [kek(), short] })).toThrow(
+      new TypeError("keyEncryptionKeys: entry 2 is not a base64url-encoded 256-bit key (43 characters)"),
+    );
+    const envError = (() => {
+      try {
+        optionsFromEnv({ PLANTGATE_KEY_ENCRYPTION_KEY: `${kek()},${short}` });
+        return null;
+      } catch (e) {
+        return e as Error;
+      }
+    })();
+    expect(envError).toBeInstanceOf(ConfigError);
+    expect(envError!.message).toBe(
+      "PLANTGATE_KEY_ENCRYPTION_KEY: entry 2 is not a base64url-encoded 256-bit key (43 characters); give one or more comma-separated base64url 256-bit keys",
+    );
+    const a = kek();
+    const b = kek();
+    expect(optionsFromEnv({ PLANTGATE_KEY_ENCRYPTION_KEY: ` ${a} , ${b}` }).keyEncryptionKeys).toEqual([a, b]);
+    expect(optionsFromEnv({ PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY: "1209600" }).signingKeyActivationDelaySeconds).toBe(1_209_600);
+    expect(() => optionsFromEnv({ PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY: "60" })).toThrow(
+      new ConfigError('PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY must be at least 360 (the JWKS cache lifetime plus the key reload interval), got "60"'),
+    );
+  });
+});
+
+describe("signer: a key held outside plantgate", () => {
+  async function nonExtractableSigner() {
+    const { privateKey, publicKey } = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"])) as CryptoKeyPair;
+    const publicJwk = await crypto.subtle.exportKey("jwk", publicKey);
+    const inputs: string[] = [];
+    return {
+      inputs,
+      publicJwk,
+      signer: {
+        alg: "ES256" as const,
+        publicJwk,
+        sign: async (data: Uint8Array) => {
+          inputs.push(new TextDecoder().decode(data));
+          return new Uint8Array(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, privateKey, data as Uint8Array<ArrayBuffer>));
+        },
+      },
+    };
+  }
+
+  it("signs every token with a non-extractable Web Crypto key: the JWKS publishes its public key, tokens verify here and with jose", async () => {
+    const { signer, inputs, publicJwk } = await nonExtractableSigner();
+    const h = await harness({ signer });
+    const token = await clientToken(h);
+    const kid = await calculateJwkThumbprint({ kty: publicJwk.kty!, crv: publicJwk.crv!, x: publicJwk.x!, y: publicJwk.y! });
+    expect(decodeProtectedHeader(token)).toEqual({ alg: "ES256", kid, typ: "at+jwt" });
+    expect(inputs).toEqual([token.split(".").slice(0, 2).join(".")]);
+    const jwks = await h.app.jwks();
+    expect(jwks).toEqual({ keys: [{ kty: "EC", crv: "P-256", x: publicJwk.x, y: publicJwk.y, kid, alg: "ES256", use: "sig" }] });
+    const { payload } = await jwtVerify(token, createLocalJWKSet(jwks as never), { issuer: BASE, audience: BASE, currentDate: new Date(h.clock.now()) });
+    expect(payload.client_id).toBe(h.clientId);
+    expect((await getAccounts(h.app, token)).status).toBe(200);
+    // Only the public key reaches storage.
+    expect(await h.app.storage.signingKeys.list()).toEqual([
+      { kid, alg: "ES256", privateJwk: "external", publicJwk: JSON.stringify({ kty: "EC", crv: "P-256", x: publicJwk.x, y: publicJwk.y, kid, alg: "ES256" }), createdAt: h.clock.now(), activatesAt: h.clock.now() },
+    ]);
+    await expect(h.app.admin.rotateSigningKey()).rejects.toThrow(new AdminError("The signing key is held by a signer (option signer); rotate it by changing the signer."));
+    expect((await h.app.admin.listSigningKeys()).map((k) => [k.kid, k.status])).toEqual([[kid, "active"]]);
+  });
+
+  it("an instance without the signer verifies its tokens from the stored public key; a host crypto provider is not asked to sign for it", async () => {
+    const { signer } = await nonExtractableSigner();
+    const asked: string[] = [];
+    const h = await harness({ signer, crypto: { sign: (alg) => void asked.push(alg) } });
+    const token = await clientToken(h);
+    expect(asked).toEqual([]);
+    const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: quiet });
+    expect((await getAccounts(other, token)).status).toBe(200);
+  });
+
+  it("is refused with signingKey, without a sign function, or with a private JWK (which is never echoed)", async () => {
+    const { signer } = await nonExtractableSigner();
+    expect(() => createPlantgate({ signer, signingKey: '{"kty":"EC","d":"x"}' })).toThrow(new TypeError("give either signingKey or signer, not both"));
+    expect(() => createPlantgate({ signer: { ...signer, sign: undefined as never } })).toThrow(new TypeError("signer must have a sign(data) function"));
+    expect(() => createPlantgate({ signer: { ...signer, publicJwk: { ...signer.publicJwk, d: "secret-d" } } })).toThrow(
+      new TypeError("signer.publicJwk must be the public key only (it has a 'd' member)"),
+    );
+  });
+});
