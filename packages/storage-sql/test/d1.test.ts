@@ -135,10 +135,11 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
     expect(await tableNames()).not.toContain(TABLES.sessions);
     // As the release of that version wrote it: no position yet.
     const a = account(1);
-    await binding
-      .prepare(`insert into "${TABLES.accounts}" (id, username, display_name, email, roles, enabled, created_at, password_hash) values (?, ?, null, null, '[]', 1, ?, ?)`)
-      .bind(a.id, a.username, a.createdAt, a.passwordHash)
-      .run();
+    await binding.batch([
+      binding
+        .prepare(`insert into "${TABLES.accounts}" (id, username, display_name, email, roles, enabled, created_at, password_hash) values (?, ?, null, null, '[]', 1, ?, ?)`)
+        .bind(a.id, a.username, a.createdAt, a.passwordHash),
+    ]);
     await storage.refreshTokens.create(token("old"));
     expect(await storage.plants.create({ id: 9223372036854775807n, name: "max", tag: null })).toBe(true);
 

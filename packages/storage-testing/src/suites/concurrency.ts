@@ -46,7 +46,7 @@ export function concurrencySuite(s: SuiteContext): void {
     it("10 parallel createMany batches of 5 with 12 single creates: each batch lands contiguous, in its input order", async () => {
       const batches = Array.from({ length: 10 }, (_, b) => Array.from({ length: 5 }, (_, i) => accountRecord({ id: `b${b}-${4 - i}`, username: `batch-${b}-${i}` })));
       const singles = Array.from({ length: 12 }, (_, i) => accountRecord({ id: `single-${i}`, username: `single-${i}` }));
-      const results = await inParallel(22, (i) => (i < 10 ? s.storage().accounts.createMany(batches[i]!) : s.storage().accounts.create(singles[i - 10]!)));
+      const results = await inParallel<boolean | number | null>(22, (i) => (i < 10 ? s.storage().accounts.createMany(batches[i]!) : s.storage().accounts.create(singles[i - 10]!)));
       expect(results, "every batch and every create succeeds").toEqual([...Array<null>(10).fill(null), ...Array<boolean>(12).fill(true)]);
       const ids = await expectGaplessListing(s.storage(), [...batches.flat(), ...singles].map((r) => r.id));
       for (const [b, batch] of batches.entries()) {
