@@ -1,12 +1,12 @@
 // `pnpm bench [--quick]`: plantgate side by side with a bare node:http server,
-// @node-oauth/oauth2-server and oidc-provider, then the memory check and PostgreSQL paging.
+// @node-oauth/oauth2-server and oidc-provider, then the memory check and paging (PostgreSQL, SQLite).
 // See the README's "Performance" section for what each row means.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freshFleetStore, REDIS_URL, redisReachable } from "./fleet.js";
 import { measureHashCost, type HashCost } from "./hash-cost.js";
-import { measurePaging, postgresReachable, type PagingResult } from "./paging.js";
+import { ENGINE_LABEL, measurePaging, postgresReachable, type PagingEngine, type PagingResult } from "./paging.js";
 import { BENCH_DIR, startServer, tools, type ServerProcess } from "./proc.js";
 import { BASIC_AUTH, DEFAULT_BENCH_ITERATIONS, PASSWORD, username, USERS } from "./shared.js";
 import { errorCount, runWrk, type WrkResult } from "./wrk.js";
@@ -15,8 +15,8 @@ const quick = process.argv.includes("--quick") || process.env.BENCH_QUICK === "1
 const iterations = Number(process.env.BENCH_ITERATIONS ?? DEFAULT_BENCH_ITERATIONS);
 const PG_URL = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const settings = quick
-  ? { warmup: 1, rounds: 2, seconds: 2, connections: 32, memoryTotal: 100_000, memoryCheckpoint: 10_000, pagingAccounts: 100_000, pagingSamples: 5 }
-  : { warmup: 2, rounds: 3, seconds: 2, connections: 32, memoryTotal: 1_000_000, memoryCheckpoint: 100_000, pagingAccounts: 1_000_000, pagingSamples: 7 };
+  ? { warmup: 1, rounds: 2, seconds: 2, connections: 32, memoryTotal: 100_000, memoryCheckpoint: 10_000, pagingAccounts: 100_000, pagingSamples: 11 }
+  : { warmup: 2, rounds: 3, seconds: 2, connections: 32, memoryTotal: 1_000_000, memoryCheckpoint: 100_000, pagingAccounts: 1_000_000, pagingSamples: 25 };
 const only = process.env.BENCH_ONLY?.split(",");
 // The memory check's length is bounded by plantgate's own throughput; BENCH_MEMORY_REQUESTS
 // shortens it (the checkpoint stays at a tenth) when a run must fit a time box.
@@ -292,7 +292,38 @@ interface Target {
   pass: boolean | null;
 }
 
-function targets(rows: Row[], paging: PagingResult | null, memory: MemoryCheck | null): Target[] {
+/** Accounts of the small paging run, the reference for the deep pages of the large one. */
+const PAGING_SMALL = 10_000;
+const PAGING_P50_MS = 3;
+
+function pagingTargets(paging: PagingResult[]): Target[] {
+  const out: Target[] = [];
+  for (const engine of ["postgres", "sqlite"] as PagingEngine[]) {
+    const label = ENGINE_LABEL[engine];
+    const large = paging.find((p) => p.engine === engine && p.accounts === settings.pagingAccounts);
+    const small = paging.find((p) => p.engine === engine && p.accounts === PAGING_SMALL);
+    const n = settings.pagingAccounts.toLocaleString("en-US");
+    out.push(
+      large
+        ? {
+            name: `${label}, ${n} accounts: page 1, middle and last page each p50 <= ${PAGING_P50_MS} ms`,
+            value: [large.firstMs, large.middleMs, large.lastMs].map((l) => l.p50.toFixed(2)).join(" / ") + " ms",
+            pass: Math.max(large.firstMs.p50, large.middleMs.p50, large.lastMs.p50) <= PAGING_P50_MS,
+          }
+        : { name: `${label} paging at ${n} accounts`, value: "not run", pass: null },
+      large && small
+        ? {
+            name: `${label}: last page at ${n} accounts within 1.5x of page 1 at ${PAGING_SMALL.toLocaleString("en-US")} (p50)`,
+            value: `${(large.lastMs.p50 / small.firstMs.p50).toFixed(2)}x`,
+            pass: large.lastMs.p50 <= 1.5 * small.firstMs.p50,
+          }
+        : { name: `${label}: last page at ${n} vs page 1 at ${PAGING_SMALL.toLocaleString("en-US")}`, value: "not run", pass: null },
+    );
+  }
+  return out;
+}
+
+function targets(rows: Row[], paging: PagingResult[], memory: MemoryCheck | null): Target[] {
   const rps = (w: Workload, id: string) => rows.find((r) => r.workload === w && r.contender.id === id)?.rps;
   const bare = rps("baseline", "bare");
   const ratio = (w: Workload, id: string, min: number, name: string): Target => {
@@ -319,9 +350,7 @@ function targets(rows: Row[], paging: PagingResult | null, memory: MemoryCheck |
       if (memory === undefined || fleet === undefined) return { name, value: "not run", pass: null };
       return { name, value: `${(fleet / memory).toFixed(2)}x`, pass: fleet / memory >= 0.7 };
     })("Client credentials on PostgreSQL + Redis >= 0.70x the memory store"),
-    paging
-      ? { name: `PostgreSQL, ${paging.accounts.toLocaleString("en-US")} accounts: last page <= 3x page 1 (p50)`, value: `${(paging.lastMs.p50 / paging.firstMs.p50).toFixed(2)}x`, pass: paging.lastMs.p50 <= 3 * paging.firstMs.p50 }
-      : { name: "PostgreSQL paging: last page <= 3x page 1", value: "not run", pass: null },
+    ...pagingTargets(paging),
     memory
       ? {
           name: `Memory: RSS after ${memory.total.toLocaleString("en-US")} requests within 10% of RSS after ${memory.checkpoint.toLocaleString("en-US")}`,
@@ -332,7 +361,7 @@ function targets(rows: Row[], paging: PagingResult | null, memory: MemoryCheck |
   ];
 }
 
-function render(rows: Row[], hash: HashCost[], memory: MemoryCheck | null, memoryNote: string | null, paging: PagingResult | null, pagingNote: string | null, seconds: number): string {
+function render(rows: Row[], hash: HashCost[], memory: MemoryCheck | null, memoryNote: string | null, paging: PagingResult[], pagingNotes: string[], seconds: number): string {
   const bare = rows.find((r) => r.workload === "baseline")?.rps;
   const lines: string[] = [];
   lines.push(`# plantgate benchmark${quick ? " (quick smoke run: numbers are not comparable)" : ""}`);
@@ -367,16 +396,15 @@ function render(rows: Row[], hash: HashCost[], memory: MemoryCheck | null, memor
     lines.push(`Memory check: ${memoryNote}`);
     lines.push("");
   }
-  if (paging) {
+  const ms = (l: { p50: number; max: number }) => `p50 ${l.p50.toFixed(2)} ms (max ${l.max.toFixed(2)})`;
+  for (const p of paging) {
     lines.push(
-      `Paging on PostgreSQL (${paging.accounts.toLocaleString("en-US")} accounts, pageSize 20, ${paging.samples} sequential requests each${paging.seedSeconds !== null ? `, seeded in ${paging.seedSeconds.toFixed(1)} s` : ", seeded earlier"}): ` +
-        `page 1 p50 ${paging.firstMs.p50.toFixed(2)} ms (max ${paging.firstMs.max.toFixed(2)}), last page (${paging.lastPage}) p50 ${paging.lastMs.p50.toFixed(2)} ms (max ${paging.lastMs.max.toFixed(2)}).`,
+      `Paging on ${ENGINE_LABEL[p.engine]} (${p.accounts.toLocaleString("en-US")} accounts, pageSize 20, ${p.samples} sequential requests each${p.seedSeconds !== null ? `, seeded in ${p.seedSeconds.toFixed(1)} s` : ", seeded earlier"}): ` +
+        `page 1 ${ms(p.firstMs)}, middle page (${p.middlePage}) ${ms(p.middleMs)}, last page (${p.lastPage}) ${ms(p.lastMs)}.`,
     );
-    lines.push("");
-  } else if (pagingNote) {
-    lines.push(`Paging on PostgreSQL: ${pagingNote}`);
-    lines.push("");
   }
+  for (const note of pagingNotes) lines.push(`Paging: ${note}`);
+  if (paging.length > 0 || pagingNotes.length > 0) lines.push("");
   lines.push("| Target | Result | |");
   lines.push("| --- | ---: | --- |");
   for (const t of targets(rows, paging, memory)) lines.push(`| ${t.name} | ${t.value} | ${t.pass === null ? "NOT RUN" : t.pass ? "PASS" : "FAIL"} |`);
@@ -424,19 +452,25 @@ async function main(): Promise<number> {
     }
   }
 
-  let paging: PagingResult | null = null;
-  let pagingNote: string | null = null;
+  const paging: PagingResult[] = [];
+  const pagingNotes: string[] = [];
   if (!only || only.includes("paging")) {
-    if (await postgresReachable(PG_URL)) {
-      log(`paging on PostgreSQL with ${settings.pagingAccounts.toLocaleString("en-US")} accounts`);
-      paging = await measurePaging(PG_URL, settings.pagingAccounts, settings.pagingSamples);
-    } else {
-      pagingNote = "skipped: PostgreSQL not reachable (set BENCH_DATABASE_URL).";
-      log(`paging: ${pagingNote}`);
+    const engines: PagingEngine[] = [];
+    if (await postgresReachable(PG_URL)) engines.push("postgres");
+    else {
+      pagingNotes.push("PostgreSQL skipped: not reachable (set BENCH_DATABASE_URL).");
+      log(`paging: ${pagingNotes.at(-1)}`);
+    }
+    engines.push("sqlite");
+    for (const engine of engines) {
+      for (const count of [PAGING_SMALL, settings.pagingAccounts]) {
+        log(`paging on ${ENGINE_LABEL[engine]} with ${count.toLocaleString("en-US")} accounts`);
+        paging.push(await measurePaging(engine, PG_URL, count, settings.pagingSamples));
+      }
     }
   }
 
-  const markdown = render(rows, hash, memory, memoryNote, paging, pagingNote, (performance.now() - t0) / 1000);
+  const markdown = render(rows, hash, memory, memoryNote, paging, pagingNotes, (performance.now() - t0) / 1000);
   console.log(markdown);
   const resultsDir = join(BENCH_DIR, "results");
   mkdirSync(resultsDir, { recursive: true });

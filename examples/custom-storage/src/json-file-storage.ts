@@ -75,6 +75,9 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
   const clients = new Map(state.clients.map((r) => [r.clientId, r]));
   const accounts = new Map(state.accounts.map((r) => [r.id, r]));
   const usernames = new Map(state.accounts.map((r) => [r.username, r.id]));
+  // The file lists accounts in creation order (a Map keeps insertion order, and that is the order
+  // they are written in), so their places survive a restart; a page is a slice of this array.
+  const accountOrder = state.accounts.map((r) => r.id);
   const refresh = new Map(state.refreshTokens.map((r) => [r.tokenHash, r]));
   const plants = new Map<bigint, PlantRecord>(state.plants.map((p) => [BigInt(p.id), { id: BigInt(p.id), name: p.name, tag: p.tag }]));
   const keys = new Map(state.signingKeys.map((r) => [r.kid, r]));
@@ -87,7 +90,7 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
       format: FORMAT,
       version: VERSION,
       clients: [...clients.values()],
-      accounts: [...accounts.values()],
+      accounts: accountOrder.map((id) => accounts.get(id)!),
       refreshTokens: [...refresh.values()],
       plants: [...plants.values()].map((p) => ({ id: p.id.toString(), name: p.name, tag: p.tag })),
       signingKeys: [...keys.values()],
@@ -165,6 +168,7 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         if (accounts.has(record.id) || usernames.has(record.username)) return false;
         accounts.set(record.id, copyAccount(record));
         usernames.set(record.username, record.id);
+        accountOrder.push(record.id);
         await persist();
         return true;
       },
@@ -182,6 +186,7 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         for (const r of records) {
           accounts.set(r.id, copyAccount(r));
           usernames.set(r.username, r.id);
+          accountOrder.push(r.id);
         }
         await persist();
         return null;
@@ -194,8 +199,7 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         return true;
       },
       async list(offset, limit) {
-        const ids = [...accounts.keys()].sort(byCodeUnit);
-        return { items: ids.slice(offset, offset + limit).map((id) => copyAccount(accounts.get(id)!)), total: ids.length };
+        return { items: accountOrder.slice(offset, offset + limit).map((id) => copyAccount(accounts.get(id)!)), total: accountOrder.length };
       },
     },
 

@@ -54,6 +54,20 @@ describe("JSON file storage: persistence", () => {
     expect(await reopened.clients.list()).toStrictEqual([client]);
   });
 
+  it("accounts keep their places in creation order across re-opening the file", async () => {
+    const account = (id: string, username: string) => ({ id, username, displayName: null, email: null, roles: [], enabled: true, createdAt: 1_700_000_000_000, passwordHash: "$pbkdf2-sha256$i=1,l=32$c2FsdA$aGFzaA" });
+    const first = await createJsonFileStorage(file);
+    expect(await first.accounts.create(account("z", "zed"))).toBe(true);
+    expect(await first.accounts.createMany([account("m", "em"), account("a", "ay")])).toBeNull();
+    expect(await first.accounts.setEnabled("z", false)).toBe(true);
+    const reopened = await createJsonFileStorage(file);
+    expect(await reopened.accounts.create(account("b", "bee"))).toBe(true);
+    const page = await reopened.accounts.list(0, 10);
+    expect(page.items.map((a) => [a.id, a.enabled])).toEqual([["z", false], ["m", true], ["a", true], ["b", true]]);
+    expect(page.total).toBe(4);
+    expect((await reopened.accounts.list(1, 2)).items.map((a) => a.id)).toEqual(["m", "a"]);
+  });
+
   it("leaves no temp files behind and keeps the file private (0600)", async () => {
     const storage = await createJsonFileStorage(file);
     await Promise.all(Array.from({ length: 20 }, (_, i) => storage.plants.create({ id: BigInt(i), name: `p${i}`, tag: null })));

@@ -1,7 +1,8 @@
 /**
  * GET /rbac/ServerCommand/GetAccountList?page=&pageSize=: body {accounts, page, pageSize, total, totalPages};
  * page >= 1 (default 1), pageSize 1..100 (default 20); anything else 400 {error, message}; a page past
- * the end is 200 with an empty list; the order is stable so walking all pages sees each account once.
+ * the end is 200 with an empty list; the order is creation order (oldest first), stable, so walking all
+ * pages sees each account once.
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { createMemoryStorage, createPlantgate, StorageError, type AccountView, type Storage } from "../src/index.js";
@@ -65,7 +66,7 @@ describe("GetAccountList body", () => {
     const r = await list();
     expect(r.status).toBe(200);
     expect((r.body as Page).accounts).toEqual(
-      [alice, { id: bob.id, username: "bob", displayName: "Bob B.", email: "bob@example.test", roles: ["admin", "auditor"], enabled: false, createdAt: "2026-01-02T00:00:01.234Z" }].sort(byId),
+      [alice, { id: bob.id, username: "bob", displayName: "Bob B.", email: "bob@example.test", roles: ["admin", "auditor"], enabled: false, createdAt: "2026-01-02T00:00:01.234Z" }],
     );
     for (const a of (r.body as Page).accounts) expect(Object.keys(a).sort()).toEqual(["createdAt", "displayName", "email", "enabled", "id", "roles", "username"]);
   });
@@ -193,8 +194,8 @@ describe("GetAccountList paging", () => {
     const bySeven = await walk(7);
     expect(bySeven).toEqual(first);
     expect(((await list("pageSize=7")).body as Page).totalPages).toBe(7);
-    // The documented order (storage/types.ts AccountStore.list): by id, ascending, by code unit.
-    expect(first).toEqual([...all].sort(byId));
+    // The documented order (storage/types.ts AccountStore.list): creation order, oldest first.
+    expect(first).toEqual(all);
   });
 });
 

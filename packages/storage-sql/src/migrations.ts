@@ -197,12 +197,61 @@ async function keyActivationDown(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable(TABLES.signingKeys).dropColumn("activates_at").execute();
 }
 
+/**
+ * Account positions: each account gets its place in creation order (`position`, 1-based,
+ * gapless, unique), existing ones backfilled by `created_at` then `id`, and `pg_counters` holds
+ * the count, so GetAccountList reads an index range and one row instead of OFFSET and COUNT(*).
+ * Self-contained: adds one table, one column and one index, and rewrites no other row.
+ * Instances of an older release must be stopped first: their inserts carry no position.
+ */
+async function accountPositionsUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  const withOptions = <B extends { modifyEnd(e: Expression<unknown>): B }>(b: B): B => (t.tableOptions ? b.modifyEnd(t.tableOptions) : b);
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.counters)
+      .addColumn("name", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("value", "bigint", (c) => c.notNull()),
+  ).execute();
+  // NOT NULL needs a default for the rows already there; it is dropped again below where the
+  // engine can (SQLite cannot alter a column; every insert of ours sets the position anyway).
+  await db.schema.alterTable(TABLES.accounts).addColumn("position", "bigint", (c) => c.notNull().defaultTo(0)).execute();
+
+  const accounts = sql.table(TABLES.accounts);
+  const ranked = sql`(select ${sql.ref("id")}, row_number() over (order by ${sql.ref("created_at")}, ${sql.ref("id")}) as ${sql.ref("n")} from ${accounts})`;
+  switch (family) {
+    case "postgres":
+      await sql`update ${accounts} as a set ${sql.ref("position")} = r.n from ${ranked} as r where a.id = r.id`.execute(db);
+      await sql`alter table ${accounts} alter column ${sql.ref("position")} drop default`.execute(db);
+      break;
+    case "mysql":
+      // A derived table with a window function is materialized, so MySQL lets it feed an UPDATE of its own table.
+      await sql`update ${accounts} as a join ${ranked} as r on a.id = r.id set a.${sql.ref("position")} = r.n`.execute(db);
+      await sql`alter table ${accounts} alter column ${sql.ref("position")} drop default`.execute(db);
+      break;
+    case "sqlite":
+      await sql`update ${accounts} set ${sql.ref("position")} = r.n from ${ranked} as r where ${accounts}.id = r.id`.execute(db);
+      break;
+  }
+  await db.schema.createIndex("pg_accounts_position_key").on(TABLES.accounts).column("position").unique().execute();
+  await sql`insert into ${sql.table(TABLES.counters)} (${sql.ref("name")}, ${sql.ref("value")}) select 'accounts', count(*) from ${accounts}`.execute(db);
+}
+
+async function accountPositionsDown(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const drop = db.schema.dropIndex("pg_accounts_position_key");
+  await (family === "mysql" ? drop.on(TABLES.accounts) : drop).execute();
+  await db.schema.alterTable(TABLES.accounts).dropColumn("position").execute();
+  await db.schema.dropTable(TABLES.counters).ifExists().execute();
+}
+
 /** Every migration, oldest first. The version of a schema is the number of migrations applied. */
 function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
   return [
     ["0001_initial", { up: (db) => initialUp(db, family), down: initialDown }],
     ["0002_attempts_revoked_tokens_sessions", { up: (db) => hardeningUp(db, family), down: hardeningDown }],
     ["0003_signing_key_activation", { up: keyActivationUp, down: keyActivationDown }],
+    ["0004_account_positions", { up: (db) => accountPositionsUp(db, family), down: (db) => accountPositionsDown(db, family) }],
   ];
 }
 

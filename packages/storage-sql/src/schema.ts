@@ -22,6 +22,7 @@ export const TABLES = {
   attempts: "pg_attempts",
   revokedTokens: "pg_revoked_tokens",
   sessions: "pg_sessions",
+  counters: "pg_counters",
   migrations: "pg_migrations",
   migrationLock: "pg_migrations_lock",
 } as const;
@@ -68,6 +69,12 @@ export interface AccountTable {
   enabled: ColumnType<number | bigint | string, number, number>;
   created_at: Int64;
   password_hash: string;
+  /**
+   * Place in creation order, 1-based and gapless (unique index): assigned from the `accounts`
+   * counter of {@link CounterTable} in the transaction of the insert, so a page is an index range.
+   * Optional on insert only in type: the account store always computes it in SQL.
+   */
+  position: ColumnType<number | bigint | string, number | undefined, number>;
 }
 
 /** `pg_refresh_tokens`: refresh tokens by SHA-256; indexed by family and by account. */
@@ -128,6 +135,15 @@ export interface SessionTable {
 }
 
 /**
+ * `pg_counters`: named counters kept in the same transaction as the rows they count. `accounts`
+ * is the number of accounts, and so the place of the newest one.
+ */
+export interface CounterTable {
+  name: string;
+  value: Int64;
+}
+
+/**
  * The Kysely database type of plantgate's tables. Type your own `Kysely<Database>` with it when
  * you build the instance yourself (D1, a shared pool) and pass it to `createSqlStorage`.
  *
@@ -148,4 +164,5 @@ export interface Database {
   pg_attempts: AttemptTable;
   pg_revoked_tokens: RevokedTokenTable;
   pg_sessions: SessionTable;
+  pg_counters: CounterTable;
 }

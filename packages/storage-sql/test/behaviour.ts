@@ -41,7 +41,9 @@ const token = (tokenHash: string, overrides: Partial<RefreshTokenRecord> = {}): 
 });
 
 const V1_TABLES = [TABLES.accounts, TABLES.clients, TABLES.migrations, TABLES.migrationLock, TABLES.plants, TABLES.refreshTokens, TABLES.signingKeys].sort();
-const ALL_TABLES = [...V1_TABLES, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions].sort();
+const V2_TABLES = [...V1_TABLES, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions].sort();
+const ALL_TABLES = [...V2_TABLES, TABLES.counters].sort();
+const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions"];
 
 /** The table names present in the test database, from the engine's catalog. */
 async function tables(engine: Engine, db: FreshDatabase): Promise<string[]> {
@@ -51,6 +53,16 @@ async function tables(engine: Engine, db: FreshDatabase): Promise<string[]> {
     mysql: "select table_name as name from information_schema.tables where table_schema = database()",
   }[engine.family];
   return (await engine.exec(db, statement)).map((r) => String(r.name ?? r.NAME ?? r.TABLE_NAME)).filter((n) => n.startsWith("pg_")).sort();
+}
+
+/** Inserts an account as a release before account positions did (no position), on the admin connection. */
+async function insertPrePositionAccount(engine: Engine, db: FreshDatabase, r: AccountRecord): Promise<void> {
+  const text = (v: string | null) => (v === null ? "null" : `'${v.replace(/'/g, "''")}'`);
+  await engine.exec(
+    db,
+    `insert into ${TABLES.accounts} (id, username, display_name, email, roles, enabled, created_at, password_hash) values ` +
+      `(${text(r.id)}, ${text(r.username)}, ${text(r.displayName)}, ${text(r.email)}, ${text(JSON.stringify(r.roles))}, ${r.enabled ? 1 : 0}, ${r.createdAt}, ${text(r.passwordHash)})`,
+  );
 }
 
 export function describeSqlBehaviour(engine: Engine): void {
@@ -80,8 +92,8 @@ export function describeSqlBehaviour(engine: Engine): void {
         expect(storage.family).toBe(engine.family);
         expect(await tables(engine, db)).toEqual(ALL_TABLES);
         const executed = await engine.exec(db, `select name from ${TABLES.migrations} order by name`);
-        expect(executed.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation"]);
-        expect(LATEST_SCHEMA_VERSION).toBe(3);
+        expect(executed.map((r) => r.name)).toEqual(ALL_MIGRATIONS);
+        expect(LATEST_SCHEMA_VERSION).toBe(ALL_MIGRATIONS.length);
       });
 
       it("migrate() is idempotent: a second run and a second open change nothing and keep the data", async () => {
@@ -138,7 +150,7 @@ export function describeSqlBehaviour(engine: Engine): void {
         const old = await open(db, { migrate: false });
         await migrateToVersion(old.db as Kysely<any>, engine.family, 1);
         expect(await tables(engine, db)).toEqual(V1_TABLES);
-        expect(await old.accounts.create(account("a1", "alice"))).toBe(true);
+        await insertPrePositionAccount(engine, db, account("a1", "alice"));
         expect(await old.plants.create({ id: INT64_MIN, name: "min", tag: "t" })).toBe(true);
         await old.refreshTokens.create(token("rt-1"));
         // A key as version 1 stored it (no activation time): it signed from its creation.
@@ -151,9 +163,10 @@ export function describeSqlBehaviour(engine: Engine): void {
         const upgraded = await open(db);
         expect(await tables(engine, db)).toEqual(ALL_TABLES);
         const executed = await engine.exec(db, `select name from ${TABLES.migrations} order by name`);
-        expect(executed.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation"]);
+        expect(executed.map((r) => r.name)).toEqual(ALL_MIGRATIONS);
         expect(await upgraded.signingKeys.list()).toEqual([{ kid: "old-kid", alg: "ES256", privateJwk: '{"d":"x"}', publicJwk: "{}", createdAt: T0, activatesAt: T0 }]);
         expect(await upgraded.accounts.findByUsername("alice")).toEqual(account("a1", "alice"));
+        expect(await upgraded.accounts.list(0, 10)).toEqual({ items: [account("a1", "alice")], total: 1 });
         expect(await upgraded.plants.get(INT64_MIN)).toEqual({ id: INT64_MIN, name: "min", tag: "t" });
         expect(await upgraded.refreshTokens.findByHash("rt-1")).toEqual(token("rt-1"));
         expect(await upgraded.attempts.increment("k", T0, 1000)).toEqual({ key: "k", count: 1, windowStart: T0 });
@@ -163,6 +176,45 @@ export function describeSqlBehaviour(engine: Engine): void {
         expect(await upgraded.sessions.deleteByAccount("a1")).toBe(1);
       });
 
+      it("a version 2 database is upgraded to account positions: backfilled by createdAt then id, counted, and new accounts follow", async () => {
+        const db = await freshDb();
+        const old = await open(db, { migrate: false });
+        await migrateToVersion(old.db as Kysely<any>, engine.family, 2);
+        expect(await tables(engine, db)).toEqual(V2_TABLES);
+        // Inserted out of creation order; two share a createdAt, so id breaks the tie.
+        const olds = [
+          { ...account("c", "carol"), createdAt: T0 + 20 },
+          { ...account("b2", "bob2"), createdAt: T0 + 10 },
+          { ...account("a", "alice"), createdAt: T0 + 30 },
+          { ...account("b1", "bob1"), createdAt: T0 + 10 },
+        ];
+        await old.close();
+        for (const r of olds) await insertPrePositionAccount(engine, db, r);
+
+        const upgraded = await open(db);
+        expect(await tables(engine, db)).toEqual(ALL_TABLES);
+        const positions = await engine.exec(db, `select id, ${engine.family === "mysql" ? "`position`" : '"position"'} as p from ${TABLES.accounts} order by id`);
+        expect(positions.map((r) => [r.id, Number(r.p)])).toEqual([["a", 4], ["b1", 1], ["b2", 2], ["c", 3]]);
+        const counter = await engine.exec(db, `select ${engine.family === "mysql" ? "`value`" : '"value"'} as v from ${TABLES.counters} where name = 'accounts'`);
+        expect(counter.map((r) => Number(r.v))).toEqual([4]);
+        expect(await upgraded.accounts.create({ ...account("0-newest", "dave"), createdAt: T0 })).toBe(true);
+        const page = await upgraded.accounts.list(0, 10);
+        expect(page.total).toBe(5);
+        expect(page.items.map((a) => a.id)).toEqual(["b1", "b2", "c", "a", "0-newest"]);
+        expect((await upgraded.accounts.list(3, 10)).items.map((a) => a.id)).toEqual(["a", "0-newest"]);
+      });
+
+      it("an empty version 2 database gets a zero count and lists nothing", async () => {
+        const db = await freshDb();
+        const old = await open(db, { migrate: false });
+        await migrateToVersion(old.db as Kysely<any>, engine.family, 2);
+        await old.close();
+        const upgraded = await open(db);
+        expect(await upgraded.accounts.list(0, 10)).toEqual({ items: [], total: 0 });
+        expect(await upgraded.accounts.create(account("a1", "alice"))).toBe(true);
+        expect((await upgraded.accounts.list(0, 10)).items.map((a) => a.id)).toEqual(["a1"]);
+      });
+
       it("code at version 1 refuses a newer database with SchemaTooNewError", async () => {
         const storage = await open(await freshDb());
         const error = await migrateToVersion(storage.db as Kysely<any>, engine.family, 1).then(
@@ -170,11 +222,7 @@ export function describeSqlBehaviour(engine: Engine): void {
           (e: unknown) => e,
         );
         expect(error).toBeInstanceOf(SchemaTooNewError);
-        expect(error).toMatchObject({
-          databaseVersion: LATEST_SCHEMA_VERSION,
-          supportedVersion: 1,
-          unknownMigrations: ["0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation"],
-        });
+        expect(error).toMatchObject({ databaseVersion: LATEST_SCHEMA_VERSION, supportedVersion: 1, unknownMigrations: ALL_MIGRATIONS.slice(1) });
       });
     });
 
@@ -214,12 +262,12 @@ export function describeSqlBehaviour(engine: Engine): void {
         expect(await storage.accounts.create(account("id-x", "alice"))).toBe(false);
       });
 
-      it("accounts are listed by id in JavaScript string order", async () => {
+      it("accounts are listed in creation order, whatever their ids and createdAt", async () => {
         const storage = await open(await freshDb());
-        const ids = ["b", "B", "a", "_", "-", "Z", "é", "~", "10", "9", "a b", "a"].filter((v, i, a) => a.indexOf(v) === i);
-        for (const id of ids) await storage.accounts.create(account(id, `u-${id}`));
+        const ids = ["b", "B", "a", "_", "-", "Z", "é", "~", "10", "9", "a b"];
+        for (const [i, id] of ids.entries()) await storage.accounts.create({ ...account(id, `u-${id}`), createdAt: T0 - i });
         const page = await storage.accounts.list(0, 100);
-        expect(page.items.map((a) => a.id)).toEqual([...ids].sort());
+        expect(page.items.map((a) => a.id)).toEqual(ids);
         expect(page.total).toBe(ids.length);
       });
 

@@ -38,7 +38,7 @@ async function emptyDatabase(): Promise<void> {
 /** Empties every plantgate table in one batch (cheaper than dropping and migrating again). */
 async function emptyTables(): Promise<void> {
   const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions];
-  await binding.batch(tables.map((t) => binding.prepare(`delete from "${t}"`)));
+  await binding.batch([...tables.map((t) => binding.prepare(`delete from "${t}"`)), binding.prepare(`update "${TABLES.counters}" set value = 0`)]);
 }
 
 let migrated = false;
@@ -65,6 +65,9 @@ describeStorageConformance("d1 (miniflare)", {
   create: conformanceStore,
   destroy: (storage) => (storage as SqlStorage).close(),
   rawDump,
+  // Another Worker isolate on the same database: a second storage over the binding.
+  connect: async () => createD1Storage(binding),
+  disconnect: (storage) => (storage as SqlStorage).close(),
 });
 
 const T0 = 1_767_225_600_123;
@@ -130,15 +133,23 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
     const tableNames = async () =>
       (await binding.prepare("select name from sqlite_master where type = 'table' and name like 'pg\\_%' escape '\\' order by name").all()).results.map((r) => r.name);
     expect(await tableNames()).not.toContain(TABLES.sessions);
-    expect(await storage.accounts.create(account(1))).toBe(true);
+    // As the release of that version wrote it: no position yet.
+    const a = account(1);
+    await binding.batch([
+      binding
+        .prepare(`insert into "${TABLES.accounts}" (id, username, display_name, email, roles, enabled, created_at, password_hash) values (?, ?, null, null, '[]', 1, ?, ?)`)
+        .bind(a.id, a.username, a.createdAt, a.passwordHash),
+    ]);
     await storage.refreshTokens.create(token("old"));
     expect(await storage.plants.create({ id: 9223372036854775807n, name: "max", tag: null })).toBe(true);
 
     await storage.migrate();
     expect(await tableNames()).toEqual(expect.arrayContaining([TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.accounts]));
     const { results } = await binding.prepare(`select name from "${TABLES.migrations}" order by name`).all();
-    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation"]);
+    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions"]);
     expect(await storage.accounts.get("acct-001")).toEqual(account(1));
+    expect(await storage.accounts.create(account(2))).toBe(true);
+    expect(await storage.accounts.list(0, 10)).toEqual({ items: [account(1), account(2)], total: 2 });
     expect(await storage.refreshTokens.findByHash("old")).toEqual(token("old"));
     expect(await storage.plants.get(9223372036854775807n)).toEqual({ id: 9223372036854775807n, name: "max", tag: null });
     expect(await storage.attempts.increment("k", T0, 1000)).toEqual({ key: "k", count: 1, windowStart: T0 });
@@ -185,9 +196,13 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
       async batch(statements) {
         if (sneak) {
           sneak = false;
-          await binding
-            .prepare(`insert into "${TABLES.accounts}" (id, username, roles, enabled, created_at, password_hash) values ('zzz', 'user-37', '[]', 1, 0, 'h')`)
-            .run();
+          // As another instance's create does: take the next place and count it.
+          await binding.batch([
+            binding.prepare(`update "${TABLES.counters}" set value = value + 1 where name = 'accounts'`),
+            binding.prepare(
+              `insert into "${TABLES.accounts}" (id, username, roles, enabled, created_at, password_hash, position) values ('zzz', 'user-37', '[]', 1, 0, 'h', (select value from "${TABLES.counters}" where name = 'accounts'))`,
+            ),
+          ]);
         }
         return binding.batch(statements);
       },
@@ -198,6 +213,8 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
     expect(await count(TABLES.accounts)).toBe(1);
     expect((await storage.accounts.list(0, 100)).items.map((a) => a.id)).toEqual(["zzz"]);
     expect(await storage.accounts.createMany(records.filter((_, i) => i !== 37))).toBeNull();
-    expect((await storage.accounts.list(0, 100)).total).toBe(40);
+    const page = await storage.accounts.list(0, 100);
+    expect(page.total).toBe(40);
+    expect(page.items.map((a) => a.id)).toEqual(["zzz", ...records.filter((_, i) => i !== 37).map((a) => a.id)]);
   });
 });

@@ -235,10 +235,12 @@ export async function rawDump(storage: Storage): Promise<string> {
 /** A conformance target: a fresh database per test, dropped after it. */
 export function conformanceTarget(engine: Engine): ConformanceTarget {
   const drops = new WeakMap<Storage, () => Promise<void>>();
+  const urls = new WeakMap<Storage, string>();
   return {
     async create() {
       const fresh = await engine.fresh();
       const storage = await openSqlStorage(fresh.url);
+      urls.set(storage, fresh.url);
       drops.set(storage, async () => {
         await storage.close();
         await fresh.drop();
@@ -249,5 +251,12 @@ export function conformanceTarget(engine: Engine): ConformanceTarget {
       await drops.get(storage)?.();
     },
     rawDump,
+    // A second pool (PostgreSQL, MySQL) or connection (SQLite) on the same database.
+    async connect(storage) {
+      const url = urls.get(storage);
+      if (url === undefined) throw new Error("connect: not a store of this target");
+      return openSqlStorage(url, { migrate: false });
+    },
+    disconnect: (storage) => (storage as SqlStorage).close(),
   };
 }

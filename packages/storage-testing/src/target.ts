@@ -17,6 +17,14 @@ export interface ConformanceTarget {
   destroy?(storage: Storage): Promise<void>;
   /** Everything the backend persisted, as text (e.g. a dump of all rows), for the secrets-only-as-hashes probe. */
   rawDump?(storage: Storage): Promise<string>;
+  /**
+   * A second instance over the same data as `storage` (its own connection or pool, as another
+   * server process would have), for races across instances. Omit it when the backend cannot
+   * have two; those cases are then skipped.
+   */
+  connect?(storage: Storage): Promise<Storage>;
+  /** Releases what connect() returned (called before destroy() of the first). */
+  disconnect?(storage: Storage): Promise<void>;
 }
 
 /** What each suite sees: the store of the running test, and the target (for `rawDump`). */

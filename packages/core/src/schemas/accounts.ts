@@ -23,7 +23,7 @@ export const AccountPageSchema = z
     total: z.int().min(0).meta({ description: "How many accounts there are in all." }),
     totalPages: z.int().min(0).meta({ description: "ceil(total / pageSize); a page past it is empty." }),
   })
-  .meta({ description: "One page of accounts, in a stable order." });
+  .meta({ description: "One page of accounts, in creation order (oldest first)." });
 
 const MAX_PAGE = 2_147_483_647;
 

@@ -276,7 +276,8 @@ export function createOperations(settings: OperationSettings): Operation[] {
       method: "get",
       operationId: "GetAccountList",
       summary: "List accounts, one page at a time",
-      description: "Pages are stable: walking all pages sees each account once. A page past the end is empty.",
+      description:
+        "Accounts are listed in creation order, oldest first. Pages are stable: an account keeps its place, new accounts are appended, so walking all pages sees each account once. A page past the end is empty.",
       tags: ["Accounts"],
       security: { kind: "bearer", scopes: settings.requiredScopes.listAccounts },
       query: accountListQuery(settings),

@@ -27,7 +27,8 @@ export function createMemoryStorage(): Storage {
   const clients = new Map<string, ClientRecord>();
   const accounts = new Map<string, AccountRecord>();
   const usernames = new Map<string, string>();
-  let sortedAccountIds: string[] | null = null;
+  /** Account ids in creation order: a page is a slice of it, whatever its depth. */
+  const accountOrder: string[] = [];
   const refresh = new Map<string, RefreshTokenRecord>();
   const plants = new Map<bigint, PlantRecord>();
   const keys = new Map<string, SigningKeyRecord>();
@@ -73,7 +74,7 @@ export function createMemoryStorage(): Storage {
         if (accounts.has(record.id) || usernames.has(record.username)) return false;
         accounts.set(record.id, copyAccount(record));
         usernames.set(record.username, record.id);
-        sortedAccountIds = null;
+        accountOrder.push(record.id);
         return true;
       },
       async createMany(records) {
@@ -87,8 +88,8 @@ export function createMemoryStorage(): Storage {
         for (const r of records) {
           accounts.set(r.id, copyAccount(r));
           usernames.set(r.username, r.id);
+          accountOrder.push(r.id);
         }
-        sortedAccountIds = null;
         return null;
       },
       async setEnabled(id, enabled) {
@@ -98,9 +99,8 @@ export function createMemoryStorage(): Storage {
         return true;
       },
       async list(offset, limit) {
-        sortedAccountIds ??= [...accounts.keys()].sort(byCodeUnit);
-        const items = sortedAccountIds.slice(offset, offset + limit).map((id) => copyAccount(accounts.get(id)!));
-        return { items, total: sortedAccountIds.length };
+        const items = accountOrder.slice(offset, offset + limit).map((id) => copyAccount(accounts.get(id)!));
+        return { items, total: accountOrder.length };
       },
     },
     refreshTokens: {

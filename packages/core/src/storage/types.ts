@@ -65,13 +65,18 @@ export interface AccountStore {
   /**
    * Inserts all records or none (one transaction). Returns null when all were inserted, else the
    * index of the first record whose id or username exists (in the store or earlier in the batch).
+   * The records take consecutive places at the end of the creation order, in the order given.
    */
   createMany(records: AccountRecord[]): Promise<number | null>;
   /** Sets `enabled`; false when absent. */
   setEnabled(id: string, enabled: boolean): Promise<boolean>;
   /**
-   * One page in a stable total order (by `id`, ascending, compared as strings by code unit),
-   * so that walking all pages sees each account exactly once; plus the total count.
+   * One page in creation order, oldest first: the accounts at places `offset + 1` to
+   * `offset + limit` of the order in which `create` and `createMany` stored them (not `createdAt`,
+   * which the caller chooses). Accounts are never deleted, so places are gapless and stable and
+   * walking all pages sees each account exactly once; `total` is the exact number of accounts.
+   * Both must stay cheap at any depth (an index range and a kept count, not OFFSET and COUNT(*)):
+   * `GetAccountList` calls this on every request. Concurrent creates never share or skip a place.
    */
   list(offset: number, limit: number): Promise<{ items: AccountRecord[]; total: number }>;
 }

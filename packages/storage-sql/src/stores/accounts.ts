@@ -1,5 +1,5 @@
 import type { AccountRecord, AccountStore } from "@plantgate/core";
-import type { Insertable, Kysely, Selectable } from "kysely";
+import { sql, type Insertable, type Kysely } from "kysely";
 import { chunks, d1Batch } from "../batch.js";
 import type { StoreContext } from "../context.js";
 import { isUniqueViolation } from "../errors.js";
@@ -8,17 +8,76 @@ import { accountRecord, accountRow } from "../rows.js";
 import { TABLES, type AccountTable, type Database } from "../schema.js";
 import { toInt } from "../values.js";
 
-/** `pg_accounts` as core's {@link AccountStore}. */
+/** The row of `pg_counters` that counts accounts. */
+const ACCOUNTS = "accounts";
+
+/**
+ * The place of the row `fromLast` rows before the last of an insert: the accounts counter, which
+ * the same transaction has just advanced by the size of the insert, minus `fromLast`. A literal,
+ * not a parameter, so rows bind no more parameters than before (D1 allows 100 per statement).
+ */
+const place = (fromLast: number) =>
+  sql<number>`(select ${sql.ref("value")} from ${sql.table(TABLES.counters)} where ${sql.ref("name")} = ${sql.lit(ACCOUNTS)}) - ${sql.lit(fromLast)}`;
+
+/** The accounts counter as a scalar subquery (the exact total). */
+const totalSql = sql<number | bigint | string>`(select ${sql.ref("value")} from ${sql.table(TABLES.counters)} where ${sql.ref("name")} = ${sql.lit(ACCOUNTS)})`;
+
+/**
+ * `pg_accounts` as core's {@link AccountStore}. Every insert advances the `accounts` row of
+ * `pg_counters` and gives its rows the next places in the same transaction (the counter's row
+ * lock, or SQLite's single writer, orders concurrent inserts; a failed insert rolls the counter
+ * back), so places stay unique and gapless and a page is the index range `position > offset`.
+ */
 export function accountStore(ctx: StoreContext): AccountStore {
   const { db, d1, maxParams, run, storableKey, insertOrFalse, updated } = ctx;
   const q = {
     get: prepared((p: { id: string }) => db.selectFrom(TABLES.accounts).selectAll().where("id", "=", p.id)),
     byUsername: prepared((p: { username: string }) => db.selectFrom(TABLES.accounts).selectAll().where("username", "=", p.username)),
-    insert: prepared((row: Insertable<AccountTable>) => db.insertInto(TABLES.accounts).values(row)),
-    count: prepared((_: Record<string, never>) => db.selectFrom(TABLES.accounts).select((eb) => eb.fn.countAll().as("n"))),
-    idAt: prepared((p: { offset: number }) => db.selectFrom(TABLES.accounts).select("id").orderBy("id").limit(1).offset(p.offset)),
-    page: prepared((p: { limit: number }) => db.selectFrom(TABLES.accounts).selectAll().orderBy("id").limit(p.limit)),
-    pageFrom: prepared((p: { first: string; limit: number }) => db.selectFrom(TABLES.accounts).selectAll().where("id", ">=", p.first).orderBy("id").limit(p.limit)),
+    total: prepared((_: Record<string, never>) => db.selectFrom(TABLES.counters).select("value").where("name", "=", sql.lit(ACCOUNTS))),
+    // The total rides along with the page, so a non-empty page costs one round trip.
+    page: prepared((p: { after: number; limit: number }) =>
+      db.selectFrom(TABLES.accounts).selectAll().select(totalSql.as("total")).where("position", ">", p.after).orderBy("position").limit(p.limit),
+    ),
+  };
+
+  /** Moves the accounts counter on by `n` (taking its row lock until the transaction ends). */
+  const advance = (runner: Kysely<Database>, n: number) =>
+    runner
+      .updateTable(TABLES.counters)
+      .set({ value: sql<number>`${sql.ref("value")} + ${sql.lit(n)}` })
+      .where("name", "=", ACCOUNTS);
+
+  /** The INSERTs that store `rows` at the next places, in order, at most `maxParams` bound each. */
+  const inserts = (runner: Kysely<Database>, rows: Array<Insertable<AccountTable>>) => {
+    const perInsert = Math.max(1, Math.floor(maxParams / Object.keys(rows[0]!).length));
+    return chunks(rows, perInsert).map((chunk, c) =>
+      runner.insertInto(TABLES.accounts).values(chunk.map((row, j) => ({ ...row, position: place(rows.length - 1 - (c * perInsert + j)) }))),
+    );
+  };
+
+  /**
+   * Stores `rows` at the end of the creation order, all or none; a taken id or username throws
+   * the engine's unique violation. `check` runs first, in the same transaction where there is
+   * one; a non-null answer is returned and nothing is written.
+   */
+  const append = async (rows: Array<Insertable<AccountTable>>, check?: (runner: Kysely<Database>) => Promise<number | null>): Promise<number | null> => {
+    if (d1 !== undefined) {
+      // No transaction to check in: check, then advance and insert in one batch (D1 runs a batch
+      // as one transaction, one at a time). A writer slipping in between fails the batch on the
+      // unique index, so nothing of it is written, the counter included.
+      const conflict = check ? await check(db) : null;
+      if (conflict !== null) return conflict;
+      await d1Batch(d1, [advance(db, rows.length).compile(), ...inserts(db, rows).map((i) => i.compile())]);
+      return null;
+    }
+    return db.transaction().execute(async (trx) => {
+      const conflict = check ? await check(trx) : null;
+      if (conflict !== null) return conflict;
+      const advanced = await advance(trx, rows.length).executeTakeFirst();
+      if (advanced.numUpdatedRows !== 1n) throw new Error(`${TABLES.counters} has no "${ACCOUNTS}" row: the schema is not migrated`);
+      for (const insert of inserts(trx, rows)) await insert.execute();
+      return null;
+    });
   };
 
   /** Index of the first record whose id or username is stored or repeats an earlier one; else null. */
@@ -62,32 +121,17 @@ export function accountStore(ctx: StoreContext): AccountStore {
     create: (record) =>
       run("accounts.create", async () => {
         const row = accountRow(ctx, record);
-        return insertOrFalse(() => q.insert(db, row));
+        return insertOrFalse(() => append([row]));
       }),
     createMany: (records) =>
       run("accounts.createMany", async () => {
         const rows = records.map((r) => accountRow(ctx, r));
         if (rows.length === 0) return null;
-        const perInsert = Math.max(1, Math.floor(maxParams / Object.keys(rows[0]!).length));
         // A concurrent writer can take an id or username between our check and our insert; the
         // unique violation then rolls everything back and the next attempt's check names it.
         for (let attempt = 1; ; attempt++) {
           try {
-            if (d1 !== undefined) {
-              // No transaction to check in: check, then insert every chunk in one batch. A
-              // writer slipping in between fails the batch on the unique index, so nothing of
-              // it is written, and the next attempt's check names the conflict.
-              const conflict = await firstConflict(db, records);
-              if (conflict !== null) return conflict;
-              await d1Batch(d1, chunks(rows, perInsert).map((chunk) => db.insertInto(TABLES.accounts).values(chunk).compile()));
-              return null;
-            }
-            return await db.transaction().execute(async (trx) => {
-              const conflict = await firstConflict(trx, records);
-              if (conflict !== null) return conflict;
-              for (const chunk of chunks(rows, perInsert)) await trx.insertInto(TABLES.accounts).values(chunk).execute();
-              return null;
-            });
+            return await append(rows, (runner) => firstConflict(runner, records));
           } catch (e) {
             if (!isUniqueViolation(e) || attempt >= 3) throw e;
           }
@@ -105,19 +149,13 @@ export function accountStore(ctx: StoreContext): AccountStore {
       }),
     list: (offset, limit) =>
       run("accounts.list", async () => {
-        const count = (await q.count(db, {})).rows[0];
-        if (count === undefined) throw new Error("count(*) of pg_accounts returned no row");
-        // Deferred join: OFFSET over the id index alone (an index-only scan) finds the page's first id,
-        // then only the page's rows are read. A plain OFFSET reads every skipped row in full, which
-        // made the last page of 1,000,000 accounts on PostgreSQL ~25x slower than the first.
-        let rows: Array<Selectable<AccountTable>>;
-        if (offset === 0) {
-          rows = (await q.page(db, { limit })).rows;
-        } else {
-          const first = (await q.idAt(db, { offset })).rows[0];
-          rows = first === undefined ? [] : (await q.pageFrom(db, { first: first.id, limit })).rows;
+        const rows = (await q.page(db, { after: offset, limit })).rows;
+        let total = rows[0]?.total;
+        if (total === undefined) {
+          total = (await q.total(db, {})).rows[0]?.value;
+          if (total === undefined) throw new Error(`${TABLES.counters} has no "${ACCOUNTS}" row: the schema is not migrated`);
         }
-        return { items: rows.map(accountRecord), total: toInt(count.n, "count(*)") };
+        return { items: rows.map(accountRecord), total: toInt(total, "total") };
       }),
   };
 }

@@ -1,6 +1,6 @@
 import type { AccountRecord } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
-import { accountRecord, byCodeUnit, expectRecord, expectRecords, MAX_DATE_MS, T0 } from "../fixtures.js";
+import { accountRecord, expectRecord, expectRecords, MAX_DATE_MS, T0 } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
 
 /** `count` accounts whose ids sort differently as numbers and as strings (user-10 < user-2). */
@@ -8,7 +8,7 @@ function numbered(count: number, prefix = "user"): AccountRecord[] {
   return Array.from({ length: count }, (_, i) => accountRecord({ id: `${prefix}-${i}`, username: `${prefix}name-${i}`, createdAt: T0 + i }));
 }
 
-/** A fixed shuffle, so insertion order never matches id order. */
+/** A fixed shuffle, so insertion order never matches id (or createdAt) order. */
 function shuffled<T>(items: T[]): T[] {
   const out = [...items];
   let seed = 12345;
@@ -24,11 +24,11 @@ export function accountsSuite(s: SuiteContext): void {
   describe("accounts", () => {
     const accounts = () => s.storage().accounts;
 
+    /** The whole listing is exactly `expected`, in creation order, with an exact total. */
     const expectUnchanged = async (expected: AccountRecord[]) => {
-      const sorted = [...expected].sort((a, b) => byCodeUnit(a.id, b.id));
       const page = await accounts().list(0, 1000);
       expect(page.total, "total").toBe(expected.length);
-      expectRecords(page.items, sorted, "accounts");
+      expectRecords(page.items, expected, "accounts");
     };
 
     it("get and findByUsername return null when absent", async () => {
@@ -201,24 +201,24 @@ export function accountsSuite(s: SuiteContext): void {
       expect(page.total).toBe(0);
     });
 
-    it("list orders by id in code-unit order (not insertion, numeric or locale order) and returns exact records", async () => {
+    it("list is in creation order (not id, createdAt, numeric or locale order) and returns exact records", async () => {
       const ids = ["a", "\u4e2d", "B", "a_b", "_", "9", "\u03a9", "aB", "-", "Z", "ab", "\u00e9", "0", "a-b", "~"];
-      const records = ids.map((id, i) => accountRecord({ id, username: `u${i}`, roles: i % 3 ? [] : ["r1", "r0"] }));
+      // createdAt runs backwards, so neither id nor createdAt order is creation order.
+      const records = ids.map((id, i) => accountRecord({ id, username: `u${i}`, roles: i % 3 ? [] : ["r1", "r0"], createdAt: T0 - i }));
       for (const r of records) expect(await accounts().create(r)).toBe(true);
       const page = await accounts().list(0, 100);
       expect(page.total).toBe(ids.length);
-      expect(page.items.map((a) => a.id)).toEqual(["-", "0", "9", "B", "Z", "_", "a", "a-b", "aB", "a_b", "ab", "~", "\u00e9", "\u03a9", "\u4e2d"]);
-      expectRecords(page.items, [...records].sort((x, y) => byCodeUnit(x.id, y.id)), "listed accounts");
+      expect(page.items.map((a) => a.id)).toEqual(ids);
+      expectRecords(page.items, records, "listed accounts");
     });
 
-    it("list(offset, limit) returns the window of the total order, with the full total", async () => {
-      const records = numbered(12);
-      for (const r of shuffled(records)) await accounts().create(r);
-      const all = [...records].sort((a, b) => byCodeUnit(a.id, b.id));
+    it("list(offset, limit) returns the window of the creation order, with the full total", async () => {
+      const records = shuffled(numbered(12));
+      for (const r of records) await accounts().create(r);
       for (const [offset, limit] of [[0, 5], [2, 3], [5, 5], [10, 5], [11, 1], [0, 12], [0, 100]] as const) {
         const page = await accounts().list(offset, limit);
         expect(page.total, `total at list(${offset}, ${limit})`).toBe(12);
-        expectRecords(page.items, all.slice(offset, offset + limit), `list(${offset}, ${limit})`);
+        expectRecords(page.items, records.slice(offset, offset + limit), `list(${offset}, ${limit})`);
       }
     });
 
@@ -231,10 +231,16 @@ export function accountsSuite(s: SuiteContext): void {
       }
     });
 
-    it("walking every page of 47 accounts sees each account exactly once, in id order, for any page size", async () => {
-      const records = numbered(47);
-      for (const r of shuffled(records)) expect(await accounts().create(r)).toBe(true);
-      const expectedIds = records.map((r) => r.id).sort(byCodeUnit);
+    it("walking every page of 47 accounts sees each account exactly once, in creation order, for any page size", async () => {
+      const records = shuffled(numbered(47));
+      // Mixed writes: single creates, batches, and refused writes in between.
+      for (const r of records.slice(0, 10)) expect(await accounts().create(r)).toBe(true);
+      expect(await accounts().createMany(records.slice(10, 30))).toBeNull();
+      expect(await accounts().create(accountRecord({ id: records[3]!.id, username: "refused" }))).toBe(false);
+      expect(await accounts().createMany([accountRecord({ id: "never", username: "never" }), records[0]!])).toBe(1);
+      for (const r of records.slice(30, 40)) expect(await accounts().create(r)).toBe(true);
+      expect(await accounts().createMany(records.slice(40))).toBeNull();
+      const expectedIds = records.map((r) => r.id);
       for (const size of [1, 5, 10, 46, 47, 48, 100]) {
         const seen: string[] = [];
         for (let offset = 0; ; offset += size) {
@@ -253,8 +259,53 @@ export function accountsSuite(s: SuiteContext): void {
       await accounts().setEnabled("m", false);
       await accounts().create(accountRecord({ id: "f", username: "f" }));
       const page = await accounts().list(0, 10);
-      expect(page.items.map((a) => [a.id, a.enabled])).toEqual([["c", true], ["f", true], ["m", false]]);
+      expect(page.items.map((a) => [a.id, a.enabled])).toEqual([["m", false], ["c", true], ["f", true]]);
       expect(page.total).toBe(3);
+    });
+
+    it("createMany keeps the order of its input and appends after earlier accounts; later creates follow it", async () => {
+      const first = accountRecord({ id: "zz-first", username: "first" });
+      await accounts().create(first);
+      const batch = shuffled(numbered(9, "batch"));
+      expect(await accounts().createMany(batch)).toBeNull();
+      const last = accountRecord({ id: "00-last", username: "last" });
+      await accounts().create(last);
+      await expectUnchanged([first, ...batch, last]);
+      expectRecords((await accounts().list(4, 3)).items, batch.slice(3, 6), "list(4, 3)");
+    });
+
+    it("a refused createMany takes no places: the next accounts follow on without a gap", async () => {
+      const a = accountRecord({ id: "a", username: "a" });
+      await accounts().create(a);
+      expect(await accounts().createMany([...numbered(5, "gone"), accountRecord({ id: "a", username: "dup" })])).toBe(5);
+      const b = accountRecord({ id: "b", username: "b" });
+      expect(await accounts().create(b)).toBe(true);
+      expect(await accounts().createMany(numbered(2, "c"))).toBeNull();
+      const expected = [a, b, ...numbered(2, "c")];
+      await expectUnchanged(expected);
+      for (const [i, r] of expected.entries()) expectRecords((await accounts().list(i, 1)).items, [r], `list(${i}, 1)`);
+      expect((await accounts().list(expected.length, 1)).items).toEqual([]);
+    });
+
+    it("total is exact after every operation, refused ones included", async () => {
+      const total = async () => (await accounts().list(0, 1)).total;
+      expect(await total()).toBe(0);
+      await accounts().create(accountRecord({ id: "t1", username: "t1" }));
+      expect(await total()).toBe(1);
+      expect(await accounts().create(accountRecord({ id: "t1", username: "other" }))).toBe(false);
+      expect(await total()).toBe(1);
+      expect(await accounts().create(accountRecord({ id: "other", username: "t1" }))).toBe(false);
+      expect(await total()).toBe(1);
+      expect(await accounts().createMany(numbered(4))).toBeNull();
+      expect(await total()).toBe(5);
+      expect(await accounts().createMany([accountRecord({ id: "t9", username: "t9" }), accountRecord({ id: "t1", username: "t10" })])).toBe(1);
+      expect(await total()).toBe(5);
+      expect(await accounts().createMany([])).toBeNull();
+      expect(await total()).toBe(5);
+      await accounts().setEnabled("t1", false);
+      expect(await total()).toBe(5);
+      expect((await accounts().list(5, 20)).total).toBe(5);
+      expect((await accounts().list(1_000, 20)).total).toBe(5);
     });
 
     it("stores copies: mutating the record passed to create, or one returned, changes nothing stored", async () => {

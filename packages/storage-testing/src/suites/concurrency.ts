@@ -1,9 +1,78 @@
+import type { Storage } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
 import { accountRecord, attemptKey, clientRecord, expectRecord, fakeHash, inParallel, plantRecord, refreshRecord, seedOwners, sessionRecord, T0 } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
 
+/**
+ * The listing holds exactly the accounts `expectedIds` (in any order), each at exactly one place
+ * 1..n with no gap: every one-account window list(i, 1) is the i-th of the full listing, and
+ * list(n, 1) is empty. Returns the ids in listed order.
+ */
+async function expectGaplessListing(storage: Storage, expectedIds: string[]): Promise<string[]> {
+  const n = expectedIds.length;
+  const all = await storage.accounts.list(0, n + 10);
+  const ids = all.items.map((a) => a.id);
+  expect(all.total, "total").toBe(n);
+  expect([...ids].sort(), "each account listed exactly once").toEqual([...expectedIds].sort());
+  for (let i = 0; i < n; i++) {
+    const one = await storage.accounts.list(i, 1);
+    expect(one.items.map((a) => a.id), `list(${i}, 1)`).toEqual([ids[i]]);
+    expect(one.total, `total at list(${i}, 1)`).toBe(n);
+  }
+  expect((await storage.accounts.list(n, 1)).items, `list(${n}, 1)`).toEqual([]);
+  return ids;
+}
+
 export function concurrencySuite(s: SuiteContext): void {
   describe("concurrency", () => {
+    it("50 parallel creates of distinct accounts: all true, each at its own place, no gap, exact total", async () => {
+      const records = Array.from({ length: 50 }, (_, i) => accountRecord({ id: `par-${i}`, username: `par-user-${i}` }));
+      const results = await inParallel(50, (i) => s.storage().accounts.create(records[i]!));
+      expect(results.every((r) => r === true), "every create succeeds").toBe(true);
+      await expectGaplessListing(s.storage(), records.map((r) => r.id));
+    });
+
+    it("30 parallel creates, 10 of them refused (username taken): the refused take no place", async () => {
+      const records = Array.from({ length: 30 }, (_, i) => accountRecord({ id: `mix-${i}`, username: `mix-user-${i % 20}` }));
+      const results = await inParallel(30, (i) => s.storage().accounts.create(records[i]!));
+      expect(results.filter((r) => r === true), "one winner per username").toHaveLength(20);
+      const winners = records.filter((_, i) => results[i] === true);
+      expect(new Set(winners.map((r) => r.username)).size).toBe(20);
+      await expectGaplessListing(s.storage(), winners.map((r) => r.id));
+      expect(await s.storage().accounts.create(accountRecord({ id: "after", username: "after" }))).toBe(true);
+      expect((await s.storage().accounts.list(20, 5)).items.map((a) => a.id), "the next account takes place 21").toEqual(["after"]);
+    });
+
+    it("10 parallel createMany batches of 5 with 12 single creates: each batch lands contiguous, in its input order", async () => {
+      const batches = Array.from({ length: 10 }, (_, b) => Array.from({ length: 5 }, (_, i) => accountRecord({ id: `b${b}-${4 - i}`, username: `batch-${b}-${i}` })));
+      const singles = Array.from({ length: 12 }, (_, i) => accountRecord({ id: `single-${i}`, username: `single-${i}` }));
+      const results = await inParallel<boolean | number | null>(22, (i) => (i < 10 ? s.storage().accounts.createMany(batches[i]!) : s.storage().accounts.create(singles[i - 10]!)));
+      expect(results, "every batch and every create succeeds").toEqual([...Array<null>(10).fill(null), ...Array<boolean>(12).fill(true)]);
+      const ids = await expectGaplessListing(s.storage(), [...batches.flat(), ...singles].map((r) => r.id));
+      for (const [b, batch] of batches.entries()) {
+        const start = ids.indexOf(batch[0]!.id);
+        expect(ids.slice(start, start + 5), `batch ${b}`).toEqual(batch.map((r) => r.id));
+      }
+    });
+
+    it("creates racing from two instances over the same data keep places unique and gapless (when the target can open a second)", async (ctx) => {
+      if (!s.target.connect) {
+        ctx.skip();
+        return;
+      }
+      const second = await s.target.connect(s.storage());
+      try {
+        const records = Array.from({ length: 40 }, (_, i) => accountRecord({ id: `two-${i}`, username: `two-user-${i % 30}` }));
+        const results = await inParallel(40, (i) => (i % 2 ? second : s.storage()).accounts.create(records[i]!));
+        const winners = records.filter((_, i) => results[i] === true);
+        expect(winners, "one winner per username").toHaveLength(30);
+        const ids = await expectGaplessListing(s.storage(), winners.map((r) => r.id));
+        expect(await expectGaplessListing(second, winners.map((r) => r.id)), "the second instance lists the same order").toEqual(ids);
+      } finally {
+        await s.target.disconnect?.(second);
+      }
+    });
+
     it("50 parallel consume calls of one refresh token: exactly one true, and exactly its replacement stored", async () => {
       await seedOwners(s.storage());
       const original = refreshRecord();
