@@ -15,6 +15,7 @@ export type { PlantgateOptions, ProtectedRoute, ConsoleOptions } from "./options
 export { SESSION_COOKIE as CONSOLE_SESSION_COOKIE, CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
 export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console/api.js";
 export { createAdmin, AdminError, type Admin, type ClientView, type CreateAccountInput, type CreateClientInput } from "./admin/index.js";
+export { PRUNE_BATCH_SIZE, type PruneCounts, type PruneOptions } from "./admin/prune.js";
 export type { AccountPage, AccountView } from "./api/accounts.js";
 export { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
 export type { Logger, PlainResponse } from "./http/respond.js";
@@ -36,4 +37,14 @@ export {
   type SigningKeyStatus,
 } from "./tokens/keys.js";
 export { CLIENT_SUBJECT_PREFIX } from "./tokens/access-token.js";
-export { optionsFromEnv, bootstrapFromEnv, applyBootstrap, ConfigError, type EnvVars, type BootstrapPlan, type DemoCredentials } from "./env.js";
+export {
+  optionsFromEnv,
+  pruneIntervalFromEnv,
+  DEFAULT_PRUNE_INTERVAL_SECONDS,
+  bootstrapFromEnv,
+  applyBootstrap,
+  ConfigError,
+  type EnvVars,
+  type BootstrapPlan,
+  type DemoCredentials,
+} from "./env.js";

@@ -137,7 +137,7 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
     await storage.migrate();
     expect(await tableNames()).toEqual(expect.arrayContaining([TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.accounts]));
     const { results } = await binding.prepare(`select name from "${TABLES.migrations}" order by name`).all();
-    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions"]);
+    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_refresh_token_expiry_indexes"]);
     expect(await storage.accounts.get("acct-001")).toEqual(account(1));
     expect(await storage.refreshTokens.findByHash("old")).toEqual(token("old"));
     expect(await storage.plants.get(9223372036854775807n)).toEqual({ id: 9223372036854775807n, name: "max", tag: null });

@@ -4,6 +4,9 @@ import type { AccountRecord, ClientRecord, GrantType } from "../storage/types.js
 import { accountView, type AccountView } from "../api/accounts.js";
 import { isStorableText } from "../api/plants.js";
 import { describeKeys, generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
+import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
+
+export type { PruneCounts, PruneOptions } from "./prune.js";
 
 /** Input of {@link Admin.createClient}. */
 export interface CreateClientInput {
@@ -75,6 +78,17 @@ export interface Admin {
    * still verifies and is published), `prunable` (replaced longer ago than any token lives).
    */
   listSigningKeys(): Promise<SigningKeyInfo[]>;
+  /**
+   * Housekeeping: deletes what can never matter again (expired refresh tokens, keeping rotated
+   * ones until their family expires; expired console sessions; finished brute-force windows;
+   * revoked jtis past their token's expiry; prunable signing keys), in bounded batches, and
+   * returns how many of each. Safe to run from several instances at once.
+   *
+   * @example
+   * const counts = await app.admin.prune();
+   * console.log(JSON.stringify(counts)); // {"refreshTokens":42,"sessions":0,...}
+   */
+  prune(options?: PruneOptions): Promise<PruneCounts>;
 }
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
@@ -231,6 +245,9 @@ export function createAdmin(ctx: Context): Admin {
       // automatic rotation), so the list shows what servers act on.
       const { kid } = await ctx.keyring.signingKey();
       return describeKeys(await ctx.storage.signingKeys.list(), ctx.clock(), await ctx.maxAccessTokenTtlMs(), kid);
+    },
+    prune(options) {
+      return prune(ctx, options);
     },
   };
 }
