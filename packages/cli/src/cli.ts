@@ -30,6 +30,7 @@ export const USAGE = `usage: plantgate <command>
   migrate
   keys rotate
   keys list                          (kid, alg, created, status: active / retired / prunable)
+  prune [--batch-size N]             (deletes expired tokens, sessions, counters, jtis, prunable keys; prints counts)
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
 PLANTGATE_DB (SQLite file, default ./data/plantgate.db). Prints JSON on stdout.`;
@@ -61,7 +62,8 @@ function firstLine(text: string): string {
 
 async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantgate; storage: SqlStorage }>): Promise<unknown> {
   const [group, action, ...rest] = argv;
-  const key = `${group ?? ""} ${action ?? ""}`.trim();
+  // One-word commands ("migrate", "prune") take options right after the word.
+  const key = group === "prune" ? group : `${group ?? ""} ${action ?? ""}`.trim();
   switch (key) {
     case "migrate": {
       await open();
@@ -182,6 +184,15 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       const { app } = await open();
       const keys = await app.admin.listSigningKeys();
       return keys.map((k) => ({ kid: k.kid, alg: k.alg, created: new Date(k.createdAt).toISOString(), status: k.status }));
+    }
+    case "prune": {
+      // "prune" has no action word: what follows it are its options.
+      const { values, positionals } = parse([action, ...rest].filter((a): a is string => a !== undefined), { "batch-size": { type: "string" } });
+      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      const raw = values["batch-size"];
+      if (raw !== undefined && (!/^\d{1,9}$/.test(raw) || Number(raw) < 1)) throw new UsageError("--batch-size must be a positive integer");
+      const { app } = await open();
+      return app.admin.prune(raw === undefined ? {} : { batchSize: Number(raw) });
     }
     default:
       throw new UsageError(argv.length === 0 ? "no command given" : `unknown command: ${argv.join(" ")}`);
