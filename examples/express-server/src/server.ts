@@ -1,8 +1,8 @@
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { plantgate } from "@plantgate/express";
-import { nodeCrypto } from "@plantgate/node";
+import { nodeCrypto, schedulePrune } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 
 /** The environment the Express example reads: node-server's variables plus `PLANTGATE_MOUNT_PATH`. */
@@ -21,6 +21,8 @@ export interface ExpressServerEnv {
   PLANTGATE_PASSWORD_HASH_ITERATIONS?: string;
   PLANTGATE_DB?: string;
   PLANTGATE_DATABASE_URL?: string;
+  /** Seconds between housekeeping runs (`admin.prune()`); default 3600, `0` off. */
+  PLANTGATE_PRUNE_INTERVAL_SECONDS?: string;
   [name: string]: string | undefined;
 }
 
@@ -78,6 +80,7 @@ export async function startExpressServer(
   const mount = mountPath(env.PLANTGATE_MOUNT_PATH);
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
+  const pruneIntervalSeconds = pruneIntervalFromEnv(env);
   const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
   const storage = overrides.storage ?? opened!;
   const closeStorage = async () => {
@@ -138,6 +141,8 @@ export async function startExpressServer(
     const created = createPlantgate(options);
     const demo = await applyBootstrap(created.admin, bootstrap, { demo: true });
     await created.jwks(); // create or load the signing key before the first request
+    // Housekeeping: expired tokens, sessions, counters and keys are deleted every interval.
+    const pruning = schedulePrune(created.admin, { intervalSeconds: pruneIntervalSeconds });
     handler = plantgate(created);
     return {
       url,
@@ -147,6 +152,7 @@ export async function startExpressServer(
       app: created,
       demo,
       close: async () => {
+        await pruning.stop();
         await closeServer();
         await closeStorage();
       },

@@ -1,5 +1,14 @@
-import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type PlainResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
-import { HANDLE_PLAIN, nodeCrypto, serve } from "@plantgate/node";
+import {
+  applyBootstrap,
+  bootstrapFromEnv,
+  createPlantgate,
+  optionsFromEnv,
+  pruneIntervalFromEnv,
+  type PlainResponse,
+  type Plantgate,
+  type PlantgateOptions,
+} from "@plantgate/core";
+import { HANDLE_PLAIN, nodeCrypto, schedulePrune, serve } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 
 /** The environment the example server reads (see the README's configuration table). */
@@ -21,6 +30,8 @@ export interface ServerEnv {
   PLANTGATE_CONSOLE_SESSION_TTL?: string;
   PLANTGATE_DB?: string;
   PLANTGATE_DATABASE_URL?: string;
+  /** Seconds between housekeeping runs (`admin.prune()`); default 3600, `0` off. */
+  PLANTGATE_PRUNE_INTERVAL_SECONDS?: string;
   [name: string]: string | undefined;
 }
 
@@ -77,6 +88,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   const host = env.HOST || "127.0.0.1";
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
+  const pruneIntervalSeconds = pruneIntervalFromEnv(env);
   const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
   const storage = overrides.storage ?? opened!;
   const closeStorage = async () => {
@@ -113,6 +125,8 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
     const created = createPlantgate(options);
     const demo = await applyBootstrap(created.admin, bootstrap, { demo: true });
     await created.jwks(); // create or load the signing key before the first request
+    // Housekeeping: expired tokens, sessions, counters and keys are deleted every interval.
+    const pruning = schedulePrune(created.admin, { intervalSeconds: pruneIntervalSeconds });
     app = created;
     return {
       url: running.url,
@@ -121,6 +135,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
       consoleUrl: options.console?.enabled ? `${options.baseUrl ?? `${running.url}${options.basePath ?? ""}`}/console` : null,
       demo,
       close: async () => {
+        await pruning.stop();
         await running.close();
         await closeStorage();
       },
