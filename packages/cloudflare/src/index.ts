@@ -11,8 +11,11 @@
  *
  * One plantgate instance per isolate (cached per `env` object). Before it answers its first request
  * it applies the D1 migrations (`storage.migrate()`, idempotent) unless `migrate: false`.
+ *
+ * `scheduled()` is the housekeeping: give the Worker a cron trigger (`[triggers] crons = ["0 * * * *"]`
+ * in wrangler.toml) and each run calls `admin.prune()` and logs the counts.
  */
-import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type EnvVars, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
@@ -39,17 +42,30 @@ export interface WorkerExecutionContext {
   waitUntil(promise: Promise<unknown>): void;
 }
 
+/** The part of a Workers `ScheduledController` (cron event) this entry reads. */
+export interface WorkerScheduledController {
+  readonly cron: string;
+  readonly scheduledTime: number;
+}
+
 /** Options of {@link createWorker}: plantgate options (storage comes from D1) plus Worker ones. */
 export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
   /** Name of the D1 binding in `env`; default `"DB"`. */
   d1Binding?: string;
   /** Apply the D1 migrations before the first request of each isolate; default `true`. */
   migrate?: boolean;
+  /** Called with the counts of each scheduled prune; default: one JSON line with `console.log`. */
+  onPrune?: (counts: PruneCounts, controller: WorkerScheduledController) => void;
 }
 
 /** A Worker module: `export default createWorker()`. */
 export interface PlantgateWorker {
   fetch(request: Request, env: PlantgateWorkerEnv, ctx?: WorkerExecutionContext): Promise<Response>;
+  /**
+   * The cron trigger's handler: prunes (`admin.prune()`, bounded batches) and reports the counts.
+   * A failure (no D1 binding, D1 down) is logged and rethrown, so the run shows as failed.
+   */
+  scheduled(controller: WorkerScheduledController, env: PlantgateWorkerEnv, ctx?: WorkerExecutionContext): Promise<void>;
 }
 
 function stringEntries(env: PlantgateWorkerEnv): EnvVars {
@@ -91,15 +107,29 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
 export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker {
   const instances = new WeakMap<object, Promise<Plantgate>>();
   const logger = options.logger ?? console;
+  const { onPrune = (counts: PruneCounts) => console.log(JSON.stringify({ message: "plantgate prune", ...counts })), ...appOptions } = options;
+  const instanceFor = (env: PlantgateWorkerEnv): Promise<Plantgate> => {
+    let instance = instances.get(env);
+    if (!instance) {
+      instance = start(appOptions, env);
+      instances.set(env, instance);
+      // A failed start is not cached: the next request tries again.
+      instance.catch(() => instances.delete(env));
+    }
+    return instance;
+  };
   return {
-    async fetch(request, env) {
-      let instance = instances.get(env);
-      if (!instance) {
-        instance = start(options, env);
-        instances.set(env, instance);
-        // A failed start is not cached: the next request tries again.
-        instance.catch(() => instances.delete(env));
+    async scheduled(controller, env) {
+      try {
+        const app = await instanceFor(env);
+        onPrune(await app.admin.prune(), controller);
+      } catch (error) {
+        logger.error("plantgate scheduled prune failed", { error: error instanceof Error ? error.message : String(error) });
+        throw error;
       }
+    },
+    async fetch(request, env) {
+      const instance = instanceFor(env);
       let app: Plantgate;
       try {
         app = await instance;
