@@ -4,6 +4,7 @@
  * checked from Node through the same D1 database.
  */
 import { dirname } from "node:path";
+import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { createD1Storage, type D1DatabaseLike, type SqlStorage } from "@plantgate/storage-sql/d1";
 import { build } from "esbuild";
@@ -36,7 +37,7 @@ beforeAll(async () => {
     script: await bundle(),
     d1Databases: ["DB"],
     bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" },
-    handleRuntimeStdio(stdout, stderr) {
+    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
       stdout.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
       stderr.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
     },
@@ -76,7 +77,10 @@ describe("createWorker().scheduled in workerd", () => {
     await storage.revokedTokens.add("jti-over", now - 60_000);
     await storage.revokedTokens.add("jti-live", now + 3_600_000);
 
-    const worker = await mf!.getWorker();
+    // Miniflare types its Fetcher with workers-types, which this package does not install.
+    const worker = (await mf!.getWorker()) as unknown as {
+      scheduled(options: { cron?: string; scheduledTime?: Date }): Promise<{ outcome: string; noRetry: boolean }>;
+    };
     const result = await worker.scheduled({ cron: "0 * * * *", scheduledTime: new Date(now) });
     expect(result).toEqual({ outcome: "ok", noRetry: false });
 
