@@ -5,7 +5,8 @@
 
 /** What the scheduler needs of plantgate's admin (structural, so this package needs no core import). */
 export interface Prunable {
-  prune(): Promise<Record<string, number>>;
+  /** Resolves to the counts per aggregate (logged as they are). */
+  prune(): Promise<object>;
 }
 
 /** Where the scheduler reports: one line per run (counts and duration), or the error's message. */
