@@ -242,10 +242,12 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         }
         if (changed) await persist();
       },
-      async deleteExpired(now) {
+      async deleteExpired(now, limit = Infinity) {
         let n = 0;
         for (const [hash, r] of refresh) {
-          if (r.expiresAt <= now || r.familyExpiresAt <= now) {
+          if (n >= limit) break;
+          // A consumed token stays until its family ends: presenting it again is reuse detection.
+          if (r.familyExpiresAt <= now || (r.consumedAt === null && r.expiresAt <= now)) {
             refresh.delete(hash);
             n++;
           }
@@ -309,9 +311,10 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
       async reset(key) {
         if (attempts.delete(key)) await persist();
       },
-      async deleteExpired(before) {
+      async deleteExpired(before, limit = Infinity) {
         let n = 0;
         for (const [key, r] of attempts) {
+          if (n >= limit) break;
           if (r.windowStart <= before) {
             attempts.delete(key);
             n++;
@@ -332,9 +335,10 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
       async has(jti) {
         return revoked.has(jti);
       },
-      async deleteExpired(now) {
+      async deleteExpired(now, limit = Infinity) {
         let n = 0;
         for (const [jti, expiresAt] of revoked) {
+          if (n >= limit) break;
           if (expiresAt <= now) {
             revoked.delete(jti);
             n++;
@@ -372,9 +376,10 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         if (n > 0) await persist();
         return n;
       },
-      async deleteExpired(now) {
+      async deleteExpired(now, limit = Infinity) {
         let n = 0;
         for (const [idHash, r] of sessions) {
+          if (n >= limit) break;
           if (r.expiresAt <= now) {
             sessions.delete(idHash);
             n++;

@@ -1,8 +1,8 @@
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { plantgate } from "@plantgate/express";
-import { nodeCrypto } from "@plantgate/node";
+import { nodeCrypto, schedulePrune } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
@@ -27,6 +27,8 @@ export interface ExpressServerEnv {
   /** `redis://…`: throttle counters, revoked jtis and console sessions in Redis beside the store. */
   PLANTGATE_REDIS_URL?: string;
   PLANTGATE_REDIS_KEY_PREFIX?: string;
+  /** Seconds between housekeeping runs (`admin.prune()`); default 3600, `0` off. */
+  PLANTGATE_PRUNE_INTERVAL_SECONDS?: string;
   [name: string]: string | undefined;
 }
 
@@ -84,6 +86,7 @@ export async function startExpressServer(
   const mount = mountPath(env.PLANTGATE_MOUNT_PATH);
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
+  const pruneIntervalSeconds = pruneIntervalFromEnv(env);
   const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
   // PLANTGATE_REDIS_URL: the hot state goes to Redis, the rest stays in the store above.
   let hot: Awaited<ReturnType<typeof openRedisHotStoresFromEnv>> = null;
@@ -159,6 +162,8 @@ export async function startExpressServer(
     const created = createPlantgate(options);
     const demo = await applyBootstrap(created.admin, bootstrap, { demo: true });
     await created.jwks(); // create or load the signing key before the first request
+    // Housekeeping: expired tokens, sessions, counters and keys are deleted every interval.
+    const pruning = schedulePrune(created.admin, { intervalSeconds: pruneIntervalSeconds });
     handler = plantgate(created);
     return {
       url,
@@ -168,6 +173,7 @@ export async function startExpressServer(
       app: created,
       demo,
       close: async () => {
+        await pruning.stop();
         await closeServer();
         await closeStorage();
       },

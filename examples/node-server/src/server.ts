@@ -1,5 +1,14 @@
-import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type PlainResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
-import { nodeCrypto, serve, type HandleInfo } from "@plantgate/node";
+import {
+  applyBootstrap,
+  bootstrapFromEnv,
+  createPlantgate,
+  optionsFromEnv,
+  pruneIntervalFromEnv,
+  type PlainResponse,
+  type Plantgate,
+  type PlantgateOptions,
+} from "@plantgate/core";
+import { nodeCrypto, schedulePrune, serve, type HandleInfo } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
@@ -27,6 +36,8 @@ export interface ServerEnv {
   /** `redis://…`: throttle counters, revoked jtis and console sessions in Redis beside the store. */
   PLANTGATE_REDIS_URL?: string;
   PLANTGATE_REDIS_KEY_PREFIX?: string;
+  /** Seconds between housekeeping runs (`admin.prune()`); default 3600, `0` off. */
+  PLANTGATE_PRUNE_INTERVAL_SECONDS?: string;
   [name: string]: string | undefined;
 }
 
@@ -79,6 +90,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   const host = env.HOST || "127.0.0.1";
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
+  const pruneIntervalSeconds = pruneIntervalFromEnv(env);
   const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
   // PLANTGATE_REDIS_URL: the hot state goes to Redis, the rest stays in the store above.
   let hot: Awaited<ReturnType<typeof openRedisHotStoresFromEnv>> = null;
@@ -129,6 +141,8 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
     const created = createPlantgate(options);
     const demo = await applyBootstrap(created.admin, bootstrap, { demo: true });
     await created.jwks(); // create or load the signing key before the first request
+    // Housekeeping: expired tokens, sessions, counters and keys are deleted every interval.
+    const pruning = schedulePrune(created.admin, { intervalSeconds: pruneIntervalSeconds });
     app = created;
     return {
       url: running.url,
@@ -137,6 +151,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
       consoleUrl: options.console?.enabled ? `${options.baseUrl ?? `${running.url}${options.basePath ?? ""}`}/console` : null,
       demo,
       close: async () => {
+        await pruning.stop();
         await running.close();
         await closeStorage();
       },

@@ -31,6 +31,7 @@ export const USAGE = `usage: plantgate <command>
   keys rotate [--now]                (published now, signs after the activation delay; --now: at once, for a leak)
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
+  prune [--batch-size N]             (deletes expired tokens, sessions, counters, jtis, prunable keys; prints counts)
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
 PLANTGATE_DB (SQLite file, default ./data/plantgate.db). Prints JSON on stdout.`;
@@ -71,7 +72,8 @@ function firstLine(text: string): string {
 
 async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantgate; storage: SqlStorage }>): Promise<unknown> {
   const [group, action, ...rest] = argv;
-  const key = `${group ?? ""} ${action ?? ""}`.trim();
+  // One-word commands ("migrate", "prune") take options right after the word.
+  const key = group === "prune" ? group : `${group ?? ""} ${action ?? ""}`.trim();
   switch (key) {
     case "migrate": {
       await open();
@@ -207,6 +209,15 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       const result = await app.admin.reencryptSigningKeys();
       io.stderr("every stored private key is now encrypted with the first key of PLANTGATE_KEY_ENCRYPTION_KEY; the others can be removed\n");
       return result;
+    }
+    case "prune": {
+      // "prune" has no action word: what follows it are its options.
+      const { values, positionals } = parse([action, ...rest].filter((a): a is string => a !== undefined), { "batch-size": { type: "string" } });
+      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      const raw = values["batch-size"];
+      if (raw !== undefined && (!/^\d{1,9}$/.test(raw) || Number(raw) < 1)) throw new UsageError("--batch-size must be a positive integer");
+      const { app } = await open();
+      return app.admin.prune(raw === undefined ? {} : { batchSize: Number(raw) });
     }
     default:
       throw new UsageError(argv.length === 0 ? "no command given" : `unknown command: ${argv.join(" ")}`);

@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startServer } from "@plantgate/example-node-server";
 import { generateKeyRecord } from "@plantgate/core";
+import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { runCli } from "../src/cli.js";
 
 let dir: string;
@@ -279,5 +280,64 @@ describe("plantgate CLI", () => {
     expect(failed.status).toBe(2);
     expect(failed.stdout).toBe("");
     expect(failed.stderr).toBe("plantgate: user nobody does not exist\n");
+  });
+
+  it("prune deletes what can never matter again from the SQLite store and prints the counts per aggregate as JSON", async () => {
+    expect((await cli(["migrate"])).code).toBe(0);
+    const now = Date.now();
+    const storage = await openStorageFromEnv({}, { cwd: dir });
+    try {
+      const token = (hash: string, expiresAt: number, familyExpiresAt: number, consumedAt: number | null) => ({
+        tokenHash: hash,
+        familyId: `family-${hash}`,
+        clientId: "c",
+        accountId: "a",
+        scope: ["offline_access"],
+        createdAt: now - 40 * 86_400_000,
+        expiresAt,
+        familyExpiresAt,
+        consumedAt,
+        revokedAt: null,
+      });
+      await storage.refreshTokens.create(token("sliding-over", now - 60_000, now + 86_400_000, null));
+      await storage.refreshTokens.create(token("family-over", now + 60_000, now - 60_000, now - 120_000));
+      await storage.refreshTokens.create(token("rotated-family-live", now - 60_000, now + 86_400_000, now - 120_000));
+      await storage.sessions.create({ idHash: "s-over", accountId: "a", csrfHash: "c", createdAt: now - 7_200_000, expiresAt: now - 60_000 });
+      await storage.sessions.create({ idHash: "s-live", accountId: "a", csrfHash: "c", createdAt: now, expiresAt: now + 3_600_000 });
+      await storage.attempts.increment("t:over", now - 16 * 60_000, 15 * 60_000);
+      await storage.attempts.increment("t:live", now - 60_000, 15 * 60_000);
+      await storage.revokedTokens.add("jti-over", now - 60_000);
+      await storage.revokedTokens.add("jti-live", now + 3_600_000);
+    } finally {
+      await storage.close();
+    }
+
+    const pruned = await cli(["prune", "--batch-size", "1"]);
+    expect(pruned).toEqual({
+      code: 0,
+      stderr: "",
+      stdout: expect.any(String),
+      json: { refreshTokens: 2, sessions: 1, attempts: 1, revokedTokens: 1, signingKeys: 0 },
+    });
+    const again = await cli(["prune"]);
+    expect(again.json).toEqual({ refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, signingKeys: 0 });
+
+    const after = await openStorageFromEnv({}, { cwd: dir });
+    try {
+      expect(await after.refreshTokens.findByHash("sliding-over")).toBeNull();
+      expect(await after.refreshTokens.findByHash("family-over")).toBeNull();
+      expect((await after.refreshTokens.findByHash("rotated-family-live"))?.consumedAt).toBe(now - 120_000);
+      expect(await after.sessions.get("s-over")).toBeNull();
+      expect((await after.sessions.get("s-live"))?.expiresAt).toBe(now + 3_600_000);
+      expect(await after.attempts.get("t:over")).toBeNull();
+      expect(await after.attempts.get("t:live")).toEqual({ key: "t:live", count: 1, windowStart: now - 60_000 });
+      expect(await after.revokedTokens.has("jti-over")).toBe(false);
+      expect(await after.revokedTokens.has("jti-live")).toBe(true);
+    } finally {
+      await after.close();
+    }
+
+    const bad = await cli(["prune", "--batch-size", "0"]);
+    expect(bad).toEqual({ code: 2, stdout: "", stderr: "plantgate: --batch-size must be a positive integer\n", json: undefined });
   });
 });

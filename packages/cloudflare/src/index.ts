@@ -21,8 +21,10 @@
  * Every answer waits until the request body has been read to its end (see {@link readUploadToEnd}):
  * workerd closes a connection whose body was left unread, and the client then gets a reset instead
  * of the answer.
+ * `scheduled()` is the housekeeping: give the Worker a cron trigger (`[triggers] crons = ["0 * * * *"]`
+ * in wrangler.toml) and each run calls `admin.prune()` and logs the counts.
  */
-import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type EnvVars, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
@@ -49,6 +51,12 @@ export interface WorkerExecutionContext {
   waitUntil(promise: Promise<unknown>): void;
 }
 
+/** The part of a Workers `ScheduledController` (cron event) this entry reads. */
+export interface WorkerScheduledController {
+  readonly cron: string;
+  readonly scheduledTime: number;
+}
+
 /** Options of {@link createWorker}: plantgate options (storage comes from D1) plus Worker ones. */
 export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
   /** Name of the D1 binding in `env`; default `"DB"`. */
@@ -63,11 +71,18 @@ export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
   uploadDiscardBytes?: number;
   /** How long (ms) discarding the rest of an upload may take before it is cut off; default 30 000. */
   uploadDiscardMs?: number;
+  /** Called with the counts of each scheduled prune; default: one JSON line with `console.log`. */
+  onPrune?: (counts: PruneCounts, controller: WorkerScheduledController) => void;
 }
 
 /** A Worker module: `export default createWorker()`. */
 export interface PlantgateWorker {
   fetch(request: Request, env: PlantgateWorkerEnv, ctx?: WorkerExecutionContext): Promise<Response>;
+  /**
+   * The cron trigger's handler: prunes (`admin.prune()`, bounded batches) and reports the counts.
+   * A failure (no D1 binding, D1 down) is logged and rethrown, so the run shows as failed.
+   */
+  scheduled(controller: WorkerScheduledController, env: PlantgateWorkerEnv, ctx?: WorkerExecutionContext): Promise<void>;
 }
 
 function stringEntries(env: PlantgateWorkerEnv): EnvVars {
@@ -120,19 +135,26 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
 export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker {
   const instances = new WeakMap<object, Promise<Plantgate>>();
   const logger = options.logger ?? console;
-  const discardBytes = options.uploadDiscardBytes ?? 100 * 1024 * 1024;
-  const discardMs = options.uploadDiscardMs ?? 30_000;
-  const answer = async (request: Request, env: PlantgateWorkerEnv): Promise<Response> => {
+  const {
+    onPrune = (counts: PruneCounts) => console.log(JSON.stringify({ message: "plantgate prune", ...counts })),
+    uploadDiscardBytes: discardBytes = 100 * 1024 * 1024,
+    uploadDiscardMs: discardMs = 30_000,
+    ...appOptions
+  } = options;
+  const instanceFor = (env: PlantgateWorkerEnv): Promise<Plantgate> => {
     let instance = instances.get(env);
     if (!instance) {
-      instance = start(options, env);
+      instance = start(appOptions, env);
       instances.set(env, instance);
       // A failed start is not cached: the next request tries again.
       instance.catch(() => instances.delete(env));
     }
+    return instance;
+  };
+  const answer = async (request: Request, env: PlantgateWorkerEnv): Promise<Response> => {
     let app: Plantgate;
     try {
-      app = await instance;
+      app = await instanceFor(env);
     } catch (error) {
       logger.error("plantgate worker failed to start", { error: error instanceof Error ? error.message : String(error) });
       return new Response(JSON.stringify({ error: 1503, message: "The service is temporarily unavailable; retry later." }), {
@@ -146,6 +168,15 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     return app.fetch(request, clientIp !== null ? { clientIp } : {});
   };
   return {
+    async scheduled(controller, env) {
+      try {
+        const app = await instanceFor(env);
+        onPrune(await app.admin.prune(), controller);
+      } catch (error) {
+        logger.error("plantgate scheduled prune failed", { error: error instanceof Error ? error.message : String(error) });
+        throw error;
+      }
+    },
     async fetch(request, env) {
       if (request.body === null) return answer(request, env);
       const upload = readUploadToEnd(request.body, discardBytes, discardMs);

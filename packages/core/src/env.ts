@@ -104,6 +104,26 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
   return out;
 }
 
+/** Default of `PLANTGATE_PRUNE_INTERVAL_SECONDS`: prune once an hour. */
+export const DEFAULT_PRUNE_INTERVAL_SECONDS = 3600;
+
+/**
+ * `PLANTGATE_PRUNE_INTERVAL_SECONDS`: how often a long-running server runs `admin.prune()`, in
+ * seconds; default 3600, `0` turns it off.
+ *
+ * @example
+ * const seconds = pruneIntervalFromEnv(process.env); // 3600 unless set
+ */
+export function pruneIntervalFromEnv(env: EnvVars): number {
+  const raw = env.PLANTGATE_PRUNE_INTERVAL_SECONDS;
+  if (raw === undefined || raw === "") return DEFAULT_PRUNE_INTERVAL_SECONDS;
+  // setTimeout holds at most 2^31-1 ms (about 24.8 days); a longer interval would fire at once.
+  if (!/^\d{1,10}$/.test(raw) || Number(raw) > 2_147_483) {
+    throw new ConfigError(`PLANTGATE_PRUNE_INTERVAL_SECONDS must be 0 (off) or a number of seconds up to 2147483, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
 /** What start-up provisioning the environment asks for. */
 export interface BootstrapPlan {
   /** `PLANTGATE_BOOTSTRAP_CLIENT_ID` + `PLANTGATE_BOOTSTRAP_CLIENT_SECRET`, or null. */

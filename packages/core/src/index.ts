@@ -6,6 +6,7 @@ export type { StaticPage, PageFile, PageMount } from "./pages/static-page.js";
 export { CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
 export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console/api.js";
 export { createAdmin, AdminError, type Admin, type ClientView, type CreateAccountInput, type CreateClientInput } from "./admin/index.js";
+export { PRUNE_BATCH_SIZE, type PruneCounts, type PruneOptions } from "./admin/prune.js";
 export type { AccountPage, AccountView } from "./api/accounts.js";
 export { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
 export type { PlainResponse } from "./http/respond.js";
@@ -29,4 +30,14 @@ export {
 } from "./tokens/keys.js";
 export { KeyEncryptionError } from "./crypto/key-encryption.js";
 export { CLIENT_SUBJECT_PREFIX } from "./tokens/access-token.js";
-export { optionsFromEnv, bootstrapFromEnv, applyBootstrap, ConfigError, type EnvVars, type BootstrapPlan, type DemoCredentials } from "./env.js";
+export {
+  optionsFromEnv,
+  pruneIntervalFromEnv,
+  DEFAULT_PRUNE_INTERVAL_SECONDS,
+  bootstrapFromEnv,
+  applyBootstrap,
+  ConfigError,
+  type EnvVars,
+  type BootstrapPlan,
+  type DemoCredentials,
+} from "./env.js";

@@ -1,5 +1,6 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { startExpressServer, type RunningExpressServer } from "../../../examples/express-server/src/server.js";
+import { startServer } from "../../../examples/node-server/src/server.js";
 
 const running: RunningExpressServer[] = [];
 afterEach(async () => {
@@ -128,6 +129,47 @@ describe("examples/express-server", () => {
   it("refuses a malformed PLANTGATE_MOUNT_PATH", async () => {
     await expect(startExpressServer({ PORT: "0", PLANTGATE_DB: ":memory:", PLANTGATE_MOUNT_PATH: "auth?x" })).rejects.toThrow(
       /PLANTGATE_MOUNT_PATH/,
+    );
+  });
+});
+
+/**
+ * Both example servers prune on their own every PLANTGATE_PRUNE_INTERVAL_SECONDS (here 1 s) and log
+ * the counts as one JSON line; the scheduler lives in @plantgate/node and is shared by both.
+ */
+describe("example servers: housekeeping on a timer", () => {
+  const starters = {
+    express: (env: Record<string, string>) => start(env),
+    "node-server": async (env: Record<string, string>) => {
+      const server = await startServer({ HOST: "127.0.0.1", PORT: "0", PLANTGATE_DB: ":memory:", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", ...env });
+      running.push(server as unknown as RunningExpressServer);
+      return server;
+    },
+  };
+  for (const [name, startOne] of Object.entries(starters)) {
+    it(`${name}: an expired session is deleted within the interval and the run is logged with its counts`, async () => {
+      const logged: string[] = [];
+      const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => void logged.push(String(line)));
+      try {
+        const server = await startOne({ PLANTGATE_PRUNE_INTERVAL_SECONDS: "1" });
+        const now = Date.now();
+        await server.app.storage.sessions.create({ idHash: "expired", accountId: "a", csrfHash: "c", createdAt: now - 7_200_000, expiresAt: now - 1000 });
+        await server.app.storage.sessions.create({ idHash: "live", accountId: "a", csrfHash: "c", createdAt: now, expiresAt: now + 3_600_000 });
+        const deadline = Date.now() + 5000;
+        while ((await server.app.storage.sessions.get("expired")) !== null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        expect(await server.app.storage.sessions.get("expired")).toBeNull();
+        expect((await server.app.storage.sessions.get("live"))?.expiresAt).toBe(now + 3_600_000);
+        const runs = logged.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.message === "plantgate prune");
+        expect(runs[0]).toEqual({ message: "plantgate prune", refreshTokens: 0, sessions: 1, attempts: 0, revokedTokens: 0, signingKeys: 0, durationMs: expect.any(Number) });
+      } finally {
+        spy.mockRestore();
+      }
+    });
+  }
+
+  it("PLANTGATE_PRUNE_INTERVAL_SECONDS must be whole seconds: a bad value fails the start", async () => {
+    await expect(start({ PLANTGATE_PRUNE_INTERVAL_SECONDS: "hourly" })).rejects.toThrow(
+      'PLANTGATE_PRUNE_INTERVAL_SECONDS must be 0 (off) or a number of seconds up to 2147483, got "hourly"',
     );
   });
 });

@@ -5,3 +5,4 @@ export { originOf } from "./request-origin.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
 export { serve, type ServeOptions, type ServeResult } from "./serve.js";
 export { nodeCrypto, type NodeCryptoOptions, type NodeCryptoProvider } from "./node-crypto.js";
+export { schedulePrune, type Prunable, type PruneLogger, type PruneSchedule, type SchedulePruneOptions } from "./prune-schedule.js";

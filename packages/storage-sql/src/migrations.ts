@@ -245,6 +245,24 @@ async function accountPositionsDown(db: Kysely<any>, family: SqlFamily): Promise
   await db.schema.dropTable(TABLES.counters).ifExists().execute();
 }
 
+/**
+ * Refresh-token expiry indexes, so each bounded `deleteExpired` batch (housekeeping) is an index
+ * range, not a table scan: one per rule of what goes (the family's absolute expiry; an unconsumed
+ * token's sliding expiry). Only new indexes: every row is kept, older code ignores them.
+ */
+async function refreshExpiryIndexesUp(db: Kysely<any>): Promise<void> {
+  await db.schema.createIndex("pg_refresh_tokens_family_expires_idx").on(TABLES.refreshTokens).column("family_expires_at").execute();
+  await db.schema.createIndex("pg_refresh_tokens_unconsumed_expires_idx").on(TABLES.refreshTokens).columns(["consumed_at", "expires_at"]).execute();
+}
+
+async function refreshExpiryIndexesDown(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  for (const index of ["pg_refresh_tokens_unconsumed_expires_idx", "pg_refresh_tokens_family_expires_idx"]) {
+    // MySQL names the table in DROP INDEX; the others reject it.
+    const drop = db.schema.dropIndex(index);
+    await (family === "mysql" ? drop.on(TABLES.refreshTokens) : drop).execute();
+  }
+}
+
 /** Every migration, oldest first. The version of a schema is the number of migrations applied. */
 function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
   return [
@@ -252,6 +270,7 @@ function migrations(family: SqlFamily): Array<[name: string, migration: Migratio
     ["0002_attempts_revoked_tokens_sessions", { up: (db) => hardeningUp(db, family), down: hardeningDown }],
     ["0003_signing_key_activation", { up: keyActivationUp, down: keyActivationDown }],
     ["0004_account_positions", { up: (db) => accountPositionsUp(db, family), down: (db) => accountPositionsDown(db, family) }],
+    ["0005_refresh_token_expiry_indexes", { up: refreshExpiryIndexesUp, down: (db) => refreshExpiryIndexesDown(db, family) }],
   ];
 }
 

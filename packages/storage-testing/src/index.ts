@@ -9,6 +9,7 @@ import { attemptsSuite } from "./suites/attempts.js";
 import { clientsSuite } from "./suites/clients.js";
 import { concurrencySuite } from "./suites/concurrency.js";
 import { plantsSuite } from "./suites/plants.js";
+import { pruneSuite } from "./suites/prune.js";
 import { refreshTokensSuite } from "./suites/refresh-tokens.js";
 import { revokedTokensSuite } from "./suites/revoked-tokens.js";
 import { sessionsSuite } from "./suites/sessions.js";
@@ -23,10 +24,11 @@ export type { ConformanceTarget } from "./target.js";
  * gets a fresh store from `target.create()` and hands it to `target.destroy()` afterwards.
  *
  * Covered: every method of every store (exact round-trips, duplicates, absent records, ordering,
- * paging, atomic all-or-nothing writes, counter windows, expiry clean-up), concurrent
- * `consume`/`create`/`increment` races, the core running over the store end to end, and, when
- * `target.rawDump` is given, that secrets (console sessions included) are stored only as hashes and
- * that, with a key encryption key, no private signing key material is in any row.
+ * paging, atomic all-or-nothing writes, counter windows, expiry clean-up with its batch limit), concurrent
+ * `consume`/`create`/`increment` races, two pruners at once, `admin.prune()` over the store, the core
+ * running over the store end to end, and, when `target.rawDump` is given, that secrets (console
+ * sessions included) are stored only as hashes and that, with a key encryption key, no private
+ * signing key material is in any row.
  *
  * @param name Shown as the outermost `describe`, e.g. `"postgres storage"`.
  * @param target How to create (and clean up, and dump) a store.
@@ -76,6 +78,7 @@ export function describeStorageConformance(name: string, target: ConformanceTarg
     revokedTokensSuite(context);
     sessionsSuite(context);
     concurrencySuite(context);
+    pruneSuite(context);
     throughCoreSuite(context);
     secretsSuite(context);
   });

@@ -5,6 +5,9 @@ import { accountView, type AccountView } from "../api/accounts.js";
 import { isStorableText } from "../api/plants.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
 import { generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
+import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
+
+export type { PruneCounts, PruneOptions } from "./prune.js";
 
 /** Input of {@link Admin.createClient}. */
 export interface CreateClientInput {
@@ -88,6 +91,17 @@ export interface Admin {
    * KeyEncryptionError and leaves that key as it was.
    */
   reencryptSigningKeys(): Promise<{ reencrypted: string[]; unchanged: string[] }>;
+  /**
+   * Housekeeping: deletes what can never matter again (expired refresh tokens, keeping rotated
+   * ones until their family expires; expired console sessions; finished brute-force windows;
+   * revoked jtis past their token's expiry; prunable signing keys), in bounded batches, and
+   * returns how many of each. Safe to run from several instances at once.
+   *
+   * @example
+   * const counts = await app.admin.prune();
+   * console.log(JSON.stringify(counts)); // {"refreshTokens":42,"sessions":0,...}
+   */
+  prune(options?: PruneOptions): Promise<PruneCounts>;
 }
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
@@ -270,6 +284,9 @@ export function createAdmin(ctx: Context): Admin {
       }
       ctx.keyring.invalidate();
       return { reencrypted, unchanged };
+    },
+    prune(options) {
+      return prune(ctx, options);
     },
   };
 }

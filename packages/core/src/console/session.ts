@@ -3,6 +3,7 @@ import { ApiError, ApiErrorCode } from "../errors/index.js";
 import type { Context } from "../context.js";
 import type { AccountRecord, SessionRecord } from "../storage/types.js";
 import type { ConsoleRequest } from "./request.js";
+import { SWEEP_LIMIT } from "../security/throttle.js";
 
 /** Name of the console's session cookie (HttpOnly; only the console's own path receives it). */
 const SESSION_COOKIE = "plantgate_console";
@@ -74,8 +75,9 @@ function sessionIdFrom(header: string | null): string | null {
 /** Creates and stores a session for the account; returns the id (for the cookie only) and CSRF token. */
 export async function createSession(ctx: Context, account: AccountRecord): Promise<{ sessionId: string; csrfToken: string; expiresAt: number }> {
   const now = ctx.clock();
-  // Housekeeping on sign-in keeps the table small without a scheduler.
-  await ctx.storage.sessions.deleteExpired(now);
+  // Housekeeping on sign-in keeps the table small without a scheduler (a bounded batch: `prune`
+  // clears any backlog).
+  await ctx.storage.sessions.deleteExpired(now, SWEEP_LIMIT);
   for (;;) {
     const sessionId = randomToken(ctx.random, 32);
     const csrfToken = await csrfTokenFor(sessionId);

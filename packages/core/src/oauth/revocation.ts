@@ -1,6 +1,7 @@
 import { OAuthError } from "../errors/index.js";
 import { NO_STORE, plain } from "../http/respond.js";
 import { issuedTo, presentedTokenEndpoint } from "./token-lookup.js";
+import { SWEEP_LIMIT } from "../security/throttle.js";
 
 /**
  * `POST /UserService/connect/revocation` (RFC 7009). The client authenticates exactly as at the
@@ -22,8 +23,9 @@ export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, clie
     if (found.kind === "refresh_token") await ctx.storage.refreshTokens.revokeFamily(found.record.familyId, now);
     else {
       await ctx.storage.revokedTokens.add(found.claims.jti, found.claims.exp * 1000);
-      // Entries are useless once their token has expired; revocations are rare, so sweep here.
-      await ctx.storage.revokedTokens.deleteExpired(now);
+      // Entries are useless once their token has expired; revocations are rare, so sweep here
+      // (a bounded batch: `prune` clears any backlog).
+      await ctx.storage.revokedTokens.deleteExpired(now, SWEEP_LIMIT);
     }
   }
   // RFC 7009 §2.2: the body is ignored by clients; an empty one is what the RFC shows.

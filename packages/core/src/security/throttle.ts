@@ -62,6 +62,11 @@ export interface Throttle {
   fail(keys: string[] | ThrottleCheck): Promise<void>;
   /** Resets every key after a success. */
   succeed(keys: (string | ThrottleKey)[] | ThrottleCheck): Promise<void>;
+  /**
+   * The window length in ms: a counter whose window started at least this long ago is finished
+   * and can be deleted (`prune`). 0 when the throttle is off (then no counter matters).
+   */
+  readonly windowMs: number;
 }
 
 /** What {@link Throttle.check} read: the stored (hashed) keys and whether any had a counter. */
@@ -128,6 +133,9 @@ export function credentialKeys(kind: string, username: string, ip: string | unde
 /** Expired counters are deleted after every this many counted attempts or failures (per instance). */
 const SWEEP_EVERY = 64;
 
+/** At most this many expired counters per sweep in passing, so a request never waits on a backlog (`prune` clears it). */
+export const SWEEP_LIMIT = 500;
+
 /** `t:` + SHA-256 (base64url): 45 ASCII characters whatever the input. */
 const storageKeyWith = (hash: (text: string) => Promise<string>) => async (key: string) => `t:${await hash(key)}`;
 
@@ -145,7 +153,7 @@ export function createThrottle(
   hash: (text: string) => Promise<string> = sha256,
 ): Throttle {
   if (settings === false) {
-    return { async attempt() {}, async check() { return { storageKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {} };
+    return { async attempt() {}, async check() { return { storageKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {}, windowMs: 0 };
   }
   const hashed = storageKeyWith(hash);
   // The same few keys (a client from its usual address) come back on every request; their hashes
@@ -168,9 +176,10 @@ export function createThrottle(
   // Every guess at a new username adds a row; sweep finished windows now and then so an
   // attacker cannot grow the table without bound. Per instance, so the cost is spread.
   const sweep = async (now: number) => {
-    if (++counted % SWEEP_EVERY === 0) await store.deleteExpired(now - windowMs);
+    if (++counted % SWEEP_EVERY === 0) await store.deleteExpired(now - windowMs, SWEEP_LIMIT);
   };
   return {
+    windowMs,
     async attempt(keys) {
       const now = clock();
       await sweep(now);

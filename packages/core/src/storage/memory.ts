@@ -129,10 +129,12 @@ export function createMemoryStorage(): Storage {
           if (r.accountId === accountId && r.revokedAt === null) r.revokedAt = now;
         }
       },
-      async deleteExpired(now) {
+      async deleteExpired(now, limit = Infinity) {
         let n = 0;
         for (const [hash, r] of refresh) {
-          if (r.expiresAt <= now || r.familyExpiresAt <= now) {
+          if (n >= limit) break;
+          // A consumed token is kept until its family ends: presenting it again is reuse detection.
+          if (r.familyExpiresAt <= now || (r.consumedAt === null && r.expiresAt <= now)) {
             refresh.delete(hash);
             n++;
           }
@@ -184,9 +186,10 @@ export function createMemoryStorage(): Storage {
       async reset(key) {
         attempts.delete(key);
       },
-      async deleteExpired(before) {
+      async deleteExpired(before, limit = Infinity) {
         let n = 0;
         for (const [key, r] of attempts) {
+          if (n >= limit) break;
           if (r.windowStart <= before) {
             attempts.delete(key);
             n++;
@@ -202,9 +205,10 @@ export function createMemoryStorage(): Storage {
       async has(jti) {
         return revoked.has(jti);
       },
-      async deleteExpired(now) {
+      async deleteExpired(now, limit = Infinity) {
         let n = 0;
         for (const [jti, exp] of revoked) {
+          if (n >= limit) break;
           if (exp <= now) {
             revoked.delete(jti);
             n++;
@@ -236,9 +240,10 @@ export function createMemoryStorage(): Storage {
         }
         return n;
       },
-      async deleteExpired(now) {
+      async deleteExpired(now, limit = Infinity) {
         let n = 0;
         for (const [h, r] of sessions) {
+          if (n >= limit) break;
           if (r.expiresAt <= now) {
             sessions.delete(h);
             n++;

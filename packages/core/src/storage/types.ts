@@ -117,8 +117,17 @@ export interface RefreshTokenStore {
   revokeFamily(familyId: string, now: number): Promise<void>;
   /** Marks every token of the account revoked (idempotent), e.g. when it is disabled. */
   revokeByAccount(accountId: string, now: number): Promise<void>;
-  /** Deletes tokens with `expiresAt <= now` or `familyExpiresAt <= now`; returns how many. */
-  deleteExpired(now: number): Promise<number>;
+  /**
+   * Deletes tokens that can never matter again and returns how many: every token of a family with
+   * `familyExpiresAt <= now`, and every token not consumed with `expiresAt <= now`. A consumed
+   * (rotated) token stays until its family's absolute expiry, because presenting it again is how
+   * reuse is detected (it revokes the family), whatever its own sliding expiry.
+   *
+   * With `limit`, deletes at most that many (any of the matching ones) so a backlog never holds a
+   * long lock; `prune` calls again until a call returns less than `limit`. Concurrent calls must
+   * delete each token once (their counts add up to what was deleted). Without `limit`, all.
+   */
+  deleteExpired(now: number, limit?: number): Promise<number>;
 }
 
 /** A plant as stored; `id` is a signed 64-bit integer. */
@@ -195,8 +204,11 @@ export interface AttemptStore {
   get(key: string): Promise<AttemptRecord | null>;
   /** Forgets the key (after a success); no error when absent. */
   reset(key: string): Promise<void>;
-  /** Deletes records whose window started at or before `before`; returns how many. */
-  deleteExpired(before: number): Promise<number>;
+  /**
+   * Deletes records whose window started at or before `before`; returns how many. With `limit`, at
+   * most that many (see {@link RefreshTokenStore.deleteExpired} for the batch contract).
+   */
+  deleteExpired(before: number, limit?: number): Promise<number>;
 }
 
 /** Revoked access tokens (RFC 7009), by `jti`, kept until the token would have expired anyway. */
@@ -207,8 +219,11 @@ export interface RevokedTokenStore {
    */
   add(jti: string, expiresAt: number): Promise<void>;
   has(jti: string): Promise<boolean>;
-  /** Deletes entries with `expiresAt <= now`; returns how many. */
-  deleteExpired(now: number): Promise<number>;
+  /**
+   * Deletes entries with `expiresAt <= now`; returns how many. With `limit`, at most that many
+   * (see {@link RefreshTokenStore.deleteExpired} for the batch contract).
+   */
+  deleteExpired(now: number, limit?: number): Promise<number>;
 }
 
 /** A management-console session, stored by hash (the cookie holds the only copy of the id). */
@@ -233,8 +248,11 @@ export interface SessionStore {
   delete(idHash: string): Promise<boolean>;
   /** Removes every session of the account (e.g. when it is disabled); returns how many. */
   deleteByAccount(accountId: string): Promise<number>;
-  /** Deletes sessions with `expiresAt <= now`; returns how many. */
-  deleteExpired(now: number): Promise<number>;
+  /**
+   * Deletes sessions with `expiresAt <= now`; returns how many. With `limit`, at most that many
+   * (see {@link RefreshTokenStore.deleteExpired} for the batch contract).
+   */
+  deleteExpired(now: number, limit?: number): Promise<number>;
 }
 
 /** Everything plantgate stores. Pass your own to `createPlantgate({ storage })`. */

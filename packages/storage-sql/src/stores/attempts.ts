@@ -1,6 +1,7 @@
 import type { AttemptStore } from "@plantgate/core";
 import { sql } from "kysely";
 import type { StoreContext } from "../context.js";
+import { deleteBatch } from "../delete-batch.js";
 import { isDeadlock } from "../errors.js";
 import { prepared } from "../prepared.js";
 import { attemptRecord } from "../rows.js";
@@ -88,10 +89,7 @@ export function attemptStore(ctx: StoreContext): AttemptStore {
         if (!storableKey(key)) return;
         await q.reset(db, { key });
       }),
-    deleteExpired: (before) =>
-      run("attempts.deleteExpired", async () => {
-        const result = await db.deleteFrom(TABLES.attempts).where("window_start", "<=", before).executeTakeFirst();
-        return Number(result.numDeletedRows);
-      }),
+    deleteExpired: (before, limit) =>
+      run("attempts.deleteExpired", () => deleteBatch(ctx, TABLES.attempts, "attempt_key", (eb) => eb("window_start", "<=", before), limit)),
   };
 }

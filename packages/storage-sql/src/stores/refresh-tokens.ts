@@ -2,6 +2,7 @@ import type { RefreshTokenStore } from "@plantgate/core";
 import { sql, type Insertable } from "kysely";
 import { d1Batch } from "../batch.js";
 import type { StoreContext } from "../context.js";
+import { deleteBatch } from "../delete-batch.js";
 import { isUniqueViolation } from "../errors.js";
 import { affected, prepared } from "../prepared.js";
 import { refreshRecord, refreshRow } from "../rows.js";
@@ -84,13 +85,21 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
         if (!storableKey(accountId)) return;
         await db.updateTable(TABLES.refreshTokens).set({ revoked_at: now }).where("account_id", "=", accountId).where("revoked_at", "is", null).execute();
       }),
-    deleteExpired: (now) =>
+    deleteExpired: (now, limit) =>
       run("refreshTokens.deleteExpired", async () => {
-        const result = await db
-          .deleteFrom(TABLES.refreshTokens)
-          .where((eb) => eb.or([eb("expires_at", "<=", now), eb("family_expires_at", "<=", now)]))
-          .executeTakeFirst();
-        return Number(result.numDeletedRows);
+        // Two rules, one statement each so each is an index range (see migration 0003): the
+        // whole family past its absolute expiry; an unconsumed token past its sliding expiry. A
+        // consumed token stays until its family ends: presenting it again detects reuse.
+        const familyGone = await deleteBatch(ctx, TABLES.refreshTokens, "token_hash", (eb) => eb("family_expires_at", "<=", now), limit);
+        if (limit !== undefined && familyGone >= limit) return familyGone;
+        const unconsumedGone = await deleteBatch(
+          ctx,
+          TABLES.refreshTokens,
+          "token_hash",
+          (eb) => eb.and([eb("consumed_at", "is", null), eb("expires_at", "<=", now)]),
+          limit === undefined ? undefined : limit - familyGone,
+        );
+        return familyGone + unconsumedGone;
       }),
   };
 }

@@ -1,5 +1,6 @@
 import type { RevokedTokenStore } from "@plantgate/core";
 import type { StoreContext } from "../context.js";
+import { deleteBatch } from "../delete-batch.js";
 import { prepared } from "../prepared.js";
 import { TABLES } from "../schema.js";
 
@@ -26,10 +27,7 @@ export function revokedTokenStore(ctx: StoreContext): RevokedTokenStore {
         if (!storableKey(jti)) return false;
         return (await q.has(db, { jti })).rows.length > 0;
       }),
-    deleteExpired: (now) =>
-      run("revokedTokens.deleteExpired", async () => {
-        const result = await db.deleteFrom(TABLES.revokedTokens).where("expires_at", "<=", now).executeTakeFirst();
-        return Number(result.numDeletedRows);
-      }),
+    deleteExpired: (now, limit) =>
+      run("revokedTokens.deleteExpired", () => deleteBatch(ctx, TABLES.revokedTokens, "jti", (eb) => eb("expires_at", "<=", now), limit)),
   };
 }

@@ -1,6 +1,7 @@
 import type { SessionStore } from "@plantgate/core";
 import type { Insertable } from "kysely";
 import type { StoreContext } from "../context.js";
+import { deleteBatch } from "../delete-batch.js";
 import { affected, prepared } from "../prepared.js";
 import { sessionRecord, sessionRow } from "../rows.js";
 import { TABLES, type SessionTable } from "../schema.js";
@@ -37,10 +38,7 @@ export function sessionStore(ctx: StoreContext): SessionStore {
         const result = await db.deleteFrom(TABLES.sessions).where("account_id", "=", accountId).executeTakeFirst();
         return Number(result.numDeletedRows);
       }),
-    deleteExpired: (now) =>
-      run("sessions.deleteExpired", async () => {
-        const result = await db.deleteFrom(TABLES.sessions).where("expires_at", "<=", now).executeTakeFirst();
-        return Number(result.numDeletedRows);
-      }),
+    deleteExpired: (now, limit) =>
+      run("sessions.deleteExpired", () => deleteBatch(ctx, TABLES.sessions, "id_hash", (eb) => eb("expires_at", "<=", now), limit)),
   };
 }

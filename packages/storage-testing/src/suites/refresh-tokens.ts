@@ -148,7 +148,7 @@ export function refreshTokensSuite(s: SuiteContext): void {
       await expectStored({ ...a1, revokedAt: T0 + 50 }, { ...a2, revokedAt: T0 + 50 }, already, other);
     });
 
-    it("deleteExpired deletes exactly the tokens with expiresAt <= now or familyExpiresAt <= now, and returns how many", async () => {
+    it("deleteExpired deletes exactly the tokens with familyExpiresAt <= now, or unconsumed with expiresAt <= now, and returns how many", async () => {
       const now = T0 + 10 * DAY;
       const token = (label: string, expiresAt: number, familyExpiresAt: number, extra: Partial<RefreshTokenRecord> = {}) =>
         refreshRecord({ tokenHash: fakeHash(label), familyId: `fam-${label}`, expiresAt, familyExpiresAt, ...extra });
@@ -159,12 +159,17 @@ export function refreshTokensSuite(s: SuiteContext): void {
         token("family-past", now + 5, now - 1),
         token("both-past", now - DAY, now - DAY),
         token("revoked-expired", now - 1, now + DAY, { revokedAt: now - 2 }),
-        token("consumed-expired", now - 1, now + DAY, { consumedAt: now - 3 }),
+        token("consumed-family-at-now", now - DAY, now, { consumedAt: now - 2 * DAY }),
+        token("consumed-revoked-family-past", now - DAY, now - 1, { consumedAt: now - 2 * DAY, revokedAt: now - DAY }),
       ];
       const kept = [
         token("sliding-just-after", now + 1, now + DAY),
         token("family-just-after", now + DAY, now + 1),
         token("consumed-live", now + DAY, now + 2 * DAY, { consumedAt: now - 1 }),
+        // Rotated, past its own sliding expiry, family still live: presenting it again must still
+        // be recognised as reuse (and revoke the family), so it stays until the family ends.
+        token("consumed-expired-family-live", now - 1, now + 1, { consumedAt: now - 3 }),
+        token("consumed-revoked-expired-family-live", now - DAY, now + DAY, { consumedAt: now - 2 * DAY, revokedAt: now - 1 }),
         token("revoked-live", now + DAY, now + 2 * DAY, { revokedAt: now - 1 }),
         token("far-future", MAX_DATE_MS, MAX_DATE_MS),
       ];

@@ -1,0 +1,42 @@
+/**
+ * A shortened soak (two simulated months at a higher hourly load) proves the bounded-growth
+ * property in CI: pruned on its schedule, no table holds more than twice its live set at any month,
+ * and the prune really removed rows of every kind that expires.
+ */
+import { describe, expect, it } from "vitest";
+import { runSoak, soakTable, withinBound, YEAR } from "../src/soak-run.js";
+
+describe("soak (shortened)", () => {
+  it("two simulated months: every table stays within 2x its live set, and every expiring kind was pruned", async () => {
+    const result = await runSoak({
+      ...YEAR,
+      days: 60,
+      accounts: 10,
+      passwordGrants: 0.5,
+      refreshEveryDays: 5,
+      failedLogins: 1,
+      consoleSignIns: 0.5,
+      accessRevocations: 0.5,
+      familyRevocations: 0.05,
+      pruneIntervalSeconds: 3600,
+      bruteForceWindowSeconds: 7200,
+      signingKeyMaxAgeSeconds: 20 * 86_400,
+    });
+    expect(result.samples.map((s) => s.month)).toEqual([1, 2]);
+    expect(result.violations, soakTable(result.samples)).toEqual([]);
+    for (const sample of result.samples) {
+      for (const [table, { rows, live }] of Object.entries(sample.tables)) expect(rows, `month ${sample.month} ${table}`).toBeLessThanOrEqual(withinBound(live));
+    }
+    // Something of each kind expired and was deleted; the signing key rotated (day 20, 40) and the
+    // replaced keys were pruned.
+    expect(result.pruned.refreshTokens).toBeGreaterThan(0);
+    expect(result.pruned.sessions).toBeGreaterThan(0);
+    expect(result.pruned.attempts).toBeGreaterThan(0);
+    expect(result.pruned.revokedTokens).toBeGreaterThan(0);
+    expect(result.pruned.signingKeys).toBe(2);
+  });
+
+  it("the bound: twice the live set, and a tiny live set may carry 2 rows that expired since the last prune", () => {
+    expect([0, 1, 2, 3, 100].map(withinBound)).toEqual([2, 3, 4, 6, 200]);
+  });
+});

@@ -1,0 +1,108 @@
+/**
+ * The Worker's cron handler in workerd (Miniflare): the real `createWorker()` entry, bundled for
+ * the Workers runtime, gets a scheduled event and prunes its D1 database. The rows are seeded and
+ * checked from Node through the same D1 database.
+ */
+import { dirname } from "node:path";
+import type { Readable } from "node:stream";
+import { fileURLToPath } from "node:url";
+import { createD1Storage, type D1DatabaseLike, type SqlStorage } from "@plantgate/storage-sql/d1";
+import { build } from "esbuild";
+import { Miniflare } from "miniflare";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+async function bundle(): Promise<string> {
+  const result = await build({
+    stdin: { contents: 'import { createWorker } from "../src/index.ts";\nexport default createWorker();\n', resolveDir: here, loader: "ts" },
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    conditions: ["workerd", "worker", "browser"],
+    target: "es2022",
+    write: false,
+    logLevel: "silent",
+  });
+  return result.outputFiles[0]!.text;
+}
+
+let mf: Miniflare | undefined;
+let storage: SqlStorage;
+let logged = "";
+
+beforeAll(async () => {
+  mf = new Miniflare({
+    modules: true,
+    script: await bundle(),
+    d1Databases: ["DB"],
+    bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" },
+    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+      stdout.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
+      stderr.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
+    },
+  });
+  // The first request migrates D1.
+  const res = await mf.dispatchFetch("http://worker.test/.well-known/jwks.json");
+  await res.arrayBuffer();
+  expect(res.status).toBe(200);
+  storage = createD1Storage((await mf.getD1Database("DB")) as unknown as D1DatabaseLike);
+}, 60_000);
+afterAll(async () => {
+  await mf?.dispose();
+});
+
+describe("createWorker().scheduled in workerd", () => {
+  it("a cron event prunes D1: expired rows are deleted, live ones stay, and the counts are logged", async () => {
+    const now = Date.now();
+    const token = (hash: string, expiresAt: number, familyExpiresAt: number, consumedAt: number | null) => ({
+      tokenHash: hash,
+      familyId: `family-${hash}`,
+      clientId: "c",
+      accountId: "a",
+      scope: ["offline_access"],
+      createdAt: now - 40 * 86_400_000,
+      expiresAt,
+      familyExpiresAt,
+      consumedAt,
+      revokedAt: null,
+    });
+    await storage.refreshTokens.create(token("rt-sliding-over", now - 60_000, now + 86_400_000, null));
+    await storage.refreshTokens.create(token("rt-family-over", now + 60_000, now - 60_000, now - 120_000));
+    await storage.refreshTokens.create(token("rt-rotated-family-live", now - 60_000, now + 86_400_000, now - 120_000));
+    await storage.sessions.create({ idHash: "s-over", accountId: "a", csrfHash: "c", createdAt: now - 7_200_000, expiresAt: now - 60_000 });
+    await storage.sessions.create({ idHash: "s-live", accountId: "a", csrfHash: "c", createdAt: now, expiresAt: now + 3_600_000 });
+    await storage.attempts.increment("t:over", now - 16 * 60_000, 15 * 60_000);
+    await storage.attempts.increment("t:live", now - 60_000, 15 * 60_000);
+    await storage.revokedTokens.add("jti-over", now - 60_000);
+    await storage.revokedTokens.add("jti-live", now + 3_600_000);
+
+    // Miniflare types its Fetcher with workers-types, which this package does not install.
+    const worker = (await mf!.getWorker()) as unknown as {
+      scheduled(options: { cron?: string; scheduledTime?: Date }): Promise<{ outcome: string; noRetry: boolean }>;
+    };
+    const result = await worker.scheduled({ cron: "0 * * * *", scheduledTime: new Date(now) });
+    expect(result).toEqual({ outcome: "ok", noRetry: false });
+
+    expect(await storage.refreshTokens.findByHash("rt-sliding-over")).toBeNull();
+    expect(await storage.refreshTokens.findByHash("rt-family-over")).toBeNull();
+    expect((await storage.refreshTokens.findByHash("rt-rotated-family-live"))?.consumedAt).toBe(now - 120_000);
+    expect(await storage.sessions.get("s-over")).toBeNull();
+    expect((await storage.sessions.get("s-live"))?.expiresAt).toBe(now + 3_600_000);
+    expect(await storage.attempts.get("t:over")).toBeNull();
+    expect(await storage.attempts.get("t:live")).toEqual({ key: "t:live", count: 1, windowStart: now - 60_000 });
+    expect(await storage.revokedTokens.has("jti-over")).toBe(false);
+    expect(await storage.revokedTokens.has("jti-live")).toBe(true);
+
+    // workerd's console output reaches us asynchronously.
+    const line = '{"message":"plantgate prune","refreshTokens":2,"sessions":1,"attempts":1,"revokedTokens":1,"signingKeys":0}';
+    for (let i = 0; i < 40 && !logged.includes(line); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(logged).toContain(line);
+
+    // A second run finds nothing.
+    expect(await worker.scheduled({ cron: "0 * * * *" })).toEqual({ outcome: "ok", noRetry: false });
+    const zero = '{"message":"plantgate prune","refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":0,"signingKeys":0}';
+    for (let i = 0; i < 40 && !logged.includes(zero); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(logged).toContain(zero);
+  });
+});

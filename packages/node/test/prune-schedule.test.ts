@@ -1,0 +1,110 @@
+/**
+ * The housekeeping schedule of the example servers: runs on its interval, never overlaps itself,
+ * logs counts only, survives a failed run, stops cleanly (waiting for a run in progress).
+ */
+import { describe, expect, it } from "vitest";
+import { schedulePrune, type PruneLogger } from "../src/index.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function recorder() {
+  const lines: Array<{ level: "info" | "error"; message: string; fields: Record<string, unknown> }> = [];
+  const logger: PruneLogger = {
+    info: (message, fields) => void lines.push({ level: "info", message, fields }),
+    error: (message, fields) => void lines.push({ level: "error", message, fields }),
+  };
+  return { lines, logger };
+}
+
+describe("schedulePrune", () => {
+  it("prunes every interval, one run at a time even when a run outlasts the interval, and logs the counts", async () => {
+    const { lines, logger } = recorder();
+    const spans: Array<[number, number]> = [];
+    let active = 0;
+    let maxActive = 0;
+    const admin = {
+      async prune() {
+        const start = performance.now();
+        maxActive = Math.max(maxActive, ++active);
+        await sleep(60); // longer than the 20 ms interval
+        active--;
+        spans.push([start, performance.now()]);
+        return { refreshTokens: spans.length, sessions: 0 };
+      },
+    };
+    const schedule = schedulePrune(admin, { intervalSeconds: 0.02, logger });
+    expect(schedule.active).toBe(true);
+    await sleep(400);
+    await schedule.stop();
+    expect(maxActive, "runs never overlap").toBe(1);
+    expect(spans.length).toBeGreaterThanOrEqual(3);
+    for (let i = 1; i < spans.length; i++) {
+      // The next run starts only after the previous one finished plus the interval.
+      expect(spans[i]![0] - spans[i - 1]![1]).toBeGreaterThanOrEqual(15);
+    }
+    expect(lines.length).toBe(spans.length);
+    lines.forEach((line, i) => {
+      expect(line).toEqual({ level: "info", message: "plantgate prune", fields: { refreshTokens: i + 1, sessions: 0, durationMs: expect.any(Number) } });
+    });
+  });
+
+  it("stop() waits for a run in progress and no run starts afterwards", async () => {
+    const { logger } = recorder();
+    let runs = 0;
+    let finished = 0;
+    const schedule = schedulePrune(
+      {
+        async prune() {
+          runs++;
+          await sleep(80);
+          finished++;
+          return {};
+        },
+      },
+      { intervalSeconds: 0.01, logger },
+    );
+    await sleep(40); // the first run is in progress
+    expect(runs).toBe(1);
+    await schedule.stop();
+    expect(finished, "stop resolved after the run finished").toBe(1);
+    expect(schedule.active).toBe(false);
+    await sleep(100);
+    expect(runs, "nothing ran after stop").toBe(1);
+    await schedule.stop(); // idempotent
+  });
+
+  it("a failed run is logged by its message only and the schedule goes on", async () => {
+    const { lines, logger } = recorder();
+    let calls = 0;
+    const schedule = schedulePrune(
+      {
+        async prune() {
+          calls++;
+          if (calls === 1) throw new Error("database unavailable");
+          return { sessions: 2 };
+        },
+      },
+      { intervalSeconds: 0.01, logger },
+    );
+    await sleep(150);
+    await schedule.stop();
+    expect(lines[0]).toEqual({ level: "error", message: "plantgate prune failed", fields: { error: "database unavailable" } });
+    expect(lines[1]).toEqual({ level: "info", message: "plantgate prune", fields: { sessions: 2, durationMs: expect.any(Number) } });
+  });
+
+  it("interval 0 turns it off: nothing ever runs", async () => {
+    let runs = 0;
+    const schedule = schedulePrune({ prune: async () => (runs++, {}) }, { intervalSeconds: 0, logger: recorder().logger });
+    expect(schedule.active).toBe(false);
+    await sleep(50);
+    expect(runs).toBe(0);
+    await schedule.stop();
+  });
+
+  it("refuses a negative or non-finite interval", () => {
+    const admin = { prune: async () => ({}) };
+    for (const bad of [-1, Number.NaN, Infinity]) {
+      expect(() => schedulePrune(admin, { intervalSeconds: bad }), String(bad)).toThrow("intervalSeconds must be a non-negative number");
+    }
+  });
+});

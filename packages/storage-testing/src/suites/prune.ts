@@ -1,0 +1,170 @@
+/**
+ * Housekeeping: the `deleteExpired` batch limit of every store, two pruners at once, and the core's
+ * `admin.prune()` over the store (what goes, what stays, counts per aggregate).
+ */
+import { createPlantgate, type PruneCounts, type Storage } from "@plantgate/core";
+import { describe, expect, it } from "vitest";
+import { attemptKey, DAY, expectRecord, fakeHash, inParallel, refreshRecord, seedOwners, sessionRecord, signingKeyRecord, T0 } from "../fixtures.js";
+import type { SuiteContext } from "../target.js";
+
+const NOW = T0 + 40 * DAY;
+const WINDOW_MS = 15 * 60 * 1000;
+
+/** One store's expired/live seeding and its batched delete, so every case runs over all four. */
+interface Prunable {
+  name: string;
+  /** Stores `expired` records that deleteExpired(NOW) must remove and `live` ones it must keep. */
+  seed(storage: Storage, expired: number, live: number, tag: string): Promise<void>;
+  deleteBatch(storage: Storage, limit?: number): Promise<number>;
+  /** How many of the seeded live records are still there (all of them must be). */
+  countLive(storage: Storage, live: number, tag: string): Promise<number>;
+}
+
+const refreshTokens: Prunable = {
+  name: "refreshTokens",
+  async seed(storage, expired, live, tag) {
+    for (let i = 0; i < expired; i++) {
+      // Alternate the two rules, so a batch spans both.
+      const record =
+        i % 2 === 0
+          ? refreshRecord({ tokenHash: fakeHash(`${tag}-x${i}`), familyId: `${tag}-fx${i}`, expiresAt: NOW + DAY, familyExpiresAt: NOW, consumedAt: NOW - DAY })
+          : refreshRecord({ tokenHash: fakeHash(`${tag}-x${i}`), familyId: `${tag}-fx${i}`, expiresAt: NOW - 1, familyExpiresAt: NOW + DAY });
+      await storage.refreshTokens.create(record);
+    }
+    for (let i = 0; i < live; i++) {
+      await storage.refreshTokens.create(
+        refreshRecord({ tokenHash: fakeHash(`${tag}-l${i}`), familyId: `${tag}-fl${i}`, expiresAt: NOW - 1, familyExpiresAt: NOW + 1, consumedAt: NOW - DAY }),
+      );
+    }
+  },
+  deleteBatch: (storage, limit) => storage.refreshTokens.deleteExpired(NOW, limit),
+  async countLive(storage, live, tag) {
+    let n = 0;
+    for (let i = 0; i < live; i++) if (await storage.refreshTokens.findByHash(fakeHash(`${tag}-l${i}`))) n++;
+    return n;
+  },
+};
+
+const sessions: Prunable = {
+  name: "sessions",
+  async seed(storage, expired, live, tag) {
+    for (let i = 0; i < expired; i++) await storage.sessions.create(sessionRecord({ idHash: fakeHash(`${tag}-x${i}`), expiresAt: NOW - i }));
+    for (let i = 0; i < live; i++) await storage.sessions.create(sessionRecord({ idHash: fakeHash(`${tag}-l${i}`), expiresAt: NOW + 1 + i }));
+  },
+  deleteBatch: (storage, limit) => storage.sessions.deleteExpired(NOW, limit),
+  async countLive(storage, live, tag) {
+    let n = 0;
+    for (let i = 0; i < live; i++) if (await storage.sessions.get(fakeHash(`${tag}-l${i}`))) n++;
+    return n;
+  },
+};
+
+const attempts: Prunable = {
+  name: "attempts",
+  async seed(storage, expired, live, tag) {
+    for (let i = 0; i < expired; i++) await storage.attempts.increment(attemptKey(`${tag}-x${i}`), NOW - WINDOW_MS - i, WINDOW_MS);
+    for (let i = 0; i < live; i++) await storage.attempts.increment(attemptKey(`${tag}-l${i}`), NOW - WINDOW_MS + 1 + i, WINDOW_MS);
+  },
+  deleteBatch: (storage, limit) => storage.attempts.deleteExpired(NOW - WINDOW_MS, limit),
+  async countLive(storage, live, tag) {
+    let n = 0;
+    for (let i = 0; i < live; i++) if (await storage.attempts.get(attemptKey(`${tag}-l${i}`))) n++;
+    return n;
+  },
+};
+
+const revokedTokens: Prunable = {
+  name: "revokedTokens",
+  async seed(storage, expired, live, tag) {
+    for (let i = 0; i < expired; i++) await storage.revokedTokens.add(`${tag}-x${i}`, NOW - i);
+    for (let i = 0; i < live; i++) await storage.revokedTokens.add(`${tag}-l${i}`, NOW + 1 + i);
+  },
+  deleteBatch: (storage, limit) => storage.revokedTokens.deleteExpired(NOW, limit),
+  async countLive(storage, live, tag) {
+    let n = 0;
+    for (let i = 0; i < live; i++) if (await storage.revokedTokens.has(`${tag}-l${i}`)) n++;
+    return n;
+  },
+};
+
+const STORES = [refreshTokens, sessions, attempts, revokedTokens];
+
+/** Calls deleteBatch until a batch comes back short, as `prune` does; returns every batch's count. */
+async function drain(p: Prunable, storage: Storage, limit: number): Promise<number[]> {
+  const counts: number[] = [];
+  for (;;) {
+    const n = await p.deleteBatch(storage, limit);
+    counts.push(n);
+    if (n < limit) return counts;
+  }
+}
+
+export function pruneSuite(s: SuiteContext): void {
+  describe("housekeeping (deleteExpired batches, prune)", () => {
+    for (const p of STORES) {
+      it(`${p.name}.deleteExpired(now, limit) deletes at most limit per call, the live records stay`, async () => {
+        await seedOwners(s.storage());
+        await p.seed(s.storage(), 7, 3, "b");
+        expect(await p.deleteBatch(s.storage(), 3), "first batch").toBe(3);
+        expect(await p.deleteBatch(s.storage(), 3), "second batch").toBe(3);
+        expect(await p.deleteBatch(s.storage(), 3), "a short batch: the backlog is done").toBe(1);
+        expect(await p.deleteBatch(s.storage(), 3), "nothing left").toBe(0);
+        expect(await p.countLive(s.storage(), 3, "b"), "live records kept").toBe(3);
+        expect(await p.deleteBatch(s.storage()), "without a limit: nothing left either").toBe(0);
+      });
+
+      it(`${p.name}: two pruners at once delete each expired record once (their counts add up), the live records stay`, async () => {
+        await seedOwners(s.storage());
+        await p.seed(s.storage(), 40, 5, "c");
+        const runs = await inParallel(2, () => drain(p, s.storage(), 4));
+        const total = runs.flat().reduce((a, b) => a + b, 0);
+        expect(total, `deleted by both (batches: ${JSON.stringify(runs)})`).toBe(40);
+        expect(await p.deleteBatch(s.storage(), 4), "nothing expired is left").toBe(0);
+        expect(await p.countLive(s.storage(), 5, "c"), "live records kept").toBe(5);
+      });
+    }
+
+    /** Seeds every store; an app whose clock says NOW prunes it. */
+    const seedAll = async (storage: Storage, expired: number) => {
+      await seedOwners(storage);
+      for (const p of STORES) await p.seed(storage, expired, 2, "p");
+      // The older key was replaced at T0 + DAY, longer ago than any token lives: prunable.
+      await storage.signingKeys.create(signingKeyRecord({ kid: "old", createdAt: T0 }));
+      await storage.signingKeys.create(signingKeyRecord({ kid: "new", createdAt: T0 + DAY }));
+      // Replaced only a moment ago: still verifies tokens it signed.
+      await storage.signingKeys.create(signingKeyRecord({ kid: "newest", createdAt: NOW - 1000 }));
+    };
+    const appAt = (storage: Storage) =>
+      createPlantgate({ storage, clock: () => NOW, bruteForce: { windowSeconds: WINDOW_MS / 1000 }, logger: { error() {}, warn() {} } });
+
+    it("admin.prune() deletes what can never matter again, in batches, and returns the counts per aggregate", async () => {
+      await seedAll(s.storage(), 25);
+      const counts = await appAt(s.storage()).admin.prune({ batchSize: 10 });
+      expect(counts).toStrictEqual({ refreshTokens: 25, sessions: 25, attempts: 25, revokedTokens: 25, signingKeys: 1 } satisfies PruneCounts);
+      for (const p of STORES) expect(await p.countLive(s.storage(), 2, "p"), `${p.name}: live records kept`).toBe(2);
+      expect((await s.storage().signingKeys.list()).map((k) => k.kid).sort()).toEqual(["new", "newest"]);
+      expectRecord(await s.storage().attempts.get(attemptKey("p-l0")), { key: attemptKey("p-l0"), count: 1, windowStart: NOW - WINDOW_MS + 1 });
+      expect(await appAt(s.storage()).admin.prune(), "a second prune finds nothing").toStrictEqual({
+        refreshTokens: 0,
+        sessions: 0,
+        attempts: 0,
+        revokedTokens: 0,
+        signingKeys: 0,
+      });
+    });
+
+    it("two apps pruning one store at once: each record is deleted once and the counts add up", async () => {
+      await seedAll(s.storage(), 20);
+      const [a, b] = await inParallel(2, () => appAt(s.storage()).admin.prune({ batchSize: 3 }));
+      const sum = (k: keyof PruneCounts) => a![k] + b![k];
+      expect({
+        refreshTokens: sum("refreshTokens"),
+        sessions: sum("sessions"),
+        attempts: sum("attempts"),
+        revokedTokens: sum("revokedTokens"),
+        signingKeys: sum("signingKeys"),
+      }).toStrictEqual({ refreshTokens: 20, sessions: 20, attempts: 20, revokedTokens: 20, signingKeys: 1 });
+      for (const p of STORES) expect(await p.countLive(s.storage(), 2, "p"), `${p.name}: live records kept`).toBe(2);
+    });
+  });
+}
