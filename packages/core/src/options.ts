@@ -54,6 +54,19 @@ export interface PlantgateOptions {
   /** Absolute refresh-token family lifetime in seconds (default 30 days); a client's own setting wins. */
   refreshTokenAbsoluteTtl?: number;
   /**
+   * The refresh-token grace window in seconds, 0-300 (default 30; env
+   * `PLANTGATE_REFRESH_GRACE_SECONDS` in the examples). For this long after a refresh token was
+   * rotated, presenting it again (by the same client) is answered 200 with the very same answer
+   * the rotation gave (a replay), so concurrent and retried refreshes do not sign the user out.
+   * After the window, or past {@link refreshGraceMaxUses}, presenting it again is reuse: the whole
+   * family is revoked (RFC 9700 §4.14.2). `0` restores strict one-time use.
+   */
+  refreshGraceSeconds?: number;
+  /** Most grace uses (replays) of one rotated refresh token, 1-1000 (default 10); the next presentation is reuse. */
+  refreshGraceMaxUses?: number;
+  /** Per-client grace windows in seconds by client id (0-300 each), overriding {@link refreshGraceSeconds}. */
+  refreshGraceSecondsPerClient?: Record<string, number>;
+  /**
    * Scopes a route needs: a token must carry at least one of them; `[]` = any valid token.
    * Default: `listAccounts` needs either API scope; `createPlant` any valid token.
    */
@@ -142,6 +155,8 @@ export interface Context {
   accessTokenTtl: number;
   refreshTokenTtl: number;
   refreshTokenAbsoluteTtl: number;
+  /** The refresh-token grace window (see {@link PlantgateOptions.refreshGraceSeconds}). */
+  refreshGrace: RefreshGrace;
   requiredScopes: Record<ProtectedRoute, string[]>;
   maxBodyBytes: number;
   maxPageSize: number;
@@ -164,6 +179,34 @@ export interface Context {
   trustedProxy: ProxyMatcher;
   /** The management console; null when disabled. */
   console: { sessionTtlSeconds: number; adminRole: string } | null;
+}
+
+/** The resolved refresh-token grace settings. */
+export interface RefreshGrace {
+  /** Window in ms for a client (its own setting, else the server's); 0 = strict one-time use. */
+  windowMs(clientId: string): number;
+  maxUses: number;
+}
+
+const MAX_GRACE_SECONDS = 300;
+
+function graceSeconds(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0 || value > MAX_GRACE_SECONDS) {
+    throw new TypeError(`${name} must be an integer from 0 to ${MAX_GRACE_SECONDS}`);
+  }
+  return value;
+}
+
+function resolveGrace(options: PlantgateOptions): RefreshGrace {
+  const seconds = graceSeconds("refreshGraceSeconds", options.refreshGraceSeconds ?? 30);
+  const maxUses = positiveInt("refreshGraceMaxUses", options.refreshGraceMaxUses, 10);
+  if (maxUses > 1000) throw new TypeError("refreshGraceMaxUses must be an integer from 1 to 1000");
+  const perClient = new Map<string, number>();
+  for (const [clientId, value] of Object.entries(options.refreshGraceSecondsPerClient ?? {})) {
+    perClient.set(clientId, graceSeconds(`refreshGraceSecondsPerClient.${clientId}`, value) * 1000);
+  }
+  const fallback = seconds * 1000;
+  return { windowMs: perClient.size === 0 ? () => fallback : (clientId) => perClient.get(clientId) ?? fallback, maxUses };
 }
 
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
@@ -240,6 +283,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     accessTokenTtl,
     refreshTokenTtl: positiveInt("refreshTokenTtl", options.refreshTokenTtl, 7 * 24 * 3600),
     refreshTokenAbsoluteTtl: positiveInt("refreshTokenAbsoluteTtl", options.refreshTokenAbsoluteTtl, 30 * 24 * 3600),
+    refreshGrace: resolveGrace(options),
     requiredScopes: {
       listAccounts: options.requiredScopes?.listAccounts ?? [scopes.userApis, scopes.serverCommands],
       createPlant: options.requiredScopes?.createPlant ?? [],
