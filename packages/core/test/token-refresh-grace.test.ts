@@ -43,14 +43,16 @@ describe("refresh-token grace window (default 30 s)", () => {
     await expectTokenSuccess(await refreshRequest(h, next.refresh_token!));
   });
 
-  it("a retry within the window replays the same tokens; expires_in counts down from the access token's exp", async () => {
+  it("a retry within the window replays the same tokens; expires_in counts down by the whole seconds since the rotation", async () => {
     const h = await harness();
     const rt = await freshRefreshToken(h);
     const answer = await expectTokenSuccess(await refreshRequest(h, rt));
-    h.clock.advance(29_999);
+    h.clock.advance(999);
+    expect(await expectTokenSuccess(await refreshRequest(h, rt)), "within the same second: byte-identical").toEqual(answer);
+    h.clock.advance(29_000);
     const retry = await expectTokenSuccess(await refreshRequest(h, rt));
-    expect(retry).toEqual({ ...answer, expires_in: 7200 - 30 });
-    expect(decodeJwt(retry.access_token).exp! * 1000 - h.clock.now()).toBeGreaterThanOrEqual(7170_000);
+    expect(retry).toEqual({ ...answer, expires_in: 7200 - 29 });
+    expect(decodeJwt(retry.access_token).exp! - Math.floor(h.clock.now() / 1000)).toBe(7200 - 29);
   });
 
   it("after the window (30 s, injected clock) the rotated token is reuse: invalid_grant, and the newest token of its family is refused too", async () => {
@@ -208,7 +210,7 @@ describe("strict one-time use and per-client windows", () => {
     h.clock.advance(5_000);
     await expectTokenError(await refreshRequest(h, server), 400, INVALID_REFRESH);
     h.clock.advance(54_999);
-    expect(await rotate(patient, clients.patient!)).toEqual({ ...patientAnswer, expires_in: 7200 - 60 });
+    expect(await rotate(patient, clients.patient!)).toEqual({ ...patientAnswer, expires_in: 7200 - 59 });
   });
 
   it("the options and PLANTGATE_REFRESH_GRACE_SECONDS are checked: 0-300 s, max uses 1-1000", () => {

@@ -184,11 +184,29 @@ async function hardeningDown(db: Kysely<any>): Promise<void> {
   }
 }
 
+/**
+ * The refresh-token grace window: the sealed answer of the rotation that consumed a token
+ * (`replay`, opaque text, null before) and how many grace uses it answered (`grace_uses`).
+ * Columns with defaults only, so existing rows read as "no replay, no uses" and strict reuse
+ * detection holds for tokens rotated before the upgrade.
+ */
+async function refreshGraceUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  await db.schema.alterTable(TABLES.refreshTokens).addColumn("replay", t.long).execute();
+  await db.schema.alterTable(TABLES.refreshTokens).addColumn("grace_uses", "bigint", (c) => c.notNull().defaultTo(0)).execute();
+}
+
+async function refreshGraceDown(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable(TABLES.refreshTokens).dropColumn("grace_uses").execute();
+  await db.schema.alterTable(TABLES.refreshTokens).dropColumn("replay").execute();
+}
+
 /** Every migration, oldest first. The version of a schema is the number of migrations applied. */
 function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
   return [
     ["0001_initial", { up: (db) => initialUp(db, family), down: initialDown }],
     ["0002_attempts_revoked_tokens_sessions", { up: (db) => hardeningUp(db, family), down: hardeningDown }],
+    ["0003_refresh_token_grace", { up: (db) => refreshGraceUp(db, family), down: refreshGraceDown }],
   ];
 }
 

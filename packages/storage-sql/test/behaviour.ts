@@ -37,6 +37,8 @@ const token = (tokenHash: string, overrides: Partial<RefreshTokenRecord> = {}): 
   familyExpiresAt: T0 + 2000,
   consumedAt: null,
   revokedAt: null,
+  replay: null,
+  graceUses: 0,
   ...overrides,
 });
 
@@ -80,8 +82,8 @@ export function describeSqlBehaviour(engine: Engine): void {
         expect(storage.family).toBe(engine.family);
         expect(await tables(engine, db)).toEqual(ALL_TABLES);
         const executed = await engine.exec(db, `select name from ${TABLES.migrations} order by name`);
-        expect(executed.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions"]);
-        expect(LATEST_SCHEMA_VERSION).toBe(2);
+        expect(executed.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_refresh_token_grace"]);
+        expect(LATEST_SCHEMA_VERSION).toBe(3);
       });
 
       it("migrate() is idempotent: a second run and a second open change nothing and keep the data", async () => {
@@ -113,7 +115,9 @@ export function describeSqlBehaviour(engine: Engine): void {
       it("a database with a migration this code does not know is refused with SchemaTooNewError, before any change", async () => {
         const db = await freshDb();
         const storage = await open(db);
-        await engine.exec(db, `insert into ${TABLES.migrations} (name, timestamp) values ('0003_from_the_future', '2030-01-01T00:00:00.000Z')`);
+        // One past the newest migration this code knows, whatever that is.
+        const future = `${String(LATEST_SCHEMA_VERSION + 1).padStart(4, "0")}_from_the_future`;
+        await engine.exec(db, `insert into ${TABLES.migrations} (name, timestamp) values ('${future}', '2030-01-01T00:00:00.000Z')`);
         const before = await tables(engine, db);
         const error = await storage.migrate().then(
           () => null,
@@ -121,12 +125,12 @@ export function describeSqlBehaviour(engine: Engine): void {
         );
         expect(error).toBeInstanceOf(SchemaTooNewError);
         const tooNew = error as SchemaTooNewError;
-        expect(tooNew.databaseVersion).toBe(3);
+        expect(tooNew.databaseVersion).toBe(LATEST_SCHEMA_VERSION + 1);
         expect(tooNew.supportedVersion).toBe(LATEST_SCHEMA_VERSION);
-        expect(tooNew.unknownMigrations).toEqual(["0003_from_the_future"]);
-        expect(tooNew.message).toContain("version 3");
+        expect(tooNew.unknownMigrations).toEqual([future]);
+        expect(tooNew.message).toContain(`version ${LATEST_SCHEMA_VERSION + 1}`);
         expect(tooNew.message).toContain(`version ${LATEST_SCHEMA_VERSION}`);
-        expect(tooNew.message).toContain("0003_from_the_future");
+        expect(tooNew.message).toContain(future);
         await expect(openSqlStorage(db.url)).rejects.toBeInstanceOf(SchemaTooNewError);
         expect(await tables(engine, db)).toEqual(before);
         expect(await engine.exec(db, `select name from ${TABLES.migrations}`)).toHaveLength(LATEST_SCHEMA_VERSION + 1);
@@ -139,13 +143,18 @@ export function describeSqlBehaviour(engine: Engine): void {
         expect(await tables(engine, db)).toEqual(V1_TABLES);
         expect(await old.accounts.create(account("a1", "alice"))).toBe(true);
         expect(await old.plants.create({ id: INT64_MIN, name: "min", tag: "t" })).toBe(true);
-        await old.refreshTokens.create(token("rt-1"));
+        // The refresh-token row as the version 1 code wrote it (today's code writes the grace columns too).
+        await engine.exec(
+          db,
+          `insert into ${TABLES.refreshTokens} (token_hash, family_id, client_id, account_id, scope, created_at, expires_at, family_expires_at, consumed_at, revoked_at) ` +
+            `values ('rt-1', 'family-1', 'client-a', 'acct-1', '["offline_access"]', ${T0}, ${T0 + 1000}, ${T0 + 2000}, null, null)`,
+        );
         await old.close();
 
         const upgraded = await open(db);
         expect(await tables(engine, db)).toEqual(ALL_TABLES);
         const executed = await engine.exec(db, `select name from ${TABLES.migrations} order by name`);
-        expect(executed.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions"]);
+        expect(executed.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_refresh_token_grace"]);
         expect(await upgraded.accounts.findByUsername("alice")).toEqual(account("a1", "alice"));
         expect(await upgraded.plants.get(INT64_MIN)).toEqual({ id: INT64_MIN, name: "min", tag: "t" });
         expect(await upgraded.refreshTokens.findByHash("rt-1")).toEqual(token("rt-1"));
@@ -156,14 +165,18 @@ export function describeSqlBehaviour(engine: Engine): void {
         expect(await upgraded.sessions.deleteByAccount("a1")).toBe(1);
       });
 
-      it("code at version 1 refuses a version 2 database with SchemaTooNewError", async () => {
+      it("code at version 1 refuses a newer database with SchemaTooNewError", async () => {
         const storage = await open(await freshDb());
         const error = await migrateToVersion(storage.db as Kysely<any>, engine.family, 1).then(
           () => null,
           (e: unknown) => e,
         );
         expect(error).toBeInstanceOf(SchemaTooNewError);
-        expect(error).toMatchObject({ databaseVersion: 2, supportedVersion: 1, unknownMigrations: ["0002_attempts_revoked_tokens_sessions"] });
+        expect(error).toMatchObject({
+          databaseVersion: LATEST_SCHEMA_VERSION,
+          supportedVersion: 1,
+          unknownMigrations: ["0002_attempts_revoked_tokens_sessions", "0003_refresh_token_grace"],
+        });
       });
     });
 

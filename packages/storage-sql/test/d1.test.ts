@@ -80,6 +80,8 @@ const token = (tokenHash: string, overrides: Partial<RefreshTokenRecord> = {}): 
   familyExpiresAt: T0 + 2000,
   consumedAt: null,
   revokedAt: null,
+  replay: null,
+  graceUses: 0,
   ...overrides,
 });
 
@@ -131,13 +133,19 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
       (await binding.prepare("select name from sqlite_master where type = 'table' and name like 'pg\\_%' escape '\\' order by name").all()).results.map((r) => r.name);
     expect(await tableNames()).not.toContain(TABLES.sessions);
     expect(await storage.accounts.create(account(1))).toBe(true);
-    await storage.refreshTokens.create(token("old"));
+    // The refresh-token row as the version 1 code wrote it (today's code writes the grace columns too).
+    const v1Row = binding
+      .prepare(
+        `insert into ${TABLES.refreshTokens} (token_hash, family_id, client_id, account_id, scope, created_at, expires_at, family_expires_at, consumed_at, revoked_at) values (?, ?, ?, ?, ?, ?, ?, ?, null, null)`,
+      )
+      .bind("old", "family-1", "client-a", "acct-1", '["offline_access"]', T0, T0 + 1000, T0 + 2000) as unknown as Statement;
+    await v1Row.run();
     expect(await storage.plants.create({ id: 9223372036854775807n, name: "max", tag: null })).toBe(true);
 
     await storage.migrate();
     expect(await tableNames()).toEqual(expect.arrayContaining([TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.accounts]));
     const { results } = await binding.prepare(`select name from "${TABLES.migrations}" order by name`).all();
-    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions"]);
+    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_refresh_token_grace"]);
     expect(await storage.accounts.get("acct-001")).toEqual(account(1));
     expect(await storage.refreshTokens.findByHash("old")).toEqual(token("old"));
     expect(await storage.plants.get(9223372036854775807n)).toEqual({ id: 9223372036854775807n, name: "max", tag: null });

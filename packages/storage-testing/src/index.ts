@@ -9,6 +9,7 @@ import { attemptsSuite } from "./suites/attempts.js";
 import { clientsSuite } from "./suites/clients.js";
 import { concurrencySuite } from "./suites/concurrency.js";
 import { plantsSuite } from "./suites/plants.js";
+import { refreshGraceSuite } from "./suites/refresh-grace.js";
 import { refreshTokensSuite } from "./suites/refresh-tokens.js";
 import { revokedTokensSuite } from "./suites/revoked-tokens.js";
 import { sessionsSuite } from "./suites/sessions.js";
@@ -24,7 +25,8 @@ export type { ConformanceTarget } from "./target.js";
  *
  * Covered: every method of every store (exact round-trips, duplicates, absent records, ordering,
  * paging, atomic all-or-nothing writes, counter windows, expiry clean-up), concurrent
- * `consume`/`create`/`increment` races, the core running over the store end to end, and, when
+ * `consume`/`create`/`increment` races, the refresh-token grace window (replay data stored with
+ * `consume`, `graceUse` counted atomically and never for a revoked family, 50-way races), the core running over the store end to end, and, when
  * `target.rawDump` is given, that secrets (console sessions included) are stored only as hashes.
  *
  * @param name Shown as the outermost `describe`, e.g. `"postgres storage"`.
@@ -69,6 +71,7 @@ export function describeStorageConformance(name: string, target: ConformanceTarg
     clientsSuite(context);
     accountsSuite(context);
     refreshTokensSuite(context);
+    refreshGraceSuite(context);
     plantsSuite(context);
     signingKeysSuite(context);
     attemptsSuite(context);

@@ -29,13 +29,24 @@ function isAnswer(value: unknown): value is TokenResponse & { refresh_token: str
  * presented token. Its refresh token is always the one the rotation issued (one family, one head),
  * so retries are idempotent. Its access token is replayed too while it still fits: the same scope
  * as asked now, not expired and not revoked (RFC 7009); otherwise a fresh access token is issued
- * for the scope asked now. `expires_in` counts down from the replayed token's `exp`.
+ * for the scope asked now. `expires_in` counts down by the whole seconds since the rotation, so a
+ * retry within the same second gets a byte-identical answer.
  * Null when the sealed answer does not open (it was not sealed for this token).
  */
 export async function replayAnswer(
   ctx: Context,
   urls: Urls,
-  input: { client: ClientRecord; presented: string; tokenHash: string; sealed: string; subject: string; scope: string[]; now: number },
+  input: {
+    client: ClientRecord;
+    presented: string;
+    tokenHash: string;
+    sealed: string;
+    /** When the rotation that sealed the answer happened (the token's `consumedAt`). */
+    rotatedAt: number;
+    subject: string;
+    scope: string[];
+    now: number;
+  },
 ): Promise<TokenResponse | null> {
   const text = await openReplay(input.presented, input.tokenHash, input.sealed);
   let answer: unknown;
@@ -54,7 +65,7 @@ export async function replayAnswer(
     answer.scope === input.scope.join(" ") &&
     claims.exp * 1000 - input.now >= 1000 &&
     !(await ctx.storage.revokedTokens.has(claims.jti));
-  if (stillFits) return { ...answer, expires_in: Math.floor((claims.exp * 1000 - input.now) / 1000) };
+  if (stillFits) return { ...answer, expires_in: answer.expires_in - Math.floor((input.now - input.rotatedAt) / 1000) };
   const fresh = await issueTokens(ctx, urls, { client: input.client, subject: input.subject, scope: input.scope, refresh: { kind: "none" }, now: input.now });
   return { ...fresh, refresh_token: answer.refresh_token };
 }

@@ -52,7 +52,7 @@ export const refreshTokenGrant: Grant = {
       if (graceMs === 0) return reuse();
       const used = await ctx.storage.refreshTokens.graceUse(tokenHash, now - graceMs, ctx.refreshGrace.maxUses);
       if (!used || used.replay === null) return reuse();
-      const answer = await replayAnswer(ctx, urls, { client, presented, tokenHash, sealed: used.replay, subject: account.id, scope, now });
+      const answer = await replayAnswer(ctx, urls, { client, presented, tokenHash, sealed: used.replay, rotatedAt: used.consumedAt!, subject: account.id, scope, now });
       if (!answer) throw invalid();
       return answer;
     };
