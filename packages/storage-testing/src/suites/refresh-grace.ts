@@ -7,6 +7,8 @@ import { boot, INVALID_GRANT, ok, passwordGrant, refreshGrant } from "./through-
 /** Sealed replay data is opaque text to a store; this one is as long as a real one (about 1.3 KB). */
 const sealed = (label: string) => `v1.${fakeHash(`iv:${label}`).slice(0, 16)}.${fakeHash(`ct:${label}`).repeat(30)}`;
 const WINDOW = 30_000;
+/** The 50-way races make 50-100 storage calls (and, through the core, 50 signatures): slow engines (D1 under Miniflare) need more than 5 s. */
+const RACE_TIMEOUT = 60_000;
 
 /**
  * The refresh-token grace window: `consume` stores the replay data atomically with the
@@ -84,7 +86,7 @@ export function refreshGraceSuite(s: SuiteContext): void {
         { ...original, consumedAt: now, replay: sealed(`answer-${w}`), graceUses: 49 },
         "consumed original",
       );
-    });
+    }, RACE_TIMEOUT);
 
     it("50 concurrent grace uses with maxUses 10: exactly 10 get the record, and the count is exact", async () => {
       const t = refreshRecord({ consumedAt: T0, replay: sealed("t") });
@@ -94,7 +96,7 @@ export function refreshGraceSuite(s: SuiteContext): void {
       expect(granted).toHaveLength(10);
       expect(granted.map((r) => r!.graceUses).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
       expectRecord(await tokens().findByHash(t.tokenHash), { ...t, graceUses: 10 }, "stored");
-    });
+    }, RACE_TIMEOUT);
 
     it("a revoked family stays revoked under concurrent grace uses (and revocations racing them)", async () => {
       const old = refreshRecord({ consumedAt: T0, replay: sealed("old") });
@@ -116,7 +118,7 @@ export function refreshGraceSuite(s: SuiteContext): void {
       expect(final.revokedAt).toBe(T0 + 2);
       expect(final.graceUses).toBe(raced.filter((r) => r !== null).length);
       expect(await tokens().graceUse(racing.tokenHash, T0 - 1, 100)).toBeNull();
-    });
+    }, RACE_TIMEOUT);
   });
 
   describe("refresh grace window through the core", () => {
@@ -130,7 +132,7 @@ export function refreshGraceSuite(s: SuiteContext): void {
       expect((await s.storage().refreshTokens.findByHash(await sha256(next)))).toMatchObject({ consumedAt: null, revokedAt: null });
       const again = ok(b, await refreshGrant(b, next), "the replayed refresh token");
       ok(b, await refreshGrant(b, again.refresh_token as string), "and its successor");
-    });
+    }, RACE_TIMEOUT);
 
     it("after the window one presentation of a rotated token revokes the family; the newest token is refused too", async () => {
       const b = await boot(s.storage());
@@ -164,6 +166,6 @@ export function refreshGraceSuite(s: SuiteContext): void {
       const newest = await refreshGrant(b, next);
       expect({ status: newest.status, body: newest.body }).toEqual({ status: 400, body: INVALID_GRANT });
       expect((await s.storage().refreshTokens.findByHash(await sha256(refresh)))?.graceUses).toBe(0);
-    });
+    }, RACE_TIMEOUT);
   });
 }
