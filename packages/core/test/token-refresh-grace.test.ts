@@ -6,7 +6,7 @@
  */
 import { decodeJwt } from "jose";
 import { describe, expect, it } from "vitest";
-import { createPlantgate, optionsFromEnv, ConfigError } from "../src/index.js";
+import { createMemoryStorage, createPlantgate, optionsFromEnv, ConfigError, type Storage } from "../src/index.js";
 import { openReplay } from "../src/crypto/replay.js";
 import { sha256 } from "../src/crypto/index.js";
 import { BASE, basic, harness, type Harness } from "./helpers.js";
@@ -41,6 +41,34 @@ describe("refresh-token grace window (default 30 s)", () => {
     const next = await expectTokenSuccess(await refreshRequest(h, first.refresh_token!));
     expect(next.refresh_token).not.toBe(first.refresh_token);
     await expectTokenSuccess(await refreshRequest(h, next.refresh_token!));
+  });
+
+  it("a loser of the race that read the clock before the winner gets the winner's answer unchanged (expires_in never grows)", async () => {
+    // The first request's consume waits until the second (started 900 ms later) has rotated.
+    const memory = createMemoryStorage();
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let calls = 0;
+    const storage: Storage = {
+      ...memory,
+      refreshTokens: {
+        ...memory.refreshTokens,
+        async consume(hash, now, replacement, replay) {
+          if (++calls === 1) await gate;
+          const won = await memory.refreshTokens.consume(hash, now, replacement, replay);
+          if (calls === 2) release();
+          return won;
+        },
+      },
+    };
+    const h = await harness({ storage });
+    const rt = await freshRefreshToken(h);
+    const early = refreshRequest(h, rt);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    h.clock.advance(900);
+    const late = await expectTokenSuccess(await refreshRequest(h, rt));
+    expect(await expectTokenSuccess(await early)).toEqual(late);
+    expect(late.expires_in).toBe(7200);
   });
 
   it("a retry within the window replays the same tokens; expires_in counts down by the whole seconds since the rotation", async () => {

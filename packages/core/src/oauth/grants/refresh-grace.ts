@@ -30,7 +30,8 @@ function isAnswer(value: unknown): value is TokenResponse & { refresh_token: str
  * so retries are idempotent. Its access token is replayed too while it still fits: the same scope
  * as asked now, not expired and not revoked (RFC 7009); otherwise a fresh access token is issued
  * for the scope asked now. `expires_in` counts down by the whole seconds since the rotation, so a
- * retry within the same second gets a byte-identical answer.
+ * retry within the same second gets a byte-identical answer (a loser of the race that started
+ * before the winner counts no time at all).
  * Null when the sealed answer does not open (it was not sealed for this token).
  */
 export async function replayAnswer(
@@ -65,7 +66,7 @@ export async function replayAnswer(
     answer.scope === input.scope.join(" ") &&
     claims.exp * 1000 - input.now >= 1000 &&
     !(await ctx.storage.revokedTokens.has(claims.jti));
-  if (stillFits) return { ...answer, expires_in: answer.expires_in - Math.floor((input.now - input.rotatedAt) / 1000) };
+  if (stillFits) return { ...answer, expires_in: answer.expires_in - Math.floor(Math.max(0, input.now - input.rotatedAt) / 1000) };
   const fresh = await issueTokens(ctx, urls, { client: input.client, subject: input.subject, scope: input.scope, refresh: { kind: "none" }, now: input.now });
   return { ...fresh, refresh_token: answer.refresh_token };
 }
