@@ -212,15 +212,26 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         const r = refresh.get(tokenHash);
         return r ? copyRefresh(r) : null;
       },
-      async consume(tokenHash, now, replacement) {
+      async consume(tokenHash, now, replacement, replay = null) {
         // Check and set with no await in between: atomic on the single JS thread, so of any number
         // of concurrent callers exactly one sees the token unconsumed. Only then wait for the disk.
         const r = refresh.get(tokenHash);
         if (!r || r.consumedAt !== null || r.revokedAt !== null || refresh.has(replacement.tokenHash)) return false;
-        refresh.set(tokenHash, { ...copyRefresh(r), consumedAt: now });
+        refresh.set(tokenHash, { ...copyRefresh(r), consumedAt: now, replay });
         refresh.set(replacement.tokenHash, copyRefresh(replacement));
         await persist();
         return true;
+      },
+      async graceUse(tokenHash, consumedAfter, maxUses) {
+        // As consume: check and count with no await in between, then wait for the disk.
+        const r = refresh.get(tokenHash);
+        if (!r || r.consumedAt === null || r.consumedAt <= consumedAfter || r.revokedAt !== null || r.replay === null || r.graceUses >= maxUses) {
+          return null;
+        }
+        const used = { ...copyRefresh(r), graceUses: r.graceUses + 1 };
+        refresh.set(tokenHash, used);
+        await persist();
+        return copyRefresh(used);
       },
       async revokeFamily(familyId, now) {
         let changed = false;
@@ -431,6 +442,7 @@ const SHAPES = {
   refreshTokens: {
     tokenHash: "string", familyId: "string", clientId: "string", accountId: "string", scope: "string[]",
     createdAt: "number", expiresAt: "number", familyExpiresAt: "number", consumedAt: "number|null", revokedAt: "number|null",
+    replay: "string|null", graceUses: "number",
   },
   plants: { id: "string", name: "string", tag: "string|null" },
   signingKeys: { kid: "string", alg: "string", privateJwk: "string", publicJwk: "string", createdAt: "number", activatesAt: "number" },
@@ -504,6 +516,11 @@ async function load(file: string): Promise<FileState> {
       const where = `${section}[${i}]`;
       if (typeof row !== "object" || row === null || Array.isArray(row)) corrupt(`${where} is not an object`);
       const record = row as Record<string, unknown>;
+      // Refresh tokens written before the grace window have no replay data and no grace uses.
+      if (section === "refreshTokens") {
+        if (!("replay" in record)) record.replay = null;
+        if (!("graceUses" in record)) record.graceUses = 0;
+      }
       for (const [field, kind] of Object.entries(shape)) {
         if (!isKind(record[field], kind)) corrupt(`${where}.${field} is not ${kind}`);
       }

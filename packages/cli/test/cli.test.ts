@@ -297,7 +297,7 @@ describe("plantgate CLI", () => {
         expiresAt,
         familyExpiresAt,
         consumedAt,
-        revokedAt: null,
+        revokedAt: null, replay: null, graceUses: 0,
       });
       await storage.refreshTokens.create(token("sliding-over", now - 60_000, now + 86_400_000, null));
       await storage.refreshTokens.create(token("family-over", now + 60_000, now - 60_000, now - 120_000));

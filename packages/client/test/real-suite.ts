@@ -201,7 +201,9 @@ export function realServerSuite(name: string, makeTarget: MakeTarget): void {
       await c.getAccessToken();
       await c.refresh(); // rt1 -> rt2; rt1 is now spent
       const spent = recorded.token[0]!.body.refresh_token as string;
-      // Someone replays the spent token: the server revokes the whole family (RFC 9700 §4.14.2), rt2 included.
+      // Someone replays the spent token after the server's grace window (30 s): the server revokes
+      // the whole family (RFC 9700 §4.14.2), rt2 included.
+      advanceBoth(30);
       const replay = await target.fetch(target.baseUrl + TOKEN_PATH, {
         method: "POST",
         headers: { "content-type": "application/x-www-form-urlencoded" },

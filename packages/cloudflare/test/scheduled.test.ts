@@ -66,6 +66,8 @@ describe("createWorker().scheduled in workerd", () => {
       familyExpiresAt,
       consumedAt,
       revokedAt: null,
+      replay: null,
+      graceUses: 0,
     });
     await storage.refreshTokens.create(token("rt-sliding-over", now - 60_000, now + 86_400_000, null));
     await storage.refreshTokens.create(token("rt-family-over", now + 60_000, now - 60_000, now - 120_000));

@@ -61,6 +61,8 @@ export interface Context {
   accessTokenTtl: number;
   refreshTokenTtl: number;
   refreshTokenAbsoluteTtl: number;
+  /** The refresh-token grace window (see `refreshGraceSeconds`). */
+  refreshGrace: RefreshGrace;
   requiredScopes: Record<ProtectedRoute, string[]>;
   maxBodyBytes: number;
   maxPageSize: number;
@@ -94,6 +96,13 @@ export interface Context {
   accountListQuery: AccountListQuery;
   /** The OpenAPI document of this app, filled on first request (see `api/openapi.ts`). */
   openApi: OpenApiMemo;
+}
+
+/** The resolved refresh-token grace settings. */
+export interface RefreshGrace {
+  /** Window in ms for a client (its own setting, else the server's); 0 = strict one-time use. */
+  windowMs(clientId: string): number;
+  maxUses: number;
 }
 
 /** What `GET /openapi.json` keeps per app: the document without base URLs, and its text per base URL. */

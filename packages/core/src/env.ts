@@ -27,6 +27,14 @@ function int(env: EnvVars, name: string): number | undefined {
   return Number(raw);
 }
 
+/** Like {@link int} but 0 is allowed. */
+function nonNegativeInt(env: EnvVars, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return undefined;
+  if (!/^\d{1,12}$/.test(raw)) throw new ConfigError(`${name} must be a non-negative integer, got "${raw}"`);
+  return Number(raw);
+}
+
 /**
  * The plantgate options that come from the environment, shared by the example servers and the CLI
  * so both see the same store and settings:
@@ -35,7 +43,8 @@ function int(env: EnvVars, name: string): number | undefined {
  * `PLANTGATE_TRUSTED_PROXIES` (comma-separated addresses or CIDR ranges),
  * `PLANTGATE_BRUTE_FORCE_MAX_FAILURES`, `PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS`,
  * `PLANTGATE_SIGNING_KEY_MAX_AGE` and `PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY` (seconds),
- * `PLANTGATE_KEY_ENCRYPTION_KEY` (comma-separated base64url 256-bit keys; the first encrypts); the management console with
+ * `PLANTGATE_KEY_ENCRYPTION_KEY` (comma-separated base64url 256-bit keys; the first encrypts),
+ * `PLANTGATE_REFRESH_GRACE_SECONDS` (0-300, 0 = strict one-time use), `PLANTGATE_REFRESH_GRACE_MAX_USES`; the management console with
  * `PLANTGATE_CONSOLE=1` (implied by `PLANTGATE_BOOTSTRAP_ADMIN=1`) and `PLANTGATE_CONSOLE_SESSION_TTL`.
  *
  * @example
@@ -97,6 +106,16 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
       throw new ConfigError(`PLANTGATE_KEY_ENCRYPTION_KEY: ${(e as Error).message.replace(/^keyEncryptionKeys: /, "")}; give one or more comma-separated base64url 256-bit keys`);
     }
     out.keyEncryptionKeys = keks.split(",").map((k) => k.trim());
+  }
+  const grace = nonNegativeInt(env, "PLANTGATE_REFRESH_GRACE_SECONDS");
+  if (grace !== undefined) {
+    if (grace > 300) throw new ConfigError(`PLANTGATE_REFRESH_GRACE_SECONDS must be from 0 to 300, got "${grace}"`);
+    out.refreshGraceSeconds = grace;
+  }
+  const graceUses = int(env, "PLANTGATE_REFRESH_GRACE_MAX_USES");
+  if (graceUses !== undefined) {
+    if (graceUses > 1000) throw new ConfigError(`PLANTGATE_REFRESH_GRACE_MAX_USES must be from 1 to 1000, got "${graceUses}"`);
+    out.refreshGraceMaxUses = graceUses;
   }
   const consoleOn = flag(env, "PLANTGATE_CONSOLE") || flag(env, "PLANTGATE_BOOTSTRAP_ADMIN");
   const sessionTtl = int(env, "PLANTGATE_CONSOLE_SESSION_TTL");

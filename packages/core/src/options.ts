@@ -2,7 +2,7 @@
 import type { JWK } from "jose";
 import { defaultRandomBytes, hashPassword, type RandomBytes } from "./crypto/index.js";
 import { sha256With, type CryptoProvider } from "./crypto/provider.js";
-import type { Context, Logger, ProtectedRoute } from "./context.js";
+import type { Context, Logger, ProtectedRoute, RefreshGrace } from "./context.js";
 import { accountListQuery } from "./schemas/accounts.js";
 import { scopeNames } from "./scope-names.js";
 import { createMemoryStorage } from "./storage/memory.js";
@@ -76,6 +76,19 @@ export interface PlantgateOptions {
   refreshTokenTtl?: number;
   /** Absolute refresh-token family lifetime in seconds (default 30 days); a client's own setting wins. */
   refreshTokenAbsoluteTtl?: number;
+  /**
+   * The refresh-token grace window in seconds, 0-300 (default 30; env
+   * `PLANTGATE_REFRESH_GRACE_SECONDS` in the examples). For this long after a refresh token was
+   * rotated, presenting it again (by the same client) is answered 200 with the very same answer
+   * the rotation gave (a replay), so concurrent and retried refreshes do not sign the user out.
+   * After the window, or past {@link refreshGraceMaxUses}, presenting it again is reuse: the whole
+   * family is revoked (RFC 9700 §4.14.2). `0` restores strict one-time use.
+   */
+  refreshGraceSeconds?: number;
+  /** Most grace uses (replays) of one rotated refresh token, 1-1000 (default 10); the next presentation is reuse. */
+  refreshGraceMaxUses?: number;
+  /** Per-client grace windows in seconds by client id (0-300 each), overriding {@link refreshGraceSeconds}. */
+  refreshGraceSecondsPerClient?: Record<string, number>;
   /**
    * Scopes a route needs: a token must carry at least one of them; `[]` = any valid token.
    * Default: `listAccounts` needs either API scope; `createPlant` any valid token.
@@ -160,6 +173,27 @@ export interface ConsoleOptions {
   sessionTtlSeconds?: number;
   /** The role an account needs to use the console. Default `admin`. */
   adminRole?: string;
+}
+
+const MAX_GRACE_SECONDS = 300;
+
+function graceSeconds(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 0 || value > MAX_GRACE_SECONDS) {
+    throw new TypeError(`${name} must be an integer from 0 to ${MAX_GRACE_SECONDS}`);
+  }
+  return value;
+}
+
+function resolveGrace(options: PlantgateOptions): RefreshGrace {
+  const seconds = graceSeconds("refreshGraceSeconds", options.refreshGraceSeconds ?? 30);
+  const maxUses = positiveInt("refreshGraceMaxUses", options.refreshGraceMaxUses, 10);
+  if (maxUses > 1000) throw new TypeError("refreshGraceMaxUses must be an integer from 1 to 1000");
+  const perClient = new Map<string, number>();
+  for (const [clientId, value] of Object.entries(options.refreshGraceSecondsPerClient ?? {})) {
+    perClient.set(clientId, graceSeconds(`refreshGraceSecondsPerClient.${clientId}`, value) * 1000);
+  }
+  const fallback = seconds * 1000;
+  return { windowMs: perClient.size === 0 ? () => fallback : (clientId) => perClient.get(clientId) ?? fallback, maxUses };
 }
 
 function positiveInt(name: string, value: number | undefined, fallback: number): number {
@@ -276,6 +310,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     accessTokenTtl,
     refreshTokenTtl: positiveInt("refreshTokenTtl", options.refreshTokenTtl, 7 * 24 * 3600),
     refreshTokenAbsoluteTtl: positiveInt("refreshTokenAbsoluteTtl", options.refreshTokenAbsoluteTtl, 30 * 24 * 3600),
+    refreshGrace: resolveGrace(options),
     requiredScopes: {
       listAccounts: options.requiredScopes?.listAccounts ?? [scopes.userApis, scopes.serverCommands],
       createPlant: options.requiredScopes?.createPlant ?? [],

@@ -200,8 +200,8 @@ describe("refresh-token lifetimes (RFC 9700 §4.14.2; design: sliding 7 days, ab
 });
 
 describe("rotation and reuse detection (RFC 9700 §4.14.2)", () => {
-  it("RFC 9700 §4.14.2: a consumed token presented again is invalid_grant and revokes its whole family; other families live on", async () => {
-    const h = await harness();
+  it("RFC 9700 §4.14.2 (strict, refreshGraceSeconds: 0): a consumed token presented again is invalid_grant and revokes its whole family; other families live on", async () => {
+    const h = await harness({ refreshGraceSeconds: 0 });
     const rt1 = await freshRefreshToken(h);
     const other = await freshRefreshToken(h); // a second session of the same user
     const rt2 = (await expectTokenSuccess(await refreshRequest(h, rt1))).refresh_token!;
@@ -215,8 +215,8 @@ describe("rotation and reuse detection (RFC 9700 §4.14.2)", () => {
     await expectTokenSuccess(await refreshRequest(h, next.refresh_token!));
   });
 
-  it("RFC 9700 §4.14.2: two concurrent refreshes with the same token: exactly one succeeds", async () => {
-    const h = await harness();
+  it("RFC 9700 §4.14.2 (strict, refreshGraceSeconds: 0): two concurrent refreshes with the same token: exactly one succeeds", async () => {
+    const h = await harness({ refreshGraceSeconds: 0 });
     const rt = await freshRefreshToken(h);
     const responses = await Promise.all([refreshRequest(h, rt), refreshRequest(h, rt)]);
     expect(responses.map((r) => r.status).sort()).toEqual([200, 400]);
@@ -228,8 +228,8 @@ describe("rotation and reuse detection (RFC 9700 §4.14.2)", () => {
     await expectTokenError(await refreshRequest(h, won.refresh_token!), 400, INVALID_REFRESH);
   });
 
-  it("RFC 9700 §4.14.2: many concurrent refreshes with the same token: exactly one 200", async () => {
-    const h = await harness();
+  it("RFC 9700 §4.14.2 (strict, refreshGraceSeconds: 0): many concurrent refreshes with the same token: exactly one 200", async () => {
+    const h = await harness({ refreshGraceSeconds: 0 });
     const rt = await freshRefreshToken(h);
     const responses = await Promise.all(Array.from({ length: 8 }, () => refreshRequest(h, rt)));
     expect(responses.filter((r) => r.status === 200)).toHaveLength(1);

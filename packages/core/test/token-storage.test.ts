@@ -38,9 +38,9 @@ function flakyConsume() {
     ...memory,
     refreshTokens: {
       ...memory.refreshTokens,
-      async consume(hash, now, replacement) {
+      async consume(hash, now, replacement, replay) {
         if (state.fail) throw state.fail();
-        return memory.refreshTokens.consume(hash, now, replacement);
+        return memory.refreshTokens.consume(hash, now, replacement, replay);
       },
     },
   };
@@ -94,7 +94,11 @@ describe("storage failures", () => {
     state.fail = null;
     const body = await expectTokenSuccess(await refreshRequest(h, rt));
     expect(body.refresh_token).toEqual(expect.any(String));
-    // And it is now consumed exactly once.
+    // And it is now consumed exactly once: presented again within the grace window, it replays
+    // that one rotation's answer (no second rotation)...
+    expect(await expectTokenSuccess(await refreshRequest(h, rt))).toEqual(body);
+    // ... and after the window it is reuse.
+    h.clock.advance(30_000);
     await expectTokenError(await refreshRequest(h, rt), 400, INVALID_REFRESH);
   });
 });

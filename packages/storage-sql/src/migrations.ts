@@ -263,6 +263,23 @@ async function refreshExpiryIndexesDown(db: Kysely<any>, family: SqlFamily): Pro
   }
 }
 
+/**
+ * The refresh-token grace window: the sealed answer of the rotation that consumed a token
+ * (`replay`, opaque text, null before) and how many grace uses it answered (`grace_uses`).
+ * Columns with defaults only, so existing rows read as "no replay, no uses" and strict reuse
+ * detection holds for tokens rotated before the upgrade.
+ */
+async function refreshGraceUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  await db.schema.alterTable(TABLES.refreshTokens).addColumn("replay", t.long).execute();
+  await db.schema.alterTable(TABLES.refreshTokens).addColumn("grace_uses", "bigint", (c) => c.notNull().defaultTo(0)).execute();
+}
+
+async function refreshGraceDown(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable(TABLES.refreshTokens).dropColumn("grace_uses").execute();
+  await db.schema.alterTable(TABLES.refreshTokens).dropColumn("replay").execute();
+}
+
 /** Every migration, oldest first. The version of a schema is the number of migrations applied. */
 function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
   return [
@@ -271,6 +288,7 @@ function migrations(family: SqlFamily): Array<[name: string, migration: Migratio
     ["0003_signing_key_activation", { up: keyActivationUp, down: keyActivationDown }],
     ["0004_account_positions", { up: (db) => accountPositionsUp(db, family), down: (db) => accountPositionsDown(db, family) }],
     ["0005_refresh_token_expiry_indexes", { up: refreshExpiryIndexesUp, down: (db) => refreshExpiryIndexesDown(db, family) }],
+    ["0006_refresh_token_grace", { up: (db) => refreshGraceUp(db, family), down: refreshGraceDown }],
   ];
 }
 

@@ -73,6 +73,8 @@ export const refreshRow = (v: ValueGuards, r: RefreshTokenRecord): Insertable<Re
   family_expires_at: r.familyExpiresAt,
   consumed_at: r.consumedAt,
   revoked_at: r.revokedAt,
+  replay: r.replay === null ? null : v.text(r.replay, "replay"),
+  grace_uses: r.graceUses,
 });
 export const refreshRecord = (row: Selectable<RefreshTokenTable>): RefreshTokenRecord => ({
   tokenHash: row.token_hash,
@@ -85,6 +87,8 @@ export const refreshRecord = (row: Selectable<RefreshTokenTable>): RefreshTokenR
   familyExpiresAt: toInt(row.family_expires_at, "family_expires_at"),
   consumedAt: toNullableInt(row.consumed_at, "consumed_at"),
   revokedAt: toNullableInt(row.revoked_at, "revoked_at"),
+  replay: row.replay,
+  graceUses: toInt(row.grace_uses, "grace_uses"),
 });
 
 export const keyRow = (v: ValueGuards, r: SigningKeyRecord): Insertable<SigningKeyTable> => ({

@@ -90,6 +90,10 @@ export interface RefreshTokenTable {
   family_expires_at: Int64;
   consumed_at: NullableInt64;
   revoked_at: NullableInt64;
+  /** Sealed answer of the rotation that consumed it (opaque base64url text), or null. */
+  replay: string | null;
+  /** Grace uses answered from `replay`. */
+  grace_uses: ColumnType<number | bigint | string, number | undefined, number>;
 }
 
 /** `pg_plants`: the plant store; `id` is a signed 64-bit integer. */

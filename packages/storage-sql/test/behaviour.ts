@@ -37,13 +37,15 @@ const token = (tokenHash: string, overrides: Partial<RefreshTokenRecord> = {}): 
   familyExpiresAt: T0 + 2000,
   consumedAt: null,
   revokedAt: null,
+  replay: null,
+  graceUses: 0,
   ...overrides,
 });
 
 const V1_TABLES = [TABLES.accounts, TABLES.clients, TABLES.migrations, TABLES.migrationLock, TABLES.plants, TABLES.refreshTokens, TABLES.signingKeys].sort();
 const V2_TABLES = [...V1_TABLES, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions].sort();
 const ALL_TABLES = [...V2_TABLES, TABLES.counters].sort();
-const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes"];
+const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace"];
 
 /** The table names present in the test database, from the engine's catalog. */
 async function tables(engine: Engine, db: FreshDatabase): Promise<string[]> {
@@ -125,6 +127,7 @@ export function describeSqlBehaviour(engine: Engine): void {
       it("a database with a migration this code does not know is refused with SchemaTooNewError, before any change", async () => {
         const db = await freshDb();
         const storage = await open(db);
+        // One past the newest migration this code knows, whatever that is.
         const future = `${String(LATEST_SCHEMA_VERSION + 1).padStart(4, "0")}_from_the_future`;
         await engine.exec(db, `insert into ${TABLES.migrations} (name, timestamp) values ('${future}', '2030-01-01T00:00:00.000Z')`);
         const before = await tables(engine, db);
@@ -152,7 +155,12 @@ export function describeSqlBehaviour(engine: Engine): void {
         expect(await tables(engine, db)).toEqual(V1_TABLES);
         await insertPrePositionAccount(engine, db, account("a1", "alice"));
         expect(await old.plants.create({ id: INT64_MIN, name: "min", tag: "t" })).toBe(true);
-        await old.refreshTokens.create(token("rt-1"));
+        // The refresh-token row as the version 1 code wrote it (today's code writes the grace columns too).
+        await engine.exec(
+          db,
+          `insert into ${TABLES.refreshTokens} (token_hash, family_id, client_id, account_id, scope, created_at, expires_at, family_expires_at, consumed_at, revoked_at) ` +
+            `values ('rt-1', 'family-1', 'client-a', 'acct-1', '["offline_access"]', ${T0}, ${T0 + 1000}, ${T0 + 2000}, null, null)`,
+        );
         // A key as version 1 stored it (no activation time): it signed from its creation.
         await old.db
           .insertInto(TABLES.signingKeys)

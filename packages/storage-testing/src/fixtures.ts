@@ -82,6 +82,8 @@ export function refreshRecord(overrides: Partial<RefreshTokenRecord> = {}): Refr
     familyExpiresAt: T0 + 30 * DAY,
     consumedAt: null,
     revokedAt: null,
+    replay: null,
+    graceUses: 0,
     ...overrides,
   };
 }

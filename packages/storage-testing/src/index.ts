@@ -10,6 +10,7 @@ import { clientsSuite } from "./suites/clients.js";
 import { concurrencySuite } from "./suites/concurrency.js";
 import { plantsSuite } from "./suites/plants.js";
 import { pruneSuite } from "./suites/prune.js";
+import { refreshGraceSuite } from "./suites/refresh-grace.js";
 import { refreshTokensSuite } from "./suites/refresh-tokens.js";
 import { revokedTokensSuite } from "./suites/revoked-tokens.js";
 import { sessionsSuite } from "./suites/sessions.js";
@@ -25,10 +26,11 @@ export type { ConformanceTarget } from "./target.js";
  *
  * Covered: every method of every store (exact round-trips, duplicates, absent records, ordering,
  * paging, atomic all-or-nothing writes, counter windows, expiry clean-up with its batch limit), concurrent
- * `consume`/`create`/`increment` races, two pruners at once, `admin.prune()` over the store, the core
- * running over the store end to end, and, when `target.rawDump` is given, that secrets (console
- * sessions included) are stored only as hashes and that, with a key encryption key, no private
- * signing key material is in any row.
+ * `consume`/`create`/`increment` races, the refresh-token grace window (replay data stored with
+ * `consume`, `graceUse` counted atomically and never for a revoked family, 50-way races), two
+ * pruners at once, `admin.prune()` over the store, the core running over the store end to end, and,
+ * when `target.rawDump` is given, that secrets (console sessions included) are stored only as hashes
+ * and that, with a key encryption key, no private signing key material is in any row.
  *
  * @param name Shown as the outermost `describe`, e.g. `"postgres storage"`.
  * @param target How to create (and clean up, and dump) a store.
@@ -72,6 +74,7 @@ export function describeStorageConformance(name: string, target: ConformanceTarg
     clientsSuite(context);
     accountsSuite(context);
     refreshTokensSuite(context);
+    refreshGraceSuite(context);
     plantsSuite(context);
     signingKeysSuite(context);
     attemptsSuite(context);

@@ -193,6 +193,9 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     passwordHashIterations: 1000,
     randomBytes: random,
     logger,
+    // Strict one-time refresh tokens: the oracle (refreshIsLive) models a consumed token as dead.
+    // The grace window has its own tests (core, conformance kit, HTTP suite).
+    refreshGraceSeconds: 0,
     // The brute-force defence stays on (its code runs on every failure) but, unless a world asks
     // for a strict limit, never locks: otherwise the thousands of deliberate failures would lock
     // the known clients and users and the valid requests could no longer be told apart.

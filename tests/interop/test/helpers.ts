@@ -60,6 +60,9 @@ export async function startFixture(): Promise<Fixture> {
     PLANTGATE_BOOTSTRAP_USERNAME: username,
     PLANTGATE_BOOTSTRAP_PASSWORD: password,
     PLANTGATE_PASSWORD_HASH_ITERATIONS: "10000",
+    // Strict one-time refresh tokens, so the libraries' reuse of a spent token is refused at once
+    // (the default 30 s grace window would replay the answer; the HTTP suite covers that).
+    PLANTGATE_REFRESH_GRACE_SECONDS: "0",
   }, { logger });
   try {
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:[1-9]\d*$/);

@@ -73,7 +73,7 @@ describeIfPostgres("two node-server processes sharing one PostgreSQL schema", pr
     expect(list.status, await list.clone().text()).toBe(200);
   });
 
-  it("one refresh token sent to both instances at the same moment is redeemed exactly once (10 rounds)", async () => {
+  it("one refresh token sent to both instances at the same moment is rotated once: both get the same answer (grace window), and the family lives on (10 rounds)", async () => {
     for (let round = 0; round < 10; round++) {
       const issued = await passwordGrant(round % 2 === 0 ? a : b);
       expect(issued.status, JSON.stringify(issued.body)).toBe(200);
@@ -82,20 +82,14 @@ describeIfPostgres("two node-server processes sharing one PostgreSQL schema", pr
       const params = { grant_type: "refresh_token", refresh_token: refreshToken, client_id: CLIENT_ID, client_secret: CLIENT_SECRET };
       const answers = await Promise.all([token(a, params), token(b, params)]);
       const summary = JSON.stringify(answers.map((x) => [x.status, x.body.error ?? "ok"]));
-      const ok = answers.filter((x) => x.status === 200);
-      const refused = answers.filter((x) => x.status !== 200);
-      expect(ok.length, `round ${round}: ${summary}`).toBe(1);
-      expect(refused.length, `round ${round}: ${summary}`).toBe(1);
-      expect(refused[0]!.status, `round ${round}: ${summary}`).toBe(400);
-      expect(refused[0]!.body.error, `round ${round}: ${summary}`).toBe("invalid_grant");
-      expect(ok[0]!.body.refresh_token).toEqual(expect.any(String));
-      // The loser's attempt is reuse (README, RFC 9700 §4.14.2): the whole family is revoked in the
-      // shared store, so the winner's new refresh token is dead on either instance too. Always so:
-      // the loser revokes only after the winner's transaction committed (it read the token as
-      // consumed, or its conditional UPDATE waited on the winner's row lock).
-      const next = await token(round % 2 === 0 ? b : a, { ...params, refresh_token: ok[0]!.body.refresh_token as string });
-      expect(next.status, `round ${round}: ${JSON.stringify(next.body)}`).toBe(400);
-      expect(next.body.error).toBe("invalid_grant");
+      for (const x of answers) expect(x.status, `round ${round}: ${summary}`).toBe(200);
+      // One rotation in the shared store; the other instance replays its answer (README: refresh-token
+      // grace window), so both hold the same tokens.
+      expect(answers[1]!.body.refresh_token, `round ${round}`).toBe(answers[0]!.body.refresh_token);
+      expect(answers[1]!.body.access_token, `round ${round}`).toBe(answers[0]!.body.access_token);
+      // The family is alive: the new refresh token works on either instance.
+      const next = await token(round % 2 === 0 ? b : a, { ...params, refresh_token: answers[0]!.body.refresh_token as string });
+      expect(next.status, `round ${round}: ${JSON.stringify(next.body)}`).toBe(200);
     }
   });
 

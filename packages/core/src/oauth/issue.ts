@@ -1,6 +1,7 @@
 import { randomToken } from "../crypto/index.js";
 import { OAuthError } from "../errors/index.js";
 import type { Context, Urls } from "../context.js";
+import { sealReplay } from "../crypto/replay.js";
 import type { ClientRecord } from "../storage/types.js";
 import { issueAccessToken } from "../tokens/access-token.js";
 
@@ -17,13 +18,28 @@ export interface TokenResponse {
 export type RefreshPlan =
   | { kind: "none" }
   | { kind: "new-family"; accountId: string; scope: string[] }
-  | { kind: "rotate"; accountId: string; scope: string[]; familyId: string; familyExpiresAt: number; presentedHash: string };
+  | {
+      kind: "rotate";
+      accountId: string;
+      scope: string[];
+      familyId: string;
+      familyExpiresAt: number;
+      /** The refresh token presented, in clear: the answer is sealed under a key derived from it. */
+      presented: string;
+      presentedHash: string;
+      /** The client's grace window; 0 = strict one-time use (nothing is sealed). */
+      graceMs: number;
+      /** Answers a caller that lost the rotation race (the token was consumed since it was read). */
+      onLost: () => Promise<TokenResponse>;
+    };
 
 /**
  * Issues the access token (and, per plan, a refresh token) of a successful grant.
  * The refresh token is stored (by hash) before it is returned, so a response never carries a token
  * the store does not know; on rotation the old token is consumed and the new one stored in one
  * atomic storage call, so a failure leaves the old token usable rather than the session lost.
+ * With a grace window, that same call stores the answer sealed for the holder of the old token
+ * (see `sealReplay`), so a retry within the window can be answered with it.
  */
 export async function issueTokens(
   ctx: Context,
@@ -60,14 +76,17 @@ export async function issueTokens(
       familyExpiresAt,
       consumedAt: null,
       revokedAt: null,
+      replay: null,
+      graceUses: 0,
     };
-    if (plan.kind === "new-family") await ctx.storage.refreshTokens.create(record);
-    else if (!(await ctx.storage.refreshTokens.consume(plan.presentedHash, input.now, record))) {
-      // Someone exchanged it between our read and now: that is reuse too (RFC 9700 §4.14.2).
-      await ctx.storage.refreshTokens.revokeFamily(plan.familyId, input.now);
-      throw new OAuthError("invalid_grant", "The refresh token is invalid, expired or revoked.");
-    }
     body.refresh_token = token;
+    if (plan.kind === "new-family") await ctx.storage.refreshTokens.create(record);
+    else {
+      const replay = plan.graceMs > 0 ? await sealReplay(plan.presented, plan.presentedHash, JSON.stringify(body), ctx.random) : null;
+      // Lost the race: someone exchanged it between our read and now. Within the grace window
+      // that is a concurrent refresh, answered with the winner's answer; else reuse (onLost decides).
+      if (!(await ctx.storage.refreshTokens.consume(plan.presentedHash, input.now, record, replay))) return plan.onLost();
+    }
   }
   return body;
 }

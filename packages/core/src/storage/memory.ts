@@ -111,13 +111,22 @@ export function createMemoryStorage(): Storage {
         const r = refresh.get(hash);
         return r ? copyRefresh(r) : null;
       },
-      async consume(hash, now, replacement) {
+      async consume(hash, now, replacement, replay = null) {
         // No await between the check and the writes: atomic on a single JS thread.
         const r = refresh.get(hash);
         if (!r || r.consumedAt !== null || r.revokedAt !== null || refresh.has(replacement.tokenHash)) return false;
         r.consumedAt = now;
+        r.replay = replay;
         refresh.set(replacement.tokenHash, copyRefresh(replacement));
         return true;
+      },
+      async graceUse(hash, consumedAfter, maxUses) {
+        const r = refresh.get(hash);
+        if (!r || r.consumedAt === null || r.consumedAt <= consumedAfter || r.revokedAt !== null || r.replay === null || r.graceUses >= maxUses) {
+          return null;
+        }
+        r.graceUses += 1;
+        return copyRefresh(r);
       },
       async revokeFamily(familyId, now) {
         for (const r of refresh.values()) {

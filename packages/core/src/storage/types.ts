@@ -101,6 +101,14 @@ export interface RefreshTokenRecord {
   consumedAt: number | null;
   /** Epoch ms when its family was revoked, or null. */
   revokedAt: number | null;
+  /**
+   * The answer of the exchange that consumed this token, sealed (AES-256-GCM) under a key derived
+   * from the token itself, so only someone presenting the token can read it; set by `consume`,
+   * null before and when the grace window is off. Opaque text to storage (base64url, under 4 KiB).
+   */
+  replay: string | null;
+  /** How many grace uses of this consumed token were answered (see `graceUse`); 0 for a new token. */
+  graceUses: number;
 }
 
 /** Refresh tokens. */
@@ -109,10 +117,20 @@ export interface RefreshTokenStore {
   findByHash(tokenHash: string): Promise<RefreshTokenRecord | null>;
   /**
    * Rotation in one atomic step: if the token is neither consumed nor revoked, marks it consumed
-   * and stores `replacement`, returning true; otherwise changes nothing and returns false. Exactly
-   * one of any number of concurrent callers gets `true`.
+   * (`consumedAt = now`, `replay` = the given replay data, or null when omitted) and stores
+   * `replacement`, returning true; otherwise changes nothing and returns false. Exactly one of any
+   * number of concurrent callers gets `true`, and the replay data is visible to every caller that
+   * sees the token consumed (the same transaction writes both).
    */
-  consume(tokenHash: string, now: number, replacement: RefreshTokenRecord): Promise<boolean>;
+  consume(tokenHash: string, now: number, replacement: RefreshTokenRecord, replay?: string | null): Promise<boolean>;
+  /**
+   * One grace use of a rotated token, in one atomic step: if the token is consumed with
+   * `consumedAt > consumedAfter`, not revoked, has replay data and `graceUses < maxUses`, adds one
+   * to `graceUses` and returns the record after that update; otherwise changes nothing and returns
+   * null. Of any number of concurrent callers, at most `maxUses - graceUses` get a record, and a
+   * token whose family is revoked never gets one.
+   */
+  graceUse(tokenHash: string, consumedAfter: number, maxUses: number): Promise<RefreshTokenRecord | null>;
   /** Marks every token of the family revoked (idempotent: a token already revoked keeps its `revokedAt`). */
   revokeFamily(familyId: string, now: number): Promise<void>;
   /** Marks every token of the account revoked (idempotent), e.g. when it is disabled. */

@@ -28,13 +28,35 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
         .columns(columns)
         .expression(db.selectNoFrom((eb) => columns.map((c) => eb.val(row[c]).as(c))).where(sql<number>`changes()`, "=", 1));
     }),
-    consume: prepared((p: { tokenHash: string; now: number }) =>
+    consume: prepared((p: { tokenHash: string; now: number; replay: string | null }) =>
       db
         .updateTable(TABLES.refreshTokens)
-        .set({ consumed_at: p.now })
+        .set({ consumed_at: p.now, replay: p.replay })
         .where("token_hash", "=", p.tokenHash)
         .where("consumed_at", "is", null)
         .where("revoked_at", "is", null),
+    ),
+    /** The grace use's arbiter: one row lock (or SQLite's single writer) per token serialises the count. */
+    graceUse: prepared((p: { tokenHash: string; consumedAfter: number; maxUses: number }) =>
+      db
+        .updateTable(TABLES.refreshTokens)
+        .set({ grace_uses: sql<number>`grace_uses + 1` })
+        .where("token_hash", "=", p.tokenHash)
+        .where("consumed_at", ">", p.consumedAfter)
+        .where("revoked_at", "is", null)
+        .where("replay", "is not", null)
+        .where("grace_uses", "<", p.maxUses),
+    ),
+    graceUseReturning: prepared((p: { tokenHash: string; consumedAfter: number; maxUses: number }) =>
+      db
+        .updateTable(TABLES.refreshTokens)
+        .set({ grace_uses: sql<number>`grace_uses + 1` })
+        .where("token_hash", "=", p.tokenHash)
+        .where("consumed_at", ">", p.consumedAfter)
+        .where("revoked_at", "is", null)
+        .where("replay", "is not", null)
+        .where("grace_uses", "<", p.maxUses)
+        .returningAll(),
     ),
   };
 
@@ -49,9 +71,10 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
         const row = (await q.get(db, { tokenHash })).rows[0];
         return row ? refreshRecord(row) : null;
       }),
-    consume: (tokenHash, now, replacement) =>
+    consume: (tokenHash, now, replacement, replay = null) =>
       run("refreshTokens.consume", async () => {
         const row = refreshRow(ctx, replacement);
+        if (replay !== null) ctx.text(replay, "replay");
         if (!storableKey(tokenHash)) return false;
         try {
           if (d1 !== undefined) {
@@ -59,13 +82,13 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
             // is the arbiter; the INSERT copies the replacement in only if that UPDATE changed
             // exactly one row (changes() still reports it: the INSERT has not completed yet).
             // A duplicate replacement hash fails the batch, rolling the UPDATE back too.
-            const [, inserted] = await d1Batch(d1, [q.consume.compile({ tokenHash, now }), q.insertAfterConsume.compile(row)]);
+            const [, inserted] = await d1Batch(d1, [q.consume.compile({ tokenHash, now, replay }), q.insertAfterConsume.compile(row)]);
             return inserted === 1;
           }
           return await db.transaction().execute(async (trx) => {
             // The conditional UPDATE is the arbiter: the row lock (PostgreSQL, InnoDB) or the
             // single connection (SQLite) lets exactly one caller see 1 row updated.
-            if (affected(await q.consume(trx, { tokenHash, now })) !== 1n) return false;
+            if (affected(await q.consume(trx, { tokenHash, now, replay })) !== 1n) return false;
             await q.insert(trx, row);
             return true;
           });
@@ -74,6 +97,23 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
           if (isUniqueViolation(e)) return false;
           throw e;
         }
+      }),
+    graceUse: (tokenHash, consumedAfter, maxUses) =>
+      run("refreshTokens.graceUse", async () => {
+        if (!storableKey(tokenHash)) return null;
+        const p = { tokenHash, consumedAfter, maxUses };
+        if (family !== "mysql") {
+          // One statement: the conditional UPDATE counts and RETURNING hands back that very row.
+          const row = (await q.graceUseReturning(db, p)).rows[0];
+          return row ? refreshRecord(row) : null;
+        }
+        // MySQL has no UPDATE ... RETURNING: read the row back inside the transaction that holds
+        // its lock, so no other grace use or revocation can slip in between.
+        return db.transaction().execute(async (trx) => {
+          if (affected(await q.graceUse(trx, p)) !== 1n) return null;
+          const row = (await q.get(trx, { tokenHash })).rows[0];
+          return row ? refreshRecord(row) : null;
+        });
       }),
     revokeFamily: (familyId, now) =>
       run("refreshTokens.revokeFamily", async () => {

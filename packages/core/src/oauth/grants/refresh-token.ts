@@ -2,13 +2,16 @@ import { OAuthError } from "../../errors/index.js";
 import { issueTokens } from "../issue.js";
 import { parseScope } from "../scopes.js";
 import { requiredParameters } from "../../schemas/oauth.js";
+import { replayAnswer } from "./refresh-grace.js";
 import type { Grant } from "./types.js";
 
 const invalid = () => new OAuthError("invalid_grant", "The refresh token is invalid, expired or revoked.");
 
 /**
- * RFC 6749 §6. Rotates on every use; a consumed token presented again revokes its whole family
- * (RFC 9700 §4.14.2). The token is bound to the client it was issued to.
+ * RFC 6749 §6. Rotates on every use. A rotated token presented again within the client's grace
+ * window is answered with the rotation's own answer (see `refresh-grace.ts`); after it, that is
+ * reuse and revokes the whole family (RFC 9700 §4.14.2). The token is bound to the client it was
+ * issued to; scope, client binding and the family's absolute lifetime hold for replays too.
  */
 export const refreshTokenGrant: Grant = {
   grantType: "refresh_token",
@@ -21,11 +24,13 @@ export const refreshTokenGrant: Grant = {
     // Bound to the client it was issued to: the same id, and not from before a re-creation under that id.
     if (!record || record.clientId !== client.clientId || record.createdAt < client.createdAt) throw invalid();
     if (record.revokedAt !== null) throw invalid();
-    if (record.consumedAt !== null) {
+    const graceMs = ctx.refreshGrace.windowMs(client.clientId);
+    const reuse = async (): Promise<never> => {
       await ctx.storage.refreshTokens.revokeFamily(record.familyId, now);
       ctx.logger.warn("refresh token reuse detected; family revoked", { clientId: client.clientId, familyId: record.familyId });
       throw invalid();
-    }
+    };
+    if (record.consumedAt !== null && now - record.consumedAt >= graceMs) return reuse();
     if (now >= record.expiresAt || now >= record.familyExpiresAt) throw invalid();
 
     // RFC 6749 §6: a narrower scope may be asked for; never a broader one.
@@ -41,11 +46,32 @@ export const refreshTokenGrant: Grant = {
     }
     const account = await ctx.storage.accounts.get(record.accountId);
     if (!account || !account.enabled) throw invalid();
+
+    // A grace use: counted atomically, refused (as reuse) past the bound or once the family is revoked.
+    const grace = async () => {
+      if (graceMs === 0) return reuse();
+      const used = await ctx.storage.refreshTokens.graceUse(tokenHash, now - graceMs, ctx.refreshGrace.maxUses);
+      if (!used || used.replay === null) return reuse();
+      const answer = await replayAnswer(ctx, urls, { client, presented, tokenHash, sealed: used.replay, rotatedAt: used.consumedAt!, subject: account.id, scope, now });
+      if (!answer) throw invalid();
+      return answer;
+    };
+    if (record.consumedAt !== null) return grace();
     return issueTokens(ctx, urls, {
       client,
       subject: account.id,
       scope,
-      refresh: { kind: "rotate", accountId: account.id, scope: record.scope, familyId: record.familyId, familyExpiresAt: record.familyExpiresAt, presentedHash: tokenHash },
+      refresh: {
+        kind: "rotate",
+        accountId: account.id,
+        scope: record.scope,
+        familyId: record.familyId,
+        familyExpiresAt: record.familyExpiresAt,
+        presented,
+        presentedHash: tokenHash,
+        graceMs,
+        onLost: grace,
+      },
       now,
     });
   },

@@ -1,0 +1,72 @@
+import { fromBase64 } from "../../crypto/index.js";
+import { openReplay } from "../../crypto/replay.js";
+import type { Context, Urls } from "../../context.js";
+import type { ClientRecord } from "../../storage/types.js";
+import { issueTokens, type TokenResponse } from "../issue.js";
+
+const decoder = new TextDecoder();
+
+/** `exp` and `jti` of one of our own access tokens (read from a sealed answer, so not re-verified). */
+function accessTokenClaims(jwt: string): { exp: number; jti: string } | null {
+  const payload = jwt.split(".")[1];
+  const bytes = payload === undefined ? null : fromBase64(payload.replace(/-/g, "+").replace(/_/g, "/"));
+  if (!bytes) return null;
+  try {
+    const claims = JSON.parse(decoder.decode(bytes)) as { exp?: unknown; jti?: unknown };
+    return typeof claims.exp === "number" && typeof claims.jti === "string" ? { exp: claims.exp, jti: claims.jti } : null;
+  } catch {
+    return null;
+  }
+}
+
+function isAnswer(value: unknown): value is TokenResponse & { refresh_token: string } {
+  const v = value as Partial<TokenResponse> | null;
+  return typeof v?.access_token === "string" && typeof v.scope === "string" && typeof v.refresh_token === "string";
+}
+
+/**
+ * The answer to a grace use of a rotated refresh token: the rotation's own answer, opened with the
+ * presented token. Its refresh token is always the one the rotation issued (one family, one head),
+ * so retries are idempotent. Its access token is replayed too while it still fits: the same scope
+ * as asked now, not expired and not revoked (RFC 7009); otherwise a fresh access token is issued
+ * for the scope asked now. `expires_in` counts down by the whole seconds since the rotation, so a
+ * retry within the same second gets a byte-identical answer (a loser of the race that started
+ * before the winner counts no time at all).
+ * Null when the sealed answer does not open (it was not sealed for this token).
+ */
+export async function replayAnswer(
+  ctx: Context,
+  urls: Urls,
+  input: {
+    client: ClientRecord;
+    presented: string;
+    tokenHash: string;
+    sealed: string;
+    /** When the rotation that sealed the answer happened (the token's `consumedAt`). */
+    rotatedAt: number;
+    subject: string;
+    scope: string[];
+    now: number;
+  },
+): Promise<TokenResponse | null> {
+  const text = await openReplay(input.presented, input.tokenHash, input.sealed);
+  let answer: unknown;
+  try {
+    answer = text === null ? null : JSON.parse(text);
+  } catch {
+    answer = null;
+  }
+  if (!isAnswer(answer)) {
+    ctx.logger.error("refresh token replay data does not open; refused", { clientId: input.client.clientId });
+    return null;
+  }
+  const claims = accessTokenClaims(answer.access_token);
+  const stillFits =
+    claims !== null &&
+    answer.scope === input.scope.join(" ") &&
+    claims.exp * 1000 - input.now >= 1000 &&
+    !(await ctx.storage.revokedTokens.has(claims.jti));
+  if (stillFits) return { ...answer, expires_in: answer.expires_in - Math.floor(Math.max(0, input.now - input.rotatedAt) / 1000) };
+  const fresh = await issueTokens(ctx, urls, { client: input.client, subject: input.subject, scope: input.scope, refresh: { kind: "none" }, now: input.now });
+  return { ...fresh, refresh_token: answer.refresh_token };
+}
