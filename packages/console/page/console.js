@@ -335,7 +335,8 @@
             el("td", { "data-label": "Key ID" }, el("code", { text: k.kid })),
             el("td", { "data-label": "Algorithm", text: k.alg }),
             el("td", { "data-label": "Created", text: when(k.createdAt) }),
-            el("td", { "data-label": "Status", text: k.signing ? "Signing" : "Verifying only" }),
+            el("td", { "data-label": "Signs from", text: when(k.activatesAt) }),
+            el("td", { "data-label": "Status", text: KEY_STATUS[k.status] ?? k.status }),
           ),
         ),
       );
@@ -344,17 +345,46 @@
     }
   }
 
+  /** What each key status means to an administrator. */
+  const KEY_STATUS = {
+    next: "Next (published, not signing yet)",
+    active: "Active (signing)",
+    retired: "Retired (verifying only)",
+    prunable: "Prunable (no live token uses it)",
+  };
+
   $button("keys-rotate").addEventListener("click", async () => {
-    const yes = await confirmAction("Rotate the signing key?", "A new key signs tokens from now on. Tokens signed by the current key stay valid until they expire.", "Rotate key");
+    const yes = await confirmAction(
+      "Rotate the signing key?",
+      "A new key is published now and signs after the activation delay, so resource servers that cached the key set already hold it. Tokens signed by the current key stay valid until they expire.",
+      "Rotate key",
+    );
     if (!yes) return $button("keys-rotate").focus();
     try {
-      const r = await call("POST", "/signing-keys");
-      setStatus("security-status", "New signing key " + r.kid + " is active.");
+      const r = await call("POST", "/signing-keys", {});
+      setStatus("security-status", "New signing key " + r.kid + " is published and signs from " + when(r.activatesAt) + ".");
       await loadKeys();
     } catch (e) {
       setStatus("security-status", messageOf(e));
     }
     $button("keys-rotate").focus();
+  });
+
+  $button("keys-rotate-now").addEventListener("click", async () => {
+    const yes = await confirmAction(
+      "Rotate the signing key now?",
+      "Rotating now skips the activation delay: the new key signs at once (on other instances within a minute), and resource servers that cached the key set reject its tokens until they fetch it again (up to 5 minutes). Do it only when the current key may have leaked.",
+      "Rotate now",
+    );
+    if (!yes) return $button("keys-rotate-now").focus();
+    try {
+      const r = await call("POST", "/signing-keys", { now: true, confirm: true });
+      setStatus("security-status", "New signing key " + r.kid + " signs from now on.");
+      await loadKeys();
+    } catch (e) {
+      setStatus("security-status", messageOf(e));
+    }
+    $button("keys-rotate-now").focus();
   });
 
   // ---- accounts ------------------------------------------------------------------------------

@@ -160,6 +160,27 @@ const name = present
     await page.screenshot({ path: `${SHOTS}/console-security-settings.png`, fullPage: true });
   });
 
+  it("rotates the signing key: the new key is listed as next until its activation; rotate now needs its own confirmation and signs at once", async () => {
+    const statuses = async () => page.locator('#keys-body td[data-label="Status"]').allTextContents();
+    expect(await statuses()).toEqual(["Active (signing)"]);
+    await page.getByRole("button", { name: "Rotate signing key", exact: true }).click();
+    await page.locator("#confirm-dialog").waitFor({ state: "visible" });
+    expect(await page.locator("#confirm-title").textContent()).toBe("Rotate the signing key?");
+    await page.getByRole("button", { name: "Rotate key", exact: true }).click();
+    await page.locator("#keys-body tr:nth-child(2)").waitFor();
+    expect((await statuses()).sort()).toEqual(["Active (signing)", "Next (published, not signing yet)"]);
+    expect(await page.locator("#security-status").textContent()).toMatch(/^New signing key \S+ is published and signs from .+\.$/);
+
+    await page.getByRole("button", { name: "Rotate now (suspected leak)" }).click();
+    await page.locator("#confirm-dialog").waitFor({ state: "visible" });
+    expect(await page.locator("#confirm-text").textContent()).toContain("Do it only when the current key may have leaked.");
+    await page.getByRole("button", { name: "Rotate now", exact: true }).click();
+    await page.locator("#keys-body tr:nth-child(3)").waitFor();
+    const after = await statuses();
+    expect(after.filter((s) => s === "Active (signing)")).toHaveLength(1);
+    expect(await page.locator("#security-status").textContent()).toMatch(/^New signing key \S+ signs from now on\.$/);
+  });
+
   it("regenerates the secret after a confirmation: the old secret fails at once, the new one works", async () => {
     await page.getByRole("button", { name: "Regenerate the secret of Inventory sync" }).click();
     const confirm = page.locator("#confirm-dialog");
