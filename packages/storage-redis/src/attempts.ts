@@ -37,11 +37,16 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
 `);
 
-/** KEYS: index. ARGV: before, record key prefix. Returns how many counters it deleted. */
+/** KEYS: index. ARGV: before, record key prefix, limit (-1: none). Returns how many counters it deleted. */
 const DELETE_EXPIRED = script(`
 local before = tonumber(ARGV[1])
 local n = 0
-for _, key in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])) do
+local limit = tonumber(ARGV[3])
+local ids
+if limit >= 0 then ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit)
+else ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) end
+for _, key in ipairs(ids) do
+  redis.call('ZREM', KEYS[1], key)
   local record = ARGV[2] .. key
   local ws = redis.call('HGET', record, 'w')
   if ws and tonumber(ws) <= before then
@@ -49,7 +54,6 @@ for _, key in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])) do
     n = n + 1
   end
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 return n
 `);
 
@@ -77,8 +81,8 @@ export function redisAttemptStore(ctx: HotContext): AttemptStore {
     async reset(key) {
       await run(ctx.client, RESET, "attempts.reset", [recordPrefix + key, index], [key]);
     },
-    async deleteExpired(before) {
-      return integer(await run(ctx.client, DELETE_EXPIRED, "attempts.deleteExpired", [index], [String(before), recordPrefix]));
+    async deleteExpired(before, limit) {
+      return integer(await run(ctx.client, DELETE_EXPIRED, "attempts.deleteExpired", [index], [String(before), recordPrefix, String(limit ?? -1)]));
     },
   };
 }

@@ -16,11 +16,16 @@ return 1
 /** KEYS: record. */
 const HAS = script(`return redis.call('EXISTS', KEYS[1])`);
 
-/** KEYS: index. ARGV: now, record key prefix. Returns how many entries it deleted. */
+/** KEYS: index. ARGV: now, record key prefix, limit (-1: none). Returns how many entries it deleted. */
 const DELETE_EXPIRED = script(`
 local now = tonumber(ARGV[1])
 local n = 0
-for _, jti in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])) do
+local limit = tonumber(ARGV[3])
+local ids
+if limit >= 0 then ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit)
+else ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) end
+for _, jti in ipairs(ids) do
+  redis.call('ZREM', KEYS[1], jti)
   local record = ARGV[2] .. jti
   local exp = redis.call('GET', record)
   if exp and tonumber(exp) <= now then
@@ -28,7 +33,6 @@ for _, jti in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])) do
     n = n + 1
   end
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 return n
 `);
 
@@ -48,8 +52,8 @@ export function redisRevokedTokenStore(ctx: HotContext): RevokedTokenStore {
     async has(jti) {
       return integer(await run(ctx.client, HAS, "revokedTokens.has", [recordPrefix + jti], [])) === 1;
     },
-    async deleteExpired(now) {
-      return integer(await run(ctx.client, DELETE_EXPIRED, "revokedTokens.deleteExpired", [index], [String(now), recordPrefix]));
+    async deleteExpired(now, limit) {
+      return integer(await run(ctx.client, DELETE_EXPIRED, "revokedTokens.deleteExpired", [index], [String(now), recordPrefix, String(limit ?? -1)]));
     },
   };
 }

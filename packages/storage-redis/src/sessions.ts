@@ -48,11 +48,16 @@ redis.call('DEL', KEYS[1])
 return n
 `);
 
-/** KEYS: index. ARGV: now, record key prefix, account set prefix. */
+/** KEYS: index. ARGV: now, record key prefix, account set prefix, limit (-1: none). */
 const DELETE_EXPIRED = script(`
 local now = tonumber(ARGV[1])
 local n = 0
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])) do
+local limit = tonumber(ARGV[4])
+local ids
+if limit >= 0 then ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit)
+else ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) end
+for _, id in ipairs(ids) do
+  redis.call('ZREM', KEYS[1], id)
   local record = ARGV[2] .. id
   local r = redis.call('HMGET', record, 'a', 'e')
   if r[1] and tonumber(r[2]) <= now then
@@ -61,7 +66,6 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])) do
     n = n + 1
   end
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 return n
 `);
 
@@ -98,8 +102,8 @@ export function redisSessionStore(ctx: HotContext): SessionStore {
     async deleteByAccount(accountId) {
       return integer(await run(ctx.client, DELETE_BY_ACCOUNT, "sessions.deleteByAccount", [accountPrefix + accountId, index], [accountId, recordPrefix]));
     },
-    async deleteExpired(now) {
-      return integer(await run(ctx.client, DELETE_EXPIRED, "sessions.deleteExpired", [index], [String(now), recordPrefix, accountPrefix]));
+    async deleteExpired(now, limit) {
+      return integer(await run(ctx.client, DELETE_EXPIRED, "sessions.deleteExpired", [index], [String(now), recordPrefix, accountPrefix, String(limit ?? -1)]));
     },
   };
 }

@@ -142,7 +142,14 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
         .prepare(`insert into "${TABLES.accounts}" (id, username, display_name, email, roles, enabled, created_at, password_hash) values (?, ?, null, null, '[]', 1, ?, ?)`)
         .bind(a.id, a.username, a.createdAt, a.passwordHash),
     ]);
-    await storage.refreshTokens.create(token("old"));
+    // The refresh-token row as the version 1 code wrote it (today's code writes the grace columns too).
+    await binding.batch([
+      binding
+        .prepare(
+          `insert into ${TABLES.refreshTokens} (token_hash, family_id, client_id, account_id, scope, created_at, expires_at, family_expires_at, consumed_at, revoked_at) values (?, ?, ?, ?, ?, ?, ?, ?, null, null)`,
+        )
+        .bind("old", "family-1", "client-a", "acct-1", '["offline_access"]', T0, T0 + 1000, T0 + 2000),
+    ]);
     expect(await storage.plants.create({ id: 9223372036854775807n, name: "max", tag: null })).toBe(true);
 
     await storage.migrate();
