@@ -1,6 +1,9 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
 import { EXTERNAL_PRIVATE_KEY, isSealed, KEK_SOURCE, KeyEncryptionError, type KeyEncryption } from "../crypto/key-encryption.js";
 import type { SigningKeyRecord, SigningKeyStore } from "../storage/types.js";
+import { describeKeys, place, pruneKeys, SIGNING_RELOAD_MS, signingIndex, type SigningKeyInfo } from "./key-lifecycle.js";
+
+export { describeKeys, pruneKeys, SIGNING_RELOAD_MS, type SigningKeyInfo, type SigningKeyStatus } from "./key-lifecycle.js";
 
 /** The JWS algorithms plantgate signs with. */
 export type SigningAlg = "ES256" | "ES384" | "RS256" | "PS256" | "EdDSA";
@@ -10,12 +13,6 @@ export const SUPPORTED_ALGS: readonly SigningAlg[] = ["ES256", "ES384", "RS256",
 /** `Cache-Control: max-age` of `/.well-known/jwks.json`: how long a resource server may keep a copy. */
 export const JWKS_MAX_AGE_SECONDS = 300;
 
-/**
- * How often every instance re-reads the keys from storage (ms): a key rotated by the CLI or by
- * another instance is in every instance's JWKS within this time, and a `--now` rotation signs
- * everywhere within it.
- */
-export const SIGNING_RELOAD_MS = 60_000;
 
 /**
  * The default, and the least allowed, delay between publishing a new key and signing with it: a
@@ -135,105 +132,6 @@ export async function signerRecord(signer: SigningKeySigner, now: number): Promi
   const pub = publicPart(jwk);
   const kid = signer.kid ?? (await calculateJwkThumbprint(pub));
   return { kid, alg: signer.alg, privateJwk: EXTERNAL_PRIVATE_KEY, publicJwk: JSON.stringify({ ...pub, kid, alg: signer.alg }), createdAt: now, activatesAt: now };
-}
-
-/**
- * Where a key is in its life: `next` is published but signs only from its activation time;
- * `active` signs new tokens; `retired` was replaced but may still have unexpired tokens, so it
- * stays in the JWKS and verifies; `prunable` was replaced longer ago than the longest access-token
- * lifetime (plus the reload interval), so no live token can carry it and it can be deleted.
- */
-export type SigningKeyStatus = "next" | "active" | "retired" | "prunable";
-
-/** A key as `keys list` and the admin show it; never the private part. */
-export interface SigningKeyInfo {
-  kid: string;
-  alg: string;
-  /** Epoch ms. */
-  createdAt: number;
-  /** Epoch ms from which the key signs (or signed). */
-  activatesAt: number;
-  /** Epoch ms when a newer key took over signing; null for `next` and `active` keys. */
-  retiredAt: number | null;
-  status: SigningKeyStatus;
-}
-
-/** Activation order; equal times are ordered by creation, then kid, so every instance agrees. */
-const inOrder = (a: SigningKeyRecord, b: SigningKeyRecord) =>
-  a.activatesAt - b.activatesAt || a.createdAt - b.createdAt || (a.kid < b.kid ? -1 : a.kid > b.kid ? 1 : 0);
-
-interface Placed {
-  record: SigningKeyRecord;
-  /** When the key's successor (in activation order) takes over; null for the last key and a pinned one. */
-  replacedAt: number | null;
-}
-
-/** Keys in activation order, each with the time it stops signing. */
-function place(records: readonly SigningKeyRecord[], pinnedKid?: string): Placed[] {
-  const sorted = [...records].sort(inOrder);
-  return sorted.map((record, i) => ({
-    record,
-    replacedAt: record.kid === pinnedKid || i === sorted.length - 1 ? null : sorted[i + 1]!.activatesAt,
-  }));
-}
-
-/**
- * The index of the key that signs at `now`: the pinned (configured) one, else the last whose
- * activation time has come; the first when none has (this instance's clock is behind the one that
- * created the only key).
- */
-function signingIndex(keys: readonly { kid: string; activatesAt: number }[], now: number, pinnedKid?: string): number {
-  if (pinnedKid !== undefined) {
-    const i = keys.findIndex((k) => k.kid === pinnedKid);
-    if (i >= 0) return i;
-  }
-  let found = 0;
-  for (let i = 1; i < keys.length; i++) if (keys[i]!.activatesAt <= now) found = i;
-  return found;
-}
-
-/**
- * The status of every key, newest first. `activeKid` is the configured signing key when there is
- * one (else the key whose activation time came last signs); `maxTokenTtlMs` is the longest
- * access-token lifetime in force.
- *
- * @example
- * describeKeys(await storage.signingKeys.list(), Date.now(), 7200_000);
- */
-export function describeKeys(records: readonly SigningKeyRecord[], now: number, maxTokenTtlMs: number, activeKid?: string): SigningKeyInfo[] {
-  const placed = place(records, activeKid);
-  const active = signingIndex(
-    placed.map((p) => p.record),
-    now,
-    activeKid,
-  );
-  return placed
-    .map(({ record: r, replacedAt }, i): SigningKeyInfo => {
-      const base = { kid: r.kid, alg: r.alg, createdAt: r.createdAt, activatesAt: r.activatesAt };
-      if (i === active) return { ...base, retiredAt: null, status: "active" };
-      if (r.activatesAt > now) return { ...base, retiredAt: null, status: "next" };
-      // Prunable once the last token it could have signed (up to SIGNING_RELOAD_MS after it was
-      // replaced, on an instance that had not re-read the keys yet) has expired.
-      const retiredAt = replacedAt !== null && replacedAt <= now ? replacedAt : null;
-      const prunable = retiredAt !== null && now - retiredAt >= maxTokenTtlMs + SIGNING_RELOAD_MS;
-      return { ...base, retiredAt, status: prunable ? "prunable" : "retired" };
-    })
-    .reverse();
-}
-
-/**
- * Deletes the prunable keys of a store and returns their kids.
- *
- * @example
- * const deleted = await pruneKeys(storage.signingKeys, Date.now(), 7200_000);
- */
-export async function pruneKeys(store: SigningKeyStore, now: number, maxTokenTtlMs: number, activeKid?: string): Promise<string[]> {
-  const deleted: string[] = [];
-  for (const k of describeKeys(await store.list(), now, maxTokenTtlMs, activeKid)) {
-    // "prunable" is never the active key; the kid check says so again, so no caller can delete the key that signs.
-    if (k.status === "prunable" && k.kid !== activeKid && (await store.delete(k.kid))) deleted.push(k.kid);
-  }
-  return deleted;
 }
 
 /** Options of {@link createKeyring}. */

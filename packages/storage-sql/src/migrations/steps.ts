@@ -1,0 +1,296 @@
+/**
+ * The schema migrations themselves, oldest first: the DDL of each version for every engine. The
+ * runner (locking, refusing a newer schema, D1 without transactions) is in `../migrations.ts`.
+ */
+import { sql, type ColumnDataType, type Expression, type Kysely, type Migration } from "kysely";
+import { TABLES, type SqlFamily } from "../schema.js";
+
+// Migrations live in code (no files on disk) so they ship inside the bundle and run in workerd.
+// Names sort in order and start with their version number; never edit one that has shipped.
+
+type DataType = ColumnDataType | Expression<unknown>;
+
+/** Column types per engine: the one place where the dialects' DDL differs. */
+interface ColumnTypes {
+  /** Ids, usernames, hashes: compared exactly (case, trailing spaces) and ordered by code point. */
+  key: DataType;
+  /** Short text that is never compared. */
+  text: DataType;
+  /** JSON texts (arrays, JWKs) that may outgrow MySQL's 64 kB TEXT. */
+  long: DataType;
+  /** Text that must keep U+0000 (plant name and tag, from the public JSON API). */
+  free: DataType;
+  /** MySQL table options (engine, charset and binary no-pad collation), else undefined. */
+  tableOptions: Expression<unknown> | undefined;
+}
+
+/**
+ * MySQL/MariaDB collations that compare by code point *and* keep trailing spaces significant
+ * ("alice" != "alice "). `utf8mb4_bin` pads, so it would make those two usernames collide.
+ */
+const NO_PAD_BINARY_COLLATIONS = ["utf8mb4_nopad_bin", "utf8mb4_0900_bin"] as const;
+
+async function mysqlCollation(db: Kysely<any>): Promise<string> {
+  const rows = await db
+    .selectFrom("information_schema.COLLATIONS")
+    .select("COLLATION_NAME as name")
+    .where("COLLATION_NAME", "in", [...NO_PAD_BINARY_COLLATIONS])
+    .execute();
+  const available = new Set(rows.map((r) => String(r.name)));
+  const found = NO_PAD_BINARY_COLLATIONS.find((c) => available.has(c));
+  if (!found) {
+    throw new Error(
+      `@plantgate/storage-sql needs a binary NO PAD utf8mb4 collation (${NO_PAD_BINARY_COLLATIONS.join(" or ")}): MariaDB >= 10.2 or MySQL >= 8.0.`,
+    );
+  }
+  return found;
+}
+
+async function columnTypes(db: Kysely<any>, family: SqlFamily): Promise<ColumnTypes> {
+  switch (family) {
+    case "postgres":
+      // "C" collation: byte order of UTF-8 = code point order, whatever the database's locale.
+      return { key: sql`text collate "C"`, text: "text", long: "text", free: "bytea", tableOptions: undefined };
+    case "mysql": {
+      const collation = await mysqlCollation(db);
+      return {
+        // 255 utf8mb4 characters stay within InnoDB's 3072-byte index key limit.
+        key: "varchar(255)",
+        text: "text",
+        long: sql`mediumtext`,
+        free: "text",
+        tableOptions: sql`engine = InnoDB default character set utf8mb4 collate ${sql.raw(collation)}`,
+      };
+    }
+    case "sqlite":
+      // SQLite's default BINARY collation already compares bytes exactly.
+      return { key: "text", text: "text", long: "text", free: "text", tableOptions: undefined };
+  }
+}
+
+async function initialUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  const withOptions = <B extends { modifyEnd(e: Expression<unknown>): B }>(b: B): B => (t.tableOptions ? b.modifyEnd(t.tableOptions) : b);
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.clients)
+      .addColumn("client_id", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("secret_hash", t.text, (c) => c.notNull())
+      .addColumn("name", t.text, (c) => c.notNull())
+      .addColumn("grant_types", t.long, (c) => c.notNull())
+      .addColumn("scopes", t.long, (c) => c.notNull())
+      .addColumn("access_token_ttl", "bigint")
+      .addColumn("refresh_token_ttl", "bigint")
+      .addColumn("refresh_token_absolute_ttl", "bigint")
+      .addColumn("created_at", "bigint", (c) => c.notNull())
+      .addColumn("secret_updated_at", "bigint", (c) => c.notNull()),
+  ).execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.accounts)
+      .addColumn("id", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("username", t.key, (c) => c.notNull())
+      .addColumn("display_name", t.text)
+      .addColumn("email", t.text)
+      .addColumn("roles", t.long, (c) => c.notNull())
+      .addColumn("enabled", "integer", (c) => c.notNull())
+      .addColumn("created_at", "bigint", (c) => c.notNull())
+      .addColumn("password_hash", t.text, (c) => c.notNull())
+      .addUniqueConstraint("pg_accounts_username_key", ["username"]),
+  ).execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.refreshTokens)
+      .addColumn("token_hash", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("family_id", t.key, (c) => c.notNull())
+      .addColumn("client_id", t.key, (c) => c.notNull())
+      .addColumn("account_id", t.key, (c) => c.notNull())
+      .addColumn("scope", t.long, (c) => c.notNull())
+      .addColumn("created_at", "bigint", (c) => c.notNull())
+      .addColumn("expires_at", "bigint", (c) => c.notNull())
+      .addColumn("family_expires_at", "bigint", (c) => c.notNull())
+      .addColumn("consumed_at", "bigint")
+      .addColumn("revoked_at", "bigint"),
+  ).execute();
+  await db.schema.createIndex("pg_refresh_tokens_family_idx").on(TABLES.refreshTokens).column("family_id").execute();
+  await db.schema.createIndex("pg_refresh_tokens_account_idx").on(TABLES.refreshTokens).column("account_id").execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.plants)
+      .addColumn("id", "bigint", (c) => c.primaryKey().notNull())
+      .addColumn("name", t.free, (c) => c.notNull())
+      .addColumn("tag", t.free),
+  ).execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.signingKeys)
+      .addColumn("kid", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("alg", t.text, (c) => c.notNull())
+      .addColumn("private_jwk", t.long, (c) => c.notNull())
+      .addColumn("public_jwk", t.long, (c) => c.notNull())
+      .addColumn("created_at", "bigint", (c) => c.notNull()),
+  ).execute();
+}
+
+async function initialDown(db: Kysely<any>): Promise<void> {
+  for (const table of [TABLES.signingKeys, TABLES.plants, TABLES.refreshTokens, TABLES.accounts, TABLES.clients]) {
+    await db.schema.dropTable(table).ifExists().execute();
+  }
+}
+
+/**
+ * Version 2: the brute-force counters, revoked access tokens and console sessions. Only new
+ * tables, so a version 1 database keeps every row and older code never reads them.
+ */
+async function hardeningUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  const withOptions = <B extends { modifyEnd(e: Expression<unknown>): B }>(b: B): B => (t.tableOptions ? b.modifyEnd(t.tableOptions) : b);
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.attempts)
+      .addColumn("attempt_key", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("count", "bigint", (c) => c.notNull())
+      .addColumn("window_start", "bigint", (c) => c.notNull()),
+  ).execute();
+  await db.schema.createIndex("pg_attempts_window_idx").on(TABLES.attempts).column("window_start").execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.revokedTokens)
+      .addColumn("jti", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("expires_at", "bigint", (c) => c.notNull()),
+  ).execute();
+  await db.schema.createIndex("pg_revoked_tokens_expires_idx").on(TABLES.revokedTokens).column("expires_at").execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.sessions)
+      .addColumn("id_hash", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("account_id", t.key, (c) => c.notNull())
+      .addColumn("csrf_hash", t.text, (c) => c.notNull())
+      .addColumn("created_at", "bigint", (c) => c.notNull())
+      .addColumn("expires_at", "bigint", (c) => c.notNull()),
+  ).execute();
+  await db.schema.createIndex("pg_sessions_account_idx").on(TABLES.sessions).column("account_id").execute();
+  await db.schema.createIndex("pg_sessions_expires_idx").on(TABLES.sessions).column("expires_at").execute();
+}
+
+async function hardeningDown(db: Kysely<any>): Promise<void> {
+  for (const table of [TABLES.sessions, TABLES.revokedTokens, TABLES.attempts]) {
+    await db.schema.dropTable(table).ifExists().execute();
+  }
+}
+
+/**
+ * Signing keys get their activation time (pre-publication: a key is published before it signs).
+ * Existing keys signed from their creation, so they activate at `created_at`.
+ */
+async function keyActivationUp(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable(TABLES.signingKeys).addColumn("activates_at", "bigint").execute();
+  await db.updateTable(TABLES.signingKeys).set({ activates_at: sql`created_at` }).execute();
+}
+
+async function keyActivationDown(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable(TABLES.signingKeys).dropColumn("activates_at").execute();
+}
+
+/**
+ * Account positions: each account gets its place in creation order (`position`, 1-based,
+ * gapless, unique), existing ones backfilled by `created_at` then `id`, and `pg_counters` holds
+ * the count, so GetAccountList reads an index range and one row instead of OFFSET and COUNT(*).
+ * Self-contained: adds one table, one column and one index, and rewrites no other row.
+ * Instances of an older release must be stopped first: their inserts carry no position.
+ */
+async function accountPositionsUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  const withOptions = <B extends { modifyEnd(e: Expression<unknown>): B }>(b: B): B => (t.tableOptions ? b.modifyEnd(t.tableOptions) : b);
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.counters)
+      .addColumn("name", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("value", "bigint", (c) => c.notNull()),
+  ).execute();
+  // NOT NULL needs a default for the rows already there; it is dropped again below where the
+  // engine can (SQLite cannot alter a column; every insert of ours sets the position anyway).
+  await db.schema.alterTable(TABLES.accounts).addColumn("position", "bigint", (c) => c.notNull().defaultTo(0)).execute();
+
+  const accounts = sql.table(TABLES.accounts);
+  const ranked = sql`(select ${sql.ref("id")}, row_number() over (order by ${sql.ref("created_at")}, ${sql.ref("id")}) as ${sql.ref("n")} from ${accounts})`;
+  switch (family) {
+    case "postgres":
+      await sql`update ${accounts} as a set ${sql.ref("position")} = r.n from ${ranked} as r where a.id = r.id`.execute(db);
+      await sql`alter table ${accounts} alter column ${sql.ref("position")} drop default`.execute(db);
+      break;
+    case "mysql":
+      // A derived table with a window function is materialized, so MySQL lets it feed an UPDATE of its own table.
+      await sql`update ${accounts} as a join ${ranked} as r on a.id = r.id set a.${sql.ref("position")} = r.n`.execute(db);
+      await sql`alter table ${accounts} alter column ${sql.ref("position")} drop default`.execute(db);
+      break;
+    case "sqlite":
+      await sql`update ${accounts} set ${sql.ref("position")} = r.n from ${ranked} as r where ${accounts}.id = r.id`.execute(db);
+      break;
+  }
+  await db.schema.createIndex("pg_accounts_position_key").on(TABLES.accounts).column("position").unique().execute();
+  await sql`insert into ${sql.table(TABLES.counters)} (${sql.ref("name")}, ${sql.ref("value")}) select 'accounts', count(*) from ${accounts}`.execute(db);
+}
+
+async function accountPositionsDown(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const drop = db.schema.dropIndex("pg_accounts_position_key");
+  await (family === "mysql" ? drop.on(TABLES.accounts) : drop).execute();
+  await db.schema.alterTable(TABLES.accounts).dropColumn("position").execute();
+  await db.schema.dropTable(TABLES.counters).ifExists().execute();
+}
+
+/**
+ * Refresh-token expiry indexes, so each bounded `deleteExpired` batch (housekeeping) is an index
+ * range, not a table scan: one per rule of what goes (the family's absolute expiry; an unconsumed
+ * token's sliding expiry). Only new indexes: every row is kept, older code ignores them.
+ */
+async function refreshExpiryIndexesUp(db: Kysely<any>): Promise<void> {
+  await db.schema.createIndex("pg_refresh_tokens_family_expires_idx").on(TABLES.refreshTokens).column("family_expires_at").execute();
+  await db.schema.createIndex("pg_refresh_tokens_unconsumed_expires_idx").on(TABLES.refreshTokens).columns(["consumed_at", "expires_at"]).execute();
+}
+
+async function refreshExpiryIndexesDown(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  for (const index of ["pg_refresh_tokens_unconsumed_expires_idx", "pg_refresh_tokens_family_expires_idx"]) {
+    // MySQL names the table in DROP INDEX; the others reject it.
+    const drop = db.schema.dropIndex(index);
+    await (family === "mysql" ? drop.on(TABLES.refreshTokens) : drop).execute();
+  }
+}
+
+/**
+ * The refresh-token grace window: the sealed answer of the rotation that consumed a token
+ * (`replay`, opaque text, null before) and how many grace uses it answered (`grace_uses`).
+ * Columns with defaults only, so existing rows read as "no replay, no uses" and strict reuse
+ * detection holds for tokens rotated before the upgrade.
+ */
+async function refreshGraceUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  await db.schema.alterTable(TABLES.refreshTokens).addColumn("replay", t.long).execute();
+  await db.schema.alterTable(TABLES.refreshTokens).addColumn("grace_uses", "bigint", (c) => c.notNull().defaultTo(0)).execute();
+}
+
+async function refreshGraceDown(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable(TABLES.refreshTokens).dropColumn("grace_uses").execute();
+  await db.schema.alterTable(TABLES.refreshTokens).dropColumn("replay").execute();
+}
+
+/** Every migration, oldest first. The version of a schema is the number of migrations applied. */
+export function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
+  return [
+    ["0001_initial", { up: (db) => initialUp(db, family), down: initialDown }],
+    ["0002_attempts_revoked_tokens_sessions", { up: (db) => hardeningUp(db, family), down: hardeningDown }],
+    ["0003_signing_key_activation", { up: keyActivationUp, down: keyActivationDown }],
+    ["0004_account_positions", { up: (db) => accountPositionsUp(db, family), down: (db) => accountPositionsDown(db, family) }],
+    ["0005_refresh_token_expiry_indexes", { up: refreshExpiryIndexesUp, down: (db) => refreshExpiryIndexesDown(db, family) }],
+    ["0006_refresh_token_grace", { up: (db) => refreshGraceUp(db, family), down: refreshGraceDown }],
+  ];
+}
