@@ -1,6 +1,6 @@
 import type { AttemptRecord, AttemptStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { integer, run, script, text } from "./scripts.js";
+import { expiredBatchLoop, integer, run, script, text } from "./scripts.js";
 
 // Keys: `{prefix}a:k:{key}` a hash {c: count, w: windowStart}; `{prefix}a:i` a sorted set of keys
 // scored by windowStart, so `deleteExpired(before)` finds its counters without a scan. Epoch ms
@@ -40,14 +40,7 @@ return 1
 /** KEYS: index. ARGV: before, record key prefix, limit (-1: none). Returns how many counters it deleted. */
 const DELETE_EXPIRED = script(`
 local before = tonumber(ARGV[1])
-local n = 0
-local limit = tonumber(ARGV[3])
-local ids
-if limit >= 0 then ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit)
-else ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) end
-for _, key in ipairs(ids) do
-  redis.call('ZREM', KEYS[1], key)
-  local record = ARGV[2] .. key
+${expiredBatchLoop(3)}  local record = ARGV[2] .. id
   local ws = redis.call('HGET', record, 'w')
   if ws and tonumber(ws) <= before then
     redis.call('DEL', record)

@@ -1,6 +1,6 @@
 import type { RevokedTokenStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { integer, keepFor, run, script } from "./scripts.js";
+import { expiredBatchLoop, integer, keepFor, run, script } from "./scripts.js";
 
 // Keys: `{prefix}r:k:{jti}` holds expiresAt; `{prefix}r:i` a sorted set of jtis scored by
 // expiresAt, for `deleteExpired(now)`.
@@ -19,14 +19,7 @@ const HAS = script(`return redis.call('EXISTS', KEYS[1])`);
 /** KEYS: index. ARGV: now, record key prefix, limit (-1: none). Returns how many entries it deleted. */
 const DELETE_EXPIRED = script(`
 local now = tonumber(ARGV[1])
-local n = 0
-local limit = tonumber(ARGV[3])
-local ids
-if limit >= 0 then ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit)
-else ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) end
-for _, jti in ipairs(ids) do
-  redis.call('ZREM', KEYS[1], jti)
-  local record = ARGV[2] .. jti
+${expiredBatchLoop(3)}  local record = ARGV[2] .. id
   local exp = redis.call('GET', record)
   if exp and tonumber(exp) <= now then
     redis.call('DEL', record)

@@ -75,3 +75,21 @@ export function integer(value: unknown): number {
 export function keepFor(until: number, now: number, marginMs: number): string {
   return String(Math.max(0, Math.ceil(until - now)) + marginMs);
 }
+
+/**
+ * The Lua that opens every `deleteExpired` script: `ids` holds the members of the index (KEYS[1])
+ * scored at most ARGV[1], at most `limitArg` of them (the batch limit; -1: all), and each is taken
+ * off the index as the loop meets it (`id` in the loop body the caller writes before `end`).
+ *
+ * @internal
+ */
+export function expiredBatchLoop(limitArg: number): string {
+  return `local limit = tonumber(ARGV[${limitArg}])
+local ids
+if limit >= 0 then ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit)
+else ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) end
+local n = 0
+for _, id in ipairs(ids) do
+  redis.call('ZREM', KEYS[1], id)
+`;
+}

@@ -1,6 +1,6 @@
 import type { SessionRecord, SessionStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { integer, keepFor, run, script, text } from "./scripts.js";
+import { expiredBatchLoop, integer, keepFor, run, script, text } from "./scripts.js";
 
 // Keys: `{prefix}s:k:{idHash}` a hash {a: accountId, c: csrfHash, t: createdAt, e: expiresAt};
 // `{prefix}s:i` a sorted set of idHashes scored by expiresAt, for `deleteExpired(now)`;
@@ -51,14 +51,7 @@ return n
 /** KEYS: index. ARGV: now, record key prefix, account set prefix, limit (-1: none). */
 const DELETE_EXPIRED = script(`
 local now = tonumber(ARGV[1])
-local n = 0
-local limit = tonumber(ARGV[4])
-local ids
-if limit >= 0 then ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit)
-else ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) end
-for _, id in ipairs(ids) do
-  redis.call('ZREM', KEYS[1], id)
-  local record = ARGV[2] .. id
+${expiredBatchLoop(4)}  local record = ARGV[2] .. id
   local r = redis.call('HMGET', record, 'a', 'e')
   if r[1] and tonumber(r[2]) <= now then
     redis.call('DEL', record)
