@@ -1,5 +1,15 @@
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
-import { originOf, toExchange, writeResponse, type FetchApp, type NodeApp, type NodeExchange, type PlainAnswer } from "@plantgate/node";
+import {
+  lingerOnUnreadUpload,
+  originOf,
+  toExchange,
+  writeResponse,
+  type FetchApp,
+  type NodeApp,
+  type NodeExchange,
+  type PlainAnswer,
+  type UploadDiscardOptions,
+} from "@plantgate/node";
 
 export type { FetchApp, HandleApp, NodeApp } from "@plantgate/node";
 
@@ -13,7 +23,7 @@ export type { FetchApp, HandleApp, NodeApp } from "@plantgate/node";
  * const options: PlantgateExpressOptions = { notFound: "respond" };
  * ```
  */
-export interface PlantgateExpressOptions {
+export interface PlantgateExpressOptions extends UploadDiscardOptions {
   /**
    * What to do with a path the app does not own (`app.owns(path)` is false, i.e.
    * plantgate would answer its "no such route" 404 `{"error":1404,...}`):
@@ -116,6 +126,10 @@ function bodyConsumed(req: ExpressRequest): boolean {
  * ```
  */
 export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}): RequestHandler {
+  const discard: UploadDiscardOptions = {
+    ...(options.uploadDiscardBytes === undefined ? {} : { uploadDiscardBytes: options.uploadDiscardBytes }),
+    ...(options.uploadDiscardMs === undefined ? {} : { uploadDiscardMs: options.uploadDiscardMs }),
+  };
   const owns = (options.notFound ?? "next") === "next" && typeof app.owns === "function" ? app.owns.bind(app) : undefined;
 
   return (req: ExpressRequest, res: ExpressResponse, next: NextFunction): void => {
@@ -169,6 +183,9 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
       }
 
       try {
+        // An answer written before the upload was read still reaches the client: a lingering close
+        // (the rest of the upload read and discarded within uploadDiscardBytes / uploadDiscardMs).
+        lingerOnUnreadUpload(req, res, discard);
         const streaming = writeResponse(answer, res);
         if (streaming !== undefined) await streaming;
       } catch (error) {

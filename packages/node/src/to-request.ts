@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HandleInfo } from "./fetch-app.js";
 import { createNodeRequest, readRequestBody } from "./node-request.js";
+import type { lingerOnUnreadUpload } from "./linger.js";
 
 /**
  * Options for {@link toRequest}.
@@ -60,13 +61,12 @@ export interface ToRequestOptions {
  *   the upload be read and thrown away, without destroying the socket, so the
  *   app's response still reaches the client; on a keep-alive connection the
  *   next request then works as usual. With `Connection: close` (or HTTP/1.0)
- *   Node closes the socket as soon as the response is written; a client that
- *   is still transmitting at that moment can receive a TCP reset, and a client
- *   that has not yet read the response may then report ECONNRESET instead of
- *   it. (node-fetch and curl over loopback received the response in testing;
- *   across a network this is timing-dependent and outside the adapter's
- *   control.) An upload that never ends is drained until Node's
- *   `server.requestTimeout` (300 s by default) cuts it off.
+ *   Node closes the socket as soon as the response is written, and a client still
+ *   transmitting then gets a TCP reset that can destroy the answer: the request
+ *   listener and `@plantgate/express` prevent that with a lingering close
+ *   ({@link lingerOnUnreadUpload}); a hand-written adapter calls it before writing.
+ *   An upload that never ends is drained until Node's `server.requestTimeout` cuts
+ *   it off (300 s by Node's default, 60 s under `serve()`).
  * - **Signal**: aborts with an `AbortError` `DOMException` when the client goes
  *   away before the response has finished (upload phase only, unless
  *   `options.response` is given).
