@@ -71,6 +71,14 @@ export class PlantgateBodyConsumedError extends Error {
   }
 }
 
+/** The Node listener's answer to a request that cannot be represented as a Web Request. */
+const INVALID_REQUEST_BYTES = new TextEncoder().encode('{"error":"invalid_request","error_description":"The request cannot be processed."}');
+const INVALID_REQUEST: PlainAnswer = {
+  status: 400,
+  headers: { "content-type": "application/json", "content-length": String(INVALID_REQUEST_BYTES.byteLength), "cache-control": "no-store" },
+  body: INVALID_REQUEST_BYTES,
+};
+
 /** `scheme://host[:port]` as Express sees it, i.e. with its `trust proxy` setting applied. */
 function expressOrigin(req: ExpressRequest): string {
   const encrypted = (req.socket as { encrypted?: boolean } | null)?.encrypted === true;
@@ -109,6 +117,8 @@ function bodyConsumed(req: ExpressRequest): boolean {
  *   called with a {@link PlantgateBodyConsumedError}.
  * - **Unknown routes** (paths `app.owns()` says plantgate does not answer) go on
  *   with `next()`, before plantgate sees them, unless `options.notFound` is `"respond"`.
+ * - Requests a Web Request cannot carry (`TRACE`, `TRACK`, `CONNECT`, `OPTIONS *`) get a 400
+ *   `invalid_request`, as from `@plantgate/node`'s listener, without reaching the app or `next`.
  * - Unexpected failures (the app throws, the response cannot be written before
  *   headers are out) go to `next(err)`, i.e. to Express's error handling.
  *
@@ -153,9 +163,12 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         // Its clientIp is the raw socket address, not req.ip: Express's "trust proxy" and
         // plantgate's trustedProxies would otherwise be two places deciding whom to believe.
         exchange = toExchange(req, { origin: expressOrigin(req), response: res });
-      } catch (error) {
+      } catch {
         req.url = routedUrl;
-        next(error);
+        // A request a Web Request cannot carry (TRACE, TRACK, CONNECT, `OPTIONS *`): the same 400
+        // as the Node listener's, never next(err) (Express's default handler would show a stack).
+        lingerOnUnreadUpload(req, res, discard);
+        writeResponse(INVALID_REQUEST, res);
         return;
       }
       req.url = routedUrl;
