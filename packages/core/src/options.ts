@@ -28,7 +28,9 @@ export interface PlantgateOptions {
   basePath?: string;
   /**
    * Public base URL (origin + basePath) used for endpoint URLs in the metadata document.
-   * Default: derived from each request's URL. Set it behind a proxy.
+   * Default: the `issuer`'s origin + `basePath` when the issuer is an http(s) URL; otherwise
+   * derived from each request's URL (and the metadata and OpenAPI documents are then served
+   * `private` with `Vary: Host`). Set it behind a proxy that changes the path.
    */
   baseUrl?: string;
   /** `iss` of issued tokens and of the metadata document. Default: `baseUrl`. */
@@ -217,7 +219,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   return {
     storage,
     basePath,
-    baseUrl: trimUrl(options.baseUrl, "baseUrl"),
+    // With an issuer URL but no baseUrl, every public URL derives from the issuer (its origin and
+    // the base path), never from the request's Host (finding 1 of the security review).
+    baseUrl: trimUrl(options.baseUrl, "baseUrl") ?? baseUrlFromIssuer(options.issuer, basePath),
     issuer: options.issuer,
     audience: options.audience,
     scopes,
@@ -271,4 +275,17 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     accountListQuery: accountListQuery({ maxPageSize, defaultPageSize }),
     openApi: { base: undefined, byUrl: new Map() },
   };
+}
+
+/** `origin + basePath` of an http(s) issuer; undefined for an issuer that is not such a URL. */
+function baseUrlFromIssuer(issuer: string | undefined, basePath: string): string | undefined {
+  if (issuer === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") return undefined;
+  return `${url.origin}${basePath}`;
 }

@@ -21,9 +21,10 @@ export interface ToRequestOptions {
    */
   origin?: string;
   /**
-   * Honour the first value of `X-Forwarded-Proto` and `X-Forwarded-Host`.
-   * Enable only behind a proxy that overwrites these headers; otherwise any
-   * client can choose the origin the app sees.
+   * Honour the right-most value of `X-Forwarded-Proto` and `X-Forwarded-Host` (the one the proxy
+   * in front of this server appended; values before it are the client's). Enable only behind
+   * exactly one proxy that sets or appends these headers; otherwise any client can choose the
+   * origin the app sees.
    */
   trustProxy?: boolean;
   /**
@@ -40,7 +41,7 @@ export interface ToRequestOptions {
  * Request the request listener hands apps (`instanceof Request`; members it does not serve itself,
  * such as `clone()` or `formData()`, are answered by a real undici Request built on first use).
  *
- * - **URL**: `options.origin`, else (with `trustProxy`) the first
+ * - **URL**: `options.origin`, else (with `trustProxy`) the right-most
  *   `X-Forwarded-Proto` / `X-Forwarded-Host` values, else `http://` + the
  *   `Host` header. A missing or malformed host falls back to `localhost`.
  *   The path and query are kept as sent, except for what the WHATWG URL
