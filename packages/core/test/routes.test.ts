@@ -521,3 +521,28 @@ describe("owns(path): which paths plantgate answers", () => {
     expect(withConsole.app.owns("/UserService/connect/token")).toBe(false);
   });
 });
+
+describe("no issuer outside loopback (finding 3)", () => {
+  const jwks = (origin: string) => new Request(`${origin}/.well-known/oauth-authorization-server`);
+
+  it("warns once, at the first request from a non-loopback host, when neither issuer nor baseUrl is set", async () => {
+    const warnings: string[] = [];
+    const h = await harness({ logger: { error() {}, warn: (m: string) => void warnings.push(m) } });
+    await h.app.fetch(jwks("http://127.0.0.1:3000"));
+    await h.app.fetch(jwks("http://localhost:3000"));
+    await h.app.fetch(jwks("http://[::1]:3000"));
+    expect(warnings).toEqual([]);
+    await h.app.fetch(jwks("http://a.example"));
+    await h.app.fetch(jwks("http://b.example"));
+    expect(warnings).toEqual([
+      "plantgate: neither issuer nor baseUrl is configured, so token issuer and audience follow each request's Host; set issuer (or baseUrl) for any deployment reachable beyond loopback",
+    ]);
+  });
+
+  it("says nothing with an issuer configured", async () => {
+    const warnings: string[] = [];
+    const h = await harness({ issuer: "https://auth.example.com", logger: { error() {}, warn: (m: string) => void warnings.push(m) } });
+    await h.app.fetch(jwks("http://a.example"));
+    expect(warnings).toEqual([]);
+  });
+});
