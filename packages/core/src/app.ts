@@ -114,7 +114,9 @@ const ROUTES: ReadonlyMap<string, Route> = new Map([
     }),
   ],
   ["/.well-known/jwks.json", route("api", { GET: async (ctx) => json(200, await ctx.keyring.jwks(), { "cache-control": `public, max-age=${JWKS_MAX_AGE_SECONDS}` }) })],
-  [METADATA_PATH, route("api", { GET: async (ctx, urls) => json(200, metadata(ctx, urls), { "cache-control": "public, max-age=300" }) })],
+  // Built from the request's Host only when neither baseUrl nor an issuer URL is configured: then
+  // no shared cache may hand one client's document to another.
+  [METADATA_PATH, route("api", { GET: async (ctx, urls) => json(200, metadata(ctx, urls), hostDependent(ctx)) })],
   ["/openapi.json", route("api", { GET: async (ctx, urls) => openApiResponse(ctx, urls) })],
 ]);
 
@@ -194,6 +196,11 @@ function routeTable(ctx: Context): RouteTable {
   if (ctx.console) mounts.push(consoleMount(ctx.console.page));
   if (ctx.docs) mounts.push(docsMount(ctx.docs));
   return { routes: ROUTES, mounts };
+}
+
+/** Cache headers of a document built from the public URLs: public when they are configured, else private and varying by Host. */
+function hostDependent(ctx: Context): Record<string, string> {
+  return ctx.baseUrl !== undefined ? { "cache-control": "public, max-age=300" } : { "cache-control": "private, max-age=300", vary: "Host" };
 }
 
 /** The path relative to the base path (RFC 8414 §3.1's inserted metadata path mapped back); null outside the base path. */

@@ -1,4 +1,5 @@
 /** Options of createPlantgate, and the one place they are checked and turned into a {@link Context}. */
+import { MAX_CONCURRENT_PASSWORD_CHECKS } from "./security/credentials.js";
 import type { JWK } from "jose";
 import { defaultRandomBytes, hashPassword, type RandomBytes } from "./crypto/index.js";
 import { sha256With, type CryptoProvider } from "./crypto/provider.js";
@@ -29,7 +30,9 @@ export interface PlantgateOptions {
   basePath?: string;
   /**
    * Public base URL (origin + basePath) used for endpoint URLs in the metadata document.
-   * Default: derived from each request's URL. Set it behind a proxy.
+   * Default: the `issuer`'s origin + `basePath` when the issuer is an http(s) URL; otherwise
+   * derived from each request's URL (and the metadata and OpenAPI documents are then served
+   * `private` with `Vary: Host`). Set it behind a proxy that changes the path.
    */
   baseUrl?: string;
   /** `iss` of issued tokens and of the metadata document. Default: `baseUrl`. */
@@ -110,6 +113,12 @@ export interface PlantgateOptions {
   defaultPageSize?: number;
   /** PBKDF2 iterations for new password hashes (default 600 000; workerd allows at most 100 000). */
   passwordHashIterations?: number;
+  /**
+   * Most password checks (PBKDF2 verifications, the password grant and console sign-in together)
+   * running at once in this app instance; a further attempt is refused at once with 429 and
+   * `Retry-After: 1` instead of queueing CPU work. Default 4.
+   */
+  maxConcurrentPasswordChecks?: number;
   /** Current time in epoch milliseconds; injectable for tests. */
   clock?: () => number;
   /** Random bytes source; injectable for tests. */
@@ -297,7 +306,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   return {
     storage,
     basePath,
-    baseUrl: trimUrl(options.baseUrl, "baseUrl"),
+    // With an issuer URL but no baseUrl, every public URL derives from the issuer (its origin and
+    // the base path), never from the request's Host (finding 1 of the security review).
+    baseUrl: trimUrl(options.baseUrl, "baseUrl") ?? baseUrlFromIssuer(options.issuer, basePath),
     issuer: options.issuer,
     audience: options.audience,
     scopes,
@@ -319,6 +330,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     maxPageSize,
     defaultPageSize,
     passwordHashIterations,
+    maxConcurrentPasswordChecks: positiveInt("maxConcurrentPasswordChecks", options.maxConcurrentPasswordChecks, MAX_CONCURRENT_PASSWORD_CHECKS),
     clock,
     random,
     sha256,
@@ -354,4 +366,17 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     accountListQuery: accountListQuery({ maxPageSize, defaultPageSize }),
     openApi: { base: undefined, byUrl: new Map() },
   };
+}
+
+/** `origin + basePath` of an http(s) issuer; undefined for an issuer that is not such a URL. */
+function baseUrlFromIssuer(issuer: string | undefined, basePath: string): string | undefined {
+  if (issuer === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") return undefined;
+  return `${url.origin}${basePath}`;
 }

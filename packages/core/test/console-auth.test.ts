@@ -166,9 +166,17 @@ describe("console: sign-in", () => {
     expect(http.status).toBe(200);
     expect(http.headers.get("set-cookie")).toMatch(new RegExp(`^plantgate_console=${SID}; Path=/console; Max-Age=28800; HttpOnly; SameSite=Strict$`));
     const proxied = await consoleHarness({ baseUrl: "https://auth.example.com", console: { enabled: true, sessionTtlSeconds: 600 } });
-    const res = await call(proxied.app, "POST", "/api/session", { body: ADMIN, base: "http://10.0.0.5:3000", origin: "https://auth.example.com" });
+    // TLS ends at the proxy, which passes the public Host on.
+    const res = await call(proxied.app, "POST", "/api/session", { body: ADMIN, base: "http://auth.example.com", origin: "https://auth.example.com" });
     expect(res.status).toBe(200);
     expect(res.headers.get("set-cookie")).toMatch(new RegExp(`^plantgate_console=${SID}; Path=/console; Max-Age=600; HttpOnly; SameSite=Strict; Secure$`));
+  });
+
+  it("with only an https issuer configured, the cookie is Secure even over http behind the proxy (finding 4)", async () => {
+    const h = await consoleHarness({ issuer: "https://auth.example.com", basePath: "" });
+    const res = await call(h.app, "POST", "/api/session", { body: ADMIN, base: "http://auth.example.com", origin: "https://auth.example.com" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("set-cookie")).toMatch(new RegExp(`^plantgate_console=${SID}; Path=/console; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$`));
   });
 
   it("wrong password, unknown user and a disabled admin get one message, no cookie", async () => {
@@ -222,6 +230,27 @@ describe("console: sign-in", () => {
     // A non-browser client sending neither header is allowed: it cannot be a forged browser request.
     expect((await call(app, "POST", "/api/session", { body: ADMIN, origin: null, fetchSite: null })).status).toBe(200);
   });
+});
+
+describe("console: a configured origin is the only one (finding 7, DNS rebinding)", () => {
+  for (const [name, options] of [
+    ["baseUrl", { baseUrl: "https://auth.example.com" }],
+    ["issuer", { issuer: "https://auth.example.com" }],
+  ] as const) {
+    it(`with ${name} set, a sign-in for another Host with a matching Origin -> 403, no cookie; the configured origin signs in`, async () => {
+      const { app } = await consoleHarness(options);
+      const rebound = await read(await call(app, "POST", "/api/session", { body: ADMIN, base: "http://rebind.evil" }));
+      expect([rebound.status, rebound.body, rebound.setCookie]).toEqual([403, CROSS, null]);
+      // Without Origin (not a browser) the Host still has to be the configured one.
+      const noOrigin = await read(await call(app, "POST", "/api/session", { body: ADMIN, base: "http://rebind.evil", origin: null, fetchSite: null }));
+      expect([noOrigin.status, noOrigin.body, noOrigin.setCookie]).toEqual([403, CROSS, null]);
+      // The right Host with another Origin.
+      const other = await read(await call(app, "POST", "/api/session", { body: ADMIN, base: "https://auth.example.com", origin: "https://evil.example" }));
+      expect([other.status, other.body, other.setCookie]).toEqual([403, CROSS, null]);
+      const ok = await call(app, "POST", "/api/session", { body: ADMIN, base: "https://auth.example.com" });
+      expect(ok.status).toBe(200);
+    });
+  }
 });
 
 describe("console: authorization of every API route", () => {
@@ -360,14 +389,19 @@ describe("console: brute-force defence on sign-in", () => {
     expect((await call(h.app, "POST", "/api/session", { body: ADMIN })).status).toBe(429);
   });
 
-  it("guesses at other usernames from the admins' address do not lock the admins out (no per-IP key)", async () => {
+  it("guesses at many usernames from one address spend that address's budget (3 × maxFailures), not other addresses' (finding 2)", async () => {
     const h = await consoleHarness();
-    // Someone behind the same office NAT guesses at many usernames...
+    // Someone guesses at 30 usernames from one address: each new username used to cost a full
+    // password hash without ever meeting a limit.
     for (let i = 0; i < 30; i++) {
       expect((await call(h.app, "POST", "/api/session", { body: { username: `user-${i}`, password: "guess-123" }, clientIp: "198.51.100.7" })).status).toBe(401);
     }
-    // ...and root, behind that address, still signs in.
-    expect((await call(h.app, "POST", "/api/session", { body: ADMIN, clientIp: "198.51.100.7" })).status).toBe(200);
+    // That address is now refused for the window, whoever signs in from it (the documented trade-off
+    // behind a shared NAT)...
+    const refused = await call(h.app, "POST", "/api/session", { body: { username: "user-31", password: "guess-123" }, clientIp: "198.51.100.7" });
+    expect([refused.status, refused.headers.get("retry-after")]).toEqual([429, "900"]);
+    // ...while root signs in from anywhere else.
+    expect((await call(h.app, "POST", "/api/session", { body: ADMIN, clientIp: "198.51.100.8" })).status).toBe(200);
   });
 
   it("one address guessing root's password locks only itself; a distributed guess meets the 5 × maxFailures ceiling", async () => {

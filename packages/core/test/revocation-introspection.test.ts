@@ -285,3 +285,40 @@ describe("RFC 7662 introspection", () => {
     await expectTokenError(repeated, 400, { error: "invalid_request", error_description: "Parameters must not be repeated: token." });
   });
 });
+
+describe("tokens of another host, with neither issuer nor baseUrl configured (finding 3)", () => {
+  const tokenOn = async (h: Harness, origin: string) => {
+    const res = await h.app.fetch(
+      new Request(`${origin}/UserService/connect/token`, {
+        method: "POST",
+        headers: { authorization: basic(h.clientId, h.clientSecret), "content-type": "application/x-www-form-urlencoded" },
+        body: "grant_type=client_credentials",
+      }),
+    );
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { access_token: string }).access_token;
+  };
+  it("a token issued on host A and revoked on host B is revoked on A too; introspection on B names A's iss and aud", async () => {
+    const h = await harness();
+    const token = await tokenOn(h, "http://a.example");
+    const auth = { authorization: basic(h.clientId, h.clientSecret), "content-type": "application/x-www-form-urlencoded" };
+    const seen = await h.app.fetch(new Request("http://b.example/UserService/connect/introspect", { method: "POST", headers: auth, body: `token=${encodeURIComponent(token)}` }));
+    const body = (await seen.json()) as Record<string, unknown>;
+    expect({ active: body.active, iss: body.iss, aud: body.aud, jti: body.jti }).toEqual({ active: true, iss: "http://a.example", aud: "http://a.example", jti: decodeJwt(token).jti });
+    const revoked = await h.app.fetch(new Request("http://b.example/UserService/connect/revocation", { method: "POST", headers: auth, body: `token=${encodeURIComponent(token)}` }));
+    await expectRevoked200(revoked);
+    const onA = await h.app.fetch(new Request("http://a.example/plants", { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: '{"id":1,"name":"x"}' }));
+    expect(onA.status).toBe(401);
+    const after = await h.app.fetch(new Request("http://a.example/UserService/connect/introspect", { method: "POST", headers: auth, body: `token=${encodeURIComponent(token)}` }));
+    expect(await after.json()).toEqual({ active: false });
+  });
+
+  it("a token signed by a stranger that names some host is still unknown", async () => {
+    const h = await harness();
+    const other = await harness();
+    const token = await tokenOn(other, "http://a.example");
+    const auth = { authorization: basic(h.clientId, h.clientSecret), "content-type": "application/x-www-form-urlencoded" };
+    const seen = await h.app.fetch(new Request("http://b.example/UserService/connect/introspect", { method: "POST", headers: auth, body: `token=${encodeURIComponent(token)}` }));
+    expect(await seen.json()).toEqual({ active: false });
+  });
+});

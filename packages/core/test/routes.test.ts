@@ -88,6 +88,56 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414 §3)", () => {
   });
 });
 
+describe("metadata URLs and caching (finding 1 of the security review)", () => {
+  const urlsOf = (doc: Record<string, unknown>) => ({
+    issuer: doc.issuer,
+    token_endpoint: doc.token_endpoint,
+    jwks_uri: doc.jwks_uri,
+    revocation_endpoint: doc.revocation_endpoint,
+    introspection_endpoint: doc.introspection_endpoint,
+  });
+
+  it("with issuer set and no baseUrl, every URL derives from the issuer, whatever the Host; served public", async () => {
+    const h = await harness({ issuer: "https://auth.example.com" });
+    for (const host of ["http://evil.example", "https://auth.example.com", "http://127.0.0.1:8080"]) {
+      const res = await h.app.fetch(new Request(`${host}/.well-known/oauth-authorization-server`, { headers: { "x-forwarded-host": "evil.example" } }));
+      expect(urlsOf((await res.json()) as Record<string, unknown>)).toEqual({
+        issuer: "https://auth.example.com",
+        token_endpoint: "https://auth.example.com/UserService/connect/token",
+        jwks_uri: "https://auth.example.com/.well-known/jwks.json",
+        revocation_endpoint: "https://auth.example.com/UserService/connect/revocation",
+        introspection_endpoint: "https://auth.example.com/UserService/connect/introspect",
+      });
+      expect({ cache: res.headers.get("cache-control"), vary: res.headers.get("vary") }).toEqual({ cache: "public, max-age=300", vary: null });
+    }
+  });
+
+  it("with issuer and basePath, the URLs are the issuer's origin plus the base path", async () => {
+    const h = await harness({ issuer: "https://auth.example.com/auth", basePath: "/auth" });
+    const res = await h.app.fetch(new Request("http://evil.example/.well-known/oauth-authorization-server/auth"));
+    expect(urlsOf((await res.json()) as Record<string, unknown>)).toEqual({
+      issuer: "https://auth.example.com/auth",
+      token_endpoint: "https://auth.example.com/auth/UserService/connect/token",
+      jwks_uri: "https://auth.example.com/auth/.well-known/jwks.json",
+      revocation_endpoint: "https://auth.example.com/auth/UserService/connect/revocation",
+      introspection_endpoint: "https://auth.example.com/auth/UserService/connect/introspect",
+    });
+  });
+
+  it("with neither issuer nor baseUrl, the document follows the request's origin and is private, varying by Host", async () => {
+    const h = await harness();
+    const res = await h.app.fetch(new Request("http://a.example/.well-known/oauth-authorization-server"));
+    expect((await res.json() as Record<string, unknown>).token_endpoint).toBe("http://a.example/UserService/connect/token");
+    expect({ cache: res.headers.get("cache-control"), vary: res.headers.get("vary") }).toEqual({ cache: "private, max-age=300", vary: "Host" });
+  });
+
+  it("with a baseUrl, the document is public", async () => {
+    const h = await harness({ baseUrl: BASE });
+    const res = await h.app.fetch(new Request("http://a.example/.well-known/oauth-authorization-server"));
+    expect({ cache: res.headers.get("cache-control"), vary: res.headers.get("vary") }).toEqual({ cache: "public, max-age=300", vary: null });
+  });
+});
+
 describe("unknown paths and methods", () => {
   it.each(["/", "/nope", "/plants/", "/plants/1", "/Plants", "/rbac/ServerCommand/getaccountlist", "/.well-known/", "/UserService/connect/token/"])(
     "GET %s -> 404 {error:1404}",
@@ -469,5 +519,30 @@ describe("owns(path): which paths plantgate answers", () => {
     expect(withConsole.app.owns("/console/api/session")).toBe(false);
     expect(withConsole.app.owns("/auth/UserService/connect/token")).toBe(true);
     expect(withConsole.app.owns("/UserService/connect/token")).toBe(false);
+  });
+});
+
+describe("no issuer outside loopback (finding 3)", () => {
+  const jwks = (origin: string) => new Request(`${origin}/.well-known/oauth-authorization-server`);
+
+  it("warns once, at the first request from a non-loopback host, when neither issuer nor baseUrl is set", async () => {
+    const warnings: string[] = [];
+    const h = await harness({ logger: { error() {}, warn: (m: string) => void warnings.push(m) } });
+    await h.app.fetch(jwks("http://127.0.0.1:3000"));
+    await h.app.fetch(jwks("http://localhost:3000"));
+    await h.app.fetch(jwks("http://[::1]:3000"));
+    expect(warnings).toEqual([]);
+    await h.app.fetch(jwks("http://a.example"));
+    await h.app.fetch(jwks("http://b.example"));
+    expect(warnings).toEqual([
+      "plantgate: neither issuer nor baseUrl is configured, so token issuer and audience follow each request's Host; set issuer (or baseUrl) for any deployment reachable beyond loopback",
+    ]);
+  });
+
+  it("says nothing with an issuer configured", async () => {
+    const warnings: string[] = [];
+    const h = await harness({ issuer: "https://auth.example.com", logger: { error() {}, warn: (m: string) => void warnings.push(m) } });
+    await h.app.fetch(jwks("http://a.example"));
+    expect(warnings).toEqual([]);
   });
 });

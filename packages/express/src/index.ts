@@ -1,5 +1,15 @@
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
-import { originOf, toExchange, writeResponse, type FetchApp, type NodeApp, type NodeExchange, type PlainAnswer } from "@plantgate/node";
+import {
+  lingerOnUnreadUpload,
+  originOf,
+  toExchange,
+  writeResponse,
+  type FetchApp,
+  type NodeApp,
+  type NodeExchange,
+  type PlainAnswer,
+  type UploadDiscardOptions,
+} from "@plantgate/node";
 
 export type { FetchApp, HandleApp, NodeApp } from "@plantgate/node";
 
@@ -13,7 +23,7 @@ export type { FetchApp, HandleApp, NodeApp } from "@plantgate/node";
  * const options: PlantgateExpressOptions = { notFound: "respond" };
  * ```
  */
-export interface PlantgateExpressOptions {
+export interface PlantgateExpressOptions extends UploadDiscardOptions {
   /**
    * What to do with a path the app does not own (`app.owns(path)` is false, i.e.
    * plantgate would answer its "no such route" 404 `{"error":1404,...}`):
@@ -61,6 +71,14 @@ export class PlantgateBodyConsumedError extends Error {
   }
 }
 
+/** The Node listener's answer to a request that cannot be represented as a Web Request. */
+const INVALID_REQUEST_BYTES = new TextEncoder().encode('{"error":"invalid_request","error_description":"The request cannot be processed."}');
+const INVALID_REQUEST: PlainAnswer = {
+  status: 400,
+  headers: { "content-type": "application/json", "content-length": String(INVALID_REQUEST_BYTES.byteLength), "cache-control": "no-store" },
+  body: INVALID_REQUEST_BYTES,
+};
+
 /** `scheme://host[:port]` as Express sees it, i.e. with its `trust proxy` setting applied. */
 function expressOrigin(req: ExpressRequest): string {
   const encrypted = (req.socket as { encrypted?: boolean } | null)?.encrypted === true;
@@ -99,6 +117,8 @@ function bodyConsumed(req: ExpressRequest): boolean {
  *   called with a {@link PlantgateBodyConsumedError}.
  * - **Unknown routes** (paths `app.owns()` says plantgate does not answer) go on
  *   with `next()`, before plantgate sees them, unless `options.notFound` is `"respond"`.
+ * - Requests a Web Request cannot carry (`TRACE`, `TRACK`, `CONNECT`, `OPTIONS *`) get a 400
+ *   `invalid_request`, as from `@plantgate/node`'s listener, without reaching the app or `next`.
  * - Unexpected failures (the app throws, the response cannot be written before
  *   headers are out) go to `next(err)`, i.e. to Express's error handling.
  *
@@ -116,6 +136,10 @@ function bodyConsumed(req: ExpressRequest): boolean {
  * ```
  */
 export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}): RequestHandler {
+  const discard: UploadDiscardOptions = {
+    ...(options.uploadDiscardBytes === undefined ? {} : { uploadDiscardBytes: options.uploadDiscardBytes }),
+    ...(options.uploadDiscardMs === undefined ? {} : { uploadDiscardMs: options.uploadDiscardMs }),
+  };
   const owns = (options.notFound ?? "next") === "next" && typeof app.owns === "function" ? app.owns.bind(app) : undefined;
 
   return (req: ExpressRequest, res: ExpressResponse, next: NextFunction): void => {
@@ -139,9 +163,12 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         // Its clientIp is the raw socket address, not req.ip: Express's "trust proxy" and
         // plantgate's trustedProxies would otherwise be two places deciding whom to believe.
         exchange = toExchange(req, { origin: expressOrigin(req), response: res });
-      } catch (error) {
+      } catch {
         req.url = routedUrl;
-        next(error);
+        // A request a Web Request cannot carry (TRACE, TRACK, CONNECT, `OPTIONS *`): the same 400
+        // as the Node listener's, never next(err) (Express's default handler would show a stack).
+        lingerOnUnreadUpload(req, res, discard);
+        writeResponse(INVALID_REQUEST, res);
         return;
       }
       req.url = routedUrl;
@@ -169,6 +196,9 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
       }
 
       try {
+        // An answer written before the upload was read still reaches the client: a lingering close
+        // (the rest of the upload read and discarded within uploadDiscardBytes / uploadDiscardMs).
+        lingerOnUnreadUpload(req, res, discard);
         const streaming = writeResponse(answer, res);
         if (streaming !== undefined) await streaming;
       } catch (error) {

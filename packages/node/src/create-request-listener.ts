@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FetchApp, NodeApp, PlainAnswer } from "./fetch-app.js";
 import { parseOrigin } from "./request-origin.js";
+import { discardBounds, linger, type UploadDiscardOptions } from "./linger.js";
 import { exchangeOf, type NodeExchange } from "./to-request.js";
 import { writeResponse } from "./write-response.js";
 
@@ -19,7 +20,7 @@ import { writeResponse } from "./write-response.js";
  * };
  * ```
  */
-export interface RequestListenerOptions {
+export interface RequestListenerOptions extends UploadDiscardOptions {
   /** See {@link ToRequestOptions.origin}. Validated once, up front. */
   origin?: string;
   /** See {@link ToRequestOptions.trustProxy}. */
@@ -58,6 +59,10 @@ const INVALID_REQUEST_BODY =
  * and never reach the app. The listener never throws and never leaves a
  * rejected promise behind.
  *
+ * An answer written before the request body was read (an over-limit upload, a refused request)
+ * reaches the client every time: the connection lingers, reading and discarding the rest of the
+ * upload within `uploadDiscardBytes` / `uploadDiscardMs` (see {@link lingerOnUnreadUpload}).
+ *
  * @throws TypeError if `options.origin` is not an http(s) URL.
  *
  * @example
@@ -77,6 +82,7 @@ export function createRequestListener(
   const origin = options.origin === undefined ? undefined : parseOrigin(options.origin);
   const trustProxy = options.trustProxy === true;
   const onError = options.onError ?? logError;
+  const bounds = discardBounds(options);
   const handleMethod = app.handle;
   const handleApp = typeof handleMethod === "function" ? handleMethod.bind(app) : undefined;
   const fetchApp = handleApp === undefined ? (app as FetchApp) : undefined;
@@ -98,6 +104,7 @@ export function createRequestListener(
       try {
         exchange = exchangeOf(req, res, origin, trustProxy);
       } catch {
+        linger(req, res, bounds.bytes, bounds.ms);
         sendJson(res, 400, INVALID_REQUEST_BODY);
         return;
       }
@@ -113,11 +120,14 @@ export function createRequestListener(
         }
       } catch (error) {
         if (!(request.signal.aborted && error === request.signal.reason)) report(error);
+        linger(req, res, bounds.bytes, bounds.ms);
         sendJson(res, 500, SERVER_ERROR_BODY);
         return;
       }
 
       try {
+        // An answer written before the upload was read still reaches the client: a lingering close.
+        linger(req, res, bounds.bytes, bounds.ms);
         // A plain answer is written at once; only a streamed Response leaves something to wait for.
         const streaming = writeResponse(answer, res);
         if (streaming !== undefined) await streaming;

@@ -3,6 +3,12 @@ export { toRequest, toExchange, type ToRequestOptions, type NodeExchange } from 
 export { writeResponse } from "./write-response.js";
 export { originOf } from "./request-origin.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
-export { serve, type ServeOptions, type ServeResult } from "./serve.js";
+export { serve, SERVE_DEFAULTS, type ServeOptions, type ServeResult } from "./serve.js";
 export { nodeCrypto, type NodeCryptoOptions, type NodeCryptoProvider } from "./node-crypto.js";
 export { schedulePrune, type Prunable, type PruneLogger, type PruneSchedule, type SchedulePruneOptions } from "./prune-schedule.js";
+export {
+  lingerOnUnreadUpload,
+  DEFAULT_UPLOAD_DISCARD_BYTES,
+  DEFAULT_UPLOAD_DISCARD_MS,
+  type UploadDiscardOptions,
+} from "./linger.js";

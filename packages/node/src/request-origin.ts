@@ -65,11 +65,12 @@ export function parseOrigin(origin: string): string {
   return url.origin;
 }
 
-function firstValue(value: string | null): string | undefined {
+function lastValue(value: string | null): string | undefined {
   if (value === null) return undefined;
-  // Each proxy appends its own entry, so the first one is what the client sent
-  // to the outermost proxy.
-  return value.split(",")[0]?.trim();
+  // Each proxy appends its own entry, so only the right-most one is the trusted proxy's; the ones
+  // before it are whatever the client (or a proxy nobody trusts) wrote.
+  const comma = value.lastIndexOf(",");
+  return (comma < 0 ? value : value.slice(comma + 1)).trim();
 }
 
 /** Inputs for {@link resolveOrigin}, separated so the decision is testable. */
@@ -95,9 +96,9 @@ export function resolveOrigin(inputs: OriginInputs): string {
   let host: string | undefined;
 
   if (inputs.trustProxy) {
-    const proto = firstValue(inputs.headers.get("x-forwarded-proto"))?.toLowerCase();
+    const proto = lastValue(inputs.headers.get("x-forwarded-proto"))?.toLowerCase();
     if (proto === "http" || proto === "https") scheme = proto;
-    host = parseHost(firstValue(inputs.headers.get("x-forwarded-host")));
+    host = parseHost(lastValue(inputs.headers.get("x-forwarded-host")));
   }
 
   // RFC 9112 §3.2.2: an absolute-form target overrides the Host header.

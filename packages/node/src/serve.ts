@@ -21,7 +21,37 @@ export interface ServeOptions extends RequestListenerOptions {
    * network unless asked for; use `0.0.0.0` or `::` in containers.
    */
   host?: string;
+  /**
+   * How long (ms) a client may take to send the request line and headers; default 10 000 (Node's
+   * own default is 60 000). The connection then gets a 408 and is closed.
+   */
+  headersTimeout?: number;
+  /**
+   * How long (ms) a client may take to send a whole request, headers and body, counted from its
+   * first byte; default 60 000 (Node's own default is 300 000). It also bounds the lingering close
+   * of a refused upload (`uploadDiscardMs`, default 30 000), whichever ends first. Must not be less
+   * than `headersTimeout`.
+   */
+  requestTimeout?: number;
+  /** How long (ms) an idle keep-alive connection stays open after a response; default 5 000 (Node's default). */
+  keepAliveTimeout?: number;
+  /**
+   * Most connections open at once; further ones are closed as soon as they are accepted. Default
+   * 1 024 (Node's own default: no limit).
+   */
+  maxConnections?: number;
 }
+
+/** The limits {@link serve} applies unless told otherwise. */
+export const SERVE_DEFAULTS = Object.freeze({
+  headersTimeout: 10_000,
+  requestTimeout: 60_000,
+  keepAliveTimeout: 5_000,
+  maxConnections: 1_024,
+});
+
+/** How often Node checks connections against headersTimeout/requestTimeout (Node's default: 30 s). */
+const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
 
 /**
  * A listening server returned by {@link serve}.
@@ -52,6 +82,11 @@ export interface ServeResult {
  * Serves an app on `node:http` (see {@link createRequestListener}: plantgate's `handle`, or any
  * Web handler's `fetch`) and resolves once it is listening.
  *
+ * The server's limits default to {@link SERVE_DEFAULTS} (tighter than Node's own): headers within
+ * 10 s, the whole request within 60 s, idle keep-alive connections closed after 5 s, at most 1 024
+ * connections; an answer written before the upload was read lingers (see
+ * `UploadDiscardOptions`: up to 100 MiB / 30 s of the rest is read and discarded).
+ *
  * Rejects with a `TypeError` if `options.origin` is invalid, and with the
  * listen error (e.g. `EADDRINUSE`) if the port cannot be bound.
  *
@@ -66,7 +101,18 @@ export interface ServeResult {
  * ```
  */
 export async function serve(app: NodeApp, options: ServeOptions = {}): Promise<ServeResult> {
-  const server = createServer(createRequestListener(app, options));
+  const headersTimeout = options.headersTimeout ?? SERVE_DEFAULTS.headersTimeout;
+  const requestTimeout = options.requestTimeout ?? SERVE_DEFAULTS.requestTimeout;
+  const server = createServer(
+    {
+      headersTimeout,
+      requestTimeout,
+      keepAliveTimeout: options.keepAliveTimeout ?? SERVE_DEFAULTS.keepAliveTimeout,
+      connectionsCheckingInterval: Math.min(CONNECTIONS_CHECKING_INTERVAL_MS, headersTimeout || CONNECTIONS_CHECKING_INTERVAL_MS),
+    },
+    createRequestListener(app, options),
+  );
+  server.maxConnections = options.maxConnections ?? SERVE_DEFAULTS.maxConnections;
   const port = options.port ?? 3000;
   const host = options.host ?? "127.0.0.1";
 

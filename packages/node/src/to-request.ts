@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HandleInfo } from "./fetch-app.js";
 import { createNodeRequest, readRequestBody } from "./node-request.js";
+import type { lingerOnUnreadUpload } from "./linger.js";
 
 /**
  * Options for {@link toRequest}.
@@ -20,9 +21,10 @@ export interface ToRequestOptions {
    */
   origin?: string;
   /**
-   * Honour the first value of `X-Forwarded-Proto` and `X-Forwarded-Host`.
-   * Enable only behind a proxy that overwrites these headers; otherwise any
-   * client can choose the origin the app sees.
+   * Honour the right-most value of `X-Forwarded-Proto` and `X-Forwarded-Host` (the one the proxy
+   * in front of this server appended; values before it are the client's). Enable only behind
+   * exactly one proxy that sets or appends these headers; otherwise any client can choose the
+   * origin the app sees.
    */
   trustProxy?: boolean;
   /**
@@ -39,7 +41,7 @@ export interface ToRequestOptions {
  * Request the request listener hands apps (`instanceof Request`; members it does not serve itself,
  * such as `clone()` or `formData()`, are answered by a real undici Request built on first use).
  *
- * - **URL**: `options.origin`, else (with `trustProxy`) the first
+ * - **URL**: `options.origin`, else (with `trustProxy`) the right-most
  *   `X-Forwarded-Proto` / `X-Forwarded-Host` values, else `http://` + the
  *   `Host` header. A missing or malformed host falls back to `localhost`.
  *   The path and query are kept as sent, except for what the WHATWG URL
@@ -60,13 +62,12 @@ export interface ToRequestOptions {
  *   the upload be read and thrown away, without destroying the socket, so the
  *   app's response still reaches the client; on a keep-alive connection the
  *   next request then works as usual. With `Connection: close` (or HTTP/1.0)
- *   Node closes the socket as soon as the response is written; a client that
- *   is still transmitting at that moment can receive a TCP reset, and a client
- *   that has not yet read the response may then report ECONNRESET instead of
- *   it. (node-fetch and curl over loopback received the response in testing;
- *   across a network this is timing-dependent and outside the adapter's
- *   control.) An upload that never ends is drained until Node's
- *   `server.requestTimeout` (300 s by default) cuts it off.
+ *   Node closes the socket as soon as the response is written, and a client still
+ *   transmitting then gets a TCP reset that can destroy the answer: the request
+ *   listener and `@plantgate/express` prevent that with a lingering close
+ *   ({@link lingerOnUnreadUpload}); a hand-written adapter calls it before writing.
+ *   An upload that never ends is drained until Node's `server.requestTimeout` cuts
+ *   it off (300 s by Node's default, 60 s under `serve()`).
  * - **Signal**: aborts with an `AbortError` `DOMException` when the client goes
  *   away before the response has finished (upload phase only, unless
  *   `options.response` is given).

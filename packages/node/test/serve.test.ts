@@ -2,7 +2,7 @@ import { Agent } from "node:http";
 import { createServer } from "node:net";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
-import { serve, type FetchApp } from "../src/index.js";
+import { serve, SERVE_DEFAULTS, type FetchApp } from "../src/index.js";
 import { deferred, open, readResponse } from "./support.js";
 
 const hello: FetchApp = { fetch: async () => new Response("hello") };
@@ -110,5 +110,58 @@ describe("serve", () => {
 
   it("rejects an invalid origin before listening", async () => {
     await expect(serve(hello, { port: 0, origin: "nope" })).rejects.toThrow(TypeError);
+  });
+});
+
+describe("serve limits", () => {
+  it("applies its documented defaults, tighter than Node's", async () => {
+    const running = await serve(hello, { port: 0, host: "127.0.0.1" });
+    try {
+      const { server } = running;
+      expect({
+        headersTimeout: server.headersTimeout,
+        requestTimeout: server.requestTimeout,
+        keepAliveTimeout: server.keepAliveTimeout,
+        maxConnections: server.maxConnections,
+      }).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024 });
+      expect(SERVE_DEFAULTS).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024 });
+    } finally {
+      await running.close();
+    }
+  });
+
+  it("answers 408 and closes a connection whose headers do not arrive within headersTimeout", async () => {
+    const running = await serve(hello, { port: 0, host: "127.0.0.1", headersTimeout: 400, requestTimeout: 1_000 });
+    try {
+      const socket = await open(running.url);
+      const startedAt = Date.now();
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      const answer = readResponse(socket, { untilClose: true });
+      socket.write("GET / HTTP/1.1\r\nhost: x\r\n");
+      const response = await answer;
+      await closed;
+      expect(response.status).toBe(408);
+      expect(Date.now() - startedAt).toBeLessThan(3_000);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it("closes connections beyond maxConnections at once", async () => {
+    const running = await serve(hello, { port: 0, host: "127.0.0.1", maxConnections: 1 });
+    try {
+      const first = await open(running.url);
+      const firstAnswer = readResponse(first);
+      first.write("GET / HTTP/1.1\r\nhost: x\r\n\r\n");
+      expect((await firstAnswer).status).toBe(200);
+      const second = await open(running.url);
+      const closed = new Promise<void>((resolve) => second.once("close", () => resolve()));
+      second.on("error", () => {});
+      second.write("GET / HTTP/1.1\r\nhost: x\r\n\r\n");
+      await closed;
+      first.destroy();
+    } finally {
+      await running.close();
+    }
   });
 });

@@ -109,13 +109,23 @@ describe("toRequest: URL", () => {
     expect(echo.url).toBe("http://internal:3000/x");
   });
 
-  it("honours the first X-Forwarded-Proto and X-Forwarded-Host values with trustProxy", async () => {
+  it("honours the right-most X-Forwarded-Proto and X-Forwarded-Host values with trustProxy (the trusted proxy's own)", async () => {
+    const { url } = await start(echoApp, { trustProxy: true });
+    // A client wrote the first values; the proxy in front appended the last ones.
+    const echo = await rawEcho(
+      url,
+      "GET /x?y=1 HTTP/1.1\r\nHost: internal:3000\r\nX-Forwarded-Proto: http, HTTPS\r\nX-Forwarded-Host: evil.example, public.example\r\nConnection: close\r\n\r\n",
+    );
+    expect(echo.url).toBe("https://public.example/x?y=1");
+  });
+
+  it("with trustProxy, a client-written X-Forwarded-Host line before the proxy's is not the one used", async () => {
     const { url } = await start(echoApp, { trustProxy: true });
     const echo = await rawEcho(
       url,
-      "GET /x?y=1 HTTP/1.1\r\nHost: internal:3000\r\nX-Forwarded-Proto: HTTPS, http\r\nX-Forwarded-Host: public.example, proxy.internal\r\nConnection: close\r\n\r\n",
+      "GET /x HTTP/1.1\r\nHost: internal:3000\r\nX-Forwarded-Host: evil.example\r\nX-Forwarded-Host: public.example\r\nConnection: close\r\n\r\n",
     );
-    expect(echo.url).toBe("https://public.example/x?y=1");
+    expect(echo.url).toBe("http://public.example/x");
   });
 
   it("with trustProxy, ignores unusable forwarded values", async () => {

@@ -6,12 +6,12 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import fc from "fast-check";
-import { ApiErrorCode } from "@plantgate/core";
+import { ApiErrorCode, createPlantgate } from "@plantgate/core";
 import { expect, it } from "vitest";
 import { headerText } from "../src/auth.js";
 import { apiError, fail, logsAreClean, noServerError, oauthError, read, withStoreCheck, type Answer } from "../src/invariants.js";
 import { bump, runChunked, summary } from "../src/run.js";
-import { COVERAGE_CHECKS, RUNS } from "../src/settings.js";
+import { COVERAGE_CHECKS, RUNS, SEED } from "../src/settings.js";
 import { INTROSPECTION_PATH, ISSUER, LIST_PATH, REVOCATION_PATH, TOKEN_PATH, type World } from "../src/world.js";
 
 const JWKS_PATH = "/.well-known/jwks.json";
@@ -107,6 +107,49 @@ it(`metadata: ${RUNS} generated requests: never a 5xx, the same RFC 8414 documen
   console.log(`metadata: ${summary(tally)}`);
   expect(tally.runs).toBeGreaterThanOrEqual(RUNS);
   if (COVERAGE_CHECKS) expect(tally.labels.get("served") ?? 0).toBeGreaterThan(RUNS / 2);
+});
+
+it(`metadata with only an issuer configured (no baseUrl): ${Math.ceil(RUNS / 10)} generated requests: every URL from the issuer, publicly cacheable, never the request's host`, async () => {
+  // The documented production set-up of the example servers (finding 1 of the security review):
+  // the URLs once came from Host / X-Forwarded-Host and were cached publicly without Vary.
+  const app = createPlantgate({ issuer: ISSUER, logger: { error() {}, warn() {} } });
+  const want = {
+    issuer: ISSUER,
+    token_endpoint: ISSUER + TOKEN_PATH,
+    jwks_uri: ISSUER + JWKS_PATH,
+    revocation_endpoint: ISSUER + REVOCATION_PATH,
+    introspection_endpoint: ISSUER + INTROSPECTION_PATH,
+  };
+  let served = 0;
+  await fc.assert(
+    fc.asyncProperty(docRequestArb, async (r) => {
+      if (r.method !== "GET") return;
+      const a = await read(await app.fetch(docRequest(METADATA_PATH, r)));
+      noServerError(a);
+      if (a.status !== 200) fail("the metadata was not served", a);
+      const doc = a.json as Record<string, unknown>;
+      for (const [k, v] of Object.entries(want)) if (doc?.[k] !== v) fail(`metadata ${k} is ${JSON.stringify(doc?.[k])}, expected ${v}`, a);
+      if (/evil\.example|8080|127\.0\.0\.1|\[::1\]/.test(a.text)) fail("the metadata echoes the request's host", a);
+      if (a.headers.get("cache-control") !== "public, max-age=300" || a.headers.get("vary") !== null) fail("unexpected cache headers", a);
+      served++;
+    }),
+    { numRuns: Math.ceil(RUNS / 10), seed: SEED },
+  );
+  if (COVERAGE_CHECKS) expect(served).toBeGreaterThan(RUNS / 20);
+});
+
+it(`metadata with neither issuer nor baseUrl: ${Math.ceil(RUNS / 10)} generated requests: private and varying by Host whenever it follows the request`, async () => {
+  const app = createPlantgate({ logger: { error() {}, warn() {} } });
+  await fc.assert(
+    fc.asyncProperty(docRequestArb, async (r) => {
+      if (r.method !== "GET") return;
+      const a = await read(await app.fetch(docRequest(METADATA_PATH, r)));
+      noServerError(a);
+      if (a.status !== 200) fail("the metadata was not served", a);
+      if (a.headers.get("cache-control") !== "private, max-age=300" || a.headers.get("vary") !== "Host") fail("a host-dependent document cacheable by shared caches", a);
+    }),
+    { numRuns: Math.ceil(RUNS / 10), seed: SEED },
+  );
 });
 
 const KNOWN = [TOKEN_PATH, REVOCATION_PATH, INTROSPECTION_PATH, "/plants", LIST_PATH, JWKS_PATH, METADATA_PATH];

@@ -5,6 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { startExpressServer } from "@plantgate/example-express-server";
 import { describeHttpSuite } from "../src/suite.js";
+import { describeOversizedUploads } from "../src/oversized-uploads.js";
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
 
@@ -15,6 +16,8 @@ const logger = { error: (message: string, context?: unknown) => void errors.push
 describeHttpSuite("express (mounted at /auth)", {
   // The adapter's documented default (`notFound: "next"`) hands unknown paths to Express.
   unknownPaths: "host",
+  // Oversized uploads over raw sockets, 20 of 20 each, also under CPU load; no reset accepted.
+  moreTests: describeOversizedUploads,
   async start({ accounts }) {
     const clientId = `suite-${hex(4)}`;
     const clientSecret = hex(32);

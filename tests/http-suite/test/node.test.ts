@@ -2,6 +2,7 @@
 import { randomBytes } from "node:crypto";
 import { startServer } from "@plantgate/example-node-server";
 import { describeHttpSuite } from "../src/suite.js";
+import { describeOversizedUploads } from "../src/oversized-uploads.js";
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
 
@@ -10,6 +11,8 @@ const errors: unknown[] = [];
 const logger = { error: (message: string, context?: unknown) => void errors.push({ message, context }), warn: () => {} };
 
 describeHttpSuite("node:http", {
+  // Oversized uploads over raw sockets, 20 of 20 each, also under CPU load; no reset accepted.
+  moreTests: describeOversizedUploads,
   async start({ accounts }) {
     const clientId = `suite-${hex(4)}`;
     const clientSecret = hex(32);

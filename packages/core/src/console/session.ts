@@ -5,7 +5,11 @@ import type { AccountRecord, SessionRecord } from "../storage/types.js";
 import type { ConsoleRequest } from "./request.js";
 import { SWEEP_LIMIT } from "../security/throttle.js";
 
-/** Name of the console's session cookie (HttpOnly; only the console's own path receives it). */
+/**
+ * Name of the console's session cookie (HttpOnly; only the console's own path receives it). Not
+ * `__Host-` prefixed: that prefix requires `Path=/`, and scoping the cookie to `{base}/console`
+ * (so no other route of the host ever receives it) is worth more here.
+ */
 const SESSION_COOKIE = "plantgate_console";
 /**
  * Header that carries the session's CSRF token on every state-changing console call.
@@ -39,9 +43,13 @@ async function csrfTokenFor(sessionId: string): Promise<string> {
   return sha256(`plantgate-console-csrf:${sessionId}`);
 }
 
-/** Whether the request reached us over https, or the deployment says its public URL is https. */
+/**
+ * Whether the request reached us over https, or the deployment says its public origin is https
+ * (`baseUrl` or `issuer`; finding 4 of the security review: an https issuer alone once left the
+ * cookie without `Secure`).
+ */
 export function isHttps(ctx: Context, url: URL): boolean {
-  return url.protocol === "https:" || (ctx.baseUrl?.startsWith("https:") ?? false);
+  return url.protocol === "https:" || (ctx.baseUrl?.startsWith("https:") ?? false) || (ctx.issuer?.startsWith("https:") ?? false);
 }
 
 /** The `Path` attribute of the cookie: only the console ever receives it. */
@@ -99,27 +107,41 @@ const notSignedIn = () => new ApiError(401, ApiErrorCode.consoleNotSignedIn, "Si
  * Rejects state-changing requests that come from another site. Browsers send `Origin` on every
  * cross-origin POST and `Sec-Fetch-Site` on every request; either one is enough to refuse.
  * SameSite=Strict already keeps the cookie off cross-site requests; this also covers sign-in
- * (login CSRF), which has no session yet.
+ * (login CSRF), which has no session yet. When `baseUrl` or an issuer URL is configured, the
+ * request's Host must be that origin's host and its Origin (if sent) that origin.
  */
 export function checkOrigin(ctx: Context, request: ConsoleRequest): void {
   const site = request.fetchSite;
   if (site !== null && site !== "same-origin") {
     throw new ApiError(403, ApiErrorCode.consoleCrossOrigin, "Cross-site requests to the console are refused.");
   }
-  const origin = request.origin;
-  if (origin === null) return;
-  const allowed = new Set([request.url.origin]);
+  const configured = configuredOrigins(ctx);
+  if (configured.length > 0) {
+    // With a configured public origin, only it is the console's: a request for another Host (a DNS
+    // rebinding name pointed at this server) or from another Origin is refused, even when the two
+    // agree with each other (finding 7 of the security review).
+    if (!configured.some((o) => new URL(o).host === request.url.host)) throw crossOrigin();
+    if (request.origin !== null && !configured.includes(request.origin)) throw crossOrigin();
+    return;
+  }
+  if (request.origin !== null && request.origin !== request.url.origin) throw crossOrigin();
+}
+
+const crossOrigin = () => new ApiError(403, ApiErrorCode.consoleCrossOrigin, "Cross-site requests to the console are refused.");
+
+/** The origins of `baseUrl` and `issuer` (when it is a URL): the deployment's public origin(s). */
+function configuredOrigins(ctx: Context): string[] {
+  const origins: string[] = [];
   for (const u of [ctx.baseUrl, ctx.issuer]) {
     if (!u) continue;
     try {
-      allowed.add(new URL(u).origin);
+      const url = new URL(u);
+      if ((url.protocol === "https:" || url.protocol === "http:") && !origins.includes(url.origin)) origins.push(url.origin);
     } catch {
       // issuer need not be a URL; it then adds nothing.
     }
   }
-  if (!allowed.has(origin)) {
-    throw new ApiError(403, ApiErrorCode.consoleCrossOrigin, "Cross-site requests to the console are refused.");
-  }
+  return origins;
 }
 
 /**

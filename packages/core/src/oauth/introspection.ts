@@ -49,8 +49,8 @@ export const introspectionEndpoint = presentedTokenEndpoint(async (ctx, urls, cl
       exp: c.exp,
       iat: c.iat,
       sub: c.sub,
-      aud: urls.audience,
-      iss: urls.issuer,
+      aud: found.audience,
+      iss: found.issuer,
       jti: c.jti,
     };
   } else {

@@ -6,7 +6,9 @@ import { verifyAccessToken, type AccessTokenClaims } from "../tokens/access-toke
 import { authenticateClient, type ClientFormEndpoint } from "./token-endpoint.js";
 
 /** A token presented to revocation or introspection, as we know it. */
-export type LocatedToken = { kind: "access_token"; claims: AccessTokenClaims } | { kind: "refresh_token"; record: RefreshTokenRecord };
+export type LocatedToken =
+  | { kind: "access_token"; claims: AccessTokenClaims; /** The `iss` and `aud` it was verified with. */ issuer: string; audience: string }
+  | { kind: "refresh_token"; record: RefreshTokenRecord };
 
 // Longer than any token we issue (access tokens are capped at 8192 by the verifier; refresh
 // tokens are 43 characters), so anything longer is simply not ours.
@@ -22,7 +24,16 @@ export async function locateToken(ctx: Context, urls: Urls, token: string, hint:
   if (token.length > MAX_TOKEN_LENGTH) return null;
   const asAccess = async (): Promise<LocatedToken | null> => {
     const claims = await verifyAccessToken(ctx.keyring, token, { issuer: urls.issuer, audience: urls.audience, now });
-    return claims && { kind: "access_token", claims };
+    if (claims) return { kind: "access_token", claims, issuer: urls.issuer, audience: urls.audience };
+    // With no issuer and no baseUrl configured, `iss` follows the Host the token was issued on. A
+    // token issued on host A is still ours (our signature, our jti) when it is revoked or
+    // introspected on host B (finding 3 of the security review), so try the issuer it names, if
+    // that is an origin of ours in form (origin + base path).
+    const named = hostDerivedIssuer(ctx, token);
+    if (named === undefined || named === urls.issuer) return null;
+    const audience = ctx.audience ?? named;
+    const other = await verifyAccessToken(ctx.keyring, token, { issuer: named, audience, now });
+    return other && { kind: "access_token", claims: other, issuer: named, audience };
   };
   const asRefresh = async (): Promise<LocatedToken | null> => {
     const record = await ctx.storage.refreshTokens.findByHash(await ctx.sha256(token));
@@ -78,4 +89,31 @@ export function presentedTokenEndpoint(handle: PresentedTokenHandler): ClientFor
     const found = await locateToken(ctx, urls, token, form.get("token_type_hint"), now);
     return handle(ctx, urls, client, found, now);
   };
+}
+
+/**
+ * The `iss` an access token names (unverified), when the app derives its issuer from each request
+ * and the value has the shape such an issuer has (an http(s) origin followed by the base path);
+ * otherwise undefined. The caller still verifies the signature against it.
+ */
+function hostDerivedIssuer(ctx: Context, token: string): string | undefined {
+  if (ctx.issuer !== undefined || ctx.baseUrl !== undefined) return undefined;
+  const parts = token.split(".");
+  if (parts.length !== 3) return undefined;
+  let iss: unknown;
+  try {
+    const text = atob(parts[1]!.replace(/-/g, "+").replace(/_/g, "/"));
+    iss = (JSON.parse(text) as { iss?: unknown }).iss;
+  } catch {
+    return undefined;
+  }
+  if (typeof iss !== "string" || iss.length > 2048) return undefined;
+  let url: URL;
+  try {
+    url = new URL(iss);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+  return iss === `${url.origin}${ctx.basePath}` ? iss : undefined;
 }

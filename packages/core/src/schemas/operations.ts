@@ -312,7 +312,22 @@ export function createOperations(settings: OperationSettings): Operation[] {
       description: "With a base path, RFC 8414 §3.1 also serves it at `/.well-known/oauth-authorization-server{basePath}`.",
       tags: ["OAuth 2.0"],
       security: { kind: "none" },
-      responses: { "200": { description: "The metadata.", body: AuthorizationServerMetadataSchema, headers: cacheable }, ...serverFailures() },
+      responses: {
+        "200": {
+          description: "The metadata.",
+          body: AuthorizationServerMetadataSchema,
+          headers: {
+            "Cache-Control": {
+              description:
+                "With a configured base URL or issuer URL every URL in it derives from that and the document is the same for everyone: `public, max-age=300`. Without either, the URLs come from the request's origin, so it is `private, max-age=300` and varies by Host.",
+              schema: z.enum(["public, max-age=300", "private, max-age=300"]),
+              required: true,
+            },
+            Vary: { description: "`Host` when neither a base URL nor an issuer URL is configured; absent otherwise.", schema: z.literal("Host") },
+          },
+        },
+        ...serverFailures(),
+      },
     },
     {
       path: "/openapi.json",

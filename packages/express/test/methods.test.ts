@@ -1,0 +1,56 @@
+/**
+ * Finding 5 of the security review: methods a Web Request cannot carry get the same 400 through
+ * Express as through the Node listener, never Express's error page with a stack trace (which its
+ * default handler shows unless NODE_ENV=production). Of TRACE, TRACK and CONNECT only TRACE
+ * reaches a request listener: Node's parser answers TRACK with its own bare 400, and closes a
+ * CONNECT when the server has no 'connect' listener.
+ */
+import { connect } from "node:net";
+import express from "express";
+import { describe, expect, it } from "vitest";
+import { plantgate } from "../src/index.js";
+import { listen, plantgateApp } from "./support.js";
+
+/** One raw request; the whole answer until the server closes (Connection: close). */
+function raw(origin: string, request: string): Promise<string> {
+  const port = Number(new URL(origin).port);
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1");
+    const chunks: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", reject);
+    socket.on("end", () => resolve(Buffer.concat(chunks).toString("latin1")));
+    socket.write(request);
+  });
+}
+
+const BODY = '{"error":"invalid_request","error_description":"The request cannot be processed."}';
+
+describe("methods a Web Request cannot carry", () => {
+  for (const [method, target] of [
+    ["TRACE", "/auth/.well-known/jwks.json"],
+    ["TRACE", "/auth/plants"],
+  ] as const) {
+    it(`${method} ${target} -> 400 invalid_request from the adapter, no stack trace`, async () => {
+      const previous = process.env.NODE_ENV;
+      process.env.NODE_ENV = "development";
+      try {
+        const app = express();
+        app.use("/auth", plantgate(await plantgateApp()));
+        const origin = await listen(app);
+        const answer = await raw(origin, `${method} ${target} HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n`);
+        const [head, body] = answer.split("\r\n\r\n");
+        const lines = head!.split("\r\n");
+        expect(lines[0]).toBe("HTTP/1.1 400 Bad Request");
+        const headers = Object.fromEntries(lines.slice(1).map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
+        expect({ type: headers["content-type"], cache: headers["cache-control"], body }).toEqual({
+          type: "application/json",
+          cache: "no-store",
+          body: BODY,
+        });
+      } finally {
+        process.env.NODE_ENV = previous;
+      }
+    });
+  }
+});
