@@ -11,6 +11,16 @@ import { TABLES, type RefreshTokenTable } from "../schema.js";
 /** `pg_refresh_tokens` as core's {@link RefreshTokenStore}. */
 export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
   const { db, family, d1, run, storableKey } = ctx;
+  type GraceUseParams = { tokenHash: string; consumedAfter: number; maxUses: number };
+  const graceUseUpdate = (p: GraceUseParams) =>
+    db
+      .updateTable(TABLES.refreshTokens)
+      .set({ grace_uses: sql<number>`grace_uses + 1` })
+      .where("token_hash", "=", p.tokenHash)
+      .where("consumed_at", ">", p.consumedAfter)
+      .where("revoked_at", "is", null)
+      .where("replay", "is not", null)
+      .where("grace_uses", "<", p.maxUses);
   const q = {
     get: prepared((p: { tokenHash: string }) => db.selectFrom(TABLES.refreshTokens).selectAll().where("token_hash", "=", p.tokenHash)),
     upsert: prepared((row: Insertable<RefreshTokenTable>) => {
@@ -36,28 +46,9 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
         .where("consumed_at", "is", null)
         .where("revoked_at", "is", null),
     ),
-    /** The grace use's arbiter: one row lock (or SQLite's single writer) per token serialises the count. */
-    graceUse: prepared((p: { tokenHash: string; consumedAfter: number; maxUses: number }) =>
-      db
-        .updateTable(TABLES.refreshTokens)
-        .set({ grace_uses: sql<number>`grace_uses + 1` })
-        .where("token_hash", "=", p.tokenHash)
-        .where("consumed_at", ">", p.consumedAfter)
-        .where("revoked_at", "is", null)
-        .where("replay", "is not", null)
-        .where("grace_uses", "<", p.maxUses),
-    ),
-    graceUseReturning: prepared((p: { tokenHash: string; consumedAfter: number; maxUses: number }) =>
-      db
-        .updateTable(TABLES.refreshTokens)
-        .set({ grace_uses: sql<number>`grace_uses + 1` })
-        .where("token_hash", "=", p.tokenHash)
-        .where("consumed_at", ">", p.consumedAfter)
-        .where("revoked_at", "is", null)
-        .where("replay", "is not", null)
-        .where("grace_uses", "<", p.maxUses)
-        .returningAll(),
-    ),
+    /** The grace use's arbiter: one row lock (or SQLite's single writer) per token serialises the count (with RETURNING where the dialect has it). */
+    graceUse: prepared(graceUseUpdate),
+    graceUseReturning: prepared((p: GraceUseParams) => graceUseUpdate(p).returningAll()),
   };
 
   return {
