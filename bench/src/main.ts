@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { freshFleetStore, REDIS_URL, redisReachable } from "./fleet.js";
 import { measureHashCost, type HashCost } from "./hash-cost.js";
 import { ENGINE_LABEL, measurePaging, postgresReachable, type PagingEngine, type PagingResult } from "./paging.js";
+import { prepareBaseline } from "./baseline.js";
 import { BENCH_DIR, startServer, tools, type ServerProcess } from "./proc.js";
 import { BASIC_AUTH, DEFAULT_BENCH_ITERATIONS, PASSWORD, username, USERS } from "./shared.js";
 import { errorCount, runWrk, type WrkResult } from "./wrk.js";
@@ -18,6 +19,9 @@ const settings = quick
   ? { warmup: 1, rounds: 2, seconds: 2, connections: 32, memoryTotal: 100_000, memoryCheckpoint: 10_000, pagingAccounts: 100_000, pagingSamples: 11 }
   : { warmup: 2, rounds: 3, seconds: 2, connections: 32, memoryTotal: 1_000_000, memoryCheckpoint: 100_000, pagingAccounts: 1_000_000, pagingSamples: 25 };
 const only = process.env.BENCH_ONLY?.split(",");
+// BENCH_CONTENDERS=<id,...>: only these servers in the workload rows (ids as in CONTENDERS below,
+// a baseline's as `<id>Baseline`); the bare row stays, it is what "x bare" divides by.
+const onlyContenders = process.env.BENCH_CONTENDERS?.split(",");
 // The memory check's length is bounded by plantgate's own throughput; BENCH_MEMORY_REQUESTS
 // shortens it (the checkpoint stays at a tenth) when a run must fit a time box.
 if (process.env.BENCH_MEMORY_REQUESTS) {
@@ -53,6 +57,8 @@ interface Contender {
   sqlite?: boolean;
   /** Whether each started process needs a fresh PostgreSQL schema (and, with `redis`, a Redis key prefix beside it). */
   postgres?: { redis: boolean };
+  /** Another checkout's bench folder (a BENCH_BASELINE row); this checkout's when absent. */
+  benchDir?: string;
 }
 
 const o2sBase = { entry: "oauth2-server.ts", tokenPath: "/token", ccBody: "grant_type=client_credentials", passwordRest: `&password=${PASSWORD}` };
@@ -92,6 +98,26 @@ const PLAN: Array<[Workload, string[]]> = [
   ["list", ["pgMemory", "pgSqlite", "pgPostgres", "pgPostgresRedis"]],
   ["plants", ["pgMemory", "pgSqlite", "pgPostgres", "pgPostgresRedis"]],
 ];
+
+// BENCH_BASELINE=<git ref>: each plantgate contender named in BENCH_BASELINE_STORES (default
+// pgMemory) runs a second time from that commit, right after this checkout's row, so a change's
+// A/B comes from one run on one machine state.
+const baselineRef = process.env.BENCH_BASELINE;
+const baselineOf: Record<string, string> = {};
+if (baselineRef) {
+  const baseline = prepareBaseline(baselineRef, (line) => process.stderr.write(`${line}\n`));
+  for (const id of (process.env.BENCH_BASELINE_STORES ?? "pgMemory").split(",")) {
+    const c = CONTENDERS[id];
+    if (!c || c.entry !== "plantgate.ts") throw new Error(`BENCH_BASELINE_STORES: ${id} is not a plantgate contender`);
+    const baseId = `${id}Baseline`;
+    CONTENDERS[baseId] = { ...c, id: baseId, label: `${c.label} @ ${baseline.commit} (baseline)`, benchDir: baseline.benchDir };
+    baselineOf[id] = baseId;
+    for (const [, ids] of PLAN) {
+      const at = ids.indexOf(id);
+      if (at >= 0) ids.splice(at + 1, 0, baseId);
+    }
+  }
+}
 
 interface Row {
   workload: Workload;
@@ -175,37 +201,81 @@ async function wrkRun(workload: Workload, c: Contender, server: ServerProcess, b
   }
 }
 
-async function measure(workload: Workload, c: Contender): Promise<Row> {
+/** A contender's server for one workload, started on its own fresh store. */
+async function startContender(workload: Workload, c: Contender): Promise<{ server: ServerProcess; bearer: string; stop: () => Promise<void> }> {
   const env: Record<string, string> = { BENCH_ITERATIONS: String(iterations), ...c.env() };
   if (c.sqlite) env.BENCH_DB_URL = freshSqliteFile();
   const fleet = c.postgres ? await freshFleetStore(PG_URL, c.postgres.redis) : null;
   Object.assign(env, fleet?.env);
-  const server = await startServer(c.entry, env, undefined, `${workload}-${c.id}`).catch(async (error: unknown) => {
+  const server = await startServer(c.entry, env, undefined, `${workload}-${c.id}`, [], c.benchDir).catch(async (error: unknown) => {
     await fleet?.drop();
     throw error;
   });
+  const stop = async () => {
+    await server.stop();
+    await fleet?.drop();
+  };
   try {
     const bearer = workload === "list" || workload === "plants" ? await bearerFor(server, c) : "";
+    return { server, bearer, stop };
+  } catch (error) {
+    await stop();
+    throw new Error(`${c.label} / ${workload}: ${(error as Error).message}\n${server.stderr()}`);
+  }
+}
+
+function toRow(workload: Workload, c: Contender, server: ServerProcess, runs: WrkResult[]): Row {
+  const row: Row = {
+    workload,
+    contender: c,
+    rps: median(runs.map((r) => r.rps)),
+    p50ms: median(runs.map((r) => r.p50_us)) / 1000,
+    p99ms: median(runs.map((r) => r.p99_us)) / 1000,
+    peakRssMb: server.memoryKb("VmHWM") / 1024,
+    errors: runs.reduce((n, r) => n + errorCount(r), 0),
+    requests: runs.reduce((n, r) => n + r.requests, 0),
+  };
+  log(`  ${WORKLOAD_LABEL[workload].padEnd(46)} ${c.label.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s  p50 ${row.p50ms.toFixed(2)} ms  p99 ${row.p99ms.toFixed(2)} ms  RSS ${row.peakRssMb.toFixed(0)} MB${row.errors ? `  ERRORS ${row.errors}` : ""}`);
+  return row;
+}
+
+async function measure(workload: Workload, c: Contender): Promise<Row> {
+  const { server, bearer, stop } = await startContender(workload, c);
+  try {
     await wrkRun(workload, c, server, bearer, settings.warmup);
     const runs: WrkResult[] = [];
     for (let i = 0; i < settings.rounds; i++) runs.push(await wrkRun(workload, c, server, bearer, settings.seconds));
-    const row: Row = {
-      workload,
-      contender: c,
-      rps: median(runs.map((r) => r.rps)),
-      p50ms: median(runs.map((r) => r.p50_us)) / 1000,
-      p99ms: median(runs.map((r) => r.p99_us)) / 1000,
-      peakRssMb: server.memoryKb("VmHWM") / 1024,
-      errors: runs.reduce((n, r) => n + errorCount(r), 0),
-      requests: runs.reduce((n, r) => n + r.requests, 0),
-    };
-    log(`  ${WORKLOAD_LABEL[workload].padEnd(46)} ${c.label.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s  p50 ${row.p50ms.toFixed(2)} ms  p99 ${row.p99ms.toFixed(2)} ms  RSS ${row.peakRssMb.toFixed(0)} MB${row.errors ? `  ERRORS ${row.errors}` : ""}`);
-    return row;
+    return toRow(workload, c, server, runs);
   } catch (error) {
     throw new Error(`${c.label} / ${workload}: ${(error as Error).message}\n${server.stderr()}`);
   } finally {
-    await server.stop();
-    await fleet?.drop();
+    await stop();
+  }
+}
+
+/**
+ * A contender and its baseline, both servers up at once and measured in alternating rounds
+ * (this checkout, baseline, this checkout, ...; BENCH_BASELINE_ROUNDS of them, default 5), so a
+ * change in the machine's load during the run falls on both alike. Only one is under load at a time.
+ */
+async function measurePair(workload: Workload, a: Contender, b: Contender): Promise<Row[]> {
+  const first = await startContender(workload, a);
+  let second: Awaited<ReturnType<typeof startContender>> | null = null;
+  try {
+    second = await startContender(workload, b);
+    const sides = [
+      { c: a, ...first, runs: [] as WrkResult[] },
+      { c: b, ...second, runs: [] as WrkResult[] },
+    ];
+    for (const side of sides) await wrkRun(workload, side.c, side.server, side.bearer, settings.warmup);
+    const rounds = Number(process.env.BENCH_BASELINE_ROUNDS ?? 5);
+    for (let i = 0; i < rounds; i++) {
+      for (const side of sides) side.runs.push(await wrkRun(workload, side.c, side.server, side.bearer, settings.seconds));
+    }
+    return sides.map((side) => toRow(workload, side.c, side.server, side.runs));
+  } finally {
+    await first.stop();
+    await second?.stop();
   }
 }
 
@@ -350,6 +420,15 @@ function targets(rows: Row[], paging: PagingResult[], memory: MemoryCheck | null
       if (memory === undefined || fleet === undefined) return { name, value: "not run", pass: null };
       return { name, value: `${(fleet / memory).toFixed(2)}x`, pass: fleet / memory >= 0.7 };
     })("Client credentials on PostgreSQL + Redis >= 0.70x the memory store"),
+    ...Object.entries(baselineOf).flatMap(([id, baseId]) =>
+      (["cc", "refresh", "list", "plants"] as Workload[]).flatMap((w): Target[] => {
+        const now = rps(w, id);
+        const before = rps(w, baseId);
+        if (now === undefined || before === undefined) return [];
+        const name = `${WORKLOAD_LABEL[w]}, ${CONTENDERS[id]!.label}: this checkout within 5% of ${baselineRef} (or faster)`;
+        return [{ name, value: `${(now / before).toFixed(3)}x`, pass: now / before >= 0.95 }];
+      }),
+    ),
     ...pagingTargets(paging),
     memory
       ? {
@@ -430,12 +509,18 @@ async function main(): Promise<number> {
   const havePostgres = await postgresReachable(PG_URL);
   if (!havePostgres) log(`note: PostgreSQL not reachable at BENCH_DATABASE_URL: the PostgreSQL rows are left out`);
   else if (!haveRedis) log(`note: Redis not reachable at BENCH_REDIS_URL: the PostgreSQL + Redis rows are left out`);
+  const wanted = (id: string) => {
+    const c = CONTENDERS[id]!;
+    if (c.postgres && (!havePostgres || (c.postgres.redis && !haveRedis))) return false;
+    return !onlyContenders || id === "bare" || onlyContenders.includes(id);
+  };
   for (const [workload, ids] of PLAN) {
     if (only && !only.includes(workload)) continue;
     for (const id of ids) {
-      const c = CONTENDERS[id]!;
-      if (c.postgres && (!havePostgres || (c.postgres.redis && !haveRedis))) continue;
-      rows.push(await measure(workload, c));
+      if (!wanted(id) || Object.values(baselineOf).includes(id)) continue;
+      const baseId = baselineOf[id];
+      if (baseId !== undefined && wanted(baseId)) rows.push(...(await measurePair(workload, CONTENDERS[id]!, CONTENDERS[baseId]!)));
+      else rows.push(await measure(workload, CONTENDERS[id]!));
     }
   }
 

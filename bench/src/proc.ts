@@ -57,14 +57,15 @@ const built = new Map<string, Promise<string>>();
  * its keep-names helper to every function and closure, which showed up in profiles. The peers'
  * packages stay external and load from node_modules as published.
  */
-export function buildServer(entry: string): Promise<string> {
-  let result = built.get(entry);
+export function buildServer(entry: string, benchDir = BENCH_DIR): Promise<string> {
+  const key = join(benchDir, entry);
+  let result = built.get(key);
   if (result === undefined) {
-    const outfile = join(BENCH_DIR, ".build", entry.replace(/\.ts$/, ".mjs"));
-    const serversDir = join(BENCH_DIR, "src");
+    const outfile = join(benchDir, ".build", entry.replace(/\.ts$/, ".mjs"));
+    const serversDir = join(benchDir, "src");
     result = import("esbuild").then(async ({ build }) => {
       await build({
-        entryPoints: [join(BENCH_DIR, "src", "servers", entry)],
+        entryPoints: [join(benchDir, "src", "servers", entry)],
         outfile,
         bundle: true,
         platform: "node",
@@ -90,7 +91,7 @@ export function buildServer(entry: string): Promise<string> {
       });
       return outfile;
     });
-    built.set(entry, result);
+    built.set(key, result);
   }
   return result;
 }
@@ -98,16 +99,23 @@ export function buildServer(entry: string): Promise<string> {
 /**
  * Starts `src/servers/<entry>`, bundled by {@link buildServer}, with `node` pinned to CPU 0 (taskset execs node, so the
  * child's pid is the server's own and /proc/<pid>/status measures it alone) and waits for its
- * READY line.
+ * READY line. `benchDir` is another checkout's bench folder for baseline rows (BENCH_BASELINE).
  */
-export async function startServer(entry: string, env: Record<string, string>, timeoutMs = 120_000, profileTag?: string, nodeFlags: string[] = []): Promise<ServerProcess> {
+export async function startServer(
+  entry: string,
+  env: Record<string, string>,
+  timeoutMs = 120_000,
+  profileTag?: string,
+  nodeFlags: string[] = [],
+  benchDir = BENCH_DIR,
+): Promise<ServerProcess> {
   // BENCH_CPU_PROF=<dir>: every server writes a V8 CPU profile to <dir>/<tag>/ when it stops.
   const profileDir = process.env.BENCH_CPU_PROF;
   const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, profileTag ?? entry.replace(/\.ts$/, ""))}`] : [];
-  const script = await buildServer(entry);
+  const script = await buildServer(entry, benchDir);
   const [command, args] = pinned(0, process.execPath, [...profile, ...nodeFlags, script]);
   const child: ChildProcess = spawn(command, args, {
-    cwd: BENCH_DIR,
+    cwd: benchDir,
     env: { ...process.env, NODE_ENV: "production", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
