@@ -104,9 +104,9 @@ const PLAN: Array<[Workload, string[]]> = [
 // A/B comes from one run on one machine state.
 const baselineRef = process.env.BENCH_BASELINE;
 const baselineOf: Record<string, string> = {};
-if (baselineRef) {
-  const baseline = prepareBaseline(baselineRef, (line) => process.stderr.write(`${line}\n`));
-  for (const id of (process.env.BENCH_BASELINE_STORES ?? "pgMemory").split(",")) {
+const baseline = baselineRef ? prepareBaseline(baselineRef, (line) => process.stderr.write(`${line}\n`)) : null;
+if (baseline) {
+  for (const id of (process.env.BENCH_BASELINE_STORES ?? "pgMemory").split(",").filter(Boolean)) {
     const c = CONTENDERS[id];
     if (!c || c.entry !== "plantgate.ts") throw new Error(`BENCH_BASELINE_STORES: ${id} is not a plantgate contender`);
     const baseId = `${id}Baseline`;
@@ -370,8 +370,8 @@ function pagingTargets(paging: PagingResult[]): Target[] {
   const out: Target[] = [];
   for (const engine of ["postgres", "sqlite"] as PagingEngine[]) {
     const label = ENGINE_LABEL[engine];
-    const large = paging.find((p) => p.engine === engine && p.accounts === settings.pagingAccounts);
-    const small = paging.find((p) => p.engine === engine && p.accounts === PAGING_SMALL);
+    const large = paging.find((p) => p.engine === engine && p.accounts === settings.pagingAccounts && !p.baseline);
+    const small = paging.find((p) => p.engine === engine && p.accounts === PAGING_SMALL && !p.baseline);
     const n = settings.pagingAccounts.toLocaleString("en-US");
     out.push(
       large
@@ -478,7 +478,7 @@ function render(rows: Row[], hash: HashCost[], memory: MemoryCheck | null, memor
   const ms = (l: { p50: number; max: number }) => `p50 ${l.p50.toFixed(2)} ms (max ${l.max.toFixed(2)})`;
   for (const p of paging) {
     lines.push(
-      `Paging on ${ENGINE_LABEL[p.engine]} (${p.accounts.toLocaleString("en-US")} accounts, pageSize 20, ${p.samples} sequential requests each${p.seedSeconds !== null ? `, seeded in ${p.seedSeconds.toFixed(1)} s` : ", seeded earlier"}): ` +
+      `Paging on ${ENGINE_LABEL[p.engine]}${p.baseline ? ` @ ${p.baseline} (baseline)` : ""} (${p.accounts.toLocaleString("en-US")} accounts, pageSize 20, ${p.samples} sequential requests each${p.seedSeconds !== null ? `, seeded in ${p.seedSeconds.toFixed(1)} s` : ", seeded earlier"}): ` +
         `page 1 ${ms(p.firstMs)}, middle page (${p.middlePage}) ${ms(p.middleMs)}, last page (${p.lastPage}) ${ms(p.lastMs)}.`,
     );
   }
@@ -551,6 +551,9 @@ async function main(): Promise<number> {
       for (const count of [PAGING_SMALL, settings.pagingAccounts]) {
         log(`paging on ${ENGINE_LABEL[engine]} with ${count.toLocaleString("en-US")} accounts`);
         paging.push(await measurePaging(engine, PG_URL, count, settings.pagingSamples));
+        // The baseline's server on the same seeded database, right after (the schema is the same
+        // as long as the baseline has the same migrations; an older one refuses to start on it).
+        if (baseline && process.env.BENCH_BASELINE_PAGING === "1") paging.push(await measurePaging(engine, PG_URL, count, settings.pagingSamples, baseline));
       }
     }
   }

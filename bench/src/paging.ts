@@ -31,6 +31,8 @@ export interface PagingResult {
   middleMs: Latency;
   lastMs: Latency;
   samples: number;
+  /** Set for a BENCH_BASELINE server's figures (its abbreviated commit). */
+  baseline?: string;
 }
 
 export const ENGINE_LABEL: Record<PagingEngine, string> = { postgres: "PostgreSQL", sqlite: "SQLite" };
@@ -141,7 +143,13 @@ export async function postgresReachable(url: string): Promise<boolean> {
  * that database, then times page 1, the middle page and the last page (pageSize 20), in turn,
  * one request at a time over HTTP, `samples` times each after {@link WARMUP_ROUNDS} warm-up rounds.
  */
-export async function measurePaging(engine: PagingEngine, pgUrl: string, count: number, samples: number): Promise<PagingResult> {
+export async function measurePaging(
+  engine: PagingEngine,
+  pgUrl: string,
+  count: number,
+  samples: number,
+  baseline?: { commit: string; benchDir: string },
+): Promise<PagingResult> {
   let dbUrl: string;
   let seedSeconds: number | null;
   if (engine === "postgres") {
@@ -153,7 +161,7 @@ export async function measurePaging(engine: PagingEngine, pgUrl: string, count: 
     seedSeconds = await seedSqlite(path, count);
     dbUrl = `sqlite:${path}`;
   }
-  const server = await startServer("plantgate.ts", { BENCH_STORE: "sql", BENCH_DB_URL: dbUrl });
+  const server = await startServer("plantgate.ts", { BENCH_STORE: "sql", BENCH_DB_URL: dbUrl }, undefined, undefined, [], baseline?.benchDir);
   try {
     const tokenResponse = await fetch(`${server.baseUrl}/UserService/connect/token`, {
       method: "POST",
@@ -190,7 +198,18 @@ export async function measurePaging(engine: PagingEngine, pgUrl: string, count: 
       middle.push((await get(middlePage)).ms);
       last.push((await get(totalPages)).ms);
     }
-    return { engine, accounts: count, seedSeconds, middlePage, lastPage: totalPages, firstMs: latency(first), middleMs: latency(middle), lastMs: latency(last), samples };
+    return {
+      engine,
+      accounts: count,
+      seedSeconds,
+      middlePage,
+      lastPage: totalPages,
+      firstMs: latency(first),
+      middleMs: latency(middle),
+      lastMs: latency(last),
+      samples,
+      ...(baseline ? { baseline: baseline.commit } : {}),
+    };
   } finally {
     await server.stop();
   }
