@@ -68,6 +68,8 @@ export interface Context {
   maxPageSize: number;
   defaultPageSize: number;
   passwordHashIterations: number;
+  /** See `PlantgateOptions.maxConcurrentPasswordChecks`. */
+  maxConcurrentPasswordChecks: number;
   clock: () => number;
   random: RandomBytes;
   /** SHA-256 of a UTF-8 string, base64url (see the `crypto` option). */

@@ -1,4 +1,5 @@
 /** Options of createPlantgate, and the one place they are checked and turned into a {@link Context}. */
+import { MAX_CONCURRENT_PASSWORD_CHECKS } from "./security/credentials.js";
 import type { JWK } from "jose";
 import { defaultRandomBytes, hashPassword, type RandomBytes } from "./crypto/index.js";
 import { sha256With, type CryptoProvider } from "./crypto/provider.js";
@@ -112,6 +113,12 @@ export interface PlantgateOptions {
   defaultPageSize?: number;
   /** PBKDF2 iterations for new password hashes (default 600 000; workerd allows at most 100 000). */
   passwordHashIterations?: number;
+  /**
+   * Most password checks (PBKDF2 verifications, the password grant and console sign-in together)
+   * running at once in this app instance; a further attempt is refused at once with 429 and
+   * `Retry-After: 1` instead of queueing CPU work. Default 4.
+   */
+  maxConcurrentPasswordChecks?: number;
   /** Current time in epoch milliseconds; injectable for tests. */
   clock?: () => number;
   /** Random bytes source; injectable for tests. */
@@ -323,6 +330,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     maxPageSize,
     defaultPageSize,
     passwordHashIterations,
+    maxConcurrentPasswordChecks: positiveInt("maxConcurrentPasswordChecks", options.maxConcurrentPasswordChecks, MAX_CONCURRENT_PASSWORD_CHECKS),
     clock,
     random,
     sha256,

@@ -119,11 +119,12 @@ const counts = (statuses: number[]) => statuses.reduce<Record<number, number>>((
 
 describe("password grant: every attempt is counted before the password is checked", () => {
   it("50 concurrent wrong guesses with maxFailures 3: exactly 3 are evaluated (400), 47 answered 429", async () => {
-    const h = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    // The per-process cap on concurrent hashes (tested below) is lifted: this is about the counters.
+    const h = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 }, maxConcurrentPasswordChecks: 100 });
     expect(counts(await burst(h.app, h, 50, (i) => `wrong-${i}`, () => "198.51.100.20"))).toEqual({ 400: 3, 429: 47 });
     // Two instances over one store share the count the same way.
-    const g = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
-    const other = sibling(g, { bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    const g = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 }, maxConcurrentPasswordChecks: 100 });
+    const other = sibling(g, { bruteForce: { maxFailures: 3, windowSeconds: 60 }, maxConcurrentPasswordChecks: 100 });
     const both = await Promise.all(Array.from({ length: 40 }, (_, i) => passwordOn(i % 2 ? other : g.app, g, `wrong-${i}`, "198.51.100.21")));
     expect(counts(both.map((r) => r.status))).toEqual({ 400: 3, 429: 37 });
     // The right password from that address is locked too, with the window's remaining time.
@@ -144,8 +145,9 @@ describe("password grant: every attempt is counted before the password is checke
     // 15 addresses, one guess each: every per-address counter stays under 3, the username's reaches 15.
     for (let i = 0; i < 15; i++) await expectTokenError(await passwordOn(h.app, h, `wrong-${i}`, `192.0.2.${i + 1}`), 400, BAD_PASSWORD);
     await expectLocked(await passwordOn(h.app, h, h.password, "198.51.100.99"), 60);
-    // Concurrently from 50 fresh addresses against a fresh user: 15 evaluated, 35 refused.
-    const g = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    // Concurrently from 50 fresh addresses against a fresh user: 15 evaluated, 35 refused (the
+    // per-process cap on concurrent hashes lifted: this is about the counters).
+    const g = await harness({ bruteForce: { maxFailures: 3, windowSeconds: 60 }, maxConcurrentPasswordChecks: 100 });
     expect(counts(await burst(g.app, g, 50, (i) => `wrong-${i}`, (i) => `192.0.2.${i + 1}`))).toEqual({ 400: 15, 429: 35 });
   });
 
@@ -292,7 +294,8 @@ describe("housekeeping", () => {
     };
     const h = await harness({ storage: { ...base, attempts }, bruteForce: { maxFailures: 5, windowSeconds: 60 } });
     const start = h.clock.now();
-    // Each attempt counts two keys (username + address, username): 80 counters in the first minute.
+    // Each attempt counts two keys of its own (username + address, username): 80 counters in the
+    // first minute, beside the client's one budget counter (whose window restarts in the second).
     for (let i = 0; i < 40; i++) await expectTokenError(await passwordRequest(h, { username: `guess-${i}`, password: "x" }), 400, BAD_PASSWORD);
     h.clock.advance(61_000);
     for (let i = 40; i < 63; i++) await expectTokenError(await passwordRequest(h, { username: `guess-${i}`, password: "x" }), 400, BAD_PASSWORD);
@@ -310,5 +313,100 @@ describe("API surface rendering", () => {
     expect(res.headers.get("retry-after")).toBe("42");
     expect(res.headers.get("cache-control")).toBe("no-store");
     expect(await res.json()).toEqual({ error: 1429, message: "Too many failed attempts; retry after the time in Retry-After." });
+  });
+});
+
+describe("password-hash work is bounded (finding 2)", () => {
+  const BUSY = { error: "temporarily_unavailable", error_description: "Too many sign-in attempts at once; retry after the time in Retry-After." };
+  const grant = (app: Plantgate, h: Harness, username: string, ip: string, password = "wrong-password", headers = auth(h)) =>
+    app.fetch(
+      new Request(`${BASE}/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": FORM, ...headers },
+        body: new URLSearchParams({ grant_type: "password", username, password }).toString(),
+      }),
+      { clientIp: ip },
+    );
+  const consoleSignIn = (app: Plantgate, username: string, password: string, ip: string) =>
+    app.fetch(
+      new Request(`${BASE}/console/api/session`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: new URL(BASE).origin, "sec-fetch-site": "same-origin" },
+        body: JSON.stringify({ username, password }),
+      }),
+      { clientIp: ip },
+    );
+
+  it("20 concurrent attempts with random usernames: 4 hashed at once (the default), the other 16 refused at once with 429 and Retry-After: 1, uncounted", async () => {
+    const base = createMemoryStorage();
+    let increments = 0;
+    const attempts: AttemptStore = { ...base.attempts, increment: (...args) => (increments++, base.attempts.increment(...args)) };
+    // Enough iterations that the four in flight are still hashing when the others arrive.
+    const h = await harness({ storage: { ...base, attempts }, passwordHashIterations: 200_000, logger: quiet });
+    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => grant(h.app, h, `nobody-${i}`, `198.51.100.${i + 1}`)));
+    expect(counts(answers.map((r) => r.status))).toEqual({ 400: 4, 429: 16 });
+    for (const r of answers.filter((r) => r.status === 429)) {
+      expect([r.headers.get("retry-after"), r.headers.get("cache-control")]).toEqual(["1", "no-store"]);
+      expect(await r.json()).toEqual(BUSY);
+    }
+    // Only the four that ran were counted (three keys each: username + address, the client's budget, username).
+    expect(increments).toBe(12);
+    // Once they are done, the real user signs in.
+    await expectTokenSuccess(await passwordRequest(h));
+  });
+
+  it("the cap is per instance and shared by the password grant and console sign-in; console refusals are {error: 1429}", async () => {
+    const h = await harness({ console: { enabled: true }, passwordHashIterations: 200_000, maxConcurrentPasswordChecks: 1, logger: quiet });
+    const other = sibling(h, { console: { enabled: true }, passwordHashIterations: 200_000, maxConcurrentPasswordChecks: 1 });
+    // Which of the three reaches the check first is up to the event loop: one is checked, two are refused.
+    const [grantAnswer, ...consoleAnswers] = await Promise.all([
+      grant(h.app, h, "nobody", "198.51.100.1"),
+      consoleSignIn(h.app, "root", "wrong-password", "198.51.100.2"),
+      consoleSignIn(h.app, "root", "wrong-password", "198.51.100.3"),
+    ]);
+    const elsewhere = await Promise.all([grant(other, h, "nobody", "198.51.100.4"), consoleSignIn(h.app, "root", "wrong-password", "198.51.100.5")]);
+    expect([grantAnswer!, ...consoleAnswers].map((r) => r.status).sort()).toEqual(grantAnswer!.status === 400 ? [400, 429, 429] : [401, 429, 429]);
+    if (grantAnswer!.status === 429) expect(await grantAnswer!.json()).toEqual(BUSY);
+    for (const r of consoleAnswers.filter((r) => r.status === 429)) {
+      expect([r.headers.get("retry-after"), r.headers.get("cache-control")]).toEqual(["1", "no-store"]);
+      expect(await r.json()).toEqual({ error: 1429, message: "Too many sign-in attempts at once; retry after the time in Retry-After." });
+    }
+    // Another instance has its own cap, and the slot is free again once the check is done.
+    await expectTokenError(elsewhere[0]!, 400, BAD_PASSWORD);
+    expect(elsewhere[1]!.status).toBe(401);
+  });
+
+  it("maxConcurrentPasswordChecks must be a positive integer", () => {
+    for (const bad of [0, -1, 1.5]) expect(() => createPlantgate({ maxConcurrentPasswordChecks: bad })).toThrow("maxConcurrentPasswordChecks");
+  });
+
+  it("the password grant has a per-client budget across usernames and addresses (10 × maxFailures per window); other clients and a new window are not affected", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet });
+    const { clientSecret } = await h.app.admin.createClient({ clientId: "app-2" });
+    for (let i = 0; i < 20; i++) await expectTokenError(await grant(h.app, h, `user-${i}`, `203.0.113.${i + 1}`), 400, BAD_PASSWORD);
+    // The 21st, a username and an address never seen, is refused without a hash; so is the real user.
+    await expectLocked(await grant(h.app, h, "user-20", "203.0.113.99"), 60);
+    await expectLocked(await grant(h.app, h, h.username, "203.0.113.98", h.password), 60);
+    // Another client of the same users is not affected.
+    await expectTokenSuccess(await grant(h.app, h, h.username, "203.0.113.97", h.password, { authorization: basic("app-2", clientSecret) }));
+    h.clock.advance(60_000);
+    await expectTokenSuccess(await grant(h.app, h, h.username, "203.0.113.98", h.password));
+  });
+
+  it("a locked (username + address) does not spend its client's budget: one user retrying behind a proxy does not lock the client's other users", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet });
+    for (let i = 0; i < 2; i++) await expectTokenError(await grant(h.app, h, "bob", "192.0.2.1"), 400, BAD_PASSWORD);
+    for (let i = 0; i < 30; i++) await expectLocked(await grant(h.app, h, "bob", "192.0.2.1"), 60);
+    await expectTokenSuccess(await grant(h.app, h, h.username, "192.0.2.1", h.password));
+  });
+
+  it("console sign-in has a per-address budget across usernames (3 × maxFailures per window); other addresses are not affected", async () => {
+    const h = await harness({ console: { enabled: true }, bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet });
+    for (let i = 0; i < 6; i++) expect((await consoleSignIn(h.app, `user-${i}`, "wrong-password", "198.51.100.7")).status).toBe(401);
+    const locked = await consoleSignIn(h.app, "user-6", "wrong-password", "198.51.100.7");
+    expect([locked.status, locked.headers.get("retry-after")]).toEqual([429, "60"]);
+    expect(await locked.json()).toEqual({ error: 1429, message: "Too many failed attempts; retry after the time in Retry-After." });
+    // Another address is not affected.
+    expect((await consoleSignIn(h.app, "user-7", "wrong-password", "198.51.100.8")).status).toBe(401);
   });
 });

@@ -1,27 +1,40 @@
 /**
  * The management console end to end: Debian's chromium, driven by playwright-core, against the
- * real example node server (startServer on a free port, memory store). It signs in, creates a
+ * real example node server (startServer on a free port, memory store) and against the example
+ * Worker under `wrangler dev --local` (D1), the console turned on by `PLANTGATE_BOOTSTRAP_ADMIN=1`
+ * (see targets.ts). It signs in, creates a
  * client, reads the secret from the page, gets a token with it over real HTTP, regenerates the
  * secret, shows the old one fails (401 invalid_client) and the new one works, pages through the
- * accounts, signs out, and saves a screenshot of each page to tests/console-e2e/screenshots/ (docs/screenshots/ with UPDATE_SCREENSHOTS=1).
+ * accounts, signs out, and saves a screenshot of each page to tests/console-e2e/screenshots/ (docs/screenshots/ with UPDATE_SCREENSHOTS=1;
+ * the Worker run's always go to tests/console-e2e/screenshots/worker/).
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createMemoryStorage } from "@plantgate/core";
-import { startServer, type RunningServer } from "@plantgate/example-node-server";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startNodeTarget, startWorkerTarget, type Seed, type Target } from "./targets.js";
 
 const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
 const present = existsSync(CHROMIUM);
 const CI = process.env.CI === "true";
 // Each run writes its screenshots to the project's gitignored folder, so a test run never dirties
-// the checkout; `UPDATE_SCREENSHOTS=1` writes the README's copies in docs/screenshots/ instead.
-const SHOTS = process.env.UPDATE_SCREENSHOTS === "1"
-  ? resolve(dirname(fileURLToPath(import.meta.url)), "../../../docs/screenshots")
-  : resolve(dirname(fileURLToPath(import.meta.url)), "../screenshots");
+// the checkout; `UPDATE_SCREENSHOTS=1` writes the README's copies in docs/screenshots/ instead
+// (from the node run only: the Worker run's stay in the gitignored folder).
+const OWN_SHOTS = resolve(dirname(fileURLToPath(import.meta.url)), "../screenshots");
+const NODE_SHOTS = process.env.UPDATE_SCREENSHOTS === "1" ? resolve(dirname(fileURLToPath(import.meta.url)), "../../../docs/screenshots") : OWN_SHOTS;
 const ADMIN = { username: "admin", password: "console-e2e-password" };
+const SEED: Seed = {
+  admin: ADMIN,
+  client: { id: "billing-service", secret: "billing-service-secret-0123456789" },
+  accounts: Array.from({ length: 24 }, (_, i) => ({
+    username: `user-${String(i + 1).padStart(2, "0")}`,
+    password: "user-password-1",
+    displayName: `User ${i + 1}`,
+    email: `user${i + 1}@example.com`,
+  })),
+  passwordHashIterations: 2000,
+};
 // The machine has no network: without these, chromium's background fetches fail noisily.
 const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
@@ -42,36 +55,23 @@ const name = present
     ? "management console in Debian chromium (chromium missing under CI=true: must fail)"
     : `management console in Debian chromium (SKIPPED: ${CHROMIUM} not found; apt-get install chromium)`;
 
-(present || CI ? describe : describe.skip)(name, () => {
-  let server: RunningServer;
+const TARGETS: { label: string; start: (seed: Seed) => Promise<Target>; shots: string }[] = [
+  { label: "example node server", start: startNodeTarget, shots: NODE_SHOTS },
+  { label: "example Worker under wrangler dev --local, D1", start: startWorkerTarget, shots: resolve(OWN_SHOTS, "worker") },
+];
+
+for (const target of TARGETS) (present || CI ? describe : describe.skip)(`${name}: ${target.label}`, () => {
+  let server: Target;
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
   const problems: string[] = [];
+  const SHOTS = target.shots;
 
   beforeAll(async () => {
     if (!present) throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium (apt-get install chromium)`);
     mkdirSync(SHOTS, { recursive: true });
-    server = await startServer(
-      {
-        PORT: "0",
-        PLANTGATE_BOOTSTRAP_ADMIN: "1",
-        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
-        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
-        PLANTGATE_BOOTSTRAP_CLIENT_ID: "billing-service",
-        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "billing-service-secret-0123456789",
-        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
-      },
-      { storage: createMemoryStorage(), logger: { error() {}, warn() {} } },
-    );
-    await server.app.admin.importAccounts(
-      Array.from({ length: 24 }, (_, i) => ({
-        username: `user-${String(i + 1).padStart(2, "0")}`,
-        password: "user-password-1",
-        displayName: `User ${i + 1}`,
-        email: `user${i + 1}@example.com`,
-      })),
-    );
+    server = await target.start(SEED);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
     context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
@@ -85,12 +85,12 @@ const name = present
       // 401s are expected (the wrong password, the check after sign-out); anything else >= 400 is a bug.
       if (r.status() >= 400 && r.status() !== 401) problems.push(`${r.status()} ${r.url()}`);
     });
-  });
+  }, 120_000);
 
   afterAll(async () => {
     await browser?.close();
     await server?.close();
-  });
+  }, 30_000);
 
   it("prints the console URL and serves the page with its CSP", async () => {
     expect(server.consoleUrl).toBe(`${server.url}/console`);

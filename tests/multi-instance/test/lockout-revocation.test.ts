@@ -136,12 +136,13 @@ for (const { place, service, problem } of runs) describeIfService(`lock-out and 
       expect(retryAfter).toBeLessThanOrEqual(600);
       expect(res.headers.get("cache-control")).toBe("no-store");
     }
-    // The counters (username, and username + address) are where this run keeps hot state.
+    // The counters (username, username + address, and the client's password-grant budget across
+    // usernames) are where this run keeps hot state.
     if (place.redisPrefix === null) {
-      expect(await hotRows(schema!, "pg_attempts")).toBe(2);
+      expect(await hotRows(schema!, "pg_attempts")).toBe(3);
     } else {
       expect(await hotRows(schema!, "pg_attempts")).toBe(0);
-      expect(await redisKeys(place.redisPrefix, "a:k:")).toHaveLength(2);
+      expect(await redisKeys(place.redisPrefix, "a:k:")).toHaveLength(3);
     }
   });
 

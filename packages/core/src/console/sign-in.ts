@@ -2,7 +2,7 @@ import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../context.js";
 import { sessionBody } from "./api.js";
-import { checkPassword } from "../security/credentials.js";
+import { checkPassword, consoleAddressBudget } from "../security/credentials.js";
 import { readJsonObject, requiredString } from "./body.js";
 import type { ConsoleRequest } from "./request.js";
 import { createSession, sessionCookie } from "./session.js";
@@ -15,14 +15,17 @@ const badCredentials = () => new ApiError(401, ApiErrorCode.consoleBadCredential
 /**
  * `POST {base}/console/api/session`: signs an administrator in with username and password, through
  * the password grant's own check ({@link checkPassword}: same hash verification, same brute-force
- * counters, so guesses spread over the console and the token endpoint add up). No per-IP key across
- * usernames: behind one address (an office NAT) it would lock every administrator out.
+ * counters, so guesses spread over the console and the token endpoint add up), plus a per-address
+ * budget across usernames (3 × `maxFailures` per window): random usernames no longer buy unlimited
+ * password hashes. Behind a shared address (an office NAT) a guesser can lock that address out of
+ * the console for the window; other addresses are not affected.
  */
 export async function signIn(ctx: Context, request: ConsoleRequest): Promise<PlainResponse> {
   const body = await readJsonObject(request);
   const username = requiredString(body, "username", MAX_CREDENTIAL_LENGTH);
   const password = requiredString(body, "password", MAX_CREDENTIAL_LENGTH);
-  const account = await checkPassword(ctx, username, password, request.clientIp);
+  // Plus a per-address budget across usernames (finding 2 of the security review).
+  const account = await checkPassword(ctx, username, password, request.clientIp, consoleAddressBudget(request.clientIp));
   if (!account) throw badCredentials();
   if (!account.roles.includes(ctx.console!.adminRole)) {
     throw new ApiError(403, ApiErrorCode.consoleNotAdmin, "This account is not a console administrator.");

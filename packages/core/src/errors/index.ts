@@ -144,8 +144,10 @@ export class StorageError extends Error {
 }
 
 /**
- * Thrown by the brute-force throttle when a username or client is locked. Rendered as 429 with
- * `Retry-After`; the body is the same whether or not the credentials would have been right.
+ * Thrown by the brute-force throttle when a username or client is locked (`reason` `locked`), and
+ * by the password check when `maxConcurrentPasswordChecks` checks are already running (`busy`).
+ * Rendered as 429 with `Retry-After`; the body is the same whether or not the credentials would
+ * have been right.
  *
  * @example
  * throw new TooManyAttemptsError(900);
@@ -153,7 +155,10 @@ export class StorageError extends Error {
 export class TooManyAttemptsError extends Error {
   override readonly name = "TooManyAttemptsError";
   /** @param retryAfter whole seconds until the lock ends (at least 1). */
-  constructor(readonly retryAfter: number) {
-    super("too many failed attempts");
+  constructor(
+    readonly retryAfter: number,
+    readonly reason: "locked" | "busy" = "locked",
+  ) {
+    super(reason === "busy" ? "too many password checks at once" : "too many failed attempts");
   }
 }

@@ -38,6 +38,7 @@ export function toResponse(plainResponse: PlainResponse, head = false): Response
 const encoder = new TextEncoder();
 
 const TOO_MANY_ATTEMPTS = "Too many failed attempts; retry after the time in Retry-After.";
+const TOO_MANY_CHECKS = "Too many sign-in attempts at once; retry after the time in Retry-After.";
 
 /** Headers every token-endpoint response carries (RFC 6749 §5.1). */
 export const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" } as const;
@@ -57,11 +58,12 @@ function describe(error: unknown): Record<string, unknown> {
 export function errorResponse(error: unknown, surface: "oauth" | "api", logger: Logger): PlainResponse {
   if (error instanceof TooManyAttemptsError) {
     const retryAfter = String(error.retryAfter);
+    const message = error.reason === "busy" ? TOO_MANY_CHECKS : TOO_MANY_ATTEMPTS;
     // OAuth: RFC 6749 defines no lock-out code; temporarily_unavailable (§4.1.2.1) is the registered
     // one clients already treat as "retry later", and it says nothing about the credentials.
     return surface === "oauth"
-      ? json(429, { error: "temporarily_unavailable", error_description: TOO_MANY_ATTEMPTS }, { ...NO_STORE, "retry-after": retryAfter })
-      : json(429, { error: ApiErrorCode.tooManyAttempts, message: TOO_MANY_ATTEMPTS }, { "cache-control": "no-store", "retry-after": retryAfter });
+      ? json(429, { error: "temporarily_unavailable", error_description: message }, { ...NO_STORE, "retry-after": retryAfter })
+      : json(429, { error: ApiErrorCode.tooManyAttempts, message }, { "cache-control": "no-store", "retry-after": retryAfter });
   }
   if (surface === "oauth") {
     let e: OAuthError;

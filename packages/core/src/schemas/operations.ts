@@ -181,7 +181,7 @@ function clientEndpointErrors(): Record<string, OperationResponse> {
     "401": oauthError("Client authentication failed.", ["invalid_client"], {
       "WWW-Authenticate": { description: "The scheme to authenticate with.", schema: z.literal('Basic realm="plantgate", charset="UTF-8"'), required: true },
     }),
-    "429": oauthError("Too many failed attempts for this client or account; retry after Retry-After seconds.", ["temporarily_unavailable"], {
+    "429": oauthError("Too many failed attempts for this client or account, or (password grant) too many password checks at once in this instance; retry after Retry-After seconds.", ["temporarily_unavailable"], {
       "Retry-After": RETRY_AFTER,
     }),
     "500": oauthError("An unexpected failure.", ["server_error"]),

@@ -1,7 +1,54 @@
 import type { Context } from "../context.js";
 import { verifyPassword } from "../crypto/index.js";
 import type { AccountRecord } from "../storage/types.js";
-import { credentialKeys } from "./throttle.js";
+import { TooManyAttemptsError } from "../errors/index.js";
+import { throttleAddress } from "./client-ip.js";
+import { credentialKeys, type ThrottleKey } from "./throttle.js";
+
+/**
+ * Most password checks (PBKDF2 verifications, the dummy hash for unknown users included) running at
+ * once per app instance by default (`maxConcurrentPasswordChecks`; finding 2 of the security
+ * review). One check at the default 600 000 iterations keeps a core busy for ~100 ms; past this
+ * many in flight a further attempt is refused at once with 429 and `Retry-After: 1` instead of
+ * queueing CPU work, before anything is counted or looked up.
+ */
+export const MAX_CONCURRENT_PASSWORD_CHECKS = 4;
+
+/** Per-address budget of console sign-in attempts across usernames: this many × `maxFailures` per window. */
+export const CONSOLE_ADDRESS_FACTOR = 3;
+
+/** Per-client budget of password-grant attempts across usernames and addresses: this many × `maxFailures` per window. */
+export const PASSWORD_CLIENT_FACTOR = 10;
+
+/**
+ * A budget across usernames: one more throttle key counted with the username's own keys. `first`
+ * counts it before the (username + IP) key: once the budget is spent, a new username adds no
+ * counter row at all; otherwise it is counted after that key, so retries refused by an address's
+ * own lock do not spend a budget others share.
+ */
+export interface PasswordBudget extends ThrottleKey {
+  first: boolean;
+}
+
+/**
+ * The budget of console sign-ins from one address (an IPv6 address counts per /64), whatever the
+ * username. Counted first: the address spends only its own budget, and past it random usernames
+ * cost neither a hash nor a row. Without an address, every address-less caller shares one budget.
+ */
+export function consoleAddressBudget(ip: string | undefined): PasswordBudget {
+  return { key: JSON.stringify(["console-budget", "i", ip === undefined ? null : throttleAddress(ip)]), factor: CONSOLE_ADDRESS_FACTOR, first: true };
+}
+
+/**
+ * The budget of password-grant attempts of one client, whatever the username or address. Counted
+ * after the (username + IP) key: one user of a proxying client retrying past their own lock does
+ * not spend the budget of the client's other users.
+ */
+export function passwordClientBudget(clientId: string): PasswordBudget {
+  return { key: JSON.stringify(["password-budget", "c", clientId]), factor: PASSWORD_CLIENT_FACTOR, first: false };
+}
+
+const inFlight = new WeakMap<Context, number>();
 
 /**
  * The one username + password check, shared by the password grant and console sign-in: the
@@ -14,10 +61,37 @@ import { credentialKeys } from "./throttle.js";
  * the lock, and a locked pair is refused (TooManyAttemptsError) even with the right password. The
  * counters are per (username + IP) at `maxFailures`, so one address locks only itself out, and per
  * username at a higher ceiling, so spreading guesses over many addresses does not help. The grant
- * and the console share them: guesses spread over both add up.
+ * and the console share them: guesses spread over both add up. The caller's `budget` (per address
+ * for the console, per client for the grant) bounds guesses across usernames; a success resets
+ * every key, the budget included. At most `maxConcurrentPasswordChecks` checks run at once: a
+ * further one is refused (TooManyAttemptsError, reason `busy`) before anything is counted.
  */
-export async function checkPassword(ctx: Context, username: string, password: string, clientIp: string | undefined): Promise<AccountRecord | null> {
-  const keys = credentialKeys("password", username, clientIp);
+export async function checkPassword(
+  ctx: Context,
+  username: string,
+  password: string,
+  clientIp: string | undefined,
+  budget?: PasswordBudget,
+): Promise<AccountRecord | null> {
+  const active = inFlight.get(ctx) ?? 0;
+  if (active >= ctx.maxConcurrentPasswordChecks) throw new TooManyAttemptsError(1, "busy");
+  inFlight.set(ctx, active + 1);
+  try {
+    return await checkPasswordNow(ctx, username, password, clientIp, budget);
+  } finally {
+    inFlight.set(ctx, (inFlight.get(ctx) ?? 1) - 1);
+  }
+}
+
+async function checkPasswordNow(
+  ctx: Context,
+  username: string,
+  password: string,
+  clientIp: string | undefined,
+  budget: PasswordBudget | undefined,
+): Promise<AccountRecord | null> {
+  const [pair, user] = credentialKeys("password", username, clientIp) as [ThrottleKey, ThrottleKey];
+  const keys = budget === undefined ? [pair, user] : budget.first ? [budget, pair, user] : [pair, budget, user];
   await ctx.throttle.attempt(keys);
   const account = await ctx.storage.accounts.findByUsername(username);
   const ok = await verifyPassword(password, account?.passwordHash ?? (await ctx.dummyPasswordHash()));

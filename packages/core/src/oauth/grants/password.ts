@@ -1,5 +1,5 @@
 import { OAuthError } from "../../errors/index.js";
-import { checkPassword } from "../../security/credentials.js";
+import { checkPassword, passwordClientBudget } from "../../security/credentials.js";
 import { issueTokens } from "../issue.js";
 import { OFFLINE_ACCESS } from "../../scope-names.js";
 import { grantScope, parseScope } from "../scopes.js";
@@ -29,7 +29,8 @@ export const passwordGrant: Grant = {
     }
     if (username.length > MAX_CREDENTIAL_LENGTH || password.length > MAX_CREDENTIAL_LENGTH) throw badCredentials();
     // Throttled, counted before the password is looked at (see checkPassword).
-    const account = await checkPassword(ctx, username, password, clientIp);
+    // Plus a per-client budget across usernames (finding 2 of the security review).
+    const account = await checkPassword(ctx, username, password, clientIp, passwordClientBudget(client.clientId));
     if (!account) throw badCredentials();
     return issueTokens(ctx, urls, {
       client,

@@ -1,0 +1,190 @@
+/**
+ * Password-hash budgets (security review finding 2). The class of bug: a caller buys unlimited
+ * PBKDF2 work by trying a new username each time, since the lock-out keys name the username.
+ * Generated campaigns of sign-in attempts with distinct random usernames and passwords (any Unicode),
+ * sent in bursts of concurrent requests, against a fresh app with a strict limit and the clock
+ * stopped:
+ * - console sign-in from one address (an IPv4 address, or an IPv6 host rotating through its /64)
+ *   gets at most 3 × maxFailures password checks; past that, a new username adds no counter row;
+ * - the password grant of one client, from addresses that change every time, gets at most
+ *   10 × maxFailures checks;
+ * - a burst beyond `maxConcurrentPasswordChecks` is refused at once (429, `Retry-After: 1`) and not
+ *   counted, so exactly min(attempts - refused at once, budget) checks run.
+ * A password check is observed as the account lookup that comes right before each hash
+ * (`accounts.findByUsername`). Every answer is a documented one, and afterwards the budget turns
+ * out to be that caller's alone: the admin signs in from another address, another client's grant
+ * succeeds.
+ */
+import fc from "fast-check";
+import { expect, it } from "vitest";
+import { createMemoryStorage, createPlantgate, type Plantgate, type Storage } from "@plantgate/core";
+import { fail, read, type Answer } from "../src/invariants.js";
+import { RUNS, SEED } from "../src/settings.js";
+import { basicHeader, formBody, ISSUER, NOW, TOKEN_PATH } from "../src/world.js";
+
+const CAMPAIGNS = Math.max(10, Math.ceil(RUNS / 250));
+const ADMIN = { username: "root", password: "root-password-0123" };
+const CLIENT = { id: "proxy-app", secret: "proxy-secret-0123456789abcdef" };
+const OTHER = { id: "other-app", secret: "other-secret-0123456789abcdef" };
+const LOCKED = "Too many failed attempts; retry after the time in Retry-After.";
+const BUSY = "Too many sign-in attempts at once; retry after the time in Retry-After.";
+
+interface Observed {
+  app: Plantgate;
+  /** Password checks so far (account lookups, each followed by a hash). */
+  checks: number;
+  /** Attempt counters created so far (an increment that started a new window). */
+  rows: number;
+}
+
+async function campaignApp(maxFailures: number, windowSeconds: number): Promise<Observed> {
+  const base = createMemoryStorage();
+  const observed = { checks: 0, rows: 0 } as Observed;
+  const storage: Storage = {
+    ...base,
+    accounts: { ...base.accounts, findByUsername: (username) => (observed.checks++, base.accounts.findByUsername(username)) },
+    attempts: {
+      ...base.attempts,
+      increment: async (key, now, windowMs) => {
+        const r = await base.attempts.increment(key, now, windowMs);
+        if (r.count === 1) observed.rows++;
+        return r;
+      },
+    },
+  };
+  observed.app = createPlantgate({
+    storage,
+    issuer: ISSUER,
+    baseUrl: ISSUER,
+    clock: () => NOW,
+    passwordHashIterations: 1000,
+    bruteForce: { maxFailures, windowSeconds },
+    console: { enabled: true },
+    logger: { error() {}, warn() {} },
+  });
+  for (const c of [CLIENT, OTHER]) await observed.app.admin.createClient({ clientId: c.id, clientSecret: c.secret, grantTypes: ["password"], scopes: ["Platform_UserAPIs"] });
+  await observed.app.admin.createAccount({ username: ADMIN.username, password: ADMIN.password, roles: ["admin"] });
+  observed.checks = 0;
+  observed.rows = 0;
+  return observed;
+}
+
+const consoleSignIn = async (app: Plantgate, username: string, password: string, ip: string) =>
+  read(
+    await app.fetch(
+      new Request(`${ISSUER}/console/api/session`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: ISSUER, "sec-fetch-site": "same-origin" },
+        body: JSON.stringify({ username, password }),
+      }),
+      { clientIp: ip },
+    ),
+  );
+
+const passwordGrant = async (app: Plantgate, client: { id: string; secret: string }, username: string, password: string, ip: string) =>
+  read(
+    await app.fetch(
+      new Request(ISSUER + TOKEN_PATH, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicHeader(client.id, client.secret) },
+        body: formBody([
+          ["grant_type", "password"],
+          ["username", username],
+          ["password", password],
+        ]),
+      }),
+      { clientIp: ip },
+    ),
+  );
+
+/** The 429s: a lock until the end of the (stopped) window, or an immediate "busy" with Retry-After: 1. */
+function refusal(a: Answer, windowSeconds: number, message: (text: string) => unknown): "locked" | "busy" {
+  const retryAfter = a.headers.get("retry-after");
+  if (a.headers.get("cache-control") !== "no-store") fail("a 429 without Cache-Control: no-store", a);
+  if (JSON.stringify(a.json) === JSON.stringify(message(BUSY)) && retryAfter === "1") return "busy";
+  if (JSON.stringify(a.json) === JSON.stringify(message(LOCKED)) && retryAfter === String(windowSeconds)) return "locked";
+  return fail(`an undocumented 429 (Retry-After ${retryAfter})`, a);
+}
+
+/** Distinct non-empty usernames and passwords of any Unicode (no lone surrogates: JSON and forms carry them as U+FFFD). */
+const credential = fc.string({ unit: "binary", minLength: 1, maxLength: 24 });
+const campaignArb = fc.record({
+  maxFailures: fc.integer({ min: 1, max: 4 }),
+  windowSeconds: fc.integer({ min: 1, max: 3600 }),
+  usernames: fc.uniqueArray(credential, { minLength: 1, maxLength: 50 }),
+  password: credential,
+  bursts: fc.array(fc.integer({ min: 1, max: 8 }), { minLength: 1, maxLength: 50 }),
+});
+
+/** Sends `count` attempts in bursts of concurrent requests, sizes cycling through `bursts`. */
+async function inBursts(count: number, bursts: number[], send: (i: number) => Promise<Answer>): Promise<Answer[]> {
+  const answers: Answer[] = [];
+  for (let i = 0, b = 0; i < count; b++) {
+    const size = Math.min(bursts[b % bursts.length]!, count - i);
+    answers.push(...(await Promise.all(Array.from({ length: size }, (_, j) => send(i + j)))));
+    i += size;
+  }
+  return answers;
+}
+
+it(`console sign-in, random usernames from one address: ${CAMPAIGNS} generated campaigns get at most 3 × maxFailures password checks and no new counter rows past them`, async () => {
+  let spent = 0;
+  let refusedAtOnce = 0;
+  await fc.assert(
+    fc.asyncProperty(campaignArb, fc.boolean(), fc.nat(0xffff), async ({ maxFailures, windowSeconds, usernames, password, bursts }, v6, host) => {
+      const o = await campaignApp(maxFailures, windowSeconds);
+      // An IPv6 attacker rotates through its /64, which counts as one address.
+      const address = (i: number) => (v6 ? `2001:db8:7:${host.toString(16)}::${(i + 1).toString(16)}` : "198.51.100.7");
+      const answers = await inBursts(usernames.length, bursts, (i) => consoleSignIn(o.app, usernames[i]!, password, address(i)));
+      let busy = 0;
+      for (const a of answers) {
+        if (a.status === 401) {
+          if (JSON.stringify(a.json) !== JSON.stringify({ error: 1305, message: "The username or password is incorrect." })) fail("an undocumented 401", a);
+        } else if (a.status === 429) {
+          if (refusal(a, windowSeconds, (message) => ({ error: 1429, message })) === "busy") busy++;
+        } else fail("neither 401 nor 429 for a wrong password", a);
+      }
+      const budget = 3 * maxFailures;
+      expect(o.checks).toBe(Math.min(usernames.length - busy, budget));
+      // Each checked attempt adds its two username counters, plus the address's one budget counter.
+      expect(o.rows).toBeLessThanOrEqual(1 + 2 * o.checks);
+      if (usernames.length - busy > budget) spent++;
+      refusedAtOnce += busy;
+      // The budget is that address's alone.
+      const admin = await consoleSignIn(o.app, ADMIN.username, ADMIN.password, "203.0.113.200");
+      if (admin.status !== 200) fail("the admin could not sign in from another address", admin);
+    }),
+    { seed: SEED, numRuns: CAMPAIGNS },
+  );
+  // The generator reached past the budget, and past the concurrency cap.
+  expect([spent > 0, refusedAtOnce > 0]).toEqual([true, true]);
+});
+
+it(`password grant, random usernames from changing addresses through one client: ${CAMPAIGNS} generated campaigns get at most 10 × maxFailures password checks`, async () => {
+  let spent = 0;
+  let refusedAtOnce = 0;
+  await fc.assert(
+    fc.asyncProperty(campaignArb, async ({ maxFailures, windowSeconds, usernames, password, bursts }) => {
+      const o = await campaignApp(maxFailures, windowSeconds);
+      const address = (i: number) => `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+      const budget = 10 * maxFailures;
+      const answers = await inBursts(usernames.length, bursts, (i) => passwordGrant(o.app, CLIENT, usernames[i]!, password, address(i)));
+      let busy = 0;
+      for (const a of answers) {
+        if (a.status === 400) {
+          if (JSON.stringify(a.json) !== JSON.stringify({ error: "invalid_grant", error_description: "The username or password is incorrect." })) fail("an undocumented 400", a);
+        } else if (a.status === 429) {
+          if (refusal(a, windowSeconds, (message) => ({ error: "temporarily_unavailable", error_description: message })) === "busy") busy++;
+        } else fail("neither 400 nor 429 for a wrong password", a);
+      }
+      expect(o.checks).toBe(Math.min(usernames.length - busy, budget));
+      if (usernames.length - busy > budget) spent++;
+      refusedAtOnce += busy;
+      // The budget is that client's alone.
+      const other = await passwordGrant(o.app, OTHER, ADMIN.username, ADMIN.password, "10.255.255.255");
+      if (other.status !== 200) fail("another client's password grant failed", other);
+    }),
+    { seed: SEED + 1, numRuns: CAMPAIGNS },
+  );
+  expect([spent > 0, refusedAtOnce > 0]).toEqual([true, true]);
+});
