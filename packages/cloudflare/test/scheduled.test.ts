@@ -6,7 +6,7 @@
 import { dirname } from "node:path";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { createD1Storage, type D1DatabaseLike, type SqlStorage } from "@plantgate/storage-sql/d1";
+import { createD1Storage, type D1DatabaseLike, type D1Storage } from "@plantgate/storage-sql/d1";
 import { build } from "esbuild";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -28,7 +28,7 @@ async function bundle(): Promise<string> {
 }
 
 let mf: Miniflare | undefined;
-let storage: SqlStorage;
+let storage: D1Storage;
 let logged = "";
 
 beforeAll(async () => {

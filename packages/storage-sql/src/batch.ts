@@ -14,6 +14,8 @@ export interface D1DatabaseLike {
 /** The part of D1's prepared statement that storage-sql uses. */
 export interface D1PreparedStatementLike {
   bind(...values: unknown[]): D1PreparedStatementLike;
+  /** Runs the statement: its rows, and in `meta.changes` how many rows it changed. */
+  all(): Promise<{ results?: unknown[]; meta?: { changes?: number } }>;
 }
 
 /**

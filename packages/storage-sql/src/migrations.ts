@@ -49,8 +49,8 @@ async function refuseNewer(db: Kysely<any>, schema: string | undefined, knownNam
  * Applies every pending migration. Refuses, before changing anything, a database that already
  * holds a migration this code does not know. Safe to run from several instances at once.
  */
-export async function migrateToLatest(db: Kysely<any>, family: SqlFamily, options: { d1?: boolean } = {}): Promise<void> {
-  await migrateToVersion(db, family, LATEST_SCHEMA_VERSION, options);
+export async function migrateToLatest(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  await migrateToVersion(db, family, LATEST_SCHEMA_VERSION);
 }
 
 /**
@@ -58,7 +58,7 @@ export async function migrateToLatest(db: Kysely<any>, family: SqlFamily, option
  * (any later one counts as unknown). Not exported from the package: the upgrade tests use it to
  * build a database at an earlier version.
  */
-export async function migrateToVersion(db: Kysely<any>, family: SqlFamily, version: number, options: { d1?: boolean } = {}): Promise<void> {
+export async function migrateToVersion(db: Kysely<any>, family: SqlFamily, version: number): Promise<void> {
   const known = migrations(family).slice(0, version);
   const knownNames = new Set(known.map(([name]) => name));
   // On PostgreSQL the migration table is looked up in the current schema only; otherwise a
@@ -83,25 +83,6 @@ export async function migrateToVersion(db: Kysely<any>, family: SqlFamily, versi
     throw error;
   };
 
-  if (options.d1) {
-    // D1 rejects BEGIN/SAVEPOINT (and serialises every statement itself), so Kysely runs each
-    // migration statement by statement. Two migrators racing: the loser's CREATE TABLE fails, and
-    // if the winner has by then recorded every migration, that is success, not an error.
-    try {
-      await migrate(db, true);
-    } catch (e) {
-      if (e instanceof SchemaTooNewError) throw e;
-      // The loser fails at the first table the winner already made, having made none itself;
-      // give the winner up to 10 s to record its work.
-      for (let waited = 0; waited <= 10_000; waited += 100) {
-        const executed = new Set(await executedMigrations(db, undefined).catch(() => []));
-        if (known.every(([name]) => executed.has(name))) return;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      throw e;
-    }
-    return;
-  }
   if (family !== "sqlite") {
     // Kysely's Migrator locks (an advisory lock on PostgreSQL, GET_LOCK on MySQL) and runs each
     // migration in a transaction where the engine allows.

@@ -2,6 +2,8 @@ import type { Storage } from "@plantgate/core";
 import type { Kysely } from "kysely";
 import type { D1DatabaseLike } from "./batch.js";
 import { createStoreContext } from "./context.js";
+import { createD1Context } from "./d1/context.js";
+import { migrateD1 } from "./d1/migrate.js";
 import { migrateToLatest } from "./migrations.js";
 import type { Database, SqlFamily } from "./schema.js";
 import { accountStore } from "./stores/accounts.js";
@@ -46,10 +48,11 @@ export interface CreateSqlStorageOptions {
   /** Runs after `close()` has destroyed the Kysely instance, e.g. to close a driver it wraps. */
   onClose?: () => Promise<void>;
   /**
-   * The Cloudflare D1 binding under `db` (family `"sqlite"` only). D1 rejects `BEGIN`, so with
-   * this set, migrations run without transactions and `refreshTokens.consume` and
-   * `accounts.createMany` are made atomic with one `batch()` on this binding instead. Usually
-   * set for you by `createD1Storage` from `@plantgate/storage-sql/d1`.
+   * The Cloudflare D1 binding under `db` (family `"sqlite"` only), for a Kysely instance on D1 you
+   * built yourself (kysely-d1). D1 rejects `BEGIN`, so with this set, each migration runs as one
+   * `batch()` on this binding and `refreshTokens.consume` and `accounts.createMany` are made
+   * atomic with one `batch()` instead. `createD1Storage` from `@plantgate/storage-sql/d1` needs
+   * no Kysely at all.
    */
   d1?: D1DatabaseLike;
 }
@@ -78,7 +81,9 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     db,
 
     async migrate() {
-      await ctx.run("migrate", () => migrateToLatest(db as Kysely<any>, family, { d1: ctx.d1 !== undefined }));
+      // D1 rejects BEGIN: its migrations run as batches on the binding (the D1 storage's runner).
+      const d1 = ctx.d1;
+      await ctx.run("migrate", () => (d1 !== undefined ? migrateD1(createD1Context(d1)) : migrateToLatest(db as Kysely<any>, family)));
     },
 
     close() {

@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type * as z from "zod/mini";
 import { json, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../context.js";
 import { AccountPageSchema, AccountViewSchema, parseAccountListQuery } from "../schemas/accounts.js";

@@ -3,7 +3,7 @@
  * output, draft 2020-12, the dialect OpenAPI 3.1 uses) and the operation list in
  * `schemas/operations.ts`. Nothing here describes a body by hand.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import { json, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../context.js";
 import { NARROWED_ERRORS } from "../schemas/errors.js";
@@ -42,8 +42,8 @@ function strip(schema: Json): Json {
 }
 
 /** The named schemas, one registry per side (request bodies describe inputs, responses outputs). */
-function components(): { schemas: Json; refs: Map<z.ZodType, string> } {
-  const refs = new Map<z.ZodType, string>();
+function components(): { schemas: Json; refs: Map<z.core.$ZodType, string> } {
+  const refs = new Map<z.core.$ZodType, string>();
   const schemas: Json = {};
   for (const io of ["input", "output"] as const) {
     const registry = z.registry<{ id: string }>();
@@ -58,7 +58,7 @@ function components(): { schemas: Json; refs: Map<z.ZodType, string> } {
   return { schemas, refs };
 }
 
-function schemaOf(schema: z.ZodType, io: "input" | "output", refs: Map<z.ZodType, string>): Json {
+function schemaOf(schema: z.core.$ZodType, io: "input" | "output", refs: Map<z.core.$ZodType, string>): Json {
   const ref = refs.get(schema);
   if (ref) return { $ref: ref };
   const inline = strip(z.toJSONSchema(schema, jsonSchemaParams(io)) as Json);
@@ -66,18 +66,18 @@ function schemaOf(schema: z.ZodType, io: "input" | "output", refs: Map<z.ZodType
   return base ? { allOf: [{ $ref: `#/components/schemas/${base}` }, inline] } : inline;
 }
 
-function parameters(shape: z.ZodObject | undefined, where: "query" | "path", refs: Map<z.ZodType, string>): Json[] {
+function parameters(shape: z.ZodMiniObject | undefined, where: "query" | "path", refs: Map<z.core.$ZodType, string>): Json[] {
   if (!shape) return [];
-  return Object.entries(shape.shape as Record<string, z.ZodType>).map(([name, member]) => {
+  return Object.entries(shape.shape as Record<string, z.core.$ZodType>).map(([name, member]) => {
     const schema = schemaOf(member, "output", refs);
     const { description, ...rest } = schema;
     // A parameter with a default may be left out.
-    const optional = where === "query" && ("default" in rest || member.safeParse(undefined).success);
+    const optional = where === "query" && ("default" in rest || z.safeParse(member, undefined).success);
     return { name, in: where, required: !optional, ...(description ? { description } : {}), schema: rest };
   });
 }
 
-function response(r: OperationResponse, refs: Map<z.ZodType, string>): Json {
+function response(r: OperationResponse, refs: Map<z.core.$ZodType, string>): Json {
   const content = r.content ?? (r.body ? { [r.contentType ?? "application/json"]: r.body } : undefined);
   return {
     description: r.description,
@@ -105,7 +105,7 @@ function security(s: OperationSecurity): Json[] {
   }
 }
 
-function operation(op: Operation, refs: Map<z.ZodType, string>): Json {
+function operation(op: Operation, refs: Map<z.core.$ZodType, string>): Json {
   const params = [...parameters(op.pathParams, "path", refs), ...parameters(op.query, "query", refs)];
   const scopesNote = op.security.kind === "bearer" && op.security.scopes.length > 0 ? ` Needs an access token with one of the scopes: ${op.security.scopes.join(", ")}.` : "";
   return {

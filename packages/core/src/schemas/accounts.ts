@@ -1,42 +1,40 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
+import { meta } from "./meta.js";
 
 /** An account as the API shows it: never a password or its hash. */
-export const AccountViewSchema = z
-  .object({
-    id: z.string().meta({ description: "Stable account id." }),
+export const AccountViewSchema = meta(
+  z.object({
+    id: meta(z.string(), { description: "Stable account id." }),
     username: z.string(),
-    displayName: z.string().nullable(),
-    email: z.string().nullable(),
+    displayName: z.nullable(z.string()),
+    email: z.nullable(z.string()),
     roles: z.array(z.string()),
     enabled: z.boolean(),
-    createdAt: z.string().meta({ format: "date-time", description: "ISO 8601, UTC." }),
-  })
-  .meta({ description: "An account (a user of the password grant)." });
+    createdAt: meta(z.string(), { format: "date-time", description: "ISO 8601, UTC." }),
+  }),
+  { description: "An account (a user of the password grant)." },
+);
 
 /** The body of GetAccountList. */
-export const AccountPageSchema = z
-  .object({
+export const AccountPageSchema = meta(
+  z.object({
     accounts: z.array(AccountViewSchema),
-    page: z.int().min(1),
-    pageSize: z.int().min(1),
-    total: z.int().min(0).meta({ description: "How many accounts there are in all." }),
-    totalPages: z.int().min(0).meta({ description: "ceil(total / pageSize); a page past it is empty." }),
-  })
-  .meta({ description: "One page of accounts, in creation order (oldest first)." });
+    page: z.int().check(z.minimum(1)),
+    pageSize: z.int().check(z.minimum(1)),
+    total: meta(z.int().check(z.minimum(0)), { description: "How many accounts there are in all." }),
+    totalPages: meta(z.int().check(z.minimum(0)), { description: "ceil(total / pageSize); a page past it is empty." }),
+  }),
+  { description: "One page of accounts, in creation order (oldest first)." },
+);
 
 const MAX_PAGE = 2_147_483_647;
 
 /** A positive decimal integer query parameter, at most once, no sign, no leading zero, at most `max`. */
 function intParam(name: string, max: number, fallback: number, description: string) {
   const message = `${name} must be an integer from 1 to ${max}.`;
-  return z
-    .string({ error: (issue) => (Array.isArray(issue.input) ? `${name} must be given at most once.` : message) })
-    .regex(/^[1-9]\d{0,9}$/, message)
-    .transform(Number)
-    .pipe(z.int().min(1).max(max, message))
-    .default(fallback)
-    .meta({ description });
+  const digits = z.string({ error: (issue) => (Array.isArray(issue.input) ? `${name} must be given at most once.` : message) }).check(z.regex(/^[1-9]\d{0,9}$/, message));
+  return meta(z._default(z.pipe(z.pipe(digits, z.transform(Number)), z.int().check(z.minimum(1), z.maximum(max, message))), fallback), { description });
 }
 
 /**

@@ -1,5 +1,6 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { ApiErrorCode, type ApiErrorNumber, type OAuthErrorCode } from "../errors/index.js";
+import { meta } from "./meta.js";
 
 /**
  * Error bodies narrowed to some codes -> the component they narrow. The document writes them as
@@ -7,7 +8,7 @@ import { ApiErrorCode, type ApiErrorNumber, type OAuthErrorCode } from "../error
  * Module-level on purpose: it is keyed by schema, filled as the (module-level) schemas are
  * defined, and the same for every app; it is not a per-app cache, which would live on the context.
  */
-export const NARROWED_ERRORS = new WeakMap<z.ZodType, "Error" | "OAuthError">();
+export const NARROWED_ERRORS = new WeakMap<z.core.$ZodType, "Error" | "OAuthError">();
 
 /**
  * The API error body `{error: int32, message}` (the spec's Error schema). `codes` narrows `error`
@@ -18,14 +19,17 @@ export const NARROWED_ERRORS = new WeakMap<z.ZodType, "Error" | "OAuthError">();
  */
 export function apiErrorBody(codes: readonly ApiErrorNumber[] = Object.values(ApiErrorCode)) {
   const sorted = [...new Set(codes)].sort((a, b) => a - b);
-  const schema = z
-    .object({
-      error: z
-        .literal(sorted as [ApiErrorNumber, ...ApiErrorNumber[]])
-        .meta({ type: "integer", format: "int32", description: "Which cause; see the README's error table." }),
-      message: z.string().meta({ description: "A human-readable description; never contains secrets." }),
-    })
-    .meta({ description: "An API error." });
+  const schema = meta(
+    z.object({
+      error: meta(z.literal(sorted as [ApiErrorNumber, ...ApiErrorNumber[]]), {
+        type: "integer",
+        format: "int32",
+        description: "Which cause; see the README's error table.",
+      }),
+      message: meta(z.string(), { description: "A human-readable description; never contains secrets." }),
+    }),
+    { description: "An API error." },
+  );
   NARROWED_ERRORS.set(schema, "Error");
   return schema;
 }
@@ -53,12 +57,13 @@ export const OAUTH_ERROR_CODES = [
  * oauthErrorBody(["invalid_client"]);
  */
 export function oauthErrorBody(codes: readonly OAuthErrorCode[] = OAUTH_ERROR_CODES) {
-  const schema = z
-    .object({
+  const schema = meta(
+    z.object({
       error: z.enum(codes as [OAuthErrorCode, ...OAuthErrorCode[]]),
-      error_description: z.string().meta({ description: "Human-readable ASCII text (RFC 6749 §5.2)." }),
-    })
-    .meta({ description: "An OAuth 2.0 error (RFC 6749 §5.2)." });
+      error_description: meta(z.string(), { description: "Human-readable ASCII text (RFC 6749 §5.2)." }),
+    }),
+    { description: "An OAuth 2.0 error (RFC 6749 §5.2)." },
+  );
   NARROWED_ERRORS.set(schema, "OAuthError");
   return schema;
 }

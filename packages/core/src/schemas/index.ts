@@ -5,3 +5,4 @@ export * from "./int64.js";
 export * from "./oauth.js";
 export * from "./operations.js";
 export * from "./plants.js";
+export * from "./meta.js";

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { ApiErrorCode } from "../errors/index.js";
 import { JsonNumber } from "../util/json.js";
 
@@ -9,11 +9,11 @@ export const INT64_MAX = 2n ** 63n - 1n;
 /**
  * Definitions of the schemas whose JSON Schema is `{type: integer, format: int64, minimum, maximum}`.
  * zod has no JSON Schema for a JsonNumber (a custom class) or a bigint, so the OpenAPI generator
- * looks them up here. Keyed by definition because `.meta()` clones a schema but keeps its definition.
+ * looks them up here. Keyed by definition because `meta()` (meta.ts) clones a schema but keeps its definition.
  */
 const INT64_DEFS = new WeakSet<object>();
 
-/** Whether `schema` is one of the int64 schemas below (or a `.meta()` copy of one). */
+/** Whether `schema` is one of the int64 schemas below (or a `meta()` copy of one). */
 export function isInt64Schema(schema: z.core.$ZodType): boolean {
   return INT64_DEFS.has(schema._zod.def);
 }
@@ -46,21 +46,23 @@ export function jsonInt64(field: string) {
     z.instanceof(JsonNumber, { error: (issue) => (issue.input == null ? `${field} is required.` : `${field} must be an integer.`) }),
   );
   // abort: a fraction or an exponent must not reach BigInt() below.
-  const integer = mark(present.refine((n) => n.isInteger, { message: `${field} must be an integer.`, abort: true, params: { code: ApiErrorCode.wrongType } }));
+  const integer = mark(present.check(z.refine((n) => n.isInteger, { message: `${field} must be an integer.`, abort: true, params: { code: ApiErrorCode.wrongType } })));
   return mark(
-    integer.refine(
-      (n) => {
-        const v = BigInt(n.raw);
-        return v >= INT64_MIN && v <= INT64_MAX;
-      },
-      { message: `${field} must be a signed 64-bit integer.`, params: { code: ApiErrorCode.outOfRange } },
+    integer.check(
+      z.refine(
+        (n) => {
+          const v = BigInt(n.raw);
+          return v >= INT64_MIN && v <= INT64_MAX;
+        },
+        { message: `${field} must be a signed 64-bit integer.`, params: { code: ApiErrorCode.outOfRange } },
+      ),
     ),
   );
 }
 
 /** An int64 held as a bigint (what handlers return), for response schemas. */
 export function bigintInt64() {
-  return mark(mark(mark(z.bigint()).min(INT64_MIN)).max(INT64_MAX));
+  return mark(mark(mark(z.bigint()).check(z.minimum(INT64_MIN))).check(z.maximum(INT64_MAX)));
 }
 
 /** Each refinement is a schema of its own, and zod describes every step: mark them all. */

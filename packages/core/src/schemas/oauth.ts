@@ -1,41 +1,46 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { GrantType } from "../storage/types.js";
+import { meta } from "./meta.js";
 
-const scope = z.string().optional().meta({
+const scope = meta(z.optional(z.string()), {
   description: "Space-separated scopes. Omitted: the client's allowed scopes minus offline_access.",
   examples: ["Platform_UserAPIs"],
 });
 // client_secret_post (RFC 6749 §2.3.1); with client_secret_basic both are left out.
-const clientId = z.string().optional().meta({ description: "client_secret_post only: the client id (never together with HTTP Basic)." });
-const clientSecret = z.string().optional().meta({ description: "client_secret_post only: the client secret." });
+const clientId = meta(z.optional(z.string()), { description: "client_secret_post only: the client id (never together with HTTP Basic)." });
+const clientSecret = meta(z.optional(z.string()), { description: "client_secret_post only: the client secret." });
 
 /** The token request of each grant (`application/x-www-form-urlencoded`, RFC 6749 §4.3.2, §4.4.2, §6). */
 export const TOKEN_REQUESTS = {
-  client_credentials: z
-    .object({ grant_type: z.literal("client_credentials"), scope, client_id: clientId, client_secret: clientSecret })
-    .meta({ title: "client_credentials", description: "RFC 6749 §4.4: a token for the client itself; never a refresh token." }),
-  password: z
-    .object({
+  client_credentials: meta(z.object({ grant_type: z.literal("client_credentials"), scope, client_id: clientId, client_secret: clientSecret }), {
+    title: "client_credentials",
+    description: "RFC 6749 §4.4: a token for the client itself; never a refresh token.",
+  }),
+  password: meta(
+    z.object({
       grant_type: z.literal("password"),
       username: z.string(),
-      password: z.string().meta({ format: "password" }),
+      password: meta(z.string(), { format: "password" }),
       scope,
       client_id: clientId,
       client_secret: clientSecret,
-    })
-    .meta({
+    }),
+    {
       title: "password",
       description: "RFC 6749 §4.3 (legacy, RFC 9700 §2.4): a token for a user; add offline_access to the scope for a refresh token.",
-    }),
-  refresh_token: z
-    .object({ grant_type: z.literal("refresh_token"), refresh_token: z.string(), scope, client_id: clientId, client_secret: clientSecret })
-    .meta({ title: "refresh_token", description: "RFC 6749 §6: rotates the refresh token; a spent one revokes its family." }),
-} satisfies Record<GrantType, z.ZodObject>;
+    },
+  ),
+  refresh_token: meta(z.object({ grant_type: z.literal("refresh_token"), refresh_token: z.string(), scope, client_id: clientId, client_secret: clientSecret }), {
+    title: "refresh_token",
+    description: "RFC 6749 §6: rotates the refresh token; a spent one revokes its family.",
+  }),
+} satisfies Record<GrantType, z.ZodMiniObject>;
 
 /** The token request body: one of the grants, told apart by `grant_type`. */
-export const TokenRequestSchema = z
-  .discriminatedUnion("grant_type", [TOKEN_REQUESTS.client_credentials, TOKEN_REQUESTS.password, TOKEN_REQUESTS.refresh_token])
-  .meta({ description: "A token request. Every parameter at most once; the client authenticates with HTTP Basic or client_secret_post." });
+export const TokenRequestSchema = meta(
+  z.discriminatedUnion("grant_type", [TOKEN_REQUESTS.client_credentials, TOKEN_REQUESTS.password, TOKEN_REQUESTS.refresh_token]),
+  { description: "A token request. Every parameter at most once; the client authenticates with HTTP Basic or client_secret_post." },
+);
 
 /**
  * The parameters a grant requires besides `grant_type`, read off its schema, in schema order.
@@ -45,91 +50,93 @@ export const TokenRequestSchema = z
  * requiredParameters("password"); // ["username", "password"]
  */
 export function requiredParameters(grantType: GrantType): string[] {
-  const shape = TOKEN_REQUESTS[grantType].shape as Record<string, z.ZodType>;
-  return Object.keys(shape).filter((name) => name !== "grant_type" && !shape[name]!.safeParse(undefined).success);
+  const shape = TOKEN_REQUESTS[grantType].shape as Record<string, z.core.$ZodType>;
+  return Object.keys(shape).filter((name) => name !== "grant_type" && !z.safeParse(shape[name]!, undefined).success);
 }
 
 /** The RFC 6749 §5.1 success body. */
-export const TokenResponseSchema = z
-  .object({
-    access_token: z.string().meta({ description: "A JWT access token (RFC 9068)." }),
+export const TokenResponseSchema = meta(
+  z.object({
+    access_token: meta(z.string(), { description: "A JWT access token (RFC 9068)." }),
     token_type: z.literal("Bearer"),
-    expires_in: z.int().min(1).meta({ description: "Seconds until the access token expires." }),
-    scope: z.string().meta({ description: "The granted scopes, space-separated." }),
-    refresh_token: z.string().optional().meta({ description: "Only for the password grant with offline_access, and on refresh." }),
-  })
-  .meta({ description: "A successful token response (RFC 6749 §5.1)." });
+    expires_in: meta(z.int().check(z.minimum(1)), { description: "Seconds until the access token expires." }),
+    scope: meta(z.string(), { description: "The granted scopes, space-separated." }),
+    refresh_token: meta(z.optional(z.string()), { description: "Only for the password grant with offline_access, and on refresh." }),
+  }),
+  { description: "A successful token response (RFC 6749 §5.1)." },
+);
 
 /** A public JWK Set (RFC 7517 §5): public members only. */
-export const JwksSchema = z
-  .object({
+export const JwksSchema = meta(
+  z.object({
     keys: z.array(
-      z
-        .object({
+      meta(
+        z.object({
           kty: z.string(),
           kid: z.string(),
-          alg: z.string().optional(),
-          use: z.string().optional(),
-          crv: z.string().optional(),
-          x: z.string().optional(),
-          y: z.string().optional(),
-          n: z.string().optional(),
-          e: z.string().optional(),
-        })
-        .meta({ description: "A public JWK; private members (d, p, q, dp, dq, qi, k) never appear." }),
+          alg: z.optional(z.string()),
+          use: z.optional(z.string()),
+          crv: z.optional(z.string()),
+          x: z.optional(z.string()),
+          y: z.optional(z.string()),
+          n: z.optional(z.string()),
+          e: z.optional(z.string()),
+        }),
+        { description: "A public JWK; private members (d, p, q, dp, dq, qi, k) never appear." },
+      ),
     ),
-  })
-  .meta({ description: "The public keys that verify access tokens." });
+  }),
+  { description: "The public keys that verify access tokens." },
+);
 
 /** The RFC 8414 authorization server metadata; members beyond these are allowed (RFC 8414 §2). */
-export const AuthorizationServerMetadataSchema = z
-  .looseObject({
-    issuer: z.string().meta({ format: "uri" }),
-    token_endpoint: z.string().meta({ format: "uri" }),
-    jwks_uri: z.string().meta({ format: "uri" }),
+export const AuthorizationServerMetadataSchema = meta(
+  z.looseObject({
+    issuer: meta(z.string(), { format: "uri" }),
+    token_endpoint: meta(z.string(), { format: "uri" }),
+    jwks_uri: meta(z.string(), { format: "uri" }),
     grant_types_supported: z.array(z.string()),
     token_endpoint_auth_methods_supported: z.array(z.string()),
-    revocation_endpoint: z.string().meta({ format: "uri" }),
+    revocation_endpoint: meta(z.string(), { format: "uri" }),
     revocation_endpoint_auth_methods_supported: z.array(z.string()),
-    introspection_endpoint: z.string().meta({ format: "uri" }),
+    introspection_endpoint: meta(z.string(), { format: "uri" }),
     introspection_endpoint_auth_methods_supported: z.array(z.string()),
     scopes_supported: z.array(z.string()),
     response_types_supported: z.array(z.string()),
-  })
-  .meta({ description: "OAuth 2.0 Authorization Server Metadata (RFC 8414)." });
+  }),
+  { description: "OAuth 2.0 Authorization Server Metadata (RFC 8414)." },
+);
 
 // A string, not an enum: RFC 7009 §2.1 lets the server ignore hints it does not know, and it does.
-const tokenTypeHint = z
-  .string()
-  .optional()
-  .meta({
-    description:
-      "Where to look first (RFC 7009 §2.1, RFC 7662 §2.1). Known values: access_token and refresh_token; any other value is accepted and ignored, and a token not found under the hinted kind is looked for under the other.",
-  });
+const tokenTypeHint = meta(z.optional(z.string()), {
+  description:
+    "Where to look first (RFC 7009 §2.1, RFC 7662 §2.1). Known values: access_token and refresh_token; any other value is accepted and ignored, and a token not found under the hinted kind is looked for under the other.",
+});
 
 /** The RFC 7009 revocation request (`application/x-www-form-urlencoded`). */
-export const RevocationRequestSchema = z
-  .object({ token: z.string(), token_type_hint: tokenTypeHint, client_id: clientId, client_secret: clientSecret })
-  .meta({ description: "A token to revoke (RFC 7009 §2.1)." });
+export const RevocationRequestSchema = meta(z.object({ token: z.string(), token_type_hint: tokenTypeHint, client_id: clientId, client_secret: clientSecret }), {
+  description: "A token to revoke (RFC 7009 §2.1).",
+});
 
 /** The RFC 7662 introspection request (`application/x-www-form-urlencoded`). */
-export const IntrospectionRequestSchema = z
-  .object({ token: z.string(), token_type_hint: tokenTypeHint, client_id: clientId, client_secret: clientSecret })
-  .meta({ description: "A token to introspect (RFC 7662 §2.1)." });
+export const IntrospectionRequestSchema = meta(z.object({ token: z.string(), token_type_hint: tokenTypeHint, client_id: clientId, client_secret: clientSecret }), {
+  description: "A token to introspect (RFC 7662 §2.1).",
+});
 
 /** The RFC 7662 §2.2 response; only `active` when the token is not active. */
-export const IntrospectionResponseSchema = z
-  .looseObject({
+export const IntrospectionResponseSchema = meta(
+  z.looseObject({
     active: z.boolean(),
-    scope: z.string().optional(),
-    client_id: z.string().optional(),
-    username: z.string().optional(),
-    token_type: z.string().optional(),
-    exp: z.int().optional(),
-    iat: z.int().optional(),
-    sub: z.string().optional(),
-    aud: z.string().optional(),
-    iss: z.string().optional(),
-    jti: z.string().optional(),
-  })
-  .meta({ description: "Token introspection (RFC 7662 §2.2); an inactive token is only `{\"active\": false}`." });
+    scope: z.optional(z.string()),
+    client_id: z.optional(z.string()),
+    username: z.optional(z.string()),
+    token_type: z.optional(z.string()),
+    exp: z.optional(z.int()),
+    iat: z.optional(z.int()),
+    sub: z.optional(z.string()),
+    aud: z.optional(z.string()),
+    iss: z.optional(z.string()),
+    jti: z.optional(z.string()),
+  }),
+  { description: "Token introspection (RFC 7662 §2.2); an inactive token is only `{\"active\": false}`." },
+);

@@ -18,7 +18,7 @@
  *   responses: { "200": { description: "Done.", body: ExampleResponseSchema, headers: NO_STORE_HEADERS }, ...clientEndpointErrors() },
  * },
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import { ApiErrorCode, type ApiErrorNumber, type OAuthErrorCode } from "../errors/index.js";
 import type { ProtectedRoute } from "../context.js";
 import { accountListQuery, AccountPageSchema, AccountViewSchema } from "./accounts.js";
@@ -32,6 +32,7 @@ import {
   TokenRequestSchema,
   TokenResponseSchema,
 } from "./oauth.js";
+import { meta } from "./meta.js";
 import { NewPlantSchema, PlantSchema } from "./plants.js";
 
 export const JSON_TYPE = "application/json";
@@ -40,7 +41,7 @@ export const FORM = "application/x-www-form-urlencoded";
 /** A response header worth describing. */
 export interface ResponseHeader {
   description: string;
-  schema: z.ZodType;
+  schema: z.core.$ZodType;
   /** Always present on this response. */
   required?: boolean;
 }
@@ -49,11 +50,11 @@ export interface ResponseHeader {
 export interface OperationResponse {
   description: string;
   /** The body's schema (output side); omitted = no body. */
-  body?: z.ZodType;
+  body?: z.core.$ZodType;
   /** Default `application/json`. */
   contentType?: string;
   /** Instead of `body`/`contentType`: one schema per media type. */
-  content?: Record<string, z.ZodType>;
+  content?: Record<string, z.core.$ZodType>;
   headers?: Record<string, ResponseHeader>;
 }
 
@@ -76,15 +77,15 @@ export interface Operation {
   tags: string[];
   security: OperationSecurity;
   /** Path parameters (`{name}` in `path`): each member of the object is one parameter. */
-  pathParams?: z.ZodObject;
+  pathParams?: z.ZodMiniObject;
   /** Query parameters: each member of the object is one parameter (output side: types, bounds, defaults). */
-  query?: z.ZodObject;
-  requestBody?: { contentType: string; schema: z.ZodType; description?: string };
+  query?: z.ZodMiniObject;
+  requestBody?: { contentType: string; schema: z.core.$ZodType; description?: string };
   responses: Record<string, OperationResponse>;
 }
 
 /** Named schemas: `#/components/schemas/{name}`. `io` says which side of a transform is described. */
-export const COMPONENTS: Record<string, { schema: z.ZodType; io: "input" | "output" }> = {
+export const COMPONENTS: Record<string, { schema: z.core.$ZodType; io: "input" | "output" }> = {
   NewPlant: { schema: NewPlantSchema, io: "input" },
   Plant: { schema: PlantSchema, io: "output" },
   Account: { schema: AccountViewSchema, io: "output" },
@@ -109,13 +110,13 @@ export interface OperationSettings {
   docsAssets: Readonly<Record<string, string>> | null;
 }
 
-const text = (description: string, examples: string[]) => z.string().meta({ examples, description });
+const text = (description: string, examples: string[]) => meta(z.string(), { examples, description });
 
 const NO_STORE_HEADERS: Record<string, ResponseHeader> = {
   "Cache-Control": { description: "Token responses are never cached (RFC 6749 §5.1).", schema: z.literal("no-store"), required: true },
   Pragma: { description: "For HTTP/1.0 caches (RFC 6749 §5.1).", schema: z.literal("no-cache"), required: true },
 };
-const RETRY_AFTER: ResponseHeader = { description: "Seconds to wait before retrying.", schema: z.string().regex(/^\d+$/), required: true };
+const RETRY_AFTER: ResponseHeader = { description: "Seconds to wait before retrying.", schema: z.string().check(z.regex(/^\d+$/)), required: true };
 const BEARER_CHALLENGE: ResponseHeader = {
   description: "RFC 6750 §3: `Bearer realm=\"plantgate\"`, with `error=\"invalid_token\"` when a token was sent.",
   schema: text("The challenge.", ['Bearer realm="plantgate", error="invalid_token", error_description="The access token is invalid or expired."']),
@@ -349,7 +350,7 @@ export function createOperations(settings: OperationSettings): Operation[] {
             },
             Vary: { description: "`Host` when no base URL is configured (then the document depends on it); absent otherwise.", schema: z.literal("Host") },
           },
-          body: z.looseObject({ openapi: z.literal("3.1.0") }).meta({ description: "An OpenAPI 3.1 document." }),
+          body: meta(z.looseObject({ openapi: z.literal("3.1.0") }), { description: "An OpenAPI 3.1 document." }),
         },
       },
     },

@@ -1,8 +1,9 @@
-import * as z from "zod";
+import * as z from "zod/mini";
 import { ApiError, ApiErrorCode, type ApiErrorNumber } from "../errors/index.js";
 import { JsonNumber, type JsonValue } from "../util/json.js";
 import type { PlantRecord } from "../storage/types.js";
 import { bigintInt64, jsonInt64 } from "./int64.js";
+import { meta } from "./meta.js";
 
 /** Longest `name` and `tag`, in Unicode code points (as JSON Schema's maxLength counts, so the OpenAPI document states the same limit). */
 export const MAX_PLANT_TEXT = 256;
@@ -23,39 +24,39 @@ const tagLength = `tag must be at most ${MAX_PLANT_TEXT} characters.`;
  * Members other than these are ignored and not stored. Checks run in the order the error table
  * documents; the first failing one is the answer (see {@link newPlantFromBody}).
  */
-export const NewPlantSchema = z
-  .preprocess(
+export const NewPlantSchema = meta(
+  z.pipe(
     // The parser's JsonNumber is a JSON number that is an object only to JavaScript.
-    (v) => (v instanceof JsonNumber ? v.raw : v),
+    z.transform((v: unknown) => (v instanceof JsonNumber ? v.raw : v)),
     z.object(
       {
-        id: jsonInt64("id").meta({ description: "The plant's id, a signed 64-bit integer; it round-trips exactly.", examples: [10] }),
-        name: z
-          .string({ error: (issue) => (issue.input == null ? "name is required." : "name must be a string.") })
-          .min(1, nameLength)
-          .max(MAX_PLANT_TEXT, nameLength)
-          .refine(...storable("name"))
-          .meta({ examples: ["Monstera"] }),
-        tag: z
-          .string({ error: "tag must be a string." })
-          .refine(...storable("tag"))
-          .max(MAX_PLANT_TEXT, tagLength)
-          .nullish()
-          .meta({ description: "An optional tag; null is the same as absent.", examples: ["indoor"] }),
+        id: meta(jsonInt64("id"), { description: "The plant's id, a signed 64-bit integer; it round-trips exactly.", examples: [10] }),
+        name: meta(
+          z
+            .string({ error: (issue) => (issue.input == null ? "name is required." : "name must be a string.") })
+            .check(z.minLength(1, nameLength), z.maxLength(MAX_PLANT_TEXT, nameLength), z.refine(...storable("name"))),
+          { examples: ["Monstera"] },
+        ),
+        tag: meta(z.optional(z.nullable(z.string({ error: "tag must be a string." }).check(z.refine(...storable("tag")), z.maxLength(MAX_PLANT_TEXT, tagLength)))), {
+          description: "An optional tag; null is the same as absent.",
+          examples: ["indoor"],
+        }),
       },
       { error: "The body must be a JSON object." },
     ),
-  )
-  .meta({ description: "A plant to add to the store." });
+  ),
+  { description: "A plant to add to the store." },
+);
 
 /** The body of a successful `POST /plants` (the spec's Plant). */
-export const PlantSchema = z
-  .object({
-    id: bigintInt64().meta({ description: "The plant's id, exactly as sent.", examples: [10] }),
-    name: z.string().min(1).max(MAX_PLANT_TEXT).meta({ examples: ["Monstera"] }),
-    tag: z.string().max(MAX_PLANT_TEXT).optional().meta({ description: "Present when the plant has a tag.", examples: ["indoor"] }),
-  })
-  .meta({ description: "A plant in the store." });
+export const PlantSchema = meta(
+  z.object({
+    id: meta(bigintInt64(), { description: "The plant's id, exactly as sent.", examples: [10] }),
+    name: meta(z.string().check(z.minLength(1), z.maxLength(MAX_PLANT_TEXT)), { examples: ["Monstera"] }),
+    tag: meta(z.optional(z.string().check(z.maxLength(MAX_PLANT_TEXT))), { description: "Present when the plant has a tag.", examples: ["indoor"] }),
+  }),
+  { description: "A plant in the store." },
+);
 
 /**
  * Validates a parsed NewPlant body with {@link NewPlantSchema}; the first issue becomes the

@@ -1,0 +1,167 @@
+import type { AttemptStore, RefreshTokenStore, RevokedTokenStore, SessionStore } from "@plantgate/core";
+import type { Selectable } from "kysely";
+import { isUniqueViolation } from "../errors.js";
+import { attemptRecord, refreshRecord, refreshRow, sessionRecord, sessionRow } from "../rows.js";
+import { TABLES, type AttemptTable, type RefreshTokenTable, type SessionTable } from "../schema.js";
+import { deleteBatch, id, insertRow, type D1Context } from "./context.js";
+
+// The D1 statements of the Kysely stores in ../stores/{refresh-tokens,revoked-tokens,attempts,sessions}.ts.
+
+/** `pg_refresh_tokens` on D1 (see ../stores/refresh-tokens.ts). */
+export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
+  const { run, all, exec, batch, storableKey } = ctx;
+  const table = id(TABLES.refreshTokens);
+  const byHash = async (tokenHash: string) => {
+    const [row] = await all<Selectable<RefreshTokenTable>>(`select * from ${table} where "token_hash" = ?`, tokenHash);
+    return row ? refreshRecord(row) : null;
+  };
+  const revokeWhere = (column: string, value: string, now: number) =>
+    exec(`update ${table} set "revoked_at" = ? where ${id(column)} = ? and "revoked_at" is null`, now, value);
+
+  return {
+    create: (record) =>
+      run("refreshTokens.create", async () => {
+        // Same hash again replaces the record, as the reference implementation does.
+        const row = refreshRow(ctx, record);
+        const insert = insertRow(TABLES.refreshTokens, row);
+        const updates = Object.keys(row)
+          .filter((c) => c !== "token_hash")
+          .map((c) => `${id(c)} = excluded.${id(c)}`);
+        await exec(`${insert.sql} on conflict ("token_hash") do update set ${updates.join(", ")}`, ...insert.params);
+      }),
+    findByHash: (tokenHash) => run("refreshTokens.findByHash", async () => (storableKey(tokenHash) ? byHash(tokenHash) : null)),
+    consume: (tokenHash, now, replacement, replay = null) =>
+      run("refreshTokens.consume", async () => {
+        const row = refreshRow(ctx, replacement);
+        if (replay !== null) ctx.text(replay, "replay");
+        if (!storableKey(tokenHash)) return false;
+        const columns = Object.keys(row);
+        try {
+          // One batch = one implicit transaction, run serially by D1. The conditional UPDATE is
+          // the arbiter; the INSERT copies the replacement in only if that UPDATE changed exactly
+          // one row (changes() still reports it: the INSERT has not completed yet). A duplicate
+          // replacement hash fails the batch, rolling the UPDATE back too.
+          const [, inserted] = await batch([
+            {
+              sql: `update ${table} set "consumed_at" = ?, "replay" = ? where "token_hash" = ? and "consumed_at" is null and "revoked_at" is null`,
+              params: [now, replay, tokenHash],
+            },
+            {
+              sql: `insert into ${table} (${columns.map(id).join(", ")}) select ${columns.map((c) => `? as ${id(c)}`).join(", ")} where changes() = 1`,
+              params: Object.values(row),
+            },
+          ]);
+          return inserted === 1;
+        } catch (e) {
+          // The replacement's hash already exists: the batch rolled back, nothing changed.
+          if (isUniqueViolation(e)) return false;
+          throw e;
+        }
+      }),
+    graceUse: (tokenHash, consumedAfter, maxUses) =>
+      run("refreshTokens.graceUse", async () => {
+        if (!storableKey(tokenHash)) return null;
+        // One statement: the conditional UPDATE counts and RETURNING hands back that very row.
+        const [row] = await all<Selectable<RefreshTokenTable>>(
+          `update ${table} set "grace_uses" = grace_uses + 1 where "token_hash" = ? and "consumed_at" > ? and "revoked_at" is null and "replay" is not null and "grace_uses" < ? returning *`,
+          tokenHash,
+          consumedAfter,
+          maxUses,
+        );
+        return row ? refreshRecord(row) : null;
+      }),
+    revokeFamily: (familyId, now) =>
+      run("refreshTokens.revokeFamily", async () => {
+        if (storableKey(familyId)) await revokeWhere("family_id", familyId, now);
+      }),
+    revokeByAccount: (accountId, now) =>
+      run("refreshTokens.revokeByAccount", async () => {
+        if (storableKey(accountId)) await revokeWhere("account_id", accountId, now);
+      }),
+    deleteExpired: (now, limit) =>
+      run("refreshTokens.deleteExpired", async () => {
+        // Two rules, one statement each (each an index range): the whole family past its absolute
+        // expiry; an unconsumed token past its sliding expiry.
+        const familyGone = await deleteBatch(ctx, TABLES.refreshTokens, "token_hash", `"family_expires_at" <= ?`, [now], limit);
+        if (limit !== undefined && familyGone >= limit) return familyGone;
+        const rest = limit === undefined ? undefined : limit - familyGone;
+        return familyGone + (await deleteBatch(ctx, TABLES.refreshTokens, "token_hash", `("consumed_at" is null and "expires_at" <= ?)`, [now], rest));
+      }),
+  };
+}
+
+/** `pg_revoked_tokens` on D1 (see ../stores/revoked-tokens.ts). */
+export function d1RevokedTokenStore(ctx: D1Context): RevokedTokenStore {
+  const { run, all, exec, storableKey, text } = ctx;
+  const table = id(TABLES.revokedTokens);
+  return {
+    add: (jti, expiresAt) =>
+      run("revokedTokens.add", async () => {
+        // Idempotent and keeps the first expiry.
+        await exec(`insert into ${table} ("jti", "expires_at") values (?, ?) on conflict ("jti") do nothing`, text(jti, "jti"), expiresAt);
+      }),
+    has: (jti) => run("revokedTokens.has", async () => storableKey(jti) && (await all(`select "jti" from ${table} where "jti" = ?`, jti)).length > 0),
+    deleteExpired: (now, limit) => run("revokedTokens.deleteExpired", () => deleteBatch(ctx, TABLES.revokedTokens, "jti", `"expires_at" <= ?`, [now], limit)),
+  };
+}
+
+/** `pg_attempts` on D1 (see ../stores/attempts.ts). */
+export function d1AttemptStore(ctx: D1Context): AttemptStore {
+  const { run, all, exec, storableKey, text } = ctx;
+  const table = id(TABLES.attempts);
+  const windowStart = `${table}."window_start"`;
+  return {
+    increment: (key, now, windowMs) =>
+      run("attempts.increment", async () => {
+        const attemptKey = text(key, "key");
+        // A window that started at or before this instant is over: the failure opens a new one.
+        // One upsert with RETURNING; D1's single writer makes each call see the previous count.
+        const expiredBefore = now - windowMs;
+        const [row] = await all<Selectable<AttemptTable>>(
+          `insert into ${table} ("attempt_key", "count", "window_start") values (?, 1, ?) on conflict ("attempt_key") do update set ` +
+            `"count" = case when ${windowStart} <= ? then 1 else ${table}."count" + 1 end, ` +
+            `"window_start" = case when ${windowStart} <= ? then ? else ${windowStart} end returning *`,
+          attemptKey,
+          now,
+          expiredBefore,
+          expiredBefore,
+          now,
+        );
+        if (row === undefined) throw new Error("the upsert of pg_attempts returned no row");
+        return attemptRecord(row);
+      }),
+    get: (key) =>
+      run("attempts.get", async () => {
+        if (!storableKey(key)) return null;
+        const [row] = await all<Selectable<AttemptTable>>(`select * from ${table} where "attempt_key" = ?`, key);
+        return row ? attemptRecord(row) : null;
+      }),
+    reset: (key) =>
+      run("attempts.reset", async () => {
+        if (storableKey(key)) await exec(`delete from ${table} where "attempt_key" = ?`, key);
+      }),
+    deleteExpired: (before, limit) => run("attempts.deleteExpired", () => deleteBatch(ctx, TABLES.attempts, "attempt_key", `"window_start" <= ?`, [before], limit)),
+  };
+}
+
+/** `pg_sessions` on D1 (see ../stores/sessions.ts). */
+export function d1SessionStore(ctx: D1Context): SessionStore {
+  const { run, all, exec, storableKey, insertOrFalse } = ctx;
+  const table = id(TABLES.sessions);
+  return {
+    create: (record) =>
+      run("sessions.create", async () => {
+        const insert = insertRow(TABLES.sessions, sessionRow(ctx, record));
+        return insertOrFalse(() => exec(insert.sql, ...insert.params));
+      }),
+    get: (idHash) =>
+      run("sessions.get", async () => {
+        if (!storableKey(idHash)) return null;
+        const [row] = await all<Selectable<SessionTable>>(`select * from ${table} where "id_hash" = ?`, idHash);
+        return row ? sessionRecord(row) : null;
+      }),
+    delete: (idHash) => run("sessions.delete", async () => storableKey(idHash) && (await exec(`delete from ${table} where "id_hash" = ?`, idHash)) > 0),
+    deleteByAccount: (accountId) => run("sessions.deleteByAccount", async () => (storableKey(accountId) ? exec(`delete from ${table} where "account_id" = ?`, accountId) : 0)),
+    deleteExpired: (now, limit) => run("sessions.deleteExpired", () => deleteBatch(ctx, TABLES.sessions, "id_hash", `"expires_at" <= ?`, [now], limit)),
+  };
+}
