@@ -511,7 +511,7 @@
   function eventDetails(e) {
     return Object.entries(e)
       .filter(([k]) => !EVENT_COLUMNS.has(k))
-      .map(([k, v]) => k + ": " + (Array.isArray(v) ? v.join(" ") : v === null ? "—" : String(v)))
+      .map(([k, v]) => k + ": " + (Array.isArray(v) ? v.join(" ") : v === null ? "—" : typeof v === "number" && /_at$|_until$/.test(k) ? when(new Date(v).toISOString()) : String(v)))
       .join("; ");
   }
 
