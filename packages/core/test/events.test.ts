@@ -89,6 +89,14 @@ describe("security events", () => {
       { type: "token.refreshed", client_id: "app-1", account_id: account.id, family_id: familyId, scope: "Platform_UserAPIs offline_access", replay: true, client_ip: IP },
     ]);
 
+    // A replay for a narrower scope gets a fresh access token, of the same family.
+    h.clock.advance(1000);
+    expect((await token(h, { grant_type: "refresh_token", refresh_token: first.refresh_token, scope: "Platform_UserAPIs" })).status).toBe(200);
+    expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
+      expect.objectContaining({ type: "token.issued", grant_type: "refresh_token", subject: account.id, scope: "Platform_UserAPIs", family_id: familyId }),
+      { type: "token.refreshed", client_id: "app-1", account_id: account.id, family_id: familyId, scope: "Platform_UserAPIs", replay: true, client_ip: IP },
+    ]);
+
     // After the window: reuse, the family is revoked.
     h.clock.advance(60_000);
     expect((await token(h, { grant_type: "refresh_token", refresh_token: first.refresh_token })).status).toBe(400);

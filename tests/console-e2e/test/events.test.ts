@@ -107,7 +107,7 @@ const name = present
     expect(first.slice(1)).toEqual(["account.login_failed", CLIENT.id, ADMIN.username, "127.0.0.1", "reason: invalid_password; source: password_grant"]);
     expect(await page.locator("#events-page-info").textContent()).toBe("Page 1");
     expect(await page.locator("#events-newer").isDisabled()).toBe(true);
-    await page.screenshot({ path: `${SHOTS}/console-security-events.png`, fullPage: true });
+    await page.screenshot({ path: `${SHOTS}/console-security-events.png` });
   });
 
   it("pages to older events and back", async () => {
