@@ -43,10 +43,12 @@ export interface PlantgateWorkerEnv {
   PLANTGATE_BOOTSTRAP_CLIENT_SECRET?: string;
   PLANTGATE_BOOTSTRAP_USERNAME?: string;
   PLANTGATE_BOOTSTRAP_PASSWORD?: string;
+  PLANTGATE_AUDIT?: string;
+  PLANTGATE_AUDIT_RETENTION_DAYS?: string;
   [binding: string]: unknown;
 }
 
-/** The part of the Workers `ExecutionContext` this entry accepts (it uses none of it). */
+/** The part of the Workers `ExecutionContext` this entry uses: security events are delivered through `waitUntil`. */
 export interface WorkerExecutionContext {
   waitUntil(promise: Promise<unknown>): void;
 }
@@ -100,7 +102,10 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
   const { d1Binding = "DB", migrate = true, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, ...rest } = options;
   const database = env[d1Binding];
   if (!isD1(database)) throw new Error(`plantgate: env.${d1Binding} is not a D1 binding; add a [[d1_databases]] binding named ${d1Binding}`);
-  const storage = createD1Storage(database);
+  // The audit trail is kept unless PLANTGATE_AUDIT=0 (as the Node examples do).
+  const audit = env.PLANTGATE_AUDIT === undefined || env.PLANTGATE_AUDIT === "" || env.PLANTGATE_AUDIT === "1";
+  if (!audit && env.PLANTGATE_AUDIT !== "0") throw new Error("plantgate: PLANTGATE_AUDIT must be 1 (keep security events) or 0");
+  const storage = createD1Storage(database, { audit });
   if (migrate) await storage.migrate();
   const vars = stringEntries(env);
   const fromEnv = optionsFromEnv(vars);
@@ -151,7 +156,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     }
     return instance;
   };
-  const answer = async (request: Request, env: PlantgateWorkerEnv): Promise<Response> => {
+  const answer = async (request: Request, env: PlantgateWorkerEnv, executionCtx: WorkerExecutionContext | undefined): Promise<Response> => {
     let app: Plantgate;
     try {
       app = await instanceFor(env);
@@ -165,7 +170,10 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     // Cloudflare sets CF-Connecting-IP itself (a client cannot forge it on a Worker), so it plays
     // the socket address; forwarded headers still count only from configured trustedProxies.
     const clientIp = request.headers.get("cf-connecting-ip");
-    return app.fetch(request, clientIp !== null ? { clientIp } : {});
+    const response = await app.fetch(request, clientIp !== null ? { clientIp } : {});
+    // The onEvent hook and the audit store run after the answer; the isolate must not stop them.
+    executionCtx?.waitUntil(app.flushEvents());
+    return response;
   };
   return {
     async scheduled(controller, env) {
@@ -177,12 +185,12 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
         throw error;
       }
     },
-    async fetch(request, env) {
-      if (request.body === null) return answer(request, env);
+    async fetch(request, env, executionCtx) {
+      if (request.body === null) return answer(request, env, executionCtx);
       const upload = readUploadToEnd(request.body, discardBytes, discardMs);
       try {
         // duplex: a stream body needs it outside workerd (Node's undici), workerd ignores it.
-        return await answer(new Request(request, { body: upload.body, duplex: "half" } as RequestInit), env);
+        return await answer(new Request(request, { body: upload.body, duplex: "half" } as RequestInit), env, executionCtx);
       } finally {
         await upload.finish();
       }

@@ -4,6 +4,7 @@
  * may import it without pulling in the HTTP layer or the option resolver (`options.ts` builds it).
  */
 import type { RandomBytes } from "./crypto/index.js";
+import type { EventSink } from "./events/emitter.js";
 import type { KeyEncryption } from "./crypto/key-encryption.js";
 import type { JwsSigner } from "./crypto/provider.js";
 import type { ServedPage } from "./pages/static-page.js";
@@ -70,6 +71,8 @@ export interface Context {
   passwordHashIterations: number;
   /** See `PlantgateOptions.maxConcurrentPasswordChecks`. */
   maxConcurrentPasswordChecks: number;
+  /** Password checks running now in this instance (the cap above counts them). */
+  passwordChecks: { inFlight: number };
   clock: () => number;
   random: RandomBytes;
   /** SHA-256 of a UTF-8 string, base64url (see the `crypto` option). */
@@ -77,6 +80,10 @@ export interface Context {
   /** The host's JWS signer, if it lent one (see the `crypto` option). */
   sign: JwsSigner | undefined;
   logger: Logger;
+  /** Security events (the `onEvent` hook and the audit store); `emit` never blocks or throws. */
+  events: EventSink;
+  /** How long the audit store keeps events, in ms (see `auditRetentionDays`). */
+  auditRetentionMs: number;
   /** The longest access-token lifetime in force (server default or any client's), in ms; reads the clients. */
   maxAccessTokenTtlMs: () => Promise<number>;
   /** Form and scope caps. */

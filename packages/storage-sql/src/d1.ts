@@ -1,5 +1,6 @@
 import type { Storage } from "@plantgate/core";
 import type { D1DatabaseLike } from "./batch.js";
+import { d1AuditStore } from "./d1/audit.js";
 import { createD1Context } from "./d1/context.js";
 import { migrateD1 } from "./d1/migrate.js";
 import { d1AccountStore, d1ClientStore, d1PlantStore, d1SigningKeyStore } from "./d1/records.js";
@@ -35,6 +36,8 @@ export interface D1Storage extends Storage {
 export interface CreateD1StorageOptions {
   /** Runs after `close()`; D1 bindings need no closing. */
   onClose?: () => Promise<void>;
+  /** Keep security events in an audit store (see `CreateSqlStorageOptions.audit`). Default false. */
+  audit?: boolean;
 }
 
 /**
@@ -74,5 +77,6 @@ export function createD1Storage(database: D1DatabaseLike, options: CreateD1Stora
     attempts: d1AttemptStore(ctx),
     revokedTokens: d1RevokedTokenStore(ctx),
     sessions: d1SessionStore(ctx),
+    ...(options.audit === true ? { audit: d1AuditStore(ctx) } : {}),
   };
 }

@@ -128,8 +128,17 @@ export function apiError(a: Answer, opts: { head?: boolean } = {}): number {
   return body.error as number;
 }
 
-/** Nothing secret in any log line: no client secret or password of the world, even inside a longer value. */
+/**
+ * Nothing secret in any log line or security event: no client secret or password of the world,
+ * even inside a longer value.
+ */
 export function logsAreClean(world: World): void {
+  for (const line of world.events) {
+    for (const secret of world.secrets) {
+      if (line.includes(secret) || line.includes(encodeURIComponent(secret))) fail(`a secret appeared in a security event: ${line.slice(0, 60)}`);
+    }
+  }
+  world.events.length = 0;
   for (const entry of world.logs) {
     const line = entry.message + entry.context;
     for (const secret of world.secrets) {
@@ -158,7 +167,7 @@ export async function withStoreCheck(
   world.rec.takeWrites();
   const before = await snapshot(world.storage, world.rec.known);
   const answer = await run();
-  const writes = world.rec.takeWrites().filter((w) => w.aggregate !== "attempts").map((w) => `${w.aggregate}.${w.method}`);
+  const writes = world.rec.takeWrites().filter((w) => w.aggregate !== "attempts" && w.aggregate !== "audit").map((w) => `${w.aggregate}.${w.method}`);
   if (rejected(answer)) {
     const expectedChange = expectedChangeFor?.(answer);
     const unexpected = writes.filter((w) => !expectedChange?.writes.includes(w));

@@ -81,6 +81,8 @@ export interface World {
   clients: ClientFixture[];
   accounts: AccountFixture[];
   logs: LogEntry[];
+  /** Every security event (`onEvent`) since the last check, as its JSON line. */
+  events: string[];
   /** Access tokens minted at setup. */
   tokens: {
     cc: string;
@@ -179,7 +181,7 @@ export type WorldOptions = Pick<PlantgateOptions, "bruteForce">;
  */
 export async function createWorld(seed: number, options: WorldOptions = {}): Promise<World> {
   const clock = { now: NOW };
-  const rec = createRecordingStorage(createMemoryStorage());
+  const rec = createRecordingStorage(createMemoryStorage({ audit: true }));
   const logs: LogEntry[] = [];
   setupLogs = logs;
   const logger = {
@@ -187,7 +189,9 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     warn: (message: string, context?: Record<string, unknown>) => void logs.push({ level: "warn", message, context: JSON.stringify(context ?? {}) }),
   };
   const random = seededBytes(seed);
+  const events: string[] = [];
   const common: PlantgateOptions = {
+    onEvent: (event) => void events.push(JSON.stringify(event)),
     storage: rec.storage,
     clock: () => clock.now,
     passwordHashIterations: 1000,
@@ -305,6 +309,7 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     clients: CLIENTS,
     accounts,
     logs,
+    events,
     tokens: { cc: ccToken, alice: aliceToken, noApiScope, expired, otherAudience, revoked: revokedAccess },
     refresh: { consumed, revoked, expired: expiredRefresh, otherClient },
     async liveRefresh() {

@@ -6,8 +6,10 @@ import { isStorableText } from "../api/plants.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
 import { generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
 import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
+import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } from "./events.js";
 
 export type { PruneCounts, PruneOptions } from "./prune.js";
+export type { EventPage, EventQuery } from "./events.js";
 
 /** Input of {@link Admin.createClient}. */
 export interface CreateClientInput {
@@ -102,6 +104,14 @@ export interface Admin {
    * console.log(JSON.stringify(counts)); // {"refreshTokens":42,"sessions":0,...}
    */
   prune(options?: PruneOptions): Promise<PruneCounts>;
+  /**
+   * A page of the audit trail (security events kept by `storage.audit`), newest first. Throws
+   * AdminError when the storage keeps none, or for a bad filter, limit (1-1000) or cursor.
+   *
+   * @example
+   * const { events, next } = await app.admin.listEvents({ type: "account.login_failed", limit: 50 });
+   */
+  listEvents(query?: EventQuery): Promise<EventPage>;
 }
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
@@ -129,8 +139,14 @@ function checkAccountInput(input: CreateAccountInput): void {
   if (input.enabled !== undefined && typeof input.enabled !== "boolean") throw new AdminError("enabled must be true or false");
 }
 
-/** Builds the admin operations over a context. */
-export function createAdmin(ctx: Context): Admin {
+/**
+ * Builds the admin operations over a context. `actor` (the console administrator's username) is
+ * named in the events the operations emit; null for the CLI, provisioning and `app.admin`.
+ */
+export function createAdmin(ctx: Context, by: { actor: string | null } = { actor: null }): Admin {
+  const { actor } = by;
+  const accountEvent = (a: AccountRecord) =>
+    ctx.events.emit({ type: "account.created", account_id: a.id, username: a.username, roles: a.roles, enabled: a.enabled, actor });
   const buildAccount = async (input: CreateAccountInput): Promise<AccountRecord> => {
     checkAccountInput(input);
     return {
@@ -176,6 +192,7 @@ export function createAdmin(ctx: Context): Admin {
         secretUpdatedAt: now,
       };
       if (!(await ctx.storage.clients.create(record))) throw new AdminError(`client ${clientId} already exists`);
+      ctx.events.emit({ type: "client.created", client_id: clientId, name: record.name, grant_types: record.grantTypes, scopes: record.scopes, actor });
       return { client: clientView(record), clientSecret };
     },
     async rotateClientSecret(clientId) {
@@ -183,6 +200,7 @@ export function createAdmin(ctx: Context): Admin {
       if (!(await ctx.storage.clients.updateSecret(clientId, await sha256(clientSecret), ctx.clock()))) {
         throw new AdminError(`client ${clientId} does not exist`);
       }
+      ctx.events.emit({ type: "client.secret_rotated", client_id: clientId, actor });
       return { clientSecret };
     },
     async listClients() {
@@ -191,6 +209,7 @@ export function createAdmin(ctx: Context): Admin {
     async createAccount(input) {
       const record = await buildAccount(input);
       if (!(await ctx.storage.accounts.create(record))) throw new AdminError(`username ${input.username} is taken`);
+      accountEvent(record);
       return accountView(record);
     },
     async ensureClient(clientId, clientSecret) {
@@ -205,6 +224,7 @@ export function createAdmin(ctx: Context): Admin {
     },
     async deleteClient(clientId) {
       if (!(await ctx.storage.clients.delete(clientId))) throw new AdminError(`client ${clientId} does not exist`);
+      ctx.events.emit({ type: "client.deleted", client_id: clientId, actor });
     },
     async importAccounts(inputs) {
       const records: AccountRecord[] = [];
@@ -218,6 +238,7 @@ export function createAdmin(ctx: Context): Admin {
       for (const input of inputs) records.push(await buildAccount(input));
       const conflict = await ctx.storage.accounts.createMany(records);
       if (conflict !== null) throw new AdminError(`record ${conflict + 1}: username ${records[conflict]!.username} is taken`);
+      records.forEach(accountEvent);
       return records.map(accountView);
     },
     async setAccountEnabled(username, enabled) {
@@ -226,6 +247,7 @@ export function createAdmin(ctx: Context): Admin {
         throw new AdminError(`user ${username} does not exist`);
       }
       if (!enabled) await ctx.storage.refreshTokens.revokeByAccount(account.id, ctx.clock());
+      if (account.enabled !== enabled) ctx.events.emit({ type: enabled ? "account.enabled" : "account.disabled", account_id: account.id, username: account.username, actor });
       return accountView({ ...account, enabled });
     },
     async listAccounts() {
@@ -254,6 +276,7 @@ export function createAdmin(ctx: Context): Admin {
       // A key is safe to delete once the key after it has been signing for longer than any token lives.
       const deleted = await pruneKeys(ctx.storage.signingKeys, now, await ctx.maxAccessTokenTtlMs());
       ctx.keyring.invalidate();
+      ctx.events.emit({ type: "signing_key.rotated", kid: record.kid, alg: record.alg, activates_at: activatesAt, immediate: options.now === true, automatic: false, deleted, actor });
       return { kid: record.kid, activatesAt, deleted };
     },
     async listSigningKeys() {
@@ -287,6 +310,17 @@ export function createAdmin(ctx: Context): Admin {
     },
     prune(options) {
       return prune(ctx, options);
+    },
+    async listEvents(query = {}) {
+      let page: EventPage | null;
+      try {
+        page = await listAuditEvents(ctx, query);
+      } catch (e) {
+        if (e instanceof EventQueryError) throw new AdminError(e.message);
+        throw e;
+      }
+      if (!page) throw new AdminError("This storage keeps no audit trail: give it an audit store (the audit: true option of createMemoryStorage, openSqlStorage and createD1Storage).");
+      return page;
     },
   };
 }

@@ -1,7 +1,8 @@
 import type { Context } from "../context.js";
 import { verifyPassword } from "../crypto/index.js";
-import type { AccountRecord } from "../storage/types.js";
 import { TooManyAttemptsError } from "../errors/index.js";
+import type { LoginFailure, LoginSource } from "../events/types.js";
+import type { AccountRecord } from "../storage/types.js";
 import { throttleAddress } from "./client-ip.js";
 import { credentialKeys, type ThrottleKey } from "./throttle.js";
 
@@ -48,8 +49,6 @@ export function passwordClientBudget(clientId: string): PasswordBudget {
   return { key: JSON.stringify(["password-budget", "c", clientId]), factor: PASSWORD_CLIENT_FACTOR, first: false };
 }
 
-const inFlight = new WeakMap<Context, number>();
-
 /**
  * The one username + password check, shared by the password grant and console sign-in: the
  * brute-force counters first, then the PHC hash verified in core (against a dummy hash when the
@@ -71,15 +70,21 @@ export async function checkPassword(
   username: string,
   password: string,
   clientIp: string | undefined,
+  from: { source: LoginSource; clientId: string | null },
   budget?: PasswordBudget,
 ): Promise<AccountRecord | null> {
-  const active = inFlight.get(ctx) ?? 0;
-  if (active >= ctx.maxConcurrentPasswordChecks) throw new TooManyAttemptsError(1, "busy");
-  inFlight.set(ctx, active + 1);
+  const failed = (reason: LoginFailure) =>
+    ctx.events.emit({ type: "account.login_failed", username, reason, source: from.source, client_id: from.clientId, client_ip: clientIp ?? null });
+  const checks = ctx.passwordChecks;
+  if (checks.inFlight >= ctx.maxConcurrentPasswordChecks) {
+    failed("busy");
+    throw new TooManyAttemptsError(1, "busy");
+  }
+  checks.inFlight++;
   try {
-    return await checkPasswordNow(ctx, username, password, clientIp, budget);
+    return await checkPasswordNow(ctx, username, password, clientIp, budget, failed, from.source);
   } finally {
-    inFlight.set(ctx, (inFlight.get(ctx) ?? 1) - 1);
+    checks.inFlight--;
   }
 }
 
@@ -89,14 +94,31 @@ async function checkPasswordNow(
   password: string,
   clientIp: string | undefined,
   budget: PasswordBudget | undefined,
+  failed: (reason: LoginFailure) => void,
+  source: LoginSource,
 ): Promise<AccountRecord | null> {
   const [pair, user] = credentialKeys("password", username, clientIp) as [ThrottleKey, ThrottleKey];
   const keys = budget === undefined ? [pair, user] : budget.first ? [budget, pair, user] : [pair, budget, user];
-  await ctx.throttle.attempt(keys);
+  try {
+    await ctx.throttle.attempt(keys);
+  } catch (e) {
+    if (e instanceof TooManyAttemptsError) {
+      const key = e.lock ? keys[e.lock.keyIndex] : undefined;
+      if (e.lock?.first && key !== undefined) {
+        const lock = key === pair ? "username_address" : key === user ? "username" : source === "console" ? "address_budget" : "client_budget";
+        ctx.events.emit({ type: "account.locked_out", username, lock, source, locked_until: ctx.clock() + e.retryAfter * 1000, client_ip: clientIp ?? null });
+      }
+      failed("throttled");
+    }
+    throw e;
+  }
   const account = await ctx.storage.accounts.findByUsername(username);
   const ok = await verifyPassword(password, account?.passwordHash ?? (await ctx.dummyPasswordHash()));
   // Already counted by attempt(): nothing more to record on failure.
-  if (!account || !ok || !account.enabled) return null;
+  if (!account || !ok || !account.enabled) {
+    failed(!account ? "unknown_username" : !ok ? "invalid_password" : "account_disabled");
+    return null;
+  }
   await ctx.throttle.succeed(keys);
   return account;
 }

@@ -30,7 +30,7 @@ export const passwordGrant: Grant = {
     if (username.length > MAX_CREDENTIAL_LENGTH || password.length > MAX_CREDENTIAL_LENGTH) throw badCredentials();
     // Throttled, counted before the password is looked at (see checkPassword).
     // Plus a per-client budget across usernames (finding 2 of the security review).
-    const account = await checkPassword(ctx, username, password, clientIp, passwordClientBudget(client.clientId));
+    const account = await checkPassword(ctx, username, password, clientIp, { source: "password_grant", clientId: client.clientId }, passwordClientBudget(client.clientId));
     if (!account) throw badCredentials();
     return issueTokens(ctx, urls, {
       client,
@@ -38,6 +38,8 @@ export const passwordGrant: Grant = {
       scope,
       refresh: wantsRefresh ? { kind: "new-family", accountId: account.id, scope } : { kind: "none" },
       now,
+      grantType: "password",
+      clientIp,
     });
   },
 };

@@ -57,5 +57,16 @@ export const D1_MIGRATIONS: readonly D1Migration[] = [
       "alter table \"pg_refresh_tokens\" add column \"replay\" text",
       "alter table \"pg_refresh_tokens\" add column \"grace_uses\" bigint default 0 not null"
     ]
+  ],
+  [
+    "0008_audit_events",
+    [
+      "create table \"pg_audit_events\" (\"id\" text not null primary key, \"type\" text not null, \"time\" bigint not null, \"client_id\" text, \"account_id\" text, \"username\" text, \"data\" text not null)",
+      "create index \"pg_audit_events_time_idx\" on \"pg_audit_events\" (\"time\", \"id\")",
+      "create index \"pg_audit_events_type_idx\" on \"pg_audit_events\" (\"type\", \"time\", \"id\")",
+      "create index \"pg_audit_events_client_id_idx\" on \"pg_audit_events\" (\"client_id\", \"time\", \"id\")",
+      "create index \"pg_audit_events_account_id_idx\" on \"pg_audit_events\" (\"account_id\", \"time\", \"id\")",
+      "create index \"pg_audit_events_username_idx\" on \"pg_audit_events\" (\"username\", \"time\", \"id\")"
+    ]
   ]
 ];

@@ -1,0 +1,52 @@
+import type { AuditRecord, AuditStore } from "@plantgate/core";
+import type { Selectable } from "kysely";
+import { TABLES, type AuditTable } from "../schema.js";
+import { toInt, toNullableText, toText } from "../values.js";
+import { deleteBatch, id, type D1Context } from "./context.js";
+
+const record = (r: Selectable<AuditTable>): AuditRecord => ({
+  id: toText(r.id, "id"),
+  type: toText(r.type, "type"),
+  time: toInt(r.time, "time"),
+  clientId: toNullableText(r.client_id, "client_id"),
+  accountId: toNullableText(r.account_id, "account_id"),
+  username: toNullableText(r.username, "username"),
+  data: toText(r.data, "data"),
+});
+
+/** `pg_audit_events` on D1 (see ../stores/audit.ts): the same statements, written out. */
+export function d1AuditStore(ctx: D1Context): AuditStore {
+  const { run, all, exec, storableKey, text, nullableText } = ctx;
+  const table = id(TABLES.audit);
+  return {
+    append: (r) =>
+      run("audit.append", async () => {
+        // A repeated id changes nothing.
+        await exec(
+          `insert into ${table} ("id", "type", "time", "client_id", "account_id", "username", "data") values (?, ?, ?, ?, ?, ?, ?) on conflict ("id") do nothing`,
+          text(r.id, "id"),
+          text(r.type, "type"),
+          r.time,
+          nullableText(r.clientId, "clientId"),
+          nullableText(r.accountId, "accountId"),
+          nullableText(r.username, "username"),
+          text(r.data, "data"),
+        );
+      }),
+    list: (query) =>
+      run("audit.list", async () => {
+        if (!Number.isSafeInteger(query.limit) || query.limit < 1 || query.limit > 1000) throw new TypeError("audit.list: limit must be 1-1000");
+        for (const v of [query.type, query.clientId, query.account, query.before?.id]) if (v !== undefined && !storableKey(v)) return [];
+        const where: string[] = [];
+        const params: unknown[] = [];
+        if (query.type !== undefined) where.push(`"type" = ?`), params.push(query.type);
+        if (query.clientId !== undefined) where.push(`"client_id" = ?`), params.push(query.clientId);
+        if (query.account !== undefined) where.push(`("account_id" = ? or "username" = ?)`), params.push(query.account, query.account);
+        if (query.before !== undefined) where.push(`("time" < ? or ("time" = ? and "id" < ?))`), params.push(query.before.time, query.before.time, query.before.id);
+        const sql = `select * from ${table}${where.length ? ` where ${where.join(" and ")}` : ""} order by "time" desc, "id" desc limit ?`;
+        const rows = await all<Selectable<AuditTable>>(sql, ...params, query.limit);
+        return rows.map(record);
+      }),
+    deleteExpired: (before, limit) => run("audit.deleteExpired", () => deleteBatch(ctx, TABLES.audit, "id", `"time" <= ?`, [before], limit)),
+  };
+}
