@@ -13,6 +13,7 @@ import type { Throttle } from "./security/throttle.js";
 import type { Storage } from "./storage/types.js";
 import type { Keyring, SigningAlg } from "./tokens/keys.js";
 import type { TokenVerifier } from "./tokens/verified-cache.js";
+import type { Observer, Tracer } from "./telemetry/types.js";
 
 /** Routes whose required scopes can be configured. */
 export type ProtectedRoute = "createPlant" | "listAccounts";
@@ -75,6 +76,10 @@ export interface Context {
   /** The host's JWS signer, if it lent one (see the `crypto` option). */
   sign: JwsSigner | undefined;
   logger: Logger;
+  /** The OpenTelemetry tracer (see the `tracer` option); undefined = no spans. */
+  tracer: Tracer | undefined;
+  /** The request and storage hooks (see the `observer` option). */
+  observer: Observer | undefined;
   /** The longest access-token lifetime in force (server default or any client's), in ms; reads the clients. */
   maxAccessTokenTtlMs: () => Promise<number>;
   /** Form and scope caps. */

@@ -41,3 +41,13 @@ export {
   type BootstrapPlan,
   type DemoCredentials,
 } from "./env.js";
+export type {
+  Observer,
+  RequestObservation,
+  StorageObservation,
+  TelemetryOptions,
+  Tracer,
+  TraceSpan,
+  TraceSpanOptions,
+  SpanAttributeValue,
+} from "./telemetry/types.js";

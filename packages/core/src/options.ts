@@ -13,6 +13,8 @@ import { createVerifiedTokenCache } from "./tokens/verified-cache.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import { createThrottle, DEFAULT_BRUTE_FORCE } from "./security/throttle.js";
 import { servePage, type ServedPage, type StaticPage } from "./pages/static-page.js";
+import { instrumentStorage } from "./telemetry/storage.js";
+import { checkTelemetryOptions, type TelemetryOptions } from "./telemetry/types.js";
 
 export type { ProtectedRoute } from "./context.js";
 
@@ -22,7 +24,7 @@ export type { ProtectedRoute } from "./context.js";
  * @example
  * createPlantgate({ issuer: "https://auth.example.com", scopePrefix: "Acme", storage: myStorage });
  */
-export interface PlantgateOptions {
+export interface PlantgateOptions extends TelemetryOptions {
   /** Where everything is stored. Default: a new in-memory store. */
   storage?: Storage;
   /** Path prefix the app is mounted under, e.g. `/api`. Default: none. */
@@ -244,7 +246,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const scopes = scopeNames(scopePrefix);
   const alg = options.signingAlg ?? "ES256";
   if (!SUPPORTED_ALGS.includes(alg)) throw new TypeError(`signingAlg must be one of ${SUPPORTED_ALGS.join(", ")}`);
-  const storage = options.storage ?? createMemoryStorage();
+  checkTelemetryOptions(options);
+  // Wrapped once here (spans, timings) when a tracer or observer is set; otherwise as given.
+  const storage = instrumentStorage(options.storage ?? createMemoryStorage(), options.tracer, options.observer);
   const trimUrl = (u: string | undefined, name: string) => {
     if (u === undefined) return undefined;
     try {
@@ -328,6 +332,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     sha256,
     sign: options.crypto?.sign?.bind(options.crypto),
     logger,
+    tracer: options.tracer,
+    observer: options.observer,
     throttle: createThrottle(
       storage.attempts,
       clock,

@@ -10,6 +10,7 @@ import { clientCredentialsGrant } from "./grants/client-credentials.js";
 import { passwordGrant } from "./grants/password.js";
 import { refreshTokenGrant } from "./grants/refresh-token.js";
 import type { Grant } from "./grants/types.js";
+import { inSpan } from "../telemetry/spans.js";
 
 /** The grants, by `grant_type`. */
 export const GRANTS: ReadonlyMap<string, Grant> = new Map(
@@ -36,7 +37,11 @@ function selectGrant(form: Map<string, string>): Grant {
  * brute-force throttle keyed by client id + client IP: a locked pair is refused before the secret
  * is looked at, so the answer says nothing about it.
  */
-export async function authenticateClient(ctx: Context, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
+export function authenticateClient(ctx: Context, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
+  return inSpan(ctx.tracer, "plantgate.client_authentication", undefined, () => checkClient(ctx, form, authorization, clientIp));
+}
+
+async function checkClient(ctx: Context, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
   const presented = presentedClient(authorization, form);
   const keys = throttleKeys("client", { clientId: presented.clientId, ...(clientIp !== undefined ? { ip: clientIp } : {}) });
   const checked = await ctx.throttle.check(keys);
@@ -82,6 +87,8 @@ export const tokenEndpoint: ClientFormEndpoint = async (ctx, urls, form, authori
   const client = await authenticateClient(ctx, form, authorization, clientIp);
   checkGrantAllowed(client, grant, form);
   checkScopeLimits(form.get("scope"), ctx.limits);
-  const body = await grant.handle({ ctx, urls, client, params: form, now: ctx.clock(), clientIp });
+  const body = await inSpan(ctx.tracer, "plantgate.grant", { "plantgate.grant_type": grant.grantType }, () =>
+    grant.handle({ ctx, urls, client, params: form, now: ctx.clock(), clientIp }),
+  );
   return json(200, body, { ...NO_STORE });
 };
