@@ -3,7 +3,7 @@
  * error shape of its surface, documented 2xx shapes, and, for a rejected request, an unchanged store.
  * Each check throws an `Error` naming what broke; fast-check reports it with the counterexample.
  */
-import { ApiErrorCode } from "@plantgate/core";
+import { ApiErrorCode, sha256 } from "@plantgate/core";
 import { describeDiff, snapshot, stringify, type StoreSnapshot } from "./snapshot.js";
 import type { World } from "./world.js";
 
@@ -140,6 +140,21 @@ export function logsAreClean(world: World): void {
   const unexpected = world.logs.filter((e) => e.level === "error");
   if (unexpected.length > 0) fail(`error logged: ${unexpected.map((e) => `${e.message} ${e.context}`).join("; ").slice(0, 500)}`);
   world.logs.length = 0;
+}
+
+/**
+ * The whole run's output check: nothing a request carried or an answer issued (secrets, passwords,
+ * access and refresh tokens, also percent-encoded) and no SHA-256 of a secret appears in what the
+ * server logged (its JSON lines: events and errors) or in its metrics.
+ */
+export async function outputIsClean(world: World): Promise<void> {
+  const output = await world.output();
+  for (const value of world.carried) {
+    if (output.includes(value) || output.includes(encodeURIComponent(value)) || output.includes(JSON.stringify(value).slice(1, -1))) {
+      fail(`something a request carried appeared in the server's output: ${value.slice(0, 12)}...`);
+    }
+  }
+  for (const secret of world.secrets) if (output.includes(await sha256(secret))) fail("the hash of a secret appeared in the server's output");
 }
 
 /**
