@@ -46,7 +46,7 @@ export interface PlantgateWorkerEnv {
   [binding: string]: unknown;
 }
 
-/** The part of the Workers `ExecutionContext` this entry accepts (it uses none of it). */
+/** The part of the Workers `ExecutionContext` this entry uses: security events are delivered through `waitUntil`. */
 export interface WorkerExecutionContext {
   waitUntil(promise: Promise<unknown>): void;
 }
@@ -151,7 +151,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     }
     return instance;
   };
-  const answer = async (request: Request, env: PlantgateWorkerEnv): Promise<Response> => {
+  const answer = async (request: Request, env: PlantgateWorkerEnv, executionCtx: WorkerExecutionContext | undefined): Promise<Response> => {
     let app: Plantgate;
     try {
       app = await instanceFor(env);
@@ -165,7 +165,10 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     // Cloudflare sets CF-Connecting-IP itself (a client cannot forge it on a Worker), so it plays
     // the socket address; forwarded headers still count only from configured trustedProxies.
     const clientIp = request.headers.get("cf-connecting-ip");
-    return app.fetch(request, clientIp !== null ? { clientIp } : {});
+    const response = await app.fetch(request, clientIp !== null ? { clientIp } : {});
+    // The onEvent hook and the audit store run after the answer; the isolate must not stop them.
+    executionCtx?.waitUntil(app.flushEvents());
+    return response;
   };
   return {
     async scheduled(controller, env) {
@@ -177,12 +180,12 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
         throw error;
       }
     },
-    async fetch(request, env) {
-      if (request.body === null) return answer(request, env);
+    async fetch(request, env, executionCtx) {
+      if (request.body === null) return answer(request, env, executionCtx);
       const upload = readUploadToEnd(request.body, discardBytes, discardMs);
       try {
         // duplex: a stream body needs it outside workerd (Node's undici), workerd ignores it.
-        return await answer(new Request(request, { body: upload.body, duplex: "half" } as RequestInit), env);
+        return await answer(new Request(request, { body: upload.body, duplex: "half" } as RequestInit), env, executionCtx);
       } finally {
         await upload.finish();
       }

@@ -61,6 +61,12 @@ export interface Plantgate {
   storage: Storage;
   /** The public JWK Set (what `/.well-known/jwks.json` serves). */
   jwks(): Promise<{ keys: unknown[] }>;
+  /**
+   * Resolves once every security event emitted so far has been handled by the `onEvent` hook and
+   * written to the audit store (failures are logged, never thrown). Answers never wait for events;
+   * a Worker hands this to `ctx.waitUntil` so they are delivered after the answer is sent.
+   */
+  flushEvents(): Promise<void>;
 }
 
 /**
@@ -279,6 +285,7 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
     admin: createAdmin(ctx),
     storage: ctx.storage,
     jwks: () => ctx.keyring.jwks(),
+    flushEvents: () => ctx.events.settled(),
     async fetch(request, info) {
       const answer = await run(request, info);
       // RFC 9110 §9.3.2: HEAD is GET without the content, errors included.

@@ -4,6 +4,7 @@
  * may import it without pulling in the HTTP layer or the option resolver (`options.ts` builds it).
  */
 import type { RandomBytes } from "./crypto/index.js";
+import type { EventSink } from "./events/emitter.js";
 import type { KeyEncryption } from "./crypto/key-encryption.js";
 import type { JwsSigner } from "./crypto/provider.js";
 import type { ServedPage } from "./pages/static-page.js";
@@ -80,6 +81,10 @@ export interface Context {
   tracer: Tracer | undefined;
   /** The request and storage hooks (see the `observer` option). */
   observer: Observer | undefined;
+  /** Security events (the `onEvent` hook and the audit store); `emit` never blocks or throws. */
+  events: EventSink;
+  /** How long the audit store keeps events, in ms (see `auditRetentionDays`). */
+  auditRetentionMs: number;
   /** The longest access-token lifetime in force (server default or any client's), in ms; reads the clients. */
   maxAccessTokenTtlMs: () => Promise<number>;
   /** Form and scope caps. */

@@ -12,6 +12,8 @@ import { createKeyring, MIN_ACTIVATION_DELAY_SECONDS, SUPPORTED_ALGS, type Signi
 import { createVerifiedTokenCache } from "./tokens/verified-cache.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import { createThrottle, DEFAULT_BRUTE_FORCE } from "./security/throttle.js";
+import { createEventSink } from "./events/emitter.js";
+import type { EventHook } from "./events/types.js";
 import { servePage, type ServedPage, type StaticPage } from "./pages/static-page.js";
 import { instrumentStorage } from "./telemetry/storage.js";
 import { checkTelemetryOptions, type TelemetryOptions } from "./telemetry/types.js";
@@ -132,6 +134,19 @@ export interface PlantgateOptions extends TelemetryOptions {
   verifiedTokenCacheSize?: number;
   /** Receives unexpected errors (never secrets). Default: `console`. */
   logger?: Logger;
+  /**
+   * Receives every security event (see the README's events table): tokens issued and refreshed,
+   * refresh-token reuse, failed client authentication and logins, lock-outs, revocations and
+   * administrative changes. Called after the fact and never awaited on the request path: a hook
+   * that throws, rejects or is slow never changes an answer (failures go to `logger.error`).
+   * Default: none.
+   */
+  onEvent?: EventHook;
+  /**
+   * Days the audit store (`storage.audit`, when the storage has one) keeps events; `prune` deletes
+   * older ones. Default 90 (env `PLANTGATE_AUDIT_RETENTION_DAYS`).
+   */
+  auditRetentionDays?: number;
   /**
    * Addresses (exact, or CIDR such as `10.0.0.0/8`) of reverse proxies whose `X-Forwarded-For`
    * is believed. When the socket peer is one of them, the client IP is the rightmost
@@ -274,6 +289,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   }
   if (options.signer !== undefined) checkSigner(options.signer, options.signingKey !== undefined);
   const logger = options.logger ?? console;
+  if (options.onEvent !== undefined && typeof options.onEvent !== "function") throw new TypeError("onEvent must be a function");
+  const random = options.randomBytes ?? defaultRandomBytes;
+  const events = createEventSink({ hook: options.onEvent, audit: storage.audit, logger, clock, random });
   const keyring = createKeyring(storage.signingKeys, {
     alg,
     clock,
@@ -288,6 +306,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
       : {}),
     minTokenTtlMs: accessTokenTtl * 1000,
     maxTokenTtlMs: maxAccessTokenTtlMs,
+    onRotated: (r) =>
+      events.emit({ type: "signing_key.rotated", kid: r.kid, alg: r.alg, activates_at: r.activatesAt, immediate: false, automatic: true, deleted: r.deleted, actor: null }),
   });
   const cacheSize = options.verifiedTokenCacheSize ?? 10_000;
   if (!Number.isSafeInteger(cacheSize) || cacheSize < 0) throw new TypeError("verifiedTokenCacheSize must be a non-negative integer");
@@ -295,7 +315,6 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const defaultPageSize = positiveInt("defaultPageSize", options.defaultPageSize, 20);
   if (defaultPageSize > maxPageSize) throw new TypeError("defaultPageSize must not exceed maxPageSize");
   const basePath = normalizeBasePath(options.basePath);
-  const random = options.randomBytes ?? defaultRandomBytes;
   const passwordHashIterations = positiveInt("passwordHashIterations", options.passwordHashIterations, 600_000);
   // Lazy: hundreds of thousands of PBKDF2 rounds are not worth paying for an app that never checks a password.
   let dummyHash: Promise<string> | undefined;
@@ -332,8 +351,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     sha256,
     sign: options.crypto?.sign?.bind(options.crypto),
     logger,
-    tracer: options.tracer,
-    observer: options.observer,
+    ...{ tracer: options.tracer, observer: options.observer },
+    events,
+    auditRetentionMs: positiveInt("auditRetentionDays", options.auditRetentionDays, 90) * 24 * 3600 * 1000,
     throttle: createThrottle(
       storage.attempts,
       clock,

@@ -160,7 +160,7 @@ describe("example servers: housekeeping on a timer", () => {
         expect(await server.app.storage.sessions.get("expired")).toBeNull();
         expect((await server.app.storage.sessions.get("live"))?.expiresAt).toBe(now + 3_600_000);
         const runs = logged.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.message === "plantgate prune");
-        expect(runs[0]).toEqual({ message: "plantgate prune", refreshTokens: 0, sessions: 1, attempts: 0, revokedTokens: 0, signingKeys: 0, durationMs: expect.any(Number) });
+        expect(runs[0]).toEqual({ message: "plantgate prune", refreshTokens: 0, sessions: 1, attempts: 0, revokedTokens: 0, signingKeys: 0, auditEvents: 0, durationMs: expect.any(Number) });
       } finally {
         spy.mockRestore();
       }

@@ -4,7 +4,7 @@
  * request body, a header or a credential; the `redact` list is a second line of defence.
  */
 import { pino, type DestinationStream, type Logger as Pino, type LevelWithSilent } from "pino";
-import type { Logger } from "@plantgate/core";
+import type { Logger, SecurityEvent } from "@plantgate/core";
 
 /** The levels `PLANTGATE_LOG_LEVEL` accepts (pino's). */
 export const LOG_LEVELS: readonly LevelWithSilent[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
@@ -56,26 +56,20 @@ export function coreLogger(log: Pino): Logger {
   };
 }
 
-/** The shape of a security event as logged: its type and its other (secret-free) fields. */
-export interface LoggedEvent {
-  type: string;
-  [field: string]: unknown;
-}
-
 /** Events that say someone may be attacking: logged at `warn`, the rest at `info`. */
 const WARN_EVENTS = new Set(["client.authentication_failed", "account.login_failed", "account.locked_out", "refresh_token.reuse_detected"]);
 
 /**
- * Logs a security event as one line: `event` is the type, then the event's fields (its own `time`
- * as `eventTime`, since pino's `time` is the line's).
+ * Logs a security event as one line: `event` is the type, then the event's fields (snake_case, as
+ * the core names them; its own `time`, epoch ms, as `event_time`, since pino's `time` is the line's).
  *
  * @example
  * createPlantgate({ onEvent: eventLogger(log) });
  */
-export function eventLogger(log: Pino): (event: LoggedEvent) => void {
+export function eventLogger(log: Pino): (event: SecurityEvent) => void {
   return (event) => {
     const { type, time, ...fields } = event;
-    const line = time === undefined ? { event: type, ...fields } : { event: type, eventTime: time, ...fields };
+    const line = { event: type, event_time: time, ...fields };
     if (WARN_EVENTS.has(type)) log.warn(line, type);
     else log.info(line, type);
   };

@@ -5,12 +5,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
-import type { Observer } from "@plantgate/core";
-
-/** The fields of a security event the metrics read (see the core's `onEvent`). */
-export interface CountedEvent {
-  type: string;
-}
+import type { Observer, SecurityEvent } from "@plantgate/core";
 
 /** Options of {@link createMetrics}. */
 export interface MetricsOptions {
@@ -26,7 +21,7 @@ export interface PlantgateMetrics {
   /** For `createPlantgate({ observer })`: counts requests, token requests and storage calls. */
   observer: Observer;
   /** For `createPlantgate({ onEvent })` (or called from your own hook): counts lock-outs and reuse. */
-  countEvent(event: CountedEvent): void;
+  countEvent(event: SecurityEvent): void;
   /** The text exposition (what `GET /metrics` answers). */
   text(): Promise<string>;
 }
@@ -35,8 +30,8 @@ export interface PlantgateMetrics {
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
 const STORAGE_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2];
 
-/** Which security events are counted, and under which `kind` label. */
-const LOCKOUT_EVENTS: Record<string, string> = { "account.locked_out": "account", "client.locked_out": "client" };
+/** The `lock` label values of `plantgate_lockouts_total` (the `lock` of `account.locked_out`). */
+const LOCKS = ["username_address", "username"] as const;
 
 /**
  * Creates the plantgate metrics (names in the README's "Metrics" table). Every label is from a
@@ -80,8 +75,8 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
   });
   const lockouts = new Counter({
     name: "plantgate_lockouts_total",
-    help: "Brute-force lock-outs begun (an account or a client crossed the failure limit).",
-    labelNames: ["kind"] as const,
+    help: "Brute-force lock-outs begun (account.locked_out events), by lock: username_address or username.",
+    labelNames: ["lock"] as const,
     registers,
   });
   const reuse = new Counter({
@@ -103,7 +98,7 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
     registers,
   });
   // Counters start at 0 for the kinds an operator alerts on, so a rate() has a series to read.
-  for (const kind of Object.values(LOCKOUT_EVENTS)) lockouts.inc({ kind }, 0);
+  for (const lock of LOCKS) lockouts.inc({ lock }, 0);
 
   return {
     registry,
@@ -122,8 +117,7 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
       },
     },
     countEvent(event) {
-      const kind = LOCKOUT_EVENTS[event.type];
-      if (kind !== undefined) lockouts.inc({ kind });
+      if (event.type === "account.locked_out") lockouts.inc({ lock: event.lock });
       else if (event.type === "refresh_token.reuse_detected") reuse.inc();
     },
     text: () => registry.metrics(),

@@ -1,8 +1,8 @@
 /** The logs and metrics of a Node server in one call: what the example servers use. */
 import type { Logger as Pino, DestinationStream } from "pino";
-import type { Logger, Observer } from "@plantgate/core";
+import type { Logger, Observer, SecurityEvent } from "@plantgate/core";
 import type { ObservabilitySettings } from "./env.js";
-import { coreLogger, createLog, eventLogger, pruneLogger, type LoggedEvent } from "./logs.js";
+import { coreLogger, createLog, eventLogger, pruneLogger } from "./logs.js";
 import { createMetrics, serveMetrics, type MetricsListener, type PlantgateMetrics } from "./metrics.js";
 
 /** What {@link setupObservability} returns. */
@@ -12,7 +12,7 @@ export interface Observability {
   /** The metrics, or null when no metrics port was set. */
   metrics: PlantgateMetrics | null;
   /** To spread into `createPlantgate(...)`: the logger, the event hook, and the observer when metrics are on. */
-  options: { logger: Logger; onEvent: (event: LoggedEvent) => void; observer?: Observer };
+  options: { logger: Logger; onEvent: (event: SecurityEvent) => void; observer?: Observer };
   /** For `schedulePrune(admin, { logger })`. */
   pruneLogger: ReturnType<typeof pruneLogger>;
   /** Starts the metrics listener on `host` and the configured port; null when metrics are off. */
@@ -32,7 +32,7 @@ export function setupObservability(settings: ObservabilitySettings, options: { d
   const metrics = settings.metricsPort === null ? null : createMetrics();
   const logEvent = eventLogger(log);
   const onEvent = metrics
-    ? (event: LoggedEvent) => {
+    ? (event: SecurityEvent) => {
         metrics.countEvent(event);
         logEvent(event);
       }

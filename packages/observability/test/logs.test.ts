@@ -1,7 +1,29 @@
 /** JSON-line logs: one object per line, `event` for events, levels from the environment. */
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { ConfigError } from "@plantgate/core";
+import { ConfigError, type SecurityEvent } from "@plantgate/core";
+
+const ISSUED: SecurityEvent = {
+  type: "token.issued",
+  id: "0b6a3c52-7a53-4f7e-9d47-3e1f8f0c2a11",
+  time: 1767225600000,
+  grant_type: "client_credentials",
+  client_id: "reporting",
+  subject: "client:reporting",
+  scope: "Platform_UserAPIs",
+  jti: "jti-1",
+  expires_at: 1767232800000,
+  family_id: null,
+  client_ip: "203.0.113.7",
+};
+const AUTH_FAILED: SecurityEvent = {
+  type: "client.authentication_failed",
+  id: "5f0e6a61-2a9e-4d7a-8c43-8a0d0f1b2c33",
+  time: 1767225601000,
+  client_id: "reporting",
+  reason: "invalid_secret",
+  client_ip: null,
+};
 import { coreLogger, createLog, eventLogger, observabilityFromEnv, setupObservability } from "../src/index.js";
 
 function sink() {
@@ -24,20 +46,36 @@ describe("logs", () => {
     const out = sink();
     const log = createLog({ destination: out.stream });
     const onEvent = eventLogger(log);
-    onEvent({ type: "token.issued", time: "2026-01-01T00:00:00.000Z", id: "e1", grantType: "client_credentials", clientId: "reporting" });
-    onEvent({ type: "client.authentication_failed", time: "2026-01-01T00:00:01.000Z", id: "e2", clientId: "reporting", reason: "bad_secret" });
+    onEvent(ISSUED);
+    onEvent(AUTH_FAILED);
     const [a, b] = out.objects();
     expect(a).toEqual({
       level: "info",
-      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
       event: "token.issued",
-      eventTime: "2026-01-01T00:00:00.000Z",
-      id: "e1",
-      grantType: "client_credentials",
-      clientId: "reporting",
+      event_time: 1767225600000,
+      id: "0b6a3c52-7a53-4f7e-9d47-3e1f8f0c2a11",
+      grant_type: "client_credentials",
+      client_id: "reporting",
+      subject: "client:reporting",
+      scope: "Platform_UserAPIs",
+      jti: "jti-1",
+      expires_at: 1767232800000,
+      family_id: null,
+      client_ip: "203.0.113.7",
       msg: "token.issued",
     });
-    expect(b).toMatchObject({ level: "warn", event: "client.authentication_failed", reason: "bad_secret" });
+    expect(b).toEqual({
+      level: "warn",
+      time: expect.any(String),
+      event: "client.authentication_failed",
+      event_time: 1767225601000,
+      id: "5f0e6a61-2a9e-4d7a-8c43-8a0d0f1b2c33",
+      client_id: "reporting",
+      reason: "invalid_secret",
+      client_ip: null,
+      msg: "client.authentication_failed",
+    });
     expect(out.lines).toHaveLength(2);
   });
 
@@ -56,9 +94,9 @@ describe("logs", () => {
     expect(() => observabilityFromEnv({ PLANTGATE_METRICS_PORT: "70000" })).toThrow('PLANTGATE_METRICS_PORT must be a port number 0-65535, got "70000"');
     const out = sink();
     const obs = setupObservability({ logLevel: "warn", metricsPort: null }, { destination: out.stream });
-    obs.options.onEvent({ type: "token.issued", id: "e1" });
-    obs.options.onEvent({ type: "account.login_failed", id: "e2", username: "alice", reason: "bad_password" });
-    expect(out.objects().map((o) => o.event)).toEqual(["account.login_failed"]);
+    obs.options.onEvent(ISSUED);
+    obs.options.onEvent(AUTH_FAILED);
+    expect(out.objects().map((o) => o.event)).toEqual(["client.authentication_failed"]);
     expect(obs.metrics).toBeNull();
     expect(obs.options.observer).toBeUndefined();
   });

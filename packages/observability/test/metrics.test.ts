@@ -65,7 +65,7 @@ describe("metrics", () => {
     expect(text).toContain('plantgate_token_request_duration_seconds_count{grant_type="client_credentials"} 3');
     expect(text).toContain('plantgate_token_request_duration_seconds_bucket{le="+Inf",grant_type="password"} 1');
     expect(text).toMatch(/^plantgate_storage_operation_duration_seconds_count\{store="clients",operation="get"\} [1-9]\d*$/m);
-    expect(samples(text, "plantgate_lockouts_total").sort()).toEqual(['plantgate_lockouts_total{kind="account"} 0', 'plantgate_lockouts_total{kind="client"} 0']);
+    expect(samples(text, "plantgate_lockouts_total").sort()).toEqual(['plantgate_lockouts_total{lock="username"} 0', 'plantgate_lockouts_total{lock="username_address"} 0']);
     // Process metrics, and no identifier in any label.
     expect(text).toMatch(/^process_cpu_seconds_total \d/m);
     expect(text).toMatch(/^nodejs_heap_size_total_bytes \d/m);
@@ -88,14 +88,28 @@ describe("metrics", () => {
     expect(text).not.toContain("process_cpu_seconds_total");
   });
 
-  it("counts lock-out and reuse events", async () => {
+  it("counts lock-outs from the account.locked_out events", async () => {
     const metrics = createMetrics({ processMetrics: false });
-    metrics.countEvent({ type: "account.locked_out" });
-    metrics.countEvent({ type: "refresh_token.reuse_detected" });
-    metrics.countEvent({ type: "token.issued" });
+    const app = createPlantgate({
+      onEvent: metrics.countEvent,
+      observer: metrics.observer,
+      bruteForce: { maxFailures: 2, windowSeconds: 60 },
+      passwordHashIterations: 1000,
+      logger: { error() {}, warn() {} },
+    });
+    const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+    await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await token(app, { grant_type: "password", username: "alice", password: "nope" }, basic("c", clientSecret))).status);
+    expect(statuses).toEqual([400, 400, 429]);
+    await app.flushEvents();
     const text = await metrics.text();
-    expect(samples(text, "plantgate_lockouts_total").sort()).toEqual(['plantgate_lockouts_total{kind="account"} 1', 'plantgate_lockouts_total{kind="client"} 0']);
-    expect(samples(text, "plantgate_refresh_token_reuse_total")).toEqual(["plantgate_refresh_token_reuse_total 1"]);
+    expect(samples(text, "plantgate_lockouts_total").sort()).toEqual(['plantgate_lockouts_total{lock="username"} 0', 'plantgate_lockouts_total{lock="username_address"} 1']);
+    expect(samples(text, "plantgate_token_requests_total").sort()).toEqual([
+      'plantgate_token_requests_total{grant_type="password",result="invalid_grant"} 2',
+      'plantgate_token_requests_total{grant_type="password",result="locked_out"} 1',
+    ]);
+    expect(samples(text, "plantgate_refresh_token_reuse_total")).toEqual(["plantgate_refresh_token_reuse_total 0"]);
   });
 
   it("the listener answers only GET/HEAD /metrics", async () => {

@@ -173,7 +173,7 @@ export async function withStoreCheck(
   world.rec.takeWrites();
   const before = await snapshot(world.storage, world.rec.known);
   const answer = await run();
-  const writes = world.rec.takeWrites().filter((w) => w.aggregate !== "attempts").map((w) => `${w.aggregate}.${w.method}`);
+  const writes = world.rec.takeWrites().filter((w) => w.aggregate !== "attempts" && w.aggregate !== "audit").map((w) => `${w.aggregate}.${w.method}`);
   if (rejected(answer)) {
     const expectedChange = expectedChangeFor?.(answer);
     const unexpected = writes.filter((w) => !expectedChange?.writes.includes(w));

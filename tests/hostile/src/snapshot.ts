@@ -43,6 +43,8 @@ const WRITES: Record<keyof Storage, readonly string[]> = {
   attempts: ["increment", "reset", "deleteExpired"],
   revokedTokens: ["add", "deleteExpired"],
   sessions: ["create", "delete", "deleteByAccount", "deleteExpired"],
+  // Like attempts: a refused request is recorded there by design (its security event).
+  audit: ["append", "deleteExpired"],
 };
 
 /**
@@ -67,7 +69,9 @@ export function createRecordingStorage(inner: Storage): RecordingStorage {
   };
   const storage = {} as Record<string, Record<string, unknown>>;
   for (const aggregate of Object.keys(WRITES) as (keyof Storage)[]) {
-    const target = inner[aggregate] as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const target = inner[aggregate] as unknown as Record<string, (...args: unknown[]) => Promise<unknown>> | undefined;
+    // Optional aggregates (audit) the inner storage does not have stay absent.
+    if (target === undefined) continue;
     const wrapped: Record<string, unknown> = {};
     for (const method of Object.keys(target)) {
       const fn = target[method]!;

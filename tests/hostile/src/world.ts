@@ -6,7 +6,7 @@
  * Password hashing uses 1,000 PBKDF2 iterations instead of 600,000 so ten thousand password-grant
  * requests take seconds, not hours; the algorithm and the code path are the production ones.
  */
-import { createMemoryStorage, createPlantgate, sha256, type Plantgate, type PlantgateOptions, type RefreshTokenRecord, type Storage } from "@plantgate/core";
+import { createMemoryStorage, createPlantgate, sha256, type Plantgate, type SecurityEvent, type PlantgateOptions, type RefreshTokenRecord, type Storage } from "@plantgate/core";
 import { coreLogger, createLog, createMetrics, eventLogger } from "@plantgate/observability";
 import { createRecordingStorage, type RecordingStorage } from "./snapshot.js";
 
@@ -211,7 +211,7 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
   };
   const observability = {
     observer: metrics.observer,
-    onEvent: (event: { type: string }) => {
+    onEvent: (event: SecurityEvent) => {
       metrics.countEvent(event);
       logEvent(event);
     },

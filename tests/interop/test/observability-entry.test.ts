@@ -115,9 +115,9 @@ it("events as JSON lines, no secret in any line, and the client_credentials coun
     },
     output,
   );
-  expect(events.find((e) => e.event === "client.authentication_failed")).toMatchObject({ level: "warn", clientId: CLIENT_ID });
-  expect(events.find((e) => e.event === "account.login_failed")).toMatchObject({ level: "warn", username: USERNAME });
-  expect(events.find((e) => e.event === "token.issued")).toMatchObject({ level: "info", grantType: "client_credentials", clientId: CLIENT_ID });
+  expect(events.find((e) => e.event === "client.authentication_failed")).toMatchObject({ level: "warn", client_id: CLIENT_ID, reason: "invalid_secret", client_ip: "127.0.0.1" });
+  expect(events.find((e) => e.event === "account.login_failed")).toMatchObject({ level: "warn", username: USERNAME, reason: "invalid_password", source: "password_grant", client_id: CLIENT_ID });
+  expect(events.find((e) => e.event === "token.issued")).toMatchObject({ level: "info", grant_type: "client_credentials", client_id: CLIENT_ID, subject: `client:${CLIENT_ID}` });
 
   const metrics = await fetch(metricsUrl);
   expect(metrics.status).toBe(200);

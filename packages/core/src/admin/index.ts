@@ -129,8 +129,14 @@ function checkAccountInput(input: CreateAccountInput): void {
   if (input.enabled !== undefined && typeof input.enabled !== "boolean") throw new AdminError("enabled must be true or false");
 }
 
-/** Builds the admin operations over a context. */
-export function createAdmin(ctx: Context): Admin {
+/**
+ * Builds the admin operations over a context. `actor` (the console administrator's username) is
+ * named in the events the operations emit; null for the CLI, provisioning and `app.admin`.
+ */
+export function createAdmin(ctx: Context, by: { actor: string | null } = { actor: null }): Admin {
+  const { actor } = by;
+  const accountEvent = (a: AccountRecord) =>
+    ctx.events.emit({ type: "account.created", account_id: a.id, username: a.username, roles: a.roles, enabled: a.enabled, actor });
   const buildAccount = async (input: CreateAccountInput): Promise<AccountRecord> => {
     checkAccountInput(input);
     return {
@@ -176,6 +182,7 @@ export function createAdmin(ctx: Context): Admin {
         secretUpdatedAt: now,
       };
       if (!(await ctx.storage.clients.create(record))) throw new AdminError(`client ${clientId} already exists`);
+      ctx.events.emit({ type: "client.created", client_id: clientId, name: record.name, grant_types: record.grantTypes, scopes: record.scopes, actor });
       return { client: clientView(record), clientSecret };
     },
     async rotateClientSecret(clientId) {
@@ -183,6 +190,7 @@ export function createAdmin(ctx: Context): Admin {
       if (!(await ctx.storage.clients.updateSecret(clientId, await sha256(clientSecret), ctx.clock()))) {
         throw new AdminError(`client ${clientId} does not exist`);
       }
+      ctx.events.emit({ type: "client.secret_rotated", client_id: clientId, actor });
       return { clientSecret };
     },
     async listClients() {
@@ -191,6 +199,7 @@ export function createAdmin(ctx: Context): Admin {
     async createAccount(input) {
       const record = await buildAccount(input);
       if (!(await ctx.storage.accounts.create(record))) throw new AdminError(`username ${input.username} is taken`);
+      accountEvent(record);
       return accountView(record);
     },
     async ensureClient(clientId, clientSecret) {
@@ -205,6 +214,7 @@ export function createAdmin(ctx: Context): Admin {
     },
     async deleteClient(clientId) {
       if (!(await ctx.storage.clients.delete(clientId))) throw new AdminError(`client ${clientId} does not exist`);
+      ctx.events.emit({ type: "client.deleted", client_id: clientId, actor });
     },
     async importAccounts(inputs) {
       const records: AccountRecord[] = [];
@@ -218,6 +228,7 @@ export function createAdmin(ctx: Context): Admin {
       for (const input of inputs) records.push(await buildAccount(input));
       const conflict = await ctx.storage.accounts.createMany(records);
       if (conflict !== null) throw new AdminError(`record ${conflict + 1}: username ${records[conflict]!.username} is taken`);
+      records.forEach(accountEvent);
       return records.map(accountView);
     },
     async setAccountEnabled(username, enabled) {
@@ -226,6 +237,7 @@ export function createAdmin(ctx: Context): Admin {
         throw new AdminError(`user ${username} does not exist`);
       }
       if (!enabled) await ctx.storage.refreshTokens.revokeByAccount(account.id, ctx.clock());
+      if (account.enabled !== enabled) ctx.events.emit({ type: enabled ? "account.enabled" : "account.disabled", account_id: account.id, username: account.username, actor });
       return accountView({ ...account, enabled });
     },
     async listAccounts() {
@@ -254,6 +266,7 @@ export function createAdmin(ctx: Context): Admin {
       // A key is safe to delete once the key after it has been signing for longer than any token lives.
       const deleted = await pruneKeys(ctx.storage.signingKeys, now, await ctx.maxAccessTokenTtlMs());
       ctx.keyring.invalidate();
+      ctx.events.emit({ type: "signing_key.rotated", kid: record.kid, alg: record.alg, activates_at: activatesAt, immediate: options.now === true, automatic: false, deleted, actor });
       return { kid: record.kid, activatesAt, deleted };
     },
     async listSigningKeys() {

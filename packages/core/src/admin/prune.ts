@@ -17,6 +17,8 @@ export interface PruneCounts {
   attempts: number;
   revokedTokens: number;
   signingKeys: number;
+  /** Audit events older than the retention (`auditRetentionDays`); 0 without an audit store. */
+  auditEvents: number;
 }
 
 /** Default rows per storage call of {@link prune}. */
@@ -31,7 +33,8 @@ export const PRUNE_BATCH_SIZE = 1000;
  * - console sessions past their expiry;
  * - brute-force counters whose window has ended (`now - window`; all of them with the throttle off);
  * - revoked access-token jtis past their token's expiry;
- * - signing keys that are `prunable` (see `describeKeys`).
+ * - signing keys that are `prunable` (see `describeKeys`);
+ * - audit events older than `auditRetentionDays` (when the storage has an audit store).
  *
  * Each store is called in batches of `batchSize` until a batch comes back short. Two instances
  * pruning at once are safe: the stores delete each row once, so their counts add up.
@@ -61,5 +64,7 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
   const deletedKeys = await pruneKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid);
   if (deletedKeys.length > 0) ctx.keyring.invalidate();
-  return { refreshTokens, sessions, attempts, revokedTokens, signingKeys: deletedKeys.length };
+  const audit = storage.audit;
+  const auditEvents = audit ? await drain((limit) => audit.deleteExpired(now - ctx.auditRetentionMs, limit)) : 0;
+  return { refreshTokens, sessions, attempts, revokedTokens, signingKeys: deletedKeys.length, auditEvents };
 }

@@ -50,6 +50,9 @@ const invalid = (message: string) => new ApiError(400, ApiErrorCode.invalidValue
 const unknown = (what: string) => new ApiError(404, ApiErrorCode.consoleUnknownResource, `${what} does not exist.`);
 const conflict = (message: string) => new ApiError(409, ApiErrorCode.consoleConflict, message);
 
+/** The admin operations on behalf of the signed-in administrator (named as `actor` in events). */
+const adminOf = (ctx: Context, s: ConsoleSession) => createAdmin(ctx, { actor: s.account.username });
+
 /** Admin operations report bad input as AdminError, whose message is written to be shown. */
 async function admin<T>(op: () => Promise<T>): Promise<T> {
   try {
@@ -97,8 +100,9 @@ export type ApiHandler = (ctx: Context, session: ConsoleSession, request: Consol
 export const getSession: ApiHandler = async (ctx, s) =>
   json(200, sessionBody(ctx, { username: s.account.username, displayName: s.account.displayName, csrfToken: s.csrfToken, expiresAt: s.record.expiresAt }));
 
-export const signOut: ApiHandler = async (ctx, s) => {
+export const signOut: ApiHandler = async (ctx, s, request) => {
   await deleteSession(ctx, s);
+  ctx.events.emit({ type: "console.signed_out", account_id: s.account.id, username: s.account.username, client_ip: request.clientIp ?? null });
   return plain(204, null);
 };
 
@@ -107,7 +111,7 @@ export const listClients: ApiHandler = async (ctx) => {
   return json(200, { clients: clients.map(consoleClient) });
 };
 
-export const createClient: ApiHandler = async (ctx, _s, request) => {
+export const createClient: ApiHandler = async (ctx, s, request) => {
   const body = await readJsonObject(request);
   const clientId = optionalString(body, "clientId", 200);
   const name = optionalString(body, "name", 200);
@@ -124,7 +128,7 @@ export const createClient: ApiHandler = async (ctx, _s, request) => {
   };
   if (clientId !== undefined && (await ctx.storage.clients.get(clientId))) throw conflict(`A client with id ${clientId} already exists.`);
   const { client, clientSecret } = await admin(() =>
-    createAdmin(ctx).createClient({
+    adminOf(ctx, s).createClient({
       ...(clientId !== undefined ? { clientId } : {}),
       name,
       ...(grantTypes !== undefined ? { grantTypes: grantTypes as GrantType[] } : {}),
@@ -135,15 +139,15 @@ export const createClient: ApiHandler = async (ctx, _s, request) => {
   return json(201, { client: consoleClient(client), clientSecret });
 };
 
-export const deleteClient: ApiHandler = async (ctx, _s, _r, [clientId]) => {
+export const deleteClient: ApiHandler = async (ctx, s, _r, [clientId]) => {
   if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
-  await admin(() => createAdmin(ctx).deleteClient(clientId!));
+  await admin(() => adminOf(ctx, s).deleteClient(clientId!));
   return plain(204, null);
 };
 
-export const regenerateSecret: ApiHandler = async (ctx, _s, _r, [clientId]) => {
+export const regenerateSecret: ApiHandler = async (ctx, s, _r, [clientId]) => {
   if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
-  const { clientSecret } = await admin(() => createAdmin(ctx).rotateClientSecret(clientId!));
+  const { clientSecret } = await admin(() => adminOf(ctx, s).rotateClientSecret(clientId!));
   const client = await ctx.storage.clients.get(clientId!);
   if (!client) throw unknown(`Client ${clientId}`);
   return json(200, { clientId: client.clientId, clientSecret, secretUpdatedAt: iso(client.secretUpdatedAt) });
@@ -152,7 +156,7 @@ export const regenerateSecret: ApiHandler = async (ctx, _s, _r, [clientId]) => {
 /** The same paging, validation and body as GetAccountList. */
 export const getAccounts: ApiHandler = async (ctx, _s, request) => listAccounts(ctx, request.url.searchParams);
 
-export const createAccount: ApiHandler = async (ctx, _s, request) => {
+export const createAccount: ApiHandler = async (ctx, s, request) => {
   const body = await readJsonObject(request);
   const username = optionalString(body, "username", 200);
   if (username === undefined) throw new ApiError(400, ApiErrorCode.missingField, "username is required.");
@@ -164,7 +168,7 @@ export const createAccount: ApiHandler = async (ctx, _s, request) => {
   const enabled = optionalBoolean(body, "enabled");
   if (await ctx.storage.accounts.findByUsername(username)) throw conflict(`The username ${username} is taken.`);
   const view = await admin(() =>
-    createAdmin(ctx).createAccount({
+    adminOf(ctx, s).createAccount({
       username,
       password,
       displayName: displayName ?? null,
@@ -181,7 +185,7 @@ function setEnabled(enabled: boolean): ApiHandler {
     const account = await ctx.storage.accounts.get(id!);
     if (!account) throw unknown(`Account ${id}`);
     if (!enabled && account.id === session.account.id) throw invalid("You cannot disable your own account.");
-    await admin(() => createAdmin(ctx).setAccountEnabled(account.username, enabled));
+    await admin(() => adminOf(ctx, session).setAccountEnabled(account.username, enabled));
     // The session check reads the account on every call too; deleting the sessions is the belt to those braces.
     if (!enabled) await ctx.storage.sessions.deleteByAccount(account.id);
     const updated = await ctx.storage.accounts.get(account.id);
@@ -225,7 +229,7 @@ export const ROTATE_NOW_WARNING =
  * without `confirm` changes nothing and answers 400 (error 1308) with the reason, for the page to
  * show in its confirmation.
  */
-export const rotateSigningKey: ApiHandler = async (ctx, _s, request) => {
+export const rotateSigningKey: ApiHandler = async (ctx, s, request) => {
   // The page of earlier releases posts without a body: that is a scheduled rotation.
   const body = request.hasBody ? await readJsonObject(request) : {};
   const now = optionalBoolean(body, "now") ?? false;
@@ -233,7 +237,7 @@ export const rotateSigningKey: ApiHandler = async (ctx, _s, request) => {
   if (now && !confirm) throw new ApiError(400, ApiErrorCode.consoleConfirmationRequired, ROTATE_NOW_WARNING);
   let result: { kid: string; activatesAt: number; deleted: string[] };
   try {
-    result = await createAdmin(ctx).rotateSigningKey({ now });
+    result = await adminOf(ctx, s).rotateSigningKey({ now });
   } catch (e) {
     // The only refusal: a configured key, which conflicts with the request, not bad input.
     if (e instanceof AdminError) throw conflict(e.message);

@@ -22,12 +22,14 @@ export async function signIn(ctx: Context, request: ConsoleRequest): Promise<Pla
   const body = await readJsonObject(request);
   const username = requiredString(body, "username", MAX_CREDENTIAL_LENGTH);
   const password = requiredString(body, "password", MAX_CREDENTIAL_LENGTH);
-  const account = await checkPassword(ctx, username, password, request.clientIp);
+  const account = await checkPassword(ctx, username, password, request.clientIp, { source: "console", clientId: null });
   if (!account) throw badCredentials();
   if (!account.roles.includes(ctx.console!.adminRole)) {
+    ctx.events.emit({ type: "account.login_failed", username, reason: "not_admin", source: "console", client_id: null, client_ip: request.clientIp ?? null });
     throw new ApiError(403, ApiErrorCode.consoleNotAdmin, "This account is not a console administrator.");
   }
   const { sessionId, csrfToken, expiresAt } = await createSession(ctx, account);
+  ctx.events.emit({ type: "console.signed_in", account_id: account.id, username: account.username, client_ip: request.clientIp ?? null });
   return json(200, sessionBody(ctx, { username: account.username, displayName: account.displayName, csrfToken, expiresAt }), {
     "set-cookie": sessionCookie(ctx, request.url, sessionId),
   });

@@ -152,8 +152,15 @@ export class StorageError extends Error {
  */
 export class TooManyAttemptsError extends Error {
   override readonly name = "TooManyAttemptsError";
-  /** @param retryAfter whole seconds until the lock ends (at least 1). */
-  constructor(readonly retryAfter: number) {
+  /**
+   * @param retryAfter whole seconds until the lock ends (at least 1).
+   * @param lock which key refused (its index in the keys given) and whether this attempt is the
+   *   one that locked it (the first refused); set by `Throttle.attempt`, for the lock-out event.
+   */
+  constructor(
+    readonly retryAfter: number,
+    readonly lock?: { keyIndex: number; first: boolean },
+  ) {
     super("too many failed attempts");
   }
 }

@@ -2,7 +2,7 @@ import { randomToken } from "../crypto/index.js";
 import { OAuthError } from "../errors/index.js";
 import type { Context, Urls } from "../context.js";
 import { sealReplay } from "../crypto/replay.js";
-import type { ClientRecord } from "../storage/types.js";
+import type { ClientRecord, GrantType } from "../storage/types.js";
 import { issueAccessToken } from "../tokens/access-token.js";
 import { inSpan } from "../telemetry/spans.js";
 
@@ -45,9 +45,10 @@ export type RefreshPlan =
 export async function issueTokens(
   ctx: Context,
   urls: Urls,
-  input: { client: ClientRecord; subject: string; scope: string[]; refresh: RefreshPlan; now: number },
+  input: { client: ClientRecord; subject: string; scope: string[]; refresh: RefreshPlan; now: number; grantType: GrantType; clientIp: string | undefined },
 ): Promise<TokenResponse> {
   const ttl = input.client.accessTokenTtl ?? ctx.accessTokenTtl;
+  const jti = randomToken(ctx.random, 16);
   const accessToken = await inSpan(ctx.tracer, "plantgate.sign", { "plantgate.signing_alg": ctx.signingAlg }, () =>
     issueAccessToken(ctx.keyring, {
       issuer: urls.issuer,
@@ -59,10 +60,12 @@ export async function issueTokens(
       ttl,
       random: ctx.random,
       sign: ctx.sign,
+      jti,
     }),
   );
   const body: TokenResponse = { access_token: accessToken, token_type: "Bearer", expires_in: ttl, scope: input.scope.join(" ") };
   const plan = input.refresh;
+  let familyId: string | null = null;
   if (plan.kind !== "none") {
     const sliding = (input.client.refreshTokenTtl ?? ctx.refreshTokenTtl) * 1000;
     const familyExpiresAt =
@@ -83,13 +86,16 @@ export async function issueTokens(
       graceUses: 0,
     };
     body.refresh_token = token;
+    familyId = record.familyId;
     if (plan.kind === "new-family") await ctx.storage.refreshTokens.create(record);
     else {
       const replay = plan.graceMs > 0 ? await sealReplay(plan.presented, plan.presentedHash, JSON.stringify(body), ctx.random) : null;
       // Lost the race: someone exchanged it between our read and now. Within the grace window
       // that is a concurrent refresh, answered with the winner's answer; else reuse (onLost decides).
       if (!(await ctx.storage.refreshTokens.consume(plan.presentedHash, input.now, record, replay))) return plan.onLost();
+      ctx.events.emit({ type: "token.refreshed", client_id: input.client.clientId, account_id: plan.accountId, family_id: record.familyId, scope: body.scope, replay: false, client_ip: input.clientIp ?? null });
     }
   }
+  ctx.events.emit({ type: "token.issued", grant_type: input.grantType, client_id: input.client.clientId, subject: input.subject, scope: body.scope, jti, expires_at: (Math.floor(input.now / 1000) + ttl) * 1000, family_id: familyId, client_ip: input.clientIp ?? null });
   return body;
 }

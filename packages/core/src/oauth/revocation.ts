@@ -14,15 +14,18 @@ import { SWEEP_LIMIT } from "../security/throttle.js";
  *   says such a request "is refused and the client is informed of the error"; the refusal tells the
  *   caller nothing it could not learn by using the token it already holds.
  */
-export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, client, found, now) => {
+export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, client, found, now, clientIp) => {
   if (found) {
     // Another client's token, or one of a deleted client whose id was re-used: not this client's.
     if (!issuedTo(found, client)) {
       throw new OAuthError("invalid_request", "The token was not issued to this client.");
     }
-    if (found.kind === "refresh_token") await ctx.storage.refreshTokens.revokeFamily(found.record.familyId, now);
-    else {
+    if (found.kind === "refresh_token") {
+      await ctx.storage.refreshTokens.revokeFamily(found.record.familyId, now);
+      ctx.events.emit({ type: "token.revoked", client_id: client.clientId, token_type: "refresh_token", jti: null, family_id: found.record.familyId, client_ip: clientIp ?? null });
+    } else {
       await ctx.storage.revokedTokens.add(found.claims.jti, found.claims.exp * 1000);
+      ctx.events.emit({ type: "token.revoked", client_id: client.clientId, token_type: "access_token", jti: found.claims.jti, family_id: null, client_ip: clientIp ?? null });
       // Entries are useless once their token has expired; revocations are rare, so sweep here
       // (a bounded batch: `prune` clears any backlog).
       await ctx.storage.revokedTokens.deleteExpired(now, SWEEP_LIMIT);

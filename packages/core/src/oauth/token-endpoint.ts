@@ -1,5 +1,6 @@
 import { timingSafeEqual } from "../crypto/index.js";
-import { OAuthError } from "../errors/index.js";
+import { OAuthError, TooManyAttemptsError } from "../errors/index.js";
+import type { ClientAuthFailure } from "../events/types.js";
 import { presentedClient } from "../http/client-auth.js";
 import { json, NO_STORE, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../context.js";
@@ -42,14 +43,26 @@ export function authenticateClient(ctx: Context, form: Map<string, string>, auth
 }
 
 async function checkClient(ctx: Context, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
-  const presented = presentedClient(authorization, form);
+  const failed = (clientId: string | null, reason: ClientAuthFailure) =>
+    ctx.events.emit({ type: "client.authentication_failed", client_id: clientId, reason, client_ip: clientIp ?? null });
+  let presented;
+  try {
+    presented = presentedClient(authorization, form);
+  } catch (e) {
+    if (e instanceof OAuthError && e.code === "invalid_client") failed(form.get("client_id") ?? null, "malformed");
+    throw e;
+  }
   const keys = throttleKeys("client", { clientId: presented.clientId, ...(clientIp !== undefined ? { ip: clientIp } : {}) });
-  const checked = await ctx.throttle.check(keys);
+  const checked = await ctx.throttle.check(keys).catch((e: unknown) => {
+    if (e instanceof TooManyAttemptsError) failed(presented.clientId, "throttled");
+    throw e;
+  });
   const client = await ctx.storage.clients.get(presented.clientId);
   const hash = await ctx.sha256(presented.clientSecret);
   const ok = timingSafeEqual(hash, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
   if (!client || !ok) {
     await ctx.throttle.fail(checked);
+    failed(presented.clientId, client ? "invalid_secret" : "unknown_client");
     throw new OAuthError("invalid_client", "Client authentication failed.");
   }
   await ctx.throttle.succeed(checked);

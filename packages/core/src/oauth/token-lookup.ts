@@ -72,6 +72,8 @@ export type PresentedTokenHandler = (
   /** The token as we know it; null when unknown, malformed or expired. Not yet checked against `client`. */
   found: LocatedToken | null,
   now: number,
+  /** The client's address as resolved for the throttle (for events). */
+  clientIp: string | undefined,
 ) => Promise<PlainResponse>;
 
 /**
@@ -87,7 +89,7 @@ export function presentedTokenEndpoint(handle: PresentedTokenHandler): ClientFor
     if (token === undefined) throw new OAuthError("invalid_request", "The token parameter is required.");
     const now = ctx.clock();
     const found = await locateToken(ctx, urls, token, form.get("token_type_hint"), now);
-    return handle(ctx, urls, client, found, now);
+    return handle(ctx, urls, client, found, now, clientIp);
   };
 }
 

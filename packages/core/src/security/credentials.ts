@@ -1,5 +1,7 @@
 import type { Context } from "../context.js";
 import { verifyPassword } from "../crypto/index.js";
+import { TooManyAttemptsError } from "../errors/index.js";
+import type { LoginFailure, LoginSource } from "../events/types.js";
 import type { AccountRecord } from "../storage/types.js";
 import { credentialKeys } from "./throttle.js";
 
@@ -16,13 +18,35 @@ import { credentialKeys } from "./throttle.js";
  * username at a higher ceiling, so spreading guesses over many addresses does not help. The grant
  * and the console share them: guesses spread over both add up.
  */
-export async function checkPassword(ctx: Context, username: string, password: string, clientIp: string | undefined): Promise<AccountRecord | null> {
+export async function checkPassword(
+  ctx: Context,
+  username: string,
+  password: string,
+  clientIp: string | undefined,
+  from: { source: LoginSource; clientId: string | null },
+): Promise<AccountRecord | null> {
+  const failed = (reason: LoginFailure) =>
+    ctx.events.emit({ type: "account.login_failed", username, reason, source: from.source, client_id: from.clientId, client_ip: clientIp ?? null });
   const keys = credentialKeys("password", username, clientIp);
-  await ctx.throttle.attempt(keys);
+  try {
+    await ctx.throttle.attempt(keys);
+  } catch (e) {
+    if (e instanceof TooManyAttemptsError) {
+      if (e.lock?.first) {
+        const lock = e.lock.keyIndex === 0 ? "username_address" : "username";
+        ctx.events.emit({ type: "account.locked_out", username, lock, source: from.source, locked_until: ctx.clock() + e.retryAfter * 1000, client_ip: clientIp ?? null });
+      }
+      failed("throttled");
+    }
+    throw e;
+  }
   const account = await ctx.storage.accounts.findByUsername(username);
   const ok = await verifyPassword(password, account?.passwordHash ?? (await ctx.dummyPasswordHash()));
   // Already counted by attempt(): nothing more to record on failure.
-  if (!account || !ok || !account.enabled) return null;
+  if (!account || !ok || !account.enabled) {
+    failed(!account ? "unknown_username" : !ok ? "invalid_password" : "account_disabled");
+    return null;
+  }
   await ctx.throttle.succeed(keys);
   return account;
 }

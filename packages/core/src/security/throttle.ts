@@ -184,14 +184,16 @@ export function createThrottle(
       const now = clock();
       await sweep(now);
       const seen = new Set<string>();
-      for (const k of keys) {
+      for (const [keyIndex, k] of keys.entries()) {
         const name = keyOf(k);
         if (seen.has(name)) continue;
         seen.add(name);
         const factor = typeof k === "string" ? 1 : k.factor;
         // The increment is the check: the store's atomic count decides who is past the limit.
         const r = await store.increment(await storageKey(name), now, windowMs);
-        if (r.count > settings.maxFailures * factor) throw new TooManyAttemptsError(retryAfter(r.windowStart, now));
+        if (r.count > settings.maxFailures * factor) {
+          throw new TooManyAttemptsError(retryAfter(r.windowStart, now), { keyIndex, first: r.count === settings.maxFailures * factor + 1 });
+        }
       }
     },
     async check(keys) {

@@ -8,6 +8,7 @@ import type {
   SigningKeyRecord,
   Storage,
 } from "./types.js";
+import { createMemoryAuditStore } from "./memory-audit.js";
 
 // Records are copied in and out so callers can never mutate stored state by accident,
 // which keeps this backend honest as the reference the conformance suite compares against.
@@ -17,13 +18,19 @@ const copyRefresh = (r: RefreshTokenRecord): RefreshTokenRecord => ({ ...r, scop
 
 const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
+/** Options of {@link createMemoryStorage}. */
+export interface MemoryStorageOptions {
+  /** Keep security events in an audit store (`storage.audit`). Default false. */
+  audit?: boolean;
+}
+
 /**
  * The in-memory storage: complete and atomic within one process; lost on exit.
  *
  * @example
- * const app = createPlantgate({ storage: createMemoryStorage() });
+ * const app = createPlantgate({ storage: createMemoryStorage({ audit: true }) });
  */
-export function createMemoryStorage(): Storage {
+export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage {
   const clients = new Map<string, ClientRecord>();
   const accounts = new Map<string, AccountRecord>();
   const usernames = new Map<string, string>();
@@ -37,6 +44,7 @@ export function createMemoryStorage(): Storage {
   const sessions = new Map<string, SessionRecord>();
 
   return {
+    ...(options.audit === true ? { audit: createMemoryAuditStore() } : {}),
     clients: {
       async get(id) {
         const r = clients.get(id);

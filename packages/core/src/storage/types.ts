@@ -273,6 +273,52 @@ export interface SessionStore {
   deleteExpired(now: number, limit?: number): Promise<number>;
 }
 
+/**
+ * One kept security event (see `SecurityEvent`): the columns the console filters on, and the
+ * whole event as JSON text (a few hundred bytes; never a secret, token or hash).
+ */
+export interface AuditRecord {
+  /** The event's id (a UUID). */
+  id: string;
+  /** The event's type, e.g. `token.issued`. */
+  type: string;
+  /** Epoch ms. */
+  time: number;
+  /** The event's `client_id`, or null. */
+  clientId: string | null;
+  /** The event's `account_id` (or the account `subject` of a token), or null. */
+  accountId: string | null;
+  /** The event's `username`, or null. */
+  username: string | null;
+  /** The whole event, JSON. */
+  data: string;
+}
+
+/** What {@link AuditStore.list} selects: all filters given must match. */
+export interface AuditQuery {
+  type?: string;
+  clientId?: string;
+  /** Matches `accountId` or `username`. */
+  account?: string;
+  /** Only records strictly older in (time, id) order than this one: the cursor of the next page. */
+  before?: { time: number; id: string };
+  /** 1-1000. */
+  limit: number;
+}
+
+/** The audit trail: security events kept for review, pruned by age. Optional in {@link Storage}. */
+export interface AuditStore {
+  /** Stores one record; a record with an id already stored changes nothing. */
+  append(record: AuditRecord): Promise<void>;
+  /** Newest first: by `time` descending, then `id` descending (code-unit order); at most `limit`. */
+  list(query: AuditQuery): Promise<AuditRecord[]>;
+  /**
+   * Deletes records with `time <= before`; returns how many. With `limit`, at most that many (see
+   * {@link RefreshTokenStore.deleteExpired} for the batch contract).
+   */
+  deleteExpired(before: number, limit?: number): Promise<number>;
+}
+
 /** Everything plantgate stores. Pass your own to `createPlantgate({ storage })`. */
 export interface Storage {
   clients: ClientStore;
@@ -283,4 +329,6 @@ export interface Storage {
   attempts: AttemptStore;
   revokedTokens: RevokedTokenStore;
   sessions: SessionStore;
+  /** The audit trail. When present, every security event is kept in it; absent = not kept. */
+  audit?: AuditStore;
 }

@@ -36,11 +36,13 @@ export async function issueAccessToken(
     ttl: number;
     random: RandomBytes;
     sign?: JwsSigner | undefined;
+    /** The token's `jti`; default: 128 random bits. */
+    jti?: string;
   },
 ): Promise<string> {
   const { kid, alg, key, sign: external } = await keyring.signingKey();
   const iat = Math.floor(input.now / 1000);
-  const jti = randomToken(input.random, 16);
+  const jti = input.jti ?? randomToken(input.random, 16);
   // The JWS is assembled here for an external signer (KMS, HSM) and for the host's signer
   // (`crypto.sign`, e.g. nodeCrypto()'s batching), with the same header and claims, in the same
   // order, as jose's SignJWT produces; otherwise, or when the host declines the key, jose signs.

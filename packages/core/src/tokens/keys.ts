@@ -159,6 +159,8 @@ export interface KeyringOptions {
   minTokenTtlMs?: number;
   reloadIntervalMs?: number;
   signingReloadMs?: number;
+  /** Told after each automatic rotation stored a key (for the `signing_key.rotated` event). */
+  onRotated?: (rotation: { kid: string; alg: string; activatesAt: number; deleted: string[] }) => void;
 }
 
 /** Told once when there is no key encryption key; names the variable, never a key. */
@@ -240,8 +242,11 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       // before the active key reaches its age, unless a later key is already scheduled.
       if (active === placed.length - 1 && now >= current.activatesAt + opts.maxAgeMs - delay - signingReload) {
         const activatesAt = Math.max(now + delay, current.activatesAt + opts.maxAgeMs);
-        await store.create(await seal(await generateKeyRecord(opts.alg, now, activatesAt)));
-        await pruneKeys(store, now, await maxTtl());
+        const next = await generateKeyRecord(opts.alg, now, activatesAt);
+        // Another instance may have stored its own successor meanwhile: the order picks one, both are told.
+        await store.create(await seal(next));
+        const deleted = await pruneKeys(store, now, await maxTtl());
+        opts.onRotated?.({ kid: next.kid, alg: next.alg, activatesAt, deleted });
         records = await store.list();
       }
     }

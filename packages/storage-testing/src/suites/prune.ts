@@ -140,7 +140,7 @@ export function pruneSuite(s: SuiteContext): void {
     it("admin.prune() deletes what can never matter again, in batches, and returns the counts per aggregate", async () => {
       await seedAll(s.storage(), 25);
       const counts = await appAt(s.storage()).admin.prune({ batchSize: 10 });
-      expect(counts).toStrictEqual({ refreshTokens: 25, sessions: 25, attempts: 25, revokedTokens: 25, signingKeys: 1 } satisfies PruneCounts);
+      expect(counts).toStrictEqual({ refreshTokens: 25, sessions: 25, attempts: 25, revokedTokens: 25, signingKeys: 1, auditEvents: 0 } satisfies PruneCounts);
       for (const p of STORES) expect(await p.countLive(s.storage(), 2, "p"), `${p.name}: live records kept`).toBe(2);
       expect((await s.storage().signingKeys.list()).map((k) => k.kid).sort()).toEqual(["new", "newest"]);
       expectRecord(await s.storage().attempts.get(attemptKey("p-l0")), { key: attemptKey("p-l0"), count: 1, windowStart: NOW - WINDOW_MS + 1 });
@@ -150,6 +150,7 @@ export function pruneSuite(s: SuiteContext): void {
         attempts: 0,
         revokedTokens: 0,
         signingKeys: 0,
+        auditEvents: 0,
       });
     });
 

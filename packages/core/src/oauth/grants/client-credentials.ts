@@ -10,12 +10,12 @@ import type { Grant } from "./types.js";
 export const clientCredentialsGrant: Grant = {
   grantType: "client_credentials",
   required: requiredParameters("client_credentials"),
-  async handle({ ctx, urls, client, params, now }) {
+  async handle({ ctx, urls, client, params, now, clientIp }) {
     const requested = parseScope(params.get("scope"));
     if (requested?.includes(OFFLINE_ACCESS)) {
       throw new OAuthError("invalid_scope", "offline_access is not available with client_credentials: this grant has no refresh token.");
     }
     const scope = grantScope(requested, client.scopes, ctx.scopes.all);
-    return issueTokens(ctx, urls, { client, subject: CLIENT_SUBJECT_PREFIX + client.clientId, scope, refresh: { kind: "none" }, now });
+    return issueTokens(ctx, urls, { client, subject: CLIENT_SUBJECT_PREFIX + client.clientId, scope, refresh: { kind: "none" }, now, grantType: "client_credentials", clientIp });
   },
 };

@@ -29,7 +29,7 @@ export const passwordGrant: Grant = {
     }
     if (username.length > MAX_CREDENTIAL_LENGTH || password.length > MAX_CREDENTIAL_LENGTH) throw badCredentials();
     // Throttled, counted before the password is looked at (see checkPassword).
-    const account = await checkPassword(ctx, username, password, clientIp);
+    const account = await checkPassword(ctx, username, password, clientIp, { source: "password_grant", clientId: client.clientId });
     if (!account) throw badCredentials();
     return issueTokens(ctx, urls, {
       client,
@@ -37,6 +37,8 @@ export const passwordGrant: Grant = {
       scope,
       refresh: wantsRefresh ? { kind: "new-family", accountId: account.id, scope } : { kind: "none" },
       now,
+      grantType: "password",
+      clientIp,
     });
   },
 };

@@ -16,7 +16,7 @@ const invalid = () => new OAuthError("invalid_grant", "The refresh token is inva
 export const refreshTokenGrant: Grant = {
   grantType: "refresh_token",
   required: requiredParameters("refresh_token"),
-  async handle({ ctx, urls, client, params, now }) {
+  async handle({ ctx, urls, client, params, now, clientIp }) {
     const presented = params.get("refresh_token")!;
     if (presented.length > 512) throw invalid();
     const tokenHash = await ctx.sha256(presented);
@@ -28,6 +28,7 @@ export const refreshTokenGrant: Grant = {
     const reuse = async (): Promise<never> => {
       await ctx.storage.refreshTokens.revokeFamily(record.familyId, now);
       ctx.logger.warn("refresh token reuse detected; family revoked", { clientId: client.clientId, familyId: record.familyId });
+      ctx.events.emit({ type: "refresh_token.reuse_detected", family_id: record.familyId, client_id: client.clientId, account_id: record.accountId, client_ip: clientIp ?? null });
       throw invalid();
     };
     if (record.consumedAt !== null && now - record.consumedAt >= graceMs) return reuse();
@@ -52,8 +53,9 @@ export const refreshTokenGrant: Grant = {
       if (graceMs === 0) return reuse();
       const used = await ctx.storage.refreshTokens.graceUse(tokenHash, now - graceMs, ctx.refreshGrace.maxUses);
       if (!used || used.replay === null) return reuse();
-      const answer = await replayAnswer(ctx, urls, { client, presented, tokenHash, sealed: used.replay, rotatedAt: used.consumedAt!, subject: account.id, scope, now });
+      const answer = await replayAnswer(ctx, urls, { client, presented, tokenHash, sealed: used.replay, rotatedAt: used.consumedAt!, subject: account.id, scope, now, clientIp });
       if (!answer) throw invalid();
+      ctx.events.emit({ type: "token.refreshed", client_id: client.clientId, account_id: account.id, family_id: record.familyId, scope: answer.scope, replay: true, client_ip: clientIp ?? null });
       return answer;
     };
     if (record.consumedAt !== null) return grace();
@@ -73,6 +75,8 @@ export const refreshTokenGrant: Grant = {
         onLost: grace,
       },
       now,
+      grantType: "refresh_token",
+      clientIp,
     });
   },
 };

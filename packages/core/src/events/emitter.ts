@@ -1,0 +1,79 @@
+/**
+ * The event sink behind `ctx.events.emit(...)`: stamps each event with an id and a time, hands it
+ * to the `onEvent` hook and to the audit store (when the storage has one), and never lets either
+ * change an answer: nothing is awaited on the request path, sync throws and async rejections are
+ * caught and reported through the logger (type and id only, never the event's fields).
+ */
+import type { Logger } from "../context.js";
+import { uuidV4, type RandomBytes } from "../crypto/index.js";
+import type { AuditRecord, AuditStore } from "../storage/types.js";
+import type { EventHook, EventInput, SecurityEvent } from "./types.js";
+
+/** What emitter sites call. */
+export interface EventSink {
+  /** Records one event; returns at once. */
+  emit(event: EventInput): void;
+  /** Whether anything listens (a hook or an audit store): sites may skip work that only feeds events. */
+  readonly enabled: boolean;
+  /** Resolves once every event emitted so far has been handled by the hook and the audit store (rejections included). */
+  settled(): Promise<void>;
+}
+
+/** The audit row of an event: the columns the console filters on, and the whole event as JSON. */
+export function auditRecord(event: SecurityEvent): AuditRecord {
+  const e = event as unknown as Record<string, unknown>;
+  const text = (v: unknown) => (typeof v === "string" ? v : null);
+  const subject = text(e.subject);
+  const accountId = text(e.account_id) ?? (subject !== null && !subject.startsWith("client:") ? subject : null);
+  return {
+    id: event.id,
+    type: event.type,
+    time: event.time,
+    clientId: text(e.client_id),
+    accountId,
+    username: text(e.username),
+    data: JSON.stringify(event),
+  };
+}
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** A sink over the hook and the audit store; with neither it does nothing at all. */
+export function createEventSink(input: { hook: EventHook | undefined; audit: AuditStore | undefined; logger: Logger; clock: () => number; random: RandomBytes }): EventSink {
+  const { hook, audit, logger, clock, random } = input;
+  const pending = new Set<Promise<void>>();
+  const track = (work: Promise<void>) => {
+    pending.add(work);
+    void work.finally(() => pending.delete(work));
+  };
+  const enabled = hook !== undefined || audit !== undefined;
+  return {
+    enabled,
+    emit(partial) {
+      if (!enabled) return;
+      // `type` first, so a JSON line of the event starts with it.
+      const event = Object.freeze(Object.assign({ type: partial.type, id: uuidV4(random), time: clock() }, partial)) as SecurityEvent;
+      if (audit !== undefined) {
+        const record = auditRecord(event);
+        track(
+          Promise.resolve()
+            .then(() => audit.append(record))
+            .catch((error: unknown) => logger.error("audit store append failed; event not kept", { type: event.type, id: event.id, error: message(error) })),
+        );
+      }
+      if (hook !== undefined) {
+        track(
+          Promise.resolve()
+            .then(() => hook(event))
+            .then(
+              () => undefined,
+              (error: unknown) => logger.error("onEvent hook failed", { type: event.type, id: event.id, error: message(error) }),
+            ),
+        );
+      }
+    },
+    async settled() {
+      while (pending.size > 0) await Promise.all([...pending]);
+    },
+  };
+}

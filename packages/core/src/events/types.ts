@@ -1,0 +1,265 @@
+/**
+ * Security events: what `createPlantgate({ onEvent })` receives and the audit store keeps.
+ *
+ * Every event has `id` (a random UUID), `type` (dotted, e.g. `token.issued`) and `time` (epoch
+ * ms), plus the fields of its type. Field names are the OAuth wire names (snake_case), so a JSON
+ * line of an event reads like the protocol. No event ever carries a secret, password, token,
+ * assertion or hash: tokens are named by `jti` (access tokens) or `family_id` (refresh tokens).
+ * `client_ip` is the address as resolved through `trustedProxies`, null when the adapter gave none.
+ * `actor` of an administrative event is the console administrator's username, null when the
+ * operation came from code (the CLI, start-up provisioning, `app.admin`).
+ */
+
+/** Fields every event has. */
+export interface EventBase {
+  /** Random UUID v4. */
+  id: string;
+  /** Epoch milliseconds. */
+  time: number;
+}
+
+/** Why client authentication failed. */
+export type ClientAuthFailure =
+  /** No client with this id. */
+  | "unknown_client"
+  /** The secret does not match. */
+  | "invalid_secret"
+  /** The Basic header or the body credentials are malformed, or none were sent (`client_id` may then be null). */
+  | "malformed"
+  /** Refused by the brute-force throttle before the secret was looked at. */
+  | "throttled";
+
+/** Why a password check failed (password grant or console sign-in). */
+export type LoginFailure =
+  | "unknown_username"
+  | "invalid_password"
+  | "account_disabled"
+  /** Refused by the brute-force throttle before the password was looked at. */
+  | "throttled"
+  /** Console only: the password is right but the account lacks the console's admin role. */
+  | "not_admin";
+
+/** Where a username + password was presented. */
+export type LoginSource = "password_grant" | "console";
+
+/** One access token issued, by any grant (a refresh also emits `token.refreshed`). */
+export interface TokenIssuedEvent extends EventBase {
+  type: "token.issued";
+  grant_type: "client_credentials" | "password" | "refresh_token";
+  client_id: string;
+  /** The token's `sub`: an account id, or `client:` + the client id. */
+  subject: string;
+  /** Space-separated granted scope. */
+  scope: string;
+  jti: string;
+  /** Epoch ms of the access token's expiry. */
+  expires_at: number;
+  /** The refresh-token family the answer belongs to, or null when it has no refresh token. */
+  family_id: string | null;
+  client_ip: string | null;
+}
+
+/** A refresh token exchanged: rotated, or (`replay: true`) a grace use of a rotated one. */
+export interface TokenRefreshedEvent extends EventBase {
+  type: "token.refreshed";
+  client_id: string;
+  account_id: string;
+  family_id: string;
+  scope: string;
+  /** True when this was a grace use answered with the rotation's answer (no new refresh token). */
+  replay: boolean;
+  client_ip: string | null;
+}
+
+/** A rotated refresh token presented again after its grace: the whole family is revoked. */
+export interface RefreshTokenReuseDetectedEvent extends EventBase {
+  type: "refresh_token.reuse_detected";
+  family_id: string;
+  client_id: string;
+  account_id: string;
+  client_ip: string | null;
+}
+
+/** Client authentication failed at the token, revocation or introspection endpoint. */
+export interface ClientAuthenticationFailedEvent extends EventBase {
+  type: "client.authentication_failed";
+  /** As presented; null when none could be read. */
+  client_id: string | null;
+  reason: ClientAuthFailure;
+  client_ip: string | null;
+}
+
+/** A username + password refused. */
+export interface AccountLoginFailedEvent extends EventBase {
+  type: "account.login_failed";
+  /** As presented (the account may not exist). */
+  username: string;
+  reason: LoginFailure;
+  source: LoginSource;
+  /** The authenticated client of a password grant; null for the console. */
+  client_id: string | null;
+  client_ip: string | null;
+}
+
+/** A username's brute-force counter reached its limit: attempts are refused until `locked_until`. */
+export interface AccountLockedOutEvent extends EventBase {
+  type: "account.locked_out";
+  username: string;
+  /** `username_address`: this username from this address (`maxFailures`); `username`: from every address (5 × `maxFailures`). */
+  lock: "username_address" | "username";
+  source: LoginSource;
+  /** Epoch ms when the window ends. */
+  locked_until: number;
+  client_ip: string | null;
+}
+
+/** A token revoked at the revocation endpoint (RFC 7009). */
+export interface TokenRevokedEvent extends EventBase {
+  type: "token.revoked";
+  client_id: string;
+  token_type: "access_token" | "refresh_token";
+  /** The access token's `jti`; null for a refresh token. */
+  jti: string | null;
+  /** The refresh token's family (all of it is revoked); null for an access token. */
+  family_id: string | null;
+  client_ip: string | null;
+}
+
+/** Administrative events: who did it (`actor`) and to what. */
+interface AdminEventBase extends EventBase {
+  /** The console administrator's username; null for the CLI, provisioning and `app.admin` calls. */
+  actor: string | null;
+}
+
+export interface ClientCreatedEvent extends AdminEventBase {
+  type: "client.created";
+  client_id: string;
+  name: string;
+  grant_types: string[];
+  scopes: string[];
+}
+
+export interface ClientDeletedEvent extends AdminEventBase {
+  type: "client.deleted";
+  client_id: string;
+}
+
+export interface ClientSecretRotatedEvent extends AdminEventBase {
+  type: "client.secret_rotated";
+  client_id: string;
+}
+
+/** A further secret added to a client (overlapping secrets). */
+export interface ClientSecretAddedEvent extends AdminEventBase {
+  type: "client.secret_added";
+  client_id: string;
+  /** The secret's id (never the secret or its hash). */
+  secret_id: string;
+}
+
+/** One of a client's secrets revoked. */
+export interface ClientSecretRevokedEvent extends AdminEventBase {
+  type: "client.secret_revoked";
+  client_id: string;
+  secret_id: string;
+}
+
+/** A new signing key stored (by an administrator, or by automatic rotation: `actor` null, `automatic` true). */
+export interface SigningKeyRotatedEvent extends AdminEventBase {
+  type: "signing_key.rotated";
+  kid: string;
+  alg: string;
+  /** Epoch ms from which it signs. */
+  activates_at: number;
+  /** True for `keys rotate --now` (no activation delay). */
+  immediate: boolean;
+  automatic: boolean;
+  /** Kids of old keys deleted by this rotation. */
+  deleted: string[];
+}
+
+export interface AccountCreatedEvent extends AdminEventBase {
+  type: "account.created";
+  account_id: string;
+  username: string;
+  roles: string[];
+  enabled: boolean;
+}
+
+export interface AccountDisabledEvent extends AdminEventBase {
+  type: "account.disabled";
+  account_id: string;
+  username: string;
+}
+
+export interface AccountEnabledEvent extends AdminEventBase {
+  type: "account.enabled";
+  account_id: string;
+  username: string;
+}
+
+export interface ConsoleSignedInEvent extends EventBase {
+  type: "console.signed_in";
+  account_id: string;
+  username: string;
+  client_ip: string | null;
+}
+
+export interface ConsoleSignedOutEvent extends EventBase {
+  type: "console.signed_out";
+  account_id: string;
+  username: string;
+  client_ip: string | null;
+}
+
+/** Every security event. Narrow on `type`. */
+export type SecurityEvent =
+  | TokenIssuedEvent
+  | TokenRefreshedEvent
+  | RefreshTokenReuseDetectedEvent
+  | ClientAuthenticationFailedEvent
+  | AccountLoginFailedEvent
+  | AccountLockedOutEvent
+  | TokenRevokedEvent
+  | ClientCreatedEvent
+  | ClientDeletedEvent
+  | ClientSecretRotatedEvent
+  | ClientSecretAddedEvent
+  | ClientSecretRevokedEvent
+  | SigningKeyRotatedEvent
+  | AccountCreatedEvent
+  | AccountDisabledEvent
+  | AccountEnabledEvent
+  | ConsoleSignedInEvent
+  | ConsoleSignedOutEvent;
+
+/** Every event type name. */
+export type SecurityEventType = SecurityEvent["type"];
+
+/** Every event type name, in the README's order. */
+export const SECURITY_EVENT_TYPES: readonly SecurityEventType[] = [
+  "token.issued",
+  "token.refreshed",
+  "refresh_token.reuse_detected",
+  "client.authentication_failed",
+  "account.login_failed",
+  "account.locked_out",
+  "token.revoked",
+  "client.created",
+  "client.deleted",
+  "client.secret_rotated",
+  "client.secret_added",
+  "client.secret_revoked",
+  "signing_key.rotated",
+  "account.created",
+  "account.disabled",
+  "account.enabled",
+  "console.signed_in",
+  "console.signed_out",
+];
+
+/** An event as an emitter site writes it: the emitter adds `id` and `time`. */
+export type EventInput = SecurityEvent extends infer E ? (E extends SecurityEvent ? Omit<E, "id" | "time"> : never) : never;
+
+/** The `onEvent` hook. Its result is not awaited on the request path; a throw or rejection is logged and ignored. */
+export type EventHook = (event: SecurityEvent) => void | Promise<void>;
