@@ -128,10 +128,11 @@ it("events as JSON lines, no secret in any line, and the client_credentials coun
 
   proc.kill("SIGTERM");
   await new Promise((resolve) => (proc.exitCode !== null ? resolve(null) : proc.once("exit", resolve)));
-  // After the banner every stdout line is one JSON object; no line of either stream holds what the requests carried.
-  const banner = out.slice(0, out.indexOf("{"));
-  expect(banner).toMatch(/^plantgate listening on /);
-  for (const line of out.slice(banner.length).split("\n").filter(Boolean)) expect(() => JSON.parse(line), line).not.toThrow();
+  // Every stdout line is one JSON object but the start-up banner's; no line of either stream holds what the requests carried.
+  const banner = out.split("\n").filter((line) => line !== "" && !line.startsWith("{"));
+  expect(banner).toEqual([`plantgate listening on ${url}`, expect.stringMatching(/^ {2}store: /), expect.stringMatching(/^ {2}token endpoint: /), expect.stringMatching(/^ {2}metadata: /), `  metrics:         ${metricsUrl}`]);
+  for (const line of out.split("\n").filter((l) => l.startsWith("{"))) expect(() => JSON.parse(line), line).not.toThrow();
+  expect(err).toBe("");
   for (const secret of [CLIENT_SECRET, WRONG_SECRET, PASSWORD, WRONG_PASSWORD, accessToken, sessionBody.access_token, sessionBody.refresh_token]) {
     expect(out + err).not.toContain(secret);
   }
