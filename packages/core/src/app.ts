@@ -242,12 +242,12 @@ async function dispatch(ctx: Context, table: RouteTable, request: Request, info:
     if (path === null) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
     const mount = mountOf(table, path);
     if (mount) {
-      if (note) note.route = mount.prefix;
+      if (note) note.route = ctx.basePath + mount.prefix;
       return await mount.handle(ctx, request, info, path);
     }
     const route = table.routes.get(path);
     if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-    if (note) note.route = path;
+    if (note) note.route = ctx.basePath + path;
     surface = route.surface;
     const handler = route.methods.get(request.method === "HEAD" ? "GET" : request.method);
     if (!handler) return methodNotAllowed(route);
@@ -278,7 +278,7 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
   const run = observeRequests((request, info: HandleInfo | undefined, note) => dispatch(ctx, table, request, info, note), {
     tracer: ctx.tracer,
     observer: ctx.observer,
-    tokenRoute: TOKEN_PATH,
+    tokenRoute: ctx.basePath + TOKEN_PATH,
     grantTypes: new Set(GRANT_TYPES),
   });
   return {

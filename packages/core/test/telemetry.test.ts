@@ -238,3 +238,22 @@ describe("observer", () => {
     expect(storageCalls.length).toBeGreaterThan(0);
   });
 });
+
+describe("route templates under a base path", () => {
+  it("include the base path, in the span and in the observation", async () => {
+    const requests: RequestObservation[] = [];
+    const h = await harness({ basePath: "/auth", tracer: provider.getTracer("t"), observer: { request: (o) => requests.push(o) } });
+    exporter.reset();
+    const res = await h.app.fetch(
+      new Request(`${BASE}/auth/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) },
+        body: "grant_type=client_credentials",
+      }),
+    );
+    expect(res.status).toBe(200);
+    const server = byName(exporter.getFinishedSpans(), "POST /auth/UserService/connect/token");
+    expect(server.attributes["http.route"]).toBe("/auth/UserService/connect/token");
+    expect(requests.map((o) => [o.route, o.grantType, o.result])).toEqual([["/auth/UserService/connect/token", "client_credentials", "success"]]);
+  });
+});

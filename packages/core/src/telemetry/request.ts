@@ -36,11 +36,11 @@ function tokenResult(note: RequestNote, status: number): string {
 
 type Dispatch<I> = (request: Request, info: I, note: RequestNote | undefined) => Promise<PlainResponse>;
 
-/** How the app's own routes are named in the observation (relative to the base path). */
+/** What the wrapper needs to know of the app. */
 export interface ObserveOptions {
   tracer: Tracer | undefined;
   observer: Observer | undefined;
-  /** The token endpoint's route path, whose requests get `grantType` and `result`. */
+  /** The token endpoint's route (base path included), whose requests get `grantType` and `result`. */
   tokenRoute: string;
   /** The grant types plantgate supports (others are labelled `unsupported`). */
   grantTypes: ReadonlySet<string>;

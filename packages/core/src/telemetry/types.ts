@@ -41,8 +41,9 @@ export interface Tracer {
  */
 export interface RequestObservation {
   /**
-   * The route template: a route path relative to the base path (`/UserService/connect/token`),
-   * a mount (`/console`, `/docs`), or `unmatched` (the 404 of a path plantgate does not serve).
+   * The route template, base path included: a route's path (`/UserService/connect/token`, or
+   * `/auth/UserService/connect/token` under `basePath: "/auth"`), a mount (`/console`, `/docs`),
+   * or `unmatched` (the 404 of a path plantgate does not serve).
    */
   route: string;
   /** The request method if a standard one (GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS), else `_OTHER`. */
