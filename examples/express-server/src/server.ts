@@ -9,6 +9,11 @@ import { swaggerUi } from "@plantgate/docs";
 import { openRedisHotStoresFromEnv } from "@plantgate/storage-redis/env";
 import { observabilityFromEnv, setupObservability, type MetricsListener } from "@plantgate/observability";
 
+/** Where the server's JSON-line logs go: stdout unless a destination (anything with `write(line)`) is given, e.g. in tests. */
+export interface ServerLogging {
+  destination?: { write(line: string): void };
+}
+
 /** The environment the Express example reads: node-server's variables plus `PLANTGATE_MOUNT_PATH`. */
 export interface ExpressServerEnv {
   HOST?: string;
@@ -87,6 +92,7 @@ function mountPath(value: string | undefined): string {
 export async function startExpressServer(
   env: ExpressServerEnv,
   overrides: PlantgateOptions = {},
+  logging: ServerLogging = {},
 ): Promise<RunningExpressServer> {
   const host = env.HOST || "127.0.0.1";
   const listenPort = port(env.PORT);
@@ -95,7 +101,7 @@ export async function startExpressServer(
   const fromEnv = optionsFromEnv(env);
   const pruneIntervalSeconds = pruneIntervalFromEnv(env);
   // JSON-line logs (events, errors, housekeeping) and, with a metrics port, Prometheus metrics.
-  const observability = setupObservability(observabilityFromEnv(env));
+  const observability = setupObservability(observabilityFromEnv(env), logging);
   const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
   // PLANTGATE_REDIS_URL: the hot state goes to Redis, the rest stays in the store above.
   let hot: Awaited<ReturnType<typeof openRedisHotStoresFromEnv>> = null;

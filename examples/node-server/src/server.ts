@@ -15,6 +15,11 @@ import { swaggerUi } from "@plantgate/docs";
 import { openRedisHotStoresFromEnv } from "@plantgate/storage-redis/env";
 import { observabilityFromEnv, setupObservability, type MetricsListener } from "@plantgate/observability";
 
+/** Where the server's JSON-line logs go: stdout unless a destination (anything with `write(line)`) is given, e.g. in tests. */
+export interface ServerLogging {
+  destination?: { write(line: string): void };
+}
+
 /** The environment the example server reads (see the README's configuration table). */
 export interface ServerEnv {
   HOST?: string;
@@ -93,13 +98,13 @@ function port(value: string | undefined): number {
  * console.log(server.url);
  * await server.close();
  */
-export async function startServer(env: ServerEnv, overrides: PlantgateOptions = {}): Promise<RunningServer> {
+export async function startServer(env: ServerEnv, overrides: PlantgateOptions = {}, logging: ServerLogging = {}): Promise<RunningServer> {
   const host = env.HOST || "127.0.0.1";
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
   const pruneIntervalSeconds = pruneIntervalFromEnv(env);
   // JSON-line logs (events, errors, housekeeping) and, with a metrics port, Prometheus metrics.
-  const observability = setupObservability(observabilityFromEnv(env));
+  const observability = setupObservability(observabilityFromEnv(env), logging);
   const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
   // PLANTGATE_REDIS_URL: the hot state goes to Redis, the rest stays in the store above.
   let hot: Awaited<ReturnType<typeof openRedisHotStoresFromEnv>> = null;

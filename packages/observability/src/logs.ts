@@ -26,7 +26,7 @@ const REDACTED = [
 export interface LogOptions {
   /** Default `info`. */
   level?: LevelWithSilent;
-  /** Where lines go. Default: stdout. */
+  /** Where lines go (anything with `write(line)`). Default: stdout. */
   destination?: DestinationStream;
 }
 

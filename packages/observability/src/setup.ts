@@ -1,5 +1,5 @@
 /** The logs and metrics of a Node server in one call: what the example servers use. */
-import type { Logger as Pino, DestinationStream } from "pino";
+import type { Logger as Pino } from "pino";
 import type { Logger, Observer, SecurityEvent } from "@plantgate/core";
 import type { ObservabilitySettings } from "./env.js";
 import { coreLogger, createLog, eventLogger, pruneLogger } from "./logs.js";
@@ -27,7 +27,7 @@ export interface Observability {
  * const app = createPlantgate({ ...obs.options });
  * const listener = await obs.serveMetrics("127.0.0.1");
  */
-export function setupObservability(settings: ObservabilitySettings, options: { destination?: DestinationStream } = {}): Observability {
+export function setupObservability(settings: ObservabilitySettings, options: { destination?: { write(line: string): void } } = {}): Observability {
   const log = createLog({ level: settings.logLevel, ...(options.destination ? { destination: options.destination } : {}) });
   const metrics = settings.metricsPort === null ? null : createMetrics();
   const logEvent = eventLogger(log);
