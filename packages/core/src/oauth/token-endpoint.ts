@@ -21,6 +21,9 @@ export const GRANTS: ReadonlyMap<string, Grant> = new Map(
 /** Supported grant types, for the metadata document. */
 export const GRANT_TYPES: GrantType[] = [...GRANTS.keys()] as GrantType[];
 
+/** What a client id can be (see `admin.createClient`): 1-200 printable ASCII characters, no spaces. */
+const CLIENT_ID_SHAPE = /^[\x21-\x7e]{1,200}$/;
+
 // A fixed hash to compare against when the client does not exist, so unknown ids cost the same.
 const UNKNOWN_CLIENT_HASH = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 
@@ -49,7 +52,9 @@ async function checkClient(ctx: Context, form: Map<string, string>, authorizatio
   try {
     presented = presentedClient(authorization, form);
   } catch (e) {
-    if (e instanceof OAuthError && e.code === "invalid_client") failed(form.get("client_id") ?? null, "malformed");
+    // Not the presented client_id: a body that could not be read as credentials may hold anything
+    // under that name, the secret and a token included (tests/hostile's output check found one).
+    if (e instanceof OAuthError && e.code === "invalid_client") failed(null, "malformed");
     throw e;
   }
   const keys = throttleKeys("client", { clientId: presented.clientId, ...(clientIp !== undefined ? { ip: clientIp } : {}) });
@@ -62,7 +67,8 @@ async function checkClient(ctx: Context, form: Map<string, string>, authorizatio
   const ok = timingSafeEqual(hash, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
   if (!client || !ok) {
     await ctx.throttle.fail(checked);
-    failed(presented.clientId, client ? "invalid_secret" : "unknown_client");
+    // An unknown id is named only if it could be one (what a client id may be), never free text.
+    failed(client || CLIENT_ID_SHAPE.test(presented.clientId) ? presented.clientId : null, client ? "invalid_secret" : "unknown_client");
     throw new OAuthError("invalid_client", "Client authentication failed.");
   }
   await ctx.throttle.succeed(checked);
