@@ -83,16 +83,25 @@ const CONTENDERS: Record<string, Contender> = {
     passwordRest: "",
   },
   pgMemory: { id: "pgMemory", label: "plantgate, memory store", ...plantgateBase, env: () => ({ BENCH_STORE: "memory", BENCH_SEED_ACCOUNTS: "200" }) },
+  pgMemoryObserved: {
+    id: "pgMemoryObserved",
+    label: "plantgate, memory store + events, logs, metrics",
+    ...plantgateBase,
+    env: () => ({ BENCH_STORE: "memory", BENCH_SEED_ACCOUNTS: "200", BENCH_OBSERVE: "1" }),
+  },
   pgSqlite: { id: "pgSqlite", label: "plantgate, SQLite", ...plantgateBase, sqlite: true, env: () => ({ BENCH_STORE: "sqlite", BENCH_SEED_ACCOUNTS: "200" }) },
   pgPostgres: { id: "pgPostgres", label: "plantgate, PostgreSQL", ...plantgateBase, postgres: { redis: false }, env: () => ({ BENCH_SEED_ACCOUNTS: "200" }) },
   pgPostgresRedis: { id: "pgPostgresRedis", label: "plantgate, PostgreSQL + Redis", ...plantgateBase, postgres: { redis: true }, env: () => ({ BENCH_SEED_ACCOUNTS: "200" }) },
 };
 
+/** `BENCH_ONLY=observe`: only the two rows of the observability cost (client credentials, memory store, off and on). */
+const OBSERVE_ROWS = ["pgMemory", "pgMemoryObserved"];
+
 // oidc-provider has no password grant, and only issues refresh tokens from the authorization code
 // flow; only plantgate has the account and plant APIs. Those cells are left out, not faked.
 const PLAN: Array<[Workload, string[]]> = [
   ["baseline", ["bare"]],
-  ["cc", ["bareJwt", "o2sOpaque", "o2sJwt", "oidc", "pgMemory", "pgSqlite", "pgPostgres", "pgPostgresRedis"]],
+  ["cc", ["bareJwt", "o2sOpaque", "o2sJwt", "oidc", "pgMemory", "pgMemoryObserved", "pgSqlite", "pgPostgres", "pgPostgresRedis"]],
   ["password", ["o2sOpaque", "o2sJwt", "pgMemory", "pgSqlite", "pgPostgres", "pgPostgresRedis"]],
   ["refresh", ["o2sOpaque", "o2sJwt", "pgMemory", "pgSqlite", "pgPostgres", "pgPostgresRedis"]],
   ["list", ["pgMemory", "pgSqlite", "pgPostgres", "pgPostgresRedis"]],
@@ -415,6 +424,12 @@ function targets(rows: Row[], paging: PagingResult[], memory: MemoryCheck | null
     ratio("list", "pgSqlite", 0.3, "GetAccountList (bearer) on SQLite >= 0.30x bare"),
     ratio("refresh", "pgSqlite", 0.2, "Refresh grant on SQLite >= 0.20x bare"),
     ((name: string): Target => {
+      const off = rps("cc", "pgMemory");
+      const on = rps("cc", "pgMemoryObserved");
+      if (off === undefined || on === undefined) return { name, value: "not run", pass: null };
+      return { name, value: `${(on / off).toFixed(3)}x`, pass: on / off >= 0.95 };
+    })("Client credentials, memory store, with events + JSON logs + metrics >= 0.95x without"),
+    ((name: string): Target => {
       const memory = rps("cc", "pgMemory");
       const fleet = rps("cc", "pgPostgresRedis");
       if (memory === undefined || fleet === undefined) return { name, value: "not run", pass: null };
@@ -515,8 +530,10 @@ async function main(): Promise<number> {
     return !onlyContenders || id === "bare" || onlyContenders.includes(id);
   };
   for (const [workload, ids] of PLAN) {
-    if (only && !only.includes(workload)) continue;
+    const observeOnly = only !== undefined && !only.includes(workload) && only.includes("observe") && workload === "cc";
+    if (only && !only.includes(workload) && !observeOnly) continue;
     for (const id of ids) {
+      if (observeOnly && !OBSERVE_ROWS.includes(id)) continue;
       if (!wanted(id) || Object.values(baselineOf).includes(id)) continue;
       const baseId = baselineOf[id];
       if (baseId !== undefined && wanted(baseId)) rows.push(...(await measurePair(workload, CONTENDERS[id]!, CONTENDERS[baseId]!)));

@@ -3,6 +3,7 @@
 // with BENCH_REDIS_URL, the hot stores go to Redis beside it (key prefix BENCH_REDIS_PREFIX).
 import { createMemoryStorage, createPlantgate, type CreateAccountInput, type Plantgate, type Storage } from "@plantgate/core";
 import { nodeCrypto, serve } from "@plantgate/node";
+import { setupObservability } from "@plantgate/observability";
 import { redisHotStores } from "@plantgate/storage-redis";
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { createClient } from "redis";
@@ -27,6 +28,10 @@ const running = await serve(
   },
   { port: 0 },
 );
+// BENCH_OBSERVE=1: events, JSON-line logs (info: a line per token) and Prometheus metrics on, as
+// examples/node-server runs them with PLANTGATE_METRICS_PORT set (the metrics listener included).
+const observability = process.env.BENCH_OBSERVE === "1" ? setupObservability({ logLevel: "info", metricsPort: 0 }) : null;
+await observability?.serveMetrics("127.0.0.1");
 // As the example server runs it: node:crypto in line instead of Web Crypto thread-pool jobs.
 // maxConcurrentPasswordChecks: wrk keeps 32 connections busy and the bench measures how fast
 // password grants are served; the default cap of 4 would answer most of them 429 at once.
@@ -37,6 +42,7 @@ const created = createPlantgate({
   passwordHashIterations: iterations,
   maxConcurrentPasswordChecks: 64,
   crypto: nodeCrypto({ batchSignatures: process.env.BENCH_BATCH !== "0" }),
+  ...observability?.options,
 });
 await created.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);
 for (let i = 0; i < USERS; i++) await created.admin.ensureAccount(username(i), PASSWORD);

@@ -113,6 +113,20 @@ describe("examples/cloudflare-worker under wrangler dev --local", () => {
     });
     expect(plantRes.status).toBe(200);
     expect(await plantRes.text()).toBe('{"id":9223372036854775807,"name":"Monstera","tag":"indoor"}');
+
+    // The Worker logs the token.issued event as one JSON object (console.log), never the secret or token.
+    const deadline = Date.now() + 10_000;
+    const issued = () =>
+      output
+        .split("\n")
+        .map((l) => l.slice(l.indexOf("{")))
+        .filter((l) => l.startsWith('{"level":'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l.event === "token.issued");
+    while (issued() === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(issued(), output).toMatchObject({ level: "info", event: "token.issued", grant_type: "client_credentials", client_id: CLIENT_ID, subject: `client:${CLIENT_ID}` });
+    expect(output).not.toContain(CLIENT_SECRET);
+    expect(output).not.toContain(token.access_token);
   });
 
   describe("a 2 MB body gets the documented answer, 20 of 20, and the Worker still answers", () => {

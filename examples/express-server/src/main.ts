@@ -7,6 +7,7 @@ try {
   console.log(`  token endpoint:  POST ${server.baseUrl}/UserService/connect/token`);
   console.log(`  metadata:        GET  ${server.baseUrl}/.well-known/oauth-authorization-server`);
   console.log(`  own route:       GET  ${server.url}/health`);
+  if (server.metricsUrl) console.log(`  metrics:         ${server.metricsUrl}`);
   if (server.demo) {
     // Printed once, at creation: the store keeps only hashes, so they cannot be shown again.
     console.log("Created a demo client and user (shown only now):");

@@ -7,6 +7,12 @@ import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
 import { openRedisHotStoresFromEnv } from "@plantgate/storage-redis/env";
+import { observabilityFromEnv, setupObservability, type MetricsListener } from "@plantgate/observability";
+
+/** Where the server's JSON-line logs go: stdout unless a destination (anything with `write(line)`) is given, e.g. in tests. */
+export interface ServerLogging {
+  destination?: { write(line: string): void };
+}
 
 /** The environment the Express example reads: node-server's variables plus `PLANTGATE_MOUNT_PATH`. */
 export interface ExpressServerEnv {
@@ -29,6 +35,10 @@ export interface ExpressServerEnv {
   PLANTGATE_REDIS_KEY_PREFIX?: string;
   /** Seconds between housekeeping runs (`admin.prune()`); default 3600, `0` off. */
   PLANTGATE_PRUNE_INTERVAL_SECONDS?: string;
+  /** trace, debug, info (default), warn, error, fatal or silent: the JSON-line logs on stdout. */
+  PLANTGATE_LOG_LEVEL?: string;
+  /** A port: Prometheus metrics at `http://HOST:PORT/metrics` on a listener of their own; unset = none. */
+  PLANTGATE_METRICS_PORT?: string;
   [name: string]: string | undefined;
 }
 
@@ -43,6 +53,8 @@ export interface RunningExpressServer {
   /** Where the data lives (password-free), e.g. "SQLite /path/data/plantgate.db". */
   store: string;
   app: Plantgate;
+  /** The Prometheus metrics URL (`PLANTGATE_METRICS_PORT`), or null when metrics are off. */
+  metricsUrl: string | null;
   /** Credentials created for the demo (only when nothing was configured and the store was empty). */
   demo: { clientId: string; clientSecret: string; username: string; password: string } | null;
   close(): Promise<void>;
@@ -80,6 +92,7 @@ function mountPath(value: string | undefined): string {
 export async function startExpressServer(
   env: ExpressServerEnv,
   overrides: PlantgateOptions = {},
+  logging: ServerLogging = {},
 ): Promise<RunningExpressServer> {
   const host = env.HOST || "127.0.0.1";
   const listenPort = port(env.PORT);
@@ -87,6 +100,8 @@ export async function startExpressServer(
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
   const pruneIntervalSeconds = pruneIntervalFromEnv(env);
+  // JSON-line logs (events, errors, housekeeping) and, with a metrics port, Prometheus metrics.
+  const observability = setupObservability(observabilityFromEnv(env), logging);
   const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
   // PLANTGATE_REDIS_URL: the hot state goes to Redis, the rest stays in the store above.
   let hot: Awaited<ReturnType<typeof openRedisHotStoresFromEnv>> = null;
@@ -144,7 +159,10 @@ export async function startExpressServer(
       server.closeAllConnections();
     });
 
+  let metrics: MetricsListener | null = null;
   try {
+    // Never on the public port: a listener of its own, on the same host.
+    metrics = await observability.serveMetrics(host);
     const options: PlantgateOptions = {
       issuer: url + mount,
       ...(fromEnv.issuer ? {} : { baseUrl: url + mount }),
@@ -152,6 +170,7 @@ export async function startExpressServer(
       crypto: nodeCrypto(),
       // The opt-in API reference page at /docs (from @plantgate/docs).
       docs: swaggerUi(),
+      ...observability.options,
       ...fromEnv,
       ...overrides,
       ...(mount ? { basePath: mount } : {}),
@@ -163,7 +182,7 @@ export async function startExpressServer(
     const demo = await applyBootstrap(created.admin, bootstrap, { demo: true });
     await created.jwks(); // create or load the signing key before the first request
     // Housekeeping: expired tokens, sessions, counters and keys are deleted every interval.
-    const pruning = schedulePrune(created.admin, { intervalSeconds: pruneIntervalSeconds });
+    const pruning = schedulePrune(created.admin, { intervalSeconds: pruneIntervalSeconds, logger: observability.pruneLogger });
     handler = plantgate(created);
     return {
       url,
@@ -171,14 +190,17 @@ export async function startExpressServer(
       baseUrl: url + mount,
       store: opened ? `${opened.display}${hot ? `; hot state in Redis ${hot.display}` : ""}` : "custom storage",
       app: created,
+      metricsUrl: metrics?.url ?? null,
       demo,
       close: async () => {
         await pruning.stop();
+        await metrics?.close();
         await closeServer();
         await closeStorage();
       },
     };
   } catch (error) {
+    await metrics?.close();
     await closeServer();
     await closeStorage();
     throw error;

@@ -7,6 +7,7 @@ try {
   console.log(`  token endpoint:  POST ${server.url}/UserService/connect/token`);
   console.log(`  metadata:        GET  ${server.url}/.well-known/oauth-authorization-server`);
   if (server.consoleUrl) console.log(`  console:         ${server.consoleUrl}`);
+  if (server.metricsUrl) console.log(`  metrics:         ${server.metricsUrl}`);
   if (server.demo) {
     // Printed once, at creation: the store keeps only hashes, so they cannot be shown again.
     console.log("Created a demo client and user (shown only now):");

@@ -13,6 +13,12 @@ import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
 import { openRedisHotStoresFromEnv } from "@plantgate/storage-redis/env";
+import { observabilityFromEnv, setupObservability, type MetricsListener } from "@plantgate/observability";
+
+/** Where the server's JSON-line logs go: stdout unless a destination (anything with `write(line)`) is given, e.g. in tests. */
+export interface ServerLogging {
+  destination?: { write(line: string): void };
+}
 
 /** The environment the example server reads (see the README's configuration table). */
 export interface ServerEnv {
@@ -38,6 +44,10 @@ export interface ServerEnv {
   PLANTGATE_REDIS_KEY_PREFIX?: string;
   /** Seconds between housekeeping runs (`admin.prune()`); default 3600, `0` off. */
   PLANTGATE_PRUNE_INTERVAL_SECONDS?: string;
+  /** trace, debug, info (default), warn, error, fatal or silent: the JSON-line logs on stdout. */
+  PLANTGATE_LOG_LEVEL?: string;
+  /** A port: Prometheus metrics at `http://HOST:PORT/metrics` on a listener of their own; unset = none. */
+  PLANTGATE_METRICS_PORT?: string;
   [name: string]: string | undefined;
 }
 
@@ -49,6 +59,8 @@ export interface RunningServer {
   app: Plantgate;
   /** The management console's page, or null when it is off. */
   consoleUrl: string | null;
+  /** The Prometheus metrics URL (`PLANTGATE_METRICS_PORT`), or null when metrics are off. */
+  metricsUrl: string | null;
   /** Credentials created for the demo (only when nothing was configured and the store was empty). */
   demo: { clientId: string; clientSecret: string; username: string; password: string } | null;
   close(): Promise<void>;
@@ -86,11 +98,13 @@ function port(value: string | undefined): number {
  * console.log(server.url);
  * await server.close();
  */
-export async function startServer(env: ServerEnv, overrides: PlantgateOptions = {}): Promise<RunningServer> {
+export async function startServer(env: ServerEnv, overrides: PlantgateOptions = {}, logging: ServerLogging = {}): Promise<RunningServer> {
   const host = env.HOST || "127.0.0.1";
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
   const pruneIntervalSeconds = pruneIntervalFromEnv(env);
+  // JSON-line logs (events, errors, housekeeping) and, with a metrics port, Prometheus metrics.
+  const observability = setupObservability(observabilityFromEnv(env), logging);
   const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
   // PLANTGATE_REDIS_URL: the hot state goes to Redis, the rest stays in the store above.
   let hot: Awaited<ReturnType<typeof openRedisHotStoresFromEnv>> = null;
@@ -112,6 +126,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   // so requests are routed through a holder that is filled right after.
   let app: Plantgate | null = null;
   let running: Awaited<ReturnType<typeof serve>>;
+  let metrics: MetricsListener | null = null;
   try {
     running = await serve(
       {
@@ -125,6 +140,8 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
     throw error;
   }
   try {
+    // Never on the public port: a listener of its own, on the same host.
+    metrics = await observability.serveMetrics(host);
     const options: PlantgateOptions = {
       issuer: running.url,
       ...(fromEnv.issuer ? {} : { baseUrl: running.url }),
@@ -132,6 +149,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
       crypto: nodeCrypto(),
       // The opt-in API reference page at /docs (from @plantgate/docs).
       docs: swaggerUi(),
+      ...observability.options,
       ...fromEnv,
       ...overrides,
       storage,
@@ -142,21 +160,24 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
     const demo = await applyBootstrap(created.admin, bootstrap, { demo: true });
     await created.jwks(); // create or load the signing key before the first request
     // Housekeeping: expired tokens, sessions, counters and keys are deleted every interval.
-    const pruning = schedulePrune(created.admin, { intervalSeconds: pruneIntervalSeconds });
+    const pruning = schedulePrune(created.admin, { intervalSeconds: pruneIntervalSeconds, logger: observability.pruneLogger });
     app = created;
     return {
       url: running.url,
       store: opened ? `${opened.display}${hot ? `; hot state in Redis ${hot.display}` : ""}` : "custom storage",
       app: created,
       consoleUrl: options.console?.enabled ? `${options.baseUrl ?? `${running.url}${options.basePath ?? ""}`}/console` : null,
+      metricsUrl: metrics?.url ?? null,
       demo,
       close: async () => {
         await pruning.stop();
+        await metrics?.close();
         await running.close();
         await closeStorage();
       },
     };
   } catch (error) {
+    await metrics?.close();
     await running.close();
     await closeStorage();
     throw error;

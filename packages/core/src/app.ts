@@ -17,7 +17,8 @@ import { errorResponse, json, NO_STORE, toResponse, type PlainResponse } from ".
 import { INTROSPECTION_PATH, metadata, REVOCATION_PATH, TOKEN_PATH } from "./oauth/metadata.js";
 import { introspectionEndpoint } from "./oauth/introspection.js";
 import { revocationEndpoint } from "./oauth/revocation.js";
-import { tokenEndpoint, type ClientFormEndpoint } from "./oauth/token-endpoint.js";
+import { GRANT_TYPES, tokenEndpoint, type ClientFormEndpoint } from "./oauth/token-endpoint.js";
+import { observeRequests, type RequestNote } from "./telemetry/request.js";
 import type { Context, Urls } from "./context.js";
 import { urlsFor } from "./http/urls.js";
 import { resolveOptions, type PlantgateOptions } from "./options.js";
@@ -73,7 +74,14 @@ export interface Plantgate {
  * (a parsed form, a header, a parsed JSON body, the query) and passes that on as plain values.
  * `clientIp` is already resolved through `trustedProxies`; undefined when the adapter gave none.
  */
-type Handler = (ctx: Context, urls: Urls, request: Request, clientIp: string | undefined, info: HandleInfo | undefined) => Promise<PlainResponse>;
+type Handler = (
+  ctx: Context,
+  urls: Urls,
+  request: Request,
+  clientIp: string | undefined,
+  info: HandleInfo | undefined,
+  note: RequestNote | undefined,
+) => Promise<PlainResponse>;
 
 interface Route {
   /** Which error shape the route speaks. */
@@ -91,8 +99,11 @@ const METADATA_PATH = "/.well-known/oauth-authorization-server";
 /** A client-authenticated form endpoint (token, revocation, introspection): POST only. */
 function formRoute(endpoint: ClientFormEndpoint): Route {
   return route("oauth", {
-    POST: async (ctx, urls, request, clientIp, info) =>
-      endpoint(ctx, urls, await readOAuthForm(ctx, request, info), request.headers.get("authorization"), clientIp),
+    POST: async (ctx, urls, request, clientIp, info, note) => {
+      const form = await readOAuthForm(ctx, request, info);
+      if (note) note.grantType = form.get("grant_type");
+      return endpoint(ctx, urls, form, request.headers.get("authorization"), clientIp);
+    },
   });
 }
 
@@ -222,21 +233,26 @@ function mountOf(table: RouteTable, path: string): Mount | undefined {
 }
 
 /** Routes one request; every failure becomes the route's documented error shape. */
-async function dispatch(ctx: Context, table: RouteTable, request: Request, info: HandleInfo | undefined): Promise<PlainResponse> {
+async function dispatch(ctx: Context, table: RouteTable, request: Request, info: HandleInfo | undefined, note: RequestNote | undefined): Promise<PlainResponse> {
   let surface: "oauth" | "api" = "api";
   try {
     const path = relativePath(ctx, pathOf(request.url));
     if (path === null) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
     const mount = mountOf(table, path);
-    if (mount) return await mount.handle(ctx, request, info, path);
+    if (mount) {
+      if (note) note.route = ctx.basePath + mount.prefix;
+      return await mount.handle(ctx, request, info, path);
+    }
     const route = table.routes.get(path);
     if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
+    if (note) note.route = ctx.basePath + path;
     surface = route.surface;
     const handler = route.methods.get(request.method === "HEAD" ? "GET" : request.method);
     if (!handler) return methodNotAllowed(route);
     const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
-    return await handler(ctx, urlsFor(ctx, request.url), request, clientIp, info);
+    return await handler(ctx, urlsFor(ctx, request.url), request, clientIp, info, note);
   } catch (error) {
+    if (note) note.error = error;
     return errorResponse(error, surface, ctx.logger);
   }
 }
@@ -256,13 +272,20 @@ async function dispatch(ctx: Context, table: RouteTable, request: Request, info:
 export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
   const ctx = resolveOptions(options);
   const table = routeTable(ctx);
+  // A span per request and the observer's call when configured; else dispatch as it is.
+  const run = observeRequests((request, info: HandleInfo | undefined, note) => dispatch(ctx, table, request, info, note), {
+    tracer: ctx.tracer,
+    observer: ctx.observer,
+    tokenRoute: ctx.basePath + TOKEN_PATH,
+    grantTypes: new Set(GRANT_TYPES),
+  });
   return {
     admin: createAdmin(ctx),
     storage: ctx.storage,
     jwks: () => ctx.keyring.jwks(),
     flushEvents: () => ctx.events.settled(),
     async fetch(request, info) {
-      const answer = await dispatch(ctx, table, request, info);
+      const answer = await run(request, info);
       // RFC 9110 §9.3.2: HEAD is GET without the content, errors included.
       try {
         return toResponse(answer, request.method === "HEAD");
@@ -278,7 +301,7 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
       return mount ? mount.owns(relative) : table.routes.has(relative);
     },
     async handle(request, info) {
-      const response = await dispatch(ctx, table, request, info);
+      const response = await run(request, info);
       return request.method === "HEAD" ? { ...response, body: null } : response;
     },
   };

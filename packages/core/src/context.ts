@@ -14,6 +14,7 @@ import type { Throttle } from "./security/throttle.js";
 import type { Storage } from "./storage/types.js";
 import type { Keyring, SigningAlg } from "./tokens/keys.js";
 import type { TokenVerifier } from "./tokens/verified-cache.js";
+import type { Observer, Tracer } from "./telemetry/types.js";
 
 /** Routes whose required scopes can be configured. */
 export type ProtectedRoute = "createPlant" | "listAccounts";
@@ -80,6 +81,10 @@ export interface Context {
   /** The host's JWS signer, if it lent one (see the `crypto` option). */
   sign: JwsSigner | undefined;
   logger: Logger;
+  /** The OpenTelemetry tracer (see the `tracer` option); undefined = no spans. */
+  tracer: Tracer | undefined;
+  /** The request and storage hooks (see the `observer` option). */
+  observer: Observer | undefined;
   /** Security events (the `onEvent` hook and the audit store); `emit` never blocks or throws. */
   events: EventSink;
   /** How long the audit store keeps events, in ms (see `auditRetentionDays`). */

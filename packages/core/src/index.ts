@@ -43,3 +43,13 @@ export {
   type BootstrapPlan,
   type DemoCredentials,
 } from "./env.js";
+export type {
+  Observer,
+  RequestObservation,
+  StorageObservation,
+  TelemetryOptions,
+  Tracer,
+  TraceSpan,
+  TraceSpanOptions,
+  SpanAttributeValue,
+} from "./telemetry/types.js";

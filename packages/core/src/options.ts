@@ -16,6 +16,8 @@ import { createThrottle, DEFAULT_BRUTE_FORCE } from "./security/throttle.js";
 import { createEventSink } from "./events/emitter.js";
 import type { EventHook } from "./events/types.js";
 import { servePage, type ServedPage, type StaticPage } from "./pages/static-page.js";
+import { instrumentStorage } from "./telemetry/storage.js";
+import { checkTelemetryOptions, type TelemetryOptions } from "./telemetry/types.js";
 
 export type { ProtectedRoute } from "./context.js";
 
@@ -25,7 +27,7 @@ export type { ProtectedRoute } from "./context.js";
  * @example
  * createPlantgate({ issuer: "https://auth.example.com", scopePrefix: "Acme", storage: myStorage });
  */
-export interface PlantgateOptions {
+export interface PlantgateOptions extends TelemetryOptions {
   /** Where everything is stored. Default: a new in-memory store. */
   storage?: Storage;
   /** Path prefix the app is mounted under, e.g. `/api`. Default: none. */
@@ -266,7 +268,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const scopes = scopeNames(scopePrefix);
   const alg = options.signingAlg ?? "ES256";
   if (!SUPPORTED_ALGS.includes(alg)) throw new TypeError(`signingAlg must be one of ${SUPPORTED_ALGS.join(", ")}`);
-  const storage = options.storage ?? createMemoryStorage();
+  checkTelemetryOptions(options);
+  // Wrapped once here (spans, timings) when a tracer or observer is set; otherwise as given.
+  const storage = instrumentStorage(options.storage ?? createMemoryStorage(), options.tracer, options.observer);
   const trimUrl = (u: string | undefined, name: string) => {
     if (u === undefined) return undefined;
     try {
@@ -355,6 +359,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     sha256,
     sign: options.crypto?.sign?.bind(options.crypto),
     logger,
+    ...{ tracer: options.tracer, observer: options.observer },
     events,
     auditRetentionMs: positiveInt("auditRetentionDays", options.auditRetentionDays, 90) * 24 * 3600 * 1000,
     throttle: createThrottle(

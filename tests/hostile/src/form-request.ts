@@ -367,6 +367,7 @@ export async function buildFormRequest(world: World, spec: FormSpec, path: strin
       const i = params.findIndex(([name]) => name === "password");
       const cur = i >= 0 && "lit" in params[i]![1] ? (params[i]![1] as { lit: string }).lit : alice.password;
       const p = { append: cur + "!", truncate: cur.slice(0, -1), upper: cur.toUpperCase(), empty: "", bobs: world.accounts[2]!.password, long: cur + "p".repeat(5000), nfd: cur.normalize("NFD") }[m.how];
+      if (p.length >= 8) world.carried.add(p);
       if (i >= 0) params[i]![1] = { lit: p };
       else params.push(["password", { lit: p }]);
     }
@@ -376,7 +377,11 @@ export async function buildFormRequest(world: World, spec: FormSpec, path: strin
   for (const [name, value] of params) {
     const v = "lit" in value ? value.lit : "refresh" in value ? await resolveRefresh(world, value.refresh) : await resolveToken(world, value.token);
     parts.push(`${formEncode(name)}=${formEncode(v)}`);
+    // A token the request carries: no log line or metric may hold it (tests/hostile's output check).
+    if (!("lit" in value) && v.length >= 8) world.carried.add(v);
   }
+  // So may no client secret or password, as sent (mutated ones included).
+  if (secret.length >= 8) world.carried.add(secret);
   let text = parts.join("&");
   let bytes: Uint8Array = utf8(text);
   for (const m of spec.body) {

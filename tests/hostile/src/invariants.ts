@@ -3,7 +3,7 @@
  * error shape of its surface, documented 2xx shapes, and, for a rejected request, an unchanged store.
  * Each check throws an `Error` naming what broke; fast-check reports it with the counterexample.
  */
-import { ApiErrorCode } from "@plantgate/core";
+import { ApiErrorCode, sha256 } from "@plantgate/core";
 import { describeDiff, snapshot, stringify, type StoreSnapshot } from "./snapshot.js";
 import type { World } from "./world.js";
 
@@ -149,6 +149,33 @@ export function logsAreClean(world: World): void {
   const unexpected = world.logs.filter((e) => e.level === "error");
   if (unexpected.length > 0) fail(`error logged: ${unexpected.map((e) => `${e.message} ${e.context}`).join("; ").slice(0, 500)}`);
   world.logs.length = 0;
+}
+
+/**
+ * The whole run's output check: nothing a request carried or an answer issued (secrets, passwords,
+ * access and refresh tokens, also percent-encoded) and no SHA-256 of a secret appears in what the
+ * server logged (its JSON lines: events and errors) or in its metrics.
+ */
+export async function outputIsClean(world: World): Promise<void> {
+  const output = await world.output();
+  // A value with a lone surrogate has no percent-encoding; then only its other forms are looked for.
+  const encodeURIComponent = (v: string) => {
+    try {
+      return globalThis.encodeURIComponent(v);
+    } catch {
+      return v;
+    }
+  };
+  for (const value of world.carried) {
+    if (output.includes(value) || output.includes(encodeURIComponent(value)) || output.includes(JSON.stringify(value).slice(1, -1))) {
+      const line = output.split("\n").find((l) => l.includes(value) || l.includes(encodeURIComponent(value)) || l.includes(JSON.stringify(value).slice(1, -1))) ?? "";
+      const fields = Object.entries((line.startsWith("{") ? JSON.parse(line) : {}) as Record<string, unknown>)
+        .filter(([, v]) => typeof v === "string" && (v.includes(value) || v.includes(encodeURIComponent(value))))
+        .map(([k]) => k);
+      fail(`something a request carried (${value.slice(0, 12)}...) appeared in the server's output, in ${fields.join(", ") || "a line"} of: ${line.replace(value, "<carried>").slice(0, 300)}`);
+    }
+  }
+  for (const secret of world.secrets) if (output.includes(await sha256(secret))) fail("the hash of a secret appeared in the server's output");
 }
 
 /**

@@ -6,6 +6,7 @@
 import fc from "fast-check";
 import { CHUNK, RUNS, SEED } from "./settings.js";
 import { createWorld, type World, type WorldOptions } from "./world.js";
+import { outputIsClean } from "./invariants.js";
 
 export interface Tally {
   runs: number;
@@ -53,6 +54,8 @@ export async function runChunked<T>(
       const message = e instanceof Error ? e.message : String(e);
       throw new Error(`chunk ${chunk} failed; replay with HOSTILE_SEED=${seed} HOSTILE_RUNS=${numRuns}\n${message}`, { cause: e });
     }
+    // Secrets never logged: the whole chunk's log lines and metrics, against all it carried.
+    await outputIsClean(world);
     done += numRuns;
   }
   return tally;

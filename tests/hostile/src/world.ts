@@ -6,7 +6,8 @@
  * Password hashing uses 1,000 PBKDF2 iterations instead of 600,000 so ten thousand password-grant
  * requests take seconds, not hours; the algorithm and the code path are the production ones.
  */
-import { createMemoryStorage, createPlantgate, sha256, type Plantgate, type PlantgateOptions, type RefreshTokenRecord, type Storage } from "@plantgate/core";
+import { createMemoryStorage, createPlantgate, sha256, type Plantgate, type SecurityEvent, type PlantgateOptions, type RefreshTokenRecord, type Storage } from "@plantgate/core";
+import { coreLogger, createLog, createMetrics, eventLogger } from "@plantgate/observability";
 import { createRecordingStorage, type RecordingStorage } from "./snapshot.js";
 
 export const ISSUER = "https://as.example";
@@ -112,6 +113,16 @@ export interface World {
   keys: { kid: string; privateKey: CryptoKey; publicJwkText: string; publicJwk: JsonWebKey; pem: string };
   /** Every secret and password of the world; none may ever appear in a log line. */
   secrets: string[];
+  /**
+   * What the server "logs" as the example servers would: the JSON lines of its events and errors
+   * (through @plantgate/observability's pino logger), and its Prometheus metrics text.
+   */
+  output(): Promise<string>;
+  /**
+   * Every secret, password and token a request of this world carried or an answer issued (at least
+   * 8 characters long), for the check that none of them reaches {@link World.output}.
+   */
+  carried: Set<string>;
   /** Whether a stored refresh token would be honoured for `clientId` right now. */
   refreshIsLive(token: string, clientId: string): Promise<boolean>;
   /** The stored record of a refresh token, read directly. */
@@ -184,9 +195,28 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
   const rec = createRecordingStorage(createMemoryStorage({ audit: true }));
   const logs: LogEntry[] = [];
   setupLogs = logs;
+  // The example servers' logs and metrics, writing into memory: every level, every event.
+  const lines: string[] = [];
+  const log = createLog({ level: "trace", destination: { write: (line: string) => void lines.push(line) } });
+  const serverLog = coreLogger(log);
+  const metrics = createMetrics({ processMetrics: false });
+  const logEvent = eventLogger(log);
   const logger = {
-    error: (message: string, context?: Record<string, unknown>) => void logs.push({ level: "error", message, context: JSON.stringify(context ?? {}) }),
-    warn: (message: string, context?: Record<string, unknown>) => void logs.push({ level: "warn", message, context: JSON.stringify(context ?? {}) }),
+    error: (message: string, context?: Record<string, unknown>) => {
+      logs.push({ level: "error", message, context: JSON.stringify(context ?? {}) });
+      serverLog.error(message, context);
+    },
+    warn: (message: string, context?: Record<string, unknown>) => {
+      logs.push({ level: "warn", message, context: JSON.stringify(context ?? {}) });
+      serverLog.warn(message, context);
+    },
+  };
+  const observability = {
+    observer: metrics.observer,
+    onEvent: (event: SecurityEvent) => {
+      metrics.countEvent(event);
+      logEvent(event);
+    },
   };
   const random = seededBytes(seed);
   const events: string[] = [];
@@ -197,6 +227,7 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     passwordHashIterations: 1000,
     randomBytes: random,
     logger,
+    ...observability,
     // Strict one-time refresh tokens: the oracle (refreshIsLive) models a consumed token as dead.
     // The grace window has its own tests (core, conformance kit, HTTP suite).
     refreshGraceSeconds: 0,
@@ -206,6 +237,17 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     bruteForce: options.bruteForce ?? { maxFailures: 1_000_000_000, windowSeconds: 60 },
   };
   const app = createPlantgate({ ...common, issuer: ISSUER, baseUrl: ISSUER });
+  // Every token an answer issues is something a later line must not hold.
+  const carried = new Set<string>();
+  const appFetch = app.fetch.bind(app);
+  app.fetch = async (request, info) => {
+    const response = await appFetch(request, info);
+    if (response.status === 200 && (response.headers.get("content-type") ?? "").startsWith("application/json")) {
+      const text = await response.clone().text();
+      for (const m of text.matchAll(/"(?:access_token|refresh_token)":"([^"\\]{8,})"/g)) carried.add(m[1]!);
+    }
+    return response;
+  };
   const other = createPlantgate({ ...common, issuer: OTHER_ISSUER, baseUrl: OTHER_ISSUER });
   // The clients exist from well before the expired tokens below are minted: a token issued before
   // its client was created is not that client's (a re-created client inherits nothing).
@@ -300,6 +342,9 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
   const publicKey = await crypto.subtle.importKey("jwk", { ...publicJwk, key_ops: ["verify"] }, { name: "ECDSA", namedCurve: "P-256" }, true, ["verify"]);
   const pem = pemOf(await crypto.subtle.exportKey("spki", publicKey));
   rec.takeWrites();
+  for (const t of [ccToken, aliceToken, noApiScope, expired, otherAudience, revokedAccess, consumed, revoked, expiredRefresh, otherClient, live]) carried.add(t);
+  const secrets = [...CLIENTS.map((c) => c.secret), ...ACCOUNTS_INPUT.map((a) => a.password)];
+  for (const secret of secrets) carried.add(secret);
 
   return {
     app,
@@ -325,7 +370,9 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
       return live;
     },
     keys: { kid: keyRecord.kid, privateKey, publicJwkText: keyRecord.publicJwk, publicJwk, pem },
-    secrets: [...CLIENTS.map((c) => c.secret), ...ACCOUNTS_INPUT.map((a) => a.password)],
+    secrets,
+    carried,
+    output: async () => lines.join("") + (await metrics.text()),
     refreshIsLive,
     refreshRecord,
   };

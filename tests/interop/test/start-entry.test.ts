@@ -50,6 +50,12 @@ function waitForStartup(proc: ChildProcess, stderr: () => string): Promise<Print
   return waitForOutput(proc, stderr, true) as Promise<Printed>;
 }
 
+/** Everything a child printed on stdout so far (collected by {@link waitForOutput}). */
+const printedSoFar = new WeakMap<ChildProcess, () => string>();
+function stdoutOf(proc: ChildProcess): string {
+  return printedSoFar.get(proc)?.() ?? "";
+}
+
 /** Reads the child's stdout until the URL (and, with `demo`, the demo credentials) were printed. */
 function waitForOutput(proc: ChildProcess, stderr: () => string, demo: boolean): Promise<Printed | { url: string; out: string }> {
   return new Promise((resolve, reject) => {
@@ -60,6 +66,7 @@ function waitForOutput(proc: ChildProcess, stderr: () => string, demo: boolean):
     };
     const timer = setTimeout(() => fail(`no start-up output within ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS);
     proc.once("exit", (code, signal) => fail(`exited early (code ${code}, signal ${signal})`));
+    printedSoFar.set(proc, () => out);
     proc.stdout!.setEncoding("utf8");
     proc.stdout!.on("data", (chunk: string) => {
       out += chunk;
@@ -131,10 +138,21 @@ it(
     expect(proc.kill("SIGTERM")).toBe(true);
     const exit = await waitForExit(proc);
     expect(exit, stderr).toEqual({ code: 0, signal: null });
-    // The only line on stderr: said once at start, as no PLANTGATE_KEY_ENCRYPTION_KEY is set.
-    expect(stderr).toBe(
-      "signing keys are stored in clear: anyone who can read the store can sign tokens; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys) to encrypt them at rest\n",
-    );
+    // Nothing on stderr: the server logs JSON lines on stdout, among them this warning, said once at
+    // start as no PLANTGATE_KEY_ENCRYPTION_KEY is set.
+    expect(stderr).toBe("");
+    const warnings = stdoutOf(proc)
+      .split("\n")
+      .filter((line) => line.startsWith("{"))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => line.level === "warn");
+    expect(warnings).toEqual([
+      {
+        level: "warn",
+        time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        msg: "signing keys are stored in clear: anyone who can read the store can sign tokens; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys) to encrypt them at rest",
+      },
+    ]);
     expect(existsSync(join(workDir, "data", "plantgate.db"))).toBe(true);
     firstRun = { ...printed, accessToken: body.access_token };
   },

@@ -85,7 +85,11 @@ export interface RefreshTokenReuseDetectedEvent extends EventBase {
 /** Client authentication failed at the token, revocation or introspection endpoint. */
 export interface ClientAuthenticationFailedEvent extends EventBase {
   type: "client.authentication_failed";
-  /** As presented; null when none could be read. */
+  /**
+   * As presented; null when the credentials were malformed (whatever stood under `client_id` then
+   * is not logged: it may hold the secret or a token) and for an unknown id that is not 1-200
+   * printable ASCII characters.
+   */
   client_id: string | null;
   reason: ClientAuthFailure;
   client_ip: string | null;

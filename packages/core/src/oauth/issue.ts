@@ -4,6 +4,7 @@ import type { Context, Urls } from "../context.js";
 import { sealReplay } from "../crypto/replay.js";
 import type { ClientRecord, GrantType } from "../storage/types.js";
 import { issueAccessToken } from "../tokens/access-token.js";
+import { inSpan } from "../telemetry/spans.js";
 
 /** The RFC 6749 §5.1 success body. */
 export interface TokenResponse {
@@ -48,18 +49,20 @@ export async function issueTokens(
 ): Promise<TokenResponse> {
   const ttl = input.client.accessTokenTtl ?? ctx.accessTokenTtl;
   const jti = randomToken(ctx.random, 16);
-  const accessToken = await issueAccessToken(ctx.keyring, {
-    issuer: urls.issuer,
-    audience: urls.audience,
-    subject: input.subject,
-    clientId: input.client.clientId,
-    scope: input.scope,
-    now: input.now,
-    ttl,
-    random: ctx.random,
-    sign: ctx.sign,
-    jti,
-  });
+  const accessToken = await inSpan(ctx.tracer, "plantgate.sign", { "plantgate.signing_alg": ctx.signingAlg }, () =>
+    issueAccessToken(ctx.keyring, {
+      issuer: urls.issuer,
+      audience: urls.audience,
+      subject: input.subject,
+      clientId: input.client.clientId,
+      scope: input.scope,
+      now: input.now,
+      ttl,
+      random: ctx.random,
+      sign: ctx.sign,
+      jti,
+    }),
+  );
   const body: TokenResponse = { access_token: accessToken, token_type: "Bearer", expires_in: ttl, scope: input.scope.join(" ") };
   const plan = input.refresh;
   // A grace replay's fresh access token goes with the rotation's refresh token: that family.

@@ -11,6 +11,7 @@ import { clientCredentialsGrant } from "./grants/client-credentials.js";
 import { passwordGrant } from "./grants/password.js";
 import { refreshTokenGrant } from "./grants/refresh-token.js";
 import type { Grant } from "./grants/types.js";
+import { inSpan } from "../telemetry/spans.js";
 
 /** The grants, by `grant_type`. */
 export const GRANTS: ReadonlyMap<string, Grant> = new Map(
@@ -19,6 +20,9 @@ export const GRANTS: ReadonlyMap<string, Grant> = new Map(
 
 /** Supported grant types, for the metadata document. */
 export const GRANT_TYPES: GrantType[] = [...GRANTS.keys()] as GrantType[];
+
+/** What a client id can be (see `admin.createClient`): 1-200 printable ASCII characters, no spaces. */
+const CLIENT_ID_SHAPE = /^[\x21-\x7e]{1,200}$/;
 
 // A fixed hash to compare against when the client does not exist, so unknown ids cost the same.
 const UNKNOWN_CLIENT_HASH = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
@@ -37,14 +41,20 @@ function selectGrant(form: Map<string, string>): Grant {
  * brute-force throttle keyed by client id + client IP: a locked pair is refused before the secret
  * is looked at, so the answer says nothing about it.
  */
-export async function authenticateClient(ctx: Context, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
+export function authenticateClient(ctx: Context, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
+  return inSpan(ctx.tracer, "plantgate.client_authentication", undefined, () => checkClient(ctx, form, authorization, clientIp));
+}
+
+async function checkClient(ctx: Context, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
   const failed = (clientId: string | null, reason: ClientAuthFailure) =>
     ctx.events.emit({ type: "client.authentication_failed", client_id: clientId, reason, client_ip: clientIp ?? null });
   let presented;
   try {
     presented = presentedClient(authorization, form);
   } catch (e) {
-    if (e instanceof OAuthError && e.code === "invalid_client") failed(form.get("client_id") ?? null, "malformed");
+    // Not the presented client_id: a body that could not be read as credentials may hold anything
+    // under that name, the secret and a token included (tests/hostile's output check found one).
+    if (e instanceof OAuthError && e.code === "invalid_client") failed(null, "malformed");
     throw e;
   }
   const keys = throttleKeys("client", { clientId: presented.clientId, ...(clientIp !== undefined ? { ip: clientIp } : {}) });
@@ -57,7 +67,8 @@ export async function authenticateClient(ctx: Context, form: Map<string, string>
   const ok = timingSafeEqual(hash, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
   if (!client || !ok) {
     await ctx.throttle.fail(checked);
-    failed(presented.clientId, client ? "invalid_secret" : "unknown_client");
+    // An unknown id is named only if it could be one (what a client id may be), never free text.
+    failed(client || CLIENT_ID_SHAPE.test(presented.clientId) ? presented.clientId : null, client ? "invalid_secret" : "unknown_client");
     throw new OAuthError("invalid_client", "Client authentication failed.");
   }
   await ctx.throttle.succeed(checked);
@@ -95,6 +106,8 @@ export const tokenEndpoint: ClientFormEndpoint = async (ctx, urls, form, authori
   const client = await authenticateClient(ctx, form, authorization, clientIp);
   checkGrantAllowed(client, grant, form);
   checkScopeLimits(form.get("scope"), ctx.limits);
-  const body = await grant.handle({ ctx, urls, client, params: form, now: ctx.clock(), clientIp });
+  const body = await inSpan(ctx.tracer, "plantgate.grant", { "plantgate.grant_type": grant.grantType }, () =>
+    grant.handle({ ctx, urls, client, params: form, now: ctx.clock(), clientIp }),
+  );
   return json(200, body, { ...NO_STORE });
 };

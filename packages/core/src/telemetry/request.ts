@@ -1,0 +1,113 @@
+/**
+ * The span per request and the `observer.request` hook: a wrapper around the app's dispatch,
+ * chosen once per app. Without a tracer and an observer the app dispatches directly.
+ */
+import { OAuthError, StorageError, TooManyAttemptsError } from "../errors/index.js";
+import type { PlainResponse } from "../http/respond.js";
+import { errorType, SPAN_ERROR } from "./spans.js";
+import type { Observer, TraceSpan, Tracer } from "./types.js";
+
+/** What dispatch tells its observer about one request (filled as it goes). */
+export interface RequestNote {
+  /** See {@link RequestObservation.route}. */
+  route: string;
+  /** The token endpoint's `grant_type`, as read from the form; undefined elsewhere. */
+  grantType: string | undefined;
+  /** What dispatch caught, if anything. */
+  error: unknown;
+}
+
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);
+
+/** OpenTelemetry's `http.request.method` rule: known methods as they are, anything else `_OTHER`. */
+function methodLabel(method: string): string {
+  return METHODS.has(method) ? method : "_OTHER";
+}
+
+/** The token endpoint's `result` label: success, the OAuth code of the answer, or `locked_out`. */
+function tokenResult(note: RequestNote, status: number): string {
+  if (status < 400) return "success";
+  const error = note.error;
+  if (error instanceof TooManyAttemptsError) return "locked_out";
+  if (error instanceof OAuthError) return error.code;
+  if (error instanceof StorageError) return "temporarily_unavailable";
+  return status === 405 ? "invalid_request" : "server_error";
+}
+
+type Dispatch<I> = (request: Request, info: I, note: RequestNote | undefined) => Promise<PlainResponse>;
+
+/** What the wrapper needs to know of the app. */
+export interface ObserveOptions {
+  tracer: Tracer | undefined;
+  observer: Observer | undefined;
+  /** The token endpoint's route (base path included), whose requests get `grantType` and `result`. */
+  tokenRoute: string;
+  /** The grant types plantgate supports (others are labelled `unsupported`). */
+  grantTypes: ReadonlySet<string>;
+}
+
+/**
+ * Wraps `dispatch` with a server span (`POST /UserService/connect/token`, OpenTelemetry HTTP
+ * attributes) and the `observer.request` call; returns `dispatch` untouched when neither is set.
+ */
+export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOptions): (request: Request, info: I) => Promise<PlainResponse> {
+  const { tracer, observer, tokenRoute, grantTypes } = options;
+  const report = observer?.request?.bind(observer);
+  if (tracer === undefined && report === undefined) return (request, info) => dispatch(request, info, undefined);
+
+  const finish = (request: Request, note: RequestNote, answer: PlainResponse, started: number, span: TraceSpan | undefined) => {
+    const method = methodLabel(request.method);
+    const isToken = note.route === tokenRoute;
+    const grantType = isToken ? (note.grantType === undefined ? "none" : grantTypes.has(note.grantType) ? note.grantType : "unsupported") : undefined;
+    if (span) {
+      span.updateName(note.route === "unmatched" ? method : `${method} ${note.route}`);
+      if (note.route !== "unmatched") span.setAttribute("http.route", note.route);
+      span.setAttribute("http.response.status_code", answer.status);
+      if (grantType !== undefined) span.setAttribute("plantgate.grant_type", grantType);
+      if (answer.status >= 500) {
+        span.setAttribute("error.type", note.error === undefined ? String(answer.status) : errorType(note.error));
+        span.setStatus({ code: SPAN_ERROR });
+      }
+      span.end();
+    }
+    if (report) {
+      try {
+        report({
+          route: note.route,
+          method,
+          status: answer.status,
+          durationMs: performance.now() - started,
+          grantType,
+          result: isToken ? tokenResult(note, answer.status) : undefined,
+        });
+      } catch {
+        // An observer never changes an answer.
+      }
+    }
+  };
+
+  const run = async (request: Request, info: I, span: TraceSpan | undefined) => {
+    const started = performance.now();
+    const note: RequestNote = { route: "unmatched", grantType: undefined, error: undefined };
+    const answer = await dispatch(request, info, note);
+    finish(request, note, answer, started, span);
+    return answer;
+  };
+  if (tracer === undefined) return (request, info) => run(request, info, undefined);
+  return (request, info) => {
+    const url = new URL(request.url);
+    return tracer.startActiveSpan(
+      methodLabel(request.method),
+      {
+        kind: 1,
+        attributes: {
+          "http.request.method": methodLabel(request.method),
+          "url.path": url.pathname,
+          "url.scheme": url.protocol.slice(0, -1),
+          "server.address": url.hostname,
+        },
+      },
+      (span) => run(request, info, span),
+    );
+  };
+}

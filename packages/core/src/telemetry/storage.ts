@@ -1,0 +1,97 @@
+/**
+ * The storage as the handlers see it when tracing or an observer is on: every store method wrapped
+ * once, when the options are resolved (never per request), in a span and a timing. Without a tracer
+ * and an observer the storage is used as given.
+ */
+import type { Storage } from "../storage/types.js";
+import { errorType, SPAN_ERROR } from "./spans.js";
+import type { Observer, TraceSpan, Tracer } from "./types.js";
+
+type AnyFunction = (...args: unknown[]) => unknown;
+
+/** Every method of a store object, own or inherited (stores may be class instances). */
+function methodNames(store: object): string[] {
+  const names = new Set<string>();
+  for (let o: object | null = store; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+    for (const name of Object.getOwnPropertyNames(o)) {
+      if (name === "constructor") continue;
+      const descriptor = Object.getOwnPropertyDescriptor(o, name);
+      if (descriptor && typeof descriptor.value === "function") names.add(name);
+    }
+  }
+  return [...names];
+}
+
+function isPromise(value: unknown): value is Promise<unknown> {
+  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
+}
+
+function wrapMethod(store: object, storeName: string, operation: string, tracer: Tracer | undefined, observer: Observer | undefined): AnyFunction {
+  const fn = (store as Record<string, AnyFunction>)[operation]!;
+  const report = observer?.storage?.bind(observer);
+  const spanName = `plantgate.storage ${storeName}.${operation}`;
+  const attributes = { "db.collection.name": storeName, "db.operation.name": operation };
+  const call = (args: unknown[], span: TraceSpan | undefined): unknown => {
+    const started = report ? performance.now() : 0;
+    const settle = (failed: boolean, error?: unknown) => {
+      if (span) {
+        if (failed) {
+          span.setAttribute("error.type", errorType(error));
+          span.setStatus({ code: SPAN_ERROR });
+        }
+        span.end();
+      }
+      if (report) {
+        try {
+          report({ store: storeName, operation, durationMs: performance.now() - started, failed });
+        } catch {
+          // An observer never changes a storage call's outcome.
+        }
+      }
+    };
+    let result: unknown;
+    try {
+      result = fn.apply(store, args);
+    } catch (error) {
+      settle(true, error);
+      throw error;
+    }
+    if (!isPromise(result)) {
+      settle(false);
+      return result;
+    }
+    return result.then(
+      (value) => {
+        settle(false);
+        return value;
+      },
+      (error: unknown) => {
+        settle(true, error);
+        throw error;
+      },
+    );
+  };
+  if (tracer === undefined) return (...args) => call(args, undefined);
+  return (...args) => tracer.startActiveSpan(spanName, { kind: 2, attributes }, (span) => call(args, span));
+}
+
+/** A store with each method wrapped; other members copied as they are. */
+function wrapStore(store: object, storeName: string, tracer: Tracer | undefined, observer: Observer | undefined): object {
+  const wrapped: Record<string, unknown> = { ...store };
+  for (const name of methodNames(store)) wrapped[name] = wrapMethod(store, storeName, name, tracer, observer);
+  return wrapped;
+}
+
+/**
+ * The storage with every store's methods wrapped in a span (`plantgate.storage clients.get`,
+ * with `db.collection.name` and `db.operation.name`) and timed for `observer.storage`. Members
+ * of the storage that are not store objects (functions, strings) are kept as they are.
+ */
+export function instrumentStorage(storage: Storage, tracer: Tracer | undefined, observer: Observer | undefined): Storage {
+  if (tracer === undefined && observer?.storage === undefined) return storage;
+  const out: Record<string, unknown> = { ...storage };
+  for (const [name, value] of Object.entries(storage)) {
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) out[name] = wrapStore(value, name, tracer, observer);
+  }
+  return out as unknown as Storage;
+}

@@ -1,0 +1,117 @@
+/**
+ * What plantgate reports about its own work, for hosts that count or trace it: the `tracer` and
+ * `observer` options. Types only. The tracer shapes are the subset of `@opentelemetry/api`'s
+ * `Tracer` and `Span` that plantgate calls, written out here so the core neither imports nor
+ * type-depends on that package: an OpenTelemetry tracer fits them as it is (see the README
+ * section "Tracing").
+ */
+
+/** A span attribute value (OpenTelemetry's primitive `AttributeValue`s). */
+export type SpanAttributeValue = string | number | boolean;
+
+/** The part of an OpenTelemetry `Span` plantgate uses. */
+export interface TraceSpan {
+  setAttribute(key: string, value: SpanAttributeValue): unknown;
+  /** `code`: 0 unset, 1 ok, 2 error (OpenTelemetry's `SpanStatusCode`). */
+  setStatus(status: { code: 0 | 1 | 2; message?: string }): unknown;
+  updateName(name: string): unknown;
+  end(): void;
+}
+
+/** Options of a span: `kind` 0 internal, 1 server (OpenTelemetry's `SpanKind`). */
+export interface TraceSpanOptions {
+  kind?: 0 | 1 | 2 | 3 | 4;
+  attributes?: Record<string, SpanAttributeValue>;
+}
+
+/**
+ * The part of an OpenTelemetry `Tracer` plantgate uses: `trace.getTracer("plantgate")` from
+ * `@opentelemetry/api` is one. Spans are started active, so they nest under the host's current
+ * span and under each other through the host's context manager (the OpenTelemetry Node SDK
+ * registers one; so does a Workers OpenTelemetry setup).
+ */
+export interface Tracer {
+  startActiveSpan<T>(name: string, options: TraceSpanOptions, fn: (span: TraceSpan) => T): T;
+}
+
+/**
+ * One answered request, as the `observer.request` hook receives it after the answer is ready.
+ * Every label is drawn from a small fixed set, so it can become a metric label as it is: never a
+ * client id, username, address or raw path.
+ */
+export interface RequestObservation {
+  /**
+   * The route template, base path included: a route's path (`/UserService/connect/token`, or
+   * `/auth/UserService/connect/token` under `basePath: "/auth"`), a mount (`/console`, `/docs`),
+   * or `unmatched` (the 404 of a path plantgate does not serve).
+   */
+  route: string;
+  /** The request method if a standard one (GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS), else `_OTHER`. */
+  method: string;
+  /** The answer's status code. */
+  status: number;
+  /** Milliseconds from the request reaching plantgate to the answer being ready (body included). */
+  durationMs: number;
+  /**
+   * Token endpoint only: the `grant_type` if plantgate supports it, `unsupported` for another
+   * value, `none` when absent or when the form could not be read; undefined on other routes.
+   */
+  grantType: string | undefined;
+  /**
+   * Token endpoint only: `success`, or the OAuth error code of the answer (`invalid_client`,
+   * `invalid_grant`, ...), or `locked_out` for a brute-force refusal; undefined on other routes.
+   */
+  result: string | undefined;
+}
+
+/** One storage call, as the `observer.storage` hook receives it when it has settled. */
+export interface StorageObservation {
+  /** The store (`clients`, `accounts`, `refreshTokens`, ...). */
+  store: string;
+  /** The method called (`get`, `consume`, ...). */
+  operation: string;
+  durationMs: number;
+  /** Whether the call threw or rejected. */
+  failed: boolean;
+}
+
+/**
+ * Hooks that receive what happened, synchronously, after it happened: for metrics. They must be
+ * cheap and must not throw (a throw is caught and dropped: it never changes an answer).
+ *
+ * @example
+ * createPlantgate({ observer: { request: (o) => counter.inc({ route: o.route, status: o.status }) } });
+ */
+export interface Observer {
+  request?(observation: RequestObservation): void;
+  storage?(observation: StorageObservation): void;
+}
+
+/** The telemetry options of `createPlantgate` (part of `PlantgateOptions`). */
+export interface TelemetryOptions {
+  /**
+   * An OpenTelemetry tracer (`trace.getTracer("plantgate")` from `@opentelemetry/api`): a server
+   * span per request and child spans for client authentication, the grant, signing and every
+   * storage call. Default: none, and then no span work at all. See the README section "Tracing".
+   */
+  tracer?: Tracer;
+  /**
+   * Hooks called after each request and each storage call with low-cardinality facts (route,
+   * status, grant type, result, durations): what `@plantgate/observability` counts for
+   * Prometheus. Default: none, and then nothing is timed.
+   */
+  observer?: Observer;
+}
+
+/** Checks the telemetry options at construction. */
+export function checkTelemetryOptions(options: TelemetryOptions): void {
+  if (options.tracer !== undefined && typeof (options.tracer as { startActiveSpan?: unknown })?.startActiveSpan !== "function") {
+    throw new TypeError("tracer must be an OpenTelemetry Tracer (with startActiveSpan)");
+  }
+  const observer = options.observer as Record<string, unknown> | undefined;
+  if (observer === undefined) return;
+  if (typeof observer !== "object" || observer === null) throw new TypeError("observer must be an object of hooks");
+  for (const hook of ["request", "storage"]) {
+    if (observer[hook] !== undefined && typeof observer[hook] !== "function") throw new TypeError(`observer.${hook} must be a function`);
+  }
+}

@@ -1,0 +1,259 @@
+/**
+ * Traces (OpenTelemetry, through the SDK's in-memory exporter) and the observer hooks: a server
+ * span per request with the HTTP semantic attributes, child spans for client authentication, the
+ * grant, signing and each storage call, nested through the context manager; nothing when no
+ * tracer is set; observer calls with low-cardinality labels only.
+ */
+import { context, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createMemoryStorage, StorageError, type RequestObservation, type StorageObservation } from "../src/index.js";
+import { BASE, basic, harness, tokenRequest, type Harness } from "./helpers.js";
+
+const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const contextManager = new AsyncLocalStorageContextManager();
+
+beforeAll(() => {
+  context.setGlobalContextManager(contextManager.enable());
+});
+afterAll(() => {
+  context.disable();
+});
+beforeEach(() => exporter.reset());
+
+const SERVER = 1;
+const INTERNAL = 0;
+const CLIENT = 2;
+const ERROR = 2;
+
+function byName(spans: ReadableSpan[], name: string): ReadableSpan {
+  const found = spans.filter((s) => s.name === name);
+  expect(found.map((s) => s.name)).toEqual([name]);
+  return found[0]!;
+}
+
+const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
+const idOf = (span: ReadableSpan) => span.spanContext().spanId;
+
+async function tracedHarness(): Promise<Harness> {
+  const h = await harness({ tracer: provider.getTracer("plantgate-test") });
+  exporter.reset(); // drop the spans of the set-up (admin calls)
+  return h;
+}
+
+describe("tracing", () => {
+  it("a token request is one server span with the HTTP attributes and nested child spans", async () => {
+    const h = await tracedHarness();
+    const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { access_token: string };
+    const spans = exporter.getFinishedSpans();
+    const server = byName(spans, "POST /UserService/connect/token");
+    expect(server.kind).toBe(SERVER);
+    expect(parentOf(server)).toBeUndefined();
+    expect(server.attributes).toEqual({
+      "http.request.method": "POST",
+      "url.path": "/UserService/connect/token",
+      "url.scheme": "https",
+      "server.address": "as.example.test",
+      "http.route": "/UserService/connect/token",
+      "http.response.status_code": 200,
+      "plantgate.grant_type": "client_credentials",
+    });
+    expect(server.status.code).toBe(0);
+    const auth = byName(spans, "plantgate.client_authentication");
+    const grant = byName(spans, "plantgate.grant");
+    const sign = byName(spans, "plantgate.sign");
+    expect([auth.kind, grant.kind, sign.kind]).toEqual([INTERNAL, INTERNAL, INTERNAL]);
+    expect(parentOf(auth)).toBe(idOf(server));
+    expect(parentOf(grant)).toBe(idOf(server));
+    expect(parentOf(sign)).toBe(idOf(grant));
+    expect(grant.attributes).toEqual({ "plantgate.grant_type": "client_credentials" });
+    expect(sign.attributes).toEqual({ "plantgate.signing_alg": "ES256" });
+    const clientsGet = byName(spans, "plantgate.storage clients.get");
+    expect(clientsGet.kind).toBe(CLIENT);
+    expect(clientsGet.attributes).toEqual({ "db.collection.name": "clients", "db.operation.name": "get" });
+    expect(parentOf(clientsGet)).toBe(idOf(auth));
+    // Every span belongs to the one trace, and none carries the secret or the token.
+    expect(new Set(spans.map((s) => s.spanContext().traceId)).size).toBe(1);
+    const text = JSON.stringify(spans.map((s) => [s.name, s.attributes, s.status, s.events]));
+    expect(text).not.toContain(h.clientSecret);
+    expect(text).not.toContain(body.access_token);
+  });
+
+  it("a wrong secret marks the client-authentication span as an error; a 401 server span is not one", async () => {
+    const h = await tracedHarness();
+    const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, "wrong-secret") });
+    expect(res.status).toBe(401);
+    const spans = exporter.getFinishedSpans();
+    const auth = byName(spans, "plantgate.client_authentication");
+    expect(auth.status.code).toBe(ERROR);
+    expect(auth.attributes).toEqual({ "error.type": "invalid_client" });
+    const server = byName(spans, "POST /UserService/connect/token");
+    expect(server.status.code).toBe(0);
+    expect(server.attributes["http.response.status_code"]).toBe(401);
+    expect(spans.some((s) => s.name === "plantgate.grant")).toBe(false);
+    expect(JSON.stringify(spans.map((s) => s.attributes))).not.toContain("wrong-secret");
+  });
+
+  it("a storage failure marks the storage span and the 503 server span as errors", async () => {
+    const storage = createMemoryStorage();
+    storage.clients.get = async () => {
+      throw new StorageError("database unreachable");
+    };
+    const h = await harness({ storage, tracer: provider.getTracer("t") });
+    exporter.reset();
+    const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(res.status).toBe(503);
+    const spans = exporter.getFinishedSpans();
+    const get = byName(spans, "plantgate.storage clients.get");
+    expect(get.status.code).toBe(ERROR);
+    expect(get.attributes["error.type"]).toBe("StorageError");
+    const server = byName(spans, "POST /UserService/connect/token");
+    expect(server.status.code).toBe(ERROR);
+    expect(server.attributes["error.type"]).toBe("StorageError");
+    expect(server.attributes["http.response.status_code"]).toBe(503);
+  });
+
+  it("an unknown path is a server span named by its method only, without http.route", async () => {
+    const h = await tracedHarness();
+    const res = await h.app.fetch(new Request(`${BASE}/no/such/path?secret=x`));
+    expect(res.status).toBe(404);
+    const [server] = exporter.getFinishedSpans();
+    expect(server!.name).toBe("GET");
+    expect(server!.attributes).toEqual({
+      "http.request.method": "GET",
+      "url.path": "/no/such/path",
+      "url.scheme": "https",
+      "server.address": "as.example.test",
+      "http.response.status_code": 404,
+    });
+  });
+
+  it("with the API's tracer and no SDK registered, answers are unchanged and nothing is recorded", async () => {
+    const h = await harness({ tracer: trace.getTracer("plantgate") });
+    exporter.reset();
+    const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(res.status).toBe(200);
+    expect(exporter.getFinishedSpans()).toEqual([]);
+  });
+
+  it("without tracer and observer the storage is used as given (nothing wrapped)", async () => {
+    const storage = createMemoryStorage();
+    const h = await harness({ storage });
+    expect(h.app.storage).toBe(storage);
+    const traced = await harness({ storage: createMemoryStorage(), tracer: provider.getTracer("t") });
+    expect(Object.keys(traced.app.storage).sort()).toEqual(Object.keys(storage).sort());
+    expect(traced.app.storage.clients).not.toBe(storage.clients);
+  });
+
+  it("refuses a tracer without startActiveSpan and an observer hook that is not a function", async () => {
+    await expect(harness({ tracer: {} as never })).rejects.toThrow("tracer must be an OpenTelemetry Tracer (with startActiveSpan)");
+    await expect(harness({ observer: { request: 1 } as never })).rejects.toThrow("observer.request must be a function");
+  });
+});
+
+describe("observer", () => {
+  async function observed(options: { throwing?: boolean } = {}) {
+    const requests: RequestObservation[] = [];
+    const storageCalls: StorageObservation[] = [];
+    const h = await harness({
+      observer: {
+        request: (o) => {
+          requests.push(o);
+          if (options.throwing) throw new Error("observer bug");
+        },
+        storage: (o) => {
+          storageCalls.push(o);
+          if (options.throwing) throw new Error("observer bug");
+        },
+      },
+    });
+    requests.length = 0;
+    storageCalls.length = 0;
+    return { h, requests, storageCalls };
+  }
+  const strip = (o: RequestObservation) => {
+    expect(o.durationMs).toBeGreaterThanOrEqual(0);
+    const { durationMs: _, ...rest } = o;
+    return rest;
+  };
+
+  it("reports each request with route, method, status, grant type and result", async () => {
+    const { h, requests } = await observed();
+    const auth = { authorization: basic(h.clientId, h.clientSecret) };
+    expect((await tokenRequest(h.app, { grant_type: "client_credentials" }, auth)).status).toBe(200);
+    expect((await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, "nope") })).status).toBe(401);
+    expect((await tokenRequest(h.app, { grant_type: "password", username: "alice", password: "bad" }, auth)).status).toBe(400);
+    expect((await tokenRequest(h.app, { grant_type: "urn:made-up:alice" }, auth)).status).toBe(400);
+    expect((await tokenRequest(h.app, {}, auth)).status).toBe(400);
+    expect((await h.app.fetch(new Request(`${BASE}/UserService/connect/token`))).status).toBe(405);
+    expect((await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`, { method: "BREW" }))).status).toBe(405);
+    expect((await h.app.fetch(new Request(`${BASE}/users/alice`))).status).toBe(404);
+    const token = "/UserService/connect/token";
+    expect(requests.map(strip)).toEqual([
+      { route: token, method: "POST", status: 200, grantType: "client_credentials", result: "success" },
+      { route: token, method: "POST", status: 401, grantType: "client_credentials", result: "invalid_client" },
+      { route: token, method: "POST", status: 400, grantType: "password", result: "invalid_grant" },
+      { route: token, method: "POST", status: 400, grantType: "unsupported", result: "unsupported_grant_type" },
+      { route: token, method: "POST", status: 400, grantType: "none", result: "invalid_request" },
+      { route: token, method: "GET", status: 405, grantType: "none", result: "invalid_request" },
+      { route: "/.well-known/jwks.json", method: "_OTHER", status: 405, grantType: undefined, result: undefined },
+      { route: "unmatched", method: "GET", status: 404, grantType: undefined, result: undefined },
+    ]);
+  });
+
+  it("reports a brute-force refusal as locked_out", async () => {
+    const requests: RequestObservation[] = [];
+    const h = await harness({ bruteForce: { maxFailures: 1, windowSeconds: 60 }, observer: { request: (o) => requests.push(o) } });
+    const wrong = { authorization: basic(h.clientId, "nope") };
+    await tokenRequest(h.app, { grant_type: "client_credentials" }, wrong);
+    expect((await tokenRequest(h.app, { grant_type: "client_credentials" }, wrong)).status).toBe(429);
+    expect(requests.map((o) => o.result)).toEqual(["invalid_client", "locked_out"]);
+  });
+
+  it("reports each storage call with store, operation and failure", async () => {
+    const { h, storageCalls } = await observed();
+    await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    const calls = storageCalls.map((o) => `${o.store}.${o.operation}${o.failed ? " failed" : ""}`);
+    expect(calls).toContain("clients.get");
+    expect(storageCalls.every((o) => o.durationMs >= 0)).toBe(true);
+    const storage = createMemoryStorage();
+    storage.plants.get = async () => {
+      throw new StorageError("down");
+    };
+    const seen: StorageObservation[] = [];
+    const app = (await harness({ storage, observer: { storage: (o) => seen.push(o) } })).app;
+    await expect(app.storage.plants.get(1n)).rejects.toThrow("down");
+    expect(seen.at(-1)).toMatchObject({ store: "plants", operation: "get", failed: true });
+  });
+
+  it("a throwing observer never changes an answer", async () => {
+    const { h, requests, storageCalls } = await observed({ throwing: true });
+    const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(res.status).toBe(200);
+    expect(requests).toHaveLength(1);
+    expect(storageCalls.length).toBeGreaterThan(0);
+  });
+});
+
+describe("route templates under a base path", () => {
+  it("include the base path, in the span and in the observation", async () => {
+    const requests: RequestObservation[] = [];
+    const h = await harness({ basePath: "/auth", tracer: provider.getTracer("t"), observer: { request: (o) => requests.push(o) } });
+    exporter.reset();
+    const res = await h.app.fetch(
+      new Request(`${BASE}/auth/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) },
+        body: "grant_type=client_credentials",
+      }),
+    );
+    expect(res.status).toBe(200);
+    const server = byName(exporter.getFinishedSpans(), "POST /auth/UserService/connect/token");
+    expect(server.attributes["http.route"]).toBe("/auth/UserService/connect/token");
+    expect(requests.map((o) => [o.route, o.grantType, o.result])).toEqual([["/auth/UserService/connect/token", "client_credentials", "success"]]);
+  });
+});

@@ -1,0 +1,188 @@
+/**
+ * Prometheus metrics of a plantgate app through prom-client: counted from the core's observer
+ * hooks and security events, served on a listener of their own (never on the public port).
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import type { Observer, SecurityEvent } from "@plantgate/core";
+
+/** Options of {@link createMetrics}. */
+export interface MetricsOptions {
+  /** Where the metrics are registered. Default: a new registry (never prom-client's global one). */
+  registry?: Registry;
+  /** Also collect prom-client's process and Node.js metrics (`process_cpu_seconds_total`, `nodejs_*`). Default true. */
+  processMetrics?: boolean;
+}
+
+/** What {@link createMetrics} returns: the hooks to give plantgate, and the registry to serve. */
+export interface PlantgateMetrics {
+  registry: Registry;
+  /** For `createPlantgate({ observer })`: counts requests, token requests and storage calls. */
+  observer: Observer;
+  /** For `createPlantgate({ onEvent })` (or called from your own hook): counts lock-outs and reuse. */
+  countEvent(event: SecurityEvent): void;
+  /** The text exposition (what `GET /metrics` answers). */
+  text(): Promise<string>;
+}
+
+/** Seconds buckets from 1 ms to 10 s: a token request is a few ms, a password grant ~100 ms. */
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
+const STORAGE_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2];
+
+/** The `lock` label values of `plantgate_lockouts_total` (the `lock` of `account.locked_out`). */
+const LOCKS = ["username_address", "username"] as const;
+
+/**
+ * Creates the plantgate metrics (names in the README's "Metrics" table). Every label is from a
+ * small fixed set: route templates, methods, status codes, grant types, OAuth error codes, store
+ * and method names; never a client id, username or address.
+ *
+ * @example
+ * const metrics = createMetrics();
+ * const app = createPlantgate({ observer: metrics.observer, onEvent: metrics.countEvent });
+ * const listener = await serveMetrics(metrics, { port: 9464 });
+ */
+export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
+  const registry = options.registry ?? new Registry();
+  if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  const requests = new Counter({
+    name: "plantgate_http_requests_total",
+    help: "Requests answered by plantgate, by route template, method and status code.",
+    labelNames: ["route", "method", "status"] as const,
+    registers,
+  });
+  const requestDuration = new Histogram({
+    name: "plantgate_http_request_duration_seconds",
+    help: "Time from a request reaching plantgate to its answer being ready, by route template.",
+    labelNames: ["route"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const tokenRequests = new Counter({
+    name: "plantgate_token_requests_total",
+    help: "Token endpoint requests by grant_type and result (success, an OAuth error code, or locked_out).",
+    labelNames: ["grant_type", "result"] as const,
+    registers,
+  });
+  const tokenDuration = new Histogram({
+    name: "plantgate_token_request_duration_seconds",
+    help: "Token endpoint latency by grant_type.",
+    labelNames: ["grant_type"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const lockouts = new Counter({
+    name: "plantgate_lockouts_total",
+    help: "Brute-force lock-outs begun (account.locked_out events), by lock: username_address or username.",
+    labelNames: ["lock"] as const,
+    registers,
+  });
+  const reuse = new Counter({
+    name: "plantgate_refresh_token_reuse_total",
+    help: "Refresh tokens presented again after rotation (their family was revoked).",
+    registers,
+  });
+  const storageDuration = new Histogram({
+    name: "plantgate_storage_operation_duration_seconds",
+    help: "Storage call latency by store and operation.",
+    labelNames: ["store", "operation"] as const,
+    buckets: STORAGE_BUCKETS,
+    registers,
+  });
+  const storageErrors = new Counter({
+    name: "plantgate_storage_errors_total",
+    help: "Storage calls that failed (threw or rejected), by store and operation.",
+    labelNames: ["store", "operation"] as const,
+    registers,
+  });
+  // Counters start at 0 for the kinds an operator alerts on, so a rate() has a series to read.
+  for (const lock of LOCKS) lockouts.inc({ lock }, 0);
+
+  return {
+    registry,
+    observer: {
+      request(o) {
+        requests.inc({ route: o.route, method: o.method, status: o.status });
+        requestDuration.observe({ route: o.route }, o.durationMs / 1000);
+        if (o.grantType !== undefined) {
+          tokenRequests.inc({ grant_type: o.grantType, result: o.result ?? "unknown" });
+          tokenDuration.observe({ grant_type: o.grantType }, o.durationMs / 1000);
+        }
+      },
+      storage(o) {
+        storageDuration.observe({ store: o.store, operation: o.operation }, o.durationMs / 1000);
+        if (o.failed) storageErrors.inc({ store: o.store, operation: o.operation });
+      },
+    },
+    countEvent(event) {
+      if (event.type === "account.locked_out") lockouts.inc({ lock: event.lock });
+      else if (event.type === "refresh_token.reuse_detected") reuse.inc();
+    },
+    text: () => registry.metrics(),
+  };
+}
+
+/** Options of {@link serveMetrics}. */
+export interface ServeMetricsOptions {
+  port: number;
+  /** Default `127.0.0.1`. */
+  host?: string;
+}
+
+/** A running metrics listener. */
+export interface MetricsListener {
+  /** E.g. `http://127.0.0.1:9464/metrics`. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `GET /metrics` (Prometheus text exposition) on its own `node:http` listener. Anything
+ * else is 404 (405 for another method on `/metrics`). Keep it off the public network: it says
+ * how busy the server is and which errors it answers.
+ *
+ * @example
+ * const listener = await serveMetrics(metrics, { port: 9464, host: "0.0.0.0" });
+ */
+export async function serveMetrics(metrics: Pick<PlantgateMetrics, "registry" | "text">, options: ServeMetricsOptions): Promise<MetricsListener> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    if (path !== "/metrics") {
+      res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("Not found; the metrics are at /metrics.\n");
+      return;
+    }
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain; charset=utf-8" }).end("Use GET.\n");
+      return;
+    }
+    metrics.text().then(
+      (text) => {
+        res.writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
+        res.end(req.method === "HEAD" ? undefined : text);
+      },
+      () => {
+        res.writeHead(500, { "content-type": "text/plain; charset=utf-8" }).end("Collecting the metrics failed.\n");
+      },
+    );
+  });
+  const host = options.host ?? "127.0.0.1";
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const shown = host.includes(":") ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${port}/metrics`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

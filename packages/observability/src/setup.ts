@@ -1,0 +1,47 @@
+/** The logs and metrics of a Node server in one call: what the example servers use. */
+import type { Logger as Pino } from "pino";
+import type { Logger, Observer, SecurityEvent } from "@plantgate/core";
+import type { ObservabilitySettings } from "./env.js";
+import { coreLogger, createLog, eventLogger, pruneLogger } from "./logs.js";
+import { createMetrics, serveMetrics, type MetricsListener, type PlantgateMetrics } from "./metrics.js";
+
+/** What {@link setupObservability} returns. */
+export interface Observability {
+  /** The JSON-line logger (for the host's own lines). */
+  log: Pino;
+  /** The metrics, or null when no metrics port was set. */
+  metrics: PlantgateMetrics | null;
+  /** To spread into `createPlantgate(...)`: the logger, the event hook, and the observer when metrics are on. */
+  options: { logger: Logger; onEvent: (event: SecurityEvent) => void; observer?: Observer };
+  /** For `schedulePrune(admin, { logger })`. */
+  pruneLogger: ReturnType<typeof pruneLogger>;
+  /** Starts the metrics listener on `host` and the configured port; null when metrics are off. */
+  serveMetrics(host: string): Promise<MetricsListener | null>;
+}
+
+/**
+ * Logs (always) and metrics (with a port) as the settings say.
+ *
+ * @example
+ * const obs = setupObservability(observabilityFromEnv(process.env));
+ * const app = createPlantgate({ ...obs.options });
+ * const listener = await obs.serveMetrics("127.0.0.1");
+ */
+export function setupObservability(settings: ObservabilitySettings, options: { destination?: { write(line: string): void } } = {}): Observability {
+  const log = createLog({ level: settings.logLevel, ...(options.destination ? { destination: options.destination } : {}) });
+  const metrics = settings.metricsPort === null ? null : createMetrics();
+  const logEvent = eventLogger(log);
+  const onEvent = metrics
+    ? (event: SecurityEvent) => {
+        metrics.countEvent(event);
+        logEvent(event);
+      }
+    : logEvent;
+  return {
+    log,
+    metrics,
+    options: { logger: coreLogger(log), onEvent, ...(metrics ? { observer: metrics.observer } : {}) },
+    pruneLogger: pruneLogger(log),
+    serveMetrics: async (host) => (metrics && settings.metricsPort !== null ? serveMetrics(metrics, { port: settings.metricsPort, host }) : null),
+  };
+}

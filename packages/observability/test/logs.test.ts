@@ -1,0 +1,103 @@
+/** JSON-line logs: one object per line, `event` for events, levels from the environment. */
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { ConfigError, type SecurityEvent } from "@plantgate/core";
+
+const ISSUED: SecurityEvent = {
+  type: "token.issued",
+  id: "0b6a3c52-7a53-4f7e-9d47-3e1f8f0c2a11",
+  time: 1767225600000,
+  grant_type: "client_credentials",
+  client_id: "reporting",
+  subject: "client:reporting",
+  scope: "Platform_UserAPIs",
+  jti: "jti-1",
+  expires_at: 1767232800000,
+  family_id: null,
+  client_ip: "203.0.113.7",
+};
+const AUTH_FAILED: SecurityEvent = {
+  type: "client.authentication_failed",
+  id: "5f0e6a61-2a9e-4d7a-8c43-8a0d0f1b2c33",
+  time: 1767225601000,
+  client_id: "reporting",
+  reason: "invalid_secret",
+  client_ip: null,
+};
+import { coreLogger, createLog, eventLogger, observabilityFromEnv, setupObservability } from "../src/index.js";
+
+function sink() {
+  const lines: string[] = [];
+  let buffer = "";
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      buffer += String(chunk);
+      const parts = buffer.split("\n");
+      buffer = parts.pop()!;
+      lines.push(...parts);
+      done();
+    },
+  });
+  return { stream, lines, objects: () => lines.map((l) => JSON.parse(l) as Record<string, unknown>) };
+}
+
+describe("logs", () => {
+  it("writes events as JSON lines with a string member event, failures at warn", () => {
+    const out = sink();
+    const log = createLog({ destination: out.stream });
+    const onEvent = eventLogger(log);
+    onEvent(ISSUED);
+    onEvent(AUTH_FAILED);
+    const [a, b] = out.objects();
+    expect(a).toEqual({
+      level: "info",
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      event: "token.issued",
+      event_time: 1767225600000,
+      id: "0b6a3c52-7a53-4f7e-9d47-3e1f8f0c2a11",
+      grant_type: "client_credentials",
+      client_id: "reporting",
+      subject: "client:reporting",
+      scope: "Platform_UserAPIs",
+      jti: "jti-1",
+      expires_at: 1767232800000,
+      family_id: null,
+      client_ip: "203.0.113.7",
+      msg: "token.issued",
+    });
+    expect(b).toEqual({
+      level: "warn",
+      time: expect.any(String),
+      event: "client.authentication_failed",
+      event_time: 1767225601000,
+      id: "5f0e6a61-2a9e-4d7a-8c43-8a0d0f1b2c33",
+      client_id: "reporting",
+      reason: "invalid_secret",
+      client_ip: null,
+      msg: "client.authentication_failed",
+    });
+    expect(out.lines).toHaveLength(2);
+  });
+
+  it("redacts credential-named fields should one ever reach a line", () => {
+    const out = sink();
+    coreLogger(createLog({ destination: out.stream })).error("boom", { password: "hunter2", client_secret: "s3cret", detail: "x" });
+    expect(out.objects()[0]).toMatchObject({ level: "error", msg: "boom", password: "[redacted]", client_secret: "[redacted]", detail: "x" });
+    expect(out.lines[0]).not.toContain("hunter2");
+  });
+
+  it("PLANTGATE_LOG_LEVEL sets the level; PLANTGATE_METRICS_PORT turns metrics on", () => {
+    expect(observabilityFromEnv({})).toEqual({ logLevel: "info", metricsPort: null });
+    expect(observabilityFromEnv({ PLANTGATE_LOG_LEVEL: "warn", PLANTGATE_METRICS_PORT: "9464" })).toEqual({ logLevel: "warn", metricsPort: 9464 });
+    expect(() => observabilityFromEnv({ PLANTGATE_LOG_LEVEL: "loud" })).toThrow(ConfigError);
+    expect(() => observabilityFromEnv({ PLANTGATE_LOG_LEVEL: "loud" })).toThrow('PLANTGATE_LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, silent, got "loud"');
+    expect(() => observabilityFromEnv({ PLANTGATE_METRICS_PORT: "70000" })).toThrow('PLANTGATE_METRICS_PORT must be a port number 0-65535, got "70000"');
+    const out = sink();
+    const obs = setupObservability({ logLevel: "warn", metricsPort: null }, { destination: out.stream });
+    obs.options.onEvent(ISSUED);
+    obs.options.onEvent(AUTH_FAILED);
+    expect(out.objects().map((o) => o.event)).toEqual(["client.authentication_failed"]);
+    expect(obs.metrics).toBeNull();
+    expect(obs.options.observer).toBeUndefined();
+  });
+});

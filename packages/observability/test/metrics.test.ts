@@ -1,0 +1,125 @@
+/**
+ * The metrics over a real socket: a plantgate app with the observer answers token requests, and
+ * the separate listener serves their counts as Prometheus text.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { createMemoryStorage, createPlantgate, StorageError } from "@plantgate/core";
+import { createMetrics, serveMetrics, type MetricsListener } from "../src/index.js";
+
+const BASE = "https://as.example.test";
+const basic = (id: string, secret: string) => "Basic " + btoa(`${id}:${secret}`);
+let listener: MetricsListener | undefined;
+afterEach(async () => {
+  await listener?.close();
+  listener = undefined;
+});
+
+function token(app: ReturnType<typeof createPlantgate>, form: Record<string, string>, authorization: string) {
+  return app.fetch(
+    new Request(`${BASE}/UserService/connect/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization },
+      body: new URLSearchParams(form).toString(),
+    }),
+  );
+}
+
+/** The sample lines of one metric family (no HELP/TYPE), as text. */
+function samples(text: string, name: string): string[] {
+  return text.split("\n").filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `));
+}
+
+describe("metrics", () => {
+  it("counts requests, token requests by grant_type and result, latency and storage calls; served on their own listener", async () => {
+    const metrics = createMetrics();
+    const app = createPlantgate({ observer: metrics.observer, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+    const { clientSecret } = await app.admin.createClient({ clientId: "reporting" });
+    await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
+    expect((await token(app, { grant_type: "client_credentials" }, basic("reporting", clientSecret))).status).toBe(200);
+    expect((await token(app, { grant_type: "client_credentials" }, basic("reporting", clientSecret))).status).toBe(200);
+    expect((await token(app, { grant_type: "client_credentials" }, basic("reporting", "wrong"))).status).toBe(401);
+    expect((await token(app, { grant_type: "password", username: "alice", password: "nope" }, basic("reporting", clientSecret))).status).toBe(400);
+    expect((await app.fetch(new Request(`${BASE}/nope/alice`))).status).toBe(404);
+
+    listener = await serveMetrics(metrics, { port: 0 });
+    expect(listener.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    const res = await fetch(listener.url);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
+    const text = await res.text();
+    expect(samples(text, "plantgate_token_requests_total").sort()).toEqual(
+      [
+        'plantgate_token_requests_total{grant_type="client_credentials",result="success"} 2',
+        'plantgate_token_requests_total{grant_type="client_credentials",result="invalid_client"} 1',
+        'plantgate_token_requests_total{grant_type="password",result="invalid_grant"} 1',
+      ].sort(),
+    );
+    expect(samples(text, "plantgate_http_requests_total").sort()).toEqual(
+      [
+        'plantgate_http_requests_total{route="/UserService/connect/token",method="POST",status="200"} 2',
+        'plantgate_http_requests_total{route="/UserService/connect/token",method="POST",status="401"} 1',
+        'plantgate_http_requests_total{route="/UserService/connect/token",method="POST",status="400"} 1',
+        'plantgate_http_requests_total{route="unmatched",method="GET",status="404"} 1',
+      ].sort(),
+    );
+    expect(text).toContain('plantgate_token_request_duration_seconds_count{grant_type="client_credentials"} 3');
+    expect(text).toContain('plantgate_token_request_duration_seconds_bucket{le="+Inf",grant_type="password"} 1');
+    expect(text).toMatch(/^plantgate_storage_operation_duration_seconds_count\{store="clients",operation="get"\} [1-9]\d*$/m);
+    expect(samples(text, "plantgate_lockouts_total").sort()).toEqual(['plantgate_lockouts_total{lock="username"} 0', 'plantgate_lockouts_total{lock="username_address"} 0']);
+    // Process metrics, and no identifier in any label.
+    expect(text).toMatch(/^process_cpu_seconds_total \d/m);
+    expect(text).toMatch(/^nodejs_heap_size_total_bytes \d/m);
+    for (const secret of ["reporting", "alice", clientSecret, "wonderland-42", "127.0.0.1"]) expect(text).not.toContain(secret);
+  });
+
+  it("counts failed storage calls", async () => {
+    const storage = createMemoryStorage();
+    storage.clients.get = async () => {
+      throw new StorageError("down");
+    };
+    const metrics = createMetrics({ processMetrics: false });
+    const app = createPlantgate({ storage, observer: metrics.observer, logger: { error() {}, warn() {} } });
+    expect((await token(app, { grant_type: "client_credentials" }, basic("x", "y"))).status).toBe(503);
+    const text = await metrics.text();
+    expect(samples(text, "plantgate_storage_errors_total")).toEqual(['plantgate_storage_errors_total{store="clients",operation="get"} 1']);
+    expect(samples(text, "plantgate_token_requests_total")).toEqual([
+      'plantgate_token_requests_total{grant_type="client_credentials",result="temporarily_unavailable"} 1',
+    ]);
+    expect(text).not.toContain("process_cpu_seconds_total");
+  });
+
+  it("counts lock-outs from the account.locked_out events", async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    const app = createPlantgate({
+      onEvent: metrics.countEvent,
+      observer: metrics.observer,
+      bruteForce: { maxFailures: 2, windowSeconds: 60 },
+      passwordHashIterations: 1000,
+      logger: { error() {}, warn() {} },
+    });
+    const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+    await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await token(app, { grant_type: "password", username: "alice", password: "nope" }, basic("c", clientSecret))).status);
+    expect(statuses).toEqual([400, 400, 429]);
+    await app.flushEvents();
+    const text = await metrics.text();
+    expect(samples(text, "plantgate_lockouts_total").sort()).toEqual(['plantgate_lockouts_total{lock="username"} 0', 'plantgate_lockouts_total{lock="username_address"} 1']);
+    expect(samples(text, "plantgate_token_requests_total").sort()).toEqual([
+      'plantgate_token_requests_total{grant_type="password",result="invalid_grant"} 2',
+      'plantgate_token_requests_total{grant_type="password",result="locked_out"} 1',
+    ]);
+    expect(samples(text, "plantgate_refresh_token_reuse_total")).toEqual(["plantgate_refresh_token_reuse_total 0"]);
+  });
+
+  it("the listener answers only GET/HEAD /metrics", async () => {
+    listener = await serveMetrics(createMetrics({ processMetrics: false }), { port: 0 });
+    const origin = listener.url.replace(/\/metrics$/, "");
+    const other = await fetch(`${origin}/UserService/connect/token`);
+    expect([other.status, await other.text()]).toEqual([404, "Not found; the metrics are at /metrics.\n"]);
+    const post = await fetch(listener.url, { method: "POST" });
+    expect([post.status, post.headers.get("allow"), await post.text()]).toEqual([405, "GET, HEAD", "Use GET.\n"]);
+    const head = await fetch(listener.url, { method: "HEAD" });
+    expect([head.status, await head.text()]).toEqual([200, ""]);
+  });
+});
