@@ -12,6 +12,7 @@ import type { ScopeNames } from "./scope-names.js";
 import type { Throttle } from "./security/throttle.js";
 import type { Storage } from "./storage/types.js";
 import type { Keyring, SigningAlg } from "./tokens/keys.js";
+import type { ClientKeys } from "./oauth/client-keys.js";
 import type { TokenVerifier } from "./tokens/verified-cache.js";
 
 /** Routes whose required scopes can be configured. */
@@ -75,6 +76,8 @@ export interface Context {
   /** The host's JWS signer, if it lent one (see the `crypto` option). */
   sign: JwsSigner | undefined;
   logger: Logger;
+  /** Finds `private_key_jwt` clients' public keys (inline JWK Sets, cached `jwks_uri` fetches). */
+  clientKeys: ClientKeys;
   /** The longest access-token lifetime in force (server default or any client's), in ms; reads the clients. */
   maxAccessTokenTtlMs: () => Promise<number>;
   /** Form and scope caps. */

@@ -2,6 +2,7 @@
 import type { JWK } from "jose";
 import { defaultRandomBytes, hashPassword, type RandomBytes } from "./crypto/index.js";
 import { sha256With, type CryptoProvider } from "./crypto/provider.js";
+import { createClientKeys } from "./oauth/client-keys.js";
 import type { Context, Logger, ProtectedRoute, RefreshGrace } from "./context.js";
 import { accountListQuery } from "./schemas/accounts.js";
 import { scopeNames } from "./scope-names.js";
@@ -328,6 +329,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     sha256,
     sign: options.crypto?.sign?.bind(options.crypto),
     logger,
+    clientKeys: createClientKeys(clock, logger),
     throttle: createThrottle(
       storage.attempts,
       clock,

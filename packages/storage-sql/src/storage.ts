@@ -5,6 +5,7 @@ import { createStoreContext } from "./context.js";
 import { migrateToLatest } from "./migrations.js";
 import type { Database, SqlFamily } from "./schema.js";
 import { accountStore } from "./stores/accounts.js";
+import { assertionJtiStore } from "./stores/assertion-jtis.js";
 import { attemptStore } from "./stores/attempts.js";
 import { clientStore } from "./stores/clients.js";
 import { plantStore } from "./stores/plants.js";
@@ -99,6 +100,7 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     signingKeys: signingKeyStore(ctx),
     attempts: attemptStore(ctx),
     revokedTokens: revokedTokenStore(ctx),
+    assertionJtis: assertionJtiStore(ctx),
     sessions: sessionStore(ctx),
   };
 }

@@ -37,7 +37,7 @@ async function emptyDatabase(): Promise<void> {
 
 /** Empties every plantgate table in one batch (cheaper than dropping and migrating again). */
 async function emptyTables(): Promise<void> {
-  const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions];
+  const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.assertionJtis];
   await binding.batch([...tables.map((t) => binding.prepare(`delete from "${t}"`)), binding.prepare(`update "${TABLES.counters}" set value = 0`)]);
 }
 

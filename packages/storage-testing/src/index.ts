@@ -5,6 +5,7 @@
 import type { Storage } from "@plantgate/core";
 import { afterEach, beforeEach, describe } from "vitest";
 import { accountsSuite } from "./suites/accounts.js";
+import { assertionJtisSuite } from "./suites/assertion-jtis.js";
 import { attemptsSuite } from "./suites/attempts.js";
 import { clientsSuite } from "./suites/clients.js";
 import { concurrencySuite } from "./suites/concurrency.js";
@@ -78,6 +79,7 @@ export function describeStorageConformance(name: string, target: ConformanceTarg
     plantsSuite(context);
     signingKeysSuite(context);
     attemptsSuite(context);
+    assertionJtisSuite(context);
     revokedTokensSuite(context);
     sessionsSuite(context);
     concurrencySuite(context);

@@ -35,7 +35,7 @@ export interface RecordingStorage {
 }
 
 const WRITES: Record<keyof Storage, readonly string[]> = {
-  clients: ["create", "updateSecret", "delete"],
+  clients: ["create", "addSecret", "replaceSecrets", "removeSecret", "touchSecret", "delete"],
   accounts: ["create", "createMany", "setEnabled"],
   refreshTokens: ["create", "consume", "revokeFamily", "revokeByAccount", "deleteExpired"],
   plants: ["create"],
@@ -43,6 +43,7 @@ const WRITES: Record<keyof Storage, readonly string[]> = {
   attempts: ["increment", "reset", "deleteExpired"],
   revokedTokens: ["add", "deleteExpired"],
   sessions: ["create", "delete", "deleteByAccount", "deleteExpired"],
+  assertionJtis: ["use", "deleteExpired"],
 };
 
 /**

@@ -324,7 +324,7 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
           await tokenRequest(form({ grant_type: "client_credentials" })),
           401,
           "invalid_client",
-          "Client authentication is required (HTTP Basic or client_id and client_secret).",
+          "Client authentication is required (HTTP Basic, client_id and client_secret, or a client assertion).",
         );
       });
 

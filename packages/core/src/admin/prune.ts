@@ -16,6 +16,8 @@ export interface PruneCounts {
   sessions: number;
   attempts: number;
   revokedTokens: number;
+  /** `private_key_jwt` assertion jtis past their assertion's expiry. */
+  assertionJtis: number;
   signingKeys: number;
 }
 
@@ -31,6 +33,7 @@ export const PRUNE_BATCH_SIZE = 1000;
  * - console sessions past their expiry;
  * - brute-force counters whose window has ended (`now - window`; all of them with the throttle off);
  * - revoked access-token jtis past their token's expiry;
+ * - client-assertion jtis past their assertion's expiry;
  * - signing keys that are `prunable` (see `describeKeys`).
  *
  * Each store is called in batches of `batchSize` until a batch comes back short. Two instances
@@ -56,10 +59,11 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   const sessions = await drain((limit) => storage.sessions.deleteExpired(now, limit));
   const attempts = await drain((limit) => storage.attempts.deleteExpired(now - ctx.throttle.windowMs, limit));
   const revokedTokens = await drain((limit) => storage.revokedTokens.deleteExpired(now, limit));
+  const assertionJtis = await drain((limit) => storage.assertionJtis.deleteExpired(now, limit));
   // Only a configured key needs naming: otherwise the newest stored key is the one that signs.
   // (Asking the keyring on a fresh store would create a key, which pruning has no business doing.)
   const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
   const deletedKeys = await pruneKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid);
   if (deletedKeys.length > 0) ctx.keyring.invalidate();
-  return { refreshTokens, sessions, attempts, revokedTokens, signingKeys: deletedKeys.length };
+  return { refreshTokens, sessions, attempts, revokedTokens, assertionJtis, signingKeys: deletedKeys.length };
 }

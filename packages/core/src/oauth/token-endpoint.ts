@@ -1,15 +1,19 @@
-import { timingSafeEqual } from "../crypto/index.js";
 import { OAuthError } from "../errors/index.js";
 import { presentedClient } from "../http/client-auth.js";
 import { json, NO_STORE, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../context.js";
 import { throttleKeys } from "../security/throttle.js";
 import { checkScopeLimits } from "./scopes.js";
+import { verifyClientAssertion } from "./client-assertion.js";
+import { matchClientSecret } from "./client-secrets.js";
 import type { ClientRecord, GrantType } from "../storage/types.js";
 import { clientCredentialsGrant } from "./grants/client-credentials.js";
 import { passwordGrant } from "./grants/password.js";
 import { refreshTokenGrant } from "./grants/refresh-token.js";
 import type { Grant } from "./grants/types.js";
+
+/** Path of the token endpoint, relative to the base path. */
+export const TOKEN_PATH = "/UserService/connect/token";
 
 /** The grants, by `grant_type`. */
 export const GRANTS: ReadonlyMap<string, Grant> = new Map(
@@ -19,8 +23,6 @@ export const GRANTS: ReadonlyMap<string, Grant> = new Map(
 /** Supported grant types, for the metadata document. */
 export const GRANT_TYPES: GrantType[] = [...GRANTS.keys()] as GrantType[];
 
-// A fixed hash to compare against when the client does not exist, so unknown ids cost the same.
-const UNKNOWN_CLIENT_HASH = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 
 /** Step 2: the grant type must be given and supported. */
 function selectGrant(form: Map<string, string>): Grant {
@@ -32,20 +34,32 @@ function selectGrant(form: Map<string, string>): Grant {
 }
 
 /**
- * Step 3: the client must authenticate (constant-time compare of SHA-256 hashes), under the
- * brute-force throttle keyed by client id + client IP: a locked pair is refused before the secret
- * is looked at, so the answer says nothing about it.
+ * Step 3: the client must authenticate, by the one method it is registered for, under the
+ * brute-force throttle keyed by client id + client IP: a locked pair is refused before the
+ * credential is looked at, so the answer says nothing about it.
+ *
+ * - `client_secret` clients: the SHA-256 of the presented secret is compared in constant time with
+ *   every unexpired secret of the client (see `matchClientSecret`).
+ * - `private_key_jwt` clients: the client assertion is verified (`verifyClientAssertion`).
  */
-export async function authenticateClient(ctx: Context, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
+export async function authenticateClient(ctx: Context, urls: Urls, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
   const presented = presentedClient(authorization, form);
   const keys = throttleKeys("client", { clientId: presented.clientId, ...(clientIp !== undefined ? { ip: clientIp } : {}) });
   const checked = await ctx.throttle.check(keys);
   const client = await ctx.storage.clients.get(presented.clientId);
-  const hash = await ctx.sha256(presented.clientSecret);
-  const ok = timingSafeEqual(hash, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
-  if (!client || !ok) {
-    await ctx.throttle.fail(checked);
-    throw new OAuthError("invalid_client", "Client authentication failed.");
+  const now = ctx.clock();
+  try {
+    if (presented.method === "private_key_jwt") {
+      if (!client || client.authMethod !== "private_key_jwt") throw new OAuthError("invalid_client", "Client authentication failed.");
+      await verifyClientAssertion(ctx, urls, `${urls.baseUrl}${TOKEN_PATH}`, client, presented.assertion, now);
+    } else {
+      // Hashed and compared even for an unknown or key-based client, so every miss costs the same.
+      const matched = await matchClientSecret(ctx, client?.authMethod === "client_secret" ? client : null, presented.clientSecret, now);
+      if (!client || !matched) throw new OAuthError("invalid_client", "Client authentication failed.");
+    }
+  } catch (e) {
+    if (e instanceof OAuthError) await ctx.throttle.fail(checked);
+    throw e;
   }
   await ctx.throttle.succeed(checked);
   return client;
@@ -79,7 +93,7 @@ export type ClientFormEndpoint = (
  */
 export const tokenEndpoint: ClientFormEndpoint = async (ctx, urls, form, authorization, clientIp) => {
   const grant = selectGrant(form);
-  const client = await authenticateClient(ctx, form, authorization, clientIp);
+  const client = await authenticateClient(ctx, urls, form, authorization, clientIp);
   checkGrantAllowed(client, grant, form);
   checkScopeLimits(form.get("scope"), ctx.limits);
   const body = await grant.handle({ ctx, urls, client, params: form, now: ctx.clock(), clientIp });
