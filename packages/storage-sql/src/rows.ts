@@ -74,7 +74,9 @@ export function toSecrets(value: unknown): ClientSecretRecord[] {
         typeof s === "object" && s !== null && typeof s.id === "string" && typeof s.hash === "string" && Number.isSafeInteger(s.createdAt) && isIntOrNull(s.expiresAt) && isIntOrNull(s.lastUsedAt),
     );
   if (!ok) throw new CorruptRowError("column secrets is not a JSON array of client secrets");
-  return (parsed as ClientSecretRecord[]).map(({ id, hash, createdAt, expiresAt, lastUsedAt }) => ({ id, hash, createdAt, expiresAt, lastUsedAt }));
+  return (parsed as ClientSecretRecord[])
+    .map(({ id, hash, createdAt, expiresAt, lastUsedAt }) => ({ id, hash, createdAt, expiresAt, lastUsedAt }))
+    .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 function toAuthMethod(value: unknown): ClientAuthMethod {

@@ -1,5 +1,5 @@
 import type { ClientSecretRecord, ClientStore } from "@plantgate/core";
-import type { Insertable } from "kysely";
+import { sql, type Insertable } from "kysely";
 import type { StoreContext } from "../context.js";
 import { prepared } from "../prepared.js";
 import { clientRecord, clientRow, secretsJson, toSecrets } from "../rows.js";
@@ -10,21 +10,39 @@ const CAS_ATTEMPTS = 100;
 
 /** `pg_clients` as core's {@link ClientStore}. */
 export function clientStore(ctx: StoreContext): ClientStore {
-  const { db, run, storableKey, insertOrFalse, updated } = ctx;
+  const { db, family, run, storableKey, insertOrFalse, updated } = ctx;
   const q = {
     get: prepared((p: { clientId: string }) => db.selectFrom(TABLES.clients).selectAll().where("client_id", "=", p.clientId)),
     insert: prepared((row: Insertable<ClientTable>) => db.insertInto(TABLES.clients).values(row)),
   };
 
   /**
-   * A read-modify-write of one client's secrets as a compare-and-set on the JSON text: the UPDATE
-   * matches only if the column still holds what was read, else it reads again. So concurrent
-   * changes to different secrets are all kept, on every engine (D1 included: no transaction).
-   * `change` returns null for "nothing to do" (then the result is false).
+   * A read-modify-write of one client's secrets. PostgreSQL and MySQL: in a transaction that locks
+   * the row (SELECT ... FOR UPDATE), so concurrent changes queue and all are kept. SQLite and D1
+   * (no transaction on D1; one writer anyway): a compare-and-set on the JSON text, read again when
+   * another change came first (`attempts` rounds). `change` returns null for "nothing to do"
+   * (then the result is false).
    */
-  const changeSecrets = async (clientId: string, change: (secrets: ClientSecretRecord[]) => { secrets: ClientSecretRecord[]; updatedAt: number | undefined } | null): Promise<boolean> => {
+  const changeSecrets = async (
+    clientId: string,
+    change: (secrets: ClientSecretRecord[]) => { secrets: ClientSecretRecord[]; updatedAt: number | undefined } | null,
+    attempts = CAS_ATTEMPTS,
+  ): Promise<boolean> => {
     if (!storableKey(clientId)) return false;
-    for (let attempt = 0; attempt < CAS_ATTEMPTS; attempt++) {
+    if (family !== "sqlite") {
+      return db.transaction().execute(async (trx) => {
+        const row = await trx.selectFrom(TABLES.clients).select("secrets").where("client_id", "=", clientId).forUpdate().executeTakeFirst();
+        const next = row ? change(toSecrets(row.secrets)) : null;
+        if (next === null) return false;
+        await trx
+          .updateTable(TABLES.clients)
+          .set({ secrets: secretsJson(ctx, next.secrets), ...(next.updatedAt !== undefined ? { secret_updated_at: next.updatedAt } : {}) })
+          .where("client_id", "=", clientId)
+          .execute();
+        return true;
+      });
+    }
+    for (let attempt = 0; attempt < attempts; attempt++) {
       const row = await db.selectFrom(TABLES.clients).select("secrets").where("client_id", "=", clientId).executeTakeFirst();
       if (!row) return false;
       const next = change(toSecrets(row.secrets));
@@ -35,10 +53,21 @@ export function clientStore(ctx: StoreContext): ClientStore {
         .where("client_id", "=", clientId)
         .where("secrets", "=", row.secrets)
         .executeTakeFirst();
-      // The new text always differs from the old one, so MySQL's changed-rows count is exact here.
       if (result.numUpdatedRows > 0n) return true;
     }
-    throw new Error(`the secrets of a client changed ${CAS_ATTEMPTS} times while being updated`);
+    if (attempts === 1) return false;
+    throw new Error(`the secrets of a client changed ${attempts} times while being updated`);
+  };
+
+  /** SQLite and D1: appending a secret is one statement (json_insert), so concurrent adds never retry. */
+  const appendSecretSqlite = async (clientId: string, secret: ClientSecretRecord): Promise<boolean> => {
+    if (!storableKey(clientId)) return false;
+    const one = secretsJson(ctx, [secret]).slice(1, -1);
+    const clients = sql.table(TABLES.clients);
+    const result = await sql`update ${clients} set secrets = json_insert(secrets, '$[#]', json(${one})), secret_updated_at = ${secret.createdAt}
+      where client_id = ${clientId} and not exists (select 1 from json_each(${clients}.secrets) where json_extract(value, '$.id') = ${secret.id})`.execute(db);
+    const legacy = (result as { numUpdatedOrDeletedRows?: bigint }).numUpdatedOrDeletedRows;
+    return (result.numAffectedRows ?? legacy ?? 0n) > 0n;
   };
 
   return {
@@ -55,7 +84,9 @@ export function clientStore(ctx: StoreContext): ClientStore {
       }),
     addSecret: (clientId, secret) =>
       run("clients.addSecret", () =>
-        changeSecrets(clientId, (secrets) => (secrets.some((x) => x.id === secret.id) ? null : { secrets: [...secrets, secret], updatedAt: secret.createdAt })),
+        family === "sqlite"
+          ? appendSecretSqlite(clientId, secret)
+          : changeSecrets(clientId, (secrets) => (secrets.some((x) => x.id === secret.id) ? null : { secrets: [...secrets, secret], updatedAt: secret.createdAt })),
       ),
     replaceSecrets: (clientId, secret) =>
       run("clients.replaceSecrets", async () => {
@@ -77,7 +108,8 @@ export function clientStore(ctx: StoreContext): ClientStore {
           const x = secrets.find((y) => y.id === secretId);
           if (!x || (x.lastUsedAt !== null && x.lastUsedAt >= usedAt)) return null;
           return { secrets: secrets.map((y) => (y === x ? { ...y, lastUsedAt: usedAt } : y)), updatedAt: undefined };
-        });
+          // Best effort: losing a race to another change (most likely another touch) is fine.
+        }, 1);
       }),
     list: () =>
       run("clients.list", async () => {
