@@ -83,7 +83,7 @@ describe("private_key_jwt (RFC 7523)", () => {
       ["no jti", new SignJWT({}).setProtectedHeader({ alg: "ES256", kid: "es-1" }).setIssuer("signed").setSubject("signed").setAudience(TOKEN_URL).setExpirationTime(now + 60).sign(es.key), "The client assertion must have a jti (1-256 characters)."],
       ["iss differs from sub", new SignJWT({ jti: "x1" }).setProtectedHeader({ alg: "ES256", kid: "es-1" }).setIssuer("someone").setSubject("signed").setAudience(TOKEN_URL).setExpirationTime(now + 60).sign(es.key), "The client assertion's iss and sub must both be the client id."],
       ["unknown kid", assertion(es, h, "signed", {}, { kid: "nope" }), "No key of the client matches the client assertion."],
-      ["HMAC", new SignJWT({ jti: "h1" }).setProtectedHeader({ alg: "HS256" }).setIssuer("signed").setSubject("signed").setAudience(TOKEN_URL).setExpirationTime(now + 60).sign(new Uint8Array(32)), "The client assertion's algorithm is not accepted; use one of ES256, ES384, RS256, PS256, EdDSA."],
+      ["HMAC", new SignJWT({ jti: "h1" }).setProtectedHeader({ alg: "HS256" }).setIssuer("signed").setSubject("signed").setAudience(TOKEN_URL).setExpirationTime(now + 60).sign(new Uint8Array(32)), "The client assertion's algorithm is not accepted; use one of ES256, ES384, RS256, PS256, EdDSA, Ed25519."],
       ["alg none", Promise.resolve(`${btoa('{"alg":"none"}').replace(/=/g, "")}.${btoa(JSON.stringify({ iss: "signed", sub: "signed", aud: TOKEN_URL, exp: now + 60, jti: "n1" })).replace(/=/g, "")}.`), "The client assertion is not a signed JWT with a sub."],
       ["unknown client", assertion(es, h, "ghost"), "Client authentication failed."],
       ["a secret client", assertion(es, h, "app-1"), "Client authentication failed."],

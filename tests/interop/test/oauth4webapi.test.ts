@@ -47,7 +47,7 @@ describe("oauth4webapi discovery", () => {
       jwks_uri: `${fx.url}/.well-known/jwks.json`,
       grant_types_supported: ["client_credentials", "password", "refresh_token"],
       token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
-      token_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA"],
+      token_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"],
     });
   });
 

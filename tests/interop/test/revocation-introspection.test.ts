@@ -42,9 +42,9 @@ describe("oauth4webapi revocation and introspection", () => {
       revocation_endpoint: `${fx.url}/UserService/connect/revocation`,
       introspection_endpoint: `${fx.url}/UserService/connect/introspect`,
       revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
-      revocation_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA"],
+      revocation_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"],
       introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
-      introspection_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA"],
+      introspection_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"],
     });
   });
 

@@ -3,8 +3,12 @@ import type { Logger } from "../context.js";
 import type { ClientRecord } from "../storage/types.js";
 import { remember } from "../util/bounded-cache.js";
 
-/** The signature algorithms accepted for `private_key_jwt` assertions; never `none` or HMAC. */
-export const ASSERTION_ALGS = ["ES256", "ES384", "RS256", "PS256", "EdDSA"] as const;
+/**
+ * The signature algorithms accepted for `private_key_jwt` assertions; never `none` or HMAC.
+ * `Ed25519` is RFC 9864's fully-specified name for EdDSA over Ed25519 (what oauth4webapi and
+ * openid-client put in the header for an Ed25519 key); a JWK with either name serves both.
+ */
+export const ASSERTION_ALGS = ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"] as const;
 export type AssertionAlg = (typeof ASSERTION_ALGS)[number];
 
 /** Largest JWK Set accepted, inline or fetched (bytes of JSON). */
@@ -16,7 +20,8 @@ export const JWKS_CACHE_MS = 10 * 60_000;
 /** An unknown `kid` refetches a `jwks_uri` at most this often. */
 export const JWKS_REFETCH_MS = 60_000;
 
-const KTY_OF: Record<AssertionAlg, string> = { ES256: "EC", ES384: "EC", RS256: "RSA", PS256: "RSA", EdDSA: "OKP" };
+const KTY_OF: Record<AssertionAlg, string> = { ES256: "EC", ES384: "EC", RS256: "RSA", PS256: "RSA", EdDSA: "OKP", Ed25519: "OKP" };
+const isEd = (alg: string | undefined) => alg === "EdDSA" || alg === "Ed25519";
 const CRV_OF: Partial<Record<AssertionAlg, string>> = { ES256: "P-256", ES384: "P-384" };
 
 /** Why a JWK Set is refused; the message is safe to show to an administrator. */
@@ -153,9 +158,9 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
       const usable = (await setOf(client, refresh)).filter(
         (k) =>
           k.kty === KTY_OF[alg] &&
-          (k.alg === undefined || k.alg === alg) &&
+          (k.alg === undefined || k.alg === alg || (isEd(k.alg) && isEd(alg))) &&
           (CRV_OF[alg] === undefined || k.crv === CRV_OF[alg]) &&
-          (alg !== "EdDSA" || k.crv === "Ed25519") &&
+          (!isEd(alg) || k.crv === "Ed25519") &&
           (kid === undefined || k.kid === kid),
       );
       const keys: CryptoKey[] = [];
