@@ -6,13 +6,26 @@ const scope = z.string().optional().meta({
   examples: ["Platform_UserAPIs"],
 });
 // client_secret_post (RFC 6749 §2.3.1); with client_secret_basic both are left out.
-const clientId = z.string().optional().meta({ description: "client_secret_post only: the client id (never together with HTTP Basic)." });
+const clientId = z
+  .string()
+  .optional()
+  .meta({ description: "client_secret_post: the client id (never together with HTTP Basic); private_key_jwt: optional, must equal the assertion's sub." });
 const clientSecret = z.string().optional().meta({ description: "client_secret_post only: the client secret." });
+// private_key_jwt (RFC 7523 §2.2, RFC 7521 §4.2).
+const clientAssertionType = z
+  .literal("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+  .optional()
+  .meta({ description: "private_key_jwt only (RFC 7523 §2.2): the assertion type, with client_assertion." });
+const clientAssertion = z.string().optional().meta({
+  description:
+    "private_key_jwt only: a JWT signed with a key of the client's registered JWK Set (ES256, ES384, RS256, PS256, EdDSA or Ed25519); iss = sub = client id, aud = the issuer or the token endpoint URL, exp at most 300 s ahead, a jti used once.",
+});
+const clientAuth = { client_id: clientId, client_secret: clientSecret, client_assertion_type: clientAssertionType, client_assertion: clientAssertion };
 
 /** The token request of each grant (`application/x-www-form-urlencoded`, RFC 6749 §4.3.2, §4.4.2, §6). */
 export const TOKEN_REQUESTS = {
   client_credentials: z
-    .object({ grant_type: z.literal("client_credentials"), scope, client_id: clientId, client_secret: clientSecret })
+    .object({ grant_type: z.literal("client_credentials"), scope, ...clientAuth })
     .meta({ title: "client_credentials", description: "RFC 6749 §4.4: a token for the client itself; never a refresh token." }),
   password: z
     .object({
@@ -20,22 +33,21 @@ export const TOKEN_REQUESTS = {
       username: z.string(),
       password: z.string().meta({ format: "password" }),
       scope,
-      client_id: clientId,
-      client_secret: clientSecret,
+      ...clientAuth,
     })
     .meta({
       title: "password",
       description: "RFC 6749 §4.3 (legacy, RFC 9700 §2.4): a token for a user; add offline_access to the scope for a refresh token.",
     }),
   refresh_token: z
-    .object({ grant_type: z.literal("refresh_token"), refresh_token: z.string(), scope, client_id: clientId, client_secret: clientSecret })
+    .object({ grant_type: z.literal("refresh_token"), refresh_token: z.string(), scope, ...clientAuth })
     .meta({ title: "refresh_token", description: "RFC 6749 §6: rotates the refresh token; a spent one revokes its family." }),
 } satisfies Record<GrantType, z.ZodObject>;
 
 /** The token request body: one of the grants, told apart by `grant_type`. */
 export const TokenRequestSchema = z
   .discriminatedUnion("grant_type", [TOKEN_REQUESTS.client_credentials, TOKEN_REQUESTS.password, TOKEN_REQUESTS.refresh_token])
-  .meta({ description: "A token request. Every parameter at most once; the client authenticates with HTTP Basic or client_secret_post." });
+  .meta({ description: "A token request. Every parameter at most once; the client authenticates with HTTP Basic, client_secret_post or private_key_jwt (one of them)." });
 
 /**
  * The parameters a grant requires besides `grant_type`, read off its schema, in schema order.
@@ -109,12 +121,12 @@ const tokenTypeHint = z
 
 /** The RFC 7009 revocation request (`application/x-www-form-urlencoded`). */
 export const RevocationRequestSchema = z
-  .object({ token: z.string(), token_type_hint: tokenTypeHint, client_id: clientId, client_secret: clientSecret })
+  .object({ token: z.string(), token_type_hint: tokenTypeHint, ...clientAuth })
   .meta({ description: "A token to revoke (RFC 7009 §2.1)." });
 
 /** The RFC 7662 introspection request (`application/x-www-form-urlencoded`). */
 export const IntrospectionRequestSchema = z
-  .object({ token: z.string(), token_type_hint: tokenTypeHint, client_id: clientId, client_secret: clientSecret })
+  .object({ token: z.string(), token_type_hint: tokenTypeHint, ...clientAuth })
   .meta({ description: "A token to introspect (RFC 7662 §2.1)." });
 
 /** The RFC 7662 §2.2 response; only `active` when the token is not active. */
