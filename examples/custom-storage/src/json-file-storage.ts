@@ -19,6 +19,7 @@ import {
   type AccountRecord,
   type AttemptRecord,
   type ClientRecord,
+  type ClientSecretRecord,
   type PlantRecord,
   type RefreshTokenRecord,
   type SessionRecord,
@@ -35,8 +36,12 @@ export interface JsonFileStorage extends Storage {
 }
 
 const FORMAT = "plantgate-json-storage";
-/** Version 2 added `attempts`, `revokedTokens` and `sessions`; a version 1 file reads as having none. */
-const VERSION = 2;
+/**
+ * Version 2 added `attempts`, `revokedTokens` and `sessions`; a version 1 file reads as having none.
+ * Version 3 gave clients several secrets (`secrets` instead of `secretHash`), `authMethod`, `jwks`
+ * and `jwksUri`, and added `assertionJtis`; an older client's secret becomes its first secret.
+ */
+const VERSION = 3;
 
 /** What the file holds: plant ids as decimal strings (JSON numbers lose precision past 2^53). */
 interface FileState {
@@ -50,10 +55,13 @@ interface FileState {
   attempts: AttemptRecord[];
   revokedTokens: { jti: string; expiresAt: number }[];
   sessions: SessionRecord[];
+  assertionJtis: { key: string; expiresAt: number }[];
 }
 
 // Copies in and out, so no caller can mutate stored state through a record it passed or got.
-const copyClient = (r: ClientRecord): ClientRecord => ({ ...r, grantTypes: [...r.grantTypes], scopes: [...r.scopes] });
+const copyClient = (r: ClientRecord): ClientRecord => ({ ...r, secrets: r.secrets.map((x) => ({ ...x })), grantTypes: [...r.grantTypes], scopes: [...r.scopes] });
+/** Secrets are kept oldest first (by `createdAt`, then `id`), as the contract orders them. */
+const bySecretAge = (a: ClientSecretRecord, b: ClientSecretRecord) => a.createdAt - b.createdAt || byCodeUnit(a.id, b.id);
 const copyAccount = (r: AccountRecord): AccountRecord => ({ ...r, roles: [...r.roles] });
 const copyRefresh = (r: RefreshTokenRecord): RefreshTokenRecord => ({ ...r, scope: [...r.scope] });
 const copyPlant = (r: PlantRecord): PlantRecord => ({ id: r.id, name: r.name, tag: r.tag });
@@ -88,6 +96,7 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
   const attempts = new Map(state.attempts.map((r) => [r.key, r]));
   const revoked = new Map(state.revokedTokens.map((r) => [r.jti, r.expiresAt]));
   const sessions = new Map(state.sessions.map((r) => [r.idHash, r]));
+  const jtis = new Map(state.assertionJtis.map((r) => [r.key, r.expiresAt]));
 
   const serialize = (): string => {
     const out: FileState = {
@@ -101,6 +110,7 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
       attempts: [...attempts.values()],
       revokedTokens: [...revoked].map(([jti, expiresAt]) => ({ jti, expiresAt })),
       sessions: [...sessions.values()],
+      assertionJtis: [...jtis].map(([key, expiresAt]) => ({ key, expiresAt })),
     };
     return `${JSON.stringify(out, null, 2)}\n`;
   };
@@ -136,16 +146,41 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
       },
       async create(record) {
         if (clients.has(record.clientId)) return false;
-        clients.set(record.clientId, copyClient(record));
+        const copy = copyClient(record);
+        copy.secrets.sort(bySecretAge);
+        clients.set(record.clientId, copy);
         await persist();
         return true;
       },
-      async updateSecret(clientId, secretHash, updatedAt) {
+      // Each change reads, decides and writes with no await in between (atomic on the JS thread),
+      // so concurrent changes to one client's secrets are all kept; then it waits for the disk.
+      async addSecret(clientId, secret) {
         const r = clients.get(clientId);
-        if (!r) return false;
-        clients.set(clientId, { ...copyClient(r), secretHash, secretUpdatedAt: updatedAt });
+        if (!r || r.secrets.some((x) => x.id === secret.id)) return false;
+        clients.set(clientId, { ...copyClient(r), secrets: [...r.secrets, { ...secret }].sort(bySecretAge), secretUpdatedAt: secret.createdAt });
         await persist();
         return true;
+      },
+      async replaceSecrets(clientId, secret) {
+        const r = clients.get(clientId);
+        if (!r) return false;
+        clients.set(clientId, { ...copyClient(r), secrets: [{ ...secret }], secretUpdatedAt: secret.createdAt });
+        await persist();
+        return true;
+      },
+      async removeSecret(clientId, secretId, now) {
+        const r = clients.get(clientId);
+        if (!r || !r.secrets.some((x) => x.id === secretId)) return false;
+        clients.set(clientId, { ...copyClient(r), secrets: r.secrets.filter((x) => x.id !== secretId), secretUpdatedAt: now });
+        await persist();
+        return true;
+      },
+      async touchSecret(clientId, secretId, usedAt) {
+        const r = clients.get(clientId);
+        const x = r?.secrets.find((y) => y.id === secretId);
+        if (!r || !x || (x.lastUsedAt !== null && x.lastUsedAt >= usedAt)) return;
+        clients.set(clientId, { ...copyClient(r), secrets: r.secrets.map((y) => (y.id === secretId ? { ...y, lastUsedAt: usedAt } : { ...y })) });
+        await persist();
       },
       async list() {
         return [...clients.values()].sort((a, b) => byCodeUnit(a.clientId, b.clientId)).map(copyClient);
@@ -404,6 +439,28 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         return n;
       },
     },
+
+    assertionJtis: {
+      async use(key, expiresAt) {
+        // Check and record with no await in between: of concurrent callers exactly one gets true.
+        if (jtis.has(key)) return false;
+        jtis.set(key, expiresAt);
+        await persist();
+        return true;
+      },
+      async deleteExpired(now, limit = Infinity) {
+        let n = 0;
+        for (const [key, expiresAt] of jtis) {
+          if (n >= limit) break;
+          if (expiresAt <= now) {
+            jtis.delete(key);
+            n++;
+          }
+        }
+        if (n > 0) await persist();
+        return n;
+      },
+    },
   };
 }
 
@@ -431,11 +488,12 @@ async function writeAtomically(file: string, text: string): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Loading and checking the file.
 
-type Kind = "string" | "number" | "boolean" | "string|null" | "number|null" | "string[]";
+type Kind = "string" | "number" | "boolean" | "string|null" | "number|null" | "string[]" | "secret[]";
 
 const SHAPES = {
   clients: {
-    clientId: "string", secretHash: "string", name: "string", grantTypes: "string[]", scopes: "string[]",
+    clientId: "string", authMethod: "string", secrets: "secret[]", jwks: "string|null", jwksUri: "string|null",
+    name: "string", grantTypes: "string[]", scopes: "string[]",
     accessTokenTtl: "number|null", refreshTokenTtl: "number|null", refreshTokenAbsoluteTtl: "number|null",
     createdAt: "number", secretUpdatedAt: "number",
   },
@@ -453,14 +511,17 @@ const SHAPES = {
   attempts: { key: "string", count: "number", windowStart: "number" },
   revokedTokens: { jti: "string", expiresAt: "number" },
   sessions: { idHash: "string", accountId: "string", csrfHash: "string", createdAt: "number", expiresAt: "number" },
+  assertionJtis: { key: "string", expiresAt: "number" },
 } satisfies Record<string, Record<string, Kind>>;
 
 /** Sections a version 1 file predates; reading one, they start empty. */
 const ADDED_IN_V2 = new Set<keyof typeof SHAPES>(["attempts", "revokedTokens", "sessions"]);
+/** Sections a version 1 or 2 file predates. */
+const ADDED_IN_V3 = new Set<keyof typeof SHAPES>(["assertionJtis"]);
 
 const KEYS: Record<keyof typeof SHAPES, string> = {
   clients: "clientId", accounts: "id", refreshTokens: "tokenHash", plants: "id", signingKeys: "kid",
-  attempts: "key", revokedTokens: "jti", sessions: "idHash",
+  attempts: "key", revokedTokens: "jti", sessions: "idHash", assertionJtis: "key",
 };
 
 const GRANTS = new Set(["client_credentials", "password", "refresh_token"]);
@@ -475,6 +536,11 @@ function isKind(value: unknown, kind: Kind): boolean {
     case "string|null": return value === null || typeof value === "string";
     case "number|null": return value === null || (typeof value === "number" && Number.isFinite(value));
     case "string[]": return Array.isArray(value) && value.every((v) => typeof v === "string");
+    case "secret[]": return Array.isArray(value) && value.every((v) => {
+      const x = v as Record<string, unknown>;
+      return typeof v === "object" && v !== null && Object.keys(x).length === 5 && typeof x.id === "string" && typeof x.hash === "string" &&
+        isKind(x.createdAt, "number") && isKind(x.expiresAt, "number|null") && isKind(x.lastUsedAt, "number|null");
+    });
   }
 }
 
@@ -484,7 +550,7 @@ async function load(file: string): Promise<FileState> {
     text = await readFile(file, "utf8");
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") {
-      return { format: FORMAT, version: VERSION, clients: [], accounts: [], refreshTokens: [], plants: [], signingKeys: [], attempts: [], revokedTokens: [], sessions: [] };
+      return { format: FORMAT, version: VERSION, clients: [], accounts: [], refreshTokens: [], plants: [], signingKeys: [], attempts: [], revokedTokens: [], sessions: [], assertionJtis: [] };
     }
     throw new StorageError(`could not read ${file}`, { cause: error });
   }
@@ -500,11 +566,15 @@ async function load(file: string): Promise<FileState> {
   if (typeof data !== "object" || data === null || Array.isArray(data)) return corrupt("the top level is not an object");
   const top = data as Record<string, unknown>;
   if (top.format !== FORMAT) corrupt(`"format" is not "${FORMAT}"`);
-  if (top.version !== 1 && top.version !== VERSION) corrupt(`unsupported "version" ${JSON.stringify(top.version)} (this code reads 1 and ${VERSION})`);
+  if (top.version !== 1 && top.version !== 2 && top.version !== VERSION) corrupt(`unsupported "version" ${JSON.stringify(top.version)} (this code reads 1 to ${VERSION})`);
   for (const [section, shape] of Object.entries(SHAPES) as [keyof typeof SHAPES, Record<string, Kind>][]) {
     // Upgrading a version 1 file: the sections added since start empty; the next write saves version 2.
     if (top.version === 1 && ADDED_IN_V2.has(section)) {
       if (section in top) corrupt(`"${section}" is not part of a version 1 file`);
+      top[section] = [];
+    }
+    if (top.version !== VERSION && ADDED_IN_V3.has(section)) {
+      if (section in top) corrupt(`"${section}" is not part of a version ${String(top.version)} file`);
       top[section] = [];
     }
     const rows = top[section];
@@ -520,6 +590,14 @@ async function load(file: string): Promise<FileState> {
       const where = `${section}[${i}]`;
       if (typeof row !== "object" || row === null || Array.isArray(row)) corrupt(`${where} is not an object`);
       const record = row as Record<string, unknown>;
+      // A client of a version 1 or 2 file has one secret (its hash): it becomes the first of its secrets.
+      if (section === "clients" && top.version !== VERSION && "secretHash" in record) {
+        record.secrets = [{ id: "initial", hash: record.secretHash, createdAt: record.secretUpdatedAt, expiresAt: null, lastUsedAt: null }];
+        delete record.secretHash;
+        record.authMethod = "client_secret";
+        record.jwks = null;
+        record.jwksUri = null;
+      }
       // Refresh tokens written before the grace window have no replay data and no grace uses.
       if (section === "refreshTokens") {
         if (!("replay" in record)) record.replay = null;
@@ -538,6 +616,8 @@ async function load(file: string): Promise<FileState> {
   const state: FileState = { ...(data as FileState), version: VERSION };
   for (const [i, c] of state.clients.entries()) {
     if (!c.grantTypes.every((g) => GRANTS.has(g))) corrupt(`clients[${i}].grantTypes has an unknown grant`);
+    if (c.authMethod !== "client_secret" && c.authMethod !== "private_key_jwt") corrupt(`clients[${i}].authMethod is neither client_secret nor private_key_jwt`);
+    c.secrets.sort(bySecretAge);
   }
   const names = new Set<string>();
   for (const [i, a] of state.accounts.entries()) {

@@ -17,7 +17,10 @@ afterEach(async () => {
 
 const client: ClientRecord = {
   clientId: "reporting",
-  secretHash: "n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg",
+  authMethod: "client_secret",
+  secrets: [{ id: "initial", hash: "n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg", createdAt: 1_700_000_000_123, expiresAt: null, lastUsedAt: null }],
+  jwks: null,
+  jwksUri: null,
   name: "Reporting ✓",
   grantTypes: ["client_credentials", "refresh_token"],
   scopes: ["Platform_UserAPIs", "offline_access"],
@@ -109,7 +112,7 @@ describe("JSON file storage: persistence", () => {
     expect(await reopened.attempts.get("user:abc")).toStrictEqual({ key: "user:abc", count: 2, windowStart: 1_700_000_000_000 });
     expect(await reopened.revokedTokens.has("jti-1")).toBe(true);
     expect(await reopened.sessions.get(session.idHash)).toStrictEqual(session);
-    expect(JSON.parse(await readFile(file, "utf8")).version).toBe(2);
+    expect(JSON.parse(await readFile(file, "utf8")).version).toBe(3);
   });
 
   it("a signing key written before activation times (no activatesAt) reads as activating at its creation", async () => {
@@ -131,10 +134,13 @@ describe("JSON file storage: persistence", () => {
   });
 
   it("a version 1 file (before attempts, revoked tokens and sessions) opens with its data, and the next write upgrades it", async () => {
+    // Version 1 and 2 clients had one secret, as `secretHash`: it becomes the secret "initial".
+    const { authMethod: _m, secrets: _s, jwks: _j, jwksUri: _u, ...rest } = client;
+    const oldClient = { ...rest, secretHash: client.secrets[0]!.hash };
     const v1 = {
       format: "plantgate-json-storage",
       version: 1,
-      clients: [client],
+      clients: [oldClient],
       accounts: [],
       refreshTokens: [],
       plants: [{ id: "-9223372036854775808", name: "Ficus", tag: null }],
@@ -149,7 +155,7 @@ describe("JSON file storage: persistence", () => {
     expect(JSON.parse(await readFile(join(dir, "v1.json"), "utf8"))).toStrictEqual(v1); // opening alone writes nothing
     await storage.revokedTokens.add("j", 5);
     const saved = JSON.parse(await readFile(join(dir, "v1.json"), "utf8"));
-    expect(saved).toStrictEqual({ ...v1, version: 2, attempts: [], revokedTokens: [{ jti: "j", expiresAt: 5 }], sessions: [] });
+    expect(saved).toStrictEqual({ ...v1, version: 3, clients: [client], attempts: [], revokedTokens: [{ jti: "j", expiresAt: 5 }], sessions: [], assertionJtis: [] });
     const reopened = await createJsonFileStorage(join(dir, "v1.json"));
     expect(await reopened.clients.get("reporting")).toStrictEqual(client);
     expect(await reopened.revokedTokens.has("j")).toBe(true);
@@ -161,7 +167,8 @@ describe("JSON file storage: persistence", () => {
       ["an empty file", "", /invalid JSON/],
       ["not an object", "[]", /top level is not an object/],
       ["another format", '{"hello":"world"}', /"format" is not "plantgate-json-storage"/],
-      ["a newer version", '{"format":"plantgate-json-storage","version":3}', /unsupported "version" 3/],
+      ["a newer version", '{"format":"plantgate-json-storage","version":4}', /unsupported "version" 4/],
+      ["a version 2 file with a version 3 section", '{"format":"plantgate-json-storage","version":2,"clients":[],"accounts":[],"refreshTokens":[],"plants":[],"signingKeys":[],"attempts":[],"revokedTokens":[],"sessions":[],"assertionJtis":[]}', /"assertionJtis" is not part of a version 2 file/],
       ["a version 2 file without the sessions section", '{"format":"plantgate-json-storage","version":2,"clients":[],"accounts":[],"refreshTokens":[],"plants":[],"signingKeys":[],"attempts":[],"revokedTokens":[]}', /"sessions" is not an array/],
       ["a version 1 file with a version 2 section", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[],"signingKeys":[],"sessions":[]}', /"sessions" is not part of a version 1 file/],
       ["a repeated session hash", '{"format":"plantgate-json-storage","version":2,"clients":[],"accounts":[],"refreshTokens":[],"plants":[],"signingKeys":[],"attempts":[],"revokedTokens":[],"sessions":[{"idHash":"h","accountId":"a","csrfHash":"c","createdAt":1,"expiresAt":2},{"idHash":"h","accountId":"b","csrfHash":"d","createdAt":1,"expiresAt":2}]}', /sessions\[1\] repeats the key "h"/],

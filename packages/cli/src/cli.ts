@@ -1,5 +1,15 @@
 import { parseArgs } from "node:util";
-import { AdminError, ConfigError, createPlantgate, KeyEncryptionError, optionsFromEnv, type GrantType, type Plantgate } from "@plantgate/core";
+import {
+  AdminError,
+  ConfigError,
+  createPlantgate,
+  KeyEncryptionError,
+  optionsFromEnv,
+  type ClientSecretView,
+  type ClientView,
+  type GrantType,
+  type Plantgate,
+} from "@plantgate/core";
 import type { SqlStorage } from "@plantgate/storage-sql";
 import { openStorageFromEnv, StorageConfigError } from "@plantgate/storage-sql/env";
 
@@ -18,8 +28,11 @@ class UsageError extends Error {}
 
 export const USAGE = `usage: plantgate <command>
 
-  client create --name NAME [--id ID] [--scopes "S1 S2"] [--grants "g1 g2"]
-  client rotate-secret CLIENT_ID
+  client create --name NAME [--id ID] [--scopes "S1 S2"] [--grants "g1 g2"] [--secret-expires-in SECONDS]
+  client create --name NAME --auth private_key_jwt (--jwks 'JWKS-JSON' | --jwks-uri URL) [--id ID] [--scopes ..] [--grants ..]
+  client add-secret CLIENT_ID [--expires-in SECONDS]   (a new secret; the earlier ones keep working)
+  client revoke-secret CLIENT_ID SECRET_ID             (that secret stops working at once)
+  client rotate-secret CLIENT_ID                       (one new secret; every earlier one stops working at once)
   client list
   client delete CLIENT_ID
   user create --username U [--display-name D] [--email E] [--roles "r1 r2"]   (password on stdin)
@@ -68,6 +81,23 @@ function parseFlags(args: string[], flags: string[]) {
 
 /** What `run` returns when it printed its own output (JSON lines). */
 const PRINTED = Symbol("printed");
+/** A positive whole number of seconds, or undefined when the option is absent. */
+function seconds(raw: string | undefined, name: string): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,10}$/.test(raw) || Number(raw) < 1) throw new UsageError(`${name} must be a positive number of seconds`);
+  return Number(raw);
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+/** A secret's metadata as the CLI prints it (never the hash). */
+function secretJson(s: ClientSecretView) {
+  return { secret_id: s.id, created_at: iso(s.createdAt), expires_at: iso(s.expiresAt) };
+}
+
+function keySource(c: ClientView) {
+  return c.jwksUri !== null ? { jwks_uri: c.jwksUri } : { jwks: JSON.parse(c.jwks ?? "null") as unknown };
+}
 
 /** Reads a password from stdin: the first line, without its line break. */
 function firstLine(text: string): string {
@@ -85,27 +115,64 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return { migrated: true };
     }
     case "client create": {
-      const { values, positionals } = parse(rest, { name: { type: "string" }, id: { type: "string" }, scopes: { type: "string" }, grants: { type: "string" } });
+      const { values, positionals } = parse(rest, {
+        name: { type: "string" },
+        id: { type: "string" },
+        scopes: { type: "string" },
+        grants: { type: "string" },
+        auth: { type: "string" },
+        jwks: { type: "string" },
+        "jwks-uri": { type: "string" },
+        "secret-expires-in": { type: "string" },
+      });
       if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
       if (!values.name) throw new UsageError("--name is required");
       const grants = words(values.grants);
       if (grants?.some((g) => !GRANTS.includes(g as GrantType))) throw new UsageError(`--grants must be among: ${GRANTS.join(" ")}`);
+      const auth = values.auth ?? "client_secret";
+      if (auth !== "client_secret" && auth !== "private_key_jwt") throw new UsageError("--auth must be client_secret or private_key_jwt");
+      if (auth === "private_key_jwt" && (values.jwks === undefined) === (values["jwks-uri"] === undefined)) throw new UsageError("--auth private_key_jwt needs exactly one of --jwks and --jwks-uri");
+      const expiresIn = seconds(values["secret-expires-in"], "--secret-expires-in");
       const { app } = await open();
       const { client, clientSecret } = await app.admin.createClient({
         name: values.name,
+        authMethod: auth,
         ...(values.id ? { clientId: values.id } : {}),
         ...(values.scopes !== undefined ? { scopes: words(values.scopes)! } : {}),
         ...(grants ? { grantTypes: grants as GrantType[] } : {}),
+        ...(values.jwks !== undefined ? { jwks: values.jwks } : {}),
+        ...(values["jwks-uri"] !== undefined ? { jwksUri: values["jwks-uri"] } : {}),
+        ...(expiresIn !== undefined ? { secretExpiresIn: expiresIn } : {}),
       });
+      if (clientSecret === null) {
+        return { client_id: client.clientId, token_endpoint_auth_method: "private_key_jwt", name: client.name, grant_types: client.grantTypes, scopes: client.scopes, ...keySource(client) };
+      }
       io.stderr("the secret is shown only now; store it safely\n");
-      return { client_id: client.clientId, client_secret: clientSecret, name: client.name, grant_types: client.grantTypes, scopes: client.scopes };
+      return { client_id: client.clientId, client_secret: clientSecret, name: client.name, grant_types: client.grantTypes, scopes: client.scopes, ...secretJson(client.secrets[0]!) };
     }
     case "client rotate-secret": {
       const clientId = one(parse(rest, {}).positionals, "CLIENT_ID");
       const { app } = await open();
-      const { clientSecret } = await app.admin.rotateClientSecret(clientId);
-      io.stderr("the old secret no longer works; the new one is shown only now\n");
-      return { client_id: clientId, client_secret: clientSecret };
+      const { clientSecret, secret } = await app.admin.rotateClientSecret(clientId);
+      io.stderr("every earlier secret no longer works; the new one is shown only now\n");
+      return { client_id: clientId, client_secret: clientSecret, ...secretJson(secret) };
+    }
+    case "client add-secret": {
+      const { values, positionals } = parse(rest, { "expires-in": { type: "string" } });
+      const clientId = one(positionals, "CLIENT_ID");
+      const expiresIn = seconds(values["expires-in"], "--expires-in");
+      const { app } = await open();
+      const { clientSecret, secret } = await app.admin.addClientSecret(clientId, expiresIn !== undefined ? { expiresIn } : {});
+      io.stderr("the earlier secrets keep working; the new one is shown only now\n");
+      return { client_id: clientId, client_secret: clientSecret, ...secretJson(secret) };
+    }
+    case "client revoke-secret": {
+      const { positionals } = parse(rest, {});
+      if (positionals.length !== 2) throw new UsageError("expected CLIENT_ID and SECRET_ID");
+      const [clientId, secretId] = positionals as [string, string];
+      const { app } = await open();
+      await app.admin.revokeClientSecret(clientId, secretId);
+      return { client_id: clientId, secret_id: secretId, revoked: true };
     }
     case "client list": {
       parse(rest, {});
@@ -115,8 +182,10 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
         name: c.name,
         grant_types: c.grantTypes,
         scopes: c.scopes,
+        token_endpoint_auth_method: c.authMethod === "private_key_jwt" ? "private_key_jwt" : "client_secret",
         created_at: new Date(c.createdAt).toISOString(),
         secret_updated_at: new Date(c.secretUpdatedAt).toISOString(),
+        ...(c.authMethod === "private_key_jwt" ? keySource(c) : { secrets: c.secrets.map((x) => ({ ...secretJson(x), last_used_at: iso(x.lastUsedAt) })) }),
       }));
     }
     case "client delete": {

@@ -50,6 +50,9 @@ describe("plantgate CLI", () => {
       name: "Reporting",
       grant_types: ["client_credentials"],
       scopes: ["Platform_UserAPIs"],
+      secret_id: expect.any(String),
+      created_at: expect.stringMatching(/Z$/),
+      expires_at: null,
     });
     expect(created.stderr).toContain("shown only now");
 
@@ -60,13 +63,33 @@ describe("plantgate CLI", () => {
       expect(ok.status).toBe(200);
       expect(ok.body.scope).toBe("Platform_UserAPIs");
 
-      // rotate-secret through the CLI while the server runs: the old secret fails at once.
+      // add-secret while the server runs: a second secret works and the first still does.
+      const added = await cli(["client", "add-secret", "reporting", "--expires-in", "3600"]);
+      expect(added).toMatchObject({ code: 0, stderr: "the earlier secrets keep working; the new one is shown only now\n" });
+      expect(added.json).toEqual({
+        client_id: "reporting",
+        client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+        secret_id: expect.any(String),
+        created_at: expect.stringMatching(/Z$/),
+        expires_at: expect.stringMatching(/Z$/),
+      });
+      expect(Date.parse(added.json.expires_at) - Date.parse(added.json.created_at)).toBe(3_600_000);
+      for (const secret of [created.json.client_secret, added.json.client_secret]) {
+        expect((await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: secret })).status).toBe(200);
+      }
+      const listed = (await cli(["client", "list"])).json.find((c: { client_id: string }) => c.client_id === "reporting");
+      expect(listed.secrets.map((x: { secret_id: string }) => x.secret_id).sort()).toEqual([created.json.secret_id, added.json.secret_id].sort());
+      expect(JSON.stringify(listed)).not.toContain(added.json.client_secret);
+
+      // rotate-secret through the CLI while the server runs: every earlier secret fails at once.
       const rotated = await cli(["client", "rotate-secret", "reporting"]);
       expect(rotated.code).toBe(0);
-      expect(rotated.json).toEqual({ client_id: "reporting", client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+      expect(rotated.json).toEqual({ client_id: "reporting", client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), secret_id: expect.any(String), created_at: expect.stringMatching(/Z$/), expires_at: null });
       expect(rotated.json.client_secret).not.toBe(created.json.client_secret);
-      const old = await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: created.json.client_secret });
-      expect(old).toEqual({ status: 401, body: { error: "invalid_client", error_description: "Client authentication failed." } });
+      for (const secret of [created.json.client_secret, added.json.client_secret]) {
+        const old = await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: secret });
+        expect(old).toEqual({ status: 401, body: { error: "invalid_client", error_description: "Client authentication failed." } });
+      }
       const fresh = await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: rotated.json.client_secret });
       expect(fresh.status).toBe(200);
 
@@ -218,11 +241,42 @@ describe("plantgate CLI", () => {
     await cli(["client", "create", "--name", "B", "--id", "b"]);
     const list = await cli(["client", "list"]);
     expect(list.json.map((c: { client_id: string }) => c.client_id)).toEqual(["a", "b"]);
-    expect(list.stdout).not.toContain("secret\"");
+    // Secret metadata only: no client_secret member, no hash.
+    expect(list.json.every((c: Record<string, unknown>) => !("client_secret" in c))).toBe(true);
+    expect(list.stdout).not.toMatch(/"hash"|[A-Za-z0-9_-]{43}/);
     expect(await cli(["client", "delete", "a"])).toMatchObject({ code: 0, json: { client_id: "a", deleted: true } });
     expect((await cli(["client", "list"])).json.map((c: { client_id: string }) => c.client_id)).toEqual(["b"]);
     const missing = await cli(["client", "delete", "a"]);
     expect(missing).toMatchObject({ code: 2, stdout: "", stderr: "plantgate: client a does not exist\n" });
+  });
+
+  it("client create --auth private_key_jwt --jwks registers keys and no secret; revoke-secret; usage errors", async () => {
+    const jwks = '{"keys":[{"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0","kid":"k1"}]}';
+    const signed = await cli(["client", "create", "--name", "Signed", "--id", "signed", "--auth", "private_key_jwt", "--jwks", jwks]);
+    expect(signed).toMatchObject({ code: 0, stderr: "" });
+    expect(signed.json).toEqual({
+      client_id: "signed",
+      token_endpoint_auth_method: "private_key_jwt",
+      name: "Signed",
+      grant_types: ["client_credentials", "password", "refresh_token"],
+      scopes: ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"],
+      jwks: JSON.parse(jwks),
+    });
+    expect(await cli(["client", "add-secret", "signed"])).toMatchObject({ code: 2, stderr: "plantgate: client signed authenticates with private_key_jwt and has no secrets\n" });
+    const byUri = await cli(["client", "create", "--name", "Remote", "--auth", "private_key_jwt", "--jwks-uri", "https://client.example/jwks.json"]);
+    expect(byUri.json).toMatchObject({ token_endpoint_auth_method: "private_key_jwt", jwks_uri: "https://client.example/jwks.json" });
+    expect(await cli(["client", "create", "--name", "X", "--auth", "private_key_jwt"])).toMatchObject({ code: 2, stderr: "plantgate: --auth private_key_jwt needs exactly one of --jwks and --jwks-uri\n" });
+    expect(await cli(["client", "create", "--name", "X", "--auth", "private_key_jwt", "--jwks", '{"keys":[{"kty":"oct","k":"AAAA"}]}'])).toMatchObject({ code: 2, stderr: "plantgate: symmetric (oct) keys are not accepted\n" });
+    expect(await cli(["client", "create", "--name", "X", "--auth", "magic"])).toMatchObject({ code: 2, stderr: "plantgate: --auth must be client_secret or private_key_jwt\n" });
+
+    const plain = await cli(["client", "create", "--name", "Plain", "--id", "plain"]);
+    const second = await cli(["client", "add-secret", "plain"]);
+    expect(await cli(["client", "revoke-secret", "plain", plain.json.secret_id])).toMatchObject({ code: 0, json: { client_id: "plain", secret_id: plain.json.secret_id, revoked: true } });
+    const list = (await cli(["client", "list"])).json.find((c: { client_id: string }) => c.client_id === "plain");
+    expect(list.secrets.map((x: { secret_id: string }) => x.secret_id)).toEqual([second.json.secret_id]);
+    expect(await cli(["client", "revoke-secret", "plain", plain.json.secret_id])).toMatchObject({ code: 2, stderr: `plantgate: client plain has no secret ${plain.json.secret_id}\n` });
+    expect(await cli(["client", "revoke-secret", "plain"])).toMatchObject({ code: 2, stderr: "plantgate: expected CLIENT_ID and SECRET_ID\n" });
+    expect(await cli(["client", "add-secret", "plain", "--expires-in", "0"])).toMatchObject({ code: 2, stderr: "plantgate: --expires-in must be a positive number of seconds\n" });
   });
 
   it("user import is all-or-nothing and names the line of the first bad record", async () => {
@@ -317,10 +371,10 @@ describe("plantgate CLI", () => {
       code: 0,
       stderr: "",
       stdout: expect.any(String),
-      json: { refreshTokens: 2, sessions: 1, attempts: 1, revokedTokens: 1, signingKeys: 0, auditEvents: 0 },
+      json: { refreshTokens: 2, sessions: 1, attempts: 1, revokedTokens: 1, assertionJtis: 0, signingKeys: 0, auditEvents: 0 },
     });
     const again = await cli(["prune"]);
-    expect(again.json).toEqual({ refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, signingKeys: 0, auditEvents: 0 });
+    expect(again.json).toEqual({ refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 0 });
 
     const after = await openStorageFromEnv({}, { cwd: dir });
     try {

@@ -1,6 +1,7 @@
 import { NetworkError } from "./errors.js";
 import { apiFailure, isObject, parseJsonBody, send, unexpected, type FetchLike, type ReadResponse } from "./fetch.js";
 import { JsonNumber, parseLosslessJson } from "./lossless-json.js";
+import { createAssertionSigner } from "./assertion.js";
 import { createTokenManager, type TokenManager } from "./token-manager.js";
 import type { Account, AccountPage, ClientOptions, ListAccountsParams, NewPlant, Plant, TokenInfo } from "./types.js";
 
@@ -101,9 +102,14 @@ export function createClient(options: ClientOptions): PlantgateClient {
   }
   const baseUrl = base.href.replace(/\/+$/, "");
   const clientId = requireString("clientId", options.clientId);
-  const clientSecret = requireString("clientSecret", options.clientSecret);
-  const auth = options.auth ?? "basic";
-  if (auth !== "basic" && auth !== "post") throw new TypeError("auth must be 'basic' or 'post'");
+  if ((options.clientSecret === undefined) === (options.privateKey === undefined)) throw new TypeError("give exactly one of clientSecret and privateKey");
+  const clientSecret = options.privateKey === undefined ? requireString("clientSecret", options.clientSecret) : "";
+  const auth = options.auth ?? (options.privateKey === undefined ? "basic" : "private_key_jwt");
+  if (options.privateKey === undefined ? auth !== "basic" && auth !== "post" : auth !== "private_key_jwt") {
+    throw new TypeError(options.privateKey === undefined ? "auth must be 'basic' or 'post'" : "with privateKey, auth is 'private_key_jwt'");
+  }
+  if (options.keyId !== undefined && typeof options.keyId !== "string") throw new TypeError("keyId must be a string");
+  const assertion = options.privateKey === undefined ? null : createAssertionSigner(clientId, options.privateKey, options.keyId);
   const scope = normalizeScope(options.scope);
   let credentials: { username: string; password: string } | null = null;
   if (options.credentials !== undefined) {
@@ -138,6 +144,7 @@ export function createClient(options: ClientOptions): PlantgateClient {
     clientId,
     clientSecret,
     auth,
+    assertion,
     scope,
     credentials,
     keepCredentials: options.keepCredentials ?? true,

@@ -9,6 +9,7 @@
  */
 export { createClient, ACCOUNTS_PATH, PLANTS_PATH, type PlantgateClient } from "./client.js";
 export { basicAuthorization, TOKEN_PATH } from "./token-manager.js";
+export type { AssertionAlg, PrivateKeyInput } from "./assertion.js";
 export {
   PlantgateClientError,
   OAuthError,

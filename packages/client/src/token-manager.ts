@@ -1,5 +1,6 @@
 import { OAuthError, type GrantType, type OAuthErrorBody } from "./errors.js";
 import { isObject, parseJsonBody, send, unexpected, type FetchLike, type ReadResponse } from "./fetch.js";
+import type { AssertionSigner } from "./assertion.js";
 import type { CachedToken, PasswordCredentials, TokenCache, TokenInfo } from "./types.js";
 
 /** The token endpoint's path under the base URL (the spec's `{base_url}/UserService/connect/token`). */
@@ -9,8 +10,11 @@ export const TOKEN_PATH = "/UserService/connect/token";
 export interface TokenManagerConfig {
   baseUrl: string;
   clientId: string;
+  /** Empty with `auth: "private_key_jwt"`. */
   clientSecret: string;
-  auth: "basic" | "post";
+  auth: "basic" | "post" | "private_key_jwt";
+  /** `private_key_jwt`: signs a fresh assertion for each token request. */
+  assertion: AssertionSigner | null;
   /** Normalized scope, or undefined to let the server pick. */
   scope: string | undefined;
   credentials: PasswordCredentials | null;
@@ -100,7 +104,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       "content-type": "application/x-www-form-urlencoded",
       accept: "application/json",
     };
-    if (config.auth === "basic") {
+    if (config.assertion !== null) {
+      // RFC 7523 §2.2; aud is the token endpoint URL (OIDC Core §9), a fresh jti each time.
+      form.set("client_id", config.clientId);
+      form.set("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer");
+      form.set("client_assertion", await config.assertion(config.baseUrl + TOKEN_PATH, clock()));
+    } else if (config.auth === "basic") {
       headers.authorization = basicAuthorization(config.clientId, config.clientSecret);
     } else {
       form.set("client_id", config.clientId);

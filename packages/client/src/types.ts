@@ -1,3 +1,4 @@
+import type { PrivateKeyInput } from "./assertion.js";
 import type { GrantType } from "./errors.js";
 import type { FetchLike } from "./fetch.js";
 
@@ -59,13 +60,25 @@ export interface ClientOptions {
   /** The service's base address (origin plus any base path), e.g. `https://platform.example.com/api`. */
   baseUrl: string;
   clientId: string;
-  clientSecret: string;
+  /** The client secret; give this or `privateKey`. */
+  clientSecret?: string;
+  /**
+   * `private_key_jwt` (RFC 7523): the client's private key (a WebCrypto `CryptoKey`, or a private
+   * JWK as an object or JSON text; ES256, ES384, RS256, PS256 or EdDSA). Every token request
+   * carries a fresh assertion signed with it (`aud` the token endpoint, a new `jti`, 60 s).
+   *
+   * @example
+   * createClient({ baseUrl, clientId: "reporting", privateKey: process.env.PLANTGATE_CLIENT_KEY! });
+   */
+  privateKey?: PrivateKeyInput;
+  /** `private_key_jwt`: the `kid` to put in assertions (default: the JWK's `kid`, if any). */
+  keyId?: string;
   /**
    * How the client authenticates at the token endpoint: `basic` = `client_secret_basic` (HTTP Basic
    * with the RFC 6749 App. B form-encoding of id and secret), `post` = `client_secret_post` (in the
-   * form body). Default `basic`.
+   * form body), `private_key_jwt` (with `privateKey`, and then the default). Default `basic`.
    */
-  auth?: "basic" | "post";
+  auth?: "basic" | "post" | "private_key_jwt";
   /**
    * Space-separated scope (or a list). Omitted: the server's default for the client. With the
    * password grant, include `offline_access` to get a refresh token.

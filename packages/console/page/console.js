@@ -251,11 +251,16 @@
             el("td", { "data-label": "Client ID" }, el("code", { class: "client-id", text: c.clientId })),
             el("td", { "data-label": "Grants", text: c.grantTypes.join(", ") }),
             el("td", { "data-label": "Scopes", text: c.scopes.join(" ") }),
-            el("td", { "data-label": "Secret updated", text: when(c.secretUpdatedAt) }),
+            el("td", { "data-label": "Authentication" }, ...credentials(c)),
             el(
               "td",
               { class: "row-actions" },
-              el("button", { type: "button", class: "secondary", "aria-label": "Regenerate the secret of " + c.name, text: "Regenerate secret", onclick: () => regenerate(c) }),
+              ...(c.authMethod === "client_secret"
+                ? [
+                    el("button", { type: "button", class: "secondary", "aria-label": "Add a secret to " + c.name, text: "Add secret", onclick: () => addSecret(c) }),
+                    el("button", { type: "button", class: "secondary", "aria-label": "Regenerate the secret of " + c.name, text: "Regenerate secret", onclick: () => regenerate(c) }),
+                  ]
+                : []),
               el("button", { type: "button", class: "danger", "aria-label": "Delete " + c.name, text: "Delete", onclick: () => removeClient(c) }),
             ),
           ),
@@ -267,10 +272,73 @@
     }
   }
 
+  /**
+   * What a client authenticates with: each secret's dates (never the secret) with a Revoke button,
+   * or its key source for private_key_jwt.
+   * @param {any} c
+   */
+  function credentials(c) {
+    if (c.authMethod === "private_key_jwt") {
+      return [el("span", { text: "private_key_jwt, " + (c.jwksUri ? "keys at " + c.jwksUri : "keys registered inline") })];
+    }
+    if (c.secrets.length === 0) return [el("span", { text: "No secret: add one." })];
+    return [
+      el(
+        "ul",
+        { class: "secrets" },
+        ...c.secrets.map((/** @type {any} */ x) =>
+          el(
+            "li",
+            {},
+            el("code", { text: x.id }),
+            el("span", {
+              text:
+                " created " + when(x.createdAt) +
+                (x.expiresAt ? (x.expired ? ", expired " : ", expires ") + when(x.expiresAt) : ", no expiry") +
+                (x.lastUsedAt ? ", last used " + when(x.lastUsedAt) : ", never used") + " ",
+            }),
+            el("button", { type: "button", class: "danger", "aria-label": "Revoke secret " + x.id + " of " + c.name, text: "Revoke", onclick: () => revokeSecret(c, x) }),
+          ),
+        ),
+      ),
+    ];
+  }
+
+  /** @param {any} c */
+  async function addSecret(c) {
+    const yes = await confirmAction(
+      "Add a secret to " + c.name + "?",
+      "The current secrets of " + c.clientId + " keep working. Give the new one to the application, then revoke the old one.",
+      "Add secret",
+    );
+    if (!yes) return;
+    try {
+      const r = await call("POST", "/clients/" + encodeURIComponent(c.clientId) + "/secrets", {});
+      setStatus("security-status", "A secret was added to " + c.name + ".");
+      showSecret(r.clientId, r.clientSecret);
+      await loadClients();
+    } catch (e) {
+      setStatus("security-status", messageOf(e));
+    }
+  }
+
+  /** @param {any} c @param {any} x */
+  async function revokeSecret(c, x) {
+    const yes = await confirmAction("Revoke secret " + x.id + " of " + c.name + "?", "Applications using this secret can no longer get tokens with it. This cannot be undone.", "Revoke secret");
+    if (!yes) return;
+    try {
+      await call("DELETE", "/clients/" + encodeURIComponent(c.clientId) + "/secrets/" + encodeURIComponent(x.id));
+      setStatus("security-status", "Secret " + x.id + " of " + c.name + " was revoked.");
+      await loadClients();
+    } catch (e) {
+      setStatus("security-status", messageOf(e));
+    }
+  }
+
   async function regenerate(c) {
     const yes = await confirmAction(
       "Regenerate the secret of " + c.name + "?",
-      "The current secret of " + c.clientId + " stops working at once. Applications using it must be given the new one.",
+      "Every current secret of " + c.clientId + " stops working at once. Applications using them must be given the new one.",
       "Regenerate secret",
     );
     if (!yes) return;

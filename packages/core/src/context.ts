@@ -13,6 +13,7 @@ import type { ScopeNames } from "./scope-names.js";
 import type { Throttle } from "./security/throttle.js";
 import type { Storage } from "./storage/types.js";
 import type { Keyring, SigningAlg } from "./tokens/keys.js";
+import type { ClientKeys } from "./oauth/client-keys.js";
 import type { TokenVerifier } from "./tokens/verified-cache.js";
 import type { Observer, Tracer } from "./telemetry/types.js";
 
@@ -89,6 +90,8 @@ export interface Context {
   events: EventSink;
   /** How long the audit store keeps events, in ms (see `auditRetentionDays`). */
   auditRetentionMs: number;
+  /** Finds `private_key_jwt` clients' public keys (inline JWK Sets, cached `jwks_uri` fetches). */
+  clientKeys: ClientKeys;
   /** The longest access-token lifetime in force (server default or any client's), in ms; reads the clients. */
   maxAccessTokenTtlMs: () => Promise<number>;
   /** Form and scope caps. */

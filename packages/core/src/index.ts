@@ -5,7 +5,7 @@ export type { PlantgateOptions, ProtectedRoute, ConsoleOptions } from "./options
 export type { StaticPage, PageFile, PageMount } from "./pages/static-page.js";
 export { CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
 export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console/api.js";
-export { createAdmin, AdminError, type Admin, type ClientView, type CreateAccountInput, type CreateClientInput, type EventPage, type EventQuery } from "./admin/index.js";
+export { createAdmin, AdminError, MAX_CLIENT_SECRETS, type Admin, type ClientSecretView, type ClientView, type CreateAccountInput, type CreateClientInput, type EventPage, type EventQuery, type NewClientSecret } from "./admin/index.js";
 export { PRUNE_BATCH_SIZE, type PruneCounts, type PruneOptions } from "./admin/prune.js";
 export type { AccountPage, AccountView } from "./api/accounts.js";
 export { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
@@ -17,6 +17,8 @@ export type { TokenResponse } from "./oauth/issue.js";
 export { scopeNames, OFFLINE_ACCESS, type ScopeNames } from "./scope-names.js";
 export { TOKEN_PATH, REVOCATION_PATH, INTROSPECTION_PATH } from "./oauth/metadata.js";
 export type { IntrospectionResponse } from "./oauth/introspection.js";
+export { JWT_BEARER_ASSERTION, MAX_ASSERTION_LIFETIME_S } from "./oauth/client-assertion.js";
+export { ASSERTION_ALGS, type AssertionAlg } from "./oauth/client-keys.js";
 export { createMemoryStorage, type MemoryStorageOptions } from "./storage/memory.js";
 export type * from "./storage/types.js";
 export { hashPassword, verifyPassword, sha256, type RandomBytes } from "./crypto/index.js";

@@ -3,6 +3,7 @@ import { MAX_CONCURRENT_PASSWORD_CHECKS } from "./security/credentials.js";
 import type { JWK } from "jose";
 import { defaultRandomBytes, hashPassword, type RandomBytes } from "./crypto/index.js";
 import { sha256With, type CryptoProvider } from "./crypto/provider.js";
+import { createClientKeys } from "./oauth/client-keys.js";
 import type { Context, Logger, ProtectedRoute, RefreshGrace } from "./context.js";
 import { accountListQuery } from "./schemas/accounts.js";
 import { scopeNames } from "./scope-names.js";
@@ -362,6 +363,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     ...{ tracer: options.tracer, observer: options.observer },
     events,
     auditRetentionMs: positiveInt("auditRetentionDays", options.auditRetentionDays, 90) * 24 * 3600 * 1000,
+    clientKeys: createClientKeys(clock, logger),
     throttle: createThrottle(
       storage.attempts,
       clock,

@@ -64,6 +64,9 @@ describe("console API: third-party applications (settings > security settings)",
             refreshTokenAbsoluteTtl: null,
             createdAt: T0,
             secretUpdatedAt: T0,
+            authMethod: "client_secret",
+            secrets: [{ id: expect.stringMatching(/^[\w-]{12}$/), createdAt: T0, expiresAt: null, lastUsedAt: null, expired: false }],
+            jwksUri: null,
           },
         ],
       },
@@ -96,6 +99,9 @@ describe("console API: third-party applications (settings > security settings)",
         refreshTokenAbsoluteTtl: null,
         createdAt: "2026-01-01T00:01:00.000Z",
         secretUpdatedAt: "2026-01-01T00:01:00.000Z",
+        authMethod: "client_secret",
+        secrets: [{ id: expect.any(String), createdAt: "2026-01-01T00:01:00.000Z", expiresAt: null, lastUsedAt: null, expired: false }],
+        jwksUri: null,
       },
       clientSecret: SECRET,
     });
@@ -155,6 +161,29 @@ describe("console API: third-party applications (settings > security settings)",
     expect(old.status).toBe(401);
     expect(((await old.json()) as { error: string }).error).toBe("invalid_client");
     expect((await ccToken(h, "app-1", fresh)).status).toBe(200);
+  });
+
+  it("adds a secret beside the first (both work), revokes one by id (that one fails at once), 404 for unknown ones", async () => {
+    const h = await setup();
+    h.clock.advance(5_000);
+    const r = await h.as("POST", "/api/clients/app-1/secrets", { expiresIn: 3600 });
+    const added = { id: expect.stringMatching(/^[\w-]{12}$/), createdAt: "2026-01-01T00:00:05.000Z", expiresAt: "2026-01-01T01:00:05.000Z", lastUsedAt: null, expired: false };
+    expect([r.status, r.body, r.cacheControl]).toEqual([201, { clientId: "app-1", clientSecret: SECRET, secret: added }, "no-store"]);
+    const second = (r.body as { clientSecret: string; secret: { id: string } });
+    expect((await ccToken(h, "app-1", h.clientSecret)).status).toBe(200);
+    expect((await ccToken(h, "app-1", second.clientSecret)).status).toBe(200);
+    const listed = (await h.as("GET", "/api/clients")).body as { clients: { secrets: { id: string; lastUsedAt: string | null }[] }[] };
+    expect(listed.clients[0]!.secrets.map((x) => x.lastUsedAt)).toEqual(["2026-01-01T00:00:05.000Z", "2026-01-01T00:00:05.000Z"]);
+    expect(JSON.stringify(listed)).not.toContain(second.clientSecret);
+    const firstId = listed.clients[0]!.secrets.find((x) => x.id !== second.secret.id)!.id;
+    const del = await h.as("DELETE", `/api/clients/app-1/secrets/${firstId}`);
+    expect([del.status, del.body]).toEqual([204, null]);
+    expect((await ccToken(h, "app-1", h.clientSecret)).status).toBe(401);
+    expect((await ccToken(h, "app-1", second.clientSecret)).status).toBe(200);
+    const again = await h.as("DELETE", `/api/clients/app-1/secrets/${firstId}`);
+    expect([again.status, again.body]).toEqual([404, { error: 1306, message: `Secret ${firstId} of client app-1 does not exist.` }]);
+    const ghost = await h.as("POST", "/api/clients/ghost/secrets", {});
+    expect([ghost.status, ghost.body]).toEqual([404, { error: 1306, message: "Client ghost does not exist." }]);
   });
 
   it('client ids "." and ".." are refused with 400 (URL normalisation would make them unreachable); "..." is fine', async () => {

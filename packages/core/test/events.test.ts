@@ -311,7 +311,7 @@ describe("no event holds a secret, password, token or hash", () => {
     const tokens = [t.access_token, t.refresh_token, cc.access_token, r.access_token, r.refresh_token, rotatedSecret, "erin-password-1"];
     const secrets = [...sent, ...tokens];
     const hashes = await Promise.all(secrets.map(sha256));
-    const stored = [(await h.app.storage.clients.get("app-1"))!.secretHash, (await h.app.storage.accounts.findByUsername("alice"))!.passwordHash];
+    const stored = [...(await h.app.storage.clients.get("app-1"))!.secrets.map((s) => s.hash), (await h.app.storage.accounts.findByUsername("alice"))!.passwordHash];
     const text = all.map((e) => JSON.stringify(e)).join("\n");
     expect([...new Set(all.map((e) => e.type))].sort()).toEqual(["account.created", "account.locked_out", "account.login_failed", "client.authentication_failed", "client.secret_rotated", "token.issued", "token.refreshed", "token.revoked"]);
     for (const s of [...secrets, ...hashes, ...stored]) expect(text.includes(s), `an event holds ${s.slice(0, 6)}…`).toBe(false);

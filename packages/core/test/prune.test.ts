@@ -7,7 +7,7 @@ import { createMemoryStorage, pruneIntervalFromEnv, ConfigError } from "../src/i
 import { harness } from "./helpers.js";
 import { DAY, expectTokenError, expectTokenSuccess, INVALID_REFRESH, passwordRequest, refreshRequest } from "./token-helpers.js";
 
-const ZERO = { refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, signingKeys: 0, auditEvents: 0 };
+const ZERO = { refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 0 };
 
 describe("admin.prune", () => {
   it("keeps a rotated token past its own sliding expiry while its family lives: its reuse still revokes the family", async () => {

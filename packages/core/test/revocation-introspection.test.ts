@@ -120,7 +120,7 @@ describe("RFC 7009 revocation", () => {
     expect(none.headers.get("www-authenticate")).toBe(BASIC_CHALLENGE);
     await expectTokenError(none, 401, {
       error: "invalid_client",
-      error_description: "Client authentication is required (HTTP Basic or client_id and client_secret).",
+      error_description: "Client authentication is required (HTTP Basic, client_id and client_secret, or a client assertion).",
     });
     // client_secret_post works as at the token endpoint.
     await expectRevoked200(await post(h, REVOKE, { token: "unknown", client_id: h.clientId, client_secret: h.clientSecret }, {}));

@@ -122,7 +122,7 @@ describe("client_secret_post (RFC 6749 §2.3.1)", () => {
     const h = await harness();
     await expectTokenError(await tokenRequest(h.app, { grant_type: "client_credentials", client_id: h.clientId }), 401, {
       error: "invalid_client",
-      error_description: "Client authentication is required (HTTP Basic or client_id and client_secret).",
+      error_description: "Client authentication is required (HTTP Basic, client_id and client_secret, or a client assertion).",
     });
   });
 });
@@ -132,7 +132,7 @@ describe("invalid_client (RFC 6749 §5.2)", () => {
     const h = await harness();
     await expectTokenError(await tokenRequest(h.app, { grant_type: "client_credentials" }), 401, {
       error: "invalid_client",
-      error_description: "Client authentication is required (HTTP Basic or client_id and client_secret).",
+      error_description: "Client authentication is required (HTTP Basic, client_id and client_secret, or a client assertion).",
     });
   });
 

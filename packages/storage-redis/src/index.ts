@@ -2,7 +2,8 @@
  * `@plantgate/storage-redis`: plantgate's hot, short-lived state in Redis, beside any SQL store.
  * See {@link redisHotStores}.
  */
-import type { AttemptStore, RevokedTokenStore, SessionStore } from "@plantgate/core";
+import type { AssertionJtiStore, AttemptStore, RevokedTokenStore, SessionStore } from "@plantgate/core";
+import { redisAssertionJtiStore } from "./assertion-jtis.js";
 import { redisAttemptStore } from "./attempts.js";
 import type { HotContext } from "./context.js";
 import { redisRevokedTokenStore } from "./revoked-tokens.js";
@@ -35,6 +36,7 @@ export interface RedisHotStores {
   attempts: AttemptStore;
   revokedTokens: RevokedTokenStore;
   sessions: SessionStore;
+  assertionJtis: AssertionJtiStore;
 }
 
 /** Default {@link RedisHotStoresOptions.keyPrefix}. */
@@ -44,7 +46,8 @@ export const DEFAULT_KEY_PREFIX = "plantgate:";
 export const DEFAULT_EXPIRY_MARGIN_MS = 60_000;
 
 /**
- * The hot aggregates (brute-force counters, revoked access-token jtis, console sessions) on a
+ * The hot aggregates (brute-force counters, revoked access-token jtis, console sessions, used
+ * client-assertion jtis) on a
  * Redis client you created and connected (so TLS, auth, Sentinel and reconnects are yours to set).
  * Spread the result over any other store: the rest (clients, accounts, refresh tokens, plants,
  * signing keys) stays there.
@@ -78,5 +81,6 @@ export function redisHotStores(client: RedisScriptClient, options: RedisHotStore
     attempts: redisAttemptStore(ctx),
     revokedTokens: redisRevokedTokenStore(ctx),
     sessions: redisSessionStore(ctx),
+    assertionJtis: redisAssertionJtiStore(ctx),
   };
 }

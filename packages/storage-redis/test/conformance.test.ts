@@ -1,7 +1,7 @@
 /**
  * The published conformance suite on composed storage: SQLite (in memory) for clients, accounts,
  * refresh tokens, plants and keys, and the machine's Redis for attempts, revoked tokens and
- * console sessions, exactly as `{ ...sql, ...redisHotStores(client) }`.
+ * console sessions and client-assertion jtis, exactly as `{ ...sql, ...redisHotStores(client) }`.
  */
 import { describeStorageConformance } from "@plantgate/storage-testing";
 import { afterAll, beforeAll } from "vitest";

@@ -3,7 +3,8 @@ import type { D1DatabaseLike } from "./batch.js";
 import { d1AuditStore } from "./d1/audit.js";
 import { createD1Context } from "./d1/context.js";
 import { migrateD1 } from "./d1/migrate.js";
-import { d1AccountStore, d1ClientStore, d1PlantStore, d1SigningKeyStore } from "./d1/records.js";
+import { d1AssertionJtiStore, d1ClientStore } from "./d1/clients.js";
+import { d1AccountStore, d1PlantStore, d1SigningKeyStore } from "./d1/records.js";
 import { d1AttemptStore, d1RefreshTokenStore, d1RevokedTokenStore, d1SessionStore } from "./d1/tokens.js";
 
 export type { D1DatabaseLike, D1PreparedStatementLike } from "./batch.js";
@@ -77,6 +78,7 @@ export function createD1Storage(database: D1DatabaseLike, options: CreateD1Stora
     attempts: d1AttemptStore(ctx),
     revokedTokens: d1RevokedTokenStore(ctx),
     sessions: d1SessionStore(ctx),
+    assertionJtis: d1AssertionJtiStore(ctx),
     ...(options.audit === true ? { audit: d1AuditStore(ctx) } : {}),
   };
 }

@@ -1,7 +1,9 @@
 import type {
   AccountRecord,
   AttemptRecord,
+  ClientAuthMethod,
   ClientRecord,
+  ClientSecretRecord,
   GrantType,
   PlantRecord,
   RefreshTokenRecord,
@@ -10,6 +12,7 @@ import type {
 } from "@plantgate/core";
 import type { Insertable, Selectable } from "kysely";
 import type { AccountTable, AttemptTable, ClientTable, PlantTable, RefreshTokenTable, SessionTable, SigningKeyTable } from "./schema.js";
+import { CorruptRowError } from "./errors.js";
 import { json, toInt, toNullableInt, toNullableText, toPlantId, toStringArray, toText, type ValueGuards } from "./values.js";
 
 // Rows <-> records. A `xRow` turns a core record into the row written, refusing (through the
@@ -18,7 +21,10 @@ import { json, toInt, toNullableInt, toNullableText, toPlantId, toStringArray, t
 
 export const clientRow = (v: ValueGuards, r: ClientRecord): Insertable<ClientTable> => ({
   client_id: v.text(r.clientId, "clientId"),
-  secret_hash: v.text(r.secretHash, "secretHash"),
+  auth_method: v.text(r.authMethod, "authMethod"),
+  secrets: secretsJson(v, r.secrets),
+  jwks: v.nullableText(r.jwks, "jwks"),
+  jwks_uri: v.nullableText(r.jwksUri, "jwksUri"),
   name: v.text(r.name, "name"),
   grant_types: json(r.grantTypes),
   scopes: json(r.scopes),
@@ -30,7 +36,10 @@ export const clientRow = (v: ValueGuards, r: ClientRecord): Insertable<ClientTab
 });
 export const clientRecord = (row: Selectable<ClientTable>): ClientRecord => ({
   clientId: row.client_id,
-  secretHash: row.secret_hash,
+  authMethod: toAuthMethod(row.auth_method),
+  secrets: toSecrets(row.secrets),
+  jwks: toNullableText(row.jwks, "jwks"),
+  jwksUri: toNullableText(row.jwks_uri, "jwks_uri"),
   name: row.name,
   grantTypes: toStringArray(row.grant_types, "grant_types") as GrantType[],
   scopes: toStringArray(row.scopes, "scopes"),
@@ -40,6 +49,40 @@ export const clientRecord = (row: Selectable<ClientTable>): ClientRecord => ({
   createdAt: toInt(row.created_at, "created_at"),
   secretUpdatedAt: toInt(row.secret_updated_at, "secret_updated_at"),
 });
+
+/** A client's secrets as the JSON text of `pg_clients.secrets`, oldest first (as the interface orders them). */
+export function secretsJson(v: ValueGuards, secrets: readonly ClientSecretRecord[]): string {
+  const sorted = [...secrets].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return JSON.stringify(
+    sorted.map((s) => ({ id: v.text(s.id, "secret id"), hash: v.text(s.hash, "secret hash"), createdAt: s.createdAt, expiresAt: s.expiresAt, lastUsedAt: s.lastUsedAt })),
+  );
+}
+
+const isIntOrNull = (x: unknown) => x === null || Number.isSafeInteger(x);
+
+export function toSecrets(value: unknown): ClientSecretRecord[] {
+  let parsed: unknown;
+  try {
+    parsed = typeof value === "string" ? JSON.parse(value) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  const ok =
+    Array.isArray(parsed) &&
+    parsed.every(
+      (s: Record<string, unknown>) =>
+        typeof s === "object" && s !== null && typeof s.id === "string" && typeof s.hash === "string" && Number.isSafeInteger(s.createdAt) && isIntOrNull(s.expiresAt) && isIntOrNull(s.lastUsedAt),
+    );
+  if (!ok) throw new CorruptRowError("column secrets is not a JSON array of client secrets");
+  return (parsed as ClientSecretRecord[])
+    .map(({ id, hash, createdAt, expiresAt, lastUsedAt }) => ({ id, hash, createdAt, expiresAt, lastUsedAt }))
+    .sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+function toAuthMethod(value: unknown): ClientAuthMethod {
+  if (value !== "client_secret" && value !== "private_key_jwt") throw new CorruptRowError("column auth_method is neither client_secret nor private_key_jwt");
+  return value;
+}
 
 export const accountRow = (v: ValueGuards, r: AccountRecord): Insertable<AccountTable> => ({
   id: v.text(r.id, "id"),

@@ -22,6 +22,7 @@ export const TABLES = {
   attempts: "pg_attempts",
   revokedTokens: "pg_revoked_tokens",
   sessions: "pg_sessions",
+  assertionJtis: "pg_assertion_jtis",
   counters: "pg_counters",
   audit: "pg_audit_events",
   migrations: "pg_migrations",
@@ -45,7 +46,13 @@ type NullableFreeText = ColumnType<string | Uint8Array | null, string | Uint8Arr
 /** `pg_clients`: one row per OAuth client. Arrays are JSON text. */
 export interface ClientTable {
   client_id: string;
-  secret_hash: string;
+  /** `client_secret` or `private_key_jwt`. */
+  auth_method: string;
+  /** JSON array of the client's secrets (`ClientSecretRecord`s: hashes and times, never a secret). */
+  secrets: string;
+  /** JSON text of the public JWK Set, or null. */
+  jwks: string | null;
+  jwks_uri: string | null;
   name: string;
   /** JSON array of grant types. */
   grant_types: string;
@@ -130,6 +137,12 @@ export interface RevokedTokenTable {
   expires_at: Int64;
 }
 
+/** `pg_assertion_jtis`: used client-assertion jtis (keys: SHA-256 of client id and jti) until they expire. */
+export interface AssertionJtiTable {
+  jti_key: string;
+  expires_at: Int64;
+}
+
 /** `pg_sessions`: console sessions by SHA-256 of the session id; indexed by account. */
 export interface SessionTable {
   id_hash: string;
@@ -181,6 +194,7 @@ export interface Database {
   pg_attempts: AttemptTable;
   pg_revoked_tokens: RevokedTokenTable;
   pg_sessions: SessionTable;
+  pg_assertion_jtis: AssertionJtiTable;
   pg_counters: CounterTable;
   pg_audit_events: AuditTable;
 }

@@ -7,6 +7,7 @@ import { migrateD1 } from "./d1/migrate.js";
 import { migrateToLatest } from "./migrations.js";
 import type { Database, SqlFamily } from "./schema.js";
 import { accountStore } from "./stores/accounts.js";
+import { assertionJtiStore } from "./stores/assertion-jtis.js";
 import { attemptStore } from "./stores/attempts.js";
 import { auditStore } from "./stores/audit.js";
 import { clientStore } from "./stores/clients.js";
@@ -110,6 +111,7 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     signingKeys: signingKeyStore(ctx),
     attempts: attemptStore(ctx),
     revokedTokens: revokedTokenStore(ctx),
+    assertionJtis: assertionJtiStore(ctx),
     sessions: sessionStore(ctx),
     ...(options.audit === true ? { audit: auditStore(ctx) } : {}),
   };

@@ -44,8 +44,8 @@ const token = (tokenHash: string, overrides: Partial<RefreshTokenRecord> = {}): 
 
 const V1_TABLES = [TABLES.accounts, TABLES.clients, TABLES.migrations, TABLES.migrationLock, TABLES.plants, TABLES.refreshTokens, TABLES.signingKeys].sort();
 const V2_TABLES = [...V1_TABLES, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions].sort();
-const ALL_TABLES = [...V2_TABLES, TABLES.counters, TABLES.audit].sort();
-const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0008_audit_events"];
+const ALL_TABLES = [...V2_TABLES, TABLES.counters, TABLES.assertionJtis, TABLES.audit].sort();
+const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0007_client_auth", "0008_audit_events"];
 
 /** The table names present in the test database, from the engine's catalog. */
 async function tables(engine: Engine, db: FreshDatabase): Promise<string[]> {
@@ -338,7 +338,7 @@ export function describeSqlBehaviour(engine: Engine): void {
         const storage = await open(await freshDb());
         await storage.accounts.create(account("a1", "alice"));
         expect(await storage.accounts.setEnabled("a1", true)).toBe(true);
-        expect(await storage.clients.updateSecret("none", "h", T0)).toBe(false);
+        expect(await storage.clients.replaceSecrets("none", { id: "s", hash: "h", createdAt: T0, expiresAt: null, lastUsedAt: null })).toBe(false);
       });
     });
 
@@ -369,7 +369,7 @@ export function describeSqlBehaviour(engine: Engine): void {
           () => storage.accounts.findByUsername(secretHash),
           () => storage.attempts.increment(secretHash, T0, 1000),
           () => storage.sessions.create({ idHash: secretHash, accountId: "a", csrfHash: secretHash, createdAt: T0, expiresAt: T0 + 1 }),
-          () => storage.clients.create({ clientId: "c", secretHash, name: "c", grantTypes: [], scopes: [], accessTokenTtl: null, refreshTokenTtl: null, refreshTokenAbsoluteTtl: null, createdAt: T0, secretUpdatedAt: T0 }),
+          () => storage.clients.create({ clientId: "c", authMethod: "client_secret", secrets: [{ id: "s", hash: secretHash, createdAt: T0, expiresAt: null, lastUsedAt: null }], jwks: null, jwksUri: null, name: "c", grantTypes: [], scopes: [], accessTokenTtl: null, refreshTokenTtl: null, refreshTokenAbsoluteTtl: null, createdAt: T0, secretUpdatedAt: T0 }),
         ]) {
           const error = await call().then(
             () => null,

@@ -37,7 +37,7 @@ async function emptyDatabase(): Promise<void> {
 
 /** Empties every plantgate table in one batch (cheaper than dropping and migrating again). */
 async function emptyTables(): Promise<void> {
-  const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.audit];
+  const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.assertionJtis, TABLES.audit];
   await binding.batch([...tables.map((t) => binding.prepare(`delete from "${t}"`)), binding.prepare(`update "${TABLES.counters}" set value = 0`)]);
 }
 
@@ -166,12 +166,35 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
         )
         .bind("old", "family-1", "client-a", "acct-1", '["offline_access"]', T0, T0 + 1000, T0 + 2000),
     ]);
+    // A client as version 1 wrote it: one secret_hash (0007 makes it the secret "initial").
+    await binding.batch([
+      binding
+        .prepare(
+          `insert into "${TABLES.clients}" (client_id, secret_hash, name, grant_types, scopes, access_token_ttl, refresh_token_ttl, refresh_token_absolute_ttl, created_at, secret_updated_at) values (?, ?, ?, '["client_credentials"]', '[]', null, null, null, ?, ?)`,
+        )
+        .bind("old-client", "aGFzaC1vZi10aGUtb2xkLXNlY3JldA", "Old client", T0, T0 + 5),
+    ]);
     expect(await storage.plants.create({ id: 9223372036854775807n, name: "max", tag: null })).toBe(true);
 
     await storage.migrate();
+    expect(await storage.clients.get("old-client")).toEqual({
+      clientId: "old-client",
+      authMethod: "client_secret",
+      secrets: [{ id: "initial", hash: "aGFzaC1vZi10aGUtb2xkLXNlY3JldA", createdAt: T0 + 5, expiresAt: null, lastUsedAt: null }],
+      jwks: null,
+      jwksUri: null,
+      name: "Old client",
+      grantTypes: ["client_credentials"],
+      scopes: [],
+      accessTokenTtl: null,
+      refreshTokenTtl: null,
+      refreshTokenAbsoluteTtl: null,
+      createdAt: T0,
+      secretUpdatedAt: T0 + 5,
+    });
     expect(await tableNames()).toEqual(expect.arrayContaining([TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.accounts]));
     const { results } = await binding.prepare(`select name from "${TABLES.migrations}" order by name`).all();
-    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0008_audit_events"]);
+    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0007_client_auth", "0008_audit_events"]);
     expect(await storage.accounts.get("acct-001")).toEqual(account(1));
     expect(await storage.accounts.create(account(2))).toBe(true);
     expect(await storage.accounts.list(0, 10)).toEqual({ items: [account(1), account(2)], total: 2 });

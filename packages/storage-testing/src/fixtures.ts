@@ -3,7 +3,8 @@
  * backend mistakes: epoch milliseconds that do not fit 32 bits or a TIMESTAMP column, ids whose
  * order differs between code-unit and locale collation, arrays whose order matters, `null` vs "".
  */
-import type { AccountRecord, ClientRecord, PlantRecord, RefreshTokenRecord, SessionRecord, SigningKeyRecord, Storage } from "@plantgate/core";
+import type { AccountRecord, ClientRecord,
+  ClientSecretRecord, PlantRecord, RefreshTokenRecord, SessionRecord, SigningKeyRecord, Storage } from "@plantgate/core";
 import { expect } from "vitest";
 
 /** 2026-01-01T00:00:00.123Z: a millisecond part, so second-precision columns show up. */
@@ -37,11 +38,18 @@ export function fakePasswordHash(label: string): string {
   return `$pbkdf2-sha256$i=600000,l=32$${fakeHash(`salt:${label}`).slice(0, 22)}$${fakeHash(`hash:${label}`)}`;
 }
 
+export function secretRecord(overrides: Partial<ClientSecretRecord> = {}): ClientSecretRecord {
+  return { id: "s1", hash: fakeHash(`secret:${overrides.id ?? "s1"}`), createdAt: T0, expiresAt: null, lastUsedAt: null, ...overrides };
+}
+
 export function clientRecord(overrides: Partial<ClientRecord> = {}): ClientRecord {
   const clientId = overrides.clientId ?? "client-a";
   return {
     clientId,
-    secretHash: fakeHash(`secret:${clientId}`),
+    authMethod: "client_secret",
+    secrets: [secretRecord({ hash: fakeHash(`secret:${clientId}`) })],
+    jwks: null,
+    jwksUri: null,
     name: `Client ${clientId}`,
     grantTypes: ["client_credentials", "password", "refresh_token"],
     scopes: ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"],

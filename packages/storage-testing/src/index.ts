@@ -5,6 +5,7 @@
 import type { Storage } from "@plantgate/core";
 import { afterEach, beforeEach, describe } from "vitest";
 import { accountsSuite } from "./suites/accounts.js";
+import { assertionJtisSuite } from "./suites/assertion-jtis.js";
 import { attemptsSuite } from "./suites/attempts.js";
 import { auditSuite } from "./suites/audit.js";
 import { clientsSuite } from "./suites/clients.js";
@@ -79,6 +80,7 @@ export function describeStorageConformance(name: string, target: ConformanceTarg
     plantsSuite(context);
     signingKeysSuite(context);
     attemptsSuite(context);
+    assertionJtisSuite(context);
     revokedTokensSuite(context);
     sessionsSuite(context);
     auditSuite(context);

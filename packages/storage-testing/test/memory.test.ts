@@ -13,7 +13,11 @@ import { describeStorageConformance } from "../src/index.js";
 const WRITES = new Set([
   "create",
   "createMany",
-  "updateSecret",
+  "addSecret",
+  "replaceSecrets",
+  "removeSecret",
+  "touchSecret",
+  "use",
   "delete",
   "setEnabled",
   "consume",

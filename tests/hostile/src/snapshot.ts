@@ -35,7 +35,7 @@ export interface RecordingStorage {
 }
 
 const WRITES: Record<keyof Storage, readonly string[]> = {
-  clients: ["create", "updateSecret", "delete"],
+  clients: ["create", "addSecret", "replaceSecrets", "removeSecret", "touchSecret", "delete"],
   accounts: ["create", "createMany", "setEnabled"],
   refreshTokens: ["create", "consume", "revokeFamily", "revokeByAccount", "deleteExpired"],
   plants: ["create"],
@@ -45,6 +45,7 @@ const WRITES: Record<keyof Storage, readonly string[]> = {
   sessions: ["create", "delete", "deleteByAccount", "deleteExpired"],
   // Like attempts: a refused request is recorded there by design (its security event).
   audit: ["append", "deleteExpired"],
+  assertionJtis: ["use", "deleteExpired"],
 };
 
 /**

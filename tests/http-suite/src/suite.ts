@@ -324,7 +324,7 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
           await tokenRequest(form({ grant_type: "client_credentials" })),
           401,
           "invalid_client",
-          "Client authentication is required (HTTP Basic or client_id and client_secret).",
+          "Client authentication is required (HTTP Basic, client_id and client_secret, or a client assertion).",
         );
       });
 
@@ -770,11 +770,14 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
           token_endpoint: url(TOKEN_PATH),
           jwks_uri: url(JWKS_PATH),
           grant_types_supported: expect.arrayContaining(["client_credentials", "password", "refresh_token"]),
-          token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+          token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+          token_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"],
           revocation_endpoint: url("/UserService/connect/revocation"),
-          revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+          revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+          revocation_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"],
           introspection_endpoint: url("/UserService/connect/introspect"),
-          introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+          introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+          introspection_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"],
           scopes_supported: expect.arrayContaining([USER_APIS, SERVER_COMMANDS, "offline_access"]),
           response_types_supported: [],
         });

@@ -46,7 +46,8 @@ describe("oauth4webapi discovery", () => {
       token_endpoint: `${fx.url}${TOKEN_PATH}`,
       jwks_uri: `${fx.url}/.well-known/jwks.json`,
       grant_types_supported: ["client_credentials", "password", "refresh_token"],
-      token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+      token_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"],
     });
   });
 

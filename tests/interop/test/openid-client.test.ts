@@ -53,7 +53,8 @@ describe("openid-client discovery", () => {
       token_endpoint: `${fx.url}${TOKEN_PATH}`,
       jwks_uri: `${fx.url}/.well-known/jwks.json`,
       grant_types_supported: ["client_credentials", "password", "refresh_token"],
-      token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+      token_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"],
       scopes_supported: [USER_APIS, SERVER_COMMANDS, OFFLINE_ACCESS],
     });
     expect(config.clientMetadata().client_id).toBe(fx.clientId);

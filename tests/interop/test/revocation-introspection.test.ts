@@ -41,8 +41,10 @@ describe("oauth4webapi revocation and introspection", () => {
     expect(as).toMatchObject({
       revocation_endpoint: `${fx.url}/UserService/connect/revocation`,
       introspection_endpoint: `${fx.url}/UserService/connect/introspect`,
-      revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
-      introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post"],
+      revocation_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+      revocation_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"],
+      introspection_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
+      introspection_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"],
     });
   });
 

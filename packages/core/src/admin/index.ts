@@ -1,6 +1,8 @@
-import { hashPassword, randomToken, sha256, uuidV4 } from "../crypto/index.js";
+import { hashPassword, uuidV4 } from "../crypto/index.js";
 import type { Context } from "../context.js";
-import type { AccountRecord, ClientRecord, GrantType } from "../storage/types.js";
+import type { AccountRecord } from "../storage/types.js";
+import { AdminError } from "./errors.js";
+import { createClientAdmin, type ClientAdmin } from "./clients.js";
 import { accountView, type AccountView } from "../api/accounts.js";
 import { isStorableText } from "../api/plants.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
@@ -10,22 +12,8 @@ import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } fro
 
 export type { PruneCounts, PruneOptions } from "./prune.js";
 export type { EventPage, EventQuery } from "./events.js";
-
-/** Input of {@link Admin.createClient}. */
-export interface CreateClientInput {
-  /** Default: a random id. */
-  clientId?: string;
-  /** Default: a fresh 256-bit random secret. Give one only to mirror an existing deployment. */
-  clientSecret?: string;
-  name?: string;
-  /** Default: all three grants. */
-  grantTypes?: GrantType[];
-  /** Default: all known scopes. */
-  scopes?: string[];
-  accessTokenTtl?: number | null;
-  refreshTokenTtl?: number | null;
-  refreshTokenAbsoluteTtl?: number | null;
-}
+export { AdminError } from "./errors.js";
+export { MAX_CLIENT_SECRETS, type ClientSecretView, type ClientView, type CreateClientInput, type NewClientSecret } from "./clients.js";
 
 /** Input of {@link Admin.createAccount}. */
 export interface CreateAccountInput {
@@ -37,21 +25,8 @@ export interface CreateAccountInput {
   enabled?: boolean;
 }
 
-/** The client view an administrator sees: never the secret or its hash. */
-export type ClientView = Omit<ClientRecord, "secretHash">;
-
-/** Thrown by admin operations for bad input; its message is safe to show. */
-export class AdminError extends Error {
-  override readonly name = "AdminError";
-}
-
 /** What the console, the CLI and the examples use to manage clients and accounts. */
-export interface Admin {
-  /** Creates a client; the secret is returned once and only its hash is stored. */
-  createClient(input?: CreateClientInput): Promise<{ client: ClientView; clientSecret: string }>;
-  /** Regenerates a client's secret; the old one stops working at once. */
-  rotateClientSecret(clientId: string): Promise<{ clientSecret: string }>;
-  listClients(): Promise<ClientView[]>;
+export interface Admin extends ClientAdmin {
   createAccount(input: CreateAccountInput): Promise<AccountView>;
   /**
    * Idempotent start-up provisioning: ensures the given client (all grants and scopes) and account
@@ -114,10 +89,6 @@ export interface Admin {
   listEvents(query?: EventQuery): Promise<EventPage>;
 }
 
-const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
-const ID = /^[\x21-\x7e]{1,200}$/;
-
-const clientView = ({ secretHash: _omit, ...rest }: ClientRecord): ClientView => rest;
 
 function checkAccountInput(input: CreateAccountInput): void {
   if (typeof input !== "object" || input === null) throw new AdminError("an account must be an object");
@@ -160,52 +131,8 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       passwordHash: await hashPassword(input.password, ctx.random, { iterations: ctx.passwordHashIterations }),
     };
   };
-  const ttl = (name: string, v: number | null | undefined): number | null => {
-    if (v === undefined || v === null) return null;
-    if (!Number.isSafeInteger(v) || v < 1) throw new AdminError(`${name} must be a positive integer`);
-    return v;
-  };
   return {
-    async createClient(input = {}) {
-      const clientId = input.clientId ?? randomToken(ctx.random, 16);
-      if (!ID.test(clientId)) throw new AdminError("clientId must be 1-200 printable ASCII characters without spaces");
-      // As a URL path segment ("/console/api/clients/.."), "." and ".." are removed by URL
-      // normalisation, so such a client could never be addressed through the console.
-      if (clientId === "." || clientId === "..") throw new AdminError('clientId must not be "." or ".."');
-      const clientSecret = input.clientSecret ?? randomToken(ctx.random, 32);
-      if (clientSecret.length < 16 || clientSecret.length > 1024) throw new AdminError("clientSecret must be 16-1024 characters");
-      const grantTypes = input.grantTypes ?? GRANTS;
-      if (grantTypes.some((g) => !GRANTS.includes(g))) throw new AdminError("unknown grant type");
-      const scopes = input.scopes ?? ctx.scopes.all;
-      if (scopes.some((s) => !ctx.scopes.all.includes(s))) throw new AdminError(`unknown scope; known: ${ctx.scopes.all.join(" ")}`);
-      const now = ctx.clock();
-      const record: ClientRecord = {
-        clientId,
-        secretHash: await sha256(clientSecret),
-        name: input.name ?? clientId,
-        grantTypes: [...new Set(grantTypes)],
-        scopes: [...new Set(scopes)],
-        accessTokenTtl: ttl("accessTokenTtl", input.accessTokenTtl),
-        refreshTokenTtl: ttl("refreshTokenTtl", input.refreshTokenTtl),
-        refreshTokenAbsoluteTtl: ttl("refreshTokenAbsoluteTtl", input.refreshTokenAbsoluteTtl),
-        createdAt: now,
-        secretUpdatedAt: now,
-      };
-      if (!(await ctx.storage.clients.create(record))) throw new AdminError(`client ${clientId} already exists`);
-      ctx.events.emit({ type: "client.created", client_id: clientId, name: record.name, grant_types: record.grantTypes, scopes: record.scopes, actor });
-      return { client: clientView(record), clientSecret };
-    },
-    async rotateClientSecret(clientId) {
-      const clientSecret = randomToken(ctx.random, 32);
-      if (!(await ctx.storage.clients.updateSecret(clientId, await sha256(clientSecret), ctx.clock()))) {
-        throw new AdminError(`client ${clientId} does not exist`);
-      }
-      ctx.events.emit({ type: "client.secret_rotated", client_id: clientId, actor });
-      return { clientSecret };
-    },
-    async listClients() {
-      return (await ctx.storage.clients.list()).map(clientView);
-    },
+    ...createClientAdmin(ctx, actor),
     async createAccount(input) {
       const record = await buildAccount(input);
       if (!(await ctx.storage.accounts.create(record))) throw new AdminError(`username ${input.username} is taken`);

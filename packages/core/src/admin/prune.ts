@@ -16,6 +16,8 @@ export interface PruneCounts {
   sessions: number;
   attempts: number;
   revokedTokens: number;
+  /** `private_key_jwt` assertion jtis past their assertion's expiry. */
+  assertionJtis: number;
   signingKeys: number;
   /** Audit events older than the retention (`auditRetentionDays`); 0 without an audit store. */
   auditEvents: number;
@@ -33,6 +35,7 @@ export const PRUNE_BATCH_SIZE = 1000;
  * - console sessions past their expiry;
  * - brute-force counters whose window has ended (`now - window`; all of them with the throttle off);
  * - revoked access-token jtis past their token's expiry;
+ * - client-assertion jtis past their assertion's expiry;
  * - signing keys that are `prunable` (see `describeKeys`);
  * - audit events older than `auditRetentionDays` (when the storage has an audit store).
  *
@@ -59,6 +62,7 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   const sessions = await drain((limit) => storage.sessions.deleteExpired(now, limit));
   const attempts = await drain((limit) => storage.attempts.deleteExpired(now - ctx.throttle.windowMs, limit));
   const revokedTokens = await drain((limit) => storage.revokedTokens.deleteExpired(now, limit));
+  const assertionJtis = await drain((limit) => storage.assertionJtis.deleteExpired(now, limit));
   // Only a configured key needs naming: otherwise the newest stored key is the one that signs.
   // (Asking the keyring on a fresh store would create a key, which pruning has no business doing.)
   const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
@@ -66,5 +70,5 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   if (deletedKeys.length > 0) ctx.keyring.invalidate();
   const audit = storage.audit;
   const auditEvents = audit ? await drain((limit) => audit.deleteExpired(now - ctx.auditRetentionMs, limit)) : 0;
-  return { refreshTokens, sessions, attempts, revokedTokens, signingKeys: deletedKeys.length, auditEvents };
+  return { refreshTokens, sessions, attempts, revokedTokens, assertionJtis, signingKeys: deletedKeys.length, auditEvents };
 }

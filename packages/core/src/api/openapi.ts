@@ -97,7 +97,7 @@ function security(s: OperationSecurity): Json[] {
     case "none":
       return [];
     case "client":
-      // {}: client_secret_post carries the credentials in the body, which no scheme describes.
+      // {}: client_secret_post and private_key_jwt carry the credentials in the body, which no scheme describes.
       return [{ clientBasic: [] }, {}];
     case "bearer":
       // bearerAuth cannot name scopes (Spectral: only oauth2/openIdConnect may); the description does.
@@ -181,7 +181,8 @@ function securitySchemes(ctx: Context, urls: Urls): Json {
     clientBasic: {
       type: "http",
       scheme: "basic",
-      description: "OAuth client authentication (client_secret_basic; RFC 6749 App. B encoding). client_secret_post sends client_id and client_secret in the body instead.",
+      description:
+        "OAuth client authentication (client_secret_basic; RFC 6749 App. B encoding). client_secret_post sends client_id and client_secret in the body instead; private_key_jwt sends client_assertion_type and client_assertion (RFC 7523 §2.2).",
     },
   };
 }

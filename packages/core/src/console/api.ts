@@ -1,4 +1,4 @@
-import { AdminError, createAdmin, type ClientView } from "../admin/index.js";
+import { AdminError, createAdmin, type ClientSecretView, type ClientView } from "../admin/index.js";
 import { accountView, listAccounts } from "../api/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, plain, type PlainResponse } from "../http/respond.js";
@@ -25,6 +25,22 @@ export interface ConsoleClient {
   refreshTokenAbsoluteTtl: number | null;
   createdAt: string;
   secretUpdatedAt: string;
+  /** `client_secret` or `private_key_jwt`. */
+  authMethod: "client_secret" | "private_key_jwt";
+  /** Each secret's id and times (never the secret or its hash), oldest first; empty for `private_key_jwt`. */
+  secrets: ConsoleClientSecret[];
+  /** `private_key_jwt`: where the client's keys are published, or null (keys registered inline). */
+  jwksUri: string | null;
+}
+
+/** A client secret as the console shows it: times in ISO 8601; `expiresAt`/`lastUsedAt` null = never. */
+export interface ConsoleClientSecret {
+  id: string;
+  createdAt: string;
+  expiresAt: string | null;
+  lastUsedAt: string | null;
+  /** Whether it is past its expiry (then it is refused). */
+  expired: boolean;
 }
 
 /** The grants the console offers, in the order the page lists them. */
@@ -32,7 +48,13 @@ export const CONSOLE_GRANTS: GrantType[] = ["client_credentials", "password", "r
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-function consoleClient(c: ClientView): ConsoleClient {
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
+
+function consoleSecret(x: ClientSecretView, now: number): ConsoleClientSecret {
+  return { id: x.id, createdAt: iso(x.createdAt), expiresAt: isoOrNull(x.expiresAt), lastUsedAt: isoOrNull(x.lastUsedAt), expired: x.expiresAt !== null && x.expiresAt <= now };
+}
+
+function consoleClient(c: ClientView, now: number): ConsoleClient {
   return {
     clientId: c.clientId,
     name: c.name,
@@ -43,6 +65,9 @@ function consoleClient(c: ClientView): ConsoleClient {
     refreshTokenAbsoluteTtl: c.refreshTokenAbsoluteTtl,
     createdAt: iso(c.createdAt),
     secretUpdatedAt: iso(c.secretUpdatedAt),
+    authMethod: c.authMethod,
+    secrets: c.secrets.map((x) => consoleSecret(x, now)),
+    jwksUri: c.jwksUri,
   };
 }
 
@@ -108,7 +133,8 @@ export const signOut: ApiHandler = async (ctx, s, request) => {
 
 export const listClients: ApiHandler = async (ctx) => {
   const clients = await createAdmin(ctx).listClients();
-  return json(200, { clients: clients.map(consoleClient) });
+  const now = ctx.clock();
+  return json(200, { clients: clients.map((c) => consoleClient(c, now)) });
 };
 
 export const createClient: ApiHandler = async (ctx, s, request) => {
@@ -136,7 +162,7 @@ export const createClient: ApiHandler = async (ctx, s, request) => {
       ...ttls,
     }),
   );
-  return json(201, { client: consoleClient(client), clientSecret });
+  return json(201, { client: consoleClient(client, ctx.clock()), clientSecret });
 };
 
 export const deleteClient: ApiHandler = async (ctx, s, _r, [clientId]) => {
@@ -151,6 +177,24 @@ export const regenerateSecret: ApiHandler = async (ctx, s, _r, [clientId]) => {
   const client = await ctx.storage.clients.get(clientId!);
   if (!client) throw unknown(`Client ${clientId}`);
   return json(200, { clientId: client.clientId, clientSecret, secretUpdatedAt: iso(client.secretUpdatedAt) });
+};
+
+/** Adds a secret beside the existing ones (`{expiresIn?}` seconds); the earlier secrets keep working. */
+export const addSecret: ApiHandler = async (ctx, _s, request, [clientId]) => {
+  const body = await readJsonObject(request);
+  const expiresIn = optionalSeconds(body, "expiresIn");
+  if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
+  const { clientSecret, secret } = await admin(() => createAdmin(ctx).addClientSecret(clientId!, expiresIn === null || expiresIn === undefined ? {} : { expiresIn }));
+  return json(201, { clientId, clientSecret, secret: consoleSecret(secret, ctx.clock()) });
+};
+
+/** Revokes one secret at once. */
+export const revokeSecret: ApiHandler = async (ctx, _s, _r, [clientId, secretId]) => {
+  const client = await ctx.storage.clients.get(clientId!);
+  if (!client) throw unknown(`Client ${clientId}`);
+  if (!client.secrets.some((x) => x.id === secretId)) throw unknown(`Secret ${secretId} of client ${clientId}`);
+  await admin(() => createAdmin(ctx).revokeClientSecret(clientId!, secretId!));
+  return plain(204, null);
 };
 
 /** The same paging, validation and body as GetAccountList. */

@@ -23,6 +23,8 @@ const ROUTES: ConsoleRoute[] = [
   { pattern: ["api", "clients"], methods: { GET: { kind: "api", handler: api.listClients }, POST: { kind: "api", handler: api.createClient } } },
   { pattern: ["api", "clients", ":"], methods: { DELETE: { kind: "api", handler: api.deleteClient } } },
   { pattern: ["api", "clients", ":", "secret"], methods: { POST: { kind: "api", handler: api.regenerateSecret } } },
+  { pattern: ["api", "clients", ":", "secrets"], methods: { POST: { kind: "api", handler: api.addSecret } } },
+  { pattern: ["api", "clients", ":", "secrets", ":"], methods: { DELETE: { kind: "api", handler: api.revokeSecret } } },
   { pattern: ["api", "accounts"], methods: { GET: { kind: "api", handler: api.getAccounts }, POST: { kind: "api", handler: api.createAccount } } },
   { pattern: ["api", "accounts", ":", "disable"], methods: { POST: { kind: "api", handler: api.disableAccount } } },
   { pattern: ["api", "accounts", ":", "enable"], methods: { POST: { kind: "api", handler: api.enableAccount } } },

@@ -22,8 +22,12 @@ export interface EventBase {
 export type ClientAuthFailure =
   /** No client with this id. */
   | "unknown_client"
-  /** The secret does not match. */
+  /** The secret matches none of the client's unexpired secrets. */
   | "invalid_secret"
+  /** A `private_key_jwt` client assertion that does not verify (signature, claims, algorithm, replayed jti, keys). */
+  | "invalid_assertion"
+  /** A secret for a `private_key_jwt` client, or an assertion for a client with secrets. */
+  | "wrong_auth_method"
   /** The Basic header or the body credentials are malformed, or none were sent (`client_id` may then be null). */
   | "malformed"
   /** Refused by the brute-force throttle before the secret was looked at. */

@@ -1,12 +1,23 @@
 import { fromBase64 } from "../crypto/index.js";
 import { OAuthError } from "../errors/index.js";
+import { assertionSubject, JWT_BEARER_ASSERTION } from "../oauth/client-assertion.js";
 import { decodeFormComponent, FormError } from "./form.js";
 
 /** Client credentials as presented, before they are checked. */
-export interface PresentedClient {
+export type PresentedClient = PresentedSecret | PresentedAssertion;
+
+/** A client id and secret (HTTP Basic or the body). */
+export interface PresentedSecret {
   method: "client_secret_basic" | "client_secret_post";
   clientId: string;
   clientSecret: string;
+}
+
+/** A `private_key_jwt` client assertion (RFC 7521 §4.2); the client id is its `sub` (or `client_id`, which must match). */
+export interface PresentedAssertion {
+  method: "private_key_jwt";
+  clientId: string;
+  assertion: string;
 }
 
 const MAX_CREDENTIAL_LENGTH = 1024;
@@ -22,6 +33,22 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 export function presentedClient(header: string | null, form: Map<string, string>): PresentedClient {
   const bodyId = form.get("client_id");
   const bodySecret = form.get("client_secret");
+  const assertionType = form.get("client_assertion_type");
+  const assertion = form.get("client_assertion");
+  if (assertionType !== undefined || assertion !== undefined) {
+    if (bodySecret !== undefined || (header !== null && /^basic(?:\s|$)/i.test(header))) {
+      throw new OAuthError("invalid_request", "Use one client authentication method: a client assertion, HTTP Basic or client_secret, not several.");
+    }
+    if (assertionType !== JWT_BEARER_ASSERTION) {
+      throw new OAuthError("invalid_client", `client_assertion_type must be ${JWT_BEARER_ASSERTION}, with a client_assertion.`);
+    }
+    if (assertion === undefined || assertion === "") throw new OAuthError("invalid_client", "client_assertion is required with client_assertion_type.");
+    const sub = assertionSubject(assertion);
+    if (sub === null) throw new OAuthError("invalid_client", "The client assertion is not a signed JWT with a sub.");
+    if (bodyId !== undefined && bodyId !== sub) throw new OAuthError("invalid_client", "client_id does not match the client assertion's sub.");
+    if (sub.length > MAX_CREDENTIAL_LENGTH) throw new OAuthError("invalid_client", "Client authentication failed.");
+    return { method: "private_key_jwt", clientId: sub, assertion };
+  }
   if (header !== null && /^basic(?:\s|$)/i.test(header)) {
     if (bodySecret !== undefined) {
       throw new OAuthError("invalid_request", "Use one client authentication method: HTTP Basic or client_secret in the body, not both.");
@@ -52,12 +79,12 @@ export function presentedClient(header: string | null, form: Map<string, string>
     return check({ method: "client_secret_basic", clientId, clientSecret });
   }
   if (bodyId === undefined || bodySecret === undefined) {
-    throw new OAuthError("invalid_client", "Client authentication is required (HTTP Basic or client_id and client_secret).");
+    throw new OAuthError("invalid_client", "Client authentication is required (HTTP Basic, client_id and client_secret, or a client assertion).");
   }
   return check({ method: "client_secret_post", clientId: bodyId, clientSecret: bodySecret });
 }
 
-function check(c: PresentedClient): PresentedClient {
+function check(c: PresentedSecret): PresentedSecret {
   if (c.clientId === "" || c.clientSecret === "" || c.clientId.length > MAX_CREDENTIAL_LENGTH || c.clientSecret.length > MAX_CREDENTIAL_LENGTH) {
     throw new OAuthError("invalid_client", "Client authentication failed.");
   }

@@ -41,7 +41,7 @@ export async function readOAuthForm(ctx: Context, request: Request, info: Handle
 }
 
 /** The parameters of a token request (RFC 6749 §4.3.2, §4.4.2, §6, §2.3.1). */
-const KNOWN_PARAMETERS = new Set(["grant_type", "client_id", "client_secret", "username", "password", "scope", "refresh_token", "token", "token_type_hint"]);
+const KNOWN_PARAMETERS = new Set(["grant_type", "client_id", "client_secret", "username", "password", "scope", "refresh_token", "token", "token_type_hint", "client_assertion_type", "client_assertion"]);
 
 /**
  * Names only parameters we know: an arbitrary name could hold characters RFC 6749 §5.2 forbids in

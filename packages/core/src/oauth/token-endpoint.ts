@@ -1,4 +1,3 @@
-import { timingSafeEqual } from "../crypto/index.js";
 import { OAuthError, TooManyAttemptsError } from "../errors/index.js";
 import type { ClientAuthFailure } from "../events/types.js";
 import { presentedClient } from "../http/client-auth.js";
@@ -6,12 +5,17 @@ import { json, NO_STORE, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../context.js";
 import { throttleKeys } from "../security/throttle.js";
 import { checkScopeLimits } from "./scopes.js";
+import { verifyClientAssertion } from "./client-assertion.js";
+import { matchClientSecret } from "./client-secrets.js";
 import type { ClientRecord, GrantType } from "../storage/types.js";
 import { clientCredentialsGrant } from "./grants/client-credentials.js";
 import { passwordGrant } from "./grants/password.js";
 import { refreshTokenGrant } from "./grants/refresh-token.js";
 import type { Grant } from "./grants/types.js";
 import { inSpan } from "../telemetry/spans.js";
+
+/** Path of the token endpoint, relative to the base path. */
+export const TOKEN_PATH = "/UserService/connect/token";
 
 /** The grants, by `grant_type`. */
 export const GRANTS: ReadonlyMap<string, Grant> = new Map(
@@ -24,9 +28,6 @@ export const GRANT_TYPES: GrantType[] = [...GRANTS.keys()] as GrantType[];
 /** What a client id can be (see `admin.createClient`): 1-200 printable ASCII characters, no spaces. */
 const CLIENT_ID_SHAPE = /^[\x21-\x7e]{1,200}$/;
 
-// A fixed hash to compare against when the client does not exist, so unknown ids cost the same.
-const UNKNOWN_CLIENT_HASH = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
-
 /** Step 2: the grant type must be given and supported. */
 function selectGrant(form: Map<string, string>): Grant {
   const type = form.get("grant_type");
@@ -37,15 +38,19 @@ function selectGrant(form: Map<string, string>): Grant {
 }
 
 /**
- * Step 3: the client must authenticate (constant-time compare of SHA-256 hashes), under the
- * brute-force throttle keyed by client id + client IP: a locked pair is refused before the secret
- * is looked at, so the answer says nothing about it.
+ * Step 3: the client must authenticate, by the one method it is registered for, under the
+ * brute-force throttle keyed by client id + client IP: a locked pair is refused before the
+ * credential is looked at, so the answer says nothing about it.
+ *
+ * - `client_secret` clients: the SHA-256 of the presented secret is compared in constant time with
+ *   every unexpired secret of the client (see `matchClientSecret`).
+ * - `private_key_jwt` clients: the client assertion is verified (`verifyClientAssertion`).
  */
-export function authenticateClient(ctx: Context, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
-  return inSpan(ctx.tracer, "plantgate.client_authentication", undefined, () => checkClient(ctx, form, authorization, clientIp));
+export function authenticateClient(ctx: Context, urls: Urls, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
+  return inSpan(ctx.tracer, "plantgate.client_authentication", undefined, () => checkClient(ctx, urls, form, authorization, clientIp));
 }
 
-async function checkClient(ctx: Context, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
+async function checkClient(ctx: Context, urls: Urls, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
   const failed = (clientId: string | null, reason: ClientAuthFailure) =>
     ctx.events.emit({ type: "client.authentication_failed", client_id: clientId, reason, client_ip: clientIp ?? null });
   let presented;
@@ -63,13 +68,27 @@ async function checkClient(ctx: Context, form: Map<string, string>, authorizatio
     throw e;
   });
   const client = await ctx.storage.clients.get(presented.clientId);
-  const hash = await ctx.sha256(presented.clientSecret);
-  const ok = timingSafeEqual(hash, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
-  if (!client || !ok) {
-    await ctx.throttle.fail(checked);
-    // An unknown id is named only if it could be one (what a client id may be), never free text.
-    failed(client || CLIENT_ID_SHAPE.test(presented.clientId) ? presented.clientId : null, client ? "invalid_secret" : "unknown_client");
-    throw new OAuthError("invalid_client", "Client authentication failed.");
+  const now = ctx.clock();
+  let reason: ClientAuthFailure = "unknown_client";
+  try {
+    if (presented.method === "private_key_jwt") {
+      if (client && client.authMethod !== "private_key_jwt") reason = "wrong_auth_method";
+      if (!client || client.authMethod !== "private_key_jwt") throw new OAuthError("invalid_client", "Client authentication failed.");
+      reason = "invalid_assertion";
+      await verifyClientAssertion(ctx, urls, `${urls.baseUrl}${TOKEN_PATH}`, client, presented.assertion, now);
+    } else {
+      // Hashed and compared even for an unknown or key-based client, so every miss costs the same.
+      const matched = await matchClientSecret(ctx, client?.authMethod === "client_secret" ? client : null, presented.clientSecret, now);
+      if (client) reason = client.authMethod === "client_secret" ? "invalid_secret" : "wrong_auth_method";
+      if (!client || !matched) throw new OAuthError("invalid_client", "Client authentication failed.");
+    }
+  } catch (e) {
+    if (e instanceof OAuthError) {
+      await ctx.throttle.fail(checked);
+      // An unknown id is named only if it could be one (what a client id may be), never free text.
+      failed(client || CLIENT_ID_SHAPE.test(presented.clientId) ? presented.clientId : null, reason);
+    }
+    throw e;
   }
   await ctx.throttle.succeed(checked);
   return client;
@@ -103,7 +122,7 @@ export type ClientFormEndpoint = (
  */
 export const tokenEndpoint: ClientFormEndpoint = async (ctx, urls, form, authorization, clientIp) => {
   const grant = selectGrant(form);
-  const client = await authenticateClient(ctx, form, authorization, clientIp);
+  const client = await authenticateClient(ctx, urls, form, authorization, clientIp);
   checkGrantAllowed(client, grant, form);
   checkScopeLimits(form.get("scope"), ctx.limits);
   const body = await inSpan(ctx.tracer, "plantgate.grant", { "plantgate.grant_type": grant.grantType }, () =>

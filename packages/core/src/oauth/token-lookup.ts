@@ -84,7 +84,7 @@ export type PresentedTokenHandler = (
  */
 export function presentedTokenEndpoint(handle: PresentedTokenHandler): ClientFormEndpoint {
   return async (ctx, urls, form, authorization, clientIp) => {
-    const client = await authenticateClient(ctx, form, authorization, clientIp);
+    const client = await authenticateClient(ctx, urls, form, authorization, clientIp);
     const token = form.get("token");
     if (token === undefined) throw new OAuthError("invalid_request", "The token parameter is required.");
     const now = ctx.clock();

@@ -7,12 +7,23 @@ const scope = meta(z.optional(z.string()), {
   examples: ["Platform_UserAPIs"],
 });
 // client_secret_post (RFC 6749 §2.3.1); with client_secret_basic both are left out.
-const clientId = meta(z.optional(z.string()), { description: "client_secret_post only: the client id (never together with HTTP Basic)." });
+const clientId = meta(z.optional(z.string()), {
+  description: "client_secret_post: the client id (never together with HTTP Basic); private_key_jwt: optional, must equal the assertion's sub.",
+});
 const clientSecret = meta(z.optional(z.string()), { description: "client_secret_post only: the client secret." });
+// private_key_jwt (RFC 7523 §2.2, RFC 7521 §4.2).
+const clientAssertionType = meta(z.optional(z.literal("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")), {
+  description: "private_key_jwt only (RFC 7523 §2.2): the assertion type, with client_assertion.",
+});
+const clientAssertion = meta(z.optional(z.string()), {
+  description:
+    "private_key_jwt only: a JWT signed with a key of the client's registered JWK Set (ES256, ES384, RS256, PS256, EdDSA or Ed25519); iss = sub = client id, aud = the issuer or the token endpoint URL, exp at most 300 s ahead, a jti used once.",
+});
+const clientAuth = { client_id: clientId, client_secret: clientSecret, client_assertion_type: clientAssertionType, client_assertion: clientAssertion };
 
 /** The token request of each grant (`application/x-www-form-urlencoded`, RFC 6749 §4.3.2, §4.4.2, §6). */
 export const TOKEN_REQUESTS = {
-  client_credentials: meta(z.object({ grant_type: z.literal("client_credentials"), scope, client_id: clientId, client_secret: clientSecret }), {
+  client_credentials: meta(z.object({ grant_type: z.literal("client_credentials"), scope, ...clientAuth }), {
     title: "client_credentials",
     description: "RFC 6749 §4.4: a token for the client itself; never a refresh token.",
   }),
@@ -22,15 +33,14 @@ export const TOKEN_REQUESTS = {
       username: z.string(),
       password: meta(z.string(), { format: "password" }),
       scope,
-      client_id: clientId,
-      client_secret: clientSecret,
+      ...clientAuth,
     }),
     {
       title: "password",
       description: "RFC 6749 §4.3 (legacy, RFC 9700 §2.4): a token for a user; add offline_access to the scope for a refresh token.",
     },
   ),
-  refresh_token: meta(z.object({ grant_type: z.literal("refresh_token"), refresh_token: z.string(), scope, client_id: clientId, client_secret: clientSecret }), {
+  refresh_token: meta(z.object({ grant_type: z.literal("refresh_token"), refresh_token: z.string(), scope, ...clientAuth }), {
     title: "refresh_token",
     description: "RFC 6749 §6: rotates the refresh token; a spent one revokes its family.",
   }),
@@ -39,7 +49,7 @@ export const TOKEN_REQUESTS = {
 /** The token request body: one of the grants, told apart by `grant_type`. */
 export const TokenRequestSchema = meta(
   z.discriminatedUnion("grant_type", [TOKEN_REQUESTS.client_credentials, TOKEN_REQUESTS.password, TOKEN_REQUESTS.refresh_token]),
-  { description: "A token request. Every parameter at most once; the client authenticates with HTTP Basic or client_secret_post." },
+  { description: "A token request. Every parameter at most once; the client authenticates with HTTP Basic, client_secret_post or private_key_jwt (one of them)." },
 );
 
 /**
@@ -114,12 +124,12 @@ const tokenTypeHint = meta(z.optional(z.string()), {
 });
 
 /** The RFC 7009 revocation request (`application/x-www-form-urlencoded`). */
-export const RevocationRequestSchema = meta(z.object({ token: z.string(), token_type_hint: tokenTypeHint, client_id: clientId, client_secret: clientSecret }), {
+export const RevocationRequestSchema = meta(z.object({ token: z.string(), token_type_hint: tokenTypeHint, ...clientAuth }), {
   description: "A token to revoke (RFC 7009 §2.1).",
 });
 
 /** The RFC 7662 introspection request (`application/x-www-form-urlencoded`). */
-export const IntrospectionRequestSchema = meta(z.object({ token: z.string(), token_type_hint: tokenTypeHint, client_id: clientId, client_secret: clientSecret }), {
+export const IntrospectionRequestSchema = meta(z.object({ token: z.string(), token_type_hint: tokenTypeHint, ...clientAuth }), {
   description: "A token to introspect (RFC 7662 §2.1).",
 });
 

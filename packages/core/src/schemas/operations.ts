@@ -62,7 +62,7 @@ export interface OperationResponse {
 export type OperationSecurity =
   /** An access token; with `scopes`, any one of them is needed (none = any valid token). */
   | { kind: "bearer"; scopes: readonly string[] }
-  /** OAuth client authentication: HTTP Basic or client_secret_post (in the form body). */
+  /** OAuth client authentication: HTTP Basic, client_secret_post or private_key_jwt (both in the form body). */
   | { kind: "client" }
   | { kind: "none" };
 
@@ -227,7 +227,7 @@ export function createOperations(settings: OperationSettings): Operation[] {
       operationId: "requestToken",
       summary: "Token endpoint (client_credentials, password, refresh_token)",
       description:
-        "RFC 6749 token endpoint. The client authenticates with HTTP Basic (RFC 6749 App. B encoding) or client_secret_post, never both. Every parameter at most once.",
+        "RFC 6749 token endpoint. The client authenticates by the one method it is registered for: HTTP Basic (RFC 6749 App. B encoding) or client_secret_post with one of its secrets, or private_key_jwt (RFC 7523 §2.2: client_assertion_type and client_assertion); never two at once. Failed client authentication is 401 invalid_client. Every parameter at most once.",
       tags: ["OAuth 2.0"],
       security: { kind: "client" },
       requestBody: { contentType: FORM, schema: TokenRequestSchema },

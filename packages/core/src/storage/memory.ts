@@ -2,6 +2,7 @@ import type {
   AccountRecord,
   AttemptRecord,
   ClientRecord,
+  ClientSecretRecord,
   PlantRecord,
   RefreshTokenRecord,
   SessionRecord,
@@ -12,7 +13,14 @@ import { createMemoryAuditStore } from "./memory-audit.js";
 
 // Records are copied in and out so callers can never mutate stored state by accident,
 // which keeps this backend honest as the reference the conformance suite compares against.
-const copyClient = (r: ClientRecord): ClientRecord => ({ ...r, grantTypes: [...r.grantTypes], scopes: [...r.scopes] });
+const copyClient = (r: ClientRecord): ClientRecord => ({
+  ...r,
+  secrets: r.secrets.map((x) => ({ ...x })),
+  grantTypes: [...r.grantTypes],
+  scopes: [...r.scopes],
+});
+/** Oldest first, by `createdAt` then `id`, as the interface orders them. */
+const bySecretAge = (a: ClientSecretRecord, b: ClientSecretRecord) => a.createdAt - b.createdAt || byCodeUnit(a.id, b.id);
 const copyAccount = (r: AccountRecord): AccountRecord => ({ ...r, roles: [...r.roles] });
 const copyRefresh = (r: RefreshTokenRecord): RefreshTokenRecord => ({ ...r, scope: [...r.scope] });
 
@@ -42,6 +50,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
   const attempts = new Map<string, AttemptRecord>();
   const revoked = new Map<string, number>();
   const sessions = new Map<string, SessionRecord>();
+  const jtis = new Map<string, number>();
 
   return {
     ...(options.audit === true ? { audit: createMemoryAuditStore() } : {}),
@@ -52,14 +61,35 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
       },
       async create(record) {
         if (clients.has(record.clientId)) return false;
-        clients.set(record.clientId, copyClient(record));
+        const copy = copyClient(record);
+        copy.secrets.sort(bySecretAge);
+        clients.set(record.clientId, copy);
         return true;
       },
-      async updateSecret(id, secretHash, updatedAt) {
+      async addSecret(id, secret) {
+        const r = clients.get(id);
+        if (!r || r.secrets.some((x) => x.id === secret.id)) return false;
+        r.secrets = [...r.secrets, { ...secret }].sort(bySecretAge);
+        r.secretUpdatedAt = secret.createdAt;
+        return true;
+      },
+      async replaceSecrets(id, secret) {
         const r = clients.get(id);
         if (!r) return false;
-        clients.set(id, { ...r, secretHash, secretUpdatedAt: updatedAt });
+        r.secrets = [{ ...secret }];
+        r.secretUpdatedAt = secret.createdAt;
         return true;
+      },
+      async removeSecret(id, secretId, now) {
+        const r = clients.get(id);
+        if (!r || !r.secrets.some((x) => x.id === secretId)) return false;
+        r.secrets = r.secrets.filter((x) => x.id !== secretId);
+        r.secretUpdatedAt = now;
+        return true;
+      },
+      async touchSecret(id, secretId, usedAt) {
+        const x = clients.get(id)?.secrets.find((y) => y.id === secretId);
+        if (x && (x.lastUsedAt === null || x.lastUsedAt < usedAt)) x.lastUsedAt = usedAt;
       },
       async list() {
         return [...clients.values()].sort((a, b) => byCodeUnit(a.clientId, b.clientId)).map(copyClient);
@@ -263,6 +293,24 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
           if (n >= limit) break;
           if (r.expiresAt <= now) {
             sessions.delete(h);
+            n++;
+          }
+        }
+        return n;
+      },
+    },
+    assertionJtis: {
+      async use(key, expiresAt) {
+        if (jtis.has(key)) return false;
+        jtis.set(key, expiresAt);
+        return true;
+      },
+      async deleteExpired(now, limit = Infinity) {
+        let n = 0;
+        for (const [key, exp] of jtis) {
+          if (n >= limit) break;
+          if (exp <= now) {
+            jtis.delete(key);
             n++;
           }
         }

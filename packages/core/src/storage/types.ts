@@ -7,11 +7,40 @@
 /** A grant type the token endpoint supports. */
 export type GrantType = "client_credentials" | "password" | "refresh_token";
 
+/** How a client authenticates at the token, revocation and introspection endpoints. */
+export type ClientAuthMethod = "client_secret" | "private_key_jwt";
+
+/**
+ * One secret of a client, stored by hash. A client may hold several at once (rotation without
+ * downtime): each works until it expires or is removed.
+ */
+export interface ClientSecretRecord {
+  /** Identifies the secret within its client (random, at most 64 ASCII characters); shown to administrators. */
+  id: string;
+  /** SHA-256 (base64url) of the secret; the secret itself is never stored. */
+  hash: string;
+  /** Epoch milliseconds. */
+  createdAt: number;
+  /** Epoch milliseconds from which the secret is refused; null = no expiry. */
+  expiresAt: number | null;
+  /** Epoch milliseconds of the last successful use (recorded at most about once a minute); null = never. */
+  lastUsedAt: number | null;
+}
+
 /** A third-party application configured by an administrator. */
 export interface ClientRecord {
   clientId: string;
-  /** SHA-256 (base64url) of the client secret; the secret itself is never stored. */
-  secretHash: string;
+  /**
+   * `client_secret` (HTTP Basic or the body, against `secrets`) or `private_key_jwt` (RFC 7523
+   * assertions signed by a key of `jwks` or `jwksUri`). A client is refused with the other method.
+   */
+  authMethod: ClientAuthMethod;
+  /** The client's secrets, oldest first (by `createdAt`, then `id`); empty for `private_key_jwt`. */
+  secrets: ClientSecretRecord[];
+  /** `private_key_jwt`: the client's public JWK Set as JSON text (at most 64 KiB), or null. */
+  jwks: string | null;
+  /** `private_key_jwt`: where the client publishes its JWK Set, or null. */
+  jwksUri: string | null;
   name: string;
   /** Grants this client may use; any other -> `unauthorized_client`. */
   grantTypes: GrantType[];
@@ -25,7 +54,7 @@ export interface ClientRecord {
   refreshTokenAbsoluteTtl: number | null;
   /** Epoch milliseconds. */
   createdAt: number;
-  /** Epoch milliseconds of the last secret (re)generation. */
+  /** Epoch milliseconds of the last secret change (added, removed, regenerated). */
   secretUpdatedAt: number;
 }
 
@@ -34,8 +63,27 @@ export interface ClientStore {
   get(clientId: string): Promise<ClientRecord | null>;
   /** Inserts; returns false (and changes nothing) when the client id exists. */
   create(record: ClientRecord): Promise<boolean>;
-  /** Replaces the secret hash; the old secret stops working at once. False when absent. */
-  updateSecret(clientId: string, secretHash: string, updatedAt: number): Promise<boolean>;
+  /**
+   * Adds one secret beside the existing ones and sets `secretUpdatedAt` to its `createdAt`, in one
+   * atomic step: concurrent calls all keep their secret. False (nothing changes) when the client is
+   * absent or already has a secret with that id.
+   */
+  addSecret(clientId: string, secret: ClientSecretRecord): Promise<boolean>;
+  /**
+   * Replaces every secret of the client by `secret` and sets `secretUpdatedAt` to its `createdAt`,
+   * in one atomic step: every earlier secret stops working at once. False when absent.
+   */
+  replaceSecrets(clientId: string, secret: ClientSecretRecord): Promise<boolean>;
+  /**
+   * Removes one secret and sets `secretUpdatedAt` to `now`; false when the client or the secret is
+   * absent. Concurrent changes to other secrets of the client are kept.
+   */
+  removeSecret(clientId: string, secretId: string, now: number): Promise<boolean>;
+  /**
+   * Records a successful use: sets the secret's `lastUsedAt` to `usedAt` unless it is already
+   * later. Best effort (no error when the client or secret is gone); never changes anything else.
+   */
+  touchSecret(clientId: string, secretId: string, usedAt: number): Promise<void>;
   /** All clients, ordered by `clientId` (code-unit order, as accounts). */
   list(): Promise<ClientRecord[]>;
   /** Removes the client; false when absent. Its refresh tokens stop working with it. */
@@ -244,6 +292,26 @@ export interface RevokedTokenStore {
   deleteExpired(now: number, limit?: number): Promise<number>;
 }
 
+/**
+ * `jti`s of `private_key_jwt` client assertions already accepted (RFC 7523 §3 item 7), so each
+ * assertion is used once, on every instance. Core passes a fixed-length key (SHA-256, base64url,
+ * of the client id and the jti), never the assertion.
+ */
+export interface AssertionJtiStore {
+  /**
+   * Records the key until `expiresAt` (epoch ms, the assertion's `exp`) in one atomic step and
+   * returns true; returns false (and changes nothing) when the key is already recorded. Of any
+   * number of concurrent calls with one key, exactly one gets true. An entry past its `expiresAt`
+   * may be gone (then the key can be recorded again): core refuses expired assertions anyway.
+   */
+  use(key: string, expiresAt: number): Promise<boolean>;
+  /**
+   * Deletes entries with `expiresAt <= now`; returns how many. With `limit`, at most that many
+   * (see {@link RefreshTokenStore.deleteExpired} for the batch contract).
+   */
+  deleteExpired(now: number, limit?: number): Promise<number>;
+}
+
 /** A management-console session, stored by hash (the cookie holds the only copy of the id). */
 export interface SessionRecord {
   /** SHA-256 (base64url) of the session id. */
@@ -334,4 +402,5 @@ export interface Storage {
   sessions: SessionStore;
   /** The audit trail. When present, every security event is kept in it; absent = not kept. */
   audit?: AuditStore;
+  assertionJtis: AssertionJtiStore;
 }

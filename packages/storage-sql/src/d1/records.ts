@@ -1,46 +1,15 @@
-import type { AccountRecord, AccountStore, ClientStore, PlantStore, SigningKeyStore } from "@plantgate/core";
+import type { AccountRecord, AccountStore, PlantStore, SigningKeyStore } from "@plantgate/core";
 import type { Selectable } from "kysely";
 import { chunks, maxParamsOf } from "../batch.js";
 import { isUniqueViolation } from "../errors.js";
-import { accountRecord, accountRow, clientRecord, clientRow, keyRecord, keyRow, plantRecord, plantRow } from "../rows.js";
-import { TABLES, type AccountTable, type ClientTable, type SigningKeyTable } from "../schema.js";
+import { accountRecord, accountRow, keyRecord, keyRow, plantRecord, plantRow } from "../rows.js";
+import { TABLES, type AccountTable, type SigningKeyTable } from "../schema.js";
 import { toInt } from "../values.js";
 import { id, insertRow, type D1Context, type Statement } from "./context.js";
 
-// The D1 statements of the Kysely stores in ../stores/{clients,accounts,plants,signing-keys}.ts.
+// The D1 statements of the Kysely stores in ../stores/{accounts,plants,signing-keys}.ts (clients: ./clients.ts).
 
 const MAX_PARAMS = maxParamsOf("sqlite");
-
-/** `pg_clients` on D1 (see ../stores/clients.ts). */
-export function d1ClientStore(ctx: D1Context): ClientStore {
-  const { run, all, exec, storableKey, text, insertOrFalse } = ctx;
-  const table = id(TABLES.clients);
-  return {
-    get: (clientId) =>
-      run("clients.get", async () => {
-        if (!storableKey(clientId)) return null;
-        const [row] = await all<Selectable<ClientTable>>(`select * from ${table} where "client_id" = ?`, clientId);
-        return row ? clientRecord(row) : null;
-      }),
-    create: (record) =>
-      run("clients.create", async () => {
-        const insert = insertRow(TABLES.clients, clientRow(ctx, record));
-        return insertOrFalse(() => exec(insert.sql, ...insert.params));
-      }),
-    updateSecret: (clientId, secretHash, updatedAt) =>
-      run("clients.updateSecret", async () => {
-        if (!storableKey(clientId)) return false;
-        const hash = text(secretHash, "secretHash");
-        return (await exec(`update ${table} set "secret_hash" = ?, "secret_updated_at" = ? where "client_id" = ?`, hash, updatedAt, clientId)) > 0;
-      }),
-    list: () => run("clients.list", async () => (await all<Selectable<ClientTable>>(`select * from ${table} order by "client_id"`)).map(clientRecord)),
-    delete: (clientId) =>
-      run("clients.delete", async () => {
-        if (!storableKey(clientId)) return false;
-        return (await exec(`delete from ${table} where "client_id" = ?`, clientId)) > 0;
-      }),
-  };
-}
 
 /** The accounts counter as a scalar subquery (the exact total; see ../stores/accounts.ts). */
 const TOTAL = `(select "value" from ${id(TABLES.counters)} where "name" = 'accounts')`;

@@ -4,6 +4,7 @@
  */
 import { sql, type ColumnDataType, type Expression, type Kysely, type Migration } from "kysely";
 import { TABLES, type SqlFamily } from "../schema.js";
+import { clientAuthDown, clientAuthUp } from "./client-auth.js";
 
 // Migrations live in code (no files on disk) so they ship inside the bundle and run in workerd.
 // Names sort in order and start with their version number; never edit one that has shipped.
@@ -11,7 +12,7 @@ import { TABLES, type SqlFamily } from "../schema.js";
 type DataType = ColumnDataType | Expression<unknown>;
 
 /** Column types per engine: the one place where the dialects' DDL differs. */
-interface ColumnTypes {
+export interface ColumnTypes {
   /** Ids, usernames, hashes: compared exactly (case, trailing spaces) and ordered by code point. */
   key: DataType;
   /** Short text that is never compared. */
@@ -46,7 +47,7 @@ async function mysqlCollation(db: Kysely<any>): Promise<string> {
   return found;
 }
 
-async function columnTypes(db: Kysely<any>, family: SqlFamily): Promise<ColumnTypes> {
+export async function columnTypes(db: Kysely<any>, family: SqlFamily): Promise<ColumnTypes> {
   switch (family) {
     case "postgres":
       // "C" collation: byte order of UTF-8 = code point order, whatever the database's locale.
@@ -319,6 +320,7 @@ export function migrations(family: SqlFamily): Array<[name: string, migration: M
     ["0004_account_positions", { up: (db) => accountPositionsUp(db, family), down: (db) => accountPositionsDown(db, family) }],
     ["0005_refresh_token_expiry_indexes", { up: refreshExpiryIndexesUp, down: (db) => refreshExpiryIndexesDown(db, family) }],
     ["0006_refresh_token_grace", { up: (db) => refreshGraceUp(db, family), down: refreshGraceDown }],
+    ["0007_client_auth", { up: (db) => clientAuthUp(db, family), down: (db) => clientAuthDown(db, family) }],
     ["0008_audit_events", { up: (db) => auditEventsUp(db, family), down: auditEventsDown }],
   ];
 }

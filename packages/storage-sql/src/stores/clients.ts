@@ -1,16 +1,73 @@
-import type { ClientStore } from "@plantgate/core";
-import type { Insertable } from "kysely";
+import type { ClientSecretRecord, ClientStore } from "@plantgate/core";
+import { sql, type Insertable } from "kysely";
 import type { StoreContext } from "../context.js";
 import { prepared } from "../prepared.js";
-import { clientRecord, clientRow } from "../rows.js";
+import { clientRecord, clientRow, secretsJson, toSecrets } from "../rows.js";
 import { TABLES, type ClientTable } from "../schema.js";
+
+/** Rounds of a secrets compare-and-set before giving up (each loses only to a concurrent change). */
+const CAS_ATTEMPTS = 100;
 
 /** `pg_clients` as core's {@link ClientStore}. */
 export function clientStore(ctx: StoreContext): ClientStore {
-  const { db, run, storableKey, text, insertOrFalse, updated } = ctx;
+  const { db, family, run, storableKey, insertOrFalse, updated } = ctx;
   const q = {
     get: prepared((p: { clientId: string }) => db.selectFrom(TABLES.clients).selectAll().where("client_id", "=", p.clientId)),
     insert: prepared((row: Insertable<ClientTable>) => db.insertInto(TABLES.clients).values(row)),
+  };
+
+  /**
+   * A read-modify-write of one client's secrets. PostgreSQL and MySQL: in a transaction that locks
+   * the row (SELECT ... FOR UPDATE), so concurrent changes queue and all are kept. SQLite and D1
+   * (no transaction on D1; one writer anyway): a compare-and-set on the JSON text, read again when
+   * another change came first (`attempts` rounds). `change` returns null for "nothing to do"
+   * (then the result is false).
+   */
+  const changeSecrets = async (
+    clientId: string,
+    change: (secrets: ClientSecretRecord[]) => { secrets: ClientSecretRecord[]; updatedAt: number | undefined } | null,
+    attempts = CAS_ATTEMPTS,
+  ): Promise<boolean> => {
+    if (!storableKey(clientId)) return false;
+    if (family !== "sqlite") {
+      return db.transaction().execute(async (trx) => {
+        const row = await trx.selectFrom(TABLES.clients).select("secrets").where("client_id", "=", clientId).forUpdate().executeTakeFirst();
+        const next = row ? change(toSecrets(row.secrets)) : null;
+        if (next === null) return false;
+        await trx
+          .updateTable(TABLES.clients)
+          .set({ secrets: secretsJson(ctx, next.secrets), ...(next.updatedAt !== undefined ? { secret_updated_at: next.updatedAt } : {}) })
+          .where("client_id", "=", clientId)
+          .execute();
+        return true;
+      });
+    }
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      const row = await db.selectFrom(TABLES.clients).select("secrets").where("client_id", "=", clientId).executeTakeFirst();
+      if (!row) return false;
+      const next = change(toSecrets(row.secrets));
+      if (next === null) return false;
+      const result = await db
+        .updateTable(TABLES.clients)
+        .set({ secrets: secretsJson(ctx, next.secrets), ...(next.updatedAt !== undefined ? { secret_updated_at: next.updatedAt } : {}) })
+        .where("client_id", "=", clientId)
+        .where("secrets", "=", row.secrets)
+        .executeTakeFirst();
+      if (result.numUpdatedRows > 0n) return true;
+    }
+    if (attempts === 1) return false;
+    throw new Error(`the secrets of a client changed ${attempts} times while being updated`);
+  };
+
+  /** SQLite and D1: appending a secret is one statement (json_insert), so concurrent adds never retry. */
+  const appendSecretSqlite = async (clientId: string, secret: ClientSecretRecord): Promise<boolean> => {
+    if (!storableKey(clientId)) return false;
+    const one = secretsJson(ctx, [secret]).slice(1, -1);
+    const clients = sql.table(TABLES.clients);
+    const result = await sql`update ${clients} set secrets = json_insert(secrets, '$[#]', json(${one})), secret_updated_at = ${secret.createdAt}
+      where client_id = ${clientId} and not exists (select 1 from json_each(${clients}.secrets) where json_extract(value, '$.id') = ${secret.id})`.execute(db);
+    const legacy = (result as { numUpdatedOrDeletedRows?: bigint }).numUpdatedOrDeletedRows;
+    return (result.numAffectedRows ?? legacy ?? 0n) > 0n;
   };
 
   return {
@@ -25,15 +82,34 @@ export function clientStore(ctx: StoreContext): ClientStore {
         const row = clientRow(ctx, record);
         return insertOrFalse(() => q.insert(db, row));
       }),
-    updateSecret: (clientId, secretHash, updatedAt) =>
-      run("clients.updateSecret", async () => {
+    addSecret: (clientId, secret) =>
+      run("clients.addSecret", () =>
+        family === "sqlite"
+          ? appendSecretSqlite(clientId, secret)
+          : changeSecrets(clientId, (secrets) => (secrets.some((x) => x.id === secret.id) ? null : { secrets: [...secrets, secret], updatedAt: secret.createdAt })),
+      ),
+    replaceSecrets: (clientId, secret) =>
+      run("clients.replaceSecrets", async () => {
         if (!storableKey(clientId)) return false;
         const result = await db
           .updateTable(TABLES.clients)
-          .set({ secret_hash: text(secretHash, "secretHash"), secret_updated_at: updatedAt })
+          .set({ secrets: secretsJson(ctx, [secret]), secret_updated_at: secret.createdAt })
           .where("client_id", "=", clientId)
           .executeTakeFirst();
         return updated(result.numUpdatedRows, async () => (await db.selectFrom(TABLES.clients).select("client_id").where("client_id", "=", clientId).executeTakeFirst()) !== undefined);
+      }),
+    removeSecret: (clientId, secretId, now) =>
+      run("clients.removeSecret", () =>
+        changeSecrets(clientId, (secrets) => (secrets.some((x) => x.id === secretId) ? { secrets: secrets.filter((x) => x.id !== secretId), updatedAt: now } : null)),
+      ),
+    touchSecret: (clientId, secretId, usedAt) =>
+      run("clients.touchSecret", async () => {
+        await changeSecrets(clientId, (secrets) => {
+          const x = secrets.find((y) => y.id === secretId);
+          if (!x || (x.lastUsedAt !== null && x.lastUsedAt >= usedAt)) return null;
+          return { secrets: secrets.map((y) => (y === x ? { ...y, lastUsedAt: usedAt } : y)), updatedAt: undefined };
+          // Best effort: losing a race to another change (most likely another touch) is fine.
+        }, 1);
       }),
     list: () =>
       run("clients.list", async () => {

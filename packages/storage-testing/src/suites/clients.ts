@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { accountRecord, clientRecord, expectRecord, expectRecords, fakeHash, MAX_DATE_MS, refreshRecord, T0 } from "../fixtures.js";
+import { accountRecord, clientRecord, secretRecord, expectRecord, expectRecords, fakeHash, MAX_DATE_MS, refreshRecord, T0 } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
 
 export function clientsSuite(s: SuiteContext): void {
@@ -32,7 +32,7 @@ export function clientsSuite(s: SuiteContext): void {
 
     it("create returns false for an existing clientId and changes nothing", async () => {
       const first = clientRecord({ clientId: "dup" });
-      const second = clientRecord({ clientId: "dup", secretHash: fakeHash("other"), name: "Other", scopes: ["x"], accessTokenTtl: 5, createdAt: T0 + 1 });
+      const second = clientRecord({ clientId: "dup", secrets: [secretRecord({ hash: fakeHash("other") })], name: "Other", scopes: ["x"], accessTokenTtl: 5, createdAt: T0 + 1 });
       expect(await s.storage().clients.create(first)).toBe(true);
       expect(await s.storage().clients.create(second)).toBe(false);
       expectRecord(await s.storage().clients.get("dup"), first, "first client");
@@ -60,24 +60,85 @@ export function clientsSuite(s: SuiteContext): void {
       expectRecords(listed, [...records].sort((a, b) => (a.clientId < b.clientId ? -1 : 1)), "listed clients");
     });
 
-    it("updateSecret replaces secretHash and secretUpdatedAt only, and returns true", async () => {
+    it("round-trips a private_key_jwt client (no secrets, a JWK Set up to 64 KiB) and a jwksUri client", async () => {
+      const jwks = JSON.stringify({ keys: [{ kty: "EC", crv: "P-256", x: "x".repeat(43), y: "y".repeat(43), kid: "k".repeat(60_000) }] });
+      const inline = clientRecord({ clientId: "signed", authMethod: "private_key_jwt", secrets: [], jwks });
+      const byUri = clientRecord({ clientId: "signed-uri", authMethod: "private_key_jwt", secrets: [], jwksUri: "https://client.example/.well-known/jwks.json?x=\u00e9" });
+      expect(await s.storage().clients.create(inline)).toBe(true);
+      expect(await s.storage().clients.create(byUri)).toBe(true);
+      expectRecord(await s.storage().clients.get("signed"), inline, "inline jwks client");
+      expectRecord(await s.storage().clients.get("signed-uri"), byUri, "jwksUri client");
+    });
+
+    it("round-trips several secrets oldest first (createdAt, then id), with expiry and last use", async () => {
+      const secrets = [
+        secretRecord({ id: "b", createdAt: T0, expiresAt: MAX_DATE_MS, lastUsedAt: T0 + 1 }),
+        secretRecord({ id: "a", createdAt: T0 + 5 }),
+        secretRecord({ id: "a0", createdAt: T0, expiresAt: T0 + 10 }),
+      ];
+      await s.storage().clients.create(clientRecord({ clientId: "multi", secrets }));
+      const read = await s.storage().clients.get("multi");
+      expect(read?.secrets).toStrictEqual([secrets[2], secrets[0], secrets[1]]);
+    });
+
+    it("addSecret keeps the earlier secrets, sets secretUpdatedAt, and refuses a duplicate id or an absent client", async () => {
       const record = clientRecord({ clientId: "rotating", accessTokenTtl: 300 });
       const other = clientRecord({ clientId: "bystander" });
       await s.storage().clients.create(record);
       await s.storage().clients.create(other);
-      const newHash = fakeHash("new secret");
-      expect(await s.storage().clients.updateSecret("rotating", newHash, T0 + 5_000)).toBe(true);
-      expectRecord(await s.storage().clients.get("rotating"), { ...record, secretHash: newHash, secretUpdatedAt: T0 + 5_000 }, "rotated client");
+      const added = secretRecord({ id: "s2", createdAt: T0 + 5_000, expiresAt: T0 + 90_000 });
+      expect(await s.storage().clients.addSecret("rotating", added)).toBe(true);
+      expectRecord(await s.storage().clients.get("rotating"), { ...record, secrets: [...record.secrets, added], secretUpdatedAt: T0 + 5_000 }, "client with two secrets");
+      expect(await s.storage().clients.addSecret("rotating", secretRecord({ id: "s2", hash: fakeHash("other"), createdAt: T0 + 6_000 })), "duplicate id").toBe(false);
+      expectRecord(await s.storage().clients.get("rotating"), { ...record, secrets: [...record.secrets, added], secretUpdatedAt: T0 + 5_000 }, "unchanged");
+      expect(await s.storage().clients.addSecret("ghost", added)).toBe(false);
+      expect(await s.storage().clients.get("ghost")).toBeNull();
       expectRecord(await s.storage().clients.get("bystander"), other, "other client");
-      // And again: the latest secret wins.
-      expect(await s.storage().clients.updateSecret("rotating", fakeHash("newer"), MAX_DATE_MS)).toBe(true);
-      expectRecord(await s.storage().clients.get("rotating"), { ...record, secretHash: fakeHash("newer"), secretUpdatedAt: MAX_DATE_MS }, "rotated twice");
     });
 
-    it("updateSecret returns false for an absent client and creates nothing", async () => {
-      expect(await s.storage().clients.updateSecret("ghost", fakeHash("x"), T0)).toBe(false);
+    it("replaceSecrets leaves exactly the new secret (every earlier one gone) and returns true; false when absent", async () => {
+      const record = clientRecord({ clientId: "rotating", secrets: [secretRecord({ id: "a" }), secretRecord({ id: "b", createdAt: T0 + 1 })] });
+      await s.storage().clients.create(record);
+      const fresh = secretRecord({ id: "c", hash: fakeHash("new secret"), createdAt: MAX_DATE_MS });
+      expect(await s.storage().clients.replaceSecrets("rotating", fresh)).toBe(true);
+      expectRecord(await s.storage().clients.get("rotating"), { ...record, secrets: [fresh], secretUpdatedAt: MAX_DATE_MS }, "rotated client");
+      expect(await s.storage().clients.replaceSecrets("ghost", fresh)).toBe(false);
       expect(await s.storage().clients.get("ghost")).toBeNull();
-      expect(await s.storage().clients.list()).toEqual([]);
+    });
+
+    it("removeSecret removes that secret only and sets secretUpdatedAt; false for an absent secret or client", async () => {
+      const a = secretRecord({ id: "a" });
+      const b = secretRecord({ id: "b", createdAt: T0 + 1 });
+      const record = clientRecord({ clientId: "c", secrets: [a, b] });
+      await s.storage().clients.create(record);
+      expect(await s.storage().clients.removeSecret("c", "a", T0 + 9)).toBe(true);
+      expectRecord(await s.storage().clients.get("c"), { ...record, secrets: [b], secretUpdatedAt: T0 + 9 }, "one left");
+      expect(await s.storage().clients.removeSecret("c", "a", T0 + 10)).toBe(false);
+      expect(await s.storage().clients.removeSecret("ghost", "b", T0 + 10)).toBe(false);
+      expect(await s.storage().clients.removeSecret("c", "b", T0 + 11)).toBe(true);
+      expectRecord(await s.storage().clients.get("c"), { ...record, secrets: [], secretUpdatedAt: T0 + 11 }, "none left");
+    });
+
+    it("touchSecret sets lastUsedAt of that secret only, never moves it back, and ignores absent ones", async () => {
+      const a = secretRecord({ id: "a" });
+      const b = secretRecord({ id: "b", createdAt: T0 + 1 });
+      const record = clientRecord({ clientId: "c", secrets: [a, b] });
+      await s.storage().clients.create(record);
+      await s.storage().clients.touchSecret("c", "b", T0 + 100);
+      expectRecord(await s.storage().clients.get("c"), { ...record, secrets: [a, { ...b, lastUsedAt: T0 + 100 }] }, "touched");
+      await s.storage().clients.touchSecret("c", "b", T0 + 50);
+      await s.storage().clients.touchSecret("c", "zz", T0 + 50);
+      await s.storage().clients.touchSecret("ghost", "b", T0 + 50);
+      expectRecord(await s.storage().clients.get("c"), { ...record, secrets: [a, { ...b, lastUsedAt: T0 + 100 }] }, "not moved back");
+      expect(await s.storage().clients.get("ghost")).toBeNull();
+    });
+
+    it("20 concurrent addSecret calls on one client all keep their secret", async () => {
+      await s.storage().clients.create(clientRecord({ clientId: "busy", secrets: [] }));
+      const added = Array.from({ length: 20 }, (_, i) => secretRecord({ id: `s${String(i).padStart(2, "0")}`, createdAt: T0 + i }));
+      const results = await Promise.all(added.map((x) => s.storage().clients.addSecret("busy", x)));
+      expect(results).toEqual(added.map(() => true));
+      expect((await s.storage().clients.get("busy"))?.secrets).toStrictEqual(added);
     });
 
     it("delete removes the client and returns true; a second delete returns false", async () => {
@@ -100,7 +161,7 @@ export function clientsSuite(s: SuiteContext): void {
     it("a deleted client id can be created again", async () => {
       await s.storage().clients.create(clientRecord({ clientId: "again" }));
       await s.storage().clients.delete("again");
-      const fresh = clientRecord({ clientId: "again", name: "Second life", secretHash: fakeHash("2nd") });
+      const fresh = clientRecord({ clientId: "again", name: "Second life", secrets: [secretRecord({ hash: fakeHash("2nd") })] });
       expect(await s.storage().clients.create(fresh)).toBe(true);
       expectRecord(await s.storage().clients.get("again"), fresh, "re-created client");
     });
@@ -122,7 +183,8 @@ export function clientsSuite(s: SuiteContext): void {
       record.name = "mutated";
       const read = await s.storage().clients.get("isolated");
       read!.scopes.push("mutated");
-      read!.secretHash = "mutated";
+      read!.secrets[0]!.hash = "mutated";
+      read!.secrets.push(secretRecord({ id: "pushed" }));
       expectRecord(await s.storage().clients.get("isolated"), expected, "client");
       const [listed] = await s.storage().clients.list();
       listed!.grantTypes.pop();

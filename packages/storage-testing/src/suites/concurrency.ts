@@ -1,6 +1,6 @@
 import type { Storage } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
-import { accountRecord, attemptKey, clientRecord, expectRecord, fakeHash, inParallel, plantRecord, refreshRecord, seedOwners, sessionRecord, T0 } from "../fixtures.js";
+import { accountRecord, attemptKey, clientRecord, expectRecord, fakeHash, inParallel, secretRecord, plantRecord, refreshRecord, seedOwners, sessionRecord, T0 } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
 
 /**
@@ -160,7 +160,7 @@ export function concurrencySuite(s: SuiteContext): void {
     });
 
     it("20 parallel client creates of one clientId: exactly one true", async () => {
-      const records = Array.from({ length: 20 }, (_, i) => clientRecord({ clientId: "contested", name: `contender ${i}`, secretHash: fakeHash(`s${i}`) }));
+      const records = Array.from({ length: 20 }, (_, i) => clientRecord({ clientId: "contested", name: `contender ${i}`, secrets: [secretRecord({ hash: fakeHash(`s${i}`) })] }));
       const results = await inParallel(20, (i) => s.storage().clients.create(records[i]!));
       const winners = results.flatMap((won, i) => (won === true ? [i] : []));
       expect(winners, "callers that got true").toHaveLength(1);

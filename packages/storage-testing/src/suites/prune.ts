@@ -87,7 +87,22 @@ const revokedTokens: Prunable = {
   },
 };
 
-const STORES = [refreshTokens, sessions, attempts, revokedTokens];
+const assertionJtis: Prunable = {
+  name: "assertionJtis",
+  async seed(storage, expired, live, tag) {
+    for (let i = 0; i < expired; i++) await storage.assertionJtis.use(`${tag}-x${i}`, NOW - i);
+    for (let i = 0; i < live; i++) await storage.assertionJtis.use(`${tag}-l${i}`, NOW + 1 + i);
+  },
+  deleteBatch: (storage, limit) => storage.assertionJtis.deleteExpired(NOW, limit),
+  async countLive(storage, live, tag) {
+    let n = 0;
+    // A recorded key refuses a second use; a missing one would be recorded (and is not counted).
+    for (let i = 0; i < live; i++) if (!(await storage.assertionJtis.use(`${tag}-l${i}`, NOW + 1 + i))) n++;
+    return n;
+  },
+};
+
+const STORES = [refreshTokens, sessions, attempts, revokedTokens, assertionJtis];
 
 /** Calls deleteBatch until a batch comes back short, as `prune` does; returns every batch's count. */
 async function drain(p: Prunable, storage: Storage, limit: number): Promise<number[]> {
@@ -140,7 +155,7 @@ export function pruneSuite(s: SuiteContext): void {
     it("admin.prune() deletes what can never matter again, in batches, and returns the counts per aggregate", async () => {
       await seedAll(s.storage(), 25);
       const counts = await appAt(s.storage()).admin.prune({ batchSize: 10 });
-      expect(counts).toStrictEqual({ refreshTokens: 25, sessions: 25, attempts: 25, revokedTokens: 25, signingKeys: 1, auditEvents: 0 } satisfies PruneCounts);
+      expect(counts).toStrictEqual({ refreshTokens: 25, sessions: 25, attempts: 25, revokedTokens: 25, assertionJtis: 25, signingKeys: 1, auditEvents: 0 } satisfies PruneCounts);
       for (const p of STORES) expect(await p.countLive(s.storage(), 2, "p"), `${p.name}: live records kept`).toBe(2);
       expect((await s.storage().signingKeys.list()).map((k) => k.kid).sort()).toEqual(["new", "newest"]);
       expectRecord(await s.storage().attempts.get(attemptKey("p-l0")), { key: attemptKey("p-l0"), count: 1, windowStart: NOW - WINDOW_MS + 1 });
@@ -149,6 +164,7 @@ export function pruneSuite(s: SuiteContext): void {
         sessions: 0,
         attempts: 0,
         revokedTokens: 0,
+        assertionJtis: 0,
         signingKeys: 0,
         auditEvents: 0,
       });
@@ -163,8 +179,9 @@ export function pruneSuite(s: SuiteContext): void {
         sessions: sum("sessions"),
         attempts: sum("attempts"),
         revokedTokens: sum("revokedTokens"),
+        assertionJtis: sum("assertionJtis"),
         signingKeys: sum("signingKeys"),
-      }).toStrictEqual({ refreshTokens: 20, sessions: 20, attempts: 20, revokedTokens: 20, signingKeys: 1 });
+      }).toStrictEqual({ refreshTokens: 20, sessions: 20, attempts: 20, revokedTokens: 20, assertionJtis: 20, signingKeys: 1 });
       for (const p of STORES) expect(await p.countLive(s.storage(), 2, "p"), `${p.name}: live records kept`).toBe(2);
     });
   });

@@ -59,6 +59,19 @@ export const D1_MIGRATIONS: readonly D1Migration[] = [
     ]
   ],
   [
+    "0007_client_auth",
+    [
+      "alter table \"pg_clients\" add column \"auth_method\" varchar(32) default 'client_secret' not null",
+      "alter table \"pg_clients\" add column \"secrets\" text",
+      "alter table \"pg_clients\" add column \"jwks\" text",
+      "alter table \"pg_clients\" add column \"jwks_uri\" text",
+      "select \"client_id\", \"secret_hash\", \"secret_updated_at\" from \"pg_clients\"",
+      "alter table \"pg_clients\" drop column \"secret_hash\"",
+      "create table \"pg_assertion_jtis\" (\"jti_key\" text not null primary key, \"expires_at\" bigint not null)",
+      "create index \"pg_assertion_jtis_expires_idx\" on \"pg_assertion_jtis\" (\"expires_at\")"
+    ]
+  ],
+  [
     "0008_audit_events",
     [
       "create table \"pg_audit_events\" (\"id\" text not null primary key, \"type\" text not null, \"time\" bigint not null, \"client_id\" text, \"account_id\" text, \"username\" text, \"data\" text not null)",

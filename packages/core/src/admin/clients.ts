@@ -1,0 +1,181 @@
+import { randomToken, sha256 } from "../crypto/index.js";
+import type { Context } from "../context.js";
+import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
+import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
+import { AdminError } from "./errors.js";
+
+/** Input of {@link ClientAdmin.createClient}. */
+export interface CreateClientInput {
+  /** Default: a random id. */
+  clientId?: string;
+  /** Default `client_secret`. `private_key_jwt` needs `jwks` or `jwksUri` (one of them) and gets no secret. */
+  authMethod?: ClientAuthMethod;
+  /** Default: a fresh 256-bit random secret. Give one only to mirror an existing deployment. */
+  clientSecret?: string;
+  /** Seconds until the first secret expires; default: never. */
+  secretExpiresIn?: number;
+  /** `private_key_jwt`: the client's public JWK Set (JSON text or object). */
+  jwks?: string | object;
+  /** `private_key_jwt`: an https URL where the client publishes its JWK Set. */
+  jwksUri?: string;
+  name?: string;
+  /** Default: all three grants. */
+  grantTypes?: GrantType[];
+  /** Default: all known scopes. */
+  scopes?: string[];
+  accessTokenTtl?: number | null;
+  refreshTokenTtl?: number | null;
+  refreshTokenAbsoluteTtl?: number | null;
+}
+
+/** A client secret as an administrator sees it: when it was made, expires and was last used; never the secret or its hash. */
+export type ClientSecretView = Omit<ClientSecretRecord, "hash">;
+
+/** The client view an administrator sees: never a secret or its hash. */
+export type ClientView = Omit<ClientRecord, "secrets"> & { secrets: ClientSecretView[] };
+
+/** A secret just made: shown once, with its metadata. */
+export interface NewClientSecret {
+  clientSecret: string;
+  secret: ClientSecretView;
+}
+
+/** Client management (part of {@link Admin}). */
+export interface ClientAdmin {
+  /** Creates a client; its secret (if it uses secrets) is returned once and only its hash is stored. */
+  createClient(input: CreateClientInput & { authMethod: "private_key_jwt" }): Promise<{ client: ClientView; clientSecret: null }>;
+  createClient(input?: CreateClientInput): Promise<{ client: ClientView; clientSecret: string }>;
+  /** Regenerates a client's secret: one new secret, every earlier one refused at once. */
+  rotateClientSecret(clientId: string): Promise<NewClientSecret>;
+  /**
+   * Adds a secret beside the existing ones (rotation without downtime: deploy the new one, then
+   * revoke the old one, or let it expire). At most {@link MAX_CLIENT_SECRETS} per client.
+   */
+  addClientSecret(clientId: string, options?: { expiresIn?: number }): Promise<NewClientSecret>;
+  /** Revokes one secret of a client at once. */
+  revokeClientSecret(clientId: string, secretId: string): Promise<void>;
+  listClients(): Promise<ClientView[]>;
+  /** One client, or AdminError when absent. */
+  getClient(clientId: string): Promise<ClientView>;
+}
+
+/** Most secrets one client may hold at once. */
+export const MAX_CLIENT_SECRETS = 10;
+
+const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
+const ID = /^[\x21-\x7e]{1,200}$/;
+
+export const secretView = ({ hash: _omit, ...rest }: ClientSecretRecord): ClientSecretView => rest;
+export const clientView = ({ secrets, ...rest }: ClientRecord): ClientView => ({ ...rest, secrets: secrets.map(secretView) });
+
+/** Builds the client operations over a context. */
+export function createClientAdmin(ctx: Context, actor: string | null): ClientAdmin {
+  const ttl = (name: string, v: number | null | undefined): number | null => {
+    if (v === undefined || v === null) return null;
+    if (!Number.isSafeInteger(v) || v < 1) throw new AdminError(`${name} must be a positive integer`);
+    return v;
+  };
+  const newSecret = async (clientSecret: string, expiresIn: number | undefined, now: number): Promise<ClientSecretRecord> => {
+    const seconds = ttl("expiresIn", expiresIn);
+    return { id: randomToken(ctx.random, 9), hash: await sha256(clientSecret), createdAt: now, expiresAt: seconds === null ? null : now + seconds * 1000, lastUsedAt: null };
+  };
+  const secretClient = async (clientId: string): Promise<ClientRecord> => {
+    const client = await ctx.storage.clients.get(clientId);
+    if (!client) throw new AdminError(`client ${clientId} does not exist`);
+    if (client.authMethod !== "client_secret") throw new AdminError(`client ${clientId} authenticates with private_key_jwt and has no secrets`);
+    return client;
+  };
+  const keySource = (input: CreateClientInput): { jwks: string | null; jwksUri: string | null } => {
+    const given = (input.jwks !== undefined ? 1 : 0) + (input.jwksUri !== undefined ? 1 : 0);
+    if ((input.authMethod ?? "client_secret") === "client_secret") {
+      if (given > 0) throw new AdminError("jwks and jwksUri are for authMethod private_key_jwt");
+      return { jwks: null, jwksUri: null };
+    }
+    if (given !== 1) throw new AdminError("a private_key_jwt client needs exactly one of jwks and jwksUri");
+    if (input.clientSecret !== undefined || input.secretExpiresIn !== undefined) throw new AdminError("a private_key_jwt client has no secret");
+    try {
+      if (input.jwksUri !== undefined) {
+        if (typeof input.jwksUri !== "string") throw new JwksError("jwksUri must be a string");
+        checkJwksUri(input.jwksUri);
+        return { jwks: null, jwksUri: input.jwksUri };
+      }
+      const text = typeof input.jwks === "string" ? input.jwks : JSON.stringify(input.jwks);
+      parseJwks(text);
+      return { jwks: text, jwksUri: null };
+    } catch (e) {
+      if (e instanceof JwksError) throw new AdminError(e.message);
+      throw e;
+    }
+  };
+  const createClient = async (input: CreateClientInput = {}): Promise<{ client: ClientView; clientSecret: string | null }> => {
+      const clientId = input.clientId ?? randomToken(ctx.random, 16);
+      if (!ID.test(clientId)) throw new AdminError("clientId must be 1-200 printable ASCII characters without spaces");
+      // As a URL path segment ("/console/api/clients/.."), "." and ".." are removed by URL
+      // normalisation, so such a client could never be addressed through the console.
+      if (clientId === "." || clientId === "..") throw new AdminError('clientId must not be "." or ".."');
+      const authMethod = input.authMethod ?? "client_secret";
+      if (authMethod !== "client_secret" && authMethod !== "private_key_jwt") throw new AdminError("authMethod must be client_secret or private_key_jwt");
+      const keys = keySource(input);
+      const clientSecret = authMethod === "client_secret" ? (input.clientSecret ?? randomToken(ctx.random, 32)) : null;
+      if (clientSecret !== null && (typeof clientSecret !== "string" || clientSecret.length < 16 || clientSecret.length > 1024)) throw new AdminError("clientSecret must be 16-1024 characters");
+      const grantTypes = input.grantTypes ?? GRANTS;
+      if (grantTypes.some((g) => !GRANTS.includes(g))) throw new AdminError("unknown grant type");
+      const scopes = input.scopes ?? ctx.scopes.all;
+      if (scopes.some((s) => !ctx.scopes.all.includes(s))) throw new AdminError(`unknown scope; known: ${ctx.scopes.all.join(" ")}`);
+      const now = ctx.clock();
+      const record: ClientRecord = {
+        clientId,
+        authMethod,
+        secrets: clientSecret === null ? [] : [await newSecret(clientSecret, input.secretExpiresIn, now)],
+        ...keys,
+        name: input.name ?? clientId,
+        grantTypes: [...new Set(grantTypes)],
+        scopes: [...new Set(scopes)],
+        accessTokenTtl: ttl("accessTokenTtl", input.accessTokenTtl),
+        refreshTokenTtl: ttl("refreshTokenTtl", input.refreshTokenTtl),
+        refreshTokenAbsoluteTtl: ttl("refreshTokenAbsoluteTtl", input.refreshTokenAbsoluteTtl),
+        createdAt: now,
+        secretUpdatedAt: now,
+      };
+      if (!(await ctx.storage.clients.create(record))) throw new AdminError(`client ${clientId} already exists`);
+      ctx.events.emit({ type: "client.created", client_id: clientId, name: record.name, grant_types: record.grantTypes, scopes: record.scopes, actor });
+      return { client: clientView(record), clientSecret };
+  };
+  return {
+    createClient: createClient as ClientAdmin["createClient"],
+    async rotateClientSecret(clientId) {
+      await secretClient(clientId);
+      const clientSecret = randomToken(ctx.random, 32);
+      const secret = await newSecret(clientSecret, undefined, ctx.clock());
+      if (!(await ctx.storage.clients.replaceSecrets(clientId, secret))) throw new AdminError(`client ${clientId} does not exist`);
+      ctx.events.emit({ type: "client.secret_rotated", client_id: clientId, actor });
+      return { clientSecret, secret: secretView(secret) };
+    },
+    async addClientSecret(clientId, options = {}) {
+      const client = await secretClient(clientId);
+      const now = ctx.clock();
+      const live = client.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now);
+      if (live.length >= MAX_CLIENT_SECRETS) throw new AdminError(`client ${clientId} already has ${MAX_CLIENT_SECRETS} secrets; revoke one first`);
+      // Expired secrets are dropped when a new one is added, so they do not pile up.
+      for (const s of client.secrets) if (!live.includes(s)) await ctx.storage.clients.removeSecret(clientId, s.id, now);
+      const clientSecret = randomToken(ctx.random, 32);
+      const secret = await newSecret(clientSecret, options.expiresIn, now);
+      if (!(await ctx.storage.clients.addSecret(clientId, secret))) throw new AdminError(`client ${clientId} does not exist`);
+      ctx.events.emit({ type: "client.secret_added", client_id: clientId, secret_id: secret.id, actor });
+      return { clientSecret, secret: secretView(secret) };
+    },
+    async revokeClientSecret(clientId, secretId) {
+      await secretClient(clientId);
+      if (!(await ctx.storage.clients.removeSecret(clientId, secretId, ctx.clock()))) throw new AdminError(`client ${clientId} has no secret ${secretId}`);
+      ctx.events.emit({ type: "client.secret_revoked", client_id: clientId, secret_id: secretId, actor });
+    },
+    async listClients() {
+      return (await ctx.storage.clients.list()).map(clientView);
+    },
+    async getClient(clientId) {
+      const client = await ctx.storage.clients.get(clientId);
+      if (!client) throw new AdminError(`client ${clientId} does not exist`);
+      return clientView(client);
+    },
+  };
+}

@@ -1,0 +1,4 @@
+/** Thrown by admin operations for bad input; its message is safe to show. */
+export class AdminError extends Error {
+  override readonly name = "AdminError";
+}

@@ -1,0 +1,174 @@
+import { importJWK, type CryptoKey, type JWK } from "jose";
+import type { Logger } from "../context.js";
+import type { ClientRecord } from "../storage/types.js";
+import { remember } from "../util/bounded-cache.js";
+
+/**
+ * The signature algorithms accepted for `private_key_jwt` assertions; never `none` or HMAC.
+ * `Ed25519` is RFC 9864's fully-specified name for EdDSA over Ed25519 (what oauth4webapi and
+ * openid-client put in the header for an Ed25519 key); a JWK with either name serves both.
+ */
+export const ASSERTION_ALGS = ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"] as const;
+export type AssertionAlg = (typeof ASSERTION_ALGS)[number];
+
+/** Largest JWK Set accepted, inline or fetched (bytes of JSON). */
+export const MAX_JWKS_BYTES = 64 * 1024;
+/** How long a `jwks_uri` fetch may take. */
+export const JWKS_FETCH_TIMEOUT_MS = 5_000;
+/** How long a fetched JWK Set is used before it is fetched again. */
+export const JWKS_CACHE_MS = 10 * 60_000;
+/** An unknown `kid` refetches a `jwks_uri` at most this often. */
+export const JWKS_REFETCH_MS = 60_000;
+
+const KTY_OF: Record<AssertionAlg, string> = { ES256: "EC", ES384: "EC", RS256: "RSA", PS256: "RSA", EdDSA: "OKP", Ed25519: "OKP" };
+const isEd = (alg: string | undefined) => alg === "EdDSA" || alg === "Ed25519";
+const CRV_OF: Partial<Record<AssertionAlg, string>> = { ES256: "P-256", ES384: "P-384" };
+
+/** Why a JWK Set is refused; the message is safe to show to an administrator. */
+export class JwksError extends Error {
+  override readonly name = "JwksError";
+}
+
+/**
+ * Parses a JWK Set (RFC 7517 §5) and keeps only public signature keys of the accepted algorithms.
+ * Throws JwksError for anything else: a private key (`d`), a symmetric key, or no usable key.
+ */
+export function parseJwks(text: string): JWK[] {
+  if (text.length > MAX_JWKS_BYTES) throw new JwksError(`the JWK Set exceeds ${MAX_JWKS_BYTES} bytes`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new JwksError("the JWK Set is not valid JSON");
+  }
+  const keys = (parsed as { keys?: unknown } | null)?.keys;
+  if (!Array.isArray(keys)) throw new JwksError('the JWK Set must be an object with a "keys" array');
+  const out: JWK[] = [];
+  for (const k of keys as unknown[]) {
+    if (typeof k !== "object" || k === null || Array.isArray(k)) throw new JwksError("every key must be an object");
+    const jwk = k as JWK;
+    if (jwk.kty === "oct") throw new JwksError("symmetric (oct) keys are not accepted");
+    if ("d" in jwk || "p" in jwk || "k" in jwk) throw new JwksError("the JWK Set must hold public keys only (a key has private members)");
+    if (jwk.kty !== "EC" && jwk.kty !== "RSA" && jwk.kty !== "OKP") throw new JwksError(`unsupported key type ${JSON.stringify(String(jwk.kty)).slice(0, 20)}`);
+    if (jwk.alg !== undefined && !(ASSERTION_ALGS as readonly string[]).includes(jwk.alg)) throw new JwksError(`unsupported key algorithm; use one of ${ASSERTION_ALGS.join(", ")}`);
+    if (jwk.use !== undefined && jwk.use !== "sig") continue;
+    out.push(jwk);
+  }
+  if (out.length === 0) throw new JwksError("the JWK Set holds no signature key");
+  return out;
+}
+
+/** Whether a `jwks_uri` may be used: https, or http to a loopback host (development). */
+export function checkJwksUri(uri: string): void {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    throw new JwksError("jwksUri must be an absolute URL");
+  }
+  const loopback = url.hostname === "localhost" || url.hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(url.hostname);
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) throw new JwksError("jwksUri must use https (http only for localhost)");
+  if (url.username !== "" || url.password !== "") throw new JwksError("jwksUri must not hold credentials");
+  if (uri.length > 2048) throw new JwksError("jwksUri must be at most 2048 characters");
+}
+
+/** Finds the public keys a client's assertions may be verified with. One per app. */
+export interface ClientKeys {
+  /**
+   * Keys of `client` usable for `alg` (and `kid`, when the assertion names one). With `refresh`,
+   * a `jwks_uri` is fetched again first unless it was fetched within the last minute. Never
+   * throws for a client's bad JWK Set or an unreachable URL: the answer is then no keys.
+   */
+  candidates(client: ClientRecord, alg: AssertionAlg, kid: string | undefined, refresh: boolean): Promise<CryptoKey[]>;
+}
+
+interface Fetched {
+  keys: JWK[];
+  fetchedAt: number;
+}
+
+/**
+ * Builds the per-app key finder: inline sets are parsed on use, `jwks_uri` sets are fetched with a
+ * timeout and a size cap, kept for {@link JWKS_CACHE_MS}, and fetched again on an unknown `kid` at
+ * most once per {@link JWKS_REFETCH_MS}; concurrent requests share one fetch. Imported keys are
+ * cached (bounded).
+ */
+export function createClientKeys(clock: () => number, logger: Logger, fetcher: typeof fetch = (...a) => fetch(...a)): ClientKeys {
+  const fetched = new Map<string, Fetched>();
+  const inFlight = new Map<string, Promise<Fetched | null>>();
+  const imported = new Map<string, CryptoKey | null>();
+
+  const load = (uri: string): Promise<Fetched | null> => {
+    const running = inFlight.get(uri);
+    if (running) return running;
+    const p = (async () => {
+      try {
+        const res = await fetcher(uri, { signal: AbortSignal.timeout(JWKS_FETCH_TIMEOUT_MS), redirect: "error", headers: { accept: "application/json" } });
+        const text = await res.text();
+        if (!res.ok) throw new JwksError(`status ${res.status}`);
+        const entry = { keys: parseJwks(text), fetchedAt: clock() };
+        remember(fetched, uri, entry, 1000);
+        return entry;
+      } catch (e) {
+        logger.warn("jwks_uri could not be used", { jwksUri: uri, reason: e instanceof Error ? e.message : "unknown" });
+        // A failed fetch also counts against the refetch budget, so a down URL is not hammered.
+        const old = fetched.get(uri);
+        remember(fetched, uri, { keys: old?.keys ?? [], fetchedAt: clock() }, 1000);
+        return null;
+      } finally {
+        inFlight.delete(uri);
+      }
+    })();
+    inFlight.set(uri, p);
+    return p;
+  };
+
+  const setOf = async (client: ClientRecord, refresh: boolean): Promise<JWK[]> => {
+    if (client.jwks !== null) {
+      try {
+        return parseJwks(client.jwks);
+      } catch {
+        return [];
+      }
+    }
+    if (client.jwksUri === null) return [];
+    const now = clock();
+    const have = fetched.get(client.jwksUri);
+    const stale = !have || now - have.fetchedAt >= JWKS_CACHE_MS || (refresh && now - have.fetchedAt >= JWKS_REFETCH_MS);
+    if (stale) await load(client.jwksUri);
+    return fetched.get(client.jwksUri)?.keys ?? [];
+  };
+
+  const importKey = async (jwk: JWK, alg: AssertionAlg): Promise<CryptoKey | null> => {
+    const id = `${alg} ${JSON.stringify(jwk)}`;
+    if (imported.has(id)) return imported.get(id)!;
+    let key: CryptoKey | null;
+    try {
+      const k = await importJWK({ ...jwk, alg }, alg);
+      key = k instanceof Uint8Array ? null : k;
+    } catch {
+      key = null;
+    }
+    remember(imported, id, key, 1000);
+    return key;
+  };
+
+  return {
+    async candidates(client, alg, kid, refresh) {
+      const usable = (await setOf(client, refresh)).filter(
+        (k) =>
+          k.kty === KTY_OF[alg] &&
+          (k.alg === undefined || k.alg === alg || (isEd(k.alg) && isEd(alg))) &&
+          (CRV_OF[alg] === undefined || k.crv === CRV_OF[alg]) &&
+          (!isEd(alg) || k.crv === "Ed25519") &&
+          (kid === undefined || k.kid === kid),
+      );
+      const keys: CryptoKey[] = [];
+      for (const jwk of usable.slice(0, 10)) {
+        const key = await importKey(jwk, alg);
+        if (key) keys.push(key);
+      }
+      return keys;
+    },
+  };
+}

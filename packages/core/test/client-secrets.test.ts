@@ -1,0 +1,94 @@
+/**
+ * Several secrets per client (rotation without downtime): add-secret keeps the earlier ones,
+ * expiry, revoke one, rotate (regenerate) kills all, last use recorded, views never show a hash.
+ */
+import { describe, expect, it } from "vitest";
+import { basic, harness, tokenRequest } from "./helpers.js";
+import { expectTokenError, expectTokenSuccess } from "./token-helpers.js";
+
+const failed = { error: "invalid_client", error_description: "Client authentication failed." };
+const cc = (id: string, secret: string) => tokenRequest(h0.app, { grant_type: "client_credentials" }, { authorization: basic(id, secret) });
+let h0: Awaited<ReturnType<typeof harness>>;
+
+describe("overlapping client secrets", () => {
+  it("addClientSecret gives a second working secret while the first still works; rotate then refuses both", async () => {
+    h0 = await harness();
+    const second = await h0.app.admin.addClientSecret(h0.clientId);
+    expect(second.clientSecret).not.toBe(h0.clientSecret);
+    await expectTokenSuccess(await cc(h0.clientId, h0.clientSecret));
+    await expectTokenSuccess(await cc(h0.clientId, second.clientSecret));
+    await expectTokenSuccess(await tokenRequest(h0.app, { grant_type: "client_credentials", client_id: h0.clientId, client_secret: second.clientSecret }));
+    const third = await h0.app.admin.rotateClientSecret(h0.clientId);
+    await expectTokenError(await cc(h0.clientId, h0.clientSecret), 401, failed);
+    await expectTokenError(await cc(h0.clientId, second.clientSecret), 401, failed);
+    await expectTokenSuccess(await cc(h0.clientId, third.clientSecret));
+    const [view] = await h0.app.admin.listClients();
+    expect(view!.secrets).toEqual([{ id: third.secret.id, createdAt: h0.clock.now(), expiresAt: null, lastUsedAt: h0.clock.now() }]);
+  });
+
+  it("a secret with an expiry works until then and is refused from that instant", async () => {
+    h0 = await harness();
+    const temp = await h0.app.admin.addClientSecret(h0.clientId, { expiresIn: 60 });
+    expect(temp.secret).toEqual({ id: expect.any(String), createdAt: h0.clock.now(), expiresAt: h0.clock.now() + 60_000, lastUsedAt: null });
+    await expectTokenSuccess(await cc(h0.clientId, temp.clientSecret));
+    h0.clock.advance(59_999);
+    await expectTokenSuccess(await cc(h0.clientId, temp.clientSecret));
+    h0.clock.advance(1);
+    await expectTokenError(await cc(h0.clientId, temp.clientSecret), 401, failed);
+    await expectTokenSuccess(await cc(h0.clientId, h0.clientSecret));
+  });
+
+  it("revokeClientSecret refuses that secret at once and keeps the other", async () => {
+    h0 = await harness();
+    const second = await h0.app.admin.addClientSecret(h0.clientId);
+    const first = (await h0.app.admin.getClient(h0.clientId)).secrets.find((x) => x.id !== second.secret.id)!;
+    await h0.app.admin.revokeClientSecret(h0.clientId, first.id);
+    await expectTokenError(await cc(h0.clientId, h0.clientSecret), 401, failed);
+    await expectTokenSuccess(await cc(h0.clientId, second.clientSecret));
+    await expect(h0.app.admin.revokeClientSecret(h0.clientId, first.id)).rejects.toThrow(`client app-1 has no secret ${first.id}`);
+  });
+
+  it("records the last use of the secret that matched (at most once a minute), never which one in the answer", async () => {
+    h0 = await harness();
+    h0.clock.advance(1_000); // secrets are listed oldest first
+    const second = await h0.app.admin.addClientSecret(h0.clientId);
+    const t0 = h0.clock.now();
+    await expectTokenSuccess(await cc(h0.clientId, second.clientSecret));
+    h0.clock.advance(30_000);
+    await expectTokenSuccess(await cc(h0.clientId, second.clientSecret));
+    const secrets = (await h0.app.admin.getClient(h0.clientId)).secrets;
+    expect(secrets.map((s) => s.lastUsedAt)).toEqual([null, t0]);
+    h0.clock.advance(30_000);
+    await expectTokenSuccess(await cc(h0.clientId, second.clientSecret));
+    expect((await h0.app.admin.getClient(h0.clientId)).secrets.map((s) => s.lastUsedAt)).toEqual([null, t0 + 60_000]);
+  });
+
+  it("the admin views never hold a secret or a hash", async () => {
+    h0 = await harness();
+    const second = await h0.app.admin.addClientSecret(h0.clientId);
+    const text = JSON.stringify([await h0.app.admin.listClients(), await h0.app.admin.getClient(h0.clientId), second.secret]);
+    expect(text).not.toContain(h0.clientSecret);
+    expect(text).not.toContain(second.clientSecret);
+    expect(text).not.toMatch(/"hash"/);
+  });
+
+  it("at most 10 live secrets; expired ones are dropped when a secret is added", async () => {
+    h0 = await harness();
+    for (let i = 0; i < 8; i++) await h0.app.admin.addClientSecret(h0.clientId, { expiresIn: 10 });
+    await h0.app.admin.addClientSecret(h0.clientId);
+    await expect(h0.app.admin.addClientSecret(h0.clientId)).rejects.toThrow("client app-1 already has 10 secrets; revoke one first");
+    h0.clock.advance(10_000);
+    await h0.app.admin.addClientSecret(h0.clientId);
+    expect((await h0.app.admin.getClient(h0.clientId)).secrets).toHaveLength(3);
+  });
+
+  it("a private_key_jwt client has no secrets to add, rotate or revoke", async () => {
+    h0 = await harness();
+    const jwks = { keys: [{ kty: "EC", crv: "P-256", x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" }] };
+    const { clientSecret } = await h0.app.admin.createClient({ clientId: "signer", authMethod: "private_key_jwt", jwks });
+    expect(clientSecret).toBeNull();
+    const msg = "client signer authenticates with private_key_jwt and has no secrets";
+    await expect(h0.app.admin.addClientSecret("signer")).rejects.toThrow(msg);
+    await expect(h0.app.admin.rotateClientSecret("signer")).rejects.toThrow(msg);
+  });
+});

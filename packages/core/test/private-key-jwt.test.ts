@@ -1,0 +1,172 @@
+/**
+ * private_key_jwt client authentication (RFC 7523 §2.2 / §3, RFC 7521 §4.2, OIDC Core §9) at the
+ * token, revocation and introspection endpoints.
+ */
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
+import { createServer, type Server } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BASE, basic, harness, tokenRequest, type Harness } from "./helpers.js";
+import { expectTokenError, expectTokenSuccess } from "./token-helpers.js";
+
+const TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+const TOKEN_URL = `${BASE}/UserService/connect/token`;
+
+interface Signer {
+  key: CryptoKey;
+  alg: string;
+  kid: string;
+}
+
+async function signer(alg: string, kid: string, options: Record<string, unknown> = {}): Promise<{ signer: Signer; publicJwk: Record<string, unknown> }> {
+  const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true, ...options });
+  return { signer: { key: privateKey, alg, kid }, publicJwk: { ...(await exportJWK(publicKey)), kid, alg, use: "sig" } };
+}
+
+let n = 0;
+function assertion(s: Signer, h: Harness, clientId: string, claims: Record<string, unknown> = {}, header: Record<string, unknown> = {}) {
+  const now = Math.floor(h.clock.now() / 1000);
+  return new SignJWT({ jti: `jti-${++n}`, ...claims })
+    .setProtectedHeader({ alg: s.alg, kid: s.kid, ...header })
+    .setIssuer(clientId)
+    .setSubject(clientId)
+    .setAudience((claims.aud as string | undefined) ?? TOKEN_URL)
+    .setIssuedAt(now)
+    .setExpirationTime((claims.exp as number | undefined) ?? now + 60)
+    .sign(s.key);
+}
+
+const ccWith = (h: Harness, a: string, extra: Record<string, string> = {}) =>
+  tokenRequest(h.app, { grant_type: "client_credentials", client_assertion_type: TYPE, client_assertion: a, ...extra });
+
+const refused = (description: string) => ({ error: "invalid_client", error_description: description });
+
+describe("private_key_jwt (RFC 7523)", () => {
+  let h: Harness;
+  let es: Signer;
+  let rs: Signer;
+  let other: Signer;
+  let jwks: { keys: Record<string, unknown>[] };
+
+  beforeAll(async () => {
+    h = await harness();
+    const a = await signer("ES256", "es-1");
+    const b = await signer("PS256", "ps-1", { modulusLength: 2048 });
+    const c = await signer("ES256", "es-1"); // same kid, another key
+    es = a.signer;
+    rs = b.signer;
+    other = c.signer;
+    jwks = { keys: [a.publicJwk, b.publicJwk] };
+    await h.app.admin.createClient({ clientId: "signed", authMethod: "private_key_jwt", jwks });
+  });
+
+  it("RFC 7523 §2.2: an ES256 or PS256 assertion with aud = token endpoint or issuer gets a token", async () => {
+    const body = await expectTokenSuccess(await ccWith(h, await assertion(es, h, "signed")));
+    expect(body).toMatchObject({ token_type: "Bearer", expires_in: 7200 });
+    await expectTokenSuccess(await ccWith(h, await assertion(rs, h, "signed", { aud: BASE })));
+    await expectTokenSuccess(await ccWith(h, await assertion(es, h, "signed"), { client_id: "signed" }));
+  });
+
+  it("RFC 7523 §3 item 7: a replayed assertion (same jti) is refused", async () => {
+    const a = await assertion(es, h, "signed");
+    await expectTokenSuccess(await ccWith(h, a));
+    const text = await expectTokenError(await ccWith(h, a), 401, refused("The client assertion was already used (jti)."));
+    expect(text).not.toContain(a);
+  });
+
+  it("every failure is 401 invalid_client and never echoes the assertion", async () => {
+    const now = Math.floor(h.clock.now() / 1000);
+    const cases: [string, Promise<string>, string][] = [
+      ["signed by another key", assertion(other, h, "signed"), "The client assertion's signature does not verify with the client's keys."],
+      ["another audience", assertion(es, h, "signed", { aud: "https://elsewhere.example" }), "The client assertion's aud must be the issuer or the token endpoint URL."],
+      ["expired", assertion(es, h, "signed", { exp: now - 31 }), "The client assertion has expired."],
+      ["exp too far ahead", assertion(es, h, "signed", { exp: now + 400 }), "The client assertion's exp must be at most 300 seconds ahead."],
+      ["no jti", new SignJWT({}).setProtectedHeader({ alg: "ES256", kid: "es-1" }).setIssuer("signed").setSubject("signed").setAudience(TOKEN_URL).setExpirationTime(now + 60).sign(es.key), "The client assertion must have a jti (1-256 characters)."],
+      ["iss differs from sub", new SignJWT({ jti: "x1" }).setProtectedHeader({ alg: "ES256", kid: "es-1" }).setIssuer("someone").setSubject("signed").setAudience(TOKEN_URL).setExpirationTime(now + 60).sign(es.key), "The client assertion's iss and sub must both be the client id."],
+      ["unknown kid", assertion(es, h, "signed", {}, { kid: "nope" }), "No key of the client matches the client assertion."],
+      ["HMAC", new SignJWT({ jti: "h1" }).setProtectedHeader({ alg: "HS256" }).setIssuer("signed").setSubject("signed").setAudience(TOKEN_URL).setExpirationTime(now + 60).sign(new Uint8Array(32)), "The client assertion's algorithm is not accepted; use one of ES256, ES384, RS256, PS256, EdDSA, Ed25519."],
+      ["alg none", Promise.resolve(`${btoa('{"alg":"none"}').replace(/=/g, "")}.${btoa(JSON.stringify({ iss: "signed", sub: "signed", aud: TOKEN_URL, exp: now + 60, jti: "n1" })).replace(/=/g, "")}.`), "The client assertion is not a signed JWT with a sub."],
+      ["unknown client", assertion(es, h, "ghost"), "Client authentication failed."],
+      ["a secret client", assertion(es, h, "app-1"), "Client authentication failed."],
+    ];
+    for (const [name, pending, description] of cases) {
+      const a = await pending;
+      const text = await expectTokenError(await ccWith(h, a), 401, refused(description));
+      expect(text, name).not.toContain(a.split(".")[2] || a.split(".")[1]!);
+    }
+    await expectTokenError(await ccWith(h, "not-a-jwt"), 401, refused("The client assertion is not a signed JWT with a sub."));
+    await expectTokenError(await ccWith(h, await assertion(es, h, "signed"), { client_id: "app-1" }), 401, refused("client_id does not match the client assertion's sub."));
+    await expectTokenError(
+      await tokenRequest(h.app, { grant_type: "client_credentials", client_assertion_type: "urn:other", client_assertion: await assertion(es, h, "signed") }),
+      401,
+      refused(`client_assertion_type must be ${TYPE}, with a client_assertion.`),
+    );
+  });
+
+  it("a private_key_jwt client is refused with a secret, and a secret client with an assertion", async () => {
+    await expectTokenError(await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic("signed", "x".repeat(43)) }), 401, refused("Client authentication failed."));
+    await expectTokenError(
+      await tokenRequest(h.app, { grant_type: "client_credentials", client_assertion_type: TYPE, client_assertion: await assertion(es, h, "signed") }, { authorization: basic(h.clientId, h.clientSecret) }),
+      400,
+      { error: "invalid_request", error_description: "Use one client authentication method: a client assertion, HTTP Basic or client_secret, not several." },
+    );
+  });
+
+  it("RFC 7009 / RFC 7662: revocation and introspection accept the assertion too", async () => {
+    // A client of its own: the failures above count against "signed" in the brute-force throttle.
+    await h.app.admin.createClient({ clientId: "signed-2", authMethod: "private_key_jwt", jwks });
+    const token = (await expectTokenSuccess(await ccWith(h, await assertion(es, h, "signed-2")))).access_token;
+    const post = (path: string, body: Record<string, string>) =>
+      h.app.fetch(new Request(`${BASE}/UserService/connect/${path}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(body).toString() }));
+    const intro = await post("introspect", { token, client_assertion_type: TYPE, client_assertion: await assertion(es, h, "signed-2") });
+    expect(intro.status).toBe(200);
+    expect(await intro.json()).toMatchObject({ active: true, client_id: "signed-2" });
+    const rev = await post("revocation", { token, client_assertion_type: TYPE, client_assertion: await assertion(es, h, "signed-2", { aud: BASE }) });
+    expect(rev.status).toBe(200);
+    const after = await post("introspect", { token, client_assertion_type: TYPE, client_assertion: await assertion(es, h, "signed-2") });
+    expect(await after.json()).toEqual({ active: false });
+  });
+
+  it("rejects a JWK Set with a private or symmetric key at registration", async () => {
+    const { privateKey } = await generateKeyPair("ES256", { extractable: true });
+    await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwks: { keys: [await exportJWK(privateKey)] } })).rejects.toThrow("the JWK Set must hold public keys only");
+    await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwks: { keys: [{ kty: "oct", k: "AAAA" }] } })).rejects.toThrow("symmetric (oct) keys are not accepted");
+    await expect(h.app.admin.createClient({ authMethod: "private_key_jwt" })).rejects.toThrow("a private_key_jwt client needs exactly one of jwks and jwksUri");
+    await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwksUri: "http://example.com/jwks" })).rejects.toThrow("jwksUri must use https (http only for localhost)");
+  });
+});
+
+describe("private_key_jwt with a jwks_uri (real HTTP server)", () => {
+  let server: Server;
+  let published: Record<string, unknown>[] = [];
+  let fetches = 0;
+  let uri = "";
+  beforeAll(async () => {
+    server = createServer((_req, res) => {
+      fetches++;
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys: published }));
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    uri = `http://127.0.0.1:${(server.address() as { port: number }).port}/jwks.json`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  it("fetches the set, caches it, and refetches on an unknown kid at most once a minute", async () => {
+    const h = await harness();
+    const first = await signer("EdDSA", "ed-1");
+    const second = await signer("ES384", "es384-1");
+    published = [first.publicJwk];
+    await h.app.admin.createClient({ clientId: "remote", authMethod: "private_key_jwt", jwksUri: uri });
+    await expectTokenSuccess(await ccWith(h, await assertion(first.signer, h, "remote")));
+    await expectTokenSuccess(await ccWith(h, await assertion(first.signer, h, "remote")));
+    expect(fetches).toBe(1);
+    // A new key published: the first assertion with its kid refetches once (the fetch is over a minute old).
+    h.clock.advance(61_000);
+    published = [first.publicJwk, second.publicJwk];
+    await expectTokenSuccess(await ccWith(h, await assertion(second.signer, h, "remote")));
+    expect(fetches).toBe(2);
+    // Unknown kids within the minute do not fetch again.
+    await expectTokenError(await ccWith(h, await assertion(second.signer, h, "remote", {}, { kid: "nope" })), 401, refused("No key of the client matches the client assertion."));
+    await expectTokenError(await ccWith(h, await assertion(second.signer, h, "remote", {}, { kid: "nope2" })), 401, refused("No key of the client matches the client assertion."));
+    expect(fetches).toBe(2);
+  });
+});

@@ -1,0 +1,107 @@
+import type { AssertionJtiStore, ClientSecretRecord, ClientStore } from "@plantgate/core";
+import type { Selectable } from "kysely";
+import { clientRecord, clientRow, secretsJson, toSecrets } from "../rows.js";
+import { TABLES, type ClientTable } from "../schema.js";
+import { deleteBatch, id, insertRow, type D1Context } from "./context.js";
+
+/** Rounds of a secrets compare-and-set before giving up (each loses only to a concurrent change). */
+const CAS_ATTEMPTS = 100;
+
+/** `pg_clients` on D1 (see ../stores/clients.ts: the SQLite statements, written out). */
+export function d1ClientStore(ctx: D1Context): ClientStore {
+  const { run, all, exec, storableKey, insertOrFalse } = ctx;
+  const table = id(TABLES.clients);
+
+  /**
+   * A read-modify-write of one client's secrets as a compare-and-set on the JSON text (D1 has no
+   * transactions; it runs one statement at a time): read again when another change came first.
+   * `change` returns null for "nothing to do" (then the result is false).
+   */
+  const changeSecrets = async (
+    clientId: string,
+    change: (secrets: ClientSecretRecord[]) => { secrets: ClientSecretRecord[]; updatedAt: number | undefined } | null,
+    attempts = CAS_ATTEMPTS,
+  ): Promise<boolean> => {
+    if (!storableKey(clientId)) return false;
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      const [row] = await all<{ secrets: string }>(`select "secrets" from ${table} where "client_id" = ?`, clientId);
+      if (!row) return false;
+      const next = change(toSecrets(row.secrets));
+      if (next === null) return false;
+      const set = next.updatedAt !== undefined ? `"secrets" = ?, "secret_updated_at" = ?` : `"secrets" = ?`;
+      const values = next.updatedAt !== undefined ? [secretsJson(ctx, next.secrets), next.updatedAt] : [secretsJson(ctx, next.secrets)];
+      if ((await exec(`update ${table} set ${set} where "client_id" = ? and "secrets" = ?`, ...values, clientId, row.secrets)) > 0) return true;
+    }
+    if (attempts === 1) return false;
+    throw new Error(`the secrets of a client changed ${attempts} times while being updated`);
+  };
+
+  return {
+    get: (clientId) =>
+      run("clients.get", async () => {
+        if (!storableKey(clientId)) return null;
+        const [row] = await all<Selectable<ClientTable>>(`select * from ${table} where "client_id" = ?`, clientId);
+        return row ? clientRecord(row) : null;
+      }),
+    create: (record) =>
+      run("clients.create", async () => {
+        const insert = insertRow(TABLES.clients, clientRow(ctx, record));
+        return insertOrFalse(() => exec(insert.sql, ...insert.params));
+      }),
+    // One statement (json_insert), so concurrent adds never retry and all are kept.
+    addSecret: (clientId, secret) =>
+      run("clients.addSecret", async () => {
+        if (!storableKey(clientId)) return false;
+        const one = secretsJson(ctx, [secret]).slice(1, -1);
+        return (
+          (await exec(
+            `update ${table} set "secrets" = json_insert("secrets", '$[#]', json(?)), "secret_updated_at" = ? ` +
+              `where "client_id" = ? and not exists (select 1 from json_each(${table}."secrets") where json_extract(value, '$.id') = ?)`,
+            one,
+            secret.createdAt,
+            clientId,
+            secret.id,
+          )) > 0
+        );
+      }),
+    replaceSecrets: (clientId, secret) =>
+      run("clients.replaceSecrets", async () => {
+        if (!storableKey(clientId)) return false;
+        return (await exec(`update ${table} set "secrets" = ?, "secret_updated_at" = ? where "client_id" = ?`, secretsJson(ctx, [secret]), secret.createdAt, clientId)) > 0;
+      }),
+    removeSecret: (clientId, secretId, now) =>
+      run("clients.removeSecret", () =>
+        changeSecrets(clientId, (secrets) => (secrets.some((x) => x.id === secretId) ? { secrets: secrets.filter((x) => x.id !== secretId), updatedAt: now } : null)),
+      ),
+    touchSecret: (clientId, secretId, usedAt) =>
+      run("clients.touchSecret", async () => {
+        // Best effort: losing a race to another change (most likely another touch) is fine.
+        await changeSecrets(
+          clientId,
+          (secrets) => {
+            const x = secrets.find((y) => y.id === secretId);
+            if (!x || (x.lastUsedAt !== null && x.lastUsedAt >= usedAt)) return null;
+            return { secrets: secrets.map((y) => (y === x ? { ...y, lastUsedAt: usedAt } : y)), updatedAt: undefined };
+          },
+          1,
+        );
+      }),
+    list: () => run("clients.list", async () => (await all<Selectable<ClientTable>>(`select * from ${table} order by "client_id"`)).map(clientRecord)),
+    delete: (clientId) =>
+      run("clients.delete", async () => {
+        if (!storableKey(clientId)) return false;
+        return (await exec(`delete from ${table} where "client_id" = ?`, clientId)) > 0;
+      }),
+  };
+}
+
+/** `pg_assertion_jtis` on D1 (see ../stores/assertion-jtis.ts). */
+export function d1AssertionJtiStore(ctx: D1Context): AssertionJtiStore {
+  const { run, exec, text, insertOrFalse } = ctx;
+  const table = id(TABLES.assertionJtis);
+  return {
+    // One INSERT on the primary key: of concurrent callers exactly one succeeds.
+    use: (key, expiresAt) => run("assertionJtis.use", () => insertOrFalse(() => exec(`insert into ${table} ("jti_key", "expires_at") values (?, ?)`, text(key, "key"), expiresAt))),
+    deleteExpired: (now, limit) => run("assertionJtis.deleteExpired", () => deleteBatch(ctx, TABLES.assertionJtis, "jti_key", `"expires_at" <= ?`, [now], limit)),
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * Version 7: client authentication beyond one secret (several secrets per client, each with an
+ * optional expiry and last use; `private_key_jwt` clients with a JWK Set or its URL) and the
+ * single-use jtis of client assertions.
+ */
+import { type Expression, type Kysely } from "kysely";
+import { TABLES, type SqlFamily } from "../schema.js";
+import { columnTypes } from "./steps.js";
+
+/**
+ * `pg_clients` gets `auth_method` (default `client_secret`), `secrets` (a JSON array of
+ * `{id, hash, createdAt, expiresAt, lastUsedAt}`), `jwks` and `jwks_uri`; each client's single
+ * `secret_hash` becomes its first secret (id `initial`, created at `secret_updated_at`, no expiry),
+ * then the column goes. A new table `pg_assertion_jtis` keeps used assertion jtis until they expire.
+ */
+export async function clientAuthUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  const withOptions = <B extends { modifyEnd(e: Expression<unknown>): B }>(b: B): B => (t.tableOptions ? b.modifyEnd(t.tableOptions) : b);
+  // MySQL TEXT columns take no literal default: add nullable, fill, and let the store always write it.
+  await db.schema.alterTable(TABLES.clients).addColumn("auth_method", "varchar(32)", (c) => c.notNull().defaultTo("client_secret")).execute();
+  await db.schema.alterTable(TABLES.clients).addColumn("secrets", t.long).execute();
+  await db.schema.alterTable(TABLES.clients).addColumn("jwks", t.long).execute();
+  await db.schema.alterTable(TABLES.clients).addColumn("jwks_uri", t.text).execute();
+  // Backfill in code, the same on every engine (clients are few).
+  const rows = await db.selectFrom(TABLES.clients).select(["client_id", "secret_hash", "secret_updated_at"]).execute();
+  for (const r of rows) {
+    const secrets = JSON.stringify([{ id: "initial", hash: r.secret_hash, createdAt: Number(r.secret_updated_at), expiresAt: null, lastUsedAt: null }]);
+    await db.updateTable(TABLES.clients).set({ secrets }).where("client_id", "=", r.client_id).execute();
+  }
+  await db.schema.alterTable(TABLES.clients).dropColumn("secret_hash").execute();
+
+  await withOptions(
+    db.schema
+      .createTable(TABLES.assertionJtis)
+      .addColumn("jti_key", t.key, (c) => c.primaryKey().notNull())
+      .addColumn("expires_at", "bigint", (c) => c.notNull()),
+  ).execute();
+  await db.schema.createIndex("pg_assertion_jtis_expires_idx").on(TABLES.assertionJtis).column("expires_at").execute();
+}
+
+/** Back to one secret per client: the newest secret stays (key-based clients get an unusable hash). */
+export async function clientAuthDown(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  await db.schema.dropTable(TABLES.assertionJtis).ifExists().execute();
+  await db.schema.alterTable(TABLES.clients).addColumn("secret_hash", t.text).execute();
+  const rows = await db.selectFrom(TABLES.clients).select(["client_id", "secrets"]).execute();
+  for (const r of rows) {
+    const secrets = (JSON.parse(String(r.secrets ?? "[]")) as Array<{ hash: string }>);
+    await db.updateTable(TABLES.clients).set({ secret_hash: secrets.at(-1)?.hash ?? "-" }).where("client_id", "=", r.client_id).execute();
+  }
+  for (const column of ["jwks_uri", "jwks", "secrets", "auth_method"]) await db.schema.alterTable(TABLES.clients).dropColumn(column).execute();
+}
