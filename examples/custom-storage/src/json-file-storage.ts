@@ -6,6 +6,10 @@
  *
  * Good for a single process with modest data (a demo, a small internal deployment). Not for several
  * processes sharing one file: each would overwrite the other's writes.
+ *
+ * It has no audit store: `storage.audit` is optional, and without one security events still reach
+ * the `onEvent` hook but are not kept (the conformance suite skips its audit cases). An append-only
+ * audit trail would rewrite this whole file on every token; a backend that wants one adds `audit`.
  */
 import { randomUUID } from "node:crypto";
 import { mkdir, open, readFile, rename, rm } from "node:fs/promises";

@@ -31,7 +31,8 @@ export const USAGE = `usage: plantgate <command>
   keys rotate [--now]                (published now, signs after the activation delay; --now: at once, for a leak)
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
-  prune [--batch-size N]             (deletes expired tokens, sessions, counters, jtis, prunable keys; prints counts)
+  prune [--batch-size N]             (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts)
+  events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
 PLANTGATE_DB (SQLite file, default ./data/plantgate.db). Prints JSON on stdout.`;
@@ -65,6 +66,9 @@ function parseFlags(args: string[], flags: string[]) {
   }
 }
 
+/** What `run` returns when it printed its own output (JSON lines). */
+const PRINTED = Symbol("printed");
+
 /** Reads a password from stdin: the first line, without its line break. */
 function firstLine(text: string): string {
   return text.split(/\r?\n/)[0] ?? "";
@@ -73,7 +77,7 @@ function firstLine(text: string): string {
 async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantgate; storage: SqlStorage }>): Promise<unknown> {
   const [group, action, ...rest] = argv;
   // One-word commands ("migrate", "prune") take options right after the word.
-  const key = group === "prune" ? group : `${group ?? ""} ${action ?? ""}`.trim();
+  const key = group === "prune" || group === "events" ? group : `${group ?? ""} ${action ?? ""}`.trim();
   switch (key) {
     case "migrate": {
       await open();
@@ -219,6 +223,16 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       const { app } = await open();
       return app.admin.prune(raw === undefined ? {} : { batchSize: Number(raw) });
     }
+    case "events": {
+      const { values, positionals } = parse([action, ...rest].filter((a): a is string => a !== undefined), { type: { type: "string" }, limit: { type: "string" } });
+      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      const raw = values.limit;
+      if (raw !== undefined && (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > 1000)) throw new UsageError("--limit must be an integer from 1 to 1000");
+      const { app } = await open();
+      const { events } = await app.admin.listEvents({ ...(values.type !== undefined ? { type: values.type } : {}), limit: raw === undefined ? 20 : Number(raw) });
+      for (const event of events) io.stdout(JSON.stringify(event) + "\n");
+      return PRINTED;
+    }
     default:
       throw new UsageError(argv.length === 0 ? "no command given" : `unknown command: ${argv.join(" ")}`);
   }
@@ -236,17 +250,20 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return 0;
   }
   let opened: SqlStorage | null = null;
+  let app: Plantgate | null = null;
   const open = async () => {
     const options = optionsFromEnv(io.env);
     // Every command migrates first (idempotent), so the CLI works on a brand-new store too, and a
     // schema newer than this code is refused before anything is touched.
     const storage = await openStorageFromEnv(io.env, { cwd: io.cwd });
     opened = storage;
-    return { storage, app: createPlantgate({ ...options, storage, logger: { error() {}, warn() {} } }) };
+    // Failures are stderr lines (an audit write that failed, say); never a secret (see Logger).
+    app = createPlantgate({ ...options, storage, logger: { error: (message) => io.stderr(`plantgate: ${message}\n`), warn() {} } });
+    return { storage, app };
   };
   try {
     const result = await run(argv, io, open);
-    io.stdout(JSON.stringify(result, null, 2) + "\n");
+    if (result !== PRINTED) io.stdout(JSON.stringify(result, null, 2) + "\n");
     return 0;
   } catch (e) {
     if (e instanceof UsageError) {
@@ -260,6 +277,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.stderr(`plantgate: ${e instanceof Error ? e.message : "failed"}\n`);
     return 1;
   } finally {
+    // The command's security events reach the audit store before it closes.
+    await (app as Plantgate | null)?.flushEvents();
     await (opened as SqlStorage | null)?.close();
   }
 }

@@ -28,7 +28,7 @@ async function cli(argv: string[], stdin = "", env: Record<string, string> = {})
     stdout: (t) => void (stdout += t),
     stderr: (t) => void (stderr += t),
   });
-  return { code, stdout, stderr, json: stdout ? (JSON.parse(stdout) as any) : undefined };
+  return { code, stdout, stderr, json: stdout && argv[0] !== "events" ? (JSON.parse(stdout) as any) : undefined };
 }
 
 async function token(url: string, body: Record<string, string>) {
@@ -339,5 +339,41 @@ describe("plantgate CLI", () => {
 
     const bad = await cli(["prune", "--batch-size", "0"]);
     expect(bad).toEqual({ code: 2, stdout: "", stderr: "plantgate: --batch-size must be a positive integer\n", json: undefined });
+  });
+
+  it("events prints the kept security events as JSON lines, newest first, by type and limit; the CLI's own actions are among them", async () => {
+    const created = await cli(["client", "create", "--name", "Reporting", "--id", "reporting", "--grants", "client_credentials"]);
+    expect((await cli(["client", "rotate-secret", "reporting"])).code).toBe(0);
+    const server = await startServer({ PORT: "0", PLANTGATE_DB: join(dir, "data", "plantgate.db"), ...baseEnv() });
+    try {
+      const bad = await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: created.json.client_secret });
+      expect(bad.status).toBe(401);
+      await server.app.flushEvents();
+    } finally {
+      await server.close();
+    }
+    const lines = async (argv: string[]) => {
+      const r = await cli(argv);
+      expect([r.code, r.stderr]).toEqual([0, ""]);
+      expect(r.stdout.endsWith("\n")).toBe(true);
+      return r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    };
+    const all = await lines(["events"]);
+    expect(all.map((e) => e.type)).toEqual(["client.authentication_failed", "client.secret_rotated", "client.created"]);
+    expect(all[0]).toEqual({ type: "client.authentication_failed", id: expect.any(String), time: expect.any(Number), client_id: "reporting", reason: "invalid_secret", client_ip: "127.0.0.1" });
+    expect(all[2]).toMatchObject({ type: "client.created", client_id: "reporting", name: "Reporting", grant_types: ["client_credentials"], actor: null });
+    expect((await lines(["events", "--type", "client.created"])).map((e) => e.type)).toEqual(["client.created"]);
+    expect((await lines(["events", "--limit", "1"])).map((e) => e.type)).toEqual(["client.authentication_failed"]);
+    // The old secret (rejected above) and the new one appear nowhere in the output.
+    expect((await cli(["events", "--limit", "1000"])).stdout).not.toContain(created.json.client_secret);
+
+    expect(await cli(["events", "--limit", "0"])).toEqual({ code: 2, stdout: "", stderr: "plantgate: --limit must be an integer from 1 to 1000\n", json: undefined });
+    expect((await cli(["events", "--type", "nope"])).stderr).toMatch(/^plantgate: type must be one of token\.issued, /);
+    expect(await cli(["events"], "", { PLANTGATE_AUDIT: "0" })).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "plantgate: This storage keeps no audit trail: give it an audit store (the audit: true option of createMemoryStorage, openSqlStorage and createD1Storage).\n",
+      json: undefined,
+    });
   });
 });

@@ -43,6 +43,8 @@ export interface PlantgateWorkerEnv {
   PLANTGATE_BOOTSTRAP_CLIENT_SECRET?: string;
   PLANTGATE_BOOTSTRAP_USERNAME?: string;
   PLANTGATE_BOOTSTRAP_PASSWORD?: string;
+  PLANTGATE_AUDIT?: string;
+  PLANTGATE_AUDIT_RETENTION_DAYS?: string;
   [binding: string]: unknown;
 }
 
@@ -100,7 +102,10 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
   const { d1Binding = "DB", migrate = true, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, ...rest } = options;
   const database = env[d1Binding];
   if (!isD1(database)) throw new Error(`plantgate: env.${d1Binding} is not a D1 binding; add a [[d1_databases]] binding named ${d1Binding}`);
-  const storage = createD1Storage(database);
+  // The audit trail is kept unless PLANTGATE_AUDIT=0 (as the Node examples do).
+  const audit = env.PLANTGATE_AUDIT === undefined || env.PLANTGATE_AUDIT === "" || env.PLANTGATE_AUDIT === "1";
+  if (!audit && env.PLANTGATE_AUDIT !== "0") throw new Error("plantgate: PLANTGATE_AUDIT must be 1 (keep security events) or 0");
+  const storage = createD1Storage(database, { audit });
   if (migrate) await storage.migrate();
   const vars = stringEntries(env);
   const fromEnv = optionsFromEnv(vars);

@@ -110,7 +110,7 @@
     $(id).textContent = text;
   }
 
-  const VIEWS = ["view-sign-in", "view-security", "view-accounts"];
+  const VIEWS = ["view-sign-in", "view-security", "view-accounts", "view-events"];
   function show(view) {
     $("loading").hidden = true;
     for (const v of VIEWS) $(v).hidden = v !== view;
@@ -118,7 +118,7 @@
     $("nav").hidden = !signedIn;
     $("whoami").hidden = !signedIn;
     if (state.session) $("whoami-name").textContent = "Signed in as " + state.session.username;
-    for (const [id, target] of [["nav-security", "view-security"], ["nav-accounts", "view-accounts"]]) {
+    for (const [id, target] of [["nav-security", "view-security"], ["nav-accounts", "view-accounts"], ["nav-events", "view-events"]]) {
       if (target === view) $(id).setAttribute("aria-current", "page");
       else $(id).removeAttribute("aria-current");
     }
@@ -143,6 +143,11 @@
       show("view-accounts");
       focusHeading("view-accounts");
       await loadAccounts();
+    } else if (location.hash === "#/events") {
+      show("view-events");
+      focusHeading("view-events");
+      events.cursors = [null];
+      await loadEvents();
     } else {
       if (location.hash !== "#/settings/security") history.replaceState(null, "", "#/settings/security");
       show("view-security");
@@ -483,6 +488,85 @@
     } finally {
       $button("account-create").disabled = false;
     }
+  });
+
+  // ---- security events -----------------------------------------------------------------------
+
+  const EVENT_TYPES = [
+    "token.issued", "token.refreshed", "refresh_token.reuse_detected", "client.authentication_failed", "account.login_failed",
+    "account.locked_out", "token.revoked", "client.created", "client.deleted", "client.secret_rotated", "client.secret_added",
+    "client.secret_revoked", "signing_key.rotated", "account.created", "account.disabled", "account.enabled",
+    "console.signed_in", "console.signed_out",
+  ];
+  for (const t of EVENT_TYPES) byId("events-type", HTMLSelectElement).append(el("option", { value: t, text: t }));
+
+  /**
+   * Paging state: `cursors[i]` is the `before` cursor of page i + 1 (null for the newest page).
+   * @type {{ cursors: (string | null)[], next: string | null }}
+   */
+  const events = { cursors: [null], next: null };
+  const EVENT_COLUMNS = new Set(["type", "id", "time", "client_id", "account_id", "username", "client_ip"]);
+
+  /** The fields of an event the table has no column for, as `name: value` text. */
+  function eventDetails(e) {
+    return Object.entries(e)
+      .filter(([k]) => !EVENT_COLUMNS.has(k))
+      .map(([k, v]) => k + ": " + (Array.isArray(v) ? v.join(" ") : v === null ? "—" : typeof v === "number" && /_at$|_until$/.test(k) ? when(new Date(v).toISOString()) : String(v)))
+      .join("; ");
+  }
+
+  async function loadEvents() {
+    const params = new URLSearchParams({ limit: "20" });
+    const type = byId("events-type", HTMLSelectElement).value;
+    const client = $input("events-client").value.trim();
+    const account = $input("events-account").value.trim();
+    if (type) params.set("type", type);
+    if (client) params.set("client", client);
+    if (account) params.set("account", account);
+    const before = events.cursors[events.cursors.length - 1];
+    if (before) params.set("before", before);
+    try {
+      const r = await call("GET", "/events?" + params.toString());
+      setStatus("events-status", r.audit ? "" : "Events are not kept: the storage has no audit store.");
+      events.next = r.next;
+      $("events-body").replaceChildren(
+        ...r.events.map((e) =>
+          el(
+            "tr",
+            {},
+            el("td", { "data-label": "Time", text: when(new Date(e.time).toISOString()) }),
+            el("td", { "data-label": "Type", text: e.type }),
+            el("td", { "data-label": "Client", text: e.client_id || "" }),
+            el("td", { "data-label": "Account", text: e.username || e.account_id || (typeof e.subject === "string" && !e.subject.startsWith("client:") ? e.subject : "") }),
+            el("td", { "data-label": "Address", text: e.client_ip || "" }),
+            el("td", { "data-label": "Details", text: eventDetails(e) }),
+          ),
+        ),
+      );
+      $("events-empty").hidden = r.events.length > 0;
+      $("events-page-info").textContent = "Page " + events.cursors.length;
+      $button("events-newer").disabled = events.cursors.length <= 1;
+      $button("events-older").disabled = r.next === null;
+    } catch (e) {
+      setStatus("events-status", messageOf(e));
+    }
+  }
+
+  $form("events-filter").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    events.cursors = [null];
+    await loadEvents();
+  });
+  $button("events-older").addEventListener("click", async () => {
+    if (events.next === null) return;
+    events.cursors.push(events.next);
+    await loadEvents();
+    ($button("events-older").disabled ? $button("events-newer") : $button("events-older")).focus();
+  });
+  $button("events-newer").addEventListener("click", async () => {
+    if (events.cursors.length > 1) events.cursors.pop();
+    await loadEvents();
+    ($button("events-newer").disabled ? $button("events-older") : $button("events-newer")).focus();
   });
 
   // ---- session -------------------------------------------------------------------------------

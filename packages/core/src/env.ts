@@ -44,7 +44,8 @@ function nonNegativeInt(env: EnvVars, name: string): number | undefined {
  * `PLANTGATE_BRUTE_FORCE_MAX_FAILURES`, `PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS`,
  * `PLANTGATE_SIGNING_KEY_MAX_AGE` and `PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY` (seconds),
  * `PLANTGATE_KEY_ENCRYPTION_KEY` (comma-separated base64url 256-bit keys; the first encrypts),
- * `PLANTGATE_REFRESH_GRACE_SECONDS` (0-300, 0 = strict one-time use), `PLANTGATE_REFRESH_GRACE_MAX_USES`; the management console with
+ * `PLANTGATE_REFRESH_GRACE_SECONDS` (0-300, 0 = strict one-time use), `PLANTGATE_REFRESH_GRACE_MAX_USES`,
+ * `PLANTGATE_AUDIT_RETENTION_DAYS` (days the audit store keeps events); the management console with
  * `PLANTGATE_CONSOLE=1` (implied by `PLANTGATE_BOOTSTRAP_ADMIN=1`) and `PLANTGATE_CONSOLE_SESSION_TTL`.
  *
  * @example
@@ -117,6 +118,8 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
     if (graceUses > 1000) throw new ConfigError(`PLANTGATE_REFRESH_GRACE_MAX_USES must be from 1 to 1000, got "${graceUses}"`);
     out.refreshGraceMaxUses = graceUses;
   }
+  const auditDays = int(env, "PLANTGATE_AUDIT_RETENTION_DAYS");
+  if (auditDays !== undefined) out.auditRetentionDays = auditDays;
   const consoleOn = flag(env, "PLANTGATE_CONSOLE") || flag(env, "PLANTGATE_BOOTSTRAP_ADMIN");
   const sessionTtl = int(env, "PLANTGATE_CONSOLE_SESSION_TTL");
   if (consoleOn) out.console = { enabled: true, ...(sessionTtl !== undefined ? { sessionTtlSeconds: sessionTtl } : {}) };

@@ -54,6 +54,8 @@ class D1Introspector implements DatabaseIntrospector {
 export interface CreateD1StorageOptions {
   /** Runs after `close()`; D1 bindings need no closing. */
   onClose?: () => Promise<void>;
+  /** Keep security events in an audit store (see `CreateSqlStorageOptions.audit`). Default false. */
+  audit?: boolean;
 }
 
 /**
@@ -83,5 +85,5 @@ export function createD1Storage(database: D1DatabaseLike, options: CreateD1Stora
     createIntrospector: (db) => new D1Introspector(db),
   };
   const db = new Kysely<Database>({ dialect });
-  return createSqlStorage(db, "sqlite", { d1: database, ...(options.onClose ? { onClose: options.onClose } : {}) });
+  return createSqlStorage(db, "sqlite", { d1: database, ...(options.onClose ? { onClose: options.onClose } : {}), ...(options.audit === true ? { audit: true } : {}) });
 }

@@ -41,7 +41,18 @@ export function storageUrlFromEnv(env: Record<string, string | undefined>, cwd: 
 }
 
 /**
- * Opens (and migrates) the store the environment names; see {@link storageUrlFromEnv}.
+ * Whether the store keeps the audit trail (`audit` store): `PLANTGATE_AUDIT`, `1` (default) or `0`.
+ */
+export function auditFromEnv(env: Record<string, string | undefined>): boolean {
+  const v = env.PLANTGATE_AUDIT;
+  if (v === undefined || v === "" || v === "1") return true;
+  if (v === "0") return false;
+  throw new StorageConfigError("PLANTGATE_AUDIT must be 1 (keep security events) or 0");
+}
+
+/**
+ * Opens (and migrates) the store the environment names; see {@link storageUrlFromEnv}. It keeps
+ * the audit trail unless `PLANTGATE_AUDIT=0` (see {@link auditFromEnv}).
  * An unreachable database is a `StorageConfigError` naming the (password-free) URL.
  *
  * @example
@@ -52,9 +63,10 @@ export async function openStorageFromEnv(
   options: { cwd: string; migrate?: boolean },
 ): Promise<SqlStorage & { display: string }> {
   const { url, display } = storageUrlFromEnv(env, options.cwd);
+  const audit = auditFromEnv(env);
   if (url.startsWith("sqlite:")) mkdirSync(dirname(url.slice("sqlite:".length)), { recursive: true });
   try {
-    const storage = await openSqlStorage(url, { migrate: options.migrate ?? true });
+    const storage = await openSqlStorage(url, { migrate: options.migrate ?? true, audit });
     return Object.assign(storage, { display });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);

@@ -14,6 +14,8 @@ import { createSqlStorage, type SqlStorage } from "./storage.js";
 export interface OpenSqlStorageOptions {
   /** Apply pending migrations before returning (default true). */
   migrate?: boolean;
+  /** Keep security events in an audit store (see `CreateSqlStorageOptions.audit`). Default false. */
+  audit?: boolean;
 }
 
 type Target = { family: "postgres" | "mysql"; url: string } | { family: "sqlite"; path: string };
@@ -129,7 +131,7 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
     if (e instanceof DriverMissingError) throw e;
     throw toStorageError(e, family, "open");
   }
-  const storage = createSqlStorage(db, family);
+  const storage = createSqlStorage(db, family, options.audit === true ? { audit: true } : {});
   if (options.migrate !== false) {
     try {
       await storage.migrate();

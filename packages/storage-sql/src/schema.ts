@@ -23,6 +23,7 @@ export const TABLES = {
   revokedTokens: "pg_revoked_tokens",
   sessions: "pg_sessions",
   counters: "pg_counters",
+  audit: "pg_audit_events",
   migrations: "pg_migrations",
   migrationLock: "pg_migrations_lock",
 } as const;
@@ -159,6 +160,18 @@ export interface CounterTable {
  * const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: process.env.DATABASE_URL }) }) });
  * const storage = createSqlStorage(db, "postgres");
  */
+/** `pg_audit_events`: kept security events (the optional audit store), newest first by (time, id). */
+export interface AuditTable {
+  id: string;
+  type: string;
+  time: Int64;
+  client_id: string | null;
+  account_id: string | null;
+  username: string | null;
+  /** The whole event, JSON text. */
+  data: string;
+}
+
 export interface Database {
   pg_clients: ClientTable;
   pg_accounts: AccountTable;
@@ -169,4 +182,5 @@ export interface Database {
   pg_revoked_tokens: RevokedTokenTable;
   pg_sessions: SessionTable;
   pg_counters: CounterTable;
+  pg_audit_events: AuditTable;
 }

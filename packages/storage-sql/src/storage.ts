@@ -6,6 +6,7 @@ import { migrateToLatest } from "./migrations.js";
 import type { Database, SqlFamily } from "./schema.js";
 import { accountStore } from "./stores/accounts.js";
 import { attemptStore } from "./stores/attempts.js";
+import { auditStore } from "./stores/audit.js";
 import { clientStore } from "./stores/clients.js";
 import { plantStore } from "./stores/plants.js";
 import { refreshTokenStore } from "./stores/refresh-tokens.js";
@@ -52,6 +53,11 @@ export interface CreateSqlStorageOptions {
    * set for you by `createD1Storage` from `@plantgate/storage-sql/d1`.
    */
   d1?: D1DatabaseLike;
+  /**
+   * Keep security events in `pg_audit_events` (the `audit` store: the console's "Security events"
+   * page, `plantgate events`, pruned by age). Default false: the table exists but stays empty.
+   */
+  audit?: boolean;
 }
 
 /**
@@ -100,5 +106,6 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     attempts: attemptStore(ctx),
     revokedTokens: revokedTokenStore(ctx),
     sessions: sessionStore(ctx),
+    ...(options.audit === true ? { audit: auditStore(ctx) } : {}),
   };
 }

@@ -37,7 +37,7 @@ async function emptyDatabase(): Promise<void> {
 
 /** Empties every plantgate table in one batch (cheaper than dropping and migrating again). */
 async function emptyTables(): Promise<void> {
-  const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions];
+  const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.audit];
   await binding.batch([...tables.map((t) => binding.prepare(`delete from "${t}"`)), binding.prepare(`update "${TABLES.counters}" set value = 0`)]);
 }
 
@@ -47,7 +47,7 @@ let migrated = false;
 async function conformanceStore(): Promise<SqlStorage> {
   if (migrated) await emptyTables();
   else await emptyDatabase();
-  const storage = createD1Storage(binding);
+  const storage = createD1Storage(binding, { audit: true });
   await storage.migrate();
   migrated = true;
   return storage;
@@ -66,7 +66,7 @@ describeStorageConformance("d1 (miniflare)", {
   destroy: (storage) => (storage as SqlStorage).close(),
   rawDump,
   // Another Worker isolate on the same database: a second storage over the binding.
-  connect: async () => createD1Storage(binding),
+  connect: async () => createD1Storage(binding, { audit: true }),
   disconnect: (storage) => (storage as SqlStorage).close(),
 });
 
@@ -155,7 +155,7 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
     await storage.migrate();
     expect(await tableNames()).toEqual(expect.arrayContaining([TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.accounts]));
     const { results } = await binding.prepare(`select name from "${TABLES.migrations}" order by name`).all();
-    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace"]);
+    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0008_audit_events"]);
     expect(await storage.accounts.get("acct-001")).toEqual(account(1));
     expect(await storage.accounts.create(account(2))).toBe(true);
     expect(await storage.accounts.list(0, 10)).toEqual({ items: [account(1), account(2)], total: 2 });

@@ -239,7 +239,7 @@ export function conformanceTarget(engine: Engine): ConformanceTarget {
   return {
     async create() {
       const fresh = await engine.fresh();
-      const storage = await openSqlStorage(fresh.url);
+      const storage = await openSqlStorage(fresh.url, { audit: true });
       urls.set(storage, fresh.url);
       drops.set(storage, async () => {
         await storage.close();
@@ -255,7 +255,7 @@ export function conformanceTarget(engine: Engine): ConformanceTarget {
     async connect(storage) {
       const url = urls.get(storage);
       if (url === undefined) throw new Error("connect: not a store of this target");
-      return openSqlStorage(url, { migrate: false });
+      return openSqlStorage(url, { migrate: false, audit: true });
     },
     disconnect: (storage) => (storage as SqlStorage).close(),
   };

@@ -6,6 +6,7 @@ import type { Storage } from "@plantgate/core";
 import { afterEach, beforeEach, describe } from "vitest";
 import { accountsSuite } from "./suites/accounts.js";
 import { attemptsSuite } from "./suites/attempts.js";
+import { auditSuite } from "./suites/audit.js";
 import { clientsSuite } from "./suites/clients.js";
 import { concurrencySuite } from "./suites/concurrency.js";
 import { plantsSuite } from "./suites/plants.js";
@@ -80,6 +81,7 @@ export function describeStorageConformance(name: string, target: ConformanceTarg
     attemptsSuite(context);
     revokedTokensSuite(context);
     sessionsSuite(context);
+    auditSuite(context);
     concurrencySuite(context);
     pruneSuite(context);
     throughCoreSuite(context);

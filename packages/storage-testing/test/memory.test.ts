@@ -24,11 +24,12 @@ const WRITES = new Set([
   "reset",
   "add",
   "deleteByAccount",
+  "append",
 ]);
 const logs = new WeakMap<Storage, unknown[]>();
 
 function recordingMemoryStorage(): Storage {
-  const inner = createMemoryStorage() as unknown as Record<string, Record<string, (...args: unknown[]) => Promise<unknown>>>;
+  const inner = createMemoryStorage({ audit: true }) as unknown as Record<string, Record<string, (...args: unknown[]) => Promise<unknown>>>;
   const log: unknown[] = [];
   const wrapped: Record<string, Record<string, (...args: unknown[]) => Promise<unknown>>> = {};
   for (const [storeName, store] of Object.entries(inner)) {

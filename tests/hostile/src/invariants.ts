@@ -128,8 +128,17 @@ export function apiError(a: Answer, opts: { head?: boolean } = {}): number {
   return body.error as number;
 }
 
-/** Nothing secret in any log line: no client secret or password of the world, even inside a longer value. */
+/**
+ * Nothing secret in any log line or security event: no client secret or password of the world,
+ * even inside a longer value.
+ */
 export function logsAreClean(world: World): void {
+  for (const line of world.events) {
+    for (const secret of world.secrets) {
+      if (line.includes(secret) || line.includes(encodeURIComponent(secret))) fail(`a secret appeared in a security event: ${line.slice(0, 60)}`);
+    }
+  }
+  world.events.length = 0;
   for (const entry of world.logs) {
     const line = entry.message + entry.context;
     for (const secret of world.secrets) {

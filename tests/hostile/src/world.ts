@@ -82,6 +82,8 @@ export interface World {
   clients: ClientFixture[];
   accounts: AccountFixture[];
   logs: LogEntry[];
+  /** Every security event (`onEvent`) since the last check, as its JSON line. */
+  events: string[];
   /** Access tokens minted at setup. */
   tokens: {
     cc: string;
@@ -190,7 +192,7 @@ export type WorldOptions = Pick<PlantgateOptions, "bruteForce">;
  */
 export async function createWorld(seed: number, options: WorldOptions = {}): Promise<World> {
   const clock = { now: NOW };
-  const rec = createRecordingStorage(createMemoryStorage());
+  const rec = createRecordingStorage(createMemoryStorage({ audit: true }));
   const logs: LogEntry[] = [];
   setupLogs = logs;
   // The example servers' logs and metrics, writing into memory: every level, every event.
@@ -209,14 +211,16 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
       serverLog.warn(message, context);
     },
   };
+  const random = seededBytes(seed);
+  const events: string[] = [];
   const observability = {
     observer: metrics.observer,
     onEvent: (event: SecurityEvent) => {
+      events.push(JSON.stringify(event));
       metrics.countEvent(event);
       logEvent(event);
     },
   };
-  const random = seededBytes(seed);
   const common: PlantgateOptions = {
     storage: rec.storage,
     clock: () => clock.now,
@@ -350,6 +354,7 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     clients: CLIENTS,
     accounts,
     logs,
+    events,
     tokens: { cc: ccToken, alice: aliceToken, noApiScope, expired, otherAudience, revoked: revokedAccess },
     refresh: { consumed, revoked, expired: expiredRefresh, otherClient },
     async liveRefresh() {

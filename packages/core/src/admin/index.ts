@@ -6,8 +6,10 @@ import { isStorableText } from "../api/plants.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
 import { generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
 import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
+import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } from "./events.js";
 
 export type { PruneCounts, PruneOptions } from "./prune.js";
+export type { EventPage, EventQuery } from "./events.js";
 
 /** Input of {@link Admin.createClient}. */
 export interface CreateClientInput {
@@ -102,6 +104,14 @@ export interface Admin {
    * console.log(JSON.stringify(counts)); // {"refreshTokens":42,"sessions":0,...}
    */
   prune(options?: PruneOptions): Promise<PruneCounts>;
+  /**
+   * A page of the audit trail (security events kept by `storage.audit`), newest first. Throws
+   * AdminError when the storage keeps none, or for a bad filter, limit (1-1000) or cursor.
+   *
+   * @example
+   * const { events, next } = await app.admin.listEvents({ type: "account.login_failed", limit: 50 });
+   */
+  listEvents(query?: EventQuery): Promise<EventPage>;
 }
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
@@ -300,6 +310,17 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
     },
     prune(options) {
       return prune(ctx, options);
+    },
+    async listEvents(query = {}) {
+      let page: EventPage | null;
+      try {
+        page = await listAuditEvents(ctx, query);
+      } catch (e) {
+        if (e instanceof EventQueryError) throw new AdminError(e.message);
+        throw e;
+      }
+      if (!page) throw new AdminError("This storage keeps no audit trail: give it an audit store (the audit: true option of createMemoryStorage, openSqlStorage and createD1Storage).");
+      return page;
     },
   };
 }

@@ -3,6 +3,7 @@ import { errorResponse, json, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../context.js";
 import type { ServedPage } from "../pages/static-page.js";
 import * as api from "./api.js";
+import { listEvents } from "./events.js";
 import type { ConsoleRequest } from "./request.js";
 import { checkCsrf, checkOrigin, clearedCookie, isStateChanging, requireSession } from "./session.js";
 import { signIn } from "./sign-in.js";
@@ -25,6 +26,7 @@ const ROUTES: ConsoleRoute[] = [
   { pattern: ["api", "accounts"], methods: { GET: { kind: "api", handler: api.getAccounts }, POST: { kind: "api", handler: api.createAccount } } },
   { pattern: ["api", "accounts", ":", "disable"], methods: { POST: { kind: "api", handler: api.disableAccount } } },
   { pattern: ["api", "accounts", ":", "enable"], methods: { POST: { kind: "api", handler: api.enableAccount } } },
+  { pattern: ["api", "events"], methods: { GET: { kind: "api", handler: listEvents } } },
   { pattern: ["api", "signing-keys"], methods: { GET: { kind: "api", handler: api.listSigningKeys }, POST: { kind: "api", handler: api.rotateSigningKey } } },
 ];
 

@@ -22,19 +22,28 @@ export interface EventSink {
 /** The audit row of an event: the columns the console filters on, and the whole event as JSON. */
 export function auditRecord(event: SecurityEvent): AuditRecord {
   const e = event as unknown as Record<string, unknown>;
-  const text = (v: unknown) => (typeof v === "string" ? v : null);
-  const subject = text(e.subject);
-  const accountId = text(e.account_id) ?? (subject !== null && !subject.startsWith("client:") ? subject : null);
+  const subject = column(e.subject);
+  const accountId = column(e.account_id) ?? (subject !== null && !subject.startsWith("client:") ? subject : null);
   return {
     id: event.id,
     type: event.type,
     time: event.time,
-    clientId: text(e.client_id),
+    clientId: column(e.client_id),
     accountId,
-    username: text(e.username),
+    username: column(e.username),
+    // JSON.stringify escapes U+0000 and lone surrogates, so the text is storable everywhere.
     data: JSON.stringify(event),
   };
 }
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * A filter column's value: at most 200 characters, no U+0000, no lone surrogate (what every SQL
+ * engine indexes exactly); anything else (a hostile client id or username) is kept only in `data`.
+ */
+const column = (v: unknown): string | null =>
+  typeof v === "string" && v.length <= 200 && !v.includes("\u0000") && !LONE_SURROGATE.test(v) ? v : null;
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 

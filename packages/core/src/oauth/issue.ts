@@ -45,7 +45,7 @@ export type RefreshPlan =
 export async function issueTokens(
   ctx: Context,
   urls: Urls,
-  input: { client: ClientRecord; subject: string; scope: string[]; refresh: RefreshPlan; now: number; grantType: GrantType; clientIp: string | undefined },
+  input: { client: ClientRecord; subject: string; scope: string[]; refresh: RefreshPlan; now: number; grantType: GrantType; clientIp: string | undefined; familyId?: string },
 ): Promise<TokenResponse> {
   const ttl = input.client.accessTokenTtl ?? ctx.accessTokenTtl;
   const jti = randomToken(ctx.random, 16);
@@ -65,7 +65,8 @@ export async function issueTokens(
   );
   const body: TokenResponse = { access_token: accessToken, token_type: "Bearer", expires_in: ttl, scope: input.scope.join(" ") };
   const plan = input.refresh;
-  let familyId: string | null = null;
+  // A grace replay's fresh access token goes with the rotation's refresh token: that family.
+  let familyId: string | null = input.familyId ?? null;
   if (plan.kind !== "none") {
     const sliding = (input.client.refreshTokenTtl ?? ctx.refreshTokenTtl) * 1000;
     const familyExpiresAt =

@@ -284,13 +284,16 @@ export interface AuditRecord {
   type: string;
   /** Epoch ms. */
   time: number;
-  /** The event's `client_id`, or null. */
+  /**
+   * The event's `client_id`, or null. These three filter columns hold at most 200 characters with
+   * no U+0000 and no lone surrogate (core leaves longer or odd values out), so a key column fits.
+   */
   clientId: string | null;
   /** The event's `account_id` (or the account `subject` of a token), or null. */
   accountId: string | null;
   /** The event's `username`, or null. */
   username: string | null;
-  /** The whole event, JSON. */
+  /** The whole event, JSON (ASCII escapes for U+0000 and lone surrogates, so any text column holds it). */
   data: string;
 }
 

@@ -283,6 +283,33 @@ async function refreshGraceDown(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable(TABLES.refreshTokens).dropColumn("replay").execute();
 }
 
+/**
+ * The audit trail (security events kept for review): one new table, indexed for the console's
+ * filters (type, client, account, username), each newest first, and for pruning by age. Only a
+ * new table, so older code ignores it.
+ */
+async function auditEventsUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  const create = db.schema
+    .createTable(TABLES.audit)
+    .addColumn("id", t.key, (c) => c.primaryKey().notNull())
+    .addColumn("type", t.key, (c) => c.notNull())
+    .addColumn("time", "bigint", (c) => c.notNull())
+    .addColumn("client_id", t.key)
+    .addColumn("account_id", t.key)
+    .addColumn("username", t.key)
+    .addColumn("data", t.long, (c) => c.notNull());
+  await (t.tableOptions ? create.modifyEnd(t.tableOptions) : create).execute();
+  await db.schema.createIndex("pg_audit_events_time_idx").on(TABLES.audit).columns(["time", "id"]).execute();
+  for (const column of ["type", "client_id", "account_id", "username"]) {
+    await db.schema.createIndex(`pg_audit_events_${column}_idx`).on(TABLES.audit).columns([column, "time", "id"]).execute();
+  }
+}
+
+async function auditEventsDown(db: Kysely<any>): Promise<void> {
+  await db.schema.dropTable(TABLES.audit).ifExists().execute();
+}
+
 /** Every migration, oldest first. The version of a schema is the number of migrations applied. */
 export function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
   return [
@@ -292,5 +319,6 @@ export function migrations(family: SqlFamily): Array<[name: string, migration: M
     ["0004_account_positions", { up: (db) => accountPositionsUp(db, family), down: (db) => accountPositionsDown(db, family) }],
     ["0005_refresh_token_expiry_indexes", { up: refreshExpiryIndexesUp, down: (db) => refreshExpiryIndexesDown(db, family) }],
     ["0006_refresh_token_grace", { up: (db) => refreshGraceUp(db, family), down: refreshGraceDown }],
+    ["0008_audit_events", { up: (db) => auditEventsUp(db, family), down: auditEventsDown }],
   ];
 }

@@ -48,6 +48,7 @@ export async function replayAnswer(
     scope: string[];
     now: number;
     clientIp: string | undefined;
+    familyId: string;
   },
 ): Promise<TokenResponse | null> {
   const text = await openReplay(input.presented, input.tokenHash, input.sealed);
@@ -68,6 +69,6 @@ export async function replayAnswer(
     claims.exp * 1000 - input.now >= 1000 &&
     !(await ctx.storage.revokedTokens.has(claims.jti));
   if (stillFits) return { ...answer, expires_in: answer.expires_in - Math.floor(Math.max(0, input.now - input.rotatedAt) / 1000) };
-  const fresh = await issueTokens(ctx, urls, { client: input.client, subject: input.subject, scope: input.scope, refresh: { kind: "none" }, now: input.now, grantType: "refresh_token", clientIp: input.clientIp });
+  const fresh = await issueTokens(ctx, urls, { client: input.client, subject: input.subject, scope: input.scope, refresh: { kind: "none" }, now: input.now, grantType: "refresh_token", clientIp: input.clientIp, familyId: input.familyId });
   return { ...fresh, refresh_token: answer.refresh_token };
 }

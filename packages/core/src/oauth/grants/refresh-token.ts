@@ -53,7 +53,7 @@ export const refreshTokenGrant: Grant = {
       if (graceMs === 0) return reuse();
       const used = await ctx.storage.refreshTokens.graceUse(tokenHash, now - graceMs, ctx.refreshGrace.maxUses);
       if (!used || used.replay === null) return reuse();
-      const answer = await replayAnswer(ctx, urls, { client, presented, tokenHash, sealed: used.replay, rotatedAt: used.consumedAt!, subject: account.id, scope, now, clientIp });
+      const answer = await replayAnswer(ctx, urls, { client, presented, tokenHash, sealed: used.replay, rotatedAt: used.consumedAt!, subject: account.id, scope, now, clientIp, familyId: record.familyId });
       if (!answer) throw invalid();
       ctx.events.emit({ type: "token.refreshed", client_id: client.clientId, account_id: account.id, family_id: record.familyId, scope: answer.scope, replay: true, client_ip: clientIp ?? null });
       return answer;

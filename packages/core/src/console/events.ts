@@ -1,0 +1,42 @@
+import { EventQueryError, listAuditEvents, type EventQuery } from "../admin/events.js";
+import { ApiError, ApiErrorCode } from "../errors/index.js";
+import { json } from "../http/respond.js";
+import type { ApiHandler } from "./api.js";
+
+/** Most events per page of the console's "Security events" view. */
+export const CONSOLE_EVENTS_MAX_LIMIT = 100;
+
+/**
+ * `GET /console/api/events?type=&client=&account=&limit=&before=`: one page of the audit trail,
+ * newest first: `{"audit": true, "events": [...], "next": cursor | null}`; pass `next` as `before`
+ * for the following page. Without an audit store: `{"audit": false, "events": [], "next": null}`.
+ * A bad filter, limit (1-100, default 20) or cursor: 400 (error 1001).
+ */
+export const listEvents: ApiHandler = async (ctx, _s, request) => {
+  const params = request.url.searchParams;
+  const query: EventQuery = {};
+  const text = (name: string) => {
+    const v = params.get(name);
+    return v === null || v === "" ? undefined : v;
+  };
+  const type = text("type");
+  const client = text("client");
+  const account = text("account");
+  const before = text("before");
+  const limit = text("limit");
+  if (type !== undefined) query.type = type;
+  if (client !== undefined) query.clientId = client;
+  if (account !== undefined) query.account = account;
+  if (before !== undefined) query.before = before;
+  try {
+    if (limit !== undefined) {
+      if (!/^\d{1,4}$/.test(limit)) throw new EventQueryError(`limit must be an integer from 1 to ${CONSOLE_EVENTS_MAX_LIMIT}`);
+      query.limit = Number(limit);
+    }
+    const page = await listAuditEvents(ctx, query, CONSOLE_EVENTS_MAX_LIMIT);
+    return json(200, page ? { audit: true, ...page } : { audit: false, events: [], next: null });
+  } catch (e) {
+    if (e instanceof EventQueryError) throw new ApiError(400, ApiErrorCode.invalidValue, `${e.message}.`);
+    throw e;
+  }
+};

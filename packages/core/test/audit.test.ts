@@ -1,0 +1,129 @@
+/**
+ * The audit trail: events kept by `storage.audit`, read through `admin.listEvents` and the console's
+ * `GET /console/api/events` (filters, newest first, cursor paging, documented 400s), and pruned by
+ * age (`auditRetentionDays`, default 90).
+ */
+import { describe, expect, it } from "vitest";
+import { createMemoryStorage, type SecurityEvent } from "../src/index.js";
+import { basic, harness, tokenRequest } from "./helpers.js";
+import { call, consoleHarness, signIn } from "./console-helpers.js";
+
+const DAY = 24 * 3600 * 1000;
+
+describe("audit trail", () => {
+  it("keeps every event when the storage has an audit store; admin.listEvents pages newest first", async () => {
+    const h = await harness({ storage: createMemoryStorage({ audit: true }) });
+    for (let i = 0; i < 5; i++) {
+      h.clock.advance(1000);
+      await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    }
+    await h.app.flushEvents();
+    const all = await h.app.admin.listEvents({ limit: 100 });
+    // The harness's two events share one instant: their order is by id, so either way round.
+    expect(all.events.map((e) => e.type).slice(0, 5)).toEqual(["token.issued", "token.issued", "token.issued", "token.issued", "token.issued"]);
+    expect(all.events.map((e) => e.type).slice(5).sort()).toEqual(["account.created", "client.created"]);
+    expect(all.next).toBeNull();
+    const times = all.events.map((e) => e.time);
+    expect([...times].sort((a, b) => b - a)).toEqual(times);
+    const first = await h.app.admin.listEvents({ limit: 3 });
+    expect(first.next).toBe(`${first.events[2]!.time}.${first.events[2]!.id}`);
+    const second = await h.app.admin.listEvents({ limit: 3, before: first.next! });
+    const third = await h.app.admin.listEvents({ limit: 3, before: second.next! });
+    expect([...first.events, ...second.events, ...third.events]).toStrictEqual(all.events);
+    expect(third.next).toBeNull();
+    expect((await h.app.admin.listEvents({ type: "client.created" })).events.map((e) => e.type)).toEqual(["client.created"]);
+  });
+
+  it("admin.listEvents refuses bad input, and a storage without an audit store", async () => {
+    const h = await harness({ storage: createMemoryStorage({ audit: true }) });
+    await expect(h.app.admin.listEvents({ type: "nope" })).rejects.toThrow(/^type must be one of token\.issued, /);
+    await expect(h.app.admin.listEvents({ limit: 0 })).rejects.toThrow("limit must be an integer from 1 to 1000");
+    await expect(h.app.admin.listEvents({ limit: 1001 })).rejects.toThrow("limit must be an integer from 1 to 1000");
+    await expect(h.app.admin.listEvents({ before: "12.not-an-id" })).rejects.toThrow("before must be the next cursor of a previous page");
+    const plain = await harness();
+    await expect(plain.app.admin.listEvents()).rejects.toThrow(/^This storage keeps no audit trail/);
+  });
+
+  it("prune deletes events older than auditRetentionDays (default 90) and counts them", async () => {
+    const h = await harness({ storage: createMemoryStorage({ audit: true }) });
+    await h.app.flushEvents();
+    h.clock.advance(60 * DAY);
+    await h.app.admin.rotateClientSecret(h.clientId);
+    await h.app.flushEvents();
+    h.clock.advance(30 * DAY);
+    const zero = { refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, signingKeys: 0 };
+    expect(await h.app.admin.prune()).toStrictEqual({ ...zero, auditEvents: 2 });
+    expect((await h.app.admin.listEvents()).events.map((e) => e.type)).toEqual(["client.secret_rotated"]);
+    expect(await h.app.admin.prune()).toStrictEqual({ ...zero, auditEvents: 0 });
+    h.clock.advance(60 * DAY);
+    expect(await h.app.admin.prune()).toStrictEqual({ ...zero, auditEvents: 1 });
+
+    const short = await harness({ storage: createMemoryStorage({ audit: true }), auditRetentionDays: 1 });
+    await short.app.flushEvents();
+    short.clock.advance(DAY);
+    expect((await short.app.admin.prune()).auditEvents).toBe(2);
+    expect(() => harness({ auditRetentionDays: 0 })).rejects.toThrow("auditRetentionDays must be a positive integer");
+  });
+
+  it("hostile client ids and usernames are kept whole in the event but left out of the filter columns", async () => {
+    const memory = createMemoryStorage({ audit: true });
+    const h = await harness({ storage: memory });
+    const long = "u".repeat(201);
+    h.clock.advance(1000);
+    await tokenRequest(h.app, { grant_type: "password", username: long, password: "whatever-password" }, { authorization: basic(h.clientId, h.clientSecret) });
+    h.clock.advance(1000);
+    await tokenRequest(h.app, { grant_type: "password", username: "nul\u0000name", password: "whatever-password" }, { authorization: basic(h.clientId, h.clientSecret) });
+    await h.app.flushEvents();
+    const [nul, longOne] = await memory.audit!.list({ limit: 2 });
+    expect([nul!.username, longOne!.username]).toEqual([null, null]);
+    expect((JSON.parse(nul!.data) as { username: string }).username).toBe("nul\u0000name");
+    expect(nul!.data).toContain("\\u0000");
+    expect((JSON.parse(longOne!.data) as { username: string }).username).toBe(long);
+  });
+});
+
+describe("GET /console/api/events", () => {
+  it("answers a page of events, newest first, with filters and the next cursor; 400 for bad input", async () => {
+    const h = await consoleHarness({ storage: createMemoryStorage({ audit: true }) });
+    h.clock.advance(1000);
+    const s = await signIn(h.app);
+    h.clock.advance(1000);
+    await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, "wrong-secret-wrong-secret") });
+    await h.app.flushEvents();
+    const get = async (query: string) => {
+      const res = await call(h.app, "GET", `/api/events${query}`, { cookie: s.cookie });
+      return { status: res.status, body: (await res.json()) as { audit: boolean; events: SecurityEvent[]; next: string | null; error?: number; message?: string } };
+    };
+    const page = await get("?limit=2");
+    expect(page.status).toBe(200);
+    expect(page.body.audit).toBe(true);
+    expect(page.body.events.map((e) => e.type)).toEqual(["client.authentication_failed", "console.signed_in"]);
+    expect(page.body.next).toBe(`${page.body.events[1]!.time}.${page.body.events[1]!.id}`);
+    const rest = await get(`?limit=100&before=${encodeURIComponent(page.body.next!)}`);
+    expect(rest.body).toStrictEqual({ audit: true, events: (await h.app.admin.listEvents({ limit: 100 })).events.slice(2), next: null });
+    expect((await get("?type=console.signed_in")).body.events.map((e) => e.type)).toEqual(["console.signed_in"]);
+    expect((await get(`?client=${h.clientId}`)).body.events.map((e) => e.type)).toEqual(["client.authentication_failed", "client.created"]);
+    expect((await get("?account=root")).body.events.map((e) => e.type)).toEqual(["console.signed_in", "account.created"]);
+    expect((await get("?type=&client=&account=")).body.events.length).toBeGreaterThan(3);
+
+    for (const [query, message] of [
+      ["?limit=0", "limit must be an integer from 1 to 100."],
+      ["?limit=101", "limit must be an integer from 1 to 100."],
+      ["?limit=ten", "limit must be an integer from 1 to 100."],
+      ["?type=token.stolen", expect.stringMatching(/^type must be one of token\.issued, .*console\.signed_out\.$/)],
+      ["?before=1.2", "before must be the next cursor of a previous page."],
+      [`?client=${"c".repeat(201)}`, "client must be 1-200 characters."],
+    ] as const) {
+      const res = await get(query);
+      expect([res.status, res.body], query).toStrictEqual([400, { error: 1009, message }]);
+    }
+    expect((await call(h.app, "GET", "/api/events")).status, "signed-in only").toBe(401);
+  });
+
+  it("without an audit store: audit false and no events", async () => {
+    const h = await consoleHarness();
+    const s = await signIn(h.app);
+    const res = await call(h.app, "GET", "/api/events", { cookie: s.cookie });
+    expect([res.status, await res.json()]).toStrictEqual([200, { audit: false, events: [], next: null }]);
+  });
+});

@@ -1,0 +1,321 @@
+/**
+ * Security events (`onEvent`): every type, emitted where it happens, with its whole shape; a hook
+ * that throws, rejects or never settles leaves every answer as it was; no event ever holds a
+ * secret, password, token or hash that was sent or stored.
+ */
+import { describe, expect, it } from "vitest";
+import { createMemoryStorage, sha256, SECURITY_EVENT_TYPES, type PlantgateOptions, type SecurityEvent, type SecurityEventType } from "../src/index.js";
+import { basic, BASE, harness, type Harness } from "./helpers.js";
+import { ADMIN, call, consoleHarness, signIn } from "./console-helpers.js";
+
+const IP = "198.51.100.7";
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+function post(h: Harness, path: string, form: Record<string, string>, authorization: string | null = basic(h.clientId, h.clientSecret)) {
+  return h.app.fetch(
+    new Request(`${BASE}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...(authorization !== null ? { authorization } : {}) },
+      body: new URLSearchParams(form).toString(),
+    }),
+    { clientIp: IP },
+  );
+}
+const token = (h: Harness, form: Record<string, string>, authorization?: string | null) => post(h, "/UserService/connect/token", form, authorization);
+
+/** A harness whose events are collected; `take()` flushes and returns (and forgets) them. */
+async function recorded(options: PlantgateOptions = {}) {
+  const events: SecurityEvent[] = [];
+  const h = await harness({ onEvent: (e) => void events.push(e), ...options });
+  const take = async () => {
+    await h.app.flushEvents();
+    return events.splice(0);
+  };
+  await take();
+  return { h, take, all: events };
+}
+
+/** The event's own fields, after checking `id` and `time`. */
+function fields(e: SecurityEvent, time: number): Record<string, unknown> {
+  const { id, time: t, ...rest } = e;
+  expect(id).toMatch(UUID);
+  expect(t).toBe(time);
+  return rest;
+}
+
+describe("security events", () => {
+  it("token.issued for client_credentials: grant, client, subject, scope, jti, expiry, client IP", async () => {
+    const { h, take } = await recorded();
+    const res = await token(h, { grant_type: "client_credentials", scope: "Platform_AllAppsServerCommands" });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { access_token: string };
+    const claims = JSON.parse(atob(body.access_token.split(".")[1]!.replace(/-/g, "+").replace(/_/g, "/"))) as { jti: string; exp: number };
+    const [e, ...more] = await take();
+    expect(more).toEqual([]);
+    expect(fields(e!, h.clock.now())).toStrictEqual({
+      type: "token.issued",
+      grant_type: "client_credentials",
+      client_id: "app-1",
+      subject: "client:app-1",
+      scope: "Platform_AllAppsServerCommands",
+      jti: claims.jti,
+      expires_at: claims.exp * 1000,
+      family_id: null,
+      client_ip: IP,
+    });
+    expect(Object.keys(e!).slice(0, 3), "type, id, time lead a JSON line").toEqual(["type", "id", "time"]);
+  });
+
+  it("password grant, refresh, grace replay and reuse: token.issued, token.refreshed, refresh_token.reuse_detected", async () => {
+    const { h, take } = await recorded();
+    const account = (await h.app.storage.accounts.findByUsername("alice"))!;
+    const first = (await (await token(h, { grant_type: "password", username: "alice", password: h.password, scope: "Platform_UserAPIs offline_access" })).json()) as { refresh_token: string };
+    const [issued] = await take();
+    const familyId = (await h.app.storage.refreshTokens.findByHash(await sha256(first.refresh_token)))!.familyId;
+    expect(fields(issued!, h.clock.now())).toMatchObject({ type: "token.issued", grant_type: "password", subject: account.id, family_id: familyId, scope: "Platform_UserAPIs offline_access" });
+
+    h.clock.advance(1000);
+    expect((await token(h, { grant_type: "refresh_token", refresh_token: first.refresh_token })).status).toBe(200);
+    const rotation = await take();
+    expect(rotation.map((e) => fields(e, h.clock.now()))).toStrictEqual([
+      { type: "token.refreshed", client_id: "app-1", account_id: account.id, family_id: familyId, scope: "Platform_UserAPIs offline_access", replay: false, client_ip: IP },
+      expect.objectContaining({ type: "token.issued", grant_type: "refresh_token", subject: account.id, family_id: familyId }),
+    ]);
+
+    // Within the grace window: the rotation's answer again, a replay.
+    h.clock.advance(1000);
+    expect((await token(h, { grant_type: "refresh_token", refresh_token: first.refresh_token })).status).toBe(200);
+    expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
+      { type: "token.refreshed", client_id: "app-1", account_id: account.id, family_id: familyId, scope: "Platform_UserAPIs offline_access", replay: true, client_ip: IP },
+    ]);
+
+    // A replay for a narrower scope gets a fresh access token, of the same family.
+    h.clock.advance(1000);
+    expect((await token(h, { grant_type: "refresh_token", refresh_token: first.refresh_token, scope: "Platform_UserAPIs" })).status).toBe(200);
+    expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
+      expect.objectContaining({ type: "token.issued", grant_type: "refresh_token", subject: account.id, scope: "Platform_UserAPIs", family_id: familyId }),
+      { type: "token.refreshed", client_id: "app-1", account_id: account.id, family_id: familyId, scope: "Platform_UserAPIs", replay: true, client_ip: IP },
+    ]);
+
+    // After the window: reuse, the family is revoked.
+    h.clock.advance(60_000);
+    expect((await token(h, { grant_type: "refresh_token", refresh_token: first.refresh_token })).status).toBe(400);
+    expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
+      { type: "refresh_token.reuse_detected", family_id: familyId, client_id: "app-1", account_id: account.id, client_ip: IP },
+    ]);
+  });
+
+  it("client.authentication_failed: invalid secret, unknown client, malformed, throttled", async () => {
+    const { h, take } = await recorded({ bruteForce: { maxFailures: 2, windowSeconds: 60 } });
+    const cc = { grant_type: "client_credentials" };
+    expect((await token(h, cc, basic("app-1", "wrong-secret-wrong-secret"))).status).toBe(401);
+    expect((await token(h, cc, basic("nobody", "wrong-secret-wrong-secret"))).status).toBe(401);
+    expect((await token(h, cc, "Basic !!!")).status).toBe(401);
+    expect((await token(h, cc, null)).status).toBe(401);
+    expect((await token(h, cc, basic("app-1", "wrong-secret-wrong-secret"))).status).toBe(401);
+    expect((await token(h, cc, basic("app-1", h.clientSecret))).status).toBe(429);
+    const failed = (client_id: string | null, reason: string) => ({ type: "client.authentication_failed", client_id, reason, client_ip: IP });
+    expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
+      failed("app-1", "invalid_secret"),
+      failed("nobody", "unknown_client"),
+      failed(null, "malformed"),
+      failed(null, "malformed"),
+      failed("app-1", "invalid_secret"),
+      failed("app-1", "throttled"),
+    ]);
+  });
+
+  it("account.login_failed (unknown username, invalid password, disabled, throttled) and one account.locked_out", async () => {
+    const { h, take } = await recorded({ bruteForce: { maxFailures: 2, windowSeconds: 60 } });
+    await h.app.admin.createAccount({ username: "bob", password: "bob-password-1", enabled: false });
+    await take();
+    const pw = (username: string, password: string) => token(h, { grant_type: "password", username, password });
+    expect((await pw("nobody", "whatever-password")).status).toBe(400);
+    expect((await pw("bob", "bob-password-1")).status).toBe(400);
+    expect((await pw("alice", "not-her-password")).status).toBe(400);
+    expect((await pw("alice", "not-her-password")).status).toBe(400);
+    expect((await pw("alice", h.password)).status).toBe(429);
+    expect((await pw("alice", h.password)).status).toBe(429);
+    const failed = (username: string, reason: string) => ({ type: "account.login_failed", username, reason, source: "password_grant", client_id: "app-1", client_ip: IP });
+    expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
+      failed("nobody", "unknown_username"),
+      failed("bob", "account_disabled"),
+      failed("alice", "invalid_password"),
+      failed("alice", "invalid_password"),
+      { type: "account.locked_out", username: "alice", lock: "username_address", source: "password_grant", locked_until: h.clock.now() + 60_000, client_ip: IP },
+      failed("alice", "throttled"),
+      failed("alice", "throttled"),
+    ]);
+  });
+
+  it("token.revoked for an access token (jti) and a refresh token (family)", async () => {
+    const { h, take } = await recorded();
+    const t = (await (await token(h, { grant_type: "password", username: "alice", password: h.password, scope: "Platform_UserAPIs offline_access" })).json()) as { access_token: string; refresh_token: string };
+    const [issued] = (await take()) as [Extract<SecurityEvent, { type: "token.issued" }>];
+    expect((await post(h, "/UserService/connect/revocation", { token: t.access_token })).status).toBe(200);
+    expect((await post(h, "/UserService/connect/revocation", { token: t.refresh_token })).status).toBe(200);
+    expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
+      { type: "token.revoked", client_id: "app-1", token_type: "access_token", jti: issued.jti, family_id: null, client_ip: IP },
+      { type: "token.revoked", client_id: "app-1", token_type: "refresh_token", jti: null, family_id: issued.family_id, client_ip: IP },
+    ]);
+  });
+
+  it("administrative events from app.admin: clients, accounts, signing keys (actor null)", async () => {
+    const { h, take } = await recorded();
+    await h.app.admin.createClient({ clientId: "reports", name: "Reports", grantTypes: ["client_credentials"], scopes: ["Platform_AllAppsServerCommands"] });
+    await h.app.admin.rotateClientSecret("reports");
+    await h.app.admin.deleteClient("reports");
+    const carol = await h.app.admin.createAccount({ username: "carol", password: "carol-password", roles: ["ops"] });
+    const [dave] = await h.app.admin.importAccounts([{ username: "dave", password: "dave-password", enabled: false }]);
+    await h.app.admin.setAccountEnabled("carol", false);
+    await h.app.admin.setAccountEnabled("carol", false);
+    await h.app.admin.setAccountEnabled("carol", true);
+    const rotated = await h.app.admin.rotateSigningKey({ now: true });
+    const now = h.clock.now();
+    expect((await take()).map((e) => fields(e, now))).toStrictEqual([
+      { type: "client.created", client_id: "reports", name: "Reports", grant_types: ["client_credentials"], scopes: ["Platform_AllAppsServerCommands"], actor: null },
+      { type: "client.secret_rotated", client_id: "reports", actor: null },
+      { type: "client.deleted", client_id: "reports", actor: null },
+      { type: "account.created", account_id: carol.id, username: "carol", roles: ["ops"], enabled: true, actor: null },
+      { type: "account.created", account_id: dave!.id, username: "dave", roles: [], enabled: false, actor: null },
+      { type: "account.disabled", account_id: carol.id, username: "carol", actor: null },
+      { type: "account.enabled", account_id: carol.id, username: "carol", actor: null },
+      { type: "signing_key.rotated", kid: rotated.kid, alg: "ES256", activates_at: now, immediate: true, automatic: false, deleted: [], actor: null },
+    ]);
+  });
+
+  it("signing_key.rotated from automatic rotation (actor null, automatic true)", async () => {
+    const { h, take } = await recorded({ signingKeyMaxAgeSeconds: 3600 });
+    await h.app.jwks();
+    await take();
+    h.clock.advance(3600_000);
+    await h.app.jwks();
+    const events = await take();
+    expect(events.map((e) => e.type)).toEqual(["signing_key.rotated"]);
+    const keys = await h.app.storage.signingKeys.list();
+    const next = keys.find((k) => k.activatesAt > h.clock.now())!;
+    expect(fields(events[0]!, h.clock.now())).toStrictEqual({
+      type: "signing_key.rotated",
+      kid: next.kid,
+      alg: "ES256",
+      activates_at: next.activatesAt,
+      immediate: false,
+      automatic: true,
+      deleted: [],
+      actor: null,
+    });
+  });
+
+  it("console: signed_in, login_failed (not_admin, invalid password), signed_out, and the administrator as actor", async () => {
+    const events: SecurityEvent[] = [];
+    const h = await consoleHarness({ onEvent: (e) => void events.push(e) });
+    await h.app.flushEvents();
+    events.splice(0);
+    const admin = (await h.app.storage.accounts.findByUsername(ADMIN.username))!;
+    expect((await call(h.app, "POST", "/api/session", { body: { username: "alice", password: h.password }, clientIp: IP })).status).toBe(403);
+    expect((await call(h.app, "POST", "/api/session", { body: { username: ADMIN.username, password: "wrong-password" }, clientIp: IP })).status).toBe(401);
+    const s = await signIn(h.app, ADMIN.username, ADMIN.password, { clientIp: IP });
+    const created = await call(h.app, "POST", "/api/clients", { body: { clientId: "c2", name: "C2" }, cookie: s.cookie, csrf: s.csrf, clientIp: IP });
+    expect(created.status).toBe(201);
+    expect((await call(h.app, "POST", "/api/session/sign-out", { cookie: s.cookie, csrf: s.csrf, clientIp: IP })).status).toBe(204);
+    await h.app.flushEvents();
+    const now = h.clock.now();
+    expect(events.map((e) => fields(e, now))).toStrictEqual([
+      { type: "account.login_failed", username: "alice", reason: "not_admin", source: "console", client_id: null, client_ip: IP },
+      { type: "account.login_failed", username: ADMIN.username, reason: "invalid_password", source: "console", client_id: null, client_ip: IP },
+      { type: "console.signed_in", account_id: admin.id, username: ADMIN.username, client_ip: IP },
+      { type: "client.created", client_id: "c2", name: "C2", grant_types: ["client_credentials", "password", "refresh_token"], scopes: expect.any(Array), actor: ADMIN.username },
+      { type: "console.signed_out", account_id: admin.id, username: ADMIN.username, client_ip: IP },
+    ]);
+  });
+
+  it("every event type of the union is emitted by this suite's flows (the list is complete)", () => {
+    // client.secret_added / client.secret_revoked belong to overlapping client secrets, which emit them.
+    const covered: SecurityEventType[] = [
+      "token.issued", "token.refreshed", "refresh_token.reuse_detected", "client.authentication_failed", "account.login_failed",
+      "account.locked_out", "token.revoked", "client.created", "client.deleted", "client.secret_rotated", "signing_key.rotated",
+      "account.created", "account.disabled", "account.enabled", "console.signed_in", "console.signed_out",
+    ];
+    expect(SECURITY_EVENT_TYPES.filter((t) => !covered.includes(t))).toEqual(["client.secret_added", "client.secret_revoked"]);
+  });
+});
+
+describe("a failing or slow onEvent hook never changes an answer", () => {
+  /** The same requests against an app with the given hook: statuses and bodies, tokens masked. */
+  async function run(onEvent: PlantgateOptions["onEvent"], logged: unknown[][] = []) {
+    const h = await harness({ ...(onEvent ? { onEvent } : {}), randomBytes: seeded(), logger: { error: (...a: unknown[]) => void logged.push(a), warn() {} } });
+    const out: unknown[] = [];
+    const answer = async (res: Response) => out.push([res.status, Object.fromEntries(res.headers), (await res.text()).replace(/"(access_token|refresh_token)":"[^"]+"/g, '"$1":"…"')]);
+    await answer(await token(h, { grant_type: "client_credentials" }));
+    await answer(await token(h, { grant_type: "client_credentials" }, basic("app-1", "wrong-secret-wrong-secret")));
+    await answer(await token(h, { grant_type: "password", username: "alice", password: "nope-nope-nope" }));
+    await answer(await token(h, { grant_type: "password", username: "alice", password: h.password, scope: "Platform_UserAPIs offline_access" }));
+    await h.app.flushEvents();
+    return out;
+  }
+  /** Deterministic random bytes, so two apps issue the same ids. */
+  function seeded() {
+    let n = 1;
+    return (size: number) => Uint8Array.from({ length: size }, () => (n = (n * 48271) % 2147483647) & 0xff);
+  }
+
+  it("a throwing, a rejecting and a never-settling hook: the same answers as no hook; failures logged by type and id only", async () => {
+    const baseline = await run(undefined);
+    const loggedSync: unknown[][] = [];
+    expect(await run(() => {
+      throw new Error("hook broke");
+    }, loggedSync)).toEqual(baseline);
+    expect(loggedSync.length).toBeGreaterThanOrEqual(5);
+    for (const [message, context] of loggedSync) {
+      expect(message).toBe("onEvent hook failed");
+      expect(context).toStrictEqual({ type: expect.any(String), id: expect.stringMatching(UUID), error: "hook broke" });
+    }
+    const loggedAsync: unknown[][] = [];
+    expect(await run(async () => Promise.reject(new Error("async hook broke")), loggedAsync)).toEqual(baseline);
+    expect(loggedAsync.map((l) => (l[1] as { error: string }).error)).toEqual(loggedSync.map(() => "async hook broke"));
+
+    // A hook that never settles: answers do not wait for it (flushEvents would, so it is not called here).
+    const h = await harness({ onEvent: () => new Promise<void>(() => {}) });
+    const started = Date.now();
+    const res = await token(h, { grant_type: "client_credentials" });
+    expect(res.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(2000);
+  });
+
+  it("an audit store that fails: the answer stands and the failure is logged", async () => {
+    const logged: unknown[][] = [];
+    const memory = createMemoryStorage({ audit: true });
+    const h = await harness({ storage: { ...memory, audit: { ...memory.audit!, append: async () => Promise.reject(new Error("disk full")) } }, logger: { error: (...a: unknown[]) => void logged.push(a), warn() {} } });
+    await h.app.flushEvents();
+    logged.splice(0);
+    expect((await token(h, { grant_type: "client_credentials" })).status).toBe(200);
+    await h.app.flushEvents();
+    expect(logged).toStrictEqual([["audit store append failed; event not kept", { type: "token.issued", id: expect.stringMatching(UUID), error: "disk full" }]]);
+  });
+});
+
+describe("no event holds a secret, password, token or hash", () => {
+  it("over every flow above, no event's JSON contains what was sent or stored", async () => {
+    const { h, all } = await recorded({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
+    const sent: string[] = [h.clientSecret, h.password, "wrong-secret-wrong-secret", "not-her-password"];
+    const t = (await (await token(h, { grant_type: "password", username: "alice", password: h.password, scope: "Platform_UserAPIs offline_access" })).json()) as { access_token: string; refresh_token: string };
+    const cc = (await (await token(h, { grant_type: "client_credentials" })).json()) as { access_token: string };
+    const r = (await (await token(h, { grant_type: "refresh_token", refresh_token: t.refresh_token })).json()) as { access_token: string; refresh_token: string };
+    expect((await post(h, "/UserService/connect/revocation", { token: r.refresh_token })).status).toBe(200);
+    expect((await post(h, "/UserService/connect/revocation", { token: cc.access_token })).status).toBe(200);
+    for (let i = 0; i < 5; i++) await token(h, { grant_type: "password", username: "alice", password: "not-her-password" });
+    for (let i = 0; i < 5; i++) await token(h, { grant_type: "client_credentials" }, basic("app-1", "wrong-secret-wrong-secret"));
+    const { clientSecret: rotatedSecret } = await h.app.admin.rotateClientSecret("app-1");
+    await h.app.admin.createAccount({ username: "erin", password: "erin-password-1" });
+    await h.app.flushEvents();
+    const tokens = [t.access_token, t.refresh_token, cc.access_token, r.access_token, r.refresh_token, rotatedSecret, "erin-password-1"];
+    const secrets = [...sent, ...tokens];
+    const hashes = await Promise.all(secrets.map(sha256));
+    const stored = [(await h.app.storage.clients.get("app-1"))!.secretHash, (await h.app.storage.accounts.findByUsername("alice"))!.passwordHash];
+    const text = all.map((e) => JSON.stringify(e)).join("\n");
+    expect([...new Set(all.map((e) => e.type))].sort()).toEqual(["account.created", "account.locked_out", "account.login_failed", "client.authentication_failed", "client.secret_rotated", "token.issued", "token.refreshed", "token.revoked"]);
+    for (const s of [...secrets, ...hashes, ...stored]) expect(text.includes(s), `an event holds ${s.slice(0, 6)}…`).toBe(false);
+    // JWT pieces too: no event carries a signature or a header.payload.
+    for (const jwt of tokens.filter((x) => x.split(".").length === 3)) for (const part of jwt.split(".").slice(1)) expect(text.includes(part)).toBe(false);
+  });
+});

@@ -1,0 +1,60 @@
+import type { AuditRecord, AuditStore } from "@plantgate/core";
+import type { Insertable, Selectable } from "kysely";
+import type { StoreContext } from "../context.js";
+import { deleteBatch } from "../delete-batch.js";
+import { prepared } from "../prepared.js";
+import { TABLES, type AuditTable } from "../schema.js";
+import { toInt, toNullableText, toText } from "../values.js";
+
+const record = (r: Selectable<AuditTable>): AuditRecord => ({
+  id: toText(r.id, "id"),
+  type: toText(r.type, "type"),
+  time: toInt(r.time, "time"),
+  clientId: toNullableText(r.client_id, "client_id"),
+  accountId: toNullableText(r.account_id, "account_id"),
+  username: toNullableText(r.username, "username"),
+  data: toText(r.data, "data"),
+});
+
+/** `pg_audit_events` (kept security events) as core's {@link AuditStore}. */
+export function auditStore(ctx: StoreContext): AuditStore {
+  const { db, family, run, text, nullableText, storableKey } = ctx;
+  const q = {
+    insert: prepared((row: Insertable<AuditTable>) => {
+      // A repeated id changes nothing (a no-op update on MySQL, as revoked tokens do).
+      const insert = db.insertInto(TABLES.audit).values(row);
+      return family === "mysql" ? insert.onDuplicateKeyUpdate((eb) => ({ id: eb.ref("id") })) : insert.onConflict((oc) => oc.column("id").doNothing());
+    }),
+  };
+  return {
+    append: (r) =>
+      run("audit.append", async () => {
+        await q.insert(db, {
+          id: text(r.id, "id"),
+          type: text(r.type, "type"),
+          time: r.time,
+          client_id: nullableText(r.clientId, "clientId"),
+          account_id: nullableText(r.accountId, "accountId"),
+          username: nullableText(r.username, "username"),
+          data: text(r.data, "data"),
+        });
+      }),
+    list: (query) =>
+      run("audit.list", async () => {
+        if (!Number.isSafeInteger(query.limit) || query.limit < 1 || query.limit > 1000) throw new TypeError("audit.list: limit must be 1-1000");
+        for (const v of [query.type, query.clientId, query.account, query.before?.id]) if (v !== undefined && !storableKey(v)) return [];
+        let select = db.selectFrom(TABLES.audit).selectAll();
+        if (query.type !== undefined) select = select.where("type", "=", query.type);
+        if (query.clientId !== undefined) select = select.where("client_id", "=", query.clientId);
+        const account = query.account;
+        if (account !== undefined) select = select.where((eb) => eb.or([eb("account_id", "=", account), eb("username", "=", account)]));
+        const before = query.before;
+        if (before !== undefined) {
+          select = select.where((eb) => eb.or([eb("time", "<", before.time), eb.and([eb("time", "=", before.time), eb("id", "<", before.id)])]));
+        }
+        const rows = await select.orderBy("time", "desc").orderBy("id", "desc").limit(query.limit).execute();
+        return rows.map(record);
+      }),
+    deleteExpired: (before, limit) => run("audit.deleteExpired", () => deleteBatch(ctx, TABLES.audit, "id", (eb) => eb("time", "<=", before), limit)),
+  };
+}

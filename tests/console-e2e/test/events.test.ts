@@ -1,0 +1,158 @@
+/**
+ * The console's "Security events" page in Debian chromium, against the real example node server
+ * with an audit store: events made over real HTTP (a wrong client secret, a token, a wrong
+ * password) are listed newest first, filter by type, client and account, page with Older/Newer,
+ * and the page never shows a secret, password or token that was sent.
+ */
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createMemoryStorage } from "@plantgate/core";
+import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
+const present = existsSync(CHROMIUM);
+const CI = process.env.CI === "true";
+const SHOTS = process.env.UPDATE_SCREENSHOTS === "1"
+  ? resolve(dirname(fileURLToPath(import.meta.url)), "../../../docs/screenshots")
+  : resolve(dirname(fileURLToPath(import.meta.url)), "../screenshots");
+const ADMIN = { username: "admin", password: "console-e2e-password" };
+const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
+const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+const basic = (id: string, secret: string) => "Basic " + Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString("base64");
+
+async function tokenRequest(url: string, id: string, secret: string, form: Record<string, string>) {
+  const res = await fetch(`${url}/UserService/connect/token`, {
+    method: "POST",
+    headers: { authorization: basic(id, secret), "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams(form).toString(),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+const name = present
+  ? "console Security events page in Debian chromium"
+  : CI
+    ? "console Security events page in Debian chromium (chromium missing under CI=true: must fail)"
+    : `console Security events page in Debian chromium (SKIPPED: ${CHROMIUM} not found; apt-get install chromium)`;
+
+(present || CI ? describe : describe.skip)(name, () => {
+  let server: RunningServer;
+  let browser: Browser;
+  let page: Page;
+  const problems: string[] = [];
+  const sent: string[] = [CLIENT.secret, ADMIN.password, "wrong-client-secret-000000", "wrong-user-password"];
+
+  beforeAll(async () => {
+    if (!present) throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium (apt-get install chromium)`);
+    mkdirSync(SHOTS, { recursive: true });
+    server = await startServer(
+      {
+        PORT: "0",
+        PLANTGATE_BOOTSTRAP_ADMIN: "1",
+        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
+        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
+        PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT.id,
+        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT.secret,
+        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
+      },
+      { storage: createMemoryStorage({ audit: true }), logger: { error() {}, warn() {} } },
+    );
+    // Over real HTTP: 22 tokens, a wrong client secret, a wrong password (in that order).
+    for (let i = 0; i < 22; i++) {
+      const ok = await tokenRequest(server.url, CLIENT.id, CLIENT.secret, { grant_type: "client_credentials" });
+      expect(ok.status).toBe(200);
+      sent.push(ok.body.access_token as string);
+    }
+    expect((await tokenRequest(server.url, CLIENT.id, "wrong-client-secret-000000", { grant_type: "client_credentials" })).status).toBe(401);
+    expect((await tokenRequest(server.url, CLIENT.id, CLIENT.secret, { grant_type: "password", username: ADMIN.username, password: "wrong-user-password" })).status).toBe(400);
+    await server.app.flushEvents();
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on("pageerror", (e) => problems.push(e.message));
+    page.on("response", (r) => {
+      if (r.status() >= 400 && r.status() !== 401) problems.push(`${r.status()} ${r.url()}`);
+    });
+    await page.goto(server.consoleUrl!);
+    await page.locator("#sign-in-username").fill(ADMIN.username);
+    await page.locator("#sign-in-password").fill(ADMIN.password);
+    await page.locator("#sign-in-password").press("Enter");
+    await page.locator("#view-security").waitFor({ state: "visible" });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  const column = (label: string) => page.locator(`#events-body td[data-label="${label}"]`).allTextContents();
+
+  it("lists the newest events first, as the audit trail holds them, 20 to a page", async () => {
+    await page.getByRole("link", { name: "Security events" }).click();
+    await page.locator("#view-events").waitFor({ state: "visible" });
+    expect(new URL(page.url()).hash).toBe("#/events");
+    await page.locator("#events-body tr").first().waitFor();
+    const newest = (await server.app.admin.listEvents({ limit: 20 })).events;
+    expect(newest.slice(0, 3).map((e) => e.type)).toEqual(["console.signed_in", "account.login_failed", "client.authentication_failed"]);
+    expect(await column("Type")).toEqual(newest.map((e) => e.type));
+    const rows = await page.locator("#events-body tr").count();
+    expect(rows).toBe(20);
+    const first = await page.locator("#events-body tr").nth(1).locator("td").allTextContents();
+    expect(first.slice(1)).toEqual(["account.login_failed", CLIENT.id, ADMIN.username, "127.0.0.1", "reason: invalid_password; source: password_grant"]);
+    expect(await page.locator("#events-page-info").textContent()).toBe("Page 1");
+    expect(await page.locator("#events-newer").isDisabled()).toBe(true);
+    await page.screenshot({ path: `${SHOTS}/console-security-events.png` });
+  });
+
+  it("pages to older events and back", async () => {
+    const all = (await server.app.admin.listEvents({ limit: 1000 })).events;
+    await page.getByRole("button", { name: "Older events" }).click();
+    await expect.poll(() => page.locator("#events-page-info").textContent()).toBe("Page 2");
+    expect(await column("Type")).toEqual(all.slice(20, 40).map((e) => e.type));
+    await page.getByRole("button", { name: "Newer events" }).click();
+    await expect.poll(() => page.locator("#events-page-info").textContent()).toBe("Page 1");
+    expect(await column("Type")).toEqual(all.slice(0, 20).map((e) => e.type));
+  });
+
+  it("filters by type, by client and by account", async () => {
+    await page.locator("#events-type").selectOption("client.authentication_failed");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect.poll(() => column("Type")).toEqual(["client.authentication_failed"]);
+    expect(await page.locator("#events-body tr td").allTextContents().then((t) => t.slice(1))).toEqual(["client.authentication_failed", CLIENT.id, "", "127.0.0.1", "reason: invalid_secret"]);
+
+    await page.locator("#events-type").selectOption("");
+    await page.locator("#events-account").fill(ADMIN.username);
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect.poll(() => column("Type")).toEqual(["console.signed_in", "account.login_failed", "account.created"]);
+
+    await page.locator("#events-account").fill("");
+    await page.locator("#events-type").selectOption("token.issued");
+    await page.locator("#events-client").fill(CLIENT.id);
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect.poll(() => page.locator("#events-body tr").count()).toBe(20);
+    expect(new Set(await column("Client"))).toEqual(new Set([CLIENT.id]));
+    await page.getByRole("button", { name: "Older events" }).click();
+    await expect.poll(() => page.locator("#events-body tr").count()).toBe(2);
+    expect(await page.locator("#events-older").isDisabled()).toBe(true);
+
+    await page.locator("#events-client").fill("nobody");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect.poll(() => page.locator("#events-empty").isVisible()).toBe(true);
+  });
+
+  it("never shows a secret, password or token that was sent; no script error or failed request", async () => {
+    await page.locator("#events-client").fill("");
+    await page.locator("#events-type").selectOption("");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await page.locator("#events-body tr").first().waitFor();
+    const html = await page.content();
+    for (const s of sent) expect(html.includes(s), `the page shows ${s.slice(0, 6)}…`).toBe(false);
+    expect(problems).toEqual([]);
+  });
+});
