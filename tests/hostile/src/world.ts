@@ -211,17 +211,17 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
       serverLog.warn(message, context);
     },
   };
+  const random = seededBytes(seed);
+  const events: string[] = [];
   const observability = {
     observer: metrics.observer,
     onEvent: (event: SecurityEvent) => {
+      events.push(JSON.stringify(event));
       metrics.countEvent(event);
       logEvent(event);
     },
   };
-  const random = seededBytes(seed);
-  const events: string[] = [];
   const common: PlantgateOptions = {
-    onEvent: (event) => void events.push(JSON.stringify(event)),
     storage: rec.storage,
     clock: () => clock.now,
     passwordHashIterations: 1000,
