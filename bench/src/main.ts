@@ -18,6 +18,8 @@ const settings = quick
   ? { warmup: 1, rounds: 2, seconds: 2, connections: 32, memoryTotal: 100_000, memoryCheckpoint: 10_000, pagingAccounts: 100_000, pagingSamples: 11 }
   : { warmup: 2, rounds: 3, seconds: 2, connections: 32, memoryTotal: 1_000_000, memoryCheckpoint: 100_000, pagingAccounts: 1_000_000, pagingSamples: 25 };
 const only = process.env.BENCH_ONLY?.split(",");
+// BENCH_SERVERS=pgMemory,pgSqlite: only these contenders (ids of CONTENDERS), e.g. for a profile.
+const servers = process.env.BENCH_SERVERS?.split(",");
 // The memory check's length is bounded by plantgate's own throughput; BENCH_MEMORY_REQUESTS
 // shortens it (the checkpoint stays at a tenth) when a run must fit a time box.
 if (process.env.BENCH_MEMORY_REQUESTS) {
@@ -434,6 +436,7 @@ async function main(): Promise<number> {
     if (only && !only.includes(workload)) continue;
     for (const id of ids) {
       const c = CONTENDERS[id]!;
+      if (servers && !servers.includes(id)) continue;
       if (c.postgres && (!havePostgres || (c.postgres.redis && !haveRedis))) continue;
       rows.push(await measure(workload, c));
     }
@@ -474,7 +477,7 @@ async function main(): Promise<number> {
   console.log(markdown);
   const resultsDir = join(BENCH_DIR, "results");
   mkdirSync(resultsDir, { recursive: true });
-  const file = join(resultsDir, quick || only ? "quick.md" : "latest.md");
+  const file = join(resultsDir, quick || only || servers ? "quick.md" : "latest.md");
   writeFileSync(file, markdown);
   log(`written to ${file}`);
   return 0;

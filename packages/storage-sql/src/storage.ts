@@ -4,6 +4,7 @@ import type { D1DatabaseLike } from "./batch.js";
 import { createStoreContext } from "./context.js";
 import { migrateToLatest } from "./migrations.js";
 import type { Database, SqlFamily } from "./schema.js";
+import type { SqliteFastPath } from "./sqlite-fast.js";
 import { accountStore } from "./stores/accounts.js";
 import { attemptStore } from "./stores/attempts.js";
 import { clientStore } from "./stores/clients.js";
@@ -52,6 +53,12 @@ export interface CreateSqlStorageOptions {
    * set for you by `createD1Storage` from `@plantgate/storage-sql/d1`.
    */
   d1?: D1DatabaseLike;
+  /**
+   * What `sqliteFastPath(database)` made of the better-sqlite3 database under `db` (whose
+   * `SqliteDialect` must have been given its `database`): a read cache validated per read by
+   * `PRAGMA data_version` and synchronous hot statements. `openSqlStorage` sets it for SQLite.
+   */
+  sqlite?: SqliteFastPath;
 }
 
 /**
@@ -70,7 +77,7 @@ export interface CreateSqlStorageOptions {
  * await storage.migrate();
  */
 export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, options: CreateSqlStorageOptions = {}): SqlStorage {
-  const ctx = createStoreContext(db, family, options.d1);
+  const ctx = createStoreContext(db, family, options.d1, options.sqlite);
   let closed: Promise<void> | null = null;
 
   return {
