@@ -104,6 +104,8 @@ interface Row {
   peakRssMb: number;
   errors: number;
   requests: number;
+  /** Server CPU time (user + system) per request, median of the rounds: stays meaningful on a busy machine. */
+  cpuUsPerRequest: number;
 }
 
 const median = (xs: number[]) => {
@@ -190,7 +192,13 @@ async function measure(workload: Workload, c: Contender): Promise<Row> {
     const bearer = workload === "list" || workload === "plants" ? await bearerFor(server, c) : "";
     await wrkRun(workload, c, server, bearer, settings.warmup);
     const runs: WrkResult[] = [];
-    for (let i = 0; i < settings.rounds; i++) runs.push(await wrkRun(workload, c, server, bearer, settings.seconds));
+    const cpuUs: number[] = [];
+    for (let i = 0; i < settings.rounds; i++) {
+      const cpu0 = server.cpuMs();
+      const run = await wrkRun(workload, c, server, bearer, settings.seconds);
+      runs.push(run);
+      cpuUs.push(run.requests > 0 ? ((server.cpuMs() - cpu0) * 1000) / run.requests : NaN);
+    }
     const row: Row = {
       workload,
       contender: c,
@@ -200,8 +208,9 @@ async function measure(workload: Workload, c: Contender): Promise<Row> {
       peakRssMb: server.memoryKb("VmHWM") / 1024,
       errors: runs.reduce((n, r) => n + errorCount(r), 0),
       requests: runs.reduce((n, r) => n + r.requests, 0),
+      cpuUsPerRequest: median(cpuUs),
     };
-    log(`  ${WORKLOAD_LABEL[workload].padEnd(46)} ${c.label.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s  p50 ${row.p50ms.toFixed(2)} ms  p99 ${row.p99ms.toFixed(2)} ms  RSS ${row.peakRssMb.toFixed(0)} MB${row.errors ? `  ERRORS ${row.errors}` : ""}`);
+    log(`  ${WORKLOAD_LABEL[workload].padEnd(46)} ${c.label.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s  p50 ${row.p50ms.toFixed(2)} ms  p99 ${row.p99ms.toFixed(2)} ms  RSS ${row.peakRssMb.toFixed(0)} MB  CPU ${row.cpuUsPerRequest.toFixed(0)} µs/req${row.errors ? `  ERRORS ${row.errors}` : ""}`);
     return row;
   } catch (error) {
     throw new Error(`${c.label} / ${workload}: ${(error as Error).message}\n${server.stderr()}`);
@@ -374,11 +383,11 @@ function render(rows: Row[], hash: HashCost[], memory: MemoryCheck | null, memor
       `Run took ${Math.round(seconds)} s. ${new Date().toISOString().slice(0, 10)}.`,
   );
   lines.push("");
-  lines.push("| Workload | Server | req/s | p50 ms | p99 ms | peak RSS MB | x bare | errors |");
-  lines.push("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+  lines.push("| Workload | Server | req/s | p50 ms | p99 ms | peak RSS MB | CPU µs/req | x bare | errors |");
+  lines.push("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const r of rows) {
     lines.push(
-      `| ${WORKLOAD_LABEL[r.workload]} | ${r.contender.label} | ${r.rps.toFixed(0)} | ${r.p50ms.toFixed(2)} | ${r.p99ms.toFixed(2)} | ${r.peakRssMb.toFixed(0)} | ${bare ? (r.rps / bare).toFixed(2) : "-"} | ${r.errors} |`,
+      `| ${WORKLOAD_LABEL[r.workload]} | ${r.contender.label} | ${r.rps.toFixed(0)} | ${r.p50ms.toFixed(2)} | ${r.p99ms.toFixed(2)} | ${r.peakRssMb.toFixed(0)} | ${r.cpuUsPerRequest.toFixed(0)} | ${bare ? (r.rps / bare).toFixed(2) : "-"} | ${r.errors} |`,
     );
   }
   lines.push("");
