@@ -160,7 +160,7 @@ export function accountStore(ctx: StoreContext): AccountStore {
       }),
     list: (offset, limit) =>
       run("accounts.list", async () => {
-        return pages.get(`${offset}:${limit}`, async () => {
+        const load = async () => {
           const rows = (await q.page(runner, { after: offset, limit })).rows;
           let total = rows[0]?.total;
           if (total === undefined) {
@@ -168,7 +168,9 @@ export function accountStore(ctx: StoreContext): AccountStore {
             if (total === undefined) throw new Error(`${TABLES.counters} has no "${ACCOUNTS}" row: the schema is not migrated`);
           }
           return { items: rows.map(accountRecord), total: toInt(total, "total") };
-        });
+        };
+        // At most 200 remembered pages of at most 100 accounts (API pages); larger ones are read.
+        return limit <= 100 ? pages.get(`${offset}:${limit}`, load) : load();
       }),
   };
 }
