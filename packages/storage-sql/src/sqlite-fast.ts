@@ -31,8 +31,13 @@ export interface DirectSqlite {
   free(): boolean;
   /** Runs a compiled query now, as Kysely's SQLite driver would (same result shape). */
   execute<R>(query: CompiledQuery<R>): QueryResult<R>;
-  /** Runs `fn` in BEGIN IMMEDIATE ... COMMIT (ROLLBACK when it throws), synchronously. */
-  transaction<T>(fn: () => T): T;
+  /**
+   * Group commit: runs `fn` (synchronous statements) at the end of this event-loop turn together
+   * with every other `fn` queued in it, each in its own SAVEPOINT (a throw undoes that one only)
+   * inside one BEGIN IMMEDIATE ... COMMIT, and settles each promise only after that COMMIT. One
+   * WAL commit then serves many concurrent writes, and nothing is acknowledged before it.
+   */
+  batched<T>(fn: () => T): Promise<T>;
 }
 
 /**
@@ -66,10 +71,48 @@ export function sqliteFastPath(raw: BetterSqlite3Like, statements = 200): Sqlite
     const { changes, lastInsertRowid } = stmt.run(query.parameters);
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
   };
+  // Group commit (see DirectSqlite.batched). better-sqlite3 runs a transaction function called
+  // inside an open transaction as a SAVEPOINT, released on return, rolled back to on a throw.
+  type Job = { fn: () => unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void };
+  let queue: Job[] = [];
+  const savepoint = raw.transaction((fn: () => unknown) => fn());
+  const flush = () => {
+    // A Kysely transaction is open and awaiting: its statements and ours must not mix. Next turn.
+    if (raw.inTransaction) return void setImmediate(flush);
+    const jobs = queue;
+    queue = [];
+    const outcomes: Array<{ ok: boolean; value: unknown }> = [];
+    try {
+      inTransaction(() => {
+        for (const job of jobs) {
+          // Some errors (I/O, disk full) make SQLite roll back the whole transaction: then stop
+          // rather than run the rest in autocommit mode; COMMIT fails and every job is refused.
+          if (!raw.inTransaction) break;
+          try {
+            outcomes.push({ ok: true, value: savepoint.immediate(job.fn) });
+          } catch (error) {
+            outcomes.push({ ok: false, value: error });
+          }
+        }
+      });
+    } catch (error) {
+      for (const job of jobs) job.reject(error);
+      return;
+    }
+    jobs.forEach((job, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) job.resolve(outcome.value);
+      else job.reject(outcome.value);
+    });
+  };
   const direct: DirectSqlite = {
     free: () => !raw.inTransaction,
     execute,
-    transaction: <T>(fn: () => T) => inTransaction(fn) as T,
+    batched: <T>(fn: () => T) =>
+      new Promise<T>((resolve, reject) => {
+        if (queue.length === 0) setImmediate(flush);
+        queue.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+      }),
   };
   return {
     database,

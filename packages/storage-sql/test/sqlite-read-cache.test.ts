@@ -148,4 +148,25 @@ describe("sqlite read cache (validated by PRAGMA data_version)", () => {
     expect(ok).toBe(true);
     expect((await s.clients.get("reporting"))?.secretHash).toBe("hash-five");
   });
+
+  it("group commit: inserts of one turn commit together, a duplicate among them fails alone, and all are durable before they settle", async () => {
+    const s = await storage();
+    const plant = (id: bigint) => ({ id, name: `p${id}`, tag: null });
+    expect(await s.plants.create(plant(1n))).toBe(true);
+    // One turn: two new ids, one taken, one repeated within the turn; and a Kysely transaction
+    // (accounts.create) interleaved, whose statements must not mix with the batch.
+    const results = await Promise.all([
+      s.plants.create(plant(2n)),
+      s.plants.create(plant(1n)),
+      s.accounts.create(account),
+      s.plants.create(plant(3n)),
+      s.plants.create(plant(3n)),
+    ]);
+    expect(results).toEqual([true, false, true, true, false]);
+    // Another connection (another process would see the same) sees every acknowledged insert.
+    const other = await storage();
+    for (const id of [1n, 2n, 3n]) expect(await other.plants.get(id)).toEqual(plant(id));
+    expect(await other.accounts.get("acc-1")).toEqual(account);
+    expect((await other.accounts.list(0, 10)).total).toBe(1);
+  });
 });

@@ -7,7 +7,7 @@ import { TABLES, type PlantTable } from "../schema.js";
 
 /** `pg_plants` as core's {@link PlantStore}. */
 export function plantStore(ctx: StoreContext): PlantStore {
-  const { db, runner, family, run, insertOrFalse, plantIdParam } = ctx;
+  const { db, runner, direct, family, run, insertOrFalse, plantIdParam } = ctx;
   const q = {
     insert: prepared((row: Insertable<PlantTable>) => db.insertInto(TABLES.plants).values(row)),
     get: prepared((p: { id: bigint | string }) =>
@@ -24,6 +24,8 @@ export function plantStore(ctx: StoreContext): PlantStore {
     create: (record) =>
       run("plants.create", async () => {
         const row = plantRow(ctx, record);
+        // SQLite: one group commit for the inserts of this event-loop turn (see DirectSqlite.batched).
+        if (direct !== undefined) return insertOrFalse(() => direct.batched(() => direct.execute(q.insert.compile(row))));
         return insertOrFalse(() => q.insert(runner, row));
       }),
     get: (id) =>

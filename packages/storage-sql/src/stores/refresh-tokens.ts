@@ -76,10 +76,11 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
             const [, inserted] = await d1Batch(d1, [q.consume.compile({ tokenHash, now, replay }), q.insertAfterConsume.compile(row)]);
             return inserted === 1;
           }
-          if (direct?.free()) {
-            // better-sqlite3: the same two statements in one synchronous BEGIN IMMEDIATE ...
-            // COMMIT, without a turn of the event loop (or Kysely's queue) between them.
-            return direct.transaction(() => {
+          if (direct !== undefined) {
+            // better-sqlite3: the same two statements, synchronously, in one SAVEPOINT of the
+            // group commit of this event-loop turn (a duplicate replacement undoes both). The
+            // single writer makes the conditional UPDATE the arbiter as before.
+            return await direct.batched(() => {
               if (affected(direct.execute(q.consume.compile({ tokenHash, now, replay }))) !== 1n) return false;
               direct.execute(q.insert.compile(row));
               return true;
