@@ -19,9 +19,9 @@ const settings = quick
   ? { warmup: 1, rounds: 2, seconds: 2, connections: 32, memoryTotal: 100_000, memoryCheckpoint: 10_000, pagingAccounts: 100_000, pagingSamples: 11 }
   : { warmup: 2, rounds: 3, seconds: 2, connections: 32, memoryTotal: 1_000_000, memoryCheckpoint: 100_000, pagingAccounts: 1_000_000, pagingSamples: 25 };
 const only = process.env.BENCH_ONLY?.split(",");
-// BENCH_CONTENDERS=<id,...>: only these servers in the workload rows (ids as in CONTENDERS below,
-// a baseline's as `<id>Baseline`); the bare row stays, it is what "x bare" divides by.
-const onlyContenders = process.env.BENCH_CONTENDERS?.split(",");
+// BENCH_CONTENDERS=<id,...> (or BENCH_SERVERS): only these servers in the workload rows (ids as
+// in CONTENDERS below, a baseline's as `<id>Baseline`); the bare row stays, "x bare" divides by it.
+const onlyContenders = (process.env.BENCH_CONTENDERS ?? process.env.BENCH_SERVERS)?.split(",");
 // The memory check's length is bounded by plantgate's own throughput; BENCH_MEMORY_REQUESTS
 // shortens it (the checkpoint stays at a tenth) when a run must fit a time box.
 if (process.env.BENCH_MEMORY_REQUESTS) {
@@ -137,6 +137,8 @@ interface Row {
   peakRssMb: number;
   errors: number;
   requests: number;
+  /** Server CPU time (user + system) per request, median of the rounds: stays meaningful on a busy machine. */
+  cpuUsPerRequest: number;
 }
 
 const median = (xs: number[]) => {
@@ -233,7 +235,7 @@ async function startContender(workload: Workload, c: Contender): Promise<{ serve
   }
 }
 
-function toRow(workload: Workload, c: Contender, server: ServerProcess, runs: WrkResult[]): Row {
+function toRow(workload: Workload, c: Contender, server: ServerProcess, runs: WrkResult[], cpuUs: number[]): Row {
   const row: Row = {
     workload,
     contender: c,
@@ -243,8 +245,9 @@ function toRow(workload: Workload, c: Contender, server: ServerProcess, runs: Wr
     peakRssMb: server.memoryKb("VmHWM") / 1024,
     errors: runs.reduce((n, r) => n + errorCount(r), 0),
     requests: runs.reduce((n, r) => n + r.requests, 0),
+    cpuUsPerRequest: median(cpuUs),
   };
-  log(`  ${WORKLOAD_LABEL[workload].padEnd(46)} ${c.label.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s  p50 ${row.p50ms.toFixed(2)} ms  p99 ${row.p99ms.toFixed(2)} ms  RSS ${row.peakRssMb.toFixed(0)} MB${row.errors ? `  ERRORS ${row.errors}` : ""}`);
+  log(`  ${WORKLOAD_LABEL[workload].padEnd(46)} ${c.label.padEnd(34)} ${row.rps.toFixed(0).padStart(7)} req/s  p50 ${row.p50ms.toFixed(2)} ms  p99 ${row.p99ms.toFixed(2)} ms  RSS ${row.peakRssMb.toFixed(0)} MB  CPU ${row.cpuUsPerRequest.toFixed(0)} µs/req${row.errors ? `  ERRORS ${row.errors}` : ""}`);
   return row;
 }
 
@@ -253,8 +256,14 @@ async function measure(workload: Workload, c: Contender): Promise<Row> {
   try {
     await wrkRun(workload, c, server, bearer, settings.warmup);
     const runs: WrkResult[] = [];
-    for (let i = 0; i < settings.rounds; i++) runs.push(await wrkRun(workload, c, server, bearer, settings.seconds));
-    return toRow(workload, c, server, runs);
+    const cpuUs: number[] = [];
+    for (let i = 0; i < settings.rounds; i++) {
+      const cpu0 = server.cpuMs();
+      const run = await wrkRun(workload, c, server, bearer, settings.seconds);
+      runs.push(run);
+      cpuUs.push(run.requests > 0 ? ((server.cpuMs() - cpu0) * 1000) / run.requests : NaN);
+    }
+    return toRow(workload, c, server, runs, cpuUs);
   } catch (error) {
     throw new Error(`${c.label} / ${workload}: ${(error as Error).message}\n${server.stderr()}`);
   } finally {
@@ -273,15 +282,20 @@ async function measurePair(workload: Workload, a: Contender, b: Contender): Prom
   try {
     second = await startContender(workload, b);
     const sides = [
-      { c: a, ...first, runs: [] as WrkResult[] },
-      { c: b, ...second, runs: [] as WrkResult[] },
+      { c: a, ...first, runs: [] as WrkResult[], cpuUs: [] as number[] },
+      { c: b, ...second, runs: [] as WrkResult[], cpuUs: [] as number[] },
     ];
     for (const side of sides) await wrkRun(workload, side.c, side.server, side.bearer, settings.warmup);
     const rounds = Number(process.env.BENCH_BASELINE_ROUNDS ?? 5);
     for (let i = 0; i < rounds; i++) {
-      for (const side of sides) side.runs.push(await wrkRun(workload, side.c, side.server, side.bearer, settings.seconds));
+      for (const side of sides) {
+        const cpu0 = side.server.cpuMs();
+        const run = await wrkRun(workload, side.c, side.server, side.bearer, settings.seconds);
+        side.runs.push(run);
+        side.cpuUs.push(run.requests > 0 ? ((side.server.cpuMs() - cpu0) * 1000) / run.requests : NaN);
+      }
     }
-    return sides.map((side) => toRow(workload, side.c, side.server, side.runs));
+    return sides.map((side) => toRow(workload, side.c, side.server, side.runs, side.cpuUs));
   } finally {
     await first.stop();
     await second?.stop();
@@ -416,6 +430,13 @@ function targets(rows: Row[], paging: PagingResult[], memory: MemoryCheck | null
     if (mine === undefined || other === undefined) return { name, value: "not run", pass: null };
     return { name, value: `${(mine / other).toFixed(2)}x`, pass: mine / other >= min };
   };
+  /** Issue 22's targets: a store's req/s against the memory store's on the same workload. */
+  const ofMemory = (w: Workload, id: string, min: number, name: string): Target => {
+    const memoryRps = rps(w, "pgMemory");
+    const v = rps(w, id);
+    if (memoryRps === undefined || v === undefined) return { name, value: "not run", pass: null };
+    return { name, value: `${(v / memoryRps).toFixed(2)}x`, pass: v / memoryRps >= min };
+  };
   return [
     ratio("cc", "pgMemory", 0.35, "Client credentials (ES256 JWT), memory store >= 0.35x bare"),
     versus("o2sJwt", 2, "... and >= 2x oauth2-server issuing JWTs"),
@@ -429,12 +450,11 @@ function targets(rows: Row[], paging: PagingResult[], memory: MemoryCheck | null
       if (off === undefined || on === undefined) return { name, value: "not run", pass: null };
       return { name, value: `${(on / off).toFixed(3)}x`, pass: on / off >= 0.95 };
     })("Client credentials, memory store, with events + JSON logs + metrics >= 0.95x without"),
-    ((name: string): Target => {
-      const memory = rps("cc", "pgMemory");
-      const fleet = rps("cc", "pgPostgresRedis");
-      if (memory === undefined || fleet === undefined) return { name, value: "not run", pass: null };
-      return { name, value: `${(fleet / memory).toFixed(2)}x`, pass: fleet / memory >= 0.7 };
-    })("Client credentials on PostgreSQL + Redis >= 0.70x the memory store"),
+    ofMemory("cc", "pgSqlite", 0.9, "Client credentials on SQLite >= 0.90x the memory store"),
+    ofMemory("list", "pgSqlite", 0.8, "GetAccountList (bearer) on SQLite >= 0.80x the memory store"),
+    ofMemory("plants", "pgSqlite", 0.7, "POST /plants (bearer) on SQLite >= 0.70x the memory store"),
+    ofMemory("refresh", "pgSqlite", 0.6, "Refresh grant on SQLite >= 0.60x the memory store"),
+    ofMemory("cc", "pgPostgresRedis", 0.7, "Client credentials on PostgreSQL + Redis >= 0.70x the memory store"),
     ...Object.entries(baselineOf).flatMap(([id, baseId]) =>
       (["cc", "refresh", "list", "plants"] as Workload[]).flatMap((w): Target[] => {
         const now = rps(w, id);
@@ -466,11 +486,11 @@ function render(rows: Row[], hash: HashCost[], memory: MemoryCheck | null, memor
       `Run took ${Math.round(seconds)} s. ${new Date().toISOString().slice(0, 10)}.`,
   );
   lines.push("");
-  lines.push("| Workload | Server | req/s | p50 ms | p99 ms | peak RSS MB | x bare | errors |");
-  lines.push("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+  lines.push("| Workload | Server | req/s | p50 ms | p99 ms | peak RSS MB | CPU µs/req | x bare | errors |");
+  lines.push("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
   for (const r of rows) {
     lines.push(
-      `| ${WORKLOAD_LABEL[r.workload]} | ${r.contender.label} | ${r.rps.toFixed(0)} | ${r.p50ms.toFixed(2)} | ${r.p99ms.toFixed(2)} | ${r.peakRssMb.toFixed(0)} | ${bare ? (r.rps / bare).toFixed(2) : "-"} | ${r.errors} |`,
+      `| ${WORKLOAD_LABEL[r.workload]} | ${r.contender.label} | ${r.rps.toFixed(0)} | ${r.p50ms.toFixed(2)} | ${r.p99ms.toFixed(2)} | ${r.peakRssMb.toFixed(0)} | ${r.cpuUsPerRequest.toFixed(0)} | ${bare ? (r.rps / bare).toFixed(2) : "-"} | ${r.errors} |`,
     );
   }
   lines.push("");
@@ -579,7 +599,7 @@ async function main(): Promise<number> {
   console.log(markdown);
   const resultsDir = join(BENCH_DIR, "results");
   mkdirSync(resultsDir, { recursive: true });
-  const file = join(resultsDir, quick || only ? "quick.md" : "latest.md");
+  const file = join(resultsDir, quick || only || onlyContenders || baseline ? "quick.md" : "latest.md");
   writeFileSync(file, markdown);
   log(`written to ${file}`);
   return 0;

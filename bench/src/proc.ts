@@ -39,6 +39,8 @@ export interface ServerProcess {
   baseUrl: string;
   /** A /proc/<pid>/status field in kB, e.g. VmHWM (peak RSS) or VmRSS. */
   memoryKb(field: "VmHWM" | "VmRSS"): number;
+  /** CPU time (user + system) the server has used so far, in ms (/proc/<pid>/stat, 10 ms ticks). */
+  cpuMs(): number;
   /** What the server wrote on stderr (for failure messages). */
   stderr(): string;
   /** Live heap bytes after a forced full GC (servers started with --expose-gc that support it). */
@@ -149,6 +151,12 @@ export async function startServer(
       const status = readFileSync(`/proc/${pid}/status`, "utf8");
       const m = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);
       return m ? Number(m[1]) : NaN;
+    },
+    cpuMs() {
+      // Fields after the ")" that ends the command name: utime and stime are the 12th and 13th.
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
     },
     stderr: () => errText,
     async heapAfterGc() {

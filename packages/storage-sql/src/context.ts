@@ -1,7 +1,10 @@
 import type { Kysely } from "kysely";
 import { maxParamsOf, type D1DatabaseLike } from "./batch.js";
 import { CorruptRowError, isUniqueViolation, toStorageError, UnstorableValueError } from "./errors.js";
+import type { Runner } from "./prepared.js";
+import { noReadCache, type ReadCache } from "./read-cache.js";
 import type { Database, SqlFamily } from "./schema.js";
+import type { SqliteFastPath, DirectSqlite } from "./sqlite-fast.js";
 import { valueGuards, type ValueGuards } from "./values.js";
 
 /**
@@ -14,6 +17,12 @@ export interface StoreContext extends ValueGuards {
   readonly family: SqlFamily;
   /** The D1 binding when the database is D1 (no SQL transactions: atomic writes use its `batch()`). */
   readonly d1: D1DatabaseLike | undefined;
+  /** What prepared queries run on outside transactions: `db`, or the synchronous SQLite path. */
+  readonly runner: Runner;
+  /** Hot reads remembered while no commit invalidates them (SQLite fast path only; else none). */
+  readonly cache: ReadCache;
+  /** Synchronous statements and transactions on the one SQLite connection (fast path only). */
+  readonly direct: DirectSqlite | undefined;
   /** The most parameters one statement may bind on this engine (see `chunks`). */
   readonly maxParams: number;
   /** Runs one storage operation; every failure but our own typed ones becomes StorageError. */
@@ -29,8 +38,9 @@ export interface StoreContext extends ValueGuards {
 }
 
 /** The {@link StoreContext} of one database. */
-export function createStoreContext(db: Kysely<Database>, family: SqlFamily, d1: D1DatabaseLike | undefined): StoreContext {
+export function createStoreContext(db: Kysely<Database>, family: SqlFamily, d1: D1DatabaseLike | undefined, fast?: SqliteFastPath): StoreContext {
   if (d1 !== undefined && family !== "sqlite") throw new TypeError('createSqlStorage: the d1 option needs family "sqlite"');
+  if (fast !== undefined && (family !== "sqlite" || d1 !== undefined)) throw new TypeError('createSqlStorage: the sqlite option needs family "sqlite" on better-sqlite3');
 
   const run = async <T>(operation: string, fn: () => Promise<T>): Promise<T> => {
     try {
@@ -56,5 +66,6 @@ export function createStoreContext(db: Kysely<Database>, family: SqlFamily, d1: 
     return family === "mysql" ? exists() : false;
   };
 
-  return { db, family, d1, maxParams: maxParamsOf(family), run, insertOrFalse, updated, ...valueGuards(family) };
+  const speed = fast === undefined ? { runner: db, cache: noReadCache, direct: undefined } : { runner: fast.runner(db), cache: fast.cache, direct: fast.direct };
+  return { db, family, d1, ...speed, maxParams: maxParamsOf(family), run, insertOrFalse, updated, ...valueGuards(family) };
 }

@@ -3,3 +3,4 @@ export { openSqlStorage, type OpenSqlStorageOptions } from "./open.js";
 export { LATEST_SCHEMA_VERSION } from "./migrations.js";
 export { SchemaTooNewError, UnstorableValueError } from "./errors.js";
 export type { Database, SqlFamily } from "./schema.js";
+export { sqliteFastPath, type SqliteFastPath } from "./sqlite-fast.js";

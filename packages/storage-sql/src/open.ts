@@ -1,7 +1,7 @@
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from "kysely";
 import { toStorageError } from "./errors.js";
 import type { Database, SqlFamily } from "./schema.js";
-import { cachingStatements } from "./statement-cache.js";
+import { sqliteFastPath, type SqliteFastPath } from "./sqlite-fast.js";
 import { createSqlStorage, type SqlStorage } from "./storage.js";
 
 /**
@@ -51,7 +51,7 @@ async function importDriver<T>(name: string, load: () => Promise<T>): Promise<T>
   }
 }
 
-async function openKysely(target: Target): Promise<Kysely<Database>> {
+async function openKysely(target: Target): Promise<{ db: Kysely<Database>; sqlite?: SqliteFastPath }> {
   switch (target.family) {
     case "postgres": {
       const { default: pg } = await importDriver("pg", () => import("pg"));
@@ -68,14 +68,14 @@ async function openKysely(target: Target): Promise<Kysely<Database>> {
       pool.on("connect", (client) => {
         client.on("error", () => {});
       });
-      return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+      return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }) };
     }
     case "mysql": {
       const mysql = await importDriver("mysql2", () => import("mysql2"));
       // bigNumberStrings: BIGINT comes back as exact text, never a rounded number. Broken
       // connections are dropped from the pool by mysql2 itself.
       const pool = mysql.createPool({ uri: target.url, supportBigNumbers: true, bigNumberStrings: true });
-      return new Kysely<Database>({ dialect: new MysqlDialect({ pool }) });
+      return { db: new Kysely<Database>({ dialect: new MysqlDialect({ pool }) }) };
     }
     case "sqlite": {
       const { default: BetterSqlite3 } = await importDriver("better-sqlite3", () => import("better-sqlite3"));
@@ -93,8 +93,10 @@ async function openKysely(target: Target): Promise<Kysely<Database>> {
         database.pragma("synchronous = NORMAL");
       }
       database.pragma("busy_timeout = 5000");
-      // Kysely's SQLite driver prepares the SQL on every execution; the wrapper reuses statements.
-      return new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(database) }) });
+      // Kysely's SQLite driver prepares the SQL on every execution; the wrapper reuses statements,
+      // tells the read cache of every write, and runs the hot statements without Kysely's queue.
+      const sqlite = sqliteFastPath(database);
+      return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite.database }) }), sqlite };
     }
   }
 }
@@ -123,15 +125,15 @@ async function openKysely(target: Target): Promise<Kysely<Database>> {
 export async function openSqlStorage(url: string, options: OpenSqlStorageOptions = {}): Promise<SqlStorage> {
   const target = parseStorageUrl(url);
   const family: SqlFamily = target.family;
-  let db: Kysely<Database>;
+  let opened: { db: Kysely<Database>; sqlite?: SqliteFastPath };
   try {
-    db = await openKysely(target);
+    opened = await openKysely(target);
   } catch (e) {
     // e.g. a SQLite file in a missing directory; a missing driver package is not an outage.
     if (e instanceof DriverMissingError) throw e;
     throw toStorageError(e, family, "open");
   }
-  const storage = createSqlStorage(db, family, options.audit === true ? { audit: true } : {});
+  const storage = createSqlStorage(opened.db, family, { ...(opened.sqlite ? { sqlite: opened.sqlite } : {}), ...(options.audit === true ? { audit: true } : {}) });
   if (options.migrate !== false) {
     try {
       await storage.migrate();

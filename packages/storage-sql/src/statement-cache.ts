@@ -21,16 +21,19 @@ interface CachableStatement extends SqliteStatement {
  * thing it cannot do is run while an `iterate()` over it is still open (Kysely's `stream()`), so a
  * statement that is busy that way is not handed out again: the caller gets a fresh, uncached one.
  * SQLite itself re-prepares a cached statement when the schema changed under it (migrations).
- * `close()` closes the database, which finalizes every statement, cached or not.
+ * `close()` closes the database, which finalizes every statement, cached or not. `onPrepare` is
+ * told the SQL of every `prepare` (the read cache of `sqliteFastPath` learns of writes this way).
  *
  * @example
  * const database = new BetterSqlite3("plantgate.db");
  * const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(database) }) });
  */
-export function cachingStatements<S extends CachableStatement>(database: PreparingDatabase<S>, size = 200): SqliteDatabase {
+export function cachingStatements<S extends CachableStatement>(database: PreparingDatabase<S>, size = 200, onPrepare?: (sql: string) => void): SqliteDatabase {
   const cache = new Map<string, S>();
   return {
     prepare(sql: string): S {
+      // Kysely prepares right before it runs, so this sees every statement just before it runs.
+      onPrepare?.(sql);
       const cached = cache.get(sql);
       if (cached !== undefined) {
         if (cached.busy) return database.prepare(sql);

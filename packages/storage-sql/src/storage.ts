@@ -6,6 +6,7 @@ import { createD1Context } from "./d1/context.js";
 import { migrateD1 } from "./d1/migrate.js";
 import { migrateToLatest } from "./migrations.js";
 import type { Database, SqlFamily } from "./schema.js";
+import type { SqliteFastPath } from "./sqlite-fast.js";
 import { accountStore } from "./stores/accounts.js";
 import { assertionJtiStore } from "./stores/assertion-jtis.js";
 import { attemptStore } from "./stores/attempts.js";
@@ -62,6 +63,12 @@ export interface CreateSqlStorageOptions {
    * page, `plantgate events`, pruned by age). Default false: the table exists but stays empty.
    */
   audit?: boolean;
+  /**
+   * What `sqliteFastPath(database)` made of the better-sqlite3 database under `db` (whose
+   * `SqliteDialect` must have been given its `database`): a read cache validated per read by
+   * `PRAGMA data_version` and synchronous hot statements. `openSqlStorage` sets it for SQLite.
+   */
+  sqlite?: SqliteFastPath;
 }
 
 /**
@@ -80,7 +87,7 @@ export interface CreateSqlStorageOptions {
  * await storage.migrate();
  */
 export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, options: CreateSqlStorageOptions = {}): SqlStorage {
-  const ctx = createStoreContext(db, family, options.d1);
+  const ctx = createStoreContext(db, family, options.d1, options.sqlite);
   let closed: Promise<void> | null = null;
 
   return {

@@ -4,6 +4,7 @@ import { chunks, d1Batch } from "../batch.js";
 import type { StoreContext } from "../context.js";
 import { isUniqueViolation } from "../errors.js";
 import { prepared } from "../prepared.js";
+import { copyRecord } from "../read-cache.js";
 import { accountRecord, accountRow } from "../rows.js";
 import { TABLES, type AccountTable, type Database } from "../schema.js";
 import { toInt } from "../values.js";
@@ -29,7 +30,7 @@ const totalSql = sql<number | bigint | string>`(select ${sql.ref("value")} from 
  * back), so places stay unique and gapless and a page is the index range `position > offset`.
  */
 export function accountStore(ctx: StoreContext): AccountStore {
-  const { db, d1, maxParams, run, storableKey, insertOrFalse, updated } = ctx;
+  const { db, runner, d1, maxParams, run, storableKey, insertOrFalse, updated } = ctx;
   const q = {
     get: prepared((p: { id: string }) => db.selectFrom(TABLES.accounts).selectAll().where("id", "=", p.id)),
     byUsername: prepared((p: { username: string }) => db.selectFrom(TABLES.accounts).selectAll().where("username", "=", p.username)),
@@ -39,6 +40,12 @@ export function accountStore(ctx: StoreContext): AccountStore {
       db.selectFrom(TABLES.accounts).selectAll().select(totalSql.as("total")).where("position", ">", p.after).orderBy("position").limit(p.limit),
     ),
   };
+
+  // Read on refresh grants, sign-ins and every page of GetAccountList; any write to pg_accounts or
+  // pg_counters (here, by the CLI, by another process) drops them.
+  const byId = ctx.cache.space<AccountRecord | null>([TABLES.accounts], copyRecord, 10_000);
+  const byName = ctx.cache.space<AccountRecord | null>([TABLES.accounts], copyRecord, 10_000);
+  const pages = ctx.cache.space<{ items: AccountRecord[]; total: number }>([TABLES.accounts, TABLES.counters], copyRecord, 200);
 
   /** Moves the accounts counter on by `n` (taking its row lock until the transaction ends). */
   const advance = (runner: Kysely<Database>, n: number) =>
@@ -109,14 +116,18 @@ export function accountStore(ctx: StoreContext): AccountStore {
     get: (id) =>
       run("accounts.get", async () => {
         if (!storableKey(id)) return null;
-        const row = (await q.get(db, { id })).rows[0];
-        return row ? accountRecord(row) : null;
+        return byId.get(id, async () => {
+          const row = (await q.get(runner, { id })).rows[0];
+          return row ? accountRecord(row) : null;
+        });
       }),
     findByUsername: (username) =>
       run("accounts.findByUsername", async () => {
         if (!storableKey(username)) return null;
-        const row = (await q.byUsername(db, { username })).rows[0];
-        return row ? accountRecord(row) : null;
+        return byName.get(username, async () => {
+          const row = (await q.byUsername(runner, { username })).rows[0];
+          return row ? accountRecord(row) : null;
+        });
       }),
     create: (record) =>
       run("accounts.create", async () => {
@@ -149,13 +160,17 @@ export function accountStore(ctx: StoreContext): AccountStore {
       }),
     list: (offset, limit) =>
       run("accounts.list", async () => {
-        const rows = (await q.page(db, { after: offset, limit })).rows;
-        let total = rows[0]?.total;
-        if (total === undefined) {
-          total = (await q.total(db, {})).rows[0]?.value;
-          if (total === undefined) throw new Error(`${TABLES.counters} has no "${ACCOUNTS}" row: the schema is not migrated`);
-        }
-        return { items: rows.map(accountRecord), total: toInt(total, "total") };
+        const load = async () => {
+          const rows = (await q.page(runner, { after: offset, limit })).rows;
+          let total = rows[0]?.total;
+          if (total === undefined) {
+            total = (await q.total(runner, {})).rows[0]?.value;
+            if (total === undefined) throw new Error(`${TABLES.counters} has no "${ACCOUNTS}" row: the schema is not migrated`);
+          }
+          return { items: rows.map(accountRecord), total: toInt(total, "total") };
+        };
+        // At most 200 remembered pages of at most 100 accounts (API pages); larger ones are read.
+        return limit <= 100 ? pages.get(`${offset}:${limit}`, load) : load();
       }),
   };
 }

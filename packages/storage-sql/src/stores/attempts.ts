@@ -1,15 +1,16 @@
-import type { AttemptStore } from "@plantgate/core";
+import type { AttemptRecord, AttemptStore } from "@plantgate/core";
 import { sql } from "kysely";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
 import { isDeadlock } from "../errors.js";
 import { prepared } from "../prepared.js";
+import { copyRecord } from "../read-cache.js";
 import { attemptRecord } from "../rows.js";
 import { TABLES } from "../schema.js";
 
 /** `pg_attempts` (failure counters of the brute-force throttle) as core's {@link AttemptStore}. */
 export function attemptStore(ctx: StoreContext): AttemptStore {
-  const { db, family, run, storableKey, text } = ctx;
+  const { db, runner, family, run, storableKey, text } = ctx;
   const q = {
     get: prepared((p: { key: string }) => db.selectFrom(TABLES.attempts).selectAll().where("attempt_key", "=", p.key)),
     reset: prepared((p: { key: string }) => db.deleteFrom(TABLES.attempts).where("attempt_key", "=", p.key)),
@@ -47,6 +48,9 @@ export function attemptStore(ctx: StoreContext): AttemptStore {
     ),
   };
 
+  // Read on every authentication (the throttle's check); any counted failure or reset drops it.
+  const cached = ctx.cache.space<AttemptRecord | null>([TABLES.attempts], copyRecord, 10_000);
+
   return {
     increment: (key, now, windowMs) =>
       run("attempts.increment", async () => {
@@ -74,20 +78,22 @@ export function attemptStore(ctx: StoreContext): AttemptStore {
         }
         // One upsert with RETURNING: the row lock (PostgreSQL) or the single writer (SQLite, D1)
         // makes each call see the previous one's count, so none is lost.
-        const row = (await q.count(db, params)).rows[0];
+        const row = (await q.count(runner, params)).rows[0];
         if (row === undefined) throw new Error("the upsert of pg_attempts returned no row");
         return attemptRecord(row);
       }),
     get: (key) =>
       run("attempts.get", async () => {
         if (!storableKey(key)) return null;
-        const row = (await q.get(db, { key })).rows[0];
-        return row ? attemptRecord(row) : null;
+        return cached.get(key, async () => {
+          const row = (await q.get(runner, { key })).rows[0];
+          return row ? attemptRecord(row) : null;
+        });
       }),
     reset: (key) =>
       run("attempts.reset", async () => {
         if (!storableKey(key)) return;
-        await q.reset(db, { key });
+        await q.reset(runner, { key });
       }),
     deleteExpired: (before, limit) =>
       run("attempts.deleteExpired", () => deleteBatch(ctx, TABLES.attempts, "attempt_key", (eb) => eb("window_start", "<=", before), limit)),

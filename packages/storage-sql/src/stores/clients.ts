@@ -1,7 +1,8 @@
-import type { ClientSecretRecord, ClientStore } from "@plantgate/core";
+import type { ClientRecord, ClientSecretRecord, ClientStore } from "@plantgate/core";
 import { sql, type Insertable } from "kysely";
 import type { StoreContext } from "../context.js";
 import { prepared } from "../prepared.js";
+import { copyRecord } from "../read-cache.js";
 import { clientRecord, clientRow, secretsJson, toSecrets } from "../rows.js";
 import { TABLES, type ClientTable } from "../schema.js";
 
@@ -10,11 +11,13 @@ const CAS_ATTEMPTS = 100;
 
 /** `pg_clients` as core's {@link ClientStore}. */
 export function clientStore(ctx: StoreContext): ClientStore {
-  const { db, family, run, storableKey, insertOrFalse, updated } = ctx;
+  const { db, runner, family, run, storableKey, insertOrFalse, updated } = ctx;
   const q = {
     get: prepared((p: { clientId: string }) => db.selectFrom(TABLES.clients).selectAll().where("client_id", "=", p.clientId)),
     insert: prepared((row: Insertable<ClientTable>) => db.insertInto(TABLES.clients).values(row)),
   };
+  // Read on every token request; any write to pg_clients (here, the CLI's, another process's) drops it.
+  const cached = ctx.cache.space<ClientRecord | null>([TABLES.clients], copyRecord, 10_000);
 
   /**
    * A read-modify-write of one client's secrets. PostgreSQL and MySQL: in a transaction that locks
@@ -74,8 +77,10 @@ export function clientStore(ctx: StoreContext): ClientStore {
     get: (clientId) =>
       run("clients.get", async () => {
         if (!storableKey(clientId)) return null;
-        const row = (await q.get(db, { clientId })).rows[0];
-        return row ? clientRecord(row) : null;
+        return cached.get(clientId, async () => {
+          const row = (await q.get(runner, { clientId })).rows[0];
+          return row ? clientRecord(row) : null;
+        });
       }),
     create: (record) =>
       run("clients.create", async () => {

@@ -7,7 +7,7 @@ import { TABLES, type PlantTable } from "../schema.js";
 
 /** `pg_plants` as core's {@link PlantStore}. */
 export function plantStore(ctx: StoreContext): PlantStore {
-  const { db, family, run, insertOrFalse, plantIdParam } = ctx;
+  const { db, runner, direct, family, run, insertOrFalse, plantIdParam } = ctx;
   const q = {
     insert: prepared((row: Insertable<PlantTable>) => db.insertInto(TABLES.plants).values(row)),
     get: prepared((p: { id: bigint | string }) =>
@@ -24,11 +24,13 @@ export function plantStore(ctx: StoreContext): PlantStore {
     create: (record) =>
       run("plants.create", async () => {
         const row = plantRow(ctx, record);
-        return insertOrFalse(() => q.insert(db, row));
+        // SQLite: one group commit for the inserts of this event-loop turn (see DirectSqlite.batched).
+        if (direct !== undefined) return insertOrFalse(() => direct.batched(() => direct.execute(q.insert.compile(row))));
+        return insertOrFalse(() => q.insert(runner, row));
       }),
     get: (id) =>
       run("plants.get", async () => {
-        const row = (await q.get(db, { id: plantIdParam(id) })).rows[0];
+        const row = (await q.get(runner, { id: plantIdParam(id) })).rows[0];
         return row ? plantRecord(row) : null;
       }),
   };

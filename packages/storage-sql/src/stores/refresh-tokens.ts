@@ -10,7 +10,7 @@ import { TABLES, type RefreshTokenTable } from "../schema.js";
 
 /** `pg_refresh_tokens` as core's {@link RefreshTokenStore}. */
 export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
-  const { db, family, d1, run, storableKey } = ctx;
+  const { db, runner, direct, family, d1, run, storableKey } = ctx;
   type GraceUseParams = { tokenHash: string; consumedAfter: number; maxUses: number };
   const graceUseUpdate = (p: GraceUseParams) =>
     db
@@ -54,12 +54,12 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
   return {
     create: (record) =>
       run("refreshTokens.create", async () => {
-        await q.upsert(db, refreshRow(ctx, record));
+        await q.upsert(runner, refreshRow(ctx, record));
       }),
     findByHash: (tokenHash) =>
       run("refreshTokens.findByHash", async () => {
         if (!storableKey(tokenHash)) return null;
-        const row = (await q.get(db, { tokenHash })).rows[0];
+        const row = (await q.get(runner, { tokenHash })).rows[0];
         return row ? refreshRecord(row) : null;
       }),
     consume: (tokenHash, now, replacement, replay = null) =>
@@ -75,6 +75,16 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
             // A duplicate replacement hash fails the batch, rolling the UPDATE back too.
             const [, inserted] = await d1Batch(d1, [q.consume.compile({ tokenHash, now, replay }), q.insertAfterConsume.compile(row)]);
             return inserted === 1;
+          }
+          if (direct !== undefined) {
+            // better-sqlite3: the same two statements, synchronously, in one SAVEPOINT of the
+            // group commit of this event-loop turn (a duplicate replacement undoes both). The
+            // single writer makes the conditional UPDATE the arbiter as before.
+            return await direct.batched(() => {
+              if (affected(direct.execute(q.consume.compile({ tokenHash, now, replay }))) !== 1n) return false;
+              direct.execute(q.insert.compile(row));
+              return true;
+            });
           }
           return await db.transaction().execute(async (trx) => {
             // The conditional UPDATE is the arbiter: the row lock (PostgreSQL, InnoDB) or the
@@ -95,7 +105,7 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
         const p = { tokenHash, consumedAfter, maxUses };
         if (family !== "mysql") {
           // One statement: the conditional UPDATE counts and RETURNING hands back that very row.
-          const row = (await q.graceUseReturning(db, p)).rows[0];
+          const row = (await q.graceUseReturning(runner, p)).rows[0];
           return row ? refreshRecord(row) : null;
         }
         // MySQL has no UPDATE ... RETURNING: read the row back inside the transaction that holds

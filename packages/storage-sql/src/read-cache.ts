@@ -1,0 +1,132 @@
+import { TABLES } from "./schema.js";
+
+// A cache of hot reads for a SQLite connection, valid only as long as nothing was committed since
+// the value was read:
+// - another connection's commit (another process sharing the file, the CLI, a second storage
+//   opened on the same file) changes `PRAGMA data_version`, which every cached read checks first
+//   (one cached statement, about a microsecond); a change drops the whole cache;
+// - this connection's own writes do not change data_version, so every statement that is about to
+//   run on the connection is classified once by its SQL text: a write drops the caches that read
+//   a table it names (see `cachingStatements`' onWrite, which sees every statement Kysely runs).
+// A read that was in flight while either happened is not remembered (generation counters).
+
+/** What the cache depends on, given by the wrapped better-sqlite3 database. */
+export interface ReadCacheSource {
+  /** `PRAGMA data_version` on the connection the cached reads use. */
+  dataVersion(): number;
+  /** True while a transaction is open on that connection: its reads bypass the cache. */
+  inTransaction(): boolean;
+}
+
+/** A named group of cached reads and the tables whose writes make it stale. */
+export interface CacheSpace<T> {
+  /** `key`'s value from the cache, or from `load` (remembered unless a write raced the read). */
+  get(key: string, load: () => Promise<T>): Promise<T>;
+}
+
+export interface ReadCache {
+  /** A cache space reading `tables`; `copy` hands each caller its own copy of a remembered value. */
+  space<T>(tables: readonly string[], copy: (value: T) => T, maxEntries: number): CacheSpace<T>;
+  /** Called with the SQL of every statement about to run on the connection (reads are told apart here). */
+  written(sql: string): void;
+}
+
+/** The cache of a storage that has none (every engine but better-sqlite3 through `openSqlStorage`). */
+export const noReadCache: ReadCache = {
+  space: <T>() => ({ get: (_key: string, load: () => Promise<T>) => load() }),
+  written: () => {},
+};
+
+const CACHEABLE_TABLES: readonly string[] = Object.values(TABLES);
+
+/** Statements that write nothing (or only move a transaction along) and so invalidate nothing. */
+const NOT_A_WRITE = /^\s*(select|begin|commit|end|rollback|savepoint|release|explain)\b/i;
+
+/** A read cache validated by `source` (see the module comment). */
+export function createReadCache(source: ReadCacheSource): ReadCache {
+  interface Space {
+    entries: Map<string, unknown>;
+    generation: number;
+  }
+  const byTable = new Map<string, Space[]>();
+  const all: Space[] = [];
+  let version = source.dataVersion();
+  /** Tables each statement's SQL writes ([] for a read; "all" when none is known, e.g. DDL: drop everything). */
+  const writes = new Map<string, readonly string[] | "all">();
+
+  const drop = (space: Space) => {
+    space.generation++;
+    if (space.entries.size > 0) space.entries = new Map();
+  };
+
+  /** False (and everything dropped) when another connection committed since the last check. */
+  const current = (): boolean => {
+    const now = source.dataVersion();
+    if (now === version) return true;
+    version = now;
+    for (const space of all) drop(space);
+    return false;
+  };
+
+  const tablesOf = (sql: string): readonly string[] | "all" => {
+    let tables = writes.get(sql);
+    if (tables === undefined) {
+      if (NOT_A_WRITE.test(sql)) tables = [];
+      else {
+        const named = CACHEABLE_TABLES.filter((t) => new RegExp(`\\b${t}\\b`).test(sql));
+        tables = named.length > 0 && /^\s*(insert|update|delete|replace)\b/i.test(sql) ? named : "all";
+      }
+      if (writes.size >= 1000) writes.clear();
+      writes.set(sql, tables);
+    }
+    return tables;
+  };
+
+  return {
+    space<T>(tables: readonly string[], copy: (value: T) => T, maxEntries: number): CacheSpace<T> {
+      const space: Space = { entries: new Map(), generation: 0 };
+      all.push(space);
+      for (const t of tables) byTable.set(t, [...(byTable.get(t) ?? []), space]);
+      return {
+        async get(key, load) {
+          if (source.inTransaction()) return load();
+          if (current()) {
+            const hit = space.entries.get(key) as T | undefined;
+            if (hit !== undefined) return copy(hit);
+          }
+          const generation = space.generation;
+          const value = await load();
+          // Remember it only if no write (ours or, checked again now, another connection's)
+          // happened while it was read.
+          if (value !== undefined && generation === space.generation && current() && !source.inTransaction()) {
+            if (space.entries.size >= maxEntries) space.entries.delete(space.entries.keys().next().value!);
+            space.entries.set(key, copy(value));
+          }
+          return value;
+        },
+      };
+    },
+    written(sql) {
+      const tables = tablesOf(sql);
+      if (tables === "all") {
+        for (const space of all) drop(space);
+        return;
+      }
+      for (const t of tables) for (const space of byTable.get(t) ?? []) drop(space);
+    },
+  };
+}
+
+/**
+ * A copy of a record read from storage, its array fields copied too (records hold strings,
+ * numbers, bigints and arrays of those), so no caller can change what the cache remembers.
+ */
+export function copyRecord<T>(record: T): T {
+  if (record === null || typeof record !== "object") return record;
+  const copy = { ...record } as Record<string, unknown>;
+  for (const key in copy) {
+    const value = copy[key];
+    if (Array.isArray(value)) copy[key] = value.map(copyRecord);
+  }
+  return copy as T;
+}
