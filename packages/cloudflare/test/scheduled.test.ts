@@ -97,13 +97,13 @@ describe("createWorker().scheduled in workerd", () => {
     expect(await storage.revokedTokens.has("jti-live")).toBe(true);
 
     // workerd's console output reaches us asynchronously.
-    const line = '{"message":"plantgate prune","refreshTokens":2,"sessions":1,"attempts":1,"revokedTokens":1,"signingKeys":0,"auditEvents":0}';
+    const line = '{"message":"plantgate prune","refreshTokens":2,"sessions":1,"attempts":1,"revokedTokens":1,"assertionJtis":0,"signingKeys":0,"auditEvents":0}';
     for (let i = 0; i < 40 && !logged.includes(line); i++) await new Promise((r) => setTimeout(r, 50));
     expect(logged).toContain(line);
 
     // A second run finds nothing.
     expect(await worker.scheduled({ cron: "0 * * * *" })).toEqual({ outcome: "ok", noRetry: false });
-    const zero = '{"message":"plantgate prune","refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":0,"signingKeys":0,"auditEvents":0}';
+    const zero = '{"message":"plantgate prune","refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":0,"assertionJtis":0,"signingKeys":0,"auditEvents":0}';
     for (let i = 0; i < 40 && !logged.includes(zero); i++) await new Promise((r) => setTimeout(r, 50));
     expect(logged).toContain(zero);
   });

@@ -172,6 +172,7 @@ describe("example servers: housekeeping on a timer", () => {
           sessions: 1,
           attempts: 0,
           revokedTokens: 0,
+          assertionJtis: 0,
           signingKeys: 0,
           auditEvents: 0,
           durationMs: expect.any(Number),

@@ -3,7 +3,7 @@
  * optional expiry and last use; `private_key_jwt` clients with a JWK Set or its URL) and the
  * single-use jtis of client assertions.
  */
-import { type Expression, type Kysely } from "kysely";
+import { sql, type Expression, type Kysely } from "kysely";
 import { TABLES, type SqlFamily } from "../schema.js";
 import { columnTypes } from "./steps.js";
 
@@ -21,11 +21,18 @@ export async function clientAuthUp(db: Kysely<any>, family: SqlFamily): Promise<
   await db.schema.alterTable(TABLES.clients).addColumn("secrets", t.long).execute();
   await db.schema.alterTable(TABLES.clients).addColumn("jwks", t.long).execute();
   await db.schema.alterTable(TABLES.clients).addColumn("jwks_uri", t.text).execute();
-  // Backfill in code, the same on every engine (clients are few).
-  const rows = await db.selectFrom(TABLES.clients).select(["client_id", "secret_hash", "secret_updated_at"]).execute();
-  for (const r of rows) {
-    const secrets = JSON.stringify([{ id: "initial", hash: r.secret_hash, createdAt: Number(r.secret_updated_at), expiresAt: null, lastUsedAt: null }]);
-    await db.updateTable(TABLES.clients).set({ secrets }).where("client_id", "=", r.client_id).execute();
+  if (family === "sqlite") {
+    // One statement: D1 runs the SQLite migrations compiled to SQL ahead of time (no code can run
+    // between its statements), so the backfill must be SQL. json_object keeps the key order the
+    // stores write, so the text is what secretsJson would write.
+    await sql`update ${sql.table(TABLES.clients)} set secrets = json_array(json_object('id', 'initial', 'hash', secret_hash, 'createdAt', secret_updated_at, 'expiresAt', null, 'lastUsedAt', null))`.execute(db);
+  } else {
+    // Backfill in code on PostgreSQL and MySQL (clients are few).
+    const rows = await db.selectFrom(TABLES.clients).select(["client_id", "secret_hash", "secret_updated_at"]).execute();
+    for (const r of rows) {
+      const secrets = JSON.stringify([{ id: "initial", hash: r.secret_hash, createdAt: Number(r.secret_updated_at), expiresAt: null, lastUsedAt: null }]);
+      await db.updateTable(TABLES.clients).set({ secrets }).where("client_id", "=", r.client_id).execute();
+    }
   }
   await db.schema.alterTable(TABLES.clients).dropColumn("secret_hash").execute();
 

@@ -65,7 +65,7 @@ export const D1_MIGRATIONS: readonly D1Migration[] = [
       "alter table \"pg_clients\" add column \"secrets\" text",
       "alter table \"pg_clients\" add column \"jwks\" text",
       "alter table \"pg_clients\" add column \"jwks_uri\" text",
-      "select \"client_id\", \"secret_hash\", \"secret_updated_at\" from \"pg_clients\"",
+      "update \"pg_clients\" set secrets = json_array(json_object('id', 'initial', 'hash', secret_hash, 'createdAt', secret_updated_at, 'expiresAt', null, 'lastUsedAt', null))",
       "alter table \"pg_clients\" drop column \"secret_hash\"",
       "create table \"pg_assertion_jtis\" (\"jti_key\" text not null primary key, \"expires_at\" bigint not null)",
       "create index \"pg_assertion_jtis_expires_idx\" on \"pg_assertion_jtis\" (\"expires_at\")"
