@@ -83,7 +83,10 @@ export interface RefreshTokenReuseDetectedEvent extends EventBase {
 /** Client authentication failed at the token, revocation or introspection endpoint. */
 export interface ClientAuthenticationFailedEvent extends EventBase {
   type: "client.authentication_failed";
-  /** As presented; null when none could be read. */
+  /**
+   * The client's id when such a client exists; null for an unknown or unreadable one (a client
+   * that swapped id and secret would otherwise put its secret here).
+   */
   client_id: string | null;
   reason: ClientAuthFailure;
   client_ip: string | null;
@@ -92,8 +95,8 @@ export interface ClientAuthenticationFailedEvent extends EventBase {
 /** A username + password refused. */
 export interface AccountLoginFailedEvent extends EventBase {
   type: "account.login_failed";
-  /** As presented (the account may not exist). */
-  username: string;
+  /** The username when such an account exists; null for an unknown one (it may be a password typed into the wrong field). */
+  username: string | null;
   reason: LoginFailure;
   source: LoginSource;
   /** The authenticated client of a password grant; null for the console. */
@@ -104,7 +107,8 @@ export interface AccountLoginFailedEvent extends EventBase {
 /** A username's brute-force counter reached its limit: attempts are refused until `locked_until`. */
 export interface AccountLockedOutEvent extends EventBase {
   type: "account.locked_out";
-  username: string;
+  /** As in `account.login_failed`: null for a username no account has. */
+  username: string | null;
   /** `username_address`: this username from this address (`maxFailures`); `username`: from every address (5 × `maxFailures`). */
   lock: "username_address" | "username";
   source: LoginSource;

@@ -44,12 +44,13 @@ export async function authenticateClient(ctx: Context, form: Map<string, string>
   try {
     presented = presentedClient(authorization, form);
   } catch (e) {
-    if (e instanceof OAuthError && e.code === "invalid_client") failed(form.get("client_id") ?? null, "malformed");
+    // Never the presented id: a client that swapped id and secret would put its secret there.
+    if (e instanceof OAuthError && e.code === "invalid_client") failed(null, "malformed");
     throw e;
   }
   const keys = throttleKeys("client", { clientId: presented.clientId, ...(clientIp !== undefined ? { ip: clientIp } : {}) });
-  const checked = await ctx.throttle.check(keys).catch((e: unknown) => {
-    if (e instanceof TooManyAttemptsError) failed(presented.clientId, "throttled");
+  const checked = await ctx.throttle.check(keys).catch(async (e: unknown) => {
+    if (e instanceof TooManyAttemptsError) failed((await ctx.storage.clients.get(presented.clientId)) ? presented.clientId : null, "throttled");
     throw e;
   });
   const client = await ctx.storage.clients.get(presented.clientId);
@@ -57,7 +58,8 @@ export async function authenticateClient(ctx: Context, form: Map<string, string>
   const ok = timingSafeEqual(hash, client?.secretHash ?? UNKNOWN_CLIENT_HASH);
   if (!client || !ok) {
     await ctx.throttle.fail(checked);
-    failed(presented.clientId, client ? "invalid_secret" : "unknown_client");
+    // An unknown id is not named (it may be a secret sent in the id's place).
+    failed(client ? presented.clientId : null, client ? "invalid_secret" : "unknown_client");
     throw new OAuthError("invalid_client", "Client authentication failed.");
   }
   await ctx.throttle.succeed(checked);

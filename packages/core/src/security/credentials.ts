@@ -25,18 +25,21 @@ export async function checkPassword(
   clientIp: string | undefined,
   from: { source: LoginSource; clientId: string | null },
 ): Promise<AccountRecord | null> {
-  const failed = (reason: LoginFailure) =>
-    ctx.events.emit({ type: "account.login_failed", username, reason, source: from.source, client_id: from.clientId, client_ip: clientIp ?? null });
+  // A username is named only when such an account exists: an unknown one may be a password typed
+  // into the wrong field, and no event may hold a password.
+  const failed = (known: boolean, reason: LoginFailure) =>
+    ctx.events.emit({ type: "account.login_failed", username: known ? username : null, reason, source: from.source, client_id: from.clientId, client_ip: clientIp ?? null });
   const keys = credentialKeys("password", username, clientIp);
   try {
     await ctx.throttle.attempt(keys);
   } catch (e) {
-    if (e instanceof TooManyAttemptsError) {
+    if (e instanceof TooManyAttemptsError && ctx.events.enabled) {
+      const known = (await ctx.storage.accounts.findByUsername(username)) !== null;
       if (e.lock?.first) {
         const lock = e.lock.keyIndex === 0 ? "username_address" : "username";
-        ctx.events.emit({ type: "account.locked_out", username, lock, source: from.source, locked_until: ctx.clock() + e.retryAfter * 1000, client_ip: clientIp ?? null });
+        ctx.events.emit({ type: "account.locked_out", username: known ? username : null, lock, source: from.source, locked_until: ctx.clock() + e.retryAfter * 1000, client_ip: clientIp ?? null });
       }
-      failed("throttled");
+      failed(known, "throttled");
     }
     throw e;
   }
@@ -44,7 +47,7 @@ export async function checkPassword(
   const ok = await verifyPassword(password, account?.passwordHash ?? (await ctx.dummyPasswordHash()));
   // Already counted by attempt(): nothing more to record on failure.
   if (!account || !ok || !account.enabled) {
-    failed(!account ? "unknown_username" : !ok ? "invalid_password" : "account_disabled");
+    failed(account !== null, !account ? "unknown_username" : !ok ? "invalid_password" : "account_disabled");
     return null;
   }
   await ctx.throttle.succeed(keys);
