@@ -117,7 +117,7 @@ describe("security events", () => {
     const failed = (client_id: string | null, reason: string) => ({ type: "client.authentication_failed", client_id, reason, client_ip: IP });
     expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
       failed("app-1", "invalid_secret"),
-      failed("nobody", "unknown_client"),
+      failed(null, "unknown_client"),
       failed(null, "malformed"),
       failed(null, "malformed"),
       failed("app-1", "invalid_secret"),
@@ -136,9 +136,9 @@ describe("security events", () => {
     expect((await pw("alice", "not-her-password")).status).toBe(400);
     expect((await pw("alice", h.password)).status).toBe(429);
     expect((await pw("alice", h.password)).status).toBe(429);
-    const failed = (username: string, reason: string) => ({ type: "account.login_failed", username, reason, source: "password_grant", client_id: "app-1", client_ip: IP });
+    const failed = (username: string | null, reason: string) => ({ type: "account.login_failed", username, reason, source: "password_grant", client_id: "app-1", client_ip: IP });
     expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
-      failed("nobody", "unknown_username"),
+      failed(null, "unknown_username"),
       failed("bob", "account_disabled"),
       failed("alice", "invalid_password"),
       failed("alice", "invalid_password"),

@@ -90,9 +90,8 @@ export interface RefreshTokenReuseDetectedEvent extends EventBase {
 export interface ClientAuthenticationFailedEvent extends EventBase {
   type: "client.authentication_failed";
   /**
-   * As presented; null when the credentials were malformed (whatever stood under `client_id` then
-   * is not logged: it may hold the secret or a token) and for an unknown id that is not 1-200
-   * printable ASCII characters.
+   * The client's id when such a client exists; null for an unknown or unreadable one (a client
+   * that swapped id and secret would otherwise put its secret here).
    */
   client_id: string | null;
   reason: ClientAuthFailure;
@@ -102,8 +101,8 @@ export interface ClientAuthenticationFailedEvent extends EventBase {
 /** A username + password refused. */
 export interface AccountLoginFailedEvent extends EventBase {
   type: "account.login_failed";
-  /** As presented (the account may not exist). */
-  username: string;
+  /** The username when such an account exists; null for an unknown one (it may be a password typed into the wrong field). */
+  username: string | null;
   reason: LoginFailure;
   source: LoginSource;
   /** The authenticated client of a password grant; null for the console. */
@@ -114,7 +113,8 @@ export interface AccountLoginFailedEvent extends EventBase {
 /** A username's brute-force counter reached its limit: attempts are refused until `locked_until`. */
 export interface AccountLockedOutEvent extends EventBase {
   type: "account.locked_out";
-  username: string;
+  /** As in `account.login_failed`: null for a username no account has. */
+  username: string | null;
   /**
    * `username_address`: this username from this address (`maxFailures`); `username`: from every
    * address (5 × `maxFailures`); `address_budget`: console sign-ins from this address across

@@ -73,11 +73,14 @@ export async function checkPassword(
   from: { source: LoginSource; clientId: string | null },
   budget?: PasswordBudget,
 ): Promise<AccountRecord | null> {
-  const failed = (reason: LoginFailure) =>
-    ctx.events.emit({ type: "account.login_failed", username, reason, source: from.source, client_id: from.clientId, client_ip: clientIp ?? null });
+  // A username is named only when such an account exists: an unknown one may be a password typed
+  // into the wrong field, and no event may hold a password.
+  const failed = (known: boolean, reason: LoginFailure) =>
+    ctx.events.emit({ type: "account.login_failed", username: known ? username : null, reason, source: from.source, client_id: from.clientId, client_ip: clientIp ?? null });
   const checks = ctx.passwordChecks;
   if (checks.inFlight >= ctx.maxConcurrentPasswordChecks) {
-    failed("busy");
+    // Refused before any lookup (this path must stay cheap under a flood): the username is not named.
+    failed(false, "busy");
     throw new TooManyAttemptsError(1, "busy");
   }
   checks.inFlight++;
@@ -94,7 +97,7 @@ async function checkPasswordNow(
   password: string,
   clientIp: string | undefined,
   budget: PasswordBudget | undefined,
-  failed: (reason: LoginFailure) => void,
+  failed: (known: boolean, reason: LoginFailure) => void,
   source: LoginSource,
 ): Promise<AccountRecord | null> {
   const [pair, user] = credentialKeys("password", username, clientIp) as [ThrottleKey, ThrottleKey];
@@ -102,13 +105,14 @@ async function checkPasswordNow(
   try {
     await ctx.throttle.attempt(keys);
   } catch (e) {
-    if (e instanceof TooManyAttemptsError) {
+    if (e instanceof TooManyAttemptsError && ctx.events.enabled) {
+      const known = (await ctx.storage.accounts.findByUsername(username)) !== null;
       const key = e.lock ? keys[e.lock.keyIndex] : undefined;
       if (e.lock?.first && key !== undefined) {
         const lock = key === pair ? "username_address" : key === user ? "username" : source === "console" ? "address_budget" : "client_budget";
-        ctx.events.emit({ type: "account.locked_out", username, lock, source, locked_until: ctx.clock() + e.retryAfter * 1000, client_ip: clientIp ?? null });
+        ctx.events.emit({ type: "account.locked_out", username: known ? username : null, lock, source, locked_until: ctx.clock() + e.retryAfter * 1000, client_ip: clientIp ?? null });
       }
-      failed("throttled");
+      failed(known, "throttled");
     }
     throw e;
   }
@@ -116,7 +120,7 @@ async function checkPasswordNow(
   const ok = await verifyPassword(password, account?.passwordHash ?? (await ctx.dummyPasswordHash()));
   // Already counted by attempt(): nothing more to record on failure.
   if (!account || !ok || !account.enabled) {
-    failed(!account ? "unknown_username" : !ok ? "invalid_password" : "account_disabled");
+    failed(account !== null, !account ? "unknown_username" : !ok ? "invalid_password" : "account_disabled");
     return null;
   }
   await ctx.throttle.succeed(keys);
