@@ -1,206 +1,25 @@
 /** Options of createPlantgate, and the one place they are checked and turned into a {@link Context}. */
 import { MAX_CONCURRENT_PASSWORD_CHECKS } from "./security/credentials.js";
-import type { JWK } from "jose";
-import { defaultRandomBytes, hashPassword, type RandomBytes } from "./crypto/index.js";
-import { sha256With, type CryptoProvider } from "./crypto/provider.js";
+import { defaultRandomBytes, hashPassword } from "./crypto/index.js";
+import { sha256With } from "./crypto/provider.js";
 import { createClientKeys } from "./oauth/client-keys.js";
-import type { Context, Logger, ProtectedRoute, RefreshGrace } from "./context.js";
+import type { Context, RefreshGrace } from "./context.js";
 import { accountListQuery } from "./schemas/accounts.js";
 import { scopeNames } from "./scope-names.js";
 import { createMemoryStorage } from "./storage/memory.js";
-import type { Storage } from "./storage/types.js";
 import { createKeyEncryption, parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
-import { createKeyring, MIN_ACTIVATION_DELAY_SECONDS, SUPPORTED_ALGS, type SigningAlg, type SigningKeySigner } from "./tokens/keys.js";
+import { createKeyring, MIN_ACTIVATION_DELAY_SECONDS, SUPPORTED_ALGS, type SigningKeySigner } from "./tokens/keys.js";
 import { createVerifiedTokenCache } from "./tokens/verified-cache.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import { createThrottle, DEFAULT_BRUTE_FORCE } from "./security/throttle.js";
 import { createEventSink } from "./events/emitter.js";
-import type { EventHook } from "./events/types.js";
 import { servePage, type ServedPage, type StaticPage } from "./pages/static-page.js";
 import { instrumentStorage } from "./telemetry/storage.js";
-import { checkTelemetryOptions, type TelemetryOptions } from "./telemetry/types.js";
+import { checkTelemetryOptions } from "./telemetry/types.js";
 
 export type { ProtectedRoute } from "./context.js";
-
-/**
- * Options of {@link createPlantgate}. Every field is optional.
- *
- * @example
- * createPlantgate({ issuer: "https://auth.example.com", scopePrefix: "Acme", storage: myStorage });
- */
-export interface PlantgateOptions extends TelemetryOptions {
-  /** Where everything is stored. Default: a new in-memory store. */
-  storage?: Storage;
-  /** Path prefix the app is mounted under, e.g. `/api`. Default: none. */
-  basePath?: string;
-  /**
-   * Public base URL (origin + basePath) used for endpoint URLs in the metadata document.
-   * Default: the `issuer`'s origin + `basePath` when the issuer is an http(s) URL; otherwise
-   * derived from each request's URL (and the metadata and OpenAPI documents are then served
-   * `private` with `Vary: Host`). Set it behind a proxy that changes the path.
-   */
-  baseUrl?: string;
-  /** `iss` of issued tokens and of the metadata document. Default: `baseUrl`. */
-  issuer?: string;
-  /** `aud` of issued tokens, checked on the APIs. Default: the issuer. */
-  audience?: string;
-  /** Prefix of the two API scopes. Default `Platform` (env `PLANTGATE_SCOPE_PREFIX` in the examples). */
-  scopePrefix?: string;
-  /** A private JWK (object or JSON text) to sign with; it is also stored so other instances verify it. */
-  signingKey?: JWK | string;
-  /**
-   * A key held outside plantgate (cloud KMS, HSM, non-extractable Web Crypto key) that signs every
-   * token: plantgate passes it the JWS signing input and publishes its public JWK. Its public
-   * record is stored so other instances verify its tokens. Not together with `signingKey`.
-   */
-  signer?: SigningKeySigner;
-  /** Algorithm for generated keys. Default `ES256`. */
-  signingAlg?: SigningAlg;
-  /**
-   * Rotate the signing key automatically so that none signs for longer than this many seconds: the
-   * next key is stored ahead of time, published as `next`, and takes over when the active key
-   * reaches this age (every instance at the same instant). Replaced keys stay in the JWKS until
-   * the longest access-token lifetime has passed, then are deleted. Ignored with `signingKey` or
-   * `signer`. Default: no automatic rotation (env `PLANTGATE_SIGNING_KEY_MAX_AGE`).
-   */
-  signingKeyMaxAgeSeconds?: number;
-  /**
-   * Seconds between publishing a rotated key (status `next`) and signing with it, so resource
-   * servers that cached the JWKS already hold the new key when the first token carries it. At
-   * least, and by default, 360: the JWKS cache lifetime (300 s) plus the key reload interval
-   * (60 s). `keys rotate --now` skips it. Env `PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY`.
-   */
-  signingKeyActivationDelaySeconds?: number;
-  /**
-   * Key encryption keys: base64url-encoded 256-bit keys (a list, or one comma-separated string);
-   * the first encrypts every stored private signing key with AES-256-GCM, every one decrypts, so a
-   * new key is put first and the old one kept until `keys reencrypt` has run. Default: none, keys
-   * are stored in clear (said once at start). Env `PLANTGATE_KEY_ENCRYPTION_KEY`.
-   */
-  keyEncryptionKeys?: string | readonly string[];
-  /** Access-token lifetime in seconds (default 7200); a client's own setting wins. */
-  accessTokenTtl?: number;
-  /** Sliding refresh-token lifetime in seconds (default 7 days); a client's own setting wins. */
-  refreshTokenTtl?: number;
-  /** Absolute refresh-token family lifetime in seconds (default 30 days); a client's own setting wins. */
-  refreshTokenAbsoluteTtl?: number;
-  /**
-   * The refresh-token grace window in seconds, 0-300 (default 30; env
-   * `PLANTGATE_REFRESH_GRACE_SECONDS` in the examples). For this long after a refresh token was
-   * rotated, presenting it again (by the same client) is answered 200 with the very same answer
-   * the rotation gave (a replay), so concurrent and retried refreshes do not sign the user out.
-   * After the window, or past {@link refreshGraceMaxUses}, presenting it again is reuse: the whole
-   * family is revoked (RFC 9700 §4.14.2). `0` restores strict one-time use.
-   */
-  refreshGraceSeconds?: number;
-  /** Most grace uses (replays) of one rotated refresh token, 1-1000 (default 10); the next presentation is reuse. */
-  refreshGraceMaxUses?: number;
-  /** Per-client grace windows in seconds by client id (0-300 each), overriding {@link refreshGraceSeconds}. */
-  refreshGraceSecondsPerClient?: Record<string, number>;
-  /**
-   * Scopes a route needs: a token must carry at least one of them; `[]` = any valid token.
-   * Default: `listAccounts` needs either API scope; `createPlant` any valid token.
-   */
-  requiredScopes?: Partial<Record<ProtectedRoute, string[]>>;
-  /** Largest request body in bytes (default 65536). */
-  maxBodyBytes?: number;
-  /** Most parameters in a form body (token, revocation, introspection); more -> 400 `invalid_request`. Default 32. */
-  maxFormParameters?: number;
-  /** Most bytes of any one form parameter name or value (after decoding); longer -> 400 `invalid_request`. Default 4096. */
-  maxFormFieldBytes?: number;
-  /** Most scope tokens in a `scope` parameter; more -> 400 `invalid_scope`. Default 16. */
-  maxScopes?: number;
-  /** Most characters of one scope token; longer -> 400 `invalid_scope`. Default 128. */
-  maxScopeLength?: number;
-  /** Largest `pageSize` (default 100). */
-  maxPageSize?: number;
-  /** `pageSize` when omitted (default 20). */
-  defaultPageSize?: number;
-  /** PBKDF2 iterations for new password hashes (default 600 000; workerd allows at most 100 000). */
-  passwordHashIterations?: number;
-  /**
-   * Most password checks (PBKDF2 verifications, the password grant and console sign-in together)
-   * running at once in this app instance; a further attempt is refused at once with 429 and
-   * `Retry-After: 1` instead of queueing CPU work. Default 4.
-   */
-  maxConcurrentPasswordChecks?: number;
-  /** Current time in epoch milliseconds; injectable for tests. */
-  clock?: () => number;
-  /** Random bytes source; injectable for tests. */
-  randomBytes?: RandomBytes;
-  /**
-   * Synchronous SHA-256 and JWS signing lent by the host (e.g. `nodeCrypto()` from
-   * `@plantgate/node`), used for client-secret and token hashing and for signing access tokens.
-   * Same results as the default, at a fraction of the cost. Default: Web Crypto only.
-   */
-  crypto?: CryptoProvider;
-  /**
-   * How many verified access tokens the API bearer check remembers (oldest dropped first), so a
-   * token used again is not signature-checked again. Expiry, key trust and revocation are still
-   * checked on every request. `0` turns it off. Default 10 000.
-   */
-  verifiedTokenCacheSize?: number;
-  /** Receives unexpected errors (never secrets). Default: `console`. */
-  logger?: Logger;
-  /**
-   * Receives every security event (see the README's events table): tokens issued and refreshed,
-   * refresh-token reuse, failed client authentication and logins, lock-outs, revocations and
-   * administrative changes. Called after the fact and never awaited on the request path: a hook
-   * that throws, rejects or is slow never changes an answer (failures go to `logger.error`).
-   * Default: none.
-   */
-  onEvent?: EventHook;
-  /**
-   * Days the audit store (`storage.audit`, when the storage has one) keeps events; `prune` deletes
-   * older ones. Default 90 (env `PLANTGATE_AUDIT_RETENTION_DAYS`).
-   */
-  auditRetentionDays?: number;
-  /**
-   * Addresses (exact, or CIDR such as `10.0.0.0/8`) of reverse proxies whose `X-Forwarded-For`
-   * is believed. When the socket peer is one of them, the client IP is the rightmost
-   * `X-Forwarded-For` entry that is not a trusted proxy; otherwise the socket address is used and
-   * forwarded headers are ignored. Default: none (env `PLANTGATE_TRUSTED_PROXIES`, comma-separated).
-   */
-  trustedProxies?: string[];
-  /**
-   * Brute-force defence of the password grant and console sign-in (per username + client IP at
-   * `maxFailures`, per username at 5 × `maxFailures`; every attempt counts, a success resets) and of
-   * client authentication (per client id + client IP, failures count): past the limit within
-   * `windowSeconds` of the first count, attempts are refused with 429 and `Retry-After` until the
-   * window ends. Counters live in storage, so they hold across instances. Default
-   * `{ maxFailures: 10, windowSeconds: 900 }`; `false` turns it off.
-   */
-  bruteForce?: { maxFailures?: number; windowSeconds?: number } | false;
-  /** The management console at `{basePath}/console` (admin API, plus the page you give it). Default: off. */
-  console?: ConsoleOptions;
-  /**
-   * The API reference page at `{basePath}/docs` (with its files under `/docs/assets/`), e.g.
-   * `swaggerUi()` from `@plantgate/docs`. Default: none (`/docs` is 404 and not in openapi.json;
-   * `/openapi.json` is always served).
-   */
-  docs?: StaticPage;
-}
-
-/**
- * Options of the management console. Only accounts with `adminRole` can sign in.
- *
- * @example
- * import { consolePage } from "@plantgate/console";
- * createPlantgate({ console: { enabled: true, page: consolePage(), sessionTtlSeconds: 3600 } });
- */
-export interface ConsoleOptions {
-  /** Serve the console's admin API under `/console/api` (and the page, when given). */
-  enabled: boolean;
-  /**
-   * The web page at `/console` and its files under `/console/assets/`: `consolePage()` from
-   * `@plantgate/console`. Without it the admin API still works and `/console` is 404.
-   */
-  page?: StaticPage;
-  /** Lifetime of a console session in seconds (absolute, from sign-in). Default 28 800 (8 hours). */
-  sessionTtlSeconds?: number;
-  /** The role an account needs to use the console. Default `admin`. */
-  adminRole?: string;
-}
+export type { ConsoleOptions, PlantgateOptions } from "./option-types.js";
+import type { PlantgateOptions } from "./option-types.js";
 
 const MAX_GRACE_SECONDS = 300;
 
