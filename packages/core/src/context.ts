@@ -6,7 +6,7 @@
 import type { RandomBytes } from "./crypto/index.js";
 import type { EventSink } from "./events/emitter.js";
 import type { KeyEncryption } from "./crypto/key-encryption.js";
-import type { JwsSigner } from "./crypto/provider.js";
+import type { HkdfAesGcm, JwsSigner } from "./crypto/provider.js";
 import type { ServedPage } from "./pages/static-page.js";
 import type { AccountListQuery } from "./schemas/accounts.js";
 import type { ScopeNames } from "./scope-names.js";
@@ -81,6 +81,8 @@ export interface Context {
   sha256: (text: string) => Promise<string>;
   /** The host's JWS signer, if it lent one (see the `crypto` option). */
   sign: JwsSigner | undefined;
+  /** The host's HKDF + AES-GCM, if it lent one (see the `crypto` option); Web Crypto otherwise. */
+  hkdfAesGcm: HkdfAesGcm | undefined;
   logger: Logger;
   /** The OpenTelemetry tracer (see the `tracer` option); undefined = no spans. */
   tracer: Tracer | undefined;

@@ -178,6 +178,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     random,
     sha256,
     sign: options.crypto?.sign?.bind(options.crypto),
+    hkdfAesGcm: options.crypto?.hkdfAesGcm,
     logger,
     ...{ tracer: options.tracer, observer: options.observer },
     events,

@@ -1,5 +1,5 @@
 import * as nodeCryptoModule from "node:crypto";
-import { constants, createHash, KeyObject, sign } from "node:crypto";
+import { constants, createCipheriv, createDecipheriv, createHash, hkdfSync, KeyObject, sign } from "node:crypto";
 
 // crypto.hash() (Node 20.12+, 21.7+) is a one-shot digest at half the cost of createHash();
 // the engines field allows any Node 20, so older ones keep createHash().
@@ -12,7 +12,37 @@ const oneShot = (nodeCryptoModule as { hash?: (algorithm: string, data: Uint8Arr
 export interface NodeCryptoProvider {
   sha256(data: Uint8Array): Uint8Array;
   sign(alg: string, key: CryptoKey, data: Uint8Array): Uint8Array | undefined | Promise<Uint8Array | undefined>;
+  hkdfAesGcm: {
+    encrypt(secret: Uint8Array, info: Uint8Array, iv: Uint8Array, aad: Uint8Array, plaintext: Uint8Array): Uint8Array;
+    decrypt(secret: Uint8Array, info: Uint8Array, iv: Uint8Array, aad: Uint8Array, data: Uint8Array): Uint8Array | null;
+  };
 }
+
+const EMPTY = new Uint8Array(0);
+const TAG_BYTES = 16;
+
+/** HKDF-SHA-256 (empty salt) to a 32-byte AES key, as Web Crypto's deriveKey does. */
+const hkdfKey = (secret: Uint8Array, info: Uint8Array): Buffer => Buffer.from(hkdfSync("sha256", secret, EMPTY, info, 32));
+
+/** AES-256-GCM in line, in Web Crypto's layout (`ciphertext || tag`, 16-byte tag). */
+const hkdfAesGcm: NodeCryptoProvider["hkdfAesGcm"] = {
+  encrypt(secret, info, iv, aad, plaintext) {
+    const cipher = createCipheriv("aes-256-gcm", hkdfKey(secret, info), iv);
+    cipher.setAAD(aad);
+    return Buffer.concat([cipher.update(plaintext), cipher.final(), cipher.getAuthTag()]);
+  },
+  decrypt(secret, info, iv, aad, data) {
+    if (data.length < TAG_BYTES) return null;
+    try {
+      const decipher = createDecipheriv("aes-256-gcm", hkdfKey(secret, info), iv);
+      decipher.setAAD(aad);
+      decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
+      return Buffer.concat([decipher.update(data.subarray(0, data.length - TAG_BYTES)), decipher.final()]);
+    } catch {
+      return null;
+    }
+  },
+};
 
 /** Options of {@link nodeCrypto}. */
 export interface NodeCryptoOptions {
@@ -61,6 +91,7 @@ export function nodeCrypto(options: NodeCryptoOptions = {}): NodeCryptoProvider 
     return converted;
   };
   return {
+    hkdfAesGcm,
     sha256(data) {
       return oneShot !== undefined ? oneShot("sha256", data, "buffer") : createHash("sha256").update(data).digest();
     },

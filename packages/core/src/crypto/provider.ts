@@ -26,6 +26,19 @@ export interface CryptoProvider {
    * that batches signatures, say).
    */
   sign?(alg: string, key: CryptoKey, data: Uint8Array): Uint8Array | undefined | Promise<Uint8Array | undefined>;
+  /**
+   * AES-256-GCM under a key derived with HKDF-SHA-256 (empty salt, 32 bytes) from `secret` and
+   * `info`, as Web Crypto's `deriveKey` + `encrypt`/`decrypt` do: `encrypt` answers
+   * `ciphertext || tag`, `decrypt` the plaintext or null when it does not open. Seals the replay
+   * data of rotated refresh tokens; three Web Crypto jobs per refresh otherwise.
+   */
+  hkdfAesGcm?: HkdfAesGcm;
+}
+
+/** See {@link CryptoProvider.hkdfAesGcm}. */
+export interface HkdfAesGcm {
+  encrypt(secret: Uint8Array, info: Uint8Array, iv: Uint8Array, aad: Uint8Array, plaintext: Uint8Array): Uint8Array;
+  decrypt(secret: Uint8Array, info: Uint8Array, iv: Uint8Array, aad: Uint8Array, data: Uint8Array): Uint8Array | null;
 }
 
 /** Signs a JWS signing input; see {@link CryptoProvider.sign}. */

@@ -90,7 +90,7 @@ export async function issueTokens(
     familyId = record.familyId;
     if (plan.kind === "new-family") await ctx.storage.refreshTokens.create(record);
     else {
-      const replay = plan.graceMs > 0 ? await sealReplay(plan.presented, plan.presentedHash, JSON.stringify(body), ctx.random) : null;
+      const replay = plan.graceMs > 0 ? await sealReplay(plan.presented, plan.presentedHash, JSON.stringify(body), ctx.random, ctx.hkdfAesGcm) : null;
       // Lost the race: someone exchanged it between our read and now. Within the grace window
       // that is a concurrent refresh, answered with the winner's answer; else reuse (onLost decides).
       if (!(await ctx.storage.refreshTokens.consume(plan.presentedHash, input.now, record, replay))) return plan.onLost();

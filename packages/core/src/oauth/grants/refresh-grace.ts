@@ -51,7 +51,7 @@ export async function replayAnswer(
     familyId: string;
   },
 ): Promise<TokenResponse | null> {
-  const text = await openReplay(input.presented, input.tokenHash, input.sealed);
+  const text = await openReplay(input.presented, input.tokenHash, input.sealed, ctx.hkdfAesGcm);
   let answer: unknown;
   try {
     answer = text === null ? null : JSON.parse(text);
