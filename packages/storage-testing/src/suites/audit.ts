@@ -14,7 +14,7 @@ function rec(n: number, over: Partial<AuditRecord> = {}): AuditRecord {
  * The optional audit store (`storage.audit`): skipped, test by test, when the backend has none.
  */
 export function auditSuite(s: SuiteContext): void {
-  describe("audit (optional)", () => {
+  describe("audit (optional: each case is skipped when the storage has no audit store)", () => {
     const audit = (t: TestContext): AuditStore => {
       const store = s.storage().audit;
       if (store === undefined) t.skip("this storage has no audit store");
