@@ -21,7 +21,7 @@ describe("nodeCrypto().hkdfAesGcm", () => {
     const sealed = hkdfAesGcm.encrypt(enc.encode("the-old-refresh-token"), INFO, iv, aad, plain);
     const web = new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: aad }, await webKey("the-old-refresh-token", "encrypt"), plain));
     expect(Buffer.from(sealed).equals(Buffer.from(web))).toBe(true);
-    const opened = await crypto.subtle.decrypt({ name: "AES-GCM", iv, additionalData: aad }, await webKey("the-old-refresh-token", "decrypt"), sealed);
+    const opened = await crypto.subtle.decrypt({ name: "AES-GCM", iv, additionalData: aad }, await webKey("the-old-refresh-token", "decrypt"), sealed as BufferSource);
     expect(new Uint8Array(opened)).toEqual(plain);
     expect(Buffer.from(hkdfAesGcm.decrypt(enc.encode("the-old-refresh-token"), INFO, iv, aad, web)!).equals(Buffer.from(plain))).toBe(true);
   });
