@@ -1,6 +1,7 @@
 import type {
   AccountRecord,
   AttemptRecord,
+  AuditRecord,
   ClientAuthMethod,
   ClientRecord,
   ClientSecretRecord,
@@ -11,7 +12,7 @@ import type {
   SigningKeyRecord,
 } from "@plantgate/core";
 import type { Insertable, Selectable } from "kysely";
-import type { AccountTable, AttemptTable, ClientTable, PlantTable, RefreshTokenTable, SessionTable, SigningKeyTable } from "./schema.js";
+import type { AccountTable, AttemptTable, AuditTable, ClientTable, PlantTable, RefreshTokenTable, SessionTable, SigningKeyTable } from "./schema.js";
 import { CorruptRowError } from "./errors.js";
 import { json, toInt, toNullableInt, toNullableText, toPlantId, toStringArray, toText, type ValueGuards } from "./values.js";
 
@@ -57,6 +58,24 @@ export function secretsJson(v: ValueGuards, secrets: readonly ClientSecretRecord
     sorted.map((s) => ({ id: v.text(s.id, "secret id"), hash: v.text(s.hash, "secret hash"), createdAt: s.createdAt, expiresAt: s.expiresAt, lastUsedAt: s.lastUsedAt })),
   );
 }
+
+/** A change to a client's secrets list: the new list (and `secret_updated_at`, if it moves), or null for "nothing to do". */
+export type SecretsChange = (secrets: ClientSecretRecord[]) => { secrets: ClientSecretRecord[]; updatedAt: number | undefined } | null;
+
+/** Removes one secret (rotation time `now`); null when the client has no such secret. */
+export const removingSecret =
+  (secretId: string, now: number): SecretsChange =>
+  (secrets) =>
+    secrets.some((x) => x.id === secretId) ? { secrets: secrets.filter((x) => x.id !== secretId), updatedAt: now } : null;
+
+/** Records a secret's use at `usedAt`; null when absent or already recorded as late (never moves it back). */
+export const touchingSecret =
+  (secretId: string, usedAt: number): SecretsChange =>
+  (secrets) => {
+    const x = secrets.find((y) => y.id === secretId);
+    if (!x || (x.lastUsedAt !== null && x.lastUsedAt >= usedAt)) return null;
+    return { secrets: secrets.map((y) => (y === x ? { ...y, lastUsedAt: usedAt } : y)), updatedAt: undefined };
+  };
 
 const isIntOrNull = (x: unknown) => x === null || Number.isSafeInteger(x);
 
@@ -182,4 +201,14 @@ export const plantRecord = (row: { id: unknown; name: Selectable<PlantTable>["na
   id: toPlantId(row.id),
   name: toText(row.name, "name"),
   tag: toNullableText(row.tag, "tag"),
+});
+
+export const auditRecord = (r: Selectable<AuditTable>): AuditRecord => ({
+  id: toText(r.id, "id"),
+  type: toText(r.type, "type"),
+  time: toInt(r.time, "time"),
+  clientId: toNullableText(r.client_id, "client_id"),
+  accountId: toNullableText(r.account_id, "account_id"),
+  username: toNullableText(r.username, "username"),
+  data: toText(r.data, "data"),
 });

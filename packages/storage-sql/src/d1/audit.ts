@@ -1,18 +1,8 @@
-import type { AuditRecord, AuditStore } from "@plantgate/core";
+import type { AuditStore } from "@plantgate/core";
 import type { Selectable } from "kysely";
+import { auditRecord } from "../rows.js";
 import { TABLES, type AuditTable } from "../schema.js";
-import { toInt, toNullableText, toText } from "../values.js";
 import { deleteBatch, id, type D1Context } from "./context.js";
-
-const record = (r: Selectable<AuditTable>): AuditRecord => ({
-  id: toText(r.id, "id"),
-  type: toText(r.type, "type"),
-  time: toInt(r.time, "time"),
-  clientId: toNullableText(r.client_id, "client_id"),
-  accountId: toNullableText(r.account_id, "account_id"),
-  username: toNullableText(r.username, "username"),
-  data: toText(r.data, "data"),
-});
 
 /** `pg_audit_events` on D1 (see ../stores/audit.ts): the same statements, written out. */
 export function d1AuditStore(ctx: D1Context): AuditStore {
@@ -45,7 +35,7 @@ export function d1AuditStore(ctx: D1Context): AuditStore {
         if (query.before !== undefined) where.push(`("time" < ? or ("time" = ? and "id" < ?))`), params.push(query.before.time, query.before.time, query.before.id);
         const sql = `select * from ${table}${where.length ? ` where ${where.join(" and ")}` : ""} order by "time" desc, "id" desc limit ?`;
         const rows = await all<Selectable<AuditTable>>(sql, ...params, query.limit);
-        return rows.map(record);
+        return rows.map(auditRecord);
       }),
     deleteExpired: (before, limit) => run("audit.deleteExpired", () => deleteBatch(ctx, TABLES.audit, "id", `"time" <= ?`, [before], limit)),
   };

@@ -1,6 +1,6 @@
-import type { AssertionJtiStore, ClientSecretRecord, ClientStore } from "@plantgate/core";
+import type { AssertionJtiStore, ClientStore } from "@plantgate/core";
 import type { Selectable } from "kysely";
-import { clientRecord, clientRow, secretsJson, toSecrets } from "../rows.js";
+import { clientRecord, clientRow, removingSecret, secretsJson, toSecrets, touchingSecret, type SecretsChange } from "../rows.js";
 import { TABLES, type ClientTable } from "../schema.js";
 import { deleteBatch, id, insertRow, type D1Context } from "./context.js";
 
@@ -19,7 +19,7 @@ export function d1ClientStore(ctx: D1Context): ClientStore {
    */
   const changeSecrets = async (
     clientId: string,
-    change: (secrets: ClientSecretRecord[]) => { secrets: ClientSecretRecord[]; updatedAt: number | undefined } | null,
+    change: SecretsChange,
     attempts = CAS_ATTEMPTS,
   ): Promise<boolean> => {
     if (!storableKey(clientId)) return false;
@@ -71,20 +71,12 @@ export function d1ClientStore(ctx: D1Context): ClientStore {
       }),
     removeSecret: (clientId, secretId, now) =>
       run("clients.removeSecret", () =>
-        changeSecrets(clientId, (secrets) => (secrets.some((x) => x.id === secretId) ? { secrets: secrets.filter((x) => x.id !== secretId), updatedAt: now } : null)),
+        changeSecrets(clientId, removingSecret(secretId, now)),
       ),
     touchSecret: (clientId, secretId, usedAt) =>
       run("clients.touchSecret", async () => {
         // Best effort: losing a race to another change (most likely another touch) is fine.
-        await changeSecrets(
-          clientId,
-          (secrets) => {
-            const x = secrets.find((y) => y.id === secretId);
-            if (!x || (x.lastUsedAt !== null && x.lastUsedAt >= usedAt)) return null;
-            return { secrets: secrets.map((y) => (y === x ? { ...y, lastUsedAt: usedAt } : y)), updatedAt: undefined };
-          },
-          1,
-        );
+        await changeSecrets(clientId, touchingSecret(secretId, usedAt), 1);
       }),
     list: () => run("clients.list", async () => (await all<Selectable<ClientTable>>(`select * from ${table} order by "client_id"`)).map(clientRecord)),
     delete: (clientId) =>

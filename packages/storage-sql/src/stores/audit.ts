@@ -1,20 +1,10 @@
-import type { AuditRecord, AuditStore } from "@plantgate/core";
-import type { Insertable, Selectable } from "kysely";
+import type { AuditStore } from "@plantgate/core";
+import type { Insertable } from "kysely";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
 import { prepared } from "../prepared.js";
+import { auditRecord } from "../rows.js";
 import { TABLES, type AuditTable } from "../schema.js";
-import { toInt, toNullableText, toText } from "../values.js";
-
-const record = (r: Selectable<AuditTable>): AuditRecord => ({
-  id: toText(r.id, "id"),
-  type: toText(r.type, "type"),
-  time: toInt(r.time, "time"),
-  clientId: toNullableText(r.client_id, "client_id"),
-  accountId: toNullableText(r.account_id, "account_id"),
-  username: toNullableText(r.username, "username"),
-  data: toText(r.data, "data"),
-});
 
 /** `pg_audit_events` (kept security events) as core's {@link AuditStore}. */
 export function auditStore(ctx: StoreContext): AuditStore {
@@ -53,7 +43,7 @@ export function auditStore(ctx: StoreContext): AuditStore {
           select = select.where((eb) => eb.or([eb("time", "<", before.time), eb.and([eb("time", "=", before.time), eb("id", "<", before.id)])]));
         }
         const rows = await select.orderBy("time", "desc").orderBy("id", "desc").limit(query.limit).execute();
-        return rows.map(record);
+        return rows.map(auditRecord);
       }),
     deleteExpired: (before, limit) => run("audit.deleteExpired", () => deleteBatch(ctx, TABLES.audit, "id", (eb) => eb("time", "<=", before), limit)),
   };

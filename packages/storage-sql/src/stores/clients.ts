@@ -3,7 +3,7 @@ import { sql, type Insertable } from "kysely";
 import type { StoreContext } from "../context.js";
 import { prepared } from "../prepared.js";
 import { copyRecord } from "../read-cache.js";
-import { clientRecord, clientRow, secretsJson, toSecrets } from "../rows.js";
+import { clientRecord, clientRow, removingSecret, secretsJson, toSecrets, touchingSecret, type SecretsChange } from "../rows.js";
 import { TABLES, type ClientTable } from "../schema.js";
 
 /** Rounds of a secrets compare-and-set before giving up (each loses only to a concurrent change). */
@@ -28,7 +28,7 @@ export function clientStore(ctx: StoreContext): ClientStore {
    */
   const changeSecrets = async (
     clientId: string,
-    change: (secrets: ClientSecretRecord[]) => { secrets: ClientSecretRecord[]; updatedAt: number | undefined } | null,
+    change: SecretsChange,
     attempts = CAS_ATTEMPTS,
   ): Promise<boolean> => {
     if (!storableKey(clientId)) return false;
@@ -105,16 +105,12 @@ export function clientStore(ctx: StoreContext): ClientStore {
       }),
     removeSecret: (clientId, secretId, now) =>
       run("clients.removeSecret", () =>
-        changeSecrets(clientId, (secrets) => (secrets.some((x) => x.id === secretId) ? { secrets: secrets.filter((x) => x.id !== secretId), updatedAt: now } : null)),
+        changeSecrets(clientId, removingSecret(secretId, now)),
       ),
     touchSecret: (clientId, secretId, usedAt) =>
       run("clients.touchSecret", async () => {
-        await changeSecrets(clientId, (secrets) => {
-          const x = secrets.find((y) => y.id === secretId);
-          if (!x || (x.lastUsedAt !== null && x.lastUsedAt >= usedAt)) return null;
-          return { secrets: secrets.map((y) => (y === x ? { ...y, lastUsedAt: usedAt } : y)), updatedAt: undefined };
-          // Best effort: losing a race to another change (most likely another touch) is fine.
-        }, 1);
+        // Best effort: losing a race to another change (most likely another touch) is fine.
+        await changeSecrets(clientId, touchingSecret(secretId, usedAt), 1);
       }),
     list: () =>
       run("clients.list", async () => {
