@@ -251,18 +251,21 @@ function toRow(workload: Workload, c: Contender, server: ServerProcess, runs: Wr
   return row;
 }
 
+/** One timed round: its wrk result into `runs`, the server's CPU µs per request into `cpuUs`. */
+async function timedRun(workload: Workload, c: Contender, server: ServerProcess, bearer: string, runs: WrkResult[], cpuUs: number[]): Promise<void> {
+  const cpu0 = server.cpuMs();
+  const run = await wrkRun(workload, c, server, bearer, settings.seconds);
+  runs.push(run);
+  cpuUs.push(run.requests > 0 ? ((server.cpuMs() - cpu0) * 1000) / run.requests : NaN);
+}
+
 async function measure(workload: Workload, c: Contender): Promise<Row> {
   const { server, bearer, stop } = await startContender(workload, c);
   try {
     await wrkRun(workload, c, server, bearer, settings.warmup);
     const runs: WrkResult[] = [];
     const cpuUs: number[] = [];
-    for (let i = 0; i < settings.rounds; i++) {
-      const cpu0 = server.cpuMs();
-      const run = await wrkRun(workload, c, server, bearer, settings.seconds);
-      runs.push(run);
-      cpuUs.push(run.requests > 0 ? ((server.cpuMs() - cpu0) * 1000) / run.requests : NaN);
-    }
+    for (let i = 0; i < settings.rounds; i++) await timedRun(workload, c, server, bearer, runs, cpuUs);
     return toRow(workload, c, server, runs, cpuUs);
   } catch (error) {
     throw new Error(`${c.label} / ${workload}: ${(error as Error).message}\n${server.stderr()}`);
@@ -288,12 +291,7 @@ async function measurePair(workload: Workload, a: Contender, b: Contender): Prom
     for (const side of sides) await wrkRun(workload, side.c, side.server, side.bearer, settings.warmup);
     const rounds = Number(process.env.BENCH_BASELINE_ROUNDS ?? 5);
     for (let i = 0; i < rounds; i++) {
-      for (const side of sides) {
-        const cpu0 = side.server.cpuMs();
-        const run = await wrkRun(workload, side.c, side.server, side.bearer, settings.seconds);
-        side.runs.push(run);
-        side.cpuUs.push(run.requests > 0 ? ((side.server.cpuMs() - cpu0) * 1000) / run.requests : NaN);
-      }
+      for (const side of sides) await timedRun(workload, side.c, side.server, side.bearer, side.runs, side.cpuUs);
     }
     return sides.map((side) => toRow(workload, side.c, side.server, side.runs, side.cpuUs));
   } finally {
