@@ -58,7 +58,8 @@ for (const file of files(target)) {
     const seen = new Set<string>();
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
       const { functionName, url, lineNumber } = byId.get(at)!.callFrame;
-      if (!url.includes("/packages/")) continue;
+      // Our code: the workspace sources, or the bench's esbuild bundle of them.
+      if (!url.includes("/packages/") && !url.includes("/.build/")) continue;
       const key = `${functionName || "(anonymous)"}  ${shortUrl(url)}:${lineNumber + 1}`;
       if (seen.has(key)) continue;
       seen.add(key);
