@@ -47,13 +47,52 @@ const column = (v: unknown): string | null =>
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-/** A sink over the hook and the audit store; with neither it does nothing at all. */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
+}
+
+/**
+ * A sink over the hook and the audit store; with neither it does nothing at all.
+ *
+ * With events on, `emit` is on the token path of every request, so it does the least it can: one
+ * frozen object, one microtask per receiver (the hook and the audit store run after the current
+ * step, never inside it), and a count of unfinished work instead of a set of promises.
+ */
 export function createEventSink(input: { hook: EventHook | undefined; audit: AuditStore | undefined; logger: Logger; clock: () => number; random: RandomBytes }): EventSink {
   const { hook, audit, logger, clock, random } = input;
-  const pending = new Set<Promise<void>>();
-  const track = (work: Promise<void>) => {
-    pending.add(work);
-    void work.finally(() => pending.delete(work));
+  let unfinished = 0;
+  let waiting: Array<() => void> = [];
+  const finished = () => {
+    if (--unfinished > 0 || waiting.length === 0) return;
+    const wake = waiting;
+    waiting = [];
+    for (const resolve of wake) resolve();
+  };
+  /** Runs `work` in a microtask; a throw or a rejection goes to `failed`, never to the caller. */
+  const later = (work: () => unknown, report: (error: unknown) => void) => {
+    const failed = (error: unknown) => {
+      try {
+        report(error);
+      } catch {
+        // A logger that throws must not turn into an uncaught exception in a microtask.
+      }
+    };
+    unfinished++;
+    queueMicrotask(() => {
+      let result: unknown;
+      try {
+        result = work();
+      } catch (error) {
+        failed(error);
+        finished();
+        return;
+      }
+      if (!isThenable(result)) return finished();
+      result.then(finished, (error: unknown) => {
+        failed(error);
+        finished();
+      });
+    });
   };
   const enabled = hook !== undefined || audit !== undefined;
   return {
@@ -64,25 +103,20 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
       const event = Object.freeze(Object.assign({ type: partial.type, id: uuidV4(random), time: clock() }, partial)) as SecurityEvent;
       if (audit !== undefined) {
         const record = auditRecord(event);
-        track(
-          Promise.resolve()
-            .then(() => audit.append(record))
-            .catch((error: unknown) => logger.error("audit store append failed; event not kept", { type: event.type, id: event.id, error: message(error) })),
+        later(
+          () => audit.append(record),
+          (error) => logger.error("audit store append failed; event not kept", { type: event.type, id: event.id, error: message(error) }),
         );
       }
       if (hook !== undefined) {
-        track(
-          Promise.resolve()
-            .then(() => hook(event))
-            .then(
-              () => undefined,
-              (error: unknown) => logger.error("onEvent hook failed", { type: event.type, id: event.id, error: message(error) }),
-            ),
+        later(
+          () => hook(event),
+          (error) => logger.error("onEvent hook failed", { type: event.type, id: event.id, error: message(error) }),
         );
       }
     },
-    async settled() {
-      while (pending.size > 0) await Promise.all([...pending]);
+    settled() {
+      return unfinished === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiting.push(resolve));
     },
   };
 }
