@@ -1,52 +1,60 @@
 // In-process cost of one request through `app.handle` (no sockets, no HTTP parser): client
-// credentials on the memory store, 32 requests in flight as wrk keeps them, CPU µs per request
-// (median of rounds). For quick A/Bs of core changes while the machine is busy with other work;
-// the figures that count are `pnpm bench`'s. Usage:
-//   tsx bench/src/inproc.ts [requests per round = 20000] [rounds = 7]
-// INPROC_OBSERVE=1 turns events, JSON-line logs (to /dev/null) and metrics on, as BENCH_OBSERVE does.
-import { createWriteStream } from "node:fs";
-import { createMemoryStorage, createPlantgate } from "@plantgate/core";
+// credentials on the memory store, 32 requests in flight as wrk keeps them, CPU µs per request.
+// Two apps in one process, measured in alternating rounds: plain, and with events, JSON-line logs
+// (to stdout, as the example servers write them: run it with stdout to /dev/null; figures go to stderr) and metrics on as BENCH_OBSERVE runs them; so their ratio holds up on a busy
+// machine. For quick A/Bs of core changes; the figures that count are `pnpm bench`'s. Usage:
+//   tsx bench/src/inproc.ts [requests per round = 10000] [rounds = 7]
+import { createMemoryStorage, createPlantgate, type Plantgate } from "@plantgate/core";
 import { nodeCrypto } from "@plantgate/node";
 import { setupObservability } from "@plantgate/observability";
 import { BASIC_AUTH, CLIENT_ID, CLIENT_SECRET } from "./shared.js";
 
-const perRound = Number(process.argv[2] ?? 20_000);
+const perRound = Number(process.argv[2] ?? 10_000);
 const rounds = Number(process.argv[3] ?? 7);
-const observe = process.env.INPROC_OBSERVE === "1";
-const observability = observe ? setupObservability({ logLevel: "info", metricsPort: 0 }, { destination: createWriteStream("/dev/null") }) : null;
-const app = createPlantgate({
-  storage: createMemoryStorage(),
-  issuer: "http://127.0.0.1:1",
-  baseUrl: "http://127.0.0.1:1",
-  crypto: nodeCrypto({ batchSignatures: true }),
-  ...observability?.options,
-});
-await app.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);
-await app.jwks();
 
-const body = new TextEncoder().encode("grant_type=client_credentials");
-const headers = { authorization: BASIC_AUTH, "content-type": "application/x-www-form-urlencoded", "content-length": String(body.length) };
-const info = { clientIp: "127.0.0.1", readBody: async () => body };
-
-async function one(): Promise<void> {
-  const request = new Request("http://127.0.0.1:1/UserService/connect/token", { method: "POST", headers });
-  const answer = await app.handle(request, info);
-  if (answer.status !== 200) throw new Error(`status ${answer.status}`);
+async function app(observe: boolean): Promise<Plantgate> {
+  const observability = observe ? setupObservability({ logLevel: "info", metricsPort: 0 }) : null;
+  const created = createPlantgate({
+    storage: createMemoryStorage(),
+    issuer: "http://127.0.0.1:1",
+    baseUrl: "http://127.0.0.1:1",
+    crypto: nodeCrypto({ batchSignatures: true }),
+    ...observability?.options,
+  });
+  await created.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);
+  await created.jwks();
+  return created;
 }
 
-async function round(n: number): Promise<number> {
+const body = new TextEncoder().encode("grant_type=client_credentials");
+const headers = new Headers({ authorization: BASIC_AUTH, "content-type": "application/x-www-form-urlencoded", "content-length": String(body.length) });
+const info = { clientIp: "127.0.0.1", readBody: async () => body };
+// The Request is built once: plantgate reads the body through info.readBody, never request.body.
+const request = new Request("http://127.0.0.1:1/UserService/connect/token", { method: "POST", headers });
+
+async function round(target: Plantgate, n: number): Promise<number> {
   let left = n;
   const started = process.cpuUsage();
   const worker = async () => {
-    while (left-- > 0) await one();
+    while (left-- > 0) {
+      const answer = await target.handle(request, info);
+      if (answer.status !== 200) throw new Error(`status ${answer.status}`);
+    }
   };
   await Promise.all(Array.from({ length: 32 }, worker));
   const used = process.cpuUsage(started);
   return (used.user + used.system) / n;
 }
 
-await round(perRound); // warm-up
-const figures: number[] = [];
-for (let i = 0; i < rounds; i++) figures.push(await round(perRound));
-figures.sort((a, b) => a - b);
-console.log(`client credentials in process${observe ? " (observed)" : ""}: median ${figures[Math.floor(rounds / 2)]!.toFixed(1)} µs CPU/request (min ${figures[0]!.toFixed(1)}, max ${figures[rounds - 1]!.toFixed(1)})`);
+const apps = { plain: await app(false), observed: await app(true) };
+const figures: Record<keyof typeof apps, number[]> = { plain: [], observed: [] };
+for (const name of ["plain", "observed"] as const) await round(apps[name], perRound); // warm-up
+for (let i = 0; i < rounds; i++) {
+  for (const name of ["plain", "observed"] as const) figures[name].push(await round(apps[name], perRound));
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+for (const name of ["plain", "observed"] as const) {
+  console.error(`client credentials in process, ${name}: median ${median(figures[name]).toFixed(1)} µs CPU/request (${figures[name].map((f) => f.toFixed(0)).join(" ")})`);
+}
+const ratios = figures.plain.map((p, i) => p / figures.observed[i]!);
+console.error(`observed / plain throughput (per-round CPU ratio, median): ${median(ratios).toFixed(3)}x`);

@@ -4,7 +4,8 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { collectDefaultMetrics, Counter, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Registry } from "prom-client";
+import { HotCounter, HotHistogram } from "./hot-metrics.js";
 import type { Observer, SecurityEvent } from "@plantgate/core";
 
 /** Options of {@link createMetrics}. */
@@ -47,78 +48,79 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
   const registry = options.registry ?? new Registry();
   if (options.processMetrics !== false) collectDefaultMetrics({ register: registry });
   const registers = [registry];
-  const requests = new Counter({
+  const requests = new HotCounter({
     name: "plantgate_http_requests_total",
     help: "Requests answered by plantgate, by route template, method and status code.",
-    labelNames: ["route", "method", "status"] as const,
+    labelNames: ["route", "method", "status"],
     registers,
   });
-  const requestDuration = new Histogram({
+  const requestDuration = new HotHistogram({
     name: "plantgate_http_request_duration_seconds",
     help: "Time from a request reaching plantgate to its answer being ready, by route template.",
-    labelNames: ["route"] as const,
+    labelNames: ["route"],
     buckets: LATENCY_BUCKETS,
     registers,
   });
-  const tokenRequests = new Counter({
+  const tokenRequests = new HotCounter({
     name: "plantgate_token_requests_total",
     help: "Token endpoint requests by grant_type and result (success, an OAuth error code, or locked_out).",
-    labelNames: ["grant_type", "result"] as const,
+    labelNames: ["grant_type", "result"],
     registers,
   });
-  const tokenDuration = new Histogram({
+  const tokenDuration = new HotHistogram({
     name: "plantgate_token_request_duration_seconds",
     help: "Token endpoint latency by grant_type.",
-    labelNames: ["grant_type"] as const,
+    labelNames: ["grant_type"],
     buckets: LATENCY_BUCKETS,
     registers,
   });
-  const lockouts = new Counter({
+  const lockouts = new HotCounter({
     name: "plantgate_lockouts_total",
     help: "Brute-force lock-outs begun (account.locked_out events), by lock: username_address or username.",
-    labelNames: ["lock"] as const,
+    labelNames: ["lock"],
     registers,
   });
-  const reuse = new Counter({
+  const reuse = new HotCounter({
     name: "plantgate_refresh_token_reuse_total",
     help: "Refresh tokens presented again after rotation (their family was revoked).",
     registers,
   });
-  const storageDuration = new Histogram({
+  const storageDuration = new HotHistogram({
     name: "plantgate_storage_operation_duration_seconds",
     help: "Storage call latency by store and operation.",
-    labelNames: ["store", "operation"] as const,
+    labelNames: ["store", "operation"],
     buckets: STORAGE_BUCKETS,
     registers,
   });
-  const storageErrors = new Counter({
+  const storageErrors = new HotCounter({
     name: "plantgate_storage_errors_total",
     help: "Storage calls that failed (threw or rejected), by store and operation.",
-    labelNames: ["store", "operation"] as const,
+    labelNames: ["store", "operation"],
     registers,
   });
   // Counters start at 0 for the kinds an operator alerts on, so a rate() has a series to read.
-  for (const lock of LOCKS) lockouts.inc({ lock }, 0);
+  for (const lock of LOCKS) lockouts.inc([lock], 0);
 
   return {
     registry,
     observer: {
       request(o) {
-        requests.inc({ route: o.route, method: o.method, status: o.status });
-        requestDuration.observe({ route: o.route }, o.durationMs / 1000);
+        const seconds = o.durationMs / 1000;
+        requests.inc([o.route, o.method, String(o.status)]);
+        requestDuration.observe([o.route], seconds);
         if (o.grantType !== undefined) {
-          tokenRequests.inc({ grant_type: o.grantType, result: o.result ?? "unknown" });
-          tokenDuration.observe({ grant_type: o.grantType }, o.durationMs / 1000);
+          tokenRequests.inc([o.grantType, o.result ?? "unknown"]);
+          tokenDuration.observe([o.grantType], seconds);
         }
       },
       storage(o) {
-        storageDuration.observe({ store: o.store, operation: o.operation }, o.durationMs / 1000);
-        if (o.failed) storageErrors.inc({ store: o.store, operation: o.operation });
+        storageDuration.observe([o.store, o.operation], o.durationMs / 1000);
+        if (o.failed) storageErrors.inc([o.store, o.operation]);
       },
     },
     countEvent(event) {
-      if (event.type === "account.locked_out") lockouts.inc({ lock: event.lock });
-      else if (event.type === "refresh_token.reuse_detected") reuse.inc();
+      if (event.type === "account.locked_out") lockouts.inc([event.lock]);
+      else if (event.type === "refresh_token.reuse_detected") reuse.inc([]);
     },
     text: () => registry.metrics(),
   };

@@ -79,6 +79,33 @@ describe("logs", () => {
     expect(out.lines).toHaveLength(2);
   });
 
+  it("writes an event line as pino itself would, and leaves odd events to pino (redaction included)", () => {
+    // The event line is built without pino for speed: the same object pino makes from the same event.
+    const fast = sink();
+    eventLogger(createLog({ destination: fast.stream }))(ISSUED);
+    const viaPino = sink();
+    const { type, time, ...fields } = ISSUED;
+    createLog({ destination: viaPino.stream }).info({ event: type, event_time: time, ...fields }, type);
+    const strip = (o: Record<string, unknown>) => ({ ...o, time: "t" });
+    expect(strip(fast.objects()[0]!)).toEqual(strip(viaPino.objects()[0]!));
+    expect(Object.keys(fast.objects()[0]!)).toEqual(Object.keys(viaPino.objects()[0]!));
+    // Escaping: a hostile client id is one JSON string member, the line one line.
+    const hostile = sink();
+    eventLogger(createLog({ destination: hostile.stream }))({ ...AUTH_FAILED, client_id: 'a"b\nc\u2028\ud800' } as SecurityEvent);
+    expect(hostile.lines).toHaveLength(1);
+    expect(hostile.objects()[0]!.client_id).toBe('a"b\nc\u2028\ud800');
+    // Not an event as the core makes them: through pino, whose redact list still applies.
+    const odd = sink();
+    const log = eventLogger(createLog({ destination: odd.stream }));
+    log({ ...ISSUED, password: "hunter2" } as unknown as SecurityEvent);
+    log({ time: ISSUED.time, type: "token.issued", id: ISSUED.id, nested: { a: 1 } } as unknown as SecurityEvent);
+    expect(odd.objects()).toEqual([
+      expect.objectContaining({ event: "token.issued", password: "[redacted]", msg: "token.issued" }),
+      expect.objectContaining({ event: "token.issued", event_time: ISSUED.time, nested: { a: 1 }, msg: "token.issued" }),
+    ]);
+    expect(odd.lines.join("\n")).not.toContain("hunter2");
+  });
+
   it("redacts credential-named fields should one ever reach a line", () => {
     const out = sink();
     coreLogger(createLog({ destination: out.stream })).error("boom", { password: "hunter2", client_secret: "s3cret", detail: "x" });

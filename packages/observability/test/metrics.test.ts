@@ -123,3 +123,35 @@ describe("metrics", () => {
     expect([head.status, await head.text()]).toEqual([200, ""]);
   });
 });
+
+describe("hot metrics", () => {
+  it("expose exactly what prom-client's own Counter and Histogram expose for the same observations", async () => {
+    const { Counter, Histogram, Registry } = await import("prom-client");
+    const { HotCounter, HotHistogram } = await import("../src/hot-metrics.js");
+    const ours = new Registry();
+    const theirs = new Registry();
+    const buckets = [0.001, 0.01, 0.1, 1];
+    const h1 = new HotHistogram({ name: "x_seconds", help: "h", labelNames: ["route", "method"], buckets, registers: [ours] });
+    const h2 = new Histogram({ name: "x_seconds", help: "h", labelNames: ["route", "method"], buckets, registers: [theirs] });
+    const c1 = new HotCounter({ name: "y_total", help: "c", labelNames: ["result"], registers: [ours] });
+    const c2 = new Counter({ name: "y_total", help: "c", labelNames: ["result"], registers: [theirs] });
+    const z1 = new HotCounter({ name: "z_total", help: "no labels", registers: [ours] });
+    const z2 = new Counter({ name: "z_total", help: "no labels", registers: [theirs] });
+    for (const [route, method, v] of [["/a", "GET", 0.0005], ["/a", "GET", 0.001], ["/a", "POST", 0.05], ["/b", "GET", 3], ["/a", "GET", 0.2]] as const) {
+      h1.observe([route, method], v);
+      h2.observe({ route, method }, v);
+    }
+    c1.inc(["ok"]);
+    c1.inc(["ok"], 2);
+    c1.inc(["bad"], 0);
+    c2.inc({ result: "ok" });
+    c2.inc({ result: "ok" }, 2);
+    c2.inc({ result: "bad" }, 0);
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+    z1.inc([]);
+    z2.inc();
+    ours.resetMetrics();
+    theirs.resetMetrics();
+    expect(await ours.metrics()).toBe(await theirs.metrics());
+  });
+});
