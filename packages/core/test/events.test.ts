@@ -319,3 +319,44 @@ describe("no event holds a secret, password, token or hash", () => {
     for (const jwt of tokens.filter((x) => x.split(".").length === 3)) for (const part of jwt.split(".").slice(1)) expect(text.includes(part)).toBe(false);
   });
 });
+
+describe("event ids and the sink's bookkeeping", () => {
+  it("ids are RFC 9562 version 4 UUIDs drawn from the configured random source", async () => {
+    const { uuidV4 } = await import("../src/crypto/index.js");
+    const counting = (n: number) => Uint8Array.from({ length: n }, (_, i) => i * 17);
+    expect(uuidV4(counting)).toBe("00112233-4455-4677-8899-aabbccddeeff");
+    expect(uuidV4(() => new Uint8Array(16).fill(0xff))).toBe("ffffffff-ffff-4fff-bfff-ffffffffffff");
+  });
+
+  it("settled() waits for sync, async and failing receivers alike, and resolves at once when idle", async () => {
+    const { createEventSink } = await import("../src/events/emitter.js");
+    const errors: string[] = [];
+    const seen: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const sink = createEventSink({
+      hook: async (event) => {
+        if (event.type === "client.created") throw new Error("hook down");
+        if (event.type === "client.deleted") await gate;
+        seen.push(event.type);
+      },
+      audit: undefined,
+      logger: { error: (message: string) => errors.push(message), warn: () => {} },
+      clock: () => 1,
+      random: (n) => new Uint8Array(n),
+    });
+    await sink.settled();
+    sink.emit({ type: "client.created", client_id: "a" } as never);
+    sink.emit({ type: "client.deleted", client_id: "a" } as never);
+    sink.emit({ type: "console.signed_out", username: "u" } as never);
+    let done = false;
+    const waiting = sink.settled().then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(done).toBe(false);
+    expect(seen).toEqual(["console.signed_out"]);
+    release();
+    await waiting;
+    expect(seen).toEqual(["console.signed_out", "client.deleted"]);
+    expect(errors).toEqual(["onEvent hook failed"]);
+  });
+});
