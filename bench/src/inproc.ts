@@ -3,7 +3,8 @@
 // Two apps in one process, measured in alternating rounds: plain, and with events, JSON-line logs
 // (to stdout, as the example servers write them: run it with stdout to /dev/null; figures go to stderr) and metrics on as BENCH_OBSERVE runs them; so their ratio holds up on a busy
 // machine. For quick A/Bs of core changes; the figures that count are `pnpm bench`'s. Usage:
-//   tsx bench/src/inproc.ts [requests per round = 10000] [rounds = 7]
+//   tsx bench/src/inproc.ts [requests per round = 10000] [rounds = 7] > /dev/null
+// INPROC_PART=observer|events|noop: only the metrics observer, only the event hook (logs), or a no-op hook.
 import { createMemoryStorage, createPlantgate, type Plantgate } from "@plantgate/core";
 import { nodeCrypto } from "@plantgate/node";
 import { setupObservability } from "@plantgate/observability";
@@ -19,7 +20,10 @@ async function app(observe: boolean): Promise<Plantgate> {
     issuer: "http://127.0.0.1:1",
     baseUrl: "http://127.0.0.1:1",
     crypto: nodeCrypto({ batchSignatures: true }),
-    ...observability?.options,
+    ...(observe && process.env.INPROC_PART === "observer" ? { observer: observability!.options.observer } : {}),
+    ...(observe && process.env.INPROC_PART === "events" ? { onEvent: observability!.options.onEvent } : {}),
+    ...(observe && process.env.INPROC_PART === "noop" ? { onEvent: () => {} } : {}),
+    ...(observe && process.env.INPROC_PART === undefined ? observability?.options : {}),
   });
   await created.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);
   await created.jwks();
