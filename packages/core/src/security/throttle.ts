@@ -171,6 +171,16 @@ export function createThrottle(
   const windowMs = settings.windowSeconds * 1000;
   const keyOf = (k: string | ThrottleKey) => (typeof k === "string" ? k : k.key);
   const hashAll = (keys: (string | ThrottleKey)[]) => Promise.all([...new Set(keys.map(keyOf))].map(storageKey));
+  /** The storage keys when every hash is already known (the usual case), without waiting; else null. */
+  const knownKeys = (keys: (string | ThrottleKey)[]): string[] | null => {
+    const out: string[] = [];
+    for (const key of new Set(keys.map(keyOf))) {
+      const value = recent.get(key);
+      if (value === undefined) return null;
+      out.push(value);
+    }
+    return out;
+  };
   const retryAfter = (windowStart: number, now: number) => Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000));
   let counted = 0;
   // Every guess at a new username adds a row; sweep finished windows now and then so an
@@ -200,9 +210,10 @@ export function createThrottle(
       const now = clock();
       let retryAfterMs = 0;
       let anyCounted = false;
-      const storageKeys = await hashAll(keys);
-      for (const key of storageKeys) {
-        const r = await store.get(key);
+      const storageKeys = knownKeys(keys) ?? (await hashAll(keys));
+      // Every counter read is started at once: one storage wait, and (with known hashes) started in
+      // the caller's synchronous run, beside whatever else it reads (see the token endpoint).
+      for (const r of await Promise.all(storageKeys.map((key) => store.get(key)))) {
         if (r) anyCounted = true;
         if (r && r.count >= settings.maxFailures && r.windowStart > now - windowMs) {
           retryAfterMs = Math.max(retryAfterMs, r.windowStart + windowMs - now);
