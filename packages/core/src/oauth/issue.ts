@@ -97,6 +97,7 @@ export async function issueTokens(
       ctx.events.emit({ type: "token.refreshed", client_id: input.client.clientId, account_id: plan.accountId, family_id: record.familyId, scope: body.scope, replay: false, client_ip: input.clientIp ?? null });
     }
   }
-  ctx.events.emit({ type: "token.issued", grant_type: input.grantType, client_id: input.client.clientId, subject: input.subject, scope: body.scope, jti, expires_at: (Math.floor(input.now / 1000) + ttl) * 1000, family_id: familyId, client_ip: input.clientIp ?? null });
+  // Every token request passes here: the event object is only built when something listens.
+  if (ctx.events.enabled) ctx.events.emit({ type: "token.issued", grant_type: input.grantType, client_id: input.client.clientId, subject: input.subject, scope: body.scope, jti, expires_at: (Math.floor(input.now / 1000) + ttl) * 1000, family_id: familyId, client_ip: input.clientIp ?? null });
   return body;
 }
