@@ -19,6 +19,9 @@ interface Series {
   count: number;
 }
 
+/** Series by label value, one Map per label (the last level holds the series). */
+type Level = Map<string, Level | Series>;
+
 interface MetricValue {
   value: number;
   labels: Record<string, string | number>;
@@ -55,14 +58,26 @@ abstract class HotMetric {
 
   private readonly slots: number;
 
+  /** One level per label, by value: a known series is found without building a key. */
+  private readonly index: Level = new Map();
+
   protected at(values: readonly string[]): Series {
-    const key = values.length === 1 ? values[0]! : values.length === 0 ? "" : values.join("\u0000");
-    let series = this.series.get(key);
+    let level: Level = this.index;
+    const last = values.length - 1;
+    for (let i = 0; i < last; i++) {
+      const value = values[i]!;
+      let next = level.get(value) as Level | undefined;
+      if (next === undefined) level.set(value, (next = new Map()));
+      level = next;
+    }
+    const leaf = last < 0 ? "" : values[last]!;
+    let series = level.get(leaf) as Series | undefined;
     if (series === undefined) {
       const labels: Record<string, string> = {};
       this.labelNames.forEach((name, i) => (labels[name] = values[i]!));
       series = { labels, counts: new Array<number>(this.slots).fill(0), sum: 0, count: 0 };
-      this.series.set(key, series);
+      level.set(leaf, series);
+      this.series.set(values.join("\u0000"), series);
     }
     return series;
   }
@@ -70,6 +85,7 @@ abstract class HotMetric {
   /** Drops every series (prom-client's `registry.resetMetrics()` calls it). */
   reset(): void {
     this.series.clear();
+    this.index.clear();
     if (this.labelNames.length === 0) this.at([]);
   }
 

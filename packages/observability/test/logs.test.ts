@@ -98,7 +98,7 @@ describe("logs", () => {
     const odd = sink();
     const log = eventLogger(createLog({ destination: odd.stream }));
     log({ ...ISSUED, password: "hunter2" } as unknown as SecurityEvent);
-    log({ time: ISSUED.time, type: "token.issued", id: ISSUED.id, nested: { a: 1 } } as unknown as SecurityEvent);
+    log({ time: ISSUED.time, type: "token.issued", id: ISSUED.id, nested: { a: 1 } } as unknown as SecurityEvent); // other key order
     expect(odd.objects()).toEqual([
       expect.objectContaining({ event: "token.issued", password: "[redacted]", msg: "token.issued" }),
       expect.objectContaining({ event: "token.issued", event_time: ISSUED.time, nested: { a: 1 }, msg: "token.issued" }),
