@@ -1,0 +1,185 @@
+import { CLIENT_TRIGGERS, CLIENTS_CHANNEL } from "./migrations/client-notify.js";
+import { createReadCache, type ReadCache } from "./read-cache.js";
+import { TABLES } from "./schema.js";
+
+// The client read cache of a PostgreSQL storage, invalidated by the database itself.
+//
+// Client credentials read the client on every token request. Caching that row is safe only if a
+// rotated or revoked secret, a changed or deleted client, is seen at once on every instance,
+// whoever changed it (another instance, the admin CLI, SQL by hand). Migration 0009 puts triggers
+// on pg_clients that NOTIFY the changed client id on commit; this module holds one dedicated
+// connection per storage that LISTENs and drops that client from the cache as the notification
+// arrives (a few ms after the commit). Nothing is polled per request.
+//
+// When it cannot be sure it hears every change, the cache is bypassed (every read goes to the
+// database) and emptied:
+// - until the listening connection is connected, LISTENing, and has seen both triggers in place
+//   (a database migrated by an older release, `migrate: false`, or triggers disabled by hand);
+// - while that connection is down (an 'error' or 'end': a restart, pg_terminate_backend, a network
+//   failure), until it has reconnected (backoff from 100 ms to 5 s) and checked again;
+// - when the periodic check (`checkIntervalMs`, default 5 s: the triggers still there and
+//   enabled, and the connection still answering within that time) fails. This is what notices a
+//   half-open connection that would otherwise wait silently, so that is the worst case for a
+//   stale read: about two check intervals after the connection silently stopped hearing.
+// Coming back starts from an empty cache, and a read that was in flight across any of this is not
+// remembered (`ReadCache`'s generation counters).
+
+/** Options of the PostgreSQL client cache (`openSqlStorage`'s `clientCache`). */
+export interface PgClientCacheOptions {
+  /**
+   * How often the listening connection checks it is alive and the triggers are in place
+   * (milliseconds, default 5000). A failed check bypasses the cache until the next good one.
+   */
+  checkIntervalMs?: number;
+}
+
+/** What a storage tells about its client cache (`SqlStorage.clientCache`). */
+export interface ClientCacheState {
+  /** True while client reads are served from memory (listening, triggers in place). */
+  live(): boolean;
+}
+
+/** The client cache of one PostgreSQL storage, and its listening connection. */
+export interface PgClientCache extends ClientCacheState {
+  readonly cache: ReadCache;
+  /**
+   * Opens the listening connection; settles once that first attempt has succeeded or failed (then
+   * it retries in the background). Until then the cache is bypassed. Called once, after migrating.
+   */
+  start(): Promise<void>;
+  /** Ends the listening connection; the cache stays bypassed. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The part of a `pg.Client` used here. */
+interface ListenClient {
+  connect(): Promise<unknown>;
+  query(text: string): Promise<{ rows: Array<Record<string, unknown>> }>;
+  end(): Promise<void>;
+  on(event: "notification", listener: (message: { channel: string; payload?: string | undefined }) => void): unknown;
+  on(event: "error" | "end", listener: (error?: unknown) => void): unknown;
+}
+
+/** `pg.Client`'s constructor, with the settings used here. */
+export type ListenClientConstructor = new (config: { connectionString: string; connectionTimeoutMillis: number; keepAlive: boolean; query_timeout: number }) => ListenClient;
+
+// A comment names the listening connection's statements in pg_stat_activity.
+const MARK = "/* plantgate client cache */";
+const TRIGGERS_IN_PLACE = `select count(*)::int as n from pg_trigger where tgrelid = to_regclass('${TABLES.clients}') and tgname in (${CLIENT_TRIGGERS.map((t) => `'${t}'`).join(", ")}) and tgenabled <> 'D' ${MARK}`;
+
+/** The client cache for `url` and the listening connection that keeps it valid (opened by `start()`). */
+export function pgClientCache(Client: ListenClientConstructor, url: string, options: PgClientCacheOptions = {}): PgClientCache {
+  const checkIntervalMs = options.checkIntervalMs ?? 5000;
+  if (!Number.isSafeInteger(checkIntervalMs) || checkIntervalMs < 1) throw new RangeError("clientCache.checkIntervalMs must be a positive integer (milliseconds)");
+  let version = 0;
+  let listening = false;
+  let closed = false;
+  /** The connection being set up or in use; `ready` once it LISTENs and knows its schema. */
+  let current: ListenClient | null = null;
+  let ready: ListenClient | null = null;
+  let schema: string | null = null;
+  let failures = 0;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  let check: ReturnType<typeof setInterval> | undefined;
+
+  const cache = createReadCache({ dataVersion: () => version, bypass: () => !listening, cacheable: [TABLES.clients] });
+
+  /** Bypass (or not) from now on; either way everything remembered so far is dropped. */
+  const setListening = (value: boolean) => {
+    listening = value;
+    version++;
+  };
+
+  const onNotification = (client: ListenClient, payload: string | undefined) => {
+    if (client !== ready || !listening) return;
+    let message: { s?: unknown; k?: unknown } | null = null;
+    try {
+      message = JSON.parse(payload ?? "") as { s?: unknown; k?: unknown };
+    } catch {
+      // Not ours in form: drop everything rather than guess.
+    }
+    if (message !== null && typeof message === "object" && typeof message.s === "string") {
+      if (message.s !== schema) return; // another plantgate schema in the same database
+      cache.invalidate(TABLES.clients, typeof message.k === "string" ? message.k : null);
+      return;
+    }
+    version++;
+  };
+
+  const down = (client: ListenClient) => {
+    if (client !== current) return;
+    current = null;
+    ready = null;
+    setListening(false);
+    client.end().catch(() => {});
+    if (closed) return;
+    // Backoff from 100 ms, doubling up to 5 s, with jitter so instances do not reconnect in step.
+    const delay = Math.min(5000, 100 * 2 ** Math.min(failures++, 6)) * (0.75 + Math.random() / 2);
+    retry = setTimeout(() => void connect(), delay);
+    retry.unref?.();
+  };
+
+  /** Live exactly when this connection answers and both triggers are there and enabled. */
+  const verify = async (client: ListenClient) => {
+    try {
+      const { rows } = await client.query(TRIGGERS_IN_PLACE);
+      if (client !== ready) return;
+      const ok = rows[0]?.n === CLIENT_TRIGGERS.length;
+      if (ok !== listening) setListening(ok);
+      if (ok) failures = 0;
+    } catch {
+      down(client);
+    }
+  };
+
+  const connect = async (): Promise<void> => {
+    if (closed) return;
+    // query_timeout: a check that gets no answer within the interval counts as a dead connection.
+    const client = new Client({ connectionString: url, connectionTimeoutMillis: 10_000, keepAlive: true, query_timeout: checkIntervalMs });
+    current = client;
+    client.on("error", () => down(client));
+    client.on("end", () => down(client));
+    client.on("notification", (message) => {
+      if (message.channel === CLIENTS_CHANNEL) onNotification(client, message.payload);
+    });
+    try {
+      await client.connect();
+      // LISTEN before anything is cached: no commit after this point goes unheard.
+      await client.query(`listen ${CLIENTS_CHANNEL} ${MARK}`);
+      const { rows } = await client.query(`select current_schema() as s ${MARK}`);
+      if (client !== current) return;
+      schema = typeof rows[0]?.s === "string" ? rows[0].s : null;
+      ready = client;
+      // The listening connection must not keep the process alive by itself (as the pool's idle
+      // connections do not); close() ends it anyway.
+      (client as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.();
+      await verify(client);
+    } catch {
+      down(client);
+    }
+  };
+
+  return {
+    cache,
+    start() {
+      if (closed || check !== undefined) return Promise.resolve();
+      check = setInterval(() => {
+        if (ready !== null) void verify(ready);
+      }, checkIntervalMs);
+      check.unref?.();
+      return connect();
+    },
+    live: () => listening,
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearTimeout(retry);
+      clearInterval(check);
+      const client = current;
+      current = null;
+      ready = null;
+      setListening(false);
+      await client?.end().catch(() => {});
+    },
+  };
+}
