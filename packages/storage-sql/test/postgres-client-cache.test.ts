@@ -205,6 +205,63 @@ describeIfReachable("postgres client cache", POSTGRES_URL, "PLANTGATE_TEST_POSTG
     expect(listening[0]?.n).toBe(0);
   });
 
+  describe("a listening connection that hears nothing is found out by its probe", () => {
+    /** pg.Client whose notifications can be swallowed (a half-open link, a pooler in transaction mode). */
+    const deafness = () => {
+      const made: Array<{ deaf: boolean }> = [];
+      class Client extends pg.Client {
+        readonly state = { deaf: false };
+        constructor(config: pg.ClientConfig) {
+          super(config);
+          made.push(this.state);
+        }
+        override on(event: string, listener: (...args: any[]) => void): this {
+          if (event !== "notification") return super.on(event as "error", listener);
+          return super.on("notification", (message) => void (this.state.deaf ? undefined : listener(message)));
+        }
+      }
+      return { Client: Client as unknown as ListenClientConstructor, made };
+    };
+
+    it("a connection that stops hearing is dropped (cache bypassed) and replaced", async () => {
+      const db = await fresh();
+      await storage(db, { clientCache: false });
+      const { Client, made } = deafness();
+      const pgCache = pgClientCache(Client, db.url, { checkIntervalMs: 50 });
+      try {
+        await pgCache.start();
+        expect(pgCache.live()).toBe(true);
+        made[0]!.deaf = true;
+        await until(() => !pgCache.live(), "the deaf connection to be found out", 4000);
+        await until(() => pgCache.live(), "a new connection to listen", 4000);
+        expect(made.length).toBeGreaterThanOrEqual(2);
+      } finally {
+        await pgCache.close();
+      }
+    });
+
+    it("a connection that never hears its probe never serves from memory", async () => {
+      const db = await fresh();
+      await storage(db, { clientCache: false });
+      const { Client, made } = deafness();
+      const Deaf = class extends (Client as unknown as typeof pg.Client) {
+        constructor(config: pg.ClientConfig) {
+          super(config);
+          made.at(-1)!.deaf = true;
+        }
+      };
+      const pgCache = pgClientCache(Deaf as unknown as ListenClientConstructor, db.url, { checkIntervalMs: 50 });
+      try {
+        await pgCache.start();
+        expect(pgCache.live()).toBe(false);
+        await sleep(300);
+        expect(pgCache.live()).toBe(false);
+      } finally {
+        await pgCache.close();
+      }
+    });
+  });
+
   describe("a read racing a notification is not remembered", () => {
     it("the value loaded while a change was reported is returned but not cached", async () => {
       const db = await fresh();
