@@ -72,11 +72,12 @@ export function clientCacheFromEnv(env: Record<string, string | undefined>): boo
  */
 export async function openStorageFromEnv(
   env: Record<string, string | undefined>,
-  options: { cwd: string; migrate?: boolean },
+  options: { cwd: string; migrate?: boolean; clientCache?: boolean },
 ): Promise<SqlStorage & { display: string }> {
   const { url, display } = storageUrlFromEnv(env, options.cwd);
   const audit = auditFromEnv(env);
-  const clientCache = clientCacheFromEnv(env);
+  // A one-shot process (the CLI) passes false: nothing to cache, no listening connection to open.
+  const clientCache = options.clientCache ?? clientCacheFromEnv(env);
   if (url.startsWith("sqlite:")) mkdirSync(dirname(url.slice("sqlite:".length)), { recursive: true });
   try {
     const storage = await openSqlStorage(url, { migrate: options.migrate ?? true, audit, clientCache });
