@@ -49,7 +49,8 @@ export interface PgClientCache extends ClientCacheState {
   readonly cache: ReadCache;
   /**
    * Opens the listening connection; settles once that first attempt has succeeded or failed (then
-   * it retries in the background). Until then the cache is bypassed. Called once, after migrating.
+   * it retries in the background), or after max(checkIntervalMs, 2 s) at most. Until the cache
+   * is live it is bypassed. Called once, after migrating.
    */
   start(): Promise<void>;
   /** Ends the listening connection; the cache stays bypassed. Idempotent. */
@@ -220,7 +221,12 @@ export function pgClientCache(Client: ListenClientConstructor, url: string, opti
         if (ready !== null) void verify(ready);
       }, checkIntervalMs);
       check.unref?.();
-      return connect();
+      // Bounded: a database that is down (or black-holed) must not hold up the storage's opening;
+      // the attempt goes on in the background and the cache stays bypassed until it succeeds.
+      return new Promise<void>((resolve) => {
+        void connect().then(resolve);
+        setTimeout(resolve, probeWaitMs).unref?.();
+      });
     },
     live: () => listening,
     async close() {
