@@ -324,7 +324,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const options = optionsFromEnv(io.env);
     // Every command migrates first (idempotent), so the CLI works on a brand-new store too, and a
     // schema newer than this code is refused before anything is touched.
-    const storage = await openStorageFromEnv(io.env, { cwd: io.cwd });
+    // No client cache: one command per process has nothing to reuse (its writes still notify the servers' caches).
+    const storage = await openStorageFromEnv(io.env, { cwd: io.cwd, clientCache: false });
     opened = storage;
     // Failures are stderr lines (an audit write that failed, say); never a secret (see Logger).
     app = createPlantgate({ ...options, storage, logger: { error: (message) => io.stderr(`plantgate: ${message}\n`), warn() {} } });

@@ -13,6 +13,8 @@ import { StorageError } from "@plantgate/core";
 export interface RedisScriptClient {
   evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** node-redis: the same connection with other command options (used to turn its per-command timer off, see `commandTimeoutMs`). */
+  withCommandOptions?(options: { timeout: number }): RedisScriptClient;
 }
 
 /** A Lua script and its SHA-1, the name Redis caches it under. */

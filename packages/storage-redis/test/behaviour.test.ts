@@ -11,7 +11,7 @@ import { createPlantgate, StorageError, type Storage } from "@plantgate/core";
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redisHotStores } from "../src/index.js";
+import { CommandTimeoutError, redisHotStores } from "../src/index.js";
 import { connect, describeIfRedis, dropPrefix, freshPrefix, IN_CI, keysUnder, probeRedis, type TestClient } from "./support.js";
 
 const problem = await probeRedis();
@@ -215,6 +215,38 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
       expect(await hot.revokedTokens.has("jti")).toBe(true);
     } finally {
       client.destroy();
+    }
+  });
+
+  it("a server that stops answering (SIGSTOP): StorageError after the client's command timeout, not before, from the hot stores' own shared timer; in order again after SIGCONT", async () => {
+    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
+    const port = await freePort();
+    const frozen = await startRedis(port);
+    // node-redis's per-command timeout, read by redisHotStores and enforced by its own timer.
+    const client = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true, commandOptions: { timeout: 400 } });
+    client.on("error", () => {});
+    await client.connect();
+    try {
+      const hot = redisHotStores(client, { keyPrefix: "p:" });
+      const now = Date.now();
+      expect(await hot.attempts.increment("t:k", now, WINDOW)).toEqual({ key: "t:k", count: 1, windowStart: now });
+      frozen.kill("SIGSTOP");
+      const started = performance.now();
+      const failure = await hot.attempts.get("t:k").then(() => null, (e: unknown) => e);
+      const took = performance.now() - started;
+      expect(failure).toEqual(new StorageError("redis: attempts.get failed"));
+      expect((failure as Error).cause).toBeInstanceOf(CommandTimeoutError);
+      expect(took).toBeGreaterThanOrEqual(399);
+      expect(took).toBeLessThan(400 * 1.25 + 250);
+      frozen.kill("SIGCONT");
+      // The late reply of the failed read is dropped; the next reply is the next command's.
+      expect(await hot.attempts.get("t:k")).toEqual({ key: "t:k", count: 1, windowStart: now });
+      expect(await hot.attempts.increment("t:k", now, WINDOW)).toEqual({ key: "t:k", count: 2, windowStart: now });
+    } finally {
+      frozen.kill("SIGCONT");
+      client.destroy();
+      frozen.kill("SIGKILL");
+      await stopped(frozen);
     }
   });
 });

@@ -19,7 +19,10 @@ export interface StoreContext extends ValueGuards {
   readonly d1: D1DatabaseLike | undefined;
   /** What prepared queries run on outside transactions: `db`, or the synchronous SQLite path. */
   readonly runner: Runner;
-  /** Hot reads remembered while no commit invalidates them (SQLite fast path only; else none). */
+  /**
+   * Hot reads remembered while no commit invalidates them: SQLite's fast path (validated by
+   * data_version), PostgreSQL's client cache (invalidated by notifications), else none.
+   */
   readonly cache: ReadCache;
   /** Synchronous statements and transactions on the one SQLite connection (fast path only). */
   readonly direct: DirectSqlite | undefined;
@@ -38,7 +41,7 @@ export interface StoreContext extends ValueGuards {
 }
 
 /** The {@link StoreContext} of one database. */
-export function createStoreContext(db: Kysely<Database>, family: SqlFamily, d1: D1DatabaseLike | undefined, fast?: SqliteFastPath): StoreContext {
+export function createStoreContext(db: Kysely<Database>, family: SqlFamily, d1: D1DatabaseLike | undefined, fast?: SqliteFastPath, pgCache?: ReadCache): StoreContext {
   if (d1 !== undefined && family !== "sqlite") throw new TypeError('createSqlStorage: the d1 option needs family "sqlite"');
   if (fast !== undefined && (family !== "sqlite" || d1 !== undefined)) throw new TypeError('createSqlStorage: the sqlite option needs family "sqlite" on better-sqlite3');
 
@@ -66,6 +69,7 @@ export function createStoreContext(db: Kysely<Database>, family: SqlFamily, d1: 
     return family === "mysql" ? exists() : false;
   };
 
-  const speed = fast === undefined ? { runner: db, cache: noReadCache, direct: undefined } : { runner: fast.runner(db), cache: fast.cache, direct: fast.direct };
+  if (pgCache !== undefined && family !== "postgres") throw new TypeError('createSqlStorage: the pgClientCache option needs family "postgres"');
+  const speed = fast === undefined ? { runner: db, cache: pgCache ?? noReadCache, direct: undefined } : { runner: fast.runner(db), cache: fast.cache, direct: fast.direct };
   return { db, family, d1, ...speed, maxParams: maxParamsOf(family), run, insertOrFalse, updated, ...valueGuards(family) };
 }

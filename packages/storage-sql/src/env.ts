@@ -51,8 +51,20 @@ export function auditFromEnv(env: Record<string, string | undefined>): boolean {
 }
 
 /**
+ * Whether a PostgreSQL store keeps clients in memory, invalidated by the database's notifications
+ * (`openSqlStorage`'s `clientCache`): `PLANTGATE_CLIENT_CACHE`, `1` (default) or `0`.
+ */
+export function clientCacheFromEnv(env: Record<string, string | undefined>): boolean {
+  const v = env.PLANTGATE_CLIENT_CACHE;
+  if (v === undefined || v === "" || v === "1") return true;
+  if (v === "0") return false;
+  throw new StorageConfigError("PLANTGATE_CLIENT_CACHE must be 1 (cache clients, PostgreSQL) or 0");
+}
+
+/**
  * Opens (and migrates) the store the environment names; see {@link storageUrlFromEnv}. It keeps
- * the audit trail unless `PLANTGATE_AUDIT=0` (see {@link auditFromEnv}).
+ * the audit trail unless `PLANTGATE_AUDIT=0` (see {@link auditFromEnv}); on PostgreSQL it caches
+ * clients unless `PLANTGATE_CLIENT_CACHE=0` (see {@link clientCacheFromEnv}).
  * An unreachable database is a `StorageConfigError` naming the (password-free) URL.
  *
  * @example
@@ -60,13 +72,15 @@ export function auditFromEnv(env: Record<string, string | undefined>): boolean {
  */
 export async function openStorageFromEnv(
   env: Record<string, string | undefined>,
-  options: { cwd: string; migrate?: boolean },
+  options: { cwd: string; migrate?: boolean; clientCache?: boolean },
 ): Promise<SqlStorage & { display: string }> {
   const { url, display } = storageUrlFromEnv(env, options.cwd);
   const audit = auditFromEnv(env);
+  // A one-shot process (the CLI) passes false: nothing to cache, no listening connection to open.
+  const clientCache = options.clientCache ?? clientCacheFromEnv(env);
   if (url.startsWith("sqlite:")) mkdirSync(dirname(url.slice("sqlite:".length)), { recursive: true });
   try {
-    const storage = await openSqlStorage(url, { migrate: options.migrate ?? true, audit });
+    const storage = await openSqlStorage(url, { migrate: options.migrate ?? true, audit, clientCache });
     return Object.assign(storage, { display });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);

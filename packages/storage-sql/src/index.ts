@@ -4,3 +4,4 @@ export { LATEST_SCHEMA_VERSION } from "./migrations.js";
 export { SchemaTooNewError, UnstorableValueError } from "./errors.js";
 export type { Database, SqlFamily } from "./schema.js";
 export { sqliteFastPath, type SqliteFastPath } from "./sqlite-fast.js";
+export type { ClientCacheState, PgClientCacheOptions } from "./pg-client-cache.js";

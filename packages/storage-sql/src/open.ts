@@ -1,5 +1,6 @@
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from "kysely";
 import { toStorageError } from "./errors.js";
+import { pgClientCache, type ListenClientConstructor, type PgClientCache, type PgClientCacheOptions } from "./pg-client-cache.js";
 import type { Database, SqlFamily } from "./schema.js";
 import { sqliteFastPath, type SqliteFastPath } from "./sqlite-fast.js";
 import { createSqlStorage, type SqlStorage } from "./storage.js";
@@ -16,6 +17,17 @@ export interface OpenSqlStorageOptions {
   migrate?: boolean;
   /** Keep security events in an audit store (see `CreateSqlStorageOptions.audit`). Default false. */
   audit?: boolean;
+  /**
+   * PostgreSQL only (default on): keep clients in memory (a token request then reads no client row)
+   * and drop one the moment the database reports it changed. Triggers on `pg_clients` (migration
+   * 0009) NOTIFY every committed change, whoever made it (another instance, the CLI, SQL by hand),
+   * and one extra connection per storage LISTENs, so a rotated or revoked secret or a deleted
+   * client is refused everywhere within a few ms. While that connection is down or the triggers
+   * are missing (a database not yet migrated), client reads go to the database. `false`: no cache
+   * and no extra connection. An object: on, with these settings. SQLite has its own cache
+   * (validated by `PRAGMA data_version`); MySQL has none.
+   */
+  clientCache?: boolean | PgClientCacheOptions;
 }
 
 type Target = { family: "postgres" | "mysql"; url: string } | { family: "sqlite"; path: string };
@@ -51,7 +63,14 @@ async function importDriver<T>(name: string, load: () => Promise<T>): Promise<T>
   }
 }
 
-async function openKysely(target: Target): Promise<{ db: Kysely<Database>; sqlite?: SqliteFastPath }> {
+interface Opened {
+  db: Kysely<Database>;
+  sqlite?: SqliteFastPath;
+  /** PostgreSQL: `pg.Client`, for the client cache's listening connection. */
+  listenClient?: ListenClientConstructor;
+}
+
+async function openKysely(target: Target): Promise<Opened> {
   switch (target.family) {
     case "postgres": {
       const { default: pg } = await importDriver("pg", () => import("pg"));
@@ -68,7 +87,7 @@ async function openKysely(target: Target): Promise<{ db: Kysely<Database>; sqlit
       pool.on("connect", (client) => {
         client.on("error", () => {});
       });
-      return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }) };
+      return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), listenClient: pg.Client as unknown as ListenClientConstructor };
     }
     case "mysql": {
       const mysql = await importDriver("mysql2", () => import("mysql2"));
@@ -125,7 +144,7 @@ async function openKysely(target: Target): Promise<{ db: Kysely<Database>; sqlit
 export async function openSqlStorage(url: string, options: OpenSqlStorageOptions = {}): Promise<SqlStorage> {
   const target = parseStorageUrl(url);
   const family: SqlFamily = target.family;
-  let opened: { db: Kysely<Database>; sqlite?: SqliteFastPath };
+  let opened: Opened;
   try {
     opened = await openKysely(target);
   } catch (e) {
@@ -133,7 +152,21 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
     if (e instanceof DriverMissingError) throw e;
     throw toStorageError(e, family, "open");
   }
-  const storage = createSqlStorage(opened.db, family, { ...(opened.sqlite ? { sqlite: opened.sqlite } : {}), ...(options.audit === true ? { audit: true } : {}) });
+  const clientCache = options.clientCache ?? true;
+  let cache: PgClientCache | undefined;
+  if (target.family === "postgres" && opened.listenClient !== undefined && clientCache !== false) {
+    try {
+      cache = pgClientCache(opened.listenClient, target.url, clientCache === true ? {} : clientCache);
+    } catch (e) {
+      await opened.db.destroy().catch(() => {});
+      throw e;
+    }
+  }
+  const storage = createSqlStorage(opened.db, family, {
+    ...(opened.sqlite ? { sqlite: opened.sqlite } : {}),
+    ...(cache ? { pgClientCache: cache } : {}),
+    ...(options.audit === true ? { audit: true } : {}),
+  });
   if (options.migrate !== false) {
     try {
       await storage.migrate();
@@ -142,5 +175,7 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
       throw e;
     }
   }
+  // After migrating, so the first check finds the triggers; a failure only leaves it bypassed.
+  await cache?.start();
   return storage;
 }

@@ -61,7 +61,7 @@ export interface SqliteFastPath {
 /** Wraps one better-sqlite3 connection (see {@link SqliteFastPath}). */
 export function sqliteFastPath(raw: BetterSqlite3Like, statements = 200): SqliteFastPath {
   const version = raw.prepare("PRAGMA data_version").pluck();
-  const cache = createReadCache({ dataVersion: () => version.get() as number, inTransaction: () => raw.inTransaction });
+  const cache = createReadCache({ dataVersion: () => version.get() as number, bypass: () => raw.inTransaction });
   const database = cachingStatements(raw, statements, (sql) => cache.written(sql));
   const inTransaction = raw.transaction((fn: () => unknown) => fn()).immediate;
 

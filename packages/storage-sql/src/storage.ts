@@ -6,6 +6,7 @@ import { createD1Context } from "./d1/context.js";
 import { migrateD1 } from "./d1/migrate.js";
 import { migrateToLatest } from "./migrations.js";
 import type { Database, SqlFamily } from "./schema.js";
+import type { ClientCacheState, PgClientCache } from "./pg-client-cache.js";
 import type { SqliteFastPath } from "./sqlite-fast.js";
 import { accountStore } from "./stores/accounts.js";
 import { assertionJtiStore } from "./stores/assertion-jtis.js";
@@ -37,7 +38,12 @@ export interface SqlStorage extends Storage {
    * anything. Idempotent and safe to run from several instances at once.
    */
   migrate(): Promise<void>;
-  /** Destroys the Kysely instance (ending its pool), then runs `onClose`. Idempotent. */
+  /**
+   * PostgreSQL through `openSqlStorage` (unless `clientCache: false`): whether client reads are
+   * served from memory right now (see `OpenSqlStorageOptions.clientCache`). Absent otherwise.
+   */
+  readonly clientCache?: ClientCacheState;
+  /** Ends the client cache's listening connection, destroys the Kysely instance (ending its pool), then runs `onClose`. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -69,6 +75,11 @@ export interface CreateSqlStorageOptions {
    * `PRAGMA data_version` and synchronous hot statements. `openSqlStorage` sets it for SQLite.
    */
   sqlite?: SqliteFastPath;
+  /**
+   * What `openSqlStorage` builds for PostgreSQL: the client read cache kept valid by the database's
+   * notifications, and its listening connection (ended by `close()`). Family `"postgres"` only.
+   */
+  pgClientCache?: PgClientCache;
 }
 
 /**
@@ -87,12 +98,14 @@ export interface CreateSqlStorageOptions {
  * await storage.migrate();
  */
 export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, options: CreateSqlStorageOptions = {}): SqlStorage {
-  const ctx = createStoreContext(db, family, options.d1, options.sqlite);
+  const ctx = createStoreContext(db, family, options.d1, options.sqlite, options.pgClientCache?.cache);
+  const clientCache = options.pgClientCache;
   let closed: Promise<void> | null = null;
 
   return {
     family,
     db,
+    ...(clientCache !== undefined ? { clientCache: { live: () => clientCache.live() } } : {}),
 
     async migrate() {
       // D1 rejects BEGIN: its migrations run as batches on the binding (the D1 storage's runner).
@@ -103,6 +116,7 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     close() {
       closed ??= (async () => {
         try {
+          await clientCache?.close();
           await db.destroy();
         } finally {
           await options.onClose?.();

@@ -14,7 +14,7 @@ function fixture() {
       checks++;
       return version;
     },
-    inTransaction: () => false,
+    bypass: () => false,
   });
   const clients = cache.space<string>(["clients"], (v) => v, 10);
   const attempts = cache.space<string>(["attempts"], (v) => v, 10);

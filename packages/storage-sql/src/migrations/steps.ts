@@ -5,6 +5,7 @@
 import { sql, type ColumnDataType, type Expression, type Kysely, type Migration } from "kysely";
 import { TABLES, type SqlFamily } from "../schema.js";
 import { clientAuthDown, clientAuthUp } from "./client-auth.js";
+import { clientNotifyDown, clientNotifyUp } from "./client-notify.js";
 
 // Migrations live in code (no files on disk) so they ship inside the bundle and run in workerd.
 // Names sort in order and start with their version number; never edit one that has shipped.
@@ -322,5 +323,6 @@ export function migrations(family: SqlFamily): Array<[name: string, migration: M
     ["0006_refresh_token_grace", { up: (db) => refreshGraceUp(db, family), down: refreshGraceDown }],
     ["0007_client_auth", { up: (db) => clientAuthUp(db, family), down: (db) => clientAuthDown(db, family) }],
     ["0008_audit_events", { up: (db) => auditEventsUp(db, family), down: auditEventsDown }],
+    ["0009_client_notify", { up: (db) => clientNotifyUp(db, family), down: (db) => clientNotifyDown(db, family) }],
   ];
 }

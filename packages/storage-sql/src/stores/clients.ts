@@ -16,8 +16,23 @@ export function clientStore(ctx: StoreContext): ClientStore {
     get: prepared((p: { clientId: string }) => db.selectFrom(TABLES.clients).selectAll().where("client_id", "=", p.clientId)),
     insert: prepared((row: Insertable<ClientTable>) => db.insertInto(TABLES.clients).values(row)),
   };
-  // Read on every token request; any write to pg_clients (here, the CLI's, another process's) drops it.
-  const cached = ctx.cache.space<ClientRecord | null>([TABLES.clients], copyRecord, 10_000);
+  // Read on every token request; any write to pg_clients (here, the CLI's, another process's) drops
+  // it: on SQLite through data_version and the statements this connection runs, on PostgreSQL
+  // through the triggers' notifications (keyed by client id).
+  const cached = ctx.cache.space<ClientRecord | null>([TABLES.clients], copyRecord, 10_000, TABLES.clients);
+  /**
+   * Runs a write of `clientId`'s row, dropping it from the cache before (so a read in flight is not
+   * remembered) and after (so one that ran meanwhile is forgotten): this instance reads its own
+   * writes at once, without waiting for PostgreSQL's notification of them.
+   */
+  const writing = async <T>(clientId: string, write: () => Promise<T>): Promise<T> => {
+    ctx.cache.invalidate(TABLES.clients, clientId);
+    try {
+      return await write();
+    } finally {
+      ctx.cache.invalidate(TABLES.clients, clientId);
+    }
+  };
 
   /**
    * A read-modify-write of one client's secrets. PostgreSQL and MySQL: in a transaction that locks
@@ -85,16 +100,18 @@ export function clientStore(ctx: StoreContext): ClientStore {
     create: (record) =>
       run("clients.create", async () => {
         const row = clientRow(ctx, record);
-        return insertOrFalse(() => q.insert(db, row));
+        return writing(record.clientId, () => insertOrFalse(() => q.insert(db, row)));
       }),
     addSecret: (clientId, secret) =>
       run("clients.addSecret", () =>
-        family === "sqlite"
-          ? appendSecretSqlite(clientId, secret)
-          : changeSecrets(clientId, (secrets) => (secrets.some((x) => x.id === secret.id) ? null : { secrets: [...secrets, secret], updatedAt: secret.createdAt })),
+        writing(clientId, () =>
+          family === "sqlite"
+            ? appendSecretSqlite(clientId, secret)
+            : changeSecrets(clientId, (secrets) => (secrets.some((x) => x.id === secret.id) ? null : { secrets: [...secrets, secret], updatedAt: secret.createdAt })),
+        ),
       ),
     replaceSecrets: (clientId, secret) =>
-      run("clients.replaceSecrets", async () => {
+      run("clients.replaceSecrets", () => writing(clientId, async () => {
         if (!storableKey(clientId)) return false;
         const result = await db
           .updateTable(TABLES.clients)
@@ -102,15 +119,15 @@ export function clientStore(ctx: StoreContext): ClientStore {
           .where("client_id", "=", clientId)
           .executeTakeFirst();
         return updated(result.numUpdatedRows, async () => (await db.selectFrom(TABLES.clients).select("client_id").where("client_id", "=", clientId).executeTakeFirst()) !== undefined);
-      }),
+      })),
     removeSecret: (clientId, secretId, now) =>
       run("clients.removeSecret", () =>
-        changeSecrets(clientId, removingSecret(secretId, now)),
+        writing(clientId, () => changeSecrets(clientId, removingSecret(secretId, now))),
       ),
     touchSecret: (clientId, secretId, usedAt) =>
       run("clients.touchSecret", async () => {
         // Best effort: losing a race to another change (most likely another touch) is fine.
-        await changeSecrets(clientId, touchingSecret(secretId, usedAt), 1);
+        await writing(clientId, () => changeSecrets(clientId, touchingSecret(secretId, usedAt), 1));
       }),
     list: () =>
       run("clients.list", async () => {
@@ -120,7 +137,7 @@ export function clientStore(ctx: StoreContext): ClientStore {
     delete: (clientId) =>
       run("clients.delete", async () => {
         if (!storableKey(clientId)) return false;
-        const result = await db.deleteFrom(TABLES.clients).where("client_id", "=", clientId).executeTakeFirst();
+        const result = await writing(clientId, () => db.deleteFrom(TABLES.clients).where("client_id", "=", clientId).executeTakeFirst());
         return result.numDeletedRows > 0n;
       }),
   };

@@ -81,5 +81,9 @@ export const D1_MIGRATIONS: readonly D1Migration[] = [
       "create index \"pg_audit_events_account_id_idx\" on \"pg_audit_events\" (\"account_id\", \"time\", \"id\")",
       "create index \"pg_audit_events_username_idx\" on \"pg_audit_events\" (\"username\", \"time\", \"id\")"
     ]
+  ],
+  [
+    "0009_client_notify",
+    []
   ]
 ];

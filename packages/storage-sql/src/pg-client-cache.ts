@@ -1,0 +1,245 @@
+import { CLIENT_TRIGGERS, CLIENTS_CHANNEL } from "./migrations/client-notify.js";
+import { createReadCache, type ReadCache } from "./read-cache.js";
+import { TABLES } from "./schema.js";
+
+// The client read cache of a PostgreSQL storage, invalidated by the database itself.
+//
+// Client credentials read the client on every token request. Caching that row is safe only if a
+// rotated or revoked secret, a changed or deleted client, is seen at once on every instance,
+// whoever changed it (another instance, the admin CLI, SQL by hand). Migration 0009 puts triggers
+// on pg_clients that NOTIFY the changed client id on commit; this module holds one dedicated
+// connection per storage that LISTENs and drops that client from the cache as the notification
+// arrives (a few ms after the commit). Nothing is polled per request.
+//
+// When it cannot be sure it hears every change, the cache is bypassed (every read goes to the
+// database) and emptied:
+// - until the listening connection is connected, LISTENing, has seen both triggers in place
+//   (not so on a database migrated by an older release, opened with `migrate: false`, or with
+//   the triggers disabled by hand) and has heard its own probe notification come back;
+// - while that connection is down (an 'error' or 'end': a restart, pg_terminate_backend, a network
+//   failure), until it has reconnected (backoff from 100 ms to 5 s) and checked again;
+// - when a periodic check (every `checkIntervalMs`, default 5 s) finds the triggers gone or
+//   disabled, or its probe (a NOTIFY sent by the listening connection itself) has not come back
+//   within max(checkIntervalMs, 2 s): the connection is then dropped and opened again. This is
+//   what notices a half-open connection, which would otherwise wait silently, and a pooler in
+//   transaction mode, which would send the LISTEN to one server connection and leave the others
+//   unheard (the probe never comes back, so the cache never goes live). The worst case for a
+//   stale read is a connection that silently stops hearing: about one interval plus the wait.
+// Coming back starts from an empty cache, and a read that was in flight across any of this is not
+// remembered (`ReadCache`'s generation counters).
+
+/** Options of the PostgreSQL client cache (`openSqlStorage`'s `clientCache`). */
+export interface PgClientCacheOptions {
+  /**
+   * How often the listening connection checks that it still hears notifications and that the
+   * triggers are in place (milliseconds, default 5000). A failed check bypasses the cache until
+   * a good one.
+   */
+  checkIntervalMs?: number;
+}
+
+/** What a storage tells about its client cache (`SqlStorage.clientCache`). */
+export interface ClientCacheState {
+  /** True while client reads are served from memory (listening, triggers in place). */
+  live(): boolean;
+}
+
+/** The client cache of one PostgreSQL storage, and its listening connection. */
+export interface PgClientCache extends ClientCacheState {
+  readonly cache: ReadCache;
+  /**
+   * Opens the listening connection; settles once that first attempt has succeeded or failed (then
+   * it retries in the background), or after max(checkIntervalMs, 2 s) at most. Until the cache
+   * is live it is bypassed. Called once, after migrating.
+   */
+  start(): Promise<void>;
+  /** Ends the listening connection; the cache stays bypassed. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The part of a `pg.Client` used here. */
+interface ListenClient {
+  connect(): Promise<unknown>;
+  query(text: string): Promise<{ rows: Array<Record<string, unknown>> }>;
+  end(): Promise<void>;
+  on(event: "notification", listener: (message: { channel: string; payload?: string | undefined }) => void): unknown;
+  on(event: "error" | "end", listener: (error?: unknown) => void): unknown;
+}
+
+/** `pg.Client`'s constructor, with the settings used here. */
+export type ListenClientConstructor = new (config: { connectionString: string; connectionTimeoutMillis: number; keepAlive: boolean }) => ListenClient;
+
+// A comment names the listening connection's statements in pg_stat_activity.
+const MARK = "/* plantgate client cache */";
+const TRIGGERS_IN_PLACE = `select count(*)::int from pg_trigger where tgrelid = to_regclass('${TABLES.clients}') and tgname in (${CLIENT_TRIGGERS.map((t) => `'${t}'`).join(", ")}) and tgenabled <> 'D'`;
+/** How long a probe may go unheard before the connection counts as dead (at least this, at least one interval). */
+const MIN_PROBE_WAIT_MS = 2000;
+
+/** The client cache for `url` and the listening connection that keeps it valid (opened by `start()`). */
+export function pgClientCache(Client: ListenClientConstructor, url: string, options: PgClientCacheOptions = {}): PgClientCache {
+  const checkIntervalMs = options.checkIntervalMs ?? 5000;
+  if (!Number.isSafeInteger(checkIntervalMs) || checkIntervalMs < 1) throw new RangeError("clientCache.checkIntervalMs must be a positive integer (milliseconds)");
+  const probeWaitMs = Math.max(checkIntervalMs, MIN_PROBE_WAIT_MS);
+  let version = 0;
+  let listening = false;
+  let closed = false;
+  /** The connection being set up or in use; `ready` once it LISTENs and knows its schema. */
+  let current: ListenClient | null = null;
+  let ready: ListenClient | null = null;
+  let schema: string | null = null;
+  let failures = 0;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  let check: ReturnType<typeof setInterval> | undefined;
+  // The check is a round trip through the whole path: the listening connection NOTIFYs a probe
+  // (a token of this cache) on the channel in the statement that counts the triggers, and the
+  // cache is live only once that probe came back and the triggers are there. A probe unheard for
+  // `probeWaitMs` means the connection stopped hearing (half-open, or a pooler in transaction
+  // mode that sent the LISTEN to another server connection): it is dropped and opened again.
+  const probeId = `${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}`;
+  let probes = 0;
+  let probe: { token: string; sentAt: number; heard: boolean; triggers: boolean | null } | null = null;
+  let settled: (() => void) | null = null;
+
+  const cache = createReadCache({ dataVersion: () => version, bypass: () => !listening, cacheable: [TABLES.clients] });
+
+  /** Bypass (or not) from now on; either way everything remembered so far is dropped. */
+  const setListening = (value: boolean) => {
+    listening = value;
+    version++;
+  };
+
+  /** Live once the current probe is heard and found the triggers; bypassed as soon as one found them missing. */
+  const settle = () => {
+    if (probe === null || probe.triggers === null) return;
+    if (!probe.triggers) {
+      if (listening) setListening(false);
+    } else if (probe.heard) {
+      if (!listening) setListening(true);
+      failures = 0;
+    } else return;
+    settled?.();
+  };
+
+  const onNotification = (client: ListenClient, payload: string | undefined) => {
+    if (client !== ready) return;
+    let message: { s?: unknown; k?: unknown; p?: unknown } | null = null;
+    try {
+      message = JSON.parse(payload ?? "") as { s?: unknown; k?: unknown; p?: unknown };
+    } catch {
+      // Not ours in form: drop everything below rather than guess.
+    }
+    if (message !== null && typeof message === "object" && typeof message.p === "string") {
+      // A probe: ours (then the path works) or another instance's (nothing changed).
+      if (probe !== null && message.p === probe.token) {
+        probe.heard = true;
+        settle();
+      }
+      return;
+    }
+    if (!listening) return;
+    if (message !== null && typeof message === "object" && typeof message.s === "string") {
+      if (message.s !== schema) return; // another plantgate schema in the same database
+      cache.invalidate(TABLES.clients, typeof message.k === "string" ? message.k : null);
+      return;
+    }
+    version++;
+  };
+
+  const down = (client: ListenClient) => {
+    if (client !== current) return;
+    current = null;
+    ready = null;
+    probe = null;
+    setListening(false);
+    settled?.();
+    client.end().catch(() => {});
+    if (closed) return;
+    // Backoff from 100 ms, doubling up to 5 s, with jitter so instances do not reconnect in step.
+    const delay = Math.min(5000, 100 * 2 ** Math.min(failures++, 6)) * (0.75 + Math.random() / 2);
+    retry = setTimeout(() => void connect(), delay);
+    retry.unref?.();
+  };
+
+  /** One check: the last probe must have come back by now; a new one goes out with the trigger count. */
+  const verify = async (client: ListenClient) => {
+    if (probe !== null && !probe.heard) {
+      if (Date.now() - probe.sentAt >= probeWaitMs) down(client);
+      return;
+    }
+    const sent = { token: `${probeId}.${++probes}`, sentAt: Date.now(), heard: false, triggers: null as boolean | null };
+    probe = sent;
+    try {
+      const payload = JSON.stringify({ p: sent.token });
+      const { rows } = await client.query(`select (${TRIGGERS_IN_PLACE}) as n, pg_notify('${CLIENTS_CHANNEL}', '${payload}') ${MARK}`);
+      if (client !== ready || probe !== sent) return;
+      sent.triggers = rows[0]?.n === CLIENT_TRIGGERS.length;
+      settle();
+    } catch {
+      down(client);
+    }
+  };
+
+  const connect = async (): Promise<void> => {
+    if (closed) return;
+    const client = new Client({ connectionString: url, connectionTimeoutMillis: 10_000, keepAlive: true });
+    current = client;
+    client.on("error", () => down(client));
+    client.on("end", () => down(client));
+    client.on("notification", (message) => {
+      if (message.channel === CLIENTS_CHANNEL) onNotification(client, message.payload);
+    });
+    try {
+      await client.connect();
+      // LISTEN before anything is cached: no commit after this point goes unheard.
+      await client.query(`listen ${CLIENTS_CHANNEL} ${MARK}`);
+      const { rows } = await client.query(`select current_schema() as s ${MARK}`);
+      if (client !== current) return;
+      schema = typeof rows[0]?.s === "string" ? rows[0].s : null;
+      ready = client;
+      // The listening connection must not keep the process alive by itself (as the pool's idle
+      // connections do not); close() ends it anyway.
+      (client as { connection?: { stream?: { unref?: () => void } } }).connection?.stream?.unref?.();
+      // Wait (at most probeWaitMs) for the first probe's answer, so a storage opened on a healthy
+      // database starts with its cache live.
+      const answered = new Promise<void>((resolve) => {
+        settled = resolve;
+        setTimeout(resolve, probeWaitMs).unref?.();
+      });
+      await verify(client);
+      await answered;
+      settled = null;
+    } catch {
+      down(client);
+    }
+  };
+
+  return {
+    cache,
+    start() {
+      if (closed || check !== undefined) return Promise.resolve();
+      check = setInterval(() => {
+        if (ready !== null) void verify(ready);
+      }, checkIntervalMs);
+      check.unref?.();
+      // Bounded: a database that is down (or black-holed) must not hold up the storage's opening;
+      // the attempt goes on in the background and the cache stays bypassed until it succeeds.
+      return new Promise<void>((resolve) => {
+        void connect().then(resolve);
+        setTimeout(resolve, probeWaitMs).unref?.();
+      });
+    },
+    live: () => listening,
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearTimeout(retry);
+      clearInterval(check);
+      const client = current;
+      current = null;
+      ready = null;
+      probe = null;
+      setListening(false);
+      await client?.end().catch(() => {});
+    },
+  };
+}
