@@ -291,7 +291,7 @@ async function measure(workload: Workload, c: Contender): Promise<Row> {
 
 /**
  * A contender and its baseline, both servers up at once and measured in alternating rounds
- * (this checkout, baseline, this checkout, ...; BENCH_BASELINE_ROUNDS of them, default 5), so a
+ * (this checkout, baseline, baseline, this checkout, ...; BENCH_BASELINE_ROUNDS of them, default 5), so a
  * change in the machine's load during the run falls on both alike. Only one is under load at a time.
  */
 async function measurePair(workload: Workload, a: Contender, b: Contender): Promise<Row[]> {
@@ -305,8 +305,10 @@ async function measurePair(workload: Workload, a: Contender, b: Contender): Prom
     ];
     for (const side of sides) await wrkRun(workload, side.c, side.server, side.bearer, settings.warmup);
     const rounds = Number(process.env.BENCH_BASELINE_ROUNDS ?? 5);
+    // ABBA: the side that runs second in a round ran slower in A/A checks on this machine (the same
+    // server twice: 5-10% apart), so each round swaps the order.
     for (let i = 0; i < rounds; i++) {
-      for (const side of sides) await timedRun(workload, side.c, side.server, side.bearer, side.runs, side.cpuUs);
+      for (const side of i % 2 === 0 ? sides : [...sides].reverse()) await timedRun(workload, side.c, side.server, side.bearer, side.runs, side.cpuUs);
     }
     return sides.map((side) => toRow(workload, side.c, side.server, side.runs, side.cpuUs));
   } finally {
