@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createReadCache } from "../src/read-cache.js";
+import { TABLES } from "../src/schema.js";
 
 function fixture() {
   let version = 1;
@@ -16,8 +17,8 @@ function fixture() {
     },
     bypass: () => false,
   });
-  const clients = cache.space<string>(["clients"], (v) => v, 10);
-  const attempts = cache.space<string>(["attempts"], (v) => v, 10);
+  const clients = cache.space<string>([TABLES.clients], (v) => v, 10);
+  const attempts = cache.space<string>([TABLES.attempts], (v) => v, 10);
   return { cache, clients, attempts, checks: () => checks, commitElsewhere: () => version++ };
 }
 
@@ -50,9 +51,9 @@ describe("read cache: one data_version check per synchronous run", () => {
     await f.attempts.get("a", async () => "attempt-v1");
     const before = f.checks();
     const first = f.clients.get("c", async () => "x"); // checks, trusted from here on
-    other.cache.written("SELECT * FROM clients");
+    other.cache.written(`SELECT * FROM ${TABLES.clients}`);
     const second = f.attempts.get("a", async () => "x"); // still trusted
-    other.cache.written("UPDATE clients SET name = 'n'"); // the other connection commits
+    other.cache.written(`UPDATE ${TABLES.clients} SET name = 'n'`); // the other connection commits
     f.commitElsewhere();
     const third = f.clients.get("c", async () => "client-v2"); // must check, sees the commit
     expect(await Promise.all([first, second, third])).toEqual(["client-v1", "attempt-v1", "client-v2"]);
