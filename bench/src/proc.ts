@@ -135,6 +135,11 @@ export async function startServer(
       if (line.startsWith("READY ")) {
         clearTimeout(timer);
         resolve(JSON.parse(line.slice(6)) as ReadyMessage);
+        // From here stdout is only drained, never split into lines: a server logging a JSON line
+        // per request (the observed row) would otherwise have this process parse megabytes a
+        // second beside the server it measures.
+        lines.close();
+        child.stdout!.on("data", () => {}).resume();
       }
     });
     child.once("exit", (code) => {
