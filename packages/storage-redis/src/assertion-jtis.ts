@@ -1,6 +1,6 @@
 import type { AssertionJtiStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { expiredBatchLoop, integer, keepFor, run, script } from "./scripts.js";
+import { DELETE_EXPIRED_STAMPED, integer, keepFor, run, script } from "./scripts.js";
 
 // Keys: `{prefix}j:k:{key}` holds expiresAt; `{prefix}j:i` a sorted set of keys scored by
 // expiresAt, for `deleteExpired(now)`.
@@ -12,19 +12,6 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[3]) then
   return 1
 end
 return 0
-`);
-
-/** KEYS: index. ARGV: now, record key prefix, limit (-1: none). Returns how many entries it deleted. */
-const DELETE_EXPIRED = script(`
-local now = tonumber(ARGV[1])
-${expiredBatchLoop(3)}  local record = ARGV[2] .. id
-  local exp = redis.call('GET', record)
-  if exp and tonumber(exp) <= now then
-    redis.call('DEL', record)
-    n = n + 1
-  end
-end
-return n
 `);
 
 /**
@@ -41,7 +28,7 @@ export function redisAssertionJtiStore(ctx: HotContext): AssertionJtiStore {
       return integer(await run(ctx.client, USE, "assertionJtis.use", [recordPrefix + key, index], [String(expiresAt), key, keepFor(expiresAt, ctx.clock(), ctx.marginMs)])) === 1;
     },
     async deleteExpired(now, limit) {
-      return integer(await run(ctx.client, DELETE_EXPIRED, "assertionJtis.deleteExpired", [index], [String(now), recordPrefix, String(limit ?? -1)]));
+      return integer(await run(ctx.client, DELETE_EXPIRED_STAMPED, "assertionJtis.deleteExpired", [index], [String(now), recordPrefix, String(limit ?? -1)]));
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { RevokedTokenStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { expiredBatchLoop, integer, keepFor, run, script } from "./scripts.js";
+import { DELETE_EXPIRED_STAMPED, integer, keepFor, run, script } from "./scripts.js";
 
 // Keys: `{prefix}r:k:{jti}` holds expiresAt; `{prefix}r:i` a sorted set of jtis scored by
 // expiresAt, for `deleteExpired(now)`.
@@ -15,19 +15,6 @@ return 1
 
 /** KEYS: record. */
 const HAS = script(`return redis.call('EXISTS', KEYS[1])`);
-
-/** KEYS: index. ARGV: now, record key prefix, limit (-1: none). Returns how many entries it deleted. */
-const DELETE_EXPIRED = script(`
-local now = tonumber(ARGV[1])
-${expiredBatchLoop(3)}  local record = ARGV[2] .. id
-  local exp = redis.call('GET', record)
-  if exp and tonumber(exp) <= now then
-    redis.call('DEL', record)
-    n = n + 1
-  end
-end
-return n
-`);
 
 /**
  * Revoked access-token jtis in Redis, each expiring by itself `marginMs` after the token would
@@ -46,7 +33,7 @@ export function redisRevokedTokenStore(ctx: HotContext): RevokedTokenStore {
       return integer(await run(ctx.client, HAS, "revokedTokens.has", [recordPrefix + jti], [])) === 1;
     },
     async deleteExpired(now, limit) {
-      return integer(await run(ctx.client, DELETE_EXPIRED, "revokedTokens.deleteExpired", [index], [String(now), recordPrefix, String(limit ?? -1)]));
+      return integer(await run(ctx.client, DELETE_EXPIRED_STAMPED, "revokedTokens.deleteExpired", [index], [String(now), recordPrefix, String(limit ?? -1)]));
     },
   };
 }

@@ -95,3 +95,22 @@ for _, id in ipairs(ids) do
   redis.call('ZREM', KEYS[1], id)
 `;
 }
+
+/**
+ * `deleteExpired` of a store whose records hold their `expiresAt` as their value, indexed by a
+ * sorted set scored by it (revoked jtis, used assertion jtis). KEYS: index. ARGV: now, record key
+ * prefix, limit (-1: none). Returns how many entries it deleted.
+ *
+ * @internal
+ */
+export const DELETE_EXPIRED_STAMPED = script(`
+local now = tonumber(ARGV[1])
+${expiredBatchLoop(3)}  local record = ARGV[2] .. id
+  local exp = redis.call('GET', record)
+  if exp and tonumber(exp) <= now then
+    redis.call('DEL', record)
+    n = n + 1
+  end
+end
+return n
+`);
