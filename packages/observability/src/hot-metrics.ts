@@ -5,7 +5,7 @@
  * hash and validate every label on each call (a labelled child does the same); a token request
  * made ten such calls, about a third of what logs, events and metrics together cost it (see the
  * README's performance section). Here the label values come as an array in the declared order,
- * the series is found by one Map lookup on the values joined, and an observation is two array
+ * the series is found through one Map per label, no key built, and an observation is two array
  * increments. The registry still formats them: `get()` returns what prom-client's own metrics
  * return, so the text exposition is the same (bucket lines `le` first, then `_sum` and `_count`).
  */
@@ -39,7 +39,8 @@ interface Exposed {
 
 abstract class HotMetric {
   readonly aggregator = "sum" as const;
-  protected readonly series = new Map<string, Series>();
+  /** Every series, in the order first observed (what the registry lists). */
+  protected series: Series[] = [];
   abstract readonly type: "counter" | "histogram";
 
   constructor(
@@ -77,14 +78,14 @@ abstract class HotMetric {
       this.labelNames.forEach((name, i) => (labels[name] = values[i]!));
       series = { labels, counts: new Array<number>(this.slots).fill(0), sum: 0, count: 0 };
       level.set(leaf, series);
-      this.series.set(values.join("\u0000"), series);
+      this.series.push(series);
     }
     return series;
   }
 
   /** Drops every series (prom-client's `registry.resetMetrics()` calls it). */
   reset(): void {
-    this.series.clear();
+    this.series = [];
     this.index.clear();
     if (this.labelNames.length === 0) this.at([]);
   }
@@ -109,7 +110,7 @@ export class HotCounter extends HotMetric {
   }
 
   protected values(): MetricValue[] {
-    return [...this.series.values()].map((s) => ({ labels: s.labels, value: s.sum }));
+    return this.series.map((s) => ({ labels: s.labels, value: s.sum }));
   }
 }
 
@@ -135,7 +136,7 @@ export class HotHistogram extends HotMetric {
 
   protected values(): MetricValue[] {
     const out: MetricValue[] = [];
-    for (const s of this.series.values()) {
+    for (const s of this.series) {
       let below = 0;
       this.bounds.forEach((bound, i) => {
         below += s.counts[i]!;
