@@ -6,6 +6,7 @@
  */
 import type { Logger } from "../context.js";
 import { uuidV4, type RandomBytes } from "../crypto/index.js";
+import { isThenable } from "../util/thenable.js";
 import type { AuditRecord, AuditStore } from "../storage/types.js";
 import type { EventHook, EventInput, SecurityEvent } from "./types.js";
 
@@ -46,10 +47,6 @@ const column = (v: unknown): string | null =>
   typeof v === "string" && v.length <= 200 && !v.includes("\u0000") && !LONE_SURROGATE.test(v) ? v : null;
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
-}
 
 /**
  * A sink over the hook and the audit store; with neither it does nothing at all.

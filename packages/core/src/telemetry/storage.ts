@@ -4,6 +4,7 @@
  * and an observer the storage is used as given.
  */
 import type { Storage } from "../storage/types.js";
+import { isThenable } from "../util/thenable.js";
 import { errorType, SPAN_ERROR } from "./spans.js";
 import type { Observer, TraceSpan, Tracer } from "./types.js";
 
@@ -20,10 +21,6 @@ function methodNames(store: object): string[] {
     }
   }
   return [...names];
-}
-
-function isPromise(value: unknown): value is Promise<unknown> {
-  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
 }
 
 /**
@@ -48,7 +45,7 @@ function timedMethod(store: object, fn: AnyFunction, storeName: string, operatio
       observe(started, true);
       throw error;
     }
-    if (!isPromise(result)) {
+    if (!isThenable(result)) {
       observe(started, false);
       return result;
     }
@@ -68,19 +65,18 @@ function timedMethod(store: object, fn: AnyFunction, storeName: string, operatio
 function wrapMethod(store: object, storeName: string, operation: string, tracer: Tracer | undefined, observer: Observer | undefined): AnyFunction {
   const fn = (store as Record<string, AnyFunction>)[operation]!;
   const report = observer?.storage?.bind(observer);
-  if (tracer === undefined && report !== undefined) return timedMethod(store, fn, storeName, operation, report);
+  // instrumentStorage wraps only with a tracer or an observer: without a tracer, the timing alone.
+  if (tracer === undefined) return report !== undefined ? timedMethod(store, fn, storeName, operation, report) : (...args) => fn.apply(store, args);
   const spanName = `plantgate.storage ${storeName}.${operation}`;
   const attributes = { "db.collection.name": storeName, "db.operation.name": operation };
-  const call = (args: unknown[], span: TraceSpan | undefined): unknown => {
+  const call = (args: unknown[], span: TraceSpan): unknown => {
     const started = report ? performance.now() : 0;
     const settle = (failed: boolean, error?: unknown) => {
-      if (span) {
-        if (failed) {
-          span.setAttribute("error.type", errorType(error));
-          span.setStatus({ code: SPAN_ERROR });
-        }
-        span.end();
+      if (failed) {
+        span.setAttribute("error.type", errorType(error));
+        span.setStatus({ code: SPAN_ERROR });
       }
+      span.end();
       if (report) {
         try {
           report({ store: storeName, operation, durationMs: performance.now() - started, failed });
@@ -96,7 +92,7 @@ function wrapMethod(store: object, storeName: string, operation: string, tracer:
       settle(true, error);
       throw error;
     }
-    if (!isPromise(result)) {
+    if (!isThenable(result)) {
       settle(false);
       return result;
     }
@@ -111,7 +107,6 @@ function wrapMethod(store: object, storeName: string, operation: string, tracer:
       },
     );
   };
-  if (tracer === undefined) return (...args) => call(args, undefined);
   return (...args) => tracer.startActiveSpan(spanName, { kind: 2, attributes }, (span) => call(args, span));
 }
 
