@@ -62,9 +62,21 @@ export function clientCacheFromEnv(env: Record<string, string | undefined>): boo
 }
 
 /**
+ * Who runs a SQLite file's WAL checkpoints (`openSqlStorage`'s `sqliteCheckpoints`):
+ * `PLANTGATE_SQLITE_CHECKPOINTS`, `thread` (default: a worker thread) or `inline`.
+ */
+export function sqliteCheckpointsFromEnv(env: Record<string, string | undefined>): "thread" | "inline" {
+  const v = env.PLANTGATE_SQLITE_CHECKPOINTS;
+  if (v === undefined || v === "" || v === "thread") return "thread";
+  if (v === "inline") return "inline";
+  throw new StorageConfigError("PLANTGATE_SQLITE_CHECKPOINTS must be thread (a worker thread checkpoints the WAL) or inline");
+}
+
+/**
  * Opens (and migrates) the store the environment names; see {@link storageUrlFromEnv}. It keeps
  * the audit trail unless `PLANTGATE_AUDIT=0` (see {@link auditFromEnv}); on PostgreSQL it caches
- * clients unless `PLANTGATE_CLIENT_CACHE=0` (see {@link clientCacheFromEnv}).
+ * clients unless `PLANTGATE_CLIENT_CACHE=0` (see {@link clientCacheFromEnv}); a SQLite file's WAL
+ * is checkpointed on a worker thread unless `PLANTGATE_SQLITE_CHECKPOINTS=inline`.
  * An unreachable database is a `StorageConfigError` naming the (password-free) URL.
  *
  * @example
@@ -78,9 +90,10 @@ export async function openStorageFromEnv(
   const audit = auditFromEnv(env);
   // A one-shot process (the CLI) passes false: nothing to cache, no listening connection to open.
   const clientCache = options.clientCache ?? clientCacheFromEnv(env);
+  const sqliteCheckpoints = sqliteCheckpointsFromEnv(env);
   if (url.startsWith("sqlite:")) mkdirSync(dirname(url.slice("sqlite:".length)), { recursive: true });
   try {
-    const storage = await openSqlStorage(url, { migrate: options.migrate ?? true, audit, clientCache });
+    const storage = await openSqlStorage(url, { migrate: options.migrate ?? true, audit, clientCache, sqliteCheckpoints });
     return Object.assign(storage, { display });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);

@@ -2,6 +2,7 @@ import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from "kysely";
 import { toStorageError } from "./errors.js";
 import { pgClientCache, type ListenClientConstructor, type PgClientCache, type PgClientCacheOptions } from "./pg-client-cache.js";
 import type { Database, SqlFamily } from "./schema.js";
+import type { PragmaTarget, SqliteCheckpointer } from "./sqlite-checkpointer.js";
 import { sqliteFastPath, type SqliteFastPath } from "./sqlite-fast.js";
 import { createSqlStorage, type SqlStorage } from "./storage.js";
 
@@ -28,6 +29,14 @@ export interface OpenSqlStorageOptions {
    * (validated by `PRAGMA data_version`); MySQL has none.
    */
   clientCache?: boolean | PgClientCacheOptions;
+  /**
+   * SQLite files only: who runs the WAL checkpoints. `"thread"` (default): a second connection on a
+   * worker thread, started a second after opening, so the event loop never waits for the copy or
+   * its disk flushes (the writing connection still checkpoints itself past 10000 WAL pages, or
+   * from 1000 as SQLite does when the worker is gone). `"inline"`: the writing connection, every
+   * 1000 pages (SQLite's default), e.g. where threads are not wanted.
+   */
+  sqliteCheckpoints?: "thread" | "inline";
 }
 
 type Target = { family: "postgres" | "mysql"; url: string } | { family: "sqlite"; path: string };
@@ -68,6 +77,8 @@ interface Opened {
   sqlite?: SqliteFastPath;
   /** PostgreSQL: `pg.Client`, for the client cache's listening connection. */
   listenClient?: ListenClientConstructor;
+  /** A SQLite file (not `:memory:`): its path and the writing connection, for the checkpoint worker. */
+  sqliteFile?: { path: string; writer: PragmaTarget };
 }
 
 async function openKysely(target: Target): Promise<Opened> {
@@ -115,7 +126,11 @@ async function openKysely(target: Target): Promise<Opened> {
       // Kysely's SQLite driver prepares the SQL on every execution; the wrapper reuses statements,
       // tells the read cache of every write, and runs the hot statements without Kysely's queue.
       const sqlite = sqliteFastPath(database);
-      return { db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite.database }) }), sqlite };
+      return {
+        db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite.database }) }),
+        sqlite,
+        ...(memory ? {} : { sqliteFile: { path: target.path, writer: database } }),
+      };
     }
   }
 }
@@ -177,5 +192,29 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
   }
   // After migrating, so the first check finds the triggers; a failure only leaves it bypassed.
   await cache?.start();
+  const file = opened.sqliteFile;
+  if (file !== undefined && (options.sqliteCheckpoints ?? "thread") === "thread") return withCheckpointThread(storage, file);
+  return storage;
+}
+
+/**
+ * Starts the checkpoint worker a second after opening (a storage that lives shorter, a test or a
+ * CLI command, never starts one) and stops it, last checkpoint included, before the storage closes.
+ */
+function withCheckpointThread(storage: SqlStorage, file: { path: string; writer: PragmaTarget }): SqlStorage {
+  let checkpointer: Promise<SqliteCheckpointer | undefined> | undefined;
+  // Loaded only here: the module needs node:worker_threads, which nothing else of this entry does.
+  const start = () => import("./sqlite-checkpointer.js").then(({ startSqliteCheckpointer }) => startSqliteCheckpointer({ ...file, onError: () => (checkpointer = undefined) }));
+  const timer = setTimeout(() => {
+    // No worker threads here: the connection checkpoints itself, as SQLite does by default.
+    checkpointer = start().catch(() => undefined);
+  }, 1000);
+  timer.unref();
+  const close = storage.close.bind(storage);
+  storage.close = async () => {
+    clearTimeout(timer);
+    await (await checkpointer)?.stop();
+    return close();
+  };
   return storage;
 }

@@ -33,9 +33,11 @@ export interface DirectSqlite {
   execute<R>(query: CompiledQuery<R>): QueryResult<R>;
   /**
    * Group commit: runs `fn` (synchronous statements) at the end of this event-loop turn together
-   * with every other `fn` queued in it, each in its own SAVEPOINT (a throw undoes that one only)
-   * inside one BEGIN IMMEDIATE ... COMMIT, and settles each promise only after that COMMIT. One
-   * WAL commit then serves many concurrent writes, and nothing is acknowledged before it.
+   * with every other `fn` queued in it inside one BEGIN IMMEDIATE ... COMMIT, and settles each
+   * promise only after that COMMIT. One WAL commit then serves many concurrent writes, and nothing
+   * is acknowledged before it. A throw undoes that `fn`'s statements only: the batch is then rolled
+   * back and run again with each `fn` in a SAVEPOINT of its own, so `fn` may run twice and must do
+   * nothing but its statements.
    */
   batched<T>(fn: () => T): Promise<T>;
 }
@@ -71,16 +73,17 @@ export function sqliteFastPath(raw: BetterSqlite3Like, statements = 200): Sqlite
     const { changes, lastInsertRowid } = stmt.run(query.parameters);
     return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
   };
-  // Group commit (see DirectSqlite.batched). better-sqlite3 runs a transaction function called
-  // inside an open transaction as a SAVEPOINT, released on return, rolled back to on a throw.
+  // Group commit (see DirectSqlite.batched). better-sqlite3's transaction function rolls back and
+  // rethrows when its body throws, and runs a transaction function called inside an open
+  // transaction as a SAVEPOINT (released on return, rolled back to on a throw).
+  // First pass: every job in one transaction, no SAVEPOINT (each costs two statements and a
+  // sub-journal copy of every page its job touches; the A/B is in the README's performance section).
+  // If a job throws, that pass is rolled back whole and the batch runs once more with a SAVEPOINT
+  // per job, so one failing job costs its batch one extra pass, never a commit per job.
   type Job = { fn: () => unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void };
   let queue: Job[] = [];
   const savepoint = raw.transaction((fn: () => unknown) => fn());
-  const flush = () => {
-    // A Kysely transaction is open and awaiting: its statements and ours must not mix. Next turn.
-    if (raw.inTransaction) return void setImmediate(flush);
-    const jobs = queue;
-    queue = [];
+  const isolated = (jobs: Job[]) => {
     const outcomes: Array<{ ok: boolean; value: unknown }> = [];
     try {
       inTransaction(() => {
@@ -104,6 +107,24 @@ export function sqliteFastPath(raw: BetterSqlite3Like, statements = 200): Sqlite
       if (outcome.ok) job.resolve(outcome.value);
       else job.reject(outcome.value);
     });
+  };
+  const flush = () => {
+    // A Kysely transaction is open and awaiting: its statements and ours must not mix. Next turn.
+    if (raw.inTransaction) return void setImmediate(flush);
+    const jobs = queue;
+    queue = [];
+    const values: unknown[] = [];
+    try {
+      inTransaction(() => {
+        for (const job of jobs) values.push(job.fn());
+      });
+    } catch (error) {
+      // Nothing of this pass was kept.
+      if (jobs.length === 1) jobs[0]!.reject(error);
+      else isolated(jobs);
+      return;
+    }
+    jobs.forEach((job, i) => job.resolve(values[i]));
   };
   const direct: DirectSqlite = {
     free: () => !raw.inTransaction,

@@ -176,4 +176,40 @@ describe("sqlite read cache (validated by PRAGMA data_version)", () => {
     expect(await other.accounts.get("acc-1")).toEqual(account);
     expect((await other.accounts.list(0, 10)).total).toBe(1);
   });
+
+  it("group commit: a rotation that fails after its UPDATE (replacement hash taken) leaves nothing behind, and the others of its turn commit", async () => {
+    const s = await storage();
+    const token = (hash: string, family: string) => ({
+      tokenHash: hash,
+      familyId: family,
+      clientId: "reporting",
+      accountId: "acc-1",
+      scope: ["Platform_UserAPIs"],
+      createdAt: 1_700_000_000_000,
+      expiresAt: 1_900_000_000_000,
+      familyExpiresAt: 1_900_000_000_000,
+      consumedAt: null,
+      revokedAt: null,
+      replay: null,
+      graceUses: 0,
+    });
+    for (const [hash, family] of [["a", "fa"], ["b", "fb"], ["c", "fc"], ["taken", "fx"]] as const) await s.refreshTokens.create(token(hash, family));
+    const at = 1_800_000_000_000;
+    // One turn: a good rotation, one whose replacement hash exists (its UPDATE ran before the
+    // INSERT failed), and another good one after it.
+    const results = await Promise.all([
+      s.refreshTokens.consume("a", at, token("a2", "fa"), "sealed-a"),
+      s.refreshTokens.consume("b", at, token("taken", "fb"), "sealed-b"),
+      s.refreshTokens.consume("c", at, token("c2", "fc"), null),
+    ]);
+    expect(results).toEqual([true, false, true]);
+    const other = await storage();
+    expect(await other.refreshTokens.findByHash("a")).toEqual({ ...token("a", "fa"), consumedAt: at, replay: "sealed-a" });
+    expect(await other.refreshTokens.findByHash("a2")).toEqual(token("a2", "fa"));
+    // The failed rotation's UPDATE was undone: "b" is as it was, "taken" still the other family's.
+    expect(await other.refreshTokens.findByHash("b")).toEqual(token("b", "fb"));
+    expect(await other.refreshTokens.findByHash("taken")).toEqual(token("taken", "fx"));
+    expect(await other.refreshTokens.findByHash("c")).toEqual({ ...token("c", "fc"), consumedAt: at });
+    expect(await other.refreshTokens.findByHash("c2")).toEqual(token("c2", "fc"));
+  });
 });
