@@ -119,7 +119,7 @@ const OBSERVE_ROWS = ["pgMemory", "pgMemoryObserved"];
 
 /**
  * Rows measured in alternating rounds (ABBA) with a twin (both servers up, BENCH_BASELINE_ROUNDS
- * rounds, default 5), because their target is a ratio of the two: a change in the machine's load during
+ * rounds, default 7; the ratio is the median of the per-round ratios, see Row.pairRatio), because their target is a ratio of the two: a change in the machine's load during
  * the run then falls on both alike. The observability cost is a 5% question; rows measured one
  * after the other on a shared 2-core machine differed by more than that between runs.
  */
@@ -172,6 +172,13 @@ interface Row {
   requests: number;
   /** Server CPU time (user + system) per request, median of the rounds: stays meaningful on a busy machine. */
   cpuUsPerRequest: number;
+  /**
+   * Paired rows only (the second of a pair): the median over the rounds of this row's req/s divided
+   * by its twin's in the same round. Each round runs the two back to back, so a burst of load on the
+   * machine (this 2-core VM's neighbours) falls on one round's pair alike and the median drops the
+   * rounds it skewed; the ratio of the two medians mixes rounds run minutes apart.
+   */
+  pairRatio?: { value: number; rounds: number[] };
 }
 
 const median = (xs: number[]) => {
@@ -309,7 +316,7 @@ async function measure(workload: Workload, c: Contender): Promise<Row> {
 
 /**
  * A contender and its baseline, both servers up at once and measured in alternating rounds
- * (this checkout, baseline, baseline, this checkout, ...; BENCH_BASELINE_ROUNDS of them, default 5), so a
+ * (this checkout, baseline, baseline, this checkout, ...; BENCH_BASELINE_ROUNDS of them, default 7), so a
  * change in the machine's load during the run falls on both alike. Only one is under load at a time.
  */
 async function measurePair(workload: Workload, a: Contender, b: Contender): Promise<Row[]> {
@@ -322,13 +329,17 @@ async function measurePair(workload: Workload, a: Contender, b: Contender): Prom
       { c: b, ...second, runs: [] as WrkResult[], cpuUs: [] as number[] },
     ];
     for (const side of sides) await wrkRun(workload, side.c, side.server, side.bearer, settings.warmup);
-    const rounds = Number(process.env.BENCH_BASELINE_ROUNDS ?? 5);
+    const rounds = Number(process.env.BENCH_BASELINE_ROUNDS ?? 7);
     // ABBA: the side that runs second in a round ran slower in A/A checks on this machine (the same
     // server twice: 5-10% apart), so each round swaps the order.
     for (let i = 0; i < rounds; i++) {
       for (const side of i % 2 === 0 ? sides : [...sides].reverse()) await timedRun(workload, side.c, side.server, side.bearer, side.runs, side.cpuUs);
     }
-    return sides.map((side) => toRow(workload, side.c, side.server, side.runs, side.cpuUs));
+    const [rowA, rowB] = sides.map((side) => toRow(workload, side.c, side.server, side.runs, side.cpuUs)) as [Row, Row];
+    const perRound = sides[1]!.runs.map((run, i) => run.rps / sides[0]!.runs[i]!.rps);
+    rowB.pairRatio = { value: median(perRound), rounds: perRound };
+    log(`    per-round ratio ${rowB.contender.id} / ${rowA.contender.id}: median ${rowB.pairRatio.value.toFixed(3)} (${perRound.map((r) => r.toFixed(3)).join(" ")})`);
+    return [rowA, rowB];
   } finally {
     await first.stop();
     await second?.stop();
@@ -451,6 +462,14 @@ function pagingTargets(paging: PagingResult[]): Target[] {
 
 function targets(rows: Row[], paging: PagingResult[], memory: MemoryCheck | null): Target[] {
   const rps = (w: Workload, id: string) => rows.find((r) => r.workload === w && r.contender.id === id)?.rps;
+  /** A paired row's median per-round ratio to its twin (see Row.pairRatio), with the ratio of the medians beside it. */
+  const pairRatio = (w: Workload, id: string): { value: number; rounds: number; text: string } | undefined => {
+    const row = rows.find((r) => r.workload === w && r.contender.id === id);
+    const twin = row && rows.find((r) => r.workload === w && r !== row && (r.contender.id === PAIRED[id] || baselineOf[r.contender.id] === id));
+    if (!row?.pairRatio || !twin) return undefined;
+    const { value, rounds } = row.pairRatio;
+    return { value, rounds: rounds.length, text: `${value.toFixed(3)}x (median of ${rounds.length} round ratios; medians ${(row.rps / twin.rps).toFixed(3)}x)` };
+  };
   const bare = rps("baseline", "bare");
   const ratio = (w: Workload, id: string, min: number, name: string): Target => {
     const v = rps(w, id);
@@ -465,6 +484,8 @@ function targets(rows: Row[], paging: PagingResult[], memory: MemoryCheck | null
   };
   /** Issue 22's targets: a store's req/s against the memory store's on the same workload. */
   const ofMemory = (w: Workload, id: string, min: number, name: string): Target => {
+    const paired = pairRatio(w, id);
+    if (paired !== undefined) return { name, value: paired.text, pass: paired.value >= min };
     const memoryRps = rps(w, PAIRED[id] ?? "pgMemory") ?? rps(w, "pgMemory");
     const v = rps(w, id);
     if (memoryRps === undefined || v === undefined) return { name, value: "not run", pass: null };
@@ -478,7 +499,9 @@ function targets(rows: Row[], paging: PagingResult[], memory: MemoryCheck | null
     ratio("list", "pgSqlite", 0.3, "GetAccountList (bearer) on SQLite >= 0.30x bare"),
     ratio("refresh", "pgSqlite", 0.2, "Refresh grant on SQLite >= 0.20x bare"),
     ((name: string): Target => {
-      const off = rps("cc", "pgMemoryObservedOff") ?? rps("cc", "pgMemory");
+      const paired = pairRatio("cc", "pgMemoryObserved");
+      if (paired !== undefined) return { name, value: paired.text, pass: paired.value >= 0.95 };
+      const off = rps("cc", "pgMemory");
       const on = rps("cc", "pgMemoryObserved");
       if (off === undefined || on === undefined) return { name, value: "not run", pass: null };
       return { name, value: `${(on / off).toFixed(3)}x`, pass: on / off >= 0.95 };
@@ -494,6 +517,9 @@ function targets(rows: Row[], paging: PagingResult[], memory: MemoryCheck | null
         const before = rps(w, baseId);
         if (now === undefined || before === undefined) return [];
         const name = `${WORKLOAD_LABEL[w]}, ${CONTENDERS[id]!.label}: this checkout within 5% of ${baselineRef} (or faster)`;
+        // The pair is (this checkout, baseline): the per-round ratio is baseline / this checkout.
+        const paired = pairRatio(w, baseId);
+        if (paired !== undefined) return [{ name, value: `${(1 / paired.value).toFixed(3)}x (median of ${paired.rounds} round ratios; medians ${(now / before).toFixed(3)}x)`, pass: 1 / paired.value >= 0.95 }];
         return [{ name, value: `${(now / before).toFixed(3)}x`, pass: now / before >= 0.95 }];
       }),
     ),

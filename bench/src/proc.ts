@@ -1,7 +1,7 @@
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { ReadyMessage } from "./shared.js";
 
@@ -116,11 +116,19 @@ export async function startServer(
   const profile = profileDir ? ["--cpu-prof", `--cpu-prof-dir=${join(profileDir, profileTag ?? entry.replace(/\.ts$/, ""))}`] : [];
   const script = await buildServer(entry, benchDir);
   const [command, args] = pinned(0, process.execPath, [...profile, ...nodeFlags, script]);
+  // stdout goes to a file, never to a pipe this process drains: a server logging a JSON line per
+  // request (the observed row) would otherwise have this process read megabytes a second beside
+  // the server it measures, on one of the same two CPUs, and stall the server whenever the pipe is
+  // full. A file is what a log collector leaves the server to pay: the write into the page cache.
+  const outDir = mkdtempSync(join(tmpdir(), "plantgate-bench-stdout-"));
+  const outPath = join(outDir, "stdout.log");
+  const outFd = openSync(outPath, "w");
   const child: ChildProcess = spawn(command, args, {
     cwd: benchDir,
     env: { ...process.env, NODE_ENV: "production", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", outFd, "pipe"],
   });
+  closeSync(outFd);
   let errText = "";
   let gcReports: number[] = [];
   child.stderr!.on("data", (chunk: Buffer) => {
@@ -129,22 +137,23 @@ export async function startServer(
     errText = (errText + text).slice(-4000);
   });
   const ready = await new Promise<ReadyMessage>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${entry} did not start within ${timeoutMs} ms\n${errText}`)), timeoutMs);
-    const lines = createInterface({ input: child.stdout! });
-    lines.on("line", (line) => {
-      if (line.startsWith("READY ")) {
-        clearTimeout(timer);
-        resolve(JSON.parse(line.slice(6)) as ReadyMessage);
-        // From here stdout is only drained, never split into lines: a server logging a JSON line
-        // per request (the observed row) would otherwise have this process parse megabytes a
-        // second beside the server it measures.
-        lines.close();
-        child.stdout!.on("data", () => {}).resume();
-      }
-    });
-    child.once("exit", (code) => {
+    let poll: ReturnType<typeof setInterval> | undefined;
+    const timer = setTimeout(() => {
+      clearInterval(poll);
+      reject(new Error(`${entry} did not start within ${timeoutMs} ms\n${errText}`));
+    }, timeoutMs);
+    // The READY line is looked for in the file until it shows up.
+    poll = setInterval(() => {
+      const line = /^READY (.*)$/m.exec(readFileSync(outPath, "utf8"));
+      if (!line) return;
+      clearInterval(poll);
       clearTimeout(timer);
-      reject(new Error(`${entry} exited with code ${code} before it was ready\n${errText}`));
+      resolve(JSON.parse(line[1]!) as ReadyMessage);
+    }, 25);
+    child.once("exit", (code) => {
+      clearInterval(poll);
+      clearTimeout(timer);
+      reject(new Error(`${entry} exited with code ${code} before it was ready\n${readFileSync(outPath, "utf8").slice(-4000)}${errText}`));
     });
   });
   const pid = child.pid!;
@@ -180,6 +189,7 @@ export async function startServer(
       const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
       await exited;
       clearTimeout(timer);
+      rmSync(outDir, { recursive: true, force: true });
     },
   };
 }
