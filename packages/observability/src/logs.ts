@@ -136,24 +136,43 @@ export function eventLogger(log: Pino): (event: SecurityEvent) => void {
 }
 
 /**
- * The line pino would write for `event` (after pino's own `level` and `time`), from one
- * JSON.stringify of the event: a token request logs a line, so this is on the hot path. Works for
- * events as the core makes them (`type`, `id`, `time` first, under names pino does not redact);
- * for anything else (a name on the redact list, another key order) it returns null and the line
- * goes through pino.
+ * The line pino would write for `event` (after pino's own `level` and `time`), built member by
+ * member: a token request logs a line, so this is on the hot path (about 1.2 µs a line against
+ * 1.8-2.9 for one `JSON.stringify` of the whole event cut up after it, measured in one process).
+ * Each value is `JSON.stringify`'d as the whole object would have it (a value it leaves out, e.g.
+ * `undefined`, is left out here too); member names are escaped the same way, once per name.
+ * Works for events as the core makes them (`type`, `id`, `time` first, under names pino does not
+ * redact, no `toJSON`); for anything else it returns null and the line goes through pino.
  */
 function fastLine(event: SecurityEvent): string | null {
   const e = event as unknown as Record<string, unknown>;
   // pino's redact paths are top-level names: an event holding one of them goes through pino.
   for (const name of REDACTED) if (name in e) return null;
-  if (typeof event.id !== "string" || !Number.isSafeInteger(event.time)) return null;
-  const type = JSON.stringify(event.type);
-  const id = JSON.stringify(event.id);
-  const json = JSON.stringify(event);
-  const head = `{"type":${type},"id":${id},"time":${event.time}`;
-  if (!json.startsWith(head)) return null;
-  // json: {"type":T,"id":I,"time":N[,rest]} -> "event":T,"event_time":N,"id":I[,rest],"msg":T}
-  return `"event":${type},"event_time":${event.time},"id":${id}${json.slice(head.length, -1)},"msg":${type}}\n`;
+  if ("toJSON" in e) return null;
+  const keys = Object.keys(e);
+  if (keys[0] !== "type" || keys[1] !== "id" || keys[2] !== "time") return null;
+  if (typeof e.type !== "string" || typeof e.id !== "string" || !Number.isSafeInteger(e.time)) return null;
+  const type = JSON.stringify(e.type);
+  // {"type":T,"id":I,"time":N,...rest} -> "event":T,"event_time":N,"id":I,...rest,"msg":T}
+  let line = `"event":${type},"event_time":${e.time as number},"id":${JSON.stringify(e.id)}`;
+  for (let i = 3; i < keys.length; i++) {
+    const key = keys[i]!;
+    const json = JSON.stringify(e[key]) as string | undefined;
+    if (json === undefined) continue;
+    line += memberPrefix(key) + json;
+  }
+  return `${line},"msg":${type}}\n`;
+}
+
+/** `,"name":` for a member name, kept for the names seen so far (the core's are a few dozen). */
+const prefixes = new Map<string, string>();
+function memberPrefix(name: string): string {
+  let prefix = prefixes.get(name);
+  if (prefix === undefined) {
+    prefix = `,${JSON.stringify(name)}:`;
+    if (prefixes.size < 1000) prefixes.set(name, prefix);
+  }
+  return prefix;
 }
 
 /** `schedulePrune`'s logger (from `@plantgate/node`) on top of pino. */

@@ -52,8 +52,9 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
  * A sink over the hook and the audit store; with neither it does nothing at all.
  *
  * With events on, `emit` is on the token path of every request, so it does the least it can: one
- * frozen object, one microtask per receiver (the hook and the audit store run after the current
- * step, never inside it), and a count of unfinished work instead of a set of promises.
+ * frozen object pushed on a queue, and one microtask that hands every event queued in the current
+ * step to the hook and the audit store (they run after that step, never inside it, in the order
+ * the events came), with a count of unfinished work instead of a set of promises.
  */
 export function createEventSink(input: { hook: EventHook | undefined; audit: AuditStore | undefined; logger: Logger; clock: () => number; random: RandomBytes }): EventSink {
   const { hook, audit, logger, clock, random } = input;
@@ -65,52 +66,48 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
     waiting = [];
     for (const resolve of wake) resolve();
   };
-  /** Runs `work` in a microtask; a throw or a rejection goes to `failed`, never to the caller. */
-  const later = (work: () => unknown, report: (error: unknown) => void) => {
-    const failed = (error: unknown) => {
-      try {
-        report(error);
-      } catch {
-        // A logger that throws must not turn into an uncaught exception in a microtask.
-      }
-    };
-    unfinished++;
-    queueMicrotask(() => {
-      let result: unknown;
-      try {
-        result = work();
-      } catch (error) {
-        failed(error);
-        finished();
-        return;
-      }
-      if (!isThenable(result)) return finished();
-      result.then(finished, (error: unknown) => {
-        failed(error);
-        finished();
-      });
+  const report = (what: "hook" | "audit", event: SecurityEvent, error: unknown) => {
+    try {
+      if (what === "hook") logger.error("onEvent hook failed", { type: event.type, id: event.id, error: message(error) });
+      else logger.error("audit store append failed; event not kept", { type: event.type, id: event.id, error: message(error) });
+    } catch {
+      // A logger that throws must not turn into an uncaught exception in a microtask.
+    }
+  };
+  /** Runs one receiver on one event; a throw or a rejection is reported, never thrown. */
+  const deliver = (what: "hook" | "audit", event: SecurityEvent, work: () => unknown) => {
+    let result: unknown;
+    try {
+      result = work();
+    } catch (error) {
+      report(what, event, error);
+      return finished();
+    }
+    if (!isThenable(result)) return finished();
+    result.then(finished, (error: unknown) => {
+      report(what, event, error);
+      finished();
     });
   };
-  const enabled = hook !== undefined || audit !== undefined;
+  let queue: SecurityEvent[] = [];
+  const drain = () => {
+    const events = queue;
+    queue = [];
+    for (const event of events) {
+      if (audit !== undefined) deliver("audit", event, () => audit.append(auditRecord(event)));
+      if (hook !== undefined) deliver("hook", event, () => hook(event));
+    }
+  };
+  const receivers = (hook === undefined ? 0 : 1) + (audit === undefined ? 0 : 1);
+  const enabled = receivers > 0;
   return {
     enabled,
     emit(partial) {
       if (!enabled) return;
       // `type` first, so a JSON line of the event starts with it.
       const event = Object.freeze(Object.assign({ type: partial.type, id: uuidV4(random), time: clock() }, partial)) as SecurityEvent;
-      if (audit !== undefined) {
-        const record = auditRecord(event);
-        later(
-          () => audit.append(record),
-          (error) => logger.error("audit store append failed; event not kept", { type: event.type, id: event.id, error: message(error) }),
-        );
-      }
-      if (hook !== undefined) {
-        later(
-          () => hook(event),
-          (error) => logger.error("onEvent hook failed", { type: event.type, id: event.id, error: message(error) }),
-        );
-      }
+      unfinished += receivers;
+      if (queue.push(event) === 1) queueMicrotask(drain);
     },
     settled() {
       return unfinished === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiting.push(resolve));
