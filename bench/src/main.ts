@@ -518,8 +518,13 @@ function targets(rows: Row[], paging: PagingResult[], memory: MemoryCheck | null
         if (now === undefined || before === undefined) return [];
         const name = `${WORKLOAD_LABEL[w]}, ${CONTENDERS[id]!.label}: this checkout within 5% of ${baselineRef} (or faster)`;
         // The pair is (this checkout, baseline): the per-round ratio is baseline / this checkout.
-        const paired = pairRatio(w, baseId);
-        if (paired !== undefined) return [{ name, value: `${(1 / paired.value).toFixed(3)}x (median of ${paired.rounds} round ratios; medians ${(now / before).toFixed(3)}x)`, pass: 1 / paired.value >= 0.95 }];
+        // The pair is (this checkout, baseline): its rounds hold baseline / this checkout, so the
+        // target takes the median of their inverses (this checkout / baseline), round by round.
+        const rounds = rows.find((r) => r.workload === w && r.contender.id === baseId)?.pairRatio?.rounds;
+        if (rounds !== undefined) {
+          const value = median(rounds.map((r) => 1 / r));
+          return [{ name, value: `${value.toFixed(3)}x (median of ${rounds.length} round ratios; medians ${(now / before).toFixed(3)}x)`, pass: value >= 0.95 }];
+        }
         return [{ name, value: `${(now / before).toFixed(3)}x`, pass: now / before >= 0.95 }];
       }),
     ),

@@ -138,23 +138,30 @@ export async function startServer(
   });
   const ready = await new Promise<ReadyMessage>((resolve, reject) => {
     let poll: ReturnType<typeof setInterval> | undefined;
-    const timer = setTimeout(() => {
-      clearInterval(poll);
-      reject(new Error(`${entry} did not start within ${timeoutMs} ms\n${errText}`));
-    }, timeoutMs);
-    // The READY line is looked for in the file until it shows up.
-    poll = setInterval(() => {
-      const line = /^READY (.*)$/m.exec(readFileSync(outPath, "utf8"));
-      if (!line) return;
-      clearInterval(poll);
-      clearTimeout(timer);
-      resolve(JSON.parse(line[1]!) as ReadyMessage);
-    }, 25);
-    child.once("exit", (code) => {
+    const early = (code: number | null) => {
       clearInterval(poll);
       clearTimeout(timer);
       reject(new Error(`${entry} exited with code ${code} before it was ready\n${readFileSync(outPath, "utf8").slice(-4000)}${errText}`));
-    });
+    };
+    const timer = setTimeout(() => {
+      clearInterval(poll);
+      child.off("exit", early);
+      reject(new Error(`${entry} did not start within ${timeoutMs} ms\n${errText}`));
+    }, timeoutMs);
+    // The READY line is looked for in the file until it shows up whole (its newline written).
+    poll = setInterval(() => {
+      const line = /^READY (.*)\n/m.exec(readFileSync(outPath, "utf8"));
+      if (!line) return;
+      clearInterval(poll);
+      clearTimeout(timer);
+      child.off("exit", early);
+      try {
+        resolve(JSON.parse(line[1]!) as ReadyMessage);
+      } catch (error) {
+        reject(new Error(`${entry} wrote a READY line that is not JSON: ${(error as Error).message}`));
+      }
+    }, 25);
+    child.once("exit", early);
   });
   const pid = child.pid!;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));

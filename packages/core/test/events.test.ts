@@ -359,4 +359,40 @@ describe("event ids and the sink's bookkeeping", () => {
     expect(seen).toEqual(["console.signed_out", "client.deleted"]);
     expect(errors).toEqual(["onEvent hook failed"]);
   });
+
+  it("a hook returning a hostile thenable (throwing then, or settling twice) fails alone: the events after it are delivered and settled() resolves", async () => {
+    const { createEventSink } = await import("../src/events/emitter.js");
+    const errors: string[] = [];
+    const seen: string[] = [];
+    const sink = createEventSink({
+      // Typed as a plain hook: what a JavaScript caller could hand over anyway.
+      hook: ((event: { type: string }) => {
+        seen.push(event.type);
+        if (event.type === "client.created") return { get then() { throw new Error("then getter"); } };
+        if (event.type === "client.deleted") return { then: (ok: () => void) => { ok(); ok(); throw new Error("then method"); } };
+        return undefined;
+      }) as unknown as () => void,
+      audit: undefined,
+      logger: { error: (message: string) => errors.push(message), warn: () => {} },
+      clock: () => 1,
+      random: (n) => new Uint8Array(n),
+    });
+    sink.emit({ type: "client.created", client_id: "a" } as never);
+    sink.emit({ type: "client.deleted", client_id: "a" } as never);
+    sink.emit({ type: "console.signed_out", username: "u" } as never);
+    await sink.settled();
+    expect(seen).toEqual(["client.created", "client.deleted", "console.signed_out"]);
+    expect(errors).toEqual(["onEvent hook failed", "onEvent hook failed"]);
+    // Each receiver counted once: a later event is waited for, not taken as already done.
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const slow = createEventSink({ hook: () => gate, audit: undefined, logger: { error: () => {}, warn: () => {} }, clock: () => 1, random: (n) => new Uint8Array(n) });
+    slow.emit({ type: "client.created", client_id: "b" } as never);
+    let done = false;
+    const waiting = slow.settled().then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(done).toBe(false);
+    release();
+    await waiting;
+  });
 });

@@ -113,6 +113,11 @@ describe("logs", () => {
       expect.objectContaining({ event: "token.issued", event_time: ISSUED.time, nested: { a: 1 }, msg: "token.issued" }),
     ]);
     expect(odd.lines.join("\n")).not.toContain("hunter2");
+    // A value JSON.stringify cannot write (BigInt): the line goes through pino, not lost.
+    const big = sink();
+    eventLogger(createLog({ destination: big.stream }))({ ...ISSUED, count: 12n } as unknown as SecurityEvent);
+    expect(big.lines).toHaveLength(1);
+    expect(big.lines[0]).toContain('"event":"token.issued"');
   });
 
   it("redacts credential-named fields should one ever reach a line", () => {

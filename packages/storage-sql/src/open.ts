@@ -129,7 +129,8 @@ async function openKysely(target: Target): Promise<Opened> {
       return {
         db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite.database }) }),
         sqlite,
-        ...(memory ? {} : { sqliteFile: { path: target.path, writer: database } }),
+        // Absolute: the worker opens it a second later, whatever the working directory is by then.
+        ...(memory ? {} : { sqliteFile: { path: (await import("node:path")).resolve(target.path), writer: database } }),
       };
     }
   }

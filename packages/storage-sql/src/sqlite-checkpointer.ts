@@ -51,8 +51,10 @@ const checkpoint = db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
 const tick = () => {
   try {
     checkpoint.get();
-  } catch {
-    // SQLITE_BUSY (another checkpoint is running): the next tick tries again.
+  } catch (error) {
+    // SQLITE_BUSY (another checkpoint is running): the next tick tries again. Anything else ends
+    // the worker (its "error" event puts the writer back on its own checkpoints).
+    if (error === null || typeof error !== "object" || error.code !== "SQLITE_BUSY") throw error;
   }
 };
 const timer = setInterval(tick, workerData.intervalMs);

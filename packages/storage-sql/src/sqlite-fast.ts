@@ -114,14 +114,27 @@ export function sqliteFastPath(raw: BetterSqlite3Like, statements = 200): Sqlite
     const jobs = queue;
     queue = [];
     const values: unknown[] = [];
+    // Whether a job threw (then the batch runs again, isolated), as opposed to BEGIN or COMMIT
+    // failing (busy past busy_timeout, disk full): then every job is refused at once.
+    let jobThrew = false;
     try {
       inTransaction(() => {
-        for (const job of jobs) values.push(job.fn());
+        for (const job of jobs) {
+          // A job that caught an error after SQLite rolled the transaction back on its own would
+          // leave the rest to run in autocommit mode: refuse the batch instead.
+          if (!raw.inTransaction) throw new Error("the group commit's transaction was rolled back by SQLite");
+          try {
+            values.push(job.fn());
+          } catch (error) {
+            jobThrew = true;
+            throw error;
+          }
+        }
       });
     } catch (error) {
       // Nothing of this pass was kept.
-      if (jobs.length === 1) jobs[0]!.reject(error);
-      else isolated(jobs);
+      if (jobThrew && jobs.length > 1) isolated(jobs);
+      else for (const job of jobs) job.reject(error);
       return;
     }
     jobs.forEach((job, i) => job.resolve(values[i]));

@@ -76,18 +76,25 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
   };
   /** Runs one receiver on one event; a throw or a rejection is reported, never thrown. */
   const deliver = (what: "hook" | "audit", event: SecurityEvent, work: () => unknown) => {
-    let result: unknown;
+    // Everything inside the try, a thenable's `then` included (a hostile one may throw): one
+    // receiver's failure never ends the drain, and each receiver's work is finished exactly once.
+    let done = false;
+    const once = () => {
+      if (done) return;
+      done = true;
+      finished();
+    };
     try {
-      result = work();
+      const result = work();
+      if (!isThenable(result)) return once();
+      result.then(once, (error: unknown) => {
+        report(what, event, error);
+        once();
+      });
     } catch (error) {
       report(what, event, error);
-      return finished();
+      once();
     }
-    if (!isThenable(result)) return finished();
-    result.then(finished, (error: unknown) => {
-      report(what, event, error);
-      finished();
-    });
   };
   let queue: SecurityEvent[] = [];
   const drain = () => {
