@@ -178,7 +178,7 @@ interface Row {
    * machine (this 2-core VM's neighbours) falls on one round's pair alike and the median drops the
    * rounds it skewed; the ratio of the two medians mixes rounds run minutes apart.
    */
-  pairRatio?: { value: number; rounds: number[] };
+  pairRatio?: { value: number; rounds: number[]; partnerRps: number };
 }
 
 const median = (xs: number[]) => {
@@ -337,7 +337,7 @@ async function measurePair(workload: Workload, a: Contender, b: Contender): Prom
     }
     const [rowA, rowB] = sides.map((side) => toRow(workload, side.c, side.server, side.runs, side.cpuUs)) as [Row, Row];
     const perRound = sides[1]!.runs.map((run, i) => run.rps / sides[0]!.runs[i]!.rps);
-    rowB.pairRatio = { value: median(perRound), rounds: perRound };
+    rowB.pairRatio = { value: median(perRound), rounds: perRound, partnerRps: rowA.rps };
     log(`    per-round ratio ${rowB.contender.id} / ${rowA.contender.id}: median ${rowB.pairRatio.value.toFixed(3)} (${perRound.map((r) => r.toFixed(3)).join(" ")})`);
     return [rowA, rowB];
   } finally {
@@ -517,13 +517,12 @@ function targets(rows: Row[], paging: PagingResult[], memory: MemoryCheck | null
         const before = rps(w, baseId);
         if (now === undefined || before === undefined) return [];
         const name = `${WORKLOAD_LABEL[w]}, ${CONTENDERS[id]!.label}: this checkout within 5% of ${baselineRef} (or faster)`;
-        // The pair is (this checkout, baseline): the per-round ratio is baseline / this checkout.
         // The pair is (this checkout, baseline): its rounds hold baseline / this checkout, so the
         // target takes the median of their inverses (this checkout / baseline), round by round.
-        const rounds = rows.find((r) => r.workload === w && r.contender.id === baseId)?.pairRatio?.rounds;
-        if (rounds !== undefined) {
-          const value = median(rounds.map((r) => 1 / r));
-          return [{ name, value: `${value.toFixed(3)}x (median of ${rounds.length} round ratios; medians ${(now / before).toFixed(3)}x)`, pass: value >= 0.95 }];
+        const paired = rows.find((r) => r.workload === w && r.contender.id === baseId)?.pairRatio;
+        if (paired !== undefined) {
+          const value = median(paired.rounds.map((r) => 1 / r));
+          return [{ name, value: `${value.toFixed(3)}x (median of ${paired.rounds.length} round ratios; medians ${(paired.partnerRps / before).toFixed(3)}x)`, pass: value >= 0.95 }];
         }
         return [{ name, value: `${(now / before).toFixed(3)}x`, pass: now / before >= 0.95 }];
       }),
@@ -622,8 +621,13 @@ async function main(): Promise<number> {
       const baseId = baselineOf[id];
       const twin = PAIRED[id];
       if (twin !== undefined) rows.push(...(await measurePair(workload, CONTENDERS[twin]!, CONTENDERS[id]!)));
-      else if (baseId !== undefined && wanted(baseId)) rows.push(...(await measurePair(workload, CONTENDERS[id]!, CONTENDERS[baseId]!)));
-      else rows.push(await measure(workload, CONTENDERS[id]!));
+      if (baseId !== undefined && wanted(baseId)) {
+        // A row with a twin and a baseline runs both pairs; its own row is the twin pair's, and the
+        // baseline's row carries its ratio to this checkout's side of the baseline pair.
+        const [mine, base] = await measurePair(workload, CONTENDERS[id]!, CONTENDERS[baseId]!);
+        if (twin === undefined) rows.push(mine!);
+        rows.push(base!);
+      } else if (twin === undefined) rows.push(await measure(workload, CONTENDERS[id]!));
     }
   }
 
