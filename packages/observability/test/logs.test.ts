@@ -91,7 +91,31 @@ describe("logs", () => {
     expect(Object.keys(fast.objects()[0]!)).toEqual(Object.keys(viaPino.objects()[0]!));
     // Member by member as JSON.stringify would have them: an undefined member left out, arrays,
     // numbers, nested objects, a name that needs escaping; the same line pino makes.
-    const varied = { ...ISSUED, gone: undefined, roles: ["a", 'b"'], ratio: 1.5, nested: { k: [1, null] }, 'we"ird': "x" } as unknown as SecurityEvent;
+    const varied = {
+      ...ISSUED,
+      gone: undefined,
+      roles: ["a", 'b"'],
+      ratio: 1.5,
+      nested: { k: [1, null] },
+      'we"ird': "x",
+      // Strings written as they are (nothing to escape) and the ones that go through JSON.stringify.
+      plain: "plain ascii",
+      sep: "line\u2028separator",
+      pair: "emoji \ud83c\udf31",
+      control: "tab\there",
+      slash: "back\\slash",
+      unit: "\u001f",
+      del: "\u007f",
+      // Numbers as JSON writes them.
+      negZero: -0,
+      nan: Number.NaN,
+      inf: Number.POSITIVE_INFINITY,
+      big: 1e21,
+      small: 5e-7,
+      yes: true,
+      no: false,
+      fn: () => 1,
+    } as unknown as SecurityEvent;
     const fastVaried = sink();
     eventLogger(createLog({ destination: fastVaried.stream }))(varied);
     const pinoVaried = sink();

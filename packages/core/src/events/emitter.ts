@@ -74,10 +74,24 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
       // A logger that throws must not turn into an uncaught exception in a microtask.
     }
   };
-  /** Runs one receiver on one event; a throw or a rejection is reported, never thrown. */
-  const deliver = (what: "hook" | "audit", event: SecurityEvent, work: () => unknown) => {
-    // Everything inside the try, a thenable's `then` included (a hostile one may throw): one
-    // receiver's failure never ends the drain, and each receiver's work is finished exactly once.
+  /**
+   * Hands one event to one receiver; a throw or a rejection is reported, never thrown, and the
+   * receiver's work counts as finished exactly once. No closure is made for a receiver that
+   * answers at once (the logger, the metrics): this runs for every event of every request.
+   */
+  const deliver = (what: "hook" | "audit", event: SecurityEvent) => {
+    let result: unknown;
+    let pending: boolean;
+    try {
+      result = what === "hook" ? hook!(event) : audit!.append(auditRecord(event));
+      // Inside the try: a hostile result's `then` getter may throw.
+      pending = isThenable(result);
+    } catch (error) {
+      report(what, event, error);
+      return finished();
+    }
+    if (!pending) return finished();
+    // A thenable's `then` may be hostile: it may throw, or call back more than once, or both.
     let done = false;
     const once = () => {
       if (done) return;
@@ -85,9 +99,7 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
       finished();
     };
     try {
-      const result = work();
-      if (!isThenable(result)) return once();
-      result.then(once, (error: unknown) => {
+      (result as PromiseLike<unknown>).then(once, (error: unknown) => {
         report(what, event, error);
         once();
       });
@@ -101,8 +113,8 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
     const events = queue;
     queue = [];
     for (const event of events) {
-      if (audit !== undefined) deliver("audit", event, () => audit.append(auditRecord(event)));
-      if (hook !== undefined) deliver("hook", event, () => hook(event));
+      if (audit !== undefined) deliver("audit", event);
+      if (hook !== undefined) deliver("hook", event);
     }
   };
   const receivers = (hook === undefined ? 0 : 1) + (audit === undefined ? 0 : 1);
