@@ -32,6 +32,25 @@ const running = await serve(
 // examples/node-server runs them with PLANTGATE_METRICS_PORT set (the metrics listener included).
 const observability = process.env.BENCH_OBSERVE === "1" ? setupObservability({ logLevel: "info", metricsPort: 0 }) : null;
 await observability?.serveMetrics("127.0.0.1");
+/**
+ * What of the observability goes into the app: all of it, or with BENCH_OBSERVE_PART (to find
+ * where the observed row's cost is) only the event hook that writes the log lines (`events`), only
+ * the metrics observer (`observer`), or a no-op event hook (`noop`: the events alone).
+ */
+function observedParts() {
+  if (!observability) return {};
+  const { onEvent, observer } = observability.options;
+  switch (process.env.BENCH_OBSERVE_PART) {
+    case "events":
+      return { onEvent };
+    case "observer":
+      return { observer };
+    case "noop":
+      return { onEvent: () => {} };
+    default:
+      return observability.options;
+  }
+}
 // As the example server runs it: node:crypto in line instead of Web Crypto thread-pool jobs.
 // maxConcurrentPasswordChecks: wrk keeps 32 connections busy and the bench measures how fast
 // password grants are served; the default cap of 4 would answer most of them 429 at once.
@@ -42,7 +61,7 @@ const created = createPlantgate({
   passwordHashIterations: iterations,
   maxConcurrentPasswordChecks: 64,
   crypto: nodeCrypto({ batchSignatures: process.env.BENCH_BATCH !== "0" }),
-  ...observability?.options,
+  ...observedParts(),
 });
 await created.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);
 for (let i = 0; i < USERS; i++) await created.admin.ensureAccount(username(i), PASSWORD);

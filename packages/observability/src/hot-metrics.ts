@@ -62,7 +62,25 @@ abstract class HotMetric {
   /** One level per label, by value: a known series is found without building a key. */
   private readonly index: Level = new Map();
 
+  /** The series found last and its label values: a run of requests to one route skips the Maps. */
+  private memoValues: readonly string[] = [];
+  private memoSeries: Series | undefined;
+
   protected at(values: readonly string[]): Series {
+    const memo = this.memoSeries;
+    if (memo !== undefined) {
+      const last = this.memoValues;
+      let same = last.length === values.length;
+      for (let i = 0; same && i < values.length; i++) same = last[i] === values[i];
+      if (same) return memo;
+    }
+    const series = this.find(values);
+    this.memoValues = values;
+    this.memoSeries = series;
+    return series;
+  }
+
+  private find(values: readonly string[]): Series {
     let level: Level = this.index;
     const last = values.length - 1;
     for (let i = 0; i < last; i++) {
@@ -85,6 +103,7 @@ abstract class HotMetric {
 
   /** Drops every series (prom-client's `registry.resetMetrics()` calls it). */
   reset(): void {
+    this.memoSeries = undefined;
     this.series = [];
     this.index.clear();
     if (this.labelNames.length === 0) this.at([]);

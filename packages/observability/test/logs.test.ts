@@ -89,6 +89,11 @@ describe("logs", () => {
     const strip = (o: Record<string, unknown>) => ({ ...o, time: "t" });
     expect(strip(fast.objects()[0]!)).toEqual(strip(viaPino.objects()[0]!));
     expect(Object.keys(fast.objects()[0]!)).toEqual(Object.keys(viaPino.objects()[0]!));
+    // The core stamps `id` and `time` last: the same line as with them first.
+    const { id: _id, time: _time, ...rest } = ISSUED;
+    const stampedLast = sink();
+    eventLogger(createLog({ destination: stampedLast.stream }))({ ...rest, id: ISSUED.id, time: ISSUED.time } as SecurityEvent);
+    expect(stampedLast.lines[0]!.replace(/"time":"[^"]*"/, "")).toBe(fast.lines[0]!.replace(/"time":"[^"]*"/, ""));
     // Member by member as JSON.stringify would have them: an undefined member left out, arrays,
     // numbers, nested objects, a name that needs escaping; the same line pino makes.
     const varied = {
