@@ -35,7 +35,8 @@ await observability?.serveMetrics("127.0.0.1");
 /**
  * What of the observability goes into the app: all of it, or with BENCH_OBSERVE_PART (to find
  * where the observed row's cost is) only the event hook that writes the log lines (`events`), only
- * the metrics observer (`observer`), or a no-op event hook (`noop`: the events alone).
+ * the metrics observer (`observer`), a no-op event hook (`noop`: the events alone), or nothing
+ * (`none`: an A/A check of the pair, the metrics listener still up).
  */
 function observedParts() {
   if (!observability) return {};
@@ -47,6 +48,8 @@ function observedParts() {
       return { observer };
     case "noop":
       return { onEvent: () => {} };
+    case "none":
+      return {};
     default:
       return observability.options;
   }
