@@ -4,11 +4,11 @@
 // (to stdout, as the example servers write them: run it with stdout to /dev/null; figures go to stderr) and metrics on as BENCH_OBSERVE runs them; so their ratio holds up on a busy
 // machine. For quick A/Bs of core changes; the figures that count are `pnpm bench`'s. Usage:
 //   tsx bench/src/inproc.ts [requests per round = 10000] [rounds = 7] > /dev/null
-// INPROC_PART=observer|events|noop: only the metrics observer, only the event hook (logs), or a no-op hook.
+// INPROC_PART=observer|events|noop|none (or empty, as none): only the metrics observer, only the event hook (logs), a no-op hook, or nothing (A/A).
 import { createMemoryStorage, createPlantgate, type Plantgate } from "@plantgate/core";
 import { nodeCrypto } from "@plantgate/node";
 import { setupObservability } from "@plantgate/observability";
-import { BASIC_AUTH, CLIENT_ID, CLIENT_SECRET } from "./shared.js";
+import { BASIC_AUTH, CLIENT_ID, CLIENT_SECRET, observabilityParts } from "./shared.js";
 
 const perRound = Number(process.argv[2] ?? 10_000);
 const rounds = Number(process.argv[3] ?? 7);
@@ -20,10 +20,7 @@ async function app(observe: boolean): Promise<Plantgate> {
     issuer: "http://127.0.0.1:1",
     baseUrl: "http://127.0.0.1:1",
     crypto: nodeCrypto({ batchSignatures: true }),
-    ...(observe && process.env.INPROC_PART === "observer" ? { observer: observability!.options.observer } : {}),
-    ...(observe && process.env.INPROC_PART === "events" ? { onEvent: observability!.options.onEvent } : {}),
-    ...(observe && process.env.INPROC_PART === "noop" ? { onEvent: () => {} } : {}),
-    ...(observe && process.env.INPROC_PART === undefined ? observability?.options : {}),
+    ...(observability ? observabilityParts(observability.options, process.env.INPROC_PART === "" ? "none" : process.env.INPROC_PART) : {}),
   });
   await created.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);
   await created.jwks();

@@ -118,11 +118,19 @@ const CONTENDERS: Record<string, Contender> = {
 const OBSERVE_ROWS = ["pgMemory", "pgMemoryObserved"];
 
 /**
- * Rows measured in alternating rounds (ABBA) with a twin (both servers up, BENCH_BASELINE_ROUNDS
- * rounds, default 7; the ratio is the median of the per-round ratios, see Row.pairRatio), because their target is a ratio of the two: a change in the machine's load during
- * the run then falls on both alike. The observability cost is a 5% question; rows measured one
+ * Rows measured with a twin (both servers up, in alternating ABBA rounds or, for SIMULTANEOUS, at
+ * the same time; BENCH_BASELINE_ROUNDS rounds, default 7; the ratio is the median of the per-round
+ * ratios, see Row.pairRatio), because their target is a ratio of the two: a change in the
+ * machine's load during the run then falls on both alike. The observability cost is a 5% question; rows measured one
  * after the other on a shared 2-core machine differed by more than that between runs.
  */
+const PAIRED: Record<string, string> = {
+  pgMemoryObserved: "pgMemoryObservedOff",
+  // Issue 22's ratios to the memory store: rows measured apart moved by 20-40% between runs.
+  pgSqlite: "pgSqliteMemoryTwin",
+  pgPostgresRedis: "pgPostgresRedisMemoryTwin",
+};
+
 /**
  * Pairs measured at the same time rather than in alternating rounds: both servers pinned to the
  * one server CPU, each under its own wrk (on the other CPU) for the same seconds, so the kernel's
@@ -135,13 +143,6 @@ const OBSERVE_ROWS = ["pgMemory", "pgMemoryObserved"];
  * would flatter SQLite, and its checkpoint thread competes for the same core.
  */
 const SIMULTANEOUS = new Set(["pgMemoryObserved"]);
-
-const PAIRED: Record<string, string> = {
-  pgMemoryObserved: "pgMemoryObservedOff",
-  // Issue 22's ratios to the memory store: rows measured apart moved by 20-40% between runs.
-  pgSqlite: "pgSqliteMemoryTwin",
-  pgPostgresRedis: "pgPostgresRedisMemoryTwin",
-};
 
 // oidc-provider has no password grant, and only issues refresh tokens from the authorization code
 // flow; only plantgate has the account and plant APIs. Those cells are left out, not faked.
@@ -191,7 +192,7 @@ interface Row {
    * machine (this 2-core VM's neighbours) falls on one round's pair alike and the median drops the
    * rounds it skewed; the ratio of the two medians mixes rounds run minutes apart.
    */
-  pairRatio?: { value: number; rounds: number[]; partnerRps: number; simultaneous?: boolean };
+  pairRatio?: { value: number; rounds: number[]; partnerRps: number };
 }
 
 const median = (xs: number[]) => {
@@ -354,7 +355,6 @@ async function measurePair(workload: Workload, a: Contender, b: Contender): Prom
     const [rowA, rowB] = sides.map((side) => toRow(workload, side.c, side.server, side.runs, side.cpuUs)) as [Row, Row];
     const perRound = sides[1]!.runs.map((run, i) => run.rps / sides[0]!.runs[i]!.rps);
     rowB.pairRatio = { value: median(perRound), rounds: perRound, partnerRps: rowA.rps };
-    rowB.pairRatio.simultaneous = simultaneous;
     log(`    per-round ratio ${rowB.contender.id} / ${rowA.contender.id}${simultaneous ? " (both under load at once)" : ""}: median ${rowB.pairRatio.value.toFixed(3)} (${perRound.map((r) => r.toFixed(3)).join(" ")})`);
     return [rowA, rowB];
   } finally {

@@ -62,3 +62,27 @@ export function readBody(req: import("node:http").IncomingMessage, limit = 65_53
     req.on("error", reject);
   });
 }
+
+/**
+ * What of the observability (`setupObservability(...).options`) goes into a plantgate app under
+ * measurement: all of it (`part` undefined), or, to find where its cost is, only the event hook
+ * that writes the log lines (`events`), only the metrics observer (`observer`), a no-op event
+ * hook (`noop`: the events alone), or nothing (`none`: an A/A check). Used by the bench server
+ * (BENCH_OBSERVE_PART), bench/src/inproc.ts (INPROC_PART) and the instruction-count driver.
+ */
+export function observabilityParts<O extends { onEvent: unknown; observer?: unknown }>(options: O, part: string | undefined): Partial<O> {
+  switch (part) {
+    case undefined:
+      return options;
+    case "events":
+      return { onEvent: options.onEvent } as Partial<O>;
+    case "observer":
+      return (options.observer === undefined ? {} : { observer: options.observer }) as Partial<O>;
+    case "noop":
+      return { onEvent: () => {} } as Partial<O>;
+    case "none":
+      return {};
+    default:
+      throw new Error(`unknown observability part ${part} (events, observer, noop or none)`);
+  }
+}

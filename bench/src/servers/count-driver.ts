@@ -11,7 +11,7 @@ import { createMemoryStorage, createPlantgate, type PlantgateOptions } from "@pl
 import { nodeCrypto } from "@plantgate/node";
 import { setupObservability } from "@plantgate/observability";
 import { openSqlStorage } from "@plantgate/storage-sql";
-import { BASIC_AUTH, CLIENT_ID, CLIENT_SECRET, PASSWORD, username } from "../shared.js";
+import { BASIC_AUTH, CLIENT_ID, CLIENT_SECRET, observabilityParts, PASSWORD, username } from "../shared.js";
 
 const [workload, variant, warmArg, countArg] = process.argv.slice(2);
 const warm = Number(warmArg);
@@ -27,14 +27,8 @@ const file = join(tmpdir(), `plantgate-count-${process.pid}.db`);
 const sqlite = variant === "sqlite";
 const storage = sqlite ? await openSqlStorage(file) : createMemoryStorage();
 const observability = workload === "cc" && !["plain", "sqlite"].includes(variant!) ? setupObservability({ logLevel: "info", metricsPort: 0 }) : null;
-const parts: Partial<PlantgateOptions> = {};
-if (observability) {
-  const { onEvent, observer } = observability.options;
-  if (variant === "observed") Object.assign(parts, observability.options);
-  if (variant === "events") parts.onEvent = onEvent;
-  if (variant === "observer" && observer) parts.observer = observer;
-  if (variant === "noop") parts.onEvent = () => {};
-}
+// `observed` is all of it; the other cc variants name one part.
+const parts: Partial<PlantgateOptions> = observability ? observabilityParts(observability.options, variant === "observed" ? undefined : variant) : {};
 const app = createPlantgate({
   storage,
   issuer: "http://127.0.0.1:1",

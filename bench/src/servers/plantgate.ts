@@ -7,7 +7,7 @@ import { setupObservability } from "@plantgate/observability";
 import { redisHotStores } from "@plantgate/storage-redis";
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { createClient } from "redis";
-import { announceReady, CLIENT_ID, CLIENT_SECRET, DEFAULT_BENCH_ITERATIONS, envInt, PASSWORD, username, USERS } from "../shared.js";
+import { announceReady, CLIENT_ID, CLIENT_SECRET, DEFAULT_BENCH_ITERATIONS, envInt, observabilityParts, PASSWORD, username, USERS } from "../shared.js";
 
 const iterations = envInt("BENCH_ITERATIONS", DEFAULT_BENCH_ITERATIONS);
 const seedAccounts = envInt("BENCH_SEED_ACCOUNTS", 0);
@@ -32,28 +32,6 @@ const running = await serve(
 // examples/node-server runs them with PLANTGATE_METRICS_PORT set (the metrics listener included).
 const observability = process.env.BENCH_OBSERVE === "1" ? setupObservability({ logLevel: "info", metricsPort: 0 }) : null;
 await observability?.serveMetrics("127.0.0.1");
-/**
- * What of the observability goes into the app: all of it, or with BENCH_OBSERVE_PART (to find
- * where the observed row's cost is) only the event hook that writes the log lines (`events`), only
- * the metrics observer (`observer`), a no-op event hook (`noop`: the events alone), or nothing
- * (`none`: an A/A check of the pair, the metrics listener still up).
- */
-function observedParts() {
-  if (!observability) return {};
-  const { onEvent, observer } = observability.options;
-  switch (process.env.BENCH_OBSERVE_PART) {
-    case "events":
-      return { onEvent };
-    case "observer":
-      return { observer };
-    case "noop":
-      return { onEvent: () => {} };
-    case "none":
-      return {};
-    default:
-      return observability.options;
-  }
-}
 // As the example server runs it: node:crypto in line instead of Web Crypto thread-pool jobs.
 // maxConcurrentPasswordChecks: wrk keeps 32 connections busy and the bench measures how fast
 // password grants are served; the default cap of 4 would answer most of them 429 at once.
@@ -64,7 +42,8 @@ const created = createPlantgate({
   passwordHashIterations: iterations,
   maxConcurrentPasswordChecks: 64,
   crypto: nodeCrypto({ batchSignatures: process.env.BENCH_BATCH !== "0" }),
-  ...observedParts(),
+  // BENCH_OBSERVE_PART=events|observer|noop|none: one part of it, to find where its cost is.
+  ...(observability ? observabilityParts(observability.options, process.env.BENCH_OBSERVE_PART || undefined) : {}),
 });
 await created.admin.ensureClient(CLIENT_ID, CLIENT_SECRET);
 for (let i = 0; i < USERS; i++) await created.admin.ensureAccount(username(i), PASSWORD);
