@@ -96,7 +96,7 @@ function rng(seed: number): () => number {
 /** A count that averages `rate`: the whole part, plus one more with the fractional part's probability. */
 const countOf = (rate: number, random: () => number) => Math.floor(rate) + (random() < rate - Math.floor(rate) ? 1 : 0);
 
-type Counted = "pg_refresh_tokens" | "pg_sessions" | "pg_attempts" | "pg_revoked_tokens" | "pg_accounts" | "pg_clients" | "pg_plants";
+type Counted = "pg_refresh_tokens" | "pg_refresh_families" | "pg_sessions" | "pg_attempts" | "pg_revoked_tokens" | "pg_accounts" | "pg_clients" | "pg_plants";
 
 /** Rows of a table, all or those matching `where`. */
 async function count(storage: SqlStorage, table: Counted, where?: (qb: any) => any): Promise<number> {
@@ -122,6 +122,11 @@ async function sampleTables(app: Plantgate, storage: SqlStorage, now: number, wi
       live: await count(storage, "pg_refresh_tokens", (q) =>
         q.where("family_expires_at", ">", now).where((eb: any) => eb.or([eb("consumed_at", "is not", null), eb("expires_at", ">", now)])),
       ),
+    },
+    // One row per family until its absolute expiry, whether tokens of it are left or not.
+    pg_refresh_families: {
+      rows: await count(storage, "pg_refresh_families"),
+      live: await count(storage, "pg_refresh_families", (q) => q.where("family_expires_at", ">", now)),
     },
     pg_sessions: { rows: await count(storage, "pg_sessions"), live: await count(storage, "pg_sessions", (q) => q.where("expires_at", ">", now)) },
     pg_attempts: { rows: await count(storage, "pg_attempts"), live: await count(storage, "pg_attempts", (q) => q.where("window_start", ">", now - windowMs)) },

@@ -17,6 +17,7 @@ export const TABLES = {
   clients: "pg_clients",
   accounts: "pg_accounts",
   refreshTokens: "pg_refresh_tokens",
+  refreshFamilies: "pg_refresh_families",
   plants: "pg_plants",
   signingKeys: "pg_signing_keys",
   attempts: "pg_attempts",
@@ -85,7 +86,10 @@ export interface AccountTable {
   position: ColumnType<number | bigint | string, number | undefined, number>;
 }
 
-/** `pg_refresh_tokens`: refresh tokens by SHA-256; indexed by family and by account. */
+/**
+ * `pg_refresh_tokens`: refresh tokens by SHA-256; indexed by family (and, since version 10, found
+ * by account or absolute expiry through {@link RefreshFamilyTable}).
+ */
 export interface RefreshTokenTable {
   token_hash: string;
   family_id: string;
@@ -102,6 +106,19 @@ export interface RefreshTokenTable {
   replay: string | null;
   /** Grace uses answered from `replay`. */
   grace_uses: ColumnType<number | bigint | string, number | undefined, number>;
+}
+
+/**
+ * `pg_refresh_families` (version 10): one row per (family, account, absolute expiry) that a refresh
+ * token carries, in practice one per family, written when the family starts, not at each rotation.
+ * Indexed by account and by absolute expiry, so `revokeByAccount` and the family rule of
+ * `deleteExpired` find their families here and then the tokens through the family index, and a
+ * rotation writes two index entries (hash, family) instead of four.
+ */
+export interface RefreshFamilyTable {
+  family_id: string;
+  account_id: string;
+  family_expires_at: Int64;
 }
 
 /** `pg_plants`: the plant store; `id` is a signed 64-bit integer. */
@@ -189,6 +206,7 @@ export interface Database {
   pg_clients: ClientTable;
   pg_accounts: AccountTable;
   pg_refresh_tokens: RefreshTokenTable;
+  pg_refresh_families: RefreshFamilyTable;
   pg_plants: PlantTable;
   pg_signing_keys: SigningKeyTable;
   pg_attempts: AttemptTable;

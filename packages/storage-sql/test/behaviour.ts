@@ -44,8 +44,8 @@ const token = (tokenHash: string, overrides: Partial<RefreshTokenRecord> = {}): 
 
 const V1_TABLES = [TABLES.accounts, TABLES.clients, TABLES.migrations, TABLES.migrationLock, TABLES.plants, TABLES.refreshTokens, TABLES.signingKeys].sort();
 const V2_TABLES = [...V1_TABLES, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions].sort();
-const ALL_TABLES = [...V2_TABLES, TABLES.counters, TABLES.assertionJtis, TABLES.audit].sort();
-const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0007_client_auth", "0008_audit_events", "0009_client_notify"];
+const ALL_TABLES = [...V2_TABLES, TABLES.counters, TABLES.assertionJtis, TABLES.audit, TABLES.refreshFamilies].sort();
+const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0007_client_auth", "0008_audit_events", "0009_client_notify", "0010_refresh_families"];
 
 /** The table names present in the test database, from the engine's catalog. */
 async function tables(engine: Engine, db: FreshDatabase): Promise<string[]> {
@@ -159,7 +159,7 @@ export function describeSqlBehaviour(engine: Engine): void {
         await engine.exec(
           db,
           `insert into ${TABLES.refreshTokens} (token_hash, family_id, client_id, account_id, scope, created_at, expires_at, family_expires_at, consumed_at, revoked_at) ` +
-            `values ('rt-1', 'family-1', 'client-a', 'acct-1', '["offline_access"]', ${T0}, ${T0 + 1000}, ${T0 + 2000}, null, null)`,
+            `values ('rt-1', 'family-1', 'client-a', 'acct-1', '["offline_access"]', ${T0}, ${T0 + 1000}, ${T0 + 2000}, ${T0 + 10}, null)`,
         );
         // A key as version 1 stored it (no activation time): it signed from its creation.
         await old.db
@@ -176,7 +176,15 @@ export function describeSqlBehaviour(engine: Engine): void {
         expect(await upgraded.accounts.findByUsername("alice")).toEqual(account("a1", "alice"));
         expect(await upgraded.accounts.list(0, 10)).toEqual({ items: [account("a1", "alice")], total: 1 });
         expect(await upgraded.plants.get(INT64_MIN)).toEqual({ id: INT64_MIN, name: "min", tag: "t" });
-        expect(await upgraded.refreshTokens.findByHash("rt-1")).toEqual(token("rt-1"));
+        expect(await upgraded.refreshTokens.findByHash("rt-1")).toEqual(token("rt-1", { consumedAt: T0 + 10 }));
+        // Version 10 filled pg_refresh_families from the tokens already there: a token from before
+        // the upgrade is still found by its account and (consumed: only the family rule takes it)
+        // by its family's absolute expiry.
+        await upgraded.refreshTokens.revokeByAccount("acct-1", T0 + 5);
+        expect(await upgraded.refreshTokens.findByHash("rt-1")).toEqual(token("rt-1", { consumedAt: T0 + 10, revokedAt: T0 + 5 }));
+        expect(await upgraded.refreshTokens.deleteExpired(T0 + 1999)).toBe(0);
+        expect(await upgraded.refreshTokens.deleteExpired(T0 + 2000)).toBe(1);
+        expect(await engine.exec(db, `select family_id from ${TABLES.refreshFamilies}`), "the family's row goes with its last token").toEqual([]);
         expect(await upgraded.attempts.increment("k", T0, 1000)).toEqual({ key: "k", count: 1, windowStart: T0 });
         await upgraded.revokedTokens.add("jti-1", T0 + 1000);
         expect(await upgraded.revokedTokens.has("jti-1")).toBe(true);

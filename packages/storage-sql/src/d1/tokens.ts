@@ -11,6 +11,9 @@ import { deleteBatch, id, insertRow, type D1Context } from "./context.js";
 export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
   const { run, all, exec, batch, storableKey } = ctx;
   const table = id(TABLES.refreshTokens);
+  const families = id(TABLES.refreshFamilies);
+  const familyColumns = `"family_id", "account_id", "family_expires_at"`;
+  const familyOf = (row: ReturnType<typeof refreshRow>) => [row.family_id, row.account_id, row.family_expires_at];
   const byHash = async (tokenHash: string) => {
     const [row] = await all<Selectable<RefreshTokenTable>>(`select * from ${table} where "token_hash" = ?`, tokenHash);
     return row ? refreshRecord(row) : null;
@@ -27,6 +30,8 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
         const updates = Object.keys(row)
           .filter((c) => c !== "token_hash")
           .map((c) => `${id(c)} = excluded.${id(c)}`);
+        // Its family row first, so a token is never stored without one.
+        await exec(`insert into ${families} (${familyColumns}) values (?, ?, ?) on conflict do nothing`, ...familyOf(row));
         await exec(`${insert.sql} on conflict ("token_hash") do update set ${updates.join(", ")}`, ...insert.params);
       }),
     findByHash: (tokenHash) => run("refreshTokens.findByHash", async () => (storableKey(tokenHash) ? byHash(tokenHash) : null)),
@@ -40,7 +45,8 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
           // One batch = one implicit transaction, run serially by D1. The conditional UPDATE is
           // the arbiter; the INSERT copies the replacement in only if that UPDATE changed exactly
           // one row (changes() still reports it: the INSERT has not completed yet). A duplicate
-          // replacement hash fails the batch, rolling the UPDATE back too.
+          // replacement hash fails the batch, rolling the UPDATE back too. The family row follows
+          // the same way (changes() then reports the INSERT before it).
           const [, inserted] = await batch([
             {
               sql: `update ${table} set "consumed_at" = ?, "replay" = ? where "token_hash" = ? and "consumed_at" is null and "revoked_at" is null`,
@@ -49,6 +55,10 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
             {
               sql: `insert into ${table} (${columns.map(id).join(", ")}) select ${columns.map((c) => `? as ${id(c)}`).join(", ")} where changes() = 1`,
               params: Object.values(row),
+            },
+            {
+              sql: `insert into ${families} (${familyColumns}) select ?, ?, ? where changes() = 1 on conflict do nothing`,
+              params: familyOf(row),
             },
           ]);
           return inserted === 1;
@@ -76,14 +86,33 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
       }),
     revokeByAccount: (accountId, now) =>
       run("refreshTokens.revokeByAccount", async () => {
-        if (storableKey(accountId)) await revokeWhere("account_id", accountId, now);
+        // The account's families, then their tokens by the family index.
+        if (storableKey(accountId)) {
+          await exec(
+            `update ${table} set "revoked_at" = ? where "family_id" in (select "family_id" from ${families} where "account_id" = ?) and "account_id" = ? and "revoked_at" is null`,
+            now,
+            accountId,
+            accountId,
+          );
+        }
       }),
     deleteExpired: (now, limit) =>
       run("refreshTokens.deleteExpired", async () => {
         // Two rules, one statement each (each an index range): the whole family past its absolute
-        // expiry; an unconsumed token past its sliding expiry.
-        const familyGone = await deleteBatch(ctx, TABLES.refreshTokens, "token_hash", `"family_expires_at" <= ?`, [now], limit);
+        // expiry (its families by pg_refresh_families' expiry index); an unconsumed token past its
+        // sliding expiry. Then the family rows no token points to any more (not counted).
+        const familyGone = await deleteBatch(
+          ctx,
+          TABLES.refreshTokens,
+          "token_hash",
+          `"family_expires_at" <= ? and "family_id" in (select "family_id" from ${families} where "family_expires_at" <= ?)`,
+          [now, now],
+          limit,
+        );
         if (limit !== undefined && familyGone >= limit) return familyGone;
+        const ended = `${families}."family_expires_at" <= ? and not exists (select 1 from ${table} where ${table}."family_id" = ${families}."family_id" and ${table}."family_expires_at" <= ?)`;
+        if (limit === undefined) await exec(`delete from ${families} where ${ended}`, now, now);
+        else await exec(`delete from ${families} where (${familyColumns}) in (select ${familyColumns} from ${families} where ${ended} limit ?)`, now, now, limit);
         const rest = limit === undefined ? undefined : limit - familyGone;
         return familyGone + (await deleteBatch(ctx, TABLES.refreshTokens, "token_hash", `("consumed_at" is null and "expires_at" <= ?)`, [now], rest));
       }),

@@ -1,17 +1,37 @@
 import type { RefreshTokenStore } from "@plantgate/core";
-import { sql, type Insertable } from "kysely";
+import { sql, type Insertable, type Selectable } from "kysely";
 import { d1Batch } from "../batch.js";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
 import { isUniqueViolation } from "../errors.js";
 import { affected, prepared } from "../prepared.js";
 import { refreshRecord, refreshRow } from "../rows.js";
-import { TABLES, type RefreshTokenTable } from "../schema.js";
+import { TABLES, type RefreshFamilyTable, type RefreshTokenTable } from "../schema.js";
 
-/** `pg_refresh_tokens` as core's {@link RefreshTokenStore}. */
+type FamilyRow = { family_id: string; account_id: string; family_expires_at: number };
+const familyRow = (row: Insertable<RefreshTokenTable>): FamilyRow => ({ family_id: row.family_id, account_id: row.account_id, family_expires_at: row.family_expires_at });
+/** Whether a consumed token's family row (as RETURNING hands it back) is the replacement's. */
+const sameFamily = (old: Selectable<RefreshFamilyTable>, f: FamilyRow): boolean =>
+  old.family_id === f.family_id && old.account_id === f.account_id && String(old.family_expires_at) === String(f.family_expires_at);
+
+/**
+ * `pg_refresh_tokens` as core's {@link RefreshTokenStore}, with `pg_refresh_families` beside it: each
+ * token's (family, account, absolute expiry) has a row there before the token is stored, so
+ * `revokeByAccount` and the family rule of `deleteExpired` start from that table's indexes and
+ * reach the tokens through the family index. A rotation keeps the family, so it writes no family
+ * row (RETURNING tells; MySQL, without it, asks the table with an upsert that changes nothing).
+ */
 export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
   const { db, runner, direct, family, d1, run, storableKey } = ctx;
   type GraceUseParams = { tokenHash: string; consumedAfter: number; maxUses: number };
+  type ConsumeParams = { tokenHash: string; now: number; replay: string | null };
+  const consumeUpdate = (p: ConsumeParams) =>
+    db
+      .updateTable(TABLES.refreshTokens)
+      .set({ consumed_at: p.now, replay: p.replay })
+      .where("token_hash", "=", p.tokenHash)
+      .where("consumed_at", "is", null)
+      .where("revoked_at", "is", null);
   const graceUseUpdate = (p: GraceUseParams) =>
     db
       .updateTable(TABLES.refreshTokens)
@@ -38,23 +58,53 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
         .columns(columns)
         .expression(db.selectNoFrom((eb) => columns.map((c) => eb.val(row[c]).as(c))).where(sql<number>`changes()`, "=", 1));
     }),
-    consume: prepared((p: { tokenHash: string; now: number; replay: string | null }) =>
+    /** D1 only: the replacement's family row, if the INSERT before it stored the replacement. */
+    addFamilyAfterInsert: prepared((f: FamilyRow) =>
       db
-        .updateTable(TABLES.refreshTokens)
-        .set({ consumed_at: p.now, replay: p.replay })
-        .where("token_hash", "=", p.tokenHash)
-        .where("consumed_at", "is", null)
-        .where("revoked_at", "is", null),
+        .insertInto(TABLES.refreshFamilies)
+        .columns(["family_id", "account_id", "family_expires_at"])
+        .expression(db.selectNoFrom((eb) => [eb.val(f.family_id).as("family_id"), eb.val(f.account_id).as("account_id"), eb.val(f.family_expires_at).as("family_expires_at")]).where(sql<number>`changes()`, "=", 1))
+        .onConflict((oc) => oc.columns(["family_id", "account_id", "family_expires_at"]).doNothing()),
     ),
+    consume: prepared(consumeUpdate),
+    /** The same, handing back the consumed token's family row (no second lookup to compare it with the replacement's). */
+    consumeReturning: prepared((p: ConsumeParams) => consumeUpdate(p).returning(["family_id", "account_id", "family_expires_at"])),
+    /** The family row of a token, if not there yet (see `RefreshFamilyTable`). */
+    addFamily: prepared((f: FamilyRow) => {
+      const insert = db.insertInto(TABLES.refreshFamilies).values(f);
+      return family === "mysql"
+        ? insert.onDuplicateKeyUpdate({ family_id: sql.ref("family_id") })
+        : insert.onConflict((oc) => oc.columns(["family_id", "account_id", "family_expires_at"]).doNothing());
+    }),
     /** The grace use's arbiter: one row lock (or SQLite's single writer) per token serialises the count (with RETURNING where the dialect has it). */
     graceUse: prepared(graceUseUpdate),
     graceUseReturning: prepared((p: GraceUseParams) => graceUseUpdate(p).returningAll()),
   };
 
+  /**
+   * Deletes the `pg_refresh_families` rows past their expiry that no token of that expiry still
+   * points to, at most `limit` (one statement; a leftover waits for the next pruning).
+   */
+  const deleteEndedFamilies = async (now: number, limit: number | undefined): Promise<void> => {
+    const families = sql.table(TABLES.refreshFamilies);
+    const tokens = sql.table(TABLES.refreshTokens);
+    const ended = sql`${sql.ref(`${TABLES.refreshFamilies}.family_expires_at`)} <= ${now} and not exists (select 1 from ${tokens} where ${sql.ref(`${TABLES.refreshTokens}.family_id`)} = ${sql.ref(`${TABLES.refreshFamilies}.family_id`)} and ${sql.ref(`${TABLES.refreshTokens}.family_expires_at`)} <= ${now})`;
+    if (limit === undefined) await sql`delete from ${families} where ${ended}`.execute(db);
+    else if (family === "mysql") await sql`delete from ${families} where ${ended} limit ${sql.lit(limit)}`.execute(db);
+    else {
+      const key = sql.join([sql.ref("family_id"), sql.ref("account_id"), sql.ref("family_expires_at")]);
+      await sql`delete from ${families} where (${key}) in (select ${key} from ${families} where ${ended} limit ${sql.lit(limit)})`.execute(db);
+    }
+  };
+
   return {
     create: (record) =>
       run("refreshTokens.create", async () => {
-        await q.upsert(runner, refreshRow(ctx, record));
+        const row = refreshRow(ctx, record);
+        // The family row first: a token is never stored without it (a failed upsert leaves at
+        // most a family row without tokens, which pruning removes once its expiry passes).
+        await q.addFamily(runner, familyRow(row));
+        await q.upsert(runner, row);
       }),
     findByHash: (tokenHash) =>
       run("refreshTokens.findByHash", async () => {
@@ -65,6 +115,7 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
     consume: (tokenHash, now, replacement, replay = null) =>
       run("refreshTokens.consume", async () => {
         const row = refreshRow(ctx, replacement);
+        const fam = familyRow(row);
         if (replay !== null) ctx.text(replay, "replay");
         if (!storableKey(tokenHash)) return false;
         try {
@@ -72,16 +123,19 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
             // One batch = one implicit transaction, run serially by D1. The conditional UPDATE
             // is the arbiter; the INSERT copies the replacement in only if that UPDATE changed
             // exactly one row (changes() still reports it: the INSERT has not completed yet).
-            // A duplicate replacement hash fails the batch, rolling the UPDATE back too.
-            const [, inserted] = await d1Batch(d1, [q.consume.compile({ tokenHash, now, replay }), q.insertAfterConsume.compile(row)]);
+            // A duplicate replacement hash fails the batch, rolling the UPDATE back too. The
+            // family row follows the same way (changes() then reports the INSERT before it).
+            const [, inserted] = await d1Batch(d1, [q.consume.compile({ tokenHash, now, replay }), q.insertAfterConsume.compile(row), q.addFamilyAfterInsert.compile(fam)]);
             return inserted === 1;
           }
           if (direct !== undefined) {
-            // better-sqlite3: the same two statements, synchronously, in one SAVEPOINT of the
-            // group commit of this event-loop turn (a duplicate replacement undoes both). The
-            // single writer makes the conditional UPDATE the arbiter as before.
+            // better-sqlite3: the same statements, synchronously, in the group commit of this
+            // event-loop turn (a duplicate replacement undoes the job). The single writer makes
+            // the conditional UPDATE the arbiter as before.
             return await direct.batched(() => {
-              if (affected(direct.execute(q.consume.compile({ tokenHash, now, replay }))) !== 1n) return false;
+              const [old] = direct.execute(q.consumeReturning.compile({ tokenHash, now, replay })).rows;
+              if (old === undefined) return false;
+              if (!sameFamily(old, fam)) direct.execute(q.addFamily.compile(fam));
               direct.execute(q.insert.compile(row));
               return true;
             });
@@ -89,7 +143,14 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
           return await db.transaction().execute(async (trx) => {
             // The conditional UPDATE is the arbiter: the row lock (PostgreSQL, InnoDB) or the
             // single connection (SQLite) lets exactly one caller see 1 row updated.
-            if (affected(await q.consume(trx, { tokenHash, now, replay })) !== 1n) return false;
+            if (family === "mysql") {
+              if (affected(await q.consume(trx, { tokenHash, now, replay })) !== 1n) return false;
+              await q.addFamily(trx, fam);
+            } else {
+              const [old] = (await q.consumeReturning(trx, { tokenHash, now, replay })).rows;
+              if (old === undefined) return false;
+              if (!sameFamily(old, fam)) await q.addFamily(trx, fam);
+            }
             await q.insert(trx, row);
             return true;
           });
@@ -124,15 +185,36 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
     revokeByAccount: (accountId, now) =>
       run("refreshTokens.revokeByAccount", async () => {
         if (!storableKey(accountId)) return;
-        await db.updateTable(TABLES.refreshTokens).set({ revoked_at: now }).where("account_id", "=", accountId).where("revoked_at", "is", null).execute();
+        // The account's families, then their tokens by the family index (the account is checked
+        // on each token too: the family rows only narrow the search).
+        await db
+          .updateTable(TABLES.refreshTokens)
+          .set({ revoked_at: now })
+          .where("family_id", "in", db.selectFrom(TABLES.refreshFamilies).select("family_id").where("account_id", "=", accountId))
+          .where("account_id", "=", accountId)
+          .where("revoked_at", "is", null)
+          .execute();
       }),
     deleteExpired: (now, limit) =>
       run("refreshTokens.deleteExpired", async () => {
-        // Two rules, one statement each so each is an index range (see migration 0003): the
-        // whole family past its absolute expiry; an unconsumed token past its sliding expiry. A
+        // Two rules, one statement each so each is an index range: the whole family past its
+        // absolute expiry (its families from pg_refresh_families' expiry index, then their tokens
+        // by the family index); an unconsumed token past its sliding expiry (migration 0005). A
         // consumed token stays until its family ends: presenting it again detects reuse.
-        const familyGone = await deleteBatch(ctx, TABLES.refreshTokens, "token_hash", (eb) => eb("family_expires_at", "<=", now), limit);
+        const familyGone = await deleteBatch(
+          ctx,
+          TABLES.refreshTokens,
+          "token_hash",
+          (eb) =>
+            eb.and([
+              eb("family_expires_at", "<=", now),
+              eb("family_id", "in", eb.selectFrom(TABLES.refreshFamilies).select("family_id").where("family_expires_at", "<=", now)),
+            ]),
+          limit,
+        );
         if (limit !== undefined && familyGone >= limit) return familyGone;
+        // Then the family rows whose tokens are all gone (not counted: the count is of tokens).
+        await deleteEndedFamilies(now, limit);
         const unconsumedGone = await deleteBatch(
           ctx,
           TABLES.refreshTokens,

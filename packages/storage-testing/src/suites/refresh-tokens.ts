@@ -180,6 +180,31 @@ export function refreshTokensSuite(s: SuiteContext): void {
       expect(await tokens().deleteExpired(now), "a second run deletes nothing").toBe(0);
     });
 
+    it("revokeByAccount and deleteExpired go by each token's own accountId and familyExpiresAt, also within one family and across a rotation that changes them", async () => {
+      // The core keeps them per family; a backend that indexes tokens by family must still answer
+      // for each token (plantgate's SQL store finds them through a table of families).
+      const now = T0 + 10 * DAY;
+      const mixed = (label: string, accountId: string, familyExpiresAt: number) =>
+        refreshRecord({ tokenHash: fakeHash(label), familyId: "mixed", accountId, expiresAt: now + DAY, familyExpiresAt, consumedAt: now - DAY });
+      const a = mixed("m-a", "acct-1", now + DAY);
+      const b = mixed("m-b", "acct-2", now - 1);
+      const c = mixed("m-c", "acct-1", now);
+      const live = refreshRecord({ tokenHash: fakeHash("m-live"), familyId: "mixed", accountId: "acct-1", expiresAt: now + DAY, familyExpiresAt: now + DAY });
+      // Its replacement in another family, of another account, with another absolute expiry.
+      const moved = refreshRecord({ tokenHash: fakeHash("m-moved"), familyId: "elsewhere", accountId: "acct-2", expiresAt: now + DAY, familyExpiresAt: now - 2 });
+      await create(a, b, c, live);
+      expect(await tokens().consume(live.tokenHash, now - 5, structuredClone(moved))).toBe(true);
+      await tokens().revokeByAccount("acct-2", now - 4);
+      await expectStored(a, { ...b, revokedAt: now - 4 }, c, { ...live, consumedAt: now - 5 }, { ...moved, revokedAt: now - 4 });
+      expect(await tokens().deleteExpired(now)).toBe(3);
+      await expectAbsent(b.tokenHash, c.tokenHash, moved.tokenHash);
+      await expectStored(a, { ...live, consumedAt: now - 5 });
+      expect(await tokens().deleteExpired(now), "a second run deletes nothing").toBe(0);
+      // The family's tokens left are still found by account.
+      await tokens().revokeByAccount("acct-1", now + 1);
+      await expectStored({ ...a, revokedAt: now + 1 }, { ...live, consumedAt: now - 5, revokedAt: now + 1 });
+    });
+
     it("deleteExpired on a store without tokens returns 0", async () => {
       expect(await tokens().deleteExpired(MAX_DATE_MS)).toBe(0);
     });

@@ -85,5 +85,16 @@ export const D1_MIGRATIONS: readonly D1Migration[] = [
   [
     "0009_client_notify",
     []
+  ],
+  [
+    "0010_refresh_families",
+    [
+      "create table \"pg_refresh_families\" (\"family_id\" text not null, \"account_id\" text not null, \"family_expires_at\" bigint not null, constraint \"pg_refresh_families_pkey\" primary key (\"family_id\", \"account_id\", \"family_expires_at\"))",
+      "insert into \"pg_refresh_families\" (\"family_id\", \"account_id\", \"family_expires_at\") select distinct \"family_id\", \"account_id\", \"family_expires_at\" from \"pg_refresh_tokens\"",
+      "create index \"pg_refresh_families_account_idx\" on \"pg_refresh_families\" (\"account_id\")",
+      "create index \"pg_refresh_families_expires_idx\" on \"pg_refresh_families\" (\"family_expires_at\")",
+      "drop index \"pg_refresh_tokens_account_idx\"",
+      "drop index \"pg_refresh_tokens_family_expires_idx\""
+    ]
   ]
 ];
