@@ -76,10 +76,12 @@ const FORM = "application/x-www-form-urlencoded";
 
 /**
  * The most rows a table may hold for a live set: twice the live set, and for a table whose live
- * set is tiny (0 or 1 rows at that instant), at least the live set plus 2, the rows that may
- * expire between two prunes at this load.
+ * set is tiny (0 to 2 rows at that instant), at least the live set plus 3, the rows that may
+ * expire between two prunes at this load: one failed password grant counts under three keys
+ * (username and address, username, the client's budget across usernames), which can all expire
+ * between two prunes.
  */
-export const withinBound = (live: number): number => Math.max(2 * live, live + 2);
+export const withinBound = (live: number): number => Math.max(2 * live, live + 3);
 
 /** Deterministic pseudo-random numbers (mulberry32), so every run drives the same traffic. */
 function rng(seed: number): () => number {
