@@ -30,9 +30,11 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
         const updates = Object.keys(row)
           .filter((c) => c !== "token_hash")
           .map((c) => `${id(c)} = excluded.${id(c)}`);
-        // Its family row first, so a token is never stored without one.
-        await exec(`insert into ${families} (${familyColumns}) values (?, ?, ?) on conflict do nothing`, ...familyOf(row));
-        await exec(`${insert.sql} on conflict ("token_hash") do update set ${updates.join(", ")}`, ...insert.params);
+        // With its family row, in one batch (one transaction): a token is never stored without one.
+        await batch([
+          { sql: `insert into ${families} (${familyColumns}) values (?, ?, ?) on conflict do nothing`, params: familyOf(row) },
+          { sql: `${insert.sql} on conflict ("token_hash") do update set ${updates.join(", ")}`, params: insert.params },
+        ]);
       }),
     findByHash: (tokenHash) => run("refreshTokens.findByHash", async () => (storableKey(tokenHash) ? byHash(tokenHash) : null)),
     consume: (tokenHash, now, replacement, replay = null) =>

@@ -16,7 +16,7 @@ const sameFamily = (old: Selectable<RefreshFamilyTable>, f: FamilyRow): boolean 
 
 /**
  * `pg_refresh_tokens` as core's {@link RefreshTokenStore}, with `pg_refresh_families` beside it: each
- * token's (family, account, absolute expiry) has a row there before the token is stored, so
+ * token's (family, account, absolute expiry) has a row there, written with the token, so
  * `revokeByAccount` and the family rule of `deleteExpired` start from that table's indexes and
  * reach the tokens through the family index. A rotation keeps the family, so it writes no family
  * row (RETURNING tells; MySQL, without it, asks the table with an upsert that changes nothing).
@@ -48,6 +48,20 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
       // Same hash again replaces the record, as the reference implementation does.
       const insert = db.insertInto(TABLES.refreshTokens).values(row);
       return family === "mysql" ? insert.onDuplicateKeyUpdate(rest) : insert.onConflict((oc) => oc.column("token_hash").doUpdateSet(rest));
+    }),
+    /** PostgreSQL: `upsert` with the token's family row inserted (if not there) by the same statement. */
+    upsertWithFamily: prepared((row: Insertable<RefreshTokenTable>) => {
+      const { token_hash: _key, ...rest } = row;
+      return db
+        .with("family_row", (qc) =>
+          qc
+            .insertInto(TABLES.refreshFamilies)
+            .values({ family_id: row.family_id, account_id: row.account_id, family_expires_at: row.family_expires_at })
+            .onConflict((oc) => oc.columns(["family_id", "account_id", "family_expires_at"]).doNothing()),
+        )
+        .insertInto(TABLES.refreshTokens)
+        .values(row)
+        .onConflict((oc) => oc.column("token_hash").doUpdateSet(rest));
     }),
     insert: prepared((row: Insertable<RefreshTokenTable>) => db.insertInto(TABLES.refreshTokens).values(row)),
     /** D1 only: copies the replacement in only if the statement before it changed exactly one row. */
@@ -101,10 +115,26 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
     create: (record) =>
       run("refreshTokens.create", async () => {
         const row = refreshRow(ctx, record);
-        // The family row first: a token is never stored without it (a failed upsert leaves at
-        // most a family row without tokens, which pruning removes once its expiry passes).
-        await q.addFamily(runner, familyRow(row));
-        await q.upsert(runner, row);
+        const fam = familyRow(row);
+        // The token and its family row in one transaction and, where the driver allows, one
+        // round trip: a token is never stored without its family row.
+        if (d1 !== undefined) {
+          await d1Batch(d1, [q.addFamily.compile(fam), q.upsert.compile(row)]);
+        } else if (direct !== undefined) {
+          // better-sqlite3: in the group commit of this event-loop turn, as rotations are.
+          await direct.batched(() => {
+            direct.execute(q.addFamily.compile(fam));
+            direct.execute(q.upsert.compile(row));
+          });
+        } else if (family === "postgres") {
+          // One statement: the family row's INSERT as a data-modifying WITH.
+          await q.upsertWithFamily(runner, row);
+        } else {
+          await db.transaction().execute(async (trx) => {
+            await q.addFamily(trx, fam);
+            await q.upsert(trx, row);
+          });
+        }
       }),
     findByHash: (tokenHash) =>
       run("refreshTokens.findByHash", async () => {
