@@ -1,13 +1,15 @@
 import type { RefreshTokenStore } from "@plantgate/core";
-import { sql, type Insertable, type Selectable } from "kysely";
+import { sql, type Insertable, type QueryCreator, type Selectable } from "kysely";
 import { d1Batch } from "../batch.js";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
 import { isUniqueViolation } from "../errors.js";
 import { affected, prepared } from "../prepared.js";
 import { refreshRecord, refreshRow } from "../rows.js";
-import { TABLES, type RefreshFamilyTable, type RefreshTokenTable } from "../schema.js";
+import { TABLES, type Database, type RefreshFamilyTable, type RefreshTokenTable } from "../schema.js";
 
+/** The columns of a `pg_refresh_families` row, its primary key. */
+const FAMILY_KEY = ["family_id", "account_id", "family_expires_at"] as const;
 type FamilyRow = { family_id: string; account_id: string; family_expires_at: number };
 const familyRow = (row: Insertable<RefreshTokenTable>): FamilyRow => ({ family_id: row.family_id, account_id: row.account_id, family_expires_at: row.family_expires_at });
 /** Whether a consumed token's family row (as RETURNING hands it back) is the replacement's. */
@@ -41,6 +43,20 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
       .where("revoked_at", "is", null)
       .where("replay", "is not", null)
       .where("grace_uses", "<", p.maxUses);
+  /** A family row, unless that row is there already (PostgreSQL, SQLite). */
+  const familyInsert = (qc: QueryCreator<Database>, f: FamilyRow) =>
+    qc
+      .insertInto(TABLES.refreshFamilies)
+      .values(f)
+      .onConflict((oc) => oc.columns(FAMILY_KEY).doNothing());
+  /** D1 only: an INSERT of `row` that stores it only if the statement before it changed exactly one row. */
+  const insertIfChanged = (table: typeof TABLES.refreshTokens | typeof TABLES.refreshFamilies, row: Record<string, unknown>) => {
+    const columns = Object.keys(row);
+    return db
+      .insertInto(table)
+      .columns(columns as never)
+      .expression(db.selectNoFrom((eb) => columns.map((c) => eb.val(row[c]).as(c))).where(sql<number>`changes()`, "=", 1));
+  };
   const q = {
     get: prepared((p: { tokenHash: string }) => db.selectFrom(TABLES.refreshTokens).selectAll().where("token_hash", "=", p.tokenHash)),
     upsert: prepared((row: Insertable<RefreshTokenTable>) => {
@@ -53,43 +69,23 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
     upsertWithFamily: prepared((row: Insertable<RefreshTokenTable>) => {
       const { token_hash: _key, ...rest } = row;
       return db
-        .with("family_row", (qc) =>
-          qc
-            .insertInto(TABLES.refreshFamilies)
-            .values({ family_id: row.family_id, account_id: row.account_id, family_expires_at: row.family_expires_at })
-            .onConflict((oc) => oc.columns(["family_id", "account_id", "family_expires_at"]).doNothing()),
-        )
+        .with("family_row", (qc) => familyInsert(qc, familyRow(row)))
         .insertInto(TABLES.refreshTokens)
         .values(row)
         .onConflict((oc) => oc.column("token_hash").doUpdateSet(rest));
     }),
     insert: prepared((row: Insertable<RefreshTokenTable>) => db.insertInto(TABLES.refreshTokens).values(row)),
     /** D1 only: copies the replacement in only if the statement before it changed exactly one row. */
-    insertAfterConsume: prepared((row: Insertable<RefreshTokenTable>) => {
-      const columns = Object.keys(row) as Array<keyof typeof row & string>;
-      return db
-        .insertInto(TABLES.refreshTokens)
-        .columns(columns)
-        .expression(db.selectNoFrom((eb) => columns.map((c) => eb.val(row[c]).as(c))).where(sql<number>`changes()`, "=", 1));
-    }),
+    insertAfterConsume: prepared((row: Insertable<RefreshTokenTable>) => insertIfChanged(TABLES.refreshTokens, row)),
     /** D1 only: the replacement's family row, if the INSERT before it stored the replacement. */
-    addFamilyAfterInsert: prepared((f: FamilyRow) =>
-      db
-        .insertInto(TABLES.refreshFamilies)
-        .columns(["family_id", "account_id", "family_expires_at"])
-        .expression(db.selectNoFrom((eb) => [eb.val(f.family_id).as("family_id"), eb.val(f.account_id).as("account_id"), eb.val(f.family_expires_at).as("family_expires_at")]).where(sql<number>`changes()`, "=", 1))
-        .onConflict((oc) => oc.columns(["family_id", "account_id", "family_expires_at"]).doNothing()),
-    ),
+    addFamilyAfterInsert: prepared((f: FamilyRow) => insertIfChanged(TABLES.refreshFamilies, f).onConflict((oc) => oc.columns(FAMILY_KEY as never).doNothing())),
     consume: prepared(consumeUpdate),
     /** The same, handing back the consumed token's family row (no second lookup to compare it with the replacement's). */
-    consumeReturning: prepared((p: ConsumeParams) => consumeUpdate(p).returning(["family_id", "account_id", "family_expires_at"])),
+    consumeReturning: prepared((p: ConsumeParams) => consumeUpdate(p).returning(FAMILY_KEY)),
     /** The family row of a token, if not there yet (see `RefreshFamilyTable`). */
-    addFamily: prepared((f: FamilyRow) => {
-      const insert = db.insertInto(TABLES.refreshFamilies).values(f);
-      return family === "mysql"
-        ? insert.onDuplicateKeyUpdate({ family_id: sql.ref("family_id") })
-        : insert.onConflict((oc) => oc.columns(["family_id", "account_id", "family_expires_at"]).doNothing());
-    }),
+    addFamily: prepared((f: FamilyRow) =>
+      family === "mysql" ? db.insertInto(TABLES.refreshFamilies).values(f).onDuplicateKeyUpdate({ family_id: sql.ref("family_id") }) : familyInsert(db, f),
+    ),
     /** The grace use's arbiter: one row lock (or SQLite's single writer) per token serialises the count (with RETURNING where the dialect has it). */
     graceUse: prepared(graceUseUpdate),
     graceUseReturning: prepared((p: GraceUseParams) => graceUseUpdate(p).returningAll()),
@@ -106,7 +102,7 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
     if (limit === undefined) await sql`delete from ${families} where ${ended}`.execute(db);
     else if (family === "mysql") await sql`delete from ${families} where ${ended} limit ${sql.lit(limit)}`.execute(db);
     else {
-      const key = sql.join([sql.ref("family_id"), sql.ref("account_id"), sql.ref("family_expires_at")]);
+      const key = sql.join(FAMILY_KEY.map((c) => sql.ref(c)));
       await sql`delete from ${families} where (${key}) in (select ${key} from ${families} where ${ended} limit ${sql.lit(limit)})`.execute(db);
     }
   };
