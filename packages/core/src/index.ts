@@ -22,6 +22,7 @@ export { ASSERTION_ALGS, type AssertionAlg } from "./oauth/client-keys.js";
 export { createMemoryStorage, type MemoryStorageOptions } from "./storage/memory.js";
 export type * from "./storage/types.js";
 export { hashPassword, verifyPassword, sha256, type RandomBytes } from "./crypto/index.js";
+export { refreshTokenKey } from "./oauth/refresh-key.js";
 export type { CryptoProvider } from "./crypto/provider.js";
 export {
   generateKeyRecord,

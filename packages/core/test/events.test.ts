@@ -4,7 +4,7 @@
  * secret, password, token or hash that was sent or stored.
  */
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, sha256, SECURITY_EVENT_TYPES, type PlantgateOptions, type SecurityEvent, type SecurityEventType } from "../src/index.js";
+import { createMemoryStorage, refreshTokenKey, sha256, SECURITY_EVENT_TYPES, type PlantgateOptions, type SecurityEvent, type SecurityEventType } from "../src/index.js";
 import { basic, BASE, harness, type Harness } from "./helpers.js";
 import { ADMIN, call, consoleHarness, signIn } from "./console-helpers.js";
 
@@ -71,7 +71,7 @@ describe("security events", () => {
     const account = (await h.app.storage.accounts.findByUsername("alice"))!;
     const first = (await (await token(h, { grant_type: "password", username: "alice", password: h.password, scope: "Platform_UserAPIs offline_access" })).json()) as { refresh_token: string };
     const [issued] = await take();
-    const familyId = (await h.app.storage.refreshTokens.findByHash(await sha256(first.refresh_token)))!.familyId;
+    const familyId = (await h.app.storage.refreshTokens.findByHash(await refreshTokenKey(sha256, first.refresh_token)))!.familyId;
     expect(fields(issued!, h.clock.now())).toMatchObject({ type: "token.issued", grant_type: "password", subject: account.id, family_id: familyId, scope: "Platform_UserAPIs offline_access" });
 
     h.clock.advance(1000);

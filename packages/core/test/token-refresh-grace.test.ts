@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { createMemoryStorage, createPlantgate, optionsFromEnv, ConfigError, type Storage } from "../src/index.js";
 import { openReplay } from "../src/crypto/replay.js";
 import { sha256 } from "../src/crypto/index.js";
+import { refreshTokenKey } from "../src/oauth/refresh-key.js";
 import { BASE, basic, harness, type Harness } from "./helpers.js";
 import { auth, expectTokenError, expectTokenSuccess, FORM, freshRefreshToken, INVALID_REFRESH, passwordRequest, refreshRequest, type TokenBody } from "./token-helpers.js";
 
@@ -22,7 +23,7 @@ function revoke(h: Harness, token: string) {
 }
 
 async function record(h: Harness, token: string) {
-  return h.app.storage.refreshTokens.findByHash(await sha256(token));
+  return h.app.storage.refreshTokens.findByHash(await refreshTokenKey(sha256, token));
 }
 
 describe("refresh-token grace window (default 30 s)", () => {
@@ -200,7 +201,7 @@ describe("refresh-token grace window (default 30 s)", () => {
     const h = await harness();
     const rt = await freshRefreshToken(h);
     const answer = await expectTokenSuccess(await refreshRequest(h, rt));
-    const hash = await sha256(rt);
+    const hash = await refreshTokenKey(sha256, rt);
     const sealed = (await record(h, rt))!.replay!;
     expect(sealed).toMatch(/^v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]+$/);
     for (const secret of [answer.access_token, answer.refresh_token!, rt, answer.access_token.split(".")[1]!]) expect(sealed).not.toContain(secret);

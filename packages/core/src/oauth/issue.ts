@@ -5,6 +5,7 @@ import { sealReplay } from "../crypto/replay.js";
 import type { ClientRecord, GrantType } from "../storage/types.js";
 import { issueAccessToken } from "../tokens/access-token.js";
 import { inSpan } from "../telemetry/spans.js";
+import { newRefreshToken, refreshTokenKey } from "./refresh-key.js";
 
 /** The RFC 6749 §5.1 success body. */
 export interface TokenResponse {
@@ -71,9 +72,9 @@ export async function issueTokens(
     const sliding = (input.client.refreshTokenTtl ?? ctx.refreshTokenTtl) * 1000;
     const familyExpiresAt =
       plan.kind === "rotate" ? plan.familyExpiresAt : input.now + (input.client.refreshTokenAbsoluteTtl ?? ctx.refreshTokenAbsoluteTtl) * 1000;
-    const token = randomToken(ctx.random, 32);
+    const token = newRefreshToken(ctx.random, input.now);
     const record = {
-      tokenHash: await ctx.sha256(token),
+      tokenHash: await refreshTokenKey(ctx.sha256, token),
       familyId: plan.kind === "rotate" ? plan.familyId : randomToken(ctx.random, 16),
       clientId: input.client.clientId,
       accountId: plan.accountId,

@@ -3,6 +3,7 @@ import { OAuthError } from "../errors/index.js";
 import type { PlainResponse } from "../http/respond.js";
 import type { ClientRecord, RefreshTokenRecord } from "../storage/types.js";
 import { verifyAccessToken, type AccessTokenClaims } from "../tokens/access-token.js";
+import { refreshTokenKey } from "./refresh-key.js";
 import { authenticateClient, type ClientFormEndpoint } from "./token-endpoint.js";
 
 /** A token presented to revocation or introspection, as we know it. */
@@ -36,7 +37,7 @@ export async function locateToken(ctx: Context, urls: Urls, token: string, hint:
     return other && { kind: "access_token", claims: other, issuer: named, audience };
   };
   const asRefresh = async (): Promise<LocatedToken | null> => {
-    const record = await ctx.storage.refreshTokens.findByHash(await ctx.sha256(token));
+    const record = await ctx.storage.refreshTokens.findByHash(await refreshTokenKey(ctx.sha256, token));
     return record && { kind: "refresh_token", record };
   };
   const order = hint === "refresh_token" ? [asRefresh, asAccess] : [asAccess, asRefresh];

@@ -1,5 +1,6 @@
 import { OAuthError } from "../../errors/index.js";
 import { issueTokens } from "../issue.js";
+import { refreshTokenKey } from "../refresh-key.js";
 import { parseScope } from "../scopes.js";
 import { requiredParameters } from "../../schemas/oauth.js";
 import { replayAnswer } from "./refresh-grace.js";
@@ -19,7 +20,7 @@ export const refreshTokenGrant: Grant = {
   async handle({ ctx, urls, client, params, now, clientIp }) {
     const presented = params.get("refresh_token")!;
     if (presented.length > 512) throw invalid();
-    const tokenHash = await ctx.sha256(presented);
+    const tokenHash = await refreshTokenKey(ctx.sha256, presented);
     const record = await ctx.storage.refreshTokens.findByHash(tokenHash);
     // Bound to the client it was issued to: the same id, and not from before a re-creation under that id.
     if (!record || record.clientId !== client.clientId || record.createdAt < client.createdAt) throw invalid();
