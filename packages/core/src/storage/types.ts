@@ -134,7 +134,12 @@ export interface AccountStore {
 
 /** One refresh token of a rotation family, stored by hash. */
 export interface RefreshTokenRecord {
-  /** SHA-256 (base64url) of the opaque token. */
+  /**
+   * The token's storage key (`refreshTokenKey`): its issue time (11 lowercase hex digits of epoch
+   * ms, the token's first 11 characters) followed by the SHA-256 (base64url) of the whole token; for
+   * a token issued before that prefix, the SHA-256 alone. Opaque to storage, compared exactly; since
+   * keys start with the time, an ordered index adds each new one at its end.
+   */
   tokenHash: string;
   /** All tokens descending from one password grant share it; reuse revokes the family. */
   familyId: string;

@@ -50,6 +50,23 @@ export function refreshTokensSuite(s: SuiteContext): void {
       await expectStored(lower);
     });
 
+    it("keys of both forms are stored whole and told apart: 54 characters (issue time + SHA-256) and 43 (SHA-256 alone, tokens from before the time prefix)", async () => {
+      // The core's keys (`refreshTokenKey`): 11 hex digits of the issue time, then the SHA-256.
+      const hash = fakeHash("rt-timed");
+      const timed = refreshRecord({ tokenHash: `19b7c8d0e00${hash}`, familyId: "family-timed" });
+      const sameTime = refreshRecord({ tokenHash: `19b7c8d0e00${fakeHash("rt-timed-2")}`, familyId: "family-timed-2" });
+      const legacy = refreshRecord({ tokenHash: hash, familyId: "family-legacy" });
+      // Created out of time order: the store must not rely on keys arriving sorted.
+      const earlier = refreshRecord({ tokenHash: `19b7c8d0dff${fakeHash("rt-earlier")}`, familyId: "family-earlier" });
+      await create(timed, legacy, sameTime, earlier);
+      await expectStored(timed, sameTime, legacy, earlier);
+      // Neither a key's prefix nor one character more or less finds anything.
+      await expectAbsent(timed.tokenHash.slice(0, 53), `${timed.tokenHash}A`, `19b7c8d0e01${hash}`, timed.tokenHash.slice(0, 11));
+      const replacement = refreshRecord({ tokenHash: `19b7c8d0e05${fakeHash("rt-timed-next")}`, familyId: "family-timed", createdAt: T0 + DAY });
+      expect(await tokens().consume(timed.tokenHash, T0 + DAY, structuredClone(replacement))).toBe(true);
+      await expectStored({ ...timed, consumedAt: T0 + DAY }, replacement, legacy, sameTime, earlier);
+    });
+
     it("consume returns true once: it marks the token consumed at `now` and stores the replacement exactly", async () => {
       const original = refreshRecord();
       const replacement = refreshRecord({ tokenHash: fakeHash("rt-next"), createdAt: T0 + DAY, expiresAt: T0 + 8 * DAY });

@@ -1,0 +1,1 @@
+import { buildServer } from "./proc.js"; console.log(await buildServer("count-driver.ts"));
