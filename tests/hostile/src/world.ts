@@ -6,7 +6,7 @@
  * Password hashing uses 1,000 PBKDF2 iterations instead of 600,000 so ten thousand password-grant
  * requests take seconds, not hours; the algorithm and the code path are the production ones.
  */
-import { createMemoryStorage, createPlantgate, sha256, type Plantgate, type SecurityEvent, type PlantgateOptions, type RefreshTokenRecord, type Storage } from "@plantgate/core";
+import { createMemoryStorage, createPlantgate, refreshTokenKey, sha256, type Plantgate, type SecurityEvent, type PlantgateOptions, type RefreshTokenRecord, type Storage } from "@plantgate/core";
 import { coreLogger, createLog, createMetrics, eventLogger } from "@plantgate/observability";
 import { createRecordingStorage, type RecordingStorage } from "./snapshot.js";
 
@@ -307,7 +307,7 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
   if (replay.status !== 400) throw new Error(`world setup: replay was not refused (${replay.status})`);
   const otherClient = await refreshOf(odd);
 
-  const refreshRecord = async (token: string) => rec.storage.refreshTokens.findByHash(await sha256(token));
+  const refreshRecord = async (token: string) => rec.storage.refreshTokens.findByHash(await refreshTokenKey(sha256, token));
   const refreshIsLive = async (token: string, clientId: string) => {
     const r = await refreshRecord(token);
     if (!r || r.clientId !== clientId || r.consumedAt !== null || r.revokedAt !== null) return false;

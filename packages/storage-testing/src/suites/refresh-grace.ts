@@ -1,4 +1,4 @@
-import { sha256 } from "@plantgate/core";
+import { refreshTokenKey, sha256 } from "@plantgate/core";
 import { beforeEach, describe, expect, it } from "vitest";
 import { expectRecord, fakeHash, inParallel, refreshRecord, seedOwners, T0 } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
@@ -129,7 +129,7 @@ export function refreshGraceSuite(s: SuiteContext): void {
       const bodies = results.map((r, i) => ok(b, r, `refresh ${i}`));
       for (const body of bodies) expect(body).toEqual(bodies[0]);
       const next = bodies[0]!.refresh_token as string;
-      expect((await s.storage().refreshTokens.findByHash(await sha256(next)))).toMatchObject({ consumedAt: null, revokedAt: null });
+      expect((await s.storage().refreshTokens.findByHash(await refreshTokenKey(sha256, next)))).toMatchObject({ consumedAt: null, revokedAt: null });
       const again = ok(b, await refreshGrant(b, next), "the replayed refresh token");
       ok(b, await refreshGrant(b, again.refresh_token as string), "and its successor");
     }, RACE_TIMEOUT);
@@ -143,7 +143,7 @@ export function refreshGraceSuite(s: SuiteContext): void {
       expect({ status: reuse.status, body: reuse.body }).toEqual({ status: 400, body: INVALID_GRANT });
       const newest = await refreshGrant(b, next);
       expect({ status: newest.status, body: newest.body }).toEqual({ status: 400, body: INVALID_GRANT });
-      expect((await s.storage().refreshTokens.findByHash(await sha256(next)))?.revokedAt).toBe(T0 + WINDOW);
+      expect((await s.storage().refreshTokens.findByHash(await refreshTokenKey(sha256, next)))?.revokedAt).toBe(T0 + WINDOW);
     });
 
     it("a family revoked by RFC 7009 stays revoked under 20 concurrent grace uses", async () => {
@@ -165,7 +165,7 @@ export function refreshGraceSuite(s: SuiteContext): void {
       for (const r of results) expect({ status: r.status, body: r.body }).toEqual({ status: 400, body: INVALID_GRANT });
       const newest = await refreshGrant(b, next);
       expect({ status: newest.status, body: newest.body }).toEqual({ status: 400, body: INVALID_GRANT });
-      expect((await s.storage().refreshTokens.findByHash(await sha256(refresh)))?.graceUses).toBe(0);
+      expect((await s.storage().refreshTokens.findByHash(await refreshTokenKey(sha256, refresh)))?.graceUses).toBe(0);
     }, RACE_TIMEOUT);
   });
 }

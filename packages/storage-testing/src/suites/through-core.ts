@@ -3,7 +3,7 @@
  * `app.fetch` and `app.admin`, as a deployment would. Catches what record-level tests cannot:
  * the core's own call sequences (read, then consume; revoke on reuse; paging) on this backend.
  */
-import { createPlantgate, sha256, type Plantgate, type PlantgateOptions, type Storage } from "@plantgate/core";
+import { createPlantgate, refreshTokenKey, sha256, type Plantgate, type PlantgateOptions, type Storage } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
 import { T0 } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
@@ -95,7 +95,7 @@ export function throughCoreSuite(s: SuiteContext): void {
       const cc = ok(b, await token(b, { grant_type: "client_credentials" }), "client_credentials");
       expect(cc.access_token).toEqual(expect.any(String));
       const { refresh } = await passwordGrant(b);
-      const stored = await s.storage().refreshTokens.findByHash(await sha256(refresh));
+      const stored = await s.storage().refreshTokens.findByHash(await refreshTokenKey(sha256, refresh));
       expect(stored, "the refresh token is found by its SHA-256").not.toBeNull();
       expect(stored).toMatchObject({ clientId: CLIENT_ID, consumedAt: null, revokedAt: null, scope: ["Platform_UserAPIs", "offline_access"] });
       expect(await s.storage().refreshTokens.findByHash(refresh), "nothing is stored under the clear token").toBeNull();
@@ -108,8 +108,8 @@ export function throughCoreSuite(s: SuiteContext): void {
       const next = body.refresh_token as string;
       expect(next).toEqual(expect.any(String));
       expect(next).not.toBe(refresh);
-      const old = await s.storage().refreshTokens.findByHash(await sha256(refresh));
-      const fresh = await s.storage().refreshTokens.findByHash(await sha256(next));
+      const old = await s.storage().refreshTokens.findByHash(await refreshTokenKey(sha256, refresh));
+      const fresh = await s.storage().refreshTokens.findByHash(await refreshTokenKey(sha256, next));
       expect(old?.consumedAt).toBe(T0);
       expect(fresh).toMatchObject({ familyId: old?.familyId, consumedAt: null, revokedAt: null });
       // The rotated token works in turn.
@@ -124,7 +124,7 @@ export function throughCoreSuite(s: SuiteContext): void {
       expect({ status: reuse.status, body: reuse.body }).toEqual({ status: 400, body: INVALID_GRANT });
       const stolen = await refreshGrant(b, next);
       expect({ status: stolen.status, body: stolen.body }, "the newest token of the family is revoked too").toEqual({ status: 400, body: INVALID_GRANT });
-      expect((await s.storage().refreshTokens.findByHash(await sha256(next)))?.revokedAt).toBe(T0);
+      expect((await s.storage().refreshTokens.findByHash(await refreshTokenKey(sha256, next)))?.revokedAt).toBe(T0);
     });
 
     it("disabling an account revokes its refresh tokens", async () => {
