@@ -37,14 +37,14 @@ async function emptyDatabase(): Promise<void> {
 
 /** Empties every plantgate table in one batch (cheaper than dropping and migrating again). */
 async function emptyTables(): Promise<void> {
-  const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.assertionJtis, TABLES.audit];
+  const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.refreshFamilies, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.assertionJtis, TABLES.audit];
   await binding.batch([...tables.map((t) => binding.prepare(`delete from "${t}"`)), binding.prepare(`update "${TABLES.counters}" set value = 0`)]);
 }
 
 /** Every plantgate table as JSON text, read through the binding (the conformance suite looks for secrets in it). */
 async function rawDump(): Promise<string> {
   const dump: Record<string, unknown[]> = {};
-  for (const table of [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions]) {
+  for (const table of [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.refreshFamilies, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.assertionJtis, TABLES.audit]) {
     dump[table] = (await binding.prepare(`select * from "${table}"`).all()).results;
   }
   return JSON.stringify(dump);

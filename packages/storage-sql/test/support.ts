@@ -218,7 +218,7 @@ export function mysqlEngine(): Engine {
 export async function rawDump(storage: Storage): Promise<string> {
   const db = (storage as SqlStorage).db;
   const dump: Record<string, unknown[]> = {};
-  for (const table of [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.assertionJtis] as const) {
+  for (const table of [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.refreshFamilies, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.assertionJtis, TABLES.audit] as const) {
     dump[table] = await db.selectFrom(table).selectAll().execute();
   }
   return JSON.stringify(dump, (_key, value: unknown) => {
