@@ -5,11 +5,12 @@ import { describe, expect, it } from "vitest";
 
 const FIXTURE = fileURLToPath(new URL("./fixtures/log-lines.ts", import.meta.url));
 
-function run(count: number, mode: "exit" | "stay") {
-  const child = spawn(process.execPath, ["--import", "tsx", FIXTURE, String(count), mode], { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString("utf8")));
-  const lines = () => out.split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" = "ascii") {
+  const child = spawn(process.execPath, ["--import", "tsx", FIXTURE, String(count), mode, text], { stdio: ["ignore", "pipe", "pipe"] });
+  const chunks: Buffer[] = [];
+  child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
+  // Decoded once whole: a multi-byte character may be split across two chunks.
+  const lines = () => Buffer.concat(chunks).toString("utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
   return { child, lines };
 }
 
@@ -21,6 +22,16 @@ describe("stdout lines", () => {
     const got = lines();
     expect(got).toHaveLength(2000);
     expect(got.map((l) => l.id)).toEqual(Array.from({ length: 2000 }, (_, i) => `id-${i}`));
+  });
+
+  it("lines of 1- to 4-byte UTF-8 characters, some far longer than the bytes held at once, arrive whole and in order", async () => {
+    const { child, lines } = run(400, "exit", "wide");
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+    expect(code).toBe(0);
+    const got = lines();
+    const WIDE = ["a", "é", "水", "🌱"];
+    expect(got.map((l) => l.id)).toEqual(Array.from({ length: 400 }, (_, i) => `id-${i}`));
+    expect(got.map((l) => l.client_id)).toEqual(Array.from({ length: 400 }, (_, i) => WIDE[i % 4]!.repeat(i % 7 === 0 ? 30_000 : 1 + (i % 50))));
   });
 
   it("lines reach stdout while the process keeps running (no wait for more lines)", async () => {
