@@ -45,6 +45,7 @@ function nonNegativeInt(env: EnvVars, name: string): number | undefined {
  * `PLANTGATE_SIGNING_KEY_MAX_AGE` and `PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY` (seconds),
  * `PLANTGATE_KEY_ENCRYPTION_KEY` (comma-separated base64url 256-bit keys; the first encrypts),
  * `PLANTGATE_REFRESH_GRACE_SECONDS` (0-300, 0 = strict one-time use), `PLANTGATE_REFRESH_GRACE_MAX_USES`,
+ * `PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS` (1-1000, password checks running at once per instance),
  * `PLANTGATE_AUDIT_RETENTION_DAYS` (days the audit store keeps events); the management console with
  * `PLANTGATE_CONSOLE=1` (implied by `PLANTGATE_BOOTSTRAP_ADMIN=1`) and `PLANTGATE_CONSOLE_SESSION_TTL`.
  *
@@ -117,6 +118,11 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
   if (graceUses !== undefined) {
     if (graceUses > 1000) throw new ConfigError(`PLANTGATE_REFRESH_GRACE_MAX_USES must be from 1 to 1000, got "${graceUses}"`);
     out.refreshGraceMaxUses = graceUses;
+  }
+  const checks = int(env, "PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS");
+  if (checks !== undefined) {
+    if (checks > 1000) throw new ConfigError(`PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS must be from 1 to 1000, got "${checks}"`);
+    out.maxConcurrentPasswordChecks = checks;
   }
   const auditDays = int(env, "PLANTGATE_AUDIT_RETENTION_DAYS");
   if (auditDays !== undefined) out.auditRetentionDays = auditDays;

@@ -5,7 +5,7 @@
  * a success resets. Two app instances share one store, so the lock holds across instances.
  */
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, createPlantgate, type AttemptStore, type Plantgate, type PlantgateOptions } from "../src/index.js";
+import { ConfigError, createMemoryStorage, createPlantgate, optionsFromEnv, type AttemptStore, type Plantgate, type PlantgateOptions } from "../src/index.js";
 import { errorResponse, toResponse } from "../src/http/respond.js";
 import { TooManyAttemptsError } from "../src/errors/index.js";
 import { BASE, basic, harness, type Harness } from "./helpers.js";
@@ -378,6 +378,16 @@ describe("password-hash work is bounded (finding 2)", () => {
 
   it("maxConcurrentPasswordChecks must be a positive integer", () => {
     for (const bad of [0, -1, 1.5]) expect(() => createPlantgate({ maxConcurrentPasswordChecks: bad })).toThrow("maxConcurrentPasswordChecks");
+  });
+
+  it("PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS sets the cap (1-1000): with 1, of two password grants at once one is checked and one refused", async () => {
+    expect(optionsFromEnv({ PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS: "7" })).toEqual({ maxConcurrentPasswordChecks: 7 });
+    expect(optionsFromEnv({ PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS: "" })).toEqual({});
+    for (const bad of ["0", "1001", "-1", "1.5", "four"]) expect(() => optionsFromEnv({ PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS: bad }), bad).toThrow(ConfigError);
+    const h = await harness({ ...optionsFromEnv({ PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS: "1" }), passwordHashIterations: 200_000, logger: quiet });
+    const answers = await Promise.all([grant(h.app, h, "nobody", "198.51.100.1"), grant(h.app, h, "nobody", "198.51.100.2")]);
+    expect(answers.map((r) => r.status).sort()).toEqual([400, 429]);
+    expect(await answers.find((r) => r.status === 429)!.json()).toEqual(BUSY);
   });
 
   it("the password grant has a per-client budget across usernames and addresses (10 × maxFailures per window); other clients and a new window are not affected", async () => {
