@@ -32,6 +32,12 @@ describe("stdout lines", () => {
     const WIDE = ["a", "é", "水", "🌱"];
     expect(got.map((l) => l.id)).toEqual(Array.from({ length: 400 }, (_, i) => `id-${i}`));
     expect(got.map((l) => l.client_id)).toEqual(Array.from({ length: 400 }, (_, i) => WIDE[i % 4]!.repeat(i % 7 === 0 ? 30_000 : 1 + (i % 50))));
+    // The lines pino made (a BigInt member) sit in their places too, as pino writes them.
+    expect(got.filter((l) => "big" in l).map((l) => [l.id, l.big, l.event, l.msg])).toEqual(
+      Array.from({ length: 400 }, (_, i) => i).filter((i) => i % 11 === 5).map((i) => [`id-${i}`, i, "token.issued", "token.issued"]),
+    );
+    // Every line has the level and an ISO time first, whichever way it was made.
+    for (const l of got) expect(Object.keys(l).slice(0, 2)).toEqual(["level", "time"]);
   });
 
   it("lines reach stdout while the process keeps running (no wait for more lines)", async () => {
