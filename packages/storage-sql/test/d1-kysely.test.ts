@@ -8,27 +8,12 @@
 import { describeStorageConformance } from "@plantgate/storage-testing";
 import { Kysely } from "kysely";
 import { D1Dialect } from "kysely-d1";
-import { Miniflare } from "miniflare";
-import { afterAll, beforeAll } from "vitest";
-import type { D1DatabaseLike } from "../src/d1.js";
 import { createSqlStorage, type SqlStorage } from "../src/index.js";
-import type { Database } from "../src/schema.js";
-import { TABLES } from "../src/schema.js";
+import { TABLES, type Database } from "../src/schema.js";
+import { miniflareD1, type TestD1 } from "./miniflare-d1.js";
 
-let mf: Miniflare | undefined;
-interface Statement {
-  all(): Promise<{ results: Record<string, unknown>[] }>;
-  run(): Promise<unknown>;
-}
-let binding: Omit<D1DatabaseLike, "prepare"> & { prepare(query: string): Statement & ReturnType<D1DatabaseLike["prepare"]> };
-
-beforeAll(async () => {
-  mf = new Miniflare({ modules: true, script: "export default { fetch() { return new Response(null, { status: 404 }) } }", d1Databases: { DB: "plantgate-kysely-test" } });
-  binding = (await mf.getD1Database("DB")) as unknown as typeof binding;
-}, 30_000);
-afterAll(async () => {
-  await mf?.dispose();
-});
+let binding: TestD1;
+miniflareD1("plantgate-kysely-test", (b) => (binding = b));
 
 const DATA_TABLES = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.refreshFamilies, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.assertionJtis, TABLES.audit];
 

@@ -5,29 +5,17 @@
  */
 import type { AccountRecord, RefreshTokenRecord } from "@plantgate/core";
 import { describeStorageConformance } from "@plantgate/storage-testing";
-import { Miniflare } from "miniflare";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { createD1Storage, type D1DatabaseLike, type D1Storage } from "../src/d1.js";
 import { d1MigrationsModule } from "../src/d1/compile-migrations.js";
 import { createD1Context } from "../src/d1/context.js";
 import { migrateD1 } from "../src/d1/migrate.js";
 import { LATEST_SCHEMA_VERSION } from "../src/index.js";
 import { TABLES } from "../src/schema.js";
+import { miniflareD1, type TestD1 } from "./miniflare-d1.js";
 
-let mf: Miniflare | undefined;
-interface Statement {
-  all(): Promise<{ results: Record<string, unknown>[] }>;
-  run(): Promise<unknown>;
-}
-let binding: Omit<D1DatabaseLike, "prepare"> & { prepare(query: string): Statement & ReturnType<D1DatabaseLike["prepare"]> };
-
-beforeAll(async () => {
-  mf = new Miniflare({ modules: true, script: "export default { fetch() { return new Response(null, { status: 404 }) } }", d1Databases: { DB: "plantgate-test" } });
-  binding = (await mf.getD1Database("DB")) as unknown as typeof binding;
-}, 30_000);
-afterAll(async () => {
-  await mf?.dispose();
-});
+let binding: TestD1;
+miniflareD1("plantgate-test", (b) => (binding = b));
 
 /** Drops every plantgate table (Kysely's migration tables included) so the next store is fresh. */
 async function emptyDatabase(): Promise<void> {
