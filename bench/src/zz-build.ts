@@ -1,1 +1,0 @@
-import { buildServer } from "./proc.js"; console.log(await buildServer("count-driver.ts"));
