@@ -12,7 +12,7 @@ import { createD1Context } from "../src/d1/context.js";
 import { migrateD1 } from "../src/d1/migrate.js";
 import { LATEST_SCHEMA_VERSION } from "../src/index.js";
 import { TABLES } from "../src/schema.js";
-import { miniflareD1, type TestD1 } from "./miniflare-d1.js";
+import { d1RawDump, emptyD1Tables, miniflareD1, type TestD1 } from "./miniflare-d1.js";
 
 let binding: TestD1;
 miniflareD1("plantgate-test", (b) => (binding = b));
@@ -23,26 +23,11 @@ async function emptyDatabase(): Promise<void> {
   for (const { name } of results) await binding.prepare(`drop table if exists "${String(name)}"`).run();
 }
 
-/** Empties every plantgate table in one batch (cheaper than dropping and migrating again). */
-async function emptyTables(): Promise<void> {
-  const tables = [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.refreshFamilies, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.assertionJtis, TABLES.audit];
-  await binding.batch([...tables.map((t) => binding.prepare(`delete from "${t}"`)), binding.prepare(`update "${TABLES.counters}" set value = 0`)]);
-}
-
-/** Every plantgate table as JSON text, read through the binding (the conformance suite looks for secrets in it). */
-async function rawDump(): Promise<string> {
-  const dump: Record<string, unknown[]> = {};
-  for (const table of [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.refreshFamilies, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.assertionJtis, TABLES.audit]) {
-    dump[table] = (await binding.prepare(`select * from "${table}"`).all()).results;
-  }
-  return JSON.stringify(dump);
-}
-
 let migrated = false;
 
 /** A store on empty tables: the first one migrates from nothing, later ones find the work done. */
 async function conformanceStore(): Promise<D1Storage> {
-  if (migrated) await emptyTables();
+  if (migrated) await emptyD1Tables(binding);
   else await emptyDatabase();
   const storage = createD1Storage(binding, { audit: true });
   await storage.migrate();
@@ -61,7 +46,7 @@ async function freshStorage(database: D1DatabaseLike = binding): Promise<D1Stora
 describeStorageConformance("d1 (miniflare)", {
   create: conformanceStore,
   destroy: (storage) => (storage as D1Storage).close(),
-  rawDump,
+  rawDump: () => d1RawDump(binding),
   // Another Worker isolate on the same database: a second storage over the binding.
   connect: async () => createD1Storage(binding, { audit: true }),
   disconnect: (storage) => (storage as D1Storage).close(),

@@ -2,6 +2,8 @@
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll } from "vitest";
 import type { D1DatabaseLike } from "../src/d1.js";
+import { TABLES } from "../src/schema.js";
+import { DATA_TABLES } from "./support.js";
 
 interface Statement {
   all(): Promise<{ results: Record<string, unknown>[] }>;
@@ -24,4 +26,16 @@ export function miniflareD1(name: string, use: (binding: TestD1) => void): void 
   afterAll(async () => {
     await mf?.dispose();
   });
+}
+
+/** Empties every plantgate table in one batch (cheaper than dropping and migrating again). */
+export async function emptyD1Tables(binding: TestD1): Promise<void> {
+  await binding.batch([...DATA_TABLES.map((t) => binding.prepare(`delete from "${t}"`)), binding.prepare(`update "${TABLES.counters}" set value = 0`)]);
+}
+
+/** Every plantgate table as JSON text, read through the binding (the conformance suite looks for secrets in it). */
+export async function d1RawDump(binding: TestD1): Promise<string> {
+  const dump: Record<string, unknown[]> = {};
+  for (const table of DATA_TABLES) dump[table] = (await binding.prepare(`select * from "${table}"`).all()).results;
+  return JSON.stringify(dump);
 }

@@ -214,11 +214,26 @@ export function mysqlEngine(): Engine {
 
 // --- conformance target --------------------------------------------------------------------
 
+/** Every table that holds plantgate's data (not the counters, not the migrations' bookkeeping). */
+export const DATA_TABLES = [
+  TABLES.clients,
+  TABLES.accounts,
+  TABLES.refreshTokens,
+  TABLES.refreshFamilies,
+  TABLES.plants,
+  TABLES.signingKeys,
+  TABLES.attempts,
+  TABLES.revokedTokens,
+  TABLES.sessions,
+  TABLES.assertionJtis,
+  TABLES.audit,
+] as const;
+
 /** Every row of every plantgate table, as JSON text (bigints as digits, bytes as UTF-8). */
 export async function rawDump(storage: Storage): Promise<string> {
   const db = (storage as SqlStorage).db;
   const dump: Record<string, unknown[]> = {};
-  for (const table of [TABLES.clients, TABLES.accounts, TABLES.refreshTokens, TABLES.refreshFamilies, TABLES.plants, TABLES.signingKeys, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.assertionJtis, TABLES.audit] as const) {
+  for (const table of DATA_TABLES) {
     dump[table] = await db.selectFrom(table).selectAll().execute();
   }
   return JSON.stringify(dump, (_key, value: unknown) => {
