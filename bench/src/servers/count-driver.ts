@@ -2,7 +2,8 @@
 // flight, a warm-up and then a counted part, so that callgrind's instruction totals of two runs
 // with different counts give the instructions per request. Arguments: workload (cc | refresh),
 // variant, warm-up requests, counted requests.
-//   cc:      plain | observed | events | observer | noop | sqlite
+//   cc:      plain | observed | events | observer | noop | none | sqlite
+// (`none`: the observability set up, its process metrics collecting, nothing handed to the app)
 //   refresh: memory | sqlite
 import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,7 +17,7 @@ import { BASIC_AUTH, CLIENT_ID, CLIENT_SECRET, observabilityParts, PASSWORD, use
 const [workload, variant, warmArg, countArg] = process.argv.slice(2);
 const warm = Number(warmArg);
 const counted = Number(countArg);
-const CC_VARIANTS = ["plain", "observed", "events", "observer", "noop", "sqlite"];
+const CC_VARIANTS = ["plain", "observed", "events", "observer", "noop", "none", "sqlite"];
 const REFRESH_VARIANTS = ["memory", "sqlite"];
 if (!((workload === "cc" && CC_VARIANTS.includes(variant!)) || (workload === "refresh" && REFRESH_VARIANTS.includes(variant!))) || !(warm >= 0) || !(counted >= 0)) {
   process.stderr.write(`usage: count-driver.mjs cc ${CC_VARIANTS.join("|")} | refresh ${REFRESH_VARIANTS.join("|")} <warm-up> <counted>\n`);

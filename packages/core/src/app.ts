@@ -204,13 +204,21 @@ function docsMount(docs: ServedPage): Mount {
 interface RouteTable {
   routes: ReadonlyMap<string, Route>;
   mounts: readonly Mount[];
+  /**
+   * The route template (base path included) of each route path and mount prefix, made once: the
+   * observer gets the same string for every request to a route, which a metric's series lookup
+   * then matches by identity instead of comparing a fresh string's characters.
+   */
+  names: ReadonlyMap<string, string>;
 }
 
 function routeTable(ctx: Context): RouteTable {
   const mounts: Mount[] = [];
   if (ctx.console) mounts.push(consoleMount(ctx.console.page));
   if (ctx.docs) mounts.push(docsMount(ctx.docs));
-  return { routes: ROUTES, mounts };
+  const names = new Map<string, string>();
+  for (const path of [...ROUTES.keys(), ...mounts.map((m) => m.prefix)]) names.set(path, ctx.basePath + path);
+  return { routes: ROUTES, mounts, names };
 }
 
 /** Cache headers of a document built from the public URLs: public when they are configured, else private and varying by Host. */
@@ -240,12 +248,12 @@ async function dispatch(ctx: Context, table: RouteTable, request: Request, info:
     if (path === null) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
     const mount = mountOf(table, path);
     if (mount) {
-      if (note) note.route = ctx.basePath + mount.prefix;
+      if (note) note.route = table.names.get(mount.prefix)!;
       return await mount.handle(ctx, request, info, path);
     }
     const route = table.routes.get(path);
     if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-    if (note) note.route = ctx.basePath + path;
+    if (note) note.route = table.names.get(path)!;
     surface = route.surface;
     const handler = route.methods.get(request.method === "HEAD" ? "GET" : request.method);
     if (!handler) return methodNotAllowed(route);
@@ -276,7 +284,7 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
   const run = observeRequests((request, info: HandleInfo | undefined, note) => dispatch(ctx, table, request, info, note), {
     tracer: ctx.tracer,
     observer: ctx.observer,
-    tokenRoute: ctx.basePath + TOKEN_PATH,
+    tokenRoute: table.names.get(TOKEN_PATH)!,
     grantTypes: new Set(GRANT_TYPES),
   });
   return {

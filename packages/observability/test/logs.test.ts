@@ -149,6 +149,33 @@ describe("logs", () => {
     expect(big.lines[0]).toContain('"event":"token.issued"');
   });
 
+  it("events of one type with other members, or the same members in another order, each get their own line right", () => {
+    // The member names are kept per event type; a different set or order must not reuse them.
+    const fast = sink();
+    const log = eventLogger(createLog({ destination: fast.stream }));
+    const { id, time, ...rest } = ISSUED;
+    const shapes = [
+      ISSUED,
+      { ...ISSUED, extra: "x" },
+      { ...rest, id, time },
+      { type: ISSUED.type, id, time, scope: "s" },
+      { ...ISSUED, client_secret: "never-logged" },
+      ISSUED,
+      { ...ISSUED, extra: "y" },
+    ] as unknown as SecurityEvent[];
+    for (const event of shapes) log(event);
+    const expected = shapes.map((event) => {
+      const { type, time: t, ...fields } = event as unknown as Record<string, unknown>;
+      const redacted = "client_secret" in fields ? { client_secret: "[redacted]" } : {};
+      return { level: "info", time: expect.any(String), event: type, event_time: t, ...fields, ...redacted, msg: type };
+    });
+    expect(fast.objects()).toEqual(expected);
+    expect(fast.lines.join("\n")).not.toContain("never-logged");
+    // Members in the line in the event's order, `event`, `event_time` and `id` first.
+    expect(Object.keys(fast.objects()[2]!)).toEqual(Object.keys(fast.objects()[0]!));
+    expect(Object.keys(fast.objects()[3]!)).toEqual(["level", "time", "event", "event_time", "id", "scope", "msg"]);
+  });
+
   it("redacts credential-named fields should one ever reach a line", () => {
     const out = sink();
     coreLogger(createLog({ destination: out.stream })).error("boom", { password: "hunter2", client_secret: "s3cret", detail: "x" });

@@ -4,7 +4,7 @@
  */
 import { OAuthError, StorageError, TooManyAttemptsError } from "../errors/index.js";
 import type { PlainResponse } from "../http/respond.js";
-import { errorType, SPAN_ERROR } from "./spans.js";
+import { errorType, perf, SPAN_ERROR } from "./spans.js";
 import type { Observer, TraceSpan, Tracer } from "./types.js";
 
 /** What dispatch tells its observer about one request (filled as it goes). */
@@ -76,7 +76,7 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
           route: note.route,
           method,
           status: answer.status,
-          durationMs: performance.now() - started,
+          durationMs: perf.now() - started,
           grantType,
           result: isToken ? tokenResult(note, answer.status) : undefined,
         });
@@ -87,7 +87,7 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
   };
 
   const run = async (request: Request, info: I, span: TraceSpan | undefined) => {
-    const started = performance.now();
+    const started = perf.now();
     const note: RequestNote = { route: "unmatched", grantType: undefined, error: undefined };
     const answer = await dispatch(request, info, note);
     finish(request, note, answer, started, span);

@@ -5,7 +5,7 @@
  */
 import type { Storage } from "../storage/types.js";
 import { isThenable } from "../util/thenable.js";
-import { errorType, SPAN_ERROR } from "./spans.js";
+import { errorType, perf, SPAN_ERROR } from "./spans.js";
 import type { Observer, TraceSpan, Tracer } from "./types.js";
 
 type AnyFunction = (...args: unknown[]) => unknown;
@@ -31,13 +31,13 @@ function methodNames(store: object): string[] {
 function timedMethod(store: object, fn: AnyFunction, storeName: string, operation: string, report: NonNullable<Observer["storage"]>): AnyFunction {
   const observe = (started: number, failed: boolean) => {
     try {
-      report({ store: storeName, operation, durationMs: performance.now() - started, failed });
+      report({ store: storeName, operation, durationMs: perf.now() - started, failed });
     } catch {
       // An observer never changes a storage call's outcome.
     }
   };
   return (...args) => {
-    const started = performance.now();
+    const started = perf.now();
     let result: unknown;
     try {
       result = fn.apply(store, args);
@@ -70,7 +70,7 @@ function wrapMethod(store: object, storeName: string, operation: string, tracer:
   const spanName = `plantgate.storage ${storeName}.${operation}`;
   const attributes = { "db.collection.name": storeName, "db.operation.name": operation };
   const call = (args: unknown[], span: TraceSpan): unknown => {
-    const started = report ? performance.now() : 0;
+    const started = report ? perf.now() : 0;
     const settle = (failed: boolean, error?: unknown) => {
       if (failed) {
         span.setAttribute("error.type", errorType(error));
@@ -79,7 +79,7 @@ function wrapMethod(store: object, storeName: string, operation: string, tracer:
       span.end();
       if (report) {
         try {
-          report({ store: storeName, operation, durationMs: performance.now() - started, failed });
+          report({ store: storeName, operation, durationMs: perf.now() - started, failed });
         } catch {
           // An observer never changes a storage call's outcome.
         }
