@@ -289,14 +289,14 @@ async function startContender(workload: Workload, c: Contender): Promise<{ serve
   }
 }
 
-function toRow(workload: Workload, c: Contender, server: ServerProcess, runs: WrkResult[], cpuUs: number[]): Row {
+function toRow(workload: Workload, c: Contender, peakRssKb: number, runs: WrkResult[], cpuUs: number[]): Row {
   const row: Row = {
     workload,
     contender: c,
     rps: median(runs.map((r) => r.rps)),
     p50ms: median(runs.map((r) => r.p50_us)) / 1000,
     p99ms: median(runs.map((r) => r.p99_us)) / 1000,
-    peakRssMb: server.memoryKb("VmHWM") / 1024,
+    peakRssMb: peakRssKb / 1024,
     errors: runs.reduce((n, r) => n + errorCount(r), 0),
     requests: runs.reduce((n, r) => n + r.requests, 0),
     cpuUsPerRequest: median(cpuUs),
@@ -320,7 +320,7 @@ async function measure(workload: Workload, c: Contender): Promise<Row> {
     const runs: WrkResult[] = [];
     const cpuUs: number[] = [];
     for (let i = 0; i < settings.rounds; i++) await timedRun(workload, c, server, bearer, runs, cpuUs);
-    return toRow(workload, c, server, runs, cpuUs);
+    return toRow(workload, c, server.memoryKb("VmHWM"), runs, cpuUs);
   } catch (error) {
     throw new Error(`${c.label} / ${workload}: ${(error as Error).message}\n${server.stderr()}`);
   } finally {
@@ -335,32 +335,46 @@ async function measure(workload: Workload, c: Contender): Promise<Row> {
  * both at once for the pairs in SIMULTANEOUS.
  */
 async function measurePair(workload: Workload, a: Contender, b: Contender): Promise<Row[]> {
-  const first = await startContender(workload, a);
-  let second: Awaited<ReturnType<typeof startContender>> | null = null;
-  try {
-    second = await startContender(workload, b);
-    const sides = [
-      { c: a, ...first, runs: [] as WrkResult[], cpuUs: [] as number[] },
-      { c: b, ...second, runs: [] as WrkResult[], cpuUs: [] as number[] },
-    ];
-    for (const side of sides) await wrkRun(workload, side.c, side.server, side.bearer, settings.warmup);
-    const rounds = Number(process.env.BENCH_BASELINE_ROUNDS ?? 7);
-    // ABBA: the side that runs second in a round ran slower in A/A checks on this machine (the same
-    // server twice: 5-10% apart), so each round swaps the order.
-    const simultaneous = SIMULTANEOUS.has(b.id) || SIMULTANEOUS.has(a.id);
-    for (let i = 0; i < rounds; i++) {
-      if (simultaneous) await Promise.all(sides.map((side) => timedRun(workload, side.c, side.server, side.bearer, side.runs, side.cpuUs)));
-      else for (const side of i % 2 === 0 ? sides : [...sides].reverse()) await timedRun(workload, side.c, side.server, side.bearer, side.runs, side.cpuUs);
+  const simultaneous = SIMULTANEOUS.has(b.id) || SIMULTANEOUS.has(a.id);
+  // A SIMULTANEOUS pair runs on BENCH_PAIR_PROCESSES fresh pairs of server processes (default 3),
+  // the twin started first in one and second in the next: A/A runs of one fresh pair read anywhere
+  // from 0.98 to 1.02 (what each process's compiled code and heap happen to be), more than the
+  // spread of the rounds within one pair.
+  const processes = simultaneous ? Number(process.env.BENCH_PAIR_PROCESSES ?? 3) : 1;
+  const sides = [
+    { c: a, runs: [] as WrkResult[], cpuUs: [] as number[], peakKb: 0 },
+    { c: b, runs: [] as WrkResult[], cpuUs: [] as number[], peakKb: 0 },
+  ];
+  const pairMedians: number[] = [];
+  for (let p = 0; p < processes; p++) {
+    const order = p % 2 === 0 ? sides : [...sides].reverse();
+    const up: Array<Awaited<ReturnType<typeof startContender>>> = [];
+    try {
+      for (const side of order) up.push(await startContender(workload, side.c));
+      const running = order.map((side, i) => ({ side, ...up[i]! }));
+      for (const r of running) await wrkRun(workload, r.side.c, r.server, r.bearer, settings.warmup);
+      const rounds = Number(process.env.BENCH_BASELINE_ROUNDS ?? 7);
+      const start = sides.map((side) => side.runs.length);
+      // ABBA: the side that runs second in a round ran slower in A/A checks on this machine (the same
+      // server twice: 5-10% apart), so each round swaps the order.
+      const inPairOrder = sides.map((side) => running.find((r) => r.side === side)!);
+      for (let i = 0; i < rounds; i++) {
+        if (simultaneous) await Promise.all(inPairOrder.map((r) => timedRun(workload, r.side.c, r.server, r.bearer, r.side.runs, r.side.cpuUs)));
+        else for (const r of i % 2 === 0 ? inPairOrder : [...inPairOrder].reverse()) await timedRun(workload, r.side.c, r.server, r.bearer, r.side.runs, r.side.cpuUs);
+      }
+      for (const r of running) r.side.peakKb = Math.max(r.side.peakKb, r.server.memoryKb("VmHWM"));
+      const these = sides[1]!.runs.slice(start[1]).map((run, i) => run.rps / sides[0]!.runs[start[0]! + i]!.rps);
+      pairMedians.push(median(these));
+    } finally {
+      for (const u of up) await u.stop();
     }
-    const [rowA, rowB] = sides.map((side) => toRow(workload, side.c, side.server, side.runs, side.cpuUs)) as [Row, Row];
-    const perRound = sides[1]!.runs.map((run, i) => run.rps / sides[0]!.runs[i]!.rps);
-    rowB.pairRatio = { value: median(perRound), rounds: perRound, partnerRps: rowA.rps };
-    log(`    per-round ratio ${rowB.contender.id} / ${rowA.contender.id}${simultaneous ? " (both under load at once)" : ""}: median ${rowB.pairRatio.value.toFixed(3)} (${perRound.map((r) => r.toFixed(3)).join(" ")})`);
-    return [rowA, rowB];
-  } finally {
-    await first.stop();
-    await second?.stop();
   }
+  const [rowA, rowB] = sides.map((side) => toRow(workload, side.c, side.peakKb, side.runs, side.cpuUs)) as [Row, Row];
+  const perRound = sides[1]!.runs.map((run, i) => run.rps / sides[0]!.runs[i]!.rps);
+  rowB.pairRatio = { value: median(perRound), rounds: perRound, partnerRps: rowA.rps };
+  const each = processes > 1 ? `; per process pair ${pairMedians.map((r) => r.toFixed(3)).join(" ")}` : "";
+  log(`    per-round ratio ${rowB.contender.id} / ${rowA.contender.id}${simultaneous ? " (both under load at once)" : ""}: median ${rowB.pairRatio.value.toFixed(3)} (${perRound.map((r) => r.toFixed(3)).join(" ")})${each}`);
+  return [rowA, rowB];
 }
 
 interface MemoryCheck {
