@@ -37,6 +37,9 @@ interface Exposed {
   values: MetricValue[];
 }
 
+/** Series remembered by {@link HotMetric}'s lookup. */
+const MEMO = 4;
+
 abstract class HotMetric {
   readonly aggregator = "sum" as const;
   /** Every series, in the order first observed (what the registry lists). */
@@ -62,21 +65,30 @@ abstract class HotMetric {
   /** One level per label, by value: a known series is found without building a key. */
   private readonly index: Level = new Map();
 
-  /** The series found last and its label values: a run of requests to one route skips the Maps. */
-  private memoValues: readonly string[] = [];
-  private memoSeries: Series | undefined;
+  /**
+   * The last MEMO series found and their label values, newest first: a run of requests to one
+   * route, or a request's storage calls taking turns (clients.get, attempts.get, ...), skip the
+   * Maps. Label values are compared by identity first (the same route or store name is the same
+   * string every time), so a hit costs a few comparisons.
+   */
+  private memoValues: Array<readonly string[]> = [];
+  private memoSeries: Series[] = [];
 
   protected at(values: readonly string[]): Series {
-    const memo = this.memoSeries;
-    if (memo !== undefined) {
-      const last = this.memoValues;
+    const memoValues = this.memoValues;
+    for (let m = 0; m < memoValues.length; m++) {
+      const last = memoValues[m]!;
       let same = last.length === values.length;
       for (let i = 0; same && i < values.length; i++) same = last[i] === values[i];
-      if (same) return memo;
+      if (same) return this.memoSeries[m]!;
     }
     const series = this.find(values);
-    this.memoValues = values;
-    this.memoSeries = series;
+    if (memoValues.length === MEMO) {
+      memoValues.pop();
+      this.memoSeries.pop();
+    }
+    memoValues.unshift(values);
+    this.memoSeries.unshift(series);
     return series;
   }
 
@@ -103,7 +115,8 @@ abstract class HotMetric {
 
   /** Drops every series (prom-client's `registry.resetMetrics()` calls it). */
   reset(): void {
-    this.memoSeries = undefined;
+    this.memoValues = [];
+    this.memoSeries = [];
     this.series = [];
     this.index.clear();
     if (this.labelNames.length === 0) this.at([]);

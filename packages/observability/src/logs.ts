@@ -5,6 +5,7 @@
  */
 import { pino, type DestinationStream, type Logger as Pino, type LevelWithSilent } from "pino";
 import type { Logger, SecurityEvent } from "@plantgate/core";
+import { encodeEventLine, headBytes } from "./event-bytes.js";
 
 /** The levels `PLANTGATE_LOG_LEVEL` accepts (pino's). */
 export const LOG_LEVELS: readonly LevelWithSilent[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
@@ -67,7 +68,7 @@ export function createLog(options: LogOptions = {}): Pino {
  * again), since on EAGAIN it keeps the buffer to retry. The lines still held when the process
  * exits are written before it ends.
  */
-function stdoutLines(): DestinationStream {
+function stdoutLines(): DestinationStream & EventBytes {
   let held = Buffer.allocUnsafeSlow(HOLD_BYTES);
   let used = 0;
   let timer: ReturnType<typeof setTimeout> | null = null;
@@ -93,6 +94,15 @@ function stdoutLines(): DestinationStream {
   });
   out = pino.destination({ dest: 1, sync: true, contentMode: "buffer" });
   return {
+    [EVENT_BYTES](head: Uint8Array, event: Record<string, unknown>): boolean {
+      // An event line is a few hundred bytes: it starts a fresh block when this one has less room.
+      if (used > HOLD_BYTES - EVENT_ROOM) release();
+      const end = encodeEventLine(held, used, head, event, REDACTED_NAMES);
+      if (end < 0) return false;
+      used = end;
+      if (timer === null) timer = setTimeout(release, HOLD_MS);
+      return true;
+    },
     write(line: string) {
       // UTF-8 takes at most 3 bytes per UTF-16 code unit.
       if (used + line.length * 3 > HOLD_BYTES) {
@@ -107,6 +117,16 @@ function stdoutLines(): DestinationStream {
     },
   };
 }
+
+/**
+ * What the stdout of {@link createLog} takes beside `write(line)`: an event's line written as
+ * bytes into the held block (see event-bytes.ts); false when it must go as text instead.
+ */
+const EVENT_BYTES = Symbol("plantgate.eventLineBytes");
+type EventBytes = { [EVENT_BYTES](head: Uint8Array, event: Record<string, unknown>): boolean };
+
+/** Room below which an event line starts a fresh held block. */
+const EVENT_ROOM = 4096;
 
 /** Lines are held at most this long, or until the next would not fit in this many bytes. */
 const HOLD_MS = 10;
@@ -136,25 +156,34 @@ export function eventLogger(log: Pino): (event: SecurityEvent) => void {
   let lastMs = -1;
   let infoStart = "";
   let warnStart = "";
+  let infoHead: Uint8Array = new Uint8Array(0);
+  let warnHead = infoHead;
+  // The stdout createLog makes takes event lines as bytes (see EVENT_BYTES); other destinations as text.
+  const bytes = out !== undefined && EVENT_BYTES in out ? (out as unknown as EventBytes) : undefined;
   return (event) => {
     const warn = WARN_EVENTS.has(event.type);
     const level = warn ? "warn" : "info";
     if (!log.isLevelEnabled(level)) return;
-    const line = out === undefined ? null : fastLine(event);
-    if (line === null) {
-      const { type, time, ...fields } = event;
-      log[level]({ event: type, event_time: time, ...fields }, type);
-      return;
-    }
+    if (out === undefined) return viaPino(log, level, event);
     const now = Date.now();
     if (now !== lastMs) {
       lastMs = now;
       const stamp = new Date(now).toISOString();
       infoStart = `{"level":"info","time":"${stamp}",`;
       warnStart = `{"level":"warn","time":"${stamp}",`;
+      infoHead = headBytes(infoStart);
+      warnHead = headBytes(warnStart);
     }
-    out!.write((warn ? warnStart : infoStart) + line);
+    if (bytes !== undefined && bytes[EVENT_BYTES](warn ? warnHead : infoHead, event as unknown as Record<string, unknown>)) return;
+    const line = fastLine(event);
+    if (line === null) return viaPino(log, level, event);
+    out.write((warn ? warnStart : infoStart) + line);
   };
+}
+
+function viaPino(log: Pino, level: "info" | "warn", event: SecurityEvent): void {
+  const { type, time, ...fields } = event;
+  log[level]({ event: type, event_time: time, ...fields }, type);
 }
 
 /**
@@ -181,16 +210,31 @@ function fastLine(event: SecurityEvent): string | null {
   const type = jsonString(rawType);
   // {"type":T,...fields,"id":I,"time":N} -> "event":T,"event_time":N,"id":I,...fields,"msg":T}
   // (the core stamps `id` and `time` after the fields; wherever they are, they come first here)
-  const prefixes = memberPrefixes(rawType, keys);
-  if (prefixes === null) return null;
+  const shape = shapeOf(rawType, keys);
+  if (shape === null) return null;
+  const { prefixes, values, texts } = shape;
   let line = `"event":${type},"event_time":${time as number},"id":${jsonString(id)}`;
   try {
+    // The values in the order of `keys` (one call, where a lookup per name by a variable name is a
+    // generic keyed load each: events of many types pass through here).
+    const now = Object.values(e);
     for (let i = 1; i < keys.length; i++) {
       const prefix = prefixes[i];
       if (prefix === null) continue;
-      const json = jsonValue(e[keys[i]!]);
-      if (json === undefined) continue;
-      line += prefix + json;
+      const value = now[i];
+      let text: string | undefined;
+      if (value === values[i] && i < texts.length) {
+        // The same string, number, boolean or null as this member had in the last event of this type.
+        text = texts[i];
+      } else {
+        const json = jsonValue(value);
+        text = json === undefined ? undefined : prefix + json;
+        if (typeof value !== "object" || value === null) {
+          values[i] = value;
+          texts[i] = text;
+        }
+      }
+      if (text !== undefined) line += text;
     }
   } catch {
     // A BigInt or a circular value: pino's own serializer copes with those.
@@ -225,18 +269,29 @@ function jsonValue(v: unknown): string | undefined {
 }
 
 /**
- * The `,"name":` of each member of an event (null for `type`, `id` and `time`, which the line
- * writes first), kept per event type for the member names it had last: an event of a known type
- * with the same names in the same order (every event a site makes) reuses them, found by one Map
- * lookup and a comparison of names by identity, instead of a redaction check and a lookup per
- * member. Null when a member's name is one pino redacts: that event goes through pino.
+ * What fastLine keeps of an event type, for the member names its events had last: each member's
+ * `,"name":` (null for `type`, `id` and `time`, which the line writes first), and the value each
+ * member had in the last event with the text it made. Events of one type from one site have the
+ * same names in the same order, and most of their values repeat from one event to the next (grant
+ * type, client, subject, scope, address): such a value's text is reused, without its escape check
+ * or its concatenation. A shape is found by one Map lookup and a comparison of names by identity.
  */
-function memberPrefixes(type: string, keys: readonly string[]): ReadonlyArray<string | null> | null {
+interface Shape {
+  keys: readonly string[];
+  prefixes: ReadonlyArray<string | null>;
+  /** By member index: the last primitive value seen (never an object: its JSON may change). */
+  values: unknown[];
+  /** By member index: that value's `,"name":json` (undefined when JSON leaves the member out). */
+  texts: Array<string | undefined>;
+}
+
+/** The event type's {@link Shape} for these member names; null when one is a name pino redacts (that event goes through pino). */
+function shapeOf(type: string, keys: readonly string[]): Shape | null {
   const known = shapes.get(type);
   if (known !== undefined && known.keys.length === keys.length) {
     let same = true;
     for (let i = 0; same && i < keys.length; i++) same = known.keys[i] === keys[i];
-    if (same) return known.prefixes;
+    if (same) return known;
   }
   const prefixes: Array<string | null> = [];
   for (const key of keys) {
@@ -244,12 +299,14 @@ function memberPrefixes(type: string, keys: readonly string[]): ReadonlyArray<st
     if (REDACTED_NAMES.has(key)) return null;
     prefixes.push(key === "type" || key === "id" || key === "time" ? null : `,${JSON.stringify(key)}:`);
   }
+  // `texts` starts empty: no value has a text yet (a member whose value is undefined matches `values`).
+  const shape: Shape = { keys: [...keys], prefixes, values: [], texts: [] };
   // The core has a few dozen event types; a caller's own types beyond 1,000 are not kept.
-  if (known !== undefined || shapes.size < 1000) shapes.set(type, { keys: [...keys], prefixes });
-  return prefixes;
+  if (known !== undefined || shapes.size < 1000) shapes.set(type, shape);
+  return shape;
 }
 
-const shapes = new Map<string, { keys: readonly string[]; prefixes: ReadonlyArray<string | null> }>();
+const shapes = new Map<string, Shape>();
 
 /** `schedulePrune`'s logger (from `@plantgate/node`) on top of pino. */
 export function pruneLogger(log: Pino): { info(message: string, fields: Record<string, unknown>): void; error(message: string, fields: Record<string, unknown>): void } {

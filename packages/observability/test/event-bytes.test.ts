@@ -1,0 +1,101 @@
+/** Event lines written as bytes into the held stdout block are the text path's lines, byte for byte. */
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import type { SecurityEvent } from "@plantgate/core";
+import { encodeEventLine, headBytes } from "../src/event-bytes.js";
+import { createLog, eventLogger } from "../src/index.js";
+
+const REDACTED = new Set(["password", "client_secret"]);
+const HEAD = '{"level":"info","time":"2026-11-25T12:00:00.000Z",';
+
+/** The line the text path writes for `event` (through a plain destination), with HEAD's time. */
+function textLine(event: Record<string, unknown>): string {
+  let text = "";
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      text += String(chunk);
+      done();
+    },
+  });
+  eventLogger(createLog({ destination: stream }))(event as unknown as SecurityEvent);
+  return text.replace(/^\{"level":"info","time":"[^"]*",/, HEAD);
+}
+
+function byteLine(event: Record<string, unknown>, buf = new Uint8Array(4096), at = 0): string | null {
+  const end = encodeEventLine(buf, at, headBytes(HEAD), event, REDACTED);
+  return end < 0 ? null : Buffer.from(buf.subarray(at, end)).toString("utf8");
+}
+
+const ISSUED = {
+  type: "token.issued",
+  grant_type: "client_credentials",
+  client_id: "reporting",
+  subject: "client:reporting",
+  scope: "Platform_UserAPIs offline_access",
+  jti: "Zx9s8d7f6g5h4j3k2l1_-abcdefgHIJKLMNOPQRS12",
+  expires_at: 1767232800000,
+  family_id: null,
+  client_ip: "203.0.113.7",
+  id: "0b6a3c52-7a53-4f7e-9d47-3e1f8f0c2a11",
+  time: 1767225600000,
+};
+
+describe("event lines as bytes", () => {
+  it("are the text path's line for events as requests make them, including values repeated from the last event", () => {
+    // Repeats and changes in turn: a member's bytes are kept once its value was seen twice running.
+    const events = Array.from({ length: 12 }, (_, i) => ({
+      ...ISSUED,
+      client_id: i % 3 === 0 ? "reporting" : i % 3 === 1 ? "reporting" : `c${i}`,
+      jti: `jti-${i}`,
+      expires_at: 1767232800000 + Math.floor(i / 4) * 1000,
+      family_id: i % 5 === 0 ? `fam-${i}` : null,
+      id: `id-${i}`,
+      time: 1767225600000 + i,
+    }));
+    for (const event of events) {
+      const bytes = byteLine(event);
+      expect(bytes, JSON.stringify(event)).not.toBeNull();
+      expect(bytes).toBe(textLine(event));
+    }
+    // Numbers and other plain values as JSON writes them; members JSON leaves out are left out.
+    const varied = { ...ISSUED, ratio: 1.5, negZero: -0, nan: Number.NaN, inf: -Infinity, big: 1e21, small: 5e-7, yes: true, no: false, gone: undefined, fn: () => 1, nothing: null };
+    expect(byteLine(varied)).toBe(textLine(varied));
+    expect(byteLine(varied)).toBe(textLine(varied));
+  });
+
+  it("leaves to the text path any line with a string to escape or not ASCII, an object value, a redacted name or an odd shape", () => {
+    const odd: Array<Record<string, unknown>> = [
+      { ...ISSUED, client_id: 'a"b' },
+      { ...ISSUED, client_id: "back\\slash" },
+      { ...ISSUED, client_id: "tab\there" },
+      { ...ISSUED, client_id: "\u007f" },
+      { ...ISSUED, client_id: "é" },
+      { ...ISSUED, client_id: "🌱" },
+      { ...ISSUED, roles: ["a"] },
+      { ...ISSUED, nested: { a: 1 } },
+      { ...ISSUED, count: 12n },
+      { ...ISSUED, client_secret: "s3cret" },
+      { ...ISSUED, 'we"ird': "x" },
+      { ...ISSUED, type: 'token"issued' },
+      { ...ISSUED, id: "id\n" },
+      { time: ISSUED.time, type: ISSUED.type, id: ISSUED.id },
+      { ...ISSUED, time: 1.5 },
+      { ...ISSUED, toJSON: () => ({}) },
+    ];
+    for (const event of odd) expect(byteLine(event), JSON.stringify(Object.keys(event))).toBeNull();
+    // After a value that needed the text path, the same member's next plain value is bytes again.
+    expect(byteLine({ ...ISSUED, client_id: "reporting" })).toBe(textLine({ ...ISSUED, client_id: "reporting" }));
+  });
+
+  it("writes nothing past the end of the block: a line that does not fit is refused whole", () => {
+    const full = byteLine(ISSUED)!;
+    const length = Buffer.byteLength(full);
+    for (const room of [0, 10, length - 1]) {
+      const buf = new Uint8Array(100 + room).fill(0x2a);
+      expect(byteLine(ISSUED, buf, 100)).toBeNull();
+      // The bytes before the start are untouched (what was written is not counted: the caller keeps its end).
+      expect([...buf.subarray(0, 100)].every((b) => b === 0x2a)).toBe(true);
+    }
+    expect(byteLine(ISSUED, new Uint8Array(100 + length), 100)).toBe(full);
+  });
+});
