@@ -331,6 +331,25 @@ describe("event ids and the sink's bookkeeping", () => {
     expect(uuidV4(() => new Uint8Array(16).fill(0xff))).toBe("ffffffff-ffff-4fff-bfff-ffffffffffff");
   });
 
+  it("a site's object is stamped and frozen as the event; a frozen one is stamped on a copy, not refused", async () => {
+    const { createEventSink } = await import("../src/events/emitter.js");
+    const seen: unknown[] = [];
+    const sink = createEventSink({ hook: (e) => void seen.push(e), audit: undefined, logger: { error: () => {}, warn: () => {} }, clock: () => 7, random: (n) => new Uint8Array(n) });
+    const fresh = { type: "client.created", client_id: "a" };
+    const frozen = Object.freeze({ type: "client.deleted", client_id: "b" });
+    sink.emit(fresh as never);
+    sink.emit(frozen as never);
+    await sink.settled();
+    const id = "00000000-0000-4000-8000-000000000000";
+    expect(seen).toEqual([
+      { type: "client.created", client_id: "a", id, time: 7 },
+      { type: "client.deleted", client_id: "b", id, time: 7 },
+    ]);
+    expect(seen[0]).toBe(fresh);
+    expect(seen.every((e) => Object.isFrozen(e))).toBe(true);
+    expect(frozen).toEqual({ type: "client.deleted", client_id: "b" });
+  });
+
   it("settled() waits for sync, async and failing receivers alike, and resolves at once when idle", async () => {
     const { createEventSink } = await import("../src/events/emitter.js");
     const errors: string[] = [];
