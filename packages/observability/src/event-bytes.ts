@@ -34,7 +34,13 @@ interface ByteShape {
 }
 
 const shapes = new Map<string, ByteShape>();
-const NO_SHAPE = null;
+
+/** Whether two member-name lists are the same names in the same order (by identity, as `Object.keys` hands them). */
+export function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 /** The bytes of an ASCII string (caller checked). */
 function ascii(s: string): Bytes {
@@ -54,16 +60,12 @@ function plain(s: string): boolean {
 
 function shapeOf(type: string, keys: readonly string[], redacted: ReadonlySet<string>): ByteShape | null {
   const known = shapes.get(type);
-  if (known !== undefined && known.keys.length === keys.length) {
-    let same = true;
-    for (let i = 0; same && i < keys.length; i++) same = known.keys[i] === keys[i];
-    if (same) return known;
-  }
-  if (!plain(type)) return NO_SHAPE;
+  if (known !== undefined && sameKeys(known.keys, keys)) return known;
+  if (!plain(type)) return null;
   const prefixes: Array<string | null> = [];
   for (const key of keys) {
     // pino's redact paths are top-level names; a name that needs escaping is left to the text path.
-    if (redacted.has(key) || !plain(key)) return NO_SHAPE;
+    if (redacted.has(key) || !plain(key)) return null;
     prefixes.push(key === "type" || key === "id" || key === "time" ? null : `,"${key}":`);
   }
   const shape: ByteShape = { keys: [...keys], start: ascii(`"event":"${type}","event_time":`), end: ascii(`,"msg":"${type}"}\n`), prefixes, values: [], bytes: [] };

@@ -5,7 +5,7 @@
  */
 import { pino, type DestinationStream, type Logger as Pino, type LevelWithSilent } from "pino";
 import type { Logger, SecurityEvent } from "@plantgate/core";
-import { encodeEventLine, headBytes } from "./event-bytes.js";
+import { encodeEventLine, headBytes, sameKeys } from "./event-bytes.js";
 
 /** The levels `PLANTGATE_LOG_LEVEL` accepts (pino's). */
 export const LOG_LEVELS: readonly LevelWithSilent[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
@@ -194,7 +194,7 @@ function viaPino(log: Pino, level: "info" | "warn", event: SecurityEvent): void 
  * `JSON.stringify`, as the whole object would have it (a value it leaves out, e.g. `undefined`, is
  * left out here too). On the bench machine that is about 0.8 µs a token.issued line against 1.5-2.5
  * for `JSON.stringify` per value or one of the whole event (Node 20). Member names are escaped
- * once per event type (see memberPrefixes). The line is the one pino writes, except that a lone surrogate is escaped
+ * once per event type (see shapeOf). The line is the one pino writes, except that a lone surrogate is escaped
  * (`\ud800`) where pino, on Node below 25, writes short strings raw (which UTF-8 then turns into
  * U+FFFD). Works for events as the core makes them (`type` first, a string `id` and an integer
  * `time`, under names pino does not redact, no `toJSON`); for anything else it returns null and
@@ -288,11 +288,7 @@ interface Shape {
 /** The event type's {@link Shape} for these member names; null when one is a name pino redacts (that event goes through pino). */
 function shapeOf(type: string, keys: readonly string[]): Shape | null {
   const known = shapes.get(type);
-  if (known !== undefined && known.keys.length === keys.length) {
-    let same = true;
-    for (let i = 0; same && i < keys.length; i++) same = known.keys[i] === keys[i];
-    if (same) return known;
-  }
+  if (known !== undefined && sameKeys(known.keys, keys)) return known;
   const prefixes: Array<string | null> = [];
   for (const key of keys) {
     // pino's redact paths are top-level names.
