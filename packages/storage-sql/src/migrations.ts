@@ -1,4 +1,4 @@
-import { Migrator, sql, type Kysely, type Migration, type MigrationProvider } from "kysely";
+import { Migrator, sql, type DatabaseIntrospector, type Kysely, type Migration, type MigrationProvider, type TableMetadata } from "kysely";
 import { SchemaTooNewError } from "./errors.js";
 import { migrations } from "./migrations/steps.js";
 import { TABLES, type SqlFamily } from "./schema.js";
@@ -30,8 +30,46 @@ async function currentSchema(db: Kysely<any>, family: SqlFamily): Promise<string
   return schema;
 }
 
+/**
+ * The tables of `schema` (PostgreSQL), for the migrator's "does the table exist" questions.
+ * Kysely's own PostgreSQL introspection reads every column of every table in the whole database
+ * and resolves each schema's name while doing so (`has_schema_privilege`,
+ * `pg_get_serial_sequence`): its cost grows with whatever else the database holds, and a schema
+ * dropped by someone else in the middle of it failed plantgate's start with "schema ... does not
+ * exist" (3F000). This reads the catalog rows of the one schema, by name, and nothing else.
+ */
+async function tablesIn(db: Kysely<any>, schema: string): Promise<TableMetadata[]> {
+  const { rows } = await sql<{ name: string; view: boolean }>`
+    select c.relname as name, c.relkind = 'v' as view
+    from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+    where n.nspname = ${schema} and c.relkind in ('r', 'p', 'v')`.execute(db);
+  // Column lists are left empty: the migrator only asks which tables exist.
+  return rows.map((r) => ({ name: r.name, schema, isView: r.view, columns: [] }));
+}
+
+/**
+ * `db` as Kysely's Migrator should see it on PostgreSQL: the same, except that its introspection
+ * is {@link tablesIn} the current schema (the Migrator asks `db.introspection` whether its two
+ * tables and their schema exist). Methods are called on `db` itself (Kysely keeps its state in
+ * private fields, which a proxy as `this` cannot read).
+ */
+function withSchemaIntrospection(db: Kysely<any>, schema: string): Kysely<any> {
+  const introspection: DatabaseIntrospector = {
+    getSchemas: async () => [{ name: schema }],
+    getTables: () => tablesIn(db, schema),
+    getMetadata: async () => ({ tables: await tablesIn(db, schema) }),
+  };
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === "introspection") return introspection;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
 async function executedMigrations(db: Kysely<any>, schema: string | undefined): Promise<string[]> {
-  const tables = await db.introspection.getTables({ withInternalKyselyTables: true });
+  const tables = schema === undefined ? await db.introspection.getTables({ withInternalKyselyTables: true }) : await tablesIn(db, schema);
   if (!tables.some((t) => t.name === TABLES.migrations && (schema === undefined || t.schema === schema))) return [];
   const rows = await (schema === undefined ? db : db.withSchema(schema)).selectFrom(TABLES.migrations).select("name").execute();
   return rows.map((r) => String(r.name));
@@ -68,7 +106,7 @@ export async function migrateToVersion(db: Kysely<any>, family: SqlFamily, versi
   const migrate = async (conn: Kysely<any>, disableTransactions: boolean) => {
     await refuseNewer(conn, schema, knownNames, version);
     const migrator = new Migrator({
-      db: conn,
+      db: schema === undefined ? conn : withSchemaIntrospection(conn, schema),
       provider,
       migrationTableName: TABLES.migrations,
       migrationLockTableName: TABLES.migrationLock,

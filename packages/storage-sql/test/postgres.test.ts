@@ -31,3 +31,49 @@ describeIfReachable("postgres", POSTGRES_URL, "PLANTGATE_TEST_POSTGRES_URL", pro
     }
   });
 });
+
+describeIfReachable("postgres migrate beside other schemas", POSTGRES_URL, "PLANTGATE_TEST_POSTGRES_URL", problem, () => {
+  const engine = postgresEngine();
+
+  // Another application (or another plantgate) in the same database dropping its schema while
+  // this one starts: migrate() looks at its own schema only, so that is none of its business.
+  // Kysely's introspection, which it used to ask whether its tables existed, read every table of
+  // every schema and resolved each schema's name while doing so (has_schema_privilege,
+  // pg_get_serial_sequence): a schema dropped in between failed the start with 3F000.
+  it("a schema dropped elsewhere in the database while migrate() runs does not fail it", { timeout: 60_000 }, async () => {
+    const { openSqlStorage } = await import("../src/index.js");
+    const pg = (await import("pg")).default;
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    let churning = true;
+    let dropped = 0;
+    const churn = (async () => {
+      while (churning) {
+        const name = `plantgate_churn_${Math.random().toString(16).slice(2, 12)}`;
+        await admin.query(`create schema "${name}"; create table "${name}".t (id serial primary key, a text, b text, c text)`);
+        await admin.query(`drop schema "${name}" cascade`);
+        dropped++;
+      }
+    })();
+    const failures: string[] = [];
+    try {
+      for (let i = 0; i < 12; i++) {
+        const db = await engine.fresh();
+        try {
+          const storage = await openSqlStorage(db.url);
+          await storage.close();
+        } catch (error) {
+          failures.push(String((error as { cause?: unknown }).cause ?? error));
+        } finally {
+          await db.drop();
+        }
+      }
+    } finally {
+      churning = false;
+      await churn;
+      await admin.end();
+    }
+    expect(dropped).toBeGreaterThan(12);
+    expect(failures).toEqual([]);
+  });
+});
