@@ -24,6 +24,8 @@ const only = process.env.BENCH_ONLY?.split(",");
 const onlyContenders = (process.env.BENCH_CONTENDERS ?? process.env.BENCH_SERVERS)?.split(",");
 // The memory check's length is bounded by plantgate's own throughput; BENCH_MEMORY_REQUESTS
 // shortens it (the checkpoint stays at a tenth) when a run must fit a time box.
+// BENCH_WARMUP=<seconds>: the warm-up each server gets alone before its measured rounds.
+if (process.env.BENCH_WARMUP) settings.warmup = Number(process.env.BENCH_WARMUP);
 if (process.env.BENCH_MEMORY_REQUESTS) {
   settings.memoryTotal = Number(process.env.BENCH_MEMORY_REQUESTS);
   settings.memoryCheckpoint = Math.floor(settings.memoryTotal / 10);

@@ -160,10 +160,24 @@ export function eventLogger(log: Pino): (event: SecurityEvent) => void {
   let warnHead = infoHead;
   // The stdout createLog makes takes event lines as bytes (see EVENT_BYTES); other destinations as text.
   const bytes = out !== undefined && EVENT_BYTES in out ? (out as unknown as EventBytes) : undefined;
+  // Whether each level writes, kept as pino's level changes (isLevelEnabled on every event reads
+  // pino's level tables through symbols), and the level of the last event type seen.
+  let infoOn = log.isLevelEnabled("info");
+  let warnOn = log.isLevelEnabled("warn");
+  log.on("level-change", () => {
+    infoOn = log.isLevelEnabled("info");
+    warnOn = log.isLevelEnabled("warn");
+  });
+  let lastType = "";
+  let lastWarn = false;
   return (event) => {
-    const warn = WARN_EVENTS.has(event.type);
+    if (event.type !== lastType) {
+      lastType = event.type;
+      lastWarn = WARN_EVENTS.has(lastType);
+    }
+    const warn = lastWarn;
     const level = warn ? "warn" : "info";
-    if (!log.isLevelEnabled(level)) return;
+    if (!(warn ? warnOn : infoOn)) return;
     if (out === undefined) return viaPino(log, level, event);
     const now = Date.now();
     if (now !== lastMs) {

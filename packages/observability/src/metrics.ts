@@ -31,6 +31,13 @@ export interface PlantgateMetrics {
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
 const STORAGE_BUCKETS = [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2];
 
+/** Status codes as label text, one string per code (the series lookup compares them by identity first). */
+const STATUS_TEXTS: string[] = [];
+function statusText(status: number): string {
+  if (!Number.isInteger(status) || status < 100 || status > 999) return String(status);
+  return (STATUS_TEXTS[status] ??= String(status));
+}
+
 /** The `lock` label values of `plantgate_lockouts_total` (the `lock` of `account.locked_out`). */
 const LOCKS = ["username_address", "username"] as const;
 
@@ -106,7 +113,7 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
     observer: {
       request(o) {
         const seconds = o.durationMs / 1000;
-        requests.inc([o.route, o.method, String(o.status)]);
+        requests.inc([o.route, o.method, statusText(o.status)]);
         requestDuration.observe([o.route], seconds);
         if (o.grantType !== undefined) {
           tokenRequests.inc([o.grantType, o.result ?? "unknown"]);

@@ -87,6 +87,49 @@ describe("event lines as bytes", () => {
     expect(byteLine({ ...ISSUED, client_id: "reporting" })).toBe(textLine({ ...ISSUED, client_id: "reporting" }));
   });
 
+  it("patch the last line of a type in place and stay the text path's line through any run of changes", () => {
+    // Values of one length and of others, plain and not, members JSON leaves out, numbers of every
+    // form: a line patched where its value changed, built anew, or left to the text path (a half
+    // patched line must never be written later: the quote and the backslash come mid-string).
+    const pool: Record<string, unknown[]> = {
+      client_id: ["reporting", "reportinG", "report'ng", 'repo"ting', "repor\\ing", 'XXXXXXXX"', "rep", "é-client", undefined],
+      jti: ["aaaa-1111", "bbbb-2222", "cccc-3333", "dd", "eeee\\4444", "ZZZZZZZ\u0001"],
+      expires_at: [1767232800000, 1767232801000, 1000000000007, 9007199254740991, 1000000000000000, 100000000, 999999999, 99999999, 10000000, 999, 1000, -1000, 1.5, Number.NaN, 1e21, -0, 0, 7],
+      family_id: [null, "fam-1", "fam-2", false, true, () => 1],
+      id: ["0b6a3c52-7a53-4f7e-9d47-3e1f8f0c2a11", "1c7b4d63-8b64-4a8f-8e58-4f2a9a1d3b22", "short-id", 12345],
+      time: [1767225600000, 1767225600001, 1767225699999, 17, 1.5],
+    };
+    const names = Object.keys(pool);
+    let seed = 7;
+    const next = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    let event: Record<string, unknown> = { ...ISSUED };
+    let written = 0;
+    for (let round = 0; round < 3000; round++) {
+      // Mostly one member at a time, as requests change them; now and then several.
+      const changes = next(4) === 0 ? 3 : 1;
+      event = { ...event };
+      for (let c = 0; c < changes; c++) {
+        const name = names[next(names.length)]!;
+        const values = pool[name]!;
+        event[name] = values[next(values.length)];
+      }
+      const bytes = byteLine(event);
+      const plainEvent =
+        typeof event.id === "string" &&
+        Number.isSafeInteger(event.time) &&
+        Object.values(event).every((v) => typeof v !== "string" || /^[\x20-\x7e]*$/.test(v.replace(/["\\]/g, "\u0000")));
+      if (bytes === null) expect(plainEvent, JSON.stringify(event)).toBe(false);
+      else {
+        written++;
+        expect(bytes, JSON.stringify(event)).toBe(textLine(event));
+      }
+    }
+    expect(written).toBeGreaterThan(1000);
+  });
+
   it("writes nothing past the end of the block: a line that does not fit is refused whole", () => {
     const full = byteLine(ISSUED)!;
     const length = Buffer.byteLength(full);

@@ -42,6 +42,25 @@ function sink() {
 }
 
 describe("logs", () => {
+  it("follow the logger's level as it changes at run time: info events drop out at warn and come back", () => {
+    const out = sink();
+    const log = createLog({ destination: out.stream });
+    const onEvent = eventLogger(log);
+    onEvent(ISSUED);
+    log.level = "warn";
+    onEvent({ ...ISSUED, id: "11111111-2a9e-4d7a-8c43-8a0d0f1b2c33" });
+    onEvent(AUTH_FAILED);
+    log.level = "error";
+    onEvent({ ...AUTH_FAILED, id: "22222222-2a9e-4d7a-8c43-8a0d0f1b2c33" });
+    log.level = "info";
+    onEvent({ ...ISSUED, id: "33333333-2a9e-4d7a-8c43-8a0d0f1b2c33" });
+    expect(out.objects().map((o) => [o.level, o.event, o.id])).toEqual([
+      ["info", "token.issued", ISSUED.id],
+      ["warn", "client.authentication_failed", AUTH_FAILED.id],
+      ["info", "token.issued", "33333333-2a9e-4d7a-8c43-8a0d0f1b2c33"],
+    ]);
+  });
+
   it("writes events as JSON lines with a string member event, failures at warn", () => {
     const out = sink();
     const log = createLog({ destination: out.stream });
