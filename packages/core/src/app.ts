@@ -243,26 +243,34 @@ function mountOf(table: RouteTable, path: string): Mount | undefined {
 /** Routes one request; every failure becomes the route's documented error shape. */
 async function dispatch(ctx: Context, table: RouteTable, request: Request, info: HandleInfo | undefined, note: RequestNote | undefined): Promise<PlainResponse> {
   let surface: "oauth" | "api" = "api";
+  let answer: PlainResponse;
   try {
     const path = relativePath(ctx, pathOf(request.url));
     if (path === null) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
     const mount = mountOf(table, path);
     if (mount) {
       if (note) note.route = table.names.get(mount.prefix)!;
-      return await mount.handle(ctx, request, info, path);
+      answer = await mount.handle(ctx, request, info, path);
+    } else {
+      const route = table.routes.get(path);
+      if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
+      if (note) note.route = table.names.get(path)!;
+      surface = route.surface;
+      const handler = route.methods.get(request.method === "HEAD" ? "GET" : request.method);
+      if (!handler) answer = methodNotAllowed(route);
+      else {
+        const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
+        answer = await handler(ctx, urlsFor(ctx, request.url), request, clientIp, info, note);
+      }
     }
-    const route = table.routes.get(path);
-    if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-    if (note) note.route = table.names.get(path)!;
-    surface = route.surface;
-    const handler = route.methods.get(request.method === "HEAD" ? "GET" : request.method);
-    if (!handler) return methodNotAllowed(route);
-    const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
-    return await handler(ctx, urlsFor(ctx, request.url), request, clientIp, info, note);
   } catch (error) {
     if (note) note.error = error;
-    return errorResponse(error, surface, ctx.logger);
+    answer = errorResponse(error, surface, ctx.logger);
   }
+  // The span's end and the observer's call, here rather than in an async wrapper around dispatch
+  // (one promise and one resumption less on every observed request).
+  if (note) note.finish(request, note, answer);
+  return answer;
 }
 
 /**

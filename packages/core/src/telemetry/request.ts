@@ -15,6 +15,12 @@ export interface RequestNote {
   grantType: string | undefined;
   /** What dispatch caught, if anything. */
   error: unknown;
+  /** When dispatch began ({@link perf}'s clock). */
+  started: number;
+  /** The request's span, if tracing. */
+  span: TraceSpan | undefined;
+  /** Called by dispatch with its answer, once, before it returns it: ends the span and reports to the observer. Never throws. */
+  finish(request: Request, note: RequestNote, answer: PlainResponse): void;
 }
 
 const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);
@@ -55,20 +61,25 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
   const report = observer?.request?.bind(observer);
   if (tracer === undefined && report === undefined) return (request, info) => dispatch(request, info, undefined);
 
-  const finish = (request: Request, note: RequestNote, answer: PlainResponse, started: number, span: TraceSpan | undefined) => {
+  const finish = (request: Request, note: RequestNote, answer: PlainResponse) => {
+    const span = note.span;
     const method = methodLabel(request.method);
     const isToken = note.route === tokenRoute;
     const grantType = isToken ? (note.grantType === undefined ? "none" : grantTypes.has(note.grantType) ? note.grantType : "unsupported") : undefined;
     if (span) {
-      span.updateName(note.route === "unmatched" ? method : `${method} ${note.route}`);
-      if (note.route !== "unmatched") span.setAttribute("http.route", note.route);
-      span.setAttribute("http.response.status_code", answer.status);
-      if (grantType !== undefined) span.setAttribute("plantgate.grant_type", grantType);
-      if (answer.status >= 500) {
-        span.setAttribute("error.type", note.error === undefined ? String(answer.status) : errorType(note.error));
-        span.setStatus({ code: SPAN_ERROR });
+      try {
+        span.updateName(note.route === "unmatched" ? method : `${method} ${note.route}`);
+        if (note.route !== "unmatched") span.setAttribute("http.route", note.route);
+        span.setAttribute("http.response.status_code", answer.status);
+        if (grantType !== undefined) span.setAttribute("plantgate.grant_type", grantType);
+        if (answer.status >= 500) {
+          span.setAttribute("error.type", note.error === undefined ? String(answer.status) : errorType(note.error));
+          span.setStatus({ code: SPAN_ERROR });
+        }
+        span.end();
+      } catch {
+        // A tracer never changes an answer either.
       }
-      span.end();
     }
     if (report) {
       try {
@@ -76,7 +87,7 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
           route: note.route,
           method,
           status: answer.status,
-          durationMs: perf.now() - started,
+          durationMs: perf.now() - note.started,
           grantType,
           result: isToken ? tokenResult(note, answer.status) : undefined,
         });
@@ -86,13 +97,9 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
     }
   };
 
-  const run = async (request: Request, info: I, span: TraceSpan | undefined) => {
-    const started = perf.now();
-    const note: RequestNote = { route: "unmatched", grantType: undefined, error: undefined };
-    const answer = await dispatch(request, info, note);
-    finish(request, note, answer, started, span);
-    return answer;
-  };
+  // dispatch calls `finish` itself before it returns (no async frame around it).
+  const run = (request: Request, info: I, span: TraceSpan | undefined) =>
+    dispatch(request, info, { route: "unmatched", grantType: undefined, error: undefined, started: perf.now(), span, finish });
   if (tracer === undefined) return (request, info) => run(request, info, undefined);
   return (request, info) => {
     const url = new URL(request.url);
