@@ -32,6 +32,8 @@ interface LineShape {
   starts: Int32Array;
   /** By member index: the text's length in bytes. */
   lengths: Int32Array;
+  /** By member index: 1 when the member's value changed in the last event patched. */
+  changing: Uint8Array;
   /** Indexes of `id` (a string) and `time` (a safe integer) in `keys`. */
   idIndex: number;
   timeIndex: number;
@@ -117,49 +119,67 @@ function build(type: string, keys: readonly string[], values: readonly unknown[]
   line += `,"msg":"${type}"}\n`;
   const bytes = new Uint8Array(line.length);
   for (let i = 0; i < line.length; i++) bytes[i] = line.charCodeAt(i);
-  return { keys: [...keys], line: bytes, values: [...values], starts, lengths, idIndex, timeIndex };
+  return { keys: [...keys], line: bytes, values: [...values], starts, lengths, changing: new Uint8Array(n), idIndex, timeIndex };
 }
 
 /** 10 ** n for n = 0..16 (exact doubles). */
 const POW10 = Array.from({ length: 17 }, (_, n) => 10 ** n);
 
+/** What {@link patch} did: could not (the line must be built anew), wrote the same bytes, or changed them. */
+const FAILED = 0;
+const SAME = 1;
+const CHANGED = 2;
+
 /**
- * Writes the text of `value` over the `length` bytes of `line` from `start`: false when it is not
- * as long (or needs the text path, or a member JSON leaves out must now be written or the other way).
+ * Writes the text of `value` over the `length` bytes of `line` from `start`, where the text of
+ * `prev` is: FAILED when it is not as long (or needs the text path, or a member JSON leaves out
+ * must now be written or the other way), else whether the bytes changed.
  */
-function patch(line: Bytes, start: number, length: number, value: unknown): boolean {
-  if (start < 0) return valueText(value) === null;
+function patch(line: Bytes, start: number, length: number, value: unknown, prev: unknown): number {
+  if (start < 0) return valueText(value) === null ? SAME : FAILED;
+  let diff = 0;
   if (typeof value === "string") {
+    // Only the characters are written: the quotes must be there already.
+    if (typeof prev !== "string") return FAILED;
     const n = value.length;
-    if (n + 2 !== length) return false;
-    for (let i = 0; i < n; i++) {
+    if (n + 2 !== length) return FAILED;
+    for (let i = 0, at = start + 1; i < n; i++, at++) {
       const c = value.charCodeAt(i);
-      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
-      line[start + 1 + i] = c;
+      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return FAILED;
+      diff |= line[at]! ^ c;
+      line[at] = c;
     }
-    return true;
+    return diff === 0 ? SAME : CHANGED;
   }
   if (typeof value === "number" && Number.isSafeInteger(value) && value >= 0) {
     // A time or an expiry: digits written from the right, no string made, in int32 arithmetic (the
     // low 8 digits, then the rest; a safe integer has at most 16).
-    if (length > 16 || value >= POW10[length]! || (length > 1 && value < POW10[length - 1]!)) return false;
+    if (length > 16 || value >= POW10[length]! || (length > 1 && value < POW10[length - 1]!)) return FAILED;
     let hi = Math.floor(value / 1e8);
     let lo = value - hi * 1e8;
     let end = start + length;
     for (let k = hi === 0 ? length : 8; k > 0; k--) {
-      line[--end] = 0x30 + (lo % 10);
+      const c = 0x30 + (lo % 10);
+      diff |= line[--end]! ^ c;
+      line[end] = c;
       lo = (lo / 10) | 0;
     }
     while (end > start) {
-      line[--end] = 0x30 + (hi % 10);
+      const c = 0x30 + (hi % 10);
+      diff |= line[--end]! ^ c;
+      line[end] = c;
       hi = (hi / 10) | 0;
     }
-    return true;
+    return diff === 0 ? SAME : CHANGED;
   }
   const text = valueText(value);
-  if (text === undefined || text === null || text.length !== length) return false;
-  for (let i = 0; i < length; i++) line[start + i] = text.charCodeAt(i);
-  return true;
+  if (text === undefined || text === null || text.length !== length) return FAILED;
+  for (let i = 0; i < length; i++) {
+    const c = text.charCodeAt(i);
+    diff |= line[start + i]! ^ c;
+    line[start + i] = c;
+  }
+  return diff === 0 ? SAME : CHANGED;
 }
 
 /**
@@ -179,11 +199,15 @@ export function encodeEventLine(buf: Bytes, at: number, head: Bytes, event: Reco
   if (shape !== null) {
     const { line, starts, lengths } = shape;
     const seen = shape.values;
+    const changing = shape.changing;
     for (let i = 1; i < values.length; i++) {
       const value = values[i];
-      if (value === seen[i]) continue;
+      // A member that changed in the last event (the id, the jti, the time) is patched without
+      // comparing it first: comparing two strings of one length is a builtin call each time.
+      if (changing[i] === 0 && value === seen[i]) continue;
       const fits = i === shape.idIndex ? typeof value === "string" : i !== shape.timeIndex || Number.isSafeInteger(value);
-      if (!fits || !patch(line, starts[i]!, lengths[i]!, value)) {
+      const done = fits ? patch(line, starts[i]!, lengths[i]!, value, seen[i]) : FAILED;
+      if (done === FAILED) {
         // The line may be half patched: this shape is dropped, and the line built anew (or left to the text path).
         if (shapes.get(type) === shape) shapes.delete(type);
         lastType = null;
@@ -191,6 +215,7 @@ export function encodeEventLine(buf: Bytes, at: number, head: Bytes, event: Reco
         shape = null;
         break;
       }
+      changing[i] = done === CHANGED ? 1 : 0;
       seen[i] = value;
     }
   }

@@ -23,11 +23,16 @@ export interface RequestNote {
   finish(request: Request, note: RequestNote, answer: PlainResponse): void;
 }
 
-const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]);
+/**
+ * Each known method, to its own string: a label is then the same string object on every request
+ * (the request's method is a new string each time), which a metric's series lookup compares by
+ * identity before it compares characters.
+ */
+const METHODS = new Map(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"].map((m) => [m, m]));
 
 /** OpenTelemetry's `http.request.method` rule: known methods as they are, anything else `_OTHER`. */
 function methodLabel(method: string): string {
-  return METHODS.has(method) ? method : "_OTHER";
+  return METHODS.get(method) ?? "_OTHER";
 }
 
 /** The token endpoint's `result` label: success, the OAuth code of the answer, or `locked_out`. */
@@ -57,7 +62,9 @@ export interface ObserveOptions {
  * attributes) and the `observer.request` call; returns `dispatch` untouched when neither is set.
  */
 export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOptions): (request: Request, info: I) => Promise<PlainResponse> {
-  const { tracer, observer, tokenRoute, grantTypes } = options;
+  const { tracer, observer, tokenRoute } = options;
+  // Each supported grant type to its own string, as METHODS does for methods (the form's value is a new string each time).
+  const grantTypes = new Map([...options.grantTypes].map((g) => [g, g]));
   const report = observer?.request?.bind(observer);
   if (tracer === undefined && report === undefined) return (request, info) => dispatch(request, info, undefined);
 
@@ -65,7 +72,7 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
     const span = note.span;
     const method = methodLabel(request.method);
     const isToken = note.route === tokenRoute;
-    const grantType = isToken ? (note.grantType === undefined ? "none" : grantTypes.has(note.grantType) ? note.grantType : "unsupported") : undefined;
+    const grantType = isToken ? (note.grantType === undefined ? "none" : (grantTypes.get(note.grantType) ?? "unsupported")) : undefined;
     if (span) {
       try {
         span.updateName(note.route === "unmatched" ? method : `${method} ${note.route}`);
