@@ -152,12 +152,27 @@ const WARN_EVENTS = new Set(["client.authentication_failed", "account.login_fail
  */
 export function eventLogger(log: Pino): (event: SecurityEvent) => void {
   const out = (log as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym];
-  // The start of a line (level and time), made once per millisecond per level.
+  // The start of a line (level and time) as bytes, per level: made once per second (toISOString
+  // goes through C's printf), its three millisecond digits rewritten in place in between.
   let lastMs = -1;
-  let infoStart = "";
-  let warnStart = "";
+  let lastSecond = Number.NaN;
+  /** Where the millisecond digits are in both heads (-1: rebuild every millisecond). */
+  let msAt = -1;
   let infoHead: Uint8Array = new Uint8Array(0);
   let warnHead = infoHead;
+  // The same as text, for lines that go as text: made when such a line needs it.
+  let textMs = -1;
+  let infoStart = "";
+  let warnStart = "";
+  const textStart = (warn: boolean, now: number) => {
+    if (now !== textMs) {
+      textMs = now;
+      const stamp = new Date(now).toISOString();
+      infoStart = `{"level":"info","time":"${stamp}",`;
+      warnStart = `{"level":"warn","time":"${stamp}",`;
+    }
+    return warn ? warnStart : infoStart;
+  };
   // The stdout createLog makes takes event lines as bytes (see EVENT_BYTES); other destinations as text.
   const bytes = out !== undefined && EVENT_BYTES in out ? (out as unknown as EventBytes) : undefined;
   // Whether each level writes, kept as pino's level changes (isLevelEnabled on every event reads
@@ -180,18 +195,31 @@ export function eventLogger(log: Pino): (event: SecurityEvent) => void {
     if (!(warn ? warnOn : infoOn)) return;
     if (out === undefined) return viaPino(log, level, event);
     const now = Date.now();
-    if (now !== lastMs) {
+    if (now !== lastMs && bytes !== undefined) {
       lastMs = now;
-      const stamp = new Date(now).toISOString();
-      infoStart = `{"level":"info","time":"${stamp}",`;
-      warnStart = `{"level":"warn","time":"${stamp}",`;
-      infoHead = headBytes(infoStart);
-      warnHead = headBytes(warnStart);
+      const second = Math.floor(now / 1000);
+      if (second === lastSecond && msAt >= 0) {
+        const ms = now - second * 1000;
+        const d0 = 0x30 + ((ms / 100) | 0);
+        const d1 = 0x30 + ((ms / 10) % 10 | 0);
+        const d2 = 0x30 + (ms % 10);
+        infoHead[msAt] = warnHead[msAt] = d0;
+        infoHead[msAt + 1] = warnHead[msAt + 1] = d1;
+        infoHead[msAt + 2] = warnHead[msAt + 2] = d2;
+      } else {
+        lastSecond = second;
+        const info = textStart(false, now);
+        infoHead = headBytes(info);
+        warnHead = headBytes(textStart(true, now));
+        // `...:SS.mmmZ",`: the digits follow the last dot (any other shape: rebuilt each millisecond).
+        const dot = info.lastIndexOf(".");
+        msAt = info.endsWith('Z",') && info.length - dot === 7 ? dot + 1 : -1;
+      }
     }
     if (bytes !== undefined && bytes[EVENT_BYTES](warn ? warnHead : infoHead, event as unknown as Record<string, unknown>)) return;
     const line = fastLine(event);
     if (line === null) return viaPino(log, level, event);
-    out.write((warn ? warnStart : infoStart) + line);
+    out.write(textStart(warn, now) + line);
   };
 }
 

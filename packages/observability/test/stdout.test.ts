@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 
 const FIXTURE = fileURLToPath(new URL("./fixtures/log-lines.ts", import.meta.url));
 
-function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" = "ascii") {
+function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clock" = "ascii") {
   const child = spawn(process.execPath, ["--import", "tsx", FIXTURE, String(count), mode, text], { stdio: ["ignore", "pipe", "pipe"] });
   const chunks: Buffer[] = [];
   child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -38,6 +38,14 @@ describe("stdout lines", () => {
     );
     // Every line has the level and an ISO time first, whichever way it was made.
     for (const l of got) expect(Object.keys(l).slice(0, 2)).toEqual(["level", "time"]);
+  });
+
+  it("each line's time is the instant it was logged at, to the millisecond, within a second and across seconds", async () => {
+    const CLOCK = [1767225600000, 1767225600001, 1767225600999, 1767225601000, 1767225601000, 1767225601007, 1767225600500, 1767225659999, 1767225660000, 1767229199999, 1767229200000, 946684799999, 946684800000, 0, 5, -1, -1001];
+    const { child, lines } = run(CLOCK.length * 2, "exit", "clock");
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+    expect(code).toBe(0);
+    expect(lines().map((l) => l.time)).toEqual([...CLOCK, ...CLOCK].map((t) => new Date(t).toISOString()));
   });
 
   it("lines reach stdout while the process keeps running (no wait for more lines)", async () => {
