@@ -338,11 +338,13 @@ async function measure(workload: Workload, c: Contender): Promise<Row> {
  */
 async function measurePair(workload: Workload, a: Contender, b: Contender): Promise<Row[]> {
   const simultaneous = SIMULTANEOUS.has(b.id) || SIMULTANEOUS.has(a.id);
-  // A SIMULTANEOUS pair runs on BENCH_PAIR_PROCESSES fresh pairs of server processes (default 3),
+  // A SIMULTANEOUS pair runs on BENCH_PAIR_PROCESSES fresh pairs of server processes (default 4,
+  // so each side is started first as often as the other: with 3, in five of seven observe runs the
+  // one pair of three that started the observed server first read lowest),
   // the twin started first in one and second in the next: A/A runs of one fresh pair read anywhere
   // from 0.98 to 1.02 (what each process's compiled code and heap happen to be), more than the
   // spread of the rounds within one pair.
-  const processes = simultaneous ? Number(process.env.BENCH_PAIR_PROCESSES ?? 3) : 1;
+  const processes = simultaneous ? Number(process.env.BENCH_PAIR_PROCESSES ?? 4) : 1;
   const sides = [
     { c: a, runs: [] as WrkResult[], cpuUs: [] as number[], peakKb: 0 },
     { c: b, runs: [] as WrkResult[], cpuUs: [] as number[], peakKb: 0 },
