@@ -155,8 +155,9 @@ function patch(line: Bytes, start: number, length: number, value: unknown, prev:
     // A time or an expiry: digits written from the right, no string made, in int32 arithmetic (the
     // low 8 digits, then the rest; a safe integer has at most 16).
     if (length > 16 || value >= POW10[length]! || (length > 1 && value < POW10[length - 1]!)) return FAILED;
-    let hi = Math.floor(value / 1e8);
-    let lo = value - hi * 1e8;
+    // `| 0` keeps both in int32 (hi < 2^27, lo < 10^8): as doubles, every `%` below is a call to C's fmod.
+    let hi = Math.floor(value / 1e8) | 0;
+    let lo = (value - hi * 1e8) | 0;
     let end = start + length;
     for (let k = hi === 0 ? length : 8; k > 0; k--) {
       const c = 0x30 + (lo % 10);
