@@ -230,6 +230,52 @@ describe("observer", () => {
     expect(seen.at(-1)).toMatchObject({ store: "plants", operation: "get", failed: true });
   });
 
+  it("times every kind of store result once and hands it on as the store gave it", async () => {
+    const storage = createMemoryStorage();
+    // The store's method answers as the test says (the wrapper holds the method it was made with).
+    let answer: () => unknown = () => null;
+    (storage.plants as unknown as Record<string, unknown>).get = () => answer();
+    const seen: StorageObservation[] = [];
+    const app = (await harness({ storage, observer: { storage: (o) => seen.push(o) } })).app;
+    const plants = app.storage.plants as unknown as Record<string, (...args: unknown[]) => unknown>;
+    const last = () => {
+      const o = seen.at(-1)!;
+      expect(o.durationMs).toBeGreaterThanOrEqual(0);
+      return [o.store, o.operation, o.failed, seen.length];
+    };
+    // A native promise: the caller gets that very promise; the timing is reported before the caller resumes.
+    const resolved = Promise.resolve("plant");
+    answer = () => resolved;
+    seen.length = 0;
+    const got = plants.get!(1n);
+    expect(got).toBe(resolved);
+    expect(await got).toBe("plant");
+    expect(last()).toEqual(["plants", "get", false, 1]);
+    // A rejection: the caller sees it, the timing says failed, and nothing is left unhandled.
+    answer = () => Promise.reject(new StorageError("down"));
+    await expect(plants.get!(1n)).rejects.toThrow("down");
+    expect(last()).toEqual(["plants", "get", true, 2]);
+    // Another thenable (a query builder runs its query on each `then`): asked once, its value handed on.
+    let asked = 0;
+    answer = () => ({
+      then(ok: (v: unknown) => unknown) {
+        asked++;
+        return Promise.resolve(ok("built"));
+      },
+    });
+    expect(await plants.get!(1n)).toBe("built");
+    expect([asked, ...last()]).toEqual([1, "plants", "get", false, 3]);
+    // A plain value and a synchronous throw.
+    answer = () => "now";
+    expect(plants.get!(1n)).toBe("now");
+    expect(last()).toEqual(["plants", "get", false, 4]);
+    answer = () => {
+      throw new StorageError("sync");
+    };
+    expect(() => plants.get!(1n)).toThrow("sync");
+    expect(last()).toEqual(["plants", "get", true, 5]);
+  });
+
   it("a throwing observer never changes an answer", async () => {
     const { h, requests, storageCalls } = await observed({ throwing: true });
     const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
