@@ -11,7 +11,7 @@
  */
 import type { Registry } from "prom-client";
 
-interface Series {
+export interface Series {
   labels: Record<string, string>;
   /** Per bucket (not cumulative); the last slot is above the highest bound. */
   counts: number[];
@@ -113,8 +113,24 @@ abstract class HotMetric {
     return series;
   }
 
+  /**
+   * The series of these label values, to count into with `add` or `record` later without a
+   * lookup. Valid until {@link epoch} changes (a reset drops every series).
+   */
+  seriesOf(values: readonly string[]): Series {
+    return this.at(values);
+  }
+
+  /** Counts the resets: a series found before the current epoch is no longer listed. */
+  get epoch(): number {
+    return this.resets;
+  }
+
+  private resets = 0;
+
   /** Drops every series (prom-client's `registry.resetMetrics()` calls it). */
   reset(): void {
+    this.resets++;
     this.memoValues = [];
     this.memoSeries = [];
     this.series = [];
@@ -141,6 +157,11 @@ export class HotCounter extends HotMetric {
     this.at(values).sum += by;
   }
 
+  /** `inc` into a series from {@link seriesOf} (of this epoch). */
+  add(series: Series, by = 1): void {
+    series.sum += by;
+  }
+
   protected values(): MetricValue[] {
     return this.series.map((s) => ({ labels: s.labels, value: s.sum }));
   }
@@ -158,7 +179,12 @@ export class HotHistogram extends HotMetric {
 
   observe(values: readonly string[], seconds: number): void {
     if (!Number.isFinite(seconds)) return;
-    const series = this.at(values);
+    this.record(this.at(values), seconds);
+  }
+
+  /** `observe` into a series from {@link seriesOf} (of this epoch). */
+  record(series: Series, seconds: number): void {
+    if (!Number.isFinite(seconds)) return;
     let slot = 0;
     while (slot < this.bounds.length && seconds > this.bounds[slot]!) slot++;
     series.counts[slot]!++;

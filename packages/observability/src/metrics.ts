@@ -5,8 +5,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { collectDefaultMetrics, Registry } from "prom-client";
-import { HotCounter, HotHistogram } from "./hot-metrics.js";
-import type { Observer, SecurityEvent } from "@plantgate/core";
+import { HotCounter, HotHistogram, type Series } from "./hot-metrics.js";
+import type { Observer, RequestObservation, SecurityEvent, StorageObservation } from "@plantgate/core";
 
 /** Options of {@link createMetrics}. */
 export interface MetricsOptions {
@@ -36,6 +36,31 @@ const STATUS_TEXTS: string[] = [];
 function statusText(status: number): string {
   if (!Number.isInteger(status) || status < 100 || status > 999) return String(status);
   return (STATUS_TEXTS[status] ??= String(status));
+}
+
+/** Kinds of request (and of storage call) whose series are remembered; a request's storage calls take turns among a few. */
+const KINDS = 8;
+
+/** The series one kind of request counts into (see createMetrics). */
+interface RequestKind {
+  epoch: number;
+  route: string;
+  method: string;
+  status: number;
+  grantType: string | undefined;
+  result: string | undefined;
+  requests: Series;
+  duration: Series;
+  token: Series | null;
+  tokenDuration: Series | null;
+}
+
+/** The latency series of one store method. */
+interface StorageKind {
+  epoch: number;
+  store: string;
+  operation: string;
+  duration: Series;
 }
 
 /** The `lock` label values of `plantgate_lockouts_total` (the `lock` of `account.locked_out`). */
@@ -108,20 +133,60 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
   // Counters start at 0 for the kinds an operator alerts on, so a rate() has a series to read.
   for (const lock of LOCKS) lockouts.inc([lock], 0);
 
+  // The series the last few kinds of request and storage call counted into, by their label
+  // values (compared by identity first: route, method, grant type, result, store and operation are
+  // the same strings every time): a request of a kind seen lately finds its four series with a few
+  // comparisons, instead of four label arrays and four lookups. Dropped when a reset (any epoch
+  // change) drops the series.
+  const epoch = () => requests.epoch + requestDuration.epoch + tokenRequests.epoch + tokenDuration.epoch + storageDuration.epoch;
+  const requestKinds: RequestKind[] = [];
+  const storageKinds: StorageKind[] = [];
+  const requestKind = (o: RequestObservation, now: number): RequestKind => {
+    for (let i = 0; i < requestKinds.length; i++) {
+      const k = requestKinds[i]!;
+      if (k.epoch === now && k.route === o.route && k.status === o.status && k.method === o.method && k.grantType === o.grantType && k.result === o.result) return k;
+    }
+    const token = o.grantType !== undefined;
+    const kind: RequestKind = {
+      epoch: now,
+      route: o.route,
+      method: o.method,
+      status: o.status,
+      grantType: o.grantType,
+      result: o.result,
+      requests: requests.seriesOf([o.route, o.method, statusText(o.status)]),
+      duration: requestDuration.seriesOf([o.route]),
+      token: token ? tokenRequests.seriesOf([o.grantType!, o.result ?? "unknown"]) : null,
+      tokenDuration: token ? tokenDuration.seriesOf([o.grantType!]) : null,
+    };
+    if (requestKinds.unshift(kind) > KINDS) requestKinds.pop();
+    return kind;
+  };
+  const storageKind = (o: StorageObservation, now: number): StorageKind => {
+    for (let i = 0; i < storageKinds.length; i++) {
+      const k = storageKinds[i]!;
+      if (k.epoch === now && k.operation === o.operation && k.store === o.store) return k;
+    }
+    const kind: StorageKind = { epoch: now, store: o.store, operation: o.operation, duration: storageDuration.seriesOf([o.store, o.operation]) };
+    if (storageKinds.unshift(kind) > KINDS) storageKinds.pop();
+    return kind;
+  };
+
   return {
     registry,
     observer: {
       request(o) {
         const seconds = o.durationMs / 1000;
-        requests.inc([o.route, o.method, statusText(o.status)]);
-        requestDuration.observe([o.route], seconds);
-        if (o.grantType !== undefined) {
-          tokenRequests.inc([o.grantType, o.result ?? "unknown"]);
-          tokenDuration.observe([o.grantType], seconds);
+        const kind = requestKind(o, epoch());
+        requests.add(kind.requests);
+        requestDuration.record(kind.duration, seconds);
+        if (kind.token !== null) {
+          tokenRequests.add(kind.token);
+          tokenDuration.record(kind.tokenDuration!, seconds);
         }
       },
       storage(o) {
-        storageDuration.observe([o.store, o.operation], o.durationMs / 1000);
+        storageDuration.record(storageKind(o, epoch()).duration, o.durationMs / 1000);
         if (o.failed) storageErrors.inc([o.store, o.operation]);
       },
     },

@@ -112,6 +112,58 @@ describe("metrics", () => {
     expect(samples(text, "plantgate_refresh_token_reuse_total")).toEqual(["plantgate_refresh_token_reuse_total 0"]);
   });
 
+  it("counts every kind of request and storage call exactly, remembered or not, and across a registry reset", async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    const { request, storage } = metrics.observer as Required<typeof metrics.observer>;
+    // 12 kinds of request: the first 3 (fit among the kinds remembered) differ only by grant type
+    // or result; all 12 in turns do not fit.
+    const kinds = [
+      { route: "/t", method: "POST", status: 400, grantType: "client_credentials", result: "invalid_grant" },
+      { route: "/t", method: "POST", status: 400, grantType: "client_credentials", result: "invalid_request" },
+      { route: "/t", method: "POST", status: 400, grantType: "password", result: "invalid_grant" },
+      ...Array.from({ length: 9 }, (_, i) => ({ route: `/r${i % 3}`, method: i < 6 ? "GET" : "PUT", status: 200 + (i % 4), grantType: undefined, result: undefined })),
+    ];
+    const operations = ["get", "touchSecret", "list"];
+    // What the text must say: counts kept here by label text, the plain way.
+    const want = { requests: new Map<string, number>(), tokens: new Map<string, number>(), storage: new Map<string, number>() };
+    const bump = (m: Map<string, number>, key: string) => m.set(key, (m.get(key) ?? 0) + 1);
+    const run = (count: number, times: number) => {
+      for (let t = 0; t < times; t++) {
+        for (const k of kinds.slice(0, count)) {
+          // Labels as new strings each time: the memo compares them by value too.
+          request({ ...k, route: [k.route].join(""), durationMs: 2 });
+          bump(want.requests, `plantgate_http_requests_total{route="${k.route}",method="${k.method}",status="${k.status}"}`);
+          if (k.grantType) bump(want.tokens, `plantgate_token_requests_total{grant_type="${k.grantType}",result="${k.result}"}`);
+          const operation = operations[t % 3]!;
+          storage({ store: ["clients"].join(""), operation, durationMs: 0.3, failed: false });
+          bump(want.storage, `plantgate_storage_operation_duration_seconds_count{store="clients",operation="${operation}"}`);
+        }
+      }
+    };
+    const check = async () => {
+      const text = await metrics.text();
+      for (const [name, m] of [["plantgate_http_requests_total", want.requests], ["plantgate_token_requests_total", want.tokens], ["plantgate_storage_operation_duration_seconds_count", want.storage]] as const) {
+        expect(samples(text, name).sort()).toEqual([...m].map(([key, n]) => `${key} ${n}`).sort());
+      }
+      const tokens = [...want.tokens.values()].reduce((a, b) => a + b, 0);
+      const cc = [...want.tokens].filter(([key]) => key.includes("client_credentials")).reduce((a, [, n]) => a + n, 0);
+      expect(samples(text, "plantgate_token_request_duration_seconds_count").sort()).toEqual(
+        [`plantgate_token_request_duration_seconds_count{grant_type="client_credentials"} ${cc}`, `plantgate_token_request_duration_seconds_count{grant_type="password"} ${tokens - cc}`].sort(),
+      );
+    };
+    run(3, 5);
+    run(12, 2);
+    run(3, 4);
+    await check();
+    expect(want.tokens.size).toBe(3);
+    expect(want.requests.size).toBe(10);
+    // After a reset, the kinds remembered before it count into the new series, not the dropped ones.
+    metrics.registry.resetMetrics();
+    for (const m of Object.values(want)) m.clear();
+    run(3, 2);
+    await check();
+  });
+
   it("the listener answers only GET/HEAD /metrics", async () => {
     listener = await serveMetrics(createMetrics({ processMetrics: false }), { port: 0 });
     const origin = listener.url.replace(/\/metrics$/, "");
