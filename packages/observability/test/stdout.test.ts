@@ -24,6 +24,18 @@ describe("stdout lines", () => {
     expect(got.map((l) => l.id)).toEqual(Array.from({ length: 2000 }, (_, i) => `id-${i}`));
   });
 
+  it("lines arrive whole and in order when the reader stalls and the held block is written again and again", async () => {
+    // About 6 MB: the 64 KiB block is reused ~100 times, and the pipe fills while the reader waits.
+    const { child, lines } = run(20_000, "exit");
+    child.stdout.pause();
+    await new Promise((r) => setTimeout(r, 300));
+    child.stdout.resume();
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+    expect(code).toBe(0);
+    const got = lines();
+    expect(got.map((l) => [l.id, l.jti, l.event_time])).toEqual(Array.from({ length: 20_000 }, (_, i) => [`id-${i}`, `j${i}`, 1767225600000 + i]));
+  });
+
   it("lines of 1- to 4-byte UTF-8 characters, some far longer than the bytes held at once, arrive whole and in order", async () => {
     const { child, lines } = run(400, "exit", "wide");
     const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
