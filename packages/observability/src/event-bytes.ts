@@ -160,20 +160,29 @@ function patch(line: Bytes, start: number, length: number, value: unknown, prev:
     // `| 0` keeps both in int32 (hi < 2^27, lo < 10^8): as doubles, every `%` below is a call to C's fmod.
     let hi = Math.floor(value / 1e8) | 0;
     let lo = (value - hi * 1e8) | 0;
+    // The digits of `prev` as well, when its text is as long and made the same way: where what is
+    // left of both is the same number, the digits left in the line are already right (a time moves
+    // by a few milliseconds from one event to the next: its last two or three digits change).
+    let prevHi = -1;
+    let prevLo = -1;
+    if (typeof prev === "number" && Number.isSafeInteger(prev) && prev >= 0) {
+      prevHi = Math.floor(prev / 1e8) | 0;
+      prevLo = (prev - prevHi * 1e8) | 0;
+    }
     let end = start + length;
     for (let k = hi === 0 ? length : 8; k > 0; k--) {
-      const c = 0x30 + (lo % 10);
-      diff |= line[--end]! ^ c;
-      line[end] = c;
+      if (lo === prevLo && hi === prevHi) return end === start + length ? SAME : CHANGED;
+      line[--end] = 0x30 + (lo % 10);
       lo = (lo / 10) | 0;
+      prevLo = (prevLo / 10) | 0;
     }
     while (end > start) {
-      const c = 0x30 + (hi % 10);
-      diff |= line[--end]! ^ c;
-      line[end] = c;
+      if (hi === prevHi) break;
+      line[--end] = 0x30 + (hi % 10);
       hi = (hi / 10) | 0;
+      prevHi = (prevHi / 10) | 0;
     }
-    return diff === 0 ? SAME : CHANGED;
+    return end === start + length ? SAME : CHANGED;
   }
   const text = valueText(value);
   if (text === undefined || text === null || text.length !== length) return FAILED;

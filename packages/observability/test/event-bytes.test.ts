@@ -94,10 +94,11 @@ describe("event lines as bytes", () => {
     const pool: Record<string, unknown[]> = {
       client_id: ["reporting", "reportinG", "report'ng", 'repo"ting', "repor\\ing", 'XXXXXXXX"', "rep", "é-client", undefined],
       jti: ["aaaa-1111", "bbbb-2222", "cccc-3333", "dd", "eeee\\4444", "ZZZZZZZ\u0001"],
-      expires_at: [1767232800000, 1767232801000, 1000000000007, 9007199254740991, 1000000000000000, 100000000, 999999999, 99999999, 10000000, 999, 1000, -1000, 1.5, Number.NaN, 1e21, -0, 0, 7],
+      // Same-length times that differ only in their high digits (or only in their low ones) too.
+      expires_at: [1767232800000, 1767232801000, 2767232800000, 1867232800000, 1767232800000 + 1e8, 1000000000007, 9007199254740991, 1000000000000000, 100000000, 999999999, 99999999, 10000000, 999, 1000, -1000, 1.5, Number.NaN, 1e21, -0, 0, 7],
       family_id: [null, "fam-1", "fam-2", false, true, () => 1],
       id: ["0b6a3c52-7a53-4f7e-9d47-3e1f8f0c2a11", "1c7b4d63-8b64-4a8f-8e58-4f2a9a1d3b22", "short-id", 12345],
-      time: [1767225600000, 1767225600001, 1767225699999, 17, 1.5],
+      time: [1767225600000, 1767225600001, 1767225699999, 2767225600000, 1767325600001, 17, 1.5],
       // A string and a number whose texts are as long ("1" and 123): the quotes are not there to keep.
       extra: [123, "1", 45, "ab", 1234, "12", -1, "x", null, "nu", true, "tr", false, "fal"],
     };
