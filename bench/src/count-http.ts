@@ -41,6 +41,8 @@ for (const tool of ["valgrind", "callgrind_control"]) {
 }
 
 const server = await buildServer("plantgate.ts");
+/** BENCH_COUNT_CACHE=1: callgrind also simulates the caches (slower); the misses a request are printed. */
+const CACHE_SIM = process.env.BENCH_COUNT_CACHE === "1";
 const dir = mkdtempSync(join(tmpdir(), "plantgate-count-http-"));
 const body = "grant_type=client_credentials";
 
@@ -69,6 +71,8 @@ interface Counted {
   perRequest: number;
   groups: Map<string, number>;
   js: Map<string, number>;
+  /** Every event callgrind counted (Ir, and with BENCH_COUNT_CACHE the cache misses), a request. */
+  events: Map<string, number>;
 }
 
 async function count(variant: string): Promise<Counted> {
@@ -79,7 +83,7 @@ async function count(variant: string): Promise<Counted> {
   if (variant !== "plain" && variant !== "observed") env.BENCH_OBSERVE_PART = variant;
   const fd = openSync(stdout, "w");
   // --predictable: V8 compiles and collects on the main thread and takes no timing-dependent decisions.
-  const args = ["--tool=callgrind", "--compress-strings=no", `--callgrind-out-file=${out}`, "node", "--perf-basic-prof", "--predictable", "--hash-seed=7", "--random-seed=7", server];
+  const args = ["--tool=callgrind", ...(CACHE_SIM ? ["--cache-sim=yes"] : []), "--compress-strings=no", `--callgrind-out-file=${out}`, "node", "--perf-basic-prof", "--predictable", "--hash-seed=7", "--random-seed=7", server];
   const child = spawn("valgrind", args, { cwd: BENCH_DIR, env, stdio: ["ignore", fd, "pipe"] });
   closeSync(fd);
   let err = "";
@@ -102,11 +106,15 @@ async function count(variant: string): Promise<Counted> {
     // The dump of `-d` is `<out>.1` (the final one, at exit, is `<out>`).
     const dump = readdirSync(dir).find((f) => f.startsWith(`${variant}.callgrind.`) && /Trigger: .*counted/.test(readFileSync(join(dir, f), "utf8").slice(0, 2000)));
     if (dump === undefined) throw new Error(`${variant}: no dump after the counted requests`);
-    const costs = selfCosts(readFileSync(join(dir, dump), "utf8"));
+    const text = readFileSync(join(dir, dump), "utf8");
+    const costs = selfCosts(text);
+    const names = /^events: (.*)$/m.exec(text)?.[1]?.split(" ") ?? [];
+    const sums = /^(?:summary|totals): (.*)$/m.exec(text)?.[1]?.split(" ").map(Number) ?? [];
+    const events = new Map(names.map((name, i) => [name, (sums[i] ?? 0) / counted]));
     const map = parsePerfMap(readFileSync(`/tmp/perf-${child.pid}.map`, "utf8"));
     const { groups, js, total } = summarize(costs, map);
     const per = (m: Map<string, number>) => new Map([...m].map(([k, v]) => [k, v / counted]));
-    return { variant, perRequest: total / counted, groups: per(groups), js: per(js) };
+    return { variant, perRequest: total / counted, groups: per(groups), js: per(js), events };
   } finally {
     child.kill("SIGTERM");
     await exited;
@@ -129,6 +137,10 @@ process.stdout.write(`instructions a request (${counted} counted after ${warm}, 
 process.stdout.write(`${"".padEnd(28)}${results.map((r) => r.variant.padStart(10)).join("")}\n`);
 process.stdout.write(`${"all".padEnd(28)}${results.map((r) => fmt(r.perRequest)).join("")}\n`);
 process.stdout.write(`${"without compiler and GC".padEnd(28)}${results.map((r) => fmt(steady(r))).join("")}\n`);
+if (CACHE_SIM) {
+  process.stdout.write("callgrind's events a request (cache misses simulated):\n");
+  for (const name of first.events.keys()) process.stdout.write(`  ${name.padEnd(26)}${results.map((r) => fmt(r.events.get(name) ?? 0)).join("")}\n`);
+}
 const groupNames = [...new Set(results.flatMap((r) => [...r.groups.keys()]))].sort();
 for (const g of groupNames) process.stdout.write(`  ${g.padEnd(26)}${results.map((r) => fmt(r.groups.get(g) ?? 0)).join("")}\n`);
 for (const r of results.slice(1)) {
