@@ -55,7 +55,7 @@ abstract class HotMetric {
   ) {
     this.slots = buckets + 1;
     // As prom-client does: a metric without labels shows its one series (0) from the start.
-    if (labelNames.length === 0) this.at([]);
+    if (labelNames.length === 0) this.seriesOf([]);
     // prom-client's registry takes any object with these members; its types list only its own classes.
     for (const registry of registers) registry.registerMetric(this as unknown as Parameters<Registry["registerMetric"]>[0]);
   }
@@ -74,7 +74,11 @@ abstract class HotMetric {
   private memoValues: Array<readonly string[]> = [];
   private memoSeries: Series[] = [];
 
-  protected at(values: readonly string[]): Series {
+  /**
+   * The series of these label values (made if new). A caller may keep it to count into with `add`
+   * or `record` later without a lookup, until {@link epoch} changes (a reset drops every series).
+   */
+  seriesOf(values: readonly string[]): Series {
     const memoValues = this.memoValues;
     for (let m = 0; m < memoValues.length; m++) {
       const last = memoValues[m]!;
@@ -113,14 +117,6 @@ abstract class HotMetric {
     return series;
   }
 
-  /**
-   * The series of these label values, to count into with `add` or `record` later without a
-   * lookup. Valid until {@link epoch} changes (a reset drops every series).
-   */
-  seriesOf(values: readonly string[]): Series {
-    return this.at(values);
-  }
-
   /** Counts the resets: a series found before the current epoch is no longer listed. */
   get epoch(): number {
     return this.resets;
@@ -135,7 +131,7 @@ abstract class HotMetric {
     this.memoSeries = [];
     this.series = [];
     this.index.clear();
-    if (this.labelNames.length === 0) this.at([]);
+    if (this.labelNames.length === 0) this.seriesOf([]);
   }
 
   protected abstract values(): MetricValue[];
@@ -154,7 +150,7 @@ export class HotCounter extends HotMetric {
   }
 
   inc(values: readonly string[], by = 1): void {
-    this.at(values).sum += by;
+    this.seriesOf(values).sum += by;
   }
 
   /** `inc` into a series from {@link seriesOf} (of this epoch). */
@@ -179,7 +175,7 @@ export class HotHistogram extends HotMetric {
 
   observe(values: readonly string[], seconds: number): void {
     if (!Number.isFinite(seconds)) return;
-    this.record(this.at(values), seconds);
+    this.record(this.seriesOf(values), seconds);
   }
 
   /** `observe` into a series from {@link seriesOf} (of this epoch). */
