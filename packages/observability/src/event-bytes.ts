@@ -202,39 +202,21 @@ function patch(line: Bytes, start: number, length: number, value: unknown, prev:
  */
 export function encodeEventLine(buf: Bytes, at: number, head: Bytes, event: Record<string, unknown>, redacted: ReadonlySet<string>): number {
   if ("toJSON" in event) return -1;
-  const keys = Object.keys(event);
   const type = event.type;
-  if (keys[0] !== "type" || typeof type !== "string") return -1;
+  if (typeof type !== "string") return -1;
   let shape = type === lastType ? lastShape : (shapes.get(type) ?? null);
-  if (shape !== null && !sameKeys(shape.keys, keys)) shape = null;
-  const values = Object.values(event);
-  if (shape !== null) {
-    const { line, starts, lengths } = shape;
-    const seen = shape.values;
-    const changing = shape.changing;
-    for (let i = 1; i < values.length; i++) {
-      const value = values[i];
-      // A member that changed in the last event (the id, the jti, the time) is patched without
-      // comparing it first: comparing two strings of one length is a builtin call each time.
-      if (changing[i] === 0 && value === seen[i]) continue;
-      const fits = i === shape.idIndex ? typeof value === "string" : i !== shape.timeIndex || Number.isSafeInteger(value);
-      const done = fits ? patch(line, starts[i]!, lengths[i]!, value, seen[i]) : FAILED;
-      if (done === FAILED) {
-        // The line may be half patched: this shape is dropped, and the line built anew (or left to the text path).
-        if (shapes.get(type) === shape) shapes.delete(type);
-        lastType = null;
-        lastShape = null;
-        shape = null;
-        break;
-      }
-      changing[i] = done === CHANGED ? 1 : 0;
-      seen[i] = value;
-    }
+  if (shape !== null && !patchLine(shape, event)) {
+    // The line may be half patched: this shape is dropped, and the line built anew (or left to the text path).
+    if (shapes.get(type) === shape) shapes.delete(type);
+    lastType = null;
+    lastShape = null;
+    shape = null;
   }
   if (shape === null) {
+    const keys = Object.keys(event);
     const { id, time } = event;
-    if (typeof id !== "string" || !Number.isSafeInteger(time) || !plain(type)) return -1;
-    shape = build(type, keys, values, redacted);
+    if (keys[0] !== "type" || typeof id !== "string" || !Number.isSafeInteger(time) || !plain(type)) return -1;
+    shape = build(type, keys, Object.values(event), redacted);
     if (shape === null) return -1;
     // The core has a few dozen event types; a caller's own types beyond 1,000 are not kept.
     if (shapes.has(type) || shapes.size < 1000) shapes.set(type, shape);
@@ -246,6 +228,41 @@ export function encodeEventLine(buf: Bytes, at: number, head: Bytes, event: Reco
   buf.set(head, at);
   buf.set(line, at + head.length);
   return at + head.length + line.length;
+}
+
+/**
+ * Patches the shape's line to hold the event's values: false when the event's member names are
+ * not the shape's (same names, same order) or a value cannot be patched in (the line may then be
+ * half patched, and the shape must go).
+ *
+ * The members are walked with `for...in`, which V8 runs from the object's enumeration cache with
+ * each value read by its field index: no array of names and no array of values is made per event
+ * (`Object.keys` and `Object.values` were about 800 instructions and two arrays a token request).
+ * `for...in` also walks inherited enumerable names, which `Object.keys` does not: an event then
+ * has more names than its shape, and goes through `build`, as an event of another shape would.
+ */
+function patchLine(shape: LineShape, event: Record<string, unknown>): boolean {
+  const { keys, line, starts, lengths, changing, idIndex, timeIndex } = shape;
+  const seen = shape.values;
+  let i = 0;
+  for (const key in event) {
+    // Names as for...in and Object.keys hand them are the same (internalized) strings: compared by identity.
+    if (i >= keys.length || key !== keys[i]) return false;
+    if (i > 0) {
+      const value = event[key];
+      // A member that changed in the last event (the id, the jti, the time) is patched without
+      // comparing it first: comparing two strings of one length is a builtin call each time.
+      if (changing[i] !== 0 || value !== seen[i]) {
+        const fits = i === idIndex ? typeof value === "string" : i !== timeIndex || Number.isSafeInteger(value);
+        const done = fits ? patch(line, starts[i]!, lengths[i]!, value, seen[i]) : FAILED;
+        if (done === FAILED) return false;
+        changing[i] = done === CHANGED ? 1 : 0;
+        seen[i] = value;
+      }
+    }
+    i++;
+  }
+  return i === keys.length;
 }
 
 /** The bytes of ASCII text (a line's start, `{"level":"info","time":"...",`, or a whole line built here). */

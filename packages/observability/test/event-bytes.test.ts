@@ -139,6 +139,30 @@ describe("event lines as bytes", () => {
     expect(written).toBeGreaterThan(600);
   });
 
+  it("write an event's own members only, in their order, when its shape's names are walked (inherited, added or reordered names)", () => {
+    // The line of a type is patched while the event's names (walked with for...in, which also
+    // walks inherited enumerable names) are the shape's; any other list of names builds the line anew.
+    // client_id and subject as long as each other: swapped, each would fit the other's place.
+    const base = { ...ISSUED, subject: "client:ab", jti: "same-length-jti-000000000000000000000001" };
+    expect(byteLine(base)).toBe(textLine(base));
+    const inheriting = Object.assign(Object.create({ inherited: "from the prototype" }) as Record<string, unknown>, { ...base, jti: "same-length-jti-000000000000000000000002" });
+    const line = byteLine(inheriting);
+    expect(line).not.toContain("inherited");
+    expect(line).toBe(textLine(inheriting));
+    const variants: Array<Record<string, unknown>> = [
+      { ...base, jti: "same-length-jti-000000000000000000000003" },
+      { ...base, extra: 1 },
+      { ...base, jti: "same-length-jti-000000000000000000000004" },
+      (({ subject, ...rest }) => ({ ...rest, subject }))(base),
+      { ...base, jti: "same-length-jti-000000000000000000000007" },
+      (({ type, grant_type, client_id, subject, ...rest }) => ({ type, grant_type, subject, client_id, ...rest }))(base),
+      { ...base, jti: "same-length-jti-000000000000000000000005" },
+      (({ scope: _scope, ...rest }) => rest)(base),
+      { ...base, jti: "same-length-jti-000000000000000000000006" },
+    ];
+    for (const event of variants) expect(byteLine(event), JSON.stringify(Object.keys(event))).toBe(textLine(event));
+  });
+
   it("writes nothing past the end of the block: a line that does not fit is refused whole", () => {
     const full = byteLine(ISSUED)!;
     const length = Buffer.byteLength(full);
