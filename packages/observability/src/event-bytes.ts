@@ -246,7 +246,7 @@ function patchLine(shape: LineShape, event: Record<string, unknown>): boolean {
   const seen = shape.values;
   let i = 0;
   for (const key in event) {
-    // Names as for...in and Object.keys hand them are the same (internalized) strings: compared by identity.
+    // for...in and Object.keys hand out the same internalized name strings: `!==` is then a pointer comparison.
     if (i >= keys.length || key !== keys[i]) return false;
     if (i > 0) {
       const value = event[key];

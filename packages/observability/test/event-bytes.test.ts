@@ -154,11 +154,11 @@ describe("event lines as bytes", () => {
       { ...base, extra: 1 },
       { ...base, jti: "same-length-jti-000000000000000000000004" },
       (({ subject, ...rest }) => ({ ...rest, subject }))(base),
-      { ...base, jti: "same-length-jti-000000000000000000000007" },
-      (({ type, grant_type, client_id, subject, ...rest }) => ({ type, grant_type, subject, client_id, ...rest }))(base),
       { ...base, jti: "same-length-jti-000000000000000000000005" },
-      (({ scope: _scope, ...rest }) => rest)(base),
+      (({ type, grant_type, client_id, subject, ...rest }) => ({ type, grant_type, subject, client_id, ...rest }))(base),
       { ...base, jti: "same-length-jti-000000000000000000000006" },
+      (({ scope: _scope, ...rest }) => rest)(base),
+      { ...base, jti: "same-length-jti-000000000000000000000007" },
     ];
     for (const event of variants) expect(byteLine(event), JSON.stringify(Object.keys(event))).toBe(textLine(event));
   });
