@@ -189,14 +189,8 @@ export function eventLogger(log: Pino): (event: SecurityEvent) => void {
   };
   // The stdout createLog makes takes event lines as bytes (see EVENT_BYTES); other destinations as text.
   const bytes = out !== undefined && EVENT_BYTES in out ? (out as unknown as EventBytes) : undefined;
-  // Whether each level writes, kept as pino's level changes (isLevelEnabled on every event reads
-  // pino's level tables through symbols), and the level of the last event type seen.
-  let infoOn = log.isLevelEnabled("info");
-  let warnOn = log.isLevelEnabled("warn");
-  log.on("level-change", () => {
-    infoOn = log.isLevelEnabled("info");
-    warnOn = log.isLevelEnabled("warn");
-  });
+  // Whether each level writes (kept as pino's level changes), and the level of the last event type seen.
+  const levels = levelsOf(log);
   let lastType = "";
   let lastWarn = false;
   return (event) => {
@@ -206,7 +200,7 @@ export function eventLogger(log: Pino): (event: SecurityEvent) => void {
     }
     const warn = lastWarn;
     const level = warn ? "warn" : "info";
-    if (!(warn ? warnOn : infoOn)) return;
+    if (!(warn ? levels.warn : levels.info)) return;
     if (out === undefined) return viaPino(log, level, event);
     const now = Date.now();
     if (now !== lastMs && bytes !== undefined) {
@@ -235,6 +229,33 @@ export function eventLogger(log: Pino): (event: SecurityEvent) => void {
     if (line === null) return viaPino(log, level, event);
     out.write(textStart(warn, now) + line);
   };
+}
+
+/** Whether a logger writes at `info` and at `warn`, as its level is now. */
+interface Levels {
+  info: boolean;
+  warn: boolean;
+}
+
+const LEVELS = new WeakMap<Pino, Levels>();
+
+/**
+ * The levels of `log`, kept by one `level-change` listener per logger, shared by every event hook
+ * made for it (a listener per {@link eventLogger} call would pile up on a logger that gets many).
+ * `isLevelEnabled` on every event read pino's level tables through symbols.
+ */
+function levelsOf(log: Pino): Levels {
+  let levels = LEVELS.get(log);
+  if (levels === undefined) {
+    const kept = { info: log.isLevelEnabled("info"), warn: log.isLevelEnabled("warn") };
+    log.on("level-change", () => {
+      kept.info = log.isLevelEnabled("info");
+      kept.warn = log.isLevelEnabled("warn");
+    });
+    LEVELS.set(log, kept);
+    levels = kept;
+  }
+  return levels;
 }
 
 function viaPino(log: Pino, level: "info" | "warn", event: SecurityEvent): void {

@@ -61,6 +61,22 @@ describe("logs", () => {
     ]);
   });
 
+  it("many event hooks on one logger share one level listener and all follow its level", () => {
+    const out = sink();
+    const log = createLog({ destination: out.stream });
+    const hooks = Array.from({ length: 20 }, () => eventLogger(log));
+    expect(log.listenerCount("level-change")).toBe(1);
+    log.level = "warn";
+    for (const [i, onEvent] of hooks.entries()) onEvent({ ...ISSUED, id: `${String(i).padStart(8, "0")}-2a9e-4d7a-8c43-8a0d0f1b2c33` });
+    log.level = "info";
+    hooks[7]!(ISSUED);
+    expect(out.objects().map((o) => [o.level, o.event, o.id])).toEqual([["info", "token.issued", ISSUED.id]]);
+    // Another logger gets its own.
+    const other = createLog({ destination: sink().stream });
+    eventLogger(other);
+    expect([log.listenerCount("level-change"), other.listenerCount("level-change")]).toEqual([1, 1]);
+  });
+
   it("writes events as JSON lines with a string member event, failures at warn", () => {
     const out = sink();
     const log = createLog({ destination: out.stream });
