@@ -245,16 +245,14 @@ const LEVELS = new WeakMap<Pino, Levels>();
  * `isLevelEnabled` on every event read pino's level tables through symbols.
  */
 function levelsOf(log: Pino): Levels {
-  let levels = LEVELS.get(log);
-  if (levels === undefined) {
-    const kept = { info: log.isLevelEnabled("info"), warn: log.isLevelEnabled("warn") };
-    log.on("level-change", () => {
-      kept.info = log.isLevelEnabled("info");
-      kept.warn = log.isLevelEnabled("warn");
-    });
-    LEVELS.set(log, kept);
-    levels = kept;
-  }
+  const known = LEVELS.get(log);
+  if (known !== undefined) return known;
+  const levels = { info: log.isLevelEnabled("info"), warn: log.isLevelEnabled("warn") };
+  log.on("level-change", () => {
+    levels.info = log.isLevelEnabled("info");
+    levels.warn = log.isLevelEnabled("warn");
+  });
+  LEVELS.set(log, levels);
   return levels;
 }
 
