@@ -62,21 +62,42 @@ function one(positionals: string[], what: string): string {
   return positionals[0]!;
 }
 
-function parse(args: string[], options: Record<string, { type: "string" }>) {
+/** What stands in for an argument with one leading dash while parseArgs reads the line (argv cannot hold U+0000). */
+const STAND_IN = "\u0000";
+
+/**
+ * Strict parsing of long options (`--name`, `--name=value`) and positionals. The CLI has no short
+ * options, so an argument with a single leading dash is a value, never an option: a client id or a
+ * secret id drawn from the base64url alphabet, or a username, may start with one
+ * (`client revoke-secret reporting -AHwiudrrVbL`). parseArgs would read it as short options; it is
+ * handed over under a stand-in and given back, as a positional or as an option's value. A value
+ * starting with `--` still needs `--` before it (parseArgs's own message says so).
+ */
+function parseLine<O extends Record<string, { type: "string" } | { type: "boolean" }>>(args: string[], options: O) {
+  const held: string[] = [];
+  const stand = args.map((a) => (a.length > 1 && a[0] === "-" && a[1] !== "-" ? `${STAND_IN}${held.push(a) - 1}` : a));
+  const back = (v: string) => (v.startsWith(STAND_IN) ? held[Number(v.slice(1))]! : v);
+  let parsed;
   try {
-    return parseArgs({ args, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: stand, options, allowPositionals: true, strict: true });
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  const values = parsed.values as Record<string, string | boolean | undefined>;
+  for (const name of Object.keys(values)) {
+    const v = values[name];
+    if (typeof v === "string") values[name] = back(v);
+  }
+  return { values: parsed.values, positionals: parsed.positionals.map(back) };
+}
+
+function parse(args: string[], options: Record<string, { type: "string" }>) {
+  return parseLine(args, options);
 }
 
 /** Boolean flags only (`--now`). */
 function parseFlags(args: string[], flags: string[]) {
-  try {
-    return parseArgs({ args, options: Object.fromEntries(flags.map((f) => [f, { type: "boolean" as const }])), allowPositionals: true, strict: true });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
+  return parseLine(args, Object.fromEntries(flags.map((f) => [f, { type: "boolean" as const }])));
 }
 
 /** What `run` returns when it printed its own output (JSON lines). */

@@ -279,6 +279,22 @@ describe("plantgate CLI", () => {
     expect(await cli(["client", "add-secret", "plain", "--expires-in", "0"])).toMatchObject({ code: 2, stderr: "plantgate: --expires-in must be a positive number of seconds\n" });
   });
 
+  it("an id or username with one leading dash is a value, not an option (ids are base64url: one in 64 starts with '-'); '--' takes the rest as they are", async () => {
+    const dash = await cli(["client", "create", "--name", "-Dash", "--id", "-dash"]);
+    expect(dash).toMatchObject({ code: 0, json: { client_id: "-dash", name: "-Dash" } });
+    const added = await cli(["client", "add-secret", "-dash", "--expires-in", "60"]);
+    expect(added).toMatchObject({ code: 0, json: { client_id: "-dash", expires_at: expect.any(String) } });
+    expect(await cli(["client", "revoke-secret", "-dash", "-AHwiudrrVbL"])).toEqual({ code: 2, stdout: "", stderr: "plantgate: client -dash has no secret -AHwiudrrVbL\n", json: undefined });
+    expect(await cli(["client", "revoke-secret", "-dash", added.json.secret_id])).toMatchObject({ code: 0, json: { client_id: "-dash", secret_id: added.json.secret_id, revoked: true } });
+    expect(await cli(["client", "revoke-secret", "-dash", "--", "--AHwiudrrVbL"])).toMatchObject({ code: 2, stderr: "plantgate: client -dash has no secret --AHwiudrrVbL\n" });
+    expect(await cli(["client", "add-secret", "-dash", "--expires-in", "-5"])).toMatchObject({ code: 2, stderr: "plantgate: --expires-in must be a positive number of seconds\n" });
+    // A long option that does not exist is still refused, with parseArgs's hint about '--'.
+    const unknown = await cli(["client", "delete", "-dash", "--bogus"]);
+    expect(unknown).toMatchObject({ code: 2, stdout: "" });
+    expect(unknown.stderr).toMatch(/^plantgate: Unknown option '--bogus'\. To specify a positional argument starting with a '-', place it at the end of the command after '--'/);
+    expect(await cli(["client", "delete", "-dash"])).toMatchObject({ code: 0, json: { client_id: "-dash", deleted: true } });
+  });
+
   it("user import is all-or-nothing and names the line of the first bad record", async () => {
     const lines = [
       JSON.stringify({ username: "u1", password: "password-1" }),

@@ -26,6 +26,33 @@ describe("overlapping client secrets", () => {
     expect(view!.secrets).toEqual([{ id: third.secret.id, createdAt: h0.clock.now(), expiresAt: null, lastUsedAt: h0.clock.now() }]);
   });
 
+  it("generated client ids and secret ids never start with '-' (a command line would read one as an option); given ones are kept", async () => {
+    // Every draw starts with 0xf8 (its base64url starts with "-"), then counts up: tokens differ.
+    let next = 0;
+    const draws: Uint8Array[] = [];
+    const randomBytes = (n: number) => {
+      const bytes = new Uint8Array(n).map(() => next++ & 0xff);
+      bytes[0] = 0xf8;
+      draws.push(bytes);
+      return bytes;
+    };
+    const h = await harness({ randomBytes });
+    const text = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64url");
+    draws.length = 0;
+    const created = await h.app.admin.createClient({ name: "Dash" });
+    const [idDraw, secretDraw, secretIdDraw] = draws.filter((d) => d.length === 16 || d.length === 32 || d.length === 9);
+    expect([idDraw, secretDraw, secretIdDraw].map((d) => [d!.length, text(d!)[0]])).toEqual([[16, "-"], [32, "-"], [9, "-"]]);
+    expect(created.client.clientId).toBe(`_${text(idDraw!).slice(1)}`);
+    expect(created.client.secrets.map((x) => x.id)).toEqual([`_${text(secretIdDraw!).slice(1)}`]);
+    // The secret itself is not an id: it is the draw as it is.
+    expect(created.clientSecret).toBe(text(secretDraw!));
+    draws.length = 0;
+    const added = await h.app.admin.addClientSecret(created.client.clientId);
+    expect(added.secret.id).toBe(`_${text(draws.find((d) => d.length === 9)!).slice(1)}`);
+    const named = await h.app.admin.createClient({ clientId: "-given-id", name: "Given" });
+    expect(named.client.clientId).toBe("-given-id");
+  });
+
   it("a secret with an expiry works until then and is refused from that instant", async () => {
     h0 = await harness();
     const temp = await h0.app.admin.addClientSecret(h0.clientId, { expiresIn: 60 });

@@ -68,6 +68,16 @@ const ID = /^[\x21-\x7e]{1,200}$/;
 export const secretView = ({ hash: _omit, ...rest }: ClientSecretRecord): ClientSecretView => rest;
 export const clientView = ({ secrets, ...rest }: ClientRecord): ClientView => ({ ...rest, secrets: secrets.map(secretView) });
 
+/**
+ * A generated client id or secret id: random base64url that never starts with `-`, so it can be
+ * passed to a command line as it is (`plantgate client delete <id>`) without being read as an
+ * option. A leading `-` (one id in 64) becomes `_`: ids are names, not secrets.
+ */
+function generatedId(random: Context["random"], bytes: number): string {
+  const id = randomToken(random, bytes);
+  return id.startsWith("-") ? `_${id.slice(1)}` : id;
+}
+
 /** Builds the client operations over a context. */
 export function createClientAdmin(ctx: Context, actor: string | null): ClientAdmin {
   const ttl = (name: string, v: number | null | undefined): number | null => {
@@ -77,7 +87,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
   };
   const newSecret = async (clientSecret: string, expiresIn: number | undefined, now: number): Promise<ClientSecretRecord> => {
     const seconds = ttl("expiresIn", expiresIn);
-    return { id: randomToken(ctx.random, 9), hash: await sha256(clientSecret), createdAt: now, expiresAt: seconds === null ? null : now + seconds * 1000, lastUsedAt: null };
+    return { id: generatedId(ctx.random, 9), hash: await sha256(clientSecret), createdAt: now, expiresAt: seconds === null ? null : now + seconds * 1000, lastUsedAt: null };
   };
   const secretClient = async (clientId: string): Promise<ClientRecord> => {
     const client = await ctx.storage.clients.get(clientId);
@@ -108,7 +118,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
     }
   };
   const createClient = async (input: CreateClientInput = {}): Promise<{ client: ClientView; clientSecret: string | null }> => {
-      const clientId = input.clientId ?? randomToken(ctx.random, 16);
+      const clientId = input.clientId ?? generatedId(ctx.random, 16);
       if (!ID.test(clientId)) throw new AdminError("clientId must be 1-200 printable ASCII characters without spaces");
       // As a URL path segment ("/console/api/clients/.."), "." and ".." are removed by URL
       // normalisation, so such a client could never be addressed through the console.
