@@ -7,12 +7,28 @@ import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
 import type { D1DatabaseLike } from "@plantgate/storage-sql/d1";
 import { Miniflare } from "miniflare";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from "vitest";
 import { createWorker, WORKERS_MAX_PASSWORD_HASH_ITERATIONS } from "../src/index.js";
 
 let mf: Miniflare | undefined;
 let database: D1DatabaseLike;
-const silent = { error: () => {}, warn: () => {} };
+/**
+ * The workers' logger: quiet, but what it was told during a test is printed when that test fails
+ * (a 503 answer says only "temporarily unavailable"; the cause is in the log). One CI run saw every
+ * test from the third on answer 503, cause unknown for want of this.
+ */
+const logged: string[] = [];
+const text = (context: unknown) => JSON.stringify(context, (_key, value: unknown) => (value instanceof Error ? `${value.name}: ${value.message}` : value));
+const silent = {
+  error: (message: string, context?: unknown) => void logged.push(`error: ${message} ${text(context)}`),
+  warn: (message: string, context?: unknown) => void logged.push(`warn: ${message} ${text(context)}`),
+};
+beforeEach(() => {
+  logged.length = 0;
+  onTestFailed(() => {
+    console.error(`the workers' logger during this test:\n${logged.length > 0 ? logged.join("\n") : "(nothing)"}`);
+  });
+});
 
 /** The stored password hash of an account, read straight from D1. */
 async function storedHash(username: string): Promise<string | undefined> {
