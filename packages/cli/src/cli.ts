@@ -73,7 +73,7 @@ const STAND_IN = "\u0000";
  * handed over under a stand-in and given back, as a positional or as an option's value. A value
  * starting with `--` still needs `--` before it (parseArgs's own message says so).
  */
-function parseLine<O extends Record<string, { type: "string" } | { type: "boolean" }>>(args: string[], options: O) {
+function parse<O extends Record<string, { type: "string" } | { type: "boolean" }>>(args: string[], options: O) {
   const held: string[] = [];
   const stand = args.map((a) => (a.length > 1 && a[0] === "-" && a[1] !== "-" ? `${STAND_IN}${held.push(a) - 1}` : a));
   const back = (v: string) => (v.startsWith(STAND_IN) ? held[Number(v.slice(1))]! : v);
@@ -91,13 +91,9 @@ function parseLine<O extends Record<string, { type: "string" } | { type: "boolea
   return { values: parsed.values, positionals: parsed.positionals.map(back) };
 }
 
-function parse(args: string[], options: Record<string, { type: "string" }>) {
-  return parseLine(args, options);
-}
-
 /** Boolean flags only (`--now`). */
 function parseFlags(args: string[], flags: string[]) {
-  return parseLine(args, Object.fromEntries(flags.map((f) => [f, { type: "boolean" as const }])));
+  return parse(args, Object.fromEntries(flags.map((f) => [f, { type: "boolean" as const }])));
 }
 
 /** What `run` returns when it printed its own output (JSON lines). */

@@ -19,7 +19,7 @@ let database: D1DatabaseLike;
  */
 const logged: string[] = [];
 const text = (context: unknown) => JSON.stringify(context, (_key, value: unknown) => (value instanceof Error ? `${value.name}: ${value.message}` : value));
-const silent = {
+const recorded = {
   error: (message: string, context?: unknown) => void logged.push(`error: ${message} ${text(context)}`),
   warn: (message: string, context?: unknown) => void logged.push(`warn: ${message} ${text(context)}`),
 };
@@ -84,7 +84,7 @@ describe("createWorker", () => {
       PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
       PLANTGATE_SCOPE_PREFIX: "Acme",
     };
-    const worker = createWorker({ logger: silent });
+    const worker = createWorker({ logger: recorded });
     const token = () =>
       worker.fetch(
         new Request("http://worker.test/UserService/connect/token", {
@@ -114,7 +114,7 @@ describe("createWorker", () => {
       PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
       PLANTGATE_BRUTE_FORCE_MAX_FAILURES: "2",
     };
-    const worker = createWorker({ logger: silent });
+    const worker = createWorker({ logger: recorded });
     const attempt = (secret: string, ip: string) =>
       worker.fetch(
         new Request("http://worker.test/UserService/connect/token", {
@@ -140,7 +140,7 @@ describe("createWorker", () => {
 
   it("defaults passwordHashIterations to workerd's PBKDF2 cap (100 000)", async () => {
     const env = { DB: database, PLANTGATE_BOOTSTRAP_USERNAME: "cf-bob", PLANTGATE_BOOTSTRAP_PASSWORD: "cf-password-4567" };
-    const res = await createWorker({ logger: silent }).fetch(new Request("http://worker.test/.well-known/jwks.json"), env);
+    const res = await createWorker({ logger: recorded }).fetch(new Request("http://worker.test/.well-known/jwks.json"), env);
     expect(res.status).toBe(200);
     expect(WORKERS_MAX_PASSWORD_HASH_ITERATIONS).toBe(100_000);
     expect(await storedHash("cf-bob")).toMatch(/^\$pbkdf2-sha256\$i=100000,/);
@@ -197,7 +197,7 @@ describe("createWorker", () => {
     };
 
     it("a 5 MB body to POST /plants: 400 1007, answered after the whole upload was read", async () => {
-      const worker = createWorker({ logger: silent });
+      const worker = createWorker({ logger: recorded });
       const { stream, seen } = upload(80);
       const res = await post(worker, "/plants", stream, { authorization: `Bearer ${await accessToken(worker)}`, "content-type": "application/json" });
       expect(seen).toEqual({ pulled: 80, closed: true, cancelled: false });
@@ -206,7 +206,7 @@ describe("createWorker", () => {
     });
 
     it("a 5 MB body to the token endpoint: 400 invalid_request, answered after the whole upload was read", async () => {
-      const worker = createWorker({ logger: silent });
+      const worker = createWorker({ logger: recorded });
       const { stream, seen } = upload(80);
       const res = await post(worker, "/UserService/connect/token", stream, { authorization: basicAuth, "content-type": "application/x-www-form-urlencoded" });
       expect(seen).toEqual({ pulled: 80, closed: true, cancelled: false });
@@ -215,7 +215,7 @@ describe("createWorker", () => {
     });
 
     it("a body plantgate never reads (no access token: 401) is read to its end too", async () => {
-      const worker = createWorker({ logger: silent });
+      const worker = createWorker({ logger: recorded });
       const { stream, seen } = upload(16);
       const res = await post(worker, "/plants", stream, { "content-type": "application/json" });
       expect(seen).toEqual({ pulled: 16, closed: true, cancelled: false });
@@ -224,7 +224,7 @@ describe("createWorker", () => {
     });
 
     it("past uploadDiscardBytes the upload is cancelled and the answer sent", async () => {
-      const worker = createWorker({ logger: silent, uploadDiscardBytes: 200_000 });
+      const worker = createWorker({ logger: recorded, uploadDiscardBytes: 200_000 });
       const { stream, seen } = upload(80);
       const res = await post(worker, "/plants", stream, { authorization: `Bearer ${await accessToken(worker)}`, "content-type": "application/json" });
       expect(res.status).toBe(400);
@@ -236,7 +236,7 @@ describe("createWorker", () => {
     });
 
     it("an upload still unfinished after uploadDiscardMs is cancelled and the answer sent", async () => {
-      const worker = createWorker({ logger: silent, uploadDiscardMs: 200 });
+      const worker = createWorker({ logger: recorded, uploadDiscardMs: 200 });
       const { stream, seen } = upload(4, true);
       const started = Date.now();
       const res = await post(worker, "/plants", stream, { "content-type": "application/json" });
@@ -246,7 +246,7 @@ describe("createWorker", () => {
     });
 
     it("a body within the limit is still read whole by plantgate", async () => {
-      const worker = createWorker({ logger: silent });
+      const worker = createWorker({ logger: recorded });
       const res = await post(worker, "/plants", new Blob(['{"id":9223372036854775806,"name":"Fern"}']).stream(), {
         authorization: `Bearer ${await accessToken(worker)}`,
         "content-type": "application/json",
@@ -260,12 +260,12 @@ describe("createWorker", () => {
     const status = async (worker: ReturnType<typeof createWorker>, env: Record<string, unknown>, path: string) =>
       (await worker.fetch(new Request(`http://worker.test${path}`), env)).status;
     const minimalEnv = { DB: database, PLANTGATE_CONSOLE: "1" };
-    const minimal = createWorker({ logger: silent });
+    const minimal = createWorker({ logger: recorded });
     expect([await status(minimal, minimalEnv, "/docs"), await status(minimal, minimalEnv, "/console"), await status(minimal, minimalEnv, "/openapi.json")]).toEqual([404, 404, 200]);
     // The console's API is on (PLANTGATE_CONSOLE=1) without a page: not signed in, not 404.
     expect(await status(minimal, minimalEnv, "/console/api/session")).toBe(401);
 
-    const full = createWorker({ logger: silent, docs: swaggerUi(), console: { enabled: false, page: consolePage() } });
+    const full = createWorker({ logger: recorded, docs: swaggerUi(), console: { enabled: false, page: consolePage() } });
     expect([await status(full, { DB: database }, "/docs"), await status(full, { DB: database }, "/console")]).toEqual([200, 404]);
     const on = { DB: database, PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_SESSION_TTL: "600" };
     const page = await full.fetch(new Request("http://worker.test/console"), on);
