@@ -91,10 +91,13 @@ function parse<O extends Record<string, { type: "string" } | { type: "boolean" }
   return { values: parsed.values, positionals: parsed.positionals.map(back) };
 }
 
-/** Boolean flags only (`--now`). */
-function parseFlags(args: string[], flags: string[]) {
-  return parse(args, Object.fromEntries(flags.map((f) => [f, { type: "boolean" as const }])));
+/** {@link parse}, for a command that takes options only: any positional is refused. */
+function parseOptions<O extends Record<string, { type: "string" } | { type: "boolean" }>>(args: string[], options: O) {
+  const parsed = parse(args, options);
+  if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument: ${parsed.positionals[0]}`);
+  return parsed.values;
 }
+
 
 /** What `run` returns when it printed its own output (JSON lines). */
 const PRINTED = Symbol("printed");
@@ -132,7 +135,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return { migrated: true };
     }
     case "client create": {
-      const { values, positionals } = parse(rest, {
+      const values = parseOptions(rest, {
         name: { type: "string" },
         id: { type: "string" },
         scopes: { type: "string" },
@@ -142,7 +145,6 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
         "jwks-uri": { type: "string" },
         "secret-expires-in": { type: "string" },
       });
-      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
       if (!values.name) throw new UsageError("--name is required");
       const grants = words(values.grants);
       if (grants?.some((g) => !GRANTS.includes(g as GrantType))) throw new UsageError(`--grants must be among: ${GRANTS.join(" ")}`);
@@ -192,7 +194,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return { client_id: clientId, secret_id: secretId, revoked: true };
     }
     case "client list": {
-      parse(rest, {});
+      parseOptions(rest, {});
       const { app } = await open();
       return (await app.admin.listClients()).map((c) => ({
         client_id: c.clientId,
@@ -212,13 +214,12 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return { client_id: clientId, deleted: true };
     }
     case "user create": {
-      const { values, positionals } = parse(rest, {
+      const values = parseOptions(rest, {
         username: { type: "string" },
         "display-name": { type: "string" },
         email: { type: "string" },
         roles: { type: "string" },
       });
-      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
       if (!values.username) throw new UsageError("--username is required");
       const password = firstLine(await io.readStdin());
       if (password === "") throw new UsageError("the password is read from stdin; none was given");
@@ -232,7 +233,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       });
     }
     case "user import": {
-      parse(rest, {});
+      parseOptions(rest, {});
       const lines = (await io.readStdin()).split(/\r?\n/);
       const records: Parameters<Plantgate["admin"]["importAccounts"]>[0] = [];
       const lineOf: number[] = [];
@@ -261,7 +262,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       }
     }
     case "user list": {
-      parse(rest, {});
+      parseOptions(rest, {});
       const { app } = await open();
       return app.admin.listAccounts();
     }
@@ -272,8 +273,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return app.admin.setAccountEnabled(username, action === "enable");
     }
     case "keys rotate": {
-      const { values, positionals } = parseFlags(rest, ["now"]);
-      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      const values = parseOptions(rest, { now: { type: "boolean" } });
       const now = values.now === true;
       const { app } = await open();
       const { kid, activatesAt, deleted } = await app.admin.rotateSigningKey({ now });
@@ -286,15 +286,13 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return { kid, activatesAt: at, status: now ? "active" : "next", deleted };
     }
     case "keys list": {
-      const { positionals } = parse(rest, {});
-      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      parseOptions(rest, {});
       const { app } = await open();
       const keys = await app.admin.listSigningKeys();
       return keys.map((k) => ({ kid: k.kid, alg: k.alg, createdAt: new Date(k.createdAt).toISOString(), activatesAt: new Date(k.activatesAt).toISOString(), status: k.status }));
     }
     case "keys reencrypt": {
-      const { positionals } = parse(rest, {});
-      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      parseOptions(rest, {});
       const { app } = await open();
       const result = await app.admin.reencryptSigningKeys();
       io.stderr("every stored private key is now encrypted with the first key of PLANTGATE_KEY_ENCRYPTION_KEY; the others can be removed\n");
@@ -302,16 +300,14 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
     }
     case "prune": {
       // "prune" has no action word: what follows it are its options.
-      const { values, positionals } = parse([action, ...rest].filter((a): a is string => a !== undefined), { "batch-size": { type: "string" } });
-      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      const values = parseOptions([action, ...rest].filter((a): a is string => a !== undefined), { "batch-size": { type: "string" } });
       const raw = values["batch-size"];
       if (raw !== undefined && (!/^\d{1,9}$/.test(raw) || Number(raw) < 1)) throw new UsageError("--batch-size must be a positive integer");
       const { app } = await open();
       return app.admin.prune(raw === undefined ? {} : { batchSize: Number(raw) });
     }
     case "events": {
-      const { values, positionals } = parse([action, ...rest].filter((a): a is string => a !== undefined), { type: { type: "string" }, limit: { type: "string" } });
-      if (positionals.length > 0) throw new UsageError(`unexpected argument: ${positionals[0]}`);
+      const values = parseOptions([action, ...rest].filter((a): a is string => a !== undefined), { type: { type: "string" }, limit: { type: "string" } });
       const raw = values.limit;
       if (raw !== undefined && (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > 1000)) throw new UsageError("--limit must be an integer from 1 to 1000");
       const { app } = await open();

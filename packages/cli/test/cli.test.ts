@@ -327,6 +327,13 @@ describe("plantgate CLI", () => {
     expect(await cli(["client", "create", "--name", "x", "--grants", "implicit"])).toMatchObject({ code: 2 });
     expect(await cli(["user", "create", "--username", "dave"])).toMatchObject({ code: 2, stderr: "plantgate: the password is read from stdin; none was given\n" });
     expect(await cli(["client", "rotate-secret"])).toMatchObject({ code: 2, stderr: "plantgate: expected exactly one CLIENT_ID\n" });
+    // A command that takes no positional refuses one rather than ignore it (`user import FILE` would
+    // otherwise read stdin, not the file, and wait on a terminal).
+    const records = JSON.stringify({ username: "stray", password: "password-1" });
+    for (const argv of [["client", "list", "extra"], ["user", "list", "extra"], ["user", "import", "accounts.jsonl"], ["keys", "list", "extra"], ["prune", "now"]]) {
+      expect(await cli(argv, records)).toEqual({ code: 2, stdout: "", stderr: `plantgate: unexpected argument: ${argv.at(-1)}\n`, json: undefined });
+    }
+    expect((await cli(["user", "list"])).json).toEqual([]);
     expect(await cli(["migrate"])).toMatchObject({ code: 0, json: { migrated: true } });
     expect(await cli(["migrate"])).toMatchObject({ code: 0, json: { migrated: true } });
     const badUrl = await cli(["client", "list"], "", { PLANTGATE_DATABASE_URL: "redis://127.0.0.1" });
