@@ -368,7 +368,12 @@ export async function resolveAuth(world: World, spec: AuthSpec): Promise<{ heade
       const original = world.tokens[spec.token];
       // Headers carry Latin-1 only (upper-casing "ÿ" gives "Ÿ", U+0178): keep it sendable.
       const mutated = spec.mutations.reduce(applyMutation, original).replace(/[^\x01-\x09\x0b\x0c\x0e-\xff]/g, "?");
-      return { header: `Bearer ${mutated}`, verdict: mutatedVerdict(original, mutated, SCOPES_OF[spec.token]) };
+      // What the server is given: `Headers` drops the value's trailing spaces and tabs, and RFC 6750
+      // puts 1*SP between "Bearer" and the token, so a space or tab a mutation left at the end, or a
+      // space at the start, is not part of the token (a flip of the appended "=" to " " leaves the
+      // original token, rightly accepted).
+      const presented = mutated.replace(/^ +/, "").replace(/[ \t]+$/, "");
+      return { header: `Bearer ${mutated}`, verdict: mutatedVerdict(original, presented, SCOPES_OF[spec.token]) };
     }
     case "crafted": {
       attacker ??= attackerKeys();
