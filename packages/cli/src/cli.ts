@@ -98,7 +98,6 @@ function parseOptions<O extends Record<string, { type: "string" } | { type: "boo
   return parsed.values;
 }
 
-
 /** What `run` returns when it printed its own output (JSON lines). */
 const PRINTED = Symbol("printed");
 /** A positive whole number of seconds, or undefined when the option is absent. */
