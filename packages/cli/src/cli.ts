@@ -62,6 +62,9 @@ function one(positionals: string[], what: string): string {
   return positionals[0]!;
 }
 
+/** A command's long options, by name (parseArgs's option config, as this CLI uses it). */
+type OptionSpecs = Record<string, { type: "string" } | { type: "boolean" }>;
+
 /** What stands in for an argument with one leading dash while parseArgs reads the line (argv cannot hold U+0000). */
 const STAND_IN = "\u0000";
 
@@ -73,7 +76,7 @@ const STAND_IN = "\u0000";
  * handed over under a stand-in and given back, as a positional or as an option's value. A value
  * starting with `--` still needs `--` before it (parseArgs's own message says so).
  */
-function parse<O extends Record<string, { type: "string" } | { type: "boolean" }>>(args: string[], options: O) {
+function parse<O extends OptionSpecs>(args: string[], options: O) {
   const held: string[] = [];
   const stand = args.map((a) => (a.length > 1 && a[0] === "-" && a[1] !== "-" ? `${STAND_IN}${held.push(a) - 1}` : a));
   const back = (v: string) => (v.startsWith(STAND_IN) ? held[Number(v.slice(1))]! : v);
@@ -92,7 +95,7 @@ function parse<O extends Record<string, { type: "string" } | { type: "boolean" }
 }
 
 /** {@link parse}, for a command that takes options only: any positional is refused. */
-function parseOptions<O extends Record<string, { type: "string" } | { type: "boolean" }>>(args: string[], options: O) {
+function parseOptions<O extends OptionSpecs>(args: string[], options: O) {
   const parsed = parse(args, options);
   if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument: ${parsed.positionals[0]}`);
   return parsed.values;

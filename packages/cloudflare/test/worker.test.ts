@@ -19,10 +19,8 @@ let database: D1DatabaseLike;
  */
 const logged: string[] = [];
 const text = (context: unknown) => JSON.stringify(context, (_key, value: unknown) => (value instanceof Error ? `${value.name}: ${value.message}` : value));
-const recorded = {
-  error: (message: string, context?: unknown) => void logged.push(`error: ${message} ${text(context)}`),
-  warn: (message: string, context?: unknown) => void logged.push(`warn: ${message} ${text(context)}`),
-};
+const record = (level: "error" | "warn") => (message: string, context?: unknown) => void logged.push(`${level}: ${message} ${text(context)}`);
+const recorded = { error: record("error"), warn: record("warn") };
 beforeEach(() => {
   logged.length = 0;
   onTestFailed(() => {
