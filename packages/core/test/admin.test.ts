@@ -116,6 +116,7 @@ describe("admin operations", () => {
     }
     await expect(h.app.admin.createClient({ clientId: h.clientId })).rejects.toThrow(new AdminError(`client ${h.clientId} already exists`));
     await expect(h.app.admin.createAccount({ username: "bob", password: "short" })).rejects.toThrow(new AdminError("password must be 8-1024 characters"));
+    await expect(h.app.admin.createAccount({ username: "bob", password: "long-enough\u0000" })).rejects.toThrow(new AdminError("password must not contain U+0000"));
     await expect(h.app.admin.createAccount({ username: h.username, password: "long-enough-pw" })).rejects.toThrow(new AdminError(`username ${h.username} is taken`));
     expect((await h.app.admin.listClients()).map((c) => c.clientId)).toEqual([h.clientId]);
     expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);

@@ -3,6 +3,7 @@
  * §5.1 and §3.3, and the RFC 9068 access-token profile. Everything goes through `app.fetch`.
  */
 import { describe, expect, it } from "vitest";
+import { hashPassword, verifyPassword } from "../src/index.js";
 import { basic, BASE, harness, tokenRequest } from "./helpers.js";
 import {
   auth,
@@ -220,6 +221,21 @@ describe("password grant (RFC 6749 §4.3)", () => {
       error: "invalid_grant",
       error_description: "The username or password is incorrect.",
     });
+  });
+
+  it("RFC 6749 §5.2 invalid_grant: the password followed by U+0000 is not the password (PBKDF2-HMAC pads short keys with zero bytes)", async () => {
+    const h = await harness();
+    const expected = { error: "invalid_grant", error_description: "The username or password is incorrect." };
+    for (const password of [`${h.password}\u0000`, `${h.password}\u0000\u0000`, `\u0000${h.password}`]) {
+      await expectTokenError(await passwordRequest(h, { password }), 400, expected);
+    }
+    await expectTokenSuccess(await passwordRequest(h));
+    // The exported helpers hold the same rule: no such hash is made, and no such password matches.
+    const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+    const phc = await hashPassword(h.password, random, { iterations: 1000 });
+    expect(await verifyPassword(h.password, phc)).toBe(true);
+    expect(await verifyPassword(`${h.password}\u0000`, phc)).toBe(false);
+    await expect(hashPassword(`${h.password}\u0000`, random, { iterations: 1000 })).rejects.toThrow(new TypeError("a password must not contain U+0000"));
   });
 
   it("RFC 6749 §4.3.2: the username is matched exactly (a case variant is an unknown user)", async () => {

@@ -99,6 +99,8 @@ function checkAccountInput(input: CreateAccountInput): void {
   if (typeof input.password !== "string" || input.password.length < 8 || input.password.length > 1024) {
     throw new AdminError("password must be 8-1024 characters");
   }
+  // PBKDF2 would hash `pw` followed by U+0000 as `pw` (see hashPassword).
+  if (input.password.includes("\u0000")) throw new AdminError("password must not contain U+0000");
   const optionalText = (name: string, v: unknown) => {
     if (v !== undefined && v !== null && (typeof v !== "string" || v.length > 320 || !isStorableText(v))) throw new AdminError(`${name} must be a string of at most 320 characters`);
   };

@@ -122,8 +122,16 @@ async function pbkdf2(password: string, salt: Uint8Array, iterations: number, le
 }
 
 /**
+ * PBKDF2-HMAC pads a password shorter than SHA-256's 64-byte block with zero bytes, so `pw` and
+ * `pw` followed by U+0000 characters give the same hash. A password may not contain U+0000: it is
+ * refused when hashed, and a presented one never verifies.
+ */
+const NUL = "\u0000";
+
+/**
  * Hashes a password as a PHC string: `$pbkdf2-sha256$i=600000,l=32$<salt>$<hash>` (base64, no padding).
  * PBKDF2 because it is the slow hash Web Crypto offers in every runtime (Node and workerd alike).
+ * Throws a TypeError for a password that contains U+0000 (see {@link verifyPassword}).
  *
  * @example
  * const phc = await hashPassword("correct horse", defaultRandomBytes);
@@ -133,6 +141,7 @@ export async function hashPassword(
   random: RandomBytes,
   options: PasswordHashOptions = {},
 ): Promise<string> {
+  if (password.includes(NUL)) throw new TypeError("a password must not contain U+0000");
   const iterations = options.iterations ?? PBKDF2_DEFAULT_ITERATIONS;
   const salt = random(16);
   const hash = await pbkdf2(password, salt, iterations, 32);
@@ -145,11 +154,15 @@ const PHC = /^\$pbkdf2-sha256\$i=(\d{1,8}),l=(\d{1,3})\$([A-Za-z0-9+/]+)\$([A-Za
 /**
  * Verifies a password against a PHC string from {@link hashPassword}. A malformed hash verifies
  * nothing (returns false) rather than throwing, so a corrupt row cannot become a 5xx or a bypass.
+ * A password with U+0000 in it verifies nothing, at once: PBKDF2-HMAC would take `pw` followed by
+ * U+0000 for `pw` (see hashPassword). The early answer tells a caller nothing it did not send. (An
+ * account created before this rule with such a password can no longer sign in.)
  *
  * @example
  * if (!(await verifyPassword(input, account.passwordHash))) throw invalidGrant;
  */
 export async function verifyPassword(password: string, phc: string): Promise<boolean> {
+  if (password.includes(NUL)) return false;
   const m = PHC.exec(phc);
   if (!m) return false;
   const iterations = Number(m[1]);
