@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { generateKeyRecord } from "@plantgate/core";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { runCli } from "../src/cli.js";
@@ -56,7 +57,10 @@ describe("plantgate CLI", () => {
     });
     expect(created.stderr).toContain("shown only now");
 
-    const server = await startServer({ PORT: "0", PLANTGATE_DB: join(dir, "data", "plantgate.db"), ...baseEnv() });
+    // The server's JSON lines must hold none of the secrets and passwords the CLI and the requests carried.
+    const lines = serverLines();
+    const sent = [created.json.client_secret as string, "s3cret-passphrase"];
+    const server = await startServer({ PORT: "0", PLANTGATE_DB: join(dir, "data", "plantgate.db"), ...baseEnv() }, {}, { destination: lines.destination });
     try {
       expect(server.demo).toBeNull(); // the store was not empty
       const ok = await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: created.json.client_secret });
@@ -74,6 +78,7 @@ describe("plantgate CLI", () => {
         expires_at: expect.stringMatching(/Z$/),
       });
       expect(Date.parse(added.json.expires_at) - Date.parse(added.json.created_at)).toBe(3_600_000);
+      sent.push(added.json.client_secret);
       for (const secret of [created.json.client_secret, added.json.client_secret]) {
         expect((await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: secret })).status).toBe(200);
       }
@@ -86,6 +91,7 @@ describe("plantgate CLI", () => {
       expect(rotated.code).toBe(0);
       expect(rotated.json).toEqual({ client_id: "reporting", client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), secret_id: expect.any(String), created_at: expect.stringMatching(/Z$/), expires_at: null });
       expect(rotated.json.client_secret).not.toBe(created.json.client_secret);
+      sent.push(rotated.json.client_secret);
       for (const secret of [created.json.client_secret, added.json.client_secret]) {
         const old = await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: secret });
         expect(old).toEqual({ status: 401, body: { error: "invalid_client", error_description: "Client authentication failed." } });
@@ -144,6 +150,7 @@ describe("plantgate CLI", () => {
     } finally {
       await server.close();
     }
+    lines.check(sent);
   });
 
   it("keys list shows kid, alg, createdAt, activatesAt and status (next / active / retired); rotate schedules, rotate --now switches", async () => {
@@ -421,7 +428,8 @@ describe("plantgate CLI", () => {
   it("events prints the kept security events as JSON lines, newest first, by type and limit; the CLI's own actions are among them", async () => {
     const created = await cli(["client", "create", "--name", "Reporting", "--id", "reporting", "--grants", "client_credentials"]);
     expect((await cli(["client", "rotate-secret", "reporting"])).code).toBe(0);
-    const server = await startServer({ PORT: "0", PLANTGATE_DB: join(dir, "data", "plantgate.db"), ...baseEnv() });
+    const serverOutput = serverLines();
+    const server = await startServer({ PORT: "0", PLANTGATE_DB: join(dir, "data", "plantgate.db"), ...baseEnv() }, {}, { destination: serverOutput.destination });
     try {
       const bad = await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: created.json.client_secret });
       expect(bad.status).toBe(401);
@@ -429,6 +437,7 @@ describe("plantgate CLI", () => {
     } finally {
       await server.close();
     }
+    serverOutput.check([created.json.client_secret]);
     const lines = async (argv: string[]) => {
       const r = await cli(argv);
       expect([r.code, r.stderr]).toEqual([0, ""]);

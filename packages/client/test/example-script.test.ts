@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { createMemoryStorage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { recordingLogger } from "./real-suite.js";
 
@@ -19,6 +20,7 @@ const hex = (n: number) => randomBytes(n).toString("hex");
 const creds = { clientId: `script-${hex(4)}`, clientSecret: hex(32), username: `user-${hex(4)}`, password: hex(16) };
 let server: RunningServer;
 const errors: unknown[] = [];
+const lines = serverLines();
 let child: ChildProcess | undefined;
 
 beforeAll(async () => {
@@ -32,12 +34,14 @@ beforeAll(async () => {
       PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
     },
     { storage: createMemoryStorage(), logger: recordingLogger(errors) },
+    { destination: lines.destination },
   );
   await server.app.admin.createAccount({ username: "second-user", password: "second-password" });
 });
 afterAll(async () => {
   await server?.close();
   expect(errors).toEqual([]);
+  lines.check([creds.clientSecret, creds.password, "second-password"]);
 });
 afterEach(() => {
   // Only when a run hung: tsx runs the script in a grandchild, so kill the whole group.

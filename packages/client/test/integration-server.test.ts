@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { createMemoryStorage } from "@plantgate/core";
 import nodeFetch from "node-fetch";
 import { startServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { describe, expect, it } from "vitest";
 import { createClient, NetworkError, type FetchLike } from "../src/index.js";
 import { manualClock, rejectionOf } from "./support.js";
@@ -16,6 +17,7 @@ const hex = (n: number) => randomBytes(n).toString("hex");
 async function serverTarget(serverClock: ManualClock, fetch: FetchLike) {
   const errors: unknown[] = [];
   const credentials = { clientId: `client-${hex(4)}`, clientSecret: hex(32), username: `user-${hex(4)}`, password: hex(16) };
+  const lines = serverLines();
   const server = await startServer(
     {
       PORT: "0",
@@ -27,6 +29,7 @@ async function serverTarget(serverClock: ManualClock, fetch: FetchLike) {
     },
     // In-memory storage: the example server would otherwise open its default SQLite file in the cwd.
     { storage: createMemoryStorage(), clock: serverClock.now, logger: recordingLogger(errors) },
+    { destination: lines.destination },
   );
   let closed = false;
   return {
@@ -36,8 +39,10 @@ async function serverTarget(serverClock: ManualClock, fetch: FetchLike) {
     app: server.app,
     errors,
     close: async () => {
-      if (!closed) await server.close();
+      if (closed) return;
       closed = true;
+      await server.close();
+      lines.check([credentials.clientSecret, credentials.password]);
     },
   };
 }

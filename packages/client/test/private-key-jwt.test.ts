@@ -4,6 +4,7 @@
  */
 import { createMemoryStorage } from "@plantgate/core";
 import { startServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createClient, OAuthError } from "../src/index.js";
 import { rejectionOf } from "./support.js";
@@ -21,10 +22,15 @@ const KEYS: [string, AlgorithmIdentifier | RsaHashedKeyGenParams | EcKeyGenParam
 describe("createClient({ clientId, privateKey }) against the example server", () => {
   let server: Server;
   const seen: string[] = [];
+  const lines = serverLines();
   beforeAll(async () => {
-    server = await startServer({ PORT: "0", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" }, { storage: createMemoryStorage(), logger: { error() {}, warn() {} } });
+    server = await startServer({ PORT: "0", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" }, { storage: createMemoryStorage(), logger: { error() {}, warn() {} } }, { destination: lines.destination });
   });
-  afterAll(() => server.close());
+  afterAll(async () => {
+    await server.close();
+    // No assertion or access token (JWTs) in any line, nor the demo client's secret or password.
+    lines.check(server.demo ? [server.demo.clientSecret, server.demo.password] : []);
+  });
 
   for (const [alg, params] of KEYS) {
     it(`${alg}: a private JWK gets a token, and every token request carries a new assertion (fresh jti)`, async () => {

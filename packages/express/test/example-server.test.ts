@@ -1,21 +1,33 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { startExpressServer, type RunningExpressServer } from "../../../examples/express-server/src/server.js";
 import { startServer } from "../../../examples/node-server/src/server.js";
+import { serverLines } from "../../../tests/http-suite/src/server-lines.js";
 
 const running: RunningExpressServer[] = [];
+/** Checks of the JSON lines of the servers `start` made, run once they are closed. */
+const lineChecks: Array<() => void> = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((server) => server.close()));
+  for (const check of lineChecks.splice(0)) check();
 });
 
 async function start(env: Record<string, string>): Promise<RunningExpressServer> {
-  const server = await startExpressServer({
-    HOST: "127.0.0.1",
-    PORT: "0",
-    PLANTGATE_DB: ":memory:",
-    PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
-    ...env,
-  });
+  const lines = serverLines();
+  const server = await startExpressServer(
+    {
+      HOST: "127.0.0.1",
+      PORT: "0",
+      PLANTGATE_DB: ":memory:",
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+      ...env,
+    },
+    {},
+    { destination: lines.destination },
+  );
   running.push(server);
+  // No line may hold the demo's or the bootstrap's secret or password, or a token (the tests use them all).
+  const secrets = server.demo ? [server.demo.clientSecret, server.demo.password] : [env.PLANTGATE_BOOTSTRAP_CLIENT_SECRET, env.PLANTGATE_BOOTSTRAP_PASSWORD];
+  lineChecks.push(() => lines.check(secrets.filter((x): x is string => x !== undefined)));
   return server;
 }
 

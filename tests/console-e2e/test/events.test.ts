@@ -9,6 +9,7 @@ import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createMemoryStorage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -45,6 +46,7 @@ const name = present
   let page: Page;
   const problems: string[] = [];
   const sent: string[] = [CLIENT.secret, ADMIN.password, "wrong-client-secret-000000", "wrong-user-password"];
+  const lines = serverLines();
 
   beforeAll(async () => {
     if (!present) throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium (apt-get install chromium)`);
@@ -60,6 +62,7 @@ const name = present
         PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
       },
       { storage: createMemoryStorage({ audit: true }), logger: { error() {}, warn() {} } },
+      { destination: lines.destination },
     );
     // Over real HTTP: 22 tokens, a wrong client secret, a wrong password (in that order).
     for (let i = 0; i < 22; i++) {
@@ -89,6 +92,8 @@ const name = present
   afterAll(async () => {
     await browser?.close();
     await server?.close();
+    // The server's JSON lines hold none of what was sent either.
+    if (server) lines.check(sent);
   });
 
   const column = (label: string) => page.locator(`#events-body td[data-label="${label}"]`).allTextContents();

@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { createMemoryStorage, createPlantgate } from "@plantgate/core";
 import { startServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** A running server the browser test talks to. */
@@ -33,6 +34,7 @@ export interface Seed {
 }
 
 export async function startNodeTarget(seed: Seed): Promise<Target> {
+  const lines = serverLines();
   const server = await startServer(
     {
       PORT: "0",
@@ -44,9 +46,14 @@ export async function startNodeTarget(seed: Seed): Promise<Target> {
       PLANTGATE_PASSWORD_HASH_ITERATIONS: String(seed.passwordHashIterations),
     },
     { storage: createMemoryStorage(), logger: { error() {}, warn() {} } },
+    { destination: lines.destination },
   );
   await server.app.admin.importAccounts(seed.accounts);
-  return { url: server.url, consoleUrl: server.consoleUrl!, close: () => server.close() };
+  const close = async () => {
+    await server.close();
+    lines.check([seed.admin.password, seed.client.secret, ...seed.accounts.map((a) => a.password)]);
+  };
+  return { url: server.url, consoleUrl: server.consoleUrl!, close };
 }
 
 const require = createRequire(import.meta.url);

@@ -9,6 +9,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createMemoryStorage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -22,10 +23,11 @@ const suffix = available ? "" : ` (SKIPPED: ${CHROMIUM} is not installed; apt-ge
 describe("the API reference page in chromium", () => {
   let server: RunningServer | undefined;
   let browser: Browser | undefined;
+  const lines = serverLines();
 
   beforeAll(async () => {
     if (!available && process.env.CI !== "true") return;
-    server = await startServer({ PORT: "0", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" }, { storage: createMemoryStorage(), logger: { error() {}, warn() {} } });
+    server = await startServer({ PORT: "0", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" }, { storage: createMemoryStorage(), logger: { error() {}, warn() {} } }, { destination: lines.destination });
     // playwright gives every launch a fresh, empty profile; the flags keep chromium off the network.
     browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -36,6 +38,7 @@ describe("the API reference page in chromium", () => {
   afterAll(async () => {
     await browser?.close();
     await server?.close();
+    if (server?.demo) lines.check([server.demo.clientSecret, server.demo.password]);
   });
 
   runIt(`shows the plant store operations from /openapi.json, loads only from the server, and is screenshotted${suffix}`, async () => {

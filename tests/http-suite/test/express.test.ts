@@ -6,6 +6,7 @@ import { randomBytes } from "node:crypto";
 import { startExpressServer } from "@plantgate/example-express-server";
 import { describeHttpSuite } from "../src/suite.js";
 import { describeOversizedUploads } from "../src/oversized-uploads.js";
+import { serverLines } from "../src/server-lines.js";
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
 
@@ -23,6 +24,7 @@ describeHttpSuite("express (mounted at /auth)", {
     const clientSecret = hex(32);
     const username = `alice-${hex(4)}`;
     const password = hex(16);
+    const lines = serverLines();
     const server = await startExpressServer({
       PORT: "0",
       PLANTGATE_DB: ":memory:",
@@ -31,7 +33,7 @@ describeHttpSuite("express (mounted at /auth)", {
       PLANTGATE_BOOTSTRAP_USERNAME: username,
       PLANTGATE_BOOTSTRAP_PASSWORD: password,
       PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
-    }, { logger });
+    }, { logger }, { destination: lines.destination });
     try {
       if (server.mountPath !== "/auth" || server.baseUrl !== `${server.url}/auth`) {
         throw new Error(`unexpected mount: ${server.mountPath} ${server.baseUrl}`);
@@ -46,6 +48,7 @@ describeHttpSuite("express (mounted at /auth)", {
     return { baseUrl: server.baseUrl, clientId, clientSecret, username, password, close: async () => {
         await server.close();
         if (errors.length > 0) throw new Error(`the server logged errors: ${JSON.stringify(errors)}`);
+        lines.check([clientSecret, password]);
       },
     };
   },

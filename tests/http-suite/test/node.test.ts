@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { startServer } from "@plantgate/example-node-server";
 import { describeHttpSuite } from "../src/suite.js";
 import { describeOversizedUploads } from "../src/oversized-uploads.js";
+import { serverLines } from "../src/server-lines.js";
 
 const hex = (bytes: number) => randomBytes(bytes).toString("hex");
 
@@ -18,6 +19,7 @@ describeHttpSuite("node:http", {
     const clientSecret = hex(32);
     const username = `alice-${hex(4)}`;
     const password = hex(16);
+    const lines = serverLines();
     const server = await startServer({
       PORT: "0",
       PLANTGATE_DB: ":memory:",
@@ -26,7 +28,7 @@ describeHttpSuite("node:http", {
       PLANTGATE_BOOTSTRAP_USERNAME: username,
       PLANTGATE_BOOTSTRAP_PASSWORD: password,
       PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
-    }, { logger });
+    }, { logger }, { destination: lines.destination });
     try {
       for (let i = 0; i < accounts; i++) {
         await server.app.admin.createAccount({ username: `walker-${String(i).padStart(2, "0")}-${hex(3)}`, password: hex(16) });
@@ -38,6 +40,7 @@ describeHttpSuite("node:http", {
     return { baseUrl: server.url, clientId, clientSecret, username, password, close: async () => {
         await server.close();
         if (errors.length > 0) throw new Error(`the server logged errors: ${JSON.stringify(errors)}`);
+        lines.check([clientSecret, password]);
       },
     };
   },

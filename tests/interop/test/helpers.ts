@@ -9,6 +9,7 @@ import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyResult } 
 import fetch, { type Response } from "node-fetch";
 import { expect } from "vitest";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { serverLines, type ServerLines } from "@plantgate/http-suite-tests/server-lines";
 
 export const TOKEN_PATH = "/UserService/connect/token";
 export const ACCOUNTS_PATH = "/rbac/ServerCommand/GetAccountList";
@@ -31,6 +32,8 @@ export interface Fixture {
   userId: string;
   /** What the server logged (the app's `logger` option records here instead of the console). */
   logs: LogEntry[];
+  /** The server's JSON lines (events and housekeeping), kept here instead of going to stdout. */
+  lines: ServerLines;
 }
 
 export interface LogEntry {
@@ -52,6 +55,7 @@ export async function startFixture(): Promise<Fixture> {
     error: (message: string, context?: Record<string, unknown>) => void logs.push({ level: "error", message, context }),
     warn: (message: string, context?: Record<string, unknown>) => void logs.push({ level: "warn", message, context }),
   };
+  const lines = serverLines();
   const server = await startServer({
     PORT: "0",
     PLANTGATE_DB: ":memory:",
@@ -63,7 +67,7 @@ export async function startFixture(): Promise<Fixture> {
     // Strict one-time refresh tokens, so the libraries' reuse of a spent token is refused at once
     // (the default 30 s grace window would replay the answer; the HTTP suite covers that).
     PLANTGATE_REFRESH_GRACE_SECONDS: "0",
-  }, { logger });
+  }, { logger }, { destination: lines.destination });
   try {
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:[1-9]\d*$/);
     expect(server.demo).toBeNull(); // bootstrap variables given, so no demo client
@@ -72,7 +76,7 @@ export async function startFixture(): Promise<Fixture> {
     const page = (await (await getAccounts(server.url, token)).json()) as { accounts: { id: string; username: string }[] };
     const me = page.accounts.find((a) => a.username === username);
     if (!me) throw new Error(`bootstrap account ${username} missing from the listing`);
-    return { server, url: server.url, clientId, clientSecret, username, password, userId: me.id, logs };
+    return { server, url: server.url, clientId, clientSecret, username, password, userId: me.id, logs, lines };
   } catch (error) {
     await server.close();
     throw error;
@@ -80,8 +84,9 @@ export async function startFixture(): Promise<Fixture> {
 }
 
 /**
- * Closes the server and checks what it logged: no error (an error means a 500 or a 503 somewhere)
- * and never a secret in any entry.
+ * Closes the server and checks what it logged: no error (an error means a 500 or a 503 somewhere),
+ * never a secret in any entry, and in its JSON lines never the client secret, the password, or a
+ * token or assertion the libraries sent.
  */
 export async function stopFixture(fx: Fixture | undefined): Promise<void> {
   if (!fx) return;
@@ -90,6 +95,7 @@ export async function stopFixture(fx: Fixture | undefined): Promise<void> {
   const logged = JSON.stringify(fx.logs);
   expect(logged).not.toContain(fx.clientSecret);
   expect(logged).not.toContain(fx.password);
+  fx.lines.check([fx.clientSecret, fx.password]);
 }
 
 /** A client_credentials token fetched with node-fetch and client_secret_basic, no OAuth library. */

@@ -4,9 +4,10 @@
  * keeps running, and when the database is back the same requests succeed again.
  */
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { CuttableProxy } from "./cuttable-proxy.js";
-import { POSTGRES_URL, baseServerEnv, clientCredentials, describeIfPostgres, freshSchema, probePostgres, type FreshSchema } from "./support.js";
+import { CLIENT_SECRET, PASSWORD, POSTGRES_URL, baseServerEnv, clientCredentials, describeIfPostgres, freshSchema, probePostgres, type FreshSchema } from "./support.js";
 
 const problem = await probePostgres();
 
@@ -35,6 +36,7 @@ describeIfPostgres("the database lost while serving (a cut TCP proxy in front of
   let proxy: CuttableProxy | undefined;
   let server: RunningServer | undefined;
   const logged: string[] = [];
+  const lines = serverLines();
   let crashed: unknown[] = [];
   const onCrash = (e: unknown) => void crashed.push(e);
 
@@ -52,7 +54,7 @@ describeIfPostgres("the database lost while serving (a cut TCP proxy in front of
     server = await startServer(baseServerEnv(schema.urlFor(viaProxy.toString())), {
       // Keep the expected "storage unavailable" reports out of the test output, but look at them.
       logger: { error: (message) => void logged.push(message), warn: (message) => void logged.push(message) },
-    });
+    }, { destination: lines.destination });
   });
 
   afterAll(async () => {
@@ -61,6 +63,7 @@ describeIfPostgres("the database lost while serving (a cut TCP proxy in front of
     await server?.close().catch(() => {});
     await proxy?.close();
     await schema?.drop();
+    if (server) lines.check([CLIENT_SECRET, PASSWORD]);
   });
 
   it("answers 503 with Retry-After while cut (API and token endpoint), and serves again once restored", async () => {
