@@ -184,6 +184,8 @@ describe("console: sign-in", () => {
     await h.app.admin.createAccount({ username: "old-admin", password: "old-admin-pass", roles: ["admin"], enabled: false });
     for (const creds of [
       { username: "root", password: "wrong-password" },
+      // PBKDF2-HMAC would hash the password followed by U+0000 as the password: refused all the same.
+      { username: "root", password: `${ADMIN.password}\u0000` },
       { username: "nobody", password: "whatever-pass" },
       { username: "old-admin", password: "old-admin-pass" },
     ]) {
