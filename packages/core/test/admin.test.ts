@@ -115,6 +115,12 @@ describe("admin operations", () => {
       await expect(h.app.admin.ensureClient(clientId, "a-long-enough-secret-0123456789")).rejects.toThrow(new AdminError('clientId must not be "." or ".."'));
     }
     await expect(h.app.admin.createClient({ clientId: h.clientId })).rejects.toThrow(new AdminError(`client ${h.clientId} already exists`));
+    // A name every backend can store (PostgreSQL text holds no U+0000, no SQL engine a lone surrogate).
+    for (const name of ["a\u0000b", "a\ud800b", "\udc00", "", "x".repeat(201), 42 as unknown as string]) {
+      await expect(h.app.admin.createClient({ clientId: "named", name })).rejects.toThrow(new AdminError("name must be 1-200 characters without U+0000 or unpaired surrogates"));
+    }
+    expect((await h.app.admin.createClient({ clientId: "named", name: "🌱 ".repeat(66) + "x" })).client.name).toBe("🌱 ".repeat(66) + "x");
+    await h.app.admin.deleteClient("named");
     await expect(h.app.admin.createAccount({ username: "bob", password: "short" })).rejects.toThrow(new AdminError("password must be 8-1024 characters"));
     await expect(h.app.admin.createAccount({ username: "bob", password: "long-enough\u0000" })).rejects.toThrow(new AdminError("password must not contain U+0000"));
     await expect(h.app.admin.createAccount({ username: h.username, password: "long-enough-pw" })).rejects.toThrow(new AdminError(`username ${h.username} is taken`));

@@ -141,6 +141,11 @@ describe("console API: third-party applications (settings > security settings)",
       [{ name: "A", accessTokenTtl: 1.5 }, 400, { error: 1004, message: "accessTokenTtl must be an integer number of seconds." }],
       [{ name: "A", clientId: "has space" }, 400, { error: 1009, message: "clientId must be 1-200 printable ASCII characters without spaces" }],
       [{ name: "A", clientId: "app-1" }, 409, { error: 1307, message: "A client with id app-1 already exists." }],
+      // Storable on every backend: on PostgreSQL (U+0000) and every SQL engine (a lone surrogate,
+      // sent as the JSON escape \ud800) these were a 500 from the failed insert.
+      [{ name: "a\u0000b" }, 400, { error: 1009, message: "name must be 1-200 characters without U+0000 or unpaired surrogates" }],
+      [{ name: "a\ud800b" }, 400, { error: 1009, message: "name must be 1-200 characters without U+0000 or unpaired surrogates" }],
+      [{ name: "x".repeat(201) }, 400, { error: 1009, message: "name must be at most 200 characters." }],
     ];
     for (const [body, status, expected] of cases) {
       const r = await h.as("POST", "/api/clients", body);

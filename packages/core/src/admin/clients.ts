@@ -2,7 +2,11 @@ import { randomToken, sha256 } from "../crypto/index.js";
 import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
+import { isStorableText } from "../schemas/plants.js";
 import { AdminError } from "./errors.js";
+
+/** The longest client name (the console's form and API take the same). */
+export const MAX_CLIENT_NAME = 200;
 
 /** Input of {@link ClientAdmin.createClient}. */
 export interface CreateClientInput {
@@ -18,6 +22,7 @@ export interface CreateClientInput {
   jwks?: string | object;
   /** `private_key_jwt`: an https URL where the client publishes its JWK Set. */
   jwksUri?: string;
+  /** Shown in the console and the CLI; 1-200 characters without U+0000 or unpaired surrogates. Default: the client id. */
   name?: string;
   /** Default: all three grants. */
   grantTypes?: GrantType[];
@@ -123,6 +128,11 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       // As a URL path segment ("/console/api/clients/.."), "." and ".." are removed by URL
       // normalisation, so such a client could never be addressed through the console.
       if (clientId === "." || clientId === "..") throw new AdminError('clientId must not be "." or ".."');
+      // Storable on every backend: PostgreSQL text holds no U+0000 and no SQL engine a lone
+      // surrogate, so such a name would fail the insert (a 500 from the console) instead of this answer.
+      if (input.name !== undefined && (typeof input.name !== "string" || input.name.length < 1 || input.name.length > MAX_CLIENT_NAME || !isStorableText(input.name))) {
+        throw new AdminError(`name must be 1-${MAX_CLIENT_NAME} characters without U+0000 or unpaired surrogates`);
+      }
       const authMethod = input.authMethod ?? "client_secret";
       if (authMethod !== "client_secret" && authMethod !== "private_key_jwt") throw new AdminError("authMethod must be client_secret or private_key_jwt");
       const keys = keySource(input);

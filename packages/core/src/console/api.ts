@@ -1,4 +1,5 @@
 import { AdminError, createAdmin, type ClientSecretView, type ClientView } from "../admin/index.js";
+import { MAX_CLIENT_NAME } from "../admin/clients.js";
 import { accountView, listAccounts } from "../api/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, plain, type PlainResponse } from "../http/respond.js";
@@ -140,7 +141,7 @@ export const listClients: ApiHandler = async (ctx) => {
 export const createClient: ApiHandler = async (ctx, s, request) => {
   const body = await readJsonObject(request);
   const clientId = optionalString(body, "clientId", 200);
-  const name = optionalString(body, "name", 200);
+  const name = optionalString(body, "name", MAX_CLIENT_NAME);
   if (name === undefined) throw new ApiError(400, ApiErrorCode.missingField, "name is required.");
   const grantTypes = optionalStrings(body, "grantTypes");
   if (grantTypes !== undefined && grantTypes.length === 0) throw invalid("Choose at least one grant type.");
