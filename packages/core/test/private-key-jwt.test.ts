@@ -5,6 +5,7 @@
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AdminError } from "../src/index.js";
 import { BASE, basic, harness, tokenRequest, type Harness } from "./helpers.js";
 import { expectTokenError, expectTokenSuccess } from "./token-helpers.js";
 
@@ -132,6 +133,11 @@ describe("private_key_jwt (RFC 7523)", () => {
     await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwks: { keys: [{ kty: "oct", k: "AAAA" }] } })).rejects.toThrow("symmetric (oct) keys are not accepted");
     await expect(h.app.admin.createClient({ authMethod: "private_key_jwt" })).rejects.toThrow("a private_key_jwt client needs exactly one of jwks and jwksUri");
     await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwksUri: "http://example.com/jwks" })).rejects.toThrow("jwksUri must use https (http only for localhost)");
+    // The URL parser percent-encodes these, but the text given is what is stored: PostgreSQL text
+    // holds no U+0000 and no SQL engine a lone surrogate.
+    for (const jwksUri of ["https://keys.example/a\u0000b", "https://keys.example/\ud800"]) {
+      await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwksUri })).rejects.toThrow(new AdminError("jwksUri must not contain U+0000 or unpaired surrogates"));
+    }
   });
 });
 

@@ -2,7 +2,7 @@ import { randomToken, sha256 } from "../crypto/index.js";
 import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
-import { isStorableText } from "../schemas/plants.js";
+import { isStorableText } from "../util/storable-text.js";
 import { AdminError } from "./errors.js";
 
 /** The longest client name (the console's form and API take the same). */

@@ -2,6 +2,7 @@ import { importJWK, type CryptoKey, type JWK } from "jose";
 import type { Logger } from "../context.js";
 import type { ClientRecord } from "../storage/types.js";
 import { remember } from "../util/bounded-cache.js";
+import { isStorableText } from "../util/storable-text.js";
 
 /**
  * The signature algorithms accepted for `private_key_jwt` assertions; never `none` or HMAC.
@@ -70,6 +71,8 @@ export function checkJwksUri(uri: string): void {
   if (url.protocol !== "https:" && !(url.protocol === "http:" && loopback)) throw new JwksError("jwksUri must use https (http only for localhost)");
   if (url.username !== "" || url.password !== "") throw new JwksError("jwksUri must not hold credentials");
   if (uri.length > 2048) throw new JwksError("jwksUri must be at most 2048 characters");
+  // The text given is what is stored (the parser's percent-encoding is not): keep it storable everywhere.
+  if (!isStorableText(uri)) throw new JwksError("jwksUri must not contain U+0000 or unpaired surrogates");
 }
 
 /** Finds the public keys a client's assertions may be verified with. One per app. */

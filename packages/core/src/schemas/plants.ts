@@ -4,14 +4,12 @@ import { JsonNumber, type JsonValue } from "../util/json.js";
 import type { PlantRecord } from "../storage/types.js";
 import { bigintInt64, jsonInt64 } from "./int64.js";
 import { meta } from "./meta.js";
+import { isStorableText } from "../util/storable-text.js";
 
 /** Longest `name` and `tag`, in Unicode code points (as JSON Schema's maxLength counts, so the OpenAPI document states the same limit). */
 export const MAX_PLANT_TEXT = 256;
 
-/** Text every backend can store unchanged: no U+0000 (PostgreSQL text rejects it) and no lone surrogates (UTF-8 cannot encode them). */
-export function isStorableText(text: string): boolean {
-  return !/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
-}
+export { isStorableText };
 
 const code = (c: ApiErrorNumber) => ({ params: { code: c } });
 const storable = (field: string) =>
