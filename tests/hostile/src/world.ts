@@ -180,8 +180,8 @@ function pemOf(spki: ArrayBuffer): string {
   return `-----BEGIN PUBLIC KEY-----\n${b.match(/.{1,64}/g)!.join("\n")}\n-----END PUBLIC KEY-----\n`;
 }
 
-/** Extra options for a world (e.g. a strict brute-force limit). */
-export type WorldOptions = Pick<PlantgateOptions, "bruteForce">;
+/** Extra options for a world (e.g. a strict brute-force limit, the management console). */
+export type WorldOptions = Pick<PlantgateOptions, "bruteForce" | "console">;
 
 /**
  * Builds a fresh world. `seed` pins every random value the server draws.
@@ -236,7 +236,7 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     // the known clients and users and the valid requests could no longer be told apart.
     bruteForce: options.bruteForce ?? { maxFailures: 1_000_000_000, windowSeconds: 60 },
   };
-  const app = createPlantgate({ ...common, issuer: ISSUER, baseUrl: ISSUER });
+  const app = createPlantgate({ ...common, issuer: ISSUER, baseUrl: ISSUER, ...(options.console ? { console: options.console } : {}) });
   // Every token an answer issues is something a later line must not hold.
   const carried = new Set<string>();
   const appFetch = app.fetch.bind(app);

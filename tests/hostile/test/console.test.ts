@@ -1,0 +1,829 @@
+/**
+ * The management console's admin API (`/console/api/*`) under generated requests: every route and
+ * method, paths with any text in their parameters, cookies, CSRF tokens, Origin and Sec-Fetch-Site
+ * of every kind, and JSON bodies built member by member from valid values and known defects (wrong
+ * types, out of range, U+0000 and lone surrogates, too long), besides bodies that are not JSON, not
+ * objects, too large or of another media type.
+ *
+ * The oracle follows the README (admin API table, error table): 404 1404 for no route, 405 1405 with
+ * Allow, 403 1304 for a state-changing call from another site, 401 1301 without a live session
+ * (clearing a cookie that was sent), 403 1302 for a session whose account lost the admin role, 403
+ * 1303 without the session's CSRF token, then the handler's own answer: a body with a defect gets
+ * 400 with that defect's number, a valid one its 2xx, which must then be what is stored. Beside it,
+ * the suite's invariants: never a 5xx, a rejected request writes nothing, every string stored is
+ * storable on every backend (no U+0000, no lone surrogate), and no password, client secret, session
+ * id or CSRF token reaches the server's log lines, events or metrics.
+ */
+import fc from "fast-check";
+import { MAX_CLIENT_SECRETS, sha256 } from "@plantgate/core";
+import { expect, it } from "vitest";
+import { fail, logsAreClean, noServerError, read, withStoreCheck, type Answer } from "../src/invariants.js";
+import { bump, runChunked, summary } from "../src/run.js";
+import { COVERAGE_CHECKS, RUNS } from "../src/settings.js";
+import { snapshot } from "../src/snapshot.js";
+import { ISSUER, LIST_PATH, type World } from "../src/world.js";
+
+const BASE = `${ISSUER}/console`;
+const ADMIN = { username: "console-root", password: "console-root-password-7" };
+const GRANTS = ["client_credentials", "password", "refresh_token"];
+const SCOPES = ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"];
+const MAX_TTL = 10 * 365 * 24 * 3600;
+const MAX_BODY = 65_536;
+const COMMON_HEADERS: [string, string][] = [
+  ["cache-control", "no-store"],
+  ["pragma", "no-cache"],
+  ["x-content-type-options", "nosniff"],
+  ["referrer-policy", "no-referrer"],
+  ["x-frame-options", "DENY"],
+];
+
+/** The test's own definition (not the server's): what every backend stores unchanged. */
+const storable = (s: string) => !/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
+
+// ---------------------------------------------------------------------------------------------
+// The world's console state: an admin session (re-made when a request signs it out), one that
+// was signed out, and one of a non-admin account (as if the role had been removed in the database).
+
+interface Session {
+  id: string;
+  csrf: string;
+}
+
+interface ConsoleState {
+  adminId: string;
+  admin: Session;
+  signedOut: Session;
+  demoted: Session;
+}
+
+const states = new WeakMap<World, ConsoleState>();
+
+function headers(init: Record<string, string | null>): Headers {
+  const h = new Headers();
+  for (const [k, v] of Object.entries(init)) if (v !== null) h.set(k, v);
+  return h;
+}
+
+async function signIn(world: World, username: string, password: string): Promise<Session> {
+  const res = await world.app.fetch(
+    new Request(`${BASE}/api/session`, {
+      method: "POST",
+      headers: headers({ "content-type": "application/json", origin: ISSUER, "sec-fetch-site": "same-origin" }),
+      body: JSON.stringify({ username, password }),
+    }),
+  );
+  const body = (await res.json()) as { csrfToken?: string };
+  const id = /^plantgate_console=([A-Za-z0-9_-]{43});/.exec(res.headers.get("set-cookie") ?? "")?.[1];
+  if (res.status !== 200 || id === undefined || typeof body.csrfToken !== "string") throw new Error(`console setup: sign-in failed: ${res.status} ${JSON.stringify(body)}`);
+  world.carried.add(id);
+  world.carried.add(body.csrfToken);
+  return { id, csrf: body.csrfToken };
+}
+
+async function stateOf(world: World): Promise<ConsoleState> {
+  const known = states.get(world);
+  if (known) return known;
+  const view = await world.app.admin.createAccount({ ...ADMIN, roles: ["admin"] });
+  world.secrets.push(ADMIN.password);
+  world.carried.add(ADMIN.password);
+  const signedOut = await signIn(world, ADMIN.username, ADMIN.password);
+  const out = await world.app.fetch(
+    new Request(`${BASE}/api/session/sign-out`, {
+      method: "POST",
+      headers: headers({ origin: ISSUER, "sec-fetch-site": "same-origin", cookie: `plantgate_console=${signedOut.id}`, "x-csrf-token": signedOut.csrf }),
+    }),
+  );
+  if (out.status !== 204) throw new Error(`console setup: sign-out failed: ${out.status}`);
+  // A live session of alice, who is no administrator: what remains when an operator removes the
+  // role in the database (the Admin API cannot), written through the recording storage.
+  const alice = world.accounts.find((a) => a.username === "alice")!;
+  const demoted = { id: "d".repeat(20) + "emotedSessionOfAlice000", csrf: "demoted-csrf-token-0123456789" };
+  await world.storage.sessions.create({ idHash: await sha256(demoted.id), accountId: alice.id, csrfHash: await sha256(demoted.csrf), createdAt: world.clock.now, expiresAt: world.clock.now + 8 * 3600_000 });
+  world.carried.add(demoted.id);
+  const state = { adminId: view.id, admin: await signIn(world, ADMIN.username, ADMIN.password), signedOut, demoted };
+  world.rec.takeWrites();
+  states.set(world, state);
+  return state;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated members: each is the member's JSON text (undefined: left out) and what it alone
+// causes: "ok", "absent", or the error number it must bring; `late` marks a defect the admin
+// operation finds after the console's own checks (the conflict check, 409, comes between).
+
+interface Member {
+  text: string | undefined;
+  v: "ok" | "absent" | number;
+  late?: boolean;
+}
+
+const j = (value: unknown) => JSON.stringify(value);
+const ok = (arb: fc.Arbitrary<unknown>): fc.Arbitrary<Member> => arb.map((x) => ({ text: j(x), v: "ok" }));
+const bad = (code: number, arb: fc.Arbitrary<unknown>, late = false): fc.Arbitrary<Member> => arb.map((x) => ({ text: typeof x === "string" && x.startsWith("#raw:") ? x.slice(5) : j(x), v: code, late }));
+const absent: fc.Arbitrary<Member> = fc.constantFrom<Member>({ text: undefined, v: "absent" }, { text: "null", v: "absent" });
+const wrongType = fc.constantFrom<unknown>(5, true, [], {}, "#raw:1.5");
+
+/** Text with something every backend cannot store: U+0000 or a lone surrogate, somewhere. */
+const unstorable = fc
+  .tuple(fc.string({ maxLength: 8 }), fc.constantFrom("\u0000", "\ud800", "\udfff", "\udc00\ud800"), fc.string({ maxLength: 8 }))
+  .map(([a, x, b]) => a + x + b);
+/** Storable text of any Unicode, `min`..`max` UTF-16 units. */
+const text = (min: number, max: number) =>
+  fc.string({ unit: "binary", minLength: min, maxLength: max }).filter((s) => storable(s) && s.length >= min && s.length <= max);
+
+const required = (code = 1003): fc.Arbitrary<Member> => fc.constantFrom<Member>({ text: undefined, v: code }, { text: "null", v: code }, { text: '""', v: code });
+const seconds = fc.oneof(
+  { weight: 2, arbitrary: absent },
+  { weight: 3, arbitrary: ok(fc.oneof(fc.integer({ min: 1, max: MAX_TTL }), fc.constantFrom(1, MAX_TTL))) },
+  bad(1009, fc.constantFrom("#raw:0", "#raw:-1", `#raw:${MAX_TTL + 1}`, "#raw:9007199254740993", "#raw:-0")),
+  bad(1004, fc.constantFrom("#raw:1.5", "60", true, [], "#raw:2.0E1")),
+);
+
+const clientIdMember = (existing: fc.Arbitrary<Member>) =>
+  fc.oneof(
+    { weight: 3, arbitrary: fc.constantFrom<Member>({ text: undefined, v: "absent" }, { text: "null", v: "absent" }, { text: '""', v: "absent" }) },
+    { weight: 4, arbitrary: ok(fc.stringMatching(/^[A-Za-z0-9._~:-]{1,24}$/).filter((s) => s !== "." && s !== "..")) },
+    { weight: 2, arbitrary: existing },
+    bad(1009, fc.constantFrom("has space", "ü-client", "tab\tid", ".", ".."), true),
+    bad(1009, unstorable.filter((s) => s !== ""), true),
+    bad(1009, fc.constant("x".repeat(201))),
+    bad(1004, wrongType),
+  );
+
+const clientBody = (existingId: fc.Arbitrary<Member>) =>
+  fc.record({
+    clientId: clientIdMember(existingId),
+    name: fc.oneof(
+      { weight: 6, arbitrary: ok(fc.oneof(text(1, 40), fc.constant("n".repeat(200)))) },
+      required(),
+      bad(1009, fc.constant("x".repeat(201))),
+      bad(1009, unstorable, true),
+      bad(1004, wrongType),
+    ),
+    grantTypes: fc.oneof(
+      { weight: 3, arbitrary: absent },
+      { weight: 3, arbitrary: ok(fc.array(fc.constantFrom(...GRANTS), { minLength: 1, maxLength: 4 })) },
+      bad(1009, fc.constantFrom([], ["implicit"], ["password", "authorization_code"], Array(33).fill("password"))),
+      bad(1004, fc.constantFrom("password", [1], [null], {})),
+    ),
+    scopes: fc.oneof(
+      { weight: 3, arbitrary: absent },
+      { weight: 3, arbitrary: ok(fc.array(fc.constantFrom(...SCOPES), { maxLength: 4 })) },
+      bad(1009, fc.constantFrom(["openid"], ["Platform_UserAPIs", "platform_userapis"], Array(33).fill("offline_access"))),
+      bad(1004, fc.constantFrom("offline_access", [true], 3)),
+    ),
+    accessTokenTtl: seconds,
+    refreshTokenTtl: seconds,
+    refreshTokenAbsoluteTtl: seconds,
+    // Members the console does not take: ignored, whatever they say.
+    clientSecret: fc.option(fc.constantFrom("mirror-secret-0123456789", 5), { nil: undefined }).map((x): Member => ({ text: x === undefined ? undefined : j(x), v: "absent" })),
+    authMethod: fc.option(fc.constantFrom("private_key_jwt", "none"), { nil: undefined }).map((x): Member => ({ text: x === undefined ? undefined : j(x), v: "absent" })),
+  });
+
+/** A password no other generated value can contain: `pw-` and 12 random letters and digits. */
+const password = fc.stringMatching(/^[A-Za-z0-9]{12}$/).map((s) => `pw-${s}`);
+
+const accountBody = (existingUsername: fc.Arbitrary<Member>) =>
+  fc.record({
+    username: fc.oneof(
+      { weight: 5, arbitrary: ok(fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,16}$/).map((s) => `u-${s}`), text(1, 30).filter((s) => !s.startsWith("pw-")))) },
+      { weight: 2, arbitrary: existingUsername },
+      required(),
+      bad(1009, fc.constant("u".repeat(201))),
+      bad(1009, unstorable.filter((s) => s !== ""), true),
+      bad(1004, wrongType),
+    ),
+    password: fc.oneof(
+      { weight: 6, arbitrary: ok(password) },
+      required(),
+      bad(1009, fc.constantFrom("short", "1234567"), true),
+      bad(1009, fc.constant("p".repeat(1025))),
+      bad(1009, password.map((p) => `${p}\u0000`), true),
+      bad(1004, wrongType),
+    ),
+    displayName: fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom<Member>({ text: undefined, v: "absent" }, { text: "null", v: "absent" }, { text: '""', v: "absent" }) },
+      { weight: 3, arbitrary: ok(fc.oneof(text(1, 40), fc.constant("d".repeat(320)))) },
+      bad(1009, fc.constant("d".repeat(321))),
+      bad(1009, unstorable.filter((s) => s !== ""), true),
+      bad(1004, wrongType),
+    ),
+    email: fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom<Member>({ text: undefined, v: "absent" }, { text: "null", v: "absent" }, { text: '""', v: "absent" }) },
+      { weight: 2, arbitrary: ok(fc.constantFrom("a@example.com", "not an address", "ü@例え.jp")) },
+      bad(1009, unstorable.filter((s) => s !== ""), true),
+      bad(1004, wrongType),
+    ),
+    roles: fc.oneof(
+      { weight: 3, arbitrary: absent },
+      { weight: 3, arbitrary: ok(fc.array(fc.oneof(fc.constantFrom("admin", "reader", "writer"), text(1, 100)), { maxLength: 4 })) },
+      bad(1009, fc.constantFrom([""], ["r".repeat(101)]), true),
+      bad(1009, fc.constant(Array(33).fill("reader"))),
+      bad(1004, fc.constantFrom("admin", [1], [null])),
+    ),
+    enabled: fc.oneof({ weight: 3, arbitrary: absent }, { weight: 2, arbitrary: ok(fc.boolean()) }, bad(1004, fc.constantFrom("yes", 1, "#raw:0"))),
+  });
+
+const secretsBody = fc.record({ expiresIn: seconds });
+const rotateBody = fc.record({
+  now: fc.oneof({ weight: 2, arbitrary: absent }, { weight: 3, arbitrary: ok(fc.boolean()) }, bad(1004, fc.constantFrom("true", 1))),
+  confirm: fc.oneof({ weight: 2, arbitrary: absent }, { weight: 3, arbitrary: ok(fc.boolean()) }, bad(1004, fc.constantFrom("yes", 0))),
+});
+const signInBody = fc.record({
+  // Which account the credentials are for; the member texts are filled in at request time.
+  who: fc.constantFrom("admin", "admin", "admin-wrong", "alice", "bob-disabled", "nobody"),
+  username: fc.oneof({ weight: 8, arbitrary: fc.constant<Member>({ text: "<who>", v: "ok" }) }, required(1003).filter((m) => m.text !== '""'), bad(1009, fc.constantFrom("", "u".repeat(1025))), bad(1004, wrongType)),
+  password: fc.oneof({ weight: 8, arbitrary: fc.constant<Member>({ text: "<who>", v: "ok" }) }, required(1003).filter((m) => m.text !== '""'), bad(1009, fc.constantFrom("", "p".repeat(1025))), bad(1004, wrongType)),
+});
+
+/** A body: JSON members (an object), or whole texts with a known answer, under some media type. */
+type Payload = { k: "members"; members: Record<string, Member> } | { k: "text"; text: string; code: number } | { k: "bytes"; bytes: number[]; code: number } | { k: "none" };
+
+const mediaTypeArb = fc.oneof(
+  { weight: 12, arbitrary: fc.constantFrom("application/json", "application/json; charset=utf-8", "Application/JSON", "application/json;charset=UTF-8", "application/json; charset=utf8") },
+  fc.constantFrom<string | null>(null, "text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1", "application/jsonp", "multipart/form-data; boundary=x"),
+);
+const jsonOk = (type: string | null) => type !== null && /^application\/json\s*(;\s*charset=(utf-8|utf8))?$/i.test(type);
+
+const wholeText = fc.constantFrom<Payload>(
+  { k: "text", text: "", code: 1001 },
+  { k: "text", text: "{", code: 1001 },
+  { k: "text", text: '{"name":"a","name":"b"}', code: 1001 },
+  { k: "text", text: "{'name':'x'}", code: 1001 },
+  { k: "text", text: "[]", code: 1002 },
+  { k: "text", text: "null", code: 1002 },
+  { k: "text", text: "12", code: 1002 },
+  { k: "text", text: '"name"', code: 1002 },
+  { k: "text", text: "[".repeat(5000) + "]".repeat(5000), code: 1001 },
+  { k: "text", text: `{"name":"${"x".repeat(MAX_BODY)}"}`, code: 1007 },
+  { k: "bytes", bytes: [0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d], code: 1001 },
+);
+
+const payload = (members: fc.Arbitrary<Record<string, Member>>): fc.Arbitrary<Payload> =>
+  fc.oneof({ weight: 10, arbitrary: members.map((m): Payload => ({ k: "members", members: m })) }, wholeText, fc.constant<Payload>({ k: "none" }));
+
+// ---------------------------------------------------------------------------------------------
+// Targets: a route with its parameters, or a path no route has.
+
+/** A path parameter: the n-th existing thing of its kind, or any text (sent percent-encoded). */
+type Ref = { k: "known"; n: number } | { k: "text"; v: string };
+const ref = fc.oneof(
+  { weight: 3, arbitrary: fc.nat(50).map((n): Ref => ({ k: "known", n })) },
+  fc.string({ unit: "binary", minLength: 1, maxLength: 20 }).filter((s) => storable(s) && s !== "." && s !== "..").map((v): Ref => ({ k: "text", v })),
+);
+
+type Target =
+  | { r: "session"; body: Payload; signIn: { who: string; username: Member; password: Member } }
+  | { r: "session-get" | "sign-out" | "clients-list" | "keys-list" }
+  | { r: "clients-create"; body: Payload }
+  | { r: "client" | "secret"; id: Ref }
+  | { r: "secrets"; id: Ref; body: Payload }
+  | { r: "secret-id"; id: Ref; sid: Ref }
+  | { r: "accounts-list" | "events"; query: string }
+  | { r: "accounts-create"; body: Payload }
+  | { r: "disable" | "enable"; id: Ref | { k: "self" } }
+  | { r: "keys-rotate"; body: Payload }
+  | { r: "junk"; path: string };
+
+const queryText = fc.oneof(
+  fc.constant(""),
+  fc.array(
+    fc.tuple(
+      fc.constantFrom("page", "pageSize", "type", "client", "account", "limit", "before", "x"),
+      fc.oneof(fc.constantFrom("1", "2", "3", "0", "-1", "20", "100", "101", "abc", "", "1.5", "%00", "%zz", "token.issued", "cc-client", "2147483648"), fc.string({ maxLength: 6 }).map(encodeURIComponent)),
+    ),
+    { maxLength: 3 },
+  ).map((parts) => "?" + parts.map(([k, v]) => `${k}=${v}`).join("&")),
+);
+
+const targetArb: fc.Arbitrary<Target> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ r: fc.constant("session" as const), body: payload(fc.constant({})), signIn: signInBody }) as fc.Arbitrary<Target> },
+  { weight: 1, arbitrary: fc.constant<Target>({ r: "session-get" }) },
+  { weight: 1, arbitrary: fc.constant<Target>({ r: "sign-out" }) },
+  { weight: 2, arbitrary: fc.constant<Target>({ r: "clients-list" }) },
+  { weight: 1, arbitrary: fc.constant<Target>({ r: "keys-list" }) },
+  { weight: 8, arbitrary: payload(clientBody(fc.constant({ text: "<existing-client>", v: "ok" }))).map((body): Target => ({ r: "clients-create", body })) },
+  { weight: 2, arbitrary: fc.record({ r: fc.constantFrom("client" as const, "secret" as const), id: ref }) },
+  { weight: 3, arbitrary: fc.record({ r: fc.constant("secrets" as const), id: ref, body: payload(secretsBody) }) },
+  { weight: 2, arbitrary: fc.record({ r: fc.constant("secret-id" as const), id: ref, sid: ref }) },
+  { weight: 2, arbitrary: fc.record({ r: fc.constantFrom("accounts-list" as const, "events" as const), query: queryText }) },
+  { weight: 8, arbitrary: payload(accountBody(fc.constant({ text: "<existing-account>", v: "ok" }))).map((body): Target => ({ r: "accounts-create", body })) },
+  { weight: 3, arbitrary: fc.record({ r: fc.constantFrom("disable" as const, "enable" as const), id: fc.oneof(ref, fc.constant({ k: "self" as const })) }) },
+  { weight: 2, arbitrary: payload(rotateBody).map((body): Target => ({ r: "keys-rotate", body })) },
+  {
+    weight: 2,
+    arbitrary: fc
+      .constantFrom("", "/", "/api", "/api/", "/api/clients/", "/api/clients//secret", "/api/session/", "/API/session", "/api/unknown", "/api/accounts/x", "/api/accounts/x/delete", "/api/%zz", "/api/clients/%E0%A4%A", "/assets/console.js", "/api/signing-keys/x", "/api/events/1", "/api/clients/x/secrets/", "/api/accounts//enable", "/api/clients/a/b/c/d/e")
+      .map((path): Target => ({ r: "junk", path })),
+  },
+);
+
+/** Each route's methods, as the README's table lists them. */
+const METHODS: Record<Exclude<Target["r"], "junk">, string> = {
+  session: "GET,POST",
+  "session-get": "GET,POST",
+  "sign-out": "POST",
+  "clients-list": "GET,POST",
+  "clients-create": "GET,POST",
+  client: "DELETE",
+  secret: "POST",
+  secrets: "POST",
+  "secret-id": "DELETE",
+  "accounts-list": "GET,POST",
+  "accounts-create": "GET,POST",
+  disable: "POST",
+  enable: "POST",
+  events: "GET",
+  "keys-list": "GET,POST",
+  "keys-rotate": "GET,POST",
+};
+const OWN_METHOD: Record<Exclude<Target["r"], "junk">, string> = {
+  session: "POST",
+  "session-get": "GET",
+  "sign-out": "POST",
+  "clients-list": "GET",
+  "clients-create": "POST",
+  client: "DELETE",
+  secret: "POST",
+  secrets: "POST",
+  "secret-id": "DELETE",
+  "accounts-list": "GET",
+  "accounts-create": "POST",
+  disable: "POST",
+  enable: "POST",
+  events: "GET",
+  "keys-list": "GET",
+  "keys-rotate": "POST",
+};
+
+interface Spec {
+  target: Target;
+  /** null: the route's own method. */
+  method: string | null;
+  mediaType: string | null;
+  cookie: "admin" | "admin-among-others" | "none" | "garbage" | "malformed" | "signed-out" | "demoted" | "other-name";
+  csrf: "right" | "none" | "wrong" | "long" | "other-session";
+  origin: "same" | "none" | "other" | "null" | "http";
+  site: "same-origin" | "none-header" | "cross-site" | "same-site" | "none";
+}
+
+const specArb: fc.Arbitrary<Spec> = fc.record({
+  target: targetArb,
+  method: fc.oneof({ weight: 12, arbitrary: fc.constant(null) }, fc.constantFrom("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")),
+  mediaType: mediaTypeArb,
+  cookie: fc.oneof({ weight: 14, arbitrary: fc.constant("admin" as const) }, fc.constantFrom("admin-among-others" as const, "none" as const, "garbage" as const, "malformed" as const, "signed-out" as const, "demoted" as const, "other-name" as const)),
+  csrf: fc.oneof({ weight: 14, arbitrary: fc.constant("right" as const) }, fc.constantFrom("none" as const, "wrong" as const, "long" as const, "other-session" as const)),
+  origin: fc.oneof({ weight: 10, arbitrary: fc.constantFrom("same" as const, "none" as const) }, fc.constantFrom("other" as const, "null" as const, "http" as const)),
+  site: fc.oneof({ weight: 10, arbitrary: fc.constantFrom("same-origin" as const, "none-header" as const) }, fc.constantFrom("cross-site" as const, "same-site" as const, "none" as const)),
+});
+
+// ---------------------------------------------------------------------------------------------
+// The request, built against the world as it is now.
+
+interface Built {
+  request: Request;
+  method: string;
+  /** The route's path after the console, or null for a path no route has. */
+  route: Exclude<Target["r"], "junk"> | null;
+  /** Parameters as sent (decoded). */
+  params: string[];
+  /** The body's JSON members as they will be parsed (for the success checks). */
+  members: Record<string, Member> | null;
+  bodyCode: number | null;
+}
+
+const encodeSegment = (s: string) => encodeURIComponent(s);
+
+async function build(world: World, state: ConsoleState, spec: Spec): Promise<Built> {
+  const t = spec.target;
+  const clients = await world.storage.clients.list();
+  const accounts = (await world.storage.accounts.list(0, Number.MAX_SAFE_INTEGER)).items;
+  const clientRef = (r: Ref) => (r.k === "known" ? (clients[r.n % Math.max(1, clients.length)]?.clientId ?? "no-client") : r.v);
+  const accountRef = (r: Ref | { k: "self" }) => (r.k === "self" ? state.adminId : r.k === "known" ? accounts[r.n % accounts.length]!.id : r.v);
+  let path: string;
+  let params: string[] = [];
+  switch (t.r) {
+    case "session":
+    case "session-get":
+      path = "/api/session";
+      break;
+    case "sign-out":
+      path = "/api/session/sign-out";
+      break;
+    case "clients-list":
+    case "clients-create":
+      path = "/api/clients";
+      break;
+    case "client":
+    case "secret":
+    case "secrets": {
+      const id = clientRef(t.id);
+      params = [id];
+      path = `/api/clients/${encodeSegment(id)}${t.r === "client" ? "" : t.r === "secret" ? "/secret" : "/secrets"}`;
+      break;
+    }
+    case "secret-id": {
+      const id = clientRef(t.id);
+      const client = clients.find((c) => c.clientId === id);
+      const sid = t.sid.k === "known" ? (client?.secrets[t.sid.n % Math.max(1, client.secrets.length)]?.id ?? "no-secret") : t.sid.v;
+      params = [id, sid];
+      path = `/api/clients/${encodeSegment(id)}/secrets/${encodeSegment(sid)}`;
+      break;
+    }
+    case "accounts-list":
+      path = `/api/accounts${t.query}`;
+      break;
+    case "events":
+      path = `/api/events${t.query}`;
+      break;
+    case "accounts-create":
+      path = "/api/accounts";
+      break;
+    case "disable":
+    case "enable": {
+      const id = accountRef(t.id);
+      params = [id];
+      path = `/api/accounts/${encodeSegment(id)}/${t.r}`;
+      break;
+    }
+    case "keys-list":
+    case "keys-rotate":
+      path = "/api/signing-keys";
+      break;
+    case "junk":
+      path = t.path;
+      break;
+  }
+  const route = t.r === "junk" ? null : t.r;
+  const method = spec.method ?? (route ? OWN_METHOD[route] : "GET");
+
+  // The body.
+  let members: Record<string, Member> | null = null;
+  let bodyText: string | Uint8Array | null = null;
+  let bodyCode: number | null = null;
+  const p: Payload | undefined = "body" in t ? t.body : undefined;
+  if (p?.k === "members") {
+    members = { ...p.members };
+    if (t.r === "session") {
+      const s = t.signIn;
+      const creds: Record<string, [string, string]> = {
+        admin: [ADMIN.username, ADMIN.password],
+        "admin-wrong": [ADMIN.username, "pw-WrongPassword1"],
+        alice: ["alice", "correct horse ✓ battery"],
+        "bob-disabled": ["bob", "bob-password-disabled"],
+        nobody: ["nobody-at-all", "pw-NobodysPassword"],
+      };
+      const [u, pw] = creds[s.who]!;
+      members = {
+        username: s.username.text === "<who>" ? { text: j(u), v: "ok" } : s.username,
+        password: s.password.text === "<who>" ? { text: j(pw), v: "ok" } : s.password,
+      };
+    }
+    for (const [name, m] of Object.entries(members)) {
+      if (m.text === "<existing-client>") members[name] = { text: j(clients[0]?.clientId ?? "cc-client"), v: "ok" };
+      if (m.text === "<existing-account>") members[name] = { text: j(accounts[accounts.length - 1]!.username), v: "ok" };
+    }
+    bodyText = "{" + Object.entries(members).filter(([, m]) => m.text !== undefined).map(([name, m]) => `${j(name)}:${m.text}`).join(",") + "}";
+    // Every password sent is something no line may hold.
+    const pwText = members.password?.text;
+    if (pwText !== undefined && pwText.startsWith('"')) {
+      const pw = JSON.parse(pwText) as unknown;
+      if (typeof pw === "string" && pw.length >= 8) world.carried.add(pw);
+    }
+  } else if (p?.k === "text") {
+    bodyText = p.text;
+    bodyCode = p.code;
+  } else if (p?.k === "bytes") {
+    bodyText = new Uint8Array(p.bytes);
+    bodyCode = p.code;
+  }
+
+  const cookieOf = (id: string) => `plantgate_console=${id}`;
+  const cookie = {
+    admin: cookieOf(state.admin.id),
+    "admin-among-others": `theme=dark; ${cookieOf(state.admin.id)}; other=1`,
+    none: null,
+    garbage: cookieOf("g".repeat(43)),
+    malformed: cookieOf("short"),
+    "signed-out": cookieOf(state.signedOut.id),
+    demoted: cookieOf(state.demoted.id),
+    "other-name": `plantgate_console2=${state.admin.id}`,
+  }[spec.cookie];
+  const csrf = { right: state.admin.csrf, none: null, wrong: "w".repeat(43), long: state.admin.csrf + "x".repeat(300), "other-session": state.signedOut.csrf }[spec.csrf];
+  const origin = { same: ISSUER, none: null, other: "https://evil.example", null: "null", http: "http://as.example" }[spec.origin];
+  const site = { "same-origin": "same-origin", "none-header": null, "cross-site": "cross-site", "same-site": "same-site", none: "none" }[spec.site];
+  const h = headers({ cookie, "x-csrf-token": csrf, origin, "sec-fetch-site": site });
+  const sendsBody = bodyText !== null && method !== "GET" && method !== "HEAD";
+  if (sendsBody && spec.mediaType !== null) h.set("content-type", spec.mediaType);
+  const request = new Request(BASE + path, { method, headers: h, ...(sendsBody ? { body: (typeof bodyText === "string" ? new TextEncoder().encode(bodyText) : bodyText!) as Uint8Array<ArrayBuffer> } : {}) });
+  return { request, method, route, params, members: sendsBody ? members : null, bodyCode: sendsBody ? bodyCode : null };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The oracle.
+
+/** Console errors: exactly {error, message}, JSON, with the status the error table gives the number. */
+const STATUS_OF: Record<number, number> = { 1001: 400, 1002: 400, 1003: 400, 1004: 400, 1007: 400, 1008: 400, 1009: 400, 1101: 400, 1102: 400, 1103: 400, 1301: 401, 1302: 403, 1303: 403, 1304: 403, 1305: 401, 1306: 404, 1307: 409, 1308: 400, 1404: 404, 1405: 405 };
+
+function consoleError(a: Answer, head: boolean): number {
+  noServerError(a);
+  if (head) {
+    if (a.text !== "") fail("a body on a HEAD response", a);
+    return -1;
+  }
+  if (!(a.headers.get("content-type") ?? "").startsWith("application/json")) fail("a console error that is not application/json", a);
+  const body = a.json as Record<string, unknown> | undefined;
+  if (!body || typeof body !== "object" || Object.keys(body).sort().join() !== "error,message") fail("not exactly {error, message}", a);
+  if (typeof body.message !== "string" || body.message === "") fail("message is not a non-empty string", a);
+  const code = body.error as number;
+  if (STATUS_OF[code] !== a.status) fail(`error ${String(code)} with status ${a.status}`, a);
+  return code;
+}
+
+/** What the request must get before its handler runs (route, method, origin, session, CSRF), or null to go on. */
+function gate(spec: Spec, b: Built, live: { admin: boolean; demoted: boolean }): { status: number; code: number } | null {
+  if (b.route === null) return { status: 404, code: 1404 };
+  const methods = METHODS[b.route].split(",");
+  const m = b.method === "HEAD" ? "GET" : b.method;
+  if (!methods.includes(m)) return { status: 405, code: 1405 };
+  const changing = ["POST", "PUT", "PATCH", "DELETE"].includes(m);
+  if (changing) {
+    if (spec.site !== "same-origin" && spec.site !== "none-header") return { status: 403, code: 1304 };
+    if (spec.origin !== "same" && spec.origin !== "none") return { status: 403, code: 1304 };
+  }
+  if (b.route === "session" && m === "POST") return null;
+  const session = spec.cookie === "admin" || spec.cookie === "admin-among-others" ? (live.admin ? "admin" : "gone") : spec.cookie === "demoted" ? (live.demoted ? "demoted" : "gone") : "gone";
+  if (session === "gone") return { status: 401, code: 1301 };
+  if (session === "demoted") return { status: 403, code: 1302 };
+  if (changing && spec.csrf !== "right") return { status: 403, code: 1303 };
+  return null;
+}
+
+/** The error numbers the members' defects allow, and whether only late (admin-level) ones are present. */
+function defects(members: Record<string, Member>): { codes: Set<number>; onlyLate: boolean } {
+  const codes = new Set<number>();
+  let onlyLate = true;
+  for (const m of Object.values(members)) {
+    if (typeof m.v === "number") {
+      codes.add(m.v);
+      if (!m.late) onlyLate = false;
+    }
+  }
+  return { codes, onlyLate };
+}
+
+/** The operation a route and method name: the paths with two methods are two operations. */
+function opOf(route: Built["route"], m: string): string | null {
+  if (route === null) return null;
+  const pair: Record<string, [string, string]> = {
+    session: ["session", "sign-in"],
+    "session-get": ["session", "sign-in"],
+    "clients-list": ["clients-list", "clients-create"],
+    "clients-create": ["clients-list", "clients-create"],
+    "accounts-list": ["accounts-list", "accounts-create"],
+    "accounts-create": ["accounts-list", "accounts-create"],
+    "keys-list": ["keys-list", "keys-rotate"],
+    "keys-rotate": ["keys-list", "keys-rotate"],
+  };
+  const two = pair[route];
+  return two ? (m === "GET" ? two[0] : two[1]) : route;
+}
+
+const parsed = (m: Member | undefined): unknown => (m === undefined || m.text === undefined ? undefined : JSON.parse(m.text));
+
+it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented gate (404/405/1304/1301/1302/1303) and body errors, 2xx only for valid input and then exactly what is stored, rejected requests write nothing, only storable text stored, no secret in logs`, async () => {
+  const tally = await runChunked(
+    specArb,
+    async (world, spec, tally) => {
+      const state = await stateOf(world);
+      // A generated sign-out ended the admin's session: sign in again, so the chunk goes on past the gate.
+      if ((await world.storage.sessions.get(await sha256(state.admin.id))) === null) {
+        state.admin = await signIn(world, ADMIN.username, ADMIN.password);
+        world.rec.takeWrites();
+      }
+      const live = { admin: true, demoted: (await world.storage.sessions.get(await sha256(state.demoted.id))) !== null };
+      const b = await build(world, state, spec);
+      const head = b.method === "HEAD";
+      const existsClient = async (id: string) => (await world.storage.clients.get(id)) !== null;
+      const clientBefore = b.params[0] !== undefined && (b.route === "client" || b.route === "secret" || b.route === "secrets" || b.route === "secret-id") ? await world.storage.clients.get(b.params[0]) : null;
+      const accountBefore = b.route === "disable" || b.route === "enable" ? await world.storage.accounts.get(b.params[0]!) : null;
+      const createdId = b.members?.clientId && typeof parsed(b.members.clientId) === "string" ? (parsed(b.members.clientId) as string) : null;
+      const idTaken = createdId !== null && createdId !== "" && (await existsClient(createdId));
+      const createdUsername = b.members?.username && typeof parsed(b.members.username) === "string" ? (parsed(b.members.username) as string) : null;
+      const usernameTaken = createdUsername !== null && createdUsername !== "" && (await world.storage.accounts.findByUsername(createdUsername)) !== null;
+      const m = b.method === "HEAD" ? "GET" : b.method;
+      const op = opOf(b.route, m);
+      // The GetAccountList answer for the same query, read before (nothing changes between).
+      const listTwin =
+        op === "accounts-list"
+          ? await read(await world.app.fetch(new Request(`${ISSUER}${LIST_PATH}${spec.target.r === "accounts-list" ? spec.target.query : ""}`, { headers: { authorization: `Bearer ${world.tokens.cc}` } })))
+          : null;
+      const who = spec.target.r === "session" ? spec.target.signIn.who : null;
+      const signInAccount = who === "alice" || who === "bob-disabled" ? await world.storage.accounts.findByUsername(who === "alice" ? "alice" : "bob") : null;
+      world.rec.takeWrites();
+
+      const a = await withStoreCheck(world, async () => read(await world.app.fetch(b.request)), (x) => x.status >= 400);
+      noServerError(a);
+      logsAreClean(world);
+      for (const [name, value] of COMMON_HEADERS) if (a.headers.get(name) !== value) fail(`${name} is not ${value}`, a);
+
+      const expectError = (status: number, codes: Set<number> | number, why: string): number => {
+        const allowed = typeof codes === "number" ? new Set([codes]) : codes;
+        if (a.status !== status) fail(`expected ${status} (${[...allowed].join("/")}: ${why})`, a);
+        const code = consoleError(a, head);
+        if (!head && !allowed.has(code)) fail(`error ${code}; expected ${[...allowed].join("/")} (${why})`, a);
+        bump(tally, head ? "head-error" : `e${code}`);
+        return code;
+      };
+
+      const g = gate(spec, b, live);
+      if (g) {
+        expectError(g.status, g.code, "the gate");
+        if (g.code === 1405) {
+          const allow = a.headers.get("allow") ?? "";
+          const expected = METHODS[b.route!].split(",");
+          if (allow !== (expected.includes("GET") ? [...expected, "HEAD"] : expected).join(", ")) fail(`Allow is ${allow}`, a);
+        }
+        if (g.code === 1301) {
+          const cleared = a.headers.get("set-cookie");
+          const sent = b.request.headers.get("cookie") !== null;
+          if (sent !== (cleared !== null && /^plantgate_console=; Path=\/console; Max-Age=0; HttpOnly; SameSite=Strict; Secure$/.test(cleared))) fail(`401 with cookie ${String(sent)} and Set-Cookie ${String(cleared)}`, a);
+        }
+        return a.status;
+      }
+
+      // Past the gate: the handler's answer.
+      // No body (no Content-Type either) or another media type: 1008; then the whole text's own answer.
+      const bodyLayer = (): number | null => (b.members === null && b.bodyCode === null) || !jsonOk(spec.mediaType) ? 1008 : b.bodyCode;
+      const r = op!;
+      const json = a.json as Record<string, unknown>;
+      const success = (status: number) => {
+        if (a.status !== status) fail(`expected ${status}`, a);
+        bump(tally, `${r}-${status}`);
+      };
+
+      if (r === "session") {
+        success(200);
+        if (!head) {
+          const record = await world.storage.sessions.get(await sha256(state.admin.id));
+          const expected = { username: ADMIN.username, displayName: null, csrfToken: state.admin.csrf, expiresAt: new Date(record!.expiresAt).toISOString(), grantTypes: GRANTS, scopes: SCOPES, adminRole: "admin" };
+          if (JSON.stringify(json) !== JSON.stringify(expected)) fail(`GET /session is not ${JSON.stringify(expected)}`, a);
+        }
+      } else if (r === "sign-in") {
+        // Sign-in: body, members, then the credentials.
+        const layer = bodyLayer();
+        if (layer !== null) return expectError(400, layer, "sign-in body"), a.status;
+        const d = defects(b.members!);
+        if (d.codes.size > 0) return expectError(400, d.codes, "sign-in members"), a.status;
+        // alice and bob have the right password but no admin role (bob starts disabled; either may be switched).
+        if (signInAccount?.enabled) return expectError(403, 1302, "not an administrator"), a.status;
+        if (who !== "admin") return expectError(401, 1305, "wrong credentials or a disabled account"), a.status;
+        success(200);
+        const id = /^plantgate_console=([A-Za-z0-9_-]{43}); Path=\/console; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$/.exec(a.headers.get("set-cookie") ?? "")?.[1];
+        if (id === undefined || typeof json.csrfToken !== "string") fail("a sign-in without the session cookie or CSRF token", a);
+        world.carried.add(id);
+        world.carried.add(json.csrfToken);
+        const record = await world.storage.sessions.get(await sha256(id));
+        if (!record || record.accountId !== state.adminId || record.csrfHash !== (await sha256(json.csrfToken))) fail("the signed-in session is not stored as answered", a);
+      } else if (r === "sign-out") {
+        success(204);
+        if (a.text !== "") fail("a 204 with a body", a);
+        if (await world.storage.sessions.get(await sha256(state.admin.id))) fail("signed out, but the session is still stored", a);
+        if (!/^plantgate_console=; Path=\/console; Max-Age=0;/.test(a.headers.get("set-cookie") ?? "")) fail("sign-out without clearing the cookie", a);
+      } else if (r === "clients-list") {
+        success(200);
+        if (!head) {
+          const stored = await world.storage.clients.list();
+          const listed = (json.clients as { clientId: string }[]).map((c) => c.clientId);
+          if (JSON.stringify(listed) !== JSON.stringify(stored.map((c) => c.clientId))) fail(`listed ${listed.join(",")}; stored ${stored.map((c) => c.clientId).join(",")}`, a);
+          for (const c of stored) for (const s of c.secrets) if (a.text.includes(s.hash)) fail("a secret's hash in the client list", a);
+        }
+      } else if (r === "clients-create" || r === "accounts-create") {
+        const layer = bodyLayer();
+        if (layer !== null) return expectError(400, layer, "body"), a.status;
+        const d = defects(b.members!);
+        const taken = r === "clients-create" ? idTaken : usernameTaken;
+        if (d.codes.size > 0) {
+          if (taken && d.onlyLate && a.status === 409) return expectError(409, 1307, "taken (before the late defects)"), a.status;
+          return expectError(400, d.codes, "members"), a.status;
+        }
+        if (taken) return expectError(409, 1307, "taken"), a.status;
+        success(201);
+        if (r === "clients-create") {
+          const client = json.client as Record<string, unknown>;
+          const secret = json.clientSecret as string;
+          world.carried.add(secret);
+          const stored = await world.storage.clients.get(client.clientId as string);
+          if (!stored) fail("a 201 for a client that is not stored", a);
+          if (createdId !== null && createdId !== "" && stored.clientId !== createdId) fail(`created ${stored.clientId}, asked for ${createdId}`, a);
+          if (stored.name !== parsed(b.members!.name)) fail(`stored name ${j(stored.name)}`, a);
+          if (stored.secrets.length !== 1 || stored.secrets[0]!.hash !== (await sha256(secret))) fail("the stored secret is not the one answered", a);
+          const grants = parsed(b.members!.grantTypes) as string[] | null | undefined;
+          if (JSON.stringify(stored.grantTypes) !== JSON.stringify(grants ? [...new Set(grants)] : GRANTS)) fail(`stored grants ${stored.grantTypes.join(",")}`, a);
+          const scopes = parsed(b.members!.scopes) as string[] | null | undefined;
+          if (JSON.stringify(stored.scopes) !== JSON.stringify(scopes ? [...new Set(scopes)] : SCOPES)) fail(`stored scopes ${stored.scopes.join(",")}`, a);
+          for (const ttl of ["accessTokenTtl", "refreshTokenTtl", "refreshTokenAbsoluteTtl"] as const) {
+            if (stored[ttl] !== ((parsed(b.members![ttl]) as number | null | undefined) ?? null)) fail(`stored ${ttl} ${String(stored[ttl])}`, a);
+          }
+        } else {
+          const stored = await world.storage.accounts.findByUsername(createdUsername!);
+          if (!stored || stored.id !== json.id) fail("a 201 for an account that is not stored as answered", a);
+          if ("passwordHash" in json || a.text.includes(stored.passwordHash)) fail("the answer holds the password hash", a);
+          const roles = parsed(b.members!.roles) as string[] | null | undefined;
+          if (JSON.stringify(stored.roles) !== JSON.stringify(roles ? [...new Set(roles)] : [])) fail(`stored roles ${j(stored.roles)}`, a);
+          if (stored.enabled !== ((parsed(b.members!.enabled) as boolean | null | undefined) ?? true)) fail("stored enabled flag differs", a);
+          for (const f of ["displayName", "email"] as const) if (stored[f] !== ((parsed(b.members![f]) as string | null | undefined) || null)) fail(`stored ${f} ${j(stored[f])}`, a);
+        }
+      } else if (r === "client") {
+        if (!clientBefore) return expectError(404, 1306, "no such client"), a.status;
+        success(204);
+        if (await existsClient(b.params[0]!)) fail("deleted, but still stored", a);
+      } else if (r === "secret") {
+        if (!clientBefore) return expectError(404, 1306, "no such client"), a.status;
+        success(200);
+        world.carried.add(json.clientSecret as string);
+        const stored = await world.storage.clients.get(b.params[0]!);
+        if (stored?.secrets.length !== 1 || stored.secrets[0]!.hash !== (await sha256(json.clientSecret as string))) fail("the regenerated secret is not the only one stored", a);
+      } else if (r === "secrets") {
+        const layer = bodyLayer();
+        if (layer !== null) return expectError(400, layer, "body"), a.status;
+        const d = defects(b.members!);
+        if (d.codes.size > 0) return expectError(400, d.codes, "members"), a.status;
+        if (!clientBefore) return expectError(404, 1306, "no such client"), a.status;
+        const liveSecrets = clientBefore.secrets.filter((s) => s.expiresAt === null || s.expiresAt > world.clock.now).length;
+        if (liveSecrets >= MAX_CLIENT_SECRETS) return expectError(400, 1009, "too many secrets"), a.status;
+        success(201);
+        world.carried.add(json.clientSecret as string);
+        const stored = await world.storage.clients.get(b.params[0]!);
+        const added = stored?.secrets.find((s) => s.id === (json.secret as { id: string }).id);
+        if (!added || added.hash !== (await sha256(json.clientSecret as string))) fail("the added secret is not stored as answered", a);
+        const expiresIn = parsed(b.members!.expiresIn) as number | null | undefined;
+        if (added.expiresAt !== (expiresIn ? world.clock.now + expiresIn * 1000 : null)) fail(`stored expiry ${String(added.expiresAt)}`, a);
+      } else if (r === "secret-id") {
+        if (!clientBefore || !clientBefore.secrets.some((s) => s.id === b.params[1])) return expectError(404, 1306, "no such client or secret"), a.status;
+        success(204);
+        if ((await world.storage.clients.get(b.params[0]!))?.secrets.some((s) => s.id === b.params[1])) fail("revoked, but still stored", a);
+      } else if (r === "accounts-list") {
+        if (head) {
+          if (a.status !== listTwin!.status || a.text !== "") fail(`HEAD: ${listTwin!.status} expected`, a);
+        } else if (a.status !== listTwin!.status || JSON.stringify(a.json) !== JSON.stringify(listTwin!.json)) {
+          fail(`not what GetAccountList answered for the same query: ${listTwin!.status} ${listTwin!.text.slice(0, 200)}`, a);
+        }
+        bump(tally, `accounts-list-${a.status}`);
+      } else if (r === "events") {
+        if (a.status === 400) expectError(400, 1009, "an events filter");
+        else {
+          success(200);
+          if (!head && Object.keys(json).sort().join() !== "audit,events,next") fail("not {audit, events, next}", a);
+        }
+      } else if (r === "disable" || r === "enable") {
+        if (!accountBefore) return expectError(404, 1306, "no such account"), a.status;
+        if (r === "disable" && accountBefore.id === state.adminId) return expectError(400, 1009, "disabling oneself"), a.status;
+        success(200);
+        const stored = await world.storage.accounts.get(accountBefore.id);
+        if (stored?.enabled !== (r === "enable") || json.enabled !== (r === "enable") || json.id !== accountBefore.id) fail("the flag is not stored as answered", a);
+        if (r === "disable" && (await world.storage.sessions.get(await sha256(state.demoted.id))) && accountBefore.username === "alice") fail("disabled alice, but her session lives", a);
+      } else if (r === "keys-list") {
+        success(200);
+        if (!head) {
+          const kids = (await world.storage.signingKeys.list()).map((k) => k.kid).sort();
+          if (JSON.stringify((json.keys as { kid: string }[]).map((k) => k.kid).sort()) !== JSON.stringify(kids)) fail("the key list is not what is stored", a);
+        }
+      } else if (r === "keys-rotate") {
+        // No body (no Content-Type) is a scheduled rotation; a body is read as JSON.
+        const hasBody = b.members !== null || b.bodyCode !== null ? spec.mediaType !== null : false;
+        let now = false;
+        if (hasBody) {
+          const layer = bodyLayer();
+          if (layer !== null) return expectError(400, layer, "body"), a.status;
+          const d = defects(b.members!);
+          if (d.codes.size > 0) return expectError(400, d.codes, "members"), a.status;
+          now = parsed(b.members!.now) === true;
+          if (now && parsed(b.members!.confirm) !== true) return expectError(400, 1308, "now without confirm"), a.status;
+        }
+        success(200);
+        const stored = (await world.storage.signingKeys.list()).find((k) => k.kid === json.kid);
+        if (!stored || json.status !== (now ? "active" : "next")) fail("the rotated key is not stored as answered", a);
+      } else {
+        fail(`no expectation for ${r}`, a);
+      }
+
+      // A 2xx changed the store: whatever it holds now must be storable on every backend.
+      const strings: string[] = [];
+      JSON.stringify(await snapshot(world.storage, world.rec.known), (_k, v: unknown) => {
+        if (typeof v === "string") strings.push(v);
+        return typeof v === "bigint" ? String(v) : v;
+      });
+      for (const s of strings) if (!storable(s)) fail(`stored text that some backend cannot hold: ${j(s).slice(0, 80)}`, a);
+      return a.status;
+    },
+    { world: { console: { enabled: true } } },
+  );
+  console.log(`console API: ${summary(tally)}`);
+  expect(tally.runs).toBeGreaterThanOrEqual(RUNS);
+  if (COVERAGE_CHECKS) {
+    for (const label of ["clients-create-201", "accounts-create-201", "secrets-201", "secret-200", "client-204", "secret-id-204", "disable-200", "enable-200", "keys-rotate-200", "sign-in-200", "session-200", "clients-list-200", "accounts-list-200", "keys-list-200", "events-200", "sign-out-204", "e1001", "e1002", "e1003", "e1004", "e1007", "e1008", "e1009", "e1301", "e1302", "e1303", "e1304", "e1305", "e1306", "e1307", "e1308", "e1404", "e1405"]) {
+      expect(tally.labels.get(label) ?? 0, label).toBeGreaterThan(RUNS / 1000);
+    }
+  }
+});
