@@ -551,7 +551,8 @@ function gate(spec: Spec, b: Built, live: { admin: boolean; demoted: boolean }):
     if (spec.site !== "same-origin" && spec.site !== "none-header") return { status: 403, code: 1304 };
     if (spec.origin !== "same" && spec.origin !== "none") return { status: 403, code: 1304 };
   }
-  if (b.route === "session" && m === "POST") return null;
+  // Sign-in needs no session and no CSRF token.
+  if ((b.route === "session" || b.route === "session-get") && m === "POST") return null;
   const session = spec.cookie === "admin" || spec.cookie === "admin-among-others" ? (live.admin ? "admin" : "gone") : spec.cookie === "demoted" ? (live.demoted ? "demoted" : "gone") : "gone";
   if (session === "gone") return { status: 401, code: 1301 };
   if (session === "demoted") return { status: 403, code: 1302 };
