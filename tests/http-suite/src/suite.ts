@@ -905,6 +905,63 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
       });
     });
 
+    describe("management console admin API (the runner turns it on with PLANTGATE_BOOTSTRAP_ADMIN=1)", () => {
+      // Not in the OpenAPI document (the console is not the spec's API): plain fetch, no validator.
+      const consoleCall = async (method: string, path: string, o: { cookie?: string; csrf?: string; raw?: string; body?: unknown } = {}) => {
+        const headers: Record<string, string> = { origin: new URL(srv().baseUrl).origin, "sec-fetch-site": "same-origin" };
+        if (o.cookie !== undefined) headers.cookie = o.cookie;
+        if (o.csrf !== undefined) headers["x-csrf-token"] = o.csrf;
+        const text = o.raw ?? (o.body === undefined ? undefined : JSON.stringify(o.body));
+        if (text !== undefined) headers["content-type"] = "application/json";
+        return capture(await globalThis.fetch(url(`/console/api${path}`), { method, headers, ...(text !== undefined ? { body: text } : {}) }));
+      };
+      const consoleError = (r: Captured, status: number, error: number, message: string) => {
+        expect([r.status, JSON.parse(r.text), r.headers.get("cache-control")]).toEqual([status, { error, message }, "no-store"]);
+      };
+
+      it("sign-in, CSRF, a client and an account made there work at the token endpoint, unstorable names are 400 1009, disabling and sign-out take effect", async () => {
+        const signIn = await consoleCall("POST", "/session", { body: { username: srv().username, password: srv().password } });
+        expect(signIn.status, signIn.text).toBe(200);
+        const id = /^plantgate_console=([A-Za-z0-9_-]{43}); Path=([^;]+); Max-Age=28800; HttpOnly; SameSite=Strict(; Secure)?$/.exec(signIn.headers.get("set-cookie") ?? "");
+        expect(id?.[2]).toBe(`${new URL(srv().baseUrl).pathname.replace(/\/$/, "")}/console`);
+        const cookie = `plantgate_console=${id![1]}`;
+        const { csrfToken: csrf, username } = JSON.parse(signIn.text) as { csrfToken: string; username: string };
+        expect(username).toBe(srv().username);
+
+        consoleError(await consoleCall("POST", "/clients", { cookie, body: { name: "no csrf" } }), 403, 1303, "The CSRF token is missing or wrong; reload the console.");
+        // U+0000 (PostgreSQL) and a lone surrogate (every SQL engine, D1 included) cannot be stored: refused before the store.
+        for (const raw of ['{"name":"a\\u0000b"}', '{"name":"a\\ud800b"}']) {
+          consoleError(await consoleCall("POST", "/clients", { cookie, csrf, raw }), 400, 1009, "name must be 1-200 characters without U+0000 or unpaired surrogates");
+        }
+
+        const created = await consoleCall("POST", "/clients", { cookie, csrf, body: { name: "Suite 🌱 client", grantTypes: ["client_credentials"], scopes: [USER_APIS] } });
+        expect(created.status, created.text).toBe(201);
+        const { client, clientSecret } = JSON.parse(created.text) as { client: { clientId: string; name: string }; clientSecret: string };
+        expect(client.name).toBe("Suite 🌱 client");
+        const cc = await tokenRequest(form({ grant_type: "client_credentials" }), { authorization: basic(client.clientId, clientSecret) });
+        expect(okToken(cc).scope).toBe(USER_APIS);
+        const listed = await consoleCall("GET", "/clients", { cookie });
+        expect(listed.status).toBe(200);
+        expect((JSON.parse(listed.text) as { clients: { clientId: string }[] }).clients.map((c) => c.clientId)).toContain(client.clientId);
+        expect(listed.text).not.toContain(clientSecret);
+
+        const newUser = { username: `console-${Math.random().toString(36).slice(2, 10)}`, password: `pw-${Math.random().toString(36).slice(2)}-x` };
+        const account = await consoleCall("POST", "/accounts", { cookie, csrf, body: newUser });
+        expect(account.status, account.text).toBe(201);
+        const accountId = (JSON.parse(account.text) as { id: string }).id;
+        const grant = () => withBasic({ grant_type: "password", username: newUser.username, password: newUser.password });
+        okToken(await grant());
+        const disabled = await consoleCall("POST", `/accounts/${encodeURIComponent(accountId)}/disable`, { cookie, csrf });
+        expect([disabled.status, (JSON.parse(disabled.text) as { enabled: boolean }).enabled]).toEqual([200, false]);
+        const refused = await grant();
+        expect([refused.status, JSON.parse(refused.text)]).toEqual([400, { error: "invalid_grant", error_description: "The username or password is incorrect." }]);
+
+        const out = await consoleCall("POST", "/session/sign-out", { cookie, csrf });
+        expect(out.status).toBe(204);
+        consoleError(await consoleCall("GET", "/session", { cookie }), 401, 1301, "Sign in to the console first.");
+      });
+    });
+
     target.moreTests?.(srv);
   });
 }

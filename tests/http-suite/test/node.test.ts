@@ -28,6 +28,8 @@ describeHttpSuite("node:http", {
       PLANTGATE_BOOTSTRAP_USERNAME: username,
       PLANTGATE_BOOTSTRAP_PASSWORD: password,
       PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+      // The bootstrap account is an administrator and the console is on (the suite's console tests).
+      PLANTGATE_BOOTSTRAP_ADMIN: "1",
     }, { logger }, { destination: lines.destination });
     try {
       for (let i = 0; i < accounts; i++) {

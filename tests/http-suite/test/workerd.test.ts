@@ -38,6 +38,8 @@ describeHttpSuite("workerd + D1 (@plantgate/cloudflare in Miniflare)", {
         PLANTGATE_BOOTSTRAP_USERNAME: username,
         PLANTGATE_BOOTSTRAP_PASSWORD: password,
         PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+        // The bootstrap account is an administrator and the console is on (the suite's console tests).
+        PLANTGATE_BOOTSTRAP_ADMIN: "1",
       },
     });
     try {
