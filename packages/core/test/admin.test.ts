@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeProtectedHeader } from "jose";
-import { AdminError } from "../src/index.js";
+import { AdminConflictError, AdminError } from "../src/index.js";
 import { BASE, basic, harness, passwordTokens, tokenRequest } from "./helpers.js";
 
 const listAccounts = (app: Awaited<ReturnType<typeof harness>>["app"], token: string) =>
@@ -124,6 +124,10 @@ describe("admin operations", () => {
     await expect(h.app.admin.createAccount({ username: "bob", password: "short" })).rejects.toThrow(new AdminError("password must be 8-1024 characters"));
     await expect(h.app.admin.createAccount({ username: "bob", password: "long-enough\u0000" })).rejects.toThrow(new AdminError("password must not contain U+0000"));
     await expect(h.app.admin.createAccount({ username: h.username, password: "long-enough-pw" })).rejects.toThrow(new AdminError(`username ${h.username} is taken`));
+    // A conflict with what is stored is its own kind (the console answers it 409), still an AdminError.
+    await expect(h.app.admin.createAccount({ username: h.username, password: "long-enough-pw" })).rejects.toBeInstanceOf(AdminConflictError);
+    await expect(h.app.admin.createClient({ clientId: h.clientId })).rejects.toBeInstanceOf(AdminConflictError);
+    await expect(h.app.admin.createClient({ clientId: "has space" })).rejects.not.toBeInstanceOf(AdminConflictError);
     expect((await h.app.admin.listClients()).map((c) => c.clientId)).toEqual([h.clientId]);
     expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);
     // Views never carry secrets.

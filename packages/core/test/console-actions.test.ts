@@ -154,6 +154,18 @@ describe("console API: third-party applications (settings > security settings)",
     expect((await h.app.admin.listClients()).map((c) => c.clientId)).toEqual(["app-1"]);
   });
 
+  it("two concurrent creations of one client id or one username: one 201, the other the 409 1307 of the console's own check, not a 400", async () => {
+    const h = await setup();
+    // Both pass the existence check before either writes (hashing the secret or password awaits).
+    const clients = await Promise.all([0, 1].map(() => h.as("POST", "/api/clients", { name: "Twin", clientId: "twin-client" })));
+    expect(clients.map((r) => r.status).sort()).toEqual([201, 409]);
+    expect(clients.find((r) => r.status === 409)!.body).toEqual({ error: 1307, message: "A client with id twin-client already exists." });
+    const accounts = await Promise.all([0, 1].map(() => h.as("POST", "/api/accounts", { username: "twin", password: "long-enough-1" })));
+    expect(accounts.map((r) => r.status).sort()).toEqual([201, 409]);
+    expect(accounts.find((r) => r.status === 409)!.body).toEqual({ error: 1307, message: "The username twin is taken." });
+    expect((await h.app.admin.listAccounts()).filter((a) => a.username === "twin")).toHaveLength(1);
+  });
+
   it("regenerates a secret: shown once, the old one fails at once (401 invalid_client), the new one works", async () => {
     const h = await setup();
     expect((await ccToken(h, "app-1", h.clientSecret)).status).toBe(200);

@@ -3,7 +3,7 @@ import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
 import { isStorableText } from "../util/storable-text.js";
-import { AdminError } from "./errors.js";
+import { AdminConflictError, AdminError } from "./errors.js";
 
 /** The longest client name (the console's form and API take the same). */
 export const MAX_CLIENT_NAME = 200;
@@ -157,7 +157,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
         createdAt: now,
         secretUpdatedAt: now,
       };
-      if (!(await ctx.storage.clients.create(record))) throw new AdminError(`client ${clientId} already exists`);
+      if (!(await ctx.storage.clients.create(record))) throw new AdminConflictError(`client ${clientId} already exists`);
       ctx.events.emit({ type: "client.created", client_id: clientId, name: record.name, grant_types: record.grantTypes, scopes: record.scopes, actor });
       return { client: clientView(record), clientSecret };
   };

@@ -2,3 +2,10 @@
 export class AdminError extends Error {
   override readonly name = "AdminError";
 }
+
+/**
+ * The admin operation lost to what is stored: the client id or username exists (created meanwhile
+ * by a concurrent call, when the caller checked first). The console answers it 409 like its own
+ * check. Its `name` stays "AdminError", so code that tells errors apart by name sees no change.
+ */
+export class AdminConflictError extends AdminError {}

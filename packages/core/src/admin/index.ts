@@ -1,7 +1,7 @@
 import { hashPassword, uuidV4 } from "../crypto/index.js";
 import type { Context } from "../context.js";
 import type { AccountRecord } from "../storage/types.js";
-import { AdminError } from "./errors.js";
+import { AdminConflictError, AdminError } from "./errors.js";
 import { createClientAdmin, type ClientAdmin } from "./clients.js";
 import { accountView, type AccountView } from "../api/accounts.js";
 import { isStorableText } from "../api/plants.js";
@@ -12,7 +12,7 @@ import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } fro
 
 export type { PruneCounts, PruneOptions } from "./prune.js";
 export type { EventPage, EventQuery } from "./events.js";
-export { AdminError } from "./errors.js";
+export { AdminConflictError, AdminError } from "./errors.js";
 export { MAX_CLIENT_SECRETS, type ClientSecretView, type ClientView, type CreateClientInput, type NewClientSecret } from "./clients.js";
 
 /** Input of {@link Admin.createAccount}. */
@@ -137,7 +137,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
     ...createClientAdmin(ctx, actor),
     async createAccount(input) {
       const record = await buildAccount(input);
-      if (!(await ctx.storage.accounts.create(record))) throw new AdminError(`username ${input.username} is taken`);
+      if (!(await ctx.storage.accounts.create(record))) throw new AdminConflictError(`username ${input.username} is taken`);
       accountEvent(record);
       return accountView(record);
     },
@@ -166,7 +166,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       }
       for (const input of inputs) records.push(await buildAccount(input));
       const conflict = await ctx.storage.accounts.createMany(records);
-      if (conflict !== null) throw new AdminError(`record ${conflict + 1}: username ${records[conflict]!.username} is taken`);
+      if (conflict !== null) throw new AdminConflictError(`record ${conflict + 1}: username ${records[conflict]!.username} is taken`);
       records.forEach(accountEvent);
       return records.map(accountView);
     },

@@ -1,4 +1,4 @@
-import { AdminError, createAdmin, type ClientSecretView, type ClientView } from "../admin/index.js";
+import { AdminConflictError, AdminError, createAdmin, type ClientSecretView, type ClientView } from "../admin/index.js";
 import { MAX_CLIENT_NAME } from "../admin/clients.js";
 import { accountView, listAccounts } from "../api/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
@@ -79,11 +79,16 @@ const conflict = (message: string) => new ApiError(409, ApiErrorCode.consoleConf
 /** The admin operations on behalf of the signed-in administrator (named as `actor` in events). */
 const adminOf = (ctx: Context, s: ConsoleSession) => createAdmin(ctx, { actor: s.account.username });
 
-/** Admin operations report bad input as AdminError, whose message is written to be shown. */
-async function admin<T>(op: () => Promise<T>): Promise<T> {
+/**
+ * Admin operations report bad input as AdminError, whose message is written to be shown. A
+ * conflict the handler's own check could not see (a concurrent request created the same client id
+ * or username between the check and the write) is the same 409 as the check's, with its message.
+ */
+async function admin<T>(op: () => Promise<T>, conflictMessage?: string): Promise<T> {
   try {
     return await op();
   } catch (e) {
+    if (e instanceof AdminConflictError && conflictMessage !== undefined) throw conflict(conflictMessage);
     if (e instanceof AdminError) throw invalid(e.message);
     throw e;
   }
@@ -153,7 +158,8 @@ export const createClient: ApiHandler = async (ctx, s, request) => {
     refreshTokenTtl: optionalSeconds(body, "refreshTokenTtl"),
     refreshTokenAbsoluteTtl: optionalSeconds(body, "refreshTokenAbsoluteTtl"),
   };
-  if (clientId !== undefined && (await ctx.storage.clients.get(clientId))) throw conflict(`A client with id ${clientId} already exists.`);
+  const taken = `A client with id ${clientId} already exists.`;
+  if (clientId !== undefined && (await ctx.storage.clients.get(clientId))) throw conflict(taken);
   const { client, clientSecret } = await admin(() =>
     adminOf(ctx, s).createClient({
       ...(clientId !== undefined ? { clientId } : {}),
@@ -162,6 +168,7 @@ export const createClient: ApiHandler = async (ctx, s, request) => {
       ...(scopes !== undefined ? { scopes } : {}),
       ...ttls,
     }),
+    taken,
   );
   return json(201, { client: consoleClient(client, ctx.clock()), clientSecret });
 };
@@ -211,7 +218,8 @@ export const createAccount: ApiHandler = async (ctx, s, request) => {
   const email = optionalString(body, "email", 320);
   const roles = optionalStrings(body, "roles");
   const enabled = optionalBoolean(body, "enabled");
-  if (await ctx.storage.accounts.findByUsername(username)) throw conflict(`The username ${username} is taken.`);
+  const taken = `The username ${username} is taken.`;
+  if (await ctx.storage.accounts.findByUsername(username)) throw conflict(taken);
   const view = await admin(() =>
     adminOf(ctx, s).createAccount({
       username,
@@ -221,6 +229,7 @@ export const createAccount: ApiHandler = async (ctx, s, request) => {
       roles: roles ?? [],
       ...(enabled !== undefined ? { enabled } : {}),
     }),
+    taken,
   );
   return json(201, view);
 };
