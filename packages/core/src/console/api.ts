@@ -188,20 +188,20 @@ export const regenerateSecret: ApiHandler = async (ctx, s, _r, [clientId]) => {
 };
 
 /** Adds a secret beside the existing ones (`{expiresIn?}` seconds); the earlier secrets keep working. */
-export const addSecret: ApiHandler = async (ctx, _s, request, [clientId]) => {
+export const addSecret: ApiHandler = async (ctx, s, request, [clientId]) => {
   const body = await readJsonObject(request);
   const expiresIn = optionalSeconds(body, "expiresIn");
   if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
-  const { clientSecret, secret } = await admin(() => createAdmin(ctx).addClientSecret(clientId!, expiresIn === null || expiresIn === undefined ? {} : { expiresIn }));
+  const { clientSecret, secret } = await admin(() => adminOf(ctx, s).addClientSecret(clientId!, expiresIn === null || expiresIn === undefined ? {} : { expiresIn }));
   return json(201, { clientId, clientSecret, secret: consoleSecret(secret, ctx.clock()) });
 };
 
 /** Revokes one secret at once. */
-export const revokeSecret: ApiHandler = async (ctx, _s, _r, [clientId, secretId]) => {
+export const revokeSecret: ApiHandler = async (ctx, s, _r, [clientId, secretId]) => {
   const client = await ctx.storage.clients.get(clientId!);
   if (!client) throw unknown(`Client ${clientId}`);
   if (!client.secrets.some((x) => x.id === secretId)) throw unknown(`Secret ${secretId} of client ${clientId}`);
-  await admin(() => createAdmin(ctx).revokeClientSecret(clientId!, secretId!));
+  await admin(() => adminOf(ctx, s).revokeClientSecret(clientId!, secretId!));
   return plain(204, null);
 };
 
