@@ -4,7 +4,7 @@
  */
 import type { JWK } from "jose";
 import { describe, expect, it } from "vitest";
-import { generateKeyRecord } from "../src/index.js";
+import { createMemoryStorage, generateKeyRecord, type PlantgateOptions, type Storage } from "../src/index.js";
 import { ACCOUNTS_URL, getAccounts } from "./api-helpers.js";
 import { call, consoleHarness, read, signIn, type ConsoleHarness, type SignedIn } from "./console-helpers.js";
 import { basic, clientToken, passwordTokens, tokenRequest } from "./helpers.js";
@@ -14,8 +14,8 @@ const ALL_GRANTS = ["client_credentials", "password", "refresh_token"];
 const ALL_SCOPES = ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"];
 const SECRET = expect.stringMatching(/^[A-Za-z0-9_-]{43}$/);
 
-async function setup(): Promise<ConsoleHarness & { root: SignedIn; as: (method: string, path: string, body?: unknown) => Promise<Awaited<ReturnType<typeof read>>> }> {
-  const h = await consoleHarness();
+async function setup(options: PlantgateOptions = {}): Promise<ConsoleHarness & { root: SignedIn; as: (method: string, path: string, body?: unknown) => Promise<Awaited<ReturnType<typeof read>>> }> {
+  const h = await consoleHarness(options);
   const root = await signIn(h.app);
   const as = async (method: string, path: string, body?: unknown) =>
     read(await call(h.app, method, path, { cookie: root.cookie, csrf: root.csrf, ...(body !== undefined ? { body } : {}) }));
@@ -164,6 +164,46 @@ describe("console API: third-party applications (settings > security settings)",
     expect(accounts.map((r) => r.status).sort()).toEqual([201, 409]);
     expect(accounts.find((r) => r.status === 409)!.body).toEqual({ error: 1307, message: "The username twin is taken." });
     expect((await h.app.admin.listAccounts()).filter((a) => a.username === "twin")).toHaveLength(1);
+  });
+
+  it("a client or secret gone between the console's check and the write (another instance deleted it) is 404 1306, not a 400", async () => {
+    // The record vanishes right after the console's existence check has read it.
+    const memory = createMemoryStorage();
+    let vanish: { clientId: string; secretId?: string } | null = null;
+    const storage: Storage = {
+      ...memory,
+      clients: {
+        ...memory.clients,
+        get: async (id) => {
+          const record = await memory.clients.get(id);
+          if (record && vanish?.clientId === id) {
+            const { secretId } = vanish;
+            vanish = null;
+            if (secretId === undefined) await memory.clients.delete(id);
+            else await memory.clients.removeSecret(id, secretId, Date.now());
+          }
+          return record;
+        },
+      },
+    };
+    const h = await setup({ storage });
+    const cases: [string, string, unknown, string][] = [
+      ["DELETE", "/api/clients/gone", undefined, "Client gone does not exist."],
+      ["POST", "/api/clients/gone/secret", undefined, "Client gone does not exist."],
+      ["POST", "/api/clients/gone/secrets", {}, "Client gone does not exist."],
+    ];
+    for (const [method, path, body, message] of cases) {
+      expect((await h.as("POST", "/api/clients", { name: "Gone", clientId: "gone" })).status).toBe(201);
+      vanish = { clientId: "gone" };
+      const r = await h.as(method, path, body);
+      expect([method, path, r.status, r.body]).toEqual([method, path, 404, { error: 1306, message }]);
+      expect(await h.app.storage.clients.get("gone")).toBeNull();
+    }
+    expect((await h.as("POST", "/api/clients", { name: "Gone", clientId: "gone" })).status).toBe(201);
+    const secretId = ((await h.as("POST", "/api/clients/gone/secrets", {})).body as { secret: { id: string } }).secret.id;
+    vanish = { clientId: "gone", secretId };
+    const revoked = await h.as("DELETE", `/api/clients/gone/secrets/${secretId}`);
+    expect([revoked.status, revoked.body]).toEqual([404, { error: 1306, message: `Secret ${secretId} of client gone does not exist.` }]);
   });
 
   it("regenerates a secret: shown once, the old one fails at once (401 invalid_client), the new one works", async () => {

@@ -3,7 +3,7 @@ import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
 import { isStorableText } from "../util/storable-text.js";
-import { AdminConflictError, AdminError } from "./errors.js";
+import { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
 
 /** The longest client name (the console's form and API take the same). */
 export const MAX_CLIENT_NAME = 200;
@@ -96,7 +96,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
   };
   const secretClient = async (clientId: string): Promise<ClientRecord> => {
     const client = await ctx.storage.clients.get(clientId);
-    if (!client) throw new AdminError(`client ${clientId} does not exist`);
+    if (!client) throw new AdminNotFoundError(`client ${clientId} does not exist`);
     if (client.authMethod !== "client_secret") throw new AdminError(`client ${clientId} authenticates with private_key_jwt and has no secrets`);
     return client;
   };
@@ -167,7 +167,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       await secretClient(clientId);
       const clientSecret = randomToken(ctx.random, 32);
       const secret = await newSecret(clientSecret, undefined, ctx.clock());
-      if (!(await ctx.storage.clients.replaceSecrets(clientId, secret))) throw new AdminError(`client ${clientId} does not exist`);
+      if (!(await ctx.storage.clients.replaceSecrets(clientId, secret))) throw new AdminNotFoundError(`client ${clientId} does not exist`);
       ctx.events.emit({ type: "client.secret_rotated", client_id: clientId, actor });
       return { clientSecret, secret: secretView(secret) };
     },
@@ -180,13 +180,13 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       for (const s of client.secrets) if (!live.includes(s)) await ctx.storage.clients.removeSecret(clientId, s.id, now);
       const clientSecret = randomToken(ctx.random, 32);
       const secret = await newSecret(clientSecret, options.expiresIn, now);
-      if (!(await ctx.storage.clients.addSecret(clientId, secret))) throw new AdminError(`client ${clientId} does not exist`);
+      if (!(await ctx.storage.clients.addSecret(clientId, secret))) throw new AdminNotFoundError(`client ${clientId} does not exist`);
       ctx.events.emit({ type: "client.secret_added", client_id: clientId, secret_id: secret.id, actor });
       return { clientSecret, secret: secretView(secret) };
     },
     async revokeClientSecret(clientId, secretId) {
       await secretClient(clientId);
-      if (!(await ctx.storage.clients.removeSecret(clientId, secretId, ctx.clock()))) throw new AdminError(`client ${clientId} has no secret ${secretId}`);
+      if (!(await ctx.storage.clients.removeSecret(clientId, secretId, ctx.clock()))) throw new AdminNotFoundError(`client ${clientId} has no secret ${secretId}`);
       ctx.events.emit({ type: "client.secret_revoked", client_id: clientId, secret_id: secretId, actor });
     },
     async listClients() {
@@ -194,7 +194,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
     },
     async getClient(clientId) {
       const client = await ctx.storage.clients.get(clientId);
-      if (!client) throw new AdminError(`client ${clientId} does not exist`);
+      if (!client) throw new AdminNotFoundError(`client ${clientId} does not exist`);
       return clientView(client);
     },
   };

@@ -9,3 +9,10 @@ export class AdminError extends Error {
  * check. Its `name` stays "AdminError", so code that tells errors apart by name sees no change.
  */
 export class AdminConflictError extends AdminError {}
+
+/**
+ * The client, secret or account the operation names is not stored (deleted meanwhile by a
+ * concurrent call, when the caller checked first). The console answers it 404 like its own check.
+ * Its `name` stays "AdminError".
+ */
+export class AdminNotFoundError extends AdminError {}

@@ -1,7 +1,7 @@
 import { hashPassword, uuidV4 } from "../crypto/index.js";
 import type { Context } from "../context.js";
 import type { AccountRecord } from "../storage/types.js";
-import { AdminConflictError, AdminError } from "./errors.js";
+import { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
 import { createClientAdmin, type ClientAdmin } from "./clients.js";
 import { accountView, type AccountView } from "../api/accounts.js";
 import { isStorableText } from "../api/plants.js";
@@ -12,7 +12,7 @@ import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } fro
 
 export type { PruneCounts, PruneOptions } from "./prune.js";
 export type { EventPage, EventQuery } from "./events.js";
-export { AdminConflictError, AdminError } from "./errors.js";
+export { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
 export { MAX_CLIENT_SECRETS, type ClientSecretView, type ClientView, type CreateClientInput, type NewClientSecret } from "./clients.js";
 
 /** Input of {@link Admin.createAccount}. */
@@ -152,7 +152,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       return "created";
     },
     async deleteClient(clientId) {
-      if (!(await ctx.storage.clients.delete(clientId))) throw new AdminError(`client ${clientId} does not exist`);
+      if (!(await ctx.storage.clients.delete(clientId))) throw new AdminNotFoundError(`client ${clientId} does not exist`);
       ctx.events.emit({ type: "client.deleted", client_id: clientId, actor });
     },
     async importAccounts(inputs) {
@@ -173,7 +173,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
     async setAccountEnabled(username, enabled) {
       const account = await ctx.storage.accounts.findByUsername(username);
       if (!account || !(await ctx.storage.accounts.setEnabled(account.id, enabled))) {
-        throw new AdminError(`user ${username} does not exist`);
+        throw new AdminNotFoundError(`user ${username} does not exist`);
       }
       if (!enabled) await ctx.storage.refreshTokens.revokeByAccount(account.id, ctx.clock());
       if (account.enabled !== enabled) ctx.events.emit({ type: enabled ? "account.enabled" : "account.disabled", account_id: account.id, username: account.username, actor });

@@ -1,4 +1,4 @@
-import { AdminConflictError, AdminError, createAdmin, type ClientSecretView, type ClientView } from "../admin/index.js";
+import { AdminConflictError, AdminError, AdminNotFoundError, createAdmin, type ClientSecretView, type ClientView } from "../admin/index.js";
 import { MAX_CLIENT_NAME } from "../admin/clients.js";
 import { accountView, listAccounts } from "../api/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
@@ -80,15 +80,17 @@ const conflict = (message: string) => new ApiError(409, ApiErrorCode.consoleConf
 const adminOf = (ctx: Context, s: ConsoleSession) => createAdmin(ctx, { actor: s.account.username });
 
 /**
- * Admin operations report bad input as AdminError, whose message is written to be shown. A
- * conflict the handler's own check could not see (a concurrent request created the same client id
- * or username between the check and the write) is the same 409 as the check's, with its message.
+ * Admin operations report bad input as AdminError, whose message is written to be shown. What the
+ * handler's own checks could not see (a concurrent request created the same client id or username,
+ * or deleted the client or secret, between the check and the write) gets the check's own answer:
+ * 409 with `taken`, 404 with `missing`.
  */
-async function admin<T>(op: () => Promise<T>, conflictMessage?: string): Promise<T> {
+async function admin<T>(op: () => Promise<T>, on: { taken?: string; missing?: string } = {}): Promise<T> {
   try {
     return await op();
   } catch (e) {
-    if (e instanceof AdminConflictError && conflictMessage !== undefined) throw conflict(conflictMessage);
+    if (e instanceof AdminConflictError && on.taken !== undefined) throw conflict(on.taken);
+    if (e instanceof AdminNotFoundError && on.missing !== undefined) throw unknown(on.missing);
     if (e instanceof AdminError) throw invalid(e.message);
     throw e;
   }
@@ -168,20 +170,20 @@ export const createClient: ApiHandler = async (ctx, s, request) => {
       ...(scopes !== undefined ? { scopes } : {}),
       ...ttls,
     }),
-    taken,
+    { taken },
   );
   return json(201, { client: consoleClient(client, ctx.clock()), clientSecret });
 };
 
 export const deleteClient: ApiHandler = async (ctx, s, _r, [clientId]) => {
   if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
-  await admin(() => adminOf(ctx, s).deleteClient(clientId!));
+  await admin(() => adminOf(ctx, s).deleteClient(clientId!), { missing: `Client ${clientId}` });
   return plain(204, null);
 };
 
 export const regenerateSecret: ApiHandler = async (ctx, s, _r, [clientId]) => {
   if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
-  const { clientSecret } = await admin(() => adminOf(ctx, s).rotateClientSecret(clientId!));
+  const { clientSecret } = await admin(() => adminOf(ctx, s).rotateClientSecret(clientId!), { missing: `Client ${clientId}` });
   const client = await ctx.storage.clients.get(clientId!);
   if (!client) throw unknown(`Client ${clientId}`);
   return json(200, { clientId: client.clientId, clientSecret, secretUpdatedAt: iso(client.secretUpdatedAt) });
@@ -192,7 +194,7 @@ export const addSecret: ApiHandler = async (ctx, s, request, [clientId]) => {
   const body = await readJsonObject(request);
   const expiresIn = optionalSeconds(body, "expiresIn");
   if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
-  const { clientSecret, secret } = await admin(() => adminOf(ctx, s).addClientSecret(clientId!, expiresIn === null || expiresIn === undefined ? {} : { expiresIn }));
+  const { clientSecret, secret } = await admin(() => adminOf(ctx, s).addClientSecret(clientId!, expiresIn === null || expiresIn === undefined ? {} : { expiresIn }), { missing: `Client ${clientId}` });
   return json(201, { clientId, clientSecret, secret: consoleSecret(secret, ctx.clock()) });
 };
 
@@ -201,7 +203,7 @@ export const revokeSecret: ApiHandler = async (ctx, s, _r, [clientId, secretId])
   const client = await ctx.storage.clients.get(clientId!);
   if (!client) throw unknown(`Client ${clientId}`);
   if (!client.secrets.some((x) => x.id === secretId)) throw unknown(`Secret ${secretId} of client ${clientId}`);
-  await admin(() => adminOf(ctx, s).revokeClientSecret(clientId!, secretId!));
+  await admin(() => adminOf(ctx, s).revokeClientSecret(clientId!, secretId!), { missing: `Secret ${secretId} of client ${clientId}` });
   return plain(204, null);
 };
 
@@ -229,7 +231,7 @@ export const createAccount: ApiHandler = async (ctx, s, request) => {
       roles: roles ?? [],
       ...(enabled !== undefined ? { enabled } : {}),
     }),
-    taken,
+    { taken },
   );
   return json(201, view);
 };
@@ -239,7 +241,7 @@ function setEnabled(enabled: boolean): ApiHandler {
     const account = await ctx.storage.accounts.get(id!);
     if (!account) throw unknown(`Account ${id}`);
     if (!enabled && account.id === session.account.id) throw invalid("You cannot disable your own account.");
-    await admin(() => adminOf(ctx, session).setAccountEnabled(account.username, enabled));
+    await admin(() => adminOf(ctx, session).setAccountEnabled(account.username, enabled), { missing: `Account ${id}` });
     // The session check reads the account on every call too; deleting the sessions is the belt to those braces.
     if (!enabled) await ctx.storage.sessions.deleteByAccount(account.id);
     const updated = await ctx.storage.accounts.get(account.id);
