@@ -4,7 +4,7 @@ import type { AccountRecord } from "../storage/types.js";
 import { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
 import { createClientAdmin, type ClientAdmin } from "./clients.js";
 import { accountView, type AccountView } from "../api/accounts.js";
-import { isStorableText } from "../api/plants.js";
+import { isStorableText } from "../util/storable-text.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
 import { generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
 import { prune, type PruneCounts, type PruneOptions } from "./prune.js";

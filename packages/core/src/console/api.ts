@@ -160,8 +160,8 @@ export const createClient: ApiHandler = async (ctx, s, request) => {
     refreshTokenTtl: optionalSeconds(body, "refreshTokenTtl"),
     refreshTokenAbsoluteTtl: optionalSeconds(body, "refreshTokenAbsoluteTtl"),
   };
-  const taken = `A client with id ${clientId} already exists.`;
-  if (clientId !== undefined && (await ctx.storage.clients.get(clientId))) throw conflict(taken);
+  const taken = clientId === undefined ? undefined : `A client with id ${clientId} already exists.`;
+  if (clientId !== undefined && (await ctx.storage.clients.get(clientId))) throw conflict(taken!);
   const { client, clientSecret } = await admin(() =>
     adminOf(ctx, s).createClient({
       ...(clientId !== undefined ? { clientId } : {}),
@@ -170,7 +170,7 @@ export const createClient: ApiHandler = async (ctx, s, request) => {
       ...(scopes !== undefined ? { scopes } : {}),
       ...ttls,
     }),
-    { taken },
+    taken === undefined ? {} : { taken },
   );
   return json(201, { client: consoleClient(client, ctx.clock()), clientSecret });
 };
