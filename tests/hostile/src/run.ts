@@ -5,7 +5,7 @@
  */
 import fc from "fast-check";
 import { CHUNK, RUNS, SEED } from "./settings.js";
-import { createWorld, type World, type WorldOptions } from "./world.js";
+import { createWorld, STORE, type World, type WorldOptions } from "./world.js";
 import { outputIsClean } from "./invariants.js";
 
 export interface Tally {
@@ -41,21 +41,25 @@ export async function runChunked<T>(
     const seed = SEED + chunk;
     const world = await createWorld(seed, options.world);
     try {
-      await fc.assert(
-        fc.asyncProperty(arb, async (value) => {
-          const status = await check(world, value, tally);
-          tally.runs++;
-          tally.byStatus.set(status, (tally.byStatus.get(status) ?? 0) + 1);
-        }),
-        { seed, numRuns },
-      );
-    } catch (e) {
-      // fast-check names seed, path and the shrunk counterexample; say how to replay this chunk alone.
-      const message = e instanceof Error ? e.message : String(e);
-      throw new Error(`chunk ${chunk} failed; replay with HOSTILE_SEED=${seed} HOSTILE_RUNS=${numRuns}\n${message}`, { cause: e });
+      try {
+        await fc.assert(
+          fc.asyncProperty(arb, async (value) => {
+            const status = await check(world, value, tally);
+            tally.runs++;
+            tally.byStatus.set(status, (tally.byStatus.get(status) ?? 0) + 1);
+          }),
+          { seed, numRuns },
+        );
+      } catch (e) {
+        // fast-check names seed, path and the shrunk counterexample; say how to replay this chunk alone.
+        const message = e instanceof Error ? e.message : String(e);
+        throw new Error(`chunk ${chunk} failed; replay with HOSTILE_SEED=${seed} HOSTILE_RUNS=${numRuns}${STORE === "memory" ? "" : ` HOSTILE_STORE=${STORE}`}\n${message}`, { cause: e });
+      }
+      // Secrets never logged: the whole chunk's log lines and metrics, against all it carried.
+      await outputIsClean(world);
+    } finally {
+      await world.close();
     }
-    // Secrets never logged: the whole chunk's log lines and metrics, against all it carried.
-    await outputIsClean(world);
     done += numRuns;
   }
   return tally;

@@ -8,7 +8,46 @@
  */
 import { createMemoryStorage, createPlantgate, refreshTokenKey, sha256, type Plantgate, type SecurityEvent, type PlantgateOptions, type RefreshTokenRecord, type Storage } from "@plantgate/core";
 import { coreLogger, createLog, createMetrics, eventLogger } from "@plantgate/observability";
+import { openSqlStorage } from "@plantgate/storage-sql";
+import pg from "pg";
 import { createRecordingStorage, type RecordingStorage } from "./snapshot.js";
+
+/**
+ * The store every world runs on, `HOSTILE_STORE`: `memory` (default, what `pnpm test` runs),
+ * `sqlite` (a fresh in-memory SQLite database per world) or `postgres` (a fresh schema per world
+ * on `PLANTGATE_TEST_POSTGRES_URL`, default the machine's `postgres://postgres@127.0.0.1:5432/test`,
+ * dropped when the world closes). The SQL stores answer a value they cannot hold (U+0000 on
+ * PostgreSQL, a lone surrogate anywhere) with an error, which the memory store would keep: a
+ * `pnpm hostile` run on them finds a 500 where input reaches storage unchecked.
+ */
+export const STORE = process.env.HOSTILE_STORE ?? "memory";
+const POSTGRES_URL = process.env.PLANTGATE_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+async function openStore(seed: number): Promise<{ storage: Storage; close(): Promise<void> }> {
+  if (STORE === "memory") return { storage: createMemoryStorage({ audit: true }), close: async () => {} };
+  if (STORE === "sqlite") {
+    const storage = await openSqlStorage("sqlite::memory:", { audit: true });
+    return { storage, close: () => storage.close() };
+  }
+  if (STORE === "postgres") {
+    const schema = `hostile_${(seed >>> 0).toString(16)}_${Math.random().toString(16).slice(2, 10)}`;
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    await admin.query(`create schema "${schema}"`);
+    const url = new URL(POSTGRES_URL);
+    url.searchParams.set("options", `-c search_path=${schema}`);
+    const storage = await openSqlStorage(url.toString(), { audit: true });
+    return {
+      storage,
+      close: async () => {
+        await storage.close();
+        await admin.query(`drop schema "${schema}" cascade`);
+        await admin.end();
+      },
+    };
+  }
+  throw new Error(`HOSTILE_STORE must be memory, sqlite or postgres, got ${JSON.stringify(STORE)}`);
+}
 
 export const ISSUER = "https://as.example";
 export const OTHER_ISSUER = "https://other.example";
@@ -127,6 +166,8 @@ export interface World {
   refreshIsLive(token: string, clientId: string): Promise<boolean>;
   /** The stored record of a refresh token, read directly. */
   refreshRecord(token: string): Promise<RefreshTokenRecord | null>;
+  /** Closes the world's store (a SQL store's connections; a PostgreSQL schema is dropped). */
+  close(): Promise<void>;
 }
 
 export const basicHeader = (id: string, secret: string) => "Basic " + b64(utf8(`${formEncode(id)}:${formEncode(secret)}`));
@@ -192,7 +233,8 @@ export type WorldOptions = Pick<PlantgateOptions, "bruteForce" | "console">;
  */
 export async function createWorld(seed: number, options: WorldOptions = {}): Promise<World> {
   const clock = { now: NOW };
-  const rec = createRecordingStorage(createMemoryStorage({ audit: true }));
+  const store = await openStore(seed);
+  const rec = createRecordingStorage(store.storage);
   const logs: LogEntry[] = [];
   setupLogs = logs;
   // The example servers' logs and metrics, writing into memory: every level, every event.
@@ -375,5 +417,6 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     output: async () => lines.join("") + (await metrics.text()),
     refreshIsLive,
     refreshRecord,
+    close: () => store.close(),
   };
 }
