@@ -6,7 +6,9 @@ import type { SqlFamily } from "./schema.js";
 // these converters, which accept each form and refuse anything that would lose precision.
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM: a stored value that begins with U+FEFF is text, not a file: keep it (the default
+// decoder drops it, so a plant named "\uFEFFx" came back from PostgreSQL's bytea as "x").
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const utf8Encoder = new TextEncoder();
 
 export function toInt(value: unknown, column: string): number {

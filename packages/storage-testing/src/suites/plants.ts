@@ -95,6 +95,12 @@ export function plantsSuite(s: SuiteContext): void {
       await expectPlant(record);
     });
 
+    it("a leading U+FEFF (byte order mark) is kept, in name and tag: text is not decoded as a file", async () => {
+      const records = [plantRecord({ id: 21n, name: "\uFEFF", tag: "\uFEFFtag" }), plantRecord({ id: 22n, name: "\uFEFF\uFEFFtwo", tag: "mid\uFEFF" })];
+      for (const r of records) expect(await plants().create(r), `create ${r.id}`).toBe(true);
+      for (const r of records) await expectPlant(r);
+    });
+
     it("stores copies: mutating the record passed to create, or one returned, changes nothing stored", async () => {
       const input = plantRecord({ id: 7n, name: "original", tag: "t" });
       await plants().create(input);
