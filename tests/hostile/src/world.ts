@@ -36,13 +36,19 @@ async function openStore(seed: number): Promise<{ storage: Storage; close(): Pro
     await admin.query(`create schema "${schema}"`);
     const url = new URL(POSTGRES_URL);
     url.searchParams.set("options", `-c search_path=${schema}`);
-    const storage = await openSqlStorage(url.toString(), { audit: true });
+    const dropSchema = async () => {
+      await admin.query(`drop schema "${schema}" cascade`);
+      await admin.end();
+    };
+    const storage = await openSqlStorage(url.toString(), { audit: true }).catch(async (e: unknown) => {
+      await dropSchema();
+      throw e;
+    });
     return {
       storage,
       close: async () => {
         await storage.close();
-        await admin.query(`drop schema "${schema}" cascade`);
-        await admin.end();
+        await dropSchema();
       },
     };
   }

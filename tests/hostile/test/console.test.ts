@@ -392,8 +392,6 @@ interface Built {
   bodyCode: number | null;
 }
 
-const encodeSegment = (s: string) => encodeURIComponent(s);
-
 async function build(world: World, state: ConsoleState, spec: Spec): Promise<Built> {
   const t = spec.target;
   const clients = await world.storage.clients.list();
@@ -419,7 +417,7 @@ async function build(world: World, state: ConsoleState, spec: Spec): Promise<Bui
     case "secrets": {
       const id = clientRef(t.id);
       params = [id];
-      path = `/api/clients/${encodeSegment(id)}${t.r === "client" ? "" : t.r === "secret" ? "/secret" : "/secrets"}`;
+      path = `/api/clients/${encodeURIComponent(id)}${t.r === "client" ? "" : t.r === "secret" ? "/secret" : "/secrets"}`;
       break;
     }
     case "secret-id": {
@@ -427,7 +425,7 @@ async function build(world: World, state: ConsoleState, spec: Spec): Promise<Bui
       const client = clients.find((c) => c.clientId === id);
       const sid = t.sid.k === "known" ? (client?.secrets[t.sid.n % Math.max(1, client.secrets.length)]?.id ?? "no-secret") : t.sid.v;
       params = [id, sid];
-      path = `/api/clients/${encodeSegment(id)}/secrets/${encodeSegment(sid)}`;
+      path = `/api/clients/${encodeURIComponent(id)}/secrets/${encodeURIComponent(sid)}`;
       break;
     }
     case "accounts-list":
@@ -443,7 +441,7 @@ async function build(world: World, state: ConsoleState, spec: Spec): Promise<Bui
     case "enable": {
       const id = accountRef(t.id);
       params = [id];
-      path = `/api/accounts/${encodeSegment(id)}/${t.r}`;
+      path = `/api/accounts/${encodeURIComponent(id)}/${t.r}`;
       break;
     }
     case "keys-list":
