@@ -181,6 +181,16 @@ describe("invalid_client (RFC 6749 §5.2)", () => {
     await expectTokenError(await rawTokenRequest(h.app, cc, { "content-type": FORM, authorization: header }), 401, malformedBasic);
   });
 
+  it("RFC 7617 §2.1: the Basic credentials are taken byte for byte, a leading U+FEFF (UTF-8 EF BB BF) included: it is not the client's id", async () => {
+    const h = await harness();
+    const bytes = new TextEncoder().encode(`\uFEFF${h.clientId}:${h.clientSecret}`);
+    expect([...bytes.slice(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
+    const value = "Basic " + btoa(String.fromCharCode(...bytes));
+    await expectTokenError(await rawTokenRequest(h.app, cc, { "content-type": FORM, authorization: value }), 401, failed);
+    // Percent-encoded (App. B), the same id is refused the same way.
+    await expectTokenError(await rawTokenRequest(h.app, cc, { "content-type": FORM, authorization: basic(`\uFEFF${h.clientId}`, h.clientSecret) }), 401, failed);
+  });
+
   it("RFC 6749 §5.2: Basic with an empty id or secret -> 401 invalid_client", async () => {
     const h = await harness();
     await expectTokenError(await rawTokenRequest(h.app, cc, { "content-type": FORM, authorization: "Basic " + btoa(":secret") }), 401, failed);

@@ -23,7 +23,9 @@ export interface PresentedAssertion {
 const MAX_CREDENTIAL_LENGTH = 1024;
 
 // Reused: a fatal decoder keeps no state between whole (non-streaming) decode() calls.
-const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM: the credentials are taken byte for byte; the default decoder would drop a leading
+// EF BB BF, so "\uFEFFapp-1:secret" would authenticate as app-1.
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
  * Extracts client credentials from the Authorization header (`Basic`, RFC 6749 §2.3.1, with the App. B
