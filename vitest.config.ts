@@ -8,8 +8,8 @@ export default defineConfig({
     // Most test files spend their time waiting on sockets, databases, child processes and a
     // browser, not on this process's CPU. vitest's default (one worker less than the CPUs) ran
     // them one file at a time on a 2-core machine: 500 s of `pnpm test`, 412 s of it in tests.
-    // At least two at once. The files that use Miniflare's synchronous D1 proxy run last, one at a
-    // time (see vitest.workspace.ts): beside other files, that proxy lost its replies.
+    // At least two at once (three read 606 s against 634 s for two in one try each: not worth
+    // the contention for timing-bound tests).
     maxWorkers: Math.max(2, availableParallelism()),
   },
 });

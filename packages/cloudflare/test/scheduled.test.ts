@@ -1,15 +1,16 @@
 /**
  * The Worker's cron handler in workerd (Miniflare): the real `createWorker()` entry, bundled for
  * the Workers runtime, gets a scheduled event and prunes its D1 database. The rows are seeded and
- * checked from Node through the same D1 database.
+ * checked from Node through the same D1 database (over the bridge Worker of storage-sql's d1-bridge.ts).
  */
 import { dirname } from "node:path";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { createD1Storage, type D1DatabaseLike, type D1Storage } from "@plantgate/storage-sql/d1";
+import { createD1Storage, type D1Storage } from "@plantgate/storage-sql/d1";
 import { build } from "esbuild";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectD1Bridge, d1BridgeWorker, type D1Bridge } from "../../storage-sql/test/d1-bridge.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -28,15 +29,17 @@ async function bundle(): Promise<string> {
 }
 
 let mf: Miniflare | undefined;
+let bridge: D1Bridge | undefined;
 let storage: D1Storage;
 let logged = "";
 
 beforeAll(async () => {
   mf = new Miniflare({
-    modules: true,
-    script: await bundle(),
-    d1Databases: ["DB"],
-    bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" },
+    workers: [
+      { name: "plantgate", modules: true, script: await bundle(), d1Databases: ["DB"], bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" } },
+      // The same D1 database, reached from Node over the bridge Worker (see its file).
+      d1BridgeWorker("DB"),
+    ],
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {
       stdout.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
       stderr.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
@@ -46,9 +49,11 @@ beforeAll(async () => {
   const res = await mf.dispatchFetch("http://worker.test/.well-known/jwks.json");
   await res.arrayBuffer();
   expect(res.status).toBe(200);
-  storage = createD1Storage((await mf.getD1Database("DB")) as unknown as D1DatabaseLike);
+  bridge = await connectD1Bridge(mf);
+  storage = createD1Storage(bridge.database);
 }, 60_000);
 afterAll(async () => {
+  await bridge?.close();
   await mf?.dispose();
 });
 

@@ -8,6 +8,7 @@ import { swaggerUi } from "@plantgate/docs";
 import type { D1DatabaseLike } from "@plantgate/storage-sql/d1";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from "vitest";
+import { connectD1Bridge, d1BridgeWorker, type D1Bridge } from "../../storage-sql/test/d1-bridge.js";
 import { createWorker, WORKERS_MAX_PASSWORD_HASH_ITERATIONS } from "../src/index.js";
 
 let mf: Miniflare | undefined;
@@ -35,11 +36,15 @@ async function storedHash(username: string): Promise<string | undefined> {
   return results[0]?.password_hash;
 }
 
+let bridge: D1Bridge | undefined;
 beforeAll(async () => {
-  mf = new Miniflare({ modules: true, script: "export default { fetch() { return new Response(null, { status: 404 }) } }", d1Databases: ["DB"] });
-  database = (await mf.getD1Database("DB")) as unknown as D1DatabaseLike;
+  // A real D1 database in workerd, reached from Node over the bridge Worker (see its file).
+  mf = new Miniflare({ workers: [d1BridgeWorker("DB")] });
+  bridge = await connectD1Bridge(mf);
+  database = bridge.database;
 });
 afterAll(async () => {
+  await bridge?.close();
   await mf?.dispose();
 });
 

@@ -1,29 +1,27 @@
-/** A real D1 database in Miniflare (workerd) for one test file, driven from Node. */
+/** A real D1 database in Miniflare (workerd) for one test file, driven from Node over the bridge of d1-bridge.ts. */
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll } from "vitest";
-import type { D1DatabaseLike } from "../src/d1.js";
 import { TABLES } from "../src/schema.js";
+import { connectD1Bridge, d1BridgeWorker, type BridgedD1, type D1Bridge } from "./d1-bridge.js";
 import { DATA_TABLES } from "./support.js";
 
-interface Statement {
-  all(): Promise<{ results: Record<string, unknown>[] }>;
-  run(): Promise<unknown>;
-}
-
-/** The binding as the tests use it: a D1 database whose statements can also be run directly. */
-export type TestD1 = Omit<D1DatabaseLike, "prepare"> & { prepare(query: string): Statement & ReturnType<D1DatabaseLike["prepare"]> };
+/** The binding as the tests use it: a D1 database (over the bridge, see d1-bridge.ts) whose statements can also be run directly. */
+export type TestD1 = BridgedD1;
 
 /**
- * Starts one Miniflare with the D1 database `name` before the file's tests (handing its binding to
- * `use`) and disposes of it after them.
+ * Starts one Miniflare with the D1 database `name` before the file's tests (handing its binding, over
+ * the bridge Worker, to `use`) and disposes of it after them.
  */
 export function miniflareD1(name: string, use: (binding: TestD1) => void): void {
   let mf: Miniflare | undefined;
+  let bridge: D1Bridge | undefined;
   beforeAll(async () => {
-    mf = new Miniflare({ modules: true, script: "export default { fetch() { return new Response(null, { status: 404 }) } }", d1Databases: { DB: name } });
-    use((await mf.getD1Database("DB")) as unknown as TestD1);
+    mf = new Miniflare({ workers: [d1BridgeWorker(name)] });
+    bridge = await connectD1Bridge(mf);
+    use(bridge.database);
   }, 30_000);
   afterAll(async () => {
+    await bridge?.close();
     await mf?.dispose();
   });
 }

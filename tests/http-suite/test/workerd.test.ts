@@ -7,8 +7,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { createPlantgate } from "@plantgate/core";
-import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
+import { createD1Storage } from "@plantgate/storage-sql/d1";
 import { Miniflare } from "miniflare";
+import { connectD1Bridge, d1BridgeWorker } from "../../../packages/storage-sql/test/d1-bridge.js";
 import { describeHttpSuite } from "../src/suite.js";
 import { bundleWorker, sizeLine } from "../src/bundle-worker.js";
 import { describeOversizedUploads } from "../src/oversized-uploads.js";
@@ -29,18 +30,25 @@ describeHttpSuite("workerd + D1 (@plantgate/cloudflare in Miniflare)", {
     const bundle = await bundleWorker("full");
     console.log(sizeLine("full", bundle));
     const mf = new Miniflare({
-      modules: true,
-      script: bundle.script,
-      d1Databases: ["DB"],
-      bindings: {
-        PLANTGATE_BOOTSTRAP_CLIENT_ID: clientId,
-        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: clientSecret,
-        PLANTGATE_BOOTSTRAP_USERNAME: username,
-        PLANTGATE_BOOTSTRAP_PASSWORD: password,
-        PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
-        // The bootstrap account is an administrator and the console is on (the suite's console tests).
-        PLANTGATE_BOOTSTRAP_ADMIN: "1",
-      },
+      workers: [
+        {
+          name: "plantgate",
+          modules: true,
+          script: bundle.script,
+          d1Databases: ["DB"],
+          bindings: {
+            PLANTGATE_BOOTSTRAP_CLIENT_ID: clientId,
+            PLANTGATE_BOOTSTRAP_CLIENT_SECRET: clientSecret,
+            PLANTGATE_BOOTSTRAP_USERNAME: username,
+            PLANTGATE_BOOTSTRAP_PASSWORD: password,
+            PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+            // The bootstrap account is an administrator and the console is on (the suite's console tests).
+            PLANTGATE_BOOTSTRAP_ADMIN: "1",
+          },
+        },
+        // The same D1 database, reached from Node over the bridge Worker (see storage-sql's d1-bridge.ts).
+        d1BridgeWorker("DB"),
+      ],
     });
     try {
       // No PLANTGATE_ISSUER: the core derives issuer and URLs from the request (Miniflare's URL).
@@ -49,10 +57,14 @@ describeHttpSuite("workerd + D1 (@plantgate/cloudflare in Miniflare)", {
       const first = await fetch(`${baseUrl}/.well-known/jwks.json`);
       await first.arrayBuffer();
       if (first.status !== 200) throw new Error(`the Worker did not start: ${first.status}`);
-      const storage = createD1Storage((await mf.getD1Database("DB")) as unknown as D1DatabaseLike);
-      const admin = createPlantgate({ storage, passwordHashIterations: 1000 }).admin;
-      for (let i = 0; i < accounts; i++) {
-        await admin.createAccount({ username: `walker-${String(i).padStart(2, "0")}-${hex(3)}`, password: hex(16) });
+      const bridge = await connectD1Bridge(mf);
+      try {
+        const admin = createPlantgate({ storage: createD1Storage(bridge.database), passwordHashIterations: 1000 }).admin;
+        for (let i = 0; i < accounts; i++) {
+          await admin.createAccount({ username: `walker-${String(i).padStart(2, "0")}-${hex(3)}`, password: hex(16) });
+        }
+      } finally {
+        await bridge.close();
       }
       return { baseUrl, clientId, clientSecret, username, password, close: () => mf.dispose() };
     } catch (error) {
