@@ -93,7 +93,7 @@ async function execute(db, m) {
 export default {
   async fetch(request, env) {
     if (request.headers.get("upgrade") !== "websocket") return new Response("the D1 bridge speaks WebSocket only", { status: 426 });
-    const db = env[new URL(request.url).searchParams.get("binding") ?? "DB"];
+    const db = env.DB;
     const [client, server] = Object.values(new WebSocketPair());
     server.accept();
     const parts = new Map();
