@@ -5,16 +5,14 @@
  * esbuild for the Workers runtime; the bundle must contain no `node:*` import. Its size (raw and
  * gzipped) is printed. The extra accounts are created from Node on the same D1 database.
  */
-import { randomBytes } from "node:crypto";
 import { createPlantgate } from "@plantgate/core";
 import { createD1Storage } from "@plantgate/storage-sql/d1";
 import { Miniflare } from "miniflare";
 import { connectD1Bridge, d1BridgeWorker } from "../../../packages/storage-sql/test/d1-bridge.js";
+import { createWalkers, suiteBootstrap } from "../src/bootstrap.js";
 import { describeHttpSuite } from "../src/suite.js";
 import { bundleWorker, sizeLine } from "../src/bundle-worker.js";
 import { describeOversizedUploads } from "../src/oversized-uploads.js";
-
-const hex = (bytes: number) => randomBytes(bytes).toString("hex");
 
 describeHttpSuite("workerd + D1 (@plantgate/cloudflare in Miniflare)", {
   // No PLANTGATE_ISSUER: URLs come from the request.
@@ -22,10 +20,7 @@ describeHttpSuite("workerd + D1 (@plantgate/cloudflare in Miniflare)", {
   // Oversized uploads over raw sockets, 20 of 20 each, also under CPU load; no reset accepted.
   moreTests: describeOversizedUploads,
   async start({ accounts }) {
-    const clientId = `suite-${hex(4)}`;
-    const clientSecret = hex(32);
-    const username = `alice-${hex(4)}`;
-    const password = hex(16);
+    const { identity, env } = suiteBootstrap();
     // The full Worker (with /docs and the console page), so the suite's /docs checks run on workerd too.
     const bundle = await bundleWorker("full");
     console.log(sizeLine("full", bundle));
@@ -36,15 +31,7 @@ describeHttpSuite("workerd + D1 (@plantgate/cloudflare in Miniflare)", {
           modules: true,
           script: bundle.script,
           d1Databases: ["DB"],
-          bindings: {
-            PLANTGATE_BOOTSTRAP_CLIENT_ID: clientId,
-            PLANTGATE_BOOTSTRAP_CLIENT_SECRET: clientSecret,
-            PLANTGATE_BOOTSTRAP_USERNAME: username,
-            PLANTGATE_BOOTSTRAP_PASSWORD: password,
-            PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
-            // The bootstrap account is an administrator and the console is on (the suite's console tests).
-            PLANTGATE_BOOTSTRAP_ADMIN: "1",
-          },
+          bindings: env,
         },
         // The same D1 database, reached from Node over the bridge Worker (see storage-sql's d1-bridge.ts).
         d1BridgeWorker("DB"),
@@ -59,14 +46,11 @@ describeHttpSuite("workerd + D1 (@plantgate/cloudflare in Miniflare)", {
       if (first.status !== 200) throw new Error(`the Worker did not start: ${first.status}`);
       const bridge = await connectD1Bridge(mf);
       try {
-        const admin = createPlantgate({ storage: createD1Storage(bridge.database), passwordHashIterations: 1000 }).admin;
-        for (let i = 0; i < accounts; i++) {
-          await admin.createAccount({ username: `walker-${String(i).padStart(2, "0")}-${hex(3)}`, password: hex(16) });
-        }
+        await createWalkers(createPlantgate({ storage: createD1Storage(bridge.database), passwordHashIterations: 1000 }).admin, accounts);
       } finally {
         await bridge.close();
       }
-      return { baseUrl, clientId, clientSecret, username, password, close: () => mf.dispose() };
+      return { baseUrl, ...identity, close: () => mf.dispose() };
     } catch (error) {
       await mf.dispose();
       throw error;
