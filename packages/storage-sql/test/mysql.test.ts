@@ -8,7 +8,7 @@ const problem = await probeMysql();
 
 describeIfReachable("mysql", MYSQL_URL, "PLANTGATE_TEST_MYSQL_URL", problem, () => {
   const engine = mysqlEngine();
-  describeStorageConformance("mysql (database per test)", conformanceTarget(engine));
+  describeStorageConformance("mysql (one migrated database, emptied per test)", conformanceTarget(engine, "tables"));
   describeSqlBehaviour(engine);
 
   it("mysql: text columns use a binary NO PAD utf8mb4 collation and plant ids are BIGINT", async () => {

@@ -7,7 +7,7 @@ const problem = await probePostgres();
 
 describeIfReachable("postgres", POSTGRES_URL, "PLANTGATE_TEST_POSTGRES_URL", problem, () => {
   const engine = postgresEngine();
-  describeStorageConformance("postgres (schema per test)", conformanceTarget(engine));
+  describeStorageConformance("postgres (one migrated schema, emptied per test)", conformanceTarget(engine, "tables"));
   describeSqlBehaviour(engine);
 
   it("postgres: key columns use the C collation and plant text is bytea", async () => {

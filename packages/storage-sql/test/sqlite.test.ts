@@ -12,7 +12,7 @@ const engine = sqliteEngine();
 // No `connect`: a second connection to the file in this process would wait for the first one's
 // write lock on the one thread (better-sqlite3 is synchronous), which only its own commit could
 // release. Separate processes serialise on that lock; one process has one connection per file.
-const { connect: _connect, disconnect: _disconnect, ...fileTarget } = conformanceTarget(engine);
+const { connect: _connect, disconnect: _disconnect, ...fileTarget } = conformanceTarget(engine, "database");
 describeStorageConformance("sqlite (file per test)", fileTarget);
 
 describeStorageConformance("sqlite (:memory:)", {
