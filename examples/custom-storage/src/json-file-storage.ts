@@ -361,6 +361,15 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
       async reset(key) {
         if (attempts.delete(key)) await persist();
       },
+      async refund(key, windowStart) {
+        // Only the success's own count, and only in the window it was counted in.
+        const r = attempts.get(key);
+        if (!r || r.windowStart !== windowStart || r.count <= 0) return;
+        // A record left at 0 is deleted, as reset would.
+        if (r.count === 1) attempts.delete(key);
+        else attempts.set(key, { ...r, count: r.count - 1 });
+        await persist();
+      },
       async deleteExpired(before, limit = Infinity) {
         let n = 0;
         for (const [key, r] of attempts) {

@@ -419,4 +419,50 @@ describe("password-hash work is bounded (finding 2)", () => {
     // Another address is not affected.
     expect((await consoleSignIn(h.app, "user-7", "wrong-password", "198.51.100.8")).status).toBe(401);
   });
+
+  it("a success gives back only its own count of the client's budget: signing in with one known password between guesses does not reset the guesses at other usernames", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet });
+    for (let i = 0; i < 19; i++) {
+      await expectTokenError(await grant(h.app, h, `user-${i}`, `203.0.113.${i + 1}`), 400, BAD_PASSWORD);
+      // The guesser's own account, between every guess: before, each success reset the budget.
+      await expectTokenSuccess(await grant(h.app, h, h.username, "203.0.113.200", h.password));
+    }
+    await expectTokenError(await grant(h.app, h, "user-19", "203.0.113.20"), 400, BAD_PASSWORD);
+    // 20 failures: the budget is spent, for the guesser's account too.
+    await expectLocked(await grant(h.app, h, "user-20", "203.0.113.21"), 60);
+    await expectLocked(await grant(h.app, h, h.username, "203.0.113.200", h.password), 60);
+    h.clock.advance(60_000);
+    await expectTokenSuccess(await grant(h.app, h, h.username, "203.0.113.200", h.password));
+  });
+
+  it("successes alone never spend the client's budget: 60 sign-ins of one client's users in a window (3 × its 20) all succeed", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet });
+    for (let i = 0; i < 3; i++) await h.app.admin.createAccount({ username: `member-${i}`, password: `member-password-${i}` });
+    for (let i = 0; i < 60; i++) await expectTokenSuccess(await grant(h.app, h, `member-${i % 3}`, `198.51.100.${i + 1}`, `member-password-${i % 3}`));
+    // And the budget still counts failures from zero: 20 more are answered, the 21st is locked.
+    for (let i = 0; i < 20; i++) await expectTokenError(await grant(h.app, h, `user-${i}`, "192.0.2.9"), 400, BAD_PASSWORD);
+    await expectLocked(await grant(h.app, h, "user-20", "192.0.2.10"), 60);
+  });
+
+  it("console sign-in: an administrator's success from an address does not reset that address's budget spent on other usernames", async () => {
+    const h = await harness({ console: { enabled: true }, bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet });
+    await h.app.admin.createAccount({ username: "root", password: "root-password-1", roles: ["admin"] });
+    for (let i = 0; i < 5; i++) {
+      expect((await consoleSignIn(h.app, `user-${i}`, "wrong-password", "198.51.100.7")).status).toBe(401);
+      expect((await consoleSignIn(h.app, "root", "root-password-1", "198.51.100.7")).status).toBe(200);
+    }
+    expect((await consoleSignIn(h.app, "user-5", "wrong-password", "198.51.100.7")).status).toBe(401);
+    const locked = await consoleSignIn(h.app, "root", "root-password-1", "198.51.100.7");
+    expect([locked.status, locked.headers.get("retry-after")]).toEqual([429, "60"]);
+    expect(await locked.json()).toEqual({ error: 1429, message: "Too many failed attempts; retry after the time in Retry-After." });
+  });
+
+  it("a store without attempts.refund (written before it): a success resets the budget, as before", async () => {
+    const base = createMemoryStorage();
+    const { refund: _refund, ...withoutRefund } = base.attempts;
+    const h = await harness({ storage: { ...base, attempts: withoutRefund }, bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet });
+    for (let i = 0; i < 19; i++) await expectTokenError(await grant(h.app, h, `user-${i}`, `203.0.113.${i + 1}`), 400, BAD_PASSWORD);
+    await expectTokenSuccess(await grant(h.app, h, h.username, "203.0.113.200", h.password));
+    for (let i = 19; i < 38; i++) await expectTokenError(await grant(h.app, h, `user-${i}`, `203.0.113.${i + 1}`), 400, BAD_PASSWORD);
+  });
 });

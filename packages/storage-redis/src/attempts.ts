@@ -37,6 +37,24 @@ redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
 `);
 
+/**
+ * KEYS: record, index. ARGV: windowStart, key. Takes one back when the record is of that window
+ * and above 0; a record left at 0 is deleted, as RESET does.
+ */
+const REFUND = script(`
+local ws = redis.call('HGET', KEYS[1], 'w')
+if ws and tonumber(ws) == tonumber(ARGV[1]) then
+  local count = tonumber(redis.call('HGET', KEYS[1], 'c'))
+  if count and count > 1 then
+    redis.call('HINCRBY', KEYS[1], 'c', -1)
+  elseif count then
+    redis.call('DEL', KEYS[1])
+    redis.call('ZREM', KEYS[2], ARGV[2])
+  end
+end
+return 1
+`);
+
 /** KEYS: index. ARGV: before, record key prefix, limit (-1: none). Returns how many counters it deleted. */
 const DELETE_EXPIRED = script(`
 local before = tonumber(ARGV[1])
@@ -73,6 +91,9 @@ export function redisAttemptStore(ctx: HotContext): AttemptStore {
     },
     async reset(key) {
       await run(ctx.client, RESET, "attempts.reset", [recordPrefix + key, index], [key]);
+    },
+    async refund(key, windowStart) {
+      await run(ctx.client, REFUND, "attempts.refund", [recordPrefix + key, index], [String(windowStart), key]);
     },
     async deleteExpired(before, limit) {
       return integer(await run(ctx.client, DELETE_EXPIRED, "attempts.deleteExpired", [index], [String(before), recordPrefix, String(limit ?? -1)]));

@@ -10,6 +10,9 @@
  *   10 × maxFailures checks;
  * - a burst beyond `maxConcurrentPasswordChecks` is refused at once (429, `Retry-After: 1`) and not
  *   counted, so exactly min(attempts - refused at once, budget) checks run.
+ * - guesses interleaved with the guesser's own successful sign-ins (one password it holds) through
+ *   the same client still get exactly min(guesses, 10 × maxFailures) checks: a success gives back
+ *   only its own count of the budget, never the guesses counted at other usernames.
  * A password check is observed as the account lookup that comes right before each hash
  * (`accounts.findByUsername`). Every answer is a documented one, and afterwards the budget turns
  * out to be that caller's alone: the admin signs in from another address, another client's grant
@@ -195,4 +198,41 @@ it(`password grant, random usernames from changing addresses through one client:
     { seed: SEED + 1, numRuns: CAMPAIGNS, examples: [[pastTheBudget]] },
   );
   expect([spent > 0, refusedAtOnce > 0]).toEqual([true, true]);
+});
+
+it(`password grant, guesses at random usernames with the guesser's own successful sign-ins between them: ${CAMPAIGNS} generated campaigns still get exactly min(guesses, 10 × maxFailures) wrong-password checks`, async () => {
+  let spent = 0;
+  let ownAfterBudget = 0;
+  await fc.assert(
+    fc.asyncProperty(campaignArb, fc.integer({ min: 1, max: 4 }), async ({ maxFailures, windowSeconds, usernames, password }, every) => {
+      const o = await campaignApp(maxFailures, windowSeconds);
+      const guesses = usernames.filter((u) => u !== ADMIN.username);
+      const budget = 10 * maxFailures;
+      let wrong = 0;
+      // One request at a time: the budget's count is then exact at every step.
+      for (const [i, username] of guesses.entries()) {
+        const a = await passwordGrant(o.app, CLIENT, username, password, `10.0.${i >> 8}.${i & 255}`);
+        if (a.status === 400) {
+          if (JSON.stringify(a.json) !== JSON.stringify({ error: "invalid_grant", error_description: "The username or password is incorrect." })) fail("an undocumented 400", a);
+          wrong++;
+        } else if (a.status === 429) {
+          if (refusal(a, windowSeconds, (message) => ({ error: "temporarily_unavailable", error_description: message })) !== "locked") fail("a lone request refused as busy", a);
+        } else fail("neither 400 nor 429 for a wrong password", a);
+        if ((i + 1) % every !== 0) continue;
+        // The guesser's own account, from its own address: a success while the budget has room,
+        // then locked like everyone else of that client.
+        const own = await passwordGrant(o.app, CLIENT, ADMIN.username, ADMIN.password, "192.0.2.200");
+        if (wrong < budget) {
+          if (own.status !== 200) fail(`the guesser's own sign-in refused with ${wrong} of ${budget} failures counted`, own);
+        } else {
+          if (own.status !== 429 || refusal(own, windowSeconds, (message) => ({ error: "temporarily_unavailable", error_description: message })) !== "locked") fail("the guesser's own sign-in after the budget was spent", own);
+          ownAfterBudget++;
+        }
+      }
+      expect(wrong).toBe(Math.min(guesses.length, budget));
+      if (guesses.length > budget) spent++;
+    }),
+    { seed: SEED + 2, numRuns: CAMPAIGNS, examples: [[pastTheBudget, 1]] },
+  );
+  expect([spent > 0, ownAfterBudget > 0]).toEqual([true, true]);
 });

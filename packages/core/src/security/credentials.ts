@@ -4,7 +4,7 @@ import { TooManyAttemptsError } from "../errors/index.js";
 import type { LoginFailure, LoginSource } from "../events/types.js";
 import type { AccountRecord } from "../storage/types.js";
 import { throttleAddress } from "./client-ip.js";
-import { credentialKeys, type ThrottleKey } from "./throttle.js";
+import { credentialKeys, type ThrottleAttempt, type ThrottleKey } from "./throttle.js";
 
 /**
  * Most password checks (PBKDF2 verifications, the dummy hash for unknown users included) running at
@@ -22,7 +22,9 @@ export const CONSOLE_ADDRESS_FACTOR = 3;
 export const PASSWORD_CLIENT_FACTOR = 10;
 
 /**
- * A budget across usernames: one more throttle key counted with the username's own keys. `first`
+ * A budget across usernames: one more throttle key counted with the username's own keys. A
+ * success refunds only its own count of it (`onSuccess: "refund"`), never the failures counted
+ * at other usernames. `first`
  * counts it before the (username + IP) key: once the budget is spent, a new username adds no
  * counter row at all; otherwise it is counted after that key, so retries refused by an address's
  * own lock do not spend a budget others share.
@@ -37,7 +39,7 @@ export interface PasswordBudget extends ThrottleKey {
  * cost neither a hash nor a row. Without an address, every address-less caller shares one budget.
  */
 export function consoleAddressBudget(ip: string | undefined): PasswordBudget {
-  return { key: JSON.stringify(["console-budget", "i", ip === undefined ? null : throttleAddress(ip)]), factor: CONSOLE_ADDRESS_FACTOR, first: true };
+  return { key: JSON.stringify(["console-budget", "i", ip === undefined ? null : throttleAddress(ip)]), factor: CONSOLE_ADDRESS_FACTOR, first: true, onSuccess: "refund" };
 }
 
 /**
@@ -46,7 +48,7 @@ export function consoleAddressBudget(ip: string | undefined): PasswordBudget {
  * not spend the budget of the client's other users.
  */
 export function passwordClientBudget(clientId: string): PasswordBudget {
-  return { key: JSON.stringify(["password-budget", "c", clientId]), factor: PASSWORD_CLIENT_FACTOR, first: false };
+  return { key: JSON.stringify(["password-budget", "c", clientId]), factor: PASSWORD_CLIENT_FACTOR, first: false, onSuccess: "refund" };
 }
 
 /**
@@ -62,7 +64,7 @@ export function passwordClientBudget(clientId: string): PasswordBudget {
  * username at a higher ceiling, so spreading guesses over many addresses does not help. The grant
  * and the console share them: guesses spread over both add up. The caller's `budget` (per address
  * for the console, per client for the grant) bounds guesses across usernames; a success resets
- * every key, the budget included. At most `maxConcurrentPasswordChecks` checks run at once: a
+ * the username's keys and gives back only its own count of the budget. At most `maxConcurrentPasswordChecks` checks run at once: a
  * further one is refused (TooManyAttemptsError, reason `busy`) before anything is counted.
  */
 export async function checkPassword(
@@ -102,8 +104,9 @@ async function checkPasswordNow(
 ): Promise<AccountRecord | null> {
   const [pair, user] = credentialKeys("password", username, clientIp) as [ThrottleKey, ThrottleKey];
   const keys = budget === undefined ? [pair, user] : budget.first ? [budget, pair, user] : [pair, budget, user];
+  let counted: ThrottleAttempt;
   try {
-    await ctx.throttle.attempt(keys);
+    counted = await ctx.throttle.attempt(keys);
   } catch (e) {
     if (e instanceof TooManyAttemptsError && ctx.events.enabled) {
       const known = (await ctx.storage.accounts.findByUsername(username)) !== null;
@@ -123,6 +126,8 @@ async function checkPasswordNow(
     failed(account !== null, !account ? "unknown_username" : !ok ? "invalid_password" : "account_disabled");
     return null;
   }
-  await ctx.throttle.succeed(keys);
+  // The username's keys are reset; the budget only gets this attempt's own count back, so a
+  // success with one account's password does not erase the failures counted at other usernames.
+  await ctx.throttle.succeed(counted);
   return account;
 }

@@ -13,6 +13,12 @@ import type { AttemptStore } from "../storage/types.js";
 export interface ThrottleKey {
   key: string;
   factor: number;
+  /**
+   * What a success does to this key: `"reset"` (the default) forgets it; `"refund"` takes back
+   * only the success's own count (storage `attempts.refund`), for a key shared across usernames (a
+   * budget), whose failures were counted by other attempts and must stand.
+   */
+  onSuccess?: "reset" | "refund";
 }
 
 /**
@@ -31,9 +37,9 @@ export interface ThrottleKey {
  * @example
  * // Password-style doors: count first.
  * const keys = credentialKeys("password", username, clientIp);
- * await ctx.throttle.attempt(keys); // throws TooManyAttemptsError past the limit
+ * const counted = await ctx.throttle.attempt(keys); // throws TooManyAttemptsError past the limit
  * if (!(await verifyPassword(password, hash))) throw badCredentials(); // already counted
- * await ctx.throttle.succeed(keys);
+ * await ctx.throttle.succeed(counted); // resets the keys, refunds a budget's one count
  *
  * // Client authentication: check, then count the failure.
  * const clientKeys = throttleKeys("client", { clientId, ip });
@@ -47,8 +53,9 @@ export interface Throttle {
    * TooManyAttemptsError as soon as a key's count passes its threshold (`factor × maxFailures`);
    * later keys are then not counted, so a request refused by its per-(username + IP) key does not
    * add to the username's shared counter. Retry-After runs to the end of that key's window.
+   * Resolves to what it counted, which `succeed` takes after a success.
    */
-  attempt(keys: (string | ThrottleKey)[]): Promise<void>;
+  attempt(keys: (string | ThrottleKey)[]): Promise<ThrottleAttempt>;
   /**
    * Throws TooManyAttemptsError when any of the keys is locked (count >= maxFailures in its
    * window). Otherwise resolves to what it read, which `fail` and `succeed` take instead of the
@@ -60,8 +67,11 @@ export interface Throttle {
   check(keys: string[]): Promise<ThrottleCheck>;
   /** Counts one failure for every key (storage `attempts.increment`). */
   fail(keys: string[] | ThrottleCheck): Promise<void>;
-  /** Resets every key after a success. */
-  succeed(keys: (string | ThrottleKey)[] | ThrottleCheck): Promise<void>;
+  /**
+   * After a success: resets every key, except that a key counted by `attempt` with `onSuccess:
+   * "refund"` only gets its own count back (when its window is still the one counted in).
+   */
+  succeed(keys: (string | ThrottleKey)[] | ThrottleCheck | ThrottleAttempt): Promise<void>;
   /**
    * The window length in ms: a counter whose window started at least this long ago is finished
    * and can be deleted (`prune`). 0 when the throttle is off (then no counter matters).
@@ -75,8 +85,16 @@ export interface ThrottleCheck {
   readonly anyCounted: boolean;
 }
 
+/** What {@link Throttle.attempt} counted: each stored key, the window it was counted in, and what a success does to it. */
+export interface ThrottleAttempt {
+  readonly counted: readonly { readonly storageKey: string; readonly windowStart: number; readonly onSuccess: "reset" | "refund" }[];
+}
+
 const isCheck = (value: unknown): value is ThrottleCheck =>
   typeof value === "object" && value !== null && !Array.isArray(value) && "storageKeys" in value;
+
+const isAttempt = (value: unknown): value is ThrottleAttempt =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && "counted" in value;
 
 /** Settings of {@link createThrottle}. */
 export interface ThrottleSettings {
@@ -153,7 +171,7 @@ export function createThrottle(
   hash: (text: string) => Promise<string> = sha256,
 ): Throttle {
   if (settings === false) {
-    return { async attempt() {}, async check() { return { storageKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {}, windowMs: 0 };
+    return { async attempt() { return { counted: [] }; }, async check() { return { storageKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {}, windowMs: 0 };
   }
   const hashed = storageKeyWith(hash);
   // The same few keys (a client from its usual address) come back on every request; their hashes
@@ -194,17 +212,21 @@ export function createThrottle(
       const now = clock();
       await sweep(now);
       const seen = new Set<string>();
+      const counted: ThrottleAttempt["counted"][number][] = [];
       for (const [keyIndex, k] of keys.entries()) {
         const name = keyOf(k);
         if (seen.has(name)) continue;
         seen.add(name);
         const factor = typeof k === "string" ? 1 : k.factor;
+        const storedAs = await storageKey(name);
         // The increment is the check: the store's atomic count decides who is past the limit.
-        const r = await store.increment(await storageKey(name), now, windowMs);
+        const r = await store.increment(storedAs, now, windowMs);
         if (r.count > settings.maxFailures * factor) {
           throw new TooManyAttemptsError(retryAfter(r.windowStart, now), "locked", { keyIndex, first: r.count === settings.maxFailures * factor + 1 });
         }
+        counted.push({ storageKey: storedAs, windowStart: r.windowStart, onSuccess: typeof k === "string" ? "reset" : (k.onSuccess ?? "reset") });
       }
+      return { counted };
     },
     async check(keys) {
       const now = clock();
@@ -228,6 +250,14 @@ export function createThrottle(
       await sweep(now);
     },
     async succeed(keys) {
+      if (isAttempt(keys)) {
+        for (const { storageKey: key, windowStart, onSuccess } of keys.counted) {
+          // A store written before `refund` existed: the budget is reset, as it was then.
+          if (onSuccess === "refund" && store.refund) await store.refund(key, windowStart);
+          else await store.reset(key);
+        }
+        return;
+      }
       if (isCheck(keys)) {
         if (!keys.anyCounted) return;
         for (const key of keys.storageKeys) await store.reset(key);

@@ -233,6 +233,12 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
       async reset(key) {
         attempts.delete(key);
       },
+      async refund(key, windowStart) {
+        const r = attempts.get(key);
+        if (!r || r.windowStart !== windowStart || r.count <= 0) return;
+        if (r.count === 1) attempts.delete(key);
+        else attempts.set(key, { ...r, count: r.count - 1 });
+      },
       async deleteExpired(before, limit = Infinity) {
         let n = 0;
         for (const [key, r] of attempts) {

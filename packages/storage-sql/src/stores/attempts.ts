@@ -3,7 +3,7 @@ import { sql } from "kysely";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
 import { isDeadlock } from "../errors.js";
-import { prepared } from "../prepared.js";
+import { affected, prepared } from "../prepared.js";
 import { copyRecord } from "../read-cache.js";
 import { attemptRecord } from "../rows.js";
 import { TABLES } from "../schema.js";
@@ -14,6 +14,20 @@ export function attemptStore(ctx: StoreContext): AttemptStore {
   const q = {
     get: prepared((p: { key: string }) => db.selectFrom(TABLES.attempts).selectAll().where("attempt_key", "=", p.key)),
     reset: prepared((p: { key: string }) => db.deleteFrom(TABLES.attempts).where("attempt_key", "=", p.key)),
+    /**
+     * A conditional UPDATE (the row's own lock, or SQLite's single writer, orders it with
+     * increments), then the record deleted while it is at 0. No transaction needed: an increment
+     * between the two leaves it above 0, and one after the delete opens a new window.
+     */
+    refund: prepared((p: { key: string; windowStart: number }) =>
+      db
+        .updateTable(TABLES.attempts)
+        .set((eb) => ({ count: sql<number>`${eb.ref("count")} - 1` }))
+        .where("attempt_key", "=", p.key)
+        .where("window_start", "=", p.windowStart)
+        .where("count", ">", 0),
+    ),
+    dropEmpty: prepared((p: { key: string }) => db.deleteFrom(TABLES.attempts).where("attempt_key", "=", p.key).where("count", "<=", 0)),
     /**
      * PostgreSQL and SQLite: one upsert with RETURNING. A window that started at or before
      * `expiredBefore` is over: the failure opens a new one.
@@ -94,6 +108,11 @@ export function attemptStore(ctx: StoreContext): AttemptStore {
       run("attempts.reset", async () => {
         if (!storableKey(key)) return;
         await q.reset(runner, { key });
+      }),
+    refund: (key, windowStart) =>
+      run("attempts.refund", async () => {
+        if (!storableKey(key)) return;
+        if (affected(await q.refund(runner, { key, windowStart })) > 0n) await q.dropEmpty(runner, { key });
       }),
     deleteExpired: (before, limit) =>
       run("attempts.deleteExpired", () => deleteBatch(ctx, TABLES.attempts, "attempt_key", (eb) => eb("window_start", "<=", before), limit)),

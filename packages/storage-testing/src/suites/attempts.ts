@@ -80,6 +80,51 @@ export function attemptsSuite(s: SuiteContext): void {
       expectRecord(await attempts().increment(a, T0 + 2, WINDOW), record(a, 1, T0 + 2), "after reset");
     });
 
+    // A success on a budget shared across usernames gives back its own count only.
+    const refund = (key: string, windowStart: number) => {
+      const store = attempts();
+      if (typeof store.refund !== "function") throw new Error("attempts.refund is missing: without it a success resets a budget shared across usernames (see the README's storage section)");
+      return store.refund(key, windowStart);
+    };
+
+    it("refund takes back one count of the window it names, deletes a record it leaves at 0, and leaves other keys", async () => {
+      const a = attemptKey("budget");
+      const b = attemptKey("other");
+      await attempts().increment(a, T0, WINDOW);
+      await attempts().increment(a, T0 + 1, WINDOW);
+      await attempts().increment(a, T0 + 2, WINDOW);
+      await attempts().increment(b, T0, WINDOW);
+      await refund(a, T0);
+      expectRecord(await attempts().get(a), record(a, 2, T0), "after one refund");
+      await refund(a, T0);
+      expectRecord(await attempts().get(a), record(a, 1, T0), "after two");
+      await refund(a, T0);
+      expect(await attempts().get(a), "refunded to 0: deleted, as reset would").toBeNull();
+      await refund(a, T0);
+      expect(await attempts().get(a), "a refund of an absent key adds nothing").toBeNull();
+      expectRecord(await attempts().get(b), record(b, 1, T0), "the other counter");
+      expectRecord(await attempts().increment(a, T0 + 3, WINDOW), record(a, 1, T0 + 3), "the next failure opens a new window");
+      await refund(attemptKey("never"), T0);
+      expect(await attempts().get(attemptKey("never")), "an unknown key is no error and adds no record").toBeNull();
+    });
+
+    it("refund of another window changes nothing: a count of a window that has since ended is not taken from the new one", async () => {
+      const key = attemptKey("budget");
+      await attempts().increment(key, T0, WINDOW);
+      await attempts().increment(key, T0 + 1, WINDOW);
+      await refund(key, T0 + 1);
+      await refund(key, T0 - 1);
+      expectRecord(await attempts().get(key), record(key, 2, T0), "another windowStart");
+      await attempts().increment(key, T0 + WINDOW, WINDOW);
+      await attempts().increment(key, T0 + WINDOW + 1, WINDOW);
+      await refund(key, T0);
+      expectRecord(await attempts().get(key), record(key, 2, T0 + WINDOW), "the old window's refund after a new window opened");
+      await refund(key, MAX_DATE_MS);
+      expectRecord(await attempts().get(key), record(key, 2, T0 + WINDOW), "a window in the far future");
+      await refund(key, T0 + WINDOW);
+      expectRecord(await attempts().get(key), record(key, 1, T0 + WINDOW), "the new window's own refund");
+    });
+
     it("deleteExpired deletes exactly the counters whose window started at or before `before`, and returns how many", async () => {
       const before = T0 + 10 * WINDOW;
       const gone = [attemptKey("long-ago"), attemptKey("1-ms-before"), attemptKey("at-before")];

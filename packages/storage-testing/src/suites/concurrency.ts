@@ -108,6 +108,19 @@ export function concurrencySuite(s: SuiteContext): void {
       }
     });
 
+    it("30 parallel refunds beside 30 increments of one counter lose no change", async () => {
+      const key = attemptKey("contested-budget");
+      const store = s.storage().attempts;
+      if (typeof store.refund !== "function") throw new Error("attempts.refund is missing (see the README's storage section)");
+      for (let i = 0; i < 40; i++) await store.increment(key, T0, 60_000);
+      const refund = store.refund.bind(store);
+      const counts = await inParallel(60, async (i) => (i % 2 ? (await refund(key, T0), null) : (await store.increment(key, T0 + i, 60_000)).count));
+      const returned = counts.filter((c): c is number => c !== null);
+      expect(returned, "every increment returns a count in the window").toHaveLength(30);
+      for (const c of returned) expect(c).toBeGreaterThan(10);
+      expectRecord(await store.get(key), { key, count: 40, windowStart: T0 }, "40 + 30 increments - 30 refunds");
+    });
+
     it("20 parallel adds of one revoked jti: none throws, and it is revoked once", async () => {
       await inParallel(20, (i) => s.storage().revokedTokens.add("contested-jti", T0 + 1000 + i));
       expect(await s.storage().revokedTokens.has("contested-jti")).toBe(true);
