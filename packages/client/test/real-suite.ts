@@ -7,7 +7,7 @@
  */
 import type { Plantgate } from "@plantgate/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ApiError, createClient, NetworkError, OAuthError, TOKEN_PATH, type ClientOptions, type FetchLike, type PlantgateClient } from "../src/index.js";
+import { ApiError, createClient, OAuthError, TOKEN_PATH, type ClientOptions, type FetchLike, type PlantgateClient } from "../src/index.js";
 import { manualClock, rejectionOf } from "./support.js";
 
 export const MAX = 9223372036854775807n;

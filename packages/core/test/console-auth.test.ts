@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createPlantgate } from "../src/index.js";
-import { ADMIN, call, consoleHarness, type CallOptions, hashOf, NO_STORE_HEADERS, read, signIn } from "./console-helpers.js";
+import { ADMIN, call, consoleHarness, type CallOptions, hashOf, read, signIn } from "./console-helpers.js";
 import { basic, BASE, passwordTokens, tokenRequest } from "./helpers.js";
 import { TEST_CSP, TEST_PAGE } from "./page-helpers.js";
 

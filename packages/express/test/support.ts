@@ -1,6 +1,6 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import express, { type Express } from "express";
+import type { Express } from "express";
 import { afterEach } from "vitest";
 import { createPlantgate, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 

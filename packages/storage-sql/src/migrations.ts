@@ -1,4 +1,4 @@
-import { Migrator, sql, type DatabaseIntrospector, type Kysely, type Migration, type MigrationProvider, type TableMetadata } from "kysely";
+import { Migrator, sql, type DatabaseIntrospector, type Kysely, type MigrationProvider, type TableMetadata } from "kysely";
 import { SchemaTooNewError } from "./errors.js";
 import { migrations } from "./migrations/steps.js";
 import { TABLES, type SqlFamily } from "./schema.js";

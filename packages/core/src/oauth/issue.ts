@@ -1,5 +1,4 @@
 import { randomToken } from "../crypto/index.js";
-import { OAuthError } from "../errors/index.js";
 import type { Context, Urls } from "../context.js";
 import { sealReplay } from "../crypto/replay.js";
 import type { ClientRecord, GrantType } from "../storage/types.js";
