@@ -22,12 +22,11 @@ export const CONSOLE_ADDRESS_FACTOR = 3;
 export const PASSWORD_CLIENT_FACTOR = 10;
 
 /**
- * A budget across usernames: one more throttle key counted with the username's own keys. A
- * success refunds only its own count of it (`onSuccess: "refund"`), never the failures counted
- * at other usernames. `first`
- * counts it before the (username + IP) key: once the budget is spent, a new username adds no
- * counter row at all; otherwise it is counted after that key, so retries refused by an address's
- * own lock do not spend a budget others share.
+ * A budget across usernames: one more throttle key counted with the username's own keys. A success
+ * takes back only its own count of it (`onSuccess: "refund"`), never the failures counted at other
+ * usernames. `first` counts it before the (username + IP) key: once the budget is spent, a new
+ * username adds no counter row at all; otherwise it is counted after that key, so retries refused
+ * by an address's own lock do not spend a budget others share.
  */
 export interface PasswordBudget extends ThrottleKey {
   first: boolean;
@@ -64,8 +63,9 @@ export function passwordClientBudget(clientId: string): PasswordBudget {
  * username at a higher ceiling, so spreading guesses over many addresses does not help. The grant
  * and the console share them: guesses spread over both add up. The caller's `budget` (per address
  * for the console, per client for the grant) bounds guesses across usernames; a success resets
- * the username's keys and gives back only its own count of the budget. At most `maxConcurrentPasswordChecks` checks run at once: a
- * further one is refused (TooManyAttemptsError, reason `busy`) before anything is counted.
+ * the username's keys and gives back only its own count of the budget. At most
+ * `maxConcurrentPasswordChecks` checks run at once: a further one is refused
+ * (TooManyAttemptsError, reason `busy`) before anything is counted.
  */
 export async function checkPassword(
   ctx: Context,
