@@ -8,6 +8,17 @@ import { copyRecord } from "../read-cache.js";
 import { attemptRecord } from "../rows.js";
 import { TABLES } from "../schema.js";
 
+/** Runs `statement` (one that commits alone) again, up to 5 times in all, when it was a deadlock victim. */
+async function againOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await statement();
+    } catch (e) {
+      if (!isDeadlock(e) || attempt >= 5) throw e;
+    }
+  }
+}
+
 /** `pg_attempts` (failure counters of the brute-force throttle) as core's {@link AttemptStore}. */
 export function attemptStore(ctx: StoreContext): AttemptStore {
   const { db, runner, family, run, storableKey, text } = ctx;
@@ -112,7 +123,9 @@ export function attemptStore(ctx: StoreContext): AttemptStore {
     refund: (key, windowStart) =>
       run("attempts.refund", async () => {
         if (!storableKey(key)) return;
-        if (affected(await q.refund(runner, { key, windowStart })) > 0n) await q.dropEmpty(runner, { key });
+        // Each statement commits alone, so one that InnoDB picked as a deadlock victim (beside a
+        // racing first insert of the key, as in increment) changed nothing and is run again.
+        if (affected(await againOnDeadlock(() => q.refund(runner, { key, windowStart }))) > 0n) await againOnDeadlock(() => q.dropEmpty(runner, { key }));
       }),
     deleteExpired: (before, limit) =>
       run("attempts.deleteExpired", () => deleteBatch(ctx, TABLES.attempts, "attempt_key", (eb) => eb("window_start", "<=", before), limit)),

@@ -121,6 +121,24 @@ export function concurrencySuite(s: SuiteContext): void {
       expectRecord(await store.get(key), { key, count: 40, windowStart: T0 }, "40 + 30 increments - 30 refunds");
     });
 
+    it("refunds racing increments around 0 neither throw nor leave a record at 0 or below", async () => {
+      const store = s.storage().attempts;
+      if (typeof store.refund !== "function") throw new Error("attempts.refund is missing (see the README's storage section)");
+      const refund = store.refund.bind(store);
+      for (let round = 0; round < 5; round++) {
+        const key = attemptKey(`edge-${round}`);
+        await store.increment(key, T0, 60_000);
+        // Each refund takes the count to 0 (and deletes the record) unless an increment came first.
+        const results = await inParallel(20, async (i) => (i % 2 ? (await refund(key, T0), null) : (await store.increment(key, T0 + i, 60_000)).count));
+        const after = await store.get(key);
+        if (after !== null) {
+          expect(after.count, `round ${round}: a record left stands above 0`).toBeGreaterThan(0);
+          expect(after.count, `round ${round}: never more than every increment`).toBeLessThanOrEqual(11);
+        }
+        for (const c of results) if (c !== null) expect(c).toBeGreaterThan(0);
+      }
+    });
+
     it("20 parallel adds of one revoked jti: none throws, and it is revoked once", async () => {
       await inParallel(20, (i) => s.storage().revokedTokens.add("contested-jti", T0 + 1000 + i));
       expect(await s.storage().revokedTokens.has("contested-jti")).toBe(true);
