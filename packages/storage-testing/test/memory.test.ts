@@ -10,26 +10,10 @@
 import { createMemoryStorage, type Storage } from "@plantgate/core";
 import { describeStorageConformance } from "../src/index.js";
 
-const WRITES = new Set([
-  "create",
-  "createMany",
-  "addSecret",
-  "replaceSecrets",
-  "removeSecret",
-  "touchSecret",
-  "use",
-  "delete",
-  "setEnabled",
-  "consume",
-  "revokeFamily",
-  "revokeByAccount",
-  "deleteExpired",
-  "increment",
-  "reset",
-  "add",
-  "deleteByAccount",
-  "append",
-]);
+// Every method but these reads is logged, so a store method added later (as `graceUse`,
+// `replacePrivateJwk` and `refund` were, missing from a list of writes kept here before) is in
+// the dump without anyone remembering to add it.
+const READS = new Set(["get", "findByUsername", "findByHash", "list", "has"]);
 const logs = new WeakMap<Storage, unknown[]>();
 
 function recordingMemoryStorage(): Storage {
@@ -40,7 +24,7 @@ function recordingMemoryStorage(): Storage {
     wrapped[storeName] = {};
     for (const [method, fn] of Object.entries(store)) {
       wrapped[storeName]![method] = (...args) => {
-        if (WRITES.has(method)) log.push({ store: storeName, method, args });
+        if (!READS.has(method)) log.push({ store: storeName, method, args });
         return fn.apply(store, args);
       };
     }
