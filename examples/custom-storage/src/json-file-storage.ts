@@ -361,13 +361,13 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
       async reset(key) {
         if (attempts.delete(key)) await persist();
       },
-      async refund(key, windowStart) {
-        // Only the success's own count, and only in the window it was counted in.
+      async refund(key, windowStart, count) {
+        // Only in the window the counts were counted in, and never below 0.
         const r = attempts.get(key);
         if (!r || r.windowStart !== windowStart || r.count <= 0) return;
         // A record left at 0 is deleted, as reset would.
-        if (r.count === 1) attempts.delete(key);
-        else attempts.set(key, { ...r, count: r.count - 1 });
+        if (r.count <= count) attempts.delete(key);
+        else attempts.set(key, { ...r, count: r.count - count });
         await persist();
       },
       async deleteExpired(before, limit = Infinity) {

@@ -116,6 +116,12 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   }
   if (options.signer !== undefined) checkSigner(options.signer, options.signingKey !== undefined);
   const logger = options.logger ?? console;
+  if (options.bruteForce !== false && typeof storage.attempts.refund !== "function") {
+    // Said once, when the options are resolved: a store written before attempts.refund.
+    logger.warn(
+      "plantgate: the storage has no attempts.refund, so a successful sign-in resets the budgets across usernames (per client, per console address), and whoever holds one working password can keep guessing at others; add it (README, Writing a storage backend)",
+    );
+  }
   if (options.onEvent !== undefined && typeof options.onEvent !== "function") throw new TypeError("onEvent must be a function");
   const random = options.randomBytes ?? defaultRandomBytes;
   const events = createEventSink({ hook: options.onEvent, audit: storage.audit, logger, clock, random });

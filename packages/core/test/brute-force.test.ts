@@ -444,6 +444,31 @@ describe("password-hash work is bounded (finding 2)", () => {
     await expectLocked(await grant(h.app, h, "user-20", "192.0.2.10"), 60);
   });
 
+  it("a user's typos just before their success are given back to the client's budget with it: busy clients' ordinary typos do not add up to a lock", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet });
+    for (let i = 0; i < 5; i++) await h.app.admin.createAccount({ username: `member-${i}`, password: `member-password-${i}` });
+    // 40 users of the client each mistype once, then sign in: 40 failures in all, twice the budget.
+    for (let i = 0; i < 40; i++) {
+      const user = `member-${i % 5}`;
+      const ip = `198.51.100.${i + 1}`;
+      await expectTokenError(await grant(h.app, h, user, ip, "typo"), 400, BAD_PASSWORD);
+      await expectTokenSuccess(await grant(h.app, h, user, ip, `member-password-${i % 5}`));
+    }
+    // The budget is whole: 20 guesses at other usernames are answered, the 21st is locked.
+    for (let i = 0; i < 20; i++) await expectTokenError(await grant(h.app, h, `user-${i}`, "192.0.2.9"), 400, BAD_PASSWORD);
+    await expectLocked(await grant(h.app, h, "user-20", "192.0.2.10"), 60);
+  });
+
+  it("a success gives back only the same username's failures from the same address: a typo from another address still counts", async () => {
+    // Budget 40 (10 × 4), the username's own ceiling 20 (5 × 4).
+    const h = await harness({ bruteForce: { maxFailures: 4, windowSeconds: 60 }, logger: quiet });
+    for (let i = 0; i < 10; i++) await expectTokenError(await grant(h.app, h, h.username, `203.0.113.${i + 1}`, "typo"), 400, BAD_PASSWORD);
+    // The success from yet another address gives back its own count only: 10 of 40 stay spent.
+    await expectTokenSuccess(await grant(h.app, h, h.username, "203.0.113.200", h.password));
+    for (let i = 0; i < 30; i++) await expectTokenError(await grant(h.app, h, `user-${i}`, "192.0.2.9"), 400, BAD_PASSWORD);
+    await expectLocked(await grant(h.app, h, "user-30", "192.0.2.10"), 60);
+  });
+
   it("console sign-in: an administrator's success from an address does not reset that address's budget spent on other usernames", async () => {
     const h = await harness({ console: { enabled: true }, bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet });
     await h.app.admin.createAccount({ username: "root", password: "root-password-1", roles: ["admin"] });
@@ -457,10 +482,13 @@ describe("password-hash work is bounded (finding 2)", () => {
     expect(await locked.json()).toEqual({ error: 1429, message: "Too many failed attempts; retry after the time in Retry-After." });
   });
 
-  it("a store without attempts.refund (written before it): a success resets the budget, as before", async () => {
+  it("a store without attempts.refund (written before it): a warning at start, and a success resets the budget, as before", async () => {
     const base = createMemoryStorage();
     const { refund: _refund, ...withoutRefund } = base.attempts;
-    const h = await harness({ storage: { ...base, attempts: withoutRefund }, bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet });
+    const warnings: unknown[] = [];
+    const h = await harness({ storage: { ...base, attempts: withoutRefund }, bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: { error() {}, warn: (m: unknown) => warnings.push(m) } });
+    // Said once, at start.
+    expect(warnings.filter((w) => String(w).includes("attempts.refund"))).toHaveLength(1);
     for (let i = 0; i < 19; i++) await expectTokenError(await grant(h.app, h, `user-${i}`, `203.0.113.${i + 1}`), 400, BAD_PASSWORD);
     await expectTokenSuccess(await grant(h.app, h, h.username, "203.0.113.200", h.password));
     for (let i = 19; i < 38; i++) await expectTokenError(await grant(h.app, h, `user-${i}`, `203.0.113.${i + 1}`), 400, BAD_PASSWORD);

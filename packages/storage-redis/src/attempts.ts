@@ -38,15 +38,16 @@ return 1
 `);
 
 /**
- * KEYS: record, index. ARGV: windowStart, key. Takes one back when the record is of that window
- * and above 0; a record left at 0 is deleted, as RESET does.
+ * KEYS: record, index. ARGV: windowStart, key, count. Takes `count` back when the record is of
+ * that window, never below 0; a record left at 0 is deleted, as RESET does.
  */
 const REFUND = script(`
 local ws = redis.call('HGET', KEYS[1], 'w')
 if ws and tonumber(ws) == tonumber(ARGV[1]) then
   local count = tonumber(redis.call('HGET', KEYS[1], 'c'))
-  if count and count > 1 then
-    redis.call('HINCRBY', KEYS[1], 'c', -1)
+  local back = tonumber(ARGV[3])
+  if count and count > back then
+    redis.call('HINCRBY', KEYS[1], 'c', -back)
   elseif count then
     redis.call('DEL', KEYS[1])
     redis.call('ZREM', KEYS[2], ARGV[2])
@@ -92,8 +93,8 @@ export function redisAttemptStore(ctx: HotContext): AttemptStore {
     async reset(key) {
       await run(ctx.client, RESET, "attempts.reset", [recordPrefix + key, index], [key]);
     },
-    async refund(key, windowStart) {
-      await run(ctx.client, REFUND, "attempts.refund", [recordPrefix + key, index], [String(windowStart), key]);
+    async refund(key, windowStart, count) {
+      await run(ctx.client, REFUND, "attempts.refund", [recordPrefix + key, index], [String(windowStart), key, String(count)]);
     },
     async deleteExpired(before, limit) {
       return integer(await run(ctx.client, DELETE_EXPIRED, "attempts.deleteExpired", [index], [String(before), recordPrefix, String(limit ?? -1)]));

@@ -37,10 +37,10 @@ export interface RecordingStorage {
 const WRITES: Record<keyof Storage, readonly string[]> = {
   clients: ["create", "addSecret", "replaceSecrets", "removeSecret", "touchSecret", "delete"],
   accounts: ["create", "createMany", "setEnabled"],
-  refreshTokens: ["create", "consume", "revokeFamily", "revokeByAccount", "deleteExpired"],
+  refreshTokens: ["create", "consume", "graceUse", "revokeFamily", "revokeByAccount", "deleteExpired"],
   plants: ["create"],
-  signingKeys: ["create", "delete"],
-  attempts: ["increment", "reset", "deleteExpired"],
+  signingKeys: ["create", "delete", "replacePrivateJwk"],
+  attempts: ["increment", "reset", "refund", "deleteExpired"],
   revokedTokens: ["add", "deleteExpired"],
   sessions: ["create", "delete", "deleteByAccount", "deleteExpired"],
   // Like attempts: a refused request is recorded there by design (its security event).
@@ -84,7 +84,11 @@ export function createRecordingStorage(inner: Storage): RecordingStorage {
         return fn.apply(target, args).then(
           (result) => {
             // The interface's "false (and changes nothing)" answers, and deletions of nothing, are no writes.
-            const noop = result === false || (method === "createMany" && result !== null) || ((method === "deleteExpired" || method === "deleteByAccount") && result === 0);
+            const noop =
+              result === false ||
+              (method === "createMany" && result !== null) ||
+              (method === "graceUse" && result === null) ||
+              ((method === "deleteExpired" || method === "deleteByAccount") && result === 0);
             if (!noop) log.push({ aggregate, method });
             return result;
           },

@@ -23,7 +23,8 @@ export const PASSWORD_CLIENT_FACTOR = 10;
 
 /**
  * A budget across usernames: one more throttle key counted with the username's own keys. A success
- * takes back only its own count of it (`onSuccess: "refund"`), never the failures counted at other
+ * takes back only its own count and the same username's failures from the same address before it
+ * (`onSuccess: "refund"`, measured by the username + IP key), never the failures counted at other
  * usernames. `first` counts it before the (username + IP) key: once the budget is spent, a new
  * username adds no counter row at all; otherwise it is counted after that key, so retries refused
  * by an address's own lock do not spend a budget others share.
@@ -63,7 +64,8 @@ export function passwordClientBudget(clientId: string): PasswordBudget {
  * username at a higher ceiling, so spreading guesses over many addresses does not help. The grant
  * and the console share them: guesses spread over both add up. The caller's `budget` (per address
  * for the console, per client for the grant) bounds guesses across usernames; a success resets
- * the username's keys and gives back only its own count of the budget. At most
+ * the username's keys and gives the budget back only that username's attempts from that address
+ * (its typos and itself). At most
  * `maxConcurrentPasswordChecks` checks run at once: a further one is refused
  * (TooManyAttemptsError, reason `busy`) before anything is counted.
  */
@@ -103,7 +105,10 @@ async function checkPasswordNow(
   source: LoginSource,
 ): Promise<AccountRecord | null> {
   const [pair, user] = credentialKeys("password", username, clientIp) as [ThrottleKey, ThrottleKey];
-  const keys = budget === undefined ? [pair, user] : budget.first ? [budget, pair, user] : [pair, budget, user];
+  // A success gives the budget back the (username + IP) key's count: its own attempt and that
+  // user's failures from that address just before it (typos), never failures at other usernames.
+  const spent = budget === undefined ? undefined : { ...budget, refundCountOf: pair.key };
+  const keys = spent === undefined ? [pair, user] : spent.first ? [spent, pair, user] : [pair, spent, user];
   let counted: ThrottleAttempt;
   try {
     counted = await ctx.throttle.attempt(keys);
@@ -126,8 +131,9 @@ async function checkPasswordNow(
     failed(account !== null, !account ? "unknown_username" : !ok ? "invalid_password" : "account_disabled");
     return null;
   }
-  // The username's keys are reset; the budget only gets this attempt's own count back, so a
-  // success with one account's password does not erase the failures counted at other usernames.
+  // The username's keys are reset; the budget gets back only this username's attempts from this
+  // address, so a success with one account's password does not erase the failures counted at
+  // other usernames.
   await ctx.throttle.succeed(counted);
   return account;
 }

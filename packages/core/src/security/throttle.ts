@@ -15,10 +15,16 @@ export interface ThrottleKey {
   factor: number;
   /**
    * What a success does to this key: `"reset"` (the default) forgets it; `"refund"` takes back
-   * only the success's own count (storage `attempts.refund`), for a key shared across usernames (a
+   * only what this caller counted (storage `attempts.refund`), for a key shared across usernames (a
    * budget), whose failures were counted by other attempts and must stand.
    */
   onSuccess?: "reset" | "refund";
+  /**
+   * With `onSuccess: "refund"`: the `key` of another key of the same attempt whose count (in its
+   * window, this attempt included) is what a success gives back, e.g. the (username + IP) key, so a
+   * user's typos just before their success are given back with it. Without it, 1: the success's own.
+   */
+  refundCountOf?: string;
 }
 
 /**
@@ -69,7 +75,8 @@ export interface Throttle {
   fail(keys: string[] | ThrottleCheck): Promise<void>;
   /**
    * After a success: resets every key, except that a key counted by `attempt` with `onSuccess:
-   * "refund"` only gets its own count back (when its window is still the one counted in).
+   * "refund"` only gets back what its `refundCountOf` key counted (else 1), in the window it was
+   * counted in. Given plain keys instead of what `attempt` counted, it resets them all.
    */
   succeed(keys: (string | ThrottleKey)[] | ThrottleCheck | ThrottleAttempt): Promise<void>;
   /**
@@ -87,7 +94,14 @@ export interface ThrottleCheck {
 
 /** What {@link Throttle.attempt} counted: each stored key, the window it was counted in, and what a success does to it. */
 export interface ThrottleAttempt {
-  readonly counted: readonly { readonly storageKey: string; readonly windowStart: number; readonly onSuccess: "reset" | "refund" }[];
+  readonly counted: readonly {
+    readonly key: string;
+    readonly storageKey: string;
+    readonly windowStart: number;
+    readonly count: number;
+    readonly onSuccess: "reset" | "refund";
+    readonly refundCountOf: string | undefined;
+  }[];
 }
 
 const isCheck = (value: unknown): value is ThrottleCheck =>
@@ -224,7 +238,14 @@ export function createThrottle(
         if (r.count > settings.maxFailures * factor) {
           throw new TooManyAttemptsError(retryAfter(r.windowStart, now), "locked", { keyIndex, first: r.count === settings.maxFailures * factor + 1 });
         }
-        counted.push({ storageKey: storedAs, windowStart: r.windowStart, onSuccess: typeof k === "string" ? "reset" : (k.onSuccess ?? "reset") });
+        counted.push({
+          key: name,
+          storageKey: storedAs,
+          windowStart: r.windowStart,
+          count: r.count,
+          onSuccess: typeof k === "string" ? "reset" : (k.onSuccess ?? "reset"),
+          refundCountOf: typeof k === "string" ? undefined : k.refundCountOf,
+        });
       }
       return { counted };
     },
@@ -251,10 +272,12 @@ export function createThrottle(
     },
     async succeed(keys) {
       if (isAttempt(keys)) {
-        for (const { storageKey: key, windowStart, onSuccess } of keys.counted) {
+        for (const { storageKey: key, windowStart, onSuccess, refundCountOf } of keys.counted) {
           // A store written before `refund` existed: the budget is reset, as it was then.
-          if (onSuccess === "refund" && store.refund) await store.refund(key, windowStart);
-          else await store.reset(key);
+          if (onSuccess === "refund" && store.refund) {
+            const measure = refundCountOf === undefined ? undefined : keys.counted.find((c) => c.key === refundCountOf);
+            await store.refund(key, windowStart, Math.max(1, measure?.count ?? 1));
+          } else await store.reset(key);
         }
         return;
       }

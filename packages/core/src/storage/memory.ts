@@ -233,11 +233,11 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
       async reset(key) {
         attempts.delete(key);
       },
-      async refund(key, windowStart) {
+      async refund(key, windowStart, count) {
         const r = attempts.get(key);
         if (!r || r.windowStart !== windowStart || r.count <= 0) return;
-        if (r.count === 1) attempts.delete(key);
-        else attempts.set(key, { ...r, count: r.count - 1 });
+        if (r.count <= count) attempts.delete(key);
+        else attempts.set(key, { ...r, count: r.count - count });
       },
       async deleteExpired(before, limit = Infinity) {
         let n = 0;

@@ -279,21 +279,23 @@ export interface AttemptStore {
   /** Forgets the key (after a success); no error when absent. */
   reset(key: string): Promise<void>;
   /**
-   * Takes back one count: when the key's record has `windowStart` equal to the given one and
-   * `count` above 0, `count` drops by one, and a record left at 0 is deleted (as `reset` would);
-   * otherwise nothing changes (no record, another window). No error when absent. The
-   * throttle calls it after a success on a key shared across usernames (a budget), so the success
-   * gives back only its own count and the failures others counted stand; `reset` would erase them.
-   * Concurrent calls and increments never lose a change: the decrement is one atomic step, and
-   * the delete removes a record only while its count is 0 (in SQL, `UPDATE ... SET count = count
-   * - 1 WHERE key = ? AND window_start = ? AND count > 0`, then `DELETE ... WHERE key = ? AND
-   * count <= 0`).
+   * Takes back `count` counts (a positive integer): when the key's record has `windowStart` equal
+   * to the given one and a count above 0, its count drops by `count` but not below 0, and a record
+   * left at 0 is deleted (as `reset` would); otherwise nothing changes (no record, another window).
+   * No error when absent. The throttle calls it after a successful password check on a key shared
+   * across usernames (a budget): the success gives back its own count and the failures of the same
+   * username from the same address just before it (typos), and the failures counted at other
+   * usernames stand; `reset` would erase them. Concurrent calls and increments never lose a change:
+   * the decrement is one atomic step, and the delete removes a record only while its count is 0 (in
+   * SQL, `UPDATE ... SET count = CASE WHEN count > ? THEN count - ? ELSE 0 END WHERE key = ? AND
+   * window_start = ? AND count > 0`, then `DELETE ... WHERE key = ? AND count <= 0`; a process
+   * that dies between the two leaves a record at 0, which counts as none and goes at its expiry).
    *
    * Optional so a backend written before it still compiles: without it a success resets the
    * budget instead (the behaviour before), which lets whoever holds one working password reset the
    * budget between guesses at other usernames. The conformance kit fails a store without it.
    */
-  refund?(key: string, windowStart: number): Promise<void>;
+  refund?(key: string, windowStart: number, count: number): Promise<void>;
   /**
    * Deletes records whose window started at or before `before`; returns how many. With `limit`, at
    * most that many (see {@link RefreshTokenStore.deleteExpired} for the batch contract).

@@ -171,11 +171,17 @@ export function d1AttemptStore(ctx: D1Context): AttemptStore {
       run("attempts.reset", async () => {
         if (storableKey(key)) await exec(`delete from ${table} where "attempt_key" = ?`, key);
       }),
-    refund: (key, windowStart) =>
+    refund: (key, start, count) =>
       run("attempts.refund", async () => {
         if (!storableKey(key)) return;
         // Two statements, no transaction needed: the delete takes a record only while it is at 0.
-        const taken = await exec(`update ${table} set "count" = "count" - 1 where "attempt_key" = ? and "window_start" = ? and "count" > 0`, key, windowStart);
+        const taken = await exec(
+          `update ${table} set "count" = case when "count" > ? then "count" - ? else 0 end where "attempt_key" = ? and "window_start" = ? and "count" > 0`,
+          count,
+          count,
+          key,
+          start,
+        );
         if (taken > 0) await exec(`delete from ${table} where "attempt_key" = ? and "count" <= 0`, key);
       }),
     deleteExpired: (before, limit) => run("attempts.deleteExpired", () => deleteBatch(ctx, TABLES.attempts, "attempt_key", `"window_start" <= ?`, [before], limit)),

@@ -30,10 +30,10 @@ export function attemptStore(ctx: StoreContext): AttemptStore {
      * increments), then the record deleted while it is at 0. No transaction needed: an increment
      * between the two leaves it above 0, and one after the delete opens a new window.
      */
-    refund: prepared((p: { key: string; windowStart: number }) =>
+    refund: prepared((p: { key: string; windowStart: number; count: number }) =>
       db
         .updateTable(TABLES.attempts)
-        .set((eb) => ({ count: sql<number>`${eb.ref("count")} - 1` }))
+        .set((eb) => ({ count: sql<number>`case when ${eb.ref("count")} > ${p.count} then ${eb.ref("count")} - ${p.count} else 0 end` }))
         .where("attempt_key", "=", p.key)
         .where("window_start", "=", p.windowStart)
         .where("count", ">", 0),
@@ -120,12 +120,12 @@ export function attemptStore(ctx: StoreContext): AttemptStore {
         if (!storableKey(key)) return;
         await q.reset(runner, { key });
       }),
-    refund: (key, windowStart) =>
+    refund: (key, windowStart, count) =>
       run("attempts.refund", async () => {
         if (!storableKey(key)) return;
         // Each statement commits alone, so one that InnoDB picked as a deadlock victim (beside a
         // racing first insert of the key, as in increment) changed nothing and is run again.
-        if (affected(await againOnDeadlock(() => q.refund(runner, { key, windowStart }))) > 0n) await againOnDeadlock(() => q.dropEmpty(runner, { key }));
+        if (affected(await againOnDeadlock(() => q.refund(runner, { key, windowStart, count }))) > 0n) await againOnDeadlock(() => q.dropEmpty(runner, { key }));
       }),
     deleteExpired: (before, limit) =>
       run("attempts.deleteExpired", () => deleteBatch(ctx, TABLES.attempts, "attempt_key", (eb) => eb("window_start", "<=", before), limit)),

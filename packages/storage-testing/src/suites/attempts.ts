@@ -81,10 +81,10 @@ export function attemptsSuite(s: SuiteContext): void {
     });
 
     // A success on a budget shared across usernames gives back its own count only.
-    const refund = (key: string, windowStart: number) => {
+    const refund = (key: string, windowStart: number, count = 1) => {
       const store = attempts();
       if (typeof store.refund !== "function") throw new Error("attempts.refund is missing: without it a success resets a budget shared across usernames (see the README's storage section)");
-      return store.refund(key, windowStart);
+      return store.refund(key, windowStart, count);
     };
 
     it("refund takes back one count of the window it names, deletes a record it leaves at 0, and leaves other keys", async () => {
@@ -106,6 +106,22 @@ export function attemptsSuite(s: SuiteContext): void {
       expectRecord(await attempts().increment(a, T0 + 3, WINDOW), record(a, 1, T0 + 3), "the next failure opens a new window");
       await refund(attemptKey("never"), T0);
       expect(await attempts().get(attemptKey("never")), "an unknown key is no error and adds no record").toBeNull();
+    });
+
+    it("refund takes back `count` counts at once, never below 0: a record it would take below 0 is deleted", async () => {
+      const a = attemptKey("budget");
+      for (let i = 0; i < 7; i++) await attempts().increment(a, T0 + i, WINDOW);
+      await refund(a, T0, 3);
+      expectRecord(await attempts().get(a), record(a, 4, T0), "7 - 3");
+      await refund(a, T0, 4);
+      expect(await attempts().get(a), "4 - 4: deleted").toBeNull();
+      for (let i = 0; i < 2; i++) await attempts().increment(a, T0 + 10 + i, WINDOW);
+      await refund(a, T0 + 10, 5);
+      expect(await attempts().get(a), "2 - 5: deleted, not negative").toBeNull();
+      expectRecord(await attempts().increment(a, T0 + 20, WINDOW), record(a, 1, T0 + 20), "the next failure starts again at 1");
+      await refund(a, T0 + 20, 10);
+      await refund(a, T0 + 20, 10);
+      expect(await attempts().get(a)).toBeNull();
     });
 
     it("refund of another window changes nothing: a count of a window that has since ended is not taken from the new one", async () => {

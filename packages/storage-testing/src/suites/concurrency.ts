@@ -114,7 +114,7 @@ export function concurrencySuite(s: SuiteContext): void {
       if (typeof store.refund !== "function") throw new Error("attempts.refund is missing (see the README's storage section)");
       for (let i = 0; i < 40; i++) await store.increment(key, T0, 60_000);
       const refund = store.refund.bind(store);
-      const counts = await inParallel(60, async (i) => (i % 2 ? (await refund(key, T0), null) : (await store.increment(key, T0 + i, 60_000)).count));
+      const counts = await inParallel(60, async (i) => (i % 2 ? (await refund(key, T0, 1), null) : (await store.increment(key, T0 + i, 60_000)).count));
       const returned = counts.filter((c): c is number => c !== null);
       expect(returned, "every increment returns a count in the window").toHaveLength(30);
       for (const c of returned) expect(c).toBeGreaterThan(10);
@@ -129,7 +129,7 @@ export function concurrencySuite(s: SuiteContext): void {
         const key = attemptKey(`edge-${round}`);
         await store.increment(key, T0, 60_000);
         // Each refund takes the count to 0 (and deletes the record) unless an increment came first.
-        const results = await inParallel(20, async (i) => (i % 2 ? (await refund(key, T0), null) : (await store.increment(key, T0 + i, 60_000)).count));
+        const results = await inParallel(20, async (i) => (i % 2 ? (await refund(key, T0, 1), null) : (await store.increment(key, T0 + i, 60_000)).count));
         const after = await store.get(key);
         if (after !== null) {
           expect(after.count, `round ${round}: a record left stands above 0`).toBeGreaterThan(0);
