@@ -45,7 +45,7 @@ export interface ThrottleKey {
  * const keys = credentialKeys("password", username, clientIp);
  * const counted = await ctx.throttle.attempt(keys); // throws TooManyAttemptsError past the limit
  * if (!(await verifyPassword(password, hash))) throw badCredentials(); // already counted
- * await ctx.throttle.succeed(counted); // resets the keys, refunds a budget's one count
+ * await ctx.throttle.succeed(counted); // resets the keys; a budget gets back what it counted for this user
  *
  * // Client authentication: check, then count the failure.
  * const clientKeys = throttleKeys("client", { clientId, ip });
