@@ -152,8 +152,7 @@ export interface PlantgateOptions extends TelemetryOptions {
   /**
    * Brute-force defence of the password grant and console sign-in (per username + client IP at
    * `maxFailures`, per username at 5 × `maxFailures`; every attempt counts, a success resets them;
-   * budgets across usernames, to which a success gives back its own count and that user's failures
-   * from that address just before it) and of
+   * budgets across usernames, to which a success gives back only its own count) and of
    * client authentication (per client id + client IP, failures count): past the limit within
    * `windowSeconds` of the first count, attempts are refused with 429 and `Retry-After` until the
    * window ends. Counters live in storage, so they hold across instances. Default

@@ -23,8 +23,7 @@ export const PASSWORD_CLIENT_FACTOR = 10;
 
 /**
  * A budget across usernames: one more throttle key counted with the username's own keys. A success
- * takes back only its own count and the same username's failures from the same address before it
- * (`onSuccess: "refund"`, measured by the username + IP key), never the failures counted at other
+ * takes back only its own count (`onSuccess: "refund"`), never the failures counted at other
  * usernames. `first` counts it before the (username + IP) key: once the budget is spent, a new
  * username adds no counter row at all; otherwise it is counted after that key, so retries refused
  * by an address's own lock do not spend a budget others share.
@@ -64,8 +63,7 @@ export function passwordClientBudget(clientId: string): PasswordBudget {
  * username at a higher ceiling, so spreading guesses over many addresses does not help. The grant
  * and the console share them: guesses spread over both add up. The caller's `budget` (per address
  * for the console, per client for the grant) bounds guesses across usernames; a success resets
- * the username's keys and gives the budget back only that username's attempts from that address
- * (its typos and itself). At most
+ * the username's keys and gives the budget back only its own count. At most
  * `maxConcurrentPasswordChecks` checks run at once: a further one is refused
  * (TooManyAttemptsError, reason `busy`) before anything is counted.
  */
@@ -105,9 +103,10 @@ async function checkPasswordNow(
   source: LoginSource,
 ): Promise<AccountRecord | null> {
   const [pair, user] = credentialKeys("password", username, clientIp) as [ThrottleKey, ThrottleKey];
-  // A success gives the budget back the (username + IP) key's count: its own attempt and that
-  // user's failures from that address just before it (typos), never failures at other usernames.
-  const spent = budget === undefined ? undefined : { ...budget, refundCountOf: pair.key };
+  // A success gives the budget back its own count only, in the window it was counted in. Giving
+  // back the (username + IP) key's count as well (the user's typos) over-refunded: concurrent
+  // successes each read the same earlier typos, and that key's window is not the budget's.
+  const spent = budget;
   const keys = spent === undefined ? [pair, user] : spent.first ? [spent, pair, user] : [pair, spent, user];
   let counted: ThrottleAttempt;
   try {
@@ -131,9 +130,8 @@ async function checkPasswordNow(
     failed(account !== null, !account ? "unknown_username" : !ok ? "invalid_password" : "account_disabled");
     return null;
   }
-  // The username's keys are reset; the budget gets back only this username's attempts from this
-  // address, so a success with one account's password does not erase the failures counted at
-  // other usernames.
+  // The username's keys are reset; the budget gets back only this attempt's own count, so a
+  // success with one account's password does not erase the failures counted at other usernames.
   await ctx.throttle.succeed(counted);
   return account;
 }

@@ -283,9 +283,8 @@ export interface AttemptStore {
    * to the given one and a count above 0, its count drops by `count` but not below 0, and a record
    * left at 0 is deleted (as `reset` would); otherwise nothing changes (no record, another window).
    * No error when absent. The throttle calls it after a successful password check on a key shared
-   * across usernames (a budget): the success gives back its own count and the failures of the same
-   * username from the same address just before it (typos), and the failures counted at other
-   * usernames stand; `reset` would erase them. Concurrent calls and increments never lose a change:
+   * across usernames (a budget), with `count` 1 today: the success gives back its own count, and the
+   * failures counted at other usernames stand; `reset` would erase them. Concurrent calls and increments never lose a change:
    * the decrement is one atomic step, and the delete removes a record only while its count is 0 (in
    * SQL, `UPDATE ... SET count = CASE WHEN count > ? THEN count - ? ELSE 0 END WHERE key = ? AND
    * window_start = ? AND count > 0`, then `DELETE ... WHERE key = ? AND count <= 0`; a process
