@@ -106,8 +106,7 @@ async function checkPasswordNow(
   // A success gives the budget back its own count only, in the window it was counted in. Giving
   // back the (username + IP) key's count as well (the user's typos) over-refunded: concurrent
   // successes each read the same earlier typos, and that key's window is not the budget's.
-  const spent = budget;
-  const keys = spent === undefined ? [pair, user] : spent.first ? [spent, pair, user] : [pair, spent, user];
+  const keys = budget === undefined ? [pair, user] : budget.first ? [budget, pair, user] : [pair, budget, user];
   let counted: ThrottleAttempt;
   try {
     counted = await ctx.throttle.attempt(keys);

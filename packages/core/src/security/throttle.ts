@@ -19,12 +19,6 @@ export interface ThrottleKey {
    * budget), whose failures were counted by other attempts and must stand.
    */
   onSuccess?: "reset" | "refund";
-  /**
-   * With `onSuccess: "refund"`: the `key` of another key of the same attempt whose count (in its
-   * window, this attempt included) is what a success gives back, e.g. the (username + IP) key, so a
-   * user's typos just before their success are given back with it. Without it, 1: the success's own.
-   */
-  refundCountOf?: string;
 }
 
 /**
@@ -45,7 +39,7 @@ export interface ThrottleKey {
  * const keys = credentialKeys("password", username, clientIp);
  * const counted = await ctx.throttle.attempt(keys); // throws TooManyAttemptsError past the limit
  * if (!(await verifyPassword(password, hash))) throw badCredentials(); // already counted
- * await ctx.throttle.succeed(counted); // resets the keys; a budget gets back what it counted for this user
+ * await ctx.throttle.succeed(counted); // resets the keys; a budget gets back its one count
  *
  * // Client authentication: check, then count the failure.
  * const clientKeys = throttleKeys("client", { clientId, ip });
@@ -75,8 +69,7 @@ export interface Throttle {
   fail(keys: string[] | ThrottleCheck): Promise<void>;
   /**
    * After a success: resets every key, except that a key counted by `attempt` with `onSuccess:
-   * "refund"` only gets back what its `refundCountOf` key counted (else 1), in the window it was
-   * counted in. Given plain keys instead of what `attempt` counted, it resets them all.
+   * "refund"` only gets its own count back, in the window it was counted in. Given plain keys instead of what `attempt` counted, it resets them all.
    */
   succeed(keys: (string | ThrottleKey)[] | ThrottleCheck | ThrottleAttempt): Promise<void>;
   /**
@@ -94,14 +87,7 @@ export interface ThrottleCheck {
 
 /** What {@link Throttle.attempt} counted: each stored key, the window it was counted in, and what a success does to it. */
 export interface ThrottleAttempt {
-  readonly counted: readonly {
-    readonly key: string;
-    readonly storageKey: string;
-    readonly windowStart: number;
-    readonly count: number;
-    readonly onSuccess: "reset" | "refund";
-    readonly refundCountOf: string | undefined;
-  }[];
+  readonly counted: readonly { readonly storageKey: string; readonly windowStart: number; readonly onSuccess: "reset" | "refund" }[];
 }
 
 const isCheck = (value: unknown): value is ThrottleCheck =>
@@ -238,14 +224,7 @@ export function createThrottle(
         if (r.count > settings.maxFailures * factor) {
           throw new TooManyAttemptsError(retryAfter(r.windowStart, now), "locked", { keyIndex, first: r.count === settings.maxFailures * factor + 1 });
         }
-        counted.push({
-          key: name,
-          storageKey: storedAs,
-          windowStart: r.windowStart,
-          count: r.count,
-          onSuccess: typeof k === "string" ? "reset" : (k.onSuccess ?? "reset"),
-          refundCountOf: typeof k === "string" ? undefined : k.refundCountOf,
-        });
+        counted.push({ storageKey: storedAs, windowStart: r.windowStart, onSuccess: typeof k === "string" ? "reset" : (k.onSuccess ?? "reset") });
       }
       return { counted };
     },
@@ -272,12 +251,10 @@ export function createThrottle(
     },
     async succeed(keys) {
       if (isAttempt(keys)) {
-        for (const { storageKey: key, windowStart, onSuccess, refundCountOf } of keys.counted) {
+        for (const { storageKey: key, windowStart, onSuccess } of keys.counted) {
           // A store written before `refund` existed: the budget is reset, as it was then.
-          if (onSuccess === "refund" && store.refund) {
-            const measure = refundCountOf === undefined ? undefined : keys.counted.find((c) => c.key === refundCountOf);
-            await store.refund(key, windowStart, Math.max(1, measure?.count ?? 1));
-          } else await store.reset(key);
+          if (onSuccess === "refund" && store.refund) await store.refund(key, windowStart, 1);
+          else await store.reset(key);
         }
         return;
       }
