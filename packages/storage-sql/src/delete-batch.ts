@@ -1,6 +1,6 @@
 import type { Expression, ExpressionBuilder, Kysely, SqlBool } from "kysely";
 import type { StoreContext } from "./context.js";
-import { isDeadlock } from "./errors.js";
+import { againOnDeadlock } from "./errors.js";
 
 /** Builds the condition of the rows to delete, over the table's columns. */
 export type DeleteCondition = (eb: ExpressionBuilder<any, any>) => Expression<SqlBool>;
@@ -25,14 +25,7 @@ export async function deleteBatch(ctx: StoreContext, table: string, key: string,
     return Number(result.numDeletedRows);
   }
   if (ctx.family === "mysql") {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const result = await db.deleteFrom(table).where(where).limit(limit).executeTakeFirst();
-        return Number(result.numDeletedRows);
-      } catch (e) {
-        if (!isDeadlock(e) || attempt >= 5) throw e;
-      }
-    }
+    return againOnDeadlock(async () => Number((await db.deleteFrom(table).where(where).limit(limit).executeTakeFirst()).numDeletedRows));
   }
   const result = await db
     .deleteFrom(table)

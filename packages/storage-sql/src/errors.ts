@@ -80,6 +80,21 @@ export function isDeadlock(e: unknown): boolean {
   return code === "ER_LOCK_DEADLOCK" || errno === 1213;
 }
 
+/**
+ * Runs `work` (one statement that commits alone, or one whole transaction) again, up to 5 times in
+ * all, while MySQL/MariaDB picks it as a deadlock victim: a victim is rolled back whole, so nothing
+ * of it was applied. Any other error, and the fifth deadlock, is thrown.
+ */
+export async function againOnDeadlock<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (e) {
+      if (!isDeadlock(e) || attempt >= 5) throw e;
+    }
+  }
+}
+
 /** Errors of ours that already say what they mean and must pass through unchanged. */
 function isOwn(e: unknown): boolean {
   return e instanceof StorageError || e instanceof SchemaTooNewError || e instanceof UnstorableValueError;

@@ -2,22 +2,11 @@ import type { AttemptRecord, AttemptStore } from "@plantgate/core";
 import { sql } from "kysely";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
-import { isDeadlock } from "../errors.js";
+import { againOnDeadlock } from "../errors.js";
 import { affected, prepared } from "../prepared.js";
 import { copyRecord } from "../read-cache.js";
 import { attemptRecord } from "../rows.js";
 import { TABLES } from "../schema.js";
-
-/** Runs `statement` (one that commits alone) again, up to 5 times in all, when it was a deadlock victim. */
-async function againOnDeadlock<T>(statement: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await statement();
-    } catch (e) {
-      if (!isDeadlock(e) || attempt >= 5) throw e;
-    }
-  }
-}
 
 /** `pg_attempts` (failure counters of the brute-force throttle) as core's {@link AttemptStore}. */
 export function attemptStore(ctx: StoreContext): AttemptStore {
@@ -85,21 +74,17 @@ export function attemptStore(ctx: StoreContext): AttemptStore {
         const params = { key: attemptKey, now, expiredBefore };
         if (family === "mysql") {
           // ON DUPLICATE KEY UPDATE locks the row until commit, so the read-back in the same
-          // transaction sees exactly this call's result.
-          for (let attempt = 1; ; attempt++) {
-            try {
-              return await db.transaction().execute(async (trx) => {
-                await q.countMysql(trx, params);
-                const row = (await q.get(trx, { key: attemptKey })).rows[0];
-                if (row === undefined) throw new Error("pg_attempts lost the row just counted");
-                return attemptRecord(row);
-              });
-            } catch (e) {
-              // InnoDB may pick a racing first insert of a key as a deadlock victim; its
-              // transaction rolled back (nothing counted), so it is safe to count again.
-              if (!isDeadlock(e) || attempt >= 5) throw e;
-            }
-          }
+          // transaction sees exactly this call's result. InnoDB may pick a racing first insert of
+          // a key as a deadlock victim; its transaction rolled back (nothing counted), so it is
+          // safe to count again.
+          return againOnDeadlock(() =>
+            db.transaction().execute(async (trx) => {
+              await q.countMysql(trx, params);
+              const row = (await q.get(trx, { key: attemptKey })).rows[0];
+              if (row === undefined) throw new Error("pg_attempts lost the row just counted");
+              return attemptRecord(row);
+            }),
+          );
         }
         // One upsert with RETURNING: the row lock (PostgreSQL) or the single writer (SQLite, D1)
         // makes each call see the previous one's count, so none is lost.
