@@ -121,6 +121,21 @@ export function concurrencySuite(s: SuiteContext): void {
       expectRecord(await store.get(key), { key, count: 40, windowStart: T0 }, "40 + 30 increments - 30 refunds");
     });
 
+    it("refunds of several counts at once, racing increments and each other, lose no change and stop at 0", async () => {
+      const store = s.storage().attempts;
+      if (typeof store.refund !== "function") throw new Error("attempts.refund is missing (see the README's storage section)");
+      const refund = store.refund.bind(store);
+      const key = attemptKey("bulk-refunds");
+      for (let i = 0; i < 60; i++) await store.increment(key, T0, 60_000);
+      // 10 refunds of 3 and 10 increments at once: 60 - 30 + 10, whatever the order (never near 0).
+      await inParallel(20, async (i) => (i % 2 ? refund(key, T0, 3) : (await store.increment(key, T0 + i, 60_000), undefined)));
+      expectRecord(await store.get(key), { key, count: 40, windowStart: T0 }, "60 - 10 x 3 + 10");
+      // 8 refunds of 7 at once take 56 of 40: the record goes at 0 and none takes it below.
+      await inParallel(8, () => refund(key, T0, 7));
+      expect(await store.get(key), "refunded past 0 at once: deleted, as reset would").toBeNull();
+      expectRecord(await store.increment(key, T0 + 5, 60_000), { key, count: 1, windowStart: T0 + 5 }, "the next failure opens a new window at 1");
+    });
+
     it("refunds racing increments around 0 neither throw nor leave a record at 0 or below", async () => {
       const store = s.storage().attempts;
       if (typeof store.refund !== "function") throw new Error("attempts.refund is missing (see the README's storage section)");
