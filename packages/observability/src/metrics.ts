@@ -64,7 +64,7 @@ interface StorageKind {
 }
 
 /** The `lock` label values of `plantgate_lockouts_total` (the `lock` of `account.locked_out`). */
-const LOCKS = ["username_address", "username"] as const;
+const LOCKS = ["username_address", "username", "client_budget", "address_budget"] as const;
 
 /**
  * Creates the plantgate metrics (names in the README's "Metrics" table). Every label is from a

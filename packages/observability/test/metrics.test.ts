@@ -65,7 +65,12 @@ describe("metrics", () => {
     expect(text).toContain('plantgate_token_request_duration_seconds_count{grant_type="client_credentials"} 3');
     expect(text).toContain('plantgate_token_request_duration_seconds_bucket{le="+Inf",grant_type="password"} 1');
     expect(text).toMatch(/^plantgate_storage_operation_duration_seconds_count\{store="clients",operation="get"\} [1-9]\d*$/m);
-    expect(samples(text, "plantgate_lockouts_total").sort()).toEqual(['plantgate_lockouts_total{lock="username"} 0', 'plantgate_lockouts_total{lock="username_address"} 0']);
+    expect(samples(text, "plantgate_lockouts_total").sort()).toEqual([
+      'plantgate_lockouts_total{lock="address_budget"} 0',
+      'plantgate_lockouts_total{lock="client_budget"} 0',
+      'plantgate_lockouts_total{lock="username"} 0',
+      'plantgate_lockouts_total{lock="username_address"} 0',
+    ]);
     // Process metrics, and no identifier in any label.
     expect(text).toMatch(/^process_cpu_seconds_total \d/m);
     expect(text).toMatch(/^nodejs_heap_size_total_bytes \d/m);
@@ -104,12 +109,42 @@ describe("metrics", () => {
     expect(statuses).toEqual([400, 400, 429]);
     await app.flushEvents();
     const text = await metrics.text();
-    expect(samples(text, "plantgate_lockouts_total").sort()).toEqual(['plantgate_lockouts_total{lock="username"} 0', 'plantgate_lockouts_total{lock="username_address"} 1']);
+    // Every lock's series from the start (a rate() alert on a budget lock has its series before the first one).
+    expect(samples(text, "plantgate_lockouts_total").sort()).toEqual([
+      'plantgate_lockouts_total{lock="address_budget"} 0',
+      'plantgate_lockouts_total{lock="client_budget"} 0',
+      'plantgate_lockouts_total{lock="username"} 0',
+      'plantgate_lockouts_total{lock="username_address"} 1',
+    ]);
     expect(samples(text, "plantgate_token_requests_total").sort()).toEqual([
       'plantgate_token_requests_total{grant_type="password",result="invalid_grant"} 2',
       'plantgate_token_requests_total{grant_type="password",result="locked_out"} 1',
     ]);
     expect(samples(text, "plantgate_refresh_token_reuse_total")).toEqual(["plantgate_refresh_token_reuse_total 0"]);
+  });
+
+  it("labels a refusal of too many password checks at once temporarily_unavailable, not locked_out", async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    const app = createPlantgate({
+      onEvent: metrics.countEvent,
+      observer: metrics.observer,
+      maxConcurrentPasswordChecks: 1,
+      passwordHashIterations: 1000,
+      logger: { error() {}, warn() {} },
+    });
+    const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+    await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
+    const form = { grant_type: "password", username: "alice", password: "wonderland-42" };
+    const answers = await Promise.all([0, 1, 2].map(() => token(app, form, basic("c", clientSecret))));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 429, 429]);
+    for (const a of answers.filter((a) => a.status === 429)) expect((await a.json()).error).toBe("temporarily_unavailable");
+    await app.flushEvents();
+    const text = await metrics.text();
+    expect(samples(text, "plantgate_token_requests_total").sort()).toEqual([
+      'plantgate_token_requests_total{grant_type="password",result="success"} 1',
+      'plantgate_token_requests_total{grant_type="password",result="temporarily_unavailable"} 2',
+    ]);
+    expect(samples(text, "plantgate_lockouts_total").every((line) => line.endsWith(" 0")), "no lock-out was begun").toBe(true);
   });
 
   it("counts every kind of request and storage call exactly, remembered or not, and across a registry reset", async () => {

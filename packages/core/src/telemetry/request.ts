@@ -35,11 +35,15 @@ function methodLabel(method: string): string {
   return METHODS.get(method) ?? "_OTHER";
 }
 
-/** The token endpoint's `result` label: success, the OAuth code of the answer, or `locked_out`. */
+/**
+ * The token endpoint's `result` label: success, the OAuth code of the answer, or `locked_out`. A
+ * refusal for too many password checks at once (`maxConcurrentPasswordChecks`) is load, not a
+ * lock-out: it is labelled by its answer's code, `temporarily_unavailable`.
+ */
 function tokenResult(note: RequestNote, status: number): string {
   if (status < 400) return "success";
   const error = note.error;
-  if (error instanceof TooManyAttemptsError) return "locked_out";
+  if (error instanceof TooManyAttemptsError) return error.reason === "busy" ? "temporarily_unavailable" : "locked_out";
   if (error instanceof OAuthError) return error.code;
   if (error instanceof StorageError) return "temporarily_unavailable";
   return status === 405 ? "invalid_request" : "server_error";
