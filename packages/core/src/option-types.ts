@@ -127,7 +127,7 @@ export interface PlantgateOptions extends TelemetryOptions {
    * checked on every request. `0` turns it off. Default 10 000.
    */
   verifiedTokenCacheSize?: number;
-  /** Receives unexpected errors (never secrets). Default: `console`. */
+  /** Receives unexpected errors (never secrets); a throw from it is ignored, never turned into a failed request. Default: `console`. */
   logger?: Logger;
   /**
    * Receives every security event (see the README's events table): tokens issued and refreshed,

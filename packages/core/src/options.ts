@@ -3,7 +3,7 @@ import { MAX_CONCURRENT_PASSWORD_CHECKS } from "./security/credentials.js";
 import { defaultRandomBytes, hashPassword } from "./crypto/index.js";
 import { sha256With } from "./crypto/provider.js";
 import { createClientKeys } from "./oauth/client-keys.js";
-import type { Context, RefreshGrace } from "./context.js";
+import type { Context, Logger, RefreshGrace } from "./context.js";
 import { accountListQuery } from "./schemas/accounts.js";
 import { scopeNames } from "./scope-names.js";
 import { createMemoryStorage } from "./storage/memory.js";
@@ -115,7 +115,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     );
   }
   if (options.signer !== undefined) checkSigner(options.signer, options.signingKey !== undefined);
-  const logger = options.logger ?? console;
+  const logger = guardedLogger(options.logger ?? console);
   if (options.bruteForce !== false && typeof storage.attempts.refund !== "function") {
     // Said once, when the options are resolved: a store written before attempts.refund.
     logger.warn(
@@ -234,4 +234,27 @@ function baseUrlFromIssuer(issuer: string | undefined, basePath: string): string
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") return undefined;
   return `${url.origin}${basePath}`;
+}
+
+/**
+ * The logger as core calls it: a logger that throws (a full sink, a closed stream) is ignored, so
+ * that an error answer, a warning or a failed hook's report never becomes a rejected request.
+ */
+function guardedLogger(base: Logger): Logger {
+  return {
+    error(message, context) {
+      try {
+        base.error(message, context);
+      } catch {
+        // Nothing to report it to.
+      }
+    },
+    warn(message, context) {
+      try {
+        base.warn(message, context);
+      } catch {
+        // Nothing to report it to.
+      }
+    },
+  };
 }

@@ -117,6 +117,50 @@ describe("tracing", () => {
     expect(server.attributes["http.response.status_code"]).toBe(503);
   });
 
+  it("a logger that throws changes no answer: the 503s still come, their spans end and the observer sees them", async () => {
+    const storage = createMemoryStorage();
+    storage.clients.get = async () => {
+      throw new StorageError("database unreachable");
+    };
+    storage.signingKeys.list = async () => {
+      throw new StorageError("database unreachable");
+    };
+    const requests: RequestObservation[] = [];
+    const logged: string[] = [];
+    const h = await harness({
+      storage,
+      tracer: provider.getTracer("t"),
+      observer: { request: (o) => void requests.push(o) },
+      logger: {
+        error(message) {
+          logged.push(message);
+          throw new Error("log sink full");
+        },
+        warn() {
+          throw new Error("log sink full");
+        },
+      },
+    });
+    exporter.reset();
+    requests.length = 0;
+    const token = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(token.status).toBe(503);
+    expect(await token.json()).toEqual({ error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." });
+    const jwks = await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`));
+    expect(jwks.status).toBe(503);
+    expect(await jwks.json()).toEqual({ error: 1503, message: "The service is temporarily unavailable; retry later." });
+    expect(logged).toEqual(["storage unavailable", "storage unavailable"]);
+    const servers = exporter.getFinishedSpans().filter((s) => s.kind === SERVER);
+    expect(servers.map((s) => [s.name, s.attributes["http.response.status_code"], s.status.code])).toEqual([
+      ["POST /UserService/connect/token", 503, ERROR],
+      ["GET /.well-known/jwks.json", 503, ERROR],
+    ]);
+    expect(requests.map((o) => [o.route, o.status])).toEqual([
+      ["/UserService/connect/token", 503],
+      ["/.well-known/jwks.json", 503],
+    ]);
+  });
+
   it("an unknown path is a server span named by its method only, without http.route", async () => {
     const h = await tracedHarness();
     const res = await h.app.fetch(new Request(`${BASE}/no/such/path?secret=x`));
