@@ -62,8 +62,9 @@ export interface Plantgate {
   /** The public JWK Set (what `/.well-known/jwks.json` serves). */
   jwks(): Promise<{ keys: unknown[] }>;
   /**
-   * Resolves once every security event emitted so far has been handled by the `onEvent` hook and
-   * written to the audit store (failures are logged, never thrown). Answers never wait for events;
+   * Resolves once every security event emitted before the call has been handled by the `onEvent`
+   * hook and written to the audit store (failures are logged, never thrown); later events are not
+   * waited for. Answers never wait for events;
    * a Worker hands this to `ctx.waitUntil` so they are delivered after the answer is sent.
    */
   flushEvents(): Promise<void>;

@@ -4,7 +4,7 @@
  * secret, password, token or hash that was sent or stored.
  */
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, refreshTokenKey, sha256, SECURITY_EVENT_TYPES, type PlantgateOptions, type SecurityEvent, type SecurityEventType } from "../src/index.js";
+import { createMemoryStorage, refreshTokenKey, sha256, SECURITY_EVENT_TYPES, StorageError, type PlantgateOptions, type SecurityEvent, type SecurityEventType } from "../src/index.js";
 import { basic, BASE, harness, type Harness } from "./helpers.js";
 import { ADMIN, call, consoleHarness, signIn } from "./console-helpers.js";
 
@@ -149,6 +149,28 @@ describe("security events", () => {
       failed("alice", "throttled"),
       failed("alice", "throttled"),
     ]);
+  });
+
+  it("a throttled sign-in is answered 429 even when the account lookup that names its username fails; the events then name no one", async () => {
+    const storage = createMemoryStorage();
+    const { h, take } = await recorded({ storage, bruteForce: { maxFailures: 1, windowSeconds: 60 } });
+    const pw = (password: string) => token(h, { grant_type: "password", username: "alice", password });
+    expect((await pw("not-her-password")).status).toBe(400);
+    const lookups: string[] = [];
+    storage.accounts.findByUsername = async (username) => {
+      lookups.push(username);
+      throw new StorageError("database unreachable");
+    };
+    const locked = await pw(h.password);
+    expect(locked.status).toBe(429);
+    expect((await locked.json()).error).toBe("temporarily_unavailable");
+    const failed = (username: string | null, reason: string) => ({ type: "account.login_failed", username, reason, source: "password_grant", client_id: "app-1", client_ip: IP });
+    expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
+      failed("alice", "invalid_password"),
+      { type: "account.locked_out", username: null, lock: "username_address", source: "password_grant", locked_until: h.clock.now() + 60_000, client_ip: IP },
+      failed(null, "throttled"),
+    ]);
+    expect(lookups, "the lookup for the events only, after the answer").toEqual(["alice"]);
   });
 
   it("token.revoked for an access token (jti) and a refresh token (family)", async () => {
@@ -387,6 +409,68 @@ describe("event ids and the sink's bookkeeping", () => {
     await waiting;
     expect(seen).toEqual(["console.signed_out", "client.deleted"]);
     expect(errors).toEqual(["onEvent hook failed"]);
+  });
+
+  it("settled() waits for the events before its call only: steady traffic after it does not hold it back", async () => {
+    const { createEventSink } = await import("../src/events/emitter.js");
+    const gates = new Map<string, () => void>();
+    const sink = createEventSink({
+      hook: (event) => new Promise<void>((resolve) => gates.set((event as { client_id: string }).client_id, resolve)),
+      audit: undefined,
+      logger: { error: () => {}, warn: () => {} },
+      clock: () => 1,
+      random: (n) => new Uint8Array(n),
+    });
+    sink.emit({ type: "client.created", client_id: "a" } as never);
+    let done = false;
+    const first = sink.settled().then(() => (done = true));
+    // Later events, one per step, each still in its hook when the first one finishes.
+    for (const id of ["b", "c", "d"]) {
+      await new Promise((r) => setTimeout(r, 1));
+      sink.emit({ type: "client.created", client_id: id } as never);
+    }
+    await new Promise((r) => setTimeout(r, 1));
+    expect(done).toBe(false);
+    gates.get("a")!();
+    await first;
+    let all = false;
+    const later = sink.settled().then(() => (all = true));
+    gates.get("b")!();
+    gates.get("c")!();
+    await new Promise((r) => setTimeout(r, 1));
+    expect(all, "a settled() called later waits for b, c and d").toBe(false);
+    gates.get("d")!();
+    await later;
+  });
+
+  it("defer(): the task's events are handed over when it resolves, settled() waits for them, and a rejecting task is reported, not thrown", async () => {
+    const { createEventSink } = await import("../src/events/emitter.js");
+    const seen: string[] = [];
+    const errors: string[] = [];
+    const sink = createEventSink({
+      hook: (event) => void seen.push((event as { client_id: string }).client_id),
+      audit: undefined,
+      logger: { error: (message: string) => errors.push(message), warn: () => {} },
+      clock: () => 1,
+      random: (n) => new Uint8Array(n),
+    });
+    let give!: (events: never[]) => void;
+    sink.defer(new Promise((resolve) => (give = resolve)));
+    sink.defer(Promise.reject(new Error("lookup down")));
+    sink.emit({ type: "client.created", client_id: "now" } as never);
+    let done = false;
+    const waiting = sink.settled().then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(seen).toEqual(["now"]);
+    expect(done).toBe(false);
+    give([{ type: "client.created", client_id: "x" }, { type: "client.deleted", client_id: "y" }] as never[]);
+    await waiting;
+    expect(seen).toEqual(["now", "x", "y"]);
+    expect(errors).toEqual(["deferred security events failed; none recorded"]);
+    // Without receivers, defer does nothing at all.
+    const off = createEventSink({ hook: undefined, audit: undefined, logger: { error: () => {}, warn: () => {} }, clock: () => 1, random: (n) => new Uint8Array(n) });
+    off.defer(Promise.reject(new Error("never looked at")));
+    await off.settled();
   });
 
   it("a hook returning a hostile thenable (throwing then, or settling twice) fails alone: the events after it are delivered and settled() resolves", async () => {

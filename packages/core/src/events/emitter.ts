@@ -19,7 +19,16 @@ export interface EventSink {
   emit(event: EventInput): void;
   /** Whether anything listens (a hook or an audit store): sites may skip work that only feeds events. */
   readonly enabled: boolean;
-  /** Resolves once every event emitted so far has been handled by the hook and the audit store (rejections included). */
+  /**
+   * Records the events `task` resolves to, when it does: for events whose fields need a lookup
+   * that must neither delay nor change the answer. The task must not reject (a rejection is
+   * reported, and records nothing). `settled()` called after this waits for them too.
+   */
+  defer(task: Promise<readonly EventInput[]>): void;
+  /**
+   * Resolves once every event emitted (or deferred) before the call has been handled by the hook
+   * and the audit store (rejections included); events emitted later are not waited for.
+   */
   settled(): Promise<void>;
 }
 
@@ -73,18 +82,20 @@ const message = (error: unknown) => (error instanceof Error ? error.message : St
  */
 export function createEventSink(input: { hook: EventHook | undefined; audit: AuditStore | undefined; logger: Logger; clock: () => number; random: RandomBytes }): EventSink {
   const { hook, audit, logger, clock, random } = input;
-  let unfinished = 0;
-  let waiting: Array<() => void> = [];
-  const finished = () => {
-    if (--unfinished > 0 || waiting.length === 0) return;
-    const wake = waiting;
-    waiting = [];
-    for (const resolve of wake) resolve();
+  // Unfinished work is counted per batch (the events queued in one step, or one deferred task),
+  // so `settled()` waits for the batches of before its call, not for a count that steady traffic
+  // may never bring to 0 (the Worker calls it on every request, through waitUntil).
+  const pending = new Set<Batch>();
+  const finished = (batch: Batch) => {
+    if (--batch.left > 0) return;
+    pending.delete(batch);
+    if (batch.waiters !== undefined) for (const resolve of batch.waiters) resolve();
   };
-  const report = (what: "hook" | "audit", event: SecurityEvent, error: unknown) => {
+  const report = (what: "hook" | "audit" | "defer", event: SecurityEvent | undefined, error: unknown) => {
     try {
-      if (what === "hook") logger.error("onEvent hook failed", { type: event.type, id: event.id, error: message(error) });
-      else logger.error("audit store append failed; event not kept", { type: event.type, id: event.id, error: message(error) });
+      if (what === "hook") logger.error("onEvent hook failed", { type: event!.type, id: event!.id, error: message(error) });
+      else if (what === "audit") logger.error("audit store append failed; event not kept", { type: event!.type, id: event!.id, error: message(error) });
+      else logger.error("deferred security events failed; none recorded", { error: message(error) });
     } catch {
       // A logger that throws must not turn into an uncaught exception in a microtask.
     }
@@ -94,24 +105,24 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
    * receiver's work counts as finished exactly once. No closure is made for a receiver that
    * answers at once (the logger, the metrics): this runs for every event of every request.
    */
-  const deliver = (what: "hook" | "audit", event: SecurityEvent) => {
+  const deliver = (what: "hook" | "audit", event: SecurityEvent, batch: Batch) => {
     let result: unknown;
-    let pending: boolean;
+    let later: boolean;
     try {
       result = what === "hook" ? hook!(event) : audit!.append(auditRecord(event));
       // Inside the try: a hostile result's `then` getter may throw.
-      pending = isThenable(result);
+      later = isThenable(result);
     } catch (error) {
       report(what, event, error);
-      return finished();
+      return finished(batch);
     }
-    if (!pending) return finished();
+    if (!later) return finished(batch);
     // A thenable's `then` may be hostile: it may throw, or call back more than once, or both.
     let done = false;
     const once = () => {
       if (done) return;
       done = true;
-      finished();
+      finished(batch);
     };
     try {
       (result as PromiseLike<unknown>).then(once, (error: unknown) => {
@@ -123,49 +134,92 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
       once();
     }
   };
+  const handOver = (event: SecurityEvent, batch: Batch) => {
+    if (audit !== undefined) deliver("audit", event, batch);
+    if (hook !== undefined) deliver("hook", event, batch);
+  };
   let queue: SecurityEvent[] = [];
+  // The batch of the events in `queue` (set while the queue is not empty).
+  let queued: Batch | undefined;
   const drain = () => {
     const events = queue;
+    const batch = queued!;
     queue = [];
-    for (const event of events) {
-      if (audit !== undefined) deliver("audit", event);
-      if (hook !== undefined) deliver("hook", event);
-    }
+    queued = undefined;
+    for (const event of events) handOver(event, batch);
   };
   const receivers = (hook === undefined ? 0 : 1) + (audit === undefined ? 0 : 1);
   const enabled = receivers > 0;
   // Ids are made from a block of random bytes drawn for ID_BLOCK / 16 events at once.
   let idBytes: Uint8Array = new Uint8Array(0);
   let idAt = 0;
+  const stamp = (partial: EventInput): SecurityEvent => {
+    if (idAt + 16 > idBytes.length) {
+      idBytes = random(ID_BLOCK);
+      idAt = 0;
+    }
+    // The site's own object literal becomes the event (every site passes a fresh one, `type`
+    // first, so a JSON line of the event starts with it): id and time are added after its
+    // fields, and it is frozen. Copying its fields into a new object cost about three times as
+    // much (Object.assign's generic copy), on every token request.
+    const id = uuidV4At(idBytes, idAt);
+    idAt += 16;
+    const time = clock();
+    let event = partial as Partial<Record<"id" | "time", unknown>>;
+    try {
+      event.id = id;
+      event.time = time;
+    } catch {
+      // A frozen or sealed object (no site passes one): stamped on a copy instead.
+      event = { ...partial, id, time };
+    }
+    return Object.freeze(event) as SecurityEvent;
+  };
   return {
     enabled,
     emit(partial) {
       if (!enabled) return;
-      if (idAt + 16 > idBytes.length) {
-        idBytes = random(ID_BLOCK);
-        idAt = 0;
+      const event = stamp(partial);
+      if (queue.push(event) === 1) {
+        queued = { left: 0, waiters: undefined };
+        pending.add(queued);
+        void RESOLVED.then(drain);
       }
-      // The site's own object literal becomes the event (every site passes a fresh one, `type`
-      // first, so a JSON line of the event starts with it): id and time are added after its
-      // fields, and it is frozen. Copying its fields into a new object cost about three times as
-      // much (Object.assign's generic copy), on every token request.
-      const id = uuidV4At(idBytes, idAt);
-      idAt += 16;
-      const time = clock();
-      let event = partial as Partial<Record<"id" | "time", unknown>>;
-      try {
-        event.id = id;
-        event.time = time;
-      } catch {
-        // A frozen or sealed object (no site passes one): stamped on a copy instead.
-        event = { ...partial, id, time };
-      }
-      Object.freeze(event);
-      unfinished += receivers;
-      if (queue.push(event as SecurityEvent) === 1) void RESOLVED.then(drain);
+      queued!.left += receivers;
+    },
+    defer(task) {
+      // Nothing listens: the task's events are dropped (a rejection too, never left unhandled).
+      if (!enabled) return void task.then(undefined, () => undefined);
+      // The task itself counts until it settles; its events join its batch before that.
+      const batch: Batch = { left: 1, waiters: undefined };
+      pending.add(batch);
+      task.then(
+        (inputs) => {
+          for (const input of inputs) {
+            const event = stamp(input);
+            batch.left += receivers;
+            handOver(event, batch);
+          }
+          finished(batch);
+        },
+        (error: unknown) => {
+          report("defer", undefined, error);
+          finished(batch);
+        },
+      );
     },
     settled() {
-      return unfinished === 0 ? Promise.resolve() : new Promise<void>((resolve) => waiting.push(resolve));
+      if (pending.size === 0) return Promise.resolve();
+      const each: Promise<void>[] = [];
+      for (const batch of pending) each.push(new Promise<void>((resolve) => (batch.waiters ??= []).push(resolve)));
+      return Promise.all(each).then(() => undefined);
     },
   };
+}
+
+/** Work handed over together: the events of one step, or one deferred task and its events. */
+interface Batch {
+  /** Receiver calls (and a deferred task) not yet finished. */
+  left: number;
+  waiters: Array<() => void> | undefined;
 }

@@ -1,7 +1,7 @@
 import type { Context } from "../context.js";
 import { verifyPassword } from "../crypto/index.js";
 import { TooManyAttemptsError } from "../errors/index.js";
-import type { LoginFailure, LoginSource } from "../events/types.js";
+import type { AccountLockedOutEvent, EventInput, LoginFailure, LoginSource } from "../events/types.js";
 import type { AccountRecord } from "../storage/types.js";
 import { throttleAddress } from "./client-ip.js";
 import { credentialKeys, type ThrottleAttempt, type ThrottleKey } from "./throttle.js";
@@ -77,20 +77,52 @@ export async function checkPassword(
 ): Promise<AccountRecord | null> {
   // A username is named only when such an account exists: an unknown one may be a password typed
   // into the wrong field, and no event may hold a password.
-  const failed = (known: boolean, reason: LoginFailure) =>
-    ctx.events.emit({ type: "account.login_failed", username: known ? username : null, reason, source: from.source, client_id: from.clientId, client_ip: clientIp ?? null });
+  const failure = (known: boolean, reason: LoginFailure): EventInput => ({
+    type: "account.login_failed",
+    username: known ? username : null,
+    reason,
+    source: from.source,
+    client_id: from.clientId,
+    client_ip: clientIp ?? null,
+  });
   const checks = ctx.passwordChecks;
   if (checks.inFlight >= ctx.maxConcurrentPasswordChecks) {
     // Refused before any lookup (this path must stay cheap under a flood): the username is not named.
-    failed(false, "busy");
+    ctx.events.emit(failure(false, "busy"));
     throw new TooManyAttemptsError(1, "busy");
   }
   checks.inFlight++;
   try {
-    return await checkPasswordNow(ctx, username, password, clientIp, budget, failed, from.source);
+    return await checkPasswordNow(ctx, username, password, clientIp, budget, failure, from.source);
   } finally {
     checks.inFlight--;
   }
+}
+
+/**
+ * The events of a throttled sign-in (the lock-out, when this attempt began it, and the failure),
+ * made off the request path: a username is named only when such an account exists (an unknown one
+ * may be a password typed into the wrong field), and that lookup must neither delay the 429 nor
+ * change it (a lookup that fails names no one).
+ */
+async function throttledEvents(
+  ctx: Context,
+  username: string,
+  lock: AccountLockedOutEvent["lock"] | null,
+  lockedUntil: number,
+  failure: (known: boolean, reason: LoginFailure) => EventInput,
+  source: LoginSource,
+  clientIp: string | undefined,
+): Promise<EventInput[]> {
+  let known = false;
+  try {
+    known = (await ctx.storage.accounts.findByUsername(username)) !== null;
+  } catch {
+    // Storage down: the events name no username.
+  }
+  const failed = failure(known, "throttled");
+  if (lock === null) return [failed];
+  return [{ type: "account.locked_out", username: known ? username : null, lock, source, locked_until: lockedUntil, client_ip: clientIp ?? null }, failed];
 }
 
 async function checkPasswordNow(
@@ -99,9 +131,10 @@ async function checkPasswordNow(
   password: string,
   clientIp: string | undefined,
   budget: PasswordBudget | undefined,
-  failed: (known: boolean, reason: LoginFailure) => void,
+  failure: (known: boolean, reason: LoginFailure) => EventInput,
   source: LoginSource,
 ): Promise<AccountRecord | null> {
+  const failed = (known: boolean, reason: LoginFailure) => ctx.events.emit(failure(known, reason));
   const [pair, user] = credentialKeys("password", username, clientIp) as [ThrottleKey, ThrottleKey];
   // A success gives the budget back its own count only, in the window it was counted in. Giving
   // back the (username + IP) key's count as well (the user's typos) over-refunded: concurrent
@@ -112,13 +145,9 @@ async function checkPasswordNow(
     counted = await ctx.throttle.attempt(keys);
   } catch (e) {
     if (e instanceof TooManyAttemptsError && ctx.events.enabled) {
-      const known = (await ctx.storage.accounts.findByUsername(username)) !== null;
-      const key = e.lock ? keys[e.lock.keyIndex] : undefined;
-      if (e.lock?.first && key !== undefined) {
-        const lock = key === pair ? "username_address" : key === user ? "username" : source === "console" ? "address_budget" : "client_budget";
-        ctx.events.emit({ type: "account.locked_out", username: known ? username : null, lock, source, locked_until: ctx.clock() + e.retryAfter * 1000, client_ip: clientIp ?? null });
-      }
-      failed(known, "throttled");
+      const key = e.lock?.first ? keys[e.lock.keyIndex] : undefined;
+      const lock = key === undefined ? null : key === pair ? "username_address" : key === user ? "username" : source === "console" ? "address_budget" : "client_budget";
+      ctx.events.defer(throttledEvents(ctx, username, lock, ctx.clock() + e.retryAfter * 1000, failure, source, clientIp));
     }
     throw e;
   }
