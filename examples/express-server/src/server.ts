@@ -135,6 +135,21 @@ export async function startExpressServer(
   expressApp.get("/health", (_req, res) => {
     res.json({ ok: true });
   });
+  // Last: the host's own error answer. Express's built-in one would print the error to stderr
+  // with the request body attached (a password or secret sent as malformed JSON to any path
+  // plantgate passes on), and outside production send a stack trace back.
+  expressApp.use((error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    const { status, type } = (typeof error === "object" && error !== null ? error : {}) as { status?: unknown; type?: unknown };
+    const code = typeof status === "number" && status >= 400 && status < 500 ? status : 500;
+    if (code === 500) observability.log.error({ type: typeof type === "string" ? type : error instanceof Error ? error.name : typeof error }, "unexpected error in the host's own routes");
+    if (res.headersSent) return void res.end();
+    const [apiCode, message] =
+      code === 413 ? [1007, "The body is larger than the limit."]
+      : code === 415 ? [1008, "The body's encoding or charset is not supported."]
+      : code === 500 ? [1500, "The server encountered an unexpected error."]
+      : [1001, "The body is not valid JSON."];
+    res.status(code).set("cache-control", "no-store").json({ error: apiCode, message });
+  });
 
   const server = expressApp.listen(listenPort, host);
   // expressApp.listen() returns at once; wait for the bind (or its error).

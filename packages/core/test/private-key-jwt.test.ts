@@ -176,3 +176,61 @@ describe("private_key_jwt with a jwks_uri (real HTTP server)", () => {
     expect(fetches).toBe(2);
   });
 });
+
+describe("a jwks_uri that sends too much (real HTTP server)", () => {
+  let server: Server;
+  let sent = 0;
+  let uri = "";
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      if (req.url === "/declared") {
+        // Declares 10 MB and sends it: refused on the header, before the body is read.
+        res.writeHead(200, { "content-type": "application/json", "content-length": String(10_000_000) });
+        const chunk = Buffer.alloc(65_536, 0x20);
+        let left = 10_000_000;
+        const pump = () => {
+          while (left > 0) {
+            const n = Math.min(left, chunk.length);
+            left -= n;
+            sent += n;
+            if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void res.once("drain", pump);
+          }
+          res.end();
+        };
+        res.on("close", () => (left = 0));
+        return pump();
+      }
+      // Chunked, without end: up to 200 MB of spaces unless the reader gives up.
+      res.writeHead(200, { "content-type": "application/json" });
+      const chunk = Buffer.alloc(16_384, 0x20);
+      let open = true;
+      res.on("close", () => (open = false));
+      const pump = () => {
+        while (open && sent < 200_000_000) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once("drain", pump);
+        }
+        res.end();
+      };
+      pump();
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    uri = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  for (const path of ["/streamed", "/declared"]) {
+    it(`${path}: the fetch gives up past 64 KiB (the server sends a few MB at most, not its 200 MB or 10 MB), the assertion is refused, and the warning says why`, async () => {
+      sent = 0;
+      const warnings: unknown[] = [];
+      const h = await harness({ logger: { error() {}, warn: (message, context) => void warnings.push({ message, context }) } });
+      const key = await signer("EdDSA", "ed-1");
+      await h.app.admin.createClient({ clientId: "flood", authMethod: "private_key_jwt", jwksUri: `${uri}${path}` });
+      await expectTokenError(await ccWith(h, await assertion(key.signer, h, "flood")), 401, refused("No key of the client matches the client assertion."));
+      expect(warnings.filter((w) => (w as { message: string }).message.startsWith("jwks_uri"))).toEqual([{ message: "jwks_uri could not be used", context: { jwksUri: `${uri}${path}`, reason: "the JWK Set exceeds 65536 bytes" } }]);
+      // Socket buffers on both sides hold some; a reader that read all would have taken it all.
+      await new Promise((r) => setTimeout(r, 50));
+      expect(sent).toBeLessThan(8_000_000);
+    });
+  }
+});

@@ -2,6 +2,7 @@
  * `@plantgate/storage-redis/env`: the hot stores from environment variables, as the example
  * servers use them. Creates and owns its node-redis client.
  */
+import { redactConnectionUrl } from "@plantgate/core";
 import { createClient } from "redis";
 import { DEFAULT_KEY_PREFIX, redisHotStores, type RedisHotStores } from "./index.js";
 
@@ -18,16 +19,11 @@ export interface OpenedRedisHotStores {
   close(): Promise<void>;
 }
 
-/** Removes the password from a Redis URL so it can be printed. */
-export function redactRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/[^@/]*@/, "//***@");
-  }
-}
+/**
+ * The Redis URL as it may be printed: the password (in the userinfo or a query parameter) replaced
+ * by `***`, and an unparsable URL shown as its scheme only (core's `redactConnectionUrl`).
+ */
+export const redactRedisUrl: (url: string) => string = redactConnectionUrl;
 
 /**
  * Opens the hot stores when `PLANTGATE_REDIS_URL` (`redis://…` or `rediss://…` for TLS) is set,

@@ -16,7 +16,8 @@ export const IN_CI = process.env.CI === "true";
 export const REDIS_URL = process.env.PLANTGATE_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 
 /** The URL with any password replaced, for test names and messages. */
-export const redact = (url: string): string => url.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
+import { redactConnectionUrl as redact } from "@plantgate/core";
+export { redact };
 
 /** A client that fails at once (no reconnect, no offline queue) instead of waiting. */
 const createTestClient = (url: string) => createClient({ url, disableOfflineQueue: true, socket: { connectTimeout: 3000, reconnectStrategy: false } });

@@ -1,4 +1,5 @@
-import { mkdirSync } from "node:fs";
+import { redactConnectionUrl } from "@plantgate/core";
+import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { openSqlStorage, type SqlStorage } from "./index.js";
 
@@ -10,16 +11,11 @@ export class StorageConfigError extends Error {
 /** The default SQLite file, relative to the working directory. */
 export const DEFAULT_SQLITE_PATH = "./data/plantgate.db";
 
-/** Removes the password from a connection URL so it can be printed. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/[^@/]*@/, "//***@");
-  }
-}
+/**
+ * The connection URL as it may be printed: the password (in the userinfo or a query parameter) replaced
+ * by `***`, and an unparsable URL shown as its scheme only (core's `redactConnectionUrl`).
+ */
+export const redactUrl: (url: string) => string = redactConnectionUrl;
 
 /**
  * Where the store lives, from the environment: `PLANTGATE_DATABASE_URL` (`postgres://…`,
@@ -91,7 +87,14 @@ export async function openStorageFromEnv(
   // A one-shot process (the CLI) passes false: nothing to cache, no listening connection to open.
   const clientCache = options.clientCache ?? clientCacheFromEnv(env);
   const sqliteCheckpoints = sqliteCheckpointsFromEnv(env);
-  if (url.startsWith("sqlite:")) mkdirSync(dirname(url.slice("sqlite:".length)), { recursive: true });
+  if (url.startsWith("sqlite:")) {
+    const file = url.slice("sqlite:".length);
+    // A new folder and a new database for this user only: the file holds the secrets' hashes and,
+    // without keyEncryptionKeys, the private signing keys. SQLite gives the -wal and -shm files the
+    // database's own mode. An existing file keeps the mode it has.
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    closeSync(openSync(file, "a", 0o600));
+  }
   try {
     const storage = await openSqlStorage(url, { migrate: options.migrate ?? true, audit, clientCache, sqliteCheckpoints });
     return Object.assign(storage, { display });

@@ -42,7 +42,8 @@ export interface Engine {
 const random = () => randomBytes(6).toString("hex");
 
 /** The URL with any password replaced, for test names and messages. */
-export const redact = (url: string): string => url.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@");
+import { redactConnectionUrl as redact } from "@plantgate/core";
+export { redact };
 
 /** Whether `probe` succeeds; else why not. */
 export async function reachable(probe: () => Promise<void>): Promise<string | null> {

@@ -2,6 +2,7 @@
  * The HTTP conformance suite against the Express example server (`startExpressServer`), plantgate
  * mounted at the default `/auth`, over a real socket.
  */
+import { describe, expect, it, vi } from "vitest";
 import { startExpressServer } from "@plantgate/example-express-server";
 import { createWalkers, suiteBootstrap } from "../src/bootstrap.js";
 import { describeHttpSuite } from "../src/suite.js";
@@ -41,4 +42,30 @@ describeHttpSuite("express (mounted at /auth)", {
       },
     };
   },
+});
+
+describe("express example: the host's own error answer", () => {
+  it("a malformed JSON body outside plantgate is answered 400 JSON, and nothing of it is printed", async () => {
+    const printed: unknown[] = [];
+    const consoleError = vi.spyOn(console, "error").mockImplementation((...args) => void printed.push(args));
+    const lines: string[] = [];
+    const server = await startExpressServer({ PORT: "0", PLANTGATE_DB: ":memory:" }, {}, { destination: { write: (line) => void lines.push(line) } });
+    try {
+      const secret = "client_secret=AnotherSecret777";
+      for (const path of ["/health", "/auth/UserService/connect/token/"]) {
+        const res = await fetch(`${server.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: secret });
+        expect(res.status, path).toBe(400);
+        expect(res.headers.get("content-type"), path).toMatch(/^application\/json/);
+        expect(await res.json(), path).toEqual({ error: 1001, message: "The body is not valid JSON." });
+      }
+      const big = await fetch(`${server.url}/health`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ password: "x".repeat(200_000) }) });
+      expect(big.status).toBe(413);
+      expect(await big.json()).toEqual({ error: 1007, message: "The body is larger than the limit." });
+      expect(printed, "Express's own handler prints the error with the body").toEqual([]);
+      expect(lines.join("")).not.toContain("AnotherSecret777");
+    } finally {
+      consoleError.mockRestore();
+      await server.close();
+    }
+  });
 });

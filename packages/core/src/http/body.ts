@@ -36,23 +36,33 @@ export async function readBodyText(request: Request, info: HandleInfo | undefine
     return decodeStrict(bytes);
   }
   if (!request.body) return "";
-  const reader = request.body.getReader();
+  let bytes: Uint8Array | null;
+  try {
+    bytes = await readBounded(request.body, maxBytes);
+  } catch {
+    throw new BodyReadError("aborted");
+  }
+  if (bytes === null) throw new BodyReadError("too_large");
+  return decodeStrict(bytes);
+}
+
+/**
+ * The whole of a stream in one buffer, read as it arrives; null (the stream cancelled) once it
+ * passes `maxBytes`, so no more than that is ever held. A failing stream rejects.
+ */
+export async function readBounded(stream: ReadableStream<Uint8Array>, maxBytes: number): Promise<Uint8Array | null> {
+  const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > maxBytes) {
-        await reader.cancel().catch(() => {});
-        throw new BodyReadError("too_large");
-      }
-      chunks.push(value);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      return null;
     }
-  } catch (error) {
-    if (error instanceof BodyReadError) throw error;
-    throw new BodyReadError("aborted");
+    chunks.push(value);
   }
   const bytes = new Uint8Array(size);
   let offset = 0;
@@ -60,7 +70,7 @@ export async function readBodyText(request: Request, info: HandleInfo | undefine
     bytes.set(c, offset);
     offset += c.byteLength;
   }
-  return decodeStrict(bytes);
+  return bytes;
 }
 
 function decodeStrict(bytes: Uint8Array): string {

@@ -1,5 +1,6 @@
 import { importJWK, type CryptoKey, type JWK } from "jose";
 import type { Logger } from "../context.js";
+import { readBounded } from "../http/body.js";
 import type { ClientRecord } from "../storage/types.js";
 import { remember } from "../util/bounded-cache.js";
 import { isStorableText } from "../util/storable-text.js";
@@ -91,6 +92,23 @@ interface Fetched {
 }
 
 /**
+ * The body as UTF-8 text, read as it arrives and given up (the stream cancelled) once past `limit`
+ * bytes: a hostile key host cannot make the server hold more than that, whatever it sends in the
+ * fetch's time.
+ */
+async function boundedText(res: Response, limit: number): Promise<string> {
+  const tooLarge = new JwksError(`the JWK Set exceeds ${limit} bytes`);
+  if (Number(res.headers.get("content-length")) > limit) {
+    await res.body?.cancel().catch(() => undefined);
+    throw tooLarge;
+  }
+  if (res.body === null) return "";
+  const bytes = await readBounded(res.body, limit);
+  if (bytes === null) throw tooLarge;
+  return new TextDecoder().decode(bytes);
+}
+
+/**
  * Builds the per-app key finder: inline sets are parsed on use, `jwks_uri` sets are fetched with a
  * timeout and a size cap, kept for {@link JWKS_CACHE_MS}, and fetched again on an unknown `kid` at
  * most once per {@link JWKS_REFETCH_MS}; concurrent requests share one fetch. Imported keys are
@@ -107,8 +125,11 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
     const p = (async () => {
       try {
         const res = await fetcher(uri, { signal: AbortSignal.timeout(JWKS_FETCH_TIMEOUT_MS), redirect: "error", headers: { accept: "application/json" } });
-        const text = await res.text();
-        if (!res.ok) throw new JwksError(`status ${res.status}`);
+        if (!res.ok) {
+          await res.body?.cancel().catch(() => undefined);
+          throw new JwksError(`status ${res.status}`);
+        }
+        const text = await boundedText(res, MAX_JWKS_BYTES);
         const entry = { keys: parseJwks(text), fetchedAt: clock() };
         remember(fetched, uri, entry, 1000);
         return entry;

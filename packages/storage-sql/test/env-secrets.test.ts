@@ -1,0 +1,60 @@
+/**
+ * What the storage environment prints and leaves on disk: connection URLs without their
+ * passwords (userinfo and query, and an unparsable URL shown as its scheme only), and a new SQLite
+ * database (with its -wal and -shm files) and its new folder readable by this user only.
+ */
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { openStorageFromEnv, redactUrl, storageUrlFromEnv, StorageConfigError } from "../src/env.js";
+import type { SqlStorage } from "../src/index.js";
+
+const dirs: string[] = [];
+const opened: SqlStorage[] = [];
+afterEach(async () => {
+  for (const s of opened.splice(0)) await s.close();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+const mode = (path: string) => statSync(path).mode & 0o777;
+
+describe("storage env: secrets", () => {
+  it("redactUrl hides the userinfo password, secret query parameters, and everything of an unparsable URL but its scheme", () => {
+    expect(redactUrl("postgres://app:hunter2@db.internal:5432/plantgate")).toBe("postgres://app:***@db.internal:5432/plantgate");
+    expect(redactUrl("postgres://app@db.internal/plantgate?password=hunter2&sslmode=require&sslpassword=pw2&sslkey=%2Fk")).toBe(
+      "postgres://app@db.internal/plantgate?password=***&sslmode=require&sslpassword=***&sslkey=***",
+    );
+    expect(redactUrl("mysql://root@127.0.0.1:3306/test")).toBe("mysql://root@127.0.0.1:3306/test");
+    // A base64 password with an unescaped "/": where the userinfo ends cannot be told.
+    expect(redactUrl("postgres://plantgate:Zm9v/YmFy+cXV4@db.internal:5432/plantgate")).toBe("postgres://*** (not a valid URL: shown without its address)");
+    expect(redactUrl("no scheme at all hunter2")).toBe("*** (not a valid URL)");
+  });
+
+  it("the store address printed at start-up and in the unreachable-store error holds no password", async () => {
+    const url = "postgres://app@127.0.0.1:1/test?password=hunter2hunter2";
+    expect(storageUrlFromEnv({ PLANTGATE_DATABASE_URL: url }, "/").display).toBe("postgres://app@127.0.0.1:1/test?password=***");
+    const failure = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: "postgres://plantgate:Zm9v/hunter2@127.0.0.1:1/test" }, { cwd: "/" }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(failure).toBeInstanceOf(StorageConfigError);
+    expect((failure as Error).message).toMatch(/^cannot open the store at postgres:\/\/\*\*\* \(not a valid URL: shown without its address\): /);
+    expect((failure as Error).message).not.toContain("hunter2");
+  });
+
+  it("a new SQLite database and its new folder are this user's only (0600, 0700); an existing file keeps its mode", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "plantgate-env-"));
+    dirs.push(dir);
+    const storage = await openStorageFromEnv({ PLANTGATE_DB: join(dir, "data", "plantgate.db") }, { cwd: dir });
+    opened.push(storage);
+    await storage.clients.list();
+    expect(mode(join(dir, "data"))).toBe(0o700);
+    expect(mode(join(dir, "data", "plantgate.db"))).toBe(0o600);
+    expect(mode(join(dir, "data", "plantgate.db-wal"))).toBe(0o600);
+    expect(mode(join(dir, "data", "plantgate.db-shm"))).toBe(0o600);
+    const mine = join(dir, "mine.db");
+    writeFileSync(mine, "", { mode: 0o640 });
+    opened.push(await openStorageFromEnv({ PLANTGATE_DB: mine }, { cwd: dir }));
+    expect(mode(mine)).toBe(0o640);
+  });
+});
