@@ -30,6 +30,10 @@ export interface CachedToken {
  * scope, so one cache can serve many clients.
  *
  * The stored value contains the refresh token: keep the cache private (see {@link CachedToken}).
+ * The key holds neither the client secret nor the password, so a client built with the right
+ * username and a wrong password gets the cached token without asking the server: share a cache
+ * only among clients whose credentials your code configured or already checked, never among
+ * clients built from credentials users typed in.
  * Errors thrown by `get` or `set` propagate to the call that needed a token; catch them inside
  * the hook if the cache should be best-effort.
  *
