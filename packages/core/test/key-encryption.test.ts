@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { AdminError, ConfigError, createMemoryStorage, createPlantgate, KeyEncryptionError, optionsFromEnv, type Storage } from "../src/index.js";
 import { getAccounts } from "./api-helpers.js";
 import { BASE, clientToken, harness, manualClock } from "./helpers.js";
+import { createKeyEncryption, parseKeyEncryptionKeys } from "../src/crypto/key-encryption.js";
 
 const kek = () => btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32)))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 const quiet = { error() {}, warn() {} };
@@ -222,6 +223,31 @@ describe("signer: a key held outside plantgate", () => {
     expect(asked).toEqual([]);
     const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: quiet });
     expect((await getAccounts(other, token)).status).toBe(200);
+  });
+
+  it("with a key encryption key too: tokens are signed, the stored marker stays the marker, and a marker an earlier version sealed still works", async () => {
+    const { signer } = await nonExtractableSigner();
+    const k1 = kek();
+    const h = await harness({ signer, keyEncryptionKeys: [k1] });
+    const token = await clientToken(h);
+    expect((await getAccounts(h.app, token)).status).toBe(200);
+    const [stored] = await h.app.storage.signingKeys.list();
+    expect(stored!.privateJwk).toBe("external");
+    // What the earlier version stored: the marker sealed under the KEK.
+    const storage = createMemoryStorage();
+    const sealed = await createKeyEncryption(parseKeyEncryptionKeys([k1])).seal(stored!.kid, "external");
+    await storage.signingKeys.create({ ...stored!, privateJwk: sealed });
+    const upgraded = createPlantgate({ storage, signer, keyEncryptionKeys: [k1], clock: h.clock.now, logger: quiet });
+    const { clientSecret } = await upgraded.admin.createClient({ clientId: "c" });
+    const res = await upgraded.fetch(
+      new Request(`${BASE}/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`c:${clientSecret}`)}` },
+        body: "grant_type=client_credentials",
+      }),
+    );
+    expect(res.status).toBe(200);
+    expect((await getAccounts(h.app, ((await res.json()) as { access_token: string }).access_token)).status).toBe(200);
   });
 
   it("is refused with signingKey, without a sign function, or with a private JWK (which is never echoed)", async () => {

@@ -191,8 +191,9 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   const minTtl = opts.minTokenTtlMs ?? 7200_000;
   const maxTtl = async () => Math.max(minTtl, opts.maxTokenTtlMs ? await opts.maxTokenTtlMs() : minTtl);
 
+  // A signer's record holds no private key, only the marker: nothing to seal.
   const seal = async (r: SigningKeyRecord): Promise<SigningKeyRecord> =>
-    encryption?.configured ? { ...r, privateJwk: await encryption.seal(r.kid, r.privateJwk) } : r;
+    encryption?.configured && r.privateJwk !== EXTERNAL_PRIVATE_KEY ? { ...r, privateJwk: await encryption.seal(r.kid, r.privateJwk) } : r;
   const storedInClear = (r: SigningKeyRecord) => r.privateJwk !== EXTERNAL_PRIVATE_KEY && !isSealed(r.privateJwk);
 
   async function load(record: SigningKeyRecord, until: number, signsHere: boolean): Promise<LoadedKey> {
@@ -203,7 +204,8 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       // Every stored key is opened, so a missing or wrong KEK fails the first load (the start).
       const text = encryption ? await encryption.open(record.kid, record.privateJwk) : record.privateJwk;
       if (isSealed(text)) throw new KeyEncryptionError(`signing key ${record.kid} is stored encrypted and no key encryption key is configured; set ${KEK_SOURCE}`);
-      if (signsHere) privateKey = await importJWK(JSON.parse(text) as JWK, alg);
+      // A signer's marker that an earlier version sealed (signer with a KEK) is still the marker.
+      if (signsHere && text !== EXTERNAL_PRIVATE_KEY) privateKey = await importJWK(JSON.parse(text) as JWK, alg);
     }
     return {
       kid: record.kid,
