@@ -58,6 +58,7 @@ describe("tracing", () => {
       "url.path": "/UserService/connect/token",
       "url.scheme": "https",
       "server.address": "as.example.test",
+      "server.port": 443,
       "http.route": "/UserService/connect/token",
       "http.response.status_code": 200,
       "plantgate.grant_type": "client_credentials",
@@ -172,8 +173,43 @@ describe("tracing", () => {
       "url.path": "/no/such/path",
       "url.scheme": "https",
       "server.address": "as.example.test",
+      "server.port": 443,
       "http.response.status_code": 404,
     });
+  });
+
+  it("a method OpenTelemetry does not know is _OTHER, the span is named HTTP and keeps the method as sent; an explicit port is the port", async () => {
+    const h = await tracedHarness();
+    const res = await h.app.fetch(new Request("https://as.example.test:8443/.well-known/jwks.json", { method: "PROPFIND" }));
+    expect(res.status).toBe(405);
+    const [server] = exporter.getFinishedSpans();
+    expect(server!.name).toBe("HTTP /.well-known/jwks.json");
+    expect(server!.attributes).toEqual({
+      "http.request.method": "_OTHER",
+      "http.request.method_original": "PROPFIND",
+      "url.path": "/.well-known/jwks.json",
+      "url.scheme": "https",
+      "server.address": "as.example.test",
+      "server.port": 8443,
+      "http.route": "/.well-known/jwks.json",
+      "http.response.status_code": 405,
+    });
+  });
+
+  it("the audit trail's writes (after the answer) are spans of their own trace, not children of the request's ended spans", async () => {
+    const h = await harness({ storage: createMemoryStorage({ audit: true }), tracer: provider.getTracer("t") });
+    await h.app.flushEvents();
+    exporter.reset();
+    const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(res.status).toBe(200);
+    await h.app.flushEvents();
+    const spans = exporter.getFinishedSpans();
+    const server = byName(spans, "POST /UserService/connect/token");
+    const append = byName(spans, "plantgate.storage audit.append");
+    expect(parentOf(append)).toBeUndefined();
+    expect(append.spanContext().traceId).not.toBe(server.spanContext().traceId);
+    // The request's own storage calls stay in its trace.
+    expect(byName(spans, "plantgate.storage clients.get").spanContext().traceId).toBe(server.spanContext().traceId);
   });
 
   it("with the API's tracer and no SDK registered, answers are unchanged and nothing is recorded", async () => {

@@ -10,7 +10,7 @@ export const CONSOLE_EVENTS_MAX_LIMIT = 100;
  * `GET /console/api/events?type=&client=&account=&limit=&before=`: one page of the audit trail,
  * newest first: `{"audit": true, "events": [...], "next": cursor | null}`; pass `next` as `before`
  * for the following page. Without an audit store: `{"audit": false, "events": [], "next": null}`.
- * A bad filter, limit (1-100, default 20) or cursor: 400 (error 1001).
+ * A bad filter, limit (1-100, default 20) or cursor: 400 (error 1009).
  */
 export const listEvents: ApiHandler = async (ctx, _s, request) => {
   const params = request.url.searchParams;

@@ -79,7 +79,9 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
     const grantType = isToken ? (note.grantType === undefined ? "none" : (grantTypes.get(note.grantType) ?? "unsupported")) : undefined;
     if (span) {
       try {
-        span.updateName(note.route === "unmatched" ? method : `${method} ${note.route}`);
+        // OpenTelemetry's HTTP span name: `{method} {route}`, with `HTTP` for a method it calls `_OTHER`.
+        const named = method === "_OTHER" ? "HTTP" : method;
+        span.updateName(note.route === "unmatched" ? named : `${named} ${note.route}`);
         if (note.route !== "unmatched") span.setAttribute("http.route", note.route);
         span.setAttribute("http.response.status_code", answer.status);
         if (grantType !== undefined) span.setAttribute("plantgate.grant_type", grantType);
@@ -114,18 +116,17 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
   if (tracer === undefined) return (request, info) => run(request, info, undefined);
   return (request, info) => {
     const url = new URL(request.url);
-    return tracer.startActiveSpan(
-      methodLabel(request.method),
-      {
-        kind: 1,
-        attributes: {
-          "http.request.method": methodLabel(request.method),
-          "url.path": url.pathname,
-          "url.scheme": url.protocol.slice(0, -1),
-          "server.address": url.hostname,
-        },
-      },
-      (span) => run(request, info, span),
-    );
+    const method = methodLabel(request.method);
+    const scheme = url.protocol.slice(0, -1);
+    const attributes: Record<string, string | number> = {
+      "http.request.method": method,
+      "url.path": url.pathname,
+      "url.scheme": scheme,
+      "server.address": url.hostname,
+      "server.port": url.port === "" ? (scheme === "https" ? 443 : 80) : Number(url.port),
+    };
+    // Required with `_OTHER`: the method as sent (a token of at most what the adapter accepted).
+    if (method === "_OTHER") attributes["http.request.method_original"] = request.method;
+    return tracer.startActiveSpan(method === "_OTHER" ? "HTTP" : method, { kind: 1, attributes }, (span) => run(request, info, span));
   };
 }

@@ -122,7 +122,10 @@ function wrapMethod(store: object, storeName: string, operation: string, tracer:
       },
     );
   };
-  return (...args) => tracer.startActiveSpan(spanName, { kind: 2, attributes }, (span) => call(args, span));
+  // The audit trail's writes run after the answer, in whatever request's context queued the
+  // events (the drain of a step's events): a trace of their own, not a child of an ended span.
+  const spanOptions = storeName === "audit" && operation === "append" ? { kind: 2 as const, attributes, root: true } : { kind: 2 as const, attributes };
+  return (...args) => tracer.startActiveSpan(spanName, spanOptions, (span) => call(args, span));
 }
 
 /** A store with each method wrapped; other members copied as they are. */

@@ -22,6 +22,8 @@ export interface TraceSpan {
 export interface TraceSpanOptions {
   kind?: 0 | 1 | 2 | 3 | 4;
   attributes?: Record<string, SpanAttributeValue>;
+  /** A span of its own trace, whatever the active context holds. */
+  root?: boolean;
 }
 
 /**
