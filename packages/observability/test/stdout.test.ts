@@ -14,7 +14,9 @@ function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clo
   return { child, lines };
 }
 
-describe("stdout lines", () => {
+// Each test starts a child Node process through tsx (a compile at start): over 5 s when the machine
+// is loaded (seen once in a clean-clone CI run beside other work); a real hang still fails at 30 s.
+describe("stdout lines", { timeout: 30_000 }, () => {
   it("writes every held line when the process exits right after logging", async () => {
     const { child, lines } = run(2000, "exit");
     const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
