@@ -13,6 +13,7 @@ import { createVerifiedTokenCache } from "./tokens/verified-cache.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import { createThrottle, DEFAULT_BRUTE_FORCE } from "./security/throttle.js";
 import { createEventSink } from "./events/emitter.js";
+import { isThenable } from "./util/thenable.js";
 import { servePage, type ServedPage, type StaticPage } from "./pages/static-page.js";
 import { instrumentStorage } from "./telemetry/storage.js";
 import { checkTelemetryOptions } from "./telemetry/types.js";
@@ -241,20 +242,17 @@ function baseUrlFromIssuer(issuer: string | undefined, basePath: string): string
  * that an error answer, a warning or a failed hook's report never becomes a rejected request.
  */
 function guardedLogger(base: Logger): Logger {
+  const call = (level: "error" | "warn", message: string, context: Record<string, unknown> | undefined) => {
+    try {
+      const result: unknown = base[level](message, context);
+      // An async logger's rejection (a closed sink) must not become an unhandled rejection.
+      if (isThenable(result)) result.then(undefined, () => undefined);
+    } catch {
+      // Nothing to report it to.
+    }
+  };
   return {
-    error(message, context) {
-      try {
-        base.error(message, context);
-      } catch {
-        // Nothing to report it to.
-      }
-    },
-    warn(message, context) {
-      try {
-        base.warn(message, context);
-      } catch {
-        // Nothing to report it to.
-      }
-    },
+    error: (message, context) => call("error", message, context),
+    warn: (message, context) => call("warn", message, context),
   };
 }

@@ -157,13 +157,19 @@ describe("security events", () => {
     const pw = (password: string) => token(h, { grant_type: "password", username: "alice", password });
     expect((await pw("not-her-password")).status).toBe(400);
     const lookups: string[] = [];
+    let fail!: () => void;
+    const gate = new Promise<void>((resolve) => (fail = resolve));
     storage.accounts.findByUsername = async (username) => {
       lookups.push(username);
+      await gate;
       throw new StorageError("database unreachable");
     };
+    // The 429 arrives while the lookup is still pending: it is not on the request's path.
     const locked = await pw(h.password);
     expect(locked.status).toBe(429);
     expect((await locked.json()).error).toBe("temporarily_unavailable");
+    expect(lookups).toEqual(["alice"]);
+    fail();
     const failed = (username: string | null, reason: string) => ({ type: "account.login_failed", username, reason, source: "password_grant", client_id: "app-1", client_ip: IP });
     expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
       failed("alice", "invalid_password"),
@@ -171,6 +177,33 @@ describe("security events", () => {
       failed(null, "throttled"),
     ]);
     expect(lookups, "the lookup for the events only, after the answer").toEqual(["alice"]);
+  });
+
+  it("a flood at a locked account: the lookups for its events hold password-check slots, so no more than maxConcurrentPasswordChecks run at once", async () => {
+    const storage = createMemoryStorage();
+    const { h, take } = await recorded({ storage, maxConcurrentPasswordChecks: 2, bruteForce: { maxFailures: 1, windowSeconds: 60 } });
+    const pw = () => token(h, { grant_type: "password", username: "alice", password: "not-her-password" });
+    expect((await pw()).status).toBe(400);
+    let running = 0;
+    let peak = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const find = storage.accounts.findByUsername.bind(storage.accounts);
+    storage.accounts.findByUsername = async (username) => {
+      peak = Math.max(peak, ++running);
+      await gate;
+      running--;
+      return find(username);
+    };
+    const answers = await Promise.all(Array.from({ length: 20 }, () => pw()));
+    expect(answers.map((a) => a.status)).toEqual(Array(20).fill(429));
+    expect(peak, "lookups at once").toBe(2);
+    release();
+    await take();
+    // The slots are free again once the lookups are done.
+    expect((await pw()).status).toBe(429);
+    await take();
+    expect(running).toBe(0);
   });
 
   it("token.revoked for an access token (jti) and a refresh token (family)", async () => {
@@ -471,6 +504,28 @@ describe("event ids and the sink's bookkeeping", () => {
     const off = createEventSink({ hook: undefined, audit: undefined, logger: { error: () => {}, warn: () => {} }, clock: () => 1, random: (n) => new Uint8Array(n) });
     off.defer(Promise.reject(new Error("never looked at")));
     await off.settled();
+  });
+
+  it("defer(): a clock that throws while its events are stamped is reported, and settled() still resolves", async () => {
+    const { createEventSink } = await import("../src/events/emitter.js");
+    const errors: string[] = [];
+    let broken = true;
+    const sink = createEventSink({
+      hook: () => {},
+      audit: undefined,
+      logger: { error: (message: string) => errors.push(message), warn: () => {} },
+      clock: () => {
+        if (broken) throw new Error("clock failed");
+        return 1;
+      },
+      random: (n) => new Uint8Array(n),
+    });
+    sink.defer(Promise.resolve([{ type: "client.created", client_id: "x" }] as never[]));
+    await sink.settled();
+    expect(errors).toEqual(["deferred security events failed; none recorded"]);
+    broken = false;
+    sink.emit({ type: "client.created", client_id: "y" } as never);
+    await sink.settled();
   });
 
   it("a hook returning a hostile thenable (throwing then, or settling twice) fails alone: the events after it are delivered and settled() resolves", async () => {

@@ -178,6 +178,25 @@ describe("tracing", () => {
     });
   });
 
+  it("an async logger that rejects changes no answer and leaves no unhandled rejection", async () => {
+    const storage = createMemoryStorage();
+    storage.clients.get = async () => {
+      throw new StorageError("database unreachable");
+    };
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const h = await harness({ storage, logger: { error: async () => Promise.reject(new Error("log sink closed")), warn: async () => {} } });
+      const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+      expect(res.status).toBe(503);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
+
   it("a method OpenTelemetry does not know is _OTHER, the span is named HTTP and keeps the method as sent; an explicit port is the port", async () => {
     const h = await tracedHarness();
     const res = await h.app.fetch(new Request("https://as.example.test:8443/.well-known/jwks.json", { method: "PROPFIND" }));

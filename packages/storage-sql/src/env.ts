@@ -87,15 +87,15 @@ export async function openStorageFromEnv(
   // A one-shot process (the CLI) passes false: nothing to cache, no listening connection to open.
   const clientCache = options.clientCache ?? clientCacheFromEnv(env);
   const sqliteCheckpoints = sqliteCheckpointsFromEnv(env);
-  if (url.startsWith("sqlite:")) {
-    const file = url.slice("sqlite:".length);
-    // A new folder and a new database for this user only: the file holds the secrets' hashes and,
-    // without keyEncryptionKeys, the private signing keys. SQLite gives the -wal and -shm files the
-    // database's own mode. An existing file keeps the mode it has.
-    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-    closeSync(openSync(file, "a", 0o600));
-  }
   try {
+    if (url.startsWith("sqlite:")) {
+      const file = url.slice("sqlite:".length);
+      // A new folder and a new database for this user only: the file holds the secrets' hashes and,
+      // without keyEncryptionKeys, the private signing keys. SQLite gives the -wal and -shm files the
+      // database's own mode. An existing file keeps the mode it has.
+      mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+      closeSync(openSync(file, "a", 0o600));
+    }
     const storage = await openSqlStorage(url, { migrate: options.migrate ?? true, audit, clientCache, sqliteCheckpoints });
     return Object.assign(storage, { display });
   } catch (error) {

@@ -28,6 +28,10 @@ describe("storage env: secrets", () => {
     // A base64 password with an unescaped "/": where the userinfo ends cannot be told.
     expect(redactUrl("postgres://plantgate:Zm9v/YmFy+cXV4@db.internal:5432/plantgate")).toBe("postgres://*** (not a valid URL: shown without its address)");
     expect(redactUrl("no scheme at all hunter2")).toBe("*** (not a valid URL)");
+    // Digits first and an unescaped "/", "?" or "#": it parses, as a port and a path, query or fragment.
+    for (const password of ["2024/Spring", "1234#tail", "42?x=hunter2"]) {
+      expect(redactUrl(`postgres://admin:${password}@db.internal:5432/app`)).toBe("postgres://*** (userinfo not parsable: shown without its address)");
+    }
   });
 
   it("the store address printed at start-up and in the unreachable-store error holds no password", async () => {
@@ -56,5 +60,13 @@ describe("storage env: secrets", () => {
     writeFileSync(mine, "", { mode: 0o640 });
     opened.push(await openStorageFromEnv({ PLANTGATE_DB: mine }, { cwd: dir }));
     expect(mode(mine)).toBe(0o640);
+  });
+
+  it("a database path that cannot be opened (a folder) is a StorageConfigError naming it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "plantgate-env-"));
+    dirs.push(dir);
+    const failure = await openStorageFromEnv({ PLANTGATE_DB: dir }, { cwd: dir }).then(() => null, (e: unknown) => e);
+    expect(failure).toBeInstanceOf(StorageConfigError);
+    expect((failure as Error).message).toMatch(new RegExp(`^cannot open the store at SQLite ${dir}: `));
   });
 });

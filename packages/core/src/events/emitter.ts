@@ -195,12 +195,18 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
       pending.add(batch);
       task.then(
         (inputs) => {
-          for (const input of inputs) {
-            const event = stamp(input);
-            batch.left += receivers;
-            handOver(event, batch);
+          try {
+            for (const input of inputs) {
+              const event = stamp(input);
+              batch.left += receivers;
+              handOver(event, batch);
+            }
+          } catch (error) {
+            // A clock or random source that throws: reported; the batch still finishes.
+            report("defer", undefined, error);
+          } finally {
+            finished(batch);
           }
-          finished(batch);
         },
         (error: unknown) => {
           report("defer", undefined, error);

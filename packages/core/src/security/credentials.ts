@@ -147,7 +147,14 @@ async function checkPasswordNow(
     if (e instanceof TooManyAttemptsError && ctx.events.enabled) {
       const key = e.lock?.first ? keys[e.lock.keyIndex] : undefined;
       const lock = key === undefined ? null : key === pair ? "username_address" : key === user ? "username" : source === "console" ? "address_budget" : "client_budget";
-      ctx.events.defer(throttledEvents(ctx, username, lock, ctx.clock() + e.retryAfter * 1000, failure, source, clientIp));
+      // The lookup holds a password-check slot until it is done (the answer does not wait for it),
+      // so a flood at a locked account meets `busy` refusals, not an unbounded queue of reads.
+      const checks = ctx.passwordChecks;
+      checks.inFlight++;
+      const task = throttledEvents(ctx, username, lock, ctx.clock() + e.retryAfter * 1000, failure, source, clientIp);
+      const release = () => void checks.inFlight--;
+      task.then(release, release);
+      ctx.events.defer(task);
     }
     throw e;
   }
