@@ -20,8 +20,7 @@ const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
  * adapter's `info.readBody` when it gave one, else through `request.body`.
  */
 export async function readBodyText(request: Request, info: HandleInfo | undefined, maxBytes: number): Promise<string> {
-  const declared = request.headers.get("content-length");
-  if (declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes) {
+  if (declaresOver(request, maxBytes)) {
     await request.body?.cancel().catch(() => {});
     throw new BodyReadError("too_large");
   }
@@ -44,6 +43,12 @@ export async function readBodyText(request: Request, info: HandleInfo | undefine
   }
   if (bytes === null) throw new BodyReadError("too_large");
   return decodeStrict(bytes);
+}
+
+/** Whether the message declares a valid `Content-Length` over `maxBytes` (refuse it unread). */
+export function declaresOver(message: Request | Response, maxBytes: number): boolean {
+  const declared = message.headers.get("content-length");
+  return declared !== null && /^\d+$/.test(declared) && Number(declared) > maxBytes;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { importJWK, type CryptoKey, type JWK } from "jose";
 import type { Logger } from "../context.js";
-import { readBounded } from "../http/body.js";
+import { declaresOver, readBounded } from "../http/body.js";
 import type { ClientRecord } from "../storage/types.js";
 import { remember } from "../util/bounded-cache.js";
 import { isStorableText } from "../util/storable-text.js";
@@ -98,7 +98,7 @@ interface Fetched {
  */
 async function boundedText(res: Response, limit: number): Promise<string> {
   const tooLarge = new JwksError(`the JWK Set exceeds ${limit} bytes`);
-  if (Number(res.headers.get("content-length")) > limit) {
+  if (declaresOver(res, limit)) {
     await res.body?.cancel().catch(() => undefined);
     throw tooLarge;
   }
