@@ -187,9 +187,16 @@ export interface RefreshTokenStore {
    * token whose family is revoked never gets one.
    */
   graceUse(tokenHash: string, consumedAfter: number, maxUses: number): Promise<RefreshTokenRecord | null>;
-  /** Marks every token of the family revoked (idempotent: a token already revoked keeps its `revokedAt`). */
+  /**
+   * Marks every token of the family revoked (idempotent: a token already revoked keeps its
+   * `revokedAt`). Including a replacement stored by a `consume` running at the same time: when both
+   * have resolved, either `consume` returned false or its replacement is revoked too (reuse
+   * detection and logout depend on it). A SQL UPDATE under PostgreSQL's READ COMMITTED misses a
+   * replacement committed while it waited for the consumed row's lock: run it again until it
+   * revokes nothing (storage-sql does).
+   */
   revokeFamily(familyId: string, now: number): Promise<void>;
-  /** Marks every token of the account revoked (idempotent), e.g. when it is disabled. */
+  /** Marks every token of the account revoked (idempotent), e.g. when it is disabled; a racing `consume` as in `revokeFamily`. */
   revokeByAccount(accountId: string, now: number): Promise<void>;
   /**
    * Deletes tokens that can never matter again and returns how many: every token of a family with

@@ -3,7 +3,7 @@ import { sql, type Insertable, type QueryCreator, type Selectable } from "kysely
 import { d1Batch } from "../batch.js";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
-import { isUniqueViolation } from "../errors.js";
+import { againOnDeadlock, isUniqueViolation } from "../errors.js";
 import { affected, prepared } from "../prepared.js";
 import { refreshRecord, refreshRow } from "../rows.js";
 import { TABLES, type Database, type RefreshFamilyTable, type RefreshTokenTable } from "../schema.js";
@@ -92,6 +92,22 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
   };
 
   /**
+   * Runs a revoking UPDATE again until it revokes nothing. Under PostgreSQL's READ COMMITTED an
+   * UPDATE scans the rows of its statement's snapshot: a rotation that has consumed the family's
+   * head but not committed holds that row's lock, the UPDATE waits for it and then re-checks that
+   * row only, so the replacement the rotation inserted (not in the snapshot) stayed live and kept
+   * rotating in a family reported revoked. The next UPDATE's snapshot holds it. Once one revokes
+   * nothing, no rotation was under way (it would hold a live row of the snapshot, which that
+   * UPDATE would have waited for and revoked) and later ones find the family revoked. A race
+   * rarely needs more than two; SQLite, D1 and InnoDB's locking reads need one, plus the check.
+   * InnoDB may pick the UPDATE as a deadlock victim against a rotation: it is rolled back whole
+   * and run again.
+   */
+  const untilNoneLeft = async (update: () => Promise<{ numUpdatedRows: bigint }>): Promise<void> => {
+    while ((await againOnDeadlock(update)).numUpdatedRows > 0n);
+  };
+
+  /**
    * Deletes the `pg_refresh_families` rows past their expiry that no token of that expiry still
    * points to, at most `limit` (one statement; a leftover waits for the next pruning).
    */
@@ -166,7 +182,8 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
               return true;
             });
           }
-          return await db.transaction().execute(async (trx) => {
+          // A deadlock victim (InnoDB, against a revocation of the family) was rolled back whole: run it again.
+          return await againOnDeadlock(() => db.transaction().execute(async (trx) => {
             // The conditional UPDATE is the arbiter: the row lock (PostgreSQL, InnoDB) or the
             // single connection (SQLite) lets exactly one caller see 1 row updated.
             if (family === "mysql") {
@@ -179,7 +196,7 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
             }
             await q.insert(trx, row);
             return true;
-          });
+          }));
         } catch (e) {
           // The replacement's hash already exists: the transaction rolled back, nothing changed.
           if (isUniqueViolation(e)) return false;
@@ -206,20 +223,22 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
     revokeFamily: (familyId, now) =>
       run("refreshTokens.revokeFamily", async () => {
         if (!storableKey(familyId)) return;
-        await db.updateTable(TABLES.refreshTokens).set({ revoked_at: now }).where("family_id", "=", familyId).where("revoked_at", "is", null).execute();
+        await untilNoneLeft(() => db.updateTable(TABLES.refreshTokens).set({ revoked_at: now }).where("family_id", "=", familyId).where("revoked_at", "is", null).executeTakeFirst());
       }),
     revokeByAccount: (accountId, now) =>
       run("refreshTokens.revokeByAccount", async () => {
         if (!storableKey(accountId)) return;
         // The account's families, then their tokens by the family index (the account is checked
         // on each token too: the family rows only narrow the search).
-        await db
-          .updateTable(TABLES.refreshTokens)
-          .set({ revoked_at: now })
-          .where("family_id", "in", db.selectFrom(TABLES.refreshFamilies).select("family_id").where("account_id", "=", accountId))
-          .where("account_id", "=", accountId)
-          .where("revoked_at", "is", null)
-          .execute();
+        await untilNoneLeft(() =>
+          db
+            .updateTable(TABLES.refreshTokens)
+            .set({ revoked_at: now })
+            .where("family_id", "in", db.selectFrom(TABLES.refreshFamilies).select("family_id").where("account_id", "=", accountId))
+            .where("account_id", "=", accountId)
+            .where("revoked_at", "is", null)
+            .executeTakeFirst(),
+        );
       }),
     deleteExpired: (now, limit) =>
       run("refreshTokens.deleteExpired", async () => {

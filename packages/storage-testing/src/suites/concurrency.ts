@@ -90,6 +90,32 @@ export function concurrencySuite(s: SuiteContext): void {
       expectRecord(await s.storage().refreshTokens.findByHash(original.tokenHash), { ...original, consumedAt: T0 + 1000 + winner }, "consumed original");
     });
 
+    it("a rotation racing revokeFamily or revokeByAccount never leaves a live token in the revoked family (30 rounds each)", async () => {
+      // In any serial order the replacement ends revoked (revocation after the rotation) or is
+      // never stored (the rotation finds the token revoked). A revocation that scans only what was
+      // committed when it began misses a replacement committed while it waited for the head's lock.
+      await seedOwners(s.storage());
+      const store = s.storage().refreshTokens;
+      for (const revoke of ["revokeFamily", "revokeByAccount"] as const) {
+        for (let round = 0; round < 30; round++) {
+          const familyId = `race-${revoke}-${round}`;
+          const original = refreshRecord({ tokenHash: fakeHash(`${familyId}-head`), familyId });
+          const replacement = refreshRecord({ tokenHash: fakeHash(`${familyId}-next`), familyId, createdAt: T0 + 1000 });
+          await store.create(original);
+          const [won] = await inParallel<boolean | void>(2, (i) =>
+            i === 0
+              ? store.consume(original.tokenHash, T0 + 1000, replacement)
+              : new Promise<void>((resolve) => setTimeout(resolve, round % 4)).then(() => (revoke === "revokeFamily" ? store.revokeFamily(familyId, T0 + 2000) : store.revokeByAccount(original.accountId, T0 + 2000))),
+          );
+          const head = await store.findByHash(original.tokenHash);
+          const next = await store.findByHash(replacement.tokenHash);
+          expect(head?.revokedAt, `${revoke} round ${round}: the head is revoked`).toBe(T0 + 2000);
+          if (won === true) expect(next?.revokedAt, `${revoke} round ${round}: the rotation won, so its replacement is revoked too`).toBe(T0 + 2000);
+          else expect(next, `${revoke} round ${round}: the rotation lost, so nothing was stored`).toBeNull();
+        }
+      }
+    });
+
     it("50 parallel increments of one attempt counter lose no count: they return exactly 1..50 and leave 50", async () => {
       const key = attemptKey("contested");
       const results = await inParallel(50, () => s.storage().attempts.increment(key, T0, 60_000));
