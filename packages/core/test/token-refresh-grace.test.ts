@@ -6,7 +6,7 @@
  */
 import { decodeJwt } from "jose";
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, createPlantgate, optionsFromEnv, ConfigError, type Storage } from "../src/index.js";
+import { createMemoryStorage, createPlantgate, optionsFromEnv, ConfigError, type PlantgateEvent, type Storage } from "../src/index.js";
 import { openReplay } from "../src/crypto/replay.js";
 import { sha256 } from "../src/crypto/index.js";
 import { refreshTokenKey } from "../src/oauth/refresh-key.js";
@@ -70,6 +70,90 @@ describe("refresh-token grace window (default 30 s)", () => {
     const late = await expectTokenSuccess(await refreshRequest(h, rt));
     expect(await expectTokenSuccess(await early)).toEqual(late);
     expect(late.expires_in).toBe(7200);
+  });
+
+  /**
+   * A memory store whose first `consume` waits until the second `consume` call has started, then
+   * runs to its end before the second goes on: the first request wins a rotation that commits
+   * after the second request read the token unconsumed (the second then loses the race).
+   */
+  function slowWinnerStorage(): Storage {
+    const memory = createMemoryStorage();
+    let secondArrived: () => void = () => {};
+    const arrival = new Promise<void>((resolve) => (secondArrived = resolve));
+    let firstDone: () => void = () => {};
+    const firstFinished = new Promise<void>((resolve) => (firstDone = resolve));
+    let calls = 0;
+    return {
+      ...memory,
+      refreshTokens: {
+        ...memory.refreshTokens,
+        async consume(hash, now, replacement, replay) {
+          const call = ++calls;
+          if (call === 1) {
+            await arrival;
+            const won = await memory.refreshTokens.consume(hash, now, replacement, replay);
+            firstDone();
+            return won;
+          }
+          if (call === 2) {
+            secondArrived();
+            await firstFinished;
+          }
+          return memory.refreshTokens.consume(hash, now, replacement, replay);
+        },
+      },
+    };
+  }
+
+  for (const [label, options, stallMs] of [
+    ["the default 30 s window, a rotation that takes 31 s", {}, 31_000],
+    ["a per-client 2 s window, a rotation that takes 2.5 s", { refreshGraceSecondsPerClient: { "app-1": 2 } }, 2_500],
+  ] as const) {
+    it(`a parallel refresh is no reuse however long the winner's rotation takes (${label}): both get the winner's answer, the family lives`, async () => {
+      const events: PlantgateEvent[] = [];
+      const h = await harness({ storage: slowWinnerStorage(), onEvent: (e) => void events.push(e), ...options });
+      const rt = await freshRefreshToken(h);
+      const early = refreshRequest(h, rt); // reads the clock at t0, then its consume waits
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      h.clock.advance(stallMs);
+      const late = await expectTokenSuccess(await refreshRequest(h, rt)); // read the token unconsumed, lost the rotation
+      const first = await expectTokenSuccess(await early);
+      expect(late).toEqual({ ...first, expires_in: 7200 - Math.floor(stallMs / 1000) });
+      await expectTokenSuccess(await refreshRequest(h, first.refresh_token!));
+      await h.app.flushEvents();
+      expect(events.filter((e) => e.type === "refresh_token.reuse_detected")).toEqual([]);
+    });
+  }
+
+  it("a refresh that loses its rotation to a revocation (RFC 7009) is invalid_grant, and no reuse is reported", async () => {
+    const memory = createMemoryStorage();
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let consumeStarted: () => void = () => {};
+    const started = new Promise<void>((resolve) => (consumeStarted = resolve));
+    const storage: Storage = {
+      ...memory,
+      refreshTokens: {
+        ...memory.refreshTokens,
+        async consume(hash, now, replacement, replay) {
+          consumeStarted();
+          await gate;
+          return memory.refreshTokens.consume(hash, now, replacement, replay);
+        },
+      },
+    };
+    const events: PlantgateEvent[] = [];
+    const h = await harness({ storage, onEvent: (e) => void events.push(e) });
+    const rt = await freshRefreshToken(h);
+    const refreshing = refreshRequest(h, rt);
+    await started;
+    expect((await revoke(h, rt)).status).toBe(200);
+    release();
+    await expectTokenError(await refreshing, 400, INVALID_REFRESH);
+    await h.app.flushEvents();
+    expect(events.map((e) => e.type)).not.toContain("refresh_token.reuse_detected");
+    expect(events.map((e) => e.type)).toContain("token.revoked");
   });
 
   it("a retry within the window replays the same tokens; expires_in counts down by the whole seconds since the rotation", async () => {

@@ -50,16 +50,26 @@ export const refreshTokenGrant: Grant = {
     if (!account || !account.enabled) throw invalid();
 
     // A grace use: counted atomically, refused (as reuse) past the bound or once the family is revoked.
-    const grace = async () => {
-      if (graceMs === 0) return reuse();
-      const used = await ctx.storage.refreshTokens.graceUse(tokenHash, now - graceMs, ctx.refreshGrace.maxUses);
-      if (!used || used.replay === null) return reuse();
+    // `lost`: this request read the token unconsumed and then lost the rotation to another, so the
+    // two ran in parallel however long the winner took: the window's cutoff does not apply (the
+    // winner stamps `consumedAt` with its own request's start, which a rotation slower than the
+    // window, waiting on a pool or a lock, leaves behind: a parallel refresh then read as reuse and
+    // signed the user out). And it may have lost to a revocation instead: that is no reuse.
+    const grace = async (lost: boolean) => {
+      const used = graceMs === 0 ? null : await ctx.storage.refreshTokens.graceUse(tokenHash, lost ? 0 : now - graceMs, ctx.refreshGrace.maxUses);
+      if (!used || used.replay === null) {
+        if (lost) {
+          const current = await ctx.storage.refreshTokens.findByHash(tokenHash);
+          if (current === null || current.revokedAt !== null) throw invalid();
+        }
+        return reuse();
+      }
       const answer = await replayAnswer(ctx, urls, { client, presented, tokenHash, sealed: used.replay, rotatedAt: used.consumedAt!, subject: account.id, scope, now, clientIp, familyId: record.familyId });
       if (!answer) throw invalid();
       ctx.events.emit({ type: "token.refreshed", client_id: client.clientId, account_id: account.id, family_id: record.familyId, scope: answer.scope, replay: true, client_ip: clientIp ?? null });
       return answer;
     };
-    if (record.consumedAt !== null) return grace();
+    if (record.consumedAt !== null) return grace(false);
     return issueTokens(ctx, urls, {
       client,
       subject: account.id,
@@ -73,7 +83,7 @@ export const refreshTokenGrant: Grant = {
         presented,
         presentedHash: tokenHash,
         graceMs,
-        onLost: grace,
+        onLost: () => grace(true),
       },
       now,
       grantType: "refresh_token",
