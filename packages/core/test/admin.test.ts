@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeProtectedHeader } from "jose";
-import { AdminConflictError, AdminError } from "../src/index.js";
+import { AdminConflictError, AdminError, createMemoryStorage, StorageError, type SecurityEvent, type Storage } from "../src/index.js";
 import { BASE, basic, harness, passwordTokens, tokenRequest } from "./helpers.js";
 
 const listAccounts = (app: Awaited<ReturnType<typeof harness>>["app"], token: string) =>
@@ -32,6 +32,68 @@ describe("admin operations", () => {
     // Re-enabled, the password works again.
     expect((await passwordTokens(h)).access_token).toEqual(expect.any(String));
     await expect(h.app.admin.setAccountEnabled("nobody", false)).rejects.toThrow(new AdminError("user nobody does not exist"));
+  });
+
+  it("setAccountEnabled(false) whose revocation fails: it throws with the account disabled and account.disabled recorded once; running it again finishes the job", async () => {
+    const memory = createMemoryStorage();
+    let failRevoke = true;
+    const storage: Storage = {
+      ...memory,
+      refreshTokens: {
+        ...memory.refreshTokens,
+        async revokeByAccount(accountId, now) {
+          if (failRevoke) throw new StorageError("down");
+          return memory.refreshTokens.revokeByAccount(accountId, now);
+        },
+      },
+    };
+    const events: SecurityEvent[] = [];
+    const h = await harness({ storage, onEvent: (e) => void events.push(e) });
+    const { refresh_token } = await passwordTokens(h);
+    await expect(h.app.admin.setAccountEnabled(h.username, false)).rejects.toThrow(StorageError);
+    expect((await memory.accounts.findByUsername(h.username))!.enabled).toBe(false);
+    failRevoke = false;
+    expect((await h.app.admin.setAccountEnabled(h.username, false)).enabled).toBe(false);
+    await h.app.flushEvents();
+    expect(events.filter((e) => e.type === "account.disabled").map((e) => e.type)).toEqual(["account.disabled"]);
+    await h.app.admin.setAccountEnabled(h.username, true);
+    const refresh = await tokenRequest(h.app, { grant_type: "refresh_token", refresh_token: refresh_token! }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(refresh.status).toBe(400);
+  });
+
+  it("rotateSigningKey whose pruning fails: the rotation stands (one new key, its event, a warning naming no key), so a retry adds no second key", async () => {
+    const memory = createMemoryStorage();
+    let failDelete = false;
+    const storage: Storage = {
+      ...memory,
+      signingKeys: {
+        ...memory.signingKeys,
+        async delete(kid) {
+          if (failDelete) throw new StorageError("down");
+          return memory.signingKeys.delete(kid);
+        },
+      },
+    };
+    const events: SecurityEvent[] = [];
+    const warnings: unknown[][] = [];
+    const h = await harness({ storage, onEvent: (e) => void events.push(e), logger: { error() {}, warn: (...args: unknown[]) => void warnings.push(args) } });
+    await passwordTokens(h); // the first key
+    await h.app.admin.rotateSigningKey({ now: true });
+    // The first key is prunable once the second has signed for longer than any token lives.
+    h.clock.advance(7200_000 + 61_000);
+    failDelete = true;
+    const rotated = await h.app.admin.rotateSigningKey({ now: true });
+    expect(rotated.deleted).toEqual([]);
+    expect((await memory.signingKeys.list()).map((k) => k.kid)).toContain(rotated.kid);
+    expect((await memory.signingKeys.list())).toHaveLength(3);
+    await h.app.flushEvents();
+    expect(events.filter((e) => e.type === "signing_key.rotated").map((e) => (e as { kid: string }).kid).at(-1)).toBe(rotated.kid);
+    expect(warnings.filter((w) => String(w[0]).startsWith("signing key rotated"))).toEqual([["signing key rotated; deleting keys past their use failed (the next rotation or prune deletes them)", { name: "StorageError", message: "down" }]]);
+    // The keyring was refreshed: the new key signs at once.
+    const { access_token } = await passwordTokens(h);
+    expect(decodeProtectedHeader(access_token).kid).toBe(rotated.kid);
+    failDelete = false;
+    expect((await h.app.admin.prune()).signingKeys).toBe(1);
   });
 
   it("importAccounts is all-or-nothing and names the first bad record (1-based)", async () => {

@@ -3,6 +3,7 @@
  * expiry, revoke one, rotate (regenerate) kills all, last use recorded, views never show a hash.
  */
 import { describe, expect, it } from "vitest";
+import { AdminError, MAX_TTL_SECONDS } from "../src/index.js";
 import { basic, harness, tokenRequest } from "./helpers.js";
 import { expectTokenError, expectTokenSuccess } from "./token-helpers.js";
 
@@ -11,6 +12,20 @@ const cc = (id: string, secret: string) => tokenRequest(h0.app, { grant_type: "c
 let h0: Awaited<ReturnType<typeof harness>>;
 
 describe("overlapping client secrets", () => {
+  it("lifetimes are bounded (1 to 10 years of seconds, the console's bound): a larger one is an AdminError and stores nothing, so no listing meets a date it cannot show", async () => {
+    h0 = await harness();
+    const message = "expiresIn must be from 1 to 315360000 seconds";
+    for (const expiresIn of [Number.MAX_SAFE_INTEGER, MAX_TTL_SECONDS + 1, 0]) {
+      await expect(h0.app.admin.addClientSecret(h0.clientId, { expiresIn })).rejects.toThrow(new AdminError(message));
+      await expect(h0.app.admin.createClient({ clientId: `c-${expiresIn}`, secretExpiresIn: expiresIn })).rejects.toThrow(new AdminError(message));
+      await expect(h0.app.admin.createClient({ clientId: `t-${expiresIn}`, refreshTokenTtl: expiresIn })).rejects.toThrow(new AdminError("refreshTokenTtl must be from 1 to 315360000 seconds"));
+    }
+    expect((await h0.app.admin.getClient(h0.clientId)).secrets).toHaveLength(1);
+    expect((await h0.app.admin.listClients()).map((c) => c.clientId)).toEqual([h0.clientId]);
+    const longest = await h0.app.admin.addClientSecret(h0.clientId, { expiresIn: MAX_TTL_SECONDS });
+    expect(longest.secret.expiresAt).toBe(h0.clock.now() + MAX_TTL_SECONDS * 1000);
+  });
+
   it("addClientSecret gives a second working secret while the first still works; rotate then refuses both", async () => {
     h0 = await harness();
     const second = await h0.app.admin.addClientSecret(h0.clientId);

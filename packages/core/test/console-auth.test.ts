@@ -194,10 +194,13 @@ describe("console: sign-in", () => {
     }
   });
 
-  it("a right password of an account without the admin role: 403, no session", async () => {
-    const h = await consoleHarness();
+  it("a right password of an account without the admin role: the same 401 as a wrong one (no oracle without a client secret), no session, and it counts as a failure", async () => {
+    const h = await consoleHarness({ bruteForce: { maxFailures: 3, windowSeconds: 60 } });
     const r = await read(await call(h.app, "POST", "/api/session", { body: { username: h.username, password: h.password } }));
-    expect(r).toEqual({ status: 403, body: NOT_ADMIN, cacheControl: "no-store", setCookie: null, contentType: "application/json" });
+    expect(r).toEqual({ status: 401, body: BAD_CREDENTIALS, cacheControl: "no-store", setCookie: null, contentType: "application/json" });
+    // Not a success: the username's counters are not reset, so its right password locks out as wrong ones do.
+    for (let i = 1; i < 3; i++) expect((await call(h.app, "POST", "/api/session", { body: { username: h.username, password: h.password } })).status).toBe(401);
+    expect((await call(h.app, "POST", "/api/session", { body: { username: h.username, password: h.password } })).status).toBe(429);
   });
 
   it("bad sign-in bodies are 400 with the documented numbers", async () => {
@@ -275,14 +278,21 @@ describe("console: authorization of every API route", () => {
     const eveId = (await h.storage.accounts.findByUsername("eve"))!.id;
     h.demoted.add(eveId);
     const before = { clients: await h.app.admin.listClients(), accounts: await h.app.admin.listAccounts() };
+    let session = eve;
     for (const r of routes("app-1", h.adminId)) {
-      const res = await read(await call(h.app, r.method, r.path, { ...("body" in r ? { body: r.body } : {}), cookie: eve.cookie, csrf: eve.csrf }));
+      const res = await read(await call(h.app, r.method, r.path, { ...("body" in r ? { body: r.body } : {}), cookie: session.cookie, csrf: session.csrf }));
       expect([r.path, res.status, res.body]).toEqual([r.path, 403, NOT_ADMIN]);
+      // That call ended the session: the next one is not signed in.
+      expect(await h.storage.sessions.get(await hashOf(session.sessionId))).toBeNull();
+      expect((await read(await call(h.app, "GET", "/api/session", { cookie: session.cookie }))).body).toEqual(NOT_SIGNED_IN);
+      h.demoted.delete(eveId);
+      session = await signIn(h.app, "eve", "eve-password-1");
+      h.demoted.add(eveId);
     }
     expect({ clients: await h.app.admin.listClients(), accounts: await h.app.admin.listAccounts() }).toEqual(before);
-    // Role restored: the same session works again (the role is read on every call).
+    // Role restored: a session ended while it was missing stays ended.
     h.demoted.delete(eveId);
-    expect((await call(h.app, "GET", "/api/clients", { cookie: eve.cookie })).status).toBe(200);
+    expect((await call(h.app, "GET", "/api/clients", { cookie: eve.cookie })).status).toBe(401);
   });
 
   it("state-changing routes without, with a wrong, or with another session's CSRF token -> 403", async () => {
@@ -335,15 +345,16 @@ describe("console: authorization of every API route", () => {
     await h.app.admin.createAccount({ username: "eve", password: "eve-password-1", roles: ["admin"] });
     const eve = await signIn(h.app, "eve", "eve-password-1");
     const eve2 = await signIn(h.app, "eve", "eve-password-1");
-    // Disabled outside the console (CLI): the account check on every call ends the session.
+    // Disabled outside the console (CLI, app.admin): every session of the account is deleted at
+    // once, so enabling it again brings none back.
     await h.app.admin.setAccountEnabled("eve", false);
-    expect((await read(await call(h.app, "GET", "/api/session", { cookie: eve.cookie }))).body).toEqual(NOT_SIGNED_IN);
     expect(await h.storage.sessions.get(await hashOf(eve.sessionId))).toBeNull();
+    expect(await h.storage.sessions.get(await hashOf(eve2.sessionId))).toBeNull();
     await h.app.admin.setAccountEnabled("eve", true);
-    // Disabled through the console: every session of the account is deleted at once.
+    for (const s of [eve, eve2]) expect((await read(await call(h.app, "GET", "/api/session", { cookie: s.cookie }))).body).toEqual(NOT_SIGNED_IN);
+    // Disabled through the console: the same.
     const root2 = await signIn(h.app);
     const eveId = (await h.storage.accounts.findByUsername("eve"))!.id;
-    expect(await h.storage.sessions.get(await hashOf(eve2.sessionId))).not.toBeNull();
     const eve3 = await signIn(h.app, "eve", "eve-password-1");
     expect((await call(h.app, "POST", `/api/accounts/${eveId}/disable`, { cookie: root2.cookie, csrf: root2.csrf })).status).toBe(200);
     expect(await h.storage.sessions.get(await hashOf(eve3.sessionId))).toBeNull();

@@ -270,7 +270,7 @@ describe("security events", () => {
     await h.app.flushEvents();
     events.splice(0);
     const admin = (await h.app.storage.accounts.findByUsername(ADMIN.username))!;
-    expect((await call(h.app, "POST", "/api/session", { body: { username: "alice", password: h.password }, clientIp: IP })).status).toBe(403);
+    expect((await call(h.app, "POST", "/api/session", { body: { username: "alice", password: h.password }, clientIp: IP })).status).toBe(401);
     expect((await call(h.app, "POST", "/api/session", { body: { username: ADMIN.username, password: "wrong-password" }, clientIp: IP })).status).toBe(401);
     const s = await signIn(h.app, ADMIN.username, ADMIN.password, { clientIp: IP });
     const created = await call(h.app, "POST", "/api/clients", { body: { clientId: "c2", name: "C2" }, cookie: s.cookie, csrf: s.csrf, clientIp: IP });

@@ -6,7 +6,7 @@
  */
 import { decodeJwt } from "jose";
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, createPlantgate, optionsFromEnv, ConfigError, type PlantgateEvent, type Storage } from "../src/index.js";
+import { createMemoryStorage, createPlantgate, optionsFromEnv, ConfigError, type SecurityEvent, type Storage } from "../src/index.js";
 import { openReplay } from "../src/crypto/replay.js";
 import { sha256 } from "../src/crypto/index.js";
 import { refreshTokenKey } from "../src/oauth/refresh-key.js";
@@ -111,7 +111,7 @@ describe("refresh-token grace window (default 30 s)", () => {
     ["a per-client 2 s window, a rotation that takes 2.5 s", { refreshGraceSecondsPerClient: { "app-1": 2 } }, 2_500],
   ] as const) {
     it(`a parallel refresh is no reuse however long the winner's rotation takes (${label}): both get the winner's answer, the family lives`, async () => {
-      const events: PlantgateEvent[] = [];
+      const events: SecurityEvent[] = [];
       const h = await harness({ storage: slowWinnerStorage(), onEvent: (e) => void events.push(e), ...options });
       const rt = await freshRefreshToken(h);
       const early = refreshRequest(h, rt); // reads the clock at t0, then its consume waits
@@ -143,7 +143,7 @@ describe("refresh-token grace window (default 30 s)", () => {
         },
       },
     };
-    const events: PlantgateEvent[] = [];
+    const events: SecurityEvent[] = [];
     const h = await harness({ storage, onEvent: (e) => void events.push(e) });
     const rt = await freshRefreshToken(h);
     const refreshing = refreshRequest(h, rt);

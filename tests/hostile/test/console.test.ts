@@ -20,7 +20,7 @@ import { expect, it } from "vitest";
 import { fail, logsAreClean, noServerError, read, withStoreCheck, type Answer } from "../src/invariants.js";
 import { bump, runChunked, summary } from "../src/run.js";
 import { COVERAGE_CHECKS, RUNS } from "../src/settings.js";
-import { snapshot } from "../src/snapshot.js";
+import { snapshot, type StoreSnapshot } from "../src/snapshot.js";
 import { ISSUER, LIST_PATH, type World } from "../src/world.js";
 
 const BASE = `${ISSUER}/console`;
@@ -53,7 +53,7 @@ interface ConsoleState {
   adminId: string;
   admin: Session;
   signedOut: Session;
-  demoted: Session;
+  demoted: Session & { accountId: string };
 }
 
 const states = new WeakMap<World, ConsoleState>();
@@ -97,13 +97,18 @@ async function stateOf(world: World): Promise<ConsoleState> {
   // A live session of alice, who is no administrator: what remains when an operator removes the
   // role in the database (the Admin API cannot), written through the recording storage.
   const alice = world.accounts.find((a) => a.username === "alice")!;
-  const demoted = { id: "d".repeat(20) + "emotedSessionOfAlice000", csrf: "demoted-csrf-token-0123456789" };
-  await world.storage.sessions.create({ idHash: await sha256(demoted.id), accountId: alice.id, csrfHash: await sha256(demoted.csrf), createdAt: world.clock.now, expiresAt: world.clock.now + 8 * 3600_000 });
+  const demoted = { id: "d".repeat(20) + "emotedSessionOfAlice000", csrf: "demoted-csrf-token-0123456789", accountId: alice.id };
+  await storeDemoted(world, demoted);
   world.carried.add(demoted.id);
   const state = { adminId: view.id, admin: await signIn(world, ADMIN.username, ADMIN.password), signedOut, demoted };
   world.rec.takeWrites();
   states.set(world, state);
   return state;
+}
+
+/** Stores alice's session (again: the first request that meets it ends it with 403 1302). */
+async function storeDemoted(world: World, demoted: { id: string; csrf: string; accountId: string }): Promise<void> {
+  await world.storage.sessions.create({ idHash: await sha256(demoted.id), accountId: demoted.accountId, csrfHash: await sha256(demoted.csrf), createdAt: world.clock.now, expiresAt: world.clock.now + 8 * 3600_000 });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -600,7 +605,14 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
         state.admin = await signIn(world, ADMIN.username, ADMIN.password);
         world.rec.takeWrites();
       }
-      const live = { admin: true, demoted: (await world.storage.sessions.get(await sha256(state.demoted.id))) !== null };
+      // A request that met alice's session ended it (1302): store it again while she is enabled
+      // (disabling her deletes it, and a session of a disabled account is 1301).
+      const demotedHash = await sha256(state.demoted.id);
+      if ((await world.storage.sessions.get(demotedHash)) === null && (await world.storage.accounts.get(state.demoted.accountId))?.enabled) {
+        await storeDemoted(world, state.demoted);
+        world.rec.takeWrites();
+      }
+      const live = { admin: true, demoted: (await world.storage.sessions.get(demotedHash)) !== null };
       const b = await build(world, state, spec);
       const head = b.method === "HEAD";
       const existsClient = async (id: string) => (await world.storage.clients.get(id)) !== null;
@@ -618,10 +630,15 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
           ? await read(await world.app.fetch(new Request(`${ISSUER}${LIST_PATH}${spec.target.r === "accounts-list" ? spec.target.query : ""}`, { headers: { authorization: `Bearer ${world.tokens.cc}` } })))
           : null;
       const who = spec.target.r === "session" ? spec.target.signIn.who : null;
-      const signInAccount = who === "alice" || who === "bob-disabled" ? await world.storage.accounts.findByUsername(who === "alice" ? "alice" : "bob") : null;
       world.rec.takeWrites();
 
-      const a = await withStoreCheck(world, async () => read(await world.app.fetch(b.request)), (x) => x.status >= 400);
+      // A session whose account lost the admin role is ended by the request that meets it.
+      const g = gate(spec, b, live);
+      const demotedEnded = () =>
+        g?.code === 1302
+          ? { writes: ["sessions.delete"], apply: (before: StoreSnapshot) => void (before.sessions = before.sessions.map((r) => ((r as { idHash?: string } | null)?.idHash === demotedHash ? null : r))) }
+          : undefined;
+      const a = await withStoreCheck(world, async () => read(await world.app.fetch(b.request)), (x) => x.status >= 400, demotedEnded);
       noServerError(a);
       logsAreClean(world);
       for (const [name, value] of COMMON_HEADERS) if (a.headers.get(name) !== value) fail(`${name} is not ${value}`, a);
@@ -635,7 +652,6 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
         return code;
       };
 
-      const g = gate(spec, b, live);
       if (g) {
         expectError(g.status, g.code, "the gate");
         if (g.code === 1405) {
@@ -674,9 +690,9 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
         if (layer !== null) return expectError(400, layer, "sign-in body"), a.status;
         const d = defects(b.members!);
         if (d.codes.size > 0) return expectError(400, d.codes, "sign-in members"), a.status;
-        // alice and bob have the right password but no admin role (bob starts disabled; either may be switched).
-        if (signInAccount?.enabled) return expectError(403, 1302, "not an administrator"), a.status;
-        if (who !== "admin") return expectError(401, 1305, "wrong credentials or a disabled account"), a.status;
+        // alice and bob have the right password but no admin role (bob starts disabled; either may
+        // be switched): the same 401 as wrong credentials, so it tells no one that a password is right.
+        if (who !== "admin") return expectError(401, 1305, "wrong credentials, a disabled account or no admin role"), a.status;
         success(200);
         const id = /^plantgate_console=([A-Za-z0-9_-]{43}); Path=\/console; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$/.exec(a.headers.get("set-cookie") ?? "")?.[1];
         if (id === undefined || typeof json.csrfToken !== "string") fail("a sign-in without the session cookie or CSRF token", a);

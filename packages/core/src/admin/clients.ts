@@ -64,6 +64,9 @@ export interface ClientAdmin {
   getClient(clientId: string): Promise<ClientView>;
 }
 
+/** The longest lifetime, in seconds, a client's secret or tokens may be given: 10 years (the console's bound too). */
+export const MAX_TTL_SECONDS = 10 * 365 * 24 * 3600;
+
 /** Most secrets one client may hold at once. */
 export const MAX_CLIENT_SECRETS = 10;
 
@@ -87,7 +90,9 @@ function generatedId(random: Context["random"], bytes: number): string {
 export function createClientAdmin(ctx: Context, actor: string | null): ClientAdmin {
   const ttl = (name: string, v: number | null | undefined): number | null => {
     if (v === undefined || v === null) return null;
-    if (!Number.isSafeInteger(v) || v < 1) throw new AdminError(`${name} must be a positive integer`);
+    // Bounded so every time it makes is a date (a secret expiring past year 275760 made every
+    // client listing of the console and the CLI fail) and stays exact in epoch ms.
+    if (!Number.isSafeInteger(v) || v < 1 || v > MAX_TTL_SECONDS) throw new AdminError(`${name} must be from 1 to ${MAX_TTL_SECONDS} seconds`);
     return v;
   };
   const newSecret = async (clientSecret: string, expiresIn: number | undefined, now: number): Promise<ClientSecretRecord> => {

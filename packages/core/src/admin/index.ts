@@ -9,11 +9,12 @@ import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
 import { generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
 import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
 import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } from "./events.js";
+import { describeError } from "../http/respond.js";
 
 export type { PruneCounts, PruneOptions } from "./prune.js";
 export type { EventPage, EventQuery } from "./events.js";
 export { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
-export { MAX_CLIENT_SECRETS, type ClientSecretView, type ClientView, type CreateClientInput, type NewClientSecret } from "./clients.js";
+export { MAX_CLIENT_SECRETS, MAX_TTL_SECONDS, type ClientSecretView, type ClientView, type CreateClientInput, type NewClientSecret } from "./clients.js";
 
 /** Input of {@link Admin.createAccount}. */
 export interface CreateAccountInput {
@@ -175,8 +176,15 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       if (!account || !(await ctx.storage.accounts.setEnabled(account.id, enabled))) {
         throw new AdminNotFoundError(`user ${username} does not exist`);
       }
-      if (!enabled) await ctx.storage.refreshTokens.revokeByAccount(account.id, ctx.clock());
+      // Recorded as soon as it is made: a failure below answers 503 with the account already
+      // disabled, and the retry that finishes the job finds it so and would record nothing.
       if (account.enabled !== enabled) ctx.events.emit({ type: enabled ? "account.enabled" : "account.disabled", account_id: account.id, username: account.username, actor });
+      if (!enabled) {
+        // Signed out everywhere, whoever disables it (CLI, app.admin, console): its refresh tokens
+        // and its console sessions, which would otherwise come back if it were enabled again.
+        await ctx.storage.refreshTokens.revokeByAccount(account.id, ctx.clock());
+        await ctx.storage.sessions.deleteByAccount(account.id);
+      }
       return accountView({ ...account, enabled });
     },
     async listAccounts() {
@@ -202,8 +210,16 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       const record = await generateKeyRecord(ctx.signingAlg, createdAt, activatesAt);
       const stored = ctx.keyEncryption.configured ? { ...record, privateJwk: await ctx.keyEncryption.seal(record.kid, record.privateJwk) } : record;
       await ctx.storage.signingKeys.create(stored);
-      // A key is safe to delete once the key after it has been signing for longer than any token lives.
-      const deleted = await pruneKeys(ctx.storage.signingKeys, now, await ctx.maxAccessTokenTtlMs());
+      // A key is safe to delete once the key after it has been signing for longer than any token
+      // lives. Housekeeping: the rotation is made once the key is stored, so a failure here is
+      // logged, not thrown (a retry would store a second key), and the next rotation or prune
+      // deletes what is left.
+      let deleted: string[] = [];
+      try {
+        deleted = await pruneKeys(ctx.storage.signingKeys, now, await ctx.maxAccessTokenTtlMs());
+      } catch (error) {
+        ctx.logger.warn("signing key rotated; deleting keys past their use failed (the next rotation or prune deletes them)", describeError(error));
+      }
       ctx.keyring.invalidate();
       ctx.events.emit({ type: "signing_key.rotated", kid: record.kid, alg: record.alg, activates_at: activatesAt, immediate: options.now === true, automatic: false, deleted, actor });
       return { kid: record.kid, activatesAt, deleted };

@@ -241,9 +241,8 @@ function setEnabled(enabled: boolean): ApiHandler {
     const account = await ctx.storage.accounts.get(id!);
     if (!account) throw unknown(`Account ${id}`);
     if (!enabled && account.id === session.account.id) throw invalid("You cannot disable your own account.");
+    // Disabling also revokes its refresh tokens and deletes its console sessions (admin.setAccountEnabled).
     await admin(() => adminOf(ctx, session).setAccountEnabled(account.username, enabled), { missing: `Account ${id}` });
-    // The session check reads the account on every call too; deleting the sessions is the belt to those braces.
-    if (!enabled) await ctx.storage.sessions.deleteByAccount(account.id);
     const updated = await ctx.storage.accounts.get(account.id);
     return json(200, accountView(updated ?? { ...account, enabled }));
   };

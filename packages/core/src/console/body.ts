@@ -1,3 +1,4 @@
+import { MAX_TTL_SECONDS } from "../admin/clients.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import type { JsonMediaPolicy } from "../http/api-json.js";
 import { JsonNumber, type JsonValue } from "../util/json.js";
@@ -60,8 +61,8 @@ export function optionalSeconds(body: JsonObject, name: string): number | null {
   if (v === undefined || v === null) return null;
   if (!(v instanceof JsonNumber) || !v.isInteger) throw bad(ApiErrorCode.wrongType, `${name} must be an integer number of seconds.`);
   const n = Number(v.raw);
-  if (!Number.isSafeInteger(n) || n < 1 || n > 10 * 365 * 24 * 3600) {
-    throw bad(ApiErrorCode.invalidValue, `${name} must be from 1 to ${10 * 365 * 24 * 3600} seconds.`);
+  if (!Number.isSafeInteger(n) || n < 1 || n > MAX_TTL_SECONDS) {
+    throw bad(ApiErrorCode.invalidValue, `${name} must be from 1 to ${MAX_TTL_SECONDS} seconds.`);
   }
   return n;
 }

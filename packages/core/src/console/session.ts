@@ -164,6 +164,8 @@ export async function requireSession(ctx: Context, request: ConsoleRequest): Pro
     throw notSignedIn();
   }
   if (!account.roles.includes(ctx.console!.adminRole)) {
+    // Ended, not paused: giving the role back must not bring this session back.
+    await ctx.storage.sessions.delete(idHash);
     throw new ApiError(403, ApiErrorCode.consoleNotAdmin, "This account is not a console administrator.");
   }
   return { record, account, csrfToken: await csrfTokenFor(sessionId) };

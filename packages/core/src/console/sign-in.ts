@@ -25,12 +25,9 @@ export async function signIn(ctx: Context, request: ConsoleRequest): Promise<Pla
   const username = requiredString(body, "username", MAX_CREDENTIAL_LENGTH);
   const password = requiredString(body, "password", MAX_CREDENTIAL_LENGTH);
   // Plus a per-address budget across usernames (finding 2 of the security review).
-  const account = await checkPassword(ctx, username, password, request.clientIp, { source: "console", clientId: null }, consoleAddressBudget(request.clientIp));
+  // An account without the admin role gets the same 401 as a wrong password (and counts as a failure).
+  const account = await checkPassword(ctx, username, password, request.clientIp, { source: "console", clientId: null }, consoleAddressBudget(request.clientIp), ctx.console!.adminRole);
   if (!account) throw badCredentials();
-  if (!account.roles.includes(ctx.console!.adminRole)) {
-    ctx.events.emit({ type: "account.login_failed", username, reason: "not_admin", source: "console", client_id: null, client_ip: request.clientIp ?? null });
-    throw new ApiError(403, ApiErrorCode.consoleNotAdmin, "This account is not a console administrator.");
-  }
   const { sessionId, csrfToken, expiresAt } = await createSession(ctx, account);
   ctx.events.emit({ type: "console.signed_in", account_id: account.id, username: account.username, client_ip: request.clientIp ?? null });
   return json(200, sessionBody(ctx, { username: account.username, displayName: account.displayName, csrfToken, expiresAt }), {

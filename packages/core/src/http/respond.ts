@@ -43,7 +43,7 @@ const TOO_MANY_CHECKS = "Too many sign-in attempts at once; retry after the time
 /** Headers every token-endpoint response carries (RFC 6749 §5.1). */
 export const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" } as const;
 
-function describe(error: unknown): Record<string, unknown> {
+export function describeError(error: unknown): Record<string, unknown> {
   if (error instanceof Error) {
     const cause = error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message}` : undefined;
     return { name: error.name, message: error.message, ...(cause ? { cause } : {}) };
@@ -69,10 +69,10 @@ export function errorResponse(error: unknown, surface: "oauth" | "api", logger: 
     let e: OAuthError;
     if (error instanceof OAuthError) e = error;
     else if (error instanceof StorageError) {
-      logger.error("storage unavailable", describe(error));
+      logger.error("storage unavailable", describeError(error));
       e = new OAuthError("temporarily_unavailable", "The service is temporarily unavailable; retry later.");
     } else {
-      logger.error("unexpected error at the token endpoint", describe(error));
+      logger.error("unexpected error at the token endpoint", describeError(error));
       e = new OAuthError("server_error", "The server encountered an unexpected error.");
     }
     const headers: Record<string, string> = { ...NO_STORE };
@@ -84,12 +84,12 @@ export function errorResponse(error: unknown, surface: "oauth" | "api", logger: 
   let e: ApiError;
   if (error instanceof ApiError) e = error;
   else if (error instanceof StorageError) {
-    logger.error("storage unavailable", describe(error));
+    logger.error("storage unavailable", describeError(error));
     e = new ApiError(503, ApiErrorCode.storageUnavailable, "The service is temporarily unavailable; retry later.", {
       "retry-after": "5",
     });
   } else {
-    logger.error("unexpected error", describe(error));
+    logger.error("unexpected error", describeError(error));
     e = new ApiError(500, ApiErrorCode.internal, "The server encountered an unexpected error.");
   }
   return json(e.status, { error: e.code, message: e.message }, e.headers);

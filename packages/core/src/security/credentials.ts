@@ -65,7 +65,8 @@ export function passwordClientBudget(clientId: string): PasswordBudget {
  * for the console, per client for the grant) bounds guesses across usernames; a success resets
  * the username's keys and gives the budget back only its own count. At most
  * `maxConcurrentPasswordChecks` checks run at once: a further one is refused
- * (TooManyAttemptsError, reason `busy`) before anything is counted.
+ * (TooManyAttemptsError, reason `busy`) before anything is counted. With `requiredRole`, an
+ * account without it is refused (null) like a wrong password.
  */
 export async function checkPassword(
   ctx: Context,
@@ -74,6 +75,7 @@ export async function checkPassword(
   clientIp: string | undefined,
   from: { source: LoginSource; clientId: string | null },
   budget?: PasswordBudget,
+  requiredRole?: string,
 ): Promise<AccountRecord | null> {
   // A username is named only when such an account exists: an unknown one may be a password typed
   // into the wrong field, and no event may hold a password.
@@ -93,7 +95,7 @@ export async function checkPassword(
   }
   checks.inFlight++;
   try {
-    return await checkPasswordNow(ctx, username, password, clientIp, budget, failure, from.source);
+    return await checkPasswordNow(ctx, username, password, clientIp, budget, failure, from.source, requiredRole);
   } finally {
     checks.inFlight--;
   }
@@ -133,6 +135,7 @@ async function checkPasswordNow(
   budget: PasswordBudget | undefined,
   failure: (known: boolean, reason: LoginFailure) => EventInput,
   source: LoginSource,
+  requiredRole: string | undefined,
 ): Promise<AccountRecord | null> {
   const failed = (known: boolean, reason: LoginFailure) => ctx.events.emit(failure(known, reason));
   const [pair, user] = credentialKeys("password", username, clientIp) as [ThrottleKey, ThrottleKey];
@@ -160,9 +163,13 @@ async function checkPasswordNow(
   }
   const account = await ctx.storage.accounts.findByUsername(username);
   const ok = await verifyPassword(password, account?.passwordHash ?? (await ctx.dummyPasswordHash()));
-  // Already counted by attempt(): nothing more to record on failure.
-  if (!account || !ok || !account.enabled) {
-    failed(account !== null, !account ? "unknown_username" : !ok ? "invalid_password" : "account_disabled");
+  // Already counted by attempt(): nothing more to record on failure. An account without the
+  // required role (the console's admin role) fails like a wrong password, after the password is
+  // checked and without the success's reset: an answer of its own would tell anyone, with no
+  // client secret, that a password is right.
+  const refused = !account ? "unknown_username" : !ok ? "invalid_password" : !account.enabled ? "account_disabled" : requiredRole !== undefined && !account.roles.includes(requiredRole) ? "not_admin" : null;
+  if (refused !== null) {
+    failed(account !== null, refused);
     return null;
   }
   // The username's keys are reset; the budget gets back only this attempt's own count, so a
