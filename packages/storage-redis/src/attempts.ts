@@ -61,8 +61,12 @@ const DELETE_EXPIRED = script(`
 local before = tonumber(ARGV[1])
 ${expiredBatchLoop(3)}  local record = ARGV[2] .. id
   local ws = redis.call('HGET', record, 'w')
-  if ws and tonumber(ws) <= before then
-    redis.call('DEL', record)
+  if ws then
+    if tonumber(ws) <= before then
+      redis.call('DEL', record)
+      n = n + 1
+    end
+  else
     n = n + 1
   end
 end

@@ -44,15 +44,22 @@ export async function openRedisHotStoresFromEnv(env: Record<string, string | und
   const keyPrefix = env.PLANTGATE_REDIS_KEY_PREFIX || DEFAULT_KEY_PREFIX;
   const shown = redactRedisUrl(url);
   let connected = false;
-  const client = createClient({
-    url,
-    disableOfflineQueue: true,
-    socket: {
-      connectTimeout: 5000,
-      // Before the first connection: give up (start-up fails); after it: retry, backing off to 2 s.
-      reconnectStrategy: (retries: number, cause: Error) => (connected ? Math.min(50 * 2 ** retries, 2000) : cause),
-    },
-  });
+  let client: ReturnType<typeof createClient>;
+  try {
+    client = createClient({
+      url,
+      disableOfflineQueue: true,
+      socket: {
+        connectTimeout: 5000,
+        // Before the first connection: give up (start-up fails); after it: retry, backing off to 2 s.
+        reconnectStrategy: (retries: number, cause: Error) => (connected ? Math.min(50 * 2 ** retries, 2000) : cause),
+      },
+    });
+  } catch {
+    // node-redis parses the URL here; its TypeError (e.g. Node's "Invalid URL") carries the whole
+    // URL, password included, in its `input`: neither it nor its message is passed on.
+    throw new RedisConfigError(`PLANTGATE_REDIS_URL is not a valid Redis URL: ${shown}`);
+  }
   // Errors reach the core as rejected commands (StorageError, 503); the event only needs a listener.
   client.on("error", () => {});
   try {

@@ -88,7 +88,8 @@ export function redisHotStores(client: RedisScriptClient, options: RedisHotStore
   const marginMs = options.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS;
   if (!Number.isSafeInteger(marginMs) || marginMs < 1) throw new RangeError("expiryMarginMs must be a positive integer (milliseconds)");
   const timeoutMs = options.commandTimeoutMs ?? nodeRedisTimeout(client);
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0) throw new RangeError("commandTimeoutMs must be a non-negative integer (milliseconds)");
+  // A timer longer than 2^31 - 1 ms fires at once in Node (and in browsers): every command would time out.
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > 2_147_483_647) throw new RangeError("commandTimeoutMs must be an integer from 0 to 2147483647 (milliseconds)");
   const ctx: HotContext = { client: timeoutMs > 0 ? timed(client, timeoutMs) : client, prefix: options.keyPrefix ?? DEFAULT_KEY_PREFIX, clock: options.clock ?? Date.now, marginMs };
   return {
     attempts: redisAttemptStore(ctx),

@@ -5,12 +5,21 @@ import { expiredBatchLoop, integer, keepFor, run, script, text } from "./scripts
 // Keys: `{prefix}s:k:{idHash}` a hash {a: accountId, c: csrfHash, t: createdAt, e: expiresAt};
 // `{prefix}s:i` a sorted set of idHashes scored by expiresAt, for `deleteExpired(now)`;
 // `{prefix}s:u:{accountId}` the set of that account's idHashes, for `deleteByAccount`, expiring
-// with its longest session. An index may still name a session Redis has expired; every script
-// reads the record before it counts it, so such leftovers are never counted.
+// with its longest session. An index may still name a session Redis has expired: deleteExpired
+// counts taking such an entry off as deleting it (it is the last of that session), so prune's
+// batches come back full while a backlog of them is left (see DELETE_EXPIRED_STAMPED).
 
-/** KEYS: record, index, account set. ARGV: idHash, accountId, csrfHash, createdAt, expiresAt, keep. */
+/**
+ * KEYS: record, index, account set. ARGV: idHash, accountId, csrfHash, createdAt, expiresAt, keep,
+ * record key prefix. The account set first loses the sessions Redis has expired: each sign-in
+ * extends the set's life, so under sign-ins that overlap it never expired and gained one dead
+ * member per sign-in (read whole by deleteByAccount).
+ */
 const CREATE = script(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[3])) do
+  if redis.call('EXISTS', ARGV[7] .. id) == 0 then redis.call('SREM', KEYS[3], id) end
+end
 redis.call('HSET', KEYS[1], 'a', ARGV[2], 'c', ARGV[3], 't', ARGV[4], 'e', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[6])
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
@@ -53,9 +62,13 @@ const DELETE_EXPIRED = script(`
 local now = tonumber(ARGV[1])
 ${expiredBatchLoop(4)}  local record = ARGV[2] .. id
   local r = redis.call('HMGET', record, 'a', 'e')
-  if r[1] and tonumber(r[2]) <= now then
-    redis.call('DEL', record)
-    redis.call('SREM', ARGV[3] .. r[1], id)
+  if r[1] then
+    if tonumber(r[2]) <= now then
+      redis.call('DEL', record)
+      redis.call('SREM', ARGV[3] .. r[1], id)
+      n = n + 1
+    end
+  else
     n = n + 1
   end
 end
@@ -80,7 +93,7 @@ export function redisSessionStore(ctx: HotContext): SessionStore {
         CREATE,
         "sessions.create",
         [recordPrefix + record.idHash, index, accountPrefix + record.accountId],
-        [record.idHash, record.accountId, record.csrfHash, String(record.createdAt), String(record.expiresAt), keep],
+        [record.idHash, record.accountId, record.csrfHash, String(record.createdAt), String(record.expiresAt), keep, recordPrefix],
       );
       return integer(created) === 1;
     },

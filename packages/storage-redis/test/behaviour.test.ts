@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createServer } from "node:net";
-import { createPlantgate, StorageError, type Storage } from "@plantgate/core";
+import { createMemoryStorage, createPlantgate, StorageError, type Storage } from "@plantgate/core";
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -64,6 +64,7 @@ describeIfRedis("redis hot stores: behaviour", problem, () => {
     await hot.attempts.increment("t:short", now, 100);
     await hot.revokedTokens.add("jti-short", now + 100);
     await hot.sessions.create({ idHash: "hash-short", accountId: "acct-1", csrfHash: "csrf", createdAt: now, expiresAt: now + 100 });
+    expect(await hot.assertionJtis.use("assertion-short", now + 100)).toBe(true);
     expect([await hot.attempts.get("t:short"), await hot.revokedTokens.has("jti-short"), await hot.sessions.get("hash-short")]).toEqual([
       { key: "t:short", count: 1, windowStart: now },
       true,
@@ -71,12 +72,56 @@ describeIfRedis("redis hot stores: behaviour", problem, () => {
     ]);
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect([await hot.attempts.get("t:short"), await hot.revokedTokens.has("jti-short"), await hot.sessions.get("hash-short")]).toEqual([null, false, null]);
-    // Only the indexes remain, until the core's next deleteExpired trims them.
-    expect(await keysUnder(client, p)).toEqual([`${p}a:i`, `${p}r:i`, `${p}s:i`]);
-    expect(await hot.sessions.deleteExpired(now + 1000), "a session Redis expired is not counted again").toBe(0);
-    expect(await hot.revokedTokens.deleteExpired(now + 1000)).toBe(0);
-    expect(await hot.attempts.deleteExpired(now + 1000)).toBe(0);
+    // Only the indexes remain, until the core's next deleteExpired trims them; taking such an entry
+    // off is the last of deleting it, so it counts (prune calls again while batches come back full).
+    expect(await keysUnder(client, p)).toEqual([`${p}a:i`, `${p}j:i`, `${p}r:i`, `${p}s:i`]);
+    expect(await hot.sessions.deleteExpired(now + 1000)).toBe(1);
+    expect(await hot.revokedTokens.deleteExpired(now + 1000)).toBe(1);
+    expect(await hot.attempts.deleteExpired(now + 1000)).toBe(1);
+    expect(await hot.assertionJtis.deleteExpired(now + 1000)).toBe(1);
     expect(await keysUnder(client, p)).toEqual([]);
+    expect(await hot.sessions.deleteExpired(now + 1000), "nothing is counted twice").toBe(0);
+  });
+
+  it("prune clears a backlog of index entries whose records Redis expired, however many batches it takes (the used-assertion index had no other sweep)", async () => {
+    const p = prefix();
+    const hot = redisHotStores(client, { keyPrefix: p, expiryMarginMs: 100 });
+    const app = createPlantgate({ storage: { ...createMemoryStorage(), ...hot }, logger: { error() {}, warn() {} } });
+    const now = Date.now();
+    for (let i = 0; i < 25; i++) {
+      expect(await hot.assertionJtis.use(`assertion-${i}`, now + 50)).toBe(true);
+      await hot.revokedTokens.add(`jti-${i}`, now + 50);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await keysUnder(client, p)).toEqual([`${p}j:i`, `${p}r:i`]);
+    const counts = await app.admin.prune({ batchSize: 10 });
+    expect([counts.assertionJtis, counts.revokedTokens]).toEqual([25, 25]);
+    expect(await keysUnder(client, p)).toEqual([]);
+  });
+
+  it("an account's session set loses the sessions Redis expired at its next sign-in, so overlapping sign-ins do not grow it", async () => {
+    const p = prefix();
+    const hot = redisHotStores(client, { keyPrefix: p, expiryMarginMs: 100 });
+    for (let i = 0; i < 30; i++) {
+      const now = Date.now();
+      // Each lives 20 ms plus the 100 ms margin: about four overlap at any time.
+      expect(await hot.sessions.create({ idHash: `hash-${i}`, accountId: "acct-1", csrfHash: "csrf", createdAt: now, expiresAt: now + 20 })).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    expect(await client.sCard(`${p}s:u:acct-1`)).toBeLessThanOrEqual(6);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const now = Date.now();
+    expect(await hot.sessions.create({ idHash: "hash-last", accountId: "acct-1", csrfHash: "csrf", createdAt: now, expiresAt: now + 60_000 })).toBe(true);
+    expect(await client.sMembers(`${p}s:u:acct-1`)).toEqual(["hash-last"]);
+    expect(await hot.sessions.deleteByAccount("acct-1")).toBe(1);
+  });
+
+  it("options are checked at once: a margin below 1 ms, a command timeout past the largest timer (2^31 - 1 ms, longer fires at once) or below 0", () => {
+    expect(() => redisHotStores(client, { expiryMarginMs: 0 })).toThrow(new RangeError("expiryMarginMs must be a positive integer (milliseconds)"));
+    for (const commandTimeoutMs of [2 ** 31, -1, 1.5]) {
+      expect(() => redisHotStores(client, { commandTimeoutMs })).toThrow(new RangeError("commandTimeoutMs must be an integer from 0 to 2147483647 (milliseconds)"));
+    }
+    expect(() => redisHotStores(client, { commandTimeoutMs: 2 ** 31 - 1 })).not.toThrow();
   });
 
   it("two key prefixes are two separate stores on one Redis database", async () => {

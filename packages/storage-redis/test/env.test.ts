@@ -1,3 +1,4 @@
+import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openRedisHotStoresFromEnv, RedisConfigError } from "../src/env.js";
 import { connect, describeIfRedis, dropPrefix, freshPrefix, probeRedis, REDIS_URL, type TestClient } from "./support.js";
@@ -19,6 +20,18 @@ describe("openRedisHotStoresFromEnv: configuration", () => {
     expect(error).toBeInstanceOf(RedisConfigError);
     expect((error as Error).message).toMatch(/^cannot reach Redis at redis:\/\/user:\*\*\*@127\.0\.0\.1:1\/: .+/);
     expect((error as Error).message).not.toContain("hunter2");
+  });
+
+  it("a malformed URL (a port out of range, a database that is no number) is a RedisConfigError that holds the password nowhere, cause included", async () => {
+    for (const [url, shown] of [
+      ["redis://:hunter2-secret@127.0.0.1:99999", "redis://*** (not a valid URL: shown without its address)"],
+      ["redis://:hunter2-secret@127.0.0.1:6379/abc", "redis://:***@127.0.0.1:6379/abc"],
+    ] as const) {
+      const error = await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: url }).catch((e: unknown) => e);
+      expect(error).toEqual(new RedisConfigError(`PLANTGATE_REDIS_URL is not a valid Redis URL: ${shown}`));
+      expect((error as Error).cause).toBeUndefined();
+      expect(inspect(error, { depth: 10 })).not.toContain("hunter2");
+    }
   });
 });
 
