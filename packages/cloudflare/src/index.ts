@@ -177,20 +177,31 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   };
   return {
     async scheduled(controller, env) {
+      let app: Plantgate | undefined;
       try {
-        const app = await instanceFor(env);
+        app = await instanceFor(env);
         onPrune(await app.admin.prune(), controller);
       } catch (error) {
         logger.error("plantgate scheduled prune failed", { error: error instanceof Error ? error.message : String(error) });
         throw error;
+      } finally {
+        // The events of this invocation (a first one also bootstraps: client.created, account.created)
+        // reach the onEvent hook and the audit store before it ends, as fetch's waitUntil does.
+        await app?.flushEvents();
       }
     },
     async fetch(request, env, executionCtx) {
       if (request.body === null) return answer(request, env, executionCtx);
       const upload = readUploadToEnd(request.body, discardBytes, discardMs);
       try {
+        // A GET or HEAD may arrive with a body (a client or proxy that always sends Content-Length:
+        // 0): no Request can be made with one (the constructor throws: a 500, error 1101 on
+        // Cloudflare), and plantgate reads none, so it gets the request without, and the upload
+        // is read to its end as any unread one is.
+        const bodiless = request.method === "GET" || request.method === "HEAD";
         // duplex: a stream body needs it outside workerd (Node's undici), workerd ignores it.
-        return await answer(new Request(request, { body: upload.body, duplex: "half" } as RequestInit), env, executionCtx);
+        const forwarded = bodiless ? new Request(request.url, { method: request.method, headers: request.headers }) : new Request(request, { body: upload.body, duplex: "half" } as RequestInit);
+        return await answer(forwarded, env, executionCtx);
       } finally {
         await upload.finish();
       }

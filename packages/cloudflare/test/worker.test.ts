@@ -109,6 +109,48 @@ describe("createWorker", () => {
     expect(await storedHash("cf-alice")).toMatch(/^\$pbkdf2-sha256\$i=1000,/);
   });
 
+  it("a GET or HEAD that arrives with a body (Content-Length: 0, or bytes) is answered as without one, and the body is read to its end", async () => {
+    const worker = createWorker({ logger: recorded });
+    const env: Record<string, unknown> = { DB: database };
+    const plain = await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env);
+    expect(plain.status).toBe(200);
+    const expected = await plain.text();
+    for (const method of ["GET", "HEAD"]) {
+      for (const bytes of ["", "hello"]) {
+        let closed = false;
+        const body = new ReadableStream<Uint8Array>({
+          start(controller) {
+            if (bytes !== "") controller.enqueue(new TextEncoder().encode(bytes));
+          },
+          pull(controller) {
+            closed = true;
+            controller.close();
+          },
+        });
+        // workerd hands such a request over with a non-null body; no Request constructor makes one.
+        const request = { method, url: "http://worker.test/.well-known/jwks.json", headers: new Headers({ "content-length": String(bytes.length) }), body } as unknown as Request;
+        const res = await worker.fetch(request, env);
+        expect([method, bytes, res.status, await res.text(), closed]).toEqual([method, bytes, 200, method === "HEAD" ? "" : expected, true]);
+      }
+    }
+  });
+
+  it("a scheduled run hands its events (a first run's bootstrap ones too) to the onEvent hook before it ends", async () => {
+    const events: string[] = [];
+    const worker = createWorker({
+      logger: recorded,
+      onPrune: () => {},
+      // A hook that takes its time: the run must wait for it.
+      onEvent: async (e) => {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        events.push(e.type);
+      },
+    });
+    const env = { DB: database, PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-scheduled", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "cf-scheduled-secret-0123456789", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" };
+    await worker.scheduled({ cron: "0 * * * *", scheduledTime: Date.now() }, env);
+    expect(events).toContain("client.created");
+  });
+
   it("CF-Connecting-IP is the client address of the brute-force counters (kept in D1)", async () => {
     const env = {
       DB: database,

@@ -166,6 +166,16 @@ export function describeOversizedUploads(srv: () => RunningTarget): void {
     cases();
   });
 
+  it("a GET that comes with a body (Content-Length: 0, as some clients and proxies send, or bytes) is answered as one without", async () => {
+    const url = `${srv().baseUrl}/.well-known/jwks.json`;
+    const plain = await fetch(url);
+    const expected = { status: 200, text: await plain.text() };
+    for (const body of ["", "hello"]) {
+      const r = await rawUpload(url, body, { method: "GET" });
+      expect({ body, status: r.status, text: r.text }).toEqual({ body, ...expected });
+    }
+  });
+
   describe("oversized uploads over raw sockets, while another process loads the CPU", () => {
     let stop: (() => Promise<void>) | undefined;
     beforeAll(async () => {
