@@ -664,10 +664,17 @@
   });
 
   $button("sign-out").addEventListener("click", async () => {
+    showError("sign-out-error", null);
     try {
       await call("POST", "/session/sign-out");
-    } catch {
-      // Signed out either way: the session is gone or unusable.
+    } catch (e) {
+      // 401: the session had ended already. Anything else (the server unreachable, a 503) may have
+      // left it valid, and its cookie is HttpOnly: showing the sign-in view would let the next
+      // person at this browser in with a reload. Say so instead.
+      if (!(e instanceof ApiFailure && e.status === 401)) {
+        showError("sign-out-error", "Signing out failed (" + (e instanceof Error ? e.message : String(e)) + "); you are still signed in. Try again.");
+        return;
+      }
     }
     state.session = null;
     history.replaceState(null, "", location.pathname);

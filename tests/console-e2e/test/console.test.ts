@@ -266,9 +266,30 @@ for (const target of TARGETS) (present || CI ? describe : describe.skip)(`${name
     await page.setViewportSize({ width: 1280, height: 860 });
   });
 
+  it("a sign-out that fails (the server unreachable, a 503) says so and stays signed in: the session still works", async () => {
+    for (const failure of ["unreachable", "503"] as const) {
+      await page.route("**/console/api/session/sign-out", (route) =>
+        failure === "unreachable" ? route.abort() : route.fulfill({ status: 503, contentType: "application/json", body: '{"error":1503,"message":"The service is temporarily unavailable; retry later."}' }),
+      );
+      await page.getByRole("button", { name: "Sign out" }).click();
+      const alert = page.locator("#sign-out-error");
+      await alert.waitFor({ state: "visible" });
+      expect(await alert.textContent()).toBe(
+        `Signing out failed (${failure === "unreachable" ? "The server could not be reached." : "The service is temporarily unavailable; retry later."}); you are still signed in. Try again.`,
+      );
+      expect(await page.locator("#view-sign-in").isHidden()).toBe(true);
+      expect(await page.locator("#whoami").isVisible()).toBe(true);
+      expect(await page.evaluate(async () => (await fetch("/console/api/session")).status)).toBe(200);
+      await page.unroute("**/console/api/session/sign-out");
+    }
+    // The failures this test made are not problems of the page.
+    for (let i = problems.length - 1; i >= 0; i--) if (/sign-out|ERR_FAILED|status of 503/.test(problems[i]!)) problems.splice(i, 1);
+  });
+
   it("signs out: the session is gone on the server and the cookie in the browser", async () => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    expect(await page.locator("#sign-out-error").isHidden()).toBe(true);
     expect(await context.cookies()).toEqual([]);
     const status = await page.evaluate(async () => (await fetch("/console/api/session")).status);
     expect(status).toBe(401);
