@@ -130,6 +130,8 @@ export function createClient(options: ClientOptions): PlantgateClient {
     // Looked up per call (so a fetch installed later is used) and called unbound-safe.
     fetch = (url, init) => globalThis.fetch(url, init);
   }
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > 2_147_483_647) throw new TypeError("timeoutMs must be an integer from 0 to 2147483647");
   const clock = options.clock ?? Date.now;
   if (typeof clock !== "function") throw new TypeError("clock must be a function returning epoch milliseconds");
   const tokenCache = options.tokenCache ?? null;
@@ -149,13 +151,14 @@ export function createClient(options: ClientOptions): PlantgateClient {
     credentials,
     keepCredentials: options.keepCredentials ?? true,
     fetch,
+    timeoutMs,
     clock,
     refreshSkewMs: skew * 1000,
     tokenCache,
     cacheKey,
   });
 
-  const call = (method: "GET" | "POST", path: string, body?: string) => authorized(tokens, fetch, baseUrl + path, method, body);
+  const call = (method: "GET" | "POST", path: string, body?: string) => authorized(tokens, fetch, timeoutMs, baseUrl + path, method, body);
 
   async function listAccounts(params: ListAccountsParams = {}): Promise<AccountPage> {
     const query = new URLSearchParams();
@@ -179,6 +182,9 @@ export function createClient(options: ClientOptions): PlantgateClient {
     async *accounts(params = {}) {
       for (let page = 1; ; page++) {
         const result = await listAccounts({ page, ...(params.pageSize === undefined ? {} : { pageSize: params.pageSize }) });
+        // A server (or a proxy dropping the query) that answers another page than asked would
+        // make the walk repeat that page without end.
+        if (result.page !== page) throw new NetworkError("unexpected_response", `GetAccountList: asked for page ${page}, got page ${result.page}`, 200);
         yield* result.accounts;
         // totalPages is re-read on every page, so accounts added while walking extend the walk.
         if (page >= result.totalPages || result.accounts.length === 0) return;
@@ -201,12 +207,12 @@ export function createClient(options: ClientOptions): PlantgateClient {
  * sent once more: the API checks the token before reading the body and stores nothing on a 401,
  * so repeating even a POST is safe. A second 401 is returned to the caller (an ApiError).
  */
-async function authorized(tokens: TokenManager, fetch: FetchLike, url: string, method: "GET" | "POST", body?: string): Promise<ReadResponse> {
+async function authorized(tokens: TokenManager, fetch: FetchLike, timeoutMs: number, url: string, method: "GET" | "POST", body?: string): Promise<ReadResponse> {
   const attempt = async () => {
     const token = await tokens.getToken();
     const headers: Record<string, string> = { authorization: `Bearer ${token.accessToken}`, accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
-    return { token, response: await send(fetch, url, body === undefined ? { method, headers, redirect: "manual" } : { method, headers, body, redirect: "manual" }) };
+    return { token, response: await send(fetch, url, body === undefined ? { method, headers, redirect: "manual" } : { method, headers, body, redirect: "manual" }, timeoutMs) };
   };
   const first = await attempt();
   if (first.response.status !== 401) return first.response;

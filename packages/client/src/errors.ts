@@ -100,7 +100,9 @@ export type NetworkErrorReason =
   /** JSON arrived but not in the shape the protocol promises (wrong server, wrong base URL). */
   | "unexpected_response"
   /** The server answered with a redirect (3xx); it is never followed, since every call carries credentials. */
-  | "redirect_refused";
+  | "redirect_refused"
+  /** No complete answer (status, headers and body) within the client's `timeoutMs`; the request was aborted. */
+  | "timeout";
 
 /**
  * No usable answer: the request never completed, or what came back is not plantgate's protocol.

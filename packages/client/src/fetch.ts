@@ -10,6 +10,8 @@ export interface FetchInit {
   headers: Record<string, string>;
   body?: string;
   redirect: "manual";
+  /** Aborted when the client's `timeoutMs` passes (absent with `timeoutMs: 0`); a fetch may ignore it, the deadline holds anyway. */
+  signal?: AbortSignal;
 }
 
 /** Status 0 is what a browser's fetch shows for a redirect under `redirect: "manual"` (an opaque redirect). */
@@ -41,8 +43,32 @@ export interface ReadResponse {
   text: string;
 }
 
-/** Sends one request; a rejected fetch or an unreadable body becomes a {@link NetworkError}. */
-export async function send(fetch: FetchLike, url: string, init: FetchInit): Promise<ReadResponse> {
+/**
+ * Sends one request; a rejected fetch or an unreadable body becomes a {@link NetworkError}. With
+ * `timeoutMs` (> 0), the answer, body included, must be complete by then: past it the request's
+ * signal is aborted and the call fails with a {@link NetworkError} `timeout`, whether or not the
+ * fetch heeds the signal (a test double, an in-process app, a hook that hangs), so a hung server
+ * never holds the caller, nor the callers waiting on one shared token request, for longer.
+ */
+export async function send(fetch: FetchLike, url: string, init: FetchInit, timeoutMs = 0): Promise<ReadResponse> {
+  if (timeoutMs <= 0) return exchange(fetch, url, init);
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new NetworkError("timeout", `${init.method} ${pathOf(url)} got no complete answer within ${timeoutMs} ms`));
+      controller.abort();
+    }, timeoutMs);
+  });
+  try {
+    // The exchange's own rejection after the abort is handled by the race (and ignored).
+    return await Promise.race([exchange(fetch, url, { ...init, signal: controller.signal }), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function exchange(fetch: FetchLike, url: string, init: FetchInit): Promise<ReadResponse> {
   let response: FetchResponse;
   try {
     response = await fetch(url, init);

@@ -20,6 +20,8 @@ export interface TokenManagerConfig {
   credentials: PasswordCredentials | null;
   keepCredentials: boolean;
   fetch: FetchLike;
+  /** Each request's deadline (see `send`); 0: none. */
+  timeoutMs: number;
   clock: () => number;
   refreshSkewMs: number;
   tokenCache: TokenCache | null;
@@ -86,12 +88,24 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     return isCachedToken(t) ? t : null;
   }
 
-  /** The newest refresh token known: ours, or the cache's when another process rotated it later. */
+  /**
+   * Refresh tokens this process has rotated away (presented and got a new one for): the server
+   * takes any of them, presented again after its grace window, as reuse and revokes the family.
+   * Bounded: only recent ones can still be in a cache.
+   */
+  const rotatedAway = new Set<string>();
+
+  /**
+   * The refresh token to present: the cache's, unless this process rotated it away already (then
+   * ours, which replaced it); ours without a cache entry. Never decided by comparing `obtainedAt`:
+   * that is each host's own clock, and a host whose clock ran ahead took its own older token for
+   * the newer one, presented a rotated token and got the family revoked (everyone signed out).
+   */
   function newestRefreshToken(cached: CachedToken | null): string | null {
-    const mine = current?.refreshToken ? current : null;
-    const theirs = cached?.refreshToken ? cached : null;
-    if (mine && theirs) return theirs.obtainedAt >= mine.obtainedAt ? theirs.refreshToken : mine.refreshToken;
-    return (theirs ?? mine)?.refreshToken ?? null;
+    const mine = current?.refreshToken ?? null;
+    const theirs = cached?.refreshToken ?? null;
+    if (theirs !== null && !rotatedAway.has(theirs)) return theirs;
+    return mine ?? theirs;
   }
 
   async function tokenRequest(
@@ -117,7 +131,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     }
     // Expiry counts from before the request, so network time is on the safe side.
     const startedAt = clock();
-    const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" });
+    const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, config.timeoutMs);
     return toCachedToken(response, grantType, startedAt, previous);
   }
 
@@ -137,7 +151,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     if (refreshToken !== null) {
       const scope = (cached?.refreshToken === refreshToken ? cached.scope : current?.scope) ?? config.scope ?? "";
       try {
-        return { token: await tokenRequest("refresh_token", { refresh_token: refreshToken }, { refreshToken, scope }), cached: false };
+        const token = await tokenRequest("refresh_token", { refresh_token: refreshToken }, { refreshToken, scope });
+        if (token.refreshToken !== refreshToken) {
+          rotatedAway.add(refreshToken);
+          if (rotatedAway.size > 16) rotatedAway.delete(rotatedAway.values().next().value!);
+        }
+        return { token, cached: false };
       } catch (error) {
         if (!(error instanceof OAuthError && error.error === "invalid_grant")) throw error;
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
@@ -193,6 +212,9 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
 
 const WHAT = "token endpoint";
 
+/** A token as it may go into a header or a form: visible ASCII, no space. */
+const TOKEN_TEXT = /^[\x21-\x7e]+$/;
+
 /** Reads a token-endpoint response: a token on 2xx, an {@link OAuthError} or {@link NetworkError} otherwise. */
 function toCachedToken(
   response: ReadResponse,
@@ -213,6 +235,10 @@ function toCachedToken(
   if (!isObject(body) || typeof body.access_token !== "string" || body.access_token === "") {
     throw unexpected(response, WHAT, "no access_token in the response");
   }
+  // Visible ASCII only (RFC 6750's b64token is a subset): the token goes into an Authorization
+  // header, and a fetch refusing a header value with a line break or NUL quotes the value (the
+  // token) in its error, which would reach messages and logs.
+  if (!TOKEN_TEXT.test(body.access_token)) throw unexpected(response, WHAT, "access_token holds characters other than visible ASCII");
   if (typeof body.token_type !== "string" || body.token_type.toLowerCase() !== "bearer") {
     throw unexpected(response, WHAT, "token_type is not Bearer");
   }
@@ -226,6 +252,7 @@ function toCachedToken(
   if (body.refresh_token !== undefined && (typeof body.refresh_token !== "string" || body.refresh_token === "")) {
     throw unexpected(response, WHAT, "refresh_token is not a string");
   }
+  if (typeof body.refresh_token === "string" && !TOKEN_TEXT.test(body.refresh_token)) throw unexpected(response, WHAT, "refresh_token holds characters other than visible ASCII");
   return {
     accessToken: body.access_token,
     tokenType: "Bearer",

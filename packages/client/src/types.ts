@@ -98,6 +98,13 @@ export interface ClientOptions {
   keepCredentials?: boolean;
   /** Default: the global `fetch`, looked up at call time. */
   fetch?: FetchLike;
+  /**
+   * Milliseconds a request (token or API) may take, body included, before it is aborted and fails
+   * with the {@link NetworkError} `timeout` (default 30000; `0`: no deadline, up to 2147483647).
+   * Without one, a server that accepts the connection and never answers holds every caller (they
+   * share one token request) until the platform's own timeout, if it has one.
+   */
+  timeoutMs?: number;
   /** Current time in epoch milliseconds. Default `Date.now`. */
   clock?: () => number;
   /**

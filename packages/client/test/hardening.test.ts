@@ -1,0 +1,119 @@
+/**
+ * What a misbehaving server or network must not do to the client: hang it (a deadline on every
+ * request), sign its users out through host clock differences (the refresh token to present is not
+ * chosen by comparing clocks), loop it forever (a listing that answers another page), or put a
+ * token into an error message (tokens must be visible ASCII).
+ */
+import { createPlantgate, type SecurityEvent } from "@plantgate/core";
+import { describe, expect, it } from "vitest";
+import { createClient, NetworkError, type CachedToken, type FetchLike, type FetchResponse, type TokenCache } from "../src/index.js";
+import { manualClock } from "./support.js";
+
+const BASE = "https://platform.example.test";
+const SECRET_OPTIONS = { baseUrl: BASE, clientId: "third-party", clientSecret: "a-client-secret-0123456789" };
+
+const json = (status: number, body: unknown): FetchResponse => ({ status, headers: new Headers({ "content-type": "application/json" }), text: async () => JSON.stringify(body) });
+const TOKEN = { access_token: "an-access-token", token_type: "Bearer", expires_in: 3600 };
+
+describe("a deadline on every request (timeoutMs, default 30 s)", () => {
+  it("a token endpoint that never answers fails every waiting caller with NetworkError timeout, and the next call sends a new request", async () => {
+    let calls = 0;
+    let signal: AbortSignal | undefined;
+    let hang = true;
+    const fetch: FetchLike = (url, init) => {
+      calls++;
+      signal = init.signal;
+      if (hang) return new Promise<FetchResponse>(() => {});
+      return Promise.resolve(url.endsWith("/connect/token") ? json(200, TOKEN) : json(500, {}));
+    };
+    const client = createClient({ ...SECRET_OPTIONS, fetch, timeoutMs: 50 });
+    const waiting = await Promise.allSettled([client.getAccessToken(), client.getAccessToken(), client.getAccessToken()]);
+    expect(calls).toBe(1);
+    for (const r of waiting) {
+      expect(r.status).toBe("rejected");
+      const e = (r as PromiseRejectedResult).reason as NetworkError;
+      expect([e.constructor, e.reason, e.message, e.status]).toEqual([NetworkError, "timeout", "POST /UserService/connect/token got no complete answer within 50 ms", null]);
+    }
+    expect(signal?.aborted).toBe(true);
+    hang = false;
+    expect(await client.getAccessToken()).toBe("an-access-token");
+    expect(calls).toBe(2);
+  });
+
+  it("a body that never ends counts too, on API calls as on token requests", async () => {
+    const fetch: FetchLike = async (url) =>
+      url.endsWith("/connect/token") ? json(200, TOKEN) : { status: 200, headers: new Headers(), text: () => new Promise<string>(() => {}) };
+    const client = createClient({ ...SECRET_OPTIONS, fetch, timeoutMs: 50 });
+    const error = (await client.listAccounts().catch((e: unknown) => e)) as NetworkError;
+    expect([error.reason, error.message]).toEqual(["timeout", "GET /rbac/ServerCommand/GetAccountList got no complete answer within 50 ms"]);
+  });
+
+  it("is checked: an integer from 0 (none) to 2147483647", () => {
+    for (const timeoutMs of [-1, 1.5, 2 ** 31]) expect(() => createClient({ ...SECRET_OPTIONS, fetch: async () => json(200, TOKEN), timeoutMs })).toThrow(new TypeError("timeoutMs must be an integer from 0 to 2147483647"));
+    expect(() => createClient({ ...SECRET_OPTIONS, fetch: async () => json(200, TOKEN), timeoutMs: 0 })).not.toThrow();
+  });
+});
+
+describe("two hosts sharing a token cache, one's clock 60 s ahead", () => {
+  it("the host that runs ahead presents the cache's newer refresh token, not its own rotated one: nobody is signed out", async () => {
+    const server = manualClock(Date.UTC(2026, 10, 29));
+    const events: SecurityEvent[] = [];
+    const app = createPlantgate({ clock: server.now, passwordHashIterations: 1000, accessTokenTtl: 120, onEvent: (e) => void events.push(e), logger: { error() {}, warn() {} } });
+    const { clientSecret } = await app.admin.createClient({ clientId: "third-party" });
+    await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
+    const fetch: FetchLike = (url, init) => app.fetch(new Request(url, init));
+    const store = new Map<string, CachedToken>();
+    const tokenCache: TokenCache = { get: async (k) => store.get(k) ?? null, set: async (k, t) => void store.set(k, t) };
+    const options = { baseUrl: BASE, clientId: "third-party", clientSecret, scope: "Platform_UserAPIs offline_access", credentials: { username: "alice", password: "wonderland-42" }, keepCredentials: false, tokenCache, fetch };
+    const a = createClient({ ...options, clock: server.now });
+    const b = createClient({ ...options, clock: () => server.now() + 60_000 });
+    await b.getToken(); // t = 0: B signs in and caches RT1
+    server.advance(10);
+    await a.getToken(); // A takes RT1's token from the cache
+    await a.refresh(); // t = 10 s: A rotates RT1 to RT2 and caches it
+    server.advance(90);
+    // t = 100 s: B's token is due (B's clock: 160 s of a 120 s token). Its own RT1 has B's
+    // obtainedAt 60 s, the cache's RT2 A's 10 s: comparing them took RT1, rotated 90 s ago (past
+    // the 30 s grace window), and the server revoked the family.
+    expect((await b.getToken()).hasRefreshToken).toBe(true);
+    expect((await a.refresh()).hasRefreshToken).toBe(true);
+    await app.flushEvents();
+    expect(events.filter((e) => e.type === "refresh_token.reuse_detected")).toEqual([]);
+    // A's last refresh finds B's new token in the cache, fresh: no request.
+    expect(events.filter((e) => e.type === "token.issued").map((e) => (e as { grant_type: string }).grant_type)).toEqual(["password", "refresh_token", "refresh_token"]);
+  });
+});
+
+describe("accounts() walks pages the server really answers", () => {
+  it("a server (or a proxy dropping the query) that answers page 1 to every page: NetworkError unexpected_response, not an endless walk", async () => {
+    let listed = 0;
+    const fetch: FetchLike = async (url) => {
+      if (url.endsWith("/connect/token")) return json(200, TOKEN);
+      listed++;
+      return json(200, { accounts: [{ id: "a-1", username: "alice", displayName: null, email: null, roles: [], enabled: true, createdAt: "2026-11-29T00:00:00.000Z" }], page: 1, pageSize: 20, total: 1e12, totalPages: 5e10 });
+    };
+    const client = createClient({ ...SECRET_OPTIONS, fetch });
+    const seen: string[] = [];
+    const error = await (async () => {
+      for await (const account of client.accounts()) seen.push(account.username);
+    })().catch((e: unknown) => e);
+    expect(error).toEqual(new NetworkError("unexpected_response", "GetAccountList: asked for page 2, got page 1", 200));
+    expect([seen, listed]).toEqual([["alice"], 2]);
+  });
+});
+
+describe("tokens are visible ASCII", () => {
+  for (const [member, what, value] of [
+    ["access_token", "a line break (header injection)", "SECRET-ACCESS-TOKEN\nX-Evil: 1"],
+    ["access_token", "U+0000", "SECRET\u0000TOKEN"],
+    ["refresh_token", "a space", "SECRET REFRESH"],
+  ] as const) {
+    it(`a token response whose ${member} holds ${what}: NetworkError unexpected_response that does not quote it`, async () => {
+      const fetch: FetchLike = async () => json(200, { ...TOKEN, [member]: value });
+      const client = createClient({ ...SECRET_OPTIONS, fetch });
+      const error = (await client.listAccounts().catch((e: unknown) => e)) as NetworkError;
+      expect([error.reason, error.message]).toEqual(["unexpected_response", `token endpoint: HTTP 200, ${member} holds characters other than visible ASCII`]);
+      expect(String(error.cause ?? "")).not.toContain("SECRET");
+    });
+  }
+});
