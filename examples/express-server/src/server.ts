@@ -1,8 +1,9 @@
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import express from "express";
 import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { plantgate } from "@plantgate/express";
-import { nodeCrypto, schedulePrune } from "@plantgate/node";
+import { nodeCrypto, schedulePrune, SERVE_DEFAULTS } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
@@ -151,7 +152,21 @@ export async function startExpressServer(
     res.status(code).set("cache-control", "no-store").json({ error: apiCode, message });
   });
 
-  const server = expressApp.listen(listenPort, host);
+  // Not expressApp.listen(), which keeps Node's looser limits (headers 60 s, a whole request
+  // 300 s, no connection cap, a connection that stops reading held for good): the same limits
+  // as @plantgate/node's serve() (SERVE_DEFAULTS).
+  const server = createServer(
+    {
+      headersTimeout: SERVE_DEFAULTS.headersTimeout,
+      requestTimeout: SERVE_DEFAULTS.requestTimeout,
+      keepAliveTimeout: SERVE_DEFAULTS.keepAliveTimeout,
+      connectionsCheckingInterval: 1_000,
+    },
+    expressApp,
+  );
+  server.maxConnections = SERVE_DEFAULTS.maxConnections;
+  server.setTimeout(SERVE_DEFAULTS.socketTimeout);
+  server.listen(listenPort, host);
   // expressApp.listen() returns at once; wait for the bind (or its error).
   try {
     await new Promise<void>((resolve, reject) => {

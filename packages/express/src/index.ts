@@ -113,8 +113,9 @@ function bodyConsumed(req: ExpressRequest): boolean {
  * - **Origin** comes from `req.protocol` and `req.host`, so Express's
  *   `trust proxy` setting decides whether `X-Forwarded-Proto`/`-Host` count.
  * - **Body**: read raw from the socket (int64 ids stay exact). Mount plantgate
- *   *before* any body parser; if one already consumed the body, `next(err)` is
- *   called with a {@link PlantgateBodyConsumedError}.
+ *   *before* any body parser; if one already consumed the body of a request plantgate
+ *   answers, `next(err)` is called with a {@link PlantgateBodyConsumedError} (the host app's
+ *   own routes keep their parsed bodies).
  * - **Unknown routes** (paths `app.owns()` says plantgate does not answer) go on
  *   with `next()`, before plantgate sees them, unless `options.notFound` is `"respond"`.
  * - Requests a Web Request cannot carry (`TRACE`, `TRACK`, `CONNECT`, `OPTIONS *`) get a 400
@@ -149,11 +150,6 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
     });
 
     async function handle(): Promise<void> {
-      if (hasBody(req) && bodyConsumed(req)) {
-        next(new PlantgateBodyConsumedError());
-        return;
-      }
-
       let exchange: NodeExchange;
       const routedUrl = req.url;
       try {
@@ -176,6 +172,13 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
       // The pathname as the app will see it (normalised as every Request URL is).
       if (owns !== undefined && !owns(new URL(request.url).pathname)) {
         next();
+        return;
+      }
+      // Only for a path plantgate answers: a parser mounted before it (express.json()) that read
+      // the host app's own routes' bodies is none of plantgate's business (that was a 500 for
+      // every JSON POST of the app).
+      if (hasBody(req) && bodyConsumed(req)) {
+        next(new PlantgateBodyConsumedError());
         return;
       }
 

@@ -250,6 +250,23 @@ describe("Express integration", () => {
     expect(seen[0]).toBeInstanceOf(PlantgateBodyConsumedError);
   });
 
+  it("a body parser mounted before plantgate leaves the app's own routes alone, under the mount and at a root mount: they get their parsed bodies", async () => {
+    const { app, origin } = await mounted((a) => a.use(express.json()));
+    app.post("/auth/custom", (req, res) => void res.json({ got: req.body as unknown }));
+    app.post("/api/items", (req, res) => void res.json({ got: req.body as unknown }));
+    for (const path of ["/auth/custom", "/api/items"]) {
+      const res = await fetch(`${origin}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: `{"a":1}` });
+      expect([path, res.status, await res.json()]).toEqual([path, 200, { got: { a: 1 } }]);
+    }
+    const root = express();
+    root.use(express.json());
+    root.use(plantgate(await plantgateApp()));
+    root.post("/api/items", (req, res) => void res.json({ got: req.body as unknown }));
+    const rootOrigin = await listen(root);
+    const res = await fetch(`${rootOrigin}/api/items`, { method: "POST", headers: { "content-type": "application/json" }, body: `{"a":2}` });
+    expect([res.status, await res.json()]).toEqual([200, { got: { a: 2 } }]);
+  });
+
   it("a body parser mounted after plantgate is fine for plantgate and for the app's own routes", async () => {
     const { app, base, origin } = await mounted();
     app.use(express.json());

@@ -4,7 +4,7 @@
  * help from @plantgate/node. If this stops working, the README is wrong.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { connect, type AddressInfo } from "node:net";
 import { createPlantgate } from "@plantgate/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -29,9 +29,18 @@ function readAll(incoming: IncomingMessage, maxBytes: number): Promise<Uint8Arra
 }
 
 async function handler(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const headers = new Headers();
-  for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
-  const request = new Request(`http://${req.headers.host ?? "localhost"}${req.url}`, { method: req.method, headers });
+  let request: Request;
+  try {
+    const headers = new Headers();
+    for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
+    request = new Request(`http://${req.headers.host ?? "localhost"}${req.url}`, { method: req.method, headers });
+  } catch {
+    // A Host no URL can hold ("Host: ["), or a method no Request carries (TRACE, TRACK): answer,
+    // never throw (an async listener's rejection would end the process).
+    res.writeHead(400, { "content-type": "application/json", "cache-control": "no-store" });
+    res.end('{"error":"invalid_request","error_description":"The request cannot be processed."}');
+    return;
+  }
   const answer = await app.handle(request, { clientIp: req.socket.remoteAddress, readBody: (max) => readAll(req, max) });
   res.writeHead(answer.status, answer.headers);
   res.end(answer.body ?? undefined);
@@ -92,5 +101,19 @@ describe("the README's node:http adapter", () => {
     } as RequestInit);
     expect(big.status).toBe(400);
     expect(await big.json()).toEqual({ error: "invalid_request", error_description: "The request body exceeds 65536 bytes." });
+  });
+
+  it("a Host no URL can hold, or a method no Request carries, is answered 400 (it threw in the handler, and the rejection ended the process)", async () => {
+    for (const head of ["GET / HTTP/1.1\r\nHost: [\r\n", "TRACE / HTTP/1.1\r\nHost: a\r\n"]) {
+      const socket = connect({ host: "127.0.0.1", port: Number(new URL(base).port) });
+      const received: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => received.push(chunk));
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.write(`${head}Connection: close\r\n\r\n`);
+      await closed;
+      const text = Buffer.concat(received).toString("latin1");
+      // Chunked (the adapter sets no Content-Length): one chunk of 0x52 bytes, then the last.
+      expect([head, text.split("\r\n")[0], text.slice(text.indexOf("\r\n\r\n") + 4)]).toEqual([head, "HTTP/1.1 400 Bad Request", '52\r\n{"error":"invalid_request","error_description":"The request cannot be processed."}\r\n0\r\n\r\n']);
+    }
   });
 });

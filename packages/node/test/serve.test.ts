@@ -123,8 +123,9 @@ describe("serve limits", () => {
         requestTimeout: server.requestTimeout,
         keepAliveTimeout: server.keepAliveTimeout,
         maxConnections: server.maxConnections,
-      }).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024 });
-      expect(SERVE_DEFAULTS).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024 });
+        socketTimeout: server.timeout,
+      }).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 30_000 });
+      expect(SERVE_DEFAULTS).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 30_000 });
     } finally {
       await running.close();
     }
@@ -142,6 +143,32 @@ describe("serve limits", () => {
       await closed;
       expect(response.status).toBe(408);
       expect(Date.now() - startedAt).toBeLessThan(3_000);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it("destroys a connection whose client sends requests and never reads the answers, after socketTimeout; others are served meanwhile", async () => {
+    // A big answer, so the buffers fill and the writes stall.
+    const big = { fetch: async () => new Response("x".repeat(1 << 20)) };
+    const running = await serve(big, { port: 0, host: "127.0.0.1", socketTimeout: 500, maxConnections: 2 });
+    try {
+      const connections = () => new Promise<number>((resolve, reject) => running.server.getConnections((error, n) => (error ? reject(error) : resolve(n))));
+      const stalled = await open(running.url);
+      // Never read: the answers fill the buffers and the server's writes stall.
+      stalled.pause();
+      stalled.on("error", () => {});
+      const startedAt = Date.now();
+      stalled.write("GET / HTTP/1.1\r\nhost: x\r\n\r\n".repeat(50));
+      const other = await open(running.url);
+      const answer = readResponse(other, { untilClose: true });
+      other.write("GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+      expect((await answer).status).toBe(200);
+      // The server's side of the stalled connection is destroyed (the paused client does not notice).
+      while ((await connections()) > 0 && Date.now() - startedAt < 4_000) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(await connections()).toBe(0);
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(400);
+      stalled.destroy();
     } finally {
       await running.close();
     }

@@ -3,6 +3,7 @@
  * mounted at the default `/auth`, over a real socket.
  */
 import { describe, expect, it, vi } from "vitest";
+import { connect } from "node:net";
 import { startExpressServer } from "@plantgate/example-express-server";
 import { createWalkers, suiteBootstrap } from "../src/bootstrap.js";
 import { describeHttpSuite } from "../src/suite.js";
@@ -42,6 +43,28 @@ describeHttpSuite("express (mounted at /auth)", {
       },
     };
   },
+});
+
+describe("express example: serve()'s limits, not Node's", () => {
+  it("headers that do not arrive within 10 s (Node's own default: 60 s) get 408 and the connection is closed", async () => {
+    const server = await startExpressServer({ PORT: "0", PLANTGATE_DB: ":memory:" }, {}, { destination: { write: () => {} } });
+    try {
+      const { hostname, port } = new URL(server.url);
+      const socket = connect({ host: hostname, port: Number(port) });
+      await new Promise((resolve) => socket.once("connect", resolve));
+      const startedAt = Date.now();
+      const received: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => received.push(chunk));
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.write("GET /health HTTP/1.1\r\nhost: x\r\n");
+      await closed;
+      expect(Buffer.concat(received).toString("latin1")).toMatch(/^HTTP\/1\.1 408 /);
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(9_000);
+      expect(Date.now() - startedAt).toBeLessThan(13_000);
+    } finally {
+      await server.close();
+    }
+  }, 20_000);
 });
 
 describe("express example: the host's own error answer", () => {
