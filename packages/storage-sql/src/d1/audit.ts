@@ -32,7 +32,8 @@ export function d1AuditStore(ctx: D1Context): AuditStore {
         if (query.type !== undefined) where.push(`"type" = ?`), params.push(query.type);
         if (query.clientId !== undefined) where.push(`"client_id" = ?`), params.push(query.clientId);
         if (query.account !== undefined) where.push(`("account_id" = ? or "username" = ?)`), params.push(query.account, query.account);
-        if (query.before !== undefined) where.push(`("time" < ? or ("time" = ? and "id" < ?))`), params.push(query.before.time, query.before.time, query.before.id);
+        // An index range first (see stores/audit.ts): a deep page costs what the first does.
+        if (query.before !== undefined) where.push(`"time" <= ? and ("time" < ? or "id" < ?)`), params.push(query.before.time, query.before.time, query.before.id);
         const sql = `select * from ${table}${where.length ? ` where ${where.join(" and ")}` : ""} order by "time" desc, "id" desc limit ?`;
         const rows = await all<Selectable<AuditTable>>(sql, ...params, query.limit);
         return rows.map(auditRecord);

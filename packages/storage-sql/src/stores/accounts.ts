@@ -1,5 +1,5 @@
 import type { AccountRecord, AccountStore } from "@plantgate/core";
-import { sql, type Insertable, type Kysely } from "kysely";
+import { sql, type CompiledQuery, type Insertable, type Kysely } from "kysely";
 import { chunks, d1Batch } from "../batch.js";
 import type { StoreContext } from "../context.js";
 import { isUniqueViolation } from "../errors.js";
@@ -23,6 +23,13 @@ const place = (fromLast: number) =>
 /** The accounts counter as a scalar subquery (the exact total). */
 const totalSql = sql<number | bigint | string>`(select ${sql.ref("value")} from ${sql.table(TABLES.counters)} where ${sql.ref("name")} = ${sql.lit(ACCOUNTS)})`;
 
+/** Thrown inside `append`'s transaction to roll it back when the check finds a conflict. */
+class ConflictFound extends Error {
+  constructor(readonly index: number) {
+    super("conflict");
+  }
+}
+
 /**
  * `pg_accounts` as core's {@link AccountStore}. Every insert advances the `accounts` row of
  * `pg_counters` and gives its rows the next places in the same transaction (the counter's row
@@ -30,7 +37,7 @@ const totalSql = sql<number | bigint | string>`(select ${sql.ref("value")} from 
  * back), so places stay unique and gapless and a page is the index range `position > offset`.
  */
 export function accountStore(ctx: StoreContext): AccountStore {
-  const { db, runner, d1, maxParams, run, storableKey, insertOrFalse, updated } = ctx;
+  const { db, runner, d1, direct, maxParams, run, storableKey, insertOrFalse, updated } = ctx;
   const q = {
     get: prepared((p: { id: string }) => db.selectFrom(TABLES.accounts).selectAll().where("id", "=", p.id)),
     byUsername: prepared((p: { username: string }) => db.selectFrom(TABLES.accounts).selectAll().where("username", "=", p.username)),
@@ -64,53 +71,88 @@ export function accountStore(ctx: StoreContext): AccountStore {
 
   /**
    * Stores `rows` at the end of the creation order, all or none; a taken id or username throws
-   * the engine's unique violation. `check` runs first, in the same transaction where there is
-   * one; a non-null answer is returned and nothing is written.
+   * the engine's unique violation. With `records`, the first of them whose id or username is
+   * stored or repeats an earlier one is looked for in the same transaction where there is one
+   * (after the write lock is taken); its index is returned and nothing is written.
    */
-  const append = async (rows: Array<Insertable<AccountTable>>, check?: (runner: Kysely<Database>) => Promise<number | null>): Promise<number | null> => {
+  const append = async (rows: Array<Insertable<AccountTable>>, records?: AccountRecord[]): Promise<number | null> => {
     if (d1 !== undefined) {
       // No transaction to check in: check, then advance and insert in one batch (D1 runs a batch
       // as one transaction, one at a time). A writer slipping in between fails the batch on the
       // unique index, so nothing of it is written, the counter included.
-      const conflict = check ? await check(db) : null;
+      const conflict = records ? await firstConflict(records, async (q) => (await db.executeQuery(q)).rows) : null;
       if (conflict !== null) return conflict;
       await d1Batch(d1, [advance(db, rows.length).compile(), ...inserts(db, rows).map((i) => i.compile())]);
       return null;
     }
-    return db.transaction().execute(async (trx) => {
-      const conflict = check ? await check(trx) : null;
-      if (conflict !== null) return conflict;
-      const advanced = await advance(trx, rows.length).executeTakeFirst();
-      if (advanced.numUpdatedRows !== 1n) throw new Error(`${TABLES.counters} has no "${ACCOUNTS}" row: the schema is not migrated`);
-      for (const insert of inserts(trx, rows)) await insert.execute();
-      return null;
-    });
+    if (direct !== undefined) {
+      // better-sqlite3: in the group commit (BEGIN IMMEDIATE: the write lock before anything is
+      // read, waiting out busy_timeout for another process's writer). A deferred BEGIN that read
+      // first failed at once with SQLITE_BUSY when another process committed meanwhile (a user
+      // import beside a running server). A throw undoes this job's statements only.
+      try {
+        return await direct.batched(() => {
+          const conflict = records ? firstConflictNow(records, (q) => direct.execute(q).rows) : null;
+          if (conflict !== null) throw new ConflictFound(conflict);
+          if (direct.execute(advance(db, rows.length).compile()).numAffectedRows !== 1n) throw new Error(`${TABLES.counters} has no "${ACCOUNTS}" row: the schema is not migrated`);
+          for (const insert of inserts(db, rows)) direct.execute(insert.compile());
+          return null;
+        });
+      } catch (e) {
+        if (e instanceof ConflictFound) return e.index;
+        throw e;
+      }
+    }
+    // The counter first: its UPDATE takes the write lock (the row lock on PostgreSQL and InnoDB,
+    // the database's on SQLite, waiting out busy_timeout) before the check reads. Checking first
+    // left SQLite holding a read snapshot that another connection's commit made stale, and the
+    // write after it failed at once with SQLITE_BUSY (a user import beside a running server). A
+    // conflict rolls the counter back with the rest.
+    try {
+      return await db.transaction().execute(async (trx) => {
+        const advanced = await advance(trx, rows.length).executeTakeFirst();
+        if (advanced.numUpdatedRows !== 1n) throw new Error(`${TABLES.counters} has no "${ACCOUNTS}" row: the schema is not migrated`);
+        const conflict = records ? await firstConflict(records, async (q) => (await trx.executeQuery(q)).rows) : null;
+        if (conflict !== null) throw new ConflictFound(conflict);
+        for (const insert of inserts(trx, rows)) await insert.execute();
+        return null;
+      });
+    } catch (e) {
+      if (e instanceof ConflictFound) return e.index;
+      throw e;
+    }
   };
 
-  /** Index of the first record whose id or username is stored or repeats an earlier one; else null. */
-  const firstConflict = async (trx: Kysely<Database>, records: AccountRecord[]): Promise<number | null> => {
-    const storedIds = new Set<string>();
-    const storedNames = new Set<string>();
-    for (const chunk of chunks(records, Math.floor(maxParams / 2))) {
-      const rows = await trx
+  /** The queries that find which of `records`' ids and usernames are stored. */
+  const storedQueries = (records: AccountRecord[]) =>
+    chunks(records, Math.floor(maxParams / 2)).map((chunk) =>
+      db
         .selectFrom(TABLES.accounts)
         .select(["id", "username"])
         .where((eb) => eb.or([eb("id", "in", chunk.map((r) => r.id)), eb("username", "in", chunk.map((r) => r.username))]))
-        .execute();
-      for (const row of rows) {
-        storedIds.add(row.id);
-        storedNames.add(row.username);
-      }
-    }
-    const ids = new Set<string>();
-    const names = new Set<string>();
+        .compile(),
+    );
+  type Stored = { id: string; username: string };
+  /** Index of the first record whose id or username is among `stored` or repeats an earlier one; else null. */
+  const firstRepeat = (records: AccountRecord[], stored: Stored[]): number | null => {
+    const ids = new Set(stored.map((r) => r.id));
+    const names = new Set(stored.map((r) => r.username));
     for (const [i, r] of records.entries()) {
-      if (storedIds.has(r.id) || storedNames.has(r.username) || ids.has(r.id) || names.has(r.username)) return i;
+      if (ids.has(r.id) || names.has(r.username)) return i;
       ids.add(r.id);
       names.add(r.username);
     }
     return null;
   };
+  /** Index of the first record whose id or username is stored or repeats an earlier one; else null. */
+  const firstConflict = async (records: AccountRecord[], select: (q: CompiledQuery<Stored>) => Promise<Stored[]>): Promise<number | null> => {
+    const stored: Stored[] = [];
+    for (const q of storedQueries(records)) stored.push(...(await select(q)));
+    return firstRepeat(records, stored);
+  };
+  /** The same, synchronously (better-sqlite3's direct path). */
+  const firstConflictNow = (records: AccountRecord[], select: (q: CompiledQuery<Stored>) => Stored[]): number | null =>
+    firstRepeat(records, storedQueries(records).flatMap((q) => select(q)));
 
   return {
     get: (id) =>
@@ -142,7 +184,7 @@ export function accountStore(ctx: StoreContext): AccountStore {
         // unique violation then rolls everything back and the next attempt's check names it.
         for (let attempt = 1; ; attempt++) {
           try {
-            return await append(rows, (runner) => firstConflict(runner, records));
+            return await append(rows, records);
           } catch (e) {
             if (!isUniqueViolation(e) || attempt >= 3) throw e;
           }

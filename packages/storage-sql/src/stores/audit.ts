@@ -40,7 +40,10 @@ export function auditStore(ctx: StoreContext): AuditStore {
         if (account !== undefined) select = select.where((eb) => eb.or([eb("account_id", "=", account), eb("username", "=", account)]));
         const before = query.before;
         if (before !== undefined) {
-          select = select.where((eb) => eb.or([eb("time", "<", before.time), eb.and([eb("time", "=", before.time), eb("id", "<", before.id)])]));
+          // time <= T and (time < T or id < I), not (time < T or (time = T and id < I)): the same
+          // rows, but its first term is an index range on every engine, so a page deep in the
+          // trail costs what the first does (the OR alone made each scan from the newest event).
+          select = select.where("time", "<=", before.time).where((eb) => eb.or([eb("time", "<", before.time), eb("id", "<", before.id)]));
         }
         const rows = await select.orderBy("time", "desc").orderBy("id", "desc").limit(query.limit).execute();
         return rows.map(auditRecord);
