@@ -201,6 +201,7 @@ describe("POST /plants rejections (400, documented number, nothing stored)", () 
     ["form encoding", "application/x-www-form-urlencoded"],
     ["no content type", null],
     ["a type merely starting with application/json", "application/jsonx"],
+    ["two Content-Type headers, joined", "application/json, text/plain"],
   ])("wrong content type (%s) -> 1008", async (_label, contentType) => {
     expect400(await post('{"id":1,"name":"fern"}', contentType), 1008, "The body must be application/json.");
     await expectNothingStoredAt(1n);

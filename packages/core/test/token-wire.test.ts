@@ -42,6 +42,8 @@ describe("request format (RFC 6749 §3.2)", () => {
     ["application/json", "application/json", JSON.stringify({ grant_type: "client_credentials" })],
     ["text/plain", "text/plain", "grant_type=client_credentials"],
     ["multipart/form-data", "multipart/form-data; boundary=x", '--x\r\nContent-Disposition: form-data; name="grant_type"\r\n\r\nclient_credentials\r\n--x--\r\n'],
+    // Two Content-Type headers, joined: the first is not taken for the type (a proxy reading the last sees JSON).
+    ["two Content-Type", "application/x-www-form-urlencoded; x=1, application/json", "grant_type=client_credentials"],
   ])("RFC 6749 §3.2: a %s body is invalid_request", async (_name, contentType, body) => {
     const h = await harness();
     await expectTokenError(await rawTokenRequest(h.app, body, { "content-type": contentType, ...auth(h) }), 400, notForm);

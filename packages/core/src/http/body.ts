@@ -86,10 +86,16 @@ function decodeStrict(bytes: Uint8Array): string {
   }
 }
 
-/** The media type of a Content-Type header, lower-cased, without parameters; null when absent. */
+/**
+ * The media type of a Content-Type header, lower-cased, without parameters; null when absent.
+ * Several Content-Type headers reach here joined by ", " (no media type holds a comma): the whole
+ * value is returned then, which names no supported type, so the request is refused. Reading the
+ * first one as the type accepted a request a proxy reading the last one took for another.
+ */
 export function mediaType(request: Request): string | null {
   const value = request.headers.get("content-type");
   if (value === null) return null;
+  if (value.includes(",")) return value.trim().toLowerCase();
   return value.split(";")[0]!.trim().toLowerCase();
 }
 
