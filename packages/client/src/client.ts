@@ -130,7 +130,7 @@ export function createClient(options: ClientOptions): PlantgateClient {
     // Looked up per call (so a fetch installed later is used) and called unbound-safe.
     fetch = (url, init) => globalThis.fetch(url, init);
   }
-  const timeoutMs = options.timeoutMs ?? 30_000;
+  const timeoutMs = options.timeoutMs ?? 20_000;
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > 2_147_483_647) throw new TypeError("timeoutMs must be an integer from 0 to 2147483647");
   const clock = options.clock ?? Date.now;
   if (typeof clock !== "function") throw new TypeError("clock must be a function returning epoch milliseconds");

@@ -89,29 +89,25 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   }
 
   /**
-   * Refresh tokens this process has rotated away (presented and got a new one for): the server
-   * takes any of them, presented again after its grace window, as reuse and revokes the family.
-   * Bounded: only recent ones can still be in a cache.
+   * The refresh token to present, ours or the cache's, by lineage: each token lists the hashes of
+   * the refresh tokens it replaced ({@link CachedToken.lineage}), so when ours replaced the cache's
+   * (a slow process wrote an older token over a newer one) ours is presented, and otherwise the
+   * cache's (another process rotated ours, or no link is known: the shared state wins). Presenting
+   * the older one after the server's grace window is reuse and revokes the family. Not decided by
+   * comparing `obtainedAt`: each host's own clock, and a host running a minute ahead took its own
+   * rotated token for the newer one.
    */
-  const rotatedAway = new Set<string>();
-
-  /**
-   * The refresh token to present: the cache's, unless this process rotated it away already (then
-   * ours, which replaced it); ours without a cache entry. Never decided by comparing `obtainedAt`:
-   * that is each host's own clock, and a host whose clock ran ahead took its own older token for
-   * the newer one, presented a rotated token and got the family revoked (everyone signed out).
-   */
-  function newestRefreshToken(cached: CachedToken | null): string | null {
+  async function newestRefreshToken(cached: CachedToken | null): Promise<string | null> {
     const mine = current?.refreshToken ?? null;
     const theirs = cached?.refreshToken ?? null;
-    if (theirs !== null && !rotatedAway.has(theirs)) return theirs;
-    return mine ?? theirs;
+    if (mine === null || theirs === null || mine === theirs) return theirs ?? mine;
+    return (current!.lineage ?? []).includes(await tokenHash(theirs)) ? mine : theirs;
   }
 
   async function tokenRequest(
     grantType: GrantType,
     params: Record<string, string>,
-    previous: { refreshToken: string | null; scope: string },
+    previous: Previous,
   ): Promise<CachedToken> {
     const form = new URLSearchParams({ grant_type: grantType, ...params });
     const headers: Record<string, string> = {
@@ -132,12 +128,17 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     // Expiry counts from before the request, so network time is on the safe side.
     const startedAt = clock();
     const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, config.timeoutMs);
-    return toCachedToken(response, grantType, startedAt, previous);
+    const token = toCachedToken(response, grantType, startedAt, previous);
+    // A rotation: the new refresh token's lineage starts with the one it replaced.
+    if (previous.refreshToken !== null && token.refreshToken !== previous.refreshToken) {
+      return { ...token, lineage: [await tokenHash(previous.refreshToken), ...previous.lineage].slice(0, LINEAGE) };
+    }
+    return previous.lineage.length > 0 ? { ...token, lineage: previous.lineage } : token;
   }
 
   function runGrant(): Promise<CachedToken> {
     const scope: Record<string, string> = config.scope === undefined ? {} : { scope: config.scope };
-    const previous = { refreshToken: null, scope: config.scope ?? "" };
+    const previous: Previous = { refreshToken: null, scope: config.scope ?? "", lineage: [] };
     if (grant === "client_credentials") return tokenRequest("client_credentials", scope, previous);
     const { username, password } = credentials!;
     return tokenRequest("password", { username, password, ...scope }, previous);
@@ -147,16 +148,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   async function obtain(): Promise<{ token: CachedToken; cached: boolean }> {
     const cached = await readCache();
     if (cached && fresh(cached)) return { token: cached, cached: true };
-    const refreshToken = newestRefreshToken(cached);
+    const refreshToken = await newestRefreshToken(cached);
     if (refreshToken !== null) {
-      const scope = (cached?.refreshToken === refreshToken ? cached.scope : current?.scope) ?? config.scope ?? "";
+      const source = cached?.refreshToken === refreshToken ? cached : current;
+      const scope = source?.scope ?? config.scope ?? "";
       try {
-        const token = await tokenRequest("refresh_token", { refresh_token: refreshToken }, { refreshToken, scope });
-        if (token.refreshToken !== refreshToken) {
-          rotatedAway.add(refreshToken);
-          if (rotatedAway.size > 16) rotatedAway.delete(rotatedAway.values().next().value!);
-        }
-        return { token, cached: false };
+        return { token: await tokenRequest("refresh_token", { refresh_token: refreshToken }, { refreshToken, scope, lineage: source?.lineage ?? [] }), cached: false };
       } catch (error) {
         if (!(error instanceof OAuthError && error.error === "invalid_grant")) throw error;
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
@@ -212,6 +209,24 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
 
 const WHAT = "token endpoint";
 
+/** What a token request continues: the refresh token it presents (null: a new session), its scope and lineage. */
+interface Previous {
+  refreshToken: string | null;
+  scope: string;
+  lineage: string[];
+}
+
+/** How many replaced refresh tokens a token remembers ({@link CachedToken.lineage}). */
+const LINEAGE = 8;
+
+/** SHA-256 of a refresh token, base64url: what a lineage holds (never the token, which works within the grace window). */
+async function tokenHash(token: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)));
+  let binary = "";
+  for (const byte of digest) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
 /** A token as it may go into a header or a form: visible ASCII, no space. */
 const TOKEN_TEXT = /^[\x21-\x7e]+$/;
 
@@ -220,7 +235,7 @@ function toCachedToken(
   response: ReadResponse,
   grantType: GrantType,
   startedAt: number,
-  previous: { refreshToken: string | null; scope: string },
+  previous: Previous,
 ): CachedToken {
   const body = parseJsonBody(response, WHAT);
   if (response.status < 200 || response.status > 299) {
@@ -274,6 +289,7 @@ function isCachedToken(value: unknown): value is CachedToken {
     typeof value.obtainedAt === "number" &&
     typeof value.scope === "string" &&
     (value.refreshToken === null || typeof value.refreshToken === "string") &&
+    (value.lineage === undefined || (Array.isArray(value.lineage) && value.lineage.every((h) => typeof h === "string"))) &&
     (value.grantType === "client_credentials" || value.grantType === "password" || value.grantType === "refresh_token")
   );
 }

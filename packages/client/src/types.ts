@@ -22,6 +22,12 @@ export interface CachedToken {
   refreshToken: string | null;
   /** The grant that produced this access token. */
   grantType: GrantType;
+  /**
+   * SHA-256 (base64url) of the refresh tokens this one replaced, newest first, at most 8: lets
+   * processes sharing a cache tell which of two refresh tokens is newer without comparing their
+   * clocks. Absent in values cached by older versions.
+   */
+  lineage?: string[];
 }
 
 /**
@@ -100,7 +106,10 @@ export interface ClientOptions {
   fetch?: FetchLike;
   /**
    * Milliseconds a request (token or API) may take, body included, before it is aborted and fails
-   * with the {@link NetworkError} `timeout` (default 30000; `0`: no deadline, up to 2147483647).
+   * with the {@link NetworkError} `timeout` (default 20000; `0`: no deadline, up to 2147483647).
+   * Keep it below the server's refresh-token grace window (plantgate: 30 s): a refresh that timed
+   * out is retried with the same refresh token, which the server answers within the window and
+   * takes for reuse after it (the family revoked).
    * Without one, a server that accepts the connection and never answers holds every caller (they
    * share one token request) until the platform's own timeout, if it has one.
    */

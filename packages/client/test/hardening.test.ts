@@ -84,6 +84,36 @@ describe("two hosts sharing a token cache, one's clock 60 s ahead", () => {
   });
 });
 
+describe("a stale refresh token written over a newer one in the shared cache", () => {
+  it("a process holding the newer token presents its own (its lineage names the cache's as replaced), not the stale one: nobody is signed out", async () => {
+    const server = manualClock(Date.UTC(2026, 10, 29));
+    const events: SecurityEvent[] = [];
+    const app = createPlantgate({ clock: server.now, passwordHashIterations: 1000, accessTokenTtl: 120, onEvent: (e) => void events.push(e), logger: { error() {}, warn() {} } });
+    const { clientSecret } = await app.admin.createClient({ clientId: "third-party" });
+    await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
+    const fetch: FetchLike = (url, init) => app.fetch(new Request(url, init));
+    const store = new Map<string, CachedToken>();
+    const tokenCache: TokenCache = { get: async (k) => store.get(k) ?? null, set: async (k, t) => void store.set(k, t) };
+    const options = { baseUrl: BASE, clientId: "third-party", clientSecret, scope: "Platform_UserAPIs offline_access", credentials: { username: "alice", password: "wonderland-42" }, keepCredentials: false, tokenCache, fetch, clock: server.now };
+    const d = createClient(options);
+    const c = createClient(options);
+    await d.getToken(); // R1
+    await d.refresh(); // R1 -> R2
+    const [key] = [...store.keys()];
+    const r2 = store.get(key!)!;
+    await d.refresh(); // R2 -> R3, cached
+    await c.getToken(); // C adopts R3 from the cache
+    // A slow process (a grace replay of R2) writes R2 back over R3, last writer wins.
+    store.set(key!, r2);
+    server.advance(121); // C's access token is due; R2 was rotated 121 s ago, past the grace window
+    expect((await c.getToken()).hasRefreshToken).toBe(true);
+    await app.flushEvents();
+    expect(events.filter((e) => e.type === "refresh_token.reuse_detected")).toEqual([]);
+    expect(store.get(key!)!.lineage).toHaveLength(3);
+    expect(JSON.stringify(store.get(key!))).not.toContain(r2.refreshToken!);
+  });
+});
+
 describe("accounts() walks pages the server really answers", () => {
   it("a server (or a proxy dropping the query) that answers page 1 to every page: NetworkError unexpected_response, not an endless walk", async () => {
     let listed = 0;

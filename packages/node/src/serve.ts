@@ -42,10 +42,12 @@ export interface ServeOptions extends RequestListenerOptions {
   maxConnections?: number;
   /**
    * How long (ms) a connection may go without traffic either way before it is destroyed; default
-   * 30 000 (Node's own default: never); `0` turns it off. Node's other timers stop once a request
+   * 60 000 (Node's own default: never); `0` turns it off. Node's other timers stop once a request
    * has been read, so without it a client that sends requests and never reads the answers (the
    * answers wait unsent in full buffers) holds its connection for good, and `maxConnections` such
-   * clients shut everyone else out. Longer than any answer should take to start flowing.
+   * clients shut everyone else out. Longer than any answer should take to start flowing, and than
+   * the refresh-token grace window (30 s by default): a refresh whose answer is cut off is retried
+   * with the old token, which the server takes for reuse once the window has passed.
    */
   socketTimeout?: number;
 }
@@ -56,7 +58,7 @@ export const SERVE_DEFAULTS = Object.freeze({
   requestTimeout: 60_000,
   keepAliveTimeout: 5_000,
   maxConnections: 1_024,
-  socketTimeout: 30_000,
+  socketTimeout: 60_000,
 });
 
 /** How often Node checks connections against headersTimeout/requestTimeout (Node's default: 30 s). */
@@ -93,7 +95,7 @@ export interface ServeResult {
  *
  * The server's limits default to {@link SERVE_DEFAULTS} (tighter than Node's own): headers within
  * 10 s, the whole request within 60 s, idle keep-alive connections closed after 5 s, at most 1 024
- * connections, a connection silent both ways for 30 s destroyed (a client that stops reading); an answer written before the upload was read lingers (see
+ * connections, a connection silent both ways for 60 s destroyed (a client that stops reading); an answer written before the upload was read lingers (see
  * `UploadDiscardOptions`: up to 100 MiB / 30 s of the rest is read and discarded).
  *
  * Rejects with a `TypeError` if `options.origin` is invalid, and with the

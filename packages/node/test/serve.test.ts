@@ -124,8 +124,8 @@ describe("serve limits", () => {
         keepAliveTimeout: server.keepAliveTimeout,
         maxConnections: server.maxConnections,
         socketTimeout: server.timeout,
-      }).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 30_000 });
-      expect(SERVE_DEFAULTS).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 30_000 });
+      }).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 60_000 });
+      expect(SERVE_DEFAULTS).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 60_000 });
     } finally {
       await running.close();
     }
