@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import express from "express";
 import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { plantgate } from "@plantgate/express";
-import { nodeCrypto, schedulePrune, SERVE_DEFAULTS } from "@plantgate/node";
+import { answerMalformedRequests, nodeCrypto, schedulePrune, SERVE_DEFAULTS } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
@@ -166,6 +166,7 @@ export async function startExpressServer(
   );
   server.maxConnections = SERVE_DEFAULTS.maxConnections;
   server.setTimeout(SERVE_DEFAULTS.socketTimeout);
+  answerMalformedRequests(server);
   server.listen(listenPort, host);
   // expressApp.listen() returns at once; wait for the bind (or its error).
   try {

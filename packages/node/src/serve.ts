@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { answerMalformedRequests } from "./client-errors.js";
 import { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
 import type { NodeApp } from "./fetch-app.js";
 
@@ -126,6 +127,7 @@ export async function serve(app: NodeApp, options: ServeOptions = {}): Promise<S
   server.maxConnections = options.maxConnections ?? SERVE_DEFAULTS.maxConnections;
   // No 'timeout' listener: Node destroys a socket that stays silent this long.
   server.setTimeout(options.socketTimeout ?? SERVE_DEFAULTS.socketTimeout);
+  answerMalformedRequests(server);
   const port = options.port ?? 3000;
   const host = options.host ?? "127.0.0.1";
 

@@ -142,6 +142,7 @@ describe("serve limits", () => {
       const response = await answer;
       await closed;
       expect(response.status).toBe(408);
+      expect(response.body.toString()).toBe('{"error":"invalid_request","error_description":"The request did not arrive in time."}');
       expect(Date.now() - startedAt).toBeLessThan(3_000);
     } finally {
       await running.close();
@@ -169,6 +170,31 @@ describe("serve limits", () => {
       expect(await connections()).toBe(0);
       expect(Date.now() - startedAt).toBeGreaterThanOrEqual(400);
       stalled.destroy();
+    } finally {
+      await running.close();
+    }
+  });
+
+  it("what never reaches the listener gets a JSON answer too: Node's parser refusals 400, oversized headers 431, CONNECT 400 (it was closed with no answer)", async () => {
+    const running = await serve(hello, { port: 0, host: "127.0.0.1" });
+    const malformed = '{"error":"invalid_request","error_description":"The request cannot be processed."}';
+    try {
+      for (const [label, raw, status, body] of [
+        ["two Content-Length", "POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello", 400, malformed],
+        ["Content-Length beside Transfer-Encoding", "POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n", 400, malformed],
+        ["a bad chunk size", "POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n", 400, malformed],
+        ["a lower-case method", "get / HTTP/1.1\r\nhost: x\r\n\r\n", 400, malformed],
+        ["headers past 16 KiB", `GET / HTTP/1.1\r\nhost: x\r\nx-big: ${"a".repeat(20_000)}\r\n\r\n`, 431, '{"error":"invalid_request","error_description":"The request headers are too large."}'],
+        ["CONNECT", "CONNECT a:443 HTTP/1.1\r\nhost: a:443\r\n\r\n", 400, malformed],
+      ] as const) {
+        const socket = await open(running.url);
+        const answer = readResponse(socket, { untilClose: true });
+        socket.write(raw);
+        const response = await answer;
+        const headers = Object.fromEntries(response.headers);
+        expect([label, response.status, headers["content-type"], headers.connection, response.body.toString()]).toEqual([label, status, "application/json", "close", body]);
+        socket.destroy();
+      }
     } finally {
       await running.close();
     }
