@@ -18,7 +18,8 @@ import { resolveOrigin } from "./request-origin.js";
  * The observable behaviour is the one `toRequest` documents, and `instanceof Request` holds.
  * Positional arguments: the listener calls this for every request and builds no options object.
  *
- * @throws TypeError for targets a Web Request cannot represent (`CONNECT`/`TRACE`/`TRACK`, `OPTIONS *`).
+ * @throws TypeError for targets a Web Request cannot represent (`CONNECT`/`TRACE`/`TRACK`, `OPTIONS *`)
+ *   and for more than one Host header (RFC 9112 §3.2).
  */
 export function createNodeRequest(
   incoming: IncomingMessage,
@@ -32,6 +33,10 @@ export function createNodeRequest(
   if (FORBIDDEN_METHODS.has(upper)) throw new TypeError(`Unsupported method ${method}.`);
   if (NORMALISED_METHODS.has(upper)) method = upper;
   const headers = headersFromRaw(incoming.rawHeaders);
+  // RFC 9112 §3.2: a request with more than one Host line is answered 400 (their values arrive
+  // joined by a comma, which no Host value holds). Not read as one of them: a proxy may have read
+  // the other.
+  if (headers.get("host")?.includes(",")) throw new TypeError("More than one Host header.");
   const target = parseTarget(incoming.url ?? "/");
   const resolved = resolveOrigin({ incoming, headers, targetAuthority: target.authority, origin, trustProxy });
   return new NodeRequest(incoming, response, method, normaliseUrl(resolved, target.path), headers) as unknown as Request;

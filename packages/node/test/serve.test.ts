@@ -3,7 +3,7 @@ import { createServer } from "node:net";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
 import { serve, SERVE_DEFAULTS, type FetchApp } from "../src/index.js";
-import { deferred, open, readResponse } from "./support.js";
+import { deferred, open, rawExchange, readResponse } from "./support.js";
 
 const hello: FetchApp = { fetch: async () => new Response("hello") };
 
@@ -195,6 +195,10 @@ describe("serve limits", () => {
         expect([label, response.status, headers["content-type"], headers.connection, response.body.toString()]).toEqual([label, status, "application/json", "close", body]);
         socket.destroy();
       }
+      // RFC 9112 §3.2: more than one Host line is 400 (the listener's answer, as for TRACE): read as
+      // neither, where a proxy in front may have read the other.
+      const twoHosts = await rawExchange(running.url, "GET / HTTP/1.1\r\nhost: a.example\r\nhost: b.example\r\n\r\n");
+      expect([twoHosts.status, twoHosts.body.toString()]).toEqual([400, malformed]);
     } finally {
       await running.close();
     }

@@ -72,10 +72,10 @@ describe("toRequest: URL", () => {
     expect(echo.url).toBe("http://localhost/p?q");
   });
 
-  it("falls back to http://localhost when the Host header is repeated", async () => {
+  it("answers 400 invalid_request to a repeated Host header (RFC 9112 §3.2), instead of reading either", async () => {
     const { url } = await start(echoApp);
-    const echo = await rawEcho(url, "GET / HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nConnection: close\r\n\r\n");
-    expect(echo.url).toBe("http://localhost/");
+    const { status, body } = await rawExchange(url, "GET / HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nConnection: close\r\n\r\n", { untilClose: true });
+    expect([status, body.toString()]).toEqual([400, '{"error":"invalid_request","error_description":"The request cannot be processed."}']);
   });
 
   it("falls back to http://localhost when there is no Host header (HTTP/1.0)", async () => {
