@@ -38,6 +38,9 @@ function refuse(socket: Duplex & { bytesWritten?: number }, [status, reason, des
  */
 export function answerMalformedRequests(server: Server): void {
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // A later error of this socket (the client resetting while the answer drains) is nobody's to
+    // handle: without a listener it would be thrown as an uncaught 'error'.
+    socket.on("error", () => {});
     if (error.code === "ECONNRESET") return void socket.destroy();
     refuse(socket, error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? ANSWERS.timeout : error.code === "HPE_HEADER_OVERFLOW" ? ANSWERS.headers : ANSWERS.malformed);
   });
