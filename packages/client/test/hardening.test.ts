@@ -54,17 +54,26 @@ describe("a deadline on every request (timeoutMs, default 30 s)", () => {
   });
 });
 
+/**
+ * The real core app on a manual clock (access tokens of 120 s), recording its events, and client
+ * options for alice (password grant, offline_access, password not kept) sharing one in-memory cache.
+ */
+async function sharedCacheSetup() {
+  const server = manualClock(Date.UTC(2026, 10, 29));
+  const events: SecurityEvent[] = [];
+  const app = createPlantgate({ clock: server.now, passwordHashIterations: 1000, accessTokenTtl: 120, onEvent: (e) => void events.push(e), logger: { error() {}, warn() {} } });
+  const { clientSecret } = await app.admin.createClient({ clientId: "third-party" });
+  await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
+  const fetch: FetchLike = (url, init) => app.fetch(new Request(url, init));
+  const store = new Map<string, CachedToken>();
+  const tokenCache: TokenCache = { get: async (k) => store.get(k) ?? null, set: async (k, t) => void store.set(k, t) };
+  const options = { baseUrl: BASE, clientId: "third-party", clientSecret, scope: "Platform_UserAPIs offline_access", credentials: { username: "alice", password: "wonderland-42" }, keepCredentials: false, tokenCache, fetch };
+  return { server, events, app, store, options };
+}
+
 describe("two hosts sharing a token cache, one's clock 60 s ahead", () => {
   it("the host that runs ahead presents the cache's newer refresh token, not its own rotated one: nobody is signed out", async () => {
-    const server = manualClock(Date.UTC(2026, 10, 29));
-    const events: SecurityEvent[] = [];
-    const app = createPlantgate({ clock: server.now, passwordHashIterations: 1000, accessTokenTtl: 120, onEvent: (e) => void events.push(e), logger: { error() {}, warn() {} } });
-    const { clientSecret } = await app.admin.createClient({ clientId: "third-party" });
-    await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
-    const fetch: FetchLike = (url, init) => app.fetch(new Request(url, init));
-    const store = new Map<string, CachedToken>();
-    const tokenCache: TokenCache = { get: async (k) => store.get(k) ?? null, set: async (k, t) => void store.set(k, t) };
-    const options = { baseUrl: BASE, clientId: "third-party", clientSecret, scope: "Platform_UserAPIs offline_access", credentials: { username: "alice", password: "wonderland-42" }, keepCredentials: false, tokenCache, fetch };
+    const { server, events, app, options } = await sharedCacheSetup();
     const a = createClient({ ...options, clock: server.now });
     const b = createClient({ ...options, clock: () => server.now() + 60_000 });
     await b.getToken(); // t = 0: B signs in and caches RT1
@@ -86,15 +95,8 @@ describe("two hosts sharing a token cache, one's clock 60 s ahead", () => {
 
 describe("a stale refresh token written over a newer one in the shared cache", () => {
   it("a process holding the newer token presents its own (its lineage names the cache's as replaced), not the stale one: nobody is signed out", async () => {
-    const server = manualClock(Date.UTC(2026, 10, 29));
-    const events: SecurityEvent[] = [];
-    const app = createPlantgate({ clock: server.now, passwordHashIterations: 1000, accessTokenTtl: 120, onEvent: (e) => void events.push(e), logger: { error() {}, warn() {} } });
-    const { clientSecret } = await app.admin.createClient({ clientId: "third-party" });
-    await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
-    const fetch: FetchLike = (url, init) => app.fetch(new Request(url, init));
-    const store = new Map<string, CachedToken>();
-    const tokenCache: TokenCache = { get: async (k) => store.get(k) ?? null, set: async (k, t) => void store.set(k, t) };
-    const options = { baseUrl: BASE, clientId: "third-party", clientSecret, scope: "Platform_UserAPIs offline_access", credentials: { username: "alice", password: "wonderland-42" }, keepCredentials: false, tokenCache, fetch, clock: server.now };
+    const { server, events, app, store, options: shared } = await sharedCacheSetup();
+    const options = { ...shared, clock: server.now };
     const d = createClient(options);
     const c = createClient(options);
     await d.getToken(); // R1

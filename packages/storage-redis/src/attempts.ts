@@ -61,12 +61,8 @@ const DELETE_EXPIRED = script(`
 local before = tonumber(ARGV[1])
 ${expiredBatchLoop(3)}  local record = ARGV[2] .. id
   local ws = redis.call('HGET', record, 'w')
-  if ws then
-    if tonumber(ws) <= before then
-      redis.call('DEL', record)
-      n = n + 1
-    end
-  else
+  if not ws or tonumber(ws) <= before then
+    redis.call('DEL', record)
     n = n + 1
   end
 end

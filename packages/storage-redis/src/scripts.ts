@@ -113,12 +113,8 @@ export const DELETE_EXPIRED_STAMPED = script(`
 local now = tonumber(ARGV[1])
 ${expiredBatchLoop(3)}  local record = ARGV[2] .. id
   local exp = redis.call('GET', record)
-  if exp then
-    if tonumber(exp) <= now then
-      redis.call('DEL', record)
-      n = n + 1
-    end
-  else
+  if not exp or tonumber(exp) <= now then
+    redis.call('DEL', record)
     n = n + 1
   end
 end

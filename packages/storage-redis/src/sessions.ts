@@ -62,13 +62,9 @@ const DELETE_EXPIRED = script(`
 local now = tonumber(ARGV[1])
 ${expiredBatchLoop(4)}  local record = ARGV[2] .. id
   local r = redis.call('HMGET', record, 'a', 'e')
-  if r[1] then
-    if tonumber(r[2]) <= now then
-      redis.call('DEL', record)
-      redis.call('SREM', ARGV[3] .. r[1], id)
-      n = n + 1
-    end
-  else
+  if not r[1] or tonumber(r[2]) <= now then
+    redis.call('DEL', record)
+    if r[1] then redis.call('SREM', ARGV[3] .. r[1], id) end
     n = n + 1
   end
 end
