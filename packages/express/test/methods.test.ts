@@ -55,7 +55,7 @@ describe("methods a Web Request cannot carry", () => {
   }
 });
 
-describe("RFC 9112 §3.2: more than one Host header", () => {
+describe("RFC 9112 §3.2: a repeated or invalid Host header", () => {
   it("-> 400 invalid_request from the adapter, for a path plantgate answers", async () => {
     const app = express();
     app.use("/auth", plantgate(await plantgateApp()));
@@ -64,4 +64,16 @@ describe("RFC 9112 §3.2: more than one Host header", () => {
     const [head, body] = answer.split("\r\n\r\n");
     expect([head!.split("\r\n")[0], body]).toEqual(["HTTP/1.1 400 Bad Request", BODY]);
   });
+
+  it.each([["a path", "a.example/x"], ["whitespace", "a example"], ["an empty value", ""]])(
+    "-> 400 invalid_request from the adapter for a Host header with %s, for a path plantgate answers",
+    async (_label, host) => {
+      const app = express();
+      app.use("/auth", plantgate(await plantgateApp()));
+      const origin = await listen(app);
+      const answer = await raw(origin, `GET /auth/.well-known/jwks.json HTTP/1.1\r\nhost: ${host}\r\nconnection: close\r\n\r\n`);
+      const [head, body] = answer.split("\r\n\r\n");
+      expect([head!.split("\r\n")[0], body]).toEqual(["HTTP/1.1 400 Bad Request", BODY]);
+    },
+  );
 });

@@ -3,7 +3,7 @@ import { Readable } from "node:stream";
 import { headersFromRaw, isConsumed, parseTarget } from "./incoming.js";
 import { readIncoming, readStream } from "./read-body.js";
 import { createRequestBody, type AbortSource } from "./request-body.js";
-import { resolveOrigin } from "./request-origin.js";
+import { parseHost, resolveOrigin } from "./request-origin.js";
 
 /**
  * The one Request builder of this package (what `toRequest` and the request listener hand out), at
@@ -19,7 +19,7 @@ import { resolveOrigin } from "./request-origin.js";
  * Positional arguments: the listener calls this for every request and builds no options object.
  *
  * @throws TypeError for targets a Web Request cannot represent (`CONNECT`/`TRACE`/`TRACK`, `OPTIONS *`)
- *   and for more than one Host header (RFC 9112 §3.2).
+ *   and for a missing (HTTP/1.1), repeated or invalid Host header (RFC 9112 §3.2).
  */
 export function createNodeRequest(
   incoming: IncomingMessage,
@@ -34,13 +34,19 @@ export function createNodeRequest(
   if (NORMALISED_METHODS.has(upper)) method = upper;
   const headers = headersFromRaw(incoming.rawHeaders);
   // RFC 9112 §3.2: a request with more than one Host line is answered 400 (their values arrive
-  // joined by a comma, which no Host value holds). Not read as one of them: a proxy may have read
-  // the other.
-  if (headers.get("host")?.includes(",")) throw new TypeError("More than one Host header.");
+  // joined by a comma, which no Host value holds; not read as one of them: a proxy may have read
+  // the other), and so are an HTTP/1.1 request without one and a Host value that is not a usable
+  // host[:port]. Only HTTP/1.0, which has no Host requirement, falls back to localhost.
+  const host = headers.get("host");
+  if (host === null ? isHttp11(incoming) : parseHost(host) === undefined) throw new TypeError("Missing, repeated or invalid Host header.");
   const target = parseTarget(incoming.url ?? "/");
   const resolved = resolveOrigin({ incoming, headers, targetAuthority: target.authority, origin, trustProxy });
   return new NodeRequest(incoming, response, method, normaliseUrl(resolved, target.path), headers) as unknown as Request;
 }
+
+// HTTP/2 requests (node:http2's compatibility API) carry :authority instead and are not asked.
+const isHttp11 = (incoming: IncomingMessage): boolean =>
+  incoming.httpVersionMajor === 1 && incoming.httpVersionMinor >= 1;
 
 const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
 const NORMALISED_METHODS = new Set(["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"]);

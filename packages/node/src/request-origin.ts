@@ -3,8 +3,9 @@ import type { IncomingMessage } from "node:http";
 // host = IP-literal / IPv4 / reg-name, optionally followed by a port.
 // Underscores are accepted because container and service-discovery names use
 // them and the WHATWG URL parser accepts them too.
+// A fully qualified name may end in a dot (`example.com.`), as clients send it when given one.
 const HOST_PATTERN =
-  /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?)(?::(\d{1,5}))?$/;
+  /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?)(?::(\d{1,5}))?$/;
 
 /**
  * Returns the normalised `host[:port]` if `value` is a syntactically valid

@@ -121,6 +121,9 @@ export async function serve(app: NodeApp, options: ServeOptions = {}): Promise<S
       requestTimeout,
       keepAliveTimeout: options.keepAliveTimeout ?? SERVE_DEFAULTS.keepAliveTimeout,
       connectionsCheckingInterval: Math.min(CONNECTIONS_CHECKING_INTERVAL_MS, headersTimeout || CONNECTIONS_CHECKING_INTERVAL_MS),
+      // The listener answers an HTTP/1.1 request without Host itself, in plantgate's shape (Node's
+      // own answer is a bodiless 400).
+      requireHostHeader: false,
     },
     createRequestListener(app, options),
   );

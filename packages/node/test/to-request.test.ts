@@ -66,16 +66,31 @@ describe("toRequest: URL", () => {
     ["an invalid IPv4 address", "999.1.1.1"],
     ["a query", "example.com?x"],
     ["an empty value", ""],
-  ])("falls back to http://localhost for a Host header with %s", async (_label, host) => {
-    const { url } = await start(echoApp);
-    const echo = await rawEcho(url, `GET /p?q HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
-    expect(echo.url).toBe("http://localhost/p?q");
+  ])("answers 400 invalid_request, without calling the app, to a Host header with %s (RFC 9112 §3.2)", async (_label, host) => {
+    let called = false;
+    const { url } = await start({ fetch: async () => { called = true; return new Response("reached"); } });
+    const { status, body } = await rawExchange(url, `GET /p?q HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`, { untilClose: true });
+    expect([status, body.toString(), called]).toEqual([400, '{"error":"invalid_request","error_description":"The request cannot be processed."}', false]);
   });
 
   it("answers 400 invalid_request to a repeated Host header (RFC 9112 §3.2), instead of reading either", async () => {
     const { url } = await start(echoApp);
     const { status, body } = await rawExchange(url, "GET / HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nConnection: close\r\n\r\n", { untilClose: true });
     expect([status, body.toString()]).toEqual([400, '{"error":"invalid_request","error_description":"The request cannot be processed."}']);
+  });
+
+  it("answers 400 invalid_request in plantgate's shape to an HTTP/1.1 request without a Host header (RFC 9112 §3.2)", async () => {
+    const { url } = await start(echoApp);
+    const { status, headers, body } = await rawExchange(url, "GET /p HTTP/1.1\r\nConnection: close\r\n\r\n", { untilClose: true });
+    expect([status, headers.filter(([name]) => name === "content-type" || name === "cache-control"), body.toString()]).toEqual([
+      400, [["content-type", "application/json"], ["cache-control", "no-store"]], '{"error":"invalid_request","error_description":"The request cannot be processed."}',
+    ]);
+  });
+
+  it("accepts a fully qualified name ending in a dot", async () => {
+    const { url } = await start(echoApp);
+    const echo = await rawEcho(url, "GET /p HTTP/1.1\r\nHost: Example.com.:8080\r\nConnection: close\r\n\r\n");
+    expect(echo.url).toBe("http://example.com.:8080/p");
   });
 
   it("falls back to http://localhost when there is no Host header (HTTP/1.0)", async () => {
@@ -137,13 +152,19 @@ describe("toRequest: URL", () => {
     expect(echo.url).toBe("http://internal:3000/x");
   });
 
-  it("with trustProxy and an unusable host everywhere, keeps the forwarded scheme on localhost", async () => {
+  it("with trustProxy, an unusable forwarded host keeps the forwarded scheme on the Host header's host", async () => {
     const { url } = await start(echoApp, { trustProxy: true });
     const echo = await rawEcho(
       url,
-      "GET /x HTTP/1.1\r\nHost: bad host\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n",
+      "GET /x HTTP/1.1\r\nHost: internal:3000\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: bad host\r\nConnection: close\r\n\r\n",
     );
-    expect(echo.url).toBe("https://localhost/x");
+    expect(echo.url).toBe("https://internal:3000/x");
+  });
+
+  it("with a configured origin, still answers 400 to an invalid Host header", async () => {
+    const { url } = await start(echoApp, { origin: "https://auth.example.com" });
+    const { status } = await rawExchange(url, "GET /x HTTP/1.1\r\nHost: bad host\r\nConnection: close\r\n\r\n", { untilClose: true });
+    expect(status).toBe(400);
   });
 
   it("prefers a configured origin over Host and forwarded headers", async () => {
