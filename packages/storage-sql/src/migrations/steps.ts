@@ -2,7 +2,7 @@
  * The schema migrations themselves, oldest first: the DDL of each version for every engine. The
  * runner (locking, refusing a newer schema, D1 without transactions) is in `../migrations.ts`.
  */
-import { sql, type ColumnDataType, type Expression, type Kysely, type Migration } from "kysely";
+import { sql, type ColumnDataType, type ColumnDefinitionBuilder, type CreateIndexBuilder, type CreateTableBuilder, type Expression, type Kysely, type Migration } from "kysely";
 import { TABLES, type SqlFamily } from "../schema.js";
 import { clientAuthDown, clientAuthUp } from "./client-auth.js";
 import { clientNotifyDown, clientNotifyUp } from "./client-notify.js";
@@ -70,11 +70,76 @@ export async function columnTypes(db: Kysely<any>, family: SqlFamily): Promise<C
   }
 }
 
+/**
+ * MySQL and MariaDB commit every DDL statement on its own (no transactional DDL), so a migration cut
+ * short there (a crash, a lost connection, a deploy that killed the process) leaves its first
+ * statements done and is not recorded: the next start runs it again from the top, where a plain
+ * `CREATE TABLE` or `ADD COLUMN` of a step already done would fail, and the database would stay
+ * unusable until someone repaired it by hand (before 2026-11-29). So on MySQL each step first asks
+ * whether its own effect is there (information_schema) and data steps are written to be run again.
+ * On PostgreSQL and SQLite a migration is one transaction (on D1 one batch), all of it or none; they
+ * run the plain statements, unchanged (D1's are compiled from these ahead of time, see
+ * `../d1/compile-migrations.ts`).
+ */
+export interface Steps {
+  /** Whether this engine needs the checks (MySQL/MariaDB). */
+  readonly resumable: boolean;
+  createTable(builder: CreateTableBuilder<any, any>): Promise<void>;
+  createIndex(table: string, index: string, build: (builder: CreateIndexBuilder<any>) => CreateIndexBuilder<any>): Promise<void>;
+  dropIndex(table: string, index: string): Promise<void>;
+  addColumn(table: string, column: string, type: DataType, build?: (column: ColumnDefinitionBuilder) => ColumnDefinitionBuilder): Promise<void>;
+  dropColumn(table: string, column: string): Promise<void>;
+  hasColumn(table: string, column: string): Promise<boolean>;
+}
+
+export function steps(db: Kysely<any>, family: SqlFamily): Steps {
+  const resumable = family === "mysql";
+  const exists = async (view: "columns" | "statistics", table: string, column?: [string, string]): Promise<boolean> => {
+    let query = db
+      .selectFrom(`information_schema.${view}`)
+      .select(sql<number>`1`.as("found"))
+      .where("TABLE_SCHEMA", "=", sql<string>`database()`)
+      .where("TABLE_NAME", "=", table);
+    if (column !== undefined) query = query.where(column[0], "=", column[1]);
+    return (await query.limit(1).execute()).length > 0;
+  };
+  const hasIndex = (table: string, index: string) => exists("statistics", table, ["INDEX_NAME", index]);
+  const hasColumn = (table: string, column: string) => exists("columns", table, ["COLUMN_NAME", column]);
+  return {
+    resumable,
+    async createTable(builder) {
+      await (resumable ? builder.ifNotExists() : builder).execute();
+    },
+    async createIndex(table, index, build) {
+      if (resumable && (await hasIndex(table, index))) return;
+      await build(db.schema.createIndex(index).on(table)).execute();
+    },
+    async dropIndex(table, index) {
+      if (resumable && !(await hasIndex(table, index))) return;
+      // MySQL names the table in DROP INDEX; the others reject it.
+      const drop = db.schema.dropIndex(index);
+      await (resumable ? drop.on(table) : drop).execute();
+    },
+    async addColumn(table, column, type, build) {
+      if (resumable && (await hasColumn(table, column))) return;
+      await db.schema.alterTable(table).addColumn(column, type, build).execute();
+    },
+    async dropColumn(table, column) {
+      if (resumable && !(await hasColumn(table, column))) return;
+      await db.schema.alterTable(table).dropColumn(column).execute();
+    },
+    async hasColumn(table, column) {
+      return hasColumn(table, column);
+    },
+  };
+}
+
 async function initialUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
   const t = await columnTypes(db, family);
+  const step = steps(db, family);
   const withOptions = <B extends { modifyEnd(e: Expression<unknown>): B }>(b: B): B => (t.tableOptions ? b.modifyEnd(t.tableOptions) : b);
 
-  await withOptions(
+  await step.createTable(withOptions(
     db.schema
       .createTable(TABLES.clients)
       .addColumn("client_id", t.key, (c) => c.primaryKey().notNull())
@@ -87,9 +152,9 @@ async function initialUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
       .addColumn("refresh_token_absolute_ttl", "bigint")
       .addColumn("created_at", "bigint", (c) => c.notNull())
       .addColumn("secret_updated_at", "bigint", (c) => c.notNull()),
-  ).execute();
+  ));
 
-  await withOptions(
+  await step.createTable(withOptions(
     db.schema
       .createTable(TABLES.accounts)
       .addColumn("id", t.key, (c) => c.primaryKey().notNull())
@@ -101,9 +166,9 @@ async function initialUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
       .addColumn("created_at", "bigint", (c) => c.notNull())
       .addColumn("password_hash", t.text, (c) => c.notNull())
       .addUniqueConstraint("pg_accounts_username_key", ["username"]),
-  ).execute();
+  ));
 
-  await withOptions(
+  await step.createTable(withOptions(
     db.schema
       .createTable(TABLES.refreshTokens)
       .addColumn("token_hash", t.key, (c) => c.primaryKey().notNull())
@@ -116,19 +181,19 @@ async function initialUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
       .addColumn("family_expires_at", "bigint", (c) => c.notNull())
       .addColumn("consumed_at", "bigint")
       .addColumn("revoked_at", "bigint"),
-  ).execute();
-  await db.schema.createIndex("pg_refresh_tokens_family_idx").on(TABLES.refreshTokens).column("family_id").execute();
-  await db.schema.createIndex("pg_refresh_tokens_account_idx").on(TABLES.refreshTokens).column("account_id").execute();
+  ));
+  await step.createIndex(TABLES.refreshTokens, "pg_refresh_tokens_family_idx", (b) => b.column("family_id"));
+  await step.createIndex(TABLES.refreshTokens, "pg_refresh_tokens_account_idx", (b) => b.column("account_id"));
 
-  await withOptions(
+  await step.createTable(withOptions(
     db.schema
       .createTable(TABLES.plants)
       .addColumn("id", "bigint", (c) => c.primaryKey().notNull())
       .addColumn("name", t.free, (c) => c.notNull())
       .addColumn("tag", t.free),
-  ).execute();
+  ));
 
-  await withOptions(
+  await step.createTable(withOptions(
     db.schema
       .createTable(TABLES.signingKeys)
       .addColumn("kid", t.key, (c) => c.primaryKey().notNull())
@@ -136,7 +201,7 @@ async function initialUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
       .addColumn("private_jwk", t.long, (c) => c.notNull())
       .addColumn("public_jwk", t.long, (c) => c.notNull())
       .addColumn("created_at", "bigint", (c) => c.notNull()),
-  ).execute();
+  ));
 }
 
 async function initialDown(db: Kysely<any>): Promise<void> {
@@ -151,26 +216,27 @@ async function initialDown(db: Kysely<any>): Promise<void> {
  */
 async function hardeningUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
   const t = await columnTypes(db, family);
+  const step = steps(db, family);
   const withOptions = <B extends { modifyEnd(e: Expression<unknown>): B }>(b: B): B => (t.tableOptions ? b.modifyEnd(t.tableOptions) : b);
 
-  await withOptions(
+  await step.createTable(withOptions(
     db.schema
       .createTable(TABLES.attempts)
       .addColumn("attempt_key", t.key, (c) => c.primaryKey().notNull())
       .addColumn("count", "bigint", (c) => c.notNull())
       .addColumn("window_start", "bigint", (c) => c.notNull()),
-  ).execute();
-  await db.schema.createIndex("pg_attempts_window_idx").on(TABLES.attempts).column("window_start").execute();
+  ));
+  await step.createIndex(TABLES.attempts, "pg_attempts_window_idx", (b) => b.column("window_start"));
 
-  await withOptions(
+  await step.createTable(withOptions(
     db.schema
       .createTable(TABLES.revokedTokens)
       .addColumn("jti", t.key, (c) => c.primaryKey().notNull())
       .addColumn("expires_at", "bigint", (c) => c.notNull()),
-  ).execute();
-  await db.schema.createIndex("pg_revoked_tokens_expires_idx").on(TABLES.revokedTokens).column("expires_at").execute();
+  ));
+  await step.createIndex(TABLES.revokedTokens, "pg_revoked_tokens_expires_idx", (b) => b.column("expires_at"));
 
-  await withOptions(
+  await step.createTable(withOptions(
     db.schema
       .createTable(TABLES.sessions)
       .addColumn("id_hash", t.key, (c) => c.primaryKey().notNull())
@@ -178,9 +244,9 @@ async function hardeningUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
       .addColumn("csrf_hash", t.text, (c) => c.notNull())
       .addColumn("created_at", "bigint", (c) => c.notNull())
       .addColumn("expires_at", "bigint", (c) => c.notNull()),
-  ).execute();
-  await db.schema.createIndex("pg_sessions_account_idx").on(TABLES.sessions).column("account_id").execute();
-  await db.schema.createIndex("pg_sessions_expires_idx").on(TABLES.sessions).column("expires_at").execute();
+  ));
+  await step.createIndex(TABLES.sessions, "pg_sessions_account_idx", (b) => b.column("account_id"));
+  await step.createIndex(TABLES.sessions, "pg_sessions_expires_idx", (b) => b.column("expires_at"));
 }
 
 async function hardeningDown(db: Kysely<any>): Promise<void> {
@@ -193,9 +259,11 @@ async function hardeningDown(db: Kysely<any>): Promise<void> {
  * Signing keys get their activation time (pre-publication: a key is published before it signs).
  * Existing keys signed from their creation, so they activate at `created_at`.
  */
-async function keyActivationUp(db: Kysely<any>): Promise<void> {
-  await db.schema.alterTable(TABLES.signingKeys).addColumn("activates_at", "bigint").execute();
-  await db.updateTable(TABLES.signingKeys).set({ activates_at: sql`created_at` }).execute();
+async function keyActivationUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const step = steps(db, family);
+  await step.addColumn(TABLES.signingKeys, "activates_at", "bigint");
+  const update = db.updateTable(TABLES.signingKeys).set({ activates_at: sql`created_at` });
+  await (step.resumable ? update.where("activates_at", "is", null) : update).execute();
 }
 
 async function keyActivationDown(db: Kysely<any>): Promise<void> {
@@ -211,17 +279,18 @@ async function keyActivationDown(db: Kysely<any>): Promise<void> {
  */
 async function accountPositionsUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
   const t = await columnTypes(db, family);
+  const step = steps(db, family);
   const withOptions = <B extends { modifyEnd(e: Expression<unknown>): B }>(b: B): B => (t.tableOptions ? b.modifyEnd(t.tableOptions) : b);
 
-  await withOptions(
+  await step.createTable(withOptions(
     db.schema
       .createTable(TABLES.counters)
       .addColumn("name", t.key, (c) => c.primaryKey().notNull())
       .addColumn("value", "bigint", (c) => c.notNull()),
-  ).execute();
+  ));
   // NOT NULL needs a default for the rows already there; it is dropped again below where the
   // engine can (SQLite cannot alter a column; every insert of ours sets the position anyway).
-  await db.schema.alterTable(TABLES.accounts).addColumn("position", "bigint", (c) => c.notNull().defaultTo(0)).execute();
+  await step.addColumn(TABLES.accounts, "position", "bigint", (c) => c.notNull().defaultTo(0));
 
   const accounts = sql.table(TABLES.accounts);
   const ranked = sql`(select ${sql.ref("id")}, row_number() over (order by ${sql.ref("created_at")}, ${sql.ref("id")}) as ${sql.ref("n")} from ${accounts})`;
@@ -239,8 +308,9 @@ async function accountPositionsUp(db: Kysely<any>, family: SqlFamily): Promise<v
       await sql`update ${accounts} set ${sql.ref("position")} = r.n from ${ranked} as r where ${accounts}.id = r.id`.execute(db);
       break;
   }
-  await db.schema.createIndex("pg_accounts_position_key").on(TABLES.accounts).column("position").unique().execute();
-  await sql`insert into ${sql.table(TABLES.counters)} (${sql.ref("name")}, ${sql.ref("value")}) select 'accounts', count(*) from ${accounts}`.execute(db);
+  await step.createIndex(TABLES.accounts, "pg_accounts_position_key", (b) => b.column("position").unique());
+  // Run again on MySQL, the count is taken afresh (the row may be there from the cut-short run).
+  await sql`${sql.raw(step.resumable ? "replace" : "insert")} into ${sql.table(TABLES.counters)} (${sql.ref("name")}, ${sql.ref("value")}) select 'accounts', count(*) from ${accounts}`.execute(db);
 }
 
 async function accountPositionsDown(db: Kysely<any>, family: SqlFamily): Promise<void> {
@@ -255,9 +325,10 @@ async function accountPositionsDown(db: Kysely<any>, family: SqlFamily): Promise
  * range, not a table scan: one per rule of what goes (the family's absolute expiry; an unconsumed
  * token's sliding expiry). Only new indexes: every row is kept, older code ignores them.
  */
-async function refreshExpiryIndexesUp(db: Kysely<any>): Promise<void> {
-  await db.schema.createIndex("pg_refresh_tokens_family_expires_idx").on(TABLES.refreshTokens).column("family_expires_at").execute();
-  await db.schema.createIndex("pg_refresh_tokens_unconsumed_expires_idx").on(TABLES.refreshTokens).columns(["consumed_at", "expires_at"]).execute();
+async function refreshExpiryIndexesUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const step = steps(db, family);
+  await step.createIndex(TABLES.refreshTokens, "pg_refresh_tokens_family_expires_idx", (b) => b.column("family_expires_at"));
+  await step.createIndex(TABLES.refreshTokens, "pg_refresh_tokens_unconsumed_expires_idx", (b) => b.columns(["consumed_at", "expires_at"]));
 }
 
 async function refreshExpiryIndexesDown(db: Kysely<any>, family: SqlFamily): Promise<void> {
@@ -276,8 +347,9 @@ async function refreshExpiryIndexesDown(db: Kysely<any>, family: SqlFamily): Pro
  */
 async function refreshGraceUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
   const t = await columnTypes(db, family);
-  await db.schema.alterTable(TABLES.refreshTokens).addColumn("replay", t.long).execute();
-  await db.schema.alterTable(TABLES.refreshTokens).addColumn("grace_uses", "bigint", (c) => c.notNull().defaultTo(0)).execute();
+  const step = steps(db, family);
+  await step.addColumn(TABLES.refreshTokens, "replay", t.long);
+  await step.addColumn(TABLES.refreshTokens, "grace_uses", "bigint", (c) => c.notNull().defaultTo(0));
 }
 
 async function refreshGraceDown(db: Kysely<any>): Promise<void> {
@@ -301,10 +373,11 @@ async function auditEventsUp(db: Kysely<any>, family: SqlFamily): Promise<void> 
     .addColumn("account_id", t.key)
     .addColumn("username", t.key)
     .addColumn("data", t.long, (c) => c.notNull());
-  await (t.tableOptions ? create.modifyEnd(t.tableOptions) : create).execute();
-  await db.schema.createIndex("pg_audit_events_time_idx").on(TABLES.audit).columns(["time", "id"]).execute();
+  const step = steps(db, family);
+  await step.createTable(t.tableOptions ? create.modifyEnd(t.tableOptions) : create);
+  await step.createIndex(TABLES.audit, "pg_audit_events_time_idx", (b) => b.columns(["time", "id"]));
   for (const column of ["type", "client_id", "account_id", "username"]) {
-    await db.schema.createIndex(`pg_audit_events_${column}_idx`).on(TABLES.audit).columns([column, "time", "id"]).execute();
+    await step.createIndex(TABLES.audit, `pg_audit_events_${column}_idx`, (b) => b.columns([column, "time", "id"]));
   }
 }
 
@@ -328,16 +401,15 @@ async function refreshFamiliesUp(db: Kysely<any>, family: SqlFamily): Promise<vo
     .addColumn("account_id", t.key, (c) => c.notNull())
     .addColumn("family_expires_at", "bigint", (c) => c.notNull())
     .addPrimaryKeyConstraint("pg_refresh_families_pkey", ["family_id", "account_id", "family_expires_at"]);
-  await (t.tableOptions ? create.modifyEnd(t.tableOptions) : create).execute();
+  const step = steps(db, family);
+  await step.createTable(t.tableOptions ? create.modifyEnd(t.tableOptions) : create);
   const tokens = sql.table(TABLES.refreshTokens);
   const columns = sql.join([sql.ref("family_id"), sql.ref("account_id"), sql.ref("family_expires_at")]);
-  await sql`insert into ${sql.table(TABLES.refreshFamilies)} (${columns}) select distinct ${columns} from ${tokens}`.execute(db);
-  await db.schema.createIndex("pg_refresh_families_account_idx").on(TABLES.refreshFamilies).column("account_id").execute();
-  await db.schema.createIndex("pg_refresh_families_expires_idx").on(TABLES.refreshFamilies).column("family_expires_at").execute();
-  for (const index of ["pg_refresh_tokens_account_idx", "pg_refresh_tokens_family_expires_idx"]) {
-    const drop = db.schema.dropIndex(index);
-    await (family === "mysql" ? drop.on(TABLES.refreshTokens) : drop).execute();
-  }
+  // Run again on MySQL, the rows the cut-short run copied are kept (the key is the whole row).
+  await sql`${sql.raw(step.resumable ? "insert ignore" : "insert")} into ${sql.table(TABLES.refreshFamilies)} (${columns}) select distinct ${columns} from ${tokens}`.execute(db);
+  await step.createIndex(TABLES.refreshFamilies, "pg_refresh_families_account_idx", (b) => b.column("account_id"));
+  await step.createIndex(TABLES.refreshFamilies, "pg_refresh_families_expires_idx", (b) => b.column("family_expires_at"));
+  for (const index of ["pg_refresh_tokens_account_idx", "pg_refresh_tokens_family_expires_idx"]) await step.dropIndex(TABLES.refreshTokens, index);
 }
 
 async function refreshFamiliesDown(db: Kysely<any>): Promise<void> {
@@ -351,9 +423,9 @@ export function migrations(family: SqlFamily): Array<[name: string, migration: M
   return [
     ["0001_initial", { up: (db) => initialUp(db, family), down: initialDown }],
     ["0002_attempts_revoked_tokens_sessions", { up: (db) => hardeningUp(db, family), down: hardeningDown }],
-    ["0003_signing_key_activation", { up: keyActivationUp, down: keyActivationDown }],
+    ["0003_signing_key_activation", { up: (db) => keyActivationUp(db, family), down: keyActivationDown }],
     ["0004_account_positions", { up: (db) => accountPositionsUp(db, family), down: (db) => accountPositionsDown(db, family) }],
-    ["0005_refresh_token_expiry_indexes", { up: refreshExpiryIndexesUp, down: (db) => refreshExpiryIndexesDown(db, family) }],
+    ["0005_refresh_token_expiry_indexes", { up: (db) => refreshExpiryIndexesUp(db, family), down: (db) => refreshExpiryIndexesDown(db, family) }],
     ["0006_refresh_token_grace", { up: (db) => refreshGraceUp(db, family), down: refreshGraceDown }],
     ["0007_client_auth", { up: (db) => clientAuthUp(db, family), down: (db) => clientAuthDown(db, family) }],
     ["0008_audit_events", { up: (db) => auditEventsUp(db, family), down: auditEventsDown }],
