@@ -3,7 +3,7 @@
  * expiry, revoke one, rotate (regenerate) kills all, last use recorded, views never show a hash.
  */
 import { describe, expect, it } from "vitest";
-import { AdminError, MAX_TTL_SECONDS } from "../src/index.js";
+import { AdminConflictError, AdminError, createMemoryStorage, MAX_TTL_SECONDS } from "../src/index.js";
 import { basic, harness, tokenRequest } from "./helpers.js";
 import { expectTokenError, expectTokenSuccess } from "./token-helpers.js";
 
@@ -122,6 +122,38 @@ describe("overlapping client secrets", () => {
     h0.clock.advance(10_000);
     await h0.app.admin.addClientSecret(h0.clientId);
     expect((await h0.app.admin.getClient(h0.clientId)).secrets).toHaveLength(3);
+  });
+
+  it("at most 10 live secrets also when adds race: the refused ones are taken back, the kept ones work, and one more fits afterwards if room is left", async () => {
+    h0 = await harness();
+    const [first] = (await h0.app.admin.getClient(h0.clientId)).secrets;
+    const results = await Promise.allSettled(Array.from({ length: 20 }, () => h0.app.admin.addClientSecret(h0.clientId)));
+    const kept = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const refused = results.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []));
+    expect(kept.length).toBeLessThanOrEqual(9);
+    expect(refused).toEqual(Array(20 - kept.length).fill("AdminError: client app-1 already has 10 secrets; revoke one first"));
+    const stored = (await h0.app.admin.getClient(h0.clientId)).secrets.map((s) => s.id).sort();
+    expect(stored).toEqual([first!.id, ...kept.map((k) => k.secret.id)].sort());
+    for (const { clientSecret } of kept) await expectTokenSuccess(await cc(h0.clientId, clientSecret));
+    // Sequential adds fill the rest exactly.
+    for (let i = stored.length; i < 10; i++) await h0.app.admin.addClientSecret(h0.clientId);
+    await expect(h0.app.admin.addClientSecret(h0.clientId)).rejects.toThrow("client app-1 already has 10 secrets; revoke one first");
+    expect((await h0.app.admin.getClient(h0.clientId)).secrets).toHaveLength(10);
+  });
+
+  it("an add whose secret a rotation replaced before the add finished is refused (that secret would not work), not reported as added", async () => {
+    const storage = createMemoryStorage();
+    const addSecret = storage.clients.addSecret.bind(storage.clients);
+    let rotated: string | undefined;
+    // A rotation (from another admin, another process) lands between the add and its check.
+    storage.clients.addSecret = async (clientId, secret) => {
+      const added = await addSecret(clientId, secret);
+      rotated = (await h0.app.admin.rotateClientSecret(clientId)).secret.id;
+      return added;
+    };
+    h0 = await harness({ storage });
+    await expect(h0.app.admin.addClientSecret(h0.clientId)).rejects.toThrow(new AdminConflictError("the secrets of client app-1 changed meanwhile; try again"));
+    expect((await h0.app.admin.getClient(h0.clientId)).secrets.map((x) => x.id)).toEqual([rotated]);
   });
 
   it("a private_key_jwt client has no secrets to add, rotate or revoke", async () => {

@@ -186,6 +186,22 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       const clientSecret = randomToken(ctx.random, 32);
       const secret = await newSecret(clientSecret, options.expiresIn, now);
       if (!(await ctx.storage.clients.addSecret(clientId, secret))) throw new AdminNotFoundError(`client ${clientId} does not exist`);
+      // The count above was read before the add, so concurrent adds could all pass it (12 parallel
+      // CLI calls left 12 secrets before 2026-11-29). Count again after the add: the new secret
+      // stays only if the client then holds at most MAX_CLIENT_SECRETS live ones; otherwise it is
+      // taken back before anyone has seen it. Never more than the limit stay (the last add to keep
+      // its secret counted every other kept one), on every backend and with no storage contract
+      // change; adds racing near the limit may all be refused, and can be tried again.
+      const after = await ctx.storage.clients.get(clientId);
+      const mine = after?.secrets.some((s) => s.id === secret.id) === true;
+      const liveAfter = (after?.secrets ?? []).filter((s) => s.expiresAt === null || s.expiresAt > now).length;
+      if (!mine || liveAfter > MAX_CLIENT_SECRETS) {
+        if (mine) await ctx.storage.clients.removeSecret(clientId, secret.id, now);
+        if (after === null) throw new AdminNotFoundError(`client ${clientId} does not exist`);
+        // Gone already: a rotation (every secret replaced) won the race.
+        if (!mine) throw new AdminConflictError(`the secrets of client ${clientId} changed meanwhile; try again`);
+        throw new AdminError(`client ${clientId} already has ${MAX_CLIENT_SECRETS} secrets; revoke one first`);
+      }
       ctx.events.emit({ type: "client.secret_added", client_id: clientId, secret_id: secret.id, actor });
       return { clientSecret, secret: secretView(secret) };
     },
