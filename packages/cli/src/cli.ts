@@ -48,7 +48,8 @@ export const USAGE = `usage: plantgate <command>
   events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
-PLANTGATE_DB (SQLite file, default ./data/plantgate.db). Prints JSON on stdout.`;
+PLANTGATE_DB (SQLite file, default ./data/plantgate.db). Prints JSON on stdout (through pnpm,
+run it as \`pnpm -s plantgate\`: without -s pnpm prints its own banner there first).`;
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
 
@@ -82,17 +83,32 @@ function parse<O extends OptionSpecs>(args: string[], options: O) {
   const back = (v: string) => (v.startsWith(STAND_IN) ? held[Number(v.slice(1))]! : v);
   let parsed;
   try {
-    parsed = parseArgs({ args: stand, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: stand, options, allowPositionals: true, strict: true, tokens: true });
   } catch (e) {
     throw new UsageError((e as Error).message);
+  }
+  // parseArgs keeps the last of a repeated option silently (`--username alice --username bob`
+  // created bob): a command line that says two things is refused instead.
+  const seen = new Set<string>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== "option") continue;
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once`);
+    seen.add(token.name);
   }
   const values = parsed.values as Record<string, string | boolean | undefined>;
   for (const name of Object.keys(values)) {
     const v = values[name];
-    if (typeof v === "string") values[name] = back(v);
+    if (typeof v !== "string") continue;
+    values[name] = back(v);
+    // An empty value was dropped or read as "none" (`--id ""` issued a random id, `--grants ""` a
+    // client with no grant); lists that may be empty on purpose are the exception.
+    if (v.trim() === "" && !MAY_BE_EMPTY.has(name)) throw new UsageError(`--${name} must not be empty (leave the option out instead)`);
   }
   return { values: parsed.values, positionals: parsed.positionals.map(back) };
 }
+
+/** Options whose empty value means an empty list (no scopes, no roles). */
+const MAY_BE_EMPTY = new Set(["scopes", "roles"]);
 
 /** {@link parse}, for a command that takes options only: any positional is refused. */
 function parseOptions<O extends OptionSpecs>(args: string[], options: O) {
@@ -150,6 +166,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       if (!values.name) throw new UsageError("--name is required");
       const grants = words(values.grants);
       if (grants?.some((g) => !GRANTS.includes(g as GrantType))) throw new UsageError(`--grants must be among: ${GRANTS.join(" ")}`);
+      if (grants?.length === 0) throw new UsageError(`--grants needs at least one of: ${GRANTS.join(" ")}`);
       const auth = values.auth ?? "client_secret";
       if (auth !== "client_secret" && auth !== "private_key_jwt") throw new UsageError("--auth must be client_secret or private_key_jwt");
       if (auth === "private_key_jwt" && (values.jwks === undefined) === (values["jwks-uri"] === undefined)) throw new UsageError("--auth private_key_jwt needs exactly one of --jwks and --jwks-uri");
@@ -329,7 +346,9 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
  * const code = await runCli(process.argv.slice(2), { env: process.env, cwd: process.cwd(), readStdin, stdout, stderr });
  */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
-  if (argv[0] === "--help" || argv[0] === "-h" || argv[0] === "help") {
+  // `--help` anywhere before a `--` (`client create --help`), as well as `help` first.
+  const options = argv.indexOf("--") < 0 ? argv : argv.slice(0, argv.indexOf("--"));
+  if (argv[0] === "help" || argv[0] === "-h" || options.includes("--help")) {
     io.stdout(USAGE + "\n");
     return 0;
   }

@@ -8,10 +8,35 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString("utf8");
 }
 
-process.exitCode = await runCli(process.argv.slice(2), {
+// A command's result may hold the only copy of a new secret. When stdout cannot take it (a closed
+// pipe: `| head -c0`, a reader that died), the command has still been carried out: say so on
+// stderr in one line and exit 1, instead of an uncaught EPIPE with a stack trace and exit code 1
+// that looked like the command had failed (before 2026-11-29).
+let unwritten: Error | undefined;
+process.stdout.on("error", (error: Error) => {
+  unwritten ??= error;
+});
+const writes: Promise<void>[] = [];
+
+const code = await runCli(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   readStdin,
-  stdout: (t) => process.stdout.write(t),
+  stdout: (t) => {
+    writes.push(new Promise((resolve) => process.stdout.write(t, (error) => {
+      if (error) unwritten ??= error;
+      resolve();
+    })));
+  },
   stderr: (t) => process.stderr.write(t),
 });
+await Promise.all(writes);
+if (unwritten !== undefined) {
+  const reason = (unwritten as NodeJS.ErrnoException).code ?? unwritten.message;
+  process.stderr.write(
+    `plantgate: the result could not be written to stdout (${reason})${code === 0 ? "; the command was carried out, and a secret it made is lost: make another (client add-secret or rotate-secret)" : ""}\n`,
+  );
+  process.exitCode = code === 0 ? 1 : code;
+} else {
+  process.exitCode = code;
+}

@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -29,7 +29,7 @@ async function cli(argv: string[], stdin = "", env: Record<string, string> = {})
     stdout: (t) => void (stdout += t),
     stderr: (t) => void (stderr += t),
   });
-  return { code, stdout, stderr, json: stdout && argv[0] !== "events" ? (JSON.parse(stdout) as any) : undefined };
+  return { code, stdout, stderr, json: stdout && argv[0] !== "events" && !stdout.startsWith("usage:") ? (JSON.parse(stdout) as any) : undefined };
 }
 
 async function token(url: string, body: Record<string, string>) {
@@ -352,6 +352,31 @@ describe("plantgate CLI", () => {
     expect(unreachable.stderr).not.toContain("hunter2");
   });
 
+  it("a repeated option and an empty value are refused before anything is written (the last one won, and `--id \"\"` issued a random id); --help after a command prints the usage", async () => {
+    const refused = [
+      [["client", "create", "--name", "A", "--name", "B"], "--name is given more than once"],
+      [["client", "create", "--name", "A", "--name=B"], "--name is given more than once"],
+      [["user", "create", "--username", "alice", "--username", "bob"], "--username is given more than once"],
+      [["client", "create", "--name", "A", "--id", ""], "--id must not be empty (leave the option out instead)"],
+      [["client", "create", "--name", "A", "--grants", ""], "--grants must not be empty (leave the option out instead)"],
+      [["client", "create", "--name", " "], "--name must not be empty (leave the option out instead)"],
+      [["client", "add-secret", "app", "--expires-in", "60", "--expires-in", "70"], "--expires-in is given more than once"],
+    ] as const;
+    for (const [argv, message] of refused) {
+      expect(await cli([...argv], "a long passphrase\n")).toEqual({ code: 2, stdout: "", stderr: `plantgate: ${message}\n`, json: undefined });
+    }
+    // --grants "," is no grant either (words() drops the separators).
+    expect(await cli(["client", "create", "--name", "A", "--grants", ","])).toMatchObject({ code: 2, stderr: "plantgate: --grants needs at least one of: client_credentials password refresh_token\n" });
+    expect((await cli(["client", "list"])).json).toEqual([]);
+    expect((await cli(["user", "list"])).json).toEqual([]);
+    // An empty scope list is a choice (a client for no scope).
+    expect((await cli(["client", "create", "--name", "A", "--scopes", ""])).json).toMatchObject({ scopes: [] });
+    for (const argv of [["client", "create", "--help"], ["--help"], ["-h"], ["help"], ["keys", "rotate", "--help"]]) {
+      const help = await cli(argv);
+      expect([help.code, help.stderr, help.stdout.startsWith("usage: plantgate <command>")]).toEqual([0, "", true]);
+    }
+  });
+
   it("the real entry point (`pnpm plantgate`) reads stdin, writes JSON to stdout and sets the exit code", () => {
     const root = fileURLToPath(new URL("../../../", import.meta.url));
     const tsx = join(root, "node_modules", ".bin", "tsx");
@@ -364,6 +389,32 @@ describe("plantgate CLI", () => {
     expect(failed.status).toBe(2);
     expect(failed.stdout).toBe("");
     expect(failed.stderr).toBe("plantgate: user nobody does not exist\n");
+  });
+
+  it("`pnpm -s plantgate`, as README writes it, leaves stdout to the JSON alone (pnpm's banner would break a pipe into jq)", () => {
+    const root = fileURLToPath(new URL("../../../", import.meta.url));
+    const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "cli.db") };
+    const created = spawnSync("pnpm", ["-s", "plantgate", "client", "create", "--name", "Piped", "--id", "piped"], { cwd: root, env, encoding: "utf8" });
+    expect(created.status, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout)).toMatchObject({ client_id: "piped", name: "Piped", client_secret: expect.stringMatching(/^[\w-]{43}$/) });
+  });
+
+  it("a result stdout cannot take (a closed pipe) is one stderr line and exit 1 saying the command was carried out, never an EPIPE stack trace", async () => {
+    const root = fileURLToPath(new URL("../../../", import.meta.url));
+    const tsx = join(root, "node_modules", ".bin", "tsx");
+    const main = join(root, "packages", "cli", "src", "main.ts");
+    const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
+    const child = spawn(tsx, [main, "client", "create", "--name", "Lost", "--id", "lost"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const status = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    expect([status, stderr]).toEqual([
+      1,
+      "the secret is shown only now; store it safely\n" +
+        "plantgate: the result could not be written to stdout (EPIPE); the command was carried out, and a secret it made is lost: make another (client add-secret or rotate-secret)\n",
+    ]);
+    expect((await cli(["client", "list"])).json.map((c: { client_id: string }) => c.client_id)).toEqual(["lost"]);
   });
 
   it("prune deletes what can never matter again from the SQLite store and prints the counts per aggregate as JSON", async () => {
