@@ -12,6 +12,7 @@ import {
 } from "@plantgate/core";
 import type { SqlStorage } from "@plantgate/storage-sql";
 import { openStorageFromEnv, StorageConfigError } from "@plantgate/storage-sql/env";
+import { openRedisHotStoresFromEnv, RedisConfigError, type OpenedRedisHotStores } from "@plantgate/storage-redis/env";
 
 /** Where the CLI reads and writes; injectable so tests run it in-process. */
 export interface CliIo {
@@ -48,7 +49,7 @@ export const USAGE = `usage: plantgate <command>
   events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
-PLANTGATE_DB (SQLite file, default ./data/plantgate.db). Prints JSON on stdout (through pnpm,
+PLANTGATE_DB (SQLite file, default ./data/plantgate.db), and PLANTGATE_REDIS_URL (the hot state). Prints JSON on stdout (through pnpm,
 run it as \`pnpm -s plantgate\`: without -s pnpm prints its own banner there first).`;
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
@@ -353,6 +354,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return 0;
   }
   let opened: SqlStorage | null = null;
+  let hot: OpenedRedisHotStores | null = null;
   let app: Plantgate | null = null;
   const open = async () => {
     const options = optionsFromEnv(io.env);
@@ -361,8 +363,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // No client cache: one command per process has nothing to reuse (its writes still notify the servers' caches).
     const storage = await openStorageFromEnv(io.env, { cwd: io.cwd, clientCache: false });
     opened = storage;
+    // PLANTGATE_REDIS_URL: the hot state (console sessions, brute-force counters, revoked jtis,
+    // used assertion jtis) is in Redis, as the servers compose it; without it `user disable` left
+    // the account's console sessions there and `prune` never reached Redis (before 2026-11-29).
+    hot = await openRedisHotStoresFromEnv(io.env);
     // Failures are stderr lines (an audit write that failed, say); never a secret (see Logger).
-    app = createPlantgate({ ...options, storage, logger: { error: (message) => io.stderr(`plantgate: ${message}\n`), warn() {} } });
+    app = createPlantgate({ ...options, storage: { ...storage, ...hot?.stores }, logger: { error: (message) => io.stderr(`plantgate: ${message}\n`), warn() {} } });
     return { storage, app };
   };
   try {
@@ -374,7 +380,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.stderr(`plantgate: ${e.message}\n${argv.length === 0 || e.message.startsWith("unknown command") ? `\n${USAGE}\n` : ""}`);
       return 2;
     }
-    if (e instanceof AdminError || e instanceof ConfigError || e instanceof StorageConfigError || e instanceof KeyEncryptionError) {
+    if (e instanceof AdminError || e instanceof ConfigError || e instanceof StorageConfigError || e instanceof RedisConfigError || e instanceof KeyEncryptionError) {
       io.stderr(`plantgate: ${e.message}\n`);
       return 2;
     }
@@ -383,6 +389,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   } finally {
     // The command's security events reach the audit store before it closes.
     await (app as Plantgate | null)?.flushEvents();
+    await (hot as OpenedRedisHotStores | null)?.close();
     await (opened as SqlStorage | null)?.close();
   }
 }

@@ -1,0 +1,87 @@
+/**
+ * With PLANTGATE_REDIS_URL the servers keep the hot state (console sessions, brute-force counters,
+ * revoked jtis, used assertion jtis) in Redis; the CLI composes the same stores. Before 2026-11-29
+ * it opened SQL only: `user disable` left the account's console sessions in Redis and `prune`
+ * reported zeros without reaching Redis, and a bad Redis URL went unnoticed.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openRedisHotStoresFromEnv, type OpenedRedisHotStores } from "@plantgate/storage-redis/env";
+import { runCli } from "../src/cli.js";
+
+const REDIS_URL = process.env.PLANTGATE_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+const IN_CI = process.env.CI === "true";
+
+async function probe(): Promise<string | null> {
+  try {
+    const hot = await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: REDIS_URL });
+    await hot?.close();
+    return null;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+const problem = await probe();
+
+let dir: string;
+let prefix: string;
+let hot: OpenedRedisHotStores | null = null;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "plantgate-cli-redis-"));
+  prefix = `plantgate-cli-test:${randomBytes(6).toString("hex")}:`;
+});
+afterEach(async () => {
+  await hot?.close();
+  hot = null;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const env = () => ({ PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_REDIS_URL: REDIS_URL, PLANTGATE_REDIS_KEY_PREFIX: prefix });
+
+async function cli(argv: string[], stdin = "", extra: Record<string, string> = {}) {
+  let stdout = "";
+  let stderr = "";
+  const code = await runCli(argv, { env: { ...env(), ...extra }, cwd: dir, readStdin: async () => stdin, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+const suite = problem === null ? describe : IN_CI ? describe : describe.skip;
+suite(problem === null ? "plantgate CLI with PLANTGATE_REDIS_URL" : `plantgate CLI with PLANTGATE_REDIS_URL (skipped: Redis unreachable at ${REDIS_URL}: ${problem})`, () => {
+  it("the service is reachable (required when CI=true)", () => {
+    expect(problem).toBeNull();
+  });
+
+  it("user disable deletes the account's console sessions in Redis, and prune deletes Redis's expired hot state and counts it", async () => {
+    const created = await cli(["user", "create", "--username", "alice"], "a long passphrase\n");
+    expect(created.code, created.stderr).toBe(0);
+    const accountId = (JSON.parse(created.stdout) as { id: string }).id;
+    hot = await openRedisHotStoresFromEnv(env());
+    const now = Date.now();
+    expect(await hot!.stores.sessions.create({ idHash: "s-alice", accountId, csrfHash: "c", createdAt: now, expiresAt: now + 60_000 })).toBe(true);
+
+    expect(await cli(["user", "disable", "alice"])).toMatchObject({ code: 0 });
+    expect(await hot!.stores.sessions.get("s-alice")).toBeNull();
+
+    // Expired counters and jtis (kept by Redis a little past their expiry) go with prune, and are counted.
+    await hot!.stores.attempts.increment("t:over", now - 3_600_000, 60_000);
+    await hot!.stores.revokedTokens.add("jti-over", now - 1_000);
+    await hot!.stores.revokedTokens.add("jti-live", now + 60_000);
+    const pruned = await cli(["prune"]);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    const counts = JSON.parse(pruned.stdout) as Record<string, number>;
+    expect([counts.attempts, counts.revokedTokens]).toEqual([1, 1]);
+    expect(await hot!.stores.attempts.get("t:over")).toBeNull();
+    expect(await hot!.stores.revokedTokens.has("jti-live")).toBe(true);
+  });
+
+  it("a malformed or unreachable PLANTGATE_REDIS_URL is exit 2 with a one-line message naming the URL without its password", async () => {
+    expect(await cli(["user", "list"], "", { PLANTGATE_REDIS_URL: "not a url" })).toEqual({ code: 2, stdout: "", stderr: "plantgate: PLANTGATE_REDIS_URL must start with redis:// or rediss://\n" });
+    const unreachable = await cli(["user", "list"], "", { PLANTGATE_REDIS_URL: "redis://:hunter2@127.0.0.1:1" });
+    expect(unreachable.code).toBe(2);
+    expect(unreachable.stderr).toMatch(/^plantgate: cannot reach Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1[^\n]*\n$/);
+    expect(unreachable.stderr).not.toContain("hunter2");
+  });
+});
