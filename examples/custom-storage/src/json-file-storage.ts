@@ -4,15 +4,20 @@
  * one JSON file atomically (temp file in the same folder, fsync, rename), so a crash leaves either
  * the old file or the new one, never half of one.
  *
- * Good for a single process with modest data (a demo, a small internal deployment). Not for several
- * processes sharing one file: each would overwrite the other's writes.
+ * Good for a single process with modest data (a demo, a small internal deployment). One process (and
+ * one store object) per file: a second one would overwrite the first one's writes (a revocation
+ * undone), so opening takes a lock file beside the data (`<file>.lock`, holding the process id) and a
+ * second opener is refused while the holder lives; a lock left by a process that died is taken over.
+ * After a failed write (disk full, folder gone) memory holds changes the file lacks, which their
+ * callers were told failed: the store then refuses every call (StorageError, a 503) until the
+ * process restarts and reads the file as last written, rather than serve or later persist them.
  *
  * It has no audit store: `storage.audit` is optional, and without one security events still reach
  * the `onEvent` hook but are not kept (the conformance suite skips its audit cases). An append-only
  * audit trail would rewrite this whole file on every token; a backend that wants one adds `audit`.
  */
 import { randomUUID } from "node:crypto";
-import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import {
   StorageError,
@@ -33,7 +38,12 @@ export interface JsonFileStorage extends Storage {
   readonly path: string;
   /** Resolves once every write made so far is on disk. */
   flush(): Promise<void>;
+  /** Flushes, then releases the file (its lock) for another store; every later call is refused. */
+  close(): Promise<void>;
 }
+
+/** Files held by a store of this process (the lock file says which process, not which store). */
+const held = new Set<string>();
 
 const FORMAT = "plantgate-json-storage";
 /**
@@ -73,16 +83,28 @@ const copySession = (r: SessionRecord): SessionRecord => ({ ...r });
 const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
- * Opens (or starts) the JSON file store at `path`. A missing file is an empty store (the file and its
- * folder are created at the first write); a file that is not a valid store rejects with an `Error`
- * naming the file and the problem, and the file is left untouched.
+ * Opens (or starts) the JSON file store at `path`. A missing file is an empty store (its folder and
+ * the lock file are created now, the file at the first write); a file that is not a valid store
+ * rejects with an `Error` naming the file and the problem, and the file is left untouched. A file
+ * another live process holds rejects with a `StorageError` naming that process.
  *
  * @example
- * const app = createPlantgate({ storage: await createJsonFileStorage("./data/plantgate.json") });
+ * const storage = await createJsonFileStorage("./data/plantgate.json");
+ * const app = createPlantgate({ storage });
+ * // ... and at shutdown, once the server stopped: await storage.close();
  */
 export async function createJsonFileStorage(path: string): Promise<JsonFileStorage> {
   const file = resolve(path);
-  const state = await load(file);
+  const unlock = await lock(file);
+  let state: FileState;
+  try {
+    // A crash between writing a temp file and renaming it left a full copy (keys, hashes) behind.
+    await removeTempFiles(file);
+    state = await load(file);
+  } catch (error) {
+    await unlock();
+    throw error;
+  }
 
   const clients = new Map(state.clients.map((r) => [r.clientId, r]));
   const accounts = new Map(state.accounts.map((r) => [r.id, r]));
@@ -120,24 +142,34 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
   // join it instead of queueing another one.
   let tail: Promise<void> = Promise.resolve();
   let waiting: Promise<void> | null = null;
+  /** Set by the first failed write (or by close): every later call is refused with it. */
+  let stopped: StorageError | null = null;
   const persist = (): Promise<void> => {
     if (waiting) return waiting;
     const run = tail.then(() => {
       waiting = null; // from here on, a new change needs a new write
+      if (stopped) throw stopped;
       return writeAtomically(file, serialize());
     });
     const reported = run.catch((cause: unknown) => {
-      // The change is in memory but not on disk; the next successful write persists it.
-      throw new StorageError(`could not write ${file}`, { cause });
+      // The changes are in memory but not on disk, and their callers are told they failed: serving
+      // them, or letting a later write persist them, would contradict that answer.
+      stopped ??= new StorageError(`could not write ${file}; the store refuses every call until the process restarts and reads the file as last written`, { cause });
+      throw cause === stopped ? stopped : new StorageError(`could not write ${file}`, { cause });
     });
     tail = run.catch(() => {});
     waiting = reported;
     return reported;
   };
 
-  return {
+  const store: JsonFileStorage = {
     path: file,
     flush: () => tail,
+    async close() {
+      await tail;
+      stopped ??= new StorageError(`the JSON file store ${file} is closed`);
+      await unlock();
+    },
 
     clients: {
       async get(clientId) {
@@ -471,6 +503,72 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
       },
     },
   };
+
+  // Every store method first checks that the store still runs (see `stopped`).
+  for (const part of Object.values(store)) {
+    if (typeof part !== "object" || part === null) continue;
+    const methods = part as Record<string, unknown>;
+    for (const [name, method] of Object.entries(methods)) {
+      if (typeof method !== "function") continue;
+      methods[name] = (...args: unknown[]) => (stopped ? Promise.reject(stopped) : (method as (...a: unknown[]) => unknown)(...args));
+    }
+  }
+  return store;
+}
+
+/**
+ * Takes `<file>.lock` for this process: created exclusively, holding the process id. One held by a
+ * live process (or by another store of this one) is refused; one whose process is gone (a crash, a
+ * kill -9) is taken over. Returns the release.
+ */
+async function lock(file: string): Promise<() => Promise<void>> {
+  if (held.has(file)) throw new StorageError(`${file} is already open in this process; close that store first`);
+  const path = `${file}.lock`;
+  await mkdir(dirname(file), { recursive: true });
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const handle = await open(path, "wx", 0o600);
+      try {
+        await handle.writeFile(`${process.pid}\n`, "utf8");
+      } finally {
+        await handle.close();
+      }
+      held.add(file);
+      return async () => {
+        held.delete(file);
+        await rm(path, { force: true });
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) {
+        throw new StorageError(`could not take the lock ${path}`, { cause: error });
+      }
+    }
+    const holder = Number((await readFile(path, "utf8").catch(() => "")).trim());
+    // Our own pid in a lock no store of ours holds: left by an earlier life of this process id
+    // (a container restarted as pid 1, say).
+    if (Number.isSafeInteger(holder) && holder > 0 && holder !== process.pid && alive(holder)) {
+      throw new StorageError(`${file} is in use by process ${holder} (lock ${path}): one process per file; if no such process serves it, delete the lock`);
+    }
+    await rm(path, { force: true });
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Deletes temp files an interrupted write left beside `file` (only with the lock held). */
+async function removeTempFiles(file: string): Promise<void> {
+  const prefix = `.${basename(file)}.`;
+  for (const name of await readdir(dirname(file))) {
+    if (name.startsWith(prefix) && name.endsWith(".tmp")) await rm(join(dirname(file), name), { force: true });
+  }
 }
 
 /** Writes `text` to a temp file next to `file`, flushes it to disk, then renames it over `file`. */
@@ -491,6 +589,14 @@ async function writeAtomically(file: string, text: string): Promise<void> {
   } catch (error) {
     await rm(temp, { force: true }).catch(() => {});
     throw error;
+  }
+  // The rename is durable only once the folder's entry is on disk: without this, a power loss
+  // could bring back the previous file (a consumed refresh token unconsumed, a revocation undone).
+  const folder = await open(dir, "r");
+  try {
+    await folder.sync();
+  } finally {
+    await folder.close();
   }
 }
 

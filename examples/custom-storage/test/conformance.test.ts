@@ -9,7 +9,8 @@ describeStorageConformance("JSON file storage", {
   create: async () => createJsonFileStorage(join(await mkdtemp(join(tmpdir(), "plantgate-json-")), "store.json")),
   destroy: async (storage) => {
     const { path } = storage as JsonFileStorage;
-    await (storage as JsonFileStorage).flush();
+    // Every queued write done and the lock released before the folder goes.
+    await (storage as JsonFileStorage).close();
     await rm(dirname(path), { recursive: true, force: true });
   },
   // Everything persisted: the file's text, so the secrets probe looks at what is really on disk.

@@ -1,7 +1,8 @@
-import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ClientRecord } from "@plantgate/core";
+import { StorageError, type ClientRecord } from "@plantgate/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createJsonFileStorage } from "../src/json-file-storage.js";
 
@@ -48,6 +49,7 @@ describe("JSON file storage: persistence", () => {
     const text = await readFile(file, "utf8");
     expect(text).toContain('"9223372036854775807"'); // stored as a string, not a rounded number
 
+    await first.close();
     const reopened = await createJsonFileStorage(file);
     const plant = await reopened.plants.get(9223372036854775807n);
     expect(plant).toStrictEqual({ id: 9223372036854775807n, name: "Monstera\u0000deliciosa", tag: null });
@@ -63,6 +65,7 @@ describe("JSON file storage: persistence", () => {
     expect(await first.accounts.create(account("z", "zed"))).toBe(true);
     expect(await first.accounts.createMany([account("m", "em"), account("a", "ay")])).toBeNull();
     expect(await first.accounts.setEnabled("z", false)).toBe(true);
+    await first.close();
     const reopened = await createJsonFileStorage(file);
     expect(await reopened.accounts.create(account("b", "bee"))).toBe(true);
     const page = await reopened.accounts.list(0, 10);
@@ -74,8 +77,9 @@ describe("JSON file storage: persistence", () => {
   it("leaves no temp files behind and keeps the file private (0600)", async () => {
     const storage = await createJsonFileStorage(file);
     await Promise.all(Array.from({ length: 20 }, (_, i) => storage.plants.create({ id: BigInt(i), name: `p${i}`, tag: null })));
-    expect(await readdir(join(dir, "nested"))).toEqual(["store.json"]);
+    expect((await readdir(join(dir, "nested"))).sort()).toEqual(["store.json", "store.json.lock"]);
     if (process.platform !== "win32") expect((await stat(file)).mode & 0o777).toBe(0o600);
+    await storage.close();
     const reopened = await createJsonFileStorage(file);
     for (let i = 0; i < 20; i++) expect(await reopened.plants.get(BigInt(i))).toStrictEqual({ id: BigInt(i), name: `p${i}`, tag: null });
   });
@@ -93,6 +97,7 @@ describe("JSON file storage: persistence", () => {
     ]);
     expect(results).toEqual([true, null, true, true]);
     await storage.flush();
+    await storage.close();
     const reopened = await createJsonFileStorage(file);
     expect(await reopened.clients.get("reporting")).toStrictEqual(client);
     expect((await reopened.accounts.list(0, 10)).items.map((a) => a.username)).toEqual(["alice", "bob"]);
@@ -108,6 +113,7 @@ describe("JSON file storage: persistence", () => {
     await first.revokedTokens.add("jti-1", 8_640_000_000_000_000);
     const session = { idHash: "n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg", accountId: "a1", csrfHash: "c2VjcmV0LWhhc2g", createdAt: 1, expiresAt: 2 };
     expect(await first.sessions.create({ ...session })).toBe(true);
+    await first.close();
     const reopened = await createJsonFileStorage(file);
     expect(await reopened.attempts.get("user:abc")).toStrictEqual({ key: "user:abc", count: 2, windowStart: 1_700_000_000_000 });
     expect(await reopened.revokedTokens.has("jti-1")).toBe(true);
@@ -156,6 +162,7 @@ describe("JSON file storage: persistence", () => {
     await storage.revokedTokens.add("j", 5);
     const saved = JSON.parse(await readFile(join(dir, "v1.json"), "utf8"));
     expect(saved).toStrictEqual({ ...v1, version: 3, clients: [client], attempts: [], revokedTokens: [{ jti: "j", expiresAt: 5 }], sessions: [], assertionJtis: [] });
+    await storage.close();
     const reopened = await createJsonFileStorage(join(dir, "v1.json"));
     expect(await reopened.clients.get("reporting")).toStrictEqual(client);
     expect(await reopened.revokedTokens.has("j")).toBe(true);
@@ -189,9 +196,57 @@ describe("JSON file storage: persistence", () => {
     }
   });
 
-  it("a write that cannot reach the disk rejects with StorageError", async () => {
+  it("a write that cannot reach the disk rejects with StorageError; then every call is refused until a restart, which reads the file as last written", async () => {
     const storage = await createJsonFileStorage(file);
+    expect(await storage.clients.create(structuredClone(client))).toBe(true);
+    // The folder swapped for a file: the next write cannot even create its temp file.
+    await rename(join(dir, "nested"), join(dir, "away"));
     await writeFile(join(dir, "nested"), "a file where the folder should be");
-    await expect(storage.plants.create({ id: 1n, name: "x", tag: null })).rejects.toMatchObject({ name: "StorageError" });
+    const replacement = { id: "new", hash: "bmV3LWhhc2g", createdAt: 1_800_000_000_000, expiresAt: null, lastUsedAt: null };
+    await expect(storage.clients.replaceSecrets("reporting", replacement)).rejects.toMatchObject({ name: "StorageError", message: `could not write ${file}` });
+    // Before 2026-11-29 the store went on answering with the new secret the caller was told failed
+    // (and the old one already refused), and a later write persisted it.
+    for (const call of [() => storage.clients.get("reporting"), () => storage.plants.create({ id: 1n, name: "x", tag: null })]) {
+      await expect(call()).rejects.toMatchObject({ name: "StorageError", message: `could not write ${file}; the store refuses every call until the process restarts and reads the file as last written` });
+    }
+    await rm(join(dir, "nested"));
+    await rename(join(dir, "away"), join(dir, "nested"));
+    await storage.close();
+    const restarted = await createJsonFileStorage(file);
+    expect(await restarted.clients.get("reporting")).toStrictEqual(client);
+    await restarted.close();
+  });
+
+  it("one store per file: a second one in this process, or a live process's lock, is refused; a dead process's lock is taken over", async () => {
+    const storage = await createJsonFileStorage(file);
+    await expect(createJsonFileStorage(file)).rejects.toThrow(new StorageError(`${file} is already open in this process; close that store first`));
+    await storage.close();
+
+    // Another process that lives (this test's parent) holds it: refused, nothing read or written.
+    await writeFile(`${file}.lock`, `${process.ppid}\n`);
+    await expect(createJsonFileStorage(file)).rejects.toThrow(
+      new StorageError(`${file} is in use by process ${process.ppid} (lock ${file}.lock): one process per file; if no such process serves it, delete the lock`),
+    );
+    expect(await readFile(`${file}.lock`, "utf8")).toBe(`${process.ppid}\n`);
+
+    // A process that has exited (killed without cleaning up): its lock is taken over.
+    const child = spawn(process.execPath, ["-e", ""]);
+    await new Promise((resolve) => child.on("exit", resolve));
+    await writeFile(`${file}.lock`, `${child.pid}\n`);
+    const next = await createJsonFileStorage(file);
+    expect(await readFile(`${file}.lock`, "utf8")).toBe(`${process.pid}\n`);
+    await next.close();
+    await expect(stat(`${file}.lock`)).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("temp files an interrupted write left (a full copy of keys and hashes) are deleted at open; a closed store refuses calls", async () => {
+    await mkdir(join(dir, "nested"), { recursive: true });
+    const leftover = join(dir, "nested", ".store.json.4242.0b1c.tmp");
+    await writeFile(leftover, '{"signingKeys":[{"privateJwk":"..."}]}');
+    await writeFile(join(dir, "nested", "other.tmp"), "not ours");
+    const storage = await createJsonFileStorage(file);
+    expect((await readdir(join(dir, "nested"))).sort()).toEqual(["other.tmp", "store.json.lock"]);
+    await storage.close();
+    await expect(storage.plants.get(1n)).rejects.toThrow(new StorageError(`the JSON file store ${file} is closed`));
   });
 });
