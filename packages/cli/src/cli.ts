@@ -43,6 +43,7 @@ export const USAGE = `usage: plantgate <command>
   user enable USERNAME
   migrate
   keys rotate [--now]                (published now, signs after the activation delay; --now: at once, for a leak)
+  keys revoke KID                    (deletes a key that does not sign now: after a leak, rotate --now, then revoke the old key)
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
   prune [--batch-size N]             (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts)
@@ -304,6 +305,13 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
           : `the new key is published now (status next) and signs from ${at}; running servers publish it within a minute\n`,
       );
       return { kid, activatesAt: at, status: now ? "active" : "next", deleted };
+    }
+    case "keys revoke": {
+      const kid = one(parse(rest, {}).positionals, "KID");
+      const { app } = await open();
+      const revoked = await app.admin.revokeSigningKey(kid);
+      io.stderr("the key is deleted: running servers drop it from the JWKS and refuse its tokens within a minute; resource servers that cached the JWKS keep it until they fetch it again\n");
+      return revoked;
     }
     case "keys list": {
       parseOptions(rest, {});

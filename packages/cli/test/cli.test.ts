@@ -182,6 +182,16 @@ describe("plantgate CLI", () => {
       [first.json[0].kid, "retired"],
     ]);
     expect(third.stdout).not.toContain('"d"');
+    // After a leak: rotate --now, then revoke the old key (retired keys verify until they are pruned).
+    expect(await cli(["keys", "revoke", first.json[0].kid])).toEqual({
+      code: 0,
+      stdout: JSON.stringify({ kid: first.json[0].kid, status: "retired" }, null, 2) + "\n",
+      stderr: "the key is deleted: running servers drop it from the JWKS and refuse its tokens within a minute; resource servers that cached the JWKS keep it until they fetch it again\n",
+      json: { kid: first.json[0].kid, status: "retired" },
+    });
+    expect(await cli(["keys", "revoke", urgent.json.kid])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key ${urgent.json.kid} signs now: rotate with now (keys rotate --now) first, then revoke it\n`, json: undefined });
+    expect(await cli(["keys", "revoke", first.json[0].kid])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key ${first.json[0].kid} does not exist\n`, json: undefined });
+    expect((await cli(["keys", "list"])).json.map((k: { kid: string }) => k.kid)).toEqual([rotated.json.kid, urgent.json.kid]);
     expect(await cli(["keys", "list", "extra"])).toMatchObject({ code: 2, stdout: "" });
     expect(await cli(["keys", "rotate", "--later"])).toMatchObject({ code: 2, stdout: "" });
   });

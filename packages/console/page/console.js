@@ -563,7 +563,7 @@
   const EVENT_TYPES = [
     "token.issued", "token.refreshed", "refresh_token.reuse_detected", "client.authentication_failed", "account.login_failed",
     "account.locked_out", "token.revoked", "client.created", "client.deleted", "client.secret_rotated", "client.secret_added",
-    "client.secret_revoked", "signing_key.rotated", "account.created", "account.disabled", "account.enabled",
+    "client.secret_revoked", "signing_key.rotated", "signing_key.revoked", "account.created", "account.disabled", "account.enabled",
     "console.signed_in", "console.signed_out",
   ];
   for (const t of EVENT_TYPES) byId("events-type", HTMLSelectElement).append(el("option", { value: t, text: t }));

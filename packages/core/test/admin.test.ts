@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeProtectedHeader } from "jose";
-import { AdminConflictError, AdminError, createMemoryStorage, StorageError, type SecurityEvent, type Storage } from "../src/index.js";
+import { AdminConflictError, AdminError, createMemoryStorage, generateKeyRecord, StorageError, type SecurityEvent, type Storage } from "../src/index.js";
 import { BASE, basic, harness, passwordTokens, tokenRequest } from "./helpers.js";
 
 const listAccounts = (app: Awaited<ReturnType<typeof harness>>["app"], token: string) =>
@@ -138,6 +138,45 @@ describe("admin operations", () => {
     expect(second.deleted).toEqual([oldKid]);
     const jwks2 = (await (await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`))).json()) as { keys: { kid: string }[] };
     expect(jwks2.keys.map((k) => k.kid).sort()).toEqual([kid, second.kid].sort());
+  });
+
+  it("revokeSigningKey after a leak: rotate now, revoke the old key: it leaves the JWKS and its tokens are refused here at once and on another instance within a minute", async () => {
+    const events: SecurityEvent[] = [];
+    const h = await harness({ onEvent: (e) => void events.push(e) });
+    const { createPlantgate } = await import("../src/index.js");
+    const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, passwordHashIterations: 1000 });
+    const leaked = (await passwordTokens(h, "Platform_UserAPIs")).access_token;
+    const oldKid = decodeProtectedHeader(leaked).kid!;
+    expect((await listAccounts(other, leaked)).status).toBe(200); // the other instance has the key set loaded
+    await expect(h.app.admin.revokeSigningKey(oldKid)).rejects.toThrow(new AdminError(`signing key ${oldKid} signs now: rotate with now (keys rotate --now) first, then revoke it`));
+
+    const { kid } = await h.app.admin.rotateSigningKey({ now: true });
+    expect((await listAccounts(h.app, leaked)).status).toBe(200); // retired: still verifies
+    expect(await h.app.admin.revokeSigningKey(oldKid)).toEqual({ kid: oldKid, status: "retired" });
+    const refused = await listAccounts(h.app, leaked);
+    expect(refused.status).toBe(401);
+    const jwks = (await (await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`))).json()) as { keys: { kid: string }[] };
+    expect(jwks.keys.map((k) => k.kid)).toEqual([kid]);
+    expect((await h.app.admin.listSigningKeys()).map((k) => [k.kid, k.status])).toEqual([[kid, "active"]]);
+    h.clock.advance(60_000);
+    expect((await listAccounts(other, leaked)).status).toBe(401);
+    // Tokens of the new key are untouched.
+    expect((await listAccounts(h.app, (await passwordTokens(h, "Platform_UserAPIs")).access_token)).status).toBe(200);
+
+    await expect(h.app.admin.revokeSigningKey(oldKid)).rejects.toThrow(new AdminError(`signing key ${oldKid} does not exist`));
+    expect(events.filter((e) => e.type === "signing_key.revoked")).toEqual([{ type: "signing_key.revoked", id: expect.any(String), time: expect.any(Number), kid: oldKid, status: "retired", actor: null }]);
+  });
+
+  it("revokeSigningKey of a next key calls off a scheduled rotation; with a configured signing key it is refused", async () => {
+    const h = await harness();
+    await h.app.jwks();
+    const { kid } = await h.app.admin.rotateSigningKey();
+    expect(await h.app.admin.revokeSigningKey(kid)).toEqual({ kid, status: "next" });
+    expect((await h.app.admin.listSigningKeys()).map((k) => k.status)).toEqual(["active"]);
+
+    const record = await generateKeyRecord("ES256", 0);
+    const configured = await harness({ signingKey: JSON.parse(record.privateJwk) as JsonWebKey });
+    await expect(configured.app.admin.revokeSigningKey(record.kid)).rejects.toThrow(new AdminError("The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); the store's keys are not used."));
   });
 
   it("another instance on the same storage switches to a key rotated with now: true within a minute", async () => {

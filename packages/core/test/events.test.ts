@@ -228,7 +228,9 @@ describe("security events", () => {
     await h.app.admin.setAccountEnabled("carol", false);
     await h.app.admin.setAccountEnabled("carol", false);
     await h.app.admin.setAccountEnabled("carol", true);
+    const [previous] = await h.app.admin.listSigningKeys();
     const rotated = await h.app.admin.rotateSigningKey({ now: true });
+    await h.app.admin.revokeSigningKey(previous!.kid);
     const now = h.clock.now();
     expect((await take()).map((e) => fields(e, now))).toStrictEqual([
       { type: "client.created", client_id: "reports", name: "Reports", grant_types: ["client_credentials"], scopes: ["Platform_AllAppsServerCommands"], actor: null },
@@ -239,6 +241,7 @@ describe("security events", () => {
       { type: "account.disabled", account_id: carol.id, username: "carol", actor: null },
       { type: "account.enabled", account_id: carol.id, username: "carol", actor: null },
       { type: "signing_key.rotated", kid: rotated.kid, alg: "ES256", activates_at: now, immediate: true, automatic: false, deleted: [], actor: null },
+      { type: "signing_key.revoked", kid: previous!.kid, status: "retired", actor: null },
     ]);
   });
 
@@ -298,8 +301,8 @@ describe("security events", () => {
     const covered: SecurityEventType[] = [
       "token.issued", "token.refreshed", "refresh_token.reuse_detected", "client.authentication_failed", "account.login_failed",
       "account.locked_out", "token.revoked", "client.created", "client.deleted", "client.secret_rotated", "client.secret_added",
-      "client.secret_revoked", "signing_key.rotated", "account.created", "account.disabled", "account.enabled", "console.signed_in",
-      "console.signed_out",
+      "client.secret_revoked", "signing_key.rotated", "signing_key.revoked", "account.created", "account.disabled", "account.enabled",
+      "console.signed_in", "console.signed_out",
     ];
     expect(SECURITY_EVENT_TYPES.filter((t) => !covered.includes(t))).toEqual([]);
   });

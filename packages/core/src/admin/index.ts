@@ -57,6 +57,16 @@ export interface Admin extends ClientAdmin {
    */
   rotateSigningKey(options?: { now?: boolean }): Promise<{ kid: string; activatesAt: number; deleted: string[] }>;
   /**
+   * Deletes a signing key that does not sign now (`next`, `retired` or `prunable`): after a leak,
+   * `rotateSigningKey({ now: true })` alone leaves the old key verifying until every token it could
+   * have signed has expired, and whoever holds it can mint tokens meanwhile. Once revoked, the key
+   * leaves the JWKS and tokens it signed are refused, here at once and on other instances within a
+   * minute (resource servers that cached the JWKS keep it until they fetch it again). Throws
+   * AdminNotFoundError for an unknown kid, and AdminError for the key that signs now (rotate with
+   * `now` first) and when the signing key is configured.
+   */
+  revokeSigningKey(kid: string): Promise<{ kid: string; status: "next" | "retired" | "prunable" }>;
+  /**
    * Every stored signing key, newest first, with its status: `next` (published, signs from
    * `activatesAt`), `active` (signs), `retired` (replaced, still verifies and is published),
    * `prunable` (replaced longer ago than any token lives).
@@ -223,6 +233,17 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       ctx.keyring.invalidate();
       ctx.events.emit({ type: "signing_key.rotated", kid: record.kid, alg: record.alg, activates_at: activatesAt, immediate: options.now === true, automatic: false, deleted, actor });
       return { kid: record.kid, activatesAt, deleted };
+    },
+    async revokeSigningKey(kid) {
+      if (ctx.keyring.configured === "signingKey") throw new AdminError("The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); the store's keys are not used.");
+      if (ctx.keyring.configured === "signer") throw new AdminError("The signing key is held by a signer (option signer); the store's keys are not used.");
+      const key = (await ctx.keyring.list()).find((k) => k.kid === kid);
+      if (key === undefined) throw new AdminNotFoundError(`signing key ${kid} does not exist`);
+      if (key.status === "active") throw new AdminError(`signing key ${kid} signs now: rotate with now (keys rotate --now) first, then revoke it`);
+      if (!(await ctx.storage.signingKeys.delete(kid))) throw new AdminNotFoundError(`signing key ${kid} does not exist`);
+      ctx.keyring.invalidate();
+      ctx.events.emit({ type: "signing_key.revoked", kid, status: key.status, actor });
+      return { kid, status: key.status };
     },
     async listSigningKeys() {
       // Through the keyring: on a fresh store that creates the first key (and applies automatic

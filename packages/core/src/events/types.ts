@@ -193,6 +193,17 @@ export interface SigningKeyRotatedEvent extends AdminEventBase {
   deleted: string[];
 }
 
+/**
+ * A signing key deleted before its time (`keys revoke`, `app.admin.revokeSigningKey`): it leaves the
+ * JWKS, and tokens it signed are refused, on every instance within a minute.
+ */
+export interface SigningKeyRevokedEvent extends AdminEventBase {
+  type: "signing_key.revoked";
+  kid: string;
+  /** What the key was: `next` (published, not signing yet), `retired` or `prunable`. */
+  status: "next" | "retired" | "prunable";
+}
+
 export interface AccountCreatedEvent extends AdminEventBase {
   type: "account.created";
   account_id: string;
@@ -242,6 +253,7 @@ export type SecurityEvent =
   | ClientSecretAddedEvent
   | ClientSecretRevokedEvent
   | SigningKeyRotatedEvent
+  | SigningKeyRevokedEvent
   | AccountCreatedEvent
   | AccountDisabledEvent
   | AccountEnabledEvent
@@ -266,6 +278,7 @@ export const SECURITY_EVENT_TYPES: readonly SecurityEventType[] = [
   "client.secret_added",
   "client.secret_revoked",
   "signing_key.rotated",
+  "signing_key.revoked",
   "account.created",
   "account.disabled",
   "account.enabled",
