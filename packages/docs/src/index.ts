@@ -47,6 +47,24 @@ window.addEventListener("DOMContentLoaded", function () {
 });
 `;
 
+/**
+ * Names this release's files: Swagger UI's version and a hash (FNV-1a) of the start-up script. The
+ * page asks for `docs/assets/{name}?v={ASSETS_VERSION}`, so an upgrade changes every asset URL and
+ * the files can be cached for a year as immutable (until 2026-11-29: a day under unchanging URLs,
+ * so after an upgrade the new page could run a day-old script, and the 1.7 MB bundle was fetched
+ * again every day).
+ */
+export const ASSETS_VERSION = `${SWAGGER_UI_VERSION}-${fnv1a(INIT_SCRIPT)}`;
+
+function fnv1a(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash.toString(16).padStart(8, "0");
+}
+
 // Every URL is relative: `docs/assets/...` and `openapi.json` resolve against `{base}/docs`, i.e. to
 // `{base}/docs/assets/...` and `{base}/openapi.json`, wherever the app is mounted. The empty data:
 // icon stops the browser asking for /favicon.ico (a 404 in the console).
@@ -57,9 +75,9 @@ const PAGE = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Plant Store API reference</title>
 <link rel="icon" href="data:,">
-<link rel="stylesheet" href="docs/assets/swagger-ui.css">
-<script src="docs/assets/swagger-ui-bundle.js" defer></script>
-<script src="docs/assets/docs-init.js" defer></script>
+<link rel="stylesheet" href="docs/assets/swagger-ui.css?v=${ASSETS_VERSION}">
+<script src="docs/assets/swagger-ui-bundle.js?v=${ASSETS_VERSION}" defer></script>
+<script src="docs/assets/docs-init.js?v=${ASSETS_VERSION}" defer></script>
 </head>
 <body>
 <noscript>This page needs JavaScript. The API description itself is at <a href="openapi.json">openapi.json</a>.</noscript>
@@ -97,7 +115,8 @@ const DOCUMENT: PageFile = {
   headers: { "cache-control": "no-cache", ...SECURITY_HEADERS },
 };
 
-const ASSET_HEADERS = { "cache-control": "public, max-age=86400", ...SECURITY_HEADERS };
+// Versioned URLs (see ASSETS_VERSION): a year, never revalidated.
+const ASSET_HEADERS = { "cache-control": "public, max-age=31536000, immutable", ...SECURITY_HEADERS };
 
 const FILES: Readonly<Record<string, PageFile>> = Object.fromEntries(
   Object.entries({ ...SWAGGER_UI_ASSETS, "docs-init.js": { contentType: "text/javascript; charset=utf-8", text: INIT_SCRIPT } }).map(

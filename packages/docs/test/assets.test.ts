@@ -28,6 +28,12 @@ describe("@plantgate/docs: the generated Swagger UI module", () => {
     });
   }
 
+  it("carries swagger-ui's Apache-2.0 NOTICE in a legal comment (/*! */), which bundlers keep (an ordinary // comment was dropped from the built package)", () => {
+    const notice = readFileSync(join(dist, "NOTICE"), "utf8").trim().replace(/\n/g, " / ");
+    const source = readFileSync(new URL("../src/generated/swagger-ui.ts", import.meta.url), "utf8");
+    expect(source.split("\n")[1]).toBe(`/*! swagger-ui is Apache-2.0 (NOTICE: ${notice}). Bundled third-party licenses: the "${ASSET_FILES.SWAGGER_UI_BUNDLE_LICENSES}" asset. */`);
+  });
+
   it("serves each file with its media type", () => {
     expect(Object.fromEntries(Object.entries(SWAGGER_UI_ASSETS).map(([f, a]) => [f, a.contentType]))).toEqual({
       "swagger-ui-bundle.js": "text/javascript; charset=utf-8",

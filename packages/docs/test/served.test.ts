@@ -4,7 +4,7 @@
  */
 import { createPlantgate, type PlantgateOptions } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
-import { DOCS_CSP, SWAGGER_UI_ASSETS, swaggerUi } from "../src/index.js";
+import { ASSETS_VERSION, DOCS_CSP, SWAGGER_UI_ASSETS, SWAGGER_UI_VERSION, swaggerUi } from "../src/index.js";
 
 const BASE = "https://as.example.test";
 const CSP =
@@ -25,10 +25,15 @@ describe("GET /docs", () => {
       { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", "content-length": String(Buffer.byteLength(html)), ...SECURITY },
     ]);
     const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
-    expect(urls).toEqual(["data:,", "docs/assets/swagger-ui.css", "docs/assets/swagger-ui-bundle.js", "docs/assets/docs-init.js", "openapi.json"]);
+    const v = `?v=${ASSETS_VERSION}`;
+    expect(ASSETS_VERSION).toMatch(new RegExp(`^${SWAGGER_UI_VERSION.replace(/\./g, "\\.")}-[0-9a-f]{8}$`));
+    expect(urls).toEqual(["data:,", `docs/assets/swagger-ui.css${v}`, `docs/assets/swagger-ui-bundle.js${v}`, `docs/assets/docs-init.js${v}`, "openapi.json"]);
     expect(html).not.toMatch(/<script>|<style|https?:\/\//);
     // Relative to {base}/docs they land under the base path.
-    expect(new URL(urls[1]!, `${BASE}/auth/docs`).href).toBe(`${BASE}/auth/docs/assets/swagger-ui.css`);
+    expect(new URL(urls[1]!, `${BASE}/auth/docs`).href).toBe(`${BASE}/auth/docs/assets/swagger-ui.css${v}`);
+    // The versioned URL is the file itself.
+    const css = await app({ basePath: "/auth" }).fetch(new Request(new URL(urls[1]!, `${BASE}/auth/docs`)));
+    expect([css.status, await css.text()]).toEqual([200, SWAGGER_UI_ASSETS["swagger-ui.css"]!.text]);
   });
 
   it("the start-up script points Swagger UI at openapi.json and switches off the outside validator", async () => {
@@ -41,12 +46,12 @@ describe("GET /docs", () => {
   });
 
   for (const [name, asset] of Object.entries(SWAGGER_UI_ASSETS)) {
-    it(`serves ${name} from swagger-ui-dist unchanged, long-cacheable, under the same CSP`, async () => {
+    it(`serves ${name} from swagger-ui-dist unchanged, cacheable for a year as immutable (its URL carries the version), under the same CSP`, async () => {
       const res = await app().fetch(new Request(`${BASE}/docs/assets/${name}`));
       const text = await res.text();
       expect([res.status, Object.fromEntries(res.headers)]).toEqual([
         200,
-        { "content-type": asset.contentType, "cache-control": "public, max-age=86400", "content-length": String(Buffer.byteLength(text)), ...SECURITY },
+        { "content-type": asset.contentType, "cache-control": "public, max-age=31536000, immutable", "content-length": String(Buffer.byteLength(text)), ...SECURITY },
       ]);
       expect(text).toBe(asset.text);
     });
