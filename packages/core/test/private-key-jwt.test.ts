@@ -219,6 +219,18 @@ describe("a jwks_uri that sends too much (real HTTP server)", () => {
   });
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
+  it("a jwks_uri's query (a presigned URL's signature) is not in the warning", async () => {
+    sent = 0;
+    const warnings: unknown[] = [];
+    const h = await harness({ logger: { error() {}, warn: (message, context) => void warnings.push({ message, context }) } });
+    const key = await signer("EdDSA", "ed-1");
+    await h.app.admin.createClient({ clientId: "signed", authMethod: "private_key_jwt", jwksUri: `${uri}/declared?X-Amz-Signature=c2VjcmV0&token=t0k3n#frag` });
+    await expectTokenError(await ccWith(h, await assertion(key.signer, h, "signed")), 401, refused("No key of the client matches the client assertion."));
+    const shown = warnings.filter((w) => (w as { message: string }).message.startsWith("jwks_uri"));
+    expect(shown).toEqual([{ message: "jwks_uri could not be used", context: { jwksUri: `${uri}/declared?[redacted]`, reason: "the JWK Set exceeds 65536 bytes" } }]);
+    expect(JSON.stringify(warnings)).not.toMatch(/c2VjcmV0|t0k3n|frag/);
+  });
+
   for (const path of ["/streamed", "/declared"]) {
     it(`${path}: the fetch gives up past 64 KiB (the server sends a few MB at most, not its 200 MB or 10 MB), the assertion is refused, and the warning says why`, async () => {
       sent = 0;

@@ -10,17 +10,29 @@ import { encodeEventLine, headBytes, sameKeys } from "./event-bytes.js";
 /** The levels `PLANTGATE_LOG_LEVEL` accepts (pino's). */
 export const LOG_LEVELS: readonly LevelWithSilent[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 
-/** Field names that never belong in a log line; replaced by `[redacted]` if one ever shows up. */
+/**
+ * Field names that never belong in a log line; replaced by `[redacted]` if one ever shows up (as a
+ * top-level member: pino's paths match exact names, and nested paths would cost every line). No
+ * event has a member of these names.
+ */
 const REDACTED = [
   "password",
   "client_secret",
   "clientSecret",
   "access_token",
+  "accessToken",
   "refresh_token",
+  "refreshToken",
   "client_assertion",
+  "clientAssertion",
+  "assertion",
+  "token",
   "secretHash",
   "passwordHash",
   "authorization",
+  "Authorization",
+  "cookie",
+  "set-cookie",
 ];
 
 /** Options of {@link createLog}. */
@@ -47,8 +59,21 @@ export function createLog(options: LogOptions = {}): Pino {
     formatters: { level: (label: string) => ({ level: label }) },
     redact: { paths: REDACTED, censor: "[redacted]" },
   };
-  return pino(settings, options.destination ?? stdoutLines());
+  // One stdout writer per process, whatever the number of loggers: each had its own exit listener,
+  // sonic-boom and 64 KiB block for good (and lines of two loggers could go out of order).
+  const log = pino(settings, options.destination ?? (sharedStdout ??= stdoutLines()));
+  OWN_FORMAT.add(log);
+  return log;
 }
+
+let sharedStdout: (DestinationStream & EventBytes) | undefined;
+
+/**
+ * The loggers {@link createLog} made: the only ones whose lines {@link eventLogger} may write itself
+ * (their settings are the ones it copies). Any other logger, a child of one with its bindings
+ * included, gets its events through pino, with its own redaction, bindings and format.
+ */
+const OWN_FORMAT = new WeakSet<Pino>();
 
 /**
  * stdout for a busy server: lines are held for at most HOLD_MS (or until the next one would not
@@ -79,13 +104,20 @@ function stdoutLines(): DestinationStream & EventBytes {
   // Bytes handed to sonic-boom, and bytes it said it wrote (its `write` event): equal when it holds none of ours.
   let handed = 0;
   let written = 0;
+  // Set when stdout fails for good (a full disk, a closed terminal: EIO, ENOSPC; pino itself stops
+  // at EPIPE): lines are dropped from then on. Before 2026-11-29 the error was thrown from the
+  // holding timer (an uncaught exception), and the exit flush then retried the write forever: a
+  // process that neither served nor exited.
+  let broken = false;
   const send = (bytes: Buffer) => {
+    if (broken) return;
     handed += bytes.length;
     (out as unknown as { write(data: Buffer): boolean }).write(bytes);
   };
   const release = () => {
     if (timer !== null) clearTimeout(timer);
     timer = null;
+    if (broken) used = 0;
     if (used === 0 || out === null) return;
     const bytes = held.subarray(0, used);
     used = 0;
@@ -97,6 +129,7 @@ function stdoutLines(): DestinationStream & EventBytes {
   };
   process.once("exit", () => {
     release();
+    if (broken) return;
     try {
       out?.flushSync();
     } catch {
@@ -106,6 +139,21 @@ function stdoutLines(): DestinationStream & EventBytes {
   out = pino.destination({ dest: 1, sync: true, contentMode: "buffer" });
   out.on("write", (n: number) => {
     written += n;
+  });
+  const stream = out;
+  stream.on("error", (error: NodeJS.ErrnoException) => {
+    if (broken) return;
+    broken = true;
+    // sonic-boom keeps what it could not write and retries it on every flush, without end: as
+    // pino does at EPIPE, nothing more goes to this stream. fd 1 stays open (closing it would hand
+    // the number to the next file opened).
+    const drop = () => true;
+    Object.assign(stream, { write: drop, flushSync: () => {}, flush: () => {}, end: () => {} });
+    try {
+      process.stderr.write(`plantgate: writing log lines to stdout failed (${error.code ?? error.message}); they are dropped from now on\n`);
+    } catch {
+      // stderr gone too.
+    }
   });
   return {
     [EVENT_BYTES](head: Uint8Array, event: Record<string, unknown>): boolean {
@@ -189,6 +237,8 @@ export function eventLogger(log: Pino): (event: SecurityEvent) => void {
   };
   // The stdout createLog makes takes event lines as bytes (see EVENT_BYTES); other destinations as text.
   const bytes = out !== undefined && EVENT_BYTES in out ? (out as unknown as EventBytes) : undefined;
+  // Lines are built here only for createLog's own loggers (see OWN_FORMAT); others go through pino.
+  const own = OWN_FORMAT.has(log);
   // Whether each level writes (kept as pino's level changes), and the level of the last event type seen.
   const levels = levelsOf(log);
   let lastType = "";
@@ -201,7 +251,7 @@ export function eventLogger(log: Pino): (event: SecurityEvent) => void {
     const warn = lastWarn;
     const level = warn ? "warn" : "info";
     if (!(warn ? levels.warn : levels.info)) return;
-    if (out === undefined) return viaPino(log, level, event);
+    if (out === undefined || !own) return viaPino(log, level, event);
     const now = Date.now();
     if (now !== lastMs && bytes !== undefined) {
       lastMs = now;

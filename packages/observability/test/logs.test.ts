@@ -1,6 +1,7 @@
 /** JSON-line logs: one object per line, `event` for events, levels from the environment. */
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
+import { pino } from "pino";
 import { ConfigError, type SecurityEvent } from "@plantgate/core";
 
 const ISSUED: SecurityEvent = {
@@ -216,6 +217,30 @@ describe("logs", () => {
     coreLogger(createLog({ destination: out.stream })).error("boom", { password: "hunter2", client_secret: "s3cret", detail: "x" });
     expect(out.objects()[0]).toMatchObject({ level: "error", msg: "boom", password: "[redacted]", client_secret: "[redacted]", detail: "x" });
     expect(out.lines[0]).not.toContain("hunter2");
+    // Names added 2026-11-29: an RFC 7009/7662 `token`, a capitalised header name, cookies, camelCase tokens.
+    const secrets = { token: "eyJ.revoked", Authorization: "Basic Yzpz", cookie: "pg_console=sess", "set-cookie": "a=b", clientAssertion: "eyJ.assert", assertion: "eyJ.a2", accessToken: "at", refreshToken: "rt" };
+    coreLogger(createLog({ destination: out.stream })).warn("again", { ...secrets, detail: "y" });
+    expect(out.objects()[1]).toEqual({ level: "warn", time: expect.any(String), msg: "again", detail: "y", ...Object.fromEntries(Object.keys(secrets).map((k) => [k, "[redacted]"])) });
+  });
+
+  it("loggers on stdout share one writer: one exit listener however many createLog() calls (each added one, and a sonic-boom, for good)", () => {
+    createLog();
+    const before = process.listenerCount("exit");
+    for (let i = 0; i < 12; i++) createLog({ level: "warn" });
+    expect(process.listenerCount("exit")).toBe(before);
+  });
+
+  it("an event hook on a logger createLog did not make (a child with bindings, a pino of the app's own) writes through that logger: its redaction, bindings and format", () => {
+    const out = sink();
+    const own = pino({ redact: ["client_ip", "client_id"] }, out.stream).child({ service: "auth" });
+    eventLogger(own)(ISSUED);
+    const child = createLog({ destination: out.stream }).child({ service: "auth" });
+    eventLogger(child)(ISSUED);
+    const [first, second] = out.objects();
+    // Before 2026-11-29 both lines were written past the logger, client_ip and client_id in clear and no `service`.
+    expect(first).toMatchObject({ level: 30, service: "auth", event: "token.issued", client_ip: "[Redacted]", client_id: "[Redacted]", msg: "token.issued" });
+    expect(first).toHaveProperty("pid");
+    expect(second).toMatchObject({ level: "info", service: "auth", event: "token.issued", client_ip: "203.0.113.7", msg: "token.issued" });
   });
 
   it("PLANTGATE_LOG_LEVEL sets the level; PLANTGATE_METRICS_PORT turns metrics on", () => {

@@ -1,5 +1,6 @@
 /** stdout lines are held for at most one short interval, and never lost when the process exits. */
 import { spawn } from "node:child_process";
+import { closeSync, openSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
@@ -17,6 +18,21 @@ function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clo
 // Each test starts a child Node process through tsx (a compile at start): over 5 s when the machine
 // is loaded (seen once in a clean-clone CI run beside other work); a real hang still fails at 30 s.
 describe("stdout lines", { timeout: 30_000 }, () => {
+  it("a stdout that fails (a full disk: ENOSPC) drops lines from then on, says so once on stderr, and the process lives on and exits normally", async () => {
+    const full = openSync("/dev/full", "w");
+    try {
+      const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fixtures/failing-stdout.ts", import.meta.url))], { stdio: ["ignore", full, "pipe"] });
+      let stderr = "";
+      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+      // Before 2026-11-29: an uncaught exception from the holding timer, then an exit flush that
+      // retried the write forever (no exit at all).
+      expect([code, stderr]).toEqual([0, "plantgate: writing log lines to stdout failed (ENOSPC); they are dropped from now on\nalive after the failure\ndone\n"]);
+    } finally {
+      closeSync(full);
+    }
+  });
+
   it("writes every held line when the process exits right after logging", async () => {
     const { child, lines } = run(2000, "exit");
     const code = await new Promise<number | null>((resolve) => child.once("close", resolve));

@@ -134,7 +134,7 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
         remember(fetched, uri, entry, 1000);
         return entry;
       } catch (e) {
-        logger.warn("jwks_uri could not be used", { jwksUri: uri, reason: e instanceof Error ? e.message : "unknown" });
+        logger.warn("jwks_uri could not be used", { jwksUri: shownUri(uri), reason: e instanceof Error ? e.message : "unknown" });
         // A failed fetch also counts against the refetch budget, so a down URL is not hammered.
         const old = fetched.get(uri);
         remember(fetched, uri, { keys: old?.keys ?? [], fetchedAt: clock() }, 1000);
@@ -195,4 +195,13 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
       return keys;
     },
   };
+}
+
+/**
+ * A jwks_uri as a log line may hold it: without its query and fragment, which on a presigned or
+ * tokenised URL (`?X-Amz-Signature=...`, `?sig=...`) are a credential (logged in full before 2026-11-29).
+ */
+function shownUri(uri: string): string {
+  const cut = uri.search(/[?#]/);
+  return cut < 0 ? uri : `${uri.slice(0, cut)}?[redacted]`;
 }
