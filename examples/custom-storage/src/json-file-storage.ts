@@ -17,7 +17,8 @@
  * audit trail would rewrite this whole file on every token; a backend that wants one adds `audit`.
  */
 import { randomUUID } from "node:crypto";
-import { mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
+import { link, mkdir, open, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import {
   StorageError,
@@ -144,6 +145,8 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
   let waiting: Promise<void> | null = null;
   /** Set by the first failed write (or by close): every later call is refused with it. */
   let stopped: StorageError | null = null;
+  /** The first failed write's error, which `flush` and `close` report. */
+  let failed: StorageError | null = null;
   const persist = (): Promise<void> => {
     if (waiting) return waiting;
     const run = tail.then(() => {
@@ -154,7 +157,7 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
     const reported = run.catch((cause: unknown) => {
       // The changes are in memory but not on disk, and their callers are told they failed: serving
       // them, or letting a later write persist them, would contradict that answer.
-      stopped ??= new StorageError(`could not write ${file}; the store refuses every call until the process restarts and reads the file as last written`, { cause });
+      stopped ??= failed = new StorageError(`could not write ${file}; the store refuses every call until the process restarts and reads the file as last written`, { cause });
       throw cause === stopped ? stopped : new StorageError(`could not write ${file}`, { cause });
     });
     tail = run.catch(() => {});
@@ -164,11 +167,13 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
 
   const store: JsonFileStorage = {
     path: file,
-    flush: () => tail,
+    // Rejects once a write has failed: the file then lacks changes memory made.
+    flush: () => tail.then(() => (failed ? Promise.reject(failed) : undefined)),
     async close() {
       await tail;
       stopped ??= new StorageError(`the JSON file store ${file} is closed`);
       await unlock();
+      if (failed) throw failed;
     },
 
     clients: {
@@ -517,39 +522,73 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
 }
 
 /**
- * Takes `<file>.lock` for this process: created exclusively, holding the process id. One held by a
- * live process (or by another store of this one) is refused; one whose process is gone (a crash, a
- * kill -9) is taken over. Returns the release.
+ * Takes `<file>.lock` for this process. The lock holds `<pid> <hostname> <random>` from the moment it
+ * exists (written to a temp file first, then hard-linked into place, which fails if a lock is
+ * there). A lock of a live process, of another host (whose processes cannot be asked), or that
+ * cannot be read is refused; one whose process on this host is gone (a crash, a kill -9) is moved
+ * aside, checked to be the very lock judged stale, and replaced. Returns the release, which deletes
+ * the lock only while it is still this one.
  */
 async function lock(file: string): Promise<() => Promise<void>> {
   if (held.has(file)) throw new StorageError(`${file} is already open in this process; close that store first`);
+  // Claimed before the first await, so that two opens in this process at once cannot both read the
+  // lock as "our own pid, an earlier life" below.
+  held.add(file);
+  try {
+    return await lockFile(file);
+  } catch (error) {
+    held.delete(file);
+    throw error;
+  }
+}
+
+async function lockFile(file: string): Promise<() => Promise<void>> {
   const path = `${file}.lock`;
   await mkdir(dirname(file), { recursive: true });
-  for (let attempt = 0; ; attempt++) {
-    try {
-      const handle = await open(path, "wx", 0o600);
+  const mine = `${process.pid} ${hostname()} ${randomUUID()}\n`;
+  const draft = `${path}.${randomUUID()}.draft`;
+  await writeFile(draft, mine, { mode: 0o600 });
+  const inUse = (why: string) => new StorageError(`${file} is in use by ${why} (lock ${path}): one process per file; if no such process serves it, delete the lock`);
+  try {
+    for (let attempt = 0; attempt < 5; attempt++) {
       try {
-        await handle.writeFile(`${process.pid}\n`, "utf8");
-      } finally {
-        await handle.close();
+        await link(draft, path);
+        let released = false;
+        return async () => {
+          if (released) return;
+          released = true;
+          held.delete(file);
+          if ((await readFile(path, "utf8").catch(() => null)) === mine) await rm(path, { force: true });
+        };
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw new StorageError(`could not take the lock ${path}`, { cause: error });
       }
-      held.add(file);
-      return async () => {
-        held.delete(file);
-        await rm(path, { force: true });
-      };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST" || attempt > 0) {
-        throw new StorageError(`could not take the lock ${path}`, { cause: error });
+      const seen = await readFile(path, "utf8").catch(() => null);
+      if (seen === null) continue; // released meanwhile: try again
+      const [pidText, host] = seen.trim().split(" ");
+      const pid = Number(pidText);
+      if (!Number.isSafeInteger(pid) || pid <= 0 || host === undefined) throw inUse("an unreadable lock");
+      if (host !== hostname()) throw inUse(`process ${pid} on host ${host}`);
+      // Our own pid on our own host in a lock no store of ours holds: left by an earlier life of
+      // this process id (a container restarted as pid 1, say).
+      if (pid !== process.pid && alive(pid)) throw inUse(`process ${pid}`);
+      const aside = `${path}.${randomUUID()}.stale`;
+      try {
+        await rename(path, aside);
+      } catch {
+        continue; // someone else moved it first
       }
+      if ((await readFile(aside, "utf8").catch(() => null)) !== seen) {
+        // A fresh lock took the stale one's place between the read and the move: put it back.
+        await link(aside, path).catch(() => {});
+        await rm(aside, { force: true });
+        continue;
+      }
+      await rm(aside, { force: true });
     }
-    const holder = Number((await readFile(path, "utf8").catch(() => "")).trim());
-    // Our own pid in a lock no store of ours holds: left by an earlier life of this process id
-    // (a container restarted as pid 1, say).
-    if (Number.isSafeInteger(holder) && holder > 0 && holder !== process.pid && alive(holder)) {
-      throw new StorageError(`${file} is in use by process ${holder} (lock ${path}): one process per file; if no such process serves it, delete the lock`);
-    }
-    await rm(path, { force: true });
+    throw new StorageError(`could not take the lock ${path}: it kept changing`);
+  } finally {
+    await rm(draft, { force: true });
   }
 }
 
@@ -592,11 +631,18 @@ async function writeAtomically(file: string, text: string): Promise<void> {
   }
   // The rename is durable only once the folder's entry is on disk: without this, a power loss
   // could bring back the previous file (a consumed refresh token unconsumed, a revocation undone).
-  const folder = await open(dir, "r");
+  // Not on Windows, where a folder cannot be opened for it; and a folder fsync the file system does
+  // not support (EINVAL) is no failure: the file itself is written.
+  if (process.platform === "win32") return;
   try {
-    await folder.sync();
-  } finally {
-    await folder.close();
+    const folder = await open(dir, "r");
+    try {
+      await folder.sync();
+    } finally {
+      await folder.close();
+    }
+  } catch (error) {
+    if (!["EINVAL", "EISDIR", "EPERM", "ENOTSUP"].includes((error as NodeJS.ErrnoException).code ?? "")) throw error;
   }
 }
 

@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { StorageError, type ClientRecord } from "@plantgate/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createJsonFileStorage } from "../src/json-file-storage.js";
@@ -211,7 +212,10 @@ describe("JSON file storage: persistence", () => {
     }
     await rm(join(dir, "nested"));
     await rename(join(dir, "away"), join(dir, "nested"));
-    await storage.close();
+    // flush and close say so too (a server stopping on them exits non-zero), and close still releases the file.
+    const failure = { name: "StorageError", message: `could not write ${file}; the store refuses every call until the process restarts and reads the file as last written` };
+    await expect(storage.flush()).rejects.toMatchObject(failure);
+    await expect(storage.close()).rejects.toMatchObject(failure);
     const restarted = await createJsonFileStorage(file);
     expect(await restarted.clients.get("reporting")).toStrictEqual(client);
     await restarted.close();
@@ -223,20 +227,57 @@ describe("JSON file storage: persistence", () => {
     await storage.close();
 
     // Another process that lives (this test's parent) holds it: refused, nothing read or written.
-    await writeFile(`${file}.lock`, `${process.ppid}\n`);
-    await expect(createJsonFileStorage(file)).rejects.toThrow(
-      new StorageError(`${file} is in use by process ${process.ppid} (lock ${file}.lock): one process per file; if no such process serves it, delete the lock`),
-    );
-    expect(await readFile(`${file}.lock`, "utf8")).toBe(`${process.ppid}\n`);
+    const inUse = (why: string) => new StorageError(`${file} is in use by ${why} (lock ${file}.lock): one process per file; if no such process serves it, delete the lock`);
+    for (const [content, why] of [
+      [`${process.ppid} ${hostname()} 1f0c\n`, `process ${process.ppid}`],
+      [`4242 other-host 1f0c\n`, "process 4242 on host other-host"],
+      // Empty (a lock being written, by older code) or garbled: never taken for stale.
+      ["", "an unreadable lock"],
+      ["x y z\n", "an unreadable lock"],
+    ]) {
+      await writeFile(`${file}.lock`, content!);
+      await expect(createJsonFileStorage(file)).rejects.toThrow(inUse(why!));
+      expect(await readFile(`${file}.lock`, "utf8")).toBe(content);
+    }
 
-    // A process that has exited (killed without cleaning up): its lock is taken over.
+    // A process on this host that has exited (killed without cleaning up): its lock is taken over.
     const child = spawn(process.execPath, ["-e", ""]);
     await new Promise((resolve) => child.on("exit", resolve));
-    await writeFile(`${file}.lock`, `${child.pid}\n`);
+    await writeFile(`${file}.lock`, `${child.pid} ${hostname()} 1f0c\n`);
     const next = await createJsonFileStorage(file);
-    expect(await readFile(`${file}.lock`, "utf8")).toBe(`${process.pid}\n`);
+    const taken = await readFile(`${file}.lock`, "utf8");
+    expect(taken).toMatch(new RegExp(`^${process.pid} ${hostname().replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} [0-9a-f-]{36}\n$`));
+    expect((await readdir(join(dir, "nested"))).sort()).toEqual(["store.json.lock"]); // no draft or stale file left
     await next.close();
     await expect(stat(`${file}.lock`)).rejects.toMatchObject({ code: "ENOENT" });
+    // A second close is a no-op: it does not delete a lock another process took meanwhile.
+    await writeFile(`${file}.lock`, `${process.ppid} ${hostname()} 1f0c\n`);
+    await next.close();
+    expect(await readFile(`${file}.lock`, "utf8")).toBe(`${process.ppid} ${hostname()} 1f0c\n`);
+  });
+
+  it("processes starting at once on one file: exactly one opens it, the others are refused naming it", { timeout: 30_000 }, async () => {
+    await mkdir(join(dir, "nested"), { recursive: true });
+    const fixture = fileURLToPath(new URL("./fixtures/open-and-hold.ts", import.meta.url));
+    const outputs = await Promise.all(
+      Array.from({ length: 4 }, () => {
+        const child = spawn(process.execPath, ["--import", "tsx", fixture, file, "1500"], { stdio: ["ignore", "pipe", "inherit"] });
+        let out = "";
+        child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+        return new Promise<string>((resolve) => child.on("close", () => resolve(out.trim())));
+      }),
+    );
+    expect(outputs.filter((o) => o === "opened")).toHaveLength(1);
+    for (const o of outputs.filter((x) => x !== "opened")) expect(o).toMatch(new RegExp(`^refused: .* is in use by process \\d+ \\(lock `));
+  });
+
+  it("two stores opened at once on one file: exactly one gets it", async () => {
+    const results = await Promise.allSettled(Array.from({ length: 8 }, () => createJsonFileStorage(file)));
+    // In one process the second one is refused by the in-process check or by the lock, whichever comes first.
+    const opened = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    expect(opened).toHaveLength(1);
+    for (const r of results) if (r.status === "rejected") expect(r.reason).toBeInstanceOf(StorageError);
+    await opened[0]!.close();
   });
 
   it("temp files an interrupted write left (a full copy of keys and hashes) are deleted at open; a closed store refuses calls", async () => {

@@ -24,6 +24,9 @@ export interface CliIo {
   stderr(text: string): void;
 }
 
+/** Commands that touch the hot stores (console sessions on disable; every store on prune). */
+const HOT_COMMANDS = new Set(["user disable", "user enable", "prune"]);
+
 /** A usage or input error: printed on stderr, exit code 2. */
 class UsageError extends Error {}
 
@@ -43,7 +46,7 @@ export const USAGE = `usage: plantgate <command>
   user enable USERNAME
   migrate
   keys rotate [--now]                (published now, signs after the activation delay; --now: at once, for a leak)
-  keys revoke KID                    (deletes a key that does not sign now: after a leak, rotate --now, then revoke the old key)
+  keys revoke KID                    (deletes a key that does not sign now: after a leak, rotate --now, then a minute later revoke the old key)
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
   prune [--batch-size N]             (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts)
@@ -374,7 +377,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // PLANTGATE_REDIS_URL: the hot state (console sessions, brute-force counters, revoked jtis,
     // used assertion jtis) is in Redis, as the servers compose it; without it `user disable` left
     // the account's console sessions there and `prune` never reached Redis (before 2026-11-29).
-    hot = await openRedisHotStoresFromEnv(io.env);
+    // Only for the commands that reach the hot state: a `migrate` before Redis is up still works.
+    if (HOT_COMMANDS.has(`${argv[0] ?? ""} ${argv[1] ?? ""}`.trim()) || argv[0] === "prune") hot = await openRedisHotStoresFromEnv(io.env);
     // Failures are stderr lines (an audit write that failed, say); never a secret (see Logger).
     app = createPlantgate({ ...options, storage: { ...storage, ...hot?.stores }, logger: { error: (message) => io.stderr(`plantgate: ${message}\n`), warn() {} } });
     return { storage, app };

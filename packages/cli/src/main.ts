@@ -31,12 +31,15 @@ const code = await runCli(process.argv.slice(2), {
   stderr: (t) => process.stderr.write(t),
 });
 await Promise.all(writes);
-if (unwritten !== undefined) {
-  const reason = (unwritten as NodeJS.ErrnoException).code ?? unwritten.message;
+const reason = unwritten === undefined ? undefined : ((unwritten as NodeJS.ErrnoException).code ?? unwritten.message);
+// Commands whose result holds a new secret, shown only then.
+const madeSecret = code === 0 && ["client create", "client add-secret", "client rotate-secret"].includes(process.argv.slice(2, 4).join(" "));
+if (reason === undefined || (reason === "EPIPE" && !madeSecret)) {
+  // A reader that stopped early (`events | head -1`) is no failure of a command that made no secret.
+  process.exitCode = code;
+} else {
   process.stderr.write(
-    `plantgate: the result could not be written to stdout (${reason})${code === 0 ? "; the command was carried out, and a secret it made is lost: make another (client add-secret or rotate-secret)" : ""}\n`,
+    `plantgate: the result could not be written to stdout (${reason})${madeSecret ? "; the command was carried out, and the secret it made is lost: make another (client add-secret or rotate-secret)" : ""}\n`,
   );
   process.exitCode = code === 0 ? 1 : code;
-} else {
-  process.exitCode = code;
 }

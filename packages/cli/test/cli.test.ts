@@ -182,16 +182,21 @@ describe("plantgate CLI", () => {
       [first.json[0].kid, "retired"],
     ]);
     expect(third.stdout).not.toContain('"d"');
-    // After a leak: rotate --now, then revoke the old key (retired keys verify until they are pruned).
-    expect(await cli(["keys", "revoke", first.json[0].kid])).toEqual({
+    // After a leak: rotate --now, then revoke the old key (retired keys verify until they are pruned),
+    // once every instance has re-read the keys: right after the rotation it is refused.
+    const early = await cli(["keys", "revoke", first.json[0].kid]);
+    expect([early.code, early.stdout]).toEqual([2, ""]);
+    expect(early.stderr).toMatch(new RegExp(`^plantgate: signing key ${first.json[0].kid} may still sign on instances that have not re-read the keys since ${urgent.json.kid} took over \\(they do within a minute\\): revoke it from \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\n$`));
+    // A next key due later than that is called off at once.
+    expect(await cli(["keys", "revoke", rotated.json.kid])).toEqual({
       code: 0,
-      stdout: JSON.stringify({ kid: first.json[0].kid, status: "retired" }, null, 2) + "\n",
+      stdout: JSON.stringify({ kid: rotated.json.kid, status: "next" }, null, 2) + "\n",
       stderr: "the key is deleted: running servers drop it from the JWKS and refuse its tokens within a minute; resource servers that cached the JWKS keep it until they fetch it again\n",
-      json: { kid: first.json[0].kid, status: "retired" },
+      json: { kid: rotated.json.kid, status: "next" },
     });
     expect(await cli(["keys", "revoke", urgent.json.kid])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key ${urgent.json.kid} signs now: rotate with now (keys rotate --now) first, then revoke it\n`, json: undefined });
-    expect(await cli(["keys", "revoke", first.json[0].kid])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key ${first.json[0].kid} does not exist\n`, json: undefined });
-    expect((await cli(["keys", "list"])).json.map((k: { kid: string }) => k.kid)).toEqual([rotated.json.kid, urgent.json.kid]);
+    expect(await cli(["keys", "revoke", rotated.json.kid])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key ${rotated.json.kid} does not exist\n`, json: undefined });
+    expect((await cli(["keys", "list"])).json.map((k: { kid: string }) => k.kid)).toEqual([urgent.json.kid, first.json[0].kid]);
     expect(await cli(["keys", "list", "extra"])).toMatchObject({ code: 2, stdout: "" });
     expect(await cli(["keys", "rotate", "--later"])).toMatchObject({ code: 2, stdout: "" });
   });
@@ -422,9 +427,15 @@ describe("plantgate CLI", () => {
     expect([status, stderr]).toEqual([
       1,
       "the secret is shown only now; store it safely\n" +
-        "plantgate: the result could not be written to stdout (EPIPE); the command was carried out, and a secret it made is lost: make another (client add-secret or rotate-secret)\n",
+        "plantgate: the result could not be written to stdout (EPIPE); the command was carried out, and the secret it made is lost: make another (client add-secret or rotate-secret)\n",
     ]);
     expect((await cli(["client", "list"])).json.map((c: { client_id: string }) => c.client_id)).toEqual(["lost"]);
+    // A command that made no secret, read by a reader that stopped early (`| head -1`): exit 0, no message.
+    const listing = spawn(tsx, [main, "client", "list"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    listing.stdout.destroy();
+    let listingErr = "";
+    listing.stderr.on("data", (chunk: Buffer) => (listingErr += chunk.toString()));
+    expect([await new Promise<number | null>((resolve) => listing.on("close", resolve)), listingErr]).toEqual([0, ""]);
   });
 
   it("prune deletes what can never matter again from the SQLite store and prints the counts per aggregate as JSON", async () => {

@@ -152,14 +152,26 @@ describe("admin operations", () => {
 
     const { kid } = await h.app.admin.rotateSigningKey({ now: true });
     expect((await listAccounts(h.app, leaked)).status).toBe(200); // retired: still verifies
+    // The other instance signs with the old key until it re-reads the keys (within a minute): its
+    // tokens would be refused if the key went now.
+    const fromOther = (await passwordTokens({ ...h, app: other }, "Platform_UserAPIs")).access_token;
+    expect(decodeProtectedHeader(fromOther).kid).toBe(oldKid);
+    const takeover = h.clock.now();
+    await expect(h.app.admin.revokeSigningKey(oldKid)).rejects.toThrow(
+      new AdminError(`signing key ${oldKid} may still sign on instances that have not re-read the keys since ${kid} took over (they do within a minute): revoke it from ${new Date(takeover + 60_000).toISOString()}`),
+    );
+    h.clock.advance(60_000);
+    expect(decodeProtectedHeader((await passwordTokens({ ...h, app: other }, "Platform_UserAPIs")).access_token).kid).toBe(kid);
     expect(await h.app.admin.revokeSigningKey(oldKid)).toEqual({ kid: oldKid, status: "retired" });
     const refused = await listAccounts(h.app, leaked);
     expect(refused.status).toBe(401);
     const jwks = (await (await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`))).json()) as { keys: { kid: string }[] };
     expect(jwks.keys.map((k) => k.kid)).toEqual([kid]);
     expect((await h.app.admin.listSigningKeys()).map((k) => [k.kid, k.status])).toEqual([[kid, "active"]]);
+    // The other instance re-reads the keys within a minute (it last did a minute ago).
     h.clock.advance(60_000);
     expect((await listAccounts(other, leaked)).status).toBe(401);
+    expect((await listAccounts(other, fromOther)).status).toBe(401);
     // Tokens of the new key are untouched.
     expect((await listAccounts(h.app, (await passwordTokens(h, "Platform_UserAPIs")).access_token)).status).toBe(200);
 
@@ -167,12 +179,18 @@ describe("admin operations", () => {
     expect(events.filter((e) => e.type === "signing_key.revoked")).toEqual([{ type: "signing_key.revoked", id: expect.any(String), time: expect.any(Number), kid: oldKid, status: "retired", actor: null }]);
   });
 
-  it("revokeSigningKey of a next key calls off a scheduled rotation; with a configured signing key it is refused", async () => {
+  it("revokeSigningKey of a next key calls off a scheduled rotation, unless it is due within a minute; with a configured signing key it is refused", async () => {
     const h = await harness();
     await h.app.jwks();
     const { kid } = await h.app.admin.rotateSigningKey();
     expect(await h.app.admin.revokeSigningKey(kid)).toEqual({ kid, status: "next" });
     expect((await h.app.admin.listSigningKeys()).map((k) => k.status)).toEqual(["active"]);
+    // One due within the minute instances take to re-read the keys is refused.
+    const soon = await h.app.admin.rotateSigningKey();
+    h.clock.advance(soon.activatesAt - h.clock.now() - 59_000);
+    await expect(h.app.admin.revokeSigningKey(soon.kid)).rejects.toThrow(
+      new AdminError(`signing key ${soon.kid} starts signing within a minute, too soon for every instance to learn of its revocation: rotate with now once it signs, then revoke it`),
+    );
 
     const record = await generateKeyRecord("ES256", 0);
     const configured = await harness({ signingKey: JSON.parse(record.privateJwk) as JsonWebKey });

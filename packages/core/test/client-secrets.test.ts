@@ -141,6 +141,32 @@ describe("overlapping client secrets", () => {
     expect((await h0.app.admin.getClient(h0.clientId)).secrets).toHaveLength(10);
   });
 
+  it("two adds past the same count for the last place: the one that writes first keeps it, the other is refused and its secret taken back", async () => {
+    const storage = createMemoryStorage();
+    const addSecret = storage.clients.addSecret.bind(storage.clients);
+    let armed = false;
+    let writes = 0;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    // The second add to write waits until the first add has finished (both read the count before).
+    storage.clients.addSecret = async (clientId, secret) => {
+      if (armed && writes++ > 0) await gate;
+      return addSecret(clientId, secret);
+    };
+    h0 = await harness({ storage });
+    for (let i = 0; i < 8; i++) await h0.app.admin.addClientSecret(h0.clientId);
+    armed = true;
+    const adds = [h0.app.admin.addClientSecret(h0.clientId), h0.app.admin.addClientSecret(h0.clientId)];
+    void Promise.race(adds).then(open, open);
+    const results = await Promise.allSettled(adds);
+    const kept = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    expect([kept.length, results.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []))]).toEqual([1, ["AdminError: client app-1 already has 10 secrets; revoke one first"]]);
+    const stored = (await h0.app.admin.getClient(h0.clientId)).secrets;
+    expect(stored).toHaveLength(10);
+    expect(stored.map((x) => x.id)).toContain(kept[0]!.secret.id);
+    await expectTokenSuccess(await cc(h0.clientId, kept[0]!.clientSecret));
+  });
+
   it("an add whose secret a rotation replaced before the add finished is refused (that secret would not work), not reported as added", async () => {
     const storage = createMemoryStorage();
     const addSecret = storage.clients.addSecret.bind(storage.clients);

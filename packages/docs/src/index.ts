@@ -50,9 +50,10 @@ window.addEventListener("DOMContentLoaded", function () {
 /**
  * Names this release's files: Swagger UI's version and a hash (FNV-1a) of the start-up script. The
  * page asks for `docs/assets/{name}?v={ASSETS_VERSION}`, so an upgrade changes every asset URL and
- * the files can be cached for a year as immutable (until 2026-11-29: a day under unchanging URLs,
- * so after an upgrade the new page could run a day-old script, and the 1.7 MB bundle was fetched
- * again every day).
+ * a browser fetches the new files at once (until 2026-11-29 the URLs never changed and were cached
+ * for a day, so after an upgrade the new page could run a day-old script). The files stay cached
+ * for a day, not for good: core serves a name whatever its query, so during a rolling deploy an old
+ * instance can answer a new URL with its old file.
  */
 export const ASSETS_VERSION = `${SWAGGER_UI_VERSION}-${fnv1a(INIT_SCRIPT)}`;
 
@@ -115,8 +116,7 @@ const DOCUMENT: PageFile = {
   headers: { "cache-control": "no-cache", ...SECURITY_HEADERS },
 };
 
-// Versioned URLs (see ASSETS_VERSION): a year, never revalidated.
-const ASSET_HEADERS = { "cache-control": "public, max-age=31536000, immutable", ...SECURITY_HEADERS };
+const ASSET_HEADERS = { "cache-control": "public, max-age=86400", ...SECURITY_HEADERS };
 
 const FILES: Readonly<Record<string, PageFile>> = Object.fromEntries(
   Object.entries({ ...SWAGGER_UI_ASSETS, "docs-init.js": { contentType: "text/javascript; charset=utf-8", text: INIT_SCRIPT } }).map(

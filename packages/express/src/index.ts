@@ -161,8 +161,21 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         exchange = toExchange(req, { origin: expressOrigin(req), response: res });
       } catch {
         req.url = routedUrl;
-        // A request a Web Request cannot carry (TRACE, TRACK, CONNECT, `OPTIONS *`): the same 400
-        // as the Node listener's, never next(err) (Express's default handler would show a stack).
+        // A request a Web Request cannot carry (TRACE, TRACK, CONNECT, `OPTIONS *`) or with a bad
+        // Host: the same 400 as the Node listener's for a path plantgate answers, never next(err)
+        // (Express's default handler would show a stack); the host app's own paths are its business.
+        if (owns !== undefined) {
+          let path: string | undefined;
+          try {
+            path = new URL(req.originalUrl, "http://localhost").pathname;
+          } catch {
+            path = undefined;
+          }
+          if (path !== undefined && !owns(path)) {
+            next();
+            return;
+          }
+        }
         lingerOnUnreadUpload(req, res, discard);
         writeResponse(INVALID_REQUEST, res);
         return;

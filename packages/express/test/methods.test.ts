@@ -65,6 +65,16 @@ describe("RFC 9112 §3.2: a repeated or invalid Host header", () => {
     expect([head!.split("\r\n")[0], body]).toEqual(["HTTP/1.1 400 Bad Request", BODY]);
   });
 
+  it("a bad Host on a path of the host app's own goes on to its routes (plantgate mounted at /)", async () => {
+    const app = express();
+    app.use(plantgate(await plantgateApp()));
+    app.get("/mine", (_req, res) => void res.type("text").send("host app"));
+    const origin = await listen(app);
+    const answer = await raw(origin, "GET /mine HTTP/1.1\r\nhost: a example\r\nconnection: close\r\n\r\n");
+    const [head, body] = answer.split("\r\n\r\n");
+    expect([head!.split("\r\n")[0], body]).toEqual(["HTTP/1.1 200 OK", "host app"]);
+  });
+
   it.each([["a path", "a.example/x"], ["whitespace", "a example"], ["an empty value", ""]])(
     "-> 400 invalid_request from the adapter for a Host header with %s, for a path plantgate answers",
     async (_label, host) => {

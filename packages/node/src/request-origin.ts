@@ -3,9 +3,10 @@ import type { IncomingMessage } from "node:http";
 // host = IP-literal / IPv4 / reg-name, optionally followed by a port.
 // Underscores are accepted because container and service-discovery names use
 // them and the WHATWG URL parser accepts them too.
-// A fully qualified name may end in a dot (`example.com.`), as clients send it when given one.
+// A fully qualified name may end in a dot (`example.com.`), as clients send it when given one; the
+// port may be empty (`example.com:`, RFC 3986 §3.2.3).
 const HOST_PATTERN =
-  /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?)(?::(\d{1,5}))?$/;
+  /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?)(?::(\d{0,5}))?$/;
 
 /**
  * Returns the normalised `host[:port]` if `value` is a syntactically valid

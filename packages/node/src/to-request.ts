@@ -43,7 +43,7 @@ export interface ToRequestOptions {
  *
  * - **URL**: `options.origin`, else (with `trustProxy`) the right-most
  *   `X-Forwarded-Proto` / `X-Forwarded-Host` values, else `http://` + the
- *   `Host` header. A missing or malformed host falls back to `localhost`.
+ *   `Host` header (an HTTP/1.0 request without one: `localhost`).
  *   The path and query are kept as sent, except for what the WHATWG URL
  *   parser normalises in every `Request` (dot segments, a few characters
  *   such as `{` that it percent-encodes). Node's parser already rejects raw
@@ -73,7 +73,8 @@ export interface ToRequestOptions {
  *   `options.response` is given).
  *
  * @throws TypeError if the request cannot be represented as a Web Request
- *   (`CONNECT`/`TRACE`/`TRACK` methods, asterisk-form `OPTIONS *` target).
+ *   (`CONNECT`/`TRACE`/`TRACK` methods, asterisk-form `OPTIONS *` target) or its Host is missing
+ *   (HTTP/1.1), repeated or invalid (RFC 9112 §3.2).
  *
  * @example
  * ```ts

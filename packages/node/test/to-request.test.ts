@@ -87,10 +87,11 @@ describe("toRequest: URL", () => {
     ]);
   });
 
-  it("accepts a fully qualified name ending in a dot", async () => {
+  it("accepts a fully qualified name ending in a dot, and an empty port (RFC 3986 §3.2.3)", async () => {
     const { url } = await start(echoApp);
     const echo = await rawEcho(url, "GET /p HTTP/1.1\r\nHost: Example.com.:8080\r\nConnection: close\r\n\r\n");
     expect(echo.url).toBe("http://example.com.:8080/p");
+    expect((await rawEcho(url, "GET /q HTTP/1.1\r\nHost: example.com:\r\nConnection: close\r\n\r\n")).url).toBe("http://example.com/q");
   });
 
   it("falls back to http://localhost when there is no Host header (HTTP/1.0)", async () => {

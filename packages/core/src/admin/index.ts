@@ -7,6 +7,7 @@ import { accountView, type AccountView } from "../api/accounts.js";
 import { isStorableText } from "../util/storable-text.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
 import { generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
+import { SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
 import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
 import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } from "./events.js";
 import { describeError } from "../http/respond.js";
@@ -63,7 +64,9 @@ export interface Admin extends ClientAdmin {
    * leaves the JWKS and tokens it signed are refused, here at once and on other instances within a
    * minute (resource servers that cached the JWKS keep it until they fetch it again). Throws
    * AdminNotFoundError for an unknown kid, and AdminError for the key that signs now (rotate with
-   * `now` first) and when the signing key is configured.
+   * `now` first), within a minute of a rotation taking effect (an instance that has not re-read the
+   * keys still signs with the replaced key), for a `next` key due within a minute, and when the
+   * signing key is configured.
    */
   revokeSigningKey(kid: string): Promise<{ kid: string; status: "next" | "retired" | "prunable" }>;
   /**
@@ -237,9 +240,22 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
     async revokeSigningKey(kid) {
       if (ctx.keyring.configured === "signingKey") throw new AdminError("The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); the store's keys are not used.");
       if (ctx.keyring.configured === "signer") throw new AdminError("The signing key is held by a signer (option signer); the store's keys are not used.");
-      const key = (await ctx.keyring.list()).find((k) => k.kid === kid);
+      const keys = await ctx.keyring.list();
+      const key = keys.find((k) => k.kid === kid);
       if (key === undefined) throw new AdminNotFoundError(`signing key ${kid} does not exist`);
       if (key.status === "active") throw new AdminError(`signing key ${kid} signs now: rotate with now (keys rotate --now) first, then revoke it`);
+      // Other instances re-read the keys once a minute: until then one may still sign with the key
+      // the active one replaced less than a minute ago, or start signing with a next key due within
+      // a minute; deleting it now would refuse the tokens they issue meanwhile.
+      const now = ctx.clock();
+      if (key.status === "next" && key.activatesAt - now < SIGNING_RELOAD_MS) {
+        throw new AdminError(`signing key ${kid} starts signing within a minute, too soon for every instance to learn of its revocation: rotate with now once it signs, then revoke it`);
+      }
+      const active = keys.find((k) => k.status === "active");
+      if (key.status !== "next" && active !== undefined && now - active.activatesAt < SIGNING_RELOAD_MS) {
+        const from = new Date(active.activatesAt + SIGNING_RELOAD_MS).toISOString();
+        throw new AdminError(`signing key ${kid} may still sign on instances that have not re-read the keys since ${active.kid} took over (they do within a minute): revoke it from ${from}`);
+      }
       if (!(await ctx.storage.signingKeys.delete(kid))) throw new AdminNotFoundError(`signing key ${kid} does not exist`);
       ctx.keyring.invalidate();
       ctx.events.emit({ type: "signing_key.revoked", kid, status: key.status, actor });
