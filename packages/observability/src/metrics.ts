@@ -108,7 +108,7 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
   });
   const lockouts = new HotCounter({
     name: "plantgate_lockouts_total",
-    help: "Brute-force lock-outs begun (account.locked_out events), by lock: username_address or username.",
+    help: "Brute-force lock-outs begun (account.locked_out events), by lock: username_address, username, address_budget or client_budget.",
     labelNames: ["lock"],
     registers,
   });
