@@ -101,6 +101,15 @@ export function accountsSuite(s: SuiteContext): void {
       await expectUnchanged([first]);
     });
 
+    it("list returns whole pages of 100 (the default most GetAccountList asks for): 250 accounts in creation order, at every offset", async () => {
+      const records = Array.from({ length: 250 }, (_, i) => accountRecord({ id: `page-${String(i).padStart(3, "0")}`, username: `page-user-${i}` }));
+      for (let i = 0; i < records.length; i += 50) expect(await s.storage().accounts.createMany(records.slice(i, i + 50))).toBeNull();
+      for (const offset of [0, 100, 200]) {
+        const page = await s.storage().accounts.list(offset, 100);
+        expect([page.total, page.items.map((a) => a.id)], `list(${offset}, 100)`).toEqual([250, records.slice(offset, offset + 100).map((r) => r.id)]);
+      }
+    });
+
     it("createMany inserts every record and returns null", async () => {
       const batch = numbered(5).map((r, i) => ({ ...r, roles: i % 2 ? ["a", "b"] : [], email: i % 2 ? `u${i}@example.com` : null }));
       expect(await accounts().createMany(batch)).toBeNull();

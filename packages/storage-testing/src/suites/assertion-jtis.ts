@@ -18,6 +18,15 @@ export function assertionJtisSuite(s: SuiteContext): void {
       expect(await jtis().use(key(2), MAX_DATE_MS)).toBe(true);
     });
 
+    it("a repeated use changes nothing, not even the expiry: the key outlives a deleteExpired at the repeat's earlier expiry", async () => {
+      const store = s.storage().assertionJtis;
+      expect(await store.use(key(31), T0 + 60_000)).toBe(true);
+      expect(await store.use(key(31), T0 + 1_000), "the repeat").toBe(false);
+      expect(await store.deleteExpired(T0 + 1_000), "nothing of the repeat's expiry to delete").toBe(0);
+      // Overwriting the expiry with the repeat's would let the assertion be replayed after this prune.
+      expect(await store.use(key(31), T0 + 60_000), "still recorded").toBe(false);
+    });
+
     it("50 concurrent uses of one key: exactly one gets true", async () => {
       const results = await inParallel(50, () => jtis().use(key(7), T0 + DAY));
       expect(results.filter((r) => r === true)).toHaveLength(1);

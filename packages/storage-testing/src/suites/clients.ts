@@ -81,6 +81,14 @@ export function clientsSuite(s: SuiteContext): void {
       expect(read?.secrets).toStrictEqual([secrets[2], secrets[0], secrets[1]]);
     });
 
+    it("addSecret keeps the secrets oldest first by createdAt then id, also for one added with an earlier time or a smaller id", async () => {
+      const record = clientRecord({ clientId: "ordered", secrets: [secretRecord({ id: "m", createdAt: T0 + 1_000 })] });
+      await s.storage().clients.create(record);
+      expect(await s.storage().clients.addSecret("ordered", secretRecord({ id: "b", createdAt: T0 + 1_000 })), "same time, smaller id").toBe(true);
+      expect(await s.storage().clients.addSecret("ordered", secretRecord({ id: "z", createdAt: T0 }))).toBe(true);
+      expect((await s.storage().clients.get("ordered"))?.secrets.map((x) => x.id)).toEqual(["z", "b", "m"]);
+    });
+
     it("addSecret keeps the earlier secrets, sets secretUpdatedAt, and refuses a duplicate id or an absent client", async () => {
       const record = clientRecord({ clientId: "rotating", accessTokenTtl: 300 });
       const other = clientRecord({ clientId: "bystander" });

@@ -73,6 +73,62 @@ export function concurrencySuite(s: SuiteContext): void {
       }
     });
 
+    it("races across two instances (when the target can open a second): consume, assertion jti use and counter increments stay exact", async (ctx) => {
+      // The single-instance races below pass with a lock that lives in one process only; a second
+      // server process over the same data must see the same atomicity.
+      if (!s.target.connect) {
+        ctx.skip();
+        return;
+      }
+      const second = await s.target.connect(s.storage());
+      try {
+        const either = (i: number) => (i % 2 ? second : s.storage());
+        await seedOwners(s.storage());
+        const original = refreshRecord();
+        await s.storage().refreshTokens.create(original);
+        const replacements = Array.from({ length: 40 }, (_, i) => refreshRecord({ tokenHash: fakeHash(`two-replacement-${i}`), createdAt: T0 + 1000 + i }));
+        const consumed = await inParallel(40, (i) => either(i).refreshTokens.consume(original.tokenHash, T0 + 1000 + i, replacements[i]!));
+        expect(consumed.filter((r) => r === true), "consume: callers that got true").toHaveLength(1);
+        const stored = [];
+        for (const r of replacements) if ((await s.storage().refreshTokens.findByHash(r.tokenHash)) !== null) stored.push(r.tokenHash);
+        expect(stored, "consume: exactly one replacement stored").toHaveLength(1);
+
+        const used = await inParallel(40, (i) => either(i).assertionJtis.use(attemptKey("two-jti"), T0 + 60_000));
+        expect(used.filter((r) => r === true), "assertionJtis.use: callers that got true").toHaveLength(1);
+
+        const key = attemptKey("two-counter");
+        const counts = await inParallel(40, (i) => either(i).attempts.increment(key, T0, 60_000));
+        expect(counts.map((r) => r.count).sort((a, b) => a - b), "increment: returned counts").toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+        expect((await s.storage().attempts.get(key))?.count, "increment: stored count").toBe(40);
+      } finally {
+        await s.target.disconnect?.(second);
+      }
+    });
+
+    it("secret changes racing each other keep every other secret's change: a revocation beside a use, two revocations, a revocation beside an add (20 rounds)", async () => {
+      const store = s.storage().clients;
+      for (let round = 0; round < 20; round++) {
+        const clientId = `secret-race-${round}`;
+        const secrets = ["a", "b", "c"].map((id, i) => secretRecord({ id, hash: fakeHash(`${clientId}-${id}`), createdAt: T0 + i }));
+        await store.create(clientRecord({ clientId, secrets }));
+        // A sign-in with b records its use while a is revoked: a must stay revoked (the use itself
+        // is best effort: it may be lost to the race, never bring a back).
+        await inParallel<boolean | void>(2, (i) => (i === 0 ? store.removeSecret(clientId, "a", T0 + 100) : store.touchSecret(clientId, "b", T0 + 200)));
+        let now = await store.get(clientId);
+        expect(now?.secrets.map((x) => x.id), `round ${round}: revoke a beside a use of b`).toEqual(["b", "c"]);
+        expect([null, T0 + 200], `round ${round}: b's last use`).toContain(now?.secrets[0]?.lastUsedAt);
+        // Two revocations at once: both take effect.
+        await store.addSecret(clientId, secretRecord({ id: "d", hash: fakeHash(`${clientId}-d`), createdAt: T0 + 300 }));
+        await inParallel(2, (i) => store.removeSecret(clientId, i === 0 ? "b" : "c", T0 + 400));
+        now = await store.get(clientId);
+        expect(now?.secrets.map((x) => x.id), `round ${round}: two revocations`).toEqual(["d"]);
+        // A revocation beside an add: the add stays.
+        const results = await inParallel<boolean>(2, (i) => (i === 0 ? store.removeSecret(clientId, "d", T0 + 500) : store.addSecret(clientId, secretRecord({ id: "e", hash: fakeHash(`${clientId}-e`), createdAt: T0 + 500 }))));
+        expect(results, `round ${round}: both calls succeed`).toEqual([true, true]);
+        expect((await store.get(clientId))?.secrets.map((x) => x.id), `round ${round}: revoke d beside adding e`).toEqual(["e"]);
+      }
+    });
+
     it("50 parallel consume calls of one refresh token: exactly one true, and exactly its replacement stored", async () => {
       await seedOwners(s.storage());
       const original = refreshRecord();
