@@ -101,6 +101,14 @@ export function accountsSuite(s: SuiteContext): void {
       await expectUnchanged([first]);
     });
 
+    it("text with a leading U+FEFF (and other invisible characters) reads back unchanged in every account field and finds its own record", async () => {
+      const record = accountRecord({ id: "\uFEFFbom-id", username: "\uFEFFadmin", displayName: "\uFEFFAdmin\u200B", email: "\uFEFFa@example.com" });
+      expect(await s.storage().accounts.create(record)).toBe(true);
+      expectRecord(await s.storage().accounts.get("\uFEFFbom-id"), record, "by id");
+      expectRecord(await s.storage().accounts.findByUsername("\uFEFFadmin"), record, "by username");
+      expect(await s.storage().accounts.findByUsername("admin"), "the name without the BOM is another name").toBeNull();
+    });
+
     it("list returns whole pages of 100 (the default most GetAccountList asks for): 250 accounts in creation order, at every offset", async () => {
       const records = Array.from({ length: 250 }, (_, i) => accountRecord({ id: `page-${String(i).padStart(3, "0")}`, username: `page-user-${i}` }));
       for (let i = 0; i < records.length; i += 50) expect(await s.storage().accounts.createMany(records.slice(i, i + 50))).toBeNull();

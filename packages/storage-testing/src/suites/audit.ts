@@ -48,6 +48,26 @@ export function auditSuite(s: SuiteContext): void {
       expect(seen).toEqual(ids(all));
     });
 
+    it("equal times appended in an order unlike their ids (random UUIDs, as the core writes): listed by id descending, and the cursor sees each once", async (t) => {
+      const a = audit(t);
+      // 30 records, 10 per millisecond, appended in a shuffled (fixed) order of ids.
+      const order = [17, 3, 29, 11, 0, 24, 8, 20, 14, 5, 27, 1, 22, 9, 16, 28, 2, 13, 25, 6, 19, 10, 4, 23, 15, 26, 7, 21, 12, 18];
+      const records = order.map((n) => rec(n + 1, { id: `${(((n * 7919) % 30) + 10).toString(16).padStart(8, "0")}-0000-4000-8000-${String(n).padStart(12, "0")}`, time: T0 + Math.floor(n / 10) }));
+      for (const r of records) await a.append(r);
+      const expected = [...records].sort((x, y) => y.time - x.time || (x.id < y.id ? 1 : x.id > y.id ? -1 : 0)).map((r) => r.id);
+      expect(ids(await a.list({ limit: 100 }))).toEqual(expected);
+      const seen: string[] = [];
+      let before: { time: number; id: string } | undefined;
+      for (;;) {
+        const page = await a.list({ limit: 4, ...(before ? { before } : {}) });
+        seen.push(...ids(page));
+        if (page.length < 4) break;
+        const last = page[page.length - 1]!;
+        before = { time: last.time, id: last.id };
+      }
+      expect(seen).toEqual(expected);
+    });
+
     it("filters: type, clientId, account (matches accountId or username); all given must match", async (t) => {
       const a = audit(t);
       await a.append(rec(1, { type: "token.issued", clientId: "app-1", accountId: "acct-1" }));

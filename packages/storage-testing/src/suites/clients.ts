@@ -81,6 +81,13 @@ export function clientsSuite(s: SuiteContext): void {
       expect(read?.secrets).toStrictEqual([secrets[2], secrets[0], secrets[1]]);
     });
 
+    it("text with a leading U+FEFF reads back unchanged in a client's id and name", async () => {
+      const record = clientRecord({ clientId: "\uFEFFbom-client", name: "\uFEFFReporting" });
+      expect(await s.storage().clients.create(record)).toBe(true);
+      expectRecord(await s.storage().clients.get("\uFEFFbom-client"), record, "by id");
+      expect(await s.storage().clients.get("bom-client"), "the id without the BOM is another id").toBeNull();
+    });
+
     it("addSecret keeps the secrets oldest first by createdAt then id, also for one added with an earlier time or a smaller id", async () => {
       const record = clientRecord({ clientId: "ordered", secrets: [secretRecord({ id: "m", createdAt: T0 + 1_000 })] });
       await s.storage().clients.create(record);
