@@ -5,7 +5,7 @@
  * the most workerd allows), with interleaved samples and medians so scheduler noise on a shared
  * machine does not decide the result.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createPlantgate } from "../src/index.js";
 import { BASE, basic } from "./helpers.js";
 import { FORM } from "./token-helpers.js";
@@ -20,6 +20,39 @@ function median(values: number[]): number {
 }
 
 describe("password grant timing", () => {
+  it("an account hashed before the cost was raised: a wrong password costs today's PBKDF2 iterations, as an unknown username does (counted, not timed)", async () => {
+    // Accounts made at 1 000 iterations, then the server restarted at 20 000 (the operator raised it).
+    const before = createPlantgate({ passwordHashIterations: 1_000, logger: { error() {}, warn() {} } });
+    const { clientSecret } = await before.admin.createClient({ clientId: "timing" });
+    await before.admin.createAccount({ username: "alice", password: "the-right-password" });
+    const app = createPlantgate({ storage: before.storage, passwordHashIterations: 20_000, bruteForce: { maxFailures: 1_000_000 }, logger: { error() {}, warn() {} } });
+    const deriveBits = crypto.subtle.deriveBits.bind(crypto.subtle);
+    let iterations = 0;
+    const spy = vi.spyOn(crypto.subtle, "deriveBits").mockImplementation((params, key, length) => {
+      iterations += (params as Pbkdf2Params).iterations ?? 0;
+      return deriveBits(params, key, length);
+    });
+    try {
+      const attempt = async (username: string) => {
+        iterations = 0;
+        const res = await app.fetch(
+          new Request(`${BASE}/UserService/connect/token`, {
+            method: "POST",
+            headers: { "content-type": FORM, authorization: basic("timing", clientSecret) },
+            body: new URLSearchParams({ grant_type: "password", username, password: "a-wrong-password" }).toString(),
+          }),
+        );
+        expect(res.status).toBe(400);
+        return iterations;
+      };
+      await attempt("nobody-0"); // makes the unknown-username hash once
+      // Before 2026-11-29: 1 000 for alice against 20 000 for an unknown name.
+      expect([await attempt("alice"), await attempt("nobody-1")]).toEqual([20_000, 20_000]);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it("RFC 9700 §2.4: unknown username vs wrong password differ by less than 10% (medians)", { timeout: 30_000 }, async () => {
     // A high lock-out threshold: the throttle still does its storage work on every attempt (the same
     // for both cases), but the measured user must never be locked mid-run.

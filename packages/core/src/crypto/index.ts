@@ -122,6 +122,28 @@ async function pbkdf2(password: string, salt: Uint8Array, iterations: number, le
 }
 
 /**
+ * The PBKDF2 iteration count of a stored hash, or null when it is not one of ours.
+ *
+ * @example
+ * passwordHashIterations("$pbkdf2-sha256$i=600000,l=32$c2FsdA$aGFzaA"); // 600000
+ */
+export function passwordHashIterations(phc: string): number | null {
+  const m = PHC.exec(phc);
+  return m ? Number(m[1]) : null;
+}
+
+/**
+ * Spends the CPU of `iterations` PBKDF2-SHA256 iterations and throws the result away: a failed
+ * check of a hash made at a lower cost is padded to the current cost with it, so it takes as long
+ * as the check of an unknown username (which verifies against a hash of the current cost).
+ */
+export async function spendPasswordWork(iterations: number): Promise<void> {
+  if (iterations >= 1) await pbkdf2("plantgate-padding", PADDING_SALT, Math.min(iterations, PBKDF2_MAX_ITERATIONS), 32);
+}
+
+const PADDING_SALT = new Uint8Array(16);
+
+/**
  * PBKDF2-HMAC pads a password shorter than SHA-256's 64-byte block with zero bytes, so `pw` and
  * `pw` followed by U+0000 characters give the same hash. A password may not contain U+0000: it is
  * refused when hashed, and a presented one never verifies.
