@@ -17,7 +17,7 @@
  * audit trail would rewrite this whole file on every token; a backend that wants one adds `audit`.
  */
 import { randomUUID } from "node:crypto";
-import { link, mkdir, open, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { link, mkdir, open, readdir, readFile, rename, rm } from "node:fs/promises";
 import { hostname } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import {
@@ -527,7 +527,9 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
  * there). A lock of a live process, of another host (whose processes cannot be asked), or that
  * cannot be read is refused; one whose process on this host is gone (a crash, a kill -9) is moved
  * aside, checked to be the very lock judged stale, and replaced. Returns the release, which deletes
- * the lock only while it is still this one.
+ * the lock only while it is still this one. Known gap: three or more processes taking over one
+ * stale lock within the same instant can still both end up holding it (one's put-back of another's
+ * lock can lose to a third); good enough for an example that serves one process.
  */
 async function lock(file: string): Promise<() => Promise<void>> {
   if (held.has(file)) throw new StorageError(`${file} is already open in this process; close that store first`);
@@ -547,7 +549,16 @@ async function lockFile(file: string): Promise<() => Promise<void>> {
   await mkdir(dirname(file), { recursive: true });
   const mine = `${process.pid} ${hostname()} ${randomUUID()}\n`;
   const draft = `${path}.${randomUUID()}.draft`;
-  await writeFile(draft, mine, { mode: 0o600 });
+  {
+    // On disk before it is linked into place: a power loss must not leave an empty lock.
+    const handle = await open(draft, "w", 0o600);
+    try {
+      await handle.writeFile(mine, "utf8");
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
   const inUse = (why: string) => new StorageError(`${file} is in use by ${why} (lock ${path}): one process per file; if no such process serves it, delete the lock`);
   try {
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -557,15 +568,26 @@ async function lockFile(file: string): Promise<() => Promise<void>> {
         return async () => {
           if (released) return;
           released = true;
-          held.delete(file);
-          if ((await readFile(path, "utf8").catch(() => null)) === mine) await rm(path, { force: true });
+          // The file is free for this process's next store only once the lock is gone (else a
+          // reopen in between took this lock for a stale one of its own pid and lost its own).
+          try {
+            if ((await readFile(path, "utf8").catch(() => null)) === mine) await rm(path, { force: true });
+          } finally {
+            held.delete(file);
+          }
         };
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw new StorageError(`could not take the lock ${path}`, { cause: error });
+        const code = (error as NodeJS.ErrnoException).code;
+        // A file system without hard links (FAT, some network mounts): refused in so many words.
+        if (code === "EPERM" || code === "ENOTSUP" || code === "EOPNOTSUPP") {
+          throw new StorageError(`could not take the lock ${path}: this file system has no hard links; keep the store on one that has`, { cause: error });
+        }
+        if (code !== "EEXIST") throw new StorageError(`could not take the lock ${path}`, { cause: error });
       }
       const seen = await readFile(path, "utf8").catch(() => null);
       if (seen === null) continue; // released meanwhile: try again
-      const [pidText, host] = seen.trim().split(" ");
+      // A bare pid is the lock of the release before (2026-11-29): of this host.
+      const [pidText, host = /^\d+\n?$/.test(seen) ? hostname() : undefined] = seen.trim().split(" ");
       const pid = Number(pidText);
       if (!Number.isSafeInteger(pid) || pid <= 0 || host === undefined) throw inUse("an unreadable lock");
       if (host !== hostname()) throw inUse(`process ${pid} on host ${host}`);

@@ -234,6 +234,8 @@ describe("JSON file storage: persistence", () => {
       // Empty (a lock being written, by older code) or garbled: never taken for stale.
       ["", "an unreadable lock"],
       ["x y z\n", "an unreadable lock"],
+      // The lock of the release before (a bare pid): read as this host's.
+      [`${process.ppid}\n`, `process ${process.ppid}`],
     ]) {
       await writeFile(`${file}.lock`, content!);
       await expect(createJsonFileStorage(file)).rejects.toThrow(inUse(why!));
@@ -259,14 +261,22 @@ describe("JSON file storage: persistence", () => {
   it("processes starting at once on one file: exactly one opens it, the others are refused naming it", { timeout: 30_000 }, async () => {
     await mkdir(join(dir, "nested"), { recursive: true });
     const fixture = fileURLToPath(new URL("./fixtures/open-and-hold.ts", import.meta.url));
+    // Each holds what it opened until every one has answered (stdin closed after that).
+    const children = Array.from({ length: 4 }, () => spawn(process.execPath, ["--import", "tsx", fixture, file], { stdio: ["pipe", "pipe", "inherit"] }));
+    const closed = children.map((child) => new Promise((resolve) => child.on("close", resolve)));
+    // A refused process may have exited before its stdin is closed.
+    for (const child of children) child.stdin.on("error", () => {});
     const outputs = await Promise.all(
-      Array.from({ length: 4 }, () => {
-        const child = spawn(process.execPath, ["--import", "tsx", fixture, file, "1500"], { stdio: ["ignore", "pipe", "inherit"] });
+      children.map((child) => {
         let out = "";
-        child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
-        return new Promise<string>((resolve) => child.on("close", () => resolve(out.trim())));
+        return new Promise<string>((resolve) => child.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.endsWith("\n")) resolve(out.trim());
+        }));
       }),
     );
+    for (const child of children) child.stdin.end();
+    await Promise.all(closed);
     expect(outputs.filter((o) => o === "opened")).toHaveLength(1);
     for (const o of outputs.filter((x) => x !== "opened")) expect(o).toMatch(new RegExp(`^refused: .* is in use by process \\d+ \\(lock `));
   });

@@ -17,12 +17,14 @@ process.stdout.on("error", (error: Error) => {
   unwritten ??= error;
 });
 const writes: Promise<void>[] = [];
+let printed = "";
 
 const code = await runCli(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   readStdin,
   stdout: (t) => {
+    printed += t;
     writes.push(new Promise((resolve) => process.stdout.write(t, (error) => {
       if (error) unwritten ??= error;
       resolve();
@@ -33,7 +35,7 @@ const code = await runCli(process.argv.slice(2), {
 await Promise.all(writes);
 const reason = unwritten === undefined ? undefined : ((unwritten as NodeJS.ErrnoException).code ?? unwritten.message);
 // Commands whose result holds a new secret, shown only then.
-const madeSecret = code === 0 && ["client create", "client add-secret", "client rotate-secret"].includes(process.argv.slice(2, 4).join(" "));
+const madeSecret = code === 0 && printed.includes('"client_secret":');
 if (reason === undefined || (reason === "EPIPE" && !madeSecret)) {
   // A reader that stopped early (`events | head -1`) is no failure of a command that made no secret.
   process.exitCode = code;

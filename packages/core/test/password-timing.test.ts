@@ -33,13 +33,13 @@ describe("password grant timing", () => {
       return deriveBits(params, key, length);
     });
     try {
-      const attempt = async (username: string) => {
+      const attempt = async (username: string, password = "a-wrong-password") => {
         iterations = 0;
         const res = await app.fetch(
           new Request(`${BASE}/UserService/connect/token`, {
             method: "POST",
             headers: { "content-type": FORM, authorization: basic("timing", clientSecret) },
-            body: new URLSearchParams({ grant_type: "password", username, password: "a-wrong-password" }).toString(),
+            body: new URLSearchParams({ grant_type: "password", username, password }).toString(),
           }),
         );
         expect(res.status).toBe(400);
@@ -48,6 +48,11 @@ describe("password grant timing", () => {
       await attempt("nobody-0"); // makes the unknown-username hash once
       // Before 2026-11-29: 1 000 for alice against 20 000 for an unknown name.
       expect([await attempt("alice"), await attempt("nobody-1")]).toEqual([20_000, 20_000]);
+      // A password with U+0000 is refused before any hashing, for both: padded alike.
+      expect([await attempt("alice", "x\u0000y"), await attempt("nobody-2", "x\u0000y")]).toEqual([20_000, 20_000]);
+      // The right password of a disabled account is refused as slowly as a wrong one (no oracle).
+      await app.admin.setAccountEnabled("alice", false);
+      expect([await attempt("alice", "the-right-password"), await attempt("alice")]).toEqual([20_000, 20_000]);
     } finally {
       spy.mockRestore();
     }

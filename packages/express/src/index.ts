@@ -118,8 +118,10 @@ function bodyConsumed(req: ExpressRequest): boolean {
  *   own routes keep their parsed bodies).
  * - **Unknown routes** (paths `app.owns()` says plantgate does not answer) go on
  *   with `next()`, before plantgate sees them, unless `options.notFound` is `"respond"`.
- * - Requests a Web Request cannot carry (`TRACE`, `TRACK`, `CONNECT`, `OPTIONS *`) get a 400
- *   `invalid_request`, as from `@plantgate/node`'s listener, without reaching the app or `next`.
+ * - Requests a Web Request cannot carry (`TRACE`, `TRACK`, `CONNECT`, `OPTIONS *`), or with a
+ *   missing, repeated or invalid Host, get a 400 `invalid_request` for a path plantgate answers, as
+ *   from `@plantgate/node`'s listener, without reaching the app; on the host app's own paths they
+ *   go on with `next()`.
  * - Unexpected failures (the app throws, the response cannot be written before
  *   headers are out) go to `next(err)`, i.e. to Express's error handling.
  *
@@ -167,7 +169,8 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         if (owns !== undefined) {
           let path: string | undefined;
           try {
-            path = new URL(req.originalUrl, "http://localhost").pathname;
+            // Concatenated as the listener does (a target starting with // is a path, not a host).
+            path = new URL(`http://localhost${req.originalUrl.startsWith("/") ? "" : "/"}${req.originalUrl}`).pathname;
           } catch {
             path = undefined;
           }

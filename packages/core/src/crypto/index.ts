@@ -122,20 +122,9 @@ async function pbkdf2(password: string, salt: Uint8Array, iterations: number, le
 }
 
 /**
- * The PBKDF2 iteration count of a stored hash, or null when it is not one of ours.
- *
- * @example
- * passwordHashIterations("$pbkdf2-sha256$i=600000,l=32$c2FsdA$aGFzaA"); // 600000
- */
-export function passwordHashIterations(phc: string): number | null {
-  const m = PHC.exec(phc);
-  return m ? Number(m[1]) : null;
-}
-
-/**
- * Spends the CPU of `iterations` PBKDF2-SHA256 iterations and throws the result away: a failed
- * check of a hash made at a lower cost is padded to the current cost with it, so it takes as long
- * as the check of an unknown username (which verifies against a hash of the current cost).
+ * Spends the CPU of `iterations` PBKDF2-SHA256 iterations and throws the result away: every refused
+ * password check is padded to the current cost with it, so it takes as long as the check of an
+ * unknown username (which verifies against a hash of the current cost).
  */
 export async function spendPasswordWork(iterations: number): Promise<void> {
   if (iterations >= 1) await pbkdf2("plantgate-padding", PADDING_SALT, Math.min(iterations, PBKDF2_MAX_ITERATIONS), 32);
@@ -184,20 +173,29 @@ const PHC = /^\$pbkdf2-sha256\$i=(\d{1,8}),l=(\d{1,3})\$([A-Za-z0-9+/]+)\$([A-Za
  * if (!(await verifyPassword(input, account.passwordHash))) throw invalidGrant;
  */
 export async function verifyPassword(password: string, phc: string): Promise<boolean> {
-  if (password.includes(NUL)) return false;
+  return (await verifyPasswordCounted(password, phc)).ok;
+}
+
+/**
+ * {@link verifyPassword}, also saying how many PBKDF2 iterations it ran (0 when it refused before
+ * hashing: a password with U+0000, a hash that is not ours), so a caller can make every refusal
+ * cost the same (see spendPasswordWork).
+ */
+export async function verifyPasswordCounted(password: string, phc: string): Promise<{ ok: boolean; iterations: number }> {
+  if (password.includes(NUL)) return { ok: false, iterations: 0 };
   const m = PHC.exec(phc);
-  if (!m) return false;
+  if (!m) return { ok: false, iterations: 0 };
   const iterations = Number(m[1]);
   const length = Number(m[2]);
   const salt = fromBase64(m[3]!);
   const expected = fromBase64(m[4]!);
   if (!salt || !expected || iterations < 1 || iterations > PBKDF2_MAX_ITERATIONS || length !== expected.length || length < 16) {
-    return false;
+    return { ok: false, iterations: 0 };
   }
   const actual = await pbkdf2(password, salt, iterations, length);
   let diff = 0;
   for (let i = 0; i < length; i++) diff |= actual[i]! ^ expected[i]!;
-  return diff === 0;
+  return { ok: diff === 0, iterations };
 }
 
 /** A random (version 4) UUID drawn from `random`, so tests that pin randomness pin ids too. */

@@ -1,5 +1,5 @@
 import type { Context } from "../context.js";
-import { passwordHashIterations, spendPasswordWork, verifyPassword } from "../crypto/index.js";
+import { spendPasswordWork, verifyPasswordCounted } from "../crypto/index.js";
 import { TooManyAttemptsError } from "../errors/index.js";
 import type { AccountLockedOutEvent, EventInput, LoginFailure, LoginSource } from "../events/types.js";
 import type { AccountRecord } from "../storage/types.js";
@@ -162,21 +162,19 @@ async function checkPasswordNow(
     throw e;
   }
   const account = await ctx.storage.accounts.findByUsername(username);
-  const ok = await verifyPassword(password, account?.passwordHash ?? (await ctx.dummyPasswordHash()));
-  if (!ok && account !== null) {
-    // An unknown username is checked against a hash of today's cost; a hash made before the cost
-    // was raised checks faster, which told existing usernames from unknown ones by the time of a
-    // wrong password (47 against 228 ms from 100 000 to 600 000 iterations, before 2026-11-29).
-    // Its failures are padded to today's cost.
-    const stored = passwordHashIterations(account.passwordHash);
-    if (stored !== null && stored < ctx.passwordHashIterations) await spendPasswordWork(ctx.passwordHashIterations - stored);
-  }
+  const { ok, iterations: spent } = await verifyPasswordCounted(password, account?.passwordHash ?? (await ctx.dummyPasswordHash()));
   // Already counted by attempt(): nothing more to record on failure. An account without the
   // required role (the console's admin role) fails like a wrong password, after the password is
   // checked and without the success's reset: an answer of its own would tell anyone, with no
   // client secret, that a password is right.
   const refused = !account ? "unknown_username" : !ok ? "invalid_password" : !account.enabled ? "account_disabled" : requiredRole !== undefined && !account.roles.includes(requiredRole) ? "not_admin" : null;
   if (refused !== null) {
+    // Every refusal costs at least today's PBKDF2 work, whatever was refused and why: an unknown
+    // username is checked against a hash of today's cost, while a hash made before the cost was
+    // raised checks faster (47 against 228 ms from 100 000 to 600 000 iterations, before
+    // 2026-11-29: existing usernames told apart), and a password with U+0000 or a stored hash that
+    // is not ours runs none. A right password of a disabled or non-admin account is padded too.
+    if (spent < ctx.passwordHashIterations) await spendPasswordWork(ctx.passwordHashIterations - spent);
     failed(account !== null, refused);
     return null;
   }
