@@ -549,16 +549,8 @@ async function lockFile(file: string): Promise<() => Promise<void>> {
   await mkdir(dirname(file), { recursive: true });
   const mine = `${process.pid} ${hostname()} ${randomUUID()}\n`;
   const draft = `${path}.${randomUUID()}.draft`;
-  {
-    // On disk before it is linked into place: a power loss must not leave an empty lock.
-    const handle = await open(draft, "w", 0o600);
-    try {
-      await handle.writeFile(mine, "utf8");
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  }
+  // On disk before it is linked into place: a power loss must not leave an empty lock.
+  await writeSynced(draft, mine);
   const inUse = (why: string) => new StorageError(`${file} is in use by ${why} (lock ${path}): one process per file; if no such process serves it, delete the lock`);
   try {
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -632,20 +624,24 @@ async function removeTempFiles(file: string): Promise<void> {
   }
 }
 
+/** Creates (or truncates) `path` with `text`, private to this user (0600: the store holds the private signing key and every secret hash), and flushes it to disk. */
+async function writeSynced(path: string, text: string): Promise<void> {
+  const handle = await open(path, "w", 0o600);
+  try {
+    await handle.writeFile(text, "utf8");
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
 /** Writes `text` to a temp file next to `file`, flushes it to disk, then renames it over `file`. */
 async function writeAtomically(file: string, text: string): Promise<void> {
   const dir = dirname(file);
   await mkdir(dir, { recursive: true });
   const temp = join(dir, `.${basename(file)}.${process.pid}.${randomUUID()}.tmp`);
   try {
-    // 0600: the file holds the private signing key and every secret hash.
-    const handle = await open(temp, "w", 0o600);
-    try {
-      await handle.writeFile(text, "utf8");
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await writeSynced(temp, text);
     await rename(temp, file);
   } catch (error) {
     await rm(temp, { force: true }).catch(() => {});

@@ -27,6 +27,12 @@ export interface CliIo {
 /** Commands that touch the hot stores (console sessions on disable; every store on prune). */
 const HOT_COMMANDS = new Set(["user disable", "user enable", "prune"]);
 
+/** The command an argument list names: "prune" and "events" take options right after the word, the others are two words. */
+function commandOf(argv: string[]): string {
+  const [group, action] = argv;
+  return group === "prune" || group === "events" ? group : `${group ?? ""} ${action ?? ""}`.trim();
+}
+
 /** A usage or input error: printed on stderr, exit code 2. */
 class UsageError extends Error {}
 
@@ -148,10 +154,8 @@ function firstLine(text: string): string {
 }
 
 async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantgate; storage: SqlStorage }>): Promise<unknown> {
-  const [group, action, ...rest] = argv;
-  // One-word commands ("migrate", "prune") take options right after the word.
-  const key = group === "prune" || group === "events" ? group : `${group ?? ""} ${action ?? ""}`.trim();
-  switch (key) {
+  const [, action, ...rest] = argv;
+  switch (commandOf(argv)) {
     case "migrate": {
       await open();
       io.stderr("migrations applied\n");
@@ -359,8 +363,8 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
  */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   // `--help` anywhere before a `--` (`client create --help`), as well as `help` first.
-  const options = argv.indexOf("--") < 0 ? argv : argv.slice(0, argv.indexOf("--"));
-  if (argv[0] === "help" || argv[0] === "-h" || options.includes("--help")) {
+  const beforeDashes = argv.indexOf("--") < 0 ? argv : argv.slice(0, argv.indexOf("--"));
+  if (argv[0] === "help" || argv[0] === "-h" || beforeDashes.includes("--help")) {
     io.stdout(USAGE + "\n");
     return 0;
   }
@@ -378,7 +382,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // used assertion jtis) is in Redis, as the servers compose it; without it `user disable` left
     // the account's console sessions there and `prune` never reached Redis (before 2026-11-29).
     // Only for the commands that reach the hot state: a `migrate` before Redis is up still works.
-    if (HOT_COMMANDS.has(`${argv[0] ?? ""} ${argv[1] ?? ""}`.trim()) || argv[0] === "prune") hot = await openRedisHotStoresFromEnv(io.env);
+    if (HOT_COMMANDS.has(commandOf(argv))) hot = await openRedisHotStoresFromEnv(io.env);
     // Failures are stderr lines (an audit write that failed, say); never a secret (see Logger).
     app = createPlantgate({ ...options, storage: { ...storage, ...hot?.stores }, logger: { error: (message) => io.stderr(`plantgate: ${message}\n`), warn() {} } });
     return { storage, app };

@@ -21,6 +21,18 @@ export function auditSuite(s: SuiteContext): void {
       return store!;
     };
     const ids = (records: AuditRecord[]) => records.map((r) => r.id);
+    /** Every id, page by page of `limit` through the (time, id) cursor, in the order listed. */
+    const walk = async (a: AuditStore, limit: number): Promise<string[]> => {
+      const seen: string[] = [];
+      let before: { time: number; id: string } | undefined;
+      for (;;) {
+        const page = await a.list({ limit, ...(before ? { before } : {}) });
+        seen.push(...ids(page));
+        if (page.length < limit) return seen;
+        const last = page[page.length - 1]!;
+        before = { time: last.time, id: last.id };
+      }
+    };
 
     it("append then list: whole records back, newest first by (time, id); limit caps", async (t) => {
       const a = audit(t);
@@ -36,16 +48,7 @@ export function auditSuite(s: SuiteContext): void {
       for (let n = 1; n <= 9; n++) await a.append(rec(n, { time: T0 + Math.floor(n / 3) * 1000 }));
       const all = await a.list({ limit: 100 });
       expect(ids(all)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1].map((n) => rec(n).id));
-      const seen: string[] = [];
-      let before: { time: number; id: string } | undefined;
-      for (;;) {
-        const page = await a.list({ limit: 2, ...(before ? { before } : {}) });
-        seen.push(...ids(page));
-        if (page.length < 2) break;
-        const last = page[page.length - 1]!;
-        before = { time: last.time, id: last.id };
-      }
-      expect(seen).toEqual(ids(all));
+      expect(await walk(a, 2)).toEqual(ids(all));
     });
 
     it("equal times appended in an order unlike their ids (random UUIDs, as the core writes): listed by id descending, and the cursor sees each once", async (t) => {
@@ -56,16 +59,7 @@ export function auditSuite(s: SuiteContext): void {
       for (const r of records) await a.append(r);
       const expected = [...records].sort((x, y) => y.time - x.time || (x.id < y.id ? 1 : x.id > y.id ? -1 : 0)).map((r) => r.id);
       expect(ids(await a.list({ limit: 100 }))).toEqual(expected);
-      const seen: string[] = [];
-      let before: { time: number; id: string } | undefined;
-      for (;;) {
-        const page = await a.list({ limit: 4, ...(before ? { before } : {}) });
-        seen.push(...ids(page));
-        if (page.length < 4) break;
-        const last = page[page.length - 1]!;
-        before = { time: last.time, id: last.id };
-      }
-      expect(seen).toEqual(expected);
+      expect(await walk(a, 4)).toEqual(expected);
     });
 
     it("filters: type, clientId, account (matches accountId or username); all given must match", async (t) => {

@@ -1,5 +1,5 @@
 import type { Storage } from "@plantgate/core";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, type TestContext } from "vitest";
 import { accountRecord, attemptKey, clientRecord, expectRecord, fakeHash, inParallel, secretRecord, plantRecord, refreshRecord, seedOwners, sessionRecord, T0 } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
 
@@ -24,6 +24,20 @@ async function expectGaplessListing(storage: Storage, expectedIds: string[]): Pr
 }
 
 export function concurrencySuite(s: SuiteContext): void {
+  /** Runs `body` with a second instance over the same data, released after; skips the test when the target cannot open one. */
+  const withSecond = async (ctx: TestContext, body: (second: Storage) => Promise<void>): Promise<void> => {
+    if (!s.target.connect) {
+      ctx.skip();
+      return;
+    }
+    const second = await s.target.connect(s.storage());
+    try {
+      await body(second);
+    } finally {
+      await s.target.disconnect?.(second);
+    }
+  };
+
   describe("concurrency", () => {
     it("50 parallel creates of distinct accounts: all true, each at its own place, no gap, exact total", async () => {
       const records = Array.from({ length: 50 }, (_, i) => accountRecord({ id: `par-${i}`, username: `par-user-${i}` }));
@@ -56,32 +70,20 @@ export function concurrencySuite(s: SuiteContext): void {
     });
 
     it("creates racing from two instances over the same data keep places unique and gapless (when the target can open a second)", async (ctx) => {
-      if (!s.target.connect) {
-        ctx.skip();
-        return;
-      }
-      const second = await s.target.connect(s.storage());
-      try {
+      await withSecond(ctx, async (second) => {
         const records = Array.from({ length: 40 }, (_, i) => accountRecord({ id: `two-${i}`, username: `two-user-${i % 30}` }));
         const results = await inParallel(40, (i) => (i % 2 ? second : s.storage()).accounts.create(records[i]!));
         const winners = records.filter((_, i) => results[i] === true);
         expect(winners, "one winner per username").toHaveLength(30);
         const ids = await expectGaplessListing(s.storage(), winners.map((r) => r.id));
         expect(await expectGaplessListing(second, winners.map((r) => r.id)), "the second instance lists the same order").toEqual(ids);
-      } finally {
-        await s.target.disconnect?.(second);
-      }
+      });
     });
 
     it("races across two instances (when the target can open a second): consume, assertion jti use and counter increments stay exact", async (ctx) => {
       // The single-instance races below pass with a lock that lives in one process only; a second
       // server process over the same data must see the same atomicity.
-      if (!s.target.connect) {
-        ctx.skip();
-        return;
-      }
-      const second = await s.target.connect(s.storage());
-      try {
+      await withSecond(ctx, async (second) => {
         const either = (i: number) => (i % 2 ? second : s.storage());
         await seedOwners(s.storage());
         const original = refreshRecord();
@@ -100,9 +102,7 @@ export function concurrencySuite(s: SuiteContext): void {
         const counts = await inParallel(40, (i) => either(i).attempts.increment(key, T0, 60_000));
         expect(counts.map((r) => r.count).sort((a, b) => a - b), "increment: returned counts").toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
         expect((await s.storage().attempts.get(key))?.count, "increment: stored count").toBe(40);
-      } finally {
-        await s.target.disconnect?.(second);
-      }
+      });
     });
 
     it("secret changes racing each other keep every other secret's change: a revocation beside a use, two revocations, a revocation beside an add (20 rounds)", async () => {
