@@ -229,8 +229,11 @@ function hostDependent(ctx: Context): Record<string, string> {
 
 /** The path relative to the base path (RFC 8414 §3.1's inserted metadata path mapped back); null outside the base path. */
 function relativePath(ctx: Context, path: string): string | null {
+  // RFC 8414 §3.1: for an issuer with a path, the metadata lives at /.well-known/...{path}: the
+  // base path's, and the configured issuer URL's when that differs (an issuer named for a tenant
+  // whose endpoints are at the root).
+  if (path === ctx.issuerMetadataPath) return METADATA_PATH;
   if (!ctx.basePath) return path;
-  // RFC 8414 §3.1: for an issuer with a path, the metadata lives at /.well-known/...{path}.
   if (path === `${METADATA_PATH}${ctx.basePath}`) return METADATA_PATH;
   if (path !== ctx.basePath && !path.startsWith(ctx.basePath + "/")) return null;
   return path.slice(ctx.basePath.length);

@@ -51,6 +51,11 @@ export interface Context {
   basePath: string;
   baseUrl: string | undefined;
   issuer: string | undefined;
+  /**
+   * RFC 8414 §3.1: `/.well-known/oauth-authorization-server` followed by the issuer URL's path
+   * (without a trailing `/`) when that path is not empty and is not the base path; else null.
+   */
+  issuerMetadataPath: string | null;
   audience: string | undefined;
   scopes: ScopeNames;
   keyring: Keyring;

@@ -160,6 +160,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     // the base path), never from the request's Host (finding 1 of the security review).
     baseUrl: trimUrl(options.baseUrl, "baseUrl") ?? baseUrlFromIssuer(options.issuer, basePath),
     issuer: options.issuer,
+    issuerMetadataPath: issuerMetadataPath(options.issuer, basePath),
     audience: options.audience,
     scopes,
     keyring,
@@ -224,8 +225,19 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   };
 }
 
-/** `origin + basePath` of an http(s) issuer; undefined for an issuer that is not such a URL. */
-function baseUrlFromIssuer(issuer: string | undefined, basePath: string): string | undefined {
+/**
+ * Where RFC 8414 §3.1 puts the metadata of an http(s) issuer with a path: the well-known path with
+ * the issuer's path (terminating `/` removed) appended. Null when that path is empty, or is the base
+ * path (the app already serves `{well-known}{basePath}`), or the issuer is not such a URL.
+ */
+function issuerMetadataPath(issuer: string | undefined, basePath: string): string | null {
+  const url = httpUrl(issuer);
+  const path = url?.pathname.replace(/\/+$/, "") ?? "";
+  return path === "" || path === basePath ? null : `/.well-known/oauth-authorization-server${path}`;
+}
+
+/** The issuer as a URL when it is an http(s) URL. */
+function httpUrl(issuer: string | undefined): URL | undefined {
   if (issuer === undefined) return undefined;
   let url: URL;
   try {
@@ -233,8 +245,13 @@ function baseUrlFromIssuer(issuer: string | undefined, basePath: string): string
   } catch {
     return undefined;
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") return undefined;
-  return `${url.origin}${basePath}`;
+  return url.protocol === "https:" || url.protocol === "http:" ? url : undefined;
+}
+
+/** `origin + basePath` of an http(s) issuer; undefined for an issuer that is not such a URL. */
+function baseUrlFromIssuer(issuer: string | undefined, basePath: string): string | undefined {
+  const url = httpUrl(issuer);
+  return url && `${url.origin}${basePath}`;
 }
 
 /**

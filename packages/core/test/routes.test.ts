@@ -91,14 +91,15 @@ describe("GET /.well-known/oauth-authorization-server (RFC 8414 §3)", () => {
   });
 });
 
+const urlsOf = (doc: Record<string, unknown>) => ({
+  issuer: doc.issuer,
+  token_endpoint: doc.token_endpoint,
+  jwks_uri: doc.jwks_uri,
+  revocation_endpoint: doc.revocation_endpoint,
+  introspection_endpoint: doc.introspection_endpoint,
+});
+
 describe("metadata URLs and caching (finding 1 of the security review)", () => {
-  const urlsOf = (doc: Record<string, unknown>) => ({
-    issuer: doc.issuer,
-    token_endpoint: doc.token_endpoint,
-    jwks_uri: doc.jwks_uri,
-    revocation_endpoint: doc.revocation_endpoint,
-    introspection_endpoint: doc.introspection_endpoint,
-  });
 
   it("with issuer set and no baseUrl, every URL derives from the issuer, whatever the Host; served public", async () => {
     const h = await harness({ issuer: "https://auth.example.com" });
@@ -193,6 +194,39 @@ describe("unknown paths and methods", () => {
     const body = await inserted.json();
     expect(body).toEqual(await mounted.json());
     expect(body).toMatchObject({ issuer: `${BASE}/api`, token_endpoint: `${BASE}/api/UserService/connect/token` });
+  });
+
+  it("RFC 8414 §3.1: an issuer URL whose path is not the base path gets its own inserted metadata path", async () => {
+    const h = await harness({ issuer: "https://auth.example.com/tenant-a/", baseUrl: BASE });
+    const inserted = await h.app.fetch(new Request(`${BASE}/.well-known/oauth-authorization-server/tenant-a`));
+    expect(inserted.status).toBe(200);
+    expect({ cache: inserted.headers.get("cache-control"), vary: inserted.headers.get("vary") }).toEqual({ cache: "public, max-age=300", vary: null });
+    const body = (await inserted.json()) as Record<string, unknown>;
+    expect(body).toEqual(await (await h.app.fetch(new Request(`${BASE}/.well-known/oauth-authorization-server`))).json());
+    expect(urlsOf(body)).toEqual({
+      issuer: "https://auth.example.com/tenant-a/",
+      token_endpoint: `${BASE}/UserService/connect/token`,
+      jwks_uri: `${BASE}/.well-known/jwks.json`,
+      revocation_endpoint: `${BASE}/UserService/connect/revocation`,
+      introspection_endpoint: `${BASE}/UserService/connect/introspect`,
+    });
+    expect(h.app.owns("/.well-known/oauth-authorization-server/tenant-a")).toBe(true);
+    // Only that path: another tenant's, or the issuer path with the terminating slash, is not ours.
+    for (const path of ["/.well-known/oauth-authorization-server/tenant-b", "/.well-known/oauth-authorization-server/tenant-a/"]) {
+      expect(h.app.owns(path)).toBe(false);
+      const r = await get(h, `${BASE}${path}`);
+      expect({ status: r.status, body: r.body }).toEqual({ status: 404, body: { error: 1404, message: "Not found." } });
+    }
+  });
+
+  it("RFC 8414 §3.1: with a base path and an issuer path that differs, both inserted paths serve the metadata", async () => {
+    const h = await harness({ issuer: "https://auth.example.com/tenant-a", basePath: "/api" });
+    const viaIssuer = await h.app.fetch(new Request("http://evil.example/.well-known/oauth-authorization-server/tenant-a"));
+    const viaBase = await h.app.fetch(new Request("http://evil.example/.well-known/oauth-authorization-server/api"));
+    expect([viaIssuer.status, viaBase.status]).toEqual([200, 200]);
+    const body = (await viaIssuer.json()) as Record<string, unknown>;
+    expect(body).toEqual(await viaBase.json());
+    expect(urlsOf(body)).toMatchObject({ issuer: "https://auth.example.com/tenant-a", token_endpoint: "https://auth.example.com/api/UserService/connect/token" });
   });
 
   it("a wrong method on the token endpoint -> 405 with Allow: POST, in the OAuth error shape", async () => {

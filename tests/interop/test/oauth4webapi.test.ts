@@ -2,6 +2,7 @@
  * oauth4webapi 3.8.8 against the real example server: RFC 8414 discovery, every grant with the
  * library's own response processing, and its RFC 9068 resource-server check of the access tokens.
  */
+import { createPlantgate } from "@plantgate/core";
 import * as oauth from "oauth4webapi";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -49,6 +50,21 @@ describe("oauth4webapi discovery", () => {
       token_endpoint_auth_methods_supported: ["client_secret_basic", "client_secret_post", "private_key_jwt"],
       token_endpoint_auth_signing_alg_values_supported: ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"],
     });
+  });
+
+  it("an issuer with a path (RFC 8414 §3.1): oauth4webapi finds the document at the inserted path and accepts it", async () => {
+    // In process: the issuer names a tenant whose endpoints are at the origin's root; oauth4webapi
+    // asks for /.well-known/oauth-authorization-server/tenant-a, the app answers through fetch.
+    const app = createPlantgate({ issuer: "https://auth.example.com/tenant-a", baseUrl: "https://auth.example.com" });
+    const asked: string[] = [];
+    const customFetch = (url: string, init: RequestInit) => {
+      asked.push(url);
+      return app.fetch(new Request(url, init));
+    };
+    const tenant = new URL("https://auth.example.com/tenant-a");
+    const found = await oauth.processDiscoveryResponse(tenant, await oauth.discoveryRequest(tenant, { algorithm: "oauth2", [oauth.customFetch]: customFetch }));
+    expect(asked).toEqual(["https://auth.example.com/.well-known/oauth-authorization-server/tenant-a"]);
+    expect(found).toMatchObject({ issuer: "https://auth.example.com/tenant-a", token_endpoint: `https://auth.example.com${TOKEN_PATH}` });
   });
 
   it("processDiscoveryResponse really checks the issuer (a different expected issuer fails)", async () => {

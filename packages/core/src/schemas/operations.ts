@@ -310,7 +310,8 @@ export function createOperations(settings: OperationSettings): Operation[] {
       method: "get",
       operationId: "getAuthorizationServerMetadata",
       summary: "Authorization server metadata (RFC 8414)",
-      description: "With a base path, RFC 8414 §3.1 also serves it at `/.well-known/oauth-authorization-server{basePath}`.",
+      description:
+        "RFC 8414 §3.1: with a base path, also served at `/.well-known/oauth-authorization-server{basePath}`; with an `issuer` URL whose path is another (say `https://auth.example.com/tenant-a`), also at `/.well-known/oauth-authorization-server{issuer path}`.",
       tags: ["OAuth 2.0"],
       security: { kind: "none" },
       responses: {
