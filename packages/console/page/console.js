@@ -410,12 +410,36 @@
             el("td", { "data-label": "Created", text: when(k.createdAt) }),
             el("td", { "data-label": "Signs from", text: when(k.activatesAt) }),
             el("td", { "data-label": "Status", text: KEY_STATUS[k.status] ?? k.status }),
+            el(
+              "td",
+              { "data-label": "Actions" },
+              // The key that signs now cannot be revoked: rotate now first.
+              k.signing ? null : el("button", { type: "button", class: "danger", "aria-label": "Revoke signing key " + k.kid, text: "Revoke", onclick: () => revokeKey(k) }),
+            ),
           ),
         ),
       );
     } catch (e) {
       setStatus("security-status", messageOf(e));
     }
+  }
+
+  /** @param {any} k */
+  async function revokeKey(k) {
+    const yes = await confirmAction(
+      "Revoke signing key " + k.kid + "?",
+      "The key leaves the published key set and every token it signed is refused (on other instances within a minute), so clients holding such tokens must get new ones. Do it when the key may have leaked. This cannot be undone.",
+      "Revoke key",
+    );
+    if (!yes) return $button("keys-rotate").focus();
+    try {
+      await call("DELETE", "/signing-keys/" + encodeURIComponent(k.kid));
+      setStatus("security-status", "Signing key " + k.kid + " was revoked.");
+      await loadKeys();
+    } catch (e) {
+      setStatus("security-status", messageOf(e));
+    }
+    $button("keys-rotate").focus();
   }
 
   /** What each key status means to an administrator. */

@@ -4,7 +4,7 @@
  */
 import type { JWK } from "jose";
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, generateKeyRecord, type PlantgateOptions, type Storage } from "../src/index.js";
+import { createMemoryStorage, generateKeyRecord, type PlantgateOptions, type SecurityEvent, type Storage } from "../src/index.js";
 import { ACCOUNTS_URL, getAccounts } from "./api-helpers.js";
 import { call, consoleHarness, read, signIn, type ConsoleHarness, type SignedIn } from "./console-helpers.js";
 import { basic, clientToken, passwordTokens, tokenRequest } from "./helpers.js";
@@ -438,6 +438,46 @@ describe("console API: signing keys", () => {
     expect((await h.as("GET", "/api/signing-keys")).body).toMatchObject({ keys: [{ kid, status: "active", signing: true }, { status: "retired", signing: false }] });
     const header = JSON.parse(atob((await clientToken(h)).split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/"))) as { kid: string };
     expect(header.kid).toBe(kid);
+  });
+
+  it("DELETE /api/signing-keys/{kid}: the signing key and a just-replaced key are 409 saying why, an unknown kid 404; a retired key a minute on is 204, out of the JWKS, its tokens refused, the event naming the administrator", async () => {
+    const events: SecurityEvent[] = [];
+    const h = await setup({ onEvent: (e) => void events.push(e) });
+    const [first] = ((await h.as("GET", "/api/signing-keys")).body as { keys: { kid: string }[] }).keys;
+    const oldKid = first!.kid;
+    const signsNow = await h.as("DELETE", `/api/signing-keys/${oldKid}`);
+    expect([signsNow.status, signsNow.body, signsNow.cacheControl]).toEqual([
+      409,
+      { error: 1307, message: `signing key ${oldKid} signs now: rotate with now (keys rotate --now) first, then revoke it` },
+      "no-store",
+    ]);
+    const oldToken = await clientToken(h);
+    const newKid = ((await h.as("POST", "/api/signing-keys", { now: true, confirm: true })).body as { kid: string }).kid;
+    const listed = (await h.as("GET", "/api/signing-keys")).body as { keys: { kid: string; status: string }[] };
+    expect(listed.keys.map((k) => [k.kid, k.status])).toEqual([[newKid, "active"], [oldKid, "retired"]]);
+    const tooSoon = await h.as("DELETE", `/api/signing-keys/${oldKid}`);
+    expect([tooSoon.status, tooSoon.body]).toEqual([
+      409,
+      { error: 1307, message: `signing key ${oldKid} may still sign on instances that have not re-read the keys since ${newKid} took over (they do within a minute): revoke it from 2026-01-01T00:01:00.000Z` },
+    ]);
+    const missing = await h.as("DELETE", "/api/signing-keys/no-such-kid");
+    expect([missing.status, missing.body]).toEqual([404, { error: 1306, message: "Signing key no-such-kid does not exist." }]);
+    expect((await getAccounts(h.app, oldToken)).status).toBe(200);
+    await h.app.flushEvents();
+    expect(events.filter((e) => e.type === "signing_key.revoked")).toEqual([]);
+
+    h.clock.advance(60_000);
+    const revoked = await h.as("DELETE", `/api/signing-keys/${oldKid}`);
+    expect([revoked.status, revoked.body, revoked.cacheControl]).toEqual([204, null, "no-store"]);
+    expect((await h.as("GET", "/api/signing-keys")).body).toEqual({ keys: [listed.keys[0]] });
+    expect(((await h.app.jwks()).keys as { kid: string }[]).map((k) => k.kid)).toEqual([newKid]);
+    expect((await getAccounts(h.app, oldToken)).status).toBe(401);
+    await h.app.flushEvents();
+    expect(events.filter((e) => e.type === "signing_key.revoked")).toEqual([
+      { type: "signing_key.revoked", id: expect.any(String), time: Date.parse(T0) + 60_000, kid: oldKid, status: "retired", actor: "root" },
+    ]);
+    const again = await h.as("DELETE", `/api/signing-keys/${oldKid}`);
+    expect([again.status, again.body]).toEqual([404, { error: 1306, message: `Signing key ${oldKid} does not exist.` }]);
   });
 
   it("with a configured signingKey, rotating is 409 and changes nothing", async () => {

@@ -288,6 +288,7 @@ type Target =
   | { r: "accounts-create"; body: Payload }
   | { r: "disable" | "enable"; id: Ref | { k: "self" } }
   | { r: "keys-rotate"; body: Payload }
+  | { r: "key"; kid: Ref }
   | { r: "junk"; path: string };
 
 const queryText = fc.oneof(
@@ -315,10 +316,11 @@ const targetArb: fc.Arbitrary<Target> = fc.oneof(
   { weight: 8, arbitrary: payload(accountBody(fc.constant({ text: "<existing-account>", v: "ok" }))).map((body): Target => ({ r: "accounts-create", body })) },
   { weight: 3, arbitrary: fc.record({ r: fc.constantFrom("disable" as const, "enable" as const), id: fc.oneof(ref, fc.constant({ k: "self" as const })) }) },
   { weight: 2, arbitrary: payload(rotateBody).map((body): Target => ({ r: "keys-rotate", body })) },
+  { weight: 2, arbitrary: fc.record({ r: fc.constant("key" as const), kid: ref }) },
   {
     weight: 2,
     arbitrary: fc
-      .constantFrom("", "/", "/api", "/api/", "/api/clients/", "/api/clients//secret", "/api/session/", "/API/session", "/api/unknown", "/api/accounts/x", "/api/accounts/x/delete", "/api/%zz", "/api/clients/%E0%A4%A", "/assets/console.js", "/api/signing-keys/x", "/api/events/1", "/api/clients/x/secrets/", "/api/accounts//enable", "/api/clients/a/b/c/d/e")
+      .constantFrom("", "/", "/api", "/api/", "/api/clients/", "/api/clients//secret", "/api/session/", "/API/session", "/api/unknown", "/api/accounts/x", "/api/accounts/x/delete", "/api/%zz", "/api/clients/%E0%A4%A", "/assets/console.js", "/api/signing-keys/x/y", "/api/signing-keys/", "/api/events/1", "/api/clients/x/secrets/", "/api/accounts//enable", "/api/clients/a/b/c/d/e")
       .map((path): Target => ({ r: "junk", path })),
   },
 );
@@ -341,6 +343,7 @@ const METHODS: Record<Exclude<Target["r"], "junk">, string> = {
   events: "GET",
   "keys-list": "GET,POST",
   "keys-rotate": "GET,POST",
+  key: "DELETE",
 };
 const OWN_METHOD: Record<Exclude<Target["r"], "junk">, string> = {
   session: "POST",
@@ -359,6 +362,7 @@ const OWN_METHOD: Record<Exclude<Target["r"], "junk">, string> = {
   events: "GET",
   "keys-list": "GET",
   "keys-rotate": "POST",
+  key: "DELETE",
 };
 
 interface Spec {
@@ -453,6 +457,13 @@ async function build(world: World, state: ConsoleState, spec: Spec): Promise<Bui
     case "keys-rotate":
       path = "/api/signing-keys";
       break;
+    case "key": {
+      const keys = await world.storage.signingKeys.list();
+      const kid = t.kid.k === "known" ? (keys[t.kid.n % Math.max(1, keys.length)]?.kid ?? "no-key") : t.kid.v;
+      params = [kid];
+      path = `/api/signing-keys/${encodeURIComponent(kid)}`;
+      break;
+    }
     case "junk":
       path = t.path;
       break;
@@ -618,6 +629,8 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
       const existsClient = async (id: string) => (await world.storage.clients.get(id)) !== null;
       const clientBefore = b.params[0] !== undefined && (b.route === "client" || b.route === "secret" || b.route === "secrets" || b.route === "secret-id") ? await world.storage.clients.get(b.params[0]) : null;
       const accountBefore = b.route === "disable" || b.route === "enable" ? await world.storage.accounts.get(b.params[0]!) : null;
+      // The keys with their status as the admin operations see them (the clock stands still).
+      const keysBefore = b.route === "key" ? await world.app.admin.listSigningKeys() : null;
       const createdId = b.members?.clientId && typeof parsed(b.members.clientId) === "string" ? (parsed(b.members.clientId) as string) : null;
       const idTaken = createdId !== null && createdId !== "" && (await existsClient(createdId));
       const createdUsername = b.members?.username && typeof parsed(b.members.username) === "string" ? (parsed(b.members.username) as string) : null;
@@ -819,6 +832,18 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
         success(200);
         const stored = (await world.storage.signingKeys.list()).find((k) => k.kid === json.kid);
         if (!stored || json.status !== (now ? "active" : "next")) fail("the rotated key is not stored as answered", a);
+      } else if (r === "key") {
+        const key = keysBefore!.find((k) => k.kid === b.params[0]);
+        if (!key) return expectError(404, 1306, "no such signing key"), a.status;
+        // Refused while the key signs, or may sign on an instance that has not re-read the keys
+        // (a next key due within a minute; any other key within a minute of the active one taking over).
+        const now = world.clock.now;
+        const active = keysBefore!.find((k) => k.status === "active");
+        const mayStillSign =
+          key.status === "active" || (key.status === "next" && key.activatesAt - now < 60_000) || (key.status !== "next" && active !== undefined && now - active.activatesAt < 60_000);
+        if (mayStillSign) return expectError(409, 1307, "a key that signs or may sign within a minute"), a.status;
+        success(204);
+        if ((await world.storage.signingKeys.list()).some((k) => k.kid === key.kid)) fail("revoked, but the key is still stored", a);
       } else {
         fail(`no expectation for ${r}`, a);
       }
@@ -837,7 +862,7 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
   console.log(`console API: ${summary(tally)}`);
   expect(tally.runs).toBeGreaterThanOrEqual(RUNS);
   if (COVERAGE_CHECKS) {
-    for (const label of ["clients-create-201", "accounts-create-201", "secrets-201", "secret-200", "client-204", "secret-id-204", "disable-200", "enable-200", "keys-rotate-200", "sign-in-200", "session-200", "clients-list-200", "accounts-list-200", "keys-list-200", "events-200", "sign-out-204", "e1001", "e1002", "e1003", "e1004", "e1007", "e1008", "e1009", "e1301", "e1302", "e1303", "e1304", "e1305", "e1306", "e1307", "e1308", "e1404", "e1405"]) {
+    for (const label of ["clients-create-201", "accounts-create-201", "secrets-201", "secret-200", "client-204", "secret-id-204", "disable-200", "enable-200", "keys-rotate-200", "key-204", "sign-in-200", "session-200", "clients-list-200", "accounts-list-200", "keys-list-200", "events-200", "sign-out-204", "e1001", "e1002", "e1003", "e1004", "e1007", "e1008", "e1009", "e1301", "e1302", "e1303", "e1304", "e1305", "e1306", "e1307", "e1308", "e1404", "e1405"]) {
       expect(tally.labels.get(label) ?? 0, label).toBeGreaterThan(RUNS / 1000);
     }
   }

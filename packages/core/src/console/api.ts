@@ -274,6 +274,24 @@ export const listSigningKeys: ApiHandler = async (ctx) => {
   return json(200, { keys });
 };
 
+/**
+ * `DELETE /console/api/signing-keys/{kid}`: deletes a key that does not sign now (after a leak):
+ * it leaves the JWKS and the tokens it signed are refused (on other instances within a minute).
+ * 204; 404 for an unknown key; 409 with the reason for the key that signs now, a retired key while
+ * other instances may still sign with it, a next key due within a minute, or a configured key.
+ */
+export const revokeSigningKey: ApiHandler = async (ctx, s, _r, [kid]) => {
+  try {
+    await adminOf(ctx, s).revokeSigningKey(kid!);
+  } catch (e) {
+    if (e instanceof AdminNotFoundError) throw unknown(`Signing key ${kid}`);
+    // Every other refusal is about the key's state, not the request's form.
+    if (e instanceof AdminError) throw conflict(e.message);
+    throw e;
+  }
+  return plain(204, null);
+};
+
 /** Why `now` needs `confirm`: what the page's confirmation says. */
 export const ROTATE_NOW_WARNING =
   "Rotating now skips the activation delay: the new key signs at once (on other instances within a minute), and resource servers that cached the JWKS reject its tokens until they fetch it again (up to 5 minutes). Do it only when the current key may have leaked; send confirm: true to proceed.";

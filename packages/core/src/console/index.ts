@@ -30,6 +30,7 @@ const ROUTES: ConsoleRoute[] = [
   { pattern: ["api", "accounts", ":", "enable"], methods: { POST: { kind: "api", handler: api.enableAccount } } },
   { pattern: ["api", "events"], methods: { GET: { kind: "api", handler: listEvents } } },
   { pattern: ["api", "signing-keys"], methods: { GET: { kind: "api", handler: api.listSigningKeys }, POST: { kind: "api", handler: api.rotateSigningKey } } },
+  { pattern: ["api", "signing-keys", ":"], methods: { DELETE: { kind: "api", handler: api.revokeSigningKey } } },
 ];
 
 /** Headers on every console response: nothing here may be cached or framed. */
