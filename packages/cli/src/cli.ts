@@ -51,16 +51,21 @@ export const USAGE = `usage: plantgate <command>
   user disable USERNAME
   user enable USERNAME
   migrate
-  keys rotate [--now]                (published now, signs after the activation delay; --now: at once, for a leak)
+  keys rotate [--now] [--server-defaults]   (published now, signs after the activation delay; --now: at once, for a leak)
   keys revoke KID                    (deletes a key that does not sign now: after a leak, rotate --now, then a minute later revoke the old key)
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
-  prune [--batch-size N]             (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts)
+  prune [--batch-size N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts)
   events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
 PLANTGATE_DB (SQLite file, default ./data/plantgate.db), and PLANTGATE_REDIS_URL (the hot state). Prints JSON on stdout (through pnpm,
-run it as \`pnpm -s plantgate\`: without -s pnpm prints its own banner there first).`;
+run it as \`pnpm -s plantgate\`: without -s pnpm prints its own banner there first).
+
+prune and keys rotate decide from settings the store does not keep: give them the servers'
+PLANTGATE_ACCESS_TOKEN_TTL, PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS and PLANTGATE_AUDIT_RETENTION_DAYS
+(prune), PLANTGATE_ACCESS_TOKEN_TTL and PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY (keys rotate), or
+--server-defaults when the servers leave them unset; otherwise they refuse (exit 2).`;
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
 
@@ -126,6 +131,34 @@ function parseOptions<O extends OptionSpecs>(args: string[], options: O) {
   const parsed = parse(args, options);
   if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument: ${parsed.positionals[0]}`);
   return parsed.values;
+}
+
+/**
+ * The servers' settings a command decides from, which live in the servers' environment (or code)
+ * and not in the store: what `prune` may delete (signing keys by the longest access-token lifetime,
+ * brute-force counters by the window, audit events by the retention) and, for `keys rotate`, which
+ * keys it deletes and when the new key signs. Until 2026-11-29 a cron job given only the store's
+ * URL used the defaults: with servers keeping audit events 365 days it deleted those older than 90,
+ * with a longer brute-force window it reset live counters, with a longer token lifetime it deleted
+ * a key the servers still verified with. Now each must be set as the servers have it, or the
+ * operator says with `--server-defaults` that the servers leave the unset ones at their defaults.
+ */
+const SERVER_SETTINGS: Readonly<Record<string, readonly string[]>> = {
+  prune: ["PLANTGATE_ACCESS_TOKEN_TTL", "PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS", "PLANTGATE_AUDIT_RETENTION_DAYS"],
+  "keys rotate": ["PLANTGATE_ACCESS_TOKEN_TTL", "PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY"],
+};
+
+/** Refuses (exit 2, nothing touched) a command whose governing server settings are neither set nor declared defaults. */
+function checkServerSettings(command: string, env: CliIo["env"], serverDefaults: boolean): void {
+  // With PLANTGATE_AUDIT=0 the store keeps no audit events; with PLANTGATE_SIGNING_KEY there is no stored key to rotate (refused below).
+  const irrelevant = (name: string) =>
+    (name === "PLANTGATE_AUDIT_RETENTION_DAYS" && env.PLANTGATE_AUDIT === "0") || (command === "keys rotate" && (env.PLANTGATE_SIGNING_KEY ?? "") !== "");
+  const missing = SERVER_SETTINGS[command]!.filter((name) => (env[name] ?? "") === "" && !irrelevant(name));
+  if (missing.length === 0 || serverDefaults) return;
+  const what = command === "prune" ? "what it deletes" : "which old keys it deletes and when the new key signs";
+  throw new UsageError(
+    `${command} decides ${what} from the servers' settings, which the store does not keep: set ${missing.join(", ")} as the servers have ${missing.length === 1 ? "it" : "them"}, or pass --server-defaults if the servers leave ${missing.length === 1 ? "it" : "them"} unset; nothing was changed`,
+  );
 }
 
 /** What `run` returns when it printed its own output (JSON lines). */
@@ -301,7 +334,8 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return app.admin.setAccountEnabled(username, action === "enable");
     }
     case "keys rotate": {
-      const values = parseOptions(rest, { now: { type: "boolean" } });
+      const values = parseOptions(rest, { now: { type: "boolean" }, "server-defaults": { type: "boolean" } });
+      checkServerSettings("keys rotate", io.env, values["server-defaults"] === true);
       const now = values.now === true;
       const { app } = await open();
       const { kid, activatesAt, deleted } = await app.admin.rotateSigningKey({ now });
@@ -335,9 +369,10 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
     }
     case "prune": {
       // "prune" has no action word: what follows it are its options.
-      const values = parseOptions([action, ...rest].filter((a): a is string => a !== undefined), { "batch-size": { type: "string" } });
+      const values = parseOptions([action, ...rest].filter((a): a is string => a !== undefined), { "batch-size": { type: "string" }, "server-defaults": { type: "boolean" } });
       const raw = values["batch-size"];
       if (raw !== undefined && (!/^\d{1,9}$/.test(raw) || Number(raw) < 1)) throw new UsageError("--batch-size must be a positive integer");
+      checkServerSettings("prune", io.env, values["server-defaults"] === true);
       const { app } = await open();
       return app.admin.prune(raw === undefined ? {} : { batchSize: Number(raw) });
     }

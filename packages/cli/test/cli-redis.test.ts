@@ -69,7 +69,7 @@ suite(problem === null ? "plantgate CLI with PLANTGATE_REDIS_URL" : `plantgate C
     await hot!.stores.attempts.increment("t:over", now - 3_600_000, 60_000);
     await hot!.stores.revokedTokens.add("jti-over", now - 1_000);
     await hot!.stores.revokedTokens.add("jti-live", now + 60_000);
-    const pruned = await cli(["prune"]);
+    const pruned = await cli(["prune", "--server-defaults"]);
     expect(pruned.code, pruned.stderr).toBe(0);
     const counts = JSON.parse(pruned.stdout) as Record<string, number>;
     expect([counts.attempts, counts.revokedTokens]).toEqual([1, 1]);
@@ -78,7 +78,7 @@ suite(problem === null ? "plantgate CLI with PLANTGATE_REDIS_URL" : `plantgate C
   });
 
   it("a malformed or unreachable PLANTGATE_REDIS_URL is exit 2 with a one-line message naming the URL without its password, for the commands that reach Redis (migrate and the rest do not need it)", async () => {
-    expect(await cli(["prune"], "", { PLANTGATE_REDIS_URL: "not a url" })).toEqual({ code: 2, stdout: "", stderr: "plantgate: PLANTGATE_REDIS_URL must start with redis:// or rediss://\n" });
+    expect(await cli(["prune", "--server-defaults"], "", { PLANTGATE_REDIS_URL: "not a url" })).toEqual({ code: 2, stdout: "", stderr: "plantgate: PLANTGATE_REDIS_URL must start with redis:// or rediss://\n" });
     expect(await cli(["migrate"], "", { PLANTGATE_REDIS_URL: "redis://127.0.0.1:1" })).toMatchObject({ code: 0 });
     expect(await cli(["user", "list"], "", { PLANTGATE_REDIS_URL: "redis://127.0.0.1:1" })).toMatchObject({ code: 0, stdout: "[]\n" });
     const unreachable = await cli(["user", "disable", "nobody"], "", { PLANTGATE_REDIS_URL: "redis://:hunter2@127.0.0.1:1" });

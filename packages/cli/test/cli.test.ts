@@ -139,7 +139,7 @@ describe("plantgate CLI", () => {
       expect(refresh.body).toEqual({ error: "invalid_grant", error_description: "The refresh token is invalid, expired or revoked." });
 
       // keys rotate: the new key is published (next) and signs after the activation delay; the old token still verifies.
-      const rotatedKey = await cli(["keys", "rotate"]);
+      const rotatedKey = await cli(["keys", "rotate", "--server-defaults"]);
       expect(rotatedKey.code).toBe(0);
       expect(rotatedKey.json).toEqual({ kid: expect.any(String), activatesAt: expect.stringMatching(/Z$/), status: "next", deleted: [] });
       expect(rotatedKey.stderr).toBe(`the new key is published now (status next) and signs from ${rotatedKey.json.activatesAt}; running servers publish it within a minute\n`);
@@ -160,7 +160,7 @@ describe("plantgate CLI", () => {
     expect(first).toMatchObject({ code: 0, stderr: "" });
     expect(first.json).toEqual([{ kid: expect.any(String), alg: "ES256", createdAt: iso, activatesAt: first.json[0].createdAt, status: "active" }]);
     const before = Date.now();
-    const rotated = await cli(["keys", "rotate"]);
+    const rotated = await cli(["keys", "rotate", "--server-defaults"]);
     const activatesAt = Date.parse(rotated.json.activatesAt);
     // 360 s = the JWKS cache lifetime (300 s) + the key reload interval (60 s).
     expect(activatesAt - before).toBeGreaterThanOrEqual(360_000);
@@ -170,7 +170,7 @@ describe("plantgate CLI", () => {
       { kid: rotated.json.kid, alg: "ES256", createdAt: iso, activatesAt: rotated.json.activatesAt, status: "next" },
       { ...first.json[0], status: "active" },
     ]);
-    const urgent = await cli(["keys", "rotate", "--now"]);
+    const urgent = await cli(["keys", "rotate", "--now", "--server-defaults"]);
     expect(urgent.json).toEqual({ kid: expect.any(String), activatesAt: iso, status: "active", deleted: [] });
     expect(urgent.stderr).toBe(
       "the new key signs from now on; running servers switch within a minute; resource servers that cached the JWKS reject its tokens until they fetch it again\n",
@@ -468,14 +468,14 @@ describe("plantgate CLI", () => {
       await storage.close();
     }
 
-    const pruned = await cli(["prune", "--batch-size", "1"]);
+    const pruned = await cli(["prune", "--batch-size", "1", "--server-defaults"]);
     expect(pruned).toEqual({
       code: 0,
       stderr: "",
       stdout: expect.any(String),
       json: { refreshTokens: 2, sessions: 1, attempts: 1, revokedTokens: 1, assertionJtis: 0, signingKeys: 0, auditEvents: 0 },
     });
-    const again = await cli(["prune"]);
+    const again = await cli(["prune", "--server-defaults"]);
     expect(again.json).toEqual({ refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 0 });
 
     const after = await openStorageFromEnv({}, { cwd: dir });
@@ -495,6 +495,67 @@ describe("plantgate CLI", () => {
 
     const bad = await cli(["prune", "--batch-size", "0"]);
     expect(bad).toEqual({ code: 2, stdout: "", stderr: "plantgate: --batch-size must be a positive integer\n", json: undefined });
+  });
+
+  it("prune and keys rotate refuse (exit 2, nothing changed) without the servers' settings or --server-defaults; given them, they decide by them", async () => {
+    expect((await cli(["migrate"])).code).toBe(0);
+    const now = Date.now();
+    const day = 86_400_000;
+    const storage = await openStorageFromEnv({}, { cwd: dir });
+    try {
+      // An audit event 100 days old and a brute-force counter 20 minutes into its window: the
+      // defaults (90 days, 15 minutes) would delete both; servers keeping 365 days and a 1-hour window keep both.
+      await storage.audit!.append({ id: "e-100-days", type: "client.created", time: now - 100 * day, clientId: "c", accountId: null, username: null, data: "{}" });
+      await storage.attempts.increment("t:20-minutes", now - 20 * 60_000, 60 * 60_000);
+    } finally {
+      await storage.close();
+    }
+    const kept = async () => {
+      const s = await openStorageFromEnv({}, { cwd: dir });
+      try {
+        return { audit: (await s.audit!.list({ limit: 10 })).map((e) => e.id), counter: (await s.attempts.get("t:20-minutes"))?.count ?? null, keys: (await s.signingKeys.list()).length };
+      } finally {
+        await s.close();
+      }
+    };
+    const before = await kept();
+    expect(before).toEqual({ audit: ["e-100-days"], counter: 1, keys: 0 });
+
+    const refusal = (command: string, what: string, missing: string) =>
+      `plantgate: ${command} decides ${what} from the servers' settings, which the store does not keep: set ${missing} as the servers have ${missing.includes(",") ? "them" : "it"}, or pass --server-defaults if the servers leave ${missing.includes(",") ? "them" : "it"} unset; nothing was changed\n`;
+    expect(await cli(["prune"])).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: refusal("prune", "what it deletes", "PLANTGATE_ACCESS_TOKEN_TTL, PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS, PLANTGATE_AUDIT_RETENTION_DAYS"),
+      json: undefined,
+    });
+    expect(await cli(["prune"], "", { PLANTGATE_ACCESS_TOKEN_TTL: "3600", PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: "" })).toMatchObject({
+      code: 2,
+      stderr: refusal("prune", "what it deletes", "PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS, PLANTGATE_AUDIT_RETENTION_DAYS"),
+    });
+    expect(await cli(["keys", "rotate", "--now"], "", { PLANTGATE_ACCESS_TOKEN_TTL: "3600" })).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: refusal("keys rotate", "which old keys it deletes and when the new key signs", "PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY"),
+      json: undefined,
+    });
+    expect(await kept()).toEqual(before);
+
+    // The servers' settings given: a 365-day retention and a 1-hour window keep both.
+    const servers = { PLANTGATE_ACCESS_TOKEN_TTL: "3600", PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: "3600", PLANTGATE_AUDIT_RETENTION_DAYS: "365" };
+    const pruned = await cli(["prune"], "", servers);
+    expect(pruned).toMatchObject({ code: 0, stderr: "", json: { attempts: 0, auditEvents: 0 } });
+    expect(await kept()).toEqual(before);
+    // With PLANTGATE_AUDIT=0 the retention does not matter.
+    expect(await cli(["prune"], "", { PLANTGATE_ACCESS_TOKEN_TTL: "3600", PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: "3600", PLANTGATE_AUDIT: "0" })).toMatchObject({ code: 0, stderr: "" });
+    expect(await kept()).toEqual(before);
+    // --server-defaults: the servers run with the defaults, so 90 days and 15 minutes delete both.
+    const defaults = await cli(["prune", "--server-defaults"]);
+    expect(defaults).toMatchObject({ code: 0, stderr: "", json: { attempts: 1, auditEvents: 1 } });
+    expect(await kept()).toEqual({ audit: [], counter: null, keys: 0 });
+    const rotated = await cli(["keys", "rotate"], "", { PLANTGATE_ACCESS_TOKEN_TTL: "3600", PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY: "7200" });
+    expect(rotated.code).toBe(0);
+    expect(Date.parse(rotated.json.activatesAt) - now).toBeGreaterThanOrEqual(7_200_000);
   });
 
   it("events prints the kept security events as JSON lines, newest first, by type and limit; the CLI's own actions are among them", async () => {

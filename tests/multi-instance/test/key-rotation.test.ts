@@ -85,7 +85,8 @@ describeIfPostgres("signing-key pre-publication: two instances on one PostgreSQL
     expect(kidOf(await token(b))).toBe(k1);
     expect([await jwksKids(a), await jwksKids(b)]).toEqual([[k1], [k1]]);
 
-    const rotated = await cli(["keys", "rotate"]);
+    // The instances run with the defaults (no accessTokenTtl, no activation delay given).
+    const rotated = await cli(["keys", "rotate", "--server-defaults"]);
     expect(rotated).toMatchObject({ status: "next", deleted: [] });
     const k2 = rotated.kid as string;
     const activatesAt = Date.parse(rotated.activatesAt);
