@@ -6,6 +6,7 @@
 import type { AccountRecord, ClientRecord,
   ClientSecretRecord, PlantRecord, RefreshTokenRecord, SessionRecord, SigningKeyRecord, Storage } from "@plantgate/core";
 import { expect } from "vitest";
+import type { SuiteContext } from "./target.js";
 
 /** 2026-01-01T00:00:00.123Z: a millisecond part, so second-precision columns show up. */
 export const T0 = 1_767_225_600_123;
@@ -175,3 +176,21 @@ export async function inParallel<T>(count: number, call: (i: number) => Promise<
   expect(errors, "no concurrent call may throw (a losing caller must get false)").toEqual([]);
   return settled.map((s) => (s as PromiseFulfilledResult<T>).value);
 }
+
+/**
+ * Runs `body` with another instance over the same data: a second one from `target.connect` when
+ * the target can open one (released after), else the test's own store, so a race "between two
+ * instances" still runs, as two callers of one instance, on every backend.
+ */
+export async function withOtherInstance(s: SuiteContext, body: (other: Storage) => Promise<void>): Promise<void> {
+  if (!s.target.connect) return body(s.storage());
+  const other = await s.target.connect(s.storage());
+  try {
+    await body(other);
+  } finally {
+    await s.target.disconnect?.(other);
+  }
+}
+
+/** Resolves after `ms` milliseconds (a timer turn even at 0), to vary which racer starts first. */
+export const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,6 +1,6 @@
 import type { AuditRecord, AuditStore } from "@plantgate/core";
 import { describe, expect, it, type TestContext } from "vitest";
-import { DAY, T0 } from "../fixtures.js";
+import { DAY, inParallel, T0, withOtherInstance } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
 
 /** An audit record as the core writes them (ids are UUIDs, `data` the event as JSON). */
@@ -94,6 +94,62 @@ export function auditSuite(s: SuiteContext): void {
       expect(ids(await a.list({ limit: 100 }))).toEqual([10, 9, 8, 7, 6].map((n) => rec(n).id));
       expect(await a.deleteExpired(T0 + 100 * DAY)).toBe(5);
       expect(await a.list({ limit: 100 })).toEqual([]);
+    });
+
+    it("two pruners at once (on two instances when the target can open a second), beside appends of newer events: each record at or before the cutoff is deleted once, their counts add up, every newer record stays whole", async (t) => {
+      const a = audit(t);
+      await withOtherInstance(s, async (other) => {
+        const b = other.audit;
+        if (b === undefined) throw new Error("the second instance from target.connect() has no audit store, the first has one");
+        /** What the store holds, by id, as this test wrote it. */
+        const stored = new Map<string, AuditRecord>();
+        const append = async (store: AuditStore, records: AuditRecord[]) => {
+          for (const r of records) {
+            await store.append(r);
+            stored.set(r.id, r);
+          }
+        };
+        /** deleteExpired(cutoff, 4) until a batch comes back short, as prune does; every batch's count. */
+        const drain = async (store: AuditStore, cutoff: number): Promise<number[]> => {
+          const counts: number[] = [];
+          for (;;) {
+            const n = await store.deleteExpired(cutoff, 4);
+            counts.push(n);
+            if (n < 4) return counts;
+          }
+        };
+        const newestFirst = (records: AuditRecord[]) => [...records].sort((x, y) => y.time - x.time || (x.id < y.id ? 1 : x.id > y.id ? -1 : 0));
+        // Round 0: both prune in batches of 4; round 1: the other instance in one call without a limit.
+        for (const round of [0, 1]) {
+          const cutoff = T0 + (50 + round) * DAY;
+          const base = 1000 * (round + 1);
+          // 40 at or before the cutoff (8 exactly at it, ties told apart by id), 10 after it (4 a
+          // millisecond after), appended in an order unlike their times.
+          const expired = Array.from({ length: 40 }, (_, n) => rec(base + n, { time: n % 5 === 0 ? cutoff : cutoff - (n + 1) * 3_600_000 }));
+          const newer = Array.from({ length: 10 }, (_, n) => rec(base + 100 + n, { time: n < 4 ? cutoff + 1 : cutoff + n * 60_000 }));
+          await append(a, expired.flatMap((r, n) => (n % 4 === 0 && newer[n / 4] ? [newer[n / 4]!, r] : [r])));
+          const due = [...stored.values()].filter((r) => r.time <= cutoff);
+          // Round 1's cutoff is a day later: what round 0 kept and saw arrive is due too.
+          expect(due.length, `round ${round}: records due`).toBe(round === 0 ? 40 : 40 + 10 + 10);
+          // Events keep arriving while the pruners run: one a millisecond after the cutoff, the rest later.
+          const arriving = Array.from({ length: 10 }, (_, n) => rec(base + 200 + n, { time: cutoff + 1 + n * 1000 }));
+          const runs = await inParallel<number[]>(4, (i) =>
+            i === 0
+              ? drain(a, cutoff)
+              : i === 1
+                ? round === 0
+                  ? drain(b, cutoff)
+                  : b.deleteExpired(cutoff).then((n) => [n])
+                : append(i === 2 ? a : b, arriving.filter((_, n) => n % 2 === i - 2)).then(() => []),
+          );
+          for (const r of due) stored.delete(r.id);
+          const total = runs.flat().reduce((x, y) => x + y, 0);
+          expect(total, `round ${round}: deleted by both pruners (batches: ${JSON.stringify(runs.slice(0, 2))})`).toBe(due.length);
+          expect(await a.deleteExpired(cutoff), `round ${round}: nothing at or before the cutoff is left`).toBe(0);
+          expect(await a.list({ limit: 500 }), `round ${round}: every newer record stays, whole`).toStrictEqual(newestFirst([...stored.values()]));
+          if (b !== a) expect(await b.list({ limit: 500 }), `round ${round}: the other instance lists the same`).toStrictEqual(newestFirst([...stored.values()]));
+        }
+      });
     });
   });
 }

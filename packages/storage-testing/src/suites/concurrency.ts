@@ -1,6 +1,6 @@
 import type { Storage } from "@plantgate/core";
 import { describe, expect, it, type TestContext } from "vitest";
-import { accountRecord, attemptKey, clientRecord, expectRecord, fakeHash, inParallel, secretRecord, plantRecord, refreshRecord, seedOwners, sessionRecord, T0 } from "../fixtures.js";
+import { accountRecord, attemptKey, clientRecord, expectRecord, fakeHash, inParallel, pause, secretRecord, plantRecord, refreshRecord, seedOwners, sessionRecord, T0, withOtherInstance } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
 
 /**
@@ -170,6 +170,111 @@ export function concurrencySuite(s: SuiteContext): void {
           else expect(next, `${revoke} round ${round}: the rotation lost, so nothing was stored`).toBeNull();
         }
       }
+    });
+
+    it("revokeFamily first, then a rotation on another instance (a second one when the target can open it): after the revocation resolved, consume and graceUse refuse and store nothing; started together, the replacement ends revoked or is never stored (30 rounds)", async () => {
+      // The rotation-first race above, the other way round and across instances: a revocation
+      // committed by one server must stop a rotation (and a grace replay) on another at once, a
+      // token read there before it included; racing, any serial order leaves no live successor.
+      await seedOwners(s.storage());
+      const store = s.storage().refreshTokens;
+      await withOtherInstance(s, async (other) => {
+        const first = refreshRecord({ tokenHash: fakeHash("rf-first"), familyId: "rf-serial" });
+        const head = refreshRecord({ tokenHash: fakeHash("rf-head"), familyId: "rf-serial", createdAt: T0 + 100 });
+        const next = refreshRecord({ tokenHash: fakeHash("rf-next"), familyId: "rf-serial", createdAt: T0 + 300 });
+        await store.create(first);
+        expect(await store.consume(first.tokenHash, T0 + 100, head, "replay-of-first"), "the first rotation").toBe(true);
+        expectRecord(await store.findByHash(head.tokenHash), head, "the head, read here before the revocation");
+        await other.refreshTokens.revokeFamily("rf-serial", T0 + 200);
+        expect(await store.consume(head.tokenHash, T0 + 300, next), "consume here after the revocation resolved there").toBe(false);
+        expect(await store.graceUse(first.tokenHash, T0, 10), "a grace use of the rotated token after the revocation").toBeNull();
+        for (const [where, instance] of [["here", s.storage()], ["on the other instance", other]] as const) {
+          expectRecord(await instance.refreshTokens.findByHash(first.tokenHash), { ...first, consumedAt: T0 + 100, replay: "replay-of-first", revokedAt: T0 + 200 }, `the rotated token ${where}`);
+          expectRecord(await instance.refreshTokens.findByHash(head.tokenHash), { ...head, revokedAt: T0 + 200 }, `the head ${where}: revoked, never consumed`);
+          expect(await instance.refreshTokens.findByHash(next.tokenHash), `no successor ${where}`).toBeNull();
+        }
+
+        for (let round = 0; round < 30; round++) {
+          const familyId = `rf-race-${round}`;
+          const original = refreshRecord({ tokenHash: fakeHash(`${familyId}-head`), familyId });
+          const replacement = refreshRecord({ tokenHash: fakeHash(`${familyId}-next`), familyId, createdAt: T0 + 1000 });
+          const later = refreshRecord({ tokenHash: fakeHash(`${familyId}-later`), familyId, createdAt: T0 + 3000 });
+          await store.create(original);
+          // The revocation is called first; the rotation follows after 0-3 ms.
+          const [, won] = await inParallel<boolean | void>(2, (i) =>
+            i === 0 ? other.refreshTokens.revokeFamily(familyId, T0 + 2000) : pause(round % 4).then(() => store.consume(original.tokenHash, T0 + 1000, replacement)),
+          );
+          const at = `round ${round}`;
+          if (won === true) {
+            expectRecord(await store.findByHash(original.tokenHash), { ...original, consumedAt: T0 + 1000, revokedAt: T0 + 2000 }, `${at}: the rotation won, the head is consumed and revoked`);
+            expectRecord(await store.findByHash(replacement.tokenHash), { ...replacement, revokedAt: T0 + 2000 }, `${at}: the rotation won, so its replacement is revoked too`);
+          } else {
+            expectRecord(await store.findByHash(original.tokenHash), { ...original, revokedAt: T0 + 2000 }, `${at}: the rotation lost, the head is revoked and not consumed`);
+            expect(await store.findByHash(replacement.tokenHash), `${at}: the rotation lost, so nothing was stored`).toBeNull();
+          }
+          // Whichever won, nothing of the family rotates once the revocation has resolved.
+          expect(await store.consume(replacement.tokenHash, T0 + 3000, later), `${at}: consume of the replacement`).toBe(false);
+          expect(await store.consume(original.tokenHash, T0 + 3000, later), `${at}: consume of the head again`).toBe(false);
+          expect(await store.findByHash(later.tokenHash), `${at}: no successor after the revocation`).toBeNull();
+        }
+      });
+    });
+
+    it("createMany racing a create of one of its usernames (or ids) on another instance (a second one when the target can open it): exactly one wins, the batch lands whole or not at all, places stay gapless (20 rounds)", async () => {
+      // createMany is all or nothing and names the first record whose id or username exists: so
+      // either the batch wins whole (and the create gets false) or the create wins (and the batch
+      // names the contested record and stores none of its records).
+      const accounts = s.storage().accounts;
+      await withOtherInstance(s, async (other) => {
+        const winners: string[] = [];
+        const landed: string[][] = [];
+        // In order first: a create resolved there, then a batch here naming its username.
+        expect(await other.accounts.create(accountRecord({ id: "cm-first", username: "cm-taken" }))).toBe(true);
+        winners.push("cm-first");
+        expect(await accounts.createMany([accountRecord({ id: "cm-x0", username: "cm-x0" }), accountRecord({ id: "cm-x1", username: "cm-taken" })]), "a batch after the create resolved").toBe(1);
+        expect(await accounts.get("cm-x0"), "nothing of the refused batch").toBeNull();
+
+        for (let round = 0; round < 20; round++) {
+          const at = round % 5;
+          const byId = round % 4 === 3;
+          const batch = Array.from({ length: 5 }, (_, i) => accountRecord({ id: `cm-${round}-b${i}`, username: `cm-${round}-u${i}` }));
+          const contested = batch[at]!;
+          const single = byId ? accountRecord({ id: contested.id, username: `cm-${round}-single` }) : accountRecord({ id: `cm-${round}-single`, username: contested.username });
+          // Each side goes first in turn; the other follows after 0-2 ms.
+          const start = (i: number) => (i === round % 2 ? Promise.resolve() : pause(round % 3));
+          const [batchResult, created] = await inParallel<number | null | boolean>(2, (i) =>
+            start(i).then((): Promise<number | null | boolean> => (i === 0 ? accounts.createMany(batch) : other.accounts.create(single))),
+          );
+          const label = `round ${round} (${byId ? "id" : "username"} of record ${at})`;
+          if (created === true) {
+            expect(batchResult, `${label}: the create won, so createMany returns the index of the contested record`).toBe(at);
+            expectRecord(await accounts.get(single.id), single, `${label}: the created account by id`);
+            expectRecord(await accounts.findByUsername(single.username), single, `${label}: the created account by username`);
+            for (const r of batch) {
+              if (r.id !== single.id) expect(await accounts.get(r.id), `${label}: ${r.id} of the refused batch`).toBeNull();
+              if (r.username !== single.username) expect(await accounts.findByUsername(r.username), `${label}: ${r.username} of the refused batch`).toBeNull();
+            }
+            winners.push(single.id);
+          } else {
+            expect([batchResult, created], `${label}: exactly one wins; the batch won, so the create gets false`).toEqual([null, false]);
+            for (const r of batch) {
+              expectRecord(await accounts.get(r.id), r, `${label}: ${r.id} of the batch`);
+              expectRecord(await accounts.findByUsername(r.username), r, `${label}: ${r.username} of the batch`);
+            }
+            if (!byId) expect(await accounts.get(single.id), `${label}: the refused create`).toBeNull();
+            else expect(await accounts.findByUsername(single.username), `${label}: the refused create`).toBeNull();
+            winners.push(...batch.map((r) => r.id));
+            landed.push(batch.map((r) => r.id));
+          }
+        }
+
+        const ids = await expectGaplessListing(s.storage(), winners);
+        if (other !== s.storage()) expect(await expectGaplessListing(other, winners), "the other instance lists the same order").toEqual(ids);
+        for (const batch of landed) {
+          const start = ids.indexOf(batch[0]!);
+          expect(ids.slice(start, start + batch.length), `batch ${batch[0]}: contiguous, in input order`).toEqual(batch);
+        }
+      });
     });
 
     it("50 parallel increments of one attempt counter lose no count: they return exactly 1..50 and leave 50", async () => {
