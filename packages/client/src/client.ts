@@ -1,5 +1,5 @@
 import { NetworkError } from "./errors.js";
-import { apiFailure, isObject, parseJsonBody, send, unexpected, type FetchLike, type ReadResponse } from "./fetch.js";
+import { apiFailure, DEFAULT_MAX_RESPONSE_BYTES, isObject, parseJsonBody, send, unexpected, type FetchLike, type ReadResponse } from "./fetch.js";
 import { JsonNumber, parseLosslessJson } from "./lossless-json.js";
 import { createAssertionSigner } from "./assertion.js";
 import { createTokenManager, type TokenManager } from "./token-manager.js";
@@ -132,6 +132,8 @@ export function createClient(options: ClientOptions): PlantgateClient {
   }
   const timeoutMs = options.timeoutMs ?? 20_000;
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > 2_147_483_647) throw new TypeError("timeoutMs must be an integer from 0 to 2147483647");
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  if (!Number.isSafeInteger(maxResponseBytes) || maxResponseBytes < 1) throw new TypeError("maxResponseBytes must be a positive integer");
   const clock = options.clock ?? Date.now;
   if (typeof clock !== "function") throw new TypeError("clock must be a function returning epoch milliseconds");
   const tokenCache = options.tokenCache ?? null;
@@ -152,13 +154,14 @@ export function createClient(options: ClientOptions): PlantgateClient {
     keepCredentials: options.keepCredentials ?? true,
     fetch,
     timeoutMs,
+    maxResponseBytes,
     clock,
     refreshSkewMs: skew * 1000,
     tokenCache,
     cacheKey,
   });
 
-  const call = (method: "GET" | "POST", path: string, body?: string) => authorized(tokens, fetch, timeoutMs, baseUrl + path, method, body);
+  const call = (method: "GET" | "POST", path: string, body?: string) => authorized(tokens, fetch, { timeoutMs, maxResponseBytes }, baseUrl + path, method, body);
 
   async function listAccounts(params: ListAccountsParams = {}): Promise<AccountPage> {
     const query = new URLSearchParams();
@@ -207,12 +210,19 @@ export function createClient(options: ClientOptions): PlantgateClient {
  * sent once more: the API checks the token before reading the body and stores nothing on a 401,
  * so repeating even a POST is safe. A second 401 is returned to the caller (an ApiError).
  */
-async function authorized(tokens: TokenManager, fetch: FetchLike, timeoutMs: number, url: string, method: "GET" | "POST", body?: string): Promise<ReadResponse> {
+async function authorized(
+  tokens: TokenManager,
+  fetch: FetchLike,
+  limits: { timeoutMs: number; maxResponseBytes: number },
+  url: string,
+  method: "GET" | "POST",
+  body?: string,
+): Promise<ReadResponse> {
   const attempt = async () => {
     const token = await tokens.getToken();
     const headers: Record<string, string> = { authorization: `Bearer ${token.accessToken}`, accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
-    return { token, response: await send(fetch, url, body === undefined ? { method, headers, redirect: "manual" } : { method, headers, body, redirect: "manual" }, timeoutMs) };
+    return { token, response: await send(fetch, url, body === undefined ? { method, headers, redirect: "manual" } : { method, headers, body, redirect: "manual" }, limits.timeoutMs, limits.maxResponseBytes) };
   };
   const first = await attempt();
   if (first.response.status !== 401) return first.response;

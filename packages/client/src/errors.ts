@@ -102,7 +102,9 @@ export type NetworkErrorReason =
   /** The server answered with a redirect (3xx); it is never followed, since every call carries credentials. */
   | "redirect_refused"
   /** No complete answer (status, headers and body) within the client's `timeoutMs`; the request was aborted. */
-  | "timeout";
+  | "timeout"
+  /** The body passed the client's `maxResponseBytes` (declared or as it arrived); reading stopped there. */
+  | "response_too_large";
 
 /**
  * No usable answer: the request never completed, or what came back is not plantgate's protocol.

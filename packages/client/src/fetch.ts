@@ -19,11 +19,17 @@ function isRedirect(status: number): boolean {
   return status === 0 || (status >= 300 && status < 400);
 }
 
-/** The part of a `Response` the client reads. The global Response and node-fetch's both fit. */
+/**
+ * The part of a `Response` the client reads. The global Response and node-fetch's both fit. The
+ * body is read from `body` when it is a Web `ReadableStream` or an async iterable of bytes
+ * (node-fetch's Node stream), so that a body over `maxResponseBytes` is cut off while it arrives;
+ * a response without one (a test double) is read with `text()` and its size checked after.
+ */
 export interface FetchResponse {
   readonly status: number;
   readonly headers: { get(name: string): string | null };
   text(): Promise<string>;
+  readonly body?: unknown;
 }
 
 /**
@@ -50,8 +56,8 @@ export interface ReadResponse {
  * fetch heeds the signal (a test double, an in-process app, a hook that hangs), so a hung server
  * never holds the caller, nor the callers waiting on one shared token request, for longer.
  */
-export async function send(fetch: FetchLike, url: string, init: FetchInit, timeoutMs = 0): Promise<ReadResponse> {
-  if (timeoutMs <= 0) return exchange(fetch, url, init);
+export async function send(fetch: FetchLike, url: string, init: FetchInit, timeoutMs = 0, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES): Promise<ReadResponse> {
+  if (timeoutMs <= 0) return exchange(fetch, url, init, maxResponseBytes);
   const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<never>((_, reject) => {
@@ -62,13 +68,16 @@ export async function send(fetch: FetchLike, url: string, init: FetchInit, timeo
   });
   try {
     // The exchange's own rejection after the abort is handled by the race (and ignored).
-    return await Promise.race([exchange(fetch, url, { ...init, signal: controller.signal }), expired]);
+    return await Promise.race([exchange(fetch, url, { ...init, signal: controller.signal }, maxResponseBytes), expired]);
   } finally {
     clearTimeout(timer);
   }
 }
 
-async function exchange(fetch: FetchLike, url: string, init: FetchInit): Promise<ReadResponse> {
+/** Default of the client's `maxResponseBytes`: far above any answer plantgate gives (a page of 100 accounts is about 30 KB). */
+export const DEFAULT_MAX_RESPONSE_BYTES = 1_048_576;
+
+async function exchange(fetch: FetchLike, url: string, init: FetchInit, maxResponseBytes: number): Promise<ReadResponse> {
   let response: FetchResponse;
   try {
     response = await fetch(url, init);
@@ -84,13 +93,78 @@ async function exchange(fetch: FetchLike, url: string, init: FetchInit): Promise
       response.status,
     );
   }
-  let text: string;
+  const tooLarge = () =>
+    new NetworkError(
+      "response_too_large",
+      `${init.method} ${pathOf(url)} answered HTTP ${response.status} with a body over ${maxResponseBytes} bytes (maxResponseBytes); it was not read further`,
+      response.status,
+    );
+  // A declared length over the cap is refused before a byte is read.
+  const declared = response.headers.get("content-length")?.trim();
+  if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > maxResponseBytes) {
+    discard(response.body);
+    throw tooLarge();
+  }
+  let text: string | null;
   try {
-    text = await response.text();
+    text = await readCapped(response, maxResponseBytes);
   } catch (cause) {
     throw new NetworkError("fetch_failed", `reading the response of ${init.method} ${pathOf(url)} failed: ${describe(cause)}`, response.status, { cause });
   }
+  if (text === null) throw tooLarge();
   return { status: response.status, headers: response.headers, text };
+}
+
+/**
+ * The body as text (UTF-8, a leading BOM dropped, as `Response.text()` reads it), or null once it
+ * passes `limit` bytes: a stream is then cancelled where it stands, so a server that sends without
+ * end costs the client at most `limit` bytes of memory.
+ */
+async function readCapped(response: FetchResponse, limit: number): Promise<string | null> {
+  const body = response.body as { getReader?: unknown; [Symbol.asyncIterator]?: unknown } | null | undefined;
+  const decoder = new TextDecoder();
+  let size = 0;
+  let text = "";
+  /** Adds a chunk; false once the total passes the limit. */
+  const add = (chunk: unknown): boolean => {
+    const bytes = typeof chunk === "string" ? new TextEncoder().encode(chunk) : chunk instanceof Uint8Array ? chunk : null;
+    if (bytes === null) throw new TypeError("the response body gave a chunk that is not bytes");
+    size += bytes.byteLength;
+    if (size > limit) return false;
+    text += decoder.decode(bytes, { stream: true });
+    return true;
+  };
+  if (body !== null && typeof body === "object" && typeof body.getReader === "function") {
+    const reader = (body as ReadableStream<Uint8Array>).getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return text + decoder.decode();
+      if (!add(value)) {
+        reader.cancel().catch(() => undefined);
+        return null;
+      }
+    }
+  }
+  if (body !== null && typeof body === "object" && typeof body[Symbol.asyncIterator] === "function") {
+    // Leaving the loop early ends the iteration, which destroys a Node stream (node-fetch).
+    for await (const chunk of body as AsyncIterable<unknown>) if (!add(chunk)) return null;
+    return text + decoder.decode();
+  }
+  // No stream to read (a test double, an in-process stand-in): the whole text is there already;
+  // the cap still holds for what the client goes on to parse.
+  const whole = await response.text();
+  return new TextEncoder().encode(whole).byteLength > limit ? null : whole;
+}
+
+/** Lets go of a body that will not be read (a stream is cancelled, so the connection can close). */
+function discard(body: unknown): void {
+  const stream = body as { cancel?: () => Promise<void>; destroy?: () => void } | null | undefined;
+  try {
+    if (typeof stream?.cancel === "function") stream.cancel().catch(() => undefined);
+    else if (typeof stream?.destroy === "function") stream.destroy();
+  } catch {
+    // A locked or already closed stream: nothing more to let go of.
+  }
 }
 
 /** Parses a body as JSON; anything else is a {@link NetworkError} (`not_json`). */

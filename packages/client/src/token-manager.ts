@@ -22,6 +22,8 @@ export interface TokenManagerConfig {
   fetch: FetchLike;
   /** Each request's deadline (see `send`); 0: none. */
   timeoutMs: number;
+  /** The most bytes of a response body read (see `send`). */
+  maxResponseBytes: number;
   clock: () => number;
   refreshSkewMs: number;
   tokenCache: TokenCache | null;
@@ -127,7 +129,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     }
     // Expiry counts from before the request, so network time is on the safe side.
     const startedAt = clock();
-    const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, config.timeoutMs);
+    const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, config.timeoutMs, config.maxResponseBytes);
     const token = toCachedToken(response, grantType, startedAt, previous);
     // A rotation: the new refresh token's lineage starts with the one it replaced.
     if (previous.refreshToken !== null && token.refreshToken !== previous.refreshToken) {

@@ -114,6 +114,14 @@ export interface ClientOptions {
    * share one token request) until the platform's own timeout, if it has one.
    */
   timeoutMs?: number;
+  /**
+   * The most bytes of a response body the client reads (default 1048576, far above any answer
+   * plantgate gives). A declared `Content-Length` over it is refused before reading, and a body
+   * that passes it while arriving is cut off there (its stream cancelled): the call fails with the
+   * {@link NetworkError} `response_too_large`, so a broken or hostile server cannot fill the
+   * caller's memory.
+   */
+  maxResponseBytes?: number;
   /** Current time in epoch milliseconds. Default `Date.now`. */
   clock?: () => number;
   /**

@@ -149,3 +149,118 @@ describe("tokens are visible ASCII", () => {
     });
   }
 });
+
+/**
+ * A token endpoint on a real socket that answers 200 and then sends JSON-looking bytes without end
+ * (or declares a huge Content-Length and sends nothing); records how much it wrote and whether the
+ * client closed the connection.
+ */
+async function floodingServer(mode: "endless" | "declared") {
+  const { createServer } = await import("node:http");
+  const seen = { written: 0, closed: false };
+  const server = createServer((_req, res) => {
+    res.on("close", () => void (seen.closed = true));
+    if (mode === "declared") {
+      res.writeHead(200, { "content-type": "application/json", "content-length": "10000000" });
+      res.flushHeaders();
+      return;
+    }
+    res.writeHead(200, { "content-type": "application/json" });
+    const chunk = Buffer.alloc(16_384, 0x20);
+    const pump = () => {
+      // Stop at 64 MiB whatever happens, so a client that never stops reading cannot hang the test.
+      while (!res.destroyed && seen.written < 64 * 1_048_576) {
+        seen.written += chunk.length;
+        if (!res.write(chunk)) return void res.once("drain", pump);
+      }
+      res.end();
+    };
+    res.write("{");
+    pump();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    seen,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
+
+describe("a cap on response bodies (maxResponseBytes, default 1 MiB)", () => {
+  const tooLarge = (status: number, limit: number, path = "POST /UserService/connect/token") => [
+    NetworkError,
+    "response_too_large",
+    `${path} answered HTTP ${status} with a body over ${limit} bytes (maxResponseBytes); it was not read further`,
+    status,
+  ];
+  const fields = (e: NetworkError) => [e.constructor, e.reason, e.message, e.status];
+
+  it.each([
+    ["the global fetch", undefined],
+    ["node-fetch 3 (a Node stream body)", "node-fetch"],
+  ])("a server that sends without end, through %s: NetworkError response_too_large at the cap, the connection closed, not 64 MiB read", async (_label, which) => {
+    const server = await floodingServer("endless");
+    try {
+      const fetch = which === "node-fetch" ? ((await import("node-fetch")).default as unknown as FetchLike) : undefined;
+      const client = createClient({ baseUrl: server.url, clientId: "c", clientSecret: "s", maxResponseBytes: 100_000, timeoutMs: 10_000, ...(fetch ? { fetch } : {}) });
+      const error = (await client.getAccessToken().catch((e: unknown) => e)) as NetworkError;
+      expect(fields(error)).toEqual(tooLarge(200, 100_000));
+      await expect.poll(() => server.seen.closed, { timeout: 5_000 }).toBe(true);
+      expect(server.seen.written).toBeLessThan(16 * 1_048_576);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("a declared Content-Length over the cap is refused before any of the body arrives (no wait for the deadline)", async () => {
+    const server = await floodingServer("declared");
+    try {
+      const client = createClient({ baseUrl: server.url, clientId: "c", clientSecret: "s", timeoutMs: 10_000 });
+      const started = Date.now();
+      const error = (await client.getAccessToken().catch((e: unknown) => e)) as NetworkError;
+      expect(fields(error)).toEqual(tooLarge(200, 1_048_576));
+      expect(Date.now() - started).toBeLessThan(5_000);
+      await expect.poll(() => server.seen.closed, { timeout: 5_000 }).toBe(true);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("counts UTF-8 bytes, not characters: a body of exactly the cap is read, one byte more is refused; API calls are capped too", async () => {
+    // A token answer padded with two-byte characters to an exact size in bytes.
+    const padded = (bytes: number) => {
+      const bare = JSON.stringify({ ...TOKEN, pad: "" });
+      const room = bytes - new TextEncoder().encode(bare).byteLength;
+      return JSON.stringify({ ...TOKEN, pad: "é".repeat(Math.floor(room / 2)) + "x".repeat(room % 2) });
+    };
+    const limit = 4_000;
+    let body = padded(limit);
+    expect(new TextEncoder().encode(body).byteLength).toBe(limit);
+    let listBody = "";
+    const fetch: FetchLike = async (url) => ({
+      status: 200,
+      headers: new Headers({ "content-type": "application/json" }),
+      text: async () => (url.endsWith("/connect/token") ? body : listBody),
+    });
+    const client = createClient({ ...SECRET_OPTIONS, fetch, maxResponseBytes: limit });
+    expect(await client.getAccessToken()).toBe("an-access-token");
+    body = padded(limit + 1);
+    const over = (await client.refresh().catch((e: unknown) => e)) as NetworkError;
+    expect(fields(over)).toEqual(tooLarge(200, limit));
+    body = padded(limit);
+    listBody = JSON.stringify({ accounts: [], page: 1, pageSize: 20, total: 0, totalPages: 0, pad: "x".repeat(limit) });
+    const list = (await client.listAccounts().catch((e: unknown) => e)) as NetworkError;
+    expect(fields(list)).toEqual(tooLarge(200, limit, "GET /rbac/ServerCommand/GetAccountList"));
+  });
+
+  it("is checked: a positive integer", () => {
+    for (const maxResponseBytes of [0, -1, 1.5, Number.NaN]) {
+      expect(() => createClient({ ...SECRET_OPTIONS, fetch: async () => json(200, TOKEN), maxResponseBytes })).toThrow(new TypeError("maxResponseBytes must be a positive integer"));
+    }
+  });
+});
