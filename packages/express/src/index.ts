@@ -84,8 +84,10 @@ function expressOrigin(req: ExpressRequest): string {
   const encrypted = (req.socket as { encrypted?: boolean } | null)?.encrypted === true;
   const protocol = req.protocol.toLowerCase();
   const scheme = protocol === "http" || protocol === "https" ? protocol : encrypted ? "https" : "http";
-  // The host checked (and cached) exactly as @plantgate/node's listener checks it.
-  return originOf(scheme, req.host);
+  // The host checked (and cached) exactly as @plantgate/node's listener checks it, and as there a
+  // forwarded host that is not a usable host[:port] falls back to the Host header (it is
+  // req.host only under trust proxy; the Host header itself was checked, a bad one is a 400).
+  return originOf(scheme, req.host, req.headers.host);
 }
 
 function hasBody(req: ExpressRequest): boolean {

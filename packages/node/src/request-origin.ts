@@ -111,19 +111,21 @@ export function resolveOrigin(inputs: OriginInputs): string {
 /**
  * The origin (`scheme://host[:port]`) of a request whose scheme and Host value an adapter already
  * decided (Express, say, after its own `trust proxy` rules): the host validated exactly as the
- * request listener validates it (see {@link parseHost}), `localhost` when it is missing or malformed.
- * Results are cached (bounded), as the listener's are.
+ * request listener validates it (see {@link parseHost}); when it is missing or malformed, `fallback`
+ * (checked the same way: the listener falls back from a forwarded host to the Host header so),
+ * else `localhost`. Results are cached (bounded), as the listener's are.
  *
  * @example
  * ```ts
  * import { originOf } from "@plantgate/node";
  *
- * originOf("https", "auth.example.com:443"); // "https://auth.example.com"
- * originOf("http", "evil/path");             // "http://localhost"
+ * originOf("https", "auth.example.com:443");                   // "https://auth.example.com"
+ * originOf("http", "evil/path");                               // "http://localhost"
+ * originOf("https", "evil/path", "auth.example.com");          // "https://auth.example.com"
  * ```
  */
-export function originOf(scheme: "http" | "https", host: string | null | undefined): string {
-  return originFromParts(scheme, parseHost(host));
+export function originOf(scheme: "http" | "https", host: string | null | undefined, fallback?: string | null): string {
+  return originFromParts(scheme, parseHost(host) ?? parseHost(fallback));
 }
 
 function originFromParts(scheme: string, host: string | undefined): string {
