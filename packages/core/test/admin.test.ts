@@ -118,6 +118,28 @@ describe("admin operations", () => {
     expect(res.status).toBe(200);
   });
 
+  it.each(["alice ", " alice", "\talice", "alice\n", "alice\u00a0", "\ufeffalice", "alice\u3000", " "])(
+    "a username starting or ending with white space (%j) is refused, on create, import and provisioning, and nothing is stored",
+    async (username) => {
+      const h = await harness();
+      const refusal = new AdminError("username must not start or end with white space");
+      await expect(h.app.admin.createAccount({ username, password: "long-enough-pw" })).rejects.toThrow(refusal);
+      await expect(h.app.admin.importAccounts([{ username: "fine-1", password: "long-enough-pw" }, { username, password: "long-enough-pw" }])).rejects.toThrow(
+        new AdminError(`record 2: ${refusal.message}`),
+      );
+      await expect(h.app.admin.ensureAccount(username, "long-enough-pw")).rejects.toThrow(refusal);
+      expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);
+    },
+  );
+
+  it("white space inside a username is kept as it is", async () => {
+    const h = await harness();
+    const created = await h.app.admin.createAccount({ username: "Ada Lovelace", password: "long-enough-pw" });
+    expect(created.username).toBe("Ada Lovelace");
+    const res = await tokenRequest(h.app, { grant_type: "password", username: "Ada Lovelace", password: "long-enough-pw" }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(res.status).toBe(200);
+  });
+
   it("rotateSigningKey({ now: true }): the new key signs, tokens of the old key keep verifying until keys are pruned after the longest lifetime", async () => {
     const h = await harness();
     const before = (await passwordTokens(h, "Platform_UserAPIs")).access_token;

@@ -110,6 +110,10 @@ function checkAccountInput(input: CreateAccountInput): void {
     throw new AdminError("username must be 1-200 characters");
   }
   if (!isStorableText(input.username)) throw new AdminError("username must not contain U+0000 or unpaired surrogates");
+  // "alice " beside "alice" would be a second account that reads the same in every list and log;
+  // sign-ins match the username exactly, so nothing trims it later either (accounts created before
+  // 2026-11-29 with such a name keep working).
+  if (/^\s|\s$/u.test(input.username)) throw new AdminError("username must not start or end with white space");
   if (typeof input.password !== "string" || input.password.length < 8 || input.password.length > 1024) {
     throw new AdminError("password must be 8-1024 characters");
   }
