@@ -64,8 +64,9 @@ run it as \`pnpm -s plantgate\`: without -s pnpm prints its own banner there fir
 
 prune and keys rotate decide from settings the store does not keep: give them the servers'
 PLANTGATE_ACCESS_TOKEN_TTL, PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS and PLANTGATE_AUDIT_RETENTION_DAYS
-(prune), PLANTGATE_ACCESS_TOKEN_TTL and PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY (keys rotate), or
---server-defaults when the servers leave them unset; otherwise they refuse (exit 2).`;
+(prune), PLANTGATE_ACCESS_TOKEN_TTL and PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY (keys rotate; --now
+needs only the first), or --server-defaults when the servers leave them unset; otherwise they
+refuse (exit 2). The CLI never rotates keys automatically (PLANTGATE_SIGNING_KEY_MAX_AGE is the servers').`;
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
 
@@ -146,16 +147,18 @@ function parseOptions<O extends OptionSpecs>(args: string[], options: O) {
 const SERVER_SETTINGS: Readonly<Record<string, readonly string[]>> = {
   prune: ["PLANTGATE_ACCESS_TOKEN_TTL", "PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS", "PLANTGATE_AUDIT_RETENTION_DAYS"],
   "keys rotate": ["PLANTGATE_ACCESS_TOKEN_TTL", "PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY"],
+  // Signs at once: the activation delay plays no part (and a leak is no time to ask for it).
+  "keys rotate --now": ["PLANTGATE_ACCESS_TOKEN_TTL"],
 };
 
 /** Refuses (exit 2, nothing touched) a command whose governing server settings are neither set nor declared defaults. */
 function checkServerSettings(command: string, env: CliIo["env"], serverDefaults: boolean): void {
   // With PLANTGATE_AUDIT=0 the store keeps no audit events; with PLANTGATE_SIGNING_KEY there is no stored key to rotate (refused below).
   const irrelevant = (name: string) =>
-    (name === "PLANTGATE_AUDIT_RETENTION_DAYS" && env.PLANTGATE_AUDIT === "0") || (command === "keys rotate" && (env.PLANTGATE_SIGNING_KEY ?? "") !== "");
+    (name === "PLANTGATE_AUDIT_RETENTION_DAYS" && env.PLANTGATE_AUDIT === "0") || (command.startsWith("keys rotate") && (env.PLANTGATE_SIGNING_KEY ?? "") !== "");
   const missing = SERVER_SETTINGS[command]!.filter((name) => (env[name] ?? "") === "" && !irrelevant(name));
   if (missing.length === 0 || serverDefaults) return;
-  const what = command === "prune" ? "what it deletes" : "which old keys it deletes and when the new key signs";
+  const what = command === "prune" ? "what it deletes" : command === "keys rotate" ? "which old keys it deletes and when the new key signs" : "which old keys it deletes";
   throw new UsageError(
     `${command} decides ${what} from the servers' settings, which the store does not keep: set ${missing.join(", ")} as the servers have ${missing.length === 1 ? "it" : "them"}, or pass --server-defaults if the servers leave ${missing.length === 1 ? "it" : "them"} unset; nothing was changed`,
   );
@@ -335,8 +338,8 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
     }
     case "keys rotate": {
       const values = parseOptions(rest, { now: { type: "boolean" }, "server-defaults": { type: "boolean" } });
-      checkServerSettings("keys rotate", io.env, values["server-defaults"] === true);
       const now = values.now === true;
+      checkServerSettings(now ? "keys rotate --now" : "keys rotate", io.env, values["server-defaults"] === true);
       const { app } = await open();
       const { kid, activatesAt, deleted } = await app.admin.rotateSigningKey({ now });
       const at = new Date(activatesAt).toISOString();
@@ -407,7 +410,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let hot: OpenedRedisHotStores | null = null;
   let app: Plantgate | null = null;
   const open = async () => {
-    const options = optionsFromEnv(io.env);
+    // Without PLANTGATE_SIGNING_KEY_MAX_AGE: automatic rotation is the servers' (listing the keys
+    // here would otherwise store a successor on the CLI's activation delay and delete keys by its
+    // token lifetime, whatever the servers' are).
+    const { signingKeyMaxAgeSeconds: _serversOnly, ...options } = optionsFromEnv(io.env);
     // Every command migrates first (idempotent), so the CLI works on a brand-new store too, and a
     // schema newer than this code is refused before anything is touched.
     // No client cache: one command per process has nothing to reuse (its writes still notify the servers' caches).

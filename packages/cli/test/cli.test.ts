@@ -533,29 +533,43 @@ describe("plantgate CLI", () => {
       code: 2,
       stderr: refusal("prune", "what it deletes", "PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS, PLANTGATE_AUDIT_RETENTION_DAYS"),
     });
-    expect(await cli(["keys", "rotate", "--now"], "", { PLANTGATE_ACCESS_TOKEN_TTL: "3600" })).toEqual({
+    expect(await cli(["keys", "rotate"], "", { PLANTGATE_ACCESS_TOKEN_TTL: "3600" })).toEqual({
       code: 2,
       stdout: "",
       stderr: refusal("keys rotate", "which old keys it deletes and when the new key signs", "PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY"),
       json: undefined,
     });
+    // --now signs at once: the activation delay is not asked for, the token lifetime is.
+    expect(await cli(["keys", "rotate", "--now"])).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: refusal("keys rotate --now", "which old keys it deletes", "PLANTGATE_ACCESS_TOKEN_TTL"),
+      json: undefined,
+    });
     expect(await kept()).toEqual(before);
+    // Listing the keys with PLANTGATE_SIGNING_KEY_MAX_AGE set never rotates (that is the servers' work).
+    expect((await cli(["keys", "list"], "", { PLANTGATE_SIGNING_KEY_MAX_AGE: "1" })).json).toHaveLength(1);
+    expect((await cli(["keys", "list"], "", { PLANTGATE_SIGNING_KEY_MAX_AGE: "1" })).json).toHaveLength(1);
+    const listed = await kept();
+    expect(listed).toEqual({ ...before, keys: 1 });
 
     // The servers' settings given: a 365-day retention and a 1-hour window keep both.
     const servers = { PLANTGATE_ACCESS_TOKEN_TTL: "3600", PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: "3600", PLANTGATE_AUDIT_RETENTION_DAYS: "365" };
     const pruned = await cli(["prune"], "", servers);
     expect(pruned).toMatchObject({ code: 0, stderr: "", json: { attempts: 0, auditEvents: 0 } });
-    expect(await kept()).toEqual(before);
+    expect(await kept()).toEqual(listed);
     // With PLANTGATE_AUDIT=0 the retention does not matter.
     expect(await cli(["prune"], "", { PLANTGATE_ACCESS_TOKEN_TTL: "3600", PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: "3600", PLANTGATE_AUDIT: "0" })).toMatchObject({ code: 0, stderr: "" });
-    expect(await kept()).toEqual(before);
+    expect(await kept()).toEqual(listed);
     // --server-defaults: the servers run with the defaults, so 90 days and 15 minutes delete both.
     const defaults = await cli(["prune", "--server-defaults"]);
     expect(defaults).toMatchObject({ code: 0, stderr: "", json: { attempts: 1, auditEvents: 1 } });
-    expect(await kept()).toEqual({ audit: [], counter: null, keys: 0 });
+    expect(await kept()).toEqual({ audit: [], counter: null, keys: 1 });
     const rotated = await cli(["keys", "rotate"], "", { PLANTGATE_ACCESS_TOKEN_TTL: "3600", PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY: "7200" });
     expect(rotated.code).toBe(0);
     expect(Date.parse(rotated.json.activatesAt) - now).toBeGreaterThanOrEqual(7_200_000);
+    const urgent = await cli(["keys", "rotate", "--now"], "", { PLANTGATE_ACCESS_TOKEN_TTL: "3600" });
+    expect(urgent).toMatchObject({ code: 0, json: { status: "active" } });
   });
 
   it("events prints the kept security events as JSON lines, newest first, by type and limit; the CLI's own actions are among them", async () => {

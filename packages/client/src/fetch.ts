@@ -107,7 +107,7 @@ async function exchange(fetch: FetchLike, url: string, init: FetchInit, maxRespo
   }
   let text: string | null;
   try {
-    text = await readCapped(response, maxResponseBytes);
+    text = await readCapped(response, maxResponseBytes, init.signal);
   } catch (cause) {
     throw new NetworkError("fetch_failed", `reading the response of ${init.method} ${pathOf(url)} failed: ${describe(cause)}`, response.status, { cause });
   }
@@ -118,42 +118,62 @@ async function exchange(fetch: FetchLike, url: string, init: FetchInit, maxRespo
 /**
  * The body as text (UTF-8, a leading BOM dropped, as `Response.text()` reads it), or null once it
  * passes `limit` bytes: a stream is then cancelled where it stands, so a server that sends without
- * end costs the client at most `limit` bytes of memory.
+ * end costs the client at most `limit` bytes of memory. Reading also stops (the stream cancelled)
+ * once `signal` is aborted (the deadline passed), even under a fetch that does not heed it, and on
+ * any failure, so no exit leaves the connection held by a half-read body.
  */
-async function readCapped(response: FetchResponse, limit: number): Promise<string | null> {
+async function readCapped(response: FetchResponse, limit: number, signal: AbortSignal | undefined): Promise<string | null> {
   const body = response.body as { getReader?: unknown; [Symbol.asyncIterator]?: unknown } | null | undefined;
   const decoder = new TextDecoder();
   let size = 0;
   let text = "";
   /** Adds a chunk; false once the total passes the limit. */
   const add = (chunk: unknown): boolean => {
-    const bytes = typeof chunk === "string" ? new TextEncoder().encode(chunk) : chunk instanceof Uint8Array ? chunk : null;
-    if (bytes === null) throw new TypeError("the response body gave a chunk that is not bytes");
+    const bytes = bytesOf(chunk);
     size += bytes.byteLength;
     if (size > limit) return false;
     text += decoder.decode(bytes, { stream: true });
     return true;
   };
   if (body !== null && typeof body === "object" && typeof body.getReader === "function") {
-    const reader = (body as ReadableStream<Uint8Array>).getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return text + decoder.decode();
-      if (!add(value)) {
-        reader.cancel().catch(() => undefined);
-        return null;
+    const reader = (body as ReadableStream<unknown>).getReader();
+    let finished = false;
+    try {
+      for (;;) {
+        signal?.throwIfAborted();
+        const { done, value } = await reader.read();
+        if (done) {
+          finished = true;
+          return text + decoder.decode();
+        }
+        if (!add(value)) return null;
       }
+    } finally {
+      if (!finished) reader.cancel().catch(() => undefined);
     }
   }
   if (body !== null && typeof body === "object" && typeof body[Symbol.asyncIterator] === "function") {
-    // Leaving the loop early ends the iteration, which destroys a Node stream (node-fetch).
-    for await (const chunk of body as AsyncIterable<unknown>) if (!add(chunk)) return null;
+    // Leaving the loop early (a return or a throw) ends the iteration, which destroys a Node
+    // stream (node-fetch).
+    for await (const chunk of body as AsyncIterable<unknown>) {
+      signal?.throwIfAborted();
+      if (!add(chunk)) return null;
+    }
     return text + decoder.decode();
   }
   // No stream to read (a test double, an in-process stand-in): the whole text is there already;
   // the cap still holds for what the client goes on to parse.
   const whole = await response.text();
   return new TextEncoder().encode(whole).byteLength > limit ? null : whole;
+}
+
+/** A body chunk as bytes: a Uint8Array (or Buffer), another view or an ArrayBuffer (some polyfills), or text (a Node stream with an encoding). */
+function bytesOf(chunk: unknown): Uint8Array {
+  if (chunk instanceof Uint8Array) return chunk;
+  if (ArrayBuffer.isView(chunk)) return new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+  if (chunk instanceof ArrayBuffer) return new Uint8Array(chunk);
+  if (typeof chunk === "string") return new TextEncoder().encode(chunk);
+  throw new TypeError("the response body gave a chunk that is not bytes");
 }
 
 /** Lets go of a body that will not be read (a stream is cancelled, so the connection can close). */

@@ -4,6 +4,7 @@
  * chosen by comparing clocks), loop it forever (a listing that answers another page), or put a
  * token into an error message (tokens must be visible ASCII).
  */
+import { Readable } from "node:stream";
 import { createPlantgate, type SecurityEvent } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
 import { createClient, NetworkError, type CachedToken, type FetchLike, type FetchResponse, type TokenCache } from "../src/index.js";
@@ -256,6 +257,71 @@ describe("a cap on response bodies (maxResponseBytes, default 1 MiB)", () => {
     listBody = JSON.stringify({ accounts: [], page: 1, pageSize: 20, total: 0, totalPages: 0, pad: "x".repeat(limit) });
     const list = (await client.listAccounts().catch((e: unknown) => e)) as NetworkError;
     expect(fields(list)).toEqual(tooLarge(200, limit, "GET /rbac/ServerCommand/GetAccountList"));
+  });
+
+  /** A token answer padded to exactly `bytes` bytes of UTF-8, a BOM first, cut into chunks that split the BOM and every two-byte character. */
+  const splitChunks = (bytes: number) => {
+    const bare = "\ufeff" + JSON.stringify({ ...TOKEN, pad: "" });
+    const room = bytes - new TextEncoder().encode(bare).byteLength;
+    const whole = new TextEncoder().encode("\ufeff" + JSON.stringify({ ...TOKEN, pad: "é".repeat(Math.floor(room / 2)) + "x".repeat(room % 2) }));
+    expect(whole.byteLength).toBe(bytes);
+    const chunks: Uint8Array[] = [];
+    for (let at = 0; at < whole.byteLength; at += 3) chunks.push(whole.slice(at, at + 3));
+    return chunks;
+  };
+  const streamed = (make: (chunks: Uint8Array[]) => unknown, bytes: number): FetchLike => async () => ({
+    status: 200,
+    headers: new Headers({ "content-type": "application/json" }),
+    body: make(splitChunks(bytes)),
+    text: async () => {
+      throw new Error("text() must not be called when there is a body stream");
+    },
+  });
+  const webStream = (chunks: unknown[]) =>
+    new ReadableStream({
+      pull(controller) {
+        const next = chunks.shift();
+        if (next === undefined) controller.close();
+        else controller.enqueue(next);
+      },
+    });
+
+  it.each([
+    ["a Web ReadableStream of Uint8Arrays", (c: Uint8Array[]) => webStream(c)],
+    ["a Web ReadableStream of ArrayBuffers (as some polyfills give)", (c: Uint8Array[]) => webStream(c.map((x) => x.buffer.slice(x.byteOffset, x.byteOffset + x.byteLength)))],
+    ["a Node stream (node-fetch)", (c: Uint8Array[]) => Readable.from(c.map((x) => Buffer.from(x)))],
+  ])("read from %s in 3-byte chunks (the BOM and every 2-byte character split): exactly the cap is read, one byte more refused", async (_label, make) => {
+    const limit = 2_000;
+    const exact = await createClient({ ...SECRET_OPTIONS, fetch: streamed(make, limit), maxResponseBytes: limit }).getToken();
+    expect(exact.accessToken).toBe("an-access-token");
+    const over = (await createClient({ ...SECRET_OPTIONS, fetch: streamed(make, limit + 1), maxResponseBytes: limit }).getToken().catch((e: unknown) => e)) as NetworkError;
+    expect(fields(over)).toEqual(tooLarge(200, limit));
+  });
+
+  it("past the deadline, a body still dripping is no longer read (its stream cancelled), even when the fetch ignores the signal", async () => {
+    let reads = 0;
+    let cancelled = false;
+    const fetch: FetchLike = async () => ({
+      status: 200,
+      headers: new Headers(),
+      text: async () => "",
+      body: new ReadableStream({
+        async pull(controller) {
+          reads++;
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          controller.enqueue(new TextEncoder().encode(" "));
+        },
+        cancel() {
+          cancelled = true;
+        },
+      }),
+    });
+    const error = (await createClient({ ...SECRET_OPTIONS, fetch, timeoutMs: 60 }).getToken().catch((e: unknown) => e)) as NetworkError;
+    expect(error.reason).toBe("timeout");
+    await expect.poll(() => cancelled, { timeout: 2_000 }).toBe(true);
+    const at = reads;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(reads - at).toBeLessThanOrEqual(1);
   });
 
   it("is checked: a positive integer", () => {

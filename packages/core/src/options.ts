@@ -232,6 +232,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
  */
 function issuerMetadataPath(issuer: string | undefined, basePath: string): string | null {
   const url = httpUrl(issuer);
+  // RFC 8414 §2: the issuer is a URL with no query or fragment components (clients compare it
+  // with the metadata's and the tokens' as a string, and build the metadata URL from it).
+  if (url !== undefined && /[?#]/.test(issuer!)) throw new TypeError("issuer must be a URL without a query or fragment (RFC 8414 §2)");
   const path = url?.pathname.replace(/\/+$/, "") ?? "";
   return path === "" || path === basePath ? null : `/.well-known/oauth-authorization-server${path}`;
 }

@@ -219,6 +219,13 @@ describe("unknown paths and methods", () => {
     }
   });
 
+  it.each(["https://auth.example.com/?tenant=a", "https://auth.example.com/a#x", "https://auth.example.com?", "https://auth.example.com/#"])(
+    "RFC 8414 §2: an issuer URL with a query or fragment (%s) is refused when the app is made",
+    async (issuer) => {
+      await expect(harness({ issuer })).rejects.toThrow(new TypeError("issuer must be a URL without a query or fragment (RFC 8414 §2)"));
+    },
+  );
+
   it("RFC 8414 §3.1: with a base path and an issuer path that differs, both inserted paths serve the metadata", async () => {
     const h = await harness({ issuer: "https://auth.example.com/tenant-a", basePath: "/api" });
     const viaIssuer = await h.app.fetch(new Request("http://evil.example/.well-known/oauth-authorization-server/tenant-a"));

@@ -87,6 +87,8 @@ function expressOrigin(req: ExpressRequest): string {
   // The host checked (and cached) exactly as @plantgate/node's listener checks it, and as there a
   // forwarded host that is not a usable host[:port] falls back to the Host header (it is
   // req.host only under trust proxy; the Host header itself was checked, a bad one is a 400).
+  // Which forwarded value counts is Express's rule, not the listener's: req.host takes the first
+  // of several X-Forwarded-Host values, the listener the last (the nearest proxy's).
   return originOf(scheme, req.host, req.headers.host);
 }
 
