@@ -68,12 +68,6 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   // with keepCredentials false it is dropped, and nothing else keeps it alive.
   let { credentials, ...config } = options;
   const { clock, tokenCache: cache } = config;
-  // With a shared cache: the slow digest of this client's secrets that every value it caches
-  // carries and every value it takes must carry (CachedToken.credential), started now while the
-  // password is at hand (with keepCredentials false it is dropped later).
-  const credential: Promise<string> | null = cache ? credentialDigest(config.cacheKey, config.clientSecret, credentials?.password ?? null) : null;
-  // Unhandled until the first cache use awaits it; a failure surfaces there.
-  credential?.catch(() => undefined);
   const grant: GrantType = credentials ? "password" : "client_credentials";
   let current: CachedToken | null = null;
   let inflight: Promise<CachedToken> | null = null;
@@ -90,16 +84,10 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
 
   const canRunGrant = () => grant === "client_credentials" || credentials !== null;
 
-  /**
-   * The cache's token, when it was cached by a client with the same secrets (the same digest):
-   * one built with the right username and a wrong password, or the right client id and a wrong
-   * secret, reads a miss and asks the server itself. A value without a digest (cached by a version
-   * before 2026-11-29) is a miss too.
-   */
   async function readCache(): Promise<CachedToken | null> {
     if (!cache) return null;
     const t = await cache.get(config.cacheKey);
-    return isCachedToken(t) && t.credential === (await credential) ? t : null;
+    return isCachedToken(t) ? t : null;
   }
 
   /**
@@ -190,7 +178,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     current = token;
     // The password is dropped only once a refresh token can continue the session without it.
     if (!config.keepCredentials && token.refreshToken !== null) credentials = null;
-    if (cache && !cached) await cache.set(config.cacheKey, { ...token, credential: await credential! });
+    if (cache && !cached) await cache.set(config.cacheKey, token);
     return token;
   }
 
@@ -230,43 +218,15 @@ interface Previous {
   lineage: string[];
 }
 
-/**
- * PBKDF2-SHA256 rounds of {@link CachedToken.credential}: the most Cloudflare Workers allow, so the
- * same digest is made on every runtime the client runs on.
- */
-export const CREDENTIAL_ITERATIONS = 100_000;
-
-/**
- * `pbkdf2-sha256$100000$<base64url>`: PBKDF2 over the client secret and the password (empty for
- * client credentials; both empty for `private_key_jwt`, whose private key the client never
- * holds), salted with the cache key (base URL, client, user, scope), so the same secrets give the
- * same digest in every process and nothing but the secrets themselves tells one from another. Slow
- * on purpose: the cached value is stored where the cache lives, and a fast hash of a password
- * there would be a cheap guessing target.
- */
-export async function credentialDigest(cacheKey: string, clientSecret: string, password: string | null): Promise<string> {
-  const encoder = new TextEncoder();
-  const material = await crypto.subtle.importKey("raw", encoder.encode(JSON.stringify([clientSecret, password ?? ""])), "PBKDF2", false, ["deriveBits"]);
-  const bits = await crypto.subtle.deriveBits(
-    { name: "PBKDF2", hash: "SHA-256", salt: encoder.encode(`plantgate-client-cache\u0000${cacheKey}`), iterations: CREDENTIAL_ITERATIONS },
-    material,
-    256,
-  );
-  return `pbkdf2-sha256$${CREDENTIAL_ITERATIONS}$${base64url(new Uint8Array(bits))}`;
-}
-
-function base64url(bytes: Uint8Array): string {
-  let binary = "";
-  for (const byte of bytes) binary += String.fromCharCode(byte);
-  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
 /** How many replaced refresh tokens a token remembers ({@link CachedToken.lineage}). */
 const LINEAGE = 8;
 
 /** SHA-256 of a refresh token, base64url: what a lineage holds (never the token, which works within the grace window). */
 async function tokenHash(token: string): Promise<string> {
-  return base64url(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token))));
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)));
+  let binary = "";
+  for (const byte of digest) binary += String.fromCharCode(byte);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
 /** A token as it may go into a header or a form: visible ASCII, no space. */
@@ -332,7 +292,6 @@ function isCachedToken(value: unknown): value is CachedToken {
     typeof value.scope === "string" &&
     (value.refreshToken === null || typeof value.refreshToken === "string") &&
     (value.lineage === undefined || (Array.isArray(value.lineage) && value.lineage.every((h) => typeof h === "string"))) &&
-    (value.credential === undefined || typeof value.credential === "string") &&
     (value.grantType === "client_credentials" || value.grantType === "password" || value.grantType === "refresh_token")
   );
 }

@@ -28,13 +28,6 @@ export interface CachedToken {
    * clocks. Absent in values cached by older versions.
    */
   lineage?: string[];
-  /**
-   * With a shared cache: a slow, salted digest (PBKDF2) of the client secret and the password of
-   * the client that cached it (never the secrets themselves). A client takes a cached token only
-   * when the digest is its own, so one built with a wrong password or secret asks the server.
-   * Absent in values cached by versions before 2026-11-29, which are then not taken.
-   */
-  credential?: string;
 }
 
 /**
@@ -43,9 +36,10 @@ export interface CachedToken {
  * scope, so one cache can serve many clients.
  *
  * The stored value contains the refresh token: keep the cache private (see {@link CachedToken}).
- * The key holds neither the client secret nor the password; the value holds a slow digest of them
- * ({@link CachedToken.credential}), and a client takes a cached token only when that digest is its
- * own, so one built with the right username and a wrong password asks the server (and is refused).
+ * The key holds neither the client secret nor the password, so a client built with the right
+ * username and a wrong password gets the cached token without asking the server: share a cache
+ * only among clients whose credentials your code configured or already checked, never among
+ * clients built from credentials users typed in.
  * Errors thrown by `get` or `set` propagate to the call that needed a token; catch them inside
  * the hook if the cache should be best-effort.
  *
