@@ -138,10 +138,14 @@ async function readCapped(response: FetchResponse, limit: number, signal: AbortS
   if (body !== null && typeof body === "object" && typeof body.getReader === "function") {
     const reader = (body as ReadableStream<unknown>).getReader();
     let finished = false;
+    // A body that stalls mid-way is cancelled the moment the deadline passes, not at its next chunk.
+    const onAbort = () => void reader.cancel().catch(() => undefined);
+    signal?.addEventListener("abort", onAbort, { once: true });
     try {
       for (;;) {
         signal?.throwIfAborted();
         const { done, value } = await reader.read();
+        signal?.throwIfAborted();
         if (done) {
           finished = true;
           return text + decoder.decode();
@@ -149,17 +153,32 @@ async function readCapped(response: FetchResponse, limit: number, signal: AbortS
         if (!add(value)) return null;
       }
     } finally {
+      signal?.removeEventListener("abort", onAbort);
       if (!finished) reader.cancel().catch(() => undefined);
     }
   }
   if (body !== null && typeof body === "object" && typeof body[Symbol.asyncIterator] === "function") {
     // Leaving the loop early (a return or a throw) ends the iteration, which destroys a Node
-    // stream (node-fetch).
-    for await (const chunk of body as AsyncIterable<unknown>) {
+    // stream (node-fetch); at the deadline the stream is destroyed at once, even mid-wait.
+    const stream = body as { destroy?: () => void };
+    const onAbort = () => {
+      try {
+        stream.destroy?.();
+      } catch {
+        // Already closed.
+      }
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      for await (const chunk of body as AsyncIterable<unknown>) {
+        signal?.throwIfAborted();
+        if (!add(chunk)) return null;
+      }
       signal?.throwIfAborted();
-      if (!add(chunk)) return null;
+      return text + decoder.decode();
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
     }
-    return text + decoder.decode();
   }
   // No stream to read (a test double, an in-process stand-in): the whole text is there already;
   // the cap still holds for what the client goes on to parse.

@@ -324,6 +324,41 @@ describe("a cap on response bodies (maxResponseBytes, default 1 MiB)", () => {
     expect(reads - at).toBeLessThanOrEqual(1);
   });
 
+  it.each([
+    ["a Web ReadableStream", "web"],
+    ["a Node stream (node-fetch)", "node"],
+  ])("a body that sends one chunk and then stalls, through %s, is cancelled at the deadline, not left holding the connection", async (_label, kind) => {
+    let cancelled = false;
+    const body =
+      kind === "web"
+        ? new ReadableStream({
+            start(controller) {
+              controller.enqueue(new TextEncoder().encode("{"));
+            },
+            cancel() {
+              cancelled = true;
+            },
+          })
+        : new Readable({
+            read() {
+              if (!this.readableLength && !(this as { sent?: boolean }).sent) {
+                (this as { sent?: boolean }).sent = true;
+                this.push(Buffer.from("{"));
+              }
+            },
+            destroy(error, callback) {
+              cancelled = true;
+              callback(error);
+            },
+          });
+    const fetch: FetchLike = async () => ({ status: 200, headers: new Headers(), text: async () => "", body });
+    const started = Date.now();
+    const error = (await createClient({ ...SECRET_OPTIONS, fetch, timeoutMs: 60 }).getToken().catch((e: unknown) => e)) as NetworkError;
+    expect(error.reason).toBe("timeout");
+    await expect.poll(() => cancelled, { timeout: 1_000, interval: 5 }).toBe(true);
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
   it("is checked: a positive integer", () => {
     for (const maxResponseBytes of [0, -1, 1.5, Number.NaN]) {
       expect(() => createClient({ ...SECRET_OPTIONS, fetch: async () => json(200, TOKEN), maxResponseBytes })).toThrow(new TypeError("maxResponseBytes must be a positive integer"));

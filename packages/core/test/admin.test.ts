@@ -118,11 +118,11 @@ describe("admin operations", () => {
     expect(res.status).toBe(200);
   });
 
-  it.each(["alice ", " alice", "\talice", "alice\n", "alice\u00a0", "\ufeffalice", "alice\u3000", " "])(
-    "a username starting or ending with white space (%j) is refused, on create, import and provisioning, and nothing is stored",
+  it.each(["alice ", " alice", "\talice", "alice\n", "alice\u00a0", "\ufeffalice", "alice\u3000", " ", "alice\u200b", "\u2060alice", "alice\u00ad", "\u200ealice", "alice\u0085", "\u3164alice", "alice\u115f"])(
+    "a username starting or ending with white space or an invisible character (%j) is refused, on create, import and provisioning, and nothing is stored",
     async (username) => {
       const h = await harness();
-      const refusal = new AdminError("username must not start or end with white space");
+      const refusal = new AdminError("username must not start or end with white space or an invisible character");
       await expect(h.app.admin.createAccount({ username, password: "long-enough-pw" })).rejects.toThrow(refusal);
       await expect(h.app.admin.importAccounts([{ username: "fine-1", password: "long-enough-pw" }, { username, password: "long-enough-pw" }])).rejects.toThrow(
         new AdminError(`record 2: ${refusal.message}`),
@@ -132,10 +132,11 @@ describe("admin operations", () => {
     },
   );
 
-  it("white space inside a username is kept as it is", async () => {
+  it("white space inside a username is kept as it is (and so is a zero-width joiner inside an emoji name)", async () => {
     const h = await harness();
     const created = await h.app.admin.createAccount({ username: "Ada Lovelace", password: "long-enough-pw" });
     expect(created.username).toBe("Ada Lovelace");
+    expect((await h.app.admin.createAccount({ username: "ops-\u{1F469}\u200d\u{1F4BB}", password: "long-enough-pw" })).username).toBe("ops-\u{1F469}\u200d\u{1F4BB}");
     const res = await tokenRequest(h.app, { grant_type: "password", username: "Ada Lovelace", password: "long-enough-pw" }, { authorization: basic(h.clientId, h.clientSecret) });
     expect(res.status).toBe(200);
   });

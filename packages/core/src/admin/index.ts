@@ -104,6 +104,13 @@ export interface Admin extends ClientAdmin {
 }
 
 
+/**
+ * A first or last character that shows as nothing: white space (what `trim()` removes), control
+ * and format characters (U+0085, U+200B zero-width space, U+2060 word joiner, U+00AD soft hyphen,
+ * U+200E and other direction marks, U+FEFF) and the Hangul fillers.
+ */
+const INVISIBLE_EDGE = /^[\s\p{Cc}\p{Cf}\u115F\u1160\u3164\uFFA0]|[\s\p{Cc}\p{Cf}\u115F\u1160\u3164\uFFA0]$/u;
+
 function checkAccountInput(input: CreateAccountInput): void {
   if (typeof input !== "object" || input === null) throw new AdminError("an account must be an object");
   if (typeof input.username !== "string" || input.username.length < 1 || input.username.length > 200) {
@@ -113,7 +120,7 @@ function checkAccountInput(input: CreateAccountInput): void {
   // "alice " beside "alice" would be a second account that reads the same in every list and log;
   // sign-ins match the username exactly, so nothing trims it later either (accounts created before
   // 2026-11-29 with such a name keep working).
-  if (/^\s|\s$/u.test(input.username)) throw new AdminError("username must not start or end with white space");
+  if (INVISIBLE_EDGE.test(input.username)) throw new AdminError("username must not start or end with white space or an invisible character");
   if (typeof input.password !== "string" || input.password.length < 8 || input.password.length > 1024) {
     throw new AdminError("password must be 8-1024 characters");
   }
