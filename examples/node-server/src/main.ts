@@ -1,3 +1,5 @@
+import { chmod, mkdir, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { startServer } from "./server.js";
 
 try {
@@ -8,14 +10,7 @@ try {
   console.log(`  metadata:        GET  ${server.url}/.well-known/oauth-authorization-server`);
   if (server.consoleUrl) console.log(`  console:         ${server.consoleUrl}`);
   if (server.metricsUrl) console.log(`  metrics:         ${server.metricsUrl}`);
-  if (server.demo) {
-    // Printed once, at creation: the store keeps only hashes, so they cannot be shown again.
-    console.log("Created a demo client and user (shown only now):");
-    console.log(`  client_id=${server.demo.clientId}`);
-    console.log(`  client_secret=${server.demo.clientSecret}`);
-    console.log(`  username=${server.demo.username}`);
-    console.log(`  password=${server.demo.password}`);
-  }
+  if (server.demo) await announceDemo(server.demo);
   const stop = () => {
     server.close().then(() => process.exit(0), () => process.exit(1));
   };
@@ -24,4 +19,29 @@ try {
 } catch (error) {
   console.error(error instanceof Error ? error.message : "failed to start");
   process.exit(1);
+}
+
+/**
+ * The demo client and user, shown once at creation (the store keeps only hashes). On a terminal
+ * they are printed; otherwise stdout is likely kept as a log (a container, a service manager), so
+ * the secret and the password go to ./data/demo-credentials.txt (mode 0600) and stdout names the file.
+ */
+async function announceDemo(demo: { clientId: string; clientSecret: string; username: string; password: string }): Promise<void> {
+  const secrets = `client_id=${demo.clientId}\nclient_secret=${demo.clientSecret}\nusername=${demo.username}\npassword=${demo.password}\n`;
+  if (process.stdout.isTTY) {
+    console.log("Created a demo client and user (shown only now):");
+    console.log(secrets.replace(/^/gm, "  ").trimEnd());
+    return;
+  }
+  const file = join(process.cwd(), "data", "demo-credentials.txt");
+  console.log("Created a demo client and user; stdout is not a terminal (it may be kept as a log), so their secret and password are not printed:");
+  console.log(`  client_id=${demo.clientId}\n  username=${demo.username}`);
+  try {
+    await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+    await writeFile(file, secrets, { mode: 0o600 });
+    await chmod(file, 0o600); // a file left by an earlier run keeps its own mode otherwise
+    console.log(`  client_secret and password: ${file} (mode 0600; shown only there, delete it once read)`);
+  } catch (error) {
+    console.log(`  could not write ${file} (${error instanceof Error ? error.message : String(error)}): the demo secret and password are lost; set PLANTGATE_BOOTSTRAP_* instead`);
+  }
 }

@@ -1,9 +1,10 @@
 /**
  * What `pnpm start` runs (`tsx src/main.ts` of examples/node-server) really starts: it prints its
- * URL and the demo credentials, those credentials get a token over the socket, and SIGTERM stops it.
+ * URL and, stdout being no terminal here, writes the demo credentials to a 0600 file; those
+ * credentials get a token over the socket, and SIGTERM stops it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -71,15 +72,25 @@ function waitForOutput(proc: ChildProcess, stderr: () => string, demo: boolean):
     proc.stdout!.on("data", (chunk: string) => {
       out += chunk;
       const url = /^plantgate listening on (http:\/\/127\.0\.0\.1:([1-9]\d*))$/m.exec(out);
-      const field = (name: string) => new RegExp(`^  ${name}=(\\S+)$`, "m").exec(out)?.[1];
-      const [clientId, clientSecret, username, password] = ["client_id", "client_secret", "username", "password"].map(field);
+      const field = (text: string, name: string, indent: string) => new RegExp(`^${indent}${name}=(\\S+)$`, "m").exec(text)?.[1];
       if (url && !demo && /^  store: +.+$/m.test(out)) {
         clearTimeout(timer);
         resolve({ url: url[1]!, out });
       }
-      if (url && demo && clientId && clientSecret && username && password) {
+      // stdout is a pipe here, not a terminal: the secret and the password are in a 0600 file, and
+      // stdout names it instead of printing them.
+      const file = /^  client_secret and password: (\S+) \(mode 0600; shown only there, delete it once read\)$/m.exec(out)?.[1];
+      if (url && demo && file) {
         clearTimeout(timer);
-        expect(out).toContain("Created a demo client and user (shown only now):");
+        expect(out).toContain("Created a demo client and user; stdout is not a terminal (it may be kept as a log), so their secret and password are not printed:");
+        expect(file).toBe(join(workDir, "data", "demo-credentials.txt"));
+        expect(statSync(file).mode & 0o777).toBe(0o600);
+        const saved = readFileSync(file, "utf8");
+        const [clientId, clientSecret, username, password] = ["client_id", "client_secret", "username", "password"].map((name) => field(saved, name, ""));
+        expect([field(out, "client_id", "  "), field(out, "username", "  ")]).toEqual([clientId, username]);
+        if (!clientId || !clientSecret || !username || !password) return fail(`the credentials file lacks a field:\n${saved.replace(/=.*/g, "=...")}`);
+        expect(out).not.toContain(clientSecret);
+        expect(out).not.toContain(password);
         resolve({ url: url[1]!, clientId, clientSecret, username, password });
       }
     });
