@@ -117,9 +117,14 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
     }
   }
   const storage = overrides.storage ?? { ...opened!, ...hot?.stores };
+  // What the Redis server's settings put at risk (an evicting maxmemory-policy, no append-only file).
+  for (const warning of hot?.warnings ?? []) observability.options.logger.warn(warning);
   const closeStorage = async () => {
-    await hot?.close();
-    await opened?.close();
+    try {
+      await hot?.close();
+    } finally {
+      await opened?.close();
+    }
   };
 
   // The issuer defaults to the listening URL, which is known only after listen (PORT=0 picks one),

@@ -1,3 +1,4 @@
+import { openRedisHotStoresFromEnv } from "../../storage-redis/src/env.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { startExpressServer, type RunningExpressServer } from "../../../examples/express-server/src/server.js";
 import { startServer } from "../../../examples/node-server/src/server.js";
@@ -33,7 +34,35 @@ async function start(env: Record<string, string>): Promise<RunningExpressServer>
 
 const basicAuth = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString("base64")}`;
 
+const REDIS_URL = process.env.PLANTGATE_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+/** Null when Redis answers; else why not (the Redis case is then skipped, saying so, except under CI=true). */
+const redisProblem = await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: REDIS_URL }).then(
+  async (opened) => (await opened!.close(), null),
+  (error: unknown) => (error instanceof Error ? error.message : String(error)),
+);
+
 describe("examples/express-server", () => {
+  (redisProblem === null || process.env.CI === "true" ? it : it.skip)(`with PLANTGATE_REDIS_URL, logs a warn line for each risk the Redis server's settings carry (as its INFO says), once at start${redisProblem === null ? "" : ` (skipped: ${redisProblem})`}`, async () => {
+    const url = REDIS_URL;
+    const lines: string[] = [];
+    const server = await startExpressServer(
+      { HOST: "127.0.0.1", PORT: "0", PLANTGATE_DB: ":memory:", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_REDIS_URL: url, PLANTGATE_REDIS_KEY_PREFIX: `plantgate-test:${Date.now()}:` },
+      {},
+      { destination: { write: (line) => void lines.push(line) } },
+    );
+    try {
+      expect(server.store).toContain("hot state in Redis");
+      // What the hot stores' own start-up check finds on this server (env.test.ts checks it against INFO).
+      const probe = (await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: url }))!;
+      const expected = probe.warnings;
+      await probe.close();
+      const warned = lines.map((l) => JSON.parse(l) as { level: string; msg?: string }).filter((l) => l.level === "warn" && l.msg?.startsWith("Redis ")).map((l) => l.msg);
+      expect(warned).toEqual(expected);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("answers the README's curl walk-through under /auth, next to its own /health route", async () => {
     const server = await start({});
     expect(server.mountPath).toBe("/auth");

@@ -16,7 +16,30 @@ export interface OpenedRedisHotStores {
   stores: RedisHotStores;
   /** Where they live, password-free, e.g. `redis://127.0.0.1:6379/ (prefix plantgate:)`. */
   display: string;
+  /**
+   * What the server's settings put at risk, read from `INFO` at start (for a `warn` log line): an
+   * evicting `maxmemory-policy`, no append-only file. Empty when both are safe or `INFO` is refused.
+   */
+  warnings: string[];
+  /** Ends the client: waits for pending replies up to 2 s (a hung server), then drops the connection. */
   close(): Promise<void>;
+}
+
+/** How long `close()` waits for pending replies before it drops the connection. */
+const CLOSE_WAIT_MS = 2000;
+
+/** The risks a Redis server's `INFO` (sections memory and persistence) shows for the hot stores. */
+export function redisRisks(info: string): string[] {
+  const field = (name: string) => new RegExp(`^${name}:(\\S*)`, "m").exec(info)?.[1];
+  const risks: string[] = [];
+  const policy = field("maxmemory_policy");
+  if (policy !== undefined && policy !== "noeviction") {
+    risks.push(`Redis maxmemory-policy is ${policy}: under memory pressure it evicts revoked tokens, lock-out counters and used assertion ids (all have expiries); set noeviction`);
+  }
+  if (field("aof_enabled") === "0") {
+    risks.push("Redis keeps no append-only file (appendonly no): a restart forgets revoked tokens and lock-out counters; set appendonly yes where they must survive one");
+  }
+  return risks;
 }
 
 /**
@@ -69,11 +92,27 @@ export async function openRedisHotStoresFromEnv(env: Record<string, string | und
     const reason = error instanceof Error ? error.message : String(error);
     throw new RedisConfigError(`cannot reach Redis at ${shown}: ${reason}`, { cause: error });
   }
+  let warnings: string[] = [];
+  try {
+    warnings = redisRisks(`${await client.info("memory")}\n${await client.info("persistence")}`);
+  } catch {
+    // INFO refused (an ACL without it, a managed service): nothing known, nothing said.
+  }
   return {
     stores: redisHotStores(client, { keyPrefix, ...(options.clock ? { clock: options.clock } : {}) }),
     display: `${shown} (prefix ${keyPrefix})`,
+    warnings,
     close: async () => {
-      if (client.isOpen) await client.close();
+      if (!client.isOpen) return;
+      // close() waits for every pending reply, which a hung server never sends: past the wait, the
+      // connection is dropped, so a shutdown goes on to close the SQL store.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const waited = await Promise.race([
+        client.close().then(() => true, () => true),
+        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_WAIT_MS))),
+      ]);
+      clearTimeout(timer);
+      if (!waited && client.isOpen) client.destroy();
     },
   };
 }

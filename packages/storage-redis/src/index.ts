@@ -81,21 +81,57 @@ export const DEFAULT_EXPIRY_MARGIN_MS = 60_000;
  * import { redisHotStores } from "@plantgate/storage-redis";
  *
  * const sql = await openSqlStorage(process.env.DATABASE_URL!);
- * const redis = await createClient({ url: process.env.REDIS_URL, disableOfflineQueue: true }).connect();
+ * const redis = createClient({ url: process.env.REDIS_URL, disableOfflineQueue: true });
+ * redis.on("error", (error) => console.error("redis:", error.message)); // node-redis throws an unheard error
+ * await redis.connect();
  * const app = createPlantgate({ storage: { ...sql, ...redisHotStores(redis, { keyPrefix: "auth:" }) } });
  */
 export function redisHotStores(client: RedisScriptClient, options: RedisHotStoresOptions = {}): RedisHotStores {
   const marginMs = options.expiryMarginMs ?? DEFAULT_EXPIRY_MARGIN_MS;
   if (!Number.isSafeInteger(marginMs) || marginMs < 1) throw new RangeError("expiryMarginMs must be a positive integer (milliseconds)");
   const timeoutMs = options.commandTimeoutMs ?? nodeRedisTimeout(client);
-  // A timer longer than 2^31 - 1 ms fires at once in Node (and in browsers): every command would time out.
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > 2_147_483_647) throw new RangeError("commandTimeoutMs must be an integer from 0 to 2147483647 (milliseconds)");
-  const ctx: HotContext = { client: timeoutMs > 0 ? timed(client, timeoutMs) : client, prefix: options.keyPrefix ?? DEFAULT_KEY_PREFIX, clock: options.clock ?? Date.now, marginMs };
+  // A timer longer than 2^31 - 1 ms fires at once in Node (and in browsers): every command would
+  // time out. The timer armed is up to 1.25 times the bound (see deadlines.ts), so that is the cap.
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_COMMAND_TIMEOUT_MS) {
+    throw new RangeError(`commandTimeoutMs must be an integer from 0 to ${MAX_COMMAND_TIMEOUT_MS} (milliseconds)`);
+  }
+  listenForErrors(client);
+  const ctx: HotContext = { client: connectedOnly(client, timeoutMs > 0 ? timed(client, timeoutMs) : client), prefix: options.keyPrefix ?? DEFAULT_KEY_PREFIX, clock: options.clock ?? Date.now, marginMs };
   return {
     attempts: redisAttemptStore(ctx),
     revokedTokens: redisRevokedTokenStore(ctx),
     sessions: redisSessionStore(ctx),
     assertionJtis: redisAssertionJtiStore(ctx),
+  };
+}
+
+/** The largest `commandTimeoutMs`: its timer (up to 1.25 times it) must stay within 2^31 - 1 ms. */
+export const MAX_COMMAND_TIMEOUT_MS = Math.floor(2_147_483_647 / 1.25);
+
+/**
+ * node-redis emits `error` on every dropped connection, and an EventEmitter with no `error`
+ * listener throws it: the process would die on a Redis restart. With none attached yet, one that
+ * ignores it is added (the commands themselves fail as `StorageError`, 503); a listener of yours,
+ * added before or after, is called as well.
+ */
+function listenForErrors(client: RedisScriptClient): void {
+  const emitter = client as { on?: (event: string, listener: (error: unknown) => void) => unknown; listenerCount?: (event: string) => number };
+  if (typeof emitter.on === "function" && typeof emitter.listenerCount === "function" && emitter.listenerCount("error") === 0) emitter.on("error", () => {});
+}
+
+/**
+ * Refuses a command at once while a node-redis client is not connected, instead of handing it
+ * over: a client with its offline queue on (the default) would hold it and run it after the
+ * reconnect, long after the caller was told it failed (a counter reset that a later failure count
+ * on another instance then loses). Clients without `isReady` are passed through.
+ */
+function connectedOnly(client: RedisScriptClient, inner: RedisScriptClient): RedisScriptClient {
+  const state = client as { isReady?: unknown };
+  if (typeof state.isReady !== "boolean") return inner;
+  const notConnected = () => Promise.reject(new Error("the Redis client is not connected"));
+  return {
+    evalSha: (sha1, options) => (state.isReady === true ? inner.evalSha(sha1, options) : notConnected()),
+    eval: (script, options) => (state.isReady === true ? inner.eval(script, options) : notConnected()),
   };
 }
 

@@ -11,8 +11,9 @@ import { createMemoryStorage, createPlantgate, StorageError, type Storage } from
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CommandTimeoutError, redisHotStores } from "../src/index.js";
-import { connect, describeIfRedis, dropPrefix, freshPrefix, IN_CI, keysUnder, probeRedis, type TestClient } from "./support.js";
+import { openRedisHotStoresFromEnv } from "../src/env.js";
+import { CommandTimeoutError, MAX_COMMAND_TIMEOUT_MS, redisHotStores } from "../src/index.js";
+import { connect, describeIfRedis, dropPrefix, freshPrefix, IN_CI, keysUnder, probeRedis, REDIS_URL, type TestClient } from "./support.js";
 
 const problem = await probeRedis();
 const WINDOW = 15 * 60 * 1000;
@@ -116,12 +117,34 @@ describeIfRedis("redis hot stores: behaviour", problem, () => {
     expect(await hot.sessions.deleteByAccount("acct-1")).toBe(1);
   });
 
-  it("options are checked at once: a margin below 1 ms, a command timeout past the largest timer (2^31 - 1 ms, longer fires at once) or below 0", () => {
+  it("options are checked at once: a margin below 1 ms, a command timeout whose timer (up to 1.25 times it) would pass 2^31 - 1 ms (longer fires at once), or below 0", async () => {
     expect(() => redisHotStores(client, { expiryMarginMs: 0 })).toThrow(new RangeError("expiryMarginMs must be a positive integer (milliseconds)"));
-    for (const commandTimeoutMs of [2 ** 31, -1, 1.5]) {
-      expect(() => redisHotStores(client, { commandTimeoutMs })).toThrow(new RangeError("commandTimeoutMs must be an integer from 0 to 2147483647 (milliseconds)"));
+    expect(MAX_COMMAND_TIMEOUT_MS).toBe(1_717_986_917);
+    for (const commandTimeoutMs of [MAX_COMMAND_TIMEOUT_MS + 1, 2 ** 31 - 1, 2 ** 31, -1, 1.5]) {
+      expect(() => redisHotStores(client, { commandTimeoutMs })).toThrow(new RangeError("commandTimeoutMs must be an integer from 0 to 1717986917 (milliseconds)"));
     }
-    expect(() => redisHotStores(client, { commandTimeoutMs: 2 ** 31 - 1 })).not.toThrow();
+    // The largest one really works: its timer does not fire at once (before 2026-11-29, up to 2^31 - 1 was taken and every command failed).
+    const hot = redisHotStores(client, { commandTimeoutMs: MAX_COMMAND_TIMEOUT_MS, keyPrefix: prefix() });
+    expect(await hot.revokedTokens.has("jti-none")).toBe(false);
+  });
+
+  it("a client with no 'error' listener gets one that ignores the event (node-redis would end the process on a dropped connection); one of yours is left alone", async () => {
+    const bare = createClient({ url: REDIS_URL, disableOfflineQueue: true, socket: { reconnectStrategy: false } });
+    await bare.connect();
+    try {
+      expect(bare.listenerCount("error")).toBe(0);
+      redisHotStores(bare, { keyPrefix: prefix() });
+      expect(bare.listenerCount("error")).toBe(1);
+      // What node-redis does when the connection drops: heard, so no throw.
+      expect(() => bare.emit("error", new Error("Socket closed unexpectedly"))).not.toThrow();
+    } finally {
+      bare.destroy();
+    }
+    const heard = createClient({ url: REDIS_URL, disableOfflineQueue: true });
+    const mine = () => {};
+    heard.on("error", mine);
+    redisHotStores(heard, { keyPrefix: prefix() });
+    expect(heard.listeners("error")).toEqual([mine]);
   });
 
   it("two key prefixes are two separate stores on one Redis database", async () => {
@@ -262,6 +285,61 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
       client.destroy();
     }
   });
+
+  it("a client with its offline queue on (node-redis's default): while Redis is down, a command fails at once instead of waiting in the queue (to run after the reconnect, when its caller was long told it failed)", async () => {
+    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
+    const port = await freePort();
+    let server = await startRedis(port);
+    const queued = createClient({ url: `redis://127.0.0.1:${port}`, socket: { reconnectStrategy: () => 50 } });
+    queued.on("error", () => {});
+    await queued.connect();
+    try {
+      const hot = redisHotStores(queued, { keyPrefix: "p:" });
+      const now = Date.now();
+      expect(await hot.attempts.increment("t:k", now, WINDOW)).toEqual({ key: "t:k", count: 1, windowStart: now });
+      server.kill("SIGKILL");
+      await stopped(server);
+      for (let i = 0; i < 100 && queued.isReady; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(queued.isReady).toBe(false);
+      const started = performance.now();
+      // Queued, it would wait for the client's 5 s command timeout and then run on the next server.
+      await expect(hot.attempts.reset("t:k")).rejects.toThrow(new StorageError("redis: attempts.reset failed"));
+      expect(performance.now() - started).toBeLessThan(200);
+      server = await startRedis(port);
+      for (let i = 0; i < 200 && !queued.isReady; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(queued.isReady, "reconnected").toBe(true);
+      expect(await hot.attempts.increment("t:k", now, WINDOW)).toEqual({ key: "t:k", count: 1, windowStart: now });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await hot.attempts.get("t:k")).toEqual({ key: "t:k", count: 1, windowStart: now });
+    } finally {
+      queued.destroy();
+      server.kill("SIGKILL");
+      await stopped(server);
+    }
+  });
+
+  it("close() of the env-opened client does not hang on a server that stopped answering: past 2 s of waiting for replies it drops the connection", async () => {
+    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
+    const port = await freePort();
+    const frozen = await startRedis(port);
+    const opened = (await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: `redis://127.0.0.1:${port}` }))!;
+    try {
+      frozen.kill("SIGSTOP");
+      // A command waiting for its reply, which never comes (it fails at the 5 s command timeout).
+      const pending = opened.stores.revokedTokens.has("jti").then(() => "answered", () => "failed");
+      const started = performance.now();
+      await opened.close();
+      const took = performance.now() - started;
+      expect(took).toBeGreaterThanOrEqual(1900);
+      expect(took).toBeLessThan(4000);
+      // The command itself fails (at the latest at its 5 s timeout), never answered by a dead connection.
+      expect(await pending).toBe("failed");
+    } finally {
+      frozen.kill("SIGCONT");
+      frozen.kill("SIGKILL");
+      await stopped(frozen);
+    }
+  }, 15_000);
 
   it("a server that stops answering (SIGSTOP): StorageError after the client's command timeout, not before, from the hot stores' own shared timer; in order again after SIGCONT", async () => {
     expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);

@@ -1,6 +1,6 @@
 import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openRedisHotStoresFromEnv, RedisConfigError } from "../src/env.js";
+import { openRedisHotStoresFromEnv, RedisConfigError, redisRisks } from "../src/env.js";
 import { connect, describeIfRedis, dropPrefix, freshPrefix, probeRedis, REDIS_URL, type TestClient } from "./support.js";
 
 describe("openRedisHotStoresFromEnv: configuration", () => {
@@ -35,6 +35,22 @@ describe("openRedisHotStoresFromEnv: configuration", () => {
   });
 });
 
+describe("redisRisks: what a Redis server's INFO puts at risk", () => {
+  const info = (policy: string, aof: string) => `# Memory\r\nused_memory:1000\r\nmaxmemory_policy:${policy}\r\n# Persistence\r\nloading:0\r\naof_enabled:${aof}\r\n`;
+  it("an evicting policy and no append-only file are each named; noeviction with appendonly is quiet", () => {
+    expect(redisRisks(info("noeviction", "1"))).toEqual([]);
+    expect(redisRisks(info("allkeys-lru", "1"))).toEqual([
+      "Redis maxmemory-policy is allkeys-lru: under memory pressure it evicts revoked tokens, lock-out counters and used assertion ids (all have expiries); set noeviction",
+    ]);
+    expect(redisRisks(info("noeviction", "0"))).toEqual([
+      "Redis keeps no append-only file (appendonly no): a restart forgets revoked tokens and lock-out counters; set appendonly yes where they must survive one",
+    ]);
+    expect(redisRisks(info("volatile-ttl", "0"))).toHaveLength(2);
+    // Fields it does not find (a server that hides them) say nothing.
+    expect(redisRisks("# Memory\r\n")).toEqual([]);
+  });
+});
+
 const problem = await probeRedis();
 
 describeIfRedis("openRedisHotStoresFromEnv: on the machine's Redis", problem, () => {
@@ -56,5 +72,17 @@ describeIfRedis("openRedisHotStoresFromEnv: on the machine's Redis", problem, ()
     expect(await admin.exists(`${prefix}r:k:jti-env`)).toBe(1);
     await opened!.close();
     await expect(opened!.stores.revokedTokens.has("jti-env")).rejects.toThrow("redis: revokedTokens.has failed");
+  });
+
+  it("warnings name what this Redis server's settings put at risk, as its INFO says", async () => {
+    const opened = await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: REDIS_URL, PLANTGATE_REDIS_KEY_PREFIX: prefix });
+    try {
+      const expected = redisRisks(`${await admin.info("memory")}\n${await admin.info("persistence")}`);
+      expect(opened!.warnings).toEqual(expected);
+      // This machine's Redis keeps nothing on disk: the warning is there.
+      if ((await admin.info("persistence")).includes("aof_enabled:0")) expect(opened!.warnings.some((w) => w.startsWith("Redis keeps no append-only file"))).toBe(true);
+    } finally {
+      await opened!.close();
+    }
   });
 });
