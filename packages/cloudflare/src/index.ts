@@ -24,7 +24,7 @@
  * `scheduled()` is the housekeeping: give the Worker a cron trigger (`[triggers] crons = ["0 * * * *"]`
  * in wrangler.toml) and each run calls `admin.prune()` and logs the counts.
  */
-import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, ConfigError, createPlantgate, isIpAddress, optionsFromEnv, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
@@ -37,14 +37,15 @@ export interface PlantgateWorkerEnv {
   PLANTGATE_SIGNING_KEY?: string;
   PLANTGATE_ISSUER?: string;
   PLANTGATE_SCOPE_PREFIX?: string;
-  PLANTGATE_PASSWORD_HASH_ITERATIONS?: string;
-  PLANTGATE_ACCESS_TOKEN_TTL?: string;
+  /** Numbers and booleans too: wrangler passes an unquoted TOML value (`= 300`) as one, read as its text. */
+  PLANTGATE_PASSWORD_HASH_ITERATIONS?: string | number;
+  PLANTGATE_ACCESS_TOKEN_TTL?: string | number;
   PLANTGATE_BOOTSTRAP_CLIENT_ID?: string;
   PLANTGATE_BOOTSTRAP_CLIENT_SECRET?: string;
   PLANTGATE_BOOTSTRAP_USERNAME?: string;
   PLANTGATE_BOOTSTRAP_PASSWORD?: string;
-  PLANTGATE_AUDIT?: string;
-  PLANTGATE_AUDIT_RETENTION_DAYS?: string;
+  PLANTGATE_AUDIT?: string | number;
+  PLANTGATE_AUDIT_RETENTION_DAYS?: string | number;
   [binding: string]: unknown;
 }
 
@@ -87,9 +88,19 @@ export interface PlantgateWorker {
   scheduled(controller: WorkerScheduledController, env: PlantgateWorkerEnv, ctx?: WorkerExecutionContext): Promise<void>;
 }
 
+/**
+ * The Worker's variables as text. wrangler passes an unquoted TOML value (`PLANTGATE_ACCESS_TOKEN_TTL
+ * = 300`, `PLANTGATE_CONSOLE = true`) as a number or a boolean: taken as its text (until 2026-11-29
+ * it was dropped, and the default applied without a word). A `PLANTGATE_*` value of any other kind
+ * (a JSON object from `[vars]`, a binding under that name) is a configuration error.
+ */
 function stringEntries(env: PlantgateWorkerEnv): EnvVars {
   const out: EnvVars = {};
-  for (const [key, value] of Object.entries(env)) if (typeof value === "string") out[key] = value;
+  for (const [key, value] of Object.entries(env)) {
+    if (typeof value === "string") out[key] = value;
+    else if (typeof value === "number" || typeof value === "boolean") out[key] = String(value);
+    else if (key.startsWith("PLANTGATE_")) throw new ConfigError(`${key} must be a string (a [vars] value), not ${value === null ? "null" : typeof value}`);
+  }
   return out;
 }
 
@@ -100,15 +111,25 @@ function isD1(value: unknown): value is D1DatabaseLike {
 async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Promise<Plantgate> {
   // The upload bounds are the entry's own; the rest are plantgate options.
   const { d1Binding = "DB", migrate = true, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, ...rest } = options;
+  // Everything the environment decides is checked before D1 is touched: a bad setting is a
+  // ConfigError, which the isolate keeps (its env cannot change) instead of retrying per request.
   const database = env[d1Binding];
+  // Not a ConfigError: a missing binding is retried (a test harness, or a deploy that adds it).
   if (!isD1(database)) throw new Error(`plantgate: env.${d1Binding} is not a D1 binding; add a [[d1_databases]] binding named ${d1Binding}`);
+  const vars = stringEntries(env);
   // The audit trail is kept unless PLANTGATE_AUDIT=0 (as the Node examples do).
-  const audit = env.PLANTGATE_AUDIT === undefined || env.PLANTGATE_AUDIT === "" || env.PLANTGATE_AUDIT === "1";
-  if (!audit && env.PLANTGATE_AUDIT !== "0") throw new Error("plantgate: PLANTGATE_AUDIT must be 1 (keep security events) or 0");
+  const audit = vars.PLANTGATE_AUDIT === undefined || vars.PLANTGATE_AUDIT === "" || vars.PLANTGATE_AUDIT === "1";
+  if (!audit && vars.PLANTGATE_AUDIT !== "0") throw new ConfigError("PLANTGATE_AUDIT must be 1 (keep security events) or 0");
+  const fromEnv = optionsFromEnv(vars);
+  const bootstrap = bootstrapFromEnv(vars);
+  const iterations = fromEnv.passwordHashIterations ?? rest.passwordHashIterations ?? WORKERS_MAX_PASSWORD_HASH_ITERATIONS;
+  // Cloudflare's Web Crypto refuses PBKDF2 above 100 000 rounds (local workerd does not, so no test
+  // on wrangler dev would show it): every password check would fail there.
+  if (iterations > WORKERS_MAX_PASSWORD_HASH_ITERATIONS) {
+    throw new ConfigError(`PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most ${WORKERS_MAX_PASSWORD_HASH_ITERATIONS} on Workers (Cloudflare's PBKDF2 limit), got ${iterations}`);
+  }
   const storage = createD1Storage(database, { audit });
   if (migrate) await storage.migrate();
-  const vars = stringEntries(env);
-  const fromEnv = optionsFromEnv(vars);
   const app = createPlantgate({
     passwordHashIterations: WORKERS_MAX_PASSWORD_HASH_ITERATIONS,
     ...rest,
@@ -117,7 +138,7 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
     ...(fromEnv.console ? { console: { ...rest.console, ...fromEnv.console } } : {}),
     storage,
   });
-  await applyBootstrap(app.admin, bootstrapFromEnv(vars));
+  await applyBootstrap(app.admin, bootstrap);
   return app;
 }
 
@@ -146,13 +167,30 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     uploadDiscardMs: discardMs = 30_000,
     ...appOptions
   } = options;
+  // NaN would make the discard bound never hold (every comparison with it is false).
+  if (!Number.isSafeInteger(discardBytes) || discardBytes < 0) throw new TypeError("uploadDiscardBytes must be a non-negative integer");
+  if (!Number.isSafeInteger(discardMs) || discardMs < 1) throw new TypeError("uploadDiscardMs must be a positive integer");
+  // Compatibility dates before 2022-10-31 keep workerd's legacy URL parser, which throws on URLs
+  // the standard one takes (`?q=%ZZ`): core parses request.url, and that would be a 500. Detected
+  // once; only then is each request's URL checked first (a 400 instead).
+  const legacyUrlParser = (() => {
+    try {
+      new URL("http://localhost/?q=%ZZ");
+      return false;
+    } catch {
+      return true;
+    }
+  })();
   const instanceFor = (env: PlantgateWorkerEnv): Promise<Plantgate> => {
     let instance = instances.get(env);
     if (!instance) {
       instance = start(appOptions, env);
       instances.set(env, instance);
-      // A failed start is not cached: the next request tries again.
-      instance.catch(() => instances.delete(env));
+      // A failed start is not cached (the next request tries again: D1 may be back), unless the
+      // configuration is at fault, which no retry in this isolate can change.
+      instance.catch((error: unknown) => {
+        if (!(error instanceof ConfigError)) instances.delete(env);
+      });
     }
     return instance;
   };
@@ -161,16 +199,28 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     try {
       app = await instanceFor(env);
     } catch (error) {
-      logger.error("plantgate worker failed to start", { error: error instanceof Error ? error.message : String(error) });
+      // The message and its cause (a D1 error under a StorageError), never a request's content.
+      logger.error("plantgate worker failed to start", { error: describeFailure(error) });
       return new Response(JSON.stringify({ error: 1503, message: "The service is temporarily unavailable; retry later." }), {
         status: 503,
         headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", "retry-after": "5" },
       });
     }
-    // Cloudflare sets CF-Connecting-IP itself (a client cannot forge it on a Worker), so it plays
-    // the socket address; forwarded headers still count only from configured trustedProxies.
-    const clientIp = request.headers.get("cf-connecting-ip");
-    const response = await app.fetch(request, clientIp !== null ? { clientIp } : {});
+    if (legacyUrlParser && !parsable(request.url)) {
+      // As @plantgate/node's listener answers a request a Web Request cannot carry.
+      return new Response(JSON.stringify({ error: "invalid_request", error_description: "The request cannot be processed." }), {
+        status: 400,
+        headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" },
+      });
+    }
+    // Cloudflare sets CF-Connecting-IP itself at its edge (a client cannot forge it there), so it
+    // plays the socket address; forwarded headers still count only from configured trustedProxies.
+    // Only an IP address is taken: behind no edge (wrangler dev, a service binding, a Worker
+    // calling this one) the caller writes it, and any other text would be a fresh identity per
+    // request for the per-address brute-force counters.
+    const header = request.headers.get("cf-connecting-ip");
+    const clientIp = header !== null && isIpAddress(header) ? header.trim() : undefined;
+    const response = await app.fetch(request, clientIp !== undefined ? { clientIp } : {});
     // The onEvent hook and the audit store run after the answer; the isolate must not stop them.
     executionCtx?.waitUntil(app.flushEvents());
     return response;
@@ -207,6 +257,23 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
       }
     },
   };
+}
+
+/** Whether `new URL(url)` takes it (the legacy URL class has no `URL.canParse`). */
+function parsable(url: string): boolean {
+  try {
+    new URL(url);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A start-up failure for the log: its message, and its cause's (a D1 error under a StorageError). */
+function describeFailure(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
+  return `${error.message}${cause}`;
 }
 
 /**

@@ -9,7 +9,7 @@ import type { D1DatabaseLike } from "@plantgate/storage-sql/d1";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from "vitest";
 import { connectD1Bridge, d1BridgeWorker, type D1Bridge } from "../../storage-sql/test/d1-bridge.js";
-import { createWorker, WORKERS_MAX_PASSWORD_HASH_ITERATIONS } from "../src/index.js";
+import { createWorker, WORKERS_MAX_PASSWORD_HASH_ITERATIONS, type PlantgateWorkerEnv } from "../src/index.js";
 
 let mf: Miniflare | undefined;
 let database: D1DatabaseLike;
@@ -181,6 +181,85 @@ describe("createWorker", () => {
     expect(locked.status).toBe(429);
     expect(locked.headers.get("retry-after")).toMatch(/^\d+$/);
     expect((await attempt("cf-locked-secret-0123456789", "203.0.113.6")).status).toBe(200);
+  });
+
+  it("unquoted [vars] (numbers, booleans) are read as their text; a PLANTGATE_* value of another kind is a configuration error, kept without touching D1 again", async () => {
+    const env = {
+      DB: database,
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-numbers",
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "cf-numbers-secret-0123456789",
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: 1000,
+      PLANTGATE_ACCESS_TOKEN_TTL: 300,
+      PLANTGATE_AUDIT: 1,
+    };
+    const worker = createWorker({ logger: recorded });
+    const res = await worker.fetch(
+      new Request("http://worker.test/UserService/connect/token", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("cf-numbers:cf-numbers-secret-0123456789")}` },
+        body: "grant_type=client_credentials",
+      }),
+      env,
+    );
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { expires_in: number }).expires_in).toBe(300);
+
+    const errors: string[] = [];
+    const { binding, queries } = recording(database);
+    const bad = createWorker({ logger: { error: (m, c) => void errors.push(`${m} ${JSON.stringify(c)}`), warn: () => {} } });
+    // A JSON object from [vars]: not a type the env declares, as it is not a value plantgate takes.
+    const badEnv = { DB: binding, PLANTGATE_ACCESS_TOKEN_TTL: { seconds: 300 } } as unknown as PlantgateWorkerEnv;
+    for (let i = 0; i < 2; i++) {
+      const answer = await bad.fetch(new Request("http://worker.test/.well-known/jwks.json"), badEnv);
+      expect([answer.status, await answer.json()]).toEqual([503, { error: 1503, message: "The service is temporarily unavailable; retry later." }]);
+    }
+    expect(errors).toEqual([`plantgate worker failed to start {"error":"PLANTGATE_ACCESS_TOKEN_TTL must be a string (a [vars] value), not object"}`, `plantgate worker failed to start {"error":"PLANTGATE_ACCESS_TOKEN_TTL must be a string (a [vars] value), not object"}`]);
+    expect(queries).toEqual([]);
+  });
+
+  it("more PBKDF2 rounds than Cloudflare allows (100 000) is refused at start, before D1 is touched, whether from the env or the options", async () => {
+    for (const [options, env] of [
+      [{}, { PLANTGATE_PASSWORD_HASH_ITERATIONS: "600000" }],
+      [{ passwordHashIterations: 100_001 }, {}],
+    ] as const) {
+      const errors: string[] = [];
+      const { binding, queries } = recording(database);
+      const worker = createWorker({ ...options, logger: { error: (m, c) => void errors.push(`${m} ${JSON.stringify(c)}`), warn: () => {} } });
+      const res = await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), { DB: binding, ...env });
+      expect(res.status).toBe(503);
+      const got = "passwordHashIterations" in options ? 100_001 : 600_000;
+      expect(errors).toEqual([
+        `plantgate worker failed to start {"error":"PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most 100000 on Workers (Cloudflare's PBKDF2 limit), got ${got}"}`,
+      ]);
+      expect(queries).toEqual([]);
+    }
+  });
+
+  it("CF-Connecting-IP counts only when it is an IP address: any other text is no address (set by a caller no edge stands in front of)", async () => {
+    const events: { type: string; client_ip?: unknown }[] = [];
+    const env = {
+      DB: database,
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-ip",
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "cf-ip-secret-0123456789abc",
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+    };
+    const worker = createWorker({ logger: recorded, onEvent: (e) => void events.push(e as { type: string; client_ip?: unknown }) });
+    for (const ip of ["203.0.113.7", " 2001:db8::7 ", "x".repeat(5000), "not-an-address", "203.0.113.7, 198.51.100.1"]) {
+      await worker.fetch(
+        new Request("http://worker.test/UserService/connect/token", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("cf-ip:wrong-secret")}`, "cf-connecting-ip": ip },
+          body: "grant_type=client_credentials",
+        }),
+        env,
+      );
+    }
+    expect(events.filter((e) => e.type === "client.authentication_failed").map((e) => e.client_ip)).toEqual(["203.0.113.7", "2001:db8:0:0:0:0:0:7", null, null, null]);
+  });
+
+  it("upload discard bounds are checked when the Worker is made", () => {
+    for (const uploadDiscardBytes of [Number.NaN, -1, 1.5]) expect(() => createWorker({ uploadDiscardBytes })).toThrow(new TypeError("uploadDiscardBytes must be a non-negative integer"));
+    for (const uploadDiscardMs of [Number.NaN, 0, -5, Number.POSITIVE_INFINITY]) expect(() => createWorker({ uploadDiscardMs })).toThrow(new TypeError("uploadDiscardMs must be a positive integer"));
   });
 
   it("defaults passwordHashIterations to workerd's PBKDF2 cap (100 000)", async () => {

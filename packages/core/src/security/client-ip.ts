@@ -67,6 +67,15 @@ function parseIp(raw: string): Parsed | null {
 }
 
 /**
+ * Whether `text` is one IP address (v4, v6, bracketed v6, with a zone): what an adapter may pass
+ * as `clientIp` from a header its platform sets (Cloudflare's `CF-Connecting-IP`), so that a value
+ * that is none (set by a caller the platform does not stand in front of) is not taken for one.
+ */
+export function isIpAddress(text: string): boolean {
+  return text.length <= 64 && parseIp(text) !== null;
+}
+
+/**
  * Parses one `X-Forwarded-For` entry. Some proxies write the client's port too: `1.2.3.4:5678`,
  * `[2001:db8::1]:443`; the port is dropped. A bare IPv6 address is never read as having a port.
  */
