@@ -1,4 +1,4 @@
-import { chmod, mkdir, writeFile } from "node:fs/promises";
+import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { startExpressServer } from "./server.js";
 
@@ -38,8 +38,11 @@ async function announceDemo(demo: { clientId: string; clientSecret: string; user
   console.log(`  client_id=${demo.clientId}\n  username=${demo.username}`);
   try {
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-    await writeFile(file, secrets, { mode: 0o600 });
-    await chmod(file, 0o600); // a file left by an earlier run keeps its own mode otherwise
+    // A new file of our own (O_EXCL: never through a symlink, never into someone's existing file,
+    // created 0600 before a byte is in it), then renamed over whatever was at that path.
+    const draft = `${file}.${process.pid}.tmp`;
+    await writeFile(draft, secrets, { mode: 0o600, flag: "wx" });
+    await rename(draft, file);
     console.log(`  client_secret and password: ${file} (mode 0600; shown only there, delete it once read)`);
   } catch (error) {
     console.log(`  could not write ${file} (${error instanceof Error ? error.message : String(error)}): the demo secret and password are lost; set PLANTGATE_BOOTSTRAP_* instead`);

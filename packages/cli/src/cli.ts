@@ -155,7 +155,7 @@ const SERVER_SETTINGS: Readonly<Record<string, readonly string[]>> = {
 function checkServerSettings(command: string, env: CliIo["env"], serverDefaults: boolean): void {
   // With PLANTGATE_AUDIT=0 the store keeps no audit events; with PLANTGATE_SIGNING_KEY there is no stored key to rotate (refused below).
   const irrelevant = (name: string) =>
-    (name === "PLANTGATE_AUDIT_RETENTION_DAYS" && env.PLANTGATE_AUDIT === "0") || (command.startsWith("keys rotate") && (env.PLANTGATE_SIGNING_KEY ?? "") !== "");
+    (name === "PLANTGATE_AUDIT_RETENTION_DAYS" && (env.PLANTGATE_AUDIT === "0" || env.PLANTGATE_AUDIT === "false")) || (command.startsWith("keys rotate") && (env.PLANTGATE_SIGNING_KEY ?? "") !== "");
   const missing = SERVER_SETTINGS[command]!.filter((name) => (env[name] ?? "") === "" && !irrelevant(name));
   if (missing.length === 0 || serverDefaults) return;
   const what = command === "prune" ? "what it deletes" : command === "keys rotate" ? "which old keys it deletes and when the new key signs" : "which old keys it deletes";

@@ -91,15 +91,14 @@ export interface PlantgateWorker {
 /**
  * The Worker's variables as text. wrangler passes an unquoted TOML value (`PLANTGATE_ACCESS_TOKEN_TTL
  * = 300`, `PLANTGATE_CONSOLE = true`) as a number or a boolean: taken as its text (until 2026-11-29
- * it was dropped, and the default applied without a word). A `PLANTGATE_*` value of any other kind
- * (a JSON object from `[vars]`, a binding under that name) is a configuration error.
+ * it was dropped, and the default applied without a word). Objects are bindings (D1, KV, services,
+ * whatever their names), not variables, and are left out.
  */
 function stringEntries(env: PlantgateWorkerEnv): EnvVars {
   const out: EnvVars = {};
   for (const [key, value] of Object.entries(env)) {
     if (typeof value === "string") out[key] = value;
     else if (typeof value === "number" || typeof value === "boolean") out[key] = String(value);
-    else if (key.startsWith("PLANTGATE_")) throw new ConfigError(`${key} must be a string (a [vars] value), not ${value === null ? "null" : typeof value}`);
   }
   return out;
 }
@@ -117,9 +116,11 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
   // Not a ConfigError: a missing binding is retried (a test harness, or a deploy that adds it).
   if (!isD1(database)) throw new Error(`plantgate: env.${d1Binding} is not a D1 binding; add a [[d1_databases]] binding named ${d1Binding}`);
   const vars = stringEntries(env);
-  // The audit trail is kept unless PLANTGATE_AUDIT=0 (as the Node examples do).
-  const audit = vars.PLANTGATE_AUDIT === undefined || vars.PLANTGATE_AUDIT === "" || vars.PLANTGATE_AUDIT === "1";
-  if (!audit && vars.PLANTGATE_AUDIT !== "0") throw new ConfigError("PLANTGATE_AUDIT must be 1 (keep security events) or 0");
+  // The audit trail is kept unless PLANTGATE_AUDIT=0 (as the Node examples do; true/false too, as
+  // every other flag, and as an unquoted boolean var arrives).
+  const auditVar = vars.PLANTGATE_AUDIT;
+  const audit = auditVar === undefined || auditVar === "" || auditVar === "1" || auditVar === "true";
+  if (!audit && auditVar !== "0" && auditVar !== "false") throw new ConfigError("PLANTGATE_AUDIT must be 1 (keep security events) or 0");
   const fromEnv = optionsFromEnv(vars);
   const bootstrap = bootstrapFromEnv(vars);
   const iterations = fromEnv.passwordHashIterations ?? rest.passwordHashIterations ?? WORKERS_MAX_PASSWORD_HASH_ITERATIONS;
@@ -168,8 +169,9 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     ...appOptions
   } = options;
   // NaN would make the discard bound never hold (every comparison with it is false).
+  // As @plantgate/node checks them; the timer's bound too (a longer one fires at once).
   if (!Number.isSafeInteger(discardBytes) || discardBytes < 0) throw new TypeError("uploadDiscardBytes must be a non-negative integer");
-  if (!Number.isSafeInteger(discardMs) || discardMs < 1) throw new TypeError("uploadDiscardMs must be a positive integer");
+  if (!Number.isSafeInteger(discardMs) || discardMs < 0 || discardMs > 2_147_483_647) throw new TypeError("uploadDiscardMs must be an integer from 0 to 2147483647");
   // Compatibility dates before 2022-10-31 keep workerd's legacy URL parser, which throws on URLs
   // the standard one takes (`?q=%ZZ`): core parses request.url, and that would be a 500. Detected
   // once; only then is each request's URL checked first (a 400 instead).

@@ -183,7 +183,7 @@ describe("createWorker", () => {
     expect((await attempt("cf-locked-secret-0123456789", "203.0.113.6")).status).toBe(200);
   });
 
-  it("unquoted [vars] (numbers, booleans) are read as their text; a PLANTGATE_* value of another kind is a configuration error, kept without touching D1 again", async () => {
+  it("unquoted [vars] (numbers, booleans) are read as their text; objects are bindings, left out whatever their names", async () => {
     const env = {
       DB: database,
       PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-numbers",
@@ -204,17 +204,19 @@ describe("createWorker", () => {
     expect(res.status).toBe(200);
     expect(((await res.json()) as { expires_in: number }).expires_in).toBe(300);
 
-    const errors: string[] = [];
-    const { binding, queries } = recording(database);
-    const bad = createWorker({ logger: { error: (m, c) => void errors.push(`${m} ${JSON.stringify(c)}`), warn: () => {} } });
-    // A JSON object from [vars]: not a type the env declares, as it is not a value plantgate takes.
-    const badEnv = { DB: binding, PLANTGATE_ACCESS_TOKEN_TTL: { seconds: 300 } } as unknown as PlantgateWorkerEnv;
-    for (let i = 0; i < 2; i++) {
-      const answer = await bad.fetch(new Request("http://worker.test/.well-known/jwks.json"), badEnv);
-      expect([answer.status, await answer.json()]).toEqual([503, { error: 1503, message: "The service is temporarily unavailable; retry later." }]);
-    }
-    expect(errors).toEqual([`plantgate worker failed to start {"error":"PLANTGATE_ACCESS_TOKEN_TTL must be a string (a [vars] value), not object"}`, `plantgate worker failed to start {"error":"PLANTGATE_ACCESS_TOKEN_TTL must be a string (a [vars] value), not object"}`]);
-    expect(queries).toEqual([]);
+    // Booleans too (PLANTGATE_CONSOLE = true, PLANTGATE_AUDIT = false); an object is a binding and is
+    // left out whatever its name, the D1 binding itself under a PLANTGATE_ name included.
+    const booleans = createWorker({ logger: recorded, d1Binding: "PLANTGATE_DB" });
+    const booleanEnv = {
+      PLANTGATE_DB: database,
+      PLANTGATE_CACHE: { get: async () => null },
+      PLANTGATE_CONSOLE: true,
+      PLANTGATE_AUDIT: false,
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: 1000,
+    } as unknown as PlantgateWorkerEnv;
+    const session = await booleans.fetch(new Request("http://worker.test/console/api/session"), booleanEnv);
+    // The console is on (401: not signed in, rather than 404), and the start did not fail on PLANTGATE_AUDIT.
+    expect([session.status, await session.json()]).toEqual([401, { error: 1301, message: expect.any(String) }]);
   });
 
   it("more PBKDF2 rounds than Cloudflare allows (100 000) is refused at start, before D1 is touched, whether from the env or the options", async () => {
@@ -259,7 +261,9 @@ describe("createWorker", () => {
 
   it("upload discard bounds are checked when the Worker is made", () => {
     for (const uploadDiscardBytes of [Number.NaN, -1, 1.5]) expect(() => createWorker({ uploadDiscardBytes })).toThrow(new TypeError("uploadDiscardBytes must be a non-negative integer"));
-    for (const uploadDiscardMs of [Number.NaN, 0, -5, Number.POSITIVE_INFINITY]) expect(() => createWorker({ uploadDiscardMs })).toThrow(new TypeError("uploadDiscardMs must be a positive integer"));
+    for (const uploadDiscardMs of [Number.NaN, -5, 2 ** 31, Number.POSITIVE_INFINITY]) expect(() => createWorker({ uploadDiscardMs })).toThrow(new TypeError("uploadDiscardMs must be an integer from 0 to 2147483647"));
+    // As on Node: 0 (no lingering) and 0 bytes are bounds too.
+    expect(() => createWorker({ uploadDiscardMs: 0, uploadDiscardBytes: 0 })).not.toThrow();
   });
 
   it("defaults passwordHashIterations to workerd's PBKDF2 cap (100 000)", async () => {

@@ -112,7 +112,8 @@ export async function openRedisHotStoresFromEnv(env: Record<string, string | und
         new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_WAIT_MS))),
       ]);
       clearTimeout(timer);
-      if (!waited && client.isOpen) client.destroy();
+      // close() marks the client closed at once, so isOpen says nothing here: destroy regardless.
+      if (!waited) client.destroy();
     },
   };
 }

@@ -41,8 +41,9 @@ export function storageUrlFromEnv(env: Record<string, string | undefined>, cwd: 
  */
 export function auditFromEnv(env: Record<string, string | undefined>): boolean {
   const v = env.PLANTGATE_AUDIT;
-  if (v === undefined || v === "" || v === "1") return true;
-  if (v === "0") return false;
+  // true/false as every other flag reads them.
+  if (v === undefined || v === "" || v === "1" || v === "true") return true;
+  if (v === "0" || v === "false") return false;
   throw new StorageConfigError("PLANTGATE_AUDIT must be 1 (keep security events) or 0");
 }
 

@@ -4,7 +4,7 @@
  * credentials get a token over the socket, and SIGTERM stops it.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -115,6 +115,12 @@ it(
     // The defaults are what is under test: no host override, no bootstrap client or user.
     for (const name of Object.keys(env)) if (name.startsWith("PLANTGATE_") || name === "HOST") delete env[name];
 
+    // A symlink already at the credentials path (pointing at a file of someone else's): the secret
+    // must not go through it, nor change that file.
+    const elsewhere = join(workDir, "elsewhere.txt");
+    writeFileSync(elsewhere, "not yours\n", { mode: 0o644 });
+    mkdirSync(join(workDir, "data"), { recursive: true });
+    symlinkSync(elsewhere, join(workDir, "data", "demo-credentials.txt"));
     let stderr = "";
     // detached: its own process group, so a failed run can be cleaned up completely (afterEach).
     const proc = spawn(tsx, [entry], { cwd: workDir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
@@ -124,6 +130,8 @@ it(
 
     const printed = await waitForStartup(proc, () => stderr);
     expect(printed).toMatchObject({ clientId: "demo-client", username: "demo" });
+    expect([readFileSync(elsewhere, "utf8"), statSync(elsewhere).mode & 0o777]).toEqual(["not yours\n", 0o644]);
+    expect(lstatSync(join(workDir, "data", "demo-credentials.txt")).isSymbolicLink()).toBe(false);
 
     const response = await fetch(printed.url + TOKEN_PATH, {
       method: "POST",
