@@ -1,4 +1,4 @@
-import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from "kysely";
+import { Kysely, MysqlDialect, PostgresDialect, sql, SqliteDialect } from "kysely";
 import { toStorageError } from "./errors.js";
 import { pgClientCache, type ListenClientConstructor, type PgClientCache, type PgClientCacheOptions } from "./pg-client-cache.js";
 import type { Database, SqlFamily } from "./schema.js";
@@ -37,7 +37,19 @@ export interface OpenSqlStorageOptions {
    * 1000 pages (SQLite's default), e.g. where threads are not wanted.
    */
   sqliteCheckpoints?: "thread" | "inline";
+  /**
+   * PostgreSQL and MySQL/MariaDB: how long one statement may wait for its answer, in ms (default
+   * 30000; `0`: no bound). Past it the call fails (`StorageError`, so 503) and its connection is
+   * dropped, not handed to the next caller: a server that stops answering (a network cut where
+   * packets vanish) cost a request forever before 2026-11-29, and left the pool's connections stuck
+   * after it came back. Migrations run on a connection of their own without this bound. MySQL: also
+   * how long a call waits for a free connection of the pool (PostgreSQL waits 10 s).
+   */
+  queryTimeoutMs?: number;
 }
+
+/** Default of {@link OpenSqlStorageOptions.queryTimeoutMs}. */
+export const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
 
 type Target = { family: "postgres" | "mysql"; url: string } | { family: "sqlite"; path: string };
 
@@ -57,6 +69,89 @@ export function parseStorageUrl(url: string): Target {
   if (scheme !== undefined) throw new TypeError(`unsupported database URL scheme "${scheme}:" (use postgres:, mysql:, mariadb: or sqlite:)`);
   if (url === "") throw new TypeError("empty database URL");
   return { family: "sqlite", path: url };
+}
+
+/**
+ * pg's `query_timeout` fails the query but leaves its connection as it is, and Kysely hands it back
+ * to the pool: the next statement on it waits behind the stuck one and times out too, for as long
+ * as the server stays silent, and after. The socket is destroyed instead, so the pool drops that
+ * connection at its release and opens a fresh one.
+ */
+function dropOnReadTimeout(client: { query: (...args: never[]) => unknown }): void {
+  const query = client.query;
+  client.query = function (this: unknown, ...args: never[]) {
+    const result = query.apply(this, args);
+    if (result !== null && typeof result === "object" && typeof (result as Promise<unknown>).then === "function") {
+      (result as Promise<unknown>).then(undefined, (error: unknown) => {
+        if (error instanceof Error && error.message === "Query read timeout") {
+          // Runs before Kysely's release (this handler was attached first): marked unusable now,
+          // so pg-pool removes it at that release rather than hand it out again.
+          const broken = client as { _queryable?: boolean; connection?: { stream?: { destroy(): void } } };
+          broken._queryable = false;
+          broken.connection?.stream?.destroy();
+        }
+      });
+    }
+    return result;
+  } as typeof client.query;
+}
+
+/** The part of a mysql2 callback pool Kysely's MysqlDialect calls. */
+interface MysqlCallbackPool {
+  getConnection(callback: (error: unknown, connection: MysqlCallbackConnection) => void): void;
+  end(callback: (error: unknown) => void): void;
+}
+interface MysqlCallbackConnection {
+  query(...args: unknown[]): unknown;
+  release(): void;
+  destroy?(): void;
+}
+
+/**
+ * A mysql2 pool with deadlines: a free connection within `timeoutMs` (mysql2 queues callers without
+ * end; a connection that comes later goes straight back), and each statement within `timeoutMs`
+ * (mysql2's per-query `timeout`, whose expiry closes that connection, so the pool opens another).
+ */
+function boundedMysqlPool(pool: unknown, timeoutMs: number): MysqlCallbackPool {
+  const inner = pool as MysqlCallbackPool;
+  const timed = new WeakSet<object>();
+  return {
+    getConnection(callback) {
+      let settled = false;
+      const timer = setTimeout(() => {
+        settled = true;
+        callback(new Error(`no free MySQL connection within ${timeoutMs} ms`), undefined as never);
+      }, timeoutMs);
+      inner.getConnection((error, connection) => {
+        if (settled) {
+          if (!error) connection.release();
+          return;
+        }
+        settled = true;
+        clearTimeout(timer);
+        if (error) return callback(error, connection);
+        if (!timed.has(connection)) {
+          timed.add(connection);
+          const query = connection.query.bind(connection);
+          connection.query = (sql: unknown, ...rest: unknown[]) => {
+            // A timed-out connection is taken out of the pool (mysql2 would hand it out again, and
+            // the next statement on it would wait without end), before the caller releases it.
+            const last = rest.length - 1;
+            const done = rest[last];
+            if (typeof done === "function") {
+              rest[last] = (error: unknown, ...results: unknown[]) => {
+                if ((error as { code?: unknown } | null)?.code === "PROTOCOL_SEQUENCE_TIMEOUT") (connection as { destroy?: () => void }).destroy?.();
+                return (done as (...args: unknown[]) => unknown)(error, ...results);
+              };
+            }
+            return query(typeof sql === "string" ? { sql, timeout: timeoutMs } : sql, ...rest);
+          };
+        }
+        callback(null, connection);
+      });
+    },
+    end: (callback) => inner.end(callback),
+  };
 }
 
 class DriverMissingError extends Error {
@@ -81,13 +176,23 @@ interface Opened {
   sqliteFile?: { path: string; writer: PragmaTarget };
 }
 
-async function openKysely(target: Target): Promise<Opened> {
+async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opened> {
   switch (target.family) {
     case "postgres": {
       const { default: pg } = await importDriver("pg", () => import("pg"));
       // Without a timeout a black-holed server would hang requests forever instead of failing
-      // them with 503. A connect_timeout in the URL still wins.
-      const pool = new pg.Pool({ connectionString: target.url, connectionTimeoutMillis: 10_000 });
+      // them with 503: connecting (10 s; a connect_timeout in the URL still wins), and each
+      // statement (queryTimeoutMs, its connection then dropped, see dropOnReadTimeout). keepAlive
+      // lets the kernel find a dead peer of an idle connection. A transaction its instance left
+      // open (its network cut mid-way) would hold its row locks for every other instance: the
+      // server ends a session idle in a transaction after 15 s (none of ours waits that long).
+      const pool = new pg.Pool({
+        connectionString: target.url,
+        connectionTimeoutMillis: 10_000,
+        keepAlive: true,
+        idle_in_transaction_session_timeout: 15_000,
+        ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}),
+      });
       // An idle client whose server went away emits 'error' on the pool; unhandled, that would
       // crash the process. The pool has already dropped the client and connects afresh next time.
       pool.on("error", () => {});
@@ -97,6 +202,7 @@ async function openKysely(target: Target): Promise<Opened> {
       // which the storage turns into a StorageError (503), and pg discards the broken client.
       pool.on("connect", (client) => {
         client.on("error", () => {});
+        if (queryTimeoutMs > 0) dropOnReadTimeout(client);
       });
       return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), listenClient: pg.Client as unknown as ListenClientConstructor };
     }
@@ -105,7 +211,9 @@ async function openKysely(target: Target): Promise<Opened> {
       // bigNumberStrings: BIGINT comes back as exact text, never a rounded number. Broken
       // connections are dropped from the pool by mysql2 itself.
       const pool = mysql.createPool({ uri: target.url, supportBigNumbers: true, bigNumberStrings: true });
-      return { db: new Kysely<Database>({ dialect: new MysqlDialect({ pool }) }) };
+      // The wrapper hands out mysql2's own connections, only their query bounded.
+      const bounded = queryTimeoutMs > 0 ? (boundedMysqlPool(pool, queryTimeoutMs) as unknown as typeof pool) : pool;
+      return { db: new Kysely<Database>({ dialect: new MysqlDialect({ pool: bounded }) }) };
     }
     case "sqlite": {
       const { default: BetterSqlite3 } = await importDriver("better-sqlite3", () => import("better-sqlite3"));
@@ -160,9 +268,13 @@ async function openKysely(target: Target): Promise<Opened> {
 export async function openSqlStorage(url: string, options: OpenSqlStorageOptions = {}): Promise<SqlStorage> {
   const target = parseStorageUrl(url);
   const family: SqlFamily = target.family;
+  const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
+  if (!Number.isSafeInteger(queryTimeoutMs) || queryTimeoutMs < 0 || queryTimeoutMs > 2_147_483_647) {
+    throw new RangeError("queryTimeoutMs must be an integer from 0 to 2147483647 (milliseconds)");
+  }
   let opened: Opened;
   try {
-    opened = await openKysely(target);
+    opened = await openKysely(target, queryTimeoutMs);
   } catch (e) {
     // e.g. a SQLite file in a missing directory; a missing driver package is not an outage.
     if (e instanceof DriverMissingError) throw e;
@@ -185,7 +297,25 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
   });
   if (options.migrate !== false) {
     try {
-      await storage.migrate();
+      if (target.family !== "sqlite" && queryTimeoutMs > 0) {
+        // A migration may rightly run longer than any one request's statement (an index built over
+        // millions of rows): on a pool of its own without the statement bound, closed after.
+        const unbounded = await openKysely(target, 0).catch((e: unknown) => {
+          throw e instanceof DriverMissingError ? e : toStorageError(e, family, "open");
+        });
+        try {
+          await createSqlStorage(unbounded.db, family).migrate();
+        } finally {
+          await unbounded.db.destroy().catch(() => {});
+        }
+        // The storage's own pool, used once here: Kysely sets up its driver on first use, and a
+        // close() before that would leave later calls free to set up a new pool and succeed.
+        await sql`select 1`.execute(opened.db).catch((e: unknown) => {
+          throw toStorageError(e, family, "open");
+        });
+      } else {
+        await storage.migrate();
+      }
     } catch (e) {
       await storage.close().catch(() => {});
       throw e;

@@ -1,0 +1,97 @@
+/**
+ * A database that stops answering (a network cut where packets vanish), through a TCP proxy this
+ * test can freeze: every statement fails within `queryTimeoutMs` (StorageError, so 503), its
+ * connection is dropped rather than handed to the next caller, and once the network is back the
+ * very next call is served. Before 2026-11-29 such a call never settled, and on PostgreSQL the pool
+ * stayed stuck after the network came back.
+ */
+import { createServer, connect as tcpConnect, type Server, type Socket } from "node:net";
+import { StorageError } from "@plantgate/core";
+import { afterAll, describe, expect, it } from "vitest";
+import { openSqlStorage, type SqlStorage } from "../src/index.js";
+import { describeIfReachable, mysqlEngine, MYSQL_URL, postgresEngine, POSTGRES_URL, probeMysql, probePostgres, type Engine, type FreshDatabase } from "./support.js";
+
+/** A proxy to `target` (host:port) that can drop everything in both directions while keeping its sockets open. */
+async function freezableProxy(target: URL): Promise<{ port: number; frozen: boolean; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const state = { frozen: false };
+  const server: Server = createServer((client) => {
+    const upstream = tcpConnect(Number(target.port), target.hostname);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => {});
+      s.on("close", () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.on("data", (chunk) => void (state.frozen || upstream.write(chunk)));
+    upstream.on("data", (chunk) => void (state.frozen || client.write(chunk)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  return {
+    port,
+    get frozen() {
+      return state.frozen;
+    },
+    set frozen(value: boolean) {
+      state.frozen = value;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function unresponsiveSuite(engine: Engine): void {
+  const cleanup: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+  });
+
+  it("a frozen server: each call fails within queryTimeoutMs as StorageError; back again, the next call is served (the timed-out connections dropped)", async () => {
+    const db: FreshDatabase = await engine.fresh();
+    cleanup.push(() => db.drop());
+    const proxy = await freezableProxy(new URL(db.url));
+    cleanup.push(() => proxy.close());
+    const viaProxy = new URL(db.url);
+    viaProxy.hostname = "127.0.0.1";
+    viaProxy.port = String(proxy.port);
+    const storage: SqlStorage = await openSqlStorage(viaProxy.toString(), { queryTimeoutMs: 600, clientCache: false });
+    cleanup.push(() => storage.close());
+    // Three connections open (the pool opens one per call waiting), so the frozen calls below each
+    // have one and meet the statement bound, not the 10 s connect bound of a new connection.
+    await Promise.all([storage.clients.get("nobody"), storage.accounts.findByUsername("nobody"), storage.revokedTokens.has("nothing")]);
+
+    proxy.frozen = true;
+    const started = performance.now();
+    const calls = await Promise.allSettled([storage.clients.get("a"), storage.accounts.findByUsername("b"), storage.revokedTokens.has("c")]);
+    const took = performance.now() - started;
+    for (const call of calls) {
+      expect(call.status).toBe("rejected");
+      expect((call as PromiseRejectedResult).reason).toBeInstanceOf(StorageError);
+    }
+    expect(took).toBeGreaterThanOrEqual(550);
+    expect(took).toBeLessThan(3000);
+
+    proxy.frozen = false;
+    // The connections that timed out are gone: fresh ones answer at once.
+    const back = performance.now();
+    expect(await storage.clients.get("nobody")).toBeNull();
+    expect(await storage.accounts.list(0, 1)).toEqual({ items: [], total: 0 });
+    expect(performance.now() - back).toBeLessThan(2000);
+  }, 30_000);
+}
+
+const pgProblem = await probePostgres();
+describeIfReachable("PostgreSQL stops answering", POSTGRES_URL, "PLANTGATE_TEST_POSTGRES_URL", pgProblem, () => {
+  describe("PostgreSQL stops answering", () => unresponsiveSuite(postgresEngine()));
+});
+const mysqlProblem = await probeMysql();
+describeIfReachable("MySQL/MariaDB stops answering", MYSQL_URL, "PLANTGATE_TEST_MYSQL_URL", mysqlProblem, () => {
+  describe("MySQL/MariaDB stops answering", () => unresponsiveSuite(mysqlEngine()));
+});
