@@ -96,6 +96,11 @@ function dropOnReadTimeout(client: { query: (...args: never[]) => unknown }): vo
   } as typeof client.query;
 }
 
+/** The server-side statement bound for a client deadline: a second under it (half of a short one). */
+function serverBoundMs(queryTimeoutMs: number): number {
+  return queryTimeoutMs > 2000 ? queryTimeoutMs - 1000 : Math.max(1, Math.floor(queryTimeoutMs / 2));
+}
+
 /** The part of a mysql2 callback pool Kysely's MysqlDialect calls. */
 interface MysqlCallbackPool {
   getConnection(callback: (error: unknown, connection: MysqlCallbackConnection) => void): void;
@@ -110,7 +115,8 @@ interface MysqlCallbackConnection {
 /**
  * A mysql2 pool with deadlines: a free connection within `timeoutMs` (mysql2 queues callers without
  * end; a connection that comes later goes straight back), and each statement within `timeoutMs`
- * (mysql2's per-query `timeout`, whose expiry closes that connection, so the pool opens another).
+ * (mysql2's per-query `timeout`; on its expiry the connection is destroyed here, so the pool opens
+ * another).
  */
 function boundedMysqlPool(pool: unknown, timeoutMs: number): MysqlCallbackPool {
   const inner = pool as MysqlCallbackPool;
@@ -190,7 +196,6 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
         connectionString: target.url,
         connectionTimeoutMillis: 10_000,
         keepAlive: true,
-        idle_in_transaction_session_timeout: 15_000,
         ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}),
       });
       // An idle client whose server went away emits 'error' on the pool; unhandled, that would
@@ -202,7 +207,16 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
       // which the storage turns into a StorageError (503), and pg discards the broken client.
       pool.on("connect", (client) => {
         client.on("error", () => {});
-        if (queryTimeoutMs > 0) dropOnReadTimeout(client);
+        if (queryTimeoutMs > 0) {
+          dropOnReadTimeout(client);
+          // The server's own bounds, under the client's: a statement that is slow or waits on a
+          // lock is cancelled by the server (its connection stays usable, nothing commits after
+          // the caller got its 503), and only a server gone silent meets the client's deadline.
+          // SET rather than startup parameters, which PgBouncer refuses. Queued before the
+          // caller's first statement on this connection.
+          const serverMs = serverBoundMs(queryTimeoutMs);
+          client.query(`SET statement_timeout = ${serverMs}; SET lock_timeout = ${serverMs}; SET idle_in_transaction_session_timeout = 15000`).catch(() => {});
+        }
       });
       return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), listenClient: pg.Client as unknown as ListenClientConstructor };
     }
@@ -211,6 +225,16 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
       // bigNumberStrings: BIGINT comes back as exact text, never a rounded number. Broken
       // connections are dropped from the pool by mysql2 itself.
       const pool = mysql.createPool({ uri: target.url, supportBigNumbers: true, bigNumberStrings: true });
+      if (queryTimeoutMs > 0) {
+        // The server's own bounds, under the client's deadline (see PostgreSQL above): lock waits
+        // (whole seconds) and, on MariaDB, any statement (max_statement_time; MySQL has no such
+        // variable and refuses it: ignored). Queued before the connection's first use.
+        const seconds = Math.max(1, Math.floor(serverBoundMs(queryTimeoutMs) / 1000));
+        pool.on("connection", (connection) => {
+          connection.query(`SET SESSION innodb_lock_wait_timeout = ${seconds}`, () => {});
+          connection.query(`SET SESSION max_statement_time = ${serverBoundMs(queryTimeoutMs) / 1000}`, () => {});
+        });
+      }
       // The wrapper hands out mysql2's own connections, only their query bounded.
       const bounded = queryTimeoutMs > 0 ? (boundedMysqlPool(pool, queryTimeoutMs) as unknown as typeof pool) : pool;
       return { db: new Kysely<Database>({ dialect: new MysqlDialect({ pool: bounded }) }) };

@@ -7,6 +7,8 @@
  */
 import { createServer, connect as tcpConnect, type Server, type Socket } from "node:net";
 import { StorageError } from "@plantgate/core";
+import mysql from "mysql2/promise";
+import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { openSqlStorage, type SqlStorage } from "../src/index.js";
 import { describeIfReachable, mysqlEngine, MYSQL_URL, postgresEngine, POSTGRES_URL, probeMysql, probePostgres, type Engine, type FreshDatabase } from "./support.js";
@@ -85,6 +87,60 @@ function unresponsiveSuite(engine: Engine): void {
     expect(await storage.accounts.list(0, 1)).toEqual({ items: [], total: 0 });
     expect(performance.now() - back).toBeLessThan(2000);
   }, 30_000);
+
+  it("a statement waiting on a lock is cancelled by the server under the client's deadline: StorageError, and nothing commits after it", async () => {
+    const db: FreshDatabase = await engine.fresh();
+    cleanup.push(() => db.drop());
+    const storage: SqlStorage = await openSqlStorage(db.url, { queryTimeoutMs: 3000, clientCache: false });
+    cleanup.push(() => storage.close());
+    const now = Date.now();
+    expect(await storage.attempts.increment("locked", now, 60_000)).toEqual({ key: "locked", count: 1, windowStart: now });
+    // Another session holds the row for 4.5 s.
+    const holder = await lockRow(engine, db.url);
+    try {
+      const started = performance.now();
+      const error = await storage.attempts.increment("locked", now, 60_000).then(() => null, (e: unknown) => e);
+      const took = performance.now() - started;
+      expect(error).toBeInstanceOf(StorageError);
+      // The server's bound (2 s) ended it, not the client's (3 s), so the connection is still good.
+      expect(took).toBeGreaterThanOrEqual(1800);
+      expect(took).toBeLessThan(2900);
+    } finally {
+      await holder.release();
+    }
+    // Nothing committed late: the count is still 1, and the next increment makes it 2.
+    expect(await storage.attempts.get("locked")).toEqual({ key: "locked", count: 1, windowStart: now });
+    expect(await storage.attempts.increment("locked", now, 60_000)).toEqual({ key: "locked", count: 2, windowStart: now });
+  }, 30_000);
+}
+
+/** Another session that locks the attempts row `locked` until released (at most 4.5 s). */
+async function lockRow(engine: Engine, url: string): Promise<{ release(): Promise<void> }> {
+  if (engine.family === "postgres") {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query("begin");
+    await client.query("select * from pg_attempts where attempt_key = 'locked' for update");
+    const timer = setTimeout(() => void client.query("rollback").catch(() => {}), 4500);
+    return {
+      release: async () => {
+        clearTimeout(timer);
+        await client.query("rollback").catch(() => {});
+        await client.end();
+      },
+    };
+  }
+  const connection = await mysql.createConnection(url);
+  await connection.query("begin");
+  await connection.query("select * from pg_attempts where attempt_key = 'locked' for update");
+  const timer = setTimeout(() => void connection.query("rollback").catch(() => {}), 4500);
+  return {
+    release: async () => {
+      clearTimeout(timer);
+      await connection.query("rollback").catch(() => {});
+      await connection.end();
+    },
+  };
 }
 
 const pgProblem = await probePostgres();
