@@ -1,6 +1,6 @@
 import { Kysely, MysqlDialect, PostgresDialect, sql, SqliteDialect } from "kysely";
 import { toStorageError } from "./errors.js";
-import { pgClientCache, type ListenClientConstructor, type PgClientCache, type PgClientCacheOptions } from "./pg-client-cache.js";
+import { CLOSE_WAIT_MS, pgClientCache, type ListenClientConstructor, type PgClientCache, type PgClientCacheOptions } from "./pg-client-cache.js";
 import type { Database, SqlFamily } from "./schema.js";
 import type { PragmaTarget, SqliteCheckpointer } from "./sqlite-checkpointer.js";
 import { sqliteFastPath, type SqliteFastPath } from "./sqlite-fast.js";
@@ -96,6 +96,31 @@ function dropOnReadTimeout(client: { query: (...args: never[]) => unknown }): vo
   } as typeof client.query;
 }
 
+/**
+ * A close that a server gone silent cannot hold: pg-pool's `end()` waits for every connection's
+ * polite end, which such a server never acknowledges (the example servers' SIGTERM then never
+ * exited). Past the wait, the pool's sockets are dropped (pg-pool's private `_clients`).
+ */
+function boundPgClose(storage: SqlStorage, pool: unknown): void {
+  const close = storage.close.bind(storage);
+  let closing: Promise<void> | undefined;
+  storage.close = () =>
+    (closing ??= (async () => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const done = close();
+      const finished = await Promise.race([
+        done.then(() => true, () => true),
+        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_WAIT_MS * 2))),
+      ]);
+      clearTimeout(timer);
+      if (!finished) {
+        for (const client of (pool as { _clients?: Array<{ connection?: { stream?: { destroy(): void } } }> })._clients ?? []) client.connection?.stream?.destroy();
+        // Ends once the dropped connections report it; not waited for past one more wait.
+        await Promise.race([done.catch(() => {}), new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref?.())]);
+      }
+    })());
+}
+
 /** The server-side statement bound for a client deadline: a second under it (half of a short one). */
 function serverBoundMs(queryTimeoutMs: number): number {
   return queryTimeoutMs > 2000 ? queryTimeoutMs - 1000 : Math.max(1, Math.floor(queryTimeoutMs / 2));
@@ -178,6 +203,8 @@ interface Opened {
   sqlite?: SqliteFastPath;
   /** PostgreSQL: `pg.Client`, for the client cache's listening connection. */
   listenClient?: ListenClientConstructor;
+  /** PostgreSQL: the pool, whose sockets a close past its wait drops. */
+  pgPool?: unknown;
   /** A SQLite file (not `:memory:`): its path and the writing connection, for the checkpoint worker. */
   sqliteFile?: { path: string; writer: PragmaTarget };
 }
@@ -218,7 +245,7 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
           client.query(`SET statement_timeout = ${serverMs}; SET lock_timeout = ${serverMs}; SET idle_in_transaction_session_timeout = 15000`).catch(() => {});
         }
       });
-      return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), listenClient: pg.Client as unknown as ListenClientConstructor };
+      return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), listenClient: pg.Client as unknown as ListenClientConstructor, pgPool: pool };
     }
     case "mysql": {
       const mysql = await importDriver("mysql2", () => import("mysql2"));
@@ -347,6 +374,7 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
   }
   // After migrating, so the first check finds the triggers; a failure only leaves it bypassed.
   await cache?.start();
+  if (opened.pgPool !== undefined) boundPgClose(storage, opened.pgPool);
   const file = opened.sqliteFile;
   if (file !== undefined && (options.sqliteCheckpoints ?? "thread") === "thread") return withCheckpointThread(storage, file);
   return storage;

@@ -69,6 +69,23 @@ interface ListenClient {
 /** `pg.Client`'s constructor, with the settings used here. */
 export type ListenClientConstructor = new (config: { connectionString: string; connectionTimeoutMillis: number; keepAlive: boolean }) => ListenClient;
 
+/** How long closing waits for a connection's polite end before it drops the socket. */
+export const CLOSE_WAIT_MS = 2000;
+
+/**
+ * `client.end()`, but a server that stopped answering never acknowledges it: past `ms` the socket
+ * is destroyed, so a shutdown goes on.
+ */
+export async function endWithin(client: { end(): Promise<void> }, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const ended = await Promise.race([
+    client.end().then(() => true, () => true),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
+  ]);
+  clearTimeout(timer);
+  if (!ended) (client as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+}
+
 // A comment names the listening connection's statements in pg_stat_activity.
 const MARK = "/* plantgate client cache */";
 const TRIGGERS_IN_PLACE = `select count(*)::int from pg_trigger where tgrelid = to_regclass('${TABLES.clients}') and tgname in (${CLIENT_TRIGGERS.map((t) => `'${t}'`).join(", ")}) and tgenabled <> 'D'`;
@@ -239,7 +256,7 @@ export function pgClientCache(Client: ListenClientConstructor, url: string, opti
       ready = null;
       probe = null;
       setListening(false);
-      await client?.end().catch(() => {});
+      if (client) await endWithin(client, CLOSE_WAIT_MS);
     },
   };
 }

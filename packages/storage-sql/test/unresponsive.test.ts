@@ -17,7 +17,9 @@ import { describeIfReachable, mysqlEngine, MYSQL_URL, postgresEngine, POSTGRES_U
 async function freezableProxy(target: URL): Promise<{ port: number; frozen: boolean; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
   const state = { frozen: false };
-  const server: Server = createServer((client) => {
+  // allowHalfOpen: a client's FIN is not answered by the proxy's own, so while frozen a polite
+  // close is never acknowledged, as over a dead network.
+  const server: Server = createServer({ allowHalfOpen: true }, (client) => {
     const upstream = tcpConnect(Number(target.port), target.hostname);
     for (const s of [client, upstream]) {
       sockets.add(s);
@@ -30,6 +32,8 @@ async function freezableProxy(target: URL): Promise<{ port: number; frozen: bool
     }
     client.on("data", (chunk) => void (state.frozen || upstream.write(chunk)));
     upstream.on("data", (chunk) => void (state.frozen || client.write(chunk)));
+    // A half-close is passed on only while the network works.
+    client.on("end", () => void (state.frozen || upstream.end()));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.address() as { port: number }).port;
@@ -86,6 +90,23 @@ function unresponsiveSuite(engine: Engine): void {
     expect(await storage.clients.get("nobody")).toBeNull();
     expect(await storage.accounts.list(0, 1)).toEqual({ items: [], total: 0 });
     expect(performance.now() - back).toBeLessThan(2000);
+  }, 30_000);
+
+  if (engine.family === "postgres") it("close() of a storage whose server stopped answering returns (its client cache's LISTEN connection and the pool's dropped after their wait)", async () => {
+    const db: FreshDatabase = await engine.fresh();
+    cleanup.push(() => db.drop());
+    const proxy = await freezableProxy(new URL(db.url));
+    cleanup.push(() => proxy.close());
+    const viaProxy = new URL(db.url);
+    viaProxy.hostname = "127.0.0.1";
+    viaProxy.port = String(proxy.port);
+    // The client cache on (the default): one more connection, LISTENing.
+    const storage: SqlStorage = await openSqlStorage(viaProxy.toString(), { queryTimeoutMs: 600 });
+    await Promise.all([storage.clients.get("nobody"), storage.accounts.findByUsername("nobody")]);
+    proxy.frozen = true;
+    const started = performance.now();
+    await storage.close();
+    expect(performance.now() - started).toBeLessThan(9000);
   }, 30_000);
 
   it("a statement waiting on a lock is cancelled by the server under the client's deadline: StorageError, and nothing commits after it", async () => {
