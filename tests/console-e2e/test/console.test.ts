@@ -183,16 +183,20 @@ for (const target of TARGETS) (present || CI ? describe : describe.skip)(`${name
 
   it("revokes a signing key that does not sign: none offered for the active key, a next key leaves the JWKS after a confirmation, a just-replaced key is refused with the reason", async () => {
     const rows = page.locator("#keys-body tr");
+    // The list reloads after the status line is set; on the Worker under CI load that can take past expect.poll's default second.
+    const slow = { timeout: 10_000 };
     const rowOf = async (status: string) => {
       for (const row of await rows.all()) if ((await row.locator('td[data-label="Status"]').textContent()) === status) return row;
       throw new Error(`no key row with status ${status}`);
     };
     const kidOf = async (row: Locator) => (await row.locator('td[data-label="Key ID"] code').textContent())!;
     expect(await (await rowOf("Active (signing)")).getByRole("button").count()).toBe(0);
+    const before = await rows.count();
 
     await page.getByRole("button", { name: "Rotate signing key", exact: true }).click();
     await page.getByRole("button", { name: "Rotate key", exact: true }).click();
-    await expect.poll(() => page.locator("#security-status").textContent()).toMatch(/^New signing key \S+ is published and signs from .+\.$/);
+    await expect.poll(() => page.locator("#security-status").textContent(), slow).toMatch(/^New signing key \S+ is published and signs from .+\.$/);
+    await expect.poll(() => rows.count(), slow).toBe(before + 1);
     const next = await kidOf(await rowOf("Next (published, not signing yet)"));
     const published = async () => ((await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
     expect(await published()).toContain(next);
@@ -203,8 +207,8 @@ for (const target of TARGETS) (present || CI ? describe : describe.skip)(`${name
     expect(await page.locator("#confirm-title").textContent()).toBe(`Revoke signing key ${next}?`);
     expect(await page.evaluate(() => document.activeElement?.id)).toBe("confirm-cancel");
     await page.getByRole("button", { name: "Revoke key", exact: true }).click();
-    await expect.poll(() => page.locator("#security-status").textContent()).toBe(`Signing key ${next} was revoked.`);
-    await expect.poll(() => rows.count()).toBe(count - 1);
+    await expect.poll(() => page.locator("#security-status").textContent(), slow).toBe(`Signing key ${next} was revoked.`);
+    await expect.poll(() => rows.count(), slow).toBe(count - 1);
     expect(await page.locator("#keys-body code").allTextContents()).not.toContain(next);
     expect(await published()).not.toContain(next);
 
@@ -213,13 +217,13 @@ for (const target of TARGETS) (present || CI ? describe : describe.skip)(`${name
     const replaced = await kidOf(await rowOf("Active (signing)"));
     await page.getByRole("button", { name: "Rotate now (suspected leak)" }).click();
     await page.getByRole("button", { name: "Rotate now", exact: true }).click();
-    await expect.poll(() => page.locator("#security-status").textContent()).toMatch(/^New signing key \S+ signs from now on\.$/);
-    await expect.poll(() => rows.count()).toBe(count);
+    await expect.poll(() => page.locator("#security-status").textContent(), slow).toMatch(/^New signing key \S+ signs from now on\.$/);
+    await expect.poll(() => rows.count(), slow).toBe(count);
     const retired = replaced;
     expect(await kidOf(await rowOf("Active (signing)"))).not.toBe(retired);
     await page.getByRole("button", { name: `Revoke signing key ${retired}` }).click();
     await page.getByRole("button", { name: "Revoke key", exact: true }).click();
-    await expect.poll(() => page.locator("#security-status").textContent()).toMatch(
+    await expect.poll(() => page.locator("#security-status").textContent(), slow).toMatch(
       new RegExp(`^signing key ${retired} may still sign on instances that have not re-read the keys since \\S+ took over \\(they do within a minute\\): revoke it from \\S+$`),
     );
     expect(await rows.count()).toBe(count);
