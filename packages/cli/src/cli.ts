@@ -11,7 +11,7 @@ import {
   type Plantgate,
 } from "@plantgate/core";
 import type { SqlStorage } from "@plantgate/storage-sql";
-import { openStorageFromEnv, StorageConfigError } from "@plantgate/storage-sql/env";
+import { auditFromEnv, openStorageFromEnv, StorageConfigError } from "@plantgate/storage-sql/env";
 import { openRedisHotStoresFromEnv, RedisConfigError, type OpenedRedisHotStores } from "@plantgate/storage-redis/env";
 
 /** Where the CLI reads and writes; injectable so tests run it in-process. */
@@ -155,7 +155,7 @@ const SERVER_SETTINGS: Readonly<Record<string, readonly string[]>> = {
 function checkServerSettings(command: string, env: CliIo["env"], serverDefaults: boolean): void {
   // With PLANTGATE_AUDIT=0 the store keeps no audit events; with PLANTGATE_SIGNING_KEY there is no stored key to rotate (refused below).
   const irrelevant = (name: string) =>
-    (name === "PLANTGATE_AUDIT_RETENTION_DAYS" && (env.PLANTGATE_AUDIT === "0" || env.PLANTGATE_AUDIT === "false")) || (command.startsWith("keys rotate") && (env.PLANTGATE_SIGNING_KEY ?? "") !== "");
+    (name === "PLANTGATE_AUDIT_RETENTION_DAYS" && !auditFromEnv(env)) || (command.startsWith("keys rotate") && (env.PLANTGATE_SIGNING_KEY ?? "") !== "");
   const missing = SERVER_SETTINGS[command]!.filter((name) => (env[name] ?? "") === "" && !irrelevant(name));
   if (missing.length === 0 || serverDefaults) return;
   const what = command === "prune" ? "what it deletes" : command === "keys rotate" ? "which old keys it deletes and when the new key signs" : "which old keys it deletes";

@@ -175,14 +175,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   // Compatibility dates before 2022-10-31 keep workerd's legacy URL parser, which throws on URLs
   // the standard one takes (`?q=%ZZ`): core parses request.url, and that would be a 500. Detected
   // once; only then is each request's URL checked first (a 400 instead).
-  const legacyUrlParser = (() => {
-    try {
-      new URL("http://localhost/?q=%ZZ");
-      return false;
-    } catch {
-      return true;
-    }
-  })();
+  const legacyUrlParser = !parsable("http://localhost/?q=%ZZ");
   const instanceFor = (env: PlantgateWorkerEnv): Promise<Plantgate> => {
     let instance = instances.get(env);
     if (!instance) {

@@ -1,6 +1,6 @@
 import { Kysely, MysqlDialect, PostgresDialect, sql, SqliteDialect } from "kysely";
 import { toStorageError } from "./errors.js";
-import { CLOSE_WAIT_MS, pgClientCache, type ListenClientConstructor, type PgClientCache, type PgClientCacheOptions } from "./pg-client-cache.js";
+import { CLOSE_WAIT_MS, destroyPgSocket, pgClientCache, settlesWithin, type ListenClientConstructor, type PgClientCache, type PgClientCacheOptions } from "./pg-client-cache.js";
 import type { Database, SqlFamily } from "./schema.js";
 import type { PragmaTarget, SqliteCheckpointer } from "./sqlite-checkpointer.js";
 import { sqliteFastPath, type SqliteFastPath } from "./sqlite-fast.js";
@@ -86,9 +86,8 @@ function dropOnReadTimeout(client: { query: (...args: never[]) => unknown }): vo
         if (error instanceof Error && error.message === "Query read timeout") {
           // Runs before Kysely's release (this handler was attached first): marked unusable now,
           // so pg-pool removes it at that release rather than hand it out again.
-          const broken = client as { _queryable?: boolean; connection?: { stream?: { destroy(): void } } };
-          broken._queryable = false;
-          broken.connection?.stream?.destroy();
+          (client as { _queryable?: boolean })._queryable = false;
+          destroyPgSocket(client);
         }
       });
     }
@@ -106,18 +105,11 @@ function boundPgClose(storage: SqlStorage, pool: unknown): void {
   let closing: Promise<void> | undefined;
   storage.close = () =>
     (closing ??= (async () => {
-      let timer: ReturnType<typeof setTimeout> | undefined;
       const done = close();
-      const finished = await Promise.race([
-        done.then(() => true, () => true),
-        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_WAIT_MS * 2))),
-      ]);
-      clearTimeout(timer);
-      if (!finished) {
-        for (const client of (pool as { _clients?: Array<{ connection?: { stream?: { destroy(): void } } }> })._clients ?? []) client.connection?.stream?.destroy();
-        // Ends once the dropped connections report it; not waited for past one more wait.
-        await Promise.race([done.catch(() => {}), new Promise((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref?.())]);
-      }
+      if (await settlesWithin(done, CLOSE_WAIT_MS * 2)) return;
+      for (const client of (pool as { _clients?: unknown[] })._clients ?? []) destroyPgSocket(client);
+      // Ends once the dropped connections report it; not waited for past one more wait.
+      await settlesWithin(done, CLOSE_WAIT_MS);
     })());
 }
 
@@ -256,10 +248,10 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
         // The server's own bounds, under the client's deadline (see PostgreSQL above): lock waits
         // (whole seconds) and, on MariaDB, any statement (max_statement_time; MySQL has no such
         // variable and refuses it: ignored). Queued before the connection's first use.
-        const seconds = Math.max(1, Math.floor(serverBoundMs(queryTimeoutMs) / 1000));
+        const serverMs = serverBoundMs(queryTimeoutMs);
         pool.on("connection", (connection) => {
-          connection.query(`SET SESSION innodb_lock_wait_timeout = ${seconds}`, () => {});
-          connection.query(`SET SESSION max_statement_time = ${serverBoundMs(queryTimeoutMs) / 1000}`, () => {});
+          connection.query(`SET SESSION innodb_lock_wait_timeout = ${Math.max(1, Math.floor(serverMs / 1000))}`, () => {});
+          connection.query(`SET SESSION max_statement_time = ${serverMs / 1000}`, () => {});
         });
       }
       // The wrapper hands out mysql2's own connections, only their query bounded.

@@ -72,18 +72,20 @@ export type ListenClientConstructor = new (config: { connectionString: string; c
 /** How long closing waits for a connection's polite end before it drops the socket. */
 export const CLOSE_WAIT_MS = 2000;
 
-/**
- * `client.end()`, but a server that stopped answering never acknowledges it: past `ms` the socket
- * is destroyed, so a shutdown goes on.
- */
-export async function endWithin(client: { end(): Promise<void> }, ms: number): Promise<void> {
+/** Whether `promise` settles (either way) within `ms`. */
+export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const ended = await Promise.race([
-    client.end().then(() => true, () => true),
+  const settled = await Promise.race([
+    promise.then(() => true, () => true),
     new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms))),
   ]);
   clearTimeout(timer);
-  if (!ended) (client as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+  return settled;
+}
+
+/** Drops a `pg` client's socket at once (its polite `end()` waits for a server that may never answer). */
+export function destroyPgSocket(client: unknown): void {
+  (client as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
 
 // A comment names the listening connection's statements in pg_stat_activity.
@@ -256,7 +258,8 @@ export function pgClientCache(Client: ListenClientConstructor, url: string, opti
       ready = null;
       probe = null;
       setListening(false);
-      if (client) await endWithin(client, CLOSE_WAIT_MS);
+      // A server that stopped answering never acknowledges the end: past the wait, the socket goes.
+      if (client && !(await settlesWithin(client.end(), CLOSE_WAIT_MS))) destroyPgSocket(client);
     },
   };
 }

@@ -58,15 +58,20 @@ function unresponsiveSuite(engine: Engine): void {
   afterAll(async () => {
     for (const step of cleanup.reverse()) await step().catch(() => {});
   });
-
-  it("a frozen server: each call fails within queryTimeoutMs as StorageError; back again, the next call is served (the timed-out connections dropped)", async () => {
-    const db: FreshDatabase = await engine.fresh();
-    cleanup.push(() => db.drop());
+  /** A freezable proxy in front of `db`, and `db`'s URL through it. */
+  const throughProxy = async (db: FreshDatabase) => {
     const proxy = await freezableProxy(new URL(db.url));
     cleanup.push(() => proxy.close());
     const viaProxy = new URL(db.url);
     viaProxy.hostname = "127.0.0.1";
     viaProxy.port = String(proxy.port);
+    return { proxy, viaProxy };
+  };
+
+  it("a frozen server: each call fails within queryTimeoutMs as StorageError; back again, the next call is served (the timed-out connections dropped)", async () => {
+    const db: FreshDatabase = await engine.fresh();
+    cleanup.push(() => db.drop());
+    const { proxy, viaProxy } = await throughProxy(db);
     const storage: SqlStorage = await openSqlStorage(viaProxy.toString(), { queryTimeoutMs: 600, clientCache: false });
     cleanup.push(() => storage.close());
     // Three connections open (the pool opens one per call waiting), so the frozen calls below each
@@ -95,11 +100,7 @@ function unresponsiveSuite(engine: Engine): void {
   if (engine.family === "postgres") it("close() of a storage whose server stopped answering returns (its client cache's LISTEN connection and the pool's dropped after their wait)", async () => {
     const db: FreshDatabase = await engine.fresh();
     cleanup.push(() => db.drop());
-    const proxy = await freezableProxy(new URL(db.url));
-    cleanup.push(() => proxy.close());
-    const viaProxy = new URL(db.url);
-    viaProxy.hostname = "127.0.0.1";
-    viaProxy.port = String(proxy.port);
+    const { proxy, viaProxy } = await throughProxy(db);
     // The client cache on (the default): one more connection, LISTENing.
     const storage: SqlStorage = await openSqlStorage(viaProxy.toString(), { queryTimeoutMs: 600 });
     await Promise.all([storage.clients.get("nobody"), storage.accounts.findByUsername("nobody")]);
