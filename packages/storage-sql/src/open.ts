@@ -128,10 +128,15 @@ interface MysqlCallbackConnection {
   release(): void;
   destroy?(): void;
 }
+/** What of a mysql2 connection a bounded close looks at: its socket. */
+interface MysqlSocketHolder {
+  stream?: { destroyed?: boolean; once(event: "close", listener: () => void): unknown; destroy(): void };
+}
 
 /**
- * A mysql2 pool with deadlines: a free connection within `timeoutMs` (mysql2 queues callers without
- * end; a connection that comes later goes straight back), and each statement within `timeoutMs`
+ * A mysql2 pool whose `end` a server gone silent cannot hold (always), with deadlines when
+ * `timeoutMs` is over 0: a free connection within `timeoutMs` (mysql2 queues callers without end;
+ * a connection that comes later goes straight back), and each statement within `timeoutMs`
  * (mysql2's per-query `timeout`; on its expiry the connection is destroyed here, so the pool opens
  * another).
  */
@@ -140,6 +145,7 @@ function boundedMysqlPool(pool: unknown, timeoutMs: number): MysqlCallbackPool {
   const timed = new WeakSet<object>();
   return {
     getConnection(callback) {
+      if (timeoutMs === 0) return inner.getConnection(callback);
       let settled = false;
       const timer = setTimeout(() => {
         settled = true;
@@ -173,8 +179,38 @@ function boundedMysqlPool(pool: unknown, timeoutMs: number): MysqlCallbackPool {
         callback(null, connection);
       });
     },
-    end: (callback) => inner.end(callback),
+    end: (callback) => void boundedMysqlEnd(pool, callback),
   };
+}
+
+/**
+ * mysql2's `end()` sends each connection a QUIT and calls back once every QUIT has started, which
+ * behind a statement the server never answers is never, and then leaves each socket open until the
+ * server closes it, which a server gone silent never does: the process could not exit (the example
+ * servers' SIGTERM). Here the pool's end waits 4 s, then every socket still open gets 2 s more to
+ * close and is dropped after; the callback runs once all are closed.
+ */
+async function boundedMysqlEnd(pool: unknown, callback: (error: unknown) => void): Promise<void> {
+  const all = (pool as { _allConnections?: { length: number; get(i: number): unknown } })._allConnections;
+  const connections: MysqlSocketHolder[] = [];
+  for (let i = 0; i < (all?.length ?? 0); i++) connections.push(all!.get(i) as MysqlSocketHolder);
+  let outcome: unknown = null;
+  const ended = new Promise<void>((resolve) =>
+    (pool as MysqlCallbackPool).end((error) => {
+      outcome = error;
+      resolve();
+    }),
+  );
+  const polite = await settlesWithin(ended, CLOSE_WAIT_MS * 2);
+  await Promise.all(
+    connections.map(async ({ stream }) => {
+      if (stream === undefined || stream.destroyed === true) return;
+      const closed = new Promise<void>((resolve) => stream.once("close", resolve));
+      if (!polite || !(await settlesWithin(closed, CLOSE_WAIT_MS))) stream.destroy();
+      await closed;
+    }),
+  );
+  callback(polite ? outcome : null);
 }
 
 class DriverMissingError extends Error {
@@ -246,16 +282,19 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
       const pool = mysql.createPool({ uri: target.url, supportBigNumbers: true, bigNumberStrings: true });
       if (queryTimeoutMs > 0) {
         // The server's own bounds, under the client's deadline (see PostgreSQL above): lock waits
-        // (whole seconds) and, on MariaDB, any statement (max_statement_time; MySQL has no such
-        // variable and refuses it: ignored). Queued before the connection's first use.
+        // (whole seconds) and, on MariaDB, any statement (max_statement_time) and a session left
+        // idle in a transaction for 15 s (idle_transaction_timeout: an instance cut off
+        // mid-transaction no longer holds its row locks until wait_timeout). MySQL has neither
+        // variable and refuses them: ignored. Queued before the connection's first use.
         const serverMs = serverBoundMs(queryTimeoutMs);
         pool.on("connection", (connection) => {
           connection.query(`SET SESSION innodb_lock_wait_timeout = ${Math.max(1, Math.floor(serverMs / 1000))}`, () => {});
           connection.query(`SET SESSION max_statement_time = ${serverMs / 1000}`, () => {});
+          connection.query("SET SESSION idle_transaction_timeout = 15", () => {});
         });
       }
-      // The wrapper hands out mysql2's own connections, only their query bounded.
-      const bounded = queryTimeoutMs > 0 ? (boundedMysqlPool(pool, queryTimeoutMs) as unknown as typeof pool) : pool;
+      // The wrapper hands out mysql2's own connections, only their query bounded, and bounds end().
+      const bounded = boundedMysqlPool(pool, queryTimeoutMs) as unknown as typeof pool;
       return { db: new Kysely<Database>({ dialect: new MysqlDialect({ pool: bounded }) }) };
     }
     case "sqlite": {

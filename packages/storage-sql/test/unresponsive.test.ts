@@ -7,20 +7,28 @@
  */
 import { createServer, connect as tcpConnect, type Server, type Socket } from "node:net";
 import { StorageError } from "@plantgate/core";
+import { sql } from "kysely";
 import mysql from "mysql2/promise";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { openSqlStorage, type SqlStorage } from "../src/index.js";
 import { describeIfReachable, mysqlEngine, MYSQL_URL, postgresEngine, POSTGRES_URL, probeMysql, probePostgres, type Engine, type FreshDatabase } from "./support.js";
 
-/** A proxy to `target` (host:port) that can drop everything in both directions while keeping its sockets open. */
-async function freezableProxy(target: URL): Promise<{ port: number; frozen: boolean; close(): Promise<void> }> {
+/**
+ * A proxy to `target` (host:port) that can drop everything in both directions while keeping its
+ * sockets open; `openClients` counts the connections whose client side has neither half-closed
+ * nor gone.
+ */
+async function freezableProxy(target: URL): Promise<{ port: number; frozen: boolean; readonly openClients: number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
+  const openClients = new Set<Socket>();
   const state = { frozen: false };
   // allowHalfOpen: a client's FIN is not answered by the proxy's own, so while frozen a polite
   // close is never acknowledged, as over a dead network.
   const server: Server = createServer({ allowHalfOpen: true }, (client) => {
     const upstream = tcpConnect(Number(target.port), target.hostname);
+    openClients.add(client);
+    for (const event of ["end", "close"]) client.once(event, () => openClients.delete(client));
     for (const s of [client, upstream]) {
       sockets.add(s);
       s.on("error", () => {});
@@ -44,6 +52,9 @@ async function freezableProxy(target: URL): Promise<{ port: number; frozen: bool
     },
     set frozen(value: boolean) {
       state.frozen = value;
+    },
+    get openClients() {
+      return openClients.size;
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -97,18 +108,38 @@ function unresponsiveSuite(engine: Engine): void {
     expect(performance.now() - back).toBeLessThan(2000);
   }, 30_000);
 
-  if (engine.family === "postgres") it("close() of a storage whose server stopped answering returns (its client cache's LISTEN connection and the pool's dropped after their wait)", async () => {
+  it("close() of a storage whose server stopped answering returns, and every connection of its is closed (dropped after the polite end's wait)", async () => {
     const db: FreshDatabase = await engine.fresh();
     cleanup.push(() => db.drop());
     const { proxy, viaProxy } = await throughProxy(db);
-    // The client cache on (the default): one more connection, LISTENing.
+    // On PostgreSQL the client cache on (the default): one more connection, LISTENing.
     const storage: SqlStorage = await openSqlStorage(viaProxy.toString(), { queryTimeoutMs: 600 });
     await Promise.all([storage.clients.get("nobody"), storage.accounts.findByUsername("nobody")]);
+    expect(proxy.openClients).toBeGreaterThanOrEqual(engine.family === "postgres" ? 2 : 1);
     proxy.frozen = true;
+    // One call still waiting on the frozen server when close() starts.
+    const pending = storage.clients.get("late").catch((e: unknown) => e);
     const started = performance.now();
     await storage.close();
     expect(performance.now() - started).toBeLessThan(9000);
+    // Each dropped socket's end reaches the proxy a moment after close() returns.
+    await expect.poll(() => proxy.openClients, { timeout: 1000 }).toBe(0);
+    expect(await pending).toBeInstanceOf(StorageError);
   }, 30_000);
+
+  it("each connection carries the server's own bounds (read back): statements and lock waits a second under queryTimeoutMs, a session idle in a transaction ended after 15 s", async () => {
+    const db: FreshDatabase = await engine.fresh();
+    cleanup.push(() => db.drop());
+    const storage: SqlStorage = await openSqlStorage(db.url, { queryTimeoutMs: 3000, clientCache: false });
+    cleanup.push(() => storage.close());
+    if (engine.family === "postgres") {
+      const { rows } = await sql<Record<string, string>>`select current_setting('statement_timeout') as statement, current_setting('lock_timeout') as lock, current_setting('idle_in_transaction_session_timeout') as idle`.execute(storage.db);
+      expect(rows).toEqual([{ statement: "2s", lock: "2s", idle: "15s" }]);
+    } else {
+      const { rows } = await sql<Record<string, unknown>>`select @@session.innodb_lock_wait_timeout as lockWait, @@session.max_statement_time as statement, @@session.idle_transaction_timeout as idle`.execute(storage.db);
+      expect(rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number(v)])))).toEqual([{ lockWait: 2, statement: 2, idle: 15 }]);
+    }
+  });
 
   it("a statement waiting on a lock is cancelled by the server under the client's deadline: StorageError, and nothing commits after it", async () => {
     const db: FreshDatabase = await engine.fresh();
