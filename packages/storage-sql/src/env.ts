@@ -1,7 +1,7 @@
 import { redactConnectionUrl } from "@plantgate/core";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { openSqlStorage, type SqlStorage } from "./index.js";
+import { DEFAULT_QUERY_TIMEOUT_MS, openSqlStorage, type SqlStorage } from "./index.js";
 
 /** Thrown when the storage environment is malformed or the database cannot be opened. */
 export class StorageConfigError extends Error {
@@ -70,10 +70,23 @@ export function sqliteCheckpointsFromEnv(env: Record<string, string | undefined>
 }
 
 /**
+ * Each PostgreSQL/MySQL statement's deadline in milliseconds (`openSqlStorage`'s `queryTimeoutMs`):
+ * `PLANTGATE_QUERY_TIMEOUT_MS`, default 30000; `0` turns it off; digits only, at most 2147483647.
+ */
+export function queryTimeoutFromEnv(env: Record<string, string | undefined>): number {
+  const v = env.PLANTGATE_QUERY_TIMEOUT_MS;
+  if (v === undefined || v === "") return DEFAULT_QUERY_TIMEOUT_MS;
+  const ms = /^[0-9]{1,10}$/.test(v) ? Number(v) : NaN;
+  if (!(ms <= 2_147_483_647)) throw new StorageConfigError("PLANTGATE_QUERY_TIMEOUT_MS must be a whole number of milliseconds from 0 (no deadline) to 2147483647");
+  return ms;
+}
+
+/**
  * Opens (and migrates) the store the environment names; see {@link storageUrlFromEnv}. It keeps
  * the audit trail unless `PLANTGATE_AUDIT=0` (see {@link auditFromEnv}); on PostgreSQL it caches
  * clients unless `PLANTGATE_CLIENT_CACHE=0` (see {@link clientCacheFromEnv}); a SQLite file's WAL
- * is checkpointed on a worker thread unless `PLANTGATE_SQLITE_CHECKPOINTS=inline`.
+ * is checkpointed on a worker thread unless `PLANTGATE_SQLITE_CHECKPOINTS=inline`; PostgreSQL and
+ * MySQL statements get `PLANTGATE_QUERY_TIMEOUT_MS` (see {@link queryTimeoutFromEnv}).
  * An unreachable database is a `StorageConfigError` naming the (password-free) URL.
  *
  * @example
@@ -88,6 +101,7 @@ export async function openStorageFromEnv(
   // A one-shot process (the CLI) passes false: nothing to cache, no listening connection to open.
   const clientCache = options.clientCache ?? clientCacheFromEnv(env);
   const sqliteCheckpoints = sqliteCheckpointsFromEnv(env);
+  const queryTimeoutMs = queryTimeoutFromEnv(env);
   try {
     if (url.startsWith("sqlite:")) {
       const file = url.slice("sqlite:".length);
@@ -97,7 +111,7 @@ export async function openStorageFromEnv(
       mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
       closeSync(openSync(file, "a", 0o600));
     }
-    const storage = await openSqlStorage(url, { migrate: options.migrate ?? true, audit, clientCache, sqliteCheckpoints });
+    const storage = await openSqlStorage(url, { migrate: options.migrate ?? true, audit, clientCache, sqliteCheckpoints, queryTimeoutMs });
     return Object.assign(storage, { display });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);

@@ -11,6 +11,7 @@ import { sql } from "kysely";
 import mysql from "mysql2/promise";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
+import { openStorageFromEnv } from "../src/env.js";
 import { openSqlStorage, type SqlStorage } from "../src/index.js";
 import { describeIfReachable, mysqlEngine, MYSQL_URL, postgresEngine, POSTGRES_URL, probeMysql, probePostgres, type Engine, type FreshDatabase } from "./support.js";
 
@@ -139,6 +140,23 @@ function unresponsiveSuite(engine: Engine): void {
       const { rows } = await sql<Record<string, unknown>>`select @@session.innodb_lock_wait_timeout as lockWait, @@session.max_statement_time as statement, @@session.idle_transaction_timeout as idle`.execute(storage.db);
       expect(rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, Number(v)])))).toEqual([{ lockWait: 2, statement: 2, idle: 15 }]);
     }
+  });
+
+  it("openStorageFromEnv gives each connection PLANTGATE_QUERY_TIMEOUT_MS (its server bound read back); 0 sets none", async () => {
+    const db: FreshDatabase = await engine.fresh();
+    cleanup.push(() => db.drop());
+    const read = async (value: string) => {
+      const storage = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: db.url, PLANTGATE_QUERY_TIMEOUT_MS: value, PLANTGATE_CLIENT_CACHE: "0" }, { cwd: process.cwd() });
+      try {
+        const query = engine.family === "postgres" ? sql<{ bound: string }>`select current_setting('statement_timeout') as bound` : sql<{ bound: string }>`select @@session.innodb_lock_wait_timeout as bound`;
+        return String((await query.execute(storage.db)).rows[0]?.bound);
+      } finally {
+        await storage.close();
+      }
+    };
+    expect(await read("5000")).toBe(engine.family === "postgres" ? "4s" : "4");
+    // No bound of ours: the server's own defaults (PostgreSQL none, MariaDB's 50 s lock wait).
+    expect(await read("0")).toBe(engine.family === "postgres" ? "0" : "50");
   });
 
   it("a statement waiting on a lock is cancelled by the server under the client's deadline: StorageError, and nothing commits after it", async () => {
