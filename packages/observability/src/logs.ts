@@ -3,6 +3,7 @@
  * member `event` (the event's type), errors and housekeeping with `msg`. Nothing here adds a
  * request body, a header or a credential; the `redact` list is a second line of defence.
  */
+import { fstatSync } from "node:fs";
 import { pino, type DestinationStream, type Logger as Pino, type LevelWithSilent } from "pino";
 import type { Logger, SecurityEvent } from "@plantgate/core";
 import { encodeEventLine, headBytes, sameKeys } from "./event-bytes.js";
@@ -91,9 +92,11 @@ const OWN_FORMAT = new WeakSet<Pino>();
  * cost about 2.2 µs a line against 1.2 µs here (micro-benchmark of a token.issued line, the line's
  * own building included). The block is written again once sonic-boom has written all of it (in
  * sync mode, before its write returns; it waits out EAGAIN), which keeps it in the CPU's caches;
- * if sonic-boom says it wrote less (its `write` events), the next lines go to a fresh block, since
- * it keeps the buffer to retry. The lines still held when the process exits are written before it
- * ends.
+ * if sonic-boom still holds some of it, the next lines go to a fresh block, since it keeps the
+ * buffer to retry. The lines still held when the process exits are written before it ends. On a
+ * pipe or socket the block goes out in writes of whole lines of at most 4096 bytes (see
+ * sendWholeLines). The writes block, as Node's own stdout does on pipes and files: a reader that
+ * stops reading stops the process once the pipe is full (the README says so).
  */
 function stdoutLines(): DestinationStream & EventBytes {
   let held = Buffer.allocUnsafeSlow(HOLD_BYTES);
@@ -101,9 +104,8 @@ function stdoutLines(): DestinationStream & EventBytes {
   let timer: ReturnType<typeof setTimeout> | null = null;
   // Registered before pino.destination registers its own exit flush, so it runs first.
   let out: ReturnType<typeof pino.destination> | null = null;
-  // Bytes handed to sonic-boom, and bytes it said it wrote (its `write` event): equal when it holds none of ours.
-  let handed = 0;
-  let written = 0;
+  // Whether stdout is a pipe or socket, which other processes may write to as well.
+  const shared = stdoutIsShared();
   // Set when stdout fails for good (a full disk, a closed terminal: EIO, ENOSPC; pino itself stops
   // at EPIPE): lines are dropped from then on. Before 2026-11-29 the error was thrown from the
   // holding timer (an uncaught exception), and the exit flush then retried the write forever: a
@@ -111,9 +113,12 @@ function stdoutLines(): DestinationStream & EventBytes {
   let broken = false;
   const send = (bytes: Buffer) => {
     if (broken) return;
-    handed += bytes.length;
     (out as unknown as { write(data: Buffer): boolean }).write(bytes);
   };
+  // Bytes sonic-boom still holds (its `_len`; not a number in another version: taken as some).
+  // Its `write` event tells only the first write of a flush, not the rest of a partial one: counted
+  // from those events, one partial write (a full pipe) meant a fresh block on every flush for good.
+  const pending = () => (out as unknown as { _len?: unknown } | null)?._len ?? -1;
   const release = () => {
     if (timer !== null) clearTimeout(timer);
     timer = null;
@@ -121,11 +126,26 @@ function stdoutLines(): DestinationStream & EventBytes {
     if (used === 0 || out === null) return;
     const bytes = held.subarray(0, used);
     used = 0;
-    send(bytes);
+    if (shared) sendWholeLines(bytes);
+    else send(bytes);
     // In sync mode sonic-boom has written the bytes when write returns, and the block is written
     // again from its start (a fresh block every time was memory no cache held). If sonic-boom still
     // holds any of them (a write failed, or a destination that writes later), a fresh block.
-    if (written !== handed) held = Buffer.allocUnsafeSlow(HOLD_BYTES);
+    if (pending() !== 0) held = Buffer.allocUnsafeSlow(HOLD_BYTES);
+  };
+  // A pipe or socket may have other writers (cluster workers, processes under one supervisor): the
+  // kernel keeps a write whole only up to PIPE_BUF (4096 bytes on Linux), so the held lines go out in
+  // writes of whole lines of at most that size, each line in one piece (a longer line goes alone).
+  // Before 2026-11-29 a 64 KiB write could be torn by another process's, leaving two broken lines.
+  const sendWholeLines = (bytes: Buffer) => {
+    let start = 0;
+    while (bytes.length - start > PIPE_BUF) {
+      const cut = bytes.lastIndexOf(0x0a, start + PIPE_BUF - 1);
+      const end = cut >= start ? cut + 1 : bytes.indexOf(0x0a, start + PIPE_BUF) + 1 || bytes.length;
+      send(bytes.subarray(start, end));
+      start = end;
+    }
+    if (start < bytes.length) send(bytes.subarray(start));
   };
   process.once("exit", () => {
     release();
@@ -137,9 +157,6 @@ function stdoutLines(): DestinationStream & EventBytes {
     }
   });
   out = pino.destination({ dest: 1, sync: true, contentMode: "buffer" });
-  out.on("write", (n: number) => {
-    written += n;
-  });
   const stream = out;
   stream.on("error", (error: NodeJS.ErrnoException) => {
     if (broken) return;
@@ -186,6 +203,19 @@ function stdoutLines(): DestinationStream & EventBytes {
  */
 const EVENT_BYTES = Symbol("plantgate.eventLineBytes");
 type EventBytes = { [EVENT_BYTES](head: Uint8Array, event: Record<string, unknown>): boolean };
+
+/** The most bytes a pipe keeps in one piece when several processes write to it (POSIX's minimum; Linux's too). */
+const PIPE_BUF = 4096;
+
+/** Whether fd 1 is a pipe or a socket (not a file or terminal); false when it cannot be told. */
+function stdoutIsShared(): boolean {
+  try {
+    const stat = fstatSync(1);
+    return stat.isFIFO() || stat.isSocket();
+  } catch {
+    return false;
+  }
+}
 
 /** Room below which an event line starts a fresh held block. */
 const EVENT_ROOM = 4096;

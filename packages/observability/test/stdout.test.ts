@@ -55,6 +55,56 @@ describe("stdout lines", { timeout: 30_000 }, () => {
     expect(got.map((l) => [l.id, l.jti, l.event_time])).toEqual(Array.from({ length: 20_000 }, (_, i) => [`id-${i}`, `j${i}`, 1767225600000 + i]));
   });
 
+  it("two processes writing to one pipe (cluster workers, one supervisor): every line arrives whole while the reader stalls and the pipe fills", async () => {
+    // Each child's stdout is the same FIFO, read by cat, whose output this test reads and stalls.
+    const child = (n: string) => `${JSON.stringify(process.execPath)} --import tsx ${JSON.stringify(FIXTURE)} 20000 exit ascii ${n}`;
+    const shell = spawn("sh", ["-c", `(${child("A")} & ${child("B")} & wait) | cat`], { stdio: ["ignore", "pipe", "pipe"] });
+    const chunks: Buffer[] = [];
+    shell.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
+    for (let stall = 0; stall < 4; stall++) {
+      await new Promise((r) => setTimeout(r, 150));
+      shell.stdout.pause();
+      await new Promise((r) => setTimeout(r, 150));
+      shell.stdout.resume();
+    }
+    const code = await new Promise<number | null>((resolve) => shell.once("close", resolve));
+    expect(code).toBe(0);
+    const lines = Buffer.concat(chunks).toString("utf8").split("\n").filter(Boolean);
+    // Before 2026-11-29 a 64 KiB write of one could be torn by the other's: broken JSON lines.
+    const torn = lines.filter((line) => {
+      try {
+        JSON.parse(line);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    expect(torn.slice(0, 2)).toEqual([]);
+    const ids = lines.map((line) => (JSON.parse(line) as { id: string }).id);
+    for (const who of ["A", "B"]) expect(ids.filter((id) => id.startsWith(who))).toEqual(Array.from({ length: 20_000 }, (_, i) => `${who}id-${i}`));
+  });
+
+  it("a reader that stalls now and then does not make the writer take a fresh held block for every write after (the block is reused once sonic-boom holds none of it)", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", FIXTURE, "40000", "exit", "ascii", "", "allocs"], { stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    let bytes = 0;
+    child.stdout.on("data", (chunk: Buffer) => (bytes += chunk.length));
+    for (let stall = 0; stall < 3; stall++) {
+      await new Promise((r) => setTimeout(r, 100));
+      child.stdout.pause();
+      await new Promise((r) => setTimeout(r, 100));
+      child.stdout.resume();
+    }
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+    expect(code).toBe(0);
+    // About 12 MB, some 190 blocks' worth: a fresh block a flush after the first stall would be
+    // well over 100 of them; a few are taken while sonic-boom waits out a full pipe.
+    expect(bytes).toBeGreaterThan(11_000_000);
+    const blocks = Number(/^blocks (\d+)$/m.exec(stderr)?.[1]);
+    expect(blocks).toBeLessThan(20);
+  });
+
   it("lines of 1- to 4-byte UTF-8 characters, some far longer than the bytes held at once, arrive whole and in order", async () => {
     const { child, lines } = run(400, "exit", "wide");
     const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
