@@ -10,7 +10,7 @@ import { openApiResponse } from "./api/openapi.js";
 import { ApiError, ApiErrorCode, OAuthError } from "./errors/index.js";
 import { readJsonBody } from "./http/api-json.js";
 import { requireBearer, withBearerRead } from "./http/bearer.js";
-import { readOAuthForm } from "./http/oauth-form.js";
+import { readOAuthForm, TOKEN_PARAMETERS, TOKEN_QUERY_PARAMETERS } from "./http/oauth-form.js";
 import type { HandleInfo } from "./http/handle-info.js";
 import { resolveClientIp } from "./security/client-ip.js";
 import { errorResponse, json, NO_STORE, toResponse, type PlainResponse } from "./http/respond.js";
@@ -98,10 +98,10 @@ function route(surface: Route["surface"], methods: Record<string, Handler>): Rou
 const METADATA_PATH = "/.well-known/oauth-authorization-server";
 
 /** A client-authenticated form endpoint (token, revocation, introspection): POST only. */
-function formRoute(endpoint: ClientFormEndpoint): Route {
+function formRoute(endpoint: ClientFormEndpoint, recognized: ReadonlySet<string>): Route {
   return route("oauth", {
     POST: async (ctx, urls, request, clientIp, info, note) => {
-      const form = await readOAuthForm(ctx, request, info);
+      const form = await readOAuthForm(ctx, request, info, recognized);
       if (note) note.grantType = form.get("grant_type");
       return endpoint(ctx, urls, form, request.headers.get("authorization"), clientIp);
     },
@@ -110,9 +110,9 @@ function formRoute(endpoint: ClientFormEndpoint): Route {
 
 /** Path (relative to the base path) -> route. A Map for the same reason as {@link Route.methods}. */
 const ROUTES: ReadonlyMap<string, Route> = new Map([
-  [TOKEN_PATH, formRoute(tokenEndpoint)],
-  [REVOCATION_PATH, formRoute(revocationEndpoint)],
-  [INTROSPECTION_PATH, formRoute(introspectionEndpoint)],
+  [TOKEN_PATH, formRoute(tokenEndpoint, TOKEN_PARAMETERS)],
+  [REVOCATION_PATH, formRoute(revocationEndpoint, TOKEN_QUERY_PARAMETERS)],
+  [INTROSPECTION_PATH, formRoute(introspectionEndpoint, TOKEN_QUERY_PARAMETERS)],
   [
     "/plants",
     route("api", {

@@ -283,6 +283,16 @@ describe("RFC 7662 introspection", () => {
       }),
     );
     await expectTokenError(repeated, 400, { error: "invalid_request", error_description: "Parameters must not be repeated: token." });
+    // RFC 6749 §3.2: a parameter introspection does not know (a token request's) is ignored, repeated or not.
+    const ignored = await h.app.fetch(
+      new Request(INTROSPECT, {
+        method: "POST",
+        headers: { "content-type": FORM, authorization: basic(h.clientId, h.clientSecret) },
+        body: `token=${token}&scope=a&scope=b&grant_type=x&grant_type=y`,
+      }),
+    );
+    expect(ignored.status).toBe(200);
+    expect(((await ignored.json()) as { active: unknown }).active).toBe(true);
   });
 });
 

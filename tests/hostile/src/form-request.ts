@@ -430,7 +430,18 @@ export async function buildFormRequest(world: World, spec: FormSpec, path: strin
 // The oracle: decides from the bytes actually sent (not from the spec) whether the credentials in
 // them are good. It is written from RFC 6749 (§2.3.1, App. B, §3.2, §4.3, §4.4, §6), not from core.
 
-export function parseFormStrict(bytes: Uint8Array): Map<string, string> | null {
+/** Client authentication in the body: RFC 6749 §2.3.1, RFC 7523 §2.2. */
+const CLIENT_AUTH_PARAMETERS = ["client_id", "client_secret", "client_assertion_type", "client_assertion"];
+/** The token request's parameters (RFC 6749 §4.3.2, §4.4.2, §6) and client authentication. */
+export const TOKEN_REQUEST_PARAMETERS: ReadonlySet<string> = new Set(["grant_type", "username", "password", "scope", "refresh_token", ...CLIENT_AUTH_PARAMETERS]);
+/** Revocation's (RFC 7009 §2.1) and introspection's (RFC 7662 §2.1) parameters and client authentication. */
+export const TOKEN_QUERY_PARAMETERS: ReadonlySet<string> = new Set(["token", "token_type_hint", ...CLIENT_AUTH_PARAMETERS]);
+
+/**
+ * The form, or null when it is not valid: not UTF-8, a malformed escape, or a parameter of the
+ * endpoint (`recognized`) given twice; any other parameter is ignored, repeated or not (§3.2).
+ */
+export function parseFormStrict(bytes: Uint8Array, recognized: ReadonlySet<string>): Map<string, string> | null {
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
@@ -451,8 +462,12 @@ export function parseFormStrict(bytes: Uint8Array): Map<string, string> | null {
     } catch {
       return null;
     }
-    // RFC 6749 §3.2: request parameters MUST NOT be included more than once.
-    if (seen.has(name)) return null;
+    // RFC 6749 §3.2: request parameters MUST NOT be included more than once; the server MUST
+    // ignore unrecognized ones.
+    if (seen.has(name)) {
+      if (recognized.has(name)) return null;
+      continue;
+    }
     seen.add(name);
     if (value !== "") out.set(name, value);
   }
@@ -501,12 +516,15 @@ export interface Entitlement {
   familyScope?: string[];
 }
 
-/** The client a well-formed form POST authenticates as (its secret checked against the world's), with the form; else null. */
-export function authenticated(world: World, sent: Sent): { client: World["clients"][number]; form: Map<string, string> } | null {
+/**
+ * The client a well-formed form POST to an endpoint whose parameters are `recognized` authenticates
+ * as (its secret checked against the world's), with the form; else null.
+ */
+export function authenticated(world: World, sent: Sent, recognized: ReadonlySet<string>): { client: World["clients"][number]; form: Map<string, string> } | null {
   if (sent.method !== "POST" || sent.body === null) return null;
   const type = (sent.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded") return null;
-  const form = parseFormStrict(sent.body);
+  const form = parseFormStrict(sent.body, recognized);
   if (!form) return null;
   const presented = presentedClient(sent, form);
   if (!presented) return null;
@@ -516,7 +534,7 @@ export function authenticated(world: World, sent: Sent): { client: World["client
 }
 
 export async function entitlement(world: World, sent: Sent): Promise<Entitlement | null> {
-  const auth = authenticated(world, sent);
+  const auth = authenticated(world, sent, TOKEN_REQUEST_PARAMETERS);
   if (!auth) return null;
   const { client, form } = auth;
   const grant = form.get("grant_type");
@@ -542,7 +560,7 @@ export async function entitlement(world: World, sent: Sent): Promise<Entitlement
  */
 export async function replayedFamily(world: World, sent: Sent): Promise<string | null> {
   if (sent.body === null) return null;
-  const form = parseFormStrict(sent.body);
+  const form = parseFormStrict(sent.body, TOKEN_REQUEST_PARAMETERS);
   const token = form?.get("refresh_token");
   if (!form || token === undefined || form.get("grant_type") !== "refresh_token") return null;
   const record = await world.refreshRecord(token);

@@ -10,7 +10,7 @@
  * jti) and nothing else.
  */
 import { expect, it } from "vitest";
-import { authenticated, buildFormRequest, formSpecArbFor, isPristine, type FormSpec } from "../src/form-request.js";
+import { authenticated, buildFormRequest, formSpecArbFor, isPristine, TOKEN_QUERY_PARAMETERS, type FormSpec } from "../src/form-request.js";
 import { fail, logsAreClean, noServerError, oauthError, read, withStoreCheck, type Answer } from "../src/invariants.js";
 import { bump, runChunked, summary } from "../src/run.js";
 import { COVERAGE_CHECKS, RUNS } from "../src/settings.js";
@@ -44,7 +44,7 @@ async function known(world: World, token: string | undefined) {
 
 async function property(path: string, world: World, spec: FormSpec, tally: import("../src/run.js").Tally): Promise<number> {
   const { request, sent } = await buildFormRequest(world, spec, path);
-  const auth = authenticated(world, sent);
+  const auth = authenticated(world, sent, TOKEN_QUERY_PARAMETERS);
   const token = auth?.form.get("token");
   const what = await known(world, token);
   const now = world.clock.now;

@@ -723,6 +723,8 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
         apiError(await postPlant(tk, body, "application/x-www-form-urlencoded"), 400, 1008, "The body must be application/json.");
         apiError(await postPlant(tk, new TextEncoder().encode(body), null), 400, 1008, "The body must be application/json.");
         apiError(await postPlant(tk, body, "application/json; charset=latin1"), 400, 1008, "The body must be UTF-8 JSON.");
+        // The charset given twice (a proxy may read the other one): refused, whichever the values.
+        apiError(await postPlant(tk, body, "application/json; charset=utf-8; charset=latin1"), 400, 1008, "The body must be UTF-8 JSON.");
       });
 
       it("a body just over the limit: 400 1007", async () => {

@@ -99,10 +99,19 @@ export function mediaType(request: Request): string | null {
   return value.split(";")[0]!.trim().toLowerCase();
 }
 
-/** The `charset` parameter of Content-Type, lower-cased; null when absent. */
+/**
+ * The `charset` parameter of Content-Type, lower-cased; null when absent. Given twice, both values
+ * joined by ",", which names no charset, so the request is refused: a proxy reading the other one
+ * could take the body for another text (before 2026-11-29 the first was read, see mediaType).
+ */
 export function charset(request: Request): string | null {
   const value = request.headers.get("content-type");
   if (value === null) return null;
-  const m = /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(value);
-  return m ? m[1]!.toLowerCase() : null;
+  CHARSET.lastIndex = 0;
+  const m = CHARSET.exec(value);
+  if (m === null) return null;
+  const again = CHARSET.exec(value);
+  CHARSET.lastIndex = 0;
+  return (again === null ? m[1]! : `${m[1]!},${again[1]!}`).toLowerCase();
 }
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/gi;
