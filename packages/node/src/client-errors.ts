@@ -8,14 +8,52 @@ const ANSWERS = {
   malformed: [400, "Bad Request", "The request cannot be processed."],
 } as const;
 
-function refuse(socket: Duplex & { bytesWritten?: number }, [status, reason, description]: readonly [number, string, string]): void {
-  // Only before anything of an answer went out (a pipelined request's parse error may come after one).
-  if (socket.writable && (socket.bytesWritten ?? 0) === 0) {
+/** Sockets already refused: Node reports each later chunk of such a connection as another error. */
+const refused = new WeakSet<Duplex>();
+
+/** What of Node's socket, its answer in flight and its parser this reads. */
+type HttpSocket = Duplex & {
+  _httpMessage?: (NodeJS.EventEmitter & { _headerSent?: boolean; req?: unknown }) | null;
+  parser?: { incoming?: { complete?: boolean } | null } | null;
+};
+
+function refuse(socket: HttpSocket, [status, reason, description]: readonly [number, string, string]): void {
+  // Node's parser fails again on every later chunk: the answer is already out, and a destroy here
+  // with the client's upload unread was a reset that could destroy it (before 2026-11-29).
+  if (refused.has(socket)) return;
+  refused.add(socket);
+  if (!socket.writable) return void socket.destroy();
+  // What the client is still sending is read and dropped, so that the close is not a reset that
+  // destroys an answer; the client's own end closes it.
+  const drain = () => {
+    socket.removeAllListeners("data");
+    socket.on("data", () => {});
+    socket.once("end", () => socket.destroy());
+    socket.resume();
+    // A client that never reads, or never stops sending, must not hold the socket.
+    setTimeout(() => socket.destroy(), 5_000).unref();
+  };
+  const inFlight = socket._httpMessage;
+  // The refused request's own answer, not begun: the refusal takes its place. (The parser's
+  // request is the refused one only while incomplete: a failure in a pipelined request's headers
+  // leaves the one before, complete, in its place.)
+  const own = inFlight != null && inFlight.req !== undefined && inFlight.req === socket.parser?.incoming && socket.parser.incoming?.complete === false;
+  if (inFlight == null || (own && inFlight._headerSent !== true)) {
+    // Before 2026-11-29 this ran only while nothing had been written on the connection: a
+    // keep-alive connection's later request was closed without an answer, and a refused request
+    // behind one whose answer was still to come had its refusal sent in that answer's place.
     const body = JSON.stringify({ error: "invalid_request", error_description: description });
     socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncache-control: no-store\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
-    // A client that never reads must not hold the socket: end() waits for the write to drain.
-    setTimeout(() => socket.destroy(), 5_000).unref();
-  } else socket.destroy();
+    drain();
+  } else {
+    // An answer is on its way (an earlier request's, or this one's already begun): it goes out
+    // whole, then the connection closes, which tells the client to send the refused request again
+    // if it wants to (RFC 9112 §9.6). Node's socket timeout still bounds it.
+    inFlight.once("finish", () => {
+      socket.end();
+      drain();
+    });
+  }
 }
 
 /**
