@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, unavailableResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { plantgate } from "@plantgate/express";
 import { answerMalformedRequests, nodeCrypto, schedulePrune, SERVE_DEFAULTS } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
@@ -134,7 +134,9 @@ export async function startExpressServer(
   // plantgate first: it reads the raw body itself, so no body parser may run before it.
   expressApp.use(mount || "/", (req, res, next) => {
     if (handler) return handler(req, res, next);
-    res.status(503).set("retry-after", "1").json({ error: 1503, message: "The server is starting; retry shortly." });
+    // In the shape of the request's endpoint: OAuth's on the token, revocation and introspection paths.
+    const answer = unavailableResponse(req.originalUrl.split("?")[0]!, "The server is starting; retry shortly.", 1);
+    res.status(answer.status).set(answer.headers).end(answer.body === null ? undefined : Buffer.from(answer.body));
   });
   // The app's own routes; a body parser here is fine because plantgate is mounted before it.
   expressApp.use(express.json());

@@ -4,6 +4,7 @@ import {
   createPlantgate,
   optionsFromEnv,
   pruneIntervalFromEnv,
+  unavailableResponse,
   type PlainResponse,
   type Plantgate,
   type PlantgateOptions,
@@ -66,15 +67,9 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** The answer while start-up provisioning is still running (a few milliseconds). */
-const STARTING = new TextEncoder().encode(JSON.stringify({ error: 1503, message: "The server is starting; retry shortly." }));
-
-function starting(): PlainResponse {
-  return {
-    status: 503,
-    headers: { "content-type": "application/json", "content-length": String(STARTING.byteLength), "retry-after": "1" },
-    body: STARTING,
-  };
+/** The answer while start-up provisioning is still running (a few milliseconds), in the shape of the request's endpoint. */
+function startingResponse(request: Request): PlainResponse {
+  return unavailableResponse(new URL(request.url).pathname, "The server is starting; retry shortly.", 1);
 }
 
 function fail(message: string): never {
@@ -136,7 +131,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
     running = await serve(
       {
         // What the Node listener calls: plain status/headers/bytes, no Web Response per request.
-        handle: async (request: Request, info?: HandleInfo) => (app ? app.handle(request, info) : starting()),
+        handle: async (request: Request, info?: HandleInfo) => (app ? app.handle(request, info) : startingResponse(request)),
       },
       { port: port(env.PORT), host },
     );

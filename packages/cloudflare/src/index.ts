@@ -24,7 +24,7 @@
  * `scheduled()` is the housekeeping: give the Worker a cron trigger (`[triggers] crons = ["0 * * * *"]`
  * in wrangler.toml) and each run calls `admin.prune()` and logs the counts.
  */
-import { applyBootstrap, bootstrapFromEnv, ConfigError, createPlantgate, isIpAddress, optionsFromEnv, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, ConfigError, createPlantgate, isIpAddress, optionsFromEnv, unavailableResponse, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
@@ -196,10 +196,9 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     } catch (error) {
       // The message and its cause (a D1 error under a StorageError), never a request's content.
       logger.error("plantgate worker failed to start", { error: describeFailure(error) });
-      return new Response(JSON.stringify({ error: 1503, message: "The service is temporarily unavailable; retry later." }), {
-        status: 503,
-        headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", "retry-after": "5" },
-      });
+      // In the shape of the request's endpoint: OAuth's on the token, revocation and introspection paths.
+      const answer = unavailableResponse(pathnameOf(request.url), "The service is temporarily unavailable; retry later.");
+      return new Response(answer.body as Uint8Array<ArrayBuffer>, { status: answer.status, headers: answer.headers });
     }
     if (legacyUrlParser && !parsable(request.url)) {
       // As @plantgate/node's listener answers a request a Web Request cannot carry.
@@ -261,6 +260,15 @@ function parsable(url: string): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** The path of a request's URL; "" when the URL does not parse (the legacy URL class refuses some). */
+function pathnameOf(url: string): string {
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return "";
   }
 }
 

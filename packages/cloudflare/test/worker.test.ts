@@ -62,14 +62,27 @@ function recording(target: D1DatabaseLike): { binding: D1DatabaseLike; queries: 
 }
 
 describe("createWorker", () => {
-  it("answers 503 with an API error body when env has no D1 binding, and retries on the next request", async () => {
+  it("answers 503 when env has no D1 binding (an API error body; on the OAuth endpoints an OAuth one), and retries on the next request", async () => {
     const errors: unknown[] = [];
     const worker = createWorker({ logger: { error: (m, c) => void errors.push([m, c]), warn: () => {} } });
     const env: Record<string, unknown> = {};
     const res = await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env);
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("5");
+    expect(res.headers.get("cache-control")).toBe("no-store");
     expect(await res.json()).toEqual({ error: 1503, message: "The service is temporarily unavailable; retry later." });
+    // The OAuth endpoints answer in their own shape (RFC 6749 §5.2), with no-store and no-cache.
+    for (const path of ["/UserService/connect/token", "/UserService/connect/revocation", "/UserService/connect/introspect"]) {
+      const oauth = await worker.fetch(new Request(`http://worker.test${path}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "grant_type=client_credentials" }), env);
+      expect([path, oauth.status, oauth.headers.get("retry-after"), oauth.headers.get("cache-control"), oauth.headers.get("pragma"), await oauth.json()]).toEqual([
+        path,
+        503,
+        "5",
+        "no-store",
+        "no-cache",
+        { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." },
+      ]);
+    }
     expect(JSON.stringify(errors)).toContain("env.DB is not a D1 binding");
     env.DB = database;
     const retry = await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env);

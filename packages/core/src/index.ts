@@ -9,7 +9,7 @@ export { createAdmin, AdminConflictError, AdminError, AdminNotFoundError, MAX_CL
 export { PRUNE_BATCH_SIZE, type PruneCounts, type PruneOptions } from "./admin/prune.js";
 export type { AccountPage, AccountView } from "./api/accounts.js";
 export { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
-export type { PlainResponse } from "./http/respond.js";
+export { unavailableResponse, type PlainResponse } from "./http/respond.js";
 export type { Logger } from "./context.js";
 export type * from "./events/types.js";
 export { SECURITY_EVENT_TYPES } from "./events/types.js";

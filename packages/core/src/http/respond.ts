@@ -1,5 +1,6 @@
 import type { Logger } from "../context.js";
 import { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError } from "../errors/index.js";
+import { INTROSPECTION_PATH, REVOCATION_PATH, TOKEN_PATH } from "../oauth/metadata.js";
 
 /**
  * A complete answer as plain data: what every plantgate handler returns. `fetch()` turns it into a
@@ -33,6 +34,25 @@ export function toResponse(plainResponse: PlainResponse, head = false): Response
   const { status, headers, body } = plainResponse;
   if (head || body === null) return new Response(null, { status, headers });
   return new Response(body as Uint8Array<ArrayBuffer>, { status, headers });
+}
+
+/**
+ * A 503 for a request no plantgate app can answer yet (an embedding server still starting, a
+ * Worker whose set-up failed), in the shape the request's endpoint answers: `{error:
+ * "temporarily_unavailable", error_description}` with `Cache-Control: no-store` and `Pragma:
+ * no-cache` on the token, revocation and introspection paths (RFC 6749 §5.2), `{error: 1503,
+ * message}` elsewhere; `Retry-After` on both.
+ *
+ * @example
+ * handle: async (request) => (app ? app.handle(request) : unavailableResponse(new URL(request.url).pathname, "The server is starting; retry shortly.", 1))
+ */
+export function unavailableResponse(pathname: string, message: string, retryAfterSeconds = 5): PlainResponse {
+  const retry = { "retry-after": String(retryAfterSeconds) };
+  // Whatever the base path before them (read here, not at load: the modules import each other).
+  const oauth = pathname.endsWith(TOKEN_PATH) || pathname.endsWith(REVOCATION_PATH) || pathname.endsWith(INTROSPECTION_PATH);
+  return oauth
+    ? json(503, { error: "temporarily_unavailable", error_description: message }, { ...NO_STORE, ...retry })
+    : json(503, { error: ApiErrorCode.storageUnavailable, message }, { "cache-control": "no-store", ...retry });
 }
 
 const encoder = new TextEncoder();
