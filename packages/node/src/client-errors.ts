@@ -1,4 +1,5 @@
-import type { Server } from "node:http";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { lingerOnUnreadUpload } from "./linger.js";
 import type { Duplex } from "node:stream";
 
 /** What Node's parser or timers refuse, answered as plantgate answers: status, reason, description. */
@@ -75,6 +76,19 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
  * ```
  */
 export function answerMalformedRequests(server: Server): void {
+  // Every header line is kept: Node's default keeps the first 2000 and drops the rest without a
+  // word, so a second Host line past them went unseen (RFC 9112 §3.2's check passed). The 16 KiB
+  // header limit still bounds them.
+  server.maxHeadersCount = 0;
+  // RFC 9110 §10.1.1: an expectation other than 100-continue is 417, in plantgate's shape (Node's
+  // own has no body), and the connection closes (the client may send its body anyway).
+  server.on("checkExpectation", (request: IncomingMessage, response: ServerResponse) => {
+    const body = JSON.stringify({ error: "invalid_request", error_description: "The Expect header's expectation is not supported." });
+    response.shouldKeepAlive = false;
+    // A body sent anyway is read and dropped (within the default bounds) so the close is no reset.
+    lingerOnUnreadUpload(request, response);
+    response.writeHead(417, { "content-type": "application/json", "cache-control": "no-store", "content-length": Buffer.byteLength(body) }).end(body);
+  });
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // A later error of this socket (the client resetting while the answer drains) is nobody's to
     // handle: without a listener it would be thrown as an uncaught 'error'.

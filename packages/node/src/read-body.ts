@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import { continueReading } from "./expect-continue.js";
 
 /**
  * The whole body straight from the IncomingMessage, without a Web stream: the bytes, or null once
@@ -43,6 +44,7 @@ export function readIncoming(incoming: IncomingMessage, maxBytes: number, onBrok
     incoming.once("end", onEnd);
     incoming.on("error", onError);
     incoming.once("close", onClose);
+    continueReading(incoming);
     // A 'data' listener does not restart a stream someone paused explicitly (a middleware, say).
     incoming.resume();
   });

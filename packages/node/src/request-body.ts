@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import { continueReading } from "./expect-continue.js";
 
 /** A Web stream over an incoming body, plus a way to stop feeding it. */
 export interface RequestBody {
@@ -107,6 +108,7 @@ export function createRequestBody(
       pull() {
         if (state === "idle") {
           state = "flowing";
+          continueReading(incoming);
           incoming.on("data", onData);
           incoming.once("end", onEnd);
         }

@@ -1,7 +1,8 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { answerMalformedRequests } from "./client-errors.js";
 import { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
+import { deferContinue } from "./expect-continue.js";
 import type { NodeApp } from "./fetch-app.js";
 
 /**
@@ -115,6 +116,7 @@ export interface ServeResult {
 export async function serve(app: NodeApp, options: ServeOptions = {}): Promise<ServeResult> {
   const headersTimeout = options.headersTimeout ?? SERVE_DEFAULTS.headersTimeout;
   const requestTimeout = options.requestTimeout ?? SERVE_DEFAULTS.requestTimeout;
+  const listener = createRequestListener(app, options);
   const server = createServer(
     {
       headersTimeout,
@@ -125,8 +127,17 @@ export async function serve(app: NodeApp, options: ServeOptions = {}): Promise<S
       // own answer is a bodiless 400).
       requireHostHeader: false,
     },
-    createRequestListener(app, options),
+    listener,
   );
+  // Expect: 100-continue is answered once plantgate starts reading the body, not before the
+  // request reaches it (Node's default): a request refused without its body (no token, a declared
+  // size over the limit) is answered at once, and the client does not send an upload to be
+  // discarded (up to 100 MiB, see linger). Only here: behind Express, the host's own routes read
+  // bodies without sending it.
+  server.on("checkContinue", (request: IncomingMessage, response: ServerResponse) => {
+    deferContinue(request, response);
+    listener(request, response);
+  });
   server.maxConnections = options.maxConnections ?? SERVE_DEFAULTS.maxConnections;
   // No 'timeout' listener: Node destroys a socket that stays silent this long.
   server.setTimeout(options.socketTimeout ?? SERVE_DEFAULTS.socketTimeout);

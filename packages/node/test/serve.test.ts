@@ -288,6 +288,72 @@ describe("serve limits", () => {
     }
   }, 30_000);
 
+  it("Expect: 100-continue: the 100 goes out only once the body is read; an answer decided without the body comes instead, and the connection closes", async () => {
+    // Reads the body only when asked to (x-read), answers 401 otherwise, as plantgate does without a token.
+    const app: FetchApp = {
+      fetch: async (request) => (request.headers.get("x-read") === "1" ? new Response(`read ${(await request.arrayBuffer()).byteLength}`) : new Response("no", { status: 401 })),
+    };
+    const running = await serve(app, { port: 0, host: "127.0.0.1" });
+    try {
+      // Refused without the body: no 100 before the 401; the client never sends its 50 MB.
+      const refused = await open(running.url);
+      const received: Buffer[] = [];
+      refused.on("data", (chunk: Buffer) => received.push(chunk));
+      const closed = new Promise<void>((resolve) => refused.once("close", () => resolve()));
+      refused.write("POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 50000000\r\nexpect: 100-continue\r\n\r\n");
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const head = Buffer.concat(received).toString("latin1");
+      expect(head.startsWith("HTTP/1.1 401 Unauthorized\r\n")).toBe(true);
+      expect(head).not.toContain("100 Continue");
+      expect(head.toLowerCase()).toContain("connection: close\r\n");
+      // The client gives up its upload: the server closes once it has its end.
+      refused.end();
+      await closed;
+
+      // Read: the 100 comes, then the body is sent and the answer follows.
+      const reading = await open(running.url);
+      const continued = new Promise<string>((resolve) => reading.once("data", (chunk: Buffer) => resolve(chunk.toString("latin1"))));
+      reading.write("POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\nexpect: 100-continue\r\nx-read: 1\r\n\r\n");
+      expect(await continued).toBe("HTTP/1.1 100 Continue\r\n\r\n");
+      const answer = readResponse(reading);
+      reading.write("hello");
+      const response = await answer;
+      expect([response.status, response.body.toString()]).toEqual([200, "read 5"]);
+      reading.destroy();
+    } finally {
+      await running.close();
+    }
+  });
+
+  it("an expectation other than 100-continue: 417 in plantgate's shape, and the connection closes", async () => {
+    const running = await serve(hello, { port: 0, host: "127.0.0.1" });
+    try {
+      const response = await rawExchange(running.url, "POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\nexpect: something-else\r\n\r\nhello", { untilClose: true });
+      const headers = Object.fromEntries(response.headers);
+      expect([response.status, headers["content-type"], headers.connection, response.body.toString()]).toEqual([
+        417,
+        "application/json",
+        "close",
+        '{"error":"invalid_request","error_description":"The Expect header\'s expectation is not supported."}',
+      ]);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it("a second Host line after 2000 other header lines is still seen: 400 (Node kept the first 2000 lines and dropped the rest)", async () => {
+    const running = await serve(hello, { port: 0, host: "127.0.0.1" });
+    try {
+      const filler = "a:\r\n".repeat(2000);
+      const twoHosts = await rawExchange(running.url, `GET / HTTP/1.1\r\nhost: a.example\r\n${filler}host: b.example\r\n\r\n`);
+      expect([twoHosts.status, twoHosts.body.toString()]).toEqual([400, '{"error":"invalid_request","error_description":"The request cannot be processed."}']);
+      const oneHost = await rawExchange(running.url, `GET / HTTP/1.1\r\nhost: a.example\r\n${filler}\r\n`);
+      expect([oneHost.status, oneHost.body.toString()]).toEqual([200, "hello"]);
+    } finally {
+      await running.close();
+    }
+  });
+
   it("closes connections beyond maxConnections at once", async () => {
     const running = await serve(hello, { port: 0, host: "127.0.0.1", maxConnections: 1 });
     try {
