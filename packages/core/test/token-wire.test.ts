@@ -84,6 +84,20 @@ describe("request format (RFC 6749 §3.2)", () => {
     expect(res.status).toBe(200);
   });
 
+  it("RFC 9110 §8.4: a content-coded body (Content-Encoding other than identity) is invalid_request, not read as text; identity is fine", async () => {
+    const h = await harness();
+    for (const coding of ["gzip", "GZIP", "deflate", "br", "identity, gzip", "x-custom"]) {
+      await expectTokenError(await rawTokenRequest(h.app, "grant_type=client_credentials", { "content-type": FORM, "content-encoding": coding, ...auth(h) }), 400, {
+        error: "invalid_request",
+        error_description: "The request body must not be content-coded (Content-Encoding).",
+      });
+    }
+    for (const coding of ["identity", "Identity", ""]) {
+      const res = await rawTokenRequest(h.app, "grant_type=client_credentials", { "content-type": FORM, "content-encoding": coding, ...auth(h) });
+      expect([coding, res.status]).toEqual([coding, 200]);
+    }
+  });
+
   it("RFC 6749 App. B: a body that is not UTF-8 is invalid_request", async () => {
     const h = await harness();
     const bytes = new Uint8Array([...new TextEncoder().encode("grant_type=client_credentials&x="), 0xff, 0xfe]);

@@ -524,6 +524,9 @@ export function authenticated(world: World, sent: Sent, recognized: ReadonlySet<
   if (sent.method !== "POST" || sent.body === null) return null;
   const type = (sent.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/x-www-form-urlencoded") return null;
+  // RFC 9110 §8.4: a content-coded body is not the form its bytes would read as.
+  const codings = (sent.headers.get("content-encoding") ?? "").split(",").map((c) => c.trim().toLowerCase());
+  if (codings.some((c) => c !== "" && c !== "identity")) return null;
   const form = parseFormStrict(sent.body, recognized);
   if (!form) return null;
   const presented = presentedClient(sent, form);

@@ -725,6 +725,8 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
         apiError(await postPlant(tk, body, "application/json; charset=latin1"), 400, 1008, "The body must be UTF-8 JSON.");
         // The charset given twice (a proxy may read the other one): refused, whichever the values.
         apiError(await postPlant(tk, body, "application/json; charset=utf-8; charset=latin1"), 400, 1008, "The body must be UTF-8 JSON.");
+        // RFC 9110 §8.4: a content coding plantgate does not decode (it was read as text).
+        apiError(await postPlant(tk, body, "application/json", { "content-encoding": "gzip" }), 400, 1008, "The body must not be content-coded (Content-Encoding).");
       });
 
       it("a body just over the limit: 400 1007", async () => {

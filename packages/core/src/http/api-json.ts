@@ -1,6 +1,6 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import type { HandleInfo } from "./handle-info.js";
-import { BodyReadError, charset, mediaType, readBodyText } from "./body.js";
+import { BodyReadError, charset, contentCoded, mediaType, readBodyText } from "./body.js";
 import { JsonSyntaxError, parseJson, type JsonValue } from "../util/json.js";
 
 /**
@@ -44,6 +44,7 @@ export interface JsonMediaPolicy {
 export async function readJsonBody(request: Request, info: HandleInfo | undefined, maxBytes: number, policy: JsonMediaPolicy): Promise<JsonValue> {
   let refused: string | undefined;
   if (!policy.accepts(mediaType(request))) refused = policy.wrongType;
+  else if (contentCoded(request)) refused = "The body must not be content-coded (Content-Encoding).";
   else {
     const cs = charset(request);
     if (cs !== null && cs !== "utf-8" && cs !== "utf8") refused = policy.wrongCharset;

@@ -45,6 +45,20 @@ export async function readBodyText(request: Request, info: HandleInfo | undefine
   return decodeStrict(bytes);
 }
 
+/**
+ * Whether the request's body carries a content coding (RFC 9110 §8.4: `Content-Encoding` other than
+ * `identity`), which plantgate does not decode: a gzipped form was refused as "not UTF-8", and one
+ * that happened to decode was read as its compressed bytes.
+ */
+export function contentCoded(request: Request): boolean {
+  const value = request.headers.get("content-encoding");
+  if (value === null) return false;
+  return value.split(",").some((coding) => {
+    const name = coding.trim().toLowerCase();
+    return name !== "" && name !== "identity";
+  });
+}
+
 /** Whether the message declares a valid `Content-Length` over `maxBytes` (refuse it unread). */
 export function declaresOver(message: Request | Response, maxBytes: number): boolean {
   const declared = message.headers.get("content-length");

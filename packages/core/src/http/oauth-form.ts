@@ -1,6 +1,6 @@
 import type { Context } from "../context.js";
 import { OAuthError } from "../errors/index.js";
-import { BodyReadError, charset, mediaType, readBodyText } from "./body.js";
+import { BodyReadError, charset, contentCoded, mediaType, readBodyText } from "./body.js";
 import type { HandleInfo } from "./handle-info.js";
 import { FormError, FormLimitError, parseForm } from "./form.js";
 
@@ -13,6 +13,7 @@ export async function readOAuthForm(ctx: Context, request: Request, info: Handle
   if (mediaType(request) !== "application/x-www-form-urlencoded") {
     throw new OAuthError("invalid_request", "The request body must be application/x-www-form-urlencoded.");
   }
+  if (contentCoded(request)) throw new OAuthError("invalid_request", "The request body must not be content-coded (Content-Encoding).");
   const cs = charset(request);
   if (cs !== null && cs !== "utf-8" && cs !== "utf8") {
     throw new OAuthError("invalid_request", cs.includes(",") ? "The Content-Type must not give its charset twice." : "The request body must be UTF-8.");
