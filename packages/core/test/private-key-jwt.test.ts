@@ -67,6 +67,34 @@ describe("private_key_jwt (RFC 7523)", () => {
     await expectTokenSuccess(await ccWith(h, await assertion(es, h, "signed"), { client_id: "signed" }));
   });
 
+  it("RFC 7523 §3 item 3: with a non-URL issuer (a URN) and no baseUrl, the token endpoint's URL follows the Host and is no audience of ours: only the issuer is", async () => {
+    const warnings: string[] = [];
+    const u = await harness({ issuer: "urn:example:plantgate", logger: { error() {}, warn: (message) => void warnings.push(message) } });
+    await u.app.admin.createClient({ clientId: "signed", authMethod: "private_key_jwt", jwks });
+    const at = (host: string, aud: string) =>
+      assertion(es, u, "signed", { aud }).then((a) =>
+        u.app.fetch(
+          new Request(`https://${host}/UserService/connect/token`, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded" },
+            body: new URLSearchParams({ grant_type: "client_credentials", client_assertion_type: TYPE, client_assertion: a }).toString(),
+          }),
+        ),
+      );
+    // An assertion made for another server, replayed here with that server's Host: refused.
+    await expectTokenError(await at("other-as.example", "https://other-as.example/UserService/connect/token"), 401, refused("The client assertion's aud must be the issuer."));
+    // Our issuer as aud: accepted, whatever the Host.
+    expect((await at("other-as.example", "urn:example:plantgate")).status).toBe(200);
+    expect(warnings).toEqual([
+      "plantgate: the issuer is not an http(s) URL and baseUrl is not configured, so the endpoint URLs in the metadata follow each request's Host (client assertions must name the issuer as aud); set baseUrl for any deployment reachable beyond loopback",
+    ]);
+    // With baseUrl configured, its token endpoint URL is ours again.
+    const b = await harness({ issuer: "urn:example:plantgate", baseUrl: "https://as.example.test" });
+    await b.app.admin.createClient({ clientId: "signed", authMethod: "private_key_jwt", jwks });
+    const viaBase = await assertion(es, b, "signed", { aud: TOKEN_URL });
+    expect((await ccWith(b, viaBase)).status).toBe(200);
+  });
+
   it("RFC 7523 §3 item 7: a replayed assertion (same jti) is refused", async () => {
     const a = await assertion(es, h, "signed");
     await expectTokenSuccess(await ccWith(h, a));

@@ -9,12 +9,15 @@ export function urlsFor(ctx: Context, requestUrl: string): Urls {
   if (baseUrl === undefined) {
     const url = new URL(requestUrl);
     baseUrl = `${url.origin}${ctx.basePath}`;
-    if (ctx.issuer === undefined && !warned.has(ctx) && !isLoopback(url.hostname)) {
+    if (!warned.has(ctx) && !isLoopback(url.hostname)) {
       // Finding 3 of the security review: without an issuer, the Host header decides `iss` and
-      // `aud`. Said once per app, at the first request from a non-loopback host.
+      // `aud`; with an issuer that is no http(s) URL (a URN), it still decides the endpoints' URLs
+      // in the metadata. Said once per app, at the first request from a non-loopback host.
       warned.add(ctx);
       ctx.logger.warn(
-        "plantgate: neither issuer nor baseUrl is configured, so token issuer and audience follow each request's Host; set issuer (or baseUrl) for any deployment reachable beyond loopback",
+        ctx.issuer === undefined
+          ? "plantgate: neither issuer nor baseUrl is configured, so token issuer and audience follow each request's Host; set issuer (or baseUrl) for any deployment reachable beyond loopback"
+          : "plantgate: the issuer is not an http(s) URL and baseUrl is not configured, so the endpoint URLs in the metadata follow each request's Host (client assertions must name the issuer as aud); set baseUrl for any deployment reachable beyond loopback",
       );
     }
   }

@@ -78,7 +78,15 @@ export async function verifyClientAssertion(ctx: Context, urls: Urls, tokenEndpo
   const { iss, sub, aud, exp, nbf, iat, jti } = payload;
   if (iss !== client.clientId || sub !== client.clientId) throw refuse("The client assertion's iss and sub must both be the client id.");
   const audiences = typeof aud === "string" ? [aud] : Array.isArray(aud) ? aud : [];
-  if (!audiences.some((a) => a === urls.issuer || a === tokenEndpoint)) throw refuse("The client assertion's aud must be the issuer or the token endpoint URL.");
+  // RFC 7523 §3 item 3: aud names this server. The token endpoint's URL does only when the base URL
+  // is configured (or follows an http(s) issuer): else it follows the request's Host, and an
+  // assertion made for another server, replayed here with that server's Host, named "us" (before
+  // 2026-11-29, with a non-URL issuer such as a URN). With no issuer either, both follow the Host
+  // (the app warns of it once).
+  const endpointIsOurs = ctx.baseUrl !== undefined || ctx.issuer === undefined;
+  if (!audiences.some((a) => a === urls.issuer || (endpointIsOurs && a === tokenEndpoint))) {
+    throw refuse(endpointIsOurs ? "The client assertion's aud must be the issuer or the token endpoint URL." : "The client assertion's aud must be the issuer.");
+  }
   const nowS = now / 1000;
   if (typeof exp !== "number" || !Number.isFinite(exp)) throw refuse("The client assertion must have a numeric exp.");
   if (exp <= nowS - SKEW_S) throw refuse("The client assertion has expired.");
