@@ -191,6 +191,10 @@ describe("RFC 7662 introspection", () => {
       iss: BASE,
     });
     const next = (await expectTokenSuccess(await refreshRequest(h, refresh))).refresh_token!;
+    // Inactive at once, within the 30 s grace window too, where presenting it again still gets the
+    // rotation's answer (README: a grace use only delivers that answer again).
+    expect(await introspect(h, refresh)).toEqual({ active: false });
+    expect((await expectTokenSuccess(await refreshRequest(h, refresh))).refresh_token).toBe(next);
     expect(await introspect(h, refresh)).toEqual({ active: false });
     expect((await introspect(h, next)).active).toBe(true);
     h.clock.advance(7 * 24 * 3600 * 1000);
