@@ -2,6 +2,7 @@ import type { NextFunction, Request as ExpressRequest, RequestHandler, Response 
 import {
   lingerOnUnreadUpload,
   originOf,
+  refusedRequestAnswer,
   toExchange,
   writeResponse,
   type FetchApp,
@@ -70,14 +71,6 @@ export class PlantgateBodyConsumedError extends Error {
     );
   }
 }
-
-/** The Node listener's answer to a request that cannot be represented as a Web Request. */
-const INVALID_REQUEST_BYTES = new TextEncoder().encode('{"error":"invalid_request","error_description":"The request cannot be processed."}');
-const INVALID_REQUEST: PlainAnswer = {
-  status: 400,
-  headers: { "content-type": "application/json", "content-length": String(INVALID_REQUEST_BYTES.byteLength), "cache-control": "no-store" },
-  body: INVALID_REQUEST_BYTES,
-};
 
 /** `scheme://host[:port]` as Express sees it, i.e. with its `trust proxy` setting applied. */
 function expressOrigin(req: ExpressRequest): string {
@@ -165,7 +158,7 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         // Its clientIp is the raw socket address, not req.ip: Express's "trust proxy" and
         // plantgate's trustedProxies would otherwise be two places deciding whom to believe.
         exchange = toExchange(req, { origin: expressOrigin(req), response: res });
-      } catch {
+      } catch (error) {
         req.url = routedUrl;
         // A request a Web Request cannot carry (TRACE, TRACK, CONNECT, `OPTIONS *`) or with a bad
         // Host: the same 400 as the Node listener's for a path plantgate answers, never next(err)
@@ -184,7 +177,7 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
           }
         }
         lingerOnUnreadUpload(req, res, discard);
-        writeResponse(INVALID_REQUEST, res);
+        writeResponse(refusedRequestAnswer(error), res);
         return;
       }
       req.url = routedUrl;

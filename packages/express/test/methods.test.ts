@@ -87,3 +87,17 @@ describe("RFC 9112 §3.2: a repeated or invalid Host header", () => {
     },
   );
 });
+
+describe("RFC 9112 §6.1: a transfer coding other than chunked", () => {
+  it("-> 501 invalid_request from the adapter, the body not read as the form (Node's parser takes `gzip, chunked`)", async () => {
+    const app = express();
+    app.use("/auth", plantgate(await plantgateApp()));
+    const origin = await listen(app);
+    const answer = await raw(
+      origin,
+      "POST /auth/UserService/connect/token HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/x-www-form-urlencoded\r\ntransfer-encoding: gzip, chunked\r\nconnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    );
+    const [head, body] = answer.split("\r\n\r\n");
+    expect([head!.split("\r\n")[0], body]).toEqual(["HTTP/1.1 501 Not Implemented", '{"error":"invalid_request","error_description":"The request\'s transfer coding is not supported."}']);
+  });
+});

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FetchApp, NodeApp, PlainAnswer } from "./fetch-app.js";
 import { parseOrigin } from "./request-origin.js";
 import { discardBounds, linger, type UploadDiscardOptions } from "./linger.js";
-import { exchangeOf, type NodeExchange } from "./to-request.js";
+import { exchangeOf, refusedRequestAnswer, type NodeExchange } from "./to-request.js";
 import { writeResponse } from "./write-response.js";
 
 /**
@@ -39,9 +39,6 @@ export interface RequestListenerOptions extends UploadDiscardOptions {
 /** The exact body sent when the app fails; nothing about the error leaks. */
 const SERVER_ERROR_BODY =
   '{"error":"server_error","error_description":"The server encountered an unexpected error."}';
-
-const INVALID_REQUEST_BODY =
-  '{"error":"invalid_request","error_description":"The request cannot be processed."}';
 
 /**
  * Turns an app into a `node:http` request listener: a plantgate app (or any {@link HandleApp}),
@@ -103,9 +100,9 @@ export function createRequestListener(
       let exchange: NodeExchange;
       try {
         exchange = exchangeOf(req, res, origin, trustProxy);
-      } catch {
+      } catch (error) {
         linger(req, res, bounds.bytes, bounds.ms);
-        sendJson(res, 400, INVALID_REQUEST_BODY);
+        writeResponse(refusedRequestAnswer(error), res);
         return;
       }
       const request = exchange.request;

@@ -1,5 +1,5 @@
 export type { FetchApp, HandleApp, HandleInfo, NodeApp, PlainAnswer } from "./fetch-app.js";
-export { toRequest, toExchange, type ToRequestOptions, type NodeExchange } from "./to-request.js";
+export { toRequest, toExchange, refusedRequestAnswer, type ToRequestOptions, type NodeExchange } from "./to-request.js";
 export { writeResponse } from "./write-response.js";
 export { originOf } from "./request-origin.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";

@@ -19,7 +19,8 @@ import { parseHost, resolveOrigin } from "./request-origin.js";
  * Positional arguments: the listener calls this for every request and builds no options object.
  *
  * @throws TypeError for targets a Web Request cannot represent (`CONNECT`/`TRACE`/`TRACK`, `OPTIONS *`)
- *   and for a missing (HTTP/1.1), repeated or invalid Host header (RFC 9112 §3.2).
+ *   and for a missing (HTTP/1.1), repeated or invalid Host header (RFC 9112 §3.2); a
+ *   {@link TransferCodingError} for a transfer coding other than chunked (RFC 9112 §6.1).
  */
 export function createNodeRequest(
   incoming: IncomingMessage,
@@ -39,9 +40,21 @@ export function createNodeRequest(
   // host[:port]. Only HTTP/1.0, which has no Host requirement, falls back to localhost.
   const host = headers.get("host");
   if (host === null ? isHttp11(incoming) : parseHost(host) === undefined) throw new TypeError("Missing, repeated or invalid Host header.");
+  // RFC 9112 §6.1: a transfer coding other than chunked (Node's parser takes `gzip, chunked` and
+  // hands over the gzipped bytes) is one the server does not understand: 501, not read as the body.
+  const coding = headers.get("transfer-encoding");
+  if (coding !== null && coding.trim().toLowerCase() !== "chunked") throw new TransferCodingError();
   const target = parseTarget(incoming.url ?? "/");
   const resolved = resolveOrigin({ incoming, headers, targetAuthority: target.authority, origin, trustProxy });
   return new NodeRequest(incoming, response, method, normaliseUrl(resolved, target.path), headers) as unknown as Request;
+}
+
+/** A request whose `Transfer-Encoding` is not just `chunked` (see {@link refusedRequestAnswer}). */
+export class TransferCodingError extends Error {
+  override readonly name = "TransferCodingError";
+  constructor() {
+    super("Unsupported transfer coding.");
+  }
 }
 
 // HTTP/2 requests (node:http2's compatibility API) carry :authority instead and are not asked.

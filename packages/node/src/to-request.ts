@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { HandleInfo } from "./fetch-app.js";
-import { createNodeRequest, readRequestBody } from "./node-request.js";
+import type { HandleInfo, PlainAnswer } from "./fetch-app.js";
+import { createNodeRequest, readRequestBody, TransferCodingError } from "./node-request.js";
 import type { lingerOnUnreadUpload } from "./linger.js";
 
 /**
@@ -156,4 +156,29 @@ export function toExchange(incoming: IncomingMessage, options: ToRequestOptions 
 /** {@link toExchange} with positional arguments, for the request listener (no options object per request). */
 export function exchangeOf(incoming: IncomingMessage, response: ServerResponse | undefined, origin: string | undefined, trustProxy: boolean): NodeExchange {
   return new Exchange(createNodeRequest(incoming, response, origin, trustProxy), incoming.socket?.remoteAddress);
+}
+
+const refusal = (status: number, description: string): PlainAnswer => {
+  const body = new TextEncoder().encode(JSON.stringify({ error: "invalid_request", error_description: description }));
+  return { status, headers: { "content-type": "application/json", "content-length": String(body.byteLength), "cache-control": "no-store" }, body };
+};
+const CANNOT_BE_PROCESSED = refusal(400, "The request cannot be processed.");
+const UNKNOWN_TRANSFER_CODING = refusal(501, "The request's transfer coding is not supported.");
+
+/**
+ * The answer to a request {@link toExchange} refused: 501 for a transfer coding other than
+ * chunked (RFC 9112 §6.1), else 400 (a target a Web Request cannot carry, a bad Host). Treat the
+ * answer as read-only: its bytes are shared.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   exchange = toExchange(req, { response: res });
+ * } catch (error) {
+ *   writeResponse(refusedRequestAnswer(error), res);
+ * }
+ * ```
+ */
+export function refusedRequestAnswer(error: unknown): PlainAnswer {
+  return error instanceof TransferCodingError ? UNKNOWN_TRANSFER_CODING : CANNOT_BE_PROCESSED;
 }

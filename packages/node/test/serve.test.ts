@@ -354,6 +354,21 @@ describe("serve limits", () => {
     }
   });
 
+  it("RFC 9112 §6.1: a transfer coding other than chunked (Node's parser takes `gzip, chunked`) is 501, its body not read as the body; chunked alone is read", async () => {
+    const echo: FetchApp = { fetch: async (request) => new Response(`got ${await request.text()}`) };
+    const running = await serve(echo, { port: 0, host: "127.0.0.1" });
+    try {
+      for (const coding of ["gzip, chunked", "x-custom, chunked", "deflate,chunked"]) {
+        const response = await rawExchange(running.url, `POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: ${coding}\r\nconnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n`);
+        expect([coding, response.status, response.body.toString()]).toEqual([coding, 501, '{"error":"invalid_request","error_description":"The request\'s transfer coding is not supported."}']);
+      }
+      const chunked = await rawExchange(running.url, "POST / HTTP/1.1\r\nhost: x\r\ntransfer-encoding: Chunked\r\nconnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+      expect([chunked.status, chunked.body.toString()]).toEqual([200, "got hello"]);
+    } finally {
+      await running.close();
+    }
+  });
+
   it("closes connections beyond maxConnections at once", async () => {
     const running = await serve(hello, { port: 0, host: "127.0.0.1", maxConnections: 1 });
     try {
