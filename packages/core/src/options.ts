@@ -1,4 +1,5 @@
 /** Options of createPlantgate, and the one place they are checked and turned into a {@link Context}. */
+import { MAX_TTL_SECONDS } from "./admin/clients.js";
 import { MAX_CONCURRENT_PASSWORD_CHECKS } from "./security/credentials.js";
 import { defaultRandomBytes, hashPassword } from "./crypto/index.js";
 import { sha256With } from "./crypto/provider.js";
@@ -43,9 +44,10 @@ function resolveGrace(options: PlantgateOptions): RefreshGrace {
   return { windowMs: perClient.size === 0 ? () => fallback : (clientId) => perClient.get(clientId) ?? fallback, maxUses };
 }
 
-function positiveInt(name: string, value: number | undefined, fallback: number): number {
+function positiveInt(name: string, value: number | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer`);
+  if (value > max) throw new TypeError(`${name} must be at most ${max}`);
   return value;
 }
 
@@ -212,7 +214,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     },
     console: options.console?.enabled
       ? {
-          sessionTtlSeconds: positiveInt("console.sessionTtlSeconds", options.console.sessionTtlSeconds, 8 * 3600),
+          // Bounded as client token lifetimes are (10 years): a session's expiry past what a Date
+          // holds made every sign-in a 500 after the session was stored (before 2026-11-29).
+          sessionTtlSeconds: positiveInt("console.sessionTtlSeconds", options.console.sessionTtlSeconds, 8 * 3600, MAX_TTL_SECONDS),
           adminRole: nonEmpty("console.adminRole", options.console.adminRole, "admin"),
           page: pageOption("console.page", options.console.page, basePath, "/console"),
         }

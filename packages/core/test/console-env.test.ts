@@ -17,6 +17,13 @@ describe("console environment", () => {
     expect(bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_ADMIN: "0" })).toEqual({ client: null, account: null });
   });
 
+  it("a console session lifetime past 10 years is refused when the app is made (every sign-in was a 500, its session already stored); 10 years signs in", async () => {
+    expect(() => createPlantgate({ ...quiet, console: { enabled: true, sessionTtlSeconds: 9_000_000_000_000 } })).toThrow(new TypeError("console.sessionTtlSeconds must be at most 315360000"));
+    const app = createPlantgate({ ...quiet, console: { enabled: true, sessionTtlSeconds: 315_360_000 } });
+    await app.admin.createAccount({ ...ADMIN, roles: ["admin"] });
+    expect((await signIn(app)).body.expiresAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+
   it("PLANTGATE_BOOTSTRAP_ADMIN=1 creates the bootstrap user as admin, who can sign in; idempotent", async () => {
     const env = { PLANTGATE_BOOTSTRAP_ADMIN: "1", PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username, PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password };
     const app = createPlantgate({ ...quiet, ...optionsFromEnv(env) });

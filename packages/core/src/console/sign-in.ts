@@ -6,6 +6,7 @@ import { checkPassword, consoleAddressBudget } from "../security/credentials.js"
 import { readJsonObject, requiredString } from "./body.js";
 import type { ConsoleRequest } from "./request.js";
 import { createSession, sessionCookie } from "./session.js";
+import { sha256 } from "../crypto/index.js";
 
 const MAX_CREDENTIAL_LENGTH = 1024;
 
@@ -28,7 +29,17 @@ export async function signIn(ctx: Context, request: ConsoleRequest): Promise<Pla
   // An account without the admin role gets the same 401 as a wrong password (and counts as a failure).
   const account = await checkPassword(ctx, username, password, request.clientIp, { source: "console", clientId: null }, consoleAddressBudget(request.clientIp), ctx.console!.adminRole);
   if (!account) throw badCredentials();
-  const { sessionId, csrfToken, expiresAt } = await createSession(ctx, account);
+  const session = await createSession(ctx, account);
+  // The account as it is now, after the session is stored: disabled (or its admin role taken) while
+  // the password was checked, it gets no session. Disabling writes the flag before it deletes the
+  // account's sessions, so a session stored after that deletion is caught here; before 2026-11-29
+  // it stayed, and came back when the account was enabled again.
+  const current = await ctx.storage.accounts.get(account.id);
+  if (!current || !current.enabled || !current.roles.includes(ctx.console!.adminRole)) {
+    await ctx.storage.sessions.delete(await sha256(session.sessionId));
+    throw badCredentials();
+  }
+  const { sessionId, csrfToken, expiresAt } = session;
   ctx.events.emit({ type: "console.signed_in", account_id: account.id, username: account.username, client_ip: request.clientIp ?? null });
   return json(200, sessionBody(ctx, { username: account.username, displayName: account.displayName, csrfToken, expiresAt }), {
     "set-cookie": sessionCookie(ctx, request.url, sessionId),

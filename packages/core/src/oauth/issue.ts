@@ -1,3 +1,4 @@
+import { OAuthError } from "../errors/index.js";
 import { randomToken } from "../crypto/index.js";
 import type { Context, Urls } from "../context.js";
 import { sealReplay } from "../crypto/replay.js";
@@ -88,8 +89,20 @@ export async function issueTokens(
     };
     body.refresh_token = token;
     familyId = record.familyId;
-    if (plan.kind === "new-family") await ctx.storage.refreshTokens.create(record);
-    else {
+    if (plan.kind === "new-family") {
+      await ctx.storage.refreshTokens.create(record);
+      // The account as it is now, after the family is stored: disabled while its password was
+      // checked, it gets nothing. Disabling writes the flag before it revokes the account's refresh
+      // tokens, so a family stored after that revocation is caught here; before 2026-11-29 it
+      // stayed live, and worked again once the account was enabled. (A rotation needs no such
+      // check: its consume is refused once the family is revoked, and a family revoked after it
+      // includes the new token.)
+      const account = await ctx.storage.accounts.get(plan.accountId);
+      if (!account || !account.enabled) {
+        await ctx.storage.refreshTokens.revokeFamily(record.familyId, input.now);
+        throw new OAuthError("invalid_grant", "The username or password is incorrect.");
+      }
+    } else {
       const replay = plan.graceMs > 0 ? await sealReplay(plan.presented, plan.presentedHash, JSON.stringify(body), ctx.random, ctx.hkdfAesGcm) : null;
       // Lost the race: someone exchanged it between our read and now. Within the grace window
       // that is a concurrent refresh, answered with the winner's answer; else reuse (onLost decides).

@@ -1,0 +1,67 @@
+/**
+ * An account disabled while its password is being checked gets nothing that outlives the disable:
+ * no console session, no refresh token. The storage below runs the disable at the worst moment,
+ * right before the session or the token family is stored (after the disable has deleted the
+ * account's sessions and revoked its tokens). Before 2026-11-29 both were stored and came back
+ * when the account was enabled again.
+ */
+import { describe, expect, it } from "vitest";
+import { createMemoryStorage, createPlantgate, type Plantgate, type Storage } from "../src/index.js";
+import { basic, manualClock, tokenRequest } from "./helpers.js";
+import { call, read } from "./console-helpers.js";
+
+/** A memory store whose next session or refresh-token insert first runs `before` (once). */
+function racing() {
+  const memory = createMemoryStorage();
+  const hook: { before: (() => Promise<void>) | null } = { before: null };
+  const once = async () => {
+    const step = hook.before;
+    hook.before = null;
+    await step?.();
+  };
+  const storage: Storage = {
+    ...memory,
+    sessions: { ...memory.sessions, create: async (record) => (await once(), memory.sessions.create(record)) },
+    refreshTokens: { ...memory.refreshTokens, create: async (record) => (await once(), memory.refreshTokens.create(record)) },
+  };
+  return { memory, storage, hook };
+}
+
+async function app(storage: Storage): Promise<Plantgate> {
+  const app = createPlantgate({ storage, clock: manualClock().now, passwordHashIterations: 1000, logger: { error() {}, warn() {} }, console: { enabled: true } });
+  await app.admin.createAccount({ username: "root", password: "root-password-1", roles: ["admin"] });
+  await app.admin.createAccount({ username: "ops", password: "ops-password-1", roles: ["admin"] });
+  return app;
+}
+
+describe("disabling an account while its password is checked", () => {
+  it("console sign-in: 401 as a wrong password, no session stored, none back after re-enabling", async () => {
+    const { memory, storage, hook } = racing();
+    const pg = await app(storage);
+    hook.before = async () => void (await pg.admin.setAccountEnabled("ops", false));
+    const res = await read(await call(pg, "POST", "/api/session", { body: { username: "ops", password: "ops-password-1" } }));
+    expect([res.status, res.setCookie, res.body]).toEqual([401, null, { error: 1305, message: "The username or password is incorrect." }]);
+    await pg.admin.setAccountEnabled("ops", true);
+    const ops = (await memory.accounts.findByUsername("ops"))!;
+    expect(await memory.sessions.deleteByAccount(ops.id)).toBe(0);
+    // Signing in now works as ever.
+    expect((await call(pg, "POST", "/api/session", { body: { username: "ops", password: "ops-password-1" } })).status).toBe(200);
+  });
+
+  it("password grant with offline_access: invalid_grant, and the family stored after the disable is revoked (re-enabling does not bring its token back)", async () => {
+    const { memory, storage, hook } = racing();
+    const pg = await app(storage);
+    const { clientSecret } = await pg.admin.createClient({ clientId: "app-1" });
+    await pg.admin.createAccount({ username: "alice", password: "wonderland-42" });
+    const stored: string[] = [];
+    hook.before = async () => void (await pg.admin.setAccountEnabled("alice", false));
+    const create = storage.refreshTokens.create;
+    storage.refreshTokens.create = async (record) => (stored.push(record.tokenHash), create(record));
+    const res = await tokenRequest(pg, { grant_type: "password", username: "alice", password: "wonderland-42", scope: "Platform_UserAPIs offline_access" }, { authorization: basic("app-1", clientSecret) });
+    expect([res.status, await res.json()]).toEqual([400, { error: "invalid_grant", error_description: "The username or password is incorrect." }]);
+    await pg.admin.setAccountEnabled("alice", true);
+    // The token stored after the disable is revoked: enabling the account does not bring it back.
+    expect(stored).toHaveLength(1);
+    expect((await memory.refreshTokens.findByHash(stored[0]!))?.revokedAt).not.toBeNull();
+  });
+});
