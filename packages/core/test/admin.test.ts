@@ -34,6 +34,15 @@ describe("admin operations", () => {
     await expect(h.app.admin.setAccountEnabled("nobody", false)).rejects.toThrow(new AdminError("user nobody does not exist"));
   });
 
+  it("createAccount refuses roles that only look like another or no text column holds, and more than 32 (the console's own bound)", async () => {
+    const h = await harness();
+    const message = "roles must be a list of at most 32 strings of 1-100 characters, without control or invisible characters";
+    for (const roles of [[""], ["\u0000"], ["\ud800"], ["admin\u200b"], ["\u200badmin"], [" admin"], ["ad\u0007min"], Array.from({ length: 33 }, (_, i) => `r${i}`)]) {
+      await expect(h.app.admin.createAccount({ username: "x", password: "long-enough-1", roles })).rejects.toThrow(new AdminError(message));
+    }
+    expect((await h.app.admin.createAccount({ username: "x", password: "long-enough-1", roles: ["admin", "ops team", "Überprüfer"] })).roles).toEqual(["admin", "ops team", "Überprüfer"]);
+  });
+
   it("setAccountEnabled(false) whose revocation fails: it throws with the account disabled and account.disabled recorded once; running it again finishes the job", async () => {
     const memory = createMemoryStorage();
     let failRevoke = true;

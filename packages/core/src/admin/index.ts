@@ -131,8 +131,16 @@ function checkAccountInput(input: CreateAccountInput): void {
   };
   optionalText("displayName", input.displayName);
   optionalText("email", input.email);
-  if (input.roles !== undefined && (!Array.isArray(input.roles) || input.roles.some((r) => typeof r !== "string" || r.length < 1 || r.length > 100))) {
-    throw new AdminError("roles must be a list of 1-100 character strings");
+  // A role is compared exactly (the console's admin role): one that only looks like another
+  // ("admin" with a zero-width space) or that no text column holds (U+0000, a lone surrogate) was
+  // taken before 2026-11-29.
+  if (
+    input.roles !== undefined &&
+    (!Array.isArray(input.roles) ||
+      input.roles.length > 32 ||
+      input.roles.some((r) => typeof r !== "string" || r.length < 1 || r.length > 100 || !isStorableText(r) || INVISIBLE_EDGE.test(r) || /[\p{Cc}\p{Cf}]/u.test(r)))
+  ) {
+    throw new AdminError("roles must be a list of at most 32 strings of 1-100 characters, without control or invisible characters");
   }
   if (input.enabled !== undefined && typeof input.enabled !== "boolean") throw new AdminError("enabled must be true or false");
 }
