@@ -24,7 +24,7 @@
  * `scheduled()` is the housekeeping: give the Worker a cron trigger (`[triggers] crons = ["0 * * * *"]`
  * in wrangler.toml) and each run calls `admin.prune()` and logs the counts.
  */
-import { applyBootstrap, bootstrapFromEnv, ConfigError, createPlantgate, isIpAddress, optionsFromEnv, unavailableResponse, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
+import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, bootstrapFromEnv, ConfigError, createPlantgate, isIpAddress, optionsFromEnv, StorageError, unavailableResponse, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
@@ -130,22 +130,50 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
     throw new ConfigError(`PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most ${WORKERS_MAX_PASSWORD_HASH_ITERATIONS} on Workers (Cloudflare's PBKDF2 limit), got ${iterations}`);
   }
   const storage = createD1Storage(database, { audit });
+  // Made before D1 is touched: its option checks (an issuer with a query, a scope prefix with a
+  // space) are the configuration's, kept by the isolate; before 2026-11-29 D1 was migrated first
+  // and every request retried them.
+  let app: Plantgate;
+  try {
+    app = createPlantgate({
+      passwordHashIterations: WORKERS_MAX_PASSWORD_HASH_ITERATIONS,
+      ...rest,
+      ...fromEnv,
+      // PLANTGATE_CONSOLE=1 turns the console on; the page given in the options (if any) stays.
+      ...(fromEnv.console ? { console: { ...rest.console, ...fromEnv.console } } : {}),
+      storage,
+    });
+  } catch (error) {
+    throw error instanceof TypeError ? new ConfigError(`plantgate: ${error.message}`, { cause: error }) : error;
+  }
   if (migrate) await storage.migrate();
-  const app = createPlantgate({
-    passwordHashIterations: WORKERS_MAX_PASSWORD_HASH_ITERATIONS,
-    ...rest,
-    ...fromEnv,
-    // PLANTGATE_CONSOLE=1 turns the console on; the page given in the options (if any) stays.
-    ...(fromEnv.console ? { console: { ...rest.console, ...fromEnv.console } } : {}),
-    storage,
-  });
-  await applyBootstrap(app.admin, bootstrap);
+  try {
+    await applyBootstrap(app.admin, bootstrap);
+  } catch (error) {
+    // A bootstrap value the admin checks refuse (a secret too short): the configuration's too. A
+    // conflict (another isolate creating the same client) or an outage is retried.
+    if (error instanceof AdminError && !(error instanceof AdminConflictError) && !(error instanceof AdminNotFoundError)) {
+      throw new ConfigError(`plantgate: bootstrap: ${error.message}`, { cause: error });
+    }
+    throw error;
+  }
+  // The signing keys, loaded now as the Node servers do: a PLANTGATE_SIGNING_KEY that does not
+  // import, or keys stored under another PLANTGATE_KEY_ENCRYPTION_KEY, fail the start (503, kept),
+  // not every token and JWKS request with a 500 (before 2026-11-29). A storage outage is retried.
+  try {
+    await app.jwks();
+  } catch (error) {
+    if (error instanceof StorageError) throw error;
+    throw new ConfigError(`plantgate: the signing keys cannot be loaded: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
   return app;
 }
 
 /**
- * Creates the Worker. Configuration errors and a failed start-up (migration, bootstrap) answer 503
- * with plantgate's API error body and are retried on the next request.
+ * Creates the Worker. A failed start-up answers 503 (in the shape of the request's endpoint): an
+ * outage (migration, bootstrap, keys) is retried on the next request; a configuration error (a bad
+ * option or env value, a bootstrap value the checks refuse, signing keys that cannot be loaded) is
+ * kept by the isolate and logged once.
  *
  * @example
  * // src/worker.ts: the minimal Worker
@@ -161,6 +189,7 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
  */
 export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker {
   const instances = new WeakMap<object, Promise<Plantgate>>();
+  const reported = new WeakSet<object>();
   const logger = options.logger ?? console;
   const {
     onPrune = (counts: PruneCounts) => console.log(JSON.stringify({ message: "plantgate prune", ...counts })),
@@ -195,7 +224,11 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
       app = await instanceFor(env);
     } catch (error) {
       // The message and its cause (a D1 error under a StorageError), never a request's content.
-      logger.error("plantgate worker failed to start", { error: describeFailure(error) });
+      // A failure the isolate keeps is logged once, not on each request it answers.
+      if (!reported.has(error as object)) {
+        if (typeof error === "object" && error !== null) reported.add(error);
+        logger.error("plantgate worker failed to start", { error: describeFailure(error) });
+      }
       // In the shape of the request's endpoint: OAuth's on the token, revocation and introspection paths.
       const answer = unavailableResponse(pathnameOf(request.url), "The service is temporarily unavailable; retry later.");
       return new Response(answer.body as Uint8Array<ArrayBuffer>, { status: answer.status, headers: answer.headers });
@@ -275,7 +308,8 @@ function pathnameOf(url: string): string {
 /** A start-up failure for the log: its message, and its cause's (a D1 error under a StorageError). */
 function describeFailure(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
-  const cause = error.cause instanceof Error ? `: ${error.cause.message}` : "";
+  // A ConfigError made from another error names it already.
+  const cause = error.cause instanceof Error && !error.message.endsWith(error.cause.message) ? `: ${error.cause.message}` : "";
   return `${error.message}${cause}`;
 }
 

@@ -5,7 +5,7 @@
  */
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
-import type { D1DatabaseLike } from "@plantgate/storage-sql/d1";
+import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from "vitest";
 import { connectD1Bridge, d1BridgeWorker, type D1Bridge } from "../../storage-sql/test/d1-bridge.js";
@@ -249,6 +249,65 @@ describe("createWorker", () => {
       expect(queries).toEqual([]);
     }
   });
+
+  it("on a database whose schema is current, the migration step is two reads and no write", async () => {
+    await createD1Storage(database).migrate();
+    const { binding, queries } = recording(database);
+    await createD1Storage(binding).migrate();
+    expect(queries).toEqual([`select "name" from sqlite_master where type = 'table' and name = ?`, `select "name" from "pg_migrations"`]);
+  });
+
+  it("an option the environment makes invalid is a start failure kept by the isolate, found before D1 is touched (it migrated D1, then failed, on every request)", async () => {
+    for (const [env, message] of [
+      [{ PLANTGATE_ISSUER: "https://auth.example.com/?tenant=1" }, "issuer must be a URL without a query or fragment (RFC 8414 §2)"],
+      [{ PLANTGATE_SCOPE_PREFIX: "Acme Corp" }, "scopePrefix must be a non-empty scope token"],
+    ] as const) {
+      const errors: string[] = [];
+      const { binding, queries } = recording(database);
+      const worker = createWorker({ logger: { error: (m, c) => void errors.push(`${m} ${JSON.stringify(c)}`), warn: () => {} } });
+      // One env object, as an isolate has.
+      const isolateEnv = { DB: binding, ...env };
+      for (let i = 0; i < 3; i++) expect((await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), isolateEnv)).status).toBe(503);
+      expect(queries).toEqual([]);
+      // Logged once: the later requests meet the kept failure.
+      expect(errors).toEqual([`plantgate worker failed to start {"error":"plantgate: ${message}"}`]);
+    }
+  });
+
+  it("a bootstrap value the checks refuse, a signing key that does not import, keys stored under another key-encryption key: 503 at start, kept (they were retried, or 500 on every token and JWKS request)", async () => {
+    const kekA = btoa(String.fromCharCode(...new Uint8Array(32).fill(7))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const kekB = btoa(String.fromCharCode(...new Uint8Array(32).fill(9))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    // Keys stored encrypted under A, on a D1 database of their own.
+    const ownMf = new Miniflare({ workers: [d1BridgeWorker("KEK_DB")] });
+    const ownBridge = await connectD1Bridge(ownMf);
+    try {
+    const own = ownBridge.database as D1DatabaseLike;
+    const a = createWorker({ logger: recorded });
+    expect((await a.fetch(new Request("http://worker.test/.well-known/jwks.json"), { DB: own, PLANTGATE_KEY_ENCRYPTION_KEY: kekA })).status).toBe(200);
+    for (const [db, env, starts] of [
+      [database, { PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-short", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "tooshort" }, "plantgate: bootstrap: "],
+      [own, { PLANTGATE_KEY_ENCRYPTION_KEY: kekB }, "plantgate: the signing keys cannot be loaded: "],
+      [own, {}, "plantgate: the signing keys cannot be loaded: "],
+      // Last, on the database of its own: a configured key is stored beside the others.
+      [own, { PLANTGATE_KEY_ENCRYPTION_KEY: kekA, PLANTGATE_SIGNING_KEY: JSON.stringify({ kty: "EC", crv: "P-256", x: "AAAA", y: "BBBB", d: "CCCC" }) }, "plantgate: the signing keys cannot be loaded: "],
+    ] as const) {
+      const errors: string[] = [];
+      const { binding, queries } = recording(db);
+      const worker = createWorker({ logger: { error: (m, c) => void errors.push(`${m} ${JSON.stringify(c)}`), warn: () => {} } });
+      const isolateEnv = { DB: binding, ...env };
+      const first = await worker.fetch(new Request("http://worker.test/UserService/connect/token", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "grant_type=client_credentials" }), isolateEnv);
+      expect([first.status, await first.json()]).toEqual([503, { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." }]);
+      const sent = queries.length;
+      expect((await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), isolateEnv)).status).toBe(503);
+      // Kept: the second request neither retried the start nor logged again.
+      expect([queries.length, errors.length]).toEqual([sent, 1]);
+      expect(errors[0]).toContain(`"error":"${starts}`);
+    }
+    } finally {
+      await ownBridge.close();
+      await ownMf.dispose();
+    }
+  }, 30_000);
 
   it("CF-Connecting-IP counts only when it is an IP address: any other text is no address (set by a caller no edge stands in front of)", async () => {
     const events: { type: string; client_ip?: unknown }[] = [];
