@@ -218,7 +218,19 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     }
     return instance;
   };
-  const answer = async (request: Request, env: PlantgateWorkerEnv, executionCtx: WorkerExecutionContext | undefined): Promise<Response> => {
+  // Each request's work runs under waitUntil: in production, a client that disconnects tears its
+  // request's context down at once unless waitUntil holds it (workerd#5062; local workerd does not),
+  // and work shared by later requests would never settle: the isolate's start, a key reload, the
+  // count of password checks in flight (four such losses and every password grant is "busy").
+  const answer = (request: Request, env: PlantgateWorkerEnv, executionCtx: WorkerExecutionContext | undefined): Promise<Response> => {
+    const work = answerNow(request, env, executionCtx);
+    executionCtx?.waitUntil(work.then(
+      () => {},
+      () => {},
+    ));
+    return work;
+  };
+  const answerNow = async (request: Request, env: PlantgateWorkerEnv, executionCtx: WorkerExecutionContext | undefined): Promise<Response> => {
     let app: Plantgate;
     try {
       app = await instanceFor(env);

@@ -250,6 +250,22 @@ describe("createWorker", () => {
     }
   });
 
+  it("each request's work is handed to waitUntil, settling with it (a disconnect in production would otherwise cut off work later requests share)", async () => {
+    const held: Promise<unknown>[] = [];
+    const ctx = { waitUntil: (p: Promise<unknown>) => void held.push(p), passThroughOnException: () => {} };
+    const worker = createWorker({ logger: recorded });
+    const env = { DB: database, PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" };
+    const pending = worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env, ctx as never);
+    // Handed over before the answer is known.
+    expect(held.length).toBeGreaterThanOrEqual(1);
+    let settled = false;
+    void held[0]!.then(() => (settled = true));
+    const res = await pending;
+    expect(res.status).toBe(200);
+    await Promise.resolve();
+    expect(settled).toBe(true);
+  });
+
   it("on a database whose schema is current, the migration step is two reads and no write", async () => {
     await createD1Storage(database).migrate();
     const { binding, queries } = recording(database);
