@@ -390,6 +390,30 @@ describe("console API: accounts", () => {
     expect([missing.status, missing.body]).toEqual([404, { error: 1306, message: "Account no-such-id does not exist." }]);
     expect((await h.storage.accounts.get(h.adminId))!.enabled).toBe(true);
   });
+
+  it("two administrators disabling each other at the same instant: at least one stays enabled; the one undone gets 401 and changed nothing", async () => {
+    for (let round = 0; round < 5; round++) {
+      const h = await setup();
+      const ops = await h.app.admin.createAccount({ username: "ops", password: "ops-password-1", roles: ["admin"] });
+      const opsIn = await signIn(h.app, "ops", "ops-password-1");
+      const [a, b] = await Promise.all([
+        call(h.app, "POST", `/api/accounts/${ops.id}/disable`, { cookie: h.root.cookie, csrf: h.root.csrf }).then(read),
+        call(h.app, "POST", `/api/accounts/${h.adminId}/disable`, { cookie: opsIn.cookie, csrf: opsIn.csrf }).then(read),
+      ]);
+      const enabled = (await h.app.admin.listAccounts()).filter((x) => x.roles.includes("admin") && x.enabled).map((x) => x.username);
+      expect(enabled.length, `round ${round}: ${a.status} ${b.status}`).toBeGreaterThanOrEqual(1);
+      for (const [answer, target] of [[a, "ops"], [b, "root"]] as const) {
+        if (answer.status === 200) expect(enabled).not.toContain(target);
+        else {
+          // 401 1301: refused by its session check, or undone after its write: its target is enabled.
+          expect([answer.status, (answer.body as { error: number }).error]).toEqual([401, 1301]);
+          expect(enabled).toContain(target);
+        }
+      }
+      // Whoever stayed enabled was not disabled by a request that answered 200.
+      expect([a.status, b.status]).not.toEqual([200, 200]);
+    }
+  });
 });
 
 describe("console API: signing keys", () => {

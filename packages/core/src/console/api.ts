@@ -243,6 +243,16 @@ function setEnabled(enabled: boolean): ApiHandler {
     if (!enabled && account.id === session.account.id) throw invalid("You cannot disable your own account.");
     // Disabling also revokes its refresh tokens and deletes its console sessions (admin.setAccountEnabled).
     await admin(() => adminOf(ctx, session).setAccountEnabled(account.username, enabled), { missing: `Account ${id}` });
+    if (!enabled && account.enabled) {
+      // Two administrators disabling each other at the same instant both passed their session
+      // checks: the one found disabled after its own write undoes it, so at least one of them stays
+      // enabled (before 2026-11-29 both ended disabled, the console locked for everyone).
+      const self = await ctx.storage.accounts.get(session.account.id);
+      if (!self || !self.enabled) {
+        await admin(() => adminOf(ctx, session).setAccountEnabled(account.username, true), { missing: `Account ${id}` });
+        throw new ApiError(401, ApiErrorCode.consoleNotSignedIn, "Your account was disabled while this request ran; it changed nothing.");
+      }
+    }
     const updated = await ctx.storage.accounts.get(account.id);
     return json(200, accountView(updated ?? { ...account, enabled }));
   };
