@@ -88,7 +88,12 @@ export function createAssertionSigner(clientId: string, privateKey: PrivateKeyIn
   const key = () => {
     if (jwk === null) return Promise.resolve(privateKey as CryptoKey);
     const { alg: _a, kid: _k, use: _u, key_ops: _o, ...material } = jwk as JsonWebKey & { kid?: string; use?: string };
-    return (imported ??= crypto.subtle.importKey("jwk", material, spec.importParams, false, ["sign"]));
+    // A JWK that does not import (a malformed `d`) is an argument mistake found at the first use:
+    // a TypeError as createClient's own checks throw, never WebCrypto's untyped DataError.
+    return (imported ??= crypto.subtle.importKey("jwk", material, spec.importParams, false, ["sign"]).catch((error: unknown) => {
+      imported = undefined;
+      throw new TypeError(`privateKey: the JWK could not be imported (${error instanceof Error ? error.name : "error"})`);
+    }));
   };
   return async (audience, nowMs) => {
     const now = Math.floor(nowMs / 1000);

@@ -86,7 +86,9 @@ async function exchange(fetch: FetchLike, url: string, init: FetchInit, maxRespo
   }
   if (isRedirect(response.status)) {
     // Never followed: the request carried credentials. The Location is not echoed (it is the
-    // other side's choice and could carry anything); the status says what happened.
+    // other side's choice and could carry anything); the status says what happened. Its body is
+    // let go of, or the connection stays held while the server goes on sending.
+    discard(response.body);
     throw new NetworkError(
       "redirect_refused",
       `${init.method} ${pathOf(url)} answered with a redirect (HTTP ${response.status}); redirects are not followed because the request carries credentials`,
@@ -210,9 +212,10 @@ function discard(body: unknown): void {
 export function parseJsonBody(response: ReadResponse, what: string): unknown {
   try {
     return JSON.parse(response.text) as unknown;
-  } catch (cause) {
+  } catch {
+    // No cause: the parser's message quotes the body (a short one whole), which may be a token.
     const type = response.headers.get("content-type");
-    throw new NetworkError("not_json", `${what}: HTTP ${response.status} with a body that is not JSON${type ? ` (${type})` : ""}`, response.status, { cause });
+    throw new NetworkError("not_json", `${what}: HTTP ${response.status} with a body that is not JSON${type ? ` (${type})` : ""}`, response.status);
   }
 }
 

@@ -40,7 +40,8 @@ export interface TokenManager {
    */
   invalidate(accessToken: string): void;
   /** Gets a new access token now (with the refresh token when there is one), single-flight too. */
-  refresh(): Promise<CachedToken>;
+  /** A new token now; given a refused access token, only if that one is still the current one. */
+  refresh(rejectedAccessToken?: string): Promise<CachedToken>;
   /** Public view of a token (no refresh token). */
   info(token: CachedToken): TokenInfo;
 }
@@ -87,8 +88,13 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   async function readCache(): Promise<CachedToken | null> {
     if (!cache) return null;
     const t = await cache.get(config.cacheKey);
-    return isCachedToken(t) ? t : null;
+    if (!isCachedToken(t)) return null;
+    // A refresh token the server refused (invalid_grant) is never presented again, whoever cached
+    // it: before 2026-11-29 every call in every process sharing the cache sent it once more.
+    return t.refreshToken !== null && deadRefresh.has(t.refreshToken) ? { ...t, refreshToken: null } : t;
   }
+  /** Refresh tokens refused with invalid_grant (bounded: only recent ones can still be in a cache). */
+  const deadRefresh = new Set<string>();
 
   /**
    * The refresh token to present, ours or the cache's, by lineage: each token lists the hashes of
@@ -159,9 +165,15 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       } catch (error) {
         if (!(error instanceof OAuthError && error.error === "invalid_grant")) throw error;
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
+        deadRefresh.add(refreshToken);
+        if (deadRefresh.size > 16) deadRefresh.delete(deadRefresh.values().next().value!);
         // Another process may have won a race for the same refresh token and cached its result.
         const theirs = await readCache();
         if (theirs && theirs.refreshToken !== refreshToken && fresh(theirs)) return { token: theirs, cached: true };
+        // Still the refused one in the shared cache: it goes, so other processes do not present it.
+        if (cache && cached?.refreshToken === refreshToken && theirs !== null && theirs.accessToken === cached.accessToken) {
+          await cache.set(config.cacheKey, { ...cached, refreshToken: null });
+        }
         if (!canRunGrant()) {
           ended = error;
           throw error;
@@ -199,8 +211,10 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   return {
     getToken,
     invalidate,
-    refresh() {
-      if (current) invalidate(current.accessToken);
+    refresh(rejectedAccessToken) {
+      // Only that token is refused: a newer current one (renewed after another caller's 401) stays.
+      if (rejectedAccessToken !== undefined) invalidate(rejectedAccessToken);
+      else if (current) invalidate(current.accessToken);
       return getToken();
     },
     info(t) {
@@ -287,6 +301,10 @@ function isCachedToken(value: unknown): value is CachedToken {
   return (
     isObject(value) &&
     typeof value.accessToken === "string" &&
+    // As a token response's (see TOKEN_TEXT): a cached value a fetch would refuse as a header is
+    // quoted in that fetch's error (an entry written by an SDK from before that check).
+    TOKEN_TEXT.test(value.accessToken) &&
+    (value.refreshToken === null || (typeof value.refreshToken === "string" && TOKEN_TEXT.test(value.refreshToken))) &&
     typeof value.expiresAt === "number" &&
     typeof value.obtainedAt === "number" &&
     typeof value.scope === "string" &&

@@ -365,3 +365,42 @@ describe("a cap on response bodies (maxResponseBytes, default 1 MiB)", () => {
     }
   });
 });
+
+describe("nothing of a body reaches an error, and nothing is held (review 2026-11-29)", () => {
+  it("a redirect's body is let go of (cancelled), not left holding the connection", async () => {
+    let cancelled = false;
+    const body = new ReadableStream<Uint8Array>({ pull: () => new Promise(() => {}), cancel: () => void (cancelled = true) });
+    const fetch: FetchLike = async () => ({ status: 302, headers: new Headers({ location: "https://elsewhere.example/" }), text: async () => "", body });
+    const error = await createClient({ ...SECRET_OPTIONS, fetch }).getAccessToken().catch((e: unknown) => e);
+    expect([(error as NetworkError).reason, cancelled]).toEqual(["redirect_refused", true]);
+  });
+
+  it("a token response that is not JSON: the error has no cause quoting the body (a token, say)", async () => {
+    for (const text of ["rt-0123456789", "{'access_token': 'SECRET-TOKEN-VALUE-0123456789'}"]) {
+      const fetch: FetchLike = async () => ({ status: 200, headers: new Headers({ "content-type": "text/plain" }), text: async () => text });
+      const error = (await createClient({ ...SECRET_OPTIONS, fetch }).getAccessToken().catch((e: unknown) => e)) as NetworkError;
+      expect([error.reason, error.message, error.cause]).toEqual(["not_json", "token endpoint: HTTP 200 with a body that is not JSON (text/plain)", undefined]);
+      expect(JSON.stringify(error) + String(error.stack)).not.toContain("0123456789");
+    }
+  });
+
+  it("POST /plants answering an id outside int64 (or a megabyte of digits) is unexpected_response, parsed no further", async () => {
+    for (const id of ["9223372036854775808", "-9223372036854775809", "1".repeat(23), "9".repeat(1_000_000)]) {
+      const fetch: FetchLike = async (url) =>
+        url.endsWith("/connect/token") ? json(200, TOKEN) : { status: 200, headers: new Headers({ "content-type": "application/json" }), text: async () => `{"id":${id},"name":"x"}` };
+      const started = performance.now();
+      const error = (await createClient({ ...SECRET_OPTIONS, fetch, maxResponseBytes: 2_000_000 }).createPlant({ id: 1n, name: "x" }).catch((e: unknown) => e)) as NetworkError;
+      expect([error.reason, error.message]).toEqual(["unexpected_response", "POST /plants: HTTP 200, the plant has no int64 id"]);
+      expect(performance.now() - started).toBeLessThan(200);
+    }
+    const fetch: FetchLike = async (url) => (url.endsWith("/connect/token") ? json(200, TOKEN) : { status: 200, headers: new Headers(), text: async () => `{"id":-9223372036854775808,"name":"x"}` });
+    expect((await createClient({ ...SECRET_OPTIONS, fetch }).createPlant({ id: 1n, name: "x" })).id).toBe(-9223372036854775808n);
+  });
+
+  it("a private JWK that does not import rejects with a TypeError naming privateKey, not WebCrypto's DataError", async () => {
+    const fetch: FetchLike = async () => json(200, TOKEN);
+    const jwk = { kty: "EC", crv: "P-256", x: "AAAA", y: "BBBB", d: "AAAA" };
+    const error = await createClient({ baseUrl: BASE, clientId: "signed", privateKey: jwk, fetch }).getAccessToken().catch((e: unknown) => e);
+    expect([(error as Error).constructor, (error as Error).message]).toEqual([TypeError, "privateKey: the JWK could not be imported (DataError)"]);
+  });
+});

@@ -140,3 +140,47 @@ describe("tokenCache", () => {
     expect(tokens.requests.map((r) => r.grant_type)).toEqual(["refresh_token", "password"]);
   });
 });
+
+describe("tokenCache and refused refresh tokens", () => {
+  it("a refresh token refused with invalid_grant is never presented again, by this client or by another on the same cache", async () => {
+    const fm = newMock();
+    const tokens = fakeTokenEndpoint(fm, { expiresIn: 60, override: (form) => (form.refresh_token !== undefined ? { status: 400, body: { error: "invalid_grant" } } : undefined) });
+    const { cache, map } = memoryCache();
+    const clock = manualClock();
+    const one = clientOn(fm, { tokenCache: cache, clock: clock.now, credentials: USER, scope: OFFLINE, keepCredentials: false });
+    await one.getAccessToken(); // password -> rt-1 (the password is dropped: keepCredentials is off)
+    clock.advance(61_000);
+    for (let i = 0; i < 5; i++) await one.getAccessToken().catch(() => undefined);
+    const two = clientOn(fm, { tokenCache: cache, clock: clock.now, credentials: USER, scope: OFFLINE });
+    await two.getAccessToken().catch(() => undefined);
+    // rt-1 once; the second client, which still has the password, logs in instead of presenting it.
+    expect(tokens.requests.map((r) => r.refresh_token ?? r.grant_type)).toEqual(["password", "rt-1", "password"]);
+    expect([...map.values()].map((v) => (JSON.parse(v) as CachedToken).refreshToken)).not.toContain("rt-1");
+  });
+
+  it("a cached token with characters a header cannot hold is not used (a fetch would quote it in its error)", async () => {
+    const fm = newMock();
+    const tokens = fakeTokenEndpoint(fm);
+    const bad: CachedToken = { accessToken: "SECRET-ACCESS-TOKEN\nx", tokenType: "Bearer", expiresAt: T0 + 3_600_000, obtainedAt: T0, scope: "", refreshToken: null, grantType: "client_credentials" };
+    const badRefresh: CachedToken = { ...bad, accessToken: "fine", expiresAt: T0, refreshToken: "rt\u0000x" };
+    for (const entry of [bad, badRefresh]) {
+      const cache: TokenCache = { get: async () => entry, set: async () => {} };
+      expect(await clientOn(fm, { tokenCache: cache, clock: manualClock().now }).getAccessToken()).toMatch(/^at-\d+$/);
+    }
+    expect(tokens.requests.map((r) => r.grant_type)).toEqual(["client_credentials", "client_credentials"]);
+  });
+});
+
+describe("refresh(rejectedAccessToken)", () => {
+  it("several callers reporting one refused token, late and one after another, cause one renewal; without the token each call renews", async () => {
+    const fm = newMock();
+    const tokens = fakeTokenEndpoint(fm);
+    const client = clientOn(fm, { clock: manualClock().now, credentials: USER, scope: OFFLINE });
+    const refused = await client.getAccessToken(); // at-1
+    for (let i = 0; i < 3; i++) expect((await client.refresh(refused)).accessToken).toBe("at-2");
+    expect(tokens.requests.map((r) => r.refresh_token ?? r.grant_type)).toEqual(["password", "rt-1"]);
+    // Without a token it is "a new one now", each time.
+    expect((await client.refresh()).accessToken).toBe("at-3");
+    expect(tokens.requests.map((r) => r.refresh_token ?? r.grant_type)).toEqual(["password", "rt-1", "rt-2"]);
+  });
+});
