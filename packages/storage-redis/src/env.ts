@@ -48,19 +48,41 @@ export function redisRisks(info: string): string[] {
  */
 export const redactRedisUrl: (url: string) => string = redactConnectionUrl;
 
+/** How long the start waits for Redis by default: connect and handshake, then the INFO reads. */
+const START_WAIT_MS = 10_000;
+
+/** `promise`, or a rejection (after `onLate`) when it has not settled within `ms`. */
+async function withinMs<T>(promise: Promise<T>, ms: number, onLate: () => void, message: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          onLate();
+          reject(new Error(message));
+        }, ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Opens the hot stores when `PLANTGATE_REDIS_URL` (`redis://…` or `rediss://…` for TLS) is set,
  * under the key prefix `PLANTGATE_REDIS_KEY_PREFIX` (default `plantgate:`); null when it is not.
  * The client fails commands at once while disconnected (no offline queue, so the core answers 503
- * instead of waiting) and reconnects in the background; an unreachable Redis at start-up is a
- * `RedisConfigError` naming the password-free URL.
+ * instead of waiting) and reconnects in the background; an unreachable Redis at start-up, or one
+ * that does not answer within 10 s (`startWaitMs`), is a `RedisConfigError` naming the password-free URL.
  *
  * @example
  * const sql = await openStorageFromEnv(process.env, { cwd: process.cwd() });
  * const hot = await openRedisHotStoresFromEnv(process.env);
  * const app = createPlantgate({ storage: { ...sql, ...hot?.stores } });
  */
-export async function openRedisHotStoresFromEnv(env: Record<string, string | undefined>, options: { clock?: () => number } = {}): Promise<OpenedRedisHotStores | null> {
+export async function openRedisHotStoresFromEnv(env: Record<string, string | undefined>, options: { clock?: () => number; startWaitMs?: number } = {}): Promise<OpenedRedisHotStores | null> {
+  const startWaitMs = options.startWaitMs ?? START_WAIT_MS;
   const url = env.PLANTGATE_REDIS_URL;
   if (!url) return null;
   if (!/^rediss?:\/\//.test(url)) throw new RedisConfigError("PLANTGATE_REDIS_URL must start with redis:// or rediss://");
@@ -86,7 +108,9 @@ export async function openRedisHotStoresFromEnv(env: Record<string, string | und
   // Errors reach the core as rejected commands (StorageError, 503); the event only needs a listener.
   client.on("error", () => {});
   try {
-    await client.connect();
+    // connectTimeout bounds the TCP connect only, not node-redis's handshake after it: a server that
+    // accepts and never answers held the start (and a CLI cron job) without end before 2026-11-29.
+    await withinMs(client.connect(), startWaitMs, () => client.destroy(), `no answer within ${startWaitMs} ms`);
     connected = true;
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
@@ -94,7 +118,9 @@ export async function openRedisHotStoresFromEnv(env: Record<string, string | und
   }
   let warnings: string[] = [];
   try {
-    warnings = redisRisks(`${await client.info("memory")}\n${await client.info("persistence")}`);
+    // Bounded too; past the wait nothing is known and nothing said (the commands' own timeout rules).
+    const info = withinMs(Promise.all([client.info("memory"), client.info("persistence")]), startWaitMs, () => {}, "INFO got no answer");
+    warnings = redisRisks((await info).join("\n"));
   } catch {
     // INFO refused (an ACL without it, a managed service): nothing known, nothing said.
   }

@@ -37,7 +37,8 @@ export interface RedisHotStoresOptions {
    * 5000). With a positive value the hot stores send their commands with node-redis's per-command
    * timer off and enforce the bound themselves with one timer per quarter of it (a command fails
    * after between 1 and 1.25 times the bound): node-redis's `AbortSignal.timeout` per command
-   * cost about 20 µs of CPU per request. `0`: leave timeouts to the client as configured.
+   * cost about 20 µs of CPU per request. `0`: no bound of ours; node-redis 6.3.1 then times out
+   * only commands it has not written yet, so a hung server holds a written one without end.
    */
   commandTimeoutMs?: number;
 }
@@ -141,12 +142,24 @@ function nodeRedisTimeout(client: RedisScriptClient): number {
   return typeof timeout === "number" && Number.isSafeInteger(timeout) && timeout > 0 ? timeout : 0;
 }
 
-/** `client` with its own per-command timer off (node-redis) and one shared timeout instead (see deadlines.ts). */
+/**
+ * `client` with its own per-command timer off (node-redis) and one shared timeout instead, whose
+ * slot's signal drops the commands it has not yet written when the slot expires (see deadlines.ts).
+ * One view of the client per slot (the signal changes only with the slot).
+ */
 function timed(client: RedisScriptClient, timeoutMs: number): RedisScriptClient {
-  const untimed = client.withCommandOptions?.({ timeout: 0 }) ?? client;
   const within = deadlines(timeoutMs);
+  let signal: AbortSignal | null = null;
+  let view: RedisScriptClient = client;
+  const untimed = (slotSignal: AbortSignal): RedisScriptClient => {
+    if (slotSignal !== signal) {
+      signal = slotSignal;
+      view = client.withCommandOptions?.({ timeout: 0, abortSignal: slotSignal }) ?? client;
+    }
+    return view;
+  };
   return {
-    evalSha: (sha1, options) => within(() => untimed.evalSha(sha1, options)),
-    eval: (script, options) => within(() => untimed.eval(script, options)),
+    evalSha: (sha1, options) => within((s) => untimed(s).evalSha(sha1, options)),
+    eval: (script, options) => within((s) => untimed(s).eval(script, options)),
   };
 }

@@ -14,7 +14,7 @@ export interface RedisScriptClient {
   evalSha(sha1: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
   /** node-redis: the same connection with other command options (used to turn its per-command timer off, see `commandTimeoutMs`). */
-  withCommandOptions?(options: { timeout: number }): RedisScriptClient;
+  withCommandOptions?(options: { timeout: number; abortSignal?: AbortSignal }): RedisScriptClient;
 }
 
 /** A Lua script and its SHA-1, the name Redis caches it under. */

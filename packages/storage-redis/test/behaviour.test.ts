@@ -384,4 +384,58 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
       await stopped(frozen);
     }
   });
+
+  it("commands that timed out while the server was frozen are not run once it answers again (the unsent ones are dropped from the client's queue)", async () => {
+    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
+    const port = await freePort();
+    const frozen = await startRedis(port);
+    const client = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true, commandOptions: { timeout: 300 } });
+    client.on("error", () => {});
+    await client.connect();
+    try {
+      const hot = redisHotStores(client, { keyPrefix: "q:" });
+      const now = Date.now();
+      expect(await hot.attempts.increment("t:k", now, WINDOW)).toEqual({ key: "t:k", count: 1, windowStart: now });
+      frozen.kill("SIGSTOP");
+      // Enough that the socket backs up and most stay unsent (each is a whole EVALSHA with its args).
+      const calls = await Promise.allSettled(Array.from({ length: 20_000 }, () => hot.attempts.increment("t:k", now, WINDOW)));
+      expect(calls.every((c) => c.status === "rejected")).toBe(true);
+      frozen.kill("SIGCONT");
+      // Those already written to the socket still run (nothing can call them back); the rest must not.
+      const after = await hot.attempts.get("t:k");
+      expect(after!.count).toBeLessThan(2_000);
+      // Before 2026-11-29 every one of them ran late: 20,001.
+    } finally {
+      frozen.kill("SIGCONT");
+      client.destroy();
+      frozen.kill("SIGKILL");
+      await stopped(frozen);
+    }
+  }, 20_000);
+
+  it("after the event loop stalled, a command to a healthy server still gets its whole timeout (it joined a slot whose expiry was already due)", async () => {
+    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
+    const port = await freePort();
+    const server = await startRedis(port);
+    const client = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true });
+    client.on("error", () => {});
+    await client.connect();
+    try {
+      const hot = redisHotStores(client, { keyPrefix: "s:", commandTimeoutMs: 200 });
+      expect(await hot.revokedTokens.has("a")).toBe(false);
+      // The loop busy for longer than the timeout right after a command: its slot's expiry is due.
+      const first = hot.revokedTokens.has("b");
+      const until = performance.now() + 300;
+      while (performance.now() < until) {
+        // a long synchronous handler
+      }
+      const second = hot.revokedTokens.has("c");
+      await first.catch(() => undefined);
+      expect(await second).toBe(false);
+    } finally {
+      client.destroy();
+      server.kill("SIGKILL");
+      await stopped(server);
+    }
+  });
 });

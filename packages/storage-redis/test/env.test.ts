@@ -1,3 +1,4 @@
+import { createServer, type Socket } from "node:net";
 import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openRedisHotStoresFromEnv, RedisConfigError, redisRisks } from "../src/env.js";
@@ -20,6 +21,30 @@ describe("openRedisHotStoresFromEnv: configuration", () => {
     expect(error).toBeInstanceOf(RedisConfigError);
     expect((error as Error).message).toMatch(/^cannot reach Redis at redis:\/\/user:\*\*\*@127\.0\.0\.1:1\/: .+/);
     expect((error as Error).message).not.toContain("hunter2");
+  });
+
+  it("a server that accepts the connection and never answers fails start-up within startWaitMs, its connection dropped (the start hung without end)", async () => {
+    const sockets = new Set<Socket>();
+    let closed = 0;
+    const silent = createServer((socket) => {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => void closed++);
+      // Read (and never answer), so that the client's end is seen.
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      const started = performance.now();
+      const error = await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: `redis://user:hunter2-secret@127.0.0.1:${port}/` }, { startWaitMs: 500 }).catch((e: unknown) => e);
+      expect(performance.now() - started).toBeLessThan(3000);
+      expect(error).toEqual(new RedisConfigError(`cannot reach Redis at redis://user:***@127.0.0.1:${port}/: no answer within 500 ms`));
+      await expect.poll(() => closed, { timeout: 1000 }).toBeGreaterThanOrEqual(1);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+    }
   });
 
   it("a malformed URL (a port out of range, a database that is no number) is a RedisConfigError that holds the password nowhere, cause included", async () => {
