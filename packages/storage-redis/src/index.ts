@@ -143,15 +143,20 @@ function nodeRedisTimeout(client: RedisScriptClient): number {
 }
 
 /**
- * `client` with its own per-command timer off (node-redis) and one shared timeout instead, whose
- * slot's signal drops the commands it has not yet written when the slot expires (see deadlines.ts).
- * One view of the client per slot (the signal changes only with the slot).
+ * `client` with its own per-command timer off (node-redis) and one shared timeout instead (see
+ * deadlines.ts). While Redis is slow or hung (a slot expired with commands pending, until one
+ * expires with none), commands also carry their slot's signal, so those not yet written when it
+ * expires are dropped from node-redis's queue instead of running when Redis answers again.
  */
 function timed(client: RedisScriptClient, timeoutMs: number): RedisScriptClient {
-  const within = deadlines(timeoutMs);
+  const plain = client.withCommandOptions?.({ timeout: 0 }) ?? client;
+  let degraded = false;
+  const within = deadlines(timeoutMs, undefined, (failed) => void (degraded = failed > 0));
+  // One view of the client per slot while degraded (the signal changes only with the slot).
   let signal: AbortSignal | null = null;
-  let view: RedisScriptClient = client;
+  let view: RedisScriptClient = plain;
   const untimed = (slotSignal: AbortSignal): RedisScriptClient => {
+    if (!degraded) return plain;
     if (slotSignal !== signal) {
       signal = slotSignal;
       view = client.withCommandOptions?.({ timeout: 0, abortSignal: slotSignal }) ?? client;
