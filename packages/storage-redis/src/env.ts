@@ -48,6 +48,9 @@ export function redisRisks(info: string): string[] {
  */
 export const redactRedisUrl: (url: string) => string = redactConnectionUrl;
 
+/** The env client's bound on commands in its queue (written and awaiting replies, or not yet written). */
+export const COMMANDS_QUEUE_MAX = 10_000;
+
 /** How long the start waits for Redis by default: connect and handshake, then the INFO reads. */
 const START_WAIT_MS = 10_000;
 
@@ -94,6 +97,10 @@ export async function openRedisHotStoresFromEnv(env: Record<string, string | und
     client = createClient({
       url,
       disableOfflineQueue: true,
+      // Commands waiting to be written or answered, at most: past it a command fails at once (503)
+      // instead of queueing, so a Redis that hangs cannot grow the process without bound before the
+      // first timeouts (see redisHotStores' commandTimeoutMs).
+      commandsQueueMaxLength: COMMANDS_QUEUE_MAX,
       socket: {
         connectTimeout: 5000,
         // Before the first connection: give up (start-up fails); after it: retry, backing off to 2 s.

@@ -13,7 +13,7 @@ import { createMemoryStorage, createPlantgate, StorageError, type Storage } from
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openRedisHotStoresFromEnv } from "../src/env.js";
+import { COMMANDS_QUEUE_MAX, openRedisHotStoresFromEnv } from "../src/env.js";
 import { CommandTimeoutError, MAX_COMMAND_TIMEOUT_MS, redisHotStores } from "../src/index.js";
 import { connect, describeIfRedis, dropPrefix, freshPrefix, IN_CI, keysUnder, probeRedis, REDIS_URL, type TestClient } from "./support.js";
 
@@ -412,6 +412,33 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
     } finally {
       frozen.kill("SIGCONT");
       client.destroy();
+      frozen.kill("SIGKILL");
+      await stopped(frozen);
+    }
+  }, 20_000);
+
+  it("the env client holds at most COMMANDS_QUEUE_MAX commands: past it, with a frozen server, a command fails at once instead of queueing", async () => {
+    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
+    const port = await freePort();
+    const frozen = await startRedis(port);
+    const opened = (await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: `redis://127.0.0.1:${port}` }))!;
+    try {
+      frozen.kill("SIGSTOP");
+      const settledAt: number[] = [];
+      const started = performance.now();
+      const calls = Array.from({ length: COMMANDS_QUEUE_MAX + 500 }, () =>
+        opened.stores.revokedTokens.has("jti").then(
+          () => "answered",
+          (e: unknown) => (settledAt.push(performance.now() - started), (e as Error).cause instanceof Error ? ((e as Error).cause as Error).message : String(e)),
+        ),
+      );
+      // The 500 past the bound fail at once, long before the 5 s command timeout.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(settledAt.length).toBe(500);
+      expect((await Promise.all(calls.slice(-500))).every((m) => m === "The queue is full")).toBe(true);
+    } finally {
+      frozen.kill("SIGCONT");
+      await opened.close();
       frozen.kill("SIGKILL");
       await stopped(frozen);
     }
