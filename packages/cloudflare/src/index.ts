@@ -204,7 +204,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   // Compatibility dates before 2022-10-31 keep workerd's legacy URL parser, which throws on URLs
   // the standard one takes (`?q=%ZZ`): core parses request.url, and that would be a 500. Detected
   // once; only then is each request's URL checked first (a 400 instead).
-  const legacyUrlParser = !parsable("http://localhost/?q=%ZZ");
+  const legacyUrlParser = urlOf("http://localhost/?q=%ZZ") === null;
   const instanceFor = (env: PlantgateWorkerEnv): Promise<Plantgate> => {
     let instance = instances.get(env);
     if (!instance) {
@@ -242,10 +242,10 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
         logger.error("plantgate worker failed to start", { error: describeFailure(error) });
       }
       // In the shape of the request's endpoint: OAuth's on the token, revocation and introspection paths.
-      const answer = unavailableResponse(pathnameOf(request.url), "The service is temporarily unavailable; retry later.");
+      const answer = unavailableResponse(urlOf(request.url)?.pathname ?? "", "The service is temporarily unavailable; retry later.");
       return new Response(answer.body as Uint8Array<ArrayBuffer>, { status: answer.status, headers: answer.headers });
     }
-    if (legacyUrlParser && !parsable(request.url)) {
+    if (legacyUrlParser && urlOf(request.url) === null) {
       // As @plantgate/node's listener answers a request a Web Request cannot carry.
       return new Response(JSON.stringify({ error: "invalid_request", error_description: "The request cannot be processed." }), {
         status: 400,
@@ -298,22 +298,12 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   };
 }
 
-/** Whether `new URL(url)` takes it (the legacy URL class has no `URL.canParse`). */
-function parsable(url: string): boolean {
+/** `new URL(url)`, or null when it does not parse (the legacy URL class, which has no `URL.canParse`, refuses some). */
+function urlOf(url: string): URL | null {
   try {
-    new URL(url);
-    return true;
+    return new URL(url);
   } catch {
-    return false;
-  }
-}
-
-/** The path of a request's URL; "" when the URL does not parse (the legacy URL class refuses some). */
-function pathnameOf(url: string): string {
-  try {
-    return new URL(url).pathname;
-  } catch {
-    return "";
+    return null;
   }
 }
 

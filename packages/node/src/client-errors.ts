@@ -1,5 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { lingerOnUnreadUpload } from "./linger.js";
+import { refusal } from "./to-request.js";
+import { writeResponse } from "./write-response.js";
 import type { Duplex } from "node:stream";
 
 /** What Node's parser or timers refuse, answered as plantgate answers: status, reason, description. */
@@ -83,11 +85,10 @@ export function answerMalformedRequests(server: Server): void {
   // RFC 9110 §10.1.1: an expectation other than 100-continue is 417, in plantgate's shape (Node's
   // own has no body), and the connection closes (the client may send its body anyway).
   server.on("checkExpectation", (request: IncomingMessage, response: ServerResponse) => {
-    const body = JSON.stringify({ error: "invalid_request", error_description: "The Expect header's expectation is not supported." });
     response.shouldKeepAlive = false;
     // A body sent anyway is read and dropped (within the default bounds) so the close is no reset.
     lingerOnUnreadUpload(request, response);
-    response.writeHead(417, { "content-type": "application/json", "cache-control": "no-store", "content-length": Buffer.byteLength(body) }).end(body);
+    writeResponse(refusal(417, "The Expect header's expectation is not supported."), response);
   });
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // A later error of this socket (the client resetting while the answer drains) is nobody's to

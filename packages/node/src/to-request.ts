@@ -158,7 +158,8 @@ export function exchangeOf(incoming: IncomingMessage, response: ServerResponse |
   return new Exchange(createNodeRequest(incoming, response, origin, trustProxy), incoming.socket?.remoteAddress);
 }
 
-const refusal = (status: number, description: string): PlainAnswer => {
+/** plantgate's `{"error":"invalid_request","error_description":...}` answer of `status`, not cached. @internal */
+export const refusal = (status: number, description: string): PlainAnswer => {
   const body = new TextEncoder().encode(JSON.stringify({ error: "invalid_request", error_description: description }));
   return { status, headers: { "content-type": "application/json", "content-length": String(body.byteLength), "cache-control": "no-store" }, body };
 };

@@ -80,8 +80,8 @@ function sessionIdFrom(header: string | null): string | null {
   return null;
 }
 
-/** Creates and stores a session for the account; returns the id (for the cookie only) and CSRF token. */
-export async function createSession(ctx: Context, account: AccountRecord): Promise<{ sessionId: string; csrfToken: string; expiresAt: number }> {
+/** Creates and stores a session for the account; returns the id (for the cookie only), its stored hash and the CSRF token. */
+export async function createSession(ctx: Context, account: AccountRecord): Promise<{ sessionId: string; idHash: string; csrfToken: string; expiresAt: number }> {
   const now = ctx.clock();
   // Housekeeping on sign-in keeps the table small without a scheduler (a bounded batch: `prune`
   // clears any backlog).
@@ -97,7 +97,7 @@ export async function createSession(ctx: Context, account: AccountRecord): Promi
       expiresAt: now + ctx.console!.sessionTtlSeconds * 1000,
     };
     // A collision of 256-bit random ids does not happen; the loop only keeps `create`'s contract honest.
-    if (await ctx.storage.sessions.create(record)) return { sessionId, csrfToken, expiresAt: record.expiresAt };
+    if (await ctx.storage.sessions.create(record)) return { sessionId, idHash: record.idHash, csrfToken, expiresAt: record.expiresAt };
   }
 }
 

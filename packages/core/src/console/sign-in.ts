@@ -6,7 +6,6 @@ import { checkPassword, consoleAddressBudget } from "../security/credentials.js"
 import { readJsonObject, requiredString } from "./body.js";
 import type { ConsoleRequest } from "./request.js";
 import { createSession, sessionCookie } from "./session.js";
-import { sha256 } from "../crypto/index.js";
 
 const MAX_CREDENTIAL_LENGTH = 1024;
 
@@ -36,7 +35,7 @@ export async function signIn(ctx: Context, request: ConsoleRequest): Promise<Pla
   // it stayed, and came back when the account was enabled again.
   const current = await ctx.storage.accounts.get(account.id);
   if (!current || !current.enabled || !current.roles.includes(ctx.console!.adminRole)) {
-    await ctx.storage.sessions.delete(await sha256(session.sessionId));
+    await ctx.storage.sessions.delete(session.idHash);
     throw badCredentials();
   }
   const { sessionId, csrfToken, expiresAt } = session;
