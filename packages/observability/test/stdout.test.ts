@@ -15,6 +15,16 @@ function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clo
   return { child, lines };
 }
 
+/** Reads `stream` for `ms`, then stops reading for `ms`, `times` over: a log reader that falls behind. */
+async function stallNowAndThen(stream: NodeJS.ReadableStream, times: number, ms: number): Promise<void> {
+  for (let stall = 0; stall < times; stall++) {
+    await new Promise((r) => setTimeout(r, ms));
+    stream.pause();
+    await new Promise((r) => setTimeout(r, ms));
+    stream.resume();
+  }
+}
+
 // Each test starts a child Node process through tsx (a compile at start): over 5 s when the machine
 // is loaded (seen once in a clean-clone CI run beside other work); a real hang still fails at 30 s.
 describe("stdout lines", { timeout: 30_000 }, () => {
@@ -61,12 +71,7 @@ describe("stdout lines", { timeout: 30_000 }, () => {
     const shell = spawn("sh", ["-c", `(${child("A")} & ${child("B")} & wait) | cat`], { stdio: ["ignore", "pipe", "pipe"] });
     const chunks: Buffer[] = [];
     shell.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
-    for (let stall = 0; stall < 4; stall++) {
-      await new Promise((r) => setTimeout(r, 150));
-      shell.stdout.pause();
-      await new Promise((r) => setTimeout(r, 150));
-      shell.stdout.resume();
-    }
+    await stallNowAndThen(shell.stdout, 4, 150);
     const code = await new Promise<number | null>((resolve) => shell.once("close", resolve));
     expect(code).toBe(0);
     const lines = Buffer.concat(chunks).toString("utf8").split("\n").filter(Boolean);
@@ -90,12 +95,7 @@ describe("stdout lines", { timeout: 30_000 }, () => {
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     let bytes = 0;
     child.stdout.on("data", (chunk: Buffer) => (bytes += chunk.length));
-    for (let stall = 0; stall < 3; stall++) {
-      await new Promise((r) => setTimeout(r, 100));
-      child.stdout.pause();
-      await new Promise((r) => setTimeout(r, 100));
-      child.stdout.resume();
-    }
+    await stallNowAndThen(child.stdout, 3, 100);
     const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
     expect(code).toBe(0);
     // About 12 MB, some 190 blocks' worth: a fresh block a flush after the first stall would be

@@ -14,7 +14,7 @@ import { openSqlStorage } from "@plantgate/storage-sql";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS_QUEUE_MAX, openRedisHotStoresFromEnv } from "../src/env.js";
-import { CommandTimeoutError, MAX_COMMAND_TIMEOUT_MS, redisHotStores } from "../src/index.js";
+import { CommandTimeoutError, MAX_COMMAND_TIMEOUT_MS, redisHotStores, type RedisScriptClient } from "../src/index.js";
 import { connect, describeIfRedis, dropPrefix, freshPrefix, IN_CI, keysUnder, probeRedis, REDIS_URL, type TestClient } from "./support.js";
 
 const problem = await probeRedis();
@@ -251,6 +251,27 @@ async function startRedis(port: number, dir?: string): Promise<ChildProcess> {
 const stopped = (proc: ChildProcess) => new Promise<void>((resolve) => (proc.exitCode !== null || proc.signalCode !== null ? resolve() : proc.once("exit", () => resolve())));
 
 const haveServer = existsSync(REDIS_SERVER);
+
+/**
+ * Runs `body` with a private redis-server (`server`, which the body may SIGSTOP) and a node-redis
+ * client on it without offline queue (`timeout`: its per-command timeout, when given); both gone after.
+ */
+async function withPrivateClient(timeout: number | undefined, body: (server: ChildProcess, client: RedisScriptClient) => Promise<void>): Promise<void> {
+  expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
+  const port = await freePort();
+  const server = await startRedis(port);
+  const client = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true, ...(timeout !== undefined ? { commandOptions: { timeout } } : {}) });
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    await body(server, client);
+  } finally {
+    server.kill("SIGCONT");
+    client.destroy();
+    server.kill("SIGKILL");
+    await stopped(server);
+  }
+}
 describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveServer ? "" : ` (skipped: no ${REDIS_SERVER})`}`, () => {
   let proc: ChildProcess | undefined;
   afterAll(async () => {
@@ -354,14 +375,8 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
   }, 15_000);
 
   it("a server that stops answering (SIGSTOP): StorageError after the client's command timeout, not before, from the hot stores' own shared timer; in order again after SIGCONT", async () => {
-    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
-    const port = await freePort();
-    const frozen = await startRedis(port);
     // node-redis's per-command timeout, read by redisHotStores and enforced by its own timer.
-    const client = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true, commandOptions: { timeout: 400 } });
-    client.on("error", () => {});
-    await client.connect();
-    try {
+    await withPrivateClient(400, async (frozen, client) => {
       const hot = redisHotStores(client, { keyPrefix: "p:" });
       const now = Date.now();
       expect(await hot.attempts.increment("t:k", now, WINDOW)).toEqual({ key: "t:k", count: 1, windowStart: now });
@@ -377,22 +392,11 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
       // The late reply of the failed read is dropped; the next reply is the next command's.
       expect(await hot.attempts.get("t:k")).toEqual({ key: "t:k", count: 1, windowStart: now });
       expect(await hot.attempts.increment("t:k", now, WINDOW)).toEqual({ key: "t:k", count: 2, windowStart: now });
-    } finally {
-      frozen.kill("SIGCONT");
-      client.destroy();
-      frozen.kill("SIGKILL");
-      await stopped(frozen);
-    }
+    });
   });
 
   it("commands that timed out while the server was frozen are not run once it answers again (the unsent ones are dropped from the client's queue)", async () => {
-    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
-    const port = await freePort();
-    const frozen = await startRedis(port);
-    const client = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true, commandOptions: { timeout: 300 } });
-    client.on("error", () => {});
-    await client.connect();
-    try {
+    await withPrivateClient(300, async (frozen, client) => {
       const hot = redisHotStores(client, { keyPrefix: "q:" });
       const now = Date.now();
       expect(await hot.attempts.increment("t:k", now, WINDOW)).toEqual({ key: "t:k", count: 1, windowStart: now });
@@ -409,12 +413,7 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
       const after = await hot.attempts.get("t:k");
       expect(after!.count).toBeLessThan(2_000);
       // Before 2026-11-29 every one of them ran late: 20,101.
-    } finally {
-      frozen.kill("SIGCONT");
-      client.destroy();
-      frozen.kill("SIGKILL");
-      await stopped(frozen);
-    }
+    });
   }, 20_000);
 
   it("the env client holds at most COMMANDS_QUEUE_MAX commands: past it, with a frozen server, a command fails at once instead of queueing", async () => {
@@ -445,13 +444,7 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
   }, 20_000);
 
   it("after the event loop stalled, a command to a healthy server still gets its whole timeout (it joined a slot whose expiry was already due)", async () => {
-    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
-    const port = await freePort();
-    const server = await startRedis(port);
-    const client = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true });
-    client.on("error", () => {});
-    await client.connect();
-    try {
+    await withPrivateClient(undefined, async (_server, client) => {
       const hot = redisHotStores(client, { keyPrefix: "s:", commandTimeoutMs: 200 });
       expect(await hot.revokedTokens.has("a")).toBe(false);
       // The loop busy for longer than the timeout right after a command: its slot's expiry is due.
@@ -463,10 +456,6 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
       const second = hot.revokedTokens.has("c");
       await first.catch(() => undefined);
       expect(await second).toBe(false);
-    } finally {
-      client.destroy();
-      server.kill("SIGKILL");
-      await stopped(server);
-    }
+    });
   });
 });
