@@ -80,17 +80,34 @@ export function isDeadlock(e: unknown): boolean {
   return code === "ER_LOCK_DEADLOCK" || errno === 1213;
 }
 
+/** How many times {@link againOnDeadlock} runs its work in all before the deadlock is thrown. */
+export const DEADLOCK_ATTEMPTS = 8;
+
 /**
- * Runs `work` (one statement that commits alone, or one whole transaction) again, up to 5 times in
- * all, while MySQL/MariaDB picks it as a deadlock victim: a victim is rolled back whole, so nothing
- * of it was applied. Any other error, and the fifth deadlock, is thrown.
+ * The wait after the `attempt`th deadlock: a random time up to 2^attempt ms, at most 100 ms (full
+ * jitter). Run again at once, the victim (InnoDB picks the transaction that changed least, the
+ * same one each time) took its locks back while the winner was still between two of its
+ * statements and was picked again; 5 quick attempts in a row all lost on a loaded machine.
  */
-export async function againOnDeadlock<T>(work: () => Promise<T>): Promise<T> {
+export function deadlockPause(attempt: number): Promise<void> {
+  const ms = Math.random() * Math.min(100, 2 ** attempt);
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Runs `work` (one statement that commits alone, or one whole transaction) again, up to
+ * {@link DEADLOCK_ATTEMPTS} times in all, while MySQL/MariaDB picks it as a deadlock victim: a
+ * victim is rolled back whole, so nothing of it was applied. Between attempts it waits
+ * `pause(attempt)` ({@link deadlockPause}: about 230 ms at most in all). Any other error, and the
+ * last deadlock, is thrown.
+ */
+export async function againOnDeadlock<T>(work: () => Promise<T>, pause: (attempt: number) => Promise<void> = deadlockPause): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await work();
     } catch (e) {
-      if (!isDeadlock(e) || attempt >= 5) throw e;
+      if (!isDeadlock(e) || attempt >= DEADLOCK_ATTEMPTS) throw e;
+      await pause(attempt);
     }
   }
 }
