@@ -127,15 +127,21 @@ export async function startExpressServer(
 
   // The issuer defaults to the listening URL, known only after listen (PORT=0 picks one), and
   // provisioning needs the app, so plantgate is mounted only once both are ready: until then
-  // requests under the mount path are answered 503.
+  // requests under the mount path (and for its RFC 8414 metadata URL) are answered 503.
   let handler: ReturnType<typeof plantgate> | null = null;
+  const metadataPath = `/.well-known/oauth-authorization-server${mount}`;
+  const plantgatePath = (path: string) => mount === "" || path === mount || path.startsWith(`${mount}/`) || path === metadataPath;
   const expressApp = express();
   expressApp.disable("x-powered-by");
-  // plantgate first: it reads the raw body itself, so no body parser may run before it.
-  expressApp.use(mount || "/", (req, res, next) => {
+  // plantgate first: it reads the raw body itself, so no body parser may run before it. At the
+  // root, so that it also answers the RFC 8414 §3.1 metadata URL outside the mount path; the paths
+  // it does not own go on to the routes below.
+  expressApp.use((req, res, next) => {
     if (handler) return handler(req, res, next);
+    const path = req.originalUrl.split("?")[0]!;
+    if (!plantgatePath(path)) return next();
     // In the shape of the request's endpoint: OAuth's on the token, revocation and introspection paths.
-    const answer = unavailableResponse(req.originalUrl.split("?")[0]!, "The server is starting; retry shortly.", 1);
+    const answer = unavailableResponse(path, "The server is starting; retry shortly.", 1);
     res.status(answer.status).set(answer.headers).end(answer.body === null ? undefined : Buffer.from(answer.body));
   });
   // The app's own routes; a body parser here is fine because plantgate is mounted before it.

@@ -1,8 +1,10 @@
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
 import {
+  checkUploadDiscardOptions,
   lingerOnUnreadUpload,
   originOf,
   refusedRequestAnswer,
+  releaseRequestBody,
   toExchange,
   writeResponse,
   type FetchApp,
@@ -72,6 +74,28 @@ export class PlantgateBodyConsumedError extends Error {
   }
 }
 
+/** The authority of an absolute-form request target (`http://host/path`, RFC 9112 §3.2.2), if it is one. */
+function targetAuthority(target: string): string | undefined {
+  if (!ABSOLUTE_FORM.test(target)) return undefined;
+  try {
+    return new URL(target).host;
+  } catch {
+    return undefined;
+  }
+}
+const ABSOLUTE_FORM = /^https?:\/\//i;
+
+/** The pathname of a request target, origin-form or absolute-form; undefined when it has none. */
+function targetPath(target: string): string | undefined {
+  try {
+    if (ABSOLUTE_FORM.test(target)) return new URL(target).pathname;
+    // Concatenated as the listener does (a target starting with // is a path, not a host).
+    return new URL(`http://localhost${target.startsWith("/") ? "" : "/"}${target}`).pathname;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `scheme://host[:port]` as Express sees it, i.e. with its `trust proxy` setting applied. */
 function expressOrigin(req: ExpressRequest): string {
   const encrypted = (req.socket as { encrypted?: boolean } | null)?.encrypted === true;
@@ -82,7 +106,11 @@ function expressOrigin(req: ExpressRequest): string {
   // req.host only under trust proxy; the Host header itself was checked, a bad one is a 400).
   // Which forwarded value counts is Express's rule, not the listener's: req.host takes the first
   // of several X-Forwarded-Host values, the listener the last (the nearest proxy's).
-  return originOf(scheme, req.host, req.headers.host);
+  // An absolute-form target's authority overrides the Host header (RFC 9112 §3.2.2), as on the
+  // listener; a trusted forwarded host (req.host is then not the Host header) still comes first.
+  const authority = targetAuthority(req.originalUrl);
+  const host = authority !== undefined && req.host === req.headers.host ? authority : req.host;
+  return originOf(scheme, host, req.headers.host);
 }
 
 function hasBody(req: ExpressRequest): boolean {
@@ -90,23 +118,23 @@ function hasBody(req: ExpressRequest): boolean {
 }
 
 function bodyConsumed(req: ExpressRequest): boolean {
-  // Express 5 body parsers leave req.body undefined unless they ran; any read
-  // (or a 'data' listener) also marks the stream, which catches other readers.
-  return (
-    (req as { body?: unknown }).body !== undefined ||
-    req.readableEnded ||
-    req.readableDidRead
-  );
+  // The stream's own state, as @plantgate/node decides it: a parser that read the body (Express 5's,
+  // body-parser 1.x's, multer, ...) leaves it read or ended. Not req.body: body-parser 1.x sets it
+  // to {} on every request, also one whose body it left alone (that was a 500 for every token
+  // request behind it), and readableDidRead only turns true once a chunk was delivered.
+  return req.readableEnded || req.readableDidRead;
 }
 
 /**
  * Express 5 middleware serving a plantgate app (or any Web handler, {@link ExpressApp}).
  *
- * - **Mount path = `basePath`.** The Web Request carries the full original URL
- *   (`req.originalUrl`), so create the app with `basePath` equal to the path you
- *   mount it at: `createPlantgate({ basePath: "/auth" })` with
- *   `expressApp.use("/auth", plantgate(app))`. Metadata and JWKS URLs then include
- *   the mount path.
+ * - **Mount at the root.** The Web Request carries the full original URL (`req.originalUrl`)
+ *   and `app.owns()` decides which paths are plantgate's, so `expressApp.use(plantgate(app))`
+ *   serves `basePath`'s routes and the RFC 8414 §3.1 metadata URL outside it
+ *   (`/.well-known/oauth-authorization-server/auth` for `basePath: "/auth"`); every other path
+ *   goes on with `next()`. Mounted at `basePath` (`expressApp.use("/auth", plantgate(app))`, the
+ *   mount path then equal to `basePath`) it serves everything but that one URL.
+ *   Metadata and JWKS URLs include `basePath`.
  * - **Origin** comes from `req.protocol` and `req.host`, so Express's
  *   `trust proxy` setting decides whether `X-Forwarded-Proto`/`-Host` count.
  * - **Body**: read raw from the socket (int64 ids stay exact). Mount plantgate
@@ -120,7 +148,10 @@ function bodyConsumed(req: ExpressRequest): boolean {
  *   from `@plantgate/node`'s listener, without reaching the app; on the host app's own paths they
  *   go on with `next()`.
  * - Unexpected failures (the app throws, the response cannot be written before
- *   headers are out) go to `next(err)`, i.e. to Express's error handling.
+ *   headers are out) go to `next(err)`, i.e. to Express's error handling, with the rest of the
+ *   request body let go (a reader the app left behind gets an AbortError).
+ * - Absolute-form targets (`POST http://host/auth/...`) are treated as on the listener: the
+ *   target's authority is the host (RFC 9112 §3.2.2) unless a trusted forwarded host says otherwise.
  *
  * @example
  * ```ts
@@ -130,7 +161,7 @@ function bodyConsumed(req: ExpressRequest): boolean {
  *
  * const pg = createPlantgate({ basePath: "/auth" });
  * const app = express();
- * app.use("/auth", plantgate(pg));   // before express.json()
+ * app.use(plantgate(pg));   // before express.json(); answers /auth/... and the RFC 8414 metadata URL
  * app.use(express.json());
  * app.listen(3000);
  * ```
@@ -140,6 +171,9 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
     ...(options.uploadDiscardBytes === undefined ? {} : { uploadDiscardBytes: options.uploadDiscardBytes }),
     ...(options.uploadDiscardMs === undefined ? {} : { uploadDiscardMs: options.uploadDiscardMs }),
   };
+  // Checked here, once: checked per request it failed only after the app had answered (a token
+  // issued, a refresh token rotated, then a 500), and a refused request lost its answer.
+  checkUploadDiscardOptions(discard);
   const owns = (options.notFound ?? "next") === "next" && typeof app.owns === "function" ? app.owns.bind(app) : undefined;
 
   return (req: ExpressRequest, res: ExpressResponse, next: NextFunction): void => {
@@ -164,13 +198,7 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         // Host: the same 400 as the Node listener's for a path plantgate answers, never next(err)
         // (Express's default handler would show a stack); the host app's own paths are its business.
         if (owns !== undefined) {
-          let path: string | undefined;
-          try {
-            // Concatenated as the listener does (a target starting with // is a path, not a host).
-            path = new URL(`http://localhost${req.originalUrl.startsWith("/") ? "" : "/"}${req.originalUrl}`).pathname;
-          } catch {
-            path = undefined;
-          }
+          const path = targetPath(req.originalUrl);
           if (path !== undefined && !owns(path)) {
             next();
             return;
@@ -207,6 +235,9 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
       } catch (error) {
         // The client went away; there is nobody to answer.
         if (request.signal.aborted && error === request.signal.reason) return;
+        // Express's final handler reads the rest of the body before it answers; a reader the app
+        // left behind kept it paused, and the request hung.
+        releaseRequestBody(exchange);
         next(error);
         return;
       }
@@ -219,6 +250,7 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         if (streaming !== undefined) await streaming;
       } catch (error) {
         // With headers already sent, Express's final handler closes the connection.
+        releaseRequestBody(exchange);
         next(error);
       }
     }

@@ -135,6 +135,10 @@ describe("examples/express-server", () => {
     expect(meta.issuer).toBe(B);
     expect(meta.token_endpoint).toBe(`${B}/UserService/connect/token`);
     expect(meta.jwks_uri).toBe(`${B}/.well-known/jwks.json`);
+    // and at the RFC 8414 §3.1 URL for an issuer with a path, outside the mount path
+    const discovered = await fetch(`${server.url}/.well-known/oauth-authorization-server/auth`);
+    expect(discovered.status).toBe(200);
+    expect(await discovered.json()).toEqual(meta);
 
     // the app's own route still works
     const health = await fetch(`${server.url}/health`);

@@ -1,3 +1,4 @@
+import { request as httpRequest } from "node:http";
 import express, { type ErrorRequestHandler } from "express";
 import nodeFetch from "node-fetch";
 import { describe, expect, it } from "vitest";
@@ -374,6 +375,75 @@ describe("Express integration", () => {
     expect(res.status).toBe(502);
     expect(await res.json()).toEqual({ handled: true });
     expect(seen).toEqual([failure]);
+  });
+
+  it("an app that reads part of the body and throws -> next(err), and Express's own final handler answers (the paused body hung it)", async () => {
+    const failure = new Error("boom after one chunk");
+    const app = express();
+    // "test": Express's final handler then logs nothing (it shows the stack in the page, as in development).
+    app.set("env", "test");
+    app.use(
+      "/w",
+      plantgate({
+        fetch: async (request: Request) => {
+          await request.body!.getReader().read();
+          throw failure;
+        },
+      }),
+    );
+    const origin = await listen(app);
+    const body = Buffer.alloc(200_000, "a");
+    for (const connection of ["close", "keep-alive"]) {
+      const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = httpRequest(`${origin}/w/upload`, { method: "POST", headers: { "content-type": "application/octet-stream", "content-length": String(body.length), connection } }, (res) => {
+          let text = "";
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => (text += chunk));
+          res.on("end", () => resolve({ status: res.statusCode!, text }));
+        });
+        req.setTimeout(5_000, () => req.destroy(new Error(`no answer within 5 s (Connection: ${connection})`)));
+        req.on("error", reject);
+        req.end(body);
+      });
+      expect(answer, connection).toEqual({ status: 500, text: expect.stringContaining("Error: boom after one chunk") });
+    }
+  });
+
+  it("upload discard bounds are checked when the middleware is made, not per request after the app has answered", async () => {
+    const pg = await plantgateApp();
+    for (const options of [{ uploadDiscardMs: Infinity }, { uploadDiscardMs: -1 }, { uploadDiscardBytes: 1.5 }, { uploadDiscardBytes: Number.NaN }]) {
+      expect(() => plantgate(pg, options), JSON.stringify(options)).toThrow(TypeError);
+    }
+    expect(() => plantgate(pg, { uploadDiscardMs: 0, uploadDiscardBytes: 0 })).not.toThrow();
+  });
+
+  it("mounted at the root it serves basePath's routes and the RFC 8414 §3.1 metadata URL outside basePath; the app's own routes go on", async () => {
+    const pg = await plantgateApp();
+    const root = express();
+    root.use(plantgate(pg));
+    root.get("/health", (_req, res) => void res.json({ ok: true }));
+    const origin = await listen(root);
+    const metadata = await fetch(`${origin}/.well-known/oauth-authorization-server/auth`);
+    expect(metadata.status).toBe(200);
+    const body = (await metadata.json()) as { issuer: string; token_endpoint: string };
+    expect({ issuer: body.issuer, token_endpoint: body.token_endpoint }).toEqual({ issuer: `${origin}/auth`, token_endpoint: `${origin}/auth/UserService/connect/token` });
+    expect(await clientToken(`${origin}/auth`)).toEqual(expect.any(String));
+    expect(await (await fetch(`${origin}/health`)).json()).toEqual({ ok: true });
+    // Mounted at basePath, that one URL is outside the mount (README, Express): Express's own 404.
+    const { origin: mountedOrigin } = await mounted();
+    expect((await fetch(`${mountedOrigin}/.well-known/oauth-authorization-server/auth`)).status).toBe(404);
+  });
+
+  it("a middleware that sets req.body without reading the stream (body-parser 1.x does so on every request) is not a consumed body", async () => {
+    const { base } = await mounted((app) =>
+      app.use((req, _res, next) => {
+        (req as { body?: unknown }).body ??= {};
+        next();
+      }),
+    );
+    const res = await token(base, { grant_type: "client_credentials" });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ token_type: "Bearer", expires_in: 7200, access_token: expect.any(String) });
   });
 
   it("the same plantgate app answers identically through Express and directly", async () => {

@@ -101,3 +101,37 @@ describe("RFC 9112 §6.1: a transfer coding other than chunked", () => {
     expect([head!.split("\r\n")[0], body]).toEqual(["HTTP/1.1 501 Not Implemented", '{"error":"invalid_request","error_description":"The request\'s transfer coding is not supported."}']);
   });
 });
+
+describe("RFC 9112 §3.2.2: absolute-form request targets, as on the Node listener", () => {
+  it("a repeated Host or a transfer coding other than chunked -> the adapter's 400/501, not next() (the path was read as /http://...)", async () => {
+    const app = express();
+    app.use("/auth", plantgate(await plantgateApp()));
+    app.use((_req, res) => void res.status(404).type("text").send("host app"));
+    const origin = await listen(app);
+    const port = new URL(origin).port;
+    const twoHosts = await raw(origin, `GET http://127.0.0.1:${port}/auth/.well-known/jwks.json HTTP/1.1\r\nhost: a.example\r\nhost: b.example\r\nconnection: close\r\n\r\n`);
+    const [head, body] = twoHosts.split("\r\n\r\n");
+    expect([head!.split("\r\n")[0], body]).toEqual(["HTTP/1.1 400 Bad Request", BODY]);
+    const coded = await raw(
+      origin,
+      `POST http://127.0.0.1:${port}/auth/UserService/connect/token HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/x-www-form-urlencoded\r\ntransfer-encoding: gzip, chunked\r\nconnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n`,
+    );
+    const [codedHead, codedBody] = coded.split("\r\n\r\n");
+    expect([codedHead!.split("\r\n")[0], codedBody]).toEqual(["HTTP/1.1 501 Not Implemented", '{"error":"invalid_request","error_description":"The request\'s transfer coding is not supported."}']);
+  });
+
+  it("the target's authority is the host, over the Host header; a trusted X-Forwarded-Host still comes first", async () => {
+    const app = express();
+    app.set("trust proxy", "loopback");
+    app.use("/auth", plantgate(await plantgateApp()));
+    const origin = await listen(app);
+    const issuerOf = async (extra: string) => {
+      const answer = await raw(origin, `GET http://auth.example.com/auth/.well-known/oauth-authorization-server HTTP/1.1\r\nhost: other.example\r\n${extra}connection: close\r\n\r\n`);
+      const [head, body] = answer.split("\r\n\r\n");
+      expect(head!.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+      return (JSON.parse(body!) as { issuer: string }).issuer;
+    };
+    expect(await issuerOf("")).toBe("http://auth.example.com/auth");
+    expect(await issuerOf("x-forwarded-host: proxy.example\r\n")).toBe("http://proxy.example/auth");
+  });
+});

@@ -1,5 +1,5 @@
 export type { FetchApp, HandleApp, HandleInfo, NodeApp, PlainAnswer } from "./fetch-app.js";
-export { toRequest, toExchange, refusedRequestAnswer, type ToRequestOptions, type NodeExchange } from "./to-request.js";
+export { toRequest, toExchange, refusedRequestAnswer, releaseRequestBody, type ToRequestOptions, type NodeExchange } from "./to-request.js";
 export { writeResponse } from "./write-response.js";
 export { originOf } from "./request-origin.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
@@ -9,6 +9,7 @@ export { nodeCrypto, type NodeCryptoOptions, type NodeCryptoProvider } from "./n
 export { schedulePrune, type Prunable, type PruneLogger, type PruneSchedule, type SchedulePruneOptions } from "./prune-schedule.js";
 export {
   lingerOnUnreadUpload,
+  checkUploadDiscardOptions,
   DEFAULT_UPLOAD_DISCARD_BYTES,
   DEFAULT_UPLOAD_DISCARD_MS,
   type UploadDiscardOptions,

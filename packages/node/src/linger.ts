@@ -45,6 +45,22 @@ export function discardBounds(options: UploadDiscardOptions): { bytes: number; m
 }
 
 /**
+ * Checks {@link UploadDiscardOptions} once, up front (an adapter's creation), with the TypeError
+ * {@link lingerOnUnreadUpload} would throw for every request.
+ *
+ * @example
+ * ```ts
+ * import { checkUploadDiscardOptions } from "@plantgate/node";
+ *
+ * checkUploadDiscardOptions({ uploadDiscardMs: 10_000 }); // fine
+ * checkUploadDiscardOptions({ uploadDiscardMs: Infinity }); // TypeError
+ * ```
+ */
+export function checkUploadDiscardOptions(options: UploadDiscardOptions): void {
+  discardBounds(options);
+}
+
+/**
  * Makes an answer written before the upload was read reach the client (a lingering close, as
  * nginx's `lingering_close`). Call it before the answer is written; it does nothing when the request
  * body has already been read in full.

@@ -99,6 +99,8 @@ class NodeRequest {
   #real: Request | undefined;
   /** The body was taken by {@link NodeRequest.readBody} (the adapter's `info.readBody`). */
   #readDirectly = false;
+  /** Lets go of the body stream's source (see {@link releaseRequestBody}); set once it is built. */
+  #discardBody: (() => void) | undefined;
 
   constructor(incoming: IncomingMessage, response: ServerResponse | undefined, method: string, url: string, headers: Headers) {
     this.#incoming = incoming;
@@ -160,6 +162,11 @@ class NodeRequest {
   /** See {@link readRequestBody}. */
   static readBody(request: NodeRequest, maxBytes: number): Promise<Uint8Array | null> {
     return request.#readBody(maxBytes);
+  }
+
+  /** See {@link releaseRequestBody}. */
+  static release(request: NodeRequest): void {
+    request.#discardBody?.();
   }
 
   #signal(): AbortSignal {
@@ -279,6 +286,7 @@ class NodeRequest {
     }
     const requestBody = createRequestBody(incoming, signal, () => this.#abort());
     this.#body = requestBody.stream;
+    this.#discardBody = requestBody.discard;
     // Node drains an unread body by itself, but not one we started reading; without this a
     // half-read upload would stall the keep-alive connection.
     if (this.#response?.writableFinished === true) requestBody.discard();
@@ -323,6 +331,15 @@ class NodeRequest {
 /** `info.readBody` for a Request made by {@link createNodeRequest} (see `NodeRequest.#readBody`). */
 export function readRequestBody(request: Request, maxBytes: number): Promise<Uint8Array | null> {
   return NodeRequest.readBody(request as unknown as NodeRequest, maxBytes);
+}
+
+/**
+ * Lets go of the body of a Request made by {@link createNodeRequest}: a reader of its stream gets an
+ * AbortError, and the rest of the upload flows off the wire unread (no longer paused for a reader
+ * that will never come back). Does nothing when the stream was never built. @internal
+ */
+export function releaseBody(request: Request): void {
+  NodeRequest.release(request as unknown as NodeRequest);
 }
 
 // Everything else a Request has is answered by the real one; inheriting from Request.prototype

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HandleInfo, PlainAnswer } from "./fetch-app.js";
-import { createNodeRequest, readRequestBody, TransferCodingError } from "./node-request.js";
+import { createNodeRequest, readRequestBody, releaseBody, TransferCodingError } from "./node-request.js";
 import type { lingerOnUnreadUpload } from "./linger.js";
 
 /**
@@ -165,6 +165,27 @@ export const refusal = (status: number, description: string): PlainAnswer => {
 };
 const CANNOT_BE_PROCESSED = refusal(400, "The request cannot be processed.");
 const UNKNOWN_TRANSFER_CODING = refusal(501, "The request's transfer coding is not supported.");
+
+/**
+ * Lets go of the request body of an exchange the app failed on, before the request is handed to
+ * someone else (Express's `next(err)`, whose final handler reads the rest of the body before it
+ * answers): a reader the app left behind gets an AbortError, and the rest of the upload flows off
+ * unread instead of staying paused for that reader, which hung the answer. Does nothing when the
+ * app never took the body stream (Node drains an unread body itself) or read it all.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   answer = await app.handle(exchange.request, exchange);
+ * } catch (error) {
+ *   releaseRequestBody(exchange);
+ *   next(error);
+ * }
+ * ```
+ */
+export function releaseRequestBody(exchange: NodeExchange): void {
+  releaseBody(exchange.request);
+}
 
 /**
  * The answer to a request {@link toExchange} refused: 501 for a transfer coding other than
