@@ -182,15 +182,22 @@ export async function inParallel<T>(count: number, call: (i: number) => Promise<
  * the target can open one (released after), else the test's own store, so a race "between two
  * instances" still runs, as two callers of one instance, on every backend.
  */
-export async function withOtherInstance(s: SuiteContext, body: (other: Storage) => Promise<void>): Promise<void> {
+export async function withOtherInstance<T>(s: SuiteContext, body: (other: Storage) => Promise<T>): Promise<T> {
   if (!s.target.connect) return body(s.storage());
   const other = await s.target.connect(s.storage());
   try {
-    await body(other);
+    return await body(other);
   } finally {
     await s.target.disconnect?.(other);
   }
 }
+
+/**
+ * The bound of each case of the suites that race or loop over many storage calls (concurrency,
+ * housekeeping), whatever the consumer's `testTimeout`: at 25 ms a storage call several passed
+ * vitest's default 5 s.
+ */
+export const RACES_TIMEOUT = 120_000;
 
 /** Resolves after `ms` milliseconds (a timer turn even at 0), to vary which racer starts first. */
 export const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

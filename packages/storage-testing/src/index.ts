@@ -10,6 +10,7 @@ import { attemptsSuite } from "./suites/attempts.js";
 import { auditSuite } from "./suites/audit.js";
 import { clientsSuite } from "./suites/clients.js";
 import { concurrencySuite } from "./suites/concurrency.js";
+import { limitsSuite } from "./suites/limits.js";
 import { plantsSuite } from "./suites/plants.js";
 import { pruneSuite } from "./suites/prune.js";
 import { refreshGraceSuite } from "./suites/refresh-grace.js";
@@ -84,6 +85,7 @@ export function describeStorageConformance(name: string, target: ConformanceTarg
     revokedTokensSuite(context);
     sessionsSuite(context);
     auditSuite(context);
+    limitsSuite(context);
     concurrencySuite(context);
     pruneSuite(context);
     throughCoreSuite(context);

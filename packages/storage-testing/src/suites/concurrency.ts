@@ -1,6 +1,6 @@
 import type { Storage } from "@plantgate/core";
 import { describe, expect, it, type TestContext } from "vitest";
-import { accountRecord, attemptKey, clientRecord, expectRecord, fakeHash, inParallel, pause, secretRecord, plantRecord, refreshRecord, seedOwners, sessionRecord, T0, withOtherInstance } from "../fixtures.js";
+import { accountRecord, attemptKey, clientRecord, expectRecord, fakeHash, inParallel, pause, secretRecord, plantRecord, refreshRecord, seedOwners, RACES_TIMEOUT, sessionRecord, T0, withOtherInstance } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
 
 /**
@@ -38,7 +38,9 @@ export function concurrencySuite(s: SuiteContext): void {
     }
   };
 
-  describe("concurrency", () => {
+  // The round loops make hundreds of storage calls in a row: at 25 ms a call (a database a few ms
+  // away, a transaction each) three of them passed vitest's default 5 s. The kit sets its own bound.
+  describe("concurrency", { timeout: RACES_TIMEOUT }, () => {
     it("50 parallel creates of distinct accounts: all true, each at its own place, no gap, exact total", async () => {
       const records = Array.from({ length: 50 }, (_, i) => accountRecord({ id: `par-${i}`, username: `par-user-${i}` }));
       const results = await inParallel(50, (i) => s.storage().accounts.create(records[i]!));

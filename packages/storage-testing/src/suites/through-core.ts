@@ -127,12 +127,17 @@ export function throughCoreSuite(s: SuiteContext): void {
       expect((await s.storage().refreshTokens.findByHash(await refreshTokenKey(sha256, next)))?.revokedAt).toBe(T0);
     });
 
-    it("disabling an account revokes its refresh tokens", async () => {
+    it("disabling an account revokes its refresh tokens: stored revoked, and still refused once the account is enabled again", async () => {
       const b = await boot(s.storage());
       const { refresh } = await passwordGrant(b);
       await b.app.admin.setAccountEnabled(USERNAME, false);
+      // The refresh grant refuses a disabled account by itself; the store must have revoked the token.
+      expect((await s.storage().refreshTokens.findByHash(await refreshTokenKey(sha256, refresh)))?.revokedAt, "the stored token's revokedAt").toBe(T0);
       const r = await refreshGrant(b, refresh);
       expect({ status: r.status, body: r.body }).toEqual({ status: 400, body: INVALID_GRANT });
+      await b.app.admin.setAccountEnabled(USERNAME, true);
+      const again = await refreshGrant(b, refresh);
+      expect({ status: again.status, body: again.body }, "after re-enabling, the revoked token stays refused").toEqual({ status: 400, body: INVALID_GRANT });
     });
 
     it("GetAccountList pages through the accounts of the store", async () => {
