@@ -205,5 +205,21 @@ export function clientsSuite(s: SuiteContext): void {
       listed!.grantTypes.pop();
       expectRecords(await s.storage().clients.list(), [expected], "clients");
     });
+
+    it("stores copies of the secrets passed to addSecret and replaceSecrets: mutating them afterwards changes nothing stored", async () => {
+      await s.storage().clients.create(clientRecord({ clientId: "isolated-secrets" }));
+      const added = secretRecord({ id: "added", hash: fakeHash("added"), createdAt: T0 + 10 });
+      const addedCopy = { ...added };
+      expect(await s.storage().clients.addSecret("isolated-secrets", added)).toBe(true);
+      added.hash = fakeHash("mutated");
+      added.lastUsedAt = T0 + 99;
+      expect((await s.storage().clients.get("isolated-secrets"))?.secrets.find((x) => x.id === "added"), "the added secret").toStrictEqual(addedCopy);
+      const replacing = secretRecord({ id: "only", hash: fakeHash("only"), createdAt: T0 + 20 });
+      const replacingCopy = { ...replacing };
+      expect(await s.storage().clients.replaceSecrets("isolated-secrets", replacing)).toBe(true);
+      replacing.hash = fakeHash("mutated-too");
+      replacing.expiresAt = T0 + 1;
+      expect((await s.storage().clients.get("isolated-secrets"))?.secrets, "the replacing secret").toStrictEqual([replacingCopy]);
+    });
   });
 }
