@@ -21,7 +21,7 @@ export async function deleteBatch(ctx: StoreContext, table: string, key: string,
   const db = ctx.db as unknown as Kysely<any>;
   if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 1)) throw new TypeError("deleteExpired: limit must be a positive integer");
   if (limit === undefined) {
-    const result = await db.deleteFrom(table).where(where).executeTakeFirst();
+    const result = await againOnDeadlock(() => db.deleteFrom(table).where(where).executeTakeFirst());
     return Number(result.numDeletedRows);
   }
   if (ctx.family === "mysql") {

@@ -103,7 +103,8 @@ export function attemptStore(ctx: StoreContext): AttemptStore {
     reset: (key) =>
       run("attempts.reset", async () => {
         if (!storableKey(key)) return;
-        await q.reset(runner, { key });
+        // A deadlock victim beside the sweep (primary key, then the window index; the sweep the other way): again.
+        await againOnDeadlock(() => q.reset(runner, { key }));
       }),
     refund: (key, windowStart, count) =>
       run("attempts.refund", async () => {

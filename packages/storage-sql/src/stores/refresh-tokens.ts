@@ -115,8 +115,10 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
     const families = sql.table(TABLES.refreshFamilies);
     const tokens = sql.table(TABLES.refreshTokens);
     const ended = sql`${sql.ref(`${TABLES.refreshFamilies}.family_expires_at`)} <= ${now} and not exists (select 1 from ${tokens} where ${sql.ref(`${TABLES.refreshTokens}.family_id`)} = ${sql.ref(`${TABLES.refreshFamilies}.family_id`)} and ${sql.ref(`${TABLES.refreshTokens}.family_expires_at`)} <= ${now})`;
-    if (limit === undefined) await sql`delete from ${families} where ${ended}`.execute(db);
-    else if (family === "mysql") await sql`delete from ${families} where ${ended} limit ${sql.lit(limit)}`.execute(db);
+    if (limit === undefined) await againOnDeadlock(() => sql`delete from ${families} where ${ended}`.execute(db));
+    // InnoDB: it X-locks family rows and share-locks tokens (NOT EXISTS); a create or consume holds
+    // a new family row and waits to insert its token. Either may be the deadlock victim: again.
+    else if (family === "mysql") await againOnDeadlock(() => sql`delete from ${families} where ${ended} limit ${sql.lit(limit)}`.execute(db));
     else {
       const key = sql.join(FAMILY_KEY.map((c) => sql.ref(c)));
       await sql`delete from ${families} where (${key}) in (select ${key} from ${families} where ${ended} limit ${sql.lit(limit)})`.execute(db);
@@ -142,10 +144,14 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
           // One statement: the family row's INSERT as a data-modifying WITH.
           await q.upsertWithFamily(runner, row);
         } else {
-          await db.transaction().execute(async (trx) => {
-            await q.addFamily(trx, fam);
-            await q.upsert(trx, row);
-          });
+          // A deadlock victim against the pruning of ended families (see deleteEndedFamilies) was
+          // rolled back whole: run it again.
+          await againOnDeadlock(() =>
+            db.transaction().execute(async (trx) => {
+              await q.addFamily(trx, fam);
+              await q.upsert(trx, row);
+            }),
+          );
         }
       }),
     findByHash: (tokenHash) =>
