@@ -1,6 +1,7 @@
 import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 import projects from "./vitest.workspace.js";
+import SlowestFirst from "./vitest.sequencer.js";
 
 export default defineConfig({
   test: {
@@ -11,5 +12,7 @@ export default defineConfig({
     // At least two at once (three read 606 s against 634 s for two in one try each: not worth
     // the contention for timing-bound tests).
     maxWorkers: Math.max(2, availableParallelism()),
+    // The slowest files first, across projects (see vitest.sequencer.ts).
+    sequence: { sequencer: SlowestFirst },
   },
 });

@@ -1,0 +1,51 @@
+/**
+ * The order test files start in: the slowest first (longest processing time first), so that the
+ * run does not end with one long file on one worker while the other has nothing left. vitest's
+ * own order runs the projects one after the other by name and, without a results cache (a clean
+ * CI checkout has none), the larger files of each first: the package tests (publish, storage-sql)
+ * came last, and the three minutes of pack-install started past the middle of the run.
+ */
+import { relative } from "node:path";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
+
+/**
+ * Seconds each file took in a clean CI run on a 2-core machine (2026-11-29, two files at once);
+ * files not named here keep vitest's order after these. Re-read them from a CI log when a file
+ * changes much: `grep -E "^ [✓×] .*\.test\.ts \("`.
+ */
+const SECONDS: Readonly<Record<string, number>> = {
+  "tests/publish/test/pack-install.test.ts": 194,
+  "packages/storage-sql/test/mysql-resume.test.ts": 50,
+  "packages/storage-sql/test/d1.test.ts": 49,
+  "tests/hostile/test/revocation-introspection.test.ts": 42,
+  "tests/hostile/test/token-endpoint.test.ts": 40,
+  "packages/storage-sql/test/postgres.test.ts": 38,
+  "tests/console-e2e/test/console.test.ts": 38,
+  "packages/storage-sql/test/d1-kysely.test.ts": 37,
+  "packages/observability/test/stdout.test.ts": 35,
+  "tests/http-suite/test/workerd.test.ts": 34,
+  "packages/storage-sql/test/mysql.test.ts": 33,
+  "bench/test/soak.test.ts": 31,
+  "packages/cli/test/cli.test.ts": 26,
+  "tests/hostile/test/discovery.test.ts": 26,
+  "tests/hostile/test/console.test.ts": 24,
+  "tests/http-suite/test/express.test.ts": 23,
+  "tests/multi-instance/test/lockout-revocation.test.ts": 21,
+  "tests/hostile/test/plants.test.ts": 20,
+  "packages/storage-redis/test/behaviour.test.ts": 16,
+  "tests/multi-instance/test/outage-under-load.test.ts": 16,
+  "tests/hostile/test/account-list.test.ts": 15,
+};
+
+const root = new URL(".", import.meta.url).pathname;
+
+export default class SlowestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const ordered = await super.sort(files);
+    const seconds = (file: TestSpecification) => SECONDS[relative(root, file.moduleId)] ?? 0;
+    return ordered
+      .map((file, index) => ({ file, index, seconds: seconds(file) }))
+      .sort((a, b) => b.seconds - a.seconds || a.index - b.index)
+      .map(({ file }) => file);
+  }
+}
