@@ -79,7 +79,9 @@ export interface ClientStore {
   replaceSecrets(clientId: string, secret: ClientSecretRecord): Promise<boolean>;
   /**
    * Removes one secret and sets `secretUpdatedAt` to `now`; false when the client or the secret is
-   * absent. Concurrent changes to other secrets of the client are kept.
+   * absent. Concurrent adds and removals of other secrets of the client are kept; a concurrent
+   * {@link ClientStore.touchSecret} of another secret, being best effort, may be lost (never a
+   * removed secret brought back).
    */
   removeSecret(clientId: string, secretId: string, now: number): Promise<boolean>;
   /**
