@@ -165,6 +165,22 @@ export function refreshTokensSuite(s: SuiteContext): void {
       await expectStored({ ...a1, revokedAt: T0 + 50 }, { ...a2, revokedAt: T0 + 50 }, already, other);
     });
 
+    it("revokeFamily and revokeByAccount compare ids exactly (code units: no case folding, no trailing-space padding)", async () => {
+      // Family ids are mixed-case base64url: a case-insensitive collation would revoke another user's family.
+      const upper = refreshRecord({ tokenHash: fakeHash("Fam-upper"), familyId: "Fam-A", accountId: "acct-1" });
+      const lower = refreshRecord({ tokenHash: fakeHash("fam-lower"), familyId: "fam-a", accountId: "acct-2" });
+      const padded = refreshRecord({ tokenHash: fakeHash("fam-padded"), familyId: "Fam-A ", accountId: "acct-2" });
+      await create(upper, lower, padded);
+      await tokens().revokeFamily("Fam-A", T0 + 10);
+      await expectStored({ ...upper, revokedAt: T0 + 10 }, lower, padded);
+      const mine = refreshRecord({ tokenHash: fakeHash("acct-upper"), familyId: "fx", accountId: "ACCT-9" });
+      const theirs = refreshRecord({ tokenHash: fakeHash("acct-lower"), familyId: "fy", accountId: "acct-9" });
+      const spaced = refreshRecord({ tokenHash: fakeHash("acct-spaced"), familyId: "fz", accountId: "ACCT-9 " });
+      await create(mine, theirs, spaced);
+      await tokens().revokeByAccount("ACCT-9", T0 + 20);
+      await expectStored({ ...upper, revokedAt: T0 + 10 }, lower, padded, { ...mine, revokedAt: T0 + 20 }, theirs, spaced);
+    });
+
     it("deleteExpired deletes exactly the tokens with familyExpiresAt <= now, or unconsumed with expiresAt <= now, and returns how many", async () => {
       const now = T0 + 10 * DAY;
       const token = (label: string, expiresAt: number, familyExpiresAt: number, extra: Partial<RefreshTokenRecord> = {}) =>
