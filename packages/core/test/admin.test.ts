@@ -270,6 +270,10 @@ describe("admin operations", () => {
     for (const name of ["a\u0000b", "a\ud800b", "\udc00", "", "x".repeat(201), 42 as unknown as string]) {
       await expect(h.app.admin.createClient({ clientId: "named", name })).rejects.toThrow(new AdminError("name must be 1-200 characters without U+0000 or unpaired surrogates"));
     }
+    // One that shows as nothing, or breaks a line in the console's lists and the CLI's table.
+    for (const name of [" ", "\t \u00a0", "\u200b", "\ufeff\u3164", "a\nb", "a\u0007"]) {
+      await expect(h.app.admin.createClient({ clientId: "named", name }), JSON.stringify(name)).rejects.toThrow(new AdminError("name must hold a visible character and no control characters"));
+    }
     expect((await h.app.admin.createClient({ clientId: "named", name: "🌱 ".repeat(66) + "x" })).client.name).toBe("🌱 ".repeat(66) + "x");
     await h.app.admin.deleteClient("named");
     await expect(h.app.admin.createAccount({ username: "bob", password: "short" })).rejects.toThrow(new AdminError("password must be 8-1024 characters"));

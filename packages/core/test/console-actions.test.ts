@@ -146,6 +146,8 @@ describe("console API: third-party applications (settings > security settings)",
       [{ name: "a\u0000b" }, 400, { error: 1009, message: "name must be 1-200 characters without U+0000 or unpaired surrogates" }],
       [{ name: "a\ud800b" }, 400, { error: 1009, message: "name must be 1-200 characters without U+0000 or unpaired surrogates" }],
       [{ name: "x".repeat(201) }, 400, { error: 1009, message: "name must be at most 200 characters." }],
+      [{ name: "   " }, 400, { error: 1009, message: "name must hold a visible character and no control characters" }],
+      [{ name: "line\nbreak" }, 400, { error: 1009, message: "name must hold a visible character and no control characters" }],
     ];
     for (const [body, status, expected] of cases) {
       const r = await h.as("POST", "/api/clients", body);

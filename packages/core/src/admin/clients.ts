@@ -72,6 +72,8 @@ export const MAX_CLIENT_SECRETS = 10;
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
 const ID = /^[\x21-\x7e]{1,200}$/;
+/** Only white space, format characters (zero-width space, U+FEFF, direction marks) and Hangul fillers. */
+const BLANK = /^[\s\p{Cf}\u115F\u1160\u3164\uFFA0]*$/u;
 
 export const secretView = ({ hash: _omit, ...rest }: ClientSecretRecord): ClientSecretView => rest;
 export const clientView = ({ secrets, ...rest }: ClientRecord): ClientView => ({ ...rest, secrets: secrets.map(secretView) });
@@ -137,6 +139,11 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       // surrogate, so such a name would fail the insert (a 500 from the console) instead of this answer.
       if (input.name !== undefined && (typeof input.name !== "string" || input.name.length < 1 || input.name.length > MAX_CLIENT_NAME || !isStorableText(input.name))) {
         throw new AdminError(`name must be 1-${MAX_CLIENT_NAME} characters without U+0000 or unpaired surrogates`);
+      }
+      // A name that shows as nothing (white space, format characters) or that breaks a line in the
+      // console's lists and the CLI's table could not be told apart from another client's.
+      if (input.name !== undefined && (BLANK.test(input.name) || /\p{Cc}/u.test(input.name))) {
+        throw new AdminError("name must hold a visible character and no control characters");
       }
       const authMethod = input.authMethod ?? "client_secret";
       if (authMethod !== "client_secret" && authMethod !== "private_key_jwt") throw new AdminError("authMethod must be client_secret or private_key_jwt");
