@@ -136,6 +136,9 @@ const unstorable = fc
 const text = (min: number, max: number) =>
   fc.string({ unit: "binary", minLength: min, maxLength: max }).filter((s) => storable(s) && s.length >= min && s.length <= max);
 
+/** A client name the core takes: a visible character, no control character (admin/clients.ts). */
+const showable = (s: string) => !/^[\s\p{Cf}\u115F\u1160\u3164\uFFA0]*$/u.test(s) && !/\p{Cc}/u.test(s);
+
 const required = (code = 1003): fc.Arbitrary<Member> => fc.constantFrom<Member>({ text: undefined, v: code }, { text: "null", v: code }, { text: '""', v: code });
 const seconds = fc.oneof(
   { weight: 2, arbitrary: absent },
@@ -159,10 +162,12 @@ const clientBody = (existingId: fc.Arbitrary<Member>) =>
   fc.record({
     clientId: clientIdMember(existingId),
     name: fc.oneof(
-      { weight: 6, arbitrary: ok(fc.oneof(text(1, 40), fc.constant("n".repeat(200)))) },
+      { weight: 6, arbitrary: ok(fc.oneof(text(1, 40).filter(showable), fc.constant("n".repeat(200)))) },
       required(),
       bad(1009, fc.constant("x".repeat(201))),
       bad(1009, unstorable, true),
+      // Shows as nothing, or breaks a line in the console's lists and the CLI table.
+      bad(1009, fc.constantFrom(" ", "\t\u00a0", "\u200b", "\ufeff", "a\nb", "x\u0007", "\r"), true),
       bad(1004, wrongType),
     ),
     grantTypes: fc.oneof(
