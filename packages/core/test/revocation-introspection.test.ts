@@ -5,7 +5,7 @@
  */
 import { decodeJwt } from "jose";
 import { describe, expect, it } from "vitest";
-import { createPlantgate } from "../src/index.js";
+import { createMemoryStorage, createPlantgate, StorageError } from "../src/index.js";
 import { getAccounts, read } from "./api-helpers.js";
 import { BASE, basic, clientToken, harness, passwordTokens, type Harness } from "./helpers.js";
 import { BASIC_CHALLENGE, expectTokenError, expectTokenSuccess, FORM, INVALID_REFRESH, refreshRequest } from "./token-helpers.js";
@@ -109,6 +109,36 @@ describe("RFC 7009 revocation", () => {
     await expectTokenError(await post(h, REVOKE, { token: refresh }, other), 400, body);
     expect((await getAccounts(h.app, access)).status).toBe(API_OK);
     await expectTokenSuccess(await refreshRequest(h, refresh));
+  });
+
+  it("RFC 7009 §2.2: another client's refresh token that is consumed, revoked or expired is an invalid token: 200, as an unknown string (a 400 told it had been a refresh token)", async () => {
+    const h = await harness({ refreshGraceSeconds: 0 });
+    const other = await otherClient(h);
+    const consumed = (await passwordTokens(h)).refresh_token!;
+    await expectTokenSuccess(await refreshRequest(h, consumed));
+    const revoked = (await passwordTokens(h)).refresh_token!;
+    await expectRevoked200(await post(h, REVOKE, { token: revoked }));
+    const expiring = (await passwordTokens(h)).refresh_token!;
+    const live = (await passwordTokens(h)).refresh_token!;
+    for (const token of [consumed, revoked, "an-unknown-string-of-no-token"]) await expectRevoked200(await post(h, REVOKE, { token }, other));
+    // The live one is still refused with the error, and stays usable.
+    await expectTokenError(await post(h, REVOKE, { token: live }, other), 400, { error: "invalid_request", error_description: "The token was not issued to this client." });
+    h.clock.advance(400 * 24 * 3600 * 1000);
+    await expectRevoked200(await post(h, REVOKE, { token: expiring }, other));
+    // Introspection by the other client says the same of each: inactive.
+    for (const token of [consumed, revoked, expiring]) expect(await introspect(h, token, {}, other)).toEqual({ active: false });
+  });
+
+  it("RFC 7009 §2.2.1: a revocation that was stored stands when the sweep of old revoked jtis after it fails: 200, logged, not 503", async () => {
+    const warned: unknown[][] = [];
+    const storage = createMemoryStorage();
+    const failing = { ...storage, revokedTokens: { ...storage.revokedTokens, deleteExpired: async () => Promise.reject(new StorageError("revoked-token store down")) } };
+    const h = await harness({ storage: failing, logger: { error() {}, warn: (...args: unknown[]) => void warned.push(args) } });
+    const access = await clientToken(h);
+    await expectRevoked200(await post(h, REVOKE, { token: access }));
+    expect(await storage.revokedTokens.has((decodeJwt(access) as { jti: string }).jti)).toBe(true);
+    expect((await getAccounts(h.app, access)).status).toBe(401);
+    expect(warned.map((w) => w[0]).filter((m) => String(m).startsWith("revoked-token"))).toEqual(["revoked-token sweep failed after a revocation (the revocation stands; prune clears the backlog)"]);
   });
 
   it("RFC 7009 §2.1 / RFC 6749 §2.3.1: the client must authenticate; token is required", async () => {

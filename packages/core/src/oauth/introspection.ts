@@ -1,6 +1,6 @@
 import { json, NO_STORE } from "../http/respond.js";
 import { CLIENT_SUBJECT_PREFIX } from "../tokens/access-token.js";
-import { issuedTo, presentedTokenEndpoint } from "./token-lookup.js";
+import { isLiveRefresh, issuedTo, presentedTokenEndpoint } from "./token-lookup.js";
 
 /** The RFC 7662 §2.2 response; only `active` when the token is not active. */
 export interface IntrospectionResponse {
@@ -55,8 +55,8 @@ export const introspectionEndpoint = presentedTokenEndpoint(async (ctx, urls, cl
     };
   } else {
     const r = found.record;
+    if (!isLiveRefresh(r, now)) return answer(INACTIVE);
     const expiresAt = Math.min(r.expiresAt, r.familyExpiresAt);
-    if (r.revokedAt !== null || r.consumedAt !== null || now >= expiresAt) return answer(INACTIVE);
     accountId = r.accountId;
     body = {
       active: true,

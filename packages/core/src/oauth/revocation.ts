@@ -1,6 +1,6 @@
 import { OAuthError } from "../errors/index.js";
-import { NO_STORE, plain } from "../http/respond.js";
-import { issuedTo, presentedTokenEndpoint } from "./token-lookup.js";
+import { describeError, NO_STORE, plain } from "../http/respond.js";
+import { isLiveRefresh, issuedTo, presentedTokenEndpoint } from "./token-lookup.js";
 import { SWEEP_LIMIT } from "../security/throttle.js";
 
 /**
@@ -12,12 +12,18 @@ import { SWEEP_LIMIT } from "../security/throttle.js";
  * - An unknown, malformed or already expired token: 200, nothing changes (RFC 7009 §2.2).
  * - A valid token issued to another client: 400 `invalid_request`, nothing changes. RFC 7009 §2.1
  *   says such a request "is refused and the client is informed of the error"; the refusal tells the
- *   caller nothing it could not learn by using the token it already holds.
+ *   caller nothing it could not learn by using the token it already holds. Another client's refresh
+ *   token that is revoked, consumed or expired is an invalid token: 200, as an unknown string (the
+ *   400 told its holder the string was, or had been, a refresh token of some other client, where
+ *   introspection answers `{"active":false}`).
+ * - The revocation stands once stored: a failure of the sweep of old revoked jtis after it is
+ *   logged, not answered 503 (RFC 7009 §2.2.1: a client told 503 must assume the token still valid).
  */
 export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, client, found, now, clientIp) => {
   if (found) {
     // Another client's token, or one of a deleted client whose id was re-used: not this client's.
     if (!issuedTo(found, client)) {
+      if (found.kind === "refresh_token" && !isLiveRefresh(found.record, now)) return plain(200, null, { ...NO_STORE });
       throw new OAuthError("invalid_request", "The token was not issued to this client.");
     }
     if (found.kind === "refresh_token") {
@@ -28,7 +34,11 @@ export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, clie
       ctx.events.emit({ type: "token.revoked", client_id: client.clientId, token_type: "access_token", jti: found.claims.jti, family_id: null, client_ip: clientIp ?? null });
       // Entries are useless once their token has expired; revocations are rare, so sweep here
       // (a bounded batch: `prune` clears any backlog).
-      await ctx.storage.revokedTokens.deleteExpired(now, SWEEP_LIMIT);
+      try {
+        await ctx.storage.revokedTokens.deleteExpired(now, SWEEP_LIMIT);
+      } catch (error) {
+        ctx.logger.warn("revoked-token sweep failed after a revocation (the revocation stands; prune clears the backlog)", describeError(error));
+      }
     }
   }
   // RFC 7009 §2.2: the body is ignored by clients; an empty one is what the RFC shows.

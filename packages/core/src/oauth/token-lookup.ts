@@ -54,6 +54,15 @@ export function tokenClientId(token: LocatedToken): string {
 }
 
 /**
+ * Whether a stored refresh token could still be used: not revoked, not consumed, not past its
+ * sliding or absolute expiry. Introspection answers `active` by it; revocation treats any other
+ * record as the RFC's invalid token.
+ */
+export function isLiveRefresh(record: { revokedAt: number | null; consumedAt: number | null; expiresAt: number; familyExpiresAt: number }, now: number): boolean {
+  return record.revokedAt === null && record.consumedAt === null && now < Math.min(record.expiresAt, record.familyExpiresAt);
+}
+
+/**
  * Whether a located token was issued to this client record: the same id, and issued no earlier
  * than the client was created. A client deleted and re-created under the same id is a new client
  * and must not inherit the old one's tokens. An access token's `iat` has whole seconds, so it is
