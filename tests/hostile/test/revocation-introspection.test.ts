@@ -52,6 +52,8 @@ async function property(path: string, world: World, spec: FormSpec, tally: impor
   const liveRefresh = what.kind === "refresh" && auth !== null && (await world.refreshIsLive(token!, auth.client.id));
   const liveAccess =
     what.kind === "access" && auth !== null && what.clientId === auth.client.id && !(await world.storage.revokedTokens.has(what.jti)) && what.exp * 1000 > now;
+  // An unexpired access token of this client: a 200 must have recorded its jti.
+  const ownAccess = what.kind === "access" && auth !== null && what.clientId === auth.client.id && what.exp * 1000 > now;
 
   const a = await withStoreCheck(
     world,
@@ -96,6 +98,14 @@ async function property(path: string, world: World, spec: FormSpec, tally: impor
   if (a.headers.get("cache-control") !== "no-store") fail("a 200 without Cache-Control: no-store", a);
   if (token === undefined) fail("a 200 for a request without a token", a);
   if (isRevocation) {
+    // What the 200 did (a write removed from the endpoint went unnoticed before: the store check only
+    // allows the change): this client's refresh token's family revoked, its access token's jti recorded.
+    if (what.kind === "refresh" && what.record.clientId === auth!.client.id) {
+      const family = what.record.familyId;
+      const stored = await world.refreshRecord(token!);
+      if (stored?.familyId === family && stored.revokedAt === null) fail("a 200 for this client's refresh token left it unrevoked", a);
+    }
+    if (ownAccess && what.kind === "access" && !(await world.storage.revokedTokens.has(what.jti))) fail("a 200 for this client's access token left its jti unrecorded", a);
     bump(tally, what.kind === "unknown" ? "revoked-unknown" : `revoked-${what.kind}`);
     return a.status;
   }
