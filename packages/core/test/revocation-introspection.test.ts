@@ -79,9 +79,15 @@ describe("RFC 7009 revocation", () => {
     const refresh = (await passwordTokens(h)).refresh_token!;
     await expectRevoked200(await post(h, REVOKE, { token: access, token_type_hint: "refresh_token" }));
     await expectRevoked200(await post(h, REVOKE, { token: refresh, token_type_hint: "access_token" }));
-    await expectRevoked200(await post(h, REVOKE, { token: refresh, token_type_hint: "something_else" }));
     expect((await getAccounts(h.app, access)).status).toBe(401);
     await expectTokenError(await refreshRequest(h, refresh), 400, INVALID_REFRESH);
+    // A hint the server does not know is ignored (RFC 7009 §2.1): each kind is still found and revoked.
+    const access2 = await clientToken(h);
+    const refresh2 = (await passwordTokens(h)).refresh_token!;
+    await expectRevoked200(await post(h, REVOKE, { token: refresh2, token_type_hint: "something_else" }));
+    await expectRevoked200(await post(h, REVOKE, { token: access2, token_type_hint: "id_token" }));
+    expect((await getAccounts(h.app, access2)).status).toBe(401);
+    await expectTokenError(await refreshRequest(h, refresh2), 400, INVALID_REFRESH);
   });
 
   it("RFC 7009 §2.2: an unknown, malformed, expired or already revoked token is a 200 and changes nothing", async () => {
@@ -97,6 +103,9 @@ describe("RFC 7009 revocation", () => {
     const fresh = await clientToken(h);
     await expectRevoked200(await post(h, REVOKE, { token: fresh }));
     await expectRevoked200(await post(h, REVOKE, { token: fresh }));
+    // Revoked once and for good: the second 200 changed nothing.
+    expect(await h.app.storage.revokedTokens.has((decodeJwt(fresh) as { jti: string }).jti)).toBe(true);
+    expect((await getAccounts(h.app, fresh)).status).toBe(401);
   });
 
   it("RFC 7009 §2.1: a token of another client is refused with invalid_request and stays valid", async () => {
