@@ -19,7 +19,11 @@ export interface CliIo {
   env: Record<string, string | undefined>;
   /** Working directory against which a relative `PLANTGATE_DB` is resolved. */
   cwd: string;
-  readStdin(): Promise<string>;
+  /**
+   * The text on stdin, decoded as UTF-8 (a `UsageError` when it is not): `"line"` reads up to the
+   * first newline and stops (a password), `"all"` to the end (an import).
+   */
+  readStdin(mode?: "line" | "all"): Promise<string>;
   stdout(text: string): void;
   stderr(text: string): void;
 }
@@ -34,7 +38,8 @@ function commandOf(argv: string[]): string {
 }
 
 /** A usage or input error: printed on stderr, exit code 2. */
-class UsageError extends Error {}
+/** A mistake in how the CLI was called or fed: exit code 2 and the message. */
+export class UsageError extends Error {}
 
 export const USAGE = `usage: plantgate <command>
 
@@ -130,7 +135,8 @@ const MAY_BE_EMPTY = new Set(["scopes", "roles"]);
 /** {@link parse}, for a command that takes options only: any positional is refused. */
 function parseOptions<O extends OptionSpecs>(args: string[], options: O) {
   const parsed = parse(args, options);
-  if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument: ${parsed.positionals[0]}`);
+  // Not echoed: a stray word is often a password typed where stdin was meant (now in shell history).
+  if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument (${parsed.positionals.length === 1 ? "one word" : `${parsed.positionals.length} words`} not taken by any option; passwords and import records are read from stdin, never from the command line)`);
   return parsed.values;
 }
 
@@ -185,6 +191,14 @@ function keySource(c: ClientView) {
 }
 
 /** Reads a password from stdin: the first line, without its line break. */
+/**
+ * A message with control characters shown as \u escapes: names and ids from the command line or an
+ * import file are quoted in messages, and an escape sequence in one went raw to the terminal.
+ */
+function printable(message: string): string {
+  return message.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
 function firstLine(text: string): string {
   return text.split(/\r?\n/)[0] ?? "";
 }
@@ -285,7 +299,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
         roles: { type: "string" },
       });
       if (!values.username) throw new UsageError("--username is required");
-      const password = firstLine(await io.readStdin());
+      const password = firstLine(await io.readStdin("line"));
       if (password === "") throw new UsageError("the password is read from stdin; none was given");
       const { app } = await open();
       return app.admin.createAccount({
@@ -298,7 +312,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
     }
     case "user import": {
       parseOptions(rest, {});
-      const lines = (await io.readStdin()).split(/\r?\n/);
+      const lines = (await io.readStdin("all")).split(/\r?\n/);
       const records: Parameters<Plantgate["admin"]["importAccounts"]>[0] = [];
       const lineOf: number[] = [];
       for (const [i, line] of lines.entries()) {
@@ -389,7 +403,8 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return PRINTED;
     }
     default:
-      throw new UsageError(argv.length === 0 ? "no command given" : `unknown command: ${argv.join(" ")}`);
+      // The command words only: the rest of the line may hold a value not meant for a log.
+      throw new UsageError(argv.length === 0 ? "no command given" : `unknown command: ${argv.slice(0, 2).filter((w) => !w.startsWith("-")).join(" ")}`);
   }
 }
 
@@ -429,19 +444,25 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return { storage, app };
   };
   try {
+    // An in-memory SQLite database is gone when the command ends: a client or account made there
+    // was reported made (a secret to "store safely") and no server could ever see it.
+    if (!io.env.PLANTGATE_DATABASE_URL && io.env.PLANTGATE_DB?.trim() === ":memory:") {
+      throw new UsageError("PLANTGATE_DB=:memory: keeps nothing after the command; point PLANTGATE_DB or PLANTGATE_DATABASE_URL at the server's store");
+    }
     const result = await run(argv, io, open);
     if (result !== PRINTED) io.stdout(JSON.stringify(result, null, 2) + "\n");
     return 0;
   } catch (e) {
     if (e instanceof UsageError) {
-      io.stderr(`plantgate: ${e.message}\n${argv.length === 0 || e.message.startsWith("unknown command") ? `\n${USAGE}\n` : ""}`);
+      io.stderr(`plantgate: ${printable(e.message)}\n${argv.length === 0 || e.message.startsWith("unknown command") ? `\n${USAGE}\n` : ""}`);
       return 2;
     }
-    if (e instanceof AdminError || e instanceof ConfigError || e instanceof StorageConfigError || e instanceof RedisConfigError || e instanceof KeyEncryptionError) {
-      io.stderr(`plantgate: ${e.message}\n`);
+    // A TypeError from core is a value it refuses when the app is made (a signing key that does not import).
+    if (e instanceof AdminError || e instanceof ConfigError || e instanceof StorageConfigError || e instanceof RedisConfigError || e instanceof KeyEncryptionError || e instanceof TypeError) {
+      io.stderr(`plantgate: ${printable(e.message)}\n`);
       return 2;
     }
-    io.stderr(`plantgate: ${e instanceof Error ? e.message : "failed"}\n`);
+    io.stderr(`plantgate: ${e instanceof Error ? printable(e.message) : "failed"}\n`);
     return 1;
   } finally {
     // The command's security events reach the audit store before it closes.

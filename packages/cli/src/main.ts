@@ -1,11 +1,34 @@
 #!/usr/bin/env node
-import { runCli } from "./cli.js";
+import { runCli, UsageError } from "./cli.js";
 
-async function readStdin(): Promise<string> {
+/** The longest password line read (a password is at most 1024 characters, 4 bytes each at most). */
+const LINE_MAX_BYTES = 8192;
+
+/**
+ * stdin as UTF-8 text. `"line"` stops at the first newline (`yes pw | plantgate user create` read
+ * forever, gigabytes of it); bytes that are not UTF-8 are refused (they were replaced by U+FFFD and
+ * stored, a password nobody could type again).
+ */
+async function readStdin(mode: "line" | "all" = "all"): Promise<string> {
   if (process.stdin.isTTY) return "";
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
+  let size = 0;
+  for await (const chunk of process.stdin) {
+    const bytes = chunk as Buffer;
+    const newline = mode === "line" ? bytes.indexOf(0x0a) : -1;
+    if (newline >= 0) {
+      chunks.push(bytes.subarray(0, newline));
+      break; // leaving the loop destroys stdin: the rest is never read
+    }
+    chunks.push(bytes);
+    size += bytes.length;
+    if (mode === "line" && size > LINE_MAX_BYTES) throw new UsageError(`the password line on stdin is longer than ${LINE_MAX_BYTES} bytes`);
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    throw new UsageError("stdin is not valid UTF-8");
+  }
 }
 
 // A command's result may hold the only copy of a new secret. When stdout cannot take it (a closed

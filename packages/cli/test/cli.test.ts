@@ -352,9 +352,15 @@ describe("plantgate CLI", () => {
     // A command that takes no positional refuses one rather than ignore it (`user import FILE` would
     // otherwise read stdin, not the file, and wait on a terminal).
     const records = JSON.stringify({ username: "stray", password: "password-1" });
-    for (const argv of [["client", "list", "extra"], ["user", "list", "extra"], ["user", "import", "accounts.jsonl"], ["keys", "list", "extra"], ["prune", "now"]]) {
-      expect(await cli(argv, records)).toEqual({ code: 2, stdout: "", stderr: `plantgate: unexpected argument: ${argv.at(-1)}\n`, json: undefined });
+    // Not echoed (a stray word is often a password typed where stdin was meant).
+    const stray = "plantgate: unexpected argument (one word not taken by any option; passwords and import records are read from stdin, never from the command line)\n";
+    for (const argv of [["client", "list", "extra"], ["user", "list", "extra"], ["user", "import", "accounts.jsonl"], ["keys", "list", "extra"], ["prune", "now"], ["user", "create", "--username", "bob", "hunter2"]]) {
+      expect(await cli(argv, records)).toEqual({ code: 2, stdout: "", stderr: stray, json: undefined });
     }
+    // Nor is the rest of an unknown command's line, and control characters in a message are escaped.
+    const typo = await cli(["user", "crete", "--username", "bob", "--password", "hunter2"]);
+    expect([typo.code, typo.stderr.split("\n")[0]]).toEqual([2, "plantgate: unknown command: user crete"]);
+    expect(await cli(["client", "delete", "\u001b[31mRED\u001b]0;title\u0007"])).toMatchObject({ code: 2, stderr: "plantgate: client \\u001b[31mRED\\u001b]0;title\\u0007 does not exist\n" });
     expect((await cli(["user", "list"])).json).toEqual([]);
     expect(await cli(["migrate"])).toMatchObject({ code: 0, json: { migrated: true } });
     expect(await cli(["migrate"])).toMatchObject({ code: 0, json: { migrated: true } });
@@ -437,6 +443,47 @@ describe("plantgate CLI", () => {
     listing.stderr.on("data", (chunk: Buffer) => (listingErr += chunk.toString()));
     expect([await new Promise<number | null>((resolve) => listing.on("close", resolve)), listingErr]).toEqual([0, ""]);
   });
+
+  it("PLANTGATE_DB=:memory: is refused (exit 2, nothing reported made): what a command makes there is gone when it ends", async () => {
+    expect(await cli(["client", "create", "--name", "mem", "--id", "mem"], "", { PLANTGATE_DB: ":memory:" })).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "plantgate: PLANTGATE_DB=:memory: keeps nothing after the command; point PLANTGATE_DB or PLANTGATE_DATABASE_URL at the server's store\n",
+      json: undefined,
+    });
+  });
+
+  it("a PLANTGATE_SIGNING_KEY that does not import is exit 2 naming it, and nothing is stored: keys list works without it afterwards", async () => {
+    const ecNamedPs256 = JSON.stringify({ kty: "EC", crv: "P-256", alg: "PS256", d: "pNk8OUd9QXUEdMUhnQ3Y1tgNLBlFp0pRtGjjxSU2iMk", x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" });
+    const offCurve = JSON.stringify({ kty: "EC", crv: "P-256", d: "AAAA", x: "AAAA", y: "BBBB" });
+    for (const key of [ecNamedPs256, offCurve]) {
+      const refused = await cli(["keys", "list"], "", { PLANTGATE_SIGNING_KEY: key });
+      expect([refused.code, refused.stdout, refused.stderr]).toEqual([2, "", expect.stringMatching(/^plantgate: signingKey \(PLANTGATE_SIGNING_KEY\) does not import as an (PS256|ES256) key; nothing was stored\n$/)]);
+      expect(refused.stderr).not.toContain("pNk8OUd9");
+    }
+    const listed = await cli(["keys", "list"]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.json).toHaveLength(1);
+  });
+
+  it("stdin: a password is read up to the first newline and no further (`yes pw |` read forever); bytes that are not UTF-8 are refused, not stored as U+FFFD", async () => {
+    const root = fileURLToPath(new URL("../../../", import.meta.url));
+    const tsx = join(root, "node_modules", ".bin", "tsx");
+    const main = join(root, "packages", "cli", "src", "main.ts");
+    const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
+    const endless = spawn(tsx, [main, "user", "create", "--username", "yes-user"], { env, stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    endless.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    endless.stdin.on("error", () => {}); // EPIPE once the CLI has stopped reading
+    const line = Buffer.from("longpassword1\n".repeat(4096));
+    const feed = setInterval(() => endless.stdin.write(line), 5);
+    const status = await new Promise<number | null>((resolve) => endless.on("close", resolve));
+    clearInterval(feed);
+    expect([status, JSON.parse(out).username]).toEqual([0, "yes-user"]);
+    const latin1 = spawnSync(tsx, [main, "user", "create", "--username", "latin"], { env, input: Buffer.from("p\xe4ssword1\n", "latin1"), encoding: "utf8" });
+    expect([latin1.status, latin1.stdout, latin1.stderr]).toEqual([2, "", "plantgate: stdin is not valid UTF-8\n"]);
+    expect((await cli(["user", "list"])).json.map((a: { username: string }) => a.username)).toEqual(["yes-user"]);
+  }, 60_000);
 
   it("prune deletes what can never matter again from the SQLite store and prints the counts per aggregate as JSON", async () => {
     expect((await cli(["migrate"])).code).toBe(0);

@@ -111,6 +111,15 @@ export async function keyRecordFromJwk(input: JWK | string, defaultAlg: SigningA
   if (!SUPPORTED_ALGS.includes(alg)) throw new TypeError(`signingKey alg ${alg} is not supported`);
   const kid = jwk.kid ?? (await calculateJwkThumbprint(jwk));
   const pub = publicPart(jwk);
+  // Both halves must import before the record can be stored: one that does not (an EC key named
+  // PS256, a point off the curve) was stored first and then failed every later load, the CLI's
+  // `keys list`/`keys revoke` and the server's start included, until removed by hand.
+  try {
+    await importJWK({ ...jwk, alg }, alg);
+    await importJWK({ ...pub, alg }, alg);
+  } catch {
+    throw new TypeError(`signingKey (PLANTGATE_SIGNING_KEY) does not import as an ${alg} key; nothing was stored`);
+  }
   return { kid, alg, privateJwk: JSON.stringify({ ...jwk, kid, alg }), publicJwk: JSON.stringify({ ...pub, kid, alg }), createdAt: now, activatesAt: now };
 }
 
