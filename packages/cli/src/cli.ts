@@ -199,8 +199,9 @@ function printable(message: string): string {
   return message.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
+/** The first line without its end (`\n` or `\r\n`; a line cut at `\n` by readStdin keeps its `\r`). */
 function firstLine(text: string): string {
-  return text.split(/\r?\n/)[0] ?? "";
+  return (text.split(/\r?\n/)[0] ?? "").replace(/\r$/, "");
 }
 
 async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantgate; storage: SqlStorage }>): Promise<unknown> {
@@ -457,8 +458,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.stderr(`plantgate: ${printable(e.message)}\n${argv.length === 0 || e.message.startsWith("unknown command") ? `\n${USAGE}\n` : ""}`);
       return 2;
     }
-    // A TypeError from core is a value it refuses when the app is made (a signing key that does not import).
-    if (e instanceof AdminError || e instanceof ConfigError || e instanceof StorageConfigError || e instanceof RedisConfigError || e instanceof KeyEncryptionError || e instanceof TypeError) {
+    // Core's refusal of the configured signing key (a TypeError when the app is made) is configuration;
+    // any other TypeError is a failure (exit 1), not bad input.
+    const badSigningKey = e instanceof TypeError && e.message.startsWith("signingKey ");
+    if (e instanceof AdminError || e instanceof ConfigError || e instanceof StorageConfigError || e instanceof RedisConfigError || e instanceof KeyEncryptionError || badSigningKey) {
       io.stderr(`plantgate: ${printable(e.message)}\n`);
       return 2;
     }

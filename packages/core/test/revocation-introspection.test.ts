@@ -120,7 +120,7 @@ describe("RFC 7009 revocation", () => {
     await expectTokenSuccess(await refreshRequest(h, refresh));
   });
 
-  it("RFC 7009 §2.2: another client's refresh token that is consumed, revoked or expired is an invalid token: 200, as an unknown string (a 400 told it had been a refresh token)", async () => {
+  it("RFC 7009 §2.2: another client's refresh token that is consumed, revoked or expired, or access token that is revoked, is an invalid token: 200, as an unknown string (a 400 told it had been a token)", async () => {
     const h = await harness({ refreshGraceSeconds: 0 });
     const other = await otherClient(h);
     const consumed = (await passwordTokens(h)).refresh_token!;
@@ -130,6 +130,10 @@ describe("RFC 7009 revocation", () => {
     const expiring = (await passwordTokens(h)).refresh_token!;
     const live = (await passwordTokens(h)).refresh_token!;
     for (const token of [consumed, revoked, "an-unknown-string-of-no-token"]) await expectRevoked200(await post(h, REVOKE, { token }, other));
+    // Another client's access token once revoked is invalid too (a 400 would tell it had been a token).
+    const revokedAccess = await clientToken(h);
+    await expectRevoked200(await post(h, REVOKE, { token: revokedAccess }));
+    await expectRevoked200(await post(h, REVOKE, { token: revokedAccess }, other));
     // The live one is still refused with the error, and stays usable.
     await expectTokenError(await post(h, REVOKE, { token: live }, other), 400, { error: "invalid_request", error_description: "The token was not issued to this client." });
     h.clock.advance(400 * 24 * 3600 * 1000);

@@ -13,9 +13,9 @@ import { SWEEP_LIMIT } from "../security/throttle.js";
  * - A valid token issued to another client: 400 `invalid_request`, nothing changes. RFC 7009 §2.1
  *   says such a request "is refused and the client is informed of the error"; the refusal tells the
  *   caller nothing it could not learn by using the token it already holds. Another client's refresh
- *   token that is revoked, consumed or expired is an invalid token: 200, as an unknown string (the
- *   400 told its holder the string was, or had been, a refresh token of some other client, where
- *   introspection answers `{"active":false}`).
+ *   token that is revoked, consumed or expired, or access token that is revoked, is an invalid token:
+ *   200, as an unknown string (the 400 told its holder the string was, or had been, a token of some
+ *   other client, where introspection answers `{"active":false}`).
  * - The revocation stands once stored: a failure of the sweep of old revoked jtis after it is
  *   logged, not answered 503 (RFC 7009 §2.2.1: a client told 503 must assume the token still valid).
  */
@@ -23,7 +23,7 @@ export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, clie
   if (found) {
     // Another client's token, or one of a deleted client whose id was re-used: not this client's.
     if (!issuedTo(found, client)) {
-      if (found.kind === "refresh_token" && !isLiveRefresh(found.record, now)) return plain(200, null, { ...NO_STORE });
+      if (found.kind === "refresh_token" ? !isLiveRefresh(found.record, now) : await ctx.storage.revokedTokens.has(found.claims.jti)) return plain(200, null, { ...NO_STORE });
       throw new OAuthError("invalid_request", "The token was not issued to this client.");
     }
     if (found.kind === "refresh_token") {
