@@ -6,6 +6,7 @@
  * came last, and the three minutes of pack-install started past the middle of the run.
  */
 import { relative } from "node:path";
+import { fileURLToPath } from "node:url";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
@@ -37,7 +38,8 @@ const SECONDS: Readonly<Record<string, number>> = {
   "tests/hostile/test/account-list.test.ts": 15,
 };
 
-const root = new URL(".", import.meta.url).pathname;
+// fileURLToPath, not URL#pathname: a space in the path stays a space (not %20), and Windows gets C:\.
+const root = fileURLToPath(new URL(".", import.meta.url));
 
 export default class SlowestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {

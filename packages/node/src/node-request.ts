@@ -166,7 +166,8 @@ class NodeRequest {
 
   /** See {@link releaseRequestBody}. */
   static release(request: NodeRequest): void {
-    request.#discardBody?.();
+    // A Request built elsewhere (a hand-written adapter's own) has no such body: nothing to let go.
+    if (#discardBody in request) request.#discardBody?.();
   }
 
   #signal(): AbortSignal {

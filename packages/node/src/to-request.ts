@@ -171,7 +171,8 @@ const UNKNOWN_TRANSFER_CODING = refusal(501, "The request's transfer coding is n
  * someone else (Express's `next(err)`, whose final handler reads the rest of the body before it
  * answers): a reader the app left behind gets an AbortError, and the rest of the upload flows off
  * unread instead of staying paused for that reader, which hung the answer. Does nothing when the
- * app never took the body stream (Node drains an unread body itself) or read it all.
+ * app never took the body stream (Node drains an unread body itself) or read it all, and for an
+ * exchange whose request `toExchange` did not build.
  *
  * @example
  * ```ts

@@ -2,7 +2,7 @@ import { randomToken, sha256 } from "../crypto/index.js";
 import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
-import { isStorableText } from "../util/storable-text.js";
+import { INVISIBLE_CLASS, isStorableText } from "../util/storable-text.js";
 import { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
 
 /** The longest client name (the console's form and API take the same). */
@@ -72,8 +72,8 @@ export const MAX_CLIENT_SECRETS = 10;
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
 const ID = /^[\x21-\x7e]{1,200}$/;
-/** Only white space, format characters (zero-width space, U+FEFF, direction marks) and Hangul fillers. */
-const BLANK = /^[\s\p{Cf}\u115F\u1160\u3164\uFFA0]*$/u;
+/** Only characters that show as nothing (see {@link INVISIBLE_CLASS}). */
+const BLANK = new RegExp(`^[${INVISIBLE_CLASS}]*$`, "u");
 
 export const secretView = ({ hash: _omit, ...rest }: ClientSecretRecord): ClientSecretView => rest;
 export const clientView = ({ secrets, ...rest }: ClientRecord): ClientView => ({ ...rest, secrets: secrets.map(secretView) });

@@ -4,7 +4,7 @@ import type { AccountRecord } from "../storage/types.js";
 import { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
 import { createClientAdmin, type ClientAdmin } from "./clients.js";
 import { accountView, type AccountView } from "../api/accounts.js";
-import { isStorableText } from "../util/storable-text.js";
+import { INVISIBLE_CLASS, isStorableText } from "../util/storable-text.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
 import { generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
 import { SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
@@ -104,12 +104,8 @@ export interface Admin extends ClientAdmin {
 }
 
 
-/**
- * A first or last character that shows as nothing: white space (what `trim()` removes), control
- * and format characters (U+0085, U+200B zero-width space, U+2060 word joiner, U+00AD soft hyphen,
- * U+200E and other direction marks, U+FEFF) and the Hangul fillers.
- */
-const INVISIBLE_EDGE = /^[\s\p{Cc}\p{Cf}\u115F\u1160\u3164\uFFA0]|[\s\p{Cc}\p{Cf}\u115F\u1160\u3164\uFFA0]$/u;
+/** A first or last character that shows as nothing (see {@link INVISIBLE_CLASS}). */
+const INVISIBLE_EDGE = new RegExp(`^[${INVISIBLE_CLASS}]|[${INVISIBLE_CLASS}]$`, "u");
 
 function checkAccountInput(input: CreateAccountInput): void {
   if (typeof input !== "object" || input === null) throw new AdminError("an account must be an object");
