@@ -13,7 +13,7 @@ import { createMemoryStorage, createPlantgate, StorageError, type Storage } from
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { COMMANDS_QUEUE_MAX, openRedisHotStoresFromEnv } from "../src/env.js";
+import { COMMANDS_QUEUE_MAX, openRedisHotStoresFromEnv, type OpenedRedisHotStores } from "../src/env.js";
 import { CommandTimeoutError, MAX_COMMAND_TIMEOUT_MS, redisHotStores, type RedisScriptClient } from "../src/index.js";
 import { connect, describeIfRedis, dropPrefix, freshPrefix, IN_CI, keysUnder, probeRedis, REDIS_URL, type TestClient } from "./support.js";
 
@@ -272,6 +272,27 @@ async function withPrivateClient(timeout: number | undefined, body: (server: Chi
     await stopped(server);
   }
 }
+
+/**
+ * A redis-server of its own with the env-opened client on it, frozen (SIGSTOP) before `body`;
+ * thawed, the client closed (again, if `body` closed it: a no-op) and the server killed after.
+ */
+async function withFrozenEnvClient(body: (opened: OpenedRedisHotStores) => Promise<void>): Promise<void> {
+  expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
+  const port = await freePort();
+  const frozen = await startRedis(port);
+  const opened = (await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: `redis://127.0.0.1:${port}` }))!;
+  try {
+    frozen.kill("SIGSTOP");
+    await body(opened);
+  } finally {
+    frozen.kill("SIGCONT");
+    await opened.close();
+    frozen.kill("SIGKILL");
+    await stopped(frozen);
+  }
+}
+
 describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveServer ? "" : ` (skipped: no ${REDIS_SERVER})`}`, () => {
   let proc: ChildProcess | undefined;
   afterAll(async () => {
@@ -347,12 +368,7 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
   });
 
   it("close() of the env-opened client does not hang on a server that stopped answering: past 2 s of waiting for replies it drops the connection", async () => {
-    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
-    const port = await freePort();
-    const frozen = await startRedis(port);
-    const opened = (await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: `redis://127.0.0.1:${port}` }))!;
-    try {
-      frozen.kill("SIGSTOP");
+    await withFrozenEnvClient(async (opened) => {
       // A command waiting for its reply, which never comes (it fails at the 5 s command timeout).
       let settledAt = 0;
       const pending = opened.stores.revokedTokens.has("jti").then(
@@ -367,11 +383,7 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
       // The connection was dropped: the waiting command fails then, not at its own 5 s timeout.
       expect(await pending).toBe("failed");
       expect(settledAt - started).toBeLessThan(3000);
-    } finally {
-      frozen.kill("SIGCONT");
-      frozen.kill("SIGKILL");
-      await stopped(frozen);
-    }
+    });
   }, 15_000);
 
   it("a server that stops answering (SIGSTOP): StorageError after the client's command timeout, not before, from the hot stores' own shared timer; in order again after SIGCONT", async () => {
@@ -417,12 +429,7 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
   }, 20_000);
 
   it("the env client holds at most COMMANDS_QUEUE_MAX commands: past it, with a frozen server, a command fails at once instead of queueing", async () => {
-    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
-    const port = await freePort();
-    const frozen = await startRedis(port);
-    const opened = (await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: `redis://127.0.0.1:${port}` }))!;
-    try {
-      frozen.kill("SIGSTOP");
+    await withFrozenEnvClient(async (opened) => {
       const settledAt: number[] = [];
       const started = performance.now();
       const calls = Array.from({ length: COMMANDS_QUEUE_MAX + 500 }, () =>
@@ -435,12 +442,7 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(settledAt.length).toBe(500);
       expect((await Promise.all(calls.slice(-500))).every((m) => m === "The queue is full")).toBe(true);
-    } finally {
-      frozen.kill("SIGCONT");
-      await opened.close();
-      frozen.kill("SIGKILL");
-      await stopped(frozen);
-    }
+    });
   }, 20_000);
 
   it("after the event loop stalled, a command to a healthy server still gets its whole timeout (it joined a slot whose expiry was already due)", async () => {
