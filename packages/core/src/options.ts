@@ -18,6 +18,7 @@ import { isThenable } from "./util/thenable.js";
 import { servePage, type ServedPage, type StaticPage } from "./pages/static-page.js";
 import { instrumentStorage } from "./telemetry/storage.js";
 import { checkTelemetryOptions } from "./telemetry/types.js";
+import { describeError } from "./http/respond.js";
 
 export type { ProtectedRoute } from "./context.js";
 export type { ConsoleOptions, PlantgateOptions } from "./option-types.js";
@@ -204,6 +205,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
             windowSeconds: positiveInt("bruteForce.windowSeconds", options.bruteForce?.windowSeconds, DEFAULT_BRUTE_FORCE.windowSeconds),
           },
       sha256,
+      (error) => logger.warn("attempt-counter sweep failed (the answer stands; the next sweep or prune clears the backlog)", describeError(error)),
     ),
     trustedProxy: compileTrustedProxies(options.trustedProxies ?? []),
     limits: {

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, createMemoryStorage, createPlantgate, optionsFromEnv, type AttemptStore, type Plantgate, type PlantgateOptions } from "../src/index.js";
 import { errorResponse, toResponse } from "../src/http/respond.js";
-import { TooManyAttemptsError } from "../src/errors/index.js";
+import { StorageError, TooManyAttemptsError } from "../src/errors/index.js";
 import { BASE, basic, harness, type Harness } from "./helpers.js";
 import { auth, expectTokenError, expectTokenSuccess, FORM, passwordRequest } from "./token-helpers.js";
 
@@ -304,6 +304,47 @@ describe("housekeeping", () => {
     // The 80 counters of the first minute are gone; the 48 of the current window stay.
     expect(sweeps).toEqual([{ before: start + 1000, deleted: 80 }]);
   });
+
+  // A sweep is housekeeping: a MariaDB deadlock victim or a lock-wait timeout there once turned the
+  // 64th failure's 400/401 into a 503, and a client's failure event was never emitted.
+  for (const path of ["password grant (counted before the check)", "client authentication (counted after the check)"] as const) {
+    it(`a failing sweep does not change the 64th failure's answer, ${path}: the failure is counted, the event emitted, the sweep's error logged`, async () => {
+      const base = createMemoryStorage();
+      const increments: string[] = [];
+      const attempts: AttemptStore = {
+        ...base.attempts,
+        increment: (key, now, windowMs) => (increments.push(key), base.attempts.increment(key, now, windowMs)),
+        deleteExpired: async () => Promise.reject(new StorageError("attempt store: deadlock found when trying to get lock")),
+      };
+      const warned: unknown[][] = [];
+      const events: { type: string }[] = [];
+      const h = await harness({
+        storage: { ...base, attempts },
+        bruteForce: { maxFailures: 1000, windowSeconds: 60 },
+        logger: { error() {}, warn: (...args: unknown[]) => void warned.push(args) },
+        onEvent: (e) => void events.push(e),
+      });
+      const password = path.startsWith("password");
+      const fail = (i: number) =>
+        password
+          ? passwordRequest(h, { username: `guess-${i}`, password: "x" })
+          : clientCredentialsOn(h.app, h, `bad-${i}`, { clientIp: `203.0.113.${i}` });
+      for (let i = 0; i < 64; i++) {
+        if (i === 63) {
+          increments.length = 0;
+          events.length = 0;
+        }
+        await (password ? expectTokenError(await fail(i), 400, BAD_PASSWORD) : expectTokenError(await fail(i), 401, BAD_CLIENT));
+      }
+      await new Promise((r) => setTimeout(r, 0));
+      // Password: the client's budget, username + address, username; client: client id + address.
+      expect(increments).toHaveLength(password ? 3 : 1);
+      expect(events.map((e) => e.type)).toEqual([password ? "account.login_failed" : "client.authentication_failed"]);
+      expect(warned.filter((w) => String(w[0]).startsWith("attempt-counter"))).toEqual([
+        ["attempt-counter sweep failed (the answer stands; the next sweep or prune clears the backlog)", { name: "StorageError", message: "attempt store: deadlock found when trying to get lock" }],
+      ]);
+    });
+  }
 });
 
 describe("API surface rendering", () => {

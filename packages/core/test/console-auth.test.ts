@@ -3,7 +3,7 @@
  * Everything goes through `app.fetch` on the memory store.
  */
 import { describe, expect, it } from "vitest";
-import { createPlantgate } from "../src/index.js";
+import { createMemoryStorage, createPlantgate, StorageError } from "../src/index.js";
 import { ADMIN, call, consoleHarness, type CallOptions, hashOf, read, signIn } from "./console-helpers.js";
 import { basic, BASE, passwordTokens, tokenRequest } from "./helpers.js";
 import { TEST_CSP, TEST_PAGE } from "./page-helpers.js";
@@ -158,6 +158,23 @@ describe("console: sign-in", () => {
       createdAt: Date.UTC(2026, 0, 1),
       expiresAt: Date.UTC(2026, 0, 1, 8),
     });
+  });
+
+  it("a failing sweep of expired sessions at sign-in does not refuse it: 200, the session works, the sweep's error logged", async () => {
+    const memory = createMemoryStorage();
+    const warned: unknown[][] = [];
+    const storage = { ...memory, sessions: { ...memory.sessions, deleteExpired: async () => Promise.reject(new StorageError("session store: lock wait timeout exceeded")) } };
+    const { app, adminId } = await consoleHarness({ storage, logger: { error() {}, warn: (...args: unknown[]) => void warned.push(args) } });
+    const res = await call(app, "POST", "/api/session", { body: ADMIN });
+    const r = await read(res);
+    expect(r.status).toBe(200);
+    expect(r.body).toEqual(SESSION_BODY);
+    const sessionId = /^plantgate_console=([^;]+);/.exec(r.setCookie!)![1]!;
+    expect((await memory.sessions.get(await hashOf(sessionId)))?.accountId).toBe(adminId);
+    expect((await call(app, "GET", "/api/clients", { cookie: `plantgate_console=${sessionId}` })).status).toBe(200);
+    expect(warned.filter((w) => String(w[0]).startsWith("console-session"))).toEqual([
+      ["console-session sweep failed at a sign-in (the sign-in goes on; the next sweep or prune clears the backlog)", { name: "StorageError", message: "session store: lock wait timeout exceeded" }],
+    ]);
   });
 
   it("over plain http the cookie has no Secure; with an https baseUrl it has", async () => {

@@ -4,6 +4,7 @@ import type { Context } from "../context.js";
 import type { AccountRecord, SessionRecord } from "../storage/types.js";
 import type { ConsoleRequest } from "./request.js";
 import { SWEEP_LIMIT } from "../security/throttle.js";
+import { describeError } from "../http/respond.js";
 
 /**
  * Name of the console's session cookie (HttpOnly; only the console's own path receives it). Not
@@ -84,8 +85,12 @@ function sessionIdFrom(header: string | null): string | null {
 export async function createSession(ctx: Context, account: AccountRecord): Promise<{ sessionId: string; idHash: string; csrfToken: string; expiresAt: number }> {
   const now = ctx.clock();
   // Housekeeping on sign-in keeps the table small without a scheduler (a bounded batch: `prune`
-  // clears any backlog).
-  await ctx.storage.sessions.deleteExpired(now, SWEEP_LIMIT);
+  // clears any backlog). Its failure is reported and does not refuse the sign-in.
+  try {
+    await ctx.storage.sessions.deleteExpired(now, SWEEP_LIMIT);
+  } catch (error) {
+    ctx.logger.warn("console-session sweep failed at a sign-in (the sign-in goes on; the next sweep or prune clears the backlog)", describeError(error));
+  }
   for (;;) {
     const sessionId = randomToken(ctx.random, 32);
     const csrfToken = await csrfTokenFor(sessionId);

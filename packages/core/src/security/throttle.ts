@@ -169,6 +169,7 @@ export function createThrottle(
   clock: () => number,
   settings: ThrottleSettings | false,
   hash: (text: string) => Promise<string> = sha256,
+  onSweepError: (error: unknown) => void = () => {},
 ): Throttle {
   if (settings === false) {
     return { async attempt() { return { counted: [] }; }, async check() { return { storageKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {}, windowMs: 0 };
@@ -202,9 +203,16 @@ export function createThrottle(
   const retryAfter = (windowStart: number, now: number) => Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000));
   let counted = 0;
   // Every guess at a new username adds a row; sweep finished windows now and then so an
-  // attacker cannot grow the table without bound. Per instance, so the cost is spread.
+  // attacker cannot grow the table without bound. Per instance, so the cost is spread. The sweep
+  // is housekeeping: its failure (a deadlock victim, a lock wait, a slow table) is reported and
+  // never changes the answer; the counters it missed wait for the next sweep or for `prune`.
   const sweep = async (now: number) => {
-    if (++counted % SWEEP_EVERY === 0) await store.deleteExpired(now - windowMs, SWEEP_LIMIT);
+    if (++counted % SWEEP_EVERY !== 0) return;
+    try {
+      await store.deleteExpired(now - windowMs, SWEEP_LIMIT);
+    } catch (error) {
+      onSweepError(error);
+    }
   };
   return {
     windowMs,
