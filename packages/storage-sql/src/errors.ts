@@ -71,13 +71,15 @@ export function isUniqueViolation(e: unknown): boolean {
 }
 
 /**
- * True when MySQL/MariaDB rolled the transaction back to break a deadlock (ER_LOCK_DEADLOCK,
- * 1213): nothing of it was applied, so running it again is safe.
+ * True when the server rolled the transaction back to break a deadlock: MySQL/MariaDB
+ * ER_LOCK_DEADLOCK (1213), PostgreSQL deadlock_detected (SQLSTATE 40P01). Nothing of it was
+ * applied, so running it again is safe. (PostgreSQL's serialization failures, 40001, do not arise
+ * at READ COMMITTED, which the stores use.)
  */
 export function isDeadlock(e: unknown): boolean {
   if (typeof e !== "object" || e === null) return false;
   const { code, errno } = e as DriverError;
-  return code === "ER_LOCK_DEADLOCK" || errno === 1213;
+  return code === "ER_LOCK_DEADLOCK" || errno === 1213 || code === "40P01";
 }
 
 /** How many times {@link againOnDeadlock} runs its work in all before the deadlock is thrown. */
@@ -96,8 +98,8 @@ export function deadlockPause(attempt: number): Promise<void> {
 
 /**
  * Runs `work` (one statement that commits alone, or one whole transaction) again, up to
- * {@link DEADLOCK_ATTEMPTS} times in all, while MySQL/MariaDB picks it as a deadlock victim: a
- * victim is rolled back whole, so nothing of it was applied. Between attempts it waits
+ * {@link DEADLOCK_ATTEMPTS} times in all, while the server (MySQL/MariaDB, PostgreSQL) picks it as
+ * a deadlock victim: a victim is rolled back whole, so nothing of it was applied. Between attempts it waits
  * `pause(attempt)` ({@link deadlockPause}: about 230 ms at most in all). Any other error, and the
  * last deadlock, is thrown.
  */

@@ -1,10 +1,12 @@
+import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { againOnDeadlock, DEADLOCK_ATTEMPTS, deadlockPause } from "../src/errors.js";
+import { describeIfReachable, POSTGRES_URL, postgresEngine, probePostgres } from "./support.js";
 
 /** A driver error as mysql2 reports InnoDB's deadlock victim. */
 const deadlock = () => Object.assign(new Error("Deadlock found when trying to get lock; try restarting transaction"), { code: "ER_LOCK_DEADLOCK", errno: 1213 });
 
-describe("againOnDeadlock (MySQL/MariaDB deadlock victims)", () => {
+describe("againOnDeadlock (MySQL/MariaDB and PostgreSQL deadlock victims)", () => {
   it("runs the work again after each deadlock, pausing between attempts, and returns its value", async () => {
     const pauses: number[] = [];
     let calls = 0;
@@ -71,5 +73,70 @@ describe("againOnDeadlock (MySQL/MariaDB deadlock victims)", () => {
       globalThis.setTimeout = realSetTimeout;
     }
     expect(asked.map((ms) => Math.round(ms * 1000) / 1000)).toEqual([1.998, 3.996, 7.992, 15.984, 31.968, 63.936, 99.9]);
+  });
+});
+
+const pgProblem = await probePostgres();
+
+describeIfReachable("postgres: a deadlock victim (40P01) is run again", POSTGRES_URL, "PLANTGATE_TEST_POSTGRES_URL", pgProblem, () => {
+  const engine = postgresEngine();
+
+  it("two transactions take two rows in opposite order; the one PostgreSQL aborts (40P01) is run again whole and both apply once", async () => {
+    const fresh = await engine.fresh();
+    const holder = new pg.Client(fresh.url);
+    const victim = new pg.Client(fresh.url);
+    const watcher = new pg.Client(POSTGRES_URL);
+    let holderDone: Promise<unknown> | undefined;
+    try {
+      await Promise.all([holder.connect(), victim.connect(), watcher.connect()]);
+      await holder.query("create table t (id int primary key, v int not null)");
+      await holder.query("insert into t values (1, 0), (2, 0)");
+      // The victim checks for a deadlock after 20 ms of waiting, the holder only after 10 s: the
+      // victim is the one PostgreSQL aborts.
+      await holder.query("set deadlock_timeout = '10s'");
+      await victim.query("set deadlock_timeout = '20ms'");
+      await holder.query("begin");
+      await holder.query("update t set v = v + 1 where id = 1");
+      const holderWaits = async () => {
+        for (;;) {
+          const { rows } = await watcher.query("select count(*)::int as n from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock'", [fresh.name]);
+          if (rows[0].n === 1) return;
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      };
+      const errors: unknown[] = [];
+      let calls = 0;
+      await againOnDeadlock(async () => {
+        calls++;
+        await victim.query("begin");
+        try {
+          await victim.query("update t set v = v + 1 where id = 2");
+          if (holderDone === undefined) {
+            // The holder now waits for row 2 (the victim's) while holding row 1, which the
+            // victim asks for next: a cycle.
+            holderDone = holder.query("update t set v = v + 1 where id = 2").then(() => holder.query("commit"));
+            await holderWaits();
+          }
+          await victim.query("update t set v = v + 1 where id = 1");
+          await victim.query("commit");
+        } catch (e) {
+          errors.push(e);
+          await victim.query("rollback");
+          throw e;
+        }
+      });
+      await holderDone;
+      expect(calls).toBe(2);
+      expect(errors.map((e) => (e as { code?: string }).code)).toEqual(["40P01"]);
+      expect((await watcher.query(`select id, v from "${fresh.name}".t order by id`)).rows).toEqual([
+        { id: 1, v: 2 },
+        { id: 2, v: 2 },
+      ]);
+    } finally {
+      await victim.query("rollback").catch(() => {});
+      await holderDone?.catch(() => {});
+      await Promise.all([holder.end(), victim.end(), watcher.end()].map((p) => p.catch(() => {})));
+      await fresh.drop();
+    }
   });
 });
