@@ -5,6 +5,7 @@ import {
   createPlantgate,
   KeyEncryptionError,
   optionsFromEnv,
+  StorageError,
   type ClientSecretView,
   type ClientView,
   type GrantType,
@@ -71,7 +72,10 @@ prune and keys rotate decide from settings the store does not keep: give them th
 PLANTGATE_ACCESS_TOKEN_TTL, PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS and PLANTGATE_AUDIT_RETENTION_DAYS
 (prune), PLANTGATE_ACCESS_TOKEN_TTL and PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY (keys rotate; --now
 needs only the first), or --server-defaults when the servers leave them unset; otherwise they
-refuse (exit 2). The CLI never rotates keys automatically (PLANTGATE_SIGNING_KEY_MAX_AGE is the servers').`;
+refuse (exit 2). The CLI never rotates keys automatically (PLANTGATE_SIGNING_KEY_MAX_AGE is the servers').
+
+Exit codes: 0 done, 1 failed, 2 bad input or configuration (nothing done), 3 the store or Redis
+could not be reached or failed (at open or during the command; try again).`;
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
 
@@ -410,7 +414,20 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
 }
 
 /**
- * Runs one CLI command; returns the exit code (0 ok, 1 failure, 2 usage or input error).
+ * True for a store or Redis that could not be reached or failed (exit 3): core's `StorageError`
+ * from a store, the same wrapped by `openStorageFromEnv` (a failure while opening or migrating),
+ * and Redis that did not answer at connect. A URL refused before anything was contacted, a schema
+ * newer than this code and a missing driver are configuration (exit 2).
+ */
+function storeUnavailable(e: unknown): boolean {
+  if (e instanceof StorageError) return true;
+  if (e instanceof StorageConfigError) return e.cause instanceof StorageError;
+  return e instanceof RedisConfigError && e.cause !== undefined;
+}
+
+/**
+ * Runs one CLI command; returns the exit code (0 ok, 1 failure, 2 usage or input error, 3 the store
+ * or Redis could not be reached or failed: at open or during the command; trying again may help).
  *
  * @example
  * const code = await runCli(process.argv.slice(2), { env: process.env, cwd: process.cwd(), readStdin, stdout, stderr });
@@ -457,6 +474,12 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (e instanceof UsageError) {
       io.stderr(`plantgate: ${printable(e.message)}\n${argv.length === 0 || e.message.startsWith("unknown command") ? `\n${USAGE}\n` : ""}`);
       return 2;
+    }
+    // An outage, not a mistake: the same answer whether it struck at open (wrapped as a config
+    // error naming the URL) or mid-command, so a cron job can tell "try again" from "fix the call".
+    if (storeUnavailable(e)) {
+      io.stderr(`plantgate: ${printable((e as Error).message)}\n`);
+      return 3;
     }
     // Core's refusal of the configured signing key (a TypeError when the app is made) is configuration;
     // any other TypeError is a failure (exit 1), not bad input.

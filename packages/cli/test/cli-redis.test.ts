@@ -77,12 +77,12 @@ suite(problem === null ? "plantgate CLI with PLANTGATE_REDIS_URL" : `plantgate C
     expect(await hot!.stores.revokedTokens.has("jti-live")).toBe(true);
   });
 
-  it("a malformed or unreachable PLANTGATE_REDIS_URL is exit 2 with a one-line message naming the URL without its password, for the commands that reach Redis (migrate and the rest do not need it)", async () => {
+  it("a malformed PLANTGATE_REDIS_URL is exit 2, an unreachable one exit 3 (an outage: try again), each with a one-line message naming the URL without its password, for the commands that reach Redis (migrate and the rest do not need it)", async () => {
     expect(await cli(["prune", "--server-defaults"], "", { PLANTGATE_REDIS_URL: "not a url" })).toEqual({ code: 2, stdout: "", stderr: "plantgate: PLANTGATE_REDIS_URL must start with redis:// or rediss://\n" });
     expect(await cli(["migrate"], "", { PLANTGATE_REDIS_URL: "redis://127.0.0.1:1" })).toMatchObject({ code: 0 });
     expect(await cli(["user", "list"], "", { PLANTGATE_REDIS_URL: "redis://127.0.0.1:1" })).toMatchObject({ code: 0, stdout: "[]\n" });
     const unreachable = await cli(["user", "disable", "nobody"], "", { PLANTGATE_REDIS_URL: "redis://:hunter2@127.0.0.1:1" });
-    expect(unreachable.code).toBe(2);
+    expect(unreachable.code).toBe(3);
     expect(unreachable.stderr).toMatch(/^plantgate: cannot reach Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1[^\n]*\n$/);
     expect(unreachable.stderr).not.toContain("hunter2");
   });

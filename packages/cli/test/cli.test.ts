@@ -369,7 +369,8 @@ describe("plantgate CLI", () => {
     expect(badUrl.code).toBe(2);
     expect(badUrl.stderr).toContain("PLANTGATE_DATABASE_URL must start with");
     const unreachable = await cli(["client", "list"], "", { PLANTGATE_DATABASE_URL: "postgres://postgres:hunter2@127.0.0.1:1/test" });
-    expect(unreachable.code).toBe(2);
+    // An outage, not bad input: 3, as the same outage in the middle of a command is.
+    expect(unreachable.code).toBe(3);
     expect(unreachable.stderr).toMatch(/^plantgate: cannot open the store at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/test: /);
     expect(unreachable.stderr).not.toContain("hunter2");
   });

@@ -1,0 +1,81 @@
+/**
+ * The CLI on PostgreSQL: a store that fails in the middle of a command is exit 3 (the store could
+ * not be reached or failed; try again), the same as one that cannot be reached at open, not 1.
+ */
+import { randomBytes } from "node:crypto";
+import { afterEach, describe, expect, it } from "vitest";
+import { sql } from "kysely";
+import { openStorageFromEnv } from "@plantgate/storage-sql/env";
+import type { SqlStorage } from "@plantgate/storage-sql";
+import { runCli } from "../src/cli.js";
+
+const POSTGRES_URL = process.env.PLANTGATE_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const IN_CI = process.env.CI === "true";
+
+async function probe(): Promise<string | null> {
+  try {
+    const storage = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
+    try {
+      await sql`select 1`.execute(storage.db);
+    } finally {
+      await storage.close();
+    }
+    return null;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+const problem = await probe();
+
+const opened: SqlStorage[] = [];
+afterEach(async () => {
+  for (const s of opened.splice(0)) await s.close();
+});
+
+async function cli(argv: string[], env: Record<string, string>) {
+  let stdout = "";
+  let stderr = "";
+  const code = await runCli(argv, { env: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", ...env }, cwd: "/", readStdin: async () => "", stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+const suite = problem === null || IN_CI ? describe : describe.skip;
+suite(problem === null ? "plantgate CLI on PostgreSQL" : `plantgate CLI on PostgreSQL (skipped: unreachable at ${POSTGRES_URL}: ${problem})`, () => {
+  it("the service is reachable (required when CI=true)", () => {
+    expect(problem).toBeNull();
+  });
+
+  it("a statement that fails mid-command (a table locked by another session, past PLANTGATE_QUERY_TIMEOUT_MS) is exit 3 with one stderr line, as an unreachable store at open is; nothing is printed on stdout", async () => {
+    const schema = `plantgate_cli_${randomBytes(6).toString("hex")}`;
+    const admin = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
+    opened.push(admin);
+    await sql`create schema ${sql.id(schema)}`.execute(admin.db);
+    try {
+      const url = `${POSTGRES_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+      const env = { PLANTGATE_DATABASE_URL: url, PLANTGATE_QUERY_TIMEOUT_MS: "300" };
+      expect(await cli(["client", "create", "--name", "Reporting", "--id", "reporting"], env)).toMatchObject({ code: 0 });
+      // Another session holds the clients table (a long migration or a DBA's lock) until released.
+      const other = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: url }, { cwd: "/", migrate: false, clientCache: false });
+      opened.push(other);
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const holding = other.db.transaction().execute(async (trx) => {
+        await sql`lock table pg_clients in access exclusive mode`.execute(trx);
+        locked();
+        await released;
+      });
+      await isLocked;
+      const failed = await cli(["client", "list"], env);
+      release();
+      await holding;
+      expect({ code: failed.code, stdout: failed.stdout }).toEqual({ code: 3, stdout: "" });
+      expect(failed.stderr).toMatch(/^plantgate: [^\n]*\n$/);
+      // Once the lock is gone the same command answers.
+      expect(JSON.parse((await cli(["client", "list"], env)).stdout).map((c: { client_id: string }) => c.client_id)).toEqual(["reporting"]);
+    } finally {
+      await sql`drop schema ${sql.id(schema)} cascade`.execute(admin.db);
+    }
+  }, 30_000);
+});
