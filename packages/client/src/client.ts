@@ -1,9 +1,9 @@
 import { NetworkError } from "./errors.js";
-import { apiFailure, DEFAULT_MAX_RESPONSE_BYTES, isObject, parseJsonBody, send, unexpected, type FetchLike, type ReadResponse } from "./fetch.js";
+import { apiFailure, DEFAULT_MAX_RESPONSE_BYTES, deadlineIn, isObject, parseJsonBody, pathOf, send, timeoutError, unexpected, within, type Deadline, type FetchLike, type ReadResponse } from "./fetch.js";
 import { JsonNumber, parseLosslessJson } from "./lossless-json.js";
 import { createAssertionSigner } from "./assertion.js";
-import { createTokenManager, type TokenManager } from "./token-manager.js";
-import type { Account, AccountPage, ClientOptions, ListAccountsParams, NewPlant, Plant, TokenInfo } from "./types.js";
+import { createTokenManager, TOKEN_PATH, type TokenManager } from "./token-manager.js";
+import type { Account, AccountPage, CachedToken, ClientOptions, ListAccountsParams, NewPlant, Plant, TokenInfo } from "./types.js";
 
 /** The account-listing path under the base URL. */
 export const ACCOUNTS_PATH = "/rbac/ServerCommand/GetAccountList";
@@ -171,7 +171,12 @@ export function createClient(options: ClientOptions): PlantgateClient {
     cacheKey,
   });
 
-  const call = (method: "GET" | "POST", path: string, body?: string) => authorized(tokens, fetch, { timeoutMs, maxResponseBytes }, baseUrl + path, method, body);
+  const call = (method: "GET" | "POST", path: string, body?: string) => authorized(tokens, fetch, { deadline: deadlineIn(timeoutMs), maxResponseBytes }, baseUrl + path, method, body);
+  /** A token for getAccessToken/getToken/refresh, within timeoutMs from the call (a renewal in flight may hang in a hook or a request). */
+  const tokenWithin = (token: Promise<CachedToken>) => {
+    const deadline = deadlineIn(timeoutMs);
+    return within(deadline, token, () => timeoutError(`POST ${pathOf(baseUrl + TOKEN_PATH)}`, deadline!.ms));
+  };
 
   async function listAccounts(params: ListAccountsParams = {}): Promise<AccountPage> {
     const query = new URLSearchParams();
@@ -204,13 +209,13 @@ export function createClient(options: ClientOptions): PlantgateClient {
       }
     },
     async getAccessToken() {
-      return (await tokens.getToken()).accessToken;
+      return (await tokenWithin(tokens.getToken())).accessToken;
     },
     async getToken() {
-      return tokens.info(await tokens.getToken());
+      return tokens.info(await tokenWithin(tokens.getToken()));
     },
     async refresh(rejectedAccessToken?: string) {
-      return tokens.info(await tokens.refresh(rejectedAccessToken));
+      return tokens.info(await tokenWithin(tokens.refresh(rejectedAccessToken)));
     },
   };
 }
@@ -219,20 +224,23 @@ export function createClient(options: ClientOptions): PlantgateClient {
  * Sends an API request with the current token. On a 401 the token is renewed once and the request
  * sent once more: the API checks the token before reading the body and stores nothing on a 401,
  * so repeating even a POST is safe. A second 401 is returned to the caller (an ApiError).
+ * One deadline covers it all: getting the token (or waiting for a renewal already in flight, the
+ * cache hooks included), the request, and the renewal and request of the retry.
  */
 async function authorized(
   tokens: TokenManager,
   fetch: FetchLike,
-  limits: { timeoutMs: number; maxResponseBytes: number },
+  limits: { deadline: Deadline | null; maxResponseBytes: number },
   url: string,
   method: "GET" | "POST",
   body?: string,
 ): Promise<ReadResponse> {
+  const { deadline } = limits;
   const attempt = async () => {
-    const token = await tokens.getToken();
+    const token = await within(deadline, tokens.getToken(), () => timeoutError(`${method} ${pathOf(url)}`, deadline!.ms, " (no access token yet)"));
     const headers: Record<string, string> = { authorization: `Bearer ${token.accessToken}`, accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
-    return { token, response: await send(fetch, url, body === undefined ? { method, headers, redirect: "manual" } : { method, headers, body, redirect: "manual" }, limits.timeoutMs, limits.maxResponseBytes) };
+    return { token, response: await send(fetch, url, body === undefined ? { method, headers, redirect: "manual" } : { method, headers, body, redirect: "manual" }, deadline, limits.maxResponseBytes) };
   };
   const first = await attempt();
   if (first.response.status !== 401) return first.response;

@@ -50,21 +50,62 @@ export interface ReadResponse {
 }
 
 /**
- * Sends one request; a rejected fetch or an unreadable body becomes a {@link NetworkError}. With
- * `timeoutMs` (> 0), the answer, body included, must be complete by then: past it the request's
- * signal is aborted and the call fails with a {@link NetworkError} `timeout`, whether or not the
- * fetch heeds the signal (a test double, an in-process app, a hook that hangs), so a hung server
- * never holds the caller, nor the callers waiting on one shared token request, for longer.
+ * When something must be done: `at` on the monotonic clock (`performance.now()`, never the
+ * injectable `clock`, which may stand still in tests), and `ms`, the budget it was given (for
+ * messages). Null: no deadline (`timeoutMs: 0`).
  */
-export async function send(fetch: FetchLike, url: string, init: FetchInit, timeoutMs = 0, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES): Promise<ReadResponse> {
-  if (timeoutMs <= 0) return exchange(fetch, url, init, maxResponseBytes);
+export interface Deadline {
+  readonly at: number;
+  readonly ms: number;
+}
+
+/** A deadline `ms` from now; null for 0 (none). */
+export function deadlineIn(ms: number): Deadline | null {
+  return ms > 0 ? { at: performance.now() + ms, ms } : null;
+}
+
+/** The {@link NetworkError} `timeout` of something that got no complete answer by its deadline. */
+export function timeoutError(what: string, ms: number, detail = ""): NetworkError {
+  return new NetworkError("timeout", `${what} got no complete answer within ${ms} ms${detail}`);
+}
+
+/**
+ * Settles as `work` does, or rejects with `onTimeout()` once `deadline` passes, whether or not
+ * `work` ever settles (a hook or a shared renewal that hangs): `work` is left to finish on its own.
+ */
+export async function within<T>(deadline: Deadline | null, work: Promise<T>, onTimeout: () => Error): Promise<T> {
+  if (deadline === null) return work;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), Math.max(0, deadline.at - performance.now()));
+  });
+  try {
+    return await Promise.race([work, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Sends one request; a rejected fetch or an unreadable body becomes a {@link NetworkError}. With a
+ * `deadline`, the answer, body included, must be complete by then: past it the request's signal is
+ * aborted and the call fails with a {@link NetworkError} `timeout`, whether or not the fetch heeds
+ * the signal (a test double, an in-process app, a hook that hangs), so a hung server never holds
+ * the caller, nor the callers waiting on one shared token request, for longer. A deadline already
+ * passed fails at once, and nothing is sent.
+ */
+export async function send(fetch: FetchLike, url: string, init: FetchInit, deadline: Deadline | null, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES): Promise<ReadResponse> {
+  if (deadline === null) return exchange(fetch, url, init, maxResponseBytes);
+  const expiredError = () => timeoutError(`${init.method} ${pathOf(url)}`, deadline.ms);
+  const left = deadline.at - performance.now();
+  if (left <= 0) throw expiredError();
   const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      reject(new NetworkError("timeout", `${init.method} ${pathOf(url)} got no complete answer within ${timeoutMs} ms`));
+      reject(expiredError());
       controller.abort();
-    }, timeoutMs);
+    }, left);
   });
   try {
     // The exchange's own rejection after the abort is handled by the race (and ignored).
@@ -243,7 +284,7 @@ export function apiFailure(response: ReadResponse, what: string): ApiError | Net
 }
 
 /** The path of a URL, for messages: never its query (it could carry anything). */
-function pathOf(url: string): string {
+export function pathOf(url: string): string {
   try {
     return new URL(url).pathname;
   } catch {

@@ -1,5 +1,5 @@
-import { OAuthError, type GrantType, type OAuthErrorBody } from "./errors.js";
-import { isObject, parseJsonBody, send, unexpected, type FetchLike, type ReadResponse } from "./fetch.js";
+import { NetworkError, OAuthError, type GrantType, type OAuthErrorBody } from "./errors.js";
+import { deadlineIn, isObject, parseJsonBody, send, unexpected, within, type FetchLike, type ReadResponse } from "./fetch.js";
 import type { AssertionSigner } from "./assertion.js";
 import type { CachedToken, PasswordCredentials, TokenCache, TokenInfo } from "./types.js";
 
@@ -20,7 +20,7 @@ export interface TokenManagerConfig {
   credentials: PasswordCredentials | null;
   keepCredentials: boolean;
   fetch: FetchLike;
-  /** Each request's deadline (see `send`); 0: none. */
+  /** Each token request's deadline, and each tokenCache hook call's (see `send`); 0: none. */
   timeoutMs: number;
   /** The most bytes of a response body read (see `send`). */
   maxResponseBytes: number;
@@ -85,9 +85,19 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
 
   const canRunGrant = () => grant === "client_credentials" || credentials !== null;
 
+  /**
+   * Calls a cache hook, bounded by timeoutMs: a hook that never answers (a lost Redis reply) would
+   * otherwise hold the shared renewal, and with it every later call of this client, for good.
+   */
+  function hook<T>(name: "get" | "set", call: () => Promise<T>): Promise<T> {
+    const ms = config.timeoutMs;
+    return within(deadlineIn(ms), Promise.resolve().then(call), () => new NetworkError("timeout", `tokenCache.${name} gave no answer within ${ms} ms`));
+  }
+  const cacheSet = (token: CachedToken) => hook("set", () => cache!.set(config.cacheKey, token));
+
   async function readCache(): Promise<CachedToken | null> {
     if (!cache) return null;
-    const t = await cache.get(config.cacheKey);
+    const t = await hook("get", () => cache.get(config.cacheKey));
     if (!isCachedToken(t)) return null;
     // A refresh token the server refused (invalid_grant) is never presented again, whoever cached
     // it: before 2026-11-29 every call in every process sharing the cache sent it once more.
@@ -135,7 +145,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     }
     // Expiry counts from before the request, so network time is on the safe side.
     const startedAt = clock();
-    const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, config.timeoutMs, config.maxResponseBytes);
+    const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, deadlineIn(config.timeoutMs), config.maxResponseBytes);
     const token = toCachedToken(response, grantType, startedAt, previous);
     // A rotation: the new refresh token's lineage starts with the one it replaced.
     if (previous.refreshToken !== null && token.refreshToken !== previous.refreshToken) {
@@ -172,7 +182,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         if (theirs && theirs.refreshToken !== refreshToken && fresh(theirs)) return { token: theirs, cached: true };
         // Still the refused one in the shared cache: it goes, so other processes do not present it.
         if (cache && cached?.refreshToken === refreshToken && theirs !== null && theirs.accessToken === cached.accessToken) {
-          await cache.set(config.cacheKey, { ...cached, refreshToken: null });
+          await cacheSet({ ...cached, refreshToken: null });
         }
         if (!canRunGrant()) {
           ended = error;
@@ -190,7 +200,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     current = token;
     // The password is dropped only once a refresh token can continue the session without it.
     if (!config.keepCredentials && token.refreshToken !== null) credentials = null;
-    if (cache && !cached) await cache.set(config.cacheKey, token);
+    if (cache && !cached) await cacheSet(token);
     return token;
   }
 

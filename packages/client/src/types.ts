@@ -41,7 +41,8 @@ export interface CachedToken {
  * only among clients whose credentials your code configured or already checked, never among
  * clients built from credentials users typed in.
  * Errors thrown by `get` or `set` propagate to the call that needed a token; catch them inside
- * the hook if the cache should be best-effort.
+ * the hook if the cache should be best-effort. A hook call that does not answer within the
+ * client's `timeoutMs` fails the renewal with the {@link NetworkError} `timeout`.
  *
  * @example
  * const tokenCache: TokenCache = {
@@ -105,8 +106,11 @@ export interface ClientOptions {
   /** Default: the global `fetch`, looked up at call time. */
   fetch?: FetchLike;
   /**
-   * Milliseconds a request (token or API) may take, body included, before it is aborted and fails
-   * with the {@link NetworkError} `timeout` (default 20000; `0`: no deadline, up to 2147483647).
+   * Milliseconds a call may take, from the moment it is made: getting its token (a renewal in flight,
+   * the tokenCache hooks), the API request with its body, and the renewal and retry after a 401.
+   * Past it the request is aborted and the call fails with the {@link NetworkError} `timeout`
+   * (default 20000; `0`: no deadline, up to 2147483647). Each token request and tokenCache hook
+   * call is also bounded by it on its own, so a renewal shared by many callers always ends.
    * Keep it below the server's refresh-token grace window (plantgate: 30 s): a refresh that timed
    * out is retried with the same refresh token, which the server answers within the window and
    * takes for reuse after it (the family revoked).

@@ -1,0 +1,166 @@
+/**
+ * Deadlines and expiry against the real example server over a socket: `timeoutMs` bounds a whole
+ * call (getting its token, the tokenCache hooks, the API request and its one retry). Latency is added in front
+ * of the real server by a transport that waits (abortably) before it forwards a request.
+ */
+import { randomBytes } from "node:crypto";
+import { createMemoryStorage } from "@plantgate/core";
+import { startServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
+import { afterEach, describe, expect, it } from "vitest";
+import { createClient, NetworkError, TOKEN_PATH, type CachedToken, type ClientOptions, type FetchLike, type TokenCache } from "../src/index.js";
+import { manualClock, rejectionOf } from "./support.js";
+import { recordingLogger } from "./real-suite.js";
+
+const hex = (n: number) => randomBytes(n).toString("hex");
+
+/** The example server on port 0 (memory storage, its clock manual), with a bootstrapped client and user. */
+async function startTarget() {
+  const clock = manualClock(Date.now());
+  const errors: unknown[] = [];
+  const ids = { clientId: `client-${hex(4)}`, clientSecret: hex(32), username: `user-${hex(4)}`, password: hex(16) };
+  const lines = serverLines();
+  const server = await startServer(
+    {
+      PORT: "0",
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: ids.clientId,
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: ids.clientSecret,
+      PLANTGATE_BOOTSTRAP_USERNAME: ids.username,
+      PLANTGATE_BOOTSTRAP_PASSWORD: ids.password,
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+    },
+    { storage: createMemoryStorage(), clock: clock.now, logger: recordingLogger(errors) },
+    { destination: lines.destination },
+  );
+  return {
+    ...ids,
+    clock,
+    errors,
+    baseUrl: server.url,
+    app: server.app,
+    close: async () => {
+      await server.close();
+      lines.check([ids.clientSecret, ids.password]);
+    },
+  };
+}
+
+let target: Awaited<ReturnType<typeof startTarget>> | null = null;
+afterEach(async () => {
+  await target?.close();
+  expect(target?.errors).toEqual([]);
+  target = null;
+});
+
+/** What reached the server: "POST /UserService/connect/token password", "GET /rbac/...". */
+type Forwarded = string[];
+
+/**
+ * The global fetch to the real server, after `delayOf(path)` ms; a request whose signal is aborted
+ * while it waits is not forwarded (as a request aborted on the wire never reaches the handler).
+ */
+function slowTransport(delayOf: (path: string) => number, forwarded: Forwarded, after?: (path: string) => void): FetchLike {
+  return async (url, init) => {
+    const path = new URL(url).pathname;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, delayOf(path));
+      init.signal?.addEventListener("abort", () => {
+        clearTimeout(timer);
+        reject(init.signal!.reason);
+      });
+    });
+    const grant = init.body === undefined ? "" : ` ${new URLSearchParams(init.body).get("grant_type")}`;
+    forwarded.push(`${init.method} ${path}${grant}`);
+    const response = await globalThis.fetch(url, init);
+    after?.(path);
+    return response;
+  };
+}
+
+function clientFor(t: NonNullable<typeof target>, options: Partial<ClientOptions>) {
+  return createClient({ baseUrl: t.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, scope: "Platform_UserAPIs", ...options });
+}
+
+const TOKEN = `POST ${TOKEN_PATH}`;
+const CC = `${TOKEN} client_credentials`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const ACCOUNTS = "GET /rbac/ServerCommand/GetAccountList";
+
+/** Settles `promise`, or gives "still pending" after `ms` (so a hang fails the test instead of timing it out). */
+function orPending<T>(promise: Promise<T>, ms: number): Promise<T | "still pending"> {
+  return Promise.race([promise, new Promise<"still pending">((resolve) => setTimeout(() => resolve("still pending"), ms))]);
+}
+
+describe("timeoutMs bounds the whole call, not each request", () => {
+  it("a slow token request and a slow API request: the call fails at timeoutMs, and the API request is aborted before it reaches the server", async () => {
+    target = await startTarget();
+    const forwarded: Forwarded = [];
+    let delay = 1000;
+    const client = clientFor(target, { timeoutMs: 1500, fetch: slowTransport(() => delay, forwarded) });
+    const started = performance.now();
+    const error = await rejectionOf(client.listAccounts());
+    const took = performance.now() - started;
+    expect(error).toBeInstanceOf(NetworkError);
+    expect(error).toMatchObject({ reason: "timeout", status: null, message: `${ACCOUNTS} got no complete answer within 1500 ms` });
+    expect(took).toBeGreaterThanOrEqual(1450);
+    expect(took).toBeLessThan(2300); // loose: a busy 2-core host fires timers late
+    expect(forwarded).toEqual([CC]);
+    // The token it got on the way is kept: the next call (quick now) needs no token request.
+    delay = 0;
+    expect((await client.listAccounts()).total).toBe(1);
+    expect(forwarded).toEqual([CC, ACCOUNTS]);
+  });
+
+  it("a call that joins a token request already in flight waits only for what is left of its own deadline", async () => {
+    target = await startTarget();
+    const forwarded: Forwarded = [];
+    const client = clientFor(target, { timeoutMs: 3000, fetch: slowTransport((path) => (path.endsWith(TOKEN_PATH) ? 2700 : 800), forwarded) });
+    const first = client.getAccessToken();
+    await sleep(1000);
+    // Joins at 1000 ms (its deadline 4000 ms); the token arrives at about 2700 ms and the API request
+    // takes 800 ms more: done at about 3500 ms, past the first caller's deadline but within its own.
+    const second = client.listAccounts();
+    expect(typeof (await first)).toBe("string");
+    expect((await second).total).toBe(1);
+    expect(forwarded).toEqual([CC, ACCOUNTS]);
+  });
+
+  it("a tokenCache.get that never answers: the call fails at timeoutMs, and the next call is not stuck behind it", async () => {
+    target = await startTarget();
+    let hang = true;
+    const store = new Map<string, CachedToken>();
+    const tokenCache: TokenCache = {
+      get: (key) => (hang ? new Promise<never>(() => {}) : Promise.resolve(store.get(key) ?? null)),
+      set: async (key, token) => void store.set(key, token),
+    };
+    const forwarded: Forwarded = [];
+    const client = clientFor(target, { timeoutMs: 300, tokenCache, fetch: slowTransport(() => 0, forwarded) });
+    const first = orPending(client.getAccessToken().catch((e: unknown) => e), 2000);
+    await sleep(100);
+    // Joins the renewal stuck in the hook: it fails with the hook's own timeout, before its deadline.
+    const late = await orPending(client.getAccessToken().catch((e: unknown) => e), 2000);
+    expect(late).toBeInstanceOf(NetworkError);
+    expect(late).toMatchObject({ reason: "timeout", status: null, message: "tokenCache.get gave no answer within 300 ms" });
+    // The first caller's own deadline and the hook's passed together: either message.
+    expect(await first).toMatchObject({ reason: "timeout", status: null });
+    expect((await first as Error).message).toMatch(/^(POST \/UserService\/connect\/token got no complete answer|tokenCache\.get gave no answer) within 300 ms$/);
+    hang = false;
+    expect(await orPending(client.listAccounts(), 2000)).toMatchObject({ total: 1 });
+    expect(forwarded).toEqual([CC, ACCOUNTS]);
+  });
+
+  it("a tokenCache.set that never answers after a token arrived: the call fails at timeoutMs, and the token is still used", async () => {
+    target = await startTarget();
+    const tokenCache: TokenCache = { get: async () => null, set: () => new Promise<never>(() => {}) };
+    const forwarded: Forwarded = [];
+    const client = clientFor(target, { timeoutMs: 300, tokenCache, fetch: slowTransport(() => 0, forwarded) });
+    const error = await orPending(client.listAccounts().catch((e: unknown) => e), 2000);
+    expect(error).toBeInstanceOf(NetworkError);
+    expect(error).toMatchObject({ reason: "timeout", status: null });
+    expect((error as Error).message).toMatch(/^(GET \/rbac\/ServerCommand\/GetAccountList got no complete answer within 300 ms \(no access token yet\)|tokenCache\.set gave no answer within 300 ms)$/);
+    expect(forwarded).toEqual([CC]);
+    // The token arrived before the hook hung: it is used, without asking again.
+    expect(await orPending(client.listAccounts(), 2000)).toMatchObject({ total: 1 });
+    expect(forwarded).toEqual([CC, ACCOUNTS]);
+  });
+});
