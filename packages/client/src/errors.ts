@@ -101,7 +101,11 @@ export type NetworkErrorReason =
   | "unexpected_response"
   /** The server answered with a redirect (3xx); it is never followed, since every call carries credentials. */
   | "redirect_refused"
-  /** No complete answer (status, headers and body) within the client's `timeoutMs` (a call's, a token request's or a tokenCache hook's); the request was aborted. */
+  /**
+   * No complete answer (status, headers and body) within the client's `timeoutMs` (a call's, a
+   * token request's or a tokenCache hook's; the request was aborted), or a token answer that came
+   * after the token's own lifetime had run out.
+   */
   | "timeout"
   /** The body passed the client's `maxResponseBytes` (declared or as it arrived); reading stopped there. */
   | "response_too_large";

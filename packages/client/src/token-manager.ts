@@ -1,5 +1,5 @@
 import { NetworkError, OAuthError, type GrantType, type OAuthErrorBody } from "./errors.js";
-import { deadlineIn, isObject, parseJsonBody, send, unexpected, within, type FetchLike, type ReadResponse } from "./fetch.js";
+import { deadlineIn, isObject, parseJsonBody, pathOf, send, unexpected, within, type FetchLike, type ReadResponse } from "./fetch.js";
 import type { AssertionSigner } from "./assertion.js";
 import type { CachedToken, PasswordCredentials, TokenCache, TokenInfo } from "./types.js";
 
@@ -201,6 +201,16 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     // The password is dropped only once a refresh token can continue the session without it.
     if (!config.keepCredentials && token.refreshToken !== null) credentials = null;
     if (cache && !cached) await cacheSet(token);
+    // An answer slower than the token's lifetime (or expires_in 0) brings a token already expired:
+    // kept above for its refresh token, never handed out (every API would answer 401, and the
+    // retry would fetch another one just as late).
+    const now = clock();
+    if (now >= token.expiresAt) {
+      throw new NetworkError(
+        "timeout",
+        `POST ${pathOf(config.baseUrl + TOKEN_PATH)} answered after ${now - token.obtainedAt} ms with a token that expired after ${(token.expiresAt - token.obtainedAt) / 1000} s (expires_in): it arrived unusable`,
+      );
+    }
     return token;
   }
 

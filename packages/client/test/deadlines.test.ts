@@ -1,6 +1,7 @@
 /**
  * Deadlines and expiry against the real example server over a socket: `timeoutMs` bounds a whole
- * call (getting its token, the tokenCache hooks, the API request and its one retry). Latency is added in front
+ * call (getting its token, the tokenCache hooks, the API request and its one retry), and a token
+ * whose lifetime ran out before its answer arrived is never handed out. Latency is added in front
  * of the real server by a transport that waits (abortably) before it forwards a request.
  */
 import { randomBytes } from "node:crypto";
@@ -13,6 +14,8 @@ import { manualClock, rejectionOf } from "./support.js";
 import { recordingLogger } from "./real-suite.js";
 
 const hex = (n: number) => randomBytes(n).toString("hex");
+const OFFLINE = "Platform_UserAPIs offline_access";
+const TTL = 7200;
 
 /** The example server on port 0 (memory storage, its clock manual), with a bootstrapped client and user. */
 async function startTarget() {
@@ -83,6 +86,8 @@ function clientFor(t: NonNullable<typeof target>, options: Partial<ClientOptions
 
 const TOKEN = `POST ${TOKEN_PATH}`;
 const CC = `${TOKEN} client_credentials`;
+const PASSWORD = `${TOKEN} password`;
+const REFRESH = `${TOKEN} refresh_token`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ACCOUNTS = "GET /rbac/ServerCommand/GetAccountList";
 
@@ -162,5 +167,37 @@ describe("timeoutMs bounds the whole call, not each request", () => {
     // The token arrived before the hook hung: it is used, without asking again.
     expect(await orPending(client.listAccounts(), 2000)).toMatchObject({ total: 1 });
     expect(forwarded).toEqual([CC, ACCOUNTS]);
+  });
+});
+
+describe("a token whose lifetime ran out before its answer arrived", () => {
+  it("is never handed out: the call fails with NetworkError timeout and no API request carries it", async () => {
+    target = await startTarget();
+    const t = target;
+    const clientClock = manualClock(t.clock.now());
+    const forwarded: Forwarded = [];
+    // The token endpoint's answer takes longer than the token's lifetime (both clocks move on).
+    let slow = true;
+    const fetch = slowTransport(() => 0, forwarded, (path) => {
+      if (!slow || !path.endsWith(TOKEN_PATH)) return;
+      t.clock.advance(TTL + 1);
+      clientClock.advance(TTL + 1);
+    });
+    const client = clientFor(t, { clock: clientClock.now, fetch, credentials: { username: t.username, password: t.password }, scope: OFFLINE });
+    const error = await rejectionOf(client.getAccessToken());
+    expect(error).toBeInstanceOf(NetworkError);
+    expect(error).toMatchObject({
+      reason: "timeout",
+      status: null,
+      message: `${TOKEN} answered after ${(TTL + 1) * 1000} ms with a token that expired after ${TTL} s (expires_in): it arrived unusable`,
+    });
+    const again = await rejectionOf(client.listAccounts());
+    expect(again).toMatchObject({ reason: "timeout", message: `${TOKEN} answered after ${(TTL + 1) * 1000} ms with a token that expired after ${TTL} s (expires_in): it arrived unusable` });
+    // The second renewal presented the refresh token of the first answer (kept, though its access token was not).
+    expect(forwarded).toEqual([PASSWORD, REFRESH]);
+    // Once answers are quick again, the session goes on from the newest refresh token.
+    slow = false;
+    expect((await client.listAccounts()).total).toBe(1);
+    expect(forwarded).toEqual([PASSWORD, REFRESH, REFRESH, ACCOUNTS]);
   });
 });
