@@ -268,6 +268,30 @@ export function realServerSuite(name: string, makeTarget: MakeTarget): void {
       expect(recorded.api.length - before).toBe(1);
     });
 
+    it("a shared token cache hands a token only to the same client id, user and scope (not to a wrong secret's client: documented)", async () => {
+      const store = new Map<string, string>();
+      const tokenCache = {
+        get: async (key: string) => (store.has(key) ? JSON.parse(store.get(key)!) : null),
+        set: async (key: string, token: unknown) => void store.set(key, JSON.stringify(token)),
+      };
+      const other = await target.app.admin.createClient({ clientId: "other-client" });
+      const claims = async (c: PlantgateClient) => {
+        const payload = JSON.parse(Buffer.from((await c.getAccessToken()).split(".")[1]!, "base64url").toString()) as Record<string, unknown>;
+        return { client_id: payload.client_id, scope: payload.scope, user: typeof payload.sub === "string" && payload.sub.startsWith("client:") ? null : "user" };
+      };
+      const mine = client({ tokenCache, scope: "Platform_UserAPIs" });
+      expect(await claims(mine)).toEqual({ client_id: target.clientId, scope: "Platform_UserAPIs", user: null });
+      expect(await claims(client({ tokenCache, scope: "Platform_UserAPIs", clientId: "other-client", clientSecret: other.clientSecret }))).toEqual({ client_id: "other-client", scope: "Platform_UserAPIs", user: null });
+      expect(await claims(client({ tokenCache, scope: "Platform_AllAppsServerCommands" }))).toEqual({ client_id: target.clientId, scope: "Platform_AllAppsServerCommands", user: null });
+      expect(await claims(userClient({ tokenCache, scope: "Platform_UserAPIs" }))).toEqual({ client_id: target.clientId, scope: "Platform_UserAPIs", user: "user" });
+      expect(grants()).toEqual(["client_credentials", "client_credentials", "client_credentials", "password"]);
+      expect(store.size).toBe(4);
+      // The key holds no secret (README "Shared token cache"): the same client id with a wrong
+      // secret is handed the cached token without a request; share caches only among checked configs.
+      expect(await client({ tokenCache, scope: "Platform_UserAPIs", clientSecret: "not-the-secret-at-all" }).getAccessToken()).toBe(await mine.getAccessToken());
+      expect(grants()).toHaveLength(4);
+    });
+
     it("two clients sharing a token cache use one token", async () => {
       const store = new Map<string, string>();
       const tokenCache = {
