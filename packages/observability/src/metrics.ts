@@ -231,15 +231,25 @@ export async function serveMetrics(metrics: Pick<PlantgateMetrics, "registry" | 
       res.writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain; charset=utf-8" }).end("Use GET.\n");
       return;
     }
-    metrics.text().then(
-      (text) => {
-        res.writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
-        res.end(req.method === "HEAD" ? undefined : text);
-      },
-      () => {
-        res.writeHead(500, { "content-type": "text/plain; charset=utf-8" }).end("Collecting the metrics failed.\n");
-      },
-    );
+    const answer = () => {
+      // The client went away while this answer waited its turn.
+      if (res.destroyed) return;
+      metrics.text().then(
+        (text) => {
+          res.writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
+          res.end(req.method === "HEAD" ? undefined : text);
+        },
+        () => {
+          res.writeHead(500, { "content-type": "text/plain; charset=utf-8" }).end("Collecting the metrics failed.\n");
+        },
+      );
+    };
+    // A pipelined request's answer gets the socket once the one before it is written out: only then
+    // is its exposition collected. Collected at once, a client that pipelined 500 scrapes in one
+    // write and read none had 500 collected and held (about 100 MB and 4 s of event loop at 200 KB
+    // each, which every other listener of the process waited out); now, as many as the socket takes.
+    if (res.socket !== null) answer();
+    else res.once("socket", answer);
   });
   const host = options.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
