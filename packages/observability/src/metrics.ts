@@ -203,7 +203,22 @@ export interface ServeMetricsOptions {
   port: number;
   /** Default `127.0.0.1`. */
   host?: string;
+  /**
+   * How long (ms) a client may take to send a request's line and headers (a scrape has no body);
+   * then 408 and the connection is closed. Default 10 000 (Node's own: 60 000, checked every 30 s).
+   */
+  headersTimeout?: number;
+  /**
+   * How long (ms) a connection may go without traffic either way before it is destroyed (a client
+   * that stopped reading its scrape); `0` turns it off. Default 30 000 (Node's own: never).
+   */
+  socketTimeout?: number;
+  /** Most connections open at once; further ones are closed as soon as they are accepted, unanswered. Default 64 (Node's own: no limit). */
+  maxConnections?: number;
 }
+
+/** The limits {@link serveMetrics} applies unless told otherwise. */
+const METRICS_LISTENER_DEFAULTS = Object.freeze({ headersTimeout: 10_000, socketTimeout: 30_000, maxConnections: 64 });
 
 /** A running metrics listener. */
 export interface MetricsListener {
@@ -221,7 +236,17 @@ export interface MetricsListener {
  * const listener = await serveMetrics(metrics, { port: 9464, host: "0.0.0.0" });
  */
 export async function serveMetrics(metrics: Pick<PlantgateMetrics, "registry" | "text">, options: ServeMetricsOptions): Promise<MetricsListener> {
-  const server: Server = createServer((req, res) => {
+  const headersTimeout = options.headersTimeout ?? METRICS_LISTENER_DEFAULTS.headersTimeout;
+  // Node's own limits let a client that sends its headers slowly hold a connection for up to 90 s,
+  // and one that stops reading hold it (and its queued answers) for good, on any number of
+  // connections.
+  const limits = {
+    headersTimeout,
+    // A scrape has no body; a body sent anyway (to a 405) is bounded alike.
+    requestTimeout: headersTimeout,
+    connectionsCheckingInterval: Math.min(1_000, headersTimeout || 1_000),
+  };
+  const server: Server = createServer(limits, (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (path !== "/metrics") {
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("Not found; the metrics are at /metrics.\n");
@@ -251,6 +276,9 @@ export async function serveMetrics(metrics: Pick<PlantgateMetrics, "registry" | 
     if (res.socket !== null) answer();
     else res.once("socket", answer);
   });
+  server.maxConnections = options.maxConnections ?? METRICS_LISTENER_DEFAULTS.maxConnections;
+  // No 'timeout' listener: Node destroys a socket that stays silent this long.
+  server.setTimeout(options.socketTimeout ?? METRICS_LISTENER_DEFAULTS.socketTimeout);
   const host = options.host ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -68,4 +68,71 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     expect((received.match(/^HTTP\/1\.1 200 OK\r\n/gm) ?? []).length).toBe(500);
     expect(collections() - 1).toBe(500);
   });
+
+  it("a client that sends its headers a byte at a time is answered 408 and closed once the headers timeout has passed", async () => {
+    listener = await serveMetrics(createMetrics({ processMetrics: false }), { port: 0, headersTimeout: 1_000 });
+    const socket = open(listener.url);
+    let received = "";
+    let closed = false;
+    socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
+    socket.on("close", () => (closed = true));
+    socket.write("GET /metrics HTTP/1.1\r\nHost: metrics\r\nX-Slow: ");
+    const drip = setInterval(() => socket.writable && socket.write("a"), 100);
+    try {
+      const deadline = Date.now() + 5_000;
+      while (!closed && Date.now() < deadline) await sleep(50);
+    } finally {
+      clearInterval(drip);
+    }
+    // Before: Node's 60 s headers timeout, checked every 30 s.
+    expect(closed).toBe(true);
+    expect(received).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+  });
+
+  it("a connection silent both ways (a client that stopped reading a scrape) is destroyed after the socket timeout", async () => {
+    const { metrics } = bigMetrics();
+    listener = await serveMetrics(metrics, { port: 0, socketTimeout: 1_000 });
+    const socket = open(listener.url);
+    socket.pause();
+    socket.write("GET /metrics HTTP/1.1\r\nHost: metrics\r\n\r\n".repeat(100));
+    await sleep(3_000);
+    let received = "";
+    let closed = false;
+    socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
+    socket.on("close", () => (closed = true));
+    socket.resume();
+    const deadline = Date.now() + 10_000;
+    while (!closed && Date.now() < deadline) await sleep(50);
+    // Before: Node sets no socket timeout, and the connection (with its queued answers) was held
+    // for as long as the client kept it open, reading nothing.
+    expect(closed).toBe(true);
+    const answers = (received.match(/^HTTP\/1\.1 200 OK\r\n/gm) ?? []).length;
+    expect(answers).toBeGreaterThan(0);
+    expect(answers).toBeLessThan(100);
+  });
+
+  it("connections past maxConnections are closed at once; the ones within it are served, and a scrape works again once they are gone", async () => {
+    listener = await serveMetrics(createMetrics({ processMetrics: false }), { port: 0, maxConnections: 4 });
+    const idle = [0, 1, 2, 3].map(() => open(listener!.url));
+    // Half-sent requests keep the four open.
+    for (const socket of idle) socket.write("GET /metrics HTTP/1.1\r\n");
+    await sleep(300);
+    const extra = open(listener.url);
+    let extraData = "";
+    extra.setEncoding("latin1").on("data", (chunk: string) => (extraData += chunk));
+    extra.write("GET /metrics HTTP/1.1\r\nHost: metrics\r\nConnection: close\r\n\r\n");
+    await new Promise((resolve) => extra.once("close", resolve));
+    expect(extraData).toBe("");
+    // One of the four finishes its request and is answered.
+    let first = "";
+    idle[0]!.setEncoding("latin1").on("data", (chunk: string) => (first += chunk));
+    idle[0]!.write("Host: metrics\r\nConnection: close\r\n\r\n");
+    await new Promise((resolve) => idle[0]!.once("close", resolve));
+    expect(first).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    for (const socket of idle) socket.destroy();
+    await sleep(300);
+    const again = await fetch(listener.url);
+    expect(again.status).toBe(200);
+    expect(await again.text()).toContain("# TYPE plantgate_http_requests_total counter");
+  });
 });
