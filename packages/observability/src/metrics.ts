@@ -2,8 +2,9 @@
  * Prometheus metrics of a plantgate app through prom-client: counted from the core's observer
  * hooks and security events, served on a listener of their own (never on the public port).
  */
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { HotCounter, HotHistogram, type Series } from "./hot-metrics.js";
 import type { Observer, RequestObservation, SecurityEvent, StorageObservation } from "@plantgate/core";
@@ -227,6 +228,51 @@ export interface MetricsListener {
   close(): Promise<void>;
 }
 
+/** The path of a request target: origin form (`/metrics?x`) or absolute form (`http://host/metrics`, RFC 9112 §3.2.2). */
+function targetPath(target: string): string {
+  const path = target.split("?")[0]!;
+  if (path.startsWith("/") || !/^https?:\/\//i.test(path)) return path;
+  const slash = path.indexOf("/", path.indexOf("//") + 2);
+  return slash < 0 ? "/" : path.slice(slash);
+}
+
+/** A whole answer with a text body, written on the socket itself (what Node answers before a request exists). */
+function rawAnswer(status: string, body: string, extra = ""): string {
+  return `HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`;
+}
+
+const REFUSALS = {
+  timeout: rawAnswer("408 Request Timeout", "The request did not arrive in time.\n"),
+  headers: rawAnswer("431 Request Header Fields Too Large", "The request headers are too large.\n"),
+  malformed: rawAnswer("400 Bad Request", "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n"),
+  connect: rawAnswer("405 Method Not Allowed", "Use GET.\n", "allow: GET, HEAD\r\n"),
+};
+
+/**
+ * What never reaches the request listener gets an answer with a body too. Node's own answers to
+ * what its parser or timers refuse have none (400, 431, 408), an Expect other than 100-continue
+ * got a bodiless 417 and the connection was kept, and a CONNECT (handed to a 'connect' listener,
+ * closed without a word when there is none) got nothing at all.
+ */
+function answerRefusals(server: Server): void {
+  server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // As Node's own handler: an answer only where none has begun on this connection, then closed.
+    const inFlight = (socket as Duplex & { _httpMessage?: { _headerSent?: boolean } | null })._httpMessage;
+    if (error.code !== "ECONNRESET" && socket.writable && inFlight?._headerSent !== true) {
+      socket.write(error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? REFUSALS.timeout : error.code === "HPE_HEADER_OVERFLOW" ? REFUSALS.headers : REFUSALS.malformed);
+    }
+    socket.destroy();
+  });
+  server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
+    socket.on("error", () => {});
+    socket.end(REFUSALS.connect, () => socket.destroy());
+  });
+  server.on("checkExpectation", (_req: IncomingMessage, res: ServerResponse) => {
+    res.shouldKeepAlive = false;
+    res.writeHead(417, { "content-type": "text/plain; charset=utf-8" }).end("Only Expect: 100-continue is understood.\n");
+  });
+}
+
 /**
  * Serves `GET /metrics` (Prometheus text exposition) on its own `node:http` listener. Anything
  * else is 404 (405 for another method on `/metrics`). Keep it off the public network: it says
@@ -246,8 +292,8 @@ export async function serveMetrics(metrics: Pick<PlantgateMetrics, "registry" | 
     requestTimeout: headersTimeout,
     connectionsCheckingInterval: Math.min(1_000, headersTimeout || 1_000),
   };
-  const server: Server = createServer(limits, (req, res) => {
-    const path = (req.url ?? "/").split("?")[0];
+  const server: Server = createServer({ ...limits, requireHostHeader: false }, (req, res) => {
+    const path = targetPath(req.url ?? "/");
     if (path !== "/metrics") {
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("Not found; the metrics are at /metrics.\n");
       return;
@@ -276,6 +322,7 @@ export async function serveMetrics(metrics: Pick<PlantgateMetrics, "registry" | 
     if (res.socket !== null) answer();
     else res.once("socket", answer);
   });
+  answerRefusals(server);
   server.maxConnections = options.maxConnections ?? METRICS_LISTENER_DEFAULTS.maxConnections;
   // No 'timeout' listener: Node destroys a socket that stays silent this long.
   server.setTimeout(options.socketTimeout ?? METRICS_LISTENER_DEFAULTS.socketTimeout);

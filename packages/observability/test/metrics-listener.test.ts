@@ -135,4 +135,85 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     expect(again.status).toBe(200);
     expect(await again.text()).toContain("# TYPE plantgate_http_requests_total counter");
   });
+
+  it("every request gets an answer with a body: odd methods, paths, targets, headers, HTTP/1.0, pipelining, CONNECT, no Host", async () => {
+    listener = await serveMetrics(createMetrics({ processMetrics: false }), { port: 0 });
+    const url = listener.url;
+    /** What the listener sends back on a connection, until it closes it (or 2 s pass). */
+    const exchange = (data: string) =>
+      new Promise<string>((resolve) => {
+        const socket = open(url);
+        let received = "";
+        socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
+        socket.on("close", () => resolve(received));
+        setTimeout(() => resolve(`${received}<still open>`), 2_000);
+        socket.write(data);
+      });
+    /** Status line and body of each answer in `raw` (chunked or not), Date headers aside. */
+    const answers = (raw: string) => {
+      const out: Array<[string, string]> = [];
+      let rest = raw;
+      while (rest.startsWith("HTTP/1.1 ")) {
+        const end = rest.indexOf("\r\n\r\n");
+        const head = rest.slice(0, end);
+        rest = rest.slice(end + 4);
+        let body = "";
+        const length = /^content-length: (\d+)$/im.exec(head);
+        if (length) {
+          body = rest.slice(0, Number(length[1]));
+          rest = rest.slice(body.length);
+        } else if (/^transfer-encoding: chunked$/im.test(head)) {
+          for (;;) {
+            const line = rest.indexOf("\r\n");
+            const size = parseInt(rest.slice(0, line), 16);
+            rest = rest.slice(line + 2);
+            if (size === 0) {
+              rest = rest.slice(2);
+              break;
+            }
+            body += rest.slice(0, size);
+            rest = rest.slice(size + 2);
+          }
+        } else if (/^connection: close$/im.test(head)) {
+          // Delimited by the close (HTTP/1.0).
+          body = rest;
+          rest = "";
+        }
+        // Else none (a HEAD answer on a kept connection).
+        out.push([head.split("\r\n")[0]!, body.startsWith("# HELP") ? "<exposition>" : body]);
+      }
+      if (rest !== "") out.push(["<rest>", rest]);
+      return out;
+    };
+    const use = "Use GET.\n";
+    const notFound = "Not found; the metrics are at /metrics.\n";
+    const cases: Array<[string, string, Array<[string, string]>]> = [
+      ["CONNECT", "CONNECT metrics.example:443 HTTP/1.1\r\nHost: metrics.example:443\r\n\r\n", [["HTTP/1.1 405 Method Not Allowed", use]]],
+      ["not HTTP", "HELLO\r\n\r\n", [["HTTP/1.1 400 Bad Request", "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n"]]],
+      ["unknown method", "BREW /metrics HTTP/1.1\r\nHost: m\r\n\r\n", [["HTTP/1.1 400 Bad Request", "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n"]]],
+      ["32 KB header", `GET /metrics HTTP/1.1\r\nHost: m\r\nX-Big: ${"a".repeat(32_000)}\r\n\r\n`, [["HTTP/1.1 431 Request Header Fields Too Large", "The request headers are too large.\n"]]],
+      ["no Host", "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n", [["HTTP/1.1 200 OK", "<exposition>"]]],
+      ["HTTP/1.0", "GET /metrics HTTP/1.0\r\n\r\n", [["HTTP/1.1 200 OK", "<exposition>"]]],
+      ["query", "GET /metrics?name[]=x&y HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n", [["HTTP/1.1 200 OK", "<exposition>"]]],
+      ["absolute form", "GET http://m:1/metrics?x HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n", [["HTTP/1.1 200 OK", "<exposition>"]]],
+      ["Expect", "GET /metrics HTTP/1.1\r\nHost: m\r\nExpect: tea\r\n\r\n", [["HTTP/1.1 417 Expectation Failed", "Only Expect: 100-continue is understood.\n"]]],
+      ["OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n", [["HTTP/1.1 404 Not Found", notFound]]],
+      ["TRACE", "TRACE /metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n", [["HTTP/1.1 405 Method Not Allowed", use]]],
+      ["POST with a body", "POST /metrics HTTP/1.1\r\nHost: m\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello", [["HTTP/1.1 405 Method Not Allowed", use]]],
+      [
+        "pipelined",
+        "GET /nope HTTP/1.1\r\nHost: m\r\n\r\nDELETE /metrics HTTP/1.1\r\nHost: m\r\n\r\nHEAD /metrics HTTP/1.1\r\nHost: m\r\n\r\nGET /metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n",
+        [
+          ["HTTP/1.1 404 Not Found", notFound],
+          ["HTTP/1.1 405 Method Not Allowed", use],
+          ["HTTP/1.1 200 OK", ""],
+          ["HTTP/1.1 200 OK", "<exposition>"],
+        ],
+      ],
+    ];
+    const got = await Promise.all(cases.map(async ([, data]) => answers(await exchange(data))));
+    expect(Object.fromEntries(cases.map(([name], i) => [name, got[i]]))).toEqual(Object.fromEntries(cases.map(([name, , want]) => [name, want])));
+    // And the listener still serves.
+    expect((await fetch(url)).status).toBe(200);
+  });
 });
