@@ -86,7 +86,7 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     }
     // Before: Node's 60 s headers timeout, checked every 30 s.
     expect(closed).toBe(true);
-    expect(received).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+    expect(received).toBe("HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 36\r\nconnection: close\r\n\r\nThe request did not arrive in time.\n");
   });
 
   it("a connection silent both ways (a client that stopped reading a scrape) is destroyed after the socket timeout", async () => {
