@@ -1,6 +1,6 @@
 /** The logs and metrics of a Node server in one call: what the example servers use. */
 import type { Logger as Pino } from "pino";
-import type { Logger, Observer, SecurityEvent } from "@plantgate/core";
+import { ConfigError, type Logger, type Observer, type SecurityEvent } from "@plantgate/core";
 import type { ObservabilitySettings } from "./env.js";
 import { coreLogger, createLog, eventLogger, pruneLogger } from "./logs.js";
 import { createMetrics, serveMetrics, type MetricsListener, type PlantgateMetrics } from "./metrics.js";
@@ -15,7 +15,10 @@ export interface Observability {
   options: { logger: Logger; onEvent: (event: SecurityEvent) => void; observer?: Observer };
   /** For `schedulePrune(admin, { logger })`. */
   pruneLogger: ReturnType<typeof pruneLogger>;
-  /** Starts the metrics listener on `host` and the configured port; null when metrics are off. */
+  /**
+   * Starts the metrics listener on `host` and the configured port; null when metrics are off.
+   * Rejects with a `ConfigError` naming `PLANTGATE_METRICS_PORT` when it cannot listen (the port in use, by `PORT` too).
+   */
   serveMetrics(host: string): Promise<MetricsListener | null>;
 }
 
@@ -42,6 +45,16 @@ export function setupObservability(settings: ObservabilitySettings, options: { d
     metrics,
     options: { logger: coreLogger(log), onEvent, ...(metrics ? { observer: metrics.observer } : {}) },
     pruneLogger: pruneLogger(log),
-    serveMetrics: async (host) => (metrics && settings.metricsPort !== null ? serveMetrics(metrics, { port: settings.metricsPort, host }) : null),
+    serveMetrics: async (host) => {
+      if (metrics === null || settings.metricsPort === null) return null;
+      try {
+        return await serveMetrics(metrics, { port: settings.metricsPort, host });
+      } catch (error) {
+        // Node's "listen EADDRINUSE: address already in use 127.0.0.1:3000" did not say which of the
+        // server's two ports it was (PLANTGATE_METRICS_PORT equal to PORT gave exactly that).
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new ConfigError(`PLANTGATE_METRICS_PORT ${settings.metricsPort}: the metrics listener could not start (${reason})`);
+      }
+    },
   };
 }

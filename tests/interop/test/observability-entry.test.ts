@@ -7,6 +7,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -137,4 +138,24 @@ it("events as JSON lines, no secret in any line, and the client_credentials coun
     expect(out + err).not.toContain(secret);
   }
   expect(proc.exitCode, output()).toBe(0);
+});
+
+it("PLANTGATE_METRICS_PORT equal to PORT: the start stops with a message naming the variable, exit 1", { timeout: 60_000 }, async () => {
+  // A port free a moment ago.
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const port = (probe.address() as { port: number }).port;
+  await new Promise((resolve) => probe.close(resolve));
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(env)) if (name.startsWith("PLANTGATE_") || name === "HOST") delete env[name];
+  Object.assign(env, { PORT: String(port), PLANTGATE_METRICS_PORT: String(port), PLANTGATE_DB: ":memory:" });
+  let out = "";
+  let err = "";
+  const proc = spawn(tsx, [entry], { cwd: workDir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  child = proc;
+  proc.stdout!.setEncoding("utf8").on("data", (c: string) => (out += c));
+  proc.stderr!.setEncoding("utf8").on("data", (c: string) => (err += c));
+  const code = await new Promise((resolve) => proc.once("exit", resolve));
+  // Before: "listen EADDRINUSE: address already in use 127.0.0.1:PORT", which did not say which port.
+  expect([code, out, err]).toEqual([1, "", `PLANTGATE_METRICS_PORT ${port}: the metrics listener could not start (listen EADDRINUSE: address already in use 127.0.0.1:${port})\n`]);
 });
