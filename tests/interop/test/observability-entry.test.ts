@@ -159,3 +159,16 @@ it("PLANTGATE_METRICS_PORT equal to PORT: the start stops with a message naming 
   // Before: "listen EADDRINUSE: address already in use 127.0.0.1:PORT", which did not say which port.
   expect([code, out, err]).toEqual([1, "", `PLANTGATE_METRICS_PORT ${port}: the metrics listener could not start (listen EADDRINUSE: address already in use 127.0.0.1:${port})\n`]);
 });
+
+it("closing the server closes its metrics listener and that listener's connections: the process ends by itself", { timeout: 60_000 }, async () => {
+  const fixture = fileURLToPath(new URL("./fixtures/close-with-metrics.ts", import.meta.url));
+  let err = "";
+  const proc = spawn(tsx, [fixture], { cwd: workDir, stdio: ["ignore", "ignore", "pipe"], detached: true });
+  child = proc;
+  proc.stderr!.setEncoding("utf8").on("data", (c: string) => (err += c));
+  const ended = await Promise.race([
+    new Promise((resolve) => proc.once("exit", (code) => resolve(code))),
+    new Promise((resolve) => setTimeout(() => resolve("still running 20 s later"), 20_000)),
+  ]);
+  expect([ended, err]).toEqual([0, "closed\n"]);
+});
