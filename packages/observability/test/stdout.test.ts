@@ -44,6 +44,16 @@ describe("stdout lines", { timeout: 30_000 }, () => {
     }
   });
 
+  it("a stdout pipe whose reader has gone (EPIPE) drops lines from then on, says so once on stderr, and the process lives on and exits normally", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fixtures/failing-stdout.ts", import.meta.url))], { stdio: ["ignore", "pipe", "pipe"] });
+    // The reader goes away before the first line is written.
+    child.stdout!.destroy();
+    let stderr = "";
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+    expect([code, stderr]).toEqual([0, "plantgate: writing log lines to stdout failed (EPIPE); they are dropped from now on\nalive after the failure\ndone\n"]);
+  });
+
   it("writes every held line when the process exits right after logging", async () => {
     const { child, lines } = run(2000, "exit");
     const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
