@@ -95,6 +95,83 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   }
   const cacheSet = (token: CachedToken) => hook("set", () => cache!.set(config.cacheKey, token));
 
+  /**
+   * A token the shared cache should hold but whose write failed (the `set` hook threw or timed
+   * out). Until it lands the cache holds the refresh token this one replaced, and another process
+   * renewing from the cache presents that one: within the server's grace window it is answered
+   * with this very token, after it it is reuse and the whole family is revoked (users signed out).
+   * So the write is tried again ({@link catchUp}) until it lands or a newer token supersedes it.
+   */
+  let behind: CachedToken | null = null;
+  /** The catch-up write in flight; a renewal waits for it, so an older token never lands after a newer one. */
+  let catching: Promise<void> | null = null;
+  let retryTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Timed retries made for the current {@link behind}. */
+  let retries = 0;
+  /** When the last catch-up started (monotonic ms): calls start one at most once a second. */
+  let lastCatchUp = -Infinity;
+
+  /** Writes a renewal's token to the cache; a failed write leaves the cache behind (retried later). */
+  async function store(token: CachedToken): Promise<void> {
+    try {
+      await cacheSet(token);
+    } catch (error) {
+      if (token.refreshToken !== null) {
+        behind = token;
+        retries = 0;
+        scheduleRetry();
+      }
+      throw error;
+    }
+    // The newest token is in: an older one still to be written is superseded.
+    behind = null;
+  }
+
+  function scheduleRetry(): void {
+    if (retryTimer !== null || retries >= CATCH_UP_RETRY_MS.length) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = null;
+      catchUp(true);
+    }, CATCH_UP_RETRY_MS[retries++]);
+    // Never what keeps a Node process alive.
+    (retryTimer as { unref?: () => void }).unref?.();
+  }
+
+  /**
+   * Writes {@link behind} to the cache unless the cache already holds it or something it did not
+   * replace (another process cached this token, e.g. from a grace replay, or rotated it further, or
+   * began a new session): by lineage, only a token ours replaced, or nothing, is written over. Runs
+   * in the background (its failure fails no call; it is tried again) and never beside a renewal.
+   */
+  function catchUp(timed = false): void {
+    const token = behind;
+    if (token === null || catching !== null) return;
+    if (inflight !== null) {
+      // The renewal writes a newer token; if that write fails, it is the one retried.
+      if (timed) scheduleRetry();
+      return;
+    }
+    if (!timed && performance.now() - lastCatchUp < 1000) return;
+    lastCatchUp = performance.now();
+    catching = (async () => {
+      try {
+        const theirs = await readCache();
+        if (await cacheIsBehind(theirs, token)) await cacheSet(token);
+        if (behind === token) behind = null;
+      } catch {
+        if (behind === token) scheduleRetry();
+      }
+    })().finally(() => {
+      catching = null;
+    });
+  }
+
+  async function cacheIsBehind(theirs: CachedToken | null, ours: CachedToken): Promise<boolean> {
+    if (theirs === null) return true;
+    if (theirs.refreshToken === null || theirs.refreshToken === ours.refreshToken) return false;
+    return (ours.lineage ?? []).includes(await tokenHash(theirs.refreshToken));
+  }
+
   async function readCache(): Promise<CachedToken | null> {
     if (!cache) return null;
     const t = await hook("get", () => cache.get(config.cacheKey));
@@ -196,11 +273,13 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   }
 
   async function renew(): Promise<CachedToken> {
+    // A catch-up write in flight lands first: it must not land after this renewal's newer token.
+    if (catching !== null) await catching;
     const { token, cached } = await obtain();
     current = token;
     // The password is dropped only once a refresh token can continue the session without it.
     if (!config.keepCredentials && token.refreshToken !== null) credentials = null;
-    if (cache && !cached) await cacheSet(token);
+    if (cache && !cached) await store(token);
     // An answer slower than the token's lifetime (or expires_in 0) brings a token already expired:
     // kept above for its refresh token, never handed out (every API would answer 401, and the
     // retry would fetch another one just as late).
@@ -215,6 +294,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   }
 
   const getToken = (): Promise<CachedToken> => {
+    if (behind !== null) catchUp();
     if (current && fresh(current)) return Promise.resolve(current);
     inflight ??= renew().finally(() => {
       inflight = null;
@@ -251,6 +331,12 @@ interface Previous {
   scope: string;
   lineage: string[];
 }
+
+/**
+ * When a failed cache write is tried again, after the failure (ms, one after the other): the first
+ * ones well within the server's 30 s grace window, the last about a minute after the rotation.
+ */
+const CATCH_UP_RETRY_MS = [1000, 2000, 4000, 8000, 16000, 32000];
 
 /** How many replaced refresh tokens a token remembers ({@link CachedToken.lineage}). */
 const LINEAGE = 8;

@@ -1,0 +1,249 @@
+/**
+ * A shared tokenCache that missed a write after a refresh-token rotation, against the real example
+ * server over a socket (memory storage, its clock manual, the default 30 s refresh grace window):
+ * the client that rotated writes its token again until the cache has caught up, so another process
+ * sharing the cache does not present the replaced refresh token after the grace window (reuse: the
+ * server revokes the whole family and the user is signed out).
+ */
+import { randomBytes } from "node:crypto";
+import { createMemoryStorage } from "@plantgate/core";
+import { startServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
+import { afterEach, describe, expect, it } from "vitest";
+import { createClient, TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
+import { manualClock } from "./support.js";
+import { recordingLogger } from "./real-suite.js";
+
+const hex = (n: number) => randomBytes(n).toString("hex");
+const OFFLINE = "Platform_UserAPIs offline_access";
+const TTL = 7200;
+const GRACE = 30;
+
+/** The example server on port 0 (memory storage, manual clock), its event names kept. */
+async function startTarget() {
+  const clock = manualClock(Date.now());
+  const errors: unknown[] = [];
+  const events: string[] = [];
+  const ids = { clientId: `client-${hex(4)}`, clientSecret: hex(32), username: `user-${hex(4)}`, password: hex(16) };
+  const lines = serverLines();
+  const server = await startServer(
+    {
+      PORT: "0",
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: ids.clientId,
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: ids.clientSecret,
+      PLANTGATE_BOOTSTRAP_USERNAME: ids.username,
+      PLANTGATE_BOOTSTRAP_PASSWORD: ids.password,
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+    },
+    { storage: createMemoryStorage(), clock: clock.now, logger: recordingLogger(errors) },
+    {
+      destination: {
+        write(line: string) {
+          lines.destination.write(line);
+          const event = /"event":"([a-z_.]+)"/.exec(line)?.[1];
+          if (event) events.push(event);
+        },
+      },
+    },
+  );
+  return {
+    ...ids,
+    clock,
+    errors,
+    /** Every event the server logged so far (flushed first). */
+    events: async () => {
+      await server.app.flushEvents();
+      return [...events];
+    },
+    baseUrl: server.url,
+    close: async () => {
+      await server.close();
+      lines.check([ids.clientSecret, ids.password]);
+    },
+  };
+}
+
+let target: Awaited<ReturnType<typeof startTarget>> | null = null;
+afterEach(async () => {
+  await target?.close();
+  expect(target?.errors).toEqual([]);
+  target = null;
+});
+
+const TOKEN = `POST ${TOKEN_PATH}`;
+const PASSWORD = `${TOKEN} password`;
+const REFRESH = `${TOKEN} refresh_token`;
+const ACCOUNTS = "GET /rbac/ServerCommand/GetAccountList";
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The global fetch to the real server, recording what each process sent. */
+function recordingFetch(forwarded: string[], who: string): FetchLike {
+  return async (url, init) => {
+    const grant = init.body === undefined ? "" : ` ${new URLSearchParams(init.body).get("grant_type")}`;
+    forwarded.push(`${who}: ${init.method} ${new URL(url).pathname}${grant}`);
+    return globalThis.fetch(url, init);
+  };
+}
+
+/**
+ * One shared store (JSON text, as Redis holds it) and a hook per process onto it: `down` makes a
+ * process's hook calls fail (its link to the cache is cut), `failSets` fails that many of its sets.
+ */
+function sharedCache() {
+  const store = new Map<string, string>();
+  const log: string[] = [];
+  const link = (who: string) => {
+    const state = { down: false, failSets: 0 };
+    const hook: TokenCache = {
+      async get(key) {
+        if (state.down) throw new Error("cache unreachable");
+        log.push(`${who} get`);
+        const v = store.get(key);
+        return v === undefined ? null : (JSON.parse(v) as CachedToken);
+      },
+      async set(key, token) {
+        if (state.down) throw new Error("cache unreachable");
+        if (state.failSets > 0) {
+          state.failSets--;
+          throw new Error("cache unreachable");
+        }
+        log.push(`${who} set`);
+        store.set(key, JSON.stringify(token));
+      },
+    };
+    return { hook, state };
+  };
+  /** The one entry's tokens. */
+  const held = () => {
+    const [v] = [...store.values()];
+    const t = JSON.parse(v!) as CachedToken;
+    return { accessToken: t.accessToken, refreshToken: t.refreshToken };
+  };
+  return { link, held, log };
+}
+
+/** Polls `check` every 20 ms for up to `ms`; whether it came true (the test asserts the outcome after). */
+async function until(check: () => boolean, ms: number): Promise<boolean> {
+  const end = performance.now() + ms;
+  while (!check()) {
+    if (performance.now() > end) return false;
+    await sleep(20);
+  }
+  return true;
+}
+
+/**
+ * Two processes, A and B, of the same user sharing a cache; neither keeps the password (a refused
+ * refresh token signs the user out), each with its own clock (set to the server's as given).
+ */
+function twoProcesses(t: NonNullable<typeof target>, cache: ReturnType<typeof sharedCache>, forwarded: string[]) {
+  const make = (who: string) => {
+    const link = cache.link(who);
+    const clock = manualClock(t.clock.now());
+    const client = createClient({
+      baseUrl: t.baseUrl,
+      clientId: t.clientId,
+      clientSecret: t.clientSecret,
+      scope: OFFLINE,
+      credentials: { username: t.username, password: t.password },
+      keepCredentials: false,
+      tokenCache: link.hook,
+      clock: clock.now,
+      fetch: recordingFetch(forwarded, who),
+    });
+    return { client, clock, link };
+  };
+  return { a: make("A"), b: make("B") };
+}
+
+/** Both processes sign in (B from the cache), then A rotates the refresh token while its set fails once. */
+async function rotateWhileSetFails(t: NonNullable<typeof target>, cache: ReturnType<typeof sharedCache>, forwarded: string[]) {
+  const { a, b } = twoProcesses(t, cache, forwarded);
+  await a.client.getAccessToken();
+  await b.client.getAccessToken();
+  const first = cache.held();
+  expect(forwarded).toEqual([`A: ${PASSWORD}`]);
+  // The access token is due: A refreshes, and the cache write after the rotation fails.
+  for (const clock of [t.clock, a.clock, b.clock]) clock.advance(TTL);
+  a.link.state.failSets = 1;
+  const failed = await a.client.getAccessToken().catch((e: unknown) => e);
+  expect(failed).toEqual(new Error("cache unreachable")); // the hook's error reaches the caller, as documented
+  expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`]);
+  // The cache still holds the replaced refresh token.
+  expect(cache.held()).toEqual(first);
+  return { a, b, first };
+}
+
+describe("a tokenCache.set that failed after a rotation", () => {
+  it("is written again at the process's next call: another process renewing after the grace window presents the new refresh token, and the family lives", async () => {
+    target = await startTarget();
+    const t = target;
+    const cache = sharedCache();
+    const forwarded: string[] = [];
+    const { a, b, first } = await rotateWhileSetFails(t, cache, forwarded);
+    // A's next call (the cache works again) uses the token it holds and writes it to the cache.
+    const rotated = await a.client.getAccessToken();
+    const caughtUp = await until(() => cache.held().accessToken === rotated, 2000);
+    // Past the grace window, B needs a token: it must not present the replaced refresh token.
+    for (const clock of [t.clock, b.clock]) clock.advance(GRACE + 1);
+    expect((await b.client.listAccounts()).total).toBe(1);
+    expect(caughtUp).toBe(true);
+    expect(cache.held().refreshToken).not.toBe(first.refreshToken);
+    // B refreshes next time (with the new token), and A picks up B's rotation from the cache.
+    for (const clock of [t.clock, a.clock, b.clock]) clock.advance(TTL);
+    const third = await b.client.getAccessToken();
+    expect(await a.client.getAccessToken()).toBe(third);
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, `B: ${ACCOUNTS}`, `B: ${REFRESH}`]);
+    expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
+  });
+
+  it("is written again on a timer when the process makes no further call, before the grace window ends", async () => {
+    target = await startTarget();
+    const t = target;
+    const cache = sharedCache();
+    const forwarded: string[] = [];
+    const { b, first } = await rotateWhileSetFails(t, cache, forwarded);
+    // A makes no call: its first timed retry (1 s) writes the token.
+    const caughtUp = await until(() => cache.held().refreshToken !== first.refreshToken, 3000);
+    for (const clock of [t.clock, b.clock]) clock.advance(GRACE + 1);
+    expect((await b.client.listAccounts()).total).toBe(1);
+    expect(caughtUp).toBe(true);
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, `B: ${ACCOUNTS}`]);
+    expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
+  });
+
+  it("is not written over a newer token: B's grace replay and B's next rotation stay in the cache when A's link comes back", async () => {
+    target = await startTarget();
+    const t = target;
+    const cache = sharedCache();
+    const forwarded: string[] = [];
+    const { a, b, first } = await rotateWhileSetFails(t, cache, forwarded);
+    a.link.state.down = true;
+    const rotated = await a.client.getAccessToken(); // from memory; A's catch-up fails
+    // Within the grace window B presents the replaced refresh token from the cache: the server
+    // answers with the rotation's own answer, which B caches (the cache is up to date again).
+    for (const clock of [t.clock, b.clock]) clock.advance(10);
+    expect(await b.client.getAccessToken()).toBe(rotated);
+    expect(cache.held().refreshToken).not.toBe(first.refreshToken);
+    expect((await t.events()).filter((e) => e.startsWith("token.refreshed"))).toHaveLength(2);
+    // B rotates once more; then A's link comes back and A tries its write again.
+    for (const clock of [t.clock, b.clock]) clock.advance(TTL);
+    const third = await b.client.getAccessToken();
+    const newest = cache.held();
+    expect(newest.accessToken).toBe(third);
+    cache.log.length = 0;
+    a.link.state.down = false;
+    await a.client.getAccessToken();
+    expect(await until(() => cache.log.includes("A get"), 5000)).toBe(true);
+    await sleep(100);
+    // A read the cache, found a token that replaced its own (lineage), and wrote nothing.
+    expect(cache.log.filter((l) => l.startsWith("A "))).toEqual(["A get"]);
+    expect(cache.held()).toEqual(newest);
+    // A renews past the grace window from the cache's newest refresh token: no reuse.
+    t.clock.advance(TTL + GRACE);
+    a.clock.advance((t.clock.now() - a.clock.now()) / 1000);
+    expect(await a.client.getAccessToken()).not.toBe(third);
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, `B: ${REFRESH}`, `B: ${REFRESH}`, `A: ${REFRESH}`]);
+    expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
+  });
+});
