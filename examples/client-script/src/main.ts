@@ -78,7 +78,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof OAuthError) console.error(`token endpoint refused (HTTP ${error.status}): ${error.error}: ${error.error_description ?? ""}`);
+  if (error instanceof OAuthError) console.error(`token endpoint refused (HTTP ${error.status}): ${error.message}`); // message: escaped, bounded
   else if (error instanceof ApiError) console.error(`API error (HTTP ${error.status}): ${error.error} ${error.message}`);
   else if (error instanceof NetworkError) console.error(`cannot reach plantgate (${error.reason}): ${error.message}`);
   else console.error(error);

@@ -7,8 +7,41 @@
  * - {@link NetworkError}: there was no usable answer (fetch rejected, or the response was not the
  *   JSON the protocol promises).
  *
- * Secrets (client secret, password, tokens) never appear in any message.
+ * Secrets (client secret, password, tokens) never appear in any message. Text the server sent is
+ * put into a message only through {@link serverText}: control characters escaped, length bounded.
  */
+
+/** The most characters of one piece of server text in a message (after escaping); see {@link serverText}. */
+export const SERVER_TEXT_MAX = 500;
+
+/**
+ * Characters a message never carries as they are: C0/C1 controls (a newline forges a log line, an
+ * ESC drives a terminal), lone surrogates, the line and paragraph separators, and the bidi controls
+ * (they reorder what a reader sees).
+ */
+const UNSAFE = /[\p{Cc}\p{Cs}\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
+const NAMED: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/**
+ * Server text made fit for a message that apps log: each unsafe character (see UNSAFE) written as
+ * an escape (`\n`, `\r`, `\t`, else `\uXXXX`), and cut after `max` characters of the result with
+ * `… (N more characters)`, N counting the characters of the server's text left out (UTF-16 units).
+ *
+ * @example
+ * serverText("bad\n\u001b[31m"); // "bad\\n\\u001b[31m"
+ */
+export function serverText(text: string, max = SERVER_TEXT_MAX): string {
+  let out = "";
+  let i = 0;
+  while (i < text.length) {
+    const ch = String.fromCodePoint(text.codePointAt(i)!);
+    const piece = UNSAFE.test(ch) ? (NAMED[ch] ?? `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`) : ch;
+    if (out.length + piece.length > max) break;
+    out += piece;
+    i += ch.length;
+  }
+  return i < text.length ? `${out}… (${text.length - i} more characters)` : out;
+}
 
 /**
  * Base class of every error `@plantgate/client` throws (argument mistakes aside, which are
@@ -34,7 +67,10 @@ export interface OAuthErrorBody {
 
 /**
  * The token endpoint rejected a request. `error` is the RFC 6749 §5.2 code (`invalid_client`,
- * `invalid_grant`, `invalid_scope`, ...), `error_description` the server's explanation.
+ * `invalid_grant`, `invalid_scope`, ...), `error_description` the server's explanation. The message
+ * is `error: error_description` through {@link serverText} (escaped, each part at most
+ * {@link SERVER_TEXT_MAX} characters); the fields are the server's text as received: untrusted,
+ * of any length and content up to `maxResponseBytes`, so escape them before logging or showing them.
  *
  * @example
  * catch (e) { if (e instanceof OAuthError && e.error === "invalid_client") rotateSecret(); }
@@ -51,7 +87,7 @@ export class OAuthError extends PlantgateClientError {
     /** Which grant the failed request used. */
     readonly grantType: GrantType,
   ) {
-    super(body.error_description === undefined ? body.error : `${body.error}: ${body.error_description}`);
+    super(body.error_description === undefined ? serverText(body.error) : `${serverText(body.error)}: ${serverText(body.error_description)}`);
     this.error = body.error;
     this.error_description = body.error_description;
     this.error_uri = body.error_uri;
@@ -68,7 +104,9 @@ export interface ApiErrorBody {
 /**
  * An API route (`POST /plants`, `GetAccountList`, ...) answered with an error status and the
  * `{error, message}` body. After a 401 the client has already refreshed its token and retried
- * once, so a 401 here means the fresh token was rejected too.
+ * once, so a 401 here means the fresh token was rejected too. The message is the body's `message`
+ * through {@link serverText} (escaped, at most {@link SERVER_TEXT_MAX} characters); `body` and
+ * `wwwAuthenticate` are as received: untrusted server text, escape them before logging them.
  *
  * @example
  * catch (e) { if (e instanceof ApiError && e.error === 1006) console.log("that plant id is taken"); }
@@ -77,7 +115,7 @@ export class ApiError extends PlantgateClientError {
   override readonly name = "ApiError";
   /** The body's `error` number. */
   readonly error: number;
-  /** The whole body as received. */
+  /** The whole body as received (untrusted: `message` unescaped, of any length). */
   readonly body: ApiErrorBody;
   constructor(
     override readonly status: number,
@@ -85,7 +123,7 @@ export class ApiError extends PlantgateClientError {
     /** The `WWW-Authenticate` challenge of a 401/403, if any. */
     readonly wwwAuthenticate: string | null = null,
   ) {
-    super(body.message);
+    super(serverText(body.message));
     this.error = body.error;
     this.body = { error: body.error, message: body.message };
   }

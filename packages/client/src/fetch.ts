@@ -1,4 +1,4 @@
-import { ApiError, NetworkError, type ApiErrorBody } from "./errors.js";
+import { ApiError, NetworkError, serverText, type ApiErrorBody } from "./errors.js";
 
 /**
  * What the client passes to `fetch`: always a URL string, a method, plain headers, a string body,
@@ -256,7 +256,7 @@ export function parseJsonBody(response: ReadResponse, what: string): unknown {
   } catch {
     // No cause: the parser's message quotes the body (a short one whole), which may be a token.
     const type = response.headers.get("content-type");
-    throw new NetworkError("not_json", `${what}: HTTP ${response.status} with a body that is not JSON${type ? ` (${type})` : ""}`, response.status);
+    throw new NetworkError("not_json", `${what}: HTTP ${response.status} with a body that is not JSON${type ? ` (${serverText(type, 100)})` : ""}`, response.status);
   }
 }
 

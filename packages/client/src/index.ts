@@ -15,6 +15,8 @@ export {
   OAuthError,
   ApiError,
   NetworkError,
+  serverText,
+  SERVER_TEXT_MAX,
   type OAuthErrorBody,
   type ApiErrorBody,
   type NetworkErrorReason,
