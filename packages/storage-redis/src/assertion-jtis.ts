@@ -1,12 +1,14 @@
 import type { AssertionJtiStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { DELETE_EXPIRED_STAMPED, integer, keepFor, run, script } from "./scripts.js";
+import { DELETE_EXPIRED_STAMPED, integer, keepFor, run, script, TYPED } from "./scripts.js";
 
 // Keys: `{prefix}j:k:{key}` holds expiresAt; `{prefix}j:i` a sorted set of keys scored by
 // expiresAt, for `deleteExpired(now)`.
 
 /** KEYS: record, index. ARGV: expiresAt, key, keep (ms). SET NX PX: only the first caller records it. */
-const USE = script(`
+const USE = script(`${TYPED}
+typed(KEYS[1], 'string')
+typed(KEYS[2], 'zset')
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[3]) then
   redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
   return 1

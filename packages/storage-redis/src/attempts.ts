@@ -1,6 +1,6 @@
 import type { AttemptRecord, AttemptStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { expiredBatchLoop, integer, run, script, text } from "./scripts.js";
+import { expiredBatchLoop, integer, run, script, text, TYPED } from "./scripts.js";
 
 // Keys: `{prefix}a:k:{key}` a hash {c: count, w: windowStart}; `{prefix}a:i` a sorted set of keys
 // scored by windowStart, so `deleteExpired(before)` finds its counters without a scan. Epoch ms
@@ -8,7 +8,9 @@ import { expiredBatchLoop, integer, run, script, text } from "./scripts.js";
 // Date is 8.64e15).
 
 /** KEYS: record, index. ARGV: now, windowMs, key, marginMs. Returns {count, windowStart}. */
-const INCREMENT = script(`
+const INCREMENT = script(`${TYPED}
+typed(KEYS[1], 'hash')
+typed(KEYS[2], 'zset')
 local now = tonumber(ARGV[1])
 local win = tonumber(ARGV[2])
 local ws = redis.call('HGET', KEYS[1], 'w')
@@ -31,7 +33,9 @@ return {count, ws}
 const GET = script(`return redis.call('HMGET', KEYS[1], 'c', 'w')`);
 
 /** KEYS: record, index. ARGV: key. */
-const RESET = script(`
+const RESET = script(`${TYPED}
+typed(KEYS[1], 'hash')
+typed(KEYS[2], 'zset')
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 return 1
@@ -41,7 +45,9 @@ return 1
  * KEYS: record, index. ARGV: windowStart, key, count. Takes `count` back when the record is of
  * that window, never below 0; a record left at 0 is deleted, as RESET does.
  */
-const REFUND = script(`
+const REFUND = script(`${TYPED}
+typed(KEYS[1], 'hash')
+typed(KEYS[2], 'zset')
 local ws = redis.call('HGET', KEYS[1], 'w')
 if ws and tonumber(ws) == tonumber(ARGV[1]) then
   local count = tonumber(redis.call('HGET', KEYS[1], 'c'))
@@ -57,9 +63,9 @@ return 1
 `);
 
 /** KEYS: index. ARGV: before, record key prefix, limit (-1: none). Returns how many counters it deleted. */
-const DELETE_EXPIRED = script(`
+const DELETE_EXPIRED = script(`${TYPED}
 local before = tonumber(ARGV[1])
-${expiredBatchLoop(3)}  local record = ARGV[2] .. id
+${expiredBatchLoop(3, "typed(ARGV[2] .. id, 'hash')")}  local record = ARGV[2] .. id
   local ws = redis.call('HGET', record, 'w')
   if not ws or tonumber(ws) <= before then
     redis.call('DEL', record)

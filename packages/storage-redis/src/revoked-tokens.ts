@@ -1,12 +1,14 @@
 import type { RevokedTokenStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { DELETE_EXPIRED_STAMPED, integer, keepFor, run, script } from "./scripts.js";
+import { DELETE_EXPIRED_STAMPED, integer, keepFor, run, script, TYPED } from "./scripts.js";
 
 // Keys: `{prefix}r:k:{jti}` holds expiresAt; `{prefix}r:i` a sorted set of jtis scored by
 // expiresAt, for `deleteExpired(now)`.
 
 /** KEYS: record, index. ARGV: expiresAt, jti, keep (ms). SET NX keeps the first expiresAt. */
-const ADD = script(`
+const ADD = script(`${TYPED}
+typed(KEYS[1], 'string')
+typed(KEYS[2], 'zset')
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[3]) then
   redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
 end

@@ -29,12 +29,30 @@ export function script(source: string): Script {
 }
 
 const isNoScript = (e: unknown) => e instanceof Error && e.message.startsWith("NOSCRIPT");
+const isWrongType = (e: unknown) => e instanceof Error && e.message.startsWith("WRONGTYPE");
+
+/**
+ * Lua that defines `typed(key, type)`: a `WRONGTYPE` error when `key` exists and holds another
+ * type. Every script that writes calls it for each key it will touch before its first write: Redis
+ * does not undo what a script wrote before it failed, and a key of another type under the prefix
+ * (something else writing there) failed a script midway, its earlier writes kept (a used assertion
+ * jti recorded while its index write was refused, so the caller got a 503 and its retry was refused
+ * as a replay; a counter opened but never indexed; a session deleted but left in its account's set).
+ *
+ * @internal
+ */
+export const TYPED = `local function typed(key, want)
+  local got = redis.call('TYPE', key)['ok']
+  if got ~= 'none' and got ~= want then error({ err = 'WRONGTYPE a key under the key prefix holds a ' .. got .. ', not a ' .. want }) end
+end
+`;
 
 /**
  * Runs `s` by its SHA-1, falling back to sending the source once when this server has not seen
  * it (first use, a restart, `SCRIPT FLUSH`, a failover): EVAL also caches it for the next call.
  * Any failure of the client or the server is an outage to the core: a `StorageError` (503),
- * naming the operation, never a key or an argument.
+ * naming the operation, never a key or an argument. A key of another type under the prefix says
+ * so in the message (the scripts check types before they write, so nothing was changed).
  *
  * @internal
  */
@@ -48,6 +66,7 @@ export async function run(client: RedisScriptClient, s: Script, what: string, ke
       return await client.eval(s.source, options);
     }
   } catch (e) {
+    if (isWrongType(e)) throw new StorageError(`redis: ${what} failed: a key under the key prefix holds a value of another type (does something else write under this prefix?); nothing was changed`, { cause: e });
     throw new StorageError(`redis: ${what} failed`, { cause: e });
   }
 }
@@ -79,17 +98,22 @@ export function keepFor(until: number, now: number, marginMs: number): string {
 }
 
 /**
- * The Lua that opens every `deleteExpired` script: `ids` holds the members of the index (KEYS[1])
- * scored at most ARGV[1], at most `limitArg` of them (the batch limit; -1: all), and each is taken
- * off the index as the loop meets it (`id` in the loop body the caller writes before `end`).
+ * The Lua that opens every `deleteExpired` script (after {@link TYPED}): `ids` holds the members
+ * of the index (KEYS[1]) scored at most ARGV[1], at most `limitArg` of them (the batch limit; -1:
+ * all); `check` (Lua with `id` in scope) runs for each of them before anything is written, to
+ * check the types of the keys the loop will write; then each is taken off the index as the loop
+ * meets it (`id` in the loop body the caller writes before `end`).
  *
  * @internal
  */
-export function expiredBatchLoop(limitArg: number): string {
+export function expiredBatchLoop(limitArg: number, check: string): string {
   return `local limit = tonumber(ARGV[${limitArg}])
 local ids
 if limit >= 0 then ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, limit)
 else ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1]) end
+for _, id in ipairs(ids) do
+  ${check}
+end
 local n = 0
 for _, id in ipairs(ids) do
   redis.call('ZREM', KEYS[1], id)
@@ -109,9 +133,9 @@ for _, id in ipairs(ids) do
  *
  * @internal
  */
-export const DELETE_EXPIRED_STAMPED = script(`
+export const DELETE_EXPIRED_STAMPED = script(`${TYPED}
 local now = tonumber(ARGV[1])
-${expiredBatchLoop(3)}  local record = ARGV[2] .. id
+${expiredBatchLoop(3, "typed(ARGV[2] .. id, 'string')")}  local record = ARGV[2] .. id
   local exp = redis.call('GET', record)
   if not exp or tonumber(exp) <= now then
     redis.call('DEL', record)

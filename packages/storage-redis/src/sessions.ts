@@ -1,6 +1,6 @@
 import type { SessionRecord, SessionStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { expiredBatchLoop, integer, keepFor, run, script, text } from "./scripts.js";
+import { expiredBatchLoop, integer, keepFor, run, script, text, TYPED } from "./scripts.js";
 
 // Keys: `{prefix}s:k:{idHash}` a hash {a: accountId, c: csrfHash, t: createdAt, e: expiresAt};
 // `{prefix}s:i` a sorted set of idHashes scored by expiresAt, for `deleteExpired(now)`;
@@ -15,8 +15,10 @@ import { expiredBatchLoop, integer, keepFor, run, script, text } from "./scripts
  * extends the set's life, so under sign-ins that overlap it never expired and gained one dead
  * member per sign-in (read whole by deleteByAccount).
  */
-const CREATE = script(`
+const CREATE = script(`${TYPED}
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+typed(KEYS[2], 'zset')
+typed(KEYS[3], 'set')
 for _, id in ipairs(redis.call('SMEMBERS', KEYS[3])) do
   if redis.call('EXISTS', ARGV[7] .. id) == 0 then redis.call('SREM', KEYS[3], id) end
 end
@@ -33,9 +35,12 @@ return 1
 const GET = script(`return redis.call('HMGET', KEYS[1], 'a', 'c', 't', 'e')`);
 
 /** KEYS: record, index. ARGV: idHash, account set prefix. */
-const DELETE = script(`
+const DELETE = script(`${TYPED}
+typed(KEYS[1], 'hash')
 local account = redis.call('HGET', KEYS[1], 'a')
 if not account then return 0 end
+typed(KEYS[2], 'zset')
+typed(ARGV[2] .. account, 'set')
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', ARGV[2] .. account, ARGV[1])
@@ -43,9 +48,13 @@ return 1
 `);
 
 /** KEYS: account set, index. ARGV: accountId, record key prefix. */
-const DELETE_BY_ACCOUNT = script(`
+const DELETE_BY_ACCOUNT = script(`${TYPED}
+typed(KEYS[1], 'set')
+typed(KEYS[2], 'zset')
+local ids = redis.call('SMEMBERS', KEYS[1])
+for _, id in ipairs(ids) do typed(ARGV[2] .. id, 'hash') end
 local n = 0
-for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+for _, id in ipairs(ids) do
   local record = ARGV[2] .. id
   if redis.call('HGET', record, 'a') == ARGV[1] then
     redis.call('DEL', record)
@@ -58,9 +67,9 @@ return n
 `);
 
 /** KEYS: index. ARGV: now, record key prefix, account set prefix, limit (-1: none). */
-const DELETE_EXPIRED = script(`
+const DELETE_EXPIRED = script(`${TYPED}
 local now = tonumber(ARGV[1])
-${expiredBatchLoop(4)}  local record = ARGV[2] .. id
+${expiredBatchLoop(4, "typed(ARGV[2] .. id, 'hash'); local a = redis.call('HGET', ARGV[2] .. id, 'a'); if a then typed(ARGV[3] .. a, 'set') end")}  local record = ARGV[2] .. id
   local r = redis.call('HMGET', record, 'a', 'e')
   if not r[1] or tonumber(r[2]) <= now then
     redis.call('DEL', record)

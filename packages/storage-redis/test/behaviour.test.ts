@@ -15,7 +15,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS_QUEUE_MAX, openRedisHotStoresFromEnv, type OpenedRedisHotStores } from "../src/env.js";
 import { CommandTimeoutError, MAX_COMMAND_TIMEOUT_MS, redisHotStores, type RedisScriptClient } from "../src/index.js";
-import { connect, describeIfRedis, dropPrefix, freshPrefix, IN_CI, keysUnder, probeRedis, REDIS_URL, type TestClient } from "./support.js";
+import { connect, describeIfRedis, dropPrefix, dumpPrefix, freshPrefix, IN_CI, keysUnder, probeRedis, REDIS_URL, type TestClient } from "./support.js";
 
 const problem = await probeRedis();
 const WINDOW = 15 * 60 * 1000;
@@ -174,6 +174,47 @@ describeIfRedis("redis hot stores: behaviour", problem, () => {
     } finally {
       second.destroy();
     }
+  });
+
+  it("a key of another type under the prefix (something else writing there): every writing operation fails with a StorageError saying so, and nothing is half-written", async () => {
+    const now = Date.now();
+    const session = (idHash: string, accountId = "acct-1") => ({ idHash, accountId, csrfHash: "csrf", createdAt: now, expiresAt: now + 60_000 });
+    // [operation, what the store holds first, the key (under the prefix) that then holds a string (a
+    // hash where a string belongs), the call]
+    const cases: [string, (hot: ReturnType<typeof redisHotStores>) => Promise<unknown>, string, (hot: ReturnType<typeof redisHotStores>) => Promise<unknown>][] = [
+      ["attempts.increment", async () => {}, "a:i", (hot) => hot.attempts.increment("t:k", now, WINDOW)],
+      ["attempts.reset", (hot) => hot.attempts.increment("t:k", now, WINDOW), "a:i", (hot) => hot.attempts.reset("t:k")],
+      ["attempts.refund", (hot) => hot.attempts.increment("t:k", now, WINDOW), "a:i", (hot) => hot.attempts.refund!("t:k", now, 1)],
+      ["attempts.deleteExpired", async (hot) => (await hot.attempts.increment("t:k1", now - 2 * WINDOW, WINDOW), await hot.attempts.increment("t:k2", now - 2 * WINDOW, WINDOW)), "a:k:t:k2", (hot) => hot.attempts.deleteExpired(now)],
+      ["revokedTokens.add", async () => {}, "r:i", (hot) => hot.revokedTokens.add("jti", now + 60_000)],
+      ["revokedTokens.deleteExpired", async (hot) => (await hot.revokedTokens.add("jti-1", now - 1000), await hot.revokedTokens.add("jti-2", now - 1000)), "r:k:jti-2", (hot) => hot.revokedTokens.deleteExpired(now)],
+      ["assertionJtis.use", async () => {}, "j:i", (hot) => hot.assertionJtis.use("assertion", now + 60_000)],
+      ["sessions.create", async () => {}, "s:i", (hot) => hot.sessions.create(session("h"))],
+      ["sessions.create", (hot) => hot.sessions.create(session("h0")), "s:u:acct-1", (hot) => hot.sessions.create(session("h"))],
+      ["sessions.delete", (hot) => hot.sessions.create(session("h")), "s:u:acct-1", (hot) => hot.sessions.delete("h")],
+      ["sessions.deleteByAccount", async (hot) => (await hot.sessions.create(session("h1")), await hot.sessions.create(session("h2"))), "s:k:h2", (hot) => hot.sessions.deleteByAccount("acct-1")],
+      ["sessions.deleteExpired", async (hot) => (await hot.sessions.create({ ...session("h1"), expiresAt: now - 1000 }), await hot.sessions.create({ ...session("h2", "acct-2"), expiresAt: now - 1000 })), "s:u:acct-2", (hot) => hot.sessions.deleteExpired(now)],
+    ];
+    for (const [what, arrange, foreign, act] of cases) {
+      const p = prefix();
+      const hot = redisHotStores(client, { keyPrefix: p });
+      await arrange(hot);
+      await client.del(`${p}${foreign}`);
+      if (foreign.startsWith("r:k:")) await client.hSet(`${p}${foreign}`, "not", "plantgate's");
+      else await client.set(`${p}${foreign}`, "not plantgate's");
+      const before = await dumpPrefix(client, p);
+      const failure = await act(hot).then(() => null, (e: unknown) => e);
+      expect(failure, `${what} with ${foreign} of another type`).toEqual(new StorageError(`redis: ${what} failed: a key under the key prefix holds a value of another type (does something else write under this prefix?); nothing was changed`));
+      expect(await dumpPrefix(client, p), `${what} with ${foreign} of another type: nothing written`).toBe(before);
+    }
+    // The replay case that made this matter: with the index back to what it should be, the
+    // assertion the failed call was about is still unused (it was recorded before: a replay).
+    const p = prefix();
+    const hot = redisHotStores(client, { keyPrefix: p });
+    await client.set(`${p}j:i`, "not plantgate's");
+    await expect(hot.assertionJtis.use("assertion", now + 60_000)).rejects.toThrow(StorageError);
+    await client.del(`${p}j:i`);
+    expect(await hot.assertionJtis.use("assertion", now + 60_000)).toBe(true);
   });
 
   it("a closed client is an outage: StorageError naming the operation, never the key", async () => {
