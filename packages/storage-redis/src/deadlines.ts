@@ -10,25 +10,43 @@
 // and keep the same bound here: commands started within one slot (a quarter of the timeout) share
 // one timer, which rejects those still pending when the slot's youngest is `timeoutMs` old. A
 // command is thus refused after between `timeoutMs` and `timeoutMs` + one slot, never earlier.
+//
 // The slot's commands share one AbortSignal too, aborted then: node-redis drops those not yet
-// written to the socket, as its own timeout does. The hot stores hand the signal over only once a
-// slot has expired with commands still pending (Redis slow or hung) until one expires with none:
-// node-redis adds and removes an abort listener per command that carries one, which cost about 15%
-// of client-credentials throughput on PostgreSQL + Redis in an A/B (2026-11-29).
+// written to the socket, as its own timeout does, so they do not run when Redis answers again,
+// long after their callers were told they failed. Any abort signal on a command costs node-redis
+// 3-5 µs of CPU (measured on the 2-core machine with a signal whose listener calls do nothing; a
+// signal on every command cost about 15% of client-credentials throughput on PostgreSQL + Redis
+// in an A/B, 2026-11-29), so a command gets it only when it may wait to be written: when at least
+// SIGNAL_FROM commands are already pending here, or while Redis is found slow (a slot expired with
+// commands pending, until one expires with none; then the socket may still be backed up with the
+// commands that timed out). Fewer than SIGNAL_FROM ahead of it fit in node-redis's write buffer
+// (16 KiB before it waits for `drain`; a script call is about 500 bytes at most with the default
+// key prefix), so such a command is written at once and no signal could have dropped it. Before
+// 2026-11-29 the signal came only after a first slot had expired: everything started during the
+// first 1.25 timeouts of a hang ran when Redis answered again (20,000 increments that had all
+// failed counted 20,001).
 //
 // As with node-redis's own timeout of a command already written to the socket, the late reply is
 // still read (and dropped) by the client, which keeps the replies in order.
+
+import { setMaxListeners } from "node:events";
 
 /** A command that got no reply within the timeout. */
 export class CommandTimeoutError extends Error {
   override readonly name = "CommandTimeoutError";
 }
 
-/** Runs promises under one shared timeout; `start` gets the signal that is aborted when its slot expires. @internal */
-export type Deadline = <T>(start: (signal: AbortSignal) => Promise<T>) => Promise<T>;
+/**
+ * Runs promises under one shared timeout; `start` gets the signal that is aborted when its slot
+ * expires, or null when the command need not carry one (see the module comment). @internal
+ */
+export type Deadline = <T>(start: (signal: AbortSignal | null) => Promise<T>) => Promise<T>;
+
+/** Commands pending at once from which the next carries its slot's signal (see the module comment). @internal */
+export const SIGNAL_FROM = 16;
 
 /** A {@link Deadline} of `timeoutMs` (see the module comment). @internal */
-export function deadlines(timeoutMs: number, now: () => number = () => performance.now(), onExpired?: (failed: number) => void): Deadline {
+export function deadlines(timeoutMs: number, now: () => number = () => performance.now()): Deadline {
   const slotMs = Math.max(1, Math.ceil(timeoutMs / 4));
   type Fail = (error: Error) => void;
   interface Slot {
@@ -37,6 +55,10 @@ export function deadlines(timeoutMs: number, now: () => number = () => performan
     controller: AbortController;
   }
   let open: Slot | null = null;
+  // Commands started and not yet settled (answered, failed, or timed out).
+  let inFlight = 0;
+  // A slot expired with commands still pending, and none has expired empty since.
+  let slow = false;
 
   const slot = (): Slot => {
     const at = now();
@@ -46,6 +68,10 @@ export function deadlines(timeoutMs: number, now: () => number = () => performan
     // a healthy Redis, before 2026-11-29).
     if (open !== null && at - open.openedAt < slotMs) return open;
     const current: Slot = { openedAt: at, pending: new Set(), controller: new AbortController() };
+    // Every command of the slot that carries the signal adds a listener until it is written: past
+    // ten, Node prints a MaxListenersExceededWarning per signal (a line on stderr per slot while
+    // Redis hung, before 2026-11-29, and on a healthy burst of commands now).
+    setMaxListeners(0, current.controller.signal);
     open = current;
     const expire = setTimeout(() => {
       if (open === current) open = null;
@@ -54,32 +80,35 @@ export function deadlines(timeoutMs: number, now: () => number = () => performan
       // their callers were told they failed, and do not pile up in memory while it hangs (before
       // 2026-11-29 every one of them ran late: 100,000 failed increments counted once back).
       current.controller.abort();
-      const failed = current.pending.size;
+      slow = current.pending.size > 0;
       for (const fail of current.pending) fail(new CommandTimeoutError(`no reply within ${timeoutMs} ms`));
       current.pending.clear();
-      onExpired?.(failed);
     }, timeoutMs + slotMs);
     // Keeps no process alive that has nothing else to do.
     expire.unref?.();
     return current;
   };
 
-  return <T>(start: (signal: AbortSignal) => Promise<T>) =>
+  return <T>(start: (signal: AbortSignal | null) => Promise<T>) =>
     new Promise<T>((resolve, reject) => {
-      const { pending, controller } = slot();
+      const current = slot();
+      const signal = slow || inFlight >= SIGNAL_FROM ? current.controller.signal : null;
       let done = false;
       const fail: Fail = (error) => {
         if (done) return;
         done = true;
-        pending.delete(fail);
+        inFlight--;
+        current.pending.delete(fail);
         reject(error);
       };
-      pending.add(fail);
-      start(controller.signal).then(
+      inFlight++;
+      current.pending.add(fail);
+      start(signal).then(
         (value) => {
           if (done) return;
           done = true;
-          pending.delete(fail);
+          inFlight--;
+          current.pending.delete(fail);
           resolve(value);
         },
         fail,

@@ -144,19 +144,18 @@ function nodeRedisTimeout(client: RedisScriptClient): number {
 
 /**
  * `client` with its own per-command timer off (node-redis) and one shared timeout instead (see
- * deadlines.ts). While Redis is slow or hung (a slot expired with commands pending, until one
- * expires with none), commands also carry their slot's signal, so those not yet written when it
- * expires are dropped from node-redis's queue instead of running when Redis answers again.
+ * deadlines.ts). A command that may wait to be written (many pending, or Redis found slow) also
+ * carries its slot's signal, so if it has not been written when the slot expires it is dropped
+ * from node-redis's queue instead of running when Redis answers again.
  */
 function timed(client: RedisScriptClient, timeoutMs: number): RedisScriptClient {
   const plain = client.withCommandOptions?.({ timeout: 0 }) ?? client;
-  let degraded = false;
-  const within = deadlines(timeoutMs, undefined, (failed) => void (degraded = failed > 0));
-  // One view of the client per slot while degraded (the signal changes only with the slot).
+  const within = deadlines(timeoutMs);
+  // One view of the client per slot signal (the signal changes only with the slot).
   let signal: AbortSignal | null = null;
   let view: RedisScriptClient = plain;
-  const untimed = (slotSignal: AbortSignal): RedisScriptClient => {
-    if (!degraded) return plain;
+  const untimed = (slotSignal: AbortSignal | null): RedisScriptClient => {
+    if (slotSignal === null) return plain;
     if (slotSignal !== signal) {
       signal = slotSignal;
       view = client.withCommandOptions?.({ timeout: 0, abortSignal: slotSignal }) ?? client;
