@@ -4,7 +4,7 @@
  */
 import { redactConnectionUrl } from "@plantgate/core";
 import { createClient } from "redis";
-import { DEFAULT_KEY_PREFIX, redisHotStores, type RedisHotStores } from "./index.js";
+import { DEFAULT_KEY_PREFIX, isValidKeyPrefix, KEY_PREFIX_RULE, redisHotStores, type RedisHotStores } from "./index.js";
 
 /** Thrown when `PLANTGATE_REDIS_URL` is malformed or Redis cannot be reached at start-up. */
 export class RedisConfigError extends Error {
@@ -90,6 +90,8 @@ export async function openRedisHotStoresFromEnv(env: Record<string, string | und
   if (!url) return null;
   if (!/^rediss?:\/\//.test(url)) throw new RedisConfigError("PLANTGATE_REDIS_URL must start with redis:// or rediss://");
   const keyPrefix = env.PLANTGATE_REDIS_KEY_PREFIX || DEFAULT_KEY_PREFIX;
+  // Checked before connecting, so a refused prefix leaves no client open.
+  if (!isValidKeyPrefix(keyPrefix)) throw new RedisConfigError(`PLANTGATE_REDIS_KEY_PREFIX ${KEY_PREFIX_RULE}`);
   const shown = redactRedisUrl(url);
   let connected = false;
   let client: ReturnType<typeof createClient>;

@@ -18,7 +18,12 @@ export { CommandTimeoutError } from "./deadlines.js";
 export interface RedisHotStoresOptions {
   /**
    * Prepended to every key, so several deployments (or tests) can share one Redis database.
-   * Default `plantgate:`.
+   * Default `plantgate:`. 1 to 128 characters, each a letter, a digit or one of `: . _ - /`
+   * ({@link isValidKeyPrefix}); anything else is refused at once (a `TypeError`): empty (the keys
+   * would sit among every other application's), `{` `}` (Redis Cluster hash tags: this is not for
+   * Cluster), `* ? [ ] \` (`SCAN MATCH {prefix}*`, how one deployment's keys are found and
+   * cleared, would match others'), spaces and control characters (unreadable in logs and
+   * `redis-cli`), and anything longer (every key carries it).
    */
   keyPrefix?: string;
   /**
@@ -53,6 +58,26 @@ export interface RedisHotStores {
 
 /** Default {@link RedisHotStoresOptions.keyPrefix}. */
 export const DEFAULT_KEY_PREFIX = "plantgate:";
+
+/** The longest {@link RedisHotStoresOptions.keyPrefix}. */
+export const MAX_KEY_PREFIX_LENGTH = 128;
+
+const KEY_PREFIX = new RegExp(`^[A-Za-z0-9:._/-]{1,${MAX_KEY_PREFIX_LENGTH}}$`);
+
+/**
+ * Whether `value` may be a {@link RedisHotStoresOptions.keyPrefix}: 1 to 128 characters, each a
+ * letter, a digit or one of `: . _ - /`.
+ *
+ * @example
+ * isValidKeyPrefix("plantgate:prod:"); // true
+ * isValidKeyPrefix("{plantgate}:"); // false: a Redis Cluster hash tag
+ */
+export function isValidKeyPrefix(value: unknown): value is string {
+  return typeof value === "string" && KEY_PREFIX.test(value);
+}
+
+/** What {@link redisHotStores} says of a refused key prefix (never the prefix itself: it may be anything, a megabyte or control characters). @internal */
+export const KEY_PREFIX_RULE = `must be 1 to ${MAX_KEY_PREFIX_LENGTH} characters, each a letter, a digit or one of : . _ - /`;
 
 /** Default {@link RedisHotStoresOptions.expiryMarginMs}. */
 export const DEFAULT_EXPIRY_MARGIN_MS = 60_000;
@@ -96,8 +121,10 @@ export function redisHotStores(client: RedisScriptClient, options: RedisHotStore
   if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_COMMAND_TIMEOUT_MS) {
     throw new RangeError(`commandTimeoutMs must be an integer from 0 to ${MAX_COMMAND_TIMEOUT_MS} (milliseconds)`);
   }
+  const prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
+  if (!isValidKeyPrefix(prefix)) throw new TypeError(`keyPrefix ${KEY_PREFIX_RULE}`);
   listenForErrors(client);
-  const ctx: HotContext = { client: connectedOnly(client, timeoutMs > 0 ? timed(client, timeoutMs) : client), prefix: options.keyPrefix ?? DEFAULT_KEY_PREFIX, clock: options.clock ?? Date.now, marginMs };
+  const ctx: HotContext = { client: connectedOnly(client, timeoutMs > 0 ? timed(client, timeoutMs) : client), prefix, clock: options.clock ?? Date.now, marginMs };
   return {
     attempts: redisAttemptStore(ctx),
     revokedTokens: redisRevokedTokenStore(ctx),

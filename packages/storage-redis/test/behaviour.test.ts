@@ -14,7 +14,7 @@ import { openSqlStorage } from "@plantgate/storage-sql";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS_QUEUE_MAX, openRedisHotStoresFromEnv, type OpenedRedisHotStores } from "../src/env.js";
-import { CommandTimeoutError, MAX_COMMAND_TIMEOUT_MS, redisHotStores, type RedisScriptClient } from "../src/index.js";
+import { CommandTimeoutError, isValidKeyPrefix, MAX_COMMAND_TIMEOUT_MS, redisHotStores, type RedisScriptClient } from "../src/index.js";
 import { connect, describeIfRedis, dropPrefix, dumpPrefix, freshPrefix, IN_CI, keysUnder, probeRedis, REDIS_URL, type TestClient } from "./support.js";
 
 const problem = await probeRedis();
@@ -128,6 +128,26 @@ describeIfRedis("redis hot stores: behaviour", problem, () => {
     // The largest one really works: its timer does not fire at once (before 2026-11-29, up to 2^31 - 1 was taken and every command failed).
     const hot = redisHotStores(client, { commandTimeoutMs: MAX_COMMAND_TIMEOUT_MS, keyPrefix: prefix() });
     expect(await hot.revokedTokens.has("jti-none")).toBe(false);
+  });
+
+  it("the key prefix is checked at once: 1 to 128 letters, digits and : . _ - /; empty, hash-tag braces, glob characters, spaces, control characters and longer are refused without being echoed", async () => {
+    const refused = ["", "{plantgate}:", "plant}gate:", "plantgate*", "plant?gate:", "[pg]:", "back\\slash:", "with space:", "tab\t:", "new\nline:", "nul\u0000:", "é:", "x".repeat(129), 42];
+    for (const keyPrefix of refused) {
+      expect(isValidKeyPrefix(keyPrefix), JSON.stringify(keyPrefix)).toBe(false);
+      expect(() => redisHotStores(client, { keyPrefix: keyPrefix as string }), JSON.stringify(keyPrefix)).toThrow(
+        new TypeError("keyPrefix must be 1 to 128 characters, each a letter, a digit or one of : . _ - /"),
+      );
+    }
+    // Accepted ones work, and their keys are the prefix and the store's own names.
+    for (const keyPrefix of ["a", "x".repeat(128), `plantgate-test/${freshPrefix().slice(15)}v2.a_b-c:`]) {
+      expect(isValidKeyPrefix(keyPrefix)).toBe(true);
+      const hot = redisHotStores(client, { keyPrefix });
+      const jti = `jti-${freshPrefix().slice(15, -1)}`;
+      await hot.revokedTokens.add(jti, Date.now() + 60_000);
+      expect(await hot.revokedTokens.has(jti)).toBe(true);
+      // Exactly these two keys (deleted by name: a prefix like "a" is shared with anything else's keys).
+      expect(await client.del([`${keyPrefix}r:k:${jti}`, `${keyPrefix}r:i`])).toBe(2);
+    }
   });
 
   it("a client with no 'error' listener gets one that ignores the event (node-redis would end the process on a dropped connection); one of yours is left alone", async () => {

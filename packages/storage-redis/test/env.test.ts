@@ -16,6 +16,15 @@ describe("openRedisHotStoresFromEnv: configuration", () => {
     );
   });
 
+  it("refuses a PLANTGATE_REDIS_KEY_PREFIX that redisHotStores would (braces, glob characters, control characters, too long) before connecting, without echoing it", async () => {
+    for (const prefix of ["{plantgate}:", "plantgate*", "new\nline:", "x".repeat(129)]) {
+      // An address nothing answers at: the prefix is refused first, no connection is tried.
+      await expect(openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: "redis://127.0.0.1:1", PLANTGATE_REDIS_KEY_PREFIX: prefix })).rejects.toThrow(
+        new RedisConfigError("PLANTGATE_REDIS_KEY_PREFIX must be 1 to 128 characters, each a letter, a digit or one of : . _ - /"),
+      );
+    }
+  });
+
   it("an unreachable Redis fails start-up with the URL, its password replaced", async () => {
     const error = await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: "redis://user:hunter2-secret@127.0.0.1:1/" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RedisConfigError);
