@@ -1,11 +1,12 @@
 import type { AttemptRecord, AttemptStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { expiredBatchLoop, integer, run, script, text, TYPED } from "./scripts.js";
+import { expiredBatchLoop, integer, run, script, time, TYPED } from "./scripts.js";
 
 // Keys: `{prefix}a:k:{key}` a hash {c: count, w: windowStart}; `{prefix}a:i` a sorted set of keys
 // scored by windowStart, so `deleteExpired(before)` finds its counters without a scan. Epoch ms
 // travel as strings and are compared as Lua numbers (doubles: exact below 2^53, and the largest
-// Date is 8.64e15).
+// Date is 8.64e15); windowStart is stored as the caller's string, so a fractional one comes back
+// as given. Only the PEXPIRE is rounded (%.0f).
 
 /** KEYS: record, index. ARGV: now, windowMs, key, marginMs. Returns {count, windowStart}. */
 const INCREMENT = script(`${TYPED}
@@ -89,12 +90,12 @@ export function redisAttemptStore(ctx: HotContext): AttemptStore {
   return {
     async increment(key, now, windowMs): Promise<AttemptRecord> {
       const reply = (await run(ctx.client, INCREMENT, "attempts.increment", [recordPrefix + key, index], [String(now), String(windowMs), key, margin])) as unknown[];
-      return { key, count: integer(reply[0]), windowStart: integer(reply[1]) };
+      return { key, count: integer(reply[0]), windowStart: time(reply[1]) };
     },
     async get(key) {
       const reply = (await run(ctx.client, GET, "attempts.get", [recordPrefix + key], [])) as unknown[];
       if (reply[0] === null || reply[0] === undefined || reply[1] === null || reply[1] === undefined) return null;
-      return { key, count: integer(reply[0]), windowStart: integer(text(reply[1])) };
+      return { key, count: integer(reply[0]), windowStart: time(reply[1]) };
     },
     async reset(key) {
       await run(ctx.client, RESET, "attempts.reset", [recordPrefix + key, index], [key]);

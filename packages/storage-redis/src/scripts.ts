@@ -87,6 +87,20 @@ export function integer(value: unknown): number {
 }
 
 /**
+ * A reply holding epoch ms as the stores wrote it (`String(n)` of the caller's number): any finite
+ * number, a fraction included, so a time comes back exactly as it was given. Read as an integer,
+ * a fractional clock (`performance.timeOrigin + performance.now()`) failed every throttle read
+ * and every console session read with a 503 before 2026-11-29.
+ *
+ * @internal
+ */
+export function time(value: unknown): number {
+  const n = typeof value === "number" ? value : text(value) === "" ? Number.NaN : Number(text(value));
+  if (!Number.isFinite(n)) throw new StorageError("redis: unexpected reply, not a time");
+  return n;
+}
+
+/**
  * Milliseconds a record is kept in Redis: until `until` (epoch ms) as seen from `now`, plus the
  * margin, and at least the margin (a record that is already over still lives that long, so the
  * core's own `deleteExpired(now)` calls see and count it).

@@ -1,6 +1,6 @@
 import type { SessionRecord, SessionStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { expiredBatchLoop, integer, keepFor, run, script, text, TYPED } from "./scripts.js";
+import { expiredBatchLoop, integer, keepFor, run, script, text, time, TYPED } from "./scripts.js";
 
 // Keys: `{prefix}s:k:{idHash}` a hash {a: accountId, c: csrfHash, t: createdAt, e: expiresAt};
 // `{prefix}s:i` a sorted set of idHashes scored by expiresAt, for `deleteExpired(now)`;
@@ -105,7 +105,7 @@ export function redisSessionStore(ctx: HotContext): SessionStore {
     async get(idHash): Promise<SessionRecord | null> {
       const r = (await run(ctx.client, GET, "sessions.get", [recordPrefix + idHash], [])) as unknown[];
       if (r.length !== 4 || r.some((v) => v === null || v === undefined)) return null;
-      return { idHash, accountId: text(r[0]), csrfHash: text(r[1]), createdAt: integer(r[2]), expiresAt: integer(r[3]) };
+      return { idHash, accountId: text(r[0]), csrfHash: text(r[1]), createdAt: time(r[2]), expiresAt: time(r[3]) };
     },
     async delete(idHash) {
       return integer(await run(ctx.client, DELETE, "sessions.delete", [recordPrefix + idHash, index], [idHash, accountPrefix])) === 1;

@@ -196,6 +196,38 @@ describeIfRedis("redis hot stores: behaviour", problem, () => {
     }
   });
 
+  it("fractional epoch ms (a clock like performance.timeOrigin + performance.now()) come back exactly as given, and through the core a wrong password is still a 400, not a 503", async () => {
+    const p = prefix();
+    const hot = redisHotStores(client, { keyPrefix: p, clock: () => Date.now() + 0.75 });
+    const now = Date.now() + 0.25;
+    expect(await hot.attempts.increment("t:frac", now, 1000.5)).toEqual({ key: "t:frac", count: 1, windowStart: now });
+    expect(await hot.attempts.increment("t:frac", now + 1.5, 1000.5)).toEqual({ key: "t:frac", count: 2, windowStart: now });
+    expect(await hot.attempts.get("t:frac")).toEqual({ key: "t:frac", count: 2, windowStart: now });
+    await hot.attempts.refund!("t:frac", now, 1);
+    expect(await hot.attempts.get("t:frac")).toEqual({ key: "t:frac", count: 1, windowStart: now });
+    // The Redis expiry is whole milliseconds: the window's end plus the margin, rounded.
+    expect(await client.pTTL(`${p}a:k:t:frac`)).toBeGreaterThan(60_000);
+    const session = { idHash: "hash-frac", accountId: "acct-1", csrfHash: "csrf", createdAt: now, expiresAt: now + 60_000.5 };
+    expect(await hot.sessions.create(session)).toBe(true);
+    expect(await hot.sessions.get("hash-frac")).toEqual(session);
+    await hot.revokedTokens.add("jti-frac", now + 60_000.5);
+    expect(await hot.revokedTokens.has("jti-frac")).toBe(true);
+    expect(await hot.assertionJtis.use("assertion-frac", now + 60_000.5)).toBe(true);
+    expect(await hot.sessions.deleteExpired(now + 60_001)).toBe(1);
+    expect(await hot.revokedTokens.deleteExpired(now + 60_001)).toBe(1);
+
+    const clock = () => Date.now() + 0.25;
+    const app = createPlantgate({ storage: { ...createMemoryStorage(), ...redisHotStores(client, { keyPrefix: prefix(), clock }) }, clock, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+    const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+    await app.admin.createAccount({ username: "u", password: "a password" });
+    const grant = (password: string) =>
+      app.fetch(new Request("https://pg.test/UserService/connect/token", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ grant_type: "password", client_id: "c", client_secret: clientSecret, username: "u", password }) }));
+    const wrong = await grant("not the password");
+    expect([wrong.status, await wrong.json()]).toEqual([400, { error: "invalid_grant", error_description: "The username or password is incorrect." }]);
+    // The throttle reads the counter the wrong password opened (its windowStart a fraction).
+    expect((await grant("a password")).status).toBe(200);
+  });
+
   it("a key of another type under the prefix (something else writing there): every writing operation fails with a StorageError saying so, and nothing is half-written", async () => {
     const now = Date.now();
     const session = (idHash: string, accountId = "acct-1") => ({ idHash, accountId, csrfHash: "csrf", createdAt: now, expiresAt: now + 60_000 });
