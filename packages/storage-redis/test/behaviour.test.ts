@@ -281,6 +281,31 @@ describeIfRedis("redis hot stores: behaviour", problem, () => {
     ]);
   });
 
+  it("a client never connected (connect() not called, or still connecting): every operation is a StorageError at once, and through the core a 503", async () => {
+    const never = createClient({ url: REDIS_URL, disableOfflineQueue: true });
+    const connecting = createClient({ url: "redis://127.0.0.1:1", socket: { reconnectStrategy: () => 100 } });
+    connecting.on("error", () => {});
+    const attempt = connecting.connect().catch(() => {});
+    try {
+      for (const unconnected of [never, connecting]) {
+        const hot = redisHotStores(unconnected, { keyPrefix: prefix() });
+        const started = performance.now();
+        const failures = await Promise.allSettled([hot.attempts.get("t:k"), hot.revokedTokens.add("jti", Date.now() + 60_000), hot.sessions.create({ idHash: "h", accountId: "a", csrfHash: "c", createdAt: 1, expiresAt: Date.now() + 60_000 })]);
+        expect(performance.now() - started).toBeLessThan(100);
+        expect(failures.map((f) => (f.status === "rejected" ? (f.reason as Error).message : f.status))).toEqual(["redis: attempts.get failed", "redis: revokedTokens.add failed", "redis: sessions.create failed"]);
+      }
+      const app = createPlantgate({ storage: { ...createMemoryStorage(), ...redisHotStores(never, { keyPrefix: prefix() }) }, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+      const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+      const response = await app.fetch(
+        new Request("https://pg.test/UserService/connect/token", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ grant_type: "client_credentials", client_id: "c", client_secret: clientSecret }) }),
+      );
+      expect([response.status, await response.json()]).toEqual([503, { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." }]);
+    } finally {
+      connecting.destroy();
+      await attempt;
+    }
+  });
+
   it("through the core: with Redis gone, a bearer request is 503 and a password grant is 503 temporarily_unavailable", async () => {
     const sql = await openSqlStorage(":memory:");
     const own = await connect();
@@ -347,9 +372,10 @@ const haveServer = existsSync(REDIS_SERVER);
 
 /**
  * Runs `body` with a private redis-server (`server`, which the body may SIGSTOP) and a node-redis
- * client on it without offline queue (`timeout`: its per-command timeout, when given); both gone after.
+ * client on it without offline queue (`timeout`: its per-command timeout, when given), and its
+ * port; both gone after.
  */
-async function withPrivateClient(timeout: number | undefined, body: (server: ChildProcess, client: RedisScriptClient) => Promise<void>): Promise<void> {
+async function withPrivateClient(timeout: number | undefined, body: (server: ChildProcess, client: RedisScriptClient, port: number) => Promise<void>): Promise<void> {
   expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
   const port = await freePort();
   const server = await startRedis(port);
@@ -357,7 +383,7 @@ async function withPrivateClient(timeout: number | undefined, body: (server: Chi
   client.on("error", () => {});
   await client.connect();
   try {
-    await body(server, client);
+    await body(server, client, port);
   } finally {
     server.kill("SIGCONT");
     client.destroy();
@@ -458,6 +484,28 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
       await stopped(server);
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("the connection drops with commands in flight (CLIENT KILL): each settles at once, as its reply or a StorageError, none waits for the reconnect", async () => {
+    await withPrivateClient(undefined, async (_server, client, port) => {
+      const hot = redisHotStores(client, { keyPrefix: "k:" });
+      const now = Date.now();
+      const started = performance.now();
+      const settled = Promise.allSettled(Array.from({ length: 2_000 }, () => hot.attempts.increment("t:k", now, WINDOW)));
+      const killer = createClient({ url: `redis://127.0.0.1:${port}` });
+      await killer.connect();
+      try {
+        await killer.sendCommand(["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"]);
+      } finally {
+        killer.destroy();
+      }
+      const results = await settled;
+      // Far below the client's 5 s command timeout: nothing waited for it.
+      expect(performance.now() - started).toBeLessThan(2_000);
+      const failed = results.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason as Error);
+      expect(failed.length).toBeGreaterThan(0);
+      expect(failed.every((e) => e instanceof StorageError && e.message === "redis: attempts.increment failed")).toBe(true);
+    });
   });
 
   it("close() of the env-opened client does not hang on a server that stopped answering: past 2 s of waiting for replies it drops the connection", async () => {
