@@ -111,7 +111,7 @@ export interface PlantgateOptions extends TelemetryOptions {
    * `Retry-After: 1` instead of queueing CPU work. Default 4.
    */
   maxConcurrentPasswordChecks?: number;
-  /** Current time in epoch milliseconds; injectable for tests. */
+  /** Current time in epoch milliseconds (a fraction is cut: stores keep whole milliseconds); injectable for tests. */
   clock?: () => number;
   /** Random bytes source; injectable for tests. */
   randomBytes?: RandomBytes;

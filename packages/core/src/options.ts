@@ -86,7 +86,12 @@ const SCOPE_PREFIX = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
 /** Applies defaults and checks options once, at construction, so misconfiguration fails fast. */
 export function resolveOptions(options: PlantgateOptions = {}): Context {
-  const clock = options.clock ?? Date.now;
+  // Stores keep times as whole epoch milliseconds: a clock with a fraction (`performance.timeOrigin
+  // + performance.now()`) once made the SQL stores' rows unreadable (a 500 on every token request)
+  // and the Redis hot stores' reads fail (503). Cut once here, for every store.
+  const givenClock = options.clock;
+  if (givenClock !== undefined && typeof givenClock !== "function") throw new TypeError("clock must be a function returning epoch milliseconds");
+  const clock = givenClock === undefined ? Date.now : () => Math.floor(givenClock());
   const scopePrefix = options.scopePrefix ?? "Platform";
   if (!SCOPE_PREFIX.test(scopePrefix)) throw new TypeError("scopePrefix must be a non-empty scope token");
   const scopes = scopeNames(scopePrefix);
