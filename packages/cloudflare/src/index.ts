@@ -30,6 +30,9 @@ import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1"
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
 export const WORKERS_MAX_PASSWORD_HASH_ITERATIONS = 100_000;
 
+/** The Worker's default `signingKeyLoadTimeoutMs`: a request waits at most this long for a load of the signing keys. */
+export const WORKER_SIGNING_KEY_LOAD_TIMEOUT_MS = 10_000;
+
 /** The bindings the Worker reads; other entries are ignored. */
 export interface PlantgateWorkerEnv {
   /** The D1 database binding (name configurable with `options.d1Binding`). */
@@ -137,6 +140,9 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
   try {
     app = createPlantgate({
       passwordHashIterations: WORKERS_MAX_PASSWORD_HASH_ITERATIONS,
+      // A load of the keys runs in the context of the request that started it; should that context
+      // go, the load never settles, and every request after it waited for it (see keys.ts).
+      signingKeyLoadTimeoutMs: WORKER_SIGNING_KEY_LOAD_TIMEOUT_MS,
       ...rest,
       ...fromEnv,
       // PLANTGATE_CONSOLE=1 turns the console on; the page given in the options (if any) stays.

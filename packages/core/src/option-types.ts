@@ -65,6 +65,14 @@ export interface PlantgateOptions extends TelemetryOptions {
    * are stored in clear (said once at start). Env `PLANTGATE_KEY_ENCRYPTION_KEY`.
    */
   keyEncryptionKeys?: string | readonly string[];
+  /**
+   * The longest a request waits (ms) for the signing keys to be read from storage (at the first
+   * use, and at each reload a minute apart). Past it, the keys loaded before serve, or, with none
+   * loaded yet, the request is answered 503 (storage unavailable); the load is given up on and the
+   * next request starts another. `0` or unset: no bound (`createWorker` sets 10 000, see its README
+   * section). On Node a SQL store's statement deadline (`queryTimeoutMs`) bounds a load anyway.
+   */
+  signingKeyLoadTimeoutMs?: number;
   /** Access-token lifetime in seconds (default 7200); a client's own setting wins. */
   accessTokenTtl?: number;
   /** Sliding refresh-token lifetime in seconds (default 7 days); a client's own setting wins. */

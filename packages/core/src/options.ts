@@ -134,9 +134,15 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   if (options.onEvent !== undefined && typeof options.onEvent !== "function") throw new TypeError("onEvent must be a function");
   const random = options.randomBytes ?? defaultRandomBytes;
   const events = createEventSink({ hook: options.onEvent, audit: storage.audit, logger, clock, random });
+  const loadTimeoutMs = options.signingKeyLoadTimeoutMs ?? 0;
+  // setTimeout holds at most 2^31-1 ms; a longer bound would fire at once.
+  if (!Number.isSafeInteger(loadTimeoutMs) || loadTimeoutMs < 0 || loadTimeoutMs > 2_147_483_647) {
+    throw new TypeError("signingKeyLoadTimeoutMs must be an integer from 0 (no bound) to 2147483647");
+  }
   const keyring = createKeyring(storage.signingKeys, {
     alg,
     clock,
+    loadTimeoutMs,
     encryption: keyEncryption,
     activationDelayMs: delaySeconds * 1000,
     // The default in-memory store keeps nothing at rest, so there is nothing to warn about.

@@ -1,5 +1,6 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
 import { EXTERNAL_PRIVATE_KEY, isSealed, KEK_SOURCE, KeyEncryptionError, type KeyEncryption } from "../crypto/key-encryption.js";
+import { StorageError } from "../errors/index.js";
 import type { SigningKeyRecord, SigningKeyStore } from "../storage/types.js";
 import { describeKeys, place, pruneKeys, SIGNING_RELOAD_MS, signingIndex, type SigningKeyInfo } from "./key-lifecycle.js";
 
@@ -168,6 +169,12 @@ export interface KeyringOptions {
   minTokenTtlMs?: number;
   reloadIntervalMs?: number;
   signingReloadMs?: number;
+  /**
+   * The longest a caller waits for a load of the keys (ms); past it the keys loaded before serve
+   * (none yet: `StorageError`), and the load is given up on, so the next caller starts another.
+   * Default: no bound.
+   */
+  loadTimeoutMs?: number;
   /** Told after each automatic rotation stored a key (for the `signing_key.rotated` event). */
   onRotated?: (rotation: { kid: string; alg: string; activatesAt: number; deleted: string[] }) => void;
 }
@@ -187,8 +194,13 @@ export const CLEAR_KEYS_WARNING = `signing keys are stored in clear: anyone who 
 export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Keyring {
   let keys: LoadedKey[] | null = null;
   let pinned: string | undefined;
-  let loading: Promise<void> | null = null;
+  /** The load in progress, and when it started (real time: the bound is on the wait, not the clock). */
+  let loading: { done: Promise<void>; startedAt: number } | null = null;
+  /** How many loads were started, and the number of the one whose keys are in use. */
+  let started = 0;
+  let applied = 0;
   let lastReload = 0;
+  const loadTimeout = opts.loadTimeoutMs ?? 0;
   let warned = false;
   const reloadInterval = opts.reloadIntervalMs ?? 10_000;
   // How often the keys are re-read, so a rotation done elsewhere (the CLI, another instance) is
@@ -228,7 +240,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     };
   }
 
-  async function reload(): Promise<void> {
+  async function reload(): Promise<{ loaded: LoadedKey[]; at: number }> {
     const now = opts.clock();
     let records = await store.list();
     if (opts.signer !== undefined || opts.configured !== undefined) {
@@ -284,15 +296,51 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       const signsHere = pinned === undefined ? replacedAt === null || replacedAt > now : record.kid === pinned;
       loaded.push(await load(record, until, signsHere));
     }
-    keys = loaded;
-    lastReload = now;
+    return { loaded, at: now };
   }
 
+  function startLoad(): NonNullable<typeof loading> {
+    const number = ++started;
+    const current = {
+      startedAt: Date.now(),
+      done: reload()
+        .then(({ loaded, at }) => {
+          // A load given up on that ends after a later one must not put older keys back.
+          if (number < applied) return;
+          applied = number;
+          keys = loaded;
+          lastReload = at;
+        })
+        .finally(() => {
+          if (loading === current) loading = null;
+        }),
+    };
+    // A load given up on is awaited by nobody: its failure is not an unhandled rejection.
+    current.done.catch(() => {});
+    loading = current;
+    return current;
+  }
+
+  /**
+   * One load shared by every caller, each of which waits at most `loadTimeoutMs` for it. The bound
+   * matters in workerd: a load runs in the context of the request that started it, and if that
+   * context goes (the request was cancelled, or found hung), its storage calls never settle; every
+   * later caller waited for it, and with no bound the isolate never answered again.
+   */
   async function reloadOnce(): Promise<void> {
-    loading ??= reload().finally(() => {
-      loading = null;
-    });
-    await loading;
+    if (loadTimeout === 0) return (loading ?? startLoad()).done;
+    // Late already: given up on, a fresh load starts.
+    if (loading !== null && Date.now() - loading.startedAt >= loadTimeout) loading = null;
+    const current = loading ?? startLoad();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), loadTimeout - (Date.now() - current.startedAt))));
+    try {
+      if ((await Promise.race([current.done, late])) !== "late") return;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (loading === current) loading = null;
+    if (keys === null) throw new StorageError(`the signing keys were not loaded from storage within ${loadTimeout} ms`);
   }
 
   const trusted = (k: LoadedKey) => opts.clock() < k.until;

@@ -1,0 +1,157 @@
+/**
+ * A D1 that stops answering, in workerd (Miniflare): every request still gets its answer within a
+ * bound. The real `createWorker()` entry is bundled for the Workers runtime; between it and the
+ * real D1 binding sits a gate the test closes and opens (`/__gate`):
+ *
+ * - `never`: a call never settles and holds no I/O, as the calls of a request context that is gone
+ *   (cancelled, or found hung by workerd) stay for any other request waiting on them;
+ * - `slow`: a call waits ten minutes (a timer: pending I/O) before it runs, as a D1 that is late.
+ *
+ * `only` limits the gate to statements holding a text (the reads of the signing keys). The Worker's clock is
+ * moved on with `/__gate?advance=ms` so the signing keys are due for their reload (every 60 s).
+ */
+import { dirname } from "node:path";
+import type { Readable } from "node:stream";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { Miniflare } from "miniflare";
+import { afterEach, describe, expect, it } from "vitest";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+const ENTRY = (options: string) => `
+import { createWorker } from "../src/index.ts";
+let offset = 0;
+let mode = "open";
+let only = "";
+const worker = createWorker({ clock: () => Date.now() + offset, ...${options} });
+const real = new WeakMap();
+const gated = (sql, run) => {
+  if (mode === "open" || (only !== "" && !sql.includes(only))) return run();
+  if (mode === "never") return new Promise(() => {});
+  return new Promise((resolve) => setTimeout(resolve, 600_000)).then(run);
+};
+function gate(db) {
+  const wrap = (sql, statement) => {
+    const w = {
+      bind: (...values) => wrap(sql, statement.bind(...values)),
+      all: () => gated(sql, () => statement.all()),
+      run: () => gated(sql, () => statement.run()),
+      first: (column) => gated(sql, () => statement.first(column)),
+      raw: (o) => gated(sql, () => statement.raw(o)),
+    };
+    real.set(w, { sql, statement });
+    return w;
+  };
+  return {
+    prepare: (sql) => wrap(sql, db.prepare(sql)),
+    batch: (statements) => gated(statements.map((s) => real.get(s).sql).join(";"), () => db.batch(statements.map((s) => real.get(s).statement))),
+  };
+}
+let env;
+export default {
+  async fetch(request, bindings, ctx) {
+    const url = new URL(request.url);
+    if (url.pathname === "/__gate") {
+      mode = url.searchParams.get("mode") ?? mode;
+      only = url.searchParams.get("only") ?? only;
+      offset += Number(url.searchParams.get("advance") ?? 0);
+      return new Response("ok");
+    }
+    env ??= { ...bindings, DB: gate(bindings.DB) };
+    return worker.fetch(request, env, ctx);
+  },
+};
+`;
+
+let mf: Miniflare | undefined;
+let logged = "";
+afterEach(async () => {
+  await mf?.dispose();
+  mf = undefined;
+  logged = "";
+});
+
+/** A Miniflare running the entry with these `createWorker` options (a JS object literal). */
+async function worker(options = "{}"): Promise<string> {
+  const result = await build({
+    stdin: { contents: ENTRY(options), resolveDir: here, loader: "ts" },
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    conditions: ["workerd", "worker", "browser"],
+    target: "es2022",
+    write: false,
+    logLevel: "silent",
+  });
+  mf = new Miniflare({
+    modules: true,
+    script: result.outputFiles[0]!.text,
+    compatibilityDate: "2026-04-26",
+    d1Databases: ["DB"],
+    bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" },
+    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+      stdout.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
+      stderr.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
+    },
+  });
+  return (await mf.ready).origin;
+}
+
+/** GET `path`: status, body and how long it took; a request unanswered after 20 s is "no answer". */
+async function get(base: string, path: string): Promise<{ status: number | "no answer"; body: string; ms: number }> {
+  const started = Date.now();
+  try {
+    const res = await fetch(base + path, { signal: AbortSignal.timeout(20_000) });
+    return { status: res.status, body: await res.text(), ms: Date.now() - started };
+  } catch {
+    return { status: "no answer", body: "", ms: Date.now() - started };
+  }
+}
+
+/** The keyring's reads (\`select * from "pg_signing_keys" ...\`), not the migrations that create the table. */
+const KEYS = encodeURIComponent('from "pg_signing_keys"');
+const UNAVAILABLE = '{"error":1503,"message":"The service is temporarily unavailable; retry later."}';
+
+describe("a D1 that stops answering, in workerd", () => {
+  it("the signing keys' reload never settles (the context that ran it is gone): the keys loaded before serve within the bound, and the next reload starts afresh", async () => {
+    const base = await worker("{ signingKeyLoadTimeoutMs: 1000 }");
+    const before = await get(base, "/.well-known/jwks.json");
+    expect(before.status).toBe(200);
+    await get(base, `/__gate?mode=never&only=${KEYS}&advance=61000`);
+    const during = await Promise.all([get(base, "/.well-known/jwks.json"), get(base, "/.well-known/jwks.json")]);
+    expect(during.map((r) => [r.status, r.body])).toEqual([
+      [200, before.body],
+      [200, before.body],
+    ]);
+    for (const r of during) expect(r.ms).toBeLessThan(5000);
+    // D1 is back: the reload given up on is not waited for, a new one runs.
+    await get(base, "/__gate?mode=open");
+    const after = await get(base, "/.well-known/jwks.json");
+    expect([after.status, after.body]).toEqual([200, before.body]);
+    expect(after.ms).toBeLessThan(5000);
+  }, 60_000);
+
+  it("the reload is slow (D1 late by minutes): answered with the loaded keys after the Worker's default bound (10 s), not minutes", async () => {
+    const base = await worker();
+    const before = await get(base, "/.well-known/jwks.json");
+    expect(before.status).toBe(200);
+    await get(base, `/__gate?mode=slow&only=${KEYS}&advance=61000`);
+    const during = await get(base, "/.well-known/jwks.json");
+    expect([during.status, during.body]).toEqual([200, before.body]);
+    expect(during.ms).toBeGreaterThanOrEqual(9_000);
+    expect(during.ms).toBeLessThan(15_000);
+  }, 60_000);
+
+  it("no keys loaded yet and their load never settles: 503 with the documented body within the bound, and D1 back, the next request is served", async () => {
+    const base = await worker("{ signingKeyLoadTimeoutMs: 1000 }");
+    await get(base, `/__gate?mode=never&only=${KEYS}`);
+    const during = await get(base, "/.well-known/jwks.json");
+    expect([during.status, during.body]).toEqual([503, UNAVAILABLE]);
+    expect(during.ms).toBeLessThan(5000);
+    expect(logged).toContain("the signing keys were not loaded from storage within 1000 ms");
+    await get(base, "/__gate?mode=open");
+    const after = await get(base, "/.well-known/jwks.json");
+    expect(after.status).toBe(200);
+  }, 60_000);
+});
