@@ -33,6 +33,9 @@ export const WORKERS_MAX_PASSWORD_HASH_ITERATIONS = 100_000;
 /** The Worker's default `signingKeyLoadTimeoutMs`: a request waits at most this long for a load of the signing keys. */
 export const WORKER_SIGNING_KEY_LOAD_TIMEOUT_MS = 10_000;
 
+/** The default of {@link CreateWorkerOptions.startTimeoutMs}. */
+export const WORKER_START_TIMEOUT_MS = 30_000;
+
 /** The bindings the Worker reads; other entries are ignored. */
 export interface PlantgateWorkerEnv {
   /** The D1 database binding (name configurable with `options.d1Binding`). */
@@ -77,6 +80,12 @@ export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
   uploadDiscardBytes?: number;
   /** How long (ms) discarding the rest of an upload may take before it is cut off; default 30 000. */
   uploadDiscardMs?: number;
+  /**
+   * The longest a request waits (ms) for the isolate's start (migrations, bootstrap, signing keys);
+   * past it the request is answered 503 and the next request starts afresh; default 30 000, `0`: no
+   * bound.
+   */
+  startTimeoutMs?: number;
   /** Called with the counts of each scheduled prune; default: one JSON line with `console.log`. */
   onPrune?: (counts: PruneCounts, controller: WorkerScheduledController) => void;
 }
@@ -112,7 +121,7 @@ function isD1(value: unknown): value is D1DatabaseLike {
 
 async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Promise<Plantgate> {
   // The upload bounds are the entry's own; the rest are plantgate options.
-  const { d1Binding = "DB", migrate = true, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, ...rest } = options;
+  const { d1Binding = "DB", migrate = true, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, ...rest } = options;
   // Everything the environment decides is checked before D1 is touched: a bad setting is a
   // ConfigError, which the isolate keeps (its env cannot change) instead of retrying per request.
   const database = env[d1Binding];
@@ -194,35 +203,52 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
  * export default createWorker({ docs: swaggerUi(), console: { enabled: false, page: consolePage() } });
  */
 export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker {
-  const instances = new WeakMap<object, Promise<Plantgate>>();
+  const instances = new WeakMap<object, Start>();
   const reported = new WeakSet<object>();
   const logger = options.logger ?? console;
   const {
     onPrune = (counts: PruneCounts) => console.log(JSON.stringify({ message: "plantgate prune", ...counts })),
     uploadDiscardBytes: discardBytes = 100 * 1024 * 1024,
     uploadDiscardMs: discardMs = 30_000,
+    startTimeoutMs = WORKER_START_TIMEOUT_MS,
     ...appOptions
   } = options;
   // NaN would make the discard bound never hold (every comparison with it is false).
   // As @plantgate/node checks them; the timer's bound too (a longer one fires at once).
   if (!Number.isSafeInteger(discardBytes) || discardBytes < 0) throw new TypeError("uploadDiscardBytes must be a non-negative integer");
   if (!Number.isSafeInteger(discardMs) || discardMs < 0 || discardMs > 2_147_483_647) throw new TypeError("uploadDiscardMs must be an integer from 0 to 2147483647");
+  if (!Number.isSafeInteger(startTimeoutMs) || startTimeoutMs < 0 || startTimeoutMs > 2_147_483_647) throw new TypeError("startTimeoutMs must be an integer from 0 (no bound) to 2147483647");
   // Compatibility dates before 2022-10-31 keep workerd's legacy URL parser, which throws on URLs
   // the standard one takes (`?q=%ZZ`): core parses request.url, and that would be a 500. Detected
   // once; only then is each request's URL checked first (a 400 instead).
   const legacyUrlParser = urlOf("http://localhost/?q=%ZZ") === null;
-  const instanceFor = (env: PlantgateWorkerEnv): Promise<Plantgate> => {
-    let instance = instances.get(env);
-    if (!instance) {
-      instance = start(appOptions, env);
-      instances.set(env, instance);
+  const instanceFor = async (env: PlantgateWorkerEnv): Promise<Plantgate> => {
+    let current = instances.get(env);
+    if (!current) {
+      const started: Start = { app: start(appOptions, env), late: new StorageError(`plantgate: the start did not finish within ${startTimeoutMs} ms`) };
+      current = started;
+      instances.set(env, started);
       // A failed start is not cached (the next request tries again: D1 may be back), unless the
       // configuration is at fault, which no retry in this isolate can change.
-      instance.catch((error: unknown) => {
-        if (!(error instanceof ConfigError)) instances.delete(env);
+      started.app.catch((error: unknown) => {
+        if (!(error instanceof ConfigError) && instances.get(env) === started) instances.delete(env);
       });
     }
-    return instance;
+    if (startTimeoutMs === 0) return current.app;
+    // Each request waits on a timer of its own context. The start runs in the context of the
+    // request that began it; should that context go (cancelled, or found hung by workerd), the
+    // start never settles, and without this every later request of the isolate waited on it.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), startTimeoutMs)));
+    try {
+      const app = await Promise.race([current.app, late]);
+      if (app !== null) return app;
+    } finally {
+      clearTimeout(timer);
+    }
+    // Given up on: the next request starts another (migrations and bootstrap are safe to repeat).
+    if (instances.get(env) === current) instances.delete(env);
+    throw current.late;
   };
   // Each request's work runs under waitUntil: in production, a client that disconnects tears its
   // request's context down at once unless waitUntil holds it (workerd#5062; local workerd does not),
@@ -302,6 +328,12 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
       }
     },
   };
+}
+
+/** An isolate's start, and the one error its requests get when it is late (so it is logged once). */
+interface Start {
+  app: Promise<Plantgate>;
+  late: StorageError;
 }
 
 /** `new URL(url)`, or null when it does not parse (the legacy URL class, which has no `URL.canParse`, refuses some). */

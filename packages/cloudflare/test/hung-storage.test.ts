@@ -154,4 +154,40 @@ describe("a D1 that stops answering, in workerd", () => {
     const after = await get(base, "/.well-known/jwks.json");
     expect(after.status).toBe(200);
   }, 60_000);
+
+  it("the start (migrations) never settles: 503 with the documented body within startTimeoutMs, on the OAuth paths in their shape; D1 back, the next request starts afresh", async () => {
+    const base = await worker("{ startTimeoutMs: 1500 }");
+    await get(base, "/__gate?mode=never");
+    const during = await Promise.all([get(base, "/.well-known/jwks.json"), get(base, "/.well-known/jwks.json")]);
+    expect(during.map((r) => [r.status, r.body])).toEqual([
+      [503, UNAVAILABLE],
+      [503, UNAVAILABLE],
+    ]);
+    for (const r of during) expect(r.ms).toBeLessThan(5000);
+    const token = await (async () => {
+      const started = Date.now();
+      const res = await fetch(`${base}/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "grant_type=client_credentials",
+        signal: AbortSignal.timeout(20_000),
+      });
+      return { status: res.status, body: await res.text(), ms: Date.now() - started };
+    })();
+    expect([token.status, token.body]).toEqual([503, '{"error":"temporarily_unavailable","error_description":"The service is temporarily unavailable; retry later."}']);
+    expect(token.ms).toBeLessThan(5000);
+    // Logged once per start given up on, not per request: the two JWKS requests waited on one
+    // start, the token request on the next.
+    expect(logged.split("plantgate: the start did not finish within 1500 ms").length - 1).toBe(2);
+    await get(base, "/__gate?mode=open");
+    const after = await get(base, "/.well-known/jwks.json");
+    expect(after.status).toBe(200);
+    expect(after.ms).toBeLessThan(5000);
+  }, 60_000);
+
+  it("startTimeoutMs is checked when the Worker is made", async () => {
+    const { createWorker } = await import("../src/index.js");
+    for (const startTimeoutMs of [Number.NaN, -1, 1.5, 2 ** 31]) expect(() => createWorker({ startTimeoutMs })).toThrow(new TypeError("startTimeoutMs must be an integer from 0 (no bound) to 2147483647"));
+    expect(() => createWorker({ startTimeoutMs: 0 })).not.toThrow();
+  });
 });
