@@ -24,7 +24,7 @@
  * `scheduled()` is the housekeeping: give the Worker a cron trigger (`[triggers] crons = ["0 * * * *"]`
  * in wrangler.toml) and each run calls `admin.prune()` and logs the counts.
  */
-import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, bootstrapFromEnv, ConfigError, createPlantgate, isIpAddress, optionsFromEnv, StorageError, unavailableResponse, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
+import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, ConfigError, createPlantgate, isIpAddress, optionsFromEnv, StorageError, unavailableResponse, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
@@ -128,11 +128,9 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
   // Not a ConfigError: a missing binding is retried (a test harness, or a deploy that adds it).
   if (!isD1(database)) throw new Error(`plantgate: env.${d1Binding} is not a D1 binding; add a [[d1_databases]] binding named ${d1Binding}`);
   const vars = stringEntries(env);
-  // The audit trail is kept unless PLANTGATE_AUDIT=0 (as the Node examples do; true/false too, as
-  // every other flag, and as an unquoted boolean var arrives).
-  const auditVar = vars.PLANTGATE_AUDIT;
-  const audit = auditVar === undefined || auditVar === "" || auditVar === "1" || auditVar === "true";
-  if (!audit && auditVar !== "0" && auditVar !== "false") throw new ConfigError("PLANTGATE_AUDIT must be 1 (keep security events) or 0");
+  // The audit trail is kept unless PLANTGATE_AUDIT=0: core's reader, the one the Node servers and
+  // the CLI use (an unquoted boolean var arrives as true/false, which it takes).
+  const audit = auditFromEnv(vars);
   const fromEnv = optionsFromEnv(vars);
   const bootstrap = bootstrapFromEnv(vars);
   const iterations = fromEnv.passwordHashIterations ?? rest.passwordHashIterations ?? WORKERS_MAX_PASSWORD_HASH_ITERATIONS;

@@ -132,6 +132,22 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
   return out;
 }
 
+/**
+ * `PLANTGATE_AUDIT`: whether the store keeps the audit trail (its `audit` store): `1` or `true`
+ * (and unset: the default), `0` or `false`; anything else is a `ConfigError`. The one reader of the
+ * variable: the example servers and the CLI (through `@plantgate/storage-sql/env`'s
+ * `auditFromEnv`) and the Worker, so they never disagree.
+ *
+ * @example
+ * const storage = createD1Storage(env.DB, { audit: auditFromEnv(vars) });
+ */
+export function auditFromEnv(env: EnvVars): boolean {
+  const raw = env.PLANTGATE_AUDIT;
+  if (raw === undefined || raw === "" || raw === "1" || raw === "true") return true;
+  if (raw === "0" || raw === "false") return false;
+  throw new ConfigError("PLANTGATE_AUDIT must be 1 (keep security events) or 0");
+}
+
 /** Default of `PLANTGATE_PRUNE_INTERVAL_SECONDS`: prune once an hour. */
 export const DEFAULT_PRUNE_INTERVAL_SECONDS = 3600;
 

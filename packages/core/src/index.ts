@@ -39,6 +39,7 @@ export { CLIENT_SUBJECT_PREFIX } from "./tokens/access-token.js";
 export {
   optionsFromEnv,
   pruneIntervalFromEnv,
+  auditFromEnv,
   DEFAULT_PRUNE_INTERVAL_SECONDS,
   bootstrapFromEnv,
   applyBootstrap,

@@ -1,4 +1,4 @@
-import { redactConnectionUrl } from "@plantgate/core";
+import { auditFromEnv as coreAuditFromEnv, ConfigError, redactConnectionUrl } from "@plantgate/core";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import { DEFAULT_QUERY_TIMEOUT_MS, openSqlStorage, type SqlStorage } from "./index.js";
@@ -37,14 +37,16 @@ export function storageUrlFromEnv(env: Record<string, string | undefined>, cwd: 
 }
 
 /**
- * Whether the store keeps the audit trail (`audit` store): `PLANTGATE_AUDIT`, `1` (default) or `0`.
+ * Whether the store keeps the audit trail (`audit` store): `PLANTGATE_AUDIT`, `1` (default) or `0`
+ * (`true`/`false` too). Core's `auditFromEnv`, the Worker's reader too, with its refusal as a
+ * `StorageConfigError`.
  */
 export function auditFromEnv(env: Record<string, string | undefined>): boolean {
-  const v = env.PLANTGATE_AUDIT;
-  // true/false as every other flag reads them.
-  if (v === undefined || v === "" || v === "1" || v === "true") return true;
-  if (v === "0" || v === "false") return false;
-  throw new StorageConfigError("PLANTGATE_AUDIT must be 1 (keep security events) or 0");
+  try {
+    return coreAuditFromEnv(env);
+  } catch (error) {
+    throw error instanceof ConfigError ? new StorageConfigError(error.message) : error;
+  }
 }
 
 /**
