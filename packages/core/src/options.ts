@@ -95,6 +95,14 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const scopePrefix = options.scopePrefix ?? "Platform";
   if (!SCOPE_PREFIX.test(scopePrefix)) throw new TypeError("scopePrefix must be a non-empty scope token");
   const scopes = scopeNames(scopePrefix);
+  const maxScopeLength = positiveInt("maxScopeLength", options.maxScopeLength, 128);
+  // A longer prefix made scopes no request may name (400 invalid_scope for each that asked for
+  // one) and, far longer, tokens the APIs and introspection refused (before 2026-11-29).
+  if (scopes.serverCommands.length > maxScopeLength) {
+    throw new TypeError(
+      `scopePrefix is ${scopePrefix.length} characters, so its scope <prefix>_AllAppsServerCommands is longer than maxScopeLength (${maxScopeLength}); shorten the prefix or raise maxScopeLength`,
+    );
+  }
   const alg = options.signingAlg ?? "ES256";
   if (!SUPPORTED_ALGS.includes(alg)) throw new TypeError(`signingAlg must be one of ${SUPPORTED_ALGS.join(", ")}`);
   checkTelemetryOptions(options);
@@ -223,7 +231,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
       maxParameters: positiveInt("maxFormParameters", options.maxFormParameters, 32),
       maxFieldBytes: positiveInt("maxFormFieldBytes", options.maxFormFieldBytes, 4096),
       maxScopes: positiveInt("maxScopes", options.maxScopes, 16),
-      maxScopeLength: positiveInt("maxScopeLength", options.maxScopeLength, 128),
+      maxScopeLength,
     },
     console: options.console?.enabled
       ? {

@@ -3,7 +3,7 @@
  * §5.1 and §3.3, and the RFC 9068 access-token profile. Everything goes through `app.fetch`.
  */
 import { describe, expect, it } from "vitest";
-import { hashPassword, verifyPassword } from "../src/index.js";
+import { createPlantgate, hashPassword, verifyPassword } from "../src/index.js";
 import { basic, BASE, harness, tokenRequest } from "./helpers.js";
 import {
   auth,
@@ -278,5 +278,18 @@ describe("scopePrefix option", () => {
       error: "invalid_scope",
       error_description: "The scope 'Platform_UserAPIs' is unknown.",
     });
+  });
+
+  it("a prefix whose scopes would not fit maxScopeLength is refused when the app is made (its scopes were 400 invalid_scope on every request naming them)", async () => {
+    const message = (length: number, max: number) =>
+      `scopePrefix is ${length} characters, so its scope <prefix>_AllAppsServerCommands is longer than maxScopeLength (${max}); shorten the prefix or raise maxScopeLength`;
+    expect(() => createPlantgate({ scopePrefix: "x".repeat(107) })).toThrow(new TypeError(message(107, 128)));
+    expect(() => createPlantgate({ scopePrefix: "x".repeat(5000) })).toThrow(new TypeError(message(5000, 128)));
+    expect(() => createPlantgate({ scopePrefix: "Acme", maxScopeLength: 25 })).toThrow(new TypeError(message(4, 25)));
+    // The longest that fits: its scopes can be asked for by name.
+    const prefix = "x".repeat(106);
+    const h = await harness({ scopePrefix: prefix });
+    const body = await expectTokenSuccess(await tokenRequest(h.app, { grant_type: "client_credentials", scope: `${prefix}_AllAppsServerCommands` }, auth(h)));
+    expect(body.scope).toBe(`${prefix}_AllAppsServerCommands`);
   });
 });
