@@ -1,0 +1,215 @@
+/**
+ * The Worker's environment in workerd (Miniflare, the real `createWorker()` entry, a real D1
+ * database per Worker).
+ *
+ * Hostile values: each documented variable with a bad value stops the start with a message that
+ * names it (never a secret's value), logged once and kept, every request answered 503 in the
+ * documented shape, never a 500.
+ *
+ * Parity: the Worker reads `PLANTGATE_AUDIT` with the reader the Node servers and the CLI use
+ * (`auditFromEnv` of `@plantgate/storage-sql/env`, core's underneath): for every value, valid or
+ * hostile, the Worker in workerd (Miniflare, the real `createWorker()` entry, a real D1 database)
+ * accepts it with the same meaning (audit trail kept or not) or refuses it with the same message.
+ * wrangler passes an unquoted `[vars]` value as a number or a boolean: the Worker reads its text,
+ * so the Node side is asked about that text.
+ */
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { auditFromEnv } from "@plantgate/storage-sql/env";
+import { build } from "esbuild";
+import { Miniflare } from "miniflare";
+import { afterAll, describe, expect, it } from "vitest";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+// The entry: createWorker() with a logger the test can read (/__log), and a count of the audit
+// rows of its D1 database (/__audit). Everything else is the Worker as deployed.
+const ENTRY = `
+import { createWorker } from "../src/index.ts";
+const lines = [];
+const worker = createWorker({ logger: { error: (m, c) => lines.push(m + " " + JSON.stringify(c)), warn: () => {} } });
+export default {
+  async fetch(request, env, ctx) {
+    const url = new URL(request.url);
+    if (url.pathname === "/__log") return Response.json(lines);
+    if (url.pathname === "/__audit") {
+      const tables = await env.DB.prepare("select name from sqlite_master where type = 'table' and name = 'pg_audit_events'").all();
+      if (tables.results.length === 0) return Response.json(0);
+      return Response.json((await env.DB.prepare("select count(*) as n from pg_audit_events").first()).n);
+    }
+    return worker.fetch(request, env, ctx);
+  },
+};
+`;
+
+const VALUES: (string | number | boolean)[] = [
+  "", "1", "0", "true", "false", "TRUE", "False", " 1", "1 ", "0\n", "yes", "no", "on", "off", "2", "-1", "01", "00", "1.0", "0x1",
+  "\u00a01", "null", "undefined", "１", "1".repeat(10_000), 1, 0, true, false, 2, -0, 1.5,
+];
+
+type Outcome = { audit: boolean } | { refused: string };
+
+function nodeOutcome(value: string | number | boolean): Outcome {
+  try {
+    return { audit: auditFromEnv({ PLANTGATE_AUDIT: String(value) }) };
+  } catch (error) {
+    return { refused: (error as Error).message };
+  }
+}
+
+let mf: Miniflare | undefined;
+afterAll(async () => {
+  await mf?.dispose();
+});
+
+let bundled: Promise<string> | undefined;
+/** The entry, bundled once for the Workers runtime. */
+const script = () =>
+  (bundled ??= build({
+    stdin: { contents: ENTRY, resolveDir: here, loader: "ts" },
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    conditions: ["workerd", "worker", "browser"],
+    target: "es2022",
+    minify: true,
+    write: false,
+    logLevel: "silent",
+  }).then((result) => result.outputFiles[0]!.text));
+
+/** One Miniflare with a Worker `w<i>` per env, each on a D1 database of its own. */
+async function workersFor(envs: Record<string, unknown>[], prefix: string) {
+  await mf?.dispose();
+  const code = await script();
+  mf = new Miniflare({
+    workers: envs.map((bindings, i) => ({ name: `w${i}`, modules: true, script: code, compatibilityDate: "2026-04-26", d1Databases: { DB: `${prefix}-${i}` }, bindings })),
+  });
+  return Promise.all(envs.map((_, i) => mf!.getWorker(`w${i}`)));
+}
+
+const BOOTSTRAP = {
+  PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+  PLANTGATE_BOOTSTRAP_CLIENT_ID: "env-client",
+  PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "env-secret-0123456789abcdef",
+  PLANTGATE_BOOTSTRAP_USERNAME: "env-user",
+  PLANTGATE_BOOTSTRAP_PASSWORD: "env-password-0123",
+};
+const UNAVAILABLE = { error: 1503, message: "The service is temporarily unavailable; retry later." };
+const OAUTH_UNAVAILABLE = { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." };
+const SECRET_NAMES = ["PLANTGATE_SIGNING_KEY", "PLANTGATE_KEY_ENCRYPTION_KEY", "PLANTGATE_BOOTSTRAP_CLIENT_SECRET", "PLANTGATE_BOOTSTRAP_PASSWORD"];
+const big = "9".repeat(12);
+/** A variable, a bad value, and the start failure it must be logged as. */
+const HOSTILE: [string, string, string][] = [
+  ["PLANTGATE_ISSUER", "x", 'PLANTGATE_ISSUER must be an absolute URL, got "x"'],
+  ["PLANTGATE_ISSUER", "https://auth.example/?tenant=1", "plantgate: issuer must be a URL without a query or fragment (RFC 8414 §2)"],
+  ["PLANTGATE_SCOPE_PREFIX", "Acme Corp", "plantgate: scopePrefix must be a non-empty scope token"],
+  ["PLANTGATE_SCOPE_PREFIX", "x".repeat(5000), "plantgate: scopePrefix is 5000 characters, so its scope <prefix>_AllAppsServerCommands is longer than maxScopeLength (128); shorten the prefix or raise maxScopeLength"],
+  ["PLANTGATE_SIGNING_KEY", "not-json-secret", "PLANTGATE_SIGNING_KEY must be a private JWK in JSON (an object with a 'd' member)"],
+  ["PLANTGATE_SIGNING_KEY", '{"kty":"oct","k":"c2VjcmV0LWtleQ","d":"c2VjcmV0LWQ"}', "plantgate: the signing keys cannot be loaded: signingKey (PLANTGATE_SIGNING_KEY) does not import as an ES256 key; nothing was stored"],
+  ["PLANTGATE_PASSWORD_HASH_ITERATIONS", "abc", 'PLANTGATE_PASSWORD_HASH_ITERATIONS must be a positive integer, got "abc"'],
+  ["PLANTGATE_PASSWORD_HASH_ITERATIONS", big, `PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most 100000 on Workers (Cloudflare's PBKDF2 limit), got ${big}`],
+  ["PLANTGATE_ACCESS_TOKEN_TTL", "0", 'PLANTGATE_ACCESS_TOKEN_TTL must be a positive integer, got "0"'],
+  ["PLANTGATE_TRUSTED_PROXIES", "10.0.0.0/33", 'PLANTGATE_TRUSTED_PROXIES: "10.0.0.0/33" has a bad prefix length'],
+  ["PLANTGATE_BRUTE_FORCE_MAX_FAILURES", "-1", 'PLANTGATE_BRUTE_FORCE_MAX_FAILURES must be a positive integer, got "-1"'],
+  ["PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS", "1.5", 'PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS must be a positive integer, got "1.5"'],
+  ["PLANTGATE_SIGNING_KEY_MAX_AGE", "0", 'PLANTGATE_SIGNING_KEY_MAX_AGE must be a positive integer, got "0"'],
+  ["PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY", "1", 'PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY must be at least 360 (the JWKS cache lifetime plus the key reload interval), got "1"'],
+  ["PLANTGATE_KEY_ENCRYPTION_KEY", "short-secret", "PLANTGATE_KEY_ENCRYPTION_KEY: entry 1 is not a base64url-encoded 256-bit key (43 characters); give one or more comma-separated base64url 256-bit keys"],
+  ["PLANTGATE_REFRESH_GRACE_SECONDS", "301", 'PLANTGATE_REFRESH_GRACE_SECONDS must be from 0 to 300, got "301"'],
+  ["PLANTGATE_REFRESH_GRACE_MAX_USES", "1001", 'PLANTGATE_REFRESH_GRACE_MAX_USES must be from 1 to 1000, got "1001"'],
+  ["PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS", "0", 'PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS must be a positive integer, got "0"'],
+  ["PLANTGATE_AUDIT", "yes", "PLANTGATE_AUDIT must be 1 (keep security events) or 0"],
+  ["PLANTGATE_AUDIT_RETENTION_DAYS", "0", 'PLANTGATE_AUDIT_RETENTION_DAYS must be a positive integer, got "0"'],
+  ["PLANTGATE_CONSOLE", "on", 'PLANTGATE_CONSOLE must be 1 or 0, got "on"'],
+  ["PLANTGATE_CONSOLE_SESSION_TTL", "0", 'PLANTGATE_CONSOLE_SESSION_TTL must be a positive integer, got "0"'],
+  ["PLANTGATE_BOOTSTRAP_ADMIN", "2", 'PLANTGATE_BOOTSTRAP_ADMIN must be 1 or 0, got "2"'],
+  ["PLANTGATE_BOOTSTRAP_CLIENT_ID", "demo client", "plantgate: bootstrap: clientId must be 1-200 printable ASCII characters without spaces"],
+  ["PLANTGATE_BOOTSTRAP_CLIENT_SECRET", "", "PLANTGATE_BOOTSTRAP_CLIENT_ID and PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be set together"],
+  ["PLANTGATE_BOOTSTRAP_USERNAME", "\u0000", "plantgate: bootstrap: username must not contain U+0000 or unpaired surrogates"],
+  ["PLANTGATE_BOOTSTRAP_PASSWORD", "pw-7chr", "plantgate: bootstrap: password must be 8-1024 characters"],
+];
+
+describe("hostile values of the documented variables", () => {
+  it("each stops the start with a message naming the variable (no secret's value), logged once; every request is answered 503 in its endpoint's shape", async () => {
+    const workers = await workersFor(
+      HOSTILE.map(([name, value]) => ({ ...BOOTSTRAP, [name]: value })),
+      "hostile",
+    );
+    const seen = await Promise.all(
+      workers.map(async (w) => {
+        const answers: unknown[] = [];
+        const requests: [string, RequestInit][] = [
+          ["/.well-known/jwks.json", {}],
+          [
+            "/UserService/connect/token",
+            {
+              method: "POST",
+              headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("env-client:env-secret-0123456789abcdef")}` },
+              body: "grant_type=client_credentials",
+            },
+          ],
+          ["/rbac/ServerCommand/GetAccountList", {}],
+        ];
+        for (const [path, init] of requests) {
+          const res = await w.fetch(`http://worker.test${path}`, init as never);
+          answers.push([res.status, await res.json()]);
+        }
+        const log = (await (await w.fetch("http://worker.test/__log")).json()) as string[];
+        return { answers, log };
+      }),
+    );
+    expect(seen).toEqual(
+      HOSTILE.map(([, , message]) => ({
+        answers: [
+          [503, UNAVAILABLE],
+          [503, OAUTH_UNAVAILABLE],
+          [503, UNAVAILABLE],
+        ],
+        log: [`plantgate worker failed to start ${JSON.stringify({ error: message })}`],
+      })),
+    );
+    for (const [i, [name, value]] of HOSTILE.entries()) {
+      if (SECRET_NAMES.includes(name) && value !== "") expect(seen[i]!.log.join("\n")).not.toContain(value);
+    }
+  }, 120_000);
+});
+
+describe("PLANTGATE_AUDIT: the Worker and the Node side agree", () => {
+  it("every value is accepted with the same meaning, or refused with the same message, on both", async () => {
+    const workers = await workersFor(
+      // A bootstrap client: its client.created event is what an audit trail keeps.
+      VALUES.map((value) => ({ PLANTGATE_AUDIT: value, PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_BOOTSTRAP_CLIENT_ID: "parity-client", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "parity-secret-0123456789abcdef" })),
+      "audit",
+    );
+
+    const call = async (i: number, path: string) => (await workers[i]!.fetch(`http://worker.test${path}`)).json() as Promise<unknown>;
+    // The first request of each: the start (checks, migrations, bootstrap) and its answer.
+    const statuses = await Promise.all(
+      workers.map(async (w) => {
+        const res = await w.fetch("http://worker.test/.well-known/jwks.json");
+        await res.arrayBuffer();
+        return res.status;
+      }),
+    );
+    // The bootstrap's client.created goes to the audit store after the answer (waitUntil): read
+    // the counts until each started Worker has its row, or for 3 s (a Worker without a trail never will).
+    let rows: number[] = [];
+    for (let waited = 0; waited <= 3000; waited += 100) {
+      rows = (await Promise.all(VALUES.map((_, i) => call(i, "/__audit")))) as number[];
+      if (statuses.every((status, i) => status !== 200 || rows[i]! > 0)) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const label = (value: string | number | boolean) => `${typeof value} ${JSON.stringify(value).slice(0, 20)}`;
+    const seen: [string, Outcome | string][] = [];
+    for (const [i, value] of VALUES.entries()) {
+      if (statuses[i] === 200) seen.push([label(value), { audit: rows[i]! > 0 }]);
+      else if (statuses[i] === 503) {
+        // The start failure, logged once: "plantgate worker failed to start {"error":"..."}".
+        const log = (await call(i, "/__log")) as string[];
+        seen.push([label(value), log.length === 1 ? { refused: (JSON.parse(log[0]!.slice(log[0]!.indexOf("{"))) as { error: string }).error } : `log: ${JSON.stringify(log)}`]);
+      } else seen.push([label(value), `status ${statuses[i]}`]);
+    }
+    const expected = VALUES.map((value) => [label(value), nodeOutcome(value)]);
+    expect(seen).toEqual(expected);
+  }, 120_000);
+});
