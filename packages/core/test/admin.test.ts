@@ -1,12 +1,23 @@
 import { describe, expect, it } from "vitest";
 import { decodeProtectedHeader } from "jose";
-import { AdminConflictError, AdminError, createMemoryStorage, generateKeyRecord, StorageError, type SecurityEvent, type Storage } from "../src/index.js";
+import { AdminConflictError, AdminError, createMemoryStorage, createPlantgate, generateKeyRecord, StorageError, type SecurityEvent, type Storage } from "../src/index.js";
 import { BASE, basic, harness, passwordTokens, tokenRequest } from "./helpers.js";
 
 const listAccounts = (app: Awaited<ReturnType<typeof harness>>["app"], token: string) =>
   app.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${token}` } }));
 
 describe("admin operations", () => {
+  it("ensureClient and ensureAccount from several instances at once on one store (Worker isolates starting together): one creates, the others find it, none throws", async () => {
+    const storage = createMemoryStorage();
+    const apps = Array.from({ length: 5 }, () => createPlantgate({ storage, passwordHashIterations: 1000, logger: { error() {}, warn() {} } }));
+    const clients = await Promise.all(apps.map((app) => app.admin.ensureClient("raced-client", "raced-secret-0123456789abcdef")));
+    expect(clients.toSorted()).toEqual(["created", "exists", "exists", "exists", "exists"]);
+    const accounts = await Promise.all(apps.map((app) => app.admin.ensureAccount("raced-user", "raced-password")));
+    expect(accounts.toSorted()).toEqual(["created", "exists", "exists", "exists", "exists"]);
+    expect((await storage.clients.list()).map((c) => c.clientId)).toEqual(["raced-client"]);
+    expect((await storage.accounts.list(0, 10)).total).toBe(1);
+  });
+
   it("deleteClient: the client can no longer authenticate; deleting twice is an AdminError", async () => {
     const h = await harness();
     await h.app.admin.deleteClient(h.clientId);

@@ -172,12 +172,25 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
     },
     async ensureClient(clientId, clientSecret) {
       if (await ctx.storage.clients.get(clientId)) return "exists";
-      await this.createClient({ clientId, clientSecret, name: clientId });
+      try {
+        await this.createClient({ clientId, clientSecret, name: clientId });
+      } catch (error) {
+        // Another instance made it between the read and the write (Worker isolates or servers
+        // starting at once): ensured all the same. It failed their start before 2026-11-29.
+        if (error instanceof AdminConflictError && (await ctx.storage.clients.get(clientId))) return "exists";
+        throw error;
+      }
       return "created";
     },
     async ensureAccount(username, password) {
       if (await ctx.storage.accounts.findByUsername(username)) return "exists";
-      await this.createAccount({ username, password });
+      try {
+        await this.createAccount({ username, password });
+      } catch (error) {
+        // As for ensureClient.
+        if (error instanceof AdminConflictError && (await ctx.storage.accounts.findByUsername(username))) return "exists";
+        throw error;
+      }
       return "created";
     },
     async deleteClient(clientId) {
