@@ -104,15 +104,28 @@ export interface PlantgateWorker {
  * The Worker's variables as text. wrangler passes an unquoted TOML value (`PLANTGATE_ACCESS_TOKEN_TTL
  * = 300`, `PLANTGATE_CONSOLE = true`) as a number or a boolean: taken as its text (until 2026-11-29
  * it was dropped, and the default applied without a word). Objects are bindings (D1, KV, services,
- * whatever their names), not variables, and are left out.
+ * whatever their names), not variables, and are left out, except under a `PLANTGATE_` name a JSON
+ * value (`[vars]` array or table, or null: no function member), which is a `ConfigError`: it was
+ * dropped too, and an issuer given as `{ url = "..." }` left `iss` to each request's Host.
  */
 function stringEntries(env: PlantgateWorkerEnv): EnvVars {
   const out: EnvVars = {};
   for (const [key, value] of Object.entries(env)) {
     if (typeof value === "string") out[key] = value;
     else if (typeof value === "number" || typeof value === "boolean") out[key] = String(value);
+    else if (key.startsWith("PLANTGATE_") && isJsonValue(value)) {
+      throw new ConfigError(`${key} must be text (a quoted [vars] value), a number or a boolean; wrangler passed ${Array.isArray(value) ? "an array" : value === null ? "null" : "a table"}`);
+    }
   }
   return out;
+}
+
+/** An array, null, or an object of data only (what a JSON `[vars]` value arrives as), not a binding. */
+function isJsonValue(value: unknown): boolean {
+  if (value === null || Array.isArray(value)) return true;
+  if (typeof value !== "object") return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return (proto === Object.prototype || proto === null) && !Object.values(value).some((v) => typeof v === "function");
 }
 
 function isD1(value: unknown): value is D1DatabaseLike {

@@ -17,7 +17,7 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { auditFromEnv } from "@plantgate/storage-sql/env";
 import { build } from "esbuild";
-import { Miniflare } from "miniflare";
+import { Miniflare, type WorkerOptions } from "miniflare";
 import { afterAll, describe, expect, it } from "vitest";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -78,11 +78,11 @@ const script = () =>
   }).then((result) => result.outputFiles[0]!.text));
 
 /** One Miniflare with a Worker `w<i>` per env, each on a D1 database of its own. */
-async function workersFor(envs: Record<string, unknown>[], prefix: string) {
+async function workersFor(envs: Record<string, unknown>[], prefix: string, more: Partial<WorkerOptions> = {}) {
   await mf?.dispose();
   const code = await script();
   mf = new Miniflare({
-    workers: envs.map((bindings, i) => ({ name: `w${i}`, modules: true, script: code, compatibilityDate: "2026-04-26", d1Databases: { DB: `${prefix}-${i}` }, bindings })),
+    workers: envs.map((bindings, i) => ({ name: `w${i}`, modules: true, script: code, compatibilityDate: "2026-04-26", d1Databases: { DB: `${prefix}-${i}` }, bindings, ...more })),
   });
   return Promise.all(envs.map((_, i) => mf!.getWorker(`w${i}`)));
 }
@@ -98,8 +98,13 @@ const UNAVAILABLE = { error: 1503, message: "The service is temporarily unavaila
 const OAUTH_UNAVAILABLE = { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." };
 const SECRET_NAMES = ["PLANTGATE_SIGNING_KEY", "PLANTGATE_KEY_ENCRYPTION_KEY", "PLANTGATE_BOOTSTRAP_CLIENT_SECRET", "PLANTGATE_BOOTSTRAP_PASSWORD"];
 const big = "9".repeat(12);
+const jsonVar = (name: string, what: string) => `${name} must be text (a quoted [vars] value), a number or a boolean; wrangler passed ${what}`;
 /** A variable, a bad value, and the start failure it must be logged as. */
-const HOSTILE: [string, string, string][] = [
+const HOSTILE: [string, unknown, string][] = [
+  // JSON [vars] values (an array, a table): they were left out as if bindings, the default applied.
+  ["PLANTGATE_ACCESS_TOKEN_TTL", [300], jsonVar("PLANTGATE_ACCESS_TOKEN_TTL", "an array")],
+  ["PLANTGATE_ISSUER", { url: "https://auth.example" }, jsonVar("PLANTGATE_ISSUER", "a table")],
+  ["PLANTGATE_TRUSTED_PROXIES", ["10.0.0.1"], jsonVar("PLANTGATE_TRUSTED_PROXIES", "an array")],
   ["PLANTGATE_ISSUER", "x", 'PLANTGATE_ISSUER must be an absolute URL, got "x"'],
   ["PLANTGATE_ISSUER", "https://auth.example/?tenant=1", "plantgate: issuer must be a URL without a query or fragment (RFC 8414 §2)"],
   ["PLANTGATE_SCOPE_PREFIX", "Acme Corp", "plantgate: scopePrefix must be a non-empty scope token"],
@@ -169,9 +174,22 @@ describe("hostile values of the documented variables", () => {
       })),
     );
     for (const [i, [name, value]] of HOSTILE.entries()) {
-      if (SECRET_NAMES.includes(name) && value !== "") expect(seen[i]!.log.join("\n")).not.toContain(value);
+      if (SECRET_NAMES.includes(name) && typeof value === "string" && value !== "") expect(seen[i]!.log.join("\n")).not.toContain(value);
     }
   }, 120_000);
+});
+
+describe("bindings under PLANTGATE_ names", () => {
+  it("a KV namespace named PLANTGATE_CACHE is a binding, left out: the Worker starts and serves", async () => {
+    const [w] = await workersFor([BOOTSTRAP], "binding", { kvNamespaces: ["PLANTGATE_CACHE"] });
+    const res = await w!.fetch("http://worker.test/UserService/connect/token", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("env-client:env-secret-0123456789abcdef")}` },
+      body: "grant_type=client_credentials",
+    });
+    expect([res.status, ((await res.json()) as { expires_in: number }).expires_in]).toEqual([200, 7200]);
+    expect(await (await w!.fetch("http://worker.test/__log")).json()).toEqual([]);
+  }, 60_000);
 });
 
 describe("PLANTGATE_AUDIT: the Worker and the Node side agree", () => {
