@@ -241,10 +241,15 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
       instances.set(env, started);
       // A failed start is not cached (the next request tries again: D1 may be back), unless the
       // configuration is at fault, which no retry in this isolate can change.
-      started.app.catch((error: unknown) => {
-        if (!(error instanceof ConfigError) && instances.get(env) === started) instances.delete(env);
-      });
+      started.app.then(
+        (app) => void (started.ready = app),
+        (error: unknown) => {
+          if (!(error instanceof ConfigError) && instances.get(env) === started) instances.delete(env);
+        },
+      );
     }
+    // Started: no timer for the requests after (all but the first few of an isolate).
+    if (current.ready !== undefined) return current.ready;
     if (startTimeoutMs === 0) return current.app;
     // Each request waits on a timer of its own context. The start runs in the context of the
     // request that began it; should that context go (cancelled, or found hung by workerd), the
@@ -345,6 +350,8 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
 interface Start {
   app: Promise<Plantgate>;
   late: StorageError;
+  /** The app, once the start has finished. */
+  ready?: Plantgate;
 }
 
 /** `new URL(url)`, or null when it does not parse (the legacy URL class, which has no `URL.canParse`, refuses some). */
