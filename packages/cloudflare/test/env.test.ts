@@ -62,6 +62,11 @@ afterAll(async () => {
   await mf?.dispose();
 });
 
+/** What of a Worker's Fetcher (`mf.getWorker`) the tests call. */
+interface WorkerFetcher {
+  fetch(url: string, init?: RequestInit): Promise<Response>;
+}
+
 let bundled: Promise<string> | undefined;
 /** The entry, bundled once for the Workers runtime. */
 const script = () =>
@@ -84,7 +89,7 @@ async function workersFor(envs: Record<string, unknown>[], prefix: string, more:
   mf = new Miniflare({
     workers: envs.map((bindings, i) => ({ name: `w${i}`, modules: true, script: code, compatibilityDate: "2026-04-26", d1Databases: { DB: `${prefix}-${i}` }, bindings, ...more })),
   });
-  return Promise.all(envs.map((_, i) => mf!.getWorker(`w${i}`)));
+  return Promise.all(envs.map(async (_, i) => (await mf!.getWorker(`w${i}`)) as unknown as WorkerFetcher));
 }
 
 const BOOTSTRAP = {

@@ -11,9 +11,9 @@ describe("admin operations", () => {
     const storage = createMemoryStorage();
     const apps = Array.from({ length: 5 }, () => createPlantgate({ storage, passwordHashIterations: 1000, logger: { error() {}, warn() {} } }));
     const clients = await Promise.all(apps.map((app) => app.admin.ensureClient("raced-client", "raced-secret-0123456789abcdef")));
-    expect(clients.toSorted()).toEqual(["created", "exists", "exists", "exists", "exists"]);
+    expect([...clients].sort()).toEqual(["created", "exists", "exists", "exists", "exists"]);
     const accounts = await Promise.all(apps.map((app) => app.admin.ensureAccount("raced-user", "raced-password")));
-    expect(accounts.toSorted()).toEqual(["created", "exists", "exists", "exists", "exists"]);
+    expect([...accounts].sort()).toEqual(["created", "exists", "exists", "exists", "exists"]);
     expect((await storage.clients.list()).map((c) => c.clientId)).toEqual(["raced-client"]);
     expect((await storage.accounts.list(0, 10)).total).toBe(1);
   });
