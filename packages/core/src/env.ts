@@ -3,6 +3,7 @@ import { compileTrustedProxies } from "./security/client-ip.js";
 import type { PlantgateOptions } from "./options.js";
 import { parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
 import { MIN_ACTIVATION_DELAY_SECONDS } from "./tokens/keys.js";
+import { MAX_TTL_SECONDS } from "./admin/clients.js";
 
 /** Environment variables, as `process.env` or a Worker's `env` hands them over. */
 export type EnvVars = Record<string, string | undefined>;
@@ -20,10 +21,11 @@ function flag(env: EnvVars, name: string): boolean {
   throw new ConfigError(`${name} must be 1 or 0, got "${raw}"`);
 }
 
-function int(env: EnvVars, name: string): number | undefined {
+function int(env: EnvVars, name: string, max?: number): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === "") return undefined;
   if (!/^\d{1,12}$/.test(raw) || Number(raw) < 1) throw new ConfigError(`${name} must be a positive integer, got "${raw}"`);
+  if (max !== undefined && Number(raw) > max) throw new ConfigError(`${name} must be at most ${max}, got "${raw}"`);
   return Number(raw);
 }
 
@@ -74,7 +76,9 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
   }
   const iterations = int(env, "PLANTGATE_PASSWORD_HASH_ITERATIONS");
   if (iterations !== undefined) out.passwordHashIterations = iterations;
-  const ttl = int(env, "PLANTGATE_ACCESS_TOKEN_TTL");
+  // At most ten years, as a client's own lifetime (a longer one was taken: tokens that never
+  // expired, and signing keys kept as long, before 2026-11-29).
+  const ttl = int(env, "PLANTGATE_ACCESS_TOKEN_TTL", MAX_TTL_SECONDS);
   if (ttl !== undefined) out.accessTokenTtl = ttl;
   const proxies = env.PLANTGATE_TRUSTED_PROXIES?.split(",").map((p) => p.trim()).filter(Boolean);
   if (proxies && proxies.length > 0) {

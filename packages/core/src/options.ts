@@ -117,7 +117,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     }
     return u.replace(/\/+$/, "");
   };
-  const accessTokenTtl = positiveInt("accessTokenTtl", options.accessTokenTtl, 7200);
+  const accessTokenTtl = positiveInt("accessTokenTtl", options.accessTokenTtl, 7200, MAX_TTL_SECONDS);
   // The longest lifetime any access token can have right now: the default or a client's own.
   const maxAccessTokenTtlMs = async () => {
     const clients = await storage.clients.list();
@@ -192,8 +192,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     maxAccessTokenTtlMs,
     signingAlg: alg,
     accessTokenTtl,
-    refreshTokenTtl: positiveInt("refreshTokenTtl", options.refreshTokenTtl, 7 * 24 * 3600),
-    refreshTokenAbsoluteTtl: positiveInt("refreshTokenAbsoluteTtl", options.refreshTokenAbsoluteTtl, 30 * 24 * 3600),
+    refreshTokenTtl: positiveInt("refreshTokenTtl", options.refreshTokenTtl, 7 * 24 * 3600, MAX_TTL_SECONDS),
+    refreshTokenAbsoluteTtl: positiveInt("refreshTokenAbsoluteTtl", options.refreshTokenAbsoluteTtl, 30 * 24 * 3600, MAX_TTL_SECONDS),
     refreshGrace: resolveGrace(options),
     requiredScopes: {
       listAccounts: options.requiredScopes?.listAccounts ?? [scopes.userApis, scopes.serverCommands],

@@ -36,6 +36,13 @@ describe("environment configuration", () => {
 
   it("optionsFromEnv rejects malformed values with the variable's name and no secret", () => {
     expect(() => optionsFromEnv({ PLANTGATE_ACCESS_TOKEN_TTL: "0" })).toThrow(new ConfigError('PLANTGATE_ACCESS_TOKEN_TTL must be a positive integer, got "0"'));
+    // Ten years at most, as a client's own lifetime (999999999999 was taken: tokens that never expired).
+    expect(() => optionsFromEnv({ PLANTGATE_ACCESS_TOKEN_TTL: "999999999999" })).toThrow(new ConfigError('PLANTGATE_ACCESS_TOKEN_TTL must be at most 315360000, got "999999999999"'));
+    expect(optionsFromEnv({ PLANTGATE_ACCESS_TOKEN_TTL: "315360000" })).toEqual({ accessTokenTtl: 315360000 });
+    for (const name of ["accessTokenTtl", "refreshTokenTtl", "refreshTokenAbsoluteTtl"] as const) {
+      expect(() => createPlantgate({ ...quiet, [name]: 315360001 })).toThrow(new TypeError(`${name} must be at most 315360000`));
+      expect(() => createPlantgate({ ...quiet, [name]: 315360000 })).not.toThrow();
+    }
     expect(() => optionsFromEnv({ PLANTGATE_ISSUER: "not a url" })).toThrow(ConfigError);
     const secretish = '{"kty":"EC","x":"not-private"}';
     expect(() => optionsFromEnv({ PLANTGATE_SIGNING_KEY: secretish })).toThrow(
