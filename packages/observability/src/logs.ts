@@ -97,23 +97,67 @@ const OWN_FORMAT = new WeakSet<Pino>();
  * pipe or socket the block goes out in writes of whole lines of at most 4096 bytes (see
  * sendWholeLines). The writes block, as Node's own stdout does on pipes and files: a reader that
  * stops reading stops the process once the pipe is full (the README says so).
+ *
+ * When a write fails (a full disk), the lines are dropped and counted; stdout is tried again after
+ * 1 s, then after twice as long each time, at most 30 s (see TRANSIENT for the errors that are for
+ * good). The first write that works is a warn line saying how many lines were dropped since when,
+ * after a newline ending the line the failed write cut, if it cut one. Nothing of this is on a
+ * line's path: a line is dropped when its block would be written.
  */
 function stdoutLines(): DestinationStream & EventBytes {
   let held = Buffer.allocUnsafeSlow(HOLD_BYTES);
   let used = 0;
   let timer: ReturnType<typeof setTimeout> | null = null;
-  // Registered before pino.destination registers its own exit flush, so it runs first.
-  let out: ReturnType<typeof pino.destination> | null = null;
+  // Made after the exit listener below is registered (pino registers no exit flush of its own for a
+  // synchronous destination). A fresh one after each failure: see `failed`.
+  let out: Destination | null = null;
   // Whether stdout is a pipe or socket, which other processes may write to as well.
   const shared = stdoutIsShared();
-  // Set when stdout fails for good (a full disk, a closed terminal: EIO, ENOSPC; pino itself stops
-  // at EPIPE): lines are dropped from then on. Before 2026-11-29 the error was thrown from the
-  // holding timer (an uncaught exception), and the exit flush then retried the write forever: a
-  // process that neither served nor exited.
+  // Set while stdout fails: lines are dropped, and counted, until a write works again (`recover`).
+  // Before 2026-11-29 the error was thrown from the holding timer (an uncaught exception), and the
+  // exit flush then retried the write forever: a process that neither served nor exited; the fix
+  // made every failure one for good: after a full disk had been cleaned up, every later line
+  // (security events included) was still dropped until the process ended (until later that day).
   let broken = false;
-  const send = (bytes: Buffer) => {
-    if (broken) return;
+  // Set when stdout fails for good (see TRANSIENT): nothing is tried again.
+  let gone = false;
+  // Of the failure under way: the lines dropped, when it began (null: none), its code, the delay
+  // before the next try and its timer.
+  let dropped = 0;
+  let since: number | null = null;
+  let reason = "";
+  let delay = RETRY_FIRST_MS;
+  let retry: ReturnType<typeof setTimeout> | null = null;
+  // Whether the last bytes written end inside a line (the kernel took part of a write, then failed):
+  // the next write starts with a newline, so that the lines after it are whole JSON lines.
+  let partial = false;
+  // Bytes sonic-boom had not written when it reported the failed write.
+  let unwritten = 0;
+  const say = (text: string) => {
+    try {
+      process.stderr.write(`plantgate: ${text}\n`);
+    } catch {
+      // stderr gone too.
+    }
+  };
+  // Hands bytes to the destination; returns how many were written: all of them unless the write
+  // failed (in sync mode sonic-boom reports the error before its write returns, holding nothing
+  // else, since every write before this one was written whole).
+  const put = (bytes: Buffer): number => {
     (out as unknown as { write(data: Buffer): boolean }).write(bytes);
+    if (!broken) return bytes.length;
+    const written = bytes.length - Math.min(unwritten, bytes.length);
+    if (written > 0) partial = bytes[written - 1] !== NEWLINE;
+    return written;
+  };
+  // Writes bytes of whole lines; the lines not written (a failed write, or stdout failing) are counted.
+  const send = (bytes: Buffer) => {
+    if (!broken) {
+      const written = put(bytes);
+      if (written === bytes.length) return;
+      bytes = bytes.subarray(written);
+    }
+    dropped += linesIn(bytes);
   };
   // Bytes sonic-boom still holds (its `_len`; not a number in another version: taken as some).
   // Its `write` event tells only the first write of a flush, not the rest of a partial one: counted
@@ -122,16 +166,20 @@ function stdoutLines(): DestinationStream & EventBytes {
   const release = () => {
     if (timer !== null) clearTimeout(timer);
     timer = null;
-    if (broken) used = 0;
     if (used === 0 || out === null) return;
     const bytes = held.subarray(0, used);
     used = 0;
+    if (broken) {
+      dropped += linesIn(bytes);
+      return;
+    }
     if (shared) sendWholeLines(bytes);
     else send(bytes);
     // In sync mode sonic-boom has written the bytes when write returns, and the block is written
     // again from its start (a fresh block every time was memory no cache held). If sonic-boom still
-    // holds any of them (a write failed, or a destination that writes later), a fresh block.
-    if (pending() !== 0) held = Buffer.allocUnsafeSlow(HOLD_BYTES);
+    // holds any of them (a destination that writes later), a fresh block. (A failed write's
+    // destination is dropped, never written again: the block is free.)
+    if (!broken && pending() !== 0) held = Buffer.allocUnsafeSlow(HOLD_BYTES);
   };
   // A pipe or socket may have other writers (cluster workers, processes under one supervisor): the
   // kernel keeps a write whole only up to PIPE_BUF (4096 bytes on Linux), so the held lines go out in
@@ -147,31 +195,75 @@ function stdoutLines(): DestinationStream & EventBytes {
     }
     if (start < bytes.length) send(bytes.subarray(start));
   };
+  // A write failed. sonic-boom keeps what it could not write and retries it on every later write,
+  // and its flushSync retries it without end (a sleep of 100 ms between tries): as pino does at
+  // EPIPE, nothing more goes to that destination, and a fresh one is made when writing is tried
+  // again, so the failed bytes are not held (nor written half a day later into the middle of the
+  // log). fd 1 stays open (closing it would hand the number to the next file opened).
+  const failed = (stream: Destination, error: NodeJS.ErrnoException) => {
+    // pino's own listener emits an error (all but EPIPE) a second time; a dropped destination has nothing more to say.
+    if (stream !== out || broken) return;
+    const left = (stream as unknown as { _len?: unknown })._len;
+    unwritten = typeof left === "number" ? left : Number.POSITIVE_INFINITY;
+    broken = true;
+    Object.assign(stream, { write: () => true, flushSync: () => {}, flush: () => {}, end: () => {} });
+    const code = error.code ?? error.message;
+    if (!TRANSIENT.has(code)) {
+      gone = true;
+      if (retry !== null) clearTimeout(retry);
+      retry = null;
+      say(`writing log lines to stdout failed (${code}); they are dropped from now on`);
+      return;
+    }
+    if (since === null) {
+      since = Date.now();
+      reason = code;
+      delay = RETRY_FIRST_MS;
+      say(`writing log lines to stdout failed (${code}); they are dropped, and counted, until a write works again (tried after 1 s, then at most every 30 s)`);
+    } else {
+      delay = Math.min(delay * 2, RETRY_MAX_MS);
+    }
+    // No timer keeps the process alive: one that has nothing else to do ends (the exit tries once more).
+    retry = setTimeout(recover, delay);
+    retry.unref();
+  };
+  const open = (): Destination => {
+    const stream = pino.destination({ dest: 1, sync: true, contentMode: "buffer" });
+    stream.on("error", (error: NodeJS.ErrnoException) => failed(stream, error));
+    return stream;
+  };
+  // Tries stdout again with one warn line saying how many lines were dropped since when (after a
+  // newline if a line was cut at the failure). Written: lines go out again; failed: the next try
+  // waits twice as long, at most RETRY_MAX_MS.
+  const recover = () => {
+    if (retry !== null) clearTimeout(retry);
+    retry = null;
+    if (!broken || gone) return;
+    out = open();
+    broken = false;
+    const began = new Date(since ?? Date.now()).toISOString();
+    const line = `{"level":"warn","time":"${new Date().toISOString()}","dropped_lines":${dropped},"dropped_since":"${began}","reason":${JSON.stringify(reason)},"msg":"log lines were dropped: writing to stdout failed"}\n`;
+    put(Buffer.from(partial ? `\n${line}` : line));
+    if (broken) return;
+    say(`writing log lines to stdout works again; ${dropped} ${dropped === 1 ? "line was" : "lines were"} dropped since ${began}`);
+    dropped = 0;
+    since = null;
+    partial = false;
+  };
   process.once("exit", () => {
+    // One more try if stdout is failing (the space may be back since the last one), then the held
+    // lines; nothing loops: a failed write drops its destination, and flushSync, whose retries have
+    // no end, is called only on a destination that holds nothing.
+    if (broken) recover();
     release();
     if (broken) return;
     try {
       out?.flushSync();
     } catch {
-      // stdout gone or busy (EAGAIN): pino's own exit handler tries once more.
+      // stdout gone or busy (EAGAIN).
     }
   });
-  out = pino.destination({ dest: 1, sync: true, contentMode: "buffer" });
-  const stream = out;
-  stream.on("error", (error: NodeJS.ErrnoException) => {
-    if (broken) return;
-    broken = true;
-    // sonic-boom keeps what it could not write and retries it on every flush, without end: as
-    // pino does at EPIPE, nothing more goes to this stream. fd 1 stays open (closing it would hand
-    // the number to the next file opened).
-    const drop = () => true;
-    Object.assign(stream, { write: drop, flushSync: () => {}, flush: () => {}, end: () => {} });
-    try {
-      process.stderr.write(`plantgate: writing log lines to stdout failed (${error.code ?? error.message}); they are dropped from now on\n`);
-    } catch {
-      // stderr gone too.
-    }
-  });
+  out = open();
   return {
     [EVENT_BYTES](head: Uint8Array, event: Record<string, unknown>): boolean {
       // An event line is a few hundred bytes: it starts a fresh block when this one has less room.
@@ -195,6 +287,32 @@ function stdoutLines(): DestinationStream & EventBytes {
       if (timer === null) timer = setTimeout(release, HOLD_MS);
     },
   };
+}
+
+type Destination = ReturnType<typeof pino.destination>;
+
+/**
+ * Write errors of stdout that may pass, after which {@link stdoutLines} tries again: a full disk
+ * or quota (ENOSPC, EDQUOT: log rotation or a clean-up frees space), a file at its size limit
+ * (EFBIG: rotation by truncation), EIO (a thin-provisioned volume out of space, an NFS server that
+ * went away; on a terminal that was closed, a try every 30 s costs one failed write). Any other
+ * error is for good: EPIPE (the reader has gone, as pino has it), EBADF (fd 1 closed or not
+ * writable: a later try could write into whatever file gets number 1 next). EAGAIN never gets
+ * here: sonic-boom waits it out.
+ */
+const TRANSIENT = new Set(["ENOSPC", "EDQUOT", "EFBIG", "EIO"]);
+
+/** Delay before the first new try after stdout failed; it doubles after each failed try, up to the second. */
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 30_000;
+
+const NEWLINE = 0x0a;
+
+/** How many lines end in `bytes` (a cut line at the end, which never happens here, is not counted). */
+function linesIn(bytes: Uint8Array): number {
+  let lines = 0;
+  for (let at = bytes.indexOf(NEWLINE); at !== -1; at = bytes.indexOf(NEWLINE, at + 1)) lines++;
+  return lines;
 }
 
 /**

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const FIXTURE = fileURLToPath(new URL("./fixtures/log-lines.ts", import.meta.url));
+const FAILED = "plantgate: writing log lines to stdout failed (ENOSPC); they are dropped, and counted, until a write works again (tried after 1 s, then at most every 30 s)\n";
 
 function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clock" = "ascii") {
   const child = spawn(process.execPath, ["--import", "tsx", FIXTURE, String(count), mode, text], { stdio: ["ignore", "pipe", "pipe"] });
@@ -29,7 +30,7 @@ async function stallNowAndThen(stream: NodeJS.ReadableStream, times: number, ms:
 // is loaded (seen once in a clean-clone CI run beside other work); a real hang still fails at 30 s.
 describe("stdout lines", { timeout: 30_000 }, () => {
   // /dev/full (writes fail with ENOSPC) is Linux's; the CI machine is Linux.
-  it.skipIf(!existsSync("/dev/full"))("a stdout that fails (a full disk: ENOSPC; skipped where there is no /dev/full) drops lines from then on, says so once on stderr, and the process lives on and exits normally", async () => {
+  it.skipIf(!existsSync("/dev/full"))("a stdout that fails (a full disk: ENOSPC; skipped where there is no /dev/full) drops lines, says so once on stderr, and the process lives on and exits normally (no retry keeps it alive)", async () => {
     const full = openSync("/dev/full", "w");
     try {
       const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fixtures/failing-stdout.ts", import.meta.url))], { stdio: ["ignore", full, "pipe"] });
@@ -38,7 +39,32 @@ describe("stdout lines", { timeout: 30_000 }, () => {
       const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
       // Before 2026-11-29: an uncaught exception from the holding timer, then an exit flush that
       // retried the write forever (no exit at all).
-      expect([code, stderr]).toEqual([0, "plantgate: writing log lines to stdout failed (ENOSPC); they are dropped from now on\nalive after the failure\ndone\n"]);
+      expect([code, stderr]).toEqual([0, `${FAILED}alive after the failure\ndone\n`]);
+    } finally {
+      closeSync(full);
+    }
+  });
+
+  it.skipIf(!existsSync("/dev/full"))("a stdout that keeps failing (ENOSPC; skipped where there is no /dev/full) is tried again after 1 s, then 2 s later, then once more at exit, and the lines logged meanwhile take no memory", async () => {
+    const full = openSync("/dev/full", "w");
+    try {
+      const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fixtures/stdout-retries.ts", import.meta.url))], { stdio: ["ignore", full, "pipe"] });
+      let stderr = "";
+      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+      expect(code).toBe(0);
+      const [failed, report, ...rest] = stderr.split("\n");
+      expect([`${failed}\n`, rest]).toEqual([FAILED, [""]]);
+      const { tried, logged, peak } = JSON.parse(report!) as { tried: number[]; logged: number; peak: number };
+      // The first write (failed), the tries at 1 s and 3 s after it (4.5 s of logging), the one at exit:
+      // never more often (a busy loop would be thousands), never twice the same failed bytes.
+      expect(tried, stderr).toHaveLength(4);
+      expect(tried[1]! - tried[0]!, stderr).toBeGreaterThanOrEqual(999);
+      expect(tried[2]! - tried[1]!, stderr).toBeGreaterThanOrEqual(1999);
+      expect(tried[3]!, stderr).toBeGreaterThanOrEqual(4400);
+      // Some 60 MB of lines, none of them kept: sonic-boom keeps what it could not write.
+      expect(logged).toBeGreaterThan(150_000);
+      expect(peak, stderr).toBeLessThan(4_000_000);
     } finally {
       closeSync(full);
     }
