@@ -36,6 +36,12 @@ export const WORKER_SIGNING_KEY_LOAD_TIMEOUT_MS = 10_000;
 /** The default of {@link CreateWorkerOptions.startTimeoutMs}. */
 export const WORKER_START_TIMEOUT_MS = 30_000;
 
+/**
+ * The default of {@link CreateWorkerOptions.scheduledEventsTimeoutMs}: as long as Cloudflare lets a
+ * `fetch`'s `waitUntil` work run after its response.
+ */
+export const WORKER_SCHEDULED_EVENTS_TIMEOUT_MS = 30_000;
+
 /** The bindings the Worker reads; other entries are ignored. */
 export interface PlantgateWorkerEnv {
   /** The D1 database binding (name configurable with `options.d1Binding`). */
@@ -86,6 +92,14 @@ export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
    * bound.
    */
   startTimeoutMs?: number;
+  /**
+   * The longest `scheduled()` waits (ms), after its prune, for the security events still being
+   * delivered (its own, and any earlier request's) to reach the `onEvent` hook and the audit store;
+   * past it one line is logged and the run ends (ok, its counts reported). Default 30 000, `0`: no
+   * bound. A hook whose call never settles (its request's context gone) would otherwise keep every
+   * run from ending.
+   */
+  scheduledEventsTimeoutMs?: number;
   /** Called with the counts of each scheduled prune; default: one JSON line with `console.log`. */
   onPrune?: (counts: PruneCounts, controller: WorkerScheduledController) => void;
 }
@@ -95,7 +109,8 @@ export interface PlantgateWorker {
   fetch(request: Request, env: PlantgateWorkerEnv, ctx?: WorkerExecutionContext): Promise<Response>;
   /**
    * The cron trigger's handler: prunes (`admin.prune()`, bounded batches) and reports the counts.
-   * A failure (no D1 binding, D1 down) is logged and rethrown, so the run shows as failed.
+   * A failure (no D1 binding, D1 down) is logged and rethrown, so the run shows as failed. Then it
+   * waits at most `scheduledEventsTimeoutMs` for the security events still being delivered.
    */
   scheduled(controller: WorkerScheduledController, env: PlantgateWorkerEnv, ctx?: WorkerExecutionContext): Promise<void>;
 }
@@ -134,7 +149,7 @@ function isD1(value: unknown): value is D1DatabaseLike {
 
 async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Promise<Plantgate> {
   // The upload bounds are the entry's own; the rest are plantgate options.
-  const { d1Binding = "DB", migrate = true, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, ...rest } = options;
+  const { d1Binding = "DB", migrate = true, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, scheduledEventsTimeoutMs: _events, ...rest } = options;
   // Everything the environment decides is checked before D1 is touched: a bad setting is a
   // ConfigError, which the isolate keeps (its env cannot change) instead of retrying per request.
   const database = env[d1Binding];
@@ -222,6 +237,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     uploadDiscardBytes: discardBytes = 100 * 1024 * 1024,
     uploadDiscardMs: discardMs = 30_000,
     startTimeoutMs = WORKER_START_TIMEOUT_MS,
+    scheduledEventsTimeoutMs = WORKER_SCHEDULED_EVENTS_TIMEOUT_MS,
     ...appOptions
   } = options;
   // NaN would make the discard bound never hold (every comparison with it is false).
@@ -229,6 +245,9 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   if (!Number.isSafeInteger(discardBytes) || discardBytes < 0) throw new TypeError("uploadDiscardBytes must be a non-negative integer");
   if (!Number.isSafeInteger(discardMs) || discardMs < 0 || discardMs > 2_147_483_647) throw new TypeError("uploadDiscardMs must be an integer from 0 to 2147483647");
   if (!Number.isSafeInteger(startTimeoutMs) || startTimeoutMs < 0 || startTimeoutMs > 2_147_483_647) throw new TypeError("startTimeoutMs must be an integer from 0 (no bound) to 2147483647");
+  if (!Number.isSafeInteger(scheduledEventsTimeoutMs) || scheduledEventsTimeoutMs < 0 || scheduledEventsTimeoutMs > 2_147_483_647) {
+    throw new TypeError("scheduledEventsTimeoutMs must be an integer from 0 (no bound) to 2147483647");
+  }
   // Compatibility dates before 2022-10-31 keep workerd's legacy URL parser, which throws on URLs
   // the standard one takes (`?q=%ZZ`): core parses request.url, and that would be a 500. Detected
   // once; only then is each request's URL checked first (a 400 instead).
@@ -312,6 +331,23 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     executionCtx?.waitUntil(app.flushEvents());
     return response;
   };
+  /**
+   * `app.flushEvents()`, waited for at most `scheduledEventsTimeoutMs` (on a timer of this run's
+   * context). It waits for every event still being delivered, an earlier request's too; a hook call
+   * made in a context that is gone never settles, and the run then never ended (workerd reported it
+   * as exceededCpu, the prune done but the run failed). Not used by fetch: see the README.
+   */
+  const flushBounded = async (app: Plantgate): Promise<void> => {
+    if (scheduledEventsTimeoutMs === 0) return app.flushEvents();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), scheduledEventsTimeoutMs)));
+    try {
+      if ((await Promise.race([app.flushEvents(), late])) !== "late") return;
+    } finally {
+      clearTimeout(timer);
+    }
+    logger.warn(`plantgate scheduled: the security events were not all delivered within ${scheduledEventsTimeoutMs} ms; the run ends without waiting for the rest`);
+  };
   return {
     async scheduled(controller, env) {
       let app: Plantgate | undefined;
@@ -324,7 +360,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
       } finally {
         // The events of this invocation (a first one also bootstraps: client.created, account.created)
         // reach the onEvent hook and the audit store before it ends, as fetch's waitUntil does.
-        await app?.flushEvents();
+        if (app !== undefined) await flushBounded(app);
       }
     },
     async fetch(request, env, executionCtx) {
