@@ -175,8 +175,10 @@ describe("private_key_jwt with a jwks_uri (real HTTP server)", () => {
   let fetches = 0;
   let uri = "";
   beforeAll(async () => {
-    server = createServer((_req, res) => {
+    server = createServer((req, res) => {
       fetches++;
+      // A redirect to the set: never followed (the redirect target would count as a second fetch).
+      if (req.url === "/moved.json") return void res.writeHead(302, { location: "/jwks.json" }).end();
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys: published }));
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
@@ -202,6 +204,18 @@ describe("private_key_jwt with a jwks_uri (real HTTP server)", () => {
     await expectTokenError(await ccWith(h, await assertion(second.signer, h, "remote", {}, { kid: "nope" })), 401, refused("No key of the client matches the client assertion."));
     await expectTokenError(await ccWith(h, await assertion(second.signer, h, "remote", {}, { kid: "nope2" })), 401, refused("No key of the client matches the client assertion."));
     expect(fetches).toBe(2);
+  });
+
+  it("a jwks_uri that redirects is not followed: the assertion is refused, and the warning names the status", async () => {
+    const warnings: unknown[] = [];
+    const h = await harness({ logger: { error() {}, warn: (message, context) => void warnings.push({ message, context }) } });
+    const key = await signer("ES256", "es-moved");
+    published = [key.publicJwk];
+    fetches = 0;
+    await h.app.admin.createClient({ clientId: "moved", authMethod: "private_key_jwt", jwksUri: uri.replace("/jwks.json", "/moved.json") });
+    await expectTokenError(await ccWith(h, await assertion(key.signer, h, "moved")), 401, refused("No key of the client matches the client assertion."));
+    expect(fetches).toBe(1);
+    expect(warnings.filter((w) => (w as { message: string }).message.startsWith("jwks_uri"))).toEqual([{ message: "jwks_uri could not be used", context: { jwksUri: uri.replace("/jwks.json", "/moved.json"), reason: "status 302" } }]);
   });
 });
 

@@ -124,7 +124,10 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
     if (running) return running;
     const p = (async () => {
       try {
-        const res = await fetcher(uri, { signal: AbortSignal.timeout(JWKS_FETCH_TIMEOUT_MS), redirect: "error", headers: { accept: "application/json" } });
+        // Redirects are not followed: "manual" hands back the 3xx, refused below as any status but
+        // 2xx. Not "error", which workerd refuses outright ("won't be implemented"): until
+        // 2026-11-29 every jwks_uri fetch of the Worker failed with it, and its clients with them.
+        const res = await fetcher(uri, { signal: AbortSignal.timeout(JWKS_FETCH_TIMEOUT_MS), redirect: "manual", headers: { accept: "application/json" } });
         if (!res.ok) {
           await res.body?.cancel().catch(() => undefined);
           throw new JwksError(`status ${res.status}`);
