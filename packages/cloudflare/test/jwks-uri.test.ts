@@ -3,6 +3,10 @@
  * entry, bundled for the Workers runtime, fetches the client's JWK Set from a real HTTP server on
  * 127.0.0.1. The clients are made through core's admin on the same D1 binding (`/__setup`), after
  * the Worker's start migrated it.
+ *
+ * The entry's `fetch` can hold the next outbound fetch (`/__gate?hold=1`): that one never settles
+ * and holds no I/O, as a fetch does for everyone waiting on it once the request context that made
+ * it is gone (cancelled, or found hung by workerd; its 5 s abort timer is that context's too).
  */
 import { createServer, type Server } from "node:http";
 import { dirname } from "node:path";
@@ -18,11 +22,24 @@ const ENTRY = `
 import { createPlantgate } from "@plantgate/core";
 import { createD1Storage } from "@plantgate/storage-sql/d1";
 import { createWorker } from "../src/index.ts";
+const realFetch = globalThis.fetch;
+let hold = 0;
+let held = 0;
+globalThis.fetch = (...args) => {
+  if (hold === 0) return realFetch(...args);
+  hold--;
+  held++;
+  return new Promise(() => {});
+};
 const worker = createWorker();
 let env;
 export default {
   async fetch(request, bindings, ctx) {
     const url = new URL(request.url);
+    if (url.pathname === "/__gate") {
+      hold += Number(url.searchParams.get("hold") ?? 0);
+      return new Response(String(held));
+    }
     if (url.pathname === "/__setup") {
       const admin = createPlantgate({ storage: createD1Storage(bindings.DB) }).admin;
       for (const [clientId, jwksUri] of await request.json()) await admin.createClient({ clientId, authMethod: "private_key_jwt", jwksUri });
@@ -62,6 +79,14 @@ async function token(clientId: string): Promise<{ status: number | "no answer"; 
   } catch {
     return { status: "no answer", body: null, ms: Date.now() - started };
   }
+}
+
+/** Holds the next outbound fetch of the Worker; what it returns resolves once `count` fetches in all have been held. */
+async function holdNext(count: number): Promise<() => Promise<void>> {
+  await fetch(`${base}/__gate?hold=1`).then((r) => r.text());
+  return async () => {
+    for (let i = 0; i < 200 && Number(await fetch(`${base}/__gate`).then((r) => r.text())) < count; i++) await new Promise((r) => setTimeout(r, 25));
+  };
 }
 
 const ISSUED = { access_token: expect.any(String), token_type: "Bearer", expires_in: 7200, scope: "Platform_UserAPIs Platform_AllAppsServerCommands" };
@@ -108,6 +133,8 @@ beforeAll(async () => {
     body: JSON.stringify([
       ["remote", `${keysUri}/keys.json`],
       ["moved", `${keysUri}/moved.json`],
+      ["joins", `${keysUri}/joins.json`],
+      ["arrives-late", `${keysUri}/arrives-late.json`],
     ]),
   });
   expect([setup.status, await setup.text()]).toEqual([200, "ok"]);
@@ -135,4 +162,37 @@ describe("private_key_jwt with a jwks_uri, in workerd", () => {
     for (let i = 0; i < 40 && !logged.includes("jwks_uri could not be used"); i++) await new Promise((r) => setTimeout(r, 50));
     expect(logged).toMatch(/jwks_uri could not be used \{ jwksUri: 'http:\/\/127\.0\.0\.1:\d+\/moved\.json', reason: 'status 302' \}/);
   }, 30_000);
+});
+
+describe("a jwks_uri fetch that never settles (the context that made it is gone), in workerd", () => {
+  it("a request waiting on it gives it up after JWKS_WAIT_MS (6 s), fetches afresh and gets its token; the next one uses the set fetched", async () => {
+    served.length = 0;
+    const held = await holdNext(1);
+    // The first request's fetch is held: that request is the context that is gone; its answer is not the point.
+    const first = token("joins");
+    await held();
+    const second = await token("joins");
+    expect([second.status, second.body]).toEqual([200, ISSUED]);
+    expect(second.ms).toBeGreaterThanOrEqual(5_500);
+    expect(second.ms).toBeLessThan(12_000);
+    expect(served).toEqual(["/joins.json"]);
+    const third = await token("joins");
+    expect([third.status, third.body]).toEqual([200, ISSUED]);
+    expect(third.ms).toBeLessThan(3_000);
+    expect(served).toEqual(["/joins.json"]);
+    void first;
+  }, 60_000);
+
+  it("a request arriving after JWKS_WAIT_MS does not wait on it: it fetches afresh at once", async () => {
+    served.length = 0;
+    const held = await holdNext(2);
+    const first = token("arrives-late");
+    await held();
+    await new Promise((r) => setTimeout(r, 6_500));
+    const second = await token("arrives-late");
+    expect([second.status, second.body]).toEqual([200, ISSUED]);
+    expect(second.ms).toBeLessThan(3_000);
+    expect(served).toEqual(["/arrives-late.json"]);
+    void first;
+  }, 60_000);
 });

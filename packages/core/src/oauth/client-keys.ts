@@ -17,6 +17,13 @@ export type AssertionAlg = (typeof ASSERTION_ALGS)[number];
 export const MAX_JWKS_BYTES = 64 * 1024;
 /** How long a `jwks_uri` fetch may take. */
 export const JWKS_FETCH_TIMEOUT_MS = 5_000;
+/**
+ * The longest a request waits for a `jwks_uri` fetch another request began: the fetch's own timeout
+ * and a second, so where the fetch's timeout holds (on Node, always) it ends first and this never
+ * decides. In workerd a fetch and its timeout belong to the context of the request that made it;
+ * when that context goes (cancelled, or found hung), the fetch never settles.
+ */
+export const JWKS_WAIT_MS = JWKS_FETCH_TIMEOUT_MS + 1_000;
 /** How long a fetched JWK Set is used before it is fetched again. */
 export const JWKS_CACHE_MS = 10 * 60_000;
 /** An unknown `kid` refetches a `jwks_uri` at most this often. */
@@ -89,6 +96,14 @@ export interface ClientKeys {
 interface Fetched {
   keys: JWK[];
   fetchedAt: number;
+  /** The number of the fetch this came from: a fetch given up on that ends late does not replace a later one's. */
+  number: number;
+}
+
+/** A fetch in progress, and when it began (real time: the bound is on the wait, not the clock). */
+interface InFlight {
+  done: Promise<unknown>;
+  startedAt: number;
 }
 
 /**
@@ -111,43 +126,70 @@ async function boundedText(res: Response, limit: number): Promise<string> {
 /**
  * Builds the per-app key finder: inline sets are parsed on use, `jwks_uri` sets are fetched with a
  * timeout and a size cap, kept for {@link JWKS_CACHE_MS}, and fetched again on an unknown `kid` at
- * most once per {@link JWKS_REFETCH_MS}; concurrent requests share one fetch. Imported keys are
- * cached (bounded).
+ * most once per {@link JWKS_REFETCH_MS}; concurrent requests share one fetch, each waiting for it at
+ * most {@link JWKS_WAIT_MS} (past that, the fetch is given up on: the next request begins another).
+ * Imported keys are cached (bounded).
  */
 export function createClientKeys(clock: () => number, logger: Logger, fetcher: typeof fetch = (...a) => fetch(...a)): ClientKeys {
   const fetched = new Map<string, Fetched>();
-  const inFlight = new Map<string, Promise<Fetched | null>>();
+  const inFlight = new Map<string, InFlight>();
   const imported = new Map<string, CryptoKey | null>();
+  let fetches = 0;
 
-  const load = (uri: string): Promise<Fetched | null> => {
-    const running = inFlight.get(uri);
-    if (running) return running;
-    const p = (async () => {
-      try {
-        // Redirects are not followed: "manual" hands back the 3xx, refused below as any status but
-        // 2xx. Not "error", which workerd refuses outright ("won't be implemented"): until
-        // 2026-11-29 every jwks_uri fetch of the Worker failed with it, and its clients with them.
-        const res = await fetcher(uri, { signal: AbortSignal.timeout(JWKS_FETCH_TIMEOUT_MS), redirect: "manual", headers: { accept: "application/json" } });
-        if (!res.ok) {
-          await res.body?.cancel().catch(() => undefined);
-          throw new JwksError(`status ${res.status}`);
-        }
-        const text = await boundedText(res, MAX_JWKS_BYTES);
-        const entry = { keys: parseJwks(text), fetchedAt: clock() };
-        remember(fetched, uri, entry, 1000);
-        return entry;
-      } catch (e) {
-        logger.warn("jwks_uri could not be used", { jwksUri: shownUri(uri), reason: e instanceof Error ? e.message : "unknown" });
-        // A failed fetch also counts against the refetch budget, so a down URL is not hammered.
-        const old = fetched.get(uri);
-        remember(fetched, uri, { keys: old?.keys ?? [], fetchedAt: clock() }, 1000);
-        return null;
-      } finally {
-        inFlight.delete(uri);
+  /** Keeps what fetch `number` found, unless a later fetch's result is kept already. */
+  const keep = (uri: string, keys: (old: JWK[] | undefined) => JWK[], number: number) => {
+    const old = fetched.get(uri);
+    if (old !== undefined && old.number > number) return;
+    remember(fetched, uri, { keys: keys(old?.keys), fetchedAt: clock(), number }, 1000);
+  };
+
+  const fetchSet = async (uri: string, number: number): Promise<void> => {
+    try {
+      // Redirects are not followed: "manual" hands back the 3xx, refused below as any status but
+      // 2xx. Not "error", which workerd refuses outright ("won't be implemented"): until
+      // 2026-11-29 every jwks_uri fetch of the Worker failed with it, and its clients with them.
+      const res = await fetcher(uri, { signal: AbortSignal.timeout(JWKS_FETCH_TIMEOUT_MS), redirect: "manual", headers: { accept: "application/json" } });
+      if (!res.ok) {
+        await res.body?.cancel().catch(() => undefined);
+        throw new JwksError(`status ${res.status}`);
       }
-    })();
-    inFlight.set(uri, p);
-    return p;
+      const keys = parseJwks(await boundedText(res, MAX_JWKS_BYTES));
+      keep(uri, () => keys, number);
+    } catch (e) {
+      logger.warn("jwks_uri could not be used", { jwksUri: shownUri(uri), reason: e instanceof Error ? e.message : "unknown" });
+      // A failed fetch also counts against the refetch budget, so a down URL is not hammered.
+      keep(uri, (old) => old ?? [], number);
+    }
+  };
+
+  /**
+   * Waits for a fetch of `uri`: the one in progress, or a new one. The request that begins a fetch
+   * waits for it as it is (its own timeout bounds it); a request joining one begun by another waits
+   * at most what is left of {@link JWKS_WAIT_MS}, on a timer of its own. In workerd the fetch and
+   * its timeout run in the context of the request that began it; when that context went, the fetch
+   * never settled, and every later request for that client waited on it without end (no answer).
+   */
+  const load = async (uri: string): Promise<void> => {
+    let running = inFlight.get(uri);
+    // Late already: given up on, a new fetch begins.
+    if (running !== undefined && Date.now() - running.startedAt >= JWKS_WAIT_MS) running = undefined;
+    if (running === undefined) {
+      const current: InFlight = { startedAt: Date.now(), done: fetchSet(uri, ++fetches) };
+      current.done = current.done.finally(() => {
+        if (inFlight.get(uri) === current) inFlight.delete(uri);
+      });
+      inFlight.set(uri, current);
+      return void (await current.done);
+    }
+    const joined = running;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), JWKS_WAIT_MS - (Date.now() - joined.startedAt))));
+    try {
+      if ((await Promise.race([joined.done, late])) !== "late") return;
+    } finally {
+      clearTimeout(timer);
+    }
+    if (inFlight.get(uri) === joined) inFlight.delete(uri);
   };
 
   const setOf = async (client: ClientRecord, refresh: boolean): Promise<JWK[]> => {
