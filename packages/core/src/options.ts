@@ -173,6 +173,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const basePath = normalizeBasePath(options.basePath);
   const passwordHashIterations = positiveInt("passwordHashIterations", options.passwordHashIterations, 600_000);
   // Lazy: hundreds of thousands of PBKDF2 rounds are not worth paying for an app that never checks a password.
+  // Shared by every request, with no bound on the wait, unlike the keys' load and a jwks_uri fetch:
+  // in workerd PBKDF2 runs at once, so the hash settles within the turn that began it, before any
+  // other request runs or that request's context can go (packages/cloudflare/test/dummy-hash.test.ts).
   let dummyHash: Promise<string> | undefined;
   const dummyPasswordHash = () => (dummyHash ??= hashPassword("plantgate-dummy-password", random, { iterations: passwordHashIterations }));
   return {
