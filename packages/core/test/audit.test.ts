@@ -34,6 +34,25 @@ describe("audit trail", () => {
     expect((await h.app.admin.listEvents({ type: "client.created" })).events.map((e) => e.type)).toEqual(["client.created"]);
   });
 
+  it("a last page of exactly `limit` events has next null: no cursor to an empty page", async () => {
+    const h = await harness({ storage: createMemoryStorage({ audit: true }) });
+    for (let i = 0; i < 4; i++) {
+      h.clock.advance(1000);
+      await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    }
+    await h.app.flushEvents();
+    const all = await h.app.admin.listEvents({ limit: 100 });
+    expect(all.events).toHaveLength(6);
+    expect((await h.app.admin.listEvents({ limit: 6 })).next).toBeNull();
+    const first = await h.app.admin.listEvents({ limit: 3 });
+    expect(first.next).toBe(`${first.events[2]!.time}.${first.events[2]!.id}`);
+    expect(await h.app.admin.listEvents({ limit: 3, before: first.next! })).toStrictEqual({ events: all.events.slice(3), next: null });
+    const issued = await h.app.admin.listEvents({ type: "token.issued", limit: 2 });
+    expect(issued.next).not.toBeNull();
+    expect(await h.app.admin.listEvents({ type: "token.issued", limit: 2, before: issued.next! })).toStrictEqual({ events: all.events.slice(2, 4), next: null });
+    expect(await h.app.admin.listEvents({ type: "client.created", limit: 1 })).toStrictEqual({ events: all.events.filter((e) => e.type === "client.created"), next: null });
+  });
+
   it("admin.listEvents refuses bad input, and a storage without an audit store", async () => {
     const h = await harness({ storage: createMemoryStorage({ audit: true }) });
     await expect(h.app.admin.listEvents({ type: "nope" })).rejects.toThrow(/^type must be one of token\.issued, /);
@@ -104,6 +123,8 @@ describe("GET /console/api/events", () => {
     expect((await get(`?client=${h.clientId}`)).body.events.map((e) => e.type)).toEqual(["client.authentication_failed", "client.created"]);
     expect((await get("?account=root")).body.events.map((e) => e.type)).toEqual(["console.signed_in", "account.created"]);
     expect((await get("?type=&client=&account=")).body.events.length).toBeGreaterThan(3);
+    // Exactly one page of them: no cursor to an empty page.
+    expect((await get("?type=console.signed_in&limit=1")).body).toStrictEqual({ audit: true, events: (await h.app.admin.listEvents({ type: "console.signed_in" })).events, next: null });
 
     for (const [query, message] of [
       ["?limit=0", "limit must be an integer from 1 to 100."],

@@ -64,5 +64,11 @@ export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit 
     }
   }
   const last = records[records.length - 1];
-  return { events, next: records.length === limit && last ? `${last.time}.${last.id}` : null };
+  // A full page is the last one when nothing older matches: then `next` is null, as documented,
+  // so a reader is never sent to an empty page (before 2026-11-29 a last page of exactly `limit`
+  // events gave a cursor, and the console's "Older events" opened "No events match").
+  // One record past this page answers it within the store's 1-1000 limit.
+  if (records.length < limit || !last) return { events, next: null };
+  const older = await audit.list({ ...q, before: { time: last.time, id: last.id }, limit: 1 });
+  return { events, next: older.length > 0 ? `${last.time}.${last.id}` : null };
 }
