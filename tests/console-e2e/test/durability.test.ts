@@ -1,0 +1,215 @@
+/**
+ * What an operator meets on a bad day, in Debian chromium against the real example node server
+ * (memory store with an audit store): hostile names rendered as text and laid out within the page,
+ * a session that ends while the page is open, a server answering 503, clicks repeated while a
+ * destructive action is under way, the secret dialog, and the Security events page at its edges.
+ * Every test also fails on a script error, an unhandled promise rejection or a CSP violation.
+ */
+import { existsSync } from "node:fs";
+import { createMemoryStorage, type Storage } from "@plantgate/core";
+import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
+import { chromium, type Browser, type BrowserContext, type Locator, type Page, type Route } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+
+const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
+const present = existsSync(CHROMIUM);
+const CI = process.env.CI === "true";
+const ADMIN = { username: "admin", password: "console-e2e-password" };
+const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
+const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+// Hostile data, each accepted by the admin API. U+202E (RIGHT-TO-LEFT OVERRIDE) without its
+// U+202C reverses whatever follows it on the same line unless the page isolates the value.
+const RLO = "\u202E";
+const HTML_NAME = '<img src=x onerror="window.pwned=1">Payroll';
+const HTML_ID = "<script>window.pwned=2</script>";
+const JS_ID = "javascript:window.pwned=3";
+const BIDI_CLIENT = `Ledger${RLO}evil`;
+const LONG_NAME = "W".repeat(200);
+const LONG_ID = "x".repeat(200);
+const BIDI_USER = `mal${RLO}lory`;
+const HTML_USER = "<b>bold</b>";
+const LONG_USER = "L".repeat(200);
+const USERS = [
+  { username: HTML_USER, password: "user-password-1", displayName: '<svg onload="window.pwned=4">', email: "javascript:window.pwned=5" },
+  { username: BIDI_USER, password: "user-password-1", displayName: `Mal${RLO}lory`, email: "m@example.com" },
+  { username: LONG_USER, password: "user-password-1", displayName: "D".repeat(320), email: `${"e".repeat(300)}@example.com` },
+  ...Array.from({ length: 42 }, (_, i) => ({ username: `user-${String(i + 1).padStart(2, "0")}`, password: "user-password-1", displayName: `User ${i + 1}`, email: `user${i + 1}@example.com` })),
+];
+
+const basic = (id: string, secret: string) => "Basic " + Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString("base64");
+
+async function clientCredentials(url: string, id: string, secret: string) {
+  const res = await fetch(`${url}/UserService/connect/token`, {
+    method: "POST",
+    headers: { authorization: basic(id, secret), "content-type": "application/x-www-form-urlencoded" },
+    body: "grant_type=client_credentials",
+  });
+  await res.arrayBuffer();
+  return res.status;
+}
+
+const UNAVAILABLE = { status: 503, contentType: "application/json", body: '{"error":1503,"message":"The service is temporarily unavailable; retry later."}' };
+
+const name = present
+  ? "console durability in Debian chromium"
+  : CI
+    ? "console durability in Debian chromium (chromium missing under CI=true: must fail)"
+    : `console durability in Debian chromium (SKIPPED: ${CHROMIUM} not found; apt-get install chromium)`;
+
+(present || CI ? describe : describe.skip)(name, () => {
+  let storage: Storage;
+  let server: RunningServer;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const problems: string[] = [];
+  /** HTTP answers >= 400 a test provoked on purpose (its own routes, or an ended session). */
+  let expected: RegExp | null = null;
+  const lines = serverLines();
+
+  beforeAll(async () => {
+    if (!present) throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium (apt-get install chromium)`);
+    storage = createMemoryStorage({ audit: true });
+    server = await startServer(
+      {
+        PORT: "0",
+        PLANTGATE_BOOTSTRAP_ADMIN: "1",
+        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
+        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
+        PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT.id,
+        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT.secret,
+        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
+      },
+      { storage, logger: { error() {}, warn() {} } },
+      { destination: lines.destination },
+    );
+    await server.app.admin.createClient({ clientId: HTML_ID, name: HTML_NAME });
+    await server.app.admin.createClient({ clientId: JS_ID, name: JS_ID });
+    await server.app.admin.createClient({ clientId: "ledger", name: BIDI_CLIENT });
+    await server.app.admin.createClient({ clientId: LONG_ID, name: LONG_NAME });
+    await server.app.admin.importAccounts(USERS);
+    await server.app.flushEvents();
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+    context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
+    // Before the page's own script: what a rendering bug or a missing catch would leave behind.
+    await context.addInitScript(() => {
+      const w = window as unknown as { pageProblems: string[] };
+      w.pageProblems = [];
+      window.addEventListener("unhandledrejection", (e) => w.pageProblems.push(`unhandled rejection: ${String(e.reason)}`));
+      document.addEventListener("securitypolicyviolation", (e) => w.pageProblems.push(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
+    });
+    page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    page.on("response", (r) => {
+      if (r.status() >= 400 && !(expected && expected.test(`${r.status()} ${r.request().method()} ${r.url()}`))) problems.push(`${r.status()} ${r.request().method()} ${r.url()}`);
+    });
+    expected = /^401 GET .*\/console\/api\/session$/;
+    await page.goto(server.consoleUrl!);
+    await signIn();
+    expected = null;
+  }, 120_000);
+
+  afterEach(async () => {
+    expected = null;
+    await page.unrouteAll({ behavior: "wait" });
+    const inPage = page.isClosed() ? [] : await page.evaluate(() => (window as unknown as { pageProblems: string[] }).pageProblems.splice(0));
+    const found = [...problems.splice(0), ...inPage];
+    expect(found).toEqual([]);
+    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    if (server) lines.check([ADMIN.password, CLIENT.secret, "user-password-1"]);
+  });
+
+  async function signIn(): Promise<void> {
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    await page.locator("#sign-in-username").fill(ADMIN.username);
+    await page.locator("#sign-in-password").fill(ADMIN.password);
+    await page.locator("#sign-in-password").press("Enter");
+    await page.locator("#view-sign-in").waitFor({ state: "hidden" });
+  }
+
+  async function goTo(link: "Settings › Security settings" | "Accounts" | "Security events"): Promise<void> {
+    await page.getByRole("link", { name: link }).click();
+    const view = { "Settings › Security settings": "#view-security", Accounts: "#view-accounts", "Security events": "#view-events" }[link];
+    await page.locator(view).waitFor({ state: "visible" });
+  }
+
+  /** How far the document and each visible table scroll sideways, and any dialog's content past its box. */
+  const overflow = () =>
+    page.evaluate(() => ({
+      document: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+      tables: Math.max(0, ...[...document.querySelectorAll<HTMLElement>(".table-wrap")].filter((t) => t.offsetParent !== null).map((t) => t.scrollWidth - t.clientWidth)),
+      dialogs: [...document.querySelectorAll("dialog")].filter((d) => d.open).map((d) => d.scrollWidth - d.clientWidth),
+    }));
+
+  /**
+   * Whether the text after `value` in `element` is laid out after it, left to right: false when a
+   * direction override inside the value leaks out and reverses what follows.
+   */
+  async function followsInOrder(element: Locator, value: string): Promise<boolean> {
+    return element.evaluate((e, v) => {
+      const text = e.firstChild;
+      if (!(text instanceof Text)) throw new Error("not one text node");
+      const at = text.data.indexOf(v);
+      if (at < 0) throw new Error(`"${v}" is not in "${text.data}"`);
+      const range = (from: number, to: number) => {
+        const r = document.createRange();
+        r.setStart(text, from);
+        r.setEnd(text, to);
+        return r.getBoundingClientRect();
+      };
+      const after = text.data.slice(at + v.length).search(/[^\u2069\s]/);
+      if (after < 0) throw new Error("nothing follows");
+      const start = at + v.length + after;
+      return range(start, text.data.length).left >= range(at, at + v.length).right - 0.5;
+    }, value);
+  }
+
+  it("hostile names are text: no markup, no link, no script; laid out within the page at 1280 and 375 px", async () => {
+    await page.locator("#clients-body tr").nth(4).waitFor();
+    const names = await page.locator('#clients-body td[data-label="Name"]').allTextContents();
+    expect(names).toEqual([HTML_NAME, CLIENT.id, JS_ID, BIDI_CLIENT, LONG_NAME]);
+    expect(await page.locator("#clients-body code.client-id").allTextContents()).toEqual([HTML_ID, CLIENT.id, JS_ID, "ledger", LONG_ID]);
+    await goTo("Accounts");
+    await page.locator("#accounts-page-size").selectOption("50");
+    await expect.poll(() => page.locator("#accounts-body tr").count()).toBe(46);
+    const row = (username: string) => page.locator("#accounts-body tr").filter({ has: page.locator('td[data-label="Username"]', { hasText: username }) });
+    expect(await row(HTML_USER).locator("td").allTextContents()).toEqual([HTML_USER, '<svg onload="window.pwned=4">', "javascript:window.pwned=5", "", "Enabled", expect.stringMatching(/ UTC$/), "Disable"]);
+    await goTo("Security events");
+    await page.locator("#events-type").selectOption("client.created");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    // (Created within a millisecond or two: the order among equal times is by event id.)
+    await expect.poll(async () => (await page.locator('#events-body td[data-label="Client"]').allTextContents()).sort()).toEqual([HTML_ID, CLIENT.id, JS_ID, "ledger", LONG_ID]);
+    const payroll = page.locator("#events-body tr").filter({ has: page.locator('td[data-label="Client"]', { hasText: HTML_ID }) });
+    expect(await payroll.locator('td[data-label="Details"]').textContent()).toMatch(/^name: \u2068?<img src=x onerror="window.pwned=1">Payroll\u2069?; /);
+    // Nothing of the data became an element: every cell holds text, a <code> or the page's own buttons and lists.
+    const elements = await page.evaluate(() => [...new Set([...document.querySelectorAll("main tbody *")].map((e) => e.tagName.toLowerCase()))].sort());
+    for (const tag of elements) expect(["button", "code", "li", "span", "td", "tr", "ul"]).toContain(tag);
+    expect(await page.locator("main a, main img, main svg, main script, main b").count()).toBe(0);
+
+    for (const width of [1280, 375]) {
+      await page.setViewportSize({ width, height: 860 });
+      for (const view of ["Settings › Security settings", "Accounts", "Security events"] as const) {
+        await goTo(view);
+        await page.locator(`${{ "Settings › Security settings": "#clients-body", Accounts: "#accounts-body", "Security events": "#events-body" }[view]} tr`).first().waitFor();
+        expect(await overflow(), `${view} at ${width} px`).toEqual({ document: 0, tables: 0, dialogs: [] });
+      }
+      await goTo("Settings › Security settings");
+      await page.getByRole("button", { name: `Delete ${LONG_NAME}` }).click();
+      await page.locator("#confirm-dialog").waitFor({ state: "visible" });
+      expect(await overflow(), `the confirmation at ${width} px`).toEqual({ document: 0, tables: 0, dialogs: [0] });
+      expect(await page.locator("#confirm-ok").isVisible()).toBe(true);
+      await page.getByRole("button", { name: "Cancel" }).click();
+    }
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+});
