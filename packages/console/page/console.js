@@ -64,6 +64,18 @@
 
   const when = (iso) => iso.slice(0, 16).replace("T", " ") + " UTC";
 
+  /**
+   * A value from the data, for a sentence around it: anything beyond printable ASCII is wrapped in
+   * U+2068 FIRST STRONG ISOLATE ... U+2069 POP DIRECTIONAL ISOLATE (what <bdi> does), so a direction
+   * override or right-to-left text in a name cannot reorder the words after it ("Delete X?" read as
+   * something else). Cells that hold one value alone need none: each cell is its own paragraph.
+   * @param {unknown} value
+   */
+  const q = (value) => {
+    const text = String(value);
+    return /^[\x20-\x7e]*$/.test(text) ? text : "\u2068" + text + "\u2069";
+  };
+
   class ApiFailure extends Error {
     constructor(status, body) {
       super(body && typeof body.message === "string" ? body.message : "The request failed (HTTP " + status + ").");
@@ -117,7 +129,7 @@
     const signedIn = state.session !== null;
     $("nav").hidden = !signedIn;
     $("whoami").hidden = !signedIn;
-    if (state.session) $("whoami-name").textContent = "Signed in as " + state.session.username;
+    if (state.session) $("whoami-name").textContent = "Signed in as " + q(state.session.username);
     for (const [id, target] of [["nav-security", "view-security"], ["nav-accounts", "view-accounts"], ["nav-events", "view-events"]]) {
       if (target === view) $(id).setAttribute("aria-current", "page");
       else $(id).removeAttribute("aria-current");
@@ -279,7 +291,7 @@
    */
   function credentials(c) {
     if (c.authMethod === "private_key_jwt") {
-      return [el("span", { text: "private_key_jwt, " + (c.jwksUri ? "keys at " + c.jwksUri : "keys registered inline") })];
+      return [el("span", { text: "private_key_jwt, " + (c.jwksUri ? "keys at " + q(c.jwksUri) : "keys registered inline") })];
     }
     if (c.secrets.length === 0) return [el("span", { text: "No secret: add one." })];
     return [
@@ -307,14 +319,14 @@
   /** @param {any} c */
   async function addSecret(c) {
     const yes = await confirmAction(
-      "Add a secret to " + c.name + "?",
+      "Add a secret to " + q(c.name) + "?",
       "The current secrets of " + c.clientId + " keep working. Give the new one to the application, then revoke the old one.",
       "Add secret",
     );
     if (!yes) return;
     try {
       const r = await call("POST", "/clients/" + encodeURIComponent(c.clientId) + "/secrets", {});
-      setStatus("security-status", "A secret was added to " + c.name + ".");
+      setStatus("security-status", "A secret was added to " + q(c.name) + ".");
       showSecret(r.clientId, r.clientSecret);
       await loadClients();
     } catch (e) {
@@ -324,11 +336,11 @@
 
   /** @param {any} c @param {any} x */
   async function revokeSecret(c, x) {
-    const yes = await confirmAction("Revoke secret " + x.id + " of " + c.name + "?", "Applications using this secret can no longer get tokens with it. This cannot be undone.", "Revoke secret");
+    const yes = await confirmAction("Revoke secret " + x.id + " of " + q(c.name) + "?", "Applications using this secret can no longer get tokens with it. This cannot be undone.", "Revoke secret");
     if (!yes) return;
     try {
       await call("DELETE", "/clients/" + encodeURIComponent(c.clientId) + "/secrets/" + encodeURIComponent(x.id));
-      setStatus("security-status", "Secret " + x.id + " of " + c.name + " was revoked.");
+      setStatus("security-status", "Secret " + x.id + " of " + q(c.name) + " was revoked.");
       await loadClients();
     } catch (e) {
       setStatus("security-status", messageOf(e));
@@ -337,14 +349,14 @@
 
   async function regenerate(c) {
     const yes = await confirmAction(
-      "Regenerate the secret of " + c.name + "?",
+      "Regenerate the secret of " + q(c.name) + "?",
       "Every current secret of " + c.clientId + " stops working at once. Applications using them must be given the new one.",
       "Regenerate secret",
     );
     if (!yes) return;
     try {
       const r = await call("POST", "/clients/" + encodeURIComponent(c.clientId) + "/secret");
-      setStatus("security-status", "The secret of " + c.name + " was regenerated.");
+      setStatus("security-status", "The secret of " + q(c.name) + " was regenerated.");
       showSecret(r.clientId, r.clientSecret);
       await loadClients();
     } catch (e) {
@@ -353,11 +365,11 @@
   }
 
   async function removeClient(c) {
-    const yes = await confirmAction("Delete " + c.name + "?", "The application " + c.clientId + " can no longer get tokens, and its refresh tokens stop working. This cannot be undone.", "Delete application");
+    const yes = await confirmAction("Delete " + q(c.name) + "?", "The application " + c.clientId + " can no longer get tokens, and its refresh tokens stop working. This cannot be undone.", "Delete application");
     if (!yes) return focusHeading("view-security");
     try {
       await call("DELETE", "/clients/" + encodeURIComponent(c.clientId));
-      setStatus("security-status", c.name + " was deleted.");
+      setStatus("security-status", q(c.name) + " was deleted.");
       await loadClients();
       focusHeading("view-security");
     } catch (e) {
@@ -387,7 +399,7 @@
       showError("client-error", null);
       form.reset();
       buildClientForm();
-      setStatus("security-status", r.client.name + " was created.");
+      setStatus("security-status", q(r.client.name) + " was created.");
       await loadClients();
       showSecret(r.client.clientId, r.clientSecret);
     } catch (e) {
@@ -529,12 +541,12 @@
 
   async function toggleAccount(a) {
     if (a.enabled) {
-      const yes = await confirmAction("Disable " + a.username + "?", "The account can no longer sign in or get tokens; its refresh tokens and console sessions end at once.", "Disable account");
+      const yes = await confirmAction("Disable " + q(a.username) + "?", "The account can no longer sign in or get tokens; its refresh tokens and console sessions end at once.", "Disable account");
       if (!yes) return focusHeading("view-accounts");
     }
     try {
       await call("POST", "/accounts/" + encodeURIComponent(a.id) + (a.enabled ? "/disable" : "/enable"));
-      setStatus("accounts-status", a.username + (a.enabled ? " was disabled." : " was enabled."));
+      setStatus("accounts-status", q(a.username) + (a.enabled ? " was disabled." : " was enabled."));
       await loadAccounts();
       focusHeading("view-accounts");
     } catch (e) {
@@ -573,7 +585,7 @@
       const a = await call("POST", "/accounts", body);
       showError("account-error", null);
       form.reset();
-      setStatus("accounts-status", a.username + " was created.");
+      setStatus("accounts-status", q(a.username) + " was created.");
       await loadAccounts();
     } catch (e) {
       showError("account-error", e);
@@ -603,7 +615,7 @@
   function eventDetails(e) {
     return Object.entries(e)
       .filter(([k]) => !EVENT_COLUMNS.has(k))
-      .map(([k, v]) => k + ": " + (Array.isArray(v) ? v.join(" ") : v === null ? "—" : typeof v === "number" && /_at$|_until$/.test(k) ? when(new Date(v).toISOString()) : String(v)))
+      .map(([k, v]) => k + ": " + (Array.isArray(v) ? q(v.join(" ")) : v === null ? "—" : typeof v === "number" && /_at$|_until$/.test(k) ? when(new Date(v).toISOString()) : q(v)))
       .join("; ");
   }
 

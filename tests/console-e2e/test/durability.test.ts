@@ -152,7 +152,7 @@ const name = present
     }));
 
   /**
-   * Whether the text after `value` in `element` is laid out after it, left to right: false when a
+   * Whether the character after `value` in `element` is laid out to its right: false when a
    * direction override inside the value leaks out and reverses what follows.
    */
   async function followsInOrder(element: Locator, value: string): Promise<boolean> {
@@ -170,7 +170,7 @@ const name = present
       const after = text.data.slice(at + v.length).search(/[^\u2069\s]/);
       if (after < 0) throw new Error("nothing follows");
       const start = at + v.length + after;
-      return range(start, text.data.length).left >= range(at, at + v.length).right - 0.5;
+      return range(start, start + 1).left >= range(at, at + v.length).right - 0.5;
     }, value);
   }
 
@@ -211,5 +211,41 @@ const name = present
       await page.getByRole("button", { name: "Cancel" }).click();
     }
     await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
+  it("a direction override in a name does not reorder the sentences around it: confirmations, status lines, event details", async () => {
+    await goTo("Settings › Security settings");
+    await page.getByRole("button", { name: `Delete ${BIDI_CLIENT}` }).click();
+    await page.locator("#confirm-dialog").waitFor({ state: "visible" });
+    expect(await followsInOrder(page.locator("#confirm-title"), BIDI_CLIENT)).toBe(true);
+    await page.getByRole("button", { name: "Cancel" }).click();
+
+    await page.getByRole("button", { name: `Add a secret to ${BIDI_CLIENT}` }).click();
+    expect(await followsInOrder(page.locator("#confirm-title"), BIDI_CLIENT)).toBe(true);
+    await page.getByRole("button", { name: "Add secret", exact: true }).click();
+    await page.locator("#secret-dialog").waitFor({ state: "visible" });
+    await page.getByRole("button", { name: "I have stored it" }).click();
+    await expect.poll(() => page.locator("#security-status").textContent()).toContain(" was added to ");
+    expect(await followsInOrder(page.locator("#security-status"), BIDI_CLIENT)).toBe(true);
+
+    await goTo("Accounts");
+    await page.locator("#accounts-page-size").selectOption("50");
+    await page.getByRole("button", { name: `Disable ${BIDI_USER}` }).click();
+    await page.locator("#confirm-dialog").waitFor({ state: "visible" });
+    expect(await followsInOrder(page.locator("#confirm-title"), BIDI_USER)).toBe(true);
+    await page.getByRole("button", { name: "Disable account" }).click();
+    await expect.poll(() => page.locator("#accounts-status").textContent()).toContain(" was disabled.");
+    expect(await followsInOrder(page.locator("#accounts-status"), BIDI_USER)).toBe(true);
+    await page.getByRole("button", { name: `Enable ${BIDI_USER}` }).click();
+    await expect.poll(() => page.locator("#accounts-status").textContent()).toContain(" was enabled.");
+
+    await goTo("Security events");
+    await page.locator("#events-type").selectOption("client.created");
+    await page.locator("#events-client").fill("ledger");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect.poll(() => page.locator("#events-body tr").count()).toBe(1);
+    expect(await followsInOrder(page.locator('#events-body td[data-label="Details"]'), BIDI_CLIENT)).toBe(true);
+    await page.locator("#events-client").fill("");
+    await page.locator("#events-type").selectOption("");
   });
 });
