@@ -97,10 +97,11 @@
     }
     const data = res.status === 204 ? null : await res.json().catch(() => null);
     if (!res.ok) {
-      // 1301: the session is gone (signed out elsewhere, expired, account disabled).
-      if (res.status === 401 && data && data.error === 1301 && state.session) {
+      // 1301: the session is gone (signed out elsewhere, expired, account disabled); 1302: the
+      // account lost the administrator role, and the server deleted the session.
+      if (state.session && data && ((res.status === 401 && data.error === 1301) || (res.status === 403 && data.error === 1302))) {
         state.session = null;
-        showSignIn("Your session has ended; sign in again.");
+        showSignIn(data.error === 1302 ? "Your account is no longer a console administrator; your session has ended." : "Your session has ended; sign in again.");
       }
       throw new ApiFailure(res.status, data);
     }
@@ -688,6 +689,9 @@
       state.session = await call("POST", "/session", { username, password });
       $form("sign-in-form").reset();
       showError("sign-in-error", null);
+      // What the views said before the session ended (its refusal, above all) is not news now.
+      for (const id of ["security-status", "accounts-status", "events-status"]) setStatus(id, "");
+      showError("sign-out-error", null);
       buildClientForm();
       await route();
     } catch (e) {
@@ -725,8 +729,14 @@
     try {
       state.session = await call("GET", "/session");
       buildClientForm();
-    } catch {
+    } catch (e) {
       state.session = null;
+      // 401: not signed in, the usual case. Anything else (a 503, a 429, the server unreachable)
+      // says nothing about the session, which may well be valid: say so rather than show a bare
+      // sign-in form as if the administrator had been signed out.
+      if (!(e instanceof ApiFailure && e.status === 401)) {
+        return showSignIn("The console could not check your session (" + messageOf(e) + "); reload the page to try again.");
+      }
     }
     await route();
   })();

@@ -248,4 +248,87 @@ const name = present
     await page.locator("#events-client").fill("");
     await page.locator("#events-type").selectOption("");
   });
+
+  /** Ends every console session in the store, as their expiry (and `prune`) does. */
+  const endSessions = () => storage.sessions.deleteExpired(Date.now() + 10 * 365 * 24 * 3600 * 1000);
+
+  it("a session that ends while the page is open: the next action shows the sign-in prompt with the reason, changes nothing, and signing in again leaves no stale message", async () => {
+    expected = /^401 /;
+    await goTo("Accounts");
+    await page.locator("#accounts-page-size").selectOption("20");
+    await expect.poll(() => page.locator("#accounts-page-info").textContent()).toBe("Page 1 of 3 · 46 accounts");
+    await endSessions();
+    await page.getByRole("button", { name: "Next page" }).click();
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    expect(await page.locator("#sign-in-error").textContent()).toBe("Your session has ended; sign in again.");
+    expect([await page.locator("#nav").isHidden(), await page.locator("#whoami").isHidden(), await page.locator("#view-accounts").isHidden()]).toEqual([true, true, true]);
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("sign-in-username");
+    // A sign-in refused for now (429) says why.
+    await page.route("**/console/api/session", (route) =>
+      route.request().method() === "POST" ? route.fulfill({ status: 429, headers: { "retry-after": "60" }, contentType: "application/json", body: '{"error":1429,"message":"Too many failed sign-ins; try again later."}' }) : route.fallback(),
+    );
+    expected = /^(401|429) /;
+    await page.locator("#sign-in-username").fill(ADMIN.username);
+    await page.locator("#sign-in-password").fill(ADMIN.password);
+    await page.locator("#sign-in-password").press("Enter");
+    await expect.poll(() => page.locator("#sign-in-error").textContent()).toBe("Too many failed sign-ins; try again later.");
+    await page.unrouteAll({ behavior: "wait" });
+    await signIn();
+    await page.locator("#view-accounts").waitFor({ state: "visible" });
+    await page.locator("#accounts-body tr").first().waitFor();
+    expect(await page.locator("#accounts-status").textContent()).toBe("");
+
+    // A destructive action confirmed after the session ended does nothing but ask for a sign-in.
+    await goTo("Settings › Security settings");
+    await page.locator("#keys-body tr").first().waitFor();
+    const keys = (await server.app.admin.listSigningKeys()).length;
+    await endSessions();
+    await page.getByRole("button", { name: "Rotate signing key", exact: true }).click();
+    await page.getByRole("button", { name: "Rotate key", exact: true }).click();
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    expect(await page.locator("#sign-in-error").textContent()).toBe("Your session has ended; sign in again.");
+    expect((await server.app.admin.listSigningKeys()).length).toBe(keys);
+    await signIn();
+    await page.locator("#view-security").waitFor({ state: "visible" });
+    expect(await page.locator("#security-status").textContent()).toBe("");
+
+    // An account that lost the administrator role gets 403 1302, and the server deletes its session
+    // (core's console tests); the page ends the session too, with that reason.
+    expected = /^403 GET .*\/console\/api\/accounts\?/;
+    await page.route("**/console/api/accounts?*", (route) =>
+      route.fulfill({ status: 403, contentType: "application/json", body: '{"error":1302,"message":"This account is not a console administrator."}' }),
+    );
+    await page.getByRole("link", { name: "Accounts" }).click();
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    expect(await page.locator("#sign-in-error").textContent()).toBe("Your account is no longer a console administrator; your session has ended.");
+    await page.unrouteAll({ behavior: "wait" });
+    await signIn();
+    await page.locator("#accounts-body tr").first().waitFor();
+    expect(await page.locator("#accounts-status").textContent()).toBe("");
+  });
+
+  it("a 503, a 429 or an unreachable server is shown, never swallowed: at load, and on an action", async () => {
+    expected = /^(429|503) /;
+    for (const [answer, message] of [
+      [UNAVAILABLE, "The service is temporarily unavailable; retry later."],
+      [{ status: 429, headers: { "retry-after": "1" }, contentType: "application/json", body: '{"error":1429,"message":"Too many requests; retry in a second."}' }, "Too many requests; retry in a second."],
+      ["abort", "The server could not be reached."],
+    ] as const) {
+      await page.route("**/console/api/session", (route: Route) => (answer === "abort" ? route.abort() : route.fulfill(answer)), { times: 1 });
+      await page.reload();
+      await page.locator("#view-sign-in").waitFor({ state: "visible" });
+      expect(await page.locator("#sign-in-error").textContent()).toBe(`The console could not check your session (${message}); reload the page to try again.`);
+      await page.unrouteAll({ behavior: "wait" });
+    }
+    // The session was fine all along: a reload once the server answers shows the console.
+    await page.reload();
+    await page.locator("#nav").waitFor({ state: "visible" });
+    await goTo("Settings › Security settings");
+    await page.locator("#clients-body tr").first().waitFor();
+    await page.route("**/console/api/clients/ledger", (route) => route.fulfill(UNAVAILABLE));
+    await page.getByRole("button", { name: `Delete ${BIDI_CLIENT}` }).click();
+    await page.getByRole("button", { name: "Delete application" }).click();
+    await expect.poll(() => page.locator("#security-status").textContent()).toBe("The service is temporarily unavailable; retry later.");
+    expect(await page.locator("#clients-body code.client-id").allTextContents()).toContain("ledger");
+  });
 });
