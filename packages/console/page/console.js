@@ -159,8 +159,7 @@
     } else if (location.hash === "#/events") {
       show("view-events");
       focusHeading("view-events");
-      events.cursors = [null];
-      await loadEvents();
+      await loadEvents([null], eventFilter());
     } else {
       if (location.hash !== "#/settings/security") history.replaceState(null, "", "#/settings/security");
       show("view-security");
@@ -499,13 +498,18 @@
 
   // ---- accounts ------------------------------------------------------------------------------
 
-  async function loadAccounts() {
+  /**
+   * Shows one page of the accounts. `state` takes the page and size only once they are shown: a
+   * failed load (a 503) leaves the page on screen and the page number in agreement, so the next
+   * "Next page" asks for the page after the one shown, not one further (which skipped a page).
+   * @returns {Promise<boolean>} whether the page was shown
+   */
+  async function loadAccounts(page = state.page, pageSize = state.pageSize) {
     try {
-      const r = await call("GET", "/accounts?page=" + state.page + "&pageSize=" + state.pageSize);
-      if (r.accounts.length === 0 && r.totalPages > 0 && state.page > r.totalPages) {
-        state.page = r.totalPages;
-        return loadAccounts();
-      }
+      const r = await call("GET", "/accounts?page=" + page + "&pageSize=" + pageSize);
+      if (r.accounts.length === 0 && r.totalPages > 0 && page > r.totalPages) return loadAccounts(r.totalPages, pageSize);
+      state.page = r.page;
+      state.pageSize = pageSize;
       $("accounts-body").replaceChildren(
         ...r.accounts.map((a) => {
           const self = a.username === session().username;
@@ -535,8 +539,10 @@
       $("accounts-page-info").textContent = "Page " + r.page + " of " + pages + " · " + r.total + (r.total === 1 ? " account" : " accounts");
       $button("accounts-prev").disabled = r.page <= 1;
       $button("accounts-next").disabled = r.page >= r.totalPages;
+      return true;
     } catch (e) {
       setStatus("accounts-status", messageOf(e));
+      return false;
     }
   }
 
@@ -556,19 +562,18 @@
   }
 
   $button("accounts-prev").addEventListener("click", async () => {
-    state.page = Math.max(1, state.page - 1);
-    await loadAccounts();
+    if (await loadAccounts(Math.max(1, state.page - 1))) setStatus("accounts-status", "");
     ($button("accounts-prev").disabled ? $button("accounts-next") : $button("accounts-prev")).focus();
   });
   $button("accounts-next").addEventListener("click", async () => {
-    state.page += 1;
-    await loadAccounts();
+    if (await loadAccounts(state.page + 1)) setStatus("accounts-status", "");
     ($button("accounts-next").disabled ? $button("accounts-prev") : $button("accounts-next")).focus();
   });
   $("accounts-page-size").addEventListener("change", async () => {
-    state.pageSize = Number(byId("accounts-page-size", HTMLSelectElement).value);
-    state.page = 1;
-    await loadAccounts();
+    const select = byId("accounts-page-size", HTMLSelectElement);
+    if (await loadAccounts(1, Number(select.value))) setStatus("accounts-status", "");
+    // Not shown: the list keeps its size, and so does the select.
+    else select.value = String(state.pageSize);
   });
 
   $form("account-form").addEventListener("submit", async (event) => {
@@ -605,11 +610,21 @@
   ];
   for (const t of EVENT_TYPES) byId("events-type", HTMLSelectElement).append(el("option", { value: t, text: t }));
 
+  /** @typedef {{ type: string, client: string, account: string }} EventFilter */
+
   /**
-   * Paging state: `cursors[i]` is the `before` cursor of page i + 1 (null for the newest page).
-   * @type {{ cursors: (string | null)[], next: string | null }}
+   * What the table shows: `cursors[i]` is the `before` cursor of page i + 1 (null for the newest
+   * page), `filter` the filters of those pages (what was applied, not what the form holds now).
+   * @type {{ cursors: (string | null)[], next: string | null, filter: EventFilter }}
    */
-  const events = { cursors: [null], next: null };
+  const events = { cursors: [null], next: null, filter: { type: "", client: "", account: "" } };
+
+  /** @returns {EventFilter} the filters as the form holds them */
+  const eventFilter = () => ({
+    type: byId("events-type", HTMLSelectElement).value,
+    client: $input("events-client").value.trim(),
+    account: $input("events-account").value.trim(),
+  });
   const EVENT_COLUMNS = new Set(["type", "id", "time", "client_id", "account_id", "username", "client_ip"]);
 
   /** The fields of an event the table has no column for, as `name: value` text. */
@@ -620,34 +635,40 @@
       .join("; ");
   }
 
-  async function loadEvents() {
+  /**
+   * Shows the page whose cursor is last in `cursors`, with `filter`; `events` takes both only once
+   * the page is shown, so a failed load (a 503, a refused filter) leaves the table, its page number
+   * and the cursors in agreement: "Older events" then continues the pages on screen, never with a
+   * cursor pushed twice or another filter's cursor.
+   * @param {(string | null)[]} cursors
+   * @param {EventFilter} filter
+   */
+  async function loadEvents(cursors, filter) {
     const params = new URLSearchParams({ limit: "20" });
-    const type = byId("events-type", HTMLSelectElement).value;
-    const client = $input("events-client").value.trim();
-    const account = $input("events-account").value.trim();
-    if (type) params.set("type", type);
-    if (client) params.set("client", client);
-    if (account) params.set("account", account);
-    const before = events.cursors[events.cursors.length - 1];
+    if (filter.type) params.set("type", filter.type);
+    if (filter.client) params.set("client", filter.client);
+    if (filter.account) params.set("account", filter.account);
+    const before = cursors[cursors.length - 1];
     if (before) params.set("before", before);
     try {
       const r = await call("GET", "/events?" + params.toString());
       setStatus("events-status", r.audit ? "" : "Events are not kept: the storage has no audit store.");
-      events.next = r.next;
-      $("events-body").replaceChildren(
-        ...r.events.map((e) =>
-          el(
-            "tr",
-            {},
-            el("td", { "data-label": "Time", text: when(new Date(e.time).toISOString()) }),
-            el("td", { "data-label": "Type", text: e.type }),
-            el("td", { "data-label": "Client", text: e.client_id || "" }),
-            el("td", { "data-label": "Account", text: e.username || e.account_id || (typeof e.subject === "string" && !e.subject.startsWith("client:") ? e.subject : "") }),
-            el("td", { "data-label": "Address", text: e.client_ip || "" }),
-            el("td", { "data-label": "Details", text: eventDetails(e) }),
-          ),
+      const rows = r.events.map((e) =>
+        el(
+          "tr",
+          {},
+          el("td", { "data-label": "Time", text: when(new Date(e.time).toISOString()) }),
+          el("td", { "data-label": "Type", text: e.type }),
+          el("td", { "data-label": "Client", text: e.client_id || "" }),
+          el("td", { "data-label": "Account", text: e.username || e.account_id || (typeof e.subject === "string" && !e.subject.startsWith("client:") ? e.subject : "") }),
+          el("td", { "data-label": "Address", text: e.client_ip || "" }),
+          el("td", { "data-label": "Details", text: eventDetails(e) }),
         ),
       );
+      events.cursors = cursors;
+      events.filter = filter;
+      events.next = r.next;
+      $("events-body").replaceChildren(...rows);
       $("events-empty").hidden = r.events.length > 0;
       $("events-page-info").textContent = "Page " + events.cursors.length;
       $button("events-newer").disabled = events.cursors.length <= 1;
@@ -659,18 +680,15 @@
 
   $form("events-filter").addEventListener("submit", async (event) => {
     event.preventDefault();
-    events.cursors = [null];
-    await loadEvents();
+    await loadEvents([null], eventFilter());
   });
   $button("events-older").addEventListener("click", async () => {
     if (events.next === null) return;
-    events.cursors.push(events.next);
-    await loadEvents();
+    await loadEvents([...events.cursors, events.next], events.filter);
     ($button("events-older").disabled ? $button("events-newer") : $button("events-older")).focus();
   });
   $button("events-newer").addEventListener("click", async () => {
-    if (events.cursors.length > 1) events.cursors.pop();
-    await loadEvents();
+    await loadEvents(events.cursors.length > 1 ? events.cursors.slice(0, -1) : [null], events.filter);
     ($button("events-newer").disabled ? $button("events-older") : $button("events-newer")).focus();
   });
 

@@ -331,4 +331,59 @@ const name = present
     await expect.poll(() => page.locator("#security-status").textContent()).toBe("The service is temporarily unavailable; retry later.");
     expect(await page.locator("#clients-body code.client-id").allTextContents()).toContain("ledger");
   });
+
+  it("a page that fails to load leaves the pager where it was: the next click shows the following page, not one further, and with the filters of the pages shown", async () => {
+    expected = /^503 GET /;
+    const usernames = [ADMIN.username, ...USERS.map((u) => u.username)];
+    const accountRows = () => page.locator('#accounts-body td[data-label="Username"]').allTextContents();
+    await goTo("Accounts");
+    await page.locator("#accounts-page-size").selectOption("20");
+    await expect.poll(() => page.locator("#accounts-page-info").textContent()).toBe("Page 1 of 3 · 46 accounts");
+    await page.route("**/console/api/accounts?*", (route) => route.fulfill(UNAVAILABLE), { times: 1 });
+    await page.getByRole("button", { name: "Next page" }).click();
+    await expect.poll(() => page.locator("#accounts-status").textContent()).toBe("The service is temporarily unavailable; retry later.");
+    expect(await page.locator("#accounts-page-info").textContent()).toBe("Page 1 of 3 · 46 accounts");
+    expect(await accountRows()).toEqual(usernames.slice(0, 20));
+    await page.getByRole("button", { name: "Next page" }).click();
+    await expect.poll(() => page.locator("#accounts-page-info").textContent()).toBe("Page 2 of 3 · 46 accounts");
+    expect(await accountRows()).toEqual(usernames.slice(20, 40));
+    expect(await page.locator("#accounts-status").textContent()).toBe("");
+    // A page size that could not be shown is not selected either.
+    await page.route("**/console/api/accounts?*", (route) => route.fulfill(UNAVAILABLE), { times: 1 });
+    await page.locator("#accounts-page-size").selectOption("50");
+    await expect.poll(() => page.locator("#accounts-status").textContent()).toBe("The service is temporarily unavailable; retry later.");
+    expect(await page.locator("#accounts-page-size").inputValue()).toBe("20");
+    await page.getByRole("button", { name: "Previous page" }).click();
+    await expect.poll(() => page.locator("#accounts-page-info").textContent()).toBe("Page 1 of 3 · 46 accounts");
+    expect(await accountRows()).toEqual(usernames.slice(0, 20));
+
+    await server.app.flushEvents();
+    const created = (await server.app.admin.listEvents({ type: "account.created", limit: 1000 })).events;
+    expect(created).toHaveLength(46);
+    const eventAccounts = () => page.locator('#events-body td[data-label="Account"]').allTextContents();
+    await goTo("Security events");
+    await page.locator("#events-type").selectOption("account.created");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect.poll(eventAccounts).toEqual(created.slice(0, 20).map((e) => (e as { username: string }).username));
+    await page.route("**/console/api/events?*", (route) => route.fulfill(UNAVAILABLE), { times: 1 });
+    await page.getByRole("button", { name: "Older events" }).click();
+    await expect.poll(() => page.locator("#events-status").textContent()).toBe("The service is temporarily unavailable; retry later.");
+    expect(await page.locator("#events-page-info").textContent()).toBe("Page 1");
+    await page.getByRole("button", { name: "Older events" }).click();
+    await expect.poll(() => page.locator("#events-page-info").textContent()).toBe("Page 2");
+    expect(await eventAccounts()).toEqual(created.slice(20, 40).map((e) => (e as { username: string }).username));
+    // Filters that could not be applied do not page either: "Older events" goes on with the ones shown.
+    await page.locator("#events-type").selectOption("token.issued");
+    await page.route("**/console/api/events?*", (route) => route.fulfill(UNAVAILABLE), { times: 1 });
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect.poll(() => page.locator("#events-status").textContent()).toBe("The service is temporarily unavailable; retry later.");
+    await page.getByRole("button", { name: "Older events" }).click();
+    await expect.poll(() => page.locator("#events-page-info").textContent()).toBe("Page 3");
+    expect(await eventAccounts()).toEqual(created.slice(40).map((e) => (e as { username: string }).username));
+    expect(await page.locator("#events-older").isDisabled()).toBe(true);
+    await page.getByRole("button", { name: "Newer events" }).click();
+    await expect.poll(() => page.locator("#events-page-info").textContent()).toBe("Page 2");
+    expect(await eventAccounts()).toEqual(created.slice(20, 40).map((e) => (e as { username: string }).username));
+    await page.locator("#events-type").selectOption("");
+  });
 });
