@@ -198,23 +198,75 @@
 
   /** @type {Element | null} */
   let returnFocus = null;
+  /**
+   * Secrets waiting for the dialog. It shows one at a time: a secret that arrives while another is
+   * shown (two applications' actions answered at once) waits for "I have stored it" instead of
+   * replacing it, which lost the first one for good.
+   * @type {{ clientId: string, secret: string }[]}
+   */
+  const pendingSecrets = [];
   function showSecret(clientId, secret) {
-    returnFocus = document.activeElement;
-    $input("secret-client-id").value = clientId;
-    $input("secret-value").value = secret;
+    pendingSecrets.push({ clientId, secret });
+    if (!$dialog("secret-dialog").open) {
+      returnFocus = document.activeElement;
+      showNextSecret();
+    }
+  }
+
+  /** Puts the next waiting secret in the dialog (opening it); false when none waits. */
+  function showNextSecret() {
+    const next = pendingSecrets.shift();
+    if (!next) return false;
+    $input("secret-client-id").value = next.clientId;
+    $input("secret-value").value = next.secret;
     setStatus("secret-copied", "");
-    $dialog("secret-dialog").showModal();
+    if (!$dialog("secret-dialog").open) $dialog("secret-dialog").showModal();
     $input("secret-value").focus();
     $input("secret-value").select();
+    return true;
   }
 
   function closeSecret() {
     // The secret must not linger in the page once the administrator has stored it.
     $input("secret-value").value = "";
     $input("secret-client-id").value = "";
+    if (showNextSecret()) return;
     if ($dialog("secret-dialog").open) $dialog("secret-dialog").close();
     if (returnFocus instanceof HTMLElement && document.contains(returnFocus)) returnFocus.focus();
     else focusHeading("view-security");
+  }
+
+  /**
+   * Targets with an action under way (`client:<id>`, `account:<id>`, `keys`), from the click
+   * through the confirmation to the answer. Another click on an action of the same target is
+   * ignored meanwhile, and its buttons say so (aria-disabled, which keeps them focusable), so no
+   * action is sent twice: a second "Regenerate secret" killed the secret the first was about to
+   * show, and its answer could arrive first, leaving a dead secret in the dialog.
+   * @type {Set<string>}
+   */
+  const busy = new Set();
+  function markBusy() {
+    for (const b of document.querySelectorAll("button[data-busy]")) {
+      if (!(b instanceof HTMLButtonElement)) continue;
+      if (busy.has(b.dataset.busy || "")) b.setAttribute("aria-disabled", "true");
+      else b.removeAttribute("aria-disabled");
+    }
+  }
+  /**
+   * Runs `action` unless one for `key` is under way.
+   * @param {string} key
+   * @param {() => Promise<unknown>} action
+   */
+  async function once(key, action) {
+    if (busy.has(key)) return;
+    busy.add(key);
+    markBusy();
+    try {
+      await action();
+    } finally {
+      busy.delete(key);
+      markBusy();
+    }
   }
 
   $button("secret-done").addEventListener("click", closeSecret);
@@ -269,16 +321,17 @@
               { class: "row-actions" },
               ...(c.authMethod === "client_secret"
                 ? [
-                    el("button", { type: "button", class: "secondary", "aria-label": "Add a secret to " + c.name, text: "Add secret", onclick: () => addSecret(c) }),
-                    el("button", { type: "button", class: "secondary", "aria-label": "Regenerate the secret of " + c.name, text: "Regenerate secret", onclick: () => regenerate(c) }),
+                    el("button", { type: "button", class: "secondary", "data-busy": "client:" + c.clientId, "aria-label": "Add a secret to " + c.name, text: "Add secret", onclick: () => once("client:" + c.clientId, () => addSecret(c)) }),
+                    el("button", { type: "button", class: "secondary", "data-busy": "client:" + c.clientId, "aria-label": "Regenerate the secret of " + c.name, text: "Regenerate secret", onclick: () => once("client:" + c.clientId, () => regenerate(c)) }),
                   ]
                 : []),
-              el("button", { type: "button", class: "danger", "aria-label": "Delete " + c.name, text: "Delete", onclick: () => removeClient(c) }),
+              el("button", { type: "button", class: "danger", "data-busy": "client:" + c.clientId, "aria-label": "Delete " + c.name, text: "Delete", onclick: () => once("client:" + c.clientId, () => removeClient(c)) }),
             ),
           ),
         ),
       );
       $("clients-empty").hidden = clients.length > 0;
+      markBusy();
     } catch (e) {
       setStatus("security-status", messageOf(e));
     }
@@ -309,7 +362,7 @@
                 (x.expiresAt ? (x.expired ? ", expired " : ", expires ") + when(x.expiresAt) : ", no expiry") +
                 (x.lastUsedAt ? ", last used " + when(x.lastUsedAt) : ", never used") + " ",
             }),
-            el("button", { type: "button", class: "danger", "aria-label": "Revoke secret " + x.id + " of " + c.name, text: "Revoke", onclick: () => revokeSecret(c, x) }),
+            el("button", { type: "button", class: "danger", "data-busy": "client:" + c.clientId, "aria-label": "Revoke secret " + x.id + " of " + c.name, text: "Revoke", onclick: () => once("client:" + c.clientId, () => revokeSecret(c, x)) }),
           ),
         ),
       ),
@@ -396,12 +449,13 @@
     $button("client-create").disabled = true;
     try {
       const r = await call("POST", "/clients", body);
+      // First of all, so nothing that fails after (the list's reload) can keep it from being shown.
+      showSecret(r.client.clientId, r.clientSecret);
       showError("client-error", null);
       form.reset();
       buildClientForm();
       setStatus("security-status", q(r.client.name) + " was created.");
       await loadClients();
-      showSecret(r.client.clientId, r.clientSecret);
     } catch (e) {
       showError("client-error", e);
     } finally {
@@ -426,11 +480,12 @@
               "td",
               { "data-label": "Actions" },
               // The key that signs now cannot be revoked: rotate now first.
-              k.signing ? null : el("button", { type: "button", class: "danger", "aria-label": "Revoke signing key " + k.kid, text: "Revoke", onclick: () => revokeKey(k) }),
+              k.signing ? null : el("button", { type: "button", class: "danger", "data-busy": "keys", "aria-label": "Revoke signing key " + k.kid, text: "Revoke", onclick: () => once("keys", () => revokeKey(k)) }),
             ),
           ),
         ),
       );
+      markBusy();
     } catch (e) {
       setStatus("security-status", messageOf(e));
     }
@@ -462,7 +517,7 @@
     prunable: "Prunable (no live token uses it)",
   };
 
-  $button("keys-rotate").addEventListener("click", async () => {
+  $button("keys-rotate").addEventListener("click", () => once("keys", async () => {
     const yes = await confirmAction(
       "Rotate the signing key?",
       "A new key is published now and signs after the activation delay, so resource servers that cached the key set already hold it. Tokens signed by the current key stay valid until they expire.",
@@ -477,9 +532,9 @@
       setStatus("security-status", messageOf(e));
     }
     $button("keys-rotate").focus();
-  });
+  }));
 
-  $button("keys-rotate-now").addEventListener("click", async () => {
+  $button("keys-rotate-now").addEventListener("click", () => once("keys", async () => {
     const yes = await confirmAction(
       "Rotate the signing key now?",
       "Rotating now skips the activation delay: the new key signs at once (on other instances within a minute), and resource servers that cached the key set reject its tokens until they fetch it again (up to 5 minutes). Do it only when the current key may have leaked.",
@@ -494,7 +549,7 @@
       setStatus("security-status", messageOf(e));
     }
     $button("keys-rotate-now").focus();
-  });
+  }));
 
   // ---- accounts ------------------------------------------------------------------------------
 
@@ -520,7 +575,8 @@
                 class: a.enabled ? "danger" : "secondary",
                 "aria-label": (a.enabled ? "Disable " : "Enable ") + a.username,
                 text: a.enabled ? "Disable" : "Enable",
-                onclick: () => toggleAccount(a),
+                "data-busy": "account:" + a.id,
+                onclick: () => once("account:" + a.id, () => toggleAccount(a)),
               });
           return el(
             "tr",
@@ -535,6 +591,7 @@
           );
         }),
       );
+      markBusy();
       const pages = Math.max(r.totalPages, 1);
       $("accounts-page-info").textContent = "Page " + r.page + " of " + pages + " · " + r.total + (r.total === 1 ? " account" : " accounts");
       $button("accounts-prev").disabled = r.page <= 1;

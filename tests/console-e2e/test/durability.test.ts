@@ -386,4 +386,114 @@ const name = present
     expect(await eventAccounts()).toEqual(created.slice(20, 40).map((e) => (e as { username: string }).username));
     await page.locator("#events-type").selectOption("");
   });
+
+  /** Where the secret could linger once its dialog is closed: inputs, the document, storage, history, URLs fetched. */
+  const traces = (secret: string) =>
+    page.evaluate((secret) => {
+      const found: string[] = [];
+      for (const input of document.querySelectorAll("input")) if (input.value.includes(secret)) found.push(`input #${input.id}`);
+      if (document.documentElement.outerHTML.includes(secret)) found.push("the document's HTML");
+      if (document.body.innerText.includes(secret)) found.push("the page's text");
+      for (const [name, store] of [["localStorage", localStorage], ["sessionStorage", sessionStorage]] as const) if (store.length > 0) found.push(name);
+      if (history.state !== null) found.push("history.state");
+      if (location.href.includes(secret)) found.push("the URL");
+      for (const entry of performance.getEntriesByType("resource")) if (entry.name.includes(secret)) found.push(`a fetched URL`);
+      return found;
+    }, secret);
+
+  /** Delays the answer of the first request matching `url` (after the server has acted on it); counts them all. */
+  async function slowFirst(url: string, ms: number) {
+    const seen = { count: 0, done: Promise.resolve() };
+    await page.route(url, async (route) => {
+      seen.count++;
+      if (seen.count > 1) return route.fallback();
+      let finish!: () => void;
+      seen.done = new Promise((resolve) => (finish = resolve));
+      const response = await route.fetch();
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      await route.fulfill({ response });
+      finish();
+    });
+    return seen;
+  }
+
+  /** Clicks `button` again while its action is under way; confirms if the page asks. */
+  async function clickAgain(button: Locator, confirm: string) {
+    await button.click({ force: true });
+    await page.waitForTimeout(300);
+    if (await page.locator("#confirm-dialog").isVisible()) await page.getByRole("button", { name: confirm, exact: true }).click();
+  }
+
+  it("a destructive action clicked again while under way is sent once: one regeneration, and the secret shown is the one that works", async () => {
+    await goTo("Settings › Security settings");
+    await page.locator("#clients-body tr").first().waitFor();
+    const seen = await slowFirst(`**/console/api/clients/${CLIENT.id}/secret`, 2500);
+    const regenerate = page.getByRole("button", { name: `Regenerate the secret of ${CLIENT.id}` });
+    await regenerate.click();
+    await page.getByRole("button", { name: "Regenerate secret", exact: true }).click();
+    await clickAgain(regenerate, "Regenerate secret");
+    await seen.done;
+    await page.locator("#secret-dialog").waitFor({ state: "visible" });
+    await page.waitForTimeout(300);
+    expect(seen.count).toBe(1);
+    expect(await page.locator("#secret-client-id").inputValue()).toBe(CLIENT.id);
+    const shown = await page.locator("#secret-value").inputValue();
+    expect(await clientCredentials(server.url, CLIENT.id, shown)).toBe(200);
+    await page.getByRole("button", { name: "I have stored it" }).click();
+    await page.locator("#secret-dialog").waitFor({ state: "hidden" });
+    expect(await traces(shown)).toEqual([]);
+    await expect.poll(() => regenerate.getAttribute("aria-disabled")).toBeNull();
+
+    // Disabling an account, clicked again while under way: one request.
+    await goTo("Accounts");
+    await page.locator("#accounts-page-size").selectOption("20");
+    const disables = await slowFirst("**/console/api/accounts/*/disable", 2000);
+    const disable = page.getByRole("button", { name: "Disable user-01" });
+    await disable.click();
+    await page.getByRole("button", { name: "Disable account" }).click();
+    // Meanwhile its buttons say the action is under way (and stay focusable).
+    expect(await disable.getAttribute("aria-disabled")).toBe("true");
+    await clickAgain(disable, "Disable account");
+    await disables.done;
+    await expect.poll(() => page.locator("#accounts-status").textContent()).toBe("user-01 was disabled.");
+    await page.waitForTimeout(300);
+    expect(disables.count).toBe(1);
+    await server.app.flushEvents();
+    expect((await server.app.admin.listEvents({ type: "account.disabled" })).events.filter((e) => (e as { username?: string }).username === "user-01")).toHaveLength(1);
+    await page.getByRole("button", { name: "Enable user-01" }).click();
+    await expect.poll(() => page.locator("#accounts-status").textContent()).toBe("user-01 was enabled.");
+  });
+
+  it("secrets of two applications answered at once are both shown, one after the other; none replaces the other", async () => {
+    await goTo("Settings › Security settings");
+    await page.locator("#clients-body tr").first().waitFor();
+    const slow = await slowFirst(`**/console/api/clients/${CLIENT.id}/secret`, 2000);
+    await page.getByRole("button", { name: `Regenerate the secret of ${CLIENT.id}` }).click();
+    await page.getByRole("button", { name: "Regenerate secret", exact: true }).click();
+    await page.getByRole("button", { name: `Add a secret to ${JS_ID}` }).click();
+    await page.getByRole("button", { name: "Add secret", exact: true }).click();
+    await page.locator("#secret-dialog").waitFor({ state: "visible" });
+    expect(await page.locator("#secret-client-id").inputValue()).toBe(JS_ID);
+    await slow.done;
+    await page.waitForTimeout(300);
+    // The first secret stays until it is stored...
+    expect(await page.locator("#secret-client-id").inputValue()).toBe(JS_ID);
+    const first = await page.locator("#secret-value").inputValue();
+    expect(await clientCredentials(server.url, JS_ID, first)).toBe(200);
+    await page.getByRole("button", { name: "Copy" }).click();
+    await expect.poll(() => page.locator("#secret-copied").textContent()).toBe("Copied to the clipboard.");
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(first);
+    // ...then the second one takes its place, in the same dialog.
+    await page.getByRole("button", { name: "I have stored it" }).click();
+    await expect.poll(() => page.locator("#secret-client-id").inputValue()).toBe(CLIENT.id);
+    expect(await page.locator("#secret-dialog").isVisible()).toBe(true);
+    expect(await page.locator("#secret-copied").textContent()).toBe("");
+    const second = await page.locator("#secret-value").inputValue();
+    expect(second).not.toBe(first);
+    expect(await clientCredentials(server.url, CLIENT.id, second)).toBe(200);
+    await page.keyboard.press("Escape");
+    await page.locator("#secret-dialog").waitFor({ state: "hidden" });
+    expect(await traces(first)).toEqual([]);
+    expect(await traces(second)).toEqual([]);
+  });
 });
