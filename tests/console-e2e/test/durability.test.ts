@@ -50,6 +50,14 @@ async function clientCredentials(url: string, id: string, secret: string) {
   return res.status;
 }
 
+/** Runs before the page's own script: records what a rendering bug or a missing catch would leave behind. */
+const PROBES = () => {
+  const w = window as unknown as { pageProblems: string[] };
+  w.pageProblems = [];
+  window.addEventListener("unhandledrejection", (e) => w.pageProblems.push(`unhandled rejection: ${String(e.reason)}`));
+  document.addEventListener("securitypolicyviolation", (e) => w.pageProblems.push(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
+};
+
 const UNAVAILABLE = { status: 503, contentType: "application/json", body: '{"error":1503,"message":"The service is temporarily unavailable; retry later."}' };
 
 const name = present
@@ -95,13 +103,7 @@ const name = present
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
     context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
-    // Before the page's own script: what a rendering bug or a missing catch would leave behind.
-    await context.addInitScript(() => {
-      const w = window as unknown as { pageProblems: string[] };
-      w.pageProblems = [];
-      window.addEventListener("unhandledrejection", (e) => w.pageProblems.push(`unhandled rejection: ${String(e.reason)}`));
-      document.addEventListener("securitypolicyviolation", (e) => w.pageProblems.push(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
-    });
+    await context.addInitScript(PROBES);
     page = await context.newPage();
     page.setDefaultTimeout(15_000);
     page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
@@ -495,5 +497,78 @@ const name = present
     await page.locator("#secret-dialog").waitFor({ state: "hidden" });
     expect(await traces(first)).toEqual([]);
     expect(await traces(second)).toEqual([]);
+  });
+
+  it("Security events at its edges: a last page of exactly 20, filters with odd values, no match, and a store without an audit trail", async () => {
+    const { clientSecret } = await server.app.admin.createClient({ clientId: "edge", name: "Edge" });
+    for (let i = 0; i < 20; i++) expect(await clientCredentials(server.url, "edge", clientSecret)).toBe(200);
+    await server.app.flushEvents();
+    await goTo("Security events");
+    const apply = async (filter: { type?: string; client?: string; account?: string }) => {
+      await page.locator("#events-type").selectOption(filter.type ?? "");
+      await page.locator("#events-client").fill(filter.client ?? "");
+      await page.locator("#events-account").fill(filter.account ?? "");
+      await page.getByRole("button", { name: "Apply filters" }).click();
+    };
+    const pager = async () => ({
+      info: await page.locator("#events-page-info").textContent(),
+      newer: await page.locator("#events-newer").isDisabled(),
+      older: await page.locator("#events-older").isDisabled(),
+      empty: await page.locator("#events-empty").isVisible(),
+      status: await page.locator("#events-status").textContent(),
+    });
+    // Exactly one page of them: no "Older events" to an empty page.
+    await apply({ type: "token.issued", client: "edge" });
+    await expect.poll(() => page.locator("#events-body tr").count()).toBe(20);
+    expect(await pager()).toEqual({ info: "Page 1", newer: true, older: true, empty: false, status: "" });
+    expect(new Set(await page.locator('#events-body td[data-label="Client"]').allTextContents())).toEqual(new Set(["edge"]));
+    // The filter's value is one value, whatever it holds; the spaces around it are not part of it.
+    // (The client's events: client.created and the 20 tokens, so a second page.)
+    await apply({ client: "  edge  " });
+    await expect.poll(() => page.locator("#events-body tr").count()).toBe(20);
+    expect(await pager()).toMatchObject({ older: false, empty: false });
+    for (const client of ["edge&type=console.signed_in", "edge%", "%65dge", "edge\u202E", "e".repeat(200)]) {
+      await apply({ client });
+      await expect.poll(() => page.locator("#events-empty").isVisible(), { message: client }).toBe(true);
+      expect(await page.locator("#events-body tr").count()).toBe(0);
+      expect(await pager()).toEqual({ info: "Page 1", newer: true, older: true, empty: true, status: "" });
+    }
+    await apply({ account: `${HTML_USER}` });
+    await expect.poll(() => page.locator('#events-body td[data-label="Account"]').allTextContents()).toEqual([HTML_USER]);
+    await apply({});
+    await page.locator("#events-body tr").first().waitFor();
+
+    // A store that keeps no events: said so, an empty table, nothing to page to.
+    const bare = await startServer(
+      { PORT: "0", PLANTGATE_BOOTSTRAP_ADMIN: "1", PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username, PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password, PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000" },
+      { storage: createMemoryStorage(), logger: { error() {}, warn() {} } },
+      { destination: lines.destination },
+    );
+    // Its own browser context: cookies are per host, not per port, and this sign-in must not
+    // replace the other server's session cookie.
+    const own = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    try {
+      await own.addInitScript(PROBES);
+      const other = await own.newPage();
+      other.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+      const main = page;
+      page = other;
+      try {
+        expected = /^401 GET .*\/console\/api\/session$/;
+        await page.goto(`${bare.consoleUrl}#/events`);
+        await signIn();
+        expected = null;
+        await page.locator("#view-events").waitFor({ state: "visible" });
+        await expect.poll(() => page.locator("#events-status").textContent()).toBe("Events are not kept: the storage has no audit store.");
+        expect(await pager()).toEqual({ info: "Page 1", newer: true, older: true, empty: true, status: "Events are not kept: the storage has no audit store." });
+        expect(await page.locator("#events-body tr").count()).toBe(0);
+        expect(await page.evaluate(() => (window as unknown as { pageProblems: string[] }).pageProblems)).toEqual([]);
+      } finally {
+        page = main;
+      }
+    } finally {
+      await own.close();
+      await bare.close();
+    }
   });
 });
