@@ -74,8 +74,9 @@ PLANTGATE_ACCESS_TOKEN_TTL, PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS and PLANTGATE_A
 needs only the first), or --server-defaults when the servers leave them unset; otherwise they
 refuse (exit 2). The CLI never rotates keys automatically (PLANTGATE_SIGNING_KEY_MAX_AGE is the servers').
 
-Exit codes: 0 done, 1 failed, 2 bad input or configuration (nothing done), 3 the store or Redis
-could not be reached or failed (at open or during the command; try again).`;
+Exit codes: 0 done, 1 failed, 2 bad input or configuration (credentials refused, no such database
+included; nothing done), 3 the store or Redis could not be reached or failed (at open or during the
+command; try again).`;
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
 
@@ -416,13 +417,34 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
 /**
  * True for a store or Redis that could not be reached or failed (exit 3): core's `StorageError`
  * from a store, the same wrapped by `openStorageFromEnv` (a failure while opening or migrating),
- * and Redis that did not answer at connect. A URL refused before anything was contacted, a schema
- * newer than this code and a missing driver are configuration (exit 2).
+ * and Redis that did not answer at connect. A URL refused before anything was contacted, a server
+ * that refused the credentials or names no such database, a schema newer than this code and a
+ * missing driver are configuration (exit 2).
  */
 function storeUnavailable(e: unknown): boolean {
-  if (e instanceof StorageError) return true;
-  if (e instanceof StorageConfigError) return e.cause instanceof StorageError;
-  return e instanceof RedisConfigError && e.cause !== undefined;
+  const failure = e instanceof StorageConfigError ? (e.cause instanceof StorageError ? e.cause : null) : e instanceof StorageError || (e instanceof RedisConfigError && e.cause !== undefined) ? e : null;
+  if (failure === null) return false;
+  // Reached, but refused for how it was called: a wrong user or password, a database or schema that
+  // does not exist, no privilege, a file that is not a database. Trying again cannot help (exit 2).
+  return !refusedConfiguration(failure instanceof StorageError ? failure.cause : failure.cause);
+}
+
+/** PostgreSQL SQLSTATEs, MySQL/MariaDB and SQLite codes, and Redis replies that mean the URL or its credentials are wrong. */
+const REFUSED_CONFIGURATION = new Set([
+  // PostgreSQL: invalid authorization (class 28), no such database, no privilege, no such schema.
+  "28000", "28P01", "3D000", "42501", "3F000",
+  // MySQL/MariaDB: access denied (user, database), unknown database.
+  "ER_ACCESS_DENIED_ERROR", "ER_DBACCESS_DENIED_ERROR", "ER_BAD_DB_ERROR",
+  // SQLite: not a database, cannot open, read-only file.
+  "SQLITE_NOTADB", "SQLITE_CANTOPEN", "SQLITE_READONLY",
+]);
+
+function refusedConfiguration(driverError: unknown): boolean {
+  if (typeof driverError !== "object" || driverError === null) return false;
+  const { code, message } = driverError as { code?: unknown; message?: unknown };
+  if (typeof code === "string" && REFUSED_CONFIGURATION.has(code)) return true;
+  // node-redis: an ErrorReply (no code) to AUTH or a command refused without it.
+  return typeof message === "string" && /^(WRONGPASS|NOAUTH|NOPERM)\b/.test(message);
 }
 
 /**

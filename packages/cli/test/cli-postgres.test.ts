@@ -45,6 +45,21 @@ suite(problem === null ? "plantgate CLI on PostgreSQL" : `plantgate CLI on Postg
     expect(problem).toBeNull();
   });
 
+  it("a server that refuses the credentials or has no such database is configuration (exit 2: trying again cannot help), not an outage (3)", async () => {
+    const url = new URL(POSTGRES_URL);
+    const wrongUser = new URL(url);
+    wrongUser.username = "plantgate_no_such_user";
+    wrongUser.password = "hunter2";
+    const noDb = new URL(url);
+    noDb.pathname = "/plantgate_no_such_database";
+    const refused = await cli(["client", "list"], { PLANTGATE_DATABASE_URL: wrongUser.href });
+    expect({ code: refused.code, stdout: refused.stdout }).toEqual({ code: 2, stdout: "" });
+    expect(refused.stderr).toMatch(/^plantgate: cannot open the store at postgres:\/\/plantgate_no_such_user:\*\*\*@[^\n]*\((28000|28P01)\)\n$/);
+    const missing = await cli(["client", "list"], { PLANTGATE_DATABASE_URL: noDb.href });
+    expect({ code: missing.code, stdout: missing.stdout }).toEqual({ code: 2, stdout: "" });
+    expect(missing.stderr).toMatch(/^plantgate: cannot open the store at [^\n]*\(3D000\)\n$/);
+  });
+
   it("a statement that fails mid-command (a table locked by another session, past PLANTGATE_QUERY_TIMEOUT_MS) is exit 3 with one stderr line, as an unreachable store at open is; nothing is printed on stdout", async () => {
     const schema = `plantgate_cli_${randomBytes(6).toString("hex")}`;
     const admin = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });

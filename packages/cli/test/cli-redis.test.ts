@@ -85,5 +85,9 @@ suite(problem === null ? "plantgate CLI with PLANTGATE_REDIS_URL" : `plantgate C
     expect(unreachable.code).toBe(3);
     expect(unreachable.stderr).toMatch(/^plantgate: cannot reach Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1[^\n]*\n$/);
     expect(unreachable.stderr).not.toContain("hunter2");
+    // Reached, but the credentials are refused: configuration (2), not an outage.
+    const wrongPass = await cli(["user", "disable", "nobody"], "", { PLANTGATE_REDIS_URL: REDIS_URL.replace("redis://", "redis://plantgate-no-such-user:hunter2@") });
+    expect({ code: wrongPass.code, stdout: wrongPass.stdout }).toEqual({ code: 2, stdout: "" });
+    expect(wrongPass.stderr).toMatch(/^plantgate: cannot reach Redis at redis:\/\/plantgate-no-such-user:\*\*\*@[^\n]*WRONGPASS[^\n]*\n$/);
   });
 });
