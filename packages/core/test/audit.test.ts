@@ -53,6 +53,30 @@ describe("audit trail", () => {
     expect(await h.app.admin.listEvents({ type: "client.created", limit: 1 })).toStrictEqual({ events: all.events.filter((e) => e.type === "client.created"), next: null });
   });
 
+  it("a page asks the store once (one record past it tells whether there is an older one); a page of 1000, the store's most, asks once more", async () => {
+    const storage = createMemoryStorage({ audit: true });
+    const asked: number[] = [];
+    const audit = storage.audit!;
+    const counted = { ...storage, audit: { ...audit, list: (q: Parameters<typeof audit.list>[0]) => (asked.push(q.limit), audit.list(q)) } };
+    const h = await harness({ storage: counted });
+    await h.app.flushEvents();
+    const hex = (n: number) => n.toString(16).padStart(12, "0");
+    const record = (i: number) => ({ id: `00000000-0000-4000-8000-${hex(i)}`, type: "token.revoked", time: 1000 + i, clientId: null, accountId: null, username: null, data: JSON.stringify({ type: "token.revoked", i }) });
+    for (let i = 0; i < 998; i++) await audit.append(record(i));
+    // With the harness's own two events: exactly 1000.
+    asked.length = 0;
+    const page = await h.app.admin.listEvents({ limit: 20 });
+    expect([page.events.length, page.next !== null, asked]).toEqual([20, true, [21]]);
+    asked.length = 0;
+    expect((await h.app.admin.listEvents({ limit: 1000 })).next).toBeNull();
+    expect(asked).toEqual([1000, 1]);
+    await audit.append(record(998));
+    const full = await h.app.admin.listEvents({ limit: 1000 });
+    // Newest first: the harness's two events, then records 998 down to 1; the cursor is the last one's.
+    expect(full.next).toBe("1001.00000000-0000-4000-8000-000000000001");
+    expect((await h.app.admin.listEvents({ limit: 1000, before: full.next! })).events).toHaveLength(1);
+  });
+
   it("admin.listEvents refuses bad input, and a storage without an audit store", async () => {
     const h = await harness({ storage: createMemoryStorage({ audit: true }) });
     await expect(h.app.admin.listEvents({ type: "nope" })).rejects.toThrow(/^type must be one of token\.issued, /);
@@ -81,7 +105,7 @@ describe("audit trail", () => {
     await short.app.flushEvents();
     short.clock.advance(DAY);
     expect((await short.app.admin.prune()).auditEvents).toBe(2);
-    expect(() => harness({ auditRetentionDays: 0 })).rejects.toThrow("auditRetentionDays must be a positive integer");
+    await expect(() => harness({ auditRetentionDays: 0 })).rejects.toThrow("auditRetentionDays must be a positive integer");
   });
 
   it("unknown usernames and client ids (a password or secret in the wrong field) are never recorded", async () => {

@@ -27,6 +27,9 @@ export class EventQueryError extends Error {
   override readonly name = "EventQueryError";
 }
 
+/** The most records `AuditStore.list` is asked for at once (the storage contract's bound). */
+const AUDIT_LIST_MAX = 1000;
+
 const CURSOR = /^(\d{1,16})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 /** Whether a string names an event type. */
@@ -54,7 +57,10 @@ export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit 
     if (!m || !Number.isSafeInteger(Number(m[1]))) throw new EventQueryError("before must be the next cursor of a previous page");
     q.before = { time: Number(m[1]), id: m[2]! };
   }
-  const records = await audit.list(q);
+  // One record past the page tells whether an older one exists (the store takes at most
+  // AUDIT_LIST_MAX; a page of that many asks a second time, below).
+  const fetched = await audit.list(limit < AUDIT_LIST_MAX ? { ...q, limit: limit + 1 } : q);
+  const records = fetched.length > limit ? fetched.slice(0, limit) : fetched;
   const events: SecurityEvent[] = [];
   for (const r of records) {
     try {
@@ -67,8 +73,7 @@ export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit 
   // A full page is the last one when nothing older matches: then `next` is null, as documented,
   // so a reader is never sent to an empty page (before 2026-11-29 a last page of exactly `limit`
   // events gave a cursor, and the console's "Older events" opened "No events match").
-  // One record past this page answers it within the store's 1-1000 limit.
   if (records.length < limit || !last) return { events, next: null };
-  const older = await audit.list({ ...q, before: { time: last.time, id: last.id }, limit: 1 });
-  return { events, next: older.length > 0 ? `${last.time}.${last.id}` : null };
+  const older = fetched.length > limit || (limit >= AUDIT_LIST_MAX && (await audit.list({ ...q, before: { time: last.time, id: last.id }, limit: 1 })).length > 0);
+  return { events, next: older ? `${last.time}.${last.id}` : null };
 }
