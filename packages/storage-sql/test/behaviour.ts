@@ -311,6 +311,35 @@ export function describeSqlBehaviour(engine: Engine): void {
       });
     });
 
+    describe("pruning", () => {
+      /** `deleteExpired` called as `prune` calls it: batches of `limit` until one comes back short. */
+      const drain = async (storage: SqlStorage, now: number, limit: number): Promise<number[]> => {
+        const counts: number[] = [];
+        for (;;) {
+          counts.push(await storage.refreshTokens.deleteExpired(now, limit));
+          if (counts.at(-1)! < limit) return counts;
+        }
+      };
+      const familyRows = (db: FreshDatabase) => engine.exec(db, `select family_id from ${TABLES.refreshFamilies}`);
+
+      it("a pruning in batches deletes every ended family's row, however many more than one batch end", async () => {
+        const db = await freshDb();
+        const storage = await open(db);
+        // 25 families of one token each, all past their absolute expiry: more than two batches of 10.
+        for (let i = 0; i < 25; i++) await storage.refreshTokens.create(token(`rt-${i}`, { familyId: `family-${i}` }));
+        expect(await drain(storage, T0 + 2000, 10)).toEqual([10, 10, 5]);
+        expect(await familyRows(db)).toEqual([]);
+
+        // The steady state of a busy server: the tokens went earlier (unconsumed, past their sliding
+        // expiry), and 25 families end later with no token left; their rows go in one pruning too.
+        for (let i = 0; i < 25; i++) await storage.refreshTokens.create(token(`rt-b-${i}`, { familyId: `family-b-${i}` }));
+        expect(await drain(storage, T0 + 1000, 10)).toEqual([10, 10, 5]);
+        expect(await familyRows(db)).toHaveLength(25);
+        expect(await drain(storage, T0 + 2000, 10)).toEqual([0]);
+        expect(await familyRows(db)).toEqual([]);
+      });
+    });
+
     describe("atomicity", () => {
       it("50 concurrent consume calls of one token, on separate connections: one wins, one replacement stored", async () => {
         const storage = await open(await freshDb());

@@ -188,6 +188,26 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
     expect((await storage.refreshTokens.findByHash("old"))?.consumedAt).toBe(T0 + 1 + winner);
   });
 
+  it("a pruning in batches deletes every ended family's row, however many more than one batch end", async () => {
+    const storage = track(await freshStorage());
+    const drain = async (now: number): Promise<number[]> => {
+      const counts: number[] = [];
+      for (;;) {
+        counts.push(await storage.refreshTokens.deleteExpired(now, 10));
+        if (counts.at(-1)! < 10) return counts;
+      }
+    };
+    for (let i = 0; i < 25; i++) await storage.refreshTokens.create(token(`rt-${i}`, { familyId: `family-${i}` }));
+    expect(await drain(T0 + 2000)).toEqual([10, 10, 5]);
+    expect(await count(TABLES.refreshFamilies)).toBe(0);
+    // The tokens gone earlier (unconsumed, past their sliding expiry), the families ending later.
+    for (let i = 0; i < 25; i++) await storage.refreshTokens.create(token(`rt-b-${i}`, { familyId: `family-b-${i}` }));
+    expect(await drain(T0 + 1000)).toEqual([10, 10, 5]);
+    expect(await count(TABLES.refreshFamilies)).toBe(25);
+    expect(await drain(T0 + 2000)).toEqual([0]);
+    expect(await count(TABLES.refreshFamilies)).toBe(0);
+  });
+
   it("consume of a revoked, consumed or unknown token changes nothing", async () => {
     const storage = track(await freshStorage());
     await storage.refreshTokens.create(token("revoked", { revokedAt: T0 }));

@@ -113,8 +113,10 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
         );
         if (limit !== undefined && familyGone >= limit) return familyGone;
         const ended = `${families}."family_expires_at" <= ? and not exists (select 1 from ${table} where ${table}."family_id" = ${families}."family_id" and ${table}."family_expires_at" <= ?)`;
+        // In statements of at most `limit` rows until one comes back short (one per call left the
+        // rest behind, and a backlog larger than `limit` per pruning never went away).
         if (limit === undefined) await exec(`delete from ${families} where ${ended}`, now, now);
-        else await exec(`delete from ${families} where (${familyColumns}) in (select ${familyColumns} from ${families} where ${ended} limit ?)`, now, now, limit);
+        else while ((await exec(`delete from ${families} where (${familyColumns}) in (select ${familyColumns} from ${families} where ${ended} limit ?)`, now, now, limit)) === limit);
         const rest = limit === undefined ? undefined : limit - familyGone;
         return familyGone + (await deleteBatch(ctx, TABLES.refreshTokens, "token_hash", `("consumed_at" is null and "expires_at" <= ?)`, [now], rest));
       }),

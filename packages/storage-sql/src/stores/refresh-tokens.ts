@@ -109,20 +109,18 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
 
   /**
    * Deletes the `pg_refresh_families` rows past their expiry that no token of that expiry still
-   * points to, at most `limit` (one statement; a leftover waits for the next pruning).
+   * points to, at most `limit` (one statement); returns how many.
    */
-  const deleteEndedFamilies = async (now: number, limit: number | undefined): Promise<void> => {
+  const deleteEndedFamilies = async (now: number, limit: number | undefined): Promise<number> => {
     const families = sql.table(TABLES.refreshFamilies);
     const tokens = sql.table(TABLES.refreshTokens);
     const ended = sql`${sql.ref(`${TABLES.refreshFamilies}.family_expires_at`)} <= ${now} and not exists (select 1 from ${tokens} where ${sql.ref(`${TABLES.refreshTokens}.family_id`)} = ${sql.ref(`${TABLES.refreshFamilies}.family_id`)} and ${sql.ref(`${TABLES.refreshTokens}.family_expires_at`)} <= ${now})`;
-    if (limit === undefined) await againOnDeadlock(() => sql`delete from ${families} where ${ended}`.execute(db));
+    if (limit === undefined) return Number(affected(await againOnDeadlock(() => sql`delete from ${families} where ${ended}`.execute(db))));
     // InnoDB: it X-locks family rows and share-locks tokens (NOT EXISTS); a create or consume holds
     // a new family row and waits to insert its token. Either may be the deadlock victim: again.
-    else if (family === "mysql") await againOnDeadlock(() => sql`delete from ${families} where ${ended} limit ${sql.lit(limit)}`.execute(db));
-    else {
-      const key = sql.join(FAMILY_KEY.map((c) => sql.ref(c)));
-      await sql`delete from ${families} where (${key}) in (select ${key} from ${families} where ${ended} limit ${sql.lit(limit)})`.execute(db);
-    }
+    if (family === "mysql") return Number(affected(await againOnDeadlock(() => sql`delete from ${families} where ${ended} limit ${sql.lit(limit)}`.execute(db))));
+    const key = sql.join(FAMILY_KEY.map((c) => sql.ref(c)));
+    return Number(affected(await sql`delete from ${families} where (${key}) in (select ${key} from ${families} where ${ended} limit ${sql.lit(limit)})`.execute(db)));
   };
 
   return {
@@ -264,8 +262,11 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
           limit,
         );
         if (limit !== undefined && familyGone >= limit) return familyGone;
-        // Then the family rows whose tokens are all gone (not counted: the count is of tokens).
-        await deleteEndedFamilies(now, limit);
+        // Then the family rows whose tokens are all gone (not counted: the count is of tokens), in
+        // statements of at most `limit` rows until one comes back short. The count `prune` drains
+        // by is of tokens, so one statement per call left every family row past the first `limit`
+        // behind: with more families ending per pruning interval than that, the table grew without end.
+        while ((await deleteEndedFamilies(now, limit)) === limit);
         const unconsumedGone = await deleteBatch(
           ctx,
           TABLES.refreshTokens,
