@@ -1,9 +1,11 @@
 /**
  * Two real server processes (tsx examples/node-server/src/main.ts) on ONE PostgreSQL schema:
  * tokens signed by one verify on the other, a refresh token is spent exactly once even when both
- * get it at the same moment, and a secret rotated through the CLI stops working on both at once.
+ * get it at the same moment or one retries on B after its answer from A was lost, and a secret
+ * rotated through the CLI stops working on both at once.
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCli } from "@plantgate/cli";
@@ -91,6 +93,39 @@ describeIfPostgres("two node-server processes sharing one PostgreSQL schema", pr
       const next = await token(round % 2 === 0 ? b : a, { ...params, refresh_token: answers[0]!.body.refresh_token as string });
       expect(next.status, `round ${round}: ${JSON.stringify(next.body)}`).toBe(200);
     }
+  });
+
+  it("a refresh whose answer was lost on A (connection dropped) is retried on B, then on A again, within the grace window: one answer, and the family lives", async () => {
+    const issued = await passwordGrant(a);
+    expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+    const params = { grant_type: "refresh_token", refresh_token: issued.body.refresh_token as string, client_id: CLIENT_ID, client_secret: CLIENT_SECRET };
+    // The whole request reaches A, and the client drops the connection before reading any answer.
+    const body = new URLSearchParams(params).toString();
+    await new Promise<void>((resolve) => {
+      const req = httpRequest(`${a}/UserService/connect/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", "content-length": Buffer.byteLength(body) } });
+      req.on("error", () => resolve());
+      req.on("response", (res) => {
+        res.destroy();
+        resolve();
+      });
+      req.on("finish", () => setTimeout(() => (req.destroy(), resolve()), 100));
+      req.end(body);
+    });
+    const onB = await token(b, params);
+    expect(onB.status, JSON.stringify(onB.body)).toBe(200);
+    const againOnA = await token(a, params);
+    expect(againOnA.status, JSON.stringify(againOnA.body)).toBe(200);
+    // expires_in counts down by whole seconds since the rotation: the rest is byte for byte the same.
+    const { expires_in: _b, ...sameB } = onB.body;
+    const { expires_in: _a, ...sameA } = againOnA.body;
+    expect(sameA).toEqual(sameB);
+    expect(Object.keys(sameB).sort()).toEqual(["access_token", "refresh_token", "scope", "token_type"]);
+    // The family lives: the one refresh token handed out works, on either instance, and the access token too.
+    const list = await fetch(`${a}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${onB.body.access_token as string}` } });
+    expect(list.status, await list.clone().text()).toBe(200);
+    const next = await token(b, { ...params, refresh_token: onB.body.refresh_token as string });
+    expect(next.status, JSON.stringify(next.body)).toBe(200);
+    expect(next.body.refresh_token).not.toBe(onB.body.refresh_token);
   });
 
   it("a client secret rotated with the CLI fails on both instances within the notification delay (1 s), and from then on; the new one works on both", async () => {
