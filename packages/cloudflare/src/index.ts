@@ -24,7 +24,7 @@
  * `scheduled()` is the housekeeping: give the Worker a cron trigger (`[triggers] crons = ["0 * * * *"]`
  * in wrangler.toml) and each run calls `admin.prune()` and logs the counts.
  */
-import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, ConfigError, createPlantgate, isIpAddress, optionsFromEnv, StorageError, unavailableResponse, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
+import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, ConfigError, createPlantgate, isIpAddress, LATE, optionsFromEnv, StorageError, unavailableResponse, waitAtMost, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
@@ -273,14 +273,8 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     // Each request waits on a timer of its own context. The start runs in the context of the
     // request that began it; should that context go (cancelled, or found hung by workerd), the
     // start never settles, and without this every later request of the isolate waited on it.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), startTimeoutMs)));
-    try {
-      const app = await Promise.race([current.app, late]);
-      if (app !== null) return app;
-    } finally {
-      clearTimeout(timer);
-    }
+    const app = await waitAtMost(current.app, startTimeoutMs);
+    if (app !== LATE) return app;
     // Given up on: the next request starts another (migrations and bootstrap are safe to repeat).
     if (instances.get(env) === current) instances.delete(env);
     throw current.late;
@@ -339,13 +333,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
    */
   const flushBounded = async (app: Plantgate): Promise<void> => {
     if (scheduledEventsTimeoutMs === 0) return app.flushEvents();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), scheduledEventsTimeoutMs)));
-    try {
-      if ((await Promise.race([app.flushEvents(), late])) !== "late") return;
-    } finally {
-      clearTimeout(timer);
-    }
+    if ((await waitAtMost(app.flushEvents(), scheduledEventsTimeoutMs)) !== LATE) return;
     logger.warn(`plantgate scheduled: the security events were not all delivered within ${scheduledEventsTimeoutMs} ms; the run ends without waiting for the rest`);
   };
   return {
@@ -457,13 +445,7 @@ function readUploadToEnd(source: ReadableStream<Uint8Array>, maxBytes: number, m
     // plantgate has answered. A body it never read is cancelled now, which (like its own cancel)
     // makes the pending write fail, so the pump discards the rest.
     if (!readable.locked) await readable.cancel().catch(() => {});
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const expired = new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), maxMs)));
-    try {
-      if ((await Promise.race([pumped, expired])) === "expired") await reader.cancel().catch(() => {});
-    } finally {
-      clearTimeout(timer);
-    }
+    if ((await waitAtMost(pumped, maxMs)) === LATE) await reader.cancel().catch(() => {});
   };
   return { body: readable, finish };
 }

@@ -24,6 +24,7 @@ export type * from "./storage/types.js";
 export { hashPassword, verifyPassword, sha256, type RandomBytes } from "./crypto/index.js";
 export { refreshTokenKey } from "./oauth/refresh-key.js";
 export { redactConnectionUrl } from "./util/redact-url.js";
+export { LATE, waitAtMost } from "./util/wait-at-most.js";
 export type { CryptoProvider } from "./crypto/provider.js";
 export {
   generateKeyRecord,

@@ -4,6 +4,7 @@ import { declaresOver, readBounded } from "../http/body.js";
 import type { ClientRecord } from "../storage/types.js";
 import { remember } from "../util/bounded-cache.js";
 import { isStorableText } from "../util/storable-text.js";
+import { LATE, waitAtMost } from "../util/wait-at-most.js";
 
 /**
  * The signature algorithms accepted for `private_key_jwt` assertions; never `none` or HMAC.
@@ -182,13 +183,7 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
       return void (await current.done);
     }
     const joined = running;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), JWKS_WAIT_MS - (Date.now() - joined.startedAt))));
-    try {
-      if ((await Promise.race([joined.done, late])) !== "late") return;
-    } finally {
-      clearTimeout(timer);
-    }
+    if ((await waitAtMost(joined.done, JWKS_WAIT_MS - (Date.now() - joined.startedAt))) !== LATE) return;
     if (inFlight.get(uri) === joined) inFlight.delete(uri);
   };
 

@@ -2,6 +2,7 @@ import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type Cry
 import { EXTERNAL_PRIVATE_KEY, isSealed, KEK_SOURCE, KeyEncryptionError, type KeyEncryption } from "../crypto/key-encryption.js";
 import { StorageError } from "../errors/index.js";
 import type { SigningKeyRecord, SigningKeyStore } from "../storage/types.js";
+import { LATE, waitAtMost } from "../util/wait-at-most.js";
 import { describeKeys, place, pruneKeys, SIGNING_RELOAD_MS, signingIndex, type SigningKeyInfo } from "./key-lifecycle.js";
 
 export { describeKeys, pruneKeys, SIGNING_RELOAD_MS, type SigningKeyInfo, type SigningKeyStatus } from "./key-lifecycle.js";
@@ -332,13 +333,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     // Late already: given up on, a fresh load starts.
     if (loading !== null && Date.now() - loading.startedAt >= loadTimeout) loading = null;
     const current = loading ?? startLoad();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), loadTimeout - (Date.now() - current.startedAt))));
-    try {
-      if ((await Promise.race([current.done, late])) !== "late") return;
-    } finally {
-      clearTimeout(timer);
-    }
+    if ((await waitAtMost(current.done, loadTimeout - (Date.now() - current.startedAt))) !== LATE) return;
     if (loading === current) loading = null;
     if (keys === null) throw new StorageError(`the signing keys were not loaded from storage within ${loadTimeout} ms`);
   }
