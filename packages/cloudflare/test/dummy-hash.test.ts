@@ -6,13 +6,8 @@
  * context that began it can be cancelled or found hung. Should that change (a hash that yields to
  * a timer or to I/O), a later request could wait on a hash whose context is gone, and this fails.
  */
-import { dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
-import { Miniflare } from "miniflare";
 import { expect, it } from "vitest";
-
-const here = dirname(fileURLToPath(import.meta.url));
+import { startWorker } from "./support.js";
 
 const ENTRY = `
 import { hashPassword } from "@plantgate/core";
@@ -36,17 +31,7 @@ export default {
 `;
 
 it("in workerd, core's hashPassword (100 000 iterations) settles within the microtasks of the turn that began it", async () => {
-  const result = await build({
-    stdin: { contents: ENTRY, resolveDir: here, loader: "ts" },
-    bundle: true,
-    format: "esm",
-    platform: "browser",
-    conditions: ["workerd", "worker", "browser"],
-    target: "es2022",
-    write: false,
-    logLevel: "silent",
-  });
-  const mf = new Miniflare({ modules: true, script: result.outputFiles[0]!.text, compatibilityDate: "2026-04-26" });
+  const { mf } = await startWorker(ENTRY);
   try {
     const res = await mf.dispatchFetch("http://worker.test/");
     expect(await res.json()).toEqual({ settledWithinTheTurn: true, phc: "$pbkdf2-sha256$i=100000,l=32" });

@@ -13,14 +13,10 @@
  * wrangler passes an unquoted `[vars]` value as a number or a boolean: the Worker reads its text,
  * so the Node side is asked about that text.
  */
-import { dirname } from "node:path";
-import { fileURLToPath } from "node:url";
 import { auditFromEnv } from "@plantgate/storage-sql/env";
-import { build } from "esbuild";
 import { Miniflare, type WorkerOptions } from "miniflare";
 import { afterAll, describe, expect, it } from "vitest";
-
-const here = dirname(fileURLToPath(import.meta.url));
+import { bundle, COMPATIBILITY_DATE } from "./support.js";
 
 // The entry: createWorker() with a logger the test can read (/__log), and a count of the audit
 // rows of its D1 database (/__audit). Everything else is the Worker as deployed.
@@ -69,25 +65,14 @@ interface WorkerFetcher {
 
 let bundled: Promise<string> | undefined;
 /** The entry, bundled once for the Workers runtime. */
-const script = () =>
-  (bundled ??= build({
-    stdin: { contents: ENTRY, resolveDir: here, loader: "ts" },
-    bundle: true,
-    format: "esm",
-    platform: "browser",
-    conditions: ["workerd", "worker", "browser"],
-    target: "es2022",
-    minify: true,
-    write: false,
-    logLevel: "silent",
-  }).then((result) => result.outputFiles[0]!.text));
+const script = () => (bundled ??= bundle(ENTRY, { minify: true }));
 
 /** One Miniflare with a Worker `w<i>` per env, each on a D1 database of its own. */
 async function workersFor(envs: Record<string, unknown>[], prefix: string, more: Partial<WorkerOptions> = {}) {
   await mf?.dispose();
   const code = await script();
   mf = new Miniflare({
-    workers: envs.map((bindings, i) => ({ name: `w${i}`, modules: true, script: code, compatibilityDate: "2026-04-26", d1Databases: { DB: `${prefix}-${i}` }, bindings, ...more })),
+    workers: envs.map((bindings, i) => ({ name: `w${i}`, modules: true, script: code, compatibilityDate: COMPATIBILITY_DATE, d1Databases: { DB: `${prefix}-${i}` }, bindings, ...more })),
   });
   return Promise.all(envs.map(async (_, i) => (await mf!.getWorker(`w${i}`)) as unknown as WorkerFetcher));
 }

@@ -10,14 +10,8 @@
  * `only` limits the gate to statements holding a text (the reads of the signing keys). The Worker's clock is
  * moved on with `/__gate?advance=ms` so the signing keys are due for their reload (every 60 s).
  */
-import { dirname } from "node:path";
-import type { Readable } from "node:stream";
-import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
-import { Miniflare } from "miniflare";
-import { afterEach, describe, expect, it } from "vitest";
-
-const here = dirname(fileURLToPath(import.meta.url));
+import { describe, expect, it } from "vitest";
+import { workerPerTest } from "./support.js";
 
 const ENTRY = (options: string) => `
 import { createWorker } from "../src/index.ts";
@@ -64,38 +58,11 @@ export default {
 };
 `;
 
-let mf: Miniflare | undefined;
-let logged = "";
-afterEach(async () => {
-  await mf?.dispose();
-  mf = undefined;
-  logged = "";
-});
+const { log, start } = workerPerTest();
 
 /** A Miniflare running the entry with these `createWorker` options (a JS object literal). */
 async function worker(options = "{}"): Promise<string> {
-  const result = await build({
-    stdin: { contents: ENTRY(options), resolveDir: here, loader: "ts" },
-    bundle: true,
-    format: "esm",
-    platform: "browser",
-    conditions: ["workerd", "worker", "browser"],
-    target: "es2022",
-    write: false,
-    logLevel: "silent",
-  });
-  mf = new Miniflare({
-    modules: true,
-    script: result.outputFiles[0]!.text,
-    compatibilityDate: "2026-04-26",
-    d1Databases: ["DB"],
-    bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" },
-    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
-      stdout.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
-      stderr.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
-    },
-  });
-  return (await mf.ready).origin;
+  return (await start(ENTRY(options), { d1: true, bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" } })).base;
 }
 
 /** GET `path`: status, body and how long it took; a request unanswered after 20 s is "no answer". */
@@ -149,7 +116,7 @@ describe("a D1 that stops answering, in workerd", () => {
     const during = await get(base, "/.well-known/jwks.json");
     expect([during.status, during.body]).toEqual([503, UNAVAILABLE]);
     expect(during.ms).toBeLessThan(5000);
-    expect(logged).toContain("the signing keys were not loaded from storage within 1000 ms");
+    expect(log.text).toContain("the signing keys were not loaded from storage within 1000 ms");
     await get(base, "/__gate?mode=open");
     const after = await get(base, "/.well-known/jwks.json");
     expect(after.status).toBe(200);
@@ -178,7 +145,7 @@ describe("a D1 that stops answering, in workerd", () => {
     expect(token.ms).toBeLessThan(5000);
     // Logged once per start given up on, not per request: the two JWKS requests waited on one
     // start, the token request on the next.
-    expect(logged.split("plantgate: the start did not finish within 1500 ms").length - 1).toBe(2);
+    expect(log.text.split("plantgate: the start did not finish within 1500 ms").length - 1).toBe(2);
     await get(base, "/__gate?mode=open");
     const after = await get(base, "/.well-known/jwks.json");
     expect(after.status).toBe(200);

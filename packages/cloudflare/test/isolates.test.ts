@@ -4,13 +4,9 @@
  * A database from an earlier deploy (migrated, with its signing key) gets a bootstrap client and
  * account from all of them together; on a fresh database the migrations race as well.
  */
-import { dirname } from "node:path";
-import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
 import { Miniflare } from "miniflare";
 import { afterAll, describe, expect, it } from "vitest";
-
-const here = dirname(fileURLToPath(import.meta.url));
+import { bundle, COMPATIBILITY_DATE } from "./support.js";
 
 // createWorker() with a logger the test reads (/__log), and a hold the test sets (/__hold?until=ms):
 // until that instant the reads by which the bootstrap looks for its client and its account wait
@@ -66,19 +62,8 @@ afterAll(async () => {
 
 describe("isolates starting at once on one D1 database", () => {
   it("each one's first request is answered 200 and nothing is logged, whether the database was migrated before or not", async () => {
-    const result = await build({
-      stdin: { contents: ENTRY, resolveDir: here, loader: "ts" },
-      bundle: true,
-      format: "esm",
-      platform: "browser",
-      conditions: ["workerd", "worker", "browser"],
-      target: "es2022",
-      minify: true,
-      write: false,
-      logLevel: "silent",
-    });
-    const script = result.outputFiles[0]!.text;
-    const worker = (name: string, database: string, bindings: Record<string, string>) => ({ name, modules: true, script, compatibilityDate: "2026-04-26", d1Databases: { DB: database }, bindings });
+    const script = await bundle(ENTRY, { minify: true });
+    const worker = (name: string, database: string, bindings: Record<string, string>) => ({ name, modules: true, script, compatibilityDate: COMPATIBILITY_DATE, d1Databases: { DB: database }, bindings });
     const workers = [];
     for (let round = 0; round < ROUNDS; round++) {
       // The earlier deploy: no bootstrap values (an odd round leaves the database fresh).

@@ -9,14 +9,9 @@
  * it is gone (cancelled, or found hung by workerd; its 5 s abort timer is that context's too).
  */
 import { createServer, type Server } from "node:http";
-import { dirname } from "node:path";
-import type { Readable } from "node:stream";
-import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
-import { Miniflare } from "miniflare";
+import type { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-const here = dirname(fileURLToPath(import.meta.url));
+import { CapturedLog, startWorker } from "./support.js";
 
 const ENTRY = `
 import { createPlantgate } from "@plantgate/core";
@@ -55,7 +50,7 @@ let mf: Miniflare | undefined;
 let server: Server;
 let base = "";
 let keysUri = "";
-let logged = "";
+const log = new CapturedLog();
 /** The JWK Set fetches the server answered, by path. */
 const served: string[] = [];
 let privateKey: CryptoKey;
@@ -104,28 +99,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   keysUri = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  const result = await build({
-    stdin: { contents: ENTRY, resolveDir: here, loader: "ts" },
-    bundle: true,
-    format: "esm",
-    platform: "browser",
-    conditions: ["workerd", "worker", "browser"],
-    target: "es2022",
-    write: false,
-    logLevel: "silent",
-  });
-  mf = new Miniflare({
-    modules: true,
-    script: result.outputFiles[0]!.text,
-    compatibilityDate: "2026-04-26",
-    d1Databases: ["DB"],
-    bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" },
-    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
-      stdout.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
-      stderr.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
-    },
-  });
-  base = (await mf.ready).origin;
+  ({ mf, base } = await startWorker(ENTRY, { d1: true, bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" }, onLog: log.onLog }));
   // The first request starts the isolate (D1 migrated); then the clients.
   expect((await fetch(`${base}/.well-known/jwks.json`)).status).toBe(200);
   const setup = await fetch(`${base}/__setup`, {
@@ -158,9 +132,8 @@ describe("private_key_jwt with a jwks_uri, in workerd", () => {
     const refused = await token("moved");
     expect([refused.status, refused.body]).toEqual([401, { error: "invalid_client", error_description: "No key of the client matches the client assertion." }]);
     expect(served).toEqual(["/moved.json"]);
-    // workerd's console output reaches us asynchronously.
-    for (let i = 0; i < 40 && !logged.includes("jwks_uri could not be used"); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(logged).toMatch(/jwks_uri could not be used \{ jwksUri: 'http:\/\/127\.0\.0\.1:\d+\/moved\.json', reason: 'status 302' \}/);
+    await log.waitFor("jwks_uri could not be used");
+    expect(log.text).toMatch(/jwks_uri could not be used \{ jwksUri: 'http:\/\/127\.0\.0\.1:\d+\/moved\.json', reason: 'status 302' \}/);
   }, 30_000);
 });
 

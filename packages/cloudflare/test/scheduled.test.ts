@@ -3,47 +3,26 @@
  * the Workers runtime, gets a scheduled event and prunes its D1 database. The rows are seeded and
  * checked from Node through the same D1 database (over the bridge Worker of storage-sql's d1-bridge.ts).
  */
-import { dirname } from "node:path";
 import type { Readable } from "node:stream";
-import { fileURLToPath } from "node:url";
 import { createD1Storage, type D1Storage } from "@plantgate/storage-sql/d1";
-import { build } from "esbuild";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectD1Bridge, d1BridgeWorker, type D1Bridge } from "../../storage-sql/test/d1-bridge.js";
-
-const here = dirname(fileURLToPath(import.meta.url));
-
-async function bundle(): Promise<string> {
-  const result = await build({
-    stdin: { contents: 'import { createWorker } from "../src/index.ts";\nexport default createWorker();\n', resolveDir: here, loader: "ts" },
-    bundle: true,
-    format: "esm",
-    platform: "browser",
-    conditions: ["workerd", "worker", "browser"],
-    target: "es2022",
-    write: false,
-    logLevel: "silent",
-  });
-  return result.outputFiles[0]!.text;
-}
+import { bundle, CapturedLog, captureStdio } from "./support.js";
 
 let mf: Miniflare | undefined;
 let bridge: D1Bridge | undefined;
 let storage: D1Storage;
-let logged = "";
+const log = new CapturedLog();
 
 beforeAll(async () => {
   mf = new Miniflare({
     workers: [
-      { name: "plantgate", modules: true, script: await bundle(), d1Databases: ["DB"], bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" } },
+      { name: "plantgate", modules: true, script: await bundle('import { createWorker } from "../src/index.ts";\nexport default createWorker();\n'), d1Databases: ["DB"], bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" } },
       // The same D1 database, reached from Node over the bridge Worker (see its file).
       d1BridgeWorker("DB"),
     ],
-    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
-      stdout.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
-      stderr.on("data", (chunk: Buffer) => void (logged += chunk.toString()));
-    },
+    handleRuntimeStdio: (stdout: Readable, stderr: Readable) => captureStdio(stdout, stderr, log.onLog),
   });
   // The first request migrates D1.
   const res = await mf.dispatchFetch("http://worker.test/.well-known/jwks.json");
@@ -101,15 +80,14 @@ describe("createWorker().scheduled in workerd", () => {
     expect(await storage.revokedTokens.has("jti-over")).toBe(false);
     expect(await storage.revokedTokens.has("jti-live")).toBe(true);
 
-    // workerd's console output reaches us asynchronously.
     const line = '{"message":"plantgate prune","refreshTokens":2,"sessions":1,"attempts":1,"revokedTokens":1,"assertionJtis":0,"signingKeys":0,"auditEvents":0}';
-    for (let i = 0; i < 40 && !logged.includes(line); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(logged).toContain(line);
+    await log.waitFor(line);
+    expect(log.text).toContain(line);
 
     // A second run finds nothing.
     expect(await worker.scheduled({ cron: "0 * * * *" })).toEqual({ outcome: "ok", noRetry: false });
     const zero = '{"message":"plantgate prune","refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":0,"assertionJtis":0,"signingKeys":0,"auditEvents":0}';
-    for (let i = 0; i < 40 && !logged.includes(zero); i++) await new Promise((r) => setTimeout(r, 50));
-    expect(logged).toContain(zero);
+    await log.waitFor(zero);
+    expect(log.text).toContain(zero);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * Node-only helper (not part of the runtime-agnostic suite): bundles a Worker entry, refuses any
- * node:* import, and measures it. Used by the workerd runner and by `pnpm worker-size`.
+ * node:* import, and measures it. Used by the workerd runner and by `pnpm worker-size`; its
+ * esbuild configuration (`bundleEntry`) by packages/cloudflare/test/support.ts too.
  */
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,24 +35,33 @@ export interface WorkerBundle {
   metafile: Metafile;
 }
 
-/** Bundles a Worker entry as `wrangler deploy` would (Workers conditions, ESM, minified, no Node built-ins). */
-export async function bundleWorker(variant: WorkerVariant = "full"): Promise<WorkerBundle> {
+/**
+ * Bundles the Worker entry `contents` (its imports resolved from `resolveDir`) as `wrangler deploy`
+ * would: Workers conditions, ESM, for the browser platform. Also used by packages/cloudflare's
+ * Miniflare tests (test/support.ts), whose entries wrap `createWorker()` with test hooks.
+ */
+export async function bundleEntry(contents: string, resolveDir: string, { minify = false }: { minify?: boolean } = {}): Promise<{ script: string; metafile: Metafile }> {
   const result = await build({
-    stdin: { contents: ENTRIES[variant], resolveDir: here, loader: "ts" },
+    stdin: { contents, resolveDir, loader: "ts" },
     bundle: true,
     format: "esm",
     platform: "browser",
     conditions: ["workerd", "worker", "browser"],
     target: "es2022",
-    minify: true,
+    minify,
     write: false,
     metafile: true,
     logLevel: "silent",
   });
-  const script = result.outputFiles[0]!.text;
+  return { script: result.outputFiles[0]!.text, metafile: result.metafile };
+}
+
+/** Bundles a Worker entry as `wrangler deploy` would (Workers conditions, ESM, minified, no Node built-ins). */
+export async function bundleWorker(variant: WorkerVariant = "full"): Promise<WorkerBundle> {
+  const { script, metafile } = await bundleEntry(ENTRIES[variant], here, { minify: true });
   const nodeImport = /\bfrom\s*["']node:|\bimport\s*\(\s*["']node:|\brequire\s*\(\s*["']node:/.exec(script);
   if (nodeImport) throw new Error(`the ${variant} Worker bundle imports a node:* module: ${script.slice(nodeImport.index, nodeImport.index + 60)}`);
-  return { script, raw: Buffer.byteLength(script), gzip: gzipSync(script, { level: 9 }).length, metafile: result.metafile };
+  return { script, raw: Buffer.byteLength(script), gzip: gzipSync(script, { level: 9 }).length, metafile };
 }
 
 /** `minimal Worker bundle: 123.4 KiB raw, 45.6 KiB gzip` */
