@@ -118,6 +118,10 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     } catch (error) {
       if (token.refreshToken !== null) {
         behind = token;
+        // A timer still pending for an older failure (up to 32 s away) would otherwise be this
+        // token's first retry: the schedule starts again from 1 s after this failure.
+        if (retryTimer !== null) clearTimeout(retryTimer);
+        retryTimer = null;
         retries = 0;
         scheduleRetry();
       }

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { createMemoryStorage } from "@plantgate/core";
 import { startServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createClient, TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
 import { manualClock } from "./support.js";
 import { recordingLogger } from "./real-suite.js";
@@ -65,6 +65,7 @@ async function startTarget() {
 
 let target: Awaited<ReturnType<typeof startTarget>> | null = null;
 afterEach(async () => {
+  vi.useRealTimers();
   await target?.close();
   expect(target?.errors).toEqual([]);
   target = null;
@@ -128,6 +129,19 @@ async function until(check: () => boolean, ms: number): Promise<boolean> {
   while (!check()) {
     if (performance.now() > end) return false;
     await sleep(20);
+  }
+  return true;
+}
+
+/**
+ * With fake timers: lets real asynchronous work started by a timer (socket I/O, hashing) finish,
+ * polling `check` between turns of the event loop for up to 5 s of real time.
+ */
+async function settled(check: () => boolean): Promise<boolean> {
+  const end = Date.now() + 5000;
+  while (!check()) {
+    if (Date.now() > end) return false;
+    await new Promise((r) => setImmediate(r));
   }
   return true;
 }
@@ -209,6 +223,42 @@ describe("a tokenCache.set that failed after a rotation", () => {
     expect((await b.client.listAccounts()).total).toBe(1);
     expect(caughtUp).toBe(true);
     expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, `B: ${ACCOUNTS}`]);
+    expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
+  });
+
+  it("a second rotation whose write fails while a long retry timer of the first is pending is retried 1 s after its own failure, not when that timer fires", async () => {
+    target = await startTarget();
+    const t = target;
+    // Fake timers (and the monotonic clock they are measured by), so that a minute of retries
+    // passes in an instant; Date, setImmediate, the sockets and the server are real.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const cache = sharedCache();
+    const forwarded: string[] = [];
+    const { a, b, first } = await rotateWhileSetFails(t, cache, forwarded);
+    // Every timed retry of the first rotation's write fails, 1, 2, 4, 8 and 16 s after each
+    // failure: 31 s on, the last one (32 s) is pending.
+    a.link.state.failSets = 5;
+    for (const [i, ms] of [1000, 2000, 4000, 8000, 16000].entries()) {
+      await vi.advanceTimersByTimeAsync(ms);
+      expect(await settled(() => a.link.state.failSets === 4 - i)).toBe(true);
+    }
+    expect(cache.held()).toEqual(first);
+    // A's token is due again: A rotates once more, and that write fails too.
+    for (const clock of [t.clock, a.clock, b.clock]) clock.advance(TTL);
+    a.link.state.failSets = 1;
+    expect(await a.client.getAccessToken().catch((e: unknown) => e)).toEqual(new Error("cache unreachable"));
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, `A: ${REFRESH}`]);
+    // Its first retry comes 1 s after this failure (until 2026-11-29: when the 32 s timer fired,
+    // 31 s later, past the server's grace window).
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(await settled(() => cache.held().refreshToken !== first.refreshToken)).toBe(true);
+    const second = cache.held();
+    // Past the grace window B takes the new token from the cache; nothing presents a replaced one.
+    vi.useRealTimers();
+    for (const clock of [t.clock, b.clock]) clock.advance(GRACE + 1);
+    expect((await b.client.listAccounts()).total).toBe(1);
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, `A: ${REFRESH}`, `B: ${ACCOUNTS}`]);
+    expect(cache.held()).toEqual(second);
     expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
   });
 
