@@ -192,12 +192,16 @@ describe("a tokenCache.set that failed after a rotation", () => {
   it("is written again at the process's next call: another process renewing after the grace window presents the new refresh token, and the family lives", async () => {
     target = await startTarget();
     const t = target;
+    // Timers stand still (fake, never advanced): the write can only come from the call, not from
+    // the 1 s retry timer.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const cache = sharedCache();
     const forwarded: string[] = [];
     const { a, b, first } = await rotateWhileSetFails(t, cache, forwarded);
     // A's next call (the cache works again) uses the token it holds and writes it to the cache.
     const rotated = await a.client.getAccessToken();
-    const caughtUp = await until(() => cache.held().accessToken === rotated, 2000);
+    const caughtUp = await settled(() => cache.held().accessToken === rotated);
+    vi.useRealTimers();
     // Past the grace window, B needs a token: it must not present the replaced refresh token.
     for (const clock of [t.clock, b.clock]) clock.advance(GRACE + 1);
     expect((await b.client.listAccounts()).total).toBe(1);
