@@ -100,15 +100,18 @@ describe("timeoutMs bounds the whole call, not each request", () => {
   it("a slow token request and a slow API request: the call fails at timeoutMs, and the API request is aborted before it reaches the server", async () => {
     target = await startTarget();
     const forwarded: Forwarded = [];
-    let delay = 1000;
-    const client = clientFor(target, { timeoutMs: 1500, fetch: slowTransport(() => delay, forwarded) });
+    // Margins of 1.5 s each (a busy 2-core host fires timers late): the token is back 1.5 s before
+    // the deadline, and the API request would be sent 1.5 s after it. Each request alone is well
+    // within timeoutMs, so a per-request timeout would let the call succeed after 6 s.
+    let delay = 3000;
+    const client = clientFor(target, { timeoutMs: 4500, fetch: slowTransport(() => delay, forwarded) });
     const started = performance.now();
     const error = await rejectionOf(client.listAccounts());
     const took = performance.now() - started;
     expect(error).toBeInstanceOf(NetworkError);
-    expect(error).toMatchObject({ reason: "timeout", status: null, message: `${ACCOUNTS} got no complete answer within 1500 ms` });
-    expect(took).toBeGreaterThanOrEqual(1450);
-    expect(took).toBeLessThan(2300); // loose: a busy 2-core host fires timers late
+    expect(error).toMatchObject({ reason: "timeout", status: null, message: `${ACCOUNTS} got no complete answer within 4500 ms` });
+    expect(took).toBeGreaterThanOrEqual(4450);
+    expect(took).toBeLessThan(6000);
     expect(forwarded).toEqual([CC]);
     // The token it got on the way is kept: the next call (quick now) needs no token request.
     delay = 0;
@@ -119,11 +122,12 @@ describe("timeoutMs bounds the whole call, not each request", () => {
   it("a call that joins a token request already in flight waits only for what is left of its own deadline", async () => {
     target = await startTarget();
     const forwarded: Forwarded = [];
-    const client = clientFor(target, { timeoutMs: 3000, fetch: slowTransport((path) => (path.endsWith(TOKEN_PATH) ? 2700 : 800), forwarded) });
+    const client = clientFor(target, { timeoutMs: 6000, fetch: slowTransport((path) => (path.endsWith(TOKEN_PATH) ? 4500 : 3000), forwarded) });
     const first = client.getAccessToken();
-    await sleep(1000);
-    // Joins at 1000 ms (its deadline 4000 ms); the token arrives at about 2700 ms and the API request
-    // takes 800 ms more: done at about 3500 ms, past the first caller's deadline but within its own.
+    await sleep(3000);
+    // Joins at 3000 ms (its deadline 9000 ms); the token arrives at about 4500 ms (1.5 s before the
+    // first caller's deadline) and the API request takes 3000 ms more: done at about 7500 ms, 1.5 s
+    // past the first caller's deadline and 1.5 s before its own.
     const second = client.listAccounts();
     expect(typeof (await first)).toBe("string");
     expect((await second).total).toBe(1);
@@ -139,18 +143,19 @@ describe("timeoutMs bounds the whole call, not each request", () => {
       set: async (key, token) => void store.set(key, token),
     };
     const forwarded: Forwarded = [];
-    const client = clientFor(target, { timeoutMs: 300, tokenCache, fetch: slowTransport(() => 0, forwarded) });
-    const first = orPending(client.getAccessToken().catch((e: unknown) => e), 2000);
-    await sleep(100);
-    // Joins the renewal stuck in the hook: it fails with the hook's own timeout, before its deadline.
-    const late = await orPending(client.getAccessToken().catch((e: unknown) => e), 2000);
+    const client = clientFor(target, { timeoutMs: 2000, tokenCache, fetch: slowTransport(() => 0, forwarded) });
+    const first = orPending(client.getAccessToken().catch((e: unknown) => e), 4000);
+    await sleep(300);
+    // Joins the renewal stuck in the hook (1.7 s before the hook's deadline): it fails with the
+    // hook's own timeout, 300 ms before its own deadline.
+    const late = await orPending(client.getAccessToken().catch((e: unknown) => e), 4000);
     expect(late).toBeInstanceOf(NetworkError);
-    expect(late).toMatchObject({ reason: "timeout", status: null, message: "tokenCache.get gave no answer within 300 ms" });
+    expect(late).toMatchObject({ reason: "timeout", status: null, message: "tokenCache.get gave no answer within 2000 ms" });
     // The first caller's own deadline and the hook's passed together: either message.
     expect(await first).toMatchObject({ reason: "timeout", status: null });
-    expect((await first as Error).message).toMatch(/^(POST \/UserService\/connect\/token got no complete answer|tokenCache\.get gave no answer) within 300 ms$/);
+    expect((await first as Error).message).toMatch(/^(POST \/UserService\/connect\/token got no complete answer|tokenCache\.get gave no answer) within 2000 ms$/);
     hang = false;
-    expect(await orPending(client.listAccounts(), 2000)).toMatchObject({ total: 1 });
+    expect(await orPending(client.listAccounts(), 4000)).toMatchObject({ total: 1 });
     expect(forwarded).toEqual([CC, ACCOUNTS]);
   });
 
