@@ -5,65 +5,15 @@
  * sharing the cache does not present the replaced refresh token after the grace window (reuse: the
  * server revokes the whole family and the user is signed out).
  */
-import { randomBytes } from "node:crypto";
-import { createMemoryStorage } from "@plantgate/core";
-import { startServer } from "@plantgate/example-node-server";
-import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createClient, TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
-import { manualClock } from "./support.js";
-import { recordingLogger } from "./real-suite.js";
+import { manualClock, startTarget, type ServerTarget } from "./support.js";
 
-const hex = (n: number) => randomBytes(n).toString("hex");
 const OFFLINE = "Platform_UserAPIs offline_access";
 const TTL = 7200;
 const GRACE = 30;
 
-/** The example server on port 0 (memory storage, manual clock), its event names kept. */
-async function startTarget() {
-  const clock = manualClock(Date.now());
-  const errors: unknown[] = [];
-  const events: string[] = [];
-  const ids = { clientId: `client-${hex(4)}`, clientSecret: hex(32), username: `user-${hex(4)}`, password: hex(16) };
-  const lines = serverLines();
-  const server = await startServer(
-    {
-      PORT: "0",
-      PLANTGATE_BOOTSTRAP_CLIENT_ID: ids.clientId,
-      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: ids.clientSecret,
-      PLANTGATE_BOOTSTRAP_USERNAME: ids.username,
-      PLANTGATE_BOOTSTRAP_PASSWORD: ids.password,
-      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
-    },
-    { storage: createMemoryStorage(), clock: clock.now, logger: recordingLogger(errors) },
-    {
-      destination: {
-        write(line: string) {
-          lines.destination.write(line);
-          const event = /"event":"([a-z_.]+)"/.exec(line)?.[1];
-          if (event) events.push(event);
-        },
-      },
-    },
-  );
-  return {
-    ...ids,
-    clock,
-    errors,
-    /** Every event the server logged so far (flushed first). */
-    events: async () => {
-      await server.app.flushEvents();
-      return [...events];
-    },
-    baseUrl: server.url,
-    close: async () => {
-      await server.close();
-      lines.check([ids.clientSecret, ids.password]);
-    },
-  };
-}
-
-let target: Awaited<ReturnType<typeof startTarget>> | null = null;
+let target: ServerTarget | null = null;
 afterEach(async () => {
   vi.useRealTimers();
   await target?.close();

@@ -4,51 +4,14 @@
  * whose lifetime ran out before its answer arrived is never handed out. Latency is added in front
  * of the real server by a transport that waits (abortably) before it forwards a request.
  */
-import { randomBytes } from "node:crypto";
-import { createMemoryStorage } from "@plantgate/core";
-import { startServer } from "@plantgate/example-node-server";
-import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, NetworkError, TOKEN_PATH, type CachedToken, type ClientOptions, type FetchLike, type TokenCache } from "../src/index.js";
-import { manualClock, rejectionOf } from "./support.js";
-import { recordingLogger } from "./real-suite.js";
+import { manualClock, rejectionOf, startTarget, type ServerTarget } from "./support.js";
 
-const hex = (n: number) => randomBytes(n).toString("hex");
 const OFFLINE = "Platform_UserAPIs offline_access";
 const TTL = 7200;
 
-/** The example server on port 0 (memory storage, its clock manual), with a bootstrapped client and user. */
-async function startTarget() {
-  const clock = manualClock(Date.now());
-  const errors: unknown[] = [];
-  const ids = { clientId: `client-${hex(4)}`, clientSecret: hex(32), username: `user-${hex(4)}`, password: hex(16) };
-  const lines = serverLines();
-  const server = await startServer(
-    {
-      PORT: "0",
-      PLANTGATE_BOOTSTRAP_CLIENT_ID: ids.clientId,
-      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: ids.clientSecret,
-      PLANTGATE_BOOTSTRAP_USERNAME: ids.username,
-      PLANTGATE_BOOTSTRAP_PASSWORD: ids.password,
-      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
-    },
-    { storage: createMemoryStorage(), clock: clock.now, logger: recordingLogger(errors) },
-    { destination: lines.destination },
-  );
-  return {
-    ...ids,
-    clock,
-    errors,
-    baseUrl: server.url,
-    app: server.app,
-    close: async () => {
-      await server.close();
-      lines.check([ids.clientSecret, ids.password]);
-    },
-  };
-}
-
-let target: Awaited<ReturnType<typeof startTarget>> | null = null;
+let target: ServerTarget | null = null;
 afterEach(async () => {
   await target?.close();
   expect(target?.errors).toEqual([]);

@@ -9,7 +9,7 @@ import { createMemoryStorage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { recordingLogger } from "./real-suite.js";
+import { recordingLogger } from "./support.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
 const tsx = `${root}node_modules/.bin/tsx`;

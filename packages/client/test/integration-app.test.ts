@@ -4,8 +4,8 @@
 import { createPlantgate, type PlantgateOptions } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
 import { createClient, type FetchLike } from "../src/index.js";
-import { manualClock } from "./support.js";
-import { MAX, realServerSuite, recordingLogger, type ManualClock } from "./real-suite.js";
+import { manualClock, recordingLogger } from "./support.js";
+import { MAX, realServerSuite, type ManualClock } from "./real-suite.js";
 
 const BASE = "https://platform.example.test";
 

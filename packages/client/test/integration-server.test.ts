@@ -2,49 +2,15 @@
  * The client against the real example Node server over a socket (`startServer` from
  * examples/node-server, port 0), once with the global fetch and once with node-fetch injected.
  */
-import { randomBytes } from "node:crypto";
-import { createMemoryStorage } from "@plantgate/core";
 import nodeFetch from "node-fetch";
-import { startServer } from "@plantgate/example-node-server";
-import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { describe, expect, it } from "vitest";
 import { createClient, NetworkError, type FetchLike } from "../src/index.js";
-import { manualClock, rejectionOf } from "./support.js";
-import { realServerSuite, recordingLogger, type ManualClock } from "./real-suite.js";
+import { manualClock, rejectionOf, startTarget } from "./support.js";
+import { realServerSuite, type ManualClock } from "./real-suite.js";
 
-const hex = (n: number) => randomBytes(n).toString("hex");
-
+/** The example server on `serverClock`, reached through `fetch`. */
 async function serverTarget(serverClock: ManualClock, fetch: FetchLike) {
-  const errors: unknown[] = [];
-  const credentials = { clientId: `client-${hex(4)}`, clientSecret: hex(32), username: `user-${hex(4)}`, password: hex(16) };
-  const lines = serverLines();
-  const server = await startServer(
-    {
-      PORT: "0",
-      PLANTGATE_BOOTSTRAP_CLIENT_ID: credentials.clientId,
-      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: credentials.clientSecret,
-      PLANTGATE_BOOTSTRAP_USERNAME: credentials.username,
-      PLANTGATE_BOOTSTRAP_PASSWORD: credentials.password,
-      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
-    },
-    // In-memory storage: the example server would otherwise open its default SQLite file in the cwd.
-    { storage: createMemoryStorage(), clock: serverClock.now, logger: recordingLogger(errors) },
-    { destination: lines.destination },
-  );
-  let closed = false;
-  return {
-    ...credentials,
-    baseUrl: server.url,
-    fetch,
-    app: server.app,
-    errors,
-    close: async () => {
-      if (closed) return;
-      closed = true;
-      await server.close();
-      lines.check([credentials.clientSecret, credentials.password]);
-    },
-  };
+  return { ...(await startTarget({ clock: serverClock })), fetch };
 }
 
 const transports: [string, FetchLike | undefined][] = [

@@ -35,11 +35,6 @@ export interface Target {
 /** Builds a target whose server runs on `serverClock`. */
 export type MakeTarget = (serverClock: ManualClock) => Promise<Target>;
 
-/** A silent logger that keeps errors, to assert none happened. */
-export function recordingLogger(errors: unknown[]) {
-  return { error: (message: string, context?: unknown) => void errors.push({ message, context }), warn: () => {} };
-}
-
 interface Recorded {
   token: { request: Record<string, string>; status: number; body: Record<string, unknown> }[];
   api: { url: string; status: number }[];

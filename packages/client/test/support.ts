@@ -1,8 +1,10 @@
 /**
- * Shared helpers of the unit tests: a fetch-mock instance standing in for the platform, a fake
- * token endpoint that issues numbered tokens, and a clock the tests move by hand.
+ * Shared helpers of the tests: a fetch-mock instance standing in for the platform, a fake token
+ * endpoint that issues numbered tokens, a clock the tests move by hand, and the real example server
+ * on a socket ({@link startTarget}).
  * Not a test file itself (vitest only picks up `*.test.ts`).
  */
+import { randomBytes } from "node:crypto";
 import fetchMock, { type CallLog, type FetchMock } from "fetch-mock";
 import { createClient, type ClientOptions, type PlantgateClient } from "../src/index.js";
 
@@ -155,3 +157,72 @@ export async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
   }
   throw new Error("expected the promise to reject, but it resolved");
 }
+
+/** A silent logger that keeps errors, to assert none happened. */
+export function recordingLogger(errors: unknown[]) {
+  return { error: (message: string, context?: unknown) => void errors.push({ message, context }), warn: () => {} };
+}
+
+/**
+ * The example Node server on port 0 over a real socket (memory storage, its clock manual), with a
+ * bootstrapped client and user of random ids and secrets. `errors`: what it logged at level error;
+ * `events()`: the names of the security events it logged so far. `close()` (safe to call twice)
+ * also checks that no secret or password appeared in its log lines.
+ */
+export async function startTarget(options: { clock?: ReturnType<typeof manualClock> } = {}) {
+  // Loaded here, not at the top: the fetch-mock unit tests import this file too and need none of it.
+  const [{ createMemoryStorage }, { startServer }, { serverLines }] = await Promise.all([
+    import("@plantgate/core"),
+    import("@plantgate/example-node-server"),
+    import("@plantgate/http-suite-tests/server-lines"),
+  ]);
+  const hex = (n: number) => randomBytes(n).toString("hex");
+  const clock = options.clock ?? manualClock(Date.now());
+  const errors: unknown[] = [];
+  const events: string[] = [];
+  const ids = { clientId: `client-${hex(4)}`, clientSecret: hex(32), username: `user-${hex(4)}`, password: hex(16) };
+  const lines = serverLines();
+  const server = await startServer(
+    {
+      PORT: "0",
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: ids.clientId,
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: ids.clientSecret,
+      PLANTGATE_BOOTSTRAP_USERNAME: ids.username,
+      PLANTGATE_BOOTSTRAP_PASSWORD: ids.password,
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+    },
+    // In-memory storage: the example server would otherwise open its default SQLite file in the cwd.
+    { storage: createMemoryStorage(), clock: clock.now, logger: recordingLogger(errors) },
+    {
+      destination: {
+        write(line: string) {
+          lines.destination.write(line);
+          const event = /"event":"([a-z_.]+)"/.exec(line)?.[1];
+          if (event) events.push(event);
+        },
+      },
+    },
+  );
+  let closed = false;
+  return {
+    ...ids,
+    clock,
+    errors,
+    /** Every event the server logged so far (flushed first). */
+    events: async () => {
+      await server.app.flushEvents();
+      return [...events];
+    },
+    baseUrl: server.url,
+    app: server.app,
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await server.close();
+      lines.check([ids.clientSecret, ids.password]);
+    },
+  };
+}
+
+/** A running {@link startTarget}. */
+export type ServerTarget = Awaited<ReturnType<typeof startTarget>>;
