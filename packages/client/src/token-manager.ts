@@ -39,8 +39,10 @@ export interface TokenManager {
    * unless another caller already has. Several callers reporting the same token cause one renewal.
    */
   invalidate(accessToken: string): void;
-  /** Gets a new access token now (with the refresh token when there is one), single-flight too. */
-  /** A new token now; given a refused access token, only if that one is still the current one. */
+  /**
+   * A new token now (with the refresh token when there is one), single-flight too; given a refused
+   * access token, only if that one is still the current one.
+   */
   refresh(rejectedAccessToken?: string): Promise<CachedToken>;
   /** Public view of a token (no refresh token). */
   info(token: CachedToken): TokenInfo;
