@@ -5,7 +5,7 @@
  * The store's `list` is held open by the test (the workerd case, where it never settles, is in
  * packages/cloudflare/test/hung-storage.test.ts).
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createMemoryStorage, createPlantgate, generateKeyRecord, type Plantgate, type SigningKeyRecord } from "../src/index.js";
 import { BASE, manualClock } from "./helpers.js";
 
@@ -56,9 +56,27 @@ describe("signingKeyLoadTimeoutMs", () => {
     expect(gate.calls).toBe(calls + 1); // a new load, not the late one waited for again
     expect([after.status, kids(after.body)]).toEqual([200, [...k1, k2.kid].sort()]);
 
-    // The late load ends now, with what it read before k2 was stored.
-    gate.release();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The late load ends now, with what it read before k2 was stored: k1 alone, whose private and
+    // public parts it imports last. Waited for explicitly (imports counted as they settle), so the
+    // check below runs after that load has applied its keys or been told not to.
+    const subtle = globalThis.crypto.subtle;
+    const importKey = subtle.importKey.bind(subtle) as (...args: unknown[]) => Promise<CryptoKey>;
+    let imported = 0;
+    const spy = vi.spyOn(subtle, "importKey").mockImplementation((async (...args: unknown[]) => {
+      try {
+        return await importKey(...args);
+      } finally {
+        imported++;
+      }
+    }) as typeof subtle.importKey);
+    try {
+      gate.release();
+      await vi.waitFor(() => expect(imported).toBe(2), { timeout: 5000, interval: 5 });
+    } finally {
+      spy.mockRestore();
+    }
+    // What is left of that load after its last import is synchronous or microtasks: one turn ends it.
+    await new Promise((resolve) => setTimeout(resolve, 0));
     expect(kids((await jwks(app)).body)).toEqual([...k1, k2.kid].sort());
   });
 
