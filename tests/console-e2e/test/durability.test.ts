@@ -118,6 +118,8 @@ const name = present
 
   afterEach(async () => {
     expected = null;
+    for (const release of holding) release();
+    holding.clear();
     await page.unrouteAll({ behavior: "wait" });
     const inPage = page.isClosed() ? [] : await page.evaluate(() => (window as unknown as { pageProblems: string[] }).pageProblems.splice(0));
     const found = [...problems.splice(0), ...inPage];
@@ -403,40 +405,76 @@ const name = present
       return found;
     }, secret);
 
-  /** Delays the answer of the first request matching `url` (after the server has acted on it); counts them all. */
-  async function slowFirst(url: string, ms: number) {
-    const seen = { count: 0, done: Promise.resolve() };
+  /** Releases answers a test held back and has not released (a failed test), so the routes can be removed. */
+  const holding = new Set<() => void>();
+
+  /**
+   * Holds back the answer of the first request matching `url` (after the server has acted on it)
+   * until the test calls `release()`; counts them all. `acted`: the server has answered it;
+   * `done`: the page was given that answer.
+   */
+  async function holdFirst(url: string) {
+    let acted!: () => void;
+    let done!: () => void;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    holding.add(release);
+    const held = {
+      count: 0,
+      acted: new Promise<void>((resolve) => (acted = resolve)),
+      done: new Promise<void>((resolve) => (done = resolve)),
+      release: () => {
+        holding.delete(release);
+        release();
+      },
+    };
     await page.route(url, async (route) => {
-      seen.count++;
-      if (seen.count > 1) return route.fallback();
-      let finish!: () => void;
-      seen.done = new Promise((resolve) => (finish = resolve));
+      held.count++;
+      if (held.count > 1) return route.fallback();
       const response = await route.fetch();
-      await new Promise((resolve) => setTimeout(resolve, ms));
+      acted();
+      await released;
       await route.fulfill({ response });
-      finish();
+      done();
     });
-    return seen;
+    return held;
   }
 
-  /** Clicks `button` again while its action is under way; confirms if the page asks. */
-  async function clickAgain(button: Locator, confirm: string) {
+  /**
+   * Clicks `button` again while its action is under way, and tells whether the page asked for a
+   * confirmation: it must not (the click is ignored). The confirmation opens within the click's
+   * own handler, so once a listener on the document (which runs after the button's own) has seen
+   * the click, the dialog's state is final.
+   */
+  async function clickAgain(button: Locator): Promise<{ confirmationAsked: boolean }> {
+    expect(await button.getAttribute("aria-disabled")).toBe("true");
+    await page.evaluate(() => {
+      const w = window as unknown as { clicksSeen: number };
+      w.clicksSeen = 0;
+      document.addEventListener("click", () => w.clicksSeen++, { once: true });
+    });
+    // Forced: Playwright waits for an aria-disabled button to be enabled.
     await button.click({ force: true });
-    await page.waitForTimeout(300);
-    if (await page.locator("#confirm-dialog").isVisible()) await page.getByRole("button", { name: confirm, exact: true }).click();
+    await expect.poll(() => page.evaluate(() => (window as unknown as { clicksSeen: number }).clicksSeen)).toBe(1);
+    const confirmationAsked = await page.locator("#confirm-dialog").evaluate((d) => (d as HTMLDialogElement).open);
+    // Declined, so a failing page is left usable for the tests after this one.
+    if (confirmationAsked) await page.locator("#confirm-cancel").click();
+    return { confirmationAsked };
   }
 
   it("a destructive action clicked again while under way is sent once: one regeneration, and the secret shown is the one that works", async () => {
     await goTo("Settings › Security settings");
     await page.locator("#clients-body tr").first().waitFor();
-    const seen = await slowFirst(`**/console/api/clients/${CLIENT.id}/secret`, 2500);
+    const seen = await holdFirst(`**/console/api/clients/${CLIENT.id}/secret`);
     const regenerate = page.getByRole("button", { name: `Regenerate the secret of ${CLIENT.id}` });
     await regenerate.click();
     await page.getByRole("button", { name: "Regenerate secret", exact: true }).click();
-    await clickAgain(regenerate, "Regenerate secret");
+    await seen.acted;
+    // Soft: on failure the test still goes through to the end, leaving the page as the next tests expect.
+    expect.soft(await clickAgain(regenerate)).toEqual({ confirmationAsked: false });
+    seen.release();
     await seen.done;
     await page.locator("#secret-dialog").waitFor({ state: "visible" });
-    await page.waitForTimeout(300);
     expect(seen.count).toBe(1);
     expect(await page.locator("#secret-client-id").inputValue()).toBe(CLIENT.id);
     const shown = await page.locator("#secret-value").inputValue();
@@ -445,20 +483,21 @@ const name = present
     await page.locator("#secret-dialog").waitFor({ state: "hidden" });
     expect(await traces(shown)).toEqual([]);
     await expect.poll(() => regenerate.getAttribute("aria-disabled")).toBeNull();
+    expect(seen.count).toBe(1);
 
     // Disabling an account, clicked again while under way: one request.
     await goTo("Accounts");
     await page.locator("#accounts-page-size").selectOption("20");
-    const disables = await slowFirst("**/console/api/accounts/*/disable", 2000);
+    const disables = await holdFirst("**/console/api/accounts/*/disable");
     const disable = page.getByRole("button", { name: "Disable user-01" });
     await disable.click();
     await page.getByRole("button", { name: "Disable account" }).click();
+    await disables.acted;
     // Meanwhile its buttons say the action is under way (and stay focusable).
-    expect(await disable.getAttribute("aria-disabled")).toBe("true");
-    await clickAgain(disable, "Disable account");
+    expect.soft(await clickAgain(disable)).toEqual({ confirmationAsked: false });
+    disables.release();
     await disables.done;
     await expect.poll(() => page.locator("#accounts-status").textContent()).toBe("user-01 was disabled.");
-    await page.waitForTimeout(300);
     expect(disables.count).toBe(1);
     await server.app.flushEvents();
     expect((await server.app.admin.listEvents({ type: "account.disabled" })).events.filter((e) => (e as { username?: string }).username === "user-01")).toHaveLength(1);
@@ -469,16 +508,20 @@ const name = present
   it("secrets of two applications answered at once are both shown, one after the other; none replaces the other", async () => {
     await goTo("Settings › Security settings");
     await page.locator("#clients-body tr").first().waitFor();
-    const slow = await slowFirst(`**/console/api/clients/${CLIENT.id}/secret`, 2000);
+    const slow = await holdFirst(`**/console/api/clients/${CLIENT.id}/secret`);
     await page.getByRole("button", { name: `Regenerate the secret of ${CLIENT.id}` }).click();
     await page.getByRole("button", { name: "Regenerate secret", exact: true }).click();
+    await slow.acted;
     await page.getByRole("button", { name: `Add a secret to ${JS_ID}` }).click();
     await page.getByRole("button", { name: "Add secret", exact: true }).click();
     await page.locator("#secret-dialog").waitFor({ state: "visible" });
     expect(await page.locator("#secret-client-id").inputValue()).toBe(JS_ID);
+    expect(await page.locator("#security-status").textContent()).toBe(`A secret was added to ${JS_ID}.`);
+    slow.release();
     await slow.done;
-    await page.waitForTimeout(300);
-    // The first secret stays until it is stored...
+    // The page has taken the regenerated secret in (it says so just before it queues it)...
+    await expect.poll(() => page.locator("#security-status").textContent()).toBe(`The secret of ${CLIENT.id} was regenerated.`);
+    // ...and the first secret stays until it is stored...
     expect(await page.locator("#secret-client-id").inputValue()).toBe(JS_ID);
     const first = await page.locator("#secret-value").inputValue();
     expect(await clientCredentials(server.url, JS_ID, first)).toBe(200);
