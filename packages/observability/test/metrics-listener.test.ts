@@ -114,9 +114,10 @@ describe("metrics listener", { timeout: 30_000 }, () => {
   it("connections past maxConnections are closed at once; the ones within it are served, and a scrape works again once they are gone", async () => {
     listener = await serveMetrics(createMetrics({ processMetrics: false }), { port: 0, maxConnections: 4 });
     const idle = [0, 1, 2, 3].map(() => open(listener!.url));
-    // Half-sent requests keep the four open.
+    // Connected (the server's kernel holds them, in order, before a fifth is even tried)...
+    await Promise.all(idle.map((socket) => new Promise((resolve) => socket.once("connect", resolve))));
+    // ...and kept open by half-sent requests.
     for (const socket of idle) socket.write("GET /metrics HTTP/1.1\r\n");
-    await sleep(300);
     const extra = open(listener.url);
     let extraData = "";
     extra.setEncoding("latin1").on("data", (chunk: string) => (extraData += chunk));
@@ -130,10 +131,16 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     await new Promise((resolve) => idle[0]!.once("close", resolve));
     expect(first).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
     for (const socket of idle) socket.destroy();
-    await sleep(300);
-    const again = await fetch(listener.url);
-    expect(again.status).toBe(200);
-    expect(await again.text()).toContain("# TYPE plantgate_http_requests_total counter");
+    // Until the listener has seen them close it is still full and closes a new connection at once;
+    // tried again until a scrape gets through (it must, within the deadline).
+    const deadline = Date.now() + 10_000;
+    let again: Response | undefined;
+    while (again === undefined && Date.now() < deadline) {
+      again = await fetch(listener.url).catch(() => undefined);
+      if (again === undefined) await sleep(20);
+    }
+    expect(again?.status).toBe(200);
+    expect(await again!.text()).toContain("# TYPE plantgate_http_requests_total counter");
   });
 
   it("every request gets an answer with a body: odd methods, paths, targets, headers, HTTP/1.0, pipelining, CONNECT, no Host", async () => {
