@@ -149,7 +149,7 @@ export function auditFromEnv(env: EnvVars): boolean {
   const raw = env.PLANTGATE_AUDIT;
   if (raw === undefined || raw === "" || raw === "1" || raw === "true") return true;
   if (raw === "0" || raw === "false") return false;
-  throw new ConfigError("PLANTGATE_AUDIT must be 1 (keep security events) or 0");
+  throw new ConfigError("PLANTGATE_AUDIT must be 1 or true (keep security events), or 0 or false");
 }
 
 /** Default of `PLANTGATE_PRUNE_INTERVAL_SECONDS`: prune once an hour. */

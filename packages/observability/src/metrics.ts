@@ -275,8 +275,8 @@ function answerRefusals(server: Server): void {
 
 /**
  * Serves `GET /metrics` (Prometheus text exposition) on its own `node:http` listener. Anything
- * else is 404 (405 for another method on `/metrics`). Keep it off the public network: it says
- * how busy the server is and which errors it answers.
+ * else is 404 (405 for another method on `/metrics`, and for a `CONNECT` whatever its target).
+ * Keep it off the public network: it says how busy the server is and which errors it answers.
  *
  * @example
  * const listener = await serveMetrics(metrics, { port: 9464, host: "0.0.0.0" });
