@@ -19,9 +19,12 @@
 // in an A/B, 2026-11-29), so a command gets it only when it may wait to be written: when at least
 // SIGNAL_FROM commands are already pending here, or while Redis is found slow (a slot expired with
 // commands pending, until one expires with none; then the socket may still be backed up with the
-// commands that timed out). Fewer than SIGNAL_FROM ahead of it fit in node-redis's write buffer
-// (16 KiB before it waits for `drain`; a script call is about 500 bytes at most with the default
-// key prefix), so such a command is written at once and no signal could have dropped it. Before
+// commands that timed out). Pending counts the commands written and awaiting their reply too, so
+// SIGNAL_FROM is set well above what a healthy server under load keeps pending: at 16, 32
+// concurrent client-credentials requests on PostgreSQL + Redis passed it often enough to cost
+// 0.90x throughput in an A/B (CPU 245 against 219 µs a request); at 256 the healthy path carries
+// none. In a hang the first SIGNAL_FROM commands (about 128 KB at 500 bytes a script call, most of
+// it taken by the socket's buffers, which no signal could drop anyway) may still run late. Before
 // 2026-11-29 the signal came only after a first slot had expired: everything started during the
 // first 1.25 timeouts of a hang ran when Redis answered again (20,000 increments that had all
 // failed counted 20,001).
@@ -43,7 +46,7 @@ export class CommandTimeoutError extends Error {
 export type Deadline = <T>(start: (signal: AbortSignal | null) => Promise<T>) => Promise<T>;
 
 /** Commands pending at once from which the next carries its slot's signal (see the module comment). @internal */
-export const SIGNAL_FROM = 16;
+export const SIGNAL_FROM = 256;
 
 /** A {@link Deadline} of `timeoutMs` (see the module comment). @internal */
 export function deadlines(timeoutMs: number, now: () => number = () => performance.now()): Deadline {
