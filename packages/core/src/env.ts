@@ -18,7 +18,7 @@ function flag(env: EnvVars, name: string): boolean {
   const raw = env[name];
   if (raw === undefined || raw === "" || raw === "0" || raw === "false") return false;
   if (raw === "1" || raw === "true") return true;
-  throw new ConfigError(`${name} must be 1 or 0, got "${raw}"`);
+  throw new ConfigError(`${name} must be 1 or true, or 0 or false, got "${raw}"`);
 }
 
 function int(env: EnvVars, name: string, max?: number): number | undefined {

@@ -11,7 +11,7 @@ describe("console environment", () => {
     expect(optionsFromEnv({ PLANTGATE_CONSOLE: "0" }).console).toBeUndefined();
     expect(optionsFromEnv({ PLANTGATE_CONSOLE: "1" }).console).toEqual({ enabled: true });
     expect(optionsFromEnv({ PLANTGATE_BOOTSTRAP_ADMIN: "true", PLANTGATE_CONSOLE_SESSION_TTL: "900" }).console).toEqual({ enabled: true, sessionTtlSeconds: 900 });
-    expect(() => optionsFromEnv({ PLANTGATE_CONSOLE: "yes" })).toThrow(new ConfigError('PLANTGATE_CONSOLE must be 1 or 0, got "yes"'));
+    expect(() => optionsFromEnv({ PLANTGATE_CONSOLE: "yes" })).toThrow(new ConfigError('PLANTGATE_CONSOLE must be 1 or true, or 0 or false, got "yes"'));
     expect(() => optionsFromEnv({ PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_SESSION_TTL: "-5" })).toThrow(ConfigError);
     expect(bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_ADMIN: "1" })).toEqual({ client: null, account: null, admin: true });
     expect(bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_ADMIN: "0" })).toEqual({ client: null, account: null });

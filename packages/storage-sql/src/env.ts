@@ -51,13 +51,14 @@ export function auditFromEnv(env: Record<string, string | undefined>): boolean {
 
 /**
  * Whether a PostgreSQL store keeps clients in memory, invalidated by the database's notifications
- * (`openSqlStorage`'s `clientCache`): `PLANTGATE_CLIENT_CACHE`, `1` (default) or `0`.
+ * (`openSqlStorage`'s `clientCache`): `PLANTGATE_CLIENT_CACHE`, `1` or `true` (default), `0` or `false`,
+ * as every other flag of the servers (until 2026-11-29 `true` and `false` were refused here).
  */
 export function clientCacheFromEnv(env: Record<string, string | undefined>): boolean {
   const v = env.PLANTGATE_CLIENT_CACHE;
-  if (v === undefined || v === "" || v === "1") return true;
-  if (v === "0") return false;
-  throw new StorageConfigError("PLANTGATE_CLIENT_CACHE must be 1 (cache clients, PostgreSQL) or 0");
+  if (v === undefined || v === "" || v === "1" || v === "true") return true;
+  if (v === "0" || v === "false") return false;
+  throw new StorageConfigError("PLANTGATE_CLIENT_CACHE must be 1 or true (cache clients, PostgreSQL), or 0 or false");
 }
 
 /**
