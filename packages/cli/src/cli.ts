@@ -426,7 +426,7 @@ function storeUnavailable(e: unknown): boolean {
   if (failure === null) return false;
   // Reached, but refused for how it was called: a wrong user or password, a database or schema that
   // does not exist, no privilege, a file that is not a database. Trying again cannot help (exit 2).
-  return !refusedConfiguration(failure instanceof StorageError ? failure.cause : failure.cause);
+  return !refusedConfiguration(failure.cause);
 }
 
 /** PostgreSQL SQLSTATEs, MySQL/MariaDB and SQLite codes, and Redis replies that mean the URL or its credentials are wrong. */

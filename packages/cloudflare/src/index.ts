@@ -243,11 +243,9 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   // NaN would make the discard bound never hold (every comparison with it is false).
   // As @plantgate/node checks them; the timer's bound too (a longer one fires at once).
   if (!Number.isSafeInteger(discardBytes) || discardBytes < 0) throw new TypeError("uploadDiscardBytes must be a non-negative integer");
-  if (!Number.isSafeInteger(discardMs) || discardMs < 0 || discardMs > 2_147_483_647) throw new TypeError("uploadDiscardMs must be an integer from 0 to 2147483647");
-  if (!Number.isSafeInteger(startTimeoutMs) || startTimeoutMs < 0 || startTimeoutMs > 2_147_483_647) throw new TypeError("startTimeoutMs must be an integer from 0 (no bound) to 2147483647");
-  if (!Number.isSafeInteger(scheduledEventsTimeoutMs) || scheduledEventsTimeoutMs < 0 || scheduledEventsTimeoutMs > 2_147_483_647) {
-    throw new TypeError("scheduledEventsTimeoutMs must be an integer from 0 (no bound) to 2147483647");
-  }
+  checkTimerMs("uploadDiscardMs", discardMs, "0");
+  checkTimerMs("startTimeoutMs", startTimeoutMs, "0 (no bound)");
+  checkTimerMs("scheduledEventsTimeoutMs", scheduledEventsTimeoutMs, "0 (no bound)");
   // Compatibility dates before 2022-10-31 keep workerd's legacy URL parser, which throws on URLs
   // the standard one takes (`?q=%ZZ`): core parses request.url, and that would be a 500. Detected
   // once; only then is each request's URL checked first (a 400 instead).
@@ -368,6 +366,11 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
       }
     },
   };
+}
+
+/** Refuses a timer option setTimeout cannot hold (past 2^31-1 ms a delay fires at once; NaN never compares). */
+function checkTimerMs(name: string, value: number, zero: string): void {
+  if (!Number.isSafeInteger(value) || value < 0 || value > 2_147_483_647) throw new TypeError(`${name} must be an integer from ${zero} to 2147483647`);
 }
 
 /** An isolate's start, and the one error its requests get when it is late (so it is logged once). */

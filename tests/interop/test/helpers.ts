@@ -181,3 +181,17 @@ export async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
   }
   throw new Error("expected the promise to reject, but it resolved");
 }
+
+/**
+ * Polls `read` every 50 ms until it gives a value (a line in a child process's output, say); past
+ * `timeoutMs` throws, naming `what` and showing `output()`.
+ */
+export async function until<T>(what: string, read: () => T | undefined, output: () => string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what} did not appear within ${timeoutMs} ms\n${output()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

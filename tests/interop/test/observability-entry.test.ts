@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, expect, it } from "vitest";
-import { TOKEN_PATH } from "./helpers.js";
+import { TOKEN_PATH, until } from "./helpers.js";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 const tsx = join(repoRoot, "node_modules/.bin/tsx");
@@ -38,16 +38,6 @@ const USERNAME = "observed-user";
 const PASSWORD = "obs-password-8d6f4b2a0c9e7d5f";
 const WRONG_SECRET = "obs-wrong-secret-1a2b3c4d5e6f";
 const WRONG_PASSWORD = "obs-wrong-password-9f8e7d6c";
-
-async function until<T>(what: string, read: () => T | undefined, output: () => string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what} did not appear within ${timeoutMs} ms\n${output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 function token(url: string, form: Record<string, string>) {
   return fetch(url + TOKEN_PATH, {

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, expect, it } from "vitest";
-import { TOKEN_PATH } from "./helpers.js";
+import { TOKEN_PATH, until } from "./helpers.js";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 const tsx = join(repoRoot, "node_modules/.bin/tsx");
@@ -64,16 +64,6 @@ const CLIENT_ID = "disk-client";
 const CLIENT_SECRET = "disk-secret-4e1a9c7b3d5f2e8a6c0b1d3f5a7c9e2b";
 const USERNAME = "disk-user";
 const PASSWORD = "disk-password-7c5a3e1f9b8d6a4c";
-
-async function until<T>(what: string, read: () => T | undefined, output: () => string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = read();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what} did not appear within ${timeoutMs} ms\n${output()}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /**
  * Sends one request that logs one event and returns the event as the test expects to see it:
