@@ -1,6 +1,13 @@
+import { writeSync } from "node:fs";
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { startServer } from "./server.js";
+
+// The start lines go to stdout through console.log; a stdout that fails (a full disk, /dev/full, a
+// reader gone) emits an 'error' on process.stdout after console.log has returned, which would end
+// the process with the server already serving. Said once on stderr instead; the server runs on (its
+// JSON log lines have their own writer, which reports and recovers on its own).
+process.stdout.on("error", startLinesLost);
 
 try {
   const server = await startServer(process.env);
@@ -46,5 +53,16 @@ async function announceDemo(demo: { clientId: string; clientSecret: string; user
     console.log(`  client_secret and password: ${file} (mode 0600; shown only there, delete it once read)`);
   } catch (error) {
     console.log(`  could not write ${file} (${error instanceof Error ? error.message : String(error)}): the demo secret and password are lost; set PLANTGATE_BOOTSTRAP_* instead`);
+  }
+}
+
+let startLinesLostSaid = false;
+function startLinesLost(error: NodeJS.ErrnoException): void {
+  if (startLinesLostSaid) return;
+  startLinesLostSaid = true;
+  try {
+    writeSync(2, `plantgate: writing the start lines to stdout failed (${error.code ?? error.message}); they are lost, the server runs on\n`);
+  } catch {
+    // stderr failing as well: nothing left to tell.
   }
 }
