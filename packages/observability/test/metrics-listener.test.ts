@@ -52,7 +52,18 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     socket.pause();
     // 500 requests in one write: Node's parser reads them all before it can pause the socket.
     socket.write("GET /metrics HTTP/1.1\r\nHost: metrics\r\n\r\n".repeat(500));
-    await sleep(2_000);
+    // Until no collection has come for 1 s (and 2 s at least): without the fix they go on until all
+    // 500 are made, however slowly a loaded machine makes them (a fixed 2 s let a slow run pass).
+    const began = Date.now();
+    let seen = collections();
+    let quietSince = began;
+    while (Date.now() - began < 20_000) {
+      await sleep(100);
+      if (collections() !== seen) {
+        seen = collections();
+        quietSince = Date.now();
+      } else if (Date.now() - quietSince >= 1_000 && Date.now() - began >= 2_000) break;
+    }
     // Before the fix all 500 were collected at once (~100 MB held, seconds of event-loop time that
     // every other listener of the process waited out); now only those whose answer reached the
     // socket, as far as the kernel's buffers take them.
@@ -153,7 +164,8 @@ describe("metrics listener", { timeout: 30_000 }, () => {
         let received = "";
         socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
         socket.on("close", () => resolve(received));
-        setTimeout(() => resolve(`${received}<still open>`), 2_000);
+        // Every case ends in a close; 10 s only tells a connection left open from a slow machine.
+        setTimeout(() => resolve(`${received}<still open>`), 10_000);
         socket.write(data);
       });
     /** Status line and body of each answer in `raw` (chunked or not), Date headers aside. */
