@@ -66,8 +66,18 @@ export interface Plantgate {
    * hook and written to the audit store (failures are logged, never thrown); later events are not
    * waited for. Answers never wait for events;
    * a Worker hands this to `ctx.waitUntil` so they are delivered after the answer is sent.
+   *
+   * Resolves to 0 then. With `timeoutMs` (an integer up to 2147483647; 0 or none: no bound) it
+   * stops waiting once that much time has passed first, and resolves to the number of batches (the
+   * events of one step, or of one deferred lookup) still unfinished; the wait is then forgotten, so
+   * a hook call that never settles holds nothing of the flushes given up on. Any other `timeoutMs`
+   * throws a TypeError. A caller that must not hang (a shutdown, a Worker's `waitUntil`) gives one.
+   *
+   * @example
+   * const unfinished = await app.flushEvents(10_000);
+   * if (unfinished > 0) logger.warn(`${unfinished} batches of security events still undelivered`);
    */
-  flushEvents(): Promise<void>;
+  flushEvents(timeoutMs?: number): Promise<number>;
 }
 
 /**
@@ -303,7 +313,7 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
     admin: createAdmin(ctx),
     storage: ctx.storage,
     jwks: () => ctx.keyring.jwks(),
-    flushEvents: () => ctx.events.settled(),
+    flushEvents: (timeoutMs) => ctx.events.settled(timeoutMs),
     async fetch(request, info) {
       const answer = await run(request, info);
       // RFC 9110 §9.3.2: HEAD is GET without the content, errors included.

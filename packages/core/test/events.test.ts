@@ -344,12 +344,16 @@ describe("a failing or slow onEvent hook never changes an answer", () => {
     expect(await run(async () => Promise.reject(new Error("async hook broke")), loggedAsync)).toEqual(baseline);
     expect(loggedAsync.map((l) => (l[1] as { error: string }).error)).toEqual(loggedSync.map(() => "async hook broke"));
 
-    // A hook that never settles: answers do not wait for it (flushEvents would, so it is not called here).
+    // A hook that never settles: answers do not wait for it; flushEvents() would without end, and
+    // flushEvents(timeoutMs) gives up after the bound, naming how many batches are unfinished.
     const h = await harness({ onEvent: () => new Promise<void>(() => {}) });
     const started = Date.now();
     const res = await token(h, { grant_type: "client_credentials" });
     expect(res.status).toBe(200);
     expect(Date.now() - started).toBeLessThan(2000);
+    const unfinished = await h.app.flushEvents(50);
+    expect(unfinished).toBeGreaterThanOrEqual(1);
+    expect(await h.app.flushEvents(50)).toBe(unfinished);
   });
 
   it("an audit store that fails: the answer stands and the failure is logged", async () => {
@@ -479,6 +483,77 @@ describe("event ids and the sink's bookkeeping", () => {
     expect(all, "a settled() called later waits for b, c and d").toBe(false);
     gates.get("d")!();
     await later;
+  });
+
+  it("a hook call that never settles: settled(timeoutMs) gives up after the bound, naming the batches unfinished, and keeps nothing; 10 000 calls amid steady traffic hold one record each, only while they wait", async () => {
+    const { createEventSink } = await import("../src/events/emitter.js");
+    const errors: string[] = [];
+    const sink = createEventSink({
+      // One event's call never settles (its request context gone); every other event is handled at once.
+      hook: (event) => ((event as { client_id: string }).client_id === "stuck" ? new Promise<void>(() => {}) : undefined),
+      audit: undefined,
+      logger: { error: (message: string) => errors.push(message), warn: () => {} },
+      clock: () => 1,
+      random: (n) => new Uint8Array(n),
+    });
+    sink.emit({ type: "client.created", client_id: "stuck" } as never);
+    await new Promise((r) => setTimeout(r, 1));
+    let most = 0;
+    for (let round = 0; round < 100; round++) {
+      const calls: Promise<number>[] = [];
+      for (let i = 0; i < 100; i++) {
+        // A request's events, then its flush (as the Worker's fetch does): the flush waits for them and for the stuck one.
+        sink.emit({ type: "client.created", client_id: `c${round}-${i}` } as never);
+        calls.push(sink.settled(20));
+      }
+      most = Math.max(most, sink.waiting);
+      // Each gives up after its bound: only the stuck batch is unfinished, the requests' own are done.
+      expect(await Promise.all(calls)).toEqual(calls.map(() => 1));
+      expect(sink.waiting, "a call given up on is forgotten").toBe(0);
+    }
+    expect(most, "one record per call waiting, whatever is pending").toBe(100);
+    expect(errors).toEqual([]);
+    // A call without a bound waits (one record) until the batches before it are done.
+    let unbound: number | undefined;
+    void sink.settled().then((n) => (unbound = n));
+    await new Promise((r) => setTimeout(r, 20));
+    expect([unbound, sink.waiting]).toEqual([undefined, 1]);
+  });
+
+  it("every hook call never settles: each settled(timeoutMs) names exactly the batches before its call, and still holds one record", async () => {
+    const { createEventSink } = await import("../src/events/emitter.js");
+    const sink = createEventSink({ hook: () => new Promise<void>(() => {}), audit: undefined, logger: { error: () => {}, warn: () => {} }, clock: () => 1, random: (n) => new Uint8Array(n) });
+    const calls: Promise<number>[] = [];
+    for (let i = 0; i < 300; i++) {
+      sink.emit({ type: "client.created", client_id: `c${i}` } as never);
+      calls.push(sink.settled(30));
+      await Promise.resolve();
+    }
+    expect(sink.waiting).toBe(300);
+    // Each call's events were queued in a step of their own: call i waits for i + 1 batches, not for the later ones.
+    expect(await Promise.all(calls)).toEqual(calls.map((_, i) => i + 1));
+    expect(sink.waiting).toBe(0);
+    expect(await sink.settled(1)).toBe(300);
+  });
+
+  it("settled(timeoutMs): batches that finish in time resolve it to 0 at once; a bound that is not an integer from 0 to 2^31-1 is a TypeError", async () => {
+    const { createEventSink } = await import("../src/events/emitter.js");
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const sink = createEventSink({ hook: () => gate, audit: undefined, logger: { error: () => {}, warn: () => {} }, clock: () => 1, random: (n) => new Uint8Array(n) });
+    expect(await sink.settled(5)).toBe(0);
+    sink.emit({ type: "client.created", client_id: "a" } as never);
+    const started = Date.now();
+    const bounded = sink.settled(60_000);
+    const unbound = sink.settled(0);
+    expect(sink.waiting).toBe(2);
+    setTimeout(release, 10);
+    expect(await Promise.all([bounded, unbound])).toEqual([0, 0]);
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(sink.waiting).toBe(0);
+    for (const timeoutMs of [Number.NaN, -1, 1.5, 2 ** 31, Infinity]) {
+      expect(() => sink.settled(timeoutMs)).toThrow(new TypeError("settled(timeoutMs): timeoutMs must be an integer from 0 (no bound) to 2147483647"));
+    }
   });
 
   it("defer(): the task's events are handed over when it resolves, settled() waits for them, and a rejecting task is reported, not thrown", async () => {

@@ -27,9 +27,15 @@ export interface EventSink {
   defer(task: Promise<readonly EventInput[]>): void;
   /**
    * Resolves once every event emitted (or deferred) before the call has been handled by the hook
-   * and the audit store (rejections included); events emitted later are not waited for.
+   * and the audit store (rejections included); events emitted later are not waited for. Resolves
+   * to 0 then; with `timeoutMs` (an integer up to 2^31-1; 0 or none: no bound), once that much time
+   * has passed first, to the number of those batches (the events of one step, or one deferred task)
+   * still unfinished, and the call is forgotten: nothing of it is kept for a receiver that never
+   * settles. Throws a TypeError for any other `timeoutMs`.
    */
-  settled(): Promise<void>;
+  settled(timeoutMs?: number): Promise<number>;
+  /** The `settled()` calls still waiting: each keeps one small record until it resolves (diagnostics, tests). */
+  readonly waiting: number;
 }
 
 /** The audit row of an event: the columns the console filters on, and the whole event as JSON. */
@@ -85,11 +91,49 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
   // Unfinished work is counted per batch (the events queued in one step, or one deferred task),
   // so `settled()` waits for the batches of before its call, not for a count that steady traffic
   // may never bring to 0 (the Worker calls it on every request, through waitUntil).
+  //
+  // Batches are numbered as they are made and join `pending` in that order, so its first one is
+  // the oldest unfinished. A `settled()` call is one record in `waiters` (in the order of the
+  // calls, so of their `upTo`): done once the oldest unfinished batch is newer than its `upTo`.
+  // Until 2026-11-29 each call pushed a waiter onto every pending batch: a receiver call that never
+  // settles (a hook's fetch made in a Worker request context that is gone) kept its batch pending,
+  // and every later request's flush added a closure and a promise to it, for the isolate's life
+  // (and walked every batch stuck so far). Now a call is one record whatever is pending, and a call
+  // with a bound (the Worker's) drops it when the bound passes, on a timer of the caller's own, as
+  // `waitAtMost` does: what a hung receiver holds is its own batch, and the calls of the last
+  // `timeoutMs`. Sharing one promise per batch would not have been enough: reactions on a promise
+  // that never settles accumulate just the same. No timer and no closure is made per event: a
+  // batch that finishes wakes the waiters (if any) at once, and `settled()` with nothing pending
+  // makes no record (the sync receivers, the logger and the metrics, are done by then).
   const pending = new Set<Batch>();
+  const waiters = new Set<Waiter>();
+  let made = 0;
   const finished = (batch: Batch) => {
     if (--batch.left > 0) return;
     pending.delete(batch);
-    if (batch.waiters !== undefined) for (const resolve of batch.waiters) resolve();
+    if (waiters.size !== 0) wake();
+  };
+  const wake = () => {
+    let oldest = Infinity;
+    for (const batch of pending) {
+      oldest = batch.seq;
+      break;
+    }
+    for (const waiter of waiters) {
+      if (waiter.upTo >= oldest) break;
+      waiters.delete(waiter);
+      clearTimeout(waiter.timer);
+      waiter.resolve(0);
+    }
+  };
+  /** The batches up to `upTo` not yet finished. */
+  const unfinished = (upTo: number) => {
+    let count = 0;
+    for (const batch of pending) {
+      if (batch.seq > upTo) break;
+      count++;
+    }
+    return count;
   };
   const report = (what: "hook" | "audit" | "defer", event: SecurityEvent | undefined, error: unknown) => {
     try {
@@ -181,7 +225,7 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
       if (!enabled) return;
       const event = stamp(partial);
       if (queue.push(event) === 1) {
-        queued = { left: 0, waiters: undefined };
+        queued = { left: 0, seq: ++made };
         pending.add(queued);
         void RESOLVED.then(drain);
       }
@@ -191,7 +235,7 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
       // Nothing listens: the task's events are dropped (a rejection too, never left unhandled).
       if (!enabled) return void task.then(undefined, () => undefined);
       // The task itself counts until it settles; its events join its batch before that.
-      const batch: Batch = { left: 1, waiters: undefined };
+      const batch: Batch = { left: 1, seq: ++made };
       pending.add(batch);
       task.then(
         (inputs) => {
@@ -214,11 +258,24 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
         },
       );
     },
-    settled() {
-      if (pending.size === 0) return Promise.resolve();
-      const each: Promise<void>[] = [];
-      for (const batch of pending) each.push(new Promise<void>((resolve) => (batch.waiters ??= []).push(resolve)));
-      return Promise.all(each).then(() => undefined);
+    get waiting() {
+      return waiters.size;
+    },
+    settled(timeoutMs = 0) {
+      if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > 2_147_483_647) throw new TypeError("settled(timeoutMs): timeoutMs must be an integer from 0 (no bound) to 2147483647");
+      if (pending.size === 0) return Promise.resolve(0);
+      // Every batch made so far: those of them still pending are what this call waits for.
+      const upTo = made;
+      return new Promise<number>((resolve) => {
+        const waiter: Waiter = { upTo, resolve, timer: undefined };
+        waiters.add(waiter);
+        if (timeoutMs === 0) return;
+        waiter.timer = setTimeout(() => {
+          // Still here: not woken (a woken waiter's timer is cleared).
+          waiters.delete(waiter);
+          resolve(unfinished(upTo));
+        }, timeoutMs);
+      });
     },
   };
 }
@@ -227,5 +284,14 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
 interface Batch {
   /** Receiver calls (and a deferred task) not yet finished. */
   left: number;
-  waiters: Array<() => void> | undefined;
+  /** Its number: batches are numbered in the order they are made, from 1. */
+  seq: number;
+}
+
+/** A `settled()` call still waiting: for the batches numbered up to `upTo`. */
+interface Waiter {
+  upTo: number;
+  resolve: (unfinished: number) => void;
+  /** Its bound's timer, when it has one. */
+  timer: ReturnType<typeof setTimeout> | undefined;
 }
