@@ -42,6 +42,13 @@ export const WORKER_START_TIMEOUT_MS = 30_000;
  */
 export const WORKER_SCHEDULED_EVENTS_TIMEOUT_MS = 30_000;
 
+/**
+ * The default of {@link CreateWorkerOptions.fetchEventsTimeoutMs}: under the 30 s Cloudflare lets a
+ * `fetch`'s `waitUntil` work run after its response, so the wait's timer (in the request's context,
+ * torn down at that limit with its timers) fires before the context goes, and the wait is forgotten.
+ */
+export const WORKER_FETCH_EVENTS_TIMEOUT_MS = 25_000;
+
 /** The bindings the Worker reads; other entries are ignored. */
 export interface PlantgateWorkerEnv {
   /** The D1 database binding (name configurable with `options.d1Binding`). */
@@ -100,6 +107,16 @@ export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
    * run from ending.
    */
   scheduledEventsTimeoutMs?: number;
+  /**
+   * The longest (ms) each request's `waitUntil` waits, after its answer, for the security events
+   * still being delivered (its own, and any earlier request's) to reach the `onEvent` hook and the
+   * audit store; past it the wait is forgotten, and one line is logged, naming how many batches of
+   * events are unfinished, until they all are delivered. Default 25 000 (under Cloudflare's 30 s
+   * `waitUntil` limit), `0`: no bound. A hook call that never settles (its request's context gone)
+   * would otherwise hold every later request's context to Cloudflare's limit and keep a record of
+   * each request's wait for the isolate's life.
+   */
+  fetchEventsTimeoutMs?: number;
   /** Called with the counts of each scheduled prune; default: one JSON line with `console.log`. */
   onPrune?: (counts: PruneCounts, controller: WorkerScheduledController) => void;
 }
@@ -149,7 +166,7 @@ function isD1(value: unknown): value is D1DatabaseLike {
 
 async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Promise<Plantgate> {
   // The upload bounds are the entry's own; the rest are plantgate options.
-  const { d1Binding = "DB", migrate = true, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, scheduledEventsTimeoutMs: _events, ...rest } = options;
+  const { d1Binding = "DB", migrate = true, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, scheduledEventsTimeoutMs: _events, fetchEventsTimeoutMs: _fetchEvents, ...rest } = options;
   // Everything the environment decides is checked before D1 is touched: a bad setting is a
   // ConfigError, which the isolate keeps (its env cannot change) instead of retrying per request.
   const database = env[d1Binding];
@@ -238,6 +255,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     uploadDiscardMs: discardMs = 30_000,
     startTimeoutMs = WORKER_START_TIMEOUT_MS,
     scheduledEventsTimeoutMs = WORKER_SCHEDULED_EVENTS_TIMEOUT_MS,
+    fetchEventsTimeoutMs = WORKER_FETCH_EVENTS_TIMEOUT_MS,
     ...appOptions
   } = options;
   // NaN would make the discard bound never hold (every comparison with it is false).
@@ -246,6 +264,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   checkTimerMs("uploadDiscardMs", discardMs, "0");
   checkTimerMs("startTimeoutMs", startTimeoutMs, "0 (no bound)");
   checkTimerMs("scheduledEventsTimeoutMs", scheduledEventsTimeoutMs, "0 (no bound)");
+  checkTimerMs("fetchEventsTimeoutMs", fetchEventsTimeoutMs, "0 (no bound)");
   // Compatibility dates before 2022-10-31 keep workerd's legacy URL parser, which throws on URLs
   // the standard one takes (`?q=%ZZ`): core parses request.url, and that would be a 500. Detected
   // once; only then is each request's URL checked first (a 400 instead).
@@ -320,18 +339,35 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     const clientIp = header !== null && isIpAddress(header) ? header.trim() : undefined;
     const response = await app.fetch(request, clientIp !== undefined ? { clientIp } : {});
     // The onEvent hook and the audit store run after the answer; the isolate must not stop them.
-    executionCtx?.waitUntil(app.flushEvents());
+    executionCtx?.waitUntil(flushAfterAnswer(app));
     return response;
   };
+  // The apps whose fetch flushes are giving up: logged once, until a flush sees every event delivered.
+  const stalled = new WeakSet<Plantgate>();
   /**
-   * `app.flushEvents()`, waited for at most `scheduledEventsTimeoutMs` (on a timer of this run's
-   * context). It waits for every event still being delivered, an earlier request's too; a hook call
-   * made in a context that is gone never settles, and the run then never ended (workerd reported it
-   * as exceededCpu, the prune done but the run failed). Not used by fetch: see the README.
+   * `app.flushEvents(fetchEventsTimeoutMs)`, on a timer of this request's context. It waits for
+   * every event still being delivered, an earlier request's too; a hook call made in a context that
+   * is gone never settles, and until 2026-11-29 every later request's wait then stayed open until
+   * Cloudflare cut it at 30 s, each leaving a waiter on that call's events for the isolate's life.
+   * The bound is under those 30 s: the timer goes with the context, and must fire before it does.
+   * Logged once per stall (not per request: every request's flush gives up while a call hangs),
+   * naming the count of unfinished batches only, never an event's fields.
+   */
+  const flushAfterAnswer = async (app: Plantgate): Promise<void> => {
+    const unfinished = await app.flushEvents(fetchEventsTimeoutMs);
+    if (unfinished === 0) return void stalled.delete(app);
+    if (stalled.has(app)) return;
+    stalled.add(app);
+    logger.warn(`plantgate fetch: ${unfinished} batches of security events not delivered within ${fetchEventsTimeoutMs} ms; requests stop waiting for them after that (not logged again until they are)`);
+  };
+  /**
+   * `app.flushEvents(scheduledEventsTimeoutMs)` (on a timer of this run's context). It waits for
+   * every event still being delivered, an earlier request's too; a hook call made in a context that
+   * is gone never settles, and the run then never ended (workerd reported it as exceededCpu, the
+   * prune done but the run failed).
    */
   const flushBounded = async (app: Plantgate): Promise<void> => {
-    if (scheduledEventsTimeoutMs === 0) return app.flushEvents();
-    if ((await waitAtMost(app.flushEvents(), scheduledEventsTimeoutMs)) !== LATE) return;
+    if ((await app.flushEvents(scheduledEventsTimeoutMs)) === 0) return;
     logger.warn(`plantgate scheduled: the security events were not all delivered within ${scheduledEventsTimeoutMs} ms; the run ends without waiting for the rest`);
   };
   return {

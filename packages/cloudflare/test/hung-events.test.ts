@@ -1,9 +1,12 @@
 /**
  * An `onEvent` hook that never settles, in workerd (Miniflare): the Worker's `scheduled()` still
- * ends, its prune done and reported. The real `createWorker()` entry is bundled for the Workers
- * runtime with a hook the test switches (`/__hook?mode=never`): `never` answers each event with a
- * promise that never settles and holds no I/O, as a hook's call does once the request context it
- * ran in is gone (its fetch to a log sink never settles for anyone who waits on it).
+ * ends, its prune done and reported, and each request's `waitUntil` ends after
+ * `fetchEventsTimeoutMs`, its answer whole. The real `createWorker()` entry is bundled for the
+ * Workers runtime with a hook the test switches (`/__hook?mode=never`): `never` answers each event
+ * with a promise that never settles and holds no I/O, as a hook's call does once the request
+ * context it ran in is gone (its fetch to a log sink never settles for anyone who waits on it).
+ * `/__waits` tells how many promises the Worker handed to the real `ctx.waitUntil`, and how many
+ * of them have ended.
  */
 import { describe, expect, it } from "vitest";
 import { workerPerTest } from "./support.js";
@@ -13,6 +16,7 @@ import { createWorker } from "../src/index.ts";
 let mode = "open";
 const worker = createWorker({ onEvent: () => (mode === "never" ? new Promise(() => {}) : undefined), ...${options} });
 let env;
+const waits = { handed: 0, ended: 0 };
 export default {
   async fetch(request, bindings, ctx) {
     const url = new URL(request.url);
@@ -20,8 +24,16 @@ export default {
       mode = url.searchParams.get("mode") ?? mode;
       return new Response("ok");
     }
+    if (url.pathname === "/__waits") return Response.json(waits);
     env ??= { ...bindings };
-    return worker.fetch(request, env, ctx);
+    const counted = {
+      waitUntil(promise) {
+        waits.handed++;
+        ctx.waitUntil(promise);
+        promise.finally(() => waits.ended++);
+      },
+    };
+    return worker.fetch(request, env, counted);
   },
   async scheduled(controller, bindings, ctx) {
     env ??= { ...bindings };
@@ -101,5 +113,71 @@ describe("scheduled() with an onEvent hook that never settles, in workerd", () =
       expect(() => createWorker({ scheduledEventsTimeoutMs })).toThrow(new TypeError("scheduledEventsTimeoutMs must be an integer from 0 (no bound) to 2147483647"));
     }
     expect(() => createWorker({ scheduledEventsTimeoutMs: 0 })).not.toThrow();
+  });
+});
+
+const CLIENT_ID = "demo-client";
+const CLIENT_SECRET = "demo-secret-change-me-0123456789";
+const USERNAME = "demo";
+const PASSWORD = "demo-password-0123";
+const FETCH_GAVE_UP = /plantgate fetch: (\d+) batches of security events not delivered within 1500 ms; requests stop waiting for them after that \(not logged again until they are\)/;
+
+describe("fetch with an onEvent hook that never settles, in workerd", () => {
+  it("every request gets its whole answer; each request's waitUntil ends after fetchEventsTimeoutMs; one line logged, naming a count and no secret", async () => {
+    const { base } = await worker("{ fetchEventsTimeoutMs: 1500 }", {
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT_ID,
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT_SECRET,
+      PLANTGATE_BOOTSTRAP_USERNAME: USERNAME,
+      PLANTGATE_BOOTSTRAP_PASSWORD: PASSWORD,
+    });
+    const waits = async () => (await (await fetch(`${base}/__waits`)).json()) as { handed: number; ended: number };
+    // From the first request on (the bootstrap's events too), every hook call never settles.
+    await fetch(`${base}/__hook?mode=never`).then((r) => r.text());
+    const secrets: string[] = [CLIENT_SECRET, PASSWORD];
+    const started = Date.now();
+    for (let i = 0; i < 20; i++) {
+      const res = await fetch(`${base}/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`${CLIENT_ID}:${CLIENT_SECRET}`)}` },
+        body: i % 2 === 0 ? "grant_type=client_credentials" : `grant_type=password&username=${USERNAME}&password=${PASSWORD}&scope=Platform_UserAPIs`,
+      });
+      const body = (await res.json()) as { access_token: string };
+      expect([res.status, res.headers.get("cache-control"), body]).toEqual([
+        200,
+        "no-store",
+        i % 2 === 0
+          ? { access_token: expect.any(String), token_type: "Bearer", expires_in: 7200, scope: "Platform_UserAPIs Platform_AllAppsServerCommands" }
+          : { access_token: expect.any(String), token_type: "Bearer", expires_in: 7200, scope: "Platform_UserAPIs" },
+      ]);
+      secrets.push(body.access_token);
+      // The token is good: the API answers with it.
+      const list = await fetch(`${base}/rbac/ServerCommand/GetAccountList?page=1&pageSize=20`, { headers: { authorization: `Bearer ${body.access_token}` } });
+      expect([list.status, await list.json()]).toEqual([200, { accounts: [expect.objectContaining({ username: USERNAME })], page: 1, pageSize: 20, total: 1, totalPages: 1 }]);
+    }
+    const answered = Date.now() - started;
+    // Every request's waitUntil work ends: the answer's at once, the events' flush at its bound.
+    const handed = (await waits()).handed;
+    expect(handed).toBeGreaterThanOrEqual(80);
+    const deadline = Date.now() + 20_000;
+    while ((await waits()).ended < handed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(await waits()).toEqual({ handed, ended: handed });
+    const ended = Date.now() - started;
+    // The flushes waited for their bound (a stuck call before each), no longer than it and the answers.
+    expect(ended).toBeGreaterThanOrEqual(1500);
+    expect(ended).toBeLessThan(answered + 1500 + 10_000);
+    // One line for the whole stall (not one per request), naming only a count.
+    for (let i = 0; i < 40 && !FETCH_GAVE_UP.test(log.text); i++) await new Promise((r) => setTimeout(r, 50));
+    const lines = [...log.text.matchAll(new RegExp(FETCH_GAVE_UP, "g"))];
+    expect(lines.length).toBe(1);
+    expect(Number(lines[0]![1])).toBeGreaterThanOrEqual(1);
+    for (const secret of secrets) expect(log.text.includes(secret), `the log holds ${secret.slice(0, 6)}…`).toBe(false);
+  }, 90_000);
+
+  it("fetchEventsTimeoutMs is checked when the Worker is made", async () => {
+    const { createWorker } = await import("../src/index.js");
+    for (const fetchEventsTimeoutMs of [Number.NaN, -1, 1.5, 2 ** 31]) {
+      expect(() => createWorker({ fetchEventsTimeoutMs })).toThrow(new TypeError("fetchEventsTimeoutMs must be an integer from 0 (no bound) to 2147483647"));
+    }
+    expect(() => createWorker({ fetchEventsTimeoutMs: 0 })).not.toThrow();
   });
 });

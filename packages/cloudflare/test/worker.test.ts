@@ -266,6 +266,44 @@ describe("createWorker", () => {
     expect(settled).toBe(true);
   });
 
+  it("a hook whose calls hang: each request's flush gives up after fetchEventsTimeoutMs, logged once per stall with the count of unfinished batches; once they are delivered, a new stall is logged again", async () => {
+    const warned: string[] = [];
+    let gate: Promise<void> | undefined;
+    let release = () => {};
+    const block = () => (gate = new Promise<void>((resolve) => (release = resolve)));
+    const worker = createWorker({ fetchEventsTimeoutMs: 200, onEvent: () => gate, logger: { error: recorded.error, warn: (m) => void (m.startsWith("plantgate fetch:") ? warned.push(m) : recorded.warn(m)) } });
+    const env = { DB: database, PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" };
+    // A refused client: one client.authentication_failed event a request.
+    const refused = async () => {
+      const held: Promise<unknown>[] = [];
+      const res = await worker.fetch(
+        new Request("http://worker.test/UserService/connect/token", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("nobody:wrong-secret")}` }, body: "grant_type=client_credentials" }),
+        env,
+        { waitUntil: (p) => void held.push(p) },
+      );
+      expect([res.status, await res.json()]).toEqual([401, { error: "invalid_client", error_description: "Client authentication failed." }]);
+      return Promise.all(held);
+    };
+    const line = (n: number) => `plantgate fetch: ${n} batches of security events not delivered within 200 ms; requests stop waiting for them after that (not logged again until they are)`;
+    await refused();
+    expect(warned).toEqual([]);
+    block();
+    // Three requests while their calls hang: each one's waitUntil ends (after the bound); one line,
+    // when the first gives up (one batch unfinished before its call).
+    await Promise.all([refused(), refused(), refused()]);
+    expect(warned).toEqual([line(1)]);
+    await refused();
+    expect(warned).toEqual([line(1)]);
+    // Delivered at last: the next flush sees every event handled, and a later stall is logged again.
+    gate = undefined;
+    release();
+    await refused();
+    block();
+    await refused();
+    expect(warned).toEqual([line(1), line(1)]);
+    release();
+  });
+
   it("on a database whose schema is current, the migration step is two reads and no write", async () => {
     await createD1Storage(database).migrate();
     const { binding, queries } = recording(database);
