@@ -16,6 +16,9 @@ import { swaggerUi } from "@plantgate/docs";
 import { openRedisHotStoresFromEnv } from "@plantgate/storage-redis/env";
 import { observabilityFromEnv, setupObservability, type MetricsListener } from "@plantgate/observability";
 
+/** How long `close()` waits for the security events still being delivered before the store closes. */
+export const CLOSE_EVENTS_TIMEOUT_MS = 10_000;
+
 /** Where the server's JSON-line logs go: stdout unless a destination (anything with `write(line)`) is given, e.g. in tests. */
 export interface ServerLogging {
   destination?: { write(line: string): void };
@@ -173,6 +176,10 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
         await pruning.stop();
         await metrics?.close();
         await running.close();
+        // The events of the last requests reach the hook and the audit store before the store closes
+        // (before 2026-11-29 an audit append still under way met a closed store, and was lost).
+        const unfinished = await created.flushEvents(CLOSE_EVENTS_TIMEOUT_MS);
+        if (unfinished > 0) observability.options.logger.warn(`closing: ${unfinished} batches of security events not delivered within ${CLOSE_EVENTS_TIMEOUT_MS} ms; the store closes without them`);
         await closeStorage();
       },
     };

@@ -232,3 +232,45 @@ describe("example servers: housekeeping on a timer", () => {
     );
   });
 });
+
+describe("example servers: close() delivers the last requests' security events first", () => {
+  for (const [name, startOne] of [
+    ["node-server", startServer],
+    ["express-server", startExpressServer],
+  ] as const) {
+    it(`${name}: an onEvent hook still delivering when close() is called has finished by the time close() resolves, the store still open while it ran`, async () => {
+      const delivered: string[] = [];
+      let server: { url: string; app: { storage: { clients: { get(id: string): Promise<unknown> } } }; close(): Promise<void> } | undefined;
+      const onEvent = async (event: { type: string; client_id?: string }) => {
+        // Slower than close() takes without waiting: a hook that posts to a slow collector.
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        // The store is read after that wait: it must not have been closed under the hook.
+        const client = event.client_id === undefined ? null : await server!.app.storage.clients.get(event.client_id);
+        delivered.push(`${event.type}${client === null ? "" : " (client read)"}`);
+      };
+      server = await startOne(
+        {
+          HOST: "127.0.0.1",
+          PORT: "0",
+          PLANTGATE_DB: ":memory:",
+          PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+          PLANTGATE_BOOTSTRAP_CLIENT_ID: "closing-client",
+          PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "closing-secret-5e7a9c1b3d",
+        },
+        { onEvent },
+        { destination: { write() {} } },
+      );
+      const base = name === "express-server" ? `${server.url}/auth` : server.url;
+      const response = await fetch(`${base}/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicAuth("closing-client", "closing-secret-5e7a9c1b3d") },
+        body: "grant_type=client_credentials",
+      });
+      expect(response.status).toBe(200);
+      await response.arrayBuffer();
+      await server.close();
+      // The bootstrap's client.created (at start) and the token's token.issued, both whole.
+      expect(delivered.sort()).toEqual(["client.created (client read)", "token.issued (client read)"]);
+    });
+  }
+});
