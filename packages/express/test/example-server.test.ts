@@ -241,11 +241,11 @@ describe("example servers: close() delivers the last requests' security events f
     it(`${name}: an onEvent hook still delivering when close() is called has finished by the time close() resolves, the store still open while it ran`, async () => {
       const delivered: string[] = [];
       let server: { url: string; app: { storage: { clients: { get(id: string): Promise<unknown> } } }; close(): Promise<void> } | undefined;
-      const onEvent = async (event: { type: string; client_id?: string }) => {
+      const onEvent = async (event: { type: string; client_id?: string | null }) => {
         // Slower than close() takes without waiting: a hook that posts to a slow collector.
         await new Promise((resolve) => setTimeout(resolve, 1_000));
         // The store is read after that wait: it must not have been closed under the hook.
-        const client = event.client_id === undefined ? null : await server!.app.storage.clients.get(event.client_id);
+        const client = typeof event.client_id !== "string" ? null : await server!.app.storage.clients.get(event.client_id);
         delivered.push(`${event.type}${client === null ? "" : " (client read)"}`);
       };
       server = await startOne(
