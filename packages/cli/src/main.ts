@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { readFileSync, readlinkSync } from "node:fs";
 import { runCli, UsageError } from "./cli.js";
 
 /** The longest password line read (a password is at most 1024 characters, 4 bytes each at most). */
@@ -29,6 +30,31 @@ async function readStdin(mode: "line" | "all" = "all"): Promise<string> {
   } catch {
     throw new UsageError("stdin is not valid UTF-8");
   }
+}
+
+/**
+ * True when stdout is /dev/null opened for reading and writing, which is what Node puts in place of
+ * a closed fd 1 before any script runs (`plantgate client list >&-`; pnpm and tsx, Node too, hand
+ * it on): every write then succeeds and the result is gone. A shell's `>/dev/null` opens it for
+ * writing only. Node's own `stdio: "ignore"` and daemon(3) give the same read-write /dev/null and
+ * cannot be told apart from a closed stdout. Linux only (/proc); elsewhere false.
+ */
+function stdoutClosed(): boolean {
+  try {
+    if (readlinkSync("/proc/self/fd/1") !== "/dev/null") return false;
+    const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync("/proc/self/fdinfo/1", "utf8"));
+    return flags !== null && (parseInt(flags[1]!, 8) & 0o3) === 0o2; // O_ACCMODE is O_RDWR
+  } catch {
+    return false;
+  }
+}
+
+// Before anything is done: a result nobody can read (a new client's only secret) is not made.
+if (stdoutClosed()) {
+  process.stderr.write(
+    "plantgate: stdout is closed (or is /dev/null opened read-write, which Node puts in place of a closed one), so the result could not be written; nothing was done: send it to /dev/null (>/dev/null) to discard it\n",
+  );
+  process.exit(2);
 }
 
 // A command's result may hold the only copy of a new secret. When stdout cannot take it (a closed

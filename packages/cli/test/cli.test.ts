@@ -446,6 +446,37 @@ describe("plantgate CLI", () => {
     expect([await new Promise<number | null>((resolve) => listing.on("close", resolve)), listingErr]).toEqual([0, ""]);
   });
 
+  it.runIf(process.platform === "linux")("a closed stdout (`>&-`) is refused before anything is done (exit 2); a full disk is exit 1; >/dev/null is a choice (exit 0)", async () => {
+    const root = fileURLToPath(new URL("../../../", import.meta.url));
+    const tsx = join(root, "node_modules", ".bin", "tsx");
+    const main = join(root, "packages", "cli", "src", "main.ts");
+    const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
+    expect((await cli(["migrate"])).code).toBe(0);
+    // The shell closes fd 1 and execs the CLI, as `plantgate client create ... >&-` does.
+    const shell = (redirect: string, ...argv: string[]) => spawnSync("sh", ["-c", `exec "$@" ${redirect}`, "sh", tsx, main, ...argv], { env, encoding: "utf8" });
+    const closed =
+      "plantgate: stdout is closed (or is /dev/null opened read-write, which Node puts in place of a closed one), so the result could not be written; nothing was done: send it to /dev/null (>/dev/null) to discard it\n";
+    for (const argv of [["client", "create", "--name", "Closed", "--id", "closed"], ["client", "list"]]) {
+      const run = shell(">&-", ...argv);
+      expect([run.status, run.stdout, run.stderr]).toEqual([2, "", closed]);
+    }
+    // Nothing was made: no client whose only secret went nowhere.
+    expect((await cli(["client", "list"])).json).toEqual([]);
+    // A write that fails (a full disk) is no success either; the client was made, its secret lost.
+    const full = shell(">/dev/full", "client", "create", "--name", "Full", "--id", "full");
+    expect([full.status, full.stdout, full.stderr]).toEqual([
+      1,
+      "",
+      "the secret is shown only now; store it safely\n" +
+        "plantgate: the result could not be written to stdout (ENOSPC); the command was carried out, and the secret it made is lost: make another (client add-secret or rotate-secret)\n",
+    ]);
+    const listFull = shell(">/dev/full", "client", "list");
+    expect([listFull.status, listFull.stdout, listFull.stderr]).toEqual([1, "", "plantgate: the result could not be written to stdout (ENOSPC)\n"]);
+    // /dev/null named by the shell is opened for writing only: the caller chose to discard the result.
+    const discarded = shell(">/dev/null", "client", "list");
+    expect([discarded.status, discarded.stdout, discarded.stderr]).toEqual([0, "", ""]);
+  }, 60_000);
+
   it("PLANTGATE_DB=:memory: is refused (exit 2, nothing reported made): what a command makes there is gone when it ends", async () => {
     expect(await cli(["client", "create", "--name", "mem", "--id", "mem"], "", { PLANTGATE_DB: ":memory:" })).toEqual({
       code: 2,
