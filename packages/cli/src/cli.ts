@@ -204,6 +204,16 @@ function printable(message: string): string {
   return message.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
+/**
+ * One stderr line for a warning core logs: its message (without a leading `plantgate: `) and its
+ * fields as JSON (an error's name, message and cause; a client id; a jwks_uri without its query).
+ * Core puts no secret into either (see its Logger); the servers log the same fields.
+ */
+function warning(message: string, context: Record<string, unknown> | undefined): string {
+  const fields = context !== undefined && Object.keys(context).length > 0 ? ` ${JSON.stringify(context)}` : "";
+  return `plantgate: warning: ${printable(message.replace(/^plantgate: /, "") + fields)}\n`;
+}
+
 /** The first line without its end (`\n` or `\r\n`; a line cut at `\n` by readStdin keeps its `\r`). */
 function firstLine(text: string): string {
   return (text.split(/\r?\n/)[0] ?? "").replace(/\r$/, "");
@@ -479,8 +489,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // the account's console sessions there and `prune` never reached Redis (before 2026-11-29).
     // Only for the commands that reach the hot state: a `migrate` before Redis is up still works.
     if (HOT_COMMANDS.has(commandOf(argv))) hot = await openRedisHotStoresFromEnv(io.env);
-    // Failures are stderr lines (an audit write that failed, say); never a secret (see Logger).
-    app = createPlantgate({ ...options, storage: { ...storage, ...hot?.stores }, logger: { error: (message) => io.stderr(`plantgate: ${message}\n`), warn() {} } });
+    // Failures and warnings are stderr lines (an audit write that failed, signing keys stored in
+    // clear, a rotation whose clean-up failed); never a secret (see Logger). Warnings were dropped
+    // until 2026-11-29.
+    app = createPlantgate({
+      ...options,
+      storage: { ...storage, ...hot?.stores },
+      logger: { error: (message) => io.stderr(`plantgate: ${message}\n`), warn: (message, context) => io.stderr(warning(message, context)) },
+    });
     return { storage, app };
   };
   try {

@@ -8,6 +8,7 @@ import { startServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { generateKeyRecord } from "@plantgate/core";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
+import { sql } from "kysely";
 import { runCli } from "../src/cli.js";
 
 let dir: string;
@@ -15,6 +16,10 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "plantgate-cli-"));
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Core's warning for signing keys stored without PLANTGATE_KEY_ENCRYPTION_KEY, as the CLI prints it. */
+const CLEAR_KEYS =
+  "plantgate: warning: signing keys are stored in clear: anyone who can read the store can sign tokens; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys) to encrypt them at rest\n";
 
 const baseEnv = () => ({ PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" });
 
@@ -158,7 +163,7 @@ describe("plantgate CLI", () => {
     const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     // On a fresh store, listing creates the first key (as a server's first token would).
     const first = await cli(["keys", "list"]);
-    expect(first).toMatchObject({ code: 0, stderr: "" });
+    expect(first).toMatchObject({ code: 0, stderr: CLEAR_KEYS });
     expect(first.json).toEqual([{ kid: expect.any(String), alg: "ES256", createdAt: iso, activatesAt: first.json[0].createdAt, status: "active" }]);
     const before = Date.now();
     const rotated = await cli(["keys", "rotate", "--server-defaults"]);
@@ -187,16 +192,16 @@ describe("plantgate CLI", () => {
     // once every instance has re-read the keys: right after the rotation it is refused.
     const early = await cli(["keys", "revoke", first.json[0].kid]);
     expect([early.code, early.stdout]).toEqual([2, ""]);
-    expect(early.stderr).toMatch(new RegExp(`^plantgate: signing key ${first.json[0].kid} may still sign on instances that have not re-read the keys since ${urgent.json.kid} took over \\(they do within a minute\\): revoke it from \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\n$`));
+    expect(early.stderr).toMatch(new RegExp(`^${CLEAR_KEYS.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}plantgate: signing key ${first.json[0].kid} may still sign on instances that have not re-read the keys since ${urgent.json.kid} took over \\(they do within a minute\\): revoke it from \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\n$`));
     // A next key due later than that is called off at once.
     expect(await cli(["keys", "revoke", rotated.json.kid])).toEqual({
       code: 0,
       stdout: JSON.stringify({ kid: rotated.json.kid, status: "next" }, null, 2) + "\n",
-      stderr: "the key is deleted: running servers drop it from the JWKS and refuse its tokens within a minute; resource servers that cached the JWKS keep it until they fetch it again\n",
+      stderr: CLEAR_KEYS + "the key is deleted: running servers drop it from the JWKS and refuse its tokens within a minute; resource servers that cached the JWKS keep it until they fetch it again\n",
       json: { kid: rotated.json.kid, status: "next" },
     });
-    expect(await cli(["keys", "revoke", urgent.json.kid])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key ${urgent.json.kid} signs now: rotate with now (keys rotate --now) first, then revoke it\n`, json: undefined });
-    expect(await cli(["keys", "revoke", rotated.json.kid])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key ${rotated.json.kid} does not exist\n`, json: undefined });
+    expect(await cli(["keys", "revoke", urgent.json.kid])).toEqual({ code: 2, stdout: "", stderr: `${CLEAR_KEYS}plantgate: signing key ${urgent.json.kid} signs now: rotate with now (keys rotate --now) first, then revoke it\n`, json: undefined });
+    expect(await cli(["keys", "revoke", rotated.json.kid])).toEqual({ code: 2, stdout: "", stderr: `${CLEAR_KEYS}plantgate: signing key ${rotated.json.kid} does not exist\n`, json: undefined });
     expect((await cli(["keys", "list"])).json.map((k: { kid: string }) => k.kid)).toEqual([urgent.json.kid, first.json[0].kid]);
     expect(await cli(["keys", "list", "extra"])).toMatchObject({ code: 2, stdout: "" });
     expect(await cli(["keys", "rotate", "--later"])).toMatchObject({ code: 2, stdout: "" });
@@ -476,6 +481,33 @@ describe("plantgate CLI", () => {
     const discarded = shell(">/dev/null", "client", "list");
     expect([discarded.status, discarded.stdout, discarded.stderr]).toEqual([0, "", ""]);
   }, 60_000);
+
+  it("core's warnings reach stderr as `plantgate: warning: ` lines with their fields (they were dropped): keys in clear, a rotation whose clean-up failed", async () => {
+    expect((await cli(["migrate"])).code).toBe(0);
+    const day = 86_400_000;
+    const now = Date.now();
+    const storage = await openStorageFromEnv({}, { cwd: dir });
+    try {
+      // An old key long retired (prunable at the next rotation) and the one signing for 5 days.
+      await storage.signingKeys.create(await generateKeyRecord("ES256", now - 10 * day, now - 10 * day));
+      await storage.signingKeys.create(await generateKeyRecord("ES256", now - 5 * day, now - 5 * day));
+      // The store refuses every delete of a signing key: a real failure of SQLite, at the clean-up.
+      await sql`create trigger keep_keys before delete on pg_signing_keys begin select raise(abort, 'deletes refused for this test'); end`.execute(storage.db);
+    } finally {
+      await storage.close();
+    }
+    const rotated = await cli(["keys", "rotate", "--server-defaults"]);
+    expect([rotated.code, rotated.json.deleted, rotated.stderr]).toEqual([
+      0,
+      [],
+      'plantgate: warning: signing key rotated; deleting keys past their use failed (the next rotation or prune deletes them) {"name":"StorageError","message":"sqlite storage failed during signingKeys.delete (SQLITE_CONSTRAINT_TRIGGER)","cause":"SqliteError: deletes refused for this test"}\n' +
+        `the new key is published now (status next) and signs from ${rotated.json.activatesAt}; running servers publish it within a minute\n`,
+    ]);
+    // With the keys sealed under a KEK, nothing to warn about; without it, every command that loads them says so.
+    expect((await cli(["keys", "list"])).stderr).toBe(CLEAR_KEYS);
+    const kek = { PLANTGATE_KEY_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64url") };
+    expect((await cli(["keys", "list"], "", kek)).stderr).toBe("");
+  });
 
   it("PLANTGATE_DB=:memory: is refused (exit 2, nothing reported made): what a command makes there is gone when it ends", async () => {
     expect(await cli(["client", "create", "--name", "mem", "--id", "mem"], "", { PLANTGATE_DB: ":memory:" })).toEqual({
