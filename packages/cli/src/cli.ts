@@ -1,3 +1,5 @@
+import { statSync } from "node:fs";
+import { isAbsolute } from "node:path";
 import { parseArgs } from "node:util";
 import {
   AdminError,
@@ -12,7 +14,7 @@ import {
   type Plantgate,
 } from "@plantgate/core";
 import type { SqlStorage } from "@plantgate/storage-sql";
-import { auditFromEnv, openStorageFromEnv, StorageConfigError } from "@plantgate/storage-sql/env";
+import { auditFromEnv, DEFAULT_SQLITE_PATH, openStorageFromEnv, StorageConfigError, storageUrlFromEnv } from "@plantgate/storage-sql/env";
 import { openRedisHotStoresFromEnv, RedisConfigError, type OpenedRedisHotStores } from "@plantgate/storage-redis/env";
 
 /** Where the CLI reads and writes; injectable so tests run it in-process. */
@@ -56,7 +58,7 @@ export const USAGE = `usage: plantgate <command>
   user list
   user disable USERNAME
   user enable USERNAME
-  migrate
+  migrate                            (applies the schema; the only command that creates a new SQLite file)
   keys rotate [--now] [--server-defaults]   (published now, signs after the activation delay; --now: at once, for a leak)
   keys revoke KID                    (deletes a key that does not sign now: after a leak, rotate --now, then a minute later revoke the old key)
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable)
@@ -65,7 +67,8 @@ export const USAGE = `usage: plantgate <command>
   events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
-PLANTGATE_DB (SQLite file, default ./data/plantgate.db), and PLANTGATE_REDIS_URL (the hot state). Prints JSON on stdout (through pnpm,
+PLANTGATE_DB (SQLite file, default ./data/plantgate.db, relative to the working directory; it must
+exist, except for migrate), and PLANTGATE_REDIS_URL (the hot state). Prints JSON on stdout (through pnpm,
 run it as \`pnpm -s plantgate\`: without -s pnpm prints its own banner there first).
 
 prune and keys rotate decide from settings the store does not keep: give them the servers'
@@ -425,6 +428,31 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
 }
 
 /**
+ * Refuses (exit 2, nothing created) a SQLite file that does not exist. A relative `PLANTGATE_DB`
+ * (or the default `./data/plantgate.db`) read from another working directory than the server's
+ * named a new file, and every command but a listing went on in a new empty database: a client
+ * created there that no server ever saw, a `user disable` of someone "who does not exist"
+ * (before 2026-11-29). `migrate` creates the store; so does the server's start.
+ */
+function refuseMissingSqlite(env: CliIo["env"], cwd: string): void {
+  const { url } = storageUrlFromEnv(env, cwd);
+  if (!url.startsWith("sqlite:")) return;
+  const path = url.slice("sqlite:".length);
+  try {
+    statSync(path);
+    return;
+  } catch (e) {
+    // Anything else (no permission, a file in the way) is the open's to report.
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") return;
+  }
+  const given = env.PLANTGATE_DB ? `PLANTGATE_DB=${env.PLANTGATE_DB}` : `PLANTGATE_DB is unset: the default ${DEFAULT_SQLITE_PATH}`;
+  const relative = env.PLANTGATE_DB && isAbsolute(env.PLANTGATE_DB) ? "" : `, relative to ${cwd}`;
+  throw new UsageError(
+    `no SQLite database at ${path} (${given}${relative}); nothing was done: run the command where the server runs or give PLANTGATE_DB as an absolute path (plantgate migrate creates a new store)`,
+  );
+}
+
+/**
  * True for a store or Redis that could not be reached or failed (exit 3): core's `StorageError`
  * from a store, the same wrapped by `openStorageFromEnv` (a failure while opening or migrating),
  * and Redis that did not answer at connect. A URL refused before anything was contacted, a server
@@ -479,6 +507,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // here would otherwise store a successor on the CLI's activation delay and delete keys by its
     // token lifetime, whatever the servers' are).
     const { signingKeyMaxAgeSeconds: _serversOnly, ...options } = optionsFromEnv(io.env);
+    // Only migrate makes a new SQLite file; see refuseMissingSqlite.
+    if (commandOf(argv) !== "migrate") refuseMissingSqlite(io.env, io.cwd);
     // Every command migrates first (idempotent), so the CLI works on a brand-new store too, and a
     // schema newer than this code is refused before anything is touched.
     // No client cache: one command per process has nothing to reuse (its writes still notify the servers' caches).

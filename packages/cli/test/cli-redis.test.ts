@@ -29,9 +29,11 @@ const problem = await probe();
 let dir: string;
 let prefix: string;
 let hot: OpenedRedisHotStores | null = null;
-beforeEach(() => {
+beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), "plantgate-cli-redis-"));
   prefix = `plantgate-cli-test:${randomBytes(6).toString("hex")}:`;
+  // The SQLite store exists (the CLI's other commands refuse a missing file); migrate needs no Redis.
+  expect((await cli(["migrate"])).code).toBe(0);
 });
 afterEach(async () => {
   await hot?.close();

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -12,8 +12,12 @@ import { sql } from "kysely";
 import { runCli } from "../src/cli.js";
 
 let dir: string;
-beforeEach(() => {
+beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), "plantgate-cli-"));
+  // The store exists, as after the server's first start or `plantgate migrate`: the CLI's other
+  // commands refuse a SQLite file that does not exist.
+  const migrated = await cli(["migrate"]);
+  expect([migrated.code, migrated.stderr]).toEqual([0, "migrations applied\n"]);
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -409,7 +413,7 @@ describe("plantgate CLI", () => {
     const root = fileURLToPath(new URL("../../../", import.meta.url));
     const tsx = join(root, "node_modules", ".bin", "tsx");
     const main = join(root, "packages", "cli", "src", "main.ts");
-    const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "cli.db") };
+    const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
     const created = spawnSync(tsx, [main, "user", "create", "--username", "erin"], { input: "erin-password\n", env, encoding: "utf8" });
     expect(created.status, created.stderr).toBe(0);
     expect(JSON.parse(created.stdout)).toMatchObject({ username: "erin", enabled: true });
@@ -421,7 +425,7 @@ describe("plantgate CLI", () => {
 
   it("`pnpm -s plantgate`, as README writes it, leaves stdout to the JSON alone (pnpm's banner would break a pipe into jq)", () => {
     const root = fileURLToPath(new URL("../../../", import.meta.url));
-    const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "cli.db") };
+    const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
     const created = spawnSync("pnpm", ["-s", "plantgate", "client", "create", "--name", "Piped", "--id", "piped"], { cwd: root, env, encoding: "utf8" });
     expect(created.status, created.stderr).toBe(0);
     expect(JSON.parse(created.stdout)).toMatchObject({ client_id: "piped", name: "Piped", client_secret: expect.stringMatching(/^[\w-]{43}$/) });
@@ -507,6 +511,54 @@ describe("plantgate CLI", () => {
     expect((await cli(["keys", "list"])).stderr).toBe(CLEAR_KEYS);
     const kek = { PLANTGATE_KEY_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64url") };
     expect((await cli(["keys", "list"], "", kek)).stderr).toBe("");
+  });
+
+  it("a SQLite file that does not exist is refused (exit 2, naming the resolved path, nothing created) except by migrate; the server's first start makes the file the CLI then uses", async () => {
+    /** One command in-process from the working directory `cwd`, with `env` as the whole store environment. */
+    const from = async (cwd: string, env: Record<string, string>, ...argv: string[]) => {
+      let stdout = "";
+      let stderr = "";
+      const code = await runCli(argv, { env: { ...baseEnv(), ...env }, cwd, readStdin: async () => "", stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) });
+      return { code, stdout, stderr };
+    };
+    // Another working directory than the one the store was made from (beforeEach migrated dir/data/plantgate.db).
+    const elsewhere = join(dir, "elsewhere");
+    mkdirSync(elsewhere);
+    const tail = "; nothing was done: run the command where the server runs or give PLANTGATE_DB as an absolute path (plantgate migrate creates a new store)\n";
+    const missing = join(elsewhere, "data", "plantgate.db");
+    expect(await from(elsewhere, { PLANTGATE_DB: "data/plantgate.db" }, "client", "create", "--name", "Lost", "--id", "lost")).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `plantgate: no SQLite database at ${missing} (PLANTGATE_DB=data/plantgate.db, relative to ${elsewhere})${tail}`,
+    });
+    expect(await from(elsewhere, {}, "user", "list")).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `plantgate: no SQLite database at ${missing} (PLANTGATE_DB is unset: the default ./data/plantgate.db, relative to ${elsewhere})${tail}`,
+    });
+    const absent = join(dir, "nowhere", "plantgate.db");
+    expect(await from(elsewhere, { PLANTGATE_DB: absent }, "user", "disable", "alice")).toEqual({ code: 2, stdout: "", stderr: `plantgate: no SQLite database at ${absent} (PLANTGATE_DB=${absent})${tail}` });
+    // Nothing was created: no file, no folder.
+    expect([existsSync(join(elsewhere, "data")), existsSync(join(dir, "nowhere"))]).toEqual([false, false]);
+    // From the store's own directory the relative path finds it.
+    expect(await from(dir, { PLANTGATE_DB: "data/plantgate.db" }, "client", "list")).toEqual({ code: 0, stdout: "[]\n", stderr: "" });
+    // migrate makes a new store where it is told to; the other commands then use it.
+    expect(await from(elsewhere, {}, "migrate")).toEqual({ code: 0, stdout: JSON.stringify({ migrated: true }, null, 2) + "\n", stderr: "migrations applied\n" });
+    expect(await from(elsewhere, {}, "client", "list")).toEqual({ code: 0, stdout: "[]\n", stderr: "" });
+
+    // The README's first run: `pnpm start` makes the store (and a demo client), the CLI works on the same file.
+    const first = join(dir, "first-run", "data", "plantgate.db");
+    const lines = serverLines();
+    const server = await startServer({ PORT: "0", PLANTGATE_DB: first, ...baseEnv() }, {}, { destination: lines.destination });
+    try {
+      expect(server.demo).toMatchObject({ clientId: "demo-client" });
+      expect((await token(server.url, { grant_type: "client_credentials", client_id: server.demo!.clientId, client_secret: server.demo!.clientSecret })).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+    lines.check([server.demo!.clientSecret, server.demo!.password]);
+    const listed = await from(join(dir, "first-run"), { PLANTGATE_DB: "./data/plantgate.db" }, "client", "list");
+    expect([listed.code, listed.stderr, JSON.parse(listed.stdout).map((c: { client_id: string }) => c.client_id)]).toEqual([0, "", ["demo-client"]]);
   });
 
   it("PLANTGATE_DB=:memory: is refused (exit 2, nothing reported made): what a command makes there is gone when it ends", async () => {
