@@ -40,7 +40,6 @@ function commandOf(argv: string[]): string {
   return group === "prune" || group === "events" ? group : `${group ?? ""} ${action ?? ""}`.trim();
 }
 
-/** A usage or input error: printed on stderr, exit code 2. */
 /** A mistake in how the CLI was called or fed: exit code 2 and the message. */
 export class UsageError extends Error {}
 

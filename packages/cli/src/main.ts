@@ -34,10 +34,11 @@ async function readStdin(mode: "line" | "all" = "all"): Promise<string> {
 
 /**
  * True when stdout is /dev/null opened for reading and writing, which is what Node puts in place of
- * a closed fd 1 before any script runs (`plantgate client list >&-`; pnpm and tsx, Node too, hand
- * it on): every write then succeeds and the result is gone. A shell's `>/dev/null` opens it for
- * writing only. Node's own `stdio: "ignore"` and daemon(3) give the same read-write /dev/null and
- * cannot be told apart from a closed stdout. Linux only (/proc); elsewhere false.
+ * a closed fd 1 before any script runs (`plantgate client create ... >&-`; pnpm and tsx, Node too,
+ * hand it on): every write then succeeds and the result is gone. A shell's `>/dev/null` opens it for
+ * writing only. Node's own `stdio: "ignore"`, systemd's `StandardOutput=null` and daemon(3) give the
+ * same read-write /dev/null and cannot be told apart from a closed stdout. Linux only (/proc);
+ * elsewhere false.
  */
 function stdoutClosed(): boolean {
   try {
@@ -49,10 +50,16 @@ function stdoutClosed(): boolean {
   }
 }
 
-// Before anything is done: a result nobody can read (a new client's only secret) is not made.
-if (stdoutClosed()) {
+/** The commands whose result holds a new secret, shown only then. */
+const SECRET_MAKERS = new Set(["create", "add-secret", "rotate-secret"]);
+const [group, action] = process.argv.slice(2);
+
+// Before anything is done: a new secret nobody can read is not made. Only for the commands that
+// make one: any other result lost that way (a prune's counts from a job run with stdio "ignore" or
+// systemd's StandardOutput=null, which look the same) costs nothing, and those runs must work.
+if (group === "client" && action !== undefined && SECRET_MAKERS.has(action) && stdoutClosed()) {
   process.stderr.write(
-    "plantgate: stdout is closed (or is /dev/null opened read-write, which Node puts in place of a closed one), so the result could not be written; nothing was done: send it to /dev/null (>/dev/null) to discard it\n",
+    `plantgate: stdout is closed (or is /dev/null opened read-write, which Node puts in place of a closed one), so the secret client ${action} makes could not be shown; nothing was done: give it a stdout it can write to (>/dev/null is taken as discarding it on purpose)\n`,
   );
   process.exit(2);
 }

@@ -455,21 +455,31 @@ describe("plantgate CLI", () => {
     expect([await new Promise<number | null>((resolve) => listing.on("close", resolve)), listingErr]).toEqual([0, ""]);
   });
 
-  it.runIf(process.platform === "linux")("a closed stdout (`>&-`) is refused before anything is done (exit 2); a full disk is exit 1; >/dev/null is a choice (exit 0)", async () => {
+  it.runIf(process.platform === "linux")("a closed stdout (`>&-`) is refused before a secret is made (exit 2); other commands run (a closed stdout looks like stdio \"ignore\"); a full disk is exit 1; >/dev/null is a choice (exit 0)", async () => {
     const root = fileURLToPath(new URL("../../../", import.meta.url));
     const tsx = join(root, "node_modules", ".bin", "tsx");
     const main = join(root, "packages", "cli", "src", "main.ts");
     const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
     // The shell closes fd 1 and execs the CLI, as `plantgate client create ... >&-` does.
     const shell = (redirect: string, ...argv: string[]) => spawnSync("sh", ["-c", `exec "$@" ${redirect}`, "sh", tsx, main, ...argv], { env, encoding: "utf8" });
-    const closed =
-      "plantgate: stdout is closed (or is /dev/null opened read-write, which Node puts in place of a closed one), so the result could not be written; nothing was done: send it to /dev/null (>/dev/null) to discard it\n";
-    for (const argv of [["client", "create", "--name", "Closed", "--id", "closed"], ["client", "list"]]) {
-      const run = shell(">&-", ...argv);
-      expect([run.status, run.stdout, run.stderr]).toEqual([2, "", closed]);
-    }
+    const closed = (action: string) =>
+      `plantgate: stdout is closed (or is /dev/null opened read-write, which Node puts in place of a closed one), so the secret client ${action} makes could not be shown; nothing was done: give it a stdout it can write to (>/dev/null is taken as discarding it on purpose)\n`;
+    const create = shell(">&-", "client", "create", "--name", "Closed", "--id", "closed");
+    expect([create.status, create.stdout, create.stderr]).toEqual([2, "", closed("create")]);
+    // Commands that make no secret run: a prune from a job with stdio "ignore" (the same read-write
+    // /dev/null as a closed stdout) must work.
+    const list = shell(">&-", "client", "list");
+    expect([list.status, list.stdout, list.stderr]).toEqual([0, "", ""]);
+    const ignored = spawnSync(tsx, [main, "prune", "--server-defaults"], { env, stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
+    expect([ignored.status, ignored.stderr]).toEqual([0, ""]);
     // Nothing was made: no client whose only secret went nowhere.
     expect((await cli(["client", "list"])).json).toEqual([]);
+    expect((await cli(["client", "create", "--name", "Kept", "--id", "kept"])).code).toBe(0);
+    for (const action of ["add-secret", "rotate-secret"]) {
+      const run = shell(">&-", "client", action, "kept");
+      expect([run.status, run.stdout, run.stderr]).toEqual([2, "", closed(action)]);
+    }
+    expect(((await cli(["client", "list"])).json as Array<{ secrets: unknown[] }>)[0]!.secrets).toHaveLength(1);
     // A write that fails (a full disk) is no success either; the client was made, its secret lost.
     const full = shell(">/dev/full", "client", "create", "--name", "Full", "--id", "full");
     expect([full.status, full.stdout, full.stderr]).toEqual([
