@@ -292,11 +292,22 @@ export function pathOf(url: string): string {
   }
 }
 
+/**
+ * What a fetch or body error says, for a message: its `message` and its `cause`'s (undici puts the
+ * useful part, ECONNREFUSED and such, there), each through {@link serverText} (escaped, bounded):
+ * a custom fetch's error may quote anything, a response included, of any length.
+ */
 function describe(cause: unknown): string {
   if (cause instanceof Error) {
-    // undici puts the useful part (ECONNREFUSED, ...) in `cause`.
-    const inner = cause.cause instanceof Error ? ` (${cause.cause.message})` : "";
-    return `${cause.message}${inner}`;
+    const inner = cause.cause instanceof Error ? ` (${serverText(String(cause.cause.message))})` : "";
+    return `${serverText(String(cause.message))}${inner}`;
   }
-  return String(cause);
+  let text: string;
+  try {
+    text = String(cause);
+  } catch {
+    // An object without a usable toString (Object.create(null), a throwing one).
+    text = "a value that is not an Error";
+  }
+  return serverText(text);
 }

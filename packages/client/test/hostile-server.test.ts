@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { ApiError, createClient, NetworkError, OAuthError, SERVER_TEXT_MAX, serverText } from "../src/index.js";
-import { rejectionOf } from "./support.js";
+import { rejectionOf, startTarget, type ServerTarget } from "./support.js";
 
 /** About 1 MB of description: ANSI escapes (clear screen, red), a forged log line, then filler. */
 const HOSTILE = "bad\n\u001b[2J\u001b[31mred\r\n2026-11-29T00:00:00Z INFO admin logged in\u2028\u202eevil\u0000" + "x".repeat(1_000_000);
@@ -99,6 +99,71 @@ describe("a server's text in error messages", () => {
     const e = (await rejectionOf(createClient({ baseUrl, ...options }).getAccessToken())) as NetworkError;
     expect(e).toBeInstanceOf(NetworkError);
     expect(e.message).toBe(`token endpoint: HTTP 502 with a body that is not JSON (${type.slice(0, 100)}… (${type.length - 100} more characters))`);
+  });
+});
+
+describe("a custom fetch's error text in NetworkError messages", () => {
+  let target: ServerTarget | null = null;
+  afterEach(async () => {
+    await target?.close();
+    expect(target?.errors).toEqual([]);
+    target = null;
+  });
+
+  /** A client on the real server whose fetch (the global one) is wrapped by `wrap` for API requests; token requests pass through. */
+  function clientWith(t: ServerTarget, wrap: (url: string, init: RequestInit) => Promise<Response>) {
+    return createClient({
+      baseUrl: t.baseUrl,
+      clientId: t.clientId,
+      clientSecret: t.clientSecret,
+      scope: "Platform_UserAPIs",
+      fetch: (url, init) => (new URL(url).pathname.startsWith("/UserService/") ? globalThis.fetch(url, init) : wrap(url, init)),
+    });
+  }
+
+  it("a rejected fetch whose message and cause's message are 1 MB with ANSI escapes and newlines: the message is bounded and escaped, the cause kept as thrown", async () => {
+    target = await startTarget();
+    const thrown = new TypeError(HOSTILE, { cause: new Error(HOSTILE) });
+    const client = clientWith(target, async () => {
+      throw thrown;
+    });
+    const e = (await rejectionOf(client.listAccounts())) as NetworkError;
+    expect(e).toBeInstanceOf(NetworkError);
+    expect(e.reason).toBe("fetch_failed");
+    expect(e.message).toBe(`GET /rbac/ServerCommand/GetAccountList failed: ${hostileInMessage()} (${hostileInMessage()})`);
+    expectLoggable(e.message, 2 * SERVER_TEXT_MAX + 120);
+    expect(e.stack).not.toContain("\u001b");
+    expect(e.cause).toBe(thrown);
+  });
+
+  it("a body that fails while it is read, with such a message, and a fetch rejecting with a non-Error: bounded and escaped too", async () => {
+    target = await startTarget();
+    let failWith: unknown = new Error(HOSTILE);
+    const client = clientWith(target, async (url, init) => {
+      const real = await globalThis.fetch(url, init);
+      await real.arrayBuffer();
+      if (typeof failWith === "string") throw failWith;
+      // The real answer's status and headers, then a body stream that errors.
+      return new Response(new ReadableStream({ start: (controller) => controller.error(failWith) }), { status: real.status, headers: real.headers });
+    });
+    const e = (await rejectionOf(client.listAccounts())) as NetworkError;
+    expect(e).toMatchObject({ name: "NetworkError", reason: "fetch_failed", status: 200 });
+    expect(e.message).toBe(`reading the response of GET /rbac/ServerCommand/GetAccountList failed: ${hostileInMessage()}`);
+    failWith = HOSTILE;
+    const s = (await rejectionOf(client.listAccounts())) as NetworkError;
+    expect(s).toMatchObject({ name: "NetworkError", reason: "fetch_failed", status: null, cause: HOSTILE });
+    expect(s.message).toBe(`GET /rbac/ServerCommand/GetAccountList failed: ${hostileInMessage()}`);
+  });
+
+  it("a fetch rejecting with a value that cannot be made a string still gives a NetworkError", async () => {
+    target = await startTarget();
+    const odd = Object.create(null) as object;
+    const client = clientWith(target, async () => {
+      throw odd;
+    });
+    const e = (await rejectionOf(client.listAccounts())) as NetworkError;
+    expect(e).toMatchObject({ name: "NetworkError", reason: "fetch_failed", status: null, cause: odd });
+    expect(e.message).toBe("GET /rbac/ServerCommand/GetAccountList failed: a value that is not an Error");
   });
 });
 
