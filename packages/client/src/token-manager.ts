@@ -89,13 +89,20 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
 
   /**
    * Calls a cache hook, bounded by timeoutMs: a hook that never answers (a lost Redis reply) would
-   * otherwise hold the shared renewal, and with it every later call of this client, for good.
+   * otherwise hold the shared renewal, and with it every later call of this client, for good. The
+   * hook gets a signal of its own, aborted (a `TimeoutError` DOMException as its reason) when the
+   * client gives up on it, so it can cancel what it is waiting for.
    */
-  function hook<T>(name: "get" | "set", call: () => Promise<T>): Promise<T> {
+  function hook<T>(name: "get" | "set", call: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const ms = config.timeoutMs;
-    return within(deadlineIn(ms), Promise.resolve().then(call), () => new NetworkError("timeout", `tokenCache.${name} gave no answer within ${ms} ms`));
+    const controller = new AbortController();
+    return within(deadlineIn(ms), Promise.resolve().then(() => call(controller.signal)), () => {
+      const message = `tokenCache.${name} gave no answer within ${ms} ms`;
+      controller.abort(new DOMException(message, "TimeoutError"));
+      return new NetworkError("timeout", message);
+    });
   }
-  const cacheSet = (token: CachedToken) => hook("set", () => cache!.set(config.cacheKey, token));
+  const cacheSet = (token: CachedToken) => hook("set", (signal) => cache!.set(config.cacheKey, token, signal));
 
   /**
    * A token the shared cache should hold but whose write failed (the `set` hook threw or timed
@@ -180,7 +187,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
 
   async function readCache(): Promise<CachedToken | null> {
     if (!cache) return null;
-    const t = await hook("get", () => cache.get(config.cacheKey));
+    const t = await hook("get", (signal) => cache.get(config.cacheKey, signal));
     if (!isCachedToken(t)) return null;
     // A refresh token the server refused (invalid_grant) is never presented again, whoever cached
     // it: before 2026-11-29 every call in every process sharing the cache sent it once more.

@@ -42,17 +42,26 @@ export interface CachedToken {
  * clients built from credentials users typed in.
  * Errors thrown by `get` or `set` propagate to the call that needed a token; catch them inside
  * the hook if the cache should be best-effort. A hook call that does not answer within the
- * client's `timeoutMs` fails the renewal with the {@link NetworkError} `timeout`.
+ * client's `timeoutMs` fails the renewal with the {@link NetworkError} `timeout`, and the `signal`
+ * the call was given is aborted then (its reason a `TimeoutError` DOMException): pass it on to
+ * the cache's own requests so they stop too. A hook that ignores it is not waited for anyway.
  *
  * @example
  * const tokenCache: TokenCache = {
- *   async get(key) { const v = await redis.get(key); return v ? JSON.parse(v) : null; },
- *   async set(key, token) { await redis.set(key, JSON.stringify(token), "PXAT", token.expiresAt + 7 * 86_400_000); },
+ *   async get(key, signal) {
+ *     const res = await fetch(`${cacheUrl}/${encodeURIComponent(key)}`, { signal });
+ *     return res.status === 404 ? null : await res.json();
+ *   },
+ *   async set(key, token, signal) {
+ *     await fetch(`${cacheUrl}/${encodeURIComponent(key)}`, { method: "PUT", body: JSON.stringify(token), signal });
+ *   },
  * };
  */
 export interface TokenCache {
-  get(key: string): Promise<CachedToken | null>;
-  set(key: string, token: CachedToken): Promise<void>;
+  /** The cached token for `key`, or null. `signal` is aborted when the client stops waiting (see above). */
+  get(key: string, signal: AbortSignal): Promise<CachedToken | null>;
+  /** Stores `token` under `key`. `signal` is aborted when the client stops waiting (see above). */
+  set(key: string, token: CachedToken, signal: AbortSignal): Promise<void>;
 }
 
 /** A resource owner's credentials for the password grant. */

@@ -138,6 +138,70 @@ describe("timeoutMs bounds the whole call, not each request", () => {
   });
 });
 
+describe("a tokenCache hook the client gives up on is told, through the signal it was given", () => {
+  /** A hook call as the cache saw it: its signal, whether it was aborted when the call began, and when it was. */
+  interface HookCall {
+    signal: AbortSignal;
+    abortedAtStart: boolean;
+    aborted: Promise<unknown>;
+  }
+  function watch(calls: HookCall[], signal: AbortSignal): Promise<never> {
+    let onAbort!: (reason: unknown) => void;
+    const aborted = new Promise<unknown>((resolve) => (onAbort = resolve));
+    calls.push({ signal, abortedAtStart: signal.aborted, aborted });
+    // A cache that heeds the signal: its pending request ends (rejects) when the signal is aborted.
+    return new Promise<never>((_, reject) => {
+      signal.addEventListener("abort", () => {
+        onAbort(signal.reason);
+        reject(signal.reason);
+      });
+    });
+  }
+
+  it("a get that hangs: its signal is aborted with a TimeoutError when timeoutMs passes, and the call fails with NetworkError timeout", async () => {
+    target = await startTarget();
+    const gets: HookCall[] = [];
+    const tokenCache: TokenCache = { get: (_key, signal) => watch(gets, signal), set: async () => {} };
+    const forwarded: Forwarded = [];
+    const client = clientFor(target, { timeoutMs: 500, tokenCache, fetch: slowTransport(() => 0, forwarded) });
+    const error = await orPending(client.getAccessToken().catch((e: unknown) => e), 4000);
+    expect(error).toBeInstanceOf(NetworkError);
+    expect(error).toMatchObject({ reason: "timeout", status: null });
+    expect(gets).toHaveLength(1);
+    expect(gets[0]!.signal).toBeInstanceOf(AbortSignal);
+    expect(gets[0]!.abortedAtStart).toBe(false);
+    const reason = await orPending(gets[0]!.aborted, 4000);
+    expect(reason).toBeInstanceOf(DOMException);
+    expect(reason).toMatchObject({ name: "TimeoutError", message: "tokenCache.get gave no answer within 500 ms" });
+    expect(forwarded).toEqual([]);
+  });
+
+  it("a set that hangs after a token arrived: its signal is aborted too; a get that answered in time keeps an unaborted signal", async () => {
+    target = await startTarget();
+    const gets: HookCall[] = [];
+    const sets: HookCall[] = [];
+    const tokenCache: TokenCache = {
+      get: async (_key, signal) => {
+        void watch(gets, signal).catch(() => undefined);
+        return null;
+      },
+      set: (_key, _token, signal) => watch(sets, signal),
+    };
+    const forwarded: Forwarded = [];
+    const client = clientFor(target, { timeoutMs: 500, tokenCache, fetch: slowTransport(() => 0, forwarded) });
+    const error = await orPending(client.getAccessToken().catch((e: unknown) => e), 4000);
+    expect(error).toMatchObject({ name: "NetworkError", reason: "timeout", status: null });
+    expect(sets).toHaveLength(1);
+    expect(sets[0]!.abortedAtStart).toBe(false);
+    expect(await orPending(sets[0]!.aborted, 4000)).toMatchObject({ name: "TimeoutError", message: "tokenCache.set gave no answer within 500 ms" });
+    // Well past the get's own deadline: the get answered, so it was never given up on.
+    await sleep(1000);
+    expect(gets).toHaveLength(1);
+    expect(gets[0]!.signal.aborted).toBe(false);
+    expect(forwarded).toEqual([CC]);
+  });
+});
+
 describe("a token whose lifetime ran out before its answer arrived", () => {
   it("is never handed out: the call fails with NetworkError timeout and no API request carries it", async () => {
     target = await startTarget();
