@@ -1,16 +1,22 @@
 import { NetworkError } from "./errors.js";
-import { apiFailure, DEFAULT_MAX_RESPONSE_BYTES, deadlineIn, isObject, parseJsonBody, pathOf, send, timeoutError, unexpected, within, type Deadline, type FetchLike, type ReadResponse } from "./fetch.js";
+import { abortReason, apiFailure, checkSignal, DEFAULT_MAX_RESPONSE_BYTES, deadlineIn, isObject, parseJsonBody, pathOf, send, timeoutError, unexpected, within, type Deadline, type FetchInit, type FetchLike, type ReadResponse } from "./fetch.js";
 import { JsonNumber, parseLosslessJson } from "./lossless-json.js";
 import { createAssertionSigner } from "./assertion.js";
 import { createTokenManager, TOKEN_PATH, type TokenManager } from "./token-manager.js";
-import type { Account, AccountPage, CachedToken, ClientOptions, ListAccountsParams, NewPlant, Plant, TokenInfo } from "./types.js";
+import type { Account, AccountPage, CachedToken, CallOptions, ClientOptions, ListAccountsParams, NewPlant, Plant, TokenInfo } from "./types.js";
 
 /** The account-listing path under the base URL. */
 export const ACCOUNTS_PATH = "/rbac/ServerCommand/GetAccountList";
 /** The plant-creation path under the base URL. */
 export const PLANTS_PATH = "/plants";
 
-/** A client for one identity (a client, or a client acting for one user) against one service. */
+/**
+ * A client for one identity (a client, or a client acting for one user) against one service.
+ *
+ * Every method that goes to the network takes an optional `signal` (see {@link CallOptions}), as
+ * fetch does: aborted, the call rejects with the signal's `reason` (an `AbortError` DOMException
+ * after a plain `abort()`), at once and without sending anything if it is aborted already.
+ */
 export interface PlantgateClient {
   /**
    * Creates a plant. The id is a `bigint` and travels as an exact int64 JSON number both ways.
@@ -19,28 +25,29 @@ export interface PlantgateClient {
    * const plant = await client.createPlant({ id: 9223372036854775807n, name: "Monstera", tag: "indoor" });
    * plant.id === 9223372036854775807n; // true
    */
-  createPlant(plant: NewPlant): Promise<Plant>;
+  createPlant(plant: NewPlant, options?: CallOptions): Promise<Plant>;
   /**
    * One page of accounts.
    *
    * @example
-   * const { accounts, totalPages } = await client.listAccounts({ page: 1, pageSize: 50 });
+   * const { accounts, totalPages } = await client.listAccounts({ page: 1, pageSize: 50, signal: AbortSignal.timeout(5000) });
    */
   listAccounts(params?: ListAccountsParams): Promise<AccountPage>;
   /**
-   * Every account, walking the pages in order until the last one.
+   * Every account, walking the pages in order until the last one. `signal` applies to each page's
+   * call: aborted, the page being fetched (or the next one asked for) rejects with its reason.
    *
    * @example
    * for await (const account of client.accounts({ pageSize: 100 })) console.log(account.username);
    */
-  accounts(params?: { pageSize?: number }): AsyncGenerator<Account, void, undefined>;
+  accounts(params?: { pageSize?: number; signal?: AbortSignal }): AsyncGenerator<Account, void, undefined>;
   /**
    * A valid access token (cached until shortly before it expires). Use it for routes this client
    * has no method for; on a 401 call {@link PlantgateClient.refresh} with the token that was refused.
    */
-  getAccessToken(): Promise<string>;
+  getAccessToken(options?: CallOptions): Promise<string>;
   /** The current token's details (fetching one if needed); never the refresh token. */
-  getToken(): Promise<TokenInfo>;
+  getToken(options?: CallOptions): Promise<TokenInfo>;
   /**
    * Gets a new access token now: with the refresh token when held, else by the grant. Given the
    * access token an API refused, it renews only if that token is still the current one, so several
@@ -52,7 +59,7 @@ export interface PlantgateClient {
    * const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
    * if (res.status === 401) await client.refresh(token);
    */
-  refresh(rejectedAccessToken?: string): Promise<TokenInfo>;
+  refresh(rejectedAccessToken?: string, options?: CallOptions): Promise<TokenInfo>;
   /** The key this client uses in the shared token cache. */
   readonly cacheKey: string;
 }
@@ -83,7 +90,7 @@ function requireString(name: string, value: unknown): string {
  *
  * Runs anywhere `fetch` does (Node 20+, workerd, browsers); pass `fetch` to use another one.
  * Throws `TypeError` for invalid options; calls reject with {@link OAuthError}, {@link ApiError}
- * or {@link NetworkError}.
+ * or {@link NetworkError}, or with their `signal`'s reason when it is aborted.
  *
  * @example
  * import { createClient } from "@plantgate/client";
@@ -171,19 +178,27 @@ export function createClient(options: ClientOptions): PlantgateClient {
     cacheKey,
   });
 
-  const call = (method: "GET" | "POST", path: string, body?: string) => authorized(tokens, fetch, { deadline: deadlineIn(timeoutMs), maxResponseBytes }, baseUrl + path, method, body);
-  /** A token for getAccessToken/getToken/refresh, within timeoutMs from the call (a renewal in flight may hang in a hook or a request). */
-  const tokenWithin = (token: Promise<CachedToken>) => {
+  const call = (method: "GET" | "POST", path: string, body: string | undefined, signal: AbortSignal | undefined) =>
+    authorized(tokens, fetch, { deadline: deadlineIn(timeoutMs), maxResponseBytes, signal }, baseUrl + path, method, body);
+  /**
+   * A token for getAccessToken/getToken/refresh, within timeoutMs from the call (a renewal in
+   * flight may hang in a hook or a request) and until `signal` is aborted. An aborted signal
+   * rejects before `token` is called, so no renewal is started for it.
+   */
+  const tokenWithin = (token: () => Promise<CachedToken>, signal: AbortSignal | undefined) => {
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
     const deadline = deadlineIn(timeoutMs);
-    return within(deadline, token, () => timeoutError(`POST ${pathOf(baseUrl + TOKEN_PATH)}`, deadline!.ms));
+    return within(deadline, token(), () => timeoutError(`POST ${pathOf(baseUrl + TOKEN_PATH)}`, deadline!.ms), signal);
   };
 
   async function listAccounts(params: ListAccountsParams = {}): Promise<AccountPage> {
+    if (!isObject(params)) throw new TypeError("listAccounts takes { page?, pageSize?, signal? }");
+    const signal = checkSignal(params.signal);
     const query = new URLSearchParams();
     if (params.page !== undefined) query.set("page", String(params.page));
     if (params.pageSize !== undefined) query.set("pageSize", String(params.pageSize));
     const q = query.toString();
-    const response = await call("GET", ACCOUNTS_PATH + (q === "" ? "" : `?${q}`));
+    const response = await call("GET", ACCOUNTS_PATH + (q === "" ? "" : `?${q}`), undefined, signal);
     const what = "GetAccountList";
     if (response.status !== 200) throw apiFailure(response, what);
     return toAccountPage(response, parseJsonBody(response, what));
@@ -191,15 +206,18 @@ export function createClient(options: ClientOptions): PlantgateClient {
 
   return {
     cacheKey,
-    async createPlant(plant) {
-      const response = await call("POST", PLANTS_PATH, plantBody(plant));
+    async createPlant(plant, options) {
+      const body = plantBody(plant);
+      const response = await call("POST", PLANTS_PATH, body, signalOf(options));
       if (response.status !== 200) throw apiFailure(response, "POST /plants");
       return toPlant(response);
     },
     listAccounts,
     async *accounts(params = {}) {
+      if (!isObject(params)) throw new TypeError("accounts takes { pageSize?, signal? }");
+      const signal = checkSignal(params.signal);
       for (let page = 1; ; page++) {
-        const result = await listAccounts({ page, ...(params.pageSize === undefined ? {} : { pageSize: params.pageSize }) });
+        const result = await listAccounts({ page, ...(params.pageSize === undefined ? {} : { pageSize: params.pageSize }), ...(signal === undefined ? {} : { signal }) });
         // A server (or a proxy dropping the query) that answers another page than asked would
         // make the walk repeat that page without end.
         if (result.page !== page) throw new NetworkError("unexpected_response", `GetAccountList: asked for page ${page}, got page ${result.page}`, 200);
@@ -208,16 +226,24 @@ export function createClient(options: ClientOptions): PlantgateClient {
         if (page >= result.totalPages || result.accounts.length === 0) return;
       }
     },
-    async getAccessToken() {
-      return (await tokenWithin(tokens.getToken())).accessToken;
+    async getAccessToken(options) {
+      return (await tokenWithin(tokens.getToken, signalOf(options))).accessToken;
     },
-    async getToken() {
-      return tokens.info(await tokenWithin(tokens.getToken()));
+    async getToken(options) {
+      return tokens.info(await tokenWithin(tokens.getToken, signalOf(options)));
     },
-    async refresh(rejectedAccessToken?: string) {
-      return tokens.info(await tokenWithin(tokens.refresh(rejectedAccessToken)));
+    async refresh(rejectedAccessToken?: string, options?: CallOptions) {
+      const signal = signalOf(options);
+      return tokens.info(await tokenWithin(() => tokens.refresh(rejectedAccessToken), signal));
     },
   };
+}
+
+/** The `signal` of a method's {@link CallOptions}, checked. */
+function signalOf(options: CallOptions | undefined): AbortSignal | undefined {
+  if (options === undefined) return undefined;
+  if (!isObject(options)) throw new TypeError("options must be an object: { signal? }");
+  return checkSignal(options.signal);
 }
 
 /**
@@ -225,22 +251,27 @@ export function createClient(options: ClientOptions): PlantgateClient {
  * sent once more: the API checks the token before reading the body and stores nothing on a 401,
  * so repeating even a POST is safe. A second 401 is returned to the caller (an ApiError).
  * One deadline covers it all: getting the token (or waiting for a renewal already in flight, the
- * cache hooks included), the request, and the renewal and request of the retry.
+ * cache hooks included), the request, and the renewal and request of the retry. The caller's
+ * `signal` ends it all the same (with its reason), whichever of the two comes first; aborted
+ * before the token is asked for, nothing is started or sent.
  */
 async function authorized(
   tokens: TokenManager,
   fetch: FetchLike,
-  limits: { deadline: Deadline | null; maxResponseBytes: number },
+  limits: { deadline: Deadline | null; maxResponseBytes: number; signal: AbortSignal | undefined },
   url: string,
   method: "GET" | "POST",
   body?: string,
 ): Promise<ReadResponse> {
-  const { deadline } = limits;
+  const { deadline, signal } = limits;
   const attempt = async () => {
-    const token = await within(deadline, tokens.getToken(), () => timeoutError(`${method} ${pathOf(url)}`, deadline!.ms, " (no access token yet)"));
+    // Checked before getToken, which may start a renewal (the retry's, after a 401).
+    if (signal?.aborted) throw abortReason(signal);
+    const token = await within(deadline, tokens.getToken(), () => timeoutError(`${method} ${pathOf(url)}`, deadline!.ms, " (no access token yet)"), signal);
     const headers: Record<string, string> = { authorization: `Bearer ${token.accessToken}`, accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
-    return { token, response: await send(fetch, url, body === undefined ? { method, headers, redirect: "manual" } : { method, headers, body, redirect: "manual" }, deadline, limits.maxResponseBytes) };
+    const init: FetchInit = body === undefined ? { method, headers, redirect: "manual" } : { method, headers, body, redirect: "manual" };
+    return { token, response: await send(fetch, url, init, deadline, limits.maxResponseBytes, signal) };
   };
   const first = await attempt();
   if (first.response.status !== 401) return first.response;

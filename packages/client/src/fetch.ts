@@ -10,7 +10,11 @@ export interface FetchInit {
   headers: Record<string, string>;
   body?: string;
   redirect: "manual";
-  /** Aborted when the client's `timeoutMs` passes (absent with `timeoutMs: 0`); a fetch may ignore it, the deadline holds anyway. */
+  /**
+   * Aborted when the client's `timeoutMs` passes or the caller's `signal` is aborted (absent with
+   * `timeoutMs: 0` and no `signal`); a fetch may ignore it, the call ends at once anyway. Always the
+   * client's own signal, never the caller's, so a fetch adds no listener to the caller's signal.
+   */
   signal?: AbortSignal;
 }
 
@@ -70,19 +74,50 @@ export function timeoutError(what: string, ms: number, detail = ""): NetworkErro
 }
 
 /**
- * Settles as `work` does, or rejects with `onTimeout()` once `deadline` passes, whether or not
- * `work` ever settles (a hook or a shared renewal that hangs): `work` is left to finish on its own.
+ * What a call rejects with when its caller's `signal` is aborted: the signal's `reason`, as fetch
+ * does (an `AbortError` DOMException after `abort()`, a `TimeoutError` after `AbortSignal.timeout`,
+ * whatever was given to `abort(reason)`); an `AbortError` for a signal without one (an old polyfill).
  */
-export async function within<T>(deadline: Deadline | null, work: Promise<T>, onTimeout: () => Error): Promise<T> {
-  if (deadline === null) return work;
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("This operation was aborted", "AbortError");
+}
+
+/**
+ * Checks a caller's `signal` option: absent, or an AbortSignal (judged by shape, so that a signal of
+ * another realm or a polyfill's passes). A TypeError otherwise.
+ */
+export function checkSignal(signal: unknown): AbortSignal | undefined {
+  if (signal === undefined) return undefined;
+  const s = signal as { aborted?: unknown; addEventListener?: unknown; removeEventListener?: unknown } | null;
+  if (s === null || typeof s !== "object" || typeof s.aborted !== "boolean" || typeof s.addEventListener !== "function" || typeof s.removeEventListener !== "function") {
+    throw new TypeError("signal must be an AbortSignal");
+  }
+  return signal as AbortSignal;
+}
+
+/**
+ * Settles as `work` does, or rejects with `onTimeout()` once `deadline` passes, or with the
+ * signal's reason once `signal` is aborted (at once if it already is), whichever comes first,
+ * whether or not `work` ever settles (a hook or a shared renewal that hangs): `work` is left to
+ * finish on its own. No timer and no listener on `signal` outlives the call.
+ */
+export async function within<T>(deadline: Deadline | null, work: Promise<T>, onTimeout: () => Error, signal?: AbortSignal): Promise<T> {
+  if (deadline === null && signal === undefined) return work;
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(onTimeout()), Math.max(0, deadline.at - performance.now()));
+  let onAbort: (() => void) | undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    if (signal?.aborted) return reject(abortReason(signal));
+    if (deadline !== null) timer = setTimeout(() => reject(onTimeout()), Math.max(0, deadline.at - performance.now()));
+    if (signal !== undefined) {
+      onAbort = () => reject(abortReason(signal));
+      signal.addEventListener("abort", onAbort, { once: true });
+    }
   });
   try {
-    return await Promise.race([work, expired]);
+    return await Promise.race([work, stopped]);
   } finally {
     clearTimeout(timer);
+    if (onAbort !== undefined) signal!.removeEventListener("abort", onAbort);
   }
 }
 
@@ -92,26 +127,47 @@ export async function within<T>(deadline: Deadline | null, work: Promise<T>, onT
  * aborted and the call fails with a {@link NetworkError} `timeout`, whether or not the fetch heeds
  * the signal (a test double, an in-process app, a hook that hangs), so a hung server never holds
  * the caller, nor the callers waiting on one shared token request, for longer. A deadline already
- * passed fails at once, and nothing is sent.
+ * passed fails at once, and nothing is sent. The caller's `signal` works the same way and rejects
+ * with its reason (fetch's convention); whichever of the two comes first wins. An already aborted
+ * signal rejects at once, and nothing is sent.
  */
-export async function send(fetch: FetchLike, url: string, init: FetchInit, deadline: Deadline | null, maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES): Promise<ReadResponse> {
-  if (deadline === null) return exchange(fetch, url, init, maxResponseBytes);
-  const expiredError = () => timeoutError(`${init.method} ${pathOf(url)}`, deadline.ms);
-  const left = deadline.at - performance.now();
+export async function send(
+  fetch: FetchLike,
+  url: string,
+  init: FetchInit,
+  deadline: Deadline | null,
+  maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
+  signal?: AbortSignal,
+): Promise<ReadResponse> {
+  if (deadline === null && signal === undefined) return exchange(fetch, url, init, maxResponseBytes);
+  if (signal?.aborted) throw abortReason(signal);
+  const expiredError = () => timeoutError(`${init.method} ${pathOf(url)}`, deadline!.ms);
+  const left = deadline === null ? Infinity : deadline.at - performance.now();
   if (left <= 0) throw expiredError();
   const controller = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      reject(expiredError());
-      controller.abort();
-    }, left);
+  let onAbort: (() => void) | undefined;
+  const stopped = new Promise<never>((_, reject) => {
+    if (deadline !== null) {
+      timer = setTimeout(() => {
+        reject(expiredError());
+        controller.abort();
+      }, left);
+    }
+    if (signal !== undefined) {
+      onAbort = () => {
+        reject(abortReason(signal));
+        controller.abort(abortReason(signal));
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+    }
   });
   try {
     // The exchange's own rejection after the abort is handled by the race (and ignored).
-    return await Promise.race([exchange(fetch, url, { ...init, signal: controller.signal }, maxResponseBytes), expired]);
+    return await Promise.race([exchange(fetch, url, { ...init, signal: controller.signal }, maxResponseBytes), stopped]);
   } finally {
     clearTimeout(timer);
+    if (onAbort !== undefined) signal!.removeEventListener("abort", onAbort);
   }
 }
 

@@ -27,6 +27,7 @@ export type {
   Account,
   AccountPage,
   CachedToken,
+  CallOptions,
   ClientOptions,
   ListAccountsParams,
   NewPlant,

@@ -124,7 +124,8 @@ export interface ClientOptions {
    * out is retried with the same refresh token, which the server answers within the window and
    * takes for reuse after it (the family revoked).
    * Without one, a server that accepts the connection and never answers holds every caller (they
-   * share one token request) until the platform's own timeout, if it has one.
+   * share one token request) until the platform's own timeout, if it has one. A call's own
+   * `signal` ({@link CallOptions}) can end it sooner; whichever comes first wins.
    */
   timeoutMs?: number;
   /**
@@ -194,8 +195,31 @@ export interface AccountPage {
   totalPages: number;
 }
 
+/**
+ * Per-call options of the client's methods.
+ *
+ * @example
+ * const controller = new AbortController();
+ * const page = client.listAccounts({ page: 1, signal: controller.signal });
+ * controller.abort(); // page rejects with a DOMException named AbortError
+ */
+export interface CallOptions {
+  /**
+   * Cancels the call, as fetch's `signal` does: already aborted, the call rejects at once and
+   * sends nothing; aborted while it runs, its API request is aborted and the call rejects at once
+   * with `signal.reason` (the `AbortError` DOMException of a plain `abort()`, the `TimeoutError`
+   * of `AbortSignal.timeout()`, or whatever was passed to `abort(reason)`), not with a
+   * {@link NetworkError}. `timeoutMs` still applies: whichever comes first ends the call. A token
+   * renewal the call started or was waiting for is shared by all the client's calls and is not
+   * cancelled (it stays bounded by `timeoutMs`, and its token is kept for the next call); the call
+   * only stops waiting for it. The client removes its listener from the signal when the call
+   * ends, so one long-lived signal can serve any number of calls.
+   */
+  signal?: AbortSignal;
+}
+
 /** Paging of {@link PlantgateClient.listAccounts}; omitted values use the server's defaults (1 and 20). */
-export interface ListAccountsParams {
+export interface ListAccountsParams extends CallOptions {
   page?: number;
   pageSize?: number;
 }
