@@ -217,9 +217,10 @@ describe("a signal aborted while the call runs", () => {
     expect(performance.now() - started).toBeLessThan(2500);
     expect(listeners(controller.signal)).toBe(0);
     expect(seen).toEqual([]);
-    // The renewal stuck in the hook ends at timeoutMs; after it the client works.
+    // The renewal stuck in the hook ends at timeoutMs (3 s; 2 s of margin for a busy host's late
+    // timers); after it the client works.
     hang = false;
-    await until(() => !(performance.now() - started < 3100));
+    await until(() => performance.now() - started >= 5000);
     expect((await client.listAccounts()).total).toBe(1);
   });
 });
