@@ -1,6 +1,6 @@
 import type { Kysely } from "kysely";
 import { maxParamsOf, type D1DatabaseLike } from "./batch.js";
-import { CorruptRowError, isUniqueViolation, toStorageError, UnstorableValueError } from "./errors.js";
+import { againOnDeadlock, CorruptRowError, isUniqueViolation, toStorageError, UnstorableValueError } from "./errors.js";
 import type { Runner } from "./prepared.js";
 import { noReadCache, type ReadCache } from "./read-cache.js";
 import type { Database, SqlFamily } from "./schema.js";
@@ -28,6 +28,13 @@ export interface StoreContext extends ValueGuards {
   readonly direct: DirectSqlite | undefined;
   /** The most parameters one statement may bind on this engine (see `chunks`). */
   readonly maxParams: number;
+  /**
+   * Runs `work` (one statement that commits alone, or one whole transaction) again while the server
+   * picks it as a deadlock victim and, where the lock-wait timeout is not the storage's own deadline
+   * (see `CreateSqlStorageOptions.lockWaitRetries`), while MySQL/MariaDB's lock wait times out:
+   * {@link againOnDeadlock}, up to 8 attempts.
+   */
+  again<T>(work: () => Promise<T>): Promise<T>;
   /** Runs one storage operation; every failure but our own typed ones becomes StorageError. */
   run<T>(operation: string, fn: () => Promise<T>): Promise<T>;
   /** An INSERT whose duplicate key means "false"; being one statement, it never half-writes. */
@@ -41,7 +48,7 @@ export interface StoreContext extends ValueGuards {
 }
 
 /** The {@link StoreContext} of one database. */
-export function createStoreContext(db: Kysely<Database>, family: SqlFamily, d1: D1DatabaseLike | undefined, fast?: SqliteFastPath, pgCache?: ReadCache): StoreContext {
+export function createStoreContext(db: Kysely<Database>, family: SqlFamily, d1: D1DatabaseLike | undefined, fast?: SqliteFastPath, pgCache?: ReadCache, lockWaitRetries = true): StoreContext {
   if (d1 !== undefined && family !== "sqlite") throw new TypeError('createSqlStorage: the d1 option needs family "sqlite"');
   if (fast !== undefined && (family !== "sqlite" || d1 !== undefined)) throw new TypeError('createSqlStorage: the sqlite option needs family "sqlite" on better-sqlite3');
 
@@ -53,6 +60,9 @@ export function createStoreContext(db: Kysely<Database>, family: SqlFamily, d1: 
       throw toStorageError(e, family, operation);
     }
   };
+
+  const retry = { lockWaitTimeouts: lockWaitRetries };
+  const again = <T>(work: () => Promise<T>): Promise<T> => againOnDeadlock(work, retry);
 
   const insertOrFalse = async (insert: () => Promise<unknown>): Promise<boolean> => {
     try {
@@ -71,5 +81,5 @@ export function createStoreContext(db: Kysely<Database>, family: SqlFamily, d1: 
 
   if (pgCache !== undefined && family !== "postgres") throw new TypeError('createSqlStorage: the pgClientCache option needs family "postgres"');
   const speed = fast === undefined ? { runner: db, cache: pgCache ?? noReadCache, direct: undefined } : { runner: fast.runner(db), cache: fast.cache, direct: fast.direct };
-  return { db, family, d1, ...speed, maxParams: maxParamsOf(family), run, insertOrFalse, updated, ...valueGuards(family) };
+  return { db, family, d1, ...speed, maxParams: maxParamsOf(family), again, run, insertOrFalse, updated, ...valueGuards(family) };
 }

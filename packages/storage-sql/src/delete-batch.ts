@@ -1,6 +1,5 @@
 import type { Expression, ExpressionBuilder, Kysely, SqlBool } from "kysely";
 import type { StoreContext } from "./context.js";
-import { againOnDeadlock } from "./errors.js";
 
 /** Builds the condition of the rows to delete, over the table's columns. */
 export type DeleteCondition = (eb: ExpressionBuilder<any, any>) => Expression<SqlBool>;
@@ -21,11 +20,11 @@ export async function deleteBatch(ctx: StoreContext, table: string, key: string,
   const db = ctx.db as unknown as Kysely<any>;
   if (limit !== undefined && (!Number.isSafeInteger(limit) || limit < 1)) throw new TypeError("deleteExpired: limit must be a positive integer");
   if (limit === undefined) {
-    const result = await againOnDeadlock(() => db.deleteFrom(table).where(where).executeTakeFirst());
+    const result = await ctx.again(() => db.deleteFrom(table).where(where).executeTakeFirst());
     return Number(result.numDeletedRows);
   }
   if (ctx.family === "mysql") {
-    return againOnDeadlock(async () => Number((await db.deleteFrom(table).where(where).limit(limit).executeTakeFirst()).numDeletedRows));
+    return ctx.again(async () => Number((await db.deleteFrom(table).where(where).limit(limit).executeTakeFirst()).numDeletedRows));
   }
   const result = await db
     .deleteFrom(table)

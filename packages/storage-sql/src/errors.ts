@@ -82,7 +82,20 @@ export function isDeadlock(e: unknown): boolean {
   return code === "ER_LOCK_DEADLOCK" || errno === 1213 || code === "40P01";
 }
 
-/** How many times {@link againOnDeadlock} runs its work in all before the deadlock is thrown. */
+/**
+ * True when MySQL/MariaDB gave up waiting for a row lock: ER_LOCK_WAIT_TIMEOUT (1205), after
+ * `innodb_lock_wait_timeout` seconds. Unlike a deadlock, InnoDB rolls back only the statement that
+ * waited (unless the server runs with `innodb_rollback_on_timeout`): the transaction around it is
+ * still open, holding what its earlier statements did. Run again only whole, after a rollback of
+ * the whole transaction (Kysely's `transaction().execute` rolls back on any error it sees).
+ */
+export function isLockWaitTimeout(e: unknown): boolean {
+  if (typeof e !== "object" || e === null) return false;
+  const { code, errno } = e as DriverError;
+  return code === "ER_LOCK_WAIT_TIMEOUT" || errno === 1205;
+}
+
+/** How many times {@link againOnDeadlock} runs its work in all before the deadlock (or lock-wait timeout) is thrown. */
 export const DEADLOCK_ATTEMPTS = 8;
 
 /**
@@ -96,19 +109,42 @@ export function deadlockPause(attempt: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** The driver errors {@link againOnDeadlock} gave up on, with its number of attempts (for the StorageError's message). */
+const gaveUpAfter = new WeakMap<object, number>();
+
+/** Which failures {@link againOnDeadlock} runs the work again after, besides deadlocks. */
+export interface RetryOptions {
+  /** Between attempts (default {@link deadlockPause}). */
+  pause?: (attempt: number) => Promise<void>;
+  /**
+   * Also run it again after a MySQL/MariaDB lock-wait timeout (1205). Off where that timeout is the
+   * caller's deadline (`openSqlStorage` with `queryTimeoutMs` over 0 sets `innodb_lock_wait_timeout`
+   * a second under it): there it answers 503 in time, and 8 attempts would wait 8 times as long.
+   */
+  lockWaitTimeouts?: boolean;
+}
+
 /**
- * Runs `work` (one statement that commits alone, or one whole transaction) again, up to
- * {@link DEADLOCK_ATTEMPTS} times in all, while the server (MySQL/MariaDB, PostgreSQL) picks it as
- * a deadlock victim: a victim is rolled back whole, so nothing of it was applied. Between attempts it waits
- * `pause(attempt)` ({@link deadlockPause}: about 230 ms at most in all). Any other error, and the
- * last deadlock, is thrown.
+ * Runs `work` (one statement that commits alone, or one whole transaction: never a statement
+ * inside a transaction the caller goes on with) again, up to {@link DEADLOCK_ATTEMPTS} times in
+ * all, while the server (MySQL/MariaDB, PostgreSQL) picks it as a deadlock victim (rolled back
+ * whole, so nothing of it was applied) or, with `lockWaitTimeouts`, while MySQL/MariaDB's lock
+ * wait times out (the statement rolled back; a transaction's `execute` then rolls back the rest).
+ * Between attempts it waits `pause(attempt)` ({@link deadlockPause}: about 230 ms at most in all).
+ * Any other error, and the last deadlock or timeout, is thrown.
  */
-export async function againOnDeadlock<T>(work: () => Promise<T>, pause: (attempt: number) => Promise<void> = deadlockPause): Promise<T> {
+export async function againOnDeadlock<T>(work: () => Promise<T>, options: RetryOptions = {}): Promise<T> {
+  const pause = options.pause ?? deadlockPause;
   for (let attempt = 1; ; attempt++) {
     try {
       return await work();
     } catch (e) {
-      if (!isDeadlock(e) || attempt >= DEADLOCK_ATTEMPTS) throw e;
+      const again = isDeadlock(e) || (options.lockWaitTimeouts === true && isLockWaitTimeout(e));
+      if (!again) throw e;
+      if (attempt >= DEADLOCK_ATTEMPTS) {
+        if (typeof e === "object" && e !== null) gaveUpAfter.set(e, attempt);
+        throw e;
+      }
       await pause(attempt);
     }
   }
@@ -121,12 +157,14 @@ function isOwn(e: unknown): boolean {
 
 /**
  * Turns a driver failure into core's `StorageError` (answered with 503). The message names the
- * engine, the operation and the driver's error code only: driver messages can quote parameter
+ * engine, the operation and the driver's error code only (and, for a deadlock or lock-wait timeout
+ * that {@link againOnDeadlock} gave up on, its number of attempts): driver messages can quote parameter
  * values (hashes, usernames), so they stay in `cause`, which is logged, never sent.
  */
 export function toStorageError(e: unknown, family: SqlFamily, operation: string): unknown {
   if (isOwn(e)) return e;
   const code = typeof e === "object" && e !== null ? (e as DriverError).code : undefined;
-  const safeCode = typeof code === "string" && /^[A-Za-z0-9_]{1,64}$/.test(code) ? ` (${code})` : "";
+  const attempts = typeof e === "object" && e !== null ? gaveUpAfter.get(e) : undefined;
+  const safeCode = typeof code === "string" && /^[A-Za-z0-9_]{1,64}$/.test(code) ? ` (${code}${attempts === undefined ? "" : `, ${attempts} attempts`})` : attempts === undefined ? "" : ` (${attempts} attempts)`;
   return new StorageError(`${family} storage failed during ${operation}${safeCode}`, { cause: e });
 }

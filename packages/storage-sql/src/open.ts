@@ -376,6 +376,9 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
     ...(opened.sqlite ? { sqlite: opened.sqlite } : {}),
     ...(cache ? { pgClientCache: cache } : {}),
     ...(options.audit === true ? { audit: true } : {}),
+    // The lock wait this sets (queryTimeoutMs over 0, a second under it) is the deadline: a
+    // timeout then answers 503 in time instead of waiting again up to 7 times.
+    lockWaitRetries: !(target.family === "mysql" && queryTimeoutMs > 0),
   });
   if (options.migrate !== false) {
     try {

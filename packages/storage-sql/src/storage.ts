@@ -80,6 +80,15 @@ export interface CreateSqlStorageOptions {
    * notifications, and its listening connection (ended by `close()`). Family `"postgres"` only.
    */
   pgClientCache?: PgClientCache;
+  /**
+   * MySQL/MariaDB: run a transaction or statement whose row-lock wait timed out (ER_LOCK_WAIT_TIMEOUT,
+   * 1205, after the server's `innodb_lock_wait_timeout`) again from the start, as deadlock victims
+   * are: up to 8 attempts in all, its transaction rolled back whole first. Default true: with a pool
+   * of your own, the lock-wait timeout is your server's setting, not a deadline of ours.
+   * `openSqlStorage` sets it false when it gives each connection `innodb_lock_wait_timeout` as its
+   * statement deadline (`queryTimeoutMs` over 0): that timeout then answers 503 in time.
+   */
+  lockWaitRetries?: boolean;
 }
 
 /**
@@ -98,7 +107,7 @@ export interface CreateSqlStorageOptions {
  * await storage.migrate();
  */
 export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, options: CreateSqlStorageOptions = {}): SqlStorage {
-  const ctx = createStoreContext(db, family, options.d1, options.sqlite, options.pgClientCache?.cache);
+  const ctx = createStoreContext(db, family, options.d1, options.sqlite, options.pgClientCache?.cache, options.lockWaitRetries ?? true);
   const clientCache = options.pgClientCache;
   let closed: Promise<void> | null = null;
 

@@ -16,7 +16,7 @@ describe("againOnDeadlock (MySQL/MariaDB and PostgreSQL deadlock victims)", () =
         if (calls < DEADLOCK_ATTEMPTS) throw deadlock();
         return "done";
       },
-      async (attempt) => void pauses.push(attempt),
+      { pause: async (attempt) => void pauses.push(attempt) },
     );
     expect(value).toBe("done");
     expect(DEADLOCK_ATTEMPTS).toBe(8);
@@ -34,7 +34,7 @@ describe("againOnDeadlock (MySQL/MariaDB and PostgreSQL deadlock victims)", () =
           calls++;
           throw calls === DEADLOCK_ATTEMPTS ? last : deadlock();
         },
-        async (attempt) => void pauses.push(attempt),
+        { pause: async (attempt) => void pauses.push(attempt) },
       ),
     ).rejects.toBe(last);
     expect(calls).toBe(DEADLOCK_ATTEMPTS);
@@ -51,10 +51,30 @@ describe("againOnDeadlock (MySQL/MariaDB and PostgreSQL deadlock victims)", () =
           calls++;
           throw other;
         },
-        async (attempt) => void pauses.push(attempt),
+        { pause: async (attempt) => void pauses.push(attempt) },
       ),
     ).rejects.toBe(other);
     expect([calls, pauses]).toEqual([1, []]);
+  });
+
+  it("a MySQL lock-wait timeout (1205) is run again only with lockWaitTimeouts, as a deadlock is", async () => {
+    const lockWait = () => Object.assign(new Error("Lock wait timeout exceeded; try restarting transaction"), { code: "ER_LOCK_WAIT_TIMEOUT", errno: 1205 });
+    const run = async (options: { lockWaitTimeouts?: boolean }) => {
+      let calls = 0;
+      const pauses: number[] = [];
+      const outcome = await againOnDeadlock(
+        async () => {
+          calls++;
+          if (calls < 3) throw lockWait();
+          return "done";
+        },
+        { ...options, pause: async (attempt) => void pauses.push(attempt) },
+      ).catch((e: unknown) => (e as { code?: string }).code);
+      return { outcome, calls, pauses };
+    };
+    expect(await run({})).toEqual({ outcome: "ER_LOCK_WAIT_TIMEOUT", calls: 1, pauses: [] });
+    expect(await run({ lockWaitTimeouts: false })).toEqual({ outcome: "ER_LOCK_WAIT_TIMEOUT", calls: 1, pauses: [] });
+    expect(await run({ lockWaitTimeouts: true })).toEqual({ outcome: "done", calls: 3, pauses: [1, 2] });
   });
 
   it("deadlockPause waits a random time up to 2^attempt ms, capped at 100 ms", async () => {

@@ -2,7 +2,6 @@ import type { AttemptRecord, AttemptStore } from "@plantgate/core";
 import { sql } from "kysely";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
-import { againOnDeadlock } from "../errors.js";
 import { affected, prepared } from "../prepared.js";
 import { copyRecord } from "../read-cache.js";
 import { attemptRecord } from "../rows.js";
@@ -77,7 +76,7 @@ export function attemptStore(ctx: StoreContext): AttemptStore {
           // transaction sees exactly this call's result. InnoDB may pick a racing first insert of
           // a key as a deadlock victim; its transaction rolled back (nothing counted), so it is
           // safe to count again.
-          return againOnDeadlock(() =>
+          return ctx.again(() =>
             db.transaction().execute(async (trx) => {
               await q.countMysql(trx, params);
               const row = (await q.get(trx, { key: attemptKey })).rows[0];
@@ -104,14 +103,14 @@ export function attemptStore(ctx: StoreContext): AttemptStore {
       run("attempts.reset", async () => {
         if (!storableKey(key)) return;
         // A deadlock victim beside the sweep (primary key, then the window index; the sweep the other way): again.
-        await againOnDeadlock(() => q.reset(runner, { key }));
+        await ctx.again(() => q.reset(runner, { key }));
       }),
     refund: (key, windowStart, count) =>
       run("attempts.refund", async () => {
         if (!storableKey(key)) return;
         // Each statement commits alone, so one that InnoDB picked as a deadlock victim (beside a
         // racing first insert of the key, as in increment) changed nothing and is run again.
-        if (affected(await againOnDeadlock(() => q.refund(runner, { key, windowStart, count }))) > 0n) await againOnDeadlock(() => q.dropEmpty(runner, { key }));
+        if (affected(await ctx.again(() => q.refund(runner, { key, windowStart, count }))) > 0n) await ctx.again(() => q.dropEmpty(runner, { key }));
       }),
     deleteExpired: (before, limit) =>
       run("attempts.deleteExpired", () => deleteBatch(ctx, TABLES.attempts, "attempt_key", (eb) => eb("window_start", "<=", before), limit)),

@@ -3,7 +3,7 @@ import { sql, type Insertable, type QueryCreator, type Selectable } from "kysely
 import { d1Batch } from "../batch.js";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
-import { againOnDeadlock, isUniqueViolation } from "../errors.js";
+import { isUniqueViolation } from "../errors.js";
 import { affected, prepared } from "../prepared.js";
 import { refreshRecord, refreshRow } from "../rows.js";
 import { TABLES, type Database, type RefreshFamilyTable, type RefreshTokenTable } from "../schema.js";
@@ -104,7 +104,7 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
    * and run again.
    */
   const untilNoneLeft = async (update: () => Promise<{ numUpdatedRows: bigint }>): Promise<void> => {
-    while ((await againOnDeadlock(update)).numUpdatedRows > 0n);
+    while ((await ctx.again(update)).numUpdatedRows > 0n);
   };
 
   /**
@@ -115,10 +115,10 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
     const families = sql.table(TABLES.refreshFamilies);
     const tokens = sql.table(TABLES.refreshTokens);
     const ended = sql`${sql.ref(`${TABLES.refreshFamilies}.family_expires_at`)} <= ${now} and not exists (select 1 from ${tokens} where ${sql.ref(`${TABLES.refreshTokens}.family_id`)} = ${sql.ref(`${TABLES.refreshFamilies}.family_id`)} and ${sql.ref(`${TABLES.refreshTokens}.family_expires_at`)} <= ${now})`;
-    if (limit === undefined) return Number(affected(await againOnDeadlock(() => sql`delete from ${families} where ${ended}`.execute(db))));
+    if (limit === undefined) return Number(affected(await ctx.again(() => sql`delete from ${families} where ${ended}`.execute(db))));
     // InnoDB: it X-locks family rows and share-locks tokens (NOT EXISTS); a create or consume holds
     // a new family row and waits to insert its token. Either may be the deadlock victim: again.
-    if (family === "mysql") return Number(affected(await againOnDeadlock(() => sql`delete from ${families} where ${ended} limit ${sql.lit(limit)}`.execute(db))));
+    if (family === "mysql") return Number(affected(await ctx.again(() => sql`delete from ${families} where ${ended} limit ${sql.lit(limit)}`.execute(db))));
     const key = sql.join(FAMILY_KEY.map((c) => sql.ref(c)));
     return Number(affected(await sql`delete from ${families} where (${key}) in (select ${key} from ${families} where ${ended} limit ${sql.lit(limit)})`.execute(db)));
   };
@@ -144,7 +144,7 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
         } else {
           // A deadlock victim against the pruning of ended families (see deleteEndedFamilies) was
           // rolled back whole: run it again.
-          await againOnDeadlock(() =>
+          await ctx.again(() =>
             db.transaction().execute(async (trx) => {
               await q.addFamily(trx, fam);
               await q.upsert(trx, row);
@@ -187,7 +187,7 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
             });
           }
           // A deadlock victim (InnoDB, against a revocation of the family) was rolled back whole: run it again.
-          return await againOnDeadlock(() => db.transaction().execute(async (trx) => {
+          return await ctx.again(() => db.transaction().execute(async (trx) => {
             // The conditional UPDATE is the arbiter: the row lock (PostgreSQL, InnoDB) or the
             // single connection (SQLite) lets exactly one caller see 1 row updated.
             if (family === "mysql") {

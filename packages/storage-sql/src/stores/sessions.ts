@@ -2,7 +2,6 @@ import type { SessionStore } from "@plantgate/core";
 import type { Insertable } from "kysely";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
-import { againOnDeadlock } from "../errors.js";
 import { affected, prepared } from "../prepared.js";
 import { sessionRecord, sessionRow } from "../rows.js";
 import { TABLES, type SessionTable } from "../schema.js";
@@ -33,13 +32,13 @@ export function sessionStore(ctx: StoreContext): SessionStore {
         if (!storableKey(idHash)) return false;
         // InnoDB locks the primary key, then the expiry index; the sweep (deleteExpired) walks them
         // the other way round, and one of the two is picked as a deadlock victim: run it again.
-        return affected(await againOnDeadlock(() => q.delete(db, { idHash }))) > 0n;
+        return affected(await ctx.again(() => q.delete(db, { idHash }))) > 0n;
       }),
     deleteByAccount: (accountId) =>
       run("sessions.deleteByAccount", async () => {
         if (!storableKey(accountId)) return 0;
         // A deadlock victim beside the sweep (account index, then expiry index; the sweep the other way): again.
-        const result = await againOnDeadlock(() => db.deleteFrom(TABLES.sessions).where("account_id", "=", accountId).executeTakeFirst());
+        const result = await ctx.again(() => db.deleteFrom(TABLES.sessions).where("account_id", "=", accountId).executeTakeFirst());
         return Number(result.numDeletedRows);
       }),
     deleteExpired: (now, limit) =>
