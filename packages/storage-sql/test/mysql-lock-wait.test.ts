@@ -7,7 +7,7 @@
  * transaction and runs it again, which succeeds once the row is free. Before, the first timeout
  * was the caller's `StorageError`: a refresh answered 503.
  */
-import { createPlantgate, refreshTokenKey, sha256, StorageError } from "@plantgate/core";
+import { createPlantgate, refreshTokenKey, sha256, StorageError, type RefreshTokenRecord } from "@plantgate/core";
 import { Kysely, MysqlDialect } from "kysely";
 import mysql from "mysql2";
 import mysqlPromise from "mysql2/promise";
@@ -19,6 +19,22 @@ import { describeIfReachable, MYSQL_URL, mysqlEngine, probeMysql, type FreshData
 const problem = await probeMysql();
 const T0 = 1_767_225_600_000;
 const LOCK_WAIT_TIMEOUT = "ER_LOCK_WAIT_TIMEOUT";
+
+const token = (tokenHash: string, overrides: Partial<RefreshTokenRecord> = {}): RefreshTokenRecord => ({
+  tokenHash,
+  familyId: "family-1",
+  clientId: "client-a",
+  accountId: "acct-1",
+  scope: ["offline_access"],
+  createdAt: T0,
+  expiresAt: T0 + 60_000,
+  familyExpiresAt: T0 + 120_000,
+  consumedAt: null,
+  revokedAt: null,
+  replay: null,
+  graceUses: 0,
+  ...overrides,
+});
 
 /** Polls `condition` every 10 ms until it holds; fails after `timeoutMs`. */
 async function until(condition: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
@@ -133,6 +149,18 @@ describeIfReachable("mysql: lock-wait timeouts are run again", MYSQL_URL, "PLANT
     await releaseAfterFirstTimeout(errors, release);
     expect(await counted).toEqual({ key: "user:alice", count: 2, windowStart: T0 });
     expect(await storage.attempts.get("user:alice")).toEqual({ key: "user:alice", count: 2, windowStart: T0 });
+  });
+
+  it("refreshTokens.graceUse (MySQL: the UPDATE and its read-back in one transaction) waiting past the lock-wait timeout is run again and counts one use", { timeout: 60_000 }, async () => {
+    const { db, storage, errors } = await open();
+    await storage.refreshTokens.create(token("original"));
+    expect(await storage.refreshTokens.consume("original", T0 + 10, token("next"), "sealed-replay")).toBe(true);
+    const release = await hold(db, `select * from ${TABLES.refreshTokens} where token_hash = ?`, ["original"]);
+    const used = storage.refreshTokens.graceUse("original", T0, 3);
+    await releaseAfterFirstTimeout(errors, release);
+    const expected = token("original", { consumedAt: T0 + 10, replay: "sealed-replay", graceUses: 1 });
+    expect(await used).toEqual(expected);
+    expect(await storage.refreshTokens.findByHash("original")).toEqual(expected);
   });
 
   it("a row held through every attempt: StorageError naming the operation, the code and the 8 attempts, nothing counted", { timeout: 60_000 }, async () => {

@@ -217,12 +217,16 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
           return row ? refreshRecord(row) : null;
         }
         // MySQL has no UPDATE ... RETURNING: read the row back inside the transaction that holds
-        // its lock, so no other grace use or revocation can slip in between.
-        return db.transaction().execute(async (trx) => {
-          if (affected(await q.graceUse(trx, p)) !== 1n) return null;
-          const row = (await q.get(trx, { tokenHash })).rows[0];
-          return row ? refreshRecord(row) : null;
-        });
+        // its lock, so no other grace use or revocation can slip in between. A deadlock victim or
+        // (see StoreContext.again) a lock-wait timeout is rolled back whole and run again: nothing
+        // of it counted.
+        return ctx.again(() =>
+          db.transaction().execute(async (trx) => {
+            if (affected(await q.graceUse(trx, p)) !== 1n) return null;
+            const row = (await q.get(trx, { tokenHash })).rows[0];
+            return row ? refreshRecord(row) : null;
+          }),
+        );
       }),
     revokeFamily: (familyId, now) =>
       run("refreshTokens.revokeFamily", async () => {
