@@ -1,6 +1,6 @@
 import type { AuditRecord, AuditStore } from "@plantgate/core";
 import { describe, expect, it, type TestContext } from "vitest";
-import { DAY, inParallel, T0, withOtherInstance } from "../fixtures.js";
+import { DAY, inParallel, RACES_TIMEOUT, T0, withOtherInstance } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
 
 /** An audit record as the core writes them (ids are UUIDs, `data` the event as JSON). */
@@ -94,6 +94,57 @@ export function auditSuite(s: SuiteContext): void {
       expect(ids(await a.list({ limit: 100 }))).toEqual([10, 9, 8, 7, 6].map((n) => rec(n).id));
       expect(await a.deleteExpired(T0 + 100 * DAY)).toBe(5);
       expect(await a.list({ limit: 100 })).toEqual([]);
+    });
+
+    it("appends racing pruning by age (four appenders and two pruners, on two instances when the target can open a second): no error, every record after the cutoff stays whole, every one at or before it is deleted once", { timeout: RACES_TIMEOUT }, async (t) => {
+      const a = audit(t);
+      await withOtherInstance(s, async (other) => {
+        const b = other.audit;
+        if (b === undefined) throw new Error("the second instance from target.connect() has no audit store, the first has one");
+        const cutoff = T0 + 30 * DAY;
+        // Every filter column set on some records, so each index of the table takes writes and deletes.
+        const shaped = (n: number, time: number) =>
+          rec(n, { time, clientId: n % 3 === 0 ? null : `app-${n % 4}`, accountId: n % 2 === 0 ? `acct-${n % 5}` : null, username: n % 5 === 0 ? `user-${n % 3}` : null, type: n % 2 === 0 ? "token.issued" : "account.login_failed" });
+        // 120 stored before the race, all due: up to a day before the cutoff, 12 exactly at it.
+        const old = Array.from({ length: 120 }, (_, n) => shaped(5000 + n, n % 10 === 0 ? cutoff : cutoff - 1 - n * 600_000));
+        for (const r of old) await a.append(r);
+        // Each appender: 30 newer records (the first 6 a millisecond after the cutoff, next to the
+        // rows being deleted) and, among them, 10 more due ones (late arrivals of old events).
+        const newer = Array.from({ length: 4 }, (_, w) => Array.from({ length: 30 }, (_, n) => shaped(6000 + w * 100 + n, n < 6 ? cutoff + 1 : cutoff + 1 + n * 1000 + w)));
+        const late = Array.from({ length: 4 }, (_, w) => Array.from({ length: 10 }, (_, n) => shaped(7000 + w * 100 + n, n % 5 === 0 ? cutoff : cutoff - 1 - n * 60_000 - w)));
+        let appending = 4;
+        /** deleteExpired(cutoff, 5) while the appenders run, then until a batch comes back short; every batch's count. */
+        const prune = async (store: AuditStore): Promise<number[]> => {
+          const counts: number[] = [];
+          for (;;) {
+            const running = appending > 0;
+            const n = await store.deleteExpired(cutoff, 5);
+            counts.push(n);
+            if (n < 5 && !running) return counts;
+          }
+        };
+        const runs = await inParallel<number[]>(6, async (i) => {
+          if (i >= 4) return prune(i === 4 ? a : b);
+          try {
+            const store = i % 2 === 0 ? a : b;
+            for (let n = 0; n < 30; n++) {
+              await store.append(newer[i]![n]!);
+              if (n % 3 === 2) await store.append(late[i]![(n - 2) / 3]!);
+            }
+            return [];
+          } finally {
+            appending--;
+          }
+        });
+        // A late arrival may land after both pruners' last batch: one more call takes what is left.
+        const rest = await a.deleteExpired(cutoff);
+        const deleted = runs.flat().reduce((x, y) => x + y, 0) + rest;
+        expect(deleted, `deleted in all (pruners' batches: ${JSON.stringify(runs.slice(4))}, then ${rest})`).toBe(old.length + 40);
+        expect(await a.deleteExpired(cutoff), "nothing at or before the cutoff is left").toBe(0);
+        const kept = newer.flat().sort((x, y) => y.time - x.time || (x.id < y.id ? 1 : x.id > y.id ? -1 : 0));
+        expect(await a.list({ limit: 500 }), "every record after the cutoff stays, whole").toStrictEqual(kept);
+        if (b !== a) expect(await b.list({ limit: 500 }), "the other instance lists the same").toStrictEqual(kept);
+      });
     });
 
     it("two pruners at once (on two instances when the target can open a second), beside appends of newer events: each record at or before the cutoff is deleted once, their counts add up, every newer record stays whole", async (t) => {
