@@ -4,6 +4,7 @@
  * with random credentials, and helpers that check tokens with jose and call the APIs with
  * node-fetch over the socket. Not a test file itself (vitest only picks up `*.test.ts`).
  */
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyResult } from "jose";
 import fetch, { type Response } from "node-fetch";
@@ -194,4 +195,19 @@ export async function until<T>(what: string, read: () => T | undefined, output: 
     if (Date.now() > deadline) throw new Error(`${what} did not appear within ${timeoutMs} ms\n${output()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/**
+ * Ends a child spawned `detached` (its own process group: tsx and the node process under it) with
+ * SIGKILL and waits for its exit; nothing when it has ended already.
+ */
+export async function killGroup(child: ChildProcess | undefined): Promise<void> {
+  if (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    child.kill("SIGKILL");
+  }
+  await exited;
 }

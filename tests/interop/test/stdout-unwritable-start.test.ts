@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, expect, it } from "vitest";
-import { TOKEN_PATH, until } from "./helpers.js";
+import { killGroup, TOKEN_PATH, until } from "./helpers.js";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 const tsx = join(repoRoot, "node_modules/.bin/tsx");
@@ -19,15 +19,7 @@ const workDir = mkdtempSync(join(tmpdir(), "plantgate-dev-full-"));
 
 let child: ChildProcess | undefined;
 afterEach(async () => {
-  if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-    const exited = new Promise((resolve) => child!.once("exit", resolve));
-    try {
-      process.kill(-child.pid, "SIGKILL");
-    } catch {
-      child.kill("SIGKILL");
-    }
-    await exited;
-  }
+  await killGroup(child);
   child = undefined;
 });
 afterAll(() => rmSync(workDir, { recursive: true, force: true }));
