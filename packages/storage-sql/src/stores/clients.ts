@@ -9,7 +9,17 @@ import { TABLES, type ClientTable } from "../schema.js";
 /** Rounds of a secrets compare-and-set before giving up (each loses only to a concurrent change). */
 const CAS_ATTEMPTS = 100;
 
-/** `pg_clients` as core's {@link ClientStore}. */
+/**
+ * `pg_clients` as core's {@link ClientStore}.
+ *
+ * Every write on MySQL/MariaDB and PostgreSQL (one statement that commits alone, or the secrets'
+ * whole transaction) is run again by `ctx.again` when the server picks it as a deadlock victim or
+ * (MySQL) its lock wait times out: nothing of it was applied. InnoDB keeps a deleted row,
+ * delete-marked, until purge; an INSERT of the same client id while the DELETE runs waits for a
+ * shared lock on that record and then asks for an exclusive one, and a secrets change, touch,
+ * regeneration or delete of the id waiting for an exclusive lock on it closes a cycle
+ * (test/mysql-client-deadlocks.test.ts). A duplicate id is still `false`, not retried.
+ */
 export function clientStore(ctx: StoreContext): ClientStore {
   const { db, runner, family, run, storableKey, insertOrFalse, updated } = ctx;
   const q = {
@@ -36,7 +46,9 @@ export function clientStore(ctx: StoreContext): ClientStore {
 
   /**
    * A read-modify-write of one client's secrets. PostgreSQL and MySQL: in a transaction that locks
-   * the row (SELECT ... FOR UPDATE), so concurrent changes queue and all are kept. SQLite and D1
+   * the row (SELECT ... FOR UPDATE), so concurrent changes queue and all are kept; run again whole
+   * (`change` applied to the secrets read again) when InnoDB picks it as a deadlock victim beside a
+   * create of the same id (see `clientStore`) or its lock wait times out. SQLite and D1
    * (no transaction on D1; one writer anyway): a compare-and-set on the JSON text, read again when
    * another change came first (`attempts` rounds). `change` returns null for "nothing to do"
    * (then the result is false).
@@ -48,17 +60,19 @@ export function clientStore(ctx: StoreContext): ClientStore {
   ): Promise<boolean> => {
     if (!storableKey(clientId)) return false;
     if (family !== "sqlite") {
-      return db.transaction().execute(async (trx) => {
-        const row = await trx.selectFrom(TABLES.clients).select("secrets").where("client_id", "=", clientId).forUpdate().executeTakeFirst();
-        const next = row ? change(toSecrets(row.secrets)) : null;
-        if (next === null) return false;
-        await trx
-          .updateTable(TABLES.clients)
-          .set({ secrets: secretsJson(ctx, next.secrets), ...(next.updatedAt !== undefined ? { secret_updated_at: next.updatedAt } : {}) })
-          .where("client_id", "=", clientId)
-          .execute();
-        return true;
-      });
+      return ctx.again(() =>
+        db.transaction().execute(async (trx) => {
+          const row = await trx.selectFrom(TABLES.clients).select("secrets").where("client_id", "=", clientId).forUpdate().executeTakeFirst();
+          const next = row ? change(toSecrets(row.secrets)) : null;
+          if (next === null) return false;
+          await trx
+            .updateTable(TABLES.clients)
+            .set({ secrets: secretsJson(ctx, next.secrets), ...(next.updatedAt !== undefined ? { secret_updated_at: next.updatedAt } : {}) })
+            .where("client_id", "=", clientId)
+            .execute();
+          return true;
+        }),
+      );
     }
     for (let attempt = 0; attempt < attempts; attempt++) {
       const row = await db.selectFrom(TABLES.clients).select("secrets").where("client_id", "=", clientId).executeTakeFirst();
@@ -100,7 +114,7 @@ export function clientStore(ctx: StoreContext): ClientStore {
     create: (record) =>
       run("clients.create", async () => {
         const row = clientRow(ctx, record);
-        return writing(record.clientId, () => insertOrFalse(() => q.insert(db, row)));
+        return writing(record.clientId, () => insertOrFalse(() => ctx.again(() => q.insert(db, row))));
       }),
     addSecret: (clientId, secret) =>
       run("clients.addSecret", () =>
@@ -113,11 +127,10 @@ export function clientStore(ctx: StoreContext): ClientStore {
     replaceSecrets: (clientId, secret) =>
       run("clients.replaceSecrets", () => writing(clientId, async () => {
         if (!storableKey(clientId)) return false;
-        const result = await db
-          .updateTable(TABLES.clients)
-          .set({ secrets: secretsJson(ctx, [secret]), secret_updated_at: secret.createdAt })
-          .where("client_id", "=", clientId)
-          .executeTakeFirst();
+        const secrets = secretsJson(ctx, [secret]);
+        const result = await ctx.again(() =>
+          db.updateTable(TABLES.clients).set({ secrets, secret_updated_at: secret.createdAt }).where("client_id", "=", clientId).executeTakeFirst(),
+        );
         return updated(result.numUpdatedRows, async () => (await db.selectFrom(TABLES.clients).select("client_id").where("client_id", "=", clientId).executeTakeFirst()) !== undefined);
       })),
     removeSecret: (clientId, secretId, now) =>
@@ -137,7 +150,7 @@ export function clientStore(ctx: StoreContext): ClientStore {
     delete: (clientId) =>
       run("clients.delete", async () => {
         if (!storableKey(clientId)) return false;
-        const result = await writing(clientId, () => db.deleteFrom(TABLES.clients).where("client_id", "=", clientId).executeTakeFirst());
+        const result = await writing(clientId, () => ctx.again(() => db.deleteFrom(TABLES.clients).where("client_id", "=", clientId).executeTakeFirst()));
         return result.numDeletedRows > 0n;
       }),
   };
