@@ -7,7 +7,7 @@
  * transaction and runs it again, which succeeds once the row is free. Before, the first timeout
  * was the caller's `StorageError`: a refresh answered 503.
  */
-import { createPlantgate, refreshTokenKey, sha256, StorageError, type RefreshTokenRecord } from "@plantgate/core";
+import { createPlantgate, refreshTokenKey, sha256, StorageError, type AccountRecord, type RefreshTokenRecord } from "@plantgate/core";
 import { Kysely, MysqlDialect } from "kysely";
 import mysql from "mysql2";
 import mysqlPromise from "mysql2/promise";
@@ -161,6 +161,31 @@ describeIfReachable("mysql: lock-wait timeouts are run again", MYSQL_URL, "PLANT
     const expected = token("original", { consumedAt: T0 + 10, replay: "sealed-replay", graceUses: 1 });
     expect(await used).toEqual(expected);
     expect(await storage.refreshTokens.findByHash("original")).toEqual(expected);
+  });
+
+  it("accounts.create and createMany behind an import holding the accounts counter past the lock-wait timeout are run again: each stored once at consecutive places; a taken username is still false, a conflicting batch still its index", { timeout: 60_000 }, async () => {
+    const { db, storage, errors } = await open();
+    const account = (id: string, username: string): AccountRecord => ({ id, username, displayName: null, email: null, roles: [], enabled: true, createdAt: T0, passwordHash: `$pbkdf2-sha256$i=1000,l=32$salt$${id}` });
+    expect(await storage.accounts.create(account("a-alice", "alice"))).toBe(true);
+    // What an import (accounts.createMany) holds from its first statement to its commit: the
+    // accounts counter's row, which every create advances first.
+    const release = await hold(db, `select * from ${TABLES.counters} where name = 'accounts'`);
+    const calls = Promise.allSettled([
+      storage.accounts.create(account("a-bob", "bob")),
+      storage.accounts.createMany([account("a-carol", "carol"), account("a-dave", "dave")]),
+      storage.accounts.create(account("a-alice-2", "alice")),
+      storage.accounts.createMany([account("a-erin", "erin"), account("a-alice-3", "alice")]),
+    ]);
+    await releaseAfterFirstTimeout(errors, release);
+    const outcomes = (await calls).map((o) => (o.status === "fulfilled" ? o.value : String((o.reason as Error).message)));
+    expect(outcomes).toEqual([true, null, false, 1]);
+    expect(errors[0]).toBe(LOCK_WAIT_TIMEOUT);
+    const page = await storage.accounts.list(0, 10);
+    const names = page.items.map((a) => a.username);
+    expect({ total: page.total, names: [...names].sort() }).toEqual({ total: 4, names: ["alice", "bob", "carol", "dave"] });
+    expect(names[0]).toBe("alice");
+    expect(names.indexOf("dave") - names.indexOf("carol")).toBe(1);
+    expect(await storage.accounts.findByUsername("erin")).toBeNull();
   });
 
   it("a row held through every attempt: StorageError naming the operation, the code and the 8 attempts, nothing counted", { timeout: 60_000 }, async () => {

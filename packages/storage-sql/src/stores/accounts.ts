@@ -108,15 +108,21 @@ export function accountStore(ctx: StoreContext): AccountStore {
     // left SQLite holding a read snapshot that another connection's commit made stale, and the
     // write after it failed at once with SQLITE_BUSY (a user import beside a running server). A
     // conflict rolls the counter back with the rest.
+    // The counter's row lock is held to the commit, so a create waits out a whole import: where
+    // MySQL's lock wait times out first (a short innodb_lock_wait_timeout, see StoreContext.again),
+    // the transaction is rolled back whole (nothing applied, the counter included) and run again
+    // from the start, as a deadlock victim would be. A conflict or a unique violation is not retried.
     try {
-      return await db.transaction().execute(async (trx) => {
-        const advanced = await advance(trx, rows.length).executeTakeFirst();
-        if (advanced.numUpdatedRows !== 1n) throw new Error(`${TABLES.counters} has no "${ACCOUNTS}" row: the schema is not migrated`);
-        const conflict = records ? await firstConflict(records, async (q) => (await trx.executeQuery(q)).rows) : null;
-        if (conflict !== null) throw new ConflictFound(conflict);
-        for (const insert of inserts(trx, rows)) await insert.execute();
-        return null;
-      });
+      return await ctx.again(() =>
+        db.transaction().execute(async (trx) => {
+          const advanced = await advance(trx, rows.length).executeTakeFirst();
+          if (advanced.numUpdatedRows !== 1n) throw new Error(`${TABLES.counters} has no "${ACCOUNTS}" row: the schema is not migrated`);
+          const conflict = records ? await firstConflict(records, async (q) => (await trx.executeQuery(q)).rows) : null;
+          if (conflict !== null) throw new ConflictFound(conflict);
+          for (const insert of inserts(trx, rows)) await insert.execute();
+          return null;
+        }),
+      );
     } catch (e) {
       if (e instanceof ConflictFound) return e.index;
       throw e;
