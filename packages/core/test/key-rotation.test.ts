@@ -117,6 +117,70 @@ describe("manual rotation (admin / CLI keys rotate --now)", () => {
   });
 });
 
+describe("unknown kids: another instance re-reads the keys at most once a second", () => {
+  it("a token signed by a key another instance stored a second ago (rotate now) is taken, not refused for 10 s", async () => {
+    const h = await harness();
+    const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: { error() {}, warn() {} } });
+    // The other instance has just read the keys (verifying a token of the first key).
+    expect((await getAccounts(other, await clientToken(h))).status).toBe(200);
+    await h.app.admin.rotateSigningKey({ now: true });
+    const after = await clientToken(h);
+    h.clock.advance(999);
+    // Within the second since its read: the new kid is not looked for yet.
+    expect((await getAccounts(other, after)).status).toBe(401);
+    h.clock.advance(1);
+    // Until 2026-11-29: refused until 10 s after that read.
+    expect((await getAccounts(other, after)).status).toBe(200);
+  });
+
+  it("two instances that each stored a first key on an empty store take each other's tokens a second later", async () => {
+    const clock = manualClock();
+    const storage = createMemoryStorage();
+    const make = () => createPlantgate({ storage, clock: clock.now, logger: { error() {}, warn() {} } });
+    const [a, b] = [make(), make()];
+    await a.admin.createClient({ clientId: "c", clientSecret: "c-secret-0123456789abcdef", allowedGrants: ["client_credentials"], scopes: ["Platform_UserAPIs"] });
+    // Each loads the keys while the store is still empty, so each makes a first key.
+    await Promise.all([a.jwks(), b.jwks()]);
+    const token = async (app: Plantgate) => {
+      const res = await app.fetch(
+        new Request(`${BASE}/UserService/connect/token`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: "grant_type=client_credentials&client_id=c&client_secret=c-secret-0123456789abcdef",
+        }),
+      );
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { access_token: string }).access_token;
+    };
+    const [fromA, fromB] = [await token(a), await token(b)];
+    expect((await storage.signingKeys.list()).length).toBe(2);
+    clock.advance(1_000);
+    expect([(await getAccounts(a, fromB)).status, (await getAccounts(b, fromA)).status]).toEqual([200, 200]);
+  });
+
+  it("tokens with made-up kids cost one read of the keys a second, however many come", async () => {
+    const h = await harness();
+    const token = await clientToken(h);
+    const [head, payload, signature] = token.split(".");
+    let reads = 0;
+    const list = h.app.storage.signingKeys.list.bind(h.app.storage.signingKeys);
+    h.app.storage.signingKeys.list = () => {
+      reads++;
+      return list();
+    };
+    const forged = (i: number) => {
+      const header = { ...(JSON.parse(Buffer.from(head!, "base64url").toString()) as object), kid: `made-up-${i}` };
+      return `${Buffer.from(JSON.stringify(header)).toString("base64url")}.${payload}.${signature}`;
+    };
+    h.clock.advance(1_000);
+    for (let i = 0; i < 50; i++) expect((await getAccounts(h.app, forged(i))).status).toBe(401);
+    expect(reads).toBe(1);
+    h.clock.advance(1_000);
+    for (let i = 50; i < 100; i++) expect((await getAccounts(h.app, forged(i))).status).toBe(401);
+    expect(reads).toBe(2);
+  });
+});
+
 describe("pre-publication (keys rotate without --now)", () => {
   it("the new key is published at once as next and signs only at its stored activation time (360 s later by default)", async () => {
     const h = await harness();

@@ -15,6 +15,8 @@ export const SUPPORTED_ALGS: readonly SigningAlg[] = ["ES256", "ES384", "RS256",
 /** `Cache-Control: max-age` of `/.well-known/jwks.json`: how long a resource server may keep a copy. */
 export const JWKS_MAX_AGE_SECONDS = 300;
 
+/** How often (ms) at most a token with a kid this instance does not know makes it re-read the keys. */
+export const UNKNOWN_KID_RELOAD_MS = 1_000;
 
 /**
  * The default, and the least allowed, delay between publishing a new key and signing with it: a
@@ -203,7 +205,12 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   let lastReload = 0;
   const loadTimeout = opts.loadTimeoutMs ?? 0;
   let warned = false;
-  const reloadInterval = opts.reloadIntervalMs ?? 10_000;
+  // An unknown kid re-reads the keys at most once per this: a token signed by a key another
+  // instance (or the CLI) stored since the last read (`keys rotate --now`; two instances that each
+  // made a first key on an empty store) is then taken within a second. It was 10 s until
+  // 2026-11-29, and those tokens were refused by the other instances for up to 10 s. A flood of
+  // tokens with made-up kids costs one read of the keys a second.
+  const reloadInterval = opts.reloadIntervalMs ?? UNKNOWN_KID_RELOAD_MS;
   // How often the keys are re-read, so a rotation done elsewhere (the CLI, another instance) is
   // published, and a `--now` key signs, everywhere within this time.
   const signingReload = opts.signingReloadMs ?? SIGNING_RELOAD_MS;
