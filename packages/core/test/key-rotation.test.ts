@@ -138,7 +138,7 @@ describe("unknown kids: another instance re-reads the keys at most once a second
     const storage = createMemoryStorage();
     const make = () => createPlantgate({ storage, clock: clock.now, logger: { error() {}, warn() {} } });
     const [a, b] = [make(), make()];
-    await a.admin.createClient({ clientId: "c", clientSecret: "c-secret-0123456789abcdef", allowedGrants: ["client_credentials"], scopes: ["Platform_UserAPIs"] });
+    await a.admin.createClient({ clientId: "c", clientSecret: "c-secret-0123456789abcdef", grantTypes: ["client_credentials"], scopes: ["Platform_UserAPIs"] });
     // Each loads the keys while the store is still empty, so each makes a first key.
     await Promise.all([a.jwks(), b.jwks()]);
     const token = async (app: Plantgate) => {
