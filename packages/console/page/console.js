@@ -76,11 +76,61 @@
     return /^[\x20-\x7e]*$/.test(text) ? text : "\u2068" + text + "\u2069";
   };
 
+  /**
+   * The longest wait the page states. A Retry-After beyond it (a week; the brute-force window is
+   * 15 minutes by default) is a misconfigured proxy or a hostile value, and is not shown.
+   */
+  const MAX_RETRY_AFTER = 7 * 24 * 3600;
+
+  /**
+   * The seconds a Retry-After header asks to wait (RFC 9110 §10.2.3: delay-seconds, or an HTTP-date
+   * in any of its three forms), or null when there is none to state: absent, unparsable, not in the
+   * future, or beyond MAX_RETRY_AFTER.
+   * @param {string | null} value
+   * @returns {number | null}
+   */
+  function retryAfterSeconds(value) {
+    if (value === null) return null;
+    const v = value.trim();
+    let seconds = NaN;
+    if (/^\d{1,12}$/.test(v)) seconds = Number(v);
+    else if (/^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]{0,6},? [A-Za-z0-9 :-]{10,30}$/.test(v)) {
+      // IMF-fixdate and RFC 850 dates end in GMT; an asctime date has no zone and means GMT too.
+      const at = Date.parse(/ GMT$/.test(v) ? v : v + " GMT");
+      if (Number.isFinite(at)) seconds = Math.ceil((at - Date.now()) / 1000);
+    }
+    return Number.isSafeInteger(seconds) && seconds >= 1 && seconds <= MAX_RETRY_AFTER ? seconds : null;
+  }
+
+  /** A wait in the unit a person reads it in: "45 s", "15 min", "3 h", "2 days" (rounded up). */
+  function waitText(seconds) {
+    if (seconds < 120) return seconds + " s";
+    if (seconds < 120 * 60) return Math.ceil(seconds / 60) + " min";
+    if (seconds < 48 * 3600) return Math.ceil(seconds / 3600) + " h";
+    return Math.ceil(seconds / 86400) + " days";
+  }
+
+  /** The end of a server message that says to retry without saying when ("; retry later."). */
+  const RETRY_TAIL = /;\s*(?:retry|try again)(?: later| shortly| after the time in Retry-After)?\.?$/i;
+
   class ApiFailure extends Error {
-    constructor(status, body) {
-      super(body && typeof body.message === "string" ? body.message : "The request failed (HTTP " + status + ").");
+    /**
+     * @param {number} status
+     * @param {any} body
+     * @param {number | null} [retryAfter] seconds from the answer's Retry-After (429 and 503 only)
+     */
+    constructor(status, body, retryAfter = null) {
+      let message = body && typeof body.message === "string" ? body.message : "The request failed (HTTP " + status + ").";
+      // When to try again, in the message itself: every view shows the message, and the page
+      // never retries on its own (a refused sign-in repeated by a script would only extend a lock).
+      if (retryAfter !== null) {
+        const again = "try again in " + waitText(retryAfter);
+        message = RETRY_TAIL.test(message) ? message.replace(RETRY_TAIL, "; " + again + ".") : message.replace(/[.\s]*$/, "") + ". T" + again.slice(1) + ".";
+      }
+      super(message);
       this.status = status;
       this.code = body && body.error;
+      this.retryAfter = retryAfter;
     }
   }
 
@@ -103,7 +153,8 @@
         state.session = null;
         showSignIn(data.error === 1302 ? "Your account is no longer a console administrator; your session has ended." : "Your session has ended; sign in again.");
       }
-      throw new ApiFailure(res.status, data);
+      const retryAfter = res.status === 429 || res.status === 503 ? retryAfterSeconds(res.headers.get("retry-after")) : null;
+      throw new ApiFailure(res.status, data, retryAfter);
     }
     return data;
   }

@@ -275,7 +275,8 @@ const name = present
     await page.locator("#sign-in-username").fill(ADMIN.username);
     await page.locator("#sign-in-password").fill(ADMIN.password);
     await page.locator("#sign-in-password").press("Enter");
-    await expect.poll(() => page.locator("#sign-in-error").textContent()).toBe("Too many failed sign-ins; try again later.");
+    // (With the wait its Retry-After gives: see robustness.test.ts.)
+    await expect.poll(() => page.locator("#sign-in-error").textContent()).toBe("Too many failed sign-ins; try again in 60 s.");
     await page.unrouteAll({ behavior: "wait" });
     await signIn();
     await page.locator("#view-accounts").waitFor({ state: "visible" });
@@ -315,7 +316,7 @@ const name = present
     expected = /^(429|503) /;
     for (const [answer, message] of [
       [UNAVAILABLE, "The service is temporarily unavailable; retry later."],
-      [{ status: 429, headers: { "retry-after": "1" }, contentType: "application/json", body: '{"error":1429,"message":"Too many requests; retry in a second."}' }, "Too many requests; retry in a second."],
+      [{ status: 429, headers: { "retry-after": "1" }, contentType: "application/json", body: '{"error":1429,"message":"Too many requests; retry in a second."}' }, "Too many requests; retry in a second. Try again in 1 s."],
       ["abort", "The server could not be reached."],
     ] as const) {
       await page.route("**/console/api/session", (route: Route) => (answer === "abort" ? route.abort() : route.fulfill(answer)), { times: 1 });

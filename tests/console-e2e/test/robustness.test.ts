@@ -1,0 +1,203 @@
+/**
+ * The console page in Debian chromium against the real example node server (memory store with an
+ * audit store), where answers come late, refused or from another session: Retry-After said as "try
+ * again in", answers to superseded list loads ignored, a session changed by another tab detected
+ * before anything is done under it, and names inside server messages bidi-isolated.
+ * Every test also fails on a script error, an unhandled promise rejection or a CSP violation.
+ */
+import { existsSync } from "node:fs";
+import { createMemoryStorage } from "@plantgate/core";
+import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
+import { chromium, type Browser, type BrowserContext, type Locator, type Page, type Request, type Route } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+
+const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
+const present = existsSync(CHROMIUM);
+const CI = process.env.CI === "true";
+const ADMIN = { username: "admin", password: "console-e2e-password" };
+const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
+const PASSWORD = "user-password-1";
+const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const RLO = "\u202E";
+const BIDI_USER = `mal${RLO}lory`;
+/** Admins besides ADMIN: one to lock out, one to sign in as from "another tab". */
+const LOCKED = "locked-admin";
+const OTHER = "other-admin";
+const USERS = [
+  { username: LOCKED, password: PASSWORD, roles: ["admin"] },
+  { username: OTHER, password: PASSWORD, roles: ["admin"] },
+  { username: BIDI_USER, password: PASSWORD },
+  ...Array.from({ length: 30 }, (_, i) => ({ username: `user-${String(i + 1).padStart(2, "0")}`, password: PASSWORD })),
+];
+
+/** Runs before the page's own script: records what a missing catch or a CSP violation leaves behind. */
+const PROBES = () => {
+  const w = window as unknown as { pageProblems: string[] };
+  w.pageProblems = [];
+  window.addEventListener("unhandledrejection", (e) => w.pageProblems.push(`unhandled rejection: ${String(e.reason)}`));
+  document.addEventListener("securitypolicyviolation", (e) => w.pageProblems.push(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
+};
+
+const unavailable = (retryAfter?: string) => ({
+  status: 503,
+  contentType: "application/json",
+  headers: retryAfter === undefined ? {} : { "retry-after": retryAfter },
+  body: '{"error":1503,"message":"The service is temporarily unavailable; retry later."}',
+});
+
+const name = present
+  ? "console robustness in Debian chromium"
+  : CI
+    ? "console robustness in Debian chromium (chromium missing under CI=true: must fail)"
+    : `console robustness in Debian chromium (SKIPPED: ${CHROMIUM} not found; apt-get install chromium)`;
+
+(present || CI ? describe : describe.skip)(name, () => {
+  let server: RunningServer;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const problems: string[] = [];
+  /** HTTP answers >= 400 a test provoked on purpose. */
+  let expected: RegExp | null = null;
+  const lines = serverLines();
+
+  const watch = (p: Page) => {
+    p.setDefaultTimeout(15_000);
+    p.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    p.on("response", (r) => {
+      if (r.status() >= 400 && !(expected && expected.test(`${r.status()} ${r.request().method()} ${r.url()}`))) problems.push(`${r.status()} ${r.request().method()} ${r.url()}`);
+    });
+  };
+
+  beforeAll(async () => {
+    if (!present) throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium (apt-get install chromium)`);
+    server = await startServer(
+      {
+        PORT: "0",
+        PLANTGATE_BOOTSTRAP_ADMIN: "1",
+        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
+        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
+        PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT.id,
+        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT.secret,
+        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
+        // A lock-out after 2 failed sign-ins, for the whole default window (900 s).
+        PLANTGATE_BRUTE_FORCE_MAX_FAILURES: "2",
+      },
+      { storage: createMemoryStorage({ audit: true }), logger: { error() {}, warn() {} } },
+      { destination: lines.destination },
+    );
+    await server.app.admin.importAccounts(USERS);
+    await server.app.flushEvents();
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+    context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    await context.addInitScript(PROBES);
+    page = await context.newPage();
+    watch(page);
+    expected = /^401 GET .*\/console\/api\/session$/;
+    await page.goto(server.consoleUrl!);
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    expected = null;
+  }, 120_000);
+
+  afterEach(async () => {
+    expected = null;
+    await page.unrouteAll({ behavior: "wait" });
+    for (const p of context.pages()) {
+      const inPage = await p.evaluate(() => (window as unknown as { pageProblems: string[] }).pageProblems.splice(0));
+      problems.push(...inPage);
+    }
+    expect(problems.splice(0)).toEqual([]);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    if (server) lines.check([ADMIN.password, CLIENT.secret, PASSWORD]);
+  });
+
+  async function signIn(p: Page, username = ADMIN.username, password = ADMIN.password): Promise<void> {
+    await p.locator("#view-sign-in").waitFor({ state: "visible" });
+    await p.locator("#sign-in-username").fill(username);
+    await p.locator("#sign-in-password").fill(password);
+    await p.locator("#sign-in-password").press("Enter");
+    await p.locator("#view-sign-in").waitFor({ state: "hidden" });
+  }
+
+  async function goTo(p: Page, link: "Settings › Security settings" | "Accounts" | "Security events"): Promise<void> {
+    await p.getByRole("link", { name: link }).click();
+    const view = { "Settings › Security settings": "#view-security", Accounts: "#view-accounts", "Security events": "#view-events" }[link];
+    await p.locator(view).waitFor({ state: "visible" });
+  }
+
+  /** Submits the sign-in form and returns the error it shows once it shows a new one. */
+  async function refusedSignIn(username: string, password: string): Promise<string> {
+    await page.locator("#sign-in-username").fill(username);
+    await page.locator("#sign-in-password").fill(password);
+    const answered = page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith("/console/api/session"));
+    await page.locator("#sign-in-password").press("Enter");
+    await answered;
+    // The form is usable again (and the password field emptied) once the answer is shown.
+    await expect.poll(() => page.locator("#sign-in-password").inputValue()).toBe("");
+    await expect.poll(() => page.locator("#sign-in-submit").isDisabled()).toBe(false);
+    return (await page.locator("#sign-in-error").textContent())!;
+  }
+
+  it("a refused sign-in (429) or a 503 says when to try again, from Retry-After (seconds or an HTTP-date); absurd or garbage values are not stated; nothing is retried on its own", async () => {
+    const signIns: Request[] = [];
+    const count = (r: Request) => {
+      if (r.method() === "POST" && r.url().endsWith("/console/api/session")) signIns.push(r);
+    };
+    page.on("request", count);
+    try {
+      // The server's own lock-out: 2 failures, then 429 with the rest of the 900 s window.
+      expected = /^(401|429) POST .*\/console\/api\/session$/;
+      expect(await refusedSignIn(LOCKED, "wrong-password-1")).toBe("The username or password is incorrect.");
+      expect(await refusedSignIn(LOCKED, "wrong-password-2")).toBe("The username or password is incorrect.");
+      const locked = page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith("/console/api/session"));
+      expect(await refusedSignIn(LOCKED, PASSWORD)).toBe("Too many failed attempts; try again in 15 min.");
+      const retryAfter = Number((await locked).headers()["retry-after"]);
+      expect(retryAfter).toBeGreaterThan(840);
+      expect(retryAfter).toBeLessThanOrEqual(900);
+
+      // What a proxy or a server in front may answer instead.
+      expected = /^503 POST .*\/console\/api\/session$/;
+      const inHalfAnHour = new Date(Date.now() + 1800_000).toUTCString();
+      const cases: [string | undefined, string][] = [
+        ["5", "The service is temporarily unavailable; try again in 5 s."],
+        ["  120 ", "The service is temporarily unavailable; try again in 2 min."],
+        [inHalfAnHour, "The service is temporarily unavailable; try again in 30 min."],
+        ["7200", "The service is temporarily unavailable; try again in 2 h."],
+        // Nothing to state: none, zero, garbage, past or absurd.
+        [undefined, "The service is temporarily unavailable; retry later."],
+        ["0", "The service is temporarily unavailable; retry later."],
+        ["-5", "The service is temporarily unavailable; retry later."],
+        ["1.5", "The service is temporarily unavailable; retry later."],
+        ["soon", "The service is temporarily unavailable; retry later."],
+        ["1000000000000", "The service is temporarily unavailable; retry later."],
+        ["9".repeat(400), "The service is temporarily unavailable; retry later."],
+        ["Fri, 31 Dec 9999 23:59:59 GMT", "The service is temporarily unavailable; retry later."],
+        ["Sun, 06 Nov 1994 08:49:37 GMT", "The service is temporarily unavailable; retry later."],
+        ["<b>60</b>", "The service is temporarily unavailable; retry later."],
+      ];
+      for (const [header, message] of cases) {
+        await page.route("**/console/api/session", (route: Route) => (route.request().method() === "POST" ? route.fulfill(unavailable(header)) : route.fallback()), { times: 1 });
+        expect(await refusedSignIn(ADMIN.username, ADMIN.password), `Retry-After: ${header}`).toBe(message);
+      }
+      // One request per submission: none repeated by the page.
+      expect(signIns).toHaveLength(3 + cases.length);
+    } finally {
+      page.off("request", count);
+    }
+    expect(await page.locator("#view-sign-in").isVisible()).toBe(true);
+
+    // On a view's action too: the status line says when.
+    await signIn(page);
+    await goTo(page, "Accounts");
+    await page.locator("#accounts-body tr").first().waitFor();
+    expected = /^503 GET .*\/console\/api\/accounts\?/;
+    await page.route("**/console/api/accounts?*", (route) => route.fulfill(unavailable("30")), { times: 1 });
+    await page.getByRole("button", { name: "Next page" }).click();
+    await expect.poll(() => page.locator("#accounts-status").textContent()).toBe("The service is temporarily unavailable; try again in 30 s.");
+  });
+});
