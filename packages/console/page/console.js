@@ -134,14 +134,20 @@
     }
   }
 
-  async function call(method, path, body) {
+  /**
+   * @param {string} method
+   * @param {string} path
+   * @param {unknown} [body]
+   * @param {AbortSignal} [signal] aborts the request (a list load superseded by a newer one)
+   */
+  async function call(method, path, body, signal) {
     /** @type {Record<string, string>} */
     const headers = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (method !== "GET" && state.session) headers["x-csrf-token"] = state.session.csrfToken;
     let res;
     try {
-      res = await fetch(api + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin", cache: "no-store" });
+      res = await fetch(api + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin", cache: "no-store", signal });
     } catch {
       throw new ApiFailure(0, { message: "The server could not be reached." });
     }
@@ -337,6 +343,41 @@
     }
   });
 
+  // ---- list loads ----------------------------------------------------------------------------
+
+  /**
+   * The load under way of each list (`clients`, `keys`, `accounts`, `events`). Loads of one list can
+   * overlap (page 2 then page 3 clicked quickly, a filter changed while a page loads, two actions
+   * each reloading the list), and their answers can arrive in any order: a new load aborts the one
+   * before it, and an answer (or failure) of a load that is no longer the latest is dropped, so the
+   * list shows the answer to the latest request only. While a load is under way its table is
+   * `aria-busy`.
+   * @type {Map<string, AbortController>}
+   */
+  const loads = new Map();
+  /**
+   * Starts a load of `list`, whose table is `tableId`.
+   * @param {string} list
+   * @param {string} tableId
+   */
+  function startLoad(list, tableId) {
+    loads.get(list)?.abort();
+    const controller = new AbortController();
+    loads.set(list, controller);
+    $(tableId).setAttribute("aria-busy", "true");
+    return {
+      signal: controller.signal,
+      /** Whether a newer load of the list has started since. */
+      superseded: () => controller.signal.aborted,
+      /** Ends this load (when still the latest). */
+      end: () => {
+        if (loads.get(list) !== controller) return;
+        loads.delete(list);
+        $(tableId).removeAttribute("aria-busy");
+      },
+    };
+  }
+
   // ---- security settings ---------------------------------------------------------------------
 
   function buildClientForm() {
@@ -355,8 +396,10 @@
 
   async function loadClients() {
     const body = $("clients-body");
+    const load = startLoad("clients", "clients-table");
     try {
-      const { clients } = await call("GET", "/clients");
+      const { clients } = await call("GET", "/clients", undefined, load.signal);
+      if (load.superseded()) return;
       body.replaceChildren(
         ...clients.map((c) =>
           el(
@@ -384,7 +427,9 @@
       $("clients-empty").hidden = clients.length > 0;
       markBusy();
     } catch (e) {
-      setStatus("security-status", messageOf(e));
+      if (!load.superseded()) setStatus("security-status", messageOf(e));
+    } finally {
+      load.end();
     }
   }
 
@@ -515,8 +560,10 @@
   });
 
   async function loadKeys() {
+    const load = startLoad("keys", "keys-table");
     try {
-      const { keys } = await call("GET", "/signing-keys");
+      const { keys } = await call("GET", "/signing-keys", undefined, load.signal);
+      if (load.superseded()) return;
       $("keys-body").replaceChildren(
         ...keys.map((k) =>
           el(
@@ -538,7 +585,9 @@
       );
       markBusy();
     } catch (e) {
-      setStatus("security-status", messageOf(e));
+      if (!load.superseded()) setStatus("security-status", messageOf(e));
+    } finally {
+      load.end();
     }
   }
 
@@ -608,11 +657,14 @@
    * Shows one page of the accounts. `state` takes the page and size only once they are shown: a
    * failed load (a 503) leaves the page on screen and the page number in agreement, so the next
    * "Next page" asks for the page after the one shown, not one further (which skipped a page).
-   * @returns {Promise<boolean>} whether the page was shown
+   * @returns {Promise<boolean | null>} whether the page was shown; null when a newer load of the
+   *   list superseded this one (which then decides what is shown)
    */
   async function loadAccounts(page = state.page, pageSize = state.pageSize) {
+    const load = startLoad("accounts", "accounts-table");
     try {
-      const r = await call("GET", "/accounts?page=" + page + "&pageSize=" + pageSize);
+      const r = await call("GET", "/accounts?page=" + page + "&pageSize=" + pageSize, undefined, load.signal);
+      if (load.superseded()) return null;
       if (r.accounts.length === 0 && r.totalPages > 0 && page > r.totalPages) return loadAccounts(r.totalPages, pageSize);
       state.page = r.page;
       state.pageSize = pageSize;
@@ -649,8 +701,11 @@
       $button("accounts-next").disabled = r.page >= r.totalPages;
       return true;
     } catch (e) {
+      if (load.superseded()) return null;
       setStatus("accounts-status", messageOf(e));
       return false;
+    } finally {
+      load.end();
     }
   }
 
@@ -670,18 +725,23 @@
   }
 
   $button("accounts-prev").addEventListener("click", async () => {
-    if (await loadAccounts(Math.max(1, state.page - 1))) setStatus("accounts-status", "");
+    const shown = await loadAccounts(Math.max(1, state.page - 1));
+    if (shown === null) return;
+    if (shown) setStatus("accounts-status", "");
     ($button("accounts-prev").disabled ? $button("accounts-next") : $button("accounts-prev")).focus();
   });
   $button("accounts-next").addEventListener("click", async () => {
-    if (await loadAccounts(state.page + 1)) setStatus("accounts-status", "");
+    const shown = await loadAccounts(state.page + 1);
+    if (shown === null) return;
+    if (shown) setStatus("accounts-status", "");
     ($button("accounts-next").disabled ? $button("accounts-prev") : $button("accounts-next")).focus();
   });
   $("accounts-page-size").addEventListener("change", async () => {
     const select = byId("accounts-page-size", HTMLSelectElement);
-    if (await loadAccounts(1, Number(select.value))) setStatus("accounts-status", "");
-    // Not shown: the list keeps its size, and so does the select.
-    else select.value = String(state.pageSize);
+    const shown = await loadAccounts(1, Number(select.value));
+    if (shown) setStatus("accounts-status", "");
+    // Not shown: the list keeps its size, and so does the select (unless a newer load decides).
+    else if (shown === false) select.value = String(state.pageSize);
   });
 
   $form("account-form").addEventListener("submit", async (event) => {
@@ -750,6 +810,7 @@
    * cursor pushed twice or another filter's cursor.
    * @param {(string | null)[]} cursors
    * @param {EventFilter} filter
+   * @returns {Promise<boolean | null>} whether the page was shown; null when superseded
    */
   async function loadEvents(cursors, filter) {
     const params = new URLSearchParams({ limit: "20" });
@@ -758,8 +819,10 @@
     if (filter.account) params.set("account", filter.account);
     const before = cursors[cursors.length - 1];
     if (before) params.set("before", before);
+    const load = startLoad("events", "events-table");
     try {
-      const r = await call("GET", "/events?" + params.toString());
+      const r = await call("GET", "/events?" + params.toString(), undefined, load.signal);
+      if (load.superseded()) return null;
       setStatus("events-status", r.audit ? "" : "Events are not kept: the storage has no audit store.");
       const rows = r.events.map((e) =>
         el(
@@ -781,8 +844,13 @@
       $("events-page-info").textContent = "Page " + events.cursors.length;
       $button("events-newer").disabled = events.cursors.length <= 1;
       $button("events-older").disabled = r.next === null;
+      return true;
     } catch (e) {
+      if (load.superseded()) return null;
       setStatus("events-status", messageOf(e));
+      return false;
+    } finally {
+      load.end();
     }
   }
 
@@ -792,11 +860,11 @@
   });
   $button("events-older").addEventListener("click", async () => {
     if (events.next === null) return;
-    await loadEvents([...events.cursors, events.next], events.filter);
+    if ((await loadEvents([...events.cursors, events.next], events.filter)) === null) return;
     ($button("events-older").disabled ? $button("events-newer") : $button("events-older")).focus();
   });
   $button("events-newer").addEventListener("click", async () => {
-    await loadEvents(events.cursors.length > 1 ? events.cursors.slice(0, -1) : [null], events.filter);
+    if ((await loadEvents(events.cursors.length > 1 ? events.cursors.slice(0, -1) : [null], events.filter)) === null) return;
     ($button("events-newer").disabled ? $button("events-older") : $button("events-newer")).focus();
   });
 

@@ -552,7 +552,15 @@ const name = present
       await page.locator("#events-type").selectOption(filter.type ?? "");
       await page.locator("#events-client").fill(filter.client ?? "");
       await page.locator("#events-account").fill(filter.account ?? "");
+      // Waits for this filter's page to be shown before anything reads the table or the pager: the
+      // page before may look the same (20 rows, or empty), so polling the rows alone could read it.
+      const loaded = page.waitForResponse((r) => {
+        const url = new URL(r.url());
+        return url.pathname.endsWith("/console/api/events") && url.searchParams.get("client") === (filter.client?.trim() || null) && url.searchParams.get("account") === (filter.account?.trim() || null) && url.searchParams.get("type") === (filter.type || null);
+      });
       await page.getByRole("button", { name: "Apply filters" }).click();
+      await loaded;
+      await expect.poll(() => page.locator("#events-table").getAttribute("aria-busy")).toBeNull();
     };
     const pager = async () => ({
       info: await page.locator("#events-page-info").textContent(),

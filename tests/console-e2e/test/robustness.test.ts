@@ -31,12 +31,39 @@ const USERS = [
   ...Array.from({ length: 30 }, (_, i) => ({ username: `user-${String(i + 1).padStart(2, "0")}`, password: PASSWORD })),
 ];
 
-/** Runs before the page's own script: records what a missing catch or a CSP violation leaves behind. */
+/**
+ * Runs before the page's own script: records what a missing catch or a CSP violation leaves
+ * behind, and (observing fetch, not replacing what it does) the URL of each request the page is
+ * done with: its body read, or the request failed (aborted), recorded a task later, once the
+ * page's own code after that point has run.
+ */
 const PROBES = () => {
-  const w = window as unknown as { pageProblems: string[] };
+  const w = window as unknown as { pageProblems: string[]; settled: string[] };
   w.pageProblems = [];
+  w.settled = [];
   window.addEventListener("unhandledrejection", (e) => w.pageProblems.push(`unhandled rejection: ${String(e.reason)}`));
   document.addEventListener("securitypolicyviolation", (e) => w.pageProblems.push(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
+  const fetch = window.fetch.bind(window);
+  const settle = (url: string) => setTimeout(() => w.settled.push(url));
+  window.fetch = async (input: RequestInfo | URL, init?: RequestInit) => {
+    const url = input instanceof Request ? input.url : String(input);
+    let res: Response;
+    try {
+      res = await fetch(input, init);
+    } catch (e) {
+      settle(url);
+      throw e;
+    }
+    const json = res.json.bind(res);
+    res.json = async () => {
+      try {
+        return await json();
+      } finally {
+        settle(url);
+      }
+    };
+    return res;
+  };
 };
 
 const unavailable = (retryAfter?: string) => ({
@@ -102,6 +129,8 @@ const name = present
 
   afterEach(async () => {
     expected = null;
+    for (const release of holding) release();
+    holding.clear();
     await page.unrouteAll({ behavior: "wait" });
     for (const p of context.pages()) {
       const inPage = await p.evaluate(() => (window as unknown as { pageProblems: string[] }).pageProblems.splice(0));
@@ -141,6 +170,41 @@ const name = present
     await expect.poll(() => page.locator("#sign-in-password").inputValue()).toBe("");
     await expect.poll(() => page.locator("#sign-in-submit").isDisabled()).toBe(false);
     return (await page.locator("#sign-in-error").textContent())!;
+  }
+
+  /** Releases answers a test held back and has not released (a failed test), so the routes can be removed. */
+  const holding = new Set<() => void>();
+
+  /**
+   * Holds back the answer to the first request whose URL contains `part` (the server has answered
+   * it) until `release()`; `acted`: the server has answered; then the page gets the answer, or
+   * nothing when it has aborted the request meanwhile.
+   */
+  async function holdFirst(p: Page, glob: string, part: string) {
+    let acted!: () => void;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    holding.add(release);
+    let held = false;
+    const hold = {
+      acted: new Promise<void>((resolve) => (acted = resolve)),
+      release: () => {
+        holding.delete(release);
+        release();
+      },
+      /** Resolves once the page is done with the held request: its answer read, or the request aborted. */
+      settled: () => p.waitForFunction((u) => (window as unknown as { settled: string[] }).settled.some((s) => s.includes(u)), part),
+    };
+    await p.route(glob, async (route) => {
+      if (held || !route.request().url().includes(part)) return route.fallback();
+      held = true;
+      const response = await route.fetch();
+      acted();
+      await released;
+      // The page may have aborted the request meanwhile; then there is no one to answer.
+      await route.fulfill({ response }).catch(() => {});
+    });
+    return hold;
   }
 
   it("a refused sign-in (429) or a 503 says when to try again, from Retry-After (seconds or an HTTP-date); absurd or garbage values are not stated; nothing is retried on its own", async () => {
@@ -199,5 +263,53 @@ const name = present
     await page.route("**/console/api/accounts?*", (route) => route.fulfill(unavailable("30")), { times: 1 });
     await page.getByRole("button", { name: "Next page" }).click();
     await expect.poll(() => page.locator("#accounts-status").textContent()).toBe("The service is temporarily unavailable; try again in 30 s.");
+  });
+
+  it("list loads that overlap show the latest request's answer only: an older answer arriving last is dropped (accounts, events)", async () => {
+    const usernames = [ADMIN.username, ...USERS.map((u) => u.username)];
+    const rows = () => page.locator('#accounts-body td[data-label="Username"]').allTextContents();
+    await goTo(page, "Accounts");
+    await expect.poll(() => page.locator("#accounts-page-info").textContent()).toBe(`Page 1 of 2 · ${usernames.length} accounts`);
+    // "Next page" is under way (held back), then the page size changes: the size's answer is the latest.
+    const next = await holdFirst(page, "**/console/api/accounts?*", "page=2&pageSize=20");
+    await page.getByRole("button", { name: "Next page" }).click();
+    await next.acted;
+    expect(await page.locator("#accounts-table").getAttribute("aria-busy")).toBe("true");
+    await page.locator("#accounts-page-size").selectOption("50");
+    await expect.poll(() => page.locator("#accounts-page-info").textContent()).toBe(`Page 1 of 1 · ${usernames.length} accounts`);
+    next.release();
+    await next.settled();
+    expect(await page.locator("#accounts-page-info").textContent()).toBe(`Page 1 of 1 · ${usernames.length} accounts`);
+    expect(await rows()).toEqual(usernames);
+    expect(await page.locator("#accounts-page-size").inputValue()).toBe("50");
+    expect(await page.locator("#accounts-table").getAttribute("aria-busy")).toBeNull();
+    expect(await page.locator("#accounts-status").textContent()).toBe("");
+    // And the pager goes on from what is shown: 50 a page.
+    await page.locator("#accounts-page-size").selectOption("20");
+    await expect.poll(() => page.locator("#accounts-page-info").textContent()).toBe(`Page 1 of 2 · ${usernames.length} accounts`);
+
+    // Security events: a filter applied while another's page loads.
+    await goTo(page, "Security events");
+    await page.locator("#events-body tr").first().waitFor();
+    const first = await holdFirst(page, "**/console/api/events?*", "type=account.disabled");
+    await page.locator("#events-type").selectOption("account.disabled");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await first.acted;
+    await page.locator("#events-type").selectOption("account.created");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    const created = (await server.app.admin.listEvents({ type: "account.created", limit: 100 })).events.map((e) => (e as { username: string }).username);
+    const eventAccounts = () => page.locator('#events-body td[data-label="Account"]').allTextContents();
+    await expect.poll(eventAccounts).toEqual(created.slice(0, 20));
+    first.release();
+    await first.settled();
+    expect(await eventAccounts()).toEqual(created.slice(0, 20));
+    expect(new Set(await page.locator('#events-body td[data-label="Type"]').allTextContents())).toEqual(new Set(["account.created"]));
+    expect(await page.locator("#events-empty").isVisible()).toBe(false);
+    expect(await page.locator("#events-table").getAttribute("aria-busy")).toBeNull();
+    // "Older events" pages on with the filter whose page is shown.
+    await page.getByRole("button", { name: "Older events" }).click();
+    await expect.poll(() => page.locator("#events-page-info").textContent()).toBe("Page 2");
+    expect(await eventAccounts()).toEqual(created.slice(20, 40));
+    await page.locator("#events-type").selectOption("");
   });
 });
