@@ -157,7 +157,21 @@
       // account lost the administrator role, and the server deleted the session.
       if (state.session && data && ((res.status === 401 && data.error === 1301) || (res.status === 403 && data.error === 1302))) {
         state.session = null;
+        cancelConfirm();
         showSignIn(data.error === 1302 ? "Your account is no longer a console administrator; your session has ended." : "Your session has ended; sign in again.");
+      }
+      // 1303: the CSRF token is not the session's. The page always sends its session's token, so the
+      // browser's session cookie is no longer the one this tab holds: another tab signed out and in
+      // again (as someone else, or the same administrator). Nothing was done; find out who the
+      // browser is signed in as now and say so, rather than show the bare refusal.
+      if (state.session && data && res.status === 403 && data.error === 1303) {
+        const shown = state.session.username;
+        const now = await recheckSession();
+        if (now === "changed" && state.session) {
+          throw new ApiFailure(res.status, { error: data.error, message: "Nothing was done: this browser is now signed in as " + q(state.session.username) + " (signed in from another tab), not " + q(shown) + ". Check the page, then try again." });
+        }
+        if (now === "renewed") throw new ApiFailure(res.status, { error: data.error, message: "Nothing was done: your session was renewed in another tab. Try again." });
+        if (now === "ended") throw new ApiFailure(res.status, { error: data.error, message: "Nothing was done: your session has ended; sign in again." });
       }
       const retryAfter = res.status === 429 || res.status === 503 ? retryAfterSeconds(res.headers.get("retry-after")) : null;
       throw new ApiFailure(res.status, data, retryAfter);
@@ -227,13 +241,18 @@
 
   // ---- dialogs -------------------------------------------------------------------------------
 
+  /** Declines the open confirmation, if any (the session it was asked under has ended or changed). */
+  let cancelConfirm = () => {};
+
   function confirmAction(title, text, okLabel) {
+    cancelConfirm();
     const dialog = $dialog("confirm-dialog");
     $("confirm-title").textContent = title;
     $("confirm-text").textContent = text;
     $button("confirm-ok").textContent = okLabel;
     return new Promise((resolve) => {
       const done = (answer) => {
+        cancelConfirm = () => {};
         $button("confirm-ok").removeEventListener("click", ok);
         $button("confirm-cancel").removeEventListener("click", cancel);
         dialog.removeEventListener("cancel", cancel);
@@ -248,6 +267,7 @@
       $button("confirm-ok").addEventListener("click", ok);
       $button("confirm-cancel").addEventListener("click", cancel);
       dialog.addEventListener("cancel", cancel);
+      cancelConfirm = () => done(false);
       dialog.showModal();
       $button("confirm-cancel").focus();
     });
@@ -870,6 +890,61 @@
 
   // ---- session -------------------------------------------------------------------------------
 
+  /** The status line of the view shown. */
+  const viewStatus = () => (location.hash === "#/accounts" ? "accounts-status" : location.hash === "#/events" ? "events-status" : "security-status");
+
+  /**
+   * Compares the browser's session (one cookie, shared by every tab) with the one this tab holds,
+   * after another tab signed in or out, or a CSRF refusal, and takes the browser's in, so the tab
+   * never shows one administrator while acting as another:
+   * - "ended": no session now; the sign-in view is shown (by `call`, or here when none was held);
+   * - "changed": another administrator's session; the tab takes it, says so, declines an open
+   *   confirmation (asked of the one shown before) and reloads the view;
+   * - "renewed": the same administrator signed in anew; the tab takes the new CSRF token;
+   * - "same": nothing changed; "unknown": the check failed (the server unreachable, a 503).
+   * @returns {Promise<"ended" | "changed" | "renewed" | "same" | "unknown">}
+   */
+  async function recheckSession() {
+    const held = state.session;
+    /** @type {Session} */
+    let now;
+    try {
+      now = await call("GET", "/session");
+    } catch (e) {
+      if (!(e instanceof ApiFailure && e.status === 401)) return "unknown";
+      // With a session held, `call` has shown the sign-in view already (401 1301).
+      if (state.session) {
+        state.session = null;
+        cancelConfirm();
+        showSignIn("Your session has ended; sign in again.");
+      }
+      return "ended";
+    }
+    if (state.session !== held) return "unknown"; // this tab signed in or out meanwhile
+    if (held && held.username === now.username) {
+      if (held.csrfToken === now.csrfToken) return "same";
+      state.session = now;
+      return "renewed";
+    }
+    cancelConfirm();
+    state.session = now;
+    for (const id of ["security-status", "accounts-status", "events-status"]) setStatus(id, "");
+    showError("sign-in-error", null);
+    showError("sign-out-error", null);
+    buildClientForm();
+    await route();
+    if (held) setStatus(viewStatus(), "This browser is now signed in as " + q(now.username) + " (signed in from another tab), not " + q(held.username) + ".");
+    return "changed";
+  }
+
+  /**
+   * Tells the page's other tabs (same browser, same console) that this one signed in or out, so
+   * they check the session at once instead of at their next action. The message carries nothing:
+   * each tab asks the server.
+   */
+  const tabs = typeof BroadcastChannel === "function" ? new BroadcastChannel("plantgate-console " + root) : null;
+  if (tabs) tabs.onmessage = () => void recheckSession();
+
   $form("sign-in-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     const username = $input("sign-in-username").value;
@@ -881,6 +956,7 @@
     $button("sign-in-submit").disabled = true;
     try {
       state.session = await call("POST", "/session", { username, password });
+      tabs?.postMessage("session");
       $form("sign-in-form").reset();
       showError("sign-in-error", null);
       // What the views said before the session ended (its refusal, above all) is not news now.
@@ -911,6 +987,7 @@
       }
     }
     state.session = null;
+    tabs?.postMessage("session");
     history.replaceState(null, "", location.pathname);
     showSignIn();
   });

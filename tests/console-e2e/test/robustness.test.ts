@@ -312,4 +312,83 @@ const name = present
     expect(await eventAccounts()).toEqual(created.slice(20, 40));
     await page.locator("#events-type").selectOption("");
   });
+
+  /** Whether the account is enabled, from the store. */
+  const enabled = async (username: string) => (await server.app.admin.listAccounts()).find((a) => a.username === username)!.enabled;
+
+  it("a session changed by another tab: an action confirmed in the stale tab does nothing and says who the browser is signed in as now; the tab then shows that administrator", async () => {
+    // The browser's cookie is replaced without a word to this tab (a script, or a tab that cannot
+    // tell it): signed out, then in as another administrator, through the context's own cookies.
+    expected = /^(403 POST .*\/console\/api\/accounts\/.*\/disable|401 GET .*\/console\/api\/session)$/;
+    await goTo(page, "Accounts");
+    await page.locator("#accounts-page-size").selectOption("50");
+    await expect.poll(() => page.locator("#accounts-body tr").count()).toBe(USERS.length + 1);
+    expect(await page.locator("#whoami-name").textContent()).toBe(`Signed in as ${ADMIN.username}`);
+    const origin = new URL(server.url).origin;
+    const api = `${server.consoleUrl}/api`;
+    const { csrfToken } = (await (await context.request.get(`${api}/session`)).json()) as { csrfToken: string };
+    expect((await context.request.post(`${api}/session/sign-out`, { headers: { origin, "x-csrf-token": csrfToken } })).status()).toBe(204);
+    expect((await context.request.post(`${api}/session`, { headers: { origin }, data: { username: OTHER, password: PASSWORD } })).status()).toBe(200);
+
+    await page.getByRole("button", { name: "Disable user-01" }).click();
+    await page.getByRole("button", { name: "Disable account" }).click();
+    await expect.poll(() => page.locator("#accounts-status").textContent()).toBe(
+      `Nothing was done: this browser is now signed in as ${OTHER} (signed in from another tab), not ${ADMIN.username}. Check the page, then try again.`,
+    );
+    expect(await enabled("user-01")).toBe(true);
+    expect(await page.locator("#whoami-name").textContent()).toBe(`Signed in as ${OTHER}`);
+    // The list is the new administrator's: their own row has no Disable button, the other admin's has.
+    const row = (username: string) => page.locator("#accounts-body tr").filter({ has: page.locator('td[data-label="Username"]', { hasText: new RegExp(`^${username}$`) }) });
+    await expect.poll(() => row(OTHER).locator("td").last().textContent()).toBe("(you)");
+    expect(await row(ADMIN.username).getByRole("button").textContent()).toBe("Disable");
+    // And the next action is the one shown: as the new administrator, with their token.
+    await page.getByRole("button", { name: "Disable user-01" }).click();
+    await page.getByRole("button", { name: "Disable account" }).click();
+    await expect.poll(() => page.locator("#accounts-status").textContent()).toBe("user-01 was disabled.");
+    expect(await enabled("user-01")).toBe(false);
+    await server.app.flushEvents();
+    const disabled = (await server.app.admin.listEvents({ type: "account.disabled" })).events.map((e) => e as { username?: string; actor?: string });
+    expect(disabled.map((e) => [e.username, e.actor])).toEqual([["user-01", OTHER]]);
+    await page.getByRole("button", { name: "Enable user-01" }).click();
+    await expect.poll(() => page.locator("#accounts-status").textContent()).toBe("user-01 was enabled.");
+  });
+
+  it("signing out or in in another tab: this tab follows at once (the sign-in view, or the other administrator with an open confirmation declined), and never acts under the session it no longer shows", async () => {
+    expected = /^401 GET .*\/console\/api\/session$/;
+    // This tab shows OTHER (the test before); a second tab of the same browser.
+    const second = await context.newPage();
+    watch(second);
+    try {
+      await second.goto(server.consoleUrl!);
+      await second.locator("#whoami").waitFor({ state: "visible" });
+      expect(await second.locator("#whoami-name").textContent()).toBe(`Signed in as ${OTHER}`);
+      await second.getByRole("button", { name: "Sign out" }).click();
+      await second.locator("#view-sign-in").waitFor({ state: "visible" });
+      // The first tab shows the sign-in view without an action of its own.
+      await page.locator("#view-sign-in").waitFor({ state: "visible" });
+      expect(await page.locator("#sign-in-error").textContent()).toBe("Your session has ended; sign in again.");
+      expect(await page.locator("#whoami").isHidden()).toBe(true);
+
+      // Signed in again in the second tab: the first follows.
+      await signIn(second);
+      await page.locator("#whoami").waitFor({ state: "visible" });
+      expect(await page.locator("#whoami-name").textContent()).toBe(`Signed in as ${ADMIN.username}`);
+      await page.locator("#accounts-body tr").first().waitFor();
+
+      // A confirmation open in the first tab when the second signs in as someone else is declined.
+      await goTo(page, "Accounts");
+      await page.getByRole("button", { name: "Disable user-02" }).click();
+      await page.locator("#confirm-dialog").waitFor({ state: "visible" });
+      await second.getByRole("button", { name: "Sign out" }).click();
+      await second.locator("#view-sign-in").waitFor({ state: "visible" });
+      await signIn(second, OTHER, PASSWORD);
+      // (The sign-out reached the first tab too: it may have shown the sign-in view in between.)
+      await expect.poll(() => page.locator("#whoami-name").textContent()).toBe(`Signed in as ${OTHER}`);
+      await expect.poll(() => page.locator("#confirm-dialog").evaluate((d) => (d as HTMLDialogElement).open)).toBe(false);
+      expect(await enabled("user-02")).toBe(true);
+      expect(await page.locator("#view-accounts").isVisible()).toBe(true);
+    } finally {
+      await second.close();
+    }
+  });
 });
