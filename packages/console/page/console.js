@@ -34,8 +34,21 @@
   /** @param {string} id */
   const $form = (id) => byId(id, HTMLFormElement);
 
-  /** @param {unknown} error */
-  const messageOf = (error) => (error instanceof Error ? error.message : String(error));
+  /**
+   * The text of an error, for a status line or an error box. A server message can hold a name the
+   * page sent ("The username X is taken."): each of `names` found in it is bidi-isolated, as `q`
+   * does in the page's own sentences, so a direction override in the name cannot reorder the rest
+   * of the message.
+   * @param {unknown} error
+   * @param {unknown[]} [names]
+   */
+  const messageOf = (error, names = []) => {
+    let text = error instanceof Error ? error.message : String(error);
+    const found = names.filter((n) => typeof n === "string" && n !== "" && q(n) !== n && text.includes(n));
+    // Longest first, so a name inside another is isolated within it, never across its edge.
+    for (const n of /** @type {string[]} */ (found).sort((a, b) => b.length - a.length)) text = text.split(n).join(q(n));
+    return text;
+  };
 
   const meta = document.querySelector('meta[name="plantgate-console-root"]');
   if (!(meta instanceof HTMLMetaElement)) throw new Error("console page: no plantgate-console-root meta");
@@ -499,7 +512,7 @@
       showSecret(r.clientId, r.clientSecret);
       await loadClients();
     } catch (e) {
-      setStatus("security-status", messageOf(e));
+      setStatus("security-status", messageOf(e, [c.name, c.clientId]));
     }
   }
 
@@ -512,7 +525,7 @@
       setStatus("security-status", "Secret " + x.id + " of " + q(c.name) + " was revoked.");
       await loadClients();
     } catch (e) {
-      setStatus("security-status", messageOf(e));
+      setStatus("security-status", messageOf(e, [c.name, c.clientId]));
     }
   }
 
@@ -529,7 +542,7 @@
       showSecret(r.clientId, r.clientSecret);
       await loadClients();
     } catch (e) {
-      setStatus("security-status", messageOf(e));
+      setStatus("security-status", messageOf(e, [c.name, c.clientId]));
     }
   }
 
@@ -542,7 +555,7 @@
       await loadClients();
       focusHeading("view-security");
     } catch (e) {
-      setStatus("security-status", messageOf(e));
+      setStatus("security-status", messageOf(e, [c.name, c.clientId]));
     }
   }
 
@@ -573,7 +586,7 @@
       setStatus("security-status", q(r.client.name) + " was created.");
       await loadClients();
     } catch (e) {
-      showError("client-error", e);
+      showError("client-error", messageOf(e, [body.name, body.clientId]));
     } finally {
       $button("client-create").disabled = false;
     }
@@ -624,7 +637,7 @@
       setStatus("security-status", "Signing key " + k.kid + " was revoked.");
       await loadKeys();
     } catch (e) {
-      setStatus("security-status", messageOf(e));
+      setStatus("security-status", messageOf(e, [k.kid]));
     }
     $button("keys-rotate").focus();
   }
@@ -740,7 +753,7 @@
       await loadAccounts();
       focusHeading("view-accounts");
     } catch (e) {
-      setStatus("accounts-status", messageOf(e));
+      setStatus("accounts-status", messageOf(e, [a.username]));
     }
   }
 
@@ -782,7 +795,7 @@
       setStatus("accounts-status", q(a.username) + " was created.");
       await loadAccounts();
     } catch (e) {
-      showError("account-error", e);
+      showError("account-error", messageOf(e, [body.username, body.displayName, body.email]));
     } finally {
       $button("account-create").disabled = false;
     }
@@ -982,7 +995,7 @@
       // left it valid, and its cookie is HttpOnly: showing the sign-in view would let the next
       // person at this browser in with a reload. Say so instead.
       if (!(e instanceof ApiFailure && e.status === 401)) {
-        showError("sign-out-error", "Signing out failed (" + (e instanceof Error ? e.message : String(e)) + "); you are still signed in. Try again.");
+        showError("sign-out-error", "Signing out failed (" + q(messageOf(e)) + "); you are still signed in. Try again.");
         return;
       }
     }
@@ -1006,7 +1019,7 @@
       // says nothing about the session, which may well be valid: say so rather than show a bare
       // sign-in form as if the administrator had been signed out.
       if (!(e instanceof ApiFailure && e.status === 401)) {
-        return showSignIn("The console could not check your session (" + messageOf(e) + "); reload the page to try again.");
+        return showSignIn("The console could not check your session (" + q(messageOf(e)) + "); reload the page to try again.");
       }
     }
     await route();

@@ -391,4 +391,41 @@ const name = present
       await second.close();
     }
   });
+
+  /**
+   * Whether the character after `value` in `element` is laid out to its right: false when a
+   * direction override inside the value leaks out and reverses what follows.
+   */
+  async function followsInOrder(element: Locator, value: string): Promise<boolean> {
+    return element.evaluate((e, v) => {
+      const text = e.firstChild;
+      if (!(text instanceof Text)) throw new Error("not one text node");
+      const at = text.data.indexOf(v);
+      if (at < 0) throw new Error(`"${v}" is not in "${text.data}"`);
+      const range = (from: number, to: number) => {
+        const r = document.createRange();
+        r.setStart(text, from);
+        r.setEnd(text, to);
+        return r.getBoundingClientRect();
+      };
+      const after = text.data.slice(at + v.length).search(/[^\u2069\s]/);
+      if (after < 0) throw new Error("nothing follows");
+      const start = at + v.length + after;
+      return range(start, start + 1).left >= range(at, at + v.length).right - 0.5;
+    }, value);
+  }
+
+  it("a name inside a server message is bidi-isolated: a direction override in it does not reorder the rest of the message", async () => {
+    expected = /^409 POST .*\/console\/api\/accounts$/;
+    await goTo(page, "Accounts");
+    const form = page.locator("#account-form");
+    await form.getByLabel("Username").fill(BIDI_USER);
+    await form.getByLabel(/^Password/).fill(PASSWORD);
+    await page.getByRole("button", { name: "Create account" }).click();
+    const error = page.locator("#account-error");
+    await error.waitFor({ state: "visible" });
+    // The server's own words, with the name as sent (inside U+2068 ... U+2069).
+    expect((await error.textContent())!.replace(/[\u2068\u2069]/g, "")).toBe(`The username ${BIDI_USER} is taken.`);
+    expect(await followsInOrder(error, BIDI_USER)).toBe(true);
+  });
 });
