@@ -69,7 +69,7 @@ const PROBES = () => {
 const unavailable = (retryAfter?: string) => ({
   status: 503,
   contentType: "application/json",
-  headers: retryAfter === undefined ? {} : { "retry-after": retryAfter },
+  headers: retryAfter === undefined ? ({} as Record<string, string>) : { "retry-after": retryAfter },
   body: '{"error":1503,"message":"The service is temporarily unavailable; retry later."}',
 });
 
