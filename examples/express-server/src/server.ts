@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import express from "express";
 import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, unavailableResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { plantgate } from "@plantgate/express";
-import { answerMalformedRequests, nodeCrypto, schedulePrune, SERVE_DEFAULTS } from "@plantgate/node";
+import { answerMalformedRequests, closeGracefully, nodeCrypto, schedulePrune, SERVE_DEFAULTS } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
@@ -200,11 +200,11 @@ export async function startExpressServer(
   }
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
-  const closeServer = () =>
-    new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
+  // As serve()'s close(): the answers in flight go out whole (Connection: close), idle connections
+  // close at once, and whatever is still open after SERVE_DEFAULTS.closeTimeout is cut off. Before
+  // 2026-11-29 closeAllConnections() cut a request in flight off unanswered, and its handler ran on
+  // against the store closed below.
+  const closeServer = () => closeGracefully(server, SERVE_DEFAULTS.closeTimeout).catch(() => {});
 
   let metrics: MetricsListener | null = null;
   try {

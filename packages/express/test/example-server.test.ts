@@ -1,3 +1,5 @@
+import { connect } from "node:net";
+import { createMemoryStorage } from "@plantgate/core";
 import { openRedisHotStoresFromEnv } from "../../storage-redis/src/env.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { startExpressServer, type RunningExpressServer } from "../../../examples/express-server/src/server.js";
@@ -30,6 +32,12 @@ async function start(env: Record<string, string>): Promise<RunningExpressServer>
   const secrets = server.demo ? [server.demo.clientSecret, server.demo.password] : [env.PLANTGATE_BOOTSTRAP_CLIENT_SECRET, env.PLANTGATE_BOOTSTRAP_PASSWORD];
   lineChecks.push(() => lines.check(secrets.filter((x): x is string => x !== undefined)));
   return server;
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve(value: T): void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
 }
 
 const basicAuth = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString("base64")}`;
@@ -271,6 +279,78 @@ describe("example servers: close() delivers the last requests' security events f
       await server.close();
       // The bootstrap's client.created (at start) and the token's token.issued, both whole.
       expect(delivered.sort()).toEqual(["client.created (client read)", "token.issued (client read)"]);
+    });
+  }
+});
+
+describe("example servers: close() lets the answers in flight go out whole", () => {
+  for (const [name, startOne] of [
+    ["node-server", startServer],
+    ["express-server", startExpressServer],
+  ] as const) {
+    it(`${name}: a token request in flight when close() is called gets its whole answer with Connection: close, its event is delivered, and close() resolves after it (its connection was cut off unanswered, and its handler ran on against a closed store)`, async () => {
+      // The store holds the client lookup of the token request until it is let go.
+      const storage = createMemoryStorage();
+      const held = { entered: deferred<void>(), release: deferred<void>(), hold: false };
+      const get = storage.clients.get.bind(storage.clients);
+      storage.clients.get = async (id) => {
+        if (held.hold) {
+          held.entered.resolve();
+          await held.release.promise;
+        }
+        return get(id);
+      };
+      const delivered: string[] = [];
+      const server = await startOne(
+        {
+          HOST: "127.0.0.1",
+          PORT: "0",
+          PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+          PLANTGATE_BOOTSTRAP_CLIENT_ID: "closing-client",
+          PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "closing-secret-5e7a9c1b3d",
+        },
+        { storage, onEvent: (event: { type: string }) => void delivered.push(event.type) },
+        { destination: { write() {} } },
+      );
+      const base = name === "express-server" ? "/auth" : "";
+      held.hold = true;
+      const socket = connect(Number(new URL(server.url).port), "127.0.0.1");
+      const received: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => void received.push(chunk));
+      socket.on("error", () => {});
+      const socketClosed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      const body = "grant_type=client_credentials";
+      socket.write(
+        `POST ${base}/UserService/connect/token HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n` +
+          `Authorization: ${basicAuth("closing-client", "closing-secret-5e7a9c1b3d")}\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      await held.entered.promise;
+      let closed = false;
+      const closing = server.close().then(() => void (closed = true));
+      // Long enough for a close() that does not wait to have cut the connection and resolved.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(closed).toBe(false);
+      held.release.resolve();
+      await socketClosed;
+      await closing;
+      const text = Buffer.concat(received).toString("latin1");
+      const [head, answer] = text.split("\r\n\r\n");
+      const lines = head!.split("\r\n");
+      expect(lines[0]).toBe("HTTP/1.1 200 OK");
+      expect(lines.slice(1).map((line) => line.toLowerCase()).filter((line) => !line.startsWith("date:"))).toEqual([
+        "content-type: application/json",
+        `content-length: ${Buffer.byteLength(answer!)}`,
+        "cache-control: no-store",
+        "pragma: no-cache",
+        "connection: close",
+      ]);
+      expect(JSON.parse(answer!)).toEqual({
+        access_token: expect.stringMatching(/^eyJ[\w-]+\.[\w-]+\.[\w-]+$/),
+        token_type: "Bearer",
+        expires_in: 7200,
+        scope: "Platform_UserAPIs Platform_AllAppsServerCommands",
+      });
+      expect(delivered.sort()).toEqual(["client.created", "token.issued"]);
     });
   }
 });

@@ -5,6 +5,7 @@ export { originOf } from "./request-origin.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
 export { serve, SERVE_DEFAULTS, type ServeOptions, type ServeResult } from "./serve.js";
 export { answerMalformedRequests } from "./client-errors.js";
+export { closeGracefully, DEFAULT_CLOSE_TIMEOUT_MS } from "./close-gracefully.js";
 export { nodeCrypto, type NodeCryptoOptions, type NodeCryptoProvider } from "./node-crypto.js";
 export { schedulePrune, type Prunable, type PruneLogger, type PruneSchedule, type SchedulePruneOptions } from "./prune-schedule.js";
 export {

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { answerMalformedRequests } from "./client-errors.js";
+import { checkCloseTimeout, closeGracefully, DEFAULT_CLOSE_TIMEOUT_MS } from "./close-gracefully.js";
 import { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
 import { deferContinue } from "./expect-continue.js";
 import type { NodeApp } from "./fetch-app.js";
@@ -52,6 +53,11 @@ export interface ServeOptions extends RequestListenerOptions {
    * with the old token, which the server takes for reuse once the window has passed.
    */
   socketTimeout?: number;
+  /**
+   * How long (ms) `close()` lets the answers in flight finish before it destroys every connection
+   * still open; default 10 000. See {@link closeGracefully}.
+   */
+  closeTimeout?: number;
 }
 
 /** The limits {@link serve} applies unless told otherwise. */
@@ -61,6 +67,7 @@ export const SERVE_DEFAULTS = Object.freeze({
   keepAliveTimeout: 5_000,
   maxConnections: 1_024,
   socketTimeout: 60_000,
+  closeTimeout: DEFAULT_CLOSE_TIMEOUT_MS,
 });
 
 /** How often Node checks connections against headersTimeout/requestTimeout (Node's default: 30 s). */
@@ -84,9 +91,10 @@ export interface ServeResult {
   /** Base URL actually bound, e.g. `http://127.0.0.1:41234` (no trailing slash). */
   url: string;
   /**
-   * Stops listening and closes every connection, idle keep-alive ones and
-   * those with a response in flight alike, then resolves. Safe to call more
-   * than once.
+   * Stops listening, closes idle keep-alive connections at once, lets the answers in flight go
+   * out whole (each with `Connection: close`, its connection closed after it), destroys whatever
+   * is still open `closeTimeout` ms after the call (default 10 000), and resolves once every
+   * connection is closed (see {@link closeGracefully}). Safe to call more than once.
    */
   close(): Promise<void>;
 }
@@ -98,9 +106,10 @@ export interface ServeResult {
  * The server's limits default to {@link SERVE_DEFAULTS} (tighter than Node's own): headers within
  * 10 s, the whole request within 60 s, idle keep-alive connections closed after 5 s, at most 1 024
  * connections, a connection silent both ways for 60 s destroyed (a client that stops reading); an answer written before the upload was read lingers (see
- * `UploadDiscardOptions`: up to 100 MiB / 30 s of the rest is read and discarded).
+ * `UploadDiscardOptions`: up to 100 MiB / 30 s of the rest is read and discarded). `close()` lets
+ * the answers in flight go out whole, for up to 10 s (`closeTimeout`, see {@link closeGracefully}).
  *
- * Rejects with a `TypeError` if `options.origin` is invalid, and with the
+ * Rejects with a `TypeError` if `options.origin` or `options.closeTimeout` is invalid, and with the
  * listen error (e.g. `EADDRINUSE`) if the port cannot be bound.
  *
  * @example
@@ -116,6 +125,8 @@ export interface ServeResult {
 export async function serve(app: NodeApp, options: ServeOptions = {}): Promise<ServeResult> {
   const headersTimeout = options.headersTimeout ?? SERVE_DEFAULTS.headersTimeout;
   const requestTimeout = options.requestTimeout ?? SERVE_DEFAULTS.requestTimeout;
+  const closeTimeout = options.closeTimeout ?? SERVE_DEFAULTS.closeTimeout;
+  checkCloseTimeout(closeTimeout);
   const listener = createRequestListener(app, options);
   const server = createServer(
     {
@@ -153,19 +164,12 @@ export async function serve(app: NodeApp, options: ServeOptions = {}): Promise<S
     });
   });
 
-  let closing: Promise<void> | undefined;
   return {
     server,
     url: baseUrl(server.address() as AddressInfo),
-    close() {
-      closing ??= new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        // server.close() only stops accepting; the callback waits for every
-        // open connection, and keep-alive clients may hold one for seconds.
-        server.closeAllConnections();
-      });
-      return closing;
-    },
+    // Before 2026-11-29 close() destroyed every connection at once: a request in flight (a token
+    // being issued on SIGTERM) lost its answer, and its handler ran on against a store being closed.
+    close: () => closeGracefully(server, closeTimeout),
   };
 }
 

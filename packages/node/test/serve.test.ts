@@ -80,7 +80,7 @@ describe("serve", () => {
     }
   });
 
-  it("close() also ends a raw connection that is mid-request, and can be called twice", async () => {
+  it("close() cuts off a request still unanswered closeTimeout after it was called, and can be called twice", async () => {
     const entered = deferred();
     const running = await serve(
       {
@@ -89,7 +89,7 @@ describe("serve", () => {
           return new Promise<Response>(() => {});
         },
       },
-      { port: 0, host: "127.0.0.1" },
+      { port: 0, host: "127.0.0.1", closeTimeout: 300 },
     );
     const socket = await open(running.url);
     socket.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -97,6 +97,60 @@ describe("serve", () => {
     const response = readResponse(socket);
     await Promise.all([running.close(), running.close()]);
     await expect(response).rejects.toThrow(/connection closed/);
+  });
+
+  it("close() lets the answers in flight go out whole, each with Connection: close, then resolves; idle connections close at once (it cut them off unanswered)", async () => {
+    const release = deferred();
+    let entered = 0;
+    const allEntered = deferred();
+    const running = await serve(
+      {
+        async fetch(request) {
+          if (++entered === 2) allEntered.resolve();
+          await release.promise;
+          return new Response(`answer to ${new URL(request.url).pathname}`, { headers: { "x-kept": "yes" } });
+        },
+      },
+      { port: 0, host: "127.0.0.1" },
+    );
+    // Two requests in flight: a GET, and a POST whose body the app never read.
+    const get = await open(running.url);
+    get.write("GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
+    const post = await open(running.url);
+    post.write("POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+    // And one idle keep-alive connection.
+    const idle = await open(running.url);
+    const idleClosed = new Promise<void>((resolve) => idle.once("close", () => resolve()));
+    await allEntered.promise;
+    const getAnswer = readResponse(get);
+    const postAnswer = readResponse(post);
+    // Awaited below; a rejection (the connection cut off) must not go unhandled meanwhile.
+    getAnswer.catch(() => {});
+    postAnswer.catch(() => {});
+    const getClosed = new Promise<void>((resolve) => get.once("close", () => resolve()));
+    let closed = false;
+    const closing = running.close().then(() => {
+      closed = true;
+    });
+    await idleClosed;
+    // Nothing in flight is cut off meanwhile, and close() waits for it.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(closed).toBe(false);
+    expect(running.server.listening).toBe(false);
+    release.resolve();
+    for (const [answer, path] of [[await getAnswer, "/a"], [await postAnswer, "/b"]] as const) {
+      expect(answer.status).toBe(200);
+      expect(answer.headers.filter(([name]) => name !== "date")).toEqual([
+        ["content-type", "text/plain;charset=UTF-8"],
+        ["x-kept", "yes"],
+        ["connection", "close"],
+        ["transfer-encoding", "chunked"],
+      ]);
+      expect(answer.body.toString()).toBe(`answer to ${path}`);
+    }
+    await getClosed;
+    await closing;
+    post.destroy();
   });
 
   it("rejects when the port is taken", async () => {
@@ -127,7 +181,7 @@ describe("serve limits", () => {
         maxConnections: server.maxConnections,
         socketTimeout: server.timeout,
       }).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 60_000 });
-      expect(SERVE_DEFAULTS).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 60_000 });
+      expect(SERVE_DEFAULTS).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 60_000, closeTimeout: 10_000 });
     } finally {
       await running.close();
     }
