@@ -153,6 +153,30 @@ describe("serve", () => {
     post.destroy();
   });
 
+  it("close(): a request whose headers were still arriving is answered whole with Connection: close (it was cut off)", async () => {
+    const running = await serve({ fetch: async (request) => new Response(`ok ${new URL(request.url).pathname}`) }, { port: 0, host: "127.0.0.1" });
+    const socket = await open(running.url);
+    socket.write("GET /late HTTP/1.1\r\nHost: x\r\n");
+    // The bytes so far have reached the server before close() is called.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const closing = running.close();
+    const answer = readResponse(socket);
+    answer.catch(() => {});
+    const socketClosed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    socket.write("\r\n");
+    const response = await answer;
+    expect(response.status).toBe(200);
+    expect(response.headers.filter(([name]) => name !== "date")).toEqual([
+      ["content-type", "text/plain;charset=UTF-8"],
+      ["connection", "close"],
+      ["transfer-encoding", "chunked"],
+    ]);
+    expect(response.body.toString()).toBe("ok /late");
+    socket.resume();
+    await socketClosed;
+    await closing;
+  });
+
   it("rejects when the port is taken", async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
