@@ -210,6 +210,9 @@ function stdoutLines(): DestinationStream & EventBytes {
     const code = error.code ?? error.message;
     if (!TRANSIENT.has(code)) {
       gone = true;
+      // For the exit's count of the lines lost (the ones of a failure under way are counted on).
+      since ??= Date.now();
+      reason = code;
       if (retry !== null) clearTimeout(retry);
       retry = null;
       say(`writing log lines to stdout failed (${code}); they are dropped from now on`);
@@ -256,7 +259,12 @@ function stdoutLines(): DestinationStream & EventBytes {
     // no end, is called only on a destination that holds nothing.
     if (broken) recover();
     release();
-    if (broken) return;
+    if (broken) {
+      // The lines of the failure are lost for good: said once, with their count, on stderr (before
+      // 2026-11-29 a process that ended with stdout still failing left no count of them anywhere).
+      if (dropped > 0) say(`exiting with stdout still failing (${reason}): ${dropped} log ${dropped === 1 ? "line" : "lines"} dropped since ${new Date(since ?? Date.now()).toISOString()} ${dropped === 1 ? "is" : "are"} lost`);
+      return;
+    }
     try {
       out?.flushSync();
     } catch {

@@ -28,6 +28,11 @@ async function stallNowAndThen(stream: NodeJS.ReadableStream, times: number, ms:
 
 // Each test starts a child Node process through tsx (a compile at start): over 5 s when the machine
 // is loaded (seen once in a clean-clone CI run beside other work); a real hang still fails at 30 s.
+const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+/** The exit's line (a pattern) when stdout still fails: `count` lines lost since an ISO time. */
+const exiting = (code: string, count: number) =>
+  escape(`plantgate: exiting with stdout still failing (${code}): ${count} log ${count === 1 ? "line" : "lines"} dropped since `) + "\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z" + escape(` ${count === 1 ? "is" : "are"} lost\n`);
+
 describe("stdout lines", { timeout: 30_000 }, () => {
   // /dev/full (writes fail with ENOSPC) is Linux's; the CI machine is Linux.
   it.skipIf(!existsSync("/dev/full"))("a stdout that fails (a full disk: ENOSPC; skipped where there is no /dev/full) drops lines, says so once on stderr, and the process lives on and exits normally (no retry keeps it alive)", async () => {
@@ -39,7 +44,8 @@ describe("stdout lines", { timeout: 30_000 }, () => {
       const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
       // Before 2026-11-29: an uncaught exception from the holding timer, then an exit flush that
       // retried the write forever (no exit at all).
-      expect([code, stderr]).toEqual([0, `${FAILED}alive after the failure\ndone\n`]);
+      // At exit, with stdout still failing: the count of the lines lost (4 events, 4 lines).
+      expect([code, stderr]).toEqual([0, expect.stringMatching(new RegExp(`^${escape(FAILED)}alive after the failure\ndone\n${exiting("ENOSPC", 8)}$`))]);
     } finally {
       closeSync(full);
     }
@@ -53,9 +59,11 @@ describe("stdout lines", { timeout: 30_000 }, () => {
       child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
       const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
       expect(code).toBe(0);
-      const [failed, report, ...rest] = stderr.split("\n");
-      expect([`${failed}\n`, rest]).toEqual([FAILED, [""]]);
+      // The failure, the exit's count of the lines lost, the fixture's report (its exit listener runs last).
+      const [failed, lost, report, ...rest] = stderr.split("\n");
       const { tried, logged, peak } = JSON.parse(report!) as { tried: number[]; logged: number; peak: number };
+      // Every line logged was dropped, and the exit says how many.
+      expect([`${failed}\n`, `${lost}\n`, rest]).toEqual([FAILED, expect.stringMatching(new RegExp(`^${exiting("ENOSPC", logged)}$`)), [""]]);
       // The first write (failed), the tries at 1 s and 3 s after it (4.5 s of logging), the one at exit:
       // never more often (a busy loop would be thousands), never twice the same failed bytes.
       expect(tried, stderr).toHaveLength(4);
@@ -77,7 +85,10 @@ describe("stdout lines", { timeout: 30_000 }, () => {
     let stderr = "";
     child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
-    expect([code, stderr]).toEqual([0, "plantgate: writing log lines to stdout failed (EPIPE); they are dropped from now on\nalive after the failure\ndone\n"]);
+    expect([code, stderr]).toEqual([
+      0,
+      expect.stringMatching(new RegExp(`^${escape("plantgate: writing log lines to stdout failed (EPIPE); they are dropped from now on\nalive after the failure\ndone\n")}${exiting("EPIPE", 8)}$`)),
+    ]);
   });
 
   it("writes every held line when the process exits right after logging", async () => {

@@ -2,7 +2,8 @@
  * What `pnpm start` runs (and the Express example's start), with a stdout that cannot take a byte
  * from the start (`/dev/full`: every write ENOSPC). Before 2026-11-29 the start lines' console.log
  * ended the process (an unhandled 'error' on process.stdout) with the server already listening;
- * now the loss is said once on stderr and the server answers, and stops cleanly on SIGTERM.
+ * now the loss is said once on stderr and the server answers, and stops cleanly on SIGTERM, saying
+ * how many log lines were lost.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
@@ -92,6 +93,10 @@ for (const example of [
     proc.kill("SIGTERM");
     const code = await new Promise((resolve) => (proc.exitCode !== null ? resolve(proc.exitCode) : proc.once("exit", resolve)));
     expect(code, output()).toBe(0);
+    // At exit, stdout still failing: the count of the log lines lost, after the two lines above.
+    const lines = err.split("\n");
+    expect([lines.length, lines.at(-1)], output()).toEqual([4, ""]);
+    expect(lines[2], output()).toMatch(/^plantgate: exiting with stdout still failing \(ENOSPC\): [1-9]\d* log lines? dropped since \d{4}-\d\d-\d\dT[\d:.]+Z (is|are) lost$/);
   });
 }
 
