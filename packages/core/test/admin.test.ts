@@ -152,6 +152,32 @@ describe("admin operations", () => {
     },
   );
 
+  it.each(["mal\u202Eyrol", "al\u202Dice", "a\u202Ab", "b\u202Bc", "c\u202Cd", "x\u2066y\u2069z", "y\u2067z", "w\u2068v"])(
+    "a username or client name with a bidirectional control character (%j) is refused on create, import and provisioning, and nothing is stored",
+    async (name) => {
+      const h = await harness();
+      const refusal = new AdminError("username must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)");
+      await expect(h.app.admin.createAccount({ username: name, password: "long-enough-pw" })).rejects.toThrow(refusal);
+      await expect(h.app.admin.importAccounts([{ username: "fine-1", password: "long-enough-pw" }, { username: name, password: "long-enough-pw" }])).rejects.toThrow(
+        new AdminError(`record 2: ${refusal.message}`),
+      );
+      await expect(h.app.admin.ensureAccount(name, "long-enough-pw")).rejects.toThrow(refusal);
+      expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);
+      await expect(h.app.admin.createClient({ clientId: "bidi", name })).rejects.toThrow(
+        new AdminError("name must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)"),
+      );
+      expect((await h.app.admin.listClients()).map((c) => c.clientId)).toEqual([h.clientId]);
+    },
+  );
+
+  it("right-to-left names and direction marks inside a name are kept as they are", async () => {
+    const h = await harness();
+    for (const name of ["\u05D3\u05E0\u05D4", "\u0633\u0627\u0631\u0627 2", "a\u200Fb", "x\u061Cy"]) {
+      expect((await h.app.admin.createAccount({ username: name, password: "long-enough-pw" })).username).toBe(name);
+      expect((await h.app.admin.createClient({ clientId: `c-${name.length}-${name.codePointAt(1)}`, name })).client.name).toBe(name);
+    }
+  });
+
   it("white space inside a username is kept as it is (and so is a zero-width joiner inside an emoji name)", async () => {
     const h = await harness();
     const created = await h.app.admin.createAccount({ username: "Ada Lovelace", password: "long-enough-pw" });

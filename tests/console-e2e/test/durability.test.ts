@@ -6,7 +6,7 @@
  * Every test also fails on a script error, an unhandled promise rejection or a CSP violation.
  */
 import { existsSync } from "node:fs";
-import { createMemoryStorage, type Storage } from "@plantgate/core";
+import { createMemoryStorage, createPlantgate, type Storage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page, type Route } from "playwright-core";
@@ -19,8 +19,10 @@ const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
 const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
-// Hostile data, each accepted by the admin API. U+202E (RIGHT-TO-LEFT OVERRIDE) without its
-// U+202C reverses whatever follows it on the same line unless the page isolates the value.
+// Hostile data, each accepted by the admin API, but for the names with U+202E (RIGHT-TO-LEFT
+// OVERRIDE), which it refuses since 2026-11-29 and a store may still hold from before (written here
+// under a stand-in name, see `legacyNames`): without its U+202C it reverses whatever follows it on
+// the same line unless the page isolates the value.
 const RLO = "\u202E";
 const HTML_NAME = '<img src=x onerror="window.pwned=1">Payroll';
 const HTML_ID = "<script>window.pwned=2</script>";
@@ -31,9 +33,12 @@ const LONG_ID = "x".repeat(200);
 const BIDI_USER = `mal${RLO}lory`;
 const HTML_USER = "<b>bold</b>";
 const LONG_USER = "L".repeat(200);
+/** What the admin API takes in place of the bidi names; `legacyNames` stores the bidi ones instead. */
+const STAND_IN_CLIENT = "Ledger-stand-in";
+const STAND_IN_USER = "mal-stand-in-lory";
 const USERS = [
   { username: HTML_USER, password: "user-password-1", displayName: '<svg onload="window.pwned=4">', email: "javascript:window.pwned=5" },
-  { username: BIDI_USER, password: "user-password-1", displayName: `Mal${RLO}lory`, email: "m@example.com" },
+  { username: STAND_IN_USER, password: "user-password-1", displayName: `Mal${RLO}lory`, email: "m@example.com" },
   { username: LONG_USER, password: "user-password-1", displayName: "D".repeat(320), email: `${"e".repeat(300)}@example.com` },
   ...Array.from({ length: 42 }, (_, i) => ({ username: `user-${String(i + 1).padStart(2, "0")}`, password: "user-password-1", displayName: `User ${i + 1}`, email: `user${i + 1}@example.com` })),
 ];
@@ -57,6 +62,32 @@ const PROBES = () => {
   window.addEventListener("unhandledrejection", (e) => w.pageProblems.push(`unhandled rejection: ${String(e.reason)}`));
   document.addEventListener("securitypolicyviolation", (e) => w.pageProblems.push(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
 };
+
+/**
+ * The storage as a store written before 2026-11-29 holds it: the admin API's checks pass on the
+ * stand-in names, and the records are stored under the bidi names (storage itself takes any text).
+ */
+function legacyNames(storage: Storage): Storage {
+  const accounts = storage.accounts;
+  const clients = storage.clients;
+  const audit = storage.audit!;
+  const account = <T extends { username: string }>(r: T): T => (r.username === STAND_IN_USER ? { ...r, username: BIDI_USER } : r);
+  return {
+    ...storage,
+    accounts: { ...accounts, get: accounts.get.bind(accounts), findByUsername: accounts.findByUsername.bind(accounts), create: (r) => accounts.create(account(r)), createMany: (rs) => accounts.createMany(rs.map(account)) },
+    clients: { ...clients, get: clients.get.bind(clients), create: (r) => clients.create(r.name === STAND_IN_CLIENT ? { ...r, name: BIDI_CLIENT } : r) },
+    // And the events of their creation, as they were kept then.
+    audit: {
+      ...audit,
+      append: (r) =>
+        audit.append({
+          ...r,
+          username: r.username === STAND_IN_USER ? BIDI_USER : r.username,
+          data: r.data.split(JSON.stringify(STAND_IN_USER)).join(JSON.stringify(BIDI_USER)).split(JSON.stringify(STAND_IN_CLIENT)).join(JSON.stringify(BIDI_CLIENT)),
+        }),
+    },
+  };
+}
 
 const UNAVAILABLE = { status: 503, contentType: "application/json", body: '{"error":1503,"message":"The service is temporarily unavailable; retry later."}' };
 
@@ -95,9 +126,10 @@ const name = present
     );
     await server.app.admin.createClient({ clientId: HTML_ID, name: HTML_NAME });
     await server.app.admin.createClient({ clientId: JS_ID, name: JS_ID });
-    await server.app.admin.createClient({ clientId: "ledger", name: BIDI_CLIENT });
+    const legacy = createPlantgate({ storage: legacyNames(storage), logger: { error() {}, warn() {} } });
+    await legacy.admin.createClient({ clientId: "ledger", name: STAND_IN_CLIENT });
     await server.app.admin.createClient({ clientId: LONG_ID, name: LONG_NAME });
-    await server.app.admin.importAccounts(USERS);
+    await legacy.admin.importAccounts(USERS);
     await server.app.flushEvents();
 
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
@@ -339,7 +371,7 @@ const name = present
 
   it("a page that fails to load leaves the pager where it was: the next click shows the following page, not one further, and with the filters of the pages shown", async () => {
     expected = /^503 GET /;
-    const usernames = [ADMIN.username, ...USERS.map((u) => u.username)];
+    const usernames = [ADMIN.username, ...USERS.map((u) => (u.username === STAND_IN_USER ? BIDI_USER : u.username))];
     const accountRows = () => page.locator('#accounts-body td[data-label="Username"]').allTextContents();
     await goTo("Accounts");
     await page.locator("#accounts-page-size").selectOption("20");

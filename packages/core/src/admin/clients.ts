@@ -2,7 +2,7 @@ import { randomToken, sha256 } from "../crypto/index.js";
 import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
-import { INVISIBLE_CLASS, isStorableText } from "../util/storable-text.js";
+import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText } from "../util/storable-text.js";
 import { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
 
 /** The longest client name (the console's form and API take the same). */
@@ -144,6 +144,9 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       // console's lists and the CLI's table could not be told apart from another client's.
       if (input.name !== undefined && (BLANK.test(input.name) || /\p{Cc}/u.test(input.name))) {
         throw new AdminError("name must hold a visible character and no control characters");
+      }
+      if (input.name !== undefined && BIDI_CONTROL.test(input.name)) {
+        throw new AdminError("name must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)");
       }
       const authMethod = input.authMethod ?? "client_secret";
       if (authMethod !== "client_secret" && authMethod !== "private_key_jwt") throw new AdminError("authMethod must be client_secret or private_key_jwt");

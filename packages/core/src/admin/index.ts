@@ -4,7 +4,7 @@ import type { AccountRecord } from "../storage/types.js";
 import { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
 import { createClientAdmin, type ClientAdmin } from "./clients.js";
 import { accountView, type AccountView } from "../api/accounts.js";
-import { INVISIBLE_CLASS, isStorableText } from "../util/storable-text.js";
+import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText } from "../util/storable-text.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
 import { generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
 import { SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
@@ -117,6 +117,9 @@ function checkAccountInput(input: CreateAccountInput): void {
   // sign-ins match the username exactly, so nothing trims it later either (accounts created before
   // 2026-11-29 with such a name keep working).
   if (INVISIBLE_EDGE.test(input.username)) throw new AdminError("username must not start or end with white space or an invisible character");
+  // "mal\u202Eyrol" shows as another username in every log line, terminal and list (accounts
+  // created before 2026-11-29 with such a name keep working: sign-ins match it exactly).
+  if (BIDI_CONTROL.test(input.username)) throw new AdminError("username must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)");
   if (typeof input.password !== "string" || input.password.length < 8 || input.password.length > 1024) {
     throw new AdminError("password must be 8-1024 characters");
   }

@@ -13,3 +13,11 @@ export function isStorableText(text: string): boolean {
  * other direction marks, U+FEFF) and the Hangul fillers; a character class body for RegExp `u`.
  */
 export const INVISIBLE_CLASS = String.raw`\s\p{Cc}\p{Cf}\u115F\u1160\u3164\uFFA0`;
+
+/**
+ * The bidirectional embedding, override and isolate controls (U+202A-U+202E, U+2066-U+2069): in a
+ * name they reorder the text around it wherever it is shown (a log line, a terminal, the CLI's
+ * JSON, another tool's page), so that "mal\u202Eyrol" reads as another name. Direction marks
+ * (U+200E, U+200F, U+061C) reorder nothing beyond themselves and stay allowed inside a name.
+ */
+export const BIDI_CONTROL = /[\u202A-\u202E\u2066-\u2069]/;
