@@ -98,6 +98,12 @@ export function linger(incoming: IncomingMessage, response: ServerResponse, maxB
   if (incoming.complete) return;
   const socket = incoming.socket as Socket | null;
   if (socket === null || socket.destroyed || response.writableEnded) return;
+  // A declared body past the discard bound will be cut off (the socket destroyed): the answer says
+  // `Connection: close` up front, not keep-alive, so the client knows not to send more on it
+  // (before 2026-11-29 a 400 to `Content-Length: 10^12` said keep-alive). Reaching the bound is
+  // what counts, so bytes already read are not subtracted.
+  const declared = Number(incoming.headers["content-length"]);
+  if (declared > maxBytes && !response.headersSent) response.shouldKeepAlive = false;
 
   // Node's server ends a closing connection with socket.destroySoon() right after the answer is
   // written (the FIN, then destroy() once it is flushed): destroying with upload bytes unread is

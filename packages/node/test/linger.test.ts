@@ -71,13 +71,15 @@ describe("lingering close", () => {
     const socket = await open(url);
     socket.on("error", () => {});
     const ended = closed(socket);
-    await write(socket, head("POST", 50 * 1024 * 1024, "keep-alive"));
+    // Chunked: no declared length, so the answer keeps the connection (one declared past the bound
+    // is told connection: close, and the client stops by itself; see the next test).
+    await write(socket, "POST /upload HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\nconnection: keep-alive\r\n\r\n");
     expect(answer413(await readResponse(socket))).toEqual({ status: 413, body: '{"error":"too_large"}' });
     socket.resume();
     let sent = 0;
     let isClosed = false;
     void ended.then(() => (isClosed = true));
-    const chunk = Buffer.alloc(64 * 1024, 0x63);
+    const chunk = Buffer.concat([Buffer.from("10000\r\n"), Buffer.alloc(64 * 1024, 0x63), Buffer.from("\r\n")]);
     while (!isClosed && sent < 50 * 1024 * 1024) {
       await write(socket, chunk).catch(() => {});
       sent += chunk.byteLength;
@@ -87,6 +89,28 @@ describe("lingering close", () => {
     // Cut off after the bound, long before the declared 50 MB.
     expect(sent).toBeGreaterThanOrEqual(256 * 1024);
     expect(sent).toBeLessThan(10 * 1024 * 1024);
+  });
+
+  it("an upload declared past uploadDiscardBytes is answered with connection: close (it will be cut off), one within it with keep-alive", async () => {
+    const { url } = await start(refuser, { uploadDiscardBytes: 256 * 1024 });
+    for (const [length, connection] of [
+      [1_000_000_000_000, "close"],
+      [256 * 1024 + 1, "close"],
+      [256 * 1024, "keep-alive"],
+    ] as const) {
+      const socket = await open(url);
+      try {
+        socket.on("error", () => {});
+        await write(socket, head("POST", length, "keep-alive"));
+        const answered = await readResponse(socket);
+        expect([answer413(answered), answered.headers.find(([name]) => name === "connection")], String(length)).toEqual([
+          { status: 413, body: '{"error":"too_large"}' },
+          ["connection", connection],
+        ]);
+      } finally {
+        socket.destroy();
+      }
+    }
   });
 
   it("cuts off an upload still unfinished uploadDiscardMs after the answer", async () => {
