@@ -33,6 +33,14 @@ export const WORKERS_MAX_PASSWORD_HASH_ITERATIONS = 100_000;
 /** The Worker's default `signingKeyLoadTimeoutMs`: a request waits at most this long for a load of the signing keys. */
 export const WORKER_SIGNING_KEY_LOAD_TIMEOUT_MS = 10_000;
 
+/**
+ * The default of {@link CreateWorkerOptions.d1TimeoutMs}: over `signingKeyLoadTimeoutMs` (10 s), so
+ * a slow key reload still serves the keys loaded before; under D1's own 30 s limit on a query, and
+ * under the 30 s refresh grace window, so a client retrying a refresh whose rotation was given up on
+ * but committed late gets the rotation's answer.
+ */
+export const WORKER_D1_TIMEOUT_MS = 15_000;
+
 /** The default of {@link CreateWorkerOptions.startTimeoutMs}. */
 export const WORKER_START_TIMEOUT_MS = 30_000;
 
@@ -85,6 +93,15 @@ export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
   d1Binding?: string;
   /** Apply the D1 migrations before the first request of each isolate; default `true`. */
   migrate?: boolean;
+  /**
+   * The longest (ms) one storage operation on D1 may take (a client lookup, a refresh rotation's
+   * batch: every D1 call it makes); past it the operation fails with `StorageError`, so the request
+   * is answered 503 with `Retry-After` and an `error` line names the operation. Default 15 000
+   * ({@link WORKER_D1_TIMEOUT_MS}), `0`: no bound. D1 cannot cancel a call: a write given up on may
+   * still be done later (its outcome is unknown to the client, as with the SQL store's
+   * `queryTimeoutMs`). The migrations at start are not bounded by it (`startTimeoutMs` is).
+   */
+  d1TimeoutMs?: number;
   /**
    * How many bytes of a request body plantgate did not need (an oversized upload, a body sent with
    * a refused request) are read and discarded before the answer is sent; default 104 857 600
@@ -166,7 +183,7 @@ function isD1(value: unknown): value is D1DatabaseLike {
 
 async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Promise<Plantgate> {
   // The upload bounds are the entry's own; the rest are plantgate options.
-  const { d1Binding = "DB", migrate = true, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, scheduledEventsTimeoutMs: _events, fetchEventsTimeoutMs: _fetchEvents, ...rest } = options;
+  const { d1Binding = "DB", migrate = true, d1TimeoutMs = WORKER_D1_TIMEOUT_MS, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, scheduledEventsTimeoutMs: _events, fetchEventsTimeoutMs: _fetchEvents, ...rest } = options;
   // Everything the environment decides is checked before D1 is touched: a bad setting is a
   // ConfigError, which the isolate keeps (its env cannot change) instead of retrying per request.
   const database = env[d1Binding];
@@ -184,7 +201,7 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
   if (iterations > WORKERS_MAX_PASSWORD_HASH_ITERATIONS) {
     throw new ConfigError(`PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most ${WORKERS_MAX_PASSWORD_HASH_ITERATIONS} on Workers (Cloudflare's PBKDF2 limit), got ${iterations}`);
   }
-  const storage = createD1Storage(database, { audit });
+  const storage = createD1Storage(database, { audit, operationTimeoutMs: d1TimeoutMs });
   // Made before D1 is touched: its option checks (an issuer with a query, a scope prefix with a
   // space) are the configuration's, kept by the isolate; before 2026-11-29 D1 was migrated first
   // and every request retried them.
@@ -263,6 +280,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   if (!Number.isSafeInteger(discardBytes) || discardBytes < 0) throw new TypeError("uploadDiscardBytes must be a non-negative integer");
   checkTimerMs("uploadDiscardMs", discardMs, "0");
   checkTimerMs("startTimeoutMs", startTimeoutMs, "0 (no bound)");
+  checkTimerMs("d1TimeoutMs", options.d1TimeoutMs ?? WORKER_D1_TIMEOUT_MS, "0 (no bound)");
   checkTimerMs("scheduledEventsTimeoutMs", scheduledEventsTimeoutMs, "0 (no bound)");
   checkTimerMs("fetchEventsTimeoutMs", fetchEventsTimeoutMs, "0 (no bound)");
   // Compatibility dates before 2022-10-31 keep workerd's legacy URL parser, which throws on URLs

@@ -39,6 +39,15 @@ export interface CreateD1StorageOptions {
   onClose?: () => Promise<void>;
   /** Keep security events in an audit store (see `CreateSqlStorageOptions.audit`). Default false. */
   audit?: boolean;
+  /**
+   * How long (ms) one storage operation (`clients.get`, `refreshTokens.consume`, ...: every
+   * statement and batch it sends) may take; past it the operation fails with core's
+   * `StorageError` (503 with `Retry-After`), on one timer per operation. Default `0`: no bound
+   * (`createWorker` sets 15 000, its `d1TimeoutMs`). D1 cannot cancel a call: a write given up on
+   * may still be done after its caller was told it failed (its outcome is unknown). `migrate()`
+   * has no bound (a migration may rightly take longer than any one request's call).
+   */
+  operationTimeoutMs?: number;
 }
 
 /**
@@ -59,11 +68,16 @@ export interface CreateD1StorageOptions {
  * };
  */
 export function createD1Storage(database: D1DatabaseLike, options: CreateD1StorageOptions = {}): D1Storage {
-  const ctx = createD1Context(database);
+  const operationTimeoutMs = options.operationTimeoutMs ?? 0;
+  // As openSqlStorage checks queryTimeoutMs: past 2^31-1 ms setTimeout fires at once; NaN never compares.
+  if (!Number.isSafeInteger(operationTimeoutMs) || operationTimeoutMs < 0 || operationTimeoutMs > 2_147_483_647) {
+    throw new RangeError("operationTimeoutMs must be an integer from 0 to 2147483647 (milliseconds)");
+  }
+  const ctx = createD1Context(database, { timeoutMs: operationTimeoutMs });
   let closed: Promise<void> | null = null;
   return {
     family: "sqlite",
-    migrate: () => ctx.run("migrate", () => migrateD1(ctx)),
+    migrate: () => ctx.run("migrate", () => migrateD1(ctx), 0),
     close() {
       closed ??= (async () => {
         await options.onClose?.();

@@ -3,7 +3,7 @@
  * transactions) against a real D1 database in Miniflare (workerd), driven from Node.
  * One Miniflare per file; every store starts from empty tables.
  */
-import type { AccountRecord, RefreshTokenRecord } from "@plantgate/core";
+import { StorageError, type AccountRecord, type RefreshTokenRecord } from "@plantgate/core";
 import { describeStorageConformance } from "@plantgate/storage-testing";
 import { afterEach, describe, expect, it } from "vitest";
 import { createD1Storage, type D1DatabaseLike, type D1Storage } from "../src/d1.js";
@@ -259,5 +259,43 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
     const page = await storage.accounts.list(0, 100);
     expect(page.total).toBe(40);
     expect(page.items.map((a) => a.id)).toEqual(["zzz", ...records.filter((_, i) => i !== 37).map((a) => a.id)]);
+  });
+
+  it("operationTimeoutMs bounds each storage operation, a batch too (StorageError naming it), never migrate(); a late batch is written whole", async () => {
+    await freshStorage();
+    // A binding that holds every batch (and, while slow, delays every statement) until released.
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let slowMs = 0;
+    const delayed = <T>(run: () => Promise<T>): Promise<T> => (slowMs === 0 ? run() : new Promise((r) => setTimeout(r, slowMs)).then(run));
+    type Prepared = ReturnType<D1DatabaseLike["prepare"]>;
+    const real = new WeakMap<Prepared, Prepared>();
+    const wrap = (statement: Prepared): Prepared => {
+      const w: Prepared = { bind: (...values) => wrap(statement.bind(...values)), all: () => delayed(() => statement.all()) };
+      real.set(w, statement);
+      return w;
+    };
+    const holding: D1DatabaseLike = {
+      prepare: (q) => wrap(binding.prepare(q)),
+      batch: (statements) => held.then(() => binding.batch(statements.map((s) => real.get(s)!))),
+    };
+    const storage = track(createD1Storage(holding, { operationTimeoutMs: 200 }));
+    await storage.refreshTokens.create(token("a")).catch(() => {});
+    const started = Date.now();
+    await expect(storage.refreshTokens.create(token("b"))).rejects.toThrow(new StorageError("sqlite storage failed during refreshTokens.create (no answer from D1 within 200 ms)"));
+    expect(Date.now() - started).toBeLessThan(5000);
+    // D1 answers late: each held batch is written whole (outcome unknown to its caller), and the storage works on.
+    release();
+    await held;
+    for (let i = 0; i < 50 && (await count(TABLES.refreshTokens)) < 2; i++) await new Promise((r) => setTimeout(r, 20));
+    expect([await count(TABLES.refreshTokens), await count(TABLES.refreshFamilies)]).toEqual([2, 1]);
+    expect(await storage.refreshTokens.consume("a", T0 + 1, token("c"))).toBe(true);
+    // Every statement 300 ms late: a read fails at its bound; migrations (several calls) are not bounded.
+    slowMs = 300;
+    await expect(storage.clients.get("x")).rejects.toThrow(new StorageError("sqlite storage failed during clients.get (no answer from D1 within 200 ms)"));
+    await expect(storage.migrate()).resolves.toBeUndefined();
+    for (const operationTimeoutMs of [Number.NaN, -1, 1.5, 2 ** 31]) {
+      expect(() => createD1Storage(binding, { operationTimeoutMs })).toThrow(new RangeError("operationTimeoutMs must be an integer from 0 to 2147483647 (milliseconds)"));
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { LATE, StorageError, waitAtMost } from "@plantgate/core";
 import type { D1DatabaseLike, D1PreparedStatementLike } from "../batch.js";
 import { CorruptRowError, isUniqueViolation, toStorageError, UnstorableValueError } from "../errors.js";
 import { valueGuards, type ValueGuards } from "../values.js";
@@ -15,8 +16,12 @@ export interface Statement {
 /** What every D1 store works over; one per `createD1Storage` call. */
 export interface D1Context extends ValueGuards {
   readonly d1: D1DatabaseLike;
-  /** Runs one storage operation; every failure but our own typed ones becomes StorageError. */
-  run<T>(operation: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Runs one storage operation; every failure but our own typed ones becomes StorageError. Unless
+   * `timeoutMs` (default: the context's) is 0, one that has not settled by then fails with
+   * StorageError (see {@link createD1Context}).
+   */
+  run<T>(operation: string, fn: () => Promise<T>, timeoutMs?: number): Promise<T>;
   /** The rows of one statement. */
   all<R = Record<string, unknown>>(sql: string, ...params: unknown[]): Promise<R[]>;
   /** The number of rows one INSERT, UPDATE or DELETE changed. */
@@ -44,16 +49,36 @@ interface D1Result {
   meta?: { changes?: number };
 }
 
-/** The {@link D1Context} of one binding. */
-export function createD1Context(d1: D1DatabaseLike): D1Context {
+/**
+ * The {@link D1Context} of one binding. `timeoutMs` over 0 bounds each storage operation (every
+ * statement and batch it sends, however many) on one timer of the caller's, started with the
+ * operation and cleared when it settles: one per operation, not per statement. D1 cannot cancel a
+ * call, so an operation given up on may still complete (its write done, its result dropped); what
+ * the stores hand back is the operation's promise, which has failed by then, so no caller sees the
+ * late result. An operation of several statements (a compare-and-set round, a prune's deletes) may
+ * go on to its next statement, as it would have had it finished in time: each statement is atomic
+ * on its own (there are no transactions on D1), and each operation is written so that a stop
+ * between two statements leaves nothing inconsistent, which is what a D1 failure between them
+ * leaves too. In workerd the timer belongs to the context of the request that started the
+ * operation, as its D1 calls do: should that context go, neither fires nor settles, and other
+ * requests waiting on that operation (a shared key load) bound their own waits (waitAtMost).
+ */
+export function createD1Context(d1: D1DatabaseLike, { timeoutMs = 0 }: { timeoutMs?: number } = {}): D1Context {
   const statement = (sql: string, params: unknown[]): D1PreparedStatementLike => d1.prepare(sql).bind(...bindable(params));
   const execute = (sql: string, params: unknown[]): Promise<D1Result> => statement(sql, params).all() as Promise<D1Result>;
   return {
     d1,
     ...valueGuards("sqlite"),
-    async run(operation, fn) {
+    async run(operation, fn, ms = timeoutMs) {
       try {
-        return await fn();
+        if (ms === 0) return await fn();
+        const work = fn();
+        const result = await waitAtMost(work, ms);
+        if (result !== LATE) return result;
+        // Nobody awaits it any more: its failure, should it come, is not an unhandled rejection.
+        work.catch(() => {});
+        // The operation's name, never its parameters (as toStorageError).
+        throw new StorageError(`sqlite storage failed during ${operation} (no answer from D1 within ${ms} ms)`);
       } catch (e) {
         if (e instanceof CorruptRowError || e instanceof UnstorableValueError) throw e;
         throw toStorageError(e, "sqlite", operation);
