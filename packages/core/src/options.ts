@@ -162,6 +162,10 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
       : {}),
     minTokenTtlMs: accessTokenTtl * 1000,
     maxTokenTtlMs: maxAccessTokenTtlMs,
+    onReloadFailed: (error) =>
+      logger.warn("signing keys could not be re-read from storage; the keys loaded before keep serving, and a re-read is tried every 5 s", {
+        error: error instanceof Error ? error.message : String(error),
+      }),
     onRotated: (r) =>
       events.emit({ type: "signing_key.rotated", kid: r.kid, alg: r.alg, activates_at: r.activatesAt, immediate: false, automatic: true, deleted: r.deleted, actor: null }),
   });

@@ -15,6 +15,9 @@ export const SUPPORTED_ALGS: readonly SigningAlg[] = ["ES256", "ES384", "RS256",
 /** `Cache-Control: max-age` of `/.well-known/jwks.json`: how long a resource server may keep a copy. */
 export const JWKS_MAX_AGE_SECONDS = 300;
 
+/** How long (ms) after a failed periodic re-read of the keys (keys loaded before) the next is tried. */
+export const RELOAD_RETRY_MS = 5_000;
+
 /** How often (ms) at most a token with a kid this instance does not know makes it re-read the keys. */
 export const UNKNOWN_KID_RELOAD_MS = 1_000;
 
@@ -172,6 +175,12 @@ export interface KeyringOptions {
   minTokenTtlMs?: number;
   reloadIntervalMs?: number;
   signingReloadMs?: number;
+  /**
+   * Told when a periodic re-read of the keys fails while keys are loaded (a storage outage): the
+   * keys loaded before keep serving, and the re-read is tried again {@link RELOAD_RETRY_MS} later.
+   * Once per run of failures (again after a re-read has worked).
+   */
+  onReloadFailed?: (error: unknown) => void;
   /**
    * The longest a caller waits for a load of the keys (ms); past it the keys loaded before serve
    * (none yet: `StorageError`), and the load is given up on, so the next caller starts another.
@@ -347,9 +356,36 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
 
   const trusted = (k: LoadedKey) => opts.clock() < k.until;
 
-  /** Loads on first use, and again once the cache is older than the signing reload interval. */
+  // A periodic re-read that failed (keys loaded before): not tried again before this, and told once.
+  let retryAt = 0;
+  let failing = false;
+
+  /**
+   * Loads on first use, and again once the cache is older than the signing reload interval. A
+   * re-read that fails while keys are loaded (a storage outage) serves those keys, as a re-read past
+   * `loadTimeoutMs` does: until 2026-11-29 it failed the request (503) though nothing needed the
+   * store but the re-read (a client from the client cache, a token to verify). The keys then miss
+   * what changed meanwhile (a rotation, a revocation) until a re-read works; one is tried every
+   * RELOAD_RETRY_MS, not on every request.
+   */
   async function ensure(): Promise<LoadedKey[]> {
-    if (!keys || opts.clock() - lastReload >= signingReload) await reloadOnce();
+    if (!keys) await reloadOnce();
+    else {
+      const now = opts.clock();
+      if (now - lastReload >= signingReload && now >= retryAt) {
+        try {
+          await reloadOnce();
+          failing = false;
+        } catch (error) {
+          if (keys === null) throw error;
+          retryAt = now + RELOAD_RETRY_MS;
+          if (!failing) {
+            failing = true;
+            opts.onReloadFailed?.(error);
+          }
+        }
+      }
+    }
     return keys!;
   }
 
