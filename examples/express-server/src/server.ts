@@ -178,7 +178,18 @@ export async function startExpressServer(
       keepAliveTimeout: SERVE_DEFAULTS.keepAliveTimeout,
       connectionsCheckingInterval: 1_000,
     },
-    expressApp,
+    (req, res) => {
+      // Express's router hands a target it cannot read the fast way to url.parse, and for an
+      // absolute-form target with a broken authority (`GET http://[::1/auth/...`) Node then prints
+      // DEP0170 on stderr with the whole target, its query included (a client_secret a client put
+      // there; until 2026-11-29, then Express's HTML 404). Such a target, and `OPTIONS *`, get the
+      // 400 the Node listener gives, and Express never sees them.
+      const target = req.url ?? "";
+      if (target.startsWith("/") || URL.canParse(target)) return void expressApp(req, res);
+      const body = '{"error":"invalid_request","error_description":"The request cannot be processed."}';
+      res.shouldKeepAlive = false;
+      res.writeHead(400, { "content-type": "application/json", "content-length": Buffer.byteLength(body), "cache-control": "no-store" }).end(body);
+    },
   );
   server.maxConnections = SERVE_DEFAULTS.maxConnections;
   server.setTimeout(SERVE_DEFAULTS.socketTimeout);

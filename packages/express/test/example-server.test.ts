@@ -50,6 +50,33 @@ const redisProblem = await openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: REDI
 );
 
 describe("examples/express-server", () => {
+  it("a target Express cannot read (a broken absolute-form authority, OPTIONS *) gets the Node listener's 400 JSON, not Express's HTML 404 (whose url.parse printed DEP0170 with the target's query, a client_secret in it, on stderr)", async () => {
+    const server = await start({});
+    const { port } = new URL(server.url);
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => void warnings.push(`${w.name}: ${w.message}`);
+    process.on("warning", onWarning);
+    try {
+      for (const target of ["http://[::1/auth/UserService/connect/token?client_secret=target-secret-0192", "*"]) {
+        const raw = await new Promise<string>((resolve, reject) => {
+          const socket = connect(Number(port), "127.0.0.1", () => socket.write(`OPTIONS ${target} HTTP/1.1\r\nHost: x\r\n\r\n`));
+          let data = "";
+          socket.setEncoding("latin1").on("data", (chunk: string) => (data += chunk));
+          socket.on("close", () => resolve(data));
+          socket.on("error", reject);
+        });
+        const [head, body] = raw.split("\r\n\r\n");
+        expect([head!.split("\r\n").filter((l) => !l.startsWith("Date: ")), body], target).toEqual([
+          ["HTTP/1.1 400 Bad Request", "content-type: application/json", "content-length: 82", "cache-control: no-store", "Connection: close"],
+          '{"error":"invalid_request","error_description":"The request cannot be processed."}',
+        ]);
+      }
+      expect(warnings).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+
   (redisProblem === null || process.env.CI === "true" ? it : it.skip)(`with PLANTGATE_REDIS_URL, logs a warn line for each risk the Redis server's settings carry (as its INFO says), once at start${redisProblem === null ? "" : ` (skipped: ${redisProblem})`}`, async () => {
     const url = REDIS_URL;
     const lines: string[] = [];
