@@ -222,6 +222,12 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
       async list() {
         return [...clients.values()].sort((a, b) => byCodeUnit(a.clientId, b.clientId)).map(copyClient);
       },
+      // Optional (core falls back to list() without it). Everything is in memory here, so a page
+      // sorts the ids after the cursor and copies only the page; a database would read an index range.
+      async listPage(after, limit) {
+        const ids = [...clients.keys()].filter((id) => after === null || id > after).sort(byCodeUnit);
+        return ids.slice(0, limit).map((id) => copyClient(clients.get(id)!));
+      },
       async delete(clientId) {
         // Its refresh tokens stay; the core refuses a refresh token whose client is gone.
         if (!clients.delete(clientId)) return false;

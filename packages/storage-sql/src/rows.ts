@@ -212,3 +212,9 @@ export const auditRecord = (r: Selectable<AuditTable>): AuditRecord => ({
   username: toNullableText(r.username, "username"),
   data: toText(r.data, "data"),
 });
+
+/** A `clients.listPage` size as a LIMIT: a positive integer (core asks for at most 1001). */
+export function pageLimit(limit: number): number {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`listPage limit must be a positive integer, not ${limit}`);
+  return limit;
+}

@@ -45,6 +45,50 @@ export interface NewClientSecret {
   secret: ClientSecretView;
 }
 
+/** What {@link ClientAdmin.listClientsPage} reads. */
+export interface ClientPageQuery {
+  /** The `next` cursor of the previous page; null or absent for the first page. */
+  after?: string | null;
+  /** 1-1000; default {@link DEFAULT_CLIENT_PAGE}. */
+  limit?: number;
+}
+
+/** One page of clients, and the cursor of the following page (null on the last one). */
+export interface ClientPage {
+  clients: ClientView[];
+  next: string | null;
+}
+
+/** Clients per page when no limit is given (the console's default). */
+export const DEFAULT_CLIENT_PAGE = 50;
+
+/** The most clients one page may hold through `admin.listClientsPage`. */
+export const MAX_CLIENT_PAGE = 1000;
+
+/** A cursor is a client id as stored: up to 1000 characters of storable text. */
+const CURSOR_MAX = 1000;
+
+/**
+ * One page of clients in `list()` order. A store with `listPage` reads the page (and one more, to
+ * know whether a next page exists) from its index; one without it (a backend written before it)
+ * costs a full `list()` per page, cut here.
+ */
+export async function readClientPage(ctx: Context, query: ClientPageQuery, maxLimit = MAX_CLIENT_PAGE): Promise<ClientPage> {
+  const limit = query.limit ?? DEFAULT_CLIENT_PAGE;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) throw new AdminError(`limit must be an integer from 1 to ${maxLimit}`);
+  const after = query.after ?? null;
+  if (after !== null && (typeof after !== "string" || after.length < 1 || after.length > CURSOR_MAX || !isStorableText(after))) {
+    throw new AdminError("after must be the next cursor of a previous page");
+  }
+  const store = ctx.storage.clients;
+  const fetched =
+    typeof store.listPage === "function"
+      ? await store.listPage(after, limit + 1)
+      : (await store.list()).filter((c) => after === null || c.clientId > after).slice(0, limit + 1);
+  const page = fetched.length > limit ? fetched.slice(0, limit) : fetched;
+  return { clients: page.map(clientView), next: fetched.length > limit ? page[page.length - 1]!.clientId : null };
+}
+
 /** Client management (part of {@link Admin}). */
 export interface ClientAdmin {
   /** Creates a client; its secret (if it uses secrets) is returned once and only its hash is stored. */
@@ -59,7 +103,23 @@ export interface ClientAdmin {
   addClientSecret(clientId: string, options?: { expiresIn?: number }): Promise<NewClientSecret>;
   /** Revokes one secret of a client at once. */
   revokeClientSecret(clientId: string, secretId: string): Promise<void>;
+  /** Every client, ordered by client id (code-unit order). Reads them all: for a screen, page with {@link ClientAdmin.listClientsPage}. */
   listClients(): Promise<ClientView[]>;
+  /**
+   * One page of {@link ClientAdmin.listClients}'s order: the clients after the cursor `after` (the
+   * `next` of the previous page; none for the first page), at most `limit` (1-1000, default 50).
+   * `next` is the cursor of the following page, null on the last one. Keyset paging: a page costs
+   * the same at any depth, and a client created or deleted meanwhile neither shifts nor repeats
+   * the others. Throws AdminError for a bad limit or cursor.
+   *
+   * @example
+   * for (let after = null; ; ) {
+   *   const page = await app.admin.listClientsPage({ after, limit: 200 });
+   *   for (const c of page.clients) console.log(c.clientId);
+   *   if ((after = page.next) === null) break;
+   * }
+   */
+  listClientsPage(options?: ClientPageQuery): Promise<ClientPage>;
   /** One client, or AdminError when absent. */
   getClient(clientId: string): Promise<ClientView>;
 }
@@ -223,6 +283,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
     async listClients() {
       return (await ctx.storage.clients.list()).map(clientView);
     },
+    listClientsPage: (query = {}) => readClientPage(ctx, query),
     async getClient(clientId) {
       const client = await ctx.storage.clients.get(clientId);
       if (!client) throw new AdminNotFoundError(`client ${clientId} does not exist`);

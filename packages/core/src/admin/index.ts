@@ -15,7 +15,7 @@ import { describeError } from "../http/respond.js";
 export type { PruneCounts, PruneOptions } from "./prune.js";
 export type { EventPage, EventQuery } from "./events.js";
 export { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
-export { MAX_CLIENT_SECRETS, MAX_TTL_SECONDS, type ClientSecretView, type ClientView, type CreateClientInput, type NewClientSecret } from "./clients.js";
+export { DEFAULT_CLIENT_PAGE, MAX_CLIENT_PAGE, MAX_CLIENT_SECRETS, MAX_TTL_SECONDS, type ClientPage, type ClientPageQuery, type ClientSecretView, type ClientView, type CreateClientInput, type NewClientSecret } from "./clients.js";
 
 /** Input of {@link Admin.createAccount}. */
 export interface CreateAccountInput {

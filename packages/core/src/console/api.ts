@@ -1,5 +1,5 @@
 import { AdminConflictError, AdminError, AdminNotFoundError, createAdmin, type ClientSecretView, type ClientView } from "../admin/index.js";
-import { MAX_CLIENT_NAME } from "../admin/clients.js";
+import { MAX_CLIENT_NAME, readClientPage, type ClientPage } from "../admin/clients.js";
 import { accountView, listAccounts } from "../api/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, plain, type PlainResponse } from "../http/respond.js";
@@ -14,7 +14,7 @@ import { deleteSession, type ConsoleSession } from "./session.js";
  * A client as the console API shows it: never the secret or its hash; times in ISO 8601.
  *
  * @example
- * const { clients } = (await (await fetch("/console/api/clients")).json()) as { clients: ConsoleClient[] };
+ * const { clients, next } = (await (await fetch("/console/api/clients?limit=50")).json()) as { clients: ConsoleClient[]; next: string | null };
  */
 export interface ConsoleClient {
   clientId: string;
@@ -139,10 +139,33 @@ export const signOut: ApiHandler = async (ctx, s, request) => {
   return plain(204, null);
 };
 
-export const listClients: ApiHandler = async (ctx) => {
-  const clients = await createAdmin(ctx).listClients();
+/** Most clients per page of the console's clients view. */
+export const CONSOLE_CLIENTS_MAX_LIMIT = 200;
+
+/**
+ * `GET /console/api/clients?limit=&after=`: one page of the clients, ordered by client id:
+ * `{"clients": [...], "next": cursor | null}`; pass `next` as `after` for the following page.
+ * `limit` 1-200, default 50. A bad limit or cursor, or either given twice: 400 (error 1009).
+ */
+export const listClients: ApiHandler = async (ctx, _s, request) => {
+  const params = request.url.searchParams;
+  const one = (name: string): string | undefined => {
+    const all = params.getAll(name);
+    if (all.length > 1) throw invalid(`${name} must be given at most once.`);
+    return all[0] === undefined || all[0] === "" ? undefined : all[0];
+  };
+  const limit = one("limit");
+  const after = one("after");
+  if (limit !== undefined && !/^\d{1,4}$/.test(limit)) throw invalid(`limit must be an integer from 1 to ${CONSOLE_CLIENTS_MAX_LIMIT}.`);
+  let page: ClientPage;
+  try {
+    page = await readClientPage(ctx, { after: after ?? null, ...(limit !== undefined ? { limit: Number(limit) } : {}) }, CONSOLE_CLIENTS_MAX_LIMIT);
+  } catch (e) {
+    if (e instanceof AdminError) throw invalid(`${e.message}.`);
+    throw e;
+  }
   const now = ctx.clock();
-  return json(200, { clients: clients.map((c) => consoleClient(c, now)) });
+  return json(200, { clients: page.clients.map((c) => consoleClient(c, now)), next: page.next });
 };
 
 export const createClient: ApiHandler = async (ctx, s, request) => {

@@ -26,6 +26,18 @@ const copyRefresh = (r: RefreshTokenRecord): RefreshTokenRecord => ({ ...r, scop
 
 const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
+/** The first index of sorted `ids` whose id sorts after `after` (code-unit order). */
+function firstAfter(ids: string[], after: string): number {
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (ids[mid]! <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** Options of {@link createMemoryStorage}. */
 export interface MemoryStorageOptions {
   /** Keep security events in an audit store (`storage.audit`). Default false. */
@@ -40,6 +52,8 @@ export interface MemoryStorageOptions {
  */
 export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage {
   const clients = new Map<string, ClientRecord>();
+  /** Client ids in code-unit order: a page is a binary search and a slice, whatever its depth. */
+  const clientOrder: string[] = [];
   const accounts = new Map<string, AccountRecord>();
   const usernames = new Map<string, string>();
   /** Account ids in creation order: a page is a slice of it, whatever its depth. */
@@ -64,6 +78,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         const copy = copyClient(record);
         copy.secrets.sort(bySecretAge);
         clients.set(record.clientId, copy);
+        clientOrder.splice(firstAfter(clientOrder, record.clientId), 0, record.clientId);
         return true;
       },
       async addSecret(id, secret) {
@@ -92,10 +107,17 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         if (x && (x.lastUsedAt === null || x.lastUsedAt < usedAt)) x.lastUsedAt = usedAt;
       },
       async list() {
-        return [...clients.values()].sort((a, b) => byCodeUnit(a.clientId, b.clientId)).map(copyClient);
+        return clientOrder.map((id) => copyClient(clients.get(id)!));
+      },
+      async listPage(after, limit) {
+        const from = after === null ? 0 : firstAfter(clientOrder, after);
+        return clientOrder.slice(from, from + limit).map((id) => copyClient(clients.get(id)!));
       },
       async delete(id) {
-        return clients.delete(id);
+        if (!clients.delete(id)) return false;
+        // The id is in the order (create put it there), just before the first id after it.
+        clientOrder.splice(firstAfter(clientOrder, id) - 1, 1);
+        return true;
       },
     },
     accounts: {

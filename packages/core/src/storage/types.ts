@@ -91,6 +91,19 @@ export interface ClientStore {
   touchSecret(clientId: string, secretId: string, usedAt: number): Promise<void>;
   /** All clients, ordered by `clientId` (code-unit order, as accounts). */
   list(): Promise<ClientRecord[]>;
+  /**
+   * One page of {@link ClientStore.list}'s order: the clients whose `clientId` sorts after `after`
+   * (strictly; every client when null), at most `limit` (1 or more) of them, in the same order as
+   * `list()` (an `after` that is no client's id, e.g. one deleted meanwhile, still works). A page
+   * must cost the same at any depth: a range on an index of `clientId` (`WHERE client_id > ?
+   * ORDER BY client_id LIMIT ?`), not OFFSET or a full read. `after` never contains U+0000 or a
+   * lone surrogate (core refuses them).
+   *
+   * Optional, so a backend written before it still compiles and runs: without it core reads
+   * `list()` whole for every page (the console's clients view, `admin.listClientsPage`) and cuts
+   * the page out of it. The conformance kit's `listPage` cases fail until it is there.
+   */
+  listPage?(after: string | null, limit: number): Promise<ClientRecord[]>;
   /** Removes the client; false when absent. Its refresh tokens stop working with it. */
   delete(clientId: string): Promise<boolean>;
 }

@@ -1,6 +1,6 @@
 import type { AssertionJtiStore, ClientStore } from "@plantgate/core";
 import type { Selectable } from "kysely";
-import { clientRecord, clientRow, removingSecret, secretsJson, toSecrets, touchingSecret, type SecretsChange } from "../rows.js";
+import { clientRecord, clientRow, pageLimit, removingSecret, secretsJson, toSecrets, touchingSecret, type SecretsChange } from "../rows.js";
 import { TABLES, type ClientTable } from "../schema.js";
 import { deleteBatch, id, insertRow, type D1Context } from "./context.js";
 
@@ -9,7 +9,7 @@ const CAS_ATTEMPTS = 100;
 
 /** `pg_clients` on D1 (see ../stores/clients.ts: the SQLite statements, written out). */
 export function d1ClientStore(ctx: D1Context): ClientStore {
-  const { run, all, exec, storableKey, insertOrFalse } = ctx;
+  const { run, all, exec, storableKey, text, insertOrFalse } = ctx;
   const table = id(TABLES.clients);
 
   /**
@@ -79,6 +79,15 @@ export function d1ClientStore(ctx: D1Context): ClientStore {
         await changeSecrets(clientId, touchingSecret(secretId, usedAt), 1);
       }),
     list: () => run("clients.list", async () => (await all<Selectable<ClientTable>>(`select * from ${table} order by "client_id"`)).map(clientRecord)),
+    listPage: (after, limit) =>
+      run("clients.listPage", async () => {
+        const size = pageLimit(limit);
+        const rows =
+          after === null
+            ? await all<Selectable<ClientTable>>(`select * from ${table} order by "client_id" limit ?`, size)
+            : await all<Selectable<ClientTable>>(`select * from ${table} where "client_id" > ? order by "client_id" limit ?`, text(after, "after"), size);
+        return rows.map(clientRecord);
+      }),
     delete: (clientId) =>
       run("clients.delete", async () => {
         if (!storableKey(clientId)) return false;

@@ -3,7 +3,7 @@ import { sql, type Insertable } from "kysely";
 import type { StoreContext } from "../context.js";
 import { prepared } from "../prepared.js";
 import { copyRecord } from "../read-cache.js";
-import { clientRecord, clientRow, removingSecret, secretsJson, toSecrets, touchingSecret, type SecretsChange } from "../rows.js";
+import { clientRecord, clientRow, pageLimit, removingSecret, secretsJson, toSecrets, touchingSecret, type SecretsChange } from "../rows.js";
 import { TABLES, type ClientTable } from "../schema.js";
 
 /** Rounds of a secrets compare-and-set before giving up (each loses only to a concurrent change). */
@@ -21,10 +21,16 @@ const CAS_ATTEMPTS = 100;
  * (test/mysql-client-deadlocks.test.ts). A duplicate id is still `false`, not retried.
  */
 export function clientStore(ctx: StoreContext): ClientStore {
-  const { db, runner, family, run, storableKey, insertOrFalse, updated } = ctx;
+  const { db, runner, family, run, storableKey, text, insertOrFalse, updated } = ctx;
   const q = {
     get: prepared((p: { clientId: string }) => db.selectFrom(TABLES.clients).selectAll().where("client_id", "=", p.clientId)),
     insert: prepared((row: Insertable<ClientTable>) => db.insertInto(TABLES.clients).values(row)),
+    // A range on the primary key, in the key column's own collation (as list() orders): "C" on
+    // PostgreSQL, binary NO PAD on MySQL/MariaDB, BINARY on SQLite, so any depth costs the same.
+    first: prepared((p: { limit: number }) => db.selectFrom(TABLES.clients).selectAll().orderBy("client_id").limit(p.limit)),
+    after: prepared((p: { after: string; limit: number }) =>
+      db.selectFrom(TABLES.clients).selectAll().where("client_id", ">", p.after).orderBy("client_id").limit(p.limit),
+    ),
   };
   // Read on every token request; any write to pg_clients (here, the CLI's, another process's) drops
   // it: on SQLite through data_version and the statements this connection runs, on PostgreSQL
@@ -145,6 +151,12 @@ export function clientStore(ctx: StoreContext): ClientStore {
     list: () =>
       run("clients.list", async () => {
         const rows = await db.selectFrom(TABLES.clients).selectAll().orderBy("client_id").execute();
+        return rows.map(clientRecord);
+      }),
+    listPage: (after, limit) =>
+      run("clients.listPage", async () => {
+        const size = pageLimit(limit);
+        const rows = after === null ? (await q.first(runner, { limit: size })).rows : (await q.after(runner, { after: text(after, "after"), limit: size })).rows;
         return rows.map(clientRecord);
       }),
     delete: (clientId) =>

@@ -1,0 +1,148 @@
+/**
+ * The console's clients view pages by cursor (`GET /console/api/clients?limit=&after=`): whole
+ * bodies of each page, the default and largest page, the 400s for bad parameters, and that a page
+ * reads only its own clients from a store with `listPage` (before, every call read every client)
+ * and the same pages from one without it (the fallback over `list()`).
+ */
+import { describe, expect, it } from "vitest";
+import { createMemoryStorage, type ClientStore, type PlantgateOptions, type Storage } from "../src/index.js";
+import { call, consoleHarness, read, signIn } from "./console-helpers.js";
+
+const T0 = "2026-01-01T00:00:00.000Z";
+const ALL_GRANTS = ["client_credentials", "password", "refresh_token"];
+const ALL_SCOPES = ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"];
+
+/** What the API shows of a client the admin API created with defaults at T0. */
+const shown = (clientId: string, name = clientId) => ({
+  clientId,
+  name,
+  grantTypes: ALL_GRANTS,
+  scopes: ALL_SCOPES,
+  accessTokenTtl: null,
+  refreshTokenTtl: null,
+  refreshTokenAbsoluteTtl: null,
+  createdAt: T0,
+  secretUpdatedAt: T0,
+  authMethod: "client_secret",
+  secrets: [{ id: expect.stringMatching(/^[\w-]{12}$/), createdAt: T0, expiresAt: null, lastUsedAt: null, expired: false }],
+  jwksUri: null,
+});
+
+const ok = (body: unknown) => ({ status: 200, body, cacheControl: "no-store", setCookie: null, contentType: "application/json" });
+const bad = (message: string) => ({ status: 400, body: { error: 1009, message }, cacheControl: "no-store", setCookie: null, contentType: "application/json" });
+
+/** A memory store that counts the calls of its clients' list() and listPage(). */
+function countingStorage(withListPage = true) {
+  const memory = createMemoryStorage();
+  const calls = { list: 0, listPage: 0 };
+  const { listPage, ...rest } = memory.clients;
+  const clients: ClientStore = {
+    ...rest,
+    list: () => {
+      calls.list++;
+      return memory.clients.list();
+    },
+    ...(withListPage
+      ? {
+          listPage: (after: string | null, limit: number) => {
+            calls.listPage++;
+            return listPage!(after, limit);
+          },
+        }
+      : {}),
+  };
+  const storage: Storage = { ...memory, clients };
+  return { storage, calls };
+}
+
+async function setup(options: PlantgateOptions = {}, ids: string[] = []) {
+  const h = await consoleHarness(options);
+  for (const clientId of ids) await h.app.admin.createClient({ clientId });
+  const root = await signIn(h.app);
+  const get = async (query: string) => read(await call(h.app, "GET", `/api/clients${query}`, { cookie: root.cookie }));
+  return { ...h, get };
+}
+
+// With app-1 from the harness: ids in code-unit order are "App-0", "app-1", "app-2", "b", "c".
+const IDS = ["c", "app-2", "b", "App-0"];
+
+describe("console API: clients are paged by cursor", () => {
+  it("limit=2 walks the clients in client-id order, two at a time; next is null on the last page", async () => {
+    const h = await setup({}, IDS);
+    expect(await h.get("?limit=2")).toEqual(ok({ clients: [shown("App-0"), shown("app-1")], next: "app-1" }));
+    expect(await h.get("?limit=2&after=app-1")).toEqual(ok({ clients: [shown("app-2"), shown("b")], next: "b" }));
+    expect(await h.get("?limit=2&after=b")).toEqual(ok({ clients: [shown("c")], next: null }));
+    // A last page that is exactly full says so: no cursor to an empty page.
+    expect(await h.get("?limit=1&after=b")).toEqual(ok({ clients: [shown("c")], next: null }));
+    // A cursor past the end, or of a client deleted meanwhile, is no error.
+    expect(await h.get("?after=zzz")).toEqual(ok({ clients: [], next: null }));
+    await h.app.admin.deleteClient("app-2");
+    expect(await h.get("?limit=2&after=app-2")).toEqual(ok({ clients: [shown("b"), shown("c")], next: null }));
+    // Empty parameters are absent ones (the page's form sends none, a script may).
+    expect(await h.get("?limit=&after=")).toEqual(ok({ clients: [shown("App-0"), shown("app-1"), shown("b"), shown("c")], next: null }));
+  });
+
+  it("50 a page by default, up to 200 on request", async () => {
+    const ids = Array.from({ length: 250 }, (_, i) => `c-${String(i).padStart(3, "0")}`);
+    const h = await setup({}, ids);
+    const all = ["app-1", ...ids];
+    const first = (await h.get("")).body as { clients: { clientId: string }[]; next: string | null };
+    expect([first.clients.map((c) => c.clientId), first.next]).toEqual([all.slice(0, 50), all[49]]);
+    const big = (await h.get("?limit=200")).body as { clients: { clientId: string }[]; next: string | null };
+    expect([big.clients.map((c) => c.clientId), big.next]).toEqual([all.slice(0, 200), all[199]]);
+    const rest = (await h.get(`?limit=200&after=${big.next}`)).body as { clients: { clientId: string }[]; next: string | null };
+    expect([rest.clients.map((c) => c.clientId), rest.next]).toEqual([all.slice(200), null]);
+  });
+
+  it("a bad limit or cursor, or one given twice, is 400 1009 with the reason", async () => {
+    const h = await setup({}, IDS);
+    const limit = bad("limit must be an integer from 1 to 200.");
+    for (const q of ["?limit=0", "?limit=201", "?limit=-1", "?limit=1.5", "?limit=ten", "?limit=1e2", "?limit=99999", "?limit=%201", "?limit=2&limit=3"]) {
+      expect(await h.get(q), q).toEqual(q.includes("&limit") ? bad("limit must be given at most once.") : limit);
+    }
+    expect(await h.get("?after=a&after=b")).toEqual(bad("after must be given at most once."));
+    const cursor = bad("after must be the next cursor of a previous page.");
+    for (const q of ["?after=a%00b", `?after=${"x".repeat(1001)}`]) expect(await h.get(q), q.slice(0, 20)).toEqual(cursor);
+    // The longest cursor taken is longer than any client id the admin API makes (200).
+    expect(await h.get(`?after=${"x".repeat(1000)}`)).toEqual(ok({ clients: [], next: null }));
+  });
+
+  it("a page reads only its clients through listPage, never the whole list", async () => {
+    const { storage, calls } = countingStorage();
+    const h = await setup({ storage }, IDS);
+    calls.list = 0;
+    const pages: string[][] = [];
+    for (let after: string | null = null; ; ) {
+      const r = (await h.get(`?limit=2${after === null ? "" : `&after=${encodeURIComponent(after)}`}`)).body as { clients: { clientId: string }[]; next: string | null };
+      pages.push(r.clients.map((c) => c.clientId));
+      after = r.next;
+      if (after === null || pages.length >= 10) break;
+    }
+    expect(pages).toEqual([["App-0", "app-1"], ["app-2", "b"], ["c"]]);
+    expect(calls).toEqual({ list: 0, listPage: 3 });
+  });
+
+  it("a store without listPage (written before it) gets the same pages, cut from list()", async () => {
+    const { storage, calls } = countingStorage(false);
+    const h = await setup({ storage }, IDS);
+    expect(typeof storage.clients.listPage).toBe("undefined");
+    expect(await h.get("?limit=2")).toEqual(ok({ clients: [shown("App-0"), shown("app-1")], next: "app-1" }));
+    expect(await h.get("?limit=2&after=app-1")).toEqual(ok({ clients: [shown("app-2"), shown("b")], next: "b" }));
+    expect(await h.get("?limit=2&after=b")).toEqual(ok({ clients: [shown("c")], next: null }));
+    expect(await h.get("?after=bb")).toEqual(ok({ clients: [shown("c")], next: null }));
+    expect(calls.list).toBeGreaterThanOrEqual(4);
+  });
+
+  it("app.admin.listClientsPage pages the same way, up to 1000 a page, and refuses a bad limit or cursor", async () => {
+    const h = await setup({}, IDS);
+    const page = await h.app.admin.listClientsPage({ limit: 3 });
+    expect([page.clients.map((c) => c.clientId), page.next]).toEqual([["App-0", "app-1", "app-2"], "app-2"]);
+    expect(JSON.stringify(page)).not.toContain("hash");
+    const rest = await h.app.admin.listClientsPage({ after: page.next, limit: 1000 });
+    expect([rest.clients.map((c) => c.clientId), rest.next]).toEqual([["b", "c"], null]);
+    expect((await h.app.admin.listClientsPage()).clients).toHaveLength(5);
+    await expect(h.app.admin.listClientsPage({ limit: 1001 })).rejects.toThrow("limit must be an integer from 1 to 1000");
+    await expect(h.app.admin.listClientsPage({ after: "" })).rejects.toThrow("after must be the next cursor of a previous page");
+    await expect(h.app.admin.listClientsPage({ after: "a\ud800" })).rejects.toThrow("after must be the next cursor of a previous page");
+  });
+});
