@@ -427,12 +427,38 @@
     }
   }
 
-  async function loadClients() {
+  /** Applications per page (the API's default; it takes 1-200). */
+  const CLIENTS_PER_PAGE = 50;
+
+  /**
+   * The pages of applications shown: `cursors[i]` is the `after` cursor of page i + 1 (null for
+   * the first page), `next` the cursor of the page after the one shown (null on the last). Pages
+   * are keyset pages (client ids after the cursor), so each costs the same at any depth, and an
+   * action reloads only the page shown.
+   * @type {{ cursors: (string | null)[], next: string | null }}
+   */
+  const clientPages = { cursors: [null], next: null };
+
+  /**
+   * Shows the page whose cursor is last in `cursors` (by default the page shown: an action reloads
+   * it and nothing else). `clientPages` takes the cursors only once the page is shown, so a failed
+   * load leaves the table and the pager in agreement. A page left empty (its last application
+   * deleted) gives way to the one before it.
+   * @param {(string | null)[]} [cursors]
+   * @returns {Promise<boolean | null>} whether a page was shown; null when superseded
+   */
+  async function loadClients(cursors = clientPages.cursors) {
     const body = $("clients-body");
+    const after = cursors[cursors.length - 1];
+    const params = new URLSearchParams({ limit: String(CLIENTS_PER_PAGE) });
+    if (after) params.set("after", after);
     const load = startLoad("clients", "clients-table");
     try {
-      const { clients } = await call("GET", "/clients", undefined, load.signal);
-      if (load.superseded()) return;
+      const { clients, next } = await call("GET", "/clients?" + params.toString(), undefined, load.signal);
+      if (load.superseded()) return null;
+      if (clients.length === 0 && cursors.length > 1) return loadClients(cursors.slice(0, -1));
+      clientPages.cursors = cursors;
+      clientPages.next = next;
       body.replaceChildren(
         ...clients.map((c) =>
           el(
@@ -458,13 +484,42 @@
         ),
       );
       $("clients-empty").hidden = clients.length > 0;
+      $("clients-page-info").textContent = "Page " + cursors.length;
+      $button("clients-first").disabled = cursors.length <= 1;
+      $button("clients-prev").disabled = cursors.length <= 1;
+      $button("clients-next").disabled = next === null;
       markBusy();
+      return true;
     } catch (e) {
-      if (!load.superseded()) setStatus("security-status", messageOf(e));
+      if (load.superseded()) return null;
+      setStatus("security-status", messageOf(e));
+      return false;
     } finally {
       load.end();
     }
   }
+
+  /**
+   * Moves to another page of applications; focus stays on the button pressed, or goes to the
+   * other direction's button when that one is now disabled (the first or the last page).
+   * @param {(string | null)[]} cursors
+   * @param {HTMLButtonElement} pressed
+   */
+  async function pageClients(cursors, pressed) {
+    const shown = await loadClients(cursors);
+    if (shown === null) return;
+    if (shown) setStatus("security-status", "");
+    (pressed.disabled ? (pressed === $button("clients-next") ? $button("clients-prev") : $button("clients-next")) : pressed).focus();
+  }
+  $button("clients-next").addEventListener("click", () => {
+    if (clientPages.next !== null) pageClients([...clientPages.cursors, clientPages.next], $button("clients-next"));
+  });
+  $button("clients-prev").addEventListener("click", () => {
+    pageClients(clientPages.cursors.length > 1 ? clientPages.cursors.slice(0, -1) : [null], $button("clients-prev"));
+  });
+  $button("clients-first").addEventListener("click", () => {
+    pageClients([null], $button("clients-first"));
+  });
 
   /**
    * What a client authenticates with: each secret's dates (never the secret) with a Revoke button,
