@@ -75,6 +75,36 @@ describe("a failed re-read of the signing keys", () => {
     expect(warnings).toHaveLength(2);
   });
 
+  it("tokens with kids this instance does not know, during an outage: 401, one read of the store per 5 s (not one per request), warned once", async () => {
+    const clock = manualClock();
+    const storage = createMemoryStorage();
+    const list = storage.signingKeys.list.bind(storage.signingKeys);
+    const outage = { on: false, calls: 0 };
+    storage.signingKeys.list = async (): Promise<SigningKeyRecord[]> => {
+      outage.calls++;
+      if (outage.on) throw new StorageError("memory storage failed during signingKeys.list");
+      return list();
+    };
+    const warnings: unknown[] = [];
+    const app = createPlantgate({ storage, clock: clock.now, passwordHashIterations: 1000, issuer: "https://auth.example.test", logger: { error() {}, warn: (message: unknown) => void warnings.push(message) } });
+    const { clientSecret } = await app.admin.createClient({ clientId: "app-1" });
+    const res = await tokenRequest(app, { grant_type: "client_credentials" }, { authorization: basic("app-1", clientSecret) });
+    const [head, payload, signature] = ((await res.json()) as { access_token: string }).access_token.split(".");
+    const forged = (i: number) => {
+      const header = { ...(JSON.parse(Buffer.from(head!, "base64url").toString()) as object), kid: `made-up-${i}` };
+      return `${Buffer.from(JSON.stringify(header)).toString("base64url")}.${payload}.${signature}`;
+    };
+    warnings.length = 0;
+    outage.on = true;
+    clock.advance(2_000); // past the 1 s unknown-kid interval, within the 60 s reload
+    const calls = outage.calls;
+    for (let i = 0; i < 20; i++) expect((await getAccounts(app, forged(i))).status).toBe(401);
+    expect([outage.calls - calls, warnings]).toEqual([1, ["signing keys could not be re-read from storage; the keys loaded before keep serving, and a re-read is tried every 5 s"]]);
+    clock.advance(5_000);
+    for (let i = 20; i < 40; i++) expect((await getAccounts(app, forged(i))).status).toBe(401);
+    expect([outage.calls - calls, warnings.length]).toEqual([2, 1]);
+  });
+
   it("with no keys loaded yet, a failed load is still the request's 503 (nothing to serve)", async () => {
     const storage = createMemoryStorage();
     storage.signingKeys.list = async () => {

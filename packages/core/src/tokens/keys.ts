@@ -327,6 +327,8 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
           applied = number;
           keys = loaded;
           lastReload = at;
+          // A re-read that worked ends a run of failures (see `reloadFailed`), whoever asked for it.
+          failing = false;
         })
         .finally(() => {
           if (loading === current) loading = null;
@@ -359,6 +361,8 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   // A periodic re-read that failed (keys loaded before): not tried again before this, and told once.
   let retryAt = 0;
   let failing = false;
+  // When an unknown kid last made this instance look at the stored keys (see `storedElsewhere`).
+  let lastKidLook = -Infinity;
 
   /**
    * Loads on first use, and again once the cache is older than the signing reload interval. A
@@ -375,18 +379,53 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       if (now - lastReload >= signingReload && now >= retryAt) {
         try {
           await reloadOnce();
-          failing = false;
         } catch (error) {
-          if (keys === null) throw error;
-          retryAt = now + RELOAD_RETRY_MS;
-          if (!failing) {
-            failing = true;
-            opts.onReloadFailed?.(error);
-          }
+          reloadFailed(now, error);
         }
       }
     }
     return keys!;
+  }
+
+  /**
+   * A re-read that failed with keys loaded: a storage outage (StorageError) is tried again only
+   * RELOAD_RETRY_MS later, told once per run of failures, and the keys loaded before serve. Anything
+   * else (a key sealed with a key encryption key this instance lacks, a key that does not import)
+   * is thrown: the request's 503, as before 2026-11-29, rather than stale keys for good.
+   */
+  function reloadFailed(now: number, error: unknown): void {
+    if (keys === null || !(error instanceof StorageError)) throw error;
+    retryAt = now + RELOAD_RETRY_MS;
+    if (failing) return;
+    failing = true;
+    opts.onReloadFailed?.(error);
+  }
+
+  /**
+   * Whether a kid this instance does not know is among the stored keys, read at most once per
+   * `reloadInterval` (and not while re-reads are failing, see `reloadFailed`). Only the key rows are
+   * read: a made-up kid (a flood of them) costs that one read a second, never a whole reload (every
+   * key imported, and with several keys every client read for the longest token lifetime); a kid
+   * that is there (a key another instance or the CLI stored since) then reloads the keys.
+   */
+  async function storedElsewhere(kid: string): Promise<boolean> {
+    const now = opts.clock();
+    if (now - lastKidLook < reloadInterval || now - lastReload < reloadInterval || now < retryAt) return false;
+    lastKidLook = now;
+    try {
+      const read = store.list();
+      const records = loadTimeout === 0 ? await read : await waitAtMost(read, loadTimeout);
+      if (records === LATE) {
+        read.catch(() => {});
+        return false;
+      }
+      if (!records.some((r) => r.kid === kid)) return false;
+      await reloadOnce();
+      return true;
+    } catch (error) {
+      reloadFailed(now, error);
+      return false;
+    }
   }
 
   return {
@@ -401,10 +440,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     },
     async verificationKey(kid) {
       let k = (await ensure()).find((x) => x.kid === kid);
-      if (!k && opts.clock() - lastReload >= reloadInterval) {
-        await reloadOnce();
-        k = keys!.find((x) => x.kid === kid);
-      }
+      if (!k && (await storedElsewhere(kid))) k = keys!.find((x) => x.kid === kid);
       return k && trusted(k) ? { alg: k.alg, key: k.publicKey } : null;
     },
     async jwks() {
