@@ -58,7 +58,11 @@ export function closeGracefully(server: Server, timeoutMs: number = DEFAULT_CLOS
       response.shouldKeepAlive = false;
     };
     server.prependListener("request", last);
-    server.prependListener("checkContinue", last);
+    // Only where the server already answers `Expect: 100-continue` itself: Node emits
+    // 'checkContinue' instead of 'request' as soon as it has a listener, so one added here to a
+    // server without any (a plain createServer, the Express example) would take such a request
+    // from the app: no 100, no answer, cut off at the deadline.
+    if (server.listenerCount("checkContinue") > 0) server.prependListener("checkContinue", last);
     for (const socket of openSockets(server)) {
       const response = socket._httpMessage;
       // A connection that has not sent a byte yet has nothing in flight (Node counts it as busy,

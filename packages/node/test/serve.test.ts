@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { Agent } from "node:http";
-import { createServer } from "node:net";
+import { Agent, createServer as createHttpServer } from "node:http";
+import { createServer, type Socket } from "node:net";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
-import { serve, SERVE_DEFAULTS, type FetchApp } from "../src/index.js";
+import { closeGracefully, serve, SERVE_DEFAULTS, type FetchApp } from "../src/index.js";
 import { deferred, open, rawExchange, readResponse } from "./support.js";
 
 const hello: FetchApp = { fetch: async () => new Response("hello") };
@@ -155,10 +155,14 @@ describe("serve", () => {
 
   it("close(): a request whose headers were still arriving is answered whole with Connection: close (it was cut off)", async () => {
     const running = await serve({ fetch: async (request) => new Response(`ok ${new URL(request.url).pathname}`) }, { port: 0, host: "127.0.0.1" });
+    let serverSide: Socket | undefined;
+    running.server.once("connection", (s: Socket) => (serverSide = s));
     const socket = await open(running.url);
     socket.write("GET /late HTTP/1.1\r\nHost: x\r\n");
-    // The bytes so far have reached the server before close() is called.
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // The bytes so far have reached the server before close() is called (a connection that has
+    // sent nothing is closed at once).
+    for (let i = 0; i < 500 && !(serverSide !== undefined && serverSide.bytesRead > 0); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(serverSide?.bytesRead).toBeGreaterThan(0);
     const closing = running.close();
     const answer = readResponse(socket);
     answer.catch(() => {});
@@ -175,6 +179,38 @@ describe("serve", () => {
     socket.resume();
     await socketClosed;
     await closing;
+  });
+
+  it("closeGracefully on a server with no checkContinue listener (a plain createServer, the Express example): an Expect: 100-continue request arriving during the close still gets its 100 and its answer (it went to nobody and was cut off)", async () => {
+    const server = createHttpServer((req, res) => {
+      let length = 0;
+      req.on("data", (chunk: Buffer) => (length += chunk.length));
+      req.on("end", () => res.end(`got ${length}`));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    let serverSide: Socket | undefined;
+    server.once("connection", (s: Socket) => (serverSide = s));
+    const { port } = server.address() as { port: number };
+    const socket = await open(`http://127.0.0.1:${port}`);
+    try {
+      socket.write("POST /upload HTTP/1.1\r\nHost: x\r\n");
+      for (let i = 0; i < 500 && !(serverSide !== undefined && serverSide.bytesRead > 0); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      const closing = closeGracefully(server, 5_000);
+      let received = "";
+      socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
+      socket.write("Expect: 100-continue\r\nContent-Length: 5\r\n\r\n");
+      for (let i = 0; i < 300 && !received.includes("100 Continue"); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(received).toBe("HTTP/1.1 100 Continue\r\n\r\n");
+      const socketClosed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.write("hello");
+      const started = Date.now();
+      await closing;
+      await socketClosed;
+      expect(Date.now() - started).toBeLessThan(4_000);
+      expect(received).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 OK\r\n(?:.*\r\n)*Connection: close\r\n(?:.*\r\n)*\r\n(?:[0-9a-f]+\r\n)?got 5/);
+    } finally {
+      socket.destroy();
+    }
   });
 
   it("rejects when the port is taken", async () => {
