@@ -98,6 +98,9 @@ export function isLockWaitTimeout(e: unknown): boolean {
 /** How many times {@link againOnDeadlock} runs its work in all before the deadlock (or lock-wait timeout) is thrown. */
 export const DEADLOCK_ATTEMPTS = 8;
 
+/** How many lock-wait timeouts {@link againOnDeadlock} takes before it throws the last one (each waited the server's whole lock wait). */
+export const LOCK_WAIT_ATTEMPTS = 2;
+
 /**
  * The wait after the `attempt`th deadlock: a random time up to 2^attempt ms, at most 100 ms (full
  * jitter). Run again at once, the victim (InnoDB picks the transaction that changed least, the
@@ -135,13 +138,17 @@ export interface RetryOptions {
  */
 export async function againOnDeadlock<T>(work: () => Promise<T>, options: RetryOptions = {}): Promise<T> {
   const pause = options.pause ?? deadlockPause;
+  let lockWaits = 0;
   for (let attempt = 1; ; attempt++) {
     try {
       return await work();
     } catch (e) {
-      const again = isDeadlock(e) || (options.lockWaitTimeouts === true && isLockWaitTimeout(e));
-      if (!again) throw e;
-      if (attempt >= DEADLOCK_ATTEMPTS) {
+      const lockWait = options.lockWaitTimeouts === true && isLockWaitTimeout(e);
+      if (!isDeadlock(e) && !lockWait) throw e;
+      // A lock wait lasts the server's innodb_lock_wait_timeout (50 s by default): run again once
+      // only, so a call waits at most twice that, not 8 times.
+      if (lockWait) lockWaits++;
+      if (attempt >= DEADLOCK_ATTEMPTS || lockWaits >= LOCK_WAIT_ATTEMPTS) {
         if (typeof e === "object" && e !== null) gaveUpAfter.set(e, attempt);
         throw e;
       }

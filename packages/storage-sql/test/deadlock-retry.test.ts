@@ -57,24 +57,28 @@ describe("againOnDeadlock (MySQL/MariaDB and PostgreSQL deadlock victims)", () =
     expect([calls, pauses]).toEqual([1, []]);
   });
 
-  it("a MySQL lock-wait timeout (1205) is run again only with lockWaitTimeouts, as a deadlock is", async () => {
+  it("a MySQL lock-wait timeout (1205) is run again only with lockWaitTimeouts, and once only (each waited the server's whole lock wait); deadlocks between them still count to 8", async () => {
     const lockWait = () => Object.assign(new Error("Lock wait timeout exceeded; try restarting transaction"), { code: "ER_LOCK_WAIT_TIMEOUT", errno: 1205 });
-    const run = async (options: { lockWaitTimeouts?: boolean }) => {
+    const run = async (options: { lockWaitTimeouts?: boolean }, failures: Array<() => Error>) => {
       let calls = 0;
       const pauses: number[] = [];
       const outcome = await againOnDeadlock(
         async () => {
           calls++;
-          if (calls < 3) throw lockWait();
+          const failure = failures[calls - 1];
+          if (failure !== undefined) throw failure();
           return "done";
         },
         { ...options, pause: async (attempt) => void pauses.push(attempt) },
       ).catch((e: unknown) => (e as { code?: string }).code);
       return { outcome, calls, pauses };
     };
-    expect(await run({})).toEqual({ outcome: "ER_LOCK_WAIT_TIMEOUT", calls: 1, pauses: [] });
-    expect(await run({ lockWaitTimeouts: false })).toEqual({ outcome: "ER_LOCK_WAIT_TIMEOUT", calls: 1, pauses: [] });
-    expect(await run({ lockWaitTimeouts: true })).toEqual({ outcome: "done", calls: 3, pauses: [1, 2] });
+    expect(await run({}, [lockWait])).toEqual({ outcome: "ER_LOCK_WAIT_TIMEOUT", calls: 1, pauses: [] });
+    expect(await run({ lockWaitTimeouts: false }, [lockWait])).toEqual({ outcome: "ER_LOCK_WAIT_TIMEOUT", calls: 1, pauses: [] });
+    expect(await run({ lockWaitTimeouts: true }, [lockWait])).toEqual({ outcome: "done", calls: 2, pauses: [1] });
+    // A second lock-wait timeout is thrown (it was run again up to 8 times: 8 whole lock waits).
+    expect(await run({ lockWaitTimeouts: true }, [lockWait, lockWait, lockWait])).toEqual({ outcome: "ER_LOCK_WAIT_TIMEOUT", calls: 2, pauses: [1] });
+    expect(await run({ lockWaitTimeouts: true }, [deadlock, lockWait, deadlock, deadlock])).toEqual({ outcome: "done", calls: 5, pauses: [1, 2, 3, 4] });
   });
 
   it("deadlockPause waits a random time up to 2^attempt ms, capped at 100 ms", async () => {
