@@ -52,12 +52,14 @@ function stdoutClosed(): boolean {
 
 /** The commands whose result holds a new secret, shown only then. */
 const SECRET_MAKERS = new Set(["create", "add-secret", "rotate-secret"]);
-const [group, action] = process.argv.slice(2);
+const [group, action, ...rest] = process.argv.slice(2);
+// `client create --auth private_key_jwt` registers keys and makes no secret.
+const makesSecret = group === "client" && action !== undefined && SECRET_MAKERS.has(action) && !(rest.includes("--auth=private_key_jwt") || rest.some((arg, i) => arg === "--auth" && rest[i + 1] === "private_key_jwt"));
 
 // Before anything is done: a new secret nobody can read is not made. Only for the commands that
 // make one: any other result lost that way (a prune's counts from a job run with stdio "ignore" or
 // systemd's StandardOutput=null, which look the same) costs nothing, and those runs must work.
-if (group === "client" && action !== undefined && SECRET_MAKERS.has(action) && stdoutClosed()) {
+if (makesSecret && stdoutClosed()) {
   process.stderr.write(
     `plantgate: stdout is closed (or is /dev/null opened read-write, which Node puts in place of a closed one), so the secret client ${action} makes could not be shown; nothing was done: give it a stdout it can write to (>/dev/null is taken as discarding it on purpose)\n`,
   );

@@ -468,12 +468,16 @@ describe("plantgate CLI", () => {
     expect([create.status, create.stdout, create.stderr]).toEqual([2, "", closed("create")]);
     // Commands that make no secret run: a prune from a job with stdio "ignore" (the same read-write
     // /dev/null as a closed stdout) must work.
+    // A private_key_jwt client has no secret to lose: made (checked below).
+    const jwks = '{"keys":[{"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0","kid":"k1"}]}';
+    const signed = shell(">&-", "client", "create", "--name", "Signed", "--id", "signed", "--auth", "private_key_jwt", "--jwks", jwks);
+    expect([signed.status, signed.stdout, signed.stderr]).toEqual([0, "", ""]);
     const list = shell(">&-", "client", "list");
     expect([list.status, list.stdout, list.stderr]).toEqual([0, "", ""]);
     const ignored = spawnSync(tsx, [main, "prune", "--server-defaults"], { env, stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
     expect([ignored.status, ignored.stderr]).toEqual([0, ""]);
-    // Nothing was made: no client whose only secret went nowhere.
-    expect((await cli(["client", "list"])).json).toEqual([]);
+    // Nothing was made but the private_key_jwt client: no client whose only secret went nowhere.
+    expect(((await cli(["client", "list"])).json as Array<{ client_id: string }>).map((c) => c.client_id)).toEqual(["signed"]);
     expect((await cli(["client", "create", "--name", "Kept", "--id", "kept"])).code).toBe(0);
     for (const action of ["add-secret", "rotate-secret"]) {
       const run = shell(">&-", "client", action, "kept");

@@ -124,7 +124,7 @@
   }
 
   /** The end of a server message that says to retry without saying when ("; retry later."). */
-  const RETRY_TAIL = /;\s*(?:retry|try again)(?: later| shortly| after the time in Retry-After)?\.?$/i;
+  const RETRY_TAIL = /;\s*(?:retry|try again)(?: later| shortly| in a (?:second|moment)| after the time in Retry-After)?\.?$/i;
 
   class ApiFailure extends Error {
     /**

@@ -348,7 +348,7 @@ const name = present
     expected = /^(429|503) /;
     for (const [answer, message] of [
       [UNAVAILABLE, "The service is temporarily unavailable; retry later."],
-      [{ status: 429, headers: { "retry-after": "1" }, contentType: "application/json", body: '{"error":1429,"message":"Too many requests; retry in a second."}' }, "Too many requests; retry in a second. Try again in 1 s."],
+      [{ status: 429, headers: { "retry-after": "1" }, contentType: "application/json", body: '{"error":1429,"message":"Too many requests; retry in a second."}' }, "Too many requests; try again in 1 s."],
       ["abort", "The server could not be reached."],
     ] as const) {
       await page.route("**/console/api/session", (route: Route) => (answer === "abort" ? route.abort() : route.fulfill(answer)), { times: 1 });
