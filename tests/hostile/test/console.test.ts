@@ -136,8 +136,11 @@ const unstorable = fc
 const text = (min: number, max: number) =>
   fc.string({ unit: "binary", minLength: min, maxLength: max }).filter((s) => storable(s) && s.length >= min && s.length <= max);
 
-/** A client name the core takes: a visible character, no control character (admin/clients.ts). */
-const showable = (s: string) => !/^[\s\p{Cf}\u115F\u1160\u3164\uFFA0]*$/u.test(s) && !/\p{Cc}/u.test(s);
+/** The bidirectional embedding, override and isolate controls core refuses in names (util/storable-text.ts). */
+const BIDI = /[\u202A-\u202E\u2066-\u2069]/;
+
+/** A client name the core takes: a visible character, no control character, no bidi control (admin/clients.ts). */
+const showable = (s: string) => !/^[\s\p{Cf}\u115F\u1160\u3164\uFFA0]*$/u.test(s) && !/\p{Cc}/u.test(s) && !BIDI.test(s);
 
 const required = (code = 1003): fc.Arbitrary<Member> => fc.constantFrom<Member>({ text: undefined, v: code }, { text: "null", v: code }, { text: '""', v: code });
 const seconds = fc.oneof(
@@ -168,6 +171,8 @@ const clientBody = (existingId: fc.Arbitrary<Member>) =>
       bad(1009, unstorable, true),
       // Shows as nothing, or breaks a line in the console's lists and the CLI table.
       bad(1009, fc.constantFrom(" ", "\t\u00a0", "\u200b", "\ufeff", "a\nb", "x\u0007", "\r"), true),
+      // A bidi control reorders what is around the name wherever it is shown.
+      bad(1009, fc.constantFrom("Ledger\u202Eevil", "a\u2066b\u2069", "x\u202Ay"), true),
       bad(1004, wrongType),
     ),
     grantTypes: fc.oneof(
@@ -199,13 +204,14 @@ const INVISIBLE_EDGE = /^[\s\p{Cc}\p{Cf}\u115F\u1160\u3164\uFFA0]|[\s\p{Cc}\p{Cf
 const accountBody = (existingUsername: fc.Arbitrary<Member>) =>
   fc.record({
     username: fc.oneof(
-      { weight: 5, arbitrary: ok(fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,16}$/).map((s) => `u-${s}`), text(1, 30).filter((s) => !s.startsWith("pw-") && !INVISIBLE_EDGE.test(s)))) },
+      { weight: 5, arbitrary: ok(fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,16}$/).map((s) => `u-${s}`), text(1, 30).filter((s) => !s.startsWith("pw-") && !INVISIBLE_EDGE.test(s) && !BIDI.test(s)))) },
       { weight: 2, arbitrary: existingUsername },
       required(),
       bad(1009, fc.constant("u".repeat(201))),
       bad(1009, unstorable.filter((s) => s !== ""), true),
       // White space at either end (the admin refuses it, after the body's own checks).
       bad(1009, fc.tuple(fc.constantFrom(" ", "\t", "\u00a0", "\ufeff", "\u2028", "\n", "\u200b", "\u2060", "\u00ad", "\u3164"), fc.stringMatching(/^[a-z0-9]{0,8}$/), fc.boolean()).map(([ws, s, front]) => (front ? ws + s : s + ws)), true),
+      bad(1009, fc.constantFrom("mal\u202Eyrol", "u\u2067v"), true),
       bad(1004, wrongType),
     ),
     password: fc.oneof(
@@ -231,8 +237,9 @@ const accountBody = (existingUsername: fc.Arbitrary<Member>) =>
     ),
     roles: fc.oneof(
       { weight: 3, arbitrary: absent },
-      { weight: 3, arbitrary: ok(fc.array(fc.oneof(fc.constantFrom("admin", "reader", "writer"), text(1, 100)), { maxLength: 4 })) },
-      bad(1009, fc.constantFrom([""], ["r".repeat(101)]), true),
+      // A role core takes: no control or format character anywhere, no invisible edge (admin/index.ts).
+      { weight: 3, arbitrary: ok(fc.array(fc.oneof(fc.constantFrom("admin", "reader", "writer"), text(1, 100).filter((r) => !INVISIBLE_EDGE.test(r) && !/[\p{Cc}\p{Cf}]/u.test(r))), { maxLength: 4 })) },
+      bad(1009, fc.constantFrom([""], ["r".repeat(101)], ["ad\u200bmin"], ["x\u0001"]), true),
       bad(1009, fc.constant(Array(33).fill("reader"))),
       bad(1004, fc.constantFrom("admin", [1], [null])),
     ),
