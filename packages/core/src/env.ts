@@ -234,7 +234,8 @@ export async function applyBootstrap(admin: Admin, plan: BootstrapPlan, options:
       if (!(await admin.listAccounts()).some((a) => a.username === username)) throw error;
     }
   } else if (plan.account) await admin.ensureAccount(plan.account.username, plan.account.password);
-  if (!options.demo || plan.client || plan.account || (await admin.listClients()).length > 0) return null;
+  // "Any client yet?" is one page of one client (the store's listPage; list() whole without it).
+  if (!options.demo || plan.client || plan.account || (await admin.listClientsPage({ limit: 1 })).clients.length > 0) return null;
   const { client, clientSecret } = await admin.createClient({ clientId: "demo-client", name: "Demo client" });
   const password = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
   await admin.createAccount({ username: "demo", password, displayName: "Demo user", ...(plan.admin ? { roles: ["admin"] } : {}) });

@@ -118,10 +118,16 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     return u.replace(/\/+$/, "");
   };
   const accessTokenTtl = positiveInt("accessTokenTtl", options.accessTokenTtl, 7200, MAX_TTL_SECONDS);
-  // The longest lifetime any access token can have right now: the default or a client's own.
+  // The longest lifetime any access token can have right now: the default or a client's own. Read
+  // by the keyring (each re-read while several keys are stored), prune and the keys commands,
+  // never while issuing a token. A store with `maxAccessTokenTtl` answers from an index or a kept
+  // value; one written before it costs a read of every client (README, Writing a storage backend).
   const maxAccessTokenTtlMs = async () => {
-    const clients = await storage.clients.list();
-    return Math.max(accessTokenTtl, ...clients.map((c) => c.accessTokenTtl ?? 0)) * 1000;
+    const clients = storage.clients;
+    let longest: number | null = null;
+    if (typeof clients.maxAccessTokenTtl === "function") longest = await clients.maxAccessTokenTtl();
+    else for (const c of await clients.list()) if (c.accessTokenTtl !== null && (longest === null || c.accessTokenTtl > longest)) longest = c.accessTokenTtl;
+    return Math.max(accessTokenTtl, longest ?? 0) * 1000;
   };
   const sha256 = sha256With(options.crypto);
   const keyEncryption = createKeyEncryption(options.keyEncryptionKeys === undefined ? [] : parseKeyEncryptionKeys(options.keyEncryptionKeys));

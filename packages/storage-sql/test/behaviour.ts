@@ -3,10 +3,10 @@
  * interface: migrations, the physical representation of int64 ids, exact text columns, outage
  * mapping, pool recovery and the 50-way refresh race on separate connections.
  */
-import { StorageError, type AccountRecord, type RefreshTokenRecord } from "@plantgate/core";
+import { StorageError, type AccountRecord, type ClientRecord, type RefreshTokenRecord } from "@plantgate/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { LATEST_SCHEMA_VERSION, openSqlStorage, SchemaTooNewError, UnstorableValueError, type SqlStorage } from "../src/index.js";
-import type { Kysely } from "kysely";
+import { sql, type Kysely } from "kysely";
 import { migrateToVersion } from "../src/migrations.js";
 import { TABLES } from "../src/schema.js";
 import type { Engine, FreshDatabase } from "./support.js";
@@ -42,10 +42,26 @@ const token = (tokenHash: string, overrides: Partial<RefreshTokenRecord> = {}): 
   ...overrides,
 });
 
+const client = (clientId: string, accessTokenTtl: number | null): ClientRecord => ({
+  clientId,
+  authMethod: "client_secret",
+  secrets: [{ id: "s1", hash: `hash-${clientId}`, createdAt: T0, expiresAt: null, lastUsedAt: null }],
+  jwks: null,
+  jwksUri: null,
+  name: clientId,
+  grantTypes: ["client_credentials"],
+  scopes: [],
+  accessTokenTtl,
+  refreshTokenTtl: null,
+  refreshTokenAbsoluteTtl: null,
+  createdAt: T0,
+  secretUpdatedAt: T0,
+});
+
 const V1_TABLES = [TABLES.accounts, TABLES.clients, TABLES.migrations, TABLES.migrationLock, TABLES.plants, TABLES.refreshTokens, TABLES.signingKeys].sort();
 const V2_TABLES = [...V1_TABLES, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions].sort();
 const ALL_TABLES = [...V2_TABLES, TABLES.counters, TABLES.assertionJtis, TABLES.audit, TABLES.refreshFamilies].sort();
-const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0007_client_auth", "0008_audit_events", "0009_client_notify", "0010_refresh_families"];
+const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0007_client_auth", "0008_audit_events", "0009_client_notify", "0010_refresh_families", "0011_client_access_token_ttl_index"];
 
 /** The table names present in the test database, from the engine's catalog. */
 async function tables(engine: Engine, db: FreshDatabase): Promise<string[]> {
@@ -308,6 +324,39 @@ export function describeSqlBehaviour(engine: Engine): void {
           expect((await storage.accounts.findByUsername("nul\u0000"))?.id).toBe("a1");
           expect(await storage.accounts.findByUsername("nul")).toBeNull();
         }
+      });
+    });
+
+    describe("clients.maxAccessTokenTtl", () => {
+      /**
+       * The plan of the store's query (the same builder): one probe of the access_token_ttl index
+       * (migration 0011), never a scan of pg_clients. PostgreSQL is asked with sequential scans
+       * priced out, since on a table this small a scan would rightly be cheaper; without the index
+       * it scans anyway.
+       */
+      const plan = async (storage: SqlStorage): Promise<string> => {
+        const query = (storage.db as Kysely<any>).selectFrom(TABLES.clients).select((eb) => eb.fn.max("access_token_ttl").as("ttl")).compile();
+        const explain = (db: Kysely<any>) =>
+          sql.raw<Record<string, unknown>>(`${engine.family === "sqlite" ? "explain query plan" : "explain"} ${query.sql}`).execute(db);
+        const rows =
+          engine.family === "postgres"
+            ? await (storage.db as Kysely<any>).transaction().execute(async (trx) => {
+                await sql`set local enable_seqscan = off`.execute(trx);
+                return (await explain(trx)).rows;
+              })
+            : (await explain(storage.db as Kysely<any>)).rows;
+        return rows.map((r) => Object.values(r).join(" ")).join("\n");
+      };
+
+      it("is the largest TTL, read from the access_token_ttl index (one probe, not a scan of every client)", async () => {
+        const storage = await open(await freshDb());
+        expect(await storage.clients.maxAccessTokenTtl!()).toBeNull();
+        for (const [id, ttl] of [["a", null], ["b", 600], ["c", 86_400], ["d", 60]] as const) expect(await storage.clients.create(client(id, ttl))).toBe(true);
+        expect(await storage.clients.maxAccessTokenTtl!()).toBe(86_400);
+        const text = await plan(storage);
+        if (engine.family === "sqlite") expect(text).toContain("USING COVERING INDEX pg_clients_access_token_ttl_idx");
+        else if (engine.family === "postgres") expect(text).toMatch(/Index Only Scan Backward using pg_clients_access_token_ttl_idx/);
+        else expect(text).toContain("Select tables optimized away");
       });
     });
 

@@ -9,6 +9,7 @@ import { assertionJtisSuite } from "./suites/assertion-jtis.js";
 import { attemptsSuite } from "./suites/attempts.js";
 import { auditSuite } from "./suites/audit.js";
 import { clientPagesSuite } from "./suites/client-pages.js";
+import { clientTtlSuite } from "./suites/client-ttl.js";
 import { clientsSuite } from "./suites/clients.js";
 import { concurrencySuite } from "./suites/concurrency.js";
 import { limitsSuite } from "./suites/limits.js";
@@ -29,7 +30,7 @@ export type { ConformanceTarget } from "./target.js";
  * gets a fresh store from `target.create()` and hands it to `target.destroy()` afterwards.
  *
  * Covered: every method of every store (exact round-trips, duplicates, absent records, ordering,
- * paging (accounts by place, clients by `listPage` cursor), atomic all-or-nothing writes, counter windows, expiry clean-up with its batch limit), concurrent
+ * paging (accounts by place, clients by `listPage` cursor), the longest client access-token lifetime (`maxAccessTokenTtl`), atomic all-or-nothing writes, counter windows, expiry clean-up with its batch limit), concurrent
  * `consume`/`create`/`increment` races, the refresh-token grace window (replay data stored with
  * `consume`, `graceUse` counted atomically and never for a revoked family, 50-way races), two
  * pruners at once, `admin.prune()` over the store, the core running over the store end to end, and,
@@ -77,6 +78,7 @@ export function describeStorageConformance(name: string, target: ConformanceTarg
 
     clientsSuite(context);
     clientPagesSuite(context);
+    clientTtlSuite(context);
     accountsSuite(context);
     refreshTokensSuite(context);
     refreshGraceSuite(context);

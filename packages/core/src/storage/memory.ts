@@ -38,6 +38,18 @@ function firstAfter(ids: string[], after: string): number {
   return lo;
 }
 
+/** The first index of ascending `values` holding a number above `value`. */
+function firstAbove(values: number[], value: number): number {
+  let lo = 0;
+  let hi = values.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (values[mid]! <= value) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /** Options of {@link createMemoryStorage}. */
 export interface MemoryStorageOptions {
   /** Keep security events in an audit store (`storage.audit`). Default false. */
@@ -54,6 +66,24 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
   const clients = new Map<string, ClientRecord>();
   /** Client ids in code-unit order: a page is a binary search and a slice, whatever its depth. */
   const clientOrder: string[] = [];
+  /**
+   * The distinct non-null `accessTokenTtl`s of the clients, ascending, and how many clients have
+   * each: the largest is the last, whatever the number of clients. Only `create` and `delete`
+   * change a client's lifetime (no other method touches it).
+   */
+  const ttlOrder: number[] = [];
+  const ttlCounts = new Map<number, number>();
+  const countTtl = (ttl: number | null, by: 1 | -1) => {
+    if (ttl === null) return;
+    const count = (ttlCounts.get(ttl) ?? 0) + by;
+    if (count > 0) {
+      if (!ttlCounts.has(ttl)) ttlOrder.splice(firstAbove(ttlOrder, ttl), 0, ttl);
+      ttlCounts.set(ttl, count);
+    } else {
+      ttlCounts.delete(ttl);
+      ttlOrder.splice(firstAbove(ttlOrder, ttl) - 1, 1);
+    }
+  };
   const accounts = new Map<string, AccountRecord>();
   const usernames = new Map<string, string>();
   /** Account ids in creation order: a page is a slice of it, whatever its depth. */
@@ -79,6 +109,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         copy.secrets.sort(bySecretAge);
         clients.set(record.clientId, copy);
         clientOrder.splice(firstAfter(clientOrder, record.clientId), 0, record.clientId);
+        countTtl(copy.accessTokenTtl, 1);
         return true;
       },
       async addSecret(id, secret) {
@@ -113,8 +144,14 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         const from = after === null ? 0 : firstAfter(clientOrder, after);
         return clientOrder.slice(from, from + limit).map((id) => copyClient(clients.get(id)!));
       },
+      async maxAccessTokenTtl() {
+        return ttlOrder.length === 0 ? null : ttlOrder[ttlOrder.length - 1]!;
+      },
       async delete(id) {
-        if (!clients.delete(id)) return false;
+        const record = clients.get(id);
+        if (record === undefined) return false;
+        clients.delete(id);
+        countTtl(record.accessTokenTtl, -1);
         // The id is in the order (create put it there), just before the first id after it.
         clientOrder.splice(firstAfter(clientOrder, id) - 1, 1);
         return true;

@@ -104,6 +104,20 @@ export interface ClientStore {
    * the page out of it. The conformance kit's `listPage` cases fail until it is there.
    */
   listPage?(after: string | null, limit: number): Promise<ClientRecord[]>;
+  /**
+   * The largest `accessTokenTtl` (seconds) of the stored clients, ignoring nulls; null when no
+   * client has one (or there is none). Core asks it to know how long a replaced signing key must
+   * stay published (each key re-read while more than one key is stored, about once a minute per
+   * instance; automatic rotation, prune, the keys admin commands), never while issuing a token. It
+   * must cost the same at any number of clients: a kept value or an index (`SELECT
+   * MAX(access_token_ttl)` over an index on that column), not a read of every client. It reflects
+   * every `create` and `delete` that returned before it was called.
+   *
+   * Optional, so a backend written before it still compiles and runs: without it core reads
+   * `list()` whole each time and takes the largest itself. The conformance kit's
+   * `maxAccessTokenTtl` cases fail until it is there.
+   */
+  maxAccessTokenTtl?(): Promise<number | null>;
   /** Removes the client; false when absent. Its refresh tokens stop working with it. */
   delete(clientId: string): Promise<boolean>;
 }

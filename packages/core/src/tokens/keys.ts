@@ -301,8 +301,9 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       opts.logger?.warn(CLEAR_KEYS_WARNING);
     }
     // A retired key is trusted (and published) until no token it could have signed is alive; the
-    // deadline is kept per key so a cached keyring drops it on time. The longest lifetime (a
-    // clients scan) is read only when there is more than one key.
+    // deadline is kept per key so a cached keyring drops it on time. The longest lifetime (the
+    // store's clients.maxAccessTokenTtl; a read of every client without it) is asked only when
+    // there is more than one key.
     const ttl = records.length > 1 ? await maxTtl() : minTtl;
     const placed = place(records, pinned);
     const loaded: LoadedKey[] = [];

@@ -2,6 +2,7 @@ import type { AssertionJtiStore, ClientStore } from "@plantgate/core";
 import type { Selectable } from "kysely";
 import { clientRecord, clientRow, pageLimit, removingSecret, secretsJson, toSecrets, touchingSecret, type SecretsChange } from "../rows.js";
 import { TABLES, type ClientTable } from "../schema.js";
+import { toNullableInt } from "../values.js";
 import { deleteBatch, id, insertRow, type D1Context } from "./context.js";
 
 /** Rounds of a secrets compare-and-set before giving up (each loses only to a concurrent change). */
@@ -87,6 +88,12 @@ export function d1ClientStore(ctx: D1Context): ClientStore {
             ? await all<Selectable<ClientTable>>(`select * from ${table} order by "client_id" limit ?`, size)
             : await all<Selectable<ClientTable>>(`select * from ${table} where "client_id" > ? order by "client_id" limit ?`, text(after, "after"), size);
         return rows.map(clientRecord);
+      }),
+    // One probe of the access_token_ttl index (migration 0011), as on SQLite.
+    maxAccessTokenTtl: () =>
+      run("clients.maxAccessTokenTtl", async () => {
+        const [row] = await all<{ ttl: unknown }>(`select max("access_token_ttl") as "ttl" from ${table}`);
+        return toNullableInt(row?.ttl, "access_token_ttl");
       }),
     delete: (clientId) =>
       run("clients.delete", async () => {

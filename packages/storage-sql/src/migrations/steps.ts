@@ -418,6 +418,22 @@ async function refreshFamiliesDown(db: Kysely<any>): Promise<void> {
   await db.schema.dropTable(TABLES.refreshFamilies).ifExists().execute();
 }
 
+/**
+ * Version 11: an index on `pg_clients.access_token_ttl`, so the longest client access-token
+ * lifetime (`clients.maxAccessTokenTtl`, read on each key re-read while several signing keys are
+ * stored, about once a minute per instance) is one index probe instead of a scan of every client.
+ * Only a new index: every row is kept, older code ignores it.
+ */
+async function clientTtlIndexUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  await steps(db, family).createIndex(TABLES.clients, "pg_clients_access_token_ttl_idx", (b) => b.column("access_token_ttl"));
+}
+
+async function clientTtlIndexDown(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  // MySQL names the table in DROP INDEX; the others reject it.
+  const drop = db.schema.dropIndex("pg_clients_access_token_ttl_idx");
+  await (family === "mysql" ? drop.on(TABLES.clients) : drop).execute();
+}
+
 /** Every migration, oldest first. The version of a schema is the number of migrations applied. */
 export function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
   return [
@@ -431,5 +447,6 @@ export function migrations(family: SqlFamily): Array<[name: string, migration: M
     ["0008_audit_events", { up: (db) => auditEventsUp(db, family), down: auditEventsDown }],
     ["0009_client_notify", { up: (db) => clientNotifyUp(db, family), down: (db) => clientNotifyDown(db, family) }],
     ["0010_refresh_families", { up: (db) => refreshFamiliesUp(db, family), down: refreshFamiliesDown }],
+    ["0011_client_access_token_ttl_index", { up: (db) => clientTtlIndexUp(db, family), down: (db) => clientTtlIndexDown(db, family) }],
   ];
 }

@@ -5,6 +5,7 @@ import { prepared } from "../prepared.js";
 import { copyRecord } from "../read-cache.js";
 import { clientRecord, clientRow, pageLimit, removingSecret, secretsJson, toSecrets, touchingSecret, type SecretsChange } from "../rows.js";
 import { TABLES, type ClientTable } from "../schema.js";
+import { toNullableInt } from "../values.js";
 
 /** Rounds of a secrets compare-and-set before giving up (each loses only to a concurrent change). */
 const CAS_ATTEMPTS = 100;
@@ -158,6 +159,13 @@ export function clientStore(ctx: StoreContext): ClientStore {
         const size = pageLimit(limit);
         const rows = after === null ? (await q.first(runner, { limit: size })).rows : (await q.after(runner, { after: text(after, "after"), limit: size })).rows;
         return rows.map(clientRecord);
+      }),
+    // The index on access_token_ttl (migration 0011) makes this one index probe on every engine:
+    // SQLite's min/max optimization, PostgreSQL's backward index scan, MySQL's "tables optimized away".
+    maxAccessTokenTtl: () =>
+      run("clients.maxAccessTokenTtl", async () => {
+        const row = await db.selectFrom(TABLES.clients).select((eb) => eb.fn.max("access_token_ttl").as("ttl")).executeTakeFirst();
+        return toNullableInt(row?.ttl, "access_token_ttl");
       }),
     delete: (clientId) =>
       run("clients.delete", async () => {

@@ -96,5 +96,11 @@ export const D1_MIGRATIONS: readonly D1Migration[] = [
       "drop index \"pg_refresh_tokens_account_idx\"",
       "drop index \"pg_refresh_tokens_family_expires_idx\""
     ]
+  ],
+  [
+    "0011_client_access_token_ttl_index",
+    [
+      "create index \"pg_clients_access_token_ttl_idx\" on \"pg_clients\" (\"access_token_ttl\")"
+    ]
   ]
 ];
