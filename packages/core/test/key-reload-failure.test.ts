@@ -9,17 +9,23 @@ import { createMemoryStorage, createPlantgate, generateKeyRecord, StorageError, 
 import { getAccounts } from "./api-helpers.js";
 import { basic, manualClock, tokenRequest } from "./helpers.js";
 
+/** A memory store whose signing-key reads fail with StorageError while `outage.on`, counted. */
+function outageStorage() {
+  const storage = createMemoryStorage();
+  const list = storage.signingKeys.list.bind(storage.signingKeys);
+  const outage = { on: false, calls: 0 };
+  storage.signingKeys.list = async (): Promise<SigningKeyRecord[]> => {
+    outage.calls++;
+    if (outage.on) throw new StorageError("memory storage failed during signingKeys.list");
+    return list();
+  };
+  return { storage, outage };
+}
+
 describe("a failed re-read of the signing keys", () => {
   it("serves the keys loaded before, warns once, tries again every 5 s, and picks up what changed once the store answers", async () => {
     const clock = manualClock();
-    const storage = createMemoryStorage();
-    const list = storage.signingKeys.list.bind(storage.signingKeys);
-    const outage = { on: false, calls: 0 };
-    storage.signingKeys.list = async (): Promise<SigningKeyRecord[]> => {
-      outage.calls++;
-      if (outage.on) throw new StorageError("memory storage failed during signingKeys.list");
-      return list();
-    };
+    const { storage, outage } = outageStorage();
     const warnings: unknown[][] = [];
     const app = createPlantgate({ storage, clock: clock.now, passwordHashIterations: 1000, logger: { error() {}, warn: (...args: unknown[]) => void warnings.push(args) } });
     const { clientSecret } = await app.admin.createClient({ clientId: "app-1" });
@@ -77,14 +83,7 @@ describe("a failed re-read of the signing keys", () => {
 
   it("tokens with kids this instance does not know, during an outage: 401, one read of the store per 5 s (not one per request), warned once", async () => {
     const clock = manualClock();
-    const storage = createMemoryStorage();
-    const list = storage.signingKeys.list.bind(storage.signingKeys);
-    const outage = { on: false, calls: 0 };
-    storage.signingKeys.list = async (): Promise<SigningKeyRecord[]> => {
-      outage.calls++;
-      if (outage.on) throw new StorageError("memory storage failed during signingKeys.list");
-      return list();
-    };
+    const { storage, outage } = outageStorage();
     const warnings: unknown[] = [];
     const app = createPlantgate({ storage, clock: clock.now, passwordHashIterations: 1000, issuer: "https://auth.example.test", logger: { error() {}, warn: (message: unknown) => void warnings.push(message) } });
     const { clientSecret } = await app.admin.createClient({ clientId: "app-1" });
