@@ -233,7 +233,7 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
       // the column (SELECT MAX(access_token_ttl)), which costs the same at any number of clients.
       async maxAccessTokenTtl() {
         let longest: number | null = null;
-        for (const c of clients.values()) if (c.accessTokenTtl !== null && (longest === null || c.accessTokenTtl > longest)) longest = c.accessTokenTtl;
+        for (const c of clients.values()) if (c.accessTokenTtl != null && (longest === null || c.accessTokenTtl > longest)) longest = c.accessTokenTtl;
         return longest;
       },
       async delete(clientId) {

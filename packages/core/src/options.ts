@@ -120,13 +120,13 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const accessTokenTtl = positiveInt("accessTokenTtl", options.accessTokenTtl, 7200, MAX_TTL_SECONDS);
   // The longest lifetime any access token can have right now: the default or a client's own. Read
   // by the keyring (each re-read while several keys are stored), prune and the keys commands,
-  // never while issuing a token. A store with `maxAccessTokenTtl` answers from an index or a kept
+  // never per token: a key re-read (about once a minute) may run inside a request. A store with `maxAccessTokenTtl` answers from an index or a kept
   // value; one written before it costs a read of every client (README, Writing a storage backend).
   const maxAccessTokenTtlMs = async () => {
     const clients = storage.clients;
     let longest: number | null = null;
     if (typeof clients.maxAccessTokenTtl === "function") longest = await clients.maxAccessTokenTtl();
-    else for (const c of await clients.list()) if (c.accessTokenTtl !== null && (longest === null || c.accessTokenTtl > longest)) longest = c.accessTokenTtl;
+    else for (const c of await clients.list()) if (c.accessTokenTtl != null && (longest === null || c.accessTokenTtl > longest)) longest = c.accessTokenTtl;
     return Math.max(accessTokenTtl, longest ?? 0) * 1000;
   };
   const sha256 = sha256With(options.crypto);

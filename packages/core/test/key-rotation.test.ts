@@ -173,6 +173,12 @@ describe("unknown kids: another instance re-reads the keys at most once a second
       clientReads++;
       return clients();
     };
+    // A reload asks the longest client lifetime (this store has the method, so no list()): counted too.
+    const longest = storage.clients.maxAccessTokenTtl!.bind(storage.clients);
+    storage.clients.maxAccessTokenTtl = () => {
+      clientReads++;
+      return longest();
+    };
     const h = await harness({ storage });
     const token = await clientToken(h);
     // Two keys (the active one and a next one): a reload reads every client for the longest token lifetime.
@@ -191,6 +197,37 @@ describe("unknown kids: another instance re-reads the keys at most once a second
     h.clock.advance(1_000);
     for (let i = 50; i < 100; i++) expect((await getAccounts(h.app, forged(i))).status).toBe(401);
     expect([reads, clientReads]).toEqual([2, 0]);
+  });
+});
+
+describe("a replayed token of a key no longer trusted", () => {
+  it("its kid, still stored until prune, makes no reload: one look at the key rows a second, no lifetime asked", async () => {
+    const storage = createMemoryStorage();
+    const calls = { rows: 0, longest: 0 };
+    const list = storage.signingKeys.list.bind(storage.signingKeys);
+    storage.signingKeys.list = () => {
+      calls.rows++;
+      return list();
+    };
+    const longest = storage.clients.maxAccessTokenTtl!.bind(storage.clients);
+    storage.clients.maxAccessTokenTtl = () => {
+      calls.longest++;
+      return longest();
+    };
+    const h = await harness({ storage });
+    const old = await clientToken(h);
+    await h.app.admin.rotateSigningKey({ now: true });
+    // Past the old key's time (the longest lifetime, 7200 s, plus the reload minute): no longer trusted.
+    h.clock.advance(7200_000 + 61_000);
+    expect((await getAccounts(h.app, await clientToken(h))).status).toBe(200);
+    expect(await jwksKids(h.app)).not.toContain(kidOf(old));
+    expect((await storage.signingKeys.list()).map((k) => k.kid)).toContain(kidOf(old));
+    [calls.rows, calls.longest] = [0, 0];
+    for (let second = 0; second < 5; second++) {
+      h.clock.advance(1_000);
+      for (let i = 0; i < 10; i++) expect((await getAccounts(h.app, old)).status).toBe(401);
+    }
+    expect(calls).toEqual({ rows: 5, longest: 0 });
   });
 });
 

@@ -74,7 +74,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
   const ttlOrder: number[] = [];
   const ttlCounts = new Map<number, number>();
   const countTtl = (ttl: number | null, by: 1 | -1) => {
-    if (ttl === null) return;
+    if (ttl == null) return;
     const count = (ttlCounts.get(ttl) ?? 0) + by;
     if (count > 0) {
       if (!ttlCounts.has(ttl)) ttlOrder.splice(firstAbove(ttlOrder, ttl), 0, ttl);

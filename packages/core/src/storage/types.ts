@@ -108,7 +108,7 @@ export interface ClientStore {
    * The largest `accessTokenTtl` (seconds) of the stored clients, ignoring nulls; null when no
    * client has one (or there is none). Core asks it to know how long a replaced signing key must
    * stay published (each key re-read while more than one key is stored, about once a minute per
-   * instance; automatic rotation, prune, the keys admin commands), never while issuing a token. It
+   * instance; automatic rotation, prune, the keys admin commands), never per token (a key re-read may run inside a request). It
    * must cost the same at any number of clients: a kept value or an index (`SELECT
    * MAX(access_token_ttl)` over an index on that column), not a read of every client. It reflects
    * every `create` and `delete` that returned before it was called.

@@ -257,7 +257,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     };
   }
 
-  async function reload(): Promise<{ loaded: LoadedKey[]; at: number }> {
+  async function reload(): Promise<{ loaded: LoadedKey[]; at: number; expired: Set<string> }> {
     const now = opts.clock();
     let records = await store.list();
     if (opts.signer !== undefined || opts.configured !== undefined) {
@@ -307,14 +307,19 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     const ttl = records.length > 1 ? await maxTtl() : minTtl;
     const placed = place(records, pinned);
     const loaded: LoadedKey[] = [];
+    // Stored, but past the time a token it signed could be alive (until prune deletes it).
+    const expired = new Set<string>();
     for (const { record, replacedAt } of placed) {
       const until = replacedAt === null ? Infinity : replacedAt + ttl + signingReload;
-      if (now >= until) continue;
+      if (now >= until) {
+        expired.add(record.kid);
+        continue;
+      }
       // Only keys that may still sign need their private part in memory.
       const signsHere = pinned === undefined ? replacedAt === null || replacedAt > now : record.kid === pinned;
       loaded.push(await load(record, until, signsHere));
     }
-    return { loaded, at: now };
+    return { loaded, at: now, expired };
   }
 
   function startLoad(): NonNullable<typeof loading> {
@@ -322,11 +327,12 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     const current = {
       startedAt: Date.now(),
       done: reload()
-        .then(({ loaded, at }) => {
+        .then(({ loaded, at, expired }) => {
           // A load given up on that ends after a later one must not put older keys back.
           if (number < applied) return;
           applied = number;
           keys = loaded;
+          expiredKids = expired;
           lastReload = at;
           // A re-read that worked ends a run of failures (see `reloadFailed`), whoever asked for it.
           failing = false;
@@ -364,6 +370,9 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   let failing = false;
   // When an unknown kid last made this instance look at the stored keys (see `storedElsewhere`).
   let lastKidLook = -Infinity;
+  // The stored keys the last load left out as no longer trusted (a retired key past its time):
+  // a token of one is not a key stored elsewhere, and reloading would leave it out again.
+  let expiredKids = new Set<string>();
 
   /**
    * Loads on first use, and again once the cache is older than the signing reload interval. A
@@ -381,7 +390,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
         try {
           await reloadOnce();
         } catch (error) {
-          reloadFailed(now, error);
+          reloadFailed(error);
         }
       }
     }
@@ -394,9 +403,11 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
    * else (a key sealed with a key encryption key this instance lacks, a key that does not import)
    * is thrown: the request's 503, as before 2026-11-29, rather than stale keys for good.
    */
-  function reloadFailed(now: number, error: unknown): void {
+  function reloadFailed(error: unknown): void {
     if (keys === null || !(error instanceof StorageError)) throw error;
-    retryAt = now + RELOAD_RETRY_MS;
+    // From the failure, not the call: a failure that took longer than the wait (a statement
+    // deadline) must not let the next request try again at once.
+    retryAt = opts.clock() + RELOAD_RETRY_MS;
     if (failing) return;
     failing = true;
     opts.onReloadFailed?.(error);
@@ -420,11 +431,13 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
         read.catch(() => {});
         return false;
       }
-      if (!records.some((r) => r.kid === kid)) return false;
+      // A kid the last load left out as expired (a replayed old token) reloads nothing: it would be
+      // left out again, and every second of such tokens would cost a whole reload.
+      if (expiredKids.has(kid) || !records.some((r) => r.kid === kid)) return false;
       await reloadOnce();
       return true;
     } catch (error) {
-      reloadFailed(now, error);
+      reloadFailed(error);
       return false;
     }
   }
