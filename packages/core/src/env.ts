@@ -1,4 +1,5 @@
 import type { Admin } from "./admin/index.js";
+import { AdminConflictError } from "./admin/errors.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import type { PlantgateOptions } from "./options.js";
 import { parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
@@ -231,7 +232,9 @@ export async function applyBootstrap(admin: Admin, plan: BootstrapPlan, options:
     try {
       await admin.createAccount({ username, password, roles: ["admin"] });
     } catch (error) {
-      if (!(await admin.listAccounts()).some((a) => a.username === username)) throw error;
+      // Taken: the account exists (a restart, another instance's start). Anything else is thrown.
+      // Until 2026-11-29 every account was read to tell, on every start after the first.
+      if (!(error instanceof AdminConflictError)) throw error;
     }
   } else if (plan.account) await admin.ensureAccount(plan.account.username, plan.account.password);
   // "Any client yet?" is one page of one client (the store's listPage; list() whole without it).

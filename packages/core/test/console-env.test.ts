@@ -1,6 +1,6 @@
 /** The console's environment switches and the admin bootstrap the example servers use. */
 import { describe, expect, it } from "vitest";
-import { applyBootstrap, bootstrapFromEnv, ConfigError, createPlantgate, optionsFromEnv } from "../src/index.js";
+import { applyBootstrap, bootstrapFromEnv, ConfigError, createMemoryStorage, createPlantgate, optionsFromEnv } from "../src/index.js";
 import { ADMIN, call, signIn } from "./console-helpers.js";
 
 const quiet = { logger: { error() {}, warn() {} }, passwordHashIterations: 1000 };
@@ -22,6 +22,23 @@ describe("console environment", () => {
     const app = createPlantgate({ ...quiet, console: { enabled: true, sessionTtlSeconds: 315_360_000 } });
     await app.admin.createAccount({ ...ADMIN, roles: ["admin"] });
     expect((await signIn(app)).body.expiresAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+
+  it("PLANTGATE_BOOTSTRAP_ADMIN=1 on a start after the first (the admin exists) reads no list of accounts", async () => {
+    const env = { PLANTGATE_BOOTSTRAP_ADMIN: "1", PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username, PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password };
+    const storage = createMemoryStorage();
+    let pages = 0;
+    const list = storage.accounts.list.bind(storage.accounts);
+    storage.accounts.list = (offset, limit) => {
+      pages++;
+      return list(offset, limit);
+    };
+    const app = createPlantgate({ ...quiet, storage, ...optionsFromEnv(env) });
+    for (let i = 0; i < 50; i++) await app.admin.createAccount({ username: `user-${i}`, password: "long-enough-pw" });
+    expect(await applyBootstrap(app.admin, bootstrapFromEnv(env))).toBeNull();
+    expect(await applyBootstrap(app.admin, bootstrapFromEnv(env))).toBeNull();
+    expect(pages).toBe(0);
+    expect((await storage.accounts.findByUsername(ADMIN.username))?.roles).toEqual(["admin"]);
   });
 
   it("PLANTGATE_BOOTSTRAP_ADMIN=1 creates the bootstrap user as admin, who can sign in; idempotent", async () => {
