@@ -26,25 +26,16 @@ const copyRefresh = (r: RefreshTokenRecord): RefreshTokenRecord => ({ ...r, scop
 
 const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** The first index of sorted `ids` whose id sorts after `after` (code-unit order). */
-function firstAfter(ids: string[], after: string): number {
+/**
+ * The first index of ascending `sorted` whose value is above `value` (strings in code-unit order):
+ * where `value` goes in, after any equal to it; one before it is an equal one, if there is one.
+ */
+function firstAbove<T extends string | number>(sorted: T[], value: T): number {
   let lo = 0;
-  let hi = ids.length;
+  let hi = sorted.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (ids[mid]! <= after) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/** The first index of ascending `values` holding a number above `value`. */
-function firstAbove(values: number[], value: number): number {
-  let lo = 0;
-  let hi = values.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (values[mid]! <= value) lo = mid + 1;
+    if (sorted[mid]! <= value) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -108,7 +99,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         const copy = copyClient(record);
         copy.secrets.sort(bySecretAge);
         clients.set(record.clientId, copy);
-        clientOrder.splice(firstAfter(clientOrder, record.clientId), 0, record.clientId);
+        clientOrder.splice(firstAbove(clientOrder, record.clientId), 0, record.clientId);
         countTtl(copy.accessTokenTtl, 1);
         return true;
       },
@@ -141,7 +132,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         return clientOrder.map((id) => copyClient(clients.get(id)!));
       },
       async listPage(after, limit) {
-        const from = after === null ? 0 : firstAfter(clientOrder, after);
+        const from = after === null ? 0 : firstAbove(clientOrder, after);
         return clientOrder.slice(from, from + limit).map((id) => copyClient(clients.get(id)!));
       },
       async maxAccessTokenTtl() {
@@ -153,7 +144,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         clients.delete(id);
         countTtl(record.accessTokenTtl, -1);
         // The id is in the order (create put it there), just before the first id after it.
-        clientOrder.splice(firstAfter(clientOrder, id) - 1, 1);
+        clientOrder.splice(firstAbove(clientOrder, id) - 1, 1);
         return true;
       },
     },
