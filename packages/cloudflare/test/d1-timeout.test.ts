@@ -12,7 +12,7 @@
  * `/__sql?q=` reads the real D1 directly.
  */
 import { describe, expect, it } from "vitest";
-import { workerPerTest } from "./support.js";
+import { D1_GATE, workerPerTest } from "./support.js";
 
 const ENTRY = (options: string) => `
 import { createWorker } from "../src/index.ts";
@@ -32,23 +32,7 @@ const gated = (sql, run) => {
     setTimeout(() => {}, 600_000);
   });
 };
-function gate(db) {
-  const wrap = (sql, statement) => {
-    const w = {
-      bind: (...values) => wrap(sql, statement.bind(...values)),
-      all: () => gated(sql, () => statement.all()),
-      run: () => gated(sql, () => statement.run()),
-      first: (column) => gated(sql, () => statement.first(column)),
-      raw: (o) => gated(sql, () => statement.raw(o)),
-    };
-    real.set(w, { sql, statement });
-    return w;
-  };
-  return {
-    prepare: (sql) => wrap(sql, db.prepare(sql)),
-    batch: (statements) => gated(statements.map((s) => real.get(s).sql).join(";"), () => db.batch(statements.map((s) => real.get(s).statement))),
-  };
-}
+${D1_GATE}
 let env;
 export default {
   async fetch(request, bindings, ctx) {

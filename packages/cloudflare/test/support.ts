@@ -14,6 +14,29 @@ import { bundleEntry } from "../../../tests/http-suite/src/bundle-worker.js";
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** The compatibility date the tests' Workers run with. */
+/**
+ * Source text for a test entry: `gate(db)` wraps the real D1 binding so that every statement and
+ * batch goes through the entry's own `gated(sql, run)` (hold, delay or pass it); the entry defines
+ * `gated` and `const real = new WeakMap()` (a wrapped statement's SQL and real statement, for batch).
+ */
+export const D1_GATE = `function gate(db) {
+  const wrap = (sql, statement) => {
+    const w = {
+      bind: (...values) => wrap(sql, statement.bind(...values)),
+      all: () => gated(sql, () => statement.all()),
+      run: () => gated(sql, () => statement.run()),
+      first: (column) => gated(sql, () => statement.first(column)),
+      raw: (o) => gated(sql, () => statement.raw(o)),
+    };
+    real.set(w, { sql, statement });
+    return w;
+  };
+  return {
+    prepare: (sql) => wrap(sql, db.prepare(sql)),
+    batch: (statements) => gated(statements.map((s) => real.get(s).sql).join(";"), () => db.batch(statements.map((s) => real.get(s).statement))),
+  };
+}`;
+
 export const COMPATIBILITY_DATE = "2026-04-26";
 
 /** The entry `source`, bundled as `wrangler deploy` would. */
