@@ -85,10 +85,16 @@ function targetAuthority(target: string): string | undefined {
 }
 const ABSOLUTE_FORM = /^https?:\/\//i;
 
+/** Any scheme's absolute form (`ftp://host/path`): Express's router (parseurl) routes it by its path. */
+const ANY_ABSOLUTE_FORM = /^[a-z][a-z0-9+.-]*:\/\//i;
+
 /** The pathname of a request target, origin-form or absolute-form; undefined when it has none. */
 function targetPath(target: string): string | undefined {
   try {
-    if (ABSOLUTE_FORM.test(target)) return new URL(target).pathname;
+    // Any scheme, not only http(s): Express routes `POST ftp://x/auth/token` as /auth/token, so
+    // plantgate's own path got Express's HTML 404 (`Cannot POST /auth/token`) where the Node
+    // listener answers its 400 JSON (until 2026-11-30).
+    if (ANY_ABSOLUTE_FORM.test(target)) return new URL(target).pathname;
     // Concatenated as the listener does (a target starting with // is a path, not a host).
     return new URL(`http://localhost${target.startsWith("/") ? "" : "/"}${target}`).pathname;
   } catch {
@@ -152,6 +158,7 @@ function bodyConsumed(req: ExpressRequest): boolean {
  *   request body let go (a reader the app left behind gets an AbortError).
  * - Absolute-form targets (`POST http://host/auth/...`) are treated as on the listener: the
  *   target's authority is the host (RFC 9112 §3.2.2) unless a trusted forwarded host says otherwise.
+ *   Another scheme's (`ftp://x/auth/...`) gets the listener's 400 on a path plantgate answers.
  *
  * @example
  * ```ts

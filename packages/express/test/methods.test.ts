@@ -120,6 +120,24 @@ describe("RFC 9112 §3.2.2: absolute-form request targets, as on the Node listen
     expect([codedHead!.split("\r\n")[0], codedBody]).toEqual(["HTTP/1.1 501 Not Implemented", '{"error":"invalid_request","error_description":"The request\'s transfer coding is not supported."}']);
   });
 
+  it("another scheme's absolute form (`ftp://x/auth/...`) on a path plantgate answers -> the listener's 400 JSON, not the host app's 404; its other paths stay the host app's", async () => {
+    for (const mount of ["/", "/auth"]) {
+      const app = express();
+      app.use(mount, plantgate(await plantgateApp()));
+      app.use((_req, res) => void res.status(404).type("text").send("host app"));
+      const origin = await listen(app);
+      const token = await raw(
+        origin,
+        "POST ftp://x/auth/UserService/connect/token HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/x-www-form-urlencoded\r\ncontent-length: 29\r\nconnection: close\r\n\r\ngrant_type=client_credentials",
+      );
+      const [head, body] = token.split("\r\n\r\n");
+      expect([mount, head!.split("\r\n")[0], body]).toEqual([mount, "HTTP/1.1 400 Bad Request", BODY]);
+      const other = await raw(origin, "GET ftp://x/elsewhere HTTP/1.1\r\nhost: 127.0.0.1\r\nconnection: close\r\n\r\n");
+      const [otherHead, otherBody] = other.split("\r\n\r\n");
+      expect([mount, otherHead!.split("\r\n")[0], otherBody]).toEqual([mount, "HTTP/1.1 404 Not Found", "host app"]);
+    }
+  });
+
   it("the target's authority is the host, over the Host header; a trusted X-Forwarded-Host still comes first", async () => {
     const app = express();
     app.set("trust proxy", "loopback");
