@@ -3,7 +3,7 @@
  * member `event` (the event's type), errors and housekeeping with `msg`. Nothing here adds a
  * request body, a header or a credential; the `redact` list is a second line of defence.
  */
-import { fstatSync } from "node:fs";
+import { fstatSync, writeSync } from "node:fs";
 import { pino, type DestinationStream, type Logger as Pino, type LevelWithSilent } from "pino";
 import type { Logger, SecurityEvent } from "@plantgate/core";
 import { encodeEventLine, headBytes, sameKeys } from "./event-bytes.js";
@@ -133,11 +133,16 @@ function stdoutLines(): DestinationStream & EventBytes {
   let partial = false;
   // Bytes sonic-boom had not written when it reported the failed write.
   let unwritten = 0;
+  // Written to fd 2 synchronously, so that a failure is an exception caught here: through
+  // process.stderr, a stderr whose reader had gone too (`2>&1 | collector`, the collector dead)
+  // answered with an 'error' event a tick later, which nothing listened to: the process ended on the
+  // first line after stdout failed (until 2026-11-29). Node's own stderr writes synchronously to
+  // files, pipes and terminals on Linux, so the order of its lines and these is unchanged.
   const say = (text: string) => {
     try {
-      process.stderr.write(`plantgate: ${text}\n`);
+      writeSync(2, `plantgate: ${text}\n`);
     } catch {
-      // stderr gone too.
+      // stderr gone too (or a full pipe): the line is lost, the process goes on.
     }
   };
   // Hands bytes to the destination; returns how many were written: all of them unless the write

@@ -91,6 +91,24 @@ describe("stdout lines", { timeout: 30_000 }, () => {
     ]);
   });
 
+  it("a stdout and a stderr whose readers have both gone (`2>&1 | collector`, the collector died: EPIPE on both) do not end the process", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fixtures/stdio-gone.ts", import.meta.url))], { stdio: ["ignore", "pipe", "pipe", "ipc"] });
+    const said: unknown[] = [];
+    child.on("message", (message) => {
+      said.push(message);
+      // Both readers go away once the child runs; then it logs.
+      if (message === "ready") {
+        child.stdout!.destroy();
+        child.stderr!.destroy();
+        child.send("log");
+      }
+    });
+    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+    // Before the fix: the line saying stdout failed went to process.stderr, whose EPIPE came back as
+    // an 'error' event nobody listened to: an uncaught exception (exit code 1) on the first log line.
+    expect([code, said]).toEqual([0, ["ready", "alive after the failure"]]);
+  });
+
   it("writes every held line when the process exits right after logging", async () => {
     const { child, lines } = run(2000, "exit");
     const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
