@@ -2,6 +2,7 @@ import { statSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import { parseArgs } from "node:util";
 import {
+  accountView,
   AdminError,
   ConfigError,
   createPlantgate,
@@ -197,7 +198,45 @@ function keySource(c: ClientView) {
   return c.jwksUri !== null ? { jwks_uri: c.jwksUri } : { jwks: JSON.parse(c.jwks ?? "null") as unknown };
 }
 
-/** Reads a password from stdin: the first line, without its line break. */
+/** A client as `client list` prints it: secret metadata only, never a secret or its hash. */
+function clientJson(c: ClientView) {
+  return {
+    client_id: c.clientId,
+    name: c.name,
+    grant_types: c.grantTypes,
+    scopes: c.scopes,
+    token_endpoint_auth_method: c.authMethod === "private_key_jwt" ? "private_key_jwt" : "client_secret",
+    created_at: new Date(c.createdAt).toISOString(),
+    secret_updated_at: new Date(c.secretUpdatedAt).toISOString(),
+    ...(c.authMethod === "private_key_jwt" ? keySource(c) : { secrets: c.secrets.map((x) => ({ ...secretJson(x), last_used_at: iso(x.lastUsedAt) })) }),
+  };
+}
+
+/** How many clients or accounts `client list` and `user list` read from the store at a time. */
+export const LIST_PAGE = 500;
+
+/**
+ * Prints a JSON array a page at a time, byte for byte what `JSON.stringify(all, null, 2)` and a
+ * newline print for the whole array: `[]` when empty, else `[`, each element indented by two
+ * spaces and separated by `,`, then `]`. (Split at "\n", which JSON text holds only between
+ * tokens; a /^/m regex would also cut after U+2028 and U+2029, which JSON.stringify leaves raw
+ * inside strings.)
+ */
+function jsonArrayWriter(io: CliIo) {
+  let first = true;
+  return {
+    write(items: unknown[]) {
+      if (items.length === 0) return;
+      const text = items.map((item) => "  " + JSON.stringify(item, null, 2).split("\n").join("\n  ")).join(",\n");
+      io.stdout((first ? "[\n" : ",\n") + text);
+      first = false;
+    },
+    end() {
+      io.stdout(first ? "[]\n" : "\n]\n");
+    },
+  };
+}
+
 /**
  * A message with control characters shown as \u escapes: names and ids from the command line or an
  * import file are quoted in messages, and an escape sequence in one went raw to the terminal.
@@ -291,17 +330,22 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
     }
     case "client list": {
       parseOptions(rest, {});
-      const { app } = await open();
-      return (await app.admin.listClients()).map((c) => ({
-        client_id: c.clientId,
-        name: c.name,
-        grant_types: c.grantTypes,
-        scopes: c.scopes,
-        token_endpoint_auth_method: c.authMethod === "private_key_jwt" ? "private_key_jwt" : "client_secret",
-        created_at: new Date(c.createdAt).toISOString(),
-        secret_updated_at: new Date(c.secretUpdatedAt).toISOString(),
-        ...(c.authMethod === "private_key_jwt" ? keySource(c) : { secrets: c.secrets.map((x) => ({ ...secretJson(x), last_used_at: iso(x.lastUsedAt) })) }),
-      }));
+      const { app, storage } = await open();
+      const out = jsonArrayWriter(io);
+      if (typeof storage.clients.listPage === "function") {
+        // A page at a time from the store's index, each printed before the next is read: the
+        // whole list was read into memory first (list()) until 2026-11-29.
+        for (let after: string | null = null; ; ) {
+          const page = await app.admin.listClientsPage({ after, limit: LIST_PAGE });
+          out.write(page.clients.map(clientJson));
+          if ((after = page.next) === null) break;
+        }
+      } else {
+        // A backend without listPage: one list() (listClientsPage would read it whole per page).
+        out.write((await app.admin.listClients()).map(clientJson));
+      }
+      out.end();
+      return PRINTED;
     }
     case "client delete": {
       const clientId = one(parse(rest, {}).positionals, "CLIENT_ID");
@@ -359,8 +403,17 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
     }
     case "user list": {
       parseOptions(rest, {});
-      const { app } = await open();
-      return app.admin.listAccounts();
+      const { storage } = await open();
+      // A page at a time (the store's places, as GetAccountList reads them), each printed before
+      // the next is read: admin.listAccounts() gathered them all first until 2026-11-29.
+      const out = jsonArrayWriter(io);
+      for (let offset = 0; ; offset += LIST_PAGE) {
+        const { items } = await storage.accounts.list(offset, LIST_PAGE);
+        out.write(items.map(accountView));
+        if (items.length < LIST_PAGE) break;
+      }
+      out.end();
+      return PRINTED;
     }
     case "user disable":
     case "user enable": {

@@ -75,14 +75,16 @@ process.stdout.on("error", (error: Error) => {
   unwritten ??= error;
 });
 const writes: Promise<void>[] = [];
-let printed = "";
+// Whether the output holds a new secret; looked at write by write (a long `client list` is not
+// kept in memory to ask it afterwards).
+let printedSecret = false;
 
 const code = await runCli(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   readStdin,
   stdout: (t) => {
-    printed += t;
+    printedSecret ||= t.includes('"client_secret":');
     writes.push(new Promise((resolve) => process.stdout.write(t, (error) => {
       if (error) unwritten ??= error;
       resolve();
@@ -93,7 +95,7 @@ const code = await runCli(process.argv.slice(2), {
 await Promise.all(writes);
 const reason = unwritten === undefined ? undefined : ((unwritten as NodeJS.ErrnoException).code ?? unwritten.message);
 // Commands whose result holds a new secret, shown only then.
-const madeSecret = code === 0 && printed.includes('"client_secret":');
+const madeSecret = code === 0 && printedSecret;
 if (reason === undefined || (reason === "EPIPE" && !madeSecret)) {
   // A reader that stopped early (`events | head -1`) is no failure of a command that made no secret.
   process.exitCode = code;
