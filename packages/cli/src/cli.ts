@@ -8,6 +8,7 @@ import {
   createPlantgate,
   KeyEncryptionError,
   optionsFromEnv,
+  redactConnectionUrl,
   StorageError,
   type ClientSecretView,
   type ClientView,
@@ -538,6 +539,54 @@ function refusedConfiguration(driverError: unknown): boolean {
 }
 
 /**
+ * What lies under a store or Redis failure, for the operator: ` (cause: Error: connect
+ * ECONNREFUSED 127.0.0.1:5432)`, the innermost error's name, message and code (an AggregateError's
+ * errors too: a host name with two addresses), or "" when the message already says it. Only for
+ * those failures (a driver's reason at open or mid-command, as the servers log it), never for other
+ * errors, whose causes may quote what they failed to parse (a signing key). The passwords of
+ * PLANTGATE_DATABASE_URL and PLANTGATE_REDIS_URL, and any URL's password or secret query
+ * parameter, are replaced by `***`.
+ */
+function causeNote(e: unknown, env: CliIo["env"]): string {
+  if (!(e instanceof StorageError || e instanceof StorageConfigError || e instanceof RedisConfigError)) return "";
+  let inner: unknown = e.cause;
+  for (let depth = 0; inner instanceof Error && inner.cause instanceof Error && depth < 5; depth++) inner = inner.cause;
+  if (!(inner instanceof Error)) return "";
+  const describe = (x: Error) => {
+    const code = (x as { code?: unknown }).code;
+    const text = `${x.name}: ${x.message}`;
+    return (typeof code === "string" || typeof code === "number") && !text.includes(String(code)) && !e.message.includes(`(${code}`) ? `${text} [${code}]` : text;
+  };
+  const parts = [describe(inner)];
+  if (inner instanceof AggregateError) parts.push(...inner.errors.filter((x): x is Error => x instanceof Error).map(describe));
+  const note = parts.join("; ");
+  if (inner.message !== "" && e.message.includes(inner.message) && parts.length === 1) return "";
+  return ` (cause: ${redactSecrets(note, env)})`;
+}
+
+/** `text` with every URL's password and secret query parameters, and the store's and Redis's passwords, replaced by `***`. */
+function redactSecrets(text: string, env: CliIo["env"]): string {
+  let out = text.replace(/[A-Za-z][A-Za-z0-9+.-]*:\/\/[^\s"'<>()]+/g, (url) => redactConnectionUrl(url));
+  for (const name of ["PLANTGATE_DATABASE_URL", "PLANTGATE_REDIS_URL"]) {
+    const raw = env[name];
+    if (!raw) continue;
+    const secrets = new Set<string>();
+    try {
+      const u = new URL(raw);
+      if (u.password) secrets.add(u.password).add(decodeURIComponent(u.password));
+      for (const [key, value] of u.searchParams) if (/pass|pwd|secret|token|key|auth|cred/i.test(key) && value) secrets.add(value);
+    } catch {
+      // Unparsable: whatever follows the scheme may hold the password.
+      const rest = raw.replace(/^[A-Za-z][A-Za-z0-9+.-]*:\/\//, "");
+      if (rest) secrets.add(rest);
+    }
+    secrets.add(raw);
+    for (const secret of [...secrets].sort((a, b) => b.length - a.length)) out = out.split(secret).join("***");
+  }
+  return out;
+}
+
+/**
  * Runs one CLI command; returns the exit code (0 ok, 1 failure, 2 usage or input error, 3 the store
  * or Redis could not be reached or failed: at open or during the command; trying again may help).
  *
@@ -598,14 +647,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // An outage, not a mistake: the same answer whether it struck at open (wrapped as a config
     // error naming the URL) or mid-command, so a cron job can tell "try again" from "fix the call".
     if (storeUnavailable(e)) {
-      io.stderr(`plantgate: ${printable((e as Error).message)}\n`);
+      io.stderr(`plantgate: ${printable((e as Error).message + causeNote(e, io.env))}\n`);
       return 3;
     }
     // Core's refusal of the configured signing key (a TypeError when the app is made) is configuration;
     // any other TypeError is a failure (exit 1), not bad input.
     const badSigningKey = e instanceof TypeError && e.message.startsWith("signingKey ");
     if (e instanceof AdminError || e instanceof ConfigError || e instanceof StorageConfigError || e instanceof RedisConfigError || e instanceof KeyEncryptionError || badSigningKey) {
-      io.stderr(`plantgate: ${printable(e.message)}\n`);
+      io.stderr(`plantgate: ${printable(e.message + causeNote(e, io.env))}\n`);
       return 2;
     }
     io.stderr(`plantgate: ${e instanceof Error ? printable(e.message) : "failed"}\n`);

@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -571,6 +572,34 @@ describe("plantgate CLI", () => {
     lines.check([server.demo!.clientSecret, server.demo!.password]);
     const listed = await from(join(dir, "first-run"), { PLANTGATE_DB: "./data/plantgate.db" }, "client", "list");
     expect([listed.code, listed.stderr, JSON.parse(listed.stdout).map((c: { client_id: string }) => c.client_id)]).toEqual([0, "", ["demo-client"]]);
+  });
+
+  it("a store that cannot be reached prints the driver's reason after the message (cause: ...), exit 3; never the URL's password (in the userinfo, percent-encoded, or ?password=)", async () => {
+    // A port nothing listens on: taken from the system, then let go.
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    const password = "pw-Sécret/42";
+    const cases = [
+      { url: `postgres://plantgate:${encodeURIComponent(password)}@127.0.0.1:${port}/test`, shown: `postgres://plantgate:***@127.0.0.1:${port}/test`, family: "postgres" },
+      { url: `postgres://plantgate@127.0.0.1:${port}/test?password=${encodeURIComponent(password)}`, shown: `postgres://plantgate@127.0.0.1:${port}/test?password=***`, family: "postgres" },
+      { url: `mysql://plantgate:${encodeURIComponent(password)}@127.0.0.1:${port}/test`, shown: `mysql://plantgate:***@127.0.0.1:${port}/test`, family: "mysql" },
+    ];
+    for (const { url, shown, family } of cases) {
+      for (const argv of [["client", "list"], ["migrate"]]) {
+        const r = await cli(argv, "", { PLANTGATE_DATABASE_URL: url });
+        expect(r).toEqual({
+          code: 3,
+          stdout: "",
+          stderr: `plantgate: cannot open the store at ${shown}: ${family} storage failed during migrate (ECONNREFUSED) (cause: Error: connect ECONNREFUSED 127.0.0.1:${port})\n`,
+          json: undefined,
+        });
+        for (const secret of [password, encodeURIComponent(password), "Sécret", "S%C3%A9cret"]) expect(r.stderr).not.toContain(secret);
+      }
+    }
   });
 
   it("PLANTGATE_DB=:memory: is refused (exit 2, nothing reported made): what a command makes there is gone when it ends", async () => {
