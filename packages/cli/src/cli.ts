@@ -15,7 +15,7 @@ import {
   type GrantType,
   type Plantgate,
 } from "@plantgate/core";
-import type { SqlStorage } from "@plantgate/storage-sql";
+import { LATEST_SCHEMA_VERSION, pendingMigrations, type SqlStorage } from "@plantgate/storage-sql";
 import { auditFromEnv, DEFAULT_SQLITE_PATH, openStorageFromEnv, StorageConfigError, storageUrlFromEnv } from "@plantgate/storage-sql/env";
 import { openRedisHotStoresFromEnv, RedisConfigError, type OpenedRedisHotStores } from "@plantgate/storage-redis/env";
 
@@ -59,7 +59,7 @@ export const USAGE = `usage: plantgate <command>
   user list
   user disable USERNAME
   user enable USERNAME
-  migrate                            (applies the schema; the only command that creates a new SQLite file)
+  migrate                            (applies the schema: the only command that changes it or creates a new SQLite file)
   keys rotate [--now] [--server-defaults]   (published now, signs after the activation delay; --now: at once, for a leak)
   keys revoke KID                    (deletes a key that does not sign now: after a leak, rotate --now, then a minute later revoke the old key)
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable)
@@ -69,7 +69,8 @@ export const USAGE = `usage: plantgate <command>
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
 PLANTGATE_DB (SQLite file, default ./data/plantgate.db, relative to the working directory; it must
-exist, except for migrate), and PLANTGATE_REDIS_URL (the hot state). Prints JSON on stdout (through pnpm,
+exist, except for migrate), and PLANTGATE_REDIS_URL (the hot state). Every command but migrate refuses
+a store whose schema is older than this code's (exit 2: run plantgate migrate first). Prints JSON on stdout (through pnpm,
 run it as \`pnpm -s plantgate\`: without -s pnpm prints its own banner there first).
 
 prune and keys rotate decide from settings the store does not keep: give them the servers'
@@ -78,8 +79,8 @@ PLANTGATE_ACCESS_TOKEN_TTL, PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS and PLANTGATE_A
 needs only the first), or --server-defaults when the servers leave them unset; otherwise they
 refuse (exit 2). The CLI never rotates keys automatically (PLANTGATE_SIGNING_KEY_MAX_AGE is the servers').
 
-Exit codes: 0 done, 1 failed, 2 bad input or configuration (credentials refused, no such database
-included; nothing done), 3 the store or Redis could not be reached or failed (at open or during the
+Exit codes: 0 done, 1 failed, 2 bad input or configuration (credentials refused, no such database,
+a schema older or newer than this code included; nothing done), 3 the store or Redis could not be reached or failed (at open or during the
 command; try again).`;
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
@@ -506,6 +507,38 @@ function refuseMissingSqlite(env: CliIo["env"], cwd: string): void {
 }
 
 /**
+ * Refuses (exit 2, nothing read or written) a store whose schema is behind this code's, and one
+ * ahead of it, reading only. Until 2026-11-29 every command migrated first: a `client list` run
+ * from a checkout newer than the servers' migrated the production store under them as a side
+ * effect (after migration 10 the older servers' refresh tokens had no family rows, so the newer
+ * code's revocation by account and prune by family expiry did not see them), took the migration
+ * lock and built indexes for as long as that takes, and left servers that could no longer start
+ * after a restart or a roll-back (a schema newer than their code is refused). Only `migrate`, and
+ * the servers' start, change the schema now, as Ory Hydra's and Keycloak's explicit migrate steps.
+ */
+async function refuseOlderSchema(storage: SqlStorage & { display: string }): Promise<void> {
+  let pending: string[];
+  try {
+    pending = await pendingMigrations(storage);
+  } catch (error) {
+    // As openStorageFromEnv wraps a failure at open: an outage (exit 3), a newer schema or refused credentials (exit 2).
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new StorageConfigError(`cannot open the store at ${storage.display}: ${reason}`, { cause: error });
+  }
+  if (pending.length === 0) return;
+  const version = LATEST_SCHEMA_VERSION - pending.length;
+  const state = version === 0 ? "has no plantgate schema yet" : `has schema version ${version}, older than version ${LATEST_SCHEMA_VERSION} of this plantgate (${pending.length} migration${pending.length === 1 ? "" : "s"} pending)`;
+  throw new SchemaBehindError(
+    `the store at ${storage.display} ${state}; nothing was done: run plantgate migrate (pnpm -s plantgate migrate) when the servers are ready for it (an upgraded server's start migrates too), then this command again`,
+  );
+}
+
+/** The store's schema is older than this code's: exit 2, and `plantgate migrate` is the way on. */
+export class SchemaBehindError extends Error {
+  override readonly name = "SchemaBehindError";
+}
+
+/**
  * True for a store or Redis that could not be reached or failed (exit 3): core's `StorageError`
  * from a store, the same wrapped by `openStorageFromEnv` (a failure while opening or migrating),
  * and Redis that did not answer at connect. A URL refused before anything was contacted, a server
@@ -610,11 +643,13 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     const { signingKeyMaxAgeSeconds: _serversOnly, ...options } = optionsFromEnv(io.env);
     // Only migrate makes a new SQLite file; see refuseMissingSqlite.
     if (commandOf(argv) !== "migrate") refuseMissingSqlite(io.env, io.cwd);
-    // Every command migrates first (idempotent), so the CLI works on a brand-new store too, and a
-    // schema newer than this code is refused before anything is touched.
+    // Only migrate migrates (as the servers' start does): every other command refuses a schema
+    // older than this code's, and one newer, before anything is touched (see refuseOlderSchema).
     // No client cache: one command per process has nothing to reuse (its writes still notify the servers' caches).
-    const storage = await openStorageFromEnv(io.env, { cwd: io.cwd, clientCache: false });
+    const migrating = commandOf(argv) === "migrate";
+    const storage = await openStorageFromEnv(io.env, { cwd: io.cwd, clientCache: false, migrate: migrating });
     opened = storage;
+    if (!migrating) await refuseOlderSchema(storage);
     // PLANTGATE_REDIS_URL: the hot state (console sessions, brute-force counters, revoked jtis,
     // used assertion jtis) is in Redis, as the servers compose it; without it `user disable` left
     // the account's console sessions there and `prune` never reached Redis (before 2026-11-29).
@@ -653,7 +688,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // Core's refusal of the configured signing key (a TypeError when the app is made) is configuration;
     // any other TypeError is a failure (exit 1), not bad input.
     const badSigningKey = e instanceof TypeError && e.message.startsWith("signingKey ");
-    if (e instanceof AdminError || e instanceof ConfigError || e instanceof StorageConfigError || e instanceof RedisConfigError || e instanceof KeyEncryptionError || badSigningKey) {
+    if (e instanceof AdminError || e instanceof ConfigError || e instanceof StorageConfigError || e instanceof SchemaBehindError || e instanceof RedisConfigError || e instanceof KeyEncryptionError || badSigningKey) {
       io.stderr(`plantgate: ${printable(e.message + causeNote(e, io.env))}\n`);
       return 2;
     }

@@ -62,6 +62,30 @@ suite(problem === null ? "plantgate CLI on PostgreSQL" : `plantgate CLI on Postg
     expect(missing.stderr).toMatch(/^plantgate: cannot open the store at [^\n]*\(3D000\) \(cause: error: database "plantgate_no_such_database" does not exist\)\n$/);
   });
 
+  it("an empty schema is refused by every command but migrate (exit 2, naming plantgate migrate; no table made); after migrate, client create works", async () => {
+    const schema = `plantgate_cli_${randomBytes(6).toString("hex")}`;
+    const admin = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
+    opened.push(admin);
+    await sql`create schema ${sql.id(schema)}`.execute(admin.db);
+    try {
+      const url = `${POSTGRES_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+      const env = { PLANTGATE_DATABASE_URL: url };
+      const tables = async () => (await sql<{ n: number }>`select count(*)::int as n from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace where n.nspname = ${schema}`.execute(admin.db)).rows[0]!.n;
+      for (const argv of [["client", "list"], ["client", "create", "--name", "Reporting", "--id", "reporting"]]) {
+        const r = await cli(argv, env);
+        expect({ code: r.code, stdout: r.stdout }).toEqual({ code: 2, stdout: "" });
+        expect(r.stderr).toMatch(/^plantgate: the store at postgres:\/\/[^\n]* has no plantgate schema yet; nothing was done: run plantgate migrate \(pnpm -s plantgate migrate\)[^\n]*\n$/);
+      }
+      expect(await tables()).toBe(0);
+      expect(await cli(["migrate"], env)).toMatchObject({ code: 0, stderr: "migrations applied\n" });
+      const created = await cli(["client", "create", "--name", "Reporting", "--id", "reporting"], env);
+      expect(created.code).toBe(0);
+      expect(JSON.parse(created.stdout)).toMatchObject({ client_id: "reporting" });
+    } finally {
+      await sql`drop schema ${sql.id(schema)} cascade`.execute(admin.db);
+    }
+  });
+
   it("a statement that fails mid-command (a table locked by another session, past PLANTGATE_QUERY_TIMEOUT_MS) is exit 3 with one stderr line, as an unreachable store at open is; nothing is printed on stdout", async () => {
     const schema = `plantgate_cli_${randomBytes(6).toString("hex")}`;
     const admin = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
@@ -70,6 +94,7 @@ suite(problem === null ? "plantgate CLI on PostgreSQL" : `plantgate CLI on Postg
     try {
       const url = `${POSTGRES_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
       const env = { PLANTGATE_DATABASE_URL: url, PLANTGATE_QUERY_TIMEOUT_MS: "300" };
+      expect(await cli(["migrate"], env)).toMatchObject({ code: 0 });
       expect(await cli(["client", "create", "--name", "Reporting", "--id", "reporting"], env)).toMatchObject({ code: 0 });
       // Another session holds the clients table (a long migration or a DBA's lock) until released.
       const other = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: url }, { cwd: "/", migrate: false, clientCache: false });

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -10,6 +10,9 @@ import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { generateKeyRecord } from "@plantgate/core";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { sql } from "kysely";
+import { LATEST_SCHEMA_VERSION } from "@plantgate/storage-sql";
+// As storage-sql's own upgrade tests build an older database (not exported from the package).
+import { migrateToVersion } from "../../storage-sql/src/migrations.js";
 import { runCli } from "../src/cli.js";
 
 let dir: string;
@@ -574,6 +577,80 @@ describe("plantgate CLI", () => {
     expect([listed.code, listed.stderr, JSON.parse(listed.stdout).map((c: { client_id: string }) => c.client_id)]).toEqual([0, "", ["demo-client"]]);
   });
 
+  it("only migrate migrates: every other command refuses a store whose schema is behind the code's (exit 2, naming plantgate migrate) and writes nothing; after migrate they work, client create on a new file included", async () => {
+    const file = join(dir, "older.db");
+    const env = { PLANTGATE_DB: file };
+    const older = await openStorageFromEnv(env, { cwd: dir, migrate: false, clientCache: false });
+    await migrateToVersion(older.db as any, "sqlite", LATEST_SCHEMA_VERSION - 1);
+    await older.close();
+    /** What a command could have changed: the applied migrations, the tables and indexes, the rows of every table. */
+    const snapshot = async () => {
+      const s = await openStorageFromEnv(env, { cwd: dir, migrate: false, clientCache: false });
+      try {
+        const objects = (await sql<{ type: string; name: string }>`select type, name from sqlite_master order by type, name`.execute(s.db)).rows;
+        const counts: Record<string, unknown> = {};
+        for (const { name } of objects.filter((o) => o.type === "table")) counts[name] = (await sql`select * from ${sql.table(name)}`.execute(s.db)).rows;
+        return { objects, counts };
+      } finally {
+        await s.close();
+      }
+    };
+    const before = await snapshot();
+    const refusal = `plantgate: the store at SQLite ${file} has schema version ${LATEST_SCHEMA_VERSION - 1}, older than version ${LATEST_SCHEMA_VERSION} of this plantgate (1 migration pending); nothing was done: run plantgate migrate (pnpm -s plantgate migrate) when the servers are ready for it (an upgraded server's start migrates too), then this command again\n`;
+    const commands = [
+      ["client", "list"],
+      ["user", "list"],
+      ["events"],
+      ["keys", "list"],
+      ["client", "create", "--name", "Reporting", "--id", "reporting"],
+      ["client", "rotate-secret", "reporting"],
+      ["user", "create", "--username", "alice"],
+      ["user", "disable", "alice"],
+      ["keys", "rotate", "--server-defaults"],
+      ["prune", "--server-defaults"],
+    ];
+    for (const argv of commands) {
+      expect({ argv, ...(await cli(argv, "pw-of-alice\n", env)) }).toEqual({ argv, code: 2, stdout: "", stderr: refusal, json: undefined });
+    }
+    expect(await snapshot()).toEqual(before);
+
+    // A file with no schema at all (made by hand, or a server that never started): the same, version 0 said plainly.
+    const empty = join(dir, "empty.db");
+    writeFileSync(empty, "");
+    expect(await cli(["client", "create", "--name", "A"], "", { PLANTGATE_DB: empty })).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `plantgate: the store at SQLite ${empty} has no plantgate schema yet; nothing was done: run plantgate migrate (pnpm -s plantgate migrate) when the servers are ready for it (an upgraded server's start migrates too), then this command again\n`,
+      json: undefined,
+    });
+    // No table made (opening it set the WAL journal mode, the only byte SQLite's open writes).
+    const probe = await openStorageFromEnv({ PLANTGATE_DB: empty }, { cwd: dir, migrate: false, clientCache: false });
+    expect((await sql`select name from sqlite_master`.execute(probe.db)).rows).toEqual([]);
+    await probe.close();
+
+    // A schema newer than the code is refused as before (exit 2), by a listing too, reading only.
+    const newer = join(dir, "newer.db");
+    expect(await cli(["migrate"], "", { PLANTGATE_DB: newer })).toMatchObject({ code: 0 });
+    const future = await openStorageFromEnv({ PLANTGATE_DB: newer }, { cwd: dir, migrate: false, clientCache: false });
+    await sql`insert into pg_migrations (name, timestamp) values ('9999_future', '2030-01-01T00:00:00.000Z')`.execute(future.db);
+    await future.close();
+    expect(await cli(["client", "list"], "", { PLANTGATE_DB: newer })).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `plantgate: cannot open the store at SQLite ${newer}: The database schema is at version 9999, newer than version ${LATEST_SCHEMA_VERSION}, the latest this @plantgate/storage-sql knows (unknown migrations: 9999_future). Upgrade @plantgate/storage-sql; nothing was changed.\n`,
+      json: undefined,
+    });
+
+    // migrate, then every command works; on a new file too (the README's `migrate`, then `client create`).
+    expect(await cli(["migrate"], "", env)).toMatchObject({ code: 0, json: { migrated: true } });
+    expect(await cli(["client", "list"], "", env)).toMatchObject({ code: 0, stdout: "[]\n" });
+    const fresh = { PLANTGATE_DB: join(dir, "fresh", "plantgate.db") };
+    expect(await cli(["migrate"], "", fresh)).toMatchObject({ code: 0, stderr: "migrations applied\n" });
+    const created = await cli(["client", "create", "--name", "Reporting", "--id", "reporting"], "", fresh);
+    expect(created).toMatchObject({ code: 0, json: { client_id: "reporting", client_secret: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) } });
+    expect((await cli(["client", "list"], "", fresh)).json.map((c: { client_id: string }) => c.client_id)).toEqual(["reporting"]);
+  });
+
   it("a store that cannot be reached prints the driver's reason after the message (cause: ...), exit 3; never the URL's password (in the userinfo, percent-encoded, or ?password=)", async () => {
     // A port nothing listens on: taken from the system, then let go.
     const port = await new Promise<number>((resolve) => {
@@ -594,7 +671,7 @@ describe("plantgate CLI", () => {
         expect(r).toEqual({
           code: 3,
           stdout: "",
-          stderr: `plantgate: cannot open the store at ${shown}: ${family} storage failed during migrate (ECONNREFUSED) (cause: Error: connect ECONNREFUSED 127.0.0.1:${port})\n`,
+          stderr: `plantgate: cannot open the store at ${shown}: ${family} storage failed during ${argv[0] === "migrate" ? "migrate" : "open"} (ECONNREFUSED) (cause: Error: connect ECONNREFUSED 127.0.0.1:${port})\n`,
           json: undefined,
         });
         for (const secret of [password, encodeURIComponent(password), "Sécret", "S%C3%A9cret"]) expect(r.stderr).not.toContain(secret);

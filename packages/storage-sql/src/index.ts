@@ -1,6 +1,6 @@
 export { createSqlStorage, type CreateSqlStorageOptions, type SqlStorage } from "./storage.js";
 export { DEFAULT_QUERY_TIMEOUT_MS, openSqlStorage, type OpenSqlStorageOptions } from "./open.js";
-export { LATEST_SCHEMA_VERSION } from "./migrations.js";
+export { LATEST_SCHEMA_VERSION, pendingMigrations } from "./migrations.js";
 export { SchemaTooNewError, UnstorableValueError } from "./errors.js";
 export type { Database, SqlFamily } from "./schema.js";
 export { sqliteFastPath, type SqliteFastPath } from "./sqlite-fast.js";

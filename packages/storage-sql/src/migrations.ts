@@ -1,5 +1,5 @@
 import { Migrator, sql, type DatabaseIntrospector, type Kysely, type MigrationProvider, type TableMetadata } from "kysely";
-import { SchemaTooNewError } from "./errors.js";
+import { SchemaTooNewError, toStorageError } from "./errors.js";
 import { migrations } from "./migrations/steps.js";
 import { TABLES, type SqlFamily } from "./schema.js";
 
@@ -81,6 +81,40 @@ async function refuseNewer(db: Kysely<any>, schema: string | undefined, knownNam
   if (unknown.length === 0) return;
   const versions = executed.map(versionOf).filter((v) => !Number.isNaN(v));
   throw new SchemaTooNewError(Math.max(supported + 1, ...versions), supported, unknown.sort());
+}
+
+/**
+ * The migrations this code knows that the database has not applied yet, oldest first (empty when
+ * the schema is current), reading only: nothing is created or locked (a database never migrated
+ * has all of them pending). Refuses a newer schema with `SchemaTooNewError`, as `migrate()` does.
+ * For a command that must not change the schema as a side effect (the CLI's, except `migrate`).
+ */
+export async function pendingMigrationsOf(db: Kysely<any>, family: SqlFamily): Promise<string[]> {
+  const known = migrations(family);
+  const knownNames = new Set(known.map(([name]) => name));
+  const schema = await currentSchema(db, family);
+  await refuseNewer(db, schema, knownNames, LATEST_SCHEMA_VERSION);
+  const executed = new Set(await executedMigrations(db, schema));
+  return known.map(([name]) => name).filter((name) => !executed.has(name));
+}
+
+/**
+ * {@link pendingMigrationsOf} for an opened storage (`openSqlStorage(url, { migrate: false })`):
+ * the names of the migrations it has not applied yet, oldest first; empty when its schema is
+ * current. Reads only. A newer schema is refused with `SchemaTooNewError`; a database that cannot
+ * be reached with core's `StorageError` (operation "open").
+ *
+ * @example
+ * const storage = await openSqlStorage(url, { migrate: false });
+ * const pending = await pendingMigrations(storage);
+ * if (pending.length > 0) throw new Error(`run the migrations first (${pending.length} pending)`);
+ */
+export async function pendingMigrations(storage: { readonly db: Kysely<any>; readonly family: SqlFamily }): Promise<string[]> {
+  try {
+    return await pendingMigrationsOf(storage.db, storage.family);
+  } catch (e) {
+    throw toStorageError(e, storage.family, "open");
+  }
 }
 
 /**
