@@ -5,7 +5,7 @@
  */
 import { StorageError, type AccountRecord, type ClientRecord, type RefreshTokenRecord } from "@plantgate/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { LATEST_SCHEMA_VERSION, openSqlStorage, SchemaTooNewError, UnstorableValueError, type SqlStorage } from "../src/index.js";
+import { LATEST_SCHEMA_VERSION, openSqlStorage, pendingMigrations, SchemaTooNewError, UnstorableValueError, type SqlStorage } from "../src/index.js";
 import { sql, type Kysely } from "kysely";
 import { migrateToVersion } from "../src/migrations.js";
 import { TABLES } from "../src/schema.js";
@@ -138,6 +138,23 @@ export function describeSqlBehaviour(engine: Engine): void {
         const storage = await open(db, { migrate: false });
         expect(await tables(engine, db)).toEqual([]);
         await expect(storage.accounts.get("a1")).rejects.toBeInstanceOf(StorageError);
+      });
+
+      it("pendingMigrations reads, without applying anything, which migrations are missing: all on an empty database, the tail on an older one, none when current; a newer schema is SchemaTooNewError", async () => {
+        const db = await freshDb();
+        const storage = await open(db, { migrate: false });
+        expect(await pendingMigrations(storage)).toEqual(ALL_MIGRATIONS);
+        expect(await tables(engine, db)).toEqual([]);
+        await migrateToVersion(storage.db as Kysely<any>, engine.family, 9);
+        const atNine = await tables(engine, db);
+        expect(await pendingMigrations(storage)).toEqual(ALL_MIGRATIONS.slice(9));
+        expect(await tables(engine, db)).toEqual(atNine);
+        expect(await engine.exec(db, `select name from ${TABLES.migrations}`)).toHaveLength(9);
+        await storage.migrate();
+        expect(await pendingMigrations(storage)).toEqual([]);
+        const future = `${String(LATEST_SCHEMA_VERSION + 1).padStart(4, "0")}_from_the_future`;
+        await engine.exec(db, `insert into ${TABLES.migrations} (name, timestamp) values ('${future}', '2030-01-01T00:00:00.000Z')`);
+        await expect(pendingMigrations(storage)).rejects.toBeInstanceOf(SchemaTooNewError);
       });
 
       it("a database with a migration this code does not know is refused with SchemaTooNewError, before any change", async () => {
