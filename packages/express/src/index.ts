@@ -93,7 +93,7 @@ function targetPath(target: string): string | undefined {
   try {
     // Any scheme, not only http(s): Express routes `POST ftp://x/auth/token` as /auth/token, so
     // plantgate's own path got Express's HTML 404 (`Cannot POST /auth/token`) where the Node
-    // listener answers its 400 JSON (until 2026-11-30).
+    // listener answers its 400 JSON (until 2026-11-29).
     if (ANY_ABSOLUTE_FORM.test(target)) return new URL(target).pathname;
     // Concatenated as the listener does (a target starting with // is a path, not a host).
     return new URL(`http://localhost${target.startsWith("/") ? "" : "/"}${target}`).pathname;
