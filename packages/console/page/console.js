@@ -411,6 +411,67 @@
     };
   }
 
+  // ---- cursor pagers -------------------------------------------------------------------------
+
+  /**
+   * The pager of a list read in keyset pages by cursor (the applications, the security events):
+   * `cursors[i]` is the cursor of page i + 1 (null for the first page), `next` the cursor of the
+   * page after the one shown (null on the last). A move asks the view's `load` for the page whose
+   * cursor is last in the cursors it is given; the view calls `shown` once that page is on screen,
+   * and only then, so a failed load (a 503, a refused filter) leaves the table, its page number and
+   * the cursors in agreement: the next click continues from the page shown, never with a cursor
+   * pushed twice. After a move focus stays on the button pressed, or goes to the other direction's
+   * button when the pressed one is now disabled (the first or the last page).
+   * @param {{ prev: string, next: string, first?: string, info: string, load: (cursors: (string | null)[]) => Promise<boolean | null>, moved?: (shown: boolean) => void }} options
+   *   the ids of the buttons and of the page number; `load` resolves to whether the page was shown,
+   *   null when a newer load of the list superseded it (which then decides what is shown); `moved`
+   *   runs after a move that was not superseded
+   */
+  function cursorPager(options) {
+    const prev = $button(options.prev);
+    const next = $button(options.next);
+    const first = options.first === undefined ? null : $button(options.first);
+    const pager = {
+      /** @type {(string | null)[]} */
+      cursors: [null],
+      /** @type {string | null} */
+      next: null,
+      /**
+       * Takes the page now on screen: the cursors that led to it, and the cursor of the page after it.
+       * @param {(string | null)[]} cursors
+       * @param {string | null} nextCursor
+       */
+      shown(cursors, nextCursor) {
+        pager.cursors = cursors;
+        pager.next = nextCursor;
+        $(options.info).textContent = "Page " + cursors.length;
+        if (first) first.disabled = cursors.length <= 1;
+        prev.disabled = cursors.length <= 1;
+        next.disabled = nextCursor === null;
+      },
+    };
+    /**
+     * @param {(string | null)[]} cursors
+     * @param {HTMLButtonElement} pressed
+     */
+    async function move(cursors, pressed) {
+      const shown = await options.load(cursors);
+      if (shown === null) return;
+      options.moved?.(shown);
+      (pressed.disabled ? (pressed === next ? prev : next) : pressed).focus();
+    }
+    next.addEventListener("click", () => {
+      if (pager.next !== null) move([...pager.cursors, pager.next], next);
+    });
+    prev.addEventListener("click", () => {
+      move(pager.cursors.length > 1 ? pager.cursors.slice(0, -1) : [null], prev);
+    });
+    first?.addEventListener("click", () => {
+      move([null], first);
+    });
+    return pager;
+  }
+
   // ---- security settings ---------------------------------------------------------------------
 
   function buildClientForm() {
@@ -431,13 +492,20 @@
   const CLIENTS_PER_PAGE = 50;
 
   /**
-   * The pages of applications shown: `cursors[i]` is the `after` cursor of page i + 1 (null for
-   * the first page), `next` the cursor of the page after the one shown (null on the last). Pages
-   * are keyset pages (client ids after the cursor), so each costs the same at any depth, and an
-   * action reloads only the page shown.
-   * @type {{ cursors: (string | null)[], next: string | null }}
+   * The pages of applications: the cursors are `after` cursors (client ids after the cursor), so
+   * each page costs the same at any depth, and an action reloads only the page shown. A move that
+   * shows its page clears the status line.
    */
-  const clientPages = { cursors: [null], next: null };
+  const clientPages = cursorPager({
+    first: "clients-first",
+    prev: "clients-prev",
+    next: "clients-next",
+    info: "clients-page-info",
+    load: (cursors) => loadClients(cursors),
+    moved: (shown) => {
+      if (shown) setStatus("security-status", "");
+    },
+  });
 
   /**
    * Shows the page whose cursor is last in `cursors` (by default the page shown: an action reloads
@@ -457,8 +525,6 @@
       const { clients, next } = await call("GET", "/clients?" + params.toString(), undefined, load.signal);
       if (load.superseded()) return null;
       if (clients.length === 0 && cursors.length > 1) return loadClients(cursors.slice(0, -1));
-      clientPages.cursors = cursors;
-      clientPages.next = next;
       body.replaceChildren(
         ...clients.map((c) =>
           el(
@@ -484,10 +550,7 @@
         ),
       );
       $("clients-empty").hidden = clients.length > 0;
-      $("clients-page-info").textContent = "Page " + cursors.length;
-      $button("clients-first").disabled = cursors.length <= 1;
-      $button("clients-prev").disabled = cursors.length <= 1;
-      $button("clients-next").disabled = next === null;
+      clientPages.shown(cursors, next);
       markBusy();
       return true;
     } catch (e) {
@@ -498,28 +561,6 @@
       load.end();
     }
   }
-
-  /**
-   * Moves to another page of applications; focus stays on the button pressed, or goes to the
-   * other direction's button when that one is now disabled (the first or the last page).
-   * @param {(string | null)[]} cursors
-   * @param {HTMLButtonElement} pressed
-   */
-  async function pageClients(cursors, pressed) {
-    const shown = await loadClients(cursors);
-    if (shown === null) return;
-    if (shown) setStatus("security-status", "");
-    (pressed.disabled ? (pressed === $button("clients-next") ? $button("clients-prev") : $button("clients-next")) : pressed).focus();
-  }
-  $button("clients-next").addEventListener("click", () => {
-    if (clientPages.next !== null) pageClients([...clientPages.cursors, clientPages.next], $button("clients-next"));
-  });
-  $button("clients-prev").addEventListener("click", () => {
-    pageClients(clientPages.cursors.length > 1 ? clientPages.cursors.slice(0, -1) : [null], $button("clients-prev"));
-  });
-  $button("clients-first").addEventListener("click", () => {
-    pageClients([null], $button("clients-first"));
-  });
 
   /**
    * What a client authenticates with: each secret's dates (never the secret) with a Revoke button,
@@ -869,11 +910,19 @@
   /** @typedef {{ type: string, client: string, account: string }} EventFilter */
 
   /**
-   * What the table shows: `cursors[i]` is the `before` cursor of page i + 1 (null for the newest
-   * page), `filter` the filters of those pages (what was applied, not what the form holds now).
-   * @type {{ cursors: (string | null)[], next: string | null, filter: EventFilter }}
+   * The filters of the pages shown (what was applied, not what the form holds now): "Older events"
+   * and "Newer events" go on with them.
+   * @type {EventFilter}
    */
-  const events = { cursors: [null], next: null, filter: { type: "", client: "", account: "" } };
+  let eventsFilter = { type: "", client: "", account: "" };
+
+  /** The pages of events: the cursors are `before` cursors (the newest page's is null). */
+  const eventPages = cursorPager({
+    prev: "events-newer",
+    next: "events-older",
+    info: "events-page-info",
+    load: (cursors) => loadEvents(cursors, eventsFilter),
+  });
 
   /** @returns {EventFilter} the filters as the form holds them */
   const eventFilter = () => ({
@@ -892,10 +941,10 @@
   }
 
   /**
-   * Shows the page whose cursor is last in `cursors`, with `filter`; `events` takes both only once
-   * the page is shown, so a failed load (a 503, a refused filter) leaves the table, its page number
-   * and the cursors in agreement: "Older events" then continues the pages on screen, never with a
-   * cursor pushed twice or another filter's cursor.
+   * Shows the page whose cursor is last in `cursors`, with `filter`; `eventPages` and
+   * `eventsFilter` take them only once the page is shown, so a failed load (a 503, a refused
+   * filter) leaves the table, its page number and the cursors in agreement: "Older events" then
+   * continues the pages on screen, never with a cursor pushed twice or another filter's cursor.
    * @param {(string | null)[]} cursors
    * @param {EventFilter} filter
    * @returns {Promise<boolean | null>} whether the page was shown; null when superseded
@@ -924,14 +973,10 @@
           el("td", { "data-label": "Details", text: eventDetails(e) }),
         ),
       );
-      events.cursors = cursors;
-      events.filter = filter;
-      events.next = r.next;
+      eventsFilter = filter;
+      eventPages.shown(cursors, r.next);
       $("events-body").replaceChildren(...rows);
       $("events-empty").hidden = r.events.length > 0;
-      $("events-page-info").textContent = "Page " + events.cursors.length;
-      $button("events-newer").disabled = events.cursors.length <= 1;
-      $button("events-older").disabled = r.next === null;
       return true;
     } catch (e) {
       if (load.superseded()) return null;
@@ -945,15 +990,6 @@
   $form("events-filter").addEventListener("submit", async (event) => {
     event.preventDefault();
     await loadEvents([null], eventFilter());
-  });
-  $button("events-older").addEventListener("click", async () => {
-    if (events.next === null) return;
-    if ((await loadEvents([...events.cursors, events.next], events.filter)) === null) return;
-    ($button("events-older").disabled ? $button("events-newer") : $button("events-older")).focus();
-  });
-  $button("events-newer").addEventListener("click", async () => {
-    if ((await loadEvents(events.cursors.length > 1 ? events.cursors.slice(0, -1) : [null], events.filter)) === null) return;
-    ($button("events-newer").disabled ? $button("events-older") : $button("events-newer")).focus();
   });
 
   // ---- session -------------------------------------------------------------------------------
