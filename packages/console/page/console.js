@@ -422,8 +422,13 @@
    * the cursors in agreement: the next click continues from the page shown, never with a cursor
    * pushed twice. After a move focus stays on the button pressed, or goes to the other direction's
    * button when the pressed one is now disabled (the first or the last page).
-   * @param {{ prev: string, next: string, first?: string, info: string, load: (cursors: (string | null)[]) => Promise<boolean | null>, moved?: (shown: boolean) => void }} options
-   *   the ids of the buttons and of the page number; `load` resolves to whether the page was shown,
+   * One click is one page step: while a move is under way the pager's buttons are `aria-disabled`
+   * (as an action's are, see `once`) and a further click on them is ignored; a second "Next page"
+   * clicked before the first page arrived asked for that same page again and aborted the first.
+   * A load of the list that is not a move (an action reloading the page, a filter) still
+   * supersedes a move under way, which then ends.
+   * @param {{ name: string, prev: string, next: string, first?: string, info: string, load: (cursors: (string | null)[]) => Promise<boolean | null>, moved?: (shown: boolean) => void }} options
+   *   the list's name, the ids of the buttons and of the page number; `load` resolves to whether the page was shown,
    *   null when a newer load of the list superseded it (which then decides what is shown); `moved`
    *   runs after a move that was not superseded
    */
@@ -431,6 +436,8 @@
     const prev = $button(options.prev);
     const next = $button(options.next);
     const first = options.first === undefined ? null : $button(options.first);
+    const key = "pager:" + options.name;
+    for (const b of [first, prev, next]) if (b) b.dataset.busy = key;
     const pager = {
       /** @type {(string | null)[]} */
       cursors: [null],
@@ -454,11 +461,13 @@
      * @param {(string | null)[]} cursors
      * @param {HTMLButtonElement} pressed
      */
-    async function move(cursors, pressed) {
-      const shown = await options.load(cursors);
-      if (shown === null) return;
-      options.moved?.(shown);
-      (pressed.disabled ? (pressed === next ? prev : next) : pressed).focus();
+    function move(cursors, pressed) {
+      return once(key, async () => {
+        const shown = await options.load(cursors);
+        if (shown === null) return;
+        options.moved?.(shown);
+        (pressed.disabled ? (pressed === next ? prev : next) : pressed).focus();
+      });
     }
     next.addEventListener("click", () => {
       if (pager.next !== null) move([...pager.cursors, pager.next], next);
@@ -497,6 +506,7 @@
    * shows its page clears the status line.
    */
   const clientPages = cursorPager({
+    name: "clients",
     first: "clients-first",
     prev: "clients-prev",
     next: "clients-next",
@@ -853,18 +863,20 @@
     }
   }
 
-  $button("accounts-prev").addEventListener("click", async () => {
+  // One click is one page step, as in `cursorPager`: a click while a move is under way is ignored.
+  for (const id of ["accounts-prev", "accounts-next"]) $button(id).dataset.busy = "pager:accounts";
+  $button("accounts-prev").addEventListener("click", () => once("pager:accounts", async () => {
     const shown = await loadAccounts(Math.max(1, state.page - 1));
     if (shown === null) return;
     if (shown) setStatus("accounts-status", "");
     ($button("accounts-prev").disabled ? $button("accounts-next") : $button("accounts-prev")).focus();
-  });
-  $button("accounts-next").addEventListener("click", async () => {
+  }));
+  $button("accounts-next").addEventListener("click", () => once("pager:accounts", async () => {
     const shown = await loadAccounts(state.page + 1);
     if (shown === null) return;
     if (shown) setStatus("accounts-status", "");
     ($button("accounts-next").disabled ? $button("accounts-prev") : $button("accounts-next")).focus();
-  });
+  }));
   $("accounts-page-size").addEventListener("change", async () => {
     const select = byId("accounts-page-size", HTMLSelectElement);
     const shown = await loadAccounts(1, Number(select.value));
@@ -918,6 +930,7 @@
 
   /** The pages of events: the cursors are `before` cursors (the newest page's is null). */
   const eventPages = cursorPager({
+    name: "events",
     prev: "events-newer",
     next: "events-older",
     info: "events-page-info",

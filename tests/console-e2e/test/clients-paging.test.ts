@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { createMemoryStorage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
-import { chromium, type Browser, type Page } from "playwright-core";
+import { chromium, type Browser, type Page, type Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
@@ -138,6 +138,41 @@ const name = present
     await page.getByRole("button", { name: "First page" }).click();
     await expect.poll(info).toBe("Page 1");
     expect(await ids()).toEqual(ALL.slice(0, 50));
+  });
+
+  it("Next page clicked twice while its page loads moves one page, asking for it once", async () => {
+    expect(await info()).toBe("Page 1");
+    const before = listed.length;
+    // The page's answer is held back until both clicks are in.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const hold = async (route: Route) => {
+      await released;
+      // An aborted request (before the fix, the second click aborted the first) has no one to answer.
+      await route.continue().catch(() => {});
+    };
+    await page.route("**/console/api/clients?*", hold);
+    let busy: string | null = null;
+    try {
+      await page.getByRole("button", { name: "Next page" }).dblclick();
+      await expect.poll(() => listed.length).toBeGreaterThan(before);
+      // Meanwhile the pager says it is busy (checked below, after what was asked for).
+      busy = await page.locator("#clients-next").getAttribute("aria-disabled");
+      release();
+      await expect.poll(info).toBe("Page 2");
+      await expect.poll(() => page.locator("#clients-table").getAttribute("aria-busy")).toBeNull();
+    } finally {
+      release();
+      await page.unroute("**/console/api/clients?*", hold);
+    }
+    expect(listed.slice(before)).toEqual([`/console/api/clients?limit=50&after=${ALL[49]}`]);
+    expect(busy).toBe("true");
+    expect(await ids()).toEqual(ALL.slice(50).filter((id) => id !== ALL[60]));
+    expect(await page.locator("#clients-next").getAttribute("aria-disabled")).toBeNull();
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe("clients-prev");
+    // And one click on Previous page is one step back.
+    await page.getByRole("button", { name: "Previous page" }).click();
+    await expect.poll(info).toBe("Page 1");
   });
 
   it("a page emptied by a delete gives way to the page before it", async () => {

@@ -312,6 +312,56 @@ const name = present
     await page.locator("#events-type").selectOption("");
   });
 
+  it("Next page or Older events clicked twice while the page loads moves one page, asking for it once (accounts, events)", async () => {
+    /** The list pages the page asked for, as path + query. */
+    const asked: string[] = [];
+    const count = (r: Request) => {
+      const url = new URL(r.url());
+      if (r.method() === "GET" && /\/console\/api\/(accounts|events)$/.test(url.pathname)) asked.push(url.pathname + url.search);
+    };
+    page.on("request", count);
+    try {
+      const total = USERS.length + 1;
+      await goTo(page, "Accounts");
+      await expect.poll(() => page.locator("#accounts-page-info").textContent()).toBe(`Page 1 of 2 · ${total} accounts`);
+      await expect.poll(() => page.locator("#accounts-table").getAttribute("aria-busy")).toBeNull();
+      let before = asked.length;
+      const next = await holdFirst(page, "**/console/api/accounts?*", "page=2&pageSize=20");
+      await page.getByRole("button", { name: "Next page" }).dblclick();
+      await next.acted;
+      const accountsBusy = await page.locator("#accounts-next").getAttribute("aria-disabled");
+      next.release();
+      await next.settled();
+      await expect.poll(() => page.locator("#accounts-page-info").textContent()).toBe(`Page 2 of 2 · ${total} accounts`);
+      expect(asked.slice(before)).toEqual(["/console/api/accounts?page=2&pageSize=20"]);
+      expect(accountsBusy).toBe("true");
+      expect(await page.locator("#accounts-next").getAttribute("aria-disabled")).toBeNull();
+      expect(await page.evaluate(() => document.activeElement?.id)).toBe("accounts-prev");
+
+      await server.app.flushEvents();
+      const all = (await server.app.admin.listEvents({ limit: 40 })).events;
+      const types = () => page.locator('#events-body td[data-label="Type"]').allTextContents();
+      await goTo(page, "Security events");
+      await expect.poll(types).toEqual(all.slice(0, 20).map((e) => e.type));
+      await expect.poll(() => page.locator("#events-table").getAttribute("aria-busy")).toBeNull();
+      before = asked.length;
+      const older = await holdFirst(page, "**/console/api/events?*", "before=");
+      await page.getByRole("button", { name: "Older events" }).dblclick();
+      await older.acted;
+      const eventsBusy = await page.locator("#events-older").getAttribute("aria-disabled");
+      older.release();
+      await older.settled();
+      await expect.poll(() => page.locator("#events-page-info").textContent()).toBe("Page 2");
+      expect(asked.slice(before)).toHaveLength(1);
+      expect(asked[before]).toMatch(/^\/console\/api\/events\?limit=20&before=[^&]+$/);
+      expect(eventsBusy).toBe("true");
+      expect(await types()).toEqual(all.slice(20, 40).map((e) => e.type));
+      expect(await page.locator("#events-older").getAttribute("aria-disabled")).toBeNull();
+    } finally {
+      page.off("request", count);
+    }
+  });
+
   /** Whether the account is enabled, from the store. */
   const enabled = async (username: string) => (await server.app.admin.listAccounts()).find((a) => a.username === username)!.enabled;
 
