@@ -126,6 +126,15 @@
   /** The end of a server message that says to retry without saying when ("; retry later."). */
   const RETRY_TAIL = /;\s*(?:retry|try again)(?: later| shortly| in a (?:second|moment)| after the time in Retry-After)?\.?$/i;
 
+  /**
+   * A server message with when to try again (`again`: "try again in 15 min"), in place of a tail
+   * that says to retry without saying when, or as a sentence of its own.
+   * @param {string} message
+   * @param {string} again
+   */
+  const withRetry = (message, again) =>
+    RETRY_TAIL.test(message) ? message.replace(RETRY_TAIL, "; " + again + ".") : message.replace(/[.\s]*$/, "") + ". " + again.charAt(0).toUpperCase() + again.slice(1) + ".";
+
   class ApiFailure extends Error {
     /**
      * @param {number} status
@@ -133,14 +142,12 @@
      * @param {number | null} [retryAfter] seconds from the answer's Retry-After (429 and 503 only)
      */
     constructor(status, body, retryAfter = null) {
-      let message = body && typeof body.message === "string" ? body.message : "The request failed (HTTP " + status + ").";
+      const said = body && typeof body.message === "string" ? body.message : "The request failed (HTTP " + status + ").";
       // When to try again, in the message itself: every view shows the message, and the page
       // never retries on its own (a refused sign-in repeated by a script would only extend a lock).
-      if (retryAfter !== null) {
-        const again = "try again in " + waitText(retryAfter);
-        message = RETRY_TAIL.test(message) ? message.replace(RETRY_TAIL, "; " + again + ".") : message.replace(/[.\s]*$/, "") + ". T" + again.slice(1) + ".";
-      }
-      super(message);
+      super(retryAfter === null ? said : withRetry(said, "try again in " + waitText(retryAfter)));
+      /** The server's message, without the wait. */
+      this.said = said;
       this.status = status;
       this.code = body && body.error;
       this.retryAfter = retryAfter;
@@ -210,6 +217,8 @@
   const VIEWS = ["view-sign-in", "view-security", "view-accounts", "view-events"];
   function show(view) {
     $("loading").hidden = true;
+    // Signed in (from another tab): the wait after a refused sign-in is over.
+    if (view !== "view-sign-in") endSignInWait();
     for (const v of VIEWS) $(v).hidden = v !== view;
     const signedIn = state.session !== null;
     $("nav").hidden = !signedIn;
@@ -1062,8 +1071,49 @@
   const tabs = typeof BroadcastChannel === "function" ? new BroadcastChannel("plantgate-console " + root) : null;
   if (tabs) tabs.onmessage = () => void recheckSession();
 
+  /**
+   * The wait after a sign-in refused with 429 and a `Retry-After` (a brute-force lock-out, or too
+   * many password checks at once): until then the sign-in button is disabled, and the refusal
+   * counts the wait down ("try again in 14 min": each minute, each second under two minutes);
+   * then the button is enabled again and the message says so. Counted on this page's clock; a
+   * reload forgets it (the server still refuses until then).
+   * @type {{ timer: number } | null}
+   */
+  let signInWait = null;
+
+  /** Ends the wait (its time is up, or the tab was signed in from another one), enabling the button. */
+  function endSignInWait() {
+    if (!signInWait) return;
+    clearTimeout(signInWait.timer);
+    signInWait = null;
+    $button("sign-in-submit").disabled = false;
+  }
+
+  /** @param {ApiFailure} refusal a 429 with `retryAfter` */
+  function waitToSignIn(refusal) {
+    endSignInWait();
+    const until = Date.now() + (refusal.retryAfter ?? 0) * 1000;
+    const box = $("sign-in-error");
+    const wait = { timer: 0 };
+    signInWait = wait;
+    $button("sign-in-submit").disabled = true;
+    const tick = () => {
+      if (signInWait !== wait) return;
+      const left = until - Date.now();
+      const text = left > 0 ? withRetry(refusal.said, "try again in " + waitText(Math.ceil(left / 1000))) : withRetry(refusal.said, "you can try again now");
+      // Written only when it changes: the box is an alert, read out on each change.
+      if (box.textContent !== text) box.textContent = text;
+      box.hidden = false;
+      if (left <= 0) return endSignInWait();
+      // Next at the second the count changes.
+      wait.timer = setTimeout(tick, left % 1000 || 1000);
+    };
+    tick();
+  }
+
   $form("sign-in-form").addEventListener("submit", async (event) => {
     event.preventDefault();
+    if (signInWait) return;
     const username = $input("sign-in-username").value;
     const password = $input("sign-in-password").value;
     if (!username || !password) {
@@ -1083,10 +1133,11 @@
       await route();
     } catch (e) {
       showError("sign-in-error", e);
+      if (e instanceof ApiFailure && e.status === 429 && e.retryAfter !== null) waitToSignIn(e);
       $input("sign-in-password").value = "";
       $input("sign-in-password").focus();
     } finally {
-      $button("sign-in-submit").disabled = false;
+      $button("sign-in-submit").disabled = signInWait !== null;
     }
   });
 

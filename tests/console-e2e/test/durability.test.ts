@@ -301,15 +301,18 @@ const name = present
     expect(await page.evaluate(() => document.activeElement?.id)).toBe("sign-in-username");
     // A sign-in refused for now (429) says why.
     await page.route("**/console/api/session", (route) =>
-      route.request().method() === "POST" ? route.fulfill({ status: 429, headers: { "retry-after": "60" }, contentType: "application/json", body: '{"error":1429,"message":"Too many failed sign-ins; try again later."}' }) : route.fallback(),
+      route.request().method() === "POST" ? route.fulfill({ status: 429, headers: { "retry-after": "1" }, contentType: "application/json", body: '{"error":1429,"message":"Too many failed sign-ins; try again later."}' }) : route.fallback(),
     );
     expected = /^(401|429) /;
     await page.locator("#sign-in-username").fill(ADMIN.username);
     await page.locator("#sign-in-password").fill(ADMIN.password);
     await page.locator("#sign-in-password").press("Enter");
-    // (With the wait its Retry-After gives: see robustness.test.ts.)
-    await expect.poll(() => page.locator("#sign-in-error").textContent()).toBe("Too many failed sign-ins; try again in 60 s.");
+    // (With the wait its Retry-After gives: see robustness.test.ts; the button stays disabled for
+    // it, counting down: sign-in.test.ts.)
+    await expect.poll(() => page.locator("#sign-in-error").textContent()).toBe("Too many failed sign-ins; try again in 1 s.");
     await page.unrouteAll({ behavior: "wait" });
+    await expect.poll(() => page.locator("#sign-in-submit").isDisabled(), { timeout: 5_000 }).toBe(false);
+    expect(await page.locator("#sign-in-error").textContent()).toBe("Too many failed sign-ins; you can try again now.");
     await signIn();
     await page.locator("#view-accounts").waitFor({ state: "visible" });
     await page.locator("#accounts-body tr").first().waitFor();

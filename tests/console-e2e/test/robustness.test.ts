@@ -158,8 +158,11 @@ const name = present
     await p.locator(view).waitFor({ state: "visible" });
   }
 
-  /** Submits the sign-in form and returns the error it shows once it shows a new one. */
-  async function refusedSignIn(username: string, password: string): Promise<string> {
+  /**
+   * Submits the sign-in form and returns the error it shows once it shows a new one. `waits`: a 429
+   * with a Retry-After, after which the sign-in button stays disabled for that long.
+   */
+  async function refusedSignIn(username: string, password: string, waits = false): Promise<string> {
     await page.locator("#sign-in-username").fill(username);
     await page.locator("#sign-in-password").fill(password);
     const answered = page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith("/console/api/session"));
@@ -167,7 +170,7 @@ const name = present
     await answered;
     // The form is usable again (and the password field emptied) once the answer is shown.
     await expect.poll(() => page.locator("#sign-in-password").inputValue()).toBe("");
-    await expect.poll(() => page.locator("#sign-in-submit").isDisabled()).toBe(false);
+    await expect.poll(() => page.locator("#sign-in-submit").isDisabled()).toBe(waits);
     return (await page.locator("#sign-in-error").textContent())!;
   }
 
@@ -218,10 +221,16 @@ const name = present
       expect(await refusedSignIn(LOCKED, "wrong-password-1")).toBe("The username or password is incorrect.");
       expect(await refusedSignIn(LOCKED, "wrong-password-2")).toBe("The username or password is incorrect.");
       const locked = page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith("/console/api/session"));
-      expect(await refusedSignIn(LOCKED, PASSWORD)).toBe("Too many failed attempts; try again in 15 min.");
+      expect(await refusedSignIn(LOCKED, PASSWORD, true)).toBe("Too many failed attempts; try again in 15 min.");
       const retryAfter = Number((await locked).headers()["retry-after"]);
       expect(retryAfter).toBeGreaterThan(840);
       expect(retryAfter).toBeLessThanOrEqual(900);
+      // The button stays disabled for those 15 minutes (counted down: sign-in.test.ts). A reload
+      // forgets the page's wait (not the server's lock), for the cases below.
+      expected = /^401 GET .*\/console\/api\/session$/;
+      await page.reload();
+      await page.locator("#view-sign-in").waitFor({ state: "visible" });
+      expect(await page.locator("#sign-in-submit").isDisabled()).toBe(false);
 
       // What a proxy or a server in front may answer instead.
       expected = /^503 POST .*\/console\/api\/session$/;

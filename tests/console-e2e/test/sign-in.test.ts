@@ -1,0 +1,178 @@
+/**
+ * The console's sign-in form in Debian chromium, against the real example node server with a short
+ * brute-force window (2 failures, 5 s): a sign-in refused with 429 keeps its button disabled until
+ * the server's Retry-After has passed, counting the wait down, and then signs in.
+ * Every test also fails on a script error, an unhandled promise rejection or a CSP violation.
+ */
+import { existsSync } from "node:fs";
+import { createMemoryStorage } from "@plantgate/core";
+import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+
+const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
+const present = existsSync(CHROMIUM);
+const CI = process.env.CI === "true";
+const ADMIN = { username: "admin", password: "console-e2e-password" };
+const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
+const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+/** The brute-force window: short, so a lock-out ends within the test. */
+const WINDOW_SECONDS = 5;
+
+/** Runs before the page's own script: records what a missing catch or a CSP violation leaves behind. */
+const PROBES = () => {
+  const w = window as unknown as { pageProblems: string[] };
+  w.pageProblems = [];
+  window.addEventListener("unhandledrejection", (e) => w.pageProblems.push(`unhandled rejection: ${String(e.reason)}`));
+  document.addEventListener("securitypolicyviolation", (e) => w.pageProblems.push(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
+};
+
+const name = present
+  ? "console sign-in in Debian chromium"
+  : CI
+    ? "console sign-in in Debian chromium (chromium missing under CI=true: must fail)"
+    : `console sign-in in Debian chromium (SKIPPED: ${CHROMIUM} not found; apt-get install chromium)`;
+
+(present || CI ? describe : describe.skip)(name, () => {
+  let server: RunningServer;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const problems: string[] = [];
+  /** HTTP answers >= 400 a test provoked on purpose. */
+  let expected: RegExp | null = null;
+  const lines = serverLines();
+
+  const watch = (p: Page) => {
+    p.setDefaultTimeout(15_000);
+    p.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    p.on("response", (r) => {
+      if (r.status() >= 400 && !(expected && expected.test(`${r.status()} ${r.request().method()} ${r.url()}`))) problems.push(`${r.status()} ${r.request().method()} ${r.url()}`);
+    });
+  };
+
+  beforeAll(async () => {
+    if (!present) throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium (apt-get install chromium)`);
+    server = await startServer(
+      {
+        PORT: "0",
+        PLANTGATE_BOOTSTRAP_ADMIN: "1",
+        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
+        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
+        PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT.id,
+        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT.secret,
+        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
+        PLANTGATE_BRUTE_FORCE_MAX_FAILURES: "2",
+        PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: String(WINDOW_SECONDS),
+      },
+      { storage: createMemoryStorage(), logger: { error() {}, warn() {} } },
+      { destination: lines.destination },
+    );
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+    context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    await context.addInitScript(PROBES);
+    page = await context.newPage();
+    watch(page);
+    expected = /^401 GET .*\/console\/api\/session$/;
+    await page.goto(server.consoleUrl!);
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    expected = null;
+  }, 120_000);
+
+  afterEach(async () => {
+    expected = null;
+    for (const p of context.pages()) {
+      const inPage = await p.evaluate(() => (window as unknown as { pageProblems: string[] }).pageProblems.splice(0));
+      problems.push(...inPage);
+    }
+    expect(problems.splice(0)).toEqual([]);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    if (server) lines.check([ADMIN.password, CLIENT.secret]);
+  });
+
+  const isSignIn = (r: { url(): string }) => r.url().endsWith("/console/api/session");
+
+  /** Submits the sign-in form with Enter in the password field; resolves to the answer's status and Retry-After. */
+  async function submit(p: Page, username: string, password: string) {
+    await p.locator("#sign-in-username").fill(username);
+    await p.locator("#sign-in-password").fill(password);
+    const answered = p.waitForResponse((r) => r.request().method() === "POST" && isSignIn(r));
+    await p.locator("#sign-in-password").press("Enter");
+    const res = await answered;
+    return { status: res.status(), retryAfter: res.headers()["retry-after"] };
+  }
+
+  it("a sign-in refused with 429 keeps the button disabled until Retry-After has passed, counting the wait down each second; then it signs in", async () => {
+    expected = /^(401|429) POST .*\/console\/api\/session$/;
+    expect(await submit(page, ADMIN.username, "wrong-password-1")).toEqual({ status: 401, retryAfter: undefined });
+    await expect.poll(() => page.locator("#sign-in-submit").isDisabled()).toBe(false);
+    expect(await submit(page, ADMIN.username, "wrong-password-2")).toEqual({ status: 401, retryAfter: undefined });
+    await expect.poll(() => page.locator("#sign-in-submit").isDisabled()).toBe(false);
+    expect(await page.locator("#sign-in-error").textContent()).toBe("The username or password is incorrect.");
+
+    // From here on, every state the message and the button go through, with the page's time.
+    await page.evaluate(() => {
+      const w = window as unknown as { seen: { text: string; disabled: boolean; at: number }[] };
+      const box = document.getElementById("sign-in-error")!;
+      const button = document.getElementById("sign-in-submit") as HTMLButtonElement;
+      w.seen = [];
+      const record = () => {
+        const now = { text: box.textContent ?? "", disabled: button.disabled, at: performance.now() };
+        const last = w.seen.at(-1);
+        if (!last || last.text !== now.text || last.disabled !== now.disabled) w.seen.push(now);
+      };
+      new MutationObserver(record).observe(box, { childList: true, characterData: true, subtree: true });
+      new MutationObserver(record).observe(button, { attributes: true, attributeFilter: ["disabled"] });
+    });
+    const signIns: string[] = [];
+    const count = (r: Request) => {
+      if (r.method() === "POST" && isSignIn(r)) signIns.push(r.url());
+    };
+    page.on("request", count);
+    try {
+      // The right password, but the username is locked for the rest of the window.
+      const locked = await submit(page, ADMIN.username, ADMIN.password);
+      expect(locked.status).toBe(429);
+      const wait = Number(locked.retryAfter);
+      expect(wait).toBeGreaterThanOrEqual(2);
+      expect(wait).toBeLessThanOrEqual(WINDOW_SECONDS);
+      await expect.poll(() => page.locator("#sign-in-error").textContent()).toBe(`Too many failed attempts; try again in ${wait} s.`);
+      expect(await page.locator("#sign-in-submit").isDisabled()).toBe(true);
+
+      // Enter in the form meanwhile sends nothing.
+      await page.locator("#sign-in-password").fill(ADMIN.password);
+      await page.locator("#sign-in-password").press("Enter");
+      expect(await page.locator("#sign-in-submit").isDisabled()).toBe(true);
+
+      await expect.poll(() => page.locator("#sign-in-submit").isDisabled(), { timeout: (wait + 5) * 1000 }).toBe(false);
+      expect(await page.locator("#sign-in-error").textContent()).toBe("Too many failed attempts; you can try again now.");
+      expect(signIns).toHaveLength(1);
+
+      const seen = await page.evaluate(() => (window as unknown as { seen: { text: string; disabled: boolean; at: number }[] }).seen);
+      const counted = Array.from({ length: wait }, (_, i) => ({ text: `Too many failed attempts; try again in ${wait - i} s.`, disabled: true }));
+      expect(seen.map(({ text, disabled }) => ({ text, disabled }))).toEqual([
+        // The submission: the button disabled while the answer comes.
+        { text: "The username or password is incorrect.", disabled: true },
+        ...counted,
+        { text: "Too many failed attempts; you can try again now.", disabled: false },
+      ]);
+      // Each count shown for a second, and the button enabled no sooner than Retry-After.
+      const shown = seen[1]!.at;
+      for (let i = 1; i < wait; i++) expect(seen[1 + i]!.at - shown).toBeGreaterThanOrEqual(i * 1000 - 20);
+      expect(seen.at(-1)!.at - shown).toBeGreaterThanOrEqual(wait * 1000 - 20);
+    } finally {
+      page.off("request", count);
+    }
+
+    // The server agrees: the lock is over, and the same password signs in.
+    expected = null;
+    expect((await submit(page, ADMIN.username, ADMIN.password)).status).toBe(200);
+    await page.locator("#view-security").waitFor({ state: "visible" });
+    expect(await page.locator("#whoami-name").textContent()).toBe(`Signed in as ${ADMIN.username}`);
+  });
+});
