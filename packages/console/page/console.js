@@ -217,8 +217,12 @@
   const VIEWS = ["view-sign-in", "view-security", "view-accounts", "view-events"];
   function show(view) {
     $("loading").hidden = true;
-    // Signed in (from another tab): the wait after a refused sign-in is over.
-    if (view !== "view-sign-in") endSignInWait();
+    // Signed in (here or from another tab): the wait after a refused sign-in is over, and the
+    // notice of a session from another tab is done with.
+    if (view !== "view-sign-in") {
+      endSignInWait();
+      offerSession(null);
+    }
     for (const v of VIEWS) $(v).hidden = v !== view;
     const signedIn = state.session !== null;
     $("nav").hidden = !signedIn;
@@ -1027,8 +1031,10 @@
    * - "changed": another administrator's session; the tab takes it, says so, declines an open
    *   confirmation (asked of the one shown before) and reloads the view;
    * - "renewed": the same administrator signed in anew; the tab takes the new CSRF token;
+   * - "offered": signed in from another tab while this one shows the sign-in form with something
+   *   typed in it; the tab keeps the form and offers the session (`offerSession`);
    * - "same": nothing changed; "unknown": the check failed (the server unreachable, a 503).
-   * @returns {Promise<"ended" | "changed" | "renewed" | "same" | "unknown">}
+   * @returns {Promise<"ended" | "changed" | "renewed" | "offered" | "same" | "unknown">}
    */
   async function recheckSession() {
     const held = state.session;
@@ -1038,6 +1044,7 @@
       now = await call("GET", "/session");
     } catch (e) {
       if (!(e instanceof ApiFailure && e.status === 401)) return "unknown";
+      offerSession(null);
       // With a session held, `call` has shown the sign-in view already (401 1301).
       if (state.session) {
         state.session = null;
@@ -1051,6 +1058,10 @@
       if (held.csrfToken === now.csrfToken) return "same";
       state.session = now;
       return "renewed";
+    }
+    if (!held && signInTyped()) {
+      offerSession(now);
+      return "offered";
     }
     cancelConfirm();
     state.session = now;
@@ -1070,6 +1081,38 @@
    */
   const tabs = typeof BroadcastChannel === "function" ? new BroadcastChannel("plantgate-console " + root) : null;
   if (tabs) tabs.onmessage = () => void recheckSession();
+
+  /** Whether the sign-in form holds something typed: a username or a password. */
+  const signInTyped = () => $input("sign-in-username").value !== "" || $input("sign-in-password").value !== "";
+
+  /**
+   * Another tab signed the browser in while this one shows the sign-in form with something typed
+   * in it: switching at once threw away what was typed (a half-typed password, or the sign-in of
+   * another administrator). The tab says so instead, with a button to continue as that
+   * administrator; the form stays as it is and can still be sent. An empty form switches at once.
+   * @param {Session | null} offered the session signed in elsewhere; null: no notice
+   */
+  function offerSession(offered) {
+    const box = $("sign-in-elsewhere");
+    if (!offered) {
+      box.hidden = true;
+      return;
+    }
+    $("sign-in-elsewhere-text").textContent = "This browser was signed in as " + q(offered.username) + " in another tab.";
+    $button("sign-in-elsewhere-continue").textContent = "Continue as " + q(offered.username);
+    box.hidden = false;
+  }
+
+  $button("sign-in-elsewhere-continue").addEventListener("click", async () => {
+    // What was typed is not wanted now; the session is checked again, as it may have changed.
+    $form("sign-in-form").reset();
+    offerSession(null);
+    showError("sign-in-error", null);
+    const now = await recheckSession();
+    if (now === "ended") showSignIn("The session of the other tab has ended; sign in here.");
+    // ("unknown" with a session: this tab took one meanwhile, from another message.)
+    else if (now === "unknown" && !state.session) showSignIn("The console could not check the session; sign in here, or reload the page.");
+  });
 
   /**
    * The wait after a sign-in refused with 429 and a `Retry-After` (a brute-force lock-out, or too

@@ -1,7 +1,8 @@
 /**
  * The console's sign-in form in Debian chromium, against the real example node server with a short
  * brute-force window (2 failures, 5 s): a sign-in refused with 429 keeps its button disabled until
- * the server's Retry-After has passed, counting the wait down, and then signs in.
+ * the server's Retry-After has passed, counting the wait down, and then signs in; a sign-in from
+ * another tab does not throw away what is typed in the form, but offers to continue.
  * Every test also fails on a script error, an unhandled promise rejection or a CSP violation.
  */
 import { existsSync } from "node:fs";
@@ -174,5 +175,64 @@ const name = present
     expect((await submit(page, ADMIN.username, ADMIN.password)).status).toBe(200);
     await page.locator("#view-security").waitFor({ state: "visible" });
     expect(await page.locator("#whoami-name").textContent()).toBe(`Signed in as ${ADMIN.username}`);
+  });
+
+  it("signed in from another tab while this one's sign-in form holds typed input: the tab keeps the input and offers to continue; with an empty form it switches at once", async () => {
+    expected = /^401 GET .*\/console\/api\/session$/;
+    // This tab signed out; what is typed in its form.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    const typed = { username: "someone-else", password: "half-a-pass" };
+    await page.locator("#sign-in-username").fill(typed.username);
+    await page.locator("#sign-in-password").fill(typed.password);
+    const form = async () => ({ username: await page.locator("#sign-in-username").inputValue(), password: await page.locator("#sign-in-password").inputValue() });
+    const notice = page.locator("#sign-in-elsewhere");
+
+    const second = await context.newPage();
+    watch(second);
+    try {
+      await second.goto(server.consoleUrl!);
+      await second.locator("#view-sign-in").waitFor({ state: "visible" });
+      await submit(second, ADMIN.username, ADMIN.password);
+      await second.locator("#whoami").waitFor({ state: "visible" });
+
+      // This tab has heard of it once it shows either the session or a notice. It keeps the form as
+      // it was (until 2026-11-29 it switched to the session, the typed input thrown away) and says so.
+      await page.locator("#whoami:visible, #sign-in-elsewhere:visible").first().waitFor();
+      expect(await page.locator("#view-sign-in").isVisible()).toBe(true);
+      expect(await page.locator("#whoami").isHidden()).toBe(true);
+      expect(await form()).toEqual(typed);
+      expect(await notice.isVisible()).toBe(true);
+      expect(await page.locator("#sign-in-elsewhere-text").textContent()).toBe(`This browser was signed in as ${ADMIN.username} in another tab.`);
+      expect(await notice.getByRole("button").textContent()).toBe(`Continue as ${ADMIN.username}`);
+
+      // The other tab signs out: the notice goes (nothing to continue with), the input stays.
+      await second.getByRole("button", { name: "Sign out" }).click();
+      await second.locator("#view-sign-in").waitFor({ state: "visible" });
+      await notice.waitFor({ state: "hidden" });
+      expect(await form()).toEqual(typed);
+      expect(await page.locator("#view-sign-in").isVisible()).toBe(true);
+
+      // Signed in there again; here, "Continue as admin" takes that session and empties the form.
+      await submit(second, ADMIN.username, ADMIN.password);
+      await notice.waitFor({ state: "visible" });
+      await page.getByRole("button", { name: `Continue as ${ADMIN.username}` }).click();
+      await page.locator("#view-security").waitFor({ state: "visible" });
+      expect(await page.locator("#whoami-name").textContent()).toBe(`Signed in as ${ADMIN.username}`);
+      expect(await form()).toEqual({ username: "", password: "" });
+      expect(await notice.isHidden()).toBe(true);
+
+      // An empty form switches at once, as before: signed out here (the other tab follows), then in there.
+      await page.getByRole("button", { name: "Sign out" }).click();
+      await second.locator("#view-sign-in").waitFor({ state: "visible" });
+      await page.locator("#view-sign-in").waitFor({ state: "visible" });
+      expect(await form()).toEqual({ username: "", password: "" });
+      await submit(second, ADMIN.username, ADMIN.password);
+      await page.locator("#view-security").waitFor({ state: "visible" });
+      expect(await page.locator("#whoami-name").textContent()).toBe(`Signed in as ${ADMIN.username}`);
+      expect(await notice.isHidden()).toBe(true);
+    } finally {
+      await second.close();
+    }
   });
 });
