@@ -1129,6 +1129,7 @@
     if (!signInWait) return;
     clearTimeout(signInWait.timer);
     signInWait = null;
+    $("sign-in-error").removeAttribute("aria-live");
     $button("sign-in-submit").disabled = false;
   }
 
@@ -1144,8 +1145,14 @@
       if (signInWait !== wait) return;
       const left = until - Date.now();
       const text = left > 0 ? withRetry(refusal.said, "try again in " + waitText(Math.ceil(left / 1000))) : withRetry(refusal.said, "you can try again now");
-      // Written only when it changes: the box is an alert, read out on each change.
-      if (box.textContent !== text) box.textContent = text;
+      // Written only when it changes. The box is an alert, read out on each change: the refusal is
+      // read once (showError wrote it), the count's changes are not (aria-live "off" while
+      // counting: under two minutes a screen reader said every second), the end is again.
+      if (box.textContent !== text) {
+        if (left > 0) box.setAttribute("aria-live", "off");
+        else box.removeAttribute("aria-live");
+        box.textContent = text;
+      }
       box.hidden = false;
       if (left <= 0) return endSignInWait();
       // Next at the second the count changes.

@@ -118,16 +118,16 @@ const name = present
 
     // From here on, every state the message and the button go through, with the page's time.
     await page.evaluate(() => {
-      const w = window as unknown as { seen: { text: string; disabled: boolean; at: number }[] };
+      const w = window as unknown as { seen: { text: string; disabled: boolean; live: string | null; at: number }[] };
       const box = document.getElementById("sign-in-error")!;
       const button = document.getElementById("sign-in-submit") as HTMLButtonElement;
       w.seen = [];
       const record = () => {
-        const now = { text: box.textContent ?? "", disabled: button.disabled, at: performance.now() };
+        const now = { text: box.textContent ?? "", disabled: button.disabled, live: box.getAttribute("aria-live"), at: performance.now() };
         const last = w.seen.at(-1);
         if (!last || last.text !== now.text || last.disabled !== now.disabled) w.seen.push(now);
       };
-      new MutationObserver(record).observe(box, { childList: true, characterData: true, subtree: true });
+      new MutationObserver(record).observe(box, { childList: true, characterData: true, subtree: true, attributes: true, attributeFilter: ["aria-live"] });
       new MutationObserver(record).observe(button, { attributes: true, attributeFilter: ["disabled"] });
     });
     const signIns: string[] = [];
@@ -154,13 +154,15 @@ const name = present
       expect(await page.locator("#sign-in-error").textContent()).toBe("Too many failed attempts; you can try again now.");
       expect(signIns).toHaveLength(1);
 
-      const seen = await page.evaluate(() => (window as unknown as { seen: { text: string; disabled: boolean; at: number }[] }).seen);
-      const counted = Array.from({ length: wait }, (_, i) => ({ text: `Too many failed attempts; try again in ${wait - i} s.`, disabled: true }));
-      expect(seen.map(({ text, disabled }) => ({ text, disabled }))).toEqual([
+      const seen = await page.evaluate(() => (window as unknown as { seen: { text: string; disabled: boolean; live: string | null; at: number }[] }).seen);
+      // The refusal is an alert (read out once); the count's changes are not live ("off"), so a
+      // screen reader does not say every second; the end is an alert again.
+      const counted = Array.from({ length: wait }, (_, i) => ({ text: `Too many failed attempts; try again in ${wait - i} s.`, disabled: true, live: i === 0 ? null : "off" }));
+      expect(seen.map(({ text, disabled, live }) => ({ text, disabled, live }))).toEqual([
         // The submission: the button disabled while the answer comes.
-        { text: "The username or password is incorrect.", disabled: true },
+        { text: "The username or password is incorrect.", disabled: true, live: null },
         ...counted,
-        { text: "Too many failed attempts; you can try again now.", disabled: false },
+        { text: "Too many failed attempts; you can try again now.", disabled: false, live: null },
       ]);
       // Each count shown for a second, and the button enabled no sooner than Retry-After.
       const shown = seen[1]!.at;
