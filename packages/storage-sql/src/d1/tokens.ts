@@ -98,28 +98,34 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
           );
         }
       }),
-    deleteExpired: (now, limit) =>
-      run("refreshTokens.deleteExpired", async () => {
-        // Two rules, one statement each (each an index range): the whole family past its absolute
-        // expiry (its families by pg_refresh_families' expiry index); an unconsumed token past its
-        // sliding expiry. Then the family rows no token points to any more (not counted).
-        const familyGone = await deleteBatch(
+    deleteExpired: async (now, limit) => {
+      // Two rules, one statement each (each an index range): the whole family past its absolute
+      // expiry (its families by pg_refresh_families' expiry index); an unconsumed token past its
+      // sliding expiry. Then the family rows no token points to any more (not counted).
+      // Each statement is an operation of its own under the deadline, as prune's batches of the
+      // other stores are: the family rows go in as many statements as their backlog needs, and
+      // until 2026-11-29 those all ran under one deadline, so a backlog of a few batches on a D1
+      // answering each in time failed every cron run ("no answer from D1") before the later stores.
+      const step = <T>(fn: () => Promise<T>): Promise<T> => run("refreshTokens.deleteExpired", fn);
+      const familyGone = await step(() =>
+        deleteBatch(
           ctx,
           TABLES.refreshTokens,
           "token_hash",
           `"family_expires_at" <= ? and "family_id" in (select "family_id" from ${families} where "family_expires_at" <= ?)`,
           [now, now],
           limit,
-        );
-        if (limit !== undefined && familyGone >= limit) return familyGone;
-        const ended = `${families}."family_expires_at" <= ? and not exists (select 1 from ${table} where ${table}."family_id" = ${families}."family_id" and ${table}."family_expires_at" <= ?)`;
-        // In statements of at most `limit` rows until one comes back short (one per call left the
-        // rest behind, and a backlog larger than `limit` per pruning never went away).
-        if (limit === undefined) await exec(`delete from ${families} where ${ended}`, now, now);
-        else while ((await exec(`delete from ${families} where (${familyColumns}) in (select ${familyColumns} from ${families} where ${ended} limit ?)`, now, now, limit)) === limit);
-        const rest = limit === undefined ? undefined : limit - familyGone;
-        return familyGone + (await deleteBatch(ctx, TABLES.refreshTokens, "token_hash", `("consumed_at" is null and "expires_at" <= ?)`, [now], rest));
-      }),
+        ),
+      );
+      if (limit !== undefined && familyGone >= limit) return familyGone;
+      const ended = `${families}."family_expires_at" <= ? and not exists (select 1 from ${table} where ${table}."family_id" = ${families}."family_id" and ${table}."family_expires_at" <= ?)`;
+      // In statements of at most `limit` rows until one comes back short (one per call left the
+      // rest behind, and a backlog larger than `limit` per pruning never went away).
+      if (limit === undefined) await step(() => exec(`delete from ${families} where ${ended}`, now, now));
+      else while ((await step(() => exec(`delete from ${families} where (${familyColumns}) in (select ${familyColumns} from ${families} where ${ended} limit ?)`, now, now, limit))) === limit);
+      const rest = limit === undefined ? undefined : limit - familyGone;
+      return familyGone + (await step(() => deleteBatch(ctx, TABLES.refreshTokens, "token_hash", `("consumed_at" is null and "expires_at" <= ?)`, [now], rest)));
+    },
   };
 }
 
