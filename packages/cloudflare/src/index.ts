@@ -265,7 +265,11 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
 export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker {
   const instances = new WeakMap<object, Start>();
   const reported = new WeakSet<object>();
-  const logger = options.logger ?? console;
+  // Guarded as core guards its own calls ("a logger that throws is ignored (the answer stands)"):
+  // until 2026-11-29 the Worker's own lines were not, and a log sink that threw turned a failed
+  // start's 503 into an uncaught exception (500, error 1101 on Cloudflare), a scheduled run whose
+  // events were not all delivered into a failed run, and a stalled flush into a rejected waitUntil.
+  const logger = guarded(options.logger ?? console);
   const {
     onPrune = (counts: PruneCounts) => console.log(JSON.stringify({ message: "plantgate prune", ...counts })),
     uploadDiscardBytes: discardBytes = 100 * 1024 * 1024,
@@ -420,6 +424,20 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
       }
     },
   };
+}
+
+/** `base` whose calls never throw, and whose returned promise (an async sink's) never rejects unhandled. */
+function guarded(base: NonNullable<PlantgateOptions["logger"]>): NonNullable<PlantgateOptions["logger"]> {
+  const call = (level: "error" | "warn", message: string, context?: Record<string, unknown>): void => {
+    try {
+      // One argument when there is no context: console.warn(message, undefined) prints "undefined".
+      const result: unknown = context === undefined ? base[level](message) : base[level](message, context);
+      if (typeof (result as PromiseLike<unknown> | undefined)?.then === "function") (result as PromiseLike<unknown>).then(undefined, () => undefined);
+    } catch {
+      // Nothing to report it to.
+    }
+  };
+  return { error: (message, context) => call("error", message, context), warn: (message, context) => call("warn", message, context) };
 }
 
 /** Refuses a timer option setTimeout cannot hold (past 2^31-1 ms a delay fires at once; NaN never compares). */
