@@ -302,7 +302,9 @@ function baseUrlFromIssuer(issuer: string | undefined, basePath: string): string
 function guardedLogger(base: Logger): Logger {
   const call = (level: "error" | "warn", message: string, context: Record<string, unknown> | undefined) => {
     try {
-      const result: unknown = base[level](message, context);
+      // One argument when there is no context: `console.warn(message, undefined)` prints a trailing
+      // "undefined" (workerd's log read "... encrypt them at rest undefined" until 2026-11-29).
+      const result: unknown = context === undefined ? base[level](message) : base[level](message, context);
       // An async logger's rejection (a closed sink) must not become an unhandled rejection.
       if (isThenable(result)) result.then(undefined, () => undefined);
     } catch {

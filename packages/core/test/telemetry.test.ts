@@ -402,3 +402,35 @@ describe("route templates under a base path", () => {
     expect(requests.map((o) => [o.route, o.grantType, o.result])).toEqual([["/auth/UserService/connect/token", "client_credentials", "success"]]);
   });
 });
+
+describe("the logger as core calls it", () => {
+  it("a line without context reaches the logger with one argument (console.warn(message, undefined) printed a trailing 'undefined'); one with context with two", async () => {
+    const calls: { level: string; args: unknown[] }[] = [];
+    const storage = createMemoryStorage();
+    const h = await harness({
+      storage,
+      logger: {
+        error(...args: unknown[]) {
+          calls.push({ level: "error", args });
+        },
+        warn(...args: unknown[]) {
+          calls.push({ level: "warn", args });
+        },
+      },
+    });
+    // The first request says no issuer is set and the keys are stored in clear: lines without context.
+    expect((await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) })).status).toBe(200);
+    expect(calls).toEqual([
+      { level: "warn", args: [expect.stringMatching(/^plantgate: neither issuer nor baseUrl is configured, /)] },
+      { level: "warn", args: [expect.stringMatching(/^signing keys are stored in clear: /)] },
+    ]);
+    calls.length = 0;
+    // A storage failure: an error line with its context.
+    storage.clients.get = async () => {
+      throw new StorageError("database unreachable");
+    };
+    expect((await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) })).status).toBe(503);
+    expect(calls.length).toBeGreaterThan(0);
+    for (const call of calls) expect(call.args).toHaveLength(2);
+  });
+});
