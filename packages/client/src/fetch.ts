@@ -27,7 +27,8 @@ function isRedirect(status: number): boolean {
  * The part of a `Response` the client reads. The global Response and node-fetch's both fit. The
  * body is read from `body` when it is a Web `ReadableStream` or an async iterable of bytes
  * (node-fetch's Node stream), so that a body over `maxResponseBytes` is cut off while it arrives;
- * a response without one (a test double) is read with `text()` and its size checked after.
+ * a response without one (a polyfill's, a test double) is read with `text()`, its size checked
+ * after, and given up (as a stream is cancelled) once the request's signal is aborted.
  */
 export interface FetchResponse {
   readonly status: number;
@@ -219,9 +220,11 @@ async function exchange(fetch: FetchLike, url: string, init: FetchInit, maxRespo
  * passes `limit` bytes: a stream is then cancelled where it stands, so a server that sends without
  * end costs the client at most `limit` bytes of memory. Reading also stops (the stream cancelled)
  * once `signal` is aborted (the deadline passed), even under a fetch that does not heed it, and on
- * any failure, so no exit leaves the connection held by a half-read body.
+ * any failure, so no exit leaves the connection held by a half-read body. A body read with
+ * `text()` stops waiting for it then too, with the same rejection (the signal's reason).
+ * Exported for the tests only (not from the package's index).
  */
-async function readCapped(response: FetchResponse, limit: number, signal: AbortSignal | undefined): Promise<string | null> {
+export async function readCapped(response: FetchResponse, limit: number, signal: AbortSignal | undefined): Promise<string | null> {
   const body = response.body as { getReader?: unknown; [Symbol.asyncIterator]?: unknown } | null | undefined;
   const decoder = new TextDecoder();
   let size = 0;
@@ -279,10 +282,19 @@ async function readCapped(response: FetchResponse, limit: number, signal: AbortS
       signal?.removeEventListener("abort", onAbort);
     }
   }
-  // No stream to read (a test double, an in-process stand-in): the whole text is there already;
-  // the cap still holds for what the client goes on to parse.
-  const whole = await response.text();
+  // No stream to read (a polyfill's Response, an in-process stand-in): read with text(), the cap
+  // checked after. It is raced against the signal as a stream's reads are, and rejects as they do
+  // (the signal's reason) once it is aborted: a text() that never settles (a polyfill's body that
+  // stalls) was otherwise awaited for good after the call had ended, holding the response and this
+  // read with it, one more for every call that timed out or was aborted.
+  signal?.throwIfAborted();
+  const whole = await within(null, response.text(), unreachable, signal);
   return new TextEncoder().encode(whole).byteLength > limit ? null : whole;
+}
+
+/** The timeout of a {@link within} without a deadline: never called. */
+function unreachable(): Error {
+  return new Error("unreachable: no deadline");
 }
 
 /** A body chunk as bytes: a Uint8Array (or Buffer), another view or an ArrayBuffer (some polyfills), or text (a Node stream with an encoding). */

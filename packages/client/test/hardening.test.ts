@@ -5,9 +5,12 @@
  * token into an error message (tokens must be visible ASCII).
  */
 import { Readable } from "node:stream";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { createPlantgate, type SecurityEvent } from "@plantgate/core";
 import { describe, expect, it, vi } from "vitest";
 import { createClient, NetworkError, type CachedToken, type FetchLike, type FetchResponse, type TokenCache } from "../src/index.js";
+import { readCapped } from "../src/fetch.js";
 import { manualClock } from "./support.js";
 
 const BASE = "https://platform.example.test";
@@ -358,6 +361,65 @@ describe("a cap on response bodies (maxResponseBytes, default 1 MiB)", () => {
     expect(error.reason).toBe("timeout");
     await expect.poll(() => cancelled, { timeout: 1_000, interval: 5 }).toBe(true);
     expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  /** A body a polyfill reads with text() only (no stream): pending until the I/O behind it answers, which here it never does. */
+  const stalledText = (pending: Array<(text: string) => void>): FetchResponse => ({
+    status: 200,
+    headers: new Headers(),
+    // The resolver is held as a polyfill's socket would hold it, so the read stays reachable.
+    text: () => new Promise<string>((resolve) => void pending.push(resolve)),
+  });
+
+  it("a body read with text() (a polyfill's Response, no stream) is given up like a stream once the signal is aborted, with the same rejection", async () => {
+    const reasons = [undefined, new Error("the caller left")];
+    for (const reason of reasons) {
+      const outcomes: unknown[] = [];
+      for (const response of [stalledText([]), { status: 200, headers: new Headers(), text: async () => "", body: new ReadableStream({ pull: () => new Promise<void>(() => {}) }) }]) {
+        const controller = new AbortController();
+        let outcome: unknown = "pending";
+        const reading = readCapped(response, 1000, controller.signal).then(
+          (text) => (outcome = { text }),
+          (error: unknown) => (outcome = { error }),
+        );
+        controller.abort(reason);
+        await expect.poll(() => outcome, { timeout: 1_000 }).not.toBe("pending");
+        await reading;
+        outcomes.push(outcome);
+      }
+      // The streaming path's rejection is the signal's reason (an AbortError DOMException for send's timer, which aborts without one).
+      expect(outcomes[0]).toEqual({ error: reason ?? expect.objectContaining({ name: "AbortError" }) });
+      expect(outcomes[0]).toEqual(outcomes[1]);
+      if (reason !== undefined) expect((outcomes[0] as { error: unknown }).error).toBe(reason);
+    }
+  });
+
+  it("a text() that never settles holds nothing once the call ended: 20 calls timed out or aborted leave none of their responses reachable", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const pending: Array<(text: string) => void> = [];
+    const responses: WeakRef<FetchResponse>[] = [];
+    const fetch: FetchLike = async (url) => {
+      if (url.endsWith("/connect/token")) return json(200, TOKEN);
+      const response = stalledText(pending);
+      responses.push(new WeakRef(response));
+      return response;
+    };
+    const client = createClient({ ...SECRET_OPTIONS, fetch, timeoutMs: 30 });
+    for (let i = 0; i < 10; i++) expect(((await client.listAccounts().catch((e: unknown) => e)) as NetworkError).reason).toBe("timeout");
+    for (let i = 0; i < 10; i++) {
+      const controller = new AbortController();
+      const call = client.listAccounts({ signal: controller.signal }).catch((e: unknown) => e);
+      await expect.poll(() => pending.length, { timeout: 1_000, interval: 1 }).toBe(11 + i);
+      controller.abort();
+      expect(await call).toMatchObject({ name: "AbortError" });
+    }
+    expect([pending.length, responses.length]).toEqual([20, 20]);
+    // WeakRefs read in this turn stay alive until it ends: collect in a later one.
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(responses.filter((r) => r.deref() !== undefined).length).toBe(0);
   });
 
   it("is checked: a positive integer", () => {
