@@ -179,6 +179,36 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     });
   }
 
+  /**
+   * A refresh that got no usable answer (the request failed or timed out, or something other than
+   * the server answered) may still have been carried out: the server rotated, and the answer that
+   * held the new refresh token is lost. The server answers the same refresh token with that very
+   * answer again within its grace window, and takes it for reuse after it (the family revoked, the
+   * user signed out): so it is presented again in the background ({@link REFRESH_RETRY_MS} after
+   * each such failure) rather than only at the next call, which may come after the window. A retry
+   * is an ordinary renewal (single flight, the shared cache read first); an answer ends the retries.
+   */
+  let refreshRetryTimer: ReturnType<typeof setTimeout> | null = null;
+  let refreshRetries = 0;
+
+  function scheduleRefreshRetry(): void {
+    if (refreshRetryTimer !== null || refreshRetries >= REFRESH_RETRY_MS.length) return;
+    refreshRetryTimer = setTimeout(() => {
+      refreshRetryTimer = null;
+      // Its failure fails no call; a failure without an answer schedules the next retry.
+      getToken().catch(() => undefined);
+    }, REFRESH_RETRY_MS[refreshRetries++]);
+    // Never what keeps a Node process alive.
+    (refreshRetryTimer as { unref?: () => void }).unref?.();
+  }
+
+  /** A refresh got an answer (a token or a refusal): nothing is left to recover. */
+  function refreshAnswered(): void {
+    refreshRetries = 0;
+    if (refreshRetryTimer !== null) clearTimeout(refreshRetryTimer);
+    refreshRetryTimer = null;
+  }
+
   async function cacheIsBehind(theirs: CachedToken | null, ours: CachedToken): Promise<boolean> {
     if (theirs === null) return true;
     if (theirs.refreshToken === null || theirs.refreshToken === ours.refreshToken) return false;
@@ -261,8 +291,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       const source = cached?.refreshToken === refreshToken ? cached : current;
       const scope = source?.scope ?? config.scope ?? "";
       try {
-        return { token: await tokenRequest("refresh_token", { refresh_token: refreshToken }, { refreshToken, scope, lineage: source?.lineage ?? [] }), cached: false };
+        const token = await tokenRequest("refresh_token", { refresh_token: refreshToken }, { refreshToken, scope, lineage: source?.lineage ?? [] });
+        refreshAnswered();
+        return { token, cached: false };
       } catch (error) {
+        if (error instanceof NetworkError && NO_ANSWER.has(error.reason)) scheduleRefreshRetry();
+        else refreshAnswered();
         if (!(error instanceof OAuthError && error.error === "invalid_grant")) throw error;
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
         deadRefresh.add(refreshToken);
@@ -350,6 +384,20 @@ interface Previous {
  * ones well within the server's 30 s grace window, the last about a minute after the rotation.
  */
 const CATCH_UP_RETRY_MS = [1000, 2000, 4000, 8000, 16000, 32000];
+
+/**
+ * When a refresh that got no usable answer is tried again in the background, after each such
+ * failure (ms): well within the server's 30 s grace window when the failure came quickly (a reset
+ * connection, a proxy's error page); a timed-out one has used up `timeoutMs` of the window already.
+ */
+const REFRESH_RETRY_MS = [1000, 2000, 4000, 8000];
+
+/**
+ * The {@link NetworkError} reasons of a request the server may have carried out without its answer
+ * reaching the client. Not `unexpected_response` or `response_too_large` (the server's answer
+ * arrived, and a retry would get it again) nor `redirect_refused`.
+ */
+const NO_ANSWER = new Set(["fetch_failed", "timeout", "not_json"]);
 
 /** How many replaced refresh tokens a token remembers ({@link CachedToken.lineage}). */
 const LINEAGE = 8;

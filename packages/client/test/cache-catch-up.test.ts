@@ -251,3 +251,91 @@ describe("a tokenCache.set that failed after a rotation", () => {
     expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
   });
 });
+
+/**
+ * The global fetch to the real server, losing the answer of the next `lose.count` refresh requests
+ * after the server has carried them out (the connection reset as the answer came back), as fetch
+ * reports that: a TypeError "fetch failed". `lose.answered` counts the refresh requests the server answered.
+ */
+function losingFetch(forwarded: string[], who: string, lose: { count: number; answered: number }): FetchLike {
+  const inner = recordingFetch(forwarded, who);
+  return async (url, init) => {
+    const response = await inner(url, init);
+    const refresh = new URLSearchParams(init.body ?? "").get("grant_type") === "refresh_token";
+    if (refresh) lose.answered++;
+    if (refresh && lose.count > 0) {
+      lose.count--;
+      await response.text();
+      forwarded.push(`${who}: (answer lost)`);
+      throw new TypeError("fetch failed", { cause: new Error("read ECONNRESET") });
+    }
+    return response;
+  };
+}
+
+describe("a refresh whose answer was lost after the server rotated", () => {
+  const signIn = (t: ServerTarget, fetch: FetchLike, tokenCache?: TokenCache) => {
+    const clock = manualClock(t.clock.now());
+    const client = createClient({
+      baseUrl: t.baseUrl,
+      clientId: t.clientId,
+      clientSecret: t.clientSecret,
+      scope: OFFLINE,
+      credentials: { username: t.username, password: t.password },
+      keepCredentials: false,
+      clock: clock.now,
+      fetch,
+      ...(tokenCache ? { tokenCache } : {}),
+    });
+    return { client, clock };
+  };
+
+  it("is presented again in the background within the grace window, so a call after the window still has a session", async () => {
+    target = await startTarget();
+    const t = target;
+    const forwarded: string[] = [];
+    const lose = { count: 1, answered: 0 };
+    const a = signIn(t, losingFetch(forwarded, "A", lose));
+    await a.client.getAccessToken();
+    for (const clock of [t.clock, a.clock]) clock.advance(TTL);
+    const failed = (await a.client.getAccessToken().catch((e: unknown) => e)) as Error;
+    expect([failed.name, (failed as { reason?: string }).reason, failed.message]).toEqual(["NetworkError", "fetch_failed", `${TOKEN} failed: fetch failed (read ECONNRESET)`]);
+    // A makes no call; its background retry presents the same refresh token (1 s later, real time).
+    const retried = await until(() => lose.answered === 2, 5000);
+    // Its next call comes after the grace window (and after the token's lifetime).
+    for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
+    const outcome = await a.client.listAccounts().then(
+      (page) => page.total,
+      (e: unknown) => String(e),
+    );
+    expect({ retried, outcome }).toEqual({ retried: true, outcome: 1 });
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, `A: ${ACCOUNTS}`]);
+    // The rotation and its replay (the lost answer delivered again); no reuse.
+    const events = await t.events();
+    expect(events.filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed"]);
+  });
+
+  it("another process sharing the cache renews after the window from the recovered token, not the replaced one", async () => {
+    target = await startTarget();
+    const t = target;
+    const cache = sharedCache();
+    const forwarded: string[] = [];
+    const lose = { count: 1, answered: 0 };
+    const a = signIn(t, losingFetch(forwarded, "A", lose), cache.link("A").hook);
+    const b = signIn(t, recordingFetch(forwarded, "B"), cache.link("B").hook);
+    await a.client.getAccessToken();
+    await b.client.getAccessToken();
+    const first = cache.held();
+    for (const clock of [t.clock, a.clock, b.clock]) clock.advance(TTL);
+    expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
+    const recovered = await until(() => cache.held().refreshToken !== first.refreshToken, 5000);
+    for (const clock of [t.clock, b.clock]) clock.advance(GRACE + 1);
+    const outcome = await b.client.listAccounts().then(
+      (page) => page.total,
+      (e: unknown) => String(e),
+    );
+    expect({ recovered, outcome }).toEqual({ recovered: true, outcome: 1 });
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, `B: ${ACCOUNTS}`]);
+    expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
+  });
+});
