@@ -301,6 +301,9 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
         deadRefresh.add(refreshToken);
         if (deadRefresh.size > 16) deadRefresh.delete(deadRefresh.values().next().value!);
+        // Remembered before the cache is looked at: a hook failing below ends this call with its
+        // error, and every later call must still end with this one, not an untyped Error.
+        if (!canRunGrant()) ended = error;
         // Another process may have won a race for the same refresh token and cached its result.
         const theirs = await readCache();
         if (theirs && theirs.refreshToken !== refreshToken && fresh(theirs)) return { token: theirs, cached: true };
@@ -308,10 +311,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         if (cache && cached?.refreshToken === refreshToken && theirs !== null && theirs.accessToken === cached.accessToken) {
           await cacheSet({ ...cached, refreshToken: null });
         }
-        if (!canRunGrant()) {
-          ended = error;
-          throw error;
-        }
+        if (!canRunGrant()) throw error;
         return { token: await runGrant(), cached: false };
       }
     }

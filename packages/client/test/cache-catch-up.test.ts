@@ -6,7 +6,7 @@
  * server revokes the whole family and the user is signed out).
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createClient, TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
+import { createClient, OAuthError, TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
 import { manualClock, startTarget, type ServerTarget } from "./support.js";
 
 const OFFLINE = "Platform_UserAPIs offline_access";
@@ -337,5 +337,40 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     expect({ recovered, outcome }).toEqual({ recovered: true, outcome: 1 });
     expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, `B: ${ACCOUNTS}`]);
     expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
+  });
+});
+
+describe("a refresh token refused while the cache is unreachable, the password not kept", () => {
+  it("the session still ends with OAuthError invalid_grant once the cache is back, not with an untyped Error", async () => {
+    target = await startTarget();
+    const t = target;
+    const cache = sharedCache();
+    const forwarded: string[] = [];
+    const link = cache.link("A");
+    // The cache goes down just as the server refuses the refresh token (the client then reads it
+    // to see whether another process won a race for that token).
+    const inner = recordingFetch(forwarded, "A");
+    const fetch: FetchLike = async (url, init) => {
+      const response = await inner(url, init);
+      if (response.status === 400) link.state.down = true;
+      return response;
+    };
+    const clock = manualClock(t.clock.now());
+    const client = createClient({ baseUrl: t.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, scope: OFFLINE, credentials: { username: t.username, password: t.password }, keepCredentials: false, tokenCache: link.hook, clock: clock.now, fetch });
+    await client.getAccessToken();
+    // The account is disabled and enabled again: its refresh tokens are revoked.
+    await t.app.admin.setAccountEnabled(t.username, false);
+    await t.app.admin.setAccountEnabled(t.username, true);
+    for (const c of [t.clock, clock]) c.advance(TTL);
+    // This call fails with the hook's error (hook errors reach the caller, as documented).
+    expect(await client.getAccessToken().catch((e: unknown) => e)).toEqual(new Error("cache unreachable"));
+    link.state.down = false;
+    for (let i = 0; i < 2; i++) {
+      const error = await client.listAccounts().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OAuthError);
+      expect(error).toMatchObject({ status: 400, error: "invalid_grant", grantType: "refresh_token" });
+    }
+    // The refused refresh token was presented once; nothing more was sent.
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`]);
   });
 });
