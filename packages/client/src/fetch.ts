@@ -278,6 +278,11 @@ export async function readCapped(response: FetchResponse, limit: number, signal:
       }
       signal?.throwIfAborted();
       return text + decoder.decode();
+    } catch (error) {
+      // The stream destroyed at the abort ends the iteration with "Premature close": the reason
+      // is the signal's, as on the other paths.
+      signal?.throwIfAborted();
+      throw error;
     } finally {
       signal?.removeEventListener("abort", onAbort);
     }

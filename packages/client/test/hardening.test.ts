@@ -371,11 +371,12 @@ describe("a cap on response bodies (maxResponseBytes, default 1 MiB)", () => {
     text: () => new Promise<string>((resolve) => void pending.push(resolve)),
   });
 
-  it("a body read with text() (a polyfill's Response, no stream) is given up like a stream once the signal is aborted, with the same rejection", async () => {
+  it("a body read with text() (a polyfill's Response, no stream), a Web stream or a Node stream is given up once the signal is aborted, each with the same rejection", async () => {
     const reasons = [undefined, new Error("the caller left")];
     for (const reason of reasons) {
       const outcomes: unknown[] = [];
-      for (const response of [stalledText([]), { status: 200, headers: new Headers(), text: async () => "", body: new ReadableStream({ pull: () => new Promise<void>(() => {}) }) }]) {
+      const stalled = (body: unknown): FetchResponse => ({ status: 200, headers: new Headers(), text: async () => "", body });
+      for (const response of [stalledText([]), stalled(new ReadableStream({ pull: () => new Promise<void>(() => {}) })), stalled(new Readable({ read() {} }))]) {
         const controller = new AbortController();
         let outcome: unknown = "pending";
         const reading = readCapped(response, 1000, controller.signal).then(
@@ -389,7 +390,8 @@ describe("a cap on response bodies (maxResponseBytes, default 1 MiB)", () => {
       }
       // The streaming path's rejection is the signal's reason (an AbortError DOMException for send's timer, which aborts without one).
       expect(outcomes[0]).toEqual({ error: reason ?? expect.objectContaining({ name: "AbortError" }) });
-      expect(outcomes[0]).toEqual(outcomes[1]);
+      expect(outcomes[1]).toEqual(outcomes[0]);
+      expect(outcomes[2]).toEqual(outcomes[0]);
       if (reason !== undefined) expect((outcomes[0] as { error: unknown }).error).toBe(reason);
     }
   });
