@@ -4,30 +4,22 @@
  * action on page 2 (regenerate a secret, delete a client) reloads page 2 only and stays there,
  * asking the server for that page alone (never the whole list).
  */
-import { existsSync } from "node:fs";
 import { createMemoryStorage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type Page, type Route } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { ARGS, CHROMIUM, present, suite, suiteName } from "./chromium.js";
 
-const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
-const present = existsSync(CHROMIUM);
-const CI = process.env.CI === "true";
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
-const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 /** With billing-service: 64 clients, pages of 50 and 14. */
 const IDS = Array.from({ length: 63 }, (_, i) => `svc-${String(i).padStart(2, "0")}`);
 const ALL = [CLIENT.id, ...IDS].sort();
 
-const name = present
-  ? "console applications table paged in Debian chromium"
-  : CI
-    ? "console applications table paged in Debian chromium (chromium missing under CI=true: must fail)"
-    : `console applications table paged in Debian chromium (SKIPPED: ${CHROMIUM} not found; apt-get install chromium)`;
+const name = suiteName("console applications table paged in Debian chromium");
 
-(present || CI ? describe : describe.skip)(name, () => {
+suite(name, () => {
   let server: RunningServer;
   let browser: Browser;
   let page: Page;

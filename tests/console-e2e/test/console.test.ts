@@ -8,16 +8,14 @@
  * accounts, signs out, and saves a screenshot of each page to tests/console-e2e/screenshots/ (docs/screenshots/ with UPDATE_SCREENSHOTS=1;
  * the Worker run's always go to tests/console-e2e/screenshots/worker/).
  */
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { startNodeTarget, startWorkerTarget, type Seed, type Target } from "./targets.js";
+import { ARGS, CHROMIUM, present, suite, suiteName } from "./chromium.js";
 
-const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
-const present = existsSync(CHROMIUM);
-const CI = process.env.CI === "true";
 // Each run writes its screenshots to the project's gitignored folder, so a test run never dirties
 // the checkout; `UPDATE_SCREENSHOTS=1` writes the README's copies in docs/screenshots/ instead
 // (from the node run only: the Worker run's stay in the gitignored folder).
@@ -36,7 +34,6 @@ const SEED: Seed = {
   passwordHashIterations: 2000,
 };
 // The machine has no network: without these, chromium's background fetches fail noisily.
-const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 const basic = (id: string, secret: string) => "Basic " + Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString("base64");
 
@@ -49,18 +46,14 @@ async function clientCredentials(url: string, id: string, secret: string) {
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-const name = present
-  ? "management console in Debian chromium"
-  : CI
-    ? "management console in Debian chromium (chromium missing under CI=true: must fail)"
-    : `management console in Debian chromium (SKIPPED: ${CHROMIUM} not found; apt-get install chromium)`;
+const name = suiteName("management console in Debian chromium");
 
 const TARGETS: { label: string; start: (seed: Seed) => Promise<Target>; shots: string }[] = [
   { label: "example node server", start: startNodeTarget, shots: NODE_SHOTS },
   { label: "example Worker under wrangler dev --local, D1", start: startWorkerTarget, shots: resolve(OWN_SHOTS, "worker") },
 ];
 
-for (const target of TARGETS) (present || CI ? describe : describe.skip)(`${name}: ${target.label}`, () => {
+for (const target of TARGETS) suite(`${name}: ${target.label}`, () => {
   let server: Target;
   let browser: Browser;
   let context: BrowserContext;

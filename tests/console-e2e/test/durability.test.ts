@@ -5,19 +5,15 @@
  * destructive action is under way, the secret dialog, and the Security events page at its edges.
  * Every test also fails on a script error, an unhandled promise rejection or a CSP violation.
  */
-import { existsSync } from "node:fs";
 import { createMemoryStorage, createPlantgate, type Storage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page, type Route } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { ARGS, CHROMIUM, present, suite, suiteName } from "./chromium.js";
 
-const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
-const present = existsSync(CHROMIUM);
-const CI = process.env.CI === "true";
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
-const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 // Hostile data, each accepted by the admin API, but for the names with U+202E (RIGHT-TO-LEFT
 // OVERRIDE), which it refuses since 2026-11-29 and a store may still hold from before (written here
@@ -91,13 +87,9 @@ function legacyNames(storage: Storage): Storage {
 
 const UNAVAILABLE = { status: 503, contentType: "application/json", body: '{"error":1503,"message":"The service is temporarily unavailable; retry later."}' };
 
-const name = present
-  ? "console durability in Debian chromium"
-  : CI
-    ? "console durability in Debian chromium (chromium missing under CI=true: must fail)"
-    : `console durability in Debian chromium (SKIPPED: ${CHROMIUM} not found; apt-get install chromium)`;
+const name = suiteName("console durability in Debian chromium");
 
-(present || CI ? describe : describe.skip)(name, () => {
+suite(name, () => {
   let storage: Storage;
   let server: RunningServer;
   let browser: Browser;

@@ -4,24 +4,21 @@
  * password) are listed newest first, filter by type, client and account, page with Older/Newer,
  * and the page never shows a secret, password or token that was sent.
  */
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createMemoryStorage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { ARGS, CHROMIUM, present, suite, suiteName } from "./chromium.js";
 
-const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
-const present = existsSync(CHROMIUM);
-const CI = process.env.CI === "true";
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1"
   ? resolve(dirname(fileURLToPath(import.meta.url)), "../../../docs/screenshots")
   : resolve(dirname(fileURLToPath(import.meta.url)), "../screenshots");
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
-const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 const basic = (id: string, secret: string) => "Basic " + Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString("base64");
 
@@ -34,13 +31,9 @@ async function tokenRequest(url: string, id: string, secret: string, form: Recor
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-const name = present
-  ? "console Security events page in Debian chromium"
-  : CI
-    ? "console Security events page in Debian chromium (chromium missing under CI=true: must fail)"
-    : `console Security events page in Debian chromium (SKIPPED: ${CHROMIUM} not found; apt-get install chromium)`;
+const name = suiteName("console Security events page in Debian chromium");
 
-(present || CI ? describe : describe.skip)(name, () => {
+suite(name, () => {
   let server: RunningServer;
   let browser: Browser;
   let page: Page;

@@ -5,20 +5,16 @@
  * before anything is done under it, and a username with a direction override refused.
  * Every test also fails on a script error, an unhandled promise rejection or a CSP violation.
  */
-import { existsSync } from "node:fs";
 import { createMemoryStorage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type BrowserContext, type Page, type Request, type Route } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { ARGS, CHROMIUM, present, suite, suiteName } from "./chromium.js";
 
-const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
-const present = existsSync(CHROMIUM);
-const CI = process.env.CI === "true";
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
 const PASSWORD = "user-password-1";
-const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const RLO = "\u202E";
 const BIDI_USER = `mal${RLO}lory`;
 /** Admins besides ADMIN: one to lock out, one to sign in as from "another tab". */
@@ -72,13 +68,9 @@ const unavailable = (retryAfter?: string) => ({
   body: '{"error":1503,"message":"The service is temporarily unavailable; retry later."}',
 });
 
-const name = present
-  ? "console robustness in Debian chromium"
-  : CI
-    ? "console robustness in Debian chromium (chromium missing under CI=true: must fail)"
-    : `console robustness in Debian chromium (SKIPPED: ${CHROMIUM} not found; apt-get install chromium)`;
+const name = suiteName("console robustness in Debian chromium");
 
-(present || CI ? describe : describe.skip)(name, () => {
+suite(name, () => {
   let server: RunningServer;
   let browser: Browser;
   let context: BrowserContext;

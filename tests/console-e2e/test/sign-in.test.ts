@@ -5,19 +5,15 @@
  * another tab does not throw away what is typed in the form, but offers to continue.
  * Every test also fails on a script error, an unhandled promise rejection or a CSP violation.
  */
-import { existsSync } from "node:fs";
 import { createMemoryStorage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { ARGS, CHROMIUM, present, suite, suiteName } from "./chromium.js";
 
-const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
-const present = existsSync(CHROMIUM);
-const CI = process.env.CI === "true";
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
-const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 /** The brute-force window: short, so a lock-out ends within the test. */
 const WINDOW_SECONDS = 5;
 
@@ -29,13 +25,9 @@ const PROBES = () => {
   document.addEventListener("securitypolicyviolation", (e) => w.pageProblems.push(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
 };
 
-const name = present
-  ? "console sign-in in Debian chromium"
-  : CI
-    ? "console sign-in in Debian chromium (chromium missing under CI=true: must fail)"
-    : `console sign-in in Debian chromium (SKIPPED: ${CHROMIUM} not found; apt-get install chromium)`;
+const name = suiteName("console sign-in in Debian chromium");
 
-(present || CI ? describe : describe.skip)(name, () => {
+suite(name, () => {
   let server: RunningServer;
   let browser: Browser;
   let context: BrowserContext;

@@ -1,0 +1,19 @@
+/**
+ * Debian's Chromium as every console browser test launches it, and how a suite is named and run
+ * when it is missing: skipped locally (the name says why), a failure under `CI=true`.
+ */
+import { existsSync } from "node:fs";
+import { describe } from "vitest";
+
+export const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
+export const present = existsSync(CHROMIUM);
+export const CI = process.env.CI === "true";
+/** As the machine's probe starts it as root: without the background-networking flags its connections are refused many at a time. */
+export const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+/** The suite's name, saying when Chromium is missing whether that skips it or must fail it. */
+export const suiteName = (title: string): string =>
+  present ? title : CI ? `${title} (chromium missing under CI=true: must fail)` : `${title} (SKIPPED: ${CHROMIUM} not found; apt-get install chromium)`;
+
+/** `describe`, or `describe.skip` when Chromium is missing outside CI. */
+export const suite = present || CI ? describe : describe.skip;
