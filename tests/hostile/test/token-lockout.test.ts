@@ -67,6 +67,7 @@ it(`token endpoint under a strict lock-out: ${RUNS_HERE} generated requests: 429
     expect(tally.labels.get("429-bad-credentials") ?? 0).toBeGreaterThan(RUNS_HERE / 100);
     expect(tally.labels.get("429-good-credentials") ?? 0).toBeGreaterThan(RUNS_HERE / 100);
   }
-  // One body for every 429, right or wrong credentials alike.
-  expect([...lockBodies.keys()]).toHaveLength(1);
+  // One body for every 429, right or wrong credentials alike. A small HOSTILE_RUNS (a replay) may
+  // lock nothing at all; with the coverage checks on, the counts above say 429s were answered.
+  expect([...lockBodies.keys()].length).toBeLessThanOrEqual(1);
 });
