@@ -6,22 +6,30 @@
  * Password hashing uses 1,000 PBKDF2 iterations instead of 600,000 so ten thousand password-grant
  * requests take seconds, not hours; the algorithm and the code path are the production ones.
  */
-import { createMemoryStorage, createPlantgate, refreshTokenKey, sha256, type Plantgate, type SecurityEvent, type PlantgateOptions, type RefreshTokenRecord, type Storage } from "@plantgate/core";
+import { createMemoryStorage, createPlantgate, redactConnectionUrl, refreshTokenKey, sha256, type Plantgate, type SecurityEvent, type PlantgateOptions, type RefreshTokenRecord, type Storage } from "@plantgate/core";
 import { coreLogger, createLog, createMetrics, eventLogger } from "@plantgate/observability";
 import { openSqlStorage } from "@plantgate/storage-sql";
+import mysql from "mysql2/promise";
 import pg from "pg";
 import { createRecordingStorage, type RecordingStorage } from "./snapshot.js";
 
 /**
  * The store every world runs on, `HOSTILE_STORE`: `memory` (default, what `pnpm test` runs),
- * `sqlite` (a fresh in-memory SQLite database per world) or `postgres` (a fresh schema per world
+ * `sqlite` (a fresh in-memory SQLite database per world), `postgres` (a fresh schema per world
  * on `PLANTGATE_TEST_POSTGRES_URL`, default the machine's `postgres://postgres@127.0.0.1:5432/test`,
- * dropped when the world closes). The SQL stores answer a value they cannot hold (U+0000 on
- * PostgreSQL, a lone surrogate anywhere) with an error, which the memory store would keep: a
- * `pnpm hostile` run on them finds a 500 where input reaches storage unchecked.
+ * dropped when the world closes) or `mysql` (a fresh database per world on the MySQL/MariaDB
+ * server of `PLANTGATE_TEST_MYSQL_URL`, default `mysql://root@127.0.0.1:3306/test`, dropped when the
+ * world closes). An unreachable server fails the run, whatever `CI` says: the store was asked for.
+ * The SQL stores answer a value they cannot hold (U+0000 on PostgreSQL, a lone surrogate anywhere)
+ * with an error, which the memory store would keep: a `pnpm hostile` run on them finds a 500 where
+ * input reaches storage unchecked.
  */
 export const STORE = process.env.HOSTILE_STORE ?? "memory";
 const POSTGRES_URL = process.env.PLANTGATE_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const MYSQL_URL = process.env.PLANTGATE_TEST_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test";
+
+/** A world's database or schema name: its chunk seed, then random (two runs may share a seed). */
+const isolatedName = (seed: number) => `hostile_${(seed >>> 0).toString(16)}_${Math.random().toString(16).slice(2, 10)}`;
 
 async function openStore(seed: number): Promise<{ storage: Storage; close(): Promise<void> }> {
   if (STORE === "memory") return { storage: createMemoryStorage({ audit: true }), close: async () => {} };
@@ -30,7 +38,7 @@ async function openStore(seed: number): Promise<{ storage: Storage; close(): Pro
     return { storage, close: () => storage.close() };
   }
   if (STORE === "postgres") {
-    const schema = `hostile_${(seed >>> 0).toString(16)}_${Math.random().toString(16).slice(2, 10)}`;
+    const schema = isolatedName(seed);
     const admin = new pg.Client({ connectionString: POSTGRES_URL });
     await admin.connect();
     await admin.query(`create schema "${schema}"`);
@@ -52,7 +60,32 @@ async function openStore(seed: number): Promise<{ storage: Storage; close(): Pro
       },
     };
   }
-  throw new Error(`HOSTILE_STORE must be memory, sqlite or postgres, got ${JSON.stringify(STORE)}`);
+  if (STORE === "mysql") {
+    const database = isolatedName(seed);
+    const adminUrl = MYSQL_URL.replace(/^mariadb:/i, "mysql:");
+    const admin = await mysql.createConnection({ uri: adminUrl, connectTimeout: 5000 }).catch((e: unknown) => {
+      throw new Error(`HOSTILE_STORE=mysql: no MySQL/MariaDB server at ${redactConnectionUrl(MYSQL_URL)} (set PLANTGATE_TEST_MYSQL_URL): ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    });
+    await admin.query(`create database \`${database}\``);
+    const url = new URL(MYSQL_URL);
+    url.pathname = `/${database}`;
+    const dropDatabase = async () => {
+      await admin.query(`drop database if exists \`${database}\``);
+      await admin.end();
+    };
+    const storage = await openSqlStorage(url.toString(), { audit: true }).catch(async (e: unknown) => {
+      await dropDatabase();
+      throw e;
+    });
+    return {
+      storage,
+      close: async () => {
+        await storage.close();
+        await dropDatabase();
+      },
+    };
+  }
+  throw new Error(`HOSTILE_STORE must be memory, sqlite, postgres or mysql, got ${JSON.stringify(STORE)}`);
 }
 
 export const ISSUER = "https://as.example";
@@ -172,7 +205,7 @@ export interface World {
   refreshIsLive(token: string, clientId: string): Promise<boolean>;
   /** The stored record of a refresh token, read directly. */
   refreshRecord(token: string): Promise<RefreshTokenRecord | null>;
-  /** Closes the world's store (a SQL store's connections; a PostgreSQL schema is dropped). */
+  /** Closes the world's store (a SQL store's connections; a PostgreSQL schema or MySQL database is dropped). */
   close(): Promise<void>;
 }
 
