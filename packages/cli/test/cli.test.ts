@@ -755,10 +755,10 @@ describe("plantgate CLI", () => {
       code: 0,
       stderr: "",
       stdout: expect.any(String),
-      json: { refreshTokens: 2, sessions: 1, attempts: 1, revokedTokens: 1, assertionJtis: 0, signingKeys: 0, auditEvents: 0 },
+      json: { refreshTokens: 2, sessions: 1, attempts: 1, revokedTokens: 1, assertionJtis: 0, signingKeys: 0, auditEvents: 0, complete: true },
     });
     const again = await cli(["prune", "--server-defaults"]);
-    expect(again.json).toEqual({ refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 0 });
+    expect(again.json).toEqual({ refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 0, complete: true });
 
     const after = await openStorageFromEnv({}, { cwd: dir });
     try {

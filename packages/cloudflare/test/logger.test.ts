@@ -56,7 +56,7 @@ type ScheduledWorker = { scheduled(options: { cron?: string }): Promise<{ outcom
 
 const UNAVAILABLE_API = '{"error":1503,"message":"The service is temporarily unavailable; retry later."}';
 const UNAVAILABLE_OAUTH = '{"error":"temporarily_unavailable","error_description":"The service is temporarily unavailable; retry later."}';
-const PRUNED_NOTHING = '{"message":"plantgate prune","refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":0,"assertionJtis":0,"signingKeys":0,"auditEvents":0}';
+const PRUNED_NOTHING = '{"message":"plantgate prune","refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":0,"assertionJtis":0,"signingKeys":0,"auditEvents":0,"complete":true}';
 
 const refused = (base: string) =>
   fetch(`${base}/UserService/connect/token`, {

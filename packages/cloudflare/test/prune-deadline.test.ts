@@ -66,7 +66,7 @@ describe("the cron prune on a slow D1, in workerd", () => {
     await fetch(`${base}/__gate?slow=${encodeURIComponent('delete from "pg_refresh_families"')}&ms=700`).then((r) => r.arrayBuffer());
     const cron = (await mf.getWorker()) as unknown as ScheduledWorker;
     expect(await cron.scheduled({ cron: "17 * * * *" })).toEqual({ outcome: "ok", noRetry: false });
-    const line = '{"message":"plantgate prune","refreshTokens":0,"sessions":1,"attempts":0,"revokedTokens":0,"assertionJtis":0,"signingKeys":0,"auditEvents":0}';
+    const line = '{"message":"plantgate prune","refreshTokens":0,"sessions":1,"attempts":0,"revokedTokens":0,"assertionJtis":0,"signingKeys":0,"auditEvents":0,"complete":true}';
     await log.waitFor(line);
     expect(log.text).toContain(line);
     expect(log.text).not.toContain("plantgate scheduled prune failed");

@@ -80,13 +80,13 @@ describe("createWorker().scheduled in workerd", () => {
     expect(await storage.revokedTokens.has("jti-over")).toBe(false);
     expect(await storage.revokedTokens.has("jti-live")).toBe(true);
 
-    const line = '{"message":"plantgate prune","refreshTokens":2,"sessions":1,"attempts":1,"revokedTokens":1,"assertionJtis":0,"signingKeys":0,"auditEvents":0}';
+    const line = '{"message":"plantgate prune","refreshTokens":2,"sessions":1,"attempts":1,"revokedTokens":1,"assertionJtis":0,"signingKeys":0,"auditEvents":0,"complete":true}';
     await log.waitFor(line);
     expect(log.text).toContain(line);
 
     // A second run finds nothing.
     expect(await worker.scheduled({ cron: "0 * * * *" })).toEqual({ outcome: "ok", noRetry: false });
-    const zero = '{"message":"plantgate prune","refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":0,"assertionJtis":0,"signingKeys":0,"auditEvents":0}';
+    const zero = '{"message":"plantgate prune","refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":0,"assertionJtis":0,"signingKeys":0,"auditEvents":0,"complete":true}';
     await log.waitFor(zero);
     expect(log.text).toContain(zero);
   });

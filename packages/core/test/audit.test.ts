@@ -94,7 +94,7 @@ describe("audit trail", () => {
     await h.app.admin.rotateClientSecret(h.clientId);
     await h.app.flushEvents();
     h.clock.advance(30 * DAY);
-    const zero = { refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0 };
+    const zero = { refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, complete: true };
     expect(await h.app.admin.prune()).toStrictEqual({ ...zero, auditEvents: 2 });
     expect((await h.app.admin.listEvents()).events.map((e) => e.type)).toEqual(["client.secret_rotated"]);
     expect(await h.app.admin.prune()).toStrictEqual({ ...zero, auditEvents: 0 });

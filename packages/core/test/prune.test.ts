@@ -7,7 +7,7 @@ import { createMemoryStorage, pruneIntervalFromEnv, ConfigError } from "../src/i
 import { harness } from "./helpers.js";
 import { DAY, expectTokenError, expectTokenSuccess, INVALID_REFRESH, passwordRequest, refreshRequest } from "./token-helpers.js";
 
-const ZERO = { refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 0 };
+const ZERO = { refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 0, complete: true };
 
 describe("admin.prune", () => {
   it("keeps a rotated token past its own sliding expiry while its family lives: its reuse still revokes the family", async () => {
@@ -50,6 +50,57 @@ describe("admin.prune", () => {
     // One counter per (username + IP), one per username, and the client's budget across usernames
     // (finding 2): a failed password grant leaves three, and all three end with the window.
     expect(await h.app.admin.prune()).toStrictEqual({ ...ZERO, attempts: 3 });
+  });
+
+  it("with maxBatches the stores take turns, one batch each per round: a huge backlog in one does not starve the rest, and `complete` says work was left", async () => {
+    const storage = createMemoryStorage();
+    const h = await harness({ storage, bruteForce: { maxFailures: 5, windowSeconds: 600 } });
+    const now = h.clock.now();
+    // A refresh-token backlog of 100 (first in each round), then 30 sessions, 5 counters, 30 revoked jtis.
+    for (let i = 0; i < 100; i++) {
+      await storage.refreshTokens.create({
+        tokenHash: `rt-${i}`,
+        familyId: `family-${i}`,
+        clientId: h.clientId,
+        accountId: "a",
+        scope: ["offline_access"],
+        createdAt: now - 2 * DAY,
+        expiresAt: now - DAY,
+        familyExpiresAt: now + DAY,
+        consumedAt: null,
+        revokedAt: null,
+        replay: null,
+        graceUses: 0,
+      });
+    }
+    for (let i = 0; i < 30; i++) await storage.sessions.create({ idHash: `s-${i}`, accountId: "a", csrfHash: "c", createdAt: now - DAY, expiresAt: now - 1 });
+    for (let i = 0; i < 5; i++) await storage.attempts.increment(`t:${i}`, now - 600_000, 600_000);
+    for (let i = 0; i < 30; i++) await storage.revokedTokens.add(`jti-${i}`, now - 1);
+
+    // Round 1: refresh tokens 10, sessions 10, counters 5 (short: done), revoked jtis 10, assertion
+    // jtis 0 (done); round 2: the three with work left, 10 each. 8 batches.
+    expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 8 })).toStrictEqual({ ...ZERO, refreshTokens: 20, sessions: 20, attempts: 5, revokedTokens: 20, complete: false });
+    // Round 1: 10, 10 (full: not known to be done), 0, 10, 0; round 2: 10, and the short batches of sessions and jtis.
+    expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 8 })).toStrictEqual({ ...ZERO, refreshTokens: 20, sessions: 10, revokedTokens: 10, complete: false });
+    // A budget larger than the work: every store's last batch short.
+    expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 100 })).toStrictEqual({ ...ZERO, refreshTokens: 60, complete: true });
+    expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 1 }), "one batch, short, and the other stores not looked at: not complete").toStrictEqual({ ...ZERO, complete: false });
+  });
+
+  it("without maxBatches each store is drained to its end in one run, as before budgets existed", async () => {
+    const storage = createMemoryStorage();
+    const h = await harness({ storage });
+    const now = h.clock.now();
+    for (let i = 0; i < 25; i++) await storage.sessions.create({ idHash: `s-${i}`, accountId: "a", csrfHash: "c", createdAt: now - DAY, expiresAt: now - 1 });
+    for (let i = 0; i < 25; i++) await storage.revokedTokens.add(`jti-${i}`, now - 1);
+    expect(await h.app.admin.prune({ batchSize: 10 })).toStrictEqual({ ...ZERO, sessions: 25, revokedTokens: 25, complete: true });
+  });
+
+  it("refuses a maxBatches that is not a positive integer", async () => {
+    const h = await harness();
+    for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      await expect(h.app.admin.prune({ maxBatches: bad }), String(bad)).rejects.toThrow(new TypeError("maxBatches must be a positive integer"));
+    }
   });
 
   it("refuses a batch size that is not a positive integer", async () => {

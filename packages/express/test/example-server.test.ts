@@ -255,6 +255,7 @@ describe("example servers: housekeeping on a timer", () => {
           assertionJtis: 0,
           signingKeys: 0,
           auditEvents: 0,
+          complete: true,
           durationMs: expect.any(Number),
         });
       }

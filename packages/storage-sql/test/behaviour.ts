@@ -378,13 +378,18 @@ export function describeSqlBehaviour(engine: Engine): void {
     });
 
     describe("pruning", () => {
-      /** `deleteExpired` called as `prune` calls it: batches of `limit` until one comes back short. */
+      /**
+       * As `prune` calls the store: `deleteExpired` in batches of `limit` until one comes back short
+       * (the token counts returned), then `deleteEndedFamilies` the same way (the family rows).
+       */
       const drain = async (storage: SqlStorage, now: number, limit: number): Promise<number[]> => {
         const counts: number[] = [];
         for (;;) {
           counts.push(await storage.refreshTokens.deleteExpired(now, limit));
-          if (counts.at(-1)! < limit) return counts;
+          if (counts.at(-1)! < limit) break;
         }
+        while ((await storage.refreshTokens.deleteEndedFamilies!(now, limit)) === limit);
+        return counts;
       };
       const familyRows = (db: FreshDatabase) => engine.exec(db, `select family_id from ${TABLES.refreshFamilies}`);
 
@@ -403,6 +408,24 @@ export function describeSqlBehaviour(engine: Engine): void {
         expect(await familyRows(db)).toHaveLength(25);
         expect(await drain(storage, T0 + 2000, 10)).toEqual([0]);
         expect(await familyRows(db)).toEqual([]);
+      });
+
+      it("with a limit, deleteExpired leaves the ended families' rows to deleteEndedFamilies, which deletes at most `limit` per call", async () => {
+        const db = await freshDb();
+        const storage = await open(db);
+        for (let i = 0; i < 25; i++) await storage.refreshTokens.create(token(`rt-${i}`, { familyId: `family-${i}` }));
+        const tokens: number[] = [];
+        do tokens.push(await storage.refreshTokens.deleteExpired(T0 + 2000, 10));
+        while (tokens.at(-1) === 10);
+        expect(tokens).toEqual([10, 10, 5]);
+        // Until 2026-11-29 the short call deleted every family row in a loop as long as their backlog.
+        expect(await familyRows(db)).toHaveLength(25);
+        const rows: number[] = [];
+        do rows.push(await storage.refreshTokens.deleteEndedFamilies!(T0 + 2000, 10));
+        while (rows.at(-1) === 10);
+        expect(rows).toEqual([10, 10, 5]);
+        expect(await familyRows(db)).toEqual([]);
+        await expect(storage.refreshTokens.deleteEndedFamilies!(T0 + 2000, 0)).rejects.toThrow("deleteEndedFamilies: limit must be a positive integer");
       });
     });
 

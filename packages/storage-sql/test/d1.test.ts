@@ -194,8 +194,11 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
       const counts: number[] = [];
       for (;;) {
         counts.push(await storage.refreshTokens.deleteExpired(now, 10));
-        if (counts.at(-1)! < 10) return counts;
+        if (counts.at(-1)! < 10) break;
       }
+      // Then the family rows, as prune calls for them.
+      while ((await storage.refreshTokens.deleteEndedFamilies!(now, 10)) === 10);
+      return counts;
     };
     for (let i = 0; i < 25; i++) await storage.refreshTokens.create(token(`rt-${i}`, { familyId: `family-${i}` }));
     expect(await drain(T0 + 2000)).toEqual([10, 10, 5]);
@@ -206,6 +209,24 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
     expect(await count(TABLES.refreshFamilies)).toBe(25);
     expect(await drain(T0 + 2000)).toEqual([0]);
     expect(await count(TABLES.refreshFamilies)).toBe(0);
+  });
+
+  it("with a limit, deleteExpired leaves the ended families' rows to deleteEndedFamilies, which deletes at most `limit` per call", async () => {
+    const storage = track(await freshStorage());
+    for (let i = 0; i < 25; i++) await storage.refreshTokens.create(token(`rt-${i}`, { familyId: `family-${i}` }));
+    const tokens: number[] = [];
+    do tokens.push(await storage.refreshTokens.deleteExpired(T0 + 2000, 10));
+    while (tokens.at(-1) === 10);
+    expect(tokens).toEqual([10, 10, 5]);
+    // Until 2026-11-29 the short call deleted every family row in a loop of D1 statements as long
+    // as their backlog, past Cloudflare's limit of queries per invocation for a large one.
+    expect(await count(TABLES.refreshFamilies)).toBe(25);
+    const rows: number[] = [];
+    do rows.push(await storage.refreshTokens.deleteEndedFamilies!(T0 + 2000, 10));
+    while (rows.at(-1) === 10);
+    expect(rows).toEqual([10, 10, 5]);
+    expect(await count(TABLES.refreshFamilies)).toBe(0);
+    await expect(storage.refreshTokens.deleteEndedFamilies!(T0 + 2000, 0)).rejects.toThrow("deleteEndedFamilies: limit must be a positive integer");
   });
 
   it("consume of a revoked, consumed or unknown token changes nothing", async () => {

@@ -8,6 +8,17 @@ export interface PruneOptions {
    * of its own), so a backlog of millions is worked off in many short steps, never one long lock.
    */
   batchSize?: number;
+  /**
+   * The most batches (storage calls of `batchSize` rows) one run makes, a positive integer; default
+   * none (every store is drained until a batch comes back short). With it the stores take turns, one
+   * batch each per round (refresh tokens, their ended families' rows where the store keeps them,
+   * sessions, counters, revoked jtis, assertion jtis, audit events), so every store with work left
+   * gets a batch in each round even when one has a huge backlog; the run stops when the budget is
+   * spent, and `complete` says whether work was left. The signing keys (a list and at most one
+   * delete) are pruned once per run, before the batches and outside the budget. For a platform that
+   * bounds the storage calls of one invocation (Cloudflare D1: 50 queries on the Free plan).
+   */
+  maxBatches?: number;
 }
 
 /** How many records one prune deleted, per aggregate. */
@@ -21,10 +32,25 @@ export interface PruneCounts {
   signingKeys: number;
   /** Audit events older than the retention (`auditRetentionDays`); 0 without an audit store. */
   auditEvents: number;
+  /**
+   * `true` when every store's last batch came back short (nothing left as of the run's instant);
+   * `false` when `maxBatches` ran out first, with work left for the next run. Always `true` without
+   * `maxBatches`.
+   */
+  complete: boolean;
 }
 
 /** Default rows per storage call of {@link prune}. */
 export const PRUNE_BATCH_SIZE = 1000;
+
+/** One store's batches: `call` deletes at most `limit` rows and returns how many. */
+interface Queue {
+  call: (limit: number) => Promise<number>;
+  deleted: number;
+  done: boolean;
+  /** A queue whose rows the one named frees as it goes: not done while that one is not. */
+  after?: Queue;
+}
 
 /**
  * Deletes what can never matter again, as of one instant (`ctx.clock()` at the start):
@@ -39,36 +65,65 @@ export const PRUNE_BATCH_SIZE = 1000;
  * - signing keys that are `prunable` (see `describeKeys`);
  * - audit events older than `auditRetentionDays` (when the storage has an audit store).
  *
- * Each store is called in batches of `batchSize` until a batch comes back short. Two instances
- * pruning at once are safe: the stores delete each row once, so their counts add up.
+ * The signing keys go first. Then the stores take turns, one batch of `batchSize` each per round,
+ * each until a batch comes back short, or until `maxBatches` batches have been made (`complete`
+ * false when some store's last batch was full). Two instances pruning at once are safe: the stores
+ * delete each row once, so their counts add up.
  */
 export async function prune(ctx: Context, options: PruneOptions = {}): Promise<PruneCounts> {
   const batch = options.batchSize ?? PRUNE_BATCH_SIZE;
   if (!Number.isSafeInteger(batch) || batch < 1) throw new TypeError("batchSize must be a positive integer");
+  const maxBatches = options.maxBatches ?? Number.POSITIVE_INFINITY;
+  if (options.maxBatches !== undefined && (!Number.isSafeInteger(maxBatches) || maxBatches < 1)) throw new TypeError("maxBatches must be a positive integer");
   // One instant for the whole run: rows that expire while it runs wait for the next one, so the
   // loops end even while traffic keeps creating rows.
   const now = ctx.clock();
-  const drain = async (deleteBatch: (limit: number) => Promise<number>): Promise<number> => {
-    let total = 0;
-    for (;;) {
-      const n = await deleteBatch(batch);
-      total += n;
-      // A store that ignores the limit deletes everything at once: its next call returns 0.
-      if (n < batch) return total;
-    }
-  };
   const { storage } = ctx;
-  const refreshTokens = await drain((limit) => storage.refreshTokens.deleteExpired(now, limit));
-  const sessions = await drain((limit) => storage.sessions.deleteExpired(now, limit));
-  const attempts = await drain((limit) => storage.attempts.deleteExpired(now - ctx.throttle.windowMs, limit));
-  const revokedTokens = await drain((limit) => storage.revokedTokens.deleteExpired(now, limit));
-  const assertionJtis = await drain((limit) => storage.assertionJtis.deleteExpired(now, limit));
   // Only a configured key needs naming: otherwise the newest stored key is the one that signs.
   // (Asking the keyring on a fresh store would create a key, which pruning has no business doing.)
+  // First and once: a run whose budget the backlogs spend still prunes them.
   const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
   const deletedKeys = await pruneKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid);
   if (deletedKeys.length > 0) ctx.keyring.invalidate();
+  const queue = (call: (limit: number) => Promise<number>, after?: Queue): Queue => ({ call, deleted: 0, done: false, ...(after ? { after } : {}) });
+  const refreshTokens = queue((limit) => storage.refreshTokens.deleteExpired(now, limit));
+  const ended = storage.refreshTokens.deleteEndedFamilies?.bind(storage.refreshTokens);
+  // The family rows a token's deletion frees (not counted: the counts are of tokens).
+  const families = ended ? queue((limit) => ended(now, limit), refreshTokens) : undefined;
+  const sessions = queue((limit) => storage.sessions.deleteExpired(now, limit));
+  const attempts = queue((limit) => storage.attempts.deleteExpired(now - ctx.throttle.windowMs, limit));
+  const revokedTokens = queue((limit) => storage.revokedTokens.deleteExpired(now, limit));
+  const assertionJtis = queue((limit) => storage.assertionJtis.deleteExpired(now, limit));
   const audit = storage.audit;
-  const auditEvents = audit ? await drain((limit) => audit.deleteExpired(now - ctx.auditRetentionMs, limit)) : 0;
-  return { refreshTokens, sessions, attempts, revokedTokens, assertionJtis, signingKeys: deletedKeys.length, auditEvents };
+  const auditEvents = audit ? queue((limit) => audit.deleteExpired(now - ctx.auditRetentionMs, limit)) : undefined;
+  const queues = [refreshTokens, families, sessions, attempts, revokedTokens, assertionJtis, auditEvents].filter((q) => q !== undefined);
+  let spent = 0;
+  let pending = queues;
+  // Without a budget each store is drained before the next (as before rounds existed); with one,
+  // a round gives each store with work left one batch.
+  const rounds = options.maxBatches !== undefined;
+  while (pending.length > 0 && spent < maxBatches) {
+    for (const q of pending) {
+      do {
+        if (spent >= maxBatches) break;
+        spent++;
+        const afterDone = q.after?.done ?? true;
+        const n = await q.call(batch);
+        q.deleted += n;
+        // A store that ignores the limit deletes everything at once: its next call returns 0.
+        if (n < batch && afterDone) q.done = true;
+      } while (!rounds && !q.done);
+    }
+    pending = pending.filter((q) => !q.done);
+  }
+  return {
+    refreshTokens: refreshTokens.deleted,
+    sessions: sessions.deleted,
+    attempts: attempts.deleted,
+    revokedTokens: revokedTokens.deleted,
+    assertionJtis: assertionJtis.deleted,
+    signingKeys: deletedKeys.length,
+    auditEvents: auditEvents?.deleted ?? 0,
+    complete: pending.length === 0,
+  };
 }

@@ -238,6 +238,17 @@ export interface RefreshTokenStore {
    * delete each token once (their counts add up to what was deleted). Without `limit`, all.
    */
   deleteExpired(now: number, limit?: number): Promise<number>;
+  /**
+   * Optional, for a store that keeps a row per family beside its tokens (the SQL stores'
+   * `pg_refresh_families`): deletes at most `limit` of those rows whose family is past its absolute
+   * expiry (`familyExpiresAt <= now`) and has no token of that expiry left, and returns how many.
+   * A store that offers it leaves those rows to it when `deleteExpired` is given a `limit` (without
+   * one, `deleteExpired` deletes them too), so each call of either is a bounded number of
+   * statements; `prune` calls it in batches after the tokens', until one comes back short once the
+   * tokens are done (its count is not reported: `PruneCounts` counts tokens). Concurrent calls must
+   * delete each row once.
+   */
+  deleteEndedFamilies?(now: number, limit: number): Promise<number>;
 }
 
 /** A plant as stored; `id` is a signed 64-bit integer. */

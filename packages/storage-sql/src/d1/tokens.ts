@@ -13,6 +13,8 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
   const table = id(TABLES.refreshTokens);
   const families = id(TABLES.refreshFamilies);
   const familyColumns = `"family_id", "account_id", "family_expires_at"`;
+  /** The family rows past their absolute expiry that no token of that expiry points to (binds `now` twice). */
+  const endedFamilies = `${families}."family_expires_at" <= ? and not exists (select 1 from ${table} where ${table}."family_id" = ${families}."family_id" and ${table}."family_expires_at" <= ?)`;
   const familyOf = (row: ReturnType<typeof refreshRow>) => [row.family_id, row.account_id, row.family_expires_at];
   const byHash = async (tokenHash: string) => {
     const [row] = await all<Selectable<RefreshTokenTable>>(`select * from ${table} where "token_hash" = ?`, tokenHash);
@@ -101,11 +103,14 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
     deleteExpired: async (now, limit) => {
       // Two rules, one statement each (each an index range): the whole family past its absolute
       // expiry (its families by pg_refresh_families' expiry index); an unconsumed token past its
-      // sliding expiry. Then the family rows no token points to any more (not counted).
+      // sliding expiry. Without a limit, then the family rows no token points to any more (not
+      // counted); with one, those are deleteEndedFamilies' (prune calls it in batches of its own),
+      // so a call is at most two D1 statements: a Worker's prune counts its D1 calls against
+      // Cloudflare's limit per invocation, and until 2026-11-29 this call deleted every ended
+      // family's row in a loop of statements as long as that backlog.
       // Each statement is an operation of its own under the deadline, as prune's batches of the
-      // other stores are: the family rows go in as many statements as their backlog needs, and
-      // until 2026-11-29 those all ran under one deadline, so a backlog of a few batches on a D1
-      // answering each in time failed every cron run ("no answer from D1") before the later stores.
+      // other stores are (until 2026-11-29 a call's statements shared one deadline, so a backlog of
+      // a few batches on a D1 answering each in time failed every cron run before the later stores).
       const step = <T>(fn: () => Promise<T>): Promise<T> => run("refreshTokens.deleteExpired", fn);
       const familyGone = await step(() =>
         deleteBatch(
@@ -118,13 +123,14 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
         ),
       );
       if (limit !== undefined && familyGone >= limit) return familyGone;
-      const ended = `${families}."family_expires_at" <= ? and not exists (select 1 from ${table} where ${table}."family_id" = ${families}."family_id" and ${table}."family_expires_at" <= ?)`;
-      // In statements of at most `limit` rows until one comes back short (one per call left the
-      // rest behind, and a backlog larger than `limit` per pruning never went away).
-      if (limit === undefined) await step(() => exec(`delete from ${families} where ${ended}`, now, now));
-      else while ((await step(() => exec(`delete from ${families} where (${familyColumns}) in (select ${familyColumns} from ${families} where ${ended} limit ?)`, now, now, limit))) === limit);
+      if (limit === undefined) await step(() => exec(`delete from ${families} where ${endedFamilies}`, now, now));
       const rest = limit === undefined ? undefined : limit - familyGone;
       return familyGone + (await step(() => deleteBatch(ctx, TABLES.refreshTokens, "token_hash", `("consumed_at" is null and "expires_at" <= ?)`, [now], rest)));
+    },
+    deleteEndedFamilies: (now, limit) => {
+      // Refused before D1 is touched: a caller's mistake, not a storage failure.
+      if (!Number.isSafeInteger(limit) || limit < 1) return Promise.reject(new TypeError("deleteEndedFamilies: limit must be a positive integer"));
+      return run("refreshTokens.deleteEndedFamilies", () => exec(`delete from ${families} where (${familyColumns}) in (select ${familyColumns} from ${families} where ${endedFamilies} limit ?)`, now, now, limit));
     },
   };
 }

@@ -266,11 +266,13 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
           limit,
         );
         if (limit !== undefined && familyGone >= limit) return familyGone;
-        // Then the family rows whose tokens are all gone (not counted: the count is of tokens), in
-        // statements of at most `limit` rows until one comes back short. The count `prune` drains
-        // by is of tokens, so one statement per call left every family row past the first `limit`
-        // behind: with more families ending per pruning interval than that, the table grew without end.
-        while ((await deleteEndedFamilies(now, limit)) === limit);
+        // Without a limit, then the family rows whose tokens are all gone (not counted: the count is
+        // of tokens). With one, those are deleteEndedFamilies' (prune calls it in batches of its
+        // own until one comes back short, once the tokens are done), so each call is a bounded
+        // number of statements. (Until 2026-11-29 one statement of them per call left every family
+        // row past the first `limit` behind, and the table grew without end where more families
+        // ended per pruning interval; the loop that fixed it here made a call as long as the backlog.)
+        if (limit === undefined) await deleteEndedFamilies(now, undefined);
         const unconsumedGone = await deleteBatch(
           ctx,
           TABLES.refreshTokens,
@@ -280,5 +282,10 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
         );
         return familyGone + unconsumedGone;
       }),
+    deleteEndedFamilies: (now, limit) => {
+      // Refused before the store is touched: a caller's mistake, not a storage failure.
+      if (!Number.isSafeInteger(limit) || limit < 1) return Promise.reject(new TypeError("deleteEndedFamilies: limit must be a positive integer"));
+      return run("refreshTokens.deleteEndedFamilies", () => deleteEndedFamilies(now, limit));
+    },
   };
 }

@@ -343,7 +343,7 @@ export function concurrencySuite(s: SuiteContext): void {
       }
     });
 
-    it("refreshTokens.create racing deleteExpired, which prunes ended families, and sessions.delete/deleteByAccount racing sessions.deleteExpired: none throws, nothing live is lost (60 rounds)", async () => {
+    it("refreshTokens.create racing deleteExpired and deleteEndedFamilies, which prunes ended families, and sessions.delete/deleteByAccount racing sessions.deleteExpired: none throws, nothing live is lost (60 rounds)", async () => {
       // InnoDB locks the rows of these statements in opposite orders (a new family row, then its
       // token; the pruning of ended families, tokens checked under it), and picks one as a deadlock
       // victim: the backend must run it again, not hand the caller an error. The new families end
@@ -358,7 +358,8 @@ export function concurrencySuite(s: SuiteContext): void {
         const fresh = Array.from({ length: 4 }, (_, i) => refreshRecord({ tokenHash: fakeHash(`cp-${round}-new-${i}`), familyId: `cp-${round}-new-${i}`, createdAt: now, expiresAt: now + DAY, familyExpiresAt: now + 1 + i }));
         await inParallel<unknown>(8, async (i) => {
           await pause(i % 2 === 0 ? 0 : round % 3);
-          return i === 0 ? tokens.deleteExpired(now, 100)
+          // As prune calls them: the tokens' batch, then (where the store keeps them) the ended families' rows.
+          return i === 0 ? tokens.deleteExpired(now, 100).then(() => tokens.deleteEndedFamilies?.(now, 100))
             : i === 1 ? sessions.deleteExpired(now, 100)
             : i === 2 ? sessions.delete(fakeHash(`cp-${round}-s-3`))
             : i === 3 ? sessions.deleteByAccount("acct-2")

@@ -156,7 +156,7 @@ export function pruneSuite(s: SuiteContext): void {
     it("admin.prune() deletes what can never matter again, in batches, and returns the counts per aggregate", async () => {
       await seedAll(s.storage(), 25);
       const counts = await appAt(s.storage()).admin.prune({ batchSize: 10 });
-      expect(counts).toStrictEqual({ refreshTokens: 25, sessions: 25, attempts: 25, revokedTokens: 25, assertionJtis: 25, signingKeys: 1, auditEvents: 0 } satisfies PruneCounts);
+      expect(counts).toStrictEqual({ refreshTokens: 25, sessions: 25, attempts: 25, revokedTokens: 25, assertionJtis: 25, signingKeys: 1, auditEvents: 0, complete: true } satisfies PruneCounts);
       for (const p of STORES) expect(await p.countLive(s.storage(), 2, "p"), `${p.name}: live records kept`).toBe(2);
       expect((await s.storage().signingKeys.list()).map((k) => k.kid).sort()).toEqual(["new", "newest"]);
       expectRecord(await s.storage().attempts.get(attemptKey("p-l0")), { key: attemptKey("p-l0"), count: 1, windowStart: NOW - WINDOW_MS + 1 });
@@ -168,14 +168,70 @@ export function pruneSuite(s: SuiteContext): void {
         assertionJtis: 0,
         signingKeys: 0,
         auditEvents: 0,
+        complete: true,
       });
+    });
+
+    it("admin.prune({ maxBatches }) serves the stores in turn, one batch each per round, and says whether work was left", async () => {
+      await seedAll(s.storage(), 25);
+      const app = appAt(s.storage());
+      // Round 1 gives each store a batch of 10 (the family rows a batch where the store keeps them),
+      // round 2 the same; 7 batches end the run inside round 2 at most, whatever order.
+      const first = await app.admin.prune({ batchSize: 10, maxBatches: 7 });
+      expect(first.complete, JSON.stringify(first)).toBe(false);
+      // Every store made progress, none was drained alone: at least 10 and at most 20 each.
+      for (const k of ["refreshTokens", "sessions", "attempts", "revokedTokens", "assertionJtis"] as const) {
+        expect(first[k], `${k} after the first run: ${JSON.stringify(first)}`).toBeGreaterThanOrEqual(10);
+        expect(first[k], `${k} after the first run: ${JSON.stringify(first)}`).toBeLessThanOrEqual(20);
+      }
+      expect(first.signingKeys, "the signing keys go once per run, outside the budget").toBe(1);
+      // Later runs finish the rest; the total is what one unbounded run deletes.
+      const totals = { ...first };
+      let runs = 1;
+      for (let last = first; !last.complete; runs++) {
+        expect(runs, "the backlog is worked off in a few runs").toBeLessThan(10);
+        last = await app.admin.prune({ batchSize: 10, maxBatches: 7 });
+        for (const k of ["refreshTokens", "sessions", "attempts", "revokedTokens", "assertionJtis", "signingKeys", "auditEvents"] as const) totals[k] += last[k];
+      }
+      expect({ ...totals, complete: true }).toStrictEqual({ refreshTokens: 25, sessions: 25, attempts: 25, revokedTokens: 25, assertionJtis: 25, signingKeys: 1, auditEvents: 0, complete: true } satisfies PruneCounts);
+      for (const p of STORES) expect(await p.countLive(s.storage(), 2, "p"), `${p.name}: live records kept`).toBe(2);
+      expect(await app.admin.prune({ batchSize: 10, maxBatches: 7 }), "a run after finds nothing").toStrictEqual({
+        refreshTokens: 0,
+        sessions: 0,
+        attempts: 0,
+        revokedTokens: 0,
+        assertionJtis: 0,
+        signingKeys: 0,
+        auditEvents: 0,
+        complete: true,
+      });
+    });
+
+    it("refreshTokens.deleteEndedFamilies (optional): at most limit rows per call, only families past their absolute expiry with no token left", async (ctx) => {
+      const store = s.storage().refreshTokens;
+      if (store.deleteEndedFamilies === undefined) return ctx.skip();
+      await seedOwners(s.storage());
+      // 13 families past their absolute expiry, each with one token; 2 live families.
+      for (let i = 0; i < 13; i++) await store.create(refreshRecord({ tokenHash: fakeHash(`f-x${i}`), familyId: `f-fx${i}`, expiresAt: NOW + DAY, familyExpiresAt: NOW, consumedAt: NOW - DAY }));
+      for (let i = 0; i < 2; i++) await store.create(refreshRecord({ tokenHash: fakeHash(`f-l${i}`), familyId: `f-fl${i}`, expiresAt: NOW + DAY, familyExpiresAt: NOW + 1 }));
+      expect(await store.deleteEndedFamilies(NOW, 5), "their tokens are still there: nothing to delete").toBe(0);
+      expect(await drain(refreshTokens, s.storage(), 5)).toEqual([5, 5, 3]);
+      const rows: number[] = [];
+      do rows.push(await store.deleteEndedFamilies(NOW, 5));
+      while (rows.at(-1) === 5);
+      expect(rows).toEqual([5, 5, 3]);
+      expect(await store.deleteEndedFamilies(NOW, 5), "nothing left").toBe(0);
+      // The live families' rows are there: revoking the account (which starts from them) reaches their tokens.
+      await store.revokeByAccount("acct-1", NOW);
+      for (let i = 0; i < 2; i++) expect((await store.findByHash(fakeHash(`f-l${i}`)))?.revokedAt, `f-l${i}`).toBe(NOW);
+      await expect(store.deleteEndedFamilies(NOW, 0)).rejects.toThrow(TypeError);
     });
 
     it("two apps pruning one store at once: each record is deleted once and the counts add up", async () => {
       await seedAll(s.storage(), 20);
       // The two apps on two instances of the store where the target can open a second one.
       const [a, b] = await withOtherInstance(s, (other) => inParallel(2, (i) => appAt(i === 0 ? s.storage() : other).admin.prune({ batchSize: 3 })));
-      const sum = (k: keyof PruneCounts) => a![k] + b![k];
+      const sum = (k: Exclude<keyof PruneCounts, "complete">) => a![k] + b![k];
       expect({
         refreshTokens: sum("refreshTokens"),
         sessions: sum("sessions"),
