@@ -22,7 +22,8 @@
  * workerd closes a connection whose body was left unread, and the client then gets a reset instead
  * of the answer.
  * `scheduled()` is the housekeeping: give the Worker a cron trigger (`[triggers] crons = ["0 * * * *"]`
- * in wrangler.toml) and each run calls `admin.prune()` and logs the counts.
+ * in wrangler.toml) and each run calls `admin.prune()`, at most `pruneMaxBatches` batches (default 20,
+ * under D1's 50 queries per invocation on the Free plan), and logs the counts.
  */
 import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, ConfigError, createPlantgate, isIpAddress, LATE, optionsFromEnv, StorageError, unavailableResponse, waitAtMost, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
@@ -56,6 +57,17 @@ export const WORKER_SCHEDULED_EVENTS_TIMEOUT_MS = 30_000;
  * torn down at that limit with its timers) fires before the context goes, and the wait is forgotten.
  */
 export const WORKER_FETCH_EVENTS_TIMEOUT_MS = 25_000;
+
+/**
+ * The default of {@link CreateWorkerOptions.pruneMaxBatches}: the most delete batches one cron run
+ * makes. Cloudflare allows 50 D1 queries per Worker invocation on the Free plan (1000 on Paid). A
+ * batch is one D1 statement, two for a refresh-token batch that finds fewer ended families' tokens
+ * than a batch holds (then the unconsumed ones past their sliding expiry); a run adds 2 (the
+ * clients' longest token lifetime, the signing keys), and a fresh isolate's first run its start
+ * (12 with a bootstrapped client and account and their audit writes). The costliest run measured
+ * in workerd made 42 (`packages/cloudflare/test/prune-budget.test.ts` counts them).
+ */
+export const WORKER_PRUNE_MAX_BATCHES = 20;
 
 /** The bindings the Worker reads; other entries are ignored. */
 export interface PlantgateWorkerEnv {
@@ -134,6 +146,16 @@ export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
    * each request's wait for the isolate's life.
    */
   fetchEventsTimeoutMs?: number;
+  /**
+   * The most delete batches (of 1000 rows) one scheduled prune makes (`admin.prune({ maxBatches })`):
+   * the stores take turns, one batch each per round, so each gets one in every run however large
+   * another's backlog, and a backlog past the budget is worked off over the next runs (the counts'
+   * `complete` is `false` while work is left). Default 20 ({@link WORKER_PRUNE_MAX_BATCHES}), which
+   * keeps a run under the 50 D1 queries Cloudflare allows a Free-plan invocation; on the Paid plan
+   * (1000) it may be raised, to about 900. `0`: no bound (each store drained in one run, which a
+   * backlog of more than a few dozen batches makes fail on Cloudflare past the limit).
+   */
+  pruneMaxBatches?: number;
   /** Called with the counts of each scheduled prune; default: one JSON line with `console.log`. */
   onPrune?: (counts: PruneCounts, controller: WorkerScheduledController) => void;
 }
@@ -142,7 +164,8 @@ export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
 export interface PlantgateWorker {
   fetch(request: Request, env: PlantgateWorkerEnv, ctx?: WorkerExecutionContext): Promise<Response>;
   /**
-   * The cron trigger's handler: prunes (`admin.prune()`, bounded batches) and reports the counts.
+   * The cron trigger's handler: prunes (`admin.prune({ maxBatches: pruneMaxBatches })`: at most that
+   * many batches, the stores taking turns) and reports the counts (`complete: false` when work was left).
    * A failure (no D1 binding, D1 down) is logged and rethrown, so the run shows as failed. Then it
    * waits at most `scheduledEventsTimeoutMs` for the security events still being delivered.
    */
@@ -183,7 +206,7 @@ function isD1(value: unknown): value is D1DatabaseLike {
 
 async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Promise<Plantgate> {
   // The upload bounds are the entry's own; the rest are plantgate options.
-  const { d1Binding = "DB", migrate = true, d1TimeoutMs = WORKER_D1_TIMEOUT_MS, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, scheduledEventsTimeoutMs: _events, fetchEventsTimeoutMs: _fetchEvents, ...rest } = options;
+  const { d1Binding = "DB", migrate = true, d1TimeoutMs = WORKER_D1_TIMEOUT_MS, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, scheduledEventsTimeoutMs: _events, fetchEventsTimeoutMs: _fetchEvents, pruneMaxBatches: _prune, ...rest } = options;
   // Everything the environment decides is checked before D1 is touched: a bad setting is a
   // ConfigError, which the isolate keeps (its env cannot change) instead of retrying per request.
   const database = env[d1Binding];
@@ -277,6 +300,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     startTimeoutMs = WORKER_START_TIMEOUT_MS,
     scheduledEventsTimeoutMs = WORKER_SCHEDULED_EVENTS_TIMEOUT_MS,
     fetchEventsTimeoutMs = WORKER_FETCH_EVENTS_TIMEOUT_MS,
+    pruneMaxBatches = WORKER_PRUNE_MAX_BATCHES,
     ...appOptions
   } = options;
   // NaN would make the discard bound never hold (every comparison with it is false).
@@ -287,6 +311,8 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   checkTimerMs("d1TimeoutMs", options.d1TimeoutMs ?? WORKER_D1_TIMEOUT_MS, "0 (no bound)");
   checkTimerMs("scheduledEventsTimeoutMs", scheduledEventsTimeoutMs, "0 (no bound)");
   checkTimerMs("fetchEventsTimeoutMs", fetchEventsTimeoutMs, "0 (no bound)");
+  if (!Number.isSafeInteger(pruneMaxBatches) || pruneMaxBatches < 0) throw new TypeError("pruneMaxBatches must be a non-negative integer (0: no bound)");
+  const pruneOptions = pruneMaxBatches === 0 ? {} : { maxBatches: pruneMaxBatches };
   // Compatibility dates before 2022-10-31 keep workerd's legacy URL parser, which throws on URLs
   // the standard one takes (`?q=%ZZ`): core parses request.url, and that would be a 500. Detected
   // once; only then is each request's URL checked first (a 400 instead).
@@ -397,7 +423,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
       let app: Plantgate | undefined;
       try {
         app = await instanceFor(env);
-        onPrune(await app.admin.prune(), controller);
+        onPrune(await app.admin.prune(pruneOptions), controller);
       } catch (error) {
         logger.error("plantgate scheduled prune failed", { error: error instanceof Error ? error.message : String(error) });
         throw error;

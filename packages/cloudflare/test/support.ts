@@ -16,24 +16,25 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** The compatibility date the tests' Workers run with. */
 /**
  * Source text for a test entry: `gate(db)` wraps the real D1 binding so that every statement and
- * batch goes through the entry's own `gated(sql, run)` (hold, delay or pass it); the entry defines
- * `gated` and `const real = new WeakMap()` (a wrapped statement's SQL and real statement, for batch).
+ * batch goes through the entry's own `gated(sql, run, statements)` (hold, delay, count or pass it;
+ * `statements` is 1, or a batch's length); the entry defines `gated` and `const real = new
+ * WeakMap()` (a wrapped statement's SQL and real statement, for batch).
  */
 export const D1_GATE = `function gate(db) {
   const wrap = (sql, statement) => {
     const w = {
       bind: (...values) => wrap(sql, statement.bind(...values)),
-      all: () => gated(sql, () => statement.all()),
-      run: () => gated(sql, () => statement.run()),
-      first: (column) => gated(sql, () => statement.first(column)),
-      raw: (o) => gated(sql, () => statement.raw(o)),
+      all: () => gated(sql, () => statement.all(), 1),
+      run: () => gated(sql, () => statement.run(), 1),
+      first: (column) => gated(sql, () => statement.first(column), 1),
+      raw: (o) => gated(sql, () => statement.raw(o), 1),
     };
     real.set(w, { sql, statement });
     return w;
   };
   return {
     prepare: (sql) => wrap(sql, db.prepare(sql)),
-    batch: (statements) => gated(statements.map((s) => real.get(s).sql).join(";"), () => db.batch(statements.map((s) => real.get(s).statement))),
+    batch: (statements) => gated(statements.map((s) => real.get(s).sql).join(";"), () => db.batch(statements.map((s) => real.get(s).statement)), statements.length),
   };
 }`;
 
