@@ -64,7 +64,7 @@ export const USAGE = `usage: plantgate <command>
   keys revoke KID                    (deletes a key that does not sign now: after a leak, rotate --now, then a minute later revoke the old key)
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
-  prune [--batch-size N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts)
+  prune [--batch-size N] [--max-batches N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts; --max-batches: at most N batches, the stores in turn, "complete":false when work was left)
   events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
@@ -459,12 +459,14 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
     }
     case "prune": {
       // "prune" has no action word: what follows it are its options.
-      const values = parseOptions([action, ...rest].filter((a): a is string => a !== undefined), { "batch-size": { type: "string" }, "server-defaults": { type: "boolean" } });
+      const values = parseOptions([action, ...rest].filter((a): a is string => a !== undefined), { "batch-size": { type: "string" }, "max-batches": { type: "string" }, "server-defaults": { type: "boolean" } });
       const raw = values["batch-size"];
       if (raw !== undefined && (!/^\d{1,9}$/.test(raw) || Number(raw) < 1)) throw new UsageError("--batch-size must be a positive integer");
+      const budget = values["max-batches"];
+      if (budget !== undefined && (!/^\d{1,9}$/.test(budget) || Number(budget) < 1)) throw new UsageError("--max-batches must be a positive integer");
       checkServerSettings("prune", io.env, values["server-defaults"] === true);
       const { app } = await open();
-      return app.admin.prune(raw === undefined ? {} : { batchSize: Number(raw) });
+      return app.admin.prune({ ...(raw === undefined ? {} : { batchSize: Number(raw) }), ...(budget === undefined ? {} : { maxBatches: Number(budget) }) });
     }
     case "events": {
       const values = parseOptions([action, ...rest].filter((a): a is string => a !== undefined), { type: { type: "string" }, limit: { type: "string" } });

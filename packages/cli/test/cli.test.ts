@@ -779,6 +779,32 @@ describe("plantgate CLI", () => {
     expect(bad).toEqual({ code: 2, stdout: "", stderr: "plantgate: --batch-size must be a positive integer\n", json: undefined });
   });
 
+  it("prune --max-batches N: at most N batches, the stores in turn, and \"complete\" says whether work was left", async () => {
+    expect((await cli(["migrate"])).code).toBe(0);
+    const now = Date.now();
+    const storage = await openStorageFromEnv({}, { cwd: dir });
+    try {
+      for (let i = 0; i < 5; i++) await storage.sessions.create({ idHash: `s-${i}`, accountId: "a", csrfHash: "c", createdAt: now - 7_200_000, expiresAt: now - 60_000 });
+      for (let i = 0; i < 5; i++) await storage.revokedTokens.add(`jti-${i}`, now - 60_000);
+    } finally {
+      await storage.close();
+    }
+    // Batches of 2: refresh tokens 0 (short), family rows 0, sessions 2, counters 0, revoked jtis 2,
+    // assertion jtis 0, audit events 0 (round 1: 7); sessions 2, revoked jtis 2 (9). Out of budget.
+    const first = await cli(["prune", "--batch-size", "2", "--max-batches", "9", "--server-defaults"]);
+    expect(first).toEqual({
+      code: 0,
+      stderr: "",
+      stdout: expect.any(String),
+      json: { refreshTokens: 0, sessions: 4, attempts: 0, revokedTokens: 4, assertionJtis: 0, signingKeys: 0, auditEvents: 0, complete: false },
+    });
+    const second = await cli(["prune", "--batch-size", "2", "--max-batches", "9", "--server-defaults"]);
+    expect(second.json).toEqual({ refreshTokens: 0, sessions: 1, attempts: 0, revokedTokens: 1, assertionJtis: 0, signingKeys: 0, auditEvents: 0, complete: true });
+    for (const bad of ["0", "-1", "1.5", "many"]) {
+      expect(await cli(["prune", "--max-batches", bad, "--server-defaults"]), bad).toEqual({ code: 2, stdout: "", stderr: "plantgate: --max-batches must be a positive integer\n", json: undefined });
+    }
+  });
+
   it("prune and keys rotate refuse (exit 2, nothing changed) without the servers' settings or --server-defaults; given them, they decide by them", async () => {
     expect((await cli(["migrate"])).code).toBe(0);
     const now = Date.now();
