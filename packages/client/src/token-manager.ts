@@ -202,7 +202,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     (refreshRetryTimer as { unref?: () => void }).unref?.();
   }
 
-  /** A refresh got an answer (a token or a refusal): nothing is left to recover. */
+  /**
+   * A refresh got an answer (a token or a refusal), or a renewal found a token otherwise (the
+   * shared cache's, which another process may have recovered by the server's replay): nothing is
+   * left to recover, and the next lost answer is retried 1 s after it again.
+   */
   function refreshAnswered(): void {
     refreshRetries = 0;
     if (refreshRetryTimer !== null) clearTimeout(refreshRetryTimer);
@@ -323,6 +327,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     // A catch-up write in flight lands first: it must not land after this renewal's newer token.
     if (catching !== null) await catching;
     const { token, cached } = await obtain();
+    // A token in hand by any way (the cache's included): the retries of a lost answer end, and
+    // their count starts again. Until 2026-11-29 only an answer to a refresh of this process's own
+    // reset it, so each loss recovered from the cache pushed the next loss's first retry further
+    // (2, 4, 8 s), and after four such the next lost answer was never presented again.
+    refreshAnswered();
     current = token;
     // The password is dropped only once a refresh token can continue the session without it.
     if (!config.keepCredentials && token.refreshToken !== null) credentials = null;

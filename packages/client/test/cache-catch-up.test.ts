@@ -338,6 +338,51 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, `B: ${ACCOUNTS}`]);
     expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
   });
+
+  it("is presented again 1 s after each loss, also after earlier losses that were recovered from the shared cache (another process's replay), not by an answer of its own", async () => {
+    target = await startTarget();
+    const t = target;
+    // Fake timers (and the monotonic clock): the retries' seconds pass in an instant; the sockets,
+    // the server and Date are real, and the clients' and server's clocks are the manual ones.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const cache = sharedCache();
+    const forwarded: string[] = [];
+    const lose = { count: 0, answered: 0 };
+    const a = signIn(t, losingFetch(forwarded, "A", lose), cache.link("A").hook);
+    const b = signIn(t, recordingFetch(forwarded, "B"), cache.link("B").hook);
+    await a.client.getAccessToken();
+    await b.client.getAccessToken();
+    const aReads = () => cache.log.filter((l) => l === "A get").length;
+    // Four times: A's refresh loses its answer; B, renewing from the cache's refresh token, gets
+    // the server's replay of it and caches it; A's background retry then finds it in the cache and
+    // sends nothing (a token in hand: nothing left to recover).
+    for (let i = 0; i < 4; i++) {
+      for (const clock of [t.clock, a.clock, b.clock]) clock.advance(TTL);
+      lose.count = 1;
+      expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
+      await b.client.getAccessToken();
+      const reads = aReads();
+      await vi.advanceTimersByTimeAsync(8000);
+      expect(await settled(() => aReads() > reads)).toBe(true);
+    }
+    // A fifth loss, B idle: A's own retry must present the token again within the grace window.
+    for (const clock of [t.clock, a.clock, b.clock]) clock.advance(TTL);
+    lose.count = 1;
+    expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
+    const answered = lose.answered;
+    await vi.advanceTimersByTimeAsync(1000);
+    const retried = await settled(() => lose.answered > answered);
+    vi.useRealTimers();
+    // A's next call comes after the grace window.
+    for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
+    const outcome = await a.client.listAccounts().then(
+      (page) => page.total,
+      (e: unknown) => String(e),
+    );
+    expect({ retried, outcome }).toEqual({ retried: true, outcome: 1 });
+    expect(forwarded.filter((f) => f.startsWith("A: ")).slice(-4)).toEqual([`A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, `A: ${ACCOUNTS}`]);
+    expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
+  });
 });
 
 describe("a refresh token refused while the cache is unreachable, the password not kept", () => {
