@@ -8,7 +8,11 @@ import { describe } from "vitest";
 export const CHROMIUM = process.env.PLANTGATE_CHROMIUM ?? "/usr/bin/chromium";
 export const present = existsSync(CHROMIUM);
 export const CI = process.env.CI === "true";
-/** As the machine's probe starts it as root: without the background-networking flags its connections are refused many at a time. */
+/**
+ * As the machine's probe starts it as root. The machine has no network: without the
+ * background-networking flags Chromium's own fetches fail noisily and its connections are refused
+ * many at a time.
+ */
 export const ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 
 /** The suite's name, saying when Chromium is missing whether that skips it or must fail it. */

@@ -33,7 +33,6 @@ const SEED: Seed = {
   })),
   passwordHashIterations: 2000,
 };
-// The machine has no network: without these, chromium's background fetches fail noisily.
 
 const basic = (id: string, secret: string) => "Basic " + Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString("base64");
 
