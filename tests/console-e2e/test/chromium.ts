@@ -21,3 +21,20 @@ export const suiteName = (title: string): string =>
 
 /** `describe`, or `describe.skip` when Chromium is missing outside CI. */
 export const suite = present || CI ? describe : describe.skip;
+
+/** Fails the suite's start when Chromium is missing (a suite runs then only under `CI=true`), saying how to install it. */
+export function requireChromium(): void {
+  if (!present) throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium (apt-get install chromium)`);
+}
+
+/**
+ * An init script (`context.addInitScript`) run before the page's own script: records in
+ * `window.pageProblems` what a missing catch (an unhandled rejection) or a CSP violation leaves
+ * behind, for the test to read after each case.
+ */
+export const PAGE_PROBES = (): void => {
+  const w = window as unknown as { pageProblems: string[] };
+  w.pageProblems = [];
+  window.addEventListener("unhandledrejection", (e) => w.pageProblems.push(`unhandled rejection: ${String(e.reason)}`));
+  document.addEventListener("securitypolicyviolation", (e) => w.pageProblems.push(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
+};

@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startNodeTarget, startWorkerTarget, type Seed, type Target } from "./targets.js";
-import { ARGS, CHROMIUM, present, suite, suiteName } from "./chromium.js";
+import { ARGS, CHROMIUM, requireChromium, suite, suiteName } from "./chromium.js";
 
 // Each run writes its screenshots to the project's gitignored folder, so a test run never dirties
 // the checkout; `UPDATE_SCREENSHOTS=1` writes the README's copies in docs/screenshots/ instead
@@ -61,7 +61,7 @@ for (const target of TARGETS) suite(`${name}: ${target.label}`, () => {
   const SHOTS = target.shots;
 
   beforeAll(async () => {
-    if (!present) throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium (apt-get install chromium)`);
+    requireChromium();
     mkdirSync(SHOTS, { recursive: true });
     server = await target.start(SEED);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });

@@ -10,7 +10,7 @@ import { startServer, type RunningServer } from "@plantgate/example-node-server"
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page, type Route } from "playwright-core";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { ARGS, CHROMIUM, present, suite, suiteName } from "./chromium.js";
+import { ARGS, CHROMIUM, PAGE_PROBES, requireChromium, suite, suiteName } from "./chromium.js";
 
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
@@ -50,14 +50,6 @@ async function clientCredentials(url: string, id: string, secret: string) {
   await res.arrayBuffer();
   return res.status;
 }
-
-/** Runs before the page's own script: records what a rendering bug or a missing catch would leave behind. */
-const PROBES = () => {
-  const w = window as unknown as { pageProblems: string[] };
-  w.pageProblems = [];
-  window.addEventListener("unhandledrejection", (e) => w.pageProblems.push(`unhandled rejection: ${String(e.reason)}`));
-  document.addEventListener("securitypolicyviolation", (e) => w.pageProblems.push(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
-};
 
 /**
  * The storage as a store written before 2026-11-29 holds it: the admin API's checks pass on the
@@ -101,7 +93,7 @@ suite(name, () => {
   const lines = serverLines();
 
   beforeAll(async () => {
-    if (!present) throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium (apt-get install chromium)`);
+    requireChromium();
     storage = createMemoryStorage({ audit: true });
     server = await startServer(
       {
@@ -127,7 +119,7 @@ suite(name, () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
     context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.url });
-    await context.addInitScript(PROBES);
+    await context.addInitScript(PAGE_PROBES);
     page = await context.newPage();
     page.setDefaultTimeout(15_000);
     page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
@@ -627,7 +619,7 @@ suite(name, () => {
     // replace the other server's session cookie.
     const own = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     try {
-      await own.addInitScript(PROBES);
+      await own.addInitScript(PAGE_PROBES);
       const other = await own.newPage();
       other.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
       const main = page;

@@ -12,7 +12,7 @@ import { startServer, type RunningServer } from "@plantgate/example-node-server"
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { ARGS, CHROMIUM, present, suite, suiteName } from "./chromium.js";
+import { ARGS, CHROMIUM, requireChromium, suite, suiteName } from "./chromium.js";
 
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1"
   ? resolve(dirname(fileURLToPath(import.meta.url)), "../../../docs/screenshots")
@@ -42,7 +42,7 @@ suite(name, () => {
   const lines = serverLines();
 
   beforeAll(async () => {
-    if (!present) throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium (apt-get install chromium)`);
+    requireChromium();
     mkdirSync(SHOTS, { recursive: true });
     server = await startServer(
       {

@@ -10,7 +10,7 @@ import { startServer, type RunningServer } from "@plantgate/example-node-server"
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type BrowserContext, type Page, type Request, type Route } from "playwright-core";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { ARGS, CHROMIUM, present, suite, suiteName } from "./chromium.js";
+import { ARGS, CHROMIUM, requireChromium, suite, suiteName } from "./chromium.js";
 
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
@@ -89,7 +89,7 @@ suite(name, () => {
   };
 
   beforeAll(async () => {
-    if (!present) throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium (apt-get install chromium)`);
+    requireChromium();
     server = await startServer(
       {
         PORT: "0",

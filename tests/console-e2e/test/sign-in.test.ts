@@ -10,20 +10,12 @@ import { startServer, type RunningServer } from "@plantgate/example-node-server"
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from "playwright-core";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { ARGS, CHROMIUM, present, suite, suiteName } from "./chromium.js";
+import { ARGS, CHROMIUM, PAGE_PROBES, requireChromium, suite, suiteName } from "./chromium.js";
 
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
 /** The brute-force window: short, so a lock-out ends within the test. */
 const WINDOW_SECONDS = 5;
-
-/** Runs before the page's own script: records what a missing catch or a CSP violation leaves behind. */
-const PROBES = () => {
-  const w = window as unknown as { pageProblems: string[] };
-  w.pageProblems = [];
-  window.addEventListener("unhandledrejection", (e) => w.pageProblems.push(`unhandled rejection: ${String(e.reason)}`));
-  document.addEventListener("securitypolicyviolation", (e) => w.pageProblems.push(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
-};
 
 const name = suiteName("console sign-in in Debian chromium");
 
@@ -46,7 +38,7 @@ suite(name, () => {
   };
 
   beforeAll(async () => {
-    if (!present) throw new Error(`${CHROMIUM} is missing; .ci/run installs Debian's chromium (apt-get install chromium)`);
+    requireChromium();
     server = await startServer(
       {
         PORT: "0",
@@ -64,7 +56,7 @@ suite(name, () => {
     );
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
     context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-    await context.addInitScript(PROBES);
+    await context.addInitScript(PAGE_PROBES);
     page = await context.newPage();
     watch(page);
     expected = /^401 GET .*\/console\/api\/session$/;
