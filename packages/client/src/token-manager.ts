@@ -299,7 +299,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         refreshAnswered();
         return { token, cached: false };
       } catch (error) {
-        if (error instanceof NetworkError && NO_ANSWER.has(error.reason)) scheduleRefreshRetry();
+        if (noAnswer(error)) scheduleRefreshRetry();
         else refreshAnswered();
         if (!(error instanceof OAuthError && error.error === "invalid_grant")) throw error;
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
@@ -403,10 +403,22 @@ const REFRESH_RETRY_MS = [1000, 2000, 4000, 8000];
 
 /**
  * The {@link NetworkError} reasons of a request the server may have carried out without its answer
- * reaching the client. Not `unexpected_response` or `response_too_large` (the server's answer
- * arrived, and a retry would get it again) nor `redirect_refused`.
+ * reaching the client. Not `response_too_large` (the server's answer arrived, and a retry would get
+ * it again) nor `redirect_refused`; `unexpected_response` only with a 5xx status (see {@link noAnswer}).
  */
 const NO_ANSWER = new Set(["fetch_failed", "timeout", "not_json"]);
+
+/**
+ * Whether a failed token request got no answer from the authorization server: {@link NO_ANSWER},
+ * or a 5xx whose JSON is not an OAuth error, which is a gateway's own (AWS API Gateway's 504
+ * `{"message":"Endpoint request timed out"}` after it forwarded the request; plantgate's token
+ * endpoint answers every error with an OAuth `error` code). Until 2026-11-29 such a 5xx was taken
+ * for an answer and the refresh was not presented again within the grace window.
+ */
+function noAnswer(error: unknown): boolean {
+  if (!(error instanceof NetworkError)) return false;
+  return NO_ANSWER.has(error.reason) || (error.reason === "unexpected_response" && error.status !== null && error.status >= 500);
+}
 
 /** How many replaced refresh tokens a token remembers ({@link CachedToken.lineage}). */
 const LINEAGE = 8;

@@ -273,6 +273,28 @@ function losingFetch(forwarded: string[], who: string, lose: { count: number; an
   };
 }
 
+/**
+ * The global fetch to the real server through a gateway that gives up on the next `lose.count`
+ * refresh requests after forwarding them (the server carried them out): it answers 504 with its own
+ * JSON, as AWS API Gateway does past its integration timeout (`{"message":"Endpoint request timed
+ * out"}`), in place of the server's answer. `lose.answered` counts the refresh requests the server answered.
+ */
+function gatewayTimeoutFetch(forwarded: string[], who: string, lose: { count: number; answered: number }): FetchLike {
+  const inner = recordingFetch(forwarded, who);
+  return async (url, init) => {
+    const response = await inner(url, init);
+    const refresh = new URLSearchParams(init.body ?? "").get("grant_type") === "refresh_token";
+    if (refresh) lose.answered++;
+    if (refresh && lose.count > 0) {
+      lose.count--;
+      await response.text();
+      forwarded.push(`${who}: (gateway 504)`);
+      return new Response('{"message":"Endpoint request timed out"}', { status: 504, headers: { "content-type": "application/json" } });
+    }
+    return response;
+  };
+}
+
 describe("a refresh whose answer was lost after the server rotated", () => {
   const signIn = (t: ServerTarget, fetch: FetchLike, tokenCache?: TokenCache) => {
     const clock = manualClock(t.clock.now());
@@ -311,6 +333,29 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     expect({ retried, outcome }).toEqual({ retried: true, outcome: 1 });
     expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, `A: ${ACCOUNTS}`]);
     // The rotation and its replay (the lost answer delivered again); no reuse.
+    const events = await t.events();
+    expect(events.filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed"]);
+  });
+
+  it("a gateway's own 5xx JSON in place of the answer (504 Endpoint request timed out) is no answer either: presented again within the window", async () => {
+    target = await startTarget();
+    const t = target;
+    const forwarded: string[] = [];
+    const lose = { count: 1, answered: 0 };
+    const a = signIn(t, gatewayTimeoutFetch(forwarded, "A", lose));
+    await a.client.getAccessToken();
+    for (const clock of [t.clock, a.clock]) clock.advance(TTL);
+    const failed = (await a.client.getAccessToken().catch((e: unknown) => e)) as Error;
+    expect([failed.name, (failed as { reason?: string }).reason, (failed as { status?: number }).status]).toEqual(["NetworkError", "unexpected_response", 504]);
+    // A makes no call; its background retry presents the same refresh token (1 s later, real time).
+    const retried = await until(() => lose.answered === 2, 5000);
+    for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
+    const outcome = await a.client.listAccounts().then(
+      (page) => page.total,
+      (e: unknown) => String(e),
+    );
+    expect({ retried, outcome }).toEqual({ retried: true, outcome: 1 });
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (gateway 504)", `A: ${REFRESH}`, `A: ${ACCOUNTS}`]);
     const events = await t.events();
     expect(events.filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed"]);
   });
