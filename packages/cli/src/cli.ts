@@ -608,7 +608,13 @@ function redactSecrets(text: string, env: CliIo["env"]): string {
     const secrets = new Set<string>();
     try {
       const u = new URL(raw);
-      if (u.password) secrets.add(u.password).add(decodeURIComponent(u.password));
+      if (u.password) {
+        secrets.add(u.password);
+        // A malformed escape (`%zz`) throws: the raw form is enough then, and the query's secrets below still count.
+        try {
+          secrets.add(decodeURIComponent(u.password));
+        } catch {}
+      }
       for (const [key, value] of u.searchParams) if (/pass|pwd|secret|token|key|auth|cred/i.test(key) && value) secrets.add(value);
     } catch {
       // Unparsable: whatever follows the scheme may hold the password.
