@@ -31,6 +31,26 @@ const CLEAR_KEYS =
 
 const baseEnv = () => ({ PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" });
 
+/** The signing key rows of the SQLite store in `dir`, read directly. */
+async function keyRows() {
+  const storage = await openStorageFromEnv({}, { cwd: dir, migrate: false });
+  try {
+    return await storage.db.selectFrom("pg_signing_keys").select(["kid", "private_jwk"]).execute();
+  } finally {
+    await storage.close();
+  }
+}
+
+/** Stores a first signing key, signing now, as a server's start does on a store without one. */
+async function storeFirstKey() {
+  const storage = await openStorageFromEnv({}, { cwd: dir, migrate: false });
+  try {
+    await storage.signingKeys.create(await generateKeyRecord("ES256", Date.now()));
+  } finally {
+    await storage.close();
+  }
+}
+
 /** Runs one command in-process against the SQLite store in `dir`. */
 async function cli(argv: string[], stdin = "", env: Record<string, string> = {}) {
   let stdout = "";
@@ -169,7 +189,10 @@ describe("plantgate CLI", () => {
 
   it("keys list shows kid, alg, createdAt, activatesAt and status (next / active / retired); rotate schedules, rotate --now switches", async () => {
     const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-    // On a fresh store, listing creates the first key (as a server's first token would).
+    // On a fresh store, listing creates no key (it stored one until 2026-11-30): the servers' start makes the first.
+    expect(await cli(["keys", "list"])).toEqual({ code: 0, stdout: "[]\n", stderr: "", json: [] });
+    expect(await keyRows()).toEqual([]);
+    await storeFirstKey();
     const first = await cli(["keys", "list"]);
     expect(first).toMatchObject({ code: 0, stderr: CLEAR_KEYS });
     expect(first.json).toEqual([{ kid: expect.any(String), alg: "ES256", createdAt: iso, activatesAt: first.json[0].createdAt, status: "active" }]);
@@ -219,6 +242,8 @@ describe("plantgate CLI", () => {
     const kek = () => Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
     const oldKek = kek();
     const newKek = kek();
+    // A key stored in clear (as before a KEK was set): loading the keys with the KEK seals it.
+    await storeFirstKey();
     const listed = await cli(["keys", "list"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek });
     expect(listed.code).toBe(0);
     const { openStorageFromEnv } = await import("@plantgate/storage-sql/env");
@@ -260,8 +285,9 @@ describe("plantgate CLI", () => {
   it("keys rotate with PLANTGATE_SIGNING_KEY set is refused: message on stderr, exit 2, keys unchanged", async () => {
     const jwk = (await generateKeyRecord("ES256", 0)).privateJwk;
     const env = { PLANTGATE_SIGNING_KEY: jwk };
+    await storeFirstKey();
     const before = await cli(["keys", "list"], "", env);
-    expect(before.code).toBe(0);
+    expect([before.code, before.json.length]).toEqual([0, 2]);
     const refused = await cli(["keys", "rotate"], "", env);
     expect(refused).toEqual({
       code: 2,
@@ -691,11 +717,15 @@ describe("plantgate CLI", () => {
   it("a PLANTGATE_SIGNING_KEY that does not import is exit 2 naming it, and nothing is stored: keys list works without it afterwards", async () => {
     const ecNamedPs256 = JSON.stringify({ kty: "EC", crv: "P-256", alg: "PS256", d: "pNk8OUd9QXUEdMUhnQ3Y1tgNLBlFp0pRtGjjxSU2iMk", x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" });
     const offCurve = JSON.stringify({ kty: "EC", crv: "P-256", d: "AAAA", x: "AAAA", y: "BBBB" });
+    // A store with a key: keys list loads the keys, and with them the configured one (on a store without keys it lists [] and loads nothing).
+    await storeFirstKey();
+    const stored = await keyRows();
     for (const key of [ecNamedPs256, offCurve]) {
       const refused = await cli(["keys", "list"], "", { PLANTGATE_SIGNING_KEY: key });
       expect([refused.code, refused.stdout, refused.stderr]).toEqual([2, "", expect.stringMatching(/^plantgate: signingKey \(PLANTGATE_SIGNING_KEY\) does not import as an (PS256|ES256) key; nothing was stored\n$/)]);
       expect(refused.stderr).not.toContain("pNk8OUd9");
     }
+    expect(await keyRows()).toEqual(stored);
     const listed = await cli(["keys", "list"]);
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.json).toHaveLength(1);
@@ -856,6 +886,7 @@ describe("plantgate CLI", () => {
     });
     expect(await kept()).toEqual(before);
     // Listing the keys with PLANTGATE_SIGNING_KEY_MAX_AGE set never rotates (that is the servers' work).
+    await storeFirstKey();
     expect((await cli(["keys", "list"], "", { PLANTGATE_SIGNING_KEY_MAX_AGE: "1" })).json).toHaveLength(1);
     expect((await cli(["keys", "list"], "", { PLANTGATE_SIGNING_KEY_MAX_AGE: "1" })).json).toHaveLength(1);
     const listed = await kept();
