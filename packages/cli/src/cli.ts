@@ -79,7 +79,7 @@ PLANTGATE_ACCESS_TOKEN_TTL, PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS and PLANTGATE_A
 needs only the first), or --server-defaults when the servers leave them unset; otherwise they
 refuse (exit 2). The CLI never rotates keys automatically (PLANTGATE_SIGNING_KEY_MAX_AGE is the servers').
 
-Exit codes: 0 done, 1 failed, 2 bad input or configuration (credentials refused, no such database,
+Exit codes: 0 done, 1 failed, 2 bad input or configuration (a store URL that does not parse, credentials refused, no such database,
 a schema older or newer than this code included; nothing done), 3 the store or Redis could not be reached or failed (at open or during the
 command; try again).`;
 

@@ -705,6 +705,41 @@ describe("plantgate CLI", () => {
     }
   });
 
+  it("a PLANTGATE_DATABASE_URL the driver cannot parse (a port that is not a number, a malformed percent-escape for mysql2) is configuration: exit 2 naming the variable, never the password (it was exit 3, try again)", async () => {
+    const notParsed =
+      "plantgate: PLANTGATE_DATABASE_URL is not a valid URL: check the host and the port (a number up to 65535), and percent-encode any @ : / ? # in the user name or password; nothing was opened\n";
+    const cases = [
+      { url: "postgres://plantgate:Hunter2secret@127.0.0.1:notaport/test", password: "Hunter2secret", stderr: notParsed },
+      { url: "postgresql://plantgate:Hunter2secret@127.0.0.1:99999/test", password: "Hunter2secret", stderr: notParsed },
+      {
+        url: "mysql://plantgate:Hunter%zz2secret@127.0.0.1:3306/test",
+        password: "Hunter%zz2secret",
+        stderr: "plantgate: PLANTGATE_DATABASE_URL (mysql://plantgate:***@127.0.0.1:3306/test) has a malformed percent-escape in its password: % must be followed by two hexadecimal digits (write a literal % as %25); nothing was opened\n",
+      },
+    ];
+    for (const { url, password, stderr } of cases) {
+      for (const argv of [["client", "list"], ["migrate"]]) {
+        const r = await cli(argv, "", { PLANTGATE_DATABASE_URL: url });
+        expect(r).toEqual({ code: 2, stdout: "", stderr, json: undefined });
+        for (const secret of [password, "Hunter", "2secret"]) expect(r.stdout + r.stderr).not.toContain(secret);
+      }
+    }
+    // pg reads a malformed escape as the characters themselves: such a URL is tried (here nothing listens: exit 3).
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    const tried = await cli(["client", "list"], "", { PLANTGATE_DATABASE_URL: `postgres://plantgate:Hunter%zz2secret@127.0.0.1:${port}/test` });
+    expect(tried).toEqual({
+      code: 3,
+      stdout: "",
+      stderr: `plantgate: cannot open the store at postgres://plantgate:***@127.0.0.1:${port}/test: postgres storage failed during open (ECONNREFUSED) (cause: Error: connect ECONNREFUSED 127.0.0.1:${port})\n`,
+      json: undefined,
+    });
+  });
+
   it("PLANTGATE_DB=:memory: is refused (exit 2, nothing reported made): what a command makes there is gone when it ends", async () => {
     expect(await cli(["client", "create", "--name", "mem", "--id", "mem"], "", { PLANTGATE_DB: ":memory:" })).toEqual({
       code: 2,

@@ -28,12 +28,57 @@ export function storageUrlFromEnv(env: Record<string, string | undefined>, cwd: 
     if (!/^(postgres|postgresql|mysql|mariadb):\/\//.test(url)) {
       throw new StorageConfigError("PLANTGATE_DATABASE_URL must start with postgres://, postgresql://, mysql:// or mariadb://");
     }
+    const malformed = malformedUrl(url);
+    // Refused before any driver sees it: the driver's own refusal came out of the open as a
+    // StorageError, read as an outage (the CLI's exit 3, "try again") until 2026-11-30.
+    if (malformed !== null) throw new StorageConfigError(`PLANTGATE_DATABASE_URL ${malformed}; nothing was opened`);
     return { url, display: redactUrl(url) };
   }
   const file = env.PLANTGATE_DB || DEFAULT_SQLITE_PATH;
   if (file === ":memory:") return { url: ":memory:", display: "SQLite in memory (nothing is kept)" };
   const path = isAbsolute(file) ? file : resolve(cwd, file);
   return { url: `sqlite:${path}`, display: `SQLite ${path}` };
+}
+
+/**
+ * Why the driver would refuse a `postgres://` or `mysql://` URL before contacting anything, read as
+ * the driver reads it, or null: `pg` (pg-connection-string) encodes spaces and malformed escapes,
+ * then parses it with `URL` and decodes the user, password, host and database; `mysql2` parses it
+ * with `URL` and decodes those parts with decodeURIComponent. Never quotes the URL (it may hold a
+ * password).
+ */
+function malformedUrl(url: string): string | null {
+  const mysql = /^(mysql|mariadb):/i.test(url);
+  let text = url;
+  if (!mysql && / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(text)) text = encodeURI(text).replace(/%25(\d\d)/g, "%$1");
+  let parsed: URL;
+  try {
+    if (mysql) parsed = new URL(text);
+    else {
+      try {
+        parsed = new URL(text, "postgres://base");
+      } catch {
+        // pg reads `user:pw@/db` (no host) with a stand-in host.
+        parsed = new URL(text.replace("@/", "@___DUMMY___/"), "postgres://base");
+      }
+    }
+  } catch {
+    return "is not a valid URL: check the host and the port (a number up to 65535), and percent-encode any @ : / ? # in the user name or password";
+  }
+  const parts: [string, string, (s: string) => string][] = [
+    ["user name", parsed.username, decodeURIComponent],
+    ["password", parsed.password, decodeURIComponent],
+    ["host", parsed.hostname, decodeURIComponent],
+    ["database name", parsed.pathname.slice(1), mysql ? decodeURIComponent : decodeURI],
+  ];
+  for (const [part, value, decode] of parts) {
+    try {
+      decode(value);
+    } catch {
+      return `(${redactUrl(url)}) has a malformed percent-escape in its ${part}: % must be followed by two hexadecimal digits (write a literal % as %25)`;
+    }
+  }
+  return null;
 }
 
 /**

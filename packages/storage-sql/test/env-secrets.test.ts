@@ -41,9 +41,35 @@ describe("storage env: secrets", () => {
       () => null,
       (e: unknown) => e,
     );
+    // A password with an unescaped "/" leaves pg a port that is not a number: refused before any driver sees it.
     expect(failure).toBeInstanceOf(StorageConfigError);
-    expect((failure as Error).message).toMatch(/^cannot open the store at postgres:\/\/\*\*\* \(not a valid URL: shown without its address\): /);
-    expect((failure as Error).message).not.toContain("hunter2");
+    expect((failure as Error).message).toBe(
+      "PLANTGATE_DATABASE_URL is not a valid URL: check the host and the port (a number up to 65535), and percent-encode any @ : / ? # in the user name or password; nothing was opened",
+    );
+    expect((failure as StorageConfigError).cause).toBeUndefined();
+  });
+
+  it("a URL its driver would refuse to parse is a StorageConfigError naming PLANTGATE_DATABASE_URL, not an open failure; one it reads is passed on", () => {
+    const refusal = (url: string) => {
+      try {
+        storageUrlFromEnv({ PLANTGATE_DATABASE_URL: url }, "/");
+        return null;
+      } catch (e) {
+        expect(e).toBeInstanceOf(StorageConfigError);
+        expect((e as Error).message).not.toContain("hunter2");
+        return (e as Error).message;
+      }
+    };
+    for (const url of ["postgres://u:hunter2@db.internal:notaport/db", "mariadb://u:hunter2@db.internal:65536/db"]) expect(refusal(url)).toMatch(/^PLANTGATE_DATABASE_URL is not a valid URL: /);
+    // mysql2 decodes the user, password, host and database with decodeURIComponent, which throws on a malformed escape.
+    expect(refusal("mysql://u:hunter2%zz@db.internal:3306/db")).toBe(
+      "PLANTGATE_DATABASE_URL (mysql://u:***@db.internal:3306/db) has a malformed percent-escape in its password: % must be followed by two hexadecimal digits (write a literal % as %25); nothing was opened",
+    );
+    expect(refusal("mysql://u@db.internal:3306/db%e")).toMatch(/malformed percent-escape in its database name/);
+    // pg encodes a malformed escape and reads it as the characters themselves; a space too.
+    expect(refusal("postgres://u:hunter2%zz@db.internal:5432/db")).toBeNull();
+    expect(refusal("postgres://u:hunter 2@db.internal:5432/db")).toBeNull();
+    expect(refusal("postgres://u:hunter2@/db")).toBeNull();
   });
 
   it("a new SQLite database and its new folder are this user's only (0600, 0700); an existing file keeps its mode", async () => {
