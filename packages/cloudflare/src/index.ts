@@ -166,7 +166,8 @@ export interface PlantgateWorker {
   /**
    * The cron trigger's handler: prunes (`admin.prune({ maxBatches: pruneMaxBatches })`: at most that
    * many batches, the stores taking turns) and reports the counts (`complete: false` when work was left).
-   * A failure (no D1 binding, D1 down) is logged and rethrown, so the run shows as failed. Then it
+   * A failure (no D1 binding, D1 down) is logged (`plantgate scheduled prune failed`, with the D1
+   * error under it) and rethrown, so the run shows as failed. Then it
    * waits at most `scheduledEventsTimeoutMs` for the security events still being delivered.
    */
   scheduled(controller: WorkerScheduledController, env: PlantgateWorkerEnv, ctx?: WorkerExecutionContext): Promise<void>;
@@ -425,7 +426,9 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
         app = await instanceFor(env);
         onPrune(await app.admin.prune(pruneOptions), controller);
       } catch (error) {
-        logger.error("plantgate scheduled prune failed", { error: error instanceof Error ? error.message : String(error) });
+        // The fields core logs for a StorageError on the fetch path: the D1 error under it too
+        // (until 2026-11-30 only the message, which names the operation, not why D1 failed).
+        logger.error("plantgate scheduled prune failed", describeError(error));
         throw error;
       } finally {
         // The events of this invocation (a first one also bootstraps: client.created, account.created)
@@ -486,6 +489,19 @@ function urlOf(url: string): URL | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * An error for the log, in the fields core's `describeError` gives a StorageError on the fetch path
+ * (`storage unavailable { name, message, cause }`): the cause is the D1 error under it. Names and
+ * messages only, never a request's content or a secret.
+ */
+function describeError(error: unknown): Record<string, unknown> {
+  if (error instanceof Error) {
+    const cause = error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message}` : undefined;
+    return { name: error.name, message: error.message, ...(cause ? { cause } : {}) };
+  }
+  return { value: typeof error };
 }
 
 /** A start-up failure for the log: its message, and its cause's (a D1 error under a StorageError). */

@@ -1,0 +1,81 @@
+/**
+ * A scheduled run that fails, in workerd (Miniflare): the real `createWorker()` entry, bundled for
+ * the Workers runtime, with a gate (support.ts's `gate`) between it and the real D1 binding that
+ * fails every delete once `/__d1?mode=fail` is set (D1 down for the prune only), and an `onPrune`
+ * hook that throws once `/__hook?mode=throw` is set (the user's report callback failing).
+ *
+ * - A prune that fails: its line carries the D1 error under the StorageError (the fields the fetch
+ *   path logs for one: `name`, `message`, `cause`), and the run fails.
+ * - A hook that throws after a prune that succeeded: logged as the hook's failure, with the counts;
+ *   the run is ok.
+ */
+import { describe, expect, it } from "vitest";
+import { D1_GATE, workerPerTest } from "./support.js";
+
+const ENTRY = `
+import { createWorker } from "../src/index.ts";
+let d1Mode = "open";
+let hookMode = "open";
+const worker = createWorker({
+  onPrune: (counts) => {
+    if (hookMode === "throw") throw new Error("report sink down");
+    console.log(JSON.stringify({ message: "pruned by the hook", ...counts }));
+  },
+});
+const real = new WeakMap();
+const gated = (sql, run) => (d1Mode === "fail" && sql.trimStart().toLowerCase().startsWith("delete") ? Promise.reject(new Error("D1_ERROR: simulated outage: SQLITE_BUSY")) : run());
+${D1_GATE}
+let env;
+export default {
+  async fetch(request, bindings, ctx) {
+    const url = new URL(request.url);
+    if (url.pathname === "/__d1") return ((d1Mode = url.searchParams.get("mode")), new Response("ok"));
+    if (url.pathname === "/__hook") return ((hookMode = url.searchParams.get("mode")), new Response("ok"));
+    if (url.pathname === "/__mark") return (console.log("--mark--"), new Response("ok"));
+    env ??= { ...bindings, DB: gate(bindings.DB) };
+    return worker.fetch(request, env, ctx);
+  },
+  async scheduled(controller, bindings, ctx) {
+    env ??= { ...bindings, DB: gate(bindings.DB) };
+    return worker.scheduled(controller, env, ctx);
+  },
+};
+`;
+
+const { log, start } = workerPerTest();
+
+/** Miniflare types its Fetcher with workers-types, which this package does not install. */
+type ScheduledWorker = { scheduled(options: { cron?: string }): Promise<{ outcome: string; noRetry: boolean }> };
+
+/** The counts of a run with nothing to prune, as workerd prints them nested in a logged object. */
+const ZERO_COUNTS = ["refreshTokens: 0", "sessions: 0", "attempts: 0", "revokedTokens: 0", "assertionJtis: 0", "signingKeys: 0", "auditEvents: 0", "complete: true"].map((field) => `    ${field}`).join(",\n");
+
+async function started() {
+  const { mf, base } = await start(ENTRY, { d1: true, bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" } });
+  // The isolate's start (migrations, keys), before D1 fails.
+  expect((await fetch(`${base}/.well-known/jwks.json`)).status).toBe(200);
+  const set = async (what: "d1" | "hook", mode: string) => expect(await (await fetch(`${base}/__${what}?mode=${mode}`)).text()).toBe("ok");
+  /** Everything logged so far: once the mark is in workerd's output, so is what came before it. */
+  const logged = async () => {
+    await (await fetch(`${base}/__mark`)).text();
+    await log.waitFor("--mark--");
+    expect(log.text).toContain("--mark--");
+    return log.text;
+  };
+  return { cron: (await mf.getWorker()) as unknown as ScheduledWorker, set, logged };
+}
+
+describe("a scheduled run that fails, in workerd", () => {
+  it("a prune D1 fails: the run fails, and its line names the D1 error under the StorageError", async () => {
+    const { cron, set, logged } = await started();
+    await set("d1", "fail");
+    expect(await cron.scheduled({ cron: "17 * * * *" })).toEqual({ outcome: "exception", noRetry: false });
+    const text = await logged();
+    // workerd prints the fields on lines of their own.
+    expect(text).toContain(
+      "plantgate scheduled prune failed {\n  name: 'StorageError',\n  message: 'sqlite storage failed during refreshTokens.deleteExpired',\n  cause: 'Error: D1_ERROR: simulated outage: SQLITE_BUSY'\n}\n",
+    );
+    expect(text).not.toContain("pruned by the hook");
+  }, 60_000);
+
+});
