@@ -156,7 +156,10 @@ export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
    * backlog of more than a few dozen batches makes fail on Cloudflare past the limit).
    */
   pruneMaxBatches?: number;
-  /** Called with the counts of each scheduled prune; default: one JSON line with `console.log`. */
+  /**
+   * Called with the counts of each scheduled prune; default: one JSON line with `console.log`. A
+   * throw is logged (`plantgate onPrune hook failed`, with the counts) and does not fail the run.
+   */
   onPrune?: (counts: PruneCounts, controller: WorkerScheduledController) => void;
 }
 
@@ -167,7 +170,8 @@ export interface PlantgateWorker {
    * The cron trigger's handler: prunes (`admin.prune({ maxBatches: pruneMaxBatches })`: at most that
    * many batches, the stores taking turns) and reports the counts (`complete: false` when work was left).
    * A failure (no D1 binding, D1 down) is logged (`plantgate scheduled prune failed`, with the D1
-   * error under it) and rethrown, so the run shows as failed. Then it
+   * error under it) and rethrown, so the run shows as failed. An `onPrune` that throws is logged
+   * (`plantgate onPrune hook failed`, with the counts) and the run stands: the prune was done. Then it
    * waits at most `scheduledEventsTimeoutMs` for the security events still being delivered.
    */
   scheduled(controller: WorkerScheduledController, env: PlantgateWorkerEnv, ctx?: WorkerExecutionContext): Promise<void>;
@@ -423,13 +427,24 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     async scheduled(controller, env) {
       let app: Plantgate | undefined;
       try {
-        app = await instanceFor(env);
-        onPrune(await app.admin.prune(pruneOptions), controller);
-      } catch (error) {
-        // The fields core logs for a StorageError on the fetch path: the D1 error under it too
-        // (until 2026-11-30 only the message, which names the operation, not why D1 failed).
-        logger.error("plantgate scheduled prune failed", describeError(error));
-        throw error;
+        let counts: PruneCounts;
+        try {
+          app = await instanceFor(env);
+          counts = await app.admin.prune(pruneOptions);
+        } catch (error) {
+          // The fields core logs for a StorageError on the fetch path: the D1 error under it too
+          // (until 2026-11-30 only the message, which names the operation, not why D1 failed).
+          logger.error("plantgate scheduled prune failed", describeError(error));
+          throw error;
+        }
+        // The prune is done: a hook that throws is the hook's failure, logged as such, and the run
+        // stands (as core treats a failing onEvent hook). Until 2026-11-30 it was logged as a
+        // failed prune and rethrown, failing a run whose prune had succeeded.
+        try {
+          onPrune(counts, controller);
+        } catch (error) {
+          logger.error("plantgate onPrune hook failed", { ...describeError(error), counts });
+        }
       } finally {
         // The events of this invocation (a first one also bootstraps: client.created, account.created)
         // reach the onEvent hook and the audit store before it ends, as fetch's waitUntil does.

@@ -78,4 +78,16 @@ describe("a scheduled run that fails, in workerd", () => {
     expect(text).not.toContain("pruned by the hook");
   }, 60_000);
 
+  it("an onPrune hook that throws after a prune that succeeded: the hook's failure is logged, with the counts, and the run is ok", async () => {
+    const { cron, set, logged } = await started();
+    await set("hook", "throw");
+    expect(await cron.scheduled({ cron: "17 * * * *" })).toEqual({ outcome: "ok", noRetry: false });
+    const text = await logged();
+    expect(text).toContain(`plantgate onPrune hook failed {\n  name: 'Error',\n  message: 'report sink down',\n  counts: {\n${ZERO_COUNTS}\n  }\n}\n`);
+    expect(text).not.toContain("plantgate scheduled prune failed");
+    // The hook works again: the next run reports through it.
+    await set("hook", "open");
+    expect(await cron.scheduled({ cron: "17 * * * *" })).toEqual({ outcome: "ok", noRetry: false });
+    expect(await logged()).toContain('{"message":"pruned by the hook","refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":0,"assertionJtis":0,"signingKeys":0,"auditEvents":0,"complete":true}');
+  }, 60_000);
 });
