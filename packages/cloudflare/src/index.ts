@@ -26,7 +26,7 @@
  * under D1's 50 queries per invocation on the Free plan), and logs the counts.
  */
 import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, ConfigError, createPlantgate, isIpAddress, LATE, optionsFromEnv, StorageError, unavailableResponse, waitAtMost, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
-import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
+import { createD1Storage, SchemaTooNewError, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
 export const WORKERS_MAX_PASSWORD_HASH_ITERATIONS = 100_000;
@@ -41,6 +41,15 @@ export const WORKER_SIGNING_KEY_LOAD_TIMEOUT_MS = 10_000;
  * but committed late gets the rotation's answer.
  */
 export const WORKER_D1_TIMEOUT_MS = 15_000;
+
+/**
+ * How long (ms) an isolate keeps a start that found the D1 schema newer than its code (a Worker
+ * rolled back, or an older version running beside a newer one that migrated, in a gradual
+ * deployment) before the next request starts again: meanwhile every request is answered the 503
+ * at once, without touching D1. Retried at all because the schema can become one this code knows
+ * while the isolate lives (a D1 restored with Time Travel to before the newer migration).
+ */
+export const WORKER_SCHEMA_TOO_NEW_RETRY_MS = 10_000;
 
 /** The default of {@link CreateWorkerOptions.startTimeoutMs}. */
 export const WORKER_START_TIMEOUT_MS = 30_000;
@@ -276,7 +285,8 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
  * Creates the Worker. A failed start-up answers 503 (in the shape of the request's endpoint): an
  * outage (migration, bootstrap, keys) is retried on the next request; a configuration error (a bad
  * option or env value, a bootstrap value the checks refuse, signing keys that cannot be loaded) is
- * kept by the isolate and logged once.
+ * kept by the isolate and logged once. A D1 schema newer than this code is kept for
+ * {@link WORKER_SCHEMA_TOO_NEW_RETRY_MS} (10 s), then tried again.
  *
  * @example
  * // src/worker.ts: the minimal Worker
@@ -324,16 +334,26 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   const legacyUrlParser = urlOf("http://localhost/?q=%ZZ") === null;
   const instanceFor = async (env: PlantgateWorkerEnv): Promise<Plantgate> => {
     let current = instances.get(env);
+    // A start that found the schema too new is kept for a while, then tried again.
+    if (current?.retryAt !== undefined && Date.now() >= current.retryAt) {
+      instances.delete(env);
+      current = undefined;
+    }
     if (!current) {
       const started: Start = { app: start(appOptions, env), late: new StorageError(`plantgate: the start did not finish within ${startTimeoutMs} ms`) };
       current = started;
       instances.set(env, started);
       // A failed start is not cached (the next request tries again: D1 may be back), unless the
-      // configuration is at fault, which no retry in this isolate can change.
+      // configuration is at fault, which no retry in this isolate can change. A schema newer than
+      // this code is kept for WORKER_SCHEMA_TOO_NEW_RETRY_MS: no request can fix it, but a D1
+      // restored to an older point can; until 2026-11-30 every request started again (two D1
+      // reads, an error line, then the 503).
       started.app.then(
         (app) => void (started.ready = app),
         (error: unknown) => {
-          if (!(error instanceof ConfigError) && instances.get(env) === started) instances.delete(env);
+          if (error instanceof ConfigError || instances.get(env) !== started) return;
+          if (error instanceof SchemaTooNewError) started.retryAt = Date.now() + WORKER_SCHEMA_TOO_NEW_RETRY_MS;
+          else instances.delete(env);
         },
       );
     }
@@ -495,6 +515,8 @@ interface Start {
   late: StorageError;
   /** The app, once the start has finished. */
   ready?: Plantgate;
+  /** When a start that found the schema too new is tried again (`Date.now()` ms). */
+  retryAt?: number;
 }
 
 /** `new URL(url)`, or null when it does not parse (the legacy URL class, which has no `URL.canParse`, refuses some). */

@@ -8,6 +8,8 @@ import { d1AccountStore, d1PlantStore, d1SigningKeyStore } from "./d1/records.js
 import { d1AttemptStore, d1RefreshTokenStore, d1RevokedTokenStore, d1SessionStore } from "./d1/tokens.js";
 
 export type { D1DatabaseLike, D1PreparedStatementLike } from "./batch.js";
+/** What `migrate()` refuses a database migrated by a newer version with (the Worker entry tells it from an outage). */
+export { SchemaTooNewError } from "./errors.js";
 
 /**
  * plantgate `Storage` on a Cloudflare D1 binding, plus what its owner needs around it.
