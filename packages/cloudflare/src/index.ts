@@ -460,10 +460,14 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
         // The prune is done: a hook that throws is the hook's failure, logged as such, and the run
         // stands (as core treats a failing onEvent hook). Until 2026-11-30 it was logged as a
         // failed prune and rethrown, failing a run whose prune had succeeded.
+        const hookFailed = (error: unknown) => logger.error("plantgate onPrune hook failed", { ...describeError(error), counts });
         try {
-          onPrune(counts, controller);
+          // An async hook's rejection too (its type says void, but an async function fits it): it
+          // was an unhandled rejection, unreported, until 2026-11-30. Not awaited, as before.
+          const result: unknown = onPrune(counts, controller);
+          if (typeof (result as PromiseLike<unknown> | undefined)?.then === "function") (result as PromiseLike<unknown>).then(undefined, hookFailed);
         } catch (error) {
-          logger.error("plantgate onPrune hook failed", { ...describeError(error), counts });
+          hookFailed(error);
         }
       } finally {
         // The events of this invocation (a first one also bootstraps: client.created, account.created)

@@ -19,6 +19,7 @@ let hookMode = "open";
 const worker = createWorker({
   onPrune: (counts) => {
     if (hookMode === "throw") throw new Error("report sink down");
+    if (hookMode === "reject") return Promise.reject(new Error("async report sink down"));
     console.log(JSON.stringify({ message: "pruned by the hook", ...counts }));
   },
 });
@@ -89,5 +90,14 @@ describe("a scheduled run that fails, in workerd", () => {
     await set("hook", "open");
     expect(await cron.scheduled({ cron: "17 * * * *" })).toEqual({ outcome: "ok", noRetry: false });
     expect(await logged()).toContain('{"message":"pruned by the hook","refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":0,"assertionJtis":0,"signingKeys":0,"auditEvents":0,"complete":true}');
+  }, 60_000);
+
+  it("an async onPrune hook whose promise rejects: the same line as a throw (it was an unhandled rejection nobody saw), and the run is ok", async () => {
+    const { cron, set, logged } = await started();
+    await set("hook", "reject");
+    expect(await cron.scheduled({ cron: "17 * * * *" })).toEqual({ outcome: "ok", noRetry: false });
+    const text = await logged();
+    expect(text).toContain(`plantgate onPrune hook failed {\n  name: 'Error',\n  message: 'async report sink down',\n  counts: {\n${ZERO_COUNTS}\n  }\n}\n`);
+    expect(text).not.toContain("plantgate scheduled prune failed");
   }, 60_000);
 });
