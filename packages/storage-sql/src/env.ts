@@ -65,11 +65,16 @@ function malformedUrl(url: string): string | null {
   } catch {
     return "is not a valid URL: check the host and the port (a number up to 65535), and percent-encode any @ : / ? # in the user name or password";
   }
+  // pg takes `?user=`, `?password=` and `?host=` (when not empty) in place of those parts and then
+  // never decodes the part; with `?host=`, a URL-encoded socket path as the host goes in front of
+  // the database name, which it decodes. mysql2 decodes the four parts whatever the query says.
+  const given = (name: string) => !mysql && Boolean(parsed.searchParams.get(name));
+  const database = given("host") && /^%2f/i.test(parsed.hostname) ? `/${parsed.hostname}${parsed.pathname}` : parsed.pathname;
   const parts: [string, string, (s: string) => string][] = [
-    ["user name", parsed.username, decodeURIComponent],
-    ["password", parsed.password, decodeURIComponent],
-    ["host", parsed.hostname, decodeURIComponent],
-    ["database name", parsed.pathname.slice(1), mysql ? decodeURIComponent : decodeURI],
+    ...(given("user") ? [] : [["user name", parsed.username, decodeURIComponent] as [string, string, (s: string) => string]]),
+    ...(given("password") ? [] : [["password", parsed.password, decodeURIComponent] as [string, string, (s: string) => string]]),
+    ...(given("host") ? [] : [["host", parsed.hostname, decodeURIComponent] as [string, string, (s: string) => string]]),
+    ["database name", database.slice(1), mysql ? decodeURIComponent : decodeURI],
   ];
   for (const [part, value, decode] of parts) {
     try {

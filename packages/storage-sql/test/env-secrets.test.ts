@@ -72,6 +72,29 @@ describe("storage env: secrets", () => {
     expect(refusal("postgres://u:hunter2@/db")).toBeNull();
   });
 
+  it("a postgres:// URL whose ?user=, ?password= or ?host= stands in for a part pg would otherwise decode is passed on, as pg reads it", () => {
+    // pg-connection-string: `config.user = config.user || decodeURIComponent(result.username)`, and
+    // the same for the password and the host: a query parameter given, that part is never decoded,
+    // so an escape that does not decode there (%ff: not UTF-8) is no refusal of pg's.
+    for (const url of [
+      "postgres://%ff@db.internal:5432/db?user=app",
+      "postgres://app:%ff@db.internal:5432/db?password=hunter2",
+      "postgres://app:hunter2@%ff/db?host=db.internal",
+      "postgres://app:hunter2@db%ff.internal/db?host=/var/run/postgresql",
+    ]) expect(storageUrlFromEnv({ PLANTGATE_DATABASE_URL: url }, "/").url, url).toBe(url);
+    // Without the parameter (or with an empty one, which pg treats as absent) pg decodes that part and throws: still refused.
+    for (const [url, part] of [
+      ["postgres://%ff@db.internal:5432/db", "user name"],
+      ["postgres://%ff@db.internal:5432/db?user=", "user name"],
+      ["postgres://app:%ff@db.internal:5432/db?user=app", "password"],
+      ["postgres://app:hunter2@db%ff.internal/db?user=app", "host"],
+      // A URL-encoded socket path as the host, with ?host=: pg moves it in front of the database name and decodes that.
+      ["postgres://app:hunter2@%2Fsock%ff/db?host=db.internal", "database name"],
+    ] as const) {
+      expect(() => storageUrlFromEnv({ PLANTGATE_DATABASE_URL: url }, "/"), url).toThrow(new RegExp(`malformed percent-escape in its ${part}:`));
+    }
+  });
+
   it("a new SQLite database and its new folder are this user's only (0600, 0700); an existing file keeps its mode", async () => {
     const dir = mkdtempSync(join(tmpdir(), "plantgate-env-"));
     dirs.push(dir);
