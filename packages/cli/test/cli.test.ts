@@ -714,7 +714,7 @@ describe("plantgate CLI", () => {
       {
         url: "mysql://plantgate:Hunter%zz2secret@127.0.0.1:3306/test",
         password: "Hunter%zz2secret",
-        stderr: "plantgate: PLANTGATE_DATABASE_URL (mysql://plantgate:***@127.0.0.1:3306/test) has a malformed percent-escape in its password: % must be followed by two hexadecimal digits (write a literal % as %25); nothing was opened\n",
+        stderr: "plantgate: PLANTGATE_DATABASE_URL (mysql://plantgate:***@127.0.0.1:3306/test) has a malformed percent-escape in its password: % must be followed by two hexadecimal digits, and the escapes must spell UTF-8 (write a literal % as %25); nothing was opened\n",
       },
     ];
     for (const { url, password, stderr } of cases) {

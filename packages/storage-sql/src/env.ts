@@ -80,7 +80,7 @@ function malformedUrl(url: string): string | null {
     try {
       decode(value);
     } catch {
-      return `(${redactUrl(url)}) has a malformed percent-escape in its ${part}: % must be followed by two hexadecimal digits (write a literal % as %25)`;
+      return `(${redactUrl(url)}) has a malformed percent-escape in its ${part}: % must be followed by two hexadecimal digits, and the escapes must spell UTF-8 (write a literal % as %25)`;
     }
   }
   return null;

@@ -63,7 +63,7 @@ describe("storage env: secrets", () => {
     for (const url of ["postgres://u:hunter2@db.internal:notaport/db", "mariadb://u:hunter2@db.internal:65536/db"]) expect(refusal(url)).toMatch(/^PLANTGATE_DATABASE_URL is not a valid URL: /);
     // mysql2 decodes the user, password, host and database with decodeURIComponent, which throws on a malformed escape.
     expect(refusal("mysql://u:hunter2%zz@db.internal:3306/db")).toBe(
-      "PLANTGATE_DATABASE_URL (mysql://u:***@db.internal:3306/db) has a malformed percent-escape in its password: % must be followed by two hexadecimal digits (write a literal % as %25); nothing was opened",
+      "PLANTGATE_DATABASE_URL (mysql://u:***@db.internal:3306/db) has a malformed percent-escape in its password: % must be followed by two hexadecimal digits, and the escapes must spell UTF-8 (write a literal % as %25); nothing was opened",
     );
     expect(refusal("mysql://u@db.internal:3306/db%e")).toMatch(/malformed percent-escape in its database name/);
     // pg encodes a malformed escape and reads it as the characters themselves; a space too.
