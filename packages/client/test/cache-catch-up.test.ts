@@ -295,6 +295,31 @@ function gatewayTimeoutFetch(forwarded: string[], who: string, lose: { count: nu
   };
 }
 
+/**
+ * After A's refresh lost its answer (`lost`, as the fetch recorded it): A makes no call, its
+ * background retry presents the same refresh token (1 s later, real time), and A's next call, after
+ * the grace window (and the token's lifetime), still has a session: the rotation and its replay (the
+ * lost answer delivered again), no reuse.
+ */
+async function expectPresentedAgain(
+  t: NonNullable<typeof target>,
+  a: { client: { listAccounts(): Promise<{ total: number }> }; clock: { advance(seconds: number): void } },
+  lose: { answered: number },
+  forwarded: string[],
+  lost: string,
+) {
+  const retried = await until(() => lose.answered === 2, 5000);
+  for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
+  const outcome = await a.client.listAccounts().then(
+    (page) => page.total,
+    (e: unknown) => String(e),
+  );
+  expect({ retried, outcome }).toEqual({ retried: true, outcome: 1 });
+  expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, lost, `A: ${REFRESH}`, `A: ${ACCOUNTS}`]);
+  const events = await t.events();
+  expect(events.filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed"]);
+}
+
 describe("a refresh whose answer was lost after the server rotated", () => {
   const signIn = (t: ServerTarget, fetch: FetchLike, tokenCache?: TokenCache) => {
     const clock = manualClock(t.clock.now());
@@ -322,19 +347,7 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     for (const clock of [t.clock, a.clock]) clock.advance(TTL);
     const failed = (await a.client.getAccessToken().catch((e: unknown) => e)) as Error;
     expect([failed.name, (failed as { reason?: string }).reason, failed.message]).toEqual(["NetworkError", "fetch_failed", `${TOKEN} failed: fetch failed (read ECONNRESET)`]);
-    // A makes no call; its background retry presents the same refresh token (1 s later, real time).
-    const retried = await until(() => lose.answered === 2, 5000);
-    // Its next call comes after the grace window (and after the token's lifetime).
-    for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
-    const outcome = await a.client.listAccounts().then(
-      (page) => page.total,
-      (e: unknown) => String(e),
-    );
-    expect({ retried, outcome }).toEqual({ retried: true, outcome: 1 });
-    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, `A: ${ACCOUNTS}`]);
-    // The rotation and its replay (the lost answer delivered again); no reuse.
-    const events = await t.events();
-    expect(events.filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed"]);
+    await expectPresentedAgain(t, a, lose, forwarded, "A: (answer lost)");
   });
 
   it("a gateway's own 5xx JSON in place of the answer (504 Endpoint request timed out) is no answer either: presented again within the window", async () => {
@@ -347,17 +360,7 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     for (const clock of [t.clock, a.clock]) clock.advance(TTL);
     const failed = (await a.client.getAccessToken().catch((e: unknown) => e)) as Error;
     expect([failed.name, (failed as { reason?: string }).reason, (failed as { status?: number }).status]).toEqual(["NetworkError", "unexpected_response", 504]);
-    // A makes no call; its background retry presents the same refresh token (1 s later, real time).
-    const retried = await until(() => lose.answered === 2, 5000);
-    for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
-    const outcome = await a.client.listAccounts().then(
-      (page) => page.total,
-      (e: unknown) => String(e),
-    );
-    expect({ retried, outcome }).toEqual({ retried: true, outcome: 1 });
-    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (gateway 504)", `A: ${REFRESH}`, `A: ${ACCOUNTS}`]);
-    const events = await t.events();
-    expect(events.filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed"]);
+    await expectPresentedAgain(t, a, lose, forwarded, "A: (gateway 504)");
   });
 
   it("another process sharing the cache renews after the window from the recovered token, not the replaced one", async () => {
