@@ -104,6 +104,9 @@ const assertionJtis: Prunable = {
 
 const STORES = [refreshTokens, sessions, attempts, revokedTokens, assertionJtis];
 
+/** The counts of a prune that finds nothing to delete. */
+const NOTHING_PRUNED: PruneCounts = { refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 0, complete: true };
+
 /** Calls deleteBatch until a batch comes back short, as `prune` does; returns every batch's count. */
 async function drain(p: Prunable, storage: Storage, limit: number): Promise<number[]> {
   const counts: number[] = [];
@@ -160,16 +163,7 @@ export function pruneSuite(s: SuiteContext): void {
       for (const p of STORES) expect(await p.countLive(s.storage(), 2, "p"), `${p.name}: live records kept`).toBe(2);
       expect((await s.storage().signingKeys.list()).map((k) => k.kid).sort()).toEqual(["new", "newest"]);
       expectRecord(await s.storage().attempts.get(attemptKey("p-l0")), { key: attemptKey("p-l0"), count: 1, windowStart: NOW - WINDOW_MS + 1 });
-      expect(await appAt(s.storage()).admin.prune(), "a second prune finds nothing").toStrictEqual({
-        refreshTokens: 0,
-        sessions: 0,
-        attempts: 0,
-        revokedTokens: 0,
-        assertionJtis: 0,
-        signingKeys: 0,
-        auditEvents: 0,
-        complete: true,
-      });
+      expect(await appAt(s.storage()).admin.prune(), "a second prune finds nothing").toStrictEqual(NOTHING_PRUNED);
     });
 
     it("admin.prune({ maxBatches }) serves the stores in turn, one batch each per round, and says whether work was left", async () => {
@@ -195,16 +189,7 @@ export function pruneSuite(s: SuiteContext): void {
       }
       expect({ ...totals, complete: true }).toStrictEqual({ refreshTokens: 25, sessions: 25, attempts: 25, revokedTokens: 25, assertionJtis: 25, signingKeys: 1, auditEvents: 0, complete: true } satisfies PruneCounts);
       for (const p of STORES) expect(await p.countLive(s.storage(), 2, "p"), `${p.name}: live records kept`).toBe(2);
-      expect(await app.admin.prune({ batchSize: 10, maxBatches: 7 }), "a run after finds nothing").toStrictEqual({
-        refreshTokens: 0,
-        sessions: 0,
-        attempts: 0,
-        revokedTokens: 0,
-        assertionJtis: 0,
-        signingKeys: 0,
-        auditEvents: 0,
-        complete: true,
-      });
+      expect(await app.admin.prune({ batchSize: 10, maxBatches: 7 }), "a run after finds nothing").toStrictEqual(NOTHING_PRUNED);
     });
 
     it("refreshTokens.deleteEndedFamilies (optional): at most limit rows per call, only families past their absolute expiry with no token left", async (ctx) => {
