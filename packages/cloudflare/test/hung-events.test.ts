@@ -9,7 +9,7 @@
  * of them have ended.
  */
 import { describe, expect, it } from "vitest";
-import { workerPerTest } from "./support.js";
+import { type ScheduledWorker, workerPerTest } from "./support.js";
 
 const ENTRY = (options: string) => `
 import { createWorker } from "../src/index.ts";
@@ -44,8 +44,6 @@ export default {
 
 const { log, start } = workerPerTest();
 
-/** Miniflare types its Fetcher with workers-types, which this package does not install. */
-type ScheduledWorker = { scheduled(options: { cron?: string }): Promise<{ outcome: string; noRetry: boolean }> };
 
 /** A Miniflare running the entry with these `createWorker` options (a JS object literal) and vars. */
 async function worker(options: string, bindings: Record<string, string> = {}): Promise<{ base: string; cron: ScheduledWorker }> {

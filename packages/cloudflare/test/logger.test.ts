@@ -9,7 +9,7 @@
  * logs a line, so that once it is in workerd's output so is everything logged before it.
  */
 import { describe, expect, it } from "vitest";
-import { workerPerTest } from "./support.js";
+import { type ScheduledWorker, workerPerTest } from "./support.js";
 
 const ENTRY = (options: string) => `
 import { createWorker } from "../src/index.ts";
@@ -51,8 +51,6 @@ export default {
 
 const { log, start } = workerPerTest();
 
-/** Miniflare types its Fetcher with workers-types, which this package does not install. */
-type ScheduledWorker = { scheduled(options: { cron?: string }): Promise<{ outcome: string; noRetry: boolean }> };
 
 const UNAVAILABLE_API = '{"error":1503,"message":"The service is temporarily unavailable; retry later."}';
 const UNAVAILABLE_OAUTH = '{"error":"temporarily_unavailable","error_description":"The service is temporarily unavailable; retry later."}';

@@ -13,7 +13,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createWorker } from "../src/index.js";
-import { D1_GATE, workerPerTest } from "./support.js";
+import { D1_GATE, type ScheduledWorker, workerPerTest } from "./support.js";
 
 const ENTRY = (options: string) => `
 import { createWorker } from "../src/index.ts";
@@ -53,8 +53,6 @@ export default {
 
 const { log, start } = workerPerTest();
 
-/** Miniflare types its Fetcher with workers-types, which this package does not install. */
-type ScheduledWorker = { scheduled(options: { cron?: string }): Promise<{ outcome: string; noRetry: boolean }> };
 type Counts = { refreshTokens: number; sessions: number; attempts: number; revokedTokens: number; assertionJtis: number; signingKeys: number; auditEvents: number; complete: boolean };
 
 /** D1 Free plan: queries per Worker invocation. */

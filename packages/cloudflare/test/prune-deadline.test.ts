@@ -8,7 +8,7 @@
  * before D1 runs it (D1 answers each one, N ms late). `/__sql?q=` runs SQL on the real D1 directly.
  */
 import { describe, expect, it } from "vitest";
-import { D1_GATE, workerPerTest } from "./support.js";
+import { D1_GATE, type ScheduledWorker, workerPerTest } from "./support.js";
 
 const ENTRY = (options: string) => `
 import { createWorker } from "../src/index.ts";
@@ -45,8 +45,6 @@ export default {
 
 const { log, start } = workerPerTest();
 
-/** Miniflare types its Fetcher with workers-types, which this package does not install. */
-type ScheduledWorker = { scheduled(options: { cron?: string }): Promise<{ outcome: string; noRetry: boolean }> };
 
 describe("the cron prune on a slow D1, in workerd", () => {
   it("a backlog of ended refresh-token families, each delete answered within d1TimeoutMs: the run ends ok, every batch deleted, the later stores pruned too", async () => {

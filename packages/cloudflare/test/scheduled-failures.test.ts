@@ -10,7 +10,7 @@
  *   the run is ok.
  */
 import { describe, expect, it } from "vitest";
-import { D1_GATE, workerPerTest } from "./support.js";
+import { D1_GATE, type ScheduledWorker, workerPerTest } from "./support.js";
 
 const ENTRY = `
 import { createWorker } from "../src/index.ts";
@@ -45,8 +45,6 @@ export default {
 
 const { log, start } = workerPerTest();
 
-/** Miniflare types its Fetcher with workers-types, which this package does not install. */
-type ScheduledWorker = { scheduled(options: { cron?: string }): Promise<{ outcome: string; noRetry: boolean }> };
 
 /** The counts of a run with nothing to prune, as workerd prints them nested in a logged object. */
 const ZERO_COUNTS = ["refreshTokens: 0", "sessions: 0", "attempts: 0", "revokedTokens: 0", "assertionJtis: 0", "signingKeys: 0", "auditEvents: 0", "complete: true"].map((field) => `    ${field}`).join(",\n");

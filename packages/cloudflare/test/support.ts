@@ -40,6 +40,9 @@ export const D1_GATE = `function gate(db) {
 
 export const COMPATIBILITY_DATE = "2026-04-26";
 
+/** A Miniflare worker's `scheduled()`, as the tests call it (Miniflare types its Fetcher with workers-types, which this package does not install). */
+export type ScheduledWorker = { scheduled(options: { cron?: string }): Promise<{ outcome: string; noRetry: boolean }> };
+
 /** The entry `source`, bundled as `wrangler deploy` would. */
 export async function bundle(source: string, { minify = false }: { minify?: boolean } = {}): Promise<string> {
   return (await bundleEntry(source, here, { minify })).script;
