@@ -25,7 +25,7 @@
  * in wrangler.toml) and each run calls `admin.prune()`, at most `pruneMaxBatches` batches (default 20,
  * under D1's 50 queries per invocation on the Free plan), and logs the counts.
  */
-import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, ConfigError, createPlantgate, isIpAddress, LATE, optionsFromEnv, StorageError, unavailableResponse, waitAtMost, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
+import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, ConfigError, createPlantgate, describeError, guardedLogger, isIpAddress, isThenable, LATE, optionsFromEnv, StorageError, unavailableResponse, waitAtMost, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
 import { createD1Storage, SchemaTooNewError, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
@@ -303,11 +303,11 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
 export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker {
   const instances = new WeakMap<object, Start>();
   const reported = new WeakSet<object>();
-  // Guarded as core guards its own calls ("a logger that throws is ignored (the answer stands)"):
+  // Through core's own guard (guardedLogger: "a logger that throws is ignored (the answer stands)"):
   // until 2026-11-29 the Worker's own lines were not, and a log sink that threw turned a failed
   // start's 503 into an uncaught exception (500, error 1101 on Cloudflare), a scheduled run whose
   // events were not all delivered into a failed run, and a stalled flush into a rejected waitUntil.
-  const logger = guarded(options.logger ?? console);
+  const logger = guardedLogger(options.logger ?? console);
   const {
     onPrune = (counts: PruneCounts) => console.log(JSON.stringify({ message: "plantgate prune", ...counts })),
     uploadDiscardBytes: discardBytes = 100 * 1024 * 1024,
@@ -465,7 +465,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
           // An async hook's rejection too (its type says void, but an async function fits it): it
           // was an unhandled rejection, unreported, until 2026-11-30. Not awaited, as before.
           const result: unknown = onPrune(counts, controller);
-          if (typeof (result as PromiseLike<unknown> | undefined)?.then === "function") (result as PromiseLike<unknown>).then(undefined, hookFailed);
+          if (isThenable(result)) result.then(undefined, hookFailed);
         } catch (error) {
           hookFailed(error);
         }
@@ -494,19 +494,6 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   };
 }
 
-/** `base` whose calls never throw, and whose returned promise (an async sink's) never rejects unhandled. */
-function guarded(base: NonNullable<PlantgateOptions["logger"]>): NonNullable<PlantgateOptions["logger"]> {
-  const call = (level: "error" | "warn", message: string, context?: Record<string, unknown>): void => {
-    try {
-      // One argument when there is no context: console.warn(message, undefined) prints "undefined".
-      const result: unknown = context === undefined ? base[level](message) : base[level](message, context);
-      if (typeof (result as PromiseLike<unknown> | undefined)?.then === "function") (result as PromiseLike<unknown>).then(undefined, () => undefined);
-    } catch {
-      // Nothing to report it to.
-    }
-  };
-  return { error: (message, context) => call("error", message, context), warn: (message, context) => call("warn", message, context) };
-}
 
 /** Refuses a timer option setTimeout cannot hold (past 2^31-1 ms a delay fires at once; NaN never compares). */
 function checkTimerMs(name: string, value: number, zero: string): void {
@@ -532,18 +519,6 @@ function urlOf(url: string): URL | null {
   }
 }
 
-/**
- * An error for the log, in the fields core's `describeError` gives a StorageError on the fetch path
- * (`storage unavailable { name, message, cause }`): the cause is the D1 error under it. Names and
- * messages only, never a request's content or a secret.
- */
-function describeError(error: unknown): Record<string, unknown> {
-  if (error instanceof Error) {
-    const cause = error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message}` : undefined;
-    return { name: error.name, message: error.message, ...(cause ? { cause } : {}) };
-  }
-  return { value: typeof error };
-}
 
 /** A start-up failure for the log: its message, and its cause's (a D1 error under a StorageError). */
 function describeFailure(error: unknown): string {

@@ -9,7 +9,9 @@ export { createAdmin, AdminConflictError, AdminError, AdminNotFoundError, DEFAUL
 export { PRUNE_BATCH_SIZE, type PruneCounts, type PruneOptions } from "./admin/prune.js";
 export { accountView, type AccountPage, type AccountView } from "./api/accounts.js";
 export { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
-export { unavailableResponse, type PlainResponse } from "./http/respond.js";
+export { describeError, unavailableResponse, type PlainResponse } from "./http/respond.js";
+export { guardedLogger } from "./options.js";
+export { isThenable } from "./util/thenable.js";
 export type { Logger } from "./context.js";
 export type * from "./events/types.js";
 export { SECURITY_EVENT_TYPES } from "./events/types.js";

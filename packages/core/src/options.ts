@@ -299,7 +299,7 @@ function baseUrlFromIssuer(issuer: string | undefined, basePath: string): string
  * The logger as core calls it: a logger that throws (a full sink, a closed stream) is ignored, so
  * that an error answer, a warning or a failed hook's report never becomes a rejected request.
  */
-function guardedLogger(base: Logger): Logger {
+export function guardedLogger(base: Logger): Logger {
   const call = (level: "error" | "warn", message: string, context: Record<string, unknown> | undefined) => {
     try {
       // One argument when there is no context: `console.warn(message, undefined)` prints a trailing
