@@ -114,9 +114,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   let behind: CachedToken | null = null;
   /** The catch-up write in flight; a renewal waits for it, so an older token never lands after a newer one. */
   let catching: Promise<void> | null = null;
-  let retryTimer: ReturnType<typeof setTimeout> | null = null;
-  /** Timed retries made for the current {@link behind}. */
-  let retries = 0;
+  /** The timed retries of the current {@link behind}'s write. */
+  const catchUpRetry = backoff(CATCH_UP_RETRY_MS, () => catchUp(true));
   /** When the last catch-up started (monotonic ms): calls start one at most once a second. */
   let lastCatchUp = -Infinity;
 
@@ -129,25 +128,13 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         behind = token;
         // A timer still pending for an older failure (up to 32 s away) would otherwise be this
         // token's first retry: the schedule starts again from 1 s after this failure.
-        if (retryTimer !== null) clearTimeout(retryTimer);
-        retryTimer = null;
-        retries = 0;
-        scheduleRetry();
+        catchUpRetry.reset();
+        catchUpRetry.schedule();
       }
       throw error;
     }
     // The newest token is in: an older one still to be written is superseded.
     behind = null;
-  }
-
-  function scheduleRetry(): void {
-    if (retryTimer !== null || retries >= CATCH_UP_RETRY_MS.length) return;
-    retryTimer = setTimeout(() => {
-      retryTimer = null;
-      catchUp(true);
-    }, CATCH_UP_RETRY_MS[retries++]);
-    // Never what keeps a Node process alive.
-    (retryTimer as { unref?: () => void }).unref?.();
   }
 
   /**
@@ -161,7 +148,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     if (token === null || catching !== null) return;
     if (inflight !== null) {
       // The renewal writes a newer token; if that write fails, it is the one retried.
-      if (timed) scheduleRetry();
+      if (timed) catchUpRetry.schedule();
       return;
     }
     if (!timed && performance.now() - lastCatchUp < 1000) return;
@@ -172,7 +159,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         if (await cacheIsBehind(theirs, token)) await cacheSet(token);
         if (behind === token) behind = null;
       } catch {
-        if (behind === token) scheduleRetry();
+        if (behind === token) catchUpRetry.schedule();
       }
     })().finally(() => {
       catching = null;
@@ -188,19 +175,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * each such failure) rather than only at the next call, which may come after the window. A retry
    * is an ordinary renewal (single flight, the shared cache read first); an answer ends the retries.
    */
-  let refreshRetryTimer: ReturnType<typeof setTimeout> | null = null;
-  let refreshRetries = 0;
-
-  function scheduleRefreshRetry(): void {
-    if (refreshRetryTimer !== null || refreshRetries >= REFRESH_RETRY_MS.length) return;
-    refreshRetryTimer = setTimeout(() => {
-      refreshRetryTimer = null;
-      // Its failure fails no call; a failure without an answer schedules the next retry.
-      getToken().catch(() => undefined);
-    }, REFRESH_RETRY_MS[refreshRetries++]);
-    // Never what keeps a Node process alive.
-    (refreshRetryTimer as { unref?: () => void }).unref?.();
-  }
+  // Its failure fails no call; a failure without an answer schedules the next retry.
+  const refreshRetry = backoff(REFRESH_RETRY_MS, () => void getToken().catch(() => undefined));
 
   /**
    * A refresh got an answer (a token or a refusal), or a renewal found a token otherwise (the
@@ -208,9 +184,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * left to recover, and the next lost answer is retried 1 s after it again.
    */
   function refreshAnswered(): void {
-    refreshRetries = 0;
-    if (refreshRetryTimer !== null) clearTimeout(refreshRetryTimer);
-    refreshRetryTimer = null;
+    refreshRetry.reset();
   }
 
   async function cacheIsBehind(theirs: CachedToken | null, ours: CachedToken): Promise<boolean> {
@@ -299,7 +273,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         refreshAnswered();
         return { token, cached: false };
       } catch (error) {
-        if (noAnswer(error)) scheduleRefreshRetry();
+        if (noAnswer(error)) refreshRetry.schedule();
         else refreshAnswered();
         if (!(error instanceof OAuthError && error.error === "invalid_grant")) throw error;
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
@@ -418,6 +392,31 @@ const NO_ANSWER = new Set(["fetch_failed", "timeout", "not_json"]);
 function noAnswer(error: unknown): boolean {
   if (!(error instanceof NetworkError)) return false;
   return NO_ANSWER.has(error.reason) || (error.reason === "unexpected_response" && error.status !== null && error.status >= 500);
+}
+
+/**
+ * A timer that runs `run` after `delays[0]` ms, then (each `schedule()` after it has fired) after the
+ * next delay, until the delays are used up; `schedule()` while one is pending does nothing, and
+ * `reset()` clears the pending one and starts the delays again. Never what keeps a Node process alive.
+ */
+function backoff(delays: readonly number[], run: () => void): { schedule(): void; reset(): void } {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  let used = 0;
+  return {
+    schedule() {
+      if (timer !== null || used >= delays.length) return;
+      timer = setTimeout(() => {
+        timer = null;
+        run();
+      }, delays[used++]);
+      (timer as { unref?: () => void }).unref?.();
+    },
+    reset() {
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+      used = 0;
+    },
+  };
 }
 
 /** How many replaced refresh tokens a token remembers ({@link CachedToken.lineage}). */
