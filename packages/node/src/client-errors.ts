@@ -66,7 +66,9 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
  * limit 431, and a request that did not arrive within `headersTimeout`/`requestTimeout` 408, each
  * `{"error":"invalid_request","error_description":...}` and `Connection: close`; a `CONNECT` (which
  * Node hands to a 'connect' listener, and without one closes with no answer) gets the same 400 as
- * `TRACE`. {@link serve} installs it; call it on a server you create yourself (Express).
+ * `TRACE`. A client that half-closes the connection once its request is sent (FIN, as `nc -N` and
+ * some scripts do) still gets its answer: the connection ends after it. {@link serve} installs it;
+ * call it on a server you create yourself (Express).
  *
  * @example
  * ```ts
@@ -78,6 +80,12 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
  * ```
  */
 export function answerMalformedRequests(server: Server): void {
+  // RFC 9112 §9.6: a half-closed connection does not mean the client lost interest in the answer.
+  // Node's default (`httpAllowHalfOpen` false, a property its http server reads but does not
+  // document or type) aborts the request in flight when the client's FIN arrives and closes the
+  // connection, so any answer not ready at that moment (a password hash, a store call) was never
+  // sent. With it on, Node ends the connection once the answer in flight is written instead.
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   // Every header line is kept: Node's default keeps the first 2000 and drops the rest without a
   // word, so a second Host line past them went unseen (RFC 9112 §3.2's check passed). The 16 KiB
   // header limit still bounds them.

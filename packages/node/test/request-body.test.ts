@@ -185,7 +185,7 @@ describe("request body: client aborts the upload", () => {
     expect((error as DOMException).name).toBe("AbortError");
   });
 
-  it("aborts the signal when the client leaves after the upload but before the response", async () => {
+  it("aborts the signal when the client resets the connection after the upload but before the response", async () => {
     const aborted = deferred<unknown>();
     const { url } = await start({
       async fetch(request) {
@@ -199,9 +199,28 @@ describe("request body: client aborts the upload", () => {
     const socket = await open(url);
     socket.write("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
     await delay(50);
-    socket.destroy();
+    socket.resetAndDestroy();
     const reason = await aborted.promise;
     expect((reason as DOMException).name).toBe("AbortError");
+  });
+
+  it("answers a client that half-closes (FIN) after the upload: the signal is not aborted, the answer arrives, then the connection ends", async () => {
+    // RFC 9112 §9.6: a half-closed connection does not mean the client lost interest in the answer.
+    // Until 2026-11-30 the FIN aborted the request (Node's default) and the answer was never sent.
+    const { url } = await start({
+      async fetch(request) {
+        const body = await request.text();
+        await delay(100);
+        return new Response(`${body}: aborted=${request.signal.aborted}`);
+      },
+    });
+    const socket = await open(url);
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    const response = readResponse(socket);
+    socket.end("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+    const answer = await response;
+    expect({ status: answer.status, body: answer.body.toString("utf8") }).toEqual({ status: 200, body: "hello: aborted=false" });
+    await closed;
   });
 
   it("does not crash when a chunked upload is cut inside a chunk", async () => {

@@ -23,11 +23,20 @@ export interface RawUploadOptions {
   headers?: Record<string, string>;
   /** Give up (reject) after this long; default 60 s. */
   timeoutMs?: number;
+  /**
+   * Half-close the connection (send FIN) once the request is written, as `nc -N`, some HTTP/1.0
+   * clients and scripts ending their socket do, and still read the answer (RFC 9112 §9.6: a
+   * half-closed connection does not mean the client lost interest in the answer). Default false.
+   */
+  halfClose?: boolean;
+  /** Send `Connection: close` (default true); false sends no Connection header (keep-alive). */
+  connectionClose?: boolean;
 }
 
 /**
- * Writes `method path` with `body` (Content-Length, `Connection: close`) in full, then reads the
- * answer until it is complete by its framing (or, without framing, until the server closes).
+ * Writes `method path` with `body` (Content-Length, `Connection: close` unless told otherwise) in
+ * full, half-closes if told to, then reads the answer until it is complete by its framing (or,
+ * without framing, until the server closes).
  * Rejects on a socket error (ECONNRESET, EPIPE), on a timeout, or on an answer cut short.
  */
 export function rawUpload(url: string, body: Uint8Array | string, options: RawUploadOptions = {}): Promise<RawAnswer> {
@@ -38,7 +47,7 @@ export function rawUpload(url: string, body: Uint8Array | string, options: RawUp
     `${options.method ?? "POST"} ${target.pathname}${target.search} HTTP/1.1`,
     `host: ${target.host}`,
     `content-length: ${bytes.byteLength}`,
-    "connection: close",
+    ...(options.connectionClose === false ? [] : ["connection: close"]),
     ...Object.entries(options.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
   ];
   const head = Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1");
@@ -79,7 +88,9 @@ export function rawUpload(url: string, body: Uint8Array | string, options: RawUp
     });
     socket.on("connect", () => {
       socket.write(Buffer.concat([head, bytes]), (error) => {
-        if (!error) socket.resume();
+        if (error) return;
+        if (options.halfClose) socket.end();
+        socket.resume();
       });
     });
   });

@@ -8,6 +8,7 @@ import { startExpressServer } from "@plantgate/example-express-server";
 import { createWalkers, suiteBootstrap } from "../src/bootstrap.js";
 import { describeHttpSuite } from "../src/suite.js";
 import { describeOversizedUploads } from "../src/oversized-uploads.js";
+import { describeHalfClosedRequests } from "../src/half-closed.js";
 import { serverLines } from "../src/server-lines.js";
 
 /** Error-level log entries mean a 500 or 503 somewhere: the suite's inputs must never cause one. */
@@ -18,7 +19,10 @@ describeHttpSuite("express (mounted at /auth)", {
   // The adapter's documented default (`notFound: "next"`) hands unknown paths to Express.
   unknownPaths: "host",
   // Oversized uploads over raw sockets, 20 of 20 each, also under CPU load; no reset accepted.
-  moreTests: describeOversizedUploads,
+  moreTests: (srv) => {
+    describeOversizedUploads(srv);
+    describeHalfClosedRequests(srv);
+  },
   async start({ accounts }) {
     const { identity, env } = suiteBootstrap();
     const lines = serverLines();

@@ -3,6 +3,7 @@ import { startServer } from "@plantgate/example-node-server";
 import { createWalkers, suiteBootstrap } from "../src/bootstrap.js";
 import { describeHttpSuite } from "../src/suite.js";
 import { describeOversizedUploads } from "../src/oversized-uploads.js";
+import { describeHalfClosedRequests } from "../src/half-closed.js";
 import { serverLines } from "../src/server-lines.js";
 
 /** Error-level log entries mean a 500 or 503 somewhere: the suite's inputs must never cause one. */
@@ -11,7 +12,10 @@ const logger = { error: (message: string, context?: unknown) => void errors.push
 
 describeHttpSuite("node:http", {
   // Oversized uploads over raw sockets, 20 of 20 each, also under CPU load; no reset accepted.
-  moreTests: describeOversizedUploads,
+  moreTests: (srv) => {
+    describeOversizedUploads(srv);
+    describeHalfClosedRequests(srv);
+  },
   async start({ accounts }) {
     const { identity, env } = suiteBootstrap();
     const lines = serverLines();

@@ -13,12 +13,16 @@ import { createWalkers, suiteBootstrap } from "../src/bootstrap.js";
 import { describeHttpSuite } from "../src/suite.js";
 import { bundleWorker, sizeLine } from "../src/bundle-worker.js";
 import { describeOversizedUploads } from "../src/oversized-uploads.js";
+import { describeHalfClosedRequests } from "../src/half-closed.js";
 
 describeHttpSuite("workerd + D1 (@plantgate/cloudflare in Miniflare)", {
   // No PLANTGATE_ISSUER: URLs come from the request.
   baseUrlConfigured: false,
   // Oversized uploads over raw sockets, 20 of 20 each, also under CPU load; no reset accepted.
-  moreTests: describeOversizedUploads,
+  moreTests: (srv) => {
+    describeOversizedUploads(srv);
+    describeHalfClosedRequests(srv);
+  },
   async start({ accounts }) {
     const { identity, env } = suiteBootstrap();
     // The full Worker (with /docs and the console page), so the suite's /docs checks run on workerd too.
