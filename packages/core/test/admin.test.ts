@@ -18,6 +18,39 @@ describe("admin operations", () => {
     expect((await storage.accounts.list(0, 10)).total).toBe(1);
   });
 
+  it("listAccountsPage: one page as GetAccountList answers it, and the API's refusals as AdminError with its message", async () => {
+    const h = await harness();
+    await h.app.admin.importAccounts([1, 2, 3, 4].map((n) => ({ username: `paged-${n}`, password: "long-enough-pw" })));
+    const token = ((await (await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) })).json()) as { access_token: string }).access_token;
+    const api = async (query: string) => {
+      const res = await h.app.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList?${query}`, { headers: { authorization: `Bearer ${token}` } }));
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    for (const [query, args] of [
+      ["page=1&pageSize=2", { page: 1, pageSize: 2 }],
+      ["page=3&pageSize=2", { page: 3, pageSize: 2 }],
+      ["page=4&pageSize=2", { page: 4, pageSize: 2 }],
+      ["", undefined],
+    ] as const) {
+      const answer = await api(query);
+      expect(answer.status).toBe(200);
+      expect(await h.app.admin.listAccountsPage(args)).toEqual(answer.body);
+    }
+    expect((await h.app.admin.listAccountsPage({ page: 3, pageSize: 2 })).accounts.map((a) => a.username)).toEqual(["paged-4"]);
+    for (const [query, args] of [
+      ["page=0", { page: 0 }],
+      ["page=1.5", { page: 1.5 }],
+      ["pageSize=0", { pageSize: 0 }],
+      ["pageSize=1001", { pageSize: 1001 }],
+      ["page=NaN", { page: Number.NaN }],
+    ] as const) {
+      const answer = await api(query);
+      expect(answer.status, query).toBe(400);
+      await expect(h.app.admin.listAccountsPage(args)).rejects.toThrow(new AdminError(answer.body.message as string));
+    }
+    await expect(h.app.admin.listAccountsPage({ page: "2" as unknown as number })).rejects.toThrow(new AdminError("page must be a number"));
+  });
+
   it("deleteClient: the client can no longer authenticate; deleting twice is an AdminError", async () => {
     const h = await harness();
     await h.app.admin.deleteClient(h.clientId);

@@ -3,7 +3,9 @@ import type { Context } from "../context.js";
 import type { AccountRecord } from "../storage/types.js";
 import { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
 import { createClientAdmin, type ClientAdmin } from "./clients.js";
-import { accountView, type AccountView } from "../api/accounts.js";
+import { accountView, type AccountPage, type AccountView } from "../api/accounts.js";
+import { parseAccountListQuery } from "../schemas/accounts.js";
+import { ApiError } from "../errors/index.js";
 import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText } from "../util/storable-text.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
 import { generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
@@ -45,8 +47,21 @@ export interface Admin extends ClientAdmin {
   importAccounts(inputs: CreateAccountInput[]): Promise<AccountView[]>;
   /** Enables or disables an account; disabling also revokes its refresh tokens at once. */
   setAccountEnabled(username: string, enabled: boolean): Promise<AccountView>;
-  /** Every account, in listing order. */
+  /** Every account, in listing order. Reads them all: for a screen or a large store, page with {@link Admin.listAccountsPage}. */
   listAccounts(): Promise<AccountView[]>;
+  /**
+   * One page of the accounts, as `GetAccountList` answers it: `page` from 1 (default 1),
+   * `pageSize` from 1 to the app's `maxPageSize` (default its `defaultPageSize`), the same rules
+   * and the same cost at any depth. Throws AdminError for a page or page size the API would refuse.
+   *
+   * @example
+   * for (let page = 1; ; page++) {
+   *   const { accounts, totalPages } = await app.admin.listAccountsPage({ page, pageSize: 500 });
+   *   for (const a of accounts) console.log(a.username);
+   *   if (page >= totalPages) break;
+   * }
+   */
+  listAccountsPage(query?: { page?: number; pageSize?: number }): Promise<AccountPage>;
   /**
    * Creates a new signing key. It is published at once with status `next` and signs from
    * `activatesAt`, after the activation delay (`signingKeyActivationDelaySeconds`), so resource
@@ -238,6 +253,25 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         out.push(...items.map(accountView));
         if (items.length < 100) return out;
       }
+    },
+    async listAccountsPage(query = {}) {
+      // The API's own rules (its schema, the app's page-size bounds), from numbers instead of text.
+      const params = new URLSearchParams();
+      for (const name of ["page", "pageSize"] as const) {
+        const value: unknown = query[name];
+        if (value === undefined) continue;
+        if (typeof value !== "number") throw new AdminError(`${name} must be a number`);
+        params.set(name, String(value));
+      }
+      let page: number, pageSize: number;
+      try {
+        ({ page, pageSize } = parseAccountListQuery(ctx.accountListQuery, params));
+      } catch (error) {
+        if (error instanceof ApiError) throw new AdminError(error.message);
+        throw error;
+      }
+      const { items, total } = await ctx.storage.accounts.list((page - 1) * pageSize, pageSize);
+      return { accounts: items.map(accountView), page, pageSize, total, totalPages: Math.ceil(total / pageSize) };
     },
     async rotateSigningKey(options = {}) {
       // A configured key signs whatever the store holds: a generated key would never sign.
