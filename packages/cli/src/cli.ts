@@ -62,7 +62,7 @@ export const USAGE = `usage: plantgate <command>
   migrate                            (applies the schema: the only command that changes it or creates a new SQLite file)
   keys rotate [--now] [--server-defaults]   (published now, signs after the activation delay; --now: at once, for a leak)
   keys revoke KID                    (deletes a key that does not sign now: after a leak, rotate --now, then a minute later revoke the old key)
-  keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable; [] when the store has none: it makes none)
+  keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable, stored, atRest: encrypted / clear / external; reads only: [] when the store has none)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
   prune [--batch-size N] [--max-batches N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts; --max-batches: at most N batches, the stores in turn, "complete":false when work was left)
   events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
@@ -446,13 +446,19 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
     }
     case "keys list": {
       parseOptions(rest, {});
-      const { app, storage } = await open();
-      // A store without keys lists as []: the keyring's list would create the first key (a write,
-      // and one made with the CLI's settings, not the servers'); that is a server's first token's
-      // work, or keys rotate's. Until 2026-11-30 listing the keys of a fresh store stored one.
-      if ((await storage.signingKeys.list()).length === 0) return [];
+      const { app } = await open();
+      // Core's listing reads only (a store without keys is [], a configured key not stored yet is
+      // stored: false, a key in clear stays so under a KEK): an auditor's run changes nothing.
       const keys = await app.admin.listSigningKeys();
-      return keys.map((k) => ({ kid: k.kid, alg: k.alg, createdAt: new Date(k.createdAt).toISOString(), activatesAt: new Date(k.activatesAt).toISOString(), status: k.status }));
+      return keys.map((k) => ({
+        kid: k.kid,
+        alg: k.alg,
+        createdAt: new Date(k.createdAt).toISOString(),
+        activatesAt: new Date(k.activatesAt).toISOString(),
+        status: k.status,
+        stored: k.stored,
+        atRest: k.atRest,
+      }));
     }
     case "keys reencrypt": {
       parseOptions(rest, {});

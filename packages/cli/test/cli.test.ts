@@ -187,15 +187,16 @@ describe("plantgate CLI", () => {
     lines.check(sent);
   });
 
-  it("keys list shows kid, alg, createdAt, activatesAt and status (next / active / retired); rotate schedules, rotate --now switches", async () => {
+  it("keys list shows kid, alg, createdAt, activatesAt, status (next / active / retired), stored and atRest; rotate schedules, rotate --now switches", async () => {
     const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     // On a fresh store, listing creates no key (it stored one until 2026-11-30): the servers' start makes the first.
     expect(await cli(["keys", "list"])).toEqual({ code: 0, stdout: "[]\n", stderr: "", json: [] });
     expect(await keyRows()).toEqual([]);
     await storeFirstKey();
     const first = await cli(["keys", "list"]);
-    expect(first).toMatchObject({ code: 0, stderr: CLEAR_KEYS });
-    expect(first.json).toEqual([{ kid: expect.any(String), alg: "ES256", createdAt: iso, activatesAt: first.json[0].createdAt, status: "active" }]);
+    // No warning about keys in clear: the listing loads no key, and says so per key (atRest).
+    expect(first).toMatchObject({ code: 0, stderr: "" });
+    expect(first.json).toEqual([{ kid: expect.any(String), alg: "ES256", createdAt: iso, activatesAt: first.json[0].createdAt, status: "active", stored: true, atRest: "clear" }]);
     const before = Date.now();
     const rotated = await cli(["keys", "rotate", "--server-defaults"]);
     const activatesAt = Date.parse(rotated.json.activatesAt);
@@ -204,7 +205,7 @@ describe("plantgate CLI", () => {
     expect(activatesAt - Date.now()).toBeLessThanOrEqual(360_000);
     const second = await cli(["keys", "list"]);
     expect(second.json).toEqual([
-      { kid: rotated.json.kid, alg: "ES256", createdAt: iso, activatesAt: rotated.json.activatesAt, status: "next" },
+      { kid: rotated.json.kid, alg: "ES256", createdAt: iso, activatesAt: rotated.json.activatesAt, status: "next", stored: true, atRest: "clear" },
       { ...first.json[0], status: "active" },
     ]);
     const urgent = await cli(["keys", "rotate", "--now", "--server-defaults"]);
@@ -238,14 +239,18 @@ describe("plantgate CLI", () => {
     expect(await cli(["keys", "rotate", "--later"])).toMatchObject({ code: 2, stdout: "" });
   });
 
-  it("with PLANTGATE_KEY_ENCRYPTION_KEY the stored rows are sealed; keys reencrypt moves them to the first KEK; a missing KEK is refused in one line", async () => {
+  it("with PLANTGATE_KEY_ENCRYPTION_KEY keys reencrypt seals the stored rows and moves them to the first KEK; keys list shows them encrypted without opening them; a missing KEK is refused in one line", async () => {
     const kek = () => Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
     const oldKek = kek();
     const newKek = kek();
-    // A key stored in clear (as before a KEK was set): loading the keys with the KEK seals it.
+    // A key stored in clear (as before a KEK was set): listing with the KEK shows it so and leaves
+    // it so (listing sealed it until 2026-11-30); keys reencrypt seals it (as a server's start does).
     await storeFirstKey();
     const listed = await cli(["keys", "list"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek });
-    expect(listed.code).toBe(0);
+    expect([listed.code, listed.stderr, listed.json[0].atRest]).toEqual([0, "", "clear"]);
+    expect((await keyRows())[0]!.private_jwk).toMatch(/^\{/);
+    const kid = listed.json[0].kid as string;
+    expect((await cli(["keys", "reencrypt"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek })).json).toEqual({ reencrypted: [kid], unchanged: [] });
     const { openStorageFromEnv } = await import("@plantgate/storage-sql/env");
     const rows = async () => {
       const storage = await openStorageFromEnv({}, { cwd: dir });
@@ -259,24 +264,27 @@ describe("plantgate CLI", () => {
     expect(sealed).toHaveLength(1);
     expect(sealed[0]!.private_jwk).toMatch(/^enc:A256GCM:/);
 
-    const refused = await cli(["keys", "list"]);
+    // Listing opens no private key, so it needs no KEK; a command that loads the keys does.
+    const sealedListing = [{ ...listed.json[0], atRest: "encrypted" }];
+    expect(await cli(["keys", "list"])).toMatchObject({ code: 0, stderr: "", json: sealedListing });
+    const refused = await cli(["keys", "revoke", kid]);
     expect(refused).toEqual({
       code: 2,
       stdout: "",
-      stderr: `plantgate: signing key ${listed.json[0].kid} is stored encrypted and no key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)\n`,
+      stderr: `plantgate: signing key ${kid} is stored encrypted and no key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)\n`,
       json: undefined,
     });
     const moved = await cli(["keys", "reencrypt"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: `${newKek},${oldKek}` });
     expect(moved.code, moved.stderr).toBe(0);
-    expect(moved.json).toEqual({ reencrypted: [listed.json[0].kid], unchanged: [] });
+    expect(moved.json).toEqual({ reencrypted: [kid], unchanged: [] });
     const after = await rows();
     expect(after[0]!.private_jwk).toMatch(/^enc:A256GCM:/);
     expect(after[0]!.private_jwk).not.toBe(sealed[0]!.private_jwk);
-    expect((await cli(["keys", "list"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: newKek })).json).toEqual(listed.json);
-    const oldOnly = await cli(["keys", "list"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek });
+    expect((await cli(["keys", "list"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: newKek })).json).toEqual(sealedListing);
+    const oldOnly = await cli(["keys", "revoke", kid], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek });
     expect([oldOnly.code, oldOnly.stderr]).toEqual([
       2,
-      `plantgate: signing key ${listed.json[0].kid} is encrypted with a key encryption key that is not configured; add it to PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)\n`,
+      `plantgate: signing key ${kid} is encrypted with a key encryption key that is not configured; add it to PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)\n`,
     ]);
     for (const r of [refused, moved, oldOnly]) expect(r.stdout + r.stderr).not.toContain(oldKek);
     expect(await cli(["keys", "reencrypt"])).toMatchObject({ code: 2, stderr: "plantgate: No key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys).\n" });
@@ -287,7 +295,15 @@ describe("plantgate CLI", () => {
     const env = { PLANTGATE_SIGNING_KEY: jwk };
     await storeFirstKey();
     const before = await cli(["keys", "list"], "", env);
-    expect([before.code, before.json.length]).toEqual([0, 2]);
+    // The configured key signs; listing does not store it (it did until 2026-11-30).
+    expect([before.code, before.json.map((k: { status: string; stored: boolean }) => [k.status, k.stored])]).toEqual([
+      0,
+      [
+        ["active", false],
+        ["retired", true],
+      ],
+    ]);
+    expect(await keyRows()).toHaveLength(1);
     const refused = await cli(["keys", "rotate"], "", env);
     expect(refused).toEqual({
       code: 2,
@@ -295,7 +311,10 @@ describe("plantgate CLI", () => {
       stderr: "plantgate: The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); rotate it by changing the configured key.\n",
       json: undefined,
     });
-    expect((await cli(["keys", "list"], "", env)).json).toEqual(before.json);
+    const after = await cli(["keys", "list"], "", env);
+    // The configured key's times are each listing's (it is not stored); the rest is unchanged.
+    expect(after.json.map((k: { kid: string; status: string }) => [k.kid, k.status])).toEqual(before.json.map((k: { kid: string; status: string }) => [k.kid, k.status]));
+    expect(await keyRows()).toHaveLength(1);
   });
 
   it("client list and client delete", async () => {
@@ -549,10 +568,11 @@ describe("plantgate CLI", () => {
       'plantgate: warning: signing key rotated; deleting keys past their use failed (the next rotation or prune deletes them) {"name":"StorageError","message":"sqlite storage failed during signingKeys.delete (SQLITE_CONSTRAINT_TRIGGER)","cause":"SqliteError: deletes refused for this test"}\n' +
         `the new key is published now (status next) and signs from ${rotated.json.activatesAt}; running servers publish it within a minute\n`,
     ]);
-    // With the keys sealed under a KEK, nothing to warn about; without it, every command that loads them says so.
-    expect((await cli(["keys", "list"])).stderr).toBe(CLEAR_KEYS);
+    // With the keys sealed under a KEK, nothing to warn about; without it, every command that loads
+    // them says so (keys list loads none: its atRest field says which keys are in clear).
+    expect((await cli(["keys", "revoke", "no-such-kid"])).stderr).toBe(`${CLEAR_KEYS}plantgate: signing key no-such-kid does not exist\n`);
     const kek = { PLANTGATE_KEY_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64url") };
-    expect((await cli(["keys", "list"], "", kek)).stderr).toBe("");
+    expect((await cli(["keys", "revoke", "no-such-kid"], "", kek)).stderr).toBe("plantgate: signing key no-such-kid does not exist\n");
   });
 
   it("a SQLite file that does not exist is refused (exit 2, naming the resolved path, nothing created) except by migrate; the server's first start makes the file the CLI then uses", async () => {

@@ -422,10 +422,15 @@ describe("console API: accounts", () => {
 describe("console API: signing keys", () => {
   it("lists keys with activation time and status; a rotation without a body publishes a next key that signs 360 s later", async () => {
     const h = await setup();
+    // A store without keys lists none, and the listing makes none (it stored the first key until
+    // 2026-11-30): that is a server's first load of the keys (its start, first token or JWKS).
+    expect(await h.as("GET", "/api/signing-keys")).toEqual({ status: 200, body: { keys: [] }, cacheControl: "no-store", contentType: "application/json", setCookie: null });
+    expect(await h.app.storage.signingKeys.list()).toEqual([]);
+    await h.app.jwks();
     const before = await h.as("GET", "/api/signing-keys");
     expect(before.status).toBe(200);
     const [only] = (before.body as { keys: { kid: string }[] }).keys;
-    expect(before.body).toEqual({ keys: [{ kid: only!.kid, alg: "ES256", createdAt: T0, activatesAt: T0, status: "active", signing: true }] });
+    expect(before.body).toEqual({ keys: [{ kid: only!.kid, alg: "ES256", createdAt: T0, activatesAt: T0, status: "active", signing: true, stored: true, atRest: "clear" }] });
     const oldToken = await clientToken(h);
     h.clock.advance(1000);
     const rotated = await h.as("POST", "/api/signing-keys");
@@ -437,8 +442,8 @@ describe("console API: signing keys", () => {
     expect(kid).not.toBe(only!.kid);
     expect((await h.as("GET", "/api/signing-keys")).body).toEqual({
       keys: [
-        { kid, alg: "ES256", createdAt: "2026-01-01T00:00:01.000Z", activatesAt: "2026-01-01T00:06:01.000Z", status: "next", signing: false },
-        { kid: only!.kid, alg: "ES256", createdAt: T0, activatesAt: T0, status: "active", signing: true },
+        { kid, alg: "ES256", createdAt: "2026-01-01T00:00:01.000Z", activatesAt: "2026-01-01T00:06:01.000Z", status: "next", signing: false, stored: true, atRest: "clear" },
+        { kid: only!.kid, alg: "ES256", createdAt: T0, activatesAt: T0, status: "active", signing: true, stored: true, atRest: "clear" },
       ],
     });
     const kidOf = (t: string) => (JSON.parse(atob(t.split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/"))) as { kid: string }).kid;
@@ -451,6 +456,7 @@ describe("console API: signing keys", () => {
 
   it("rotate now: without confirm it is 400 (error 1308) saying why and changes nothing; with confirm the new key signs at once", async () => {
     const h = await setup();
+    await h.app.jwks(); // the first key, as a server's start makes it
     const before = await h.as("GET", "/api/signing-keys");
     const refused = await h.as("POST", "/api/signing-keys", { now: true });
     expect([refused.status, refused.body, refused.cacheControl]).toEqual([
@@ -476,6 +482,7 @@ describe("console API: signing keys", () => {
   it("DELETE /api/signing-keys/{kid}: the signing key and a just-replaced key are 409 saying why, an unknown kid 404; a retired key a minute on is 204, out of the JWKS, its tokens refused, the event naming the administrator", async () => {
     const events: SecurityEvent[] = [];
     const h = await setup({ onEvent: (e) => void events.push(e) });
+    await h.app.jwks(); // the first key, as a server's start makes it
     const [first] = ((await h.as("GET", "/api/signing-keys")).body as { keys: { kid: string }[] }).keys;
     const oldKid = first!.kid;
     const signsNow = await h.as("DELETE", `/api/signing-keys/${oldKid}`);

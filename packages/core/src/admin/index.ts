@@ -8,7 +8,7 @@ import { parseAccountListQuery } from "../schemas/accounts.js";
 import { ApiError } from "../errors/index.js";
 import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText } from "../util/storable-text.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
-import { generateKeyRecord, pruneKeys, type SigningKeyInfo } from "../tokens/keys.js";
+import { generateKeyRecord, listSigningKeys, pruneKeys, type ListedSigningKey } from "../tokens/keys.js";
 import { SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
 import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
 import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } from "./events.js";
@@ -87,9 +87,17 @@ export interface Admin extends ClientAdmin {
   /**
    * Every stored signing key, newest first, with its status: `next` (published, signs from
    * `activatesAt`), `active` (signs), `retired` (replaced, still verifies and is published),
-   * `prunable` (replaced longer ago than any token lives).
+   * `prunable` (replaced longer ago than any token lives); `stored` and `atRest` say whether and
+   * how it is stored (see {@link ListedSigningKey}). Reads only, so a read-only database user can
+   * list: a store without keys lists as `[]` (the first key is made when a server first loads the
+   * keys: its start, its first token or JWKS), a key stored in clear is listed `atRest: "clear"`
+   * and left so under a configured key encryption key (the servers' next load, or
+   * `reencryptSigningKeys`, encrypts it), the configured key (`signingKey` / `signer`) is listed
+   * with `stored: false` until a server stores it, and nothing is rotated
+   * (`signingKeyMaxAgeSeconds` is the servers' work). Until 2026-11-30 this loaded the keys, with
+   * those writes.
    */
-  listSigningKeys(): Promise<SigningKeyInfo[]>;
+  listSigningKeys(): Promise<ListedSigningKey[]>;
   /**
    * Encrypts every stored private key under the first key encryption key (keys in clear, and keys
    * under an older KEK). Afterwards the older KEKs can be removed from the configuration. Throws
@@ -327,9 +335,10 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       return { kid, status: key.status };
     },
     async listSigningKeys() {
-      // Through the keyring: on a fresh store that creates the first key (and applies automatic
-      // rotation), so the list shows what servers act on.
-      return ctx.keyring.list();
+      // Never through the keyring's load, which writes (a first key, sealing, the configured key,
+      // automatic rotation): an auditor's listing must leave the store as it was.
+      const now = ctx.clock();
+      return listSigningKeys(ctx.storage.signingKeys, { now, maxTokenTtlMs: await ctx.maxAccessTokenTtlMs(), configured: await ctx.keyring.configuredRecord(now) });
     },
     async reencryptSigningKeys() {
       if (!ctx.keyEncryption.configured) throw new AdminError(`No key encryption key is configured; set ${KEK_SOURCE}.`);

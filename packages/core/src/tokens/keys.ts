@@ -83,8 +83,16 @@ export interface Keyring {
   verificationKey(kid: string): Promise<{ alg: SigningAlg; key: CryptoKey | Uint8Array } | null>;
   /** The public JWK Set: `next`, `active` and `retired` keys. */
   jwks(): Promise<{ keys: JWK[] }>;
-  /** Every stored key with its status, newest first (loads first, so a fresh store gets its key). */
+  /**
+   * Every stored key with its status, newest first (loads first, so a fresh store gets its key).
+   * What signing acts on; a listing for people is {@link listSigningKeys}, which writes nothing.
+   */
   list(): Promise<SigningKeyInfo[]>;
+  /**
+   * The record the configured key (`signingKey` or `signer`) is stored as, made at `now` and not
+   * stored; null without one. Throws TypeError for a `signingKey` that does not import.
+   */
+  configuredRecord(now: number): Promise<SigningKeyRecord | null>;
   /** Forgets the cache so the next use reads the store again (after a rotation in this process). */
   invalidate(): void;
   /**
@@ -467,6 +475,58 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     invalidate() {
       keys = null;
     },
+    async configuredRecord(now) {
+      if (opts.signer !== undefined) return signerRecord(opts.signer, now);
+      return opts.configured !== undefined ? keyRecordFromJwk(opts.configured, opts.alg, now) : null;
+    },
     configured: opts.signer !== undefined ? "signer" : opts.configured !== undefined ? "signingKey" : null,
   };
+}
+
+/**
+ * How a listed key's private part is kept in the store: `encrypted` under a key encryption key,
+ * `clear` (readable by anyone who can read the store; with a key encryption key configured, the
+ * servers' next load of the keys, or `keys reencrypt`, encrypts it), `external` (held by a
+ * `signer`: only its public key is stored).
+ */
+export type SigningKeyAtRest = "encrypted" | "clear" | "external";
+
+/** A key as {@link listSigningKeys} describes it: its status, and whether and how it is stored. */
+export interface ListedSigningKey extends SigningKeyInfo {
+  /**
+   * False for the configured key (`signingKey` / `PLANTGATE_SIGNING_KEY`, or `signer`) when the
+   * store does not hold it yet: it signs wherever it is configured, and the first load of the keys
+   * there stores it. Its `createdAt` and `activatesAt` are then the listing's time (what storing it
+   * then would record), and the stored keys' statuses are those they get once it is stored.
+   */
+  stored: boolean;
+  /** How the private key is stored; null when the key is not stored. */
+  atRest: SigningKeyAtRest | null;
+}
+
+const atRest = (r: SigningKeyRecord): SigningKeyAtRest => (r.privateJwk === EXTERNAL_PRIVATE_KEY ? "external" : isSealed(r.privateJwk) ? "encrypted" : "clear");
+
+/**
+ * Every stored signing key with its status, newest first, read and never written: unlike loading
+ * the keyring it makes no first key on an empty store (`[]`), encrypts no key stored in clear
+ * (`atRest: "clear"`), stores no configured key (`stored: false`) and rotates nothing. No private
+ * key is opened, so a key encryption key that is missing or wrong does not fail the listing.
+ * `configured` is the configured key's record ({@link Keyring.configuredRecord}); it is the
+ * active key, as it is for the keyring.
+ *
+ * @example
+ * const keys = await listSigningKeys(storage.signingKeys, { now: Date.now(), maxTokenTtlMs: 7200_000, configured: null });
+ */
+export async function listSigningKeys(
+  store: SigningKeyStore,
+  options: { now: number; maxTokenTtlMs: number; configured: SigningKeyRecord | null },
+): Promise<ListedSigningKey[]> {
+  const records = await store.list();
+  const { configured } = options;
+  const missing = configured !== null && !records.some((r) => r.kid === configured.kid) ? configured : null;
+  const byKid = new Map(records.map((r) => [r.kid, r]));
+  return describeKeys(missing === null ? records : [...records, missing], options.now, options.maxTokenTtlMs, configured?.kid).map((k) => {
+    const record = byKid.get(k.kid);
+    return record === undefined ? { ...k, stored: false, atRest: null } : { ...k, stored: true, atRest: atRest(record) };
+  });
 }

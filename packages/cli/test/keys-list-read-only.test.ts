@@ -1,0 +1,220 @@
+/**
+ * Listing the signing keys reads and never writes (core's `admin.listSigningKeys()`, which the
+ * console's `GET /console/api/signing-keys` and `plantgate keys list` use), on SQLite and
+ * PostgreSQL, in the three cases where loading the keyring writes: a store without keys (the first
+ * key is made), a key stored in clear while a key encryption key is configured (it is sealed), and
+ * a configured signing key that is not stored yet (it is stored). Each listing runs through a
+ * connection that cannot write (SQLite with `PRAGMA query_only`; a PostgreSQL role granted SELECT
+ * only), and every table of the store is compared before and after.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { sql } from "kysely";
+import { createPlantgate, generateKeyRecord } from "@plantgate/core";
+import type { SqlStorage } from "@plantgate/storage-sql";
+import { openStorageFromEnv } from "@plantgate/storage-sql/env";
+import { runCli } from "../src/cli.js";
+
+const POSTGRES_URL = process.env.PLANTGATE_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const IN_CI = process.env.CI === "true";
+const KEK = randomBytes(32).toString("base64url");
+const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+
+interface Backend {
+  /** A connection that migrated the store and writes what each case needs. */
+  writer: SqlStorage;
+  /** A connection that cannot write. */
+  reader: SqlStorage;
+  /** The CLI's environment for the store (on PostgreSQL, as the read-only role). */
+  env: Record<string, string>;
+  /** The tables of the store. */
+  tables(): Promise<string[]>;
+  /** Empties every table (a fresh store for the next case). */
+  clear(): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function sqliteBackend(): Promise<Backend> {
+  const dir = mkdtempSync(join(tmpdir(), "plantgate-keys-ro-"));
+  const env = { PLANTGATE_DB: join(dir, "plantgate.db") };
+  const writer = await openStorageFromEnv(env, { cwd: dir, migrate: true, clientCache: false });
+  const reader = await openStorageFromEnv(env, { cwd: dir, migrate: false, clientCache: false });
+  // Any statement that would change the database fails (SQLITE_READONLY).
+  await sql`pragma query_only = 1`.execute(reader.db);
+  const tables = async () =>
+    (await sql<{ name: string }>`select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name`.execute(writer.db)).rows.map((r) => r.name);
+  return {
+    writer,
+    reader,
+    env,
+    tables,
+    async clear() {
+      for (const t of await tables()) if (!t.includes("migration")) await sql`delete from ${sql.table(t)}`.execute(writer.db);
+    },
+    async close() {
+      await reader.close();
+      await writer.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function postgresBackend(): Promise<Backend> {
+  const suffix = randomBytes(6).toString("hex");
+  const schema = `plantgate_keys_ro_${suffix}`;
+  const role = `plantgate_reader_${suffix}`;
+  const admin = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
+  await sql`create schema ${sql.id(schema)}`.execute(admin.db);
+  const inSchema = (url: string) => `${url}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  const writer = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: inSchema(POSTGRES_URL) }, { cwd: "/", migrate: true, clientCache: false });
+  // A role that may read every table of the store and change none (an auditor's, a replica's).
+  await sql`create role ${sql.id(role)} login`.execute(admin.db);
+  await sql`grant usage on schema ${sql.id(schema)} to ${sql.id(role)}`.execute(admin.db);
+  await sql`grant select on all tables in schema ${sql.id(schema)} to ${sql.id(role)}`.execute(admin.db);
+  const readerUrl = new URL(POSTGRES_URL);
+  readerUrl.username = role;
+  readerUrl.password = "";
+  const env = { PLANTGATE_DATABASE_URL: inSchema(readerUrl.href) };
+  const reader = await openStorageFromEnv(env, { cwd: "/", migrate: false, clientCache: false });
+  const tables = async () =>
+    (await sql<{ name: string }>`select table_name as name from information_schema.tables where table_schema = ${schema} order by table_name`.execute(writer.db)).rows.map((r) => r.name);
+  return {
+    writer,
+    reader,
+    env,
+    tables,
+    async clear() {
+      for (const t of await tables()) if (!t.includes("migration")) await sql`delete from ${sql.table(t)}`.execute(writer.db);
+    },
+    async close() {
+      await reader.close();
+      await writer.close();
+      await sql`drop schema ${sql.id(schema)} cascade`.execute(admin.db);
+      await sql`drop role ${sql.id(role)}`.execute(admin.db);
+      await admin.close();
+    },
+  };
+}
+
+async function postgresProblem(): Promise<string | null> {
+  try {
+    const storage = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
+    try {
+      await sql`select 1`.execute(storage.db);
+    } finally {
+      await storage.close();
+    }
+    return null;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+const pgProblem = await postgresProblem();
+
+const BACKENDS: { name: string; open: () => Promise<Backend>; skip: string | null }[] = [
+  { name: "SQLite", open: sqliteBackend, skip: null },
+  { name: "PostgreSQL", open: postgresBackend, skip: pgProblem === null || IN_CI ? null : `unreachable at ${POSTGRES_URL}: ${pgProblem}` },
+];
+
+for (const backend of BACKENDS) {
+  const suite = backend.skip === null ? describe : describe.skip;
+  suite(`listing the signing keys writes nothing: ${backend.name}${backend.skip === null ? "" : ` (skipped: ${backend.skip})`}`, () => {
+    let b: Backend;
+    beforeAll(async () => {
+      b = await backend.open();
+    }, 30_000);
+    afterAll(async () => {
+      await b?.close();
+    });
+    beforeEach(async () => {
+      await b.clear();
+    });
+
+    /** Every row of every table, as text, in a fixed order. */
+    async function dump(): Promise<Record<string, string[]>> {
+      const out: Record<string, string[]> = {};
+      for (const t of await b.tables()) {
+        const rows = (await sql<Record<string, unknown>>`select * from ${sql.table(t)}`.execute(b.writer.db)).rows;
+        out[t] = rows.map((r) => JSON.stringify(r, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v))).sort();
+      }
+      return out;
+    }
+
+    /** `admin.listSigningKeys()` of an app over the read-only connection, with `options`. */
+    async function adminList(options: Parameters<typeof createPlantgate>[0] = {}) {
+      const app = createPlantgate({ storage: b.reader, passwordHashIterations: 1000, logger: { error() {}, warn() {} }, ...options });
+      return app.admin.listSigningKeys();
+    }
+
+    /** `plantgate keys list` over the store (on PostgreSQL as the read-only role). */
+    async function cliList(env: Record<string, string> = {}) {
+      let stdout = "";
+      let stderr = "";
+      const code = await runCli(["keys", "list"], {
+        env: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", ...b.env, ...env },
+        cwd: "/",
+        readStdin: async () => "",
+        stdout: (t) => void (stdout += t),
+        stderr: (t) => void (stderr += t),
+      });
+      return { code, stdout, stderr, json: code === 0 ? (JSON.parse(stdout) as unknown) : undefined };
+    }
+
+    it("the reader cannot write (so a listing that tried would fail)", async () => {
+      await expect(b.reader.signingKeys.create(await generateKeyRecord("ES256", Date.now()))).rejects.toThrow();
+      expect((await dump()).pg_signing_keys).toEqual([]);
+    });
+
+    it("a store without keys lists as [], and no key is made", async () => {
+      const before = await dump();
+      expect(await adminList()).toEqual([]);
+      expect(await cliList()).toEqual({ code: 0, stdout: "[]\n", stderr: "", json: [] });
+      expect(await dump()).toEqual(before);
+    });
+
+    it("a key stored in clear under a configured key encryption key is listed as clear, and stays so", async () => {
+      const record = await generateKeyRecord("ES256", Date.now() - 1000);
+      await b.writer.signingKeys.create(record);
+      const before = await dump();
+      expect(await adminList({ keyEncryptionKeys: [KEK] })).toEqual([
+        { kid: record.kid, alg: "ES256", createdAt: record.createdAt, activatesAt: record.activatesAt, retiredAt: null, status: "active", stored: true, atRest: "clear" },
+      ]);
+      expect(await cliList({ PLANTGATE_KEY_ENCRYPTION_KEY: KEK })).toEqual({
+        code: 0,
+        stdout: expect.any(String),
+        stderr: "",
+        json: [{ kid: record.kid, alg: "ES256", createdAt: new Date(record.createdAt).toISOString(), activatesAt: new Date(record.activatesAt).toISOString(), status: "active", stored: true, atRest: "clear" }],
+      });
+      expect(await dump()).toEqual(before);
+      expect((await b.writer.signingKeys.list())[0]!.privateJwk).toBe(record.privateJwk);
+    });
+
+    it("a configured signing key that is not stored is listed as the active key with stored: false, and is not stored", async () => {
+      const stored = await generateKeyRecord("ES256", Date.now() - 1000);
+      await b.writer.signingKeys.create(stored);
+      const configured = JSON.parse((await generateKeyRecord("ES256", 0)).privateJwk) as { kid: string };
+      const before = await dump();
+      const listed = await adminList({ signingKey: configured as never });
+      expect(listed).toEqual([
+        { kid: configured.kid, alg: "ES256", createdAt: expect.any(Number), activatesAt: expect.any(Number), retiredAt: null, status: "active", stored: false, atRest: null },
+        { kid: stored.kid, alg: "ES256", createdAt: stored.createdAt, activatesAt: stored.activatesAt, retiredAt: listed[0]!.activatesAt, status: "retired", stored: true, atRest: "clear" },
+      ]);
+      expect(listed[0]!.createdAt).toBe(listed[0]!.activatesAt);
+      const cli = await cliList({ PLANTGATE_SIGNING_KEY: JSON.stringify(configured) });
+      expect(cli).toEqual({
+        code: 0,
+        stdout: expect.any(String),
+        // No warning: the listing's atRest says which keys are in clear.
+        stderr: "",
+        json: [
+          { kid: configured.kid, alg: "ES256", createdAt: iso, activatesAt: iso, status: "active", stored: false, atRest: null },
+          { kid: stored.kid, alg: "ES256", createdAt: new Date(stored.createdAt).toISOString(), activatesAt: new Date(stored.activatesAt).toISOString(), status: "retired", stored: true, atRest: "clear" },
+        ],
+      });
+      expect(await dump()).toEqual(before);
+    });
+  });
+}
