@@ -726,6 +726,7 @@
             el("td", { "data-label": "Created", text: when(k.createdAt) }),
             el("td", { "data-label": "Signs from", text: when(k.activatesAt) }),
             el("td", { "data-label": "Status", text: KEY_STATUS[k.status] ?? k.status }),
+            el("td", { "data-label": "At rest", text: k.stored ? KEY_AT_REST[k.atRest] ?? k.atRest : "Not stored yet (configured key)" }),
             el(
               "td",
               { "data-label": "Actions" },
@@ -735,6 +736,8 @@
           ),
         ),
       );
+      // The listing only reads: a store without keys stays so until the server first needs one.
+      $("keys-empty").hidden = keys.length > 0;
       markBusy();
     } catch (e) {
       if (!load.superseded()) setStatus("security-status", messageOf(e));
@@ -767,6 +770,16 @@
     active: "Active (signing)",
     retired: "Retired (verifying only)",
     prunable: "Prunable (no live token uses it)",
+  };
+
+  /**
+   * How a stored key's private part is kept (`atRest`); a configured key not stored yet has none.
+   * @type {Record<string, string>}
+   */
+  const KEY_AT_REST = {
+    encrypted: "Encrypted",
+    clear: "In clear (not encrypted)",
+    external: "Public key only (held by a signer)",
   };
 
   $button("keys-rotate").addEventListener("click", () => once("keys", async () => {

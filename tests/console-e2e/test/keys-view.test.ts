@@ -1,0 +1,128 @@
+/**
+ * The console's signing-key table, in Debian chromium against the real example node server, for
+ * what the listing reports and never changes (it only reads the store): no key stored (a sentence
+ * instead of an empty table), a key stored in clear while a key encryption key is configured, and a
+ * configured signing key that is not stored. The store is compared after each view.
+ */
+import { randomBytes } from "node:crypto";
+import { createMemoryStorage, generateKeyRecord, type Storage } from "@plantgate/core";
+import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { serverLines } from "@plantgate/http-suite-tests/server-lines";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { ARGS, CHROMIUM, requireChromium, suite, suiteName } from "./chromium.js";
+
+const ADMIN = { username: "admin", password: "console-e2e-password" };
+const KEK = randomBytes(32).toString("base64url");
+const EMPTY = "No signing keys are stored yet. The server makes the first one when it first needs it (at its start, or for its first token).";
+
+const name = suiteName("console signing-key table in Debian chromium: a store without keys, a key in clear, a configured key not stored");
+
+suite(name, () => {
+  let browser: Browser;
+  let page: Page;
+  const servers: RunningServer[] = [];
+  const problems: string[] = [];
+  /** Each server's JSON lines, and what none of them may hold. */
+  const logs: ReturnType<typeof serverLines>[] = [];
+  const sent: string[] = [ADMIN.password, KEK];
+
+  async function start(env: Record<string, string>, storage: Storage): Promise<RunningServer> {
+    const lines = serverLines();
+    logs.push(lines);
+    const server = await startServer(
+      {
+        PORT: "0",
+        PLANTGATE_BOOTSTRAP_ADMIN: "1",
+        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
+        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
+        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
+        ...env,
+      },
+      { storage, logger: { error() {}, warn() {} } },
+      { destination: lines.destination },
+    );
+    servers.push(server);
+    return server;
+  }
+
+  /** Signs in on `server` and shows its Security settings, keys loaded. */
+  async function open(server: RunningServer): Promise<void> {
+    await page.goto(server.consoleUrl!);
+    await page.locator("#sign-in-username").fill(ADMIN.username);
+    await page.locator("#sign-in-password").fill(ADMIN.password);
+    await page.locator("#sign-in-password").press("Enter");
+    await page.locator("#view-security").waitFor({ state: "visible" });
+    await expect.poll(() => page.locator("#keys-table").getAttribute("aria-busy")).not.toBe("true");
+  }
+
+  /** Each key row's cells, by column label. */
+  const rows = async () =>
+    page.locator("#keys-body tr").evaluateAll((trs) => trs.map((tr) => Object.fromEntries([...tr.querySelectorAll("td")].map((td) => [td.dataset.label, td.textContent]))));
+
+  beforeAll(async () => {
+    requireChromium();
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+    page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    page.on("pageerror", (e) => problems.push(e.message));
+    page.on("response", (r) => {
+      if (r.status() >= 400 && r.status() !== 401) problems.push(`${r.status()} ${r.url()}`);
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    for (const s of servers) await s.close();
+    for (const lines of logs) lines.check(sent);
+  });
+
+  it("a store without keys: no rows and a sentence saying when the first key is made; the view makes none. A key stored in clear under a key encryption key shows so and stays so", async () => {
+    const storage = createMemoryStorage();
+    const server = await start({ PLANTGATE_KEY_ENCRYPTION_KEY: KEK }, storage);
+    // The server's start made the first key; removed, the store has none (an embedder whose app has
+    // not loaded its keys yet).
+    for (const k of await storage.signingKeys.list()) await storage.signingKeys.delete(k.kid);
+    await open(server);
+    expect(await rows()).toEqual([]);
+    expect(await page.locator("#keys-empty").isVisible()).toBe(true);
+    expect(await page.locator("#keys-empty").textContent()).toBe(EMPTY);
+    expect(await storage.signingKeys.list()).toEqual([]);
+
+    // A key stored in clear (before the KEK was set): listed as such, and left in clear.
+    const clear = await generateKeyRecord("ES256", Date.now() - 1000);
+    await storage.signingKeys.create(clear);
+    await page.reload();
+    await page.locator("#keys-body tr").first().waitFor();
+    expect(await rows()).toEqual([{ "Key ID": clear.kid, Algorithm: "ES256", Created: expect.any(String), "Signs from": expect.any(String), Status: "Active (signing)", "At rest": "In clear (not encrypted)", Actions: "" }]);
+    expect(await page.locator("#keys-empty").isVisible()).toBe(false);
+    expect((await storage.signingKeys.list()).map((k) => k.privateJwk)).toEqual([clear.privateJwk]);
+
+    // A rotation stores the new key under the KEK.
+    await page.getByRole("button", { name: "Rotate signing key", exact: true }).click();
+    await page.getByRole("button", { name: "Rotate key", exact: true }).click();
+    await page.locator("#keys-body tr:nth-child(2)").waitFor();
+    expect((await rows()).map((r) => [r.Status, r["At rest"]])).toEqual([
+      ["Next (published, not signing yet)", "Encrypted"],
+      ["Active (signing)", "In clear (not encrypted)"],
+    ]);
+    expect(problems).toEqual([]);
+  });
+
+  it("a configured signing key that is not stored is the active key, 'Not stored yet'; the view does not store it", async () => {
+    const storage = createMemoryStorage();
+    const configured = JSON.parse((await generateKeyRecord("ES256", 0)).privateJwk) as { kid: string; d: string };
+    sent.push(configured.d);
+    const server = await start({ PLANTGATE_SIGNING_KEY: JSON.stringify(configured) }, storage);
+    // The server's start stored it; removed, as on a store the configured servers have not loaded yet.
+    await storage.signingKeys.delete(configured.kid);
+    await page.context().clearCookies();
+    await open(server);
+    await page.locator("#keys-body tr").first().waitFor();
+    expect(await rows()).toEqual([{ "Key ID": configured.kid, Algorithm: "ES256", Created: expect.any(String), "Signs from": expect.any(String), Status: "Active (signing)", "At rest": "Not stored yet (configured key)", Actions: "" }]);
+    expect(await page.locator("#keys-empty").isVisible()).toBe(false);
+    expect(await storage.signingKeys.list()).toEqual([]);
+    expect(problems).toEqual([]);
+  });
+});
