@@ -215,6 +215,18 @@ describe("signer: a key held outside plantgate", () => {
     expect((await h.app.admin.listSigningKeys()).map((k) => [k.kid, k.status])).toEqual([[kid, "active"]]);
   });
 
+  it("listing before any load shows the signer's key as the active key, not stored (and stores nothing); once a load stored it, its private key is external", async () => {
+    const { signer, publicJwk } = await nonExtractableSigner();
+    const now = Date.UTC(2026, 0, 1);
+    const app = createPlantgate({ signer, clock: () => now, logger: quiet });
+    const kid = await calculateJwkThumbprint({ kty: publicJwk.kty!, crv: publicJwk.crv!, x: publicJwk.x!, y: publicJwk.y! });
+    const key = { kid, alg: "ES256", createdAt: now, activatesAt: now, retiredAt: null, status: "active" };
+    expect(await app.admin.listSigningKeys()).toEqual([{ ...key, stored: false, atRest: null }]);
+    expect(await app.storage.signingKeys.list()).toEqual([]);
+    await app.jwks();
+    expect(await app.admin.listSigningKeys()).toEqual([{ ...key, stored: true, atRest: "external" }]);
+  });
+
   it("an instance without the signer verifies its tokens from the stored public key; a host crypto provider is not asked to sign for it", async () => {
     const { signer } = await nonExtractableSigner();
     const asked: string[] = [];
