@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeProtectedHeader } from "jose";
-import { AdminConflictError, AdminError, createMemoryStorage, createPlantgate, generateKeyRecord, StorageError, type SecurityEvent, type Storage } from "../src/index.js";
+import { AdminConflictError, AdminError, AdminNotFoundError, createMemoryStorage, createPlantgate, generateKeyRecord, StorageError, type SecurityEvent, type Storage } from "../src/index.js";
 import { BASE, basic, harness, passwordTokens, tokenRequest } from "./helpers.js";
 
 const listAccounts = (app: Awaited<ReturnType<typeof harness>>["app"], token: string) =>
@@ -240,6 +240,13 @@ describe("admin operations", () => {
     expect(second.deleted).toEqual([oldKid]);
     const jwks2 = (await (await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`))).json()) as { keys: { kid: string }[] };
     expect(jwks2.keys.map((k) => k.kid).sort()).toEqual([kid, second.kid].sort());
+  });
+
+  it("revokeSigningKey of an unknown kid on a store without keys: does not exist, and no first key is made", async () => {
+    const storage = createMemoryStorage();
+    const app = createPlantgate({ storage, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+    await expect(app.admin.revokeSigningKey("no-such-kid")).rejects.toThrow(new AdminNotFoundError("signing key no-such-kid does not exist"));
+    expect(await storage.signingKeys.list()).toEqual([]);
   });
 
   it("revokeSigningKey after a leak: rotate now, revoke the old key: it leaves the JWKS and its tokens are refused here at once and on another instance within a minute", async () => {

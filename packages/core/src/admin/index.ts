@@ -313,6 +313,9 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
     async revokeSigningKey(kid) {
       if (ctx.keyring.configured === "signingKey") throw new AdminError("The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); the store's keys are not used.");
       if (ctx.keyring.configured === "signer") throw new AdminError("The signing key is held by a signer (option signer); the store's keys are not used.");
+      // An unknown kid is answered from the store alone: loading the keys below would make the
+      // first key of a store without any (until 2026-11-30 a mistyped kid on a fresh store did).
+      if (!(await ctx.storage.signingKeys.list()).some((r) => r.kid === kid)) throw new AdminNotFoundError(`signing key ${kid} does not exist`);
       const keys = await ctx.keyring.list();
       const key = keys.find((k) => k.kid === kid);
       if (key === undefined) throw new AdminNotFoundError(`signing key ${kid} does not exist`);
