@@ -87,6 +87,29 @@ describe("admin.prune", () => {
     expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 1 }), "one batch, short, and the other stores not looked at: not complete").toStrictEqual({ ...ZERO, complete: false });
   });
 
+  it("with maxBatches below the number of stores each run starts where the last one left off: every store gets a batch within ceil(stores / maxBatches) runs", async () => {
+    const storage = createMemoryStorage();
+    const h = await harness({ storage });
+    const now = h.clock.now();
+    // The memory store's five queues: refresh tokens, sessions, counters, revoked jtis, assertion
+    // jtis. Work only in the last two, which a budget of 2 starting at the first store never reached.
+    for (let i = 0; i < 30; i++) await storage.revokedTokens.add(`jti-${i}`, now - 1);
+    for (let i = 0; i < 30; i++) await storage.assertionJtis.use(`assertion-${i}`, now - 1);
+    const runs = [];
+    for (let run = 0; run < 5; run++) runs.push(await h.app.admin.prune({ batchSize: 10, maxBatches: 2 }));
+    expect(runs).toStrictEqual([
+      { ...ZERO, complete: false }, // refresh tokens, sessions
+      { ...ZERO, revokedTokens: 10, complete: false }, // counters, revoked jtis
+      { ...ZERO, assertionJtis: 10, complete: false }, // assertion jtis, refresh tokens
+      { ...ZERO, complete: false }, // sessions, counters
+      { ...ZERO, revokedTokens: 10, assertionJtis: 10, complete: false }, // revoked jtis, assertion jtis
+    ]);
+    // A budget of one round and a batch more: round 1 from refresh tokens (revoked and assertion jtis
+    // full, 10 each), the 6th batch to revoked jtis (short: done), so the next run starts at assertion jtis.
+    expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 6 })).toStrictEqual({ ...ZERO, revokedTokens: 10, assertionJtis: 10, complete: false });
+    expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 6 }), "assertion jtis (short), then the other four: one round").toStrictEqual({ ...ZERO, complete: true });
+  });
+
   it("without maxBatches each store is drained to its end in one run, as before budgets existed", async () => {
     const storage = createMemoryStorage();
     const h = await harness({ storage });

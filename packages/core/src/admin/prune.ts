@@ -45,12 +45,21 @@ export const PRUNE_BATCH_SIZE = 1000;
 
 /** One store's batches: `call` deletes at most `limit` rows and returns how many. */
 interface Queue {
+  /** The store's name. */
+  name: string;
   call: (limit: number) => Promise<number>;
   deleted: number;
   done: boolean;
   /** A queue whose rows the one named frees as it goes: not done while that one is not. */
   after?: Queue;
 }
+
+/**
+ * Where each app's next budgeted run starts its rounds (the name of the store after the last one
+ * the previous run gave a batch), so that a `maxBatches` below the number of stores serves them
+ * all in turn across runs. Kept per app (its context): a new app instance starts at the first store.
+ */
+const nextStart = new WeakMap<Context, string>();
 
 /**
  * Deletes what can never matter again, as of one instant (`ctx.clock()` at the start):
@@ -67,7 +76,8 @@ interface Queue {
  *
  * The signing keys go first. Then the stores take turns, one batch of `batchSize` each per round,
  * each until a batch comes back short, or until `maxBatches` batches have been made (`complete`
- * false when some store's last batch was full). Two instances pruning at once are safe: the stores
+ * false when some store's last batch was full). With `maxBatches` the rounds start at the store
+ * after the last one the app's previous budgeted run served. Two instances pruning at once are safe: the stores
  * delete each row once, so their counts add up.
  */
 export async function prune(ctx: Context, options: PruneOptions = {}): Promise<PruneCounts> {
@@ -85,28 +95,31 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
   const deletedKeys = await pruneKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid);
   if (deletedKeys.length > 0) ctx.keyring.invalidate();
-  const queue = (call: (limit: number) => Promise<number>, after?: Queue): Queue => ({ call, deleted: 0, done: false, ...(after ? { after } : {}) });
-  const refreshTokens = queue((limit) => storage.refreshTokens.deleteExpired(now, limit));
+  const queue = (name: string, call: (limit: number) => Promise<number>, after?: Queue): Queue => ({ name, call, deleted: 0, done: false, ...(after ? { after } : {}) });
+  const refreshTokens = queue("refreshTokens", (limit) => storage.refreshTokens.deleteExpired(now, limit));
   const ended = storage.refreshTokens.deleteEndedFamilies?.bind(storage.refreshTokens);
   // The family rows a token's deletion frees (not counted: the counts are of tokens).
-  const families = ended ? queue((limit) => ended(now, limit), refreshTokens) : undefined;
-  const sessions = queue((limit) => storage.sessions.deleteExpired(now, limit));
-  const attempts = queue((limit) => storage.attempts.deleteExpired(now - ctx.throttle.windowMs, limit));
-  const revokedTokens = queue((limit) => storage.revokedTokens.deleteExpired(now, limit));
-  const assertionJtis = queue((limit) => storage.assertionJtis.deleteExpired(now, limit));
+  const families = ended ? queue("refreshFamilies", (limit) => ended(now, limit), refreshTokens) : undefined;
+  const sessions = queue("sessions", (limit) => storage.sessions.deleteExpired(now, limit));
+  const attempts = queue("attempts", (limit) => storage.attempts.deleteExpired(now - ctx.throttle.windowMs, limit));
+  const revokedTokens = queue("revokedTokens", (limit) => storage.revokedTokens.deleteExpired(now, limit));
+  const assertionJtis = queue("assertionJtis", (limit) => storage.assertionJtis.deleteExpired(now, limit));
   const audit = storage.audit;
-  const auditEvents = audit ? queue((limit) => audit.deleteExpired(now - ctx.auditRetentionMs, limit)) : undefined;
+  const auditEvents = audit ? queue("auditEvents", (limit) => audit.deleteExpired(now - ctx.auditRetentionMs, limit)) : undefined;
   const queues = [refreshTokens, families, sessions, attempts, revokedTokens, assertionJtis, auditEvents].filter((q) => q !== undefined);
-  let spent = 0;
-  let pending = queues;
   // Without a budget each store is drained before the next (as before rounds existed); with one,
-  // a round gives each store with work left one batch.
+  // a round gives each store with work left one batch, starting where the app's last run stopped.
   const rounds = options.maxBatches !== undefined;
+  const first = rounds ? Math.max(0, queues.findIndex((q) => q.name === nextStart.get(ctx))) : 0;
+  let pending = [...queues.slice(first), ...queues.slice(0, first)];
+  let spent = 0;
+  let last: Queue | undefined;
   while (pending.length > 0 && spent < maxBatches) {
     for (const q of pending) {
       do {
         if (spent >= maxBatches) break;
         spent++;
+        last = q;
         const afterDone = q.after?.done ?? true;
         const n = await q.call(batch);
         q.deleted += n;
@@ -116,6 +129,7 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
     }
     pending = pending.filter((q) => !q.done);
   }
+  if (rounds && last !== undefined) nextStart.set(ctx, queues[(queues.indexOf(last) + 1) % queues.length]!.name);
   return {
     refreshTokens: refreshTokens.deleted,
     sessions: sessions.deleted,
