@@ -119,21 +119,25 @@ describe("the cron prune's budget, in workerd", () => {
     const zero = { refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 0 };
 
     // The first run starts the isolate too (migrations check, bootstrap with its audit writes, keys).
-    // Round 1: refresh tokens, their families' rows, sessions, counters, revoked jtis, assertion
-    // jtis, audit events (7 batches); round 2: the first five again (sessions, counters and revoked
-    // jtis short now: 12); then refresh tokens and family rows, 4 more rounds (20): 6 batches of tokens.
+    // Round 1: refresh tokens, their families' rows (each token batch frees 1000: full), sessions,
+    // counters, revoked jtis, assertion jtis, audit events (7 batches); round 2: the first five
+    // again (sessions, counters and revoked jtis short now: 12); then refresh tokens and family
+    // rows, 4 more rounds (20): 6 batches of tokens. The last batch was the family rows'.
     const first = await run();
     expect(first.outcome).toEqual({ outcome: "ok", noRetry: false });
     expect(first.d1.statements, JSON.stringify(first.d1)).toBeLessThan(FREE_PLAN_QUERIES);
     expect(first.counts).toStrictEqual({ ...zero, refreshTokens: 6_000, sessions: 1_500, attempts: 1_500, revokedTokens: 1_500, complete: false });
     expect(await rows()).toEqual([{ refreshTokens: 14_000, families: 14_000, sessions: 0, attempts: 0, revokedTokens: 0 }]);
 
-    // Round 1 (7 batches, the other stores' short), then refresh tokens and family rows in turn: 8 batches of tokens.
+    // The isolate's next run starts after the family rows: sessions, counters, revoked jtis,
+    // assertion jtis, audit events (short), refresh tokens, family rows (7 batches), then refresh
+    // tokens and family rows in turn: 8 batches of tokens, the last batch a token batch.
     const second = await run();
     expect(second.d1.statements, JSON.stringify(second.d1)).toBeLessThan(FREE_PLAN_QUERIES);
     expect(second.counts).toStrictEqual({ ...zero, refreshTokens: 8_000, complete: false });
 
-    // The last 6 000, a 7th batch short, then the family rows' short batch: done within the budget.
+    // From the family rows (the 1000 the last token batch freed): the last 6 000 tokens, a 7th
+    // batch short, then the family rows' short batch: done within the budget.
     const third = await run();
     expect(third.d1.statements, JSON.stringify(third.d1)).toBeLessThan(FREE_PLAN_QUERIES);
     expect(third.counts).toStrictEqual({ ...zero, refreshTokens: 6_000, complete: true });
@@ -152,12 +156,13 @@ describe("the cron prune's budget, in workerd", () => {
     const { rows, run } = await seeded("{}", { refreshTokens: 20_000, others: 0, rule: "sliding" });
     const first = await run();
     expect(first.outcome).toEqual({ outcome: "ok", noRetry: false });
-    // Round 1 (7 batches, the other stores' short), then refresh tokens and family rows (none freed:
-    // the families live) in turn: 8 batches of tokens, each the family rule's statement (nothing)
-    // and the sliding rule's, so the most statements 20 batches can be.
+    // Round 1 (7 batches, the other stores' short, the family rows' empty: the families live, and
+    // the token batches free none), then the tokens alone: 14 batches of tokens, each the family
+    // rule's statement (nothing) and the sliding rule's, so the most statements 20 batches can be.
+    // (Until the family rows sat out while empty, they took every other batch: 8 of tokens.)
     expect(first.d1.statements, JSON.stringify(first.d1)).toBeLessThan(FREE_PLAN_QUERIES);
-    expect(first.counts).toStrictEqual({ refreshTokens: 8_000, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 0, complete: false });
-    expect(await rows()).toEqual([{ refreshTokens: 12_000, families: 20_000, sessions: 0, attempts: 0, revokedTokens: 0 }]);
+    expect(first.counts).toStrictEqual({ refreshTokens: 14_000, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 0, complete: false });
+    expect(await rows()).toEqual([{ refreshTokens: 6_000, families: 20_000, sessions: 0, attempts: 0, revokedTokens: 0 }]);
     console.log(`D1 calls of the costliest run: ${JSON.stringify(first.d1)}`);
   }, 120_000);
 

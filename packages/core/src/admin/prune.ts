@@ -52,6 +52,8 @@ interface Queue {
   done: boolean;
   /** A queue whose rows the one named frees as it goes: not done while that one is not. */
   after?: Queue;
+  /** Its last batch came back short while `after` was not done: it sits out until `after` is. */
+  parked?: boolean;
 }
 
 /**
@@ -118,13 +120,18 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
     for (const q of pending) {
       do {
         if (spent >= maxBatches) break;
+        const afterDone = q.after?.done ?? true;
+        // Nothing freed since its last batch came back short: no batch until the tokens are done.
+        if (q.parked && !afterDone) break;
         spent++;
         last = q;
-        const afterDone = q.after?.done ?? true;
         const n = await q.call(batch);
         q.deleted += n;
         // A store that ignores the limit deletes everything at once: its next call returns 0.
-        if (n < batch && afterDone) q.done = true;
+        if (n < batch) {
+          if (afterDone) q.done = true;
+          else q.parked = true;
+        } else q.parked = false;
       } while (!rounds && !q.done);
     }
     pending = pending.filter((q) => !q.done);

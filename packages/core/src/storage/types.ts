@@ -245,8 +245,9 @@ export interface RefreshTokenStore {
    * A store that offers it leaves those rows to it when `deleteExpired` is given a `limit` (without
    * one, `deleteExpired` deletes them too), so each call of either is a bounded number of
    * statements; `prune` calls it in batches after the tokens', until one comes back short once the
-   * tokens are done (its count is not reported: `PruneCounts` counts tokens). Concurrent calls must
-   * delete each row once.
+   * tokens are done (a batch that comes back short while the tokens have work left sits out the
+   * rounds until they are done; its count is not reported: `PruneCounts` counts tokens).
+   * Concurrent calls must delete each row once.
    */
   deleteEndedFamilies?(now: number, limit: number): Promise<number>;
 }

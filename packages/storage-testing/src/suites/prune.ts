@@ -192,6 +192,19 @@ export function pruneSuite(s: SuiteContext): void {
       expect(await app.admin.prune({ batchSize: 10, maxBatches: 7 }), "a run after finds nothing").toStrictEqual(NOTHING_PRUNED);
     });
 
+    it("admin.prune({ maxBatches }): the ended families' rows take no batch while the tokens have work and none of their families has ended", async () => {
+      await seedOwners(s.storage());
+      // 100 unused tokens past their sliding expiry in live families: each token batch frees no family row.
+      for (let i = 0; i < 100; i++) await s.storage().refreshTokens.create(refreshRecord({ tokenHash: fakeHash(`s-x${i}`), familyId: `s-f${i}`, expiresAt: NOW - 1, familyExpiresAt: NOW + DAY }));
+      const storage = s.storage();
+      // Round 1: a batch per store (tokens, family rows where kept, sessions, counters, revoked jtis,
+      // assertion jtis, audit events where kept); the family rows' comes back empty, so the rest of
+      // the budget is the tokens'.
+      const round = 5 + (storage.refreshTokens.deleteEndedFamilies ? 1 : 0) + (storage.audit ? 1 : 0);
+      const counts = await appAt(storage).admin.prune({ batchSize: 10, maxBatches: 10 });
+      expect(counts).toStrictEqual({ ...NOTHING_PRUNED, refreshTokens: 10 * (1 + 10 - round), complete: false });
+    });
+
     it("refreshTokens.deleteEndedFamilies (optional): at most limit rows per call, only families past their absolute expiry with no token left", async (ctx) => {
       const store = s.storage().refreshTokens;
       if (store.deleteEndedFamilies === undefined) return ctx.skip();
