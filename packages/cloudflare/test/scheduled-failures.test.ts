@@ -6,6 +6,8 @@
  *
  * - A prune that fails: its line carries the D1 error under the StorageError (the fields the fetch
  *   path logs for one: `name`, `message`, `cause`), and the run fails.
+ * - A prune one store of which fails (D1 refuses the sessions' deletes): the other stores are
+ *   pruned, core's line names the failed store with the counts of the rest, and the run fails.
  * - A hook that throws after a prune that succeeded: logged as the hook's failure, with the counts;
  *   the run is ok.
  */
@@ -24,12 +26,14 @@ const worker = createWorker({
   },
 });
 const real = new WeakMap();
-const gated = (sql, run) => (d1Mode === "fail" && sql.trimStart().toLowerCase().startsWith("delete") ? Promise.reject(new Error("D1_ERROR: simulated outage: SQLITE_BUSY")) : run());
+const failing = (sql) => sql.trimStart().toLowerCase().startsWith("delete") && (d1Mode === "fail" || (d1Mode === "fail-sessions" && sql.includes('"pg_sessions"')));
+const gated = (sql, run) => (failing(sql) ? Promise.reject(new Error("D1_ERROR: simulated outage: SQLITE_BUSY")) : run());
 ${D1_GATE}
 let env;
 export default {
   async fetch(request, bindings, ctx) {
     const url = new URL(request.url);
+    if (url.pathname === "/__sql") return Response.json((await bindings.DB.prepare(url.searchParams.get("q")).all()).results);
     if (url.pathname === "/__d1") return ((d1Mode = url.searchParams.get("mode")), new Response("ok"));
     if (url.pathname === "/__hook") return ((hookMode = url.searchParams.get("mode")), new Response("ok"));
     if (url.pathname === "/__mark") return (console.log("--mark--"), new Response("ok"));
@@ -61,7 +65,12 @@ async function started() {
     expect(log.text).toContain("--mark--");
     return log.text;
   };
-  return { cron: (await mf.getWorker()) as unknown as ScheduledWorker, set, logged };
+  const sql = async (q: string): Promise<unknown[]> => {
+    const res = await fetch(`${base}/__sql?q=${encodeURIComponent(q)}`);
+    expect(res.status, q).toBe(200);
+    return res.json() as Promise<unknown[]>;
+  };
+  return { cron: (await mf.getWorker()) as unknown as ScheduledWorker, set, logged, sql };
 }
 
 describe("a scheduled run that fails, in workerd", () => {
@@ -73,6 +82,34 @@ describe("a scheduled run that fails, in workerd", () => {
     // workerd prints the fields on lines of their own.
     expect(text).toContain(
       "plantgate scheduled prune failed {\n  name: 'StorageError',\n  message: 'sqlite storage failed during refreshTokens.deleteExpired',\n  cause: 'Error: D1_ERROR: simulated outage: SQLITE_BUSY'\n}\n",
+    );
+    expect(text).not.toContain("pruned by the hook");
+  }, 60_000);
+
+  it("a prune one store of which fails: the other stores are pruned, the failed one is logged with the counts, and the run fails", async () => {
+    const { cron, set, logged, sql } = await started();
+    const past = Date.now() - 86_400_000;
+    await sql(`insert into "pg_sessions" ("id_hash", "account_id", "csrf_hash", "created_at", "expires_at") values ('session-1', 'account', 'csrf', ${past - 3_600_000}, ${past})`);
+    await sql(`insert into "pg_revoked_tokens" ("jti", "expires_at") values ('jti-1', ${past}), ('jti-2', ${past})`);
+    await set("d1", "fail-sessions");
+    expect(await cron.scheduled({ cron: "17 * * * *" })).toEqual({ outcome: "exception", noRetry: false });
+    const text = await logged();
+    // Until 2026-11-30 the sessions' failure ended the run: the revoked jtis after them stayed.
+    expect(await sql('select (select count(*) from "pg_sessions") as sessions, (select count(*) from "pg_revoked_tokens") as revokedTokens')).toEqual([{ sessions: 1, revokedTokens: 0 }]);
+    expect(text).toContain(
+      "prune: some stores failed; the others were pruned {\n" +
+        "  failed: [\n" +
+        "    {\n" +
+        "      store: 'sessions',\n" +
+        "      name: 'StorageError',\n" +
+        "      message: 'sqlite storage failed during sessions.deleteExpired',\n" +
+        "      cause: 'Error: D1_ERROR: simulated outage: SQLITE_BUSY'\n" +
+        "    }\n" +
+        "  ],\n" +
+        `  counts: {\n${ZERO_COUNTS.replace("revokedTokens: 0", "revokedTokens: 2").replace("complete: true", "complete: false")}\n  }\n}\n`,
+    );
+    expect(text).toContain(
+      "plantgate scheduled prune failed {\n  name: 'StorageError',\n  message: 'sqlite storage failed during sessions.deleteExpired',\n  cause: 'Error: D1_ERROR: simulated outage: SQLITE_BUSY'\n}\n",
     );
     expect(text).not.toContain("pruned by the hook");
   }, 60_000);

@@ -3,7 +3,7 @@
  * answer, and a rotated token is kept as long as presenting it again can detect reuse.
  */
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, pruneIntervalFromEnv, ConfigError } from "../src/index.js";
+import { createMemoryStorage, pruneIntervalFromEnv, ConfigError, StorageError } from "../src/index.js";
 import { harness } from "./helpers.js";
 import { DAY, expectTokenError, expectTokenSuccess, INVALID_REFRESH, passwordRequest, refreshRequest } from "./token-helpers.js";
 
@@ -108,6 +108,39 @@ describe("admin.prune", () => {
     // full, 10 each), the 6th batch to revoked jtis (short: done), so the next run starts at assertion jtis.
     expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 6 })).toStrictEqual({ ...ZERO, revokedTokens: 10, assertionJtis: 10, complete: false });
     expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 6 }), "assertion jtis (short), then the other four: one round").toStrictEqual({ ...ZERO, complete: true });
+  });
+
+  it("a store that fails does not stop the others: they are pruned, the failure is logged with the counts, and the run rejects with it", async () => {
+    const storage = createMemoryStorage();
+    const errors: unknown[][] = [];
+    const h = await harness({ storage, logger: { error: (...args: unknown[]) => void errors.push(args), warn() {} } });
+    const now = h.clock.now();
+    for (let i = 0; i < 25; i++) await storage.sessions.create({ idHash: `s-${i}`, accountId: "a", csrfHash: "c", createdAt: now - DAY, expiresAt: now - 1 });
+    for (let i = 0; i < 25; i++) await storage.revokedTokens.add(`jti-${i}`, now - 1);
+    const outage = new StorageError("memory storage failed during signingKeys.list");
+    storage.signingKeys.list = () => Promise.reject(outage);
+    storage.sessions.deleteExpired = () => Promise.reject(new StorageError("memory storage failed during sessions.deleteExpired"));
+    for (const options of [{ batchSize: 10 }, { batchSize: 10, maxBatches: 7 }]) {
+      // With the budget: refresh tokens 0, sessions (failed: out of the rounds), counters 0, revoked
+      // jtis 10, assertion jtis 0; revoked jtis 10; revoked jtis 5 (7 batches).
+      errors.length = 0;
+      for (let i = 0; i < 25; i++) await storage.revokedTokens.add(`jti-${i}`, now - 1);
+      // The first failure (the signing keys', which go first) is the run's.
+      await expect(h.app.admin.prune(options), JSON.stringify(options)).rejects.toBe(outage);
+      for (let i = 0; i < 25; i++) expect(await storage.revokedTokens.has(`jti-${i}`), `jti-${i} ${JSON.stringify(options)}`).toBe(false);
+      expect(errors, JSON.stringify(options)).toStrictEqual([
+        [
+          "prune: some stores failed; the others were pruned",
+          {
+            failed: [
+              { store: "signingKeys", name: "StorageError", message: "memory storage failed during signingKeys.list" },
+              { store: "sessions", name: "StorageError", message: "memory storage failed during sessions.deleteExpired" },
+            ],
+            counts: { ...ZERO, revokedTokens: 25, complete: false },
+          },
+        ],
+      ]);
+    }
   });
 
   it("without maxBatches each store is drained to its end in one run, as before budgets existed", async () => {

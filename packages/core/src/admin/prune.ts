@@ -1,4 +1,5 @@
 import type { Context } from "../context.js";
+import { describeError } from "../http/respond.js";
 import { pruneKeys } from "../tokens/keys.js";
 
 /** Options of {@link prune}. */
@@ -45,7 +46,7 @@ export const PRUNE_BATCH_SIZE = 1000;
 
 /** One store's batches: `call` deletes at most `limit` rows and returns how many. */
 interface Queue {
-  /** The store's name. */
+  /** The store's name in a failure's log line. */
   name: string;
   call: (limit: number) => Promise<number>;
   deleted: number;
@@ -79,8 +80,10 @@ const nextStart = new WeakMap<Context, string>();
  * The signing keys go first. Then the stores take turns, one batch of `batchSize` each per round,
  * each until a batch comes back short, or until `maxBatches` batches have been made (`complete`
  * false when some store's last batch was full). With `maxBatches` the rounds start at the store
- * after the last one the app's previous budgeted run served. Two instances pruning at once are safe: the stores
- * delete each row once, so their counts add up.
+ * after the last one the app's previous budgeted run served. A store that fails (the keys too)
+ * takes no further batch in the run; the others go on, and the run then rejects with the first
+ * failure, after one `logger.error` line naming every failed store and the counts of the rest.
+ * Two instances pruning at once are safe: the stores delete each row once, so their counts add up.
  */
 export async function prune(ctx: Context, options: PruneOptions = {}): Promise<PruneCounts> {
   const batch = options.batchSize ?? PRUNE_BATCH_SIZE;
@@ -91,12 +94,20 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   // loops end even while traffic keeps creating rows.
   const now = ctx.clock();
   const { storage } = ctx;
+  const failures: { store: string; error: unknown }[] = [];
   // Only a configured key needs naming: otherwise the newest stored key is the one that signs.
   // (Asking the keyring on a fresh store would create a key, which pruning has no business doing.)
-  // First and once: a run whose budget the backlogs spend still prunes them.
-  const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
-  const deletedKeys = await pruneKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid);
-  if (deletedKeys.length > 0) ctx.keyring.invalidate();
+  // First and once: a run whose budget the backlogs spend still prunes them. A failure here (the
+  // keys' read, the clients' longest lifetime) leaves the keys to the next run, not the stores.
+  let signingKeys = 0;
+  try {
+    const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
+    const deletedKeys = await pruneKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid);
+    signingKeys = deletedKeys.length;
+    if (deletedKeys.length > 0) ctx.keyring.invalidate();
+  } catch (error) {
+    failures.push({ store: "signingKeys", error });
+  }
   const queue = (name: string, call: (limit: number) => Promise<number>, after?: Queue): Queue => ({ name, call, deleted: 0, done: false, ...(after ? { after } : {}) });
   const refreshTokens = queue("refreshTokens", (limit) => storage.refreshTokens.deleteExpired(now, limit));
   const ended = storage.refreshTokens.deleteEndedFamilies?.bind(storage.refreshTokens);
@@ -125,7 +136,15 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
         if (q.parked && !afterDone) break;
         spent++;
         last = q;
-        const n = await q.call(batch);
+        let n: number;
+        try {
+          n = await q.call(batch);
+        } catch (error) {
+          // Its work stays for the next run; the budget goes to the others.
+          failures.push({ store: q.name, error });
+          q.done = true;
+          break;
+        }
         q.deleted += n;
         // A store that ignores the limit deletes everything at once: its next call returns 0.
         if (n < batch) {
@@ -137,14 +156,19 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
     pending = pending.filter((q) => !q.done);
   }
   if (rounds && last !== undefined) nextStart.set(ctx, queues[(queues.indexOf(last) + 1) % queues.length]!.name);
-  return {
+  const counts: PruneCounts = {
     refreshTokens: refreshTokens.deleted,
     sessions: sessions.deleted,
     attempts: attempts.deleted,
     revokedTokens: revokedTokens.deleted,
     assertionJtis: assertionJtis.deleted,
-    signingKeys: deletedKeys.length,
+    signingKeys,
     auditEvents: auditEvents?.deleted ?? 0,
-    complete: pending.length === 0,
+    complete: pending.length === 0 && failures.length === 0,
   };
+  if (failures.length === 0) return counts;
+  // The counts of what was pruned would be lost with the rejection: one line names them, and each
+  // failure (the later ones are not thrown); the first failure is the run's, as before.
+  ctx.logger.error("prune: some stores failed; the others were pruned", { failed: failures.map(({ store, error }) => ({ store, ...describeError(error) })), counts });
+  throw failures[0]!.error;
 }
