@@ -248,13 +248,15 @@ function printable(message: string): string {
 }
 
 /**
- * One stderr line for a warning core logs: its message (without a leading `plantgate: `) and its
- * fields as JSON (an error's name, message and cause; a client id; a jwks_uri without its query).
- * Core puts no secret into either (see its Logger); the servers log the same fields.
+ * One stderr line for a warning or an error core logs: its message (without a leading
+ * `plantgate: `) and its fields as JSON (an error's name, message and cause; a client id; a
+ * jwks_uri without its query; a prune's failed stores and counts). Core puts no secret into
+ * either (see its Logger); the servers log the same fields. Until 2026-11-30 an error's fields
+ * were dropped.
  */
-function warning(message: string, context: Record<string, unknown> | undefined): string {
+function coreLine(level: "warning: " | "", message: string, context: Record<string, unknown> | undefined): string {
   const fields = context !== undefined && Object.keys(context).length > 0 ? ` ${JSON.stringify(context)}` : "";
-  return `plantgate: warning: ${printable(message.replace(/^plantgate: /, "") + fields)}\n`;
+  return `plantgate: ${level}${printable(message.replace(/^plantgate: /, "") + fields)}\n`;
 }
 
 /** The first line without its end (`\n` or `\r\n`; a line cut at `\n` by readStdin keeps its `\r`). */
@@ -679,7 +681,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     app = createPlantgate({
       ...options,
       storage: { ...storage, ...hot?.stores },
-      logger: { error: (message) => io.stderr(`plantgate: ${message}\n`), warn: (message, context) => io.stderr(warning(message, context)) },
+      logger: { error: (message, context) => io.stderr(coreLine("", message, context)), warn: (message, context) => io.stderr(coreLine("warning: ", message, context)) },
     });
     return { storage, app };
   };

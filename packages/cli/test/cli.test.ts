@@ -868,6 +868,38 @@ describe("plantgate CLI", () => {
     expect(bad).toEqual({ code: 2, stdout: "", stderr: "plantgate: --batch-size must be a positive integer\n", json: undefined });
   });
 
+  it("prune with a store that fails: the others are pruned, core's line names the failed store with the counts, and the exit is 3", async () => {
+    expect((await cli(["migrate"])).code).toBe(0);
+    const now = Date.now();
+    const storage = await openStorageFromEnv({}, { cwd: dir });
+    try {
+      await storage.sessions.create({ idHash: "s-1", accountId: "a", csrfHash: "c", createdAt: now - 7_200_000, expiresAt: now - 60_000 });
+      for (let i = 0; i < 3; i++) await storage.revokedTokens.add(`jti-${i}`, now - 60_000);
+      // The store refuses every delete of a session: a real failure of SQLite, in the second store.
+      await sql`create trigger keep_sessions before delete on pg_sessions begin select raise(abort, 'deletes refused for this test'); end`.execute(storage.db);
+    } finally {
+      await storage.close();
+    }
+    const pruned = await cli(["prune", "--server-defaults"]);
+    expect(pruned).toEqual({
+      code: 3,
+      stdout: "",
+      stderr:
+        'plantgate: prune: some stores failed; the others were pruned {"failed":[{"store":"sessions","name":"StorageError","message":"sqlite storage failed during sessions.deleteExpired (SQLITE_CONSTRAINT_TRIGGER)","cause":"SqliteError: deletes refused for this test"}],' +
+        '"counts":{"refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":3,"assertionJtis":0,"signingKeys":0,"auditEvents":0,"complete":false}}\n' +
+        "plantgate: sqlite storage failed during sessions.deleteExpired (SQLITE_CONSTRAINT_TRIGGER) (cause: SqliteError: deletes refused for this test)\n",
+      json: undefined,
+    });
+    const after = await openStorageFromEnv({}, { cwd: dir });
+    try {
+      // Until 2026-11-30 the sessions' failure ended the run: the revoked jtis after them stayed.
+      expect(await after.sessions.get("s-1")).not.toBeNull();
+      for (let i = 0; i < 3; i++) expect(await after.revokedTokens.has(`jti-${i}`), `jti-${i}`).toBe(false);
+    } finally {
+      await after.close();
+    }
+  });
+
   it("prune --max-batches N: at most N batches, the stores in turn, and \"complete\" says whether work was left", async () => {
     expect((await cli(["migrate"])).code).toBe(0);
     const now = Date.now();
