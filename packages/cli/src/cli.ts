@@ -8,6 +8,7 @@ import {
   createPlantgate,
   KeyEncryptionError,
   optionsFromEnv,
+  PRUNE_STORES,
   redactConnectionUrl,
   StorageError,
   type ClientSecretView,
@@ -64,7 +65,7 @@ export const USAGE = `usage: plantgate <command>
   keys revoke KID                    (deletes a key that does not sign now: after a leak, rotate --now, then a minute later revoke the old key)
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable, stored, atRest: encrypted / clear / external; reads only: [] when the store has none)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
-  prune [--batch-size N] [--max-batches N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts; --max-batches: at most N batches, the stores in turn, "complete":false when work was left)
+  prune [--batch-size N] [--max-batches N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts; --max-batches: at most N batches (at least 7), the stores in turn, "complete":false when work may be left)
   events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
@@ -475,7 +476,9 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       const raw = values["batch-size"];
       if (raw !== undefined && (!/^\d{1,9}$/.test(raw) || Number(raw) < 1)) throw new UsageError("--batch-size must be a positive integer");
       const budget = values["max-batches"];
-      if (budget !== undefined && (!/^\d{1,9}$/.test(budget) || Number(budget) < 1)) throw new UsageError("--max-batches must be a positive integer");
+      // Each run is a new process, whose rounds start at the first store (core's rotation across
+      // runs lives in the app instance): at least one round serves every store in every run.
+      if (budget !== undefined && (!/^\d{1,9}$/.test(budget) || Number(budget) < PRUNE_STORES)) throw new UsageError(`--max-batches must be an integer of at least ${PRUNE_STORES} (a batch for every store in each run)`);
       checkServerSettings("prune", io.env, values["server-defaults"] === true);
       const { app } = await open();
       return app.admin.prune({ ...(raw === undefined ? {} : { batchSize: Number(raw) }), ...(budget === undefined ? {} : { maxBatches: Number(budget) }) });

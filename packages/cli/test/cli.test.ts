@@ -921,8 +921,14 @@ describe("plantgate CLI", () => {
     });
     const second = await cli(["prune", "--batch-size", "2", "--max-batches", "9", "--server-defaults"]);
     expect(second.json).toEqual({ refreshTokens: 0, sessions: 1, attempts: 0, revokedTokens: 1, assertionJtis: 0, signingKeys: 0, auditEvents: 0, complete: true });
-    for (const bad of ["0", "-1", "1.5", "many"]) {
-      expect(await cli(["prune", "--max-batches", bad, "--server-defaults"]), bad).toEqual({ code: 2, stdout: "", stderr: "plantgate: --max-batches must be a positive integer\n", json: undefined });
+    // Each run is a new process: a budget below one batch per store would serve the same first stores every time.
+    for (const bad of ["0", "-1", "1", "6", "1.5", "many"]) {
+      expect(await cli(["prune", "--max-batches", bad, "--server-defaults"]), bad).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: "plantgate: --max-batches must be an integer of at least 7 (a batch for every store in each run)\n",
+        json: undefined,
+      });
     }
   });
 

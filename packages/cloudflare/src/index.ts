@@ -25,7 +25,7 @@
  * in wrangler.toml) and each run calls `admin.prune()`, at most `pruneMaxBatches` batches (default 20,
  * under D1's 50 queries per invocation on the Free plan), and logs the counts.
  */
-import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, ConfigError, createPlantgate, describeError, guardedLogger, isIpAddress, isThenable, LATE, optionsFromEnv, StorageError, unavailableResponse, waitAtMost, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
+import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, ConfigError, createPlantgate, describeError, guardedLogger, isIpAddress, isThenable, LATE, optionsFromEnv, PRUNE_STORES, StorageError, unavailableResponse, waitAtMost, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
 import { createD1Storage, SchemaTooNewError, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
@@ -326,7 +326,12 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   checkTimerMs("d1TimeoutMs", options.d1TimeoutMs ?? WORKER_D1_TIMEOUT_MS, "0 (no bound)");
   checkTimerMs("scheduledEventsTimeoutMs", scheduledEventsTimeoutMs, "0 (no bound)");
   checkTimerMs("fetchEventsTimeoutMs", fetchEventsTimeoutMs, "0 (no bound)");
-  if (!Number.isSafeInteger(pruneMaxBatches) || pruneMaxBatches < 0) throw new TypeError("pruneMaxBatches must be a non-negative integer (0: no bound)");
+  // A cron run may be a new isolate's first, whose rounds start at the first store: a budget below
+  // one batch per store would then serve the same first stores in every run (core's rotation across
+  // runs lives in the app instance). At least one round serves every store in every run.
+  if (!Number.isSafeInteger(pruneMaxBatches) || (pruneMaxBatches !== 0 && pruneMaxBatches < PRUNE_STORES)) {
+    throw new TypeError(`pruneMaxBatches must be 0 (no bound) or an integer of at least ${PRUNE_STORES} (a batch for every store in each run)`);
+  }
   const pruneOptions = pruneMaxBatches === 0 ? {} : { maxBatches: pruneMaxBatches };
   // Compatibility dates before 2022-10-31 keep workerd's legacy URL parser, which throws on URLs
   // the standard one takes (`?q=%ZZ`): core parses request.url, and that would be a 500. Detected

@@ -179,9 +179,10 @@ describe("the cron prune's budget, in workerd", () => {
     expect(await unbounded.rows()).toEqual([{ refreshTokens: 0, families: 0, sessions: 0, attempts: 0, revokedTokens: 0 }]);
   }, 120_000);
 
-  it("refuses a pruneMaxBatches that is not a non-negative integer", () => {
-    for (const pruneMaxBatches of [Number.NaN, -1, 1.5, Number.POSITIVE_INFINITY]) {
-      expect(() => createWorker({ pruneMaxBatches }), String(pruneMaxBatches)).toThrow(new TypeError("pruneMaxBatches must be a non-negative integer (0: no bound)"));
+  it("refuses a pruneMaxBatches that is not 0 or an integer of at least 7: a smaller budget would serve the same first stores in every run of a new isolate", () => {
+    for (const pruneMaxBatches of [Number.NaN, -1, 1, 6, 1.5, 7.5, Number.POSITIVE_INFINITY]) {
+      expect(() => createWorker({ pruneMaxBatches }), String(pruneMaxBatches)).toThrow(new TypeError("pruneMaxBatches must be 0 (no bound) or an integer of at least 7 (a batch for every store in each run)"));
     }
+    for (const pruneMaxBatches of [0, 7, 20, 900]) expect(createWorker({ pruneMaxBatches }).scheduled, String(pruneMaxBatches)).toBeTypeOf("function");
   });
 });

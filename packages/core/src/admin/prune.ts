@@ -44,6 +44,15 @@ export interface PruneCounts {
 /** Default rows per storage call of {@link prune}. */
 export const PRUNE_BATCH_SIZE = 1000;
 
+/**
+ * The most stores one round of {@link prune} serves (refresh tokens, their ended families' rows,
+ * sessions, counters, revoked jtis, assertion jtis, audit events): a `maxBatches` of at least this
+ * gives every store a batch in every run, whatever the app instance. The Worker's cron and the CLI,
+ * whose runs may each be a new instance (where a smaller budget would start at the first store
+ * every time), refuse less.
+ */
+export const PRUNE_STORES = 7;
+
 /** One store's batches: `call` deletes at most `limit` rows and returns how many. */
 interface Queue {
   /** The store's name in a failure's log line. */
