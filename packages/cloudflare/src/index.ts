@@ -74,7 +74,8 @@ export const WORKER_FETCH_EVENTS_TIMEOUT_MS = 25_000;
  * than a batch holds (then the unconsumed ones past their sliding expiry); a run adds 2 (the
  * clients' longest token lifetime, the signing keys), and a fresh isolate's first run its start
  * (12 with a bootstrapped client and account and their audit writes). The costliest run measured
- * in workerd made 42 (`packages/cloudflare/test/prune-budget.test.ts` counts them).
+ * in workerd made 48 (14 of its 20 batches two statements; 49 should it also delete a signing key;
+ * `packages/cloudflare/test/prune-budget.test.ts` counts them).
  */
 export const WORKER_PRUNE_MAX_BATCHES = 20;
 
@@ -159,10 +160,13 @@ export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
    * The most delete batches (of 1000 rows) one scheduled prune makes (`admin.prune({ maxBatches })`):
    * the stores take turns, one batch each per round, so each gets one in every run however large
    * another's backlog, and a backlog past the budget is worked off over the next runs (the counts'
-   * `complete` is `false` while work is left). Default 20 ({@link WORKER_PRUNE_MAX_BATCHES}), which
-   * keeps a run under the 50 D1 queries Cloudflare allows a Free-plan invocation; on the Paid plan
-   * (1000) it may be raised, to about 900. `0`: no bound (each store drained in one run, which a
-   * backlog of more than a few dozen batches makes fail on Cloudflare past the limit).
+   * `complete` is `false` while work may be left). Default 20 ({@link WORKER_PRUNE_MAX_BATCHES}),
+   * which keeps a run under the 50 D1 queries Cloudflare allows a Free-plan invocation; on the Paid
+   * plan (1000) it may be raised, to about 490 (a batch may be two statements). At least 7
+   * (`PRUNE_STORES`, one batch per store: a run in a new isolate starts its rounds at the first
+   * store, so a smaller budget would never reach the last ones). `0`: no bound (each store drained
+   * in one run, which a backlog of more than a few dozen batches makes fail on Cloudflare past the
+   * limit).
    */
   pruneMaxBatches?: number;
   /**
@@ -179,7 +183,9 @@ export interface PlantgateWorker {
    * The cron trigger's handler: prunes (`admin.prune({ maxBatches: pruneMaxBatches })`: at most that
    * many batches, the stores taking turns) and reports the counts (`complete: false` when work was left).
    * A failure (no D1 binding, D1 down) is logged (`plantgate scheduled prune failed`, with the D1
-   * error under it) and rethrown, so the run shows as failed. An `onPrune` that throws is logged
+   * error under it) and rethrown, so the run shows as failed; a store that fails does not keep the
+   * others from being pruned first (core logs `prune: some stores failed; the others were pruned`,
+   * naming the failed stores, with the counts). An `onPrune` that throws is logged
    * (`plantgate onPrune hook failed`, with the counts) and the run stands: the prune was done. Then it
    * waits at most `scheduledEventsTimeoutMs` for the security events still being delivered.
    */

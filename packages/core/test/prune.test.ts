@@ -80,7 +80,9 @@ describe("admin.prune", () => {
     // Round 1: refresh tokens 10, sessions 10, counters 5 (short: done), revoked jtis 10, assertion
     // jtis 0 (done); round 2: the three with work left, 10 each. 8 batches.
     expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 8 })).toStrictEqual({ ...ZERO, refreshTokens: 20, sessions: 20, attempts: 5, revokedTokens: 20, complete: false });
-    // Round 1: 10, 10 (full: not known to be done), 0, 10, 0; round 2: 10, and the short batches of sessions and jtis.
+    // From assertion jtis (the store after the first run's last batch): 0, then refresh tokens 10,
+    // sessions 10 (full: not known to be done), counters 0, revoked jtis 10; round 2: refresh
+    // tokens 10, and the short batches of sessions and revoked jtis.
     expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 8 })).toStrictEqual({ ...ZERO, refreshTokens: 20, sessions: 10, revokedTokens: 10, complete: false });
     // A budget larger than the work: every store's last batch short.
     expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 100 })).toStrictEqual({ ...ZERO, refreshTokens: 60, complete: true });
@@ -108,6 +110,16 @@ describe("admin.prune", () => {
     // full, 10 each), the 6th batch to revoked jtis (short: done), so the next run starts at assertion jtis.
     expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 6 })).toStrictEqual({ ...ZERO, revokedTokens: 10, assertionJtis: 10, complete: false });
     expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 6 }), "assertion jtis (short), then the other four: one round").toStrictEqual({ ...ZERO, complete: true });
+  });
+
+  it("`complete: false` is conservative: a last batch that took exactly the rest is not known to be the last, and the next run finds nothing", async () => {
+    const storage = createMemoryStorage();
+    const h = await harness({ storage });
+    const now = h.clock.now();
+    for (let i = 0; i < 10; i++) await storage.sessions.create({ idHash: `s-${i}`, accountId: "a", csrfHash: "c", createdAt: now - DAY, expiresAt: now - 1 });
+    // One round of the five stores, the sessions' batch full: the budget is spent before a second call could say none are left.
+    expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 5 })).toStrictEqual({ ...ZERO, sessions: 10, complete: false });
+    expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 5 })).toStrictEqual(ZERO);
   });
 
   it("a store that fails does not stop the others: they are pruned, the failure is logged with the counts, and the run rejects with it", async () => {

@@ -15,9 +15,14 @@ export interface PruneOptions {
    * batch each per round (refresh tokens, their ended families' rows where the store keeps them,
    * sessions, counters, revoked jtis, assertion jtis, audit events), so every store with work left
    * gets a batch in each round even when one has a huge backlog; the run stops when the budget is
-   * spent, and `complete` says whether work was left. The signing keys (a list and at most one
-   * delete) are pruned once per run, before the batches and outside the budget. For a platform that
-   * bounds the storage calls of one invocation (Cloudflare D1: 50 queries on the Free plan).
+   * spent, and `complete` says whether work may be left. The ended families' rows sit out once a
+   * batch of them comes back short while the tokens have work, until the tokens are done. Each
+   * run of an app starts its rounds at the store after the last one its previous budgeted run
+   * served, so a budget below the number of stores serves every store within
+   * ceil(stores / maxBatches) runs of one app instance; at least {@link PRUNE_STORES} serves every
+   * store in every run, in any instance. The signing keys (a list and at most one delete) are
+   * pruned once per run, before the batches and outside the budget. For a platform that bounds the
+   * storage calls of one invocation (Cloudflare D1: 50 queries on the Free plan).
    */
   maxBatches?: number;
 }
@@ -34,9 +39,12 @@ export interface PruneCounts {
   /** Audit events older than the retention (`auditRetentionDays`); 0 without an audit store. */
   auditEvents: number;
   /**
-   * `true` when every store's last batch came back short (nothing left as of the run's instant);
-   * `false` when `maxBatches` ran out first, with work left for the next run. Always `true` without
-   * `maxBatches`.
+   * `true` when every store's last batch came back short: nothing was left as of the run's instant.
+   * `false` when `maxBatches` ran out while some store's last batch was full, so work may be left
+   * for the next run; conservative: a full last batch that took exactly the rest still says
+   * `false` (knowing would cost another call of that store, past the budget), and the next run
+   * finds nothing. (A run in which a store failed rejects; the counts in its log line say `false`.)
+   * Always `true` for a run without `maxBatches` that does not fail.
    */
   complete: boolean;
 }
