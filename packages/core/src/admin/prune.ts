@@ -63,7 +63,7 @@ export const PRUNE_STORES = 7;
 
 /** One store's batches: `call` deletes at most `limit` rows and returns how many. */
 interface Queue {
-  /** The store's name in a failure's log line. */
+  /** The store's name: where the next run starts (nextStart), and a failure's log line. */
   name: string;
   call: (limit: number) => Promise<number>;
   deleted: number;
