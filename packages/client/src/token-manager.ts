@@ -214,10 +214,16 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * rotated token for the newer one.
    */
   async function newestRefreshToken(cached: CachedToken | null): Promise<string | null> {
-    const mine = current?.refreshToken ?? null;
-    const theirs = cached?.refreshToken ?? null;
-    if (mine === null || theirs === null || mine === theirs) return theirs ?? mine;
-    return (current!.lineage ?? []).includes(await tokenHash(theirs)) ? mine : theirs;
+    if (await replaced(current, cached)) return current!.refreshToken;
+    return cached?.refreshToken ?? current?.refreshToken ?? null;
+  }
+
+  /** Whether `ours`'s refresh token replaced `theirs`'s (by lineage): theirs is the older one. */
+  async function replaced(ours: CachedToken | null, theirs: CachedToken | null): Promise<boolean> {
+    const mine = ours?.refreshToken ?? null;
+    const other = theirs?.refreshToken ?? null;
+    if (mine === null || other === null || mine === other) return false;
+    return (ours!.lineage ?? []).includes(await tokenHash(other));
   }
 
   async function tokenRequest(
@@ -263,7 +269,16 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   /** Finds or fetches a fresh token; `cached` when it came from the shared cache. */
   async function obtain(): Promise<{ token: CachedToken; cached: boolean }> {
     const cached = await readCache();
-    if (cached && fresh(cached)) return { token: cached, cached: true };
+    if (cached && fresh(cached)) {
+      // Never back to an older refresh token: when ours replaced the cache's (its write was lost,
+      // or the cache holds a grace replay of a token we rotated since, with a new access token),
+      // the cache's access token is used with our refresh token, and that pair is written (the
+      // cache is behind). Taking the cache's pair whole lost ours: once the grace window had
+      // passed, the next refresh presented the replaced token, which is reuse (family revoked,
+      // user signed out). Seen until 2026-11-29 with a best-effort hook whose writes failed.
+      if (await replaced(current, cached)) return { token: { ...cached, refreshToken: current!.refreshToken, lineage: current!.lineage! }, cached: false };
+      return { token: cached, cached: true };
+    }
     const refreshToken = await newestRefreshToken(cached);
     if (refreshToken !== null) {
       const source = cached?.refreshToken === refreshToken ? cached : current;

@@ -38,13 +38,16 @@ function recordingFetch(forwarded: string[], who: string): FetchLike {
 
 /**
  * One shared store (JSON text, as Redis holds it) and a hook per process onto it: `down` makes a
- * process's hook calls fail (its link to the cache is cut), `failSets` fails that many of its sets.
+ * process's hook calls fail (its link to the cache is cut), `failSets` fails that many of its sets,
+ * `dropSets` makes its sets write nothing and report no error.
  */
 function sharedCache() {
   const store = new Map<string, string>();
   const log: string[] = [];
   const link = (who: string) => {
-    const state = { down: false, failSets: 0 };
+    // dropSets: a best-effort hook (as the README suggests) whose writes fail and which swallows
+    // the error, as one on a Redis that went read-only (a failover to a replica) does.
+    const state = { down: false, failSets: 0, dropSets: false };
     const hook: TokenCache = {
       async get(key) {
         if (state.down) throw new Error("cache unreachable");
@@ -57,6 +60,10 @@ function sharedCache() {
         if (state.failSets > 0) {
           state.failSets--;
           throw new Error("cache unreachable");
+        }
+        if (state.dropSets) {
+          log.push(`${who} set dropped`);
+          return;
         }
         log.push(`${who} set`);
         store.set(key, JSON.stringify(token));
@@ -249,6 +256,64 @@ describe("a tokenCache.set that failed after a rotation", () => {
     expect(await a.client.getAccessToken()).not.toBe(third);
     expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, `B: ${REFRESH}`, `B: ${REFRESH}`, `A: ${REFRESH}`]);
     expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
+  });
+});
+
+/** Revokes an access token at the server's revocation endpoint (RFC 7009), as its client. */
+async function revokeAccessToken(t: ServerTarget, token: string): Promise<void> {
+  const response = await fetch(`${t.baseUrl}/UserService/connect/revocation`, {
+    method: "POST",
+    headers: { authorization: `Basic ${btoa(`${t.clientId}:${t.clientSecret}`)}`, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ token, token_type_hint: "access_token" }).toString(),
+  });
+  expect(response.status).toBe(200);
+}
+
+describe("a fresh token in the cache whose refresh token ours replaced", () => {
+  it("is used with our newer refresh token, which is kept (and written): the next renewal after the grace window presents ours, and the family lives", async () => {
+    target = await startTarget();
+    const t = target;
+    const cache = sharedCache();
+    const forwarded: string[] = [];
+    const { a, b } = twoProcesses(t, cache, forwarded);
+    const clocks = [t.clock, a.clock, b.clock];
+    await a.client.getAccessToken();
+    await b.client.getAccessToken(); // from the cache: both hold the first pair (V)
+    // A's cache writes fail from now on, and its best-effort hook swallows the errors.
+    a.link.state.dropSets = true;
+    // V is due: A rotates it (V -> X); the cache keeps V.
+    for (const clock of clocks) clock.advance(TTL);
+    const x = await a.client.getAccessToken();
+    // X's access token is revoked: A's API call is answered 401, and A rotates again (X -> Y).
+    await revokeAccessToken(t, x);
+    expect((await a.client.listAccounts()).total).toBe(1);
+    // Within the grace window B renews from the cache's V: the server replays V's rotation, with
+    // X's refresh token and, X's access token being revoked, a new access token (AT'), which B caches.
+    for (const clock of clocks) clock.advance(10);
+    const replayed = await b.client.getAccessToken();
+    expect(replayed).not.toBe(x);
+    const behind = cache.held();
+    expect(behind.accessToken).toBe(replayed);
+    // A's Y is due, the cache's AT' (issued 10 s later) still fresh: A takes AT' from the cache, with
+    // its own refresh token, and (its writes land again) writes that pair.
+    a.link.state.dropSets = false;
+    for (const clock of clocks) clock.advance(TTL - 35);
+    expect((await a.client.listAccounts()).total).toBe(1);
+    expect(cache.held().accessToken).toBe(replayed);
+    expect(cache.held().refreshToken).not.toBe(behind.refreshToken);
+    // Past the grace window and AT' due, A renews: X's refresh token would be reuse (family revoked,
+    // the user signed out); Y's is the family's live one.
+    for (const clock of clocks) clock.advance(60);
+    const outcome = await a.client.listAccounts().then(
+      (page) => page.total,
+      (e: unknown) => String(e),
+    );
+    expect(outcome).toBe(1);
+    // B takes A's new pair from the cache.
+    expect(await b.client.getAccessToken()).toBe(cache.held().accessToken);
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, `A: ${ACCOUNTS}`, `A: ${REFRESH}`, `A: ${ACCOUNTS}`, `B: ${REFRESH}`, `A: ${ACCOUNTS}`, `A: ${REFRESH}`, `A: ${ACCOUNTS}`]);
+    const events = await t.events();
+    expect(events.filter((e) => e === "token.refreshed" || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed", "token.refreshed", "token.refreshed"]);
   });
 });
 
