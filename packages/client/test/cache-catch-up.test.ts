@@ -39,7 +39,7 @@ function recordingFetch(forwarded: string[], who: string): FetchLike {
 /**
  * One shared store (JSON text, as Redis holds it) and a hook per process onto it: `down` makes a
  * process's hook calls fail (its link to the cache is cut), `failSets` fails that many of its sets,
- * `dropSets` makes its sets write nothing and report no error.
+ * `dropSets` makes its sets write nothing and report no error; `beforeGet` runs before each get.
  */
 function sharedCache() {
   const store = new Map<string, string>();
@@ -47,9 +47,10 @@ function sharedCache() {
   const link = (who: string) => {
     // dropSets: a best-effort hook (as the README suggests) whose writes fail and which swallows
     // the error, as one on a Redis that went read-only (a failover to a replica) does.
-    const state = { down: false, failSets: 0, dropSets: false };
+    const state = { down: false, failSets: 0, dropSets: false, beforeGet: null as (() => Promise<void>) | null };
     const hook: TokenCache = {
       async get(key) {
+        await state.beforeGet?.();
         if (state.down) throw new Error("cache unreachable");
         log.push(`${who} get`);
         const v = store.get(key);
@@ -530,5 +531,43 @@ describe("a refresh token refused while the cache is unreachable, the password n
     }
     // The refused refresh token was presented once; nothing more was sent.
     expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`]);
+  });
+});
+
+describe("a refresh token refused after the grace window while another process's rotation of it reaches the cache", () => {
+  it("the cached newer token (access token expired) is not presented: the server's reuse detection revoked its family too, as its holder finds", async () => {
+    target = await startTarget();
+    const t = target;
+    const cache = sharedCache();
+    const forwarded: string[] = [];
+    const { a, b } = twoProcesses(t, cache, forwarded);
+    const clocks = [t.clock, a.clock, b.clock];
+    await a.client.getAccessToken();
+    await b.client.getAccessToken();
+    const first = cache.held();
+    // B rotates the refresh token (V -> W); its write fails once, so its catch-up timer writes W 1 s later.
+    for (const clock of clocks) clock.advance(TTL);
+    b.link.state.failSets = 1;
+    expect(await b.client.getAccessToken().catch((e: unknown) => e)).toEqual(new Error("cache unreachable"));
+    // More than the grace window (and W's lifetime) later by the clocks, A renews: it reads V from
+    // the cache and presents it; while its request is on the way, B's catch-up writes W, which A
+    // finds when it reads the cache again after the refusal.
+    for (const clock of clocks) clock.advance(TTL + GRACE);
+    let gets = 0;
+    let landed = false;
+    a.link.state.beforeGet = async () => {
+      if (++gets === 2) landed = await until(() => cache.held().refreshToken !== first.refreshToken, 5000);
+    };
+    const refused = await a.client.getAccessToken().catch((e: unknown) => e);
+    expect(landed).toBe(true);
+    expect(refused).toBeInstanceOf(OAuthError);
+    expect(refused).toMatchObject({ status: 400, error: "invalid_grant", grantType: "refresh_token" });
+    const w = cache.held();
+    expect(w.refreshToken).not.toBe(first.refreshToken);
+    // The refusal was reuse: the server revoked the family, W included. B, which holds W, is refused too.
+    expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual(["refresh_token.reuse_detected"]);
+    const bRefused = await b.client.getAccessToken().catch((e: unknown) => e);
+    expect(bRefused).toMatchObject({ status: 400, error: "invalid_grant", grantType: "refresh_token" });
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `B: ${REFRESH}`, `A: ${REFRESH}`, `B: ${REFRESH}`]);
   });
 });
