@@ -157,6 +157,8 @@ export function createClient(options: ClientOptions): PlantgateClient {
   if (tokenCache !== null && (typeof tokenCache.get !== "function" || typeof tokenCache.set !== "function")) {
     throw new TypeError("tokenCache must have get(key) and set(key, token)");
   }
+  const waitUntil = options.waitUntil ?? null;
+  if (waitUntil !== null && typeof waitUntil !== "function") throw new TypeError("waitUntil must be a function");
   const scopeKey = scope === undefined ? "" : scope.split(" ").sort().join(" ");
   const cacheKey = `plantgate-client:${JSON.stringify([baseUrl, clientId, credentials?.username ?? null, scopeKey])}`;
 
@@ -176,6 +178,7 @@ export function createClient(options: ClientOptions): PlantgateClient {
     refreshSkewMs: skew * 1000,
     tokenCache,
     cacheKey,
+    waitUntil,
   });
 
   const call = (method: "GET" | "POST", path: string, body: string | undefined, signal: AbortSignal | undefined) =>

@@ -28,6 +28,8 @@ export interface TokenManagerConfig {
   refreshSkewMs: number;
   tokenCache: TokenCache | null;
   cacheKey: string;
+  /** Registers background work with the runtime (see `ClientOptions.waitUntil`), or null. */
+  waitUntil: ((promise: Promise<void>) => void) | null;
 }
 
 /** Hands out access tokens: cached, renewed before expiry, one request at a time. */
@@ -88,6 +90,18 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   const canRunGrant = () => grant === "client_credentials" || credentials !== null;
 
   /**
+   * Hands background work to the runtime's `waitUntil` (see `ClientOptions.waitUntil`): in a Worker,
+   * a timer set while a request is served never fires once its response is sent unless registered.
+   */
+  const keepAlive = (work: Promise<void>): void => {
+    try {
+      config.waitUntil?.(work);
+    } catch {
+      // A runtime refusing the registration leaves the work as it is without one.
+    }
+  };
+
+  /**
    * Calls a cache hook, bounded by timeoutMs: a hook that never answers (a lost Redis reply) would
    * otherwise hold the shared renewal, and with it every later call of this client, for good. The
    * hook gets a signal of its own, aborted (a `TimeoutError` DOMException as its reason) when the
@@ -115,7 +129,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   /** The catch-up write in flight; a renewal waits for it, so an older token never lands after a newer one. */
   let catching: Promise<void> | null = null;
   /** The timed retries of the current {@link behind}'s write. */
-  const catchUpRetry = backoff(CATCH_UP_RETRY_MS, () => catchUp(true));
+  const catchUpRetry = backoff(CATCH_UP_RETRY_MS, () => catchUp(true), keepAlive);
   /** When the last catch-up started (monotonic ms): calls start one at most once a second. */
   let lastCatchUp = -Infinity;
 
@@ -143,7 +157,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * began a new session): by lineage, only a token ours replaced, or nothing, is written over. Runs
    * in the background (its failure fails no call; it is tried again) and never beside a renewal.
    */
-  function catchUp(timed = false): void {
+  function catchUp(timed = false): Promise<void> | undefined {
     const token = behind;
     if (token === null || catching !== null) return;
     if (inflight !== null) {
@@ -164,6 +178,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     })().finally(() => {
       catching = null;
     });
+    keepAlive(catching);
+    return catching;
   }
 
   /**
@@ -176,7 +192,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * is an ordinary renewal (single flight, the shared cache read first); an answer ends the retries.
    */
   // Its failure fails no call; a failure without an answer schedules the next retry.
-  const refreshRetry = backoff(REFRESH_RETRY_MS, () => void getToken().catch(() => undefined));
+  const refreshRetry = backoff(REFRESH_RETRY_MS, () => getToken().then(() => undefined, () => undefined), keepAlive);
 
   /**
    * A refresh got an answer (a token or a refusal), or a renewal found a token otherwise (the
@@ -413,22 +429,38 @@ function noAnswer(error: unknown): boolean {
  * A timer that runs `run` after `delays[0]` ms, then (each `schedule()` after it has fired) after the
  * next delay, until the delays are used up; `schedule()` while one is pending does nothing, and
  * `reset()` clears the pending one and starts the delays again. Never what keeps a Node process alive.
+ * Each timer set is handed to `keepAlive` as a promise that settles when the run it started has
+ * ended (a promise `run` returns is waited for), or when `reset()` clears it.
  */
-function backoff(delays: readonly number[], run: () => void): { schedule(): void; reset(): void } {
+function backoff(
+  delays: readonly number[],
+  run: () => Promise<void> | void,
+  keepAlive: (work: Promise<void>) => void,
+): { schedule(): void; reset(): void } {
   let timer: ReturnType<typeof setTimeout> | null = null;
+  /** Settles the pending timer's promise. */
+  let settle: (() => void) | null = null;
   let used = 0;
   return {
     schedule() {
       if (timer !== null || used >= delays.length) return;
+      let done!: () => void;
+      const work = new Promise<void>((resolve) => (done = resolve));
+      settle = done;
       timer = setTimeout(() => {
         timer = null;
-        run();
+        settle = null;
+        // Settled after the run's own work: a retry it schedules is registered while this one still is.
+        Promise.resolve().then(run).then(done, done);
       }, delays[used++]);
       (timer as { unref?: () => void }).unref?.();
+      keepAlive(work);
     },
     reset() {
       if (timer !== null) clearTimeout(timer);
       timer = null;
+      settle?.();
+      settle = null;
       used = 0;
     },
   };

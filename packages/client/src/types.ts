@@ -145,6 +145,21 @@ export interface ClientOptions {
   refreshSkewSeconds?: number;
   /** Optional shared cache; see {@link TokenCache}. */
   tokenCache?: TokenCache;
+  /**
+   * Registers the client's background work with the runtime, for runtimes that end a request's
+   * work when its response is sent: Cloudflare Workers run no timer of a request after that unless
+   * it was handed to `waitUntil`. Called at once (in the call that started the work) with a promise
+   * that settles, never rejecting, when that work has ended: each timed retry of a refresh whose
+   * answer was lost and of a failed `tokenCache` write (from the moment it is set until its run has
+   * ended, or it is cleared), and each catch-up write of the cache. Without it, in a Worker, none of
+   * these run once the response is sent. A `waitUntil` that throws is ignored.
+   *
+   * @example
+   * // A Worker with one client per isolate: cloudflare:workers' waitUntil registers with the request being served.
+   * import { waitUntil } from "cloudflare:workers";
+   * const client = createClient({ baseUrl, clientId, clientSecret, waitUntil });
+   */
+  waitUntil?: (promise: Promise<void>) => void;
 }
 
 /** The current token, without the refresh token. */

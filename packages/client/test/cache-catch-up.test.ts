@@ -416,6 +416,31 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     await expectPresentedAgain(t, a, lose, forwarded, "A: (answer lost)");
   });
 
+  it("with waitUntil: the retry's timer is handed to it when set, and that promise settles once the retry has its answer", async () => {
+    target = await startTarget();
+    const t = target;
+    const forwarded: string[] = [];
+    const lose = { count: 1, answered: 0 };
+    const handed: { settled: boolean }[] = [];
+    const waitUntil = (promise: Promise<void>) => {
+      const entry = { settled: false };
+      handed.push(entry);
+      void promise.then(() => (entry.settled = true));
+    };
+    const clock = manualClock(t.clock.now());
+    const client = createClient({ baseUrl: t.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, scope: OFFLINE, credentials: { username: t.username, password: t.password }, keepCredentials: false, clock: clock.now, fetch: losingFetch(forwarded, "A", lose), waitUntil });
+    await client.getAccessToken();
+    expect(handed).toEqual([]);
+    for (const c of [t.clock, clock]) c.advance(TTL);
+    expect(await client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
+    // Handed over by the failed call itself, before it returned.
+    expect(handed).toEqual([{ settled: false }]);
+    expect(await until(() => handed[0]!.settled, 5000)).toBe(true);
+    expect(lose.answered).toBe(2);
+    await expectPresentedAgain(t, { client, clock }, lose, forwarded, "A: (answer lost)");
+    expect(handed).toEqual([{ settled: true }]);
+  });
+
   it("a gateway's own 5xx JSON in place of the answer (504 Endpoint request timed out) is no answer either: presented again within the window", async () => {
     target = await startTarget();
     const t = target;

@@ -431,6 +431,12 @@ describe("a cap on response bodies (maxResponseBytes, default 1 MiB)", () => {
   });
 });
 
+describe("waitUntil", () => {
+  it("is checked: a function", () => {
+    expect(() => createClient({ ...SECRET_OPTIONS, fetch: async () => json(200, TOKEN), waitUntil: {} as never })).toThrow(new TypeError("waitUntil must be a function"));
+  });
+});
+
 describe("nothing of a body reaches an error, and nothing is held (review 2026-11-29)", () => {
   it("a redirect's body is let go of (cancelled), not left holding the connection", async () => {
     let cancelled = false;

@@ -48,6 +48,8 @@ export async function bundleEntry(contents: string, resolveDir: string, { minify
     platform: "browser",
     conditions: ["workerd", "worker", "browser"],
     target: "es2022",
+    // The runtime's own modules (`import { waitUntil } from "cloudflare:workers"`), left to workerd as wrangler does.
+    external: ["cloudflare:*"],
     minify,
     write: false,
     metafile: true,
