@@ -8,24 +8,11 @@ import { sql } from "kysely";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import type { SqlStorage } from "@plantgate/storage-sql";
 import { runCli } from "../src/cli.js";
+import { POSTGRES_URL, postgresProblem } from "./postgres.js";
 
-const POSTGRES_URL = process.env.PLANTGATE_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const IN_CI = process.env.CI === "true";
 
-async function probe(): Promise<string | null> {
-  try {
-    const storage = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
-    try {
-      await sql`select 1`.execute(storage.db);
-    } finally {
-      await storage.close();
-    }
-    return null;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  }
-}
-const problem = await probe();
+const problem = await postgresProblem();
 
 const opened: SqlStorage[] = [];
 afterEach(async () => {

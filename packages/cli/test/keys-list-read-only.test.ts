@@ -17,8 +17,8 @@ import { createPlantgate, generateKeyRecord } from "@plantgate/core";
 import type { SqlStorage } from "@plantgate/storage-sql";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { runCli } from "../src/cli.js";
+import { POSTGRES_URL, postgresProblem } from "./postgres.js";
 
-const POSTGRES_URL = process.env.PLANTGATE_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const IN_CI = process.env.CI === "true";
 const KEK = randomBytes(32).toString("base64url");
 const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -99,19 +99,6 @@ async function postgresBackend(): Promise<Backend> {
   };
 }
 
-async function postgresProblem(): Promise<string | null> {
-  try {
-    const storage = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
-    try {
-      await sql`select 1`.execute(storage.db);
-    } finally {
-      await storage.close();
-    }
-    return null;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  }
-}
 const pgProblem = await postgresProblem();
 
 const BACKENDS: { name: string; open: () => Promise<Backend>; skip: string | null }[] = [
