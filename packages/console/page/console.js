@@ -221,6 +221,7 @@
     // notice of a session from another tab is done with.
     if (view !== "view-sign-in") {
       endSignInWait();
+      showError("sign-in-wait", null);
       offerSession(null);
     }
     for (const v of VIEWS) $(v).hidden = v !== view;
@@ -1131,8 +1132,12 @@
    * The wait after a sign-in refused with 429 and a `Retry-After` (a brute-force lock-out, or too
    * many password checks at once): until then the sign-in button is disabled, and the refusal
    * counts the wait down ("try again in 14 min": each minute, each second under two minutes);
-   * then the button is enabled again and the message says so. Counted on this page's clock; a
-   * reload forgets it (the server still refuses until then).
+   * then the button is enabled again and the message says so. The refusal and its count have a box
+   * of their own (`sign-in-wait`), which nothing else writes: what the view says meanwhile (in
+   * `sign-in-error`, e.g. that the session offered by another tab has ended) is shown beside the
+   * count, not replaced by it within a second. The box stays until the next sign-in is sent or
+   * another view is shown. Counted on this page's clock; a reload forgets it (the server still
+   * refuses until then).
    * @type {{ timer: number } | null}
    */
   let signInWait = null;
@@ -1142,7 +1147,7 @@
     if (!signInWait) return;
     clearTimeout(signInWait.timer);
     signInWait = null;
-    $("sign-in-error").removeAttribute("aria-live");
+    $("sign-in-wait").removeAttribute("aria-live");
     $button("sign-in-submit").disabled = false;
   }
 
@@ -1150,7 +1155,11 @@
   function waitToSignIn(refusal) {
     endSignInWait();
     const until = Date.now() + (refusal.retryAfter ?? 0) * 1000;
-    const box = $("sign-in-error");
+    const box = $("sign-in-wait");
+    // The refusal, read out once (an alert, aria-live not "off"): in its own box, not in
+    // sign-in-error as other refusals are.
+    showError("sign-in-error", null);
+    showError("sign-in-wait", refusal);
     const wait = { timer: 0 };
     signInWait = wait;
     $button("sign-in-submit").disabled = true;
@@ -1159,7 +1168,7 @@
       const left = until - Date.now();
       const text = left > 0 ? withRetry(refusal.said, "try again in " + waitText(Math.ceil(left / 1000))) : withRetry(refusal.said, "you can try again now");
       // Written only when it changes. The box is an alert, read out on each change: the refusal is
-      // read once (showError wrote it), the count's changes are not (aria-live "off" while
+      // read once (written above), the count's changes are not (aria-live "off" while
       // counting: under two minutes a screen reader said every second), the end is again.
       if (box.textContent !== text) {
         if (left > 0) box.setAttribute("aria-live", "off");
@@ -1177,6 +1186,8 @@
   $form("sign-in-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     if (signInWait) return;
+    // The last wait's "you can try again now" is old news once the next sign-in is sent.
+    showError("sign-in-wait", null);
     const username = $input("sign-in-username").value;
     const password = $input("sign-in-password").value;
     if (!username || !password) {
@@ -1195,8 +1206,8 @@
       buildClientForm();
       await route();
     } catch (e) {
-      showError("sign-in-error", e);
       if (e instanceof ApiFailure && e.status === 429 && e.retryAfter !== null) waitToSignIn(e);
+      else showError("sign-in-error", e);
       $input("sign-in-password").value = "";
       $input("sign-in-password").focus();
     } finally {

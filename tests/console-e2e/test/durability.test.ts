@@ -293,10 +293,11 @@ suite(name, () => {
     await page.locator("#sign-in-password").press("Enter");
     // (With the wait its Retry-After gives: see robustness.test.ts; the button stays disabled for
     // it, counting down: sign-in.test.ts.)
-    await expect.poll(() => page.locator("#sign-in-error").textContent()).toBe("Too many failed sign-ins; try again in 1 s.");
+    await expect.poll(() => page.locator("#sign-in-wait").textContent()).toBe("Too many failed sign-ins; try again in 1 s.");
+    expect(await page.locator("#sign-in-error").isHidden()).toBe(true);
     await page.unrouteAll({ behavior: "wait" });
     await expect.poll(() => page.locator("#sign-in-submit").isDisabled(), { timeout: 5_000 }).toBe(false);
-    expect(await page.locator("#sign-in-error").textContent()).toBe("Too many failed sign-ins; you can try again now.");
+    expect(await page.locator("#sign-in-wait").textContent()).toBe("Too many failed sign-ins; you can try again now.");
     await signIn();
     await page.locator("#view-accounts").waitFor({ state: "visible" });
     await page.locator("#accounts-body tr").first().waitFor();

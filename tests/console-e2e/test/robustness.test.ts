@@ -152,7 +152,8 @@ suite(name, () => {
 
   /**
    * Submits the sign-in form and returns the error it shows once it shows a new one. `waits`: a 429
-   * with a Retry-After, after which the sign-in button stays disabled for that long.
+   * with a Retry-After, after which the sign-in button stays disabled for that long (the refusal
+   * then in the wait's own box).
    */
   async function refusedSignIn(username: string, password: string, waits = false): Promise<string> {
     await page.locator("#sign-in-username").fill(username);
@@ -163,7 +164,9 @@ suite(name, () => {
     // The form is usable again (and the password field emptied) once the answer is shown.
     await expect.poll(() => page.locator("#sign-in-password").inputValue()).toBe("");
     await expect.poll(() => page.locator("#sign-in-submit").isDisabled()).toBe(waits);
-    return (await page.locator("#sign-in-error").textContent())!;
+    const box = page.locator(waits ? "#sign-in-wait" : "#sign-in-error");
+    expect(await page.locator(waits ? "#sign-in-error" : "#sign-in-wait").isHidden()).toBe(true);
+    return (await box.textContent())!;
   }
 
   /** Releases answers a test held back and has not released (a failed test), so the routes can be removed. */

@@ -37,6 +37,9 @@ suite(name, () => {
     });
   };
 
+  /** The server's store: a test ends sessions in it. */
+  const storage = createMemoryStorage();
+
   beforeAll(async () => {
     requireChromium();
     server = await startServer(
@@ -51,7 +54,7 @@ suite(name, () => {
         PLANTGATE_BRUTE_FORCE_MAX_FAILURES: "2",
         PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: String(WINDOW_SECONDS),
       },
-      { storage: createMemoryStorage(), logger: { error() {}, warn() {} } },
+      { storage, logger: { error() {}, warn() {} } },
       { destination: lines.destination },
     );
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
@@ -101,17 +104,20 @@ suite(name, () => {
     expect(await page.locator("#sign-in-error").textContent()).toBe("The username or password is incorrect.");
 
     // From here on, every state the message and the button go through, with the page's time.
+    // (`text`: the refusal's box sign-in-error, or the wait's own box sign-in-wait, whichever is shown.)
     await page.evaluate(() => {
       const w = window as unknown as { seen: { text: string; disabled: boolean; live: string | null; at: number }[] };
-      const box = document.getElementById("sign-in-error")!;
+      const error = document.getElementById("sign-in-error")!;
+      const box = document.getElementById("sign-in-wait")!;
       const button = document.getElementById("sign-in-submit") as HTMLButtonElement;
       w.seen = [];
       const record = () => {
-        const now = { text: box.textContent ?? "", disabled: button.disabled, live: box.getAttribute("aria-live"), at: performance.now() };
+        const text = [error, box].filter((b) => !b.hidden).map((b) => b.textContent ?? "").join(" | ");
+        const now = { text, disabled: button.disabled, live: box.getAttribute("aria-live"), at: performance.now() };
         const last = w.seen.at(-1);
         if (!last || last.text !== now.text || last.disabled !== now.disabled) w.seen.push(now);
       };
-      new MutationObserver(record).observe(box, { childList: true, characterData: true, subtree: true, attributes: true, attributeFilter: ["aria-live"] });
+      for (const b of [error, box]) new MutationObserver(record).observe(b, { childList: true, characterData: true, subtree: true, attributes: true, attributeFilter: ["aria-live", "hidden"] });
       new MutationObserver(record).observe(button, { attributes: true, attributeFilter: ["disabled"] });
     });
     const signIns: string[] = [];
@@ -126,7 +132,8 @@ suite(name, () => {
       const wait = Number(locked.retryAfter);
       expect(wait).toBeGreaterThanOrEqual(2);
       expect(wait).toBeLessThanOrEqual(WINDOW_SECONDS);
-      await expect.poll(() => page.locator("#sign-in-error").textContent()).toBe(`Too many failed attempts; try again in ${wait} s.`);
+      await expect.poll(() => page.locator("#sign-in-wait").textContent()).toBe(`Too many failed attempts; try again in ${wait} s.`);
+      expect(await page.locator("#sign-in-error").isHidden()).toBe(true);
       expect(await page.locator("#sign-in-submit").isDisabled()).toBe(true);
 
       // Enter in the form meanwhile sends nothing.
@@ -135,7 +142,7 @@ suite(name, () => {
       expect(await page.locator("#sign-in-submit").isDisabled()).toBe(true);
 
       await expect.poll(() => page.locator("#sign-in-submit").isDisabled(), { timeout: (wait + 5) * 1000 }).toBe(false);
-      expect(await page.locator("#sign-in-error").textContent()).toBe("Too many failed attempts; you can try again now.");
+      expect(await page.locator("#sign-in-wait").textContent()).toBe("Too many failed attempts; you can try again now.");
       expect(signIns).toHaveLength(1);
 
       const seen = await page.evaluate(() => (window as unknown as { seen: { text: string; disabled: boolean; live: string | null; at: number }[] }).seen);
@@ -217,6 +224,100 @@ suite(name, () => {
       await page.locator("#view-security").waitFor({ state: "visible" });
       expect(await page.locator("#whoami-name").textContent()).toBe(`Signed in as ${ADMIN.username}`);
       expect(await notice.isHidden()).toBe(true);
+    } finally {
+      await second.close();
+    }
+  });
+  it("signed in from another tab while this one counts a 429 wait down: the notice, and what Continue then says, stay shown beside the count (each in its own element)", async () => {
+    expected = /^(401|429) (GET|POST) .*\/console\/api\/session$/;
+    // Signed out here (signed in at the end of the test before; not when run alone).
+    if (await page.locator("#whoami").isVisible()) await page.getByRole("button", { name: "Sign out" }).click();
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    const notice = page.locator("#sign-in-elsewhere");
+    const second = await context.newPage();
+    watch(second);
+    try {
+      await second.goto(server.consoleUrl!);
+      await second.locator("#view-sign-in").waitFor({ state: "visible" });
+
+      // Every visible state of the sign-in view's three messages from here on.
+      await page.evaluate(() => {
+        const w = window as unknown as { boxes: { error: string; wait: string; notice: string }[] };
+        const ids = { error: "sign-in-error", wait: "sign-in-wait", notice: "sign-in-elsewhere" } as const;
+        const shown = (id: string) => {
+          const el = document.getElementById(id);
+          return el && !el.hidden ? (el.textContent ?? "").replace(/\s+/g, " ").trim() : "";
+        };
+        w.boxes = [];
+        const record = () => {
+          const now = { error: shown(ids.error), wait: shown(ids.wait), notice: shown(ids.notice) };
+          const last = w.boxes.at(-1);
+          if (!last || JSON.stringify(last) !== JSON.stringify(now)) w.boxes.push(now);
+        };
+        const form = document.getElementById("sign-in-form")!;
+        new MutationObserver(record).observe(form, { childList: true, characterData: true, subtree: true, attributes: true, attributeFilter: ["hidden"] });
+      });
+
+      // This tab locks out another username (its own keys: the admin can still sign in there).
+      const other = "someone-else";
+      for (const password of ["wrong-password-1", "wrong-password-2"]) {
+        expect(await submit(page, other, password)).toEqual({ status: 401, retryAfter: undefined });
+        await expect.poll(() => page.locator("#sign-in-submit").isDisabled()).toBe(false);
+      }
+      const locked = await submit(page, other, "wrong-password-3");
+      expect(locked.status).toBe(429);
+      const wait = Number(locked.retryAfter);
+      expect(wait).toBeGreaterThanOrEqual(2);
+
+      // The other tab signs in while this one counts down (the username still typed here): the
+      // notice comes beside the count.
+      expect((await submit(second, ADMIN.username, ADMIN.password)).status).toBe(200);
+      await notice.waitFor({ state: "visible" });
+      // Its session ends before this tab continues with it (ended on the server: expired, or
+      // signed out where no message reaches this tab).
+      await storage.sessions.deleteExpired(Date.now() + 365 * 24 * 3600 * 1000);
+      // Still counting (the test means nothing otherwise).
+      expect(await page.locator("#sign-in-submit").isDisabled()).toBe(true);
+      // (The states recorded before the click.)
+      const clickedAt = await page.evaluate(() => (window as unknown as { boxes: unknown[] }).boxes.length);
+      await page.getByRole("button", { name: `Continue as ${ADMIN.username}` }).click();
+      await expect.poll(() => page.locator("#sign-in-error").textContent()).toBe("The session of the other tab has ended; sign in here.");
+      await expect.poll(() => page.locator("#sign-in-submit").isDisabled(), { timeout: (wait + 5) * 1000 }).toBe(false);
+      expect(await page.locator("#sign-in-error").isVisible()).toBe(true);
+      expect(await page.locator("#sign-in-error").textContent()).toBe("The session of the other tab has ended; sign in here.");
+
+      const boxes = await page.evaluate(() => (window as unknown as { boxes: { error: string; wait: string; notice: string }[] }).boxes);
+      const count = (s: number) => `Too many failed attempts; try again in ${s} s.`;
+      const now = "Too many failed attempts; you can try again now.";
+      const elsewhere = `This browser was signed in as ${ADMIN.username} in another tab. Continue as ${ADMIN.username}`;
+      const ended = "The session of the other tab has ended; sign in here.";
+      // From the 429 on: the count goes on in its box whatever else is shown, and the notice, then
+      // what Continue said, stay until the end of the wait.
+      const from = boxes.findIndex((b) => b.wait === count(wait));
+      expect(from).toBeGreaterThan(0);
+      const after = boxes.slice(from);
+      const clicked = clickedAt - from;
+      const steps = [...Array.from({ length: wait }, (_, i) => count(wait - i)), now];
+      // Each step of the count, in order, none skipped nor replaced.
+      expect([...new Set(after.map((b) => b.wait))]).toEqual(steps);
+      expect(after.every((b) => b.error === "" || b.error === ended)).toBe(true);
+      const noticeAt = after.findIndex((b) => b.notice === elsewhere);
+      const endedAt = after.findIndex((b) => b.error === ended);
+      expect(noticeAt).toBeGreaterThan(0);
+      expect(endedAt).toBeGreaterThan(noticeAt);
+      // The notice until the click takes it away (no sooner: the count went on meanwhile), then
+      // nothing in its place until the session is checked.
+      const goneAt = after.findIndex((b, i) => i > noticeAt && b.notice === "");
+      expect(goneAt).toBeGreaterThanOrEqual(clicked);
+      expect(after.slice(noticeAt, goneAt).every((b) => b.notice === elsewhere)).toBe(true);
+      expect(after.slice(goneAt, endedAt).every((b) => b.notice === "" && b.error === "")).toBe(true);
+      expect(after.slice(endedAt).every((b) => b.error === ended && b.notice === "")).toBe(true);
+      expect(after.at(-1)).toEqual({ error: ended, wait: now, notice: "" });
+
+      // The form works: signed in here.
+      expect((await submit(page, ADMIN.username, ADMIN.password)).status).toBe(200);
+      await page.locator("#view-security").waitFor({ state: "visible" });
+      expect(await page.locator("#sign-in-wait").isHidden()).toBe(true);
     } finally {
       await second.close();
     }
