@@ -1,12 +1,10 @@
 import { auditFromEnv as coreAuditFromEnv, ConfigError, redactConnectionUrl } from "@plantgate/core";
 import { closeSync, mkdirSync, openSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
+import { malformedUrl, StorageConfigError } from "./config-error.js";
 import { DEFAULT_QUERY_TIMEOUT_MS, openSqlStorage, type SqlStorage } from "./index.js";
 
-/** Thrown when the storage environment is malformed or the database cannot be opened. */
-export class StorageConfigError extends Error {
-  override readonly name = "StorageConfigError";
-}
+export { StorageConfigError } from "./config-error.js";
 
 /** The default SQLite file, relative to the working directory. */
 export const DEFAULT_SQLITE_PATH = "./data/plantgate.db";
@@ -38,52 +36,6 @@ export function storageUrlFromEnv(env: Record<string, string | undefined>, cwd: 
   if (file === ":memory:") return { url: ":memory:", display: "SQLite in memory (nothing is kept)" };
   const path = isAbsolute(file) ? file : resolve(cwd, file);
   return { url: `sqlite:${path}`, display: `SQLite ${path}` };
-}
-
-/**
- * Why the driver would refuse a `postgres://` or `mysql://` URL before contacting anything, read as
- * the driver reads it, or null: `pg` (pg-connection-string) encodes spaces and malformed escapes,
- * then parses it with `URL` and decodes the user, password, host and database; `mysql2` parses it
- * with `URL` and decodes those parts with decodeURIComponent. Never quotes the URL (it may hold a
- * password).
- */
-function malformedUrl(url: string): string | null {
-  const mysql = /^(mysql|mariadb):/i.test(url);
-  let text = url;
-  if (!mysql && / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(text)) text = encodeURI(text).replace(/%25(\d\d)/g, "%$1");
-  let parsed: URL;
-  try {
-    if (mysql) parsed = new URL(text);
-    else {
-      try {
-        parsed = new URL(text, "postgres://base");
-      } catch {
-        // pg reads `user:pw@/db` (no host) with a stand-in host.
-        parsed = new URL(text.replace("@/", "@___DUMMY___/"), "postgres://base");
-      }
-    }
-  } catch {
-    return "is not a valid URL: check the host and the port (a number up to 65535), and percent-encode any @ : / ? # in the user name or password";
-  }
-  // pg takes `?user=`, `?password=` and `?host=` (when not empty) in place of those parts and then
-  // never decodes the part; with `?host=`, a URL-encoded socket path as the host goes in front of
-  // the database name, which it decodes. mysql2 decodes the four parts whatever the query says.
-  const given = (name: string) => !mysql && Boolean(parsed.searchParams.get(name));
-  const database = given("host") && /^%2f/i.test(parsed.hostname) ? `/${parsed.hostname}${parsed.pathname}` : parsed.pathname;
-  const parts: [string, string, (s: string) => string][] = [
-    ...(given("user") ? [] : [["user name", parsed.username, decodeURIComponent] as [string, string, (s: string) => string]]),
-    ...(given("password") ? [] : [["password", parsed.password, decodeURIComponent] as [string, string, (s: string) => string]]),
-    ...(given("host") ? [] : [["host", parsed.hostname, decodeURIComponent] as [string, string, (s: string) => string]]),
-    ["database name", database.slice(1), mysql ? decodeURIComponent : decodeURI],
-  ];
-  for (const [part, value, decode] of parts) {
-    try {
-      decode(value);
-    } catch {
-      return `(${redactUrl(url)}) has a malformed percent-escape in its ${part}: % must be followed by two hexadecimal digits, and the escapes must spell UTF-8 (write a literal % as %25)`;
-    }
-  }
-  return null;
 }
 
 /**

@@ -2,6 +2,7 @@ export { createSqlStorage, type CreateSqlStorageOptions, type SqlStorage } from 
 export { DEFAULT_QUERY_TIMEOUT_MS, openSqlStorage, type OpenSqlStorageOptions } from "./open.js";
 export { LATEST_SCHEMA_VERSION, pendingMigrations } from "./migrations.js";
 export { SchemaTooNewError, UnstorableValueError } from "./errors.js";
+export { StorageConfigError } from "./config-error.js";
 export type { Database, SqlFamily } from "./schema.js";
 export { sqliteFastPath, type SqliteFastPath } from "./sqlite-fast.js";
 export type { ClientCacheState, PgClientCacheOptions } from "./pg-client-cache.js";

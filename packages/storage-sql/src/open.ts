@@ -1,4 +1,5 @@
 import { Kysely, MysqlDialect, PostgresDialect, sql, SqliteDialect } from "kysely";
+import { malformedUrl, StorageConfigError } from "./config-error.js";
 import { toStorageError } from "./errors.js";
 import { CLOSE_WAIT_MS, destroyPgSocket, pgClientCache, settlesWithin, type ListenClientConstructor, type PgClientCache, type PgClientCacheOptions } from "./pg-client-cache.js";
 import type { Database, SqlFamily } from "./schema.js";
@@ -338,7 +339,9 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
  *
  * The driver packages are optional peer dependencies: install the one you use. An unreachable
  * server fails with core's `StorageError`; a database migrated by a newer version of this package
- * with `SchemaTooNewError`.
+ * with `SchemaTooNewError`; a `postgres://` or `mysql://` URL its driver cannot parse (a port that
+ * is not a number, a malformed percent-escape the driver decodes) with `StorageConfigError`, before
+ * anything is contacted, its message naming "openSqlStorage's url" without the password.
  *
  * @example
  * import { createPlantgate } from "@plantgate/core";
@@ -350,6 +353,14 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
 export async function openSqlStorage(url: string, options: OpenSqlStorageOptions = {}): Promise<SqlStorage> {
   const target = parseStorageUrl(url);
   const family: SqlFamily = target.family;
+  // A URL its driver cannot parse is a configuration error, refused before any driver sees it (the
+  // driver's own refusal was a StorageError, an outage; pg's only at the first statement, until
+  // 2026-11-30). The message names the argument and never quotes a password; no driver error as its
+  // cause (Node's "Invalid URL" carries the whole URL). openStorageFromEnv names its variable.
+  if (family !== "sqlite") {
+    const malformed = malformedUrl(url);
+    if (malformed !== null) throw new StorageConfigError(`openSqlStorage's url ${malformed}; nothing was opened`);
+  }
   const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
   if (!Number.isSafeInteger(queryTimeoutMs) || queryTimeoutMs < 0 || queryTimeoutMs > 2_147_483_647) {
     throw new RangeError("queryTimeoutMs must be an integer from 0 to 2147483647 (milliseconds)");

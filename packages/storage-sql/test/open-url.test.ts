@@ -1,0 +1,69 @@
+/**
+ * `openSqlStorage(url)` called directly (not through PLANTGATE_DATABASE_URL) with a URL its driver
+ * cannot parse: a configuration error naming the argument, never the password, before anything is
+ * contacted, as the env path has been since 2026-11-30; not a StorageError (an outage, 503, "try
+ * again"). A URL the driver does read opens (real PostgreSQL and MariaDB).
+ */
+import { StorageError } from "@plantgate/core";
+import { describe, expect, it } from "vitest";
+import { StorageConfigError as EnvStorageConfigError } from "../src/env.js";
+import { openSqlStorage, StorageConfigError } from "../src/index.js";
+import { MYSQL_URL, POSTGRES_URL } from "./support.js";
+
+/**
+ * The refusal's message, the same with and without the migration (without it, pg's pool opened
+ * nothing at open, and the URL failed at the first statement, as a StorageError, until 2026-11-30).
+ */
+const refusal = async (url: string) => {
+  const messages: string[] = [];
+  for (const migrate of [true, false]) {
+    const failure = await openSqlStorage(url, { clientCache: false, migrate }).then(
+      async (s) => {
+        await s.close();
+        return null;
+      },
+      (e: unknown) => e,
+    );
+    expect(failure, url).toBeInstanceOf(StorageConfigError);
+    expect(failure, url).not.toBeInstanceOf(StorageError);
+    const error = failure as StorageConfigError;
+    expect(error.message, url).not.toContain("hunter2");
+    // No driver error as its cause: Node's "Invalid URL" TypeError carries the whole URL (its `input`).
+    expect(error.cause, url).toBeUndefined();
+    messages.push(error.message);
+  }
+  expect(messages[1], url).toBe(messages[0]);
+  return messages[0]!;
+};
+
+describe("openSqlStorage: a URL its driver cannot parse", () => {
+  it("is a StorageConfigError naming openSqlStorage's url (the env's class), not a StorageError; nothing is opened", async () => {
+    expect(StorageConfigError).toBe(EnvStorageConfigError);
+    const invalid =
+      "openSqlStorage's url is not a valid URL: check the host and the port (a number up to 65535), and percent-encode any @ : / ? # in the user name or password; nothing was opened";
+    // A port that is not a number (a base64 password with an unescaped "/"), one past 65535.
+    expect(await refusal("postgres://postgres:Zm9v/hunter2@127.0.0.1:5432/test")).toBe(invalid);
+    expect(await refusal("postgres://u:hunter2@127.0.0.1:notaport/test")).toBe(invalid);
+    expect(await refusal("mariadb://root:hunter2@127.0.0.1:65536/test")).toBe(invalid);
+    // mysql2 decodes the parts with decodeURIComponent: a malformed escape throws there.
+    expect(await refusal("mysql://root:hunter2%zz@127.0.0.1:3306/test")).toBe(
+      "openSqlStorage's url (mysql://root:***@127.0.0.1:3306/test) has a malformed percent-escape in its password: % must be followed by two hexadecimal digits, and the escapes must spell UTF-8 (write a literal % as %25); nothing was opened",
+    );
+    expect(await refusal("mysql://root@127.0.0.1:3306/test%e")).toMatch(/^openSqlStorage's url \(mysql:\/\/root@127\.0\.0\.1:3306\/test%e\) has a malformed percent-escape in its database name: /);
+    // pg decodes the user name (no ?user= in its place): not UTF-8 is refused there.
+    expect(await refusal("postgres://%ff:hunter2@127.0.0.1:5432/test")).toMatch(/^openSqlStorage's url \(postgres:\/\/%ff:\*\*\*@127\.0\.0\.1:5432\/test\) has a malformed percent-escape in its user name: /);
+  });
+
+  it("a URL the driver reads opens as before: pg reads a stray % in a password as it is (trust auth), and a MariaDB URL without one", async () => {
+    const pg = new URL(POSTGRES_URL);
+    pg.password = "hunter2%zz";
+    for (const url of [pg.href.replace("%25zz", "%zz"), MYSQL_URL.replace(/^mysql:/, "mariadb:")]) {
+      const storage = await openSqlStorage(url, { clientCache: false });
+      try {
+        expect(await storage.clients.get("open-url-test-no-such-client")).toBeNull();
+      } finally {
+        await storage.close();
+      }
+    }
+  });
+});
