@@ -16,8 +16,8 @@ import {
   type GrantType,
   type Plantgate,
 } from "@plantgate/core";
-import { LATEST_SCHEMA_VERSION, pendingMigrations, type SqlStorage } from "@plantgate/storage-sql";
-import { auditFromEnv, DEFAULT_SQLITE_PATH, openStorageFromEnv, StorageConfigError, storageUrlFromEnv } from "@plantgate/storage-sql/env";
+import { LATEST_SCHEMA_VERSION, pendingMigrationsAt, type SqlStorage } from "@plantgate/storage-sql";
+import { auditFromEnv, DEFAULT_SQLITE_PATH, openStorageFromEnv, queryTimeoutFromEnv, StorageConfigError, storageUrlFromEnv } from "@plantgate/storage-sql/env";
 import { openRedisHotStoresFromEnv, RedisConfigError, type OpenedRedisHotStores } from "@plantgate/storage-redis/env";
 
 /** Where the CLI reads and writes; injectable so tests run it in-process. */
@@ -533,20 +533,24 @@ function refuseMissingSqlite(env: CliIo["env"], cwd: string): void {
  * after a restart or a roll-back (a schema newer than their code is refused). Only `migrate`, and
  * the servers' start, change the schema now, as Ory Hydra's and Keycloak's explicit migrate steps.
  */
-async function refuseOlderSchema(storage: SqlStorage & { display: string }): Promise<void> {
+async function refuseOlderSchema(env: CliIo["env"], cwd: string): Promise<void> {
+  const { url, display } = storageUrlFromEnv(env, cwd);
   let pending: string[];
   try {
-    pending = await pendingMigrations(storage);
+    // Checked first, on a connection of its own that writes nothing (a SQLite file read-only): the
+    // store's open puts a SQLite file in WAL mode, which writes its first page, so a refused command
+    // left a zero-byte file 4096 bytes long (until 2026-11-30).
+    pending = await pendingMigrationsAt(url, { queryTimeoutMs: queryTimeoutFromEnv(env) });
   } catch (error) {
     // As openStorageFromEnv wraps a failure at open: an outage (exit 3), a newer schema or refused credentials (exit 2).
     const reason = error instanceof Error ? error.message : String(error);
-    throw new StorageConfigError(`cannot open the store at ${storage.display}: ${reason}`, { cause: error });
+    throw new StorageConfigError(`cannot open the store at ${display}: ${reason}`, { cause: error });
   }
   if (pending.length === 0) return;
   const version = LATEST_SCHEMA_VERSION - pending.length;
   const state = version === 0 ? "has no plantgate schema yet" : `has schema version ${version}, older than version ${LATEST_SCHEMA_VERSION} of this plantgate (${pending.length} migration${pending.length === 1 ? "" : "s"} pending)`;
   throw new SchemaBehindError(
-    `the store at ${storage.display} ${state}; nothing was done: run plantgate migrate (pnpm -s plantgate migrate) when the servers are ready for it (an upgraded server's start migrates too), then this command again`,
+    `the store at ${display} ${state}; nothing was done: run plantgate migrate (pnpm -s plantgate migrate) when the servers are ready for it (an upgraded server's start migrates too), then this command again`,
   );
 }
 
@@ -670,9 +674,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // older than this code's, and one newer, before anything is touched (see refuseOlderSchema).
     // No client cache: one command per process has nothing to reuse (its writes still notify the servers' caches).
     const migrating = commandOf(argv) === "migrate";
+    if (!migrating) await refuseOlderSchema(io.env, io.cwd);
     const storage = await openStorageFromEnv(io.env, { cwd: io.cwd, clientCache: false, migrate: migrating });
     opened = storage;
-    if (!migrating) await refuseOlderSchema(storage);
     // PLANTGATE_REDIS_URL: the hot state (console sessions, brute-force counters, revoked jtis,
     // used assertion jtis) is in Redis, as the servers compose it; without it `user disable` left
     // the account's console sessions there and `prune` never reached Redis (before 2026-11-29).

@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -664,16 +664,17 @@ describe("plantgate CLI", () => {
     }
     expect(await snapshot()).toEqual(before);
 
-    // A file with no schema at all (made by hand, or a server that never started): the same, version 0 said plainly.
+    // A file with no schema at all (made by hand, or a server that never started): the same, version 0
+    // said plainly, and the file is left as it was: zero bytes, no -wal or -shm beside it (until
+    // 2026-11-30 the open set the WAL journal mode before the check, writing the file's first page).
     const empty = join(dir, "empty.db");
     writeFileSync(empty, "");
-    expect(await cli(["client", "create", "--name", "A"], "", { PLANTGATE_DB: empty })).toEqual({
-      code: 2,
-      stdout: "",
-      stderr: `plantgate: the store at SQLite ${empty} has no plantgate schema yet; nothing was done: run plantgate migrate (pnpm -s plantgate migrate) when the servers are ready for it (an upgraded server's start migrates too), then this command again\n`,
-      json: undefined,
-    });
-    // No table made (opening it set the WAL journal mode, the only byte SQLite's open writes).
+    const emptyRefusal = `plantgate: the store at SQLite ${empty} has no plantgate schema yet; nothing was done: run plantgate migrate (pnpm -s plantgate migrate) when the servers are ready for it (an upgraded server's start migrates too), then this command again\n`;
+    for (const argv of commands) {
+      expect({ argv, ...(await cli(argv, "pw-of-alice\n", { PLANTGATE_DB: empty })) }).toEqual({ argv, code: 2, stdout: "", stderr: emptyRefusal, json: undefined });
+      expect({ argv, size: statSync(empty).size, wal: existsSync(`${empty}-wal`), shm: existsSync(`${empty}-shm`), journal: existsSync(`${empty}-journal`) }).toEqual({ argv, size: 0, wal: false, shm: false, journal: false });
+    }
+    // No table made.
     const probe = await openStorageFromEnv({ PLANTGATE_DB: empty }, { cwd: dir, migrate: false, clientCache: false });
     expect((await sql`select name from sqlite_master`.execute(probe.db)).rows).toEqual([]);
     await probe.close();

@@ -1,5 +1,5 @@
 export { createSqlStorage, type CreateSqlStorageOptions, type SqlStorage } from "./storage.js";
-export { DEFAULT_QUERY_TIMEOUT_MS, openSqlStorage, type OpenSqlStorageOptions } from "./open.js";
+export { DEFAULT_QUERY_TIMEOUT_MS, openSqlStorage, pendingMigrationsAt, type OpenSqlStorageOptions } from "./open.js";
 export { LATEST_SCHEMA_VERSION, pendingMigrations } from "./migrations.js";
 export { SchemaTooNewError, UnstorableValueError } from "./errors.js";
 export { StorageConfigError } from "./config-error.js";

@@ -1,6 +1,7 @@
 import { Kysely, MysqlDialect, PostgresDialect, sql, SqliteDialect } from "kysely";
 import { malformedUrl, StorageConfigError } from "./config-error.js";
 import { toStorageError } from "./errors.js";
+import { pendingMigrations } from "./migrations.js";
 import { CLOSE_WAIT_MS, destroyPgSocket, pgClientCache, settlesWithin, type ListenClientConstructor, type PgClientCache, type PgClientCacheOptions } from "./pg-client-cache.js";
 import type { Database, SqlFamily } from "./schema.js";
 import type { PragmaTarget, SqliteCheckpointer } from "./sqlite-checkpointer.js";
@@ -328,6 +329,64 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
 }
 
 /**
+ * The URL read as `parseStorageUrl` does, after refusing one its driver cannot parse: a
+ * configuration error, before any driver sees it (the driver's own refusal was a StorageError, an
+ * outage; pg's only at the first statement, until 2026-11-30). The message names the argument
+ * (`name`) and never quotes a password; no driver error as its cause (Node's "Invalid URL" carries
+ * the whole URL). openStorageFromEnv names its variable.
+ */
+function checkedTarget(url: string, name: string): Target {
+  const target = parseStorageUrl(url);
+  if (target.family !== "sqlite") {
+    const malformed = malformedUrl(url);
+    if (malformed !== null) throw new StorageConfigError(`${name} ${malformed}; nothing was opened`);
+  }
+  return target;
+}
+
+/**
+ * {@link pendingMigrations} of the database at `url` (the URL forms of {@link openSqlStorage}),
+ * read on a connection of its own that writes nothing, closed before it resolves: a SQLite file
+ * must exist, and its journal mode is left as it is (`openSqlStorage` puts a file in WAL mode at
+ * open, which writes its first page: a zero-byte file became 4096 bytes). For
+ * a check before opening a store that must not be touched when the check fails (the CLI's
+ * commands other than `migrate`). A newer schema is refused with `SchemaTooNewError`; a database
+ * that cannot be reached or opened with core's `StorageError` (operation "open"); a URL its
+ * driver cannot parse with `StorageConfigError`.
+ *
+ * @example
+ * const pending = await pendingMigrationsAt("sqlite:/var/lib/plantgate/plantgate.db");
+ * if (pending.length > 0) throw new Error(`run the migrations first (${pending.length} pending)`);
+ */
+export async function pendingMigrationsAt(url: string, options: Pick<OpenSqlStorageOptions, "queryTimeoutMs"> = {}): Promise<string[]> {
+  const target = checkedTarget(url, "pendingMigrationsAt's url");
+  let db: Kysely<Database>;
+  try {
+    if (target.family === "sqlite") {
+      const { default: BetterSqlite3 } = await importDriver("better-sqlite3", () => import("better-sqlite3"));
+      const memory = target.path === ":memory:";
+      // No journal mode set (the store's open sets WAL, which writes the first page of a file not
+      // yet in WAL mode), and only read: nothing written; a file that is not there is not created.
+      // Not a read-only connection: on a WAL file without its -wal and -shm (no server running) that
+      // made both and left them behind; this one removes them at its close, as the last connection.
+      const database = new BetterSqlite3(target.path, memory ? {} : { fileMustExist: true });
+      database.pragma("busy_timeout = 5000");
+      db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    } else {
+      db = (await openKysely(target, options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS)).db;
+    }
+  } catch (e) {
+    if (e instanceof DriverMissingError) throw e;
+    throw toStorageError(e, target.family, "open");
+  }
+  try {
+    return await pendingMigrations({ db, family: target.family });
+  } finally {
+    await db.destroy().catch(() => {});
+  }
+}
+
+/**
  * Opens a SQL storage by URL and (unless `migrate: false`) brings its schema up to date.
  *
  * - `postgres://user:pass@host:5432/db` or `postgresql://…`: a `pg` pool; `?options=-c%20search_path%3Dschema`
@@ -351,16 +410,8 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
  * const app = createPlantgate({ storage });
  */
 export async function openSqlStorage(url: string, options: OpenSqlStorageOptions = {}): Promise<SqlStorage> {
-  const target = parseStorageUrl(url);
+  const target = checkedTarget(url, "openSqlStorage's url");
   const family: SqlFamily = target.family;
-  // A URL its driver cannot parse is a configuration error, refused before any driver sees it (the
-  // driver's own refusal was a StorageError, an outage; pg's only at the first statement, until
-  // 2026-11-30). The message names the argument and never quotes a password; no driver error as its
-  // cause (Node's "Invalid URL" carries the whole URL). openStorageFromEnv names its variable.
-  if (family !== "sqlite") {
-    const malformed = malformedUrl(url);
-    if (malformed !== null) throw new StorageConfigError(`openSqlStorage's url ${malformed}; nothing was opened`);
-  }
   const queryTimeoutMs = options.queryTimeoutMs ?? DEFAULT_QUERY_TIMEOUT_MS;
   if (!Number.isSafeInteger(queryTimeoutMs) || queryTimeoutMs < 0 || queryTimeoutMs > 2_147_483_647) {
     throw new RangeError("queryTimeoutMs must be an integer from 0 to 2147483647 (milliseconds)");
