@@ -155,6 +155,53 @@ describe("client list and user list read the store a page at a time", () => {
     expect(whole.stdout).toBe(paged.stdout);
   });
 
+  it("client list carries on past a client id written straight into the store that is longer than the admin API's 1000-character cursor bound: every client once, a closed JSON array, exit 0", async () => {
+    expect((await cli(["migrate"])).code).toBe(0);
+    const ids = await seedClients(2 * LIST_PAGE + 5);
+    // Two ids no create would make (at most 200 characters there), each the last of a page, so the
+    // next page is read after it: 1500 characters and 20,000.
+    const long = [ids[LIST_PAGE - 2]! + "~".repeat(1500), ids[2 * LIST_PAGE - 3]! + "~".repeat(20_000)];
+    const storage = await openStorageFromEnv({ PLANTGATE_DB: join(dir, "plantgate.db") }, { cwd: dir, clientCache: false });
+    try {
+      for (const id of long) {
+        const created = await storage.clients.create({
+          clientId: id,
+          authMethod: "client_secret",
+          secrets: [],
+          jwks: null,
+          jwksUri: null,
+          name: "Written by hand",
+          grantTypes: ["client_credentials"],
+          scopes: [],
+          accessTokenTtl: null,
+          refreshTokenTtl: null,
+          refreshTokenAbsoluteTtl: null,
+          createdAt: 1_700_000_000_000,
+          secretUpdatedAt: 1_700_000_000_000,
+        });
+        expect(created).toBe(true);
+      }
+    } finally {
+      await storage.close();
+    }
+    const all = [...ids, ...long].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect([all.indexOf(long[0]!), all.indexOf(long[1]!)]).toEqual([LIST_PAGE - 1, 2 * LIST_PAGE - 1]);
+
+    seen.calls = [];
+    const paged = await cli(["client", "list"]);
+    // Until 2026-11-30 the second page was refused ("after must be the next cursor of a previous
+    // page", exit 2) after the first was printed: an unclosed array, the rest never listed.
+    expect([paged.code, paged.stderr]).toEqual([0, ""]);
+    const listed = JSON.parse(paged.stdout) as { client_id: string }[];
+    expect(listed.map((c) => c.client_id)).toEqual(all);
+    expect(paged.stdout).toBe(JSON.stringify(listed, null, 2) + "\n");
+    expect(seen.calls.filter((c) => c.startsWith("clients.listPage")).map((c) => c.length)).toEqual([
+      `clients.listPage(null, ${LIST_PAGE + 1})`.length,
+      `clients.listPage(${long[0]}, ${LIST_PAGE + 1})`.length,
+      `clients.listPage(${long[1]}, ${LIST_PAGE + 1})`.length,
+    ]);
+  });
+
   it("client list of an empty store prints [] as before", async () => {
     expect((await cli(["migrate"])).code).toBe(0);
     seen.calls = [];

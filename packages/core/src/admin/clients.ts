@@ -65,19 +65,26 @@ export const DEFAULT_CLIENT_PAGE = 50;
 /** The most clients one page may hold through `admin.listClientsPage`. */
 export const MAX_CLIENT_PAGE = 1000;
 
-/** A cursor is a client id as stored: up to 1000 characters of storable text. */
-const CURSOR_MAX = 1000;
+/**
+ * The longest cursor the console's API takes from a URL (`GET /console/api/clients?after=`): a
+ * client id as `createClient` makes them (at most 200 characters) fits with room to spare.
+ */
+export const CONSOLE_CURSOR_MAX = 1000;
 
 /**
  * One page of clients in `list()` order. A store with `listPage` reads the page (and one more, to
  * know whether a next page exists) from its index; one without it (a backend written before it)
- * costs a full `list()` per page, cut here.
+ * costs a full `list()` per page, cut here. A cursor is a client id as stored: non-empty storable
+ * text, at most `cursorMax` characters. The admin API sets no length bound: its `next` is a stored
+ * id, which one written straight into the store can make longer than any bound, and a cursor it
+ * handed out and then refused stopped a walk of the pages half-way (the CLI's `client list` ended
+ * with an unclosed JSON array, until 2026-11-30).
  */
-export async function readClientPage(ctx: Context, query: ClientPageQuery, maxLimit = MAX_CLIENT_PAGE): Promise<ClientPage> {
+export async function readClientPage(ctx: Context, query: ClientPageQuery, maxLimit = MAX_CLIENT_PAGE, cursorMax = Infinity): Promise<ClientPage> {
   const limit = query.limit ?? DEFAULT_CLIENT_PAGE;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) throw new AdminError(`limit must be an integer from 1 to ${maxLimit}`);
   const after = query.after ?? null;
-  if (after !== null && (typeof after !== "string" || after.length < 1 || after.length > CURSOR_MAX || !isStorableText(after))) {
+  if (after !== null && (typeof after !== "string" || after.length < 1 || after.length > cursorMax || !isStorableText(after))) {
     throw new AdminError("after must be the next cursor of a previous page");
   }
   const store = ctx.storage.clients;
@@ -110,7 +117,8 @@ export interface ClientAdmin {
    * `next` of the previous page; none for the first page), at most `limit` (1-1000, default 50).
    * `next` is the cursor of the following page, null on the last one. Keyset paging: a page costs
    * the same at any depth, and a client created or deleted meanwhile neither shifts nor repeats
-   * the others. Throws AdminError for a bad limit or cursor.
+   * the others. Any `next` is taken back, however long the stored id it is. Throws AdminError for
+   * a bad limit or cursor (empty, not a string, or text no store can hold).
    *
    * @example
    * for (let after = null; ; ) {

@@ -1,5 +1,5 @@
 import { AdminConflictError, AdminError, AdminNotFoundError, createAdmin, type ClientSecretView, type ClientView } from "../admin/index.js";
-import { MAX_CLIENT_NAME, readClientPage, type ClientPage } from "../admin/clients.js";
+import { CONSOLE_CURSOR_MAX, MAX_CLIENT_NAME, readClientPage, type ClientPage } from "../admin/clients.js";
 import { accountView, listAccounts } from "../api/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, plain, type PlainResponse } from "../http/respond.js";
@@ -159,7 +159,7 @@ export const listClients: ApiHandler = async (ctx, _s, request) => {
   if (limit !== undefined && !/^\d{1,4}$/.test(limit)) throw invalid(`limit must be an integer from 1 to ${CONSOLE_CLIENTS_MAX_LIMIT}.`);
   let page: ClientPage;
   try {
-    page = await readClientPage(ctx, { after: after ?? null, ...(limit !== undefined ? { limit: Number(limit) } : {}) }, CONSOLE_CLIENTS_MAX_LIMIT);
+    page = await readClientPage(ctx, { after: after ?? null, ...(limit !== undefined ? { limit: Number(limit) } : {}) }, CONSOLE_CLIENTS_MAX_LIMIT, CONSOLE_CURSOR_MAX);
   } catch (e) {
     if (e instanceof AdminError) throw invalid(`${e.message}.`);
     throw e;

@@ -85,6 +85,14 @@ export function clientPagesSuite(s: SuiteContext): void {
       expect(await after("\u{10FFFF}"), "a cursor past every id").toEqual([]);
     });
 
+    it("a cursor longer than any id create makes (core passes the last stored id on, however long; 2026-11-30) is compared like any other", async () => {
+      await createAll(["a", "b", "c"]);
+      const long = "a" + "~".repeat(20_000);
+      expect(ids(await store().listPage(long, 10)), "between 'a' and 'b'").toEqual(["b", "c"]);
+      expect(ids(await store().listPage("c" + "~".repeat(20_000), 10)), "past the last").toEqual([]);
+      expect(ids(await store().listPage(" ".repeat(20_000), 2)), "before the first").toEqual(["a", "b"]);
+    });
+
     it("a cursor whose client was deleted (or never existed) goes on with the next one", async () => {
       await createAll(["a", "b", "c", "d", "e"]);
       expect(ids(await store().listPage(null, 2))).toEqual(["a", "b"]);
