@@ -95,7 +95,10 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    */
   const keepAlive = (work: Promise<void>): void => {
     try {
-      config.waitUntil?.(work);
+      const returned: unknown = config.waitUntil?.(work);
+      // An async waitUntil (a wrapper that looks something up first) is a function too: its
+      // rejection was an unhandled one, which ends a Node process (until 2026-11-30).
+      if (typeof (returned as { then?: unknown } | null)?.then === "function") (returned as PromiseLike<unknown>).then(undefined, () => {});
     } catch {
       // A runtime refusing the registration leaves the work as it is without one.
     }

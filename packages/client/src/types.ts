@@ -152,7 +152,8 @@ export interface ClientOptions {
    * that settles, never rejecting, when that work has ended: each timed retry of a refresh whose
    * answer was lost and of a failed `tokenCache` write (from the moment it is set until its run has
    * ended, or it is cleared), and each catch-up write of the cache. Without it, in a Worker, none of
-   * these run once the response is sent. A `waitUntil` that throws is ignored.
+   * these run once the response is sent. A `waitUntil` that throws, or returns a promise that
+   * rejects (an async wrapper), is ignored.
    *
    * @example
    * // A Worker with one client per isolate: cloudflare:workers' waitUntil registers with the request being served.

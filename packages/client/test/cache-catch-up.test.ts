@@ -441,6 +441,36 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     expect(handed).toEqual([{ settled: true }]);
   });
 
+  it.each([
+    ["throws", (_promise: Promise<void>): void => {
+      throw new Error("no request context");
+    }],
+    // An async wrapper (one that looks something up before it registers) is a function too.
+    ["returns a rejected promise", async (_promise: Promise<void>): Promise<void> => {
+      throw new Error("no request context");
+    }],
+  ])("with a waitUntil that %s: ignored (no unhandled rejection), and the retry still runs", async (_how, waitUntil) => {
+    target = await startTarget();
+    const t = target;
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const forwarded: string[] = [];
+      const lose = { count: 1, answered: 0 };
+      const clock = manualClock(t.clock.now());
+      const client = createClient({ baseUrl: t.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, scope: OFFLINE, credentials: { username: t.username, password: t.password }, keepCredentials: false, clock: clock.now, fetch: losingFetch(forwarded, "A", lose), waitUntil });
+      await client.getAccessToken();
+      for (const c of [t.clock, clock]) c.advance(TTL);
+      expect(await client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
+      await expectPresentedAgain(t, { client, clock }, lose, forwarded, "A: (answer lost)");
+      await sleep(50);
+      expect(unhandled.map(String)).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
+
   it("a gateway's own 5xx JSON in place of the answer (504 Endpoint request timed out) is no answer either: presented again within the window", async () => {
     target = await startTarget();
     const t = target;
