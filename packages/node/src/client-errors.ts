@@ -37,11 +37,19 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
     setTimeout(() => socket.destroy(), 5_000).unref();
   };
   const inFlight = socket._httpMessage;
+  const incoming = socket.parser?.incoming;
   // The refused request's own answer, not begun: the refusal takes its place. (The parser's
   // request is the refused one only while incomplete: a failure in a pipelined request's headers
   // leaves the one before, complete, in its place.)
-  const own = inFlight != null && inFlight.req !== undefined && inFlight.req === socket.parser?.incoming && socket.parser.incoming?.complete === false;
-  if (inFlight == null || (own && inFlight._headerSent !== true)) {
+  const own = inFlight != null && inFlight.req !== undefined && inFlight.req === incoming && incoming?.complete === false;
+  if (inFlight == null && incoming != null && incoming.complete === false) {
+    // The refused request was answered already, before its body arrived whole (an answer that
+    // needs no body: a 401, a size over the limit): Node made its answer when its head was read and
+    // has sent it. Its body failing now (a FIN mid-body, the request timeout) gets no second answer
+    // (until 2026-11-30 a 400 or 408 followed the 401 for the one request); the connection closes.
+    socket.end();
+    drain();
+  } else if (inFlight == null || (own && inFlight._headerSent !== true)) {
     // Before 2026-11-29 this ran only while nothing had been written on the connection: a
     // keep-alive connection's later request was closed without an answer, and a refused request
     // behind one whose answer was still to come had its refusal sent in that answer's place.
