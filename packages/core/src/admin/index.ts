@@ -89,7 +89,7 @@ export interface Admin extends ClientAdmin {
    * `activatesAt`), `active` (signs), `retired` (replaced, still verifies and is published),
    * `prunable` (replaced longer ago than any token lives); `stored` and `atRest` say whether and
    * how it is stored (see {@link ListedSigningKey}). Reads only, so a read-only database user can
-   * list: a store without keys lists as `[]` (the first key is made when a server first loads the
+   * list: a store without keys, and no key configured, lists as `[]` (the first key is made when a server first loads the
    * keys: its start, its first token or JWKS), a key stored in clear is listed `atRest: "clear"`
    * and left so under a configured key encryption key (the servers' next load, or
    * `reencryptSigningKeys`, encrypts it), the configured key (`signingKey` / `signer`) is listed

@@ -288,7 +288,8 @@ export const enableAccount = setEnabled(true);
  * A signing key as the console's key table shows it: what `keys list` prints, plus `signing`
  * (the status is `active`). Times in ISO 8601. `stored` and `atRest` as in `admin.listSigningKeys()`
  * (a configured key not stored yet; a key stored in clear). The listing writes nothing: a store
- * without keys answers `{keys: []}` (the first key is made when a server first loads the keys).
+ * without keys and no configured key answers `{keys: []}` (the first key is made when a server
+ * first loads the keys); with a configured key, that key, `stored: false`.
  *
  * @example
  * const { keys } = (await (await fetch("/console/api/signing-keys")).json()) as { keys: ConsoleSigningKey[] };
