@@ -143,6 +143,28 @@ export function pruneSuite(s: SuiteContext): void {
       });
     }
 
+    it("refreshTokens.deleteExpired(now, limit) counts a token that meets both rules once: a batch spanning the rules is full while tokens are left", async () => {
+      const store = s.storage().refreshTokens;
+      await seedOwners(s.storage());
+      const token = (label: string, expiresAt: number, familyExpiresAt: number, consumedAt: number | null = null) =>
+        refreshRecord({ tokenHash: fakeHash(`o-${label}`), familyId: `o-f-${label}`, expiresAt, familyExpiresAt, consumedAt });
+      // Of the family rule only (consumed); of both rules (unused, past both expiries, the earliest
+      // sliding expiries); of the sliding rule only (live families). A store that picks a batch from
+      // both rules at once (SQLite, D1: one statement) must not pick a token twice and so delete
+      // fewer than `limit` while tokens are left: prune would take that short batch for the last.
+      const gone = [
+        token("family", NOW + DAY, NOW, NOW - DAY),
+        ...[0, 1, 2].map((i) => token(`both-${i}`, NOW - 3 * DAY + i, NOW - DAY)),
+        ...[0, 1, 2].map((i) => token(`sliding-${i}`, NOW - DAY + i, NOW + DAY)),
+      ];
+      const kept = [token("consumed-live-family", NOW - 1, NOW + 1, NOW - DAY), token("live", NOW + 1, NOW + DAY)];
+      for (const t of [...gone, ...kept]) await store.create(t);
+      expect(await drain(refreshTokens, s.storage(), 5)).toEqual([5, 2]);
+      expect(await store.deleteExpired(NOW, 5), "nothing left").toBe(0);
+      for (const t of gone) expect(await store.findByHash(t.tokenHash), t.tokenHash).toBeNull();
+      for (const t of kept) expect(await store.findByHash(t.tokenHash), t.tokenHash).toEqual(t);
+    });
+
     /** Seeds every store; an app whose clock says NOW prunes it. */
     const seedAll = async (storage: Storage, expired: number) => {
       await seedOwners(storage);
