@@ -211,6 +211,35 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
     expect(await count(TABLES.refreshFamilies)).toBe(0);
   });
 
+  it("a deleteExpired batch is one D1 statement, whichever rules its tokens meet: a Worker's cron prune counts them against Cloudflare's limit per invocation", async () => {
+    // Every statement the store sends goes through prepare (a batch's too): count them.
+    let statements = 0;
+    const counting: D1DatabaseLike = { prepare: (q) => (statements++, binding.prepare(q)), batch: (list) => binding.batch(list) };
+    const storage = track(await freshStorage(counting));
+    // Of the family rule (consumed), of both rules, of the sliding rule only (live families), and kept.
+    for (let i = 0; i < 2; i++) await storage.refreshTokens.create(token(`family-${i}`, { familyId: `family-${i}`, expiresAt: T0 + 5000, consumedAt: T0 }));
+    for (let i = 0; i < 2; i++) await storage.refreshTokens.create(token(`both-${i}`, { familyId: `both-${i}` }));
+    for (let i = 0; i < 5; i++) await storage.refreshTokens.create(token(`sliding-${i}`, { familyId: `sliding-${i}`, familyExpiresAt: T0 + 9000 }));
+    await storage.refreshTokens.create(token("kept", { familyId: "kept", expiresAt: T0 + 5000, familyExpiresAt: T0 + 9000 }));
+    const batches: Array<{ deleted: number; statements: number }> = [];
+    for (;;) {
+      statements = 0;
+      const deleted = await storage.refreshTokens.deleteExpired(T0 + 2000, 3);
+      batches.push({ deleted, statements });
+      if (deleted < 3) break;
+    }
+    // The first batch the family rule's alone; the second the family rule's last and the sliding
+    // rule's; the third the sliding rule's alone, the fourth finds none (until 2026-11-30 every batch but the first was two statements).
+    expect(batches).toEqual([
+      { deleted: 3, statements: 1 },
+      { deleted: 3, statements: 1 },
+      { deleted: 3, statements: 1 },
+      { deleted: 0, statements: 1 },
+    ]);
+    expect(await count(TABLES.refreshTokens)).toBe(1);
+    expect(await storage.refreshTokens.findByHash("kept")).not.toBeNull();
+  });
+
   it("with a limit, deleteExpired leaves the ended families' rows to deleteEndedFamilies, which deletes at most `limit` per call", async () => {
     const storage = track(await freshStorage());
     for (let i = 0; i < 25; i++) await storage.refreshTokens.create(token(`rt-${i}`, { familyId: `family-${i}` }));

@@ -101,31 +101,45 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
         }
       }),
     deleteExpired: async (now, limit) => {
-      // Two rules, one statement each (each an index range): the whole family past its absolute
-      // expiry (its families by pg_refresh_families' expiry index); an unconsumed token past its
-      // sliding expiry. Without a limit, then the family rows no token points to any more (not
-      // counted); with one, those are deleteEndedFamilies' (prune calls it in batches of its own),
-      // so a call is at most two D1 statements: a Worker's prune counts its D1 calls against
-      // Cloudflare's limit per invocation, and until 2026-11-29 this call deleted every ended
-      // family's row in a loop of statements as long as that backlog.
+      // Two rules: the whole family past its absolute expiry (its families by pg_refresh_families'
+      // expiry index); an unconsumed token past its sliding expiry. Without a limit, one statement
+      // each, then the family rows no token points to any more (not counted); with one, those are
+      // deleteEndedFamilies' (prune calls it in batches of its own), and a call is one D1 statement
+      // whose two arms are the rules' index ranges: a Worker's prune counts its D1 calls against
+      // Cloudflare's limit per invocation. Until 2026-11-29 this call deleted every ended family's
+      // row in a loop of statements as long as that backlog; until 2026-11-30 a call whose family
+      // rule found fewer than `limit` was two statements, the sliding rule's following.
       // Each statement is an operation of its own under the deadline, as prune's batches of the
       // other stores are (until 2026-11-29 a call's statements shared one deadline, so a backlog of
       // a few batches on a D1 answering each in time failed every cron run before the later stores).
       const step = <T>(fn: () => Promise<T>): Promise<T> => run("refreshTokens.deleteExpired", fn);
-      const familyGone = await step(() =>
-        deleteBatch(
-          ctx,
-          TABLES.refreshTokens,
-          "token_hash",
-          `"family_expires_at" <= ? and "family_id" in (select "family_id" from ${families} where "family_expires_at" <= ?)`,
-          [now, now],
+      const familyRule = `"family_expires_at" <= ? and "family_id" in (select "family_id" from ${families} where "family_expires_at" <= ?)`;
+      const slidingRule = `("consumed_at" is null and "expires_at" <= ?)`;
+      if (limit === undefined) {
+        const familyGone = await step(() => deleteBatch(ctx, TABLES.refreshTokens, "token_hash", familyRule, [now, now]));
+        await step(() => exec(`delete from ${families} where ${endedFamilies}`, now, now));
+        return familyGone + (await step(() => deleteBatch(ctx, TABLES.refreshTokens, "token_hash", slidingRule, [now])));
+      }
+      // The family rule's tokens first, then, in what the limit leaves, the sliding rule's that the
+      // family rule does not take: a token may meet both, and picked twice it would make the batch
+      // delete fewer than `limit` while tokens are left (prune would take it for the last). UNION
+      // ALL runs the second arm only while the limit is not reached; the exclusion probes
+      // pg_refresh_families' primary key only for a token whose family has ended. The statement the
+      // Kysely store compiles to on SQLite (../stores/refresh-tokens.ts).
+      return step(() => {
+        if (!Number.isSafeInteger(limit) || limit < 1) throw new TypeError("deleteExpired: limit must be a positive integer");
+        return exec(
+          `delete from ${table} where "token_hash" in (select "token_hash" from ${table} where (${familyRule}) union all ` +
+            `select "t"."token_hash" from ${table} as "t" where "t"."consumed_at" is null and "t"."expires_at" <= ? and not ("t"."family_expires_at" <= ? and ` +
+            `exists (select 1 as "one" from ${families} where ${families}."family_id" = "t"."family_id" and ${families}."family_expires_at" <= ?)) limit ?)`,
+          now,
+          now,
+          now,
+          now,
+          now,
           limit,
-        ),
-      );
-      if (limit !== undefined && familyGone >= limit) return familyGone;
-      if (limit === undefined) await step(() => exec(`delete from ${families} where ${endedFamilies}`, now, now));
-      const rest = limit === undefined ? undefined : limit - familyGone;
-      return familyGone + (await step(() => deleteBatch(ctx, TABLES.refreshTokens, "token_hash", `("consumed_at" is null and "expires_at" <= ?)`, [now], rest)));
+        );
+      });
     },
     deleteEndedFamilies: (now, limit) => {
       // Refused before D1 is touched: a caller's mistake, not a storage failure.

@@ -1,5 +1,5 @@
 import type { RefreshTokenStore } from "@plantgate/core";
-import { sql, type Insertable, type QueryCreator, type Selectable } from "kysely";
+import { sql, type ExpressionBuilder, type Insertable, type QueryCreator, type Selectable } from "kysely";
 import { d1Batch } from "../batch.js";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
@@ -250,21 +250,63 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
       }),
     deleteExpired: (now, limit) =>
       run("refreshTokens.deleteExpired", async () => {
-        // Two rules, one statement each so each is an index range: the whole family past its
-        // absolute expiry (its families from pg_refresh_families' expiry index, then their tokens
-        // by the family index); an unconsumed token past its sliding expiry (migration 0005). A
-        // consumed token stays until its family ends: presenting it again detects reuse.
-        const familyGone = await deleteBatch(
-          ctx,
-          TABLES.refreshTokens,
-          "token_hash",
-          (eb) =>
-            eb.and([
-              eb("family_expires_at", "<=", now),
-              eb("family_id", "in", eb.selectFrom(TABLES.refreshFamilies).select("family_id").where("family_expires_at", "<=", now)),
-            ]),
-          limit,
-        );
+        // Two rules, each an index range: the whole family past its absolute expiry (its families
+        // from pg_refresh_families' expiry index, then their tokens by the family index); an
+        // unconsumed token past its sliding expiry (migration 0005). A consumed token stays until
+        // its family ends: presenting it again detects reuse.
+        const familyEnded = (eb: ExpressionBuilder<Database, typeof TABLES.refreshTokens>) =>
+          eb.and([
+            eb("family_expires_at", "<=", now),
+            eb("family_id", "in", eb.selectFrom(TABLES.refreshFamilies).select("family_id").where("family_expires_at", "<=", now)),
+          ]);
+        const slidingEnded = (eb: ExpressionBuilder<Database, typeof TABLES.refreshTokens>) => eb.and([eb("consumed_at", "is", null), eb("expires_at", "<=", now)]);
+        if (limit !== undefined && family === "sqlite") {
+          // SQLite and D1: one statement, so a batch is one D1 query (a Worker's cron prune counts
+          // them against Cloudflare's limit per invocation; until 2026-11-30 a batch whose family
+          // rule found fewer than `limit` was two). The family rule's tokens first, then, in what
+          // the limit leaves, the sliding rule's that the family rule does not take (a token may
+          // meet both: picked twice, the batch would delete fewer than `limit` while tokens are
+          // left, and prune would take it for the last). Each arm keeps its index range (EXPLAIN
+          // QUERY PLAN: the family index from the ended families' list; the unconsumed-expiry
+          // index, the exclusion a primary-key probe of pg_refresh_families only for a token whose
+          // family has ended), and UNION ALL runs the second arm only while the limit is not reached.
+          if (!Number.isSafeInteger(limit) || limit < 1) throw new TypeError("deleteExpired: limit must be a positive integer");
+          const result = await db
+            .deleteFrom(TABLES.refreshTokens)
+            .where("token_hash", "in", (eb) =>
+              eb
+                .selectFrom(TABLES.refreshTokens)
+                .select("token_hash")
+                .where(familyEnded)
+                .unionAll(
+                  eb
+                    .selectFrom(`${TABLES.refreshTokens} as t`)
+                    .select("t.token_hash")
+                    .where("t.consumed_at", "is", null)
+                    .where("t.expires_at", "<=", now)
+                    .where((e) =>
+                      e.not(
+                        e.and([
+                          e("t.family_expires_at", "<=", now),
+                          e.exists(
+                            e
+                              .selectFrom(TABLES.refreshFamilies)
+                              .select(sql.lit(1).as("one"))
+                              .whereRef(`${TABLES.refreshFamilies}.family_id`, "=", "t.family_id")
+                              .where(`${TABLES.refreshFamilies}.family_expires_at`, "<=", now),
+                          ),
+                        ]),
+                      ),
+                    ),
+                )
+                .limit(limit),
+            )
+            .executeTakeFirst();
+          return Number(result.numDeletedRows);
+        }
+        // PostgreSQL, MySQL (no statement budget there; FOR UPDATE SKIP LOCKED takes no UNION, and
+        // MySQL's DELETE ... LIMIT no subquery to pick from): one statement per rule.
+        const familyGone = await deleteBatch(ctx, TABLES.refreshTokens, "token_hash", familyEnded, limit);
         if (limit !== undefined && familyGone >= limit) return familyGone;
         // Without a limit, then the family rows whose tokens are all gone (not counted: the count is
         // of tokens). With one, those are deleteEndedFamilies' (prune calls it in batches of its
@@ -273,13 +315,7 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
         // row past the first `limit` behind, and the table grew without end where more families
         // ended per pruning interval; the loop that fixed it here made a call as long as the backlog.)
         if (limit === undefined) await deleteEndedFamilies(now, undefined);
-        const unconsumedGone = await deleteBatch(
-          ctx,
-          TABLES.refreshTokens,
-          "token_hash",
-          (eb) => eb.and([eb("consumed_at", "is", null), eb("expires_at", "<=", now)]),
-          limit === undefined ? undefined : limit - familyGone,
-        );
+        const unconsumedGone = await deleteBatch(ctx, TABLES.refreshTokens, "token_hash", slidingEnded, limit === undefined ? undefined : limit - familyGone);
         return familyGone + unconsumedGone;
       }),
     deleteEndedFamilies: (now, limit) => {
