@@ -529,10 +529,17 @@ describe("a refresh whose answer was lost after the server rotated", () => {
       for (const clock of [t.clock, a.clock, b.clock]) clock.advance(TTL);
       lose.count = 1;
       expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
-      await b.client.getAccessToken();
+      const replayed = await b.client.getAccessToken();
       const reads = aReads();
+      const sent = forwarded.length;
       await vi.advanceTimersByTimeAsync(8000);
       expect(await settled(() => aReads() > reads)).toBe(true);
+      // The retry's renewal goes on after its read (it compares the tokens' lineage by hash): this
+      // call joins it if it still runs, and takes B's replay, which A now holds. Without waiting
+      // for it, the next round's clock jump (TTL) came while it ran, and the token it ended with
+      // had expired by then: the next call joined it and failed with nothing sent (1 run in 3).
+      expect(await a.client.getAccessToken()).toBe(replayed);
+      expect(forwarded.slice(sent)).toEqual([]);
     }
     // A fifth loss, B idle: A's own retry must present the token again within the grace window.
     for (const clock of [t.clock, a.clock, b.clock]) clock.advance(TTL);
