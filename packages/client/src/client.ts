@@ -138,6 +138,8 @@ export function createClient(options: ClientOptions): PlantgateClient {
   }
   const skew = options.refreshSkewSeconds ?? 30;
   if (typeof skew !== "number" || !Number.isFinite(skew) || skew < 0) throw new TypeError("refreshSkewSeconds must be a number >= 0");
+  const jitter = options.refreshJitterSeconds ?? 20;
+  if (typeof jitter !== "number" || !Number.isFinite(jitter) || jitter < 0) throw new TypeError("refreshJitterSeconds must be a number >= 0");
   let fetch: FetchLike;
   if (options.fetch !== undefined) {
     if (typeof options.fetch !== "function") throw new TypeError("fetch must be a function");
@@ -176,6 +178,7 @@ export function createClient(options: ClientOptions): PlantgateClient {
     maxResponseBytes,
     clock,
     refreshSkewMs: skew * 1000,
+    refreshJitterMs: jitter * 1000,
     tokenCache,
     cacheKey,
     waitUntil,

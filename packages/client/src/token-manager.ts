@@ -26,6 +26,8 @@ export interface TokenManagerConfig {
   maxResponseBytes: number;
   clock: () => number;
   refreshSkewMs: number;
+  /** With a tokenCache: the widest spread of the renewal point into the skew window (see `fresh`). */
+  refreshJitterMs: number;
   tokenCache: TokenCache | null;
   cacheKey: string;
   /** Registers background work with the runtime (see `ClientOptions.waitUntil`), or null. */
@@ -81,10 +83,21 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   /** Set when the session cannot go on (refresh token rejected, no credentials to log in again). */
   let ended: OAuthError | null = null;
 
+  /**
+   * Where in the skew window this client renews, from 0 (its start, refreshSkewMs before expiry)
+   * to 1 (refreshJitterMs later): drawn once per client, and only with a shared cache. Processes
+   * sharing one cache entry hold the same token and found it due at the same moment, so each
+   * presented the same refresh token: past the server's grace replays (refreshGraceMaxUses, 10)
+   * that is reuse, and the family is revoked. Spread out, the first to renew caches the new token
+   * and the others, reading the cache when their own point comes, find it fresh and send nothing.
+   */
+  const spread = cache ? Math.random() * config.refreshJitterMs : 0;
+
   const fresh = (t: CachedToken): boolean => {
     if (rejected.has(t.accessToken)) return false;
     const skew = Math.min(config.refreshSkewMs, (t.expiresAt - t.obtainedAt) / 2);
-    return clock() < t.expiresAt - skew;
+    // At most two thirds of the (capped) skew: at least a third of it is kept before expiry.
+    return clock() < t.expiresAt - skew + Math.min(spread, (skew * 2) / 3);
   };
 
   const canRunGrant = () => grant === "client_credentials" || credentials !== null;

@@ -143,6 +143,15 @@ export interface ClientOptions {
    * flight. Capped at half the token's lifetime, so short-lived tokens are still reused.
    */
   refreshSkewSeconds?: number;
+  /**
+   * With a `tokenCache` only: each client renews at its own random point from `refreshSkewSeconds`
+   * before expiry to this many seconds later (default 20; at most two thirds of the skew, so a
+   * third of it is always kept), drawn once per client. Processes sharing one cache entry hold the
+   * same token: spread out, the first renews and the others find its token in the cache, instead of
+   * all presenting the same refresh token at once (past the server's `refreshGraceMaxUses` replays,
+   * reuse: the family revoked). 0: every client renews at `refreshSkewSeconds`.
+   */
+  refreshJitterSeconds?: number;
   /** Optional shared cache; see {@link TokenCache}. */
   tokenCache?: TokenCache;
   /**

@@ -120,6 +120,9 @@ function twoProcesses(t: NonNullable<typeof target>, cache: ReturnType<typeof sh
       credentials: { username: t.username, password: t.password },
       keepCredentials: false,
       tokenCache: link.hook,
+      // Renewing exactly refreshSkewSeconds before expiry: the tests move the clocks to points in
+      // that window (a token due in one process while a newer one is still fresh in the cache).
+      refreshJitterSeconds: 0,
       clock: clock.now,
       fetch: recordingFetch(forwarded, who),
     });

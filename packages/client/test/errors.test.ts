@@ -187,6 +187,8 @@ describe("argument errors are TypeErrors, thrown at once", () => {
     ["scope with a quote", { scope: 'a"b' }],
     ["credentials without password", { credentials: { username: "u" } }],
     ["negative skew", { refreshSkewSeconds: -1 }],
+    ["negative jitter", { refreshJitterSeconds: -1 }],
+    ["jitter not a number", { refreshJitterSeconds: Number.NaN }],
     ["fetch not a function", { fetch: "fetch" }],
     ["tokenCache without set", { tokenCache: { get: async () => null } }],
   ])("%s", (_name, patch) => {

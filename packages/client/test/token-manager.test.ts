@@ -79,6 +79,38 @@ describe("caching and expiry (injected clock)", () => {
     expect(await noSkew.getAccessToken()).toBe("at-2");
   });
 
+  it("with a tokenCache, each client renews at its own random point from refreshSkewSeconds to refreshJitterSeconds later (at most two thirds of the skew); 0 turns it off", async () => {
+    /** The whole second (after issue) at which each of `n` clients, each on a cache of its own, renewed its 3600 s token. */
+    const renewedAt = async (n: number, options: { refreshSkewSeconds?: number; refreshJitterSeconds?: number }) => {
+      const fm = newMock();
+      fakeTokenEndpoint(fm, { expiresIn: 3600 });
+      const clock = manualClock();
+      const clients = Array.from({ length: n }, () => {
+        const map = new Map<string, unknown>();
+        return clientOn(fm, { clock: clock.now, tokenCache: { get: async (k) => (map.get(k) ?? null) as never, set: async (k, v) => void map.set(k, v) }, ...options });
+      });
+      const first = await Promise.all(clients.map((c) => c.getAccessToken()));
+      const at: number[] = clients.map(() => -1);
+      for (let second = 3500; second <= 3600; second++) {
+        clock.advance(second === 3500 ? 3500 : 1);
+        const now = await Promise.all(clients.map((c) => c.getAccessToken()));
+        now.forEach((token, i) => {
+          if (at[i] === -1 && token !== first[i]) at[i] = second;
+        });
+      }
+      return at;
+    };
+    // Default skew 30 s, jitter 20 s: from 30 to 10 s before expiry.
+    const spread = await renewedAt(40, {});
+    expect(spread.filter((s) => s < 3570 || s > 3590)).toEqual([]);
+    expect(new Set(spread).size).toBeGreaterThan(5);
+    // refreshJitterSeconds 60 is capped at two thirds of the 30 s skew: still 10 s kept.
+    expect((await renewedAt(40, { refreshJitterSeconds: 60 })).filter((s) => s < 3570 || s > 3590)).toEqual([]);
+    // refreshJitterSeconds 0, or a skew of 0: all at once, at the skew.
+    expect(new Set(await renewedAt(10, { refreshJitterSeconds: 0 }))).toEqual(new Set([3570]));
+    expect(new Set(await renewedAt(10, { refreshSkewSeconds: 0 }))).toEqual(new Set([3600]));
+  });
+
   it("counts the lifetime from before the request, so a slow token response cannot make it overstay", async () => {
     const fm = newMock();
     const clock = manualClock();
