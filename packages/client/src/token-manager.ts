@@ -126,12 +126,33 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   function hook<T>(name: "get" | "set", call: (signal: AbortSignal) => Promise<T>): Promise<T> {
     const ms = config.timeoutMs;
     const controller = new AbortController();
-    return within(deadlineIn(ms), Promise.resolve().then(() => call(controller.signal)), () => {
+    return within(step(), Promise.resolve().then(() => call(controller.signal)), () => {
       const message = `tokenCache.${name} gave no answer within ${ms} ms`;
       controller.abort(new DOMException(message, "TimeoutError"));
       return new NetworkError("timeout", message);
     });
   }
+  /**
+   * The deadline of the token request or hook call the renewal (or a catch-up write) is waiting
+   * for, each one's own timeoutMs, remembered as it starts: see {@link stalled}.
+   */
+  let stepEnd = Infinity;
+  const step = (): ReturnType<typeof deadlineIn> => {
+    const deadline = deadlineIn(config.timeoutMs);
+    stepEnd = deadline?.at ?? Infinity;
+    return deadline;
+  };
+  /**
+   * Whether the work in flight has gone a whole timeoutMs past its current step's deadline: that
+   * step's timer was never run. Seen in workerd: a timer set while serving a request never fires
+   * once that request's response is sent (unless the work was handed to waitUntil), nor does a
+   * subrequest it made answer, so a renewal started by a call that gave up (its signal aborted,
+   * its deadline passed) and left with its response never settled, and every later call of the
+   * client in that isolate joined it and failed at its own deadline, for good. Elsewhere a step's
+   * timer ends it at its deadline (with timeoutMs 0 there is no deadline: never stalled).
+   */
+  const stalled = (): boolean => performance.now() > stepEnd + config.timeoutMs;
+
   const cacheSet = (token: CachedToken) => hook("set", (signal) => cache!.set(config.cacheKey, token, signal));
 
   /**
@@ -183,7 +204,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     }
     if (!timed && performance.now() - lastCatchUp < 1000) return;
     lastCatchUp = performance.now();
-    catching = (async () => {
+    step();
+    const run = (async () => {
       try {
         const theirs = await readCache();
         if (await cacheIsBehind(theirs, token)) await cacheSet(token);
@@ -191,11 +213,13 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       } catch {
         if (behind === token) catchUpRetry.schedule();
       }
-    })().finally(() => {
-      catching = null;
+    })();
+    const write: Promise<void> = run.finally(() => {
+      if (catching === write) catching = null;
     });
-    keepAlive(catching);
-    return catching;
+    catching = write;
+    keepAlive(write);
+    return write;
   }
 
   /**
@@ -281,7 +305,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     }
     // Expiry counts from before the request, so network time is on the safe side.
     const startedAt = clock();
-    const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, deadlineIn(config.timeoutMs), config.maxResponseBytes);
+    const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, step(), config.maxResponseBytes);
     const token = toCachedToken(response, grantType, startedAt, previous);
     // A rotation: the new refresh token's lineage starts with the one it replaced.
     if (previous.refreshToken !== null && token.refreshToken !== previous.refreshToken) {
@@ -371,11 +395,27 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   }
 
   const getToken = (): Promise<CachedToken> => {
+    if ((inflight !== null || catching !== null) && stalled()) {
+      // Never settles (see stalled): left behind, and a new renewal (or catch-up) starts. Should it
+      // settle after all, its end clears nothing of the new one's.
+      inflight = null;
+      catching = null;
+    }
     if (behind !== null) catchUp();
     if (current && fresh(current)) return Promise.resolve(current);
-    inflight ??= renew().finally(() => {
-      inflight = null;
-    });
+    if (inflight === null) {
+      // Until its first request or hook call sets its own, a deadline from now: the last one's,
+      // long past, would make a call joining it at once take it for stalled.
+      step();
+      const renewal: Promise<CachedToken> = renew().finally(() => {
+        if (inflight === renewal) inflight = null;
+      });
+      inflight = renewal;
+      // Registered with the runtime (see ClientOptions.waitUntil): in a Worker the request that
+      // started it may send its response first (its call gave up), and the renewal, shared with
+      // the calls of later requests, would be cut off there and never settle.
+      keepAlive(renewal.then(noop, noop));
+    }
     return inflight;
   };
 
@@ -401,6 +441,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
 }
 
 const WHAT = "token endpoint";
+
+const noop = (): void => {};
 
 /** What a token request continues: the refresh token it presents (null: a new session), its scope and lineage. */
 interface Previous {

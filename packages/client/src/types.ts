@@ -158,7 +158,9 @@ export interface ClientOptions {
    * Registers the client's background work with the runtime, for runtimes that end a request's
    * work when its response is sent: Cloudflare Workers run no timer of a request after that unless
    * it was handed to `waitUntil`. Called at once (in the call that started the work) with a promise
-   * that settles, never rejecting, when that work has ended: each timed retry of a refresh whose
+   * that settles, never rejecting, when that work has ended: each token renewal (shared with the
+   * calls of later requests, it would otherwise be cut off with the response of a call that gave
+   * up, and never settle), each timed retry of a refresh whose
    * answer was lost and of a failed `tokenCache` write (from the moment it is set until its run has
    * ended, or it is cleared), and each catch-up write of the cache. Without it, in a Worker, none of
    * these run once the response is sent. A `waitUntil` that throws, or returns a promise that

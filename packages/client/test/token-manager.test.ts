@@ -144,6 +144,21 @@ describe("caching and expiry (injected clock)", () => {
 });
 
 describe("single flight", () => {
+  it("a renewal starting long after the last one ended is joined, not taken for stalled (its first step's deadline not yet set)", async () => {
+    const fm = newMock();
+    const tokens = fakeTokenEndpoint(fm, { expiresIn: 100 });
+    const clock = manualClock();
+    const client = clientOn(fm, { clock: clock.now, credentials: USER, scope: OFFLINE, timeoutMs: 50 });
+    await client.getAccessToken();
+    // More than twice timeoutMs later (the last token request's deadline long past), the token due:
+    // two calls at once share one refresh.
+    await new Promise((r) => setTimeout(r, 150));
+    clock.advance(100);
+    const [one, two] = await Promise.all([client.getAccessToken(), client.getAccessToken()]);
+    expect([one, two]).toEqual(["at-2", "at-2"]);
+    expect(tokens.requests.map((r) => r.refresh_token ?? r.grant_type)).toEqual(["password", "rt-1"]);
+  });
+
   it("100 concurrent calls on a cold client cause exactly one token request", async () => {
     const fm = newMock();
     const tokens = fakeTokenEndpoint(fm, { delayMs: 20 });
