@@ -10,16 +10,9 @@
 import { Miniflare } from "miniflare";
 import { afterEach, describe, expect, it } from "vitest";
 import { bundle, COMPATIBILITY_DATE } from "./support.js";
+import { get, IDS, OUTCOME, plantgateWorker, sleep } from "./sdk-workers.js";
 
-const IDS = {
-  PLANTGATE_BOOTSTRAP_CLIENT_ID: "sdk-client",
-  PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "sdk-client-secret-0123456789abcdef",
-  PLANTGATE_BOOTSTRAP_USERNAME: "sdk-user",
-  PLANTGATE_BOOTSTRAP_PASSWORD: "sdk-user-password-0123",
-};
 const GRACE_SECONDS = 5;
-
-const SERVER = `import { createWorker } from "../src/index.ts";\nexport default createWorker();\n`;
 
 /**
  * The app Worker: one client per isolate (as the README advises), its clock moved by hand
@@ -55,7 +48,7 @@ const make = (env) => createClient({
   },
   ...${options},
 });
-const outcome = (promise) => promise.then((v) => v, (e) => e.name + ": " + e.message);
+${OUTCOME}
 export default {
   async fetch(request, env) {
     client ??= make(env);
@@ -82,21 +75,12 @@ async function start(options: string): Promise<string> {
   mf = new Miniflare({
     workers: [
       { name: "app", modules: true, script: await bundle(APP(options)), compatibilityDate: COMPATIBILITY_DATE, bindings: IDS, serviceBindings: { PLANTGATE: "plantgate" } },
-      {
-        name: "plantgate",
-        modules: true,
-        script: await bundle(SERVER),
-        compatibilityDate: COMPATIBILITY_DATE,
-        d1Databases: ["DB"],
-        bindings: { ...IDS, PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_REFRESH_GRACE_SECONDS: String(GRACE_SECONDS) },
-      },
+      await plantgateWorker({ PLANTGATE_REFRESH_GRACE_SECONDS: String(GRACE_SECONDS) }),
     ],
   });
   return (await mf.ready).origin;
 }
 
-const get = async (base: string, path: string): Promise<unknown> => (await fetch(base + path)).json();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Signs in, then a refresh (the token due by the app's clock) loses its answer; then, past the grace window, one more call. */
 async function loseThenCallAfterTheWindow(base: string): Promise<{ lost: unknown; after: unknown; sent: unknown }> {

@@ -8,15 +8,8 @@
 import { Miniflare } from "miniflare";
 import { afterEach, describe, expect, it } from "vitest";
 import { bundle, COMPATIBILITY_DATE } from "./support.js";
+import { get, IDS, OUTCOME, plantgateWorker, sleep } from "./sdk-workers.js";
 
-const IDS = {
-  PLANTGATE_BOOTSTRAP_CLIENT_ID: "sdk-client",
-  PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "sdk-client-secret-0123456789abcdef",
-  PLANTGATE_BOOTSTRAP_USERNAME: "sdk-user",
-  PLANTGATE_BOOTSTRAP_PASSWORD: "sdk-user-password-0123",
-};
-
-const SERVER = `import { createWorker } from "../src/index.ts";\nexport default createWorker();\n`;
 
 /** The slow hop: holds a request carrying x-hold-ms that long (its own timer, in its own request), then forwards it to plantgate. */
 const SLOW = `
@@ -64,7 +57,7 @@ const make = (env) => createClient({
   },
   ...${options},
 });
-const outcome = (promise) => promise.then((v) => v, (e) => e.name + ": " + e.message);
+${OUTCOME}
 export default {
   async fetch(request, env) {
     client ??= make(env);
@@ -94,21 +87,12 @@ async function start(options: string): Promise<string> {
     workers: [
       { name: "app", modules: true, script: await bundle(APP(options)), compatibilityDate: COMPATIBILITY_DATE, bindings: IDS, serviceBindings: { SLOW: "slow" } },
       { name: "slow", modules: true, script: await bundle(SLOW), compatibilityDate: COMPATIBILITY_DATE, serviceBindings: { PLANTGATE: "plantgate" } },
-      {
-        name: "plantgate",
-        modules: true,
-        script: await bundle(SERVER),
-        compatibilityDate: COMPATIBILITY_DATE,
-        d1Databases: ["DB"],
-        bindings: { ...IDS, PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" },
-      },
+      await plantgateWorker(),
     ],
   });
   return (await mf.ready).origin;
 }
 
-const get = async (base: string, path: string): Promise<unknown> => (await fetch(base + path)).json();
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Signs in; the token due, a call gives up after 300 ms while its renewal is held 1.5 s; 2 s later (the renewal would have ended), a call. */
 async function giveUpThenCall(base: string) {
