@@ -6,10 +6,9 @@
  * server revokes the whole family and the user is signed out).
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createClient, OAuthError, TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
-import { manualClock, startTarget, type ServerTarget } from "./support.js";
+import { OAuthError, TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
+import { startTarget, userProcess, type ServerTarget } from "./support.js";
 
-const OFFLINE = "Platform_UserAPIs offline_access";
 const TTL = 7200;
 const GRACE = 30;
 
@@ -111,19 +110,11 @@ async function settled(check: () => boolean): Promise<boolean> {
 function twoProcesses(t: NonNullable<typeof target>, cache: ReturnType<typeof sharedCache>, forwarded: string[]) {
   const make = (who: string) => {
     const link = cache.link(who);
-    const clock = manualClock(t.clock.now());
-    const client = createClient({
-      baseUrl: t.baseUrl,
-      clientId: t.clientId,
-      clientSecret: t.clientSecret,
-      scope: OFFLINE,
-      credentials: { username: t.username, password: t.password },
-      keepCredentials: false,
+    const { client, clock } = userProcess(t, {
       tokenCache: link.hook,
       // Renewing exactly refreshSkewSeconds before expiry: the tests move the clocks to points in
       // that window (a token due in one process while a newer one is still fresh in the cache).
       refreshJitterSeconds: 0,
-      clock: clock.now,
       fetch: recordingFetch(forwarded, who),
     });
     return { client, clock, link };
@@ -390,21 +381,7 @@ async function expectPresentedAgain(
 }
 
 describe("a refresh whose answer was lost after the server rotated", () => {
-  const signIn = (t: ServerTarget, fetch: FetchLike, tokenCache?: TokenCache) => {
-    const clock = manualClock(t.clock.now());
-    const client = createClient({
-      baseUrl: t.baseUrl,
-      clientId: t.clientId,
-      clientSecret: t.clientSecret,
-      scope: OFFLINE,
-      credentials: { username: t.username, password: t.password },
-      keepCredentials: false,
-      clock: clock.now,
-      fetch,
-      ...(tokenCache ? { tokenCache } : {}),
-    });
-    return { client, clock };
-  };
+  const signIn = (t: ServerTarget, fetch: FetchLike, tokenCache?: TokenCache) => userProcess(t, { fetch, ...(tokenCache ? { tokenCache } : {}) });
 
   it("is presented again in the background within the grace window, so a call after the window still has a session", async () => {
     target = await startTarget();
@@ -430,8 +407,7 @@ describe("a refresh whose answer was lost after the server rotated", () => {
       handed.push(entry);
       void promise.then(() => (entry.settled = true));
     };
-    const clock = manualClock(t.clock.now());
-    const client = createClient({ baseUrl: t.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, scope: OFFLINE, credentials: { username: t.username, password: t.password }, keepCredentials: false, clock: clock.now, fetch: losingFetch(forwarded, "A", lose), waitUntil });
+    const { client, clock } = userProcess(t, { fetch: losingFetch(forwarded, "A", lose), waitUntil });
     await client.getAccessToken();
     // The sign-in's renewal, settled once it has ended.
     expect(await until(() => handed.length === 1 && handed[0]!.settled, 5000)).toBe(true);
@@ -464,8 +440,7 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     try {
       const forwarded: string[] = [];
       const lose = { count: 1, answered: 0 };
-      const clock = manualClock(t.clock.now());
-      const client = createClient({ baseUrl: t.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, scope: OFFLINE, credentials: { username: t.username, password: t.password }, keepCredentials: false, clock: clock.now, fetch: losingFetch(forwarded, "A", lose), waitUntil });
+      const { client, clock } = userProcess(t, { fetch: losingFetch(forwarded, "A", lose), waitUntil });
       await client.getAccessToken();
       for (const c of [t.clock, clock]) c.advance(TTL);
       expect(await client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
@@ -582,8 +557,7 @@ describe("a refresh token refused while the cache is unreachable, the password n
       if (response.status === 400) link.state.down = true;
       return response;
     };
-    const clock = manualClock(t.clock.now());
-    const client = createClient({ baseUrl: t.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, scope: OFFLINE, credentials: { username: t.username, password: t.password }, keepCredentials: false, tokenCache: link.hook, clock: clock.now, fetch });
+    const { client, clock } = userProcess(t, { tokenCache: link.hook, fetch });
     await client.getAccessToken();
     // The account is disabled and enabled again: its refresh tokens are revoked.
     await t.app.admin.setAccountEnabled(t.username, false);

@@ -7,10 +7,9 @@
  * presentation the server took it for reuse and revoked the family (the user signed out).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createClient, TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
-import { manualClock, startTarget, type ServerTarget } from "./support.js";
+import { TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
+import { startTarget, userProcess, type ServerTarget } from "./support.js";
 
-const OFFLINE = "Platform_UserAPIs offline_access";
 const TTL = 7200;
 
 let target: ServerTarget | null = null;
@@ -46,21 +45,7 @@ describe("many processes sharing one tokenCache entry", () => {
       if (new URL(url).pathname === TOKEN_PATH) grants.push(new URLSearchParams(init.body).get("grant_type")!);
       return globalThis.fetch(url, init);
     };
-    const processes = Array.from({ length: 50 }, () => {
-      const clock = manualClock(t.clock.now());
-      const client = createClient({
-        baseUrl: t.baseUrl,
-        clientId: t.clientId,
-        clientSecret: t.clientSecret,
-        scope: OFFLINE,
-        credentials: { username: t.username, password: t.password },
-        keepCredentials: false,
-        tokenCache: cache.hook,
-        clock: clock.now,
-        fetch,
-      });
-      return { client, clock };
-    });
+    const processes = Array.from({ length: 50 }, () => userProcess(t, { tokenCache: cache.hook, fetch }));
     const clocks = [t.clock, ...processes.map((p) => p.clock)];
     // The first signs in; every other one takes that token from the cache.
     for (const p of processes) await p.client.getAccessToken();

@@ -226,3 +226,23 @@ export async function startTarget(options: { clock?: ReturnType<typeof manualClo
 
 /** A running {@link startTarget}. */
 export type ServerTarget = Awaited<ReturnType<typeof startTarget>>;
+
+/**
+ * A process of the target's user: a client with `offline_access` that does not keep the password
+ * (a refused refresh token signs it out), on a manual clock of its own set to the server's; more
+ * `options` (fetch, tokenCache, waitUntil, ...) as given.
+ */
+export function userProcess(t: ServerTarget, options: Partial<ClientOptions> = {}) {
+  const clock = manualClock(t.clock.now());
+  const client = createClient({
+    baseUrl: t.baseUrl,
+    clientId: t.clientId,
+    clientSecret: t.clientSecret,
+    scope: "Platform_UserAPIs offline_access",
+    credentials: { username: t.username, password: t.password },
+    keepCredentials: false,
+    clock: clock.now,
+    ...options,
+  });
+  return { client, clock };
+}
