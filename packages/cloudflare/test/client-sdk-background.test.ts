@@ -7,10 +7,9 @@
  * presents the replaced refresh token (reuse: the family revoked, the user signed out); with
  * `waitUntil` from `cloudflare:workers` it runs after the response, and the session lives.
  */
-import { Miniflare } from "miniflare";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { bundle, COMPATIBILITY_DATE } from "./support.js";
-import { get, IDS, OUTCOME, plantgateWorker, sleep } from "./sdk-workers.js";
+import { get, IDS, OUTCOME, plantgateWorker, sleep, workersPerTest } from "./sdk-workers.js";
 
 const GRACE_SECONDS = 5;
 
@@ -64,21 +63,14 @@ export default {
 };
 `;
 
-let mf: Miniflare | undefined;
-afterEach(async () => {
-  await mf?.dispose();
-  mf = undefined;
-});
+const startWorkers = workersPerTest();
 
 /** plantgate's Worker and the app Worker with these `createClient` options (a JS object literal); the app's origin. */
 async function start(options: string): Promise<string> {
-  mf = new Miniflare({
-    workers: [
-      { name: "app", modules: true, script: await bundle(APP(options)), compatibilityDate: COMPATIBILITY_DATE, bindings: IDS, serviceBindings: { PLANTGATE: "plantgate" } },
-      await plantgateWorker({ PLANTGATE_REFRESH_GRACE_SECONDS: String(GRACE_SECONDS) }),
-    ],
-  });
-  return (await mf.ready).origin;
+  return startWorkers([
+    { name: "app", modules: true, script: await bundle(APP(options)), compatibilityDate: COMPATIBILITY_DATE, bindings: IDS, serviceBindings: { PLANTGATE: "plantgate" } },
+    await plantgateWorker({ PLANTGATE_REFRESH_GRACE_SECONDS: String(GRACE_SECONDS) }),
+  ]);
 }
 
 

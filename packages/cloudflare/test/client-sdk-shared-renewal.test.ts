@@ -5,10 +5,9 @@
  * signal aborted) while the token renewal it started is still on the way sends its response, and
  * the renewal goes on without it. The next requests' calls join that renewal (single flight).
  */
-import { Miniflare } from "miniflare";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { bundle, COMPATIBILITY_DATE } from "./support.js";
-import { get, IDS, OUTCOME, plantgateWorker, sleep } from "./sdk-workers.js";
+import { get, IDS, OUTCOME, plantgateWorker, sleep, workersPerTest } from "./sdk-workers.js";
 
 
 /** The slow hop: holds a request carrying x-hold-ms that long (its own timer, in its own request), then forwards it to plantgate. */
@@ -76,21 +75,14 @@ export default {
 };
 `;
 
-let mf: Miniflare | undefined;
-afterEach(async () => {
-  await mf?.dispose();
-  mf = undefined;
-});
+const startWorkers = workersPerTest();
 
 async function start(options: string): Promise<string> {
-  mf = new Miniflare({
-    workers: [
-      { name: "app", modules: true, script: await bundle(APP(options)), compatibilityDate: COMPATIBILITY_DATE, bindings: IDS, serviceBindings: { SLOW: "slow" } },
-      { name: "slow", modules: true, script: await bundle(SLOW), compatibilityDate: COMPATIBILITY_DATE, serviceBindings: { PLANTGATE: "plantgate" } },
-      await plantgateWorker(),
-    ],
-  });
-  return (await mf.ready).origin;
+  return startWorkers([
+    { name: "app", modules: true, script: await bundle(APP(options)), compatibilityDate: COMPATIBILITY_DATE, bindings: IDS, serviceBindings: { SLOW: "slow" } },
+    { name: "slow", modules: true, script: await bundle(SLOW), compatibilityDate: COMPATIBILITY_DATE, serviceBindings: { PLANTGATE: "plantgate" } },
+    await plantgateWorker(),
+  ]);
 }
 
 

@@ -3,7 +3,8 @@
  * plantgate's own Worker (`createWorker()` on D1) as a Miniflare worker named "plantgate", and the
  * small helpers their app Workers and test bodies use.
  */
-import type { WorkerOptions } from "miniflare";
+import { Miniflare, type WorkerOptions } from "miniflare";
+import { afterEach } from "vitest";
 import { bundle, COMPATIBILITY_DATE } from "./support.js";
 
 /** The bootstrap client and account of plantgate's Worker, also the app Worker's bindings. */
@@ -32,3 +33,19 @@ export const OUTCOME = `const outcome = (promise) => promise.then((v) => v, (e) 
 /** GETs `base + path` and parses its JSON. */
 export const get = async (base: string, path: string): Promise<unknown> => (await fetch(base + path)).json();
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Called at a test file's top level: a function that starts these workers in one Miniflare, disposed
+ * after each test, and resolves to the first worker's origin.
+ */
+export function workersPerTest(): (workers: WorkerOptions[]) => Promise<string> {
+  let mf: Miniflare | undefined;
+  afterEach(async () => {
+    await mf?.dispose();
+    mf = undefined;
+  });
+  return async (workers) => {
+    mf = new Miniflare({ workers });
+    return (await mf.ready).origin;
+  };
+}
