@@ -425,6 +425,57 @@ async function withFrozenEnvClient(body: (opened: OpenedRedisHotStores) => Promi
   }
 }
 
+describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server that refuses one store's commands${haveServer ? "" : ` (skipped: no ${REDIS_SERVER})`}`, () => {
+  it("a grace replay whose revoked-jti lookup fails gets a fresh access token with the rotation's refresh token, not a 503 after its grace use was counted: the retry was taken for reuse and the user signed out", async () => {
+    await withPrivateClient(undefined, async (_server, admin, port) => {
+      // Redis answers errors to the revoked-jti commands only (an ACL without the `r:` keys): the
+      // lookup of a grace replay fails after the grace use was counted in SQL.
+      await (admin as ReturnType<typeof createClient>).sendCommand(["ACL", "SETUSER", "app", "on", ">app-password", "~hot:a:*", "~hot:s:*", "~hot:j:*", "+@all"]);
+      const own = await connect(`redis://app:app-password@127.0.0.1:${port}`);
+      const sql = await openSqlStorage(":memory:");
+      const warnings: [string, unknown][] = [];
+      const app = createPlantgate({
+        storage: { ...sql, ...redisHotStores(own, { keyPrefix: "hot:" }) },
+        passwordHashIterations: 1000,
+        refreshGraceMaxUses: 1,
+        logger: { error() {}, warn: (message, context) => warnings.push([message, context]) },
+      });
+      try {
+        const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+        await app.admin.createAccount({ username: "u", password: "a password" });
+        const tokenRequest = (params: Record<string, string>) =>
+          app.fetch(new Request("https://pg.test/UserService/connect/token", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ client_id: "c", client_secret: clientSecret, ...params }) }));
+        type Body = { access_token: string; token_type: string; expires_in: number; scope: string; refresh_token: string };
+        const granted = await tokenRequest({ grant_type: "password", username: "u", password: "a password", scope: "Platform_UserAPIs offline_access" });
+        expect(granted.status).toBe(200);
+        const first = (await granted.json()) as Body;
+        const rotated = await tokenRequest({ grant_type: "refresh_token", refresh_token: first.refresh_token });
+        expect(rotated.status).toBe(200);
+        const rotation = (await rotated.json()) as Body;
+        // The rotated token again, within the grace window (a parallel refresh, a retry).
+        warnings.length = 0; // the app's start-up warnings (no issuer, keys in clear)
+        const replayed = await tokenRequest({ grant_type: "refresh_token", refresh_token: first.refresh_token });
+        const replay = (await replayed.json()) as Body;
+        expect([replayed.status, replay]).toEqual([200, { access_token: expect.any(String), token_type: "Bearer", expires_in: 7200, scope: "Platform_UserAPIs offline_access", refresh_token: rotation.refresh_token }]);
+        // Not the replayed access token, which could not be checked for revocation: a fresh one.
+        expect(replay.access_token).not.toBe(rotation.access_token);
+        expect(warnings).toEqual([
+          [
+            "revoked-token lookup failed at a refresh-token grace replay; a fresh access token is issued instead of the replayed one",
+            { name: "StorageError", message: "redis: revokedTokens.has failed", cause: "Error: NOPERM this user has no permissions to access one of the keys used as arguments" },
+          ],
+        ]);
+        // Still signed in: the family's head rotates.
+        const next = await tokenRequest({ grant_type: "refresh_token", refresh_token: rotation.refresh_token });
+        expect(next.status).toBe(200);
+      } finally {
+        own.destroy();
+        await sql.close();
+      }
+    });
+  });
+});
+
 describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveServer ? "" : ` (skipped: no ${REDIS_SERVER})`}`, () => {
   let proc: ChildProcess | undefined;
   afterAll(async () => {

@@ -1,6 +1,8 @@
 import { fromBase64 } from "../../crypto/index.js";
 import { openReplay } from "../../crypto/replay.js";
 import type { Context, Urls } from "../../context.js";
+import { StorageError } from "../../errors/index.js";
+import { describeError } from "../../http/respond.js";
 import type { ClientRecord } from "../../storage/types.js";
 import { issueTokens, type TokenResponse } from "../issue.js";
 
@@ -19,6 +21,23 @@ function accessTokenClaims(jwt: string): { exp: number; jti: string } | null {
   }
 }
 
+/**
+ * Whether the replayed access token is revoked (RFC 7009), or could not be checked: the grace use is
+ * already counted in storage when this runs, so a 503 here would spend it and tell the client to
+ * retry, and with the grace uses spent (or the window over) that retry is reuse, which revokes the
+ * family and signs the user out (a revoked-jti store in Redis failing while the refresh tokens' SQL
+ * store answers, before 2026-11-30). A fresh access token is issued instead, as for a revoked one.
+ */
+async function revokedOrUnknown(ctx: Context, jti: string): Promise<boolean> {
+  try {
+    return await ctx.storage.revokedTokens.has(jti);
+  } catch (error) {
+    if (!(error instanceof StorageError)) throw error;
+    ctx.logger.warn("revoked-token lookup failed at a refresh-token grace replay; a fresh access token is issued instead of the replayed one", describeError(error));
+    return true;
+  }
+}
+
 function isAnswer(value: unknown): value is TokenResponse & { refresh_token: string } {
   const v = value as Partial<TokenResponse> | null;
   return typeof v?.access_token === "string" && typeof v.scope === "string" && typeof v.refresh_token === "string";
@@ -29,7 +48,8 @@ function isAnswer(value: unknown): value is TokenResponse & { refresh_token: str
  * presented token. Its refresh token is always the one the rotation issued (one family, one head),
  * so retries are idempotent. Its access token is replayed too while it still fits: the same scope
  * as asked now, not expired and not revoked (RFC 7009); otherwise a fresh access token is issued
- * for the scope asked now. `expires_in` counts down by the whole seconds since the rotation, so a
+ * for the scope asked now (also when whether it was revoked cannot be read: a storage failure then
+ * costs no 503 after the grace use was counted). `expires_in` counts down by the whole seconds since the rotation, so a
  * retry within the same second gets a byte-identical answer (a loser of the race that started
  * before the winner counts no time at all).
  * Null when the sealed answer does not open (it was not sealed for this token).
@@ -67,7 +87,7 @@ export async function replayAnswer(
     claims !== null &&
     answer.scope === input.scope.join(" ") &&
     claims.exp * 1000 - input.now >= 1000 &&
-    !(await ctx.storage.revokedTokens.has(claims.jti));
+    !(await revokedOrUnknown(ctx, claims.jti));
   if (stillFits) return { ...answer, expires_in: answer.expires_in - Math.floor(Math.max(0, input.now - input.rotatedAt) / 1000) };
   const fresh = await issueTokens(ctx, urls, { client: input.client, subject: input.subject, scope: input.scope, refresh: { kind: "none" }, now: input.now, grantType: "refresh_token", clientIp: input.clientIp, familyId: input.familyId });
   return { ...fresh, refresh_token: answer.refresh_token };
