@@ -10,6 +10,7 @@ import {
   optionsFromEnv,
   PRUNE_STORES,
   redactConnectionUrl,
+  signingKeyView,
   StorageError,
   type ClientSecretView,
   type ClientView,
@@ -63,7 +64,7 @@ export const USAGE = `usage: plantgate <command>
   migrate                            (applies the schema: the only command that changes it or creates a new SQLite file)
   keys rotate [--now] [--server-defaults]   (published now, signs after the activation delay; --now: at once, for a leak)
   keys revoke KID                    (deletes a key that does not sign now: after a leak, rotate --now, then a minute later revoke the old key)
-  keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable, stored, atRest: encrypted / clear / external; reads only: [] when the store has none)
+  keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable, stored, atRest: encrypted / clear / external, kek: the id of the key encryption key a key is sealed under, kekStatus: current / older (keys reencrypt moves it) / missing; reads only: [] when the store has none)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
   prune [--batch-size N] [--max-batches N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts; --max-batches: at most N batches (at least 7), the stores in turn, "complete":false when work may be left)
   events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
@@ -452,16 +453,8 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       const { app } = await open();
       // Core's listing reads only (a store without keys is [], a configured key not stored yet is
       // stored: false, a key in clear stays so under a KEK): an auditor's run changes nothing.
-      const keys = await app.admin.listSigningKeys();
-      return keys.map((k) => ({
-        kid: k.kid,
-        alg: k.alg,
-        createdAt: new Date(k.createdAt).toISOString(),
-        activatesAt: new Date(k.activatesAt).toISOString(),
-        status: k.status,
-        stored: k.stored,
-        atRest: k.atRest,
-      }));
+      // Core's view of each key, the one the console's key API answers with too.
+      return (await app.admin.listSigningKeys()).map(signingKeyView);
     }
     case "keys reencrypt": {
       parseOptions(rest, {});

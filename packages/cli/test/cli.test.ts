@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { startServer } from "@plantgate/example-node-server";
+import { kekId } from "@plantgate/http-suite-tests/kek-rows";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { generateKeyRecord } from "@plantgate/core";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
@@ -196,7 +197,7 @@ describe("plantgate CLI", () => {
     const first = await cli(["keys", "list"]);
     // No warning about keys in clear: the listing loads no key, and says so per key (atRest).
     expect(first).toMatchObject({ code: 0, stderr: "" });
-    expect(first.json).toEqual([{ kid: expect.any(String), alg: "ES256", createdAt: iso, activatesAt: first.json[0].createdAt, status: "active", stored: true, atRest: "clear" }]);
+    expect(first.json).toEqual([{ kid: expect.any(String), alg: "ES256", createdAt: iso, activatesAt: first.json[0].createdAt, status: "active", stored: true, atRest: "clear", kek: null, kekStatus: null }]);
     const before = Date.now();
     const rotated = await cli(["keys", "rotate", "--server-defaults"]);
     const activatesAt = Date.parse(rotated.json.activatesAt);
@@ -205,7 +206,7 @@ describe("plantgate CLI", () => {
     expect(activatesAt - Date.now()).toBeLessThanOrEqual(360_000);
     const second = await cli(["keys", "list"]);
     expect(second.json).toEqual([
-      { kid: rotated.json.kid, alg: "ES256", createdAt: iso, activatesAt: rotated.json.activatesAt, status: "next", stored: true, atRest: "clear" },
+      { kid: rotated.json.kid, alg: "ES256", createdAt: iso, activatesAt: rotated.json.activatesAt, status: "next", stored: true, atRest: "clear", kek: null, kekStatus: null },
       { ...first.json[0], status: "active" },
     ]);
     const urgent = await cli(["keys", "rotate", "--now", "--server-defaults"]);
@@ -266,7 +267,8 @@ describe("plantgate CLI", () => {
     expect(sealed[0]!.private_jwk).toMatch(/^enc:A256GCM:/);
 
     // Listing opens no private key, so it needs no KEK; a command that loads the keys does.
-    const sealedListing = [{ ...listed.json[0], atRest: "encrypted" }];
+    // It names the KEK the key is sealed under, which this run (no KEK) does not have.
+    const sealedListing = [{ ...listed.json[0], atRest: "encrypted", kek: kekId(oldKek), kekStatus: "missing" }];
     expect(await cli(["keys", "list"])).toMatchObject({ code: 0, stderr: "", json: sealedListing });
     const refused = await cli(["keys", "revoke", kid]);
     expect(refused).toEqual({
@@ -281,7 +283,7 @@ describe("plantgate CLI", () => {
     const after = await rows();
     expect(after[0]!.private_jwk).toMatch(/^enc:A256GCM:/);
     expect(after[0]!.private_jwk).not.toBe(sealed[0]!.private_jwk);
-    expect((await cli(["keys", "list"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: newKek })).json).toEqual(sealedListing);
+    expect((await cli(["keys", "list"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: newKek })).json).toEqual([{ ...sealedListing[0], kek: kekId(newKek), kekStatus: "current" }]);
     const oldOnly = await cli(["keys", "revoke", kid], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek });
     expect([oldOnly.code, oldOnly.stderr]).toEqual([
       2,

@@ -727,7 +727,7 @@
             el("td", { "data-label": "Created", text: when(k.createdAt) }),
             el("td", { "data-label": "Signs from", text: when(k.activatesAt) }),
             el("td", { "data-label": "Status", text: KEY_STATUS[k.status] ?? k.status }),
-            el("td", { "data-label": "At rest", text: k.stored ? KEY_AT_REST[k.atRest] ?? k.atRest : "Not stored yet (configured key)" }),
+            el("td", { "data-label": "At rest", text: atRestText(k) }),
             el(
               "td",
               { "data-label": "Actions" },
@@ -782,6 +782,31 @@
     clear: "In clear (not encrypted)",
     external: "Public key only (held by a signer)",
   };
+
+  /**
+   * The key encryption key a stored row is sealed under (`kekStatus`), as it stands in this
+   * server's configuration, and what to do about it.
+   * @type {Record<string, [string, string]>}
+   */
+  const KEK_STATUS = {
+    current: ["the current key encryption key", ""],
+    older: ["an older key encryption key", ": run keys reencrypt before removing it"],
+    missing: ["a key encryption key this server does not have", ""],
+  };
+
+  /**
+   * The "At rest" cell: how the key is kept and, unless it is encrypted under the current key
+   * encryption key (or not sealed at all), which KEK its row is sealed under, by id: a key under an
+   * older one, or a signer's marker an earlier version sealed.
+   * @param {any} k
+   */
+  function atRestText(k) {
+    if (!k.stored) return "Not stored yet (configured key)";
+    const kept = KEY_AT_REST[k.atRest] ?? k.atRest;
+    if (k.kek === null || (k.atRest === "encrypted" && k.kekStatus === "current")) return kept;
+    const [which, todo] = KEK_STATUS[k.kekStatus] ?? [String(k.kekStatus), ""];
+    return (k.atRest === "encrypted" ? "Encrypted under " : kept + ", its row sealed under ") + which + " (id " + k.kek + ")" + todo;
+  }
 
   $button("keys-rotate").addEventListener("click", () => once("keys", async () => {
     const yes = await confirmAction(

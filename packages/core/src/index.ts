@@ -32,12 +32,15 @@ export {
   generateKeyRecord,
   pruneKeys,
   MIN_ACTIVATION_DELAY_SECONDS,
+  signingKeyView,
   type ListedSigningKey,
   type SigningAlg,
   type SigningKeyAtRest,
   type SigningKeyInfo,
+  type SigningKeyKekStatus,
   type SigningKeySigner,
   type SigningKeyStatus,
+  type SigningKeyView,
 } from "./tokens/keys.js";
 export { KeyEncryptionError } from "./crypto/key-encryption.js";
 export { CLIENT_SUBJECT_PREFIX } from "./tokens/access-token.js";

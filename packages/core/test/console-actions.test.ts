@@ -430,7 +430,7 @@ describe("console API: signing keys", () => {
     const before = await h.as("GET", "/api/signing-keys");
     expect(before.status).toBe(200);
     const [only] = (before.body as { keys: { kid: string }[] }).keys;
-    expect(before.body).toEqual({ keys: [{ kid: only!.kid, alg: "ES256", createdAt: T0, activatesAt: T0, status: "active", signing: true, stored: true, atRest: "clear" }] });
+    expect(before.body).toEqual({ keys: [{ kid: only!.kid, alg: "ES256", createdAt: T0, activatesAt: T0, status: "active", signing: true, stored: true, atRest: "clear", kek: null, kekStatus: null }] });
     const oldToken = await clientToken(h);
     h.clock.advance(1000);
     const rotated = await h.as("POST", "/api/signing-keys");
@@ -442,8 +442,8 @@ describe("console API: signing keys", () => {
     expect(kid).not.toBe(only!.kid);
     expect((await h.as("GET", "/api/signing-keys")).body).toEqual({
       keys: [
-        { kid, alg: "ES256", createdAt: "2026-01-01T00:00:01.000Z", activatesAt: "2026-01-01T00:06:01.000Z", status: "next", signing: false, stored: true, atRest: "clear" },
-        { kid: only!.kid, alg: "ES256", createdAt: T0, activatesAt: T0, status: "active", signing: true, stored: true, atRest: "clear" },
+        { kid, alg: "ES256", createdAt: "2026-01-01T00:00:01.000Z", activatesAt: "2026-01-01T00:06:01.000Z", status: "next", signing: false, stored: true, atRest: "clear", kek: null, kekStatus: null },
+        { kid: only!.kid, alg: "ES256", createdAt: T0, activatesAt: T0, status: "active", signing: true, stored: true, atRest: "clear", kek: null, kekStatus: null },
       ],
     });
     const kidOf = (t: string) => (JSON.parse(atob(t.split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/"))) as { kid: string }).kid;

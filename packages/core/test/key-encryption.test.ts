@@ -121,6 +121,35 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     );
   });
 
+  it("the listing names the KEK each key is sealed under and how it stands in the lister's configuration: current, older (until reencrypt), or missing", async () => {
+    const oldKek = kek();
+    const newKek = kek();
+    const other = kek();
+    const h = await harness({ keyEncryptionKeys: [oldKek] });
+    await h.app.jwks();
+    const [first] = await h.app.storage.signingKeys.list();
+    const oldId = first!.privateJwk.split(":")[2]!;
+    const both = createPlantgate({ storage: h.app.storage, keyEncryptionKeys: [newKek, oldKek], clock: h.clock.now, logger: quiet });
+    const { kid: second } = await both.admin.rotateSigningKey();
+    const newId = (await h.app.storage.signingKeys.list())[1]!.privateJwk.split(":")[2]!;
+    const listed = async (keys: string[]) =>
+      (await createPlantgate({ storage: h.app.storage, keyEncryptionKeys: keys, clock: h.clock.now, logger: quiet }).admin.listSigningKeys()).map((k) => [k.kid, k.atRest, k.kek, k.kekStatus]);
+    expect(await listed([newKek, oldKek])).toEqual([
+      [second, "encrypted", newId, "current"],
+      [first!.kid, "encrypted", oldId, "older"],
+    ]);
+    // A KEK that is configured but is neither of them.
+    expect(await listed([other])).toEqual([
+      [second, "encrypted", newId, "missing"],
+      [first!.kid, "encrypted", oldId, "missing"],
+    ]);
+    await both.admin.reencryptSigningKeys();
+    expect(await listed([newKek, oldKek])).toEqual([
+      [second, "encrypted", newId, "current"],
+      [first!.kid, "encrypted", newId, "current"],
+    ]);
+  });
+
   it("reencrypt also encrypts keys stored in clear", async () => {
     const storage = createMemoryStorage();
     await createPlantgate({ storage, logger: quiet }).jwks();
@@ -221,10 +250,10 @@ describe("signer: a key held outside plantgate", () => {
     const app = createPlantgate({ signer, clock: () => now, logger: quiet });
     const kid = await calculateJwkThumbprint({ kty: publicJwk.kty!, crv: publicJwk.crv!, x: publicJwk.x!, y: publicJwk.y! });
     const key = { kid, alg: "ES256", createdAt: now, activatesAt: now, retiredAt: null, status: "active" };
-    expect(await app.admin.listSigningKeys()).toEqual([{ ...key, stored: false, atRest: null }]);
+    expect(await app.admin.listSigningKeys()).toEqual([{ ...key, stored: false, atRest: null, kek: null, kekStatus: null }]);
     expect(await app.storage.signingKeys.list()).toEqual([]);
     await app.jwks();
-    expect(await app.admin.listSigningKeys()).toEqual([{ ...key, stored: true, atRest: "external" }]);
+    expect(await app.admin.listSigningKeys()).toEqual([{ ...key, stored: true, atRest: "external", kek: null, kekStatus: null }]);
   });
 
   it("an instance without the signer verifies its tokens from the stored public key; a host crypto provider is not asked to sign for it", async () => {
@@ -260,6 +289,14 @@ describe("signer: a key held outside plantgate", () => {
     );
     expect(res.status).toBe(200);
     expect((await getAccounts(h.app, ((await res.json()) as { access_token: string }).access_token)).status).toBe(200);
+    // Listed as what it is, the signer's key (no private key stored), under the KEK that sealed it;
+    // reencrypt stores it as the marker, which needs no KEK.
+    const kekOf = sealed.split(":")[2]!;
+    expect((await upgraded.admin.listSigningKeys()).map((k) => [k.kid, k.atRest, k.kek, k.kekStatus])).toEqual([[stored!.kid, "external", kekOf, "current"]]);
+    expect(await upgraded.admin.reencryptSigningKeys()).toEqual({ reencrypted: [stored!.kid], unchanged: [] });
+    expect((await storage.signingKeys.list()).map((k) => k.privateJwk)).toEqual(["external"]);
+    expect((await upgraded.admin.listSigningKeys()).map((k) => [k.kid, k.atRest, k.kek, k.kekStatus])).toEqual([[stored!.kid, "external", null, null]]);
+    expect(await upgraded.admin.reencryptSigningKeys()).toEqual({ reencrypted: [], unchanged: [stored!.kid] });
   });
 
   it("is refused with signingKey, without a sign function, or with a private JWK (which is never echoed)", async () => {

@@ -240,8 +240,8 @@ describe("pre-publication (keys rotate without --now)", () => {
     expect([activatesAt, deleted]).toEqual([rotatedAt + 360_000, []]);
     expect(await jwksKids(h.app)).toEqual([k1, k2].sort());
     expect(await h.app.admin.listSigningKeys()).toEqual([
-      { kid: k2, alg: "ES256", createdAt: rotatedAt + 1, activatesAt, retiredAt: null, status: "next", stored: true, atRest: "clear" },
-      { kid: k1, alg: "ES256", createdAt: rotatedAt, activatesAt: rotatedAt, retiredAt: null, status: "active", stored: true, atRest: "clear" },
+      { kid: k2, alg: "ES256", createdAt: rotatedAt + 1, activatesAt, retiredAt: null, status: "next", stored: true, atRest: "clear", kek: null, kekStatus: null },
+      { kid: k1, alg: "ES256", createdAt: rotatedAt, activatesAt: rotatedAt, retiredAt: null, status: "active", stored: true, atRest: "clear", kek: null, kekStatus: null },
     ]);
     // Right after the rotation, and until the last millisecond before activation, tokens carry the old kid and verify.
     const right = await clientToken(h);
@@ -401,7 +401,7 @@ describe("automatic rotation by age (signingKeyMaxAgeSeconds)", () => {
     // Listed before any load: the configured key signs, not stored yet (listing stores nothing).
     const [configuredKid] = (await configured.admin.listSigningKeys()).map((k) => k.kid);
     expect(await configured.admin.listSigningKeys()).toEqual([
-      { kid: configuredKid, alg: "ES256", createdAt: clock.now(), activatesAt: clock.now(), retiredAt: null, status: "active", stored: false, atRest: null },
+      { kid: configuredKid, alg: "ES256", createdAt: clock.now(), activatesAt: clock.now(), retiredAt: null, status: "active", stored: false, atRest: null, kek: null, kekStatus: null },
     ]);
     expect(await configured.storage.signingKeys.list()).toEqual([]);
     await configured.jwks(); // stored by the first load, as at a server's start

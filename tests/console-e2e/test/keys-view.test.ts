@@ -2,11 +2,15 @@
  * The console's signing-key table, in Debian chromium against the real example node server, for
  * what the listing reports and never changes (it only reads the store): no key stored (a sentence
  * instead of an empty table), a key stored in clear while a key encryption key is configured, and a
- * configured signing key that is not stored. The store is compared after each view.
+ * configured signing key that is not stored. The store is compared after each view. And after a
+ * rotation of the key encryption key, the "At rest" cell of a key under the older KEK, and of a
+ * signer's marker an earlier version sealed under it, names that KEK and says to run keys reencrypt
+ * before removing it; after the reencrypt neither does.
  */
 import { randomBytes } from "node:crypto";
-import { createMemoryStorage, generateKeyRecord, type Storage } from "@plantgate/core";
+import { createMemoryStorage, createPlantgate, generateKeyRecord, type Storage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { kekId, sealUnder } from "@plantgate/http-suite-tests/kek-rows";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -123,6 +127,37 @@ suite(name, () => {
     expect(await rows()).toEqual([{ "Key ID": configured.kid, Algorithm: "ES256", Created: expect.any(String), "Signs from": expect.any(String), Status: "Active (signing)", "At rest": "Not stored yet (configured key)", Actions: "" }]);
     expect(await page.locator("#keys-empty").isVisible()).toBe(false);
     expect(await storage.signingKeys.list()).toEqual([]);
+    expect(problems).toEqual([]);
+  });
+  it("after a KEK rotation, a key under the older KEK and a signer's marker an earlier version sealed under it name that KEK and say to reencrypt; after keys reencrypt neither does", async () => {
+    const OLD = randomBytes(32).toString("base64url");
+    const NEW = randomBytes(32).toString("base64url");
+    sent.push(OLD, NEW);
+    const storage = createMemoryStorage();
+    // Before the rotation: a server with OLD made the first key, sealed under OLD.
+    await createPlantgate({ storage, keyEncryptionKeys: [OLD], logger: { error() {}, warn() {} } }).jwks();
+    const [key] = await storage.signingKeys.list();
+    // A signer's key from before it, its marker sealed under OLD as versions before 2026-11-29 did.
+    const signerKey = await generateKeyRecord("ES256", key!.createdAt - 60_000);
+    await storage.signingKeys.create({ ...signerKey, privateJwk: sealUnder(OLD, signerKey.kid, "external") });
+    const server = await start({ PLANTGATE_KEY_ENCRYPTION_KEY: `${NEW},${OLD}` }, storage);
+    await page.context().clearCookies();
+    await open(server);
+    await page.locator("#keys-body tr:nth-child(2)").waitFor();
+    const todo = `an older key encryption key (id ${kekId(OLD)}): run keys reencrypt before removing it`;
+    expect((await rows()).map((r) => [r["Key ID"], r.Status, r["At rest"]])).toEqual([
+      [key!.kid, "Active (signing)", `Encrypted under ${todo}`],
+      [signerKey.kid, "Retired (verifying only)", `Public key only (held by a signer), its row sealed under ${todo}`],
+    ]);
+
+    // What keys reencrypt does (the CLI cannot reach this in-memory store): the same core call.
+    expect(await server.app.admin.reencryptSigningKeys()).toEqual({ reencrypted: [key!.kid, signerKey.kid], unchanged: [] });
+    await page.reload();
+    await page.locator("#keys-body tr:nth-child(2)").waitFor();
+    expect((await rows()).map((r) => [r["Key ID"], r["At rest"]])).toEqual([
+      [key!.kid, "Encrypted"],
+      [signerKey.kid, "Public key only (held by a signer)"],
+    ]);
     expect(problems).toEqual([]);
   });
 });

@@ -7,7 +7,7 @@ import { accountView, type AccountPage, type AccountView } from "../api/accounts
 import { parseAccountListQuery } from "../schemas/accounts.js";
 import { ApiError } from "../errors/index.js";
 import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText } from "../util/storable-text.js";
-import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE } from "../crypto/key-encryption.js";
+import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE, sealsExternalMarker } from "../crypto/key-encryption.js";
 import { generateKeyRecord, listSigningKeys, pruneKeys, type ListedSigningKey } from "../tokens/keys.js";
 import { SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
 import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
@@ -100,7 +100,9 @@ export interface Admin extends ClientAdmin {
   listSigningKeys(): Promise<ListedSigningKey[]>;
   /**
    * Encrypts every stored private key under the first key encryption key (keys in clear, and keys
-   * under an older KEK). Afterwards the older KEKs can be removed from the configuration. Throws
+   * under an older KEK), and stores a `signer`'s marker that a version before 2026-11-29 sealed as
+   * the plain marker (it holds no key; sealed, it needed its KEK at every load). Afterwards the older
+   * KEKs can be removed from the configuration (`listSigningKeys()` shows no `kekStatus: "older"`). Throws
    * AdminError when no KEK is configured; a key under a KEK that is not configured throws
    * KeyEncryptionError and leaves that key as it was.
    */
@@ -341,25 +343,39 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       // Never through the keyring's load, which writes (a first key, sealing, the configured key,
       // automatic rotation): an auditor's listing must leave the store as it was.
       const now = ctx.clock();
-      return listSigningKeys(ctx.storage.signingKeys, { now, maxTokenTtlMs: await ctx.maxAccessTokenTtlMs(), configured: await ctx.keyring.configuredRecord(now) });
+      return listSigningKeys(ctx.storage.signingKeys, {
+        now,
+        maxTokenTtlMs: await ctx.maxAccessTokenTtlMs(),
+        configured: await ctx.keyring.configuredRecord(now),
+        keks: await ctx.keyEncryption.ids(),
+      });
     },
     async reencryptSigningKeys() {
       if (!ctx.keyEncryption.configured) throw new AdminError(`No key encryption key is configured; set ${KEK_SOURCE}.`);
       const reencrypted: string[] = [];
       const unchanged: string[] = [];
+      // Whether a row is as reencrypt leaves it: a private key sealed under the first KEK, or a
+      // signer's marker stored as such (it holds no key, so needs no KEK; one that is sealed, under
+      // any KEK, is told by its length, see sealsExternalMarker).
+      const done = async (stored: string) =>
+        stored === EXTERNAL_PRIVATE_KEY || ((await ctx.keyEncryption.sealedWithPrimary(stored)) && !sealsExternalMarker(stored));
+      // What a row becomes: its private key sealed under the first KEK; a signer's marker that a
+      // version before 2026-11-29 sealed becomes the marker again, so it no longer needs any KEK.
+      const moved = async (kid: string, stored: string) => {
+        const clear = await ctx.keyEncryption.open(kid, stored);
+        return clear === EXTERNAL_PRIVATE_KEY ? EXTERNAL_PRIVATE_KEY : ctx.keyEncryption.seal(kid, clear);
+      };
       for (const k of await ctx.storage.signingKeys.list()) {
-        if (k.privateJwk === EXTERNAL_PRIVATE_KEY || (await ctx.keyEncryption.sealedWithPrimary(k.privateJwk))) {
+        if (await done(k.privateJwk)) {
           unchanged.push(k.kid);
           continue;
         }
-        const clear = await ctx.keyEncryption.open(k.kid, k.privateJwk);
-        const sealed = await ctx.keyEncryption.seal(k.kid, clear);
         // Compare-and-set: a row changed meanwhile (by a starting instance) is read again.
-        if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, k.privateJwk, sealed)) reencrypted.push(k.kid);
+        if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, k.privateJwk, await moved(k.kid, k.privateJwk))) reencrypted.push(k.kid);
         else {
           const now = (await ctx.storage.signingKeys.list()).find((r) => r.kid === k.kid);
-          if (now && !(await ctx.keyEncryption.sealedWithPrimary(now.privateJwk))) {
-            if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, now.privateJwk, await ctx.keyEncryption.seal(k.kid, await ctx.keyEncryption.open(k.kid, now.privateJwk)))) reencrypted.push(k.kid);
+          if (now && !(await done(now.privateJwk))) {
+            if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, now.privateJwk, await moved(k.kid, now.privateJwk))) reencrypted.push(k.kid);
             else throw new AdminError(`signing key ${k.kid} changed while it was being re-encrypted; run keys reencrypt again`);
           } else unchanged.push(k.kid);
         }

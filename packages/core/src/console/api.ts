@@ -5,7 +5,7 @@ import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, plain, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../context.js";
 import type { GrantType } from "../storage/types.js";
-import type { SigningKeyAtRest, SigningKeyStatus } from "../tokens/keys.js";
+import { signingKeyView, type SigningKeyView } from "../tokens/keys.js";
 import { optionalBoolean, optionalSeconds, optionalString, optionalStrings, readJsonObject } from "./body.js";
 import type { ConsoleRequest } from "./request.js";
 import { deleteSession, type ConsoleSession } from "./session.js";
@@ -285,39 +285,23 @@ export const disableAccount = setEnabled(false);
 export const enableAccount = setEnabled(true);
 
 /**
- * A signing key as the console's key table shows it: what `keys list` prints, plus `signing`
- * (the status is `active`). Times in ISO 8601. `stored` and `atRest` as in `admin.listSigningKeys()`
- * (a configured key not stored yet; a key stored in clear). The listing writes nothing: a store
- * without keys and no configured key answers `{keys: []}` (the first key is made when a server
- * first loads the keys); with a configured key, that key, `stored: false`.
+ * A signing key as the console's key table shows it: what `keys list` prints (the same
+ * {@link signingKeyView} of `admin.listSigningKeys()`), plus `signing` (the status is `active`).
+ * Times in ISO 8601. `stored`, `atRest`, `kek` and `kekStatus` as in `admin.listSigningKeys()` (a
+ * configured key not stored yet; a key stored in clear; the key encryption key a key is sealed
+ * under, and whether it is the current one). The listing writes nothing: a store without keys and
+ * no configured key answers `{keys: []}` (the first key is made when a server first loads the
+ * keys); with a configured key, that key, `stored: false`.
  *
  * @example
  * const { keys } = (await (await fetch("/console/api/signing-keys")).json()) as { keys: ConsoleSigningKey[] };
  */
-export interface ConsoleSigningKey {
-  kid: string;
-  alg: string;
-  createdAt: string;
-  activatesAt: string;
-  status: SigningKeyStatus;
+export interface ConsoleSigningKey extends SigningKeyView {
   signing: boolean;
-  stored: boolean;
-  atRest: SigningKeyAtRest | null;
 }
 
 export const listSigningKeys: ApiHandler = async (ctx) => {
-  const keys = (await createAdmin(ctx).listSigningKeys()).map(
-    (k): ConsoleSigningKey => ({
-      kid: k.kid,
-      alg: k.alg,
-      createdAt: iso(k.createdAt),
-      activatesAt: iso(k.activatesAt),
-      status: k.status,
-      signing: k.status === "active",
-      stored: k.stored,
-      atRest: k.atRest,
-    }),
-  );
+  const keys = (await createAdmin(ctx).listSigningKeys()).map((k): ConsoleSigningKey => ({ ...signingKeyView(k), signing: k.status === "active" }));
   return json(200, { keys });
 };
 

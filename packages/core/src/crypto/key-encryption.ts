@@ -22,6 +22,11 @@ export interface KeyEncryption {
   open(kid: string, stored: string): Promise<string>;
   /** Whether the stored value is already sealed under the first KEK (so `reencrypt` leaves it). */
   sealedWithPrimary(stored: string): Promise<boolean>;
+  /**
+   * The ids of the configured KEKs (see {@link sealedUnder}), the first KEK's first; [] without
+   * one. Ids only: nothing that reveals a KEK.
+   */
+  ids(): Promise<string[]>;
 }
 
 /** Marks a stored private key that is encrypted. */
@@ -51,6 +56,27 @@ const KEK_ID_LABEL = encoder.encode("plantgate key encryption key id\0");
 function fromBase64url(text: string): Uint8Array | null {
   if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
   return fromBase64(text.replace(/-/g, "+").replace(/_/g, "/"));
+}
+
+/**
+ * The id of the KEK a stored `privateJwk` is sealed under (the `<kek id>` of
+ * `enc:A256GCM:<kek id>:<iv>:<ciphertext>`), read without opening it; null when it is not sealed.
+ */
+export const sealedUnder = (stored: string): string | null => (isSealed(stored) ? stored.slice(SEALED_PREFIX.length).split(":")[0]! : null);
+
+/** Bytes of the AES-GCM tag at the end of a sealed value's ciphertext. */
+const TAG_BYTES = 16;
+
+/**
+ * Whether a sealed `privateJwk` holds {@link EXTERNAL_PRIVATE_KEY}, the marker of a `signer`'s key,
+ * which versions before 2026-11-29 sealed under the KEK too. Told without opening it, by length: an
+ * AES-GCM ciphertext is its text plus the 16-byte tag, so the text here is 8 bytes long, and no
+ * private JWK is (a load of the keys takes such a text as the marker or fails).
+ */
+export function sealsExternalMarker(stored: string): boolean {
+  if (!isSealed(stored)) return false;
+  const ct = fromBase64url(stored.slice(SEALED_PREFIX.length).split(":")[2] ?? "");
+  return ct !== null && ct.length === encoder.encode(EXTERNAL_PRIVATE_KEY).length + TAG_BYTES;
 }
 
 /**
@@ -133,6 +159,9 @@ export function createKeyEncryption(keks: readonly Uint8Array[]): KeyEncryption 
     async sealedWithPrimary(stored) {
       const [primary] = await ready();
       return primary !== undefined && stored.startsWith(`${SEALED_PREFIX}${primary.id}:`);
+    },
+    async ids() {
+      return (await ready()).map((k) => k.id);
     },
   };
 }

@@ -1,9 +1,9 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
-import { EXTERNAL_PRIVATE_KEY, isSealed, KEK_SOURCE, KeyEncryptionError, type KeyEncryption } from "../crypto/key-encryption.js";
+import { EXTERNAL_PRIVATE_KEY, isSealed, KEK_SOURCE, KeyEncryptionError, sealedUnder, sealsExternalMarker, type KeyEncryption } from "../crypto/key-encryption.js";
 import { StorageError } from "../errors/index.js";
 import type { SigningKeyRecord, SigningKeyStore } from "../storage/types.js";
 import { LATE, waitAtMost } from "../util/wait-at-most.js";
-import { describeKeys, place, pruneKeys, SIGNING_RELOAD_MS, signingIndex, type SigningKeyInfo } from "./key-lifecycle.js";
+import { describeKeys, place, pruneKeys, SIGNING_RELOAD_MS, signingIndex, type SigningKeyInfo, type SigningKeyStatus } from "./key-lifecycle.js";
 
 export { describeKeys, pruneKeys, SIGNING_RELOAD_MS, type SigningKeyInfo, type SigningKeyStatus } from "./key-lifecycle.js";
 
@@ -484,12 +484,22 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
 }
 
 /**
- * How a listed key's private part is kept in the store: `encrypted` under a key encryption key,
- * `clear` (readable by anyone who can read the store; with a key encryption key configured, the
- * servers' next load of the keys, or `keys reencrypt`, encrypts it), `external` (held by a
- * `signer`: only its public key is stored).
+ * How a listed key's private part is kept in the store: `encrypted` under a key encryption key
+ * (which one: {@link ListedSigningKey.kek}), `clear` (readable by anyone who can read the store;
+ * with a key encryption key configured, the servers' next load of the keys, or `keys reencrypt`,
+ * encrypts it), `external` (held by a `signer`: only its public key is stored; also when the row
+ * holds the marker an earlier version sealed under a KEK, which `kek` then names).
  */
 export type SigningKeyAtRest = "encrypted" | "clear" | "external";
+
+/**
+ * How the KEK a listed key's row is sealed under stands in the lister's configuration
+ * (`keyEncryptionKeys` / `PLANTGATE_KEY_ENCRYPTION_KEY`): `current` (the first KEK, which seals new
+ * keys), `older` (another configured KEK: `keys reencrypt` moves the key to the first, and until
+ * then that KEK must stay configured wherever the keys are loaded), `missing` (no configured KEK has
+ * that id: the lister has none, or not that one; a server configured so fails to load the keys).
+ */
+export type SigningKeyKekStatus = "current" | "older" | "missing";
 
 /** A key as {@link listSigningKeys} describes it: its status, and whether and how it is stored. */
 export interface ListedSigningKey extends SigningKeyInfo {
@@ -502,31 +512,81 @@ export interface ListedSigningKey extends SigningKeyInfo {
   stored: boolean;
   /** How the private key is stored; null when the key is not stored. */
   atRest: SigningKeyAtRest | null;
+  /**
+   * The id of the key encryption key the row is sealed under (the `<kek id>` of its
+   * `enc:A256GCM:<kek id>:...` form: 8 bytes of SHA-256 over a label and the KEK, base64url); null
+   * when the row is not sealed (a key in clear, a signer's marker stored as such) or not stored.
+   */
+  kek: string | null;
+  /** How that KEK stands in the lister's configuration; null when `kek` is. */
+  kekStatus: SigningKeyKekStatus | null;
 }
 
-const atRest = (r: SigningKeyRecord): SigningKeyAtRest => (r.privateJwk === EXTERNAL_PRIVATE_KEY ? "external" : isSealed(r.privateJwk) ? "encrypted" : "clear");
+const atRest = (r: SigningKeyRecord): SigningKeyAtRest =>
+  r.privateJwk === EXTERNAL_PRIVATE_KEY || sealsExternalMarker(r.privateJwk) ? "external" : isSealed(r.privateJwk) ? "encrypted" : "clear";
 
 /**
  * Every stored signing key with its status, newest first, read and never written: unlike loading
  * the keyring it makes no first key on an empty store (`[]`), encrypts no key stored in clear
  * (`atRest: "clear"`), stores no configured key (`stored: false`) and rotates nothing. No private
- * key is opened, so a key encryption key that is missing or wrong does not fail the listing.
+ * key is opened, so a key encryption key that is missing or wrong does not fail the listing: the
+ * KEK a row is sealed under is read from the row's form, and told `current`, `older` or `missing`
+ * against `keks`, the configured KEKs' ids ({@link KeyEncryption.ids}, first the one that seals).
  * `configured` is the configured key's record ({@link Keyring.configuredRecord}); it is the
  * active key, as it is for the keyring.
  *
  * @example
- * const keys = await listSigningKeys(storage.signingKeys, { now: Date.now(), maxTokenTtlMs: 7200_000, configured: null });
+ * const keys = await listSigningKeys(storage.signingKeys, { now: Date.now(), maxTokenTtlMs: 7200_000, configured: null, keks: [] });
  */
 export async function listSigningKeys(
   store: SigningKeyStore,
-  options: { now: number; maxTokenTtlMs: number; configured: SigningKeyRecord | null },
+  options: { now: number; maxTokenTtlMs: number; configured: SigningKeyRecord | null; keks: readonly string[] },
 ): Promise<ListedSigningKey[]> {
   const records = await store.list();
-  const { configured } = options;
+  const { configured, keks } = options;
   const missing = configured !== null && !records.some((r) => r.kid === configured.kid) ? configured : null;
   const byKid = new Map(records.map((r) => [r.kid, r]));
+  const kekStatus = (id: string): SigningKeyKekStatus => (id === keks[0] ? "current" : keks.includes(id) ? "older" : "missing");
   return describeKeys(missing === null ? records : [...records, missing], options.now, options.maxTokenTtlMs, configured?.kid).map((k) => {
     const record = byKid.get(k.kid);
-    return record === undefined ? { ...k, stored: false, atRest: null } : { ...k, stored: true, atRest: atRest(record) };
+    if (record === undefined) return { ...k, stored: false, atRest: null, kek: null, kekStatus: null };
+    const kek = sealedUnder(record.privateJwk);
+    return { ...k, stored: true, atRest: atRest(record), kek, kekStatus: kek === null ? null : kekStatus(kek) };
   });
+}
+
+/**
+ * A listed key as `plantgate keys list` prints it and the console's key API answers it (which adds
+ * `signing`): the one mapping both use, so they show the same fields the same way. Times in ISO 8601.
+ */
+export interface SigningKeyView {
+  kid: string;
+  alg: string;
+  createdAt: string;
+  activatesAt: string;
+  status: SigningKeyStatus;
+  stored: boolean;
+  atRest: SigningKeyAtRest | null;
+  kek: string | null;
+  kekStatus: SigningKeyKekStatus | null;
+}
+
+/**
+ * The {@link SigningKeyView} of a key of {@link listSigningKeys} (`retiredAt` is left out).
+ *
+ * @example
+ * const view = (await app.admin.listSigningKeys()).map(signingKeyView);
+ */
+export function signingKeyView(k: ListedSigningKey): SigningKeyView {
+  return {
+    kid: k.kid,
+    alg: k.alg,
+    createdAt: new Date(k.createdAt).toISOString(),
+    activatesAt: new Date(k.activatesAt).toISOString(),
+    status: k.status,
+    stored: k.stored,
+    atRest: k.atRest,
+    kek: k.kek,
+    kekStatus: k.kekStatus,
+  };
 }
