@@ -2,8 +2,10 @@ import { redactConnectionUrl as redactUrl } from "@plantgate/core";
 
 /**
  * A store that cannot be opened as configured, nothing contacted or changed: a malformed
- * environment (`openStorageFromEnv`), a URL its driver cannot parse (`openSqlStorage` too), a
- * database that cannot be opened. Not an outage (`StorageError`): trying again changes nothing.
+ * environment (`openStorageFromEnv`), a URL its driver cannot parse or of no supported form
+ * (`openSqlStorage` too), a database that cannot be opened. It extends `Error`, not `TypeError`
+ * (the refusal of an unsupported scheme, an empty URL or `sqlite:` without a path was a
+ * `TypeError` until 2026-11-30). Not an outage (`StorageError`): trying again changes nothing.
  * Its message never holds a password.
  *
  * @example

@@ -1,3 +1,4 @@
+import { redactConnectionUrl } from "@plantgate/core";
 import { Kysely, MysqlDialect, PostgresDialect, sql, SqliteDialect } from "kysely";
 import { malformedUrl, StorageConfigError } from "./config-error.js";
 import { toStorageError } from "./errors.js";
@@ -55,8 +56,13 @@ export const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
 
 type Target = { family: "postgres" | "mysql"; url: string } | { family: "sqlite"; path: string };
 
-/** Reads the URL forms of `openSqlStorage`; never echoes the URL, which may hold a password. */
-export function parseStorageUrl(url: string): Target {
+/**
+ * Reads the URL forms of `openSqlStorage`. One it cannot read (an unsupported scheme, an empty URL,
+ * `sqlite:` without a path) is a `StorageConfigError` whose message names the argument (`name`) and
+ * shows the URL only without its password (a TypeError until 2026-11-30).
+ */
+export function parseStorageUrl(url: string, name = "the database URL"): Target {
+  const refuse = (reason: string) => new StorageConfigError(`${name} ${reason}; nothing was opened`);
   if (/^postgres(ql)?:\/\//i.test(url)) return { family: "postgres", url };
   // mysql2 reads host, user, password, database and options from the URL itself, whatever the scheme.
   if (/^(mysql|mariadb):\/\//i.test(url)) return { family: "mysql", url: url.replace(/^mariadb:/i, "mysql:") };
@@ -64,12 +70,14 @@ export function parseStorageUrl(url: string): Target {
     const rest = url.slice("sqlite:".length);
     // sqlite:///abs/path.db and sqlite://rel.db as well as sqlite:path.db
     const path = rest.startsWith("//") ? rest.slice(2) : rest;
-    if (path === "") throw new TypeError("sqlite: URL without a path; use sqlite::memory: for an in-memory database");
+    if (path === "") throw refuse("is sqlite: without a path (use sqlite::memory: for an in-memory database)");
     return { family: "sqlite", path };
   }
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1];
-  if (scheme !== undefined) throw new TypeError(`unsupported database URL scheme "${scheme}:" (use postgres:, mysql:, mariadb: or sqlite:)`);
-  if (url === "") throw new TypeError("empty database URL");
+  if (scheme !== undefined) {
+    throw refuse(`(${redactConnectionUrl(url)}) has an unsupported scheme "${scheme}:" (use postgres:, postgresql:, mysql:, mariadb: or sqlite:, or a SQLite file path)`);
+  }
+  if (url === "") throw refuse("is empty (give a postgres:, postgresql:, mysql:, mariadb: or sqlite: URL, a SQLite file path or :memory:)");
   return { family: "sqlite", path: url };
 }
 
@@ -336,7 +344,7 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
  * the whole URL). openStorageFromEnv names its variable.
  */
 function checkedTarget(url: string, name: string): Target {
-  const target = parseStorageUrl(url);
+  const target = parseStorageUrl(url, name);
   if (target.family !== "sqlite") {
     const malformed = malformedUrl(url);
     if (malformed !== null) throw new StorageConfigError(`${name} ${malformed}; nothing was opened`);
@@ -352,7 +360,7 @@ function checkedTarget(url: string, name: string): Target {
  * a check before opening a store that must not be touched when the check fails (the CLI's
  * commands other than `migrate`). A newer schema is refused with `SchemaTooNewError`; a database
  * that cannot be reached or opened with core's `StorageError` (operation "open"); a URL its
- * driver cannot parse with `StorageConfigError`.
+ * driver cannot parse, or one of no supported form, with `StorageConfigError`.
  *
  * @example
  * const pending = await pendingMigrationsAt("sqlite:/var/lib/plantgate/plantgate.db");
@@ -400,7 +408,8 @@ export async function pendingMigrationsAt(url: string, options: Pick<OpenSqlStor
  * server fails with core's `StorageError`; a database migrated by a newer version of this package
  * with `SchemaTooNewError`; a `postgres://` or `mysql://` URL its driver cannot parse (a port that
  * is not a number, a malformed percent-escape the driver decodes) with `StorageConfigError`, before
- * anything is contacted, its message naming "openSqlStorage's url" without the password.
+ * anything is contacted, its message naming "openSqlStorage's url" without the password; so is a
+ * URL of no supported form (another scheme, an empty URL, `sqlite:` without a path).
  *
  * @example
  * import { createPlantgate } from "@plantgate/core";

@@ -7,7 +7,7 @@
 import { StorageError } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
 import { StorageConfigError as EnvStorageConfigError } from "../src/env.js";
-import { openSqlStorage, StorageConfigError } from "../src/index.js";
+import { openSqlStorage, pendingMigrationsAt, StorageConfigError } from "../src/index.js";
 import { MYSQL_URL, POSTGRES_URL } from "./support.js";
 
 /**
@@ -52,6 +52,26 @@ describe("openSqlStorage: a URL its driver cannot parse", () => {
     expect(await refusal("mysql://root@127.0.0.1:3306/test%e")).toMatch(/^openSqlStorage's url \(mysql:\/\/root@127\.0\.0\.1:3306\/test%e\) has a malformed percent-escape in its database name: /);
     // pg decodes the user name (no ?user= in its place): not UTF-8 is refused there.
     expect(await refusal("postgres://%ff:hunter2@127.0.0.1:5432/test")).toMatch(/^openSqlStorage's url \(postgres:\/\/%ff:\*\*\*@127\.0\.0\.1:5432\/test\) has a malformed percent-escape in its user name: /);
+  });
+
+  it("an unsupported scheme, an empty URL and sqlite: without a path are StorageConfigError too (a TypeError until 2026-11-30), the password never shown", async () => {
+    const expected: [string, string][] = [
+      ["redis://user:hunter2@127.0.0.1:6379", 'openSqlStorage\'s url (redis://user:***@127.0.0.1:6379) has an unsupported scheme "redis:" (use postgres:, postgresql:, mysql:, mariadb: or sqlite:, or a SQLite file path); nothing was opened'],
+      ["", "openSqlStorage's url is empty (give a postgres:, postgresql:, mysql:, mariadb: or sqlite: URL, a SQLite file path or :memory:); nothing was opened"],
+      ["sqlite:", "openSqlStorage's url is sqlite: without a path (use sqlite::memory: for an in-memory database); nothing was opened"],
+      ["sqlite://", "openSqlStorage's url is sqlite: without a path (use sqlite::memory: for an in-memory database); nothing was opened"],
+    ];
+    for (const [url, message] of expected) {
+      const failure = await refusal(url);
+      expect(failure, url).toBe(message);
+      // pendingMigrationsAt reads the URL the same way, naming its own argument.
+      const pending = await pendingMigrationsAt(url).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(pending, url).toBeInstanceOf(StorageConfigError);
+      expect((pending as Error).message, url).toBe(message.replace("openSqlStorage's url", "pendingMigrationsAt's url"));
+    }
   });
 
   it("a URL the driver reads opens as before: pg reads a stray % in a password as it is (trust auth), and a MariaDB URL without one", async () => {
