@@ -62,7 +62,12 @@ export interface MonthSample {
 /** What a soak returns: the samples, the prune totals, and the tables that broke the 2x bound. */
 export interface SoakResult {
   samples: MonthSample[];
+  /** The rows each prune count deleted, summed over the runs (the numeric members of `PruneCounts`). */
   pruned: Record<string, number>;
+  /** How many times `prune` ran. */
+  pruneRuns: number;
+  /** How many of those runs said `complete: false` (work left for the next run). */
+  incompletePruneRuns: number;
   violations: string[];
   requests: number;
   elapsedMs: number;
@@ -191,6 +196,8 @@ export async function runSoak(settings: SoakSettings, onMonth?: (sample: MonthSa
   /** Active families: the current refresh token and when it is next used. */
   const active: Array<{ token: string; next: number }> = [];
   const pruned: Record<string, number> = {};
+  let pruneRuns = 0;
+  let incompletePruneRuns = 0;
   const samples: MonthSample[] = [];
   const violations: string[] = [];
   const windowMs = settings.bruteForceWindowSeconds * 1000;
@@ -290,12 +297,21 @@ export async function runSoak(settings: SoakSettings, onMonth?: (sample: MonthSa
       onMonth?.(sample);
       nextMonth += 30 * DAY;
     }
-    const counts = await app.admin.prune();
+    const { complete, ...counts } = await app.admin.prune();
+    // Rows only: `complete` is a boolean (summed, it printed "complete":17280 until 2026-11-30).
     for (const [k, v] of Object.entries(counts)) pruned[k] = (pruned[k] ?? 0) + v;
+    pruneRuns++;
+    if (!complete) incompletePruneRuns++;
   }
 
   await storage.close();
-  return { samples, pruned, violations, requests, elapsedMs: performance.now() - started };
+  return { samples, pruned, pruneRuns, incompletePruneRuns, violations, requests, elapsedMs: performance.now() - started };
+}
+
+/** The soak's closing line (without its duration): requests, rows pruned per kind, prune runs and how many left work behind. */
+export function soakSummary(result: Pick<SoakResult, "requests" | "pruned" | "pruneRuns" | "incompletePruneRuns">): string {
+  const incomplete = result.incompletePruneRuns === 0 ? "0 incomplete: none left work for the next run" : `${result.incompletePruneRuns} incomplete: left work for the next run`;
+  return `requests: ${result.requests}, pruned: ${JSON.stringify(result.pruned)}, prune runs: ${result.pruneRuns} (${incomplete})`;
 }
 
 /** The month table as Markdown: `rows / live` per table. */

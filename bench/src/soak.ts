@@ -1,7 +1,7 @@
 // `pnpm soak`: a simulated year of traffic through plantgate's core on SQLite, pruned on its
 // schedule; prints every table's rows / live set at each simulated month and exits 1 when a table
 // holds more than twice its live set. SOAK_DAYS shortens it.
-import { runSoak, soakTable, YEAR } from "./soak-run.js";
+import { runSoak, soakSummary, soakTable, YEAR } from "./soak-run.js";
 
 const settings = { ...YEAR, ...(process.env.SOAK_DAYS ? { days: Number(process.env.SOAK_DAYS) } : {}) };
 if (process.env.SOAK_PRUNE_INTERVAL_SECONDS) settings.pruneIntervalSeconds = Number(process.env.SOAK_PRUNE_INTERVAL_SECONDS);
@@ -13,7 +13,7 @@ const result = await runSoak(settings, (s) => {
   console.log(`month ${String(s.month).padStart(2)}: ${cells.join("  ")}`);
 });
 console.log("\n" + soakTable(result.samples) + "\n");
-console.log(`requests: ${result.requests}, pruned: ${JSON.stringify(result.pruned)}, ${(result.elapsedMs / 1000).toFixed(1)} s`);
+console.log(`${soakSummary(result)}, ${(result.elapsedMs / 1000).toFixed(1)} s`);
 if (result.violations.length > 0) {
   console.error(`FAIL: a table above 2x its live set:\n  ${result.violations.join("\n  ")}`);
   process.exit(1);

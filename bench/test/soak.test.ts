@@ -4,7 +4,7 @@
  * and the prune really removed rows of every kind that expires.
  */
 import { describe, expect, it } from "vitest";
-import { runSoak, soakTable, withinBound, YEAR } from "../src/soak-run.js";
+import { runSoak, soakSummary, soakTable, withinBound, YEAR } from "../src/soak-run.js";
 
 describe("soak (shortened)", () => {
   it("two simulated months: every table stays within 2x its live set, and every expiring kind was pruned", async () => {
@@ -34,6 +34,15 @@ describe("soak (shortened)", () => {
     expect(result.pruned.attempts).toBeGreaterThan(0);
     expect(result.pruned.revokedTokens).toBeGreaterThan(0);
     expect(result.pruned.signingKeys).toBe(2);
+    // Only the prune's row counts are summed (until 2026-11-30 its boolean `complete` was too, and
+    // the output read "complete":1440); the runs are counted, and those that left work behind.
+    expect(Object.keys(result.pruned)).toEqual(["refreshTokens", "sessions", "attempts", "revokedTokens", "assertionJtis", "signingKeys", "auditEvents"]);
+    expect(result.pruneRuns).toBe(60 * 24);
+    expect(result.incompletePruneRuns).toBe(0);
+    const p = result.pruned;
+    expect(soakSummary(result)).toBe(
+      `requests: ${result.requests}, pruned: {"refreshTokens":${p.refreshTokens},"sessions":${p.sessions},"attempts":${p.attempts},"revokedTokens":${p.revokedTokens},"assertionJtis":0,"signingKeys":2,"auditEvents":0}, prune runs: 1440 (0 incomplete: none left work for the next run)`,
+    );
   });
 
   it("the bound: twice the live set, and a tiny live set may carry 3 rows that expired since the last prune (one failed login's counters)", () => {
