@@ -202,6 +202,53 @@ describe("client list and user list read the store a page at a time", () => {
     ]);
   });
 
+  it("client list carries on past client ids written straight into the store that hold U+0000, and the empty id: every client once, a closed JSON array, exit 0", async () => {
+    expect((await cli(["migrate"])).code).toBe(0);
+    const ids = await seedClients(2 * LIST_PAGE + 5);
+    // Ids the admin API refuses, which SQLite holds as written: "" sorts first, and the two with
+    // U+0000 each end a page, so the next page is read after them.
+    const odd = ["", ids[LIST_PAGE - 3]! + "\u0000", ids[2 * LIST_PAGE - 4]! + "\u0000b"];
+    const storage = await openStorageFromEnv({ PLANTGATE_DB: join(dir, "plantgate.db") }, { cwd: dir, clientCache: false });
+    try {
+      for (const id of odd) {
+        const created = await storage.clients.create({
+          clientId: id,
+          authMethod: "client_secret",
+          secrets: [],
+          jwks: null,
+          jwksUri: null,
+          name: "Written by hand",
+          grantTypes: ["client_credentials"],
+          scopes: [],
+          accessTokenTtl: null,
+          refreshTokenTtl: null,
+          refreshTokenAbsoluteTtl: null,
+          createdAt: 1_700_000_000_000,
+          secretUpdatedAt: 1_700_000_000_000,
+        });
+        expect(created).toBe(true);
+      }
+    } finally {
+      await storage.close();
+    }
+    const all = [...ids, ...odd].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    expect(odd.map((id) => all.indexOf(id))).toEqual([0, LIST_PAGE - 1, 2 * LIST_PAGE - 1]);
+
+    seen.calls = [];
+    const paged = await cli(["client", "list"]);
+    // Until 2026-11-30 the second page was refused ("after must be the next cursor of a previous
+    // page", exit 2) after the first was printed: an unclosed array, the rest never listed.
+    expect([paged.code, paged.stderr]).toEqual([0, ""]);
+    const listed = JSON.parse(paged.stdout) as { client_id: string }[];
+    expect(listed.map((c) => c.client_id)).toEqual(all);
+    expect(paged.stdout).toBe(JSON.stringify(listed, null, 2) + "\n");
+    expect(seen.calls.filter((c) => c.startsWith("clients.listPage"))).toEqual([
+      `clients.listPage(null, ${LIST_PAGE + 1})`,
+      `clients.listPage(${odd[1]}, ${LIST_PAGE + 1})`,
+      `clients.listPage(${odd[2]}, ${LIST_PAGE + 1})`,
+    ]);
+  });
+
   it("client list of an empty store prints [] as before", async () => {
     expect((await cli(["migrate"])).code).toBe(0);
     seen.calls = [];

@@ -102,7 +102,9 @@ describe("console API: clients are paged by cursor", () => {
     }
     expect(await h.get("?after=a&after=b")).toEqual(bad("after must be given at most once."));
     const cursor = bad("after must be the next cursor of a previous page.");
-    for (const q of ["?after=a%00b", `?after=${"x".repeat(1001)}`]) expect(await h.get(q), q.slice(0, 20)).toEqual(cursor);
+    expect(await h.get(`?after=${"x".repeat(1001)}`)).toEqual(cursor);
+    // U+0000 is no reason to refuse: an id written straight into SQLite or MySQL can hold it.
+    expect(await h.get("?after=b%00")).toEqual(ok({ clients: [shown("c")], next: null }));
     // The longest cursor taken is longer than any client id the admin API makes (200).
     expect(await h.get(`?after=${"x".repeat(1000)}`)).toEqual(ok({ clients: [], next: null }));
   });
@@ -142,8 +144,13 @@ describe("console API: clients are paged by cursor", () => {
     expect([rest.clients.map((c) => c.clientId), rest.next]).toEqual([["b", "c"], null]);
     expect((await h.app.admin.listClientsPage()).clients).toHaveLength(5);
     await expect(h.app.admin.listClientsPage({ limit: 1001 })).rejects.toThrow("limit must be an integer from 1 to 1000");
-    await expect(h.app.admin.listClientsPage({ after: "" })).rejects.toThrow("after must be the next cursor of a previous page");
     await expect(h.app.admin.listClientsPage({ after: "a\ud800" })).rejects.toThrow("after must be the next cursor of a previous page");
+    // The empty id and one holding U+0000 are cursors too (ids written straight into a store:
+    // refused until 2026-11-30, a list stopped there): "" before every id, "b\0" between "b" and "c".
+    const afterEmpty = await h.app.admin.listClientsPage({ after: "", limit: 1 });
+    expect([afterEmpty.clients.map((c) => c.clientId), afterEmpty.next]).toEqual([["App-0"], "App-0"]);
+    const afterNul = await h.app.admin.listClientsPage({ after: "b\u0000" });
+    expect([afterNul.clients.map((c) => c.clientId), afterNul.next]).toEqual([["c"], null]);
     // Any stored id is a cursor it takes back, however long (one written straight into a store can
     // be longer than the console's URL bound): until 2026-11-30 over 1000 characters was refused.
     const past = await h.app.admin.listClientsPage({ after: "app-1" + "~".repeat(20_000), limit: 2 });

@@ -71,29 +71,36 @@ export const MAX_CLIENT_PAGE = 1000;
  */
 export const CONSOLE_CURSOR_MAX = 1000;
 
+/** A lone UTF-16 surrogate: text no store can hold (UTF-8 cannot encode it), so no stored id holds one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /**
  * One page of clients in `list()` order. A store with `listPage` reads the page (and one more, to
  * know whether a next page exists) from its index; one without it (a backend written before it)
- * costs a full `list()` per page, cut here. A cursor is a client id as stored: non-empty storable
- * text, at most `cursorMax` characters. The admin API sets no length bound: its `next` is a stored
- * id, which one written straight into the store can make longer than any bound, and a cursor it
- * handed out and then refused stopped a walk of the pages half-way (the CLI's `client list` ended
- * with an unclosed JSON array, until 2026-11-30).
+ * costs a full `list()` per page, cut here. A cursor is a client id as stored, so any string but
+ * one with a lone surrogate (which no store holds): of any length, and holding U+0000 or empty,
+ * as an id written straight into the store can be (SQLite and MySQL hold U+0000, every engine the
+ * empty id); the console's API bounds it at `cursorMax` characters. A cursor it handed out and then refused stopped a walk of the pages half-way (the
+ * CLI's `client list` ended with an unclosed JSON array): an id over 1000 characters until
+ * 2026-11-30, one holding U+0000 or empty until later that day.
  */
 export async function readClientPage(ctx: Context, query: ClientPageQuery, maxLimit = MAX_CLIENT_PAGE, cursorMax = Infinity): Promise<ClientPage> {
   const limit = query.limit ?? DEFAULT_CLIENT_PAGE;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) throw new AdminError(`limit must be an integer from 1 to ${maxLimit}`);
   const after = query.after ?? null;
-  if (after !== null && (typeof after !== "string" || after.length < 1 || after.length > cursorMax || !isStorableText(after))) {
+  if (after !== null && (typeof after !== "string" || after.length > cursorMax || LONE_SURROGATE.test(after))) {
     throw new AdminError("after must be the next cursor of a previous page");
   }
-  const store = ctx.storage.clients;
-  const fetched =
-    typeof store.listPage === "function"
-      ? await store.listPage(after, limit + 1)
-      : (await store.list()).filter((c) => after === null || c.clientId > after).slice(0, limit + 1);
+  const fetched = await clientsAfter(ctx, after, limit + 1);
   const page = fetched.length > limit ? fetched.slice(0, limit) : fetched;
   return { clients: page.map(clientView), next: fetched.length > limit ? page[page.length - 1]!.clientId : null };
+}
+
+/** Up to `count` clients after `after` (all when null), in `list()` order: the store's `listPage`, or `list()` cut. */
+async function clientsAfter(ctx: Context, after: string | null, count: number): Promise<ClientRecord[]> {
+  const store = ctx.storage.clients;
+  if (typeof store.listPage === "function") return store.listPage(after, count);
+  return (await store.list()).filter((c) => after === null || c.clientId > after).slice(0, count);
 }
 
 /** Client management (part of {@link Admin}). */
@@ -117,8 +124,9 @@ export interface ClientAdmin {
    * `next` of the previous page; none for the first page), at most `limit` (1-1000, default 50).
    * `next` is the cursor of the following page, null on the last one. Keyset paging: a page costs
    * the same at any depth, and a client created or deleted meanwhile neither shifts nor repeats
-   * the others. Any `next` is taken back, however long the stored id it is. Throws AdminError for
-   * a bad limit or cursor (empty, not a string, or text no store can hold).
+   * the others. Any `next` is taken back, whatever the stored id it is (however long; holding
+   * U+0000 or empty, as an id written straight into SQLite or MySQL can be). Throws AdminError for
+   * a bad limit or cursor (not a string, or holding a lone surrogate, which no store can hold).
    *
    * @example
    * for (let after = null; ; ) {

@@ -96,8 +96,10 @@ export interface ClientStore {
    * (strictly; every client when null), at most `limit` (1 or more) of them, in the same order as
    * `list()` (an `after` that is no client's id, e.g. one deleted meanwhile, still works). A page
    * must cost the same at any depth: a range on an index of `clientId` (`WHERE client_id > ?
-   * ORDER BY client_id LIMIT ?`), not OFFSET or a full read. `after` never contains U+0000 or a
-   * lone surrogate (core refuses them).
+   * ORDER BY client_id LIMIT ?`), not OFFSET or a full read. `after` may be empty or hold U+0000
+   * (core passes on any id it listed, and one written straight into SQLite or MySQL can be either;
+   * since 2026-11-30); a store that holds no id with U+0000 may compare only the part before the
+   * first U+0000, which gives the same page. It never holds a lone surrogate (core refuses it).
    *
    * Optional, so a backend written before it still compiles and runs: without it core reads
    * `list()` whole for every page (the console's clients view, `admin.listClientsPage`) and cuts

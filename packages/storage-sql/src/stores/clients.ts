@@ -33,6 +33,15 @@ export function clientStore(ctx: StoreContext): ClientStore {
       db.selectFrom(TABLES.clients).selectAll().where("client_id", ">", p.after).orderBy("client_id").limit(p.limit),
     ),
   };
+  /**
+   * A cursor as a parameter. PostgreSQL text cannot hold U+0000, and no id stored there holds it:
+   * an id sorts after `p + "\u0000" + rest` exactly when it sorts after `p` (an id that extends `p`
+   * has a next character above U+0000; any other compares the same against both), so the cursor
+   * is cut at its first U+0000. SQLite and MySQL/MariaDB compare it as it is (they hold such ids,
+   * written straight into the table, and core passes on any id it listed; until 2026-11-30 core
+   * refused such a cursor and a list stopped there).
+   */
+  const cursor = (after: string): string => (family === "postgres" && after.includes("\u0000") ? after.slice(0, after.indexOf("\u0000")) : after);
   // Read on every token request; any write to pg_clients (here, the CLI's, another process's) drops
   // it: on SQLite through data_version and the statements this connection runs, on PostgreSQL
   // through the triggers' notifications (keyed by client id).
@@ -157,7 +166,7 @@ export function clientStore(ctx: StoreContext): ClientStore {
     listPage: (after, limit) =>
       run("clients.listPage", async () => {
         const size = pageLimit(limit);
-        const rows = after === null ? (await q.first(runner, { limit: size })).rows : (await q.after(runner, { after: text(after, "after"), limit: size })).rows;
+        const rows = after === null ? (await q.first(runner, { limit: size })).rows : (await q.after(runner, { after: text(cursor(after), "after"), limit: size })).rows;
         return rows.map(clientRecord);
       }),
     // The index on access_token_ttl (migration 0011) makes this one index probe on every engine:

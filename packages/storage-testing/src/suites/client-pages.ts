@@ -48,6 +48,7 @@ export function clientPagesSuite(s: SuiteContext): void {
     it("an empty store: no page, with or without a cursor", async () => {
       expect(await store().listPage(null, 10)).toEqual([]);
       expect(await store().listPage("app", 1)).toEqual([]);
+      expect(await store().listPage("", 1)).toEqual([]);
     });
 
     it("pages are list()'s order, by code unit (case, punctuation, a trailing space, non-ASCII), whole records", async () => {
@@ -91,6 +92,17 @@ export function clientPagesSuite(s: SuiteContext): void {
       expect(ids(await store().listPage(long, 10)), "between 'a' and 'b'").toEqual(["b", "c"]);
       expect(ids(await store().listPage("c" + "~".repeat(20_000), 10)), "past the last").toEqual([]);
       expect(ids(await store().listPage(" ".repeat(20_000), 2)), "before the first").toEqual(["a", "b"]);
+    });
+
+    it("a cursor holding U+0000, and the empty cursor, are compared like any other (core passes on any stored id, and SQLite and MySQL hold such ids; 2026-11-30)", async () => {
+      await createAll(["a", "a\u0001", "b"]);
+      const after = async (cursor: string, limit = 10) => ids(await store().listPage(cursor, limit));
+      expect(await after(""), "the empty cursor: before every id").toEqual(["a", "a\u0001", "b"]);
+      expect(await after("\u0000"), "U+0000 alone: after '', before 'a'").toEqual(["a", "a\u0001", "b"]);
+      expect(await after("a\u0000"), "'a' then U+0000: after 'a', before 'a\\u0001'").toEqual(["a\u0001", "b"]);
+      expect(await after("a\u0000\uffff", 1), "U+0000 inside a cursor").toEqual(["a\u0001"]);
+      expect(await after("a\u0001\u0000"), "U+0000 at the end of a cursor that extends an id").toEqual(["b"]);
+      expect(await after("b\u0000"), "past the last").toEqual([]);
     });
 
     it("a cursor whose client was deleted (or never existed) goes on with the next one", async () => {
