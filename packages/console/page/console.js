@@ -515,8 +515,9 @@
   const CLIENTS_PER_PAGE = 50;
 
   /**
-   * The pages of applications: the cursors are `after` cursors (client ids after the cursor), so
-   * each page costs the same at any depth, and an action reloads only the page shown. A move that
+   * The pages of applications: the cursors are the API's `after` cursors (opaque, bounded whatever
+   * the last client id on the page before; the page passes them back as given), so each page costs
+   * the same at any depth, and an action reloads only the page shown. A move that
    * shows its page clears the status line.
    */
   const clientPages = cursorPager({

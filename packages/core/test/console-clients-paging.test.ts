@@ -4,8 +4,9 @@
  * reads only its own clients from a store with `listPage` (before, every call read every client)
  * and the same pages from one without it (the fallback over `list()`).
  */
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, type ClientStore, type PlantgateOptions, type Storage } from "../src/index.js";
+import { createMemoryStorage, type ClientRecord, type ClientStore, type PlantgateOptions, type Storage } from "../src/index.js";
 import { call, consoleHarness, read, signIn } from "./console-helpers.js";
 
 const T0 = "2026-01-01T00:00:00.000Z";
@@ -69,15 +70,15 @@ const IDS = ["c", "app-2", "b", "App-0"];
 describe("console API: clients are paged by cursor", () => {
   it("limit=2 walks the clients in client-id order, two at a time; next is null on the last page", async () => {
     const h = await setup({}, IDS);
-    expect(await h.get("?limit=2")).toEqual(ok({ clients: [shown("App-0"), shown("app-1")], next: "app-1" }));
-    expect(await h.get("?limit=2&after=app-1")).toEqual(ok({ clients: [shown("app-2"), shown("b")], next: "b" }));
-    expect(await h.get("?limit=2&after=b")).toEqual(ok({ clients: [shown("c")], next: null }));
+    expect(await h.get("?limit=2")).toEqual(ok({ clients: [shown("App-0"), shown("app-1")], next: cursorOf("app-1") }));
+    expect(await h.get(`?limit=2&after=${cursorOf("app-1")}`)).toEqual(ok({ clients: [shown("app-2"), shown("b")], next: cursorOf("b") }));
+    expect(await h.get(`?limit=2&after=${cursorOf("b")}`)).toEqual(ok({ clients: [shown("c")], next: null }));
     // A last page that is exactly full says so: no cursor to an empty page.
-    expect(await h.get("?limit=1&after=b")).toEqual(ok({ clients: [shown("c")], next: null }));
+    expect(await h.get(`?limit=1&after=${cursorOf("b")}`)).toEqual(ok({ clients: [shown("c")], next: null }));
     // A cursor past the end, or of a client deleted meanwhile, is no error.
-    expect(await h.get("?after=zzz")).toEqual(ok({ clients: [], next: null }));
+    expect(await h.get(`?after=${cursorOf("zzz")}`)).toEqual(ok({ clients: [], next: null }));
     await h.app.admin.deleteClient("app-2");
-    expect(await h.get("?limit=2&after=app-2")).toEqual(ok({ clients: [shown("b"), shown("c")], next: null }));
+    expect(await h.get(`?limit=2&after=${cursorOf("app-2")}`)).toEqual(ok({ clients: [shown("b"), shown("c")], next: null }));
     // Empty parameters are absent ones (the page's form sends none, a script may).
     expect(await h.get("?limit=&after=")).toEqual(ok({ clients: [shown("App-0"), shown("app-1"), shown("b"), shown("c")], next: null }));
   });
@@ -87,9 +88,9 @@ describe("console API: clients are paged by cursor", () => {
     const h = await setup({}, ids);
     const all = ["app-1", ...ids];
     const first = (await h.get("")).body as { clients: { clientId: string }[]; next: string | null };
-    expect([first.clients.map((c) => c.clientId), first.next]).toEqual([all.slice(0, 50), all[49]]);
+    expect([first.clients.map((c) => c.clientId), first.next]).toEqual([all.slice(0, 50), cursorOf(all[49]!)]);
     const big = (await h.get("?limit=200")).body as { clients: { clientId: string }[]; next: string | null };
-    expect([big.clients.map((c) => c.clientId), big.next]).toEqual([all.slice(0, 200), all[199]]);
+    expect([big.clients.map((c) => c.clientId), big.next]).toEqual([all.slice(0, 200), cursorOf(all[199]!)]);
     const rest = (await h.get(`?limit=200&after=${big.next}`)).body as { clients: { clientId: string }[]; next: string | null };
     expect([rest.clients.map((c) => c.clientId), rest.next]).toEqual([all.slice(200), null]);
   });
@@ -101,12 +102,10 @@ describe("console API: clients are paged by cursor", () => {
       expect(await h.get(q), q).toEqual(q.includes("&limit") ? bad("limit must be given at most once.") : limit);
     }
     expect(await h.get("?after=a&after=b")).toEqual(bad("after must be given at most once."));
-    const cursor = bad("after must be the next cursor of a previous page.");
-    expect(await h.get(`?after=${"x".repeat(1001)}`)).toEqual(cursor);
-    // U+0000 is no reason to refuse: an id written straight into SQLite or MySQL can hold it.
-    expect(await h.get("?after=b%00")).toEqual(ok({ clients: [shown("c")], next: null }));
-    // The longest cursor taken is longer than any client id the admin API makes (200).
-    expect(await h.get(`?after=${"x".repeat(1000)}`)).toEqual(ok({ clients: [], next: null }));
+    // A client id is no cursor (it was until 2026-11-30); see the opaque cursor's cases below.
+    expect(await h.get("?after=b")).toEqual(bad("after must be the next cursor of a previous page."));
+    // The cursor of a 200-character id, the longest the admin API makes.
+    expect(await h.get(`?after=${cursorOf("x".repeat(200))}`)).toEqual(ok({ clients: [], next: null }));
   });
 
   it("a page reads only its clients through listPage, never the whole list", async () => {
@@ -115,7 +114,7 @@ describe("console API: clients are paged by cursor", () => {
     calls.list = 0;
     const pages: string[][] = [];
     for (let after: string | null = null; ; ) {
-      const r = (await h.get(`?limit=2${after === null ? "" : `&after=${encodeURIComponent(after)}`}`)).body as { clients: { clientId: string }[]; next: string | null };
+      const r = (await h.get(`?limit=2${after === null ? "" : `&after=${after}`}`)).body as { clients: { clientId: string }[]; next: string | null };
       pages.push(r.clients.map((c) => c.clientId));
       after = r.next;
       if (after === null || pages.length >= 10) break;
@@ -128,10 +127,10 @@ describe("console API: clients are paged by cursor", () => {
     const { storage, calls } = countingStorage(false);
     const h = await setup({ storage }, IDS);
     expect(typeof storage.clients.listPage).toBe("undefined");
-    expect(await h.get("?limit=2")).toEqual(ok({ clients: [shown("App-0"), shown("app-1")], next: "app-1" }));
-    expect(await h.get("?limit=2&after=app-1")).toEqual(ok({ clients: [shown("app-2"), shown("b")], next: "b" }));
-    expect(await h.get("?limit=2&after=b")).toEqual(ok({ clients: [shown("c")], next: null }));
-    expect(await h.get("?after=bb")).toEqual(ok({ clients: [shown("c")], next: null }));
+    expect(await h.get("?limit=2")).toEqual(ok({ clients: [shown("App-0"), shown("app-1")], next: cursorOf("app-1") }));
+    expect(await h.get(`?limit=2&after=${cursorOf("app-1")}`)).toEqual(ok({ clients: [shown("app-2"), shown("b")], next: cursorOf("b") }));
+    expect(await h.get(`?limit=2&after=${cursorOf("b")}`)).toEqual(ok({ clients: [shown("c")], next: null }));
+    expect(await h.get(`?after=${cursorOf("bb")}`)).toEqual(ok({ clients: [shown("c")], next: null }));
     expect(calls.list).toBeGreaterThanOrEqual(4);
   });
 
@@ -155,5 +154,106 @@ describe("console API: clients are paged by cursor", () => {
     // be longer than the console's URL bound): until 2026-11-30 over 1000 characters was refused.
     const past = await h.app.admin.listClientsPage({ after: "app-1" + "~".repeat(20_000), limit: 2 });
     expect([past.clients.map((c) => c.clientId), past.next]).toEqual([["app-2", "b"], "b"]);
+  });
+});
+
+/** The console's cursor for a client id, written out independently of core: see listClients in console/api.ts. */
+function cursorOf(id: string): string {
+  const bytes = Buffer.from(id, "utf8");
+  if (bytes.length <= 512) return "i" + bytes.toString("base64url");
+  let prefix = "";
+  let size = 0;
+  for (const ch of id) {
+    const n = Buffer.byteLength(ch, "utf8");
+    if (size + n > 512) break;
+    prefix += ch;
+    size += n;
+  }
+  return "h" + Buffer.from(prefix, "utf8").toString("base64url") + "." + createHash("sha256").update(id, "utf8").digest("base64url");
+}
+
+/** A client as an operator writes it straight into the store (no admin API check). */
+const byHand = (clientId: string): ClientRecord => ({
+  clientId,
+  authMethod: "client_secret",
+  secrets: [],
+  jwks: null,
+  jwksUri: null,
+  name: "by hand",
+  grantTypes: ["client_credentials"],
+  scopes: [],
+  accessTokenTtl: null,
+  refreshTokenTtl: null,
+  refreshTokenAbsoluteTtl: null,
+  createdAt: Date.parse(T0),
+  secretUpdatedAt: Date.parse(T0),
+});
+
+describe("console API: an opaque cursor, bounded whatever the id", () => {
+  // Ids no create makes, written straight into the store: 1500 and 20,000 characters (two sharing
+  // their first 512 UTF-8 bytes), U+0000 and the empty id.
+  const LONG = ["app-1" + "~".repeat(1500), "b" + "\u00e9".repeat(20_000), "b" + "\u00e9".repeat(20_000) + "x", "b\u0000", ""];
+
+  async function withLongIds() {
+    const h = await setup({}, IDS);
+    for (const id of LONG) expect(await h.storage.clients.create(byHand(id))).toBe(true);
+    const all = (await h.storage.clients.list()).map((c) => c.clientId);
+    expect(all).toEqual(["", "App-0", "app-1", LONG[0], "app-2", "b", "b\u0000", LONG[1], LONG[2], "c"]);
+    return { h, all };
+  }
+
+  it("pages past ids of any length (and U+0000, and the empty id) at every page size: each client once, every cursor at most 728 URL-safe characters", async () => {
+    const { h, all } = await withLongIds();
+    for (let limit = 1; limit <= all.length; limit++) {
+      const seen: string[] = [];
+      const cursors: string[] = [];
+      for (let after: string | null = null; ; ) {
+        const r = await h.get(`?limit=${limit}${after === null ? "" : `&after=${after}`}`);
+        expect(r.status, `limit ${limit} after ${after?.slice(0, 40)}`).toBe(200);
+        const body = r.body as { clients: { clientId: string }[]; next: string | null };
+        seen.push(...body.clients.map((c) => c.clientId));
+        if ((after = body.next) === null || cursors.length > all.length) break;
+        cursors.push(after);
+      }
+      expect(seen, `limit ${limit}`).toEqual(all);
+      // Each cursor is its page's last id, encoded: the id itself (base64url of its UTF-8) up to 512
+      // bytes, else its first 512 bytes and its SHA-256.
+      expect(cursors, `limit ${limit}`).toEqual(all.filter((_, i) => (i + 1) % limit === 0 && i + 1 < all.length).map(cursorOf));
+      for (const c of cursors) expect(c).toMatch(/^(i[\w-]{0,683}|h[\w-]{679,683}\.[\w-]{43})$/);
+    }
+    expect(cursorOf(LONG[0]!).length).toBe(728);
+    expect(await h.get("?limit=2")).toEqual(ok({ clients: [expect.objectContaining({ clientId: "" }), shown("App-0")], next: cursorOf("App-0") }));
+  });
+
+  it("a long id deleted between two pages: the next page starts at the first id sharing its first 512 bytes (those before it shown again, none missed)", async () => {
+    const { h } = await withLongIds();
+    expect(await h.storage.clients.delete(LONG[2]!)).toBe(true);
+    const r = (await h.get(`?limit=2&after=${cursorOf(LONG[2]!)}`)).body as { clients: { clientId: string }[]; next: string | null };
+    expect([r.clients.map((c) => c.clientId), r.next]).toEqual([[LONG[1], "c"], null]);
+    // The one before it in the block still pages on exactly.
+    const s = (await h.get(`?limit=2&after=${cursorOf(LONG[1]!)}`)).body as { clients: { clientId: string }[]; next: string | null };
+    expect([s.clients.map((c) => c.clientId), s.next]).toEqual([["c"], null]);
+  });
+
+  it("a cursor the API did not hand out is 400 1009: a client id as such (the form before 2026-11-30), bad base64url, bytes that are no UTF-8, a prefix too short or too long, past the bound", async () => {
+    const h = await setup({}, IDS);
+    const cursor = bad("after must be the next cursor of a previous page.");
+    const b64 = (bytes: Buffer) => bytes.toString("base64url");
+    const digest = "A".repeat(43);
+    for (const q of [
+      "app-1",
+      "i%2B",
+      "i" + b64(Buffer.from([0xff])),
+      "i" + b64(Buffer.alloc(513, 0x61)),
+      "h" + b64(Buffer.alloc(100, 0x61)) + "." + digest,
+      "h" + b64(Buffer.alloc(513, 0x61)) + "." + digest,
+      "h" + b64(Buffer.alloc(512, 0x61)) + "." + digest.slice(1),
+      "x".repeat(729),
+    ]) {
+      expect(await h.get(`?after=${q}`), q.slice(0, 30)).toEqual(cursor);
+    }
+    // A well-formed cursor of an id that is not there is no error (a client deleted meanwhile).
+    expect(await h.get(`?after=${cursorOf("bb")}`)).toEqual(ok({ clients: [shown("c")], next: null }));
+    expect(await h.get(`?after=${cursorOf("zz" + "~".repeat(600))}`)).toEqual(ok({ clients: [], next: null }));
   });
 });

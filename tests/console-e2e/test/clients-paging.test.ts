@@ -16,6 +16,8 @@ const CLIENT = { id: "billing-service", secret: "billing-service-secret-01234567
 /** With billing-service: 64 clients, pages of 50 and 14. */
 const IDS = Array.from({ length: 63 }, (_, i) => `svc-${String(i).padStart(2, "0")}`);
 const ALL = [CLIENT.id, ...IDS].sort();
+/** The API's cursor of the page after a short client id: `i` and the id's UTF-8 in base64url (opaque to the page). */
+const cursorOf = (id: string) => "i" + Buffer.from(id, "utf8").toString("base64url");
 
 const name = suiteName("console applications table paged in Debian chromium");
 
@@ -23,6 +25,7 @@ suite(name, () => {
   let server: RunningServer;
   let browser: Browser;
   let page: Page;
+  const storage = createMemoryStorage();
   const problems: string[] = [];
   /** Every GET of the clients list the page made, as path + query. */
   const listed: string[] = [];
@@ -41,7 +44,7 @@ suite(name, () => {
         PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT.secret,
         PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
       },
-      { storage: createMemoryStorage(), logger: { error() {}, warn() {} } },
+      { storage, logger: { error() {}, warn() {} } },
       { destination: lines.destination },
     );
     for (const clientId of IDS) sent.push((await server.app.admin.createClient({ clientId, name: `Service ${clientId}` })).clientSecret);
@@ -89,7 +92,7 @@ suite(name, () => {
     expect(await ids()).toEqual(ALL.slice(50));
     expect(await page.locator("#clients-next").isDisabled()).toBe(true);
     expect(await page.locator("#clients-prev").isDisabled()).toBe(false);
-    expect(listed.at(-1)).toBe(`/console/api/clients?limit=50&after=${ALL[49]}`);
+    expect(listed.at(-1)).toBe(`/console/api/clients?limit=50&after=${cursorOf(ALL[49]!)}`);
     // The last page's button is disabled: focus moves to the other direction, not to the body.
     expect(await page.evaluate(() => document.activeElement?.id)).toBe("clients-prev");
   });
@@ -104,7 +107,7 @@ suite(name, () => {
     sent.push(await page.locator("#secret-value").inputValue());
     await page.getByRole("button", { name: "I have stored it" }).click();
     await expect.poll(() => listed.length).toBe(before + 1);
-    expect(listed.at(-1)).toBe(`/console/api/clients?limit=50&after=${ALL[49]}`);
+    expect(listed.at(-1)).toBe(`/console/api/clients?limit=50&after=${cursorOf(ALL[49]!)}`);
     await expect.poll(() => page.locator("#clients-table").getAttribute("aria-busy")).toBeNull();
     expect(await info()).toBe("Page 2");
     expect(await ids()).toEqual(ALL.slice(50));
@@ -117,7 +120,7 @@ suite(name, () => {
     await expect.poll(() => page.locator("#security-status").textContent()).toBe(`Service ${gone} was deleted.`);
     await expect.poll(ids).toEqual(ALL.slice(50).filter((id) => id !== gone));
     expect(await info()).toBe("Page 2");
-    expect(listed.slice(before)).toEqual([`/console/api/clients?limit=50&after=${ALL[49]}`, `/console/api/clients?limit=50&after=${ALL[49]}`]);
+    expect(listed.slice(before)).toEqual([`/console/api/clients?limit=50&after=${cursorOf(ALL[49]!)}`, `/console/api/clients?limit=50&after=${cursorOf(ALL[49]!)}`]);
   });
 
   it("Previous page and First page go back to page 1", async () => {
@@ -157,7 +160,7 @@ suite(name, () => {
       release();
       await page.unroute("**/console/api/clients?*", hold);
     }
-    expect(listed.slice(before)).toEqual([`/console/api/clients?limit=50&after=${ALL[49]}`]);
+    expect(listed.slice(before)).toEqual([`/console/api/clients?limit=50&after=${cursorOf(ALL[49]!)}`]);
     expect(busy).toBe("true");
     expect(await ids()).toEqual(ALL.slice(50).filter((id) => id !== ALL[60]));
     expect(await page.locator("#clients-next").getAttribute("aria-disabled")).toBeNull();
@@ -179,6 +182,38 @@ suite(name, () => {
     await expect.poll(info).toBe("Page 1");
     expect(await ids()).toEqual(ALL.slice(0, 50));
     expect(await page.locator("#clients-next").isDisabled()).toBe(true);
+    expect(problems).toEqual([]);
+  });
+
+  it("a client id of 5000 characters written straight into the store ends page 1: Next page goes on past it, with a cursor of 728 characters", async () => {
+    // Sorts between ALL[48] and ALL[49]: the last of page 1, ALL[49] moves to page 2. Until
+    // 2026-11-30 the cursor was the id itself, refused past 1000 characters (400): no page 2.
+    const long = ALL[48]! + "~".repeat(5000);
+    const created = await storage.clients.create({
+      clientId: long,
+      authMethod: "client_secret",
+      secrets: [],
+      jwks: null,
+      jwksUri: null,
+      name: "Written by hand",
+      grantTypes: ["client_credentials"],
+      scopes: [],
+      accessTokenTtl: null,
+      refreshTokenTtl: null,
+      refreshTokenAbsoluteTtl: null,
+      createdAt: Date.now(),
+      secretUpdatedAt: Date.now(),
+    });
+    expect(created).toBe(true);
+    await page.reload();
+    await page.locator("#view-security").waitFor({ state: "visible" });
+    await expect.poll(ids).toEqual([...ALL.slice(0, 49), long]);
+    const before = listed.length;
+    await page.getByRole("button", { name: "Next page" }).click();
+    await expect.poll(info).toBe("Page 2");
+    expect(await ids()).toEqual([ALL[49]]);
+    const asked = new URL(listed.at(-1)!, "http://x").searchParams.get("after")!;
+    expect([listed.length - before, asked.length, asked.startsWith("h")]).toEqual([1, 728, true]);
     expect(problems).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { randomToken, sha256 } from "../crypto/index.js";
+import { base64url, randomToken, sha256 } from "../crypto/index.js";
 import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
@@ -65,12 +65,6 @@ export const DEFAULT_CLIENT_PAGE = 50;
 /** The most clients one page may hold through `admin.listClientsPage`. */
 export const MAX_CLIENT_PAGE = 1000;
 
-/**
- * The longest cursor the console's API takes from a URL (`GET /console/api/clients?after=`): a
- * client id as `createClient` makes them (at most 200 characters) fits with room to spare.
- */
-export const CONSOLE_CURSOR_MAX = 1000;
-
 /** A lone UTF-16 surrogate: text no store can hold (UTF-8 cannot encode it), so no stored id holds one. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -80,20 +74,124 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * costs a full `list()` per page, cut here. A cursor is a client id as stored, so any string but
  * one with a lone surrogate (which no store holds): of any length, and holding U+0000 or empty,
  * as an id written straight into the store can be (SQLite and MySQL hold U+0000, every engine the
- * empty id); the console's API bounds it at `cursorMax` characters. A cursor it handed out and then refused stopped a walk of the pages half-way (the
+ * empty id). The console's API hands out {@link consoleClientCursor}s instead. A cursor it handed out and then refused stopped a walk of the pages half-way (the
  * CLI's `client list` ended with an unclosed JSON array): an id over 1000 characters until
  * 2026-11-30, one holding U+0000 or empty until later that day.
  */
-export async function readClientPage(ctx: Context, query: ClientPageQuery, maxLimit = MAX_CLIENT_PAGE, cursorMax = Infinity): Promise<ClientPage> {
+export async function readClientPage(ctx: Context, query: ClientPageQuery, maxLimit = MAX_CLIENT_PAGE): Promise<ClientPage> {
   const limit = query.limit ?? DEFAULT_CLIENT_PAGE;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) throw new AdminError(`limit must be an integer from 1 to ${maxLimit}`);
   const after = query.after ?? null;
-  if (after !== null && (typeof after !== "string" || after.length > cursorMax || LONE_SURROGATE.test(after))) {
+  if (after !== null && (typeof after !== "string" || LONE_SURROGATE.test(after))) {
     throw new AdminError("after must be the next cursor of a previous page");
   }
   const fetched = await clientsAfter(ctx, after, limit + 1);
   const page = fetched.length > limit ? fetched.slice(0, limit) : fetched;
   return { clients: page.map(clientView), next: fetched.length > limit ? page[page.length - 1]!.clientId : null };
+}
+
+/**
+ * The most UTF-8 bytes of a client id a console cursor holds: the whole id up to this, else its
+ * first bytes up to this (whole characters) and its SHA-256.
+ */
+const CURSOR_ID_BYTES = 512;
+
+/** The longest console cursor: `h`, the base64url of 512 bytes (683), `.`, a SHA-256 in base64url (43). */
+export const CONSOLE_CURSOR_MAX = 728;
+
+const utf8 = new TextEncoder();
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** UTF-8 bytes of one character (a code point; a lone surrogate is U+FFFD there, 3). */
+const utf8Length = (cp: number): number => (cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4);
+
+/** base64url (no padding) as bytes; null for any other text, or one that is not the canonical form of its bytes. */
+function fromBase64url(text: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1) return null;
+  const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4));
+  const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  return base64url(bytes) === text ? bytes : null;
+}
+
+/**
+ * The console's cursor of the page after client `clientId` (its API's `next`): opaque, URL-safe,
+ * at most {@link CONSOLE_CURSOR_MAX} characters whatever the id: `i` and the base64url of the id's
+ * UTF-8 when that is at most 512 bytes (every id `createClient` makes), else `h`, the base64url of
+ * its first 512 bytes or less (whole characters), `.` and the SHA-256 of the whole id. Until
+ * 2026-11-30 the cursor was the id itself, refused from a URL past 1000 characters: an id written
+ * straight into the store that ended a page was as far as the console's clients view went.
+ */
+export async function consoleClientCursor(clientId: string): Promise<string> {
+  const bytes = utf8.encode(clientId);
+  if (bytes.length <= CURSOR_ID_BYTES) return "i" + base64url(bytes);
+  let size = 0;
+  let end = 0;
+  for (const ch of clientId) {
+    const n = utf8Length(ch.codePointAt(0)!);
+    if (size + n > CURSOR_ID_BYTES) break;
+    size += n;
+    end += ch.length;
+  }
+  return `h${base64url(utf8.encode(clientId.slice(0, end)))}.${await sha256(clientId)}`;
+}
+
+/** A console cursor read back: the id itself, or a long id's first bytes and SHA-256; null when it is no cursor {@link consoleClientCursor} makes. */
+function parseConsoleCursor(cursor: string): { id: string } | { prefix: string; digest: string } | null {
+  if (cursor.length > CONSOLE_CURSOR_MAX) return null;
+  const text = (bytes: Uint8Array | null): string | null => {
+    if (bytes === null) return null;
+    try {
+      return strictUtf8.decode(bytes);
+    } catch {
+      return null;
+    }
+  };
+  if (cursor.startsWith("i")) {
+    const bytes = fromBase64url(cursor.slice(1));
+    const id = bytes !== null && bytes.length <= CURSOR_ID_BYTES ? text(bytes) : null;
+    return id === null ? null : { id };
+  }
+  const long = /^h([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})$/.exec(cursor);
+  if (long === null) return null;
+  const bytes = fromBase64url(long[1]!);
+  // The longest whole-character prefix within 512 bytes: the next character (4 bytes at most) did not fit.
+  const prefix = bytes !== null && bytes.length > CURSOR_ID_BYTES - 4 && bytes.length <= CURSOR_ID_BYTES ? text(bytes) : null;
+  return prefix === null || fromBase64url(long[2]!)?.length !== 32 ? null : { prefix, digest: long[2]! };
+}
+
+/** Clients compared for one long id's cursor at a time. */
+const LOCATE_BATCH = 100;
+
+/**
+ * The console's page after `cursor` (a {@link consoleClientCursor}, or null for the first), with
+ * its `next` as such a cursor; AdminError for anything else. A long id's cursor is found again
+ * among the ids that begin with its first bytes (they follow that prefix in the store's order,
+ * and are few: no id `createClient` makes is that long) by their SHA-256. If that client was
+ * deleted meanwhile, its place among them is unknown: the page starts at the first of them, so
+ * those before it are shown again (none is missed).
+ */
+export async function readConsoleClientPage(ctx: Context, cursor: string | null, limit: number | undefined, maxLimit: number): Promise<ClientPage> {
+  let after: string | null = null;
+  if (cursor !== null) {
+    const parsed = parseConsoleCursor(cursor);
+    if (parsed === null) throw new AdminError("after must be the next cursor of a previous page");
+    after = "id" in parsed ? parsed.id : await locateLongId(ctx, parsed.prefix, parsed.digest);
+  }
+  const page = await readClientPage(ctx, { after, ...(limit !== undefined ? { limit } : {}) }, maxLimit);
+  return { clients: page.clients, next: page.next === null ? null : await consoleClientCursor(page.next) };
+}
+
+/** The id after `prefix` whose SHA-256 is `digest`, or `prefix` itself when no id that begins with it has that digest. */
+async function locateLongId(ctx: Context, prefix: string, digest: string): Promise<string> {
+  for (let after = prefix; ; ) {
+    const batch = await clientsAfter(ctx, after, LOCATE_BATCH);
+    for (const c of batch) {
+      if (!c.clientId.startsWith(prefix)) return prefix;
+      if ((await sha256(c.clientId)) === digest) return c.clientId;
+    }
+    if (batch.length < LOCATE_BATCH) return prefix;
+    after = batch[batch.length - 1]!.clientId;
+  }
 }
 
 /** Up to `count` clients after `after` (all when null), in `list()` order: the store's `listPage`, or `list()` cut. */

@@ -1,5 +1,5 @@
 import { AdminConflictError, AdminError, AdminNotFoundError, createAdmin, type ClientSecretView, type ClientView } from "../admin/index.js";
-import { CONSOLE_CURSOR_MAX, MAX_CLIENT_NAME, readClientPage, type ClientPage } from "../admin/clients.js";
+import { MAX_CLIENT_NAME, readConsoleClientPage, type ClientPage } from "../admin/clients.js";
 import { accountView, listAccounts } from "../api/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, plain, type PlainResponse } from "../http/respond.js";
@@ -144,8 +144,11 @@ export const CONSOLE_CLIENTS_MAX_LIMIT = 200;
 
 /**
  * `GET /console/api/clients?limit=&after=`: one page of the clients, ordered by client id:
- * `{"clients": [...], "next": cursor | null}`; pass `next` as `after` for the following page.
- * `limit` 1-200, default 50. A bad limit or cursor, or either given twice: 400 (error 1009).
+ * `{"clients": [...], "next": cursor | null}`; pass `next` as `after` for the following page. The
+ * cursor is opaque and URL-safe, at most 728 characters whatever the id (see
+ * `consoleClientCursor`); until 2026-11-30 it was the last client id itself, refused past 1000
+ * characters. `limit` 1-200, default 50. A bad limit or cursor (one this API did not hand out), or
+ * either given twice: 400 (error 1009).
  */
 export const listClients: ApiHandler = async (ctx, _s, request) => {
   const params = request.url.searchParams;
@@ -159,7 +162,7 @@ export const listClients: ApiHandler = async (ctx, _s, request) => {
   if (limit !== undefined && !/^\d{1,4}$/.test(limit)) throw invalid(`limit must be an integer from 1 to ${CONSOLE_CLIENTS_MAX_LIMIT}.`);
   let page: ClientPage;
   try {
-    page = await readClientPage(ctx, { after: after ?? null, ...(limit !== undefined ? { limit: Number(limit) } : {}) }, CONSOLE_CLIENTS_MAX_LIMIT, CONSOLE_CURSOR_MAX);
+    page = await readConsoleClientPage(ctx, after ?? null, limit !== undefined ? Number(limit) : undefined, CONSOLE_CLIENTS_MAX_LIMIT);
   } catch (e) {
     if (e instanceof AdminError) throw invalid(`${e.message}.`);
     throw e;
