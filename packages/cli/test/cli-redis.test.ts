@@ -11,6 +11,8 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openRedisHotStoresFromEnv, type OpenedRedisHotStores } from "@plantgate/storage-redis/env";
 import { runCli } from "../src/cli.js";
+// A private redis-server with an ACL user (the storage-redis tests' helper).
+import { haveServer, withAclUser } from "../../storage-redis/test/support.js";
 
 const REDIS_URL = process.env.PLANTGATE_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 const IN_CI = process.env.CI === "true";
@@ -91,5 +93,15 @@ suite(problem === null ? "plantgate CLI with PLANTGATE_REDIS_URL" : `plantgate C
     const wrongPass = await cli(["user", "disable", "nobody"], "", { PLANTGATE_REDIS_URL: REDIS_URL.replace("redis://", "redis://plantgate-no-such-user:hunter2@") });
     expect({ code: wrongPass.code, stdout: wrongPass.stdout }).toEqual({ code: 2, stdout: "" });
     expect(wrongPass.stderr).toMatch(/^plantgate: cannot reach Redis at redis:\/\/plantgate-no-such-user:\*\*\*@[^\n]*WRONGPASS[^\n]*\n$/);
+  });
+
+  (haveServer || IN_CI ? it : it.skip)("a Redis user whose ACL refuses what the hot stores need is exit 2 (configuration), the refusal named in one line without the password, before anything is done (it pruned the SQL stores, then failed on every Redis one: exit 1)", async () => {
+    await withAclUser(["~*", "+@all", "-evalsha"], async (url) => {
+      expect(await cli(["prune", "--server-defaults"], "", { PLANTGATE_REDIS_URL: url, PLANTGATE_REDIS_KEY_PREFIX: "hot:" })).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: `plantgate: the Redis user at ${url.replace(":app-password@", ":***@")} may not run what the hot stores need: EVALSHA (NOPERM this user has no permissions to run the 'evalsha' command) (grant EVALSHA, EVAL and the commands the README's Redis section lists on keys under hot:)\n`,
+      });
+    });
   });
 });

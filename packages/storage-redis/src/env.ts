@@ -5,8 +5,12 @@
 import { redactConnectionUrl } from "@plantgate/core";
 import { createClient } from "redis";
 import { DEFAULT_KEY_PREFIX, isValidKeyPrefix, KEY_PREFIX_RULE, redisHotStores, type RedisHotStores } from "./index.js";
+import { missingPermissions, type MissingPermissions } from "./permissions.js";
 
-/** Thrown when `PLANTGATE_REDIS_URL` is malformed or Redis cannot be reached at start-up. */
+/**
+ * Thrown when `PLANTGATE_REDIS_URL` is malformed, Redis cannot be reached at start-up, or its user
+ * may not run what the hot stores need (EVALSHA, EVAL, the scripts' commands on the prefix's keys).
+ */
 export class RedisConfigError extends Error {
   override readonly name = "RedisConfigError";
 }
@@ -51,7 +55,7 @@ export const redactRedisUrl: (url: string) => string = redactConnectionUrl;
 /** The env client's bound on commands in its queue (written and awaiting replies, or not yet written). */
 export const COMMANDS_QUEUE_MAX = 10_000;
 
-/** How long the start waits for Redis by default: connect and handshake, then the INFO reads. */
+/** How long the start waits for Redis by default: connect and handshake, then the permission check, then the INFO reads. */
 const START_WAIT_MS = 10_000;
 
 /** `promise`, or a rejection (after `onLate`) when it has not settled within `ms`. */
@@ -76,8 +80,11 @@ async function withinMs<T>(promise: Promise<T>, ms: number, onLate: () => void, 
  * Opens the hot stores when `PLANTGATE_REDIS_URL` (`redis://…` or `rediss://…` for TLS) is set,
  * under the key prefix `PLANTGATE_REDIS_KEY_PREFIX` (default `plantgate:`); null when it is not.
  * The client fails commands at once while disconnected (no offline queue, so the core answers 503
- * instead of waiting) and reconnects in the background; an unreachable Redis at start-up, or one
- * that does not answer within 10 s (`startWaitMs`), is a `RedisConfigError` naming the password-free URL.
+ * instead of waiting) and reconnects in the background; an unreachable Redis at start-up, one
+ * that does not answer within 10 s (`startWaitMs`), or a user whose ACL refuses EVALSHA, EVAL or a
+ * command the stores' scripts run on a key under the prefix (Redis 7.0+ is asked for each; Redis 6
+ * for EVALSHA and EVAL only), is a `RedisConfigError` naming the password-free URL and what is
+ * refused. A refused `INFO` is not (see `warnings`).
  *
  * @example
  * const sql = await openStorageFromEnv(process.env, { cwd: process.cwd() });
@@ -125,13 +132,35 @@ export async function openRedisHotStoresFromEnv(env: Record<string, string | und
     const reason = error instanceof Error ? error.message : String(error);
     throw new RedisConfigError(`cannot reach Redis at ${shown}: ${reason}`, { cause: error });
   }
+  // The user's permissions: an ACL without EVALSHA or EVAL, or without the scripts' commands on the
+  // prefix's keys, started without a word and then answered every request 503 (the reason only in
+  // a log line per request) until 2026-11-30. Checked without writing anything (see permissions.ts).
+  let missing: MissingPermissions;
+  try {
+    missing = await withinMs(missingPermissions(client, keyPrefix), startWaitMs, () => client.destroy(), `no answer within ${startWaitMs} ms`);
+  } catch (error) {
+    client.destroy();
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new RedisConfigError(`cannot check the Redis user's permissions at ${shown}: ${reason}`, { cause: error });
+  }
+  if (missing.scripting.length > 0 || missing.keys.length > 0) {
+    client.destroy();
+    const refused = [...missing.scripting.map((s) => `${s.command} (${s.error.message})`), ...missing.keys.map((k) => `${k.commands.join(", ")} on ${k.pattern}`)];
+    // The first refusal of EVALSHA or EVAL is the cause (a NOPERM: configuration, exit 2 for the CLI); a
+    // refusal the server's ACL reported from inside the check has none.
+    throw new RedisConfigError(
+      `the Redis user at ${shown} may not run what the hot stores need: ${refused.join("; ")} (grant EVALSHA, EVAL and the commands the README's Redis section lists on keys under ${keyPrefix})`,
+      missing.scripting.length > 0 ? { cause: missing.scripting[0]!.error } : {},
+    );
+  }
   let warnings: string[] = [];
   try {
     // Bounded too; past the wait nothing is known and nothing said (the commands' own timeout rules).
     const info = withinMs(Promise.all([client.info("memory"), client.info("persistence")]), startWaitMs, () => {}, "INFO got no answer");
     warnings = redisRisks((await info).join("\n"));
   } catch {
-    // INFO refused (an ACL without it, a managed service): nothing known, nothing said.
+    // INFO refused (an ACL without it, a managed service): nothing known, nothing said. The stores
+    // do not need INFO (only these warnings read it), so its refusal does not stop the start.
   }
   return {
     stores: redisHotStores(client, { keyPrefix, ...(options.clock ? { clock: options.clock } : {}) }),

@@ -4,19 +4,19 @@
  * connections (two instances), outages as StorageError / 503, and a Redis restart, which also
  * empties its script cache (the NOSCRIPT fallback).
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createServer, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import diagnostics_channel from "node:diagnostics_channel";
 import { createMemoryStorage, createPlantgate, StorageError, type Storage } from "@plantgate/core";
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS_QUEUE_MAX, openRedisHotStoresFromEnv, type OpenedRedisHotStores } from "../src/env.js";
-import { CommandTimeoutError, isValidKeyPrefix, MAX_COMMAND_TIMEOUT_MS, redisHotStores, type RedisScriptClient } from "../src/index.js";
-import { connect, describeIfRedis, dropPrefix, dumpPrefix, freshPrefix, IN_CI, keysUnder, probeRedis, REDIS_URL, type TestClient } from "./support.js";
+import { CommandTimeoutError, isValidKeyPrefix, MAX_COMMAND_TIMEOUT_MS, redisHotStores } from "../src/index.js";
+import { connect, describeIfRedis, dropPrefix, dumpPrefix, freePort, freshPrefix, haveServer, IN_CI, keysUnder, probeRedis, REDIS_SERVER, REDIS_URL, startRedis, stopped, withPrivateClient, type TestClient } from "./support.js";
 
 const problem = await probeRedis();
 const WINDOW = 15 * 60 * 1000;
@@ -347,63 +347,7 @@ describeIfRedis("redis hot stores: behaviour", problem, () => {
   });
 });
 
-// --- a private redis-server, to restart it -----------------------------------------------------
-
-const REDIS_SERVER = "/usr/bin/redis-server";
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startRedis(port: number, dir?: string, extra: string[] = []): Promise<ChildProcess> {
-  // With a folder: an append-only file there, so its data outlives a restart.
-  const persistence = dir === undefined ? ["--appendonly", "no"] : ["--appendonly", "yes", "--appendfsync", "always", "--dir", dir];
-  const proc = spawn(REDIS_SERVER, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", ...persistence, ...extra], { stdio: "ignore" });
-  for (let i = 0; i < 100; i++) {
-    try {
-      const c = await connect(`redis://127.0.0.1:${port}`);
-      c.destroy();
-      return proc;
-    } catch {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-  proc.kill("SIGKILL");
-  throw new Error(`redis-server did not start on port ${port}`);
-}
-
-const stopped = (proc: ChildProcess) => new Promise<void>((resolve) => (proc.exitCode !== null || proc.signalCode !== null ? resolve() : proc.once("exit", () => resolve())));
-
-const haveServer = existsSync(REDIS_SERVER);
-
-/**
- * Runs `body` with a private redis-server (`server`, which the body may SIGSTOP) and a node-redis
- * client on it without offline queue (`timeout`: its per-command timeout, when given), and its
- * port; both gone after.
- */
-async function withPrivateClient(timeout: number | undefined, body: (server: ChildProcess, client: RedisScriptClient, port: number) => Promise<void>): Promise<void> {
-  expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
-  const port = await freePort();
-  const server = await startRedis(port);
-  const client = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true, ...(timeout !== undefined ? { commandOptions: { timeout } } : {}) });
-  client.on("error", () => {});
-  await client.connect();
-  try {
-    await body(server, client, port);
-  } finally {
-    server.kill("SIGCONT");
-    client.destroy();
-    server.kill("SIGKILL");
-    await stopped(server);
-  }
-}
+// --- a private redis-server (support.ts), to restart it ---------------------------------------
 
 /**
  * A redis-server of its own with the env-opened client on it, frozen (SIGSTOP) before `body`;

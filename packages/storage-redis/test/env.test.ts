@@ -1,8 +1,8 @@
 import { createServer, type Socket } from "node:net";
 import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openRedisHotStoresFromEnv, RedisConfigError, redisRisks } from "../src/env.js";
-import { connect, describeIfRedis, dropPrefix, freshPrefix, probeRedis, REDIS_URL, type TestClient } from "./support.js";
+import { openRedisHotStoresFromEnv, RedisConfigError, redisRisks, type OpenedRedisHotStores } from "../src/env.js";
+import { connect, describeIfRedis, dropPrefix, freshPrefix, haveServer, IN_CI, probeRedis, REDIS_SERVER, REDIS_URL, withAclUser, type TestClient } from "./support.js";
 
 describe("openRedisHotStoresFromEnv: configuration", () => {
   it("is null without PLANTGATE_REDIS_URL (empty counts as unset)", async () => {
@@ -118,5 +118,96 @@ describeIfRedis("openRedisHotStoresFromEnv: on the machine's Redis", problem, ()
     } finally {
       await opened!.close();
     }
+  });
+});
+
+describe.skipIf(!haveServer && !IN_CI)(`openRedisHotStoresFromEnv: a private redis-server whose user's ACL refuses some of what the hot stores need${haveServer ? "" : ` (skipped: no ${REDIS_SERVER})`}`, () => {
+  /** The start with `app`'s URL under the key prefix `hot:`: what it threw, or the opened stores. */
+  const open = (url: string) => openRedisHotStoresFromEnv({ PLANTGATE_REDIS_URL: url, PLANTGATE_REDIS_KEY_PREFIX: "hot:" }).catch((e: unknown) => e);
+  const SHOWN = (url: string) => url.replace(":app-password@", ":***@");
+  const GRANT = "(grant EVALSHA, EVAL and the commands the README's Redis section lists on keys under hot:)";
+
+  it("no EVALSHA, or no scripting at all: start-up fails with a RedisConfigError naming each refused command with the server's reply, the password nowhere (it started and answered every request 503)", async () => {
+    await withAclUser(["~hot:*", "+@all", "-evalsha"], async (url) => {
+      const error = await open(url);
+      expect(error).toEqual(
+        new RedisConfigError(`the Redis user at ${SHOWN(url)} may not run what the hot stores need: EVALSHA (NOPERM this user has no permissions to run the 'evalsha' command) ${GRANT}`),
+      );
+      expect((error as Error).cause).toEqual(new Error("NOPERM this user has no permissions to run the 'evalsha' command"));
+      expect(inspect(error, { depth: 10 })).not.toContain("app-password");
+    });
+    await withAclUser(["~hot:*", "+@all", "-@scripting"], async (url) => {
+      expect(await open(url)).toEqual(
+        new RedisConfigError(
+          `the Redis user at ${SHOWN(url)} may not run what the hot stores need: EVALSHA (NOPERM this user has no permissions to run the 'evalsha' command); EVAL (NOPERM this user has no permissions to run the 'eval' command) ${GRANT}`,
+        ),
+      );
+    });
+  });
+
+  it("scripts allowed but not every command they run on every key under the prefix (Redis 7 is asked with redis.acl_check_cmd): each refused command is named with its keys, and nothing is written", async () => {
+    // Read-only on the revoked jtis (SET, DEL, ZADD, ZREM refused), no HSET anywhere.
+    await withAclUser(["~hot:a:*", "~hot:s:*", "~hot:j:*", "%R~hot:r:*", "+@all", "-hset"], async (url, admin) => {
+      expect(await open(url)).toEqual(
+        new RedisConfigError(
+          `the Redis user at ${SHOWN(url)} may not run what the hot stores need: HSET on hot:a:k:*; SET, DEL on hot:r:k:*; ZADD, ZREM on hot:r:i; HSET on hot:s:k:* ${GRANT}`,
+        ),
+      );
+      expect(await admin.dbSize()).toBe(0);
+    });
+    // Keys under another prefix only: every command on every key family.
+    await withAclUser(["~other:*", "+@all"], async (url) => {
+      const error = await open(url);
+      expect((error as Error).message).toBe(
+        `the Redis user at ${SHOWN(url)} may not run what the hot stores need: ` +
+          [
+            "TYPE, HGET, HMGET, HINCRBY, HSET, PEXPIRE, DEL on hot:a:k:*",
+            "TYPE, ZADD, ZREM, ZRANGEBYSCORE on hot:a:i",
+            "TYPE, SET, EXISTS, GET, DEL on hot:r:k:*",
+            "TYPE, ZADD, ZREM, ZRANGEBYSCORE on hot:r:i",
+            "TYPE, EXISTS, HSET, PEXPIRE, HGET, HMGET, DEL on hot:s:k:*",
+            "TYPE, ZADD, ZREM, ZRANGEBYSCORE on hot:s:i",
+            "TYPE, SMEMBERS, SADD, SREM, PTTL, PEXPIRE, DEL on hot:s:u:*",
+            "TYPE, SET, GET, DEL on hot:j:k:*",
+            "TYPE, ZADD, ZREM, ZRANGEBYSCORE on hot:j:i",
+          ].join("; ") +
+          ` ${GRANT}`,
+      );
+    });
+  });
+
+  it("the README's least-privilege ACL (the scripts' commands on the prefix's keys, EVALSHA, EVAL) starts, and every store works on it", async () => {
+    const readme = "~hot:* +evalsha +eval +type +exists +get +set +del +pexpire +pttl +hget +hmget +hset +hincrby +sadd +srem +smembers +zadd +zrem +zrangebyscore";
+    await withAclUser(readme.split(" "), async (url) => {
+      const opened = (await open(url)) as OpenedRedisHotStores;
+      try {
+        const { attempts, revokedTokens, sessions, assertionJtis } = opened.stores;
+        const now = Date.now();
+        expect(await attempts.increment("k", now, 60_000)).toEqual({ key: "k", count: 1, windowStart: now });
+        await attempts.refund!("k", now, 1);
+        await attempts.reset("k");
+        await revokedTokens.add("jti", now + 60_000);
+        expect(await sessions.create({ idHash: "s", accountId: "a", csrfHash: "c", createdAt: now, expiresAt: now + 60_000 })).toBe(true);
+        expect(await sessions.get("s")).toEqual({ idHash: "s", accountId: "a", csrfHash: "c", createdAt: now, expiresAt: now + 60_000 });
+        expect(await assertionJtis.use("j", now + 60_000)).toBe(true);
+        const later = now + 3_600_000;
+        expect([await attempts.deleteExpired(later), await revokedTokens.deleteExpired(later), await revokedTokens.has("jti"), await sessions.deleteByAccount("a"), await sessions.delete("s"), await sessions.deleteExpired(later), await assertionJtis.deleteExpired(later)]).toEqual([0, 1, false, 1, false, 0, 1]);
+      } finally {
+        await opened.close();
+      }
+    });
+  });
+
+  it("INFO refused (a managed service, an ACL without it) still starts, without warnings, as before: the stores do not need it", async () => {
+    await withAclUser(["~hot:*", "+@all", "-info"], async (url, admin) => {
+      const opened = (await open(url)) as OpenedRedisHotStores;
+      try {
+        expect(opened.warnings).toEqual([]);
+        await opened.stores.revokedTokens.add("jti-1", Date.now() + 60_000);
+        expect([await opened.stores.revokedTokens.has("jti-1"), await admin.exists("hot:r:k:jti-1")]).toEqual([true, 1]);
+      } finally {
+        await opened.close();
+      }
+    });
   });
 });

@@ -3,14 +3,17 @@
  * prefix per store so tests never see each other's keys, and the composed storage under test:
  * SQLite in memory (`@plantgate/storage-sql`) with the hot stores spread over it.
  */
+import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { createServer } from "node:net";
 import type { Storage } from "@plantgate/core";
 import { openSqlStorage, type SqlStorage } from "@plantgate/storage-sql";
 import type { ConformanceTarget } from "@plantgate/storage-testing";
 import { sql } from "kysely";
 import { createClient } from "redis";
-import { describe, it } from "vitest";
-import { redisHotStores, type RedisHotStoresOptions } from "../src/index.js";
+import { describe, expect, it } from "vitest";
+import { redisHotStores, type RedisHotStoresOptions, type RedisScriptClient } from "../src/index.js";
 
 export const IN_CI = process.env.CI === "true";
 export const REDIS_URL = process.env.PLANTGATE_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -134,4 +137,75 @@ export function composedTarget(client: () => TestClient, options: Omit<RedisHotS
       return `${await dumpSql(p.sql)}\n${await dumpPrefix(client(), p.prefix)}`;
     },
   };
+}
+
+// --- a private redis-server (to restart, freeze, or give an ACL) ------------------------------
+
+export const REDIS_SERVER = "/usr/bin/redis-server";
+
+export const haveServer = existsSync(REDIS_SERVER);
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startRedis(port: number, dir?: string, extra: string[] = []): Promise<ChildProcess> {
+  // With a folder: an append-only file there, so its data outlives a restart.
+  const persistence = dir === undefined ? ["--appendonly", "no"] : ["--appendonly", "yes", "--appendfsync", "always", "--dir", dir];
+  const proc = spawn(REDIS_SERVER, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", ...persistence, ...extra], { stdio: "ignore" });
+  for (let i = 0; i < 100; i++) {
+    try {
+      const c = await connect(`redis://127.0.0.1:${port}`);
+      c.destroy();
+      return proc;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  proc.kill("SIGKILL");
+  throw new Error(`redis-server did not start on port ${port}`);
+}
+
+export const stopped = (proc: ChildProcess) => new Promise<void>((resolve) => (proc.exitCode !== null || proc.signalCode !== null ? resolve() : proc.once("exit", () => resolve())));
+
+/**
+ * Runs `body` with a private redis-server (`server`, which the body may SIGSTOP) and a node-redis
+ * client on it without offline queue (`timeout`: its per-command timeout, when given), and its
+ * port; both gone after.
+ */
+export async function withPrivateClient(timeout: number | undefined, body: (server: ChildProcess, client: RedisScriptClient, port: number) => Promise<void>): Promise<void> {
+  expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
+  const port = await freePort();
+  const server = await startRedis(port);
+  const client = createClient({ url: `redis://127.0.0.1:${port}`, disableOfflineQueue: true, ...(timeout !== undefined ? { commandOptions: { timeout } } : {}) });
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    await body(server, client, port);
+  } finally {
+    server.kill("SIGCONT");
+    client.destroy();
+    server.kill("SIGKILL");
+    await stopped(server);
+  }
+}
+
+/**
+ * Runs `body` with a private redis-server whose user `app` (password `app-password`) has the ACL
+ * rules `rules` (e.g. `["~hot:*", "+@all", "-evalsha"]`), given that user's URL and an admin client
+ * (the default user, every right); both gone after.
+ */
+export async function withAclUser(rules: string[], body: (url: string, admin: TestClient) => Promise<void>): Promise<void> {
+  await withPrivateClient(undefined, async (_server, admin, port) => {
+    const full = admin as TestClient;
+    await full.sendCommand(["ACL", "SETUSER", "app", "on", ">app-password", ...rules]);
+    await body(`redis://app:app-password@127.0.0.1:${port}`, full);
+  });
 }
