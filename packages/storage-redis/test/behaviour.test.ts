@@ -16,7 +16,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS_QUEUE_MAX, openRedisHotStoresFromEnv, type OpenedRedisHotStores } from "../src/env.js";
 import { CommandTimeoutError, isValidKeyPrefix, MAX_COMMAND_TIMEOUT_MS, redisHotStores } from "../src/index.js";
-import { connect, describeIfRedis, dropPrefix, dumpPrefix, freePort, freshPrefix, haveServer, IN_CI, keysUnder, probeRedis, REDIS_SERVER, REDIS_URL, startRedis, stopped, withPrivateClient, type TestClient } from "./support.js";
+import { connect, describeIfRedis, dropPrefix, dumpPrefix, freePort, freshPrefix, haveServer, IN_CI, keysUnder, probeRedis, REDIS_SERVER, REDIS_URL, startRedis, stopped, withAclUser, withPrivateClient, type TestClient } from "./support.js";
 
 const problem = await probeRedis();
 const WINDOW = 15 * 60 * 1000;
@@ -412,6 +412,85 @@ describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server
         // Still signed in: the family's head rotates.
         const next = await tokenRequest({ grant_type: "refresh_token", refresh_token: rotation.refresh_token });
         expect(next.status).toBe(200);
+      } finally {
+        own.destroy();
+        await sql.close();
+      }
+    });
+  });
+  it("a correct password whose throttle reset fails (Redis refuses DEL) gets its tokens, and its console session, with a warn line naming the failure instead of a 503; the attempt stays counted, so wrong guesses lock at the same count as ever or sooner, never later", async () => {
+    // The reset's script deletes the counter (DEL); incrementing one, issuing tokens (SQL) and
+    // creating a console session need no DEL: only the throttle's reset after a success fails.
+    await withAclUser(["~hot:*", "+@all", "-del"], async (url, admin) => {
+      const own = await connect(url);
+      const sql = await openSqlStorage(":memory:");
+      const warnings: [string, unknown][] = [];
+      const app = createPlantgate({
+        storage: { ...sql, ...redisHotStores(own, { keyPrefix: "hot:" }) },
+        passwordHashIterations: 1000,
+        bruteForce: { maxFailures: 3, windowSeconds: 900 },
+        console: { enabled: true },
+        logger: { error() {}, warn: (message, context) => warnings.push([message, context]) },
+      });
+      try {
+        const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+        await app.admin.createAccount({ username: "root", password: "a password", roles: ["admin"] });
+        const grant = (password: string) =>
+          app.fetch(
+            new Request("https://pg.test/UserService/connect/token", {
+              method: "POST",
+              headers: { "content-type": "application/x-www-form-urlencoded" },
+              body: new URLSearchParams({ client_id: "c", client_secret: clientSecret, grant_type: "password", username: "root", password, scope: "Platform_UserAPIs" }),
+            }),
+          );
+        const counts = async () => {
+          const values: string[] = [];
+          for (const key of await keysUnder(admin as TestClient, "hot:a:k:")) values.push((await (admin as TestClient).hGet(key, "c"))!);
+          return values.sort();
+        };
+        const failed = (operation: string, sha1: string, line: number) => [
+          "brute-force counters could not be reset after a correct password; the sign-in stands, and this attempt stays counted until its window ends",
+          { name: "StorageError", message: `redis: attempts.${operation} failed`, cause: `Error: ERR The user executing the script can't run this command or subcommand script: ${sha1}, on @user_script:${line}.` },
+        ];
+        // The grant resets its (username + address) key first; the console refunds its address budget first (a count of 1 taken back: deleted).
+        const resetFailed = failed("reset", "8eac28155ba10c19f1de4538e8f838eb130d6869", 8);
+        const refundFailed = failed("refund", "67da8d70258254508a1c023449ab05bddf8dd077", 15);
+        // The app's start-up warnings (no issuer, keys in clear) come with its first request.
+        const warmUp = await app.fetch(new Request("https://pg.test/UserService/connect/token", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ client_id: "c", client_secret: clientSecret, grant_type: "client_credentials" }) }));
+        expect(warmUp.status).toBe(200);
+        warnings.length = 0;
+
+        const granted = await grant("a password");
+        expect([granted.status, await granted.json()]).toEqual([200, { access_token: expect.any(String), token_type: "Bearer", expires_in: 7200, scope: "Platform_UserAPIs" }]);
+        expect(warnings).toEqual([resetFailed]);
+        // Counted first, not reset: the (username + address) pair, the client's budget, the username.
+        expect(await counts()).toEqual(["1", "1", "1"]);
+
+        const signedIn = await app.fetch(
+          new Request("https://pg.test/console/api/session", {
+            method: "POST",
+            headers: { "content-type": "application/json", origin: "https://pg.test", "sec-fetch-site": "same-origin" },
+            body: JSON.stringify({ username: "root", password: "a password" }),
+          }),
+        );
+        expect([signedIn.status, await signedIn.json()]).toEqual([
+          200,
+          { username: "root", displayName: null, csrfToken: expect.any(String), expiresAt: expect.any(String), grantTypes: ["client_credentials", "password", "refresh_token"], scopes: ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"], adminRole: "admin" },
+        ]);
+        expect(signedIn.headers.get("set-cookie")).toMatch(/^plantgate_console=[A-Za-z0-9_-]{43};/);
+        expect(warnings).toEqual([resetFailed, refundFailed]);
+        // The console's address budget now too; the pair and the username at 2.
+        expect(await counts()).toEqual(["1", "1", "2", "2"]);
+
+        // maxFailures 3: the pair takes one wrong guess more (3), then locks, the right password included.
+        const wrong = await grant("wrong");
+        expect([wrong.status, await wrong.json()]).toEqual([400, { error: "invalid_grant", error_description: "The username or password is incorrect." }]);
+        const locked = await grant("a password");
+        expect([locked.status, await locked.json()]).toEqual([429, { error: "temporarily_unavailable", error_description: "Too many failed attempts; retry after the time in Retry-After." }]);
+        // The console's budget 1, the client's 2 (the wrong guess), the username 3, the pair 4 (the
+        // locked attempt stops there: the keys after it are not counted).
+        expect(await counts()).toEqual(["1", "2", "3", "4"]);
+        expect(warnings).toEqual([resetFailed, refundFailed]);
       } finally {
         own.destroy();
         await sql.close();

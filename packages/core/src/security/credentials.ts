@@ -1,6 +1,7 @@
 import type { Context } from "../context.js";
 import { spendPasswordWork, verifyPasswordCounted } from "../crypto/index.js";
-import { TooManyAttemptsError } from "../errors/index.js";
+import { StorageError, TooManyAttemptsError } from "../errors/index.js";
+import { describeError } from "../http/respond.js";
 import type { AccountLockedOutEvent, EventInput, LoginFailure, LoginSource } from "../events/types.js";
 import type { AccountRecord } from "../storage/types.js";
 import { throttleAddress } from "./client-ip.js";
@@ -63,7 +64,8 @@ export function passwordClientBudget(clientId: string): PasswordBudget {
  * username at a higher ceiling, so spreading guesses over many addresses does not help. The grant
  * and the console share them: guesses spread over both add up. The caller's `budget` (per address
  * for the console, per client for the grant) bounds guesses across usernames; a success resets
- * the username's keys and gives the budget back only its own count. At most
+ * the username's keys and gives the budget back only its own count (a reset or refund that fails
+ * in storage is a `warn` log line and the success stands: see the end of checkPasswordNow). At most
  * `maxConcurrentPasswordChecks` checks run at once: a further one is refused
  * (TooManyAttemptsError, reason `busy`) before anything is counted. With `requiredRole`, an
  * account without it is refused (null) like a wrong password.
@@ -180,6 +182,18 @@ async function checkPasswordNow(
   }
   // The username's keys are reset; the budget gets back only this attempt's own count, so a
   // success with one account's password does not erase the failures counted at other usernames.
-  await ctx.throttle.succeed(counted);
+  try {
+    await ctx.throttle.succeed(counted);
+  } catch (error) {
+    // The password is right: the sign-in stands. This attempt was counted before the password was
+    // looked at (attempt() above), so a reset or refund that fails leaves the counters where a
+    // failure would have: it only errs towards locking, never grants a guess, and the counters end
+    // with their window. Answering 503 here (before 2026-11-30) gave the right password no token
+    // and still kept the attempt counted, so a user retrying a reset that kept failing (a Redis
+    // whose ACL refuses it, a store failing only there) locked themselves out. Nothing is written
+    // before this point for the caller, so nothing is left half-done either way.
+    if (!(error instanceof StorageError)) throw error;
+    ctx.logger.warn("brute-force counters could not be reset after a correct password; the sign-in stands, and this attempt stays counted until its window ends", describeError(error));
+  }
   return account;
 }
