@@ -497,6 +497,66 @@ describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server
       }
     });
   });
+  it("a right client secret whose throttle reset fails (Redis refuses DEL) gets its token with a warn line instead of a 503; the counted failures stay, so the client locks at the same count as ever", async () => {
+    await withAclUser(["~hot:*", "+@all", "-del"], async (url, admin) => {
+      const own = await connect(url);
+      const sql = await openSqlStorage(":memory:");
+      const warnings: [string, unknown][] = [];
+      const app = createPlantgate({
+        storage: { ...sql, ...redisHotStores(own, { keyPrefix: "hot:" }) },
+        bruteForce: { maxFailures: 3, windowSeconds: 900 },
+        logger: { error() {}, warn: (message, context) => warnings.push([message, context]) },
+      });
+      try {
+        const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+        const token = (secret: string) =>
+          app.fetch(
+            new Request("https://pg.test/UserService/connect/token", {
+              method: "POST",
+              headers: { "content-type": "application/x-www-form-urlencoded" },
+              body: new URLSearchParams({ client_id: "c", client_secret: secret, grant_type: "client_credentials" }),
+            }),
+          );
+        const counts = async () => {
+          const values: string[] = [];
+          for (const key of await keysUnder(admin as TestClient, "hot:a:k:")) values.push((await (admin as TestClient).hGet(key, "c"))!);
+          return values.sort();
+        };
+        const invalidClient = [401, { error: "invalid_client", error_description: "Client authentication failed." }];
+        const issued = [200, { access_token: expect.any(String), token_type: "Bearer", expires_in: 7200, scope: "Platform_UserAPIs Platform_AllAppsServerCommands" }];
+        // The app's start-up warnings (no issuer, keys in clear) come with its first request; no counter exists yet, so nothing is reset.
+        const first = await token(clientSecret);
+        expect([first.status, await first.json()]).toEqual(issued);
+        warnings.length = 0;
+
+        const wrong = await token("wrong");
+        expect([wrong.status, await wrong.json()]).toEqual(invalidClient);
+        expect(await counts()).toEqual(["1"]);
+        const right = await token(clientSecret);
+        expect([right.status, await right.json()]).toEqual(issued);
+        expect(warnings).toEqual([
+          [
+            "brute-force counter could not be reset after a successful client authentication; the authentication stands, and the counted failures stay until their window ends",
+            { name: "StorageError", message: "redis: attempts.reset failed", cause: expect.stringMatching(/^Error: ERR The user executing the script can't run this command or subcommand script: [0-9a-f]{40}, on @user_script:\d+\.$/) },
+          ],
+        ]);
+        expect(await counts()).toEqual(["1"]);
+
+        // maxFailures 3: two more failures lock the client and address, the right secret included.
+        for (let i = 0; i < 2; i++) {
+          const again = await token("wrong");
+          expect([again.status, await again.json()]).toEqual(invalidClient);
+        }
+        const locked = await token(clientSecret);
+        expect([locked.status, await locked.json()]).toEqual([429, { error: "temporarily_unavailable", error_description: "Too many failed attempts; retry after the time in Retry-After." }]);
+        expect(await counts()).toEqual(["3"]);
+        expect(warnings).toHaveLength(1);
+      } finally {
+        own.destroy();
+        await sql.close();
+      }
+    });
+  });
 });
 
 describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveServer ? "" : ` (skipped: no ${REDIS_SERVER})`}`, () => {

@@ -1,7 +1,7 @@
-import { OAuthError, TooManyAttemptsError } from "../errors/index.js";
+import { OAuthError, StorageError, TooManyAttemptsError } from "../errors/index.js";
 import type { ClientAuthFailure } from "../events/types.js";
 import { presentedClient } from "../http/client-auth.js";
-import { json, NO_STORE, type PlainResponse } from "../http/respond.js";
+import { describeError, json, NO_STORE, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../context.js";
 import { throttleKeys } from "../security/throttle.js";
 import { checkScopeLimits } from "./scopes.js";
@@ -92,7 +92,17 @@ async function checkClient(ctx: Context, urls: Urls, form: Map<string, string>, 
     }
     throw e;
   }
-  await ctx.throttle.succeed(checked);
+  try {
+    await ctx.throttle.succeed(checked);
+  } catch (error) {
+    // The credential is right: the authentication stands. A success counts nothing (check, then
+    // fail only after a failure), so a reset that fails leaves the client's counter where its
+    // failures put it: it grants no guess, and the counter ends with its window. Answering 503 here
+    // (before 2026-11-30) refused every right credential of a client with a counted failure while
+    // the reset kept failing (a Redis whose ACL refuses DEL, a store failing only there).
+    if (!(error instanceof StorageError)) throw error;
+    ctx.logger.warn("brute-force counter could not be reset after a successful client authentication; the authentication stands, and the counted failures stay until their window ends", describeError(error));
+  }
   return client;
 }
 
