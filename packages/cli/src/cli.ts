@@ -69,7 +69,7 @@ export const USAGE = `usage: plantgate <command>
   prune [--batch-size N] [--max-batches N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts; --max-batches: at most N batches (at least 7), the stores in turn, "complete":false when work may be left)
   events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
 
-Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, mysql://) or
+Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, postgresql://, mysql://, mariadb://) or
 PLANTGATE_DB (SQLite file, default ./data/plantgate.db, relative to the working directory; it must
 exist, except for migrate), and PLANTGATE_REDIS_URL (the hot state). Every command but migrate refuses
 a store whose schema is older than this code's (exit 2: run plantgate migrate first). Prints JSON on stdout (through pnpm,
