@@ -6,7 +6,7 @@
  */
 import { context, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createMemoryStorage, StorageError, type RequestObservation, type StorageObservation } from "../src/index.js";
 import { BASE, basic, harness, tokenRequest, type Harness } from "./helpers.js";
@@ -160,6 +160,42 @@ describe("tracing", () => {
       ["/UserService/connect/token", 503],
       ["/.well-known/jwks.json", 503],
     ]);
+  });
+
+  it("a tracer that throws changes no answer: a span processor failing on start or on end (the SDK passes its throw on) leaves every status and body as without a tracer", async () => {
+    // A span processor of the host's own (the SDK runs onStart inside startActiveSpan and onEnd
+    // inside span.end(), and neither catches a throw): before 2026-12-01 a correct token request
+    // answered 500 server_error, and a storage outage 500 instead of 503.
+    for (const failing of ["start", "end", "both"] as const) {
+      const thrower: SpanProcessor = {
+        onStart() {
+          if (failing !== "end") throw new Error("span processor failed on start");
+        },
+        onEnd() {
+          if (failing !== "start") throw new Error("span processor failed on end");
+        },
+        forceFlush: async () => {},
+        shutdown: async () => {},
+      };
+      const tracer = new BasicTracerProvider({ spanProcessors: [thrower] }).getTracer("t");
+      const h = await harness({ tracer });
+      const token = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+      const body = (await token.json()) as Record<string, unknown>;
+      expect([failing, token.status, { ...body, access_token: typeof body.access_token }]).toEqual([
+        failing,
+        200,
+        { access_token: "string", token_type: "Bearer", expires_in: 7200, scope: "Platform_UserAPIs Platform_AllAppsServerCommands" },
+      ]);
+      const list = await h.app.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${String(body.access_token)}` } }));
+      expect([failing, list.status, ((await list.json()) as { total: number }).total]).toEqual([failing, 200, 1]);
+      const storage = createMemoryStorage();
+      storage.clients.get = async () => {
+        throw new StorageError("database unreachable");
+      };
+      const down = await harness({ storage, tracer });
+      const refused = await tokenRequest(down.app, { grant_type: "client_credentials" }, { authorization: basic(down.clientId, down.clientSecret) });
+      expect([failing, refused.status, await refused.json()]).toEqual([failing, 503, { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." }]);
+    }
   });
 
   it("an unknown path is a server span named by its method only, without http.route", async () => {

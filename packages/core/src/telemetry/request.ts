@@ -4,7 +4,7 @@
  */
 import { OAuthError, StorageError, TooManyAttemptsError } from "../errors/index.js";
 import type { PlainResponse } from "../http/respond.js";
-import { errorType, perf, SPAN_ERROR } from "./spans.js";
+import { activeSpan, errorType, perf, SPAN_ERROR } from "./spans.js";
 import type { Observer, TraceSpan, Tracer } from "./types.js";
 
 /** What dispatch tells its observer about one request (filled as it goes). */
@@ -127,6 +127,7 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
     };
     // Required with `_OTHER`: the method as sent (a token of at most what the adapter accepted).
     if (method === "_OTHER") attributes["http.request.method_original"] = request.method;
-    return tracer.startActiveSpan(method === "_OTHER" ? "HTTP" : method, { kind: 1, attributes }, (span) => run(request, info, span));
+    // A tracer that throws starting the span: the request runs without one (a tracer never changes an answer).
+    return activeSpan(tracer, method === "_OTHER" ? "HTTP" : method, { kind: 1, attributes }, (span) => run(request, info, span));
   };
 }

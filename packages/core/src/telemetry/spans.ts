@@ -1,5 +1,5 @@
 /** Child spans around the steps worth timing (client authentication, the grant, signing). */
-import type { SpanAttributeValue, Tracer } from "./types.js";
+import type { SpanAttributeValue, TraceSpan, TraceSpanOptions, Tracer } from "./types.js";
 
 /** OpenTelemetry's `SpanStatusCode.ERROR`. */
 export const SPAN_ERROR = 2;
@@ -19,20 +19,53 @@ export function errorType(error: unknown): string {
 }
 
 /**
+ * `tracer.startActiveSpan(name, options, fn)`, except that a tracer that throws before `fn` runs
+ * (the OpenTelemetry SDK runs span processors' `onStart` inside it, and passes their throw on) runs
+ * `fn` without a span (`undefined`): a tracer never changes an answer. A throw after `fn` ran is
+ * `fn`'s own, and is passed on.
+ */
+export function activeSpan<T>(tracer: Tracer, name: string, options: TraceSpanOptions, fn: (span: TraceSpan | undefined) => T): T {
+  let entered = false;
+  try {
+    return tracer.startActiveSpan(name, options, (span) => {
+      entered = true;
+      return fn(span);
+    });
+  } catch (error) {
+    if (entered) throw error;
+    return fn(undefined);
+  }
+}
+
+/** Runs a span call (`end`, `setAttribute`, ...), ignoring a throw: the SDK runs processors' `onEnd` inside `end()`. */
+export function quietly(call: () => unknown): void {
+  try {
+    call();
+  } catch {
+    // A tracer never changes an answer.
+  }
+}
+
+/**
  * Runs `fn` inside an active span named `name` when a tracer is configured; without one it is
  * `fn()` and nothing else. A throw marks the span as an error with `error.type` and is rethrown.
+ * A span call that throws (a span processor's `onStart` or `onEnd`) is ignored: `fn`'s outcome
+ * is the answer, as without a tracer (before 2026-12-01 it became a 500).
  */
 export function inSpan<T>(tracer: Tracer | undefined, name: string, attributes: Record<string, SpanAttributeValue> | undefined, fn: () => Promise<T>): Promise<T> {
   if (tracer === undefined) return fn();
-  return tracer.startActiveSpan(name, attributes ? { attributes } : {}, async (span) => {
+  return activeSpan(tracer, name, attributes ? { attributes } : {}, async (span) => {
+    if (span === undefined) return fn();
     try {
       return await fn();
     } catch (error) {
-      span.setAttribute("error.type", errorType(error));
-      span.setStatus({ code: SPAN_ERROR });
+      quietly(() => {
+        span.setAttribute("error.type", errorType(error));
+        span.setStatus({ code: SPAN_ERROR });
+      });
       throw error;
     } finally {
-      span.end();
+      quietly(() => span.end());
     }
   });
 }

@@ -5,7 +5,7 @@
  */
 import type { Storage } from "../storage/types.js";
 import { isThenable } from "../util/thenable.js";
-import { errorType, perf, SPAN_ERROR } from "./spans.js";
+import { activeSpan, errorType, perf, quietly, SPAN_ERROR } from "./spans.js";
 import type { Observer, TraceSpan, Tracer } from "./types.js";
 
 type AnyFunction = (...args: unknown[]) => unknown;
@@ -84,14 +84,20 @@ function wrapMethod(store: object, storeName: string, operation: string, tracer:
   if (tracer === undefined) return report !== undefined ? timedMethod(store, fn, storeName, operation, report) : (...args) => fn.apply(store, args);
   const spanName = `plantgate.storage ${storeName}.${operation}`;
   const attributes = { "db.collection.name": storeName, "db.operation.name": operation };
-  const call = (args: unknown[], span: TraceSpan): unknown => {
+  // `span` is undefined when the tracer threw starting it; a span call that throws is ignored (a
+  // tracer never changes a storage call's outcome).
+  const call = (args: unknown[], span: TraceSpan | undefined): unknown => {
     const started = report ? perf.now() : 0;
     const settle = (failed: boolean, error?: unknown) => {
-      if (failed) {
-        span.setAttribute("error.type", errorType(error));
-        span.setStatus({ code: SPAN_ERROR });
+      if (span !== undefined) {
+        quietly(() => {
+          if (failed) {
+            span.setAttribute("error.type", errorType(error));
+            span.setStatus({ code: SPAN_ERROR });
+          }
+          span.end();
+        });
       }
-      span.end();
       if (report) {
         try {
           report({ store: storeName, operation, durationMs: perf.now() - started, failed });
@@ -125,7 +131,7 @@ function wrapMethod(store: object, storeName: string, operation: string, tracer:
   // The audit trail's writes run after the answer, in whatever request's context queued the
   // events (the drain of a step's events): a trace of their own, not a child of an ended span.
   const spanOptions = storeName === "audit" && operation === "append" ? { kind: 2 as const, attributes, root: true } : { kind: 2 as const, attributes };
-  return (...args) => tracer.startActiveSpan(spanName, spanOptions, (span) => call(args, span));
+  return (...args) => activeSpan(tracer, spanName, spanOptions, (span) => call(args, span));
 }
 
 /** A store with each method wrapped; other members copied as they are. */
