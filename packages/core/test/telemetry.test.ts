@@ -164,7 +164,7 @@ describe("tracing", () => {
 
   it("a tracer that throws changes no answer: a span processor failing on start or on end (the SDK passes its throw on) leaves every status and body as without a tracer", async () => {
     // A span processor of the host's own (the SDK runs onStart inside startActiveSpan and onEnd
-    // inside span.end(), and neither catches a throw): before 2026-12-01 a correct token request
+    // inside span.end(), and neither catches a throw): before 2026-11-30 a correct token request
     // answered 500 server_error, and a storage outage 500 instead of 503.
     for (const failing of ["start", "end", "both"] as const) {
       const thrower: SpanProcessor = {

@@ -50,7 +50,7 @@ export function quietly(call: () => unknown): void {
  * Runs `fn` inside an active span named `name` when a tracer is configured; without one it is
  * `fn()` and nothing else. A throw marks the span as an error with `error.type` and is rethrown.
  * A span call that throws (a span processor's `onStart` or `onEnd`) is ignored: `fn`'s outcome
- * is the answer, as without a tracer (before 2026-12-01 it became a 500).
+ * is the answer, as without a tracer (before 2026-11-30 it became a 500).
  */
 export function inSpan<T>(tracer: Tracer | undefined, name: string, attributes: Record<string, SpanAttributeValue> | undefined, fn: () => Promise<T>): Promise<T> {
   if (tracer === undefined) return fn();
