@@ -335,7 +335,10 @@ export async function serveMetrics(metrics: Pick<PlantgateMetrics, "registry" | 
     });
   });
   const { port } = server.address() as AddressInfo;
-  const shown = host.includes(":") ? `[${host}]` : host;
+  // A wildcard address is not something a client can dial on every platform (as serve()'s URL):
+  // the banner printed http://0.0.0.0:9464/metrics before 2026-11-30.
+  const dialled = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
+  const shown = dialled.includes(":") ? `[${dialled}]` : dialled;
   return {
     url: `http://${shown}:${port}/metrics`,
     close: () =>

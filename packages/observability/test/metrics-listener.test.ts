@@ -44,6 +44,13 @@ function open(url: string): Socket {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("metrics listener", { timeout: 30_000 }, () => {
+  it("bound to the wildcard address, its URL names one a client can dial (127.0.0.1), and a scrape there answers", async () => {
+    listener = await serveMetrics(createMetrics({ processMetrics: false }), { port: 0, host: "0.0.0.0" });
+    expect(listener.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
+    const scraped = await fetch(listener.url);
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toContain("# TYPE plantgate_http_requests_total counter");
+  });
   it("a client that pipelines many scrapes and reads none gets one exposition collected at a time, not one per request (each held in memory until sent)", async () => {
     const { metrics, collections } = bigMetrics();
     expect((await metrics.text()).length).toBeGreaterThan(200_000);
