@@ -4,7 +4,7 @@
  */
 import type { JWK } from "jose";
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, generateKeyRecord, type PlantgateOptions, type SecurityEvent, type Storage } from "../src/index.js";
+import { createMemoryStorage, createPlantgate, generateKeyRecord, type PlantgateOptions, type SecurityEvent, type Storage } from "../src/index.js";
 import { ACCOUNTS_URL, getAccounts } from "./api-helpers.js";
 import { call, consoleHarness, read, signIn, type ConsoleHarness, type SignedIn } from "./console-helpers.js";
 import { basic, clientToken, passwordTokens, tokenRequest } from "./helpers.js";
@@ -533,5 +533,115 @@ describe("console API: signing keys", () => {
       "no-store",
     ]);
     expect(await as("GET", "/api/signing-keys")).toEqual(before);
+  });
+
+  describe("POST /api/signing-keys/reencrypt (the keys reencrypt step of a KEK rotation, for where no CLI reaches the store)", () => {
+    const kek = () => btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32)))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const quiet = { error() {}, warn() {} };
+    /** The id of the KEK a stored row is sealed under (`enc:A256GCM:<kek id>:...`). */
+    const kekOfRow = async (storage: Storage, kid: string) => (await storage.signingKeys.list()).find((k) => k.kid === kid)!.privateJwk.split(":")[2]!;
+    const NO_KEK = { error: 1307, message: "No key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)." };
+
+    it("with [new, old]: 200 {reencrypted, unchanged}, the listing then shows no key under the older KEK, one event naming the administrator; the new KEK alone then serves; a second call moves nothing", async () => {
+      const OLD = kek();
+      const NEW = kek();
+      const events: SecurityEvent[] = [];
+      const h = await setup({ keyEncryptionKeys: [NEW, OLD], onEvent: (e) => void events.push(e) });
+      // Before the rotation: a server with OLD alone made the first key, sealed under OLD.
+      const before = createPlantgate({ storage: h.storage, keyEncryptionKeys: [OLD], clock: h.clock.now, logger: quiet });
+      const oldKid = ((await before.jwks()).keys[0] as { kid: string }).kid;
+      const oldId = await kekOfRow(h.storage, oldKid);
+      // During it: a rotation on the [new, old] server seals its key under NEW.
+      h.clock.advance(1000);
+      const newKid = ((await h.as("POST", "/api/signing-keys")).body as { kid: string }).kid;
+      const newId = await kekOfRow(h.storage, newKid);
+      const listed = async () => ((await h.as("GET", "/api/signing-keys")).body as { keys: { kid: string; kek: string | null; kekStatus: string | null }[] }).keys.map((k) => [k.kid, k.kek, k.kekStatus]);
+      expect(await listed()).toEqual([
+        [newKid, newId, "current"],
+        [oldKid, oldId, "older"],
+      ]);
+      await h.app.flushEvents();
+      events.length = 0;
+
+      const moved = await h.as("POST", "/api/signing-keys/reencrypt");
+      expect(moved).toEqual({ status: 200, body: { reencrypted: [oldKid], unchanged: [newKid] }, cacheControl: "no-store", contentType: "application/json", setCookie: null });
+      expect(await listed()).toEqual([
+        [newKid, newId, "current"],
+        [oldKid, newId, "current"],
+      ]);
+      await h.app.flushEvents();
+      expect(events).toEqual([{ type: "signing_key.reencrypted", id: expect.any(String), time: Date.parse(T0) + 1000, reencrypted: [oldKid], kek: newId, actor: "root" }]);
+
+      // The old KEK can go: a server with NEW alone loads both keys; one with OLD alone cannot.
+      const after = createPlantgate({ storage: h.storage, keyEncryptionKeys: [NEW], clock: h.clock.now, logger: quiet });
+      expect(((await after.jwks()).keys as { kid: string }[]).map((k) => k.kid).sort()).toEqual([newKid, oldKid].sort());
+      const stale = await createPlantgate({ storage: h.storage, keyEncryptionKeys: [OLD], clock: h.clock.now, logger: quiet }).jwks().then(() => "loaded", (e: Error) => e.name);
+      expect(stale).toBe("KeyEncryptionError");
+
+      const again = await h.as("POST", "/api/signing-keys/reencrypt");
+      // (In the store's order: the memory store lists in insertion order.)
+      expect([again.status, again.body]).toEqual([200, { reencrypted: [], unchanged: [oldKid, newKid] }]);
+      await h.app.flushEvents();
+      expect(events).toHaveLength(1);
+    });
+
+    it("without the CSRF token 403 1303, from another origin 403 1304, as an account that lost the admin role 403 1302: nothing moved", async () => {
+      const OLD = kek();
+      const NEW = kek();
+      const h = await setup({ keyEncryptionKeys: [NEW, OLD] });
+      await createPlantgate({ storage: h.storage, keyEncryptionKeys: [OLD], clock: h.clock.now, logger: quiet }).jwks();
+      const rows = await h.storage.signingKeys.list();
+      const noCsrf = await read(await call(h.app, "POST", "/api/signing-keys/reencrypt", { cookie: h.root.cookie }));
+      expect([noCsrf.status, noCsrf.body]).toEqual([403, { error: 1303, message: "The CSRF token is missing or wrong; reload the console." }]);
+      const cross = await read(await call(h.app, "POST", "/api/signing-keys/reencrypt", { cookie: h.root.cookie, csrf: h.root.csrf, origin: "https://evil.example" }));
+      expect([cross.status, cross.body]).toEqual([403, { error: 1304, message: "Cross-site requests to the console are refused." }]);
+      await h.app.admin.createAccount({ username: "eve", password: "eve-password-1", roles: ["admin"] });
+      const eve = await signIn(h.app, "eve", "eve-password-1");
+      h.demoted.add((await h.storage.accounts.findByUsername("eve"))!.id);
+      const demoted = await read(await call(h.app, "POST", "/api/signing-keys/reencrypt", { cookie: eve.cookie, csrf: eve.csrf }));
+      expect([demoted.status, demoted.body]).toEqual([403, { error: 1302, message: "This account is not a console administrator." }]);
+      const notSignedIn = await read(await call(h.app, "POST", "/api/signing-keys/reencrypt", { csrf: h.root.csrf }));
+      expect([notSignedIn.status, notSignedIn.body]).toEqual([401, { error: 1301, message: "Sign in to the console first." }]);
+      // Only POST: a GET is 405, a DELETE is not taken for a revocation of a key named "reencrypt".
+      for (const method of ["GET", "DELETE"]) {
+        const wrong = await read(await call(h.app, method, "/api/signing-keys/reencrypt", { cookie: h.root.cookie, csrf: h.root.csrf }));
+        expect([method, wrong.status, wrong.body]).toEqual([method, 405, { error: 1405, message: "Use POST for this endpoint." }]);
+      }
+      expect(await h.storage.signingKeys.list()).toEqual(rows);
+    });
+
+    it("no key encryption key on this server: 409 1307 saying so; a key under a KEK this server lacks: 409 1307 naming the kid and the variable (never a key), the keys before it moved and told in the event", async () => {
+      const plain = await setup();
+      await plain.app.jwks();
+      const rows = await plain.storage.signingKeys.list();
+      const none = await plain.as("POST", "/api/signing-keys/reencrypt");
+      expect([none.status, none.body, none.cacheControl]).toEqual([409, NO_KEK, "no-store"]);
+      expect(await plain.storage.signingKeys.list()).toEqual(rows);
+
+      const OLD = kek();
+      const NEW = kek();
+      const OTHER = kek();
+      const events: SecurityEvent[] = [];
+      const h = await setup({ keyEncryptionKeys: [NEW, OLD], onEvent: (e) => void events.push(e) });
+      // One key under OLD (which this server has), then one under OTHER (which it lacks).
+      const underOld = (await createPlantgate({ storage: h.storage, keyEncryptionKeys: [OLD], clock: h.clock.now, logger: quiet }).admin.rotateSigningKey()).kid;
+      const underOther = (await createPlantgate({ storage: h.storage, keyEncryptionKeys: [OTHER], clock: h.clock.now, logger: quiet }).admin.rotateSigningKey()).kid;
+      const otherRow = (await h.storage.signingKeys.list()).find((k) => k.kid === underOther)!;
+      const refused = await h.as("POST", "/api/signing-keys/reencrypt");
+      expect([refused.status, refused.body, refused.cacheControl]).toEqual([
+        409,
+        { error: 1307, message: `signing key ${underOther} is encrypted with a key encryption key that is not configured; add it to PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)` },
+        "no-store",
+      ]);
+      for (const secret of [OLD, NEW, OTHER]) expect(JSON.stringify(refused.body)).not.toContain(secret);
+      const newId = await kekOfRow(h.storage, underOld);
+      expect((await h.storage.signingKeys.list()).find((k) => k.kid === underOther)).toEqual(otherRow);
+      const listed = ((await h.as("GET", "/api/signing-keys")).body as { keys: { kid: string; kekStatus: string | null }[] }).keys.map((k) => [k.kid, k.kekStatus]);
+      expect(listed.sort()).toEqual([[underOld, "current"], [underOther, "missing"]].sort());
+      await h.app.flushEvents();
+      expect(events.filter((e) => e.type === "signing_key.reencrypted")).toEqual([
+        { type: "signing_key.reencrypted", id: expect.any(String), time: Date.parse(T0), reencrypted: [underOld], kek: newId, actor: "root" },
+      ]);
+    });
   });
 });

@@ -4,7 +4,7 @@
  * secret, password, token or hash that was sent or stored.
  */
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, refreshTokenKey, sha256, SECURITY_EVENT_TYPES, StorageError, type PlantgateOptions, type SecurityEvent, type SecurityEventType } from "../src/index.js";
+import { createMemoryStorage, createPlantgate, refreshTokenKey, sha256, SECURITY_EVENT_TYPES, StorageError, type PlantgateOptions, type SecurityEvent, type SecurityEventType } from "../src/index.js";
 import { basic, BASE, harness, type Harness } from "./helpers.js";
 import { ADMIN, call, consoleHarness, signIn } from "./console-helpers.js";
 
@@ -270,6 +270,23 @@ describe("security events", () => {
     });
   });
 
+  it("signing_key.reencrypted from app.admin (actor null): the kids moved and the KEK they are now under, only when a key moved", async () => {
+    const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const OLD = b64url(crypto.getRandomValues(new Uint8Array(32)));
+    const NEW = b64url(crypto.getRandomValues(new Uint8Array(32)));
+    const { h, take } = await recorded({ keyEncryptionKeys: [OLD] });
+    await h.app.jwks(); // the first key, sealed under OLD
+    const [first] = await h.app.storage.signingKeys.list();
+    await take();
+    const seen: SecurityEvent[] = [];
+    const both = createPlantgate({ storage: h.app.storage, keyEncryptionKeys: [NEW, OLD], clock: h.clock.now, onEvent: (e) => void seen.push(e), logger: { error() {}, warn() {} } });
+    await both.admin.reencryptSigningKeys();
+    await both.admin.reencryptSigningKeys(); // nothing left to move: no event
+    await both.flushEvents();
+    const [row] = await h.app.storage.signingKeys.list();
+    expect(seen.map((e) => fields(e, h.clock.now()))).toStrictEqual([{ type: "signing_key.reencrypted", reencrypted: [first!.kid], kek: row!.privateJwk.split(":")[2], actor: null }]);
+  });
+
   it("console: signed_in, login_failed (not_admin, invalid password), signed_out, and the administrator as actor", async () => {
     const events: SecurityEvent[] = [];
     const h = await consoleHarness({ onEvent: (e) => void events.push(e) });
@@ -304,8 +321,8 @@ describe("security events", () => {
     const covered: SecurityEventType[] = [
       "token.issued", "token.refreshed", "refresh_token.reuse_detected", "client.authentication_failed", "account.login_failed",
       "account.locked_out", "token.revoked", "client.created", "client.deleted", "client.secret_rotated", "client.secret_added",
-      "client.secret_revoked", "signing_key.rotated", "signing_key.revoked", "account.created", "account.disabled", "account.enabled",
-      "console.signed_in", "console.signed_out",
+      "client.secret_revoked", "signing_key.rotated", "signing_key.revoked", "signing_key.reencrypted", "account.created", "account.disabled",
+      "account.enabled", "console.signed_in", "console.signed_out",
     ];
     expect(SECURITY_EVENT_TYPES.filter((t) => !covered.includes(t))).toEqual([]);
   });

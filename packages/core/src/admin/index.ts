@@ -104,7 +104,8 @@ export interface Admin extends ClientAdmin {
    * the plain marker (it holds no key; sealed, it needed its KEK at every load). Afterwards the older
    * KEKs can be removed from the configuration (`listSigningKeys()` shows no `kekStatus: "older"`). Throws
    * AdminError when no KEK is configured; a key under a KEK that is not configured throws
-   * KeyEncryptionError and leaves that key as it was.
+   * KeyEncryptionError and leaves that key as it was (the keys moved before it stay moved). Event
+   * `signing_key.reencrypted` with the kids moved, when any moved (also on such a failure).
    */
   reencryptSigningKeys(): Promise<{ reencrypted: string[]; unchanged: string[] }>;
   /**
@@ -365,22 +366,31 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         const clear = await ctx.keyEncryption.open(kid, stored);
         return clear === EXTERNAL_PRIVATE_KEY ? EXTERNAL_PRIVATE_KEY : ctx.keyEncryption.seal(kid, clear);
       };
-      for (const k of await ctx.storage.signingKeys.list()) {
-        if (await done(k.privateJwk)) {
-          unchanged.push(k.kid);
-          continue;
+      try {
+        for (const k of await ctx.storage.signingKeys.list()) {
+          if (await done(k.privateJwk)) {
+            unchanged.push(k.kid);
+            continue;
+          }
+          // Compare-and-set: a row changed meanwhile (by a starting instance) is read again.
+          if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, k.privateJwk, await moved(k.kid, k.privateJwk))) reencrypted.push(k.kid);
+          else {
+            const now = (await ctx.storage.signingKeys.list()).find((r) => r.kid === k.kid);
+            if (now && !(await done(now.privateJwk))) {
+              if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, now.privateJwk, await moved(k.kid, now.privateJwk))) reencrypted.push(k.kid);
+              else throw new AdminError(`signing key ${k.kid} changed while it was being re-encrypted; run keys reencrypt again`);
+            } else unchanged.push(k.kid);
+          }
         }
-        // Compare-and-set: a row changed meanwhile (by a starting instance) is read again.
-        if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, k.privateJwk, await moved(k.kid, k.privateJwk))) reencrypted.push(k.kid);
-        else {
-          const now = (await ctx.storage.signingKeys.list()).find((r) => r.kid === k.kid);
-          if (now && !(await done(now.privateJwk))) {
-            if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, now.privateJwk, await moved(k.kid, now.privateJwk))) reencrypted.push(k.kid);
-            else throw new AdminError(`signing key ${k.kid} changed while it was being re-encrypted; run keys reencrypt again`);
-          } else unchanged.push(k.kid);
+      } finally {
+        // Also when a later key failed (a KEK not configured): the keys moved before it stay moved,
+        // and the event says which.
+        if (reencrypted.length > 0) {
+          ctx.keyring.invalidate();
+          const [kek] = await ctx.keyEncryption.ids();
+          ctx.events.emit({ type: "signing_key.reencrypted", reencrypted: [...reencrypted], kek: kek!, actor });
         }
       }
-      ctx.keyring.invalidate();
       return { reencrypted, unchanged };
     },
     prune(options) {

@@ -1,6 +1,7 @@
 import { AdminConflictError, AdminError, AdminNotFoundError, createAdmin, type ClientSecretView, type ClientView } from "../admin/index.js";
 import { MAX_CLIENT_NAME, readConsoleClientPage, type ClientPage } from "../admin/clients.js";
 import { accountView, listAccounts } from "../api/accounts.js";
+import { KeyEncryptionError } from "../crypto/key-encryption.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, plain, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../context.js";
@@ -352,4 +353,23 @@ export const rotateSigningKey: ApiHandler = async (ctx, s, request) => {
   }
   const { kid, activatesAt, deleted } = result;
   return json(200, { kid, activatesAt: iso(activatesAt), status: now ? "active" : "next", deleted });
+};
+
+/**
+ * `POST /console/api/signing-keys/reencrypt`: the `keys reencrypt` step of a key encryption key
+ * rotation, for where no CLI reaches the store (a Worker's D1): moves every stored signing key under
+ * the first configured KEK (`admin.reencryptSigningKeys()`), then the older KEKs can be removed.
+ * No body is read. 200 `{reencrypted, unchanged}` (kids). 409 (error 1307) with the reason when
+ * this server has no KEK, or a key is under a KEK it does not have (the keys before it are moved):
+ * the message names the variable and the kid, never key material.
+ */
+export const reencryptSigningKeys: ApiHandler = async (ctx, s) => {
+  try {
+    const { reencrypted, unchanged } = await adminOf(ctx, s).reencryptSigningKeys();
+    return json(200, { reencrypted, unchanged });
+  } catch (e) {
+    // The server's configuration (or a concurrent change) conflicts with the request, not its form.
+    if (e instanceof AdminError || e instanceof KeyEncryptionError) throw conflict(e.message);
+    throw e;
+  }
 };

@@ -30,6 +30,8 @@ const ROUTES: ConsoleRoute[] = [
   { pattern: ["api", "accounts", ":", "enable"], methods: { POST: { kind: "api", handler: api.enableAccount } } },
   { pattern: ["api", "events"], methods: { GET: { kind: "api", handler: listEvents } } },
   { pattern: ["api", "signing-keys"], methods: { GET: { kind: "api", handler: api.listSigningKeys }, POST: { kind: "api", handler: api.rotateSigningKey } } },
+  // Before the kid route, which it would otherwise shadow: DELETE /signing-keys/reencrypt is 405.
+  { pattern: ["api", "signing-keys", "reencrypt"], methods: { POST: { kind: "api", handler: api.reencryptSigningKeys } } },
   { pattern: ["api", "signing-keys", ":"], methods: { DELETE: { kind: "api", handler: api.revokeSigningKey } } },
 ];
 

@@ -204,6 +204,20 @@ export interface SigningKeyRevokedEvent extends AdminEventBase {
   status: "next" | "retired" | "prunable";
 }
 
+/**
+ * Signing keys moved under the first key encryption key (`keys reencrypt`, the console's
+ * "Re-encrypt keys", `app.admin.reencryptSigningKeys`): the step of a KEK rotation after which the
+ * older KEKs can be removed. Emitted when at least one key moved, also when a later key could not
+ * be opened and the call failed (the keys moved before it stay moved).
+ */
+export interface SigningKeyReencryptedEvent extends AdminEventBase {
+  type: "signing_key.reencrypted";
+  /** Kids of the keys moved (a signer's marker an earlier version sealed: stored unsealed). */
+  reencrypted: string[];
+  /** The id of the key encryption key they are now under, the first configured (an id only: it reveals nothing of the KEK). */
+  kek: string;
+}
+
 export interface AccountCreatedEvent extends AdminEventBase {
   type: "account.created";
   account_id: string;
@@ -254,6 +268,7 @@ export type SecurityEvent =
   | ClientSecretRevokedEvent
   | SigningKeyRotatedEvent
   | SigningKeyRevokedEvent
+  | SigningKeyReencryptedEvent
   | AccountCreatedEvent
   | AccountDisabledEvent
   | AccountEnabledEvent
@@ -279,6 +294,7 @@ export const SECURITY_EVENT_TYPES: readonly SecurityEventType[] = [
   "client.secret_revoked",
   "signing_key.rotated",
   "signing_key.revoked",
+  "signing_key.reencrypted",
   "account.created",
   "account.disabled",
   "account.enabled",
