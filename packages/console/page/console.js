@@ -740,6 +740,9 @@
       );
       // The listing only reads: a store without keys stays so until the server first needs one.
       $("keys-empty").hidden = keys.length > 0;
+      // A key under an older key encryption key (a KEK rotation under way): offer to move them all
+      // under the current one, the step before the older KEK can be removed.
+      $button("keys-reencrypt").hidden = !keys.some((k) => k.kekStatus === "older");
       markBusy();
     } catch (e) {
       if (!load.superseded()) setStatus("security-status", messageOf(e));
@@ -791,7 +794,7 @@
    */
   const KEK_STATUS = {
     current: ["the current key encryption key", ""],
-    older: ["an older key encryption key", ": run keys reencrypt before removing it"],
+    older: ["an older key encryption key", ": press Re-encrypt keys (or run keys reencrypt) before removing it"],
     missing: ["a key encryption key this server does not have", ""],
   };
 
@@ -841,6 +844,30 @@
       setStatus("security-status", messageOf(e));
     }
     $button("keys-rotate-now").focus();
+  }));
+
+  $button("keys-reencrypt").addEventListener("click", () => once("keys", async () => {
+    const yes = await confirmAction(
+      "Re-encrypt the signing keys?",
+      "Every stored signing key is encrypted again under this server's current key encryption key (the first of PLANTGATE_KEY_ENCRYPTION_KEY). Afterwards a server that has only the older key encryption key cannot load the keys and answers every request with an error: do this once every running version has both keys (a gradual deployment finished), and do not roll back to a version with the older key alone.",
+      "Re-encrypt keys",
+    );
+    if (!yes) return $button("keys-reencrypt").focus();
+    try {
+      /** @type {{ reencrypted: string[], unchanged: string[] }} */
+      const r = await call("POST", "/signing-keys/reencrypt");
+      const n = r.reencrypted.length;
+      setStatus(
+        "security-status",
+        (n === 0 ? "No signing key needed moving" : n + (n === 1 ? " signing key was" : " signing keys were") + " re-encrypted under the current key encryption key") +
+          "; the older key encryption key can now be removed from PLANTGATE_KEY_ENCRYPTION_KEY.",
+      );
+    } catch (e) {
+      setStatus("security-status", messageOf(e));
+    }
+    // Also after a refusal: the keys before the one that could not be opened were moved.
+    await loadKeys();
+    $button("keys-rotate").focus();
   }));
 
   // ---- accounts ------------------------------------------------------------------------------
@@ -967,8 +994,8 @@
   const EVENT_TYPES = [
     "token.issued", "token.refreshed", "refresh_token.reuse_detected", "client.authentication_failed", "account.login_failed",
     "account.locked_out", "token.revoked", "client.created", "client.deleted", "client.secret_rotated", "client.secret_added",
-    "client.secret_revoked", "signing_key.rotated", "signing_key.revoked", "account.created", "account.disabled", "account.enabled",
-    "console.signed_in", "console.signed_out",
+    "client.secret_revoked", "signing_key.rotated", "signing_key.revoked", "signing_key.reencrypted", "account.created", "account.disabled",
+    "account.enabled", "console.signed_in", "console.signed_out",
   ];
   for (const t of EVENT_TYPES) byId("events-type", HTMLSelectElement).append(el("option", { value: t, text: t }));
 

@@ -4,8 +4,10 @@
  * instead of an empty table), a key stored in clear while a key encryption key is configured, and a
  * configured signing key that is not stored. The store is compared after each view. And after a
  * rotation of the key encryption key, the "At rest" cell of a key under the older KEK, and of a
- * signer's marker an earlier version sealed under it, names that KEK and says to run keys reencrypt
- * before removing it; after the reencrypt neither does.
+ * signer's marker an earlier version sealed under it, names that KEK and says to press Re-encrypt
+ * keys (or run keys reencrypt) before removing it; the "Re-encrypt keys" button, after its
+ * confirmation, moves them (a cancelled confirmation moves nothing), and then neither cell says so,
+ * the button is gone, and a server with the new KEK alone serves the keys.
  */
 import { randomBytes } from "node:crypto";
 import { createMemoryStorage, createPlantgate, generateKeyRecord, type Storage } from "@plantgate/core";
@@ -129,7 +131,7 @@ suite(name, () => {
     expect(await storage.signingKeys.list()).toEqual([]);
     expect(problems).toEqual([]);
   });
-  it("after a KEK rotation, a key under the older KEK and a signer's marker an earlier version sealed under it name that KEK and say to reencrypt; after keys reencrypt neither does", async () => {
+  it("after a KEK rotation, a key under the older KEK and a signer's marker an earlier version sealed under it name that KEK and say to re-encrypt; the Re-encrypt keys button moves them, and then neither does", async () => {
     const OLD = randomBytes(32).toString("base64url");
     const NEW = randomBytes(32).toString("base64url");
     sent.push(OLD, NEW);
@@ -144,19 +146,45 @@ suite(name, () => {
     await page.context().clearCookies();
     await open(server);
     await page.locator("#keys-body tr:nth-child(2)").waitFor();
-    const todo = `an older key encryption key (id ${kekId(OLD)}): run keys reencrypt before removing it`;
+    const todo = `an older key encryption key (id ${kekId(OLD)}): press Re-encrypt keys (or run keys reencrypt) before removing it`;
     expect((await rows()).map((r) => [r["Key ID"], r.Status, r["At rest"]])).toEqual([
       [key!.kid, "Active (signing)", `Encrypted under ${todo}`],
       [signerKey.kid, "Retired (verifying only)", `Public key only (held by a signer), its row sealed under ${todo}`],
     ]);
+    const reencrypt = page.getByRole("button", { name: "Re-encrypt keys", exact: true });
+    const dialog = page.locator("#confirm-dialog");
 
-    // What keys reencrypt does (the CLI cannot reach this in-memory store): the same core call.
-    expect(await server.app.admin.reencryptSigningKeys()).toEqual({ reencrypted: [key!.kid, signerKey.kid], unchanged: [] });
-    await page.reload();
-    await page.locator("#keys-body tr:nth-child(2)").waitFor();
-    expect((await rows()).map((r) => [r["Key ID"], r["At rest"]])).toEqual([
+    // The confirmation says what it does and when not to; cancelled, nothing moves.
+    const rowsBefore = await storage.signingKeys.list();
+    await reencrypt.click();
+    await dialog.waitFor({ state: "visible" });
+    expect([await page.locator("#confirm-title").textContent(), await page.locator("#confirm-ok").textContent()]).toEqual(["Re-encrypt the signing keys?", "Re-encrypt keys"]);
+    expect(await page.locator("#confirm-text").textContent()).toContain("do this once every running version has both keys");
+    await page.locator("#confirm-cancel").click();
+    await dialog.waitFor({ state: "hidden" });
+    expect(await storage.signingKeys.list()).toEqual(rowsBefore);
+
+    // Confirmed: the page's own call (POST /console/api/signing-keys/reencrypt) moves both.
+    await reencrypt.click();
+    await dialog.waitFor({ state: "visible" });
+    const answered = page.waitForResponse((r) => r.url().endsWith("/console/api/signing-keys/reencrypt"));
+    await dialog.getByRole("button", { name: "Re-encrypt keys", exact: true }).click();
+    const response = await answered;
+    expect([response.request().method(), response.status(), await response.json()]).toEqual(["POST", 200, { reencrypted: [key!.kid, signerKey.kid], unchanged: [] }]);
+    await expect
+      .poll(() => page.locator("#security-status").textContent())
+      .toBe("2 signing keys were re-encrypted under the current key encryption key; the older key encryption key can now be removed from PLANTGATE_KEY_ENCRYPTION_KEY.");
+    await expect.poll(async () => (await rows()).map((r) => [r["Key ID"], r["At rest"]])).toEqual([
       [key!.kid, "Encrypted"],
       [signerKey.kid, "Public key only (held by a signer)"],
+    ]);
+    expect(await reencrypt.isVisible()).toBe(false);
+    // The row is sealed under NEW now: a server with NEW alone loads and publishes the keys.
+    const onlyNew = createPlantgate({ storage, keyEncryptionKeys: [NEW], logger: { error() {}, warn() {} } });
+    expect(((await onlyNew.jwks()).keys as { kid: string }[]).map((k) => k.kid).sort()).toEqual([key!.kid, signerKey.kid].sort());
+    expect((await storage.signingKeys.list()).map((k) => [k.kid, k.privateJwk.startsWith(`enc:A256GCM:${kekId(NEW)}:`) || k.privateJwk === "external"])).toEqual([
+      [key!.kid, true],
+      [signerKey.kid, true],
     ]);
     expect(problems).toEqual([]);
   });
