@@ -58,8 +58,9 @@ type Target = { family: "postgres" | "mysql"; url: string } | { family: "sqlite"
 
 /**
  * Reads the URL forms of `openSqlStorage`. One it cannot read (an unsupported scheme, an empty URL,
- * `sqlite:` without a path) is a `StorageConfigError` whose message names the argument (`name`) and
- * shows the URL only without its password (a TypeError until 2026-11-30).
+ * `sqlite:` without a path, `postgres:`/`postgresql:`/`mysql:`/`mariadb:` without `//`) is a
+ * `StorageConfigError` whose message names the argument (`name`) and shows the URL only without its
+ * password, or not at all (a TypeError until 2026-11-30; the last, until then, a SQLite file path).
  */
 export function parseStorageUrl(url: string, name = "the database URL"): Target {
   const refuse = (reason: string) => new StorageConfigError(`${name} ${reason}; nothing was opened`);
@@ -73,6 +74,11 @@ export function parseStorageUrl(url: string, name = "the database URL"): Target 
     if (path === "") throw refuse("is sqlite: without a path (use sqlite::memory: for an in-memory database)");
     return { family: "sqlite", path };
   }
+  // A server's scheme without its "//" (postgres:user:pw@host, a slash lost in a template) is a
+  // typo, never a SQLite file: until 2026-11-30 it opened (and made) one named after the URL, its
+  // password in the file name. Not echoed: it did not parse as a URL, so no part of it is known safe.
+  const server = /^(postgres(?:ql)?|mysql|mariadb):/i.exec(url)?.[1];
+  if (server !== undefined) throw refuse(`starts with "${server}:" but not "${server}://" (write ${server}://user:password@host:port/database)`);
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1];
   if (scheme !== undefined) {
     throw refuse(`(${redactConnectionUrl(url)}) has an unsupported scheme "${scheme}:" (use postgres:, postgresql:, mysql:, mariadb: or sqlite:, or a SQLite file path)`);
@@ -409,7 +415,8 @@ export async function pendingMigrationsAt(url: string, options: Pick<OpenSqlStor
  * with `SchemaTooNewError`; a `postgres://` or `mysql://` URL its driver cannot parse (a port that
  * is not a number, a malformed percent-escape the driver decodes) with `StorageConfigError`, before
  * anything is contacted, its message naming "openSqlStorage's url" without the password; so is a
- * URL of no supported form (another scheme, an empty URL, `sqlite:` without a path).
+ * URL of no supported form (another scheme, an empty URL, `sqlite:` without a path, a server
+ * scheme without its `//`).
  *
  * @example
  * import { createPlantgate } from "@plantgate/core";

@@ -4,6 +4,9 @@
  * contacted, as the env path has been since 2026-11-30; not a StorageError (an outage, 503, "try
  * again"). A URL the driver does read opens (real PostgreSQL and MariaDB).
  */
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { StorageError } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
 import { StorageConfigError as EnvStorageConfigError } from "../src/env.js";
@@ -71,6 +74,34 @@ describe("openSqlStorage: a URL its driver cannot parse", () => {
       );
       expect(pending, url).toBeInstanceOf(StorageConfigError);
       expect((pending as Error).message, url).toBe(message.replace("openSqlStorage's url", "pendingMigrationsAt's url"));
+    }
+  });
+
+  it("a server scheme without its // (postgres:u:pw@h) is a StorageConfigError, not a new SQLite file named after the URL and its password", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "pg-noslash-"));
+    const cwd = process.cwd();
+    process.chdir(dir);
+    try {
+      for (const [url, scheme] of [
+        ["postgres:u:hunter2@127.0.0.1", "postgres"],
+        ["postgres:u:hunter2@127.0.0.1/test", "postgres"],
+        ["PostgreSQL:/u:hunter2@127.0.0.1/test", "PostgreSQL"],
+        ["mysql:root:hunter2@127.0.0.1/test", "mysql"],
+        ["mariadb:hunter2", "mariadb"],
+      ] as const) {
+        const message = `openSqlStorage's url starts with "${scheme}:" but not "${scheme}://" (write ${scheme}://user:password@host:port/database); nothing was opened`;
+        expect(await refusal(url), url).toBe(message);
+        const pending = await pendingMigrationsAt(url).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect([pending instanceof StorageConfigError, (pending as Error).message], url).toEqual([true, message.replace("openSqlStorage's url", "pendingMigrationsAt's url")]);
+      }
+      // Nothing was created: until 2026-11-30 each of them opened (and made) a SQLite file by that name.
+      expect(readdirSync(dir)).toEqual([]);
+    } finally {
+      process.chdir(cwd);
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
