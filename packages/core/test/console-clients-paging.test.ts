@@ -108,6 +108,17 @@ describe("console API: clients are paged by cursor", () => {
     expect(await h.get(`?after=${cursorOf("x".repeat(200))}`)).toEqual(ok({ clients: [], next: null }));
   });
 
+  it("a bad limit is refused before the cursor is read, as before the opaque cursor: the limit's reason, and no store read", async () => {
+    const { storage, calls } = countingStorage();
+    const h = await setup({ storage }, IDS);
+    calls.list = 0;
+    const limit = bad("limit must be an integer from 1 to 200.");
+    // A long id's cursor is looked up in the store (listPage) before its page is read.
+    expect(await h.get(`?limit=201&after=${cursorOf("b" + "\u00e9".repeat(600))}`)).toEqual(limit);
+    expect(await h.get("?limit=201&after=b")).toEqual(limit);
+    expect(calls).toEqual({ list: 0, listPage: 0 });
+  });
+
   it("a page reads only its clients through listPage, never the whole list", async () => {
     const { storage, calls } = countingStorage();
     const h = await setup({ storage }, IDS);

@@ -79,8 +79,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * 2026-11-30, one holding U+0000 or empty until later that day.
  */
 export async function readClientPage(ctx: Context, query: ClientPageQuery, maxLimit = MAX_CLIENT_PAGE): Promise<ClientPage> {
-  const limit = query.limit ?? DEFAULT_CLIENT_PAGE;
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) throw new AdminError(`limit must be an integer from 1 to ${maxLimit}`);
+  const limit = pageLimit(query.limit, maxLimit);
   const after = query.after ?? null;
   if (after !== null && (typeof after !== "string" || LONE_SURROGATE.test(after))) {
     throw new AdminError("after must be the next cursor of a previous page");
@@ -88,6 +87,13 @@ export async function readClientPage(ctx: Context, query: ClientPageQuery, maxLi
   const fetched = await clientsAfter(ctx, after, limit + 1);
   const page = fetched.length > limit ? fetched.slice(0, limit) : fetched;
   return { clients: page.map(clientView), next: fetched.length > limit ? page[page.length - 1]!.clientId : null };
+}
+
+/** A page's limit, `DEFAULT_CLIENT_PAGE` when none is given; AdminError unless an integer from 1 to `maxLimit`. */
+function pageLimit(limit: number | undefined, maxLimit: number): number {
+  const n = limit ?? DEFAULT_CLIENT_PAGE;
+  if (!Number.isSafeInteger(n) || n < 1 || n > maxLimit) throw new AdminError(`limit must be an integer from 1 to ${maxLimit}`);
+  return n;
 }
 
 /**
@@ -171,6 +177,9 @@ const LOCATE_BATCH = 100;
  * those before it are shown again (none is missed).
  */
 export async function readConsoleClientPage(ctx: Context, cursor: string | null, limit: number | undefined, maxLimit: number): Promise<ClientPage> {
+  // The limit first, as readClientPage does: a bad one is refused with its own reason, before a
+  // long id's cursor is looked up in the store.
+  pageLimit(limit, maxLimit);
   let after: string | null = null;
   if (cursor !== null) {
     const parsed = parseConsoleCursor(cursor);
