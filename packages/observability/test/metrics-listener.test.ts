@@ -51,6 +51,13 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     expect(scraped.status).toBe(200);
     expect(await scraped.text()).toContain("# TYPE plantgate_http_requests_total counter");
   });
+  it("bound to the IPv6 wildcard (::), its URL names ::1 in brackets, and a scrape there answers", async () => {
+    listener = await serveMetrics(createMetrics({ processMetrics: false }), { port: 0, host: "::" });
+    expect(listener.url).toMatch(/^http:\/\/\[::1\]:\d+\/metrics$/);
+    const scraped = await fetch(listener.url);
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toContain("# TYPE plantgate_http_requests_total counter");
+  });
   it("a client that pipelines many scrapes and reads none gets one exposition collected at a time, not one per request (each held in memory until sent)", async () => {
     const { metrics, collections } = bigMetrics();
     expect((await metrics.text()).length).toBeGreaterThan(200_000);
