@@ -88,6 +88,33 @@ async function cli(argv: string[]) {
   return { code, stdout, stderr };
 }
 
+/** Clients with these ids written straight into the store, as an operator's SQL would (no admin API check). */
+async function writeByHand(ids: string[]): Promise<void> {
+  const storage = await openStorageFromEnv({ PLANTGATE_DB: join(dir, "plantgate.db") }, { cwd: dir, clientCache: false });
+  try {
+    for (const id of ids) {
+      const created = await storage.clients.create({
+        clientId: id,
+        authMethod: "client_secret",
+        secrets: [],
+        jwks: null,
+        jwksUri: null,
+        name: "Written by hand",
+        grantTypes: ["client_credentials"],
+        scopes: [],
+        accessTokenTtl: null,
+        refreshTokenTtl: null,
+        refreshTokenAbsoluteTtl: null,
+        createdAt: 1_700_000_000_000,
+        secretUpdatedAt: 1_700_000_000_000,
+      });
+      expect(created).toBe(true);
+    }
+  } finally {
+    await storage.close();
+  }
+}
+
 /** n clients written straight into the store (ids in no sorted order; one name holds U+2028). */
 async function seedClients(n: number): Promise<string[]> {
   const storage = await openStorageFromEnv({ PLANTGATE_DB: join(dir, "plantgate.db") }, { cwd: dir, clientCache: false });
@@ -161,29 +188,7 @@ describe("client list and user list read the store a page at a time", () => {
     // Two ids no create would make (at most 200 characters there), each the last of a page, so the
     // next page is read after it: 1500 characters and 20,000.
     const long = [ids[LIST_PAGE - 2]! + "~".repeat(1500), ids[2 * LIST_PAGE - 3]! + "~".repeat(20_000)];
-    const storage = await openStorageFromEnv({ PLANTGATE_DB: join(dir, "plantgate.db") }, { cwd: dir, clientCache: false });
-    try {
-      for (const id of long) {
-        const created = await storage.clients.create({
-          clientId: id,
-          authMethod: "client_secret",
-          secrets: [],
-          jwks: null,
-          jwksUri: null,
-          name: "Written by hand",
-          grantTypes: ["client_credentials"],
-          scopes: [],
-          accessTokenTtl: null,
-          refreshTokenTtl: null,
-          refreshTokenAbsoluteTtl: null,
-          createdAt: 1_700_000_000_000,
-          secretUpdatedAt: 1_700_000_000_000,
-        });
-        expect(created).toBe(true);
-      }
-    } finally {
-      await storage.close();
-    }
+    await writeByHand(long);
     const all = [...ids, ...long].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     expect([all.indexOf(long[0]!), all.indexOf(long[1]!)]).toEqual([LIST_PAGE - 1, 2 * LIST_PAGE - 1]);
 
@@ -208,29 +213,7 @@ describe("client list and user list read the store a page at a time", () => {
     // Ids the admin API refuses, which SQLite holds as written: "" sorts first, and the two with
     // U+0000 each end a page, so the next page is read after them.
     const odd = ["", ids[LIST_PAGE - 3]! + "\u0000", ids[2 * LIST_PAGE - 4]! + "\u0000b"];
-    const storage = await openStorageFromEnv({ PLANTGATE_DB: join(dir, "plantgate.db") }, { cwd: dir, clientCache: false });
-    try {
-      for (const id of odd) {
-        const created = await storage.clients.create({
-          clientId: id,
-          authMethod: "client_secret",
-          secrets: [],
-          jwks: null,
-          jwksUri: null,
-          name: "Written by hand",
-          grantTypes: ["client_credentials"],
-          scopes: [],
-          accessTokenTtl: null,
-          refreshTokenTtl: null,
-          refreshTokenAbsoluteTtl: null,
-          createdAt: 1_700_000_000_000,
-          secretUpdatedAt: 1_700_000_000_000,
-        });
-        expect(created).toBe(true);
-      }
-    } finally {
-      await storage.close();
-    }
+    await writeByHand(odd);
     const all = [...ids, ...odd].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     expect(odd.map((id) => all.indexOf(id))).toEqual([0, LIST_PAGE - 1, 2 * LIST_PAGE - 1]);
 
