@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { createServer, type Socket } from "node:net";
 import { inspect } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -177,9 +178,15 @@ describe.skipIf(!haveServer && !IN_CI)(`openRedisHotStoresFromEnv: a private red
   });
 
   it("the README's least-privilege ACL (the scripts' commands on the prefix's keys, EVALSHA, EVAL) starts, and every store works on it", async () => {
-    const readme = "~hot:* +evalsha +eval +type +exists +get +set +del +pexpire +pttl +hget +hmget +hset +hincrby +sadd +srem +smembers +zadd +zrem +zrangebyscore";
-    await withAclUser(readme.split(" "), async (url) => {
+    // The rules as the README writes them (its example user, under this test's prefix): a README
+    // that drops a command the stores run fails here.
+    const example = /`ACL SETUSER plantgate on >password ([^`]+)`/.exec(readFileSync(new URL("../../../README.md", import.meta.url), "utf8"))?.[1];
+    const readme = example!.split(/\s+/).map((rule) => rule.replace("plantgate:", "hot:"));
+    expect(readme[0]).toBe("~hot:*");
+    await withAclUser(readme, async (url) => {
       const opened = (await open(url)) as OpenedRedisHotStores;
+      // The start's permission check refuses a README that forgot one (a RedisConfigError naming it).
+      expect(opened).not.toBeInstanceOf(Error);
       try {
         const { attempts, revokedTokens, sessions, assertionJtis } = opened.stores;
         const now = Date.now();
