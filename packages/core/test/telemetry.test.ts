@@ -9,6 +9,8 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createMemoryStorage, StorageError, type RequestObservation, type StorageObservation } from "../src/index.js";
+import { activeSpan } from "../src/telemetry/spans.js";
+import type { TraceSpan, Tracer } from "../src/telemetry/types.js";
 import { BASE, basic, harness, tokenRequest, type Harness } from "./helpers.js";
 
 const exporter = new InMemorySpanExporter();
@@ -196,6 +198,54 @@ describe("tracing", () => {
       const refused = await tokenRequest(down.app, { grant_type: "client_credentials" }, { authorization: basic(down.clientId, down.clientSecret) });
       expect([failing, refused.status, await refused.json()]).toEqual([failing, 503, { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." }]);
     }
+  });
+
+  it("a tracer that throws after running the callback (e.g. restoring the context) changes no answer; the callback's own throw still propagates", async () => {
+    // A test double of the OpenTelemetry Tracer interface standing for a buggy third-party tracer:
+    // it runs the callback inside a span, then throws on the way out. Before the fix that throw
+    // replaced the callback's result (a correct token request answered 500).
+    const spanCalls: string[] = [];
+    const span: TraceSpan = {
+      setAttribute: (key) => void spanCalls.push(`setAttribute ${key}`),
+      setStatus: () => void spanCalls.push("setStatus"),
+      updateName: () => void spanCalls.push("updateName"),
+      end: () => void spanCalls.push("end"),
+    };
+    const tracer: Tracer = {
+      startActiveSpan(_name, _options, fn) {
+        fn(span);
+        throw new Error("context restore failed");
+      },
+    };
+    const h = await harness({ tracer });
+    const token = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    const body = (await token.json()) as Record<string, unknown>;
+    expect([token.status, { ...body, access_token: typeof body.access_token }]).toEqual([
+      200,
+      { access_token: "string", token_type: "Bearer", expires_in: 7200, scope: "Platform_UserAPIs Platform_AllAppsServerCommands" },
+    ]);
+    const list = await h.app.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${String(body.access_token)}` } }));
+    expect([list.status, ((await list.json()) as { total: number }).total]).toEqual([200, 1]);
+    const storage = createMemoryStorage();
+    storage.clients.get = async () => {
+      throw new StorageError("database unreachable");
+    };
+    const down = await harness({ storage, tracer });
+    const refused = await tokenRequest(down.app, { grant_type: "client_credentials" }, { authorization: basic(down.clientId, down.clientSecret) });
+    expect([refused.status, await refused.json()]).toEqual([503, { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." }]);
+    expect(spanCalls).toContain("end");
+    // activeSpan itself: the callback's result survives the tracer's late throw; the callback's own
+    // synchronous throw is passed on (not swallowed, not run a second time without a span).
+    expect(activeSpan(tracer, "s", {}, () => 42)).toBe(42);
+    let runs = 0;
+    const own = new Error("fn's own");
+    expect(() =>
+      activeSpan(tracer, "s", {}, () => {
+        runs++;
+        throw own;
+      }),
+    ).toThrow(own);
+    expect(runs).toBe(1);
   });
 
   it("an unknown path is a server span named by its method only, without http.route", async () => {

@@ -19,20 +19,27 @@ export function errorType(error: unknown): string {
 }
 
 /**
- * `tracer.startActiveSpan(name, options, fn)`, except that a tracer that throws before `fn` runs
- * (the OpenTelemetry SDK runs span processors' `onStart` inside it, and passes their throw on) runs
- * `fn` without a span (`undefined`): a tracer never changes an answer. A throw after `fn` ran is
- * `fn`'s own, and is passed on.
+ * `tracer.startActiveSpan(name, options, fn)`, except that a tracer never changes an answer:
+ * - a throw before `fn` runs (the OpenTelemetry SDK runs span processors' `onStart` inside it, and
+ *   passes their throw on) runs `fn` without a span (`undefined`);
+ * - a throw after `fn` returned (a tracer failing on its way out, e.g. restoring the context) is
+ *   dropped and `fn`'s result is returned (before 2026-11-30 it replaced that result);
+ * - `fn`'s own synchronous throw is passed on, and `fn` is not run a second time.
  */
 export function activeSpan<T>(tracer: Tracer, name: string, options: TraceSpanOptions, fn: (span: TraceSpan | undefined) => T): T {
-  let entered = false;
+  // 0: fn not entered; 1: fn entered (and threw, if still 1 in the catch); 2: fn returned `result`.
+  let stage = 0;
+  let result: T;
   try {
     return tracer.startActiveSpan(name, options, (span) => {
-      entered = true;
-      return fn(span);
+      stage = 1;
+      result = fn(span);
+      stage = 2;
+      return result;
     });
   } catch (error) {
-    if (entered) throw error;
+    if (stage === 2) return result!;
+    if (stage === 1) throw error;
     return fn(undefined);
   }
 }
