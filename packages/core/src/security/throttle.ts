@@ -70,6 +70,8 @@ export interface Throttle {
   /**
    * After a success: resets every key, except that a key counted by `attempt` with `onSuccess:
    * "refund"` only gets its own count back, in the window it was counted in. Given plain keys instead of what `attempt` counted, it resets them all.
+   * Every key is tried even when one's reset or refund fails; the first failure is then thrown
+   * (before 2026-11-30 it stopped at that key, and the keys after it stayed counted).
    */
   succeed(keys: (string | ThrottleKey)[] | ThrottleCheck | ThrottleAttempt): Promise<void>;
   /**
@@ -214,6 +216,21 @@ export function createThrottle(
       onSweepError(error);
     }
   };
+  /**
+   * Resets every key, even past one whose reset fails (each key left counted is a step towards a
+   * lock-out after a success), then throws the first failure so the caller can report it.
+   */
+  const resetEvery = async (storageKeys: readonly string[]) => {
+    let failure: { error: unknown } | undefined;
+    for (const key of storageKeys) {
+      try {
+        await store.reset(key);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+    if (failure) throw failure.error;
+  };
   return {
     windowMs,
     async attempt(keys) {
@@ -259,19 +276,25 @@ export function createThrottle(
     },
     async succeed(keys) {
       if (isAttempt(keys)) {
+        let failure: { error: unknown } | undefined;
         for (const { storageKey: key, windowStart, onSuccess } of keys.counted) {
-          // A store written before `refund` existed: the budget is reset, as it was then.
-          if (onSuccess === "refund" && store.refund) await store.refund(key, windowStart, 1);
-          else await store.reset(key);
+          try {
+            // A store written before `refund` existed: the budget is reset, as it was then.
+            if (onSuccess === "refund" && store.refund) await store.refund(key, windowStart, 1);
+            else await store.reset(key);
+          } catch (error) {
+            failure ??= { error };
+          }
         }
+        if (failure) throw failure.error;
         return;
       }
       if (isCheck(keys)) {
+        // The common case (a client authenticating correctly with no counter): nothing written, nothing allocated.
         if (!keys.anyCounted) return;
-        for (const key of keys.storageKeys) await store.reset(key);
-        return;
+        return resetEvery(keys.storageKeys);
       }
-      for (const key of await hashAll(keys)) await store.reset(key);
+      return resetEvery(await hashAll(keys));
     },
   };
 }
