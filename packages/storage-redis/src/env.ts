@@ -5,15 +5,10 @@
 import { redactConnectionUrl } from "@plantgate/core";
 import { createClient } from "redis";
 import { DEFAULT_KEY_PREFIX, isValidKeyPrefix, KEY_PREFIX_RULE, redisHotStores, type RedisHotStores } from "./index.js";
-import { missingPermissions, type MissingPermissions } from "./permissions.js";
+import { RedisConfigError } from "./config-error.js";
+import { refuseMissingPermissions } from "./permissions.js";
 
-/**
- * Thrown when `PLANTGATE_REDIS_URL` is malformed, Redis cannot be reached at start-up, or its user
- * may not run what the hot stores need (EVALSHA, EVAL, the scripts' commands on the prefix's keys).
- */
-export class RedisConfigError extends Error {
-  override readonly name = "RedisConfigError";
-}
+export { RedisConfigError } from "./config-error.js";
 
 /** The hot stores on a client this module opened; `close()` ends that client. */
 export interface OpenedRedisHotStores {
@@ -135,23 +130,14 @@ export async function openRedisHotStoresFromEnv(env: Record<string, string | und
   // The user's permissions: an ACL without EVALSHA or EVAL, or without the scripts' commands on the
   // prefix's keys, started without a word and then answered every request 503 (the reason only in
   // a log line per request) until 2026-11-30. Checked without writing anything (see permissions.ts).
-  let missing: MissingPermissions;
+  // The same check as checkRedisPermissions (the package index), naming the password-free URL.
   try {
-    missing = await withinMs(missingPermissions(client, keyPrefix), startWaitMs, () => client.destroy(), `no answer within ${startWaitMs} ms`);
+    await withinMs(refuseMissingPermissions(client, keyPrefix, `the Redis user at ${shown}`), startWaitMs, () => client.destroy(), `no answer within ${startWaitMs} ms`);
   } catch (error) {
     client.destroy();
+    if (error instanceof RedisConfigError) throw error;
     const reason = error instanceof Error ? error.message : String(error);
     throw new RedisConfigError(`cannot check the Redis user's permissions at ${shown}: ${reason}`, { cause: error });
-  }
-  if (missing.scripting.length > 0 || missing.keys.length > 0) {
-    client.destroy();
-    const refused = [...missing.scripting.map((s) => `${s.command} (${s.error.message})`), ...missing.keys.map((k) => `${k.commands.join(", ")} on ${k.pattern}`)];
-    // The first refusal of EVALSHA or EVAL is the cause (a NOPERM: configuration, exit 2 for the CLI); a
-    // refusal the server's ACL reported from inside the check has none.
-    throw new RedisConfigError(
-      `the Redis user at ${shown} may not run what the hot stores need: ${refused.join("; ")} (grant EVALSHA, EVAL and the commands the README's Redis section lists on keys under ${keyPrefix})`,
-      missing.scripting.length > 0 ? { cause: missing.scripting[0]!.error } : {},
-    );
   }
   let warnings: string[] = [];
   try {

@@ -11,8 +11,11 @@ import { redisRevokedTokenStore } from "./revoked-tokens.js";
 import type { RedisScriptClient } from "./scripts.js";
 import { redisSessionStore } from "./sessions.js";
 
+import { refuseMissingPermissions } from "./permissions.js";
+
 export type { RedisScriptClient } from "./scripts.js";
 export { CommandTimeoutError } from "./deadlines.js";
+export { RedisConfigError } from "./config-error.js";
 
 /** Options of {@link redisHotStores}. */
 export interface RedisHotStoresOptions {
@@ -131,6 +134,34 @@ export function redisHotStores(client: RedisScriptClient, options: RedisHotStore
     sessions: redisSessionStore(ctx),
     assertionJtis: redisAssertionJtiStore(ctx),
   };
+}
+
+/**
+ * Checks, once, that the user `client` is signed in as may run what {@link redisHotStores} needs
+ * under `keyPrefix` (default `plantgate:`): EVALSHA and EVAL (every operation is a script), and on
+ * Redis 7.0+ each command the scripts run on each key family under the prefix (asked of the
+ * server's ACL with `redis.acl_check_cmd`; Redis 6 cannot be asked without touching keys, so only
+ * EVALSHA and EVAL are checked there). Writes nothing, reads no key; two round trips. The same
+ * check `openRedisHotStoresFromEnv` runs at start: call it after `connect()` on a client you
+ * created, so a user whose ACL refuses something fails your start instead of answering every
+ * request 503.
+ *
+ * Resolves when nothing is refused. Otherwise throws a `RedisConfigError` naming each refused
+ * command (`the Redis user may not run what the hot stores need: HSET on auth:a:k:*; ...`), with
+ * the server's NOPERM reply as `cause` when EVALSHA or EVAL is refused; it names no URL,
+ * user or password. A failure that is not a refusal (a dropped connection, a timeout) is thrown
+ * as node-redis threw it. A `keyPrefix` that breaks the rules of {@link RedisHotStoresOptions.keyPrefix}
+ * is a `TypeError`, as in `redisHotStores`.
+ *
+ * @example
+ * await redis.connect();
+ * await checkRedisPermissions(redis, { keyPrefix: "auth:" }); // throws RedisConfigError when refused
+ * const hot = redisHotStores(redis, { keyPrefix: "auth:" });
+ */
+export async function checkRedisPermissions(client: RedisScriptClient, options: { keyPrefix?: string } = {}): Promise<void> {
+  const prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
+  if (!isValidKeyPrefix(prefix)) throw new TypeError(`keyPrefix ${KEY_PREFIX_RULE}`);
+  await refuseMissingPermissions(client, prefix, "the Redis user");
 }
 
 /** The largest `commandTimeoutMs`: its timer (up to 1.25 times it) must stay within 2^31 - 1 ms. */

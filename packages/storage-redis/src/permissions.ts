@@ -1,4 +1,5 @@
 import { ErrorReply } from "redis";
+import { RedisConfigError } from "./config-error.js";
 import { script, type RedisScriptClient } from "./scripts.js";
 
 /**
@@ -96,4 +97,24 @@ export async function missingPermissions(client: RedisScriptClient, prefix: stri
     }
   }
   return { scripting, keys };
+}
+
+/**
+ * Throws a {@link RedisConfigError} naming everything {@link missingPermissions} found refused
+ * (`${who} may not run what the hot stores need: ...`); resolves when nothing is. The first
+ * refusal of EVALSHA or EVAL is the cause (a NOPERM); a refusal the server's ACL reported from
+ * inside the check has none. Any other failure (a dropped connection) is thrown as it is.
+ * Shared by `checkRedisPermissions` (who: "the Redis user") and the env start (who names the
+ * password-free URL).
+ *
+ * @internal
+ */
+export async function refuseMissingPermissions(client: RedisScriptClient, keyPrefix: string, who: string): Promise<void> {
+  const missing = await missingPermissions(client, keyPrefix);
+  if (missing.scripting.length === 0 && missing.keys.length === 0) return;
+  const refused = [...missing.scripting.map((s) => `${s.command} (${s.error.message})`), ...missing.keys.map((k) => `${k.commands.join(", ")} on ${k.pattern}`)];
+  throw new RedisConfigError(
+    `${who} may not run what the hot stores need: ${refused.join("; ")} (grant EVALSHA, EVAL and the commands the README's Redis section lists on keys under ${keyPrefix})`,
+    missing.scripting.length > 0 ? { cause: missing.scripting[0]!.error } : {},
+  );
 }
