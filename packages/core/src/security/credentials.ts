@@ -186,9 +186,9 @@ async function checkPasswordNow(
     await ctx.throttle.succeed(counted);
   } catch (error) {
     // The password is right: the sign-in stands. This attempt was counted before the password was
-    // looked at (attempt() above), so a reset or refund that fails leaves the counters where a
-    // failure would have: it only errs towards locking, never grants a guess, and the counters end
-    // with their window. Answering 503 here (before 2026-11-30) gave the right password no token
+    // looked at (attempt() above), so a reset or refund that fails leaves its counter where a
+    // failure would have (succeed still tries the others): it only errs towards locking, never
+    // grants a guess, and the counter ends with its window. Answering 503 here (before 2026-11-30) gave the right password no token
     // and still kept the attempt counted, so a user retrying a reset that kept failing (a Redis
     // whose ACL refuses it, a store failing only there) locked themselves out. Nothing is written
     // before this point for the caller, so nothing is left half-done either way.
