@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Socket } from "node:net";
 import diagnostics_channel from "node:diagnostics_channel";
-import { createMemoryStorage, createPlantgate, StorageError, type Storage } from "@plantgate/core";
+import { createMemoryStorage, createPlantgate, StorageError, type Plantgate, type PlantgateOptions, type Storage } from "@plantgate/core";
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -369,6 +369,30 @@ async function withFrozenEnvClient(body: (opened: OpenedRedisHotStores) => Promi
   }
 }
 
+/**
+ * plantgate over a SQLite store in memory and the hot stores in Redis as the ACL user at `url`
+ * (prefix `hot:`), its warn lines collected; `body` gets it, then both stores are closed.
+ */
+async function withAppAsAclUser(url: string, options: Omit<PlantgateOptions, "storage" | "logger">, body: (app: Plantgate, warnings: [string, unknown][]) => Promise<void>): Promise<void> {
+  const own = await connect(url);
+  const sql = await openSqlStorage(":memory:");
+  const warnings: [string, unknown][] = [];
+  const app = createPlantgate({ ...options, storage: { ...sql, ...redisHotStores(own, { keyPrefix: "hot:" }) }, logger: { error() {}, warn: (message, context) => warnings.push([message, context]) } });
+  try {
+    await body(app, warnings);
+  } finally {
+    own.destroy();
+    await sql.close();
+  }
+}
+
+/** The throttle's counts under `hot:`, sorted. */
+async function throttleCounts(admin: TestClient): Promise<string[]> {
+  const values: string[] = [];
+  for (const key of await keysUnder(admin, "hot:a:k:")) values.push((await admin.hGet(key, "c"))!);
+  return values.sort();
+}
+
 describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server that refuses one store's commands${haveServer ? "" : ` (skipped: no ${REDIS_SERVER})`}`, () => {
   it("a grace replay whose revoked-jti lookup fails gets a fresh access token with the rotation's refresh token, not a 503 after its grace use was counted: the retry was taken for reuse and the user signed out", async () => {
     await withPrivateClient(undefined, async (_server, admin, port) => {
@@ -422,17 +446,7 @@ describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server
     // The reset's script deletes the counter (DEL); incrementing one, issuing tokens (SQL) and
     // creating a console session need no DEL: only the throttle's reset after a success fails.
     await withAclUser(["~hot:*", "+@all", "-del"], async (url, admin) => {
-      const own = await connect(url);
-      const sql = await openSqlStorage(":memory:");
-      const warnings: [string, unknown][] = [];
-      const app = createPlantgate({
-        storage: { ...sql, ...redisHotStores(own, { keyPrefix: "hot:" }) },
-        passwordHashIterations: 1000,
-        bruteForce: { maxFailures: 3, windowSeconds: 900 },
-        console: { enabled: true },
-        logger: { error() {}, warn: (message, context) => warnings.push([message, context]) },
-      });
-      try {
+      await withAppAsAclUser(url, { passwordHashIterations: 1000, bruteForce: { maxFailures: 3, windowSeconds: 900 }, console: { enabled: true } }, async (app, warnings) => {
         const { clientSecret } = await app.admin.createClient({ clientId: "c" });
         await app.admin.createAccount({ username: "root", password: "a password", roles: ["admin"] });
         const grant = (password: string) =>
@@ -443,11 +457,7 @@ describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server
               body: new URLSearchParams({ client_id: "c", client_secret: clientSecret, grant_type: "password", username: "root", password, scope: "Platform_UserAPIs" }),
             }),
           );
-        const counts = async () => {
-          const values: string[] = [];
-          for (const key of await keysUnder(admin as TestClient, "hot:a:k:")) values.push((await (admin as TestClient).hGet(key, "c"))!);
-          return values.sort();
-        };
+        const counts = () => throttleCounts(admin as TestClient);
         const failed = (operation: string, sha1: string, line: number) => [
           "brute-force counters could not be reset after a correct password; the sign-in stands, and this attempt stays counted until its window ends",
           { name: "StorageError", message: `redis: attempts.${operation} failed`, cause: `Error: ERR The user executing the script can't run this command or subcommand script: ${sha1}, on @user_script:${line}.` },
@@ -491,23 +501,12 @@ describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server
         // locked attempt stops there: the keys after it are not counted).
         expect(await counts()).toEqual(["1", "2", "3", "4"]);
         expect(warnings).toEqual([resetFailed, refundFailed]);
-      } finally {
-        own.destroy();
-        await sql.close();
-      }
+      });
     });
   });
   it("a right client secret whose throttle reset fails (Redis refuses DEL) gets its token with a warn line instead of a 503; the counted failures stay, so the client locks at the same count as ever", async () => {
     await withAclUser(["~hot:*", "+@all", "-del"], async (url, admin) => {
-      const own = await connect(url);
-      const sql = await openSqlStorage(":memory:");
-      const warnings: [string, unknown][] = [];
-      const app = createPlantgate({
-        storage: { ...sql, ...redisHotStores(own, { keyPrefix: "hot:" }) },
-        bruteForce: { maxFailures: 3, windowSeconds: 900 },
-        logger: { error() {}, warn: (message, context) => warnings.push([message, context]) },
-      });
-      try {
+      await withAppAsAclUser(url, { bruteForce: { maxFailures: 3, windowSeconds: 900 } }, async (app, warnings) => {
         const { clientSecret } = await app.admin.createClient({ clientId: "c" });
         const token = (secret: string) =>
           app.fetch(
@@ -517,11 +516,7 @@ describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server
               body: new URLSearchParams({ client_id: "c", client_secret: secret, grant_type: "client_credentials" }),
             }),
           );
-        const counts = async () => {
-          const values: string[] = [];
-          for (const key of await keysUnder(admin as TestClient, "hot:a:k:")) values.push((await (admin as TestClient).hGet(key, "c"))!);
-          return values.sort();
-        };
+        const counts = () => throttleCounts(admin as TestClient);
         const invalidClient = [401, { error: "invalid_client", error_description: "Client authentication failed." }];
         const issued = [200, { access_token: expect.any(String), token_type: "Bearer", expires_in: 7200, scope: "Platform_UserAPIs Platform_AllAppsServerCommands" }];
         // The app's start-up warnings (no issuer, keys in clear) come with its first request; no counter exists yet, so nothing is reset.
@@ -551,10 +546,7 @@ describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server
         expect([locked.status, await locked.json()]).toEqual([429, { error: "temporarily_unavailable", error_description: "Too many failed attempts; retry after the time in Retry-After." }]);
         expect(await counts()).toEqual(["3"]);
         expect(warnings).toHaveLength(1);
-      } finally {
-        own.destroy();
-        await sql.close();
-      }
+      });
     });
   });
 });
