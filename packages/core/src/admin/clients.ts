@@ -1,4 +1,4 @@
-import { base64url, randomToken, sha256 } from "../crypto/index.js";
+import { base64url, fromBase64url, randomToken, sha256 } from "../crypto/index.js";
 import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
@@ -112,11 +112,9 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 const utf8Length = (cp: number): number => (cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4);
 
 /** base64url (no padding) as bytes; null for any other text, or one that is not the canonical form of its bytes. */
-function fromBase64url(text: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9_-]*$/.test(text) || text.length % 4 === 1) return null;
-  const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4));
-  const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
-  return base64url(bytes) === text ? bytes : null;
+function canonicalBase64url(text: string): Uint8Array | null {
+  const bytes = fromBase64url(text);
+  return bytes !== null && base64url(bytes) === text ? bytes : null;
 }
 
 /**
@@ -153,16 +151,16 @@ function parseConsoleCursor(cursor: string): { id: string } | { prefix: string; 
     }
   };
   if (cursor.startsWith("i")) {
-    const bytes = fromBase64url(cursor.slice(1));
+    const bytes = canonicalBase64url(cursor.slice(1));
     const id = bytes !== null && bytes.length <= CURSOR_ID_BYTES ? text(bytes) : null;
     return id === null ? null : { id };
   }
   const long = /^h([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})$/.exec(cursor);
   if (long === null) return null;
-  const bytes = fromBase64url(long[1]!);
+  const bytes = canonicalBase64url(long[1]!);
   // The longest whole-character prefix within 512 bytes: the next character (4 bytes at most) did not fit.
   const prefix = bytes !== null && bytes.length > CURSOR_ID_BYTES - 4 && bytes.length <= CURSOR_ID_BYTES ? text(bytes) : null;
-  return prefix === null || fromBase64url(long[2]!)?.length !== 32 ? null : { prefix, digest: long[2]! };
+  return prefix === null || canonicalBase64url(long[2]!)?.length !== 32 ? null : { prefix, digest: long[2]! };
 }
 
 /** Clients compared for one long id's cursor at a time. */

@@ -78,6 +78,11 @@ export function fromBase64(text: string): Uint8Array | null {
   }
 }
 
+/** Decodes base64url (RFC 4648 §5, padding optional); null for any other text or when malformed. */
+export function fromBase64url(text: string): Uint8Array | null {
+  return /^[A-Za-z0-9_-]*$/.test(text) ? fromBase64(text.replace(/-/g, "+").replace(/_/g, "/")) : null;
+}
+
 /** A fresh opaque token of `bytes` random bytes (default 32 = 256 bits), base64url. */
 export function randomToken(random: RandomBytes, bytes = 32): string {
   return base64url(random(bytes));

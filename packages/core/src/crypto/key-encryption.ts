@@ -1,4 +1,4 @@
-import { base64url, fromBase64 } from "./index.js";
+import { base64url, fromBase64url } from "./index.js";
 
 /**
  * Encryption of stored private signing keys (AES-256-GCM through Web Crypto, so it runs in workerd
@@ -53,10 +53,6 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true });
 const KEK_ID_LABEL = encoder.encode("plantgate key encryption key id\0");
 
-function fromBase64url(text: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9_-]*$/.test(text)) return null;
-  return fromBase64(text.replace(/-/g, "+").replace(/_/g, "/"));
-}
 
 /**
  * The id of the KEK a stored `privateJwk` is sealed under (the `<kek id>` of

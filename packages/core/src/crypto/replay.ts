@@ -7,7 +7,7 @@
  * the store never holds, with the token's stored hash as associated data (so a sealed answer moved
  * to another row does not open). Only someone presenting the old token can open it.
  */
-import { base64url, fromBase64, type RandomBytes } from "./index.js";
+import { base64url, fromBase64url, type RandomBytes } from "./index.js";
 import type { HkdfAesGcm } from "./provider.js";
 
 const encoder = new TextEncoder();
@@ -45,8 +45,6 @@ export async function sealReplay(token: string, tokenHash: string, plaintext: st
   return text;
 }
 
-const fromBase64url = (text: string): Uint8Array | null =>
-  /^[A-Za-z0-9_-]*$/.test(text) ? fromBase64(text.replace(/-/g, "+").replace(/_/g, "/")) : null;
 
 /**
  * Opens what {@link sealReplay} sealed for `token`; null when it is malformed or was sealed for
