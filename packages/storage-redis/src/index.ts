@@ -10,7 +10,6 @@ import { deadlines } from "./deadlines.js";
 import { redisRevokedTokenStore } from "./revoked-tokens.js";
 import type { RedisScriptClient } from "./scripts.js";
 import { redisSessionStore } from "./sessions.js";
-
 import { refuseMissingPermissions } from "./permissions.js";
 
 export type { RedisScriptClient } from "./scripts.js";

@@ -217,20 +217,21 @@ export function createThrottle(
     }
   };
   /**
-   * Resets every key, even past one whose reset fails (each key left counted is a step towards a
-   * lock-out after a success), then throws the first failure so the caller can report it.
+   * Runs `op` on every item in turn, even past one that fails (after a success each key left
+   * counted is a step towards a lock-out), then throws the first failure so the caller can report it.
    */
-  const resetEvery = async (storageKeys: readonly string[]) => {
+  const forEvery = async <T>(items: readonly T[], op: (item: T) => Promise<unknown>) => {
     let failure: { error: unknown } | undefined;
-    for (const key of storageKeys) {
+    for (const item of items) {
       try {
-        await store.reset(key);
+        await op(item);
       } catch (error) {
         failure ??= { error };
       }
     }
     if (failure) throw failure.error;
   };
+  const reset = (key: string) => store.reset(key);
   return {
     windowMs,
     async attempt(keys) {
@@ -276,25 +277,17 @@ export function createThrottle(
     },
     async succeed(keys) {
       if (isAttempt(keys)) {
-        let failure: { error: unknown } | undefined;
-        for (const { storageKey: key, windowStart, onSuccess } of keys.counted) {
-          try {
-            // A store written before `refund` existed: the budget is reset, as it was then.
-            if (onSuccess === "refund" && store.refund) await store.refund(key, windowStart, 1);
-            else await store.reset(key);
-          } catch (error) {
-            failure ??= { error };
-          }
-        }
-        if (failure) throw failure.error;
-        return;
+        // A store written before `refund` existed: the budget is reset, as it was then.
+        return forEvery(keys.counted, ({ storageKey: key, windowStart, onSuccess }) =>
+          onSuccess === "refund" && store.refund ? store.refund(key, windowStart, 1) : store.reset(key),
+        );
       }
       if (isCheck(keys)) {
         // The common case (a client authenticating correctly with no counter): nothing written, nothing allocated.
         if (!keys.anyCounted) return;
-        return resetEvery(keys.storageKeys);
+        return forEvery(keys.storageKeys, reset);
       }
-      return resetEvery(await hashAll(keys));
+      return forEvery(await hashAll(keys), reset);
     },
   };
 }
