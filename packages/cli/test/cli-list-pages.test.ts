@@ -183,6 +183,22 @@ describe("client list and user list read the store a page at a time", () => {
     expect(whole.stdout).toBe(paged.stdout);
   });
 
+  /**
+   * `client list` of a store holding `all` (in order): exit 0, nothing on stderr, every client once
+   * in a closed JSON array. Resolves to the `clients.listPage` calls it made.
+   */
+  async function listsEvery(all: string[]): Promise<string[]> {
+    seen.calls = [];
+    const paged = await cli(["client", "list"]);
+    // Until 2026-11-30 the second page was refused ("after must be the next cursor of a previous
+    // page", exit 2) after the first was printed: an unclosed array, the rest never listed.
+    expect([paged.code, paged.stderr]).toEqual([0, ""]);
+    const listed = JSON.parse(paged.stdout) as { client_id: string }[];
+    expect(listed.map((c) => c.client_id)).toEqual(all);
+    expect(paged.stdout).toBe(JSON.stringify(listed, null, 2) + "\n");
+    return seen.calls.filter((c) => c.startsWith("clients.listPage"));
+  }
+
   it("client list carries on past a client id written straight into the store that is longer than the admin API's 1000-character cursor bound: every client once, a closed JSON array, exit 0", async () => {
     expect((await cli(["migrate"])).code).toBe(0);
     const ids = await seedClients(2 * LIST_PAGE + 5);
@@ -193,18 +209,11 @@ describe("client list and user list read the store a page at a time", () => {
     const all = [...ids, ...long].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     expect([all.indexOf(long[0]!), all.indexOf(long[1]!)]).toEqual([LIST_PAGE - 1, 2 * LIST_PAGE - 1]);
 
-    seen.calls = [];
-    const paged = await cli(["client", "list"]);
-    // Until 2026-11-30 the second page was refused ("after must be the next cursor of a previous
-    // page", exit 2) after the first was printed: an unclosed array, the rest never listed.
-    expect([paged.code, paged.stderr]).toEqual([0, ""]);
-    const listed = JSON.parse(paged.stdout) as { client_id: string }[];
-    expect(listed.map((c) => c.client_id)).toEqual(all);
-    expect(paged.stdout).toBe(JSON.stringify(listed, null, 2) + "\n");
+    const pages = await listsEvery(all);
     // The exact cursors, each as its length and SHA-256 (a 20,000-character string would drown a
     // failure's diff): a cursor of the right length with one character wrong is caught too.
     const digest = (call: string) => `${call.length} ${createHash("sha256").update(call).digest("hex")}`;
-    expect(seen.calls.filter((c) => c.startsWith("clients.listPage")).map(digest)).toEqual([
+    expect(pages.map(digest)).toEqual([
       digest(`clients.listPage(null, ${LIST_PAGE + 1})`),
       digest(`clients.listPage(${long[0]}, ${LIST_PAGE + 1})`),
       digest(`clients.listPage(${long[1]}, ${LIST_PAGE + 1})`),
@@ -221,15 +230,7 @@ describe("client list and user list read the store a page at a time", () => {
     const all = [...ids, ...odd].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     expect(odd.map((id) => all.indexOf(id))).toEqual([0, LIST_PAGE - 1, 2 * LIST_PAGE - 1]);
 
-    seen.calls = [];
-    const paged = await cli(["client", "list"]);
-    // Until 2026-11-30 the second page was refused ("after must be the next cursor of a previous
-    // page", exit 2) after the first was printed: an unclosed array, the rest never listed.
-    expect([paged.code, paged.stderr]).toEqual([0, ""]);
-    const listed = JSON.parse(paged.stdout) as { client_id: string }[];
-    expect(listed.map((c) => c.client_id)).toEqual(all);
-    expect(paged.stdout).toBe(JSON.stringify(listed, null, 2) + "\n");
-    expect(seen.calls.filter((c) => c.startsWith("clients.listPage"))).toEqual([
+    expect(await listsEvery(all)).toEqual([
       `clients.listPage(null, ${LIST_PAGE + 1})`,
       `clients.listPage(${odd[1]}, ${LIST_PAGE + 1})`,
       `clients.listPage(${odd[2]}, ${LIST_PAGE + 1})`,
