@@ -120,6 +120,45 @@ describe("tracing", () => {
     expect(server.attributes["http.response.status_code"]).toBe(503);
   });
 
+  it("error.type is a short token: a custom storage passing on a driver error whose code or name is free text gets the next candidate, never that text", async () => {
+    // What a custom storage that does not wrap its driver's errors in StorageError passes on: the
+    // code and name are the driver's, whatever they hold. Before 2026-11-30 the code went into the
+    // span attribute whole (the first case's URL and password with it).
+    const driverError = (code: unknown, name?: string) => Object.assign(new Error("driver failed"), { code }, name === undefined ? {} : { name });
+    const cases: [unknown, string][] = [
+      [driverError("connect to postgres://app:hunter2@db.internal:5432/plantgate refused"), "Error"],
+      [driverError("X".repeat(65)), "Error"],
+      [driverError("auth/invalid-credential"), "Error"],
+      [driverError("", "DriverError"), "DriverError"],
+      [driverError({ toString: () => "hunter2" }, "ConnectionError: password hunter2 rejected"), "_OTHER"],
+      [driverError("E".repeat(64), "DriverError"), "E".repeat(64)],
+      [driverError("ER_DUP_ENTRY"), "ER_DUP_ENTRY"],
+      [driverError(23505), "23505"],
+      [driverError("28P01"), "28P01"],
+      [new StorageError("database unreachable"), "StorageError"],
+    ];
+    for (const [thrown, type] of cases) {
+      const storage = createMemoryStorage();
+      storage.clients.get = async () => {
+        throw thrown;
+      };
+      const h = await harness({ storage, tracer: provider.getTracer("t"), logger: { error() {}, warn() {} } });
+      exporter.reset();
+      const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+      const storageFailure = thrown instanceof StorageError;
+      expect(res.status).toBe(storageFailure ? 503 : 500);
+      const spans = exporter.getFinishedSpans();
+      const get = byName(spans, "plantgate.storage clients.get");
+      expect(get.attributes).toEqual({ "db.collection.name": "clients", "db.operation.name": "get", "error.type": type });
+      const server = byName(spans, "POST /UserService/connect/token");
+      expect(server.attributes["error.type"]).toBe(type);
+      expect(server.attributes["http.response.status_code"]).toBe(storageFailure ? 503 : 500);
+      const text = JSON.stringify(spans.map((s) => [s.name, s.attributes, s.status, s.events]));
+      expect(text).not.toContain("hunter2");
+      expect(text).not.toContain("X".repeat(65));
+    }
+  });
+
   it("a logger that throws changes no answer: the 503s still come, their spans end and the observer sees them", async () => {
     const storage = createMemoryStorage();
     storage.clients.get = async () => {

@@ -6,17 +6,25 @@ export const SPAN_ERROR = 2;
 
 /**
  * The `error.type` of a failure: an OAuth or API error's code, else the error's class name
- * (never its message, which may carry what a backend said).
+ * (never its message, which may carry what a backend said). Either is taken only when it is a short
+ * token, 1 to 64 of `A-Z a-z 0-9 _ . -` (`invalid_client`, `1503`, `23505`, `ER_DUP_ENTRY`,
+ * `StorageError`); anything else (a custom storage passing on a driver error whose `code` is free
+ * text, a name with spaces) is not cut down but left out, and the next candidate (the name, then
+ * `_OTHER`) is used: a prefix of free text could still hold what it quoted. Before 2026-11-30 a
+ * `code` went into the span attribute whatever its length or content.
  */
 export function errorType(error: unknown): string {
   if (typeof error === "object" && error !== null) {
     const code = (error as { code?: unknown }).code;
-    if (typeof code === "string" || typeof code === "number") return String(code);
+    if ((typeof code === "string" || typeof code === "number") && ERROR_TYPE.test(String(code))) return String(code);
     const name = (error as { name?: unknown }).name;
-    if (typeof name === "string" && name.length <= 64) return name;
+    if (typeof name === "string" && ERROR_TYPE.test(name)) return name;
   }
   return "_OTHER";
 }
+
+/** What an `error.type` may be: a short token of a fixed alphabet (no spaces, `:`, `/` or `@`: no sentence, no URL). */
+const ERROR_TYPE = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**
  * `tracer.startActiveSpan(name, options, fn)`, except that a tracer never changes an answer:
