@@ -760,7 +760,9 @@
     );
     if (!yes) return $button("keys-rotate").focus();
     try {
-      await call("DELETE", "/signing-keys/" + encodeURIComponent(k.kid));
+      // The kid in the query, not the path: URL parsing drops a segment "." or ".." (and %2E%2E),
+      // and a configured key is stored under its own kid, any string.
+      await call("DELETE", "/signing-keys?kid=" + encodeURIComponent(k.kid));
       setStatus("security-status", "Signing key " + k.kid + " was revoked.");
       await loadKeys();
     } catch (e) {

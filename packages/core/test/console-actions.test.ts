@@ -520,6 +520,52 @@ describe("console API: signing keys", () => {
     expect([again.status, again.body]).toEqual([404, { error: 1306, message: `Signing key ${oldKid} does not exist.` }]);
   });
 
+  it("a stored key of any kid can be revoked: `reencrypt` by its path (the POST re-encrypt route does not take its DELETE), and any kid, those a path cannot carry included (\"\", \".\", \"..\"), by DELETE /api/signing-keys?kid=", async () => {
+    const events: SecurityEvent[] = [];
+    const h = await setup({ onEvent: (e) => void events.push(e) });
+    const quiet = { error() {}, warn() {} };
+    // Keys an earlier configuration stored: a configured key (PLANTGATE_SIGNING_KEY) is stored
+    // under its own kid, any string; once the configuration is gone they are the store's keys.
+    const KIDS = ["reencrypt", "", ".", "..", "a/b", "a?b#c", "%2F"];
+    for (const kid of KIDS) {
+      const jwk = JSON.parse((await generateKeyRecord("ES256", 0)).privateJwk) as JWK;
+      await createPlantgate({ storage: h.storage, signingKey: { ...jwk, kid }, clock: h.clock.now, logger: quiet }).jwks();
+      h.clock.advance(1000);
+    }
+    const newKid = ((await h.as("POST", "/api/signing-keys", { now: true, confirm: true })).body as { kid: string }).kid;
+    h.clock.advance(60_000);
+    const kids = async () => ((await h.as("GET", "/api/signing-keys")).body as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    expect((await kids()).sort()).toEqual([...KIDS, newKid].sort());
+    await h.app.flushEvents();
+    events.length = 0;
+
+    const byPath = await h.as("DELETE", "/api/signing-keys/reencrypt");
+    expect(byPath).toEqual({ status: 204, body: null, cacheControl: "no-store", contentType: null, setCookie: null });
+    for (const kid of KIDS.slice(1)) {
+      const byQuery = await h.as("DELETE", `/api/signing-keys?kid=${encodeURIComponent(kid)}`);
+      expect([kid, byQuery]).toEqual([kid, { status: 204, body: null, cacheControl: "no-store", contentType: null, setCookie: null }]);
+    }
+    expect(await kids()).toEqual([newKid]);
+    await h.app.flushEvents();
+    expect(events).toEqual(KIDS.map((kid) => ({ type: "signing_key.revoked", id: expect.any(String), time: Date.parse(T0) + 67_000, kid, status: "retired", actor: "root" })));
+
+    // The query form's own refusals, and its answers for an unknown or signing key.
+    const none = await h.as("DELETE", "/api/signing-keys");
+    expect([none.status, none.body]).toEqual([400, { error: 1003, message: "kid is required: DELETE /console/api/signing-keys?kid={kid}." }]);
+    const twice = await h.as("DELETE", `/api/signing-keys?kid=${newKid}&kid=x`);
+    expect([twice.status, twice.body]).toEqual([400, { error: 1009, message: "kid must be given once." }]);
+    const gone = await h.as("DELETE", "/api/signing-keys?kid=..");
+    expect([gone.status, gone.body]).toEqual([404, { error: 1306, message: "Signing key .. does not exist." }]);
+    const signing = await h.as("DELETE", `/api/signing-keys?kid=${newKid}`);
+    expect([signing.status, signing.body]).toEqual([409, { error: 1307, message: `signing key ${newKid} signs now: rotate with now (keys rotate --now) first, then revoke it` }]);
+    // The path of the re-encrypt action takes POST (still the action) and DELETE (the key of that name).
+    const get = await call(h.app, "GET", "/api/signing-keys/reencrypt", { cookie: h.root.cookie });
+    expect([get.status, get.headers.get("allow"), await get.json()]).toEqual([405, "POST, DELETE", { error: 1405, message: "Use POST, DELETE for this endpoint." }]);
+    const action = await h.as("POST", "/api/signing-keys/reencrypt");
+    expect([action.status, action.body]).toEqual([409, { error: 1307, message: "No key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)." }]);
+    expect(await kids()).toEqual([newKid]);
+  });
+
   it("with a configured signingKey, rotating is 409 and changes nothing", async () => {
     const jwk = JSON.parse((await generateKeyRecord("ES256", 0)).privateJwk) as JWK;
     const h = await consoleHarness({ signingKey: jwk });
@@ -602,11 +648,11 @@ describe("console API: signing keys", () => {
       expect([demoted.status, demoted.body]).toEqual([403, { error: 1302, message: "This account is not a console administrator." }]);
       const notSignedIn = await read(await call(h.app, "POST", "/api/signing-keys/reencrypt", { csrf: h.root.csrf }));
       expect([notSignedIn.status, notSignedIn.body]).toEqual([401, { error: 1301, message: "Sign in to the console first." }]);
-      // Only POST: a GET is 405, a DELETE is not taken for a revocation of a key named "reencrypt".
-      for (const method of ["GET", "DELETE"]) {
-        const wrong = await read(await call(h.app, method, "/api/signing-keys/reencrypt", { cookie: h.root.cookie, csrf: h.root.csrf }));
-        expect([method, wrong.status, wrong.body]).toEqual([method, 405, { error: 1405, message: "Use POST for this endpoint." }]);
-      }
+      // A GET is 405; a DELETE is the revocation of a key named "reencrypt", none here (since 2026-11-30; a 405 before).
+      const wrong = await read(await call(h.app, "GET", "/api/signing-keys/reencrypt", { cookie: h.root.cookie, csrf: h.root.csrf }));
+      expect([wrong.status, wrong.body]).toEqual([405, { error: 1405, message: "Use POST, DELETE for this endpoint." }]);
+      const revoke = await read(await call(h.app, "DELETE", "/api/signing-keys/reencrypt", { cookie: h.root.cookie, csrf: h.root.csrf }));
+      expect([revoke.status, revoke.body]).toEqual([404, { error: 1306, message: "Signing key reencrypt does not exist." }]);
       expect(await h.storage.signingKeys.list()).toEqual(rows);
     });
 

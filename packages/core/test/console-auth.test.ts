@@ -40,6 +40,9 @@ function routes(targetClient: string, targetAccount: string) {
     { method: "GET", path: "/api/signing-keys" },
     { method: "POST", path: "/api/signing-keys" },
     { method: "POST", path: "/api/signing-keys/reencrypt" },
+    // The revocation of a key named reencrypt, by path and by query (its gate: no key is needed).
+    { method: "DELETE", path: "/api/signing-keys/reencrypt" },
+    { method: "DELETE", path: "/api/signing-keys?kid=reencrypt" },
   ] as const;
 }
 
@@ -319,7 +322,7 @@ describe("console: authorization of every API route", () => {
     const other = await signIn(h.app);
     const before = { clients: await h.app.admin.listClients(), accounts: await h.app.admin.listAccounts(), keys: await h.storage.signingKeys.list() };
     const changing = routes("app-1", h.adminId).filter((r) => r.method !== "GET");
-    expect(changing).toHaveLength(9);
+    expect(changing).toHaveLength(11);
     for (const csrf of [null, "", "wrong", other.csrf, root.sessionId, root.csrf.slice(0, -1)]) {
       for (const r of changing) {
         const res = await read(await call(h.app, r.method, r.path, { ...("body" in r ? { body: r.body } : {}), cookie: root.cookie, csrf }));

@@ -188,4 +188,38 @@ suite(name, () => {
     ]);
     expect(problems).toEqual([]);
   });
+
+  it("keys whose kid is reencrypt or a path cannot carry (\"..\", \".\", \"\") are revoked from the page: its DELETE names the kid in the query, each is gone from the store and the table", async () => {
+    const storage = createMemoryStorage();
+    const now = Date.now();
+    // Keys earlier configurations stored (a configured key keeps its own kid, any string), replaced
+    // minutes ago by the key that signs now: retired, revocable.
+    const named = async (kid: string, at: number) => {
+      const r = await generateKeyRecord("ES256", at);
+      const rename = (text: string) => JSON.stringify({ ...(JSON.parse(text) as object), kid });
+      return { ...r, kid, privateJwk: rename(r.privateJwk), publicJwk: rename(r.publicJwk) };
+    };
+    const KIDS = ["reencrypt", "..", ".", ""];
+    for (const [i, kid] of KIDS.entries()) await storage.signingKeys.create(await named(kid, now - 600_000 + i * 1000));
+    const active = await generateKeyRecord("ES256", now - 300_000);
+    await storage.signingKeys.create(active);
+    const server = await start({}, storage);
+    await page.context().clearCookies();
+    await open(server);
+    await page.locator(`#keys-body tr:nth-child(${KIDS.length + 1})`).waitFor();
+    const dialog = page.locator("#confirm-dialog");
+    for (const kid of KIDS) {
+      await page.getByRole("button", { name: `Revoke signing key ${kid}`, exact: true }).click();
+      await dialog.waitFor({ state: "visible" });
+      const answered = page.waitForResponse((r) => r.request().method() === "DELETE");
+      await page.getByRole("button", { name: "Revoke key", exact: true }).click();
+      const response = await answered;
+      // (A 204 has no body for the browser to give.)
+      expect([kid, response.url().slice(server.url.length), response.status()]).toEqual([kid, `/console/api/signing-keys?kid=${encodeURIComponent(kid)}`, 204]);
+      await expect.poll(() => page.locator("#security-status").textContent()).toBe(`Signing key ${kid} was revoked.`);
+    }
+    await expect.poll(async () => (await rows()).map((r) => [r["Key ID"], r.Status])).toEqual([[active.kid, "Active (signing)"]]);
+    expect((await storage.signingKeys.list()).map((k) => k.kid)).toEqual([active.kid]);
+    expect(problems).toEqual([]);
+  });
 });

@@ -327,6 +327,19 @@ export const revokeSigningKey: ApiHandler = async (ctx, s, _r, [kid]) => {
   return plain(204, null);
 };
 
+/**
+ * `DELETE /console/api/signing-keys?kid={kid}`: {@link revokeSigningKey} for any kid, those a path
+ * segment cannot carry included (URL parsing drops a segment `.` or `..`, `%2E` too, and an empty
+ * one fits no route): a configured key is stored under its own kid, any string. The page sends
+ * this form. 400 (error 1003) without `kid`, (1009) with it twice; `?kid=` is the empty kid.
+ */
+export const revokeSigningKeyByQuery: ApiHandler = async (ctx, s, request) => {
+  const kids = request.url.searchParams.getAll("kid");
+  if (kids.length === 0) throw new ApiError(400, ApiErrorCode.missingField, "kid is required: DELETE /console/api/signing-keys?kid={kid}.");
+  if (kids.length > 1) throw invalid("kid must be given once.");
+  return revokeSigningKey(ctx, s, request, kids);
+};
+
 /** Why `now` needs `confirm`: what the page's confirmation says. */
 export const ROTATE_NOW_WARNING =
   "Rotating now skips the activation delay: the new key signs at once (on other instances within a minute), and resource servers that cached the JWKS reject its tokens until they fetch it again (up to 5 minutes). Do it only when the current key may have leaked; send confirm: true to proceed.";

@@ -29,8 +29,18 @@ const ROUTES: ConsoleRoute[] = [
   { pattern: ["api", "accounts", ":", "disable"], methods: { POST: { kind: "api", handler: api.disableAccount } } },
   { pattern: ["api", "accounts", ":", "enable"], methods: { POST: { kind: "api", handler: api.enableAccount } } },
   { pattern: ["api", "events"], methods: { GET: { kind: "api", handler: listEvents } } },
-  { pattern: ["api", "signing-keys"], methods: { GET: { kind: "api", handler: api.listSigningKeys }, POST: { kind: "api", handler: api.rotateSigningKey } } },
-  // Before the kid route, which it would otherwise shadow: DELETE /signing-keys/reencrypt is 405.
+  {
+    pattern: ["api", "signing-keys"],
+    methods: {
+      GET: { kind: "api", handler: api.listSigningKeys },
+      POST: { kind: "api", handler: api.rotateSigningKey },
+      // ?kid=: any kid, those a path segment cannot carry ("", ".", "..") included.
+      DELETE: { kind: "api", handler: api.revokeSigningKeyByQuery },
+    },
+  },
+  // Both fit /signing-keys/reencrypt: POST is the action, DELETE revokes a key named reencrypt
+  // (a configured key is stored under its own kid, any string). Until 2026-11-30 the first route
+  // took the path whole and such a key could not be revoked from the console.
   { pattern: ["api", "signing-keys", "reencrypt"], methods: { POST: { kind: "api", handler: api.reencryptSigningKeys } } },
   { pattern: ["api", "signing-keys", ":"], methods: { DELETE: { kind: "api", handler: api.revokeSigningKey } } },
 ];
@@ -44,7 +54,12 @@ const COMMON_HEADERS: Record<string, string> = {
   "x-frame-options": "DENY",
 };
 
-function match(segments: string[]): { route: ConsoleRoute; params: string[] } | null {
+/**
+ * The routes a path fits, in table order, each with its parameters. A literal segment and a
+ * parameter can both fit one path: the request's method picks among them (see {@link choose}).
+ */
+function matches(segments: string[]): { route: ConsoleRoute; params: string[] }[] {
+  const found: { route: ConsoleRoute; params: string[] }[] = [];
   for (const route of ROUTES) {
     if (route.pattern.length !== segments.length) continue;
     const params: string[] = [];
@@ -56,9 +71,21 @@ function match(segments: string[]): { route: ConsoleRoute; params: string[] } | 
       } else if (p !== segments[i]) ok = false;
       if (!ok) break;
     }
-    if (ok) return { route, params };
+    if (ok) found.push({ route, params });
   }
-  return null;
+  return found;
+}
+
+/**
+ * The first fitting route that has the method, with its action; else the methods of every
+ * fitting route, for the 405's Allow.
+ */
+function choose(found: { route: ConsoleRoute; params: string[] }[], method: string): { action: Action; params: string[] } | { allow: string[] } {
+  for (const { route, params } of found) {
+    // Own properties only: a method named `constructor` or `__proto__` must not reach Object.prototype.
+    if (Object.hasOwn(route.methods, method)) return { action: route.methods[method]!, params };
+  }
+  return { allow: [...new Set(found.flatMap(({ route }) => Object.keys(route.methods)))] };
 }
 
 function methodNotAllowed(methods: string[]): PlainResponse {
@@ -93,7 +120,7 @@ function pageFile(page: ServedPage | null, segments: string[]): PlainResponse | 
 /** Whether the console (with this page, or none) answers a path (`/console` or `/console/...`) with anything but its 404. */
 export function consoleOwns(page: ServedPage | null, path: string): boolean {
   const segments = segmentsOf(path);
-  return segments !== null && (pageFile(page, segments) !== null || match(segments) !== null);
+  return segments !== null && (pageFile(page, segments) !== null || matches(segments).length > 0);
 }
 
 async function run(ctx: Context, request: ConsoleRequest): Promise<PlainResponse> {
@@ -102,11 +129,11 @@ async function run(ctx: Context, request: ConsoleRequest): Promise<PlainResponse
   const method = request.method;
   const file = pageFile(ctx.console!.page, segments);
   if (file) return method === "GET" ? file : methodNotAllowed(["GET"]);
-  const found = match(segments);
-  if (!found) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-  // Own properties only: a method named `constructor` or `__proto__` must not reach Object.prototype.
-  const action = Object.hasOwn(found.route.methods, method) ? found.route.methods[method] : undefined;
-  if (!action) return methodNotAllowed(Object.keys(found.route.methods));
+  const found = matches(segments);
+  if (found.length === 0) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
+  const chosen = choose(found, method);
+  if ("allow" in chosen) return methodNotAllowed(chosen.allow);
+  const { action, params } = chosen;
   const changing = isStateChanging(method);
   if (changing) checkOrigin(ctx, request);
   if (action.kind === "sign-in") return signIn(ctx, request);
@@ -121,7 +148,7 @@ async function run(ctx: Context, request: ConsoleRequest): Promise<PlainResponse
     throw e;
   }
   if (changing) await checkCsrf(session, request);
-  const response = await action.handler(ctx, session, request, found.params);
+  const response = await action.handler(ctx, session, request, params);
   if (action.clearsCookie) response.headers["set-cookie"] = clearedCookie(ctx, request.url);
   return response;
 }
