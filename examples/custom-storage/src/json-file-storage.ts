@@ -22,6 +22,7 @@ import { hostname } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import {
   StorageError,
+  UnstorableValueError,
   type AccountRecord,
   type AttemptRecord,
   type ClientRecord,
@@ -32,6 +33,9 @@ import {
   type SigningKeyRecord,
   type Storage,
 } from "@plantgate/core";
+
+/** A lone UTF-16 surrogate (one not part of a pair). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** A {@link Storage} backed by one JSON file. */
 export interface JsonFileStorage extends Storage {
@@ -182,6 +186,9 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         return r ? copyClient(r) : null;
       },
       async create(record) {
+        // JSON holds a lone surrogate (as an escape), but no page cursor carries one: refused,
+        // as every store does (the storage contract, since 2026-11-30).
+        if (LONE_SURROGATE.test(record.clientId)) throw new UnstorableValueError("clientId contains a lone UTF-16 surrogate, which no store holds exactly");
         if (clients.has(record.clientId)) return false;
         const copy = copyClient(record);
         copy.secrets.sort(bySecretAge);

@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, type ClientRecord, type ClientStore, type PlantgateOptions, type Storage } from "../src/index.js";
+import { createMemoryStorage, UnstorableValueError, type ClientRecord, type ClientStore, type PlantgateOptions, type Storage } from "../src/index.js";
 import { call, consoleHarness, read, signIn } from "./console-helpers.js";
 
 const T0 = "2026-01-01T00:00:00.000Z";
@@ -143,6 +143,47 @@ describe("console API: clients are paged by cursor", () => {
     expect(await h.get(`?limit=2&after=${cursorOf("b")}`)).toEqual(ok({ clients: [shown("c")], next: null }));
     expect(await h.get(`?after=${cursorOf("bb")}`)).toEqual(ok({ clients: [shown("c")], next: null }));
     expect(calls.list).toBeGreaterThanOrEqual(4);
+  });
+
+  it("the memory store refuses a client id with a lone surrogate, as the SQL stores do, so every page walk (admin's and the console's) sees every client", async () => {
+    const h = await setup({}, IDS);
+    const record = (await h.storage.clients.get("b"))!;
+    // Held until 2026-11-30: admin.listClientsPage ended at the page it closed (its next call
+    // refused the cursor it had handed out), and the console's UTF-8 cursor skipped past "a\uFFFD".
+    for (const clientId of ["a\uD800b", "app-1\uDC00"]) {
+      const refused = await h.storage.clients.create({ ...record, clientId }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect([refused instanceof UnstorableValueError, refused instanceof TypeError, (refused as Error).name, (refused as Error).message]).toEqual([
+        true,
+        true,
+        "UnstorableValueError",
+        "clientId contains a lone UTF-16 surrogate, which no store holds exactly",
+      ]);
+    }
+    const walked: string[] = [];
+    for (let after: string | null = null; ; ) {
+      const page: { clients: { clientId: string }[]; next: string | null } = await h.app.admin.listClientsPage({ after, limit: 1 });
+      walked.push(...page.clients.map((c) => c.clientId));
+      if (page.next === null) break;
+      after = page.next;
+    }
+    const ALL = ["App-0", "app-1", "app-2", "b", "c"];
+    expect(walked).toEqual(ALL);
+    const pages: unknown[] = [];
+    for (let query = "?limit=2"; ; ) {
+      const answer = await h.get(query);
+      pages.push(answer);
+      const next = (answer.body as { next: string | null }).next;
+      if (next === null) break;
+      query = `?limit=2&after=${next}`;
+    }
+    expect(pages).toEqual([
+      ok({ clients: [shown("App-0"), shown("app-1")], next: cursorOf("app-1") }),
+      ok({ clients: [shown("app-2"), shown("b")], next: cursorOf("b") }),
+      ok({ clients: [shown("c")], next: null }),
+    ]);
   });
 
   it("app.admin.listClientsPage pages the same way, up to 1000 a page, and refuses a bad limit or cursor", async () => {

@@ -1,4 +1,4 @@
-import { StorageError } from "@plantgate/core";
+import { StorageError, UnstorableValueError } from "@plantgate/core";
 import type { SqlFamily } from "./schema.js";
 
 /**
@@ -35,15 +35,15 @@ export class SchemaTooNewError extends Error {
 /**
  * A value that the engine cannot store exactly (a lone UTF-16 surrogate anywhere, U+0000 in a
  * PostgreSQL text column). Thrown before any query, so nothing is written; not an outage, so not
- * a `StorageError`. The message names the field, never the value.
+ * a `StorageError`. The message names the field, never the value. The class is core's (since
+ * 2026-11-30, when the memory store began refusing client ids with a lone surrogate too): one
+ * `instanceof` check covers both.
  *
  * @example
  * // On PostgreSQL, whose text type cannot hold U+0000:
  * await storage.accounts.create({ ...record, username: "a\u0000b" }); // rejects with UnstorableValueError
  */
-export class UnstorableValueError extends TypeError {
-  override readonly name = "UnstorableValueError";
-}
+export { UnstorableValueError };
 
 /** A row that no write of ours produces (edited by hand, or a driver setting we cannot read). */
 export class CorruptRowError extends Error {

@@ -2,7 +2,7 @@ import { base64url, fromBase64url, randomToken, sha256 } from "../crypto/index.j
 import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
-import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText } from "../util/storable-text.js";
+import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText, LONE_SURROGATE } from "../util/storable-text.js";
 import { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
 
 /** The longest client name (the console's form and API take the same). */
@@ -64,9 +64,6 @@ export const DEFAULT_CLIENT_PAGE = 50;
 
 /** The most clients one page may hold through `admin.listClientsPage`. */
 export const MAX_CLIENT_PAGE = 1000;
-
-/** A lone UTF-16 surrogate: text no store can hold (UTF-8 cannot encode it), so no stored id holds one. */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * One page of clients in `list()` order. A store with `listPage` reads the page (and one more, to

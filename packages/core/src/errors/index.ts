@@ -144,6 +144,21 @@ export class StorageError extends Error {
 }
 
 /**
+ * A value a store cannot hold exactly, refused before anything is written: a lone UTF-16
+ * surrogate (UTF-8 cannot encode it; SQL drivers would silently turn it into U+FFFD) anywhere in
+ * storage-sql, U+0000 in a PostgreSQL text column, and a client id with a lone surrogate in the
+ * memory store (no `clients.listPage` cursor could carry it: since 2026-11-30). Not an outage, so
+ * not a {@link StorageError}; the message names the field, never the value. storage-sql exports
+ * this same class.
+ *
+ * @example
+ * await storage.clients.create({ ...record, clientId: "a\uD800b" }); // rejects with UnstorableValueError
+ */
+export class UnstorableValueError extends TypeError {
+  override readonly name = "UnstorableValueError";
+}
+
+/**
  * Thrown by the brute-force throttle when a username or client is locked (`reason` `locked`), and
  * by the password check when `maxConcurrentPasswordChecks` checks are already running (`busy`).
  * Rendered as 429 with `Retry-After`; the body is the same whether or not the credentials would

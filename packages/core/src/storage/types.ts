@@ -64,7 +64,12 @@ export interface ClientRecord {
 /** Clients (the console's "settings > security settings"). */
 export interface ClientStore {
   get(clientId: string): Promise<ClientRecord | null>;
-  /** Inserts; returns false (and changes nothing) when the client id exists. */
+  /**
+   * Inserts; returns false (and changes nothing) when the client id exists. Rejects with a
+   * `TypeError` (such as `UnstorableValueError`), storing nothing, for a client id holding a
+   * lone UTF-16 surrogate: no page cursor can carry one (core never hands one; an id written
+   * straight into the store can).
+   */
   create(record: ClientRecord): Promise<boolean>;
   /**
    * Adds one secret beside the existing ones and sets `secretUpdatedAt` to its `createdAt`, in one

@@ -7,6 +7,9 @@ export function isStorableText(text: string): boolean {
   return !/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
 }
 
+/** A lone UTF-16 surrogate: text no store can hold (UTF-8 cannot encode it). */
+export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /**
  * The characters that show as nothing: white space (what `trim()` removes), control and format
  * characters (U+0085, U+200B zero-width space, U+2060 word joiner, U+00AD soft hyphen, U+200E and

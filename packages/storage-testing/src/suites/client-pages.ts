@@ -105,6 +105,19 @@ export function clientPagesSuite(s: SuiteContext): void {
       expect(await after("b\u0000"), "past the last").toEqual([]);
     });
 
+    it("a client id holding a lone UTF-16 surrogate is refused by create (rejects with a TypeError, as storage-sql's UnstorableValueError; nothing stored): no page cursor carries one (2026-11-30)", async () => {
+      await createAll(["a", "b"]);
+      // A lone high surrogate, a lone low one, and both in the wrong order: none is a pair.
+      for (const id of ["a\uD800b", "\uDC00", "a\uDC00\uD800"]) {
+        await expect(s.storage().clients.create(clientRecord({ clientId: id })), JSON.stringify(id)).rejects.toThrow(TypeError);
+        expect(await s.storage().clients.get(id), JSON.stringify(id)).toBeNull();
+      }
+      // A pair (one character past U+FFFF) is an id like any other.
+      expect(await s.storage().clients.create(clientRecord({ clientId: "a\uD83C\uDF31" }))).toBe(true);
+      expect(ids(await s.storage().clients.list())).toEqual(["a", "a\uD83C\uDF31", "b"]);
+      expect(ids(await store().listPage("a", 10))).toEqual(["a\uD83C\uDF31", "b"]);
+    });
+
     it("a cursor whose client was deleted (or never existed) goes on with the next one", async () => {
       await createAll(["a", "b", "c", "d", "e"]);
       expect(ids(await store().listPage(null, 2))).toEqual(["a", "b"]);
