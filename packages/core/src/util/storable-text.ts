@@ -4,7 +4,7 @@
  * without pulling in the schemas.
  */
 export function isStorableText(text: string): boolean {
-  return !/\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(text);
+  return !text.includes("\u0000") && !LONE_SURROGATE.test(text);
 }
 
 /** A lone UTF-16 surrogate: text no store can hold (UTF-8 cannot encode it). */
