@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { applyBootstrap, bootstrapFromEnv, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, unavailableResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, checkBootstrap, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, unavailableResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { plantgate } from "@plantgate/express";
 import { answerMalformedRequests, closeGracefully, nodeCrypto, schedulePrune, SERVE_DEFAULTS } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
@@ -127,6 +127,15 @@ export async function startExpressServer(
       await opened?.close();
     }
   };
+  // Bootstrap values that break the admin checks stop the start here, before the port is bound,
+  // naming the variable (until 2026-11-30 they failed after listen, naming the option, e.g.
+  // `clientSecret`). Values a stored client or account leaves unused are a warning, as they start.
+  try {
+    for (const warning of await checkBootstrap(bootstrap, storage)) observability.options.logger.warn(warning);
+  } catch (error) {
+    await closeStorage();
+    throw error;
+  }
 
   // The issuer defaults to the listening URL, known only after listen (PORT=0 picks one), and
   // provisioning needs the app, so plantgate is mounted only once both are ready: until then

@@ -1,6 +1,7 @@
 import {
   applyBootstrap,
   bootstrapFromEnv,
+  checkBootstrap,
   createPlantgate,
   optionsFromEnv,
   pruneIntervalFromEnv,
@@ -124,6 +125,15 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
       await opened?.close();
     }
   };
+  // Bootstrap values that break the admin checks stop the start here, before the port is bound,
+  // naming the variable (until 2026-11-30 they failed after listen, naming the option, e.g.
+  // `clientSecret`). Values a stored client or account leaves unused are a warning, as they start.
+  try {
+    for (const warning of await checkBootstrap(bootstrap, storage)) observability.options.logger.warn(warning);
+  } catch (error) {
+    await closeStorage();
+    throw error;
+  }
 
   // The issuer defaults to the listening URL, which is known only after listen (PORT=0 picks one),
   // so requests are routed through a holder that is filled right after.

@@ -1,5 +1,8 @@
 import type { Admin } from "./admin/index.js";
-import { AdminConflictError } from "./admin/errors.js";
+import { AdminConflictError, AdminError } from "./admin/errors.js";
+import { checkAccountInput } from "./admin/index.js";
+import { checkClientId, checkClientSecret } from "./admin/clients.js";
+import type { AccountStore, ClientStore } from "./storage/types.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import type { PlantgateOptions } from "./options.js";
 import { parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
@@ -214,6 +217,76 @@ export function bootstrapFromEnv(env: EnvVars): BootstrapPlan {
     account: account && { username: account[0], password: account[1] },
     ...(flag(env, "PLANTGATE_BOOTSTRAP_ADMIN") ? { admin: true as const } : {}),
   };
+}
+
+/** The variable each field of the admin checks' messages comes from, in a bootstrap. */
+const BOOTSTRAP_VARIABLES: Record<string, string> = {
+  clientId: "PLANTGATE_BOOTSTRAP_CLIENT_ID",
+  clientSecret: "PLANTGATE_BOOTSTRAP_CLIENT_SECRET",
+  username: "PLANTGATE_BOOTSTRAP_USERNAME",
+  password: "PLANTGATE_BOOTSTRAP_PASSWORD",
+};
+
+/**
+ * Runs an admin check; its refusal comes back as a ConfigError naming the variable instead of the
+ * field (`clientSecret must be 16-1024 characters` -> `PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be
+ * 16-1024 characters`). The admin messages name the rule, never the value.
+ */
+function refusal(check: () => void, fallback: string): ConfigError | null {
+  try {
+    check();
+    return null;
+  } catch (error) {
+    if (!(error instanceof AdminError)) throw error;
+    const field = /^[A-Za-z]+/.exec(error.message)?.[0];
+    const variable = field === undefined ? undefined : BOOTSTRAP_VARIABLES[field];
+    return new ConfigError(variable ? variable + error.message.slice(field!.length) : `${fallback}: ${error.message}`, { cause: error });
+  }
+}
+
+/**
+ * Checks the bootstrap values against the rules {@link applyBootstrap} would apply to them, so a
+ * server can refuse them before it listens (a `ConfigError` naming the variable, never a secret's
+ * value) instead of failing once it serves, with a message naming an option the operator never set.
+ *
+ * Only what would be refused is: {@link applyBootstrap} leaves an existing client as it is (its
+ * secret, even one shorter than 16 characters now, is not used), and an existing account too unless
+ * `PLANTGATE_BOOTSTRAP_ADMIN=1` (whose account is created with its role, and its values checked,
+ * whether or not it exists). So a client id or secret that breaks the rules is refused only when no
+ * client by that id is stored, a username or password likewise; a start on a store where they exist
+ * goes on as before, and each value left unused that way comes back as a warning to log (the
+ * variable and the rule, no value).
+ *
+ * @example
+ * const plan = bootstrapFromEnv(process.env);
+ * for (const warning of await checkBootstrap(plan, storage)) logger.warn(warning);
+ */
+export async function checkBootstrap(
+  plan: BootstrapPlan,
+  storage: { clients: Pick<ClientStore, "get">; accounts: Pick<AccountStore, "findByUsername"> },
+): Promise<string[]> {
+  const warnings: string[] = [];
+  if (plan.client) {
+    const { clientId, clientSecret } = plan.client;
+    // The name is the id, and an id that passes its rule passes the name's (printable ASCII).
+    const refused = refusal(() => {
+      checkClientId(clientId);
+      checkClientSecret(clientSecret);
+    }, "PLANTGATE_BOOTSTRAP_CLIENT_ID/_SECRET");
+    if (refused) {
+      if (!(await storage.clients.get(clientId))) throw refused;
+      warnings.push(`${refused.message}; ignored, as the bootstrap client exists and is left as it is`);
+    }
+  }
+  if (plan.account) {
+    const { username, password } = plan.account;
+    const refused = refusal(() => checkAccountInput({ username, password }), "PLANTGATE_BOOTSTRAP_USERNAME/_PASSWORD");
+    if (refused) {
+      if (plan.admin || !(await storage.accounts.findByUsername(username))) throw refused;
+      warnings.push(`${refused.message}; ignored, as the bootstrap account exists and is left as it is`);
+    }
+  }
+  return warnings;
 }
 
 /**

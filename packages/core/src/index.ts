@@ -50,6 +50,7 @@ export {
   auditFromEnv,
   DEFAULT_PRUNE_INTERVAL_SECONDS,
   bootstrapFromEnv,
+  checkBootstrap,
   applyBootstrap,
   ConfigError,
   type EnvVars,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyBootstrap, bootstrapFromEnv, ConfigError, createPlantgate, optionsFromEnv } from "../src/index.js";
+import { applyBootstrap, bootstrapFromEnv, checkBootstrap, ConfigError, createMemoryStorage, createPlantgate, optionsFromEnv } from "../src/index.js";
 
 const quiet = { logger: { error() {}, warn() {} }, passwordHashIterations: 1000 };
 
@@ -24,6 +24,42 @@ describe("environment configuration", () => {
     expect(await applyBootstrap(app.admin, plan, { demo: true })).toBeNull();
     expect((await app.admin.listClients()).map((c) => c.clientId)).toEqual(["svc"]);
     expect((await app.admin.listAccounts()).map((a) => a.username)).toEqual(["ops"]);
+  });
+
+  it("checkBootstrap: a value breaking the rules is a ConfigError naming its variable (no value) unless what it would create is stored", async () => {
+    const storage = createMemoryStorage();
+    const short = "Sh0rt-S3cr3t";
+    const env = { PLANTGATE_BOOTSTRAP_CLIENT_ID: "svc", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: short, PLANTGATE_BOOTSTRAP_USERNAME: "ops", PLANTGATE_BOOTSTRAP_PASSWORD: "pw-7chr" };
+    const refused = async (vars: Record<string, string>) => {
+      const error = await checkBootstrap(bootstrapFromEnv(vars), storage).then(() => null, (e: unknown) => e);
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as Error).message).not.toContain(short);
+      expect((error as Error).message).not.toContain("pw-7chr");
+      return (error as Error).message;
+    };
+    const client = { PLANTGATE_BOOTSTRAP_CLIENT_ID: "svc", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "a-secret-of-sixteen+" };
+    const account = { PLANTGATE_BOOTSTRAP_USERNAME: "ops", PLANTGATE_BOOTSTRAP_PASSWORD: "ops-password" };
+    expect(await refused(env)).toBe("PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be 16-1024 characters");
+    expect(await refused({ ...client, PLANTGATE_BOOTSTRAP_CLIENT_ID: "s v c" })).toBe("PLANTGATE_BOOTSTRAP_CLIENT_ID must be 1-200 printable ASCII characters without spaces");
+    expect(await refused({ ...client, PLANTGATE_BOOTSTRAP_CLIENT_ID: ".." })).toBe('PLANTGATE_BOOTSTRAP_CLIENT_ID must not be "." or ".."');
+    expect(await refused({ ...client, PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "x".repeat(1025) })).toBe("PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be 16-1024 characters");
+    expect(await refused({ ...client, ...account, PLANTGATE_BOOTSTRAP_PASSWORD: "pw-7chr" })).toBe("PLANTGATE_BOOTSTRAP_PASSWORD must be 8-1024 characters");
+    expect(await refused({ ...account, PLANTGATE_BOOTSTRAP_USERNAME: "x".repeat(201) })).toBe("PLANTGATE_BOOTSTRAP_USERNAME must be 1-200 characters");
+    expect(await refused({ ...account, PLANTGATE_BOOTSTRAP_USERNAME: "ops\u202e" })).toBe("PLANTGATE_BOOTSTRAP_USERNAME must not start or end with white space or an invisible character");
+    expect(await checkBootstrap(bootstrapFromEnv({ ...client, ...account }), storage)).toEqual([]);
+
+    // Stored: applyBootstrap leaves them as they are, so the values are not used; a warning each.
+    const app = createPlantgate({ ...quiet, storage });
+    await applyBootstrap(app.admin, bootstrapFromEnv({ ...client, ...account }));
+    expect(await checkBootstrap(bootstrapFromEnv(env), storage)).toEqual([
+      "PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be 16-1024 characters; ignored, as the bootstrap client exists and is left as it is",
+      "PLANTGATE_BOOTSTRAP_PASSWORD must be 8-1024 characters; ignored, as the bootstrap account exists and is left as it is",
+    ]);
+    await expect(applyBootstrap(app.admin, bootstrapFromEnv(env))).resolves.toBeNull();
+    // PLANTGATE_BOOTSTRAP_ADMIN=1 creates its account with the role and checks it, stored or not.
+    const admin = { ...account, PLANTGATE_BOOTSTRAP_PASSWORD: "pw-7chr", PLANTGATE_BOOTSTRAP_ADMIN: "1" };
+    expect(await refused(admin)).toBe("PLANTGATE_BOOTSTRAP_PASSWORD must be 8-1024 characters");
+    await expect(applyBootstrap(app.admin, bootstrapFromEnv(admin))).rejects.toThrow("password must be 8-1024 characters");
   });
 
   it("applyBootstrap creates the demo client and user only on an empty store, once", async () => {

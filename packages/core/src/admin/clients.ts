@@ -250,6 +250,22 @@ export const MAX_CLIENT_SECRETS = 10;
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
 const ID = /^[\x21-\x7e]{1,200}$/;
+/**
+ * {@link ClientAdmin.createClient}'s rules for a client id, an AdminError naming `clientId`; also
+ * what `checkBootstrap` (env.ts) applies to the bootstrap client before a server listens.
+ */
+export function checkClientId(clientId: string): void {
+  if (!ID.test(clientId)) throw new AdminError("clientId must be 1-200 printable ASCII characters without spaces");
+  // As a URL path segment ("/console/api/clients/.."), "." and ".." are removed by URL
+  // normalisation, so such a client could never be addressed through the console.
+  if (clientId === "." || clientId === "..") throw new AdminError('clientId must not be "." or ".."');
+}
+
+/** {@link ClientAdmin.createClient}'s rule for a secret given to it, an AdminError naming `clientSecret` (never its value). */
+export function checkClientSecret(clientSecret: unknown): void {
+  if (typeof clientSecret !== "string" || clientSecret.length < 16 || clientSecret.length > 1024) throw new AdminError("clientSecret must be 16-1024 characters");
+}
+
 /** Only characters that show as nothing (see {@link INVISIBLE_CLASS}). */
 const BLANK = new RegExp(`^[${INVISIBLE_CLASS}]*$`, "u");
 
@@ -309,10 +325,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
   };
   const createClient = async (input: CreateClientInput = {}): Promise<{ client: ClientView; clientSecret: string | null }> => {
       const clientId = input.clientId ?? generatedId(ctx.random, 16);
-      if (!ID.test(clientId)) throw new AdminError("clientId must be 1-200 printable ASCII characters without spaces");
-      // As a URL path segment ("/console/api/clients/.."), "." and ".." are removed by URL
-      // normalisation, so such a client could never be addressed through the console.
-      if (clientId === "." || clientId === "..") throw new AdminError('clientId must not be "." or ".."');
+      checkClientId(clientId);
       // Storable on every backend: PostgreSQL text holds no U+0000 and no SQL engine a lone
       // surrogate, so such a name would fail the insert (a 500 from the console) instead of this answer.
       if (input.name !== undefined && (typeof input.name !== "string" || input.name.length < 1 || input.name.length > MAX_CLIENT_NAME || !isStorableText(input.name))) {
@@ -330,7 +343,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       if (authMethod !== "client_secret" && authMethod !== "private_key_jwt") throw new AdminError("authMethod must be client_secret or private_key_jwt");
       const keys = keySource(input);
       const clientSecret = authMethod === "client_secret" ? (input.clientSecret ?? randomToken(ctx.random, 32)) : null;
-      if (clientSecret !== null && (typeof clientSecret !== "string" || clientSecret.length < 16 || clientSecret.length > 1024)) throw new AdminError("clientSecret must be 16-1024 characters");
+      if (clientSecret !== null) checkClientSecret(clientSecret);
       const grantTypes = input.grantTypes ?? GRANTS;
       if (grantTypes.some((g) => !GRANTS.includes(g))) throw new AdminError("unknown grant type");
       const scopes = input.scopes ?? ctx.scopes.all;

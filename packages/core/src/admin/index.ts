@@ -133,7 +133,8 @@ export interface Admin extends ClientAdmin {
 /** A first or last character that shows as nothing (see {@link INVISIBLE_CLASS}). */
 const INVISIBLE_EDGE = new RegExp(`^[${INVISIBLE_CLASS}]|[${INVISIBLE_CLASS}]$`, "u");
 
-function checkAccountInput(input: CreateAccountInput): void {
+/** The rules of a new account's fields, an AdminError naming the field (never a password); exported for env.ts's bootstrap check. */
+export function checkAccountInput(input: CreateAccountInput): void {
   if (typeof input !== "object" || input === null) throw new AdminError("an account must be an object");
   if (typeof input.username !== "string" || input.username.length < 1 || input.username.length > 200) {
     throw new AdminError("username must be 1-200 characters");
