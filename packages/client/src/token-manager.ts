@@ -314,12 +314,25 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     return previous.lineage.length > 0 ? { ...token, lineage: previous.lineage } : token;
   }
 
-  function runGrant(): Promise<CachedToken> {
+  async function runGrant(): Promise<CachedToken> {
     const scope: Record<string, string> = config.scope === undefined ? {} : { scope: config.scope };
     const previous: Previous = { refreshToken: null, scope: config.scope ?? "", lineage: [] };
     if (grant === "client_credentials") return tokenRequest("client_credentials", scope, previous);
     const { username, password } = credentials!;
-    return tokenRequest("password", { username, password, ...scope }, previous);
+    try {
+      return await tokenRequest("password", { username, password, ...scope }, previous);
+    } catch (error) {
+      // A refused password (wrong, changed since, account disabled) is never presented again: the
+      // server counts each refusal toward its brute-force lock (plantgate: 10 per username and
+      // address, 50 per username from anywhere), so presenting it at every call locked the real
+      // user out (until 2026-11-30). Every later call rejects with this error, sending nothing,
+      // unless a shared cache holds a token another process obtained.
+      if (error instanceof OAuthError && error.error === "invalid_grant") {
+        credentials = null;
+        ended = error;
+      }
+      throw error;
+    }
   }
 
   /** Finds or fetches a fresh token; `cached` when it came from the shared cache. */
