@@ -86,6 +86,12 @@ export class OAuthError extends PlantgateClientError {
     body: OAuthErrorBody,
     /** Which grant the failed request used. */
     readonly grantType: GrantType,
+    /**
+     * The answer's `Retry-After` in seconds (delta-seconds, or an HTTP date counted from the
+     * answer's `Date`), or null without one. On a 429 or 503 the client sends no token request
+     * before it has passed (at most 300 s): calls until then reject with this error.
+     */
+    readonly retryAfter: number | null = null,
   ) {
     super(body.error_description === undefined ? serverText(body.error) : `${serverText(body.error)}: ${serverText(body.error_description)}`);
     this.error = body.error;

@@ -82,6 +82,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   const rejected = new Set<string>();
   /** Set when the session cannot go on (refresh token rejected, no credentials to log in again). */
   let ended: OAuthError | null = null;
+  /**
+   * A 429 or 503 of the token endpoint with a `Retry-After`: no token request is sent before
+   * `until` (the client's clock; a clock gone back before `from` ends it), calls reject with `error`.
+   */
+  let hold: { from: number; until: number; error: OAuthError } | null = null;
 
   /**
    * Where in the skew window this client renews, from 0 (its start, refreshSkewMs before expiry)
@@ -306,7 +311,18 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     // Expiry counts from before the request, so network time is on the safe side.
     const startedAt = clock();
     const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, step(), config.maxResponseBytes);
-    const token = toCachedToken(response, grantType, startedAt, previous);
+    let token: CachedToken;
+    try {
+      token = toCachedToken(response, grantType, startedAt, previous);
+    } catch (error) {
+      // The server said when to come back (a brute-force lock's 429, a storage outage's 503): until
+      // then every call sent the request again into the refusal (until 2026-11-30).
+      if (error instanceof OAuthError && (error.status === 429 || error.status === 503) && error.retryAfter !== null && error.retryAfter > 0) {
+        const now = clock();
+        hold = { from: now, until: now + Math.min(error.retryAfter * 1000, HOLD_MAX_MS), error };
+      }
+      throw error;
+    }
     // A rotation: the new refresh token's lineage starts with the one it replaced.
     if (previous.refreshToken !== null && token.refreshToken !== previous.refreshToken) {
       return { ...token, lineage: [await tokenHash(previous.refreshToken), ...previous.lineage].slice(0, LINEAGE) };
@@ -347,6 +363,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       // user signed out). Seen until 2026-11-29 with a best-effort hook whose writes failed.
       if (await replaced(current, cached)) return { token: { ...cached, refreshToken: current!.refreshToken, lineage: current!.lineage! }, cached: false };
       return { token: cached, cached: true };
+    }
+    if (hold !== null) {
+      const now = clock();
+      if (now >= hold.from && now < hold.until) throw hold.error;
+      hold = null;
     }
     const refreshToken = await newestRefreshToken(cached);
     if (refreshToken !== null) {
@@ -548,6 +569,28 @@ async function tokenHash(token: string): Promise<string> {
   return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 }
 
+/**
+ * A response's `Retry-After` in whole seconds (RFC 9110 §10.2.3): delta-seconds, or an HTTP date
+ * counted from the response's own `Date` (both the server's clock; without `Date`, ignored, as this
+ * host's clock may differ); null when absent or unreadable.
+ */
+function retryAfterOf(response: ReadResponse): number | null {
+  const value = response.headers.get("retry-after")?.trim();
+  if (value === undefined || value === "") return null;
+  if (/^\d{1,10}$/.test(value)) return Number(value);
+  const at = Date.parse(value);
+  const now = Date.parse(response.headers.get("date") ?? "");
+  if (Number.isNaN(at) || Number.isNaN(now)) return null;
+  return Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+/**
+ * The longest a token endpoint's `Retry-After` holds the client's token requests (ms): a lock-out's
+ * (plantgate: up to its 900 s window) is honoured in steps, a proxy's day-long one cannot end a
+ * client's session for a day.
+ */
+const HOLD_MAX_MS = 300_000;
+
 /** A token as it may go into a header or a form: visible ASCII, no space. */
 const TOKEN_TEXT = /^[\x21-\x7e]+$/;
 
@@ -564,7 +607,7 @@ function toCachedToken(
       const e: OAuthErrorBody = { error: body.error };
       if (typeof body.error_description === "string") e.error_description = body.error_description;
       if (typeof body.error_uri === "string") e.error_uri = body.error_uri;
-      throw new OAuthError(response.status, e, grantType);
+      throw new OAuthError(response.status, e, grantType, retryAfterOf(response));
     }
     throw unexpected(response, WHAT, "an error body without an OAuth 'error' code");
   }

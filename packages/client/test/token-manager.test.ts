@@ -194,14 +194,20 @@ describe("single flight", () => {
         n === 1 ? { status: 503, headers: { "retry-after": "5" }, body: { error: "temporarily_unavailable", error_description: "Retry later." } } : undefined,
     });
     fakeAccounts(fm);
-    const client = clientOn(fm, { clock: manualClock().now });
+    const clock = manualClock();
+    const client = clientOn(fm, { clock: clock.now });
     const results = await Promise.allSettled(Array.from({ length: 100 }, () => client.listAccounts()));
     expect(tokens.requests).toHaveLength(1);
     const reasons = new Set(results.map((r) => (r.status === "rejected" ? r.reason : "fulfilled")));
     expect(reasons.size).toBe(1);
     const [reason] = reasons;
     expect(reason).toBeInstanceOf(OAuthError);
-    expect(reason).toMatchObject({ status: 503, error: "temporarily_unavailable" });
+    expect(reason).toMatchObject({ status: 503, error: "temporarily_unavailable", retryAfter: 5 });
+    // Its Retry-After (5 s) holds the next token request: until then calls get the same error.
+    clock.advance(4.999);
+    expect(await rejectionOf(client.listAccounts())).toBe(reason);
+    expect(tokens.requests).toHaveLength(1);
+    clock.advance(0.001);
     await client.listAccounts();
     expect(tokens.requests).toHaveLength(2);
   });
