@@ -388,6 +388,13 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         await persist();
         return true;
       },
+      async createIfEmpty(record) {
+        // Check and write with no await in between: of racing callers exactly one finds it empty.
+        if (keys.size > 0) return false;
+        keys.set(record.kid, copyKey(record));
+        await persist();
+        return true;
+      },
       async delete(kid) {
         if (!keys.delete(kid)) return false;
         await persist();

@@ -9,7 +9,7 @@
  */
 import { decodeProtectedHeader, importJWK, SignJWT, type JWK } from "jose";
 import { describe, expect, it } from "vitest";
-import { AdminError, createMemoryStorage, createPlantgate, generateKeyRecord, pruneKeys, type Plantgate } from "../src/index.js";
+import { AdminError, createMemoryStorage, createPlantgate, generateKeyRecord, pruneKeys, type Plantgate, type Storage } from "../src/index.js";
 import { getAccounts } from "./api-helpers.js";
 import { BASE, clientToken, harness, manualClock, type Harness } from "./helpers.js";
 
@@ -133,14 +133,11 @@ describe("unknown kids: another instance re-reads the keys at most once a second
     expect((await getAccounts(other, after)).status).toBe(200);
   });
 
-  it("two instances that each stored a first key on an empty store take each other's tokens a second later", async () => {
+  /** Two instances over one store, a client, and a token from either. */
+  const twoInstances = (storage: Storage) => {
     const clock = manualClock();
-    const storage = createMemoryStorage();
     const make = () => createPlantgate({ storage, clock: clock.now, logger: { error() {}, warn() {} } });
     const [a, b] = [make(), make()];
-    await a.admin.createClient({ clientId: "c", clientSecret: "c-secret-0123456789abcdef", grantTypes: ["client_credentials"], scopes: ["Platform_UserAPIs"] });
-    // Each loads the keys while the store is still empty, so each makes a first key.
-    await Promise.all([a.jwks(), b.jwks()]);
     const token = async (app: Plantgate) => {
       const res = await app.fetch(
         new Request(`${BASE}/UserService/connect/token`, {
@@ -152,6 +149,30 @@ describe("unknown kids: another instance re-reads the keys at most once a second
       expect(res.status).toBe(200);
       return ((await res.json()) as { access_token: string }).access_token;
     };
+    const client = () => a.admin.createClient({ clientId: "c", clientSecret: "c-secret-0123456789abcdef", grantTypes: ["client_credentials"], scopes: ["Platform_UserAPIs"] });
+    return { clock, a, b, token, client };
+  };
+
+  it("two instances loading their keys at once on an empty store end with one key: both sign with it and take each other's tokens at once", async () => {
+    const storage = createMemoryStorage();
+    const { a, b, token, client } = twoInstances(storage);
+    await client();
+    await Promise.all([a.jwks(), b.jwks()]);
+    const stored = await storage.signingKeys.list();
+    expect(stored.map((k) => k.kid)).toHaveLength(1);
+    const [fromA, fromB] = [await token(a), await token(b)];
+    expect([kidOf(fromA), kidOf(fromB)]).toEqual([stored[0]!.kid, stored[0]!.kid]);
+    expect([(await getAccounts(a, fromB)).status, (await getAccounts(b, fromA)).status]).toEqual([200, 200]);
+  });
+
+  it("a store without signingKeys.createIfEmpty (written before it): two instances that each stored a first key take each other's tokens a second later", async () => {
+    const memory = createMemoryStorage();
+    const { createIfEmpty: _, ...keys } = memory.signingKeys;
+    const storage = { ...memory, signingKeys: keys };
+    const { clock, a, b, token, client } = twoInstances(storage);
+    await client();
+    // Each loads the keys while the store is still empty, so each makes a first key.
+    await Promise.all([a.jwks(), b.jwks()]);
     const [fromA, fromB] = [await token(a), await token(b)];
     expect((await storage.signingKeys.list()).length).toBe(2);
     clock.advance(1_000);

@@ -39,7 +39,7 @@ const WRITES: Record<keyof Storage, readonly string[]> = {
   accounts: ["create", "createMany", "setEnabled"],
   refreshTokens: ["create", "consume", "graceUse", "revokeFamily", "revokeByAccount", "deleteExpired"],
   plants: ["create"],
-  signingKeys: ["create", "delete", "replacePrivateJwk"],
+  signingKeys: ["create", "createIfEmpty", "delete", "replacePrivateJwk"],
   attempts: ["increment", "reset", "refund", "deleteExpired"],
   revokedTokens: ["add", "deleteExpired"],
   sessions: ["create", "delete", "deleteByAccount", "deleteExpired"],

@@ -266,6 +266,12 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         keys.set(record.kid, { ...record });
         return true;
       },
+      async createIfEmpty(record) {
+        // Checked and set with no await in between: of racing callers exactly one finds it empty.
+        if (keys.size > 0) return false;
+        keys.set(record.kid, { ...record });
+        return true;
+      },
       async delete(kid) {
         return keys.delete(kid);
       },

@@ -299,6 +299,16 @@ export interface SigningKeyStore {
   list(): Promise<SigningKeyRecord[]>;
   /** Inserts; returns false when the kid exists. */
   create(record: SigningKeyRecord): Promise<boolean>;
+  /**
+   * Inserts `record` only if the store holds no key at all, in one atomic step: of any number of
+   * concurrent calls on an empty store (other instances included) exactly one stores its record and
+   * returns true; the others store nothing and return false, as does a call when any key is stored.
+   * The keyring makes a store's first key with it, so instances starting together on an empty store
+   * all sign with that one key. Optional (added 2026-11-30), so a store written before it still
+   * runs; without it the keyring calls `create` and instances starting together may each store a
+   * first key (see the README, "Writing a storage backend").
+   */
+  createIfEmpty?(record: SigningKeyRecord): Promise<boolean>;
   /** Removes a key (after rotation, once no unexpired token can carry it); false when absent. */
   delete(kid: string): Promise<boolean>;
   /**

@@ -205,7 +205,8 @@ export const CLEAR_KEYS_WARNING = `signing keys are stored in clear: anyone who 
 /**
  * A keyring over a store. With `signer` or `configured`, that key signs (its record is stored so
  * other instances verify it); otherwise the key whose stored activation time came last signs, and
- * one is generated if the store has none. With `maxAgeMs`, the next key is stored ahead of time
+ * one is generated if the store has none (stored by `createIfEmpty` where the store has it, so
+ * instances starting together on an empty store end with that one key). With `maxAgeMs`, the next key is stored ahead of time
  * (published as `next`) so it takes over when the active one reaches that age. Any instance may do
  * it; racing instances schedule keys for the same instant and the order (activation, creation,
  * kid) picks the one that signs, the same everywhere. Replaced keys keep verifying and stay in the
@@ -276,8 +277,15 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
         records = await store.list();
       }
     } else if (records.length === 0) {
-      // The first key signs at once: nobody holds a JWKS that could lack it.
-      await store.create(await seal(await generateKeyRecord(opts.alg, now)));
+      // The first key signs at once: nobody holds a JWKS that could lack it. Stored only if the
+      // store is still empty: of instances starting together on an empty store one stores its
+      // key, the others store nothing and read that one back, so all of them sign with it and
+      // publish it. A store without createIfEmpty (written before it): create, and racing
+      // instances may each store a first key (the order then picks one, as for rotations; until each
+      // re-reads, one may sign with its own key and publish a JWKS lacking the others').
+      const first = await seal(await generateKeyRecord(opts.alg, now));
+      if (typeof store.createIfEmpty === "function") await store.createIfEmpty(first);
+      else await store.create(first);
       records = await store.list();
     } else if (opts.maxAgeMs !== undefined) {
       const placed = place(records);

@@ -145,6 +145,13 @@ export function d1SigningKeyStore(ctx: D1Context): SigningKeyStore {
         const insert = insertRow(TABLES.signingKeys, keyRow(ctx, record));
         return insertOrFalse(() => exec(insert.sql, ...insert.params));
       }),
+    createIfEmpty: (record) =>
+      run("signingKeys.createIfEmpty", async () => {
+        const row = keyRow(ctx, record);
+        // One statement: D1 runs one at a time, so of racing callers exactly one finds the table empty.
+        const sql = `insert into ${table} ("kid", "alg", "private_jwk", "public_jwk", "created_at", "activates_at") select ?, ?, ?, ?, ?, ? where not exists (select 1 from ${table})`;
+        return (await exec(sql, row.kid, row.alg, row.private_jwk, row.public_jwk, record.createdAt, record.activatesAt)) > 0;
+      }),
     delete: (kid) =>
       run("signingKeys.delete", async () => {
         if (!storableKey(kid)) return false;

@@ -1,6 +1,6 @@
-import { generateKeyRecord, type SigningKeyRecord } from "@plantgate/core";
+import { generateKeyRecord, type SigningKeyRecord, type SigningKeyStore } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
-import { byCodeUnit, expectRecords, MAX_DATE_MS, signingKeyRecord, T0 } from "../fixtures.js";
+import { byCodeUnit, expectRecords, inParallel, MAX_DATE_MS, RACES_TIMEOUT, signingKeyRecord, T0, withOtherInstance } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
 
 export function signingKeysSuite(s: SuiteContext): void {
@@ -97,6 +97,72 @@ export function signingKeysSuite(s: SuiteContext): void {
       input.alg = "mutated";
       (await keys().list())[0]!.privateJwk = "mutated";
       await expectKeys([expected]);
+    });
+  });
+
+  /**
+   * `signingKeys.createIfEmpty(record)` (optional in the type, so an older backend still runs;
+   * without it instances starting together on an empty store may each make a first key). Each case
+   * fails until it is there.
+   */
+  describe("signingKeys.createIfEmpty", { timeout: RACES_TIMEOUT }, () => {
+    type WithFirst = Required<Pick<SigningKeyStore, "createIfEmpty">> & SigningKeyStore;
+    const first = (store: SigningKeyStore = s.storage().signingKeys): WithFirst => {
+      if (typeof store.createIfEmpty !== "function") {
+        throw new Error("signingKeys.createIfEmpty is missing: without it instances starting together on an empty store may each make a first signing key (see the README's storage section)");
+      }
+      return store as WithFirst;
+    };
+    const sorted = (l: SigningKeyRecord[]) => [...l].sort((a, b) => byCodeUnit(a.kid, b.kid));
+
+    it("on an empty store it stores the record exactly and returns true; a second call returns false and stores nothing", async () => {
+      const record = signingKeyRecord({ kid: "first", activatesAt: T0 + 7 });
+      expect(await first().createIfEmpty(record)).toBe(true);
+      expectRecords(await s.storage().signingKeys.list(), [record], "signing keys");
+      expect(await first().createIfEmpty(signingKeyRecord({ kid: "second" }))).toBe(false);
+      expect(await first().createIfEmpty(signingKeyRecord({ kid: "first", alg: "ES256", privateJwk: "{}" }))).toBe(false);
+      expectRecords(await s.storage().signingKeys.list(), [record], "signing keys");
+    });
+
+    it("returns false and stores nothing while any key is stored (one made by create, several, a next key); true again once all are deleted", async () => {
+      const a = signingKeyRecord({ kid: "a" });
+      const next = signingKeyRecord({ kid: "next", createdAt: T0 + 1, activatesAt: MAX_DATE_MS });
+      expect(await s.storage().signingKeys.create(a)).toBe(true);
+      expect(await first().createIfEmpty(signingKeyRecord({ kid: "b" }))).toBe(false);
+      expectRecords(await s.storage().signingKeys.list(), [a], "signing keys");
+      expect(await s.storage().signingKeys.create(next)).toBe(true);
+      expect(await first().createIfEmpty(signingKeyRecord({ kid: "c" }))).toBe(false);
+      expectRecords(sorted(await s.storage().signingKeys.list()), sorted([a, next]), "signing keys");
+      await s.storage().signingKeys.delete("a");
+      await s.storage().signingKeys.delete("next");
+      const c = signingKeyRecord({ kid: "c" });
+      expect(await first().createIfEmpty(c)).toBe(true);
+      expectRecords(await s.storage().signingKeys.list(), [c], "signing keys");
+    });
+
+    it("30 concurrent calls with distinct records on an empty store (two instances where the target gives connect), 5 rounds: exactly one returns true and only its record is stored", async () => {
+      await withOtherInstance(s, async (other) => {
+        const stores = [first(), first(other.signingKeys)];
+        for (let round = 0; round < 5; round++) {
+          const records = Array.from({ length: 30 }, (_, i) => signingKeyRecord({ kid: `r${round}-racer-${i}`, createdAt: T0 + i }));
+          const results = await inParallel(30, (i) => stores[i % 2]!.createIfEmpty(records[i]!));
+          const stored = await s.storage().signingKeys.list();
+          expect(stored.map((k) => k.kid), `round ${round}: exactly one first key stored`).toHaveLength(1);
+          expect(results.filter(Boolean), `round ${round}: exactly one call returned true`).toHaveLength(1);
+          const winner = records[results.indexOf(true)]!;
+          expectRecords(stored, [winner], "signing keys");
+          expectRecords(await other.signingKeys.list(), [winner], "signing keys seen by the other instance");
+          expect(await s.storage().signingKeys.delete(winner.kid)).toBe(true);
+        }
+      });
+    });
+
+    it("stores a copy: mutating the record passed in changes nothing stored", async () => {
+      const input = signingKeyRecord({ kid: "iso-first" });
+      const expected = structuredClone(input);
+      expect(await first().createIfEmpty(input)).toBe(true);
+      input.privateJwk = "mutated";
+      expectRecords(await s.storage().signingKeys.list(), [expected], "signing keys");
     });
   });
 }
