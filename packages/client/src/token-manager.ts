@@ -87,6 +87,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * `until` (the client's clock; a clock gone back before `from` ends it), calls reject with `error`.
    */
   let hold: { from: number; until: number; error: OAuthError } | null = null;
+  /**
+   * The server refused this client's secret (`invalid_client`): no token request is sent again,
+   * calls reject with this error (a fresh token in the shared cache is still taken). See tokenRequest.
+   */
+  let refusedSecret: OAuthError | null = null;
 
   /**
    * Where in the skew window this client renews, from 0 (its start, refreshSkewMs before expiry)
@@ -321,6 +326,19 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         const now = clock();
         hold = { from: now, until: now + Math.min(error.retryAfter * 1000, HOLD_MAX_MS), error };
       }
+      // A refused client secret is never presented again (until 2026-11-30 every call sent it):
+      // this client's secret is a fixed string, and a secret is added to an existing client only by
+      // the server making it, so one it refuses (revoked, expired, rotated away, mistyped) is never
+      // accepted later (unless the client did not exist yet and is created with it). Sending it
+      // again only counted toward the server's lock of this client id + address (plantgate: 10
+      // failures), which then refuses every process on the host using the client id, the ones
+      // already given the new secret during a rotation too. A private_key_jwt assertion is signed
+      // anew each time and may pass later (a key the server fetches from jwks_uri, a clock put
+      // right): not stopped.
+      if (error instanceof OAuthError && error.error === "invalid_client" && config.assertion === null) {
+        refusedSecret = error;
+        credentials = null;
+      }
       throw error;
     }
     // A rotation: the new refresh token's lineage starts with the one it replaced.
@@ -364,6 +382,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       if (await replaced(current, cached)) return { token: { ...cached, refreshToken: current!.refreshToken, lineage: current!.lineage! }, cached: false };
       return { token: cached, cached: true };
     }
+    if (refusedSecret !== null) throw refusedSecret;
     if (hold !== null) {
       const now = clock();
       if (now >= hold.from && now < hold.until) throw hold.error;

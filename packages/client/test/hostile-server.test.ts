@@ -82,10 +82,10 @@ describe("a server's text in error messages", () => {
   it("a short, plain description is the message unchanged; an error code of 1 MB is cut too", async () => {
     let code = "invalid_client";
     const baseUrl = await hostileServer((_req, res) => json(res, 401, { error: code, error_description: "Client authentication failed." }));
-    const client = createClient({ baseUrl, ...options });
-    expect(await rejectionOf(client.getAccessToken())).toMatchObject({ message: "invalid_client: Client authentication failed." });
+    expect(await rejectionOf(createClient({ baseUrl, ...options }).getAccessToken())).toMatchObject({ message: "invalid_client: Client authentication failed." });
     code = "y".repeat(1_000_000);
-    const e = (await rejectionOf(client.getAccessToken())) as OAuthError;
+    // A new client: one whose secret was refused (invalid_client) sends nothing again.
+    const e = (await rejectionOf(createClient({ baseUrl, ...options }).getAccessToken())) as OAuthError;
     expect(e.message).toBe(`${"y".repeat(SERVER_TEXT_MAX)}… (${1_000_000 - SERVER_TEXT_MAX} more characters): Client authentication failed.`);
     expect(e.error).toBe(code);
   });
