@@ -25,7 +25,7 @@
  * in wrangler.toml) and each run calls `admin.prune()`, at most `pruneMaxBatches` batches (default 20,
  * under D1's 50 queries per invocation on the Free plan), and logs the counts.
  */
-import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, ConfigError, createPlantgate, describeError, guardedLogger, isIpAddress, isThenable, LATE, optionsFromEnv, PRUNE_STORES, StorageError, unavailableResponse, waitAtMost, type EnvVars, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
+import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, checkBootstrap, ConfigError, createPlantgate, describeError, guardedLogger, isIpAddress, isThenable, LATE, optionsFromEnv, PRUNE_STORES, StorageError, unavailableResponse, waitAtMost, type EnvVars, type Logger, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
 import { createD1Storage, SchemaTooNewError, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
@@ -227,7 +227,7 @@ function isD1(value: unknown): value is D1DatabaseLike {
   return typeof value === "object" && value !== null && typeof (value as { prepare?: unknown }).prepare === "function";
 }
 
-async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Promise<Plantgate> {
+async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logger: Pick<Logger, "warn">): Promise<Plantgate> {
   // The upload bounds are the entry's own; the rest are plantgate options.
   const { d1Binding = "DB", migrate = true, d1TimeoutMs = WORKER_D1_TIMEOUT_MS, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, scheduledEventsTimeoutMs: _events, fetchEventsTimeoutMs: _fetchEvents, pruneMaxBatches: _prune, ...rest } = options;
   // Everything the environment decides is checked before D1 is touched: a bad setting is a
@@ -268,6 +268,12 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv): Pro
     throw error instanceof TypeError ? new ConfigError(`plantgate: ${error.message}`, { cause: error }) : error;
   }
   if (migrate) await storage.migrate();
+  // As the Node servers: a bootstrap value that breaks a rule stops the start (a ConfigError, kept)
+  // naming the variable, before anything is created; one a stored client or account leaves unused
+  // is a warning, and the start goes on. Until 2026-11-30 the Worker said the option's name
+  // (`plantgate: bootstrap: clientSecret must be ...`), and a valid client beside a refused
+  // password had been created.
+  for (const warning of await checkBootstrap(bootstrap, storage)) logger.warn(warning);
   try {
     await applyBootstrap(app.admin, bootstrap);
   } catch (error) {
@@ -354,7 +360,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
       current = undefined;
     }
     if (!current) {
-      const started: Start = { app: start(appOptions, env), late: new StorageError(`plantgate: the start did not finish within ${startTimeoutMs} ms`) };
+      const started: Start = { app: start(appOptions, env, logger), late: new StorageError(`plantgate: the start did not finish within ${startTimeoutMs} ms`) };
       current = started;
       instances.set(env, started);
       // A failed start is not cached (the next request tries again: D1 may be back), unless the
@@ -537,8 +543,10 @@ function urlOf(url: string): URL | null {
 /** A start-up failure for the log: its message, and its cause's (a D1 error under a StorageError). */
 function describeFailure(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
-  // A ConfigError made from another error names it already.
-  const cause = error.cause instanceof Error && !error.message.endsWith(error.cause.message) ? `: ${error.cause.message}` : "";
+  // A ConfigError made from another error names it already: in its own words for checkBootstrap's
+  // (`PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be ...` from the AdminError `clientSecret must be ...`).
+  const restated = error instanceof ConfigError && error.cause instanceof AdminError;
+  const cause = error.cause instanceof Error && !restated && !error.message.endsWith(error.cause.message) ? `: ${error.cause.message}` : "";
   return `${error.message}${cause}`;
 }
 

@@ -18,16 +18,24 @@ import { Miniflare, type WorkerOptions } from "miniflare";
 import { afterAll, describe, expect, it } from "vitest";
 import { bundle, COMPATIBILITY_DATE } from "./support.js";
 
-// The entry: createWorker() with a logger the test can read (/__log), and a count of the audit
-// rows of its D1 database (/__audit). Everything else is the Worker as deployed.
+// The entry: createWorker() with a logger the test can read (/__log: errors; /__warnings), a count
+// of the audit rows of its D1 database (/__audit) and the client ids and usernames stored
+// (/__stored). Everything else is the Worker as deployed.
 const ENTRY = `
 import { createWorker } from "../src/index.ts";
 const lines = [];
-const worker = createWorker({ logger: { error: (m, c) => lines.push(m + " " + JSON.stringify(c)), warn: () => {} } });
+const warnings = [];
+const worker = createWorker({ logger: { error: (m, c) => lines.push(m + " " + JSON.stringify(c)), warn: (m, c) => warnings.push(c === undefined ? m : m + " " + JSON.stringify(c)) } });
 export default {
   async fetch(request, env, ctx) {
     const url = new URL(request.url);
     if (url.pathname === "/__log") return Response.json(lines);
+    if (url.pathname === "/__warnings") return Response.json(warnings);
+    if (url.pathname === "/__stored") {
+      const tables = (await env.DB.prepare("select name from sqlite_master where type = 'table' and name in ('pg_clients', 'pg_accounts')").all()).results.map((r) => r.name);
+      const read = async (table, column) => (tables.includes(table) ? (await env.DB.prepare("select " + column + " as v from " + table + " order by 1").all()).results.map((r) => r.v) : []);
+      return Response.json({ clients: await read("pg_clients", "client_id"), accounts: await read("pg_accounts", "username") });
+    }
     if (url.pathname === "/__audit") {
       const tables = await env.DB.prepare("select name from sqlite_master where type = 'table' and name = 'pg_audit_events'").all();
       if (tables.results.length === 0) return Response.json(0);
@@ -118,10 +126,13 @@ const HOSTILE: [string, unknown, string][] = [
   ["PLANTGATE_CONSOLE", "on", 'PLANTGATE_CONSOLE must be 1 or true, or 0 or false, got "on"'],
   ["PLANTGATE_CONSOLE_SESSION_TTL", "0", 'PLANTGATE_CONSOLE_SESSION_TTL must be a positive integer, got "0"'],
   ["PLANTGATE_BOOTSTRAP_ADMIN", "2", 'PLANTGATE_BOOTSTRAP_ADMIN must be 1 or true, or 0 or false, got "2"'],
-  ["PLANTGATE_BOOTSTRAP_CLIENT_ID", "demo client", "plantgate: bootstrap: clientId must be 1-200 printable ASCII characters without spaces"],
+  // As the Node servers say them (core's checkBootstrap): the variable, not the option. Until
+  // 2026-11-30: "plantgate: bootstrap: clientId must be ...", "... clientSecret must be ...".
+  ["PLANTGATE_BOOTSTRAP_CLIENT_ID", "demo client", "PLANTGATE_BOOTSTRAP_CLIENT_ID must be 1-200 printable ASCII characters without spaces"],
   ["PLANTGATE_BOOTSTRAP_CLIENT_SECRET", "", "PLANTGATE_BOOTSTRAP_CLIENT_ID and PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be set together"],
-  ["PLANTGATE_BOOTSTRAP_USERNAME", "\u0000", "plantgate: bootstrap: username must not contain U+0000 or unpaired surrogates"],
-  ["PLANTGATE_BOOTSTRAP_PASSWORD", "pw-7chr", "plantgate: bootstrap: password must be 8-1024 characters"],
+  ["PLANTGATE_BOOTSTRAP_CLIENT_SECRET", "tooShortSecret", "PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be 16-1024 characters"],
+  ["PLANTGATE_BOOTSTRAP_USERNAME", "\u0000", "PLANTGATE_BOOTSTRAP_USERNAME must not contain U+0000 or unpaired surrogates"],
+  ["PLANTGATE_BOOTSTRAP_PASSWORD", "pw-7chr", "PLANTGATE_BOOTSTRAP_PASSWORD must be 8-1024 characters"],
 ];
 
 describe("hostile values of the documented variables", () => {
@@ -131,7 +142,7 @@ describe("hostile values of the documented variables", () => {
       "hostile",
     );
     const seen = await Promise.all(
-      workers.map(async (w) => {
+      workers.map(async (w, i) => {
         const answers: unknown[] = [];
         const requests: [string, RequestInit][] = [
           ["/.well-known/jwks.json", {}],
@@ -150,23 +161,64 @@ describe("hostile values of the documented variables", () => {
           answers.push([res.status, await res.json()]);
         }
         const log = (await (await w.fetch("http://worker.test/__log")).json()) as string[];
-        return { answers, log };
+        // What a refused bootstrap left in D1 (a failed start for another variable may come after the bootstrap).
+        if (!HOSTILE[i]![0].startsWith("PLANTGATE_BOOTSTRAP_")) return { answers, log };
+        return { answers, log, stored: await (await w.fetch("http://worker.test/__stored")).json() };
       }),
     );
     expect(seen).toEqual(
-      HOSTILE.map(([, , message]) => ({
+      HOSTILE.map(([name, , message]) => ({
         answers: [
           [503, UNAVAILABLE],
           [503, OAUTH_UNAVAILABLE],
           [503, UNAVAILABLE],
         ],
         log: [`plantgate worker failed to start ${JSON.stringify({ error: message })}`],
+        // Nothing created: a valid bootstrap client beside a refused username or password neither
+        // (it was, until 2026-11-30).
+        ...(name.startsWith("PLANTGATE_BOOTSTRAP_") ? { stored: { clients: [], accounts: [] } } : {}),
       })),
     );
     for (const [i, [name, value]] of HOSTILE.entries()) {
       if (SECRET_NAMES.includes(name) && typeof value === "string" && value !== "") expect(seen[i]!.log.join("\n")).not.toContain(value);
     }
   }, 120_000);
+});
+
+describe("bootstrap values a stored client or account leaves unused", () => {
+  it("a short secret or password for a client and account already stored: the Worker starts and serves, a warning names each variable; with PLANTGATE_BOOTSTRAP_ADMIN=1 the short password is refused", async () => {
+    const shared = { d1Databases: { DB: "bootstrap-stored" } };
+    const short = { ...BOOTSTRAP, PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "short-secret", PLANTGATE_BOOTSTRAP_PASSWORD: "pw-7chr" };
+    // w0 stores the client and the account; then w1 and w2 start on the same D1 database.
+    const [first, later, admin] = await workersFor([BOOTSTRAP, short, { ...short, PLANTGATE_BOOTSTRAP_ADMIN: "1" }], "unused", shared);
+    const token = (w: WorkerFetcher, secret: string, form: string) =>
+      w.fetch("http://worker.test/UserService/connect/token", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`env-client:${secret}`)}` },
+        body: form,
+      });
+    expect((await token(first!, BOOTSTRAP.PLANTGATE_BOOTSTRAP_CLIENT_SECRET, "grant_type=client_credentials")).status).toBe(200);
+    // The stored credentials keep working on the Worker given short ones; the short secret is not one.
+    const password = await token(later!, BOOTSTRAP.PLANTGATE_BOOTSTRAP_CLIENT_SECRET, `grant_type=password&username=env-user&password=${BOOTSTRAP.PLANTGATE_BOOTSTRAP_PASSWORD}`);
+    expect(password.status).toBe(200);
+    const refused = await token(later!, "short-secret", "grant_type=client_credentials");
+    expect([refused.status, await refused.json()]).toEqual([401, { error: "invalid_client", error_description: "Client authentication failed." }]);
+    // (Its other warnings, keys stored in clear and no issuer, are the deployment's, not these.)
+    expect(((await (await later!.fetch("http://worker.test/__warnings")).json()) as string[]).filter((w) => w.includes("BOOTSTRAP"))).toEqual([
+      "PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be 16-1024 characters; ignored, as the bootstrap client exists and is left as it is",
+      "PLANTGATE_BOOTSTRAP_PASSWORD must be 8-1024 characters; ignored, as the bootstrap account exists and is left as it is",
+    ]);
+    expect(await (await later!.fetch("http://worker.test/__log")).json()).toEqual([]);
+    // ADMIN=1 creates the account with its role, so its values are checked whether it exists or not.
+    const locked = await token(admin!, BOOTSTRAP.PLANTGATE_BOOTSTRAP_CLIENT_SECRET, "grant_type=client_credentials");
+    expect([locked.status, await locked.json()]).toEqual([503, OAUTH_UNAVAILABLE]);
+    expect(await (await admin!.fetch("http://worker.test/__log")).json()).toEqual([
+      `plantgate worker failed to start ${JSON.stringify({ error: "PLANTGATE_BOOTSTRAP_PASSWORD must be 8-1024 characters" })}`,
+    ]);
+    const all = JSON.stringify(await Promise.all([later!, admin!].flatMap((w) => ["/__log", "/__warnings"].map(async (path) => (await w.fetch(`http://worker.test${path}`)).json()))));
+    expect(all).not.toContain("short-secret");
+    expect(all).not.toContain("pw-7chr");
+  }, 60_000);
 });
 
 describe("bindings under PLANTGATE_ names", () => {

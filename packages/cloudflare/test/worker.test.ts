@@ -342,7 +342,7 @@ describe("createWorker", () => {
     const a = createWorker({ logger: recorded });
     expect((await a.fetch(new Request("http://worker.test/.well-known/jwks.json"), { DB: own, PLANTGATE_KEY_ENCRYPTION_KEY: kekA })).status).toBe(200);
     for (const [db, env, starts] of [
-      [database, { PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-short", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "tooshort" }, "plantgate: bootstrap: "],
+      [database, { PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-short", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "tooshort" }, "PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be 16-1024 characters\"}"],
       [own, { PLANTGATE_KEY_ENCRYPTION_KEY: kekB }, "plantgate: the signing keys cannot be loaded: "],
       [own, {}, "plantgate: the signing keys cannot be loaded: "],
       // Last, on the database of its own: a configured key is stored beside the others.
