@@ -9,6 +9,22 @@ import { startExpressServer } from "./server.js";
 // JSON log lines have their own writer, which reports and recovers on its own).
 process.stdout.on("error", startLinesLost);
 
+// SIGINT/SIGTERM stop the server: set before the start, so that one arriving while it runs (the
+// store opening, migrations, the bootstrap) lets the start end, then closes the server and the store
+// and exits 0. Until 2026-11-30 they were set only after the demo credentials were written: a
+// signal before that killed the process, the store left open, and when it came after the demo
+// client was made (the "listening" line) the credentials were never written and the next start,
+// finding a client, made none: they were lost. A second signal of the same kind ends the process
+// at once (the default action).
+let stopRequested = false;
+let stopServer: (() => void) | null = null;
+const onStopSignal = () => {
+  if (stopServer) stopServer();
+  else stopRequested = true;
+};
+process.once("SIGINT", onStopSignal);
+process.once("SIGTERM", onStopSignal);
+
 try {
   const server = await startExpressServer(process.env);
   console.log(`plantgate (Express) listening on ${server.url}, mounted at ${server.mountPath}`);
@@ -18,11 +34,10 @@ try {
   console.log(`  own route:       GET  ${server.url}/health`);
   if (server.metricsUrl) console.log(`  metrics:         ${server.metricsUrl}`);
   if (server.demo) await announceDemo(server.demo);
-  const stop = () => {
+  stopServer = () => {
     server.close().then(() => process.exit(0), () => process.exit(1));
   };
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  if (stopRequested) stopServer();
 } catch (error) {
   console.error(error instanceof Error ? error.message : "failed to start");
   process.exit(1);

@@ -174,7 +174,7 @@ describe("bootstrap values that break the rules, on an empty store", () => {
     if (!vars.PLANTGATE_BOOTSTRAP_CLIENT_ID || !vars.PLANTGATE_BOOTSTRAP_USERNAME) return;
     const next = start(entry, cwd, {}, await freePort());
     await listening(entry, next);
-    // The demo's last line: the entry sets its SIGTERM handler only after it.
+    // The demo's last line: the demo client was made and its credentials written.
     await expect.poll(() => next.stdout(), { timeout: RUN_TIMEOUT_MS }).toMatch(/^  client_secret and password: \S+demo-credentials\.txt /m);
     expect(next.stdout()).toContain("Created a demo client and user");
     await stop(next);
