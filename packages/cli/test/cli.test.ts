@@ -4,9 +4,10 @@ import { tmpdir } from "node:os";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startServer } from "@plantgate/example-node-server";
 import { kekId } from "@plantgate/http-suite-tests/kek-rows";
+import { bundleNodeEntry } from "@plantgate/http-suite-tests/node-entry";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { generateKeyRecord } from "@plantgate/core";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
@@ -15,6 +16,21 @@ import { LATEST_SCHEMA_VERSION } from "@plantgate/storage-sql";
 // As storage-sql's own upgrade tests build an older database (not exported from the package).
 import { migrateToVersion } from "../../storage-sql/src/migrations.js";
 import { runCli } from "../src/cli.js";
+
+/**
+ * main.ts, bundled once for the tests that run the CLI as a process many times (closed and broken
+ * stdout, stdin read forever): a plain `node` start instead of tsx's two processes and loader
+ * thread for each. The real entry point through tsx and `pnpm -s plantgate` keep their own tests.
+ */
+let bundled: string;
+let bundleDir: string | undefined;
+beforeAll(async () => {
+  bundleDir = mkdtempSync(join(tmpdir(), "plantgate-cli-main-"));
+  bundled = await bundleNodeEntry(fileURLToPath(new URL("../src/main.ts", import.meta.url)), join(bundleDir, "main.mjs"));
+});
+afterAll(() => {
+  if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
+});
 
 let dir: string;
 beforeEach(async () => {
@@ -484,11 +500,8 @@ describe("plantgate CLI", () => {
   });
 
   it("a result stdout cannot take (a closed pipe) is one stderr line and exit 1 saying the command was carried out, never an EPIPE stack trace", async () => {
-    const root = fileURLToPath(new URL("../../../", import.meta.url));
-    const tsx = join(root, "node_modules", ".bin", "tsx");
-    const main = join(root, "packages", "cli", "src", "main.ts");
     const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
-    const child = spawn(tsx, [main, "client", "create", "--name", "Lost", "--id", "lost"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [bundled, "client", "create", "--name", "Lost", "--id", "lost"], { env, stdio: ["ignore", "pipe", "pipe"] });
     child.stdout.destroy();
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
@@ -500,7 +513,7 @@ describe("plantgate CLI", () => {
     ]);
     expect((await cli(["client", "list"])).json.map((c: { client_id: string }) => c.client_id)).toEqual(["lost"]);
     // A command that made no secret, read by a reader that stopped early (`| head -1`): exit 0, no message.
-    const listing = spawn(tsx, [main, "client", "list"], { env, stdio: ["ignore", "pipe", "pipe"] });
+    const listing = spawn(process.execPath, [bundled, "client", "list"], { env, stdio: ["ignore", "pipe", "pipe"] });
     listing.stdout.destroy();
     let listingErr = "";
     listing.stderr.on("data", (chunk: Buffer) => (listingErr += chunk.toString()));
@@ -508,12 +521,9 @@ describe("plantgate CLI", () => {
   });
 
   it.runIf(process.platform === "linux")("a closed stdout (`>&-`) is refused before a secret is made (exit 2); other commands run (a closed stdout looks like stdio \"ignore\"); a full disk is exit 1; >/dev/null is a choice (exit 0)", async () => {
-    const root = fileURLToPath(new URL("../../../", import.meta.url));
-    const tsx = join(root, "node_modules", ".bin", "tsx");
-    const main = join(root, "packages", "cli", "src", "main.ts");
     const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
     // The shell closes fd 1 and execs the CLI, as `plantgate client create ... >&-` does.
-    const shell = (redirect: string, ...argv: string[]) => spawnSync("sh", ["-c", `exec "$@" ${redirect}`, "sh", tsx, main, ...argv], { env, encoding: "utf8" });
+    const shell = (redirect: string, ...argv: string[]) => spawnSync("sh", ["-c", `exec "$@" ${redirect}`, "sh", process.execPath, bundled, ...argv], { env, encoding: "utf8" });
     const closed = (action: string) =>
       `plantgate: stdout is closed (or is /dev/null opened read-write, which Node puts in place of a closed one), so the secret client ${action} makes could not be shown; nothing was done: give it a stdout it can write to (>/dev/null is taken as discarding it on purpose)\n`;
     const create = shell(">&-", "client", "create", "--name", "Closed", "--id", "closed");
@@ -526,7 +536,7 @@ describe("plantgate CLI", () => {
     expect([signed.status, signed.stdout, signed.stderr]).toEqual([0, "", ""]);
     const list = shell(">&-", "client", "list");
     expect([list.status, list.stdout, list.stderr]).toEqual([0, "", ""]);
-    const ignored = spawnSync(tsx, [main, "prune", "--server-defaults"], { env, stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
+    const ignored = spawnSync(process.execPath, [bundled, "prune", "--server-defaults"], { env, stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
     expect([ignored.status, ignored.stderr]).toEqual([0, ""]);
     // Nothing was made but the private_key_jwt client: no client whose only secret went nowhere.
     expect(((await cli(["client", "list"])).json as Array<{ client_id: string }>).map((c) => c.client_id)).toEqual(["signed"]);
@@ -794,11 +804,8 @@ describe("plantgate CLI", () => {
   });
 
   it("stdin: a password is read up to the first newline and no further (`yes pw |` read forever); bytes that are not UTF-8 are refused, not stored as U+FFFD", async () => {
-    const root = fileURLToPath(new URL("../../../", import.meta.url));
-    const tsx = join(root, "node_modules", ".bin", "tsx");
-    const main = join(root, "packages", "cli", "src", "main.ts");
     const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
-    const endless = spawn(tsx, [main, "user", "create", "--username", "yes-user"], { env, stdio: ["pipe", "pipe", "pipe"] });
+    const endless = spawn(process.execPath, [bundled, "user", "create", "--username", "yes-user"], { env, stdio: ["pipe", "pipe", "pipe"] });
     let out = "";
     endless.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
     endless.stdin.on("error", () => {}); // EPIPE once the CLI has stopped reading
@@ -807,7 +814,7 @@ describe("plantgate CLI", () => {
     const status = await new Promise<number | null>((resolve) => endless.on("close", resolve));
     clearInterval(feed);
     expect([status, JSON.parse(out).username]).toEqual([0, "yes-user"]);
-    const latin1 = spawnSync(tsx, [main, "user", "create", "--username", "latin"], { env, input: Buffer.from("p\xe4ssword1\n", "latin1"), encoding: "utf8" });
+    const latin1 = spawnSync(process.execPath, [bundled, "user", "create", "--username", "latin"], { env, input: Buffer.from("p\xe4ssword1\n", "latin1"), encoding: "utf8" });
     expect([latin1.status, latin1.stdout, latin1.stderr]).toEqual([2, "", "plantgate: stdin is not valid UTF-8\n"]);
     expect((await cli(["user", "list"])).json.map((a: { username: string }) => a.username)).toEqual(["yes-user"]);
   }, 60_000);
