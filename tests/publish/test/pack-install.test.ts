@@ -1,7 +1,7 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -52,14 +52,17 @@ beforeAll(async () => {
   work = await mkdtemp(join(tmpdir(), "plantgate-publish-"));
   const packs = join(work, "packs");
   await sh("pnpm", ["-r", "--filter", "./packages/*", "build"], root);
-  const packages = await publishablePackages();
-  for (const { dir, pkg } of packages) {
-    const before = new Set(await readdir(packs).catch(() => [] as string[]));
-    await sh("pnpm", ["pack", "--pack-destination", packs], dir);
-    const file = (await readdir(packs)).find((f) => !before.has(f));
-    if (!file) throw new Error(`pnpm pack wrote nothing for ${pkg.name}`);
-    tarballs.push({ dir, pkg, file: join(packs, file) });
-  }
+  // All packed at once, each into a folder of its own (the one file there is its tarball): one
+  // pnpm start after the other cost a second or more each on a loaded 2-core machine.
+  tarballs = await Promise.all(
+    (await publishablePackages()).map(async ({ dir, pkg }) => {
+      const destination = join(packs, basename(dir));
+      await sh("pnpm", ["pack", "--pack-destination", destination], dir);
+      const files = await readdir(destination).catch(() => [] as string[]);
+      if (files.length !== 1) throw new Error(`pnpm pack wrote ${files.length} files for ${pkg.name}: ${files.join(", ")}`);
+      return { dir, pkg, file: join(destination, files[0]!) };
+    }),
+  );
   const app = join(work, "app");
   await sh("mkdir", ["-p", app], work);
   await writeFile(join(app, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
