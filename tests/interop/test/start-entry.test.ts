@@ -1,5 +1,5 @@
 /**
- * What `pnpm start` runs (`tsx src/main.ts` of examples/node-server) really starts: it prints its
+ * What `pnpm start` runs (`node --import tsx examples/node-server/src/main.ts`) really starts: it prints its
  * URL and, stdout being no terminal here, writes the demo credentials to a 0600 file; those
  * credentials get a token over the socket, and SIGTERM stops it.
  */
@@ -13,7 +13,12 @@ import { afterAll, afterEach, expect, it } from "vitest";
 import { DEFAULT_SCOPE, TOKEN_PATH, verifyAccessToken } from "./helpers.js";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
-const tsx = fileURLToPath(new URL("node_modules/.bin/tsx", `file://${repoRoot}`));
+// `pnpm start` is `node --import tsx ...` (not the tsx command, whose signal relay SIGKILLs the server
+// when it answers a SIGTERM late: exit 143 under load). Run from a scratch directory, `tsx` is named
+// by its loader's path, which is what `--import tsx` resolves to from the repository root.
+const START_SCRIPT = "node --import tsx examples/node-server/src/main.ts";
+const tsxLoader = new URL("node_modules/tsx/dist/loader.mjs", `file://${repoRoot}`).href;
+const startArgs = () => ["--import", tsxLoader, entry];
 const entry = fileURLToPath(new URL("examples/node-server/src/main.ts", `file://${repoRoot}`));
 
 const START_TIMEOUT_MS = 20_000;
@@ -26,8 +31,8 @@ afterAll(() => rmSync(workDir, { recursive: true, force: true }));
 
 let child: ChildProcess | undefined;
 afterEach(() => {
-  // Only if the test failed half-way: never leave the server running. tsx runs the entry in a
-  // grandchild process, so the whole process group (led by our child, see `detached`) is killed.
+  // Only if the test failed half-way: never leave the server running, nor anything it started: the
+  // whole process group (led by our child, see `detached`) is killed.
   if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
     try {
       process.kill(-child.pid, "SIGKILL");
@@ -109,8 +114,10 @@ function waitForExit(proc: ChildProcess): Promise<{ code: number | null; signal:
 }
 
 it(
-  "tsx examples/node-server/src/main.ts with PORT=0 starts, serves the printed demo client, and exits on SIGTERM",
+  "node --import tsx examples/node-server/src/main.ts (pnpm start) with PORT=0 starts, serves the printed demo client, and exits on SIGTERM",
   async () => {
+    // What runs below is what `pnpm start` runs.
+    expect((JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start).toBe(START_SCRIPT);
     const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0" };
     // The defaults are what is under test: no host override, no bootstrap client or user.
     for (const name of Object.keys(env)) if (name.startsWith("PLANTGATE_") || name === "HOST") delete env[name];
@@ -123,7 +130,7 @@ it(
     symlinkSync(elsewhere, join(workDir, "data", "demo-credentials.txt"));
     let stderr = "";
     // detached: its own process group, so a failed run can be cleaned up completely (afterEach).
-    const proc = spawn(tsx, [entry], { cwd: workDir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const proc = spawn(process.execPath, startArgs(), { cwd: workDir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     child = proc;
     proc.stderr!.setEncoding("utf8");
     proc.stderr!.on("data", (chunk: string) => (stderr += chunk));
@@ -189,7 +196,7 @@ it(
     const env: NodeJS.ProcessEnv = { ...process.env, PORT: port };
     for (const name of Object.keys(env)) if (name.startsWith("PLANTGATE_") || name === "HOST") delete env[name];
     let stderr = "";
-    const proc = spawn(tsx, [entry], { cwd: workDir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const proc = spawn(process.execPath, startArgs(), { cwd: workDir, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     child = proc;
     proc.stderr!.setEncoding("utf8");
     proc.stderr!.on("data", (chunk: string) => (stderr += chunk));
