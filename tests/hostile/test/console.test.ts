@@ -13,9 +13,16 @@
  * the suite's invariants: never a 5xx, a rejected request writes nothing, every string stored is
  * storable on every backend (no U+0000, no lone surrogate), and no password, client secret, session
  * id or CSRF token reaches the server's log lines, events or metrics.
+ *
+ * The paged reads are checked page by page against the store: `GET /events` (filters by type,
+ * client and account, limits, cursors of stored records and forged ones) must answer exactly the
+ * matching records of the whole audit trail after the cursor, and `GET /clients` (limits, the
+ * cursors the API hands out, cursors of ids no client has, long-id and malformed cursors, either
+ * given twice) exactly the clients after the cursor in code-unit order, with the right `next`.
+ * `POST /signing-keys/reencrypt` is refused (409 1307: this world has no key encryption key).
  */
 import fc from "fast-check";
-import { MAX_CLIENT_SECRETS, sha256 } from "@plantgate/core";
+import { MAX_CLIENT_SECRETS, SECURITY_EVENT_TYPES, sha256, type AuditRecord } from "@plantgate/core";
 import { expect, it } from "vitest";
 import { fail, logsAreClean, noServerError, read, withStoreCheck, type Answer } from "../src/invariants.js";
 import { bump, runChunked, summary } from "../src/run.js";
@@ -291,7 +298,7 @@ const payload = (members: fc.Arbitrary<Record<string, Member>>): fc.Arbitrary<Pa
 type Ref = { k: "known"; n: number } | { k: "text"; v: string };
 const ref = fc.oneof(
   { weight: 3, arbitrary: fc.nat(50).map((n): Ref => ({ k: "known", n })) },
-  // Not "reencrypt" either: that path also has the re-encrypt action's POST, which the model leaves out.
+  // Not "reencrypt" either: that path also has the re-encrypt action's POST (its own target, below).
   fc.string({ unit: "binary", minLength: 1, maxLength: 20 }).filter((s) => storable(s) && s !== "." && s !== ".." && s !== "reencrypt").map((v): Ref => ({ k: "text", v })),
 );
 /** A kid for `?kid=`: any text, those a path segment cannot carry included. */
@@ -299,16 +306,20 @@ const queryKid = fc.oneof(ref, fc.constantFrom("", ".", "..", "reencrypt").map((
 
 type Target =
   | { r: "session"; body: Payload; signIn: { who: string; username: Member; password: Member } }
-  | { r: "session-get" | "sign-out" | "clients-list" | "keys-list" }
+  | { r: "session-get" | "sign-out" | "keys-list" }
+  | { r: "clients-list"; query: EventsParam[] }
   | { r: "clients-create"; body: Payload }
   | { r: "client" | "secret"; id: Ref }
   | { r: "secrets"; id: Ref; body: Payload }
   | { r: "secret-id"; id: Ref; sid: Ref }
-  | { r: "accounts-list" | "events"; query: string }
+  | { r: "accounts-list"; query: string }
+  | { r: "events"; query: EventsParam[] }
   | { r: "accounts-create"; body: Payload }
   | { r: "disable" | "enable"; id: Ref | { k: "self" } }
   | { r: "keys-rotate"; body: Payload }
-  | { r: "key" | "key-query"; kid: Ref }
+  | { r: "key"; kid: Ref }
+  | { r: "key-query"; kid: Ref; twice: Ref | null }
+  | { r: "reencrypt" }
   | { r: "junk"; path: string };
 
 const queryText = fc.oneof(
@@ -322,22 +333,221 @@ const queryText = fc.oneof(
   ).map((parts) => "?" + parts.map(([k, v]) => `${k}=${v}`).join("&")),
 );
 
+/** One `name=value` of an events query, value unencoded (`<alice-id>`, `<cursor:n>`: filled in from the world). */
+type EventsParam = readonly [string, string];
+const UUID_MAX = "ffffffff-ffff-ffff-ffff-ffffffffffff";
+const UUID_MIN = "00000000-0000-0000-0000-000000000000";
+/** The events API's parameters: values the trail holds, values it does not, and bad ones (README: 400 1009). */
+const eventsParam: fc.Arbitrary<EventsParam> = fc.oneof(
+  fc.tuple(
+    fc.constant("type"),
+    fc.oneof(
+      { weight: 4, arbitrary: fc.constantFrom(...SECURITY_EVENT_TYPES) },
+      { weight: 3, arbitrary: fc.constantFrom("token.issued", "console.signed_in", "client.created", "account.created") },
+      fc.constantFrom("", "TOKEN.ISSUED", "token.issued ", "token", "x", "token.issued\u0000"),
+    ),
+  ),
+  fc.tuple(
+    fc.constant("client"),
+    fc.oneof(
+      { weight: 4, arbitrary: fc.constantFrom("cc-client", "pw-client", "odd:client%+") },
+      fc.constantFrom("", "no-such-client", "c".repeat(200), "c".repeat(201), "\u0000", "a\u0000b"),
+      text(1, 12),
+    ),
+  ),
+  fc.tuple(
+    fc.constant("account"),
+    fc.oneof(
+      { weight: 4, arbitrary: fc.constantFrom("alice", "<alice-id>", ADMIN.username, "carol:+%") },
+      fc.constantFrom("", "nobody", "a".repeat(200), "a".repeat(201), "\u0000"),
+      text(1, 12),
+    ),
+  ),
+  fc.tuple(
+    fc.constant("limit"),
+    fc.oneof(
+      { weight: 4, arbitrary: fc.integer({ min: 1, max: 100 }).map(String) },
+      fc.constantFrom("", "1", "100", "0100", "0", "101", "1000", "00001", "-1", "1.5", "1e1", " 5", "+5", "abc", "9999"),
+    ),
+  ),
+  fc.tuple(
+    fc.constant("before"),
+    fc.oneof(
+      { weight: 5, arbitrary: fc.nat(5000).map((n) => `<cursor:${n}>`) },
+      fc.constantFrom(
+        "",
+        `9007199254740991.${UUID_MAX}`,
+        `0.${UUID_MIN}`,
+        `${Date.UTC(2026, 5, 1, 12, 0, 0)}.${UUID_MAX}`,
+        `${Date.UTC(2026, 5, 1, 12, 0, 0)}.${UUID_MIN}`,
+        `9007199254740992.${UUID_MAX}`,
+        `12345678901234567.${UUID_MAX}`,
+        `1.${UUID_MAX.toUpperCase()}`,
+        `1.${UUID_MAX.slice(1)}`,
+        `-1.${UUID_MAX}`,
+        `1.5.${UUID_MAX}`,
+        "abc",
+        `.${UUID_MAX}`,
+      ),
+    ),
+  ),
+  // Not a parameter of the API: ignored.
+  fc.tuple(fc.constantFrom("page", "x", "Type"), fc.constantFrom("1", "token.issued", "")),
+);
+const eventsQuery = fc.array(eventsParam, { maxLength: 5 });
+
+/** The whole audit trail as the store lists it, newest first (walked with `before`, a page at a time). */
+async function auditTrail(world: World): Promise<AuditRecord[]> {
+  const audit = world.storage.audit!;
+  const all: AuditRecord[] = [];
+  for (;;) {
+    const last = all[all.length - 1];
+    const page = await audit.list({ limit: 1000, ...(last ? { before: { time: last.time, id: last.id } } : {}) });
+    all.push(...page);
+    if (page.length < 1000) return all;
+  }
+}
+
+const cursorOf = (r: AuditRecord | undefined) => (r === undefined ? `0.${UUID_MIN}` : `${r.time}.${r.id}`);
+
+/**
+ * What `GET /console/api/events` must answer for a query, the test's own reading of the README: a
+ * limit 1-100 (default 20), a known type, a client or account of 1-200 characters, a cursor
+ * `time.id`; a value given twice is read as its first, an empty one as none. Then the records of
+ * the trail that match every filter (client: the record's client id; account: its account id or
+ * username), strictly older than the cursor in (time, id) order, the first `limit`; `next` the
+ * last one's cursor when an older match exists.
+ */
+function expectedEvents(trail: AuditRecord[], query: readonly EventsParam[]): { error: string } | { events: unknown[]; next: string | null } {
+  const first = (name: string) => {
+    const v = query.find(([n]) => n === name)?.[1];
+    return v === undefined || v === "" ? undefined : v;
+  };
+  const [type, client, account, limitText, before] = ["type", "client", "account", "limit", "before"].map(first);
+  if (limitText !== undefined && !(/^\d{1,4}$/.test(limitText) && Number(limitText) >= 1 && Number(limitText) <= 100)) return { error: "limit" };
+  if (type !== undefined && !(SECURITY_EVENT_TYPES as readonly string[]).includes(type)) return { error: "type" };
+  for (const v of [client, account]) if (v !== undefined && v.length > 200) return { error: "client or account" };
+  const cursor = before === undefined ? null : /^(\d{1,16})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(before);
+  if (cursor === null && before !== undefined) return { error: "cursor" };
+  if (cursor && !Number.isSafeInteger(Number(cursor[1]))) return { error: "cursor time" };
+  const limit = limitText === undefined ? 20 : Number(limitText);
+  const older = (r: AuditRecord) => !cursor || r.time < Number(cursor[1]) || (r.time === Number(cursor[1]) && r.id < cursor[2]!);
+  const matching = trail.filter((r) => (type === undefined || r.type === type) && (client === undefined || r.clientId === client) && (account === undefined || r.accountId === account || r.username === account) && older(r));
+  const page = matching.slice(0, limit);
+  return { events: page.map((r) => JSON.parse(r.data) as unknown), next: matching.length > limit ? cursorOf(page[page.length - 1]) : null };
+}
+
+/** Code-unit order, as the README says clients are listed. */
+const codeUnitOrder = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+const b64u = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64url");
+/** The console's cursor after a client id of at most 512 UTF-8 bytes: `i` and its base64url (README: opaque; admin/clients.ts). */
+const consoleCursor = (id: string) => "i" + b64u(new TextEncoder().encode(id));
+/** A long id's cursor form: `h`, its first 510 bytes, `.`, a SHA-256 (of no stored id: the page starts after the prefix). */
+const LONG_PREFIX = "p".repeat(510);
+const longCursor = `h${b64u(new TextEncoder().encode(LONG_PREFIX))}.${b64u(new Uint8Array(32).fill(7))}`;
+
+/** `GET /console/api/clients` parameters: handed-out cursors, cursors of ids no client has, forged and bad ones. */
+const clientsLimit = fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 1, max: 2 }).map(String) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 200 }).map(String) }, fc.constantFrom("", "1", "2", "200", "0050", "0", "201", "-1", "1.5", "abc", "00001"));
+const clientsAfter = fc.oneof(
+    { weight: 4, arbitrary: fc.nat(200).map((n) => `<cursor:${n}>`) },
+    // A cursor of an id no client has (deleted meanwhile, or never): the page goes on after it.
+    { weight: 2, arbitrary: fc.oneof(text(0, 12), fc.constantFrom("", "\u0000", "cc-client\u0000", "zzzz", "~", "\uffff", "😀", "c".repeat(400))).map(consoleCursor) },
+    {
+      weight: 3,
+      arbitrary: fc.constantFrom(
+        "",
+        longCursor,
+        "i",
+        "iYR", // not the canonical base64url of its bytes ("iYQ" is "a")
+        "iYQ==",
+        "i/w",
+        "i" + b64u(new Uint8Array([0xff, 0xfe])), // not UTF-8
+        "i" + b64u(new Uint8Array([0xed, 0xa0, 0x80])), // a surrogate in UTF-8
+        "i" + b64u(new TextEncoder().encode("x".repeat(513))), // over 512 bytes: the h form's
+        "h" + b64u(new TextEncoder().encode("short")) + "." + b64u(new Uint8Array(32)),
+        `h${b64u(new TextEncoder().encode(LONG_PREFIX))}.${b64u(new Uint8Array(31))}`,
+        "x" + "A".repeat(800),
+        "cc-client",
+        "i" + "Q".repeat(728),
+      ),
+    },
+);
+/** Each at most once, in either order; now and then one of them twice (400 1009). */
+const clientsQuery = fc
+  .record({ limit: fc.option(clientsLimit, { freq: 2 }), after: fc.option(clientsAfter, { freq: 5 }), twice: fc.oneof({ weight: 9, arbitrary: fc.constant(null) }, fc.constantFrom("limit", "after")), afterFirst: fc.boolean() })
+  .map(({ limit, after, twice, afterFirst }) => {
+    const query: EventsParam[] = [];
+    if (limit !== null) query.push(["limit", limit]);
+    if (after !== null) query[afterFirst ? "unshift" : "push"](["after", after]);
+    if (twice !== null) query.push(twice === "limit" ? ["limit", "1"] : ["after", "<cursor:0>"]);
+    return query;
+  });
+
+/**
+ * What `GET /console/api/clients` must answer, the test's own reading of the README: `limit` 1-200
+ * (default 50), `after` a cursor the API hands out (`i` + base64url of the id's UTF-8, canonical,
+ * at most 512 bytes of UTF-8; or a long id's `h` form), either at most once; then the clients after
+ * that id in code-unit order, and `next` the cursor after the last when more follow.
+ */
+async function expectedClientsPage(stored: string[], query: readonly EventsParam[]): Promise<{ error: string } | { ids: string[]; next: string | null }> {
+  for (const name of ["limit", "after"]) if (query.filter(([n]) => n === name).length > 1) return { error: `${name} given twice` };
+  const one = (name: string) => {
+    const v = query.find(([n]) => n === name)?.[1];
+    return v === undefined || v === "" ? undefined : v;
+  };
+  const limitText = one("limit");
+  const cursor = one("after");
+  if (limitText !== undefined && !(/^\d{1,4}$/.test(limitText) && Number(limitText) >= 1 && Number(limitText) <= 200)) return { error: "limit" };
+  let after: string | null = null;
+  if (cursor !== undefined) {
+    const decode = (t: string) => {
+      const bytes = Buffer.from(t, "base64url");
+      if (!/^[A-Za-z0-9_-]*$/.test(t) || b64u(bytes) !== t) return null;
+      try {
+        return { bytes, text: new TextDecoder("utf-8", { fatal: true }).decode(bytes) };
+      } catch {
+        return null;
+      }
+    };
+    const long = /^h([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]{43})$/.exec(cursor);
+    if (cursor.length > 728) return { error: "cursor (too long)" };
+    if (cursor.startsWith("i")) {
+      const d = decode(cursor.slice(1));
+      if (d === null || d.bytes.length > 512) return { error: "cursor" };
+      after = d.text;
+    } else if (long) {
+      const d = decode(long[1]!);
+      const digest = decode(long[2]!);
+      if (d === null || d.bytes.length <= 508 || d.bytes.length > 512 || digest?.bytes.length !== 32) return { error: "long cursor" };
+      // No stored id is that long here: the page starts after the prefix.
+      after = d.text;
+    } else return { error: "cursor" };
+  }
+  const limit = limitText === undefined ? 50 : Number(limitText);
+  const rest = [...stored].sort(codeUnitOrder).filter((id) => after === null || id > after);
+  const ids = rest.slice(0, limit);
+  return { ids, next: rest.length > limit ? consoleCursor(ids[ids.length - 1]!) : null };
+}
+
 const targetArb: fc.Arbitrary<Target> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ r: fc.constant("session" as const), body: payload(fc.constant({})), signIn: signInBody }) as fc.Arbitrary<Target> },
   { weight: 1, arbitrary: fc.constant<Target>({ r: "session-get" }) },
   { weight: 1, arbitrary: fc.constant<Target>({ r: "sign-out" }) },
-  { weight: 2, arbitrary: fc.constant<Target>({ r: "clients-list" }) },
+  { weight: 3, arbitrary: fc.record({ r: fc.constant("clients-list" as const), query: clientsQuery }) },
   { weight: 1, arbitrary: fc.constant<Target>({ r: "keys-list" }) },
   { weight: 8, arbitrary: payload(clientBody(fc.constant({ text: "<existing-client>", v: "ok" }))).map((body): Target => ({ r: "clients-create", body })) },
   { weight: 2, arbitrary: fc.record({ r: fc.constantFrom("client" as const, "secret" as const), id: ref }) },
   { weight: 3, arbitrary: fc.record({ r: fc.constant("secrets" as const), id: ref, body: payload(secretsBody) }) },
   { weight: 2, arbitrary: fc.record({ r: fc.constant("secret-id" as const), id: ref, sid: ref }) },
-  { weight: 2, arbitrary: fc.record({ r: fc.constantFrom("accounts-list" as const, "events" as const), query: queryText }) },
+  { weight: 1, arbitrary: fc.record({ r: fc.constant("accounts-list" as const), query: queryText }) },
+  { weight: 3, arbitrary: fc.record({ r: fc.constant("events" as const), query: eventsQuery }) },
   { weight: 8, arbitrary: payload(accountBody(fc.constant({ text: "<existing-account>", v: "ok" }))).map((body): Target => ({ r: "accounts-create", body })) },
   { weight: 3, arbitrary: fc.record({ r: fc.constantFrom("disable" as const, "enable" as const), id: fc.oneof(ref, fc.constant({ k: "self" as const })) }) },
   { weight: 2, arbitrary: payload(rotateBody).map((body): Target => ({ r: "keys-rotate", body })) },
   { weight: 2, arbitrary: fc.record({ r: fc.constant("key" as const), kid: ref }) },
-  { weight: 2, arbitrary: fc.record({ r: fc.constant("key-query" as const), kid: queryKid }) },
+  { weight: 2, arbitrary: fc.record({ r: fc.constant("key-query" as const), kid: queryKid, twice: fc.oneof({ weight: 4, arbitrary: fc.constant(null) }, queryKid) }) },
+  // No KEK in this world: the action is refused (409 1307) and changes nothing; DELETE there revokes a key named "reencrypt".
+  { weight: 1, arbitrary: fc.constant<Target>({ r: "reencrypt" }) },
   {
     weight: 2,
     arbitrary: fc
@@ -366,6 +576,7 @@ const METHODS: Record<Exclude<Target["r"], "junk">, string> = {
   "keys-rotate": "GET,POST,DELETE",
   key: "DELETE",
   "key-query": "GET,POST,DELETE",
+  reencrypt: "POST,DELETE",
 };
 const OWN_METHOD: Record<Exclude<Target["r"], "junk">, string> = {
   session: "POST",
@@ -386,6 +597,7 @@ const OWN_METHOD: Record<Exclude<Target["r"], "junk">, string> = {
   "keys-rotate": "POST",
   key: "DELETE",
   "key-query": "DELETE",
+  reencrypt: "POST",
 };
 
 interface Spec {
@@ -440,7 +652,15 @@ async function build(world: World, state: ConsoleState, spec: Spec): Promise<Bui
     case "sign-out":
       path = "/api/session/sign-out";
       break;
-    case "clients-list":
+    case "clients-list": {
+      // `<cursor:n>`: the cursor the API hands out after the n-th stored client (code-unit order).
+      const ids = clients.map((c) => c.clientId).sort(codeUnitOrder);
+      const value = (v: string) => (v.startsWith("<cursor:") ? consoleCursor(ids[Number(v.slice(8, -1)) % Math.max(1, ids.length)] ?? "") : v);
+      const query = t.query.map(([name, v]) => [name, value(v)] as const);
+      params = query.map(([name, v]) => `${name}=${v}`);
+      path = `/api/clients${query.length === 0 ? "" : "?" + query.map(([name, v]) => `${name}=${encodeURIComponent(v)}`).join("&")}`;
+      break;
+    }
     case "clients-create":
       path = "/api/clients";
       break;
@@ -463,9 +683,17 @@ async function build(world: World, state: ConsoleState, spec: Spec): Promise<Bui
     case "accounts-list":
       path = `/api/accounts${t.query}`;
       break;
-    case "events":
-      path = `/api/events${t.query}`;
+    case "events": {
+      // The markers become what the world holds now: a stored record's (time, id) as a cursor
+      // (what a page's `next` is), alice's account id.
+      const records = await auditTrail(world);
+      const value = (v: string) =>
+        v === "<alice-id>" ? world.accounts.find((x) => x.username === "alice")!.id : v.startsWith("<cursor:") ? cursorOf(records[Number(v.slice(8, -1)) % Math.max(1, records.length)]) : v;
+      const query = t.query.map(([name, v]) => [name, value(v)] as const);
+      params = query.map(([name, v]) => `${name}=${v}`);
+      path = `/api/events${query.length === 0 ? "" : "?" + query.map(([name, v]) => `${name}=${encodeURIComponent(v)}`).join("&")}`;
       break;
+    }
     case "accounts-create":
       path = "/api/accounts";
       break;
@@ -486,8 +714,18 @@ async function build(world: World, state: ConsoleState, spec: Spec): Promise<Bui
       const kid = t.kid.k === "known" ? (keys[t.kid.n % Math.max(1, keys.length)]?.kid ?? "no-key") : t.kid.v;
       params = [kid];
       path = t.r === "key" ? `/api/signing-keys/${encodeURIComponent(kid)}` : `/api/signing-keys?kid=${encodeURIComponent(kid)}`;
+      if (t.r === "key-query" && t.twice !== null) {
+        // Given twice (even the same kid twice): 400 1009.
+        const second = t.twice.k === "known" ? (keys[t.twice.n % Math.max(1, keys.length)]?.kid ?? "no-key") : t.twice.v;
+        params.push(second);
+        path += `&kid=${encodeURIComponent(second)}`;
+      }
       break;
     }
+    case "reencrypt":
+      params = ["reencrypt"];
+      path = "/api/signing-keys/reencrypt";
+      break;
     case "junk":
       path = t.path;
       break;
@@ -616,6 +854,8 @@ function opOf(route: Built["route"], m: string): string | null {
   if (route === null) return null;
   // DELETE on /signing-keys revokes the key named by ?kid=; without it, 400 1003.
   if ((route === "keys-list" || route === "keys-rotate" || route === "key-query") && m === "DELETE") return route === "key-query" ? "key" : "key-missing";
+  // DELETE /signing-keys/reencrypt revokes the key of that name.
+  if (route === "reencrypt") return m === "DELETE" ? "key" : "reencrypt";
   const pair: Record<string, [string, string]> = {
     session: ["session", "sign-in"],
     "session-get": ["session", "sign-in"],
@@ -657,7 +897,7 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
       const clientBefore = b.params[0] !== undefined && (b.route === "client" || b.route === "secret" || b.route === "secrets" || b.route === "secret-id") ? await world.storage.clients.get(b.params[0]) : null;
       const accountBefore = b.route === "disable" || b.route === "enable" ? await world.storage.accounts.get(b.params[0]!) : null;
       // The keys with their status as the admin operations see them (the clock stands still).
-      const keysBefore = b.route === "key" || b.route === "key-query" ? await world.app.admin.listSigningKeys() : null;
+      const keysBefore = b.route === "key" || b.route === "key-query" || b.route === "reencrypt" ? await world.app.admin.listSigningKeys() : null;
       const createdId = b.members?.clientId && typeof parsed(b.members.clientId) === "string" ? (parsed(b.members.clientId) as string) : null;
       const idTaken = createdId !== null && createdId !== "" && (await existsClient(createdId));
       const createdUsername = b.members?.username && typeof parsed(b.members.username) === "string" ? (parsed(b.members.username) as string) : null;
@@ -670,6 +910,8 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
           ? await read(await world.app.fetch(new Request(`${ISSUER}${LIST_PATH}${spec.target.r === "accounts-list" ? spec.target.query : ""}`, { headers: { authorization: `Bearer ${world.tokens.cc}` } })))
           : null;
       const who = spec.target.r === "session" ? spec.target.signIn.who : null;
+      // The trail an events request must page through: every event of earlier requests kept first.
+      const eventsTrail = op === "events" ? (await world.app.flushEvents(), await auditTrail(world)) : null;
       world.rec.takeWrites();
 
       // A session whose account lost the admin role is ended by the request that meets it.
@@ -746,11 +988,22 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
         if (await world.storage.sessions.get(await sha256(state.admin.id))) fail("signed out, but the session is still stored", a);
         if (!/^plantgate_console=; Path=\/console; Max-Age=0;/.test(a.headers.get("set-cookie") ?? "")) fail("sign-out without clearing the cookie", a);
       } else if (r === "clients-list") {
+        const stored = await world.storage.clients.list();
+        const expected = await expectedClientsPage(
+          stored.map((c) => c.clientId),
+          spec.target.r === "clients-list" ? b.params.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)] as const) : [],
+        );
+        if ("error" in expected) {
+          bump(tally, "clients-list-400");
+          return expectError(400, 1009, `a clients query with a bad ${expected.error}`), a.status;
+        }
         success(200);
         if (!head) {
-          const stored = await world.storage.clients.list();
           const listed = (json.clients as { clientId: string }[]).map((c) => c.clientId);
-          if (JSON.stringify(listed) !== JSON.stringify(stored.map((c) => c.clientId))) fail(`listed ${listed.join(",")}; stored ${stored.map((c) => c.clientId).join(",")}`, a);
+          if (JSON.stringify(listed) !== JSON.stringify(expected.ids) || json.next !== expected.next || Object.keys(json).sort().join() !== "clients,next") {
+            fail(`listed ${j(listed)} next ${j(json.next)}; expected ${j(expected.ids)} next ${j(expected.next)}`, a);
+          }
+          bump(tally, expected.next === null ? "clients-last-page" : "clients-more");
           for (const c of stored) for (const s of c.secrets) if (a.text.includes(s.hash)) fail("a secret's hash in the client list", a);
         }
       } else if (r === "clients-create" || r === "accounts-create") {
@@ -826,10 +1079,18 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
         }
         bump(tally, `accounts-list-${a.status}`);
       } else if (r === "events") {
-        if (a.status === 400) expectError(400, 1009, "an events filter");
-        else {
-          success(200);
-          if (!head && Object.keys(json).sort().join() !== "audit,events,next") fail("not {audit, events, next}", a);
+        const expected = expectedEvents(eventsTrail!, spec.target.r === "events" ? b.params.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)] as const) : []);
+        if ("error" in expected) {
+          bump(tally, "events-400");
+          return expectError(400, 1009, `an events query with a bad ${expected.error}`), a.status;
+        }
+        success(200);
+        if (!head) {
+          const want = { audit: true, ...expected };
+          if (JSON.stringify(json) !== JSON.stringify(want)) fail(`not the page the trail holds: ${JSON.stringify(want).slice(0, 400)}`, a);
+          bump(tally, json.next === null ? "events-last-page" : "events-more");
+          const filtered = b.params.some((p) => /^(type|client|account)=./.test(p));
+          if ((json.events as unknown[]).length > 0) bump(tally, filtered ? "events-filtered-nonempty" : "events-nonempty");
         }
       } else if (r === "disable" || r === "enable") {
         if (!accountBefore) return expectError(404, 1306, "no such account"), a.status;
@@ -861,7 +1122,11 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
         if (!stored || json.status !== (now ? "active" : "next")) fail("the rotated key is not stored as answered", a);
       } else if (r === "key-missing") {
         return expectError(400, 1003, "DELETE /signing-keys without ?kid="), a.status;
+      } else if (r === "reencrypt") {
+        bump(tally, "reencrypt-409");
+        return expectError(409, 1307, "re-encrypting without a key encryption key"), a.status;
       } else if (r === "key") {
+        if (b.params.length > 1) return bump(tally, "kid-twice-400"), expectError(400, 1009, "kid given twice"), a.status;
         const key = keysBefore!.find((k) => k.kid === b.params[0]);
         if (!key) return expectError(404, 1306, "no such signing key"), a.status;
         // Refused while the key signs, or may sign on an instance that has not re-read the keys
@@ -891,7 +1156,7 @@ it(`console admin API: ${RUNS} generated requests: never a 5xx, the documented g
   console.log(`console API: ${summary(tally)}`);
   expect(tally.runs).toBeGreaterThanOrEqual(RUNS);
   if (COVERAGE_CHECKS) {
-    for (const label of ["clients-create-201", "accounts-create-201", "secrets-201", "secret-200", "client-204", "secret-id-204", "disable-200", "enable-200", "keys-rotate-200", "key-204", "sign-in-200", "session-200", "clients-list-200", "accounts-list-200", "keys-list-200", "events-200", "sign-out-204", "e1001", "e1002", "e1003", "e1004", "e1007", "e1008", "e1009", "e1301", "e1302", "e1303", "e1304", "e1305", "e1306", "e1307", "e1308", "e1404", "e1405"]) {
+    for (const label of ["clients-create-201", "accounts-create-201", "secrets-201", "secret-200", "client-204", "secret-id-204", "disable-200", "enable-200", "keys-rotate-200", "key-204", "sign-in-200", "session-200", "clients-list-200", "clients-list-400", "clients-more", "accounts-list-200", "keys-list-200", "events-200", "events-400", "events-more", "events-nonempty", "events-filtered-nonempty", "reencrypt-409", "kid-twice-400", "sign-out-204", "e1001", "e1002", "e1003", "e1004", "e1007", "e1008", "e1009", "e1301", "e1302", "e1303", "e1304", "e1305", "e1306", "e1307", "e1308", "e1404", "e1405"]) {
       expect(tally.labels.get(label) ?? 0, label).toBeGreaterThan(RUNS / 1000);
     }
   }
