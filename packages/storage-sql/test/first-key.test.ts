@@ -9,7 +9,7 @@
  * INSERT ... SELECT takes no gap lock: still one key (the named lock).
  */
 import { createPlantgate, type Plantgate } from "@plantgate/core";
-import { Kysely, MysqlDialect } from "kysely";
+import { Kysely, MysqlDialect, sql } from "kysely";
 import mysql from "mysql2";
 import { afterEach, describe, expect, it } from "vitest";
 import { createSqlStorage, openSqlStorage, type Database, type SqlStorage } from "../src/index.js";
@@ -95,6 +95,38 @@ describe("first signing key: sqlite file", () => {
 
 describeIfReachable("first signing key: postgres", POSTGRES_URL, "PLANTGATE_TEST_POSTGRES_URL", pgProblem, () => {
   describe("first signing key: postgres", () => firstKeyRace(postgresEngine));
+
+  // A transaction in REPEATABLE READ (or SERIALIZABLE) takes its snapshot at its first statement:
+  // had that been the advisory lock's SELECT, a caller that waited for the lock would still not see
+  // the key its predecessor committed meanwhile, and would insert a second one.
+  for (const level of ["repeatable read", "serializable"]) {
+    it(`postgres: signingKeys.createIfEmpty where default_transaction_isolation is ${level}: 10 rounds of 30 racing calls over two storages each store exactly one key`, { timeout: 120_000 }, async () => {
+      const db = await postgresEngine().fresh();
+      cleanups.push(() => db.drop());
+      const url = new URL(db.url);
+      url.searchParams.set("options", `${url.searchParams.get("options")} -c default_transaction_isolation=${level.replace(" ", "\\ ")}`);
+      const storages: SqlStorage[] = [];
+      for (let i = 0; i < 2; i++) {
+        const storage = await openSqlStorage(url.toString(), { migrate: i === 0 });
+        cleanups.push(() => storage.close());
+        storages.push(storage);
+      }
+      const { rows } = await sql<{ level: string }>`select current_setting('transaction_isolation') as level`.execute(storages[0]!.db);
+      expect(rows[0]!.level).toBe(level);
+      for (let round = 0; round < 10; round++) {
+        const results = await Promise.all(
+          Array.from({ length: 30 }, (_, i) =>
+            storages[i % 2]!.signingKeys.createIfEmpty!({ kid: `r${round}-${i}`, alg: "ES256", privateJwk: "{}", publicJwk: "{}", createdAt: T0 + i, activatesAt: T0 + i }),
+          ),
+        );
+        const stored = await storages[0]!.signingKeys.list();
+        expect(stored.map((k) => k.kid), `round ${round}: keys stored`).toHaveLength(1);
+        expect(results.filter(Boolean), `round ${round}: calls that returned true`).toHaveLength(1);
+        expect(stored[0]!.kid).toBe(`r${round}-${results.indexOf(true)}`);
+        await storages[0]!.signingKeys.delete(stored[0]!.kid);
+      }
+    });
+  }
 });
 
 describeIfReachable("first signing key: mysql", MYSQL_URL, "PLANTGATE_TEST_MYSQL_URL", mysqlProblem, () => {

@@ -46,9 +46,13 @@ export function signingKeyStore(ctx: StoreContext): SigningKeyStore {
         if (family === "postgres") {
           // A transaction-scoped advisory lock on (FIRST_KEY_LOCK, the table's oid): held to the
           // commit, so the next caller's INSERT, a statement of its own under READ COMMITTED, sees
-          // this one's row. Only instances on the same table (schema) wait for each other.
+          // this one's row. Only instances on the same table (schema) wait for each other. READ
+          // COMMITTED said here, whatever the server's default_transaction_isolation: in REPEATABLE
+          // READ the snapshot is taken by the lock's SELECT, before the wait, and the INSERT after
+          // it did not see the key committed meanwhile (9 of 30 racing calls stored one); in
+          // SERIALIZABLE the losers failed with 40001 (test/first-key.test.ts).
           return ctx.again(() =>
-            db.transaction().execute(async (trx) => {
+            db.transaction().setIsolationLevel("read committed").execute(async (trx) => {
               await sql`select pg_advisory_xact_lock(${sql.lit(FIRST_KEY_LOCK)}, ${TABLES.signingKeys}::text::regclass::oid::int4)`.execute(trx);
               return affected(await insert.execute(trx)) > 0n;
             }),
