@@ -6,8 +6,8 @@
  * call locked out every other process on its host using that client id, the right secret too.
  */
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { createClient, OAuthError, TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
-import { rejectionOf, startTarget, type ServerTarget } from "./support.js";
+import { createClient, OAuthError, type CachedToken, type TokenCache } from "../src/index.js";
+import { countingFetch, rejectionOf, startTarget, type ServerTarget } from "./support.js";
 
 const OFFLINE = "Platform_UserAPIs offline_access";
 
@@ -18,16 +18,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await t.close();
 });
-
-/** The global fetch, recording the grant_type of every token request that reached the server. */
-function countingFetch() {
-  const grants: string[] = [];
-  const fetch: FetchLike = (url, init) => {
-    if (new URL(url).pathname === TOKEN_PATH) grants.push(new URLSearchParams(init.body).get("grant_type") ?? "");
-    return globalThis.fetch(url, init);
-  };
-  return { grants, fetch };
-}
 
 /** A shared cache in memory (standing in for Redis), as JSON so no object is shared by reference. */
 function sharedCache(): TokenCache {

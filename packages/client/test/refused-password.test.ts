@@ -5,8 +5,8 @@
  * client that kept presenting a stale password at every call locked the real user out.
  */
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { createClient, OAuthError, TOKEN_PATH, type FetchLike } from "../src/index.js";
-import { rejectionOf, startTarget, type ServerTarget } from "./support.js";
+import { createClient, OAuthError } from "../src/index.js";
+import { countingFetch, rejectionOf, startTarget, type ServerTarget } from "./support.js";
 
 const OFFLINE = "Platform_UserAPIs offline_access";
 
@@ -17,16 +17,6 @@ beforeEach(async () => {
 afterEach(async () => {
   await t.close();
 });
-
-/** The global fetch, recording the grant_type of every token request that reached the server. */
-function countingFetch() {
-  const grants: string[] = [];
-  const fetch: FetchLike = (url, init) => {
-    if (new URL(url).pathname === TOKEN_PATH) grants.push(new URLSearchParams(init.body).get("grant_type") ?? "");
-    return globalThis.fetch(url, init);
-  };
-  return { grants, fetch };
-}
 
 it("a wrong password is presented once: later calls reject with the same OAuthError and send nothing, so the user is not locked out", async () => {
   const { grants, fetch } = countingFetch();

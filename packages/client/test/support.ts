@@ -6,7 +6,7 @@
  */
 import { randomBytes } from "node:crypto";
 import fetchMock, { type CallLog, type FetchMock } from "fetch-mock";
-import { createClient, type ClientOptions, type PlantgateClient } from "../src/index.js";
+import { createClient, TOKEN_PATH, type ClientOptions, type FetchLike, type PlantgateClient } from "../src/index.js";
 
 export const BASE = "https://platform.example.test";
 export const TOKEN_URL = `${BASE}/UserService/connect/token`;
@@ -146,6 +146,16 @@ export function clientOn(fm: FetchMock, options: Partial<ClientOptions> = {}): P
     fetch: fm.fetchHandler,
     ...options,
   });
+}
+
+/** The global fetch, recording the grant_type of every token request that reached the server. */
+export function countingFetch() {
+  const grants: string[] = [];
+  const fetch: FetchLike = (url, init) => {
+    if (new URL(url).pathname === TOKEN_PATH) grants.push(new URLSearchParams(init.body).get("grant_type") ?? "");
+    return globalThis.fetch(url, init);
+  };
+  return { grants, fetch };
 }
 
 /** Awaits `promise` and returns what it rejected with; fails if it resolved. */
