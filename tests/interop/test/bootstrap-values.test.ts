@@ -5,26 +5,15 @@
  * nothing is provisioned. A client or account already stored leaves such a value unused, as before
  * 2026-11-30: that start goes on, with a warning naming the variable.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import fetch from "node-fetch";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { ENTRIES, killRunning, spawnEntry, type Entry, type EntryProcess } from "./entries.js";
 import { TOKEN_PATH } from "./helpers.js";
-
-const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
-// `node --import tsx` rather than the tsx command: what runs is the same entry, but the process is
-// the server itself. The tsx command relays a SIGTERM to the entry it runs and, when the entry
-// does not report it back within 30 ms (a loaded machine), kills it and exits 143.
-const tsxLoader = new URL("node_modules/tsx/dist/loader.mjs", `file://${repoRoot}`).href;
-const ENTRIES = {
-  node: { path: fileURLToPath(new URL("examples/node-server/src/main.ts", `file://${repoRoot}`)), listening: /^plantgate listening on (http:\/\/127\.0\.0\.1:\d+)$/m },
-  express: { path: fileURLToPath(new URL("examples/express-server/src/main.ts", `file://${repoRoot}`)), listening: /^plantgate \(Express\) listening on (http:\/\/127\.0\.0\.1:\d+),/m },
-};
-type Entry = keyof typeof ENTRIES;
 
 const RUN_TIMEOUT_MS = 20_000;
 const dirs: string[] = [];
@@ -38,19 +27,8 @@ const scratch = () => {
 };
 
 const running = new Set<ChildProcess>();
-afterEach(() => {
-  // A test failed half-way: the server and anything it started go, as a process group.
-  for (const child of running) {
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        child.kill("SIGKILL");
-      }
-    }
-  }
-  running.clear();
-});
+// A test failed half-way: the server and anything it started go, as a process group.
+afterEach(() => killRunning(running));
 
 /** A port free right now (bound, read, released). */
 async function freePort(): Promise<number> {
@@ -84,28 +62,14 @@ function watchPort(port: number): { stop(): number } {
   };
 }
 
-interface Run {
-  child: ChildProcess;
+interface Run extends EntryProcess {
   port: number;
   watch: { stop(): number };
-  stdout(): string;
-  stderr(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 function start(entry: Entry, cwd: string, vars: Record<string, string>, port: number): Run {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.keys(env)) if (name.startsWith("PLANTGATE_") || name === "HOST") delete env[name];
-  Object.assign(env, { PORT: String(port), PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_PRUNE_INTERVAL_SECONDS: "0" }, vars);
   const watch = watchPort(port);
-  const child = spawn(process.execPath, ["--import", tsxLoader, ENTRIES[entry].path], { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  running.add(child);
-  let out = "";
-  let err = "";
-  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
-  return { child, port, watch, stdout: () => out, stderr: () => err, exited };
+  return { ...spawnEntry(entry, cwd, { PORT: String(port), ...vars }, running), port, watch };
 }
 
 /** Runs the entry to its exit (it must exit on its own): exit status, output, connections the port accepted meanwhile. */

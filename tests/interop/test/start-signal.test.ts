@@ -10,25 +10,16 @@
  * proxy of the test's): the proxy holds what the server sends until released, so the start is known
  * to be waiting on Redis, the store already open, when SIGTERM is sent.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { ENTRIES, killRunning, spawnEntry, type Entry, type EntryProcess } from "./entries.js";
 import { TOKEN_PATH } from "./helpers.js";
 
-const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
-// The entry itself is the process (see bootstrap-values.test.ts: the tsx command relays a signal
-// and kills the entry 30 ms later when it has not reported back).
-const tsxLoader = new URL("node_modules/tsx/dist/loader.mjs", `file://${repoRoot}`).href;
-const ENTRIES = {
-  node: { path: fileURLToPath(new URL("examples/node-server/src/main.ts", `file://${repoRoot}`)), listening: /^plantgate listening on (http:\/\/127\.0\.0\.1:\d+)$/m },
-  express: { path: fileURLToPath(new URL("examples/express-server/src/main.ts", `file://${repoRoot}`)), listening: /^plantgate \(Express\) listening on (http:\/\/127\.0\.0\.1:\d+),/m },
-};
-type Entry = keyof typeof ENTRIES;
 const RUN_TIMEOUT_MS = 20_000;
 const REDIS = { host: "127.0.0.1", port: 6379 };
 
@@ -39,38 +30,14 @@ afterAll(() => {
 const running = new Set<ChildProcess>();
 const closing: (() => void)[] = [];
 afterEach(() => {
-  for (const child of running) {
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(-child.pid, "SIGKILL");
-      } catch {
-        child.kill("SIGKILL");
-      }
-    }
-  }
-  running.clear();
+  killRunning(running);
   for (const close of closing.splice(0)) close();
 });
 
-interface Run {
-  child: ChildProcess;
-  stdout(): string;
-  stderr(): string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+type Run = EntryProcess;
 
 function start(entry: Entry, cwd: string, vars: Record<string, string>): Run {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of Object.keys(env)) if (name.startsWith("PLANTGATE_") || name === "HOST") delete env[name];
-  Object.assign(env, { PORT: "0", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_PRUNE_INTERVAL_SECONDS: "0" }, vars);
-  const child = spawn(process.execPath, ["--import", tsxLoader, ENTRIES[entry].path], { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
-  running.add(child);
-  let out = "";
-  let err = "";
-  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
-  return { child, stdout: () => out, stderr: () => err, exited };
+  return spawnEntry(entry, cwd, vars, running);
 }
 
 async function until(what: string, run: Run, ready: () => boolean): Promise<void> {
