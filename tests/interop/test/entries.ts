@@ -9,8 +9,9 @@ import { fileURLToPath } from "node:url";
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 // `node --import tsx` rather than the tsx command: what runs is the same entry, but the process is
 // the server itself. The tsx command relays a SIGTERM to the entry it runs and, when the entry
-// does not report it back within 30 ms (a loaded machine), kills it and exits 143.
-const tsxLoader = new URL("node_modules/tsx/dist/loader.mjs", `file://${repoRoot}`).href;
+// does not report it back within 30 ms (a loaded machine), kills it and exits 143. `pnpm start`
+// runs `node --import tsx` too (start-entry.test.ts).
+export const tsxLoader = new URL("node_modules/tsx/dist/loader.mjs", `file://${repoRoot}`).href;
 
 export const ENTRIES = {
   node: { path: fileURLToPath(new URL("examples/node-server/src/main.ts", `file://${repoRoot}`)), listening: /^plantgate listening on (http:\/\/127\.0\.0\.1:\d+)$/m },

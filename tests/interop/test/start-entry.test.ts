@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fetch from "node-fetch";
 import { afterAll, afterEach, expect, it } from "vitest";
+import { tsxLoader } from "./entries.js";
 import { DEFAULT_SCOPE, TOKEN_PATH, verifyAccessToken } from "./helpers.js";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
@@ -17,7 +18,6 @@ const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
 // when it answers a SIGTERM late: exit 143 under load). Run from a scratch directory, `tsx` is named
 // by its loader's path, which is what `--import tsx` resolves to from the repository root.
 const START_SCRIPT = "node --import tsx examples/node-server/src/main.ts";
-const tsxLoader = new URL("node_modules/tsx/dist/loader.mjs", `file://${repoRoot}`).href;
 const startArgs = () => ["--import", tsxLoader, entry];
 const entry = fileURLToPath(new URL("examples/node-server/src/main.ts", `file://${repoRoot}`));
 
