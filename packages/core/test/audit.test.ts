@@ -157,6 +157,11 @@ describe("GET /console/api/events", () => {
       ["?type=token.stolen", expect.stringMatching(/^type must be one of token\.issued, .*console\.signed_out\.$/)],
       ["?before=1.2", "before must be the next cursor of a previous page."],
       [`?client=${"c".repeat(201)}`, "client must be 1-200 characters."],
+      ["?type=console.signed_in&type=token.issued", "type must be given at most once."],
+      ["?limit=1&limit=1", "limit must be given at most once."],
+      ["?account=root&account=", "account must be given at most once."],
+      ["?client=a&before=1.2&client=b", "client must be given at most once."],
+      ["?before=1.2&before=1.2", "before must be given at most once."],
     ] as const) {
       const res = await get(query);
       expect([res.status, res.body], query).toStrictEqual([400, { error: 1009, message }]);

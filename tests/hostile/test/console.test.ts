@@ -394,7 +394,8 @@ const eventsParam: fc.Arbitrary<EventsParam> = fc.oneof(
   // Not a parameter of the API: ignored.
   fc.tuple(fc.constantFrom("page", "x", "Type"), fc.constantFrom("1", "token.issued", "")),
 );
-const eventsQuery = fc.array(eventsParam, { maxLength: 5 });
+/** Mostly each parameter at most once; now and then any of them twice (400 1009). */
+const eventsQuery = fc.oneof({ weight: 6, arbitrary: fc.uniqueArray(eventsParam, { maxLength: 5, selector: ([name]) => name }) }, fc.array(eventsParam, { maxLength: 5 }));
 
 /** The whole audit trail as the store lists it, newest first (walked with `before`, a page at a time). */
 async function auditTrail(world: World): Promise<AuditRecord[]> {
@@ -413,12 +414,13 @@ const cursorOf = (r: AuditRecord | undefined) => (r === undefined ? `0.${UUID_MI
 /**
  * What `GET /console/api/events` must answer for a query, the test's own reading of the README: a
  * limit 1-100 (default 20), a known type, a client or account of 1-200 characters, a cursor
- * `time.id`; a value given twice is read as its first, an empty one as none. Then the records of
+ * `time.id`; each at most once (400 1009 when given twice, since 2026-11-30), an empty one as none. Then the records of
  * the trail that match every filter (client: the record's client id; account: its account id or
  * username), strictly older than the cursor in (time, id) order, the first `limit`; `next` the
  * last one's cursor when an older match exists.
  */
 function expectedEvents(trail: AuditRecord[], query: readonly EventsParam[]): { error: string } | { events: unknown[]; next: string | null } {
+  for (const name of ["type", "client", "account", "before", "limit"]) if (query.filter(([n]) => n === name).length > 1) return { error: `${name} given twice` };
   const first = (name: string) => {
     const v = query.find(([n]) => n === name)?.[1];
     return v === undefined || v === "" ? undefined : v;

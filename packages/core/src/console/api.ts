@@ -74,6 +74,17 @@ function consoleClient(c: ClientView, now: number): ConsoleClient {
 }
 
 const invalid = (message: string) => new ApiError(400, ApiErrorCode.invalidValue, message);
+
+/**
+ * A query parameter of the console's list views, given at most once: its value, undefined when
+ * absent or empty; given twice (even with the same value) 400 (error 1009), as a second value would
+ * otherwise be dropped without a word.
+ */
+export function oneParam(params: URLSearchParams, name: string): string | undefined {
+  const all = params.getAll(name);
+  if (all.length > 1) throw invalid(`${name} must be given at most once.`);
+  return all[0] === undefined || all[0] === "" ? undefined : all[0];
+}
 const unknown = (what: string) => new ApiError(404, ApiErrorCode.consoleUnknownResource, `${what} does not exist.`);
 const conflict = (message: string) => new ApiError(409, ApiErrorCode.consoleConflict, message);
 
@@ -153,13 +164,8 @@ export const CONSOLE_CLIENTS_MAX_LIMIT = 200;
  */
 export const listClients: ApiHandler = async (ctx, _s, request) => {
   const params = request.url.searchParams;
-  const one = (name: string): string | undefined => {
-    const all = params.getAll(name);
-    if (all.length > 1) throw invalid(`${name} must be given at most once.`);
-    return all[0] === undefined || all[0] === "" ? undefined : all[0];
-  };
-  const limit = one("limit");
-  const after = one("after");
+  const limit = oneParam(params, "limit");
+  const after = oneParam(params, "after");
   if (limit !== undefined && !/^\d{1,4}$/.test(limit)) throw invalid(`limit must be an integer from 1 to ${CONSOLE_CLIENTS_MAX_LIMIT}.`);
   let page: ClientPage;
   try {

@@ -1,7 +1,7 @@
 import { EventQueryError, listAuditEvents, type EventQuery } from "../admin/events.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json } from "../http/respond.js";
-import type { ApiHandler } from "./api.js";
+import { oneParam, type ApiHandler } from "./api.js";
 
 /** Most events per page of the console's "Security events" view. */
 export const CONSOLE_EVENTS_MAX_LIMIT = 100;
@@ -10,20 +10,18 @@ export const CONSOLE_EVENTS_MAX_LIMIT = 100;
  * `GET /console/api/events?type=&client=&account=&limit=&before=`: one page of the audit trail,
  * newest first: `{"audit": true, "events": [...], "next": cursor | null}`; pass `next` as `before`
  * for the following page. Without an audit store: `{"audit": false, "events": [], "next": null}`.
- * A bad filter, limit (1-100, default 20) or cursor: 400 (error 1009).
+ * A bad filter, limit (1-100, default 20) or cursor, or any of them given twice: 400 (error 1009).
  */
 export const listEvents: ApiHandler = async (ctx, _s, request) => {
   const params = request.url.searchParams;
   const query: EventQuery = {};
-  const text = (name: string) => {
-    const v = params.get(name);
-    return v === null || v === "" ? undefined : v;
-  };
-  const type = text("type");
-  const client = text("client");
-  const account = text("account");
-  const before = text("before");
-  const limit = text("limit");
+  // Each at most once (until 2026-11-30 a second value was dropped without a word, while the
+  // clients view refused it).
+  const type = oneParam(params, "type");
+  const client = oneParam(params, "client");
+  const account = oneParam(params, "account");
+  const before = oneParam(params, "before");
+  const limit = oneParam(params, "limit");
   if (type !== undefined) query.type = type;
   if (client !== undefined) query.clientId = client;
   if (account !== undefined) query.account = account;
