@@ -52,11 +52,12 @@ export const BODY_CONSUMED = "PLANTGATE_BODY_CONSUMED";
 
 /**
  * Passed to `next(err)` when a body parser (`express.json()`, `express.urlencoded()`,
- * `express.raw()`, multer, ...) read the request body before plantgate could. The
- * original bytes are gone, and re-serialising a parsed value would lose int64
- * precision, so the request is refused instead. This is a mistake in the app's
+ * `express.raw()`, multer, ...) read the request body before plantgate, and the app needed that
+ * body (it tried to read it). The original bytes are gone, and re-serialising a parsed value would
+ * lose int64 precision, so the request is refused instead. This is a mistake in the app's
  * middleware order, hence a 500 (`status`/`statusCode`), handled by Express's
- * error handling like any other error.
+ * error handling like any other error. A request the app refuses without reading its body (a JSON
+ * body to the form-only token endpoint) gets the app's answer instead, as without the parser.
  */
 export class PlantgateBodyConsumedError extends Error {
   override readonly name = "PlantgateBodyConsumedError";
@@ -132,6 +133,43 @@ function bodyConsumed(req: ExpressRequest): boolean {
 }
 
 /**
+ * The exchange handed to the app when a body parser already consumed the request's body: the same
+ * URL, method, headers, signal and client address, with a body that fails (a
+ * {@link PlantgateBodyConsumedError}) as soon as anyone reads it, through `info.readBody`,
+ * `request.body`, `text()`, `json()` or any other reader; `read()` says whether anyone tried.
+ * Cancelling the body (a refusal that never reads it) is not reading. The stream pulls nothing
+ * until asked (high-water mark 0), so building it reads nothing. Never an empty body: the app
+ * would take it for what the client sent.
+ */
+function unreadableBody(exchange: NodeExchange): { exchange: NodeExchange; read(): boolean } {
+  let read = false;
+  const refuse = (): PlantgateBodyConsumedError => {
+    read = true;
+    return new PlantgateBodyConsumedError();
+  };
+  const original = exchange.request;
+  const body = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        controller.error(refuse());
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  const init: RequestInit & { duplex: "half" } = { method: original.method, headers: original.headers, body, duplex: "half", signal: original.signal };
+  const request = new Request(original.url, init);
+  const clientIp = exchange.clientIp;
+  return {
+    exchange: {
+      request,
+      ...(clientIp === undefined ? {} : { clientIp }),
+      readBody: () => Promise.reject(refuse()),
+    },
+    read: () => read,
+  };
+}
+
+/**
  * Express 5 middleware serving a plantgate app (or any Web handler, {@link ExpressApp}).
  *
  * - **Mount at the root.** The Web Request carries the full original URL (`req.originalUrl`)
@@ -145,8 +183,10 @@ function bodyConsumed(req: ExpressRequest): boolean {
  *   `trust proxy` setting decides whether `X-Forwarded-Proto`/`-Host` count.
  * - **Body**: read raw from the socket (int64 ids stay exact). Mount plantgate
  *   *before* any body parser; if one already consumed the body of a request plantgate
- *   answers, `next(err)` is called with a {@link PlantgateBodyConsumedError} (the host app's
- *   own routes keep their parsed bodies).
+ *   answers, the app gets a body that fails when read: its answer is sent when it never read the
+ *   body (a refusal by media type, method or credentials, as without the parser), else `next(err)`
+ *   is called with a {@link PlantgateBodyConsumedError} (the host app's own routes keep their
+ *   parsed bodies).
  * - **Unknown routes** (paths `app.owns()` says plantgate does not answer) go on
  *   with `next()`, before plantgate sees them, unless `options.notFound` is `"respond"`.
  * - Requests a Web Request cannot carry (`TRACE`, `TRACK`, `CONNECT`, `OPTIONS *`), or with a
@@ -224,28 +264,42 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
       }
       // Only for a path plantgate answers: a parser mounted before it (express.json()) that read
       // the host app's own routes' bodies is none of plantgate's business (that was a 500 for
-      // every JSON POST of the app).
-      if (hasBody(req) && bodyConsumed(req)) {
-        next(new PlantgateBodyConsumedError());
-        return;
-      }
+      // every JSON POST of the app). A consumed body is not refused up front: the app gets a body
+      // that fails when read, and only a request it actually reads goes to next(err). One it
+      // refuses unread (a JSON body to the form-only token endpoint, a body to a GET-only route,
+      // missing credentials) gets that answer, exactly as without the parser (until 2026-11-30
+      // every one was the 500, a server error for the client's bad input).
+      const consumed = hasBody(req) && bodyConsumed(req) ? unreadableBody(exchange) : undefined;
+      const info = consumed?.exchange ?? exchange;
+      const appRequest = info.request;
 
       // plantgate's handle(): a plain answer written directly, no Web Response in between.
       let answer: PlainAnswer | Response;
       try {
-        if (typeof app.handle === "function") answer = await app.handle(request, exchange);
+        if (typeof app.handle === "function") answer = await app.handle(appRequest, info);
         else {
-          const result: unknown = await (app as FetchApp).fetch(request, exchange);
+          const result: unknown = await (app as FetchApp).fetch(appRequest, info);
           if (!(result instanceof Response)) throw new TypeError("app.fetch() did not resolve to a Response.");
           answer = result;
         }
       } catch (error) {
         // The client went away; there is nobody to answer.
-        if (request.signal.aborted && error === request.signal.reason) return;
+        if (request.signal.aborted && (error === request.signal.reason || error === appRequest.signal.reason)) return;
+        if (consumed?.read() === true) {
+          next(new PlantgateBodyConsumedError());
+          return;
+        }
         // Express's final handler reads the rest of the body before it answers; a reader the app
         // left behind kept it paused, and the request hung.
         releaseRequestBody(exchange);
         next(error);
+        return;
+      }
+      if (consumed?.read() === true) {
+        // The app wanted the body the parser took: whatever it answered without it (plantgate's
+        // 400 "could not be read") is not the client's fault. Nothing of that answer is sent.
+        if (answer instanceof Response) await answer.body?.cancel().catch(() => {});
+        next(new PlantgateBodyConsumedError());
         return;
       }
 
