@@ -274,6 +274,18 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
   // (`plantgate: bootstrap: clientSecret must be ...`), and a valid client beside a refused
   // password had been created.
   for (const warning of await checkBootstrap(bootstrap, storage)) logger.warn(warning);
+  // The signing keys, loaded now as the Node servers do: a PLANTGATE_SIGNING_KEY that does not
+  // import, or keys stored under another PLANTGATE_KEY_ENCRYPTION_KEY, fail the start (503, kept),
+  // not every token and JWKS request with a 500 (before 2026-11-29). A storage outage is retried.
+  // Before the bootstrap: a start refused here leaves no bootstrap client or account in D1 (until
+  // 2026-11-30 they were created first, and the start refused after). Loading may store keys (the
+  // first one, the configured one, ones re-encrypted under the KEK), never anything else.
+  try {
+    await app.jwks();
+  } catch (error) {
+    if (error instanceof StorageError) throw error;
+    throw new ConfigError(`plantgate: the signing keys cannot be loaded: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
   try {
     await applyBootstrap(app.admin, bootstrap);
   } catch (error) {
@@ -283,15 +295,6 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
       throw new ConfigError(`plantgate: bootstrap: ${error.message}`, { cause: error });
     }
     throw error;
-  }
-  // The signing keys, loaded now as the Node servers do: a PLANTGATE_SIGNING_KEY that does not
-  // import, or keys stored under another PLANTGATE_KEY_ENCRYPTION_KEY, fail the start (503, kept),
-  // not every token and JWKS request with a 500 (before 2026-11-29). A storage outage is retried.
-  try {
-    await app.jwks();
-  } catch (error) {
-    if (error instanceof StorageError) throw error;
-    throw new ConfigError(`plantgate: the signing keys cannot be loaded: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
   return app;
 }

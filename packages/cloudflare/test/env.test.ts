@@ -161,13 +161,13 @@ describe("hostile values of the documented variables", () => {
           answers.push([res.status, await res.json()]);
         }
         const log = (await (await w.fetch("http://worker.test/__log")).json()) as string[];
-        // What a refused bootstrap left in D1 (a failed start for another variable may come after the bootstrap).
-        if (!HOSTILE[i]![0].startsWith("PLANTGATE_BOOTSTRAP_")) return { answers, log };
+        // What the refused start left in D1, for every variable: a bad bootstrap value, and one that
+        // fails only when the keys are loaded (a PLANTGATE_SIGNING_KEY that does not import).
         return { answers, log, stored: await (await w.fetch("http://worker.test/__stored")).json() };
       }),
     );
     expect(seen).toEqual(
-      HOSTILE.map(([name, , message]) => ({
+      HOSTILE.map(([, , message]) => ({
         answers: [
           [503, UNAVAILABLE],
           [503, OAUTH_UNAVAILABLE],
@@ -175,14 +175,34 @@ describe("hostile values of the documented variables", () => {
         ],
         log: [`plantgate worker failed to start ${JSON.stringify({ error: message })}`],
         // Nothing created: a valid bootstrap client beside a refused username or password neither
-        // (it was, until 2026-11-30).
-        ...(name.startsWith("PLANTGATE_BOOTSTRAP_") ? { stored: { clients: [], accounts: [] } } : {}),
+        // (it was, until 2026-11-30), nor the bootstrap client and account beside a signing key the
+        // start then refused (the keys were loaded after the bootstrap until 2026-11-30).
+        stored: { clients: [], accounts: [] },
       })),
     );
     for (const [i, [name, value]] of HOSTILE.entries()) {
       if (SECRET_NAMES.includes(name) && typeof value === "string" && value !== "") expect(seen[i]!.log.join("\n")).not.toContain(value);
     }
   }, 120_000);
+});
+
+describe("signing keys the start cannot load", () => {
+  it("keys stored under another PLANTGATE_KEY_ENCRYPTION_KEY: the start is refused before the bootstrap, D1 holds no client or account", async () => {
+    const shared = { d1Databases: { DB: "kek-mismatch" } };
+    const kekA = "A".repeat(43);
+    const kekB = "B".repeat(43);
+    // w0 (no bootstrap) stores the first signing key, sealed under kekA; w1 starts on the same D1 with kekB.
+    const [first, other] = await workersFor([{ PLANTGATE_KEY_ENCRYPTION_KEY: kekA }, { ...BOOTSTRAP, PLANTGATE_KEY_ENCRYPTION_KEY: kekB }], "kek", shared);
+    expect((await first!.fetch("http://worker.test/.well-known/jwks.json")).status).toBe(200);
+    const res = await other!.fetch("http://worker.test/.well-known/jwks.json");
+    expect([res.status, await res.json()]).toEqual([503, UNAVAILABLE]);
+    const log = (await (await other!.fetch("http://worker.test/__log")).json()) as string[];
+    expect(log).toHaveLength(1);
+    expect(log[0]).toMatch(/^plantgate worker failed to start \{"error":"plantgate: the signing keys cannot be loaded: /);
+    expect(log[0]).not.toContain(kekA);
+    expect(log[0]).not.toContain(kekB);
+    expect(await (await other!.fetch("http://worker.test/__stored")).json()).toEqual({ clients: [], accounts: [] });
+  }, 60_000);
 });
 
 describe("bootstrap values a stored client or account leaves unused", () => {
