@@ -246,8 +246,12 @@ export async function startExpressServer(
     // The console (PLANTGATE_CONSOLE=1, or an override) comes with its page unless one was given.
     if (options.console) options.console = { page: consolePage(), ...options.console };
     const created = createPlantgate(options);
+    // The signing keys are created or loaded before the first request, and before the bootstrap: a
+    // PLANTGATE_SIGNING_KEY that does not import, or keys stored under another
+    // PLANTGATE_KEY_ENCRYPTION_KEY, fails the start with no client or account provisioned (until
+    // 2026-11-30 the bootstrap's, or the demo's, were stored first).
+    await created.jwks();
     const demo = await applyBootstrap(created.admin, bootstrap, { demo: true });
-    await created.jwks(); // create or load the signing key before the first request
     // Housekeeping: expired tokens, sessions, counters and keys are deleted every interval.
     const pruning = schedulePrune(created.admin, { intervalSeconds: pruneIntervalSeconds, logger: observability.pruneLogger });
     handler = plantgate(created);

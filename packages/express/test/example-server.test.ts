@@ -382,3 +382,31 @@ describe("example servers: close() lets the answers in flight go out whole", () 
     });
   }
 });
+
+describe("examples: a start refused over its signing keys", () => {
+  // Parses as a private JWK (it has a 'd'), so it passes the environment's checks; it fails only
+  // when the keys are loaded: the first moment a start can tell. That load now comes before the
+  // bootstrap (until 2026-11-30 the bootstrap client and account, or the demo ones, were stored
+  // first, and the start failed after).
+  const BAD_KEY = '{"kty":"oct","k":"c2VjcmV0LWtleQ","d":"c2VjcmV0LWQ"}';
+  const BOOTSTRAP = {
+    PLANTGATE_BOOTSTRAP_CLIENT_ID: "env-client",
+    PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "env-secret-0123456789abcdef",
+    PLANTGATE_BOOTSTRAP_USERNAME: "env-user",
+    PLANTGATE_BOOTSTRAP_PASSWORD: "env-password-0123",
+  };
+  const starts = {
+    node: (env: Record<string, string>, storage: ReturnType<typeof createMemoryStorage>) => startServer(env, { storage }, { destination: { write() {} } }),
+    express: (env: Record<string, string>, storage: ReturnType<typeof createMemoryStorage>) => startExpressServer(env, { storage }, { destination: { write() {} } }),
+  };
+  for (const [name, startWith] of Object.entries(starts)) {
+    for (const bootstrap of [BOOTSTRAP, {}]) {
+      it(`${name}: a PLANTGATE_SIGNING_KEY that does not import fails the start ${Object.keys(bootstrap).length ? "with a bootstrap" : "with the demo provisioning"}, and the store holds no client or account`, async () => {
+        const storage = createMemoryStorage();
+        const env = { HOST: "127.0.0.1", PORT: "0", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_SIGNING_KEY: BAD_KEY, ...bootstrap };
+        await expect(startWith(env, storage)).rejects.toThrow("signingKey (PLANTGATE_SIGNING_KEY) does not import as an ES256 key; nothing was stored");
+        expect([await storage.clients.list(), (await storage.accounts.list(0, 10)).total, await storage.signingKeys.list()]).toEqual([[], 0, []]);
+      });
+    }
+  }
+});

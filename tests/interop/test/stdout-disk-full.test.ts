@@ -82,7 +82,7 @@ function nameOf(line: Record<string, unknown>): string {
   if (line.event === "token.issued" && line.client_id === CLIENT_ID) return `issued:${String(line.jti)}`;
   if (line.event === "client.authentication_failed" && line.client_id === CLIENT_ID && line.reason === "invalid_secret") return "client_failed";
   if (line.event === "account.login_failed" && line.username === USERNAME && line.reason === "invalid_password") return "login_failed";
-  // At start: the bootstrap's events, the warning that the signing keys are not encrypted.
+  // At start: the warning that the signing keys are not encrypted, the bootstrap's events.
   if (line.event === "client.created" && line.client_id === CLIENT_ID) return "client.created";
   if (line.event === "account.created" && line.username === USERNAME) return "account.created";
   if (line.level === "warn" && String(line.msg).startsWith("signing keys are stored in clear")) return "keys in clear";
@@ -135,7 +135,8 @@ const FAILED = "plantgate: writing log lines to stdout failed (ENOSPC); they are
     const url = await until("the listening line", () => /^plantgate listening on (http:\/\/127\.0\.0\.1:\d+)$/m.exec(out())?.[1], output);
 
     // Before: the disk has room.
-    const before: string[] = ["client.created", "account.created", "keys in clear"];
+    // The keys are loaded before the bootstrap (since 2026-11-30), so their warning comes first.
+    const before: string[] = ["keys in clear", "client.created", "account.created"];
     for (const kind of ["issued", "client_failed", "issued"] as const) before.push(await request(url, kind));
     await until("the events before the disk fills", () => (names().length >= before.length ? true : undefined), output);
 
