@@ -1,14 +1,34 @@
 /** stdout lines are held for at most one short interval, and never lost when the process exits. */
-import { spawn } from "node:child_process";
-import { closeSync, existsSync, openSync } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
+import { bundleNodeEntry } from "@plantgate/http-suite-tests/node-entry";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
-const FIXTURE = fileURLToPath(new URL("./fixtures/log-lines.ts", import.meta.url));
+/**
+ * The fixtures, each bundled once (beforeAll) for plain `node`: every test starts one or two child
+ * processes, and through `--import tsx` each start sent every module through tsx's loader thread.
+ */
+const FIXTURES = ["log-lines", "failing-stdout", "stdout-retries", "stdio-gone"] as const;
+const bundled = new Map<(typeof FIXTURES)[number], string>();
+let bundleDir: string | undefined;
+beforeAll(async () => {
+  bundleDir = mkdtempSync(join(tmpdir(), "plantgate-stdout-fixtures-"));
+  for (const name of FIXTURES) {
+    bundled.set(name, await bundleNodeEntry(fileURLToPath(new URL(`./fixtures/${name}.ts`, import.meta.url)), join(bundleDir, `${name}.mjs`)));
+  }
+});
+afterAll(() => {
+  if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
+});
+const fixture = (name: (typeof FIXTURES)[number]): string => bundled.get(name)!;
 const FAILED = "plantgate: writing log lines to stdout failed (ENOSPC); they are dropped, and counted, until a write works again (tried after 1 s, then at most every 30 s)\n";
 
-function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clock" = "ascii") {
-  const child = spawn(process.execPath, ["--import", "tsx", FIXTURE, String(count), mode, text], { stdio: ["ignore", "pipe", "pipe"] });
+/** fd: "non-blocking" as a program that uses process.stdout has it (the example servers), "blocking" as one that never does. */
+function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clock" = "ascii", fd: "non-blocking" | "blocking" = "non-blocking") {
+  const child = spawn(process.execPath, [fixture("log-lines"), String(count), mode, text, "", "", fd], { stdio: ["ignore", "pipe", "pipe"] });
   const chunks: Buffer[] = [];
   child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
   // Decoded once whole: a multi-byte character may be split across two chunks.
@@ -16,18 +36,42 @@ function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clo
   return { child, lines };
 }
 
-/** Reads `stream` for `ms`, then stops reading for `ms`, `times` over: a log reader that falls behind. */
-async function stallNowAndThen(stream: NodeJS.ReadableStream, times: number, ms: number): Promise<void> {
+/**
+ * From the writer's first bytes on `stream`: stops reading for `ms`, then reads for `ms`, `times`
+ * over (a log reader that falls behind while lines are written). Returns how many stalls ended with
+ * `running()` true: the writer was held up by the full pipe, not done already.
+ *
+ * Timed from the first bytes, not from the spawn: through tsx a child wrote its first line about
+ * 0.7 s after its spawn, after every stall timed from the spawn had ended (no stall ever met a
+ * writer); a bundled child starts in about 0.2 s and is done within the stalls, so the callers,
+ * which listened for `close` only after the stalls, missed it and waited until the test's timeout.
+ * Callers take `closed(child)` before this.
+ */
+async function stallNowAndThen(stream: NodeJS.ReadableStream, times: number, ms: number, running: () => boolean): Promise<number> {
+  await new Promise<void>((resolve) => {
+    const started = () => {
+      stream.off("data", started).off("end", started);
+      resolve();
+    };
+    stream.on("data", started).on("end", started);
+  });
+  let held = 0;
   for (let stall = 0; stall < times; stall++) {
-    await new Promise((r) => setTimeout(r, ms));
     stream.pause();
     await new Promise((r) => setTimeout(r, ms));
+    if (running()) held++;
     stream.resume();
+    await new Promise((r) => setTimeout(r, ms));
   }
+  return held;
 }
 
-// Each test starts a child Node process through tsx (a compile at start): over 5 s when the machine
-// is loaded (seen once in a clean-clone CI run beside other work); a real hang still fails at 30 s.
+/** The child's exit code once it has exited and its stdio have closed; listened for from the call on. */
+const closed = (child: ChildProcess) => new Promise<number | null>((resolve) => child.once("close", resolve));
+
+// Each test starts a child Node process: through tsx (a compile at start) that was over 5 s when the
+// machine was loaded (seen once in a clean-clone CI run beside other work); bundled it starts in about
+// 0.2 s, but the 30 s stays: a stalled reader's EAGAINs cost the writer 100 ms each.
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 /** The exit's line (a pattern) when stdout still fails: `count` lines lost since an ISO time. */
 const exiting = (code: string, count: number) =>
@@ -38,7 +82,7 @@ describe("stdout lines", { timeout: 30_000 }, () => {
   it.skipIf(!existsSync("/dev/full"))("a stdout that fails (a full disk: ENOSPC; skipped where there is no /dev/full) drops lines, says so once on stderr, and the process lives on and exits normally (no retry keeps it alive)", async () => {
     const full = openSync("/dev/full", "w");
     try {
-      const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fixtures/failing-stdout.ts", import.meta.url))], { stdio: ["ignore", full, "pipe"] });
+      const child = spawn(process.execPath, [fixture("failing-stdout")], { stdio: ["ignore", full, "pipe"] });
       let stderr = "";
       child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
       const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
@@ -54,7 +98,7 @@ describe("stdout lines", { timeout: 30_000 }, () => {
   it.skipIf(!existsSync("/dev/full"))("a stdout that keeps failing (ENOSPC; skipped where there is no /dev/full) is tried again after 1 s, then 2 s later, then once more at exit, and the lines logged meanwhile take no memory", async () => {
     const full = openSync("/dev/full", "w");
     try {
-      const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fixtures/stdout-retries.ts", import.meta.url))], { stdio: ["ignore", full, "pipe"] });
+      const child = spawn(process.execPath, [fixture("stdout-retries")], { stdio: ["ignore", full, "pipe"] });
       let stderr = "";
       child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
       const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
@@ -79,7 +123,7 @@ describe("stdout lines", { timeout: 30_000 }, () => {
   });
 
   it("a stdout pipe whose reader has gone (EPIPE) drops lines from then on, says so once on stderr, and the process lives on and exits normally", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fixtures/failing-stdout.ts", import.meta.url))], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [fixture("failing-stdout")], { stdio: ["ignore", "pipe", "pipe"] });
     // The reader goes away before the first line is written.
     child.stdout!.destroy();
     let stderr = "";
@@ -92,7 +136,7 @@ describe("stdout lines", { timeout: 30_000 }, () => {
   });
 
   it("a stdout and a stderr whose readers have both gone (`2>&1 | collector`, the collector died: EPIPE on both) do not end the process", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fixtures/stdio-gone.ts", import.meta.url))], { stdio: ["ignore", "pipe", "pipe", "ipc"] });
+    const child = spawn(process.execPath, [fixture("stdio-gone")], { stdio: ["ignore", "pipe", "pipe", "ipc"] });
     const said: unknown[] = [];
     child.on("message", (message) => {
       said.push(message);
@@ -118,27 +162,30 @@ describe("stdout lines", { timeout: 30_000 }, () => {
     expect(got.map((l) => l.id)).toEqual(Array.from({ length: 2000 }, (_, i) => `id-${i}`));
   });
 
-  it("lines arrive whole and in order when the reader stalls and the held block is written again and again", async () => {
+  // fd 1 as a program that uses process.stdout has it (writes fail with EAGAIN or go in part when
+  // the pipe is full), and as a bundled one that never does (writes block).
+  it.each(["non-blocking", "blocking"] as const)("lines arrive whole and in order when the reader stalls and the held block is written again and again (stdout %s)", async (fd) => {
     // About 6 MB: the 64 KiB block is reused ~100 times, and the pipe fills while the reader waits.
-    const { child, lines } = run(20_000, "exit");
-    child.stdout.pause();
-    await new Promise((r) => setTimeout(r, 300));
-    child.stdout.resume();
-    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
-    expect(code).toBe(0);
+    const { child, lines } = run(20_000, "exit", "ascii", fd);
+    const code = closed(child);
+    expect(await stallNowAndThen(child.stdout, 1, 300, () => child.exitCode === null)).toBe(1);
+    expect(await code).toBe(0);
     const got = lines();
     expect(got.map((l) => [l.id, l.jti, l.event_time])).toEqual(Array.from({ length: 20_000 }, (_, i) => [`id-${i}`, `j${i}`, 1767225600000 + i]));
   });
 
   it("two processes writing to one pipe (cluster workers, one supervisor): every line arrives whole while the reader stalls and the pipe fills", async () => {
-    // Each child's stdout is the same FIFO, read by cat, whose output this test reads and stalls.
-    const child = (n: string) => `${JSON.stringify(process.execPath)} --import tsx ${JSON.stringify(FIXTURE)} 20000 exit ascii ${n}`;
+    // Each child's stdout is the same FIFO, read by cat, whose output this test reads and stalls. fd 1
+    // left blocking: a blocking write longer than PIPE_BUF is torn too, and a non-blocking one's EAGAIN
+    // costs sonic-boom a 100 ms sleep each (some 3 s more here).
+    const child = (n: string) => `${JSON.stringify(process.execPath)} ${JSON.stringify(fixture("log-lines"))} 20000 exit ascii ${n} "" blocking`;
     const shell = spawn("sh", ["-c", `(${child("A")} & ${child("B")} & wait) | cat`], { stdio: ["ignore", "pipe", "pipe"] });
     const chunks: Buffer[] = [];
     shell.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
-    await stallNowAndThen(shell.stdout, 4, 150);
-    const code = await new Promise<number | null>((resolve) => shell.once("close", resolve));
-    expect(code).toBe(0);
+    const code = closed(shell);
+    // The stalls held the writers up (about 14 MB through a 64 KiB pipe): not writers already done.
+    expect(await stallNowAndThen(shell.stdout, 4, 150, () => shell.exitCode === null)).toBeGreaterThan(0);
+    expect(await code).toBe(0);
     const lines = Buffer.concat(chunks).toString("utf8").split("\n").filter(Boolean);
     // Before 2026-11-29 a 64 KiB write of one could be torn by the other's: broken JSON lines.
     const torn = lines.filter((line) => {
@@ -155,14 +202,16 @@ describe("stdout lines", { timeout: 30_000 }, () => {
   });
 
   it("a reader that stalls now and then does not make the writer take a fresh held block for every write after (the block is reused once sonic-boom holds none of it)", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", FIXTURE, "40000", "exit", "ascii", "", "allocs"], { stdio: ["ignore", "pipe", "pipe"] });
+    // stdout non-blocking (the fixture's default): only then does a full pipe take part of a write,
+    // the case the writer once miscounted (with fd 1 blocking this passed with that bug put back).
+    const child = spawn(process.execPath, [fixture("log-lines"), "40000", "exit", "ascii", "", "allocs"], { stdio: ["ignore", "pipe", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     let bytes = 0;
     child.stdout.on("data", (chunk: Buffer) => (bytes += chunk.length));
-    await stallNowAndThen(child.stdout, 3, 100);
-    const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
-    expect(code).toBe(0);
+    const code = closed(child);
+    expect(await stallNowAndThen(child.stdout, 3, 100, () => child.exitCode === null)).toBeGreaterThan(0);
+    expect(await code).toBe(0);
     // About 12 MB, some 190 blocks' worth: a fresh block a flush after the first stall would be
     // well over 100 of them; a few are taken while sonic-boom waits out a full pipe.
     expect(bytes).toBeGreaterThan(11_000_000);
