@@ -6,35 +6,57 @@
  * runs every PLANTGATE_PRUNE_INTERVAL_SECONDS (default 3600): without it nothing would delete
  * expired refresh tokens, and every write rewrites the whole file.
  */
-import { createPlantgate, optionsFromEnv, pruneIntervalFromEnv } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, checkBootstrap, ConfigError, createPlantgate, optionsFromEnv, pruneIntervalFromEnv } from "@plantgate/core";
 import { schedulePrune, serve } from "@plantgate/node";
 import { createJsonFileStorage } from "./json-file-storage.js";
+
+// SIGINT/SIGTERM during the start end it once it is done (then the server and the file close), as
+// in examples/node-server: set before anything is opened.
+let stopRequested = false;
+let stopServer: (() => void) | null = null;
+const onStopSignal = () => {
+  if (stopServer) stopServer();
+  else stopRequested = true;
+};
+process.once("SIGINT", onStopSignal);
+process.once("SIGTERM", onStopSignal);
 
 const storage = await createJsonFileStorage(process.env.PLANTGATE_JSON_FILE || "./data/plantgate.json").catch((error: unknown) => {
   // Another process holds the file, or it is not a valid store: one line, not a stack trace.
   console.error(`plantgate: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 });
-const app = createPlantgate({ ...optionsFromEnv(process.env), storage });
 
-// Like examples/node-server: ensure one client exists (all grants, all scopes); an existing one is left as it is.
-const clientId = process.env.PLANTGATE_BOOTSTRAP_CLIENT_ID;
-const clientSecret = process.env.PLANTGATE_BOOTSTRAP_CLIENT_SECRET;
-if (Boolean(clientId) !== Boolean(clientSecret)) {
-  console.error("PLANTGATE_BOOTSTRAP_CLIENT_ID and PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be set together");
-  await storage.close();
+/** A start that cannot go on: one line (a ConfigError names the variable, never a value), the file closed, exit 1. */
+async function refuse(error: unknown): Promise<never> {
+  console.error(error instanceof ConfigError ? error.message : `plantgate: ${error instanceof Error ? error.message : String(error)}`);
+  await storage.close().catch(() => {});
   process.exit(1);
 }
-if (clientId && clientSecret) {
-  const outcome = await app.admin.ensureClient(clientId, clientSecret);
-  console.log(`bootstrap client ${clientId}: ${outcome}`);
-}
+
+// Like examples/node-server (see the README, "Bootstrap values"): PLANTGATE_BOOTSTRAP_CLIENT_ID/_SECRET
+// and _USERNAME/_PASSWORD (and _ADMIN) are checked before anything is created or the port is bound;
+// a value a stored client or account leaves unused is a warning. The signing keys are loaded
+// before the bootstrap, so a key that does not import provisions nothing. Until 2026-11-30 this
+// example read only the client pair and ended a refused value with a stack trace naming the option.
+const app = await (async () => {
+  try {
+    const plan = bootstrapFromEnv(process.env);
+    for (const warning of await checkBootstrap(plan, storage)) console.warn(`plantgate: ${warning}`);
+    const created = createPlantgate({ ...optionsFromEnv(process.env), storage });
+    await created.jwks();
+    await applyBootstrap(created.admin, plan);
+    return created;
+  } catch (error) {
+    return refuse(error);
+  }
+})();
 
 const pruning = schedulePrune(app.admin, { intervalSeconds: pruneIntervalFromEnv(process.env) });
 const server = await serve(app, { port: Number(process.env.PORT || 3000), host: process.env.HOST || "127.0.0.1" });
 console.log(`plantgate listening on ${server.url} (store: ${storage.path})`);
 
-const stop = () => {
+stopServer = () => {
   pruning
     .stop()
     .then(() => server.close())
@@ -45,5 +67,4 @@ const stop = () => {
       () => process.exit(1),
     );
 };
-process.once("SIGINT", stop);
-process.once("SIGTERM", stop);
+if (stopRequested) stopServer();

@@ -123,6 +123,9 @@ const REFUSED: [Entry, string, Record<string, string>, string][] = [
   ["node", "a good client beside a 7-character password", { PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT_ID, PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT_SECRET, PLANTGATE_BOOTSTRAP_USERNAME: USERNAME, PLANTGATE_BOOTSTRAP_PASSWORD: SHORT_PASSWORD }, "PLANTGATE_BOOTSTRAP_PASSWORD must be 8-1024 characters"],
   ["express", "a client secret under 16 characters", { PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT_ID, PLANTGATE_BOOTSTRAP_CLIENT_SECRET: SHORT_SECRET }, "PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be 16-1024 characters"],
   ["express", "a good client beside a 7-character password", { PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT_ID, PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT_SECRET, PLANTGATE_BOOTSTRAP_USERNAME: USERNAME, PLANTGATE_BOOTSTRAP_PASSWORD: SHORT_PASSWORD }, "PLANTGATE_BOOTSTRAP_PASSWORD must be 8-1024 characters"],
+  // The JSON file example (until 2026-11-30: a stack trace naming clientSecret; the account pair not read).
+  ["custom", "a client secret under 16 characters", { PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT_ID, PLANTGATE_BOOTSTRAP_CLIENT_SECRET: SHORT_SECRET }, "PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be 16-1024 characters"],
+  ["custom", "a username ending in a space", { PLANTGATE_BOOTSTRAP_USERNAME: `${USERNAME} `, PLANTGATE_BOOTSTRAP_PASSWORD: PASSWORD }, "PLANTGATE_BOOTSTRAP_USERNAME must not start or end with white space or an invisible character"],
 ];
 
 describe("bootstrap values that break the rules, on an empty store", () => {
@@ -135,7 +138,7 @@ describe("bootstrap values that break the rules, on an empty store", () => {
     // Nothing was created, not even the good client beside the bad password (made, then the start
     // failed, until 2026-11-30): a start without bootstrap variables finds the store empty and makes
     // the demo client.
-    if (!vars.PLANTGATE_BOOTSTRAP_CLIENT_ID || !vars.PLANTGATE_BOOTSTRAP_USERNAME) return;
+    if (!vars.PLANTGATE_BOOTSTRAP_CLIENT_ID || !vars.PLANTGATE_BOOTSTRAP_USERNAME || entry === "custom") return;
     const next = start(entry, cwd, {}, await freePort());
     await listening(entry, next);
     // The demo's last line: the demo client was made and its credentials written.
@@ -182,5 +185,28 @@ describe("bootstrap values that break the rules, for a client and an account alr
     await stop(first);
     const r = await runToExit("node", cwd, { PLANTGATE_BOOTSTRAP_ADMIN: "1", PLANTGATE_BOOTSTRAP_USERNAME: USERNAME, PLANTGATE_BOOTSTRAP_PASSWORD: SHORT_PASSWORD });
     expect({ exit: r.exit, stderr: r.stderr, stdout: r.stdout, accepted: r.accepted }).toEqual({ exit: { code: 1, signal: null }, stderr: "PLANTGATE_BOOTSTRAP_PASSWORD must be 8-1024 characters\n", stdout: "", accepted: 0 });
+  }, 60_000);
+});
+
+describe("the JSON file example (custom-storage) reads the whole bootstrap", () => {
+  it("a client and an account from the variables, both usable; a start with a good client beside a 7-character password stores neither", async () => {
+    const refusedDir = scratch();
+    const r = await runToExit("custom", refusedDir, { PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT_ID, PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT_SECRET, PLANTGATE_BOOTSTRAP_USERNAME: USERNAME, PLANTGATE_BOOTSTRAP_PASSWORD: SHORT_PASSWORD });
+    expect({ exit: r.exit, stderr: r.stderr, stdout: r.stdout, accepted: r.accepted }).toEqual({ exit: { code: 1, signal: null }, stderr: "PLANTGATE_BOOTSTRAP_PASSWORD must be 8-1024 characters\n", stdout: "", accepted: 0 });
+    // Started again without the account pair: the client is made now (it was not before).
+    const cwd = scratch();
+    const run = start("custom", cwd, { PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT_ID, PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT_SECRET, PLANTGATE_BOOTSTRAP_USERNAME: USERNAME, PLANTGATE_BOOTSTRAP_PASSWORD: PASSWORD }, await freePort());
+    const url = await listening("custom", run);
+    const issued = await token(url, { grant_type: "password", client_id: CLIENT_ID, client_secret: CLIENT_SECRET, username: USERNAME, password: PASSWORD });
+    expect(issued.status, JSON.stringify(issued.body)).toBe(200);
+    expect(issued.body).toMatchObject({ token_type: "Bearer", expires_in: 7200 });
+    await stop(run);
+    // Its only stderr line: the default logger's warning, as no PLANTGATE_KEY_ENCRYPTION_KEY is set.
+    expect(run.stderr()).toBe("signing keys are stored in clear: anyone who can read the store can sign tokens; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys) to encrypt them at rest\n");
+    const restarted = start("custom", refusedDir, {}, await freePort());
+    const refusedUrl = await listening("custom", restarted);
+    // The refused start made no client: the store of that directory knows none.
+    expect(await token(refusedUrl, { grant_type: "client_credentials", client_id: CLIENT_ID, client_secret: CLIENT_SECRET })).toEqual({ status: 401, body: { error: "invalid_client", error_description: "Client authentication failed." } });
+    await stop(restarted);
   }, 60_000);
 });

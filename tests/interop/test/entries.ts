@@ -1,6 +1,6 @@
 /**
  * The example servers' real entries (`src/main.ts` of examples/node-server and
- * examples/express-server) as child processes, for the tests that start them (bootstrap values,
+ * examples/express-server, `src/server.ts` of examples/custom-storage) as child processes, for the tests that start them (bootstrap values,
  * signals during the start). Not a test file itself (vitest only picks up `*.test.ts`).
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -16,6 +16,8 @@ export const tsxLoader = new URL("node_modules/tsx/dist/loader.mjs", `file://${r
 export const ENTRIES = {
   node: { path: fileURLToPath(new URL("examples/node-server/src/main.ts", `file://${repoRoot}`)), listening: /^plantgate listening on (http:\/\/127\.0\.0\.1:\d+)$/m },
   express: { path: fileURLToPath(new URL("examples/express-server/src/main.ts", `file://${repoRoot}`)), listening: /^plantgate \(Express\) listening on (http:\/\/127\.0\.0\.1:\d+),/m },
+  // The JSON file example (./data/plantgate.json of its working directory); no demo client.
+  custom: { path: fileURLToPath(new URL("examples/custom-storage/src/server.ts", `file://${repoRoot}`)), listening: /^plantgate listening on (http:\/\/127\.0\.0\.1:\d+) \(store: /m },
 };
 export type Entry = keyof typeof ENTRIES;
 
