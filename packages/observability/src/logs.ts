@@ -95,8 +95,9 @@ const OWN_FORMAT = new WeakSet<Pino>();
  * if sonic-boom still holds some of it, the next lines go to a fresh block, since it keeps the
  * buffer to retry. The lines still held when the process exits are written before it ends. On a
  * pipe or socket the block goes out in writes of whole lines of at most 4096 bytes (see
- * sendWholeLines). The writes block, as Node's own stdout does on pipes and files: a reader that
- * stops reading stops the process once the pipe is full (the README says so).
+ * sendWholeLines). The writes block (on a pipe or socket fd 1 is put into blocking mode: see
+ * blockingStdout): a reader that stops reading stops the process once the pipe is full, until it
+ * reads again (the README says so).
  *
  * When a write fails (a full disk), the lines are dropped and counted; stdout is tried again after
  * 1 s, then after twice as long each time, at most 30 s (see TRANSIENT for the errors that are for
@@ -113,6 +114,9 @@ function stdoutLines(): DestinationStream & EventBytes {
   let out: Destination | null = null;
   // Whether stdout is a pipe or socket, which other processes may write to as well.
   const shared = stdoutIsShared();
+  // On a pipe or socket, fd 1 put (back) into blocking mode: a full pipe holds a write up until the
+  // reader has made room, not 100 ms at a time (see blockingStdout).
+  if (shared) blockingStdout();
   // Set while stdout fails: lines are dropped, and counted, until a write works again (`recover`).
   // Before 2026-11-29 the error was thrown from the holding timer (an uncaught exception), and the
   // exit flush then retried the write forever: a process that neither served nor exited; the fix
@@ -345,6 +349,30 @@ function stdoutIsShared(): boolean {
     return stat.isFIFO() || stat.isSocket();
   } catch {
     return false;
+  }
+}
+
+/**
+ * Puts fd 1 into blocking mode, as Node does for a terminal (and on Windows for a pipe): a write to a
+ * full pipe or socket then waits in the kernel until the reader has made room, and returns as soon
+ * as it has. Node makes fd 1 non-blocking when process.stdout is first used on a pipe or socket
+ * (the example servers' console.log, any `--import` loader); a full pipe then failed a write with
+ * EAGAIN, and sonic-boom, in sync mode, slept 100 ms (Atomics.wait, its BUSY_WRITE_TIMEOUT) before
+ * each new try: the whole event loop stopped for 100 ms at a time whenever a log reader (a
+ * container's log driver, journald, `| tee`) fell behind by a pipe's worth for a few milliseconds
+ * (until 2026-11-30; measured: a reader pausing 40 ms every 400 ms cost 7 stalls of 103 ms in 3 s,
+ * none of 90 ms or more with fd 1 blocking, the longest 21-51 ms). process.stdout is made first: made later, it would
+ * make fd 1 non-blocking again. Its own writes (console.log) then wait too, as they do on files and
+ * terminals. The flag belongs to the open pipe, so other processes writing to it (cluster workers)
+ * see it too; Node puts back the flags fd 1 had when the process exits. Not done where
+ * process.stdout has no libuv handle (a worker thread's): it may stay non-blocking there.
+ */
+function blockingStdout(): void {
+  try {
+    const handle = (process.stdout as unknown as { _handle?: { setBlocking?: (blocking: boolean) => number } })._handle;
+    handle?.setBlocking?.(true);
+  } catch {
+    // No process.stdout to be had (its creation failed): fd 1 stays as it is.
   }
 }
 

@@ -1,6 +1,7 @@
 /** stdout lines are held for at most one short interval, and never lost when the process exits. */
-import { spawn, type ChildProcess } from "node:child_process";
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { closeSync, constants, existsSync, mkdtempSync, openSync, rmSync } from "node:fs";
+import { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -11,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
  * The fixtures, each bundled once (beforeAll) for plain `node`: every test starts one or two child
  * processes, and through `--import tsx` each start sent every module through tsx's loader thread.
  */
-const FIXTURES = ["log-lines", "failing-stdout", "stdout-retries", "stdio-gone"] as const;
+const FIXTURES = ["log-lines", "failing-stdout", "stdout-retries", "stdio-gone", "steady-lines"] as const;
 const bundled = new Map<(typeof FIXTURES)[number], string>();
 let bundleDir: string | undefined;
 beforeAll(async () => {
@@ -26,8 +27,13 @@ afterAll(() => {
 const fixture = (name: (typeof FIXTURES)[number]): string => bundled.get(name)!;
 const FAILED = "plantgate: writing log lines to stdout failed (ENOSPC); they are dropped, and counted, until a write works again (tried after 1 s, then at most every 30 s)\n";
 
-/** fd: "non-blocking" as a program that uses process.stdout has it (the example servers), "blocking" as one that never does. */
-function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clock" = "ascii", fd: "non-blocking" | "blocking" = "non-blocking") {
+/**
+ * fd: "non-blocking" as a program that uses process.stdout has it (the example servers; the logger
+ * makes fd 1 blocking again), "blocking" as one that never does, "stays-non-blocking" made
+ * non-blocking again after the logger was made (where it cannot change it: a worker thread).
+ */
+type Fd = "non-blocking" | "blocking" | "stays-non-blocking";
+function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clock" = "ascii", fd: Fd = "non-blocking") {
   const child = spawn(process.execPath, [fixture("log-lines"), String(count), mode, text, "", "", fd], { stdio: ["ignore", "pipe", "pipe"] });
   const chunks: Buffer[] = [];
   child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -37,7 +43,7 @@ function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clo
 }
 
 /**
- * From the writer's first bytes on `stream`: stops reading for `ms`, then reads for `ms`, `times`
+ * From the writer's first bytes on `stream`: stops reading for `ms`, then reads for `readMs` (default `ms`), `times`
  * over (a log reader that falls behind while lines are written). Returns how many stalls ended with
  * `running()` true: the writer was held up by the full pipe, not done already.
  *
@@ -47,7 +53,7 @@ function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clo
  * which listened for `close` only after the stalls, missed it and waited until the test's timeout.
  * Callers take `closed(child)` before this.
  */
-async function stallNowAndThen(stream: NodeJS.ReadableStream, times: number, ms: number, running: () => boolean): Promise<number> {
+async function stallNowAndThen(stream: NodeJS.ReadableStream, times: number, ms: number, running: () => boolean, readMs = ms): Promise<number> {
   await new Promise<void>((resolve) => {
     const started = () => {
       stream.off("data", started).off("end", started);
@@ -61,7 +67,7 @@ async function stallNowAndThen(stream: NodeJS.ReadableStream, times: number, ms:
     await new Promise((r) => setTimeout(r, ms));
     if (running()) held++;
     stream.resume();
-    await new Promise((r) => setTimeout(r, ms));
+    await new Promise((r) => setTimeout(r, readMs));
   }
   return held;
 }
@@ -71,7 +77,7 @@ const closed = (child: ChildProcess) => new Promise<number | null>((resolve) => 
 
 // Each test starts a child Node process: through tsx (a compile at start) that was over 5 s when the
 // machine was loaded (seen once in a clean-clone CI run beside other work); bundled it starts in about
-// 0.2 s, but the 30 s stays: a stalled reader's EAGAINs cost the writer 100 ms each.
+// 0.2 s, but the 30 s stays: where fd 1 stays non-blocking, a stalled reader's EAGAINs cost the writer 100 ms each.
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 /** The exit's line (a pattern) when stdout still fails: `count` lines lost since an ISO time. */
 const exiting = (code: string, count: number) =>
@@ -162,9 +168,10 @@ describe("stdout lines", { timeout: 30_000 }, () => {
     expect(got.map((l) => l.id)).toEqual(Array.from({ length: 2000 }, (_, i) => `id-${i}`));
   });
 
-  // fd 1 as a program that uses process.stdout has it (writes fail with EAGAIN or go in part when
-  // the pipe is full), and as a bundled one that never does (writes block).
-  it.each(["non-blocking", "blocking"] as const)("lines arrive whole and in order when the reader stalls and the held block is written again and again (stdout %s)", async (fd) => {
+  // fd 1 as a program that uses process.stdout has it (the logger makes it blocking again), as a
+  // bundled one that never does (writes block), and kept non-blocking (writes fail with EAGAIN or go
+  // in part when the pipe is full).
+  it.each(["non-blocking", "blocking", "stays-non-blocking"] as const)("lines arrive whole and in order when the reader stalls and the held block is written again and again (stdout %s)", async (fd) => {
     // About 6 MB: the 64 KiB block is reused ~100 times, and the pipe fills while the reader waits.
     const { child, lines } = run(20_000, "exit", "ascii", fd);
     const code = closed(child);
@@ -202,9 +209,9 @@ describe("stdout lines", { timeout: 30_000 }, () => {
   });
 
   it("a reader that stalls now and then does not make the writer take a fresh held block for every write after (the block is reused once sonic-boom holds none of it)", async () => {
-    // stdout non-blocking (the fixture's default): only then does a full pipe take part of a write,
+    // stdout kept non-blocking past the logger's start: only then does a full pipe take part of a write,
     // the case the writer once miscounted (with fd 1 blocking this passed with that bug put back).
-    const child = spawn(process.execPath, [fixture("log-lines"), "40000", "exit", "ascii", "", "allocs"], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [fixture("log-lines"), "40000", "exit", "ascii", "", "allocs", "stays-non-blocking"], { stdio: ["ignore", "pipe", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     let bytes = 0;
@@ -217,6 +224,43 @@ describe("stdout lines", { timeout: 30_000 }, () => {
     expect(bytes).toBeGreaterThan(11_000_000);
     const blocks = Number(/^blocks (\d+)$/m.exec(stderr)?.[1]);
     expect(blocks).toBeLessThan(20);
+  });
+
+  it("a reader that falls behind for 40 ms now and then holds the writer up about that long, not 100 ms at a time (stdout a pipe made non-blocking by process.stdout, as in the example servers)", async () => {
+    // A real pipe (a FIFO: 64 KiB, what a container's log driver or `| tee` gives), not the socket
+    // pair Node's spawn makes. Read here, paused 40 ms every 300 ms from the first bytes on.
+    const dir = mkdtempSync(join(tmpdir(), "plantgate-stdout-fifo-"));
+    try {
+      const fifo = join(dir, "stdout");
+      execFileSync("mkfifo", [fifo]);
+      const reader = new Socket({ fd: openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK), readable: true, writable: false });
+      const writer = openSync(fifo, "w");
+      // 20 lines a 1 ms turn for 3.6 s: some 5 MB/s, which fills the pipe well within each pause.
+      const child = spawn(process.execPath, [fixture("steady-lines"), "3600", "20"], { stdio: ["ignore", writer, "pipe"] });
+      closeSync(writer);
+      let stderr = "";
+      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+      const chunks: Buffer[] = [];
+      reader.on("data", (chunk: Buffer) => chunks.push(chunk));
+      const ended = new Promise<void>((resolve) => reader.once("end", resolve));
+      const code = closed(child);
+      expect(await stallNowAndThen(reader, 12, 40, () => child.exitCode === null, 260)).toBeGreaterThanOrEqual(10);
+      expect(await code).toBe(0);
+      await ended;
+      const report = JSON.parse(stderr) as { logged: number; longest: number; stalls: number };
+      // Until 2026-11-30 each pause that filled the pipe cost the writer an EAGAIN and sonic-boom's
+      // 100 ms sleep: about one turn of 100 ms or more per pause (10-12 here). Now the writer waits
+      // while the reader does: none should be that long; two allowed for a loaded machine (a reader
+      // or writer not scheduled for 90 ms).
+      expect(report.stalls, stderr).toBeLessThanOrEqual(2);
+      // The pauses did hold the writer up (not a pipe that never filled).
+      expect(report.longest, stderr).toBeGreaterThanOrEqual(20);
+      const ids = Buffer.concat(chunks).toString("utf8").split("\n").filter(Boolean).map((line) => (JSON.parse(line) as { id: string }).id);
+      expect(ids.length).toBe(report.logged);
+      expect(ids.every((id, i) => id === `id-${i}`)).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("lines of 1- to 4-byte UTF-8 characters, some far longer than the bytes held at once, arrive whole and in order", async () => {
