@@ -1,4 +1,5 @@
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
+import { HostFaultError } from "@plantgate/core";
 import {
   checkUploadDiscardOptions,
   lingerOnUnreadUpload,
@@ -51,15 +52,19 @@ export type ExpressApp = NodeApp & {
 export const BODY_CONSUMED = "PLANTGATE_BODY_CONSUMED";
 
 /**
- * Passed to `next(err)` when a body parser (`express.json()`, `express.urlencoded()`,
- * `express.raw()`, multer, ...) read the request body before plantgate, and the app needed that
- * body (it tried to read it). The original bytes are gone, and re-serialising a parsed value would
- * lose int64 precision, so the request is refused instead. This is a mistake in the app's
- * middleware order, hence a 500 (`status`/`statusCode`), handled by Express's
- * error handling like any other error. A request the app refuses without reading its body (a JSON
- * body to the form-only token endpoint) gets the app's answer instead, as without the parser.
+ * What reading the request body fails with when a body parser (`express.json()`,
+ * `express.urlencoded()`, `express.raw()`, multer, ...) read it before plantgate. The original
+ * bytes are gone, and re-serialising a parsed value would lose int64 precision, so the request is
+ * refused instead. This is a mistake in the host app's middleware order, not the client's: a
+ * `HostFaultError` of `@plantgate/core`, which plantgate answers with its 500 (`server_error`, or
+ * `{"error":1500}` on the plant store and console), logs, and counts and traces as that 500
+ * (`error.type` `PLANTGATE_BODY_CONSUMED`). Passed to `next(err)` (a 500 by `status`/`statusCode`,
+ * for Express's error handling) when the app threw after reading, or answered anything but a 5xx
+ * (a Web handler that took the failure for the client's). A request the app refuses without
+ * reading its body (a JSON body to the form-only token endpoint) gets the app's answer, as
+ * without the parser.
  */
-export class PlantgateBodyConsumedError extends Error {
+export class PlantgateBodyConsumedError extends HostFaultError {
   override readonly name = "PlantgateBodyConsumedError";
   readonly code = BODY_CONSUMED;
   readonly status = 500;
@@ -183,10 +188,11 @@ function unreadableBody(exchange: NodeExchange): { exchange: NodeExchange; read(
  *   `trust proxy` setting decides whether `X-Forwarded-Proto`/`-Host` count.
  * - **Body**: read raw from the socket (int64 ids stay exact). Mount plantgate
  *   *before* any body parser; if one already consumed the body of a request plantgate
- *   answers, the app gets a body that fails when read: its answer is sent when it never read the
- *   body (a refusal by media type, method or credentials, as without the parser), else `next(err)`
- *   is called with a {@link PlantgateBodyConsumedError} (the host app's own routes keep their
- *   parsed bodies).
+ *   answers, the app gets a body that fails when read, with a {@link PlantgateBodyConsumedError}:
+ *   its answer is sent when it never read the body (a refusal by media type, method or
+ *   credentials, as without the parser) or answered the failure with a 5xx (plantgate's 500, a
+ *   `HostFaultError`), else `next(err)` is called with that error (the host app's own routes keep
+ *   their parsed bodies).
  * - **Unknown routes** (paths `app.owns()` says plantgate does not answer) go on
  *   with `next()`, before plantgate sees them, unless `options.notFound` is `"respond"`.
  * - Requests a Web Request cannot carry (`TRACE`, `TRACK`, `CONNECT`, `OPTIONS *`), or with a
@@ -295,9 +301,11 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         next(error);
         return;
       }
-      if (consumed?.read() === true) {
-        // The app wanted the body the parser took: whatever it answered without it (plantgate's
-        // 400 "could not be read") is not the client's fault. Nothing of that answer is sent.
+      if (consumed !== undefined && answer.status < 500 && consumed.read()) {
+        // The app wanted the body the parser took and answered as if the client were at fault (a
+        // Web handler that took the failure for a broken upload): nothing of that answer is sent.
+        // plantgate itself answers a HostFaultError with its 500, sent below as it counted it
+        // (until 2026-11-30 every such request went here, plantgate's metrics and spans a 400).
         if (answer instanceof Response) await answer.body?.cancel().catch(() => {});
         next(new PlantgateBodyConsumedError());
         return;

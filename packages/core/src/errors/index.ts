@@ -144,6 +144,23 @@ export class StorageError extends Error {
 }
 
 /**
+ * Thrown by an adapter when the host server, not the client, keeps plantgate from a request's body:
+ * `@plantgate/express`'s `PlantgateBodyConsumedError` (a body parser mounted before plantgate took
+ * the body) is one. From `info.readBody` or the `Request`'s body stream it reaches plantgate as it
+ * is, where any other failure to read is the client's upload breaking (its 400). Answered as an
+ * unexpected failure, 500 `server_error` on the token, revocation and introspection endpoints and
+ * 500 `{"error":1500}` elsewhere, logged with its name and message, and recorded so by the request
+ * observer and span (`error.type` its `code` when it has one, else its name). Subclass it, or throw
+ * it with a message for the operator (it is logged, never sent).
+ *
+ * @example
+ * readBody: () => Promise.reject(new HostFaultError("the framework already read the body; register plantgate before its body parser")),
+ */
+export class HostFaultError extends Error {
+  override readonly name: string = "HostFaultError";
+}
+
+/**
  * A value a store cannot hold exactly, refused before anything is written: a lone UTF-16
  * surrogate (UTF-8 cannot encode it; SQL drivers would silently turn it into U+FFFD) anywhere in
  * storage-sql, U+0000 in a PostgreSQL text column, and a client id with a lone surrogate in the

@@ -1,3 +1,4 @@
+import { HostFaultError } from "../errors/index.js";
 import type { HandleInfo } from "./handle-info.js";
 
 /** Why a body could not be read; the caller maps it to its own error shape. */
@@ -17,7 +18,8 @@ const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 /**
  * Reads the body as UTF-8 text, stopping (and cancelling the stream) as soon as it passes
  * `maxBytes`, so a hostile client cannot make us buffer more than the limit. Through the
- * adapter's `info.readBody` when it gave one, else through `request.body`.
+ * adapter's `info.readBody` when it gave one, else through `request.body`. A read that fails is
+ * a {@link BodyReadError} (`aborted`), except a {@link HostFaultError}, which is thrown as it is.
  */
 export async function readBodyText(request: Request, info: HandleInfo | undefined, maxBytes: number): Promise<string> {
   if (declaresOver(request, maxBytes)) {
@@ -28,8 +30,8 @@ export async function readBodyText(request: Request, info: HandleInfo | undefine
     let bytes: Uint8Array | null;
     try {
       bytes = await info.readBody(maxBytes);
-    } catch {
-      throw new BodyReadError("aborted");
+    } catch (e) {
+      throw readFailure(e);
     }
     if (bytes === null) throw new BodyReadError("too_large");
     return decodeStrict(bytes);
@@ -38,11 +40,19 @@ export async function readBodyText(request: Request, info: HandleInfo | undefine
   let bytes: Uint8Array | null;
   try {
     bytes = await readBounded(request.body, maxBytes);
-  } catch {
-    throw new BodyReadError("aborted");
+  } catch (e) {
+    throw readFailure(e);
   }
   if (bytes === null) throw new BodyReadError("too_large");
   return decodeStrict(bytes);
+}
+
+/**
+ * What a failed body read becomes: the upload broke (the client's, a 400), unless the adapter says
+ * the host is at fault ({@link HostFaultError}: a 500, passed on as it is).
+ */
+function readFailure(error: unknown): Error {
+  return error instanceof HostFaultError ? error : new BodyReadError("aborted");
 }
 
 /**

@@ -19,7 +19,9 @@ export interface HandleInfo {
    * Reads the whole request body without a Web stream, for adapters that hold the raw body
    * (`@plantgate/node` reads the `IncomingMessage` directly). Resolves to the bytes (empty for
    * none), or to null as soon as more than `maxBytes` arrived (the rest must then be discarded,
-   * never buffered); rejects when the upload breaks. plantgate calls it at most once per request,
+   * never buffered); rejects when the upload breaks (the client's fault: a 400), or with a
+   * `HostFaultError` when the host server, not the client, keeps the body from plantgate (a body
+   * parser took it first: a 500, see `HostFaultError`). plantgate calls it at most once per request,
    * and then never touches `request.body`. Without it, plantgate reads `request.body`.
    */
   readBody?(maxBytes: number): Promise<Uint8Array | null>;

@@ -1,0 +1,58 @@
+/**
+ * An adapter's HostFaultError while plantgate reads the body (through `info.readBody` or the
+ * Request's own stream) is the host's fault: plantgate's 500, logged and observed as a 500. Any
+ * other failure to read stays the client's 400.
+ */
+import { describe, expect, it } from "vitest";
+import { HostFaultError, type RequestObservation } from "../src/index.js";
+import { BASE, basic, harness } from "./helpers.js";
+
+class ParserTookIt extends HostFaultError {
+  override readonly name = "ParserTookIt";
+}
+
+/** A body stream that fails with `error` when read. */
+function failing(error: unknown): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({ pull: (controller) => controller.error(error) }, { highWaterMark: 0 });
+}
+
+async function observed() {
+  const requests: RequestObservation[] = [];
+  const logged: unknown[] = [];
+  const h = await harness({ observer: { request: (o) => void requests.push(o) }, logger: { error: (m, c) => void logged.push([m, c]), warn() {} } });
+  const auth = basic(h.clientId, h.clientSecret);
+  const token = (body: ReadableStream<Uint8Array> | null, readBody?: () => Promise<Uint8Array | null>) =>
+    h.app.fetch(
+      new Request(`${BASE}/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: auth },
+        body,
+        duplex: "half",
+      } as RequestInit),
+      readBody ? { readBody } : undefined,
+    );
+  return { requests, logged, token };
+}
+
+const SERVER_ERROR = '{"error":"server_error","error_description":"The server encountered an unexpected error."}';
+const UNREADABLE = '{"error":"invalid_request","error_description":"The request body could not be read."}';
+
+describe("HostFaultError while reading the body", () => {
+  for (const via of ["info.readBody", "request.body"] as const) {
+    it(`through ${via}: plantgate's 500, logged and observed as a 500; another failure stays the client's 400`, async () => {
+      const { requests, logged, token } = await observed();
+      const send = (error: unknown) => (via === "info.readBody" ? token(null, () => Promise.reject(error)) : token(failing(error)));
+
+      const host = await send(new ParserTookIt("the framework read the body first"));
+      expect([host.status, host.headers.get("cache-control"), await host.text()]).toEqual([500, "no-store", SERVER_ERROR]);
+      const broken = await send(new TypeError("terminated"));
+      expect([broken.status, await broken.text()]).toEqual([400, UNREADABLE]);
+
+      expect(requests.map((r) => [r.status, r.result])).toEqual([
+        [500, "server_error"],
+        [400, "invalid_request"],
+      ]);
+      expect(logged).toEqual([["unexpected error at the token endpoint", { name: "ParserTookIt", message: "the framework read the body first" }]]);
+    });
+  }
+});
