@@ -7,7 +7,7 @@ import { CLOSE_WAIT_MS, destroyPgSocket, pgClientCache, settlesWithin, type List
 import type { Database, SqlFamily } from "./schema.js";
 import type { PragmaTarget, SqliteCheckpointer } from "./sqlite-checkpointer.js";
 import { sqliteFastPath, type SqliteFastPath } from "./sqlite-fast.js";
-import { createSqlStorage, type SqlStorage } from "./storage.js";
+import { createSqlStorage, type CreateSqlStorageOptions, type SqlStorage } from "./storage.js";
 
 /**
  * Options of {@link openSqlStorage}.
@@ -49,6 +49,8 @@ export interface OpenSqlStorageOptions {
    * how long a call waits for a free connection of the pool (PostgreSQL waits 10 s).
    */
   queryTimeoutMs?: number;
+  /** {@link CreateSqlStorageOptions.firstKeyLock}: for tests. @internal */
+  firstKeyLock?: CreateSqlStorageOptions["firstKeyLock"];
 }
 
 /** Default of {@link OpenSqlStorageOptions.queryTimeoutMs}. */
@@ -454,6 +456,7 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
     ...(opened.sqlite ? { sqlite: opened.sqlite } : {}),
     ...(cache ? { pgClientCache: cache } : {}),
     ...(options.audit === true ? { audit: true } : {}),
+    ...(options.firstKeyLock !== undefined ? { firstKeyLock: options.firstKeyLock } : {}),
     // The lock wait this sets (queryTimeoutMs over 0, a second under it) is the deadline: a
     // timeout then answers 503 in time instead of waiting again up to 7 times.
     lockWaitRetries: !(target.family === "mysql" && queryTimeoutMs > 0),

@@ -17,7 +17,7 @@ import { plantStore } from "./stores/plants.js";
 import { refreshTokenStore } from "./stores/refresh-tokens.js";
 import { revokedTokenStore } from "./stores/revoked-tokens.js";
 import { sessionStore } from "./stores/sessions.js";
-import { signingKeyStore } from "./stores/signing-keys.js";
+import { signingKeyStore, type FirstKeyLockTimes } from "./stores/signing-keys.js";
 
 /**
  * A `Storage` on a SQL database through Kysely, plus what its owner needs around it.
@@ -89,6 +89,11 @@ export interface CreateSqlStorageOptions {
    * statement deadline (`queryTimeoutMs` over 0): that timeout then answers 503 in time.
    */
   lockWaitRetries?: boolean;
+  /**
+   * MySQL/MariaDB: the first-key lock's wait and its holder's idle bound, in seconds (default 10
+   * and 5; see `signingKeys.createIfEmpty` in the README). For tests. @internal
+   */
+  firstKeyLock?: Partial<FirstKeyLockTimes>;
 }
 
 /**
@@ -138,7 +143,7 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     accounts: accountStore(ctx),
     refreshTokens: refreshTokenStore(ctx),
     plants: plantStore(ctx),
-    signingKeys: signingKeyStore(ctx),
+    signingKeys: signingKeyStore(ctx, options.firstKeyLock),
     attempts: attemptStore(ctx),
     revokedTokens: revokedTokenStore(ctx),
     assertionJtis: assertionJtiStore(ctx),

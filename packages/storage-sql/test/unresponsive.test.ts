@@ -5,7 +5,6 @@
  * very next call is served. Before 2026-11-29 such a call never settled, and on PostgreSQL the pool
  * stayed stuck after the network came back.
  */
-import { createServer, connect as tcpConnect, type Server, type Socket } from "node:net";
 import { StorageError } from "@plantgate/core";
 import { sql } from "kysely";
 import mysql from "mysql2/promise";
@@ -13,57 +12,8 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { openStorageFromEnv } from "../src/env.js";
 import { openSqlStorage, type SqlStorage } from "../src/index.js";
+import { freezableProxy } from "./freezable-proxy.js";
 import { describeIfReachable, mysqlEngine, MYSQL_URL, postgresEngine, POSTGRES_URL, probeMysql, probePostgres, type Engine, type FreshDatabase } from "./support.js";
-
-/**
- * A proxy to `target` (host:port) that can drop everything in both directions while keeping its
- * sockets open; `openClients` counts the connections whose client side has neither half-closed
- * nor gone.
- */
-async function freezableProxy(target: URL): Promise<{ port: number; frozen: boolean; readonly openClients: number; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const openClients = new Set<Socket>();
-  const state = { frozen: false };
-  // allowHalfOpen: a client's FIN is not answered by the proxy's own, so while frozen a polite
-  // close is never acknowledged, as over a dead network.
-  const server: Server = createServer({ allowHalfOpen: true }, (client) => {
-    const upstream = tcpConnect(Number(target.port), target.hostname);
-    openClients.add(client);
-    for (const event of ["end", "close"]) client.once(event, () => openClients.delete(client));
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("error", () => {});
-      s.on("close", () => {
-        sockets.delete(s);
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.on("data", (chunk) => void (state.frozen || upstream.write(chunk)));
-    upstream.on("data", (chunk) => void (state.frozen || client.write(chunk)));
-    // A half-close is passed on only while the network works.
-    client.on("end", () => void (state.frozen || upstream.end()));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  return {
-    port,
-    get frozen() {
-      return state.frozen;
-    },
-    set frozen(value: boolean) {
-      state.frozen = value;
-    },
-    get openClients() {
-      return openClients.size;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 function unresponsiveSuite(engine: Engine): void {
   const cleanup: Array<() => Promise<void>> = [];

@@ -1,9 +1,9 @@
 import type { SigningKeyStore } from "@plantgate/core";
-import { sql } from "kysely";
+import { sql, type Kysely } from "kysely";
 import type { StoreContext } from "../context.js";
 import { affected } from "../prepared.js";
 import { keyRecord, keyRow } from "../rows.js";
-import { TABLES } from "../schema.js";
+import { TABLES, type Database } from "../schema.js";
 
 /**
  * The first key of PostgreSQL's advisory lock (the two-int form) `createIfEmpty` takes, the second
@@ -12,15 +12,26 @@ import { TABLES } from "../schema.js";
  */
 const FIRST_KEY_LOCK = 0x7067666b;
 
-/** How long (s) MySQL/MariaDB's `createIfEmpty` waits for its named lock (held for one INSERT). */
-const FIRST_KEY_LOCK_WAIT_S = 10;
+/**
+ * MySQL/MariaDB's first-key lock: how long (s) `createIfEmpty` waits for it, and the idle bound
+ * (s) of the session holding it (its `wait_timeout` meanwhile). The bound is under the wait, so
+ * the lock of an instance cut off while holding it (the server keeps such a session until its
+ * `wait_timeout`, 8 h by default) is freed before a caller that waits for it gives up.
+ */
+export interface FirstKeyLockTimes {
+  waitS: number;
+  idleS: number;
+}
+
+const FIRST_KEY_LOCK_TIMES: FirstKeyLockTimes = { waitS: 10, idleS: 5 };
 
 /** `pg_signing_keys` as core's {@link SigningKeyStore}. */
-export function signingKeyStore(ctx: StoreContext): SigningKeyStore {
+export function signingKeyStore(ctx: StoreContext, lockTimes: Partial<FirstKeyLockTimes> = {}): SigningKeyStore {
   const { db, family, run, storableKey, insertOrFalse } = ctx;
   const table = sql.table(TABLES.signingKeys);
   // PostgreSQL types a bare parameter in a SELECT list as text, which a bigint column refuses.
   const int = (v: number) => (family === "postgres" ? sql`cast(${v} as bigint)` : sql`${v}`);
+  const times = { ...FIRST_KEY_LOCK_TIMES, ...lockTimes };
 
   return {
     list: () =>
@@ -63,16 +74,7 @@ export function signingKeyStore(ctx: StoreContext): SigningKeyStore {
           // INSERT, which commits alone. Without it the outcome hung on the pool's isolation level:
           // under READ COMMITTED InnoDB takes no gap lock and racing INSERTs each inserted (3 of
           // 30, test/first-key.test.ts); under REPEATABLE READ their gap locks deadlocked them.
-          return db.connection().execute(async (conn) => {
-            const name = sql`concat('plantgate.first_signing_key.', md5(database()))`;
-            const taken = (await sql<{ taken: unknown }>`select get_lock(${name}, ${sql.lit(FIRST_KEY_LOCK_WAIT_S)}) as taken`.execute(conn)).rows[0]?.taken;
-            if (Number(taken) !== 1) throw new Error(`the lock of the first signing key was not taken within ${FIRST_KEY_LOCK_WAIT_S} s`);
-            try {
-              return affected(await ctx.again(() => insert.execute(conn))) > 0n;
-            } finally {
-              await sql`select release_lock(${name})`.execute(conn);
-            }
-          });
+          return db.connection().execute((conn) => underFirstKeyLock(conn, times, async () => affected(await ctx.again(() => insert.execute(conn))) > 0n));
         }
         return affected(await insert.execute(db)) > 0n;
       }),
@@ -96,4 +98,50 @@ export function signingKeyStore(ctx: StoreContext): SigningKeyStore {
         return result.numUpdatedRows > 0n;
       }),
   };
+}
+
+/**
+ * Runs `work` on `conn` (one MySQL/MariaDB connection) holding the first-key lock of its database,
+ * with the session's `wait_timeout` cut to `times.idleS` from before `GET_LOCK` to after
+ * `RELEASE_LOCK`: an instance cut off in between (no close reaches the server, which keeps the
+ * session and its lock until `wait_timeout`) holds it that long, not 8 h. The session is put back
+ * as it was (the lock released, its own `wait_timeout` restored, kept meanwhile in a user variable
+ * then cleared), so the pool never hands out a connection with the short bound. Failing that, the
+ * session is ended ({@link endSession}): a connection that may still hold the lock never goes
+ * back to the pool. `work`'s own failure is what the caller sees, never the cleanup's after it;
+ * a cleanup that fails after `work` succeeded does not undo its result (the lock goes with the
+ * session).
+ */
+async function underFirstKeyLock<T>(conn: Kysely<Database>, times: FirstKeyLockTimes, work: () => Promise<T>): Promise<T> {
+  const name = sql`concat('plantgate.first_signing_key.', md5(database()))`;
+  let outcome: { value: T } | { error: unknown };
+  try {
+    await sql`set @plantgate_wait_timeout = @@session.wait_timeout, session wait_timeout = ${sql.lit(times.idleS)}`.execute(conn);
+    const taken = (await sql<{ taken: unknown }>`select get_lock(${name}, ${sql.lit(times.waitS)}) as taken`.execute(conn)).rows[0]?.taken;
+    if (Number(taken) !== 1) throw new Error(`the lock of the first signing key was not taken within ${times.waitS} s`);
+    outcome = { value: await work() };
+  } catch (error) {
+    outcome = { error };
+  }
+  try {
+    // Also after a lock not taken: RELEASE_LOCK of a lock held by another session releases nothing.
+    await sql`do release_lock(${name})`.execute(conn);
+    await sql`set session wait_timeout = @plantgate_wait_timeout, @plantgate_wait_timeout = null`.execute(conn);
+  } catch {
+    await endSession(conn);
+  }
+  if ("error" in outcome) throw outcome.error;
+  return outcome.value;
+}
+
+/**
+ * Ends the server session of `conn` (its named locks go with it) and returns once mysql2 has seen
+ * the connection close, which takes it out of its pool: the release that follows hands it to no
+ * one. A connection already dropped (a timed-out statement, a reset) fails both at once. A session
+ * the server cannot be told of (a network gone silent), or one a proxy between kept alive, is
+ * ended by the server once idle for the short bound it still has.
+ */
+async function endSession(conn: Kysely<Database>): Promise<void> {
+  await sql`kill connection_id()`.execute(conn).catch(() => {});
+  await sql`select 1`.execute(conn).catch(() => {});
 }
