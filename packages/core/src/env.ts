@@ -1,5 +1,5 @@
 import type { Admin } from "./admin/index.js";
-import { AdminConflictError, AdminError } from "./admin/errors.js";
+import { AdminConflictError, AdminError, type AdminField } from "./admin/errors.js";
 import { checkAccountInput } from "./admin/index.js";
 import { checkClientId, checkClientSecret } from "./admin/clients.js";
 import type { AccountStore, ClientStore } from "./storage/types.js";
@@ -219,8 +219,8 @@ export function bootstrapFromEnv(env: EnvVars): BootstrapPlan {
   };
 }
 
-/** The variable each field of the admin checks' messages comes from, in a bootstrap. */
-const BOOTSTRAP_VARIABLES: Record<string, string> = {
+/** The variable each field of the admin checks (`AdminError.field`) comes from, in a bootstrap. */
+const BOOTSTRAP_VARIABLES: Partial<Record<AdminField, string>> = {
   clientId: "PLANTGATE_BOOTSTRAP_CLIENT_ID",
   clientSecret: "PLANTGATE_BOOTSTRAP_CLIENT_SECRET",
   username: "PLANTGATE_BOOTSTRAP_USERNAME",
@@ -228,9 +228,11 @@ const BOOTSTRAP_VARIABLES: Record<string, string> = {
 };
 
 /**
- * Runs an admin check; its refusal comes back as a ConfigError naming the variable instead of the
- * field (`clientSecret must be 16-1024 characters` -> `PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be
- * 16-1024 characters`). The admin messages name the rule, never the value.
+ * Runs an admin check; its refusal comes back as a ConfigError naming the variable of its `field`
+ * instead of the field (`clientSecret must be 16-1024 characters` -> `PLANTGATE_BOOTSTRAP_CLIENT_SECRET
+ * must be 16-1024 characters`; a message that does not begin with the field's name gets the
+ * variable in front). The admin messages name the rule, never the value. Until 2026-11-30 the
+ * field was read from the message's first word.
  */
 function refusal(check: () => void, fallback: string): ConfigError | null {
   try {
@@ -238,9 +240,10 @@ function refusal(check: () => void, fallback: string): ConfigError | null {
     return null;
   } catch (error) {
     if (!(error instanceof AdminError)) throw error;
-    const field = /^[A-Za-z]+/.exec(error.message)?.[0];
+    const { field, message } = error;
     const variable = field === undefined ? undefined : BOOTSTRAP_VARIABLES[field];
-    return new ConfigError(variable ? variable + error.message.slice(field!.length) : `${fallback}: ${error.message}`, { cause: error });
+    if (variable === undefined) return new ConfigError(`${fallback}: ${message}`, { cause: error });
+    return new ConfigError(message.startsWith(`${field} `) ? variable + message.slice(field!.length) : `${variable}: ${message}`, { cause: error });
   }
 }
 

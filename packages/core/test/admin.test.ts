@@ -46,9 +46,9 @@ describe("admin operations", () => {
     ] as const) {
       const answer = await api(query);
       expect(answer.status, query).toBe(400);
-      await expect(h.app.admin.listAccountsPage(args)).rejects.toThrow(new AdminError(answer.body.message as string));
+      await expect(h.app.admin.listAccountsPage(args)).rejects.toThrow(new AdminError(answer.body.message as string, { field: Object.keys(args)[0] as "page" | "pageSize" }));
     }
-    await expect(h.app.admin.listAccountsPage({ page: "2" as unknown as number })).rejects.toThrow(new AdminError("page must be a number"));
+    await expect(h.app.admin.listAccountsPage({ page: "2" as unknown as number })).rejects.toThrow(new AdminError("page must be a number", { field: "page" }));
   });
 
   it("deleteClient: the client can no longer authenticate; deleting twice is an AdminError", async () => {
@@ -82,7 +82,7 @@ describe("admin operations", () => {
     const h = await harness();
     const message = "roles must be a list of at most 32 strings of 1-100 characters, without control or invisible characters";
     for (const roles of [[""], ["\u0000"], ["\ud800"], ["admin\u200b"], ["\u200badmin"], [" admin"], ["ad\u0007min"], Array.from({ length: 33 }, (_, i) => `r${i}`)]) {
-      await expect(h.app.admin.createAccount({ username: "x", password: "long-enough-1", roles })).rejects.toThrow(new AdminError(message));
+      await expect(h.app.admin.createAccount({ username: "x", password: "long-enough-1", roles })).rejects.toThrow(new AdminError(message, { field: "roles" }));
     }
     expect((await h.app.admin.createAccount({ username: "x", password: "long-enough-1", roles: ["admin", "ops team", "Überprüfer"] })).roles).toEqual(["admin", "ops team", "Überprüfer"]);
   });
@@ -153,7 +153,7 @@ describe("admin operations", () => {
     const h = await harness();
     const good = (n: number) => ({ username: `user-${n}`, password: "long-enough-pw" });
     await expect(h.app.admin.importAccounts([good(1), { username: "", password: "long-enough-pw" }, good(3)])).rejects.toThrow(
-      new AdminError("record 2: username must be 1-200 characters"),
+      new AdminError("record 2: username must be 1-200 characters", { field: "username" }),
     );
     await expect(h.app.admin.importAccounts([good(1), good(2), good(1)])).rejects.toThrow(new AdminError("record 3: username user-1 is taken"));
     await expect(h.app.admin.importAccounts([good(1), { username: h.username, password: "long-enough-pw" }])).rejects.toThrow(
@@ -175,10 +175,10 @@ describe("admin operations", () => {
     "a username starting or ending with white space or an invisible character (%j) is refused, on create, import and provisioning, and nothing is stored",
     async (username) => {
       const h = await harness();
-      const refusal = new AdminError("username must not start or end with white space or an invisible character");
+      const refusal = new AdminError("username must not start or end with white space or an invisible character", { field: "username" });
       await expect(h.app.admin.createAccount({ username, password: "long-enough-pw" })).rejects.toThrow(refusal);
       await expect(h.app.admin.importAccounts([{ username: "fine-1", password: "long-enough-pw" }, { username, password: "long-enough-pw" }])).rejects.toThrow(
-        new AdminError(`record 2: ${refusal.message}`),
+        new AdminError(`record 2: ${refusal.message}`, { field: "username" }),
       );
       await expect(h.app.admin.ensureAccount(username, "long-enough-pw")).rejects.toThrow(refusal);
       expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);
@@ -189,15 +189,15 @@ describe("admin operations", () => {
     "a username or client name with a bidirectional control character (%j) is refused on create, import and provisioning, and nothing is stored",
     async (name) => {
       const h = await harness();
-      const refusal = new AdminError("username must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)");
+      const refusal = new AdminError("username must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)", { field: "username" });
       await expect(h.app.admin.createAccount({ username: name, password: "long-enough-pw" })).rejects.toThrow(refusal);
       await expect(h.app.admin.importAccounts([{ username: "fine-1", password: "long-enough-pw" }, { username: name, password: "long-enough-pw" }])).rejects.toThrow(
-        new AdminError(`record 2: ${refusal.message}`),
+        new AdminError(`record 2: ${refusal.message}`, { field: "username" }),
       );
       await expect(h.app.admin.ensureAccount(name, "long-enough-pw")).rejects.toThrow(refusal);
       expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);
       await expect(h.app.admin.createClient({ clientId: "bidi", name })).rejects.toThrow(
-        new AdminError("name must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)"),
+        new AdminError("name must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)", { field: "name" }),
       );
       expect((await h.app.admin.listClients()).map((c) => c.clientId)).toEqual([h.clientId]);
     },
@@ -335,26 +335,26 @@ describe("admin operations", () => {
   it("createClient and createAccount reject bad input with AdminError and store nothing", async () => {
     const h = await harness();
     await expect(h.app.admin.createClient({ clientId: "has space" })).rejects.toThrow(AdminError);
-    await expect(h.app.admin.createClient({ clientId: "x", clientSecret: "short" })).rejects.toThrow(new AdminError("clientSecret must be 16-1024 characters"));
+    await expect(h.app.admin.createClient({ clientId: "x", clientSecret: "short" })).rejects.toThrow(new AdminError("clientSecret must be 16-1024 characters", { field: "clientSecret" }));
     await expect(h.app.admin.createClient({ clientId: "x", scopes: ["nope"] })).rejects.toThrow(AdminError);
     // "." and ".." vanish from console URLs (path normalisation), so they could never be managed there.
     for (const clientId of [".", ".."]) {
-      await expect(h.app.admin.createClient({ clientId })).rejects.toThrow(new AdminError('clientId must not be "." or ".."'));
-      await expect(h.app.admin.ensureClient(clientId, "a-long-enough-secret-0123456789")).rejects.toThrow(new AdminError('clientId must not be "." or ".."'));
+      await expect(h.app.admin.createClient({ clientId })).rejects.toThrow(new AdminError('clientId must not be "." or ".."', { field: "clientId" }));
+      await expect(h.app.admin.ensureClient(clientId, "a-long-enough-secret-0123456789")).rejects.toThrow(new AdminError('clientId must not be "." or ".."', { field: "clientId" }));
     }
     await expect(h.app.admin.createClient({ clientId: h.clientId })).rejects.toThrow(new AdminError(`client ${h.clientId} already exists`));
     // A name every backend can store (PostgreSQL text holds no U+0000, no SQL engine a lone surrogate).
     for (const name of ["a\u0000b", "a\ud800b", "\udc00", "", "x".repeat(201), 42 as unknown as string]) {
-      await expect(h.app.admin.createClient({ clientId: "named", name })).rejects.toThrow(new AdminError("name must be 1-200 characters without U+0000 or unpaired surrogates"));
+      await expect(h.app.admin.createClient({ clientId: "named", name })).rejects.toThrow(new AdminError("name must be 1-200 characters without U+0000 or unpaired surrogates", { field: "name" }));
     }
     // One that shows as nothing, or breaks a line in the console's lists and the CLI's table.
     for (const name of [" ", "\t \u00a0", "\u200b", "\ufeff\u3164", "a\nb", "a\u0007"]) {
-      await expect(h.app.admin.createClient({ clientId: "named", name }), JSON.stringify(name)).rejects.toThrow(new AdminError("name must hold a visible character and no control characters"));
+      await expect(h.app.admin.createClient({ clientId: "named", name }), JSON.stringify(name)).rejects.toThrow(new AdminError("name must hold a visible character and no control characters", { field: "name" }));
     }
     expect((await h.app.admin.createClient({ clientId: "named", name: "🌱 ".repeat(66) + "x" })).client.name).toBe("🌱 ".repeat(66) + "x");
     await h.app.admin.deleteClient("named");
-    await expect(h.app.admin.createAccount({ username: "bob", password: "short" })).rejects.toThrow(new AdminError("password must be 8-1024 characters"));
-    await expect(h.app.admin.createAccount({ username: "bob", password: "long-enough\u0000" })).rejects.toThrow(new AdminError("password must not contain U+0000"));
+    await expect(h.app.admin.createAccount({ username: "bob", password: "short" })).rejects.toThrow(new AdminError("password must be 8-1024 characters", { field: "password" }));
+    await expect(h.app.admin.createAccount({ username: "bob", password: "long-enough\u0000" })).rejects.toThrow(new AdminError("password must not contain U+0000", { field: "password" }));
     await expect(h.app.admin.createAccount({ username: h.username, password: "long-enough-pw" })).rejects.toThrow(new AdminError(`username ${h.username} is taken`));
     // A conflict with what is stored is its own kind (the console answers it 409), still an AdminError.
     await expect(h.app.admin.createAccount({ username: h.username, password: "long-enough-pw" })).rejects.toBeInstanceOf(AdminConflictError);

@@ -16,9 +16,9 @@ describe("overlapping client secrets", () => {
     h0 = await harness();
     const message = "expiresIn must be from 1 to 315360000 seconds";
     for (const expiresIn of [Number.MAX_SAFE_INTEGER, MAX_TTL_SECONDS + 1, 0]) {
-      await expect(h0.app.admin.addClientSecret(h0.clientId, { expiresIn })).rejects.toThrow(new AdminError(message));
-      await expect(h0.app.admin.createClient({ clientId: `c-${expiresIn}`, secretExpiresIn: expiresIn })).rejects.toThrow(new AdminError(message));
-      await expect(h0.app.admin.createClient({ clientId: `t-${expiresIn}`, refreshTokenTtl: expiresIn })).rejects.toThrow(new AdminError("refreshTokenTtl must be from 1 to 315360000 seconds"));
+      await expect(h0.app.admin.addClientSecret(h0.clientId, { expiresIn })).rejects.toThrow(new AdminError(message, { field: "expiresIn" }));
+      await expect(h0.app.admin.createClient({ clientId: `c-${expiresIn}`, secretExpiresIn: expiresIn })).rejects.toThrow(new AdminError(message, { field: "secretExpiresIn" }));
+      await expect(h0.app.admin.createClient({ clientId: `t-${expiresIn}`, refreshTokenTtl: expiresIn })).rejects.toThrow(new AdminError("refreshTokenTtl must be from 1 to 315360000 seconds", { field: "refreshTokenTtl" }));
     }
     expect((await h0.app.admin.getClient(h0.clientId)).secrets).toHaveLength(1);
     expect((await h0.app.admin.listClients()).map((c) => c.clientId)).toEqual([h0.clientId]);

@@ -164,7 +164,7 @@ describe("private_key_jwt (RFC 7523)", () => {
     // The URL parser percent-encodes these, but the text given is what is stored: PostgreSQL text
     // holds no U+0000 and no SQL engine a lone surrogate.
     for (const jwksUri of ["https://keys.example/a\u0000b", "https://keys.example/\ud800"]) {
-      await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwksUri })).rejects.toThrow(new AdminError("jwksUri must not contain U+0000 or unpaired surrogates"));
+      await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwksUri })).rejects.toThrow(new AdminError("jwksUri must not contain U+0000 or unpaired surrogates", { field: "jwksUri" }));
     }
   });
 });

@@ -3,7 +3,7 @@ import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
 import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText, LONE_SURROGATE } from "../util/storable-text.js";
-import { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
+import { AdminConflictError, AdminError, AdminNotFoundError, type AdminField } from "./errors.js";
 
 /** The longest client name (the console's form and API take the same). */
 export const MAX_CLIENT_NAME = 200;
@@ -79,7 +79,7 @@ export async function readClientPage(ctx: Context, query: ClientPageQuery, maxLi
   const limit = pageLimit(query.limit, maxLimit);
   const after = query.after ?? null;
   if (after !== null && (typeof after !== "string" || LONE_SURROGATE.test(after))) {
-    throw new AdminError("after must be the next cursor of a previous page");
+    throw new AdminError("after must be the next cursor of a previous page", { field: "after" });
   }
   const fetched = await clientsAfter(ctx, after, limit + 1);
   const page = fetched.length > limit ? fetched.slice(0, limit) : fetched;
@@ -89,7 +89,7 @@ export async function readClientPage(ctx: Context, query: ClientPageQuery, maxLi
 /** A page's limit, `DEFAULT_CLIENT_PAGE` when none is given; AdminError unless an integer from 1 to `maxLimit`. */
 function pageLimit(limit: number | undefined, maxLimit: number): number {
   const n = limit ?? DEFAULT_CLIENT_PAGE;
-  if (!Number.isSafeInteger(n) || n < 1 || n > maxLimit) throw new AdminError(`limit must be an integer from 1 to ${maxLimit}`);
+  if (!Number.isSafeInteger(n) || n < 1 || n > maxLimit) throw new AdminError(`limit must be an integer from 1 to ${maxLimit}`, { field: "limit" });
   return n;
 }
 
@@ -178,7 +178,7 @@ export async function readConsoleClientPage(ctx: Context, cursor: string | null,
   let after: string | null = null;
   if (cursor !== null) {
     const parsed = parseConsoleCursor(cursor);
-    if (parsed === null) throw new AdminError("after must be the next cursor of a previous page");
+    if (parsed === null) throw new AdminError("after must be the next cursor of a previous page", { field: "after" });
     after = "id" in parsed ? parsed.id : await locateLongId(ctx, parsed.prefix, parsed.digest);
   }
   const page = await readClientPage(ctx, { after, ...(limit !== undefined ? { limit } : {}) }, maxLimit);
@@ -255,15 +255,15 @@ const ID = /^[\x21-\x7e]{1,200}$/;
  * what `checkBootstrap` (env.ts) applies to the bootstrap client before a server listens.
  */
 export function checkClientId(clientId: string): void {
-  if (!ID.test(clientId)) throw new AdminError("clientId must be 1-200 printable ASCII characters without spaces");
+  if (!ID.test(clientId)) throw new AdminError("clientId must be 1-200 printable ASCII characters without spaces", { field: "clientId" });
   // As a URL path segment ("/console/api/clients/.."), "." and ".." are removed by URL
   // normalisation, so such a client could never be addressed through the console.
-  if (clientId === "." || clientId === "..") throw new AdminError('clientId must not be "." or ".."');
+  if (clientId === "." || clientId === "..") throw new AdminError('clientId must not be "." or ".."', { field: "clientId" });
 }
 
 /** {@link ClientAdmin.createClient}'s rule for a secret given to it, an AdminError naming `clientSecret` (never its value). */
 export function checkClientSecret(clientSecret: unknown): void {
-  if (typeof clientSecret !== "string" || clientSecret.length < 16 || clientSecret.length > 1024) throw new AdminError("clientSecret must be 16-1024 characters");
+  if (typeof clientSecret !== "string" || clientSecret.length < 16 || clientSecret.length > 1024) throw new AdminError("clientSecret must be 16-1024 characters", { field: "clientSecret" });
 }
 
 /** Only characters that show as nothing (see {@link INVISIBLE_CLASS}). */
@@ -284,15 +284,16 @@ function generatedId(random: Context["random"], bytes: number): string {
 
 /** Builds the client operations over a context. */
 export function createClientAdmin(ctx: Context, actor: string | null): ClientAdmin {
-  const ttl = (name: string, v: number | null | undefined): number | null => {
+  // `name`: what the message calls the field (createClient's `secretExpiresIn` is "expiresIn" there).
+  const ttl = (field: AdminField, v: number | null | undefined, name: string = field): number | null => {
     if (v === undefined || v === null) return null;
     // Bounded so every time it makes is a date (a secret expiring past year 275760 made every
     // client listing of the console and the CLI fail) and stays exact in epoch ms.
-    if (!Number.isSafeInteger(v) || v < 1 || v > MAX_TTL_SECONDS) throw new AdminError(`${name} must be from 1 to ${MAX_TTL_SECONDS} seconds`);
+    if (!Number.isSafeInteger(v) || v < 1 || v > MAX_TTL_SECONDS) throw new AdminError(`${name} must be from 1 to ${MAX_TTL_SECONDS} seconds`, { field });
     return v;
   };
-  const newSecret = async (clientSecret: string, expiresIn: number | undefined, now: number): Promise<ClientSecretRecord> => {
-    const seconds = ttl("expiresIn", expiresIn);
+  const newSecret = async (clientSecret: string, expiresIn: number | undefined, now: number, field: AdminField): Promise<ClientSecretRecord> => {
+    const seconds = ttl(field, expiresIn, "expiresIn");
     return { id: generatedId(ctx.random, 9), hash: await sha256(clientSecret), createdAt: now, expiresAt: seconds === null ? null : now + seconds * 1000, lastUsedAt: null };
   };
   const secretClient = async (clientId: string): Promise<ClientRecord> => {
@@ -319,7 +320,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       parseJwks(text);
       return { jwks: text, jwksUri: null };
     } catch (e) {
-      if (e instanceof JwksError) throw new AdminError(e.message);
+      if (e instanceof JwksError) throw new AdminError(e.message, { field: input.jwksUri !== undefined ? "jwksUri" : "jwks" });
       throw e;
     }
   };
@@ -329,30 +330,30 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       // Storable on every backend: PostgreSQL text holds no U+0000 and no SQL engine a lone
       // surrogate, so such a name would fail the insert (a 500 from the console) instead of this answer.
       if (input.name !== undefined && (typeof input.name !== "string" || input.name.length < 1 || input.name.length > MAX_CLIENT_NAME || !isStorableText(input.name))) {
-        throw new AdminError(`name must be 1-${MAX_CLIENT_NAME} characters without U+0000 or unpaired surrogates`);
+        throw new AdminError(`name must be 1-${MAX_CLIENT_NAME} characters without U+0000 or unpaired surrogates`, { field: "name" });
       }
       // A name that shows as nothing (white space, format characters) or that breaks a line in the
       // console's lists and the CLI's table could not be told apart from another client's.
       if (input.name !== undefined && (BLANK.test(input.name) || /\p{Cc}/u.test(input.name))) {
-        throw new AdminError("name must hold a visible character and no control characters");
+        throw new AdminError("name must hold a visible character and no control characters", { field: "name" });
       }
       if (input.name !== undefined && BIDI_CONTROL.test(input.name)) {
-        throw new AdminError("name must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)");
+        throw new AdminError("name must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)", { field: "name" });
       }
       const authMethod = input.authMethod ?? "client_secret";
-      if (authMethod !== "client_secret" && authMethod !== "private_key_jwt") throw new AdminError("authMethod must be client_secret or private_key_jwt");
+      if (authMethod !== "client_secret" && authMethod !== "private_key_jwt") throw new AdminError("authMethod must be client_secret or private_key_jwt", { field: "authMethod" });
       const keys = keySource(input);
       const clientSecret = authMethod === "client_secret" ? (input.clientSecret ?? randomToken(ctx.random, 32)) : null;
       if (clientSecret !== null) checkClientSecret(clientSecret);
       const grantTypes = input.grantTypes ?? GRANTS;
-      if (grantTypes.some((g) => !GRANTS.includes(g))) throw new AdminError("unknown grant type");
+      if (grantTypes.some((g) => !GRANTS.includes(g))) throw new AdminError("unknown grant type", { field: "grantTypes" });
       const scopes = input.scopes ?? ctx.scopes.all;
-      if (scopes.some((s) => !ctx.scopes.all.includes(s))) throw new AdminError(`unknown scope; known: ${ctx.scopes.all.join(" ")}`);
+      if (scopes.some((s) => !ctx.scopes.all.includes(s))) throw new AdminError(`unknown scope; known: ${ctx.scopes.all.join(" ")}`, { field: "scopes" });
       const now = ctx.clock();
       const record: ClientRecord = {
         clientId,
         authMethod,
-        secrets: clientSecret === null ? [] : [await newSecret(clientSecret, input.secretExpiresIn, now)],
+        secrets: clientSecret === null ? [] : [await newSecret(clientSecret, input.secretExpiresIn, now, "secretExpiresIn")],
         ...keys,
         name: input.name ?? clientId,
         grantTypes: [...new Set(grantTypes)],
@@ -372,7 +373,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
     async rotateClientSecret(clientId) {
       await secretClient(clientId);
       const clientSecret = randomToken(ctx.random, 32);
-      const secret = await newSecret(clientSecret, undefined, ctx.clock());
+      const secret = await newSecret(clientSecret, undefined, ctx.clock(), "expiresIn");
       if (!(await ctx.storage.clients.replaceSecrets(clientId, secret))) throw new AdminNotFoundError(`client ${clientId} does not exist`);
       ctx.events.emit({ type: "client.secret_rotated", client_id: clientId, actor });
       return { clientSecret, secret: secretView(secret) };
@@ -385,7 +386,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       // Expired secrets are dropped when a new one is added, so they do not pile up.
       for (const s of client.secrets) if (!live.includes(s)) await ctx.storage.clients.removeSecret(clientId, s.id, now);
       const clientSecret = randomToken(ctx.random, 32);
-      const secret = await newSecret(clientSecret, options.expiresIn, now);
+      const secret = await newSecret(clientSecret, options.expiresIn, now, "expiresIn");
       if (!(await ctx.storage.clients.addSecret(clientId, secret))) throw new AdminNotFoundError(`client ${clientId} does not exist`);
       // The count above was read before the add, so concurrent adds could all pass it (12 parallel
       // CLI calls left 12 secrets before 2026-11-29). Count again after the add: the new secret

@@ -5,7 +5,7 @@ import { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js"
 import { createClientAdmin, type ClientAdmin } from "./clients.js";
 import { accountView, type AccountPage, type AccountView } from "../api/accounts.js";
 import { parseAccountListQuery } from "../schemas/accounts.js";
-import { ApiError } from "../errors/index.js";
+import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText } from "../util/storable-text.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE, sealsExternalMarker } from "../crypto/key-encryption.js";
 import { generateKeyRecord, listSigningKeys, pruneKeys, type ListedSigningKey } from "../tokens/keys.js";
@@ -16,7 +16,7 @@ import { describeError } from "../http/respond.js";
 
 export type { PruneCounts, PruneOptions } from "./prune.js";
 export type { EventPage, EventQuery } from "./events.js";
-export { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
+export { AdminConflictError, AdminError, AdminNotFoundError, type AdminField } from "./errors.js";
 export { DEFAULT_CLIENT_PAGE, MAX_CLIENT_PAGE, MAX_CLIENT_SECRETS, MAX_TTL_SECONDS, type ClientPage, type ClientPageQuery, type ClientSecretView, type ClientView, type CreateClientInput, type NewClientSecret } from "./clients.js";
 
 /** Input of {@link Admin.createAccount}. */
@@ -137,23 +137,23 @@ const INVISIBLE_EDGE = new RegExp(`^[${INVISIBLE_CLASS}]|[${INVISIBLE_CLASS}]$`,
 export function checkAccountInput(input: CreateAccountInput): void {
   if (typeof input !== "object" || input === null) throw new AdminError("an account must be an object");
   if (typeof input.username !== "string" || input.username.length < 1 || input.username.length > 200) {
-    throw new AdminError("username must be 1-200 characters");
+    throw new AdminError("username must be 1-200 characters", { field: "username" });
   }
-  if (!isStorableText(input.username)) throw new AdminError("username must not contain U+0000 or unpaired surrogates");
+  if (!isStorableText(input.username)) throw new AdminError("username must not contain U+0000 or unpaired surrogates", { field: "username" });
   // "alice " beside "alice" would be a second account that reads the same in every list and log;
   // sign-ins match the username exactly, so nothing trims it later either (accounts created before
   // 2026-11-29 with such a name keep working).
-  if (INVISIBLE_EDGE.test(input.username)) throw new AdminError("username must not start or end with white space or an invisible character");
+  if (INVISIBLE_EDGE.test(input.username)) throw new AdminError("username must not start or end with white space or an invisible character", { field: "username" });
   // "mal\u202Eyrol" shows as another username in every log line, terminal and list (accounts
   // created before 2026-11-29 with such a name keep working: sign-ins match it exactly).
-  if (BIDI_CONTROL.test(input.username)) throw new AdminError("username must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)");
+  if (BIDI_CONTROL.test(input.username)) throw new AdminError("username must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)", { field: "username" });
   if (typeof input.password !== "string" || input.password.length < 8 || input.password.length > 1024) {
-    throw new AdminError("password must be 8-1024 characters");
+    throw new AdminError("password must be 8-1024 characters", { field: "password" });
   }
   // PBKDF2 would hash `pw` followed by U+0000 as `pw` (see hashPassword).
-  if (input.password.includes("\u0000")) throw new AdminError("password must not contain U+0000");
-  const optionalText = (name: string, v: unknown) => {
-    if (v !== undefined && v !== null && (typeof v !== "string" || v.length > 320 || !isStorableText(v))) throw new AdminError(`${name} must be a string of at most 320 characters`);
+  if (input.password.includes("\u0000")) throw new AdminError("password must not contain U+0000", { field: "password" });
+  const optionalText = (name: "displayName" | "email", v: unknown) => {
+    if (v !== undefined && v !== null && (typeof v !== "string" || v.length > 320 || !isStorableText(v))) throw new AdminError(`${name} must be a string of at most 320 characters`, { field: name });
   };
   optionalText("displayName", input.displayName);
   optionalText("email", input.email);
@@ -166,9 +166,9 @@ export function checkAccountInput(input: CreateAccountInput): void {
       input.roles.length > 32 ||
       input.roles.some((r) => typeof r !== "string" || r.length < 1 || r.length > 100 || !isStorableText(r) || INVISIBLE_EDGE.test(r) || /[\p{Cc}\p{Cf}]/u.test(r)))
   ) {
-    throw new AdminError("roles must be a list of at most 32 strings of 1-100 characters, without control or invisible characters");
+    throw new AdminError("roles must be a list of at most 32 strings of 1-100 characters, without control or invisible characters", { field: "roles" });
   }
-  if (input.enabled !== undefined && typeof input.enabled !== "boolean") throw new AdminError("enabled must be true or false");
+  if (input.enabled !== undefined && typeof input.enabled !== "boolean") throw new AdminError("enabled must be true or false", { field: "enabled" });
 }
 
 /**
@@ -233,7 +233,8 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         try {
           checkAccountInput(input);
         } catch (e) {
-          throw new AdminError(`record ${i + 1}: ${(e as Error).message}`);
+          const field = e instanceof AdminError ? e.field : undefined;
+          throw new AdminError(`record ${i + 1}: ${(e as Error).message}`, field === undefined ? {} : { field });
         }
       }
       for (const input of inputs) records.push(await buildAccount(input));
@@ -272,14 +273,15 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       for (const name of ["page", "pageSize"] as const) {
         const value: unknown = query[name];
         if (value === undefined) continue;
-        if (typeof value !== "number") throw new AdminError(`${name} must be a number`);
+        if (typeof value !== "number") throw new AdminError(`${name} must be a number`, { field: name });
         params.set(name, String(value));
       }
       let page: number, pageSize: number;
       try {
         ({ page, pageSize } = parseAccountListQuery(ctx.accountListQuery, params));
       } catch (error) {
-        if (error instanceof ApiError) throw new AdminError(error.message);
+        // Numbers, so never a repeated parameter: the code says which of the two it is.
+        if (error instanceof ApiError) throw new AdminError(error.message, { field: error.code === ApiErrorCode.invalidPage ? "page" : "pageSize" });
         throw error;
       }
       const { items, total } = await ctx.storage.accounts.list((page - 1) * pageSize, pageSize);
