@@ -251,7 +251,7 @@ describe("plantgate CLI", () => {
     });
     expect(await cli(["keys", "revoke", urgent.json.kid])).toEqual({ code: 2, stdout: "", stderr: `${CLEAR_KEYS}plantgate: signing key ${urgent.json.kid} signs now: rotate with now (keys rotate --now) first, then revoke it\n`, json: undefined });
     // An unknown kid is answered from the store alone (no load of the keys, so no warning either).
-    expect(await cli(["keys", "revoke", rotated.json.kid])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key ${rotated.json.kid} does not exist\n`, json: undefined });
+    expect(await cli(["keys", "revoke", rotated.json.kid])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key "${rotated.json.kid}" does not exist\n`, json: undefined });
     expect((await cli(["keys", "list"])).json.map((k: { kid: string }) => k.kid)).toEqual([urgent.json.kid, first.json[0].kid]);
     expect(await cli(["keys", "list", "extra"])).toMatchObject({ code: 2, stdout: "" });
     expect(await cli(["keys", "rotate", "--later"])).toMatchObject({ code: 2, stdout: "" });
@@ -347,7 +347,7 @@ describe("plantgate CLI", () => {
     expect(await cli(["client", "delete", "a"])).toMatchObject({ code: 0, json: { client_id: "a", deleted: true } });
     expect((await cli(["client", "list"])).json.map((c: { client_id: string }) => c.client_id)).toEqual(["b"]);
     const missing = await cli(["client", "delete", "a"]);
-    expect(missing).toMatchObject({ code: 2, stdout: "", stderr: "plantgate: client a does not exist\n" });
+    expect(missing).toMatchObject({ code: 2, stdout: "", stderr: 'plantgate: client "a" does not exist\n' });
   });
 
   it("client create --auth private_key_jwt --jwks registers keys and no secret; revoke-secret; usage errors", async () => {
@@ -374,7 +374,7 @@ describe("plantgate CLI", () => {
     expect(await cli(["client", "revoke-secret", "plain", plain.json.secret_id])).toMatchObject({ code: 0, json: { client_id: "plain", secret_id: plain.json.secret_id, revoked: true } });
     const list = (await cli(["client", "list"])).json.find((c: { client_id: string }) => c.client_id === "plain");
     expect(list.secrets.map((x: { secret_id: string }) => x.secret_id)).toEqual([second.json.secret_id]);
-    expect(await cli(["client", "revoke-secret", "plain", plain.json.secret_id])).toMatchObject({ code: 2, stderr: `plantgate: client plain has no secret ${plain.json.secret_id}\n` });
+    expect(await cli(["client", "revoke-secret", "plain", plain.json.secret_id])).toMatchObject({ code: 2, stderr: `plantgate: client "plain" has no secret "${plain.json.secret_id}"\n` });
     expect(await cli(["client", "revoke-secret", "plain"])).toMatchObject({ code: 2, stderr: "plantgate: expected CLIENT_ID and SECRET_ID\n" });
     expect(await cli(["client", "add-secret", "plain", "--expires-in", "0"])).toMatchObject({ code: 2, stderr: "plantgate: --expires-in must be a positive number of seconds\n" });
   });
@@ -384,9 +384,9 @@ describe("plantgate CLI", () => {
     expect(dash).toMatchObject({ code: 0, json: { client_id: "-dash", name: "-Dash" } });
     const added = await cli(["client", "add-secret", "-dash", "--expires-in", "60"]);
     expect(added).toMatchObject({ code: 0, json: { client_id: "-dash", expires_at: expect.any(String) } });
-    expect(await cli(["client", "revoke-secret", "-dash", "-AHwiudrrVbL"])).toEqual({ code: 2, stdout: "", stderr: "plantgate: client -dash has no secret -AHwiudrrVbL\n", json: undefined });
+    expect(await cli(["client", "revoke-secret", "-dash", "-AHwiudrrVbL"])).toEqual({ code: 2, stdout: "", stderr: 'plantgate: client "-dash" has no secret "-AHwiudrrVbL"\n', json: undefined });
     expect(await cli(["client", "revoke-secret", "-dash", added.json.secret_id])).toMatchObject({ code: 0, json: { client_id: "-dash", secret_id: added.json.secret_id, revoked: true } });
-    expect(await cli(["client", "revoke-secret", "-dash", "--", "--AHwiudrrVbL"])).toMatchObject({ code: 2, stderr: "plantgate: client -dash has no secret --AHwiudrrVbL\n" });
+    expect(await cli(["client", "revoke-secret", "-dash", "--", "--AHwiudrrVbL"])).toMatchObject({ code: 2, stderr: 'plantgate: client "-dash" has no secret "--AHwiudrrVbL"\n' });
     expect(await cli(["client", "add-secret", "-dash", "--expires-in", "-5"])).toMatchObject({ code: 2, stderr: "plantgate: --expires-in must be a positive number of seconds\n" });
     // A long option that does not exist is still refused, with parseArgs's hint about '--'.
     const unknown = await cli(["client", "delete", "-dash", "--bogus"]);
@@ -438,7 +438,7 @@ describe("plantgate CLI", () => {
     // Nor is the rest of an unknown command's line, and control characters in a message are escaped.
     const typo = await cli(["user", "crete", "--username", "bob", "--password", "hunter2"]);
     expect([typo.code, typo.stderr.split("\n")[0]]).toEqual([2, "plantgate: unknown command: user crete"]);
-    expect(await cli(["client", "delete", "\u001b[31mRED\u001b]0;title\u0007"])).toMatchObject({ code: 2, stderr: "plantgate: client \\u001b[31mRED\\u001b]0;title\\u0007 does not exist\n" });
+    expect(await cli(["client", "delete", "\u001b[31mRED\u001b]0;title\u0007"])).toMatchObject({ code: 2, stderr: 'plantgate: client "\\u001b[31mRED\\u001b]0;title\\u0007" does not exist\n' });
     expect((await cli(["user", "list"])).json).toEqual([]);
     expect(await cli(["migrate"])).toMatchObject({ code: 0, json: { migrated: true } });
     expect(await cli(["migrate"])).toMatchObject({ code: 0, json: { migrated: true } });
@@ -488,7 +488,7 @@ describe("plantgate CLI", () => {
     const failed = spawnSync(tsx, [main, "user", "disable", "nobody"], { env, encoding: "utf8" });
     expect(failed.status).toBe(2);
     expect(failed.stdout).toBe("");
-    expect(failed.stderr).toBe("plantgate: user nobody does not exist\n");
+    expect(failed.stderr).toBe('plantgate: user "nobody" does not exist\n');
   });
 
   it("`pnpm -s plantgate`, as README writes it, leaves stdout to the JSON alone (pnpm's banner would break a pipe into jq)", () => {

@@ -38,13 +38,15 @@
    * The text of an error, for a status line or an error box. A server message can hold a name the
    * page sent ("The username X is taken."): each of `names` found in it is bidi-isolated, as `q`
    * does in the page's own sentences, so a direction override in the name cannot reorder the rest
-   * of the message.
+   * of the message. A name is looked for as it is and quoted as JSON, as a 404 names an id
+   * ('Signing key "x" does not exist.'), where a quote or control character in it is escaped.
    * @param {unknown} error
    * @param {unknown[]} [names]
    */
   const messageOf = (error, names = []) => {
     let text = error instanceof Error ? error.message : String(error);
-    const found = names.filter((n) => typeof n === "string" && n !== "" && q(n) !== n && text.includes(n));
+    const forms = names.flatMap((n) => (typeof n === "string" && n !== "" ? [n, JSON.stringify(n)] : []));
+    const found = forms.filter((n) => q(n) !== n && text.includes(n));
     // Longest first, so a name inside another is isolated within it, never across its edge.
     for (const n of /** @type {string[]} */ (found).sort((a, b) => b.length - a.length)) text = text.split(n).join(q(n));
     return text;

@@ -63,7 +63,7 @@ describe("AdminError.field", () => {
       [await create({ authMethod: "private_key_jwt" }), about(undefined, "a private_key_jwt client needs exactly one of jwks and jwksUri")],
       [await create({ authMethod: "private_key_jwt", jwksUri: "https://keys.example.test/jwks", clientSecret: "x".repeat(32) }), about(undefined, "a private_key_jwt client has no secret")],
       [await create({ clientId: "app-1" }), about(undefined, "client app-1 already exists", AdminConflictError)],
-      [await refusal(() => app.admin.deleteClient("gone")), about(undefined, "client gone does not exist", AdminNotFoundError)],
+      [await refusal(() => app.admin.deleteClient("gone")), about(undefined, 'client "gone" does not exist', AdminNotFoundError)],
     ];
     for (const [got, want] of cases) expect(got, want.message).toEqual(want);
   });
@@ -89,7 +89,7 @@ describe("AdminError.field", () => {
       [await refusal(() => app.admin.listAccountsPage({ pageSize: "2" as unknown as number })), about("pageSize", "pageSize must be a number")],
       [await refusal(() => app.admin.importAccounts([null as never])), about(undefined, "record 1: an account must be an object")],
       [await create({ username: "alice" }), about(undefined, "username alice is taken", AdminConflictError)],
-      [await refusal(() => app.admin.setAccountEnabled("nobody", false)), about(undefined, "user nobody does not exist", AdminNotFoundError)],
+      [await refusal(() => app.admin.setAccountEnabled("nobody", false)), about(undefined, 'user "nobody" does not exist', AdminNotFoundError)],
     ];
     for (const [got, want] of cases) {
       expect(got, want.message).toEqual(want);

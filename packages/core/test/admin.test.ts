@@ -57,7 +57,7 @@ describe("admin operations", () => {
     const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
     expect(res.status).toBe(401);
     expect(await res.json()).toEqual({ error: "invalid_client", error_description: "Client authentication failed." });
-    await expect(h.app.admin.deleteClient(h.clientId)).rejects.toThrow(new AdminError(`client ${h.clientId} does not exist`));
+    await expect(h.app.admin.deleteClient(h.clientId)).rejects.toThrow(new AdminNotFoundError(`client "${h.clientId}" does not exist`));
   });
 
   it("setAccountEnabled(false): the user cannot log in and their refresh tokens stop working, even after re-enabling", async () => {
@@ -75,7 +75,7 @@ describe("admin operations", () => {
     expect(await refresh.json()).toEqual({ error: "invalid_grant", error_description: "The refresh token is invalid, expired or revoked." });
     // Re-enabled, the password works again.
     expect((await passwordTokens(h)).access_token).toEqual(expect.any(String));
-    await expect(h.app.admin.setAccountEnabled("nobody", false)).rejects.toThrow(new AdminError("user nobody does not exist"));
+    await expect(h.app.admin.setAccountEnabled("nobody", false)).rejects.toThrow(new AdminNotFoundError('user "nobody" does not exist'));
   });
 
   it("createAccount refuses roles that only look like another or no text column holds, and more than 32 (the console's own bound)", async () => {
@@ -245,7 +245,7 @@ describe("admin operations", () => {
   it("revokeSigningKey of an unknown kid on a store without keys: does not exist, and no first key is made", async () => {
     const storage = createMemoryStorage();
     const app = createPlantgate({ storage, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
-    await expect(app.admin.revokeSigningKey("no-such-kid")).rejects.toThrow(new AdminNotFoundError("signing key no-such-kid does not exist"));
+    await expect(app.admin.revokeSigningKey("no-such-kid")).rejects.toThrow(new AdminNotFoundError('signing key "no-such-kid" does not exist'));
     expect(await storage.signingKeys.list()).toEqual([]);
   });
 
@@ -284,7 +284,7 @@ describe("admin operations", () => {
     // Tokens of the new key are untouched.
     expect((await listAccounts(h.app, (await passwordTokens(h, "Platform_UserAPIs")).access_token)).status).toBe(200);
 
-    await expect(h.app.admin.revokeSigningKey(oldKid)).rejects.toThrow(new AdminError(`signing key ${oldKid} does not exist`));
+    await expect(h.app.admin.revokeSigningKey(oldKid)).rejects.toThrow(new AdminNotFoundError(`signing key "${oldKid}" does not exist`));
     expect(events.filter((e) => e.type === "signing_key.revoked")).toEqual([{ type: "signing_key.revoked", id: expect.any(String), time: expect.any(Number), kid: oldKid, status: "retired", actor: null }]);
   });
 

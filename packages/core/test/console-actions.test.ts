@@ -191,9 +191,9 @@ describe("console API: third-party applications (settings > security settings)",
     };
     const h = await setup({ storage });
     const cases: [string, string, unknown, string][] = [
-      ["DELETE", "/api/clients/gone", undefined, "Client gone does not exist."],
-      ["POST", "/api/clients/gone/secret", undefined, "Client gone does not exist."],
-      ["POST", "/api/clients/gone/secrets", {}, "Client gone does not exist."],
+      ["DELETE", "/api/clients/gone", undefined, 'Client "gone" does not exist.'],
+      ["POST", "/api/clients/gone/secret", undefined, 'Client "gone" does not exist.'],
+      ["POST", "/api/clients/gone/secrets", {}, 'Client "gone" does not exist.'],
     ];
     for (const [method, path, body, message] of cases) {
       expect((await h.as("POST", "/api/clients", { name: "Gone", clientId: "gone" })).status).toBe(201);
@@ -206,7 +206,7 @@ describe("console API: third-party applications (settings > security settings)",
     const secretId = ((await h.as("POST", "/api/clients/gone/secrets", {})).body as { secret: { id: string } }).secret.id;
     vanish = { clientId: "gone", secretId };
     const revoked = await h.as("DELETE", `/api/clients/gone/secrets/${secretId}`);
-    expect([revoked.status, revoked.body]).toEqual([404, { error: 1306, message: `Secret ${secretId} of client gone does not exist.` }]);
+    expect([revoked.status, revoked.body]).toEqual([404, { error: 1306, message: `Secret "${secretId}" of client "gone" does not exist.` }]);
   });
 
   it("regenerates a secret: shown once, the old one fails at once (401 invalid_client), the new one works", async () => {
@@ -241,9 +241,9 @@ describe("console API: third-party applications (settings > security settings)",
     expect((await ccToken(h, "app-1", h.clientSecret)).status).toBe(401);
     expect((await ccToken(h, "app-1", second.clientSecret)).status).toBe(200);
     const again = await h.as("DELETE", `/api/clients/app-1/secrets/${firstId}`);
-    expect([again.status, again.body]).toEqual([404, { error: 1306, message: `Secret ${firstId} of client app-1 does not exist.` }]);
+    expect([again.status, again.body]).toEqual([404, { error: 1306, message: `Secret "${firstId}" of client "app-1" does not exist.` }]);
     const ghost = await h.as("POST", "/api/clients/ghost/secrets", {});
-    expect([ghost.status, ghost.body]).toEqual([404, { error: 1306, message: "Client ghost does not exist." }]);
+    expect([ghost.status, ghost.body]).toEqual([404, { error: 1306, message: 'Client "ghost" does not exist.' }]);
   });
 
   it('client ids "." and ".." are refused with 400 (URL normalisation would make them unreachable); "..." is fine', async () => {
@@ -288,7 +288,7 @@ describe("console API: third-party applications (settings > security settings)",
     for (const [method, path] of [["DELETE", "/api/clients/app-1"], ["POST", "/api/clients/app-1/secret"], ["DELETE", "/api/clients/%E0%A4%A"]] as const) {
       const res = await h.as(method, path);
       expect([path, res.status, res.body]).toEqual(
-        path.includes("%E0") ? [path, 404, { error: 1404, message: "Not found." }] : [path, 404, { error: 1306, message: "Client app-1 does not exist." }],
+        path.includes("%E0") ? [path, 404, { error: 1404, message: "Not found." }] : [path, 404, { error: 1306, message: 'Client "app-1" does not exist.' }],
       );
     }
   });
@@ -390,7 +390,7 @@ describe("console API: accounts", () => {
     const self = await h.as("POST", `/api/accounts/${h.adminId}/disable`);
     expect([self.status, self.body]).toEqual([400, { error: 1009, message: "You cannot disable your own account." }]);
     const missing = await h.as("POST", "/api/accounts/no-such-id/enable");
-    expect([missing.status, missing.body]).toEqual([404, { error: 1306, message: "Account no-such-id does not exist." }]);
+    expect([missing.status, missing.body]).toEqual([404, { error: 1306, message: 'Account "no-such-id" does not exist.' }]);
     expect((await h.storage.accounts.get(h.adminId))!.enabled).toBe(true);
   });
 
@@ -501,7 +501,7 @@ describe("console API: signing keys", () => {
       { error: 1307, message: `signing key ${oldKid} may still sign on instances that have not re-read the keys since ${newKid} took over (they do within a minute): revoke it from 2026-01-01T00:01:00.000Z` },
     ]);
     const missing = await h.as("DELETE", "/api/signing-keys/no-such-kid");
-    expect([missing.status, missing.body]).toEqual([404, { error: 1306, message: "Signing key no-such-kid does not exist." }]);
+    expect([missing.status, missing.body]).toEqual([404, { error: 1306, message: 'Signing key "no-such-kid" does not exist.' }]);
     expect((await getAccounts(h.app, oldToken)).status).toBe(200);
     await h.app.flushEvents();
     expect(events.filter((e) => e.type === "signing_key.revoked")).toEqual([]);
@@ -517,7 +517,7 @@ describe("console API: signing keys", () => {
       { type: "signing_key.revoked", id: expect.any(String), time: Date.parse(T0) + 60_000, kid: oldKid, status: "retired", actor: "root" },
     ]);
     const again = await h.as("DELETE", `/api/signing-keys/${oldKid}`);
-    expect([again.status, again.body]).toEqual([404, { error: 1306, message: `Signing key ${oldKid} does not exist.` }]);
+    expect([again.status, again.body]).toEqual([404, { error: 1306, message: `Signing key "${oldKid}" does not exist.` }]);
   });
 
   it("a stored key of any kid can be revoked: `reencrypt` by its path (the POST re-encrypt route does not take its DELETE), and any kid, those a path cannot carry included (\"\", \".\", \"..\"), by DELETE /api/signing-keys?kid=", async () => {
@@ -553,9 +553,15 @@ describe("console API: signing keys", () => {
     const none = await h.as("DELETE", "/api/signing-keys");
     expect([none.status, none.body]).toEqual([400, { error: 1003, message: "kid is required: DELETE /console/api/signing-keys?kid={kid}." }]);
     const twice = await h.as("DELETE", `/api/signing-keys?kid=${newKid}&kid=x`);
-    expect([twice.status, twice.body]).toEqual([400, { error: 1009, message: "kid must be given once." }]);
+    expect([twice.status, twice.body]).toEqual([400, { error: 1009, message: "kid must be given exactly once: DELETE /console/api/signing-keys?kid={kid}." }]);
     const gone = await h.as("DELETE", "/api/signing-keys?kid=..");
-    expect([gone.status, gone.body]).toEqual([404, { error: 1306, message: "Signing key .. does not exist." }]);
+    expect([gone.status, gone.body]).toEqual([404, { error: 1306, message: 'Signing key ".." does not exist.' }]);
+    // The kid is quoted as JSON: the empty one shows (until 2026-11-30 "Signing key  does not exist."),
+    // and a quote or line break in one is escaped.
+    const empty = await h.as("DELETE", "/api/signing-keys?kid=");
+    expect([empty.status, empty.body]).toEqual([404, { error: 1306, message: 'Signing key "" does not exist.' }]);
+    const odd = await h.as("DELETE", `/api/signing-keys?kid=${encodeURIComponent('a"b\n\u202ec')}`);
+    expect([odd.status, odd.body]).toEqual([404, { error: 1306, message: 'Signing key "a\\"b\\n\u202ec" does not exist.' }]);
     const signing = await h.as("DELETE", `/api/signing-keys?kid=${newKid}`);
     expect([signing.status, signing.body]).toEqual([409, { error: 1307, message: `signing key ${newKid} signs now: rotate with now (keys rotate --now) first, then revoke it` }]);
     // The path of the re-encrypt action takes POST (still the action) and DELETE (the key of that name).
@@ -652,7 +658,7 @@ describe("console API: signing keys", () => {
       const wrong = await read(await call(h.app, "GET", "/api/signing-keys/reencrypt", { cookie: h.root.cookie, csrf: h.root.csrf }));
       expect([wrong.status, wrong.body]).toEqual([405, { error: 1405, message: "Use POST, DELETE for this endpoint." }]);
       const revoke = await read(await call(h.app, "DELETE", "/api/signing-keys/reencrypt", { cookie: h.root.cookie, csrf: h.root.csrf }));
-      expect([revoke.status, revoke.body]).toEqual([404, { error: 1306, message: "Signing key reencrypt does not exist." }]);
+      expect([revoke.status, revoke.body]).toEqual([404, { error: 1306, message: 'Signing key "reencrypt" does not exist.' }]);
       expect(await h.storage.signingKeys.list()).toEqual(rows);
     });
 

@@ -150,6 +150,43 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     ]);
   });
 
+  it("reencrypt of a key another instance keeps rewriting: after its second try it stops, naming the kid (quoted) and both ways to run it again, never a key", async () => {
+    const oldKek = kek();
+    const newKek = kek();
+    const storage = createMemoryStorage();
+    await createPlantgate({ storage, keyEncryptionKeys: [oldKek], logger: quiet }).jwks();
+    const [row] = await storage.signingKeys.list();
+    // Another instance, configured with the old KEK alone, seals the key anew (a fresh IV: another
+    // stored value, still under the old KEK) just before each of reencrypt's compare-and-set writes.
+    const old = createKeyEncryption(parseKeyEncryptionKeys([oldKek]));
+    let rewrites = 0;
+    const racing: Storage = {
+      ...storage,
+      signingKeys: {
+        ...storage.signingKeys,
+        async replacePrivateJwk(kid, expected, replacement) {
+          if (rewrites < 2) {
+            rewrites++;
+            const [current] = await storage.signingKeys.list();
+            expect(await storage.signingKeys.replacePrivateJwk(kid, current!.privateJwk, await old.seal(kid, await old.open(kid, current!.privateJwk)))).toBe(true);
+          }
+          return storage.signingKeys.replacePrivateJwk(kid, expected, replacement);
+        },
+      },
+    };
+    const both = createPlantgate({ storage: racing, keyEncryptionKeys: [newKek, oldKek], logger: quiet });
+    const error = await both.admin.reencryptSigningKeys().then(() => null, (e: unknown) => e);
+    expect(error).toBeInstanceOf(AdminError);
+    expect([(error as AdminError).message, (error as AdminError).field]).toEqual([
+      `signing key "${row!.kid}" changed while it was being re-encrypted; re-encrypt again (pnpm plantgate keys reencrypt, or Re-encrypt keys in the console)`,
+      undefined,
+    ]);
+    expect(rewrites).toBe(2);
+    // The row is as the other instance left it (under the old KEK); run again, it moves.
+    expect((await storage.signingKeys.list())[0]!.privateJwk.split(":")[2]).toBe((await old.ids())[0]);
+    expect(await both.admin.reencryptSigningKeys()).toEqual({ reencrypted: [row!.kid], unchanged: [] });
+  });
+
   it("reencrypt also encrypts keys stored in clear", async () => {
     const storage = createMemoryStorage();
     await createPlantgate({ storage, logger: quiet }).jwks();

@@ -222,4 +222,30 @@ suite(name, () => {
     expect((await storage.signingKeys.list()).map((k) => k.kid)).toEqual([active.kid]);
     expect(problems).toEqual([]);
   });
+
+  it("a key revoked elsewhere meanwhile: the 404 names its kid quoted as JSON, and the page isolates that quoted kid, a quote and a direction override in it included", async () => {
+    const storage = createMemoryStorage();
+    const now = Date.now();
+    // A configured key's kid is any string; this one holds a quote (escaped in the message, so the
+    // kid as it is is not found there) and U+202E, which would reverse the rest of the line.
+    const kid = 'old"\u202Ekey';
+    const r = await generateKeyRecord("ES256", now - 600_000);
+    const rename = (text: string) => JSON.stringify({ ...(JSON.parse(text) as object), kid });
+    await storage.signingKeys.create({ ...r, kid, privateJwk: rename(r.privateJwk), publicJwk: rename(r.publicJwk) });
+    await storage.signingKeys.create(await generateKeyRecord("ES256", now - 300_000));
+    const server = await start({}, storage);
+    await page.context().clearCookies();
+    await open(server);
+    await page.locator("#keys-body tr:nth-child(2)").waitFor();
+    // Another administrator revokes it after this page listed it.
+    await storage.signingKeys.delete(kid);
+    await page.getByRole("button", { name: `Revoke signing key ${kid}`, exact: true }).click();
+    await page.locator("#confirm-dialog").waitFor({ state: "visible" });
+    const answered = page.waitForResponse((res) => res.request().method() === "DELETE");
+    await page.getByRole("button", { name: "Revoke key", exact: true }).click();
+    const response = await answered;
+    expect([response.status(), await response.json()]).toEqual([404, { error: 1306, message: 'Signing key "old\\"\u202Ekey" does not exist.' }]);
+    await expect.poll(() => page.locator("#security-status").textContent()).toBe('Signing key \u2068"old\\"\u202Ekey"\u2069 does not exist.');
+    expect(problems.splice(0)).toEqual([`404 ${server.url}/console/api/signing-keys?kid=${encodeURIComponent(kid)}`]);
+  });
 });

@@ -3,7 +3,7 @@ import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
 import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText, LONE_SURROGATE } from "../util/storable-text.js";
-import { AdminConflictError, AdminError, AdminNotFoundError, type AdminField } from "./errors.js";
+import { AdminConflictError, AdminError, AdminNotFoundError, notFound, quoteId, type AdminField } from "./errors.js";
 
 /** The longest client name (the console's form and API take the same). */
 export const MAX_CLIENT_NAME = 200;
@@ -298,7 +298,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
   };
   const secretClient = async (clientId: string): Promise<ClientRecord> => {
     const client = await ctx.storage.clients.get(clientId);
-    if (!client) throw new AdminNotFoundError(`client ${clientId} does not exist`);
+    if (!client) throw notFound("client", clientId);
     if (client.authMethod !== "client_secret") throw new AdminError(`client ${clientId} authenticates with private_key_jwt and has no secrets`);
     return client;
   };
@@ -374,7 +374,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       await secretClient(clientId);
       const clientSecret = randomToken(ctx.random, 32);
       const secret = await newSecret(clientSecret, undefined, ctx.clock(), "expiresIn");
-      if (!(await ctx.storage.clients.replaceSecrets(clientId, secret))) throw new AdminNotFoundError(`client ${clientId} does not exist`);
+      if (!(await ctx.storage.clients.replaceSecrets(clientId, secret))) throw notFound("client", clientId);
       ctx.events.emit({ type: "client.secret_rotated", client_id: clientId, actor });
       return { clientSecret, secret: secretView(secret) };
     },
@@ -387,7 +387,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       for (const s of client.secrets) if (!live.includes(s)) await ctx.storage.clients.removeSecret(clientId, s.id, now);
       const clientSecret = randomToken(ctx.random, 32);
       const secret = await newSecret(clientSecret, options.expiresIn, now, "expiresIn");
-      if (!(await ctx.storage.clients.addSecret(clientId, secret))) throw new AdminNotFoundError(`client ${clientId} does not exist`);
+      if (!(await ctx.storage.clients.addSecret(clientId, secret))) throw notFound("client", clientId);
       // The count above was read before the add, so concurrent adds could all pass it (12 parallel
       // CLI calls left 12 secrets before 2026-11-29). Count again after the add: the new secret
       // stays only if the client then holds at most MAX_CLIENT_SECRETS live ones; otherwise it is
@@ -399,7 +399,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       const liveAfter = (after?.secrets ?? []).filter((s) => s.expiresAt === null || s.expiresAt > now).length;
       if (!mine || liveAfter > MAX_CLIENT_SECRETS) {
         if (mine) await ctx.storage.clients.removeSecret(clientId, secret.id, now);
-        if (after === null) throw new AdminNotFoundError(`client ${clientId} does not exist`);
+        if (after === null) throw notFound("client", clientId);
         // Gone already: a rotation (every secret replaced) won the race.
         if (!mine) throw new AdminConflictError(`the secrets of client ${clientId} changed meanwhile; try again`);
         throw new AdminError(`client ${clientId} already has ${MAX_CLIENT_SECRETS} secrets; revoke one first`);
@@ -409,7 +409,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
     },
     async revokeClientSecret(clientId, secretId) {
       await secretClient(clientId);
-      if (!(await ctx.storage.clients.removeSecret(clientId, secretId, ctx.clock()))) throw new AdminNotFoundError(`client ${clientId} has no secret ${secretId}`);
+      if (!(await ctx.storage.clients.removeSecret(clientId, secretId, ctx.clock()))) throw new AdminNotFoundError(`client ${quoteId(clientId)} has no secret ${quoteId(secretId)}`);
       ctx.events.emit({ type: "client.secret_revoked", client_id: clientId, secret_id: secretId, actor });
     },
     async listClients() {
@@ -418,7 +418,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
     listClientsPage: (query = {}) => readClientPage(ctx, query),
     async getClient(clientId) {
       const client = await ctx.storage.clients.get(clientId);
-      if (!client) throw new AdminNotFoundError(`client ${clientId} does not exist`);
+      if (!client) throw notFound("client", clientId);
       return clientView(client);
     },
   };

@@ -66,3 +66,13 @@ export class AdminConflictError extends AdminError {}
  * Its `name` stays "AdminError".
  */
 export class AdminNotFoundError extends AdminError {}
+
+/**
+ * `client "abc" does not exist`: the id quoted as JSON, so an empty id still reads as one
+ * (`signing key "" does not exist`), and a quote, backslash or control character in it is escaped
+ * and cannot end the id or break a log line. Until 2026-11-30 ids were written bare.
+ */
+export const quoteId = (id: string): string => JSON.stringify(id);
+
+/** The {@link AdminNotFoundError} for `what` (`client`, `user`, `signing key`) by that id. */
+export const notFound = (what: string, id: string): AdminNotFoundError => new AdminNotFoundError(`${what} ${quoteId(id)} does not exist`);

@@ -1,7 +1,7 @@
 import { hashPassword, uuidV4 } from "../crypto/index.js";
 import type { Context } from "../context.js";
 import type { AccountRecord } from "../storage/types.js";
-import { AdminConflictError, AdminError, AdminNotFoundError } from "./errors.js";
+import { AdminConflictError, AdminError, notFound, quoteId } from "./errors.js";
 import { createClientAdmin, type ClientAdmin } from "./clients.js";
 import { accountView, type AccountPage, type AccountView } from "../api/accounts.js";
 import { parseAccountListQuery } from "../schemas/accounts.js";
@@ -224,7 +224,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       return "created";
     },
     async deleteClient(clientId) {
-      if (!(await ctx.storage.clients.delete(clientId))) throw new AdminNotFoundError(`client ${clientId} does not exist`);
+      if (!(await ctx.storage.clients.delete(clientId))) throw notFound("client", clientId);
       ctx.events.emit({ type: "client.deleted", client_id: clientId, actor });
     },
     async importAccounts(inputs) {
@@ -246,7 +246,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
     async setAccountEnabled(username, enabled) {
       const account = await ctx.storage.accounts.findByUsername(username);
       if (!account || !(await ctx.storage.accounts.setEnabled(account.id, enabled))) {
-        throw new AdminNotFoundError(`user ${username} does not exist`);
+        throw notFound("user", username);
       }
       // Recorded as soon as it is made: a failure below answers 503 with the account already
       // disabled, and the retry that finishes the job finds it so and would record nothing.
@@ -321,10 +321,10 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       if (ctx.keyring.configured === "signer") throw new AdminError("The signing key is held by a signer (option signer); the store's keys are not used.");
       // An unknown kid is answered from the store alone: loading the keys below would make the
       // first key of a store without any (until 2026-11-30 a mistyped kid on a fresh store did).
-      if (!(await ctx.storage.signingKeys.list()).some((r) => r.kid === kid)) throw new AdminNotFoundError(`signing key ${kid} does not exist`);
+      if (!(await ctx.storage.signingKeys.list()).some((r) => r.kid === kid)) throw notFound("signing key", kid);
       const keys = await ctx.keyring.list();
       const key = keys.find((k) => k.kid === kid);
-      if (key === undefined) throw new AdminNotFoundError(`signing key ${kid} does not exist`);
+      if (key === undefined) throw notFound("signing key", kid);
       if (key.status === "active") throw new AdminError(`signing key ${kid} signs now: rotate with now (keys rotate --now) first, then revoke it`);
       // Other instances re-read the keys once a minute: until then one may still sign with the key
       // the active one replaced less than a minute ago, or start signing with a next key due within
@@ -338,7 +338,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         const from = new Date(active.activatesAt + SIGNING_RELOAD_MS).toISOString();
         throw new AdminError(`signing key ${kid} may still sign on instances that have not re-read the keys since ${active.kid} took over (they do within a minute): revoke it from ${from}`);
       }
-      if (!(await ctx.storage.signingKeys.delete(kid))) throw new AdminNotFoundError(`signing key ${kid} does not exist`);
+      if (!(await ctx.storage.signingKeys.delete(kid))) throw notFound("signing key", kid);
       ctx.keyring.invalidate();
       ctx.events.emit({ type: "signing_key.revoked", kid, status: key.status, actor });
       return { kid, status: key.status };
@@ -381,7 +381,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
             const now = (await ctx.storage.signingKeys.list()).find((r) => r.kid === k.kid);
             if (now && !(await done(now.privateJwk))) {
               if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, now.privateJwk, await moved(k.kid, now.privateJwk))) reencrypted.push(k.kid);
-              else throw new AdminError(`signing key ${k.kid} changed while it was being re-encrypted; run keys reencrypt again`);
+              else throw new AdminError(`signing key ${quoteId(k.kid)} changed while it was being re-encrypted; re-encrypt again (pnpm plantgate keys reencrypt, or Re-encrypt keys in the console)`);
             } else unchanged.push(k.kid);
           }
         }

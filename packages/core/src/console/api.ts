@@ -1,5 +1,6 @@
 import { AdminConflictError, AdminError, AdminNotFoundError, createAdmin, type ClientSecretView, type ClientView } from "../admin/index.js";
 import { MAX_CLIENT_NAME, readConsoleClientPage, type ClientPage } from "../admin/clients.js";
+import { quoteId } from "../admin/errors.js";
 import { accountView, listAccounts } from "../api/accounts.js";
 import { KeyEncryptionError } from "../crypto/key-encryption.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
@@ -85,6 +86,7 @@ export function oneParam(params: URLSearchParams, name: string): string | undefi
   if (all.length > 1) throw invalid(`${name} must be given at most once.`);
   return all[0] === undefined || all[0] === "" ? undefined : all[0];
 }
+/** 404 (error 1306) for `what`, its ids quoted by `quoteId` (`Client "abc"`): an empty id still shows, a quote in one is escaped. */
 const unknown = (what: string) => new ApiError(404, ApiErrorCode.consoleUnknownResource, `${what} does not exist.`);
 const conflict = (message: string) => new ApiError(409, ApiErrorCode.consoleConflict, message);
 
@@ -208,17 +210,22 @@ export const createClient: ApiHandler = async (ctx, s, request) => {
   return json(201, { client: consoleClient(client, ctx.clock()), clientSecret });
 };
 
+/** How a 404 names the client of the path: `Client "abc"`. */
+const clientNamed = (clientId: string) => `Client ${quoteId(clientId)}`;
+
 export const deleteClient: ApiHandler = async (ctx, s, _r, [clientId]) => {
-  if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
-  await admin(() => adminOf(ctx, s).deleteClient(clientId!), { missing: `Client ${clientId}` });
+  const missing = clientNamed(clientId!);
+  if (!(await ctx.storage.clients.get(clientId!))) throw unknown(missing);
+  await admin(() => adminOf(ctx, s).deleteClient(clientId!), { missing });
   return plain(204, null);
 };
 
 export const regenerateSecret: ApiHandler = async (ctx, s, _r, [clientId]) => {
-  if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
-  const { clientSecret } = await admin(() => adminOf(ctx, s).rotateClientSecret(clientId!), { missing: `Client ${clientId}` });
+  const missing = clientNamed(clientId!);
+  if (!(await ctx.storage.clients.get(clientId!))) throw unknown(missing);
+  const { clientSecret } = await admin(() => adminOf(ctx, s).rotateClientSecret(clientId!), { missing });
   const client = await ctx.storage.clients.get(clientId!);
-  if (!client) throw unknown(`Client ${clientId}`);
+  if (!client) throw unknown(missing);
   return json(200, { clientId: client.clientId, clientSecret, secretUpdatedAt: iso(client.secretUpdatedAt) });
 };
 
@@ -226,17 +233,19 @@ export const regenerateSecret: ApiHandler = async (ctx, s, _r, [clientId]) => {
 export const addSecret: ApiHandler = async (ctx, s, request, [clientId]) => {
   const body = await readJsonObject(request);
   const expiresIn = optionalSeconds(body, "expiresIn");
-  if (!(await ctx.storage.clients.get(clientId!))) throw unknown(`Client ${clientId}`);
-  const { clientSecret, secret } = await admin(() => adminOf(ctx, s).addClientSecret(clientId!, expiresIn === null || expiresIn === undefined ? {} : { expiresIn }), { missing: `Client ${clientId}` });
+  const missing = clientNamed(clientId!);
+  if (!(await ctx.storage.clients.get(clientId!))) throw unknown(missing);
+  const { clientSecret, secret } = await admin(() => adminOf(ctx, s).addClientSecret(clientId!, expiresIn === null || expiresIn === undefined ? {} : { expiresIn }), { missing });
   return json(201, { clientId, clientSecret, secret: consoleSecret(secret, ctx.clock()) });
 };
 
 /** Revokes one secret at once. */
 export const revokeSecret: ApiHandler = async (ctx, s, _r, [clientId, secretId]) => {
   const client = await ctx.storage.clients.get(clientId!);
-  if (!client) throw unknown(`Client ${clientId}`);
-  if (!client.secrets.some((x) => x.id === secretId)) throw unknown(`Secret ${secretId} of client ${clientId}`);
-  await admin(() => adminOf(ctx, s).revokeClientSecret(clientId!, secretId!), { missing: `Secret ${secretId} of client ${clientId}` });
+  if (!client) throw unknown(clientNamed(clientId!));
+  const missing = `Secret ${quoteId(secretId!)} of client ${quoteId(clientId!)}`;
+  if (!client.secrets.some((x) => x.id === secretId)) throw unknown(missing);
+  await admin(() => adminOf(ctx, s).revokeClientSecret(clientId!, secretId!), { missing });
   return plain(204, null);
 };
 
@@ -272,17 +281,18 @@ export const createAccount: ApiHandler = async (ctx, s, request) => {
 function setEnabled(enabled: boolean): ApiHandler {
   return async (ctx, session, _r, [id]) => {
     const account = await ctx.storage.accounts.get(id!);
-    if (!account) throw unknown(`Account ${id}`);
+    const missing = `Account ${quoteId(id!)}`;
+    if (!account) throw unknown(missing);
     if (!enabled && account.id === session.account.id) throw invalid("You cannot disable your own account.");
     // Disabling also revokes its refresh tokens and deletes its console sessions (admin.setAccountEnabled).
-    await admin(() => adminOf(ctx, session).setAccountEnabled(account.username, enabled), { missing: `Account ${id}` });
+    await admin(() => adminOf(ctx, session).setAccountEnabled(account.username, enabled), { missing });
     if (!enabled && account.enabled) {
       // Two administrators disabling each other at the same instant both passed their session
       // checks: the one found disabled after its own write undoes it, so at least one of them stays
       // enabled (before 2026-11-29 both ended disabled, the console locked for everyone).
       const self = await ctx.storage.accounts.get(session.account.id);
       if (!self || !self.enabled) {
-        await admin(() => adminOf(ctx, session).setAccountEnabled(account.username, true), { missing: `Account ${id}` });
+        await admin(() => adminOf(ctx, session).setAccountEnabled(account.username, true), { missing });
         throw new ApiError(401, ApiErrorCode.consoleNotSignedIn, "Your account was disabled while this request ran; it changed nothing.");
       }
     }
@@ -325,7 +335,7 @@ export const revokeSigningKey: ApiHandler = async (ctx, s, _r, [kid]) => {
   try {
     await adminOf(ctx, s).revokeSigningKey(kid!);
   } catch (e) {
-    if (e instanceof AdminNotFoundError) throw unknown(`Signing key ${kid}`);
+    if (e instanceof AdminNotFoundError) throw unknown(`Signing key ${quoteId(kid!)}`);
     // Every other refusal is about the key's state, not the request's form.
     if (e instanceof AdminError) throw conflict(e.message);
     throw e;
@@ -337,12 +347,14 @@ export const revokeSigningKey: ApiHandler = async (ctx, s, _r, [kid]) => {
  * `DELETE /console/api/signing-keys?kid={kid}`: {@link revokeSigningKey} for any kid, those a path
  * segment cannot carry included (URL parsing drops a segment `.` or `..`, `%2E` too, and an empty
  * one fits no route): a configured key is stored under its own kid, any string. The page sends
- * this form. 400 (error 1003) without `kid`, (1009) with it twice; `?kid=` is the empty kid.
+ * this form. 400 (error 1003) without `kid`, (1009) with it twice, each message naming this form
+ * (until 2026-11-30 the second said "kid must be given once."); `?kid=` is the empty kid.
  */
 export const revokeSigningKeyByQuery: ApiHandler = async (ctx, s, request) => {
   const kids = request.url.searchParams.getAll("kid");
-  if (kids.length === 0) throw new ApiError(400, ApiErrorCode.missingField, "kid is required: DELETE /console/api/signing-keys?kid={kid}.");
-  if (kids.length > 1) throw invalid("kid must be given once.");
+  const form = "DELETE /console/api/signing-keys?kid={kid}";
+  if (kids.length === 0) throw new ApiError(400, ApiErrorCode.missingField, `kid is required: ${form}.`);
+  if (kids.length > 1) throw invalid(`kid must be given exactly once: ${form}.`);
   return revokeSigningKey(ctx, s, request, kids);
 };
 
