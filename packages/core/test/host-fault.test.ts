@@ -55,4 +55,33 @@ describe("HostFaultError while reading the body", () => {
       expect(logged).toEqual([["unexpected error at the token endpoint", { name: "ParserTookIt", message: "the framework read the body first" }]]);
     });
   }
+
+  it("an error marked Symbol.for(\"plantgate.hostFault\") (an adapter that does not depend on core) is one too; instanceof a subclass is not widened", async () => {
+    class Marked extends Error {
+      override readonly name = "Marked";
+      readonly code = "MARKED_FAULT";
+    }
+    Object.defineProperty(Marked.prototype, Symbol.for("plantgate.hostFault"), { value: true });
+    const marked = new Marked("the host took the body");
+    expect(marked).toBeInstanceOf(HostFaultError);
+    expect(marked).not.toBeInstanceOf(ParserTookIt);
+    expect(new HostFaultError("x")).not.toBeInstanceOf(ParserTookIt);
+    // Only `true` marks: a truthy value a foreign object happens to carry does not.
+    expect({ [Symbol.for("plantgate.hostFault")]: 1 }).not.toBeInstanceOf(HostFaultError);
+    expect(null).not.toBeInstanceOf(HostFaultError);
+
+    const { requests, logged, token } = await observed();
+    const host = await token(null, () => Promise.reject(marked));
+    expect([host.status, await host.text()]).toEqual([500, SERVER_ERROR]);
+    const streamed = await token(failing(new Marked("through the stream")));
+    expect([streamed.status, await streamed.text()]).toEqual([500, SERVER_ERROR]);
+    expect(requests.map((r) => [r.status, r.result])).toEqual([
+      [500, "server_error"],
+      [500, "server_error"],
+    ]);
+    expect(logged).toEqual([
+      ["unexpected error at the token endpoint", { name: "Marked", message: "the host took the body" }],
+      ["unexpected error at the token endpoint", { name: "Marked", message: "through the stream" }],
+    ]);
+  });
 });

@@ -1,9 +1,9 @@
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
-import { HostFaultError } from "@plantgate/core";
 import {
   checkUploadDiscardOptions,
   lingerOnUnreadUpload,
   originOf,
+  PlantgateBodyConsumedError,
   refusedRequestAnswer,
   releaseRequestBody,
   toExchange,
@@ -48,37 +48,23 @@ export type ExpressApp = NodeApp & {
   owns?(path: string): boolean;
 };
 
-/** Code of the {@link PlantgateBodyConsumedError}, for error handlers that switch on `err.code`. */
-export const BODY_CONSUMED = "PLANTGATE_BODY_CONSUMED";
-
 /**
  * What reading the request body fails with when a body parser (`express.json()`,
- * `express.urlencoded()`, `express.raw()`, multer, ...) read it before plantgate. The original
- * bytes are gone, and re-serialising a parsed value would lose int64 precision, so the request is
- * refused instead. This is a mistake in the host app's middleware order, not the client's: a
- * `HostFaultError` of `@plantgate/core`, which plantgate answers with its 500 (`server_error`, or
- * `{"error":1500}` on the plant store and console), logs, and counts and traces as that 500
- * (`error.type` `PLANTGATE_BODY_CONSUMED`). Passed to `next(err)` (a 500 by `status`/`statusCode`,
- * for Express's error handling) when the app threw after reading, or answered anything but a 5xx
- * (a Web handler that took the failure for the client's). A request the app refuses without
- * reading its body (a JSON body to the form-only token endpoint) gets the app's answer, as
- * without the parser.
+ * `express.urlencoded()`, `express.raw()`, multer, ...) read it before plantgate: `@plantgate/node`'s
+ * class (code {@link BODY_CONSUMED}, a `HostFaultError` of `@plantgate/core`), with a message naming
+ * Express's parsers. plantgate answers it with its 500 (`server_error`, or `{"error":1500}` on the
+ * plant store and console), logs, and counts and traces it as that 500 (`error.type`
+ * `PLANTGATE_BODY_CONSUMED`). Passed to `next(err)` (a 500 by `status`/`statusCode`, `expose`
+ * false, for Express's error handling) when the app threw after reading, or answered anything but a
+ * 5xx (a Web handler that took the failure for the client's). A request the app refuses without
+ * reading its body (a JSON body to the form-only token endpoint) gets the app's answer, as without
+ * the parser.
  */
-export class PlantgateBodyConsumedError extends HostFaultError {
-  override readonly name = "PlantgateBodyConsumedError";
-  readonly code = BODY_CONSUMED;
-  readonly status = 500;
-  readonly statusCode = 500;
-  /** Express's default handler shows the message only for `expose: true`; this is a server-side mistake. */
-  readonly expose = false;
+export { BODY_CONSUMED, PlantgateBodyConsumedError } from "@plantgate/node";
 
-  constructor() {
-    super(
-      "plantgate: a body parser consumed the request body before plantgate; " +
-        "mount plantgate before express.json()/express.urlencoded() (or mount those parsers only on your own routes)",
-    );
-  }
-}
+const PARSER_FIRST =
+  "plantgate: a body parser consumed the request body before plantgate; " +
+  "mount plantgate before express.json()/express.urlencoded() (or mount those parsers only on your own routes)";
 
 /** The authority of an absolute-form request target (`http://host/path`, RFC 9112 §3.2.2), if it is one. */
 function targetAuthority(target: string): string | undefined {
@@ -150,7 +136,7 @@ function unreadableBody(exchange: NodeExchange): { exchange: NodeExchange; read(
   let read = false;
   const refuse = (): PlantgateBodyConsumedError => {
     read = true;
-    return new PlantgateBodyConsumedError();
+    return new PlantgateBodyConsumedError(PARSER_FIRST);
   };
   const original = exchange.request;
   const body = new ReadableStream<Uint8Array>(
@@ -292,7 +278,7 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         // The client went away; there is nobody to answer.
         if (request.signal.aborted && (error === request.signal.reason || error === appRequest.signal.reason)) return;
         if (consumed?.read() === true) {
-          next(new PlantgateBodyConsumedError());
+          next(new PlantgateBodyConsumedError(PARSER_FIRST));
           return;
         }
         // Express's final handler reads the rest of the body before it answers; a reader the app
@@ -307,7 +293,7 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         // plantgate itself answers a HostFaultError with its 500, sent below as it counted it
         // (until 2026-11-30 every such request went here, plantgate's metrics and spans a 400).
         if (answer instanceof Response) await answer.body?.cancel().catch(() => {});
-        next(new PlantgateBodyConsumedError());
+        next(new PlantgateBodyConsumedError(PARSER_FIRST));
         return;
       }
 

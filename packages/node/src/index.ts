@@ -1,6 +1,7 @@
 export type { FetchApp, HandleApp, HandleInfo, NodeApp, PlainAnswer } from "./fetch-app.js";
 export { toRequest, toExchange, refusedRequestAnswer, releaseRequestBody, type ToRequestOptions, type NodeExchange } from "./to-request.js";
 export { writeResponse } from "./write-response.js";
+export { BODY_CONSUMED, PlantgateBodyConsumedError } from "./body-consumed.js";
 export { originOf } from "./request-origin.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
 export { serve, SERVE_DEFAULTS, type ServeOptions, type ServeResult } from "./serve.js";

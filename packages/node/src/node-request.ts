@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
+import { PlantgateBodyConsumedError } from "./body-consumed.js";
 import { headersFromRaw, isConsumed, parseTarget } from "./incoming.js";
 import { readIncoming, readStream } from "./read-body.js";
 import { createRequestBody, type AbortSource } from "./request-body.js";
@@ -237,8 +238,9 @@ class NodeRequest {
   /**
    * The whole body for `info.readBody`: straight from the IncomingMessage when nobody took the body
    * stream yet (no Web stream at all), else from that stream. Resolves to null past `maxBytes`, to
-   * empty bytes for GET/HEAD or a body something else already consumed; rejects when the upload
-   * breaks, and with a TypeError once the body was read. Afterwards the body counts as used.
+   * empty bytes for GET/HEAD or an empty body something else read to its end; rejects when the
+   * upload breaks, with a PlantgateBodyConsumedError when something else took bytes of the body,
+   * and with a TypeError once the body was read. Afterwards the body counts as used.
    */
   #readBody(maxBytes: number): Promise<Uint8Array | null> {
     if (this.#readDirectly) return Promise.reject(new TypeError("Body is unusable: Body has already been read"));
@@ -278,7 +280,13 @@ class NodeRequest {
     const signal = this.#abortSource();
     const incoming = this.#incoming;
     if (isConsumed(incoming) && !signal.aborted) {
-      this.#body = new ReadableStream<Uint8Array>({
+      // Something in the host read the stream before plantgate. Node sets readableDidRead once a
+      // chunk went out ('data', read(), a pipe, async iteration, a bare resume() throwing it away),
+      // never for an empty body read to its end: bytes are gone exactly when it is true. Then the
+      // body fails when read, a host fault (until 2026-11-30 it read as empty, and plantgate
+      // answered a 400 blaming the client); an empty body stays the empty body the client sent.
+      // A client that went away (signal aborted) stays the client's broken upload, below.
+      this.#body = incoming.readableDidRead ? takenBody() : new ReadableStream<Uint8Array>({
         start(controller) {
           controller.close();
         },
@@ -327,6 +335,22 @@ class NodeRequest {
     this.#real = real;
     return real;
   }
+}
+
+/**
+ * The body of a request whose bytes something else took: fails with a {@link PlantgateBodyConsumedError}
+ * when read (through `info.readBody`, `request.body`, `text()`, ...). Pulls nothing until asked
+ * (high-water mark 0), so building it (`clone()`, a real Request) fails nothing.
+ */
+function takenBody(): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        controller.error(new PlantgateBodyConsumedError());
+      },
+    },
+    { highWaterMark: 0 },
+  );
 }
 
 /** `info.readBody` for a Request made by {@link createNodeRequest} (see `NodeRequest.#readBody`). */

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HandleInfo, PlainAnswer } from "./fetch-app.js";
 import { createNodeRequest, readRequestBody, releaseBody, TransferCodingError } from "./node-request.js";
 import type { lingerOnUnreadUpload } from "./linger.js";
+import type { PlantgateBodyConsumedError } from "./body-consumed.js";
 
 /**
  * Options for {@link toRequest}.
@@ -52,10 +53,12 @@ export interface ToRequestOptions {
  *   (`Set-Cookie` stays separate, see `headers.getSetCookie()`).
  * - **Body**: for methods other than GET and HEAD, the socket data is exposed
  *   as a `ReadableStream` (`duplex: "half"`), never buffered or re-serialised.
- *   If something already read from the IncomingMessage (for example
- *   `express.json()`), the body is empty: the original bytes are gone and the
- *   adapter will not re-serialise a parsed value (`content-length` and
- *   `content-type` still describe the original). If the client disconnects
+ *   If something already took bytes of the body from the IncomingMessage (a
+ *   body parser such as `express.json()`, a middleware that drained or piped
+ *   it), reading the body fails with a {@link PlantgateBodyConsumedError} (a
+ *   host fault: plantgate answers its 500): the original bytes are gone and the
+ *   adapter will not re-serialise a parsed value. An empty body something read
+ *   to its end reads as the empty body it was. If the client disconnects
  *   during the upload, before or after this call, the stream errors with
  *   `request.signal.reason` instead of ending early or hanging.
  * - **Cancelling the body** (e.g. a size cap) detaches it and lets the rest of

@@ -1,12 +1,15 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterEach, expect } from "vitest";
 import { serve, type FetchApp, type ServeOptions, type ServeResult } from "../src/index.js";
 
 const running: ServeResult[] = [];
+const plain: Server[] = [];
 const unexpectedErrors: unknown[] = [];
 
 afterEach(async () => {
   await Promise.all(running.splice(0).map((server) => server.close()));
+  await Promise.all(plain.splice(0).map((server) => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve())))));
   // Tests that expect app errors pass their own onError; anything else is a bug.
   expect(unexpectedErrors.splice(0)).toEqual([]);
 });
@@ -21,6 +24,14 @@ export async function start(app: FetchApp, options: ServeOptions = {}): Promise<
   });
   running.push(result);
   return result;
+}
+
+/** A plain `createServer(handler)` on an ephemeral loopback port (a chain of your own in front of a listener); closed after each test. Returns its origin. */
+export async function listenPlain(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
+  const server = createServer(handler);
+  plain.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
 }
 
 export function portOf(url: string): number {

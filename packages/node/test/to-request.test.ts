@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
 import type { FetchApp } from "../src/index.js";
-import { echoApp, rawExchange, start, type Echo } from "./support.js";
+import { echoApp, listenPlain, rawExchange, start, type Echo } from "./support.js";
 
 async function rawEcho(url: string, head: string): Promise<Echo> {
   const { status, body } = await rawExchange(url, head);
@@ -321,31 +321,41 @@ describe("toRequest: body", () => {
     expect(echo.body).toBe("");
   });
 
-  it("gives an empty body when middleware already consumed the IncomingMessage", async () => {
-    const { createServer } = await import("node:http");
+  /** echoApp behind a middleware that reads the IncomingMessage to its end first (as express.json() does). */
+  async function behindReader(onError: (error: unknown) => void): Promise<string> {
     const { createRequestListener } = await import("../src/index.js");
-    const listener = createRequestListener(echoApp);
-    const server = createServer((req, res) => {
-      // Stand-in for express.json(): reads the stream to the end first.
+    const listener = createRequestListener(echoApp, { onError });
+    return listenPlain((req, res) => {
       const parts: Buffer[] = [];
       req.on("data", (chunk: Buffer) => parts.push(chunk));
       req.on("end", () => listener(req, res));
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    try {
-      const { port } = server.address() as { port: number };
-      const response = await fetch(`http://127.0.0.1:${port}/`, {
-        method: "POST",
-        body: '{"a":1}',
-        headers: { "content-type": "application/json" },
-      });
-      const echo = (await response.json()) as Echo;
-      expect(echo.body).toBe("");
-      expect(echo.headers).toContainEqual(["content-length", "7"]);
-    } finally {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    }
+  }
+
+  it("fails the body with a PlantgateBodyConsumedError (a HostFaultError) when middleware already took its bytes", async () => {
+    const { HostFaultError } = await import("@plantgate/core");
+    const { PlantgateBodyConsumedError } = await import("../src/index.js");
+    const errors: unknown[] = [];
+    const url = await behindReader((error) => errors.push(error));
+    const response = await fetch(`${url}/`, { method: "POST", body: '{"a":1}', headers: { "content-type": "application/json" } });
+    // The listener's 500 for an app that failed: the bytes are gone, never an empty body.
+    expect([response.status, await response.text()]).toEqual([
+      500,
+      '{"error":"server_error","error_description":"The server encountered an unexpected error."}',
+    ]);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toBeInstanceOf(PlantgateBodyConsumedError);
+    expect(errors[0]).toBeInstanceOf(HostFaultError);
+  });
+
+  it("gives an empty body when middleware read an empty body to its end (nothing was taken)", async () => {
+    const errors: unknown[] = [];
+    const url = await behindReader((error) => errors.push(error));
+    const response = await fetch(`${url}/`, { method: "POST", body: "", headers: { "content-type": "application/json" } });
+    const echo = (await response.json()) as Echo;
+    expect(echo.body).toBe("");
+    expect(echo.headers).toContainEqual(["content-length", "0"]);
+    expect(errors).toEqual([]);
   });
 });
 

@@ -145,20 +145,37 @@ export class StorageError extends Error {
 
 /**
  * Thrown by an adapter when the host server, not the client, keeps plantgate from a request's body:
- * `@plantgate/express`'s `PlantgateBodyConsumedError` (a body parser mounted before plantgate took
- * the body) is one. From `info.readBody` or the `Request`'s body stream it reaches plantgate as it
+ * `@plantgate/node`'s `PlantgateBodyConsumedError` (also `@plantgate/express`'s: a body parser or
+ * another middleware read the body before plantgate) is one. From `info.readBody` or the `Request`'s body stream it reaches plantgate as it
  * is, where any other failure to read is the client's upload breaking (its 400). Answered as an
  * unexpected failure, 500 `server_error` on the token, revocation and introspection endpoints and
  * 500 `{"error":1500}` elsewhere, logged with its name and message, and recorded so by the request
  * observer and span (`error.type` its `code` when it has one, else its name). Subclass it, or throw
  * it with a message for the operator (it is logged, never sent).
  *
+ * An adapter that does not depend on core (`@plantgate/node`) marks its error instead:
+ * `Symbol.for("plantgate.hostFault")` set to `true` on the error or its prototype. `error instanceof HostFaultError` holds for such an error
+ * too (and for one of another copy of core); `instanceof` a subclass stays the plain prototype check.
+ *
  * @example
  * readBody: () => Promise.reject(new HostFaultError("the framework already read the body; register plantgate before its body parser")),
  */
 export class HostFaultError extends Error {
   override readonly name: string = "HostFaultError";
+
+  static override [Symbol.hasInstance](this: abstract new (...args: never[]) => unknown, value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    // Only HostFaultError itself answers for the mark: a subclass names one particular fault.
+    return this === HostFaultError && typeof value === "object" && value !== null && (value as { [HOST_FAULT]?: unknown })[HOST_FAULT] === true;
+  }
 }
+
+/**
+ * The mark of a host fault from an adapter that cannot import {@link HostFaultError}:
+ * `Object.defineProperty(MyError.prototype, Symbol.for("plantgate.hostFault"), { value: true })`.
+ */
+const HOST_FAULT: unique symbol = Symbol.for("plantgate.hostFault");
+Object.defineProperty(HostFaultError.prototype, HOST_FAULT, { value: true });
 
 /**
  * A value a store cannot hold exactly, refused before anything is written: a lone UTF-16
