@@ -116,11 +116,13 @@ function hasBody(req: ExpressRequest): boolean {
 }
 
 function bodyConsumed(req: ExpressRequest): boolean {
-  // The stream's own state, as @plantgate/node decides it: a parser that read the body (Express 5's,
-  // body-parser 1.x's, multer, ...) leaves it read or ended. Not req.body: body-parser 1.x sets it
-  // to {} on every request, also one whose body it left alone (that was a 500 for every token
-  // request behind it), and readableDidRead only turns true once a chunk was delivered.
-  return req.readableEnded || req.readableDidRead;
+  // The stream's own state, as @plantgate/node decides it: Node sets readableDidRead once a chunk
+  // went to someone (a parser: Express 5's, body-parser 1.x's, multer, ...), never for an empty body
+  // read to its end, which is still the empty body the client sent (until 2026-11-30 readableEnded
+  // counted too: an empty form behind express.urlencoded() was a 500, not the client's 400). Not
+  // req.body: body-parser 1.x sets it to {} on every request, also one whose body it left alone
+  // (that was a 500 for every token request behind it).
+  return req.readableDidRead;
 }
 
 /**

@@ -190,3 +190,18 @@ describe("express.json() mounted before plantgate", () => {
     expect(seen).toEqual(["failed PlantgateBodyConsumedError"]);
   });
 });
+
+describe("a parser that read an empty body (nothing taken)", () => {
+  it("express.urlencoded() first, an empty form (Content-Length: 0) to the token endpoint: the client's 400, as without the parser and on the Node listener", async () => {
+    const { parsed, plain, node } = await servers(express.urlencoded());
+    const init: RequestInit = { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic() }, body: "" };
+    const got = await answer(await fetch(`${parsed}/auth/UserService/connect/token`, init));
+    expect(got).toEqual(await answer(await fetch(`${plain}/auth/UserService/connect/token`, init)));
+    expect({ status: got.status, body: got.body }).toEqual({
+      status: 400,
+      body: JSON.stringify({ error: "invalid_request", error_description: "The grant_type parameter is required." }),
+    });
+    const onNode = await answer(await fetch(`${node}/auth/UserService/connect/token`, init));
+    expect({ status: onNode.status, body: onNode.body }).toEqual({ status: got.status, body: got.body });
+  });
+});
