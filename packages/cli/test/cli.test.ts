@@ -106,6 +106,8 @@ describe("plantgate CLI", () => {
       expires_at: null,
     });
     expect(created.stderr).toContain("shown only now");
+    // The same id again: refused, the id quoted as JSON (bare until 2026-11-30), no secret shown.
+    expect(await cli(["client", "create", "--name", "Again", "--id", "reporting"])).toEqual({ code: 2, stdout: "", stderr: 'plantgate: client "reporting" already exists\n', json: undefined });
 
     // The server's JSON lines must hold none of the secrets and passwords the CLI and the requests carried.
     const lines = serverLines();
@@ -162,6 +164,8 @@ describe("plantgate CLI", () => {
         enabled: true,
         createdAt: expect.any(String),
       });
+      // The same username again: refused, quoted as JSON (bare until 2026-11-30), never the password.
+      expect(await cli(["user", "create", "--username", "carol"], "another-passphrase")).toEqual({ code: 2, stdout: "", stderr: 'plantgate: username "carol" is taken\n', json: undefined });
       const app = await cli(["client", "create", "--name", "App", "--id", "app"]);
       const login = await token(server.url, {
         grant_type: "password",
@@ -241,7 +245,7 @@ describe("plantgate CLI", () => {
     // once every instance has re-read the keys: right after the rotation it is refused.
     const early = await cli(["keys", "revoke", first.json[0].kid]);
     expect([early.code, early.stdout]).toEqual([2, ""]);
-    expect(early.stderr).toMatch(new RegExp(`^${CLEAR_KEYS.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}plantgate: signing key ${first.json[0].kid} may still sign on instances that have not re-read the keys since ${urgent.json.kid} took over \\(they do within a minute\\): revoke it from \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\n$`));
+    expect(early.stderr).toMatch(new RegExp(`^${CLEAR_KEYS.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}plantgate: signing key "${first.json[0].kid}" may still sign on instances that have not re-read the keys since "${urgent.json.kid}" took over \\(they do within a minute\\): revoke it from \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\n$`));
     // A next key due later than that is called off at once.
     expect(await cli(["keys", "revoke", rotated.json.kid])).toEqual({
       code: 0,
@@ -249,7 +253,7 @@ describe("plantgate CLI", () => {
       stderr: CLEAR_KEYS + "the key is deleted: running servers drop it from the JWKS and refuse its tokens within a minute; resource servers that cached the JWKS keep it until they fetch it again\n",
       json: { kid: rotated.json.kid, status: "next" },
     });
-    expect(await cli(["keys", "revoke", urgent.json.kid])).toEqual({ code: 2, stdout: "", stderr: `${CLEAR_KEYS}plantgate: signing key ${urgent.json.kid} signs now: rotate with now (keys rotate --now) first, then revoke it\n`, json: undefined });
+    expect(await cli(["keys", "revoke", urgent.json.kid])).toEqual({ code: 2, stdout: "", stderr: `${CLEAR_KEYS}plantgate: signing key "${urgent.json.kid}" signs now: rotate with now (keys rotate --now) first, then revoke it\n`, json: undefined });
     // An unknown kid is answered from the store alone (no load of the keys, so no warning either).
     expect(await cli(["keys", "revoke", rotated.json.kid])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key "${rotated.json.kid}" does not exist\n`, json: undefined });
     expect((await cli(["keys", "list"])).json.map((k: { kid: string }) => k.kid)).toEqual([urgent.json.kid, first.json[0].kid]);
@@ -290,7 +294,7 @@ describe("plantgate CLI", () => {
     expect(refused).toEqual({
       code: 2,
       stdout: "",
-      stderr: `plantgate: signing key ${kid} is stored encrypted and no key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)\n`,
+      stderr: `plantgate: signing key "${kid}" is stored encrypted and no key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)\n`,
       json: undefined,
     });
     const moved = await cli(["keys", "reencrypt"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: `${newKek},${oldKek}` });
@@ -303,7 +307,7 @@ describe("plantgate CLI", () => {
     const oldOnly = await cli(["keys", "revoke", kid], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek });
     expect([oldOnly.code, oldOnly.stderr]).toEqual([
       2,
-      `plantgate: signing key ${kid} is encrypted with a key encryption key that is not configured; add it to PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)\n`,
+      `plantgate: signing key "${kid}" is encrypted with a key encryption key that is not configured; add it to PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)\n`,
     ]);
     for (const r of [refused, moved, oldOnly]) expect(r.stdout + r.stderr).not.toContain(oldKek);
     expect(await cli(["keys", "reencrypt"])).toMatchObject({ code: 2, stderr: "plantgate: No key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys).\n" });
@@ -362,7 +366,7 @@ describe("plantgate CLI", () => {
       scopes: ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"],
       jwks: JSON.parse(jwks),
     });
-    expect(await cli(["client", "add-secret", "signed"])).toMatchObject({ code: 2, stderr: "plantgate: client signed authenticates with private_key_jwt and has no secrets\n" });
+    expect(await cli(["client", "add-secret", "signed"])).toMatchObject({ code: 2, stderr: 'plantgate: client "signed" authenticates with private_key_jwt and has no secrets\n' });
     const byUri = await cli(["client", "create", "--name", "Remote", "--auth", "private_key_jwt", "--jwks-uri", "https://client.example/jwks.json"]);
     expect(byUri.json).toMatchObject({ token_endpoint_auth_method: "private_key_jwt", jwks_uri: "https://client.example/jwks.json" });
     expect(await cli(["client", "create", "--name", "X", "--auth", "private_key_jwt"])).toMatchObject({ code: 2, stderr: "plantgate: --auth private_key_jwt needs exactly one of --jwks and --jwks-uri\n" });
@@ -407,7 +411,7 @@ describe("plantgate CLI", () => {
     const notJson = await cli(["user", "import"], `${JSON.stringify({ username: "u1", password: "password-1" })}\n{oops`);
     expect(notJson).toMatchObject({ code: 2, stderr: "plantgate: line 2: not valid JSON\n" });
     const dup = await cli(["user", "import"], [JSON.stringify({ username: "u1", password: "password-1" }), JSON.stringify({ username: "u1", password: "password-2" })].join("\n"));
-    expect(dup).toMatchObject({ code: 2, stderr: "plantgate: line 2: username u1 is taken (nothing was imported)\n" });
+    expect(dup).toMatchObject({ code: 2, stderr: 'plantgate: line 2: username "u1" is taken (nothing was imported)\n' });
     expect((await cli(["user", "list"])).json).toEqual([]);
 
     const good = await cli(["user", "import"], [1, 2, 3].map((n) => JSON.stringify({ username: `u${n}`, password: `password-${n}`, roles: ["r"] })).join("\n") + "\n");
@@ -585,7 +589,7 @@ describe("plantgate CLI", () => {
     ]);
     // With the keys sealed under a KEK, nothing to warn about; without it, every command that loads
     // them says so (keys list loads none: its atRest field says which keys are in clear).
-    const refused = `plantgate: signing key ${signing!.kid} signs now: rotate with now (keys rotate --now) first, then revoke it\n`;
+    const refused = `plantgate: signing key "${signing!.kid}" signs now: rotate with now (keys rotate --now) first, then revoke it\n`;
     expect((await cli(["keys", "revoke", signing!.kid])).stderr).toBe(CLEAR_KEYS + refused);
     const kek = { PLANTGATE_KEY_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64url") };
     expect((await cli(["keys", "revoke", signing!.kid], "", kek)).stderr).toBe(refused);

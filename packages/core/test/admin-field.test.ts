@@ -3,7 +3,7 @@
  * names the one input field it is about, so code can tell refusals apart without reading the
  * message (checkBootstrap maps it to the bootstrap variable); a refusal about several fields or
  * none has no `field` at all. The messages are as they were before `field` (the CLI, the console
- * and the README show them).
+ * and the README show them), but for ids, quoted as JSON since 2026-11-30.
  */
 import { describe, expect, it } from "vitest";
 import { AdminConflictError, AdminError, AdminNotFoundError, MAX_TTL_SECONDS, type AdminField } from "../src/index.js";
@@ -62,7 +62,7 @@ describe("AdminError.field", () => {
       [await create({ jwksUri: "https://keys.example.test/jwks" }), about(undefined, "jwks and jwksUri are for authMethod private_key_jwt")],
       [await create({ authMethod: "private_key_jwt" }), about(undefined, "a private_key_jwt client needs exactly one of jwks and jwksUri")],
       [await create({ authMethod: "private_key_jwt", jwksUri: "https://keys.example.test/jwks", clientSecret: "x".repeat(32) }), about(undefined, "a private_key_jwt client has no secret")],
-      [await create({ clientId: "app-1" }), about(undefined, "client app-1 already exists", AdminConflictError)],
+      [await create({ clientId: "app-1" }), about(undefined, 'client "app-1" already exists', AdminConflictError)],
       [await refusal(() => app.admin.deleteClient("gone")), about(undefined, 'client "gone" does not exist', AdminNotFoundError)],
     ];
     for (const [got, want] of cases) expect(got, want.message).toEqual(want);
@@ -88,7 +88,7 @@ describe("AdminError.field", () => {
       [await refusal(() => app.admin.listAccountsPage({ pageSize: 1001 })), about("pageSize", "pageSize must be an integer from 1 to 100.")],
       [await refusal(() => app.admin.listAccountsPage({ pageSize: "2" as unknown as number })), about("pageSize", "pageSize must be a number")],
       [await refusal(() => app.admin.importAccounts([null as never])), about(undefined, "record 1: an account must be an object")],
-      [await create({ username: "alice" }), about(undefined, "username alice is taken", AdminConflictError)],
+      [await create({ username: "alice" }), about(undefined, 'username "alice" is taken', AdminConflictError)],
       [await refusal(() => app.admin.setAccountEnabled("nobody", false)), about(undefined, 'user "nobody" does not exist', AdminNotFoundError)],
     ];
     for (const [got, want] of cases) {

@@ -155,9 +155,9 @@ describe("admin operations", () => {
     await expect(h.app.admin.importAccounts([good(1), { username: "", password: "long-enough-pw" }, good(3)])).rejects.toThrow(
       new AdminError("record 2: username must be 1-200 characters", { field: "username" }),
     );
-    await expect(h.app.admin.importAccounts([good(1), good(2), good(1)])).rejects.toThrow(new AdminError("record 3: username user-1 is taken"));
+    await expect(h.app.admin.importAccounts([good(1), good(2), good(1)])).rejects.toThrow(new AdminError('record 3: username "user-1" is taken'));
     await expect(h.app.admin.importAccounts([good(1), { username: h.username, password: "long-enough-pw" }])).rejects.toThrow(
-      new AdminError(`record 2: username ${h.username} is taken`),
+      new AdminError(`record 2: username "${h.username}" is taken`),
     );
     expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);
     const created = await h.app.admin.importAccounts([good(1), { ...good(2), roles: ["ops", "ops"], email: "u2@example.test" }]);
@@ -257,7 +257,7 @@ describe("admin operations", () => {
     const leaked = (await passwordTokens(h, "Platform_UserAPIs")).access_token;
     const oldKid = decodeProtectedHeader(leaked).kid!;
     expect((await listAccounts(other, leaked)).status).toBe(200); // the other instance has the key set loaded
-    await expect(h.app.admin.revokeSigningKey(oldKid)).rejects.toThrow(new AdminError(`signing key ${oldKid} signs now: rotate with now (keys rotate --now) first, then revoke it`));
+    await expect(h.app.admin.revokeSigningKey(oldKid)).rejects.toThrow(new AdminError(`signing key "${oldKid}" signs now: rotate with now (keys rotate --now) first, then revoke it`));
 
     const { kid } = await h.app.admin.rotateSigningKey({ now: true });
     expect((await listAccounts(h.app, leaked)).status).toBe(200); // retired: still verifies
@@ -267,7 +267,7 @@ describe("admin operations", () => {
     expect(decodeProtectedHeader(fromOther).kid).toBe(oldKid);
     const takeover = h.clock.now();
     await expect(h.app.admin.revokeSigningKey(oldKid)).rejects.toThrow(
-      new AdminError(`signing key ${oldKid} may still sign on instances that have not re-read the keys since ${kid} took over (they do within a minute): revoke it from ${new Date(takeover + 60_000).toISOString()}`),
+      new AdminError(`signing key "${oldKid}" may still sign on instances that have not re-read the keys since "${kid}" took over (they do within a minute): revoke it from ${new Date(takeover + 60_000).toISOString()}`),
     );
     h.clock.advance(60_000);
     expect(decodeProtectedHeader((await passwordTokens({ ...h, app: other }, "Platform_UserAPIs")).access_token).kid).toBe(kid);
@@ -298,7 +298,7 @@ describe("admin operations", () => {
     const soon = await h.app.admin.rotateSigningKey();
     h.clock.advance(soon.activatesAt - h.clock.now() - 59_000);
     await expect(h.app.admin.revokeSigningKey(soon.kid)).rejects.toThrow(
-      new AdminError(`signing key ${soon.kid} starts signing within a minute, too soon for every instance to learn of its revocation: rotate with now once it signs, then revoke it`),
+      new AdminError(`signing key "${soon.kid}" starts signing within a minute, too soon for every instance to learn of its revocation: rotate with now once it signs, then revoke it`),
     );
 
     const record = await generateKeyRecord("ES256", 0);
@@ -342,7 +342,7 @@ describe("admin operations", () => {
       await expect(h.app.admin.createClient({ clientId })).rejects.toThrow(new AdminError('clientId must not be "." or ".."', { field: "clientId" }));
       await expect(h.app.admin.ensureClient(clientId, "a-long-enough-secret-0123456789")).rejects.toThrow(new AdminError('clientId must not be "." or ".."', { field: "clientId" }));
     }
-    await expect(h.app.admin.createClient({ clientId: h.clientId })).rejects.toThrow(new AdminError(`client ${h.clientId} already exists`));
+    await expect(h.app.admin.createClient({ clientId: h.clientId })).rejects.toThrow(new AdminError(`client "${h.clientId}" already exists`));
     // A name every backend can store (PostgreSQL text holds no U+0000, no SQL engine a lone surrogate).
     for (const name of ["a\u0000b", "a\ud800b", "\udc00", "", "x".repeat(201), 42 as unknown as string]) {
       await expect(h.app.admin.createClient({ clientId: "named", name })).rejects.toThrow(new AdminError("name must be 1-200 characters without U+0000 or unpaired surrogates", { field: "name" }));
@@ -355,7 +355,7 @@ describe("admin operations", () => {
     await h.app.admin.deleteClient("named");
     await expect(h.app.admin.createAccount({ username: "bob", password: "short" })).rejects.toThrow(new AdminError("password must be 8-1024 characters", { field: "password" }));
     await expect(h.app.admin.createAccount({ username: "bob", password: "long-enough\u0000" })).rejects.toThrow(new AdminError("password must not contain U+0000", { field: "password" }));
-    await expect(h.app.admin.createAccount({ username: h.username, password: "long-enough-pw" })).rejects.toThrow(new AdminError(`username ${h.username} is taken`));
+    await expect(h.app.admin.createAccount({ username: h.username, password: "long-enough-pw" })).rejects.toThrow(new AdminError(`username "${h.username}" is taken`));
     // A conflict with what is stored is its own kind (the console answers it 409), still an AdminError.
     await expect(h.app.admin.createAccount({ username: h.username, password: "long-enough-pw" })).rejects.toBeInstanceOf(AdminConflictError);
     await expect(h.app.admin.createClient({ clientId: h.clientId })).rejects.toBeInstanceOf(AdminConflictError);

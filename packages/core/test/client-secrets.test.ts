@@ -118,7 +118,7 @@ describe("overlapping client secrets", () => {
     h0 = await harness();
     for (let i = 0; i < 8; i++) await h0.app.admin.addClientSecret(h0.clientId, { expiresIn: 10 });
     await h0.app.admin.addClientSecret(h0.clientId);
-    await expect(h0.app.admin.addClientSecret(h0.clientId)).rejects.toThrow("client app-1 already has 10 secrets; revoke one first");
+    await expect(h0.app.admin.addClientSecret(h0.clientId)).rejects.toThrow('client "app-1" already has 10 secrets; revoke one first');
     h0.clock.advance(10_000);
     await h0.app.admin.addClientSecret(h0.clientId);
     expect((await h0.app.admin.getClient(h0.clientId)).secrets).toHaveLength(3);
@@ -131,13 +131,13 @@ describe("overlapping client secrets", () => {
     const kept = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
     const refused = results.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []));
     expect(kept.length).toBeLessThanOrEqual(9);
-    expect(refused).toEqual(Array(20 - kept.length).fill("AdminError: client app-1 already has 10 secrets; revoke one first"));
+    expect(refused).toEqual(Array(20 - kept.length).fill('AdminError: client "app-1" already has 10 secrets; revoke one first'));
     const stored = (await h0.app.admin.getClient(h0.clientId)).secrets.map((s) => s.id).sort();
     expect(stored).toEqual([first!.id, ...kept.map((k) => k.secret.id)].sort());
     for (const { clientSecret } of kept) await expectTokenSuccess(await cc(h0.clientId, clientSecret));
     // Sequential adds fill the rest exactly.
     for (let i = stored.length; i < 10; i++) await h0.app.admin.addClientSecret(h0.clientId);
-    await expect(h0.app.admin.addClientSecret(h0.clientId)).rejects.toThrow("client app-1 already has 10 secrets; revoke one first");
+    await expect(h0.app.admin.addClientSecret(h0.clientId)).rejects.toThrow('client "app-1" already has 10 secrets; revoke one first');
     expect((await h0.app.admin.getClient(h0.clientId)).secrets).toHaveLength(10);
   });
 
@@ -160,7 +160,7 @@ describe("overlapping client secrets", () => {
     void Promise.race(adds).then(open, open);
     const results = await Promise.allSettled(adds);
     const kept = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
-    expect([kept.length, results.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []))]).toEqual([1, ["AdminError: client app-1 already has 10 secrets; revoke one first"]]);
+    expect([kept.length, results.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []))]).toEqual([1, ['AdminError: client "app-1" already has 10 secrets; revoke one first']]);
     const stored = (await h0.app.admin.getClient(h0.clientId)).secrets;
     expect(stored).toHaveLength(10);
     expect(stored.map((x) => x.id)).toContain(kept[0]!.secret.id);
@@ -178,7 +178,7 @@ describe("overlapping client secrets", () => {
       return added;
     };
     h0 = await harness({ storage });
-    await expect(h0.app.admin.addClientSecret(h0.clientId)).rejects.toThrow(new AdminConflictError("the secrets of client app-1 changed meanwhile; try again"));
+    await expect(h0.app.admin.addClientSecret(h0.clientId)).rejects.toThrow(new AdminConflictError('the secrets of client "app-1" changed meanwhile; try again'));
     expect((await h0.app.admin.getClient(h0.clientId)).secrets.map((x) => x.id)).toEqual([rotated]);
   });
 
@@ -187,7 +187,7 @@ describe("overlapping client secrets", () => {
     const jwks = { keys: [{ kty: "EC", crv: "P-256", x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" }] };
     const { clientSecret } = await h0.app.admin.createClient({ clientId: "signer", authMethod: "private_key_jwt", jwks });
     expect(clientSecret).toBeNull();
-    const msg = "client signer authenticates with private_key_jwt and has no secrets";
+    const msg = 'client "signer" authenticates with private_key_jwt and has no secrets';
     await expect(h0.app.admin.addClientSecret("signer")).rejects.toThrow(msg);
     await expect(h0.app.admin.rotateClientSecret("signer")).rejects.toThrow(msg);
   });

@@ -141,7 +141,7 @@ describe("console API: third-party applications (settings > security settings)",
       [{ name: "A", accessTokenTtl: 0 }, 400, { error: 1009, message: "accessTokenTtl must be from 1 to 315360000 seconds." }],
       [{ name: "A", accessTokenTtl: 1.5 }, 400, { error: 1004, message: "accessTokenTtl must be an integer number of seconds." }],
       [{ name: "A", clientId: "has space" }, 400, { error: 1009, message: "clientId must be 1-200 printable ASCII characters without spaces" }],
-      [{ name: "A", clientId: "app-1" }, 409, { error: 1307, message: "A client with id app-1 already exists." }],
+      [{ name: "A", clientId: "app-1" }, 409, { error: 1307, message: 'A client with id "app-1" already exists.' }],
       // Storable on every backend: on PostgreSQL (U+0000) and every SQL engine (a lone surrogate,
       // sent as the JSON escape \ud800) these were a 500 from the failed insert.
       [{ name: "a\u0000b" }, 400, { error: 1009, message: "name must be 1-200 characters without U+0000 or unpaired surrogates" }],
@@ -162,10 +162,10 @@ describe("console API: third-party applications (settings > security settings)",
     // Both pass the existence check before either writes (hashing the secret or password awaits).
     const clients = await Promise.all([0, 1].map(() => h.as("POST", "/api/clients", { name: "Twin", clientId: "twin-client" })));
     expect(clients.map((r) => r.status).sort()).toEqual([201, 409]);
-    expect(clients.find((r) => r.status === 409)!.body).toEqual({ error: 1307, message: "A client with id twin-client already exists." });
+    expect(clients.find((r) => r.status === 409)!.body).toEqual({ error: 1307, message: 'A client with id "twin-client" already exists.' });
     const accounts = await Promise.all([0, 1].map(() => h.as("POST", "/api/accounts", { username: "twin", password: "long-enough-1" })));
     expect(accounts.map((r) => r.status).sort()).toEqual([201, 409]);
-    expect(accounts.find((r) => r.status === 409)!.body).toEqual({ error: 1307, message: "The username twin is taken." });
+    expect(accounts.find((r) => r.status === 409)!.body).toEqual({ error: 1307, message: 'The username "twin" is taken.' });
     expect((await h.app.admin.listAccounts()).filter((a) => a.username === "twin")).toHaveLength(1);
   });
 
@@ -363,7 +363,7 @@ describe("console API: accounts", () => {
       [{ username: "x", password: "long-enough-1", roles: ["ad\nmin"] }, 400, { error: 1009, message: "roles must be a list of at most 32 strings of 1-100 characters, without control or invisible characters" }],
       [{ username: "x", password: "long-enough-1", roles: Array.from({ length: 33 }, (_, i) => `r${i}`) }, 400, { error: 1009, message: "roles must have at most 32 entries." }],
       [{ username: "x", password: "long-enough-1", enabled: "yes" }, 400, { error: 1004, message: "enabled must be true or false." }],
-      [{ username: "alice", password: "long-enough-1" }, 409, { error: 1307, message: "The username alice is taken." }],
+      [{ username: "alice", password: "long-enough-1" }, 409, { error: 1307, message: 'The username "alice" is taken.' }],
     ];
     for (const [body, status, expected] of cases) {
       const r = await h.as("POST", "/api/accounts", body);
@@ -488,7 +488,7 @@ describe("console API: signing keys", () => {
     const signsNow = await h.as("DELETE", `/api/signing-keys/${oldKid}`);
     expect([signsNow.status, signsNow.body, signsNow.cacheControl]).toEqual([
       409,
-      { error: 1307, message: `signing key ${oldKid} signs now: rotate with now (keys rotate --now) first, then revoke it` },
+      { error: 1307, message: `signing key "${oldKid}" signs now: rotate with now (keys rotate --now) first, then revoke it` },
       "no-store",
     ]);
     const oldToken = await clientToken(h);
@@ -498,7 +498,7 @@ describe("console API: signing keys", () => {
     const tooSoon = await h.as("DELETE", `/api/signing-keys/${oldKid}`);
     expect([tooSoon.status, tooSoon.body]).toEqual([
       409,
-      { error: 1307, message: `signing key ${oldKid} may still sign on instances that have not re-read the keys since ${newKid} took over (they do within a minute): revoke it from 2026-01-01T00:01:00.000Z` },
+      { error: 1307, message: `signing key "${oldKid}" may still sign on instances that have not re-read the keys since "${newKid}" took over (they do within a minute): revoke it from 2026-01-01T00:01:00.000Z` },
     ]);
     const missing = await h.as("DELETE", "/api/signing-keys/no-such-kid");
     expect([missing.status, missing.body]).toEqual([404, { error: 1306, message: 'Signing key "no-such-kid" does not exist.' }]);
@@ -563,7 +563,7 @@ describe("console API: signing keys", () => {
     const odd = await h.as("DELETE", `/api/signing-keys?kid=${encodeURIComponent('a"b\n\u202ec')}`);
     expect([odd.status, odd.body]).toEqual([404, { error: 1306, message: 'Signing key "a\\"b\\n\u202ec" does not exist.' }]);
     const signing = await h.as("DELETE", `/api/signing-keys?kid=${newKid}`);
-    expect([signing.status, signing.body]).toEqual([409, { error: 1307, message: `signing key ${newKid} signs now: rotate with now (keys rotate --now) first, then revoke it` }]);
+    expect([signing.status, signing.body]).toEqual([409, { error: 1307, message: `signing key "${newKid}" signs now: rotate with now (keys rotate --now) first, then revoke it` }]);
     // The path of the re-encrypt action takes POST (still the action) and DELETE (the key of that name).
     const get = await call(h.app, "GET", "/api/signing-keys/reencrypt", { cookie: h.root.cookie });
     expect([get.status, get.headers.get("allow"), await get.json()]).toEqual([405, "POST, DELETE", { error: 1405, message: "Use POST, DELETE for this endpoint." }]);
@@ -682,7 +682,7 @@ describe("console API: signing keys", () => {
       const refused = await h.as("POST", "/api/signing-keys/reencrypt");
       expect([refused.status, refused.body, refused.cacheControl]).toEqual([
         409,
-        { error: 1307, message: `signing key ${underOther} is encrypted with a key encryption key that is not configured; add it to PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)` },
+        { error: 1307, message: `signing key "${underOther}" is encrypted with a key encryption key that is not configured; add it to PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)` },
         "no-store",
       ]);
       for (const secret of [OLD, NEW, OTHER]) expect(JSON.stringify(refused.body)).not.toContain(secret);

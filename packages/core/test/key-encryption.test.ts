@@ -8,7 +8,7 @@ import { calculateJwkThumbprint, createLocalJWKSet, decodeProtectedHeader, jwtVe
 import { describe, expect, it } from "vitest";
 import { AdminError, ConfigError, createMemoryStorage, createPlantgate, KeyEncryptionError, optionsFromEnv, type Storage } from "../src/index.js";
 import { getAccounts } from "./api-helpers.js";
-import { BASE, clientToken, harness, manualClock } from "./helpers.js";
+import { BASE, basic, clientToken, harness, manualClock, tokenRequest } from "./helpers.js";
 import { createKeyEncryption, parseKeyEncryptionKeys } from "../src/crypto/key-encryption.js";
 
 const kek = () => btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32)))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
@@ -50,7 +50,7 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     const app = createPlantgate({ storage, keyEncryptionKeys: [k1], logger: quiet });
     await expect(app.jwks()).rejects.toThrow(
       new KeyEncryptionError(
-        "signing key someone-else does not decrypt with its key encryption key (the stored row was altered or belongs to another kid); check PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)",
+        'signing key "someone-else" does not decrypt with its key encryption key (the stored row was altered or belongs to another kid); check PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)',
       ),
     );
   });
@@ -64,13 +64,13 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     const noneError = await none.jwks().then(() => null, (e: unknown) => e as Error);
     expect(noneError).toBeInstanceOf(KeyEncryptionError);
     expect(noneError!.message).toBe(
-      `signing key ${kid} is stored encrypted and no key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)`,
+      `signing key "${kid}" is stored encrypted and no key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)`,
     );
     const wrong = createPlantgate({ storage: h.app.storage, keyEncryptionKeys: [k2], logger: quiet });
     const wrongError = await wrong.jwks().then(() => null, (e: unknown) => e as Error);
     expect(wrongError).toBeInstanceOf(KeyEncryptionError);
     expect(wrongError!.message).toBe(
-      `signing key ${kid} is encrypted with a key encryption key that is not configured; add it to PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)`,
+      `signing key "${kid}" is encrypted with a key encryption key that is not configured; add it to PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)`,
     );
     for (const e of [noneError!, wrongError!]) {
       expect(e.message).not.toContain("\n");
@@ -293,14 +293,22 @@ describe("signer: a key held outside plantgate", () => {
     expect(await app.admin.listSigningKeys()).toEqual([{ ...key, stored: true, atRest: "external", kek: null, kekStatus: null }]);
   });
 
-  it("an instance without the signer verifies its tokens from the stored public key; a host crypto provider is not asked to sign for it", async () => {
+  it("an instance without the signer verifies its tokens from the stored public key; a host crypto provider is not asked to sign for it; a token request there is a 500 whose log names the kid, quoted", async () => {
     const { signer } = await nonExtractableSigner();
     const asked: string[] = [];
     const h = await harness({ signer, crypto: { sign: (alg) => void asked.push(alg) } });
     const token = await clientToken(h);
     expect(asked).toEqual([]);
-    const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: quiet });
+    const errors: unknown[][] = [];
+    const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: { error: (...a: unknown[]) => void errors.push(a), warn() {} } });
     expect((await getAccounts(other, token)).status).toBe(200);
+    // It cannot sign: a token request is a 500, and its log names the kid quoted as JSON.
+    const kid = kidOf(token);
+    const refused = await tokenRequest(other, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect([refused.status, await refused.json()]).toEqual([500, { error: "server_error", error_description: "The server encountered an unexpected error." }]);
+    expect(errors).toEqual([
+      ["unexpected error at the token endpoint", { name: "Error", message: `signing key "${kid}" is held by a signer this instance was not given (option signer)` }],
+    ]);
   });
 
   it("with a key encryption key too: tokens are signed, the stored marker stays the marker, and a marker an earlier version sealed still works", async () => {

@@ -216,7 +216,7 @@ for (const target of TARGETS) suite(`${name}: ${target.label}`, () => {
     await page.getByRole("button", { name: `Revoke signing key ${retired}` }).click();
     await page.getByRole("button", { name: "Revoke key", exact: true }).click();
     await expect.poll(() => page.locator("#security-status").textContent(), slow).toMatch(
-      new RegExp(`^signing key ${retired} may still sign on instances that have not re-read the keys since \\S+ took over \\(they do within a minute\\): revoke it from \\S+$`),
+      new RegExp(`^signing key "${retired}" may still sign on instances that have not re-read the keys since "[^"]+" took over \\(they do within a minute\\): revoke it from \\S+$`),
     );
     expect(await rows.count()).toBe(count);
     expect(await published()).toContain(retired);

@@ -299,7 +299,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
   const secretClient = async (clientId: string): Promise<ClientRecord> => {
     const client = await ctx.storage.clients.get(clientId);
     if (!client) throw notFound("client", clientId);
-    if (client.authMethod !== "client_secret") throw new AdminError(`client ${clientId} authenticates with private_key_jwt and has no secrets`);
+    if (client.authMethod !== "client_secret") throw new AdminError(`client ${quoteId(clientId)} authenticates with private_key_jwt and has no secrets`);
     return client;
   };
   const keySource = (input: CreateClientInput): { jwks: string | null; jwksUri: string | null } => {
@@ -364,7 +364,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
         createdAt: now,
         secretUpdatedAt: now,
       };
-      if (!(await ctx.storage.clients.create(record))) throw new AdminConflictError(`client ${clientId} already exists`);
+      if (!(await ctx.storage.clients.create(record))) throw new AdminConflictError(`client ${quoteId(clientId)} already exists`);
       ctx.events.emit({ type: "client.created", client_id: clientId, name: record.name, grant_types: record.grantTypes, scopes: record.scopes, actor });
       return { client: clientView(record), clientSecret };
   };
@@ -382,7 +382,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       const client = await secretClient(clientId);
       const now = ctx.clock();
       const live = client.secrets.filter((s) => s.expiresAt === null || s.expiresAt > now);
-      if (live.length >= MAX_CLIENT_SECRETS) throw new AdminError(`client ${clientId} already has ${MAX_CLIENT_SECRETS} secrets; revoke one first`);
+      if (live.length >= MAX_CLIENT_SECRETS) throw new AdminError(`client ${quoteId(clientId)} already has ${MAX_CLIENT_SECRETS} secrets; revoke one first`);
       // Expired secrets are dropped when a new one is added, so they do not pile up.
       for (const s of client.secrets) if (!live.includes(s)) await ctx.storage.clients.removeSecret(clientId, s.id, now);
       const clientSecret = randomToken(ctx.random, 32);
@@ -401,8 +401,8 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
         if (mine) await ctx.storage.clients.removeSecret(clientId, secret.id, now);
         if (after === null) throw notFound("client", clientId);
         // Gone already: a rotation (every secret replaced) won the race.
-        if (!mine) throw new AdminConflictError(`the secrets of client ${clientId} changed meanwhile; try again`);
-        throw new AdminError(`client ${clientId} already has ${MAX_CLIENT_SECRETS} secrets; revoke one first`);
+        if (!mine) throw new AdminConflictError(`the secrets of client ${quoteId(clientId)} changed meanwhile; try again`);
+        throw new AdminError(`client ${quoteId(clientId)} already has ${MAX_CLIENT_SECRETS} secrets; revoke one first`);
       }
       ctx.events.emit({ type: "client.secret_added", client_id: clientId, secret_id: secret.id, actor });
       return { clientSecret, secret: secretView(secret) };

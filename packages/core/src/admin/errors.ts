@@ -68,9 +68,12 @@ export class AdminConflictError extends AdminError {}
 export class AdminNotFoundError extends AdminError {}
 
 /**
- * `client "abc" does not exist`: the id quoted as JSON, so an empty id still reads as one
- * (`signing key "" does not exist`), and a quote, backslash or control character in it is escaped
- * and cannot end the id or break a log line. Until 2026-11-30 ids were written bare.
+ * An id (client id, secret id, username, kid) as every message names it, those of app.admin, the
+ * CLI, the console API and the key encryption: quoted as JSON (`client "abc" already exists`), so
+ * an empty id still reads as one (`signing key "" does not exist`), a quote, backslash or control
+ * character in it is escaped and cannot end the id or break a log line, and the console page can
+ * find it to bidi-isolate it. Until 2026-11-30 ids were written bare (not-found messages were
+ * quoted first, the others later that day).
  */
 export const quoteId = (id: string): string => JSON.stringify(id);
 

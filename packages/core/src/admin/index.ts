@@ -196,7 +196,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
     ...createClientAdmin(ctx, actor),
     async createAccount(input) {
       const record = await buildAccount(input);
-      if (!(await ctx.storage.accounts.create(record))) throw new AdminConflictError(`username ${input.username} is taken`);
+      if (!(await ctx.storage.accounts.create(record))) throw new AdminConflictError(`username ${quoteId(input.username)} is taken`);
       accountEvent(record);
       return accountView(record);
     },
@@ -239,7 +239,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       }
       for (const input of inputs) records.push(await buildAccount(input));
       const conflict = await ctx.storage.accounts.createMany(records);
-      if (conflict !== null) throw new AdminConflictError(`record ${conflict + 1}: username ${records[conflict]!.username} is taken`);
+      if (conflict !== null) throw new AdminConflictError(`record ${conflict + 1}: username ${quoteId(records[conflict]!.username)} is taken`);
       records.forEach(accountEvent);
       return records.map(accountView);
     },
@@ -325,18 +325,18 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       const keys = await ctx.keyring.list();
       const key = keys.find((k) => k.kid === kid);
       if (key === undefined) throw notFound("signing key", kid);
-      if (key.status === "active") throw new AdminError(`signing key ${kid} signs now: rotate with now (keys rotate --now) first, then revoke it`);
+      if (key.status === "active") throw new AdminError(`signing key ${quoteId(kid)} signs now: rotate with now (keys rotate --now) first, then revoke it`);
       // Other instances re-read the keys once a minute: until then one may still sign with the key
       // the active one replaced less than a minute ago, or start signing with a next key due within
       // a minute; deleting it now would refuse the tokens they issue meanwhile.
       const now = ctx.clock();
       if (key.status === "next" && key.activatesAt - now < SIGNING_RELOAD_MS) {
-        throw new AdminError(`signing key ${kid} starts signing within a minute, too soon for every instance to learn of its revocation: rotate with now once it signs, then revoke it`);
+        throw new AdminError(`signing key ${quoteId(kid)} starts signing within a minute, too soon for every instance to learn of its revocation: rotate with now once it signs, then revoke it`);
       }
       const active = keys.find((k) => k.status === "active");
       if (key.status !== "next" && active !== undefined && now - active.activatesAt < SIGNING_RELOAD_MS) {
         const from = new Date(active.activatesAt + SIGNING_RELOAD_MS).toISOString();
-        throw new AdminError(`signing key ${kid} may still sign on instances that have not re-read the keys since ${active.kid} took over (they do within a minute): revoke it from ${from}`);
+        throw new AdminError(`signing key ${quoteId(kid)} may still sign on instances that have not re-read the keys since ${quoteId(active.kid)} took over (they do within a minute): revoke it from ${from}`);
       }
       if (!(await ctx.storage.signingKeys.delete(kid))) throw notFound("signing key", kid);
       ctx.keyring.invalidate();

@@ -195,7 +195,7 @@ export const createClient: ApiHandler = async (ctx, s, request) => {
     refreshTokenTtl: optionalSeconds(body, "refreshTokenTtl"),
     refreshTokenAbsoluteTtl: optionalSeconds(body, "refreshTokenAbsoluteTtl"),
   };
-  const taken = clientId === undefined ? undefined : `A client with id ${clientId} already exists.`;
+  const taken = clientId === undefined ? undefined : `A client with id ${quoteId(clientId)} already exists.`;
   if (clientId !== undefined && (await ctx.storage.clients.get(clientId))) throw conflict(taken!);
   const { client, clientSecret } = await admin(() =>
     adminOf(ctx, s).createClient({
@@ -262,7 +262,7 @@ export const createAccount: ApiHandler = async (ctx, s, request) => {
   const email = optionalString(body, "email", 320);
   const roles = optionalStrings(body, "roles");
   const enabled = optionalBoolean(body, "enabled");
-  const taken = `The username ${username} is taken.`;
+  const taken = `The username ${quoteId(username)} is taken.`;
   if (await ctx.storage.accounts.findByUsername(username)) throw conflict(taken);
   const view = await admin(() =>
     adminOf(ctx, s).createAccount({

@@ -1,3 +1,4 @@
+import { quoteId } from "../admin/errors.js";
 import { base64url, fromBase64url } from "./index.js";
 
 /**
@@ -138,8 +139,8 @@ export function createKeyEncryption(keks: readonly Uint8Array[]): KeyEncryption 
       if (!kek) {
         throw new KeyEncryptionError(
           keks.length === 0
-            ? `signing key ${kid} is stored encrypted and no key encryption key is configured; set ${KEK_SOURCE}`
-            : `signing key ${kid} is encrypted with a key encryption key that is not configured; add it to ${KEK_SOURCE}`,
+            ? `signing key ${quoteId(kid)} is stored encrypted and no key encryption key is configured; set ${KEK_SOURCE}`
+            : `signing key ${quoteId(kid)} is encrypted with a key encryption key that is not configured; add it to ${KEK_SOURCE}`,
         );
       }
       const iv = fromBase64url(ivText ?? "");
@@ -149,7 +150,7 @@ export function createKeyEncryption(keks: readonly Uint8Array[]): KeyEncryption 
         const clear = await crypto.subtle.decrypt({ name: "AES-GCM", iv: iv as Uint8Array<ArrayBuffer>, additionalData: aad(kid), tagLength: 128 }, kek.key, ct as Uint8Array<ArrayBuffer>);
         return decoder.decode(clear);
       } catch {
-        throw new KeyEncryptionError(`signing key ${kid} does not decrypt with its key encryption key (the stored row was altered or belongs to another kid); check ${KEK_SOURCE}`);
+        throw new KeyEncryptionError(`signing key ${quoteId(kid)} does not decrypt with its key encryption key (the stored row was altered or belongs to another kid); check ${KEK_SOURCE}`);
       }
     },
     async sealedWithPrimary(stored) {

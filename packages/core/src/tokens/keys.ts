@@ -1,4 +1,5 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
+import { quoteId } from "../admin/errors.js";
 import { EXTERNAL_PRIVATE_KEY, isSealed, KEK_SOURCE, KeyEncryptionError, sealedUnder, sealsExternalMarker, type KeyEncryption } from "../crypto/key-encryption.js";
 import { StorageError } from "../errors/index.js";
 import type { SigningKeyRecord, SigningKeyStore } from "../storage/types.js";
@@ -250,7 +251,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     if (record.privateJwk !== EXTERNAL_PRIVATE_KEY) {
       // Every stored key is opened, so a missing or wrong KEK fails the first load (the start).
       const text = encryption ? await encryption.open(record.kid, record.privateJwk) : record.privateJwk;
-      if (isSealed(text)) throw new KeyEncryptionError(`signing key ${record.kid} is stored encrypted and no key encryption key is configured; set ${KEK_SOURCE}`);
+      if (isSealed(text)) throw new KeyEncryptionError(`signing key ${quoteId(record.kid)} is stored encrypted and no key encryption key is configured; set ${KEK_SOURCE}`);
       // A signer's marker that an earlier version sealed (signer with a KEK) is still the marker.
       if (signsHere && text !== EXTERNAL_PRIVATE_KEY) privateKey = await importJWK(JSON.parse(text) as JWK, alg);
     }
@@ -464,7 +465,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       // Chosen at each call from the stored activation times: every instance switches at the same instant.
       const k = loaded[signingIndex(loaded, opts.clock(), pinned)]!;
       if (k.privateKey === null && k.external === null) {
-        throw new Error(`signing key ${k.kid} is held by a signer this instance was not given (option signer)`);
+        throw new Error(`signing key ${quoteId(k.kid)} is held by a signer this instance was not given (option signer)`);
       }
       return { kid: k.kid, alg: k.alg, key: k.privateKey, sign: k.external };
     },
