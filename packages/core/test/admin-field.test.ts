@@ -3,7 +3,8 @@
  * names the one input field it is about, so code can tell refusals apart without reading the
  * message (checkBootstrap maps it to the bootstrap variable); a refusal about several fields or
  * none has no `field` at all. The messages are as they were before `field` (the CLI, the console
- * and the README show them), but for ids, quoted as JSON since 2026-11-30.
+ * and the README show them), but for createClient's secretExpiresIn, whose message names it (it said
+ * expiresIn until 2026-11-30), and ids, quoted as JSON since 2026-11-30.
  */
 import { describe, expect, it } from "vitest";
 import { AdminConflictError, AdminError, AdminNotFoundError, MAX_TTL_SECONDS, type AdminField } from "../src/index.js";
@@ -32,7 +33,7 @@ const TTL = `must be from 1 to ${MAX_TTL_SECONDS} seconds`;
 const BIDI = "must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)";
 
 describe("AdminError.field", () => {
-  it("each client field's refusal names that field, the message unchanged", async () => {
+  it("each client field's refusal names that field, and its message the field the caller passed", async () => {
     const { app } = await harness();
     const create = (input: Parameters<typeof app.admin.createClient>[0]) => refusal(() => app.admin.createClient(input));
     const cases: [Awaited<ReturnType<typeof refusal>>, ReturnType<typeof about>][] = [
@@ -41,8 +42,8 @@ describe("AdminError.field", () => {
       [await create({ clientId: ".." }), about("clientId", 'clientId must not be "." or ".."')],
       [await create({ clientSecret: "short" }), about("clientSecret", "clientSecret must be 16-1024 characters")],
       [await create({ clientSecret: "x".repeat(1025) }), about("clientSecret", "clientSecret must be 16-1024 characters")],
-      // The message calls it expiresIn, as before; the field is the input's own name.
-      [await create({ secretExpiresIn: 0 }), about("secretExpiresIn", `expiresIn ${TTL}`)],
+      // The message names the field the caller passed (until 2026-11-30 createClient's said expiresIn).
+      [await create({ secretExpiresIn: 0 }), about("secretExpiresIn", `secretExpiresIn ${TTL}`)],
       [await refusal(() => app.admin.addClientSecret("app-1", { expiresIn: MAX_TTL_SECONDS + 1 })), about("expiresIn", `expiresIn ${TTL}`)],
       [await create({ name: "" }), about("name", "name must be 1-200 characters without U+0000 or unpaired surrogates")],
       [await create({ name: "\u200b" }), about("name", "name must hold a visible character and no control characters")],

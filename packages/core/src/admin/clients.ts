@@ -284,16 +284,17 @@ function generatedId(random: Context["random"], bytes: number): string {
 
 /** Builds the client operations over a context. */
 export function createClientAdmin(ctx: Context, actor: string | null): ClientAdmin {
-  // `name`: what the message calls the field (createClient's `secretExpiresIn` is "expiresIn" there).
-  const ttl = (field: AdminField, v: number | null | undefined, name: string = field): number | null => {
+  // The message names the field the caller passed: createClient's `secretExpiresIn`, addClientSecret's
+  // `expiresIn` (until 2026-11-30 both said expiresIn).
+  const ttl = (field: AdminField, v: number | null | undefined): number | null => {
     if (v === undefined || v === null) return null;
     // Bounded so every time it makes is a date (a secret expiring past year 275760 made every
     // client listing of the console and the CLI fail) and stays exact in epoch ms.
-    if (!Number.isSafeInteger(v) || v < 1 || v > MAX_TTL_SECONDS) throw new AdminError(`${name} must be from 1 to ${MAX_TTL_SECONDS} seconds`, { field });
+    if (!Number.isSafeInteger(v) || v < 1 || v > MAX_TTL_SECONDS) throw new AdminError(`${field} must be from 1 to ${MAX_TTL_SECONDS} seconds`, { field });
     return v;
   };
   const newSecret = async (clientSecret: string, expiresIn: number | undefined, now: number, field: AdminField): Promise<ClientSecretRecord> => {
-    const seconds = ttl(field, expiresIn, "expiresIn");
+    const seconds = ttl(field, expiresIn);
     return { id: generatedId(ctx.random, 9), hash: await sha256(clientSecret), createdAt: now, expiresAt: seconds === null ? null : now + seconds * 1000, lastUsedAt: null };
   };
   const secretClient = async (clientId: string): Promise<ClientRecord> => {
