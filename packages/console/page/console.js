@@ -35,21 +35,21 @@
   const $form = (id) => byId(id, HTMLFormElement);
 
   /**
-   * The text of an error, for a status line or an error box. A server message can hold a name the
-   * page sent ("The username X is taken."): each of `names` found in it is bidi-isolated, as `q`
-   * does in the page's own sentences, so a direction override in the name cannot reorder the rest
-   * of the message. A name is looked for as it is and quoted as JSON, as a 404 names an id
-   * ('Signing key "x" does not exist.'), where a quote or control character in it is escaped.
+   * The text of an error, for a status line or an error box. A server message names ids quoted as
+   * JSON ('Signing key "x" does not exist.', 'signing key "a" may still sign ... since "b" took
+   * over', where a quote or control character in one is escaped): each quoted string in it is
+   * bidi-isolated, quotes included, as `q` does in the page's own sentences, so a direction override
+   * in an id cannot reorder the rest of the message, whether or not the page sent that id. And each
+   * of `names` (what the page sent) found in it as it is. One pass: nothing is isolated twice.
    * @param {unknown} error
    * @param {unknown[]} [names]
    */
   const messageOf = (error, names = []) => {
-    let text = error instanceof Error ? error.message : String(error);
-    const forms = names.flatMap((n) => (typeof n === "string" && n !== "" ? [n, JSON.stringify(n)] : []));
-    const found = forms.filter((n) => q(n) !== n && text.includes(n));
-    // Longest first, so a name inside another is isolated within it, never across its edge.
-    for (const n of /** @type {string[]} */ (found).sort((a, b) => b.length - a.length)) text = text.split(n).join(q(n));
-    return text;
+    const text = error instanceof Error ? error.message : String(error);
+    const bare = /** @type {string[]} */ (names.filter((n) => typeof n === "string" && n !== "" && text.includes(n)));
+    // Longest first, so a name inside another is isolated as the whole of the longer one.
+    const escaped = bare.sort((a, b) => b.length - a.length).map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    return text.replace(new RegExp(['"(?:[^"\\\\]|\\\\.)*"', ...escaped].join("|"), "g"), (found) => q(found));
   };
 
   const meta = document.querySelector('meta[name="plantgate-console-root"]');
@@ -625,7 +625,7 @@
   async function addSecret(c) {
     const yes = await confirmAction(
       "Add a secret to " + q(c.name) + "?",
-      "The current secrets of " + c.clientId + " keep working. Give the new one to the application, then revoke the old one.",
+      "The current secrets of " + q(c.clientId) + " keep working. Give the new one to the application, then revoke the old one.",
       "Add secret",
     );
     if (!yes) return;
@@ -641,11 +641,11 @@
 
   /** @param {any} c @param {any} x */
   async function revokeSecret(c, x) {
-    const yes = await confirmAction("Revoke secret " + x.id + " of " + q(c.name) + "?", "Applications using this secret can no longer get tokens with it. This cannot be undone.", "Revoke secret");
+    const yes = await confirmAction("Revoke secret " + q(x.id) + " of " + q(c.name) + "?", "Applications using this secret can no longer get tokens with it. This cannot be undone.", "Revoke secret");
     if (!yes) return;
     try {
       await call("DELETE", "/clients/" + encodeURIComponent(c.clientId) + "/secrets/" + encodeURIComponent(x.id));
-      setStatus("security-status", "Secret " + x.id + " of " + q(c.name) + " was revoked.");
+      setStatus("security-status", "Secret " + q(x.id) + " of " + q(c.name) + " was revoked.");
       await loadClients();
     } catch (e) {
       setStatus("security-status", messageOf(e, [c.name, c.clientId]));
@@ -655,7 +655,7 @@
   async function regenerate(c) {
     const yes = await confirmAction(
       "Regenerate the secret of " + q(c.name) + "?",
-      "Every current secret of " + c.clientId + " stops working at once. Applications using them must be given the new one.",
+      "Every current secret of " + q(c.clientId) + " stops working at once. Applications using them must be given the new one.",
       "Regenerate secret",
     );
     if (!yes) return;
@@ -670,7 +670,7 @@
   }
 
   async function removeClient(c) {
-    const yes = await confirmAction("Delete " + q(c.name) + "?", "The application " + c.clientId + " can no longer get tokens, and its refresh tokens stop working. This cannot be undone.", "Delete application");
+    const yes = await confirmAction("Delete " + q(c.name) + "?", "The application " + q(c.clientId) + " can no longer get tokens, and its refresh tokens stop working. This cannot be undone.", "Delete application");
     if (!yes) return focusHeading("view-security");
     try {
       await call("DELETE", "/clients/" + encodeURIComponent(c.clientId));
@@ -756,7 +756,7 @@
   /** @param {any} k */
   async function revokeKey(k) {
     const yes = await confirmAction(
-      "Revoke signing key " + k.kid + "?",
+      "Revoke signing key " + q(k.kid) + "?",
       "The key leaves the published key set and every token it signed is refused (on other instances within a minute), so clients holding such tokens must get new ones. Do it when the key may have leaked. This cannot be undone.",
       "Revoke key",
     );
@@ -765,7 +765,7 @@
       // The kid in the query, not the path: URL parsing drops a segment "." or ".." (and %2E%2E),
       // and a configured key is stored under its own kid, any string.
       await call("DELETE", "/signing-keys?kid=" + encodeURIComponent(k.kid));
-      setStatus("security-status", "Signing key " + k.kid + " was revoked.");
+      setStatus("security-status", "Signing key " + q(k.kid) + " was revoked.");
       await loadKeys();
     } catch (e) {
       setStatus("security-status", messageOf(e, [k.kid]));
@@ -813,7 +813,7 @@
     const kept = KEY_AT_REST[k.atRest] ?? k.atRest;
     if (k.kek === null || (k.atRest === "encrypted" && k.kekStatus === "current")) return kept;
     const [which, todo] = KEK_STATUS[k.kekStatus] ?? [String(k.kekStatus), ""];
-    return (k.atRest === "encrypted" ? "Encrypted under " : kept + ", its row sealed under ") + which + " (id " + k.kek + ")" + todo;
+    return (k.atRest === "encrypted" ? "Encrypted under " : kept + ", its row sealed under ") + which + " (id " + q(k.kek) + ")" + todo;
   }
 
   $button("keys-rotate").addEventListener("click", () => once("keys", async () => {
@@ -825,7 +825,7 @@
     if (!yes) return $button("keys-rotate").focus();
     try {
       const r = await call("POST", "/signing-keys", {});
-      setStatus("security-status", "New signing key " + r.kid + " is published and signs from " + when(r.activatesAt) + ".");
+      setStatus("security-status", "New signing key " + q(r.kid) + " is published and signs from " + when(r.activatesAt) + ".");
       await loadKeys();
     } catch (e) {
       setStatus("security-status", messageOf(e));
@@ -842,7 +842,7 @@
     if (!yes) return $button("keys-rotate-now").focus();
     try {
       const r = await call("POST", "/signing-keys", { now: true, confirm: true });
-      setStatus("security-status", "New signing key " + r.kid + " signs from now on.");
+      setStatus("security-status", "New signing key " + q(r.kid) + " signs from now on.");
       await loadKeys();
     } catch (e) {
       setStatus("security-status", messageOf(e));

@@ -8,9 +8,16 @@
  * keys (or run keys reencrypt) before removing it; the "Re-encrypt keys" button, after its
  * confirmation, moves them (a cancelled confirmation moves nothing), and then neither cell says so,
  * the button is gone, and a server with the new KEK alone serves the keys.
+ * And ids the server supplies on this page (the Security settings, with the clients' table): a
+ * kid, a client id and a secret id holding U+202E (RIGHT-TO-LEFT OVERRIDE), which would reverse the
+ * rest of a confirmation or a status line, are bidi-isolated (U+2068 ... U+2069) in each sentence
+ * naming them, and a server message names them quoted as JSON, which the page isolates, quotes
+ * included, an id it did not send too (until 2026-11-30 both showed them bare). The admin API
+ * refuses such a client id, but a store may hold one (written here straight into it); a configured
+ * key's kid is any string.
  */
 import { randomBytes } from "node:crypto";
-import { createMemoryStorage, createPlantgate, generateKeyRecord, type Storage } from "@plantgate/core";
+import { createMemoryStorage, createPlantgate, generateKeyRecord, type SigningKeyRecord, type Storage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
 import { kekId, sealUnder } from "@plantgate/http-suite-tests/kek-rows";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
@@ -21,6 +28,16 @@ import { ARGS, CHROMIUM, requireChromium, suite, suiteName } from "./chromium.js
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const KEK = randomBytes(32).toString("base64url");
 const EMPTY = "No signing keys are stored yet. The server makes the first one when it first needs it (at its start, or for its first token).";
+const RLO = "\u202E";
+/** `text` bidi-isolated, as the page shows a value inside a sentence. */
+const isolated = (text: string) => `\u2068${text}\u2069`;
+
+/** A key record (generated at `createdAt`, signing from `activatesAt`) stored under `kid`, as a configured key keeps its own kid, any string. */
+async function keyNamed(kid: string, createdAt: number, activatesAt = createdAt): Promise<SigningKeyRecord> {
+  const r = await generateKeyRecord("ES256", createdAt, activatesAt);
+  const rename = (text: string) => JSON.stringify({ ...(JSON.parse(text) as object), kid });
+  return { ...r, kid, privateJwk: rename(r.privateJwk), publicJwk: rename(r.publicJwk) };
+}
 
 const name = suiteName("console signing-key table in Debian chromium: a store without keys, a key in clear, a configured key not stored");
 
@@ -65,6 +82,23 @@ suite(name, () => {
   /** Each key row's cells, by column label. */
   const rows = async () =>
     page.locator("#keys-body tr").evaluateAll((trs) => trs.map((tr) => Object.fromEntries([...tr.querySelectorAll("td")].map((td) => [td.dataset.label, td.textContent]))));
+
+  /** Opens the confirmation of the button named `button`: its title and text. */
+  async function confirmation(button: string): Promise<[string | null, string | null]> {
+    await page.getByRole("button", { name: button, exact: true }).click();
+    await page.locator("#confirm-dialog").waitFor({ state: "visible" });
+    return [await page.locator("#confirm-title").textContent(), await page.locator("#confirm-text").textContent()];
+  }
+
+  /** Presses `ok` in the open confirmation: the status and JSON body (null for none) of the call it makes. */
+  async function confirm(ok: string, method: string): Promise<[number, unknown]> {
+    const answered = page.waitForResponse((r) => r.request().method() === method && r.url().includes("/console/api/"));
+    await page.locator("#confirm-dialog").getByRole("button", { name: ok, exact: true }).click();
+    const response = await answered;
+    return [response.status(), response.status() === 204 ? null : await response.json()];
+  }
+
+  const status = () => page.locator("#security-status").textContent();
 
   beforeAll(async () => {
     requireChromium();
@@ -194,13 +228,8 @@ suite(name, () => {
     const now = Date.now();
     // Keys earlier configurations stored (a configured key keeps its own kid, any string), replaced
     // minutes ago by the key that signs now: retired, revocable.
-    const named = async (kid: string, at: number) => {
-      const r = await generateKeyRecord("ES256", at);
-      const rename = (text: string) => JSON.stringify({ ...(JSON.parse(text) as object), kid });
-      return { ...r, kid, privateJwk: rename(r.privateJwk), publicJwk: rename(r.publicJwk) };
-    };
     const KIDS = ["reencrypt", "..", ".", ""];
-    for (const [i, kid] of KIDS.entries()) await storage.signingKeys.create(await named(kid, now - 600_000 + i * 1000));
+    for (const [i, kid] of KIDS.entries()) await storage.signingKeys.create(await keyNamed(kid, now - 600_000 + i * 1000));
     const active = await generateKeyRecord("ES256", now - 300_000);
     await storage.signingKeys.create(active);
     const server = await start({}, storage);
@@ -228,10 +257,8 @@ suite(name, () => {
     const now = Date.now();
     // A configured key's kid is any string; this one holds a quote (escaped in the message, so the
     // kid as it is is not found there) and U+202E, which would reverse the rest of the line.
-    const kid = 'old"\u202Ekey';
-    const r = await generateKeyRecord("ES256", now - 600_000);
-    const rename = (text: string) => JSON.stringify({ ...(JSON.parse(text) as object), kid });
-    await storage.signingKeys.create({ ...r, kid, privateJwk: rename(r.privateJwk), publicJwk: rename(r.publicJwk) });
+    const kid = `old"${RLO}key`;
+    await storage.signingKeys.create(await keyNamed(kid, now - 600_000));
     await storage.signingKeys.create(await generateKeyRecord("ES256", now - 300_000));
     const server = await start({}, storage);
     await page.context().clearCookies();
@@ -247,5 +274,96 @@ suite(name, () => {
     expect([response.status(), await response.json()]).toEqual([404, { error: 1306, message: 'Signing key "old\\"\u202Ekey" does not exist.' }]);
     await expect.poll(() => page.locator("#security-status").textContent()).toBe('Signing key \u2068"old\\"\u202Ekey"\u2069 does not exist.');
     expect(problems.splice(0)).toEqual([`404 ${server.url}/console/api/signing-keys?kid=${encodeURIComponent(kid)}`]);
+  });
+
+  it("a client id and a secret id with U+202E: isolated in each confirmation and status line, and in the server's refusal naming the client id (quoted)", async () => {
+    const storage = createMemoryStorage();
+    const server = await start({}, storage);
+    const clientId = `app${RLO}evil`;
+    const secretId = `s${RLO}1`;
+    const name = "Legacy app";
+    // Made under a stand-in id with ten live secrets, then stored under the override id (as a store
+    // from before the admin API's check may hold it), its first secret's id with one too.
+    await server.app.admin.createClient({ clientId: "stand-in", name });
+    for (let i = 0; i < 9; i++) await server.app.admin.addClientSecret("stand-in");
+    const made = (await storage.clients.get("stand-in"))!;
+    expect(await storage.clients.delete("stand-in")).toBe(true);
+    expect(await storage.clients.create({ ...made, clientId, secrets: made.secrets.map((x, i) => (i === 0 ? { ...x, id: secretId } : x)) })).toBe(true);
+    await page.context().clearCookies();
+    await open(server);
+    await page.locator("#clients-body tr").first().waitFor();
+
+    // A secret added past the ten: the 400 names the client id quoted as JSON, isolated with its quotes.
+    expect(await confirmation(`Add a secret to ${name}`)).toEqual([
+      `Add a secret to ${name}?`,
+      `The current secrets of ${isolated(clientId)} keep working. Give the new one to the application, then revoke the old one.`,
+    ]);
+    expect(await confirm("Add secret", "POST")).toEqual([400, { error: 1009, message: `client ${JSON.stringify(clientId)} already has 10 secrets; revoke one first` }]);
+    await expect.poll(status).toBe(`client ${isolated(JSON.stringify(clientId))} already has 10 secrets; revoke one first`);
+    expect(problems.splice(0)).toEqual([`400 ${server.url}/console/api/clients/${encodeURIComponent(clientId)}/secrets`]);
+
+    expect(await confirmation(`Revoke secret ${secretId} of ${name}`)).toEqual([
+      `Revoke secret ${isolated(secretId)} of ${name}?`,
+      "Applications using this secret can no longer get tokens with it. This cannot be undone.",
+    ]);
+    expect(await confirm("Revoke secret", "DELETE")).toEqual([204, null]);
+    await expect.poll(status).toBe(`Secret ${isolated(secretId)} of ${name} was revoked.`);
+    expect((await storage.clients.get(clientId))!.secrets.map((x) => x.id)).toEqual(made.secrets.slice(1).map((x) => x.id));
+
+    expect(await confirmation(`Regenerate the secret of ${name}`)).toEqual([
+      `Regenerate the secret of ${name}?`,
+      `Every current secret of ${isolated(clientId)} stops working at once. Applications using them must be given the new one.`,
+    ]);
+    await page.locator("#confirm-cancel").click();
+    await page.locator("#confirm-dialog").waitFor({ state: "hidden" });
+    expect(await confirmation(`Delete ${name}`)).toEqual([
+      `Delete ${name}?`,
+      `The application ${isolated(clientId)} can no longer get tokens, and its refresh tokens stop working. This cannot be undone.`,
+    ]);
+    expect(await confirm("Delete application", "DELETE")).toEqual([204, null]);
+    await expect.poll(status).toBe(`${name} was deleted.`);
+    expect(await storage.clients.get(clientId)).toBeNull();
+    expect(problems).toEqual([]);
+  });
+
+  it("a kid with U+202E: isolated in the revoke confirmation and in the status line that it was revoked", async () => {
+    const storage = createMemoryStorage();
+    const now = Date.now();
+    const kid = `old${RLO}key`;
+    // Replaced five minutes ago by the key that signs now: retired, revocable.
+    await storage.signingKeys.create(await keyNamed(kid, now - 600_000));
+    const active = await generateKeyRecord("ES256", now - 300_000);
+    await storage.signingKeys.create(active);
+    const server = await start({}, storage);
+    await page.context().clearCookies();
+    await open(server);
+    await page.locator("#keys-body tr:nth-child(2)").waitFor();
+    expect((await confirmation(`Revoke signing key ${kid}`))[0]).toBe(`Revoke signing key ${isolated(kid)}?`);
+    expect(await confirm("Revoke key", "DELETE")).toEqual([204, null]);
+    await expect.poll(status).toBe(`Signing key ${isolated(kid)} was revoked.`);
+    expect((await storage.signingKeys.list()).map((k) => k.kid)).toEqual([active.kid]);
+    expect(problems).toEqual([]);
+  });
+
+  it("a revoke refused while the key that took over (its kid with U+202E too) may not be known everywhere: the 409 names both kids quoted, and the status line isolates both, the one the page did not send included", async () => {
+    const storage = createMemoryStorage();
+    const now = Date.now();
+    const kid = `old${RLO}key`;
+    const successor = `new${RLO}key`;
+    await storage.signingKeys.create(await keyNamed(kid, now - 600_000));
+    // Signing since five seconds ago: other instances may still sign with the old key for a minute.
+    const takeover = now - 5_000;
+    await storage.signingKeys.create(await keyNamed(successor, now - 300_000, takeover));
+    const server = await start({}, storage);
+    await page.context().clearCookies();
+    await open(server);
+    await page.locator("#keys-body tr:nth-child(2)").waitFor();
+    expect((await confirmation(`Revoke signing key ${kid}`))[0]).toBe(`Revoke signing key ${isolated(kid)}?`);
+    const message = (show: (id: string) => string) =>
+      `signing key ${show(JSON.stringify(kid))} may still sign on instances that have not re-read the keys since ${show(JSON.stringify(successor))} took over (they do within a minute): revoke it from ${new Date(takeover + 60_000).toISOString()}`;
+    expect(await confirm("Revoke key", "DELETE")).toEqual([409, { error: 1307, message: message((id) => id) }]);
+    await expect.poll(status).toBe(message(isolated));
+    expect(problems.splice(0)).toEqual([`409 ${server.url}/console/api/signing-keys?kid=${encodeURIComponent(kid)}`]);
+    expect((await storage.signingKeys.list()).map((k) => k.kid).sort()).toEqual([kid, successor].sort());
   });
 });
