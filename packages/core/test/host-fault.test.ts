@@ -84,4 +84,39 @@ describe("HostFaultError while reading the body", () => {
       ["unexpected error at the token endpoint", { name: "Marked", message: "through the stream" }],
     ]);
   });
+
+  it("a subclass with a private or protected constructor (made by a factory) works with instanceof, in TypeScript too", async () => {
+    // `x instanceof Taken` did not compile (TS2860) while HostFaultError's Symbol.hasInstance
+    // required a public constructor as its `this`: `pnpm typecheck` is what fails without the fix.
+    class Taken extends HostFaultError {
+      override readonly name = "Taken";
+      private constructor(readonly by: string) {
+        super(`${by} read the body first`);
+      }
+      static by(reader: string): Taken {
+        return new Taken(reader);
+      }
+    }
+    abstract class Framework extends HostFaultError {
+      protected constructor(message: string) {
+        super(message);
+      }
+    }
+    class Koa extends Framework {
+      constructor() {
+        super("koa-body read the body first");
+      }
+    }
+    const taken: unknown = Taken.by("a logger");
+    const koa: unknown = new Koa();
+    expect([taken instanceof Taken, taken instanceof HostFaultError, taken instanceof Framework]).toEqual([true, true, false]);
+    expect([koa instanceof Framework, koa instanceof Koa, koa instanceof Taken, koa instanceof HostFaultError]).toEqual([true, true, false, true]);
+    if (!(taken instanceof Taken)) throw new Error("not narrowed");
+    expect(taken.by).toBe("a logger");
+
+    const { logged, token } = await observed();
+    const host = await token(null, () => Promise.reject(taken));
+    expect([host.status, await host.text()]).toEqual([500, SERVER_ERROR]);
+    expect(logged).toEqual([["unexpected error at the token endpoint", { name: "Taken", message: "a logger read the body first" }]]);
+  });
 });

@@ -163,7 +163,10 @@ export class StorageError extends Error {
 export class HostFaultError extends Error {
   override readonly name: string = "HostFaultError";
 
-  static override [Symbol.hasInstance](this: abstract new (...args: never[]) => unknown, value: unknown): boolean {
+  // No `this` parameter: one typed as a constructor made `x instanceof Sub` fail to compile (TS2860)
+  // for a subclass whose constructor is private or protected. `this` is the class on the right of
+  // `instanceof`: HostFaultError or a subclass.
+  static override [Symbol.hasInstance](value: unknown): boolean {
     if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
     // Only HostFaultError itself answers for the mark: a subclass names one particular fault.
     return this === HostFaultError && typeof value === "object" && value !== null && (value as { [HOST_FAULT]?: unknown })[HOST_FAULT] === true;
