@@ -128,6 +128,39 @@ describe("a body the host read before plantgate: plantgate's 500, not the client
     expect(logged).toEqual([HOST_FAULT_LOG]);
   });
 
+  it("a logging middleware that attaches its 'data' listener and calls next() at once still takes the chunks that arrive before plantgate reads: the plant store's 500; skipping plantgate's paths keeps the body", async () => {
+    // The README advised exactly this ("attaches its 'data' listener and calls next() at once") as
+    // the way to log bodies in front of plantgate. The plant store checks the bearer token before
+    // it reads the body; by then Node has emitted the chunks to the listener alone.
+    const seen: string[] = [];
+    const logBodies = (skipPlantgate: boolean): Middleware => (req, _res, next) => {
+      const path = new URL(req.url ?? "/", "http://x").pathname;
+      if (path === "/auth/plants" && !skipPlantgate) req.on("data", (chunk: Buffer) => void seen.push(chunk.toString()));
+      next();
+    };
+    const plant = `{"id":9223372036854775807,"name":"Monstera"}`;
+    const post = async (origin: string): Promise<[number, string]> => {
+      const access = ((await (await tokenRequest(origin)).json()) as { access_token: string }).access_token;
+      // Head and body in one write, as a small request arrives.
+      const { status, body } = await rawExchange(
+        origin,
+        `POST /auth/plants HTTP/1.1\r\nHost: ${new URL(origin).host}\r\nAuthorization: Bearer ${access}\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${Buffer.byteLength(plant)}\r\nConnection: close\r\n\r\n${plant}`,
+      );
+      return [status, body.toString()];
+    };
+
+    const logging = await hosted(logBodies(false));
+    expect(await post(logging.origin)).toEqual([500, JSON.stringify({ error: 1500, message: "The server encountered an unexpected error." })]);
+    expect(seen).toEqual([plant]);
+    expect(logging.logged).toEqual([["unexpected error", HOST_FAULT_LOG[1]]]);
+
+    const skipping = await hosted(logBodies(true));
+    // The stored plant, its int64 id exact.
+    expect(await post(skipping.origin)).toEqual([200, plant]);
+    expect(skipping.logged).toEqual([]);
+  });
+
   it("the error is @plantgate/node's PlantgateBodyConsumedError, a HostFaultError for core", () => {
     const error = new PlantgateBodyConsumedError();
     expect(error).toBeInstanceOf(HostFaultError);
