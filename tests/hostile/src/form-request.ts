@@ -24,7 +24,13 @@ export type ParamMutation =
   | { k: "rotate"; by: number }
   | { k: "setRefresh"; sym: RefreshSym }
   | { k: "user"; which: "bob" | "unknown" | "Alice" | " alice" | "alice\u0000" | "carol" | "longName" }
-  | { k: "password"; how: "append" | "truncate" | "upper" | "empty" | "bobs" | "long" | "nfd" };
+  | { k: "password"; how: "append" | "truncate" | "upper" | "empty" | "bobs" | "long" | "nfd" }
+  /**
+   * A client assertion (RFC 7523 §2.2) beside, or instead of, the client's secret: the type (or
+   * none) and the assertion, a token of the world (signed with the server's own key) or a literal.
+   * The world's clients authenticate with secrets, so no assertion is theirs.
+   */
+  | { k: "assertion"; type: string | null; assertion: TokenSym | string | null };
 
 export type AuthMutation =
   | { k: "secret"; how: "append" | "truncate" | "upper" | "other" | "empty" | "long" | "unencodedBasic" }
@@ -77,15 +83,17 @@ export interface FormSpec {
 
 const SCOPE_CHOICES = [USER_APIS, `${USER_APIS} ${SERVER_COMMANDS}`, `${USER_APIS} ${OFFLINE}`, OFFLINE, SERVER_COMMANDS, `${USER_APIS}  ${OFFLINE}`, "", " ", "unknown_scope", `${USER_APIS} ${USER_APIS}`, "Platform_UserAPIs\u0000", "openid", "\u00e9"];
 
+const JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
 const paramName = fc.oneof(
-  fc.constantFrom("grant_type", "client_id", "client_secret", "username", "password", "scope", "refresh_token", "Grant_Type", "GRANT_TYPE", "grant_type ", " grant_type", "grant%5Ftype", "token", "token_type_hint", "__proto__", "constructor", "hasOwnProperty", ""),
+  fc.constantFrom("grant_type", "client_id", "client_secret", "username", "password", "scope", "refresh_token", "client_assertion", "client_assertion_type", "Grant_Type", "GRANT_TYPE", "grant_type ", " grant_type", "grant%5Ftype", "token", "token_type_hint", "__proto__", "constructor", "hasOwnProperty", ""),
   fc.string({ maxLength: 12 }),
 );
 const paramValue = fc.oneof(
   fc.string({ maxLength: 30 }),
   fc.string({ unit: "grapheme", maxLength: 10 }),
   fc.string({ unit: "binary", maxLength: 10 }),
-  fc.constantFrom("client_credentials", "password", "refresh_token", "authorization_code", "urn:ietf:params:oauth:grant-type:jwt-bearer", "PASSWORD", "", "\u0000", "\ud800", "\udfff\ud800", "%", "a".repeat(2000)),
+  fc.constantFrom("client_credentials", "password", "refresh_token", "authorization_code", "urn:ietf:params:oauth:grant-type:jwt-bearer", JWT_BEARER, "PASSWORD", "", "\u0000", "\ud800", "\udfff\ud800", "%", "a".repeat(2000)),
 );
 
 const paramMutationArb: fc.Arbitrary<ParamMutation> = fc.oneof(
@@ -98,6 +106,14 @@ const paramMutationArb: fc.Arbitrary<ParamMutation> = fc.oneof(
   fc.record({ k: fc.constant("setRefresh" as const), sym: fc.constantFrom<RefreshSym>("live", "consumed", "revoked", "expired", "otherClient", "random", "long", "accessToken") }),
   fc.record({ k: fc.constant("user" as const), which: fc.constantFrom("bob" as const, "unknown" as const, "Alice" as const, " alice" as const, "alice\u0000" as const, "carol" as const, "longName" as const) }),
   fc.record({ k: fc.constant("password" as const), how: fc.constantFrom("append" as const, "truncate" as const, "upper" as const, "empty" as const, "bobs" as const, "long" as const, "nfd" as const) }),
+  fc.record({
+    k: fc.constant("assertion" as const),
+    type: fc.oneof({ weight: 3, arbitrary: fc.constant(JWT_BEARER) }, fc.constantFrom(null, "", "urn:ietf:params:oauth:grant-type:jwt-bearer", "JWT_BEARER", `${JWT_BEARER} `)),
+    assertion: fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom<TokenSym>("ccAccess", "aliceAccess", "expiredAccess", "otherAudienceAccess", "revokedAccess", "live") },
+      fc.constantFrom(null, "", "a.b.c", "eyJhbGciOiJub25lIn0.eyJzdWIiOiJjYy1jbGllbnQifQ.", "\u0000"),
+    ),
+  }),
 );
 
 const authMutationArb: fc.Arbitrary<AuthMutation> = fc.oneof(
@@ -365,6 +381,10 @@ export async function buildFormRequest(world: World, spec: FormSpec, path: strin
       if (i >= 0) params[i]![1] = { lit: u };
       else params.push(["username", { lit: u }]);
     }
+    if (m.k === "assertion") {
+      if (m.type !== null) params.push(["client_assertion_type", { lit: m.type }]);
+      if (m.assertion !== null) params.push(["client_assertion", TOKEN_SYMS.includes(m.assertion as TokenSym) ? { token: m.assertion as TokenSym } : { lit: m.assertion }]);
+    }
     if (m.k === "password") {
       const i = params.findIndex(([name]) => name === "password");
       const cur = i >= 0 && "lit" in params[i]![1] ? (params[i]![1] as { lit: string }).lit : alice.password;
@@ -476,6 +496,9 @@ export function parseFormStrict(bytes: Uint8Array, recognized: ReadonlySet<strin
 
 /** The client a request authenticates as (RFC 6749 §2.3.1), or null when its authentication is not valid. */
 export function presentedClient(sent: Sent, form: Map<string, string>): { id: string; secret: string } | null {
+  // An assertion names a private_key_jwt client (none in the world); beside a secret it is two
+  // methods at once (RFC 6749 §2.3: at most one per request).
+  if (form.has("client_assertion") || form.has("client_assertion_type")) return null;
   const header = sent.headers.get("authorization");
   if (header !== null && /^basic(?:\s|$)/i.test(header)) {
     if (form.has("client_secret")) return null;

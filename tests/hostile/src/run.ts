@@ -5,7 +5,7 @@
  */
 import fc from "fast-check";
 import { CHUNK, RUNS, SEED } from "./settings.js";
-import { createWorld, STORE, type World, type WorldOptions } from "./world.js";
+import { createWorld, STORE_ENV, type World, type WorldOptions } from "./world.js";
 import { outputIsClean } from "./invariants.js";
 
 export interface Tally {
@@ -53,7 +53,7 @@ export async function runChunked<T>(
       } catch (e) {
         // fast-check names seed, path and the shrunk counterexample; say how to replay this chunk alone.
         const message = e instanceof Error ? e.message : String(e);
-        throw new Error(`chunk ${chunk} failed; replay with HOSTILE_SEED=${seed} HOSTILE_RUNS=${numRuns}${STORE === "memory" ? "" : ` HOSTILE_STORE=${STORE}`}\n${message}`, { cause: e });
+        throw new Error(`chunk ${chunk} failed; replay with HOSTILE_SEED=${seed} HOSTILE_RUNS=${numRuns}${STORE_ENV}\n${message}`, { cause: e });
       }
       // Secrets never logged: the whole chunk's log lines and metrics, against all it carried.
       await outputIsClean(world);

@@ -9,8 +9,10 @@
 import { createMemoryStorage, createPlantgate, redactConnectionUrl, refreshTokenKey, sha256, type Plantgate, type SecurityEvent, type PlantgateOptions, type RefreshTokenRecord, type Storage } from "@plantgate/core";
 import { coreLogger, createLog, createMetrics, eventLogger } from "@plantgate/observability";
 import { openSqlStorage } from "@plantgate/storage-sql";
+import { redisHotStores } from "@plantgate/storage-redis";
 import mysql from "mysql2/promise";
 import pg from "pg";
+import { createClient } from "redis";
 import { createRecordingStorage, type RecordingStorage } from "./snapshot.js";
 
 /**
@@ -25,13 +27,57 @@ import { createRecordingStorage, type RecordingStorage } from "./snapshot.js";
  * input reaches storage unchecked.
  */
 export const STORE = process.env.HOSTILE_STORE ?? "memory";
+/**
+ * `HOSTILE_REDIS`: unset or empty, the store above holds everything; `1` (the machine's
+ * `redis://127.0.0.1:6379`) or a `redis://` URL: the Redis hot stores (`@plantgate/storage-redis`:
+ * attempts, revoked jtis, console sessions, used assertion jtis) are spread over it, as a deployment
+ * composes them, under a fresh key prefix per world, deleted when the world closes. An unreachable
+ * server fails the run.
+ */
+const REDIS = process.env.HOSTILE_REDIS ?? "";
+const REDIS_URL = REDIS === "" ? null : REDIS === "1" ? "redis://127.0.0.1:6379" : REDIS;
+/** The store's name in a replay line: `HOSTILE_STORE=... HOSTILE_REDIS=...` as it was run. */
+export const STORE_ENV = `${STORE === "memory" ? "" : ` HOSTILE_STORE=${STORE}`}${REDIS_URL === null ? "" : ` HOSTILE_REDIS=${REDIS}`}`;
 const POSTGRES_URL = process.env.PLANTGATE_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const MYSQL_URL = process.env.PLANTGATE_TEST_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test";
 
 /** A world's database or schema name: its chunk seed, then random (two runs may share a seed). */
 const isolatedName = (seed: number) => `hostile_${(seed >>> 0).toString(16)}_${Math.random().toString(16).slice(2, 10)}`;
 
-async function openStore(seed: number): Promise<{ storage: Storage; close(): Promise<void> }> {
+type OpenStore = { storage: Storage; close(): Promise<void> };
+
+/**
+ * The store `HOSTILE_STORE` names ({@link openBaseStore}), with the Redis hot stores over it when
+ * `HOSTILE_REDIS` asks; `clock` is the app's (Redis expiries are counted from it).
+ */
+export async function openStore(seed: number, clock: () => number): Promise<OpenStore> {
+  const base = await openBaseStore(seed);
+  if (REDIS_URL === null) return base;
+  const client = createClient({ url: REDIS_URL, disableOfflineQueue: true, socket: { connectTimeout: 3000, reconnectStrategy: false } });
+  client.on("error", () => {}); // failures reach the caller as rejections
+  try {
+    await client.connect();
+  } catch (e) {
+    await base.close();
+    throw new Error(`HOSTILE_REDIS: no Redis server at ${redactConnectionUrl(REDIS_URL)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  const prefix = `${isolatedName(seed)}:`;
+  return {
+    storage: { ...base.storage, ...redisHotStores(client, { keyPrefix: prefix, clock }) },
+    close: async () => {
+      try {
+        const keys: string[] = [];
+        for await (const batch of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 })) keys.push(...batch);
+        if (keys.length > 0) await client.del(keys);
+      } finally {
+        client.destroy();
+        await base.close();
+      }
+    },
+  };
+}
+
+async function openBaseStore(seed: number): Promise<OpenStore> {
   if (STORE === "memory") return { storage: createMemoryStorage({ audit: true }), close: async () => {} };
   if (STORE === "sqlite") {
     const storage = await openSqlStorage("sqlite::memory:", { audit: true });
@@ -272,7 +318,7 @@ export type WorldOptions = Pick<PlantgateOptions, "bruteForce" | "console">;
  */
 export async function createWorld(seed: number, options: WorldOptions = {}): Promise<World> {
   const clock = { now: NOW };
-  const store = await openStore(seed);
+  const store = await openStore(seed, () => clock.now);
   const rec = createRecordingStorage(store.storage);
   const logs: LogEntry[] = [];
   setupLogs = logs;

@@ -5,13 +5,13 @@
  * replays. Every one is a 401 invalid_client (400 invalid_request only when the form itself breaks
  * its documented caps), never a 5xx, never a token, and the answer never echoes the assertion.
  */
-import { createMemoryStorage, createPlantgate, type Plantgate } from "@plantgate/core";
+import { createPlantgate, type Plantgate } from "@plantgate/core";
 import fc from "fast-check";
 import { CompactSign, exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
-import { beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { fail, noServerError, oauthError, read } from "../src/invariants.js";
 import { SEED } from "../src/settings.js";
-import { NOW, TOKEN_PATH } from "../src/world.js";
+import { NOW, openStore, TOKEN_PATH } from "../src/world.js";
 
 const ISSUER = "https://as.example";
 const TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
@@ -19,6 +19,7 @@ const CLIENT = "signed-client";
 const RUNS = Math.min(Number(process.env.HOSTILE_RUNS ?? 2000), 2000);
 
 let app: Plantgate;
+let closeStore = async () => {};
 let key: CryptoKey;
 let stranger: CryptoKey;
 let n = 0;
@@ -26,12 +27,17 @@ let n = 0;
 const b64 = (s: string) => btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
 
 beforeAll(async () => {
-  app = createPlantgate({ storage: createMemoryStorage(), issuer: ISSUER, clock: () => NOW, logger: { error() {}, warn() {} }, bruteForce: false });
+  // The store the run names (HOSTILE_STORE, HOSTILE_REDIS): used jtis are written there.
+  const store = await openStore(SEED, () => NOW);
+  closeStore = () => store.close();
+  app = createPlantgate({ storage: store.storage, issuer: ISSUER, clock: () => NOW, logger: { error() {}, warn() {} }, bruteForce: false });
   const pair = await generateKeyPair("ES256", { extractable: true });
   key = pair.privateKey;
   stranger = (await generateKeyPair("ES256")).privateKey;
   await app.admin.createClient({ clientId: CLIENT, authMethod: "private_key_jwt", jwks: { keys: [{ ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "ES256" }] } });
 });
+
+afterAll(() => closeStore());
 
 type Mutation =
   | { kind: "claims"; claims: Record<string, unknown>; header: Record<string, unknown>; other: boolean }

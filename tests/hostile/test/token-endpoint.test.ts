@@ -83,12 +83,13 @@ it(`token endpoint: ${RUNS} generated requests: never a 5xx, RFC 6749 error shap
     }
     if (isPristine(spec)) bump(tally, "pristine");
     if (family !== null) bump(tally, "replay");
+    if (spec.params.some((m) => m.k === "assertion")) bump(tally, a.status === 200 ? "assertion-200" : "assertion-refused");
     return a.status;
   });
   console.log(`token endpoint: ${summary(tally)}`);
   expect(tally.runs).toBeGreaterThanOrEqual(RUNS);
   // The generator must reach both sides, or "no token for bad credentials" would prove nothing.
-  if (COVERAGE_CHECKS) for (const label of ["issued-client_credentials", "issued-password", "issued-refresh_token", "invalid_client", "invalid_request", "invalid_grant", "invalid_scope", "replay"]) {
-    expect(tally.labels.get(label) ?? 0, label).toBeGreaterThan(label === "replay" ? RUNS / 2000 : RUNS / 500);
+  if (COVERAGE_CHECKS) for (const label of ["issued-client_credentials", "issued-password", "issued-refresh_token", "invalid_client", "invalid_request", "invalid_grant", "invalid_scope", "replay", "assertion-refused"]) {
+    expect(tally.labels.get(label) ?? 0, label).toBeGreaterThan(label === "replay" || label === "assertion-refused" ? RUNS / 2000 : RUNS / 500);
   }
 });
