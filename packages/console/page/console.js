@@ -84,11 +84,29 @@
    * U+2068 FIRST STRONG ISOLATE ... U+2069 POP DIRECTIONAL ISOLATE (what <bdi> does), so a direction
    * override or right-to-left text in a name cannot reorder the words after it ("Delete X?" read as
    * something else). Cells that hold one value alone need none: each cell is its own paragraph.
+   * The isolation holds whatever the value holds (a kid is any string): an isolate it leaves open
+   * is closed before the final U+2069, one it closes that it did not open (a lone U+2069) closes an
+   * extra U+2068 put in front, and each part between paragraph separators (UAX #9 class B: a line
+   * feed, U+0085, U+2029, ...; they end every isolate and override) is isolated by itself. Until
+   * 2026-11-30 a lone U+2069 or a separator before a U+202E in an id reversed the rest of the line.
    * @param {unknown} value
    */
   const q = (value) => {
     const text = String(value);
-    return /^[\x20-\x7e]*$/.test(text) ? text : "\u2068" + text + "\u2069";
+    if (/^[\x20-\x7e]*$/.test(text)) return text;
+    return text
+      .split(/([\n\r\x1c-\x1e\x85\u2029])/)
+      .map((part, i) => {
+        if (i % 2 === 1 || part === "") return part;
+        let open = 0;
+        let unopened = 0;
+        for (const c of part) {
+          if (c === "\u2066" || c === "\u2067" || c === "\u2068") open++;
+          else if (c === "\u2069") open > 0 ? open-- : unopened++;
+        }
+        return "\u2068".repeat(1 + unopened) + part + "\u2069".repeat(1 + open);
+      })
+      .join("");
   };
 
   /**

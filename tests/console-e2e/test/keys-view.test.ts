@@ -100,6 +100,25 @@ suite(name, () => {
 
   const status = () => page.locator("#security-status").textContent();
 
+  /**
+   * Where each character of `tail` (its last occurrence) in the text of `selector` is drawn: its
+   * line (top) and left edge. Line by line, left to right while the words after an id keep their
+   * order; right to left where an override reverses them.
+   */
+  const drawn = (selector: string, tail: string) =>
+    page.locator(selector).evaluate((node, tail) => {
+      const text = node.firstChild!;
+      const from = text.textContent!.lastIndexOf(tail);
+      return [...tail].map((_, i) => {
+        const range = document.createRange();
+        range.setStart(text, from + i);
+        range.setEnd(text, from + i + 1);
+        const box = range.getBoundingClientRect();
+        return [Math.round(box.top), box.left] as const;
+      });
+    }, tail);
+  const leftToRight = (at: (readonly [number, number])[]) => at.every(([top, left], i) => i === 0 || top > at[i - 1]![0] || (top === at[i - 1]![0] && left > at[i - 1]![1]));
+
   beforeAll(async () => {
     requireChromium();
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
@@ -365,5 +384,48 @@ suite(name, () => {
     await expect.poll(status).toBe(message(isolated));
     expect(problems.splice(0)).toEqual([`409 ${server.url}/console/api/signing-keys?kid=${encodeURIComponent(kid)}`]);
     expect((await storage.signingKeys.list()).map((k) => k.kid).sort()).toEqual([kid, successor].sort());
+  });
+
+  it("a kid holding U+2069 (POP DIRECTIONAL ISOLATE) or a paragraph separator before U+202E cannot end its isolation early: the words after it in the page's sentence keep their order", async () => {
+    const storage = createMemoryStorage();
+    const now = Date.now();
+    // An unmatched U+2069 closed the page's U+2068 inside the kid, and a paragraph separator (U+0085,
+    // U+2029) ends every isolate: the U+202E after either then reversed the rest of the line.
+    const kids = [`old\u2069${RLO}key`, `old\u0085${RLO}key`, `old\u2029${RLO}key`];
+    for (const [i, kid] of kids.entries()) await storage.signingKeys.create(await keyNamed(kid, now - 600_000 + i * 1000));
+    await storage.signingKeys.create(await generateKeyRecord("ES256", now - 300_000));
+    const server = await start({}, storage);
+    await page.context().clearCookies();
+    await open(server);
+    await page.locator(`#keys-body tr:nth-child(${kids.length + 1})`).waitFor();
+    for (const kid of kids) {
+      await confirmation(`Revoke signing key ${kid}`);
+      expect(await confirm("Revoke key", "DELETE")).toEqual([204, null]);
+      await expect.poll(status).toMatch(/ was revoked\.$/);
+      expect(leftToRight(await drawn("#security-status", " was revoked.")), JSON.stringify(kid)).toBe(true);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it("a kid the page did not send, holding U+2069 or U+2029 before U+202E, quoted in a server message: the words after it keep their order", async () => {
+    const storage = createMemoryStorage();
+    const now = Date.now();
+    const tail = " took over (they do within a minute): revoke it from";
+    for (const [i, successor] of [`new\u2069${RLO}key`, `new\u2029${RLO}key`].entries()) {
+      const kid = `old${i}`;
+      await storage.signingKeys.create(await keyNamed(kid, now - 600_000 + i * 1000));
+      // Signing since five seconds ago: a revoke of the older key is refused, naming both.
+      await storage.signingKeys.create(await keyNamed(successor, now - 300_000 + i * 1000, now - 5_000 + i));
+      const server = await start({}, storage);
+      await page.context().clearCookies();
+      await open(server);
+      await page.locator("#keys-body tr:nth-child(2)").waitFor();
+      await confirmation(`Revoke signing key ${kid}`);
+      expect(await confirm("Revoke key", "DELETE")).toEqual([409, { error: 1307, message: expect.stringContaining(`since ${JSON.stringify(successor)}${tail}`) }]);
+      await expect.poll(status).toContain(tail);
+      expect(leftToRight(await drawn("#security-status", tail)), JSON.stringify(successor)).toBe(true);
+      expect(problems.splice(0)).toEqual([`409 ${server.url}/console/api/signing-keys?kid=${encodeURIComponent(kid)}`]);
+      for (const k of await storage.signingKeys.list()) await storage.signingKeys.delete(k.kid);
+    }
   });
 });
