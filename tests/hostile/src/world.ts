@@ -36,8 +36,17 @@ export const STORE = process.env.HOSTILE_STORE ?? "memory";
  */
 const REDIS = process.env.HOSTILE_REDIS ?? "";
 const REDIS_URL = REDIS === "" ? null : REDIS === "1" ? "redis://127.0.0.1:6379" : REDIS;
-/** The store's name in a replay line: `HOSTILE_STORE=... HOSTILE_REDIS=...` as it was run. */
-export const STORE_ENV = `${STORE === "memory" ? "" : ` HOSTILE_STORE=${STORE}`}${REDIS_URL === null ? "" : ` HOSTILE_REDIS=${REDIS}`}`;
+/**
+ * The store's name in a replay line: `HOSTILE_STORE=... HOSTILE_REDIS=...` as `env` has them, a
+ * Redis URL's password shown as `***` (the line goes to the test output; until 2026-11-30 it held
+ * the password).
+ */
+export const replayStoreEnv = (env: Record<string, string | undefined>): string => {
+  const store = env.HOSTILE_STORE ?? "memory";
+  const redis = env.HOSTILE_REDIS ?? "";
+  return `${store === "memory" ? "" : ` HOSTILE_STORE=${store}`}${redis === "" ? "" : ` HOSTILE_REDIS=${redis === "1" ? redis : redactConnectionUrl(redis)}`}`;
+};
+export const STORE_ENV = replayStoreEnv(process.env);
 const POSTGRES_URL = process.env.PLANTGATE_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const MYSQL_URL = process.env.PLANTGATE_TEST_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test";
 
