@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import {
   accountView,
   AdminError,
+  type AdminField,
   ConfigError,
   createPlantgate,
   KeyEncryptionError,
@@ -184,6 +185,44 @@ function checkServerSettings(command: string, env: CliIo["env"], serverDefaults:
 
 /** What `run` returns when it printed its own output (JSON lines). */
 const PRINTED = Symbol("printed");
+/** The flags of `client create` for the fields its admin call checks. */
+const CLIENT_CREATE_FLAGS: Partial<Record<AdminField, string>> = {
+  name: "--name",
+  clientId: "--id",
+  scopes: "--scopes",
+  grantTypes: "--grants",
+  authMethod: "--auth",
+  jwks: "--jwks",
+  jwksUri: "--jwks-uri",
+  secretExpiresIn: "--secret-expires-in",
+};
+
+/** The flags of `user create` (the password comes on stdin and keeps its field's name). */
+const USER_CREATE_FLAGS: Partial<Record<AdminField, string>> = {
+  username: "--username",
+  displayName: "--display-name",
+  email: "--email",
+  roles: "--roles",
+};
+
+/**
+ * Runs an admin call; a refusal of one field the user gave as a flag is worded with the flag
+ * (`secretExpiresIn must be ...` -> `--secret-expires-in must be ...`; one that does not begin with
+ * the field's name gets the flag in front: `--scopes: unknown scope; ...`), by `AdminError.field`,
+ * as the CLI's own checks word theirs. Until 2026-11-30 such refusals named the API's field.
+ */
+async function withFlags<T>(work: Promise<T>, flags: Partial<Record<AdminField, string>>): Promise<T> {
+  try {
+    return await work;
+  } catch (e) {
+    const field = e instanceof AdminError ? e.field : undefined;
+    const flag = field === undefined ? undefined : flags[field];
+    if (flag === undefined) throw e;
+    const { message } = e as AdminError;
+    throw new UsageError(message.startsWith(`${field} `) ? flag + message.slice(field!.length) : `${flag}: ${message}`);
+  }
+}
+
 /** A positive whole number of seconds, or undefined when the option is absent. */
 function seconds(raw: string | undefined, name: string): number | undefined {
   if (raw === undefined) return undefined;
@@ -294,7 +333,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       if (auth === "private_key_jwt" && (values.jwks === undefined) === (values["jwks-uri"] === undefined)) throw new UsageError("--auth private_key_jwt needs exactly one of --jwks and --jwks-uri");
       const expiresIn = seconds(values["secret-expires-in"], "--secret-expires-in");
       const { app } = await open();
-      const { client, clientSecret } = await app.admin.createClient({
+      const { client, clientSecret } = await withFlags(app.admin.createClient({
         name: values.name,
         authMethod: auth,
         ...(values.id ? { clientId: values.id } : {}),
@@ -303,7 +342,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
         ...(values.jwks !== undefined ? { jwks: values.jwks } : {}),
         ...(values["jwks-uri"] !== undefined ? { jwksUri: values["jwks-uri"] } : {}),
         ...(expiresIn !== undefined ? { secretExpiresIn: expiresIn } : {}),
-      });
+      }), CLIENT_CREATE_FLAGS);
       if (clientSecret === null) {
         return { client_id: client.clientId, token_endpoint_auth_method: "private_key_jwt", name: client.name, grant_types: client.grantTypes, scopes: client.scopes, ...keySource(client) };
       }
@@ -322,7 +361,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       const clientId = one(positionals, "CLIENT_ID");
       const expiresIn = seconds(values["expires-in"], "--expires-in");
       const { app } = await open();
-      const { clientSecret, secret } = await app.admin.addClientSecret(clientId, expiresIn !== undefined ? { expiresIn } : {});
+      const { clientSecret, secret } = await withFlags(app.admin.addClientSecret(clientId, expiresIn !== undefined ? { expiresIn } : {}), { expiresIn: "--expires-in" });
       io.stderr("the earlier secrets keep working; the new one is shown only now\n");
       return { client_id: clientId, client_secret: clientSecret, ...secretJson(secret) };
     }
@@ -370,13 +409,16 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       const password = firstLine(await io.readStdin("line"));
       if (password === "") throw new UsageError("the password is read from stdin; none was given");
       const { app } = await open();
-      return app.admin.createAccount({
-        username: values.username,
-        password,
-        displayName: values["display-name"] ?? null,
-        email: values.email ?? null,
-        roles: words(values.roles) ?? [],
-      });
+      return withFlags(
+        app.admin.createAccount({
+          username: values.username,
+          password,
+          displayName: values["display-name"] ?? null,
+          email: values.email ?? null,
+          roles: words(values.roles) ?? [],
+        }),
+        USER_CREATE_FLAGS,
+      );
     }
     case "user import": {
       parseOptions(rest, {});

@@ -370,7 +370,7 @@ describe("plantgate CLI", () => {
     const byUri = await cli(["client", "create", "--name", "Remote", "--auth", "private_key_jwt", "--jwks-uri", "https://client.example/jwks.json"]);
     expect(byUri.json).toMatchObject({ token_endpoint_auth_method: "private_key_jwt", jwks_uri: "https://client.example/jwks.json" });
     expect(await cli(["client", "create", "--name", "X", "--auth", "private_key_jwt"])).toMatchObject({ code: 2, stderr: "plantgate: --auth private_key_jwt needs exactly one of --jwks and --jwks-uri\n" });
-    expect(await cli(["client", "create", "--name", "X", "--auth", "private_key_jwt", "--jwks", '{"keys":[{"kty":"oct","k":"AAAA"}]}'])).toMatchObject({ code: 2, stderr: "plantgate: symmetric (oct) keys are not accepted\n" });
+    expect(await cli(["client", "create", "--name", "X", "--auth", "private_key_jwt", "--jwks", '{"keys":[{"kty":"oct","k":"AAAA"}]}'])).toMatchObject({ code: 2, stderr: "plantgate: --jwks: symmetric (oct) keys are not accepted\n" });
     expect(await cli(["client", "create", "--name", "X", "--auth", "magic"])).toMatchObject({ code: 2, stderr: "plantgate: --auth must be client_secret or private_key_jwt\n" });
 
     const plain = await cli(["client", "create", "--name", "Plain", "--id", "plain"]);
@@ -381,6 +381,21 @@ describe("plantgate CLI", () => {
     expect(await cli(["client", "revoke-secret", "plain", plain.json.secret_id])).toMatchObject({ code: 2, stderr: `plantgate: client "plain" has no secret "${plain.json.secret_id}"\n` });
     expect(await cli(["client", "revoke-secret", "plain"])).toMatchObject({ code: 2, stderr: "plantgate: expected CLIENT_ID and SECRET_ID\n" });
     expect(await cli(["client", "add-secret", "plain", "--expires-in", "0"])).toMatchObject({ code: 2, stderr: "plantgate: --expires-in must be a positive number of seconds\n" });
+  });
+
+  it("a refusal of a value given as a flag names the flag, not the API's field (AdminError.field); the password read from stdin keeps its name", async () => {
+    const refused = (stderr: string) => ({ code: 2, stdout: "", stderr: `plantgate: ${stderr}\n`, json: undefined });
+    expect(await cli(["client", "create", "--name", "X", "--secret-expires-in", "315360001"])).toEqual(refused("--secret-expires-in must be from 1 to 315360000 seconds"));
+    expect(await cli(["client", "create", "--name", "X", "--id", "a b"])).toEqual(refused("--id must be 1-200 printable ASCII characters without spaces"));
+    expect(await cli(["client", "create", "--name", "X", "--scopes", "nope"])).toEqual(refused("--scopes: unknown scope; known: Platform_UserAPIs Platform_AllAppsServerCommands offline_access"));
+    expect(await cli(["client", "create", "--name", "\u202Eevil"])).toEqual(refused("--name must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)"));
+    expect(await cli(["client", "create", "--name", "Flagged", "--id", "flagged"])).toMatchObject({ code: 0 });
+    expect(await cli(["client", "add-secret", "flagged", "--expires-in", "315360001"])).toEqual(refused("--expires-in must be from 1 to 315360000 seconds"));
+    expect(await cli(["user", "create", "--username", " eve"], "long-enough-passphrase")).toEqual(refused("--username must not start or end with white space or an invisible character"));
+    expect(await cli(["user", "create", "--username", "eve"], "short")).toEqual(refused("password must be 8-1024 characters"));
+    // Nothing of the refused calls was stored.
+    expect((await cli(["client", "list"])).json.map((c: { client_id: string }) => c.client_id)).toEqual(["flagged"]);
+    expect((await cli(["user", "list"])).json).toEqual([]);
   });
 
   it("an id or username with one leading dash is a value, not an option (ids are base64url: one in 64 starts with '-'); '--' takes the rest as they are", async () => {
