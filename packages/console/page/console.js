@@ -771,10 +771,17 @@
     }
   }
 
+  /**
+   * A kid in the page's own sentences: an empty one (a configured key's kid is any string) shows as
+   * `""`, as the server's messages quote it, not as a double space.
+   * @param {string} kid
+   */
+  const kidText = (kid) => (kid === "" ? '""' : q(kid));
+
   /** @param {any} k */
   async function revokeKey(k) {
     const yes = await confirmAction(
-      "Revoke signing key " + q(k.kid) + "?",
+      "Revoke signing key " + kidText(k.kid) + "?",
       "The key leaves the published key set and every token it signed is refused (on other instances within a minute), so clients holding such tokens must get new ones. Do it when the key may have leaked. This cannot be undone.",
       "Revoke key",
     );
@@ -783,7 +790,7 @@
       // The kid in the query, not the path: URL parsing drops a segment "." or ".." (and %2E%2E),
       // and a configured key is stored under its own kid, any string.
       await call("DELETE", "/signing-keys?kid=" + encodeURIComponent(k.kid));
-      setStatus("security-status", "Signing key " + q(k.kid) + " was revoked.");
+      setStatus("security-status", "Signing key " + kidText(k.kid) + " was revoked.");
       await loadKeys();
     } catch (e) {
       setStatus("security-status", messageOf(e, [k.kid]));

@@ -259,12 +259,14 @@ suite(name, () => {
     for (const kid of KIDS) {
       await page.getByRole("button", { name: `Revoke signing key ${kid}`, exact: true }).click();
       await dialog.waitFor({ state: "visible" });
+      // The empty kid shows as "" (as the server's messages quote it), not as a double space.
+      expect([kid, await page.locator("#confirm-title").textContent()]).toEqual([kid, `Revoke signing key ${kid === "" ? '""' : kid}?`]);
       const answered = page.waitForResponse((r) => r.request().method() === "DELETE");
       await page.getByRole("button", { name: "Revoke key", exact: true }).click();
       const response = await answered;
       // (A 204 has no body for the browser to give.)
       expect([kid, response.url().slice(server.url.length), response.status()]).toEqual([kid, `/console/api/signing-keys?kid=${encodeURIComponent(kid)}`, 204]);
-      await expect.poll(() => page.locator("#security-status").textContent()).toBe(`Signing key ${kid} was revoked.`);
+      await expect.poll(() => page.locator("#security-status").textContent()).toBe(`Signing key ${kid === "" ? '""' : kid} was revoked.`);
     }
     await expect.poll(async () => (await rows()).map((r) => [r["Key ID"], r.Status])).toEqual([[active.kid, "Active (signing)"]]);
     expect((await storage.signingKeys.list()).map((k) => k.kid)).toEqual([active.kid]);
