@@ -215,11 +215,9 @@ async function withFlags<T>(work: Promise<T>, flags: Partial<Record<AdminField, 
   try {
     return await work;
   } catch (e) {
-    const field = e instanceof AdminError ? e.field : undefined;
-    const flag = field === undefined ? undefined : flags[field];
+    const flag = e instanceof AdminError && e.field !== undefined ? flags[e.field] : undefined;
     if (flag === undefined) throw e;
-    const { message } = e as AdminError;
-    throw new UsageError(message.startsWith(`${field} `) ? flag + message.slice(field!.length) : `${flag}: ${message}`);
+    throw new UsageError((e as AdminError).messageNaming(flag));
   }
 }
 

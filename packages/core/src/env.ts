@@ -240,10 +240,8 @@ function refusal(check: () => void, fallback: string): ConfigError | null {
     return null;
   } catch (error) {
     if (!(error instanceof AdminError)) throw error;
-    const { field, message } = error;
-    const variable = field === undefined ? undefined : BOOTSTRAP_VARIABLES[field];
-    if (variable === undefined) return new ConfigError(`${fallback}: ${message}`, { cause: error });
-    return new ConfigError(message.startsWith(`${field} `) ? variable + message.slice(field!.length) : `${variable}: ${message}`, { cause: error });
+    const variable = error.field === undefined ? undefined : BOOTSTRAP_VARIABLES[error.field];
+    return new ConfigError(variable === undefined ? `${fallback}: ${error.message}` : error.messageNaming(variable), { cause: error });
   }
 }
 

@@ -51,6 +51,18 @@ export class AdminError extends Error {
     super(message);
     if (options.field !== undefined) this.field = options.field;
   }
+
+  /**
+   * The message with the field called by the caller's own name for it (an environment variable, a
+   * command-line flag): `clientSecret must be 16-1024 characters` ->
+   * `PLANTGATE_BOOTSTRAP_CLIENT_SECRET must be 16-1024 characters`; a message that does not begin
+   * with its field's name gets the name in front (`--scopes: unknown scope; ...`). Used by
+   * `checkBootstrap` and the CLI.
+   */
+  messageNaming(name: string): string {
+    const { field, message } = this;
+    return field !== undefined && message.startsWith(`${field} `) ? name + message.slice(field.length) : `${name}: ${message}`;
+  }
 }
 
 /**
