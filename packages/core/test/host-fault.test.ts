@@ -3,6 +3,7 @@
  * Request's own stream) is the host's fault: plantgate's 500, logged and observed as a 500. Any
  * other failure to read stays the client's 400.
  */
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { describe, expect, it } from "vitest";
 import { HostFaultError, type RequestObservation } from "../src/index.js";
 import { BASE, basic, harness } from "./helpers.js";
@@ -118,5 +119,58 @@ describe("HostFaultError while reading the body", () => {
     const host = await token(null, () => Promise.reject(taken));
     expect([host.status, await host.text()]).toEqual([500, SERVER_ERROR]);
     expect(logged).toEqual([["unexpected error at the token endpoint", { name: "Taken", message: "a logger read the body first" }]]);
+  });
+
+  it("a Request whose body the host already read (bodyUsed) is plantgate's 500 on the token endpoint and the JSON API, unless it declared no bytes", async () => {
+    const { requests, logged } = await observed();
+    const exporter = new InMemorySpanExporter();
+    const h = await harness({
+      tracer: new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }).getTracer("host-fault"),
+      observer: { request: (o) => void requests.push(o) },
+      logger: { error: (m, c) => void logged.push([m, c]), warn() {} },
+    });
+    const used = async (url: string, init: RequestInit) => {
+      const request = new Request(url, init);
+      await request.text(); // what a host's middleware did before handing the request over
+      expect(request.bodyUsed).toBe(true);
+      return h.app.fetch(request);
+    };
+    const auth = basic(h.clientId, h.clientSecret);
+    const form = { "content-type": "application/x-www-form-urlencoded", authorization: auth };
+    const token = await used(`${BASE}/UserService/connect/token`, { method: "POST", headers: form, body: "grant_type=client_credentials" });
+    expect([token.status, token.headers.get("cache-control"), await token.text()]).toEqual([500, "no-store", SERVER_ERROR]);
+
+    const bearer = `Bearer ${(await (await h.app.fetch(new Request(`${BASE}/UserService/connect/token`, { method: "POST", headers: form, body: "grant_type=client_credentials" }))).json() as { access_token: string }).access_token}`;
+    const plant = await used(`${BASE}/plants`, { method: "POST", headers: { "content-type": "application/json", authorization: bearer }, body: '{"id":1,"name":"fern"}' });
+    expect([plant.status, await plant.text()]).toEqual([500, '{"error":1500,"message":"The server encountered an unexpected error."}']);
+    expect(await h.app.storage.plants.get(1n)).toBeNull();
+
+    // Content-Length: 0 held no bytes, whoever read them: the answer an unread empty body gets.
+    const unread = await h.app.fetch(new Request(`${BASE}/UserService/connect/token`, { method: "POST", headers: { ...form, "content-length": "0" }, body: "" }));
+    const empty = await used(`${BASE}/UserService/connect/token`, { method: "POST", headers: { ...form, "content-length": "0" }, body: "" });
+    expect(unread.status).toBe(400);
+    expect([empty.status, await empty.text()]).toEqual([unread.status, await unread.text()]);
+
+    expect(requests.map((r) => [r.status, r.result])).toEqual([
+      [500, "server_error"],
+      [200, "success"],
+      [500, undefined],
+      [400, "invalid_request"],
+      [400, "invalid_request"],
+    ]);
+    // The server spans: the two 500s carry the error's code as `error.type` (a 4xx carries none).
+    const servers = exporter.getFinishedSpans().filter((span) => span.attributes["http.response.status_code"] !== undefined);
+    expect(servers.map((span) => [span.name, span.attributes["http.response.status_code"], span.attributes["error.type"]])).toEqual([
+      ["POST /UserService/connect/token", 500, "PLANTGATE_BODY_USED"],
+      ["POST /UserService/connect/token", 200, undefined],
+      ["POST /plants", 500, "PLANTGATE_BODY_USED"],
+      ["POST /UserService/connect/token", 400, undefined],
+      ["POST /UserService/connect/token", 400, undefined],
+    ]);
+    const message = "the request's body was already read before plantgate got the request (bodyUsed); hand plantgate the Request before anything reads its body, or a clone";
+    expect(logged).toEqual([
+      ["unexpected error at the token endpoint", { name: "BodyAlreadyUsedError", message }],
+      [expect.any(String), { name: "BodyAlreadyUsedError", message }],
+    ]);
   });
 });

@@ -37,6 +37,14 @@ export async function readBodyText(request: Request, info: HandleInfo | undefine
     return decodeStrict(bytes);
   }
   if (!request.body) return "";
+  // A Request whose body the host read before handing it over (its own `request.text()`, a
+  // middleware's): the stream would read as empty or refuse a reader, which plantgate took for the
+  // client's broken upload (a 400). One that declares no bytes (`Content-Length: 0`) held none,
+  // whoever read it; any other is the host's fault, as the adapters' taken bodies are.
+  if (request.bodyUsed) {
+    if (request.headers.get("content-length") === "0") return "";
+    throw new BodyAlreadyUsedError();
+  }
   let bytes: Uint8Array | null;
   try {
     bytes = await readBounded(request.body, maxBytes);
@@ -45,6 +53,18 @@ export async function readBodyText(request: Request, info: HandleInfo | undefine
   }
   if (bytes === null) throw new BodyReadError("too_large");
   return decodeStrict(bytes);
+}
+
+/**
+ * The request handed to `app.fetch` (or a Worker's `fetch`) had a body something had already read
+ * (`bodyUsed`): a {@link HostFaultError}, so plantgate's 500 and `error.type` `PLANTGATE_BODY_USED`.
+ */
+export class BodyAlreadyUsedError extends HostFaultError {
+  override readonly name = "BodyAlreadyUsedError";
+  readonly code = "PLANTGATE_BODY_USED";
+  constructor() {
+    super("the request's body was already read before plantgate got the request (bodyUsed); hand plantgate the Request before anything reads its body, or a clone");
+  }
 }
 
 /**
