@@ -441,9 +441,12 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
         const created = await app.admin.importAccounts(records);
         return { imported: created.length };
       } catch (e) {
-        // The admin names the record (1-based); the user needs the line.
-        const m = e instanceof AdminError ? /^record (\d+): (.*)$/.exec(e.message) : null;
-        if (m) throw new UsageError(`line ${lineOf[Number(m[1]) - 1]}: ${m[2]} (nothing was imported)`);
+        // The admin names the record (1-based, `error.record`); the user needs the line.
+        if (e instanceof AdminError && e.record !== undefined) {
+          const prefix = `record ${e.record}: `;
+          const reason = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
+          throw new UsageError(`line ${lineOf[e.record - 1]}: ${reason} (nothing was imported)`);
+        }
         throw e;
       }
     }

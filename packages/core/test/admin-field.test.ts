@@ -17,16 +17,17 @@ async function refusal(op: () => Promise<unknown>) {
     (error: unknown) => error,
   );
   if (!(e instanceof Error)) throw new Error("not refused with an Error");
-  return { class: e.constructor, name: e.name, message: e.message, field: (e as AdminError).field, own: Object.keys(e) };
+  return { class: e.constructor, name: e.name, message: e.message, field: (e as AdminError).field, record: (e as AdminError).record, own: Object.keys(e) };
 }
 
 /** What `refusal` gives for an AdminError (of `kind`) about `field`. */
-const about = (field: AdminField | undefined, message: string, kind: typeof AdminError = AdminError) => ({
+const about = (field: AdminField | undefined, message: string, kind: typeof AdminError = AdminError, record?: number) => ({
   class: kind,
   name: "AdminError",
   message,
   field,
-  own: field === undefined ? ["name"] : ["name", "field"],
+  record,
+  own: ["name", ...(field === undefined ? [] : ["field"]), ...(record === undefined ? [] : ["record"])],
 });
 
 const TTL = `must be from 1 to ${MAX_TTL_SECONDS} seconds`;
@@ -84,11 +85,12 @@ describe("AdminError.field", () => {
       [await create({ email: 42 as unknown as string }), about("email", "email must be a string of at most 320 characters")],
       [await create({ roles: ["admin\u200b"] }), about("roles", "roles must be a list of at most 32 strings of 1-100 characters, without control or invisible characters")],
       [await create({ enabled: "yes" as unknown as boolean }), about("enabled", "enabled must be true or false")],
-      [await refusal(() => app.admin.importAccounts([{ username: "ok-1", password }, { username: "ok-2", password: "short" }])), about("password", "record 2: password must be 8-1024 characters")],
+      [await refusal(() => app.admin.importAccounts([{ username: "ok-1", password }, { username: "ok-2", password: "short" }])), about("password", "record 2: password must be 8-1024 characters", AdminError, 2)],
       [await refusal(() => app.admin.listAccountsPage({ page: 0 })), about("page", "page must be an integer from 1 to 2147483647.")],
       [await refusal(() => app.admin.listAccountsPage({ pageSize: 1001 })), about("pageSize", "pageSize must be an integer from 1 to 100.")],
       [await refusal(() => app.admin.listAccountsPage({ pageSize: "2" as unknown as number })), about("pageSize", "pageSize must be a number")],
-      [await refusal(() => app.admin.importAccounts([null as never])), about(undefined, "record 1: an account must be an object")],
+      [await refusal(() => app.admin.importAccounts([null as never])), about(undefined, "record 1: an account must be an object", AdminError, 1)],
+      [await refusal(() => app.admin.importAccounts([{ username: "ok-3", password }, { username: "alice", password }])), about(undefined, 'record 2: username "alice" is taken', AdminConflictError, 2)],
       [await create({ username: "alice" }), about(undefined, 'username "alice" is taken', AdminConflictError)],
       [await refusal(() => app.admin.setAccountEnabled("nobody", false)), about(undefined, 'user "nobody" does not exist', AdminNotFoundError)],
     ];

@@ -153,11 +153,11 @@ describe("admin operations", () => {
     const h = await harness();
     const good = (n: number) => ({ username: `user-${n}`, password: "long-enough-pw" });
     await expect(h.app.admin.importAccounts([good(1), { username: "", password: "long-enough-pw" }, good(3)])).rejects.toThrow(
-      new AdminError("record 2: username must be 1-200 characters", { field: "username" }),
+      new AdminError("record 2: username must be 1-200 characters", { field: "username", record: 2 }),
     );
-    await expect(h.app.admin.importAccounts([good(1), good(2), good(1)])).rejects.toThrow(new AdminError('record 3: username "user-1" is taken'));
+    await expect(h.app.admin.importAccounts([good(1), good(2), good(1)])).rejects.toThrow(new AdminError('record 3: username "user-1" is taken', { record: 3 }));
     await expect(h.app.admin.importAccounts([good(1), { username: h.username, password: "long-enough-pw" }])).rejects.toThrow(
-      new AdminError(`record 2: username "${h.username}" is taken`),
+      new AdminError(`record 2: username "${h.username}" is taken`, { record: 2 }),
     );
     expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);
     const created = await h.app.admin.importAccounts([good(1), { ...good(2), roles: ["ops", "ops"], email: "u2@example.test" }]);
@@ -178,7 +178,7 @@ describe("admin operations", () => {
       const refusal = new AdminError("username must not start or end with white space or an invisible character", { field: "username" });
       await expect(h.app.admin.createAccount({ username, password: "long-enough-pw" })).rejects.toThrow(refusal);
       await expect(h.app.admin.importAccounts([{ username: "fine-1", password: "long-enough-pw" }, { username, password: "long-enough-pw" }])).rejects.toThrow(
-        new AdminError(`record 2: ${refusal.message}`, { field: "username" }),
+        new AdminError(`record 2: ${refusal.message}`, { field: "username", record: 2 }),
       );
       await expect(h.app.admin.ensureAccount(username, "long-enough-pw")).rejects.toThrow(refusal);
       expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);
@@ -192,7 +192,7 @@ describe("admin operations", () => {
       const refusal = new AdminError("username must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)", { field: "username" });
       await expect(h.app.admin.createAccount({ username: name, password: "long-enough-pw" })).rejects.toThrow(refusal);
       await expect(h.app.admin.importAccounts([{ username: "fine-1", password: "long-enough-pw" }, { username: name, password: "long-enough-pw" }])).rejects.toThrow(
-        new AdminError(`record 2: ${refusal.message}`, { field: "username" }),
+        new AdminError(`record 2: ${refusal.message}`, { field: "username", record: 2 }),
       );
       await expect(h.app.admin.ensureAccount(name, "long-enough-pw")).rejects.toThrow(refusal);
       expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);

@@ -46,10 +46,16 @@ export class AdminError extends Error {
   override readonly name = "AdminError";
   // Declared only: an error about no one field has no `field` property at all.
   declare readonly field?: AdminField;
+  /**
+   * `importAccounts`: which record (1-based, in the order given) was refused, the number its message
+   * begins with (`record 2: password must be 8-1024 characters`). Declared only, as `field` is.
+   */
+  declare readonly record?: number;
 
-  constructor(message: string, options: { field?: AdminField } = {}) {
+  constructor(message: string, options: { field?: AdminField; record?: number } = {}) {
     super(message);
     if (options.field !== undefined) this.field = options.field;
+    if (options.record !== undefined) this.record = options.record;
   }
 
   /**

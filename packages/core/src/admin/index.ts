@@ -234,12 +234,12 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
           checkAccountInput(input);
         } catch (e) {
           const field = e instanceof AdminError ? e.field : undefined;
-          throw new AdminError(`record ${i + 1}: ${(e as Error).message}`, field === undefined ? {} : { field });
+          throw new AdminError(`record ${i + 1}: ${(e as Error).message}`, field === undefined ? { record: i + 1 } : { field, record: i + 1 });
         }
       }
       for (const input of inputs) records.push(await buildAccount(input));
       const conflict = await ctx.storage.accounts.createMany(records);
-      if (conflict !== null) throw new AdminConflictError(`record ${conflict + 1}: username ${quoteId(records[conflict]!.username)} is taken`);
+      if (conflict !== null) throw new AdminConflictError(`record ${conflict + 1}: username ${quoteId(records[conflict]!.username)} is taken`, { record: conflict + 1 });
       records.forEach(accountEvent);
       return records.map(accountView);
     },
