@@ -2,7 +2,7 @@ import { base64url, fromBase64url, randomToken, sha256 } from "../crypto/index.j
 import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
-import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText, LONE_SURROGATE } from "../util/storable-text.js";
+import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText, isWellFormed } from "../util/storable-text.js";
 import { AdminConflictError, AdminError, AdminNotFoundError, notFound, quoteId, type AdminField } from "./errors.js";
 
 /** The longest client name (the console's form and API take the same). */
@@ -78,7 +78,7 @@ export const MAX_CLIENT_PAGE = 1000;
 export async function readClientPage(ctx: Context, query: ClientPageQuery, maxLimit = MAX_CLIENT_PAGE): Promise<ClientPage> {
   const limit = pageLimit(query.limit, maxLimit);
   const after = query.after ?? null;
-  if (after !== null && (typeof after !== "string" || LONE_SURROGATE.test(after))) {
+  if (after !== null && (typeof after !== "string" || !isWellFormed(after))) {
     throw new AdminError("after must be the next cursor of a previous page", { field: "after" });
   }
   const fetched = await clientsAfter(ctx, after, limit + 1);
@@ -261,9 +261,15 @@ export function checkClientId(clientId: string): void {
   if (clientId === "." || clientId === "..") throw new AdminError('clientId must not be "." or ".."', { field: "clientId" });
 }
 
-/** {@link ClientAdmin.createClient}'s rule for a secret given to it, an AdminError naming `clientSecret` (never its value). */
+/**
+ * {@link ClientAdmin.createClient}'s rule for a secret given to it, an AdminError naming `clientSecret` (never its value).
+ * Its SHA-256 is of its UTF-8, where a lone surrogate is U+FFFD: `...\uD800` would be stored as
+ * the secret `...\uFFFD`, which is what a client presenting it (a form or Basic header cannot
+ * carry a lone surrogate) then sends. Refused since 2026-11-30.
+ */
 export function checkClientSecret(clientSecret: unknown): void {
   if (typeof clientSecret !== "string" || clientSecret.length < 16 || clientSecret.length > 1024) throw new AdminError("clientSecret must be 16-1024 characters", { field: "clientSecret" });
+  if (!isWellFormed(clientSecret)) throw new AdminError("clientSecret must not contain unpaired surrogates", { field: "clientSecret" });
 }
 
 /** Only characters that show as nothing (see {@link INVISIBLE_CLASS}). */
@@ -318,6 +324,11 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
         return { jwks: null, jwksUri: input.jwksUri };
       }
       const text = typeof input.jwks === "string" ? input.jwks : JSON.stringify(input.jwks);
+      // The text is stored as given: one holding a raw lone surrogate (inside a JSON string) was
+      // kept by the memory store and refused by every SQL engine (a 500 from the console) until
+      // 2026-11-30. Given as an object, JSON.stringify writes one as an ASCII escape, stored alike
+      // everywhere. (Raw U+0000 is no JSON; JSON.parse refuses it.)
+      if (!isWellFormed(text)) throw new JwksError("jwks must not contain unpaired surrogates");
       parseJwks(text);
       return { jwks: text, jwksUri: null };
     } catch (e) {

@@ -6,7 +6,7 @@ import { createClientAdmin, type ClientAdmin } from "./clients.js";
 import { accountView, type AccountPage, type AccountView } from "../api/accounts.js";
 import { parseAccountListQuery } from "../schemas/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
-import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText } from "../util/storable-text.js";
+import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText, isWellFormed } from "../util/storable-text.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE, sealsExternalMarker } from "../crypto/key-encryption.js";
 import { generateKeyRecord, listSigningKeys, pruneKeys, type ListedSigningKey } from "../tokens/keys.js";
 import { SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
@@ -152,8 +152,14 @@ export function checkAccountInput(input: CreateAccountInput): void {
   }
   // PBKDF2 would hash `pw` followed by U+0000 as `pw` (see hashPassword).
   if (input.password.includes("\u0000")) throw new AdminError("password must not contain U+0000", { field: "password" });
+  // UTF-8 (PBKDF2's input) makes a lone surrogate U+FFFD: "pw\uD800" and "pw\uDC00" would be one
+  // password. Taken before 2026-11-30 (the console's JSON and app.admin could give one).
+  if (!isWellFormed(input.password)) throw new AdminError("password must not contain unpaired surrogates", { field: "password" });
   const optionalText = (name: "displayName" | "email", v: unknown) => {
-    if (v !== undefined && v !== null && (typeof v !== "string" || v.length > 320 || !isStorableText(v))) throw new AdminError(`${name} must be a string of at most 320 characters`, { field: name });
+    if (v === undefined || v === null) return;
+    if (typeof v !== "string" || v.length > 320) throw new AdminError(`${name} must be a string of at most 320 characters`, { field: name });
+    // Said as such since 2026-11-30 (it was "must be a string of at most 320 characters").
+    if (!isStorableText(v)) throw new AdminError(`${name} must not contain U+0000 or unpaired surrogates`, { field: name });
   };
   optionalText("displayName", input.displayName);
   optionalText("email", input.email);

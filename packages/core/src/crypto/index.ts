@@ -2,6 +2,8 @@
  * Web Crypto only (no node:*), so the same code runs in Node and workerd.
  */
 
+import { isWellFormed } from "../util/storable-text.js";
+
 const encoder = new TextEncoder();
 
 /** Source of randomness; injectable so tests can pin it. */
@@ -145,9 +147,17 @@ const PADDING_SALT = new Uint8Array(16);
 const NUL = "\u0000";
 
 /**
+ * The UTF-8 that PBKDF2 is given turns a lone surrogate into U+FFFD, so `pw\uD800`, `pw\uDC00` and
+ * `pw\uFFFD` would be one password. A password must be well-formed UTF-16: one that is not is
+ * refused when hashed and never verifies (since 2026-11-30; a form body cannot carry one, a JSON
+ * body can).
+ */
+const passwordText = (password: string): boolean => !password.includes(NUL) && isWellFormed(password);
+
+/**
  * Hashes a password as a PHC string: `$pbkdf2-sha256$i=600000,l=32$<salt>$<hash>` (base64, no padding).
  * PBKDF2 because it is the slow hash Web Crypto offers in every runtime (Node and workerd alike).
- * Throws a TypeError for a password that contains U+0000 (see {@link verifyPassword}).
+ * Throws a TypeError for a password that contains U+0000 or an unpaired surrogate (see {@link verifyPassword}).
  *
  * @example
  * const phc = await hashPassword("correct horse", defaultRandomBytes);
@@ -158,6 +168,7 @@ export async function hashPassword(
   options: PasswordHashOptions = {},
 ): Promise<string> {
   if (password.includes(NUL)) throw new TypeError("a password must not contain U+0000");
+  if (!isWellFormed(password)) throw new TypeError("a password must not contain unpaired surrogates");
   const iterations = options.iterations ?? PBKDF2_DEFAULT_ITERATIONS;
   const salt = random(16);
   const hash = await pbkdf2(password, salt, iterations, 32);
@@ -171,8 +182,10 @@ const PHC = /^\$pbkdf2-sha256\$i=(\d{1,8}),l=(\d{1,3})\$([A-Za-z0-9+/]+)\$([A-Za
  * Verifies a password against a PHC string from {@link hashPassword}. A malformed hash verifies
  * nothing (returns false) rather than throwing, so a corrupt row cannot become a 5xx or a bypass.
  * A password with U+0000 in it verifies nothing, at once: PBKDF2-HMAC would take `pw` followed by
- * U+0000 for `pw` (see hashPassword). The early answer tells a caller nothing it did not send. (An
- * account created before this rule with such a password can no longer sign in.)
+ * U+0000 for `pw` (see hashPassword). So does one with an unpaired surrogate, which UTF-8 makes
+ * U+FFFD (since 2026-11-30). The early answer tells a caller nothing it did not send. (An account
+ * created before these rules with such a password can no longer sign in with it as given; for a
+ * lone surrogate, U+FFFD in its place still signs in.)
  *
  * @example
  * if (!(await verifyPassword(input, account.passwordHash))) throw invalidGrant;
@@ -183,11 +196,11 @@ export async function verifyPassword(password: string, phc: string): Promise<boo
 
 /**
  * {@link verifyPassword}, also saying how many PBKDF2 iterations it ran (0 when it refused before
- * hashing: a password with U+0000, a hash that is not ours), so a caller can make every refusal
+ * hashing: a password with U+0000 or an unpaired surrogate, a hash that is not ours), so a caller can make every refusal
  * cost the same (see spendPasswordWork).
  */
 export async function verifyPasswordCounted(password: string, phc: string): Promise<{ ok: boolean; iterations: number }> {
-  if (password.includes(NUL)) return { ok: false, iterations: 0 };
+  if (!passwordText(password)) return { ok: false, iterations: 0 };
   const m = PHC.exec(phc);
   if (!m) return { ok: false, iterations: 0 };
   const iterations = Number(m[1]);

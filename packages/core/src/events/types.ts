@@ -28,7 +28,7 @@ export type ClientAuthFailure =
   | "invalid_assertion"
   /** A secret for a `private_key_jwt` client, or an assertion for a client with secrets. */
   | "wrong_auth_method"
-  /** The Basic header or the body credentials are malformed, or none were sent (`client_id` may then be null). */
+  /** The Basic header or the body credentials are malformed (an assertion's `sub` with an unpaired surrogate too), or none were sent (`client_id` may then be null). */
   | "malformed"
   /** Refused by the brute-force throttle before the secret was looked at. */
   | "throttled";

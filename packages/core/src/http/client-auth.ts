@@ -1,6 +1,7 @@
 import { fromBase64 } from "../crypto/index.js";
 import { OAuthError } from "../errors/index.js";
 import { assertionSubject, JWT_BEARER_ASSERTION } from "../oauth/client-assertion.js";
+import { isWellFormed } from "../util/storable-text.js";
 import { decodeFormComponent, FormError } from "./form.js";
 
 /** Client credentials as presented, before they are checked. */
@@ -47,6 +48,9 @@ export function presentedClient(header: string | null, form: Map<string, string>
     if (assertion === undefined || assertion === "") throw new OAuthError("invalid_client", "client_assertion is required with client_assertion_type.");
     const sub = assertionSubject(assertion);
     if (sub === null) throw new OAuthError("invalid_client", "The client assertion is not a signed JWT with a sub.");
+    // No client id holds one (core refuses them, and no store keeps one), so no client is looked
+    // up or throttled by it: a malformed assertion, as the event says (since 2026-11-30).
+    if (!isWellFormed(sub)) throw new OAuthError("invalid_client", "The client assertion's sub must not contain unpaired surrogates.");
     if (bodyId !== undefined && bodyId !== sub) throw new OAuthError("invalid_client", "client_id does not match the client assertion's sub.");
     if (sub.length > MAX_CREDENTIAL_LENGTH) throw new OAuthError("invalid_client", "Client authentication failed.");
     return { method: "private_key_jwt", clientId: sub, assertion };

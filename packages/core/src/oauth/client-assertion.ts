@@ -2,6 +2,7 @@ import { compactVerify, decodeJwt, decodeProtectedHeader, type JWTPayload } from
 import type { Context, Urls } from "../context.js";
 import { OAuthError } from "../errors/index.js";
 import type { ClientRecord } from "../storage/types.js";
+import { isWellFormed } from "../util/storable-text.js";
 import { ASSERTION_ALGS, type AssertionAlg } from "./client-keys.js";
 
 /** RFC 7523 §2.2 `client_assertion_type`. */
@@ -94,6 +95,9 @@ export async function verifyClientAssertion(ctx: Context, urls: Urls, tokenEndpo
   if (nbf !== undefined && (typeof nbf !== "number" || nbf > nowS + SKEW_S)) throw refuse("The client assertion is not valid yet (nbf).");
   if (iat !== undefined && (typeof iat !== "number" || iat > nowS + SKEW_S)) throw refuse("The client assertion's iat is in the future.");
   if (typeof jti !== "string" || jti.length < 1 || jti.length > 256) throw refuse("The client assertion must have a jti (1-256 characters).");
+  // The key below is the SHA-256 of UTF-8, where every lone surrogate is U+FFFD: "a\ud800" (a JSON
+  // escape) would use up "a\udc00" and "a\ufffd" too (a false "already used", before 2026-11-30).
+  if (!isWellFormed(jti)) throw refuse("The client assertion's jti must not contain unpaired surrogates.");
   // Kept at least until the assertion can no longer be accepted (exp plus the skew allowed).
   const key = await ctx.sha256(`${client.clientId}\n${jti}`);
   if (!(await ctx.storage.assertionJtis.use(key, Math.ceil(exp + SKEW_S) * 1000))) throw refuse("The client assertion was already used (jti).");

@@ -4,11 +4,28 @@
  * without pulling in the schemas.
  */
 export function isStorableText(text: string): boolean {
-  return !text.includes("\u0000") && !LONE_SURROGATE.test(text);
+  return !text.includes("\u0000") && isWellFormed(text);
 }
 
 /** A lone UTF-16 surrogate: text no store can hold (UTF-8 cannot encode it). */
 export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Whether `text` is well-formed UTF-16: no lone surrogate (a high one not followed by a low one,
+ * or a low one not preceded by a high one). UTF-8, which every store and every hash core makes
+ * (`sha256`, PBKDF2) encodes text as, turns each lone surrogate into U+FFFD, so `"a\uD800"` and
+ * `"a\uDC00"` would be one key; JSON text (a console body, a JWT's claims) carries them as
+ * `"\ud800"` escapes. `String.prototype.isWellFormed` (ES2024: Node 20, workerd) where the runtime
+ * has it, a few nanoseconds for a short string; else the regular expression.
+ *
+ * @example
+ * isWellFormed("fern \uD83C\uDF31"); // true (a surrogate pair)
+ * isWellFormed("fern \uD83C");       // false
+ */
+export const isWellFormed: (text: string) => boolean =
+  typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function"
+    ? (text) => (text as unknown as { isWellFormed(): boolean }).isWellFormed()
+    : (text) => !LONE_SURROGATE.test(text);
 
 /**
  * The characters that show as nothing: white space (what `trim()` removes), control and format
