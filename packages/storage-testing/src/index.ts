@@ -34,7 +34,8 @@ export type { ConformanceTarget } from "./target.js";
  * `consume`/`create`/`increment` races, a store's first signing key (`signingKeys.createIfEmpty`:
  * one of 30 racing calls stores its key), the refresh-token grace window (replay data stored with
  * `consume`, `graceUse` counted atomically and never for a revoked family, 50-way races), two
- * pruners at once, `admin.prune()` over the store, the core running over the store end to end, and,
+ * pruners at once, `admin.prune()` over the store, the core running over the store end to end (text
+ * with a lone surrogate refused by core with the same answer as on every store, before the store), and,
  * when `target.rawDump` is given, that secrets (console sessions included) are stored only as hashes
  * and that, with a key encryption key, no private signing key material is in any row.
  *

@@ -3,7 +3,7 @@
  * `app.fetch` and `app.admin`, as a deployment would. Catches what record-level tests cannot:
  * the core's own call sequences (read, then consume; revoke on reuse; paging) on this backend.
  */
-import { createPlantgate, refreshTokenKey, sha256, type Plantgate, type PlantgateOptions, type Storage } from "@plantgate/core";
+import { AdminError, createPlantgate, refreshTokenKey, sha256, type Plantgate, type PlantgateOptions, type Storage } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
 import { T0 } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
@@ -178,6 +178,79 @@ export function throughCoreSuite(s: SuiteContext): void {
       expect((await s.storage().plants.get(9223372036854775807n))?.name).toBe("Monstera \u{1F33F}");
     });
 
+    it("ill-formed UTF-16 (a lone surrogate) in any text app.admin is given: the same AdminError, naming the field, as on every store, and nothing stored (2026-11-30)", async () => {
+      const b = await boot(s.storage());
+      const refusal = async (op: () => Promise<unknown>) => {
+        const e = await op().then(
+          () => null,
+          (error: unknown) => error,
+        );
+        // Not an AdminError: the store's own refusal (storage-sql's UnstorableValueError) or none (memory) before 2026-11-30.
+        expect(e, `${String(e)} ${JSON.stringify(b.errors)}`).toBeInstanceOf(AdminError);
+        return { message: (e as AdminError).message, field: (e as AdminError).field };
+      };
+      const password = "s3cret-Passw0rd";
+      // A JWK Set given as text with the raw code unit in a member (as an object, JSON.stringify would write the ASCII escape).
+      const jwks = (kid: string) => `{"keys":[{"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKeoI39Q","kid":"${kid}"}]}`;
+      for (const bad of ["a\ud800b", "\udc00", "a\udc00\ud800"]) {
+        const got = [
+          await refusal(() => b.app.admin.createAccount({ username: bad, password })),
+          await refusal(() => b.app.admin.createAccount({ username: "bob", password: password + bad })),
+          await refusal(() => b.app.admin.createAccount({ username: "bob", password, displayName: bad })),
+          await refusal(() => b.app.admin.createAccount({ username: "bob", password, email: bad })),
+          await refusal(() => b.app.admin.createAccount({ username: "bob", password, roles: [bad] })),
+          await refusal(() => b.app.admin.importAccounts([{ username: "ok-1", password }, { username: "ok-2", password, displayName: bad }])),
+          await refusal(() => b.app.admin.createClient({ clientId: "c-1", name: bad })),
+          await refusal(() => b.app.admin.createClient({ clientId: "c-1", clientSecret: "0123456789abcdef" + bad })),
+          await refusal(() => b.app.admin.createClient({ clientId: "c-1", authMethod: "private_key_jwt", jwks: jwks(bad) })),
+          await refusal(() => b.app.admin.createClient({ clientId: "c-1", authMethod: "private_key_jwt", jwksUri: `https://keys.example.test/${bad}` })),
+        ];
+        expect(got, JSON.stringify(bad)).toEqual([
+          { message: "username must not contain U+0000 or unpaired surrogates", field: "username" },
+          { message: "password must not contain unpaired surrogates", field: "password" },
+          { message: "displayName must not contain U+0000 or unpaired surrogates", field: "displayName" },
+          { message: "email must not contain U+0000 or unpaired surrogates", field: "email" },
+          { message: "roles must be a list of at most 32 strings of 1-100 characters, without control or invisible characters", field: "roles" },
+          { message: "record 2: displayName must not contain U+0000 or unpaired surrogates", field: "displayName" },
+          { message: "name must be 1-200 characters without U+0000 or unpaired surrogates", field: "name" },
+          { message: "clientSecret must not contain unpaired surrogates", field: "clientSecret" },
+          { message: "jwks must not contain unpaired surrogates", field: "jwks" },
+          { message: "jwksUri must not contain U+0000 or unpaired surrogates", field: "jwksUri" },
+        ]);
+        // Looked up by such a name, nothing is found (no store holds one): the same answer too.
+        await expect(b.app.admin.setAccountEnabled(bad, false)).rejects.toThrow(`user ${JSON.stringify(bad)} does not exist`);
+        await expect(b.app.admin.getClient(bad)).rejects.toThrow(`client ${JSON.stringify(bad)} does not exist`);
+      }
+      expect((await b.app.admin.listAccounts()).map((a) => a.username), "nothing stored").toEqual([USERNAME]);
+      expect((await b.app.admin.listClients()).map((c) => c.clientId), "nothing stored").toEqual([CLIENT_ID]);
+      // A surrogate pair is well-formed, and stored exactly.
+      const pair = "\ud83c\udf31";
+      await b.app.admin.createAccount({ username: `fern ${pair}`, password: password + pair, displayName: pair, email: `${pair}@example.test`, roles: [pair] });
+      await b.app.admin.createClient({ clientId: "c-pair", name: pair, authMethod: "private_key_jwt", jwks: jwks(pair) });
+      expect(await s.storage().accounts.findByUsername(`fern ${pair}`)).toMatchObject({ displayName: pair, email: `${pair}@example.test`, roles: [pair] });
+      expect(await s.storage().clients.get("c-pair")).toMatchObject({ name: pair, jwks: jwks(pair) });
+    });
+
+    it("a client assertion whose jti holds a lone surrogate is refused (invalid_client) before the store: it does not use up the jti that UTF-8 would make of it (2026-11-30)", async () => {
+      const b = await boot(s.storage());
+      const signer = await assertionSigner();
+      await b.app.admin.createClient({ clientId: "signed", authMethod: "private_key_jwt", jwks: { keys: [signer.publicJwk] } });
+      const cc = async (jti: string) => {
+        const assertion = await signer.sign({ iss: "signed", sub: "signed", aud: `${BASE}/UserService/connect/token`, exp: T0 / 1000 + 60, jti });
+        const form = { grant_type: "client_credentials", client_assertion_type: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", client_assertion: assertion };
+        const r = await call(b, new Request(`${BASE}/UserService/connect/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(form).toString() }));
+        return r.status === 200 ? { status: 200 } : { status: r.status, body: r.body };
+      };
+      const refused = (description: string) => ({ status: 401, body: { error: "invalid_client", error_description: description } });
+      expect([await cc("jti-\ud800"), await cc("jti-\udc00"), await cc("jti-\ufffd"), await cc("jti-\ufffd")]).toEqual([
+        refused("The client assertion's jti must not contain unpaired surrogates."),
+        refused("The client assertion's jti must not contain unpaired surrogates."),
+        // Before 2026-11-30 the first was taken, and this one was "already used" (SHA-256 of UTF-8: U+FFFD for each lone surrogate).
+        { status: 200 },
+        refused("The client assertion was already used (jti)."),
+      ]);
+    });
+
     it("a second instance over the same store accepts the first one's tokens (the signing key is read back from the store)", async () => {
       const b = await boot(s.storage());
       const { access } = await passwordGrant(b);
@@ -187,6 +260,30 @@ export function throughCoreSuite(s: SuiteContext): void {
       expect(await second.jwks()).toEqual(await b.app.jwks());
     });
   });
+}
+
+/** base64url (no padding) of bytes, or of a string's UTF-8. */
+function b64url(data: Uint8Array | string): string {
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/**
+ * An ES256 key pair and a compact-JWS signer over WebCrypto alone (this package has no JOSE
+ * library): ECDSA's signature from `subtle.sign` is already JWS's `r || s`. JSON.stringify writes a
+ * lone surrogate in a claim as its `\\uXXXX` escape, as any JWT library does.
+ */
+async function assertionSigner(): Promise<{ publicJwk: Record<string, unknown>; sign(claims: Record<string, unknown>): Promise<string> }> {
+  const pair = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as CryptoKeyPair;
+  const { kty, crv, x, y } = (await crypto.subtle.exportKey("jwk", pair.publicKey)) as Record<string, unknown>;
+  return {
+    publicJwk: { kty, crv, x, y, kid: "k1", alg: "ES256", use: "sig" },
+    async sign(claims) {
+      const input = `${b64url(JSON.stringify({ alg: "ES256", kid: "k1" }))}.${b64url(JSON.stringify(claims))}`;
+      const signature = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, pair.privateKey, new TextEncoder().encode(input));
+      return `${input}.${b64url(new Uint8Array(signature))}`;
+    },
+  };
 }
 
 /** 32 random bytes as base64url, like the console's session ids and CSRF tokens. */
