@@ -239,10 +239,22 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * answer again within its grace window, and takes it for reuse after it (the family revoked, the
    * user signed out): so it is presented again in the background ({@link REFRESH_RETRY_MS} after
    * each such failure) rather than only at the next call, which may come after the window. A retry
-   * is an ordinary renewal (single flight, the shared cache read first); an answer ends the retries.
+   * is an ordinary renewal (single flight, the shared cache read first); an answer that settles
+   * the token (a token, a refusal) ends the retries. An answer that does not ({@link undecided}: a
+   * storage outage's 503, or a call held by its Retry-After) leaves them going: until 2026-11-30 it
+   * ended them, and a call after the grace window presented the replaced token (reuse, the user
+   * signed out).
    */
-  // Its failure fails no call; a failure without an answer schedules the next retry.
-  const refreshRetry = backoff(REFRESH_RETRY_MS, () => getToken().then(() => undefined, () => undefined), keepAlive);
+  // Its failure fails no call; a failure without an answer, or with an undecided one, schedules the
+  // next retry (while the delays last; a failure without an answer schedules it in obtain()).
+  const refreshRetry = backoff(
+    REFRESH_RETRY_MS,
+    () =>
+      getToken().then(noop, (error: unknown) => {
+        if (undecided(error)) refreshRetry.schedule();
+      }),
+    keepAlive,
+  );
 
   /**
    * A refresh got an answer (a token or a refusal), or a renewal found a token otherwise (the
@@ -398,7 +410,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         return { token, cached: false };
       } catch (error) {
         if (noAnswer(error)) refreshRetry.schedule();
-        else refreshAnswered();
+        else if (!undecided(error)) refreshAnswered();
         if (!(error instanceof OAuthError && error.error === "invalid_grant")) throw error;
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
         deadRefresh.add(refreshToken);
@@ -534,6 +546,17 @@ const NO_ANSWER = new Set(["fetch_failed", "timeout", "not_json"]);
 function noAnswer(error: unknown): boolean {
   if (!(error instanceof NetworkError)) return false;
   return NO_ANSWER.has(error.reason) || (error.reason === "unexpected_response" && error.status !== null && error.status >= 500);
+}
+
+/**
+ * Whether a failed token request got an answer that says nothing of the refresh token it presented:
+ * an OAuth error with a 429 or 5xx status (plantgate's `temporarily_unavailable` while its storage
+ * is down, answered before the token is looked at; a throttle's 429), as is the error a call held by
+ * such an answer's Retry-After rejects with. A rotation whose answer was lost earlier may still have
+ * happened: its background retries go on.
+ */
+function undecided(error: unknown): boolean {
+  return error instanceof OAuthError && (error.status === 429 || error.status >= 500);
 }
 
 /**

@@ -5,6 +5,7 @@
  * sharing the cache does not present the replaced refresh token after the grace window (reuse: the
  * server revokes the whole family and the user is signed out).
  */
+import { createMemoryStorage, StorageError, type Storage } from "@plantgate/core";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { OAuthError, TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
 import { startTarget, userProcess, type ServerTarget } from "./support.js";
@@ -464,6 +465,55 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     expect([failed.name, (failed as { reason?: string }).reason, (failed as { status?: number }).status]).toEqual(["NetworkError", "unexpected_response", 504]);
     await expectPresentedAgain(t, a, lose, forwarded, "A: (gateway 504)");
   });
+
+  it("a retry answered 503 temporarily_unavailable (the server's storage down: it cannot say what became of the token) goes on after the Retry-After, still within the window", async () => {
+    // The server's throttle store fails while `down`: every token request is a 503 with
+    // Retry-After 5, before the server looks at the refresh token at all.
+    const memory = createMemoryStorage();
+    const outage = { down: false };
+    const storage: Storage = { ...memory, attempts: { ...memory.attempts, get: (key) => (outage.down ? Promise.reject(new StorageError("attempts unavailable")) : memory.attempts.get(key)) } };
+    target = await startTarget({ storage });
+    const t = target;
+    const forwarded: string[] = [];
+    const lose = { count: 1, answered: 0 };
+    const inner = losingFetch(forwarded, "A", lose);
+    // The status of each refresh answer that reached the client (not the lost one).
+    const statuses: number[] = [];
+    const fetch: FetchLike = async (url, init) => {
+      const response = await inner(url, init);
+      if (new URLSearchParams(init.body ?? "").get("grant_type") === "refresh_token") statuses.push(response.status);
+      return response;
+    };
+    const a = signIn(t, fetch);
+    await a.client.getAccessToken();
+    for (const clock of [t.clock, a.clock]) clock.advance(TTL);
+    // The server rotates; the answer is lost on the way back. Then its storage fails.
+    expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
+    outage.down = true;
+    // The first background retry (1 s) meets the outage.
+    expect(await until(() => statuses.length === 1, 5000)).toBe(true);
+    expect(statuses).toEqual([503]);
+    outage.down = false;
+    // The next retry (2 s later) is held by the Retry-After (5 s, on the clocks, which stand still):
+    // nothing is sent.
+    await sleep(2500);
+    expect(statuses).toEqual([503]);
+    // The Retry-After passes; the retries go on (4 s later) and reach the server again, within the window.
+    for (const clock of [t.clock, a.clock]) clock.advance(6);
+    const retried = await until(() => statuses.length === 2, 12_000);
+    for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
+    const outcome = await a.client.listAccounts().then(
+      (page) => page.total,
+      (e: unknown) => String(e),
+    );
+    expect({ retried, statuses, outcome }).toEqual({ retried: true, statuses: [503, 200], outcome: 1 });
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, `A: ${REFRESH}`, `A: ${ACCOUNTS}`]);
+    const events = await t.events();
+    expect(events.filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed"]);
+    // The outage's one 503, as the server logged it.
+    expect(t.errors).toEqual([{ message: "storage unavailable", context: expect.anything() }]);
+    t.errors.length = 0;
+  }, 20_000);
 
   it("another process sharing the cache renews after the window from the recovered token, not the replaced one", async () => {
     target = await startTarget();

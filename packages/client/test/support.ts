@@ -5,6 +5,7 @@
  * Not a test file itself (vitest only picks up `*.test.ts`).
  */
 import { randomBytes } from "node:crypto";
+import type { Storage } from "@plantgate/core";
 import fetchMock, { type CallLog, type FetchMock } from "fetch-mock";
 import { createClient, TOKEN_PATH, type ClientOptions, type FetchLike, type PlantgateClient } from "../src/index.js";
 
@@ -174,12 +175,13 @@ export function recordingLogger(errors: unknown[]) {
 }
 
 /**
- * The example Node server on port 0 over a real socket (memory storage, its clock manual), with a
+ * The example Node server on port 0 over a real socket (memory storage unless `storage` is given,
+ * its clock manual), with a
  * bootstrapped client and user of random ids and secrets. `errors`: what it logged at level error;
  * `events()`: the names of the security events it logged so far. `close()` (safe to call twice)
  * also checks that no secret or password appeared in its log lines.
  */
-export async function startTarget(options: { clock?: ReturnType<typeof manualClock> } = {}) {
+export async function startTarget(options: { clock?: ReturnType<typeof manualClock>; storage?: Storage } = {}) {
   // Loaded here, not at the top: the fetch-mock unit tests import this file too and need none of it.
   const [{ createMemoryStorage }, { startServer }, { serverLines }] = await Promise.all([
     import("@plantgate/core"),
@@ -202,7 +204,7 @@ export async function startTarget(options: { clock?: ReturnType<typeof manualClo
       PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
     },
     // In-memory storage: the example server would otherwise open its default SQLite file in the cwd.
-    { storage: createMemoryStorage(), clock: clock.now, logger: recordingLogger(errors) },
+    { storage: options.storage ?? createMemoryStorage(), clock: clock.now, logger: recordingLogger(errors) },
     {
       destination: {
         write(line: string) {
