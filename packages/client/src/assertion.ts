@@ -35,7 +35,8 @@ const b64urlJson = (value: unknown) => b64url(encoder.encode(JSON.stringify(valu
 
 function algOfJwk(jwk: JsonWebKey & { alg?: string }): AssertionAlg {
   if (jwk.alg !== undefined) {
-    if (!(jwk.alg in ALGS)) throw new TypeError(`privateKey: alg ${jwk.alg} is not one of ${Object.keys(ALGS).join(", ")}`);
+    // Own keys only: `in` took an inherited name ("toString", "constructor") for an algorithm.
+    if (typeof jwk.alg !== "string" || !Object.prototype.hasOwnProperty.call(ALGS, jwk.alg)) throw new TypeError(`privateKey: alg ${jwk.alg} is not one of ${Object.keys(ALGS).join(", ")}`);
     return jwk.alg as AssertionAlg;
   }
   if (jwk.kty === "EC" && jwk.crv === "P-256") return "ES256";

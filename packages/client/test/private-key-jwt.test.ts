@@ -76,5 +76,12 @@ describe("createClient({ clientId, privateKey }) against the example server", ()
     expect(() => createClient({ baseUrl: server.url, clientId: "x", privateKey: "not json" })).toThrow("privateKey: a string must be a private JWK as JSON");
     expect(() => createClient({ baseUrl: server.url, clientId: "x", privateKey: { kty: "EC", crv: "P-256", x: "a", y: "b" } })).toThrow("privateKey: the JWK must be a private key (with d)");
     expect(() => createClient({ baseUrl: server.url, clientId: "x", privateKey: { kty: "oct", k: "AAAA", d: "x" } as JsonWebKey })).toThrow("privateKey: unsupported key type");
+    // An alg named like a property every object inherits is no algorithm either (it passed as one,
+    // and the first token request failed with "the JWK could not be imported (TypeError)").
+    for (const alg of ["toString", "constructor", "__proto__", "hasOwnProperty"]) {
+      expect(() => createClient({ baseUrl: server.url, clientId: "x", privateKey: { kty: "EC", crv: "P-256", x: "a", y: "b", d: "c", alg } })).toThrow(
+        new TypeError(`privateKey: alg ${alg} is not one of ES256, ES384, RS256, PS256, EdDSA`),
+      );
+    }
   });
 });
