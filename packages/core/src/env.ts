@@ -4,7 +4,7 @@ import { checkAccountInput } from "./admin/index.js";
 import { checkClientId, checkClientSecret } from "./admin/clients.js";
 import type { AccountStore, ClientStore } from "./storage/types.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
-import type { PlantgateOptions } from "./options.js";
+import { MAX_AUDIT_RETENTION_DAYS, type PlantgateOptions } from "./options.js";
 import { parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
 import { MIN_ACTIVATION_DELAY_SECONDS } from "./tokens/keys.js";
 import { MAX_TTL_SECONDS } from "./admin/clients.js";
@@ -132,10 +132,12 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
     if (checks > 1000) throw new ConfigError(`PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS must be from 1 to 1000, got "${checks}"`);
     out.maxConcurrentPasswordChecks = checks;
   }
-  const auditDays = int(env, "PLANTGATE_AUDIT_RETENTION_DAYS");
+  const auditDays = int(env, "PLANTGATE_AUDIT_RETENTION_DAYS", MAX_AUDIT_RETENTION_DAYS);
   if (auditDays !== undefined) out.auditRetentionDays = auditDays;
   const consoleOn = flag(env, "PLANTGATE_CONSOLE") || flag(env, "PLANTGATE_BOOTSTRAP_ADMIN");
-  const sessionTtl = int(env, "PLANTGATE_CONSOLE_SESSION_TTL");
+  // The option's own bounds, refused here under the variable's name (a TypeError naming
+  // console.sessionTtlSeconds until 2026-11-30).
+  const sessionTtl = int(env, "PLANTGATE_CONSOLE_SESSION_TTL", MAX_TTL_SECONDS);
   if (consoleOn) out.console = { enabled: true, ...(sessionTtl !== undefined ? { sessionTtlSeconds: sessionTtl } : {}) };
   return out;
 }

@@ -10,7 +10,7 @@ export { PRUNE_BATCH_SIZE, PRUNE_STORES, type PruneCounts, type PruneOptions } f
 export { accountView, type AccountPage, type AccountView } from "./api/accounts.js";
 export { ApiError, ApiErrorCode, HostFaultError, OAuthError, StorageError, TooManyAttemptsError, UnstorableValueError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
 export { describeError, unavailableResponse, type PlainResponse } from "./http/respond.js";
-export { guardedLogger } from "./options.js";
+export { guardedLogger, MAX_AUDIT_RETENTION_DAYS } from "./options.js";
 export { isThenable } from "./util/thenable.js";
 export type { Logger } from "./context.js";
 export type * from "./events/types.js";

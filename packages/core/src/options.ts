@@ -45,6 +45,9 @@ function resolveGrace(options: PlantgateOptions): RefreshGrace {
   return { windowMs: perClient.size === 0 ? () => fallback : (clientId) => perClient.get(clientId) ?? fallback, maxUses };
 }
 
+/** The longest `auditRetentionDays` (and `PLANTGATE_AUDIT_RETENTION_DAYS`): 100 years. */
+export const MAX_AUDIT_RETENTION_DAYS = 36_500;
+
 function positiveInt(name: string, value: number | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer`);
@@ -225,7 +228,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     logger,
     ...{ tracer: options.tracer, observer: options.observer },
     events,
-    auditRetentionMs: positiveInt("auditRetentionDays", options.auditRetentionDays, 90) * 24 * 3600 * 1000,
+    // At most 100 years: the cutoff (now minus the retention) stays a safe integer every store
+    // takes (1e12 days made PostgreSQL refuse every prune, 22003, until 2026-11-30).
+    auditRetentionMs: positiveInt("auditRetentionDays", options.auditRetentionDays, 90, MAX_AUDIT_RETENTION_DAYS) * 24 * 3600 * 1000,
     clientKeys: createClientKeys(clock, logger),
     throttle: createThrottle(
       storage.attempts,

@@ -106,6 +106,15 @@ describe("audit trail", () => {
     short.clock.advance(DAY);
     expect((await short.app.admin.prune()).auditEvents).toBe(2);
     await expect(() => harness({ auditRetentionDays: 0 })).rejects.toThrow("auditRetentionDays must be a positive integer");
+    // At most 100 years (a longer one made PostgreSQL refuse every prune: the conformance kit's
+    // deleteExpired-before-1970 case runs the longest on every store).
+    await expect(() => harness({ auditRetentionDays: 36_501 })).rejects.toThrow(new TypeError("auditRetentionDays must be at most 36500"));
+    const longest = await harness({ storage: createMemoryStorage({ audit: true }), auditRetentionDays: 36_500 });
+    await longest.app.flushEvents();
+    longest.clock.advance(36_500 * DAY - 1);
+    expect((await longest.app.admin.prune()).auditEvents).toBe(0);
+    longest.clock.advance(1);
+    expect((await longest.app.admin.prune()).auditEvents).toBe(2);
   });
 
   it("unknown usernames and client ids (a password or secret in the wrong field) are never recorded", async () => {

@@ -13,6 +13,14 @@ describe("console environment", () => {
     expect(optionsFromEnv({ PLANTGATE_BOOTSTRAP_ADMIN: "true", PLANTGATE_CONSOLE_SESSION_TTL: "900" }).console).toEqual({ enabled: true, sessionTtlSeconds: 900 });
     expect(() => optionsFromEnv({ PLANTGATE_CONSOLE: "yes" })).toThrow(new ConfigError('PLANTGATE_CONSOLE must be 1 or true, or 0 or false, got "yes"'));
     expect(() => optionsFromEnv({ PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_SESSION_TTL: "-5" })).toThrow(ConfigError);
+    // Past the option's 10 years: refused under the variable's name (a TypeError naming
+    // console.sessionTtlSeconds when the app was made, until 2026-11-30).
+    expect(() => optionsFromEnv({ PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_SESSION_TTL: "315360001" })).toThrow(
+      new ConfigError('PLANTGATE_CONSOLE_SESSION_TTL must be at most 315360000, got "315360001"'),
+    );
+    expect(optionsFromEnv({ PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_SESSION_TTL: "315360000" }).console).toEqual({ enabled: true, sessionTtlSeconds: 315_360_000 });
+    expect(() => optionsFromEnv({ PLANTGATE_AUDIT_RETENTION_DAYS: "36501" })).toThrow(new ConfigError('PLANTGATE_AUDIT_RETENTION_DAYS must be at most 36500, got "36501"'));
+    expect(optionsFromEnv({ PLANTGATE_AUDIT_RETENTION_DAYS: "36500" }).auditRetentionDays).toBe(36_500);
     expect(bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_ADMIN: "1" })).toEqual({ client: null, account: null, admin: true });
     expect(bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_ADMIN: "0" })).toEqual({ client: null, account: null });
   });

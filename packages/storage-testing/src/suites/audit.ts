@@ -96,6 +96,14 @@ export function auditSuite(s: SuiteContext): void {
       expect(await a.list({ limit: 100 })).toEqual([]);
     });
 
+    it("deleteExpired before 1970 (now minus core's longest retention, 36,500 days, is one until 2070): a negative time deletes nothing and does not fail", async (t) => {
+      const a = audit(t);
+      await a.append(rec(1, { time: T0 }));
+      expect(await a.deleteExpired(T0 - 36_500 * DAY)).toBe(0);
+      expect(await a.deleteExpired(-1, 10)).toBe(0);
+      expect(ids(await a.list({ limit: 10 }))).toEqual([rec(1).id]);
+    });
+
     it("appends racing pruning by age (four appenders and two pruners, on two instances when the target can open a second): no error, every record after the cutoff stays whole, every one at or before it is deleted once", { timeout: RACES_TIMEOUT }, async (t) => {
       const a = audit(t);
       await withOtherInstance(s, async (other) => {
