@@ -10,6 +10,7 @@ const dirs = (parent: string) =>
     .filter((entry) => entry.isDirectory())
     .map((entry) => `${parent}/${entry.name}`);
 
-const projects: string[] = [...dirs("packages"), ...dirs("tests"), "examples/custom-storage", "examples/cloudflare-worker", "bench"];
+// tests/hostile is a second project too: its files with a Workers path, on workerd (HOSTILE_RUNTIME=workerd).
+const projects: string[] = [...dirs("packages"), ...dirs("tests"), "tests/hostile/vitest.workerd.config.ts", "examples/custom-storage", "examples/cloudflare-worker", "bench"];
 
 export default projects;

@@ -5,7 +5,7 @@
  */
 import fc from "fast-check";
 import { headerText } from "./auth.js";
-import { b64, CLIENTS, formEncode, ISSUER, OFFLINE, SERVER_COMMANDS, USER_APIS, utf8, type World } from "./world.js";
+import { b64, CLIENTS, formEncode, ISSUER, OFFLINE, ON_WORKERD, SERVER_COMMANDS, USER_APIS, utf8, type World } from "./world.js";
 
 export type RefreshSym = "live" | "consumed" | "revoked" | "expired" | "otherClient" | "random" | "long" | "accessToken";
 
@@ -162,7 +162,12 @@ const CONTENT_TYPES = [
   "",
 ];
 
-export const METHODS = ["GET", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD", "PROPFIND", "post", "TRACE-ish"];
+/**
+ * Methods of the form requests. On workerd an extension method its HTTP server does not know
+ * (`TRACE-ish`) never reaches a Worker: workerd answers `501 ERROR: Unrecognized request method.`
+ * itself (text/plain), which no Worker can change; those worlds send the others only.
+ */
+export const METHODS = ["GET", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD", "PROPFIND", "post", ...(ON_WORKERD ? [] : ["TRACE-ish"])];
 
 const extraHeaderArb = fc.tuple(
   fc.oneof(fc.constantFrom("x-forwarded-for", "forwarded", "x-real-ip", "content-encoding", "transfer-encoding", "accept", "accept-charset", "x-http-method-override", "origin", "cookie", "dpop"), fc.stringMatching(/^x-[a-z0-9-]{1,10}$/)),

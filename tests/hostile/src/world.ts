@@ -1,7 +1,9 @@
 /**
  * The world every property attacks: a real `createPlantgate` on the memory store (wrapped by the
  * recording storage), with known clients, accounts, tokens and keys, so an oracle can decide what
- * a request *should* get without asking the server.
+ * a request *should* get without asking the server. With `HOSTILE_RUNTIME=workerd` the requests go
+ * to `@plantgate/cloudflare`'s Worker in workerd on D1 instead (src/workerd.ts), the same setup made
+ * from Node on the same database.
  *
  * Password hashing uses 1,000 PBKDF2 iterations instead of 600,000 so ten thousand password-grant
  * requests take seconds, not hours; the algorithm and the code path are the production ones.
@@ -13,7 +15,20 @@ import { redisHotStores } from "@plantgate/storage-redis";
 import mysql from "mysql2/promise";
 import pg from "pg";
 import { createClient } from "redis";
-import { createRecordingStorage, type RecordingStorage } from "./snapshot.js";
+import { createRecordingStorage, snapshot, type RecordingStorage, type StoreSnapshot } from "./snapshot.js";
+import { startWorkerd, type WorkerdRuntime } from "./workerd.js";
+
+/**
+ * Where the generated requests are answered, `HOSTILE_RUNTIME`: unset or empty, in this process
+ * (`app.fetch` of a `createPlantgate` on the store below, with a clock that stands still at
+ * {@link NOW}); `workerd`: by `@plantgate/cloudflare`'s Worker in workerd (Miniflare) on a real D1
+ * database (src/workerd.ts), with the machine's real time on both sides (see {@link World.clock}).
+ * Not with `HOSTILE_STORE` or `HOSTILE_REDIS`: the Worker's store is D1.
+ */
+export const RUNTIME = process.env.HOSTILE_RUNTIME ?? "";
+if (RUNTIME !== "" && RUNTIME !== "workerd") throw new Error(`HOSTILE_RUNTIME must be unset or workerd, got ${JSON.stringify(RUNTIME)}`);
+/** Whether the worlds run the Worker (`HOSTILE_RUNTIME=workerd`). */
+export const ON_WORKERD = RUNTIME === "workerd";
 
 /**
  * The store every world runs on, `HOSTILE_STORE`: `memory` (default, what `pnpm test` runs),
@@ -44,7 +59,8 @@ const REDIS_URL = REDIS === "" ? null : REDIS === "1" ? "redis://127.0.0.1:6379"
 export const replayStoreEnv = (env: Record<string, string | undefined>): string => {
   const store = env.HOSTILE_STORE ?? "memory";
   const redis = env.HOSTILE_REDIS ?? "";
-  return `${store === "memory" ? "" : ` HOSTILE_STORE=${store}`}${redis === "" ? "" : ` HOSTILE_REDIS=${redis === "1" ? redis : redactConnectionUrl(redis)}`}`;
+  const runtime = env.HOSTILE_RUNTIME ?? "";
+  return `${runtime === "" ? "" : ` HOSTILE_RUNTIME=${runtime}`}${store === "memory" ? "" : ` HOSTILE_STORE=${store}`}${redis === "" ? "" : ` HOSTILE_REDIS=${redis === "1" ? redis : redactConnectionUrl(redis)}`}`;
 };
 export const STORE_ENV = replayStoreEnv(process.env);
 const POSTGRES_URL = process.env.PLANTGATE_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -154,7 +170,11 @@ export const SERVER_COMMANDS = "Platform_AllAppsServerCommands";
 export const OFFLINE = "offline_access";
 /** The id of the plant every world starts with. */
 export const KNOWN_PLANT_ID = 42n;
-/** Fixed "now" of every world: tokens minted before it can be expired on purpose. */
+/**
+ * Fixed "now" of every in-process world: tokens minted before it can be expired on purpose. A
+ * workerd world's clock is the machine's (the Worker's cannot be set from here): read
+ * {@link World.clock}, not this, for the time a request is answered at.
+ */
 export const NOW = Date.UTC(2026, 5, 1, 12, 0, 0);
 
 export interface ClientFixture {
@@ -211,7 +231,24 @@ export interface World {
   app: Plantgate;
   rec: RecordingStorage;
   storage: Storage;
-  clock: { now: number };
+  /**
+   * The time the server answers at. In process: {@link NOW}, standing still. On workerd: the
+   * machine's real time (`Date.now()`, the Worker's clock too), moving: a time the Worker stamps
+   * (a revoked family's `revokedAt`) is only known to lie between the readings before and after
+   * its request (see `withStoreCheck`).
+   */
+  clock: { readonly now: number };
+  /** Whether the clock is the machine's (workerd), not one standing still. */
+  realTime: boolean;
+  /**
+   * On workerd: adds every key stored in D1 to `rec.known`, so snapshots see rows the Worker wrote
+   * (the recording storage only sees Node's writes). In process: nothing to do.
+   */
+  learnKeys(): Promise<void>;
+  /** The store's snapshot for `withStoreCheck` (src/snapshot.ts; on workerd, read from D1 in one batch). */
+  snapshot(): Promise<StoreSnapshot>;
+  /** The ids of the stored plants (on workerd, read from D1 in one query, the Worker's plants too). */
+  storedPlantIds(): Promise<Set<bigint>>;
   clients: ClientFixture[];
   accounts: AccountFixture[];
   logs: LogEntry[];
@@ -326,11 +363,25 @@ export type WorldOptions = Pick<PlantgateOptions, "bruteForce" | "console">;
  * const res = await world.app.fetch(new Request(ISSUER + "/.well-known/jwks.json"));
  */
 export async function createWorld(seed: number, options: WorldOptions = {}): Promise<World> {
-  const clock = { now: NOW };
-  const store = await openStore(seed, () => clock.now);
-  const rec = createRecordingStorage(store.storage);
+  // Setup mints tokens in the past (`ago` ms before now); the requests then run at now.
+  let ago = 0;
+  const clock = { get now() { return (ON_WORKERD ? Date.now() : NOW) - ago; } };
   const logs: LogEntry[] = [];
+  const events: string[] = [];
   setupLogs = logs;
+  const bruteForce = options.bruteForce ?? { maxFailures: 1_000_000_000, windowSeconds: 60 };
+  let worker: WorkerdRuntime | null = null;
+  if (ON_WORKERD) {
+    if (STORE !== "memory" || REDIS_URL !== null) throw new Error("HOSTILE_RUNTIME=workerd runs on D1: unset HOSTILE_STORE and HOSTILE_REDIS");
+    if (options.console !== undefined) throw new Error("HOSTILE_RUNTIME=workerd: the console world does not run on the Worker");
+    if (bruteForce === false) throw new Error("HOSTILE_RUNTIME=workerd: the Worker's brute-force defence cannot be turned off");
+    worker = await startWorkerd(
+      { issuer: ISSUER, bruteForce },
+      { onLog: (level, message, context) => logs.push({ level, message, context }), onEvent: (json) => events.push(json) },
+    );
+  }
+  const store: OpenStore = worker ?? (await openStore(seed, () => clock.now));
+  const rec = createRecordingStorage(store.storage);
   // The example servers' logs and metrics, writing into memory: every level, every event.
   const lines: string[] = [];
   const log = createLog({ level: "trace", destination: { write: (line: string) => void lines.push(line) } });
@@ -348,7 +399,6 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     },
   };
   const random = seededBytes(seed);
-  const events: string[] = [];
   const observability = {
     observer: metrics.observer,
     onEvent: (event: SecurityEvent) => {
@@ -370,14 +420,17 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     // The brute-force defence stays on (its code runs on every failure) but, unless a world asks
     // for a strict limit, never locks: otherwise the thousands of deliberate failures would lock
     // the known clients and users and the valid requests could no longer be told apart.
-    bruteForce: options.bruteForce ?? { maxFailures: 1_000_000_000, windowSeconds: 60 },
+    bruteForce,
   };
   const app = createPlantgate({ ...common, issuer: ISSUER, baseUrl: ISSUER, ...(options.console ? { console: options.console } : {}) });
   // Every token an answer issues is something a later line must not hold.
   const carried = new Set<string>();
-  const appFetch = app.fetch.bind(app);
+  // Setup's requests go to this app; on workerd, the world's requests then go to the Worker.
+  let appFetch: Plantgate["fetch"] = app.fetch.bind(app);
   app.fetch = async (request, info) => {
     const response = await appFetch(request, info);
+    // Keys of rows the Worker wrote, so the next snapshot reads them too.
+    if (worker !== null) await worker.learnKeys(rec.known);
     if (response.status === 200 && (response.headers.get("content-type") ?? "").startsWith("application/json")) {
       const text = await response.clone().text();
       for (const m of text.matchAll(/"(?:access_token|refresh_token)":"([^"\\]{8,})"/g)) carried.add(m[1]!);
@@ -387,9 +440,9 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
   const other = createPlantgate({ ...common, issuer: OTHER_ISSUER, baseUrl: OTHER_ISSUER });
   // The clients exist from well before the expired tokens below are minted: a token issued before
   // its client was created is not that client's (a re-created client inherits nothing).
-  clock.now = NOW - 30 * 24 * 3600_000;
+  ago = 30 * 24 * 3600_000;
   for (const c of CLIENTS) await app.admin.createClient({ clientId: c.id, clientSecret: c.secret, grantTypes: c.grants, scopes: c.scopes });
-  clock.now = NOW;
+  ago = 0;
   const accounts: AccountFixture[] = [];
   for (const a of ACCOUNTS_INPUT) {
     const view = await app.admin.createAccount({ username: a.username, password: a.password, enabled: a.enabled, roles: ["user"] });
@@ -422,11 +475,11 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
   const noApiScope = (await tokenCall(app, pw, passwordParams(OFFLINE))).access_token as string;
   const otherAudience = (await tokenCall(other, cc, [["grant_type", "client_credentials"]])).access_token as string;
 
-  clock.now = NOW - 3 * 3600_000;
+  ago = 3 * 3600_000;
   const expired = (await tokenCall(app, cc, [["grant_type", "client_credentials"]])).access_token as string;
-  clock.now = NOW - 8 * 24 * 3600_000;
+  ago = 8 * 24 * 3600_000;
   const expiredRefresh = await refreshOf(pw);
-  clock.now = NOW;
+  ago = 0;
 
   const consumed = await refreshOf(pw);
   await rotate(pw, consumed);
@@ -478,6 +531,7 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
   const publicKey = await crypto.subtle.importKey("jwk", { ...publicJwk, key_ops: ["verify"] }, { name: "ECDSA", namedCurve: "P-256" }, true, ["verify"]);
   const pem = pemOf(await crypto.subtle.exportKey("spki", publicKey));
   rec.takeWrites();
+  if (worker !== null) appFetch = worker.fetch;
   for (const t of [ccToken, aliceToken, noApiScope, expired, otherAudience, revokedAccess, consumed, revoked, expiredRefresh, otherClient, live]) carried.add(t);
   const secrets = [...CLIENTS.map((c) => c.secret), ...ACCOUNTS_INPUT.map((a) => a.password)];
   for (const secret of secrets) carried.add(secret);
@@ -487,6 +541,17 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     rec,
     storage: rec.storage,
     clock,
+    realTime: ON_WORKERD,
+    learnKeys: async () => {
+      if (worker !== null) await worker.learnKeys(rec.known);
+    },
+    snapshot: () => (worker !== null ? worker.snapshot(rec.storage) : snapshot(rec.storage, rec.known)),
+    storedPlantIds: async () => {
+      if (worker !== null) return new Set((await worker.snapshot(rec.storage)).plants.map((p) => (p as { id: bigint }).id));
+      const ids = [...rec.known.plantIds];
+      const found = await Promise.all(ids.map((id) => rec.storage.plants.get(id)));
+      return new Set(ids.filter((_, i) => found[i] !== null));
+    },
     clients: CLIENTS,
     accounts,
     logs,
@@ -508,7 +573,8 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     keys: { kid: keyRecord.kid, privateKey, publicJwkText: keyRecord.publicJwk, publicJwk, pem },
     secrets,
     carried,
-    output: async () => lines.join("") + (await metrics.text()),
+    // On workerd, also all the Worker printed (its marked log and event lines among it).
+    output: async () => lines.join("") + (await metrics.text()) + (worker === null ? "" : await worker.output()),
     refreshIsLive,
     refreshRecord,
     close: () => store.close(),

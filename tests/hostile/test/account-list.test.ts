@@ -10,7 +10,7 @@ import { expect, it } from "vitest";
 import { authArb, authOutcome, headerText, resolveAuth } from "../src/auth.js";
 import { apiError, fail, logsAreClean, noServerError, read, withStoreCheck } from "../src/invariants.js";
 import { bump, runChunked, summary } from "../src/run.js";
-import { COVERAGE_CHECKS, RUNS } from "../src/settings.js";
+import { COVERAGE_CHECKS, RUNS, RUNTIME_LABEL } from "../src/settings.js";
 import { ISSUER, LIST_PATH, SERVER_COMMANDS, USER_APIS, type World } from "../src/world.js";
 
 const MAX_PAGE_SIZE = 100;
@@ -78,7 +78,7 @@ async function expectedPage(world: World, page: number, pageSize: number): Promi
   };
 }
 
-it(`GET GetAccountList: ${RUNS} generated requests: never a 5xx, {error:int32,message} errors, hostile tokens refused, scope enforced, 200 is exactly the stored page, nothing written`, async () => {
+it(`${RUNTIME_LABEL}GET GetAccountList: ${RUNS} generated requests: never a 5xx, {error:int32,message} errors, hostile tokens refused, scope enforced, 200 is exactly the stored page, nothing written`, async () => {
   const tally = await runChunked(fc.tuple(authArb, querySpecArb), async (world, [authSpec, q], tally) => {
     const { header, verdict } = await resolveAuth(world, authSpec);
     const query = [...q.parts.map(([k, v]) => `${encodeURIComponent(k)}=${v}`), ...(q.raw !== null ? [q.raw] : [])].join("&");

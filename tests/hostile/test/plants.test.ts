@@ -9,7 +9,7 @@ import { authArb, authOutcome, resolveAuth } from "../src/auth.js";
 import { apiError, fail, logsAreClean, noServerError, read, withStoreCheck, type Answer } from "../src/invariants.js";
 import { expectPlant, plantBytes, plantSpecArb } from "../src/plant-body.js";
 import { bump, runChunked, summary } from "../src/run.js";
-import { COVERAGE_CHECKS, RUNS } from "../src/settings.js";
+import { COVERAGE_CHECKS, RUNS, RUNTIME_LABEL } from "../src/settings.js";
 import { ISSUER, KNOWN_PLANT_ID } from "../src/world.js";
 import fc from "fast-check";
 
@@ -24,7 +24,7 @@ function plantOf(a: Answer): { id: bigint; name: string; tag: string | null } {
   return { id: BigInt(m[1]!), name: body.name, tag: (body.tag as string | undefined) ?? null };
 }
 
-it(`POST /plants: ${RUNS} generated requests: never a 5xx, {error:int32,message} errors, hostile tokens refused, 200 only for a valid NewPlant that is then stored, rejected requests write nothing`, async () => {
+it(`${RUNTIME_LABEL}POST /plants: ${RUNS} generated requests: never a 5xx, {error:int32,message} errors, hostile tokens refused, 200 only for a valid NewPlant that is then stored, rejected requests write nothing`, async () => {
   const tally = await runChunked(fc.tuple(authArb, plantSpecArb), async (world, [authSpec, spec], tally) => {
     const { header, verdict } = await resolveAuth(world, authSpec);
     const bytes = plantBytes(spec, KNOWN_PLANT_ID);
@@ -33,8 +33,7 @@ it(`POST /plants: ${RUNS} generated requests: never a 5xx, {error:int32,message}
     if (spec.contentType !== null) headers.set("content-type", spec.contentType);
     const hasBody = spec.method !== "GET" && spec.method !== "HEAD";
     const request = new Request(`${ISSUER}/plants`, { method: spec.method, headers, ...(hasBody ? { body: bytes as Uint8Array<ArrayBuffer> } : {}) });
-    const storedBefore = new Set<bigint>();
-    for (const id of world.rec.known.plantIds) if (await world.storage.plants.get(id)) storedBefore.add(id);
+    const storedBefore = await world.storedPlantIds();
     const expectation = expectPlant(spec, bytes, (id) => storedBefore.has(id), KNOWN_PLANT_ID);
 
     const a = await withStoreCheck(world, async () => read(await world.app.fetch(request)), (x) => x.status !== 200);

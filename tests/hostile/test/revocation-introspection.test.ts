@@ -66,8 +66,8 @@ async function property(path: string, world: World, spec: FormSpec, tally: impor
         const family = what.record.familyId;
         return {
           writes: ["refreshTokens.revokeFamily"],
-          apply(before: StoreSnapshot) {
-            for (const [, r] of before.refresh) if (r && r.familyId === family && r.revokedAt === null) r.revokedAt = now;
+          apply(before: StoreSnapshot, at: number) {
+            for (const [, r] of before.refresh) if (r && r.familyId === family && r.revokedAt === null) r.revokedAt = at;
           },
         };
       }

@@ -12,7 +12,7 @@ import { expect, it } from "vitest";
 import { fail, noServerError, oauthError, read, withStoreCheck, type Answer } from "../src/invariants.js";
 import { buildFormRequest, entitlement, formSpecArb, isPristine, parseFormStrict, replayedFamily, TOKEN_REQUEST_PARAMETERS, type Entitlement } from "../src/form-request.js";
 import { bump, runChunked, summary } from "../src/run.js";
-import { COVERAGE_CHECKS, RUNS } from "../src/settings.js";
+import { COVERAGE_CHECKS, RUNS, RUNTIME_LABEL } from "../src/settings.js";
 import { ISSUER, OFFLINE, TOKEN_PATH, type World } from "../src/world.js";
 
 function claimsOf(jwt: string): Record<string, unknown> {
@@ -51,12 +51,11 @@ function checkIssued(world: World, a: Answer, ent: Entitlement): void {
   }
 }
 
-it(`token endpoint: ${RUNS} generated requests: never a 5xx, RFC 6749 error shapes, no token for bad credentials, rejected requests write nothing`, async () => {
+it(`${RUNTIME_LABEL}token endpoint: ${RUNS} generated requests: never a 5xx, RFC 6749 error shapes, no token for bad credentials, rejected requests write nothing`, async () => {
   const tally = await runChunked(formSpecArb, async (world, spec, tally) => {
     const { request, sent } = await buildFormRequest(world, spec, TOKEN_PATH);
     const ent = await entitlement(world, sent);
     const family = await replayedFamily(world, sent);
-    const now = world.clock.now;
     const a = await withStoreCheck(
       world,
       async () => read(await world.app.fetch(request)),
@@ -66,8 +65,8 @@ it(`token endpoint: ${RUNS} generated requests: never a 5xx, RFC 6749 error shap
           ? undefined
           : {
               writes: ["refreshTokens.revokeFamily"],
-              apply(before) {
-                for (const [, r] of before.refresh) if (r && r.familyId === family && r.revokedAt === null) r.revokedAt = now;
+              apply(before, at) {
+                for (const [, r] of before.refresh) if (r && r.familyId === family && r.revokedAt === null) r.revokedAt = at;
               },
             },
     );

@@ -30,7 +30,6 @@ it(`token endpoint under a strict lock-out: ${RUNS_HERE} generated requests: 429
       const { request, sent } = await buildFormRequest(world, spec, TOKEN_PATH);
       const ent = await entitlement(world, sent);
       const family = await replayedFamily(world, sent);
-      const now = world.clock.now;
       const a = await withStoreCheck(
         world,
         async () => read(await world.app.fetch(request, ip === undefined ? undefined : { clientIp: ip })),
@@ -41,8 +40,8 @@ it(`token endpoint under a strict lock-out: ${RUNS_HERE} generated requests: 429
             ? undefined
             : {
                 writes: ["refreshTokens.revokeFamily"],
-                apply(before) {
-                  for (const [, r] of before.refresh) if (r && r.familyId === family && r.revokedAt === null) r.revokedAt = now;
+                apply(before, at) {
+                  for (const [, r] of before.refresh) if (r && r.familyId === family && r.revokedAt === null) r.revokedAt = at;
                 },
               },
       );
