@@ -164,6 +164,39 @@ describe("console: sign-in", () => {
     });
   });
 
+  it("a sign-in that replaces the browser's session ends that session in the store (a new id, and the old one works no more)", async () => {
+    const h = await consoleHarness();
+    await h.app.admin.createAccount({ username: "eve", password: "eve-password-1", roles: ["admin"] });
+    const first = await signIn(h.app);
+    // The same administrator again, then another one, each from the browser holding the last cookie.
+    const again = await signIn(h.app, ADMIN.username, ADMIN.password, { cookie: first.cookie });
+    expect(again.sessionId).not.toBe(first.sessionId);
+    expect(await h.storage.sessions.get(await hashOf(first.sessionId))).toBeNull();
+    const stale = await read(await call(h.app, "GET", "/api/session", { cookie: first.cookie }));
+    expect([stale.status, stale.body]).toEqual([401, NOT_SIGNED_IN]);
+    const eve = await signIn(h.app, "eve", "eve-password-1", { cookie: `theme=dark; ${again.cookie}` });
+    expect(await h.storage.sessions.get(await hashOf(again.sessionId))).toBeNull();
+    expect((await read(await call(h.app, "GET", "/api/session", { cookie: eve.cookie }))).body).toEqual({ ...SESSION_BODY, username: "eve", displayName: null, csrfToken: eve.csrf });
+    // A refused sign-in leaves the session it was sent with as it was: the cookie is not replaced.
+    const refused = await read(await call(h.app, "POST", "/api/session", { body: { username: "root", password: "wrong-password" }, cookie: eve.cookie }));
+    expect([refused.status, refused.body, refused.setCookie]).toEqual([401, BAD_CREDENTIALS, null]);
+    expect((await call(h.app, "GET", "/api/session", { cookie: eve.cookie })).status).toBe(200);
+  });
+
+  it("a store failing to delete the replaced session does not refuse the sign-in: 200, the new session works, the failure logged", async () => {
+    const memory = createMemoryStorage();
+    const warned: unknown[][] = [];
+    const storage = { ...memory, sessions: { ...memory.sessions, delete: async () => Promise.reject(new StorageError("session store: connection reset")) } };
+    const h = await consoleHarness({ storage, logger: { error() {}, warn: (...args: unknown[]) => void warned.push(args) } });
+    const first = await signIn(h.app);
+    const second = await signIn(h.app, ADMIN.username, ADMIN.password, { cookie: first.cookie });
+    expect(second.body).toEqual({ ...SESSION_BODY, csrfToken: second.csrf });
+    expect((await call(h.app, "GET", "/api/clients", { cookie: second.cookie })).status).toBe(200);
+    expect(warned).toEqual([
+      ["the session a sign-in replaced could not be deleted (the sign-in goes on; it ends at its expiry)", { name: "StorageError", message: "session store: connection reset" }],
+    ]);
+  });
+
   it("a failing sweep of expired sessions at sign-in does not refuse it: 200, the session works, the sweep's error logged", async () => {
     const memory = createMemoryStorage();
     const warned: unknown[][] = [];

@@ -184,6 +184,22 @@ export async function checkCsrf(session: ConsoleSession, request: ConsoleRequest
   }
 }
 
+/**
+ * After a successful sign-in: ends the session whose cookie the request carried, whoever's it was,
+ * since the new cookie replaces it in this browser. Left in the store (before 2026-11-30), it
+ * stayed valid until its expiry for anyone who had copied its cookie, though the browser that
+ * held it had signed in anew. Best effort: a store that fails here does not refuse the sign-in.
+ */
+export async function endReplacedSession(ctx: Context, request: ConsoleRequest): Promise<void> {
+  const sessionId = sessionIdFrom(request.cookie);
+  if (sessionId === null) return;
+  try {
+    await ctx.storage.sessions.delete(await sha256(sessionId));
+  } catch (error) {
+    ctx.logger.warn("the session a sign-in replaced could not be deleted (the sign-in goes on; it ends at its expiry)", describeError(error));
+  }
+}
+
 /** Signs the session out: deletes it from storage. */
 export async function deleteSession(ctx: Context, session: ConsoleSession): Promise<void> {
   await ctx.storage.sessions.delete(session.record.idHash);

@@ -5,7 +5,7 @@ import { sessionBody } from "./api.js";
 import { checkPassword, consoleAddressBudget } from "../security/credentials.js";
 import { readJsonObject, requiredString } from "./body.js";
 import type { ConsoleRequest } from "./request.js";
-import { createSession, sessionCookie } from "./session.js";
+import { createSession, endReplacedSession, sessionCookie } from "./session.js";
 
 const MAX_CREDENTIAL_LENGTH = 1024;
 
@@ -38,6 +38,8 @@ export async function signIn(ctx: Context, request: ConsoleRequest): Promise<Pla
     await ctx.storage.sessions.delete(session.idHash);
     throw badCredentials();
   }
+  // The browser's earlier session (the cookie this one replaces) ends here, not at its expiry.
+  await endReplacedSession(ctx, request);
   const { sessionId, csrfToken, expiresAt } = session;
   ctx.events.emit({ type: "console.signed_in", account_id: account.id, username: account.username, client_ip: request.clientIp ?? null });
   return json(200, sessionBody(ctx, { username: account.username, displayName: account.displayName, csrfToken, expiresAt }), {
