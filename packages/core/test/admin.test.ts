@@ -6,6 +6,19 @@ import { BASE, basic, harness, passwordTokens, tokenRequest } from "./helpers.js
 const listAccounts = (app: Awaited<ReturnType<typeof harness>>["app"], token: string) =>
   app.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${token}` } }));
 
+/** Signs `root` (password root-password-1) in to the console; its `Cookie` header value. */
+async function consoleSignIn(app: Awaited<ReturnType<typeof harness>>["app"]): Promise<string> {
+  const res = await app.fetch(
+    new Request(`${BASE}/console/api/session`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: new URL(BASE).origin, "sec-fetch-site": "same-origin" },
+      body: JSON.stringify({ username: "root", password: "root-password-1" }),
+    }),
+  );
+  if (res.status !== 200) throw new Error(`console sign-in failed: ${res.status} ${await res.text()}`);
+  return /^(plantgate_console=[^;]*);/.exec(res.headers.get("set-cookie")!)![1]!;
+}
+
 describe("admin operations", () => {
   it("ensureClient and ensureAccount from several instances at once on one store (Worker isolates starting together): one creates, the others find it, none throws", async () => {
     const storage = createMemoryStorage();
@@ -112,6 +125,48 @@ describe("admin operations", () => {
     await h.app.admin.setAccountEnabled(h.username, true);
     const refresh = await tokenRequest(h.app, { grant_type: "refresh_token", refresh_token: refresh_token! }, { authorization: basic(h.clientId, h.clientSecret) });
     expect(refresh.status).toBe(400);
+  });
+
+  for (const failing of ["refreshTokens.revokeByAccount", "sessions.deleteByAccount"] as const) {
+    it(`setAccountEnabled(false) that fails at ${failing}, then setAccountEnabled(true) without a retry: its refresh tokens and console sessions do not come back`, async () => {
+      const memory = createMemoryStorage();
+      let fail = true;
+      const down = () => Promise.reject(new StorageError("down"));
+      const storage: Storage = {
+        ...memory,
+        refreshTokens: { ...memory.refreshTokens, revokeByAccount: (id, now) => (fail && failing === "refreshTokens.revokeByAccount" ? down() : memory.refreshTokens.revokeByAccount(id, now)) },
+        sessions: { ...memory.sessions, deleteByAccount: (id) => (fail && failing === "sessions.deleteByAccount" ? down() : memory.sessions.deleteByAccount(id)) },
+      };
+      const h = await harness({ storage, console: { enabled: true } });
+      await h.app.admin.createAccount({ username: "root", password: "root-password-1", roles: ["admin"] });
+      const session = await consoleSignIn(h.app);
+      const { refresh_token } = await passwordTokens(h);
+      await expect(h.app.admin.setAccountEnabled(h.username, false)).rejects.toThrow(new StorageError("down"));
+      await expect(h.app.admin.setAccountEnabled("root", false)).rejects.toThrow(new StorageError("down"));
+      fail = false;
+      // Enabled again, not disabled again: what the failed disable left is ended now.
+      expect((await h.app.admin.setAccountEnabled(h.username, true)).enabled).toBe(true);
+      expect((await h.app.admin.setAccountEnabled("root", true)).enabled).toBe(true);
+      const refresh = await tokenRequest(h.app, { grant_type: "refresh_token", refresh_token: refresh_token! }, { authorization: basic(h.clientId, h.clientSecret) });
+      expect([refresh.status, await refresh.json()]).toEqual([400, { error: "invalid_grant", error_description: "The refresh token is invalid, expired or revoked." }]);
+      const after = await h.app.fetch(new Request(`${BASE}/console/api/session`, { headers: { cookie: session } }));
+      expect([after.status, await after.json()]).toEqual([401, { error: 1301, message: "Sign in to the console first." }]);
+      // Enabled, both sign in again.
+      expect((await passwordTokens(h)).refresh_token).toEqual(expect.any(String));
+      expect(await consoleSignIn(h.app)).toMatch(/^plantgate_console=[A-Za-z0-9_-]{43}$/);
+    });
+  }
+
+  it("setAccountEnabled(true) of an enabled account ends none of its sessions or refresh tokens", async () => {
+    const h = await harness({ console: { enabled: true } });
+    await h.app.admin.createAccount({ username: "root", password: "root-password-1", roles: ["admin"] });
+    const session = await consoleSignIn(h.app);
+    const { refresh_token } = await passwordTokens(h);
+    await h.app.admin.setAccountEnabled(h.username, true);
+    await h.app.admin.setAccountEnabled("root", true);
+    const refresh = await tokenRequest(h.app, { grant_type: "refresh_token", refresh_token: refresh_token! }, { authorization: basic(h.clientId, h.clientSecret) });
+    expect(refresh.status).toBe(200);
+    expect((await h.app.fetch(new Request(`${BASE}/console/api/session`, { headers: { cookie: session } }))).status).toBe(200);
   });
 
   it("rotateSigningKey whose pruning fails: the rotation stands (one new key, its event, a warning naming no key), so a retry adds no second key", async () => {

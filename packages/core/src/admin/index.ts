@@ -45,7 +45,11 @@ export interface Admin extends ClientAdmin {
    * names the 1-based position of the first bad record.
    */
   importAccounts(inputs: CreateAccountInput[]): Promise<AccountView[]>;
-  /** Enables or disables an account; disabling also revokes its refresh tokens at once. */
+  /**
+   * Enables or disables an account; disabling also revokes its refresh tokens and deletes its
+   * console sessions at once, and enabling a disabled account does both again first (for what a
+   * disable that failed after writing its flag left).
+   */
   setAccountEnabled(username: string, enabled: boolean): Promise<AccountView>;
   /** Every account, in listing order. Reads them all: for a screen or a large store, page with {@link Admin.listAccountsPage}. */
   listAccounts(): Promise<AccountView[]>;
@@ -251,6 +255,15 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
     },
     async setAccountEnabled(username, enabled) {
       const account = await ctx.storage.accounts.findByUsername(username);
+      if (account && enabled && !account.enabled) {
+        // A disabled account comes back signed out everywhere: a disable that failed after writing
+        // its flag (below) left refresh tokens and console sessions, refused only while the flag
+        // holds; before 2026-11-30 enabling the account without retrying the disable brought them
+        // back. Done before the flag changes: a failure here leaves the account disabled. While it
+        // is disabled no sign-in or password grant makes new ones, so none is lost that was wanted.
+        await ctx.storage.refreshTokens.revokeByAccount(account.id, ctx.clock());
+        await ctx.storage.sessions.deleteByAccount(account.id);
+      }
       if (!account || !(await ctx.storage.accounts.setEnabled(account.id, enabled))) {
         throw notFound("user", username);
       }
