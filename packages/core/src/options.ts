@@ -61,9 +61,21 @@ function nonEmpty(name: string, value: string | undefined, fallback: string): st
   return value;
 }
 
+/**
+ * A base path as a request URL's pathname spells it: `/` and segments of RFC 3986 path characters
+ * (`pchar`) or `%XX`, but not `;`. Until 2026-11-30 anything starting with `/` without `?`/`#` was
+ * taken: a space or non-ASCII character (which a pathname carries percent-encoded) matched no
+ * request, and a `;` ended the console cookie's `Path` attribute early (`/x;Domain=evil.example`
+ * put its own attribute into the cookie).
+ */
+const BASE_PATH = /^(?:\/(?:[A-Za-z0-9\-._~!$&'()*+,=:@]|%[0-9A-Fa-f]{2})*)+$/;
+
 function normalizeBasePath(path: string | undefined): string {
   if (path === undefined || path === "" || path === "/") return "";
-  if (!path.startsWith("/") || /[?#]/.test(path)) throw new TypeError("basePath must start with '/' and have no query");
+  if (typeof path !== "string" || !path.startsWith("/") || /[?#]/.test(path)) throw new TypeError("basePath must start with '/' and have no query");
+  if (!BASE_PATH.test(path)) {
+    throw new TypeError("basePath must be a URL path as requests spell it: '/' and segments of letters, digits, - . _ ~ ! $ & ' ( ) * + , = : @ or %XX (no ';', space or other character)");
+  }
   return path.replace(/\/+$/, "");
 }
 

@@ -400,6 +400,21 @@ describe("issuer, baseUrl and audience options", () => {
     await expect(harness({ basePath: "api" })).rejects.toThrow(TypeError);
     await expect(harness({ basePath: "/api?x=1" })).rejects.toThrow(TypeError);
   });
+
+  it("basePath is a URL path as requests spell it: a ';' (which ended the console cookie's Path early), a space or a raw non-ASCII character is refused; %XX and sub-delimiters are taken", async () => {
+    const refusal = new TypeError(
+      "basePath must be a URL path as requests spell it: '/' and segments of letters, digits, - . _ ~ ! $ & ' ( ) * + , = : @ or %XX (no ';', space or other character)",
+    );
+    for (const basePath of ["/x;Domain=evil.example", "/a;b", "/a b", "/t\u00e9", "/a\r\nSet-Cookie: x=1", "/a%zz", "/a\\b", "/a\"b"]) {
+      await expect(harness({ basePath }), JSON.stringify(basePath)).rejects.toThrow(refusal);
+    }
+    // What a request spells: the percent-encoded form of /té, and sub-delimiters, route as given.
+    for (const basePath of ["/t%C3%A9", "/v1/a-b_c.d~e/x!$&'()*+,=:@"]) {
+      const h = await harness({ basePath });
+      const res = await h.app.fetch(new Request(`${BASE}${basePath}/.well-known/jwks.json`));
+      expect([basePath, res.status]).toEqual([basePath, 200]);
+    }
+  });
 });
 
 describe("core portability", () => {
