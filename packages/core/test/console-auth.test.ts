@@ -507,3 +507,30 @@ describe("console: brute-force defence on sign-in", () => {
     await passwordTokens(h);
   });
 });
+
+describe("console: a shortened session lifetime", () => {
+  it("reaches sessions already signed in: an app over the same store with a shorter sessionTtlSeconds ends them at createdAt + the new lifetime; a longer one does not lengthen them", async () => {
+    const h = await consoleHarness();
+    const session = await signIn(h.app);
+    expect(session.body.expiresAt).toBe("2026-01-01T08:00:00.000Z");
+    const quiet = { logger: { error() {}, warn() {} }, passwordHashIterations: 1000 };
+    const shorter = createPlantgate({ ...quiet, storage: h.storage, clock: h.clock.now, console: { enabled: true, sessionTtlSeconds: 600 } });
+    const longer = createPlantgate({ ...quiet, storage: h.storage, clock: h.clock.now, console: { enabled: true, sessionTtlSeconds: 24 * 3600 } });
+    // GET /session tells the end the serving app will hold it to.
+    const now = await read(await call(shorter, "GET", "/api/session", { cookie: session.cookie }));
+    expect([now.status, (now.body as { expiresAt: string }).expiresAt]).toEqual([200, "2026-01-01T00:10:00.000Z"]);
+    h.clock.advance(600 * 1000 - 1);
+    expect((await call(shorter, "GET", "/api/session", { cookie: session.cookie })).status).toBe(200);
+    h.clock.advance(1);
+    const ended = await read(await call(shorter, "GET", "/api/session", { cookie: session.cookie }));
+    expect([ended.status, ended.body]).toEqual([401, NOT_SIGNED_IN]);
+    // Ended, not paused: the original app does not bring it back.
+    expect((await call(h.app, "GET", "/api/session", { cookie: session.cookie })).status).toBe(401);
+
+    const second = await signIn(h.app);
+    const held = await read(await call(longer, "GET", "/api/session", { cookie: second.cookie }));
+    expect([held.status, (held.body as { expiresAt: string }).expiresAt]).toEqual([200, "2026-01-01T08:10:00.000Z"]);
+    h.clock.advance(8 * 3600 * 1000);
+    expect((await call(longer, "GET", "/api/session", { cookie: second.cookie })).status).toBe(401);
+  });
+});

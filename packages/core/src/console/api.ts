@@ -10,7 +10,7 @@ import type { GrantType } from "../storage/types.js";
 import { signingKeyView, type SigningKeyView } from "../tokens/keys.js";
 import { optionalBoolean, optionalSeconds, optionalString, optionalStrings, readJsonObject } from "./body.js";
 import type { ConsoleRequest } from "./request.js";
-import { deleteSession, type ConsoleSession } from "./session.js";
+import { deleteSession, sessionExpiry, type ConsoleSession } from "./session.js";
 
 /**
  * A client as the console API shows it: never the secret or its hash; times in ISO 8601.
@@ -145,7 +145,7 @@ export function sessionBody(ctx: Context, s: { username: string; displayName: st
 export type ApiHandler = (ctx: Context, session: ConsoleSession, request: ConsoleRequest, params: string[]) => Promise<PlainResponse>;
 
 export const getSession: ApiHandler = async (ctx, s) =>
-  json(200, sessionBody(ctx, { username: s.account.username, displayName: s.account.displayName, csrfToken: s.csrfToken, expiresAt: s.record.expiresAt }));
+  json(200, sessionBody(ctx, { username: s.account.username, displayName: s.account.displayName, csrfToken: s.csrfToken, expiresAt: sessionExpiry(ctx, s.record) }));
 
 export const signOut: ApiHandler = async (ctx, s, request) => {
   await deleteSession(ctx, s);

@@ -81,6 +81,16 @@ function sessionIdFrom(header: string | null): string | null {
   return null;
 }
 
+/**
+ * When a stored session ends: its own `expiresAt`, or sooner when the configured lifetime is now
+ * shorter than when it was made (`createdAt` plus `sessionTtlSeconds`), so shortening the lifetime
+ * reaches sessions already signed in at the next request (before 2026-11-30 they kept the lifetime
+ * they were made with). A longer lifetime does not lengthen them.
+ */
+export function sessionExpiry(ctx: Context, record: SessionRecord): number {
+  return Math.min(record.expiresAt, record.createdAt + ctx.console!.sessionTtlSeconds * 1000);
+}
+
 /** Creates and stores a session for the account; returns the id (for the cookie only), its stored hash and the CSRF token. */
 export async function createSession(ctx: Context, account: AccountRecord): Promise<{ sessionId: string; idHash: string; csrfToken: string; expiresAt: number }> {
   const now = ctx.clock();
@@ -159,7 +169,7 @@ export async function requireSession(ctx: Context, request: ConsoleRequest): Pro
   const idHash = await sha256(sessionId);
   const record = await ctx.storage.sessions.get(idHash);
   if (!record) throw notSignedIn();
-  if (record.expiresAt <= ctx.clock()) {
+  if (sessionExpiry(ctx, record) <= ctx.clock()) {
     await ctx.storage.sessions.delete(idHash);
     throw notSignedIn();
   }
