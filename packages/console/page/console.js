@@ -256,9 +256,24 @@
   }
 
   function showSignIn(message) {
+    forgetTypedWork();
     show("view-sign-in");
     showError("sign-in-error", message || null);
     $input("sign-in-username").focus();
+  }
+
+  /**
+   * Empties the forms an administrator was filling in (a new client, a new account with its
+   * password) and their refusals: the session they belonged to has ended (signed out here or in
+   * another tab, expired, revoked) or the browser is now another administrator's. Until 2026-11-30
+   * a half-typed account, its password included, stayed in the page for whoever signed in next at
+   * this browser.
+   */
+  function forgetTypedWork() {
+    $form("client-form").reset();
+    $form("account-form").reset();
+    showError("client-error", null);
+    showError("account-error", null);
   }
 
   function focusHeading(view) {
@@ -1160,6 +1175,8 @@
       return "offered";
     }
     cancelConfirm();
+    // Another administrator's session now (signed in from another tab): what this one was typing is not theirs.
+    if (held && held.username !== now.username) forgetTypedWork();
     state.session = now;
     for (const id of ["security-status", "accounts-status", "events-status"]) setStatus(id, "");
     showError("sign-in-error", null);

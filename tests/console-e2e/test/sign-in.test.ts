@@ -322,4 +322,47 @@ suite(name, () => {
       await second.close();
     }
   });
+
+  it("signing out, or a session ended on the server, empties the half-filled client and account forms (the account's password above all); the next sign-in finds them empty", async () => {
+    expected = /^401 (GET|POST) .*\/console\/api\/(session|accounts)$/;
+    if (await page.locator("#view-sign-in").isVisible()) expect((await submit(page, ADMIN.username, ADMIN.password)).status).toBe(200);
+    await page.locator("#whoami").waitFor({ state: "visible" });
+    const ids = ["client-name", "client-id", "client-ttl", "account-username", "account-password", "account-display-name", "account-email"] as const;
+    const values = () => page.evaluate((list) => list.map((id) => (document.getElementById(id) as HTMLInputElement).value), [...ids]);
+    const half = ["Half a client", "half-client", "600", "half-typed", "half-a-password", "Half Typed", "half@example.test"];
+    const fill = async () => {
+      await page.evaluate(() => (location.hash = "#/"));
+      await page.locator("#view-security").waitFor({ state: "visible" });
+      await page.locator("#client-name").fill(half[0]!);
+      await page.locator("#client-id").fill(half[1]!);
+      await page.locator("#client-ttl").fill(half[2]!);
+      await page.evaluate(() => (location.hash = "#/accounts"));
+      await page.locator("#view-accounts").waitFor({ state: "visible" });
+      await page.locator("#account-username").fill(half[3]!);
+      await page.locator("#account-password").fill(half[4]!);
+      await page.locator("#account-display-name").fill(half[5]!);
+      await page.locator("#account-email").fill(half[6]!);
+      expect(await values()).toEqual(half);
+    };
+    const empty = ids.map(() => "");
+
+    await fill();
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    expect(await values()).toEqual(empty);
+    expect((await submit(page, ADMIN.username, ADMIN.password)).status).toBe(200);
+    await page.locator("#whoami").waitFor({ state: "visible" });
+    expect(await values()).toEqual(empty);
+
+    // The session ends on the server while the forms are half filled; the next action finds it so.
+    await fill();
+    await storage.sessions.deleteExpired(Date.now() + 10 * 365 * 24 * 3600 * 1000);
+    await page.locator("#account-create").click();
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    expect(await page.locator("#sign-in-error").textContent()).toBe("Your session has ended; sign in again.");
+    expect(await values()).toEqual(empty);
+    expect((await submit(page, ADMIN.username, ADMIN.password)).status).toBe(200);
+    await page.locator("#whoami").waitFor({ state: "visible" });
+    expect(await values()).toEqual(empty);
+  });
 });
