@@ -21,6 +21,17 @@ const onStopSignal = () => {
 process.once("SIGINT", onStopSignal);
 process.once("SIGTERM", onStopSignal);
 
+// PORT and HOST as examples/node-server reads them, checked before the file is opened: a PORT that
+// is no port number ended the start with Node's RangeError and a stack trace (until 2026-11-30).
+const listenOn = (() => {
+  const raw = process.env.PORT || "3000";
+  if (!/^\d{1,5}$/.test(raw) || Number(raw) > 65535) {
+    console.error(`PORT must be 0-65535, got ${JSON.stringify(raw)}`);
+    process.exit(1);
+  }
+  return { port: Number(raw), host: process.env.HOST || "127.0.0.1" };
+})();
+
 const storage = await createJsonFileStorage(process.env.PLANTGATE_JSON_FILE || "./data/plantgate.json").catch((error: unknown) => {
   // Another process holds the file, or it is not a valid store: one line, not a stack trace.
   console.error(`plantgate: ${error instanceof Error ? error.message : String(error)}`);
@@ -53,7 +64,8 @@ const app = await (async () => {
 })();
 
 const pruning = schedulePrune(app.admin, { intervalSeconds: pruneIntervalFromEnv(process.env) });
-const server = await serve(app, { port: Number(process.env.PORT || 3000), host: process.env.HOST || "127.0.0.1" });
+// A port in use or a host it cannot bind: one line, the file closed, exit 1.
+const server = await serve(app, listenOn).catch(refuse);
 console.log(`plantgate listening on ${server.url} (store: ${storage.path})`);
 
 stopServer = () => {
