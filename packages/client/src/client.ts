@@ -42,8 +42,10 @@ export interface PlantgateClient {
    */
   accounts(params?: { pageSize?: number; signal?: AbortSignal }): AsyncGenerator<Account, void, undefined>;
   /**
-   * A valid access token (cached until shortly before it expires). Use it for routes this client
-   * has no method for; on a 401 call {@link PlantgateClient.refresh} with the token that was refused.
+   * A valid access token (cached until shortly before it expires; while its renewal gets no usable
+   * answer or waits out a Retry-After or the backoff, handed out until it expires). Use it for
+   * routes this client has no method for; on a 401 call {@link PlantgateClient.refresh} with the
+   * token that was refused.
    */
   getAccessToken(options?: CallOptions): Promise<string>;
   /** The current token's details (fetching one if needed); never the refresh token. */
@@ -52,7 +54,9 @@ export interface PlantgateClient {
    * Gets a new access token now: with the refresh token when held, else by the grant. Given the
    * access token an API refused, it renews only if that token is still the current one, so several
    * callers reporting one refused token cause one renewal, as the SDK's own methods do (without it,
-   * each late 401 threw away a token still valid and rotated the session once more).
+   * each late 401 threw away a token still valid and rotated the session once more). Held like
+   * every call that needs a new token by a `Retry-After` and by the backoff after failed token
+   * requests: then it rejects at once, sending nothing (`retryAfter` says for how long).
    *
    * @example
    * const token = await client.getAccessToken();

@@ -89,11 +89,19 @@ export class OAuthError extends PlantgateClientError {
     /**
      * The answer's `Retry-After` in seconds (delta-seconds, or an HTTP date counted from the
      * answer's `Date`), or null without one. On a 429 or 503 the client sends no token request
-     * before it has passed (at most 300 s): calls until then reject with this error.
+     * before it has passed (at most 300 s): calls until then reject with a new OAuthError like this
+     * one, whose `retryAfter` is the seconds left of that wait (rounded up) and `cause` this error.
+     * The same for a 429 or 5xx without one while the client backs off (see `NetworkError.retryAfter`).
      */
     readonly retryAfter: number | null = null,
+    /**
+     * `cause`: set only on the error of a call that sent nothing (the client waits out a
+     * `Retry-After`, or backs off): the answer it waits after. `e.cause instanceof OAuthError` tells
+     * such a call from an answer.
+     */
+    options?: { cause?: OAuthError },
   ) {
-    super(body.error_description === undefined ? serverText(body.error) : `${serverText(body.error)}: ${serverText(body.error_description)}`);
+    super(body.error_description === undefined ? serverText(body.error) : `${serverText(body.error)}: ${serverText(body.error_description)}`, options);
     this.error = body.error;
     this.error_description = body.error_description;
     this.error_uri = body.error_uri;
@@ -163,13 +171,21 @@ export type NetworkErrorReason =
  */
 export class NetworkError extends PlantgateClientError {
   override readonly name = "NetworkError";
+  /**
+   * Set only when the client sent nothing: it backs off after token requests that got no usable
+   * answer, and this call needed a new token within that window. The seconds (rounded up) until it
+   * sends a token request again; `reason` and `status` are the last failure's, which is `cause`.
+   * Null on every error of a request that was sent.
+   */
+  readonly retryAfter: number | null;
   constructor(
     readonly reason: NetworkErrorReason,
     message: string,
     /** The response's status, when one arrived. */
     override readonly status: number | null = null,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfter?: number },
   ) {
-    super(message, options);
+    super(message, options !== undefined && "cause" in options ? { cause: options.cause } : undefined);
+    this.retryAfter = options?.retryAfter ?? null;
   }
 }

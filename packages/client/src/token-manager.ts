@@ -36,7 +36,11 @@ export interface TokenManagerConfig {
 
 /** Hands out access tokens: cached, renewed before expiry, one request at a time. */
 export interface TokenManager {
-  /** A fresh token: the cached one, or a new one (one token request however many callers wait). */
+  /**
+   * A fresh token: the cached one, or a new one (one token request however many callers wait); no
+   * request within a Retry-After hold or the backoff; a due token still valid when its renewal
+   * failed without an answer or was held.
+   */
   getToken(): Promise<CachedToken>;
   /**
    * Marks `accessToken` as rejected (an API answered 401): the next {@link getToken} renews it,
@@ -45,7 +49,8 @@ export interface TokenManager {
   invalidate(accessToken: string): void;
   /**
    * A new token now (with the refresh token when there is one), single-flight too; given a refused
-   * access token, only if that one is still the current one.
+   * access token, only if that one is still the current one. Held as getToken is; never falls back
+   * to the token it refuses.
    */
   refresh(rejectedAccessToken?: string): Promise<CachedToken>;
   /** Public view of a token (no refresh token). */
@@ -84,9 +89,32 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   let ended: OAuthError | null = null;
   /**
    * A 429 or 503 of the token endpoint with a `Retry-After`: no token request is sent before
-   * `until` (the client's clock; a clock gone back before `from` ends it), calls reject with `error`.
+   * `until` (the client's clock; a clock gone back before `from` ends it), calls reject with a new
+   * error like `error` that counts down (see {@link waiting}).
    */
   let hold: { from: number; until: number; error: OAuthError } | null = null;
+  /**
+   * Token requests in a row that got no usable answer ({@link unanswered}); any token in hand, or
+   * any other answer of the server, sets it back to 0.
+   */
+  let failures = 0;
+  /**
+   * The backoff after the second and each later such failure in a row ({@link backoffMs}): no token
+   * request is sent before `until` (as `hold`), calls that need a new token reject with a new error
+   * like `error` (the last failure) that says the seconds left. Before 2026-11-30 every call sent a
+   * token request into an outage (a reset connection, a 500 answers at once): a service's hundreds
+   * of calls a second, hundreds of token requests a second at a server trying to recover. The
+   * background retries of a refresh without an answer are not held by it (their own schedule).
+   */
+  let pause: { from: number; until: number; error: NetworkError | OAuthError } | null = null;
+  /**
+   * The errors of token requests that failed without settling anything ({@link unanswered}, or
+   * held by a Retry-After), and those of calls held: a call that can still use a valid token gets
+   * that token instead (see getToken). Not a hook's error.
+   */
+  const transient = new WeakSet<object>();
+  /** The shared cache's token as the renewal in flight (or the last one) read it. */
+  let lastRead: CachedToken | null = null;
   /**
    * The server refused this client's secret (`invalid_client`): no token request is sent again,
    * calls reject with this error (a fresh token in the shared cache is still taken). See tokenRequest.
@@ -250,7 +278,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   const refreshRetry = backoff(
     REFRESH_RETRY_MS,
     () =>
-      getToken().then(noop, (error: unknown) => {
+      renewed(true).then(noop, (error: unknown) => {
         if (undecided(error)) refreshRetry.schedule();
       }),
     keepAlive,
@@ -304,6 +332,57 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     return (ours!.lineage ?? []).includes(await tokenHash(other));
   }
 
+  /**
+   * Counts a failed token request toward the backoff ({@link unanswered}), or, when the server
+   * answered (a refusal, or a Retry-After it set a hold with), starts the count again.
+   */
+  function failed(error: unknown): void {
+    if (!unanswered(error)) {
+      failures = 0;
+      pause = null;
+      return;
+    }
+    transient.add(error);
+    failures++;
+    const ms = backoffMs(failures);
+    if (ms > 0) {
+      const now = clock();
+      pause = { from: now, until: now + ms, error };
+    }
+  }
+
+  /**
+   * Whether a token request failed without a usable answer: a {@link NetworkError} of any reason
+   * (no answer, not the protocol: a proxy's page, a malformed token answer, a redirect, a body too
+   * large), or an OAuthError with a 429 or 5xx status that set no hold (no usable Retry-After).
+   */
+  function unanswered(error: unknown): error is NetworkError | OAuthError {
+    if (error instanceof NetworkError) return true;
+    return error instanceof OAuthError && (error.status === 429 || error.status >= 500) && !(hold !== null && hold.error === error);
+  }
+
+  /**
+   * The error of a call that sends nothing while the client waits until `until` after `original`
+   * (a hold or the backoff): a new one of its class, each time, whose `retryAfter` is the seconds
+   * left (rounded up, at least 1) and `cause` the original. Until 2026-11-30 a held call rejected
+   * with the answer's own error, whose retryAfter stayed the answer's (up to 900 s and more while
+   * the client asked again after 300 s).
+   */
+  function waiting(original: NetworkError | OAuthError, until: number, now: number, what: string): NetworkError | OAuthError {
+    const seconds = Math.max(1, Math.ceil((until - now) / 1000));
+    const error =
+      original instanceof OAuthError
+        ? new OAuthError(original.status, oauthBody(original), original.grantType, seconds, { cause: original })
+        : new NetworkError(
+            original.reason,
+            `POST ${pathOf(config.baseUrl + TOKEN_PATH)} not sent: ${what}; the next one is sent in ${seconds} s at the earliest (last: ${original.message})`,
+            original.status,
+            { cause: original, retryAfter: seconds },
+          );
+    transient.add(error);
+    return error;
+  }
+
   async function tokenRequest(
     grantType: GrantType,
     params: Record<string, string>,
@@ -327,7 +406,13 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     }
     // Expiry counts from before the request, so network time is on the safe side.
     const startedAt = clock();
-    const response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, step(), config.maxResponseBytes);
+    let response: ReadResponse;
+    try {
+      response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, step(), config.maxResponseBytes);
+    } catch (error) {
+      failed(error);
+      throw error;
+    }
     let token: CachedToken;
     try {
       token = toCachedToken(response, grantType, startedAt, previous);
@@ -337,7 +422,10 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       if (error instanceof OAuthError && (error.status === 429 || error.status === 503) && error.retryAfter !== null && error.retryAfter > 0) {
         const now = clock();
         hold = { from: now, until: now + Math.min(error.retryAfter * 1000, HOLD_MAX_MS), error };
+        transient.add(error);
       }
+      // After the hold (set first): an answer with a Retry-After is not counted toward the backoff.
+      failed(error);
       // A refused client secret is never presented again (until 2026-11-30 every call sent it):
       // this client's secret is a fixed string, and a secret is added to an existing client only by
       // the server making it, so one it refuses (revoked, expired, rotated away, mistyped) is never
@@ -353,6 +441,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       }
       throw error;
     }
+    failures = 0;
+    pause = null;
     // A rotation: the new refresh token's lineage starts with the one it replaced.
     if (previous.refreshToken !== null && token.refreshToken !== previous.refreshToken) {
       return { ...token, lineage: [await tokenHash(previous.refreshToken), ...previous.lineage].slice(0, LINEAGE) };
@@ -382,8 +472,9 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   }
 
   /** Finds or fetches a fresh token; `cached` when it came from the shared cache. */
-  async function obtain(): Promise<{ token: CachedToken; cached: boolean }> {
+  async function obtain(background: boolean): Promise<{ token: CachedToken; cached: boolean }> {
     const cached = await readCache();
+    lastRead = cached;
     if (cached && fresh(cached)) {
       // Never back to an older refresh token: when ours replaced the cache's (its write was lost,
       // or the cache holds a grace replay of a token we rotated since, with a new access token),
@@ -397,8 +488,14 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     if (refusedSecret !== null) throw refusedSecret;
     if (hold !== null) {
       const now = clock();
-      if (now >= hold.from && now < hold.until) throw hold.error;
+      if (now >= hold.from && now < hold.until) throw waiting(hold.error, hold.until, now, "held by the Retry-After");
       hold = null;
+    }
+    if (pause !== null) {
+      const now = clock();
+      if (now >= pause.from && now < pause.until) {
+        if (!background) throw waiting(pause.error, pause.until, now, `${failures} token requests in a row got no usable answer`);
+      } else pause = null;
     }
     const refreshToken = await newestRefreshToken(cached);
     if (refreshToken !== null) {
@@ -433,15 +530,17 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     return { token: await runGrant(), cached: false };
   }
 
-  async function renew(): Promise<CachedToken> {
+  async function renew(background: boolean): Promise<CachedToken> {
     // A catch-up write in flight lands first: it must not land after this renewal's newer token.
     if (catching !== null) await catching;
-    const { token, cached } = await obtain();
+    const { token, cached } = await obtain(background);
     // A token in hand by any way (the cache's included): the retries of a lost answer end, and
     // their count starts again. Until 2026-11-29 only an answer to a refresh of this process's own
     // reset it, so each loss recovered from the cache pushed the next loss's first retry further
     // (2, 4, 8 s), and after four such the next lost answer was never presented again.
     refreshAnswered();
+    failures = 0;
+    pause = null;
     current = token;
     // The password is dropped only once a refresh token can continue the session without it.
     if (!config.keepCredentials && token.refreshToken !== null) credentials = null;
@@ -459,7 +558,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     return token;
   }
 
-  const getToken = (): Promise<CachedToken> => {
+  /**
+   * A fresh token, or the renewal's (single flight); `background`: a retry of a refresh without an
+   * answer, which the backoff does not hold.
+   */
+  const renewed = (background = false): Promise<CachedToken> => {
     if ((inflight !== null || catching !== null) && stalled()) {
       // Never settles (see stalled): left behind, and a new renewal (or catch-up) starts. Should it
       // settle after all, its end clears nothing of the new one's.
@@ -472,7 +575,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       // Until its first request or hook call sets its own, a deadline from now: the last one's,
       // long past, would make a call joining it at once take it for stalled.
       step();
-      const renewal: Promise<CachedToken> = renew().finally(() => {
+      const renewal: Promise<CachedToken> = renew(background).finally(() => {
         if (inflight === renewal) inflight = null;
       });
       inflight = renewal;
@@ -483,6 +586,28 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     }
     return inflight;
   };
+
+  /**
+   * A token that may still be handed out while its renewal waits or failed without an answer: the
+   * current one or the cache's, not refused by an API and not yet expired (it is only due).
+   */
+  const stillValid = (): CachedToken | null => {
+    const now = clock();
+    for (const t of [current, lastRead]) if (t !== null && !rejected.has(t.accessToken) && now < t.expiresAt) return t;
+    return null;
+  };
+
+  /**
+   * As {@link renewed}, but a renewal of a token still valid that failed without settling anything
+   * (no usable answer, a Retry-After, the backoff) gives that token: until 2026-11-30 the call
+   * failed, though its token had up to refreshSkewSeconds to go.
+   */
+  const getToken = (): Promise<CachedToken> =>
+    renewed().catch((error: unknown) => {
+      const usable = transient.has(error as object) ? stillValid() : null;
+      if (usable === null) throw error;
+      return usable;
+    });
 
   const invalidate = (accessToken: string): void => {
     rejected.add(accessToken);
@@ -556,7 +681,30 @@ function noAnswer(error: unknown): boolean {
  * happened: its background retries go on.
  */
 function undecided(error: unknown): boolean {
-  return error instanceof OAuthError && (error.status === 429 || error.status >= 500);
+  // A backed-off call's NetworkError (a retry that joined a call's renewal) sent nothing either.
+  return (error instanceof OAuthError && (error.status === 429 || error.status >= 500)) || (error instanceof NetworkError && error.retryAfter !== null);
+}
+
+/** An OAuthError's body again (for the error of a held call). */
+function oauthBody(error: OAuthError): OAuthErrorBody {
+  const body: OAuthErrorBody = { error: error.error };
+  if (error.error_description !== undefined) body.error_description = error.error_description;
+  if (error.error_uri !== undefined) body.error_uri = error.error_uri;
+  return body;
+}
+
+/** The backoff after token requests without a usable answer: the windows after the 2nd, 3rd, ... failure in a row (ms), the last one repeated. */
+const BACKOFF_MS = [1000, 2000, 4000, 8000, 16000, 30000];
+
+/**
+ * How long no token request is sent after the `failures`-th failure in a row: none after the first
+ * (a single blip costs nothing), then a random point from half of {@link BACKOFF_MS}'s next window
+ * to all of it (the jitter spreads the processes of a fleet that failed together).
+ */
+function backoffMs(failures: number): number {
+  if (failures < 2) return 0;
+  const window = BACKOFF_MS[Math.min(failures - 2, BACKOFF_MS.length - 1)]!;
+  return window / 2 + Math.random() * (window / 2);
 }
 
 /**

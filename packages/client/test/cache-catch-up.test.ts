@@ -7,7 +7,7 @@
  */
 import { createMemoryStorage, StorageError, type Storage } from "@plantgate/core";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { OAuthError, TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
+import { OAuthError, TOKEN_PATH, type NetworkError, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
 import { startTarget, userProcess, type ServerTarget } from "./support.js";
 
 const TTL = 7200;
@@ -451,6 +451,31 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     } finally {
       process.off("unhandledRejection", onUnhandled);
     }
+  });
+
+  it("lost twice in a row (a call of its own sent it again at once): the backoff then holds the calls, not the background retry, which presents it within the window", async () => {
+    target = await startTarget();
+    const t = target;
+    const forwarded: string[] = [];
+    const lose = { count: 2, answered: 0 };
+    const a = signIn(t, losingFetch(forwarded, "A", lose));
+    await a.client.getAccessToken();
+    for (const clock of [t.clock, a.clock]) clock.advance(TTL);
+    const seen = (e: unknown) => [(e as Error).name, (e as NetworkError).reason, (e as NetworkError).retryAfter];
+    // The first loss opens no backoff window: the next call sends the refresh again, lost too.
+    for (let i = 0; i < 2; i++) expect(await a.client.getAccessToken().catch(seen)).toEqual(["NetworkError", "fetch_failed", null]);
+    // From now on calls are held (0.5 to 1 s by the clocks, which stand still) and send nothing.
+    expect(await a.client.getAccessToken().catch(seen)).toEqual(["NetworkError", "fetch_failed", 1]);
+    const retried = await until(() => lose.answered === 3, 5000);
+    for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
+    const outcome = await a.client.listAccounts().then(
+      (page) => page.total,
+      (e: unknown) => String(e),
+    );
+    expect({ retried, outcome }).toEqual({ retried: true, outcome: 1 });
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, `A: ${ACCOUNTS}`]);
+    const events = await t.events();
+    expect(events.filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed", "token.refreshed"]);
   });
 
   it("a gateway's own 5xx JSON in place of the answer (504 Endpoint request timed out) is no answer either: presented again within the window", async () => {

@@ -33,9 +33,14 @@ describe("Retry-After as an HTTP date", () => {
     const locked = await rejectionOf(client.listAccounts());
     expect(locked).toBeInstanceOf(OAuthError);
     expect(locked).toMatchObject({ status: 429, error: "temporarily_unavailable", grantType: "password", retryAfter: 120 });
-    clock.advance(119.999);
-    expect(await rejectionOf(client.listAccounts())).toBe(locked);
-    expect(await rejectionOf(client.refresh())).toBe(locked);
+    // A held call's error: like the answer's, with the seconds left (rounded up), the answer its cause.
+    expect(await rejectionOf(client.listAccounts())).toMatchObject({ status: 429, error: "temporarily_unavailable", retryAfter: 120, cause: locked });
+    clock.advance(60.5);
+    expect(await rejectionOf(client.refresh())).toMatchObject({ status: 429, error: "temporarily_unavailable", retryAfter: 60, cause: locked });
+    clock.advance(59.499);
+    const held = await rejectionOf(client.listAccounts());
+    expect(held).toBeInstanceOf(OAuthError);
+    expect(held).toMatchObject({ status: 429, error: "temporarily_unavailable", grantType: "password", retryAfter: 1, cause: locked });
     expect(tokens.requests).toHaveLength(1);
     clock.advance(0.001);
     expect((await client.listAccounts()).total).toBe(1);
@@ -64,7 +69,7 @@ describe("Retry-After as an HTTP date", () => {
     expect(unavailable).toBeInstanceOf(OAuthError);
     expect(unavailable).toMatchObject({ status: 503, error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later.", grantType: "refresh_token", retryAfter: 30 });
     clock.advance(29.999);
-    expect(await rejectionOf(client.getAccessToken())).toBe(unavailable);
+    expect(await rejectionOf(client.getAccessToken())).toMatchObject({ status: 503, error: "temporarily_unavailable", grantType: "refresh_token", retryAfter: 1, cause: unavailable });
     expect(tokens.requests).toHaveLength(2);
     down = false;
     clock.advance(0.001);

@@ -1,8 +1,9 @@
 /**
  * The token endpoint's Retry-After, against the real example server over a socket: a 429 (the
  * brute-force lock of a username + address) holds this client's token requests until the time it
- * names (at most 300 s), every call in between rejecting with that answer's OAuthError and sending
- * nothing. Before, each call sent the grant again into the lock.
+ * names (at most 300 s), every call in between rejecting with an OAuthError like that answer's (its
+ * retryAfter the seconds left, its cause the answer) and sending nothing. Before, each call sent
+ * the grant again into the lock.
  */
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { createClient, OAuthError, TOKEN_PATH, type FetchLike } from "../src/index.js";
@@ -18,7 +19,7 @@ afterEach(async () => {
   await t.close();
 });
 
-it("a 429 with Retry-After from the token endpoint: calls reject with its OAuthError, sending nothing, until the wait is over (at most 300 s)", async () => {
+it("a 429 with Retry-After from the token endpoint: calls reject with an OAuthError like it that counts down the seconds left, sending nothing, until the wait is over (at most 300 s)", async () => {
   // Someone else's wrong guesses lock this username from this address (plantgate: 10 per window of 900 s).
   for (let i = 0; i < 10; i++) {
     const guess = await fetch(t.baseUrl + TOKEN_PATH, {
@@ -38,12 +39,16 @@ it("a 429 with Retry-After from the token endpoint: calls reject with its OAuthE
   expect(locked).toBeInstanceOf(OAuthError);
   expect(locked).toMatchObject({ status: 429, error: "temporarily_unavailable", error_description: "Too many failed attempts; retry after the time in Retry-After.", grantType: "password", retryAfter: 900 });
   expect(sent).toEqual(["password"]);
+  // Each held call gets an error of its own that says how long is left of the client's hold (300 s
+  // at most, rounded up), its cause the answer. Until 2026-11-30 it was the answer itself, whose
+  // retryAfter said 900 all along, though the client asked again after 300 s.
   for (let i = 0; i < 10; i++) {
-    expect(await rejectionOf(client.listAccounts())).toBe(locked);
-    expect(await rejectionOf(client.refresh())).toBe(locked);
+    expectHeld(await rejectionOf(client.listAccounts()), locked, 300 - 10 * i);
+    expectHeld(await rejectionOf(client.refresh()), locked, 300 - 10 * i);
+    t.clock.advance(10);
   }
-  t.clock.advance(299.999);
-  expect(await rejectionOf(client.getAccessToken())).toBe(locked);
+  t.clock.advance(199.999);
+  expectHeld(await rejectionOf(client.getAccessToken()), locked, 1);
   expect(sent).toEqual(["password"]);
   // Held for at most 300 s: then asked again (still locked on the server, so held again).
   t.clock.advance(0.001);
@@ -51,6 +56,7 @@ it("a 429 with Retry-After from the token endpoint: calls reject with its OAuthE
   expect(again).not.toBe(locked);
   expect(again).toMatchObject({ status: 429, error: "temporarily_unavailable", retryAfter: 600 });
   expect(sent).toEqual(["password", "password"]);
+  expectHeld(await rejectionOf(client.listAccounts()), again as OAuthError, 300);
   // The lock over (900 s after it began), the right password signs in.
   t.clock.advance(600);
   expect((await client.listAccounts()).total).toBe(1);
@@ -60,3 +66,12 @@ it("a 429 with Retry-After from the token endpoint: calls reject with its OAuthE
   // The ten guesses and the two locked attempts of the client.
   expect(events.filter((e) => e === "account.login_failed")).toHaveLength(12);
 });
+
+/** A call held by `answer`'s Retry-After: a new OAuthError like it, `seconds` left, `cause` the answer. */
+function expectHeld(held: unknown, answer: unknown, seconds: number) {
+  const a = answer as OAuthError;
+  expect(held).toBeInstanceOf(OAuthError);
+  expect(held).not.toBe(answer);
+  expect(held).toMatchObject({ status: a.status, error: a.error, error_description: a.error_description, grantType: a.grantType, message: a.message, retryAfter: seconds });
+  expect((held as Error).cause).toBe(answer);
+}

@@ -203,9 +203,12 @@ describe("single flight", () => {
     const [reason] = reasons;
     expect(reason).toBeInstanceOf(OAuthError);
     expect(reason).toMatchObject({ status: 503, error: "temporarily_unavailable", retryAfter: 5 });
-    // Its Retry-After (5 s) holds the next token request: until then calls get the same error.
+    // Its Retry-After (5 s) holds the next token request: until then calls get an error like it,
+    // with the seconds left (rounded up), the answer as its cause.
     clock.advance(4.999);
-    expect(await rejectionOf(client.listAccounts())).toBe(reason);
+    const held = await rejectionOf(client.listAccounts());
+    expect(held).toBeInstanceOf(OAuthError);
+    expect(held).toMatchObject({ status: 503, error: "temporarily_unavailable", retryAfter: 1, cause: reason });
     expect(tokens.requests).toHaveLength(1);
     clock.advance(0.001);
     await client.listAccounts();

@@ -1,0 +1,211 @@
+/**
+ * The backoff after token requests that got no usable answer, against a real HTTP server on a
+ * socket (node:http, through the global fetch) that plays a token endpoint in an outage: it resets
+ * the connection, answers 500 with a proxy's HTML page, or 503 `temporarily_unavailable` without a
+ * Retry-After; or it issues tokens. It counts the token requests that reach it, with the time each
+ * arrived on the client's (manual) clock. Before the backoff every call sent one token request
+ * into the outage (a service's hundreds of calls a second, hundreds of token requests a second).
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { createClient, NetworkError, OAuthError, TOKEN_PATH, type PlantgateClient } from "../src/index.js";
+import { accountPage, manualClock, rejectionOf } from "./support.js";
+
+type Mode = "reset" | "html500" | "oauth503" | "ok";
+
+/** The token endpoint (and GetAccountList, which takes the tokens it issued): `mode` says how it answers token requests. */
+async function outageServer(clock: ReturnType<typeof manualClock>) {
+  const state = { mode: "ok" as Mode, expiresIn: 3600, issued: [] as string[], arrivals: [] as number[] };
+  const server: Server = createServer((req, res) => {
+    const path = new URL(req.url ?? "/", "http://x").pathname;
+    if (path === TOKEN_PATH) {
+      state.arrivals.push(clock.now());
+      req.resume();
+      req.on("end", () => {
+        if (state.mode === "reset") {
+          req.socket.destroy();
+        } else if (state.mode === "html500") {
+          res.writeHead(500, { "content-type": "text/html" }).end("<html><body>Internal Server Error</body></html>");
+        } else if (state.mode === "oauth503") {
+          res.writeHead(503, { "content-type": "application/json" }).end(JSON.stringify({ error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." }));
+        } else {
+          const token = `at-${state.arrivals.length}`;
+          state.issued.push(token);
+          res.writeHead(200, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ access_token: token, token_type: "Bearer", expires_in: state.expiresIn, scope: "Platform_UserAPIs" }));
+        }
+      });
+      return;
+    }
+    if (path === "/rbac/ServerCommand/GetAccountList") {
+      const token = (req.headers.authorization ?? "").replace(/^Bearer /, "");
+      if (!state.issued.includes(token)) {
+        res.writeHead(401, { "content-type": "application/json" }).end(JSON.stringify({ error: 1202, message: "The access token is invalid or expired." }));
+      } else {
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(accountPage(1, 20, 1)));
+      }
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  servers.push(server);
+  return { state, baseUrl: `http://127.0.0.1:${port}` };
+}
+
+const servers: Server[] = [];
+afterEach(async () => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+function clientOf(baseUrl: string, clock: ReturnType<typeof manualClock>): PlantgateClient {
+  return createClient({ baseUrl, clientId: "third-party", clientSecret: "client-secret-that-is-long-enough", scope: "Platform_UserAPIs", clock: clock.now });
+}
+
+/** The first failure of each outage mode, as the call that sent the request sees it. */
+const FIRST: Record<Exclude<Mode, "ok">, (e: unknown) => void> = {
+  reset: (e) => {
+    expect(e).toBeInstanceOf(NetworkError);
+    expect(e).toMatchObject({ reason: "fetch_failed", status: null, retryAfter: null });
+  },
+  html500: (e) => {
+    expect(e).toBeInstanceOf(NetworkError);
+    expect(e).toMatchObject({ reason: "not_json", status: 500, retryAfter: null, message: "token endpoint: HTTP 500 with a body that is not JSON (text/html)" });
+  },
+  oauth503: (e) => {
+    expect(e).toBeInstanceOf(OAuthError);
+    expect(e).toMatchObject({ status: 503, error: "temporarily_unavailable", retryAfter: null });
+    expect((e as Error).cause).toBeUndefined();
+  },
+};
+
+/** The backoff windows after the 2nd, 3rd, ... failure in a row (s): each drawn from half of it to all of it. */
+const WINDOWS = [1, 2, 4, 8, 16, ...Array<number>(20).fill(30)];
+
+describe.each(["reset", "html500", "oauth503"] as const)("a token endpoint in an outage (%s)", (mode) => {
+  it("200 calls in a row send 2 token requests; the others reject at once with an error of the same class that names the failure (cause) and the seconds left (retryAfter), counting down", async () => {
+    const clock = manualClock();
+    const { state, baseUrl } = await outageServer(clock);
+    state.mode = mode;
+    const client = clientOf(baseUrl, clock);
+    const first = await rejectionOf(client.getAccessToken());
+    FIRST[mode](first);
+    // The first failure costs nothing: the next call asks again (a single blip).
+    const second = await rejectionOf(client.listAccounts());
+    FIRST[mode](second);
+    expect(second).not.toBe(first);
+    expect(state.arrivals).toHaveLength(2);
+    const waits: unknown[] = [];
+    for (let i = 0; i < 198; i++) waits.push(await rejectionOf(i % 3 === 0 ? client.refresh() : i % 3 === 1 ? client.listAccounts() : client.getAccessToken()));
+    expect(state.arrivals).toHaveLength(2);
+    for (const wait of waits) {
+      expect(wait).toBeInstanceOf(first instanceof OAuthError ? OAuthError : NetworkError);
+      expect((wait as Error).cause).toBe(second);
+      // The second window is from 0.5 to 1 s: 1 s left, rounded up.
+      expect((wait as { retryAfter: unknown }).retryAfter).toBe(1);
+    }
+    const wait = waits[0] as NetworkError | OAuthError;
+    if (wait instanceof NetworkError) {
+      const last = second as NetworkError;
+      expect([wait.reason, wait.status]).toEqual([last.reason, last.status]);
+      expect(wait.message).toBe(`POST ${TOKEN_PATH} not sent: 2 token requests in a row got no usable answer; the next one is sent in 1 s at the earliest (last: ${last.message})`);
+    } else {
+      expect(wait).toMatchObject({ status: 503, error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later.", grantType: "client_credentials", message: (second as Error).message });
+    }
+  });
+
+  it("a call every 100 ms for 2 minutes sends one token request per backoff window (1, 2, 4, 8, 16, 30 s, each from half to all of it), and each retryAfter said when", async () => {
+    const clock = manualClock();
+    const { state, baseUrl } = await outageServer(clock);
+    state.mode = mode;
+    const client = clientOf(baseUrl, clock);
+    const start = clock.now();
+    /** When the last wait's retryAfter said the next request would be sent at the latest / at the earliest. */
+    let latest = Infinity;
+    let earliest = -Infinity;
+    for (let step = 0; step < 1200; step++) {
+      const before = state.arrivals.length;
+      const error = await rejectionOf(client.getAccessToken());
+      const sent = state.arrivals.length > before;
+      const left = (error as { retryAfter: number | null }).retryAfter;
+      if (sent) {
+        expect(clock.now()).toBeGreaterThan(earliest);
+        expect(clock.now()).toBeLessThanOrEqual(latest);
+        latest = Infinity;
+        earliest = -Infinity;
+      } else {
+        // Whole seconds, rounded up: the request comes within (left - 1, left] s from now.
+        expect(left).toBeGreaterThanOrEqual(1);
+        latest = Math.min(latest, clock.now() + left! * 1000);
+        earliest = Math.max(earliest, clock.now() + (left! - 1) * 1000);
+      }
+      clock.advance(0.1);
+    }
+    const at = state.arrivals.map((t) => t - start);
+    // Two at once (the first failure opens no window), then one per window.
+    expect(at.slice(0, 2)).toEqual([0, 100]);
+    const gaps = at.slice(2).map((t, i) => t - at[i + 1]!);
+    // At the longest (all of each window): 1+2+4+8+16 s, then 30 s each; at the shortest, half of that.
+    expect(gaps.length).toBeGreaterThanOrEqual(7);
+    expect(gaps.length).toBeLessThanOrEqual(12);
+    gaps.forEach((gap, i) => {
+      expect(gap).toBeGreaterThanOrEqual((WINDOWS[i]! * 1000) / 2);
+      // The next call after the window's end: up to one step (100 ms) later.
+      expect(gap).toBeLessThanOrEqual(WINDOWS[i]! * 1000 + 100);
+    });
+  });
+});
+
+it("a success resets it: after the outage the next token is fetched once the window is over, and the next outage's first failure opens no window again", async () => {
+  const clock = manualClock();
+  const { state, baseUrl } = await outageServer(clock);
+  const client = clientOf(baseUrl, clock);
+  state.mode = "reset";
+  // Five failures in a row, each call after the last one's window (30 s is past any): the window is now 4 to 8 s.
+  for (let i = 0; i < 5; i++) {
+    expect(await rejectionOf(client.getAccessToken())).toMatchObject({ reason: "fetch_failed", retryAfter: null });
+    clock.advance(30);
+  }
+  clock.advance(-30);
+  expect(state.arrivals).toHaveLength(5);
+  const left = (await rejectionOf(client.getAccessToken())) as NetworkError;
+  expect(left.retryAfter).toBeGreaterThanOrEqual(4);
+  expect(left.retryAfter).toBeLessThanOrEqual(8);
+  // The server is back; the window passes; one request, a token.
+  state.mode = "ok";
+  clock.advance(left.retryAfter!);
+  expect((await client.listAccounts()).total).toBe(1);
+  expect(state.arrivals).toHaveLength(6);
+  // An hour later the token is due, and the server is down again: a fresh start.
+  clock.advance(3600);
+  state.mode = "reset";
+  expect(await rejectionOf(client.getAccessToken())).toMatchObject({ reason: "fetch_failed", retryAfter: null });
+  expect(await rejectionOf(client.getAccessToken())).toMatchObject({ reason: "fetch_failed", retryAfter: null });
+  expect(await rejectionOf(client.getAccessToken())).toMatchObject({ reason: "fetch_failed", retryAfter: 1 });
+  expect(state.arrivals).toHaveLength(8);
+});
+
+it("a token still valid (due for renewal, not expired) is handed out while its renewal fails or waits, until it expires", async () => {
+  const clock = manualClock();
+  const { state, baseUrl } = await outageServer(clock);
+  const client = clientOf(baseUrl, clock);
+  const token = await client.getAccessToken();
+  // Due: within refreshSkewSeconds (30) of its expiry; the token endpoint goes down.
+  clock.advance(3590);
+  state.mode = "html500";
+  for (let i = 0; i < 100; i++) {
+    expect((await client.listAccounts()).total).toBe(1);
+    expect(await client.getAccessToken()).toBe(token);
+  }
+  // The first two renewals were tried (and failed), the rest waited out their window.
+  expect(state.arrivals).toHaveLength(3);
+  // Expired: now the calls fail.
+  clock.advance(10);
+  expect(await rejectionOf(client.listAccounts())).toMatchObject({ reason: "not_json", status: 500 });
+  // An explicit refresh() throws the token away, so it is never a way back to it.
+  expect(await rejectionOf(client.refresh())).toMatchObject({ reason: "not_json", retryAfter: expect.any(Number) });
+});
