@@ -19,7 +19,9 @@ export function sessionStore(ctx: StoreContext): SessionStore {
     create: (record) =>
       run("sessions.create", async () => {
         const row = sessionRow(ctx, record);
-        return insertOrFalse(() => q.insert(db, row));
+        // InnoDB: INSERTs of one hash racing a DELETE of it (the sweep, a sign-out) deadlock, as
+        // assertionJtis.use's do; the victim was rolled back, and run again it wins or finds the row.
+        return insertOrFalse(() => ctx.again(() => q.insert(db, row)));
       }),
     get: (idHash) =>
       run("sessions.get", async () => {

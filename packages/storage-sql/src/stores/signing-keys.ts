@@ -42,7 +42,10 @@ export function signingKeyStore(ctx: StoreContext, lockTimes: Partial<FirstKeyLo
     create: (record) =>
       run("signingKeys.create", async () => {
         const row = keyRow(ctx, record);
-        return insertOrFalse(() => db.insertInto(TABLES.signingKeys).values(row).execute());
+        // InnoDB: creates, deletes and replacePrivateJwk of one kid racing each other deadlock (the
+        // INSERTs share-lock the record a DELETE just removed, then ask for an exclusive lock): each
+        // is one statement that commits alone, so a victim changed nothing and is run again.
+        return insertOrFalse(() => ctx.again(() => db.insertInto(TABLES.signingKeys).values(row).execute()));
       }),
     createIfEmpty: (record) =>
       run("signingKeys.createIfEmpty", async () => {
@@ -81,20 +84,24 @@ export function signingKeyStore(ctx: StoreContext, lockTimes: Partial<FirstKeyLo
     delete: (kid) =>
       run("signingKeys.delete", async () => {
         if (!storableKey(kid)) return false;
-        const result = await db.deleteFrom(TABLES.signingKeys).where("kid", "=", kid).executeTakeFirst();
+        // A deadlock victim beside creates of the same kid (see create): again.
+        const result = await ctx.again(() => db.deleteFrom(TABLES.signingKeys).where("kid", "=", kid).executeTakeFirst());
         return result.numDeletedRows > 0n;
       }),
     replacePrivateJwk: (kid, expected, replacement) =>
       run("signingKeys.replacePrivateJwk", async () => {
         if (!storableKey(kid)) return false;
         const privateJwk = ctx.text(replacement, "privateJwk");
-        // One conditional UPDATE: atomic on every engine, and a no-op when another writer got there first.
-        const result = await db
-          .updateTable(TABLES.signingKeys)
-          .set({ private_jwk: privateJwk })
-          .where("kid", "=", kid)
-          .where("private_jwk", "=", expected)
-          .executeTakeFirst();
+        // One conditional UPDATE: atomic on every engine, and a no-op when another writer got there
+        // first. A deadlock victim beside a delete and create of the same kid (see create): again.
+        const result = await ctx.again(() =>
+          db
+            .updateTable(TABLES.signingKeys)
+            .set({ private_jwk: privateJwk })
+            .where("kid", "=", kid)
+            .where("private_jwk", "=", expected)
+            .executeTakeFirst(),
+        );
         return result.numUpdatedRows > 0n;
       }),
   };
