@@ -70,12 +70,18 @@ function nonEmpty(name: string, value: string | undefined, fallback: string): st
  */
 const BASE_PATH = /^(?:\/(?:[A-Za-z0-9\-._~!$&'()*+,=:@]|%[0-9A-Fa-f]{2})*)+$/;
 
+/** A `.` or `..` segment, dots written as `.` or `%2e` (WHATWG URL's single- and double-dot segments). */
+const DOT_SEGMENT = /\/(?:\.|%2e){1,2}(?=\/|$)/i;
+
 function normalizeBasePath(path: string | undefined): string {
   if (path === undefined || path === "" || path === "/") return "";
   if (typeof path !== "string" || !path.startsWith("/") || /[?#]/.test(path)) throw new TypeError("basePath must start with '/' and have no query");
   if (!BASE_PATH.test(path)) {
     throw new TypeError("basePath must be a URL path as requests spell it: '/' and segments of letters, digits, - . _ ~ ! $ & ' ( ) * + , = : @ or %XX (no ';', space or other character)");
   }
+  // The URL parser removes `.` and `..` segments (`%2e` too) from every request's path: such a
+  // basePath matched no request (until 2026-11-30).
+  if (DOT_SEGMENT.test(path)) throw new TypeError("basePath must not have '.' or '..' segments (%2e included): a request's path never has them, the URL parser removes them");
   return path.replace(/\/+$/, "");
 }
 

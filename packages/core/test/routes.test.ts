@@ -401,15 +401,22 @@ describe("issuer, baseUrl and audience options", () => {
     await expect(harness({ basePath: "/api?x=1" })).rejects.toThrow(TypeError);
   });
 
-  it("basePath is a URL path as requests spell it: a ';' (which ended the console cookie's Path early), a space or a raw non-ASCII character is refused; %XX and sub-delimiters are taken", async () => {
+  it("basePath is a URL path as requests spell it: a ';' (which ended the console cookie's Path early), a space, a raw non-ASCII character or a dot segment is refused; %XX and sub-delimiters are taken", async () => {
     const refusal = new TypeError(
       "basePath must be a URL path as requests spell it: '/' and segments of letters, digits, - . _ ~ ! $ & ' ( ) * + , = : @ or %XX (no ';', space or other character)",
     );
     for (const basePath of ["/x;Domain=evil.example", "/a;b", "/a b", "/t\u00e9", "/a\r\nSet-Cookie: x=1", "/a%zz", "/a\\b", "/a\"b"]) {
       await expect(harness({ basePath }), JSON.stringify(basePath)).rejects.toThrow(refusal);
     }
-    // What a request spells: the percent-encoded form of /té, and sub-delimiters, route as given.
-    for (const basePath of ["/t%C3%A9", "/v1/a-b_c.d~e/x!$&'()*+,=:@"]) {
+    // A '.' or '..' segment (%2e too): the URL parser removes it from every request's path, so such
+    // a basePath matched no request (the app answered 404 to everything under it).
+    const dots = new TypeError("basePath must not have '.' or '..' segments (%2e included): a request's path never has them, the URL parser removes them");
+    for (const basePath of ["/a/../b", "/./x", "/a/.", "/a/..", "/a/%2e%2E/b", "/a/.%2e", "/%2e/x"]) {
+      await expect(harness({ basePath }), JSON.stringify(basePath)).rejects.toThrow(dots);
+    }
+    // What a request spells: the percent-encoded form of /té, and sub-delimiters, route as given;
+    // dots that are not a whole segment are no dot segment.
+    for (const basePath of ["/t%C3%A9", "/v1/a-b_c.d~e/x!$&'()*+,=:@", "/.../.x/a..b"]) {
       const h = await harness({ basePath });
       const res = await h.app.fetch(new Request(`${BASE}${basePath}/.well-known/jwks.json`));
       expect([basePath, res.status]).toEqual([basePath, 200]);
