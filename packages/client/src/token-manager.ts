@@ -113,6 +113,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * that token instead (see getToken). Not a hook's error.
    */
   const transient = new WeakSet<object>();
+  /** The errors of calls the backoff held ({@link pause}): a background retry is not held by it. */
+  const backedOff = new WeakSet<object>();
   /** The shared cache's token as the renewal in flight (or the last one) read it. */
   let lastRead: CachedToken | null = null;
   /**
@@ -274,13 +276,25 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * signed out).
    */
   // Its failure fails no call; a failure without an answer, or with an undecided one, schedules the
-  // next retry (while the delays last; a failure without an answer schedules it in obtain()).
+  // next retry (while the delays last; a failure without an answer schedules it in obtain()). A
+  // retry that joined a call's renewal the backoff held (it sent nothing, and the backoff does not
+  // hold a retry) runs once more on its own at once: until 2026-11-30 that step was spent, and with
+  // calls coming all the time and a tokenCache (a held renewal is in flight while it reads the
+  // cache) every step could be, the refresh then presented only after the backoff's window.
   const refreshRetry = backoff(
     REFRESH_RETRY_MS,
-    () =>
-      renewed(true).then(noop, (error: unknown) => {
-        if (undecided(error)) refreshRetry.schedule();
-      }),
+    async () => {
+      for (let tries = 0; ; tries++) {
+        try {
+          await renewed(true);
+          return;
+        } catch (error) {
+          if (backedOff.has(error as object) && tries < 3) continue;
+          if (undecided(error)) refreshRetry.schedule();
+          return;
+        }
+      }
+    },
     keepAlive,
   );
 
@@ -494,7 +508,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     if (pause !== null) {
       const now = clock();
       if (now >= pause.from && now < pause.until) {
-        if (!background) throw waiting(pause.error, pause.until, now, `${failures} token requests in a row got no usable answer`);
+        if (!background) {
+          const error = waiting(pause.error, pause.until, now, `${failures} token requests in a row got no usable answer`);
+          backedOff.add(error);
+          throw error;
+        }
       } else pause = null;
     }
     const refreshToken = await newestRefreshToken(cached);

@@ -7,7 +7,7 @@
  */
 import { createMemoryStorage, StorageError, type Storage } from "@plantgate/core";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { OAuthError, TOKEN_PATH, type NetworkError, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
+import { NetworkError, OAuthError, TOKEN_PATH, type CachedToken, type FetchLike, type TokenCache } from "../src/index.js";
 import { startTarget, userProcess, type ServerTarget } from "./support.js";
 
 const TTL = 7200;
@@ -476,6 +476,38 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, `A: ${ACCOUNTS}`]);
     const events = await t.events();
     expect(events.filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed", "token.refreshed"]);
+  });
+
+  it("lost twice in a row with a tokenCache and calls coming all the time: a retry that finds a held call's renewal in flight (reading the cache) still presents the refresh, not the next step", async () => {
+    target = await startTarget();
+    const t = target;
+    const forwarded: string[] = [];
+    const lose = { count: 2, answered: 0 };
+    // A cache a round trip away (20 ms a get): each held call's renewal is in flight that long.
+    const cache = sharedCache().link("A");
+    cache.state.beforeGet = () => sleep(20);
+    const a = signIn(t, losingFetch(forwarded, "A", lose), cache.hook);
+    await a.client.getAccessToken();
+    for (const clock of [t.clock, a.clock]) clock.advance(TTL);
+    for (let i = 0; i < 2; i++) expect(await a.client.getAccessToken().catch((e: unknown) => (e as NetworkError).retryAfter)).toBe(null);
+    // The clocks stand still: the backoff window stays open, every call is held. A call every 5 ms
+    // (a busy service), so a held renewal is nearly always in flight when the retry's timer fires.
+    let calls = true;
+    const held: unknown[] = [];
+    const busy = (async () => {
+      while (calls) {
+        void a.client.getAccessToken().catch((e: unknown) => held.push(e));
+        await sleep(5);
+      }
+    })();
+    // The first retry is due 1 s after the first loss; later steps 3, 7 and 15 s after it.
+    const retried = await until(() => lose.answered === 3, 2500);
+    calls = false;
+    await busy;
+    expect(held.length).toBeGreaterThan(100);
+    expect(held.every((e) => e instanceof NetworkError && e.retryAfter === 1)).toBe(true);
+    expect(retried).toBe(true);
+    expect(forwarded.slice(0, 6)).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`]);
   });
 
   it("a gateway's own 5xx JSON in place of the answer (504 Endpoint request timed out) is no answer either: presented again within the window", async () => {
