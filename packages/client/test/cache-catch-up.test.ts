@@ -485,7 +485,7 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     const lose = { count: 2, answered: 0 };
     // A cache a round trip away (20 ms a get): each held call's renewal is in flight that long.
     const cache = sharedCache().link("A");
-    cache.state.beforeGet = () => sleep(20);
+    cache.state.beforeGet = () => sleep(20).then(() => undefined);
     const a = signIn(t, losingFetch(forwarded, "A", lose), cache.hook);
     await a.client.getAccessToken();
     for (const clock of [t.clock, a.clock]) clock.advance(TTL);
