@@ -32,7 +32,7 @@ async function observed() {
       } as RequestInit),
       readBody ? { readBody } : undefined,
     );
-  return { requests, logged, token };
+  return { requests, logged, token, app: h.app };
 }
 
 const SERVER_ERROR = '{"error":"server_error","error_description":"The server encountered an unexpected error."}';
@@ -167,10 +167,27 @@ describe("HostFaultError while reading the body", () => {
       ["POST /UserService/connect/token", 400, undefined],
       ["POST /UserService/connect/token", 400, undefined],
     ]);
-    const message = "the request's body was already read before plantgate got the request (bodyUsed); hand plantgate the Request before anything reads its body, or a clone";
+    const message = "the request's body was already read before plantgate got the request (bodyUsed, or its stream locked by a reader); hand plantgate the Request before anything reads its body, or a clone";
     expect(logged).toEqual([
       ["unexpected error at the token endpoint", { name: "BodyAlreadyUsedError", message }],
       [expect.any(String), { name: "BodyAlreadyUsedError", message }],
     ]);
+  });
+
+  it("a Request whose body stream a reader holds (locked, nothing read yet) is the host's 500 too", async () => {
+    const { requests, logged, app } = await observed();
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode("grant_type=client_credentials"));
+        controller.close();
+      },
+    });
+    const request = new Request(`${BASE}/UserService/connect/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body, duplex: "half" } as RequestInit);
+    request.body!.getReader(); // a host's reader, left holding the stream
+    expect([request.bodyUsed, request.body!.locked]).toEqual([false, true]);
+    const res = await app.fetch(request);
+    expect([res.status, await res.text()]).toEqual([500, SERVER_ERROR]);
+    expect(requests.map((r) => [r.status, r.result])).toEqual([[500, "server_error"]]);
+    expect(logged).toEqual([["unexpected error at the token endpoint", { name: "BodyAlreadyUsedError", message: expect.stringContaining("(bodyUsed, or its stream locked by a reader)") }]]);
   });
 });

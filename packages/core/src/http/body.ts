@@ -38,10 +38,11 @@ export async function readBodyText(request: Request, info: HandleInfo | undefine
   }
   if (!request.body) return "";
   // A Request whose body the host read before handing it over (its own `request.text()`, a
-  // middleware's): the stream would read as empty or refuse a reader, which plantgate took for the
-  // client's broken upload (a 400). One that declares no bytes (`Content-Length: 0`) held none,
-  // whoever read it; any other is the host's fault, as the adapters' taken bodies are.
-  if (request.bodyUsed) {
+  // middleware's), or is reading (a reader holds its stream: `locked`): the stream would read as
+  // empty or refuse a reader, which plantgate took for the client's broken upload (a 400). One that
+  // declares no bytes (`Content-Length: 0`) held none, whoever read it; any other is the host's
+  // fault, as the adapters' taken bodies are.
+  if (request.bodyUsed || request.body.locked) {
     if (request.headers.get("content-length") === "0") return "";
     throw new BodyAlreadyUsedError();
   }
@@ -57,13 +58,13 @@ export async function readBodyText(request: Request, info: HandleInfo | undefine
 
 /**
  * The request handed to `app.fetch` (or a Worker's `fetch`) had a body something had already read
- * (`bodyUsed`): a {@link HostFaultError}, so plantgate's 500 and `error.type` `PLANTGATE_BODY_USED`.
+ * (`bodyUsed`, or a reader holds its stream): a {@link HostFaultError}, so plantgate's 500 and `error.type` `PLANTGATE_BODY_USED`.
  */
 export class BodyAlreadyUsedError extends HostFaultError {
   override readonly name = "BodyAlreadyUsedError";
   readonly code = "PLANTGATE_BODY_USED";
   constructor() {
-    super("the request's body was already read before plantgate got the request (bodyUsed); hand plantgate the Request before anything reads its body, or a clone");
+    super("the request's body was already read before plantgate got the request (bodyUsed, or its stream locked by a reader); hand plantgate the Request before anything reads its body, or a clone");
   }
 }
 
