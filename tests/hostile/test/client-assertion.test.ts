@@ -2,15 +2,17 @@
  * private_key_jwt client assertions (RFC 7523) under generated input: malformed JWTs (random
  * segments, bad base64url, non-JSON, truncation), wrong and forbidden algorithms (none, HMAC, an
  * algorithm the key is not for), claims off by one rule each, another key, huge assertions and
- * replays. Every one is a 401 invalid_client (400 invalid_request only when the form itself breaks
- * its documented caps), never a 5xx, never a token, and the answer never echoes the assertion.
+ * replays, a `jti` or `sub` holding an unpaired surrogate (a JSON `\ud800` escape: refused since
+ * 2026-11-30, with its own description). Every one is a 401 invalid_client (400 invalid_request only
+ * when the form itself breaks its documented caps), never a 5xx, never a token, and the answer never
+ * echoes the assertion.
  */
 import { createPlantgate, type Plantgate } from "@plantgate/core";
 import fc from "fast-check";
 import { CompactSign, exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { fail, noServerError, oauthError, read } from "../src/invariants.js";
-import { SEED } from "../src/settings.js";
+import { COVERAGE_CHECKS, SEED } from "../src/settings.js";
 import { NOW, openStore, TOKEN_PATH } from "../src/world.js";
 
 const ISSUER = "https://as.example";
@@ -47,22 +49,40 @@ type Mutation =
   | { kind: "huge"; size: number }
   | { kind: "unsigned"; alg: string };
 
+/**
+ * A string with at least one unpaired surrogate (a high one not followed by a low one, or a low one
+ * not after a high one) among any other code points: fast-check's strings never hold one ('binary'
+ * leaves half pairs out), so it is put in. `binary` code points are whole (a pair is high then low),
+ * so the surrogate stays unpaired whatever surrounds it.
+ */
+const loneSurrogateString = (maxUnits: number) =>
+  fc
+    // At most maxUnits UTF-16 units: a code point is one or two.
+    .tuple(fc.string({ unit: "binary", maxLength: 4 }), fc.integer({ min: 0xd800, max: 0xdfff }), fc.string({ unit: "binary", maxLength: Math.floor((maxUnits - 1) / 2) - 4 }))
+    .map(([before, unit, after]) => before + String.fromCharCode(unit) + after);
+
+/** Whether `s` holds an unpaired surrogate (what core's `isWellFormed` refuses). */
+const hasLoneSurrogate = (s: string) => /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s);
+
 const jsonValue = fc.oneof(fc.string({ maxLength: 20 }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.string({ maxLength: 5 }), { maxLength: 3 }));
 
 const mutationArb: fc.Arbitrary<Mutation> = fc.oneof(
   // Valid by construction (a fresh jti each time), so acceptance and the replay check run too.
   fc.constant<Mutation>({ kind: "claims", claims: {}, header: {}, other: false }),
+  // Valid but for a jti or a sub with an unpaired surrogate: each refused with its own description.
+  fc.record({ kind: fc.constant("claims" as const), claims: fc.record({ jti: loneSurrogateString(256) }), header: fc.constant({}), other: fc.constant(false) }),
+  fc.record({ kind: fc.constant("claims" as const), claims: fc.record({ sub: loneSurrogateString(64), iss: fc.oneof(fc.constant(CLIENT), loneSurrogateString(64)) }), header: fc.constant({}), other: fc.boolean() }),
   fc.record({
     kind: fc.constant("claims" as const),
     claims: fc.record(
       {
         iss: fc.oneof(fc.constant(CLIENT), fc.constant("other"), jsonValue),
-        sub: fc.oneof(fc.constant(CLIENT), fc.constant("other"), jsonValue),
+        sub: fc.oneof(fc.constant(CLIENT), fc.constant("other"), jsonValue, loneSurrogateString(40)),
         aud: fc.oneof(fc.constant(`${ISSUER}${TOKEN_PATH}`), fc.constant(ISSUER), fc.constant("https://other.example"), fc.constant([ISSUER, "x"]), jsonValue),
         exp: fc.oneof(fc.integer({ min: NOW / 1000 - 600, max: NOW / 1000 + 900 }), jsonValue),
         nbf: fc.oneof(fc.integer({ min: NOW / 1000 - 60, max: NOW / 1000 + 120 }), jsonValue),
         iat: fc.oneof(fc.integer({ min: NOW / 1000 - 60, max: NOW / 1000 + 120 }), jsonValue),
-        jti: fc.oneof(fc.string({ minLength: 0, maxLength: 300 }), jsonValue),
+        jti: fc.oneof(fc.string({ minLength: 0, maxLength: 300 }), jsonValue, loneSurrogateString(300)),
       },
       { requiredKeys: [] },
     ),
@@ -102,12 +122,39 @@ async function assertionOf(m: Mutation): Promise<string> {
   }
 }
 
-/** Whether a correct server may accept it: only an untouched-rules assertion signed by the client's key. */
+/** The claims an assertion of `m` carries (as the server reads them: through JSON, as signed). */
+function claimsOf(m: Mutation & { kind: "claims" }): Record<string, unknown> {
+  return { iss: CLIENT, sub: CLIENT, aud: `${ISSUER}${TOKEN_PATH}`, exp: NOW / 1000 + 60, jti: "x", ...(JSON.parse(JSON.stringify(m.claims)) as Record<string, unknown>) };
+}
+
+/**
+ * The description a correct server must refuse `m` with, when one is certain: an assertion whose
+ * `sub` holds an unpaired surrogate is refused before any client is looked up (core's client-auth.ts),
+ * one whose `jti` does after every other rule held (client-assertion.ts; the key of its one-time use
+ * would be the same for "a\ud800", "a\udc00" and "a\ufffd").
+ */
+function certainRefusal(m: Mutation): string | null {
+  if (m.kind !== "claims") return null;
+  const sub = claimsOf(m).sub;
+  if (typeof sub === "string" && sub !== "" && hasLoneSurrogate(sub)) return "The client assertion's sub must not contain unpaired surrogates.";
+  const jti = claimsOf(m).jti;
+  if (validButForJti(m) && typeof jti === "string" && hasLoneSurrogate(jti)) return "The client assertion's jti must not contain unpaired surrogates.";
+  return null;
+}
+
+/** Whether a correct server may accept it: only an untouched-rules assertion signed by the client's key, its jti well-formed. */
 function mayAccept(m: Mutation): boolean {
+  if (!validButForJti(m)) return false;
+  const jti = claimsOf(m as Mutation & { kind: "claims" }).jti as string;
+  return !hasLoneSurrogate(jti);
+}
+
+/** Whether every rule but the jti's well-formedness holds: signed by the client's key, the claims right. */
+function validButForJti(m: Mutation): boolean {
   if (m.kind !== "claims" || m.other) return false;
   const claims = JSON.parse(JSON.stringify(m.claims)) as Record<string, unknown>;
   const header = JSON.parse(JSON.stringify(m.header)) as Record<string, unknown>;
-  const c = { iss: CLIENT, sub: CLIENT, aud: `${ISSUER}${TOKEN_PATH}`, exp: NOW / 1000 + 60, jti: "x", ...claims };
+  const c = claimsOf(m);
   const now = NOW / 1000;
   const audOk = (typeof c.aud === "string" ? [c.aud] : Array.isArray(c.aud) ? c.aud : []).some((x) => x === ISSUER || x === `${ISSUER}${TOKEN_PATH}`);
   return (
@@ -154,6 +201,12 @@ it(`client assertions: ${RUNS} generated ones: 401 invalid_client unless valid b
         fail(`expected ${formTooBig ? "400 invalid_request (form field cap)" : "401 invalid_client"} for ${m.kind}`, a);
       }
       if (a.status === 401 && a.headers.get("www-authenticate") === null) fail("a 401 without WWW-Authenticate", a);
+      const refusal = formTooBig ? null : certainRefusal(m);
+      if (refusal !== null) {
+        if ((a.json as { error_description?: unknown }).error_description !== refusal) fail(`expected "${refusal}"`, a);
+        const label = refusal.includes("'s sub ") ? "sub-surrogate-refused" : "jti-surrogate-refused";
+        tally[label] = (tally[label] ?? 0) + 1;
+      }
       tally[m.kind] = (tally[m.kind] ?? 0) + 1;
     }),
     { numRuns: RUNS, seed: SEED },
@@ -161,6 +214,8 @@ it(`client assertions: ${RUNS} generated ones: 401 invalid_client unless valid b
   // Coverage: every kind was generated, and some assertions were valid (so acceptance and replay were exercised).
   for (const kind of ["claims", "raw", "segments", "truncate", "huge", "unsigned"]) expect(tally[kind] ?? 0, kind).toBeGreaterThan(0);
   expect(tally.accepted ?? 0).toBeGreaterThan(0);
+  // Unpaired surrogates in a jti that every other rule lets through, and in a sub, were refused for them.
+  if (COVERAGE_CHECKS) for (const label of ["jti-surrogate-refused", "sub-surrogate-refused"]) expect(tally[label] ?? 0, label).toBeGreaterThan(RUNS / 100);
 });
 
 it("a huge assertion within the form caps, an HMAC one keyed with the public key, and alg none: each 401 invalid_client", async () => {
