@@ -9,7 +9,7 @@ const runs = Number(process.env.HOSTILE_RUNS || 400);
 export default defineProject({
   test: {
     name: "@plantgate/hostile-tests-workerd",
-    include: ["test/token-endpoint.test.ts", "test/plants.test.ts", "test/account-list.test.ts"],
+    include: ["test/token-endpoint.test.ts", "test/plants.test.ts", "test/account-list.test.ts", "test/world-setup.test.ts"],
     env: { HOSTILE_RUNTIME: "workerd" },
     testTimeout: Math.max(120_000, runs * 100),
     hookTimeout: 60_000,

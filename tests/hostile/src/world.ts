@@ -50,7 +50,7 @@ export const STORE = process.env.HOSTILE_STORE ?? "memory";
  * server fails the run.
  */
 const REDIS = process.env.HOSTILE_REDIS ?? "";
-const REDIS_URL = REDIS === "" ? null : REDIS === "1" ? "redis://127.0.0.1:6379" : REDIS;
+export const REDIS_URL = REDIS === "" ? null : REDIS === "1" ? "redis://127.0.0.1:6379" : REDIS;
 /**
  * The store's name in a replay line: `HOSTILE_STORE=... HOSTILE_REDIS=...` as `env` has them, a
  * Redis URL's password shown as `***` (the line goes to the test output; until 2026-11-30 it held
@@ -63,11 +63,13 @@ export const replayStoreEnv = (env: Record<string, string | undefined>): string 
   return `${runtime === "" ? "" : ` HOSTILE_RUNTIME=${runtime}`}${store === "memory" ? "" : ` HOSTILE_STORE=${store}`}${redis === "" ? "" : ` HOSTILE_REDIS=${redis === "1" ? redis : redactConnectionUrl(redis)}`}`;
 };
 export const STORE_ENV = replayStoreEnv(process.env);
-const POSTGRES_URL = process.env.PLANTGATE_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
-const MYSQL_URL = process.env.PLANTGATE_TEST_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test";
+export const POSTGRES_URL = process.env.PLANTGATE_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+export const MYSQL_URL = process.env.PLANTGATE_TEST_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test";
 
+/** How the names of a world's database, schema or Redis keys begin: its chunk seed. */
+export const isolatedPrefix = (seed: number) => `hostile_${(seed >>> 0).toString(16)}_`;
 /** A world's database or schema name: its chunk seed, then random (two runs may share a seed). */
-const isolatedName = (seed: number) => `hostile_${(seed >>> 0).toString(16)}_${Math.random().toString(16).slice(2, 10)}`;
+const isolatedName = (seed: number) => `${isolatedPrefix(seed)}${Math.random().toString(16).slice(2, 10)}`;
 
 type OpenStore = { storage: Storage; close(): Promise<void> };
 
@@ -353,7 +355,14 @@ function pemOf(spki: ArrayBuffer): string {
 }
 
 /** Extra options for a world (e.g. a strict brute-force limit, the management console). */
-export type WorldOptions = Pick<PlantgateOptions, "bruteForce" | "console">;
+export type WorldOptions = Pick<PlantgateOptions, "bruteForce" | "console"> & {
+  /**
+   * Runs as setup's last step, every setup write made, with the world's store (on workerd: D1,
+   * through the bridge); a rejection fails the setup. For test/world-setup.test.ts, which shows
+   * that a failed setup leaves nothing behind.
+   */
+  atSetupEnd?: (storage: Storage) => Promise<void>;
+};
 
 /**
  * Builds a fresh world. `seed` pins every random value the server draws.
@@ -381,202 +390,212 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
     );
   }
   const store: OpenStore = worker ?? (await openStore(seed, () => clock.now));
-  const rec = createRecordingStorage(store.storage);
-  // The example servers' logs and metrics, writing into memory: every level, every event.
-  const lines: string[] = [];
-  const log = createLog({ level: "trace", destination: { write: (line: string) => void lines.push(line) } });
-  const serverLog = coreLogger(log);
-  const metrics = createMetrics({ processMetrics: false });
-  const logEvent = eventLogger(log);
-  const logger = {
-    error: (message: string, context?: Record<string, unknown>) => {
-      logs.push({ level: "error", message, context: JSON.stringify(context ?? {}) });
-      serverLog.error(message, context);
-    },
-    warn: (message: string, context?: Record<string, unknown>) => {
-      logs.push({ level: "warn", message, context: JSON.stringify(context ?? {}) });
-      serverLog.warn(message, context);
-    },
-  };
-  const random = seededBytes(seed);
-  const observability = {
-    observer: metrics.observer,
-    onEvent: (event: SecurityEvent) => {
-      events.push(JSON.stringify(event));
-      metrics.countEvent(event);
-      logEvent(event);
-    },
-  };
-  const common: PlantgateOptions = {
-    storage: rec.storage,
-    clock: () => clock.now,
-    passwordHashIterations: 1000,
-    randomBytes: random,
-    logger,
-    ...observability,
-    // Strict one-time refresh tokens: the oracle (refreshIsLive) models a consumed token as dead.
-    // The grace window has its own tests (core, conformance kit, HTTP suite).
-    refreshGraceSeconds: 0,
-    // The brute-force defence stays on (its code runs on every failure) but, unless a world asks
-    // for a strict limit, never locks: otherwise the thousands of deliberate failures would lock
-    // the known clients and users and the valid requests could no longer be told apart.
-    bruteForce,
-  };
-  const app = createPlantgate({ ...common, issuer: ISSUER, baseUrl: ISSUER, ...(options.console ? { console: options.console } : {}) });
-  // Every token an answer issues is something a later line must not hold.
-  const carried = new Set<string>();
-  // Setup's requests go to this app; on workerd, the world's requests then go to the Worker.
-  let appFetch: Plantgate["fetch"] = app.fetch.bind(app);
-  app.fetch = async (request, info) => {
-    const response = await appFetch(request, info);
-    // Keys of rows the Worker wrote, so the next snapshot reads them too.
-    if (worker !== null) await worker.learnKeys(rec.known);
-    if (response.status === 200 && (response.headers.get("content-type") ?? "").startsWith("application/json")) {
-      const text = await response.clone().text();
-      for (const m of text.matchAll(/"(?:access_token|refresh_token)":"([^"\\]{8,})"/g)) carried.add(m[1]!);
-    }
-    return response;
-  };
-  const other = createPlantgate({ ...common, issuer: OTHER_ISSUER, baseUrl: OTHER_ISSUER });
-  // The clients exist from well before the expired tokens below are minted: a token issued before
-  // its client was created is not that client's (a re-created client inherits nothing).
-  ago = 30 * 24 * 3600_000;
-  for (const c of CLIENTS) await app.admin.createClient({ clientId: c.id, clientSecret: c.secret, grantTypes: c.grants, scopes: c.scopes });
-  ago = 0;
-  const accounts: AccountFixture[] = [];
-  for (const a of ACCOUNTS_INPUT) {
-    const view = await app.admin.createAccount({ username: a.username, password: a.password, enabled: a.enabled, roles: ["user"] });
-    accounts.push({ ...a, id: view.id });
-  }
-  // More accounts, so paging has pages to walk; names and fields a JSON encoder must escape.
-  await app.admin.importAccounts(
-    Array.from({ length: 23 }, (_, i) => ({
-      username: i % 5 === 0 ? `user-${i}-"quoted"\\` : i % 5 === 1 ? `ユーザー${i}` : i % 5 === 2 ? `emoji-${i}-🌱` : `user-${i}`,
-      password: `password-${i}-0123`,
-      displayName: i % 3 === 0 ? null : `Display </script> ${i}`,
-      email: i % 2 === 0 ? `u${i}@example.com` : null,
-      roles: i % 4 === 0 ? [] : ["reader", "writer"].slice(0, (i % 2) + 1),
-    })),
-  );
-  const [cc, pw, odd] = [CLIENTS[0]!, CLIENTS[1]!, CLIENTS[CLIENTS.length - 1]!];
-  const alice = ACCOUNTS_INPUT[0]!;
-  const passwordParams = (scope: string): [string, string][] => [
-    ["grant_type", "password"],
-    ["username", alice.username],
-    ["password", alice.password],
-    ["scope", scope],
-  ];
-  const refreshOf = async (client: ClientFixture) => (await tokenCall(app, client, passwordParams(`${USER_APIS} ${OFFLINE}`))).refresh_token as string;
-  const rotate = async (client: ClientFixture, token: string) =>
-    (await tokenCall(app, client, [["grant_type", "refresh_token"], ["refresh_token", token]])).refresh_token as string;
-
-  const ccToken = (await tokenCall(app, cc, [["grant_type", "client_credentials"]])).access_token as string;
-  const aliceToken = (await tokenCall(app, pw, passwordParams(USER_APIS))).access_token as string;
-  const noApiScope = (await tokenCall(app, pw, passwordParams(OFFLINE))).access_token as string;
-  const otherAudience = (await tokenCall(other, cc, [["grant_type", "client_credentials"]])).access_token as string;
-
-  ago = 3 * 3600_000;
-  const expired = (await tokenCall(app, cc, [["grant_type", "client_credentials"]])).access_token as string;
-  ago = 8 * 24 * 3600_000;
-  const expiredRefresh = await refreshOf(pw);
-  ago = 0;
-
-  const consumed = await refreshOf(pw);
-  await rotate(pw, consumed);
-  const revokedFirst = await refreshOf(pw);
-  const revoked = await rotate(pw, revokedFirst);
-  // Presenting the spent first token again revokes the family, `revoked` included.
-  const replay = await app.fetch(
-    new Request(ISSUER + TOKEN_PATH, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicHeader(pw.id, pw.secret) },
-      body: formBody([["grant_type", "refresh_token"], ["refresh_token", revokedFirst]]),
-    }),
-  );
-  if (replay.status !== 400) throw new Error(`world setup: replay was not refused (${replay.status})`);
-  const otherClient = await refreshOf(odd);
-
-  const refreshRecord = async (token: string) => rec.storage.refreshTokens.findByHash(await refreshTokenKey(sha256, token));
-  const refreshIsLive = async (token: string, clientId: string) => {
-    const r = await refreshRecord(token);
-    if (!r || r.clientId !== clientId || r.consumedAt !== null || r.revokedAt !== null) return false;
-    if (clock.now >= r.expiresAt || clock.now >= r.familyExpiresAt) return false;
-    const account = await rec.storage.accounts.get(r.accountId);
-    return account !== null && account.enabled;
-  };
-  // An access token revoked through RFC 7009 revocation: the bearer check must refuse it.
-  const revokedAccess = (await tokenCall(app, cc, [["grant_type", "client_credentials"]])).access_token as string;
-  const revocation = await app.fetch(
-    new Request(ISSUER + REVOCATION_PATH, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicHeader(cc.id, cc.secret) },
-      body: formBody([["token", revokedAccess]]),
-    }),
-  );
-  if (revocation.status !== 200) throw new Error(`world setup: revocation failed: ${revocation.status} ${await revocation.text()}`);
-  // One stored plant, so duplicate ids can be generated.
-  const seeded = await app.fetch(
-    new Request(ISSUER + "/plants", {
-      method: "POST",
-      headers: { authorization: `Bearer ${ccToken}`, "content-type": "application/json" },
-      body: `{"id":${KNOWN_PLANT_ID},"name":"seed plant","tag":"seed"}`,
-    }),
-  );
-  if (seeded.status !== 200) throw new Error(`world setup: seeding a plant failed: ${seeded.status} ${await seeded.text()}`);
-  let live = await refreshOf(pw);
-  const keyRecord = (await rec.storage.signingKeys.list())[0]!;
-  const privateJwk = JSON.parse(keyRecord.privateJwk) as JsonWebKey;
-  const publicJwk = JSON.parse(keyRecord.publicJwk) as JsonWebKey;
-  const privateKey = await crypto.subtle.importKey("jwk", privateJwk, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
-  const publicKey = await crypto.subtle.importKey("jwk", { ...publicJwk, key_ops: ["verify"] }, { name: "ECDSA", namedCurve: "P-256" }, true, ["verify"]);
-  const pem = pemOf(await crypto.subtle.exportKey("spki", publicKey));
-  rec.takeWrites();
-  if (worker !== null) appFetch = worker.fetch;
-  for (const t of [ccToken, aliceToken, noApiScope, expired, otherAudience, revokedAccess, consumed, revoked, expiredRefresh, otherClient, live]) carried.add(t);
-  const secrets = [...CLIENTS.map((c) => c.secret), ...ACCOUNTS_INPUT.map((a) => a.password)];
-  for (const secret of secrets) carried.add(secret);
-
-  return {
-    app,
-    rec,
-    storage: rec.storage,
-    clock,
-    realTime: ON_WORKERD,
-    learnKeys: async () => {
+  try {
+    const rec = createRecordingStorage(store.storage);
+    // The example servers' logs and metrics, writing into memory: every level, every event.
+    const lines: string[] = [];
+    const log = createLog({ level: "trace", destination: { write: (line: string) => void lines.push(line) } });
+    const serverLog = coreLogger(log);
+    const metrics = createMetrics({ processMetrics: false });
+    const logEvent = eventLogger(log);
+    const logger = {
+      error: (message: string, context?: Record<string, unknown>) => {
+        logs.push({ level: "error", message, context: JSON.stringify(context ?? {}) });
+        serverLog.error(message, context);
+      },
+      warn: (message: string, context?: Record<string, unknown>) => {
+        logs.push({ level: "warn", message, context: JSON.stringify(context ?? {}) });
+        serverLog.warn(message, context);
+      },
+    };
+    const random = seededBytes(seed);
+    const observability = {
+      observer: metrics.observer,
+      onEvent: (event: SecurityEvent) => {
+        events.push(JSON.stringify(event));
+        metrics.countEvent(event);
+        logEvent(event);
+      },
+    };
+    const common: PlantgateOptions = {
+      storage: rec.storage,
+      clock: () => clock.now,
+      passwordHashIterations: 1000,
+      randomBytes: random,
+      logger,
+      ...observability,
+      // Strict one-time refresh tokens: the oracle (refreshIsLive) models a consumed token as dead.
+      // The grace window has its own tests (core, conformance kit, HTTP suite).
+      refreshGraceSeconds: 0,
+      // The brute-force defence stays on (its code runs on every failure) but, unless a world asks
+      // for a strict limit, never locks: otherwise the thousands of deliberate failures would lock
+      // the known clients and users and the valid requests could no longer be told apart.
+      bruteForce,
+    };
+    const app = createPlantgate({ ...common, issuer: ISSUER, baseUrl: ISSUER, ...(options.console ? { console: options.console } : {}) });
+    // Every token an answer issues is something a later line must not hold.
+    const carried = new Set<string>();
+    // Setup's requests go to this app; on workerd, the world's requests then go to the Worker.
+    let appFetch: Plantgate["fetch"] = app.fetch.bind(app);
+    app.fetch = async (request, info) => {
+      const response = await appFetch(request, info);
+      // Keys of rows the Worker wrote, so the next snapshot reads them too.
       if (worker !== null) await worker.learnKeys(rec.known);
-    },
-    snapshot: () => (worker !== null ? worker.snapshot(rec.storage) : snapshot(rec.storage, rec.known)),
-    storedPlantIds: async () => {
-      if (worker !== null) return new Set((await worker.snapshot(rec.storage)).plants.map((p) => (p as { id: bigint }).id));
-      const ids = [...rec.known.plantIds];
-      const found = await Promise.all(ids.map((id) => rec.storage.plants.get(id)));
-      return new Set(ids.filter((_, i) => found[i] !== null));
-    },
-    clients: CLIENTS,
-    accounts,
-    logs,
-    events,
-    tokens: { cc: ccToken, alice: aliceToken, noApiScope, expired, otherAudience, revoked: revokedAccess },
-    refresh: { consumed, revoked, expired: expiredRefresh, otherClient },
-    async liveRefresh() {
-      if (!(await refreshIsLive(live, pw.id))) {
-        try {
-          live = await refreshOf(pw);
-        } catch (e) {
-          // Under a strict lock-out world the user may be locked: keep the spent token then.
-          if (!(e instanceof Error && / 429 /.test(e.message))) throw e;
-        }
-        rec.takeWrites();
+      if (response.status === 200 && (response.headers.get("content-type") ?? "").startsWith("application/json")) {
+        const text = await response.clone().text();
+        for (const m of text.matchAll(/"(?:access_token|refresh_token)":"([^"\\]{8,})"/g)) carried.add(m[1]!);
       }
-      return live;
-    },
-    keys: { kid: keyRecord.kid, privateKey, publicJwkText: keyRecord.publicJwk, publicJwk, pem },
-    secrets,
-    carried,
-    // On workerd, also all the Worker printed (its marked log and event lines among it).
-    output: async () => lines.join("") + (await metrics.text()) + (worker === null ? "" : await worker.output()),
-    refreshIsLive,
-    refreshRecord,
-    close: () => store.close(),
-  };
+      return response;
+    };
+    const other = createPlantgate({ ...common, issuer: OTHER_ISSUER, baseUrl: OTHER_ISSUER });
+    // The clients exist from well before the expired tokens below are minted: a token issued before
+    // its client was created is not that client's (a re-created client inherits nothing).
+    ago = 30 * 24 * 3600_000;
+    for (const c of CLIENTS) await app.admin.createClient({ clientId: c.id, clientSecret: c.secret, grantTypes: c.grants, scopes: c.scopes });
+    ago = 0;
+    const accounts: AccountFixture[] = [];
+    for (const a of ACCOUNTS_INPUT) {
+      const view = await app.admin.createAccount({ username: a.username, password: a.password, enabled: a.enabled, roles: ["user"] });
+      accounts.push({ ...a, id: view.id });
+    }
+    // More accounts, so paging has pages to walk; names and fields a JSON encoder must escape.
+    await app.admin.importAccounts(
+      Array.from({ length: 23 }, (_, i) => ({
+        username: i % 5 === 0 ? `user-${i}-"quoted"\\` : i % 5 === 1 ? `ユーザー${i}` : i % 5 === 2 ? `emoji-${i}-🌱` : `user-${i}`,
+        password: `password-${i}-0123`,
+        displayName: i % 3 === 0 ? null : `Display </script> ${i}`,
+        email: i % 2 === 0 ? `u${i}@example.com` : null,
+        roles: i % 4 === 0 ? [] : ["reader", "writer"].slice(0, (i % 2) + 1),
+      })),
+    );
+    const [cc, pw, odd] = [CLIENTS[0]!, CLIENTS[1]!, CLIENTS[CLIENTS.length - 1]!];
+    const alice = ACCOUNTS_INPUT[0]!;
+    const passwordParams = (scope: string): [string, string][] => [
+      ["grant_type", "password"],
+      ["username", alice.username],
+      ["password", alice.password],
+      ["scope", scope],
+    ];
+    const refreshOf = async (client: ClientFixture) => (await tokenCall(app, client, passwordParams(`${USER_APIS} ${OFFLINE}`))).refresh_token as string;
+    const rotate = async (client: ClientFixture, token: string) =>
+      (await tokenCall(app, client, [["grant_type", "refresh_token"], ["refresh_token", token]])).refresh_token as string;
+
+    const ccToken = (await tokenCall(app, cc, [["grant_type", "client_credentials"]])).access_token as string;
+    const aliceToken = (await tokenCall(app, pw, passwordParams(USER_APIS))).access_token as string;
+    const noApiScope = (await tokenCall(app, pw, passwordParams(OFFLINE))).access_token as string;
+    const otherAudience = (await tokenCall(other, cc, [["grant_type", "client_credentials"]])).access_token as string;
+
+    ago = 3 * 3600_000;
+    const expired = (await tokenCall(app, cc, [["grant_type", "client_credentials"]])).access_token as string;
+    ago = 8 * 24 * 3600_000;
+    const expiredRefresh = await refreshOf(pw);
+    ago = 0;
+
+    const consumed = await refreshOf(pw);
+    await rotate(pw, consumed);
+    const revokedFirst = await refreshOf(pw);
+    const revoked = await rotate(pw, revokedFirst);
+    // Presenting the spent first token again revokes the family, `revoked` included.
+    const replay = await app.fetch(
+      new Request(ISSUER + TOKEN_PATH, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicHeader(pw.id, pw.secret) },
+        body: formBody([["grant_type", "refresh_token"], ["refresh_token", revokedFirst]]),
+      }),
+    );
+    if (replay.status !== 400) throw new Error(`world setup: replay was not refused (${replay.status})`);
+    const otherClient = await refreshOf(odd);
+
+    const refreshRecord = async (token: string) => rec.storage.refreshTokens.findByHash(await refreshTokenKey(sha256, token));
+    const refreshIsLive = async (token: string, clientId: string) => {
+      const r = await refreshRecord(token);
+      if (!r || r.clientId !== clientId || r.consumedAt !== null || r.revokedAt !== null) return false;
+      if (clock.now >= r.expiresAt || clock.now >= r.familyExpiresAt) return false;
+      const account = await rec.storage.accounts.get(r.accountId);
+      return account !== null && account.enabled;
+    };
+    // An access token revoked through RFC 7009 revocation: the bearer check must refuse it.
+    const revokedAccess = (await tokenCall(app, cc, [["grant_type", "client_credentials"]])).access_token as string;
+    const revocation = await app.fetch(
+      new Request(ISSUER + REVOCATION_PATH, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicHeader(cc.id, cc.secret) },
+        body: formBody([["token", revokedAccess]]),
+      }),
+    );
+    if (revocation.status !== 200) throw new Error(`world setup: revocation failed: ${revocation.status} ${await revocation.text()}`);
+    // One stored plant, so duplicate ids can be generated.
+    const seeded = await app.fetch(
+      new Request(ISSUER + "/plants", {
+        method: "POST",
+        headers: { authorization: `Bearer ${ccToken}`, "content-type": "application/json" },
+        body: `{"id":${KNOWN_PLANT_ID},"name":"seed plant","tag":"seed"}`,
+      }),
+    );
+    if (seeded.status !== 200) throw new Error(`world setup: seeding a plant failed: ${seeded.status} ${await seeded.text()}`);
+    let live = await refreshOf(pw);
+    const keyRecord = (await rec.storage.signingKeys.list())[0]!;
+    const privateJwk = JSON.parse(keyRecord.privateJwk) as JsonWebKey;
+    const publicJwk = JSON.parse(keyRecord.publicJwk) as JsonWebKey;
+    const privateKey = await crypto.subtle.importKey("jwk", privateJwk, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
+    const publicKey = await crypto.subtle.importKey("jwk", { ...publicJwk, key_ops: ["verify"] }, { name: "ECDSA", namedCurve: "P-256" }, true, ["verify"]);
+    const pem = pemOf(await crypto.subtle.exportKey("spki", publicKey));
+    rec.takeWrites();
+    if (worker !== null) appFetch = worker.fetch;
+    for (const t of [ccToken, aliceToken, noApiScope, expired, otherAudience, revokedAccess, consumed, revoked, expiredRefresh, otherClient, live]) carried.add(t);
+    const secrets = [...CLIENTS.map((c) => c.secret), ...ACCOUNTS_INPUT.map((a) => a.password)];
+    for (const secret of secrets) carried.add(secret);
+    await options.atSetupEnd?.(store.storage);
+
+    return {
+      app,
+      rec,
+      storage: rec.storage,
+      clock,
+      realTime: ON_WORKERD,
+      learnKeys: async () => {
+        if (worker !== null) await worker.learnKeys(rec.known);
+      },
+      snapshot: () => (worker !== null ? worker.snapshot(rec.storage) : snapshot(rec.storage, rec.known)),
+      storedPlantIds: async () => {
+        if (worker !== null) return new Set((await worker.snapshot(rec.storage)).plants.map((p) => (p as { id: bigint }).id));
+        const ids = [...rec.known.plantIds];
+        const found = await Promise.all(ids.map((id) => rec.storage.plants.get(id)));
+        return new Set(ids.filter((_, i) => found[i] !== null));
+      },
+      clients: CLIENTS,
+      accounts,
+      logs,
+      events,
+      tokens: { cc: ccToken, alice: aliceToken, noApiScope, expired, otherAudience, revoked: revokedAccess },
+      refresh: { consumed, revoked, expired: expiredRefresh, otherClient },
+      async liveRefresh() {
+        if (!(await refreshIsLive(live, pw.id))) {
+          try {
+            live = await refreshOf(pw);
+          } catch (e) {
+            // Under a strict lock-out world the user may be locked: keep the spent token then.
+            if (!(e instanceof Error && / 429 /.test(e.message))) throw e;
+          }
+          rec.takeWrites();
+        }
+        return live;
+      },
+      keys: { kid: keyRecord.kid, privateKey, publicJwkText: keyRecord.publicJwk, publicJwk, pem },
+      secrets,
+      carried,
+      // On workerd, also all the Worker printed (its marked log and event lines among it).
+      output: async () => lines.join("") + (await metrics.text()) + (worker === null ? "" : await worker.output()),
+      refreshIsLive,
+      refreshRecord,
+      close: () => store.close(),
+    };
+  } catch (error) {
+    // A setup that fails leaves nothing behind: the schema or database dropped, the Redis prefix
+    // emptied, the Miniflare instance (workerd) disposed, as a closed world's are.
+    await store.close().catch((closeError: unknown) => {
+      throw new AggregateError([error, closeError], `world setup failed, and closing its store failed too: ${String(closeError)}`);
+    });
+    throw error;
+  }
 }
