@@ -34,25 +34,55 @@ const here = dirname(fileURLToPath(import.meta.url));
 const LOG_MARK = "hostile-log ";
 const EVENT_MARK = "hostile-event ";
 
-/**
- * The Worker: `createWorker()` (the minimal Worker: token endpoint, revocation, introspection, the
- * APIs, metadata, JWKS) with a logger and an onEvent hook printing marked JSON lines.
- */
-const ENTRY = `import { createWorker } from "@plantgate/cloudflare";
-const text = (value) => JSON.stringify(value ?? {}, (_k, v) => (typeof v === "bigint" ? v.toString() : v instanceof Error ? { name: v.name, message: v.message } : v));
+const HOOKS = `const text = (value) => JSON.stringify(value ?? {}, (_k, v) => (typeof v === "bigint" ? v.toString() : v instanceof Error ? { name: v.name, message: v.message } : v));
 const line = (level) => (message, context) => console.log(${JSON.stringify(LOG_MARK)} + JSON.stringify({ level, message, context: text(context) }));
-export default createWorker({
+const hooks = {
   logger: { error: line("error"), warn: line("warn") },
   onEvent: (event) => console.log(${JSON.stringify(EVENT_MARK)} + text(event)),
-});
+};
 `;
 
-let bundled: Promise<string> | undefined;
+/**
+ * The Workers: `minimal` is `createWorker()` (token endpoint, revocation, introspection, the APIs,
+ * metadata, JWKS); `full` the full Worker of tests/http-suite/src/bundle-worker.ts (the API reference
+ * page and the console page besides; the console on with PLANTGATE_CONSOLE=1, see
+ * {@link WorkerSettings.console}). Both with a logger and an onEvent hook printing marked JSON lines.
+ *
+ * The full one answers each request once its security events are delivered (the hook's lines
+ * printed, the audit rows in D1): it hands `createWorker` an execution context whose `waitUntil`
+ * work (the flush after the answer among it) the answer waits for. The console file reads the
+ * audit trail through `GET /console/api/events` and from D1 after each request, as the in-process
+ * world's `flushEvents()` lets it; the Worker otherwise delivers them after its answer.
+ */
+const ENTRIES: Record<"minimal" | "full", string> = {
+  minimal: `import { createWorker } from "@plantgate/cloudflare";
+${HOOKS}export default createWorker(hooks);
+`,
+  full: `import { createWorker } from "@plantgate/cloudflare";
+import { consolePage } from "@plantgate/console";
+import { swaggerUi } from "@plantgate/docs";
+${HOOKS}const worker = createWorker({ ...hooks, docs: swaggerUi(), console: { enabled: false, page: consolePage() } });
+export default {
+  ...worker,
+  async fetch(request, env, ctx) {
+    const pending = [];
+    const held = { waitUntil: (promise) => (pending.push(promise), ctx.waitUntil(promise)), passThroughOnException: () => ctx.passThroughOnException() };
+    const response = await worker.fetch(request, env, held);
+    await Promise.allSettled(pending);
+    return response;
+  },
+};
+`,
+};
+
+const bundled = new Map<"minimal" | "full", Promise<string>>();
 
 /** The Worker's env: what the in-process world gives `createPlantgate` (world.ts), as Worker vars. */
 export interface WorkerSettings {
   issuer: string;
   bruteForce: { maxFailures?: number; windowSeconds?: number };
+  /** The full Worker with its console on (`PLANTGATE_CONSOLE=1`), for the console world; else the minimal one. */
+  console?: boolean;
 }
 
 export interface WorkerdRuntime {
@@ -80,7 +110,8 @@ export interface WorkerdRuntime {
  * `onLog`/`onEvent` get each marked line of the Worker's logger and onEvent hook.
  */
 export async function startWorkerd(settings: WorkerSettings, sinks: { onLog(level: "error" | "warn", message: string, context: string): void; onEvent(json: string): void }): Promise<WorkerdRuntime> {
-  bundled ??= bundleEntry(ENTRY, here).then((b) => b.script);
+  const variant = settings.console === true ? "full" : "minimal";
+  if (!bundled.has(variant)) bundled.set(variant, bundleEntry(ENTRIES[variant], here).then((b) => b.script));
   let output = "";
   let lastChunk = Date.now();
   let pending = "";
@@ -108,13 +139,14 @@ export async function startWorkerd(settings: WorkerSettings, sinks: { onLog(leve
       {
         name: "plantgate",
         modules: true,
-        script: await bundled,
+        script: await bundled.get(variant)!,
         compatibilityDate: COMPATIBILITY_DATE,
         d1Databases: ["DB"],
         bindings: {
           PLANTGATE_ISSUER: settings.issuer,
           PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
           PLANTGATE_REFRESH_GRACE_SECONDS: "0",
+          ...(settings.console === true ? { PLANTGATE_CONSOLE: "1" } : {}),
           ...(settings.bruteForce.maxFailures !== undefined ? { PLANTGATE_BRUTE_FORCE_MAX_FAILURES: String(settings.bruteForce.maxFailures) } : {}),
           ...(settings.bruteForce.windowSeconds !== undefined ? { PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: String(settings.bruteForce.windowSeconds) } : {}),
         },

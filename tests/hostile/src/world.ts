@@ -382,10 +382,14 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
   let worker: WorkerdRuntime | null = null;
   if (ON_WORKERD) {
     if (STORE !== "memory" || REDIS_URL !== null) throw new Error("HOSTILE_RUNTIME=workerd runs on D1: unset HOSTILE_STORE and HOSTILE_REDIS");
-    if (options.console !== undefined) throw new Error("HOSTILE_RUNTIME=workerd: the console world does not run on the Worker");
+    // The console world runs the full Worker with PLANTGATE_CONSOLE=1: the console's defaults and
+    // @plantgate/console's page (the full Worker's), which the world's own app should then be given too.
+    if (options.console !== undefined && (options.console.enabled !== true || Object.keys(options.console).some((k) => k !== "enabled" && k !== "page"))) {
+      throw new Error("HOSTILE_RUNTIME=workerd: a console world is { enabled: true, page?: consolePage() } (PLANTGATE_CONSOLE=1)");
+    }
     if (bruteForce === false) throw new Error("HOSTILE_RUNTIME=workerd: the Worker's brute-force defence cannot be turned off");
     worker = await startWorkerd(
-      { issuer: ISSUER, bruteForce },
+      { issuer: ISSUER, bruteForce, console: options.console !== undefined },
       { onLog: (level, message, context) => logs.push({ level, message, context }), onEvent: (json) => events.push(json) },
     );
   }
