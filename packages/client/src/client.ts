@@ -43,7 +43,8 @@ export interface PlantgateClient {
   accounts(params?: { pageSize?: number; signal?: AbortSignal }): AsyncGenerator<Account, void, undefined>;
   /**
    * A valid access token (cached until shortly before it expires; while its renewal gets no usable
-   * answer or waits out a Retry-After or the backoff, handed out until it expires). Use it for
+   * answer, waits out a Retry-After or the backoff, or its token request has had no answer for 1 s,
+   * handed out until it expires). Use it for
    * routes this client has no method for; on a 401 call {@link PlantgateClient.refresh} with the
    * token that was refused.
    */

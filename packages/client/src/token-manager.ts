@@ -39,7 +39,7 @@ export interface TokenManager {
   /**
    * A fresh token: the cached one, or a new one (one token request however many callers wait); no
    * request within a Retry-After hold or the backoff; a due token still valid when its renewal
-   * failed without an answer or was held.
+   * failed without an answer or was held, or its token request has waited too long for one.
    */
   getToken(): Promise<CachedToken>;
   /**
@@ -115,6 +115,18 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   const transient = new WeakSet<object>();
   /** The errors of calls the backoff held ({@link pause}): a background retry is not held by it. */
   const backedOff = new WeakSet<object>();
+  /**
+   * How long a token request may keep the calls that have a token still valid waiting (ms; see
+   * getToken): {@link PATIENCE_MS}, at most half of timeoutMs, so such a call has at least half of
+   * its deadline left for its API request.
+   */
+  const patience = config.timeoutMs > 0 ? Math.min(PATIENCE_MS, config.timeoutMs / 2) : PATIENCE_MS;
+  /**
+   * The renewal in flight's: resolved once one of its token requests has waited {@link patience} ms
+   * for an answer (by a timer set beside the request's own timeout, so it runs wherever that one
+   * does). Not while the renewal waits for a tokenCache hook: a hook's error reaches the caller.
+   */
+  let lagging: { promise: Promise<void>; resolve: () => void } | null = null;
   /** The shared cache's token as the renewal in flight (or the last one) read it. */
   let lastRead: CachedToken | null = null;
   /**
@@ -421,11 +433,15 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     // Expiry counts from before the request, so network time is on the safe side.
     const startedAt = clock();
     let response: ReadResponse;
+    const late = lagging;
+    const patient = late === null ? undefined : setTimeout(late.resolve, patience);
     try {
       response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, step(), config.maxResponseBytes);
     } catch (error) {
       failed(error);
       throw error;
+    } finally {
+      clearTimeout(patient);
     }
     let token: CachedToken;
     try {
@@ -597,6 +613,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         if (inflight === renewal) inflight = null;
       });
       inflight = renewal;
+      lagging = deferred();
       // Registered with the runtime (see ClientOptions.waitUntil): in a Worker the request that
       // started it may send its response first (its call gave up), and the renewal, shared with
       // the calls of later requests, would be cut off there and never settle.
@@ -618,14 +635,25 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   /**
    * As {@link renewed}, but a renewal of a token still valid that failed without settling anything
    * (no usable answer, a Retry-After, the backoff) gives that token: until 2026-11-30 the call
-   * failed, though its token had up to refreshSkewSeconds to go.
+   * failed, though its token had up to refreshSkewSeconds to go. Likewise once its token request
+   * has waited {@link patience} ms for an answer ({@link lagging}): the call gets the token still
+   * valid, and the renewal goes on (single flight, its own timeout). Until 2026-11-30 the call
+   * waited for it: with a token endpoint that hangs, the call that started the renewal reached its
+   * own deadline (timeoutMs from the call) a few ms before the request timed out, and failed with
+   * "(no access token yet)", and every call joining it waited up to timeoutMs, its API request then
+   * without time left.
    */
-  const getToken = (): Promise<CachedToken> =>
-    renewed().catch((error: unknown) => {
+  const getToken = (): Promise<CachedToken> => {
+    const renewal = renewed();
+    const settled = renewal.catch((error: unknown) => {
       const usable = transient.has(error as object) ? stillValid() : null;
       if (usable === null) throw error;
       return usable;
     });
+    const late = renewal === inflight ? lagging : null;
+    if (late === null) return settled;
+    return Promise.race([settled, late.promise.then(() => stillValid() ?? settled)]);
+  };
 
   const invalidate = (accessToken: string): void => {
     rejected.add(accessToken);
@@ -651,6 +679,13 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
 const WHAT = "token endpoint";
 
 const noop = (): void => {};
+
+/** A promise and the function that resolves it. */
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
 
 /** What a token request continues: the refresh token it presents (null: a new session), its scope and lineage. */
 interface Previous {
@@ -710,6 +745,12 @@ function oauthBody(error: OAuthError): OAuthErrorBody {
   if (error.error_uri !== undefined) body.error_uri = error.error_uri;
   return body;
 }
+
+/**
+ * The longest a token request keeps the calls that have a token still valid waiting (ms): one
+ * normally answers well within it.
+ */
+const PATIENCE_MS = 1000;
 
 /** The backoff after token requests without a usable answer: the windows after the 2nd, 3rd, ... failure in a row (ms), the last one repeated. */
 const BACKOFF_MS = [1000, 2000, 4000, 8000, 16000, 30000];

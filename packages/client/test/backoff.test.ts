@@ -2,9 +2,10 @@
  * The backoff after token requests that got no usable answer, against a real HTTP server on a
  * socket (node:http, through the global fetch) that plays a token endpoint in an outage: it resets
  * the connection, answers 500 with a proxy's HTML page, or 503 `temporarily_unavailable` without a
- * Retry-After; or it issues tokens. It counts the token requests that reach it, with the time each
- * arrived on the client's (manual) clock. Before the backoff every call sent one token request
- * into the outage (a service's hundreds of calls a second, hundreds of token requests a second).
+ * Retry-After, or takes the request and never answers; or it issues tokens. It counts the token
+ * requests that reach it, with the time each arrived on the client's (manual) clock. Before the
+ * backoff every call sent one token request into the outage (a service's hundreds of calls a
+ * second, hundreds of token requests a second).
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -12,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createClient, NetworkError, OAuthError, TOKEN_PATH, type PlantgateClient } from "../src/index.js";
 import { accountPage, manualClock, rejectionOf } from "./support.js";
 
-type Mode = "reset" | "html500" | "oauth503" | "ok";
+type Mode = "reset" | "html500" | "oauth503" | "hang" | "ok";
 
 /** The token endpoint (and GetAccountList, which takes the tokens it issued): `mode` says how it answers token requests. */
 async function outageServer(clock: ReturnType<typeof manualClock>) {
@@ -23,7 +24,9 @@ async function outageServer(clock: ReturnType<typeof manualClock>) {
       state.arrivals.push(clock.now());
       req.resume();
       req.on("end", () => {
-        if (state.mode === "reset") {
+        if (state.mode === "hang") {
+          // Never answers: the client's deadline ends the request (afterEach closes the socket).
+        } else if (state.mode === "reset") {
           req.socket.destroy();
         } else if (state.mode === "html500") {
           res.writeHead(500, { "content-type": "text/html" }).end("<html><body>Internal Server Error</body></html>");
@@ -62,12 +65,12 @@ afterEach(async () => {
   }
 });
 
-function clientOf(baseUrl: string, clock: ReturnType<typeof manualClock>): PlantgateClient {
-  return createClient({ baseUrl, clientId: "third-party", clientSecret: "client-secret-that-is-long-enough", scope: "Platform_UserAPIs", clock: clock.now });
+function clientOf(baseUrl: string, clock: ReturnType<typeof manualClock>, timeoutMs?: number): PlantgateClient {
+  return createClient({ baseUrl, clientId: "third-party", clientSecret: "client-secret-that-is-long-enough", scope: "Platform_UserAPIs", clock: clock.now, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
 }
 
 /** The first failure of each outage mode, as the call that sent the request sees it. */
-const FIRST: Record<Exclude<Mode, "ok">, (e: unknown) => void> = {
+const FIRST: Record<Exclude<Mode, "ok" | "hang">, (e: unknown) => void> = {
   reset: (e) => {
     expect(e).toBeInstanceOf(NetworkError);
     expect(e).toMatchObject({ reason: "fetch_failed", status: null, retryAfter: null });
@@ -208,4 +211,75 @@ it("a token still valid (due for renewal, not expired) is handed out while its r
   expect(await rejectionOf(client.listAccounts())).toMatchObject({ reason: "not_json", status: 500 });
   // An explicit refresh() throws the token away, so it is never a way back to it.
   expect(await rejectionOf(client.refresh())).toMatchObject({ reason: "not_json", retryAfter: expect.any(Number) });
+});
+
+describe("a token endpoint that hangs while the token is due (still valid)", () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it("the calls get the token still valid without waiting for the renewal's timeout, which goes on (one request); a call's own signal still rejects", async () => {
+    const clock = manualClock();
+    const { state, baseUrl } = await outageServer(clock);
+    // timeoutMs 2000: a call waits for a renewal at most min(1 s, timeoutMs / 2) from its start.
+    const client = clientOf(baseUrl, clock, 2000);
+    const token = await client.getAccessToken();
+    // Due (10 s left); the token endpoint takes requests and never answers.
+    clock.advance(3590);
+    state.mode = "hang";
+    let started = performance.now();
+    // The first call starts the renewal; until 2026-11-30 its deadline (2000 ms from the call)
+    // came a few ms before the renewal request's own, and it failed with "(no access token yet)".
+    const [page, again] = await Promise.all([client.listAccounts(), client.getAccessToken()]);
+    expect(page.total).toBe(1);
+    expect(again).toBe(token);
+    let took = performance.now() - started;
+    expect(took).toBeGreaterThanOrEqual(950);
+    expect(took).toBeLessThan(1900);
+    // One renewal request, still in flight; a call joining it now gets the token at once.
+    expect(state.arrivals).toHaveLength(2);
+    started = performance.now();
+    expect(await client.getAccessToken()).toBe(token);
+    expect((await client.listAccounts()).total).toBe(1);
+    took = performance.now() - started;
+    expect(took).toBeLessThan(500);
+    expect(state.arrivals).toHaveLength(2);
+    // The renewal ends at its own timeout (2000 ms from its request); the next call starts another.
+    await sleep(1500);
+    const controller = new AbortController();
+    const cancelled = client.getAccessToken({ signal: controller.signal });
+    controller.abort();
+    expect(await rejectionOf(cancelled)).toMatchObject({ name: "AbortError" });
+    // It started a renewal all the same (the signal was not aborted yet): its request arrives.
+    await sleep(200);
+    expect(state.arrivals).toHaveLength(3);
+    // That one times out too: a second failure in a row, whose backoff window (up to 1 s on the
+    // client's clock) holds the next call, which gets the token still valid.
+    await sleep(2200);
+    state.mode = "ok";
+    expect(await client.getAccessToken()).toBe(token);
+    expect(state.arrivals).toHaveLength(3);
+    // After the window the endpoint, back, brings a new token.
+    clock.advance(1);
+    expect(await client.getAccessToken()).toBe("at-4");
+  });
+
+  it("an expired token, or one an API refused, is never handed out: the call waits for the renewal until its deadline, as before", async () => {
+    const clock = manualClock();
+    const { state, baseUrl } = await outageServer(clock);
+    const client = clientOf(baseUrl, clock, 1500);
+    const token = await client.getAccessToken();
+    clock.advance(3590);
+    state.mode = "hang";
+    // refresh() throws the token away: never a way back to it.
+    expect(await rejectionOf(client.refresh(token))).toMatchObject({ reason: "timeout", message: `POST ${TOKEN_PATH} got no complete answer within 1500 ms` });
+    const other = clientOf(baseUrl, clock, 1500);
+    state.mode = "ok";
+    const second = await other.getAccessToken();
+    clock.advance(3599);
+    state.mode = "hang";
+    expect(await other.getAccessToken()).toBe(second);
+    // Expired: the call waits for the renewal (still in flight) and fails with its timeout.
+    clock.advance(2);
+    expect(await rejectionOf(other.listAccounts())).toMatchObject({ reason: "timeout", message: `POST ${TOKEN_PATH} got no complete answer within 1500 ms` });
+    expect(state.arrivals).toHaveLength(4);
+  });
 });
