@@ -50,7 +50,7 @@ export interface TokenManager {
   /**
    * A new token now (with the refresh token when there is one), single-flight too; given a refused
    * access token, only if that one is still the current one. Held as getToken is; never falls back
-   * to the token it refuses.
+   * to the token it refuses, nor to one older than it (see stillValid).
    */
   refresh(rejectedAccessToken?: string): Promise<CachedToken>;
   /** Public view of a token (no refresh token). */
@@ -129,6 +129,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   let lagging: { promise: Promise<void>; resolve: () => void } | null = null;
   /** The shared cache's token as the renewal in flight (or the last one) read it. */
   let lastRead: CachedToken | null = null;
+  /**
+   * Access tokens a newer one of this process replaced: each former current token, and the cache's
+   * token a renewal read but did not take. Never the still-valid fallback (see stillValid); bounded,
+   * as {@link rejected}.
+   */
+  const superseded = new Set<string>();
   /**
    * The server refused this client's secret (`invalid_client`): no token request is sent again,
    * calls reject with this error (a fresh token in the shared cache is still taken). See tokenRequest.
@@ -575,6 +581,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     refreshAnswered();
     failures = 0;
     pause = null;
+    for (const older of [current, lastRead]) {
+      if (older === null || older.accessToken === token.accessToken) continue;
+      superseded.delete(older.accessToken);
+      superseded.add(older.accessToken);
+      if (superseded.size > 16) superseded.delete(superseded.values().next().value!);
+    }
     current = token;
     // The password is dropped only once a refresh token can continue the session without it.
     if (!config.keepCredentials && token.refreshToken !== null) credentials = null;
@@ -623,13 +635,27 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   };
 
   /**
-   * A token that may still be handed out while its renewal waits or failed without an answer: the
-   * current one or the cache's, not refused by an API and not yet expired (it is only due).
+   * A token that may still be handed out while its renewal waits or failed without an answer, not
+   * refused by an API and not yet expired (it is only due), and never one older than the current
+   * token: the current one, unless the cache's as the renewal read it ({@link lastRead}) is newer.
+   * The cache's is newer when its refresh token replaced ours (by lineage), or, when the current
+   * token cannot be used (refused, expired), when it is another token that the current one did not
+   * replace (not {@link superseded}, not by lineage): one written to the cache after ours was taken.
+   * With no current token, the cache's. Until 2026-11-30 the cache's was taken whenever the current
+   * one could not be used: after a lost cache write it still held the token ours replaced, and
+   * refresh(current), or the retry after an API's 401, in an outage got that older token.
    */
-  const stillValid = (): CachedToken | null => {
+  const stillValid = async (): Promise<CachedToken | null> => {
     const now = clock();
-    for (const t of [current, lastRead]) if (t !== null && !rejected.has(t.accessToken) && now < t.expiresAt) return t;
-    return null;
+    const usable = (t: CachedToken | null): t is CachedToken => t !== null && !rejected.has(t.accessToken) && now < t.expiresAt;
+    const ours = current;
+    const theirs = lastRead;
+    if (usable(theirs)) {
+      if (ours === null) return theirs;
+      const other = theirs.accessToken !== ours.accessToken && !superseded.has(theirs.accessToken) && !(await replaced(ours, theirs));
+      if (other && (!usable(ours) || (await replaced(theirs, ours)))) return theirs;
+    }
+    return usable(ours) ? ours : null;
   };
 
   /**
@@ -645,14 +671,14 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    */
   const getToken = (): Promise<CachedToken> => {
     const renewal = renewed();
-    const settled = renewal.catch((error: unknown) => {
-      const usable = transient.has(error as object) ? stillValid() : null;
+    const settled = renewal.catch(async (error: unknown) => {
+      const usable = transient.has(error as object) ? await stillValid() : null;
       if (usable === null) throw error;
       return usable;
     });
     const late = renewal === inflight ? lagging : null;
     if (late === null) return settled;
-    return Promise.race([settled, late.promise.then(() => stillValid() ?? settled)]);
+    return Promise.race([settled, late.promise.then(async () => (await stillValid()) ?? settled)]);
   };
 
   const invalidate = (accessToken: string): void => {

@@ -10,7 +10,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { createClient, NetworkError, OAuthError, TOKEN_PATH, type PlantgateClient } from "../src/index.js";
+import { createClient, NetworkError, OAuthError, TOKEN_PATH, type CachedToken, type PlantgateClient, type TokenCache } from "../src/index.js";
 import { accountPage, manualClock, rejectionOf } from "./support.js";
 
 type Mode = "reset" | "html500" | "oauth503" | "hang" | "ok";
@@ -281,5 +281,83 @@ describe("a token endpoint that hangs while the token is due (still valid)", () 
     clock.advance(2);
     expect(await rejectionOf(other.listAccounts())).toMatchObject({ reason: "timeout", message: `POST ${TOKEN_PATH} got no complete answer within 1500 ms` });
     expect(state.arrivals).toHaveLength(4);
+  });
+});
+
+describe("the token still valid handed out while a renewal fails is never older than the current one", () => {
+  /**
+   * A shared cache as Redis holds it (JSON text); `dropSets`: a best-effort hook whose writes fail
+   * and which swallows the error (a Redis gone read-only in a failover), so the cache stays behind.
+   */
+  function sharedCache() {
+    const store = new Map<string, string>();
+    const link = () => {
+      const state = { dropSets: false };
+      const hook: TokenCache = {
+        async get(key) {
+          const v = store.get(key);
+          return v === undefined ? null : (JSON.parse(v) as CachedToken);
+        },
+        async set(key, token) {
+          if (!state.dropSets) store.set(key, JSON.stringify(token));
+        },
+      };
+      return { hook, state };
+    };
+    return { store, link };
+  }
+  function cachedClient(baseUrl: string, clock: ReturnType<typeof manualClock>, tokenCache: TokenCache): PlantgateClient {
+    return createClient({ baseUrl, clientId: "third-party", clientSecret: "client-secret-that-is-long-enough", scope: "Platform_UserAPIs", clock: clock.now, tokenCache, refreshJitterSeconds: 0 });
+  }
+  /** at-1 in the cache; then at-2 (the renewal's, 10 s before at-1 expires) while the cache keeps at-1: the write is lost. */
+  async function cacheBehind() {
+    const clock = manualClock();
+    const server = await outageServer(clock);
+    const cache = sharedCache();
+    const { hook, state } = cache.link();
+    const client = cachedClient(server.baseUrl, clock, hook);
+    expect(await client.getAccessToken()).toBe("at-1");
+    clock.advance(3590);
+    state.dropSets = true;
+    expect(await client.getAccessToken()).toBe("at-2");
+    expect((JSON.parse(cache.store.values().next().value!) as CachedToken).accessToken).toBe("at-1");
+    return { clock, client, ...server };
+  }
+
+  it("refresh(current) in an outage rejects: the older token the cache still holds (not expired, not refused) is not a way back", async () => {
+    const { client, state } = await cacheBehind();
+    state.mode = "reset";
+    // The renewal reads at-1 from the cache (due, 10 s left), and its request fails without an
+    // answer. Until 2026-11-30 the call got at-1, though at-2 replaced it.
+    expect(await rejectionOf(client.refresh("at-2"))).toMatchObject({ reason: "fetch_failed", retryAfter: null });
+    expect(state.arrivals).toHaveLength(3);
+  });
+
+  it("an API's 401 for the current token in an outage: the call fails rather than retry with the older token from the cache", async () => {
+    const { client, state } = await cacheBehind();
+    // The server no longer takes at-2 (revoked), and its token endpoint is down.
+    state.issued.splice(state.issued.indexOf("at-2"), 1);
+    state.mode = "reset";
+    expect(await rejectionOf(client.listAccounts())).toMatchObject({ reason: "fetch_failed", retryAfter: null });
+    expect(state.arrivals).toHaveLength(3);
+  });
+
+  it("a different token in the cache, newer than the refused one (another process's), is handed out", async () => {
+    const clock = manualClock();
+    const { state, baseUrl } = await outageServer(clock);
+    const cache = sharedCache();
+    const a = cache.link();
+    const b = cache.link();
+    const clientA = cachedClient(baseUrl, clock, a.hook);
+    const clientB = cachedClient(baseUrl, clock, b.hook);
+    a.state.dropSets = true;
+    expect(await clientA.getAccessToken()).toBe("at-1");
+    clock.advance(5);
+    expect(await clientB.getAccessToken()).toBe("at-2");
+    // at-2 is due for A too (25 s left), at-1 has 20 s left and an API refused it.
+    clock.advance(3580);
+    state.mode = "reset";
+    expect(await clientA.refresh("at-1")).toMatchObject({ accessToken: "at-2", hasRefreshToken: false });
+    expect(state.arrivals).toHaveLength(3);
   });
 });
