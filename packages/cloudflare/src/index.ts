@@ -81,22 +81,31 @@ export const WORKER_FETCH_EVENTS_TIMEOUT_MS = 25_000;
  */
 export const WORKER_PRUNE_MAX_BATCHES = 20;
 
+/**
+ * A secret bound from Cloudflare's Secrets Store (`[[secrets_store_secrets]]` in wrangler.toml): its
+ * value is `await get()`, not the binding itself.
+ */
+export interface SecretsStoreSecretLike {
+  get(): Promise<string>;
+}
+
 /** The bindings the Worker reads; other entries are ignored. */
 export interface PlantgateWorkerEnv {
   /** The D1 database binding (name configurable with `options.d1Binding`). */
   DB?: D1DatabaseLike;
-  PLANTGATE_SIGNING_KEY?: string;
-  PLANTGATE_ISSUER?: string;
-  PLANTGATE_SCOPE_PREFIX?: string;
+  /** Any variable plantgate reads may be a Secrets Store binding instead of a secret or var. */
+  PLANTGATE_SIGNING_KEY?: string | SecretsStoreSecretLike;
+  PLANTGATE_ISSUER?: string | SecretsStoreSecretLike;
+  PLANTGATE_SCOPE_PREFIX?: string | SecretsStoreSecretLike;
   /** Numbers and booleans too: wrangler passes an unquoted TOML value (`= 300`) as one, read as its text. */
-  PLANTGATE_PASSWORD_HASH_ITERATIONS?: string | number;
-  PLANTGATE_ACCESS_TOKEN_TTL?: string | number;
-  PLANTGATE_BOOTSTRAP_CLIENT_ID?: string;
-  PLANTGATE_BOOTSTRAP_CLIENT_SECRET?: string;
-  PLANTGATE_BOOTSTRAP_USERNAME?: string;
-  PLANTGATE_BOOTSTRAP_PASSWORD?: string;
-  PLANTGATE_AUDIT?: string | number;
-  PLANTGATE_AUDIT_RETENTION_DAYS?: string | number;
+  PLANTGATE_PASSWORD_HASH_ITERATIONS?: string | number | SecretsStoreSecretLike;
+  PLANTGATE_ACCESS_TOKEN_TTL?: string | number | SecretsStoreSecretLike;
+  PLANTGATE_BOOTSTRAP_CLIENT_ID?: string | SecretsStoreSecretLike;
+  PLANTGATE_BOOTSTRAP_CLIENT_SECRET?: string | SecretsStoreSecretLike;
+  PLANTGATE_BOOTSTRAP_USERNAME?: string | SecretsStoreSecretLike;
+  PLANTGATE_BOOTSTRAP_PASSWORD?: string | SecretsStoreSecretLike;
+  PLANTGATE_AUDIT?: string | number | SecretsStoreSecretLike;
+  PLANTGATE_AUDIT_RETENTION_DAYS?: string | number | SecretsStoreSecretLike;
   [binding: string]: unknown;
 }
 
@@ -196,23 +205,63 @@ export interface PlantgateWorker {
 }
 
 /**
+ * The names plantgate reads from `env` as variables: those core's readers (`auditFromEnv`,
+ * `optionsFromEnv`, `bootstrapFromEnv`) ask for, recorded once over an empty environment (each
+ * reads every name it knows when none is set), so a variable core adds is one here too.
+ */
+const VARIABLES: ReadonlySet<string> = (() => {
+  const read = new Set<string>();
+  const probe = new Proxy({} as EnvVars, { get: (_target, key) => void (typeof key === "string" && read.add(key)) });
+  auditFromEnv(probe);
+  optionsFromEnv(probe);
+  bootstrapFromEnv(probe);
+  return read;
+})();
+
+/**
  * The Worker's variables as text. wrangler passes an unquoted TOML value (`PLANTGATE_ACCESS_TOKEN_TTL
  * = 300`, `PLANTGATE_CONSOLE = true`) as a number or a boolean: taken as its text (until 2026-11-29
  * it was dropped, and the default applied without a word). Objects are bindings (D1, KV, services,
  * whatever their names), not variables, and are left out, except under a `PLANTGATE_` name a JSON
  * value (`[vars]` array or table, or null: no function member), which is a `ConfigError`: it was
- * dropped too, and an issuer given as `{ url = "..." }` left `iss` to each request's Host.
+ * dropped too, and an issuer given as `{ url = "..." }` left `iss` to each request's Host. A binding
+ * under the name of a variable plantgate reads with a `get` method is a Secrets Store secret
+ * (`[[secrets_store_secrets]]`), read with `await get()`: until 2026-11-30 it was left out as any
+ * binding, without a word, and a `PLANTGATE_SIGNING_KEY` kept there gave way to a key the Worker
+ * made itself, a `PLANTGATE_KEY_ENCRYPTION_KEY` kept there left the signing keys in clear. A
+ * `get()` that fails (the secret not in the store, the store unreachable) fails the start, retried
+ * on the next request; one that answers anything but text is a `ConfigError`.
  */
-function stringEntries(env: PlantgateWorkerEnv): EnvVars {
+async function stringEntries(env: PlantgateWorkerEnv): Promise<EnvVars> {
   const out: EnvVars = {};
+  const secrets: [string, SecretsStoreSecretLike][] = [];
   for (const [key, value] of Object.entries(env)) {
     if (typeof value === "string") out[key] = value;
     else if (typeof value === "number" || typeof value === "boolean") out[key] = String(value);
     else if (key.startsWith("PLANTGATE_") && isJsonValue(value)) {
       throw new ConfigError(`${key} must be text (a quoted [vars] value), a number or a boolean; wrangler passed ${Array.isArray(value) ? "an array" : value === null ? "null" : "a table"}`);
+    } else if (VARIABLES.has(key) && typeof (value as { get?: unknown } | undefined)?.get === "function") {
+      secrets.push([key, value as SecretsStoreSecretLike]);
     }
   }
+  // Read together; every get() is waited for, so a failure after another's is no unhandled rejection.
+  const read = await Promise.allSettled(secrets.map(async ([key, secret]) => void (out[key] = await readSecret(key, secret))));
+  const failed = read.find((result) => result.status === "rejected");
+  if (failed) throw failed.reason;
   return out;
+}
+
+/** `await secret.get()`, which must be text; a failure names the variable. */
+async function readSecret(key: string, secret: SecretsStoreSecretLike): Promise<string> {
+  let value: unknown;
+  try {
+    value = await secret.get();
+  } catch (error) {
+    // Not the configuration's for sure (the store may be out of reach): the next request tries again.
+    throw new Error(`plantgate: ${key} is a Secrets Store binding whose get() failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  if (typeof value !== "string") throw new ConfigError(`${key} is a Secrets Store binding whose get() answered ${value === null ? "null" : typeof value}, not text`);
+  return value;
 }
 
 /** An array, null, or an object of data only (what a JSON `[vars]` value arrives as), not a binding. */
@@ -235,7 +284,7 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
   const database = env[d1Binding];
   // Not a ConfigError: a missing binding is retried (a test harness, or a deploy that adds it).
   if (!isD1(database)) throw new Error(`plantgate: env.${d1Binding} is not a D1 binding; add a [[d1_databases]] binding named ${d1Binding}`);
-  const vars = stringEntries(env);
+  const vars = await stringEntries(env);
   // The audit trail is kept unless PLANTGATE_AUDIT=0: core's reader, the one the Node servers and
   // the CLI use (an unquoted boolean var arrives as true/false, which it takes).
   const audit = auditFromEnv(vars);
