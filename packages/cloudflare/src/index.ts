@@ -276,6 +276,15 @@ function isD1(value: unknown): value is D1DatabaseLike {
   return typeof value === "object" && value !== null && typeof (value as { prepare?: unknown }).prepare === "function";
 }
 
+/**
+ * The instance a start made before it failed, by the error it failed with: its security events (a
+ * bootstrap client created before D1 refused the account; no later start makes that one again) are
+ * still on their way to the hook and the audit store, and the request or cron run that gets the
+ * failure waits for them (`waitUntil`) as for a served request's. Until 2026-11-30 nothing did:
+ * the 503 ended the request's context, and a hook call or audit write still under way was cut off.
+ */
+const appOfFailedStart = new WeakMap<object, Plantgate>();
+
 async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logger: Pick<Logger, "warn">): Promise<Plantgate> {
   // The upload bounds are the entry's own; the rest are plantgate options.
   const { d1Binding = "DB", migrate = true, d1TimeoutMs = WORKER_D1_TIMEOUT_MS, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, scheduledEventsTimeoutMs: _events, fetchEventsTimeoutMs: _fetchEvents, pruneMaxBatches: _prune, ...rest } = options;
@@ -316,33 +325,40 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
   } catch (error) {
     throw error instanceof TypeError ? new ConfigError(`plantgate: ${error.message}`, { cause: error }) : error;
   }
-  if (migrate) await storage.migrate();
-  // As the Node servers: a bootstrap value that breaks a rule stops the start (a ConfigError, kept)
-  // naming the variable, before anything is created; one a stored client or account leaves unused
-  // is a warning, and the start goes on. Until 2026-11-30 the Worker said the option's name
-  // (`plantgate: bootstrap: clientSecret must be ...`), and a valid client beside a refused
-  // password had been created.
-  for (const warning of await checkBootstrap(bootstrap, storage)) logger.warn(warning);
-  // The signing keys, loaded now as the Node servers do: a PLANTGATE_SIGNING_KEY that does not
-  // import, or keys stored under another PLANTGATE_KEY_ENCRYPTION_KEY, fail the start (503, kept),
-  // not every token and JWKS request with a 500 (before 2026-11-29). A storage outage is retried.
-  // Before the bootstrap: a start refused here leaves no bootstrap client or account in D1 (until
-  // 2026-11-30 they were created first, and the start refused after). Loading may store keys (the
-  // first one, the configured one, ones re-encrypted under the KEK), never anything else.
   try {
-    await app.jwks();
-  } catch (error) {
-    if (error instanceof StorageError) throw error;
-    throw new ConfigError(`plantgate: the signing keys cannot be loaded: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-  }
-  try {
-    await applyBootstrap(app.admin, bootstrap);
-  } catch (error) {
-    // A bootstrap value the admin checks refuse (a secret too short): the configuration's too. A
-    // conflict (another isolate creating the same client) or an outage is retried.
-    if (error instanceof AdminError && !(error instanceof AdminConflictError) && !(error instanceof AdminNotFoundError)) {
-      throw new ConfigError(`plantgate: bootstrap: ${error.message}`, { cause: error });
+    if (migrate) await storage.migrate();
+    // As the Node servers: a bootstrap value that breaks a rule stops the start (a ConfigError, kept)
+    // naming the variable, before anything is created; one a stored client or account leaves unused
+    // is a warning, and the start goes on. Until 2026-11-30 the Worker said the option's name
+    // (`plantgate: bootstrap: clientSecret must be ...`), and a valid client beside a refused
+    // password had been created.
+    for (const warning of await checkBootstrap(bootstrap, storage)) logger.warn(warning);
+    // The signing keys, loaded now as the Node servers do: a PLANTGATE_SIGNING_KEY that does not
+    // import, or keys stored under another PLANTGATE_KEY_ENCRYPTION_KEY, fail the start (503, kept),
+    // not every token and JWKS request with a 500 (before 2026-11-29). A storage outage is retried.
+    // Before the bootstrap: a start refused here leaves no bootstrap client or account in D1 (until
+    // 2026-11-30 they were created first, and the start refused after). Loading may store keys (the
+    // first one, the configured one, ones re-encrypted under the KEK), never anything else.
+    try {
+      await app.jwks();
+    } catch (error) {
+      if (error instanceof StorageError) throw error;
+      throw new ConfigError(`plantgate: the signing keys cannot be loaded: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
+    try {
+      await applyBootstrap(app.admin, bootstrap);
+    } catch (error) {
+      // A bootstrap value the admin checks refuse (a secret too short): the configuration's too. A
+      // conflict (another isolate creating the same client) or an outage is retried.
+      if (error instanceof AdminError && !(error instanceof AdminConflictError) && !(error instanceof AdminNotFoundError)) {
+        throw new ConfigError(`plantgate: bootstrap: ${error.message}`, { cause: error });
+      }
+      throw error;
+    }
+  } catch (error) {
+    // The events this start made before it failed (the bootstrap's client.created, then D1 refused
+    // the account) are still being delivered: the request that gets the failure holds them.
+    if (typeof error === "object" && error !== null) appOfFailedStart.set(error, app);
     throw error;
   }
   return app;
@@ -465,6 +481,8 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
         logger.error("plantgate worker failed to start", { error: describeFailure(error) });
       }
       // In the shape of the request's endpoint: OAuth's on the token, revocation and introspection paths.
+      const made = typeof error === "object" && error !== null ? appOfFailedStart.get(error) : undefined;
+      if (made !== undefined) executionCtx?.waitUntil(flushAfterAnswer(made));
       const answer = unavailableResponse(urlOf(request.url)?.pathname ?? "", "The service is temporarily unavailable; retry later.");
       return new Response(answer.body as Uint8Array<ArrayBuffer>, { status: answer.status, headers: answer.headers });
     }
@@ -527,6 +545,8 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
           // The fields core logs for a StorageError on the fetch path: the D1 error under it too
           // (until 2026-11-30 only the message, which names the operation, not why D1 failed).
           logger.error("plantgate scheduled prune failed", describeError(error));
+          // A start that failed after it made events: the run waits for them too (below).
+          if (app === undefined && typeof error === "object" && error !== null) app = appOfFailedStart.get(error);
           throw error;
         }
         // The prune is done: a hook that throws is the hook's failure, logged as such, and the run
