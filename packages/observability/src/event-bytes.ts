@@ -102,6 +102,8 @@ function build(type: string, keys: readonly string[], values: readonly unknown[]
     if (text === undefined) return null;
     texts[i] = text;
   }
+  // `id` and `time` were checked as read (through the prototype too): a line needs them as own members.
+  if (idIndex < 0 || timeIndex < 0) return null;
   // "event":"T","event_time":N,"id":"I" first, then the members in order, then "msg".
   let line = `"event":"${type}","event_time":`;
   const place = (i: number, text: string) => {

@@ -163,6 +163,34 @@ describe("event lines as bytes", () => {
     for (const event of variants) expect(byteLine(event), JSON.stringify(Object.keys(event))).toBe(textLine(event));
   });
 
+  it("leaves to the text path an event whose id or time is not its own member (inherited, or a getter of its class): it threw a TypeError", () => {
+    // The checks read id and time through the prototype, the line's members come from Object.keys:
+    // build placed a member it had no text for (before the fix: "Cannot read properties of undefined").
+    const fromProto = (own: Record<string, unknown>, inherited: Record<string, unknown>) => Object.assign(Object.create(inherited) as Record<string, unknown>, own);
+    const { id, time, ...rest } = ISSUED;
+    class Issued {
+      type = "token.custom";
+      client_id = "reporting";
+      get id() {
+        return id;
+      }
+      time = time;
+    }
+    const odd: Array<Record<string, unknown>> = [
+      fromProto({ ...rest, time }, { id }),
+      fromProto({ ...rest, id }, { time }),
+      fromProto(rest, { id, time }),
+      new Issued() as unknown as Record<string, unknown>,
+    ];
+    for (const event of odd) {
+      expect(byteLine(event), JSON.stringify(Object.keys(event))).toBeNull();
+      // The text path writes it, as one JSON line with the event's id and time.
+      const line = textLine(event);
+      expect(line.endsWith("}\n") && line.indexOf("\n") === line.length - 1).toBe(true);
+      expect(JSON.parse(line)).toMatchObject({ event: event.type, event_time: time, id, client_id: "reporting" });
+    }
+  });
+
   it("writes nothing past the end of the block: a line that does not fit is refused whole", () => {
     const full = byteLine(ISSUED)!;
     const length = Buffer.byteLength(full);
