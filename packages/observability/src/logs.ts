@@ -93,7 +93,7 @@ const OWN_FORMAT = new WeakSet<Pino>();
  * own building included). The block is written again once sonic-boom has written all of it (in
  * sync mode, before its write returns; it waits out EAGAIN), which keeps it in the CPU's caches;
  * if sonic-boom still holds some of it, the next lines go to a fresh block, since it keeps the
- * buffer to retry. The lines still held when the process exits are written before it ends. On a
+ * buffer to retry. The lines still held when the process exits are written before it ends (and any logged after, at once). On a
  * pipe or socket the block goes out in writes of whole lines of at most 4096 bytes (see
  * sendWholeLines). The writes block (on a pipe or socket fd 1 is put into blocking mode: see
  * blockingStdout): a reader that stops reading stops the process once the pipe is full, until it
@@ -263,6 +263,16 @@ function stdoutLines(): DestinationStream & EventBytes {
     partial = false;
   };
   process.once("exit", () => {
+    // From now on no timer runs: a line logged later (by an exit listener registered after this
+    // one, a host's "exiting" line) is written as it comes, an event's as text. Until 2026-11-30 it
+    // was held for the timer and lost without a count. The methods are swapped here, at exit, so
+    // nothing is added to a line's path before it.
+    const hold = writer.write;
+    writer[EVENT_BYTES] = () => false;
+    writer.write = (line: string) => {
+      hold(line);
+      release();
+    };
     // One more try if stdout is failing (the space may be back since the last one), then the held
     // lines; nothing loops: a failed write drops its destination, and flushSync, whose retries have
     // no end, is called only on a destination that holds nothing.
@@ -281,7 +291,7 @@ function stdoutLines(): DestinationStream & EventBytes {
     }
   });
   out = open();
-  return {
+  const writer = {
     [EVENT_BYTES](head: Uint8Array, event: Record<string, unknown>): boolean {
       // An event line is a few hundred bytes: it starts a fresh block when this one has less room.
       if (used > HOLD_BYTES - EVENT_ROOM) release();
@@ -304,6 +314,7 @@ function stdoutLines(): DestinationStream & EventBytes {
       if (timer === null) timer = setTimeout(release, HOLD_MS);
     },
   };
+  return writer;
 }
 
 type Destination = ReturnType<typeof pino.destination>;

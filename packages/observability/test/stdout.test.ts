@@ -33,7 +33,7 @@ const FAILED = "plantgate: writing log lines to stdout failed (ENOSPC); they are
  * non-blocking again after the logger was made (where it cannot change it: a worker thread).
  */
 type Fd = "non-blocking" | "blocking" | "stays-non-blocking";
-function run(count: number, mode: "exit" | "stay", text: "ascii" | "wide" | "clock" = "ascii", fd: Fd = "non-blocking") {
+function run(count: number, mode: "exit" | "exit-late" | "stay", text: "ascii" | "wide" | "clock" = "ascii", fd: Fd = "non-blocking") {
   const child = spawn(process.execPath, [fixture("log-lines"), String(count), mode, text, "", "", fd], { stdio: ["ignore", "pipe", "pipe"] });
   const chunks: Buffer[] = [];
   child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -166,6 +166,18 @@ describe("stdout lines", { timeout: 30_000 }, () => {
     const got = lines();
     expect(got).toHaveLength(2000);
     expect(got.map((l) => l.id)).toEqual(Array.from({ length: 2000 }, (_, i) => `id-${i}`));
+  });
+
+  it("writes the lines an exit listener logs after the logger's own exit flush (they were held for a timer that never ran, and lost)", async () => {
+    const { child, lines } = run(3, "exit-late");
+    expect(await closed(child)).toBe(0);
+    expect(lines().map((l) => [l.level, l.id ?? l.msg, l.code])).toEqual([
+      ["info", "id-0", undefined],
+      ["info", "id-1", undefined],
+      ["info", "id-2", undefined],
+      ["info", "id-late", undefined],
+      ["info", "exiting", 0],
+    ]);
   });
 
   // fd 1 as a program that uses process.stdout has it (the logger makes it blocking again), as a
