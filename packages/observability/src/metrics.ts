@@ -302,17 +302,22 @@ export async function serveMetrics(metrics: Pick<PlantgateMetrics, "registry" | 
       res.writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain; charset=utf-8" }).end("Use GET.\n");
       return;
     }
+    const failed = () => {
+      res.writeHead(500, { "content-type": "text/plain; charset=utf-8" }).end("Collecting the metrics failed.\n");
+    };
     const answer = () => {
       // The client went away while this answer waited its turn.
       if (res.destroyed) return;
-      metrics.text().then(
+      // A text() of the host's own that throws at once, or hands back no string, is a 500 like a
+      // rejection: until 2026-11-30 the first was an uncaught exception and the second an
+      // unhandled rejection (Node ends the process on either), and the scrape was never answered.
+      new Promise<unknown>((resolve) => resolve(metrics.text())).then(
         (text) => {
+          if (typeof text !== "string") return failed();
           res.writeHead(200, { "content-type": metrics.registry.contentType, "cache-control": "no-store" });
           res.end(req.method === "HEAD" ? undefined : text);
         },
-        () => {
-          res.writeHead(500, { "content-type": "text/plain; charset=utf-8" }).end("Collecting the metrics failed.\n");
-        },
+        failed,
       );
     };
     // A pipelined request's answer gets the socket once the one before it is written out: only then

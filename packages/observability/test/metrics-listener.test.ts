@@ -171,6 +171,28 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     expect(await again!.text()).toContain("# TYPE plantgate_http_requests_total counter");
   });
 
+  it("a text() that throws at once, rejects or hands back no string is a 500 with a body, and the process lives on (a throw at once was an uncaught exception; no string, an unhandled rejection)", async () => {
+    const real = createMetrics({ processMetrics: false });
+    const texts: Array<() => Promise<string>> = [
+      () => {
+        throw new Error("collect failed at once");
+      },
+      () => Promise.reject(new Error("collect failed later")),
+      () => Promise.resolve(42 as unknown as string),
+      () => real.text(),
+    ];
+    let turn = 0;
+    listener = await serveMetrics({ registry: real.registry, text: () => texts[turn++]!() }, { port: 0 });
+    const got: Array<[number, string, string | null]> = [];
+    for (let i = 0; i < texts.length; i++) {
+      const res = await fetch(listener.url);
+      const body = await res.text();
+      got.push([res.status, body.startsWith("# HELP") ? "<exposition>" : body, res.headers.get("content-type")]);
+    }
+    const failed: [number, string, string] = [500, "Collecting the metrics failed.\n", "text/plain; charset=utf-8"];
+    expect(got).toEqual([failed, failed, failed, [200, "<exposition>", "text/plain; version=0.0.4; charset=utf-8"]]);
+  });
+
   it("every request gets an answer with a body: odd methods, paths, targets, headers, HTTP/1.0, pipelining, CONNECT, no Host", async () => {
     listener = await serveMetrics(createMetrics({ processMetrics: false }), { port: 0 });
     const url = listener.url;
