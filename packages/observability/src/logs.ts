@@ -313,6 +313,18 @@ function stdoutLines(): DestinationStream & EventBytes {
       used += held.write(line, used);
       if (timer === null) timer = setTimeout(release, HOLD_MS);
     },
+    // pino's `log.flush(cb)` and its `fatal()` (which calls `flushSync` after the line) ask for the
+    // lines to be out now: the held ones are written before they return (until 2026-11-30 this
+    // writer had neither method: pino called back at once, and a fatal line, with the 10 ms of
+    // lines before it, was lost if the process then died without an exit, e.g. by a signal).
+    // Called only there, never on a line's path.
+    flush(done?: (error?: Error) => void) {
+      release();
+      done?.();
+    },
+    flushSync() {
+      release();
+    },
   };
   return writer;
 }

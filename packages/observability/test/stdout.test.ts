@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
  * The fixtures, each bundled once (beforeAll) for plain `node`: every test starts one or two child
  * processes, and through `--import tsx` each start sent every module through tsx's loader thread.
  */
-const FIXTURES = ["log-lines", "failing-stdout", "stdout-retries", "stdio-gone", "steady-lines"] as const;
+const FIXTURES = ["log-lines", "failing-stdout", "stdout-retries", "stdio-gone", "steady-lines", "flush-lines"] as const;
 const bundled = new Map<(typeof FIXTURES)[number], string>();
 let bundleDir: string | undefined;
 beforeAll(async () => {
@@ -178,6 +178,16 @@ describe("stdout lines", { timeout: 30_000 }, () => {
       ["info", "id-late", undefined],
       ["info", "exiting", 0],
     ]);
+  });
+
+  it.each(["fatal", "flush"] as const)("pino's %s() writes the held lines at once: they are out when the process is killed right after (they were held 10 ms, and lost)", async (how) => {
+    const child = spawn(process.execPath, [fixture("flush-lines"), how], { stdio: ["ignore", "pipe", "pipe"] });
+    const chunks: Buffer[] = [];
+    child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
+    const ended = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once("close", (code, signal) => resolve([code, signal])));
+    expect(await ended).toEqual([null, "SIGKILL"]);
+    const lines = Buffer.concat(chunks).toString("utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((l) => [l.level, l.id ?? l.msg])).toEqual([["info", "id-0"], ["info", "before"], ...(how === "fatal" ? [["fatal", "dying"]] : [])]);
   });
 
   // fd 1 as a program that uses process.stdout has it (the logger makes it blocking again), as a
