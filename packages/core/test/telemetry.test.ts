@@ -287,6 +287,38 @@ describe("tracing", () => {
     expect(runs).toBe(1);
   });
 
+  it("a span whose updateName, setAttribute or setStatus throws is still ended, and the answer stands", async () => {
+    for (const failing of ["updateName", "setAttribute", "setStatus"] as const) {
+      const spans: { name: string; calls: string[] }[] = [];
+      const tracer: Tracer = {
+        startActiveSpan(name, _options, fn) {
+          const record = { name, calls: [] as string[] };
+          spans.push(record);
+          const call = (what: string) => () => {
+            record.calls.push(what);
+            if (what === failing) throw new Error(`${what} failed`);
+          };
+          const span: TraceSpan = { setAttribute: call("setAttribute"), setStatus: call("setStatus"), updateName: call("updateName"), end: call("end") };
+          return fn(span);
+        },
+      };
+      const h = await harness({ tracer });
+      spans.length = 0;
+      const token = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+      expect([failing, token.status]).toEqual([failing, 200]);
+      // A 503 sets the server span's status too (setStatus's turn to throw).
+      const storage = createMemoryStorage();
+      storage.clients.get = async () => {
+        throw new StorageError("database unreachable");
+      };
+      const down = await harness({ storage, tracer });
+      const refused = await tokenRequest(down.app, { grant_type: "client_credentials" }, { authorization: basic(down.clientId, down.clientSecret) });
+      expect([failing, refused.status]).toEqual([failing, 503]);
+      expect(spans.length).toBeGreaterThan(2);
+      for (const span of spans) expect([failing, span.name, span.calls.filter((c) => c === "end").length]).toEqual([failing, span.name, 1]);
+    }
+  });
+
   it("an unknown path is a server span named by its method only, without http.route", async () => {
     const h = await tracedHarness();
     const res = await h.app.fetch(new Request(`${BASE}/no/such/path?secret=x`));

@@ -90,13 +90,14 @@ function wrapMethod(store: object, storeName: string, operation: string, tracer:
     const started = report ? perf.now() : 0;
     const settle = (failed: boolean, error?: unknown) => {
       if (span !== undefined) {
-        quietly(() => {
-          if (failed) {
+        if (failed) {
+          quietly(() => {
             span.setAttribute("error.type", errorType(error));
             span.setStatus({ code: SPAN_ERROR });
-          }
-          span.end();
-        });
+          });
+        }
+        // Ended whatever the calls above did (a setAttribute that threw left it open until 2026-11-30).
+        quietly(() => span.end());
       }
       if (report) {
         try {
