@@ -71,6 +71,16 @@ if (makesSecret && stdoutClosed()) {
 // stderr in one line and exit 1, instead of an uncaught EPIPE with a stack trace and exit code 1
 // that looked like the command had failed (before 2026-11-29).
 let unwritten: Error | undefined;
+// stderr carries messages only, never a result. One it cannot take (a closed pipe: `2>&1 | head -1`,
+// a log reader that died; a full disk) is dropped, and the exit code stays the command's: until
+// 2026-11-30 the write's error went uncaught and every such run ended with exit 1, a success (its
+// secret shown on stdout) and a refusal (2) or an outage (3) alike.
+const stderr = (text: string) => {
+  try {
+    process.stderr.write(text);
+  } catch {}
+};
+process.stderr.on("error", () => {});
 process.stdout.on("error", (error: Error) => {
   unwritten ??= error;
 });
@@ -90,7 +100,7 @@ const code = await runCli(process.argv.slice(2), {
       resolve();
     })));
   },
-  stderr: (t) => process.stderr.write(t),
+  stderr,
 });
 await Promise.all(writes);
 const reason = unwritten === undefined ? undefined : ((unwritten as NodeJS.ErrnoException).code ?? unwritten.message);
@@ -100,7 +110,7 @@ if (reason === undefined || (reason === "EPIPE" && !madeSecret)) {
   // A reader that stopped early (`events | head -1`) is no failure of a command that made no secret.
   process.exitCode = code;
 } else {
-  process.stderr.write(
+  stderr(
     `plantgate: the result could not be written to stdout (${reason})${madeSecret ? "; the command was carried out, and the secret it made is lost: make another (client add-secret or rotate-secret)" : ""}\n`,
   );
   process.exitCode = code === 0 ? 1 : code;

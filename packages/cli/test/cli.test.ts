@@ -539,6 +539,37 @@ describe("plantgate CLI", () => {
     expect([await new Promise<number | null>((resolve) => listing.on("close", resolve)), listingErr]).toEqual([0, ""]);
   });
 
+  it("a stderr that cannot take the messages (a closed pipe: `2>&1 | head -1`, a dead log reader; a full disk) leaves the exit code and stdout as they are: the messages are lost, never the result (it was exit 1, a success and a refusal alike)", async () => {
+    const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
+    const run = async (...argv: string[]) => {
+      const child = spawn(process.execPath, [bundled, ...argv], { env, stdio: ["ignore", "pipe", "pipe"] });
+      child.stderr.destroy();
+      let stdout = "";
+      child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+      return { code: await new Promise<number | null>((resolve) => child.on("close", resolve)), stdout };
+    };
+    // Made and shown (its stderr line, "the secret is shown only now", went nowhere): exit 0.
+    const created = await run("client", "create", "--name", "Quiet", "--id", "quiet");
+    expect([created.code, JSON.parse(created.stdout)]).toEqual([0, expect.objectContaining({ client_id: "quiet", client_secret: expect.stringMatching(/^[\w-]{43}$/) })]);
+    // A refusal is still 2, an unreachable store still 3 (try again), with no message to show.
+    expect(await run("client", "delete", "nobody")).toEqual({ code: 2, stdout: "" });
+    // A port nothing listens on: taken from the system, then let go.
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as { port: number };
+        probe.close(() => resolve(port));
+      });
+    });
+    const down = spawn(process.execPath, [bundled, "client", "list"], { env: { ...env, PLANTGATE_DATABASE_URL: `postgres://u:p@127.0.0.1:${port}/x` }, stdio: ["ignore", "pipe", "pipe"] });
+    down.stderr.destroy();
+    expect(await new Promise<number | null>((resolve) => down.on("close", resolve))).toBe(3);
+    // stderr on a full disk: the same.
+    const shell = (...argv: string[]) => spawnSync("sh", ["-c", 'exec "$@" 2>/dev/full', "sh", process.execPath, bundled, ...argv], { env, encoding: "utf8" });
+    const rotated = shell("client", "rotate-secret", "quiet");
+    expect([rotated.status, JSON.parse(rotated.stdout)]).toEqual([0, expect.objectContaining({ client_id: "quiet", client_secret: expect.stringMatching(/^[\w-]{43}$/) })]);
+    expect([shell("user", "disable", "nobody").status, shell("user", "disable", "nobody").stdout]).toEqual([2, ""]);
+  }, 60_000);
+
   it.runIf(process.platform === "linux")("a closed stdout (`>&-`) is refused before a secret is made (exit 2); other commands run (a closed stdout looks like stdio \"ignore\"); a full disk is exit 1; >/dev/null is a choice (exit 0)", async () => {
     const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
     // The shell closes fd 1 and execs the CLI, as `plantgate client create ... >&-` does.
