@@ -58,7 +58,7 @@ export const USAGE = `usage: plantgate <command>
   client list
   client delete CLIENT_ID
   user create --username U [--display-name D] [--email E] [--roles "r1 r2"]   (password on stdin)
-  user import                        (JSON lines on stdin: {username, password, displayName?, email?, roles?})
+  user import                        (JSON lines on stdin: {username, password, displayName?, email?, roles?, enabled?}; any other field is refused)
   user list
   user disable USERNAME
   user enable USERNAME
@@ -196,6 +196,9 @@ const CLIENT_CREATE_FLAGS: Partial<Record<AdminField, string>> = {
   jwksUri: "--jwks-uri",
   secretExpiresIn: "--secret-expires-in",
 };
+
+/** The fields of a `user import` record (CreateAccountInput's); any other is refused. */
+const IMPORT_FIELDS = ["username", "password", "displayName", "email", "roles", "enabled"];
 
 /** The flags of `user create` (the password comes on stdin and keeps its field's name). */
 const USER_CREATE_FLAGS: Partial<Record<AdminField, string>> = {
@@ -432,6 +435,14 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
           throw new UsageError(`line ${i + 1}: not valid JSON`);
         }
         if (typeof value !== "object" || value === null || Array.isArray(value)) throw new UsageError(`line ${i + 1}: expected a JSON object`);
+        // A field the import does not take was dropped until 2026-11-30: `display_name` imported
+        // no name, `disabled: true` an enabled account. The key is named only when it is a plain
+        // name (a record may hold anything).
+        const unknown = Object.keys(value).find((key) => !IMPORT_FIELDS.includes(key));
+        if (unknown !== undefined) {
+          const what = /^[A-Za-z0-9_-]{1,64}$/.test(unknown) ? `unknown field "${unknown}"` : "a field this import does not know";
+          throw new UsageError(`line ${i + 1}: ${what} (known: ${IMPORT_FIELDS.join(", ")}; nothing was imported)`);
+        }
         records.push(value as (typeof records)[number]);
         lineOf.push(i + 1);
       }

@@ -436,6 +436,23 @@ describe("plantgate CLI", () => {
     expect(JSON.stringify(users)).not.toMatch(/password|pbkdf2/);
   });
 
+  it("user import refuses a field it does not know, naming it and the line (it was dropped: `display_name` lost the name, `disabled: true` made an enabled account); nothing is imported", async () => {
+    const lines = (extra: Record<string, unknown>) =>
+      [JSON.stringify({ username: "v1", password: "password-1" }), JSON.stringify({ username: "v2", password: "password-2", ...extra })].join("\n");
+    const known = "known: username, password, displayName, email, roles, enabled";
+    expect(await cli(["user", "import"], lines({ disabled: true }))).toEqual({ code: 2, stdout: "", stderr: `plantgate: line 2: unknown field "disabled" (${known}; nothing was imported)\n`, json: undefined });
+    expect(await cli(["user", "import"], lines({ display_name: "V" }))).toEqual({ code: 2, stdout: "", stderr: `plantgate: line 2: unknown field "display_name" (${known}; nothing was imported)\n`, json: undefined });
+    // A key that is not a plain name is not quoted (a record may hold anything).
+    expect(await cli(["user", "import"], lines({ "v2:password-2 ": 1 }))).toEqual({ code: 2, stdout: "", stderr: `plantgate: line 2: a field this import does not know (${known}; nothing was imported)\n`, json: undefined });
+    expect((await cli(["user", "list"])).json).toEqual([]);
+    const disabled = await cli(["user", "import"], lines({ enabled: false, displayName: "V", email: "v@example.com", roles: ["r"] }));
+    expect(disabled).toMatchObject({ code: 0, json: { imported: 2 } });
+    expect((await cli(["user", "list"])).json.map((a: { username: string; enabled: boolean; displayName: string | null }) => [a.username, a.enabled, a.displayName])).toEqual([
+      ["v1", true, null],
+      ["v2", false, "V"],
+    ]);
+  });
+
   it("errors: unknown command and missing arguments exit 2 with usage on stderr; migrate is idempotent", async () => {
     const unknown = await cli(["frobnicate"]);
     expect(unknown.code).toBe(2);
