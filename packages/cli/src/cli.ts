@@ -58,7 +58,7 @@ export const USAGE = `usage: plantgate <command>
   client list
   client delete CLIENT_ID
   user create --username U [--display-name D] [--email E] [--roles "r1 r2"]   (password on stdin)
-  user import                        (JSON lines on stdin: {username, password, displayName?, email?, roles?, enabled?}; any other field is refused)
+  user import                        (JSON lines on stdin, at most 64 MiB: {username, password, displayName?, email?, roles?, enabled?}; any other field is refused)
   user list
   user disable USERNAME
   user enable USERNAME

@@ -4,6 +4,12 @@ import { runCli, UsageError } from "./cli.js";
 
 /** The longest password line read (a password is at most 1024 characters, 4 bytes each at most). */
 const LINE_MAX_BYTES = 8192;
+/**
+ * The most `user import` reads from stdin: about 800,000 records of 80 bytes, days of hashing at the
+ * default 600,000 iterations. Until 2026-11-30 it read everything (memory without bound; past V8's
+ * longest string, about 512 MiB, it said "stdin is not valid UTF-8").
+ */
+const ALL_MAX_BYTES = 64 * 1024 * 1024;
 
 /**
  * stdin as UTF-8 text. `"line"` stops at the first newline (`yes pw | plantgate user create` read
@@ -24,6 +30,8 @@ async function readStdin(mode: "line" | "all" = "all"): Promise<string> {
     chunks.push(bytes);
     size += bytes.length;
     if (mode === "line" && size > LINE_MAX_BYTES) throw new UsageError(`the password line on stdin is longer than ${LINE_MAX_BYTES} bytes`);
+    // Refused as soon as it is over, without reading on: leaving the loop destroys stdin.
+    if (mode === "all" && size > ALL_MAX_BYTES) throw new UsageError("stdin holds more than 64 MiB: split the import into smaller files (each is imported all or nothing)");
   }
   try {
     return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));

@@ -886,6 +886,31 @@ describe("plantgate CLI", () => {
     expect((await cli(["user", "list"])).json.map((a: { username: string }) => a.username)).toEqual(["yes-user"]);
   }, 60_000);
 
+  it("user import reads at most 64 MiB from stdin and refuses more (exit 2, nothing imported), without reading on: memory stays bounded (it read everything, and past V8's longest string said `stdin is not valid UTF-8`)", async () => {
+    const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
+    const child = spawn(process.execPath, [bundled, "user", "import"], { env, stdio: ["pipe", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString()));
+    child.stdin.on("error", () => {}); // EPIPE once the CLI has stopped reading
+    // Records, 96 MiB of them (about 1.2 million), fed as the reader takes them; the first is refused
+    // (a short password), which is not read when the size is.
+    const record = Buffer.from(JSON.stringify({ username: "x".repeat(40), password: "p".repeat(40) }) + "\n");
+    const chunk = Buffer.concat(Array.from({ length: Math.floor(65536 / record.length) }, () => record));
+    child.stdin.write(JSON.stringify({ username: "first", password: "short" }) + "\n");
+    let fed = 0;
+    const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+    while (fed < 96 * 1024 * 1024 && child.exitCode === null && !child.stdin.destroyed) {
+      fed += chunk.length;
+      if (!child.stdin.write(chunk)) await new Promise((resolve) => { child.stdin.once("drain", resolve); child.once("close", resolve); });
+    }
+    child.stdin.end();
+    expect([await closed, out, err]).toEqual([2, "", "plantgate: stdin holds more than 64 MiB: split the import into smaller files (each is imported all or nothing)\n"]);
+    expect(fed).toBeLessThan(96 * 1024 * 1024);
+    expect((await cli(["user", "list"])).json).toEqual([]);
+  }, 120_000);
+
   it("prune deletes what can never matter again from the SQLite store and prints the counts per aggregate as JSON", async () => {
     expect((await cli(["migrate"])).code).toBe(0);
     const now = Date.now();
