@@ -7,6 +7,7 @@
 import type { Logger } from "../context.js";
 import { uuidV4At, type RandomBytes } from "../crypto/index.js";
 import { isThenable } from "../util/thenable.js";
+import { isStorableText } from "../util/storable-text.js";
 import type { AuditRecord, AuditStore } from "../storage/types.js";
 import type { EventHook, EventInput, SecurityEvent } from "./types.js";
 
@@ -55,14 +56,12 @@ export function auditRecord(event: SecurityEvent): AuditRecord {
   };
 }
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 /**
  * A filter column's value: at most 200 characters, no U+0000, no lone surrogate (what every SQL
  * engine indexes exactly); anything else (a hostile client id or username) is kept only in `data`.
  */
 const column = (v: unknown): string | null =>
-  typeof v === "string" && v.length <= 200 && !v.includes("\u0000") && !LONE_SURROGATE.test(v) ? v : null;
+  typeof v === "string" && v.length <= 200 && isStorableText(v) ? v : null;
 
 /** Random bytes drawn at once for event ids: 256 ids. */
 const ID_BLOCK = 4096;

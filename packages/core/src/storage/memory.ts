@@ -11,7 +11,7 @@ import type {
 } from "./types.js";
 import { createMemoryAuditStore } from "./memory-audit.js";
 import { UnstorableValueError } from "../errors/index.js";
-import { LONE_SURROGATE } from "../util/storable-text.js";
+import { isWellFormed } from "../util/storable-text.js";
 
 // Records are copied in and out so callers can never mutate stored state by accident,
 // which keeps this backend honest as the reference the conformance suite compares against.
@@ -101,7 +101,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         // `after`, the console's UTF-8 one) carries a lone surrogate. Held here until 2026-11-30,
         // such an id ended `admin.listClientsPage` at the page it closed (the next call refused
         // its own cursor) and made the console's cursor skip the ids after it.
-        if (LONE_SURROGATE.test(record.clientId)) throw new UnstorableValueError("clientId contains a lone UTF-16 surrogate, which no store holds exactly");
+        if (!isWellFormed(record.clientId)) throw new UnstorableValueError("clientId contains a lone UTF-16 surrogate, which no store holds exactly");
         if (clients.has(record.clientId)) return false;
         const copy = copyClient(record);
         copy.secrets.sort(bySecretAge);
