@@ -96,7 +96,7 @@ abstract class HotMetric {
     return series;
   }
 
-  private find(values: readonly string[]): Series {
+  protected find(values: readonly string[]): Series {
     let level: Level = this.index;
     const last = values.length - 1;
     for (let i = 0; i < last; i++) {
@@ -124,7 +124,10 @@ abstract class HotMetric {
 
   private resets = 0;
 
-  /** Drops every series (prom-client's `registry.resetMetrics()` calls it). */
+  /** Label values whose series are listed (at 0) from the start and again after every reset. */
+  protected initial: ReadonlyArray<readonly string[]> = [];
+
+  /** Drops every series (prom-client's `registry.resetMetrics()` calls it), but for the initial ones, at 0. */
   reset(): void {
     this.resets++;
     this.memoValues = [];
@@ -132,6 +135,7 @@ abstract class HotMetric {
     this.series = [];
     this.index.clear();
     if (this.labelNames.length === 0) this.seriesOf([]);
+    for (const values of this.initial) this.find(values);
   }
 
   protected abstract values(): MetricValue[];
@@ -145,8 +149,14 @@ abstract class HotMetric {
 export class HotCounter extends HotMetric {
   readonly type = "counter" as const;
 
-  constructor(config: { name: string; help: string; labelNames?: readonly string[]; registers: readonly Registry[] }) {
+  /**
+   * `initial`: label values whose series are listed at 0 from the start and after every reset
+   * (what an operator alerts on: a rate() needs a series before the first count).
+   */
+  constructor(config: { name: string; help: string; labelNames?: readonly string[]; initial?: ReadonlyArray<readonly string[]>; registers: readonly Registry[] }) {
     super(config.name, config.help, config.labelNames ?? [], 0, config.registers);
+    this.initial = config.initial ?? [];
+    for (const values of this.initial) this.find(values);
   }
 
   inc(values: readonly string[], by = 1): void {

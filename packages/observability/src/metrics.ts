@@ -111,6 +111,8 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
     name: "plantgate_lockouts_total",
     help: "Brute-force lock-outs begun (account.locked_out events), by lock: username_address, username, address_budget or client_budget.",
     labelNames: ["lock"],
+    // Every lock's series from the start, and again after a reset: a rate() has a series to read.
+    initial: LOCKS.map((lock) => [lock]),
     registers,
   });
   const reuse = new HotCounter({
@@ -131,8 +133,6 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
     labelNames: ["store", "operation"],
     registers,
   });
-  // Counters start at 0 for the kinds an operator alerts on, so a rate() has a series to read.
-  for (const lock of LOCKS) lockouts.inc([lock], 0);
 
   // The series the last few kinds of request and storage call counted into, by their label
   // values (compared by identity first: route, method, grant type, result, store and operation are

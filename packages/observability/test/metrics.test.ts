@@ -3,7 +3,7 @@
  * the separate listener serves their counts as Prometheus text.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createMemoryStorage, createPlantgate, StorageError } from "@plantgate/core";
+import { createMemoryStorage, createPlantgate, StorageError, type SecurityEvent } from "@plantgate/core";
 import { createMetrics, serveMetrics, type MetricsListener } from "../src/index.js";
 
 const BASE = "https://as.example.test";
@@ -75,6 +75,27 @@ describe("metrics", () => {
     expect(text).toMatch(/^process_cpu_seconds_total \d/m);
     expect(text).toMatch(/^nodejs_heap_size_total_bytes \d/m);
     for (const secret of ["reporting", "alice", clientSecret, "wonderland-42", "127.0.0.1"]) expect(text).not.toContain(secret);
+  });
+
+  it("keeps every lock-out series after registry.resetMetrics(), at 0 (a rate() still has a series to read)", async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    const lockedOut = (id: string, lock: "username" | "client_budget"): SecurityEvent => ({ type: "account.locked_out", id, time: 1_796_000_000_000, username: "alice", lock, source: "password_grant", locked_until: 1_796_000_900_000, client_ip: "127.0.0.1" });
+    metrics.countEvent(lockedOut("e1", "username"));
+    expect(samples(await metrics.text(), "plantgate_lockouts_total")).toContain('plantgate_lockouts_total{lock="username"} 1');
+    metrics.registry.resetMetrics();
+    expect(samples(await metrics.text(), "plantgate_lockouts_total").sort()).toEqual([
+      'plantgate_lockouts_total{lock="address_budget"} 0',
+      'plantgate_lockouts_total{lock="client_budget"} 0',
+      'plantgate_lockouts_total{lock="username"} 0',
+      'plantgate_lockouts_total{lock="username_address"} 0',
+    ]);
+    metrics.countEvent(lockedOut("e2", "client_budget"));
+    expect(samples(await metrics.text(), "plantgate_lockouts_total").sort()).toEqual([
+      'plantgate_lockouts_total{lock="address_budget"} 0',
+      'plantgate_lockouts_total{lock="client_budget"} 1',
+      'plantgate_lockouts_total{lock="username"} 0',
+      'plantgate_lockouts_total{lock="username_address"} 0',
+    ]);
   });
 
   it("counts failed storage calls", async () => {
