@@ -392,12 +392,17 @@ export interface AssertionJtiStore {
    * Records the key until `expiresAt` (epoch ms, the assertion's `exp`) in one atomic step and
    * returns true; returns false (and changes nothing) when the key is already recorded. Of any
    * number of concurrent calls with one key, exactly one gets true. An entry past its `expiresAt`
-   * may be gone (then the key can be recorded again): core refuses expired assertions anyway.
+   * may be gone (then the key can be recorded again, once): core refuses expired assertions
+   * anyway. An entry not yet expired is never deleted, so its key is never accepted twice,
+   * whatever `deleteExpired` calls run at the same time on any instance.
    */
   use(key: string, expiresAt: number): Promise<boolean>;
   /**
    * Deletes entries with `expiresAt <= now`; returns how many. With `limit`, at most that many
-   * (see {@link RefreshTokenStore.deleteExpired} for the batch contract).
+   * (see {@link RefreshTokenStore.deleteExpired} for the batch contract). Only entries expired when
+   * deleted: a sweep that picks keys first and deletes by key later must check `expiresAt` again
+   * in its delete, or a key swept by another pruner and recorded again meanwhile with a live
+   * expiry is deleted, and a replayed assertion accepted.
    */
   deleteExpired(now: number, limit?: number): Promise<number>;
 }
