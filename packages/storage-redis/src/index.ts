@@ -25,7 +25,9 @@ export interface RedisHotStoresOptions {
    * would sit among every other application's), `{` `}` (Redis Cluster hash tags: this is not for
    * Cluster), `* ? [ ] \` (`SCAN MATCH {prefix}*`, how one deployment's keys are found and
    * cleared, would match others'), spaces and control characters (unreadable in logs and
-   * `redis-cli`), and anything longer (every key carries it).
+   * `redis-cli`), and anything longer (every key carries it). Set the prefix here, not on the
+   * client: a node-redis client made with a `keyPrefix` of its own is refused (a `TypeError`), as
+   * node-redis does not prefix the keys the scripts build from their arguments.
    */
   keyPrefix?: string;
   /**
@@ -125,6 +127,9 @@ export function redisHotStores(client: RedisScriptClient, options: RedisHotStore
   }
   const prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
   if (!isValidKeyPrefix(prefix)) throw new TypeError(`keyPrefix ${KEY_PREFIX_RULE}`);
+  if (hasOwnKeyPrefix(client)) {
+    throw new TypeError("redisHotStores: the Redis client has a keyPrefix of its own, which the stores' scripts cannot follow; create the client without one and pass the prefix as redisHotStores' keyPrefix option");
+  }
   listenForErrors(client);
   const ctx: HotContext = { client: connectedOnly(client, timeoutMs > 0 ? timed(client, timeoutMs) : client), prefix, clock: options.clock ?? Date.now, marginMs };
   return {
@@ -161,6 +166,20 @@ export async function checkRedisPermissions(client: RedisScriptClient, options: 
   const prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
   if (!isValidKeyPrefix(prefix)) throw new TypeError(`keyPrefix ${KEY_PREFIX_RULE}`);
   await refuseMissingPermissions(client, prefix, "the Redis user");
+}
+
+/**
+ * Whether a node-redis client (or sentinel, or pool, or a proxy of one) was made with its own
+ * `keyPrefix`. node-redis prefixes a script's KEYS but not its arguments, and the scripts build
+ * the keys they reach through an index or a record (a session's account set, the records an
+ * index names) from arguments: with such a client those went to unprefixed keys, so
+ * `sessions.deleteByAccount` found none of an account's sessions (they outlived a disable), a
+ * sign-in emptied the account's set, and the sweeps took index entries off without deleting their
+ * records (before 2026-11-30).
+ */
+function hasOwnKeyPrefix(client: RedisScriptClient): boolean {
+  const prefix = (client as { _keyPrefix?: unknown })._keyPrefix;
+  return (typeof prefix === "string" || prefix instanceof Uint8Array) && prefix.length > 0;
 }
 
 /** The largest `commandTimeoutMs`: its timer (up to 1.25 times it) must stay within 2^31 - 1 ms. */

@@ -185,6 +185,23 @@ describeIfRedis("redis hot stores: behaviour", problem, () => {
     expect(await a.attempts.get("t:same")).toEqual({ key: "t:same", count: 2, windowStart: now });
   });
 
+  it("a node-redis client made with its own keyPrefix is refused at once (the scripts build record keys from their arguments, which it does not prefix: an account's console sessions outlived deleteByAccount)", async () => {
+    const clientPrefix = prefix();
+    const prefixed = createClient({ url: REDIS_URL, disableOfflineQueue: true, keyPrefix: clientPrefix });
+    prefixed.on("error", () => {});
+    await prefixed.connect();
+    try {
+      expect(() => redisHotStores(prefixed, { keyPrefix: "plantgate:" })).toThrow(
+        new TypeError("redisHotStores: the Redis client has a keyPrefix of its own, which the stores' scripts cannot follow; create the client without one and pass the prefix as redisHotStores' keyPrefix option"),
+      );
+      // Its proxies too (withCommandOptions, withTypeMapping keep the prefix).
+      expect(() => redisHotStores(prefixed.withTypeMapping({}), { keyPrefix: "plantgate:" })).toThrow(TypeError);
+      expect(await keysUnder(client, clientPrefix), "nothing written").toEqual([]);
+    } finally {
+      prefixed.destroy();
+    }
+  });
+
   it("two instances (two connections) counting one key at once lose no count: 1..50 between them", async () => {
     const second = await connect();
     try {
