@@ -42,8 +42,9 @@ export interface RedisHotStoresOptions {
   expiryMarginMs?: number;
   /**
    * How long a command may wait for its reply before the operation fails (`StorageError`, so
-   * 503). Default: the node-redis client's own `commandOptions.timeout` (node-redis's default is
-   * 5000). With a positive value the hot stores send their commands with node-redis's per-command
+   * 503). Default: the node-redis client's (or sentinel's) own `commandOptions.timeout`
+   * (node-redis's default is 5000), and 5000 for a client that shows none (a pool made without
+   * `commandOptions`, a client of another library). With a positive value the hot stores send their commands with node-redis's per-command
    * timer off and enforce the bound themselves with one timer per quarter of it (a command fails
    * after between 1 and 1.25 times the bound): node-redis's `AbortSignal.timeout` per command
    * cost about 20 µs of CPU per request. `0`: no bound of ours; node-redis 6.3.1 then times out
@@ -212,9 +213,21 @@ function connectedOnly(client: RedisScriptClient, inner: RedisScriptClient): Red
   };
 }
 
-/** The per-command timeout a node-redis client was created with (0 when none, or not node-redis). */
+/** node-redis's default per-command timeout, the bound of a client whose own cannot be read. */
+const DEFAULT_COMMAND_TIMEOUT_MS = 5000;
+
+/**
+ * The per-command timeout a node-redis client was created with: a client's `_commandOptions`, a
+ * sentinel's `commandOptions` (its `_commandOptions` is only a proxy's override, unset on the
+ * sentinel itself); 0 when it was made with `timeout: 0`. A client that shows neither (a pool made
+ * without `commandOptions`, another library) gets node-redis's default of 5000 ms. Before
+ * 2026-11-30 both of the latter, and every sentinel, got 0: no bound, so a primary that stopped
+ * answering held each request without end.
+ */
 function nodeRedisTimeout(client: RedisScriptClient): number {
-  const timeout = (client as { _commandOptions?: { timeout?: unknown } })._commandOptions?.timeout;
+  const c = client as { _commandOptions?: { timeout?: unknown }; commandOptions?: { timeout?: unknown } };
+  const timeout = c._commandOptions?.timeout ?? c.commandOptions?.timeout;
+  if (timeout === undefined) return DEFAULT_COMMAND_TIMEOUT_MS;
   return typeof timeout === "number" && Number.isSafeInteger(timeout) && timeout > 0 ? timeout : 0;
 }
 

@@ -5,14 +5,15 @@
  * empties its script cache (the NOSCRIPT fallback).
  */
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Socket } from "node:net";
 import diagnostics_channel from "node:diagnostics_channel";
 import { createMemoryStorage, createPlantgate, StorageError, type Plantgate, type PlantgateOptions, type Storage } from "@plantgate/core";
 import { openSqlStorage } from "@plantgate/storage-sql";
-import { createClient } from "redis";
+import { createClient, createSentinel } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COMMANDS_QUEUE_MAX, openRedisHotStoresFromEnv, type OpenedRedisHotStores } from "../src/env.js";
 import { CommandTimeoutError, isValidKeyPrefix, MAX_COMMAND_TIMEOUT_MS, redisHotStores } from "../src/index.js";
@@ -705,6 +706,59 @@ describe.skipIf(!haveServer && !IN_CI)(`a private redis-server restarts${haveSer
       expect(await hot.attempts.increment("t:k", now, WINDOW)).toEqual({ key: "t:k", count: 2, windowStart: now });
     });
   });
+
+  it("through a Sentinel client (createSentinel) a primary that stops answering is a StorageError after the sentinel's command timeout too, and without one set after node-redis's 5 s default: both held the request without end", async () => {
+    expect(haveServer, `${REDIS_SERVER} is required when CI=true`).toBe(true);
+    const dir = mkdtempSync(join(tmpdir(), "plantgate-sentinel-"));
+    const primaryPort = await freePort();
+    const primary = await startRedis(primaryPort);
+    const sentinelPort = await freePort();
+    const config = join(dir, "sentinel.conf");
+    writeFileSync(config, `port ${sentinelPort}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor primary 127.0.0.1 ${primaryPort} 1\n`);
+    const sentinelProc = spawn(REDIS_SERVER, [config, "--sentinel"], { stdio: "ignore" });
+    const sentinels: { destroy(): void }[] = [];
+    try {
+      const open = async (timeout: number | undefined) => {
+        const sentinel = createSentinel({ name: "primary", sentinelRootNodes: [{ host: "127.0.0.1", port: sentinelPort }], ...(timeout !== undefined ? { commandOptions: { timeout } } : {}) });
+        sentinel.on("error", () => {});
+        sentinels.push(sentinel);
+        for (let i = 0; ; i++) {
+          try {
+            await sentinel.connect();
+            return sentinel;
+          } catch (e) {
+            if (i >= 100) throw e;
+            await new Promise((resolve) => setTimeout(resolve, 50));
+          }
+        }
+      };
+      const withTimeout = redisHotStores(await open(1000), { keyPrefix: "p:" });
+      const withDefault = redisHotStores(await open(undefined), { keyPrefix: "p:" });
+      expect(await withTimeout.revokedTokens.has("jti")).toBe(false);
+      expect(await withDefault.revokedTokens.has("jti")).toBe(false);
+      primary.kill("SIGSTOP");
+      const started = performance.now();
+      const outcome = (p: Promise<unknown>) =>
+        p.then(
+          () => "answered",
+          (e: unknown) => ({ error: e, after: performance.now() - started }),
+        );
+      const late = (ms: number) => new Promise((resolve) => setTimeout(() => resolve(`still waiting after ${ms} ms`), ms));
+      const [short, long] = await Promise.all([Promise.race([outcome(withTimeout.revokedTokens.has("jti")), late(4000)]), Promise.race([outcome(withDefault.revokedTokens.has("jti")), late(9000)])]);
+      expect(short).toEqual({ error: new StorageError("redis: revokedTokens.has failed"), after: expect.any(Number) });
+      expect(((short as { error: Error }).error.cause)).toBeInstanceOf(CommandTimeoutError);
+      expect((short as { after: number }).after).toBeGreaterThanOrEqual(999);
+      expect(long).toEqual({ error: new StorageError("redis: revokedTokens.has failed"), after: expect.any(Number) });
+      expect((long as { after: number }).after).toBeGreaterThanOrEqual(4999);
+    } finally {
+      primary.kill("SIGCONT");
+      for (const s of sentinels) s.destroy();
+      primary.kill("SIGKILL");
+      sentinelProc.kill("SIGKILL");
+      await Promise.all([stopped(primary), stopped(sentinelProc)]);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 
   it("commands that timed out while the server was frozen are not run once it answers again: exactly those the client had written to the socket run, none of the unsent ones (dropped from the client's queue)", async () => {
     // How many commands a frozen server's connection takes before the rest wait unsent is the
