@@ -36,7 +36,7 @@ export function redisRisks(info: string): string[] {
     risks.push(`Redis maxmemory-policy is ${policy}: under memory pressure it evicts revoked tokens, lock-out counters and used assertion ids (all have expiries); set noeviction`);
   }
   if (field("aof_enabled") === "0") {
-    risks.push("Redis keeps no append-only file (appendonly no): a restart forgets revoked tokens and lock-out counters; set appendonly yes where they must survive one");
+    risks.push("Redis keeps no append-only file (appendonly no): a restart forgets revoked tokens, lock-out counters and used assertion ids (a client assertion sent before it can be replayed until it expires); set appendonly yes where they must survive one");
   }
   return risks;
 }

@@ -78,7 +78,7 @@ describe("redisRisks: what a Redis server's INFO puts at risk", () => {
       "Redis maxmemory-policy is allkeys-lru: under memory pressure it evicts revoked tokens, lock-out counters and used assertion ids (all have expiries); set noeviction",
     ]);
     expect(redisRisks(info("noeviction", "0"))).toEqual([
-      "Redis keeps no append-only file (appendonly no): a restart forgets revoked tokens and lock-out counters; set appendonly yes where they must survive one",
+      "Redis keeps no append-only file (appendonly no): a restart forgets revoked tokens, lock-out counters and used assertion ids (a client assertion sent before it can be replayed until it expires); set appendonly yes where they must survive one",
     ]);
     expect(redisRisks(info("volatile-ttl", "0"))).toHaveLength(2);
     // Fields it does not find (a server that hides them) say nothing.
