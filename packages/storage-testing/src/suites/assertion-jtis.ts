@@ -118,7 +118,10 @@ export function assertionJtisSuite(s: SuiteContext): void {
             for (let i = 0; i < EXPIRED; i++) expect(await s.storage().assertionJtis.use(fakeHash(`again-${round}-x${i}`), NOW - i)).toBe(true);
             const { accepted, deleted } = await contest(stores, contested, round);
             expect(accepted, `round ${round}: uses that got true in the race`).toBeLessThanOrEqual(1);
-            expect(deleted, `round ${round}: entries the pruners deleted (each expired one once, the contested key's old one included)`).toBe(EXPIRED + 1);
+            // The contested key's old entry is swept, unless a use took its place first (a store
+            // may treat an expired entry as free): each expired entry once, never the live one.
+            expect(deleted, `round ${round}: entries the pruners deleted (each expired one once)`).toBeGreaterThanOrEqual(EXPIRED);
+            expect(deleted, `round ${round}: entries the pruners deleted (each expired one once, the contested key's old one at most)`).toBeLessThanOrEqual(EXPIRED + 1);
             expect(await drain(other, undefined), `round ${round}: nothing expired left, the live key not taken`).toBe(0);
             const after = (await s.storage().assertionJtis.use(contested, LIVE)) ? 1 : 0;
             expect(accepted + after, `round ${round}: uses that got true, the race's and the one after`).toBe(1);
