@@ -6,7 +6,7 @@ import { redactConnectionUrl } from "@plantgate/core";
 import { createClient } from "redis";
 import { DEFAULT_KEY_PREFIX, isValidKeyPrefix, KEY_PREFIX_RULE, redisHotStores, type RedisHotStores } from "./index.js";
 import { RedisConfigError } from "./config-error.js";
-import { refuseMissingPermissions } from "./permissions.js";
+import { refuseMissingPermissions, withinMs } from "./permissions.js";
 
 export { RedisConfigError } from "./config-error.js";
 
@@ -52,24 +52,6 @@ export const COMMANDS_QUEUE_MAX = 10_000;
 
 /** How long the start waits for Redis by default: connect and handshake, then the permission check, then the INFO reads. */
 const START_WAIT_MS = 10_000;
-
-/** `promise`, or a rejection (after `onLate`) when it has not settled within `ms`. */
-async function withinMs<T>(promise: Promise<T>, ms: number, onLate: () => void, message: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          onLate();
-          reject(new Error(message));
-        }, ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /**
  * Opens the hot stores when `PLANTGATE_REDIS_URL` (`redis://…` or `rediss://…` for TLS) is set,

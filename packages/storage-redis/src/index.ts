@@ -10,7 +10,7 @@ import { deadlines } from "./deadlines.js";
 import { redisRevokedTokenStore } from "./revoked-tokens.js";
 import type { RedisScriptClient } from "./scripts.js";
 import { redisSessionStore } from "./sessions.js";
-import { refuseMissingPermissions } from "./permissions.js";
+import { refuseMissingPermissions, withinMs } from "./permissions.js";
 
 export type { RedisScriptClient } from "./scripts.js";
 export { CommandTimeoutError } from "./deadlines.js";
@@ -155,7 +155,8 @@ export function redisHotStores(client: RedisScriptClient, options: RedisHotStore
  * command (`the Redis user may not run what the hot stores need: HSET on auth:a:k:*; ...`), with
  * the server's NOPERM reply as `cause` when EVALSHA or EVAL is refused; it names no URL,
  * user or password. A failure that is not a refusal (a dropped connection, a timeout) is thrown
- * as node-redis threw it. A `keyPrefix` that breaks the rules of {@link RedisHotStoresOptions.keyPrefix}
+ * as node-redis threw it; no answer within `timeoutMs` (default 10,000) is an `Error` saying so
+ * (the client is left as it is: yours to end or keep). A `keyPrefix` that breaks the rules of {@link RedisHotStoresOptions.keyPrefix}
  * is a `TypeError`, as in `redisHotStores`.
  *
  * @example
@@ -163,11 +164,18 @@ export function redisHotStores(client: RedisScriptClient, options: RedisHotStore
  * await checkRedisPermissions(redis, { keyPrefix: "auth:" }); // throws RedisConfigError when refused
  * const hot = redisHotStores(redis, { keyPrefix: "auth:" });
  */
-export async function checkRedisPermissions(client: RedisScriptClient, options: { keyPrefix?: string } = {}): Promise<void> {
+export async function checkRedisPermissions(client: RedisScriptClient, options: { keyPrefix?: string; timeoutMs?: number } = {}): Promise<void> {
   const prefix = options.keyPrefix ?? DEFAULT_KEY_PREFIX;
   if (!isValidKeyPrefix(prefix)) throw new TypeError(`keyPrefix ${KEY_PREFIX_RULE}`);
-  await refuseMissingPermissions(client, prefix, "the Redis user");
+  const timeoutMs = options.timeoutMs ?? CHECK_TIMEOUT_MS;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > 2_147_483_647) throw new TypeError("timeoutMs must be a whole number of milliseconds from 1 to 2147483647");
+  // node-redis times out only commands it has not written yet: a server that took the check's
+  // commands and never answered held this (and the host's start) without end before 2026-11-30.
+  await withinMs(refuseMissingPermissions(client, prefix, "the Redis user"), timeoutMs, () => {}, `checkRedisPermissions: no answer from Redis within ${timeoutMs} ms`);
 }
+
+/** How long {@link checkRedisPermissions} waits for its answers by default (as the env start does). */
+const CHECK_TIMEOUT_MS = 10_000;
 
 /**
  * Whether a node-redis client (or sentinel, or pool, or a proxy of one) was made with its own

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { RedisConfigError as EnvRedisConfigError } from "../src/env.js";
 import { checkRedisPermissions, RedisConfigError } from "../src/index.js";
 import { NEEDS } from "../src/permissions.js";
-import { connect, haveServer, IN_CI, REDIS_SERVER, withAclUser, type TestClient } from "./support.js";
+import { connect, haveServer, IN_CI, REDIS_SERVER, withAclUser, withPrivateClient, type TestClient } from "./support.js";
 
 /** The commands of every `redis.call('…')` in a source file. */
 const calls = (file: string) => new Set([...readFileSync(new URL(`../src/${file}`, import.meta.url), "utf8").matchAll(/redis\.call\('(\w+)'/g)].map((m) => m[1]!));
@@ -80,6 +80,25 @@ describe.skipIf(!haveServer && !IN_CI)(`checkRedisPermissions on a client of you
       expect(((await refusal(client, "other:")) as Error).message).toMatch(/^the Redis user may not run what the hot stores need: TYPE, HGET, HMGET, HINCRBY, HSET, PEXPIRE, DEL on other:a:k:\*; /);
       expect(await refusal(client, "{plantgate}:")).toEqual(new TypeError("keyPrefix must be 1 to 128 characters, each a letter, a digit or one of : . _ - /"));
       expect(await admin.dbSize()).toBe(0);
+    });
+  });
+
+  it("a server that takes the check's commands and never answers (SIGSTOP after connect): an Error after timeoutMs, not a wait without end; the client left to its owner", async () => {
+    await withPrivateClient(undefined, async (server, client) => {
+      server.kill("SIGSTOP");
+      const started = performance.now();
+      const outcome = await Promise.race([
+        checkRedisPermissions(client, { keyPrefix: "hot:", timeoutMs: 300 }).then(() => "resolved", (e: unknown) => e),
+        new Promise((resolve) => setTimeout(() => resolve("still waiting after 3000 ms"), 3000)),
+      ]);
+      expect(outcome).toEqual(new Error("checkRedisPermissions: no answer from Redis within 300 ms"));
+      expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+      expect((client as unknown as { isOpen: boolean }).isOpen).toBe(true);
+      server.kill("SIGCONT");
+      expect(await checkRedisPermissions(client, { keyPrefix: "hot:" })).toBeUndefined();
+      expect(await checkRedisPermissions(client, { timeoutMs: 0 }).then(() => "resolved", (e: unknown) => e)).toEqual(
+        new TypeError("timeoutMs must be a whole number of milliseconds from 1 to 2147483647"),
+      );
     });
   });
 });
