@@ -110,55 +110,57 @@ async function openBaseStore(seed: number): Promise<OpenStore> {
     const storage = await openSqlStorage("sqlite::memory:", { audit: true });
     return { storage, close: () => storage.close() };
   }
-  if (STORE === "postgres") {
-    const schema = isolatedName(seed);
-    const admin = new pg.Client({ connectionString: POSTGRES_URL });
-    await admin.connect();
-    await admin.query(`create schema "${schema}"`);
-    const url = new URL(POSTGRES_URL);
-    url.searchParams.set("options", `-c search_path=${schema}`);
-    const dropSchema = async () => {
-      await admin.query(`drop schema "${schema}" cascade`);
-      await admin.end();
-    };
-    const storage = await openSqlStorage(url.toString(), { audit: true }).catch(async (e: unknown) => {
-      await dropSchema();
-      throw e;
-    });
-    return {
-      storage,
-      close: async () => {
-        await storage.close();
-        await dropSchema();
-      },
-    };
-  }
-  if (STORE === "mysql") {
-    const database = isolatedName(seed);
-    const adminUrl = MYSQL_URL.replace(/^mariadb:/i, "mysql:");
-    const admin = await mysql.createConnection({ uri: adminUrl, connectTimeout: 5000 }).catch((e: unknown) => {
-      throw new Error(`HOSTILE_STORE=mysql: no MySQL/MariaDB server at ${redactConnectionUrl(MYSQL_URL)} (set PLANTGATE_TEST_MYSQL_URL): ${e instanceof Error ? e.message : String(e)}`, { cause: e });
-    });
-    await admin.query(`create database \`${database}\``);
-    const url = new URL(MYSQL_URL);
-    url.pathname = `/${database}`;
-    const dropDatabase = async () => {
-      await admin.query(`drop database if exists \`${database}\``);
-      await admin.end();
-    };
-    const storage = await openSqlStorage(url.toString(), { audit: true }).catch(async (e: unknown) => {
-      await dropDatabase();
-      throw e;
-    });
-    return {
-      storage,
-      close: async () => {
-        await storage.close();
-        await dropDatabase();
-      },
-    };
-  }
+  if (STORE === "postgres") return openPostgresSchema(POSTGRES_URL, isolatedName(seed));
+  if (STORE === "mysql") return openMysqlDatabase(MYSQL_URL, isolatedName(seed));
   throw new Error(`HOSTILE_STORE must be memory, sqlite, postgres or mysql, got ${JSON.stringify(STORE)}`);
+}
+
+/**
+ * Runs `first`, then `then` whether `first` failed or not (an admin connection is ended on every
+ * path: until 2026-11-30 a failed statement left it open); `first`'s value, or the failure of
+ * either, both as one AggregateError.
+ */
+async function alwaysThen<T>(first: () => Promise<T>, then: () => Promise<unknown>): Promise<T> {
+  const failures: unknown[] = [];
+  const result = await first().catch((e: unknown) => void failures.push(e));
+  await then().catch((e: unknown) => void failures.push(e));
+  if (failures.length === 2) throw new AggregateError(failures, `${String(failures[0])}; and then: ${String(failures[1])}`);
+  if (failures.length === 1) throw failures[0];
+  return result as T;
+}
+
+/**
+ * A store on a new PostgreSQL schema `schema` of the database at `serverUrl`, made by an admin
+ * connection of its own, which drops the schema when the store closes; the connection is ended
+ * whatever fails (test/store-admin-connection.test.ts).
+ */
+export async function openPostgresSchema(serverUrl: string, schema: string): Promise<OpenStore> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`create schema "${schema}"`).catch((e: unknown) => alwaysThen(() => Promise.reject(e), () => admin.end()));
+  const url = new URL(serverUrl);
+  url.searchParams.set("options", `-c search_path=${schema}`);
+  const dropSchema = () => alwaysThen(() => admin.query(`drop schema "${schema}" cascade`), () => admin.end());
+  const storage = await openSqlStorage(url.toString(), { audit: true }).catch((e: unknown) => alwaysThen(() => Promise.reject(e), dropSchema));
+  return { storage, close: () => alwaysThen(() => storage.close(), dropSchema) };
+}
+
+/**
+ * A store on a new MySQL/MariaDB database `database` of the server at `serverUrl`, made by an
+ * admin connection of its own, which drops the database when the store closes; the connection is
+ * ended whatever fails (test/store-admin-connection.test.ts).
+ */
+export async function openMysqlDatabase(serverUrl: string, database: string): Promise<OpenStore> {
+  const adminUrl = serverUrl.replace(/^mariadb:/i, "mysql:");
+  const admin = await mysql.createConnection({ uri: adminUrl, connectTimeout: 5000 }).catch((e: unknown) => {
+    throw new Error(`HOSTILE_STORE=mysql: no MySQL/MariaDB server at ${redactConnectionUrl(serverUrl)} (set PLANTGATE_TEST_MYSQL_URL): ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  });
+  await admin.query(`create database \`${database}\``).catch((e: unknown) => alwaysThen(() => Promise.reject(e), () => admin.end()));
+  const url = new URL(serverUrl);
+  url.pathname = `/${database}`;
+  const dropDatabase = () => alwaysThen(() => admin.query(`drop database if exists \`${database}\``), () => admin.end());
+  const storage = await openSqlStorage(url.toString(), { audit: true }).catch((e: unknown) => alwaysThen(() => Promise.reject(e), dropDatabase));
+  return { storage, close: () => alwaysThen(() => storage.close(), dropDatabase) };
 }
 
 export const ISSUER = "https://as.example";
