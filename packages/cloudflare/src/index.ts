@@ -481,8 +481,14 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
         logger.error("plantgate worker failed to start", { error: describeFailure(error) });
       }
       // In the shape of the request's endpoint: OAuth's on the token, revocation and introspection paths.
+      // Once per failed start, by the first request that gets it: its app serves nothing and makes no
+      // event after that, so a start the isolate keeps (a configuration error, a schema too new) left
+      // every later request a flush with nothing to wait for (until 2026-11-30, one per request).
       const made = typeof error === "object" && error !== null ? appOfFailedStart.get(error) : undefined;
-      if (made !== undefined) executionCtx?.waitUntil(flushAfterAnswer(made));
+      if (made !== undefined && executionCtx !== undefined) {
+        appOfFailedStart.delete(error as object);
+        executionCtx.waitUntil(flushAfterAnswer(made));
+      }
       const answer = unavailableResponse(urlOf(request.url)?.pathname ?? "", "The service is temporarily unavailable; retry later.");
       return new Response(answer.body as Uint8Array<ArrayBuffer>, { status: answer.status, headers: answer.headers });
     }
@@ -546,7 +552,11 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
           // (until 2026-11-30 only the message, which names the operation, not why D1 failed).
           logger.error("plantgate scheduled prune failed", describeError(error));
           // A start that failed after it made events: the run waits for them too (below).
-          if (app === undefined && typeof error === "object" && error !== null) app = appOfFailedStart.get(error);
+          // Once per failed start, as fetch hands it (a kept start's later runs have nothing to wait for).
+          if (app === undefined && typeof error === "object" && error !== null) {
+            app = appOfFailedStart.get(error);
+            appOfFailedStart.delete(error);
+          }
           throw error;
         }
         // The prune is done: a hook that throws is the hook's failure, logged as such, and the run

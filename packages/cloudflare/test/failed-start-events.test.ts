@@ -9,6 +9,9 @@
  *
  * The gate fails every insert into pg_accounts while `/__gate?mode=fail` is set, and delays every
  * audit insert by 300 ms (a slow D1); the hook waits 300 ms (a call out) before it records the event.
+ *
+ * And only once: a start the isolate keeps failed answers every later request 503 and makes no
+ * event after it failed, so those requests hand `waitUntil` nothing for it.
  */
 import { describe, expect, it } from "vitest";
 import { D1_GATE, workerPerTest } from "./support.js";
@@ -88,5 +91,36 @@ describe("the events of a start that fails after the bootstrap made some, in wor
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect(await (await fetch(`${base}/__delivered`)).json()).toEqual(["client.created"]);
     expect(await (await fetch(`${base}/__audit`)).json()).toEqual(["client.created"]);
+  }, 30_000);
+});
+
+// The Worker with a count of the promises it hands to waitUntil (/__waits); everything else as deployed.
+const COUNTING = `
+import { createWorker } from "../src/index.ts";
+const worker = createWorker({ logger: { error: () => {}, warn: () => {} }, onEvent: () => {} });
+let waits = 0;
+export default {
+  async fetch(request, env, ctx) {
+    if (new URL(request.url).pathname === "/__waits") return Response.json(waits);
+    return worker.fetch(request, env, { waitUntil: (promise) => (waits++, ctx.waitUntil(promise)) });
+  },
+};
+`;
+
+describe("a failed start the isolate keeps", () => {
+  it("hands its events' flush to waitUntil once, from the first request that gets it, not from every later one (each handed one, with nothing left to flush, until 2026-11-30)", async () => {
+    // A signing key that does not import: a configuration error found after the app was made (it
+    // has an event sink), kept by the isolate: every request is answered 503 until a deploy fixes it.
+    const { base } = await start(COUNTING, { d1: true, bindings: { ...BOOTSTRAP, PLANTGATE_SIGNING_KEY: '{"kty":"oct","k":"c2VjcmV0LWtleQ","d":"c2VjcmV0LWQ"}' } });
+    const answers: [number, string][] = [];
+    const waits: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await fetch(`${base}/.well-known/jwks.json`);
+      answers.push([res.status, await res.text()]);
+      waits.push((await (await fetch(`${base}/__waits`)).json()) as number);
+    }
+    expect(answers).toEqual(Array(5).fill([503, UNAVAILABLE]));
+    // Each request's own work (1 each); the failed start's flush once, with the first.
+    expect(waits).toEqual([2, 3, 4, 5, 6]);
   }, 30_000);
 });
