@@ -205,18 +205,33 @@ export interface PlantgateWorker {
 }
 
 /**
- * The names plantgate reads from `env` as variables: those core's readers (`auditFromEnv`,
- * `optionsFromEnv`, `bootstrapFromEnv`) ask for, recorded once over an empty environment (each
- * reads every name it knows when none is set), so a variable core adds is one here too.
+ * The names core's readers (`auditFromEnv`, `optionsFromEnv`, `bootstrapFromEnv`) ask `vars` for,
+ * each reader run on its own (one that refuses a value stops its own reads only; the start runs
+ * them again and fails there).
  */
-const VARIABLES: ReadonlySet<string> = (() => {
-  const read = new Set<string>();
-  const probe = new Proxy({} as EnvVars, { get: (_target, key) => void (typeof key === "string" && read.add(key)) });
-  auditFromEnv(probe);
-  optionsFromEnv(probe);
-  bootstrapFromEnv(probe);
-  return read;
-})();
+function namesAsked(vars: EnvVars): Set<string> {
+  const asked = new Set<string>();
+  const probe = new Proxy(vars, {
+    get: (target, key) => (typeof key === "string" ? (asked.add(key), target[key]) : undefined),
+    has: (target, key) => (typeof key === "string" && asked.add(key), key in target),
+  });
+  for (const reader of [auditFromEnv, optionsFromEnv, bootstrapFromEnv]) {
+    try {
+      reader(probe);
+    } catch {
+      // Refused here, refused at the start: that is where it is reported.
+    }
+  }
+  return asked;
+}
+
+/**
+ * The names plantgate reads from `env` as variables over an empty environment (each reader reads
+ * every name it knows when none is set), so a variable core adds is one here too. A name a reader
+ * asks for only while another is set is found by {@link stringEntries}, which asks again over the
+ * values it has read (`packages/cloudflare/test/variables.test.ts` holds both to the README's list).
+ */
+const VARIABLES: ReadonlySet<string> = namesAsked({});
 
 /**
  * The Worker's variables as text. wrangler passes an unquoted TOML value (`PLANTGATE_ACCESS_TOKEN_TTL
@@ -234,20 +249,30 @@ const VARIABLES: ReadonlySet<string> = (() => {
  */
 async function stringEntries(env: PlantgateWorkerEnv): Promise<EnvVars> {
   const out: EnvVars = {};
-  const secrets: [string, SecretsStoreSecretLike][] = [];
+  // The other bindings under PLANTGATE_ names with a get(): Secrets Store secrets if plantgate reads the name.
+  const secrets = new Map<string, SecretsStoreSecretLike>();
   for (const [key, value] of Object.entries(env)) {
     if (typeof value === "string") out[key] = value;
     else if (typeof value === "number" || typeof value === "boolean") out[key] = String(value);
     else if (key.startsWith("PLANTGATE_") && isJsonValue(value)) {
       throw new ConfigError(`${key} must be text (a quoted [vars] value), a number or a boolean; wrangler passed ${Array.isArray(value) ? "an array" : value === null ? "null" : "a table"}`);
-    } else if (VARIABLES.has(key) && typeof (value as { get?: unknown } | undefined)?.get === "function") {
-      secrets.push([key, value as SecretsStoreSecretLike]);
+    } else if (key.startsWith("PLANTGATE_") && typeof (value as { get?: unknown } | undefined)?.get === "function") {
+      secrets.set(key, value as SecretsStoreSecretLike);
     }
   }
-  // Read together; every get() is waited for, so a failure after another's is no unhandled rejection.
-  const read = await Promise.allSettled(secrets.map(async ([key, secret]) => void (out[key] = await readSecret(key, secret))));
-  const failed = read.find((result) => result.status === "rejected");
-  if (failed) throw failed.reason;
+  // The names read over an empty environment first; then, their values in, the readers are asked
+  // again, until they ask for no binding more: a name core reads only while another is set (or has
+  // some value) is read too, where one probe over an empty environment would miss it without a word.
+  let wanted = [...secrets.keys()].filter((key) => VARIABLES.has(key));
+  while (wanted.length > 0) {
+    // Read together; every get() is waited for, so a failure after another's is no unhandled rejection.
+    const read = await Promise.allSettled(wanted.map(async (key) => void (out[key] = await readSecret(key, secrets.get(key)!))));
+    const failed = read.find((result) => result.status === "rejected");
+    if (failed) throw failed.reason;
+    for (const key of wanted) secrets.delete(key);
+    const asked = namesAsked(out);
+    wanted = [...secrets.keys()].filter((key) => asked.has(key));
+  }
   return out;
 }
 

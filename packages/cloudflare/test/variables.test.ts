@@ -8,8 +8,9 @@
  *   all but each), until no configuration finds a name more, so a name read only while another is
  *   set (or unset) is found too;
  * - what the Worker reads in workerd (Miniflare, the real `createWorker()` entry): every name of
- *   both lists, and the Node servers' own (which it must not read), is bound from the Secrets Store,
- *   and the entry records each binding whose `get()` the Worker calls. That is the one place the
+ *   both lists, and the Node servers' own (which it must not read), is bound from the Secrets Store
+ *   (core's at the valid values below), and the entry records each binding whose `get()` the
+ *   Worker calls. That is the one place the
  *   Worker's own set of names (its probe of core's readers, `VARIABLES`) decides anything: a binding
  *   under a name it does not know is left out as any binding is. A variable core reads that the
  *   probe missed would be a secret silently ignored (as all of them were until 2026-11-30).
@@ -165,10 +166,17 @@ describe("the variables the Worker reads", () => {
       script: await bundle(ENTRY),
       compatibilityDate: COMPATIBILITY_DATE,
       d1Databases: ["DB"],
-      // None of them is in the store: each get() fails, and the start with them (after every get() is made).
       secretsStoreSecrets: Object.fromEntries(names.map((name) => [name, { store_id: "plantgate", secret_name: name.toLowerCase() }])),
     });
+    // Core's variables hold their valid values, so that a name core reads only while another is set
+    // (to a value it takes) is asked for too. The Node servers' own are not in the store: a get() of
+    // one would fail the start (and show here as read).
+    for (const name of coreVariables()) {
+      const admin = (await mf.getSecretsStoreSecretAPI(name)) as unknown as () => { create(value: string): Promise<string> };
+      await admin().create(VALID[name]!);
+    }
     const w = (await mf.getWorker()) as unknown as { fetch(url: string): Promise<Response> };
+    // The start then fails (VALID's signing key is no key), after the variables were read.
     const res = await w.fetch("http://worker.test/.well-known/jwks.json");
     expect([res.status, await res.json()]).toEqual([503, { error: 1503, message: "The service is temporarily unavailable; retry later." }]);
     expect(await (await w.fetch("http://worker.test/__got")).json()).toEqual([...documented].sort());
