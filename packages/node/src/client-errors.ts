@@ -13,6 +13,7 @@ const ANSWERS = {
 
 /** Sockets already refused: Node reports each later chunk of such a connection as another error. */
 const refused = new WeakSet<Duplex>();
+const ignore = (): void => {};
 
 /** What of Node's socket, its answer in flight and its parser this reads. */
 type HttpSocket = Duplex & {
@@ -107,14 +108,19 @@ export function answerMalformedRequests(server: Server): void {
     writeResponse(refusal(417, "The Expect header's expectation is not supported."), response);
   });
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    // Refused already: Node's parser fails again on each later chunk of the connection while an
+    // earlier answer is still to come, and reports each as another 'clientError'. Until 2026-11-30
+    // each added one more 'error' listener below, a MaxListenersExceededWarning past ten chunks
+    // and one listener per chunk for as long as the client went on sending.
+    if (refused.has(socket)) return;
     // A later error of this socket (the client resetting while the answer drains) is nobody's to
     // handle: without a listener it would be thrown as an uncaught 'error'.
-    socket.on("error", () => {});
+    socket.on("error", ignore);
     if (error.code === "ECONNRESET") return void socket.destroy();
     refuse(socket, error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? ANSWERS.timeout : error.code === "HPE_HEADER_OVERFLOW" ? ANSWERS.headers : ANSWERS.malformed);
   });
   server.on("connect", (_request: unknown, socket: Duplex) => {
-    socket.on("error", () => {});
+    socket.on("error", ignore);
     refuse(socket, ANSWERS.malformed);
   });
 }

@@ -5,7 +5,7 @@ import { createServer, type Socket } from "node:net";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
 import { closeGracefully, serve, SERVE_DEFAULTS, type FetchApp } from "../src/index.js";
-import { deferred, open, rawExchange, readResponse } from "./support.js";
+import { deferred, delay, open, rawExchange, readResponse } from "./support.js";
 
 const hello: FetchApp = { fetch: async () => new Response("hello") };
 
@@ -377,6 +377,37 @@ describe("serve limits", () => {
       expect(text.startsWith("HTTP/1.1 200 OK\r\n")).toBe(true);
       expect(text.endsWith("\r\n\r\nb\r\nslow answer\r\n0\r\n\r\n")).toBe(true);
       expect(text).not.toContain("400");
+    } finally {
+      await running.close();
+    }
+  });
+
+  it("a refused request behind one whose answer is still to come: what the client goes on sending adds no listener per chunk (one 'error' listener was added for each, a MaxListenersExceededWarning past 10)", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const slow = { fetch: async () => (await held, new Response("slow answer")) };
+    const running = await serve(slow, { port: 0, host: "127.0.0.1" });
+    const accepted = new Promise<Socket>((resolve) => running.server.once("connection", resolve));
+    try {
+      const socket = await open(running.url);
+      const serverSocket = await accepted;
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.resume();
+      socket.write("GET / HTTP/1.1\r\nhost: x\r\n\r\nPOST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello");
+      await delay(100);
+      const afterRefusal = serverSocket.listenerCount("error");
+      // Node's parser fails again on each later chunk, and each failure is another 'clientError'.
+      for (let i = 0; i < 30; i++) {
+        socket.write("more bytes\r\n");
+        await delay(10);
+      }
+      await delay(100);
+      const afterMore = serverSocket.listenerCount("error");
+      release();
+      // The answer goes out, then the connection closes once the client ends its side.
+      socket.end();
+      await closed;
+      expect([afterRefusal, afterMore]).toEqual([2, 2]);
     } finally {
       await running.close();
     }
