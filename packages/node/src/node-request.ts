@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { PlantgateBodyConsumedError } from "./body-consumed.js";
+import { connectionGone, onConnectionClose } from "./connection-close.js";
 import { headersFromRaw, isConsumed, parseTarget } from "./incoming.js";
 import { readIncoming, readStream } from "./read-body.js";
 import { createRequestBody, type AbortSource } from "./request-body.js";
@@ -190,9 +191,11 @@ class NodeRequest {
     // A client that already left: the 'close' events below have fired by now. Only an incomplete
     // upload or an unfinished response means the client went away; once the response is out, an
     // upload cut short no longer affects the exchange.
+    // (A response queued behind another on a pipelined connection has no 'close' of its own when
+    // the connection goes: see connection-close.ts.)
     const gone =
       (incoming.destroyed && !incoming.complete && response?.writableFinished !== true) ||
-      (response !== undefined && response.destroyed && !response.writableFinished);
+      (response !== undefined && !response.writableFinished && connectionGone(response));
     if (gone) {
       this.#abort();
       return;
@@ -200,9 +203,11 @@ class NodeRequest {
     incoming.once("close", () => {
       if (!incoming.complete && response?.writableFinished !== true) this.#abort();
     });
-    response?.once("close", () => {
-      if (!response.writableFinished) this.#abort();
-    });
+    if (response !== undefined) {
+      onConnectionClose(response, () => {
+        if (!response.writableFinished) this.#abort();
+      });
+    }
   }
 
   #abort(): void {

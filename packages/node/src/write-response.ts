@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import { connectionGone, onConnectionClose } from "./connection-close.js";
 import type { PlainAnswer } from "./fetch-app.js";
 
 /**
@@ -55,7 +56,7 @@ function isPlainAnswer(value: unknown): value is PlainAnswer {
 
 function writePlain(answer: PlainAnswer, res: ServerResponse): void {
   if (!isPlainAnswer(answer)) throw new TypeError("The app's answer is neither a Response nor a plain answer.");
-  if (res.destroyed || res.writableEnded) return;
+  if (isGone(res)) return;
   const { status, headers, body } = answer;
   if (body === null && status >= 200 && status !== 204 && status !== 304 && headers["content-length"] === undefined) {
     // writeHead() before end() makes Node choose chunked encoding for an empty body; say it is
@@ -94,7 +95,7 @@ async function streamResponse(response: Response, res: ServerResponse): Promise<
     // Also releases a read() that is waiting on a slow producer.
     void cancelQuietly(reader);
   };
-  res.once("close", onClose);
+  const stopWatching = onConnectionClose(res, onClose);
 
   try {
     for (;;) {
@@ -115,7 +116,7 @@ async function streamResponse(response: Response, res: ServerResponse): Promise<
     res.destroy();
     throw error;
   } finally {
-    res.off("close", onClose);
+    stopWatching();
   }
 
   if (clientGone || isGone(res)) return;
@@ -134,7 +135,7 @@ function writeHead(response: Response, res: ServerResponse): void {
 }
 
 function isGone(res: ServerResponse): boolean {
-  return res.destroyed || res.writableEnded;
+  return res.writableEnded || connectionGone(res);
 }
 
 async function cancelQuietly(reader: ReadableStreamDefaultReader<Uint8Array> | undefined): Promise<void> {
@@ -146,20 +147,23 @@ async function cancelQuietly(reader: ReadableStreamDefaultReader<Uint8Array> | u
 }
 
 function drained(res: ServerResponse): Promise<void> {
-  return once(res, ["drain", "close"]);
+  return eventOrClose(res, "drain");
 }
 
 function settled(res: ServerResponse): Promise<void> {
-  if (res.writableFinished || res.destroyed) return Promise.resolve();
-  return once(res, ["finish", "close"]);
+  if (res.writableFinished || connectionGone(res)) return Promise.resolve();
+  return eventOrClose(res, "finish");
 }
 
-function once(res: ServerResponse, events: readonly string[]): Promise<void> {
+/** `event` on `res`, or its connection closing (also while `res` is queued behind another answer). */
+function eventOrClose(res: ServerResponse, event: string): Promise<void> {
   return new Promise((resolve) => {
     const done = (): void => {
-      for (const event of events) res.off(event, done);
+      res.off(event, done);
+      stopWatching();
       resolve();
     };
-    for (const event of events) res.once(event, done);
+    res.once(event, done);
+    const stopWatching = onConnectionClose(res, done);
   });
 }

@@ -222,6 +222,64 @@ describe("writeResponse", () => {
     expect(await next.text()).toBe("ok");
   });
 
+  it("a pipelined request whose answer waits behind another's: when the client goes, its signal aborts and its body is cancelled too (they never were, and its writer waited for good)", async () => {
+    const seen: string[] = [];
+    const both = deferred();
+    const endless = (name: string): Response =>
+      new Response(
+        new ReadableStream<Uint8Array>(
+          {
+            pull(controller) {
+              controller.enqueue(new Uint8Array(65_536));
+            },
+            cancel() {
+              seen.push(`${name} cancelled`);
+            },
+          },
+          { highWaterMark: 0 },
+        ),
+      );
+    const { url } = await start({
+      async fetch(request) {
+        const name = new URL(request.url).pathname;
+        request.signal.addEventListener("abort", () => seen.push(`${name} aborted`));
+        if (name === "/second") both.resolve();
+        return endless(name);
+      },
+    });
+    const socket = await open(url);
+    // Never read: the first answer fills the buffers, the second waits behind it with no socket.
+    socket.pause();
+    socket.write("GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n");
+    await both.promise;
+    await delay(200);
+    socket.resetAndDestroy();
+    await delay(500);
+    expect(seen.sort()).toEqual(["/first aborted", "/first cancelled", "/second aborted", "/second cancelled"]);
+  });
+
+  it("a pipelined request answered after the client went: its body is cancelled at once, nothing waits", async () => {
+    const seen: string[] = [];
+    const gone = deferred();
+    const { url } = await start({
+      async fetch(request) {
+        const name = new URL(request.url).pathname;
+        if (name === "/first") return new Response(new ReadableStream({ pull: (controller) => controller.enqueue(new Uint8Array(65_536)) }, { highWaterMark: 0 }));
+        await gone.promise;
+        return new Response(new ReadableStream({ pull: () => void seen.push("pulled"), cancel: () => void seen.push("cancelled") }, { highWaterMark: 0 }));
+      },
+    });
+    const socket = await open(url);
+    socket.pause();
+    socket.write("GET /first HTTP/1.1\r\nHost: x\r\n\r\nGET /second HTTP/1.1\r\nHost: x\r\n\r\n");
+    await delay(200);
+    socket.resetAndDestroy();
+    await delay(100);
+    gone.resolve();
+    await delay(200);
+    expect(seen).toEqual(["cancelled"]);
+  });
+
   it("destroys the connection when the app's body errors mid-stream, and reports it", async () => {
     const errors: unknown[] = [];
     const { url } = await start(
