@@ -5,7 +5,7 @@ import type { Socket } from "node:net";
 export const DEFAULT_CLOSE_TIMEOUT_MS = 10_000;
 
 /** What of Node's server and sockets this reads: its list of connections (Node >= 18.2) and each one's answer in flight. */
-type HttpSocket = Socket & { _httpMessage?: ServerResponse | null };
+type HttpSocket = Socket & { _httpMessage?: ServerResponse | null; parser?: { incoming?: IncomingMessage | null } | null };
 type ConnectionList = { all(): Array<{ socket?: HttpSocket | null }> };
 
 /** Throws the TypeError {@link closeGracefully} throws for a bad timeout (serve() checks it up front). */
@@ -20,7 +20,8 @@ const closing = new WeakMap<Server, Promise<void>>();
  * `close()` does; call it on a server you create yourself, as the Express example does):
  *
  * - the server stops accepting connections; idle keep-alive connections, and connections that
- *   have not sent a byte yet, are closed at once;
+ *   have not sent a byte yet, are closed at once; one whose answer went out before its upload had
+ *   arrived closes once the rest of the upload has been read (and dropped);
  * - an answer not yet begun (a request in flight, or one arriving later on an open connection)
  *   goes out whole with `Connection: close`, and its connection closes after it; one already
  *   begun with keep-alive closes its connection once written;
@@ -71,7 +72,20 @@ export function closeGracefully(server: Server, timeoutMs: number = DEFAULT_CLOS
         socket.destroy();
         continue;
       }
-      if (response == null || response.writableFinished) continue;
+      if (response == null) {
+        // Answered before its upload had arrived (a refusal that needs no body), the rest still
+        // being read and dropped: idle once the upload ends, and closed then, as idle connections
+        // are (until 2026-11-30 it stayed open until keepAliveTimeout or the deadline, and close()
+        // with it). A request pipelined behind it has its answer assigned by then, and closes after it.
+        const incoming = socket.parser?.incoming;
+        if (incoming != null && !incoming.complete) {
+          incoming.once("end", () => {
+            if (socket._httpMessage == null && !socket.destroyed) endSoon(socket);
+          });
+        }
+        continue;
+      }
+      if (response.writableFinished) continue;
       if (!response.headersSent) response.shouldKeepAlive = false;
       else response.once("finish", () => endSoon(socket));
     }

@@ -213,6 +213,54 @@ describe("serve", () => {
     }
   });
 
+  it("close(): a keep-alive connection whose answer went out before its upload had arrived closes once the upload ends (it stayed open, idle, until keepAliveTimeout or closeTimeout)", async () => {
+    // As plantgate answers a request refused before its body (no token): the answer is out with
+    // keep-alive, the rest of the upload is still to be read and dropped.
+    const early = { fetch: async () => new Response("refused early", { status: 401 }) };
+    const running = await serve(early, { port: 0, host: "127.0.0.1", closeTimeout: 8_000 });
+    const socket = await open(running.url);
+    try {
+      const answer = readResponse(socket);
+      socket.write(`POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n${"x".repeat(1_000)}`);
+      const response = await answer;
+      expect([response.status, Object.fromEntries(response.headers).connection, response.body.toString()]).toEqual([401, "keep-alive", "refused early"]);
+      const socketClosed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.resume();
+      const closing = running.close();
+      await delay(200);
+      socket.write("x".repeat(99_000));
+      const ended = Date.now();
+      await closing;
+      await socketClosed;
+      expect(Date.now() - ended).toBeLessThan(2_000);
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  it("closeGracefully on a plain createServer: a route of the host's that answered before reading its upload, the same (idle once the upload ends, closed then)", async () => {
+    const server = createHttpServer((_req, res) => res.end("early"));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as { port: number };
+    const socket = await open(`http://127.0.0.1:${port}`);
+    try {
+      const answer = readResponse(socket);
+      socket.write(`POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n${"x".repeat(1_000)}`);
+      expect((await answer).status).toBe(200);
+      const socketClosed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.resume();
+      const closing = closeGracefully(server, 8_000);
+      await delay(200);
+      socket.write("x".repeat(99_000));
+      const ended = Date.now();
+      await closing;
+      await socketClosed;
+      expect(Date.now() - ended).toBeLessThan(2_000);
+    } finally {
+      socket.destroy();
+    }
+  });
+
   it("rejects when the port is taken", async () => {
     const blocker = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
