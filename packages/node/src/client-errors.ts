@@ -76,7 +76,9 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
  * `{"error":"invalid_request","error_description":...}` and `Connection: close`; a `CONNECT` (which
  * Node hands to a 'connect' listener, and without one closes with no answer) gets the same 400 as
  * `TRACE`. A client that half-closes the connection once its request is sent (FIN, as `nc -N` and
- * some scripts do) still gets its answer: the connection ends after it. {@link serve} installs it;
+ * some scripts do) still gets its answer: the connection ends after it. A request asking for a
+ * protocol upgrade (`Connection: upgrade` and `Upgrade`), served as HTTP/1.1 without an `'upgrade'`
+ * listener, gets its answer with `Connection: close` (Node's parser drops what was pipelined behind it). {@link serve} installs it;
  * call it on a server you create yourself (Express).
  *
  * @example
@@ -107,6 +109,18 @@ export function answerMalformedRequests(server: Server): void {
     lingerOnUnreadUpload(request, response);
     writeResponse(refusal(417, "The Expect header's expectation is not supported."), response);
   });
+  // A request asking for a protocol upgrade (`Connection: upgrade` with an `Upgrade` header: a
+  // WebSocket handshake, curl --http2's h2c) on a server without an 'upgrade' listener is served as
+  // HTTP/1.1, but Node's parser stops at its end and drops the rest of that read: a request
+  // pipelined behind it got no answer, the connection stayed open, and the next request's answer
+  // went out in its place (to the wrong request; until 2026-11-30). Its answer closes the
+  // connection instead, which tells the client to send the others again (RFC 9112 §9.3.2).
+  const closeAfterUpgradeRequest = (request: IncomingMessage, response: ServerResponse): void => {
+    if (asksUpgrade(request)) response.shouldKeepAlive = false;
+  };
+  server.prependListener("request", closeAfterUpgradeRequest);
+  // Node emits 'checkContinue' instead of 'request' once it has a listener (serve() has one).
+  if (server.listenerCount("checkContinue") > 0) server.prependListener("checkContinue", closeAfterUpgradeRequest);
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // Refused already: Node's parser fails again on each later chunk of the connection while an
     // earlier answer is still to come, and reports each as another 'clientError'. Until 2026-11-30
@@ -123,4 +137,10 @@ export function answerMalformedRequests(server: Server): void {
     socket.on("error", ignore);
     refuse(socket, ANSWERS.malformed);
   });
+}
+
+/** Whether Node's parser took `request` for an upgrade: `Connection` names `upgrade` and `Upgrade` is present. */
+function asksUpgrade(request: IncomingMessage): boolean {
+  const connection = request.headers.connection;
+  return request.headers.upgrade !== undefined && connection !== undefined && /(?:^|,)[ \t]*upgrade[ \t]*(?:,|$)/i.test(connection);
 }

@@ -554,6 +554,36 @@ describe("serve limits", () => {
     }
   });
 
+  it("a request asking for a protocol upgrade (Connection: upgrade), served as HTTP/1.1: its answer says Connection: close and the connection closes after it (Node dropped a request pipelined behind it unanswered, kept the connection, and the next answer went to the wrong request)", async () => {
+    const app: FetchApp = { fetch: async (request) => new Response(`answer to ${new URL(request.url).pathname}`) };
+    const running = await serve(app, { port: 0, host: "127.0.0.1" });
+    try {
+      for (const [label, first] of [
+        ["websocket", "GET /first HTTP/1.1\r\nhost: x\r\nconnection: Upgrade\r\nupgrade: websocket\r\n\r\n"],
+        ["h2c (curl --http2)", "GET /first HTTP/1.1\r\nhost: x\r\nconnection: keep-alive, Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\nhttp2-settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"],
+        ["with a body", "POST /first HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\nupgrade: foo\r\ncontent-length: 3\r\n\r\nabc"],
+      ] as const) {
+        const socket = await open(running.url);
+        const received: Buffer[] = [];
+        socket.on("data", (chunk: Buffer) => received.push(chunk));
+        const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+        socket.write(`${first}GET /second HTTP/1.1\r\nhost: x\r\n\r\n`);
+        await Promise.race([closed, delay(1_000)]);
+        socket.destroy();
+        const text = Buffer.concat(received).toString("latin1");
+        expect([label, text.match(/HTTP\/1\.1 /g)?.length, /\r\nConnection: close\r\n/.test(text), text.endsWith("answer to /first\r\n0\r\n\r\n")]).toEqual([label, 1, true, true]);
+      }
+      // Without Connection: upgrade there is no upgrade, and the pipelined request is answered.
+      const plain = await open(running.url);
+      const first = readResponse(plain);
+      plain.write("GET /first HTTP/1.1\r\nhost: x\r\nupgrade: websocket\r\n\r\nGET /second HTTP/1.1\r\nhost: x\r\n\r\n");
+      expect([(await first).body.toString(), Object.fromEntries((await first).headers).connection, (await readResponse(plain)).body.toString()]).toEqual(["answer to /first", "keep-alive", "answer to /second"]);
+      plain.destroy();
+    } finally {
+      await running.close();
+    }
+  });
+
   it("an expectation other than 100-continue: 417 in plantgate's shape, and the connection closes", async () => {
     const running = await serve(hello, { port: 0, host: "127.0.0.1" });
     try {
