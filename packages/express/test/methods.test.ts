@@ -138,6 +138,19 @@ describe("RFC 9112 §3.2.2: absolute-form request targets, as on the Node listen
     }
   });
 
+  it("a target whose authority has userinfo (`http://user:pass@host/auth/...`) -> the listener's 400 on a path plantgate answers, as a Host with userinfo is; the host app's own paths go on", async () => {
+    const app = express();
+    app.use(plantgate(await plantgateApp()));
+    app.use((_req, res) => void res.status(404).type("text").send("host app"));
+    const origin = await listen(app);
+    const answer = await raw(origin, "GET http://user:pass@auth.example.com/auth/.well-known/oauth-authorization-server HTTP/1.1\r\nhost: other.example\r\nconnection: close\r\n\r\n");
+    const [head, body] = answer.split("\r\n\r\n");
+    expect([head!.split("\r\n")[0], body]).toEqual(["HTTP/1.1 400 Bad Request", BODY]);
+    const other = await raw(origin, "GET http://user:pass@auth.example.com/elsewhere HTTP/1.1\r\nhost: other.example\r\nconnection: close\r\n\r\n");
+    const [otherHead, otherBody] = other.split("\r\n\r\n");
+    expect([otherHead!.split("\r\n")[0], otherBody]).toEqual(["HTTP/1.1 404 Not Found", "host app"]);
+  });
+
   it("the target's authority is the host, over the Host header; a trusted X-Forwarded-Host still comes first", async () => {
     const app = express();
     app.set("trust proxy", "loopback");

@@ -20,6 +20,9 @@ export function isConsumed(incoming: IncomingMessage): boolean {
   return incoming.readableEnded || incoming.readableDidRead || incoming.destroyed;
 }
 
+/** An absolute-form target whose authority holds an `@` (userinfo, empty or not). */
+const USERINFO = /^https?:\/\/[^/?#]*@/i;
+
 /** The request target split for the URL. */
 export interface Target {
   /** Path and query, always starting with "/". */
@@ -28,10 +31,13 @@ export interface Target {
   authority?: string;
 }
 
-/** Splits an origin-form or absolute-form request target; throws TypeError for anything else (`OPTIONS *`). */
+/** Splits an origin-form or absolute-form request target; throws TypeError for anything else (`OPTIONS *`, userinfo). */
 export function parseTarget(target: string): Target {
   if (target.startsWith("/")) return { path: target };
   if (/^https?:\/\//i.test(target)) {
+    // RFC 9110 §4.2.4: userinfo in an http(s) URI received is an error. Refused as in a Host value
+    // (until 2026-11-30 the URL parser dropped it and the host after it was served).
+    if (USERINFO.test(target)) throw new TypeError("Unsupported request target.");
     const url = new URL(target);
     return { path: `${url.pathname}${url.search}`, authority: url.host };
   }

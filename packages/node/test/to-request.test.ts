@@ -116,6 +116,16 @@ describe("toRequest: URL", () => {
     expect(echo.url).toBe("http://target.example:81/abs?q=1");
   });
 
+  it("answers 400 invalid_request to an absolute-form target with userinfo, as to a Host with userinfo (RFC 9110 §4.2.4), instead of serving its host", async () => {
+    const { url } = await start(echoApp);
+    for (const target of ["http://user:pass@target.example/abs", "http://user@target.example/abs", "HTTP://@target.example/abs"]) {
+      const { status, body } = await rawExchange(url, `GET ${target} HTTP/1.1\r\nHost: header.example\r\nConnection: close\r\n\r\n`, { untilClose: true });
+      expect([target, status, body.toString()]).toEqual([target, 400, '{"error":"invalid_request","error_description":"The request cannot be processed."}']);
+    }
+    // An @ in the path or query is no userinfo.
+    expect((await rawEcho(url, "GET http://target.example/a@b?c=d@e HTTP/1.1\r\nHost: header.example\r\nConnection: close\r\n\r\n")).url).toBe("http://target.example/a@b?c=d@e");
+  });
+
   it("ignores X-Forwarded-* without trustProxy", async () => {
     const { url } = await start(echoApp);
     const echo = await rawEcho(
