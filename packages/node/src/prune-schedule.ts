@@ -19,7 +19,7 @@ export interface PruneLogger {
 export interface SchedulePruneOptions {
   /** Seconds between the end of one run and the start of the next; 0 turns pruning off. */
   intervalSeconds: number;
-  /** Default: one JSON line per run on stdout (stderr for failures). */
+  /** Default: one JSON line per run on stdout (stderr for failures). A logger that throws is ignored: the schedule goes on. */
   logger?: PruneLogger;
 }
 
@@ -58,12 +58,14 @@ export function schedulePrune(admin: Prunable, options: SchedulePruneOptions): P
 
   const run = async () => {
     const started = performance.now();
+    let counts: object;
     try {
-      const counts = await admin.prune();
-      logger.info("plantgate prune", { ...counts, durationMs: Math.round(performance.now() - started) });
+      counts = await admin.prune();
     } catch (error) {
-      logger.error("plantgate prune failed", { error: error instanceof Error ? error.message : String(error) });
+      report(() => logger.error("plantgate prune failed", { error: describe(error) }));
+      return;
     }
+    report(() => logger.info("plantgate prune", { ...counts, durationMs: Math.round(performance.now() - started) }));
   };
   const arm = () => {
     if (stopped) return;
@@ -89,4 +91,25 @@ export function schedulePrune(admin: Prunable, options: SchedulePruneOptions): P
       await running;
     },
   };
+}
+
+/**
+ * Logs without letting the logger fail the run: its error would reject the timer's promise, which
+ * nobody awaits, and an unhandled rejection ends the process (until 2026-11-30 a logger that threw,
+ * on info and then on error, did so on every run).
+ */
+function report(log: () => void): void {
+  try {
+    log();
+  } catch {
+    // Nothing left to tell it with.
+  }
+}
+
+function describe(error: unknown): string {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return "non-Error value";
+  }
 }

@@ -92,6 +92,31 @@ describe("schedulePrune", () => {
     expect(lines[1]).toEqual({ level: "info", message: "plantgate prune", fields: { sessions: 2, durationMs: expect.any(Number) } });
   });
 
+  it("a logger that throws neither ends the schedule nor leaves a rejection behind (unhandled, it ended the example servers' process)", async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => void rejections.push(reason);
+    process.on("unhandledRejection", onRejection);
+    try {
+      let calls = 0;
+      const throwing: PruneLogger = {
+        info: () => {
+          throw new Error("log sink closed");
+        },
+        error: () => {
+          throw new Error("log sink closed");
+        },
+      };
+      const schedule = schedulePrune({ prune: async () => (calls++, { sessions: 0 }) }, { intervalSeconds: 0.01, logger: throwing });
+      await sleep(150);
+      await expect(schedule.stop()).resolves.toBeUndefined();
+      await sleep(20);
+      expect(calls).toBeGreaterThanOrEqual(3);
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onRejection);
+    }
+  });
+
   it("interval 0 turns it off: nothing ever runs", async () => {
     let runs = 0;
     const schedule = schedulePrune({ prune: async () => (runs++, {}) }, { intervalSeconds: 0, logger: recorder().logger });
