@@ -139,8 +139,22 @@ export function answerMalformedRequests(server: Server): void {
   });
 }
 
-/** Whether Node's parser took `request` for an upgrade: `Connection` names `upgrade` and `Upgrade` is present. */
+/**
+ * Whether Node's parser took `request` for an upgrade: `Connection` names `upgrade` and `Upgrade` is
+ * present. Read from `rawHeaders`, as the adapter reads every header: `request.headers` is built on
+ * first use, an object per request that nothing else on the way to an answer makes.
+ */
 function asksUpgrade(request: IncomingMessage): boolean {
-  const connection = request.headers.connection;
-  return request.headers.upgrade !== undefined && connection !== undefined && /(?:^|,)[ \t]*upgrade[ \t]*(?:,|$)/i.test(connection);
+  const raw = request.rawHeaders;
+  let upgrade = false;
+  let connectionUpgrade = false;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 7 && name.toLowerCase() === "upgrade") upgrade = true;
+    else if (name.length === 10 && name.toLowerCase() === "connection" && CONNECTION_UPGRADE.test(raw[i + 1]!)) connectionUpgrade = true;
+  }
+  return upgrade && connectionUpgrade;
 }
+
+/** A `Connection` value naming the `upgrade` option. */
+const CONNECTION_UPGRADE = /(?:^|,)[ \t]*upgrade[ \t]*(?:,|$)/i;
