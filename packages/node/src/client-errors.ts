@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { trackConnections } from "./close-gracefully.js";
 import { lingerOnUnreadUpload } from "./linger.js";
 import { refusal } from "./to-request.js";
 import { writeResponse } from "./write-response.js";
@@ -91,6 +92,7 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
  * ```
  */
 export function answerMalformedRequests(server: Server): void {
+  trackConnections(server);
   // RFC 9112 §9.6: a half-closed connection does not mean the client lost interest in the answer.
   // Node's default (`httpAllowHalfOpen` false, a property its http server reads but does not
   // document or type) aborts the request in flight when the client's FIN arrives and closes the

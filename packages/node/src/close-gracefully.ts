@@ -15,6 +15,26 @@ export function checkCloseTimeout(timeoutMs: number): void {
 
 const closing = new WeakMap<Server, Promise<void>>();
 
+/** Per server (see {@link trackConnections}), every connection open since, upgraded ones included. */
+const tracked = new WeakMap<Server, Set<Socket>>();
+
+/**
+ * Keeps a list of the server's connections from now on, for {@link closeGracefully}'s deadline:
+ * Node's own list (what `closeAllConnections` ends) drops a connection once it is upgraded (a
+ * WebSocket beside the app), and `close()` then waited for it to end, past any deadline (until
+ * 2026-11-30). `answerMalformedRequests` (so `serve()` too) calls it; one listener per server, a
+ * set entry per open connection.
+ */
+export function trackConnections(server: Server): void {
+  if (tracked.has(server)) return;
+  const sockets = new Set<Socket>();
+  tracked.set(server, sockets);
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+}
+
 /**
  * Closes a `node:http` server without cutting off the answers in flight (what `serve()`'s
  * `close()` does; call it on a server you create yourself, as the Express example does):
@@ -27,7 +47,9 @@ const closing = new WeakMap<Server, Promise<void>>();
  *   begun with keep-alive closes its connection once written;
  * - `timeoutMs` (default 10 000) after the call, every connection still open is destroyed: a
  *   request still unanswered, an upload still arriving (Node's own `headersTimeout` and
- *   `requestTimeout` stop being checked once a server closes).
+ *   `requestTimeout` stop being checked once a server closes), and, on a server given to
+ *   `answerMalformedRequests` (or made by `serve()`), a connection the host upgraded (a WebSocket),
+ *   which Node's own list no longer holds.
  *
  * Resolves once every connection is closed; with the server's close error (it was not listening)
  * otherwise. A second call returns the first one's promise.
@@ -89,7 +111,11 @@ export function closeGracefully(server: Server, timeoutMs: number = DEFAULT_CLOS
       if (!response.headersSent) response.shouldKeepAlive = false;
       else response.once("finish", () => endSoon(socket));
     }
-    timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+    timer = setTimeout(() => {
+      server.closeAllConnections();
+      // Upgraded connections, which Node's list no longer holds (on a server whose connections are tracked).
+      for (const socket of tracked.get(server) ?? []) socket.destroy();
+    }, timeoutMs);
     timer.unref();
   });
   closing.set(server, promise);

@@ -4,7 +4,7 @@ import { Agent, createServer as createHttpServer } from "node:http";
 import { createServer, type Socket } from "node:net";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
-import { closeGracefully, serve, SERVE_DEFAULTS, type FetchApp } from "../src/index.js";
+import { answerMalformedRequests, closeGracefully, serve, SERVE_DEFAULTS, type FetchApp } from "../src/index.js";
 import { deferred, delay, open, rawExchange, readResponse } from "./support.js";
 
 const hello: FetchApp = { fetch: async () => new Response("hello") };
@@ -581,6 +581,32 @@ describe("serve limits", () => {
       plain.destroy();
     } finally {
       await running.close();
+    }
+  });
+
+  it("closeGracefully on a host that upgrades connections (a WebSocket server beside the app): a connection upgraded before the call is ended at the deadline too, and close resolves (Node drops upgraded sockets from its list: close waited for the WebSocket to end)", async () => {
+    const server = createHttpServer((_req, res) => res.end("ok"));
+    answerMalformedRequests(server);
+    server.on("upgrade", (_req, socket: Socket) => {
+      socket.on("error", () => {});
+      socket.write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as { port: number };
+    const socket = await open(`http://127.0.0.1:${port}`);
+    try {
+      const switched = new Promise<string>((resolve) => socket.once("data", (chunk: Buffer) => resolve(chunk.toString("latin1"))));
+      socket.write("GET /ws HTTP/1.1\r\nhost: x\r\nconnection: Upgrade\r\nupgrade: websocket\r\n\r\n");
+      expect(await switched).toMatch(/^HTTP\/1\.1 101 Switching Protocols\r\n/);
+      const socketClosed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      const started = Date.now();
+      const outcome = await Promise.race([closeGracefully(server, 300).then(() => "closed"), delay(3_000).then(() => "still open after 3000 ms")]);
+      expect(outcome).toBe("closed");
+      await socketClosed;
+      expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    } finally {
+      socket.destroy();
+      server.closeAllConnections();
     }
   });
 
