@@ -88,11 +88,50 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   /** Set when the session cannot go on (refresh token rejected, no credentials to log in again). */
   let ended: OAuthError | null = null;
   /**
-   * A 429 or 503 of the token endpoint with a `Retry-After`: no token request is sent before
-   * `until` (the client's clock; a clock gone back before `from` ends it), calls reject with a new
-   * error like `error` that counts down (see {@link waiting}).
+   * The client's clock as it should read now for something measured from `mark`: never earlier than
+   * it last read for that mark, and at least as far on from then as the monotonic clock
+   * (`performance.now()`) went since; the mark moves on to this reading. `clock` is a wall clock
+   * (Date.now), and a wall clock steps: NTP, a VM or laptop resumed from suspend, an operator setting
+   * it. Stepped back, it does not turn back what is measured from `mark` (a window, a token's
+   * lifetime: a token once due stays due); stepped forward (or with the monotonic clock standing
+   * still through a suspend), the clock is taken. A test's manual clock moves everything as before
+   * (it is the larger unless real time passed further). Until 2026-11-30 the windows and token
+   * lifetimes were measured on `clock` alone: a step back added itself to a backoff window or a
+   * Retry-After hold (by up to the time already waited; one before the window's start ended it at
+   * once instead), and kept a token fresh past its expiry for as long as the step.
    */
-  let hold: { from: number; until: number; error: OAuthError } | null = null;
+  const nowSince = (mark: Mark): number => {
+    const mono = performance.now();
+    const now = Math.max(clock(), mark.at + (mono - mark.mono));
+    mark.at = now;
+    mark.mono = mono;
+    return now;
+  };
+  /** Both clocks now, for {@link nowSince}. */
+  const mark = (): Mark => ({ at: clock(), mono: performance.now() });
+  /**
+   * Where each recent access token's lifetime is measured from (see {@link nowSince}): the start of
+   * the token request that brought it, or when this client first read it from the shared cache.
+   * Bounded as {@link rejected}: a token without one (long replaced) is judged by `clock` alone.
+   */
+  const marks = new Map<string, Mark>();
+  const markToken = (accessToken: string, mark: Mark): void => {
+    if (marks.has(accessToken)) return;
+    marks.set(accessToken, mark);
+    if (marks.size > 16) marks.delete(marks.keys().next().value!);
+  };
+  /** The clock as it should read now for `t`'s expiry (see {@link nowSince}). */
+  const nowFor = (t: CachedToken): number => {
+    const mark = marks.get(t.accessToken);
+    return mark === undefined ? clock() : nowSince(mark);
+  };
+  /**
+   * A 429 or 503 of the token endpoint with a `Retry-After`: no token request is sent before
+   * `until`, on the clock as {@link nowSince} reads it from `from` (so no longer in real time than
+   * the hold, whatever steps the clock takes), calls reject with a new error like `error` that
+   * counts down (see {@link waiting}).
+   */
+  let hold: { from: Mark; until: number; error: OAuthError } | null = null;
   /**
    * Token requests in a row that got no usable answer ({@link unanswered}); any token in hand, or
    * any other answer of the server, sets it back to 0.
@@ -106,7 +145,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * of calls a second, hundreds of token requests a second at a server trying to recover. The
    * background retries of a refresh without an answer are not held by it (their own schedule).
    */
-  let pause: { from: number; until: number; error: NetworkError | OAuthError } | null = null;
+  let pause: { from: Mark; until: number; error: NetworkError | OAuthError } | null = null;
   /**
    * The errors of token requests that failed without settling anything ({@link unanswered}, or
    * held by a Retry-After), and those of calls held: a call that can still use a valid token gets
@@ -155,7 +194,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     if (rejected.has(t.accessToken)) return false;
     const skew = Math.min(config.refreshSkewMs, (t.expiresAt - t.obtainedAt) / 2);
     // At most two thirds of the (capped) skew: at least a third of it is kept before expiry.
-    return clock() < t.expiresAt - skew + Math.min(spread, (skew * 2) / 3);
+    return nowFor(t) < t.expiresAt - skew + Math.min(spread, (skew * 2) / 3);
   };
 
   const canRunGrant = () => grant === "client_credentials" || credentials !== null;
@@ -335,6 +374,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     if (!cache) return null;
     const t = await hook("get", (signal) => cache.get(config.cacheKey, signal));
     if (!isCachedToken(t)) return null;
+    // Its lifetime is measured from here on in this client (its expiresAt is the writer's clock).
+    markToken(t.accessToken, mark());
     // A refresh token the server refused (invalid_grant) is never presented again, whoever cached
     // it: before 2026-11-29 every call in every process sharing the cache sent it once more.
     return t.refreshToken !== null && deadRefresh.has(t.refreshToken) ? { ...t, refreshToken: null } : t;
@@ -378,8 +419,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     failures++;
     const ms = backoffMs(failures);
     if (ms > 0) {
-      const now = clock();
-      pause = { from: now, until: now + ms, error };
+      const from = mark();
+      pause = { from, until: from.at + ms, error };
     }
   }
 
@@ -437,7 +478,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       form.set("client_secret", config.clientSecret);
     }
     // Expiry counts from before the request, so network time is on the safe side.
-    const startedAt = clock();
+    const started = mark();
+    const startedAt = started.at;
     let response: ReadResponse;
     const late = lagging;
     const patient = late === null ? undefined : setTimeout(late.resolve, patience);
@@ -456,8 +498,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       // The server said when to come back (a brute-force lock's 429, a storage outage's 503): until
       // then every call sent the request again into the refusal (until 2026-11-30).
       if (error instanceof OAuthError && (error.status === 429 || error.status === 503) && error.retryAfter !== null && error.retryAfter > 0) {
-        const now = clock();
-        hold = { from: now, until: now + Math.min(error.retryAfter * 1000, HOLD_MAX_MS), error };
+        const from = mark();
+        hold = { from, until: from.at + Math.min(error.retryAfter * 1000, HOLD_MAX_MS), error };
         transient.add(error);
       }
       // After the hold (set first): an answer with a Retry-After is not counted toward the backoff.
@@ -479,6 +521,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     }
     failures = 0;
     pause = null;
+    markToken(token.accessToken, started);
     // A rotation: the new refresh token's lineage starts with the one it replaced.
     if (previous.refreshToken !== null && token.refreshToken !== previous.refreshToken) {
       return { ...token, lineage: [await tokenHash(previous.refreshToken), ...previous.lineage].slice(0, LINEAGE) };
@@ -523,13 +566,13 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     }
     if (refusedSecret !== null) throw refusedSecret;
     if (hold !== null) {
-      const now = clock();
-      if (now >= hold.from && now < hold.until) throw waiting(hold.error, hold.until, now, "held by the Retry-After");
+      const now = nowSince(hold.from);
+      if (now < hold.until) throw waiting(hold.error, hold.until, now, "held by the Retry-After");
       hold = null;
     }
     if (pause !== null) {
-      const now = clock();
-      if (now >= pause.from && now < pause.until) {
+      const now = nowSince(pause.from);
+      if (now < pause.until) {
         if (!background) {
           const error = waiting(pause.error, pause.until, now, `${failures} token requests in a row got no usable answer`);
           backedOff.add(error);
@@ -594,7 +637,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     // An answer slower than the token's lifetime (or expires_in 0) brings a token already expired:
     // kept above for its refresh token, never handed out (every API would answer 401, and the
     // retry would fetch another one just as late).
-    const now = clock();
+    const now = nowFor(token);
     if (now >= token.expiresAt) {
       throw new NetworkError(
         "timeout",
@@ -646,8 +689,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * refresh(current), or the retry after an API's 401, in an outage got that older token.
    */
   const stillValid = async (): Promise<CachedToken | null> => {
-    const now = clock();
-    const usable = (t: CachedToken | null): t is CachedToken => t !== null && !rejected.has(t.accessToken) && now < t.expiresAt;
+    const usable = (t: CachedToken | null): t is CachedToken => t !== null && !rejected.has(t.accessToken) && nowFor(t) < t.expiresAt;
     const ours = current;
     const theirs = lastRead;
     if (usable(theirs)) {
@@ -711,6 +753,12 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
   let resolve!: () => void;
   const promise = new Promise<void>((r) => (resolve = r));
   return { promise, resolve };
+}
+
+/** A reading of the client's clock (`at`, epoch ms) and of the monotonic one (`mono`, performance.now()) at one moment; moved on by each reading through it (`nowSince`). */
+interface Mark {
+  at: number;
+  mono: number;
 }
 
 /** What a token request continues: the refresh token it presents (null: a new session), its scope and lineage. */

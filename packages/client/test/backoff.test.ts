@@ -17,7 +17,7 @@ type Mode = "reset" | "html500" | "oauth503" | "hang" | "ok";
 
 /** The token endpoint (and GetAccountList, which takes the tokens it issued): `mode` says how it answers token requests. */
 async function outageServer(clock: ReturnType<typeof manualClock>) {
-  const state = { mode: "ok" as Mode, expiresIn: 3600, issued: [] as string[], arrivals: [] as number[] };
+  const state = { mode: "ok" as Mode, expiresIn: 3600, issued: [] as string[], arrivals: [] as number[], abandoned: 0 };
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? "/", "http://x").pathname;
     if (path === TOKEN_PATH) {
@@ -26,6 +26,7 @@ async function outageServer(clock: ReturnType<typeof manualClock>) {
       req.on("end", () => {
         if (state.mode === "hang") {
           // Never answers: the client's deadline ends the request (afterEach closes the socket).
+          res.on("close", () => state.abandoned++);
         } else if (state.mode === "reset") {
           req.socket.destroy();
         } else if (state.mode === "html500") {
@@ -251,9 +252,11 @@ describe("a token endpoint that hangs while the token is due (still valid)", () 
     // It started a renewal all the same (the signal was not aborted yet): its request arrives.
     await sleep(200);
     expect(state.arrivals).toHaveLength(3);
-    // That one times out too: a second failure in a row, whose backoff window (up to 1 s on the
-    // client's clock) holds the next call, which gets the token still valid.
-    await sleep(2200);
+    // That one times out too: a second failure in a row, whose backoff window (0.5 to 1 s, on the
+    // client's clock and at most that in real time) holds the next call, which gets the token still
+    // valid. Waited for as the server sees the client let go of the request, not a fixed sleep: a
+    // call a few hundred ms late would come after the window in real time.
+    while (state.abandoned < 2) await sleep(10);
     state.mode = "ok";
     expect(await client.getAccessToken()).toBe(token);
     expect(state.arrivals).toHaveLength(3);
