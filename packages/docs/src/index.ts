@@ -30,11 +30,18 @@ export const SWAGGER_UI_ASSETS: Readonly<Record<string, DocsAsset>> = {
 export { SWAGGER_UI_VERSION };
 
 // The page's own start-up script: a file, not inline, so the CSP can forbid inline scripts.
+// queryConfigEnabled: false: ?url=, ?configUrl= and ?config= in the page's address are ignored, so a
+// link cannot make the page load another document (the swagger-ui phishing / XSS vector of
+// GHSA-qrmm-w75w-3wpx). persistAuthorization: false: what "Authorize" is given (bearer token,
+// client secret, password) lives in the tab's memory only, never in localStorage. Both are Swagger
+// UI 5's defaults; they are written out so that no upgrade or preset can turn them on unnoticed.
 // validatorUrl: null keeps Swagger UI from sending the document to an outside validator.
 const INIT_SCRIPT = `"use strict";
 window.addEventListener("DOMContentLoaded", function () {
   window.ui = SwaggerUIBundle({
     url: new URL("openapi.json", document.baseURI).href,
+    queryConfigEnabled: false,
+    persistAuthorization: false,
     dom_id: "#swagger-ui",
     deepLinking: true,
     validatorUrl: null,
@@ -104,10 +111,13 @@ export const DOCS_CSP = [
   "frame-ancestors 'none'",
 ].join("; ");
 
+// X-Frame-Options: DENY says what frame-ancestors 'none' says, for browsers without CSP level 2
+// (and as the console's page does).
 const SECURITY_HEADERS = {
   "content-security-policy": DOCS_CSP,
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
 };
 
 const DOCUMENT: PageFile = {

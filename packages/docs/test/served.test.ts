@@ -2,6 +2,7 @@
  * Issue 6 (moved here with the page in issue 15): the API reference page and its assets, served by
  * plantgate itself (no CDN) when `swaggerUi()` is the `docs` option.
  */
+import { readFileSync } from "node:fs";
 import { createPlantgate, type PlantgateOptions } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
 import { ASSETS_VERSION, DOCS_CSP, SWAGGER_UI_ASSETS, SWAGGER_UI_VERSION, swaggerUi } from "../src/index.js";
@@ -9,7 +10,8 @@ import { ASSETS_VERSION, DOCS_CSP, SWAGGER_UI_ASSETS, SWAGGER_UI_VERSION, swagge
 const BASE = "https://as.example.test";
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
-const SECURITY = { "content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "no-referrer" };
+// X-Frame-Options beside frame-ancestors: browsers without CSP level 2 still refuse to frame the page.
+const SECURITY = { "content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "no-referrer", "x-frame-options": "DENY" };
 const app = (options: PlantgateOptions = {}) => createPlantgate({ logger: { error() {}, warn() {} }, docs: swaggerUi(), ...options });
 
 describe("GET /docs", () => {
@@ -36,13 +38,45 @@ describe("GET /docs", () => {
     expect([css.status, await css.text()]).toEqual([200, SWAGGER_UI_ASSETS["swagger-ui.css"]!.text]);
   });
 
-  it("the start-up script points Swagger UI at openapi.json and switches off the outside validator", async () => {
-    const res = await app().fetch(new Request(`${BASE}/docs/assets/docs-init.js`));
-    expect(res.status).toBe(200);
-    expect(res.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+  it("the start-up script points Swagger UI at openapi.json only: no query-string configuration, no outside validator, no stored credentials", async () => {
+    const res = await app().fetch(new Request(`${BASE}/docs/assets/docs-init.js?url=https://evil.test/x.json`));
     const js = await res.text();
-    expect(js).toContain('url: new URL("openapi.json", document.baseURI).href');
-    expect(js).toContain("validatorUrl: null");
+    expect([res.status, Object.fromEntries(res.headers)]).toEqual([
+      200,
+      { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=86400", "content-length": String(Buffer.byteLength(js)), ...SECURITY },
+    ]);
+    // queryConfigEnabled: false ignores ?url= / ?configUrl= / ?config= (a link could otherwise
+    // load a foreign document, GHSA-qrmm-w75w-3wpx); persistAuthorization: false keeps tokens and
+    // client secrets out of localStorage. Both are Swagger UI's defaults today; pinned here.
+    expect(js).toBe(`"use strict";
+window.addEventListener("DOMContentLoaded", function () {
+  window.ui = SwaggerUIBundle({
+    url: new URL("openapi.json", document.baseURI).href,
+    queryConfigEnabled: false,
+    persistAuthorization: false,
+    dom_id: "#swagger-ui",
+    deepLinking: true,
+    validatorUrl: null,
+    displayOperationId: true,
+    defaultModelsExpandDepth: 1,
+    tryItOutEnabled: false,
+    presets: [SwaggerUIBundle.presets.apis],
+    layout: "BaseLayout"
+  });
+});
+`);
+  });
+
+  it("the page is the same bytes whatever Host or X-Forwarded-* header the request carries: nothing from the request reaches the HTML", async () => {
+    const a = app({ basePath: "/auth", trustedProxies: ["127.0.0.1"] });
+    const plainPage = await (await a.fetch(new Request(`${BASE}/auth/docs`))).text();
+    const forged = await a.fetch(
+      new Request(`https://evil.test/auth/docs?url=%22%3E%3Cscript%3E`, {
+        headers: { "x-forwarded-host": 'evil.test"><script>alert(1)</script>', "x-forwarded-proto": "javascript", "x-forwarded-prefix": "/evil", "x-forwarded-for": "127.0.0.1" },
+      }),
+      { clientIp: "127.0.0.1" },
+    );
+    expect([forged.status, await forged.text()]).toEqual([200, plainPage]);
   });
 
   for (const [name, asset] of Object.entries(SWAGGER_UI_ASSETS)) {
@@ -84,5 +118,28 @@ describe("GET /docs", () => {
       },
     ]);
     expect(Object.keys(doc.paths["/docs/assets/{asset}"]!.get.responses["200"]!.content!)).toEqual(["text/javascript", "text/css", "text/plain"]);
+  });
+
+  it("the README's table of the page's headers is what is served", async () => {
+    const readme = readFileSync(new URL("../../../README.md", import.meta.url), "utf8");
+    const at = readme.indexOf("What the page and its files are sent with");
+    const rows = readme
+      .slice(at)
+      .split("\n")
+      .slice(2)
+      .filter((line, i, all) => all.slice(0, i + 1).every((l) => l.trimStart().startsWith("|")))
+      .slice(2)
+      .map((line) => line.trim().slice(1, -1).split("|").map((cell) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!)));
+    const page = await app().fetch(new Request(`${BASE}/docs`));
+    const css = await app().fetch(new Request(`${BASE}/docs/assets/swagger-ui.css`));
+    const documented = Object.fromEntries(rows.map(([name, values]) => [name![0]!.toLowerCase(), values]));
+    expect(documented).toEqual({
+      "content-security-policy": [page.headers.get("content-security-policy")],
+      "x-frame-options": [page.headers.get("x-frame-options")],
+      "x-content-type-options": [page.headers.get("x-content-type-options")],
+      "referrer-policy": [page.headers.get("referrer-policy")],
+      "content-type": [page.headers.get("content-type"), ...new Set(Object.values(SWAGGER_UI_ASSETS).map((a) => a.contentType))],
+      "cache-control": [page.headers.get("cache-control"), css.headers.get("cache-control")],
+    });
   });
 });

@@ -854,6 +854,12 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
         expect(page.status, page.text).toBe(200);
         expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
         expect(page.headers.get("content-security-policy")).toMatch(/^default-src 'none'; script-src 'self'; /);
+        // The page's protective headers survive every adapter (none may drop or rewrite them).
+        const protective = (r: { headers: Headers }) =>
+          ["content-security-policy", "x-content-type-options", "referrer-policy", "x-frame-options", "cache-control"].map((h) => r.headers.get(h));
+        const csp =
+          "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+        expect(protective(page)).toEqual([csp, "nosniff", "no-referrer", "DENY", "no-cache"]);
         expect(page.text).toContain('<div id="swagger-ui"></div>');
         const links = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => new URL(m[1]!, url("/docs")).href).filter((l) => l !== "data:,");
         // The files carry the release in their query (`?v=<swagger-ui version>-<hash>`).
@@ -870,6 +876,7 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
           const r = await capture(await fetch(link));
           expect(r.status, link).toBe(200);
           expect(r.headers.get("content-type"), link).toBe(types[i]);
+          if (i < 3) expect(protective(r), link).toEqual([csp, "nosniff", "no-referrer", "DENY", "public, max-age=86400"]);
           expect(r.text.length, link).toBeGreaterThan(i === 2 ? 100 : 10_000);
         }
       });
