@@ -92,6 +92,30 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
  * ```
  */
 export function answerMalformedRequests(server: Server): void {
+  refuseMalformedRequests(server);
+  // On a server made elsewhere the check is a listener of its own, before the host's. serve() runs
+  // it inside its one listener instead: with a second 'request' listener Node's emit copies the
+  // listener array on every request (an allocation per request on the success path, 2026-11-30).
+  server.prependListener("request", closeAfterUpgradeRequest);
+  // Node emits 'checkContinue' instead of 'request' once it has a listener.
+  if (server.listenerCount("checkContinue") > 0) server.prependListener("checkContinue", closeAfterUpgradeRequest);
+}
+
+/**
+ * A request asking for a protocol upgrade (`Connection: upgrade` with an `Upgrade` header: a
+ * WebSocket handshake, curl --http2's h2c) on a server without an 'upgrade' listener is served as
+ * HTTP/1.1, but Node's parser stops at its end and drops the rest of that read: a request
+ * pipelined behind it got no answer, the connection stayed open, and the next request's answer
+ * went out in its place (to the wrong request; until 2026-11-30). Its answer closes the connection
+ * instead, which tells the client to send the others again (RFC 9112 §9.3.2). Call it before the
+ * app's listener. @internal
+ */
+export function closeAfterUpgradeRequest(request: IncomingMessage, response: ServerResponse): void {
+  if (asksUpgrade(request)) response.shouldKeepAlive = false;
+}
+
+/** {@link answerMalformedRequests} but for the upgrade check, which serve() runs in its own listener. @internal */
+export function refuseMalformedRequests(server: Server): void {
   trackConnections(server);
   // RFC 9112 §9.6: a half-closed connection does not mean the client lost interest in the answer.
   // Node's default (`httpAllowHalfOpen` false, a property its http server reads but does not
@@ -111,18 +135,6 @@ export function answerMalformedRequests(server: Server): void {
     lingerOnUnreadUpload(request, response);
     writeResponse(refusal(417, "The Expect header's expectation is not supported."), response);
   });
-  // A request asking for a protocol upgrade (`Connection: upgrade` with an `Upgrade` header: a
-  // WebSocket handshake, curl --http2's h2c) on a server without an 'upgrade' listener is served as
-  // HTTP/1.1, but Node's parser stops at its end and drops the rest of that read: a request
-  // pipelined behind it got no answer, the connection stayed open, and the next request's answer
-  // went out in its place (to the wrong request; until 2026-11-30). Its answer closes the
-  // connection instead, which tells the client to send the others again (RFC 9112 §9.3.2).
-  const closeAfterUpgradeRequest = (request: IncomingMessage, response: ServerResponse): void => {
-    if (asksUpgrade(request)) response.shouldKeepAlive = false;
-  };
-  server.prependListener("request", closeAfterUpgradeRequest);
-  // Node emits 'checkContinue' instead of 'request' once it has a listener (serve() has one).
-  if (server.listenerCount("checkContinue") > 0) server.prependListener("checkContinue", closeAfterUpgradeRequest);
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     // Refused already: Node's parser fails again on each later chunk of the connection while an
     // earlier answer is still to come, and reports each as another 'clientError'. Until 2026-11-30
@@ -144,18 +156,29 @@ export function answerMalformedRequests(server: Server): void {
 /**
  * Whether Node's parser took `request` for an upgrade: `Connection` names `upgrade` and `Upgrade` is
  * present. Read from `rawHeaders`, as the adapter reads every header: `request.headers` is built on
- * first use, an object per request that nothing else on the way to an answer makes.
+ * first use, an object per request that nothing else on the way to an answer makes. Names are
+ * compared without `toLowerCase()` (a new string per `Connection`/`Referer` line, on every request),
+ * and `Connection` is looked at only once an `Upgrade` line is found.
  */
 function asksUpgrade(request: IncomingMessage): boolean {
   const raw = request.rawHeaders;
   let upgrade = false;
-  let connectionUpgrade = false;
+  for (let i = 0; i < raw.length && !upgrade; i += 2) upgrade = isName(raw[i]!, "upgrade");
+  if (!upgrade) return false;
   for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!;
-    if (name.length === 7 && name.toLowerCase() === "upgrade") upgrade = true;
-    else if (name.length === 10 && name.toLowerCase() === "connection" && CONNECTION_UPGRADE.test(raw[i + 1]!)) connectionUpgrade = true;
+    if (isName(raw[i]!, "connection") && CONNECTION_UPGRADE.test(raw[i + 1]!)) return true;
   }
-  return upgrade && connectionUpgrade;
+  return false;
+}
+
+/**
+ * Whether `name` is `lower` in any case. `lower` holds lowercase letters only: for those, a
+ * character with bit 0x20 set equals it exactly when it is that letter in either case.
+ */
+function isName(name: string, lower: string): boolean {
+  if (name.length !== lower.length) return false;
+  for (let i = 0; i < lower.length; i++) if ((name.charCodeAt(i) | 0x20) !== lower.charCodeAt(i)) return false;
+  return true;
 }
 
 /** A `Connection` value naming the `upgrade` option. */

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { answerMalformedRequests } from "./client-errors.js";
+import { closeAfterUpgradeRequest, refuseMalformedRequests } from "./client-errors.js";
 import { checkCloseTimeout, closeGracefully, DEFAULT_CLOSE_TIMEOUT_MS } from "./close-gracefully.js";
 import { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
 import { deferContinue } from "./expect-continue.js";
@@ -127,7 +127,12 @@ export async function serve(app: NodeApp, options: ServeOptions = {}): Promise<S
   const requestTimeout = options.requestTimeout ?? SERVE_DEFAULTS.requestTimeout;
   const closeTimeout = options.closeTimeout ?? SERVE_DEFAULTS.closeTimeout;
   checkCloseTimeout(closeTimeout);
-  const listener = createRequestListener(app, options);
+  const answer = createRequestListener(app, options);
+  // answerMalformedRequests' upgrade check, inside the one 'request' listener (see there).
+  const listener = (request: IncomingMessage, response: ServerResponse): void => {
+    closeAfterUpgradeRequest(request, response);
+    answer(request, response);
+  };
   const server = createServer(
     {
       headersTimeout,
@@ -152,7 +157,7 @@ export async function serve(app: NodeApp, options: ServeOptions = {}): Promise<S
   server.maxConnections = options.maxConnections ?? SERVE_DEFAULTS.maxConnections;
   // No 'timeout' listener: Node destroys a socket that stays silent this long.
   server.setTimeout(options.socketTimeout ?? SERVE_DEFAULTS.socketTimeout);
-  answerMalformedRequests(server);
+  refuseMalformedRequests(server);
   const port = options.port ?? 3000;
   const host = options.host ?? "127.0.0.1";
 

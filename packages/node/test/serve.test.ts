@@ -584,6 +584,25 @@ describe("serve limits", () => {
     }
   });
 
+  it("serve()'s server has one 'request' and one 'checkContinue' listener: the upgrade check runs inside plantgate's own (a second 'request' listener made Node's emit copy its listener array on every request)", async () => {
+    const running = await serve(hello, { port: 0, host: "127.0.0.1" });
+    try {
+      expect([running.server.listenerCount("request"), running.server.listenerCount("checkContinue")]).toEqual([1, 1]);
+      // The check still holds behind Expect: 100-continue (serve() answers it itself).
+      const socket = await open(running.url);
+      const received: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => received.push(chunk));
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.write("POST /first HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\nconnection: upgrade\r\nupgrade: foo\r\ncontent-length: 3\r\n\r\nabc");
+      await Promise.race([closed, delay(1_000)]);
+      socket.destroy();
+      const text = Buffer.concat(received).toString("latin1");
+      expect([/\r\nConnection: close\r\n/.test(text), text.endsWith("hello\r\n0\r\n\r\n") || text.endsWith("hello")]).toEqual([true, true]);
+    } finally {
+      await running.close();
+    }
+  });
+
   it("closeGracefully on a host that upgrades connections (a WebSocket server beside the app): a connection upgraded before the call is ended at the deadline too, and close resolves (Node drops upgraded sockets from its list: close waited for the WebSocket to end)", async () => {
     const server = createHttpServer((_req, res) => res.end("ok"));
     answerMalformedRequests(server);
