@@ -333,7 +333,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * signed out).
    */
   // Its failure fails no call; a failure without an answer, or with an undecided one, schedules the
-  // next retry (while the delays last; a failure without an answer schedules it in obtain()). A
+  // next retry (while the delays last; a failure without an answer schedules it in obtain(); past
+  // them, one more when a Retry-After hold ends, see retryAfterHold). A
   // retry that joined a call's renewal the backoff held (it sent nothing, and the backoff does not
   // hold a retry) runs once more on its own at once: until 2026-11-30 that step was spent, and with
   // calls coming all the time and a tokenCache (a held renewal is in flight while it reads the
@@ -347,13 +348,32 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
           return;
         } catch (error) {
           if (backedOff.has(error as object) && tries < 3) continue;
-          if (undecided(error)) refreshRetry.schedule();
+          if (undecided(error) && !refreshRetry.schedule()) retryAfterHold(error);
           return;
         }
       }
     },
     keepAlive,
   );
+
+  /** Whether the one retry at a hold's end ({@link retryAfterHold}) was set since the retries began. */
+  let afterHold = false;
+  /** The errors of calls (and retries) held by the Retry-After ({@link hold}): they sent nothing. */
+  const heldByHold = new WeakSet<object>();
+  /**
+   * A retry of a lost refresh that failed with no step of {@link REFRESH_RETRY_MS} left while a
+   * Retry-After holds the token requests (it was held, or its answer set the hold): one more retry
+   * when the hold ends. Until 2026-11-30 a hold longer than the steps left (a Retry-After over about
+   * 15 s) ended the retries with the refresh never presented again, and the next call, after the
+   * server's grace window, was reuse (the user signed out). Once per loss (refreshAnswered clears
+   * it with the timer); set again only when that retry was held itself, sending nothing (its timer
+   * fired a moment before the hold's end, or a call's answer moved the hold on).
+   */
+  function retryAfterHold(error: unknown): void {
+    const left = hold === null ? 0 : hold.until - nowSince(hold.from);
+    if (left <= 0 || (afterHold && !heldByHold.has(error as object))) return;
+    if (refreshRetry.after(Math.ceil(left))) afterHold = true;
+  }
 
   /**
    * A refresh got an answer (a token or a refusal), or a renewal found a token otherwise (the
@@ -362,6 +382,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    */
   function refreshAnswered(): void {
     refreshRetry.reset();
+    afterHold = false;
   }
 
   async function cacheIsBehind(theirs: CachedToken | null, ours: CachedToken): Promise<boolean> {
@@ -567,7 +588,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     if (refusedSecret !== null) throw refusedSecret;
     if (hold !== null) {
       const now = nowSince(hold.from);
-      if (now < hold.until) throw waiting(hold.error, hold.until, now, "held by the Retry-After");
+      if (now < hold.until) {
+        const error = waiting(hold.error, hold.until, now, "held by the Retry-After");
+        heldByHold.add(error);
+        throw error;
+      }
       hold = null;
     }
     if (pause !== null) {
@@ -851,25 +876,39 @@ function backoff(
   delays: readonly number[],
   run: () => Promise<void> | void,
   keepAlive: (work: Promise<void>) => void,
-): { schedule(): void; reset(): void } {
+): { schedule(): boolean; after(ms: number): boolean; reset(): void } {
   let timer: ReturnType<typeof setTimeout> | null = null;
   /** Settles the pending timer's promise. */
   let settle: (() => void) | null = null;
   let used = 0;
+  const arm = (ms: number): void => {
+    let done!: () => void;
+    const work = new Promise<void>((resolve) => (done = resolve));
+    settle = done;
+    timer = setTimeout(() => {
+      timer = null;
+      settle = null;
+      // Settled after the run's own work: a retry it schedules is registered while this one still is.
+      Promise.resolve().then(run).then(done, done);
+    }, ms);
+    (timer as { unref?: () => void }).unref?.();
+    keepAlive(work);
+  };
   return {
+    /** Sets the next delay's timer; false when one is pending or the delays are used up. */
     schedule() {
-      if (timer !== null || used >= delays.length) return;
-      let done!: () => void;
-      const work = new Promise<void>((resolve) => (done = resolve));
-      settle = done;
-      timer = setTimeout(() => {
-        timer = null;
-        settle = null;
-        // Settled after the run's own work: a retry it schedules is registered while this one still is.
-        Promise.resolve().then(run).then(done, done);
-      }, delays[used++]);
-      (timer as { unref?: () => void }).unref?.();
-      keepAlive(work);
+      if (timer !== null || used >= delays.length) return false;
+      arm(delays[used++]!);
+      return true;
+    },
+    /**
+     * One more run `ms` from now once the delays are used up (false, and nothing set, before that
+     * or while a timer is pending); `reset()` clears it as any other. How often is the caller's.
+     */
+    after(ms) {
+      if (timer !== null || used < delays.length) return false;
+      arm(ms);
+      return true;
     },
     reset() {
       if (timer !== null) clearTimeout(timer);

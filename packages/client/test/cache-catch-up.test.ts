@@ -572,6 +572,144 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     t.errors.length = 0;
   }, 20_000);
 
+  /**
+   * A's token requests through a rate-limiting gateway in front of the server (the server's clock
+   * is the gateway's): from `gate.from` to `gate.until` it answers each one itself, 429 with an OAuth error body
+   * and `Retry-After` the seconds left, forwarding nothing. `timeline` gets, for each token request,
+   * when (seconds after `gate.lossAt`, by the server's clock) it reached the server or the gateway
+   * answered it; `gate.inFlight` counts the requests still on their way.
+   */
+  function throttlingFetch(t: ServerTarget, inner: FetchLike, gate: { lossAt: number; from: number; until: number; inFlight: number }, timeline: string[]): FetchLike {
+    return async (url, init) => {
+      const grant = new URLSearchParams(init.body ?? "").get("grant_type");
+      if (grant === null) return inner(url, init);
+      const now = t.clock.now();
+      const at = `${(now - gate.lossAt) / 1000} s`;
+      if (gate.from <= now && now < gate.until) {
+        const retryAfter = Math.ceil((gate.until - now) / 1000);
+        timeline.push(`${at}: ${grant} answered by the gateway: 429, Retry-After ${retryAfter}`);
+        const body = JSON.stringify({ error: "temporarily_unavailable", error_description: "Rate limit exceeded; retry after Retry-After." });
+        return new Response(body, { status: 429, headers: { "content-type": "application/json", "retry-after": String(retryAfter) } });
+      }
+      timeline.push(`${at}: ${grant} reached the server`);
+      gate.inFlight++;
+      try {
+        return await inner(url, init);
+      } finally {
+        gate.inFlight--;
+      }
+    };
+  }
+
+  /** One second on, by the clocks and the (fake) timers together, and the work it started settled. */
+  async function tick(clocks: { advance(seconds: number): void }[], gate: { inFlight: number }) {
+    for (const clock of clocks) clock.advance(1);
+    await vi.advanceTimersByTimeAsync(1000);
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(await settled(() => gate.inFlight === 0)).toBe(true);
+  }
+
+  it("retries held by a Retry-After (20 s) that outlasts the steps left: presented once more when the hold ends, within the window, and the session lives", async () => {
+    target = await startTarget();
+    const t = target;
+    // Fake timers (and the monotonic clock): the retries' seconds pass in an instant; the sockets,
+    // the server and Date are real, and the client's and server's clocks are the manual ones,
+    // moved a second at a time with the timers.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const forwarded: string[] = [];
+    const lose = { count: 1, answered: 0 };
+    const gate = { lossAt: 0, from: Infinity, until: -Infinity, inFlight: 0 };
+    const timeline: string[] = [];
+    const handed: { settled: boolean }[] = [];
+    const waitUntil = (promise: Promise<void>) => {
+      const entry = { settled: false };
+      handed.push(entry);
+      void promise.then(() => (entry.settled = true));
+    };
+    const a = userProcess(t, { fetch: throttlingFetch(t, losingFetch(forwarded, "A", lose), gate, timeline), waitUntil });
+    await a.client.getAccessToken();
+    for (const clock of [t.clock, a.clock]) clock.advance(TTL);
+    // The server rotates; the answer is lost on the way back. From 1 s to 21 s after it the gateway
+    // answers A's token requests itself: the first retry (1 s) gets Retry-After 20.
+    timeline.length = 0;
+    gate.lossAt = t.clock.now();
+    gate.from = gate.lossAt + 1000;
+    gate.until = gate.lossAt + 21_000;
+    expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
+    // The retries at 3, 7 and 15 s fall in the hold (until 21 s) and send nothing.
+    const waiting: number[] = [];
+    for (let s = 1; s <= 25; s++) {
+      await tick([t.clock, a.clock], gate);
+      // Handed to waitUntil and still pending: the timer of the next retry.
+      if (s === 16 || s === 20) waiting.push(handed.filter((h) => !h.settled).length);
+    }
+    vi.useRealTimers();
+    // A's next call comes after the grace window: the token the retry recovered (the server's
+    // replay of the lost answer) is used.
+    for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
+    const outcome = await a.client.listAccounts().then(
+      (page) => page.total,
+      (e: unknown) => String(e),
+    );
+    expect({ timeline, outcome, waiting }).toEqual({
+      timeline: ["0 s: refresh_token reached the server", "1 s: refresh_token answered by the gateway: 429, Retry-After 20", "21 s: refresh_token reached the server"],
+      outcome: 1,
+      waiting: [1, 1],
+    });
+    // The family lives: the next refresh presents the recovered refresh token and is answered.
+    for (const clock of [t.clock, a.clock]) clock.advance(TTL);
+    expect((await a.client.listAccounts()).total).toBe(1);
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, `A: ${ACCOUNTS}`, `A: ${REFRESH}`, `A: ${ACCOUNTS}`]);
+    const events = await t.events();
+    expect(events.filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed", "token.refreshed"]);
+    expect(handed.every((h) => h.settled)).toBe(true);
+  });
+
+  it("the retry at a hold's end is cancelled by a token found in the shared cache (another process's replay): nothing sent when the hold ends", async () => {
+    target = await startTarget();
+    const t = target;
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const cache = sharedCache();
+    const forwarded: string[] = [];
+    const lose = { count: 1, answered: 0 };
+    const gate = { lossAt: 0, from: Infinity, until: -Infinity, inFlight: 0 };
+    const timeline: string[] = [];
+    const handed: { settled: boolean }[] = [];
+    const waitUntil = (promise: Promise<void>) => {
+      const entry = { settled: false };
+      handed.push(entry);
+      void promise.then(() => (entry.settled = true));
+    };
+    const a = userProcess(t, { fetch: throttlingFetch(t, losingFetch(forwarded, "A", lose), gate, timeline), tokenCache: cache.link("A").hook, waitUntil });
+    const b = signIn(t, recordingFetch(forwarded, "B"), cache.link("B").hook);
+    await a.client.getAccessToken();
+    await b.client.getAccessToken();
+    for (const clock of [t.clock, a.clock, b.clock]) clock.advance(TTL);
+    timeline.length = 0;
+    gate.lossAt = t.clock.now();
+    gate.from = gate.lossAt + 1000;
+    gate.until = gate.lossAt + 21_000;
+    expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
+    for (let s = 1; s <= 17; s++) await tick([t.clock, a.clock, b.clock], gate);
+    // The retry at the hold's end (21 s) is set: its timer, handed to waitUntil, is pending.
+    const pendingBefore = handed.filter((h) => !h.settled).length;
+    // B (not behind the gateway) renews from the cache's refresh token, within the window: the
+    // server's replay of A's lost answer, which B caches. A's next call finds it there.
+    const replayed = await b.client.getAccessToken();
+    expect(await a.client.getAccessToken()).toBe(replayed);
+    await settled(() => handed.every((h) => h.settled));
+    const pendingAfter = handed.filter((h) => !h.settled).length;
+    for (let s = 18; s <= 25; s++) await tick([t.clock, a.clock, b.clock], gate);
+    vi.useRealTimers();
+    expect({ pendingBefore, pendingAfter, timeline }).toEqual({
+      pendingBefore: 1,
+      pendingAfter: 0,
+      timeline: ["0 s: refresh_token reached the server", "1 s: refresh_token answered by the gateway: 429, Retry-After 20"],
+    });
+    expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `B: ${REFRESH}`]);
+    expect((await t.events()).filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed"]);
+  });
+
   it("another process sharing the cache renews after the window from the recovered token, not the replaced one", async () => {
     target = await startTarget();
     const t = target;
