@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeProtectedHeader } from "jose";
-import { AdminConflictError, AdminError, AdminNotFoundError, createMemoryStorage, createPlantgate, generateKeyRecord, StorageError, type SecurityEvent, type Storage } from "../src/index.js";
+import { AdminConflictError, AdminError, AdminNotFoundError, createMemoryStorage, createPlantgate, generateKeyRecord, refreshTokenKey, sha256, StorageError, type SecurityEvent, type Storage } from "../src/index.js";
 import { BASE, basic, harness, passwordTokens, tokenRequest } from "./helpers.js";
 
 const listAccounts = (app: Awaited<ReturnType<typeof harness>>["app"], token: string) =>
@@ -78,6 +78,10 @@ describe("admin operations", () => {
     const { refresh_token } = await passwordTokens(h);
     const view = await h.app.admin.setAccountEnabled(h.username, false);
     expect(view.enabled).toBe(false);
+    // Revoked by the disable itself, at once: enabling the account revokes its tokens too (since
+    // 2026-11-30), so the refresh below, after re-enabling, was refused even when the disable
+    // revoked nothing (and a disabled account's refresh is refused for being disabled).
+    expect(await h.app.storage.refreshTokens.findByHash(await refreshTokenKey(sha256, refresh_token!))).toMatchObject({ consumedAt: null, revokedAt: h.clock.now() });
     const auth = { authorization: basic(h.clientId, h.clientSecret) };
     const login = await tokenRequest(h.app, { grant_type: "password", username: h.username, password: h.password }, auth);
     expect(login.status).toBe(400);
