@@ -161,7 +161,10 @@ describe("mount path, origin and trust proxy", () => {
     expect(meta.jwks_uri).toBe(`${origin}/auth/.well-known/jwks.json`);
     const jwks = await fetch(meta.jwks_uri);
     expect(jwks.status).toBe(200);
-    expect(((await jwks.json()) as { keys: unknown[] }).keys.length).toBeGreaterThan(0);
+    // The one signing key of a new app, public members only.
+    const { keys } = (await jwks.json()) as { keys: Record<string, unknown>[] };
+    expect(keys.map((k) => Object.keys(k).sort())).toEqual([["alg", "crv", "kid", "kty", "use", "x", "y"]]);
+    expect(keys[0]).toMatchObject({ kty: "EC", crv: "P-256", alg: "ES256", use: "sig" });
   });
 
   it("works under a nested mount path (basePath = mount path) and in a sub-router", async () => {
