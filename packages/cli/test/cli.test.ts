@@ -587,7 +587,7 @@ describe("plantgate CLI", () => {
     expect([shell("user", "disable", "nobody").status, shell("user", "disable", "nobody").stdout]).toEqual([2, ""]);
   }, 60_000);
 
-  it.runIf(process.platform === "linux")("a closed stdout (`>&-`) is refused before a secret is made (exit 2); other commands run (a closed stdout looks like stdio \"ignore\"); a full disk is exit 1; >/dev/null is a choice (exit 0)", async () => {
+  it.runIf(process.platform === "linux")("(Linux only: /dev/full and /bin/sh fd closing) a closed stdout (`>&-`) is refused before a secret is made (exit 2); other commands run (a closed stdout looks like stdio \"ignore\"); a full disk is exit 1; >/dev/null is a choice (exit 0)", async () => {
     const env = { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") };
     // The shell closes fd 1 and execs the CLI, as `plantgate client create ... >&-` does.
     const shell = (redirect: string, ...argv: string[]) => spawnSync("sh", ["-c", `exec "$@" ${redirect}`, "sh", process.execPath, bundled, ...argv], { env, encoding: "utf8" });
