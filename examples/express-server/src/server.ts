@@ -13,6 +13,16 @@ import { observabilityFromEnv, setupObservability, type MetricsListener } from "
 /** How long `close()` waits for the security events still being delivered before the store closes. */
 export const CLOSE_EVENTS_TIMEOUT_MS = 10_000;
 
+/**
+ * What the start does around the demo client and user (made only with nothing configured and an
+ * empty store): `beforeDemo` is awaited once one is to be made, before anything is stored, and a
+ * throw there fails the start with nothing made (`src/main.ts` makes sure it can write the
+ * credentials file there).
+ */
+export interface DemoHooks {
+  beforeDemo?: () => void | Promise<void>;
+}
+
 /** Where the server's JSON-line logs go: stdout unless a destination (anything with `write(line)`) is given, e.g. in tests. */
 export interface ServerLogging {
   destination?: { write(line: string): void };
@@ -97,6 +107,7 @@ export async function startExpressServer(
   env: ExpressServerEnv,
   overrides: PlantgateOptions = {},
   logging: ServerLogging = {},
+  hooks: DemoHooks = {},
 ): Promise<RunningExpressServer> {
   const host = env.HOST || "127.0.0.1";
   const listenPort = port(env.PORT);
@@ -251,7 +262,7 @@ export async function startExpressServer(
     // PLANTGATE_KEY_ENCRYPTION_KEY, fails the start with no client or account provisioned (until
     // 2026-11-30 the bootstrap's, or the demo's, were stored first).
     await created.jwks();
-    const demo = await applyBootstrap(created.admin, bootstrap, { demo: true });
+    const demo = await applyBootstrap(created.admin, bootstrap, { demo: true, ...(hooks.beforeDemo ? { beforeDemo: hooks.beforeDemo } : {}) });
     // Housekeeping: expired tokens, sessions, counters and keys are deleted every interval.
     const pruning = schedulePrune(created.admin, { intervalSeconds: pruneIntervalSeconds, logger: observability.pruneLogger });
     handler = plantgate(created);

@@ -1,5 +1,5 @@
 import { writeSync } from "node:fs";
-import { mkdir, rename, writeFile } from "node:fs/promises";
+import { mkdir, open, rename, unlink, type FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { startServer } from "./server.js";
 
@@ -25,8 +25,16 @@ const onStopSignal = () => {
 process.once("SIGINT", onStopSignal);
 process.once("SIGTERM", onStopSignal);
 
+// Off a terminal the demo credentials go to this file. Its draft is made before the demo client is
+// (DemoHooks.beforeDemo), so a start that could not write it fails with nothing made; until
+// 2026-11-30 the client was made first, and a ./data that could not be written (a read-only working
+// directory, a container's non-root user) lost the secret for good: the next start, finding a
+// client, made no demo. The secrets go into the draft only once the start has succeeded.
+const credentialsFile = join(process.cwd(), "data", "demo-credentials.txt");
+let credentialsDraft: { path: string; handle: FileHandle } | null = null;
+
 try {
-  const server = await startServer(process.env);
+  const server = await startServer(process.env, {}, {}, { beforeDemo: prepareCredentialsFile });
   console.log(`plantgate listening on ${server.url}`);
   console.log(`  store:           ${server.store}`);
   console.log(`  token endpoint:  POST ${server.url}/UserService/connect/token`);
@@ -34,13 +42,43 @@ try {
   if (server.consoleUrl) console.log(`  console:         ${server.consoleUrl}`);
   if (server.metricsUrl) console.log(`  metrics:         ${server.metricsUrl}`);
   if (server.demo) await announceDemo(server.demo);
+  else await dropCredentialsDraft();
   stopServer = () => {
     server.close().then(() => process.exit(0), () => process.exit(1));
   };
   if (stopRequested) stopServer();
 } catch (error) {
+  await dropCredentialsDraft();
   console.error(error instanceof Error ? error.message : "failed to start");
   process.exit(1);
+}
+
+/**
+ * Off a terminal, makes the credentials file's draft: ./data (0700 when new) and a new file of our
+ * own in it (O_EXCL: never through a symlink, never into someone's existing file, created 0600 before
+ * a byte is in it), held open. A failure fails the start before the demo is made.
+ */
+async function prepareCredentialsFile(): Promise<void> {
+  if (process.stdout.isTTY) return;
+  const path = `${credentialsFile}.${process.pid}.tmp`;
+  try {
+    await mkdir(dirname(credentialsFile), { recursive: true, mode: 0o700 });
+    credentialsDraft = { path, handle: await open(path, "wx", 0o600) };
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(
+      `cannot write the demo credentials to ${credentialsFile} (${reason}); no demo client or user was made: start where ./data can be written, or set PLANTGATE_BOOTSTRAP_CLIENT_ID/_SECRET and PLANTGATE_BOOTSTRAP_USERNAME/_PASSWORD`,
+    );
+  }
+}
+
+/** Removes the draft (empty: the secrets go in only after a successful start), if one was made. */
+async function dropCredentialsDraft(): Promise<void> {
+  const draft = credentialsDraft;
+  credentialsDraft = null;
+  if (!draft) return;
+  await draft.handle.close().catch(() => undefined);
+  await unlink(draft.path).catch(() => undefined);
 }
 
 /**
@@ -55,19 +93,20 @@ async function announceDemo(demo: { clientId: string; clientSecret: string; user
     console.log(secrets.replace(/^/gm, "  ").trimEnd());
     return;
   }
-  const file = join(process.cwd(), "data", "demo-credentials.txt");
   console.log("Created a demo client and user; stdout is not a terminal (it may be kept as a log), so their secret and password are not printed:");
   console.log(`  client_id=${demo.clientId}\n  username=${demo.username}`);
+  const draft = credentialsDraft;
   try {
-    await mkdir(dirname(file), { recursive: true, mode: 0o700 });
-    // A new file of our own (O_EXCL: never through a symlink, never into someone's existing file,
-    // created 0600 before a byte is in it), then renamed over whatever was at that path.
-    const draft = `${file}.${process.pid}.tmp`;
-    await writeFile(draft, secrets, { mode: 0o600, flag: "wx" });
-    await rename(draft, file);
-    console.log(`  client_secret and password: ${file} (mode 0600; shown only there, delete it once read)`);
+    if (!draft) throw new Error("no draft file was made");
+    // Into the file we made and hold open, then renamed over whatever was at the final path.
+    await draft.handle.writeFile(secrets);
+    await draft.handle.close();
+    await rename(draft.path, credentialsFile);
+    credentialsDraft = null;
+    console.log(`  client_secret and password: ${credentialsFile} (mode 0600; shown only there, delete it once read)`);
   } catch (error) {
-    console.log(`  could not write ${file} (${error instanceof Error ? error.message : String(error)}): the demo secret and password are lost; set PLANTGATE_BOOTSTRAP_* instead`);
+    await dropCredentialsDraft();
+    console.log(`  could not write ${credentialsFile} (${error instanceof Error ? error.message : String(error)}): the demo secret and password are lost; set PLANTGATE_BOOTSTRAP_* instead`);
   }
 }
 

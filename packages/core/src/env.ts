@@ -296,11 +296,19 @@ export async function checkBootstrap(
  * Idempotent start-up provisioning: ensures the planned client (all grants and scopes) and
  * account exist. With `demo` and nothing planned, an empty store gets `demo-client` and user `demo`
  * with fresh random credentials, returned once (only hashes are stored).
+ * `beforeDemo` is awaited once a demo is to be made, before anything is stored: a throw there
+ * (the credentials could not be shown, say) stops it with nothing made. Another instance making the
+ * demo on the same store at the same time is no error (`null`: that instance has the credentials);
+ * a user `demo` already stored is a `ConfigError`, with the demo client taken out again.
  *
  * @example
  * const demo = await applyBootstrap(app.admin, bootstrapFromEnv(process.env), { demo: true });
  */
-export async function applyBootstrap(admin: Admin, plan: BootstrapPlan, options: { demo?: boolean } = {}): Promise<DemoCredentials | null> {
+export async function applyBootstrap(
+  admin: Admin,
+  plan: BootstrapPlan,
+  options: { demo?: boolean; beforeDemo?: () => void | Promise<void> } = {},
+): Promise<DemoCredentials | null> {
   if (plan.client) await admin.ensureClient(plan.client.clientId, plan.client.clientSecret);
   if (plan.account && plan.admin) {
     // The role is given at creation; an account that already exists keeps its roles (see the README).
@@ -315,8 +323,32 @@ export async function applyBootstrap(admin: Admin, plan: BootstrapPlan, options:
   } else if (plan.account) await admin.ensureAccount(plan.account.username, plan.account.password);
   // "Any client yet?" is one page of one client (the store's listPage; list() whole without it).
   if (!options.demo || plan.client || plan.account || (await admin.listClientsPage({ limit: 1 })).clients.length > 0) return null;
-  const { client, clientSecret } = await admin.createClient({ clientId: "demo-client", name: "Demo client" });
+  // Before anything is stored: a server that could not show the credentials refuses here, with
+  // nothing made (else the demo client would exist with a secret nobody has, and the next start,
+  // finding a client, would make no other).
+  await options.beforeDemo?.();
+  let made: { client: { clientId: string }; clientSecret: string };
+  try {
+    made = await admin.createClient({ clientId: "demo-client", name: "Demo client" });
+  } catch (error) {
+    // Another instance starting on the same store made it since the check above (two processes on
+    // one SQLite file, replicas on one database): that start shows the credentials. Until
+    // 2026-11-30 this start failed with `client "demo-client" already exists`.
+    if (error instanceof AdminConflictError) return null;
+    throw error;
+  }
   const password = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
-  await admin.createAccount({ username: "demo", password, displayName: "Demo user", ...(plan.admin ? { roles: ["admin"] } : {}) });
-  return { clientId: client.clientId, clientSecret, username: "demo", password };
+  try {
+    await admin.createAccount({ username: "demo", password, displayName: "Demo user", ...(plan.admin ? { roles: ["admin"] } : {}) });
+  } catch (error) {
+    // The client goes again, so its secret, never shown, is not left behind and the next start
+    // makes the demo anew (until 2026-11-30 it stayed, and no start made a demo again). Should the
+    // delete fail too, the account's failure is the one reported.
+    await admin.deleteClient(made.client.clientId).catch(() => undefined);
+    if (error instanceof AdminConflictError) {
+      throw new ConfigError('cannot make the demo user: username "demo" is taken (the store has accounts but no client); set PLANTGATE_BOOTSTRAP_CLIENT_ID and PLANTGATE_BOOTSTRAP_CLIENT_SECRET', { cause: error });
+    }
+    throw error;
+  }
+  return { clientId: made.client.clientId, clientSecret: made.clientSecret, username: "demo", password };
 }

@@ -70,6 +70,45 @@ describe("environment configuration", () => {
     expect(await applyBootstrap(createPlantgate(quiet).admin, bootstrapFromEnv({}))).toBeNull();
   });
 
+  it("applyBootstrap: instances starting together on one empty store make one demo, and none of them fails", async () => {
+    // Two servers' first start on one store (two processes on one SQLite file, two replicas on one
+    // PostgreSQL): each saw no client, and the one that lost the race to create "demo-client"
+    // failed its start with `client "demo-client" already exists` (exit 1).
+    const storage = createMemoryStorage();
+    const apps = [createPlantgate({ ...quiet, storage }), createPlantgate({ ...quiet, storage })];
+    const results = await Promise.all(apps.map((app) => applyBootstrap(app.admin, bootstrapFromEnv({}), { demo: true })));
+    expect(results.filter((demo) => demo !== null)).toHaveLength(1);
+    expect(results.filter((demo) => demo === null)).toHaveLength(1);
+    expect((await apps[0]!.admin.listClients()).map((client) => client.clientId)).toEqual(["demo-client"]);
+    expect((await apps[0]!.admin.listAccounts()).map((account) => account.username)).toEqual(["demo"]);
+  });
+
+  it("applyBootstrap: a store with an account named demo but no client gets no demo client whose secret is lost", async () => {
+    // Until 2026-11-30 the demo client was stored, then the account failed (`username "demo" is
+    // taken`): the start failed, and the next one, finding a client, made no demo; the client's
+    // secret was never shown.
+    const app = createPlantgate(quiet);
+    await app.admin.createAccount({ username: "demo", password: "a long passphrase" });
+    await expect(applyBootstrap(app.admin, bootstrapFromEnv({}), { demo: true })).rejects.toThrow(
+      new ConfigError('cannot make the demo user: username "demo" is taken (the store has accounts but no client); set PLANTGATE_BOOTSTRAP_CLIENT_ID and PLANTGATE_BOOTSTRAP_CLIENT_SECRET'),
+    );
+    expect(await app.admin.listClients()).toEqual([]);
+  });
+
+  it("applyBootstrap: beforeDemo runs once a demo is to be made, before anything is stored, and a throw stores nothing", async () => {
+    const calls: string[] = [];
+    const refusing = createPlantgate(quiet);
+    const cannot = new Error("cannot write the demo credentials");
+    await expect(applyBootstrap(refusing.admin, bootstrapFromEnv({}), { demo: true, beforeDemo: async () => { calls.push("refused"); throw cannot; } })).rejects.toBe(cannot);
+    expect([await refusing.admin.listClients(), await refusing.admin.listAccounts()]).toEqual([[], []]);
+    const app = createPlantgate(quiet);
+    const demo = await applyBootstrap(app.admin, bootstrapFromEnv({}), { demo: true, beforeDemo: () => { calls.push("made"); } });
+    expect(demo).not.toBeNull();
+    // Not called when no demo is made (a client exists now).
+    expect(await applyBootstrap(app.admin, bootstrapFromEnv({}), { demo: true, beforeDemo: () => { calls.push("again"); } })).toBeNull();
+    expect(calls).toEqual(["refused", "made"]);
+  });
+
   it("optionsFromEnv rejects malformed values with the variable's name and no secret", () => {
     expect(() => optionsFromEnv({ PLANTGATE_ACCESS_TOKEN_TTL: "0" })).toThrow(new ConfigError('PLANTGATE_ACCESS_TOKEN_TTL must be a positive integer, got "0"'));
     // Ten years at most, as a client's own lifetime (999999999999 was taken: tokens that never expired).
