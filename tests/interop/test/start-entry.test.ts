@@ -1,5 +1,5 @@
 /**
- * What `pnpm start` runs (`node --import tsx examples/node-server/src/main.ts`) really starts: it prints its
+ * What `pnpm start` runs (`exec node --import tsx examples/node-server/src/main.ts`) really starts: it prints its
  * URL and, stdout being no terminal here, writes the demo credentials to a 0600 file; those
  * credentials get a token over the socket, and SIGTERM stops it.
  */
@@ -14,10 +14,10 @@ import { tsxLoader } from "./entries.js";
 import { DEFAULT_SCOPE, TOKEN_PATH, verifyAccessToken } from "./helpers.js";
 
 const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
-// `pnpm start` is `node --import tsx ...` (not the tsx command, whose signal relay SIGKILLs the server
+// `pnpm start` is `exec node --import tsx ...` (not the tsx command, whose signal relay SIGKILLs the server
 // when it answers a SIGTERM late: exit 143 under load). Run from a scratch directory, `tsx` is named
 // by its loader's path, which is what `--import tsx` resolves to from the repository root.
-const START_SCRIPT = "node --import tsx examples/node-server/src/main.ts";
+const START_SCRIPT = "exec node --import tsx examples/node-server/src/main.ts";
 const startArgs = () => ["--import", tsxLoader, entry];
 const entry = fileURLToPath(new URL("examples/node-server/src/main.ts", `file://${repoRoot}`));
 
