@@ -9,9 +9,9 @@
  */
 import { decodeProtectedHeader, importJWK, SignJWT, type JWK } from "jose";
 import { describe, expect, it } from "vitest";
-import { AdminError, createMemoryStorage, createPlantgate, generateKeyRecord, pruneKeys, type Plantgate, type Storage } from "../src/index.js";
+import { AdminError, createMemoryStorage, createPlantgate, generateKeyRecord, pruneKeys, StorageError, type Plantgate, type Storage } from "../src/index.js";
 import { getAccounts } from "./api-helpers.js";
-import { BASE, clientToken, harness, manualClock, type Harness } from "./helpers.js";
+import { BASE, basic, clientToken, harness, manualClock, type Harness } from "./helpers.js";
 
 const kidOf = (token: string) => decodeProtectedHeader(token).kid!;
 
@@ -131,6 +131,39 @@ describe("unknown kids: another instance re-reads the keys at most once a second
     h.clock.advance(1);
     // Until 2026-11-29: refused until 10 s after that read.
     expect((await getAccounts(other, after)).status).toBe(200);
+  });
+
+  it("a revocation on the other instance within that second revokes the token (it looks for the kid at once): it answered 200 and revoked nothing until 2026-11-30", async () => {
+    const h = await harness();
+    const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: { error() {}, warn() {} } });
+    expect((await getAccounts(other, await clientToken(h))).status).toBe(200);
+    await h.app.admin.rotateSigningKey({ now: true });
+    const after = await clientToken(h);
+    h.clock.advance(500);
+    const revoke = (app: Plantgate, token: string) =>
+      app.fetch(
+        new Request(`${BASE}/UserService/connect/revocation`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) },
+          body: new URLSearchParams({ token }).toString(),
+        }),
+      );
+    const answer = await revoke(other, after);
+    expect({ status: answer.status, body: await answer.text() }).toEqual({ status: 200, body: "" });
+    // Refused on the instance that issued it, and on the other (which now knows the key).
+    expect([(await getAccounts(h.app, after)).status, (await getAccounts(other, after)).status]).toEqual([401, 401]);
+    // A made-up kid is still an unknown token (200, nothing to revoke); each such revocation reads the key rows once.
+    const [head, body, signature] = after.split(".");
+    const madeUp = [btoa(JSON.stringify({ ...JSON.parse(atob(head!.replace(/-/g, "+").replace(/_/g, "/"))), kid: "no-such-kid" })).replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_"), body, signature].join(".");
+    const read = h.app.storage.signingKeys.list;
+    let reads = 0;
+    h.app.storage.signingKeys.list = (...args) => (reads++, read.apply(h.app.storage.signingKeys, args));
+    const unknown = await revoke(other, madeUp);
+    expect({ status: unknown.status, body: await unknown.text(), reads }).toEqual({ status: 200, body: "", reads: 1 });
+    // A read that fails is the client's 503 (RFC 7009 §2.2.1: retry), not a 200 that revoked nothing.
+    h.app.storage.signingKeys.list = () => Promise.reject(new StorageError("down"));
+    const failed = await revoke(other, madeUp);
+    expect({ status: failed.status, body: await failed.json() }).toEqual({ status: 503, body: { error: "temporarily_unavailable", error_description: expect.any(String) } });
   });
 
   /** Two instances over one store, a client, and a token from either. */

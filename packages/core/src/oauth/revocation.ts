@@ -16,6 +16,12 @@ import { SWEEP_LIMIT } from "../security/throttle.js";
  *   token that is revoked, consumed or expired, or access token that is revoked, is an invalid token:
  *   200, as an unknown string (the 400 told its holder the string was, or had been, a token of some
  *   other client, where introspection answers `{"active":false}`).
+ * - An access token signed by a key this instance has not loaded yet (another instance stored it
+ *   with `rotateSigningKey({ now: true })` less than a second ago, within the unknown-kid re-read
+ *   interval) is looked for in the stored keys at once, so it is revoked, not taken for an unknown
+ *   token: until 2026-11-30 that answered 200 and revoked nothing, and the token kept working on the
+ *   instance that issued it. A made-up kid costs one read of the key rows per revocation (as a
+ *   made-up refresh token costs its lookup); a failed read is a 503, never a 200.
  * - The revocation stands once stored: a failure of the sweep of old revoked jtis after it is
  *   logged, not answered 503 (RFC 7009 §2.2.1: a client told 503 must assume the token still valid).
  */
@@ -43,4 +49,4 @@ export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, clie
   }
   // RFC 7009 §2.2: the body is ignored by clients; an empty one is what the RFC shows.
   return plain(200, null, { ...NO_STORE });
-});
+}, { lookNow: true });

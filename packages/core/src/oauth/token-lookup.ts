@@ -21,10 +21,10 @@ const MAX_TOKEN_LENGTH = 8192;
  * RFC 7662 §2.1) only picks which kind is tried first; an unknown hint is ignored, and a token not
  * found under the hinted kind is looked for under the other (RFC 7009 §2.1: "MUST extend its search").
  */
-export async function locateToken(ctx: Context, urls: Urls, token: string, hint: string | undefined, now: number): Promise<LocatedToken | null> {
+export async function locateToken(ctx: Context, urls: Urls, token: string, hint: string | undefined, now: number, keys: { lookNow?: boolean } = {}): Promise<LocatedToken | null> {
   if (token.length > MAX_TOKEN_LENGTH) return null;
   const asAccess = async (): Promise<LocatedToken | null> => {
-    const claims = await verifyAccessToken(ctx.keyring, token, { issuer: urls.issuer, audience: urls.audience, now });
+    const claims = await verifyAccessToken(ctx.keyring, token, { issuer: urls.issuer, audience: urls.audience, now }, keys);
     if (claims) return { kind: "access_token", claims, issuer: urls.issuer, audience: urls.audience };
     // With no issuer and no baseUrl configured, `iss` follows the Host the token was issued on. A
     // token issued on host A is still ours (our signature, our jti) when it is revoked or
@@ -33,7 +33,7 @@ export async function locateToken(ctx: Context, urls: Urls, token: string, hint:
     const named = hostDerivedIssuer(ctx, token);
     if (named === undefined || named === urls.issuer) return null;
     const audience = ctx.audience ?? named;
-    const other = await verifyAccessToken(ctx.keyring, token, { issuer: named, audience, now });
+    const other = await verifyAccessToken(ctx.keyring, token, { issuer: named, audience, now }, keys);
     return other && { kind: "access_token", claims: other, issuer: named, audience };
   };
   const asRefresh = async (): Promise<LocatedToken | null> => {
@@ -92,13 +92,13 @@ export type PresentedTokenHandler = (
  * methods, same brute-force throttle), `token` is required, `token_type_hint` only orders the
  * lookup, and `handle` decides what to do with what was found.
  */
-export function presentedTokenEndpoint(handle: PresentedTokenHandler): ClientFormEndpoint {
+export function presentedTokenEndpoint(handle: PresentedTokenHandler, keys: { lookNow?: boolean } = {}): ClientFormEndpoint {
   return async (ctx, urls, form, authorization, clientIp) => {
     const client = await authenticateClient(ctx, urls, form, authorization, clientIp);
     const token = form.get("token");
     if (token === undefined) throw new OAuthError("invalid_request", "The token parameter is required.");
     const now = ctx.clock();
-    const found = await locateToken(ctx, urls, token, form.get("token_type_hint"), now);
+    const found = await locateToken(ctx, urls, token, form.get("token_type_hint"), now, keys);
     return handle(ctx, urls, client, found, now, clientIp);
   };
 }

@@ -104,6 +104,8 @@ export async function verifyAccessToken(
   keyring: Keyring,
   token: string,
   expected: { issuer: string; audience: string; now: number },
+  /** `lookNow`: an unknown kid is looked for in the store at once (see {@link Keyring.verificationKey}). */
+  options: { lookNow?: boolean } = {},
 ): Promise<AccessTokenClaims | null> {
   if (token.length > MAX_TOKEN_LENGTH || !B64TOKEN.test(token)) return null;
   let kid: string | undefined;
@@ -113,7 +115,7 @@ export async function verifyAccessToken(
     return null;
   }
   if (typeof kid !== "string") return null;
-  const found = await keyring.verificationKey(kid);
+  const found = await keyring.verificationKey(kid, options);
   if (!found) return null;
   let payload: JWTPayload;
   try {

@@ -80,8 +80,13 @@ interface LoadedKey {
 export interface Keyring {
   /** The key new tokens are signed with: the newest key whose activation time has come. */
   signingKey(): Promise<ActiveSigningKey>;
-  /** The verification key for a kid, reloading from storage at most once per interval for unknown kids. */
-  verificationKey(kid: string): Promise<{ alg: SigningAlg; key: CryptoKey | Uint8Array } | null>;
+  /**
+   * The verification key for a kid, reloading from storage at most once per interval for unknown
+   * kids; with `lookNow`, an unknown kid is looked for in the stored keys at once (one read of the
+   * key rows), whatever the interval: for a revocation, whose 200 must not leave a token of a key
+   * another instance just stored working there.
+   */
+  verificationKey(kid: string, options?: { lookNow?: boolean }): Promise<{ alg: SigningAlg; key: CryptoKey | Uint8Array } | null>;
   /** The public JWK Set: `next`, `active` and `retired` keys. */
   jwks(): Promise<{ keys: JWK[] }>;
   /**
@@ -437,9 +442,9 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
    * key imported, and with several keys every client read for the longest token lifetime); a kid
    * that is there (a key another instance or the CLI stored since) then reloads the keys.
    */
-  async function storedElsewhere(kid: string): Promise<boolean> {
+  async function storedElsewhere(kid: string, lookNow = false): Promise<boolean> {
     const now = opts.clock();
-    if (now - lastKidLook < reloadInterval || now - lastReload < reloadInterval || now < retryAt) return false;
+    if (!lookNow && (now - lastKidLook < reloadInterval || now - lastReload < reloadInterval || now < retryAt)) return false;
     lastKidLook = now;
     try {
       const read = store.list();
@@ -454,6 +459,9 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       await reloadOnce();
       return true;
     } catch (error) {
+      // Looked for at once (a revocation): a failed read is the caller's 503, so it is tried again,
+      // never a 200 that revoked nothing.
+      if (lookNow) throw error;
       reloadFailed(error);
       return false;
     }
@@ -469,9 +477,9 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       }
       return { kid: k.kid, alg: k.alg, key: k.privateKey, sign: k.external };
     },
-    async verificationKey(kid) {
+    async verificationKey(kid, options = {}) {
       let k = (await ensure()).find((x) => x.kid === kid);
-      if (!k && (await storedElsewhere(kid))) k = keys!.find((x) => x.kid === kid);
+      if (!k && (await storedElsewhere(kid, options.lookNow === true))) k = keys!.find((x) => x.kid === kid);
       return k && trusted(k) ? { alg: k.alg, key: k.publicKey } : null;
     },
     async jwks() {
