@@ -227,7 +227,10 @@ export async function startExpressServer(
     });
   } catch (error) {
     await closeStorage();
-    throw error;
+    // Naming PORT: Node's "listen EADDRINUSE: address already in use 127.0.0.1:3000" did not say
+    // which of the server's ports it was (until 2026-11-30).
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`PORT ${listenPort}: the server could not listen (${reason})`, { cause: error });
   }
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;

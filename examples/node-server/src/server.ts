@@ -90,6 +90,15 @@ function fail(message: string): never {
   throw new Error(`configuration: ${message}`);
 }
 
+/**
+ * A bind failure of the public port, naming PORT: Node's "listen EADDRINUSE: address already in use
+ * 127.0.0.1:3000" did not say which of the server's ports it was (until 2026-11-30).
+ */
+export function listenFailure(listenPort: number, error: unknown): Error {
+  const reason = error instanceof Error ? error.message : String(error);
+  return new Error(`PORT ${listenPort}: the server could not listen (${reason})`, { cause: error });
+}
+
 function port(value: string | undefined): number {
   if (value === undefined || value === "") return 3000;
   if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) fail(`PORT must be 0-65535, got "${value}"`);
@@ -109,6 +118,9 @@ function port(value: string | undefined): number {
  */
 export async function startServer(env: ServerEnv, overrides: PlantgateOptions = {}, logging: ServerLogging = {}, hooks: DemoHooks = {}): Promise<RunningServer> {
   const host = env.HOST || "127.0.0.1";
+  // Before the store is opened: a PORT that is not a port made ./data/plantgate.db for a start that
+  // could not run (until 2026-11-30).
+  const listenPort = port(env.PORT);
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
   const pruneIntervalSeconds = pruneIntervalFromEnv(env);
@@ -156,11 +168,11 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
         // What the Node listener calls: plain status/headers/bytes, no Web Response per request.
         handle: async (request: Request, info?: HandleInfo) => (app ? app.handle(request, info) : startingResponse(request)),
       },
-      { port: port(env.PORT), host },
+      { port: listenPort, host },
     );
   } catch (error) {
     await closeStorage();
-    throw error;
+    throw listenFailure(listenPort, error);
   }
   try {
     // Never on the public port: a listener of its own, on the same host.
