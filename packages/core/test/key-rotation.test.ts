@@ -166,6 +166,50 @@ describe("unknown kids: another instance re-reads the keys at most once a second
     expect({ status: failed.status, body: await failed.json() }).toEqual({ status: 503, body: { error: "temporarily_unavailable", error_description: expect.any(String) } });
   });
 
+  it("with signingKeyLoadTimeoutMs: a revocation whose look for the kid, or the reload after it, is given up on answers 503, not a 200 that revoked nothing", async () => {
+    const h = await harness();
+    const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, signingKeyLoadTimeoutMs: 200, logger: { error() {}, warn() {} } });
+    expect((await getAccounts(other, await clientToken(h))).status).toBe(200);
+    await h.app.admin.rotateSigningKey({ now: true });
+    const after = await clientToken(h);
+    h.clock.advance(500);
+    const revoke = async (token: string) => {
+      const res = await other.fetch(
+        new Request(`${BASE}/UserService/connect/revocation`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) },
+          body: new URLSearchParams({ token }).toString(),
+        }),
+      );
+      return { status: res.status, body: res.status === 200 ? await res.text() : await res.json() };
+    };
+    const unavailable = { status: 503, body: { error: "temporarily_unavailable", error_description: expect.any(String) } };
+    const store = h.app.storage.signingKeys;
+    const read = store.list.bind(store);
+    const held: (() => void)[] = [];
+    // Reads after the first `answered` ones are held open until released (past the 200 ms bound).
+    const holdAfter = (answered: number) => {
+      let calls = 0;
+      store.list = async () => {
+        const records = await read();
+        if (++calls > answered) await new Promise<void>((go) => held.push(go));
+        return records;
+      };
+    };
+    // The look at the key rows is late.
+    holdAfter(0);
+    expect(await revoke(after)).toEqual(unavailable);
+    // The look finds the kid; the reload it starts is late (the keys loaded before lack that key).
+    holdAfter(1);
+    expect(await revoke(after)).toEqual(unavailable);
+    held.splice(0).forEach((go) => go());
+    store.list = read;
+    // Nothing was revoked above (a 200 there left it working where it was issued); now it is.
+    expect((await getAccounts(h.app, after)).status).toBe(200);
+    expect(await revoke(after)).toEqual({ status: 200, body: "" });
+    expect((await getAccounts(h.app, after)).status).toBe(401);
+  });
+
   /** Two instances over one store, a client, and a token from either. */
   const twoInstances = (storage: Storage) => {
     const clock = manualClock();

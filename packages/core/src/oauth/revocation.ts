@@ -21,7 +21,8 @@ import { SWEEP_LIMIT } from "../security/throttle.js";
  *   interval) is looked for in the stored keys at once, so it is revoked, not taken for an unknown
  *   token: until 2026-11-30 that answered 200 and revoked nothing, and the token kept working on the
  *   instance that issued it. A made-up kid costs one read of the key rows per revocation (as a
- *   made-up refresh token costs its lookup); a failed read is a 503, never a 200.
+ *   made-up refresh token costs its lookup); a failed read, or one (or the reload after it) past
+ *   signingKeyLoadTimeoutMs, is a 503, never a 200.
  * - The revocation stands once stored: a failure of the sweep of old revoked jtis after it is
  *   logged, not answered 503 (RFC 7009 §2.2.1: a client told 503 must assume the token still valid).
  */

@@ -442,6 +442,9 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
    * key imported, and with several keys every client read for the longest token lifetime); a kid
    * that is there (a key another instance or the CLI stored since) then reloads the keys.
    */
+  /** Whether the keys in use hold `kid`, or the last load left it out as expired (it never will). */
+  const known = (kid: string): boolean => keys!.some((k) => k.kid === kid) || expiredKids.has(kid);
+
   async function storedElsewhere(kid: string, lookNow = false): Promise<boolean> {
     const now = opts.clock();
     if (!lookNow && (now - lastKidLook < reloadInterval || now - lastReload < reloadInterval || now < retryAt)) return false;
@@ -451,12 +454,23 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       const records = loadTimeout === 0 ? await read : await waitAtMost(read, loadTimeout);
       if (records === LATE) {
         read.catch(() => {});
+        // Looked for at once: not knowing is not "unknown" (a 200 that revoked nothing).
+        if (lookNow) throw new StorageError(`the signing keys were not read from storage within ${loadTimeout} ms`);
         return false;
       }
       // A kid the last load left out as expired (a replayed old token) reloads nothing: it would be
       // left out again, and every second of such tokens would cost a whole reload.
       if (expiredKids.has(kid) || !records.some((r) => r.kid === kid)) return false;
       await reloadOnce();
+      if (lookNow && !known(kid)) {
+        // The load waited for was one already under way, begun before that key was stored, or it
+        // was given up on (past loadTimeoutMs, the keys loaded before kept): a load of its own, and
+        // a 503 should that one not bring the key either. Until 2026-11-30 the revocation answered
+        // 200 from the keys it had, and the token kept working where it was issued.
+        loading = null;
+        await reloadOnce();
+        if (!known(kid)) throw new StorageError(`signing key ${quoteId(kid)} is stored but a load of the keys did not bring it (given up on, or the key went since)`);
+      }
       return true;
     } catch (error) {
       // Looked for at once (a revocation): a failed read is the caller's 503, so it is tried again,
