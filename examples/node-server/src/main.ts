@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { writeSync } from "node:fs";
 import { mkdir, open, rename, unlink, type FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -60,7 +61,10 @@ try {
  */
 async function prepareCredentialsFile(): Promise<void> {
   if (process.stdout.isTTY) return;
-  const path = `${credentialsFile}.${process.pid}.tmp`;
+  // Not named by the pid alone: a draft left by a start killed here (SIGKILL, the machine gone)
+  // under the same pid (a container's process has the same one each time) failed every later
+  // start with EEXIST until it was removed by hand (until 2026-11-30).
+  const path = `${credentialsFile}.${process.pid}.${randomBytes(6).toString("hex")}.tmp`;
   try {
     await mkdir(dirname(credentialsFile), { recursive: true, mode: 0o700 });
     credentialsDraft = { path, handle: await open(path, "wx", 0o600) };

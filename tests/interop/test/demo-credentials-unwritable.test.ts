@@ -13,6 +13,7 @@ import type { ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import fetch from "node-fetch";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { ENTRIES, killRunning, spawnEntry, type Entry, type EntryProcess } from "./entries.js";
@@ -107,5 +108,27 @@ describe.each(["node", "express"] as const)("%s entry, demo credentials file tha
       expect(readdirSync(again)).toEqual([]);
     },
     3 * RUN_TIMEOUT_MS,
+  );
+
+  it(
+    "a draft left by an earlier start under the same pid (killed mid-start; a container's process is pid 1 each time) does not fail the start",
+    async () => {
+      const dir = join(root, `${entry}-stale-draft`);
+      mkdirSync(dir);
+      // Put there before the entry runs, named with the pid it runs under: what a SIGKILLed start
+      // of an earlier container (same pid) left behind.
+      const preload = join(root, `${entry}-stale-draft.mjs`);
+      writeFileSync(preload, 'import { mkdirSync, writeFileSync } from "node:fs";\nmkdirSync("data", { recursive: true });\nwriteFileSync(`data/demo-credentials.txt.${process.pid}.tmp`, "");\n');
+      const run = spawnEntry(entry, dir, { PLANTGATE_DB: ":memory:", NODE_OPTIONS: `--import=${pathToFileURL(preload).href}` }, running);
+      const url = await listening(entry, run);
+      expect(url).toMatch(/^http:/);
+      const credentials = join(dir, "data", "demo-credentials.txt");
+      expect(run.stdout()).toContain(`  client_secret and password: ${credentials} (mode 0600; shown only there, delete it once read)\n`);
+      expect(readFileSync(credentials, "utf8")).toMatch(/^client_id=demo-client\nclient_secret=\S+\nusername=demo\npassword=\S+\n$/);
+      run.child.kill("SIGTERM");
+      expect(await exitWithin(run, RUN_TIMEOUT_MS)).toEqual({ code: 0, signal: null });
+      expect(run.stderr()).toBe("");
+    },
+    2 * RUN_TIMEOUT_MS,
   );
 });
