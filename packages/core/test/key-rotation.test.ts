@@ -210,6 +210,62 @@ describe("unknown kids: another instance re-reads the keys at most once a second
     expect((await getAccounts(h.app, after)).status).toBe(401);
   });
 
+  it("a revocation whose look finds the kid, then joins a load begun before that key was stored, loads again: the token is revoked (it was answered 200 from that load's keys)", async () => {
+    const h = await harness();
+    // The other instance's reads of the key rows, counted; its third (the load the first revocation
+    // below starts) is held once it has read them, until released.
+    const shared = h.app.storage.signingKeys;
+    let calls = 0;
+    let release!: () => void;
+    const released = new Promise<void>((go) => (release = go));
+    const signingKeys = new Proxy(shared, {
+      get: (target, name) =>
+        name === "list"
+          ? async () => {
+              const call = ++calls;
+              const records = await target.list();
+              if (call === 3) await released;
+              return records;
+            }
+          : (Reflect.get(target, name) as unknown),
+    });
+    const other = createPlantgate({ storage: { ...h.app.storage, signingKeys }, clock: h.clock.now, logger: { error() {}, warn() {} } });
+    expect((await getAccounts(other, await clientToken(h))).status).toBe(200);
+    expect(calls).toBe(1);
+    const revoke = async (token: string) => {
+      const res = await other.fetch(
+        new Request(`${BASE}/UserService/connect/revocation`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) },
+          body: new URLSearchParams({ token }).toString(),
+        }),
+      );
+      return { status: res.status, body: await res.text() };
+    };
+    await h.app.admin.rotateSigningKey({ now: true });
+    const first = await clientToken(h);
+    // Its look (the second read) finds the kid; the load it starts (the third) read the keys and is held.
+    const firstRevoked = revoke(first);
+    while (calls < 3) await new Promise((r) => setTimeout(r, 5));
+    // Another key, and a token of it, while that load is under way.
+    await h.app.admin.rotateSigningKey({ now: true });
+    const second = await clientToken(h);
+    // Revoked twice at once (a client retrying): each look (the fourth and fifth reads) finds the
+    // kid, and each joins the held load.
+    const secondRevoked = [revoke(second), revoke(second)];
+    while (calls < 5) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 50));
+    release();
+    expect(await Promise.all([firstRevoked, ...secondRevoked])).toEqual([
+      { status: 200, body: "" },
+      { status: 200, body: "" },
+      { status: 200, body: "" },
+    ]);
+    // One load more (the sixth read), shared by both: neither threw the other's away.
+    expect(calls).toBe(6);
+    expect([(await getAccounts(h.app, first)).status, (await getAccounts(h.app, second)).status]).toEqual([401, 401]);
+  });
+
   /** Two instances over one store, a client, and a token from either. */
   const twoInstances = (storage: Storage) => {
     const clock = manualClock();

@@ -222,7 +222,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   let keys: LoadedKey[] | null = null;
   let pinned: string | undefined;
   /** The load in progress, and when it started (real time: the bound is on the wait, not the clock). */
-  let loading: { done: Promise<void>; startedAt: number } | null = null;
+  let loading: { done: Promise<void>; startedAt: number; number: number } | null = null;
   /** How many loads were started, and the number of the one whose keys are in use. */
   let started = 0;
   let applied = 0;
@@ -347,6 +347,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   function startLoad(): NonNullable<typeof loading> {
     const number = ++started;
     const current = {
+      number,
       startedAt: Date.now(),
       done: reload()
         .then(({ loaded, at, expired }) => {
@@ -435,6 +436,9 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     opts.onReloadFailed?.(error);
   }
 
+  /** Whether the keys in use hold `kid`, or the last load left it out as expired (it never will). */
+  const known = (kid: string): boolean => keys!.some((k) => k.kid === kid) || expiredKids.has(kid);
+
   /**
    * Whether a kid this instance does not know is among the stored keys, read at most once per
    * `reloadInterval` (and not while re-reads are failing, see `reloadFailed`). Only the key rows are
@@ -442,9 +446,6 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
    * key imported, and with several keys every client read for the longest token lifetime); a kid
    * that is there (a key another instance or the CLI stored since) then reloads the keys.
    */
-  /** Whether the keys in use hold `kid`, or the last load left it out as expired (it never will). */
-  const known = (kid: string): boolean => keys!.some((k) => k.kid === kid) || expiredKids.has(kid);
-
   async function storedElsewhere(kid: string, lookNow = false): Promise<boolean> {
     const now = opts.clock();
     if (!lookNow && (now - lastKidLook < reloadInterval || now - lastReload < reloadInterval || now < retryAt)) return false;
@@ -461,13 +462,16 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       // A kid the last load left out as expired (a replayed old token) reloads nothing: it would be
       // left out again, and every second of such tokens would cost a whole reload.
       if (expiredKids.has(kid) || !records.some((r) => r.kid === kid)) return false;
+      // Loads started from here on read the store after the key was seen in it.
+      const seen = started;
       await reloadOnce();
       if (lookNow && !known(kid)) {
         // The load waited for was one already under way, begun before that key was stored, or it
         // was given up on (past loadTimeoutMs, the keys loaded before kept): a load of its own, and
         // a 503 should that one not bring the key either. Until 2026-11-30 the revocation answered
         // 200 from the keys it had, and the token kept working where it was issued.
-        loading = null;
+        // Only a load begun before the key was seen is left: concurrent revocations share the new one.
+        if (loading !== null && loading.number <= seen) loading = null;
         await reloadOnce();
         if (!known(kid)) throw new StorageError(`signing key ${quoteId(kid)} is stored but a load of the keys did not bring it (given up on, or the key went since)`);
       }
