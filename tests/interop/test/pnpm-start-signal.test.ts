@@ -48,6 +48,8 @@ it.each(CASES)(
       PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "pnpm-start-secret-0123456789",
       PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
       PLANTGATE_PRUNE_INTERVAL_SECONDS: "0",
+      // stderr is compared whole: no "update available" notice from pnpm outside CI.
+      npm_config_update_notifier: "false",
     });
     const proc = spawn("pnpm", ["start"], { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     child = proc;
