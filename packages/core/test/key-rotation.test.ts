@@ -133,6 +133,31 @@ describe("unknown kids: another instance re-reads the keys at most once a second
     expect((await getAccounts(other, after)).status).toBe(200);
   });
 
+  it("requests that come while another request's look for the kid is under way wait for it: all of a burst of the new key's tokens are taken (those after the first were refused 401 until 2026-11-30)", async () => {
+    const h = await harness();
+    const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: { error() {}, warn() {} } });
+    expect((await getAccounts(other, await clientToken(h))).status).toBe(200);
+    await h.app.admin.rotateSigningKey({ now: true });
+    const after = await clientToken(h);
+    h.clock.advance(1_000);
+    const statuses = await Promise.all(Array.from({ length: 10 }, () => getAccounts(other, after).then((r) => r.status)));
+    expect(statuses).toEqual(Array.from({ length: 10 }, () => 200));
+  });
+
+  it("a look for a made-up kid that finds a key this instance has not loaded loads it: the new key's tokens are taken within that second (a flood of made-up kids held the look, and so the new key, off until the minute's reload)", async () => {
+    const h = await harness();
+    const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: { error() {}, warn() {} } });
+    expect((await getAccounts(other, await clientToken(h))).status).toBe(200);
+    await h.app.admin.rotateSigningKey({ now: true });
+    const after = await clientToken(h);
+    const [head, payload, signature] = after.split(".");
+    const madeUp = `${Buffer.from(JSON.stringify({ ...(JSON.parse(Buffer.from(head!, "base64url").toString()) as object), kid: "made-up" })).toString("base64url")}.${payload}.${signature}`;
+    h.clock.advance(1_000);
+    expect((await getAccounts(other, madeUp)).status).toBe(401);
+    // The same second: the made-up kid's look read the key rows, the new one among them.
+    expect((await getAccounts(other, after)).status).toBe(200);
+  });
+
   it("a revocation on the other instance within that second revokes the token (it looks for the kid at once): it answered 200 and revoked nothing until 2026-11-30", async () => {
     const h = await harness();
     const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: { error() {}, warn() {} } });

@@ -393,6 +393,8 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   let failing = false;
   // When an unknown kid last made this instance look at the stored keys (see `storedElsewhere`).
   let lastKidLook = -Infinity;
+  /** The look for an unknown kid under way (its read and the load it starts, and when it began, real time): others wait for it. */
+  let kidLook: { done: Promise<void>; startedAt: number } | null = null;
   // The stored keys the last load left out as no longer trusted (a retired key past its time):
   // a token of one is not a key stored elsewhere, and reloading would leave it out again.
   let expiredKids = new Set<string>();
@@ -447,9 +449,25 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
    * that is there (a key another instance or the CLI stored since) then reloads the keys.
    */
   async function storedElsewhere(kid: string, lookNow = false): Promise<boolean> {
+    // A look that outlived its bound (its read and its load each wait at most loadTimeoutMs) is
+    // one whose request went (workerd: its context's calls never settle), never to be waited for.
+    if (kidLook !== null && loadTimeout > 0 && Date.now() - kidLook.startedAt >= 2 * loadTimeout) kidLook = null;
+    if (!lookNow && kidLook !== null) {
+      // Another request's look is under way: wait for it and the load it starts (at most as long as
+      // it may take, on this request's own timer), rather than take the kid for unknown meanwhile
+      // (until 2026-11-30 a burst of a new key's tokens reaching an instance got 401 but for the
+      // first, whose look the others came during).
+      const look = kidLook;
+      if (loadTimeout === 0) await look.done;
+      else if ((await waitAtMost(look.done, 2 * loadTimeout - (Date.now() - look.startedAt))) === LATE) return false;
+      return keys !== null && keys.some((k) => k.kid === kid);
+    }
     const now = opts.clock();
     if (!lookNow && (now - lastKidLook < reloadInterval || now - lastReload < reloadInterval || now < retryAt)) return false;
     lastKidLook = now;
+    let lookDone = (): void => {};
+    const look = lookNow ? null : { done: new Promise<void>((resolve) => (lookDone = resolve)), startedAt: Date.now() };
+    if (look !== null) kidLook = look;
     try {
       const read = store.list();
       const records = loadTimeout === 0 ? await read : await waitAtMost(read, loadTimeout);
@@ -461,10 +479,16 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       }
       // A kid the last load left out as expired (a replayed old token) reloads nothing: it would be
       // left out again, and every second of such tokens would cost a whole reload.
-      if (expiredKids.has(kid) || !records.some((r) => r.kid === kid)) return false;
+      const stored = !expiredKids.has(kid) && records.some((r) => r.kid === kid);
+      // A stored key this instance has not loaded, whatever kid was asked for: a look for a made-up
+      // kid loads a key rotated in (`now`) since, which otherwise a flood of made-up kids, taking
+      // every second's look, kept from this instance until the minute's reload (until 2026-11-30).
+      // After a load every stored key is loaded or left out as expired, so this reloads once per new key.
+      if (!stored && records.every((r) => known(r.kid))) return false;
       // Loads started from here on read the store after the key was seen in it.
       const seen = started;
       await reloadOnce();
+      if (!stored) return false;
       if (lookNow && !known(kid)) {
         // The load waited for was one already under way, begun before that key was stored, or it
         // was given up on (past loadTimeoutMs, the keys loaded before kept): a load of its own, and
@@ -482,6 +506,9 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       if (lookNow) throw error;
       reloadFailed(error);
       return false;
+    } finally {
+      if (kidLook === look) kidLook = null;
+      lookDone();
     }
   }
 
