@@ -158,6 +158,46 @@ describe("unknown kids: another instance re-reads the keys at most once a second
     expect((await getAccounts(other, after)).status).toBe(200);
   });
 
+  it("a look whose read of the key rows ends after this instance dropped its keys (an admin rotation or prune on it, meanwhile) answers the token as before: a made-up kid is 401, not a failure", async () => {
+    const h = await harness();
+    // The other instance's reads of the key rows; the one made while \`hold\` is set waits for \`release\`.
+    const shared = h.app.storage.signingKeys;
+    let hold = false;
+    let held = false;
+    let release!: () => void;
+    const released = new Promise<void>((go) => (release = go));
+    const signingKeys = new Proxy(shared, {
+      get: (target, name) =>
+        name === "list"
+          ? async () => {
+              const records = await target.list();
+              if (hold) {
+                [hold, held] = [false, true];
+                await released;
+              }
+              return records;
+            }
+          : (Reflect.get(target, name) as unknown),
+    });
+    const other = createPlantgate({ storage: { ...h.app.storage, signingKeys }, clock: h.clock.now, logger: { error() {}, warn() {} } });
+    const token = await clientToken(h);
+    expect((await getAccounts(other, token)).status).toBe(200);
+    const [head, payload, signature] = token.split(".");
+    const madeUp = `${Buffer.from(JSON.stringify({ ...(JSON.parse(Buffer.from(head!, "base64url").toString()) as object), kid: "made-up" })).toString("base64url")}.${payload}.${signature}`;
+    h.clock.advance(1_000);
+    // The look for the made-up kid reads the key rows (held) ...
+    hold = true;
+    const looked = getAccounts(other, madeUp);
+    while (!held) await new Promise((r) => setTimeout(r, 5));
+    // ... while an admin rotation on this instance drops its loaded keys (so does a prune that deletes a key).
+    await other.admin.rotateSigningKey();
+    release();
+    const res = await looked;
+    expect({ status: res.status, header: res.headers.get("www-authenticate") }).toEqual({ status: 401, header: expect.stringContaining('error="invalid_token"') });
+    // And the token of a key it has is taken.
+    expect((await getAccounts(other, token)).status).toBe(200);
+  });
+
   it("a revocation on the other instance within that second revokes the token (it looks for the kid at once): it answered 200 and revoked nothing until 2026-11-30", async () => {
     const h = await harness();
     const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: { error() {}, warn() {} } });

@@ -438,8 +438,12 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     opts.onReloadFailed?.(error);
   }
 
-  /** Whether the keys in use hold `kid`, or the last load left it out as expired (it never will). */
-  const known = (kid: string): boolean => keys!.some((k) => k.kid === kid) || expiredKids.has(kid);
+  /**
+   * Whether the keys in use hold `kid`, or the last load left it out as expired (it never will).
+   * None while the keys are dropped (`invalidate`, by an admin call or a prune on this instance
+   * during a look's read): the look then loads them. Until 2026-11-30 that look failed the request (500).
+   */
+  const known = (kid: string): boolean => (keys !== null && keys.some((k) => k.kid === kid)) || expiredKids.has(kid);
 
   /**
    * Whether a kid this instance does not know is among the stored keys, read at most once per
@@ -524,7 +528,8 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     },
     async verificationKey(kid, options = {}) {
       let k = (await ensure()).find((x) => x.kid === kid);
-      if (!k && (await storedElsewhere(kid, options.lookNow === true))) k = keys!.find((x) => x.kid === kid);
+      // keys may have been dropped meanwhile (invalidate): the kid is then not taken this time.
+      if (!k && (await storedElsewhere(kid, options.lookNow === true))) k = keys?.find((x) => x.kid === kid);
       return k && trusted(k) ? { alg: k.alg, key: k.publicKey } : null;
     },
     async jwks() {
