@@ -144,6 +144,34 @@ describe("unknown kids: another instance re-reads the keys at most once a second
     expect(statuses).toEqual(Array.from({ length: 10 }, () => 200));
   });
 
+  it("with the longest signingKeyLoadTimeoutMs (2^31-1), requests that come during the look still wait for it (twice that bound is past what a timer takes, and fired at once: 401)", async () => {
+    const h = await harness();
+    // The other instance's reads of the key rows; the one made while \`slow\` is set takes 50 ms more.
+    const shared = h.app.storage.signingKeys;
+    let slow = false;
+    const signingKeys = new Proxy(shared, {
+      get: (target, name) =>
+        name === "list"
+          ? async () => {
+              const records = await target.list();
+              if (slow) {
+                slow = false;
+                await new Promise((r) => setTimeout(r, 50));
+              }
+              return records;
+            }
+          : (Reflect.get(target, name) as unknown),
+    });
+    const other = createPlantgate({ storage: { ...h.app.storage, signingKeys }, clock: h.clock.now, signingKeyLoadTimeoutMs: 2_147_483_647, logger: { error() {}, warn() {} } });
+    expect((await getAccounts(other, await clientToken(h))).status).toBe(200);
+    await h.app.admin.rotateSigningKey({ now: true });
+    const after = await clientToken(h);
+    h.clock.advance(1_000);
+    slow = true;
+    const statuses = await Promise.all(Array.from({ length: 5 }, () => getAccounts(other, after).then((r) => r.status)));
+    expect(statuses).toEqual([200, 200, 200, 200, 200]);
+  });
+
   it("a look for a made-up kid that finds a key this instance has not loaded loads it: the new key's tokens are taken within that second (a flood of made-up kids held the look, and so the new key, off until the minute's reload)", async () => {
     const h = await harness();
     const other = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: { error() {}, warn() {} } });

@@ -208,6 +208,9 @@ export interface KeyringOptions {
 /** Told once when there is no key encryption key; names the variable, never a key. */
 export const CLEAR_KEYS_WARNING = `signing keys are stored in clear: anyone who can read the store can sign tokens; set ${KEK_SOURCE} to encrypt them at rest`;
 
+/** The longest delay `setTimeout` takes (a longer one fires at once). */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /**
  * A keyring over a store. With `signer` or `configured`, that key signs (its record is stored so
  * other instances verify it); otherwise the key whose stored activation time came last signs, and
@@ -463,7 +466,8 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       // first, whose look the others came during).
       const look = kidLook;
       if (loadTimeout === 0) await look.done;
-      else if ((await waitAtMost(look.done, 2 * loadTimeout - (Date.now() - look.startedAt))) === LATE) return false;
+      // At most 2^31-1 ms, what a timer takes (a longer one fires at once: loadTimeoutMs may be that long).
+      else if ((await waitAtMost(look.done, Math.min(2 * loadTimeout - (Date.now() - look.startedAt), MAX_TIMER_MS))) === LATE) return false;
       return keys !== null && keys.some((k) => k.kid === kid);
     }
     const now = opts.clock();
