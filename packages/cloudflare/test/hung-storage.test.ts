@@ -7,6 +7,10 @@
  *   (cancelled, or found hung by workerd) stay for any other request waiting on them;
  * - `slow`: a call waits ten minutes (a timer: pending I/O) before it runs, as a D1 that is late.
  *
+ * A request with `x-abandon: <ms>` is answered 499 after that long, its work left pending and held
+ * by no `waitUntil`, as a client's disconnect leaves it in production: its context, and the
+ * timers of its own waits, go.
+ *
  * `only` limits the gate to statements holding a text (the reads of the signing keys). The Worker's clock is
  * moved on with `/__gate?advance=ms` so the signing keys are due for their reload (every 60 s).
  */
@@ -37,6 +41,15 @@ export default {
       return new Response("ok");
     }
     env ??= { ...bindings, DB: gate(bindings.DB) };
+    // x-abandon: ms: answered 499 after that long while its work is left pending, held by no
+    // waitUntil (as a client's disconnect does in production): the request's context goes, and
+    // its calls and timers with it.
+    const abandon = request.headers.get("x-abandon");
+    if (abandon !== null) {
+      worker.fetch(request, env, { waitUntil() {} }).catch(() => {});
+      await new Promise((resolve) => setTimeout(resolve, Number(abandon)));
+      return new Response("abandoned", { status: 499 });
+    }
     return worker.fetch(request, env, ctx);
   },
 };
@@ -62,6 +75,13 @@ async function get(base: string, path: string): Promise<{ status: number | "no a
 
 /** The keyring's reads (\`select * from "pg_signing_keys" ...\`), not the migrations that create the table. */
 const KEYS = encodeURIComponent('from "pg_signing_keys"');
+const BOOTSTRAP = {
+  PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+  PLANTGATE_BOOTSTRAP_CLIENT_ID: "hung-client",
+  PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "hung-secret-0123456789abcdef",
+  PLANTGATE_BOOTSTRAP_USERNAME: "hung-user",
+  PLANTGATE_BOOTSTRAP_PASSWORD: "hung-password",
+};
 const UNAVAILABLE = '{"error":1503,"message":"The service is temporarily unavailable; retry later."}';
 
 describe("a D1 that stops answering, in workerd", () => {
@@ -81,6 +101,54 @@ describe("a D1 that stops answering, in workerd", () => {
     const after = await get(base, "/.well-known/jwks.json");
     expect([after.status, after.body]).toEqual([200, before.body]);
     expect(after.ms).toBeLessThan(5000);
+  }, 60_000);
+
+  it("a token with a kid this isolate does not know: the request whose look at the key rows never settles is over and its context gone, and every request after it, during that look and later, is answered within the bound", async () => {
+    const base = (await start(ENTRY("{ signingKeyLoadTimeoutMs: 1000 }"), { d1: true, bindings: BOOTSTRAP })).base;
+    const issued = await fetch(`${base}/UserService/connect/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("hung-client:hung-secret-0123456789abcdef")}` },
+      body: "grant_type=password&username=hung-user&password=hung-password",
+    });
+    expect(issued.status).toBe(200);
+    const token = ((await issued.json()) as { access_token: string }).access_token;
+    const [head, payload, signature] = token.split(".");
+    const unknownKid = `${Buffer.from(JSON.stringify({ ...(JSON.parse(Buffer.from(head!, "base64url").toString()) as object), kid: "not-loaded-here" })).toString("base64url")}.${payload}.${signature}`;
+    const accounts = async (bearer: string, headers: Record<string, string> = {}) => {
+      const started = Date.now();
+      try {
+        const res = await fetch(`${base}/rbac/ServerCommand/GetAccountList`, { headers: { ...headers, authorization: `Bearer ${bearer}` }, signal: AbortSignal.timeout(20_000) });
+        await res.arrayBuffer();
+        return { status: res.status as number | "no answer", ms: Date.now() - started };
+      } catch {
+        return { status: "no answer" as const, ms: Date.now() - started };
+      }
+    };
+    expect((await accounts(token)).status).toBe(200);
+    // A second on (a look at the key rows is due), and those reads never settle from here on.
+    await get(base, `/__gate?mode=never&only=${KEYS}&advance=2000`);
+    // The first request's look: the request is over after 300 ms (its work left pending), its
+    // context goes with its timers, and the look's promise never settles.
+    expect((await accounts(unknownKid, { "x-abandon": "300" })).status).toBe(499);
+    // Requests that come during that look wait for it on their own timers, at most 2 x 1000 ms from its start.
+    const during = await Promise.all([accounts(unknownKid), accounts(unknownKid), accounts(token)]);
+    expect(during.map((r) => r.status)).toEqual([401, 401, 200]);
+    for (const r of during) expect(r.ms).toBeLessThan(5000);
+    // The two of the unknown kid did wait for the look (till 2 x 1000 ms from its start, 300 ms before them).
+    for (const r of during.slice(0, 2)) expect(r.ms).toBeGreaterThanOrEqual(1000);
+    // Past that bound the stale look is dropped: the next one looks afresh (its read late too: 401 within 1000 ms).
+    await new Promise((r) => setTimeout(r, 2000));
+    await get(base, "/__gate?advance=2000");
+    const later = await accounts(unknownKid);
+    expect(later.status).toBe(401);
+    // Its own look, given up on after 1000 ms (not the stale one's, past its bound at once).
+    expect(later.ms).toBeGreaterThanOrEqual(1000);
+    expect(later.ms).toBeLessThan(5000);
+    // D1 back: served at once.
+    await get(base, "/__gate?mode=open&advance=2000");
+    const after = await Promise.all([accounts(unknownKid), accounts(token)]);
+    expect(after.map((r) => r.status)).toEqual([401, 200]);
+    for (const r of after) expect(r.ms).toBeLessThan(5000);
   }, 60_000);
 
   it("the reload is slow (D1 late by minutes): answered with the loaded keys after the Worker's default bound (10 s), not minutes", async () => {
