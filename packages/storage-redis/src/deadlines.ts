@@ -118,3 +118,21 @@ export function deadlines(timeoutMs: number, now: () => number = () => performan
       );
     });
 }
+
+/** `promise`, or a rejection (after `onLate`) when it has not settled within `ms`. */
+export async function withinMs<T>(promise: Promise<T>, ms: number, onLate: () => void, message: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([
+      promise,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          onLate();
+          reject(new Error(message));
+        }, ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

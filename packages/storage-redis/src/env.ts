@@ -6,7 +6,8 @@ import { redactConnectionUrl } from "@plantgate/core";
 import { createClient } from "redis";
 import { DEFAULT_KEY_PREFIX, isValidKeyPrefix, KEY_PREFIX_RULE, redisHotStores, type RedisHotStores } from "./index.js";
 import { RedisConfigError } from "./config-error.js";
-import { refuseMissingPermissions, withinMs } from "./permissions.js";
+import { withinMs } from "./deadlines.js";
+import { refuseMissingPermissions } from "./permissions.js";
 
 export { RedisConfigError } from "./config-error.js";
 

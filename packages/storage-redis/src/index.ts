@@ -6,11 +6,11 @@ import type { AssertionJtiStore, AttemptStore, RevokedTokenStore, SessionStore }
 import { redisAssertionJtiStore } from "./assertion-jtis.js";
 import { redisAttemptStore } from "./attempts.js";
 import type { HotContext } from "./context.js";
-import { deadlines } from "./deadlines.js";
+import { deadlines, withinMs } from "./deadlines.js";
 import { redisRevokedTokenStore } from "./revoked-tokens.js";
 import type { RedisScriptClient } from "./scripts.js";
 import { redisSessionStore } from "./sessions.js";
-import { refuseMissingPermissions, withinMs } from "./permissions.js";
+import { refuseMissingPermissions } from "./permissions.js";
 
 export type { RedisScriptClient } from "./scripts.js";
 export { CommandTimeoutError } from "./deadlines.js";

@@ -118,21 +118,3 @@ export async function refuseMissingPermissions(client: RedisScriptClient, keyPre
     missing.scripting.length > 0 ? { cause: missing.scripting[0]!.error } : {},
   );
 }
-
-/** `promise`, or a rejection (after `onLate`) when it has not settled within `ms`. */
-export async function withinMs<T>(promise: Promise<T>, ms: number, onLate: () => void, message: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          onLate();
-          reject(new Error(message));
-        }, ms);
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
