@@ -94,7 +94,7 @@ function fail(message: string): never {
  * A bind failure of the public port, naming PORT: Node's "listen EADDRINUSE: address already in use
  * 127.0.0.1:3000" did not say which of the server's ports it was (until 2026-11-30).
  */
-export function listenFailure(listenPort: number, error: unknown): Error {
+function listenFailure(listenPort: number, error: unknown): Error {
   const reason = error instanceof Error ? error.message : String(error);
   return new Error(`PORT ${listenPort}: the server could not listen (${reason})`, { cause: error });
 }
