@@ -310,6 +310,17 @@ function isD1(value: unknown): value is D1DatabaseLike {
  */
 const appOfFailedStart = new WeakMap<object, Plantgate>();
 
+/**
+ * The app a failed start made, handed out once: the request or scheduled run that gets it waits for
+ * its events' flush, and a start the isolate keeps leaves nothing for later ones to wait for.
+ */
+function takeAppOfFailedStart(error: unknown): Plantgate | undefined {
+  if (typeof error !== "object" || error === null) return undefined;
+  const app = appOfFailedStart.get(error);
+  appOfFailedStart.delete(error);
+  return app;
+}
+
 async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logger: Pick<Logger, "warn">): Promise<Plantgate> {
   // The upload bounds are the entry's own; the rest are plantgate options.
   const { d1Binding = "DB", migrate = true, d1TimeoutMs = WORKER_D1_TIMEOUT_MS, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, scheduledEventsTimeoutMs: _events, fetchEventsTimeoutMs: _fetchEvents, pruneMaxBatches: _prune, ...rest } = options;
@@ -509,11 +520,9 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
       // Once per failed start, by the first request that gets it: its app serves nothing and makes no
       // event after that, so a start the isolate keeps (a configuration error, a schema too new) left
       // every later request a flush with nothing to wait for (until 2026-11-30, one per request).
-      const made = typeof error === "object" && error !== null ? appOfFailedStart.get(error) : undefined;
-      if (made !== undefined && executionCtx !== undefined) {
-        appOfFailedStart.delete(error as object);
-        executionCtx.waitUntil(flushAfterAnswer(made));
-      }
+      // Without an execution context (nothing to wait with) the app is left for a request that has one.
+      const made = executionCtx !== undefined ? takeAppOfFailedStart(error) : undefined;
+      if (made !== undefined) executionCtx!.waitUntil(flushAfterAnswer(made));
       const answer = unavailableResponse(urlOf(request.url)?.pathname ?? "", "The service is temporarily unavailable; retry later.");
       return new Response(answer.body as Uint8Array<ArrayBuffer>, { status: answer.status, headers: answer.headers });
     }
@@ -578,10 +587,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
           logger.error("plantgate scheduled prune failed", describeError(error));
           // A start that failed after it made events: the run waits for them too (below).
           // Once per failed start, as fetch hands it (a kept start's later runs have nothing to wait for).
-          if (app === undefined && typeof error === "object" && error !== null) {
-            app = appOfFailedStart.get(error);
-            appOfFailedStart.delete(error);
-          }
+          app ??= takeAppOfFailedStart(error);
           throw error;
         }
         // The prune is done: a hook that throws is the hook's failure, logged as such, and the run
