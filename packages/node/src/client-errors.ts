@@ -19,10 +19,15 @@ const ignore = (): void => {};
 /** What of Node's socket, its answer in flight and its parser this reads. */
 type HttpSocket = Duplex & {
   _httpMessage?: (NodeJS.EventEmitter & { _headerSent?: boolean; req?: unknown }) | null;
-  parser?: { incoming?: { complete?: boolean } | null } | null;
+  parser?: { incoming?: { complete?: boolean; method?: string } | null } | null;
 };
 
-function refuse(socket: HttpSocket, [status, reason, description]: readonly [number, string, string]): void {
+/**
+ * Refuses what Node's parser or timers refused on `socket`. `packet` is the data the parser failed
+ * on (Node's `error.rawPacket`), if any: a refused request whose head had not been read whole is
+ * known to be a HEAD only from it (see {@link startsWithHeadLine}).
+ */
+function refuse(socket: HttpSocket, [status, reason, description]: readonly [number, string, string], packet?: Buffer): void {
   // Node's parser fails again on every later chunk: the answer is already out, and a destroy here
   // with the client's upload unread was a reset that could destroy it (before 2026-11-29).
   if (refused.has(socket)) return;
@@ -56,7 +61,11 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
     // keep-alive connection's later request was closed without an answer, and a refused request
     // behind one whose answer was still to come had its refusal sent in that answer's place.
     const body = JSON.stringify({ error: "invalid_request", error_description: description });
-    socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncache-control: no-store\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    // RFC 9110 §9.3.2: the answer to a HEAD carries no content; its Content-Length is the one a GET
+    // would have got (§8.6), as Node's own answers to HEAD say. Until 2026-11-30 the body went out
+    // too, where a client keeping the connection reads a HEAD answer's end at its blank line.
+    const head = own ? incoming?.method === "HEAD" : packet !== undefined && startsWithHeadLine(packet);
+    socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncache-control: no-store\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${head ? "" : body}`);
     drain();
   } else {
     // An answer is on its way (an earlier request's, or this one's already begun): it goes out
@@ -145,12 +154,31 @@ export function refuseMalformedRequests(server: Server): void {
     // handle: without a listener it would be thrown as an uncaught 'error'.
     socket.on("error", ignore);
     if (error.code === "ECONNRESET") return void socket.destroy();
-    refuse(socket, error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? ANSWERS.timeout : error.code === "HPE_HEADER_OVERFLOW" ? ANSWERS.headers : ANSWERS.malformed);
+    const answer = error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? ANSWERS.timeout : error.code === "HPE_HEADER_OVERFLOW" ? ANSWERS.headers : ANSWERS.malformed;
+    const packet = (error as { rawPacket?: unknown }).rawPacket;
+    refuse(socket, answer, Buffer.isBuffer(packet) ? packet : undefined);
   });
   server.on("connect", (_request: unknown, socket: Duplex) => {
     socket.on("error", ignore);
     refuse(socket, ANSWERS.malformed);
   });
+}
+
+/** A HEAD request line, as Node's parser reads one (a target of visible characters, HTTP/1.0 or 1.1). */
+const HEAD_LINE = /^HEAD [!-~]+ HTTP\/1\.[01]\r?$/;
+
+/**
+ * Whether the data Node's parser failed on begins with a HEAD request line: the refused request's
+ * own head, read in the same read as the failure (two `Content-Length` lines, headers past the
+ * limit, sent in one write). Node keeps no method for a request whose head failed, and no header
+ * line reads as a request line (a header's name holds no space), so a packet that begins with one is
+ * that request's start (short of a read that splits a header value just before such text); a head that failed in a later read than its request line's (or a request
+ * pipelined mid-packet, or a 408 with nothing read) is not known to be a HEAD and keeps its body.
+ */
+function startsWithHeadLine(packet: Buffer): boolean {
+  if (packet.length < 5 || packet.toString("latin1", 0, 5) !== "HEAD ") return false;
+  const end = packet.indexOf(10);
+  return end > 0 && HEAD_LINE.test(packet.toString("latin1", 0, end));
 }
 
 /**

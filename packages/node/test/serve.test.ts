@@ -406,6 +406,82 @@ describe("serve limits", () => {
     }
   });
 
+  it("a refused HEAD gets the status and headers it would get as a GET, Content-Length included, and no body (RFC 9110 §9.3.2; the body went out too)", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const app = { fetch: async (request: Request) => (new URL(request.url).pathname === "/held" && (await held), new Response("hello")) };
+    const running = await serve(app, { port: 0, host: "127.0.0.1" });
+    /** Everything the server sends on a fresh connection after `writes` (one write each, apart), until it closes. */
+    const whole = async (writes: string[], readFirst = false): Promise<string> => {
+      const socket = await open(running.url);
+      if (readFirst) {
+        const first = readResponse(socket);
+        socket.write("GET / HTTP/1.1\r\nhost: x\r\n\r\n");
+        expect((await first).status).toBe(200);
+      }
+      const received: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => received.push(chunk));
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.resume();
+      for (const data of writes) {
+        socket.write(data);
+        await delay(50);
+      }
+      await closed;
+      return Buffer.concat(received).toString("latin1");
+    };
+    const answer = (status: string, length: number) =>
+      `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncache-control: no-store\r\ncontent-length: ${length}\r\nconnection: close\r\n\r\n`;
+    const malformed = '{"error":"invalid_request","error_description":"The request cannot be processed."}';
+    try {
+      // The head refused by Node's parser, read in one read with the failure.
+      expect(await whole(["HEAD / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\n"])).toBe(answer("400 Bad Request", 82));
+      expect(await whole([`HEAD / HTTP/1.1\r\nhost: x\r\nx-big: ${"a".repeat(20_000)}\r\n\r\n`])).toBe(answer("431 Request Header Fields Too Large", 84));
+      // A keep-alive connection's later request.
+      expect(await whole(["HEAD / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\n"], true)).toBe(answer("400 Bad Request", 82));
+      // Its head read whole and handed to the app, which has not answered; its body fails in a later read.
+      expect(await whole(["HEAD /held HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n", "zz\r\n"])).toBe(answer("400 Bad Request", 82));
+      // The same as a GET keeps its body.
+      expect(await whole(["GET / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\n"])).toBe(answer("400 Bad Request", 82) + malformed);
+      expect(await whole(["GET /held HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n", "zz\r\n"])).toBe(answer("400 Bad Request", 82) + malformed);
+    } finally {
+      release();
+      await running.close();
+    }
+  });
+
+  it("answers written through Node's response to a HEAD carry no body either: the app's failure 500, a bad Host 400, an unsupported expectation 417, a plain answer", async () => {
+    const app = {
+      handle: async (request: Request) => {
+        if (new URL(request.url).pathname === "/throw") throw new Error("the app failed");
+        return { status: 200, headers: { "content-type": "text/plain", "content-length": "5" }, body: new TextEncoder().encode("hello") };
+      },
+      fetch: async () => new Response(null),
+    };
+    const running = await serve(app, { port: 0, host: "127.0.0.1", onError: () => {} });
+    try {
+      for (const [raw, status, length] of [
+        ["HEAD /throw HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n", 500, "90"],
+        ["HEAD / HTTP/1.1\r\nhost: a b\r\nconnection: close\r\n\r\n", 400, "82"],
+        ["HEAD / HTTP/1.1\r\nhost: x\r\nexpect: something-else\r\n\r\n", 417, "99"],
+        ["HEAD / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n", 200, "5"],
+      ] as const) {
+        const socket = await open(running.url);
+        const received: Buffer[] = [];
+        socket.on("data", (chunk: Buffer) => received.push(chunk));
+        const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+        socket.write(raw);
+        await closed;
+        const text = Buffer.concat(received).toString("latin1");
+        const end = text.indexOf("\r\n\r\n");
+        const lengthLine = /\r\ncontent-length: (\d+)\r\n/i.exec(text)?.[1];
+        expect([raw, Number(text.slice(9, 12)), lengthLine, end > 0 ? text.slice(end + 4) : text]).toEqual([raw, status, length, ""]);
+      }
+    } finally {
+      await running.close();
+    }
+  });
+
   it("a refused request behind one whose answer is still to come: that answer arrives whole and alone, then the connection closes (nothing written ahead of it)", async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
