@@ -2,6 +2,7 @@ import type { NextFunction, Request as ExpressRequest, RequestHandler, Response 
 import {
   checkUploadDiscardOptions,
   lingerOnUnreadUpload,
+  MisdirectedRequestError,
   originOf,
   PlantgateBodyConsumedError,
   refusedRequestAnswer,
@@ -94,7 +95,11 @@ function targetPath(target: string): string | undefined {
   }
 }
 
-/** `scheme://host[:port]` as Express sees it, i.e. with its `trust proxy` setting applied. */
+/**
+ * `scheme://host[:port]` as Express sees it, i.e. with its `trust proxy` setting applied.
+ *
+ * @throws MisdirectedRequestError for an absolute-form target naming the other scheme.
+ */
 function expressOrigin(req: ExpressRequest): string {
   const encrypted = (req.socket as { encrypted?: boolean } | null)?.encrypted === true;
   const protocol = req.protocol.toLowerCase();
@@ -106,6 +111,9 @@ function expressOrigin(req: ExpressRequest): string {
   // of several X-Forwarded-Host values, the listener the last (the nearest proxy's).
   // An absolute-form target's authority overrides the Host header (RFC 9112 §3.2.2), as on the
   // listener; a trusted forwarded host (req.host is then not the Host header) still comes first.
+  // RFC 9110 §7.4: a target naming the other scheme (`GET https://host/...` over plain TCP) is the
+  // listener's 421, not served under this connection's scheme (until 2026-11-30 it was).
+  if (ABSOLUTE_FORM.test(req.originalUrl) && (req.originalUrl.charCodeAt(4) === 0x3a) !== (scheme === "http")) throw new MisdirectedRequestError();
   const authority = targetAuthority(req.originalUrl);
   const host = authority !== undefined && req.host === req.headers.host ? authority : req.host;
   return originOf(scheme, host, req.headers.host);

@@ -165,4 +165,23 @@ describe("RFC 9112 §3.2.2: absolute-form request targets, as on the Node listen
     expect(await issuerOf("")).toBe("http://auth.example.com/auth");
     expect(await issuerOf("x-forwarded-host: proxy.example\r\n")).toBe("http://proxy.example/auth");
   });
+
+  it("a target naming the other scheme (`https://...` over plain TCP; with trust proxy, the other than X-Forwarded-Proto's) -> the listener's 421 on a path plantgate answers (it was served as http://...); the host app's own paths go on", async () => {
+    const misdirected = '{"error":"invalid_request","error_description":"The request\'s target is not served on this connection."}';
+    const app = express();
+    app.set("trust proxy", "loopback");
+    app.use("/auth", plantgate(await plantgateApp()));
+    app.use((_req, res) => void res.status(404).type("text").send("host app"));
+    const origin = await listen(app);
+    const ask = async (target: string, extra = "") => {
+      const [head, body] = (await raw(origin, `GET ${target} HTTP/1.1\r\nhost: other.example\r\n${extra}connection: close\r\n\r\n`)).split("\r\n\r\n");
+      return [target, head!.split("\r\n")[0], body];
+    };
+    const metadata = "/auth/.well-known/oauth-authorization-server";
+    expect(await ask(`https://auth.example.com:443${metadata}`)).toEqual([`https://auth.example.com:443${metadata}`, "HTTP/1.1 421 Misdirected Request", misdirected]);
+    expect(await ask(`http://auth.example.com${metadata}`, "x-forwarded-proto: https\r\n")).toEqual([`http://auth.example.com${metadata}`, "HTTP/1.1 421 Misdirected Request", misdirected]);
+    expect(await ask("https://auth.example.com/elsewhere")).toEqual(["https://auth.example.com/elsewhere", "HTTP/1.1 404 Not Found", "host app"]);
+    const [, served, body] = await ask(`https://auth.example.com:443${metadata}`, "x-forwarded-proto: https\r\n");
+    expect([served, (JSON.parse(body!) as { issuer: string }).issuer]).toEqual(["HTTP/1.1 200 OK", "https://auth.example.com/auth"]);
+  });
 });

@@ -29,6 +29,8 @@ export interface Target {
   path: string;
   /** Host from an absolute-form target (proxy-style requests). */
   authority?: string;
+  /** Whether an absolute-form target names `https` (else `http`); undefined for the origin form. */
+  secure?: boolean;
 }
 
 /** Splits an origin-form or absolute-form request target; throws TypeError for anything else (`OPTIONS *`, userinfo). */
@@ -39,7 +41,7 @@ export function parseTarget(target: string): Target {
     // (until 2026-11-30 the URL parser dropped it and the host after it was served).
     if (USERINFO.test(target)) throw new TypeError("Unsupported request target.");
     const url = new URL(target);
-    return { path: `${url.pathname}${url.search}`, authority: url.host };
+    return { path: `${url.pathname}${url.search}`, authority: url.host, secure: url.protocol === "https:" };
   }
   throw new TypeError("Unsupported request target.");
 }

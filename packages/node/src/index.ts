@@ -2,7 +2,7 @@ export type { FetchApp, HandleApp, HandleInfo, NodeApp, PlainAnswer } from "./fe
 export { toRequest, toExchange, refusedRequestAnswer, releaseRequestBody, type ToRequestOptions, type NodeExchange } from "./to-request.js";
 export { writeResponse } from "./write-response.js";
 export { BODY_CONSUMED, PlantgateBodyConsumedError } from "./body-consumed.js";
-export { originOf } from "./request-origin.js";
+export { originOf, MisdirectedRequestError } from "./request-origin.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
 export { serve, SERVE_DEFAULTS, type ServeOptions, type ServeResult } from "./serve.js";
 export { answerMalformedRequests } from "./client-errors.js";

@@ -47,7 +47,7 @@ export function createNodeRequest(
   const coding = headers.get("transfer-encoding");
   if (coding !== null && coding.trim().toLowerCase() !== "chunked") throw new TransferCodingError();
   const target = parseTarget(incoming.url ?? "/");
-  const resolved = resolveOrigin({ incoming, headers, targetAuthority: target.authority, origin, trustProxy });
+  const resolved = resolveOrigin({ incoming, headers, targetAuthority: target.authority, targetSecure: target.secure, origin, trustProxy });
   return new NodeRequest(incoming, response, method, normaliseUrl(resolved, target.path), headers) as unknown as Request;
 }
 

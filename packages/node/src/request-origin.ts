@@ -81,12 +81,29 @@ export interface OriginInputs {
   headers: Headers;
   /** Authority taken from an absolute-form request target, if any. */
   targetAuthority: string | undefined;
+  /** Whether an absolute-form request target names `https`; undefined for the origin form. */
+  targetSecure?: boolean | undefined;
   origin: string | undefined;
   trustProxy: boolean;
 }
 
 /**
+ * A request whose absolute-form target names a scheme other than the one this connection serves
+ * (`GET https://host/...` over plain TCP, `http://` over TLS), answered 421 (see
+ * {@link refusedRequestAnswer}).
+ */
+export class MisdirectedRequestError extends Error {
+  override readonly name = "MisdirectedRequestError";
+  constructor() {
+    super("The request's target names a scheme this connection does not serve.");
+  }
+}
+
+/**
  * Decides the origin (`scheme://host[:port]`) of the Web Request.
+ *
+ * @throws MisdirectedRequestError for an absolute-form target whose scheme is not the connection's
+ *   (with `trustProxy`, the forwarded one), unless a fixed `origin` is configured.
  */
 export function resolveOrigin(inputs: OriginInputs): string {
   if (inputs.origin !== undefined) return cachedOrigin(inputs.origin, () => parseOrigin(inputs.origin!));
@@ -103,6 +120,12 @@ export function resolveOrigin(inputs: OriginInputs): string {
     host = parseHost(lastValue(inputs.headers.get("x-forwarded-host")));
   }
 
+  // RFC 9112 §3.3: an absolute-form target is the target URI itself, scheme included, and RFC 9110
+  // §7.4: a request for an https resource received over a connection that is not secured is
+  // rejected, 421 (§15.5.20: its target does not match the connection it came on), as is an http
+  // target on a TLS connection. Until 2026-11-30 the scheme was dropped and the authority read in
+  // the connection's: `GET https://b:443/x` over plain TCP was served as `http://b/x` (port 80).
+  if (inputs.targetSecure !== undefined && inputs.targetSecure !== (scheme === "https")) throw new MisdirectedRequestError();
   // RFC 9112 §3.2.2: an absolute-form target overrides the Host header.
   host ??= parseHost(inputs.targetAuthority) ?? parseHost(inputs.headers.get("host"));
   return originFromParts(scheme, host);

@@ -3,6 +3,7 @@ import type { HandleInfo, PlainAnswer } from "./fetch-app.js";
 import { createNodeRequest, readRequestBody, releaseBody, TransferCodingError } from "./node-request.js";
 import type { lingerOnUnreadUpload } from "./linger.js";
 import type { PlantgateBodyConsumedError } from "./body-consumed.js";
+import { MisdirectedRequestError } from "./request-origin.js";
 
 /**
  * Options for {@link toRequest}.
@@ -43,8 +44,10 @@ export interface ToRequestOptions {
  * such as `clone()` or `formData()`, are answered by a real undici Request built on first use).
  *
  * - **URL**: `options.origin`, else (with `trustProxy`) the right-most
- *   `X-Forwarded-Proto` / `X-Forwarded-Host` values, else `http://` + the
- *   `Host` header (an HTTP/1.0 request without one: `localhost`).
+ *   `X-Forwarded-Proto` / `X-Forwarded-Host` values, else `http://` (`https://` on a TLS socket)
+ *   + the authority of an absolute-form target or the `Host` header (an HTTP/1.0 request without
+ *   one: `localhost`). An absolute-form target must name that scheme (RFC 9110 §7.4); one naming
+ *   the other is refused (a {@link MisdirectedRequestError}, 421), unless `options.origin` is set.
  *   The path and query are kept as sent, except for what the WHATWG URL
  *   parser normalises in every `Request` (dot segments, a few characters
  *   such as `{` that it percent-encodes). Node's parser already rejects raw
@@ -77,7 +80,8 @@ export interface ToRequestOptions {
  *
  * @throws TypeError if the request cannot be represented as a Web Request
  *   (`CONNECT`/`TRACE`/`TRACK` methods, asterisk-form `OPTIONS *` target) or its Host is missing
- *   (HTTP/1.1), repeated or invalid (RFC 9112 §3.2).
+ *   (HTTP/1.1), repeated or invalid (RFC 9112 §3.2); a MisdirectedRequestError for an absolute-form
+ *   target naming the other scheme.
  *
  * @example
  * ```ts
@@ -168,6 +172,7 @@ export const refusal = (status: number, description: string): PlainAnswer => {
 };
 const CANNOT_BE_PROCESSED = refusal(400, "The request cannot be processed.");
 const UNKNOWN_TRANSFER_CODING = refusal(501, "The request's transfer coding is not supported.");
+const MISDIRECTED = refusal(421, "The request's target is not served on this connection.");
 
 /**
  * Lets go of the request body of an exchange the app failed on, before the request is handed to
@@ -193,8 +198,9 @@ export function releaseRequestBody(exchange: NodeExchange): void {
 
 /**
  * The answer to a request {@link toExchange} refused: 501 for a transfer coding other than
- * chunked (RFC 9112 §6.1), else 400 (a target a Web Request cannot carry, a bad Host). Treat the
- * answer as read-only: its bytes are shared.
+ * chunked (RFC 9112 §6.1), 421 for an absolute-form target whose scheme is not the connection's
+ * (RFC 9110 §7.4), else 400 (a target a Web Request cannot carry, a bad Host). Treat the answer as
+ * read-only: its bytes are shared.
  *
  * @example
  * ```ts
@@ -206,5 +212,6 @@ export function releaseRequestBody(exchange: NodeExchange): void {
  * ```
  */
 export function refusedRequestAnswer(error: unknown): PlainAnswer {
-  return error instanceof TransferCodingError ? UNKNOWN_TRANSFER_CODING : CANNOT_BE_PROCESSED;
+  if (error instanceof TransferCodingError) return UNKNOWN_TRANSFER_CODING;
+  return error instanceof MisdirectedRequestError ? MISDIRECTED : CANNOT_BE_PROCESSED;
 }

@@ -116,6 +116,32 @@ describe("toRequest: URL", () => {
     expect(echo.url).toBe("http://target.example:81/abs?q=1");
   });
 
+  it("answers 421 to an absolute-form target naming the other scheme (RFC 9110 §7.4; `https://b:443/x` over plain TCP was served as http://b/x), and keeps the port of one naming its own (RFC 9112 §3.3)", async () => {
+    const misdirected = '{"error":"invalid_request","error_description":"The request\'s target is not served on this connection."}';
+    const { url } = await start(echoApp);
+    for (const target of ["https://b:443/x", "HTTPS://b/x", "https://b:8443/x?y=1"]) {
+      const { status, statusText, headers, body } = await rawExchange(url, `GET ${target} HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n`, { untilClose: true });
+      const header = Object.fromEntries(headers);
+      expect([target, status, statusText, header["content-type"], header["cache-control"], body.toString()]).toEqual([target, 421, "Misdirected Request", "application/json", "no-store", misdirected]);
+    }
+    for (const [target, served] of [
+      ["http://b:443/x", "http://b:443/x"],
+      ["http://b:80/x", "http://b/x"],
+      ["HTTP://B/x?y=1", "http://b/x?y=1"],
+    ]) {
+      expect([target, (await rawEcho(url, `GET ${target} HTTP/1.1\r\nHost: other.example\r\nConnection: close\r\n\r\n`)).url]).toEqual([target, served]);
+    }
+    // With trustProxy the scheme to match is the trusted proxy's X-Forwarded-Proto.
+    const proxied = await start(echoApp, { trustProxy: true });
+    const forwarded = (target: string) => `GET ${target} HTTP/1.1\r\nHost: internal\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n\r\n`;
+    expect((await rawEcho(proxied.url, forwarded("https://b:443/x"))).url).toBe("https://b/x");
+    const plainTarget = await rawExchange(proxied.url, forwarded("http://b/x"), { untilClose: true });
+    expect([plainTarget.status, plainTarget.body.toString()]).toEqual([421, misdirected]);
+    // A configured origin is the URL's whatever the target names, as whatever the Host says.
+    const fixed = await start(echoApp, { origin: "https://auth.example.com" });
+    expect((await rawEcho(fixed.url, "GET http://b/x HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n")).url).toBe("https://auth.example.com/x");
+  });
+
   it("answers 400 invalid_request to an absolute-form target with userinfo, as to a Host with userinfo (RFC 9110 §4.2.4), instead of serving its host", async () => {
     const { url } = await start(echoApp);
     for (const target of ["http://user:pass@target.example/abs", "http://user@target.example/abs", "HTTP://@target.example/abs"]) {
