@@ -1,4 +1,4 @@
-import { NetworkError, OAuthError, type GrantType, type OAuthErrorBody } from "./errors.js";
+import { NetworkError, OAuthError, serverText, type GrantType, type OAuthErrorBody } from "./errors.js";
 import { deadlineIn, isObject, parseJsonBody, pathOf, send, unexpected, within, type FetchLike, type ReadResponse } from "./fetch.js";
 import type { AssertionSigner } from "./assertion.js";
 import type { CachedToken, PasswordCredentials, TokenCache, TokenInfo } from "./types.js";
@@ -126,12 +126,13 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     return mark === undefined ? clock() : nowSince(mark);
   };
   /**
-   * A 429 or 503 of the token endpoint with a `Retry-After`: no token request is sent before
+   * A 429 or 503 of the token endpoint with a `Retry-After`, whatever its body (an OAuthError, or a
+   * proxy's page: a NetworkError, see throwUnavailable): no token request is sent before
    * `until`, on the clock as {@link nowSince} reads it from `from` (so no longer in real time than
    * the hold, whatever steps the clock takes), calls reject with a new error like `error` that
    * counts down (see {@link waiting}).
    */
-  let hold: { from: Mark; until: number; error: OAuthError } | null = null;
+  let hold: { from: Mark; until: number; error: NetworkError | OAuthError } | null = null;
   /**
    * Token requests in a row that got no usable answer ({@link unanswered}); any token in hand, or
    * any other answer of the server, sets it back to 0.
@@ -448,11 +449,13 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   /**
    * Whether a token request failed without a usable answer: a {@link NetworkError} of any reason
    * (no answer, not the protocol: a proxy's page, a malformed token answer, a redirect, a body too
-   * large), or an OAuthError with a 429 or 5xx status that set no hold (no usable Retry-After).
+   * large), or an OAuthError with a 429 or 5xx status; either only when it set no {@link hold} (no
+   * usable Retry-After).
    */
   function unanswered(error: unknown): error is NetworkError | OAuthError {
+    if (hold !== null && hold.error === error) return false;
     if (error instanceof NetworkError) return true;
-    return error instanceof OAuthError && (error.status === 429 || error.status >= 500) && !(hold !== null && hold.error === error);
+    return error instanceof OAuthError && (error.status === 429 || error.status >= 500);
   }
 
   /**
@@ -517,11 +520,14 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       token = toCachedToken(response, grantType, startedAt, previous);
     } catch (error) {
       // The server said when to come back (a brute-force lock's 429, a storage outage's 503): until
-      // then every call sent the request again into the refusal (until 2026-11-30).
-      if (error instanceof OAuthError && (error.status === 429 || error.status === 503) && error.retryAfter !== null && error.retryAfter > 0) {
+      // then every call sent the request again into the refusal (until 2026-11-30). So did a
+      // proxy's or load balancer's 429 or 503 without an OAuth error body (a NetworkError), whose
+      // Retry-After was not read either (until 2026-11-30): whatever the body, it holds the same.
+      const held = (response.status === 429 || response.status === 503) && (error instanceof OAuthError || error instanceof NetworkError) ? holdMs(retryAfterOf(response)) : 0;
+      if (held > 0) {
         const from = mark();
-        hold = { from, until: from.at + Math.min(error.retryAfter * 1000, HOLD_MAX_MS), error };
-        transient.add(error);
+        hold = { from, until: from.at + held, error: error as NetworkError | OAuthError };
+        transient.add(error as object);
       }
       // After the hold (set first): an answer with a Retry-After is not counted toward the backoff.
       failed(error);
@@ -827,14 +833,16 @@ function noAnswer(error: unknown): boolean {
 
 /**
  * Whether a failed token request got an answer that says nothing of the refresh token it presented:
- * an OAuth error with a 429 or 5xx status (plantgate's `temporarily_unavailable` while its storage
+ * a 429 (whatever its body), or an OAuth error with a 5xx status (plantgate's `temporarily_unavailable` while its storage
  * is down, answered before the token is looked at; a throttle's 429), as is the error a call held by
  * such an answer's Retry-After rejects with. A rotation whose answer was lost earlier may still have
  * happened: its background retries go on.
  */
 function undecided(error: unknown): boolean {
-  // A backed-off call's NetworkError (a retry that joined a call's renewal) sent nothing either.
-  return (error instanceof OAuthError && (error.status === 429 || error.status >= 500)) || (error instanceof NetworkError && error.retryAfter !== null);
+  // A backed-off call's NetworkError (a retry that joined a call's renewal) sent nothing either; a
+  // throttle's 429 without an OAuth body (a gateway's `{"message":...}`, unexpected_response) says
+  // nothing of the token either (until 2026-11-30 it ended the retries; a 5xx one is noAnswer).
+  return (error instanceof OAuthError && (error.status === 429 || error.status >= 500)) || (error instanceof NetworkError && (error.retryAfter !== null || error.status === 429));
 }
 
 /** An OAuthError's body again (for the error of a held call). */
@@ -963,16 +971,13 @@ function toCachedToken(
   startedAt: number,
   previous: Previous,
 ): CachedToken {
-  const body = parseJsonBody(response, WHAT);
   if (response.status < 200 || response.status > 299) {
-    if (isObject(body) && typeof body.error === "string") {
-      const e: OAuthErrorBody = { error: body.error };
-      if (typeof body.error_description === "string") e.error_description = body.error_description;
-      if (typeof body.error_uri === "string") e.error_uri = body.error_uri;
-      throw new OAuthError(response.status, e, grantType, retryAfterOf(response));
-    }
+    if (response.status === 429 || response.status === 503) throwUnavailable(response, grantType);
+    const body = parseJsonBody(response, WHAT);
+    if (isObject(body) && typeof body.error === "string") throw oauthError(response, body as { error: string }, grantType);
     throw unexpected(response, WHAT, "an error body without an OAuth 'error' code");
   }
+  const body = parseJsonBody(response, WHAT);
   if (!isObject(body) || typeof body.access_token !== "string" || body.access_token === "") {
     throw unexpected(response, WHAT, "no access_token in the response");
   }
@@ -1005,6 +1010,46 @@ function toCachedToken(
     refreshToken: typeof body.refresh_token === "string" ? body.refresh_token : previous.refreshToken,
     grantType,
   };
+}
+
+/** The {@link OAuthError} of an error answer with an OAuth error body. */
+function oauthError(response: ReadResponse, body: { error: string; error_description?: unknown; error_uri?: unknown }, grantType: GrantType): OAuthError {
+  const e: OAuthErrorBody = { error: body.error };
+  if (typeof body.error_description === "string") e.error_description = body.error_description;
+  if (typeof body.error_uri === "string") e.error_uri = body.error_uri;
+  return new OAuthError(response.status, e, grantType, retryAfterOf(response));
+}
+
+/**
+ * A 429 or 503 of the token endpoint: an {@link OAuthError} with an OAuth error body; without one
+ * (a proxy's or load balancer's own answer: nginx's HTML page, an empty body, a gateway's
+ * `{"message":...}`) a {@link NetworkError} (`not_json`, or `unexpected_response` for JSON) that
+ * says so, and what its `Retry-After` holds (see {@link holdMs}). Until 2026-11-30 such an answer
+ * was reported as a body that is not JSON, and its `Retry-After` was not read: every call asked again.
+ */
+function throwUnavailable(response: ReadResponse, grantType: GrantType): never {
+  let body: unknown;
+  let json = true;
+  try {
+    body = JSON.parse(response.text) as unknown;
+  } catch {
+    json = false;
+  }
+  if (json && isObject(body) && typeof body.error === "string") throw oauthError(response, body as { error: string }, grantType);
+  const type = response.headers.get("content-type");
+  const what = json ? "JSON without an 'error' code" : response.text === "" ? "an empty body" : `${type ? `${serverText(type, 100)}, ` : ""}not JSON`;
+  const seconds = retryAfterOf(response);
+  const held = holdMs(seconds);
+  const hold = held > 0 ? `; Retry-After ${seconds} s: no token request is sent for ${held / 1000} s` : "";
+  throw new NetworkError(json ? "unexpected_response" : "not_json", `${WHAT}: HTTP ${response.status} without an OAuth error body (${what})${hold}`, response.status);
+}
+
+/**
+ * How long a 429 or 503 of the token endpoint with a `Retry-After` of `seconds` holds the client's
+ * token requests (ms): at most {@link HOLD_MAX_MS}; 0 (no hold) without one, or with 0.
+ */
+function holdMs(seconds: number | null): number {
+  return seconds === null || seconds <= 0 ? 0 : Math.min(seconds * 1000, HOLD_MAX_MS);
 }
 
 function isCachedToken(value: unknown): value is CachedToken {

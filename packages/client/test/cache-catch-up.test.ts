@@ -81,6 +81,13 @@ function sharedCache() {
   return { link, held, log };
 }
 
+/** A body a gateway answers with, and its content type. */
+interface GatewayBody {
+  type: string;
+  text: string;
+}
+const OAUTH_429: GatewayBody = { type: "application/json", text: JSON.stringify({ error: "temporarily_unavailable", error_description: "Rate limit exceeded; retry after Retry-After." }) };
+
 /** Polls `check` every 20 ms for up to `ms`; whether it came true (the test asserts the outcome after). */
 async function until(check: () => boolean, ms: number): Promise<boolean> {
   const end = performance.now() + ms;
@@ -574,12 +581,12 @@ describe("a refresh whose answer was lost after the server rotated", () => {
 
   /**
    * A's token requests through a rate-limiting gateway in front of the server (the server's clock
-   * is the gateway's): from `gate.from` to `gate.until` it answers each one itself, 429 with an OAuth error body
-   * and `Retry-After` the seconds left, forwarding nothing. `timeline` gets, for each token request,
+   * is the gateway's): from `gate.from` to `gate.until` it answers each one itself, 429 with `body`
+   * (an OAuth error body unless given) and `Retry-After` the seconds left, forwarding nothing. `timeline` gets, for each token request,
    * when (seconds after `gate.lossAt`, by the server's clock) it reached the server or the gateway
    * answered it; `gate.inFlight` counts the requests still on their way.
    */
-  function throttlingFetch(t: ServerTarget, inner: FetchLike, gate: { lossAt: number; from: number; until: number; inFlight: number }, timeline: string[]): FetchLike {
+  function throttlingFetch(t: ServerTarget, inner: FetchLike, gate: { lossAt: number; from: number; until: number; inFlight: number }, timeline: string[], body: GatewayBody = OAUTH_429): FetchLike {
     return async (url, init) => {
       const grant = new URLSearchParams(init.body ?? "").get("grant_type");
       if (grant === null) return inner(url, init);
@@ -588,8 +595,7 @@ describe("a refresh whose answer was lost after the server rotated", () => {
       if (gate.from <= now && now < gate.until) {
         const retryAfter = Math.ceil((gate.until - now) / 1000);
         timeline.push(`${at}: ${grant} answered by the gateway: 429, Retry-After ${retryAfter}`);
-        const body = JSON.stringify({ error: "temporarily_unavailable", error_description: "Rate limit exceeded; retry after Retry-After." });
-        return new Response(body, { status: 429, headers: { "content-type": "application/json", "retry-after": String(retryAfter) } });
+        return new Response(body.text, { status: 429, headers: { "content-type": body.type, "retry-after": String(retryAfter) } });
       }
       timeline.push(`${at}: ${grant} reached the server`);
       gate.inFlight++;
@@ -609,7 +615,13 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     expect(await settled(() => gate.inFlight === 0)).toBe(true);
   }
 
-  it("retries held by a Retry-After (20 s) that outlasts the steps left: presented once more when the hold ends, within the window, and the session lives", async () => {
+  // The gateway's 429 with an OAuth error body, and (until 2026-11-30 neither held anything, and the
+  // refresh was never presented again) without one: its own JSON, and an HTML page.
+  it.each([
+    ["an OAuth error body", OAUTH_429],
+    ["its own JSON ({\"message\":...})", { type: "application/json", text: '{"message":"Too Many Requests"}' }],
+    ["an HTML page", { type: "text/html", text: "<html><body><h1>429 Too Many Requests</h1></body></html>" }],
+  ])("retries held by a Retry-After (20 s) that outlasts the steps left: presented once more when the hold ends, within the window, and the session lives (the gateway's 429 with %s)", async (_what, body) => {
     target = await startTarget();
     const t = target;
     // Fake timers (and the monotonic clock): the retries' seconds pass in an instant; the sockets,
@@ -626,7 +638,7 @@ describe("a refresh whose answer was lost after the server rotated", () => {
       handed.push(entry);
       void promise.then(() => (entry.settled = true));
     };
-    const a = userProcess(t, { fetch: throttlingFetch(t, losingFetch(forwarded, "A", lose), gate, timeline), waitUntil });
+    const a = userProcess(t, { fetch: throttlingFetch(t, losingFetch(forwarded, "A", lose), gate, timeline, body), waitUntil });
     await a.client.getAccessToken();
     for (const clock of [t.clock, a.clock]) clock.advance(TTL);
     // The server rotates; the answer is lost on the way back. From 1 s to 21 s after it the gateway
