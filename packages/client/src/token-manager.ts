@@ -331,7 +331,10 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * the token (a token, a refusal) ends the retries. An answer that does not ({@link undecided}: a
    * storage outage's 503, or a call held by its Retry-After) leaves them going: until 2026-11-30 it
    * ended them, and a call after the grace window presented the replaced token (reuse, the user
-   * signed out).
+   * signed out). A call's own refresh lost once the steps are used up (an outage that swallowed a
+   * loss and its four retries, no answer since) starts them again: until 2026-11-30 it got no retry
+   * at all until some answer reset them, and a call after its grace window signed the user out.
+   * A retry's own loss never does (at most four retries per loss of a call's request).
    */
   // Its failure fails no call; a failure without an answer, or with an undecided one, schedules the
   // next retry (while the delays last; a failure without an answer schedules it in obtain(); past
@@ -379,7 +382,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   /**
    * A refresh got an answer (a token or a refusal), or a renewal found a token otherwise (the
    * shared cache's, which another process may have recovered by the server's replay): nothing is
-   * left to recover, and the next lost answer is retried 1 s after it again.
+   * left to recover, and the next lost answer is retried 1 s after it again. Also how a call's
+   * loss after the steps were used up starts them again (see obtain).
    */
   function refreshAnswered(): void {
     refreshRetry.reset();
@@ -620,8 +624,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         refreshAnswered();
         return { token, cached: false };
       } catch (error) {
-        if (noAnswer(error)) refreshRetry.schedule();
-        else if (!undecided(error)) refreshAnswered();
+        if (noAnswer(error)) {
+          // A call's own refresh lost once the steps are used up (none pending): a separate loss,
+          // which gets steps of its own (see refreshRetry). A retry's own loss never starts them again.
+          if (!background && refreshRetry.spent()) refreshAnswered();
+          refreshRetry.schedule();
+        } else if (!undecided(error)) refreshAnswered();
         if (!(error instanceof OAuthError && error.error === "invalid_grant")) throw error;
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
         deadRefresh.add(refreshToken);
@@ -876,7 +884,8 @@ function backoffMs(failures: number): number {
 /**
  * A timer that runs `run` after `delays[0]` ms, then (each `schedule()` after it has fired) after the
  * next delay, until the delays are used up; `schedule()` while one is pending does nothing, and
- * `reset()` clears the pending one and starts the delays again. Never what keeps a Node process alive.
+ * `reset()` clears the pending one and starts the delays again (`spent()`: whether they are used up,
+ * nothing pending). Never what keeps a Node process alive.
  * Each timer set is handed to `keepAlive` as a promise that settles when the run it started has
  * ended (a promise `run` returns is waited for), or when `reset()` clears it.
  */
@@ -884,7 +893,7 @@ function backoff(
   delays: readonly number[],
   run: () => Promise<void> | void,
   keepAlive: (work: Promise<void>) => void,
-): { schedule(): boolean; after(ms: number): boolean; reset(): void } {
+): { schedule(): boolean; after(ms: number): boolean; spent(): boolean; reset(): void } {
   let timer: ReturnType<typeof setTimeout> | null = null;
   /** Settles the pending timer's promise. */
   let settle: (() => void) | null = null;
@@ -917,6 +926,10 @@ function backoff(
       if (timer !== null || used < delays.length) return false;
       arm(ms);
       return true;
+    },
+    /** Whether the delays are used up and no timer is pending (not even one of `after`). */
+    spent() {
+      return timer === null && used >= delays.length;
     },
     reset() {
       if (timer !== null) clearTimeout(timer);

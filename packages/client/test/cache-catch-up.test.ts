@@ -677,6 +677,74 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     expect(handed.every((h) => h.settled)).toBe(true);
   });
 
+  it("a loss after the four retries of an earlier one were used up (an outage: nothing reached the server, no answer since) gets retries of its own: presented again 1 s after it, within the window, and the session lives", async () => {
+    target = await startTarget();
+    const t = target;
+    // Fake timers (and the monotonic clock): the retries' seconds pass in an instant; the sockets,
+    // the server and Date are real, and the client's and server's clocks are the manual ones.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const forwarded: string[] = [];
+    const lose = { count: 0, answered: 0 };
+    const gate = { inFlight: 0 };
+    const network = { down: false };
+    const losing = losingFetch(forwarded, "A", lose);
+    // While the network is down every request is refused before it reaches the server; when the
+    // last second's tick ends, no request of A is still on its way (gate.inFlight).
+    const fetch: FetchLike = async (url, init) => {
+      if (network.down) {
+        forwarded.push(`${(t.clock.now() - lossAt) / 1000} s A: (connection refused)`);
+        throw new TypeError("fetch failed", { cause: new Error("connect ECONNREFUSED") });
+      }
+      gate.inFlight++;
+      try {
+        return await losing(url, init);
+      } finally {
+        gate.inFlight--;
+      }
+    };
+    const a = signIn(t, fetch);
+    await a.client.getAccessToken();
+    for (const clock of [t.clock, a.clock]) clock.advance(TTL);
+    const lossAt = t.clock.now();
+    // The outage: the refresh and its four background retries (1, 3, 7 and 15 s after it) are refused.
+    network.down = true;
+    expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
+    for (let s = 1; s <= 60; s++) await tick([t.clock, a.clock], gate);
+    // 60 s on the network is back. A's next call presents the refresh token: the server rotates,
+    // and the answer is lost on the way back (a reset connection). A makes no call for a while.
+    network.down = false;
+    lose.count = 1;
+    forwarded.push("60 s:");
+    expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
+    for (let s = 61; s <= 70; s++) await tick([t.clock, a.clock], gate);
+    vi.useRealTimers();
+    // A's next call comes after the grace window of that rotation.
+    for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
+    const outcome = await a.client.listAccounts().then(
+      (page) => page.total,
+      (e: unknown) => String(e),
+    );
+    const events = (await t.events()).filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected");
+    expect({ forwarded, outcome, events }).toEqual({
+      forwarded: [
+        `A: ${PASSWORD}`,
+        "0 s A: (connection refused)",
+        "1 s A: (connection refused)",
+        "3 s A: (connection refused)",
+        "7 s A: (connection refused)",
+        "15 s A: (connection refused)",
+        "60 s:",
+        `A: ${REFRESH}`,
+        "A: (answer lost)",
+        // The retry 1 s after the loss: the server's replay of the lost answer (within its window).
+        `A: ${REFRESH}`,
+        `A: ${ACCOUNTS}`,
+      ],
+      outcome: 1,
+      events: ["token.refreshed", "token.refreshed"],
+    });
+  });
+
   it("the retry at a hold's end is cancelled by a token found in the shared cache (another process's replay): nothing sent when the hold ends", async () => {
     target = await startTarget();
     const t = target;
