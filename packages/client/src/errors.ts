@@ -173,8 +173,10 @@ export class NetworkError extends PlantgateClientError {
   override readonly name = "NetworkError";
   /**
    * Set only when the client sent nothing: it backs off after token requests that got no usable
-   * answer, and this call needed a new token within that window. The seconds (rounded up) until it
-   * sends a token request again; `reason` and `status` are the last failure's, which is `cause`.
+   * answer, or waits out the `Retry-After` of a 429 or 503 without an OAuth error body (a proxy's),
+   * and this call needed a new token within that window. The seconds (rounded up) until it sends a
+   * token request again; `reason` and `status` are the last failure's (or that answer's), which is
+   * `cause`.
    * Null on every error of a request that was sent.
    */
   readonly retryAfter: number | null;

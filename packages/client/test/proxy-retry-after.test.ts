@@ -159,3 +159,27 @@ it("without a Retry-After (or with 0) it holds nothing and is counted toward the
     });
   }
 });
+
+it("a token still valid (due, not expired) is handed out while the proxy's Retry-After holds its renewal; one request in the hold", async () => {
+  const clock = manualClock();
+  const { state, baseUrl } = await proxyServer(clock);
+  const client = clientOf(baseUrl, clock);
+  const token = await client.getAccessToken();
+  // Due: within refreshSkewSeconds (30) of its expiry (3600 s); the proxy answers its page.
+  clock.advance(3580);
+  state.answer = { status: 503, headers: { "content-type": "text/html", "retry-after": "60" }, body: NGINX_503 };
+  const handed: string[] = [];
+  for (let i = 0; i < 19; i++) {
+    handed.push(await client.getAccessToken());
+    expect((await client.listAccounts()).total).toBe(1);
+    clock.advance(1);
+  }
+  // Expired (3599 s + 1): the calls get the hold's error, and nothing more is sent.
+  clock.advance(1);
+  const expired = summary(await rejectionOf(client.getAccessToken()));
+  expect({ handed, expired: [expired.name, expired.reason, expired.retryAfter], arrivals: state.arrivals }).toEqual({
+    handed: Array<string>(19).fill(token),
+    expired: ["NetworkError", "not_json", 40],
+    arrivals: [0, 3580],
+  });
+});
