@@ -52,6 +52,7 @@ export interface ServerEnv {
   /** `1`: the bootstrap (or demo) user gets the `admin` role, and the console is on. */
   PLANTGATE_BOOTSTRAP_ADMIN?: string;
   PLANTGATE_CONSOLE_SESSION_TTL?: string;
+  PLANTGATE_CONSOLE_IDLE_TIMEOUT?: string;
   PLANTGATE_DB?: string;
   PLANTGATE_DATABASE_URL?: string;
   /** `redis://…`: throttle counters, revoked jtis and console sessions in Redis beside the store. */

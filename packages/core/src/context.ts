@@ -108,7 +108,13 @@ export interface Context {
   /** Whether an address is a trusted proxy (see `trustedProxies`). */
   trustedProxy: (ip: string) => boolean;
   /** The management console; null when disabled. `page` is null when no page was given. */
-  console: { sessionTtlSeconds: number; adminRole: string; page: ServedPage | null } | null;
+  console: {
+    sessionTtlSeconds: number;
+    /** The idle timeout in ms (`console.idleTimeoutSeconds`), or null when off. */
+    idleTimeoutMs: number | null;
+    adminRole: string;
+    page: ServedPage | null;
+  } | null;
   /** The API reference page at `/docs`; null when none was given. */
   docs: ServedPage | null;
   /**

@@ -53,7 +53,8 @@ function nonNegativeInt(env: EnvVars, name: string): number | undefined {
  * `PLANTGATE_REFRESH_GRACE_SECONDS` (0-300, 0 = strict one-time use), `PLANTGATE_REFRESH_GRACE_MAX_USES`,
  * `PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS` (1-1000, password checks running at once per instance),
  * `PLANTGATE_AUDIT_RETENTION_DAYS` (days the audit store keeps events); the management console with
- * `PLANTGATE_CONSOLE=1` (implied by `PLANTGATE_BOOTSTRAP_ADMIN=1`) and `PLANTGATE_CONSOLE_SESSION_TTL`.
+ * `PLANTGATE_CONSOLE=1` (implied by `PLANTGATE_BOOTSTRAP_ADMIN=1`), `PLANTGATE_CONSOLE_SESSION_TTL` and
+ * `PLANTGATE_CONSOLE_IDLE_TIMEOUT` (seconds, 0 = off).
  *
  * @example
  * const app = createPlantgate({ ...optionsFromEnv(process.env), storage });
@@ -138,7 +139,17 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
   // The option's own bounds, refused here under the variable's name (a TypeError naming
   // console.sessionTtlSeconds until 2026-11-30).
   const sessionTtl = int(env, "PLANTGATE_CONSOLE_SESSION_TTL", MAX_TTL_SECONDS);
-  if (consoleOn) out.console = { enabled: true, ...(sessionTtl !== undefined ? { sessionTtlSeconds: sessionTtl } : {}) };
+  const idleTimeout = nonNegativeInt(env, "PLANTGATE_CONSOLE_IDLE_TIMEOUT");
+  if (idleTimeout !== undefined && idleTimeout > MAX_TTL_SECONDS) {
+    throw new ConfigError(`PLANTGATE_CONSOLE_IDLE_TIMEOUT must be at most ${MAX_TTL_SECONDS}, got "${env.PLANTGATE_CONSOLE_IDLE_TIMEOUT}"`);
+  }
+  if (consoleOn) {
+    out.console = {
+      enabled: true,
+      ...(sessionTtl !== undefined ? { sessionTtlSeconds: sessionTtl } : {}),
+      ...(idleTimeout !== undefined ? { idleTimeoutSeconds: idleTimeout } : {}),
+    };
+  }
   return out;
 }
 

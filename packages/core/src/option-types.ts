@@ -194,6 +194,14 @@ export interface ConsoleOptions {
   page?: StaticPage;
   /** Lifetime of a console session in seconds (absolute, from sign-in). Default 28 800 (8 hours). */
   sessionTtlSeconds?: number;
+  /**
+   * Idle timeout of a console session in seconds: a session with no authenticated request for
+   * this long ends, and each request moves its end to this long from now (never past
+   * `sessionTtlSeconds` after sign-in). `0` turns it off. Default 1800 (30 minutes) when the
+   * storage has `sessions.touch`; off (with a `warn` at start) when it has not. Set with a storage
+   * lacking `sessions.touch`, the app refuses to start (`ConfigError`).
+   */
+  idleTimeoutSeconds?: number;
   /** The role an account needs to use the console. Default `admin`. */
   adminRole?: string;
 }

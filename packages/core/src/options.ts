@@ -8,6 +8,8 @@ import type { Context, Logger, RefreshGrace } from "./context.js";
 import { accountListQuery } from "./schemas/accounts.js";
 import { scopeNames } from "./scope-names.js";
 import { createMemoryStorage } from "./storage/memory.js";
+import type { SessionStore } from "./storage/types.js";
+import { ConfigError } from "./env.js";
 import { createKeyEncryption, parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
 import { createKeyring, MIN_ACTIVATION_DELAY_SECONDS, SUPPORTED_ALGS, type SigningKeySigner } from "./tokens/keys.js";
 import { createVerifiedTokenCache } from "./tokens/verified-cache.js";
@@ -53,6 +55,32 @@ function positiveInt(name: string, value: number | undefined, fallback: number, 
   if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`${name} must be a positive integer`);
   if (value > max) throw new TypeError(`${name} must be at most ${max}`);
   return value;
+}
+
+/** The console's idle timeout when none is set: 30 minutes (README, Decisions where the spec is silent). */
+export const DEFAULT_CONSOLE_IDLE_TIMEOUT_SECONDS = 1800;
+
+/**
+ * `console.idleTimeoutSeconds` in ms, or null when off: `0`, or left unset over a session store
+ * without `touch` (a backend written before 2026-11-30; said once, in a `warn`). Set over such a
+ * store it stops the start: the idle timeout asked for would not be kept.
+ */
+function consoleIdleTimeoutMs(value: number | undefined, sessions: SessionStore, logger: Logger): number | null {
+  if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) throw new TypeError("console.idleTimeoutSeconds must be a non-negative integer (0 turns it off)");
+  if (value !== undefined && value > MAX_TTL_SECONDS) throw new TypeError(`console.idleTimeoutSeconds must be at most ${MAX_TTL_SECONDS}`);
+  if (value === 0) return null;
+  if (typeof sessions.touch !== "function") {
+    if (value !== undefined) {
+      throw new ConfigError(
+        "console.idleTimeoutSeconds (PLANTGATE_CONSOLE_IDLE_TIMEOUT) is set but the storage has no sessions.touch, which the idle timeout needs; add it (README, Writing a storage backend) or set it to 0",
+      );
+    }
+    logger.warn(
+      "plantgate: the storage has no sessions.touch, so console sessions have no idle timeout (only console.sessionTtlSeconds ends them); add it (README, Writing a storage backend), or set console.idleTimeoutSeconds to 0 to say so",
+    );
+    return null;
+  }
+  return (value ?? DEFAULT_CONSOLE_IDLE_TIMEOUT_SECONDS) * 1000;
 }
 
 function nonEmpty(name: string, value: string | undefined, fallback: string): string {
@@ -274,6 +302,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
           // Bounded as client token lifetimes are (10 years): a session's expiry past what a Date
           // holds made every sign-in a 500 after the session was stored (before 2026-11-29).
           sessionTtlSeconds: positiveInt("console.sessionTtlSeconds", options.console.sessionTtlSeconds, 8 * 3600, MAX_TTL_SECONDS),
+          idleTimeoutMs: consoleIdleTimeoutMs(options.console.idleTimeoutSeconds, storage.sessions, logger),
           adminRole: nonEmpty("console.adminRole", options.console.adminRole, "admin"),
           page: pageOption("console.page", options.console.page, basePath, "/console"),
         }

@@ -35,7 +35,8 @@ describe("console API: session", () => {
         username: "root",
         displayName: "Root",
         csrfToken: h.root.csrf,
-        expiresAt: "2026-01-01T08:00:00.000Z",
+        // Signed in just now: the end of its first idle window (console.idleTimeoutSeconds, 30 minutes).
+        expiresAt: "2026-01-01T00:30:00.000Z",
         grantTypes: ALL_GRANTS,
         scopes: ALL_SCOPES,
         adminRole: "admin",
@@ -269,7 +270,8 @@ describe("console API: third-party applications (settings > security settings)",
   });
 
   it("deletes a client: 204 with no body; its secret and refresh tokens fail at once, its access tokens live until they expire; unknown ids are 404", async () => {
-    const h = await setup();
+    // No idle timeout: the console session outlives the 2 h wait for the access token.
+    const h = await setup({ console: { enabled: true, idleTimeoutSeconds: 0 } });
     const access = await clientToken(h);
     const refresh = (await passwordTokens(h)).refresh_token!;
     const r = await h.as("DELETE", "/api/clients/app-1");

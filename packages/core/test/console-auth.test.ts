@@ -3,7 +3,7 @@
  * Everything goes through `app.fetch` on the memory store.
  */
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, createPlantgate, StorageError } from "../src/index.js";
+import { ConfigError, createMemoryStorage, createPlantgate, StorageError } from "../src/index.js";
 import { ADMIN, call, consoleHarness, type CallOptions, hashOf, read, signIn } from "./console-helpers.js";
 import { basic, BASE, passwordTokens, tokenRequest } from "./helpers.js";
 import { TEST_CSP, TEST_PAGE } from "./page-helpers.js";
@@ -13,7 +13,8 @@ const SESSION_BODY = {
   username: "root",
   displayName: "Root",
   csrfToken: expect.stringMatching(new RegExp(`^${SID}$`)),
-  expiresAt: "2026-01-01T08:00:00.000Z",
+  // The end of the first idle window (console.idleTimeoutSeconds, default 30 minutes).
+  expiresAt: "2026-01-01T00:30:00.000Z",
   grantTypes: ["client_credentials", "password", "refresh_token"],
   scopes: ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"],
   adminRole: "admin",
@@ -160,7 +161,7 @@ describe("console: sign-in", () => {
       accountId: adminId,
       csrfHash: await hashOf(csrf),
       createdAt: Date.UTC(2026, 0, 1),
-      expiresAt: Date.UTC(2026, 0, 1, 8),
+      expiresAt: Date.UTC(2026, 0, 1, 0, 30),
     });
   });
 
@@ -380,8 +381,8 @@ describe("console: authorization of every API route", () => {
     expect((await h.app.admin.listClients()).map((c) => c.clientId)).toEqual(["app-1"]);
   });
 
-  it("a session ends at its expiry, at sign-out, and at once when its account is disabled", async () => {
-    const h = await consoleHarness();
+  it("a session ends at its expiry (no idle timeout here), at sign-out, and at once when its account is disabled", async () => {
+    const h = await consoleHarness({ console: { enabled: true, idleTimeoutSeconds: 0 } });
     const root = await signIn(h.app);
     h.clock.advance(8 * 3600 * 1000 - 1);
     expect((await call(h.app, "GET", "/api/session", { cookie: root.cookie })).status).toBe(200);
@@ -510,12 +511,13 @@ describe("console: brute-force defence on sign-in", () => {
 
 describe("console: a shortened session lifetime", () => {
   it("reaches sessions already signed in: an app over the same store with a shorter sessionTtlSeconds ends them at createdAt + the new lifetime; a longer one does not lengthen them", async () => {
-    const h = await consoleHarness();
+    // The absolute lifetime alone (the idle timeout has its own tests below).
+    const h = await consoleHarness({ console: { enabled: true, idleTimeoutSeconds: 0 } });
     const session = await signIn(h.app);
     expect(session.body.expiresAt).toBe("2026-01-01T08:00:00.000Z");
     const quiet = { logger: { error() {}, warn() {} }, passwordHashIterations: 1000 };
-    const shorter = createPlantgate({ ...quiet, storage: h.storage, clock: h.clock.now, console: { enabled: true, sessionTtlSeconds: 600 } });
-    const longer = createPlantgate({ ...quiet, storage: h.storage, clock: h.clock.now, console: { enabled: true, sessionTtlSeconds: 24 * 3600 } });
+    const shorter = createPlantgate({ ...quiet, storage: h.storage, clock: h.clock.now, console: { enabled: true, sessionTtlSeconds: 600, idleTimeoutSeconds: 0 } });
+    const longer = createPlantgate({ ...quiet, storage: h.storage, clock: h.clock.now, console: { enabled: true, sessionTtlSeconds: 24 * 3600, idleTimeoutSeconds: 0 } });
     // GET /session tells the end the serving app will hold it to.
     const now = await read(await call(shorter, "GET", "/api/session", { cookie: session.cookie }));
     expect([now.status, (now.body as { expiresAt: string }).expiresAt]).toEqual([200, "2026-01-01T00:10:00.000Z"]);
@@ -532,5 +534,117 @@ describe("console: a shortened session lifetime", () => {
     expect([held.status, (held.body as { expiresAt: string }).expiresAt]).toEqual([200, "2026-01-01T08:10:00.000Z"]);
     h.clock.advance(8 * 3600 * 1000);
     expect((await call(longer, "GET", "/api/session", { cookie: second.cookie })).status).toBe(401);
+  });
+});
+
+describe("console: the idle timeout (console.idleTimeoutSeconds, default 30 minutes)", () => {
+  const CLEARED = "plantgate_console=; Path=/console; Max-Age=0; HttpOnly; SameSite=Strict; Secure";
+  const MIN = 60 * 1000;
+  const endOf = async (res: Response) => {
+    const r = await read(res);
+    return [r.status, (r.body as { expiresAt?: string }).expiresAt ?? r.body, r.setCookie] as const;
+  };
+
+  it("a session idle for its whole window gets the expired session's answer: 401 1301, cookie cleared, the session deleted; one request before the end was still served", async () => {
+    const h = await consoleHarness();
+    const idle = await signIn(h.app);
+    // The cookie still lives the whole lifetime (the server holds the idle end).
+    expect(idle.setCookie).toMatch(/; Max-Age=28800; HttpOnly; SameSite=Strict; Secure$/);
+    expect(idle.body.expiresAt).toBe("2026-01-01T00:30:00.000Z");
+    const other = await signIn(h.app);
+    h.clock.advance(30 * MIN - 1);
+    expect(await endOf(await call(h.app, "GET", "/api/session", { cookie: other.cookie }))).toEqual([200, "2026-01-01T00:59:59.999Z", null]);
+    h.clock.advance(1);
+    const ended = await read(await call(h.app, "GET", "/api/session", { cookie: idle.cookie }));
+    expect([ended.status, ended.body, ended.setCookie]).toEqual([401, NOT_SIGNED_IN, CLEARED]);
+    expect(await h.storage.sessions.get(await hashOf(idle.sessionId))).toBeNull();
+    // A state-changing call with the idle session's CSRF token is refused the same way.
+    const post = await read(await call(h.app, "POST", "/api/session/sign-out", { cookie: idle.cookie, csrf: idle.csrf }));
+    expect([post.status, post.body, post.setCookie]).toEqual([401, NOT_SIGNED_IN, CLEARED]);
+  });
+
+  it("an active session lives on: a request every 20 minutes moves its end to 30 minutes on, until the absolute lifetime (8 h from sign-in) ends it anyway", async () => {
+    const h = await consoleHarness();
+    const root = await signIn(h.app);
+    const hash = await hashOf(root.sessionId);
+    for (let minutes = 20; minutes < 8 * 60; minutes += 20) {
+      h.clock.advance(20 * MIN);
+      const end = new Date(Math.min(Date.UTC(2026, 0, 1, 0, minutes + 30), Date.UTC(2026, 0, 1, 8)));
+      expect(await endOf(await call(h.app, "GET", "/api/clients", { cookie: root.cookie })), `at +${minutes} min`).toEqual([200, expect.anything(), null]);
+      expect((await h.storage.sessions.get(hash))?.expiresAt, `stored end at +${minutes} min`).toBe(end.getTime());
+    }
+    // 7:40 now; the last request moved the end only to 8:00, the absolute lifetime.
+    h.clock.advance(20 * MIN - 1);
+    expect(await endOf(await call(h.app, "GET", "/api/session", { cookie: root.cookie }))).toEqual([200, "2026-01-01T08:00:00.000Z", null]);
+    h.clock.advance(1);
+    const ended = await read(await call(h.app, "GET", "/api/session", { cookie: root.cookie }));
+    expect([ended.status, ended.body, ended.setCookie]).toEqual([401, NOT_SIGNED_IN, CLEARED]);
+  });
+
+  it("a busy console does not write on every request: the stored end moves only when it would move by more than a step (60 s; a tenth of a shorter window)", async () => {
+    const h = await consoleHarness();
+    const root = await signIn(h.app);
+    const hash = await hashOf(root.sessionId);
+    const storedEnd = async () => new Date((await h.storage.sessions.get(hash))!.expiresAt).toISOString();
+    for (let i = 0; i < 6; i++) {
+      h.clock.advance(10 * 1000);
+      // GET /session tells the end held in storage, the one the next request is judged by.
+      expect(await endOf(await call(h.app, "GET", "/api/session", { cookie: root.cookie }))).toEqual([200, "2026-01-01T00:30:00.000Z", null]);
+    }
+    expect(await storedEnd()).toBe("2026-01-01T00:30:00.000Z");
+    h.clock.advance(1);
+    expect(await endOf(await call(h.app, "GET", "/api/session", { cookie: root.cookie }))).toEqual([200, "2026-01-01T00:31:00.001Z", null]);
+    expect(await storedEnd()).toBe("2026-01-01T00:31:00.001Z");
+
+    // A 5-minute window: the step is 30 s.
+    const short = await consoleHarness({ console: { enabled: true, idleTimeoutSeconds: 300 } });
+    const s = await signIn(short.app);
+    expect(s.body.expiresAt).toBe("2026-01-01T00:05:00.000Z");
+    short.clock.advance(30 * 1000);
+    expect(await endOf(await call(short.app, "GET", "/api/session", { cookie: s.cookie }))).toEqual([200, "2026-01-01T00:05:00.000Z", null]);
+    short.clock.advance(1);
+    expect(await endOf(await call(short.app, "GET", "/api/session", { cookie: s.cookie }))).toEqual([200, "2026-01-01T00:05:30.001Z", null]);
+  });
+
+  it("a refused request does not keep a session alive: a wrong CSRF token (403 1303) moves no end", async () => {
+    const h = await consoleHarness();
+    const root = await signIn(h.app);
+    h.clock.advance(20 * MIN);
+    const refused = await read(await call(h.app, "POST", "/api/clients", { cookie: root.cookie, csrf: "wrong", body: { clientId: "x" } }));
+    expect([refused.status, refused.body]).toEqual([403, CSRF]);
+    expect((await h.storage.sessions.get(await hashOf(root.sessionId)))?.expiresAt).toBe(Date.UTC(2026, 0, 1, 0, 30));
+    h.clock.advance(10 * MIN);
+    expect((await call(h.app, "GET", "/api/session", { cookie: root.cookie })).status).toBe(401);
+  });
+
+  it("over a store without sessions.touch: set, the app refuses to start (ConfigError naming the option); unset, a warn at start and the absolute lifetime alone; 0 is off everywhere", async () => {
+    const { touch: _, ...sessions } = createMemoryStorage().sessions;
+    const storage = { ...createMemoryStorage(), sessions };
+    const warnings: string[] = [];
+    const logger = { error() {}, warn: (m: string) => void warnings.push(m) };
+    const base = { logger, passwordHashIterations: 1000, storage, clock: () => Date.UTC(2026, 0, 1) };
+    expect(() => createPlantgate({ ...base, console: { enabled: true, idleTimeoutSeconds: 600 } })).toThrow(
+      new ConfigError(
+        "console.idleTimeoutSeconds (PLANTGATE_CONSOLE_IDLE_TIMEOUT) is set but the storage has no sessions.touch, which the idle timeout needs; add it (README, Writing a storage backend) or set it to 0",
+      ),
+    );
+    expect(warnings).toEqual([]);
+    const app = createPlantgate({ ...base, console: { enabled: true } });
+    expect(warnings).toEqual([
+      "plantgate: the storage has no sessions.touch, so console sessions have no idle timeout (only console.sessionTtlSeconds ends them); add it (README, Writing a storage backend), or set console.idleTimeoutSeconds to 0 to say so",
+    ]);
+    await app.admin.createAccount({ ...ADMIN, roles: ["admin"] });
+    expect((await signIn(app)).body.expiresAt).toBe("2026-01-01T08:00:00.000Z");
+    warnings.length = 0;
+    createPlantgate({ ...base, console: { enabled: true, idleTimeoutSeconds: 0 } });
+    createPlantgate({ ...base });
+    expect(warnings, "0, or no console: nothing to say").toEqual([]);
+    expect(() => createPlantgate({ ...base, console: { enabled: true, idleTimeoutSeconds: -1 } })).toThrow(
+      new TypeError("console.idleTimeoutSeconds must be a non-negative integer (0 turns it off)"),
+    );
+    expect(() => createPlantgate({ ...base, console: { enabled: true, idleTimeoutSeconds: 1.5 } })).toThrow(TypeError);
+    expect(() => createPlantgate({ ...base, console: { enabled: true, idleTimeoutSeconds: 315_360_001 } })).toThrow(
+      new TypeError("console.idleTimeoutSeconds must be at most 315360000"),
+    );
   });
 });

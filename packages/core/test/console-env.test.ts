@@ -25,6 +25,21 @@ describe("console environment", () => {
     expect(bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_ADMIN: "0" })).toEqual({ client: null, account: null });
   });
 
+  it("PLANTGATE_CONSOLE_IDLE_TIMEOUT is read as console.idleTimeoutSeconds: 0 (off) to 10 years, anything else refused under its name", () => {
+    expect(optionsFromEnv({ PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "900" }).console).toEqual({ enabled: true, idleTimeoutSeconds: 900 });
+    expect(optionsFromEnv({ PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "0" }).console).toEqual({ enabled: true, idleTimeoutSeconds: 0 });
+    expect(optionsFromEnv({ PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "" }).console).toEqual({ enabled: true });
+    expect(optionsFromEnv({ PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "315360000" }).console).toEqual({ enabled: true, idleTimeoutSeconds: 315_360_000 });
+    expect(() => optionsFromEnv({ PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "315360001" })).toThrow(
+      new ConfigError('PLANTGATE_CONSOLE_IDLE_TIMEOUT must be at most 315360000, got "315360001"'),
+    );
+    expect(() => optionsFromEnv({ PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "30m" })).toThrow(
+      new ConfigError('PLANTGATE_CONSOLE_IDLE_TIMEOUT must be a non-negative integer, got "30m"'),
+    );
+    // Without the console it is checked but not used.
+    expect(optionsFromEnv({ PLANTGATE_CONSOLE_IDLE_TIMEOUT: "900" }).console).toBeUndefined();
+  });
+
   it("a console session lifetime past 10 years is refused when the app is made (every sign-in was a 500, its session already stored); 10 years signs in", async () => {
     expect(() => createPlantgate({ ...quiet, console: { enabled: true, sessionTtlSeconds: 9_000_000_000_000 } })).toThrow(new TypeError("console.sessionTtlSeconds must be at most 315360000"));
     const app = createPlantgate({ ...quiet, console: { enabled: true, sessionTtlSeconds: 315_360_000 } });

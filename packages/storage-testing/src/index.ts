@@ -31,7 +31,7 @@ export type { ConformanceTarget } from "./target.js";
  *
  * Covered: every method of every store (exact round-trips, duplicates, absent records, ordering,
  * paging (accounts by place, clients by `listPage` cursor), the longest client access-token lifetime (`maxAccessTokenTtl`), atomic all-or-nothing writes, counter windows, expiry clean-up with its batch limit), concurrent
- * `consume`/`create`/`increment` races, a store's first signing key (`signingKeys.createIfEmpty`:
+ * `consume`/`create`/`increment` races, console sessions' forward-only `sessions.touch` (30 racing touches keep the latest end; none brings a deleted session back), a store's first signing key (`signingKeys.createIfEmpty`:
  * one of 30 racing calls stores its key), the refresh-token grace window (replay data stored with
  * `consume`, `graceUse` counted atomically and never for a revoked family, 50-way races), two
  * pruners at once, `admin.prune()` over the store, the core running over the store end to end (text

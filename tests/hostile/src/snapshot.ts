@@ -42,7 +42,7 @@ const WRITES: Record<keyof Storage, readonly string[]> = {
   signingKeys: ["create", "createIfEmpty", "delete", "replacePrivateJwk"],
   attempts: ["increment", "reset", "refund", "deleteExpired"],
   revokedTokens: ["add", "deleteExpired"],
-  sessions: ["create", "delete", "deleteByAccount", "deleteExpired"],
+  sessions: ["create", "touch", "delete", "deleteByAccount", "deleteExpired"],
   // Like attempts: a refused request is recorded there by design (its security event).
   audit: ["append", "deleteExpired"],
   assertionJtis: ["use", "deleteExpired"],

@@ -5,7 +5,7 @@ import type { ServedPage } from "../pages/static-page.js";
 import * as api from "./api.js";
 import { listEvents } from "./events.js";
 import type { ConsoleRequest } from "./request.js";
-import { checkCsrf, checkOrigin, clearedCookie, isStateChanging, requireSession } from "./session.js";
+import { checkCsrf, checkOrigin, clearedCookie, isStateChanging, requireSession, slideExpiry } from "./session.js";
 import { signIn } from "./sign-in.js";
 
 /** What a console API route does: a signed-in API call, or the sign-in itself. */
@@ -148,6 +148,8 @@ async function run(ctx: Context, request: ConsoleRequest): Promise<PlainResponse
     throw e;
   }
   if (changing) await checkCsrf(session, request);
+  // The idle timeout's window starts again (sign-out ends the session instead).
+  if (!action.clearsCookie) await slideExpiry(ctx, session);
   const response = await action.handler(ctx, session, request, params);
   if (action.clearsCookie) response.headers["set-cookie"] = clearedCookie(ctx, request.url);
   return response;

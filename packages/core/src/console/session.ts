@@ -91,6 +91,27 @@ export function sessionExpiry(ctx: Context, record: SessionRecord): number {
   return Math.min(record.expiresAt, record.createdAt + ctx.console!.sessionTtlSeconds * 1000);
 }
 
+/**
+ * The idle timeout's sliding end: after an authenticated request at `now`, the session ends at
+ * `now` plus the idle window, never past its sign-in plus `sessionTtlSeconds`. Written (with
+ * `sessions.touch`, which only moves an end forward) only when that moves the stored end by more
+ * than a step, a tenth of the window and at most 60 s, so a busy console writes about once a
+ * minute per session, not on every request; the session may therefore end up to one step before
+ * a full idle window after its last request. Called once a request has passed every check (its
+ * session, and its CSRF token when it changes state), so a refused one does not keep a session
+ * alive; not at sign-out. Updates the session's record when the end moved (`GET /session` tells it).
+ */
+export async function slideExpiry(ctx: Context, session: ConsoleSession): Promise<void> {
+  const idleMs = ctx.console!.idleTimeoutMs;
+  if (idleMs === null) return;
+  const record = session.record;
+  const now = ctx.clock();
+  const end = Math.min(now + idleMs, record.createdAt + ctx.console!.sessionTtlSeconds * 1000);
+  if (end - record.expiresAt <= Math.min(60_000, idleMs / 10)) return;
+  // `touch` is there: the app does not start with an idle timeout over a store without it.
+  if (await ctx.storage.sessions.touch!(record.idHash, end)) record.expiresAt = end;
+}
+
 /** Creates and stores a session for the account; returns the id (for the cookie only), its stored hash and the CSRF token. */
 export async function createSession(ctx: Context, account: AccountRecord): Promise<{ sessionId: string; idHash: string; csrfToken: string; expiresAt: number }> {
   const now = ctx.clock();
@@ -109,7 +130,8 @@ export async function createSession(ctx: Context, account: AccountRecord): Promi
       accountId: account.id,
       csrfHash: await sha256(csrfToken),
       createdAt: now,
-      expiresAt: now + ctx.console!.sessionTtlSeconds * 1000,
+      // The first idle window, or the whole lifetime when that is shorter (or the idle timeout off).
+      expiresAt: now + Math.min(ctx.console!.sessionTtlSeconds * 1000, ctx.console!.idleTimeoutMs ?? Infinity),
     };
     // A collision of 256-bit random ids does not happen; the loop only keeps `create`'s contract honest.
     if (await ctx.storage.sessions.create(record)) return { sessionId, idHash: record.idHash, csrfToken, expiresAt: record.expiresAt };
@@ -160,8 +182,9 @@ function configuredOrigins(ctx: Context): string[] {
 }
 
 /**
- * The session of the request: present, unexpired, of an enabled account that has the admin role.
- * The account is read on every call so that disabling it or removing its role takes effect at once.
+ * The session of the request: present, unexpired (neither idle past its window nor past its
+ * lifetime), of an enabled account that has the admin role. The account is read on every call so
+ * that disabling it or removing its role takes effect at once.
  */
 export async function requireSession(ctx: Context, request: ConsoleRequest): Promise<ConsoleSession> {
   const sessionId = sessionIdFrom(request.cookie);
@@ -169,7 +192,9 @@ export async function requireSession(ctx: Context, request: ConsoleRequest): Pro
   const idHash = await sha256(sessionId);
   const record = await ctx.storage.sessions.get(idHash);
   if (!record) throw notSignedIn();
-  if (sessionExpiry(ctx, record) <= ctx.clock()) {
+  const now = ctx.clock();
+  // Past its end, whether idle too long or at its absolute lifetime: the same 401.
+  if (sessionExpiry(ctx, record) <= now) {
     await ctx.storage.sessions.delete(idHash);
     throw notSignedIn();
   }

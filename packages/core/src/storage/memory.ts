@@ -346,6 +346,12 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
       async delete(idHash) {
         return sessions.delete(idHash);
       },
+      async touch(idHash, expiresAt) {
+        const r = sessions.get(idHash);
+        if (!r || r.expiresAt >= expiresAt) return false;
+        r.expiresAt = expiresAt;
+        return true;
+      },
       async deleteByAccount(accountId) {
         let n = 0;
         for (const [h, r] of sessions) {

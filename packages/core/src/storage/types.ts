@@ -434,6 +434,19 @@ export interface SessionStore {
    * (see {@link RefreshTokenStore.deleteExpired} for the batch contract).
    */
   deleteExpired(now: number, limit?: number): Promise<number>;
+  /**
+   * The console's idle timeout (`console.idleTimeoutSeconds`): sets the session's `expiresAt` to
+   * `expiresAt` when that is later than the stored one, and leaves it otherwise; true when it
+   * moved, false when the session is absent or already ends at or after `expiresAt`. One atomic
+   * step (a conditional `UPDATE ... WHERE expires_at < ?`, a script), so of two racing calls the
+   * later end stays whatever order they land in; it never creates a session (one deleted by a
+   * sign-out or a sweep stays deleted) and changes no other field.
+   *
+   * Optional, for backends written before 2026-11-30: without it the app refuses to start when
+   * `console.idleTimeoutSeconds` is set, and runs the console with the absolute lifetime alone
+   * (and a `warn` line at start) when it is not (README, Writing a storage backend).
+   */
+  touch?(idHash: string, expiresAt: number): Promise<boolean>;
 }
 
 /** Everything plantgate stores. Pass your own to `createPlantgate({ storage })`. */

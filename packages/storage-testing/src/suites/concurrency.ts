@@ -386,6 +386,32 @@ export function concurrencySuite(s: SuiteContext): void {
       expectRecord(await s.storage().sessions.get(records[0]!.idHash), records[winners[0]!]!, "stored session");
     });
 
+    it("30 parallel touches of one session with ends in shuffled order: none throws, the latest end is stored whatever order they land in, and the one with it got true", async () => {
+      const record = sessionRecord({ idHash: fakeHash("touch-race"), expiresAt: T0 });
+      expect(await s.storage().sessions.create(record)).toBe(true);
+      const ends = Array.from({ length: 30 }, (_, i) => T0 + 1000 * (((i * 7) % 30) + 1)); // a permutation of 1..30 s
+      const latest = Math.max(...ends);
+      const results = await inParallel(30, (i) => s.storage().sessions.touch!(record.idHash, ends[i]!));
+      expect(results[ends.indexOf(latest)], "the call with the latest end moved it").toBe(true);
+      expect(results.filter((r) => r === true).length, "at least that one moved it").toBeGreaterThanOrEqual(1);
+      expectRecord(await s.storage().sessions.get(record.idHash), { ...record, expiresAt: latest }, "touched session");
+    });
+
+    it("touch racing delete and deleteByAccount never brings a session back (20 rounds)", async () => {
+      const sessions = s.storage().sessions;
+      for (let round = 0; round < 20; round++) {
+        const a = sessionRecord({ idHash: fakeHash(`tr-${round}-a`), expiresAt: T0 + 1000 });
+        const b = sessionRecord({ idHash: fakeHash(`tr-${round}-b`), accountId: `acct-tr-${round}`, expiresAt: T0 + 1000 });
+        expect(await sessions.create(a)).toBe(true);
+        expect(await sessions.create(b)).toBe(true);
+        await inParallel<unknown>(4, (i) =>
+          i === 0 ? sessions.touch!(a.idHash, T0 + 5000) : i === 1 ? sessions.delete(a.idHash) : i === 2 ? sessions.touch!(b.idHash, T0 + 5000) : sessions.deleteByAccount(b.accountId),
+        );
+        expect(await sessions.get(a.idHash), `round ${round}: signed out`).toBeNull();
+        expect(await sessions.get(b.idHash), `round ${round}: its account's sessions deleted`).toBeNull();
+      }
+    });
+
     it("20 parallel creates of one plant id: exactly one true, and the winner's plant is stored", async () => {
       const id = 9223372036854775807n;
       const results = await inParallel(20, (i) => s.storage().plants.create(plantRecord({ id, name: `contender ${i}`, tag: i % 2 ? null : `t${i}` })));

@@ -96,6 +96,56 @@ export function sessionsSuite(s: SuiteContext): void {
       await expectStored(again);
     });
 
+    const touch = (idHash: string, expiresAt: number) => {
+      const store = sessions();
+      if (typeof store.touch !== "function") throw new Error("sessions.touch is missing: without it the console's idle timeout cannot run (see the README's storage section)");
+      return store.touch(idHash, expiresAt);
+    };
+
+    it("touch moves expiresAt forward only: true when it moved; an equal or earlier end changes nothing and returns false; no other field or session changes", async () => {
+      const a = sessionRecord({ idHash: fakeHash("touched"), expiresAt: T0 + DAY });
+      const b = sessionRecord({ idHash: fakeHash("beside"), accountId: "acct-2", expiresAt: T0 + DAY });
+      await create(a, b);
+      expect(await touch(a.idHash, T0 + DAY + 1), "1 ms later").toBe(true);
+      await expectStored({ ...a, expiresAt: T0 + DAY + 1 }, b);
+      expect(await touch(a.idHash, MAX_DATE_MS), "to the latest Date (beyond 32 bits)").toBe(true);
+      await expectStored({ ...a, expiresAt: MAX_DATE_MS }, b);
+      expect(await touch(a.idHash, MAX_DATE_MS), "the same end").toBe(false);
+      expect(await touch(a.idHash, T0 + 2 * DAY), "an earlier end").toBe(false);
+      await expectStored({ ...a, expiresAt: MAX_DATE_MS }, b);
+    });
+
+    it("touch never creates a session: an unknown hash, a deleted one and one swept by deleteExpired stay absent, and it returns false", async () => {
+      expect(await touch(fakeHash("never"), T0 + DAY)).toBe(false);
+      const signedOut = sessionRecord({ idHash: fakeHash("signed-out") });
+      const swept = sessionRecord({ idHash: fakeHash("swept"), expiresAt: T0 });
+      await create(signedOut, swept);
+      expect(await sessions().delete(signedOut.idHash)).toBe(true);
+      expect(await sessions().deleteExpired(T0)).toBe(1);
+      expect(await touch(signedOut.idHash, T0 + 2 * DAY)).toBe(false);
+      expect(await touch(swept.idHash, T0 + 2 * DAY)).toBe(false);
+      await expectAbsent(signedOut, swept, sessionRecord({ idHash: fakeHash("never") }));
+      expect(await sessions().deleteExpired(MAX_DATE_MS), "nothing was made").toBe(0);
+    });
+
+    it("touch hashes are exact: a differently cased hash moves nothing", async () => {
+      const lower = sessionRecord({ idHash: "abcdefghijklmnopqrstuvwxyz0123456789-_ABCDE" });
+      await create(lower);
+      expect(await touch("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_abcde", T0 + 2 * DAY)).toBe(false);
+      await expectStored(lower);
+    });
+
+    it("deleteExpired goes by the end touch moved to: a touched session outlives its first end, and is swept at its new one", async () => {
+      const a = sessionRecord({ idHash: fakeHash("slid"), expiresAt: T0 + 1000 });
+      await create(a);
+      expect(await touch(a.idHash, T0 + 5000)).toBe(true);
+      expect(await sessions().deleteExpired(T0 + 1000)).toBe(0);
+      expect(await sessions().deleteExpired(T0 + 4999)).toBe(0);
+      await expectStored({ ...a, expiresAt: T0 + 5000 });
+      expect(await sessions().deleteExpired(T0 + 5000)).toBe(1);
+      await expectAbsent(a);
+    });
+
     it("stores copies: mutating the record passed to create, or one returned, changes nothing stored", async () => {
       const input = sessionRecord();
       const expected = structuredClone(input);
