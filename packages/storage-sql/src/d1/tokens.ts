@@ -233,6 +233,9 @@ export function d1SessionStore(ctx: D1Context): SessionStore {
         return row ? sessionRecord(row) : null;
       }),
     delete: (idHash) => run("sessions.delete", async () => storableKey(idHash) && (await exec(`delete from ${table} where "id_hash" = ?`, idHash)) > 0),
+    // Forward only, in the one statement (D1 runs one writer at a time).
+    touch: (idHash, expiresAt) =>
+      run("sessions.touch", async () => storableKey(idHash) && (await exec(`update ${table} set "expires_at" = ? where "id_hash" = ? and "expires_at" < ?`, expiresAt, idHash, expiresAt)) > 0),
     deleteByAccount: (accountId) => run("sessions.deleteByAccount", async () => (storableKey(accountId) ? exec(`delete from ${table} where "account_id" = ?`, accountId) : 0)),
     deleteExpired: (now, limit) => run("sessions.deleteExpired", () => deleteBatch(ctx, TABLES.sessions, "id_hash", `"expires_at" <= ?`, [now], limit)),
   };

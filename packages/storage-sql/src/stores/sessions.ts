@@ -13,6 +13,10 @@ export function sessionStore(ctx: StoreContext): SessionStore {
     get: prepared((p: { idHash: string }) => db.selectFrom(TABLES.sessions).selectAll().where("id_hash", "=", p.idHash)),
     insert: prepared((row: Insertable<SessionTable>) => db.insertInto(TABLES.sessions).values(row)),
     delete: prepared((p: { idHash: string }) => db.deleteFrom(TABLES.sessions).where("id_hash", "=", p.idHash)),
+    // Forward only, in the one statement: of two racing touches the later end stays.
+    touch: prepared((p: { idHash: string; expiresAt: number }) =>
+      db.updateTable(TABLES.sessions).set({ expires_at: p.expiresAt }).where("id_hash", "=", p.idHash).where("expires_at", "<", p.expiresAt),
+    ),
   };
 
   return {
@@ -35,6 +39,13 @@ export function sessionStore(ctx: StoreContext): SessionStore {
         // InnoDB locks the primary key, then the expiry index; the sweep (deleteExpired) walks them
         // the other way round, and one of the two is picked as a deadlock victim: run it again.
         return affected(await ctx.again(() => q.delete(db, { idHash }))) > 0n;
+      }),
+    touch: (idHash, expiresAt) =>
+      run("sessions.touch", async () => {
+        if (!storableKey(idHash)) return false;
+        // Like delete: the primary key, then the expiry index, against the sweep's order; a
+        // deadlock victim runs again (and then finds the row moved, deleted or still to move).
+        return affected(await ctx.again(() => q.touch(db, { idHash, expiresAt }))) > 0n;
       }),
     deleteByAccount: (accountId) =>
       run("sessions.deleteByAccount", async () => {
