@@ -47,6 +47,29 @@ redis.call('SREM', ARGV[2] .. account, ARGV[1])
 return 1
 `);
 
+/**
+ * KEYS: record, index. ARGV: idHash, expiresAt, keep, account set prefix. Forward only, in the one
+ * script: of racing touches the latest end stays, and a session already gone (signed out, swept,
+ * expired by Redis) is not made again. The record's and the index's expiry move with it, and the
+ * account set's is lengthened to the record's, or deleteByAccount would miss a session that
+ * outlived its set.
+ */
+const TOUCH = script(`${TYPED}
+typed(KEYS[1], 'hash')
+local r = redis.call('HMGET', KEYS[1], 'a', 'e')
+if not r[1] or tonumber(r[2]) >= tonumber(ARGV[2]) then return 0 end
+typed(KEYS[2], 'zset')
+local set = ARGV[4] .. r[1]
+typed(set, 'set')
+redis.call('HSET', KEYS[1], 'e', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+redis.call('SADD', set, ARGV[1])
+local ttl = redis.call('PTTL', set)
+if ttl < tonumber(ARGV[3]) then redis.call('PEXPIRE', set, ARGV[3]) end
+return 1
+`);
+
 /** KEYS: account set, index. ARGV: accountId, record key prefix. */
 const DELETE_BY_ACCOUNT = script(`${TYPED}
 typed(KEYS[1], 'set')
@@ -109,6 +132,10 @@ export function redisSessionStore(ctx: HotContext): SessionStore {
     },
     async delete(idHash) {
       return integer(await run(ctx.client, DELETE, "sessions.delete", [recordPrefix + idHash, index], [idHash, accountPrefix])) === 1;
+    },
+    async touch(idHash, expiresAt) {
+      const keep = keepFor(expiresAt, ctx.clock(), ctx.marginMs);
+      return integer(await run(ctx.client, TOUCH, "sessions.touch", [recordPrefix + idHash, index], [idHash, String(expiresAt), keep, accountPrefix])) === 1;
     },
     async deleteByAccount(accountId) {
       return integer(await run(ctx.client, DELETE_BY_ACCOUNT, "sessions.deleteByAccount", [accountPrefix + accountId, index], [accountId, recordPrefix]));

@@ -64,6 +64,27 @@ describeIfRedis("redis hot stores: behaviour", problem, () => {
     expect(await ttl("a:k:t:key")).toBeGreaterThan(WINDOW - 60_000 + 3000);
   });
 
+  it("sessions.touch moves the session's Redis expiry and its account set's with it: past its first end it is still there, and deleteByAccount still finds it", async () => {
+    const p = prefix();
+    const hot = redisHotStores(client, { keyPrefix: p, expiryMarginMs: 100 });
+    const now = Date.now();
+    const session = { idHash: "hash-touched", accountId: "acct-1", csrfHash: "csrf", createdAt: now, expiresAt: now + 100 };
+    await hot.sessions.create(session);
+    expect(await hot.sessions.touch!("hash-touched", now + 60_000)).toBe(true);
+    const setExpiry = await client.sendCommand(["PEXPIRETIME", `${p}s:u:acct-1`]);
+    const sessionExpiry = await client.sendCommand(["PEXPIRETIME", `${p}s:k:hash-touched`]);
+    expect(Math.abs(Number(setExpiry) - Number(sessionExpiry)), `the account's set lives as long as the touched session (${String(setExpiry)} against ${String(sessionExpiry)})`).toBeLessThanOrEqual(1);
+    expect(Number(sessionExpiry)).toBeGreaterThan(now + 60_000);
+    // Past the first end plus the margin: without the touch's expiries Redis would have dropped both keys.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await hot.sessions.get("hash-touched")).toEqual({ ...session, expiresAt: now + 60_000 });
+    expect(await hot.sessions.deleteByAccount("acct-1")).toBe(1);
+    expect(await hot.sessions.get("hash-touched")).toBeNull();
+    // A touch of the session now gone makes nothing.
+    expect(await hot.sessions.touch!("hash-touched", now + 120_000)).toBe(false);
+    expect(await keysUnder(client, p), "no key made again").toEqual([]);
+  });
+
   it("records disappear by themselves once over (no deleteExpired call); the indexes are trimmed by the next deleteExpired", async () => {
     const p = prefix();
     const hot = redisHotStores(client, { keyPrefix: p, expiryMarginMs: 100 });
