@@ -489,6 +489,15 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         await persist();
         return true;
       },
+      async touch(idHash, expiresAt) {
+        // Compare and write with no await in between: of racing callers the latest end stays, and
+        // a session deleted meanwhile is not made again.
+        const r = sessions.get(idHash);
+        if (!r || r.expiresAt >= expiresAt) return false;
+        sessions.set(idHash, { ...r, expiresAt });
+        await persist();
+        return true;
+      },
       async deleteByAccount(accountId) {
         let n = 0;
         for (const [idHash, r] of sessions) {
