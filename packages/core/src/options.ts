@@ -58,7 +58,7 @@ function positiveInt(name: string, value: number | undefined, fallback: number, 
 }
 
 /** The console's idle timeout when none is set: 30 minutes (README, Decisions where the spec is silent). */
-export const DEFAULT_CONSOLE_IDLE_TIMEOUT_SECONDS = 1800;
+const DEFAULT_CONSOLE_IDLE_TIMEOUT_SECONDS = 1800;
 
 /**
  * `console.idleTimeoutSeconds` in ms, or null when off: `0`, or left unset over a session store
