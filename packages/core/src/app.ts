@@ -208,7 +208,7 @@ const consoleMount = (page: ServedPage | null): Mount => ({
 
 /** The API reference page (the `docs` option) under `/docs`. */
 function docsMount(docs: ServedPage): Mount {
-  return { prefix: "/docs", owns: (path) => docsOwns(docs, path), handle: async (_ctx, request, _info, path) => docsHandler(docs, path, request.method) };
+  return { prefix: "/docs", owns: (path) => docsOwns(docs, path), handle: (_ctx, request, _info, path) => docsHandler(docs, path, request.method, request.headers.get("if-none-match")) };
 }
 
 /** What one app answers: the fixed routes, plus the mounts its options switch on. The one table both dispatch and `owns` read. */

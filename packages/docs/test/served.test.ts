@@ -2,6 +2,7 @@
  * Issue 6 (moved here with the page in issue 15): the API reference page and its assets, served by
  * plantgate itself (no CDN) when `swaggerUi()` is the `docs` option.
  */
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createPlantgate, type PlantgateOptions } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
@@ -12,6 +13,15 @@ const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 // X-Frame-Options beside frame-ancestors: browsers without CSP level 2 still refuse to frame the page.
 const SECURITY = { "content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "no-referrer", "x-frame-options": "DENY" };
+// The strong ETag: the SHA-256 of the bytes served, base64url, quoted (computed here independently of core).
+const etagOf = (text: string) => `"${createHash("sha256").update(text, "utf8").digest("base64url")}"`;
+// On the JSON 404s and 405s under /docs: the page's protective headers, with a CSP that allows nothing.
+const ERROR_SECURITY = {
+  "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
 const app = (options: PlantgateOptions = {}) => createPlantgate({ logger: { error() {}, warn() {} }, docs: swaggerUi(), ...options });
 
 describe("GET /docs", () => {
@@ -24,7 +34,7 @@ describe("GET /docs", () => {
     const html = await res.text();
     expect([res.status, Object.fromEntries(res.headers)]).toEqual([
       200,
-      { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", "content-length": String(Buffer.byteLength(html)), ...SECURITY },
+      { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", "content-length": String(Buffer.byteLength(html)), etag: etagOf(html), ...SECURITY },
     ]);
     const urls = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]);
     const v = `?v=${ASSETS_VERSION}`;
@@ -43,7 +53,7 @@ describe("GET /docs", () => {
     const js = await res.text();
     expect([res.status, Object.fromEntries(res.headers)]).toEqual([
       200,
-      { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=86400", "content-length": String(Buffer.byteLength(js)), ...SECURITY },
+      { "content-type": "text/javascript; charset=utf-8", "cache-control": "public, max-age=86400", "content-length": String(Buffer.byteLength(js)), etag: etagOf(js), ...SECURITY },
     ]);
     // queryConfigEnabled: false ignores ?url= / ?configUrl= / ?config= (a link could otherwise
     // load a foreign document, GHSA-qrmm-w75w-3wpx); persistAuthorization: false keeps tokens and
@@ -85,23 +95,113 @@ window.addEventListener("DOMContentLoaded", function () {
       const text = await res.text();
       expect([res.status, Object.fromEntries(res.headers)]).toEqual([
         200,
-        { "content-type": asset.contentType, "cache-control": "public, max-age=86400", "content-length": String(Buffer.byteLength(text)), ...SECURITY },
+        {
+          "content-type": asset.contentType,
+          "cache-control": "public, max-age=86400",
+          "content-length": String(Buffer.byteLength(text)),
+          etag: etagOf(asset.text),
+          ...SECURITY,
+        },
       ]);
       expect(text).toBe(asset.text);
     });
   }
 
-  it("an unknown asset is the usual 404", async () => {
-    const res = await app().fetch(new Request(`${BASE}/docs/assets/evil.js`));
-    expect(res.status).toBe(404);
-    expect(await res.json()).toEqual({ error: 1404, message: "Not found." });
+  it("an unknown path under /docs is the usual 404, with nosniff, no framing and a CSP that allows nothing", async () => {
+    for (const path of ["/docs/assets/evil.js", "/docs/nope", "/docs/", "/docs/assets/toString"]) {
+      const res = await app().fetch(new Request(`${BASE}${path}`));
+      const body = '{"error":1404,"message":"Not found."}';
+      expect([path, res.status, Object.fromEntries(res.headers), await res.text()]).toEqual([
+        path,
+        404,
+        { "content-type": "application/json", "content-length": String(body.length), ...ERROR_SECURITY },
+        body,
+      ]);
+    }
   });
 
-  it("POST /docs is a 405 with Allow: GET, HEAD", async () => {
-    const res = await app().fetch(new Request(`${BASE}/docs`, { method: "POST" }));
-    expect(res.status).toBe(405);
-    expect(res.headers.get("allow")).toBe("GET, HEAD");
-    expect(await res.json()).toEqual({ error: 1405, message: "Use GET, HEAD for this endpoint." });
+  it("POST (or PUT, DELETE) /docs and its files is a 405 with Allow: GET, HEAD and the same protective headers", async () => {
+    for (const [method, path] of [
+      ["POST", "/docs"],
+      ["PUT", "/docs/assets/swagger-ui-bundle.js"],
+      ["DELETE", "/docs/assets/docs-init.js"],
+    ] as const) {
+      const res = await app().fetch(new Request(`${BASE}${path}`, { method, headers: { "if-none-match": "*" } }));
+      const body = '{"error":1405,"message":"Use GET, HEAD for this endpoint."}';
+      expect([method, res.status, Object.fromEntries(res.headers), await res.text()]).toEqual([
+        method,
+        405,
+        { "content-type": "application/json", "content-length": String(body.length), allow: "GET, HEAD", ...ERROR_SECURITY },
+        body,
+      ]);
+    }
+  });
+
+  describe("conditional requests (If-None-Match, RFC 9110 §13.1.2)", () => {
+    const bundle = SWAGGER_UI_ASSETS["swagger-ui-bundle.js"]!.text;
+    const tag = etagOf(bundle);
+    const path = `${BASE}/docs/assets/swagger-ui-bundle.js?v=${ASSETS_VERSION}`;
+    const notModified = { "cache-control": "public, max-age=86400", etag: tag, ...SECURITY };
+
+    const matching: [string, string][] = [
+      ["the tag itself", tag],
+      ["the tag marked weak (weak comparison)", `W/${tag}`],
+      ["*", "*"],
+      ["* with whitespace", " * "],
+      ["a list holding the tag", `"other", ${tag} , W/"x"`],
+      ["a list with empty elements", `, ,${tag},`],
+      ["a list with a comma inside another tag", `"a,b",${tag}`],
+      ["a list with obs-text in another tag", `"\u00e9t\u00e9",\t${tag}`],
+    ];
+    for (const [name, field] of matching) {
+      it(`If-None-Match: ${name} is 304 without content, with the ETag, Cache-Control and security headers (GET and HEAD)`, async () => {
+        for (const method of ["GET", "HEAD"]) {
+          const res = await app().fetch(new Request(path, { method, headers: { "if-none-match": field } }));
+          expect([method, res.status, Object.fromEntries(res.headers), await res.text()]).toEqual([method, 304, notModified, ""]);
+        }
+      });
+    }
+
+    const unmatched: [string, string][] = [
+      ["another tag", '"abc"'],
+      ["another asset's tag", etagOf(SWAGGER_UI_ASSETS["swagger-ui.css"]!.text)],
+      ["empty", ""],
+      ["an unquoted tag (malformed: ignored)", tag.slice(1, -1)],
+      ["* inside a list (malformed: ignored)", `*, ${tag}`],
+      ["the tag, then junk (malformed: ignored)", `${tag} junk`],
+      ["the tag, unterminated (malformed: ignored)", tag.slice(0, -1)],
+      ["a lower-case weak prefix (malformed: ignored)", `w/${tag}`],
+      ["a space inside the quotes (malformed: ignored)", `"a b", ${tag}`],
+      ["a lone quote", '"'],
+      ["only commas", ",,,"],
+      ["a very long list", Array.from({ length: 2000 }, (_, i) => `"t${i}"`).join(", ")],
+      ["obs-text", `"\u00e9t\u00e9"`],
+    ];
+    for (const [name, field] of unmatched) {
+      it(`If-None-Match: ${name} is the full 200`, async () => {
+        const res = await app().fetch(new Request(path, { headers: { "if-none-match": field } }));
+        expect([res.status, res.headers.get("etag"), res.headers.get("content-length"), (await res.text()) === bundle]).toEqual([
+          200,
+          tag,
+          String(Buffer.byteLength(bundle)),
+          true,
+        ]);
+      });
+    }
+
+    it("the page's own ETag: 304 for it (its URLs are relative, so it is one tag under every base path), 200 for a file's", async () => {
+      const atAuth = await (await app({ basePath: "/auth" }).fetch(new Request(`${BASE}/auth/docs`))).text();
+      const pageTag = etagOf(atAuth);
+      for (const [options, url] of [
+        [{ basePath: "/auth" }, `${BASE}/auth/docs`],
+        [{}, `${BASE}/docs`],
+      ] as const) {
+        const res = await app(options).fetch(new Request(url, { headers: { "if-none-match": pageTag } }));
+        expect([url, res.status, Object.fromEntries(res.headers), await res.text()]).toEqual([url, 304, { "cache-control": "no-cache", etag: pageTag, ...SECURITY }, ""]);
+      }
+      const other = await app().fetch(new Request(`${BASE}/docs`, { headers: { "if-none-match": tag } }));
+      expect([other.status, other.headers.get("etag"), await other.text()]).toEqual([200, pageTag, atAuth]);
+    });
   });
 
   it("openapi.json describes /docs and its four files", async () => {

@@ -887,6 +887,66 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
         expect(r.headers.get("content-type")).toBe("text/html; charset=utf-8");
         expect(r.text).toBe("");
       });
+
+      // The headers a response carries for itself, without the connection's (Date, Connection, Keep-Alive).
+      // The requests below ask for no content coding: Miniflare, like Cloudflare's edge, gzips
+      // compressible answers for a client that accepts it (and says so on a 304 as well).
+      const identity = { "accept-encoding": "identity" };
+      const own = (r: { headers: Headers }) => Object.fromEntries([...r.headers].filter(([name]) => !["date", "connection", "keep-alive"].includes(name)));
+      const pageSecurity = {
+        "content-security-policy":
+          "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+        "x-content-type-options": "nosniff",
+        "referrer-policy": "no-referrer",
+        "x-frame-options": "DENY",
+      };
+
+      it("the page and its files carry a strong ETag; If-None-Match with it (or *, or a list, or W/) is a 304 without content, with the ETag, Cache-Control and security headers", async () => {
+        for (const [path, cacheControl] of [
+          ["/docs/assets/swagger-ui-bundle.js", "public, max-age=86400"],
+          ["/docs", "no-cache"],
+        ] as const) {
+          const full = await capture(await fetch(url(path)));
+          const etag = full.headers.get("etag")!;
+          expect([path, full.status, etag]).toEqual([path, 200, expect.stringMatching(/^"[A-Za-z0-9_-]{43}"$/)]);
+          for (const [method, field] of [
+            ["GET", etag],
+            ["HEAD", `W/${etag}`],
+            ["GET", `"other", ${etag}`],
+            ["GET", "*"],
+          ] as const) {
+            const r = await capture(await fetch(url(path), { method, headers: { ...identity, "if-none-match": field } }));
+            expect([path, method, field, r.status, own(r), r.text]).toEqual([path, method, field, 304, { "cache-control": cacheControl, etag, ...pageSecurity }, ""]);
+          }
+          // Another tag, or a malformed field: the whole file again.
+          for (const field of ['"other"', etag.slice(1, -1), `${etag} junk`, '"']) {
+            const r = await capture(await fetch(url(path), { headers: { "if-none-match": field } }));
+            expect([path, field, r.status, r.headers.get("etag"), r.text === full.text]).toEqual([path, field, 200, etag, true]);
+          }
+        }
+      });
+
+      it("404 and 405 under /docs: the JSON error with nosniff, no framing and a CSP that allows nothing", async () => {
+        const errorSecurity = {
+          "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+          "x-content-type-options": "nosniff",
+          "referrer-policy": "no-referrer",
+          "x-frame-options": "DENY",
+        };
+        const notFound = '{"error":1404,"message":"Not found."}';
+        const r404 = await capture(await fetch(url("/docs/nope"), { headers: identity }));
+        // A host that answers unknown paths (Express's default) answers this one too.
+        if ((target.unknownPaths ?? "plantgate") === "plantgate") {
+          expect([r404.status, own(r404), r404.text]).toEqual([404, { "content-type": "application/json", "content-length": String(notFound.length), ...errorSecurity }, notFound]);
+        } else expect(r404.status).toBe(404);
+        const notAllowed = '{"error":1405,"message":"Use GET, HEAD for this endpoint."}';
+        const r405 = await capture(await fetch(url("/docs"), { method: "POST", body: "{}", headers: identity }));
+        expect([r405.status, own(r405), r405.text]).toEqual([
+          405,
+          { "content-type": "application/json", "content-length": String(notAllowed.length), allow: "GET, HEAD", ...errorSecurity },
+          notAllowed,
+        ]);
+      });
     });
 
     // ---------------------------------------------------------------------------------------------

@@ -4,22 +4,40 @@
  * and their headers (CSP included) come from that package.
  */
 import { ApiError, ApiErrorCode } from "../errors/index.js";
+import { notModified } from "../http/conditional.js";
 import { json, type PlainResponse } from "../http/respond.js";
 import type { ServedPage } from "../pages/static-page.js";
 
 const ASSETS = "/docs/assets/";
+
+/**
+ * On the JSON errors under `/docs` (404, 405): what keeps a browser from treating them as anything
+ * but inert data, as the page's own answers are kept (nosniff, no framing, no referrer); a CSP
+ * that allows nothing, since a JSON answer needs nothing.
+ */
+export const DOCS_ERROR_HEADERS: Record<string, string> = {
+  "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+};
 
 /** Whether `path` (`/docs...`, relative to the base path) is the page or one of its files. */
 export function docsOwns(docs: ServedPage, path: string): boolean {
   return path === "/docs" || (path.startsWith(ASSETS) && docs.asset(path.slice(ASSETS.length)) !== null);
 }
 
-/** Answers `path` (`/docs...`, relative to the base path); unknown paths are the usual 404. */
-export function docsHandler(docs: ServedPage, path: string, method: string): PlainResponse {
-  const answer = path === "/docs" ? docs.document() : path.startsWith(ASSETS) ? docs.asset(path.slice(ASSETS.length)) : null;
-  if (!answer) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
+/**
+ * Answers `path` (`/docs...`, relative to the base path): the file with its strong ETag, or a 304
+ * when `ifNoneMatch` (the request's If-None-Match) names it or is `*` (RFC 9110 §13.1.2, GET and
+ * HEAD); unknown paths are the usual 404, other methods 405, both with {@link DOCS_ERROR_HEADERS}.
+ */
+export async function docsHandler(docs: ServedPage, path: string, method: string, ifNoneMatch: string | null): Promise<PlainResponse> {
+  const name = path === "/docs" ? null : path.startsWith(ASSETS) ? path.slice(ASSETS.length) : undefined;
+  if (name === undefined || (name !== null && !Object.hasOwn(docs.assetTypes, name))) throw new ApiError(404, ApiErrorCode.notFound, "Not found.", DOCS_ERROR_HEADERS);
   if (method !== "GET" && method !== "HEAD") {
-    return json(405, { error: ApiErrorCode.methodNotAllowed, message: "Use GET, HEAD for this endpoint." }, { allow: "GET, HEAD" });
+    return json(405, { error: ApiErrorCode.methodNotAllowed, message: "Use GET, HEAD for this endpoint." }, { allow: "GET, HEAD", ...DOCS_ERROR_HEADERS });
   }
-  return answer;
+  const tagged = await docs.tagged(name)!;
+  return notModified(ifNoneMatch, tagged.etag) ? tagged.notModified() : tagged.ok();
 }

@@ -3,6 +3,7 @@
  * `@plantgate/console`'s page at `/console`). Core holds no page itself: a page package hands it
  * a {@link StaticPage} and core serves its files for GET and HEAD, with the headers the page asks for.
  */
+import { strongEtag } from "../http/conditional.js";
 import { plain, type PlainResponse } from "../http/respond.js";
 
 /** One file of a {@link StaticPage}. */
@@ -26,7 +27,8 @@ export interface PageMount {
 /**
  * A browser page that a separate package plugs into plantgate: one HTML document and its static
  * files. Core serves the document at the page's path and each asset at `{path}/assets/{name}`
- * (GET and HEAD; other methods are 405, unknown names 404). Nothing here runs server-side logic.
+ * (GET and HEAD; other methods are 405, unknown names 404); at `/docs` each with a strong ETag
+ * it makes from the bytes, answering If-None-Match with 304. Nothing here runs server-side logic.
  *
  * @example
  * const page: StaticPage = {
@@ -42,32 +44,73 @@ export interface StaticPage {
   assets: Readonly<Record<string, PageFile>>;
 }
 
+/** One file of a {@link ServedPage} with its strong ETag, for answering conditional requests. */
+export interface TaggedFile {
+  /** The file's strong ETag (quoted SHA-256 of its bytes, base64url). */
+  etag: string;
+  /** The 200: the file's headers, `content-type`, `content-length` and `etag`. */
+  ok(): PlainResponse;
+  /**
+   * The 304 (RFC 9110 §15.4.5): no content, the `etag` and every header of the 200 but
+   * `content-type` and `content-length` (its `cache-control` and its security headers included).
+   */
+  notModified(): PlainResponse;
+}
+
 /** A {@link StaticPage} ready to serve: bytes encoded once, on first use, per app. */
 export interface ServedPage {
   /** The document's answer. */
   document(): PlainResponse;
   /** An asset's answer, or null for an unknown name. */
   asset(name: string): PlainResponse | null;
+  /**
+   * The document (`name` null) or an asset with its ETag, made on first use and kept for the
+   * app's life; null for an unknown asset. The docs page is served this way, with 304s.
+   */
+  tagged(name: string | null): Promise<TaggedFile> | null;
   /** Asset name -> media type without parameters (for the OpenAPI document). */
   assetTypes: Readonly<Record<string, string>>;
 }
 
-function encoded(file: PageFile): () => PlainResponse {
+/** One file, its bytes encoded on first use: its plain answer, and (on first ask) its tagged one. */
+interface EncodedFile {
+  answer(): PlainResponse;
+  tagged(): Promise<TaggedFile>;
+}
+
+function encoded(file: PageFile): EncodedFile {
   let bytes: Uint8Array | undefined;
-  return () => {
-    bytes ??= typeof file.body === "string" ? new TextEncoder().encode(file.body) : file.body;
-    return plain(200, bytes, { ...file.headers, "content-type": file.contentType });
+  let tagged: Promise<TaggedFile> | undefined;
+  const body = () => (bytes ??= typeof file.body === "string" ? new TextEncoder().encode(file.body) : file.body);
+  const makeTagged = async (): Promise<TaggedFile> => {
+    const content = body();
+    const etag = await strongEtag(content);
+    const okHeaders = { ...file.headers, "content-type": file.contentType, etag };
+    const notModifiedHeaders: Record<string, string> = { ...file.headers, etag };
+    delete notModifiedHeaders["content-type"];
+    delete notModifiedHeaders["content-length"];
+    return { etag, ok: () => plain(200, content, okHeaders), notModified: () => plain(304, null, notModifiedHeaders) };
+  };
+  return {
+    answer: () => plain(200, body(), { ...file.headers, "content-type": file.contentType }),
+    tagged: () =>
+      (tagged ??= makeTagged().catch((error: unknown) => {
+        // Not kept: the next request tries again.
+        tagged = undefined;
+        throw error;
+      })),
   };
 }
 
 /** Prepares a page for one app mounted at `mount`; called when options are resolved. */
 export function servePage(page: StaticPage, mount: PageMount): ServedPage {
-  let document: (() => PlainResponse) | undefined;
-  const assets = new Map<string, () => PlainResponse>();
+  let document: EncodedFile | undefined;
+  const assets = new Map<string, EncodedFile>();
   for (const [name, file] of Object.entries(page.assets)) assets.set(name, encoded(file));
   return {
-    document: () => (document ??= encoded(page.page(mount)))(),
-    asset: (name) => assets.get(name)?.() ?? null,
+    document: () => (document ??= encoded(page.page(mount))).answer(),
+    asset: (name) => assets.get(name)?.answer() ?? null,
+    tagged: (name) => (name === null ? (document ??= encoded(page.page(mount))).tagged() : (assets.get(name)?.tagged() ?? null)),
     assetTypes: Object.fromEntries(Object.entries(page.assets).map(([name, f]) => [name, f.contentType.split(";")[0]!.trim()])),
   };
 }

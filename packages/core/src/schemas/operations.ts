@@ -361,6 +361,16 @@ export function createOperations(settings: OperationSettings): Operation[] {
 
 /** `/docs` and its assets: described only when the app serves a reference page (the `docs` option). */
 function docsOperations(docsAssets: Readonly<Record<string, string>>): Operation[] {
+  const etag: ResponseHeader = {
+    description: "A strong entity tag of the file's bytes (their SHA-256), the same on every server running this release with this configuration.",
+    schema: z.string(),
+    required: true,
+  };
+  const notModified: OperationResponse = {
+    description:
+      "Not modified: the request's If-None-Match was `*` or named this ETag (weak comparison, RFC 9110 §13.1.2); no content, with the 200's ETag, Cache-Control and security headers.",
+    headers: { ETag: etag },
+  };
   const page: Operation[] = [
     {
       path: "/docs",
@@ -370,7 +380,7 @@ function docsOperations(docsAssets: Readonly<Record<string, string>>): Operation
       description: "A browsable reference of this document, served with its assets by plantgate itself (no CDN).",
       tags: ["API description"],
       security: { kind: "none" },
-      responses: { "200": { description: "The page.", contentType: "text/html", body: z.string() } },
+      responses: { "200": { description: "The page.", contentType: "text/html", body: z.string(), headers: { ETag: etag } }, "304": notModified },
     },
     {
       path: "/docs/assets/{asset}",
@@ -385,7 +395,9 @@ function docsOperations(docsAssets: Readonly<Record<string, string>>): Operation
         "200": {
           description: "The asset (long-cacheable).",
           content: Object.fromEntries(Object.values(docsAssets).map((type) => [type, z.string()])),
+          headers: { ETag: etag },
         },
+        "304": notModified,
         "404": { description: "No such asset (1404).", body: apiErrorBody([ApiErrorCode.notFound]) },
       },
     },
