@@ -143,7 +143,7 @@ const ROUTES: ReadonlyMap<string, Route> = new Map([
   // Built from the request's Host only when neither baseUrl nor an issuer URL is configured: then
   // no shared cache may hand one client's document to another.
   [METADATA_PATH, route("api", { GET: async (ctx, urls) => json(200, metadata(ctx, urls), hostDependent(ctx)) })],
-  ["/openapi.json", route("api", { GET: async (ctx, urls) => openApiResponse(ctx, urls) })],
+  ["/openapi.json", route("api", { GET: (ctx, urls, request) => openApiResponse(ctx, urls, request.headers.get("if-none-match")) })],
 ]);
 
 /** Every route path (relative to the base path); the OpenAPI test checks each is described. */

@@ -135,8 +135,14 @@ export interface RefreshGrace {
   maxUses: number;
 }
 
-/** What `GET /openapi.json` keeps per app: the document without base URLs, and its text per base URL. */
+/** What `GET /openapi.json` keeps per app: the document without base URLs, and its bytes and ETag per base URL. */
 export interface OpenApiMemo {
   base: Record<string, unknown> | undefined;
-  byUrl: Map<string, string>;
+  byUrl: Map<string, Promise<OpenApiText>>;
+}
+
+/** The OpenAPI document for one base URL: its JSON as UTF-8 and its strong ETag. */
+export interface OpenApiText {
+  bytes: Uint8Array;
+  etag: string;
 }

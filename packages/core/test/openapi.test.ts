@@ -3,6 +3,7 @@
  * a valid OpenAPI 3.1 document (an independent validator and Spectral's oas ruleset), that it says
  * what the spec says, follows the configured base URL, and describes every route.
  */
+import { createHash } from "node:crypto";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Document, Spectral, type RulesetDefinition } from "@stoplight/spectral-core";
 import * as Parsers from "@stoplight/spectral-parsers";
@@ -169,7 +170,57 @@ describe("GET /openapi.json", () => {
     }
   });
 
+  it("has a strong ETag per base URL (SHA-256 of its bytes): If-None-Match naming it is a 304 with Cache-Control, Vary and the ETag; another Host's tag is the 200", async () => {
+    const etagOf = (text: string) => `"${createHash("sha256").update(text, "utf8").digest("base64url")}"`;
+    const app = createPlantgate({ logger: { error() {}, warn() {} }, docs: TEST_PAGE });
+    const a = await app.fetch(new Request(`${BASE}/openapi.json`));
+    const text = await a.text();
+    const tag = etagOf(text);
+    expect([a.status, Object.fromEntries(a.headers)]).toEqual([
+      200,
+      { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)), "cache-control": "private, max-age=300", vary: "Host", etag: tag },
+    ]);
+    for (const [method, field] of [
+      ["GET", tag],
+      ["HEAD", `W/${tag}`],
+      ["GET", `"x", ${tag}`],
+      ["GET", "*"],
+    ] as const) {
+      const r = await app.fetch(new Request(`${BASE}/openapi.json`, { method, headers: { "if-none-match": field } }));
+      expect([method, field, r.status, Object.fromEntries(r.headers), await r.text()]).toEqual([
+        method,
+        field,
+        304,
+        { "cache-control": "private, max-age=300", vary: "Host", etag: tag },
+        "",
+      ]);
+    }
+    // Another Host is another document (its servers and token URL), so another tag.
+    const other = await app.fetch(new Request("http://other.example.test/openapi.json", { headers: { "if-none-match": tag } }));
+    const otherText = await other.text();
+    expect([other.status, other.headers.get("etag"), otherText.includes('"url":"http://other.example.test"')]).toEqual([200, etagOf(otherText), true]);
+    expect(etagOf(otherText)).not.toBe(tag);
+    // Malformed: ignored, the whole document.
+    for (const field of [tag.slice(1, -1), `*, ${tag}`, `${tag};`]) {
+      const r = await app.fetch(new Request(`${BASE}/openapi.json`, { headers: { "if-none-match": field } }));
+      expect([field, r.status, await r.text()]).toEqual([field, 200, text]);
+    }
+    // After 20 other Hosts pushed it out of the cache, the same bytes and tag again.
+    for (let i = 0; i < 20; i++) await (await app.fetch(new Request(`http://h${i}.example.test/openapi.json`))).arrayBuffer();
+    const again = await app.fetch(new Request(`${BASE}/openapi.json`, { headers: { "if-none-match": tag } }));
+    expect([again.status, again.headers.get("etag")]).toEqual([304, tag]);
+  });
+
+  it("with a configured base URL, one tag whatever the Host, and a public 304", async () => {
+    const app = createPlantgate({ logger: { error() {}, warn() {} }, baseUrl: "https://public.example.com" });
+    const a = await app.fetch(new Request("http://internal:8080/openapi.json"));
+    const tag = a.headers.get("etag")!;
+    const r = await app.fetch(new Request("http://10.0.0.7/openapi.json", { headers: { "if-none-match": tag } }));
+    expect([r.status, Object.fromEntries(r.headers), await r.text()]).toEqual([304, { "cache-control": "public, max-age=300", etag: tag }, ""]);
+  });
+
   it("follows the configured issuer, base URL and base path", async () => {
+
     const { res, doc } = await fetchDocument({ basePath: "/api", baseUrl: "https://public.example.com/api" }, "http://internal:8080/api/openapi.json");
     expect(res.status).toBe(200);
     // With a configured baseUrl the document is the same for every request: publicly cacheable.

@@ -849,6 +849,26 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
         for (const path of [PLANTS_PATH, TOKEN_PATH, ACCOUNTS_PATH, JWKS_PATH, METADATA_PATH]) expect(doc.paths).toHaveProperty([path]);
       });
 
+      it("GET /openapi.json with If-None-Match naming its strong ETag (or *): 304 without content, with the ETag, Cache-Control and Vary", async () => {
+        // No content coding (Miniflare, like Cloudflare's edge, gzips for a client that accepts it).
+        const headers = { "accept-encoding": "identity" };
+        const full = await capture(await fetch(url("/openapi.json"), { headers }));
+        const etag = full.headers.get("etag")!;
+        expect([full.status, etag]).toEqual([200, expect.stringMatching(/^"[A-Za-z0-9_-]{43}"$/)]);
+        const caching = (target.baseUrlConfigured ?? true) ? { "cache-control": "public, max-age=300" } : { "cache-control": "private, max-age=300", vary: "Host" };
+        for (const [method, field] of [
+          ["GET", etag],
+          ["HEAD", `W/${etag}`],
+          ["GET", "*"],
+        ] as const) {
+          const r = await capture(await fetch(url("/openapi.json"), { method, headers: { ...headers, "if-none-match": field } }));
+          const own = Object.fromEntries([...r.headers].filter(([name]) => !["date", "connection", "keep-alive"].includes(name)));
+          expect([method, field, r.status, own, r.text]).toEqual([method, field, 304, { ...caching, etag }, ""]);
+        }
+        const other = await capture(await fetch(url("/openapi.json"), { headers: { ...headers, "if-none-match": '"other", junk' } }));
+        expect([other.status, other.headers.get("etag"), other.text === full.text]).toEqual([200, etag, true]);
+      });
+
       it("GET /docs: the HTML reference page, whose scripts, style sheet and document all load from this server", async () => {
         const page = await capture(await fetch(url("/docs")));
         expect(page.status, page.text).toBe(200);

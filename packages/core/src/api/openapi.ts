@@ -4,8 +4,9 @@
  * `schemas/operations.ts`. Nothing here describes a body by hand.
  */
 import * as z from "zod/mini";
-import { json, type PlainResponse } from "../http/respond.js";
-import type { Context, Urls } from "../context.js";
+import { notModified, strongEtag } from "../http/conditional.js";
+import { plain, type PlainResponse } from "../http/respond.js";
+import type { Context, OpenApiText, Urls } from "../context.js";
 import { NARROWED_ERRORS } from "../schemas/errors.js";
 import { EXACT_NUMBER_MARKER, INT64_JSON_SCHEMA, isInt64Schema } from "../schemas/int64.js";
 import { COMPONENTS, createOperations, type Operation, type OperationResponse, type OperationSecurity } from "../schemas/operations.js";
@@ -197,39 +198,51 @@ function serialize(document: Json): string {
 const MAX_CACHED_URLS = 16;
 
 /**
- * The OpenAPI 3.1 document for one base URL, as JSON text. Built once per app and base URL
- * (kept in `ctx.openApi`).
+ * The OpenAPI 3.1 document for one base URL, as JSON text.
  *
  * @example
  * const text = openApiDocument(ctx, urlsFor(ctx, request));
  * JSON.parse(text).info.title; // "Plant Store"
  */
 export function openApiDocument(ctx: Context, urls: Urls): string {
-  const cache = ctx.openApi;
-  cache.base ??= baseDocument(ctx);
-  let text = cache.byUrl.get(urls.baseUrl);
-  if (text === undefined) {
-    const { openapi, info, components, ...rest } = cache.base as { openapi: string; info: Json; components: Json };
-    text = serialize({
-      openapi,
-      info,
-      servers: [{ url: urls.baseUrl, description: "This server." }],
-      ...rest,
-      components: { ...components, securitySchemes: securitySchemes(ctx, urls) },
-    });
-    if (cache.byUrl.size >= MAX_CACHED_URLS) cache.byUrl.delete(cache.byUrl.keys().next().value!);
-    cache.byUrl.set(urls.baseUrl, text);
+  const { openapi, info, components, ...rest } = (ctx.openApi.base ??= baseDocument(ctx)) as { openapi: string; info: Json; components: Json };
+  return serialize({
+    openapi,
+    info,
+    servers: [{ url: urls.baseUrl, description: "This server." }],
+    ...rest,
+    components: { ...components, securitySchemes: securitySchemes(ctx, urls) },
+  });
+}
+
+/**
+ * The document's bytes and strong ETag (SHA-256) for one base URL: made once per app and base URL
+ * (kept in `ctx.openApi`, at most {@link MAX_CACHED_URLS} base URLs, the oldest dropped first).
+ */
+function openApiText(ctx: Context, urls: Urls): Promise<OpenApiText> {
+  const cache = ctx.openApi.byUrl;
+  let entry = cache.get(urls.baseUrl);
+  if (entry === undefined) {
+    const bytes = new TextEncoder().encode(openApiDocument(ctx, urls));
+    entry = strongEtag(bytes).then((etag) => ({ bytes, etag }));
+    // A failed digest is not kept: the next request tries again.
+    entry.catch(() => cache.get(urls.baseUrl) === entry && cache.delete(urls.baseUrl));
+    if (cache.size >= MAX_CACHED_URLS) cache.delete(cache.keys().next().value!);
+    cache.set(urls.baseUrl, entry);
   }
-  return text;
+  return entry;
 }
 
 /**
  * `GET /openapi.json`. Without a configured `baseUrl` the document names the request's own origin,
  * which a client can choose with the Host header: a shared cache must then not keep one copy for
- * everyone, so the response is `private` and varies by Host.
+ * everyone, so the response is `private` and varies by Host. Each base URL's document has its own
+ * strong ETag; an If-None-Match naming it (or `*`) is a 304 without content (RFC 9110 §13.1.2).
  */
-export function openApiResponse(ctx: Context, urls: Urls): PlainResponse {
+export async function openApiResponse(ctx: Context, urls: Urls, ifNoneMatch: string | null): Promise<PlainResponse> {
   const caching: Record<string, string> =
     ctx.baseUrl !== undefined ? { "cache-control": "public, max-age=300" } : { "cache-control": "private, max-age=300", vary: "Host" };
-  return json(200, openApiDocument(ctx, urls), caching);
+  const { bytes, etag } = await openApiText(ctx, urls);
+  if (notModified(ifNoneMatch, etag)) return plain(304, null, { ...caching, etag });
+  return plain(200, bytes, { "content-type": "application/json", ...caching, etag });
 }

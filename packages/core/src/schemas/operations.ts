@@ -350,8 +350,20 @@ export function createOperations(settings: OperationSettings): Operation[] {
               required: true,
             },
             Vary: { description: "`Host` when no base URL is configured (then the document depends on it); absent otherwise.", schema: z.literal("Host") },
+            ETag: {
+              description: "A strong entity tag of the document's bytes (their SHA-256): one per base URL, the same on every server running this release with this configuration.",
+              schema: z.string(),
+              required: true,
+            },
           },
           body: meta(z.looseObject({ openapi: z.literal("3.1.0") }), { description: "An OpenAPI 3.1 document." }),
+        },
+        "304": {
+          description:
+            "Not modified: the request's If-None-Match was `*` or named this base URL's ETag (weak comparison, RFC 9110 §13.1.2); no content, with the 200's ETag, Cache-Control and Vary.",
+          headers: {
+            ETag: { description: "The document's ETag.", schema: z.string(), required: true },
+          },
         },
       },
     },
