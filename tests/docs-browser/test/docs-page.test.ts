@@ -94,4 +94,42 @@ describe("the API reference page in chromium", () => {
     // A blank page compresses to a few KB; the rendered reference is far larger.
     expect(png.length).toBeGreaterThan(50_000);
   });
+
+  runIt(`reloading revalidates the no-cache page with If-None-Match and gets a 304; the day-cached files come from the cache${suffix}`, async () => {
+    if (!browser || !server) throw new Error(`${CHROMIUM} is missing (CI=true: .ci/run must install chromium)`);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    // What went over the wire (Playwright shows a revalidated answer as the cached 200): CDP's
+    // ExtraInfo events carry the request headers sent and the status received.
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("Network.enable");
+    const urls = new Map<string, string>();
+    const sent = new Map<string, string | undefined>();
+    const wire: string[] = [];
+    cdp.on("Network.requestWillBeSent", (e) => urls.set(e.requestId, new URL(e.request.url).pathname));
+    cdp.on("Network.requestWillBeSentExtraInfo", (e) => sent.set(e.requestId, e.headers["if-none-match"] ?? e.headers["If-None-Match"]));
+    cdp.on("Network.responseReceivedExtraInfo", (e) => {
+      const etag = e.headers["etag"] ?? e.headers["ETag"];
+      wire.push(`${e.requestId} ${e.statusCode} ${sent.get(e.requestId) === undefined ? "-" : sent.get(e.requestId) === etag ? "if-none-match: its etag" : "if-none-match: another"}`);
+    });
+    // Each visit ends once the page has rendered the document (so openapi.json was read, from the
+    // network or the cache) and the network has been idle; CDP's events can trail the page's.
+    const visit = async (go: () => Promise<unknown>, answers: number) => {
+      wire.length = 0;
+      await go();
+      await expect.poll(() => page.locator(".opblock").count(), { timeout: 20_000 }).toBeGreaterThan(5);
+      await page.waitForLoadState("networkidle");
+      await expect.poll(() => wire.length, { timeout: 10_000 }).toBeGreaterThanOrEqual(answers);
+      return wire.map((line) => line.replace(/^\S+/, (id) => urls.get(id) ?? id)).sort();
+    };
+    const first = await visit(() => page.goto(`${server!.url}/docs`), 5);
+    const second = await visit(() => page.reload(), 1);
+    await context.close();
+    expect({ first, second }).toEqual({
+      first: ["/docs 200 -", "/docs/assets/docs-init.js 200 -", "/docs/assets/swagger-ui-bundle.js 200 -", "/docs/assets/swagger-ui.css 200 -", "/openapi.json 200 -"],
+      // The page (no-cache) is asked for again with its tag and is not sent again; the files
+      // (a day) and openapi.json (five minutes) are still fresh, so they are not asked for at all.
+      second: ["/docs 304 if-none-match: its etag"],
+    });
+  });
 });
