@@ -1,6 +1,6 @@
 /**
- * Validators for static answers (the docs page and its files): a strong ETag made once from the
- * bytes, and RFC 9110 §13.1.2's If-None-Match evaluated for GET and HEAD.
+ * Validators for static answers (the docs page and its files, openapi.json): a strong ETag made
+ * once from the bytes, and RFC 9110 §13.1.2's If-None-Match evaluated for GET and HEAD.
  */
 
 /**
@@ -8,7 +8,7 @@
  * WebCrypto, so it runs in workerd too; callers make it once per file, not per request.
  *
  * @example
- * await strongEtag(new TextEncoder().encode("hi")); // '"j0NDRmSPa5bfid2pAcUlaxbjQzaPwnf6eEZdkE7aHhA"'
+ * await strongEtag(new TextEncoder().encode("hi")); // '"j0NDRmSPa5bfid2pAcUXaxCm2Dlh3TwayItZstwyeqQ"'
  */
 export async function strongEtag(bytes: Uint8Array): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
