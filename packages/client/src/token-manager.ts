@@ -352,7 +352,10 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
           return;
         } catch (error) {
           if (backedOff.has(error as object) && tries < 3) continue;
-          if (undecided(error) && !refreshRetry.schedule()) retryAfterHold(error);
+          // The answer that set the hold counts whatever it was: a 503 without an OAuth error body
+          // (a proxy's page) is no answer, not undecided, and with the steps used up its retry at
+          // the hold's end was never made (until 2026-11-30; the user was signed out).
+          if ((undecided(error) || (hold !== null && hold.error === error)) && !refreshRetry.schedule()) retryAfterHold(error);
           return;
         }
       }

@@ -677,6 +677,77 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     expect(handed.every((h) => h.settled)).toBe(true);
   });
 
+  // The answer that sets the hold comes to the last of the four retries, so only the retry at the
+  // hold's end is left. A 503 without an OAuth error body (a proxy's page, a gateway's own JSON) is
+  // "no answer", not "undecided": until 2026-11-30 that retry was never made for it (the steps
+  // were used up and the hold's end was not looked at), and the next call, after the grace
+  // window, presented the replaced refresh token (reuse: the user signed out).
+  it.each([
+    ["an OAuth error body", { type: "application/json", text: JSON.stringify({ error: "temporarily_unavailable", error_description: "Try again later." }) }],
+    ["an HTML page", { type: "text/html", text: "<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>" }],
+    ["its own JSON ({\"message\":...})", { type: "application/json", text: '{"message":"Service Unavailable"}' }],
+  ])("the last retry answered 503 with Retry-After (10 s) by a proxy (with %s): presented once more when the hold ends, within the window, and the session lives", async (_what, body) => {
+    target = await startTarget();
+    const t = target;
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const forwarded: string[] = [];
+    const lose = { count: 1, answered: 0 };
+    const gate = { inFlight: 0 };
+    const losing = losingFetch(forwarded, "A", lose);
+    const timeline: string[] = [];
+    let lossAt = Infinity;
+    // From 1 s to 15 s after the loss A's connections are refused; from 15 s to 25 s a proxy in
+    // front answers its token requests itself: 503 with `body` and Retry-After the seconds left.
+    const fetch: FetchLike = async (url, init) => {
+      const grant = new URLSearchParams(init.body ?? "").get("grant_type");
+      const now = t.clock.now();
+      const at = `${(now - lossAt) / 1000} s`;
+      if (grant !== null && now >= lossAt + 1000 && now < lossAt + 15_000) {
+        timeline.push(`${at}: ${grant} connection refused`);
+        throw new TypeError("fetch failed", { cause: new Error("connect ECONNREFUSED") });
+      }
+      if (grant !== null && now >= lossAt + 15_000 && now < lossAt + 25_000) {
+        const retryAfter = Math.ceil((lossAt + 25_000 - now) / 1000);
+        timeline.push(`${at}: ${grant} answered by the proxy: 503, Retry-After ${retryAfter}`);
+        return new Response(body.text, { status: 503, headers: { "content-type": body.type, "retry-after": String(retryAfter) } });
+      }
+      if (grant !== null && lossAt !== Infinity) timeline.push(`${at}: ${grant} reached the server`);
+      gate.inFlight++;
+      try {
+        return await losing(url, init);
+      } finally {
+        gate.inFlight--;
+      }
+    };
+    const a = signIn(t, fetch);
+    await a.client.getAccessToken();
+    for (const clock of [t.clock, a.clock]) clock.advance(TTL);
+    // The server rotates; the answer is lost on the way back.
+    lossAt = t.clock.now();
+    expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
+    for (let s = 1; s <= 27; s++) await tick([t.clock, a.clock], gate);
+    vi.useRealTimers();
+    // A's next call comes after the grace window of that rotation.
+    for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
+    const outcome = await a.client.listAccounts().then(
+      (page) => page.total,
+      (e: unknown) => String(e),
+    );
+    const events = (await t.events()).filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected");
+    expect({ timeline, outcome, events }).toEqual({
+      timeline: [
+        "0 s: refresh_token reached the server",
+        "1 s: refresh_token connection refused",
+        "3 s: refresh_token connection refused",
+        "7 s: refresh_token connection refused",
+        "15 s: refresh_token answered by the proxy: 503, Retry-After 10",
+        "25 s: refresh_token reached the server",
+      ],
+      outcome: 1,
+      events: ["token.refreshed", "token.refreshed"],
+    });
+  });
+
   it("a loss after the four retries of an earlier one were used up (an outage: nothing reached the server, no answer since) gets retries of its own: presented again 1 s after it, within the window, and the session lives", async () => {
     target = await startTarget();
     const t = target;
