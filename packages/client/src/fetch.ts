@@ -172,6 +172,13 @@ export async function send(
   }
 }
 
+/**
+ * The headers of the answer a {@link NetworkError} `response_too_large` refused: its body was not
+ * read, but its head was, and a token endpoint's 429 or 503 holds by its `Retry-After` whatever its
+ * body (see the token manager). Internal: not exported from the package's index.
+ */
+export const tooLargeHeads = new WeakMap<NetworkError, ReadResponse["headers"]>();
+
 /** Default of the client's `maxResponseBytes`: far above any answer plantgate gives (a page of 100 accounts is about 30 KB). */
 export const DEFAULT_MAX_RESPONSE_BYTES = 1_048_576;
 
@@ -193,12 +200,15 @@ async function exchange(fetch: FetchLike, url: string, init: FetchInit, maxRespo
       response.status,
     );
   }
-  const tooLarge = () =>
-    new NetworkError(
+  const tooLarge = () => {
+    const error = new NetworkError(
       "response_too_large",
       `${init.method} ${pathOf(url)} answered HTTP ${response.status} with a body over ${maxResponseBytes} bytes (maxResponseBytes); it was not read further`,
       response.status,
     );
+    tooLargeHeads.set(error, response.headers);
+    return error;
+  };
   // A declared length over the cap is refused before a byte is read.
   const declared = response.headers.get("content-length")?.trim();
   if (declared !== undefined && /^\d+$/.test(declared) && Number(declared) > maxResponseBytes) {

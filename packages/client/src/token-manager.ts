@@ -1,5 +1,5 @@
 import { NetworkError, OAuthError, serverText, type GrantType, type OAuthErrorBody } from "./errors.js";
-import { deadlineIn, isObject, parseJsonBody, pathOf, send, unexpected, within, type FetchLike, type ReadResponse } from "./fetch.js";
+import { deadlineIn, isObject, parseJsonBody, pathOf, send, tooLargeHeads, unexpected, within, type FetchLike, type ReadResponse } from "./fetch.js";
 import type { AssertionSigner } from "./assertion.js";
 import type { CachedToken, PasswordCredentials, TokenCache, TokenInfo } from "./types.js";
 
@@ -355,13 +355,19 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
           // The answer that set the hold counts whatever it was: a 503 without an OAuth error body
           // (a proxy's page) is no answer, not undecided, and with the steps used up its retry at
           // the hold's end was never made (until 2026-11-30; the user was signed out).
-          if ((undecided(error) || (hold !== null && hold.error === error)) && !refreshRetry.schedule()) retryAfterHold(error);
+          if (saysNothing(error) && !refreshRetry.schedule()) retryAfterHold(error);
           return;
         }
       }
     },
     keepAlive,
   );
+
+  /**
+   * {@link undecided}, or the answer that set the Retry-After {@link hold} whatever its body (a
+   * proxy's 503 page, one past maxResponseBytes): a 429 or 503 says nothing of the token.
+   */
+  const saysNothing = (error: unknown): boolean => undecided(error) || (hold !== null && hold.error === error);
 
   /** Whether the one retry at a hold's end ({@link retryAfterHold}) was set since the retries began. */
   let afterHold = false;
@@ -487,6 +493,14 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     return error;
   }
 
+  /** Sets the {@link hold} of a 429's or 503's `Retry-After` (`ms`, from {@link holdMs}; 0: none) on the error of its answer. */
+  function holdBy(error: NetworkError | OAuthError, ms: number): void {
+    if (ms <= 0) return;
+    const from = mark();
+    hold = { from, until: from.at + ms, error };
+    transient.add(error);
+  }
+
   async function tokenRequest(
     grantType: GrantType,
     params: Record<string, string>,
@@ -517,6 +531,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     try {
       response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, step(), config.maxResponseBytes);
     } catch (error) {
+      // A 429's or 503's body past maxResponseBytes (a proxy's large page): its Retry-After, in
+      // the head that was read, holds as a smaller body's does (until 2026-11-30 it was not read,
+      // and the answer counted toward the backoff).
+      const head = error instanceof NetworkError && (error.status === 429 || error.status === 503) ? tooLargeHeads.get(error) : undefined;
+      if (head !== undefined) holdBy(error as NetworkError, holdMs(retryAfterOf({ headers: head })));
       failed(error);
       throw error;
     } finally {
@@ -531,11 +550,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       // proxy's or load balancer's 429 or 503 without an OAuth error body (a NetworkError), whose
       // Retry-After was not read either (until 2026-11-30): whatever the body, it holds the same.
       const held = (response.status === 429 || response.status === 503) && (error instanceof OAuthError || error instanceof NetworkError) ? holdMs(retryAfterOf(response)) : 0;
-      if (held > 0) {
-        const from = mark();
-        hold = { from, until: from.at + held, error: error as NetworkError | OAuthError };
-        transient.add(error as object);
-      }
+      holdBy(error as NetworkError | OAuthError, held);
       // After the hold (set first): an answer with a Retry-After is not counted toward the backoff.
       failed(error);
       // A refused client secret is never presented again (until 2026-11-30 every call sent it):
@@ -632,7 +647,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
           // which gets steps of its own (see refreshRetry). A retry's own loss never starts them again.
           if (!background && refreshRetry.spent()) refreshAnswered();
           refreshRetry.schedule();
-        } else if (!undecided(error)) refreshAnswered();
+        } else if (!saysNothing(error)) refreshAnswered();
         if (!(error instanceof OAuthError && error.error === "invalid_grant")) throw error;
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
         deadRefresh.add(refreshToken);
@@ -960,7 +975,7 @@ async function tokenHash(token: string): Promise<string> {
  * counted from the response's own `Date` (both the server's clock; without `Date`, ignored, as this
  * host's clock may differ); null when absent or unreadable.
  */
-function retryAfterOf(response: ReadResponse): number | null {
+function retryAfterOf(response: Pick<ReadResponse, "headers">): number | null {
   const value = response.headers.get("retry-after")?.trim();
   if (value === undefined || value === "") return null;
   if (/^\d{1,10}$/.test(value)) return Number(value);

@@ -586,7 +586,7 @@ describe("a refresh whose answer was lost after the server rotated", () => {
    * when (seconds after `gate.lossAt`, by the server's clock) it reached the server or the gateway
    * answered it; `gate.inFlight` counts the requests still on their way.
    */
-  function throttlingFetch(t: ServerTarget, inner: FetchLike, gate: { lossAt: number; from: number; until: number; inFlight: number }, timeline: string[], body: GatewayBody = OAUTH_429): FetchLike {
+  function throttlingFetch(t: ServerTarget, inner: FetchLike, gate: { lossAt: number; from: number; until: number; inFlight: number }, timeline: string[], body: GatewayBody = OAUTH_429, status = 429): FetchLike {
     return async (url, init) => {
       const grant = new URLSearchParams(init.body ?? "").get("grant_type");
       if (grant === null) return inner(url, init);
@@ -594,8 +594,8 @@ describe("a refresh whose answer was lost after the server rotated", () => {
       const at = `${(now - gate.lossAt) / 1000} s`;
       if (gate.from <= now && now < gate.until) {
         const retryAfter = Math.ceil((gate.until - now) / 1000);
-        timeline.push(`${at}: ${grant} answered by the gateway: 429, Retry-After ${retryAfter}`);
-        return new Response(body.text, { status: 429, headers: { "content-type": body.type, "retry-after": String(retryAfter) } });
+        timeline.push(`${at}: ${grant} answered by the gateway: ${status}, Retry-After ${retryAfter}`);
+        return new Response(body.text, { status, headers: { "content-type": body.type, "retry-after": String(retryAfter) } });
       }
       timeline.push(`${at}: ${grant} reached the server`);
       gate.inFlight++;
@@ -675,6 +675,38 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     const events = await t.events();
     expect(events.filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected")).toEqual(["token.refreshed", "token.refreshed", "token.refreshed"]);
     expect(handed.every((h) => h.settled)).toBe(true);
+  });
+
+  it("a retry answered 503 with Retry-After 20 by a gateway whose page passes maxResponseBytes (response_too_large): held as a smaller page is, presented when the hold ends, within the window, and the session lives", async () => {
+    target = await startTarget();
+    const t = target;
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    const forwarded: string[] = [];
+    const lose = { count: 1, answered: 0 };
+    const gate = { lossAt: 0, from: Infinity, until: -Infinity, inFlight: 0 };
+    const timeline: string[] = [];
+    const page: GatewayBody = { type: "text/html", text: `<html><body>${"x".repeat(4000)}</body></html>` };
+    const a = userProcess(t, { fetch: throttlingFetch(t, losingFetch(forwarded, "A", lose), gate, timeline, page, 503), maxResponseBytes: 1024 });
+    await a.client.getAccessToken();
+    for (const clock of [t.clock, a.clock]) clock.advance(TTL);
+    timeline.length = 0;
+    gate.lossAt = t.clock.now();
+    gate.from = gate.lossAt + 1000;
+    gate.until = gate.lossAt + 21_000;
+    expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
+    for (let s = 1; s <= 25; s++) await tick([t.clock, a.clock], gate);
+    vi.useRealTimers();
+    for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
+    const outcome = await a.client.listAccounts().then(
+      (page) => page.total,
+      (e: unknown) => String(e),
+    );
+    const events = (await t.events()).filter((e) => e.startsWith("token.refreshed") || e === "refresh_token.reuse_detected");
+    expect({ timeline, outcome, events }).toEqual({
+      timeline: ["0 s: refresh_token reached the server", "1 s: refresh_token answered by the gateway: 503, Retry-After 20", "21 s: refresh_token reached the server"],
+      outcome: 1,
+      events: ["token.refreshed", "token.refreshed"],
+    });
   });
 
   // The answer that sets the hold comes to the last of the four retries, so only the retry at the

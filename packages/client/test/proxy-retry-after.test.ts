@@ -183,3 +183,31 @@ it("a token still valid (due, not expired) is handed out while the proxy's Retry
     arrivals: [0, 3580],
   });
 });
+
+it.each([
+  ["a declared Content-Length", true],
+  ["a chunked body (no Content-Length)", false],
+])("a proxy's 503 page larger than maxResponseBytes (%s), Retry-After 30: it holds as a smaller one does (the body is not read past the cap, the Retry-After is in the head)", async (_what, declared) => {
+  const clock = manualClock();
+  const { state, baseUrl } = await proxyServer(clock);
+  const page = `<html><body>${"x".repeat(4000)}</body></html>`;
+  state.answer = { status: 503, headers: { "content-type": "text/html", "retry-after": "30", ...(declared ? { "content-length": String(page.length) } : {}) }, body: page };
+  const client = createClient({ baseUrl, clientId: "third-party", clientSecret: "client-secret-that-is-long-enough", scope: "Platform_UserAPIs", clock: clock.now, maxResponseBytes: 1024 });
+  const first = await rejectionOf(client.getAccessToken());
+  const held: ReturnType<typeof summary>[] = [];
+  for (const step of [0.5, 10, 19]) {
+    clock.advance(step);
+    held.push(summary(await rejectionOf(client.getAccessToken()), first));
+  }
+  state.answer = null;
+  clock.advance(0.5);
+  const page1 = await client.listAccounts();
+  const message = `POST ${TOKEN_PATH} answered HTTP 503 with a body over 1024 bytes (maxResponseBytes); it was not read further`;
+  const heldAt = (left: number) => ({ name: "NetworkError", reason: "response_too_large", status: 503, retryAfter: left, message: `POST ${TOKEN_PATH} not sent: held by the Retry-After; the next one is sent in ${left} s at the earliest (last: ${message})`, cause: "first" });
+  expect({ first: summary(first), held, total: page1.total, arrivals: state.arrivals }).toEqual({
+    first: { name: "NetworkError", reason: "response_too_large", status: 503, retryAfter: null, message, cause: undefined },
+    held: [heldAt(30), heldAt(20), heldAt(1)],
+    total: 1,
+    arrivals: [0, 30],
+  });
+});
