@@ -511,7 +511,10 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     const retried = await until(() => lose.answered === 3, 2500);
     calls = false;
     await busy;
-    expect(held.length).toBeGreaterThan(100);
+    // About 200 in the ~1 s before the retry on an idle machine; at load average ~5 the 5 ms sleeps
+    // stretch and 94 came (a review's 2 of 8 runs failed at > 100): what matters is that calls kept
+    // coming, each held, while the retry went out.
+    expect(held.length).toBeGreaterThan(40);
     expect(held.every((e) => e instanceof NetworkError && e.retryAfter === 1)).toBe(true);
     expect(retried).toBe(true);
     expect(forwarded.slice(0, 6)).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`, "A: (answer lost)", `A: ${REFRESH}`]);
