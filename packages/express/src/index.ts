@@ -200,7 +200,9 @@ function unreadableBody(exchange: NodeExchange): { exchange: NodeExchange; read(
  *   request body let go (a reader the app left behind gets an AbortError).
  * - Absolute-form targets (`POST http://host/auth/...`) are treated as on the listener: the
  *   target's authority is the host (RFC 9112 §3.2.2) unless a trusted forwarded host says otherwise.
- *   Another scheme's (`ftp://x/auth/...`) gets the listener's 400 on a path plantgate answers.
+ *   One naming the other scheme than `req.protocol` (`https://...` over plain TCP) gets the
+ *   listener's 421 on a path plantgate answers (RFC 9110 §7.4). Another scheme's
+ *   (`ftp://x/auth/...`) gets the listener's 400 on a path plantgate answers.
  *
  * @example
  * ```ts
