@@ -215,6 +215,32 @@ function allowSecretUse(before: StoreSnapshot, after: StoreSnapshot, window: [nu
   }
 }
 
+/** The console's idle timeout and session lifetime the workerd worlds run with (the defaults). */
+const CONSOLE_IDLE_MS = 1800_000;
+const CONSOLE_SESSION_TTL_MS = 28_800_000;
+
+/**
+ * A console request that passes the session and CSRF checks moves its session's idle end
+ * (`sessions.touch`), whatever the handler answers next (a 400 for a bad body included): README,
+ * Management console. The end is written only once it moves by more than a step (60 s), so it
+ * never happens where the clock stands still, and on workerd's moving clock only once a world has
+ * lived a minute (a chunk of 1000 console requests takes about that). Copies that one move (a
+ * session whose only change is an `expiresAt` moved forward to the request's time plus the idle
+ * window, or to its sign-in plus the lifetime) from `after` into `before`; any other change stays
+ * for the comparison to find.
+ */
+function allowSessionSlide(before: StoreSnapshot, after: StoreSnapshot, window: [number, number]): void {
+  type Session = { idHash: string; accountId: string; csrfHash: string; createdAt: number; expiresAt: number } | null;
+  for (const b of before.sessions as Session[]) {
+    if (b === null) continue;
+    const a = (after.sessions as Session[]).find((x) => x?.idHash === b.idHash);
+    if (!a || a.accountId !== b.accountId || a.csrfHash !== b.csrfHash || a.createdAt !== b.createdAt || a.expiresAt <= b.expiresAt) continue;
+    const lifetimeEnd = b.createdAt + CONSOLE_SESSION_TTL_MS;
+    const slid = a.expiresAt >= window[0] + CONSOLE_IDLE_MS && a.expiresAt <= window[1] + CONSOLE_IDLE_MS;
+    if ((slid && a.expiresAt <= lifetimeEnd) || a.expiresAt === lifetimeEnd) b.expiresAt = a.expiresAt;
+  }
+}
+
 /**
  * Runs `request` and checks the store: when `rejected(answer)` says the request was refused, the
  * snapshot must be unchanged and no write method (but the attempt counters) may have been called.
@@ -228,7 +254,8 @@ function allowSecretUse(before: StoreSnapshot, after: StoreSnapshot, window: [nu
  * Worker stamps a change with is known only to lie between the clock's readings before and after
  * the request, and the change may be found made or not made (as in process, where it is applied
  * only when its write was called: a family revoked already is not revoked again). A client secret's
- * `lastUsedAt` may move to the request's time (see {@link allowSecretUse}).
+ * `lastUsedAt` may move to the request's time (see {@link allowSecretUse}), and a console session's
+ * idle end forward to it plus the idle window (see {@link allowSessionSlide}).
  */
 export async function withStoreCheck(
   world: World,
@@ -250,6 +277,7 @@ export async function withStoreCheck(
     const a = stringify(after);
     if (world.realTime) {
       allowSecretUse(before, after, [startedAt, endedAt]);
+      allowSessionSlide(before, after, [startedAt, endedAt]);
       if (a === stringify(before)) return answer;
       if (expectedChange) {
         expectedChange.apply(before, STAMPED);
