@@ -2,6 +2,7 @@
  * Validators for static answers (the docs page and its files, openapi.json): a strong ETag made
  * once from the bytes, and RFC 9110 §13.1.2's If-None-Match evaluated for GET and HEAD.
  */
+import { base64url } from "../crypto/index.js";
 
 /**
  * A strong entity tag for `bytes`: the SHA-256 of the bytes, base64url, quoted (RFC 9110 §8.8.3).
@@ -11,10 +12,7 @@
  * await strongEtag(new TextEncoder().encode("hi")); // '"j0NDRmSPa5bfid2pAcUXaxCm2Dlh3TwayItZstwyeqQ"'
  */
 export async function strongEtag(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
-  let binary = "";
-  for (const byte of digest) binary += String.fromCharCode(byte);
-  return `"${btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}"`;
+  return `"${base64url(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>)))}"`;
 }
 
 /**
