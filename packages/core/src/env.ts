@@ -34,10 +34,11 @@ function int(env: EnvVars, name: string, max?: number): number | undefined {
 }
 
 /** Like {@link int} but 0 is allowed. */
-function nonNegativeInt(env: EnvVars, name: string): number | undefined {
+function nonNegativeInt(env: EnvVars, name: string, max?: number): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === "") return undefined;
   if (!/^\d{1,12}$/.test(raw)) throw new ConfigError(`${name} must be a non-negative integer, got "${raw}"`);
+  if (max !== undefined && Number(raw) > max) throw new ConfigError(`${name} must be at most ${max}, got "${raw}"`);
   return Number(raw);
 }
 
@@ -139,10 +140,7 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
   // The option's own bounds, refused here under the variable's name (a TypeError naming
   // console.sessionTtlSeconds until 2026-11-30).
   const sessionTtl = int(env, "PLANTGATE_CONSOLE_SESSION_TTL", MAX_TTL_SECONDS);
-  const idleTimeout = nonNegativeInt(env, "PLANTGATE_CONSOLE_IDLE_TIMEOUT");
-  if (idleTimeout !== undefined && idleTimeout > MAX_TTL_SECONDS) {
-    throw new ConfigError(`PLANTGATE_CONSOLE_IDLE_TIMEOUT must be at most ${MAX_TTL_SECONDS}, got "${env.PLANTGATE_CONSOLE_IDLE_TIMEOUT}"`);
-  }
+  const idleTimeout = nonNegativeInt(env, "PLANTGATE_CONSOLE_IDLE_TIMEOUT", MAX_TTL_SECONDS);
   if (consoleOn) {
     out.console = {
       enabled: true,
