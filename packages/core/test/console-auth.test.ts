@@ -2,7 +2,7 @@
  * Management console: page, sign-in, cookie, CSRF, origin checks and authorization of every route.
  * Everything goes through `app.fetch` on the memory store.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ConfigError, createMemoryStorage, createPlantgate, StorageError } from "../src/index.js";
 import { ADMIN, call, consoleHarness, type CallOptions, hashOf, read, signIn } from "./console-helpers.js";
 import { basic, BASE, passwordTokens, tokenRequest } from "./helpers.js";
@@ -604,6 +604,36 @@ describe("console: the idle timeout (console.idleTimeoutSeconds, default 30 minu
     expect(await endOf(await call(short.app, "GET", "/api/session", { cookie: s.cookie }))).toEqual([200, "2026-01-01T00:05:00.000Z", null]);
     short.clock.advance(1);
     expect(await endOf(await call(short.app, "GET", "/api/session", { cookie: s.cookie }))).toEqual([200, "2026-01-01T00:05:30.001Z", null]);
+  });
+
+  it("an active session lives its whole lifetime: a last move to the lifetime's end shorter than a step is written (once), not left a step short", async () => {
+    const h = await consoleHarness();
+    const root = await signIn(h.app);
+    const hash = await hashOf(root.sessionId);
+    // A request at 7:29:50 moves the end to 7:59:50; one at 7:30:20 moves it 10 s, to the
+    // lifetime's end at 8:00: less than the 60 s step, written all the same.
+    for (let minutes = 20; minutes <= 7 * 60 + 20; minutes += 20) {
+      h.clock.advance(20 * MIN);
+      expect((await call(h.app, "GET", "/api/clients", { cookie: root.cookie })).status, `at +${minutes} min`).toBe(200);
+    }
+    h.clock.advance(9 * MIN + 50 * 1000);
+    expect(await endOf(await call(h.app, "GET", "/api/clients", { cookie: root.cookie }))).toEqual([200, expect.anything(), null]);
+    expect((await h.storage.sessions.get(hash))?.expiresAt).toBe(Date.UTC(2026, 0, 1, 7, 59, 50));
+    const touch = vi.spyOn(h.storage.sessions, "touch");
+    h.clock.advance(30 * 1000);
+    expect(await endOf(await call(h.app, "GET", "/api/session", { cookie: root.cookie }))).toEqual([200, "2026-01-01T08:00:00.000Z", null]);
+    expect((await h.storage.sessions.get(hash))?.expiresAt).toBe(Date.UTC(2026, 0, 1, 8));
+    expect(touch).toHaveBeenCalledTimes(1);
+    // At the lifetime's end nothing more is written.
+    touch.mockClear();
+    h.clock.advance(10 * MIN);
+    expect(await endOf(await call(h.app, "GET", "/api/session", { cookie: root.cookie }))).toEqual([200, "2026-01-01T08:00:00.000Z", null]);
+    expect(touch).not.toHaveBeenCalled();
+    h.clock.advance(20 * MIN - 20 * 1000 - 1);
+    expect((await call(h.app, "GET", "/api/session", { cookie: root.cookie })).status).toBe(200);
+    h.clock.advance(1);
+    const ended = await read(await call(h.app, "GET", "/api/session", { cookie: root.cookie }));
+    expect([ended.status, ended.body, ended.setCookie]).toEqual([401, NOT_SIGNED_IN, CLEARED]);
   });
 
   it("a refused request does not keep a session alive: a wrong CSRF token (403 1303) moves no end", async () => {

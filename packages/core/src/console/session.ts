@@ -97,7 +97,8 @@ export function sessionExpiry(ctx: Context, record: SessionRecord): number {
  * `sessions.touch`, which only moves an end forward) only when that moves the stored end by more
  * than a step, a tenth of the window and at most 60 s, so a busy console writes about once a
  * minute per session, not on every request; the session may therefore end up to one step before
- * a full idle window after its last request. Called once a request has passed every check (its
+ * a full idle window after its last request. A move to the end of the lifetime is written however
+ * short (until 2026-11-30 an active session could end up to a step before its lifetime). Called once a request has passed every check (its
  * session, and its CSRF token when it changes state), so a refused one does not keep a session
  * alive; not at sign-out. Updates the session's record when the end moved (`GET /session` tells it).
  */
@@ -106,8 +107,11 @@ export async function slideExpiry(ctx: Context, session: ConsoleSession): Promis
   if (idleMs === null) return;
   const record = session.record;
   const now = ctx.clock();
-  const end = Math.min(now + idleMs, record.createdAt + ctx.console!.sessionTtlSeconds * 1000);
-  if (end - record.expiresAt <= Math.min(60_000, idleMs / 10)) return;
+  const lifetimeEnd = record.createdAt + ctx.console!.sessionTtlSeconds * 1000;
+  const end = Math.min(now + idleMs, lifetimeEnd);
+  // A move to the lifetime's end is written however short: the step would otherwise leave an
+  // active session ending up to a step before its lifetime (at most one such write a session).
+  if (end <= record.expiresAt || (end < lifetimeEnd && end - record.expiresAt <= Math.min(60_000, idleMs / 10))) return;
   // `touch` is there: the app does not start with an idle timeout over a store without it.
   if (await ctx.storage.sessions.touch!(record.idHash, end)) record.expiresAt = end;
 }
