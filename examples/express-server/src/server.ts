@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { applyBootstrap, bootstrapFromEnv, checkBootstrap, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, unavailableResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, checkBootstrap, ConfigError, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, unavailableResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { plantgate } from "@plantgate/express";
 import { answerMalformedRequests, closeGracefully, nodeCrypto, schedulePrune, SERVE_DEFAULTS } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
@@ -74,8 +74,13 @@ export interface RunningExpressServer {
   close(): Promise<void>;
 }
 
+/**
+ * A configuration mistake found here (PORT, a mount path): a ConfigError whose message names the
+ * variable first, as every other variable's (until 2026-11-30 these alone were prefixed
+ * "configuration: ").
+ */
 function fail(message: string): never {
-  throw new Error(`configuration: ${message}`);
+  throw new ConfigError(message);
 }
 
 function port(value: string | undefined): number {

@@ -2,6 +2,7 @@ import {
   applyBootstrap,
   bootstrapFromEnv,
   checkBootstrap,
+  ConfigError,
   createPlantgate,
   optionsFromEnv,
   pruneIntervalFromEnv,
@@ -87,8 +88,13 @@ function startingResponse(request: Request): PlainResponse {
   return unavailableResponse(new URL(request.url).pathname, "The server is starting; retry shortly.", 1);
 }
 
+/**
+ * A configuration mistake found here (PORT): a ConfigError whose message names the
+ * variable first, as every other variable's (until 2026-11-30 these alone were prefixed
+ * "configuration: ").
+ */
 function fail(message: string): never {
-  throw new Error(`configuration: ${message}`);
+  throw new ConfigError(message);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { connect } from "node:net";
-import { createMemoryStorage } from "@plantgate/core";
+import { ConfigError, createMemoryStorage } from "@plantgate/core";
 import { openRedisHotStoresFromEnv } from "../../storage-redis/src/env.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { startExpressServer, type RunningExpressServer } from "../../../examples/express-server/src/server.js";
@@ -206,10 +206,13 @@ describe("examples/express-server", () => {
     expect((await fetch(`${server.url}/health`)).status).toBe(200);
   });
 
-  it("refuses a malformed PLANTGATE_MOUNT_PATH", async () => {
-    await expect(startExpressServer({ PORT: "0", PLANTGATE_DB: ":memory:", PLANTGATE_MOUNT_PATH: "auth?x" })).rejects.toThrow(
-      /PLANTGATE_MOUNT_PATH/,
-    );
+  it("refuses a malformed PLANTGATE_MOUNT_PATH or PORT: a ConfigError naming the variable first, as every other variable's", async () => {
+    const mount = startExpressServer({ PORT: "0", PLANTGATE_DB: ":memory:", PLANTGATE_MOUNT_PATH: "auth?x" });
+    await expect(mount).rejects.toBeInstanceOf(ConfigError);
+    await expect(mount).rejects.toThrow('PLANTGATE_MOUNT_PATH must be a path like /auth, got "auth?x"');
+    const port = startExpressServer({ PORT: "80a", PLANTGATE_DB: ":memory:" });
+    await expect(port).rejects.toBeInstanceOf(ConfigError);
+    await expect(port).rejects.toThrow('PORT must be 0-65535, got "80a"');
   });
 });
 

@@ -66,7 +66,7 @@ describe.each(SERVERS)("the $name example server's PORT", ({ entry }) => {
 
   it("a PORT that is not a port: exit 1, one line, and no store file made (checked before the store is opened)", { timeout: 60_000 }, async () => {
     const { code, out, err, cwd } = await run(entry, { PORT: "80a" });
-    expect([code, out, err]).toEqual([1, "", 'configuration: PORT must be 0-65535, got "80a"\n']);
+    expect([code, out, err]).toEqual([1, "", 'PORT must be 0-65535, got "80a"\n']);
     expect(existsSync(join(cwd, "data", "plantgate.db"))).toBe(false);
   });
 });
