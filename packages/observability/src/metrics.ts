@@ -236,38 +236,83 @@ function targetPath(target: string): string {
   return slash < 0 ? "/" : path.slice(slash);
 }
 
+/** An absolute-form target naming `https` (RFC 9112 §3.2.2; the scheme is case-insensitive). */
+const HTTPS_TARGET = /^https:\/\//i;
+
 /** A whole answer with a text body, written on the socket itself (what Node answers before a request exists). */
 function rawAnswer(status: string, body: string, extra = ""): string {
   return `HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`;
 }
 
+const TEXT = "text/plain; charset=utf-8";
+const MALFORMED_BODY = "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n";
+const MISDIRECTED_BODY = "The request's target is not served on this connection: this listener speaks plain HTTP.\n";
+
 const REFUSALS = {
   timeout: rawAnswer("408 Request Timeout", "The request did not arrive in time.\n"),
   headers: rawAnswer("431 Request Header Fields Too Large", "The request headers are too large.\n"),
-  malformed: rawAnswer("400 Bad Request", "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n"),
+  malformed: rawAnswer("400 Bad Request", MALFORMED_BODY),
   connect: rawAnswer("405 Method Not Allowed", "Use GET.\n", "allow: GET, HEAD\r\n"),
 };
+
+/** Writes `answer` on a connection no request of which has an answer begun, and closes it (as Node's own handler of its parser's refusals). */
+function refuseOnSocket(socket: Duplex, answer: string): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: { _headerSent?: boolean } | null })._httpMessage;
+  if (socket.writable && inFlight?._headerSent !== true) socket.write(answer);
+  socket.destroy();
+}
+
+/**
+ * A request line without an HTTP version: a method and a target, nothing after (HTTP/0.9's
+ * `GET /metrics`, RFC 9112 §3's request-line requires one). Node's parser takes it for HTTP/0.9 and
+ * waits for headers an HTTP/0.9 client never sends.
+ */
+const VERSIONLESS_LINE = /^[!-~]+ [!-~]+\r?$/;
+/** How much of a connection's start is looked at for its first line: Node's header limit (past it, its parser refuses the request, 431). */
+const FIRST_LINE_LIMIT = 16 * 1024;
 
 /**
  * What never reaches the request listener gets an answer with a body too. Node's own answers to
  * what its parser or timers refuse have none (400, 431, 408), an Expect other than 100-continue
  * got a bodiless 417 and the connection was kept, and a CONNECT (handed to a 'connect' listener,
- * closed without a word when there is none) got nothing at all.
+ * closed without a word when there is none) got nothing at all. A connection whose first line has
+ * no HTTP version gets the parser-refusal 400 at once: HTTP/0.9 has no headers and no persistent
+ * connections, so a client that sent one waits for an answer (until 2026-11-30 Node's parser waited
+ * for headers, and the client got the 408 of the headers timeout 10 s later); one that Node's parser
+ * did make a request of (a blank line sent after it) is refused by the request listener, which
+ * `requested` tells.
  */
-function answerRefusals(server: Server): void {
+function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
-    // As Node's own handler: an answer only where none has begun on this connection, then closed.
-    const inFlight = (socket as Duplex & { _httpMessage?: { _headerSent?: boolean } | null })._httpMessage;
-    if (error.code !== "ECONNRESET" && socket.writable && inFlight?._headerSent !== true) {
-      socket.write(error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? REFUSALS.timeout : error.code === "HPE_HEADER_OVERFLOW" ? REFUSALS.headers : REFUSALS.malformed);
-    }
-    socket.destroy();
+    if (error.code === "ECONNRESET") return void socket.destroy();
+    refuseOnSocket(socket, error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? REFUSALS.timeout : error.code === "HPE_HEADER_OVERFLOW" ? REFUSALS.headers : REFUSALS.malformed);
+  });
+  server.on("connection", (socket: Duplex) => {
+    // Node's parser has read each chunk before this listener (it was added first): a request it made
+    // of the chunk has been answered already (the request listener, 'checkExpectation', 'connect').
+    // Only the first line is looked at; a 'data' listener has Node feed its parser from JavaScript
+    // rather than straight from the socket, which costs a scrape listener nothing worth counting.
+    let start: Buffer = Buffer.alloc(0);
+    const firstLine = (chunk: Buffer): void => {
+      start = start.length === 0 ? chunk : Buffer.concat([start, chunk]);
+      // RFC 9112 §2.2: empty lines before a request line are ignored (Node's parser does so too).
+      let from = 0;
+      while (from < start.length && (start[from] === 13 || start[from] === 10)) from++;
+      const end = start.indexOf(10, from);
+      if (end < 0 && start.length < FIRST_LINE_LIMIT) return;
+      socket.off("data", firstLine);
+      if (end < 0 || requested.has(socket) || socket.destroyed) return;
+      if (VERSIONLESS_LINE.test(start.toString("latin1", from, end))) refuseOnSocket(socket, REFUSALS.malformed);
+    };
+    socket.on("data", firstLine);
   });
   server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
+    requested.add(socket);
     socket.on("error", () => {});
     socket.end(REFUSALS.connect, () => socket.destroy());
   });
-  server.on("checkExpectation", (_req: IncomingMessage, res: ServerResponse) => {
+  server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
+    requested.add(req.socket);
     res.shouldKeepAlive = false;
     res.writeHead(417, { "content-type": "text/plain; charset=utf-8" }).end("Only Expect: 100-continue is understood.\n");
   });
@@ -275,7 +320,9 @@ function answerRefusals(server: Server): void {
 
 /**
  * Serves `GET /metrics` (Prometheus text exposition) on its own `node:http` listener. Anything
- * else is 404 (405 for another method on `/metrics`, and for a `CONNECT` whatever its target).
+ * else is 404 (405 for another method on `/metrics`, and for a `CONNECT` whatever its target; 421
+ * for an absolute-form `https://` target, this listener being plain HTTP; 400 for a request line
+ * without an HTTP version, HTTP/0.9's `GET /metrics`, or with another major version than 1).
  * Keep it off the public network: it says how busy the server is and which errors it answers.
  *
  * @example
@@ -292,7 +339,22 @@ export async function serveMetrics(metrics: Pick<PlantgateMetrics, "registry" | 
     requestTimeout: headersTimeout,
     connectionsCheckingInterval: Math.min(1_000, headersTimeout || 1_000),
   };
+  const requested = new WeakSet<Duplex>();
   const server: Server = createServer({ ...limits, requireHostHeader: false }, (req, res) => {
+    requested.add(req.socket);
+    // A request line without a version (HTTP/0.9, a blank line after it) or with another major
+    // version than 1 (`HTTP/2.0`) is the parser refusals' 400: until 2026-11-30 both were served.
+    if (req.httpVersionMajor !== 1) {
+      res.shouldKeepAlive = false;
+      res.writeHead(400, { "content-type": TEXT, "content-length": String(Buffer.byteLength(MALFORMED_BODY)) }).end(MALFORMED_BODY);
+      return;
+    }
+    // RFC 9110 §7.4: an https target did not come over TLS (this listener is plain HTTP): 421, as on
+    // the public port, whatever its path (until 2026-11-30 `GET https://x/metrics` was served).
+    if (HTTPS_TARGET.test(req.url ?? "")) {
+      res.writeHead(421, { "content-type": TEXT, "content-length": String(Buffer.byteLength(MISDIRECTED_BODY)) }).end(MISDIRECTED_BODY);
+      return;
+    }
     const path = targetPath(req.url ?? "/");
     if (path !== "/metrics") {
       res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("Not found; the metrics are at /metrics.\n");
@@ -327,7 +389,7 @@ export async function serveMetrics(metrics: Pick<PlantgateMetrics, "registry" | 
     if (res.socket !== null) answer();
     else res.once("socket", answer);
   });
-  answerRefusals(server);
+  answerRefusals(server, requested);
   server.maxConnections = options.maxConnections ?? METRICS_LISTENER_DEFAULTS.maxConnections;
   // No 'timeout' listener: Node destroys a socket that stays silent this long.
   server.setTimeout(options.socketTimeout ?? METRICS_LISTENER_DEFAULTS.socketTimeout);

@@ -274,4 +274,52 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     // And the listener still serves.
     expect((await fetch(url)).status).toBe(200);
   });
+
+  it("an absolute-form https:// target is 421 (this listener is plain HTTP; it was served), an http:// one is served; a request line without a version (HTTP/0.9's `GET /metrics`) or with another major version than 1 is 400 with a text body and Connection: close (a bare line waited for the headers timeout, then 408; one with a blank line after it, or HTTP/0.9 or 2.0, was served)", async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    listener = await serveMetrics(metrics, { port: 0 });
+    const url = listener.url;
+    /** Everything the listener sends back until it closes (or 5 s pass, well before the 10 s headers timeout), Date lines left out. */
+    const exchange = (data: string) =>
+      new Promise<string>((resolve) => {
+        const socket = open(url);
+        let received = "";
+        const done = (tail: string) => resolve(received.replace(/\r\nDate: [^\r]*/g, "") + tail);
+        socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
+        socket.on("close", () => done(""));
+        setTimeout(() => done("<still open>"), 5_000);
+        socket.write(data);
+      });
+    const exposition = await metrics.text();
+    const chunked = `${exposition.length.toString(16)}\r\n${exposition}\r\n0\r\n\r\n`;
+    const served = `HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4; charset=utf-8\r\ncache-control: no-store\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n${chunked}`;
+    const misdirectedBody = "The request's target is not served on this connection: this listener speaks plain HTTP.\n";
+    const misdirected = `HTTP/1.1 421 Misdirected Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${misdirectedBody.length}\r\nConnection: close\r\n\r\n${misdirectedBody}`;
+    const malformedBody = "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n";
+    // What the listener writes itself before a request exists (as for what Node's parser refuses)...
+    const refusedRaw = `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${malformedBody.length}\r\nconnection: close\r\n\r\n${malformedBody}`;
+    // ...and through Node's response once its parser made a request of the line.
+    const refused = `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${malformedBody.length}\r\nConnection: close\r\n\r\n${malformedBody}`;
+    const cases: Array<[string, string]> = [
+      ["GET http://other/metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n", served],
+      ["GET HTTP://other:9464/metrics?x HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n", served],
+      ["GET https://x/metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n", misdirected],
+      ["GET HTTPS://x:443/nope HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n", misdirected],
+      ["POST https://x/metrics HTTP/1.1\r\nHost: m\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", misdirected],
+      ["GET /metrics\r\n", refusedRaw],
+      ["\r\nGET /metrics\r\n", refusedRaw],
+      ["GET http://m/metrics\r\nHost: m\r\n", refusedRaw],
+      ["GET /metrics\r\n\r\n", refused],
+      // Bare LFs after a version-less line are what Node's parser itself refuses (so before too).
+      ["GET /metrics\n\n", refusedRaw],
+      ["GET /metrics HTTP/0.9\r\n\r\n", refused],
+      ["GET /metrics HTTP/2.0\r\nHost: m\r\n\r\n", refused],
+      // Behind a scrape on a kept connection: that one is answered, then the refusal, then the close.
+      ["GET /metrics HTTP/1.1\r\nHost: m\r\n\r\nGET /metrics\r\n\r\n", `${served.replace("Connection: close", "Connection: keep-alive\r\nKeep-Alive: timeout=5")}${refused}`],
+    ];
+    const got = await Promise.all(cases.map(([data]) => exchange(data)));
+    expect(cases.map(([data], i) => [data, got[i]])).toEqual(cases);
+    // And the listener still serves.
+    expect((await fetch(url)).status).toBe(200);
+  });
 });
