@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { applyBootstrap, bootstrapFromEnv, checkBootstrap, ConfigError, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, unavailableResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
+import { applyBootstrap, bootstrapFromEnv, checkBootstrap, ConfigError, consoleSettingsFromEnv, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, unavailableResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { plantgate } from "@plantgate/express";
 import { answerMalformedRequests, closeGracefully, nodeCrypto, schedulePrune, SERVE_DEFAULTS } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
@@ -119,6 +119,7 @@ export async function startExpressServer(
   const mount = mountPath(env.PLANTGATE_MOUNT_PATH);
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
+  const consoleFromEnv = consoleSettingsFromEnv(env);
   const pruneIntervalSeconds = pruneIntervalFromEnv(env);
   // JSON-line logs (events, errors, housekeeping) and, with a metrics port, Prometheus metrics.
   const observability = setupObservability(observabilityFromEnv(env), logging);
@@ -262,8 +263,12 @@ export async function startExpressServer(
       ...(mount ? { basePath: mount } : {}),
       storage,
     };
-    // The console (PLANTGATE_CONSOLE=1, or an override) comes with its page unless one was given.
-    if (options.console) options.console = { page: consolePage(), ...options.console };
+    // The console (PLANTGATE_CONSOLE=1, or an override) comes with its page unless one was given,
+    // and, when on, with PLANTGATE_CONSOLE_SESSION_TTL and PLANTGATE_CONSOLE_IDLE_TIMEOUT unless the
+    // overrides give their own (overrides win over the environment). Until 2026-11-30 a console
+    // object from the overrides (with PLANTGATE_CONSOLE=1 or without) had neither: optionsFromEnv
+    // puts them in the console it turns on, which the overrides' replaced.
+    if (options.console) options.console = { page: consolePage(), ...(options.console.enabled ? consoleFromEnv : {}), ...options.console };
     const created = createPlantgate(options);
     // The signing keys are created or loaded before the first request, and before the bootstrap: a
     // PLANTGATE_SIGNING_KEY that does not import, or keys stored under another

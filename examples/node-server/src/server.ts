@@ -3,6 +3,7 @@ import {
   bootstrapFromEnv,
   checkBootstrap,
   ConfigError,
+  consoleSettingsFromEnv,
   createPlantgate,
   optionsFromEnv,
   pruneIntervalFromEnv,
@@ -130,6 +131,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   const listenPort = port(env.PORT);
   const bootstrap = bootstrapFromEnv(env);
   const fromEnv = optionsFromEnv(env);
+  const consoleFromEnv = consoleSettingsFromEnv(env);
   const pruneIntervalSeconds = pruneIntervalFromEnv(env);
   // JSON-line logs (events, errors, housekeeping) and, with a metrics port, Prometheus metrics.
   const observability = setupObservability(observabilityFromEnv(env), logging);
@@ -196,8 +198,12 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
       ...overrides,
       storage,
     };
-    // The console (PLANTGATE_CONSOLE=1, or an override) comes with its page unless one was given.
-    if (options.console) options.console = { page: consolePage(), ...options.console };
+    // The console (PLANTGATE_CONSOLE=1, or an override) comes with its page unless one was given,
+    // and, when on, with PLANTGATE_CONSOLE_SESSION_TTL and PLANTGATE_CONSOLE_IDLE_TIMEOUT unless the
+    // overrides give their own (overrides win over the environment). Until 2026-11-30 a console
+    // object from the overrides (with PLANTGATE_CONSOLE=1 or without) had neither: optionsFromEnv
+    // puts them in the console it turns on, which the overrides' replaced.
+    if (options.console) options.console = { page: consolePage(), ...(options.console.enabled ? consoleFromEnv : {}), ...options.console };
     const created = createPlantgate(options);
     // The signing keys are created or loaded before the first request, and before the bootstrap: a
     // PLANTGATE_SIGNING_KEY that does not import, or keys stored under another

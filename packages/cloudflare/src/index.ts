@@ -25,7 +25,7 @@
  * in wrangler.toml) and each run calls `admin.prune()`, at most `pruneMaxBatches` batches (default 20,
  * under D1's 50 queries per invocation on the Free plan), and logs the counts.
  */
-import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, checkBootstrap, ConfigError, createPlantgate, describeError, guardedLogger, isIpAddress, isThenable, LATE, optionsFromEnv, PRUNE_STORES, StorageError, unavailableResponse, waitAtMost, type EnvVars, type Logger, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
+import { AdminConflictError, AdminError, AdminNotFoundError, applyBootstrap, auditFromEnv, bootstrapFromEnv, checkBootstrap, ConfigError, consoleSettingsFromEnv, createPlantgate, describeError, guardedLogger, isIpAddress, isThenable, LATE, optionsFromEnv, PRUNE_STORES, StorageError, unavailableResponse, waitAtMost, type EnvVars, type Logger, type Plantgate, type PlantgateOptions, type PruneCounts } from "@plantgate/core";
 import { createD1Storage, SchemaTooNewError, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** workerd's PBKDF2 implementation refuses more than 100 000 iterations. */
@@ -355,7 +355,10 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
       ...rest,
       ...fromEnv,
       // PLANTGATE_CONSOLE=1 turns the console on; the page given in the options (if any) stays.
-      ...(fromEnv.console ? { console: { ...rest.console, ...fromEnv.console } } : {}),
+      // PLANTGATE_CONSOLE_SESSION_TTL and PLANTGATE_CONSOLE_IDLE_TIMEOUT win over the options' own
+      // whenever the console is on, by the variable or by the options (until 2026-11-30 only by the
+      // variable: a console the options turned on kept the options' values, or the defaults).
+      ...(fromEnv.console ? { console: { ...rest.console, ...fromEnv.console } } : rest.console?.enabled ? { console: { ...rest.console, ...consoleSettingsFromEnv(vars) } } : {}),
       storage,
     });
   } catch (error) {

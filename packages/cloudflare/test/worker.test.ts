@@ -5,6 +5,7 @@
  */
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
+import { createPlantgate } from "@plantgate/core";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from "vitest";
@@ -529,5 +530,43 @@ describe("createWorker", () => {
     expect([page.status, page.headers.get("content-type")]).toEqual([200, "text/html; charset=utf-8"]);
     expect(await page.text()).toContain('<script src="/console/assets/console.js" defer></script>');
     expect(await status(full, on, "/docs/assets/swagger-ui.css")).toBe(200);
+  });
+
+  // Until 2026-11-30 the two variables applied only with PLANTGATE_CONSOLE=1 (or
+  // PLANTGATE_BOOTSTRAP_ADMIN=1): a console turned on in createWorker's options kept the options'
+  // (or the default) lifetime and idle window, against "a variable set in env wins".
+  it("a console turned on in the options takes PLANTGATE_CONSOLE_SESSION_TTL and PLANTGATE_CONSOLE_IDLE_TIMEOUT from env, over the options' own; the variables alone turn no console on", async () => {
+    const env = { DB: database, PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_CONSOLE_SESSION_TTL: "600", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "120" };
+    const worker = createWorker({ logger: recorded, console: { enabled: true, sessionTtlSeconds: 28_800, idleTimeoutSeconds: 1800 } });
+    // The first request starts it (and migrates D1); the admin is then stored beside it.
+    expect((await worker.fetch(new Request("http://worker.test/console/api/session"), env)).status).toBe(401);
+    const admin = { username: "cf-console-env-admin", password: "cf-console-env-password" };
+    await createPlantgate({ storage: createD1Storage(database), passwordHashIterations: 1000, logger: recorded }).admin.createAccount({ ...admin, roles: ["admin"] });
+    const signIn = (w: ReturnType<typeof createWorker>, e: Record<string, unknown>) =>
+      w.fetch(
+        new Request("http://worker.test/console/api/session", {
+          method: "POST",
+          headers: { "content-type": "application/json", origin: "http://worker.test", "sec-fetch-site": "same-origin" },
+          body: JSON.stringify(admin),
+        }),
+        e,
+      );
+    const before = Date.now();
+    const res = await signIn(worker, env);
+    const after = Date.now();
+    expect(res.status).toBe(200);
+    expect(res.headers.get("set-cookie")).toMatch(/^plantgate_console=[A-Za-z0-9_-]{43}; Path=\/console; Max-Age=600; HttpOnly; SameSite=Strict$/);
+    const body = (await res.json()) as { expiresAt: string };
+    expect(body).toEqual({ username: admin.username, displayName: null, csrfToken: expect.any(String), expiresAt: expect.any(String), grantTypes: expect.any(Array), scopes: expect.any(Array), adminRole: "admin" });
+    // Sign-in plus the variable's idle window (120 s), not the options' 1800 s.
+    const end = Date.parse(body.expiresAt);
+    expect([end >= before + 120_000, end <= after + 120_000]).toEqual([true, true]);
+
+    // The variables beside no console, or one the options turn off: no console (404, not 401).
+    for (const options of [{}, { console: { enabled: false } }]) {
+      const off = createWorker({ logger: recorded, ...options });
+      const answer = await signIn(off, { ...env });
+      expect([JSON.stringify(options), answer.status]).toEqual([JSON.stringify(options), 404]);
+    }
   });
 });

@@ -5,6 +5,7 @@ import { checkClientId, checkClientSecret } from "./admin/clients.js";
 import type { AccountStore, ClientStore } from "./storage/types.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import { MAX_AUDIT_RETENTION_DAYS, type PlantgateOptions } from "./options.js";
+import type { ConsoleOptions } from "./option-types.js";
 import { parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
 import { MIN_ACTIVATION_DELAY_SECONDS } from "./tokens/keys.js";
 import { MAX_TTL_SECONDS } from "./admin/clients.js";
@@ -55,7 +56,9 @@ function nonNegativeInt(env: EnvVars, name: string, max?: number): number | unde
  * `PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS` (1-1000, password checks running at once per instance),
  * `PLANTGATE_AUDIT_RETENTION_DAYS` (days the audit store keeps events); the management console with
  * `PLANTGATE_CONSOLE=1` (implied by `PLANTGATE_BOOTSTRAP_ADMIN=1`), `PLANTGATE_CONSOLE_SESSION_TTL` and
- * `PLANTGATE_CONSOLE_IDLE_TIMEOUT` (seconds, 0 = off).
+ * `PLANTGATE_CONSOLE_IDLE_TIMEOUT` (seconds, 0 = off). The last two are in the result only with the
+ * console on by the environment; for a console turned on in code, merge
+ * {@link consoleSettingsFromEnv} into its options.
  *
  * @example
  * const app = createPlantgate({ ...optionsFromEnv(process.env), storage });
@@ -137,18 +140,32 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
   const auditDays = int(env, "PLANTGATE_AUDIT_RETENTION_DAYS", MAX_AUDIT_RETENTION_DAYS);
   if (auditDays !== undefined) out.auditRetentionDays = auditDays;
   const consoleOn = flag(env, "PLANTGATE_CONSOLE") || flag(env, "PLANTGATE_BOOTSTRAP_ADMIN");
+  // Read (and checked) whether the console is on or not.
+  const settings = consoleSettingsFromEnv(env);
+  if (consoleOn) out.console = { enabled: true, ...settings };
+  return out;
+}
+
+/**
+ * The console's settings from the environment, `PLANTGATE_CONSOLE_SESSION_TTL`
+ * (`sessionTtlSeconds`) and `PLANTGATE_CONSOLE_IDLE_TIMEOUT` (`idleTimeoutSeconds`), each present
+ * only when set; a bad value is a `ConfigError` naming the variable. They do not turn the console
+ * on: {@link optionsFromEnv} puts them in its `console` only with `PLANTGATE_CONSOLE=1` (or
+ * `PLANTGATE_BOOTSTRAP_ADMIN=1`), so a console turned on in code takes them from here. The example
+ * servers and the Worker do (until 2026-11-30 both were ignored when the code turned the console on).
+ *
+ * @example
+ * const console = { enabled: true, page: consolePage(), ...consoleSettingsFromEnv(process.env) };
+ */
+export function consoleSettingsFromEnv(env: EnvVars): Pick<ConsoleOptions, "sessionTtlSeconds" | "idleTimeoutSeconds"> {
   // The option's own bounds, refused here under the variable's name (a TypeError naming
   // console.sessionTtlSeconds until 2026-11-30).
   const sessionTtl = int(env, "PLANTGATE_CONSOLE_SESSION_TTL", MAX_TTL_SECONDS);
   const idleTimeout = nonNegativeInt(env, "PLANTGATE_CONSOLE_IDLE_TIMEOUT", MAX_TTL_SECONDS);
-  if (consoleOn) {
-    out.console = {
-      enabled: true,
-      ...(sessionTtl !== undefined ? { sessionTtlSeconds: sessionTtl } : {}),
-      ...(idleTimeout !== undefined ? { idleTimeoutSeconds: idleTimeout } : {}),
-    };
-  }
-  return out;
+  return {
+    ...(sessionTtl !== undefined ? { sessionTtlSeconds: sessionTtl } : {}),
+    ...(idleTimeout !== undefined ? { idleTimeoutSeconds: idleTimeout } : {}),
+  };
 }
 
 /**

@@ -46,6 +46,7 @@ export { KeyEncryptionError } from "./crypto/key-encryption.js";
 export { CLIENT_SUBJECT_PREFIX } from "./tokens/access-token.js";
 export {
   optionsFromEnv,
+  consoleSettingsFromEnv,
   pruneIntervalFromEnv,
   auditFromEnv,
   DEFAULT_PRUNE_INTERVAL_SECONDS,

@@ -1,6 +1,6 @@
 /** The console's environment switches and the admin bootstrap the example servers use. */
 import { describe, expect, it } from "vitest";
-import { applyBootstrap, bootstrapFromEnv, ConfigError, createMemoryStorage, createPlantgate, optionsFromEnv } from "../src/index.js";
+import { applyBootstrap, bootstrapFromEnv, ConfigError, consoleSettingsFromEnv, createMemoryStorage, createPlantgate, optionsFromEnv } from "../src/index.js";
 import { ADMIN, call, signIn } from "./console-helpers.js";
 
 const quiet = { logger: { error() {}, warn() {} }, passwordHashIterations: 1000 };
@@ -38,6 +38,17 @@ describe("console environment", () => {
     );
     // Without the console it is checked but not used.
     expect(optionsFromEnv({ PLANTGATE_CONSOLE_IDLE_TIMEOUT: "900" }).console).toBeUndefined();
+    expect(() => optionsFromEnv({ PLANTGATE_CONSOLE_IDLE_TIMEOUT: "-1" })).toThrow(new ConfigError('PLANTGATE_CONSOLE_IDLE_TIMEOUT must be a non-negative integer, got "-1"'));
+  });
+
+  it("consoleSettingsFromEnv: the two console settings, for a console turned on in code; each only when set, checked as optionsFromEnv checks them", () => {
+    expect(consoleSettingsFromEnv({})).toEqual({});
+    expect(consoleSettingsFromEnv({ PLANTGATE_CONSOLE_SESSION_TTL: "", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "" })).toEqual({});
+    expect(consoleSettingsFromEnv({ PLANTGATE_CONSOLE_SESSION_TTL: "600", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "0" })).toEqual({ sessionTtlSeconds: 600, idleTimeoutSeconds: 0 });
+    // They do not say whether the console is on, nor does PLANTGATE_CONSOLE add to them.
+    expect(consoleSettingsFromEnv({ PLANTGATE_CONSOLE: "1", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "120" })).toEqual({ idleTimeoutSeconds: 120 });
+    expect(() => consoleSettingsFromEnv({ PLANTGATE_CONSOLE_SESSION_TTL: "0" })).toThrow(new ConfigError('PLANTGATE_CONSOLE_SESSION_TTL must be a positive integer, got "0"'));
+    expect(() => consoleSettingsFromEnv({ PLANTGATE_CONSOLE_IDLE_TIMEOUT: "315360001" })).toThrow(new ConfigError('PLANTGATE_CONSOLE_IDLE_TIMEOUT must be at most 315360000, got "315360001"'));
   });
 
   it("a console session lifetime past 10 years is refused when the app is made (every sign-in was a 500, its session already stored); 10 years signs in", async () => {

@@ -413,3 +413,70 @@ describe("examples: a start refused over its signing keys", () => {
     }
   }
 });
+
+/**
+ * PLANTGATE_CONSOLE_SESSION_TTL and PLANTGATE_CONSOLE_IDLE_TIMEOUT apply whenever the console is on,
+ * by PLANTGATE_CONSOLE or by `overrides`. Until 2026-11-30 they applied only with PLANTGATE_CONSOLE=1
+ * (or PLANTGATE_BOOTSTRAP_ADMIN=1): a console turned on in code signed in for 8 hours with a 30-minute
+ * idle window whatever they said.
+ */
+describe("example servers: the console's variables with the console turned on in code", () => {
+  const ADMIN = { username: "env-admin", password: "env-admin-password-1" };
+  for (const [name, startOne] of [
+    ["node-server", startServer],
+    ["express-server", startExpressServer],
+  ] as const) {
+    const launch = async (env: Record<string, string>, overrides: Parameters<typeof startServer>[1]) => {
+      const server = await startOne({ HOST: "127.0.0.1", PORT: "0", PLANTGATE_DB: ":memory:", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", ...env }, overrides, { destination: { write() {} } });
+      running.push(server as unknown as RunningExpressServer);
+      await server.app.admin.createAccount({ ...ADMIN, roles: ["admin"] });
+      const path = name === "express-server" ? "/auth" : "";
+      return { server, path, base: `${server.url}${path}` };
+    };
+    const signIn = (base: string) =>
+      fetch(`${base}/console/api/session`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: new URL(base).origin, "sec-fetch-site": "same-origin" },
+        body: JSON.stringify(ADMIN),
+      });
+
+    it(`${name}: overrides' console { enabled: true } takes the session lifetime (cookie Max-Age) and the idle window (expiresAt) from the environment`, async () => {
+      const { path, base } = await launch({ PLANTGATE_CONSOLE_SESSION_TTL: "600", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "120" }, { console: { enabled: true } });
+      const before = Date.now();
+      const res = await signIn(base);
+      const after = Date.now();
+      expect(res.status).toBe(200);
+      expect(res.headers.get("set-cookie")).toMatch(new RegExp(`^plantgate_console=[A-Za-z0-9_-]{43}; Path=${path}/console; Max-Age=600; HttpOnly; SameSite=Strict$`));
+      const body = (await res.json()) as { expiresAt: string };
+      expect(body).toEqual({ username: ADMIN.username, displayName: null, csrfToken: expect.any(String), expiresAt: expect.any(String), grantTypes: expect.any(Array), scopes: expect.any(Array), adminRole: "admin" });
+      // Sign-in plus the idle window (120 s), not the default 1800 s nor the lifetime.
+      const expiresAt = Date.parse(body.expiresAt);
+      expect(expiresAt).toBeGreaterThanOrEqual(before + 120_000);
+      expect(expiresAt).toBeLessThanOrEqual(after + 120_000);
+    });
+
+    it(`${name}: a setting overrides give wins over the variable (overrides win over the environment), the other variable still applies; PLANTGATE_CONSOLE=1 beside overrides' console keeps the variables too`, async () => {
+      const env = { PLANTGATE_CONSOLE_SESSION_TTL: "600", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "120" };
+      const own = await launch(env, { console: { enabled: true, sessionTtlSeconds: 900 } });
+      const before = Date.now();
+      const res = await signIn(own.base);
+      const after = Date.now();
+      expect(res.status).toBe(200);
+      expect(res.headers.get("set-cookie")).toContain("; Max-Age=900;");
+      // The variable's idle window, 120 s (the default 1800 s was cut to the 900 s lifetime).
+      const end = Date.parse(((await res.json()) as { expiresAt: string }).expiresAt);
+      expect([end >= before + 120_000, end <= after + 120_000]).toEqual([true, true]);
+      // PLANTGATE_CONSOLE=1 and overrides' console object (a page of its own, say): the variables were lost with the env's console object.
+      const both = await launch({ ...env, PLANTGATE_CONSOLE: "1" }, { console: { enabled: true, adminRole: "admin" } });
+      const second = await signIn(both.base);
+      expect(second.status).toBe(200);
+      expect(second.headers.get("set-cookie")).toContain("; Max-Age=600;");
+    });
+
+    it(`${name}: the variables alone do not turn the console on`, async () => {
+      const { base } = await launch({ PLANTGATE_CONSOLE_SESSION_TTL: "600", PLANTGATE_CONSOLE_IDLE_TIMEOUT: "120" }, {});
+      const res = await signIn(base);
+      expect(res.status).toBe(404);
+    });
+  }
+});
