@@ -125,6 +125,10 @@ const HOSTILE: [string, unknown, string][] = [
   ["PLANTGATE_AUDIT_RETENTION_DAYS", "0", 'PLANTGATE_AUDIT_RETENTION_DAYS must be a positive integer, got "0"'],
   ["PLANTGATE_CONSOLE", "on", 'PLANTGATE_CONSOLE must be 1 or true, or 0 or false, got "on"'],
   ["PLANTGATE_CONSOLE_SESSION_TTL", "0", 'PLANTGATE_CONSOLE_SESSION_TTL must be a positive integer, got "0"'],
+  // Checked with the console off too (none of these rows turns it on), as PLANTGATE_CONSOLE_SESSION_TTL.
+  ["PLANTGATE_CONSOLE_IDLE_TIMEOUT", "-1", 'PLANTGATE_CONSOLE_IDLE_TIMEOUT must be a non-negative integer, got "-1"'],
+  ["PLANTGATE_CONSOLE_IDLE_TIMEOUT", "abc", 'PLANTGATE_CONSOLE_IDLE_TIMEOUT must be a non-negative integer, got "abc"'],
+  ["PLANTGATE_CONSOLE_IDLE_TIMEOUT", "315360001", 'PLANTGATE_CONSOLE_IDLE_TIMEOUT must be at most 315360000, got "315360001"'],
   ["PLANTGATE_BOOTSTRAP_ADMIN", "2", 'PLANTGATE_BOOTSTRAP_ADMIN must be 1 or true, or 0 or false, got "2"'],
   // As the Node servers say them (core's checkBootstrap): the variable, not the option. Until
   // 2026-11-30: "plantgate: bootstrap: clientId must be ...", "... clientSecret must be ...".
