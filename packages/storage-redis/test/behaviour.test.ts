@@ -286,6 +286,10 @@ describeIfRedis("redis hot stores: behaviour", problem, () => {
       ["sessions.create", async () => {}, "s:i", (hot) => hot.sessions.create(session("h"))],
       ["sessions.create", (hot) => hot.sessions.create(session("h0")), "s:u:acct-1", (hot) => hot.sessions.create(session("h"))],
       ["sessions.delete", (hot) => hot.sessions.create(session("h")), "s:u:acct-1", (hot) => hot.sessions.delete("h")],
+      // touch writes the record, the index and the account set: each of the three may be the foreign one.
+      ["sessions.touch", (hot) => hot.sessions.create(session("h")), "s:k:h", (hot) => hot.sessions.touch!("h", now + 120_000)],
+      ["sessions.touch", (hot) => hot.sessions.create(session("h")), "s:i", (hot) => hot.sessions.touch!("h", now + 120_000)],
+      ["sessions.touch", (hot) => hot.sessions.create(session("h")), "s:u:acct-1", (hot) => hot.sessions.touch!("h", now + 120_000)],
       ["sessions.deleteByAccount", async (hot) => (await hot.sessions.create(session("h1")), await hot.sessions.create(session("h2"))), "s:k:h2", (hot) => hot.sessions.deleteByAccount("acct-1")],
       ["sessions.deleteExpired", async (hot) => (await hot.sessions.create({ ...session("h1"), expiresAt: now - 1000 }), await hot.sessions.create({ ...session("h2", "acct-2"), expiresAt: now - 1000 })), "s:u:acct-2", (hot) => hot.sessions.deleteExpired(now)],
     ];
