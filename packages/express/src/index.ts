@@ -1,6 +1,7 @@
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
 import {
   checkUploadDiscardOptions,
+  HttpVersionNotSupportedError,
   lingerOnUnreadUpload,
   MisdirectedRequestError,
   originOf,
@@ -203,6 +204,10 @@ function unreadableBody(exchange: NodeExchange): { exchange: NodeExchange; read(
  *   One naming the other scheme than `req.protocol` (`https://...` over plain TCP) gets the
  *   listener's 421 on a path plantgate answers (RFC 9110 §7.4). Another scheme's
  *   (`ftp://x/auth/...`) gets the listener's 400 on a path plantgate answers.
+ * - A request whose HTTP major version is not 1 (a request line without a version, which Node's
+ *   parser takes for HTTP/0.9's; `HTTP/0.9`; `HTTP/2.0` in HTTP/1 text) gets the listener's 505
+ *   with `Connection: close` on a path plantgate answers (RFC 9110 §15.6.6), before the scheme or
+ *   the Host is looked at; on the host app's own paths it goes on with `next()`.
  *
  * @example
  * ```ts
@@ -240,14 +245,19 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         // toExchange reads the path from req.url, which Express rewrites to be
         // relative to the mount point; the app must see the full path.
         req.url = req.originalUrl;
+        // RFC 9110 §15.6.6: a major version other than 1 (a request line without a version, which
+        // Node's parser takes for HTTP/0.9's; `HTTP/0.9`; `HTTP/2.0` in text framing) is the
+        // listener's 505, before the scheme (421) or the Host is looked at (until 2026-11-30 served).
+        if (req.httpVersionMajor !== 1) throw new HttpVersionNotSupportedError();
         // Its clientIp is the raw socket address, not req.ip: Express's "trust proxy" and
         // plantgate's trustedProxies would otherwise be two places deciding whom to believe.
         exchange = toExchange(req, { origin: expressOrigin(req), response: res });
       } catch (error) {
         req.url = routedUrl;
-        // A request a Web Request cannot carry (TRACE, TRACK, CONNECT, `OPTIONS *`) or with a bad
-        // Host: the same 400 as the Node listener's for a path plantgate answers, never next(err)
-        // (Express's default handler would show a stack); the host app's own paths are its business.
+        // A request a Web Request cannot carry (TRACE, TRACK, CONNECT, `OPTIONS *`), with a bad
+        // Host, another scheme's or HTTP version, or a transfer coding other than chunked: the Node
+        // listener's 400, 421, 505 or 501 for a path plantgate answers, never next(err) (Express's
+        // default handler would show a stack); the host app's own paths are its business.
         if (owns !== undefined) {
           const path = targetPath(req.originalUrl);
           if (path !== undefined && !owns(path)) {

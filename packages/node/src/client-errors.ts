@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { trackConnections } from "./close-gracefully.js";
 import { lingerOnUnreadUpload } from "./linger.js";
-import { refusal } from "./to-request.js";
+import { refusal, VERSION_NOT_SUPPORTED_DESCRIPTION } from "./to-request.js";
 import { writeResponse } from "./write-response.js";
 import type { Duplex } from "node:stream";
 
@@ -10,6 +10,7 @@ const ANSWERS = {
   timeout: [408, "Request Timeout", "The request did not arrive in time."],
   headers: [431, "Request Header Fields Too Large", "The request headers are too large."],
   malformed: [400, "Bad Request", "The request cannot be processed."],
+  version: [505, "HTTP Version Not Supported", VERSION_NOT_SUPPORTED_DESCRIPTION],
 } as const;
 
 /** Sockets already refused: Node reports each later chunk of such a connection as another error. */
@@ -81,8 +82,10 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
 /**
  * Answers what never reaches a request listener with plantgate's JSON error body instead of Node's
  * bare one (or nothing): requests Node's parser refuses (two Content-Length headers, Content-Length
- * beside Transfer-Encoding, a bad chunk size, an unknown method) get 400, headers past Node's size
- * limit 431, and a request that did not arrive within `headersTimeout`/`requestTimeout` 408, each
+ * beside Transfer-Encoding, a bad chunk size, an unknown method) get 400, a request line with a
+ * version Node's parser refuses whose major is not 1 (`HTTP/3.0`) 505 (as the listener answers
+ * `HTTP/2.0`), headers past Node's size limit 431, and a request that did not arrive within
+ * `headersTimeout`/`requestTimeout` 408, each
  * `{"error":"invalid_request","error_description":...}` and `Connection: close`; a `CONNECT` (which
  * Node hands to a 'connect' listener, and without one closes with no answer) gets the same 400 as
  * `TRACE`. A client that half-closes the connection once its request is sent (FIN, as `nc -N` and
@@ -154,9 +157,16 @@ export function refuseMalformedRequests(server: Server): void {
     // handle: without a listener it would be thrown as an uncaught 'error'.
     socket.on("error", ignore);
     if (error.code === "ECONNRESET") return void socket.destroy();
-    const answer = error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? ANSWERS.timeout : error.code === "HPE_HEADER_OVERFLOW" ? ANSWERS.headers : ANSWERS.malformed;
-    const packet = (error as { rawPacket?: unknown }).rawPacket;
-    refuse(socket, answer, Buffer.isBuffer(packet) ? packet : undefined);
+    const raw = (error as { rawPacket?: unknown }).rawPacket;
+    const packet = Buffer.isBuffer(raw) ? raw : undefined;
+    // RFC 9110 §15.6.6: a request line whose major version is not 1 (HTTP/3.0; Node's parser
+    // refuses every version but 0.9, 1.0, 1.1 and 2.0) is the request listener's 505 for HTTP/2.0,
+    // not a malformed request (until 2026-11-30 it was the 400).
+    const answer = error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? ANSWERS.timeout
+      : error.code === "HPE_HEADER_OVERFLOW" ? ANSWERS.headers
+      : error.code === "HPE_INVALID_VERSION" && packet !== undefined && OTHER_MAJOR_LINE.test(firstLine(packet)) ? ANSWERS.version
+      : ANSWERS.malformed;
+    refuse(socket, answer, packet);
   });
   server.on("connect", (_request: unknown, socket: Duplex) => {
     socket.on("error", ignore);
@@ -164,8 +174,28 @@ export function refuseMalformedRequests(server: Server): void {
   });
 }
 
-/** A HEAD request line, as Node's parser reads one (a target of visible characters, HTTP/1.0 or 1.1). */
-const HEAD_LINE = /^HEAD [!-~]+ HTTP\/1\.[01]\r?$/;
+/**
+ * A HEAD request line, as Node's parser reads one (a target of visible characters), with any
+ * version of the HTTP-version syntax (one digit each side of the dot): HTTP/3.0 is refused for its
+ * version, and its refusal to a HEAD has no body either.
+ */
+const HEAD_LINE = /^HEAD [!-~]+ HTTP\/\d\.\d\r?$/;
+
+/** A request line whose HTTP version has a major version other than 1 (RFC 9112 §2.3: one digit each side of the dot). */
+const OTHER_MAJOR_LINE = /^[!-~]+ [!-~]+ HTTP\/[02-9]\.\d\r?$/;
+
+/**
+ * The first line of the data Node's parser failed on, without its LF ("" if it holds none), empty
+ * lines before it skipped (RFC 9112 §2.2; Node's parser skips them too): the refused request's own
+ * request line when the failure came in the read that began it (see {@link startsWithHeadLine} for
+ * when it is not).
+ */
+function firstLine(packet: Buffer): string {
+  let from = 0;
+  while (from < packet.length && (packet[from] === 13 || packet[from] === 10)) from++;
+  const end = packet.indexOf(10, from);
+  return end > from ? packet.toString("latin1", from, end) : "";
+}
 
 /**
  * Whether the data Node's parser failed on begins with a HEAD request line: the refused request's
@@ -177,8 +207,7 @@ const HEAD_LINE = /^HEAD [!-~]+ HTTP\/1\.[01]\r?$/;
  */
 function startsWithHeadLine(packet: Buffer): boolean {
   if (packet.length < 5 || packet.toString("latin1", 0, 5) !== "HEAD ") return false;
-  const end = packet.indexOf(10);
-  return end > 0 && HEAD_LINE.test(packet.toString("latin1", 0, end));
+  return HEAD_LINE.test(firstLine(packet));
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { IncomingMessage, type ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { PlantgateBodyConsumedError } from "./body-consumed.js";
 import { connectionGone, onConnectionClose } from "./connection-close.js";
@@ -20,9 +20,11 @@ import { parseHost, resolveOrigin } from "./request-origin.js";
  * The observable behaviour is the one `toRequest` documents, and `instanceof Request` holds.
  * Positional arguments: the listener calls this for every request and builds no options object.
  *
- * @throws TypeError for targets a Web Request cannot represent (`CONNECT`/`TRACE`/`TRACK`, `OPTIONS *`)
- *   and for a missing (HTTP/1.1), repeated or invalid Host header (RFC 9112 §3.2); a
- *   {@link TransferCodingError} for a transfer coding other than chunked (RFC 9112 §6.1).
+ * @throws HttpVersionNotSupportedError for a request Node's HTTP/1 parser read with a major version
+ *   other than 1 (before anything else is looked at); TypeError for targets a Web Request cannot
+ *   represent (`CONNECT`/`TRACE`/`TRACK`, `OPTIONS *`) and for a missing (HTTP/1.1), repeated or
+ *   invalid Host header (RFC 9112 §3.2); a {@link TransferCodingError} for a transfer coding other
+ *   than chunked (RFC 9112 §6.1).
  */
 export function createNodeRequest(
   incoming: IncomingMessage,
@@ -30,6 +32,13 @@ export function createNodeRequest(
   origin: string | undefined,
   trustProxy: boolean,
 ): Request {
+  // RFC 9112 §2.3, RFC 9110 §15.6.6: this server speaks HTTP/1.x. Node's HTTP/1 parser also hands
+  // over `HTTP/0.9` and `HTTP/2.0` request lines, and a line without a version as HTTP/0.9's (its
+  // Simple-Request): until 2026-11-30 each was served with an HTTP/1.1 answer (a version-less
+  // `GET /plants` as http://localhost/plants, no Host asked for). One compare on every request; the
+  // class check only for the rare other version, so that node:http2's compatibility requests (real
+  // HTTP/2, not an IncomingMessage) are still served.
+  if (incoming.httpVersionMajor !== 1 && incoming instanceof IncomingMessage) throw new HttpVersionNotSupportedError();
   let method = incoming.method ?? "GET";
   const upper = method.toUpperCase();
   // Same refusal and the same normalisation as the Request constructor.
@@ -49,6 +58,30 @@ export function createNodeRequest(
   const target = parseTarget(incoming.url ?? "/");
   const resolved = resolveOrigin({ incoming, headers, targetAuthority: target.authority, targetSecure: target.secure, origin, trustProxy });
   return new NodeRequest(incoming, response, method, normaliseUrl(resolved, target.path), headers) as unknown as Request;
+}
+
+/**
+ * A request Node's HTTP/1 parser read with a major version other than 1: `HTTP/2.0` in HTTP/1 text
+ * framing, `HTTP/0.9`, or a request line without a version (HTTP/0.9's form, which Node reports as
+ * 0.9). Answered 505 with `Connection: close` (see {@link refusedRequestAnswer}).
+ *
+ * @example
+ * ```ts
+ * import { HttpVersionNotSupportedError, refusedRequestAnswer, toExchange, writeResponse } from "@plantgate/node";
+ *
+ * try {
+ *   exchange = toExchange(req, { response: res });
+ * } catch (error) {
+ *   if (error instanceof HttpVersionNotSupportedError) console.warn("not an HTTP/1.x request");
+ *   writeResponse(refusedRequestAnswer(error), res);
+ * }
+ * ```
+ */
+export class HttpVersionNotSupportedError extends Error {
+  override readonly name = "HttpVersionNotSupportedError";
+  constructor() {
+    super("The request's HTTP version is not 1.x.");
+  }
 }
 
 /** A request whose `Transfer-Encoding` is not just `chunked` (see {@link refusedRequestAnswer}). */

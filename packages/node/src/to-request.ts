@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HandleInfo, PlainAnswer } from "./fetch-app.js";
-import { createNodeRequest, readRequestBody, releaseBody, TransferCodingError } from "./node-request.js";
+import { createNodeRequest, HttpVersionNotSupportedError, readRequestBody, releaseBody, TransferCodingError } from "./node-request.js";
 import type { lingerOnUnreadUpload } from "./linger.js";
 import type { PlantgateBodyConsumedError } from "./body-consumed.js";
 import { MisdirectedRequestError } from "./request-origin.js";
@@ -78,7 +78,9 @@ export interface ToRequestOptions {
  *   away before the response has finished (upload phase only, unless
  *   `options.response` is given).
  *
- * @throws TypeError if the request cannot be represented as a Web Request
+ * @throws HttpVersionNotSupportedError for a request Node's parser read with a major version other
+ *   than 1 (`HTTP/2.0` or `HTTP/0.9` in HTTP/1 text, a request line without a version), 505; a
+ *   TypeError if the request cannot be represented as a Web Request
  *   (`CONNECT`/`TRACE`/`TRACK` methods, asterisk-form `OPTIONS *` target) or its Host is missing
  *   (HTTP/1.1), repeated or invalid (RFC 9112 §3.2); a MisdirectedRequestError for an absolute-form
  *   target naming the other scheme.
@@ -173,6 +175,11 @@ export const refusal = (status: number, description: string): PlainAnswer => {
 const CANNOT_BE_PROCESSED = refusal(400, "The request cannot be processed.");
 const UNKNOWN_TRANSFER_CODING = refusal(501, "The request's transfer coding is not supported.");
 const MISDIRECTED = refusal(421, "The request's target is not served on this connection.");
+/** The description of the 505 (also answerMalformedRequests' for a version Node's parser refuses). @internal */
+export const VERSION_NOT_SUPPORTED_DESCRIPTION = "The request's HTTP version is not supported; send it as HTTP/1.1.";
+const versionRefusal = refusal(505, VERSION_NOT_SUPPORTED_DESCRIPTION);
+// The connection closes after it: what else the client sent on it is not known to be HTTP/1.
+const VERSION_NOT_SUPPORTED: PlainAnswer = { ...versionRefusal, headers: { ...versionRefusal.headers, connection: "close" } };
 
 /**
  * Lets go of the request body of an exchange the app failed on, before the request is handed to
@@ -197,10 +204,13 @@ export function releaseRequestBody(exchange: NodeExchange): void {
 }
 
 /**
- * The answer to a request {@link toExchange} refused: 501 for a transfer coding other than
- * chunked (RFC 9112 §6.1), 421 for an absolute-form target whose scheme is not the connection's
- * (RFC 9110 §7.4), else 400 (a target a Web Request cannot carry, a bad Host). Treat the answer as
- * read-only: its bytes are shared.
+ * The answer to a request {@link toExchange} refused: 505 `HTTP Version Not Supported` with
+ * `Connection: close` for a major version other than 1 (an {@link HttpVersionNotSupportedError}; RFC
+ * 9110 §15.6.6), 501 for a transfer coding other than chunked (RFC 9112 §6.1), 421 for an
+ * absolute-form target whose scheme is not the connection's (RFC 9110 §7.4), else 400 (a target a
+ * Web Request cannot carry, a bad Host). Each has plantgate's
+ * `{"error":"invalid_request","error_description":...}` body. Treat the answer as read-only: its
+ * bytes are shared.
  *
  * @example
  * ```ts
@@ -212,6 +222,7 @@ export function releaseRequestBody(exchange: NodeExchange): void {
  * ```
  */
 export function refusedRequestAnswer(error: unknown): PlainAnswer {
+  if (error instanceof HttpVersionNotSupportedError) return VERSION_NOT_SUPPORTED;
   if (error instanceof TransferCodingError) return UNKNOWN_TRANSFER_CODING;
   return error instanceof MisdirectedRequestError ? MISDIRECTED : CANNOT_BE_PROCESSED;
 }

@@ -1,8 +1,10 @@
+import { connect as connectHttp2, createServer as createHttp2Server } from "node:http2";
+import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
-import type { FetchApp } from "../src/index.js";
-import { echoApp, listenPlain, rawExchange, start, type Echo } from "./support.js";
+import { createRequestListener, type FetchApp } from "../src/index.js";
+import { echoApp, listenPlain, open, rawExchange, readResponse, start, type Echo } from "./support.js";
 
 async function rawEcho(url: string, head: string): Promise<Echo> {
   const { status, body } = await rawExchange(url, head);
@@ -140,6 +142,89 @@ describe("toRequest: URL", () => {
     // A configured origin is the URL's whatever the target names, as whatever the Host says.
     const fixed = await start(echoApp, { origin: "https://auth.example.com" });
     expect((await rawEcho(fixed.url, "GET http://b/x HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n")).url).toBe("https://auth.example.com/x");
+  });
+
+  it("answers 505 to a request Node reads with a major version other than 1 (HTTP/0.9, a request line without a version included; HTTP/2.0 and later in HTTP/1 text framing), in plantgate's shape with Connection: close (they were served); HTTP/1.0 without Host and HTTP/1.1 are still served", async () => {
+    const body = '{"error":"invalid_request","error_description":"The request\'s HTTP version is not supported; send it as HTTP/1.1."}';
+    const { url } = await start(echoApp);
+    /** Everything the server sends until it closes the connection, its Date left out. */
+    const answer = async (data: string) => {
+      const { status, statusText, headers, body } = await rawExchange(url, data, { untilClose: true });
+      return [data, status, statusText, headers.filter(([name]) => name !== "date"), body.toString()];
+    };
+    // Through Node's response (the listener refuses before the app is asked)...
+    const headers = [["content-type", "application/json"], ["content-length", String(body.length)], ["cache-control", "no-store"], ["connection", "close"]];
+    // ...and as answerMalformedRequests writes it, for what Node's parser itself refuses (HTTP/3.0).
+    const parserHeaders = [["content-type", "application/json"], ["cache-control", "no-store"], ["content-length", String(body.length)], ["connection", "close"]];
+    const refused = (data: string, head = false, raw = false) => [data, 505, "HTTP Version Not Supported", raw ? parserHeaders : headers, head ? "" : body];
+    const cases = [
+      // Node's parser takes a request line without a version for HTTP/0.9's and waits for headers.
+      refused("GET /plants\r\n\r\n"),
+      refused("GET http://b/plants\r\nHost: b\r\n\r\n"),
+      refused("HEAD /plants\r\n\r\n", true),
+      refused("GET /plants HTTP/0.9\r\n\r\n"),
+      refused("HEAD /plants HTTP/0.9\r\n\r\n", true),
+      refused("GET /plants HTTP/2.0\r\nHost: b\r\n\r\n"),
+      refused("HEAD /plants HTTP/2.0\r\nHost: b\r\n\r\n", true),
+      // Node would keep this one open: the refusal closes it all the same.
+      refused("GET /plants HTTP/2.0\r\nHost: b\r\nConnection: keep-alive\r\n\r\n"),
+      // The version comes before the Host (missing: none is required before HTTP/1.1) and the scheme.
+      refused("GET https://b/plants HTTP/2.0\r\n\r\n"),
+      // The upload is read and dropped.
+      refused("POST /plants HTTP/2.0\r\nHost: b\r\nContent-Length: 5\r\n\r\nhello"),
+      // Node's parser refuses HTTP/3.0 and later itself (any version but 0.9, 1.0, 1.1 and 2.0).
+      refused("GET /plants HTTP/3.0\r\nHost: b\r\n\r\n", false, true),
+      refused("HEAD /plants HTTP/3.0\r\nHost: b\r\n\r\n", true, true),
+      refused("POST /plants HTTP/9.1\r\nHost: b\r\nContent-Length: 5\r\n\r\nhello", false, true),
+      // Empty lines before a request line are ignored (RFC 9112 §2.2).
+      refused("\r\nGET /plants HTTP/3.0\r\nHost: b\r\n\r\n", false, true),
+    ];
+    expect(await Promise.all(cases.map(([data]) => answer(data as string)))).toEqual(cases);
+    // HTTP/1.2 is major version 1, which Node's parser refuses as malformed: its 400.
+    const malformed = await rawExchange(url, "GET /plants HTTP/1.2\r\nHost: b\r\n\r\n", { untilClose: true });
+    expect([malformed.status, malformed.body.toString()]).toEqual([400, '{"error":"invalid_request","error_description":"The request cannot be processed."}']);
+    // HTTP/1.0 needs no Host (localhost stands in); HTTP/1.1 is served as ever.
+    const old = await rawExchange(url, "GET /plants HTTP/1.0\r\n\r\n", { untilClose: true });
+    expect([old.status, (JSON.parse(old.body.toString()) as Echo).url]).toEqual([200, "http://localhost/plants"]);
+    expect((await rawEcho(url, "GET /plants HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n")).url).toBe("http://b/plants");
+    // A version-less line with no blank line after it is no whole request to Node's parser, which
+    // waits for headers: the headers timeout's 408, not the 505 (the README says so).
+    const waiting = await start(echoApp, { headersTimeout: 500 });
+    const timedOut = await rawExchange(waiting.url, "GET /plants\r\n", { untilClose: true });
+    expect([timedOut.status, timedOut.body.toString()]).toEqual([408, '{"error":"invalid_request","error_description":"The request did not arrive in time."}']);
+    // Behind an HTTP/1.1 request on a kept connection: that one is served, then the refusal and the close.
+    const socket = await open(url);
+    try {
+      const first = readResponse(socket);
+      socket.write("GET /first HTTP/1.1\r\nHost: b\r\n\r\nGET /plants HTTP/2.0\r\nHost: b\r\n\r\n");
+      expect([(await first).status, JSON.parse((await first).body.toString()).url]).toEqual([200, "http://b/first"]);
+      const second = await readResponse(socket, { untilClose: true });
+      expect([second.status, second.headers.filter(([name]) => name !== "date"), second.body.toString()]).toEqual([505, headers, body]);
+    } finally {
+      socket.destroy();
+    }
+  });
+
+  it("serves node:http2's compatibility requests (real HTTP/2, major version 2) through the request listener as before", async () => {
+    const server = createHttp2Server(createRequestListener(echoApp) as unknown as Parameters<typeof createHttp2Server>[1]);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const client = connectHttp2(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    try {
+      const echo = await new Promise<[unknown, Echo]>((resolve, reject) => {
+        const stream = client.request({ ":path": "/plants?x=1" });
+        let status: unknown;
+        let text = "";
+        stream.on("response", (headers) => (status = headers[":status"]));
+        stream.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+        stream.on("end", () => resolve([status, JSON.parse(text) as Echo]));
+        stream.on("error", reject);
+        stream.end();
+      });
+      expect([echo[0], echo[1].method, echo[1].url]).toEqual([200, "GET", "http://localhost/plants?x=1"]);
+    } finally {
+      client.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("answers 400 invalid_request to an absolute-form target with userinfo, as to a Host with userinfo (RFC 9110 §4.2.4), instead of serving its host", async () => {
