@@ -247,11 +247,14 @@ function rawAnswer(status: string, body: string, extra = ""): string {
 const TEXT = "text/plain; charset=utf-8";
 const MALFORMED_BODY = "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n";
 const MISDIRECTED_BODY = "The request's target is not served on this connection: this listener speaks plain HTTP.\n";
+const VERSION_BODY = "The request's HTTP version is not supported; send it as HTTP/1.1.\n";
 
 const REFUSALS = {
   timeout: rawAnswer("408 Request Timeout", "The request did not arrive in time.\n"),
   headers: rawAnswer("431 Request Header Fields Too Large", "The request headers are too large.\n"),
   malformed: rawAnswer("400 Bad Request", MALFORMED_BODY),
+  // As the public port answers a major version other than 1 (@plantgate/node), in this listener's text.
+  version: rawAnswer("505 HTTP Version Not Supported", VERSION_BODY),
   connect: rawAnswer("405 Method Not Allowed", "Use GET.\n", "allow: GET, HEAD\r\n"),
 };
 
@@ -276,7 +279,7 @@ const FIRST_LINE_LIMIT = 16 * 1024;
  * what its parser or timers refuse have none (400, 431, 408), an Expect other than 100-continue
  * got a bodiless 417 and the connection was kept, and a CONNECT (handed to a 'connect' listener,
  * closed without a word when there is none) got nothing at all. A connection whose first line has
- * no HTTP version gets the parser-refusal 400 at once: HTTP/0.9 has no headers and no persistent
+ * no HTTP version gets the 505 of a major version other than 1 at once (as the public port's): HTTP/0.9 has no headers and no persistent
  * connections, so a client that sent one waits for an answer (until 2026-11-30 Node's parser waited
  * for headers, and the client got the 408 of the headers timeout 10 s later); one that Node's parser
  * did make a request of (a blank line sent after it) is refused by the request listener, which
@@ -302,7 +305,7 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
       if (end < 0 && start.length < FIRST_LINE_LIMIT) return;
       socket.off("data", firstLine);
       if (end < 0 || requested.has(socket) || socket.destroyed) return;
-      if (VERSIONLESS_LINE.test(start.toString("latin1", from, end))) refuseOnSocket(socket, REFUSALS.malformed);
+      if (VERSIONLESS_LINE.test(start.toString("latin1", from, end))) refuseOnSocket(socket, REFUSALS.version);
     };
     socket.on("data", firstLine);
   });
@@ -321,8 +324,9 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
 /**
  * Serves `GET /metrics` (Prometheus text exposition) on its own `node:http` listener. Anything
  * else is 404 (405 for another method on `/metrics`, and for a `CONNECT` whatever its target; 421
- * for an absolute-form `https://` target, this listener being plain HTTP; 400 for a request line
- * without an HTTP version, HTTP/0.9's `GET /metrics`, or with another major version than 1).
+ * for an absolute-form `https://` target, this listener being plain HTTP; 505 for a request line
+ * without an HTTP version, HTTP/0.9's `GET /metrics`, or with another major version than 1, as the
+ * public port answers).
  * Keep it off the public network: it says how busy the server is and which errors it answers.
  *
  * @example
@@ -343,10 +347,10 @@ export async function serveMetrics(metrics: Pick<PlantgateMetrics, "registry" | 
   const server: Server = createServer({ ...limits, requireHostHeader: false }, (req, res) => {
     requested.add(req.socket);
     // A request line without a version (HTTP/0.9, a blank line after it) or with another major
-    // version than 1 (`HTTP/2.0`) is the parser refusals' 400: until 2026-11-30 both were served.
+    // version than 1 (`HTTP/2.0`) is 505, as on the public port: until 2026-11-30 both were served.
     if (req.httpVersionMajor !== 1) {
       res.shouldKeepAlive = false;
-      res.writeHead(400, { "content-type": TEXT, "content-length": String(Buffer.byteLength(MALFORMED_BODY)) }).end(MALFORMED_BODY);
+      res.writeHead(505, { "content-type": TEXT, "content-length": String(Buffer.byteLength(VERSION_BODY)) }).end(VERSION_BODY);
       return;
     }
     // RFC 9110 §7.4: an https target did not come over TLS (this listener is plain HTTP): 421, as on

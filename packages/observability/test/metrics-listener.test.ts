@@ -275,7 +275,7 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     expect((await fetch(url)).status).toBe(200);
   });
 
-  it("an absolute-form https:// target is 421 (this listener is plain HTTP; it was served), an http:// one is served; a request line without a version (HTTP/0.9's `GET /metrics`) or with another major version than 1 is 400 with a text body and Connection: close (a bare line waited for the headers timeout, then 408; one with a blank line after it, or HTTP/0.9 or 2.0, was served)", async () => {
+  it("an absolute-form https:// target is 421 (this listener is plain HTTP; it was served), an http:// one is served; a request line without a version (HTTP/0.9's `GET /metrics`) or with another major version than 1 is 505 (as on the public port) with a text body and Connection: close (a bare line waited for the headers timeout, then 408; one with a blank line after it, or HTTP/0.9 or 2.0, was served)", async () => {
     const metrics = createMetrics({ processMetrics: false });
     listener = await serveMetrics(metrics, { port: 0 });
     const url = listener.url;
@@ -296,10 +296,13 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     const misdirectedBody = "The request's target is not served on this connection: this listener speaks plain HTTP.\n";
     const misdirected = `HTTP/1.1 421 Misdirected Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${misdirectedBody.length}\r\nConnection: close\r\n\r\n${misdirectedBody}`;
     const malformedBody = "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n";
-    // What the listener writes itself before a request exists (as for what Node's parser refuses)...
-    const refusedRaw = `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${malformedBody.length}\r\nconnection: close\r\n\r\n${malformedBody}`;
+    // What Node's parser refuses itself.
+    const malformed = `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${malformedBody.length}\r\nconnection: close\r\n\r\n${malformedBody}`;
+    const versionBody = "The request's HTTP version is not supported; send it as HTTP/1.1.\n";
+    // What the listener writes itself before a request exists...
+    const refusedRaw = `HTTP/1.1 505 HTTP Version Not Supported\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${versionBody.length}\r\nconnection: close\r\n\r\n${versionBody}`;
     // ...and through Node's response once its parser made a request of the line.
-    const refused = `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${malformedBody.length}\r\nConnection: close\r\n\r\n${malformedBody}`;
+    const refused = `HTTP/1.1 505 HTTP Version Not Supported\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${versionBody.length}\r\nConnection: close\r\n\r\n${versionBody}`;
     const cases: Array<[string, string]> = [
       ["GET http://other/metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n", served],
       ["GET HTTP://other:9464/metrics?x HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n", served],
@@ -311,7 +314,7 @@ describe("metrics listener", { timeout: 30_000 }, () => {
       ["GET http://m/metrics\r\nHost: m\r\n", refusedRaw],
       ["GET /metrics\r\n\r\n", refused],
       // Bare LFs after a version-less line are what Node's parser itself refuses (so before too).
-      ["GET /metrics\n\n", refusedRaw],
+      ["GET /metrics\n\n", malformed],
       ["GET /metrics HTTP/0.9\r\n\r\n", refused],
       ["GET /metrics HTTP/2.0\r\nHost: m\r\n\r\n", refused],
       // Behind a scrape on a kept connection: that one is answered, then the refusal, then the close.
