@@ -276,7 +276,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       if (token.refreshToken !== null) {
         behind = token;
         // A timer still pending for an older failure (up to 32 s away) would otherwise be this
-        // token's first retry: the schedule starts again from 1 s after this failure.
+        // token's first retry: the schedule starts again from its first step (0.5 to 1 s) after this failure.
         catchUpRetry.reset();
         catchUpRetry.schedule();
       }
@@ -391,8 +391,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   /**
    * A refresh got an answer (a token or a refusal), or a renewal found a token otherwise (the
    * shared cache's, which another process may have recovered by the server's replay): nothing is
-   * left to recover, and the next lost answer is retried 1 s after it again. Also how a call's
-   * loss after the steps were used up starts them again (see obtain).
+   * left to recover, and the next lost answer is retried from the first step (0.5 to 1 s after it)
+   * again. Also how a call's loss after the steps were used up starts them again (see obtain).
    */
   function refreshAnswered(): void {
     refreshRetry.reset();
@@ -826,15 +826,21 @@ interface Previous {
 }
 
 /**
- * When a failed cache write is tried again, after the failure (ms, one after the other): the first
- * ones well within the server's 30 s grace window, the last about a minute after the rotation.
+ * When a failed cache write is tried again, after the failure (ms, one after the other), each
+ * jittered by {@link backoff} (a random point from half of it to all of it): the first ones well
+ * within the server's 30 s grace window, the last from about half a minute to a minute after the
+ * rotation (31.5 to 63 s when every write fails at once).
  */
 const CATCH_UP_RETRY_MS = [1000, 2000, 4000, 8000, 16000, 32000];
 
 /**
  * When a refresh that got no usable answer is tried again in the background, after each such
- * failure (ms): well within the server's 30 s grace window when the failure came quickly (a reset
- * connection, a proxy's error page); a timed-out one has used up `timeoutMs` of the window already.
+ * failure (ms), each jittered by {@link backoff} (a random point from half of it to all of it, so
+ * each wait is at most the nominal one: 7.5 to 15 s from the loss to the fourth retry when each
+ * fails at once): well within the server's 30 s grace window when the failure came quickly (a
+ * reset connection, a proxy's error page); a timed-out one has used up `timeoutMs` of the window
+ * already. Until 2026-11-30 the delays were exact, and a fleet of clients that lost their refreshes
+ * together (a server or proxy outage) presented them again in lockstep, 1, 3, 7 and 15 s after it.
  */
 const REFRESH_RETRY_MS = [1000, 2000, 4000, 8000];
 
@@ -890,20 +896,34 @@ const BACKOFF_MS = [1000, 2000, 4000, 8000, 16000, 30000];
 
 /**
  * How long no token request is sent after the `failures`-th failure in a row: none after the first
- * (a single blip costs nothing), then a random point from half of {@link BACKOFF_MS}'s next window
- * to all of it (the jitter spreads the processes of a fleet that failed together).
+ * (a single blip costs nothing), then {@link jittered} {@link BACKOFF_MS}'s next window.
  */
 function backoffMs(failures: number): number {
   if (failures < 2) return 0;
-  const window = BACKOFF_MS[Math.min(failures - 2, BACKOFF_MS.length - 1)]!;
-  return window / 2 + Math.random() * (window / 2);
+  return jittered(BACKOFF_MS[Math.min(failures - 2, BACKOFF_MS.length - 1)]!);
 }
 
 /**
- * A timer that runs `run` after `delays[0]` ms, then (each `schedule()` after it has fired) after the
- * next delay, until the delays are used up; `schedule()` while one is pending does nothing, and
- * `reset()` clears the pending one and starts the delays again (`spent()`: whether they are used up,
- * nothing pending). Never what keeps a Node process alive.
+ * A random point from half of `ms` to all of it (`Math.random()`; 0 gives the half). The jitter
+ * spreads the processes of a fleet that failed together (a server or proxy outage), which would
+ * otherwise all ask again at the same moment, and never waits longer than `ms`: a wait that must
+ * end within a window (the refresh retries, within the server's grace window) still does. Half
+ * of it at the least keeps the schedule's growth (each wait at least the one before's, for the
+ * doubling schedules here) and a floor under the first wait: a wait drawn from all of [0, ms]
+ * could come at once, before the failure that caused it (a reset connection, a restarting server)
+ * had passed.
+ */
+function jittered(ms: number): number {
+  return ms / 2 + Math.random() * (ms / 2);
+}
+
+/**
+ * A timer that runs `run` after a {@link jittered} `delays[0]` ms (`delays` are the nominal waits,
+ * each one's random point from its half to all of it drawn when its timer is set), then (each
+ * `schedule()` after it has fired) after the next one, until the delays are used up; `schedule()`
+ * while one is pending does nothing, and `reset()` clears the pending one and starts the delays
+ * again (`spent()`: whether they are used up, nothing pending). `after(ms)` is not jittered. Never
+ * what keeps a Node process alive.
  * Each timer set is handed to `keepAlive` as a promise that settles when the run it started has
  * ended (a promise `run` returns is waited for), or when `reset()` clears it.
  */
@@ -930,15 +950,16 @@ function backoff(
     keepAlive(work);
   };
   return {
-    /** Sets the next delay's timer; false when one is pending or the delays are used up. */
+    /** Sets the next delay's timer (jittered now); false when one is pending or the delays are used up. */
     schedule() {
       if (timer !== null || used >= delays.length) return false;
-      arm(delays[used++]!);
+      arm(jittered(delays[used++]!));
       return true;
     },
     /**
-     * One more run `ms` from now once the delays are used up (false, and nothing set, before that
-     * or while a timer is pending); `reset()` clears it as any other. How often is the caller's.
+     * One more run `ms` from now, exactly (not jittered: a hold's end, before which a run would
+     * send nothing), once the delays are used up (false, and nothing set, before that or while a
+     * timer is pending); `reset()` clears it as any other. How often is the caller's.
      */
     after(ms) {
       if (timer !== null || used < delays.length) return false;

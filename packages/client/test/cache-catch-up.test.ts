@@ -16,6 +16,7 @@ const GRACE = 30;
 let target: ServerTarget | null = null;
 afterEach(async () => {
   vi.useRealTimers();
+  vi.restoreAllMocks();
   await target?.close();
   expect(target?.errors).toEqual([]);
   target = null;
@@ -26,6 +27,23 @@ const PASSWORD = `${TOKEN} password`;
 const REFRESH = `${TOKEN} refresh_token`;
 const ACCOUNTS = "GET /rbac/ServerCommand/GetAccountList";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Just below 1: Math.random never returns 1 itself. */
+const TOP = 1 - 2 ** -40;
+
+/**
+ * The background retries wait a random point from half of each nominal delay to all of it
+ * (`Math.random()`, the client's random source; retry-jitter.test.ts times them to the ms). The
+ * tests that follow a timeline second by second pin it to each end of that range (as the other
+ * tests leave it, any point of it passes them): `waits(ms)` is the wait a nominal `ms` gives, rounded up
+ * to whole ms, and `ticks` the whole seconds (after the loss, as a one-second tick reads them) at
+ * which a lost refresh's four retries go out when each fails at once.
+ */
+const JITTER = [
+  { end: "the top of their jitter", random: TOP, ticks: [1, 3, 7, 15] },
+  { end: "the bottom of their jitter", random: 0, ticks: [1, 2, 4, 8] },
+].map((j) => ({ ...j, waits: (ms: number) => Math.ceil(ms / 2 + (j.random * ms) / 2) }));
+const pinRandom = (random: number) => vi.spyOn(Math, "random").mockReturnValue(random);
 
 /** The global fetch to the real server, recording what each process sent. */
 function recordingFetch(forwarded: string[], who: string): FetchLike {
@@ -153,7 +171,7 @@ describe("a tokenCache.set that failed after a rotation", () => {
     target = await startTarget();
     const t = target;
     // Timers stand still (fake, never advanced): the write can only come from the call, not from
-    // the 1 s retry timer.
+    // the retry timer (0.5 to 1 s).
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
     const cache = sharedCache();
     const forwarded: string[] = [];
@@ -181,7 +199,7 @@ describe("a tokenCache.set that failed after a rotation", () => {
     const cache = sharedCache();
     const forwarded: string[] = [];
     const { b, first } = await rotateWhileSetFails(t, cache, forwarded);
-    // A makes no call: its first timed retry (1 s) writes the token.
+    // A makes no call: its first timed retry (0.5 to 1 s) writes the token.
     const caughtUp = await until(() => cache.held().refreshToken !== first.refreshToken, 3000);
     for (const clock of [t.clock, b.clock]) clock.advance(GRACE + 1);
     expect((await b.client.listAccounts()).total).toBe(1);
@@ -190,20 +208,23 @@ describe("a tokenCache.set that failed after a rotation", () => {
     expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
   });
 
-  it("a second rotation whose write fails while a long retry timer of the first is pending is retried 1 s after its own failure, not when that timer fires", async () => {
+  // Each wait is advanced exactly (the last retry's failure just now): a call of A's more than 1 s
+  // after the last background write tries one itself first, and would take the failure meant below.
+  it.each(JITTER)("a second rotation whose write fails while a long retry timer of the first is pending is retried at its first step (0.5 to 1 s) after its own failure, not when that timer fires (the delays at $end)", async ({ random, waits }) => {
     target = await startTarget();
     const t = target;
     // Fake timers (and the monotonic clock they are measured by), so that a minute of retries
     // passes in an instant; Date, setImmediate, the sockets and the server are real.
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    pinRandom(random);
     const cache = sharedCache();
     const forwarded: string[] = [];
     const { a, b, first } = await rotateWhileSetFails(t, cache, forwarded);
     // Every timed retry of the first rotation's write fails, 1, 2, 4, 8 and 16 s after each
-    // failure: 31 s on, the last one (32 s) is pending.
+    // failure (half of each at the bottom): 31 s on (15.5 s), the last one (32 s; 16 s) is pending.
     a.link.state.failSets = 5;
     for (const [i, ms] of [1000, 2000, 4000, 8000, 16000].entries()) {
-      await vi.advanceTimersByTimeAsync(ms);
+      await vi.advanceTimersByTimeAsync(waits(ms));
       expect(await settled(() => a.link.state.failSets === 4 - i)).toBe(true);
     }
     expect(cache.held()).toEqual(first);
@@ -212,9 +233,9 @@ describe("a tokenCache.set that failed after a rotation", () => {
     a.link.state.failSets = 1;
     expect(await a.client.getAccessToken().catch((e: unknown) => e)).toEqual(new Error("cache unreachable"));
     expect(forwarded).toEqual([`A: ${PASSWORD}`, `A: ${REFRESH}`, `A: ${REFRESH}`]);
-    // Its first retry comes 1 s after this failure (until 2026-11-29: when the 32 s timer fired,
-    // 31 s later, past the server's grace window).
-    await vi.advanceTimersByTimeAsync(1000);
+    // Its first retry comes 1 s (0.5 s) after this failure (until 2026-11-29: when the 32 s timer
+    // fired, 31 s later, past the server's grace window).
+    await vi.advanceTimersByTimeAsync(waits(1000));
     expect(await settled(() => cache.held().refreshToken !== first.refreshToken)).toBe(true);
     const second = cache.held();
     // Past the grace window B takes the new token from the cache; nothing presents a replaced one.
@@ -365,7 +386,7 @@ function gatewayTimeoutFetch(forwarded: string[], who: string, lose: { count: nu
 
 /**
  * After A's refresh lost its answer (`lost`, as the fetch recorded it): A makes no call, its
- * background retry presents the same refresh token (1 s later, real time), and A's next call, after
+ * background retry presents the same refresh token (0.5 to 1 s later, real time), and A's next call, after
  * the grace window (and the token's lifetime), still has a session: the rotation and its replay (the
  * lost answer delivered again), no reuse.
  */
@@ -494,6 +515,9 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     const cache = sharedCache().link("A");
     cache.state.beforeGet = () => sleep(20).then(() => undefined);
     const a = signIn(t, losingFetch(forwarded, "A", lose), cache.hook);
+    // The first retry at the top of its jitter (1 s after the first loss), as the count of held
+    // calls below was measured for: at its bottom (0.5 s) half as many come before it.
+    pinRandom(TOP);
     await a.client.getAccessToken();
     for (const clock of [t.clock, a.clock]) clock.advance(TTL);
     for (let i = 0; i < 2; i++) expect(await a.client.getAccessToken().catch((e: unknown) => (e as NetworkError).retryAfter)).toBe(null);
@@ -557,15 +581,17 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     // The server rotates; the answer is lost on the way back. Then its storage fails.
     expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
     outage.down = true;
-    // The first background retry (1 s) meets the outage.
+    // The first background retry (0.5 to 1 s) meets the outage.
     expect(await until(() => statuses.length === 1, 5000)).toBe(true);
     expect(statuses).toEqual([503]);
     outage.down = false;
-    // The next retry (2 s later) is held by the Retry-After (5 s, on the clocks, which stand still):
-    // nothing is sent.
+    // The next retry (1 to 2 s later) is held by the Retry-After (5 s, on the clocks, which stand
+    // still): nothing is sent.
     await sleep(2500);
     expect(statuses).toEqual([503]);
-    // The Retry-After passes; the retries go on (4 s later) and reach the server again, within the window.
+    // The Retry-After passes; the retries go on (2 to 4 s after the held one; one held too, had it
+    // come before the clocks moved, is followed by another 4 to 8 s later) and reach the server
+    // again, within the window.
     for (const clock of [t.clock, a.clock]) clock.advance(6);
     const retried = await until(() => statuses.length === 2, 12_000);
     for (const clock of [t.clock, a.clock]) clock.advance(GRACE + 1);
@@ -620,17 +646,19 @@ describe("a refresh whose answer was lost after the server rotated", () => {
 
   // The gateway's 429 with an OAuth error body, and (until 2026-11-30 neither held anything, and the
   // refresh was never presented again) without one: its own JSON, and an HTML page.
-  it.each([
+  const GATEWAY_429S: [string, GatewayBody][] = [
     ["an OAuth error body", OAUTH_429],
     ["its own JSON ({\"message\":...})", { type: "application/json", text: '{"message":"Too Many Requests"}' }],
     ["an HTML page", { type: "text/html", text: "<html><body><h1>429 Too Many Requests</h1></body></html>" }],
-  ])("retries held by a Retry-After (20 s) that outlasts the steps left: presented once more when the hold ends, within the window, and the session lives (the gateway's 429 with %s)", async (_what, body) => {
+  ];
+  it.each(JITTER.flatMap((j) => GATEWAY_429S.map(([what, body]) => ({ ...j, what, body }))))("retries held by a Retry-After (20 s) that outlasts the steps left: presented once more when the hold ends, within the window, and the session lives (the gateway's 429 with $what; the delays at $end)", async ({ random, body }) => {
     target = await startTarget();
     const t = target;
     // Fake timers (and the monotonic clock): the retries' seconds pass in an instant; the sockets,
     // the server and Date are real, and the client's and server's clocks are the manual ones,
     // moved a second at a time with the timers.
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    pinRandom(random);
     const forwarded: string[] = [];
     const lose = { count: 1, answered: 0 };
     const gate = { lossAt: 0, from: Infinity, until: -Infinity, inFlight: 0 };
@@ -645,13 +673,14 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     await a.client.getAccessToken();
     for (const clock of [t.clock, a.clock]) clock.advance(TTL);
     // The server rotates; the answer is lost on the way back. From 1 s to 21 s after it the gateway
-    // answers A's token requests itself: the first retry (1 s) gets Retry-After 20.
+    // answers A's token requests itself: the first retry (0.5 to 1 s, in the first second's tick) gets Retry-After 20.
     timeline.length = 0;
     gate.lossAt = t.clock.now();
     gate.from = gate.lossAt + 1000;
     gate.until = gate.lossAt + 21_000;
     expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
-    // The retries at 3, 7 and 15 s fall in the hold (until 21 s) and send nothing.
+    // The retries at 3, 7 and 15 s (at the latest; 1.5, 3.5 and 7.5 s at the earliest) fall in the
+    // hold (until 21 s) and send nothing.
     const waiting: number[] = [];
     for (let s = 1; s <= 25; s++) {
       await tick([t.clock, a.clock], gate);
@@ -717,32 +746,36 @@ describe("a refresh whose answer was lost after the server rotated", () => {
   // "no answer", not "undecided": until 2026-11-30 that retry was never made for it (the steps
   // were used up and the hold's end was not looked at), and the next call, after the grace
   // window, presented the replaced refresh token (reuse: the user signed out).
-  it.each([
+  const PROXY_BODIES: [string, GatewayBody][] = [
     ["an OAuth error body", { type: "application/json", text: JSON.stringify({ error: "temporarily_unavailable", error_description: "Try again later." }) }],
     ["an HTML page", { type: "text/html", text: "<html><body><h1>503 Service Temporarily Unavailable</h1></body></html>" }],
     ["its own JSON ({\"message\":...})", { type: "application/json", text: '{"message":"Service Unavailable"}' }],
-  ])("the last retry answered 503 with Retry-After (10 s) by a proxy (with %s): presented once more when the hold ends, within the window, and the session lives", async (_what, body) => {
+  ];
+  it.each(JITTER.flatMap((j) => PROXY_BODIES.map(([what, body]) => ({ ...j, what, body }))))("the last retry answered 503 with Retry-After (10 s) by a proxy (with $what; the delays at $end): presented once more when the hold ends, within the window, and the session lives", async ({ random, ticks, body }) => {
     target = await startTarget();
     const t = target;
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    pinRandom(random);
+    // When the fourth retry goes out (s after the loss): 15 s at the top of the jitter, 8 s at its bottom.
+    const last = ticks[3]! * 1000;
     const forwarded: string[] = [];
     const lose = { count: 1, answered: 0 };
     const gate = { inFlight: 0 };
     const losing = losingFetch(forwarded, "A", lose);
     const timeline: string[] = [];
     let lossAt = Infinity;
-    // From 1 s to 15 s after the loss A's connections are refused; from 15 s to 25 s a proxy in
-    // front answers its token requests itself: 503 with `body` and Retry-After the seconds left.
+    // From 1 s after the loss to the last retry A's connections are refused; from then on for 10 s
+    // a proxy in front answers its token requests itself: 503 with `body` and Retry-After the seconds left.
     const fetch: FetchLike = async (url, init) => {
       const grant = new URLSearchParams(init.body ?? "").get("grant_type");
       const now = t.clock.now();
       const at = `${(now - lossAt) / 1000} s`;
-      if (grant !== null && now >= lossAt + 1000 && now < lossAt + 15_000) {
+      if (grant !== null && now >= lossAt + 1000 && now < lossAt + last) {
         timeline.push(`${at}: ${grant} connection refused`);
         throw new TypeError("fetch failed", { cause: new Error("connect ECONNREFUSED") });
       }
-      if (grant !== null && now >= lossAt + 15_000 && now < lossAt + 25_000) {
-        const retryAfter = Math.ceil((lossAt + 25_000 - now) / 1000);
+      if (grant !== null && now >= lossAt + last && now < lossAt + last + 10_000) {
+        const retryAfter = Math.ceil((lossAt + last + 10_000 - now) / 1000);
         timeline.push(`${at}: ${grant} answered by the proxy: 503, Retry-After ${retryAfter}`);
         return new Response(body.text, { status: 503, headers: { "content-type": body.type, "retry-after": String(retryAfter) } });
       }
@@ -772,23 +805,22 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     expect({ timeline, outcome, events }).toEqual({
       timeline: [
         "0 s: refresh_token reached the server",
-        "1 s: refresh_token connection refused",
-        "3 s: refresh_token connection refused",
-        "7 s: refresh_token connection refused",
-        "15 s: refresh_token answered by the proxy: 503, Retry-After 10",
-        "25 s: refresh_token reached the server",
+        ...ticks.slice(0, 3).map((s) => `${s} s: refresh_token connection refused`),
+        `${ticks[3]} s: refresh_token answered by the proxy: 503, Retry-After 10`,
+        `${ticks[3]! + 10} s: refresh_token reached the server`,
       ],
       outcome: 1,
       events: ["token.refreshed", "token.refreshed"],
     });
   });
 
-  it("a loss after the four retries of an earlier one were used up (an outage: nothing reached the server, no answer since) gets retries of its own: presented again 1 s after it, within the window, and the session lives", async () => {
+  it.each(JITTER)("a loss after the four retries of an earlier one were used up (an outage: nothing reached the server, no answer since) gets retries of its own: presented again 0.5 to 1 s after it, within the window, and the session lives (the delays at $end)", async ({ random, ticks }) => {
     target = await startTarget();
     const t = target;
     // Fake timers (and the monotonic clock): the retries' seconds pass in an instant; the sockets,
     // the server and Date are real, and the client's and server's clocks are the manual ones.
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "performance"] });
+    pinRandom(random);
     const forwarded: string[] = [];
     const lose = { count: 0, answered: 0 };
     const gate = { inFlight: 0 };
@@ -812,7 +844,8 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     await a.client.getAccessToken();
     for (const clock of [t.clock, a.clock]) clock.advance(TTL);
     const lossAt = t.clock.now();
-    // The outage: the refresh and its four background retries (1, 3, 7 and 15 s after it) are refused.
+    // The outage: the refresh and its four background retries (1, 3, 7 and 15 s after it at the
+    // top of their jitter, 0.5, 1.5, 3.5 and 7.5 s at its bottom) are refused.
     network.down = true;
     expect(await a.client.getAccessToken().catch((e: unknown) => (e as Error).name)).toBe("NetworkError");
     for (let s = 1; s <= 60; s++) await tick([t.clock, a.clock], gate);
@@ -835,14 +868,11 @@ describe("a refresh whose answer was lost after the server rotated", () => {
       forwarded: [
         `A: ${PASSWORD}`,
         "0 s A: (connection refused)",
-        "1 s A: (connection refused)",
-        "3 s A: (connection refused)",
-        "7 s A: (connection refused)",
-        "15 s A: (connection refused)",
+        ...ticks.map((s) => `${s} s A: (connection refused)`),
         "60 s:",
         `A: ${REFRESH}`,
         "A: (answer lost)",
-        // The retry 1 s after the loss: the server's replay of the lost answer (within its window).
+        // The retry 0.5 to 1 s after the loss: the server's replay of the lost answer (within its window).
         `A: ${REFRESH}`,
         `A: ${ACCOUNTS}`,
       ],
@@ -920,7 +950,7 @@ describe("a refresh whose answer was lost after the server rotated", () => {
     expect((await t.events()).filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
   });
 
-  it("is presented again 1 s after each loss, also after earlier losses that were recovered from the shared cache (another process's replay), not by an answer of its own", async () => {
+  it("is presented again 0.5 to 1 s after each loss, also after earlier losses that were recovered from the shared cache (another process's replay), not by an answer of its own", async () => {
     target = await startTarget();
     const t = target;
     // Fake timers (and the monotonic clock): the retries' seconds pass in an instant; the sockets,
@@ -1018,7 +1048,7 @@ describe("a refresh token refused after the grace window while another process's
     await a.client.getAccessToken();
     await b.client.getAccessToken();
     const first = cache.held();
-    // B rotates the refresh token (V -> W); its write fails once, so its catch-up timer writes W 1 s later.
+    // B rotates the refresh token (V -> W); its write fails once, so its catch-up timer writes W 0.5 to 1 s later.
     for (const clock of clocks) clock.advance(TTL);
     b.link.state.failSets = 1;
     expect(await b.client.getAccessToken().catch((e: unknown) => e)).toEqual(new Error("cache unreachable"));

@@ -98,7 +98,7 @@ describe("the SDK's background retry of a refresh whose answer was lost, in work
     });
   }, 60_000);
 
-  it("with waitUntil from cloudflare:workers: the retry runs 1 s after the response and gets the lost answer again; the call after the window has a session", async () => {
+  it("with waitUntil from cloudflare:workers: the retry runs 0.5 to 1 s after the response and gets the lost answer again; the call after the window has a session", async () => {
     const base = await start("{ waitUntil }");
     expect(await loseThenCallAfterTheWindow(base)).toEqual({
       lost: LOST,
