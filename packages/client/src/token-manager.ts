@@ -1024,7 +1024,7 @@ function toCachedToken(
   previous: Previous,
 ): CachedToken {
   if (response.status < 200 || response.status > 299) {
-    if (response.status === 429 || response.status === 503) throwUnavailable(response, grantType);
+    if (response.status === 429 || (response.status >= 500 && response.status <= 599)) throwUnavailable(response, grantType);
     const body = parseJsonBody(response, WHAT);
     if (isObject(body) && typeof body.error === "string") throw oauthError(response, body as { error: string }, grantType);
     throw unexpected(response, WHAT, "an error body without an OAuth 'error' code");
@@ -1073,11 +1073,15 @@ function oauthError(response: ReadResponse, body: { error: string; error_descrip
 }
 
 /**
- * A 429 or 503 of the token endpoint: an {@link OAuthError} with an OAuth error body; without one
+ * A 429 or 5xx of the token endpoint: an {@link OAuthError} with an OAuth error body; without one
  * (a proxy's or load balancer's own answer: nginx's HTML page, an empty body, a gateway's
- * `{"message":...}`) a {@link NetworkError} (`not_json`, or `unexpected_response` for JSON) that
- * says so, and what its `Retry-After` holds (see {@link holdMs}). Until 2026-11-30 such an answer
- * was reported as a body that is not JSON, and its `Retry-After` was not read: every call asked again.
+ * `{"message":...}`) a {@link NetworkError} (`not_json`, or `unexpected_response` for JSON: the
+ * reasons {@link noAnswer} reads, as before) that says so and names the status, and, for a 429 or
+ * 503, what its `Retry-After` holds (see {@link holdMs}; no other status holds). Until 2026-11-30
+ * such a 429 or 503 was reported as a body that is not JSON, and its `Retry-After` was not read:
+ * every call asked again; and such a 500, 502 or 504 (a proxy's page, its upstream down or slow)
+ * read `HTTP 502 with a body that is not JSON (text/html)`, or `HTTP 504, an error body without
+ * an OAuth 'error' code` for a gateway's JSON.
  */
 function throwUnavailable(response: ReadResponse, grantType: GrantType): never {
   let body: unknown;
@@ -1090,7 +1094,7 @@ function throwUnavailable(response: ReadResponse, grantType: GrantType): never {
   if (json && isObject(body) && typeof body.error === "string") throw oauthError(response, body as { error: string }, grantType);
   const type = response.headers.get("content-type");
   const what = json ? "JSON without an 'error' code" : response.text === "" ? "an empty body" : `${type ? `${serverText(type, 100)}, ` : ""}not JSON`;
-  const seconds = retryAfterOf(response);
+  const seconds = response.status === 429 || response.status === 503 ? retryAfterOf(response) : null;
   const held = holdMs(seconds);
   const hold = held > 0 ? `; Retry-After ${seconds} s: no token request is sent for ${held / 1000} s` : "";
   throw new NetworkError(json ? "unexpected_response" : "not_json", `${WHAT}: HTTP ${response.status} without an OAuth error body (${what})${hold}`, response.status);

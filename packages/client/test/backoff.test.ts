@@ -78,7 +78,7 @@ const FIRST: Record<Exclude<Mode, "ok" | "hang">, (e: unknown) => void> = {
   },
   html500: (e) => {
     expect(e).toBeInstanceOf(NetworkError);
-    expect(e).toMatchObject({ reason: "not_json", status: 500, retryAfter: null, message: "token endpoint: HTTP 500 with a body that is not JSON (text/html)" });
+    expect(e).toMatchObject({ reason: "not_json", status: 500, retryAfter: null, message: "token endpoint: HTTP 500 without an OAuth error body (text/html, not JSON)" });
   },
   oauth503: (e) => {
     expect(e).toBeInstanceOf(OAuthError);

@@ -121,7 +121,16 @@ describe("NetworkError", () => {
     const error = await rejectionOf(clientOn(fm).getAccessToken());
     expectOnly(error, NetworkError);
     expect(error).toMatchObject({ reason: "not_json", status: 502 });
-    expect((error as Error).message).toBe("token endpoint: HTTP 502 with a body that is not JSON (text/html)");
+    expect((error as Error).message).toBe("token endpoint: HTTP 502 without an OAuth error body (text/html, not JSON)");
+  });
+
+  it("non-JSON from the token endpoint with a 4xx status other than 429: a body that is not JSON, as before (the message naming a missing OAuth error body is a 429's or 5xx's)", async () => {
+    const fm = newMock();
+    fm.post("path:/UserService/connect/token", { status: 400, headers: { "content-type": "text/html" }, body: "<html>Bad Request</html>" });
+    const error = await rejectionOf(clientOn(fm).getAccessToken());
+    expectOnly(error, NetworkError);
+    expect(error).toMatchObject({ reason: "not_json", status: 400 });
+    expect((error as Error).message).toBe("token endpoint: HTTP 400 with a body that is not JSON (text/html)");
   });
 
   it("non-JSON from an API, on success and on failure", async () => {

@@ -98,7 +98,7 @@ describe("a server's text in error messages", () => {
     });
     const e = (await rejectionOf(createClient({ baseUrl, ...options }).getAccessToken())) as NetworkError;
     expect(e).toBeInstanceOf(NetworkError);
-    expect(e.message).toBe(`token endpoint: HTTP 502 with a body that is not JSON (${type.slice(0, 100)}… (${type.length - 100} more characters))`);
+    expect(e.message).toBe(`token endpoint: HTTP 502 without an OAuth error body (${type.slice(0, 100)}… (${type.length - 100} more characters), not JSON)`);
   });
 });
 

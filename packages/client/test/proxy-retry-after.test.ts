@@ -5,6 +5,8 @@
  * endpoint. It holds the client's token requests as the server's own 429/503 does (at most 300 s),
  * and the call that got it is told what it was. Until 2026-11-30 it was reported as a body that is
  * not JSON, its Retry-After was not read, and the next call asked again (then the backoff's 1 s).
+ * Any other 5xx without an OAuth error body (a 500, 502 or 504 page) holds nothing but is told the
+ * same way; until 2026-11-30 it too was reported as a body that is not JSON.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -209,5 +211,33 @@ it.each([
     held: [heldAt(30), heldAt(20), heldAt(1)],
     total: 1,
     arrivals: [0, 30],
+  });
+});
+
+const NGINX_502 = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
+
+// Until 2026-11-30 only a 429's or 503's message said so: a 500, 502 or 504 of a proxy read `HTTP
+// 502 with a body that is not JSON (text/html)` (or `HTTP 504, an error body without an OAuth
+// 'error' code` for a gateway's JSON), as if the server had answered with a malformed body.
+it.each<{ what: string; status: number; headers: Record<string, string>; body: string; reason: string; detail: string }>([
+  { what: "nginx's 502 page (text/html), with a Retry-After", status: 502, headers: { "content-type": "text/html", "retry-after": "30" }, body: NGINX_502, reason: "not_json", detail: "text/html, not JSON" },
+  { what: "a 500 page (text/html; charset=utf-8)", status: 500, headers: { "content-type": "text/html; charset=utf-8" }, body: "<h1>Internal Server Error</h1>", reason: "not_json", detail: "text/html; charset=utf-8, not JSON" },
+  { what: "a 502 with an empty body", status: 502, headers: { "content-length": "0" }, body: "", reason: "not_json", detail: "an empty body" },
+  { what: "a gateway's 504 JSON (AWS API Gateway's timeout)", status: 504, headers: { "content-type": "application/json" }, body: '{"message":"Endpoint request timed out"}', reason: "unexpected_response", detail: "JSON without an 'error' code" },
+])("a proxy's 5xx other than 503 without an OAuth error body ($what): the error names the status and says there was no OAuth error body; only 429 and 503 hold, so it is counted toward the backoff", async ({ status, headers, body, reason, detail }) => {
+  const clock = manualClock();
+  const { state, baseUrl } = await proxyServer(clock);
+  state.answer = { status, headers, body };
+  const client = clientOf(baseUrl, clock);
+  const message = `token endpoint: HTTP ${status} without an OAuth error body (${detail})`;
+  const first = summary(await rejectionOf(client.getAccessToken()));
+  // The first failure costs nothing (the next call asks again); the second opens a backoff window.
+  const second = summary(await rejectionOf(client.getAccessToken()));
+  const third = (await rejectionOf(client.getAccessToken())) as { name: string; retryAfter: unknown; cause: unknown };
+  expect({ first, second, third: [third.name, third.retryAfter, (third.cause as Error).message], arrivals: state.arrivals }).toEqual({
+    first: { name: "NetworkError", reason, status, retryAfter: null, message, cause: undefined },
+    second: { name: "NetworkError", reason, status, retryAfter: null, message, cause: undefined },
+    third: ["NetworkError", 1, message],
+    arrivals: [0, 0],
   });
 });
