@@ -32,6 +32,19 @@ export interface CliIo {
    * first newline and stops (a password), `"all"` to the end (an import).
    */
   readStdin(mode?: "line" | "all"): Promise<string>;
+  /**
+   * Given only when stdin is an interactive terminal (main.ts gives it when `process.stdin.isTTY`):
+   * `user create` then asks for the password with it, twice (`Password: `, `Repeat password: `;
+   * two different answers are refused, nothing created), instead of reading stdin's first line,
+   * which a terminal would have had to be fed by `echo pw |` (the password in shell history).
+   * Writes `prompt` where the user sees it, never on stdout (stderr), reads a line with echo off
+   * and restores the terminal's mode before it settles, whatever the outcome. Resolves to the text
+   * typed (UTF-8, at most the bytes readStdin takes for a line), or null when none was given
+   * (Ctrl-D on an empty line, the end of input); rejects with {@link InterruptedError} on Ctrl-C
+   * (exit 130) and with a {@link UsageError} for text too long or not UTF-8. The password is then
+   * checked as one read from stdin. `user import` never uses it: its records come from stdin only.
+   */
+  readPassword?(prompt: string): Promise<string | null>;
   stdout(text: string): void;
   stderr(text: string): void;
 }
@@ -48,6 +61,9 @@ function commandOf(argv: string[]): string {
 /** A mistake in how the CLI was called or fed: exit code 2 and the message. */
 export class UsageError extends Error {}
 
+/** The user stopped the command at a prompt (Ctrl-C) before anything was done: exit code 130 (128 + SIGINT, as a shell reports it) and the message. */
+export class InterruptedError extends Error {}
+
 export const USAGE = `usage: plantgate <command>
 
   client create --name NAME [--id ID] [--scopes "S1 S2"] [--grants "g1 g2"] [--secret-expires-in SECONDS]
@@ -57,7 +73,7 @@ export const USAGE = `usage: plantgate <command>
   client rotate-secret CLIENT_ID                       (one new secret; every earlier one stops working at once)
   client list
   client delete CLIENT_ID
-  user create --username U [--display-name D] [--email E] [--roles "r1 r2"]   (password on stdin)
+  user create --username U [--display-name D] [--email E] [--roles "r1 r2"]   (password prompted for, twice and not shown, on a terminal; else the first line of stdin)
   user import                        (JSON lines on stdin, at most 64 MiB: {username, password, displayName?, email?, roles?, enabled?}; any other field is refused)
   user list
   user disable USERNAME
@@ -84,7 +100,7 @@ refuse (exit 2). The CLI never rotates keys automatically (PLANTGATE_SIGNING_KEY
 
 Exit codes: 0 done, 1 failed, 2 bad input or configuration (a store URL that does not parse, credentials refused, no such database,
 a schema older or newer than this code included; nothing done), 3 the store or Redis could not be reached or failed (at open or during the
-command; try again).`;
+command; try again), 130 stopped with Ctrl-C at the password prompt (nothing done).`;
 
 const GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
 
@@ -301,6 +317,18 @@ function coreLine(level: "warning: " | "", message: string, context: Record<stri
   return `plantgate: ${level}${printable(message.replace(/^plantgate: /, "") + fields)}\n`;
 }
 
+const NO_PASSWORD = "the password is read from stdin; none was given";
+
+/** A password typed twice at the terminal (see {@link CliIo.readPassword}): "" when none was given. */
+async function typedPassword(read: NonNullable<CliIo["readPassword"]>): Promise<string> {
+  const password = await read("Password: ");
+  if (password === null || password === "") return "";
+  const again = await read("Repeat password: ");
+  if (again === null) return "";
+  if (again !== password) throw new UsageError("the passwords typed do not match; nothing was created");
+  return password;
+}
+
 /** The first line without its end (`\n` or `\r\n`; a line cut at `\n` by readStdin keeps its `\r`). */
 function firstLine(text: string): string {
   return (text.split(/\r?\n/)[0] ?? "").replace(/\r$/, "");
@@ -407,8 +435,8 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
         roles: { type: "string" },
       });
       if (!values.username) throw new UsageError("--username is required");
-      const password = firstLine(await io.readStdin("line"));
-      if (password === "") throw new UsageError("the password is read from stdin; none was given");
+      const password = io.readPassword ? await typedPassword(io.readPassword) : firstLine(await io.readStdin("line"));
+      if (password === "") throw new UsageError(NO_PASSWORD);
       const { app } = await open();
       return withFlags(
         app.admin.createAccount({
@@ -695,7 +723,8 @@ function redactSecrets(text: string, env: CliIo["env"]): string {
 
 /**
  * Runs one CLI command; returns the exit code (0 ok, 1 failure, 2 usage or input error, 3 the store
- * or Redis could not be reached or failed: at open or during the command; trying again may help).
+ * or Redis could not be reached or failed: at open or during the command; trying again may help;
+ * 130 stopped with Ctrl-C at a password prompt, nothing done).
  *
  * @example
  * const code = await runCli(process.argv.slice(2), { env: process.env, cwd: process.cwd(), readStdin, stdout, stderr });
@@ -749,6 +778,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (result !== PRINTED) io.stdout(JSON.stringify(result, null, 2) + "\n");
     return 0;
   } catch (e) {
+    if (e instanceof InterruptedError) {
+      io.stderr(`plantgate: ${printable(e.message)}\n`);
+      return 130;
+    }
     if (e instanceof UsageError) {
       io.stderr(`plantgate: ${printable(e.message)}\n${argv.length === 0 || e.message.startsWith("unknown command") ? `\n${USAGE}\n` : ""}`);
       return 2;

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync, readlinkSync } from "node:fs";
 import { runCli, UsageError } from "./cli.js";
+import { terminalPasswordReader } from "./password-prompt.js";
 
 /** The longest password line read (a password is at most 1024 characters, 4 bytes each at most). */
 const LINE_MAX_BYTES = 8192;
@@ -12,7 +13,8 @@ const LINE_MAX_BYTES = 8192;
 const ALL_MAX_BYTES = 64 * 1024 * 1024;
 
 /**
- * stdin as UTF-8 text. `"line"` stops at the first newline (`yes pw | plantgate user create` read
+ * stdin as UTF-8 text; "" when stdin is a terminal (a password is then asked for instead: see
+ * terminalPasswordReader). `"line"` stops at the first newline (`yes pw | plantgate user create` read
  * forever, gigabytes of it); bytes that are not UTF-8 are refused (they were replaced by U+FFFD and
  * stored, a password nobody could type again).
  */
@@ -101,6 +103,8 @@ const code = await runCli(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   readStdin,
+  // On a terminal, `user create` asks for the password (echo off; the prompts on stderr).
+  ...(process.stdin.isTTY ? { readPassword: terminalPasswordReader(process.stdin, stderr, LINE_MAX_BYTES) } : {}),
   stdout: (t) => {
     printedSecret ||= t.includes('"client_secret":');
     writes.push(new Promise((resolve) => process.stdout.write(t, (error) => {
