@@ -3,7 +3,7 @@
  * Everything goes through `app.fetch` on the memory store.
  */
 import { describe, expect, it, vi } from "vitest";
-import { ConfigError, createMemoryStorage, createPlantgate, StorageError } from "../src/index.js";
+import { ConfigError, createMemoryStorage, createPlantgate, StorageError, type SecurityEvent } from "../src/index.js";
 import { ADMIN, call, consoleHarness, type CallOptions, hashOf, read, signIn } from "./console-helpers.js";
 import { basic, BASE, passwordTokens, tokenRequest } from "./helpers.js";
 import { TEST_CSP, TEST_PAGE } from "./page-helpers.js";
@@ -30,6 +30,7 @@ function routes(targetClient: string, targetAccount: string) {
   return [
     { method: "GET", path: "/api/session" },
     { method: "POST", path: "/api/session/sign-out" },
+    { method: "POST", path: "/api/session/sign-out-everywhere" },
     { method: "GET", path: "/api/clients" },
     { method: "POST", path: "/api/clients", body: { name: "Sneaky", clientId: "sneaky" } },
     { method: "DELETE", path: `/api/clients/${targetClient}` },
@@ -356,7 +357,7 @@ describe("console: authorization of every API route", () => {
     const other = await signIn(h.app);
     const before = { clients: await h.app.admin.listClients(), accounts: await h.app.admin.listAccounts(), keys: await h.storage.signingKeys.list() };
     const changing = routes("app-1", h.adminId).filter((r) => r.method !== "GET");
-    expect(changing).toHaveLength(11);
+    expect(changing).toHaveLength(12);
     for (const csrf of [null, "", "wrong", other.csrf, root.sessionId, root.csrf.slice(0, -1)]) {
       for (const r of changing) {
         const res = await read(await call(h.app, r.method, r.path, { ...("body" in r ? { body: r.body } : {}), cookie: root.cookie, csrf }));
@@ -379,6 +380,52 @@ describe("console: authorization of every API route", () => {
       }
     }
     expect((await h.app.admin.listClients()).map((c) => c.clientId)).toEqual(["app-1"]);
+  });
+
+  it("sign out everywhere ends every session of the administrator (204, the cookie cleared, one event with the count) and no one else's", async () => {
+    const events: SecurityEvent[] = [];
+    const h = await consoleHarness({ onEvent: (e) => void events.push(e) });
+    await h.app.admin.createAccount({ username: "eve", password: "eve-password-1", roles: ["admin"] });
+    const laptop = await signIn(h.app);
+    const desk = await signIn(h.app);
+    const eve = await signIn(h.app, "eve", "eve-password-1");
+    await h.app.flushEvents();
+    events.splice(0);
+
+    // The gates of sign-out: no session, no or a wrong CSRF token, another origin; each ends nothing.
+    const none = await read(await call(h.app, "POST", "/api/session/sign-out-everywhere", { csrf: desk.csrf }));
+    expect([none.status, none.body, none.setCookie]).toEqual([401, NOT_SIGNED_IN, null]);
+    for (const csrf of [null, eve.csrf]) {
+      const refused = await read(await call(h.app, "POST", "/api/session/sign-out-everywhere", { cookie: desk.cookie, csrf }));
+      expect([refused.status, refused.body, refused.setCookie]).toEqual([403, CSRF, null]);
+    }
+    const cross = await read(await call(h.app, "POST", "/api/session/sign-out-everywhere", { cookie: desk.cookie, csrf: desk.csrf, origin: "https://evil.example" }));
+    expect([cross.status, cross.body]).toEqual([403, CROSS]);
+    const wrongMethod = await call(h.app, "GET", "/api/session/sign-out-everywhere", { cookie: desk.cookie });
+    expect([wrongMethod.status, wrongMethod.headers.get("allow")]).toEqual([405, "POST"]);
+    for (const s of [laptop, desk, eve]) expect((await call(h.app, "GET", "/api/session", { cookie: s.cookie })).status).toBe(200);
+
+    const out = await read(await call(h.app, "POST", "/api/session/sign-out-everywhere", { cookie: desk.cookie, csrf: desk.csrf, clientIp: "203.0.113.9" }));
+    expect(out).toEqual({ status: 204, body: null, cacheControl: "no-store", setCookie: "plantgate_console=; Path=/console; Max-Age=0; HttpOnly; SameSite=Strict; Secure", contentType: null });
+    // Both of root's sessions have ended, the one left on the laptop too.
+    for (const s of [desk, laptop]) {
+      expect(await h.storage.sessions.get(await hashOf(s.sessionId))).toBeNull();
+      const after = await read(await call(h.app, "GET", "/api/clients", { cookie: s.cookie }));
+      expect([after.status, after.body, after.setCookie]).toEqual([401, NOT_SIGNED_IN, "plantgate_console=; Path=/console; Max-Age=0; HttpOnly; SameSite=Strict; Secure"]);
+      const post = await read(await call(h.app, "POST", "/api/session/sign-out-everywhere", { cookie: s.cookie, csrf: s.csrf }));
+      expect([post.status, post.body]).toEqual([401, NOT_SIGNED_IN]);
+    }
+    // Another administrator's session is not touched.
+    expect(await read(await call(h.app, "GET", "/api/session", { cookie: eve.cookie }))).toMatchObject({ status: 200, body: { ...SESSION_BODY, username: "eve", displayName: null, csrfToken: eve.csrf } });
+    expect((await call(h.app, "POST", "/api/clients", { body: { name: "Eve's" }, cookie: eve.cookie, csrf: eve.csrf })).status).toBe(201);
+
+    await h.app.flushEvents();
+    expect(events.filter((e) => e.type.startsWith("console."))).toStrictEqual([
+      { type: "console.signed_out", id: expect.stringMatching(/^[0-9a-f-]{36}$/), time: Date.UTC(2026, 0, 1), account_id: h.adminId, username: "root", everywhere: true, sessions_ended: 2, client_ip: "203.0.113.9" },
+    ]);
+    // Signing in again works as ever; the new session is the account's only one.
+    const back = await signIn(h.app);
+    expect((await call(h.app, "GET", "/api/session", { cookie: back.cookie })).status).toBe(200);
   });
 
   it("a session ends at its expiry (no idle timeout here), at sign-out, and at once when its account is disabled", async () => {

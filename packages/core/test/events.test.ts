@@ -313,7 +313,7 @@ describe("security events", () => {
       { type: "client.created", client_id: "c2", name: "C2", grant_types: ["client_credentials", "password", "refresh_token"], scopes: expect.any(Array), actor: ADMIN.username },
       { type: "client.secret_added", client_id: "c2", secret_id: secretId, actor: ADMIN.username },
       { type: "client.secret_revoked", client_id: "c2", secret_id: secretId, actor: ADMIN.username },
-      { type: "console.signed_out", account_id: admin.id, username: ADMIN.username, client_ip: IP },
+      { type: "console.signed_out", account_id: admin.id, username: ADMIN.username, everywhere: false, sessions_ended: 1, client_ip: IP },
     ]);
   });
 

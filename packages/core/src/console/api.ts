@@ -10,7 +10,7 @@ import type { GrantType } from "../storage/types.js";
 import { signingKeyView, type SigningKeyView } from "../tokens/keys.js";
 import { optionalBoolean, optionalSeconds, optionalString, optionalStrings, readJsonObject } from "./body.js";
 import type { ConsoleRequest } from "./request.js";
-import { deleteSession, sessionExpiry, type ConsoleSession } from "./session.js";
+import { deleteAccountSessions, deleteSession, sessionExpiry, type ConsoleSession } from "./session.js";
 
 /**
  * A client as the console API shows it: never the secret or its hash; times in ISO 8601.
@@ -147,9 +147,22 @@ export type ApiHandler = (ctx: Context, session: ConsoleSession, request: Consol
 export const getSession: ApiHandler = async (ctx, s) =>
   json(200, sessionBody(ctx, { username: s.account.username, displayName: s.account.displayName, csrfToken: s.csrfToken, expiresAt: sessionExpiry(ctx, s.record) }));
 
+/** `POST /console/api/session/sign-out`: ends the request's session; 204 (the router clears the cookie). */
 export const signOut: ApiHandler = async (ctx, s, request) => {
-  await deleteSession(ctx, s);
-  ctx.events.emit({ type: "console.signed_out", account_id: s.account.id, username: s.account.username, client_ip: request.clientIp ?? null });
+  const ended = await deleteSession(ctx, s);
+  ctx.events.emit({ type: "console.signed_out", account_id: s.account.id, username: s.account.username, everywhere: false, sessions_ended: ended ? 1 : 0, client_ip: request.clientIp ?? null });
+  return plain(204, null);
+};
+
+/**
+ * `POST /console/api/session/sign-out-everywhere`: ends every console session of the signed-in
+ * account, in every browser, the request's own included (a laptop left signed in); other
+ * administrators' sessions stay. 204 (the router clears the cookie); event `console.signed_out`
+ * with `everywhere: true` and how many sessions ended.
+ */
+export const signOutEverywhere: ApiHandler = async (ctx, s, request) => {
+  const ended = await deleteAccountSessions(ctx, s);
+  ctx.events.emit({ type: "console.signed_out", account_id: s.account.id, username: s.account.username, everywhere: true, sessions_ended: ended, client_ip: request.clientIp ?? null });
   return plain(204, null);
 };
 

@@ -20,6 +20,7 @@ interface ConsoleRoute {
 const ROUTES: ConsoleRoute[] = [
   { pattern: ["api", "session"], methods: { GET: { kind: "api", handler: api.getSession }, POST: { kind: "sign-in" } } },
   { pattern: ["api", "session", "sign-out"], methods: { POST: { kind: "api", handler: api.signOut, clearsCookie: true } } },
+  { pattern: ["api", "session", "sign-out-everywhere"], methods: { POST: { kind: "api", handler: api.signOutEverywhere, clearsCookie: true } } },
   { pattern: ["api", "clients"], methods: { GET: { kind: "api", handler: api.listClients }, POST: { kind: "api", handler: api.createClient } } },
   { pattern: ["api", "clients", ":"], methods: { DELETE: { kind: "api", handler: api.deleteClient } } },
   { pattern: ["api", "clients", ":", "secret"], methods: { POST: { kind: "api", handler: api.regenerateSecret } } },
@@ -148,7 +149,7 @@ async function run(ctx: Context, request: ConsoleRequest): Promise<PlainResponse
     throw e;
   }
   if (changing) await checkCsrf(session, request);
-  // The idle timeout's window starts again (sign-out ends the session instead).
+  // The idle timeout's window starts again (sign-out, here or everywhere, ends the session instead).
   if (!action.clearsCookie) await slideExpiry(ctx, session);
   const response = await action.handler(ctx, session, request, params);
   if (action.clearsCookie) response.headers["set-cookie"] = clearedCookie(ctx, request.url);

@@ -239,7 +239,15 @@ export async function endReplacedSession(ctx: Context, request: ConsoleRequest):
   }
 }
 
-/** Signs the session out: deletes it from storage. */
-export async function deleteSession(ctx: Context, session: ConsoleSession): Promise<void> {
-  await ctx.storage.sessions.delete(session.record.idHash);
+/** Signs the session out: deletes it from storage; false when it was gone already (a concurrent request ended it). */
+export async function deleteSession(ctx: Context, session: ConsoleSession): Promise<boolean> {
+  return ctx.storage.sessions.delete(session.record.idHash);
+}
+
+/**
+ * Signs the session's account out everywhere: deletes every session of the account, the request's
+ * own included (`sessions.deleteByAccount`); returns how many the store deleted.
+ */
+export async function deleteAccountSessions(ctx: Context, session: ConsoleSession): Promise<number> {
+  return ctx.storage.sessions.deleteByAccount(session.account.id);
 }

@@ -249,6 +249,16 @@ export interface ConsoleSignedOutEvent extends EventBase {
   type: "console.signed_out";
   account_id: string;
   username: string;
+  /**
+   * `false`: the request's own session was signed out (`POST /console/api/session/sign-out`);
+   * `true`: every session of the account (`POST /console/api/session/sign-out-everywhere`).
+   */
+  everywhere: boolean;
+  /**
+   * How many sessions ended: 1 for a sign-out (0 when a concurrent request ended it first); for
+   * sign-out everywhere, every session of the account the store deleted, the request's own included.
+   */
+  sessions_ended: number;
   client_ip: string | null;
 }
 
