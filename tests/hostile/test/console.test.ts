@@ -334,7 +334,7 @@ const queryKid = fc.oneof(ref, fc.constantFrom("", ".", "..", "reencrypt").map((
 
 type Target =
   | { r: "session"; body: Payload; signIn: { who: string; username: Member; password: Member } }
-  | { r: "session-get" | "sign-out" | "keys-list" }
+  | { r: "session-get" | "sign-out" | "sign-out-everywhere" | "keys-list" }
   | { r: "clients-list"; query: EventsParam[] }
   | { r: "clients-create"; body: Payload }
   | { r: "client" | "secret"; id: Ref }
@@ -563,6 +563,7 @@ const targetArb: fc.Arbitrary<Target> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ r: fc.constant("session" as const), body: payload(fc.constant({})), signIn: signInBody }) as fc.Arbitrary<Target> },
   { weight: 1, arbitrary: fc.constant<Target>({ r: "session-get" }) },
   { weight: 1, arbitrary: fc.constant<Target>({ r: "sign-out" }) },
+  { weight: 1, arbitrary: fc.constant<Target>({ r: "sign-out-everywhere" }) },
   { weight: 3, arbitrary: fc.record({ r: fc.constant("clients-list" as const), query: clientsQuery }) },
   // The first page of one: a page with more after it whenever the world has two clients (a
   // generated query's cursor and limit leave more after the page about 3 times in 2,000 runs, just
@@ -598,6 +599,7 @@ const METHODS: Record<Exclude<Target["r"], "junk">, string> = {
   session: "GET,POST",
   "session-get": "GET,POST",
   "sign-out": "POST",
+  "sign-out-everywhere": "POST",
   "clients-list": "GET,POST",
   "clients-create": "GET,POST",
   client: "DELETE",
@@ -619,6 +621,7 @@ const OWN_METHOD: Record<Exclude<Target["r"], "junk">, string> = {
   session: "POST",
   "session-get": "GET",
   "sign-out": "POST",
+  "sign-out-everywhere": "POST",
   "clients-list": "GET",
   "clients-create": "POST",
   client: "DELETE",
@@ -688,6 +691,9 @@ async function build(world: World, state: ConsoleState, spec: Spec): Promise<Bui
       break;
     case "sign-out":
       path = "/api/session/sign-out";
+      break;
+    case "sign-out-everywhere":
+      path = "/api/session/sign-out-everywhere";
       break;
     case "clients-list": {
       // `<cursor:n>`: the cursor the API hands out after the n-th stored client (code-unit order).
@@ -1060,6 +1066,15 @@ it(`${RUNTIME_LABEL}console admin API: ${RUNS} generated requests: never a 5xx, 
         if (a.text !== "") fail("a 204 with a body", a);
         if (await world.storage.sessions.get(await sha256(state.admin.id))) fail("signed out, but the session is still stored", a);
         if (!/^plantgate_console=; Path=\/console; Max-Age=0;/.test(a.headers.get("set-cookie") ?? "")) fail("sign-out without clearing the cookie", a);
+      } else if (r === "sign-out-everywhere") {
+        success(204);
+        if (a.text !== "") fail("a 204 with a body", a);
+        if (!/^plantgate_console=; Path=\/console; Max-Age=0;/.test(a.headers.get("set-cookie") ?? "")) fail("sign-out everywhere without clearing the cookie", a);
+        // Every session of the administrator is gone (those of generated sign-ins too); alice's is not touched.
+        const sessions = (await world.snapshot()).sessions as ({ idHash: string; accountId: string } | null)[];
+        const left = sessions.filter((x) => x !== null && x.accountId === state.adminId);
+        if (left.length > 0) fail(`signed out everywhere, but ${left.length} session(s) of the administrator are still stored`, a);
+        if (live.demoted && !sessions.some((x) => x?.idHash === demotedHash)) fail("signing the administrator out everywhere ended another account's session", a);
       } else if (r === "clients-list") {
         const stored = await world.storage.clients.list();
         const expected = await expectedClientsPage(
@@ -1232,7 +1247,7 @@ it(`${RUNTIME_LABEL}console admin API: ${RUNS} generated requests: never a 5xx, 
   console.log(`console API: ${summary(tally)}`);
   expect(tally.runs).toBeGreaterThanOrEqual(RUNS);
   if (COVERAGE_CHECKS) {
-    for (const label of ["clients-create-201", "accounts-create-201", "secrets-201", "secret-200", "client-204", "secret-id-204", "disable-200", "enable-200", "keys-rotate-200", "key-204", "sign-in-200", "session-200", "clients-list-200", "clients-list-400", "clients-more", "accounts-list-200", "keys-list-200", "events-200", "events-400", "events-more", "events-nonempty", "events-filtered-nonempty", "reencrypt-409", "kid-twice-400", "sign-out-204", "e1001", "e1002", "e1003", "e1004", "e1007", "e1008", "e1009", "e1301", "e1302", "e1303", "e1304", "e1305", "e1306", "e1307", "e1308", "e1404", "e1405", "page-200"]) {
+    for (const label of ["clients-create-201", "accounts-create-201", "secrets-201", "secret-200", "client-204", "secret-id-204", "disable-200", "enable-200", "keys-rotate-200", "key-204", "sign-in-200", "session-200", "clients-list-200", "clients-list-400", "clients-more", "accounts-list-200", "keys-list-200", "events-200", "events-400", "events-more", "events-nonempty", "events-filtered-nonempty", "reencrypt-409", "kid-twice-400", "sign-out-204", "sign-out-everywhere-204", "e1001", "e1002", "e1003", "e1004", "e1007", "e1008", "e1009", "e1301", "e1302", "e1303", "e1304", "e1305", "e1306", "e1307", "e1308", "e1404", "e1405", "page-200"]) {
       expect(tally.labels.get(label) ?? 0, label).toBeGreaterThan(RUNS / 1000);
     }
   }
