@@ -1314,16 +1314,22 @@
     }
   });
 
-  $button("sign-out").addEventListener("click", async () => {
+  /**
+   * Signs out through `path` (`/session/sign-out`: this session; `/session/sign-out-everywhere`:
+   * every session of the administrator) and shows the sign-in view.
+   * @param {string} path
+   * @param {string} failed what the refusal says went wrong ("Signing out failed")
+   */
+  async function signOut(path, failed) {
     showError("sign-out-error", null);
     try {
-      await call("POST", "/session/sign-out");
+      await call("POST", path);
     } catch (e) {
       // 401: the session had ended already. Anything else (the server unreachable, a 503) may have
       // left it valid, and its cookie is HttpOnly: showing the sign-in view would let the next
       // person at this browser in with a reload. Say so instead.
       if (!(e instanceof ApiFailure && e.status === 401)) {
-        showError("sign-out-error", "Signing out failed (" + q(messageOf(e)) + "); you are still signed in. Try again.");
+        showError("sign-out-error", failed + " (" + q(messageOf(e)) + "); you are still signed in. Try again.");
         return;
       }
     }
@@ -1331,6 +1337,21 @@
     tabs?.postMessage("session");
     history.replaceState(null, "", location.pathname);
     showSignIn();
+  }
+
+  $button("sign-out").addEventListener("click", () => signOut("/session/sign-out", "Signing out failed"));
+
+  // Every console session of this administrator ends, those of other browsers too (a laptop left
+  // signed in); other administrators stay signed in. Asked first, as the other destructive actions.
+  $button("sign-out-everywhere").addEventListener("click", async () => {
+    if (!state.session) return;
+    const yes = await confirmAction(
+      "Sign out everywhere?",
+      "Every console session of " + q(state.session.username) + " ends: in this browser and in any other where it is signed in. Other administrators stay signed in.",
+      "Sign out everywhere",
+    );
+    if (!yes || !state.session) return;
+    await signOut("/session/sign-out-everywhere", "Signing out everywhere failed");
   });
 
   window.addEventListener("hashchange", () => {

@@ -314,7 +314,7 @@ for (const target of TARGETS) suite(`${name}: ${target.label}`, () => {
       await page.route("**/console/api/session/sign-out", (route) =>
         failure === "unreachable" ? route.abort() : route.fulfill({ status: 503, contentType: "application/json", body: '{"error":1503,"message":"The service is temporarily unavailable; retry later."}' }),
       );
-      await page.getByRole("button", { name: "Sign out" }).click();
+      await page.getByRole("button", { name: "Sign out", exact: true }).click();
       const alert = page.locator("#sign-out-error");
       await alert.waitFor({ state: "visible" });
       expect(await alert.textContent()).toBe(
@@ -330,13 +330,54 @@ for (const target of TARGETS) suite(`${name}: ${target.label}`, () => {
   });
 
   it("signs out: the session is gone on the server and the cookie in the browser", async () => {
-    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
     await page.locator("#view-sign-in").waitFor({ state: "visible" });
     expect(await page.locator("#sign-out-error").isHidden()).toBe(true);
     expect(await context.cookies()).toEqual([]);
     const status = await page.evaluate(async () => (await fetch("/console/api/session")).status);
     expect(status).toBe(401);
     // Nothing the CSP blocked, no script error along the way.
+    expect(problems).toEqual([]);
+  });
+
+  it("signs out everywhere after a confirmation: this browser's session and another browser's end, and the page shows the sign-in view", async () => {
+    await page.locator("#sign-in-form").getByLabel("Username").fill(ADMIN.username);
+    await page.locator("#sign-in-form").getByLabel("Password").fill(ADMIN.password);
+    await page.locator("#sign-in-submit").click();
+    await page.locator("#view-security").waitFor({ state: "visible" });
+    // The same administrator signed in from another browser (the laptop left signed in).
+    const laptop = await browser.newContext();
+    try {
+      const api = `${server.consoleUrl}/api`;
+      const origin = new URL(server.url).origin;
+      expect((await laptop.request.post(`${api}/session`, { headers: { origin }, data: ADMIN })).status()).toBe(200);
+      expect((await laptop.request.get(`${api}/session`)).status()).toBe(200);
+
+      // Cancelled: nothing ends.
+      await page.getByRole("button", { name: "Sign out everywhere" }).click();
+      const dialog = page.locator("#confirm-dialog");
+      await dialog.waitFor({ state: "visible" });
+      expect([await dialog.locator("#confirm-title").textContent(), await dialog.locator("#confirm-text").textContent()]).toEqual([
+        "Sign out everywhere?",
+        "Every console session of admin ends: in this browser and in any other where it is signed in. Other administrators stay signed in.",
+      ]);
+      await dialog.getByRole("button", { name: "Cancel" }).click();
+      await dialog.waitFor({ state: "hidden" });
+      expect(await page.evaluate(async () => (await fetch("/console/api/session")).status)).toBe(200);
+      expect((await laptop.request.get(`${api}/session`)).status()).toBe(200);
+
+      await page.getByRole("button", { name: "Sign out everywhere" }).click();
+      await dialog.getByRole("button", { name: "Sign out everywhere" }).click();
+      await page.locator("#view-sign-in").waitFor({ state: "visible" });
+      expect(await page.locator("#whoami").isHidden()).toBe(true);
+      expect(await page.locator("#sign-out-error").isHidden()).toBe(true);
+      expect(await context.cookies()).toEqual([]);
+      expect(await page.evaluate(async () => (await fetch("/console/api/session")).status)).toBe(401);
+      const other = await laptop.request.get(`${api}/session`);
+      expect([other.status(), await other.json()]).toEqual([401, { error: 1301, message: "Sign in to the console first." }]);
+    } finally {
+      await laptop.close();
+    }
     expect(problems).toEqual([]);
   });
 });

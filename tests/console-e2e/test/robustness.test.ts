@@ -415,7 +415,7 @@ suite(name, () => {
       await second.goto(server.consoleUrl!);
       await second.locator("#whoami").waitFor({ state: "visible" });
       expect(await second.locator("#whoami-name").textContent()).toBe(`Signed in as ${OTHER}`);
-      await second.getByRole("button", { name: "Sign out" }).click();
+      await second.getByRole("button", { name: "Sign out", exact: true }).click();
       await second.locator("#view-sign-in").waitFor({ state: "visible" });
       // The first tab shows the sign-in view without an action of its own.
       await page.locator("#view-sign-in").waitFor({ state: "visible" });
@@ -432,7 +432,7 @@ suite(name, () => {
       await goTo(page, "Accounts");
       await page.getByRole("button", { name: "Disable user-02" }).click();
       await page.locator("#confirm-dialog").waitFor({ state: "visible" });
-      await second.getByRole("button", { name: "Sign out" }).click();
+      await second.getByRole("button", { name: "Sign out", exact: true }).click();
       await second.locator("#view-sign-in").waitFor({ state: "visible" });
       await signIn(second, OTHER, PASSWORD);
       // (The sign-out reached the first tab too: it may have shown the sign-in view in between.)

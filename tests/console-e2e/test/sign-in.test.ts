@@ -173,7 +173,7 @@ suite(name, () => {
   it("signed in from another tab while this one's sign-in form holds typed input: the tab keeps the input and offers to continue; with an empty form it switches at once", async () => {
     expected = /^401 GET .*\/console\/api\/session$/;
     // This tab signed out; what is typed in its form.
-    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
     await page.locator("#view-sign-in").waitFor({ state: "visible" });
     const typed = { username: "someone-else", password: "half-a-pass" };
     await page.locator("#sign-in-username").fill(typed.username);
@@ -200,7 +200,7 @@ suite(name, () => {
       expect(await notice.getByRole("button").textContent()).toBe(`Continue as ${ADMIN.username}`);
 
       // The other tab signs out: the notice goes (nothing to continue with), the input stays.
-      await second.getByRole("button", { name: "Sign out" }).click();
+      await second.getByRole("button", { name: "Sign out", exact: true }).click();
       await second.locator("#view-sign-in").waitFor({ state: "visible" });
       await notice.waitFor({ state: "hidden" });
       expect(await form()).toEqual(typed);
@@ -216,7 +216,7 @@ suite(name, () => {
       expect(await notice.isHidden()).toBe(true);
 
       // An empty form switches at once, as before: signed out here (the other tab follows), then in there.
-      await page.getByRole("button", { name: "Sign out" }).click();
+      await page.getByRole("button", { name: "Sign out", exact: true }).click();
       await second.locator("#view-sign-in").waitFor({ state: "visible" });
       await page.locator("#view-sign-in").waitFor({ state: "visible" });
       expect(await form()).toEqual({ username: "", password: "" });
@@ -231,7 +231,7 @@ suite(name, () => {
   it("signed in from another tab while this one counts a 429 wait down: the notice, and what Continue then says, stay shown beside the count (each in its own element)", async () => {
     expected = /^(401|429) (GET|POST) .*\/console\/api\/session$/;
     // Signed out here (signed in at the end of the test before; not when run alone).
-    if (await page.locator("#whoami").isVisible()) await page.getByRole("button", { name: "Sign out" }).click();
+    if (await page.locator("#whoami").isVisible()) await page.getByRole("button", { name: "Sign out", exact: true }).click();
     await page.locator("#view-sign-in").waitFor({ state: "visible" });
     const notice = page.locator("#sign-in-elsewhere");
     const second = await context.newPage();
@@ -347,7 +347,7 @@ suite(name, () => {
     const empty = ids.map(() => "");
 
     await fill();
-    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
     await page.locator("#view-sign-in").waitFor({ state: "visible" });
     expect(await values()).toEqual(empty);
     expect((await submit(page, ADMIN.username, ADMIN.password)).status).toBe(200);
