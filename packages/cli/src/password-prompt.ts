@@ -18,8 +18,10 @@ const DEL = 0x7f;
  * that nothing typed after the prompt appears is echoed. Enter (CR, or LF) ends the line, and a LF
  * right after a CR (a pasted CR LF) is skipped; Backspace and DEL erase the last character (a UTF-8
  * sequence whole), Ctrl-U the line; Ctrl-D on an empty line, or the end of input, is no password
- * (null); Ctrl-C rejects with {@link InterruptedError} (exit 130). Any other byte is part of the
- * password, as getpass takes it. More than `maxBytes` bytes is a {@link UsageError} at once, as the
+ * (null); Ctrl-C rejects with {@link InterruptedError} (exit 130). Any other control byte (an
+ * arrow or function key's escape sequence, Esc, Tab, Ctrl-Z: raw mode turns the terminal's signal
+ * keys off) is a {@link UsageError} at once: getpass would take it into a password nobody could type
+ * again. Any other byte is part of the password. More than `maxBytes` bytes is a {@link UsageError} at once, as the
  * stdin path's line limit; text that is not UTF-8 is refused as it is there. A newline goes to
  * `write` after the line, however it ended. The terminal's mode is restored (`finally`) before the
  * returned promise settles, whatever the outcome; a signal that kills the process is left to Node,
@@ -62,6 +64,15 @@ export function terminalPasswordReader(input: TerminalInput, write: (text: strin
             // A UTF-8 character whole: its continuation bytes (10xxxxxx), then its first.
             while (bytes.length > 0 && (bytes[bytes.length - 1]! & 0xc0) === 0x80) bytes.pop();
             bytes.pop();
+          } else if (byte < 0x20) {
+            // Another control byte: an arrow or function key's escape sequence (ESC ...), Tab,
+            // Ctrl-Z or Ctrl-\ (raw mode turns the terminal's signal keys off). Taken into the
+            // password it would make one nobody could type again (the left arrow pressed to fix a
+            // typo, twice alike): refused at once, nothing created.
+            bytes = [];
+            write("\n");
+            settle(() => reject(new UsageError("the password typed holds a control key (an arrow or function key, Esc, Tab or Ctrl with a letter); type it with printable characters only")));
+            return true;
           } else {
             bytes.push(byte);
             if (bytes.length > maxBytes) {

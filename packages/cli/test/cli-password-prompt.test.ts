@@ -247,6 +247,11 @@ describe("terminalPasswordReader", () => {
       [Buffer.from("pass\x03"), new InterruptedError("interrupted; nothing was created")],
       [Buffer.from("x".repeat(17)), new UsageError("the password typed is longer than 16 bytes")],
       [Buffer.from([0x70, 0xe4, 0x0d]), new UsageError("the password typed is not valid UTF-8")],
+      // A left arrow (ESC [ D), Tab and Ctrl-Z: control keys, refused at once.
+      ...["pass\x1b[Dx\r", "pa\tss\r", "pass\x1a"].map((text): [Buffer, unknown] => [
+        Buffer.from(text),
+        new UsageError("the password typed holds a control key (an arrow or function key, Esc, Tab or Ctrl with a letter); type it with printable characters only"),
+      ]),
       [new Error("EIO"), new Error("EIO")],
       ["end", null],
     ];

@@ -325,8 +325,8 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
  * Serves `GET /metrics` (Prometheus text exposition) on its own `node:http` listener. Anything
  * else is 404 (405 for another method on `/metrics`, and for a `CONNECT` whatever its target; 421
  * for an absolute-form `https://` target, this listener being plain HTTP; 505 for a request line
- * without an HTTP version, HTTP/0.9's `GET /metrics`, or with another major version than 1, as the
- * public port answers).
+ * without an HTTP version, HTTP/0.9's `GET /metrics`, or with `HTTP/0.9` or `HTTP/2.0`, as the public
+ * port answers; a version Node's parser refuses itself, `HTTP/3.0`, gets its 400 here).
  * Keep it off the public network: it says how busy the server is and which errors it answers.
  *
  * @example
