@@ -256,7 +256,8 @@ export interface ConsoleSignedOutEvent extends EventBase {
   everywhere: boolean;
   /**
    * How many sessions ended: 1 for a sign-out (0 when a concurrent request ended it first); for
-   * sign-out everywhere, every session of the account the store deleted, the request's own included.
+   * sign-out everywhere, every session of the account the store deleted, the request's own included,
+   * and ended ones not yet pruned (`deleteByAccount` deletes them alike).
    */
   sessions_ended: number;
   client_ip: string | null;
