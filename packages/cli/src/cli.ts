@@ -3,8 +3,10 @@ import { isAbsolute } from "node:path";
 import { parseArgs } from "node:util";
 import {
   accountView,
+  AdminConflictError,
   AdminError,
   type AdminField,
+  checkAccountInput,
   ConfigError,
   createPlantgate,
   KeyEncryptionError,
@@ -319,10 +321,14 @@ function coreLine(level: "warning: " | "", message: string, context: Record<stri
 
 const NO_PASSWORD = "the password is read from stdin; none was given";
 
-/** A password typed twice at the terminal (see {@link CliIo.readPassword}): "" when none was given. */
-async function typedPassword(read: NonNullable<CliIo["readPassword"]>): Promise<string> {
+/**
+ * A password typed twice at the terminal (see {@link CliIo.readPassword}): "" when none was given.
+ * `check` judges the first before it is asked again (a too-short one is refused at once).
+ */
+async function typedPassword(read: NonNullable<CliIo["readPassword"]>, check: (password: string) => void): Promise<string> {
   const password = await read("Password: ");
   if (password === null || password === "") return "";
+  check(password);
   const again = await read("Repeat password: ");
   if (again === null) return "";
   if (again !== password) throw new UsageError("the passwords typed do not match; nothing was created");
@@ -435,19 +441,22 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
         roles: { type: "string" },
       });
       if (!values.username) throw new UsageError("--username is required");
-      const password = io.readPassword ? await typedPassword(io.readPassword) : firstLine(await io.readStdin("line"));
+      const fields = { username: values.username, displayName: values["display-name"] ?? null, email: values.email ?? null, roles: words(values.roles) ?? [] };
+      let password: string;
+      if (io.readPassword) {
+        // Everything that can refuse the command is asked before the password is typed twice: the
+        // flags, the store (its configuration, its schema, reaching it) and a taken username. Until
+        // 2026-12-01 all of it came after both prompts, and a too-short password after the second.
+        await withFlags(Promise.resolve().then(() => checkAccountInput({ ...fields, password: "" }, { password: false })), USER_CREATE_FLAGS);
+        const { storage } = await open();
+        if (await storage.accounts.findByUsername(fields.username)) throw new AdminConflictError(`username ${JSON.stringify(fields.username)} is taken`);
+        password = await typedPassword(io.readPassword, (typed) => checkAccountInput({ ...fields, password: typed }));
+      } else {
+        password = firstLine(await io.readStdin("line"));
+      }
       if (password === "") throw new UsageError(NO_PASSWORD);
       const { app } = await open();
-      return withFlags(
-        app.admin.createAccount({
-          username: values.username,
-          password,
-          displayName: values["display-name"] ?? null,
-          email: values.email ?? null,
-          roles: words(values.roles) ?? [],
-        }),
-        USER_CREATE_FLAGS,
-      );
+      return withFlags(app.admin.createAccount({ ...fields, password }), USER_CREATE_FLAGS);
     }
     case "user import": {
       parseOptions(rest, {});
@@ -739,7 +748,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   let opened: SqlStorage | null = null;
   let hot: OpenedRedisHotStores | null = null;
   let app: Plantgate | null = null;
-  const open = async () => {
+  const openOnce = async () => {
     // Without PLANTGATE_SIGNING_KEY_MAX_AGE: automatic rotation is the servers' (listing the keys
     // here would otherwise store a successor on the CLI's activation delay and delete keys by its
     // token lifetime, whatever the servers' are).
@@ -768,6 +777,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     });
     return { storage, app };
   };
+  // One store and app a command, however often it asks (user create opens before its prompt).
+  let opening: ReturnType<typeof openOnce> | null = null;
+  const open = () => (opening ??= openOnce());
   try {
     // An in-memory SQLite database is gone when the command ends: a client or account made there
     // was reported made (a secret to "store safely") and no server could ever see it.

@@ -53,11 +53,11 @@ async function account(username: string) {
 }
 
 /** One CLI run on a pseudo-terminal: keystrokes in, what the terminal showed out. */
-function onTerminal(argv: string[]) {
+function onTerminal(argv: string[], env: Record<string, string> = {}) {
   const outFile = join(dir, "out.json");
   const command = `${quote(process.execPath)} ${quote(bundled)} ${argv.map(quote).join(" ")} >${quote(outFile)}; echo "exit=$?"; stty -a`;
   const child = spawn("script", ["-qfec", command, "/dev/null"], {
-    env: { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db") },
+    env: { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db"), ...env },
     stdio: ["pipe", "pipe", "pipe"],
   });
   let shown = "";
@@ -201,21 +201,49 @@ describe("user create on a terminal prompts for the password, echo off", () => {
     expect(await account("dee")).toBeNull();
   });
 
-  it("the limits and checks of the stdin path: more than 8192 bytes is refused at once, a password over 1024 characters by the admin's check", async () => {
+  it("the limits and checks of the stdin path: more than 8192 bytes is refused at once, a password outside 8-1024 characters right after the first prompt", async () => {
     const long = onTerminal(["user", "create", "--username", "lee"]);
     await long.prompt("Password: ");
     long.type("x".repeat(8193));
     const refused = await long.end();
     expect([refused.code, refused.stdout, refused.restored]).toEqual([2, "", true]);
     expect(refused.shown).toBe("Password: \r\nplantgate: the password typed is longer than 8192 bytes\r\n");
+    // Judged before it is asked again (until 2026-12-01 only after both prompts).
     const over = onTerminal(["user", "create", "--username", "lee"]);
     await over.prompt("Password: ");
     over.type("y".repeat(1025) + "\r");
-    await over.prompt("Repeat password: ");
-    over.type("y".repeat(1025) + "\r");
     const checked = await over.end();
-    expect([checked.code, checked.shown, checked.stdout]).toEqual([2, "Password: \r\nRepeat password: \r\nplantgate: password must be 8-1024 characters\r\n", ""]);
+    expect([checked.code, checked.shown, checked.stdout, checked.restored]).toEqual([2, "Password: \r\nplantgate: password must be 8-1024 characters\r\n", "", true]);
+    const short = onTerminal(["user", "create", "--username", "lee"]);
+    await short.prompt("Password: ");
+    short.type("seven-7\r");
+    const tooShort = await short.end();
+    expect([tooShort.code, tooShort.shown, tooShort.stdout, tooShort.restored]).toEqual([2, "Password: \r\nplantgate: password must be 8-1024 characters\r\n", "", true]);
     expect(await account("lee")).toBeNull();
+  });
+
+  it("what would refuse the command anyway is said before any prompt: a bad flag, a taken username, a store that is not there", async () => {
+    const badFlag = await onTerminal(["user", "create", "--username", "flo", "--email", "e".repeat(321)]).end();
+    expect([badFlag.code, badFlag.shown, badFlag.stdout, badFlag.restored]).toEqual([2, "plantgate: --email must be a string of at most 320 characters\r\n", "", true]);
+    const badName = await onTerminal(["user", "create", "--username", " flo"]).end();
+    expect([badName.code, badName.shown, badName.stdout]).toEqual([2, "plantgate: --username must not start or end with white space or an invisible character\r\n", ""]);
+    expect(await account("flo")).toBeNull();
+
+    const first = onTerminal(["user", "create", "--username", "taken"]);
+    await first.prompt("Password: ");
+    first.type("password-one\r");
+    await first.prompt("Repeat password: ");
+    first.type("password-one\r");
+    expect((await first.end()).code).toBe(0);
+    const again = await onTerminal(["user", "create", "--username", "taken"]).end();
+    expect([again.code, again.shown, again.stdout, again.restored]).toEqual([2, 'plantgate: username "taken" is taken\r\n', "", true]);
+
+    const missing = join(dir, "nowhere", "plantgate.db");
+    const noStore = await onTerminal(["user", "create", "--username", "flo"], { PLANTGATE_DB: missing }).end();
+    expect(noStore.code).toBe(2);
+    expect(noStore.shown).not.toContain("Password: ");
+    expect(noStore.shown).toContain(missing);
+    expect(existsSync(missing)).toBe(false);
   });
 
   it("user import on a terminal does not prompt: it stays an error (records come from stdin only)", async () => {

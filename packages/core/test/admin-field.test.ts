@@ -7,7 +7,7 @@
  * expiresIn until 2026-11-30), and ids, quoted as JSON since 2026-11-30.
  */
 import { describe, expect, it } from "vitest";
-import { AdminConflictError, AdminError, AdminNotFoundError, MAX_TTL_SECONDS, type AdminField } from "../src/index.js";
+import { AdminConflictError, AdminError, AdminNotFoundError, checkAccountInput, MAX_TTL_SECONDS, type AdminField } from "../src/index.js";
 import { harness } from "./helpers.js";
 
 /** The whole error as one value: its class, name, message, `field`, and its own enumerable members. */
@@ -98,5 +98,15 @@ describe("AdminError.field", () => {
       expect(got, want.message).toEqual(want);
       expect(got.message).not.toContain(password);
     }
+  });
+
+  it("checkAccountInput (exported for tools that ask for the password last) applies createAccount's rules; { password: false } leaves the password out, the other fields still judged", async () => {
+    const sync = (op: () => void) => refusal(async () => op());
+    expect(checkAccountInput({ username: "ann", password: "", email: "a@example.com", roles: ["ops"] }, { password: false })).toBeUndefined();
+    expect(await sync(() => checkAccountInput({ username: "ann", password: "" }))).toEqual(about("password", "password must be 8-1024 characters"));
+    expect(await sync(() => checkAccountInput({ username: "ann", password: "x".repeat(1025) }, {}))).toEqual(about("password", "password must be 8-1024 characters"));
+    expect(await sync(() => checkAccountInput({ username: "ann ", password: "" }, { password: false }))).toEqual(about("username", "username must not start or end with white space or an invisible character"));
+    expect(await sync(() => checkAccountInput({ username: "ann", password: "", email: "e".repeat(321) }, { password: false }))).toEqual(about("email", "email must be a string of at most 320 characters"));
+    expect(await sync(() => checkAccountInput({ username: "ann", password: "", roles: [""] }, { password: false }))).toEqual(about("roles", "roles must be a list of at most 32 strings of 1-100 characters, without control or invisible characters"));
   });
 });

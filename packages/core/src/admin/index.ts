@@ -137,8 +137,17 @@ export interface Admin extends ClientAdmin {
 /** A first or last character that shows as nothing (see {@link INVISIBLE_CLASS}). */
 const INVISIBLE_EDGE = new RegExp(`^[${INVISIBLE_CLASS}]|[${INVISIBLE_CLASS}]$`, "u");
 
-/** The rules of a new account's fields, an AdminError naming the field (never a password); exported for env.ts's bootstrap check. */
-export function checkAccountInput(input: CreateAccountInput): void {
+/**
+ * Checks a new account's fields by the rules {@link Admin.createAccount} applies, throwing the same
+ * AdminError naming the field (never the password). Used by env.ts's bootstrap check, and by tools
+ * that ask for a password only once the rest is known to be good (the CLI's terminal prompt):
+ * `{ password: false }` leaves the password out (`input.password` is then not read).
+ *
+ * @example
+ * checkAccountInput({ username: "ann", password: "" }, { password: false }); // the rest, before a prompt
+ * checkAccountInput({ username: "ann", password: typed }); // AdminError "password must be 8-1024 characters"
+ */
+export function checkAccountInput(input: CreateAccountInput, parts: { password?: boolean } = {}): void {
   if (typeof input !== "object" || input === null) throw new AdminError("an account must be an object");
   if (typeof input.username !== "string" || input.username.length < 1 || input.username.length > 200) {
     throw new AdminError("username must be 1-200 characters", { field: "username" });
@@ -151,14 +160,7 @@ export function checkAccountInput(input: CreateAccountInput): void {
   // "mal\u202Eyrol" shows as another username in every log line, terminal and list (accounts
   // created before 2026-11-29 with such a name keep working: sign-ins match it exactly).
   if (BIDI_CONTROL.test(input.username)) throw new AdminError("username must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)", { field: "username" });
-  if (typeof input.password !== "string" || input.password.length < 8 || input.password.length > 1024) {
-    throw new AdminError("password must be 8-1024 characters", { field: "password" });
-  }
-  // PBKDF2 would hash `pw` followed by U+0000 as `pw` (see hashPassword).
-  if (input.password.includes("\u0000")) throw new AdminError("password must not contain U+0000", { field: "password" });
-  // UTF-8 (PBKDF2's input) makes a lone surrogate U+FFFD: "pw\uD800" and "pw\uDC00" would be one
-  // password. Taken before 2026-11-30 (the console's JSON and app.admin could give one).
-  if (!isWellFormed(input.password)) throw new AdminError("password must not contain unpaired surrogates", { field: "password" });
+  if (parts.password !== false) checkNewPassword(input.password);
   const optionalText = (name: "displayName" | "email", v: unknown) => {
     if (v === undefined || v === null) return;
     if (typeof v !== "string" || v.length > 320) throw new AdminError(`${name} must be a string of at most 320 characters`, { field: name });
@@ -179,6 +181,18 @@ export function checkAccountInput(input: CreateAccountInput): void {
     throw new AdminError("roles must be a list of at most 32 strings of 1-100 characters, without control or invisible characters", { field: "roles" });
   }
   if (input.enabled !== undefined && typeof input.enabled !== "boolean") throw new AdminError("enabled must be true or false", { field: "enabled" });
+}
+
+/** The rules of a new account's password (see {@link checkAccountInput}). */
+function checkNewPassword(password: unknown): void {
+  if (typeof password !== "string" || password.length < 8 || password.length > 1024) {
+    throw new AdminError("password must be 8-1024 characters", { field: "password" });
+  }
+  // PBKDF2 would hash `pw` followed by U+0000 as `pw` (see hashPassword).
+  if (password.includes("\u0000")) throw new AdminError("password must not contain U+0000", { field: "password" });
+  // UTF-8 (PBKDF2's input) makes a lone surrogate U+FFFD: "pw\uD800" and "pw\uDC00" would be one
+  // password. Taken before 2026-11-30 (the console's JSON and app.admin could give one).
+  if (!isWellFormed(password)) throw new AdminError("password must not contain unpaired surrogates", { field: "password" });
 }
 
 /**
