@@ -322,15 +322,17 @@ function coreLine(level: "warning: " | "", message: string, context: Record<stri
 const NO_PASSWORD = "the password is read from stdin; none was given";
 
 /**
- * A password typed twice at the terminal (see {@link CliIo.readPassword}): "" when none was given.
- * `check` judges the first before it is asked again (a too-short one is refused at once).
+ * A password typed twice at the terminal (see {@link CliIo.readPassword}). `check` judges the first
+ * before it is asked again (a too-short one is refused at once). Nothing typed (Enter or Ctrl-D on
+ * an empty line) and no repetition (Ctrl-D) are usage errors saying so; until 2026-12-01 both said
+ * the stdin path's "the password is read from stdin; none was given".
  */
 async function typedPassword(read: NonNullable<CliIo["readPassword"]>, check: (password: string) => void): Promise<string> {
   const password = await read("Password: ");
-  if (password === null || password === "") return "";
+  if (password === null || password === "") throw new UsageError("no password was typed; nothing was created");
   check(password);
   const again = await read("Repeat password: ");
-  if (again === null) return "";
+  if (again === null) throw new UsageError("the password was not repeated; nothing was created");
   if (again !== password) throw new UsageError("the passwords typed do not match; nothing was created");
   return password;
 }

@@ -191,13 +191,25 @@ describe("user create on a terminal prompts for the password, echo off", () => {
     expect(await account("cy")).toBeNull();
   });
 
-  it("Ctrl-D on an empty line is no password: the usage error of an empty stdin, no account", async () => {
+  it("Ctrl-D or Enter on an empty line is no password, Ctrl-D at the repeat prompt no repetition: exit 2 saying so, no account", async () => {
     const t = onTerminal(["user", "create", "--username", "dee"]);
     await t.prompt("Password: ");
     t.type("\x04");
     const run = await t.end();
     expect([run.code, run.stdout, run.restored]).toEqual([2, "", true]);
-    expect(run.shown).toBe("Password: \r\nplantgate: the password is read from stdin; none was given\r\n");
+    expect(run.shown).toBe("Password: \r\nplantgate: no password was typed; nothing was created\r\n");
+    const enter = onTerminal(["user", "create", "--username", "dee"]);
+    await enter.prompt("Password: ");
+    enter.type("\r");
+    const entered = await enter.end();
+    expect([entered.code, entered.shown, entered.stdout, entered.restored]).toEqual([2, "Password: \r\nplantgate: no password was typed; nothing was created\r\n", "", true]);
+    const unrepeated = onTerminal(["user", "create", "--username", "dee"]);
+    await unrepeated.prompt("Password: ");
+    unrepeated.type("password-one\r");
+    await unrepeated.prompt("Repeat password: ");
+    unrepeated.type("\x04");
+    const stopped = await unrepeated.end();
+    expect([stopped.code, stopped.shown, stopped.stdout, stopped.restored]).toEqual([2, "Password: \r\nRepeat password: \r\nplantgate: the password was not repeated; nothing was created\r\n", "", true]);
     expect(await account("dee")).toBeNull();
   });
 
