@@ -155,7 +155,7 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
  * servers and the Worker do (until 2026-11-30 both were ignored when the code turned the console on).
  *
  * @example
- * const console = { enabled: true, page: consolePage(), ...consoleSettingsFromEnv(process.env) };
+ * const app = createPlantgate({ storage, console: { enabled: true, page: consolePage(), ...consoleSettingsFromEnv(process.env) } });
  */
 export function consoleSettingsFromEnv(env: EnvVars): Pick<ConsoleOptions, "sessionTtlSeconds" | "idleTimeoutSeconds"> {
   // The option's own bounds, refused here under the variable's name (a TypeError naming
