@@ -2,6 +2,7 @@ import type { NextFunction, Request as ExpressRequest, RequestHandler, Response 
 import {
   checkUploadDiscardOptions,
   HttpVersionNotSupportedError,
+  isOtherHttpMajor,
   lingerOnUnreadUpload,
   MisdirectedRequestError,
   originOf,
@@ -248,7 +249,8 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         // RFC 9110 §15.6.6: a major version other than 1 (a request line without a version, which
         // Node's parser takes for HTTP/0.9's; `HTTP/0.9`; `HTTP/2.0` in text framing) is the
         // listener's 505, before the scheme (421) or the Host is looked at (until 2026-11-30 served).
-        if (req.httpVersionMajor !== 1) throw new HttpVersionNotSupportedError();
+        // The listener's own check: an IncomingMessage shim's "1" or null is served.
+        if (isOtherHttpMajor(req)) throw new HttpVersionNotSupportedError();
         // Its clientIp is the raw socket address, not req.ip: Express's "trust proxy" and
         // plantgate's trustedProxies would otherwise be two places deciding whom to believe.
         exchange = toExchange(req, { origin: expressOrigin(req), response: res });

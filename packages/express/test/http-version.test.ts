@@ -5,8 +5,8 @@
  * goes on with `next()` on the host app's own paths, as the 421 does. `HTTP/3.0`, which Node's parser
  * refuses itself, gets the same 505 from `answerMalformedRequests` (the Express example's server).
  */
-import { createServer, type Server } from "node:http";
-import { connect, type AddressInfo } from "node:net";
+import { createServer, IncomingMessage, type Server, type ServerOptions } from "node:http";
+import { connect, type AddressInfo, type Socket } from "node:net";
 import express from "express";
 import { answerMalformedRequests } from "@plantgate/node";
 import { afterEach, describe, expect, it } from "vitest";
@@ -34,6 +34,21 @@ function raw(port: number, request: string): Promise<string> {
     socket.on("end", () => done(""));
     socket.write(request);
   });
+}
+
+/**
+ * A real IncomingMessage subclass whose `httpVersionMajor` is `major` whatever Node's parser read,
+ * as an IncomingMessage shim has it: serverless-http (Express on AWS Lambda) sets the string "1", a
+ * hand-built `new IncomingMessage(socket)` leaves null.
+ */
+function withMajor(major: unknown): typeof IncomingMessage {
+  return class ShimmedRequest extends IncomingMessage {
+    constructor(socket: Socket) {
+      super(socket);
+      // Node's parser assigns its number after construction: this keeps the shim's value.
+      Object.defineProperty(this, "httpVersionMajor", { get: () => major, set: () => {}, configurable: true });
+    }
+  };
 }
 
 describe("plantgate() and the request's HTTP version", { timeout: 15_000 }, () => {
@@ -81,5 +96,26 @@ describe("plantgate() and the request's HTTP version", { timeout: 15_000 }, () =
     };
     expect(await served(`GET ${metadata} HTTP/1.0\r\n\r\n`)).toEqual(["HTTP/1.1 200 OK", "http://localhost/auth"]);
     expect(await served(`GET ${metadata} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)).toEqual(["HTTP/1.1 200 OK", "http://x/auth"]);
+  });
+
+  it("a request whose IncomingMessage subclass says its major version is the string \"1\" (serverless-http's) or null (a hand-built `new IncomingMessage(socket)`) is served as any: only a number other than 1 is Node's parser's other version (both were refused 505)", async () => {
+    const app = express();
+    app.use("/auth", plantgate(await plantgateApp()));
+    const request = "GET /auth/.well-known/oauth-authorization-server HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    const answer = async (options: ServerOptions) => {
+      const server = createServer(options, app);
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      return raw((server.address() as AddressInfo).port, request);
+    };
+    // What a server with Node's own IncomingMessage answers.
+    const served = await answer({});
+    expect(served.startsWith("HTTP/1.1 200 OK\r\n")).toBe(true);
+    const body = '{"error":"invalid_request","error_description":"The request\'s HTTP version is not supported; send it as HTTP/1.1."}';
+    const refused = `HTTP/1.1 505 HTTP Version Not Supported\r\nX-Powered-By: Express\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`;
+    const majors = ["1", null, 2];
+    const got = await Promise.all(majors.map((major) => answer({ IncomingMessage: withMajor(major) })));
+    // Such a subclass's number other than 1 is still refused.
+    expect(majors.map((major, i) => [major, got[i]])).toEqual([["1", served], [null, served], [2, refused]]);
   });
 });

@@ -4,6 +4,8 @@ export { writeResponse } from "./write-response.js";
 export { BODY_CONSUMED, PlantgateBodyConsumedError } from "./body-consumed.js";
 export { originOf, MisdirectedRequestError } from "./request-origin.js";
 export { HttpVersionNotSupportedError } from "./node-request.js";
+/** @internal @plantgate/express's HTTP version check, the one the request builder runs. */
+export { isOtherHttpMajor } from "./node-request.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
 export { serve, SERVE_DEFAULTS, type ServeOptions, type ServeResult } from "./serve.js";
 export { answerMalformedRequests } from "./client-errors.js";

@@ -35,10 +35,8 @@ export function createNodeRequest(
   // RFC 9112 §2.3, RFC 9110 §15.6.6: this server speaks HTTP/1.x. Node's HTTP/1 parser also hands
   // over `HTTP/0.9` and `HTTP/2.0` request lines, and a line without a version as HTTP/0.9's (its
   // Simple-Request): until 2026-11-30 each was served with an HTTP/1.1 answer (a version-less
-  // `GET /plants` as http://localhost/plants, no Host asked for). One compare on every request; the
-  // class check only for the rare other version, so that node:http2's compatibility requests (real
-  // HTTP/2, not an IncomingMessage) are still served.
-  if (incoming.httpVersionMajor !== 1 && incoming instanceof IncomingMessage) throw new HttpVersionNotSupportedError();
+  // `GET /plants` as http://localhost/plants, no Host asked for).
+  if (isOtherHttpMajor(incoming)) throw new HttpVersionNotSupportedError();
   let method = incoming.method ?? "GET";
   const upper = method.toUpperCase();
   // Same refusal and the same normalisation as the Request constructor.
@@ -58,6 +56,20 @@ export function createNodeRequest(
   const target = parseTarget(incoming.url ?? "/");
   const resolved = resolveOrigin({ incoming, headers, targetAuthority: target.authority, targetSecure: target.secure, origin, trustProxy });
   return new NodeRequest(incoming, response, method, normaliseUrl(resolved, target.path), headers) as unknown as Request;
+}
+
+/**
+ * Whether Node's HTTP/1 parser read `incoming` with a major version other than 1 (the 505 of
+ * {@link HttpVersionNotSupportedError}): the one check of both adapters, exported for
+ * @plantgate/express and not meant for other use. Only a number is the parser's: an IncomingMessage
+ * shim's value is not refused (serverless-http's subclass sets the string `"1"`, a hand-built
+ * `new IncomingMessage(socket)` leaves null; until 2026-11-30 each of their requests got the 505),
+ * nor is node:http2's compatibility request (real HTTP/2, major 2, not an IncomingMessage). One
+ * compare on every request; the type and class checks only for another value. @internal
+ */
+export function isOtherHttpMajor(incoming: IncomingMessage): boolean {
+  const major: unknown = incoming.httpVersionMajor;
+  return major !== 1 && typeof major === "number" && incoming instanceof IncomingMessage;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterEach, expect } from "vitest";
 import { serve, type FetchApp, type ServeOptions, type ServeResult } from "../src/index.js";
@@ -26,9 +26,9 @@ export async function start(app: FetchApp, options: ServeOptions = {}): Promise<
   return result;
 }
 
-/** A plain `createServer(handler)` on an ephemeral loopback port (a chain of your own in front of a listener); closed after each test. Returns its origin. */
-export async function listenPlain(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
-  const server = createServer(handler);
+/** A plain `createServer(options, handler)` on an ephemeral loopback port (a chain of your own in front of a listener); closed after each test. Returns its origin. */
+export async function listenPlain(handler: (req: IncomingMessage, res: ServerResponse) => void, options: ServerOptions = {}): Promise<string> {
+  const server = createServer(options, handler);
   plain.push(server);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return `http://127.0.0.1:${(server.address() as { port: number }).port}`;

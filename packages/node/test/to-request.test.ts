@@ -1,10 +1,26 @@
 import { connect as connectHttp2, createServer as createHttp2Server } from "node:http2";
-import type { AddressInfo } from "node:net";
+import { IncomingMessage } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
 import { Readable } from "node:stream";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
 import { createRequestListener, type FetchApp } from "../src/index.js";
 import { echoApp, listenPlain, open, rawExchange, readResponse, start, type Echo } from "./support.js";
+
+/**
+ * A real IncomingMessage subclass whose `httpVersionMajor` is `major` whatever Node's parser read,
+ * as an IncomingMessage shim has it: serverless-http (Express on AWS Lambda) sets the string "1", a
+ * hand-built `new IncomingMessage(socket)` leaves null.
+ */
+function withMajor(major: unknown): typeof IncomingMessage {
+  return class ShimmedRequest extends IncomingMessage {
+    constructor(socket: Socket) {
+      super(socket);
+      // Node's parser assigns its number after construction: this keeps the shim's value.
+      Object.defineProperty(this, "httpVersionMajor", { get: () => major, set: () => {}, configurable: true });
+    }
+  };
+}
 
 async function rawEcho(url: string, head: string): Promise<Echo> {
   const { status, body } = await rawExchange(url, head);
@@ -225,6 +241,33 @@ describe("toRequest: URL", () => {
       client.close();
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  it("serves a request whose IncomingMessage subclass says its major version is the string \"1\" (serverless-http's) or null (a hand-built `new IncomingMessage(socket)`): only a number other than 1 is Node's parser's other version (both were refused 505)", async () => {
+    const body = '{"error":"invalid_request","error_description":"The request\'s HTTP version is not supported; send it as HTTP/1.1."}';
+    const listener = createRequestListener(echoApp);
+    const answer = async (major: unknown, untilClose = false) => {
+      const url = await listenPlain(listener as Parameters<typeof listenPlain>[0], { IncomingMessage: withMajor(major) });
+      const got = await rawExchange(url, "POST /plants?x=1 HTTP/1.1\r\nHost: b\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello", { untilClose });
+      return [major, got.status, got.headers.filter(([name]) => name !== "date"), got.body.toString()];
+    };
+    const echo = JSON.stringify({
+      method: "POST",
+      url: "http://b/plants?x=1",
+      headers: [["connection", "close"], ["content-length", "5"], ["host", "b"]],
+      setCookie: [],
+      body: Buffer.from("hello").toString("base64"),
+    });
+    const served = (major: unknown, framing: Array<[string, string]>) => [major, 200, [["content-type", "application/json"], ...framing], echo];
+    // Such a subclass's number other than 1 is still refused.
+    const refused = [2, 505, [["content-type", "application/json"], ["content-length", String(body.length)], ["cache-control", "no-store"], ["connection", "close"]], body];
+    // Node's own response reads the version too: below 1 (null), it answers as to HTTP/1.0, its body
+    // ending with the connection.
+    expect([await answer("1"), await answer(null, true), await answer(2, true)]).toEqual([
+      served("1", [["connection", "close"], ["transfer-encoding", "chunked"]]),
+      served(null, [["connection", "close"]]),
+      refused,
+    ]);
   });
 
   it("answers 400 invalid_request to an absolute-form target with userinfo, as to a Host with userinfo (RFC 9110 §4.2.4), instead of serving its host", async () => {
