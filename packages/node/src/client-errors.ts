@@ -84,7 +84,7 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
  * bare one (or nothing): requests Node's parser refuses (two Content-Length headers, Content-Length
  * beside Transfer-Encoding, a bad chunk size, an unknown method) get 400, a request line with a
  * version Node's parser refuses whose major is not 1 (`HTTP/3.0`) 505 (as the listener answers
- * `HTTP/2.0`), headers past Node's size limit 431, and a request that did not arrive within
+ * `HTTP/2.0`), and so HTTP/2's prior-knowledge preface (`PRI * HTTP/2.0`), headers past Node's size limit 431, and a request that did not arrive within
  * `headersTimeout`/`requestTimeout` 408, each
  * `{"error":"invalid_request","error_description":...}` and `Connection: close`; a `CONNECT` (which
  * Node hands to a 'connect' listener, and without one closes with no answer) gets the same 400 as
@@ -161,10 +161,12 @@ export function refuseMalformedRequests(server: Server): void {
     const packet = Buffer.isBuffer(raw) ? raw : undefined;
     // RFC 9110 §15.6.6: a request line whose major version is not 1 (HTTP/3.0; Node's parser
     // refuses every version but 0.9, 1.0, 1.1 and 2.0) is the request listener's 505 for HTTP/2.0,
-    // not a malformed request (until 2026-11-30 it was the 400).
+    // not a malformed request (until 2026-11-30 it was the 400). So is HTTP/2's prior-knowledge
+    // preface (`PRI * HTTP/2.0` + `SM`, curl --http2-prior-knowledge), where Node's parser stops
+    // with HPE_PAUSED_H2_UPGRADE (it stops so for a `PRI` line of any version: HTTP/1.1's stays 400).
     const answer = error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? ANSWERS.timeout
       : error.code === "HPE_HEADER_OVERFLOW" ? ANSWERS.headers
-      : error.code === "HPE_INVALID_VERSION" && packet !== undefined && OTHER_MAJOR_LINE.test(firstLine(packet)) ? ANSWERS.version
+      : (error.code === "HPE_INVALID_VERSION" || error.code === "HPE_PAUSED_H2_UPGRADE") && packet !== undefined && OTHER_MAJOR_LINE.test(firstLine(packet)) ? ANSWERS.version
       : ANSWERS.malformed;
     refuse(socket, answer, packet);
   });
@@ -190,6 +192,7 @@ const OTHER_MAJOR_LINE = /^[!-~]+ [!-~]+ HTTP\/[02-9]\.\d\r?$/;
  * request line when the failure came in the read that began it (see {@link startsWithHeadLine} for
  * when it is not).
  */
+// Twin of firstLine in @plantgate/observability's metrics.ts (observability does not depend on node).
 function firstLine(packet: Buffer): string {
   let from = 0;
   while (from < packet.length && (packet[from] === 13 || packet[from] === 10)) from++;

@@ -1,11 +1,11 @@
 import { connect as connectHttp2, createServer as createHttp2Server } from "node:http2";
 import { IncomingMessage } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import { connect as connectTcp, type AddressInfo, type Socket } from "node:net";
 import { Readable } from "node:stream";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
 import { createRequestListener, type FetchApp } from "../src/index.js";
-import { echoApp, listenPlain, open, rawExchange, readResponse, start, type Echo } from "./support.js";
+import { echoApp, listenPlain, open, portOf, rawExchange, readResponse, start, type Echo } from "./support.js";
 
 /**
  * A real IncomingMessage subclass whose `httpVersionMajor` is `major` whatever Node's parser read,
@@ -21,6 +21,9 @@ function withMajor(major: unknown): typeof IncomingMessage {
     }
   };
 }
+
+/** HTTP/2's connection preface, as a client with prior knowledge opens a connection (RFC 9113 §3.4). */
+const H2_PREFACE = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 async function rawEcho(url: string, head: string): Promise<Echo> {
   const { status, body } = await rawExchange(url, head);
@@ -194,11 +197,38 @@ describe("toRequest: URL", () => {
       refused("POST /plants HTTP/9.1\r\nHost: b\r\nContent-Length: 5\r\n\r\nhello", false, true),
       // Empty lines before a request line are ignored (RFC 9112 §2.2).
       refused("\r\nGET /plants HTTP/3.0\r\nHost: b\r\n\r\n", false, true),
+      // HTTP/2's prior-knowledge preface (curl --http2-prior-knowledge), alone and with the client's
+      // SETTINGS frame behind it: Node's parser stops at it (HPE_PAUSED_H2_UPGRADE; it was the 400).
+      refused(H2_PREFACE, false, true),
+      refused(`${H2_PREFACE}\x00\x00\x00\x04\x00\x00\x00\x00\x00`, false, true),
     ];
     expect(await Promise.all(cases.map(([data]) => answer(data as string)))).toEqual(cases);
     // HTTP/1.2 is major version 1, which Node's parser refuses as malformed: its 400.
     const malformed = await rawExchange(url, "GET /plants HTTP/1.2\r\nHost: b\r\n\r\n", { untilClose: true });
     expect([malformed.status, malformed.body.toString()]).toEqual([400, '{"error":"invalid_request","error_description":"The request cannot be processed."}']);
+    // Node's parser stops so at a PRI line of any version: HTTP/1.1's is no other major version.
+    const pri = await rawExchange(url, "PRI * HTTP/1.1\r\n\r\nSM\r\n\r\n", { untilClose: true });
+    expect([pri.status, pri.body.toString()]).toEqual([400, '{"error":"invalid_request","error_description":"The request cannot be processed."}']);
+    // A client that goes on with its HTTP/2 frames once the answer has begun (a HEADERS frame, as
+    // curl's after the preface) and keeps its own end open till then: its bytes are read, and the
+    // connection ends when the client's does, without a reset.
+    const h2 = await new Promise<[string, string[]]>((resolve) => {
+      const socket = connectTcp({ port: portOf(url), host: "127.0.0.1", allowHalfOpen: true });
+      let received = "";
+      const events: string[] = [];
+      socket.setEncoding("latin1");
+      socket.once("data", () => {
+        socket.write(Buffer.from([0, 0, 4, 1, 5, 0, 0, 0, 1, 0x82, 0x84, 0x86, 0x41]));
+        setTimeout(() => socket.end(), 50);
+      });
+      socket.on("data", (chunk: string) => (received += chunk));
+      socket.on("end", () => events.push("end"));
+      socket.on("error", (error: NodeJS.ErrnoException) => events.push(`error ${error.code}`));
+      socket.on("close", () => resolve([received.replace(/\r\ndate: [^\r]*/i, ""), events]));
+      socket.write(H2_PREFACE);
+    });
+    const parserAnswer = `HTTP/1.1 505 HTTP Version Not Supported\r\n${parserHeaders.map(([name, value]) => `${name}: ${value}\r\n`).join("")}\r\n${body}`;
+    expect(h2).toEqual([parserAnswer, ["end"]]);
     // HTTP/1.0 needs no Host (localhost stands in); HTTP/1.1 is served as ever.
     const old = await rawExchange(url, "GET /plants HTTP/1.0\r\n\r\n", { untilClose: true });
     expect([old.status, (JSON.parse(old.body.toString()) as Echo).url]).toEqual([200, "http://localhost/plants"]);

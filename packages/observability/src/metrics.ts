@@ -271,6 +271,21 @@ function refuseOnSocket(socket: Duplex, answer: string): void {
  * waits for headers an HTTP/0.9 client never sends.
  */
 const VERSIONLESS_LINE = /^[!-~]+ [!-~]+\r?$/;
+/** A request line whose HTTP version has a major version other than 1 (RFC 9112 §2.3: one digit each side of the dot). */
+const OTHER_MAJOR_LINE = /^[!-~]+ [!-~]+ HTTP\/[02-9]\.\d\r?$/;
+
+/**
+ * The first line of `data` without its LF, empty lines before it skipped (RFC 9112 §2.2; Node's
+ * parser skips them too), or undefined while `data` holds no LF after them.
+ */
+// Twin of firstLine in @plantgate/node's client-errors.ts (observability does not depend on node).
+function firstLine(data: Buffer): string | undefined {
+  let from = 0;
+  while (from < data.length && (data[from] === 13 || data[from] === 10)) from++;
+  const end = data.indexOf(10, from);
+  return end < 0 ? undefined : data.toString("latin1", from, end);
+}
+
 /** How much of a connection's start is looked at for its first line: Node's header limit (past it, its parser refuses the request, 431). */
 const FIRST_LINE_LIMIT = 16 * 1024;
 
@@ -288,7 +303,15 @@ const FIRST_LINE_LIMIT = 16 * 1024;
 function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     if (error.code === "ECONNRESET") return void socket.destroy();
-    refuseOnSocket(socket, error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? REFUSALS.timeout : error.code === "HPE_HEADER_OVERFLOW" ? REFUSALS.headers : REFUSALS.malformed);
+    const raw = (error as { rawPacket?: unknown }).rawPacket;
+    // HTTP/2's prior-knowledge preface (`PRI * HTTP/2.0` + `SM`, curl --http2-prior-knowledge) is
+    // where Node's parser stops (HPE_PAUSED_H2_UPGRADE): the 505 of `HTTP/2.0`, as on the public port
+    // (until 2026-11-30 the 400). Node's parser stops so at a `PRI` line of any version: HTTP/1.1's stays 400.
+    const h2Preface = error.code === "HPE_PAUSED_H2_UPGRADE" && Buffer.isBuffer(raw) && OTHER_MAJOR_LINE.test(firstLine(raw) ?? "");
+    refuseOnSocket(
+      socket,
+      error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? REFUSALS.timeout : error.code === "HPE_HEADER_OVERFLOW" ? REFUSALS.headers : h2Preface ? REFUSALS.version : REFUSALS.malformed,
+    );
   });
   server.on("connection", (socket: Duplex) => {
     // Node's parser has read each chunk before this listener (it was added first): a request it made
@@ -296,18 +319,15 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
     // Only the first line is looked at; a 'data' listener has Node feed its parser from JavaScript
     // rather than straight from the socket, which costs a scrape listener nothing worth counting.
     let start: Buffer = Buffer.alloc(0);
-    const firstLine = (chunk: Buffer): void => {
+    const watchFirstLine = (chunk: Buffer): void => {
       start = start.length === 0 ? chunk : Buffer.concat([start, chunk]);
-      // RFC 9112 §2.2: empty lines before a request line are ignored (Node's parser does so too).
-      let from = 0;
-      while (from < start.length && (start[from] === 13 || start[from] === 10)) from++;
-      const end = start.indexOf(10, from);
-      if (end < 0 && start.length < FIRST_LINE_LIMIT) return;
-      socket.off("data", firstLine);
-      if (end < 0 || requested.has(socket) || socket.destroyed) return;
-      if (VERSIONLESS_LINE.test(start.toString("latin1", from, end))) refuseOnSocket(socket, REFUSALS.version);
+      const line = firstLine(start);
+      if (line === undefined && start.length < FIRST_LINE_LIMIT) return;
+      socket.off("data", watchFirstLine);
+      if (line === undefined || requested.has(socket) || socket.destroyed) return;
+      if (VERSIONLESS_LINE.test(line)) refuseOnSocket(socket, REFUSALS.version);
     };
-    socket.on("data", firstLine);
+    socket.on("data", watchFirstLine);
   });
   server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
     requested.add(socket);
@@ -325,8 +345,9 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
  * Serves `GET /metrics` (Prometheus text exposition) on its own `node:http` listener. Anything
  * else is 404 (405 for another method on `/metrics`, and for a `CONNECT` whatever its target; 421
  * for an absolute-form `https://` target, this listener being plain HTTP; 505 for a request line
- * without an HTTP version, HTTP/0.9's `GET /metrics`, or with `HTTP/0.9` or `HTTP/2.0`, as the public
- * port answers; a version Node's parser refuses itself, `HTTP/3.0`, gets its 400 here).
+ * without an HTTP version, HTTP/0.9's `GET /metrics`, or with `HTTP/0.9` or `HTTP/2.0`, HTTP/2's
+ * prior-knowledge preface `PRI * HTTP/2.0` included, as the public port answers; a version Node's
+ * parser refuses itself, `HTTP/3.0`, gets its 400 here).
  * Keep it off the public network: it says how busy the server is and which errors it answers.
  *
  * @example

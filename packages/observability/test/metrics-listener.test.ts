@@ -287,6 +287,8 @@ describe("metrics listener", { timeout: 30_000 }, () => {
         const done = (tail: string) => resolve(received.replace(/\r\nDate: [^\r]*/g, "") + tail);
         socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
         socket.on("close", () => done(""));
+        // A reset instead of the close.
+        socket.on("error", (error: NodeJS.ErrnoException) => done(`<${error.code}>`));
         setTimeout(() => done("<still open>"), 5_000);
         socket.write(data);
       });
@@ -317,6 +319,11 @@ describe("metrics listener", { timeout: 30_000 }, () => {
       ["GET /metrics\n\n", malformed],
       ["GET /metrics HTTP/0.9\r\n\r\n", refused],
       ["GET /metrics HTTP/2.0\r\nHost: m\r\n\r\n", refused],
+      // HTTP/2's prior-knowledge preface (curl --http2-prior-knowledge), alone and with the client's
+      // SETTINGS frame behind it: Node's parser stops at it (it was the 400), at a PRI line of HTTP/1.1 too.
+      ["PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", refusedRaw],
+      ["PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00", refusedRaw],
+      ["PRI * HTTP/1.1\r\n\r\nSM\r\n\r\n", malformed],
       // Behind a scrape on a kept connection: that one is answered, then the refusal, then the close.
       ["GET /metrics HTTP/1.1\r\nHost: m\r\n\r\nGET /metrics\r\n\r\n", `${served.replace("Connection: close", "Connection: keep-alive\r\nKeep-Alive: timeout=5")}${refused}`],
     ];
