@@ -201,15 +201,15 @@ function firstLine(packet: Buffer): string {
 }
 
 /**
- * Whether the data Node's parser failed on begins with a HEAD request line: the refused request's
- * own head, read in the same read as the failure (two `Content-Length` lines, headers past the
- * limit, sent in one write). Node keeps no method for a request whose head failed, and no header
+ * Whether the data Node's parser failed on begins with a HEAD request line (empty lines before it
+ * skipped, as {@link firstLine} does: until 2026-11-30 a HEAD line behind one got its refusal with a
+ * body): the refused request's own head, read in the same read as the failure (two
+ * `Content-Length` lines, headers past the limit, sent in one write). Node keeps no method for a request whose head failed, and no header
  * line reads as a request line (a header's name holds no space), so a packet that begins with one is
  * that request's start (short of a read that splits a header value just before such text); a head that failed in a later read than its request line's (or a request
  * pipelined mid-packet, or a 408 with nothing read) is not known to be a HEAD and keeps its body.
  */
 function startsWithHeadLine(packet: Buffer): boolean {
-  if (packet.length < 5 || packet.toString("latin1", 0, 5) !== "HEAD ") return false;
   return HEAD_LINE.test(firstLine(packet));
 }
 

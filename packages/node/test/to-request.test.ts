@@ -197,6 +197,7 @@ describe("toRequest: URL", () => {
       refused("POST /plants HTTP/9.1\r\nHost: b\r\nContent-Length: 5\r\n\r\nhello", false, true),
       // Empty lines before a request line are ignored (RFC 9112 §2.2).
       refused("\r\nGET /plants HTTP/3.0\r\nHost: b\r\n\r\n", false, true),
+      refused("\r\nHEAD /plants HTTP/3.0\r\nHost: b\r\n\r\n", true, true),
       // HTTP/2's prior-knowledge preface (curl --http2-prior-knowledge), alone and with the client's
       // SETTINGS frame behind it: Node's parser stops at it (HPE_PAUSED_H2_UPGRADE; it was the 400).
       refused(H2_PREFACE, false, true),
