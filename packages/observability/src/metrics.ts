@@ -239,9 +239,12 @@ function targetPath(target: string): string {
 /** An absolute-form target naming `https` (RFC 9112 §3.2.2; the scheme is case-insensitive). */
 const HTTPS_TARGET = /^https:\/\//i;
 
-/** A whole answer with a text body, written on the socket itself (what Node answers before a request exists). */
-function rawAnswer(status: string, body: string, extra = ""): string {
-  return `HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`;
+/**
+ * A whole answer with a text body, written on the socket itself (what Node answers before a request
+ * exists); for a HEAD (`head`), its Content-Length and no body (RFC 9110 §9.3.2, §8.6).
+ */
+function rawAnswer(status: string, body: string, extra = "", head = false): string {
+  return `HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${head ? "" : body}`;
 }
 
 const TEXT = "text/plain; charset=utf-8";
@@ -255,6 +258,8 @@ const REFUSALS = {
   malformed: rawAnswer("400 Bad Request", MALFORMED_BODY),
   // As the public port answers a major version other than 1 (@plantgate/node), in this listener's text.
   version: rawAnswer("505 HTTP Version Not Supported", VERSION_BODY),
+  // A version-less HEAD line's (until 2026-11-30 with the body, where the public port sends none).
+  versionHead: rawAnswer("505 HTTP Version Not Supported", VERSION_BODY, "", true),
   connect: rawAnswer("405 Method Not Allowed", "Use GET.\n", "allow: GET, HEAD\r\n"),
 };
 
@@ -294,7 +299,8 @@ const FIRST_LINE_LIMIT = 16 * 1024;
  * what its parser or timers refuse have none (400, 431, 408), an Expect other than 100-continue
  * got a bodiless 417 and the connection was kept, and a CONNECT (handed to a 'connect' listener,
  * closed without a word when there is none) got nothing at all. A connection whose first line has
- * no HTTP version gets the 505 of a major version other than 1 at once (as the public port's): HTTP/0.9 has no headers and no persistent
+ * no HTTP version gets the 505 of a major version other than 1 at once (as the public port's; to a
+ * HEAD, its Content-Length and no body): HTTP/0.9 has no headers and no persistent
  * connections, so a client that sent one waits for an answer (until 2026-11-30 Node's parser waited
  * for headers, and the client got the 408 of the headers timeout 10 s later); one that Node's parser
  * did make a request of (a blank line sent after it) is refused by the request listener, which
@@ -325,7 +331,7 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
       if (line === undefined && start.length < FIRST_LINE_LIMIT) return;
       socket.off("data", watchFirstLine);
       if (line === undefined || requested.has(socket) || socket.destroyed) return;
-      if (VERSIONLESS_LINE.test(line)) refuseOnSocket(socket, REFUSALS.version);
+      if (VERSIONLESS_LINE.test(line)) refuseOnSocket(socket, line.startsWith("HEAD ") ? REFUSALS.versionHead : REFUSALS.version);
     };
     socket.on("data", watchFirstLine);
   });

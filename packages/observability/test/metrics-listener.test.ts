@@ -315,6 +315,10 @@ describe("metrics listener", { timeout: 30_000 }, () => {
       ["\r\nGET /metrics\r\n", refusedRaw],
       ["GET http://m/metrics\r\nHost: m\r\n", refusedRaw],
       ["GET /metrics\r\n\r\n", refused],
+      // A HEAD's has its Content-Length and no body (RFC 9110 §9.3.2), as on the public port (the raw one had the body).
+      ["HEAD /metrics\r\n", refusedRaw.slice(0, -versionBody.length)],
+      ["\r\nHEAD /metrics\r\n", refusedRaw.slice(0, -versionBody.length)],
+      ["HEAD /metrics\r\n\r\n", refused.slice(0, -versionBody.length)],
       // Bare LFs after a version-less line are what Node's parser itself refuses (so before too).
       ["GET /metrics\n\n", malformed],
       ["GET /metrics HTTP/0.9\r\n\r\n", refused],
