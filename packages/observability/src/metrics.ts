@@ -2,7 +2,7 @@
  * Prometheus metrics of a plantgate app through prom-client: counted from the core's observer
  * hooks and security events, served on a listener of their own (never on the public port).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, maxHeaderSize, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import { collectDefaultMetrics, Registry } from "prom-client";
@@ -239,15 +239,17 @@ function targetPath(target: string): string {
 /** An absolute-form target naming `https` (RFC 9112 §3.2.2; the scheme is case-insensitive). */
 const HTTPS_TARGET = /^https:\/\//i;
 
+/** The type of every answer of this listener but the exposition. */
+const TEXT = "text/plain; charset=utf-8";
+
 /**
  * A whole answer with a text body, written on the socket itself (what Node answers before a request
  * exists); for a HEAD (`head`), its Content-Length and no body (RFC 9110 §9.3.2, §8.6).
  */
 function rawAnswer(status: string, body: string, extra = "", head = false): string {
-  return `HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${head ? "" : body}`;
+  return `HTTP/1.1 ${status}\r\ncontent-type: ${TEXT}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${head ? "" : body}`;
 }
 
-const TEXT = "text/plain; charset=utf-8";
 const MALFORMED_BODY = "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n";
 const MISDIRECTED_BODY = "The request's target is not served on this connection: this listener speaks plain HTTP.\n";
 const VERSION_BODY = "The request's HTTP version is not supported; send it as HTTP/1.1.\n";
@@ -291,9 +293,6 @@ function firstLine(data: Buffer): string | undefined {
   return end < 0 ? undefined : data.toString("latin1", from, end);
 }
 
-/** How much of a connection's start is looked at for its first line: Node's header limit (past it, its parser refuses the request, 431). */
-const FIRST_LINE_LIMIT = 16 * 1024;
-
 /**
  * What never reaches the request listener gets an answer with a body too. Node's own answers to
  * what its parser or timers refuse have none (400, 431, 408), an Expect other than 100-continue
@@ -328,7 +327,9 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
     const watchFirstLine = (chunk: Buffer): void => {
       start = start.length === 0 ? chunk : Buffer.concat([start, chunk]);
       const line = firstLine(start);
-      if (line === undefined && start.length < FIRST_LINE_LIMIT) return;
+      // Looked for within Node's header limit (16 KiB unless --max-http-header-size says otherwise;
+      // the server sets none of its own): past it, its parser refuses the request, 431.
+      if (line === undefined && start.length < maxHeaderSize) return;
       socket.off("data", watchFirstLine);
       if (line === undefined || requested.has(socket) || socket.destroyed) return;
       if (VERSIONLESS_LINE.test(line)) refuseOnSocket(socket, line.startsWith("HEAD ") ? REFUSALS.versionHead : REFUSALS.version);
@@ -343,7 +344,7 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
   server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
     requested.add(req.socket);
     res.shouldKeepAlive = false;
-    res.writeHead(417, { "content-type": "text/plain; charset=utf-8" }).end("Only Expect: 100-continue is understood.\n");
+    res.writeHead(417, { "content-type": TEXT }).end("Only Expect: 100-continue is understood.\n");
   });
 }
 
@@ -388,15 +389,15 @@ export async function serveMetrics(metrics: Pick<PlantgateMetrics, "registry" | 
     }
     const path = targetPath(req.url ?? "/");
     if (path !== "/metrics") {
-      res.writeHead(404, { "content-type": "text/plain; charset=utf-8" }).end("Not found; the metrics are at /metrics.\n");
+      res.writeHead(404, { "content-type": TEXT }).end("Not found; the metrics are at /metrics.\n");
       return;
     }
     if (req.method !== "GET" && req.method !== "HEAD") {
-      res.writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain; charset=utf-8" }).end("Use GET.\n");
+      res.writeHead(405, { allow: "GET, HEAD", "content-type": TEXT }).end("Use GET.\n");
       return;
     }
     const failed = () => {
-      res.writeHead(500, { "content-type": "text/plain; charset=utf-8" }).end("Collecting the metrics failed.\n");
+      res.writeHead(500, { "content-type": TEXT }).end("Collecting the metrics failed.\n");
     };
     const answer = () => {
       // The client went away while this answer waited its turn.

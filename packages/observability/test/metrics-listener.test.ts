@@ -2,7 +2,9 @@
  * The metrics listener under hostile input, over real sockets: whatever a client sends or fails to
  * read, the listener answers it in bounded time and memory and the process lives on.
  */
+import { spawn } from "node:child_process";
 import { connect, type Socket } from "node:net";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { createMetrics, serveMetrics, type MetricsListener, type PlantgateMetrics } from "../src/index.js";
 
@@ -336,4 +338,34 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     // And the listener still serves.
     expect((await fetch(url)).status).toBe(200);
   });
+
+  it("a version-less first line is looked for within Node's header limit as --max-http-header-size sets it (a 20 KB one under 32 KiB got the 408 of the headers timeout: 16 KiB was written in)", async () => {
+    const child = spawn(process.execPath, ["--max-http-header-size=32768", "--import", "tsx", fileURLToPath(new URL("./fixtures/serve-metrics.ts", import.meta.url))], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = "";
+        child.stdout!.on("data", (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes("\n")) resolve(out.trim());
+        });
+        child.once("exit", (code) => reject(new Error(`the listener exited (${code})`)));
+      });
+      const socket = open(url);
+      let received = "";
+      socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
+      const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
+      // Past 16 KiB before its end arrives, within the 32 KiB limit.
+      const target = `/${"a".repeat(20_000)}`;
+      socket.write(`GET ${target}`);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      socket.write("\r\n");
+      await closed;
+      const versionBody = "The request's HTTP version is not supported; send it as HTTP/1.1.\n";
+      expect(received).toBe(`HTTP/1.1 505 HTTP Version Not Supported\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${versionBody.length}\r\nconnection: close\r\n\r\n${versionBody}`);
+    } finally {
+      child.kill();
+    }
+  }, 15_000);
 });
