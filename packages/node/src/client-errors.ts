@@ -84,7 +84,8 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
  * bare one (or nothing): requests Node's parser refuses (two Content-Length headers, Content-Length
  * beside Transfer-Encoding, a bad chunk size, an unknown method) get 400, a request line with a
  * version Node's parser refuses whose major is not 1 (`HTTP/3.0`) 505 (as the listener answers
- * `HTTP/2.0`), and so HTTP/2's prior-knowledge preface (`PRI * HTTP/2.0`), headers past Node's size limit 431, and a request that did not arrive within
+ * `HTTP/2.0`), and so does HTTP/2's prior-knowledge preface (`PRI * HTTP/2.0`), headers past
+ * Node's size limit 431, and a request that did not arrive within
  * `headersTimeout`/`requestTimeout` 408, each
  * `{"error":"invalid_request","error_description":...}` and `Connection: close`; a `CONNECT` (which
  * Node hands to a 'connect' listener, and without one closes with no answer) gets the same 400 as
@@ -202,9 +203,10 @@ function firstLine(packet: Buffer): string {
 
 /**
  * Whether the data Node's parser failed on begins with a HEAD request line (empty lines before it
- * skipped, as {@link firstLine} does: until 2026-11-30 a HEAD line behind one got its refusal with a
+ * skipped, as {@link firstLine} does: until 2026-12-01 a HEAD line behind one got its refusal with a
  * body): the refused request's own head, read in the same read as the failure (two
- * `Content-Length` lines, headers past the limit, sent in one write). Node keeps no method for a request whose head failed, and no header
+ * `Content-Length` lines, headers past the limit, sent in one write). Node keeps no method for a
+ * request whose head failed, and no header
  * line reads as a request line (a header's name holds no space), so a packet that begins with one is
  * that request's start (short of a read that splits a header value just before such text); a head that failed in a later read than its request line's (or a request
  * pipelined mid-packet, or a 408 with nothing read) is not known to be a HEAD and keeps its body.

@@ -63,7 +63,7 @@ export function createNodeRequest(
  * {@link HttpVersionNotSupportedError}): the one check of both adapters, exported for
  * @plantgate/express and not meant for other use. Only a number is the parser's: an IncomingMessage
  * shim's value is not refused (serverless-http's subclass sets the string `"1"`, a hand-built
- * `new IncomingMessage(socket)` leaves null; until 2026-11-30 each of their requests got the 505),
+ * `new IncomingMessage(socket)` leaves null; until 2026-12-01 each of their requests got the 505),
  * nor is node:http2's compatibility request (real HTTP/2, major 2, not an IncomingMessage). One
  * compare on every request; the type and class checks only for another value. @internal
  */

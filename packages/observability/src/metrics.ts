@@ -260,7 +260,7 @@ const REFUSALS = {
   malformed: rawAnswer("400 Bad Request", MALFORMED_BODY),
   // As the public port answers a major version other than 1 (@plantgate/node), in this listener's text.
   version: rawAnswer("505 HTTP Version Not Supported", VERSION_BODY),
-  // A version-less HEAD line's (until 2026-11-30 with the body, where the public port sends none).
+  // A version-less HEAD line's (until 2026-12-01 with the body, where the public port sends none).
   versionHead: rawAnswer("505 HTTP Version Not Supported", VERSION_BODY, "", true),
   connect: rawAnswer("405 Method Not Allowed", "Use GET.\n", "allow: GET, HEAD\r\n"),
 };
@@ -311,7 +311,7 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
     const raw = (error as { rawPacket?: unknown }).rawPacket;
     // HTTP/2's prior-knowledge preface (`PRI * HTTP/2.0` + `SM`, curl --http2-prior-knowledge) is
     // where Node's parser stops (HPE_PAUSED_H2_UPGRADE): the 505 of `HTTP/2.0`, as on the public port
-    // (until 2026-11-30 the 400). Node's parser stops so at a `PRI` line of any version: HTTP/1.1's stays 400.
+    // (until 2026-12-01 the 400). Node's parser stops so at a `PRI` line of any version: HTTP/1.1's stays 400.
     const h2Preface = error.code === "HPE_PAUSED_H2_UPGRADE" && Buffer.isBuffer(raw) && OTHER_MAJOR_LINE.test(firstLine(raw) ?? "");
     refuseOnSocket(
       socket,
