@@ -1319,9 +1319,12 @@
    * every session of the administrator) and shows the sign-in view.
    * @param {string} path
    * @param {string} failed what the refusal says went wrong ("Signing out failed")
+   * @param {string} [ended] what the sign-in view says when this session had ended already (401);
+   *   none: nothing (a sign-out of this session alone is done then)
    */
-  async function signOut(path, failed) {
+  async function signOut(path, failed, ended) {
     showError("sign-out-error", null);
+    let said = "";
     try {
       await call("POST", path);
     } catch (e) {
@@ -1332,11 +1335,12 @@
         showError("sign-out-error", failed + " (" + q(messageOf(e)) + "); you are still signed in. Try again.");
         return;
       }
+      said = ended || "";
     }
     state.session = null;
     tabs?.postMessage("session");
     history.replaceState(null, "", location.pathname);
-    showSignIn();
+    showSignIn(said);
   }
 
   $button("sign-out").addEventListener("click", () => signOut("/session/sign-out", "Signing out failed"));
@@ -1351,7 +1355,15 @@
       "Sign out everywhere",
     );
     if (!yes || !state.session) return;
-    await signOut("/session/sign-out-everywhere", "Signing out everywhere failed");
+    // A 401: this tab's session had ended (expired, signed out elsewhere) before the request came,
+    // and the server finds the administrator's other sessions through the request's own only, so
+    // none ended: a laptop left signed in still is. Until 2026-11-30 the page showed a bare
+    // sign-in view then, as if every session had ended.
+    await signOut(
+      "/session/sign-out-everywhere",
+      "Signing out everywhere failed",
+      "Your session here had already ended, so no other session was signed out: sign in and use Sign out everywhere again.",
+    );
   });
 
   window.addEventListener("hashchange", () => {

@@ -380,4 +380,105 @@ for (const target of TARGETS) suite(`${name}: ${target.label}`, () => {
     }
     expect(problems).toEqual([]);
   });
+
+  /** Signs the page in as the administrator from the sign-in view. */
+  async function signIn(): Promise<void> {
+    await page.locator("#sign-in-form").getByLabel("Username").fill(ADMIN.username);
+    await page.locator("#sign-in-form").getByLabel("Password").fill(ADMIN.password);
+    await page.locator("#sign-in-submit").click();
+    await page.locator("#view-security").waitFor({ state: "visible" });
+  }
+
+  /** Another browser (the laptop left signed in), signed in as the same administrator. */
+  async function laptopSignedIn(): Promise<BrowserContext> {
+    const laptop = await browser.newContext();
+    const res = await laptop.request.post(`${server.consoleUrl}/api/session`, { headers: { origin: new URL(server.url).origin }, data: ADMIN });
+    expect(res.status()).toBe(200);
+    return laptop;
+  }
+
+  /** Presses "Sign out everywhere" and confirms it. */
+  async function signOutEverywhere(): Promise<void> {
+    await page.getByRole("button", { name: "Sign out everywhere" }).click();
+    const dialog = page.locator("#confirm-dialog");
+    await dialog.waitFor({ state: "visible" });
+    await dialog.getByRole("button", { name: "Sign out everywhere" }).click();
+  }
+
+  it("a sign-out everywhere that fails (the server unreachable, a 503) says so and stays signed in: this session and another browser's still work", async () => {
+    await signIn();
+    const laptop = await laptopSignedIn();
+    const route = "**/console/api/session/sign-out-everywhere";
+    try {
+      for (const failure of ["unreachable", "503"] as const) {
+        await page.route(route, (r) =>
+          failure === "unreachable" ? r.abort() : r.fulfill({ status: 503, contentType: "application/json", body: '{"error":1503,"message":"The service is temporarily unavailable; retry later."}' }),
+        );
+        await signOutEverywhere();
+        const alert = page.locator("#sign-out-error");
+        await alert.waitFor({ state: "visible" });
+        expect(await alert.textContent()).toBe(
+          `Signing out everywhere failed (${failure === "unreachable" ? "The server could not be reached." : "The service is temporarily unavailable; retry later."}); you are still signed in. Try again.`,
+        );
+        expect(await page.locator("#view-sign-in").isHidden()).toBe(true);
+        expect(await page.locator("#whoami").isVisible()).toBe(true);
+        expect(await page.evaluate(async () => (await fetch("/console/api/session")).status)).toBe(200);
+        expect((await laptop.request.get(`${server.consoleUrl}/api/session`)).status()).toBe(200);
+        await page.unroute(route);
+      }
+    } finally {
+      await laptop.close();
+    }
+    // The failures this test made are not problems of the page.
+    for (let i = problems.length - 1; i >= 0; i--) if (/sign-out-everywhere|ERR_FAILED|status of 503/.test(problems[i]!)) problems.splice(i, 1);
+    expect(problems).toEqual([]);
+  });
+
+  it("sign out everywhere once this tab's session has ended: no session can be found to end, so the sign-in view says none was and another browser's still works; signed in again, it ends that one", async () => {
+    // Signed in still, from the test before.
+    expect(await page.locator("#whoami-name").textContent()).toBe("Signed in as admin");
+    const laptop = await laptopSignedIn();
+    const api = `${server.consoleUrl}/api`;
+    const origin = new URL(server.url).origin;
+    try {
+      // This tab's session ends on the server without a word to the page (as at its idle timeout):
+      // signed out through its cookie from elsewhere, the browser's copy of the cookie left as it is.
+      const elsewhere = await browser.newContext();
+      try {
+        await elsewhere.addCookies(await context.cookies());
+        const { csrfToken } = (await (await elsewhere.request.get(`${api}/session`)).json()) as { csrfToken: string };
+        expect((await elsewhere.request.post(`${api}/session/sign-out`, { headers: { origin, "x-csrf-token": csrfToken } })).status()).toBe(204);
+      } finally {
+        await elsewhere.close();
+      }
+      expect(await page.locator("#whoami").isVisible()).toBe(true);
+
+      const answer = page.waitForResponse((r) => r.url().endsWith("/console/api/session/sign-out-everywhere"));
+      await signOutEverywhere();
+      const res = await answer;
+      expect([res.status(), await res.json()]).toEqual([401, { error: 1301, message: "Sign in to the console first." }]);
+      await page.locator("#view-sign-in").waitFor({ state: "visible" });
+      // Not a bare sign-in view, as if every session had ended: the laptop's has not.
+      const said = page.locator("#sign-in-error");
+      await expect.poll(() => said.textContent()).toBe("Your session here had already ended, so no other session was signed out: sign in and use Sign out everywhere again.");
+      expect(await said.isVisible()).toBe(true);
+      expect(await page.locator("#whoami").isHidden()).toBe(true);
+      expect(await page.locator("#sign-out-error").isHidden()).toBe(true);
+      const still = await laptop.request.get(`${api}/session`);
+      expect([still.status(), ((await still.json()) as { username: string }).username]).toEqual([200, "admin"]);
+
+      // As it says: signed in again, sign out everywhere ends the laptop's session too.
+      await signIn();
+      expect(await said.isHidden()).toBe(true);
+      await signOutEverywhere();
+      await page.locator("#view-sign-in").waitFor({ state: "visible" });
+      expect(await said.isHidden()).toBe(true);
+      expect(await context.cookies()).toEqual([]);
+      const other = await laptop.request.get(`${api}/session`);
+      expect([other.status(), await other.json()]).toEqual([401, { error: 1301, message: "Sign in to the console first." }]);
+    } finally {
+      await laptop.close();
+    }
+    expect(problems).toEqual([]);
+  });
 });
