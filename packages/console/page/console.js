@@ -1357,7 +1357,7 @@
     if (!yes || !state.session) return;
     // A 401: this tab's session had ended (expired, signed out elsewhere) before the request came,
     // and the server finds the administrator's other sessions through the request's own only, so
-    // none ended: a laptop left signed in still is. Until 2026-11-30 the page showed a bare
+    // none ended: a laptop left signed in still is. Until 2026-12-01 the page showed a bare
     // sign-in view then, as if every session had ended.
     await signOut(
       "/session/sign-out-everywhere",
