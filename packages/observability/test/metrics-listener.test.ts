@@ -204,9 +204,16 @@ describe("metrics listener", { timeout: 30_000 }, () => {
         const socket = open(url);
         let received = "";
         socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
-        socket.on("close", () => resolve(received));
-        // Every case ends in a close; 10 s only tells a connection left open from a slow machine.
-        setTimeout(() => resolve(`${received}<still open>`), 10_000);
+        // Every case ends in a close; 10 s only tells a connection left open from a slow machine
+        // (then closed here, so nothing outlives the case).
+        const timer = setTimeout(() => {
+          resolve(`${received}<still open>`);
+          socket.destroy();
+        }, 10_000);
+        socket.on("close", () => {
+          clearTimeout(timer);
+          resolve(received);
+        });
         socket.write(data);
       });
     /** Status line and body of each answer in `raw` (chunked or not), Date headers aside. */
@@ -288,10 +295,17 @@ describe("metrics listener", { timeout: 30_000 }, () => {
         let received = "";
         const done = (tail: string) => resolve(received.replace(/\r\nDate: [^\r]*/g, "") + tail);
         socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
-        socket.on("close", () => done(""));
+        // Left open: closed here once read, so nothing outlives the case.
+        const timer = setTimeout(() => {
+          done("<still open>");
+          socket.destroy();
+        }, 5_000);
+        socket.on("close", () => {
+          clearTimeout(timer);
+          done("");
+        });
         // A reset instead of the close.
         socket.on("error", (error: NodeJS.ErrnoException) => done(`<${error.code}>`));
-        setTimeout(() => done("<still open>"), 5_000);
         socket.write(data);
       });
     const exposition = await metrics.text();
