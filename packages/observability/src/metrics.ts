@@ -309,13 +309,20 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     if (error.code === "ECONNRESET") return void socket.destroy();
     const raw = (error as { rawPacket?: unknown }).rawPacket;
-    // HTTP/2's prior-knowledge preface (`PRI * HTTP/2.0` + `SM`, curl --http2-prior-knowledge) is
-    // where Node's parser stops (HPE_PAUSED_H2_UPGRADE): the 505 of `HTTP/2.0`, as on the public port
-    // (until 2026-12-01 the 400). Node's parser stops so at a `PRI` line of any version: HTTP/1.1's stays 400.
-    const h2Preface = error.code === "HPE_PAUSED_H2_UPGRADE" && Buffer.isBuffer(raw) && OTHER_MAJOR_LINE.test(firstLine(raw) ?? "");
+    // A request line whose major version is not 1 that Node's parser refuses (`HTTP/3.0`: it hands
+    // over 0.9, 1.0, 1.1 and 2.0 only) and HTTP/2's prior-knowledge preface (`PRI * HTTP/2.0` +
+    // `SM`, curl --http2-prior-knowledge, where it stops: HPE_PAUSED_H2_UPGRADE) get the 505 of
+    // `HTTP/2.0`, as on the public port (until 2026-12-01 the 400). The parser stops so at a `PRI`
+    // line of any version: HTTP/1.1's stays 400. Judged by the first line of the read the failure
+    // came in, as the public port does (a line that came in an earlier read stays 400).
+    const line = (error.code === "HPE_INVALID_VERSION" || error.code === "HPE_PAUSED_H2_UPGRADE") && Buffer.isBuffer(raw) ? firstLine(raw) : undefined;
+    const otherMajor = line !== undefined && OTHER_MAJOR_LINE.test(line);
     refuseOnSocket(
       socket,
-      error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? REFUSALS.timeout : error.code === "HPE_HEADER_OVERFLOW" ? REFUSALS.headers : h2Preface ? REFUSALS.version : REFUSALS.malformed,
+      error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? REFUSALS.timeout
+        : error.code === "HPE_HEADER_OVERFLOW" ? REFUSALS.headers
+        : otherMajor ? (line.startsWith("HEAD ") ? REFUSALS.versionHead : REFUSALS.version)
+        : REFUSALS.malformed,
     );
   });
   server.on("connection", (socket: Duplex) => {
@@ -353,8 +360,8 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
  * else is 404 (405 for another method on `/metrics`, and for a `CONNECT` whatever its target; 421
  * for an absolute-form `https://` target, this listener being plain HTTP; 505 for a request line
  * without an HTTP version, HTTP/0.9's `GET /metrics`, or with `HTTP/0.9` or `HTTP/2.0`, HTTP/2's
- * prior-knowledge preface `PRI * HTTP/2.0` included, as the public port answers; a version Node's
- * parser refuses itself, `HTTP/3.0`, gets its 400 here).
+ * prior-knowledge preface `PRI * HTTP/2.0` included, or with a version Node's parser refuses whose
+ * major is not 1, `HTTP/3.0`, as the public port answers).
  * Keep it off the public network: it says how busy the server is and which errors it answers.
  *
  * @example

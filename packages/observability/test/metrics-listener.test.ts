@@ -344,6 +344,12 @@ describe("metrics listener", { timeout: 30_000 }, () => {
       ["PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", refusedRaw],
       ["PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00", refusedRaw],
       ["PRI * HTTP/1.1\r\n\r\nSM\r\n\r\n", malformed],
+      // A version Node's parser refuses itself whose major is not 1 (it was the 400), to a HEAD
+      // without the body; a minor version it does not know stays its 400.
+      ["GET /metrics HTTP/3.0\r\nHost: m\r\n\r\n", refusedRaw],
+      ["\r\nGET /metrics HTTP/3.0\r\nHost: m\r\n\r\n", refusedRaw],
+      ["HEAD /metrics HTTP/3.0\r\nHost: m\r\n\r\n", refusedRaw.slice(0, -versionBody.length)],
+      ["GET /metrics HTTP/1.2\r\nHost: m\r\n\r\n", malformed],
       // Behind a scrape on a kept connection: that one is answered, then the refusal, then the close.
       ["GET /metrics HTTP/1.1\r\nHost: m\r\n\r\nGET /metrics\r\n\r\n", `${served.replace("Connection: close", "Connection: keep-alive\r\nKeep-Alive: timeout=5")}${refused}`],
     ];
