@@ -117,11 +117,6 @@ export interface Context {
   } | null;
   /** The API reference page at `/docs`; null when none was given. */
   docs: ServedPage | null;
-  /**
-   * A password hash (this app's iteration count) to verify against when an account does not exist,
-   * so unknown usernames cost the same time as wrong passwords. Computed on first use, then kept.
-   */
-  dummyPasswordHash: () => Promise<string>;
   /** The GetAccountList query schema for this app's page-size settings. */
   accountListQuery: AccountListQuery;
   /** The OpenAPI document of this app, filled on first request (see `api/openapi.ts`). */

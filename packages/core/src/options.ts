@@ -1,7 +1,7 @@
 /** Options of createPlantgate, and the one place they are checked and turned into a {@link Context}. */
 import { MAX_TTL_SECONDS } from "./admin/clients.js";
 import { MAX_CONCURRENT_PASSWORD_CHECKS } from "./security/credentials.js";
-import { defaultRandomBytes, hashPassword } from "./crypto/index.js";
+import { defaultRandomBytes } from "./crypto/index.js";
 import { sha256With } from "./crypto/provider.js";
 import { createClientKeys } from "./oauth/client-keys.js";
 import type { Context, Logger, RefreshGrace } from "./context.js";
@@ -231,12 +231,6 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   if (defaultPageSize > maxPageSize) throw new TypeError("defaultPageSize must not exceed maxPageSize");
   const basePath = normalizeBasePath(options.basePath);
   const passwordHashIterations = positiveInt("passwordHashIterations", options.passwordHashIterations, 600_000);
-  // Lazy: hundreds of thousands of PBKDF2 rounds are not worth paying for an app that never checks a password.
-  // Shared by every request, with no bound on the wait, unlike the keys' load and a jwks_uri fetch:
-  // in workerd PBKDF2 runs at once, so the hash settles within the turn that began it, before any
-  // other request runs or that request's context can go (packages/cloudflare/test/dummy-hash.test.ts).
-  let dummyHash: Promise<string> | undefined;
-  const dummyPasswordHash = () => (dummyHash ??= hashPassword("plantgate-dummy-password", random, { iterations: passwordHashIterations }));
   return {
     storage,
     basePath,
@@ -308,7 +302,6 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
         }
       : null,
     docs: pageOption("docs", options.docs, basePath, "/docs"),
-    dummyPasswordHash,
     passwordChecks: { inFlight: 0 },
     accountListQuery: accountListQuery({ maxPageSize, defaultPageSize }),
     openApi: { base: undefined, byUrl: new Map() },

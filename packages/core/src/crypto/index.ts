@@ -130,8 +130,8 @@ async function pbkdf2(password: string, salt: Uint8Array, iterations: number, le
 
 /**
  * Spends the CPU of `iterations` PBKDF2-SHA256 iterations and throws the result away: every refused
- * password check is padded to the current cost with it, so it takes as long as the check of an
- * unknown username (which verifies against a hash of the current cost).
+ * password check is padded to the current cost with it (an unknown username's, which verifies
+ * nothing, spends the whole cost here), so every refusal takes as long as a check at today's cost.
  */
 export async function spendPasswordWork(iterations: number): Promise<void> {
   if (iterations >= 1) await pbkdf2("plantgate-padding", PADDING_SALT, Math.min(iterations, PBKDF2_MAX_ITERATIONS), 32);

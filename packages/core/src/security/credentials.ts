@@ -8,7 +8,7 @@ import { throttleAddress } from "./client-ip.js";
 import { credentialKeys, type ThrottleAttempt, type ThrottleKey } from "./throttle.js";
 
 /**
- * Most password checks (PBKDF2 verifications, the dummy hash for unknown users included) running at
+ * Most password checks (PBKDF2 verifications, the work spent for an unknown username included) running at
  * once per app instance by default (`maxConcurrentPasswordChecks`; finding 2 of the security
  * review). One check at the default 600 000 iterations keeps a core busy for ~100 ms; past this
  * many in flight a further attempt is refused at once with 429 and `Retry-After: 1` instead of
@@ -53,8 +53,8 @@ export function passwordClientBudget(clientId: string): PasswordBudget {
 
 /**
  * The one username + password check, shared by the password grant and console sign-in: the
- * brute-force counters first, then the PHC hash verified in core (against a dummy hash when the
- * account does not exist, so unknown usernames cost the same time). Resolves to the account when
+ * brute-force counters first, then the PHC hash verified in core (when the account does not exist,
+ * today's PBKDF2 work spent instead, so unknown usernames cost the same time). Resolves to the account when
  * the password is right and the account enabled, else null; the caller answers in its own error
  * shape, one message for every failure.
  *
@@ -164,7 +164,10 @@ async function checkPasswordNow(
     throw e;
   }
   const account = await ctx.storage.accounts.findByUsername(username);
-  const { ok, iterations: spent } = await verifyPasswordCounted(password, account?.passwordHash ?? (await ctx.dummyPasswordHash()));
+  // An unknown username verifies nothing and is padded below to today's cost, as every refusal is.
+  // Until 2026-12-01 it was verified against a dummy hash made on first use: the first unknown
+  // username of each process (each Worker isolate) cost twice the work, hash and check.
+  const { ok, iterations: spent } = account ? await verifyPasswordCounted(password, account.passwordHash) : { ok: false, iterations: 0 };
   // Already counted by attempt(): nothing more to record on failure. An account without the
   // required role (the console's admin role) fails like a wrong password, after the password is
   // checked and without the success's reset: an answer of its own would tell anyone, with no
@@ -172,7 +175,7 @@ async function checkPasswordNow(
   const refused = !account ? "unknown_username" : !ok ? "invalid_password" : !account.enabled ? "account_disabled" : requiredRole !== undefined && !account.roles.includes(requiredRole) ? "not_admin" : null;
   if (refused !== null) {
     // Every refusal costs at least today's PBKDF2 work, whatever was refused and why: an unknown
-    // username is checked against a hash of today's cost, while a hash made before the cost was
+    // username runs all of it here, a wrong password a check at its hash's cost, while a hash made before the cost was
     // raised checks faster (47 against 228 ms from 100 000 to 600 000 iterations, before
     // 2026-11-29: existing usernames told apart), and a password with U+0000 or a stored hash that
     // is not ours runs none. A right password of a disabled or non-admin account is padded too.
