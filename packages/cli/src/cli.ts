@@ -39,7 +39,7 @@ export interface CliIo {
    * `user create` then asks for the password with it, twice (`Password: `, `Repeat password: `;
    * two different answers are refused, nothing created), instead of reading stdin's first line,
    * which a terminal would have had to be fed by `echo pw |` (the password in shell history).
-   * Writes `prompt` where the user sees it, never on stdout (stderr), reads a line with echo off
+   * Writes `prompt` where the user sees it, never on stdout (the terminal: stderr, or /dev/tty when stderr is not it), reads a line with echo off
    * and restores the terminal's mode before it settles, whatever the outcome. Resolves to the text
    * typed (UTF-8, at most the bytes readStdin takes for a line), or null when none was given
    * (Ctrl-D on an empty line, the end of input); rejects with {@link InterruptedError} on Ctrl-C

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { readFileSync, readlinkSync } from "node:fs";
+import { openSync, readFileSync, readlinkSync, writeSync } from "node:fs";
 import { runCli, UsageError } from "./cli.js";
 import { terminalPasswordReader } from "./password-prompt.js";
 
@@ -94,6 +94,26 @@ process.stderr.on("error", () => {});
 process.stdout.on("error", (error: Error) => {
   unwritten ??= error;
 });
+/**
+ * Where the password prompts go: stderr when it is the terminal, else the terminal itself
+ * (`/dev/tty`), as getpass(3) and passwd write theirs. With stderr sent to a file
+ * (`2>errors.log`) the prompt went there until 2026-12-01, and the command seemed to hang; the
+ * command's messages stay on stderr. Where there is no `/dev/tty` (Windows), stderr.
+ */
+function promptWriter(): (text: string) => void {
+  if (process.stderr.isTTY) return stderr;
+  let tty: number;
+  try {
+    tty = openSync("/dev/tty", "w");
+  } catch {
+    return stderr;
+  }
+  return (text) => {
+    try {
+      writeSync(tty, text);
+    } catch {}
+  };
+}
 const writes: Promise<void>[] = [];
 // Whether the output holds a new secret; looked at write by write (a long `client list` is not
 // kept in memory to ask it afterwards).
@@ -103,8 +123,8 @@ const code = await runCli(process.argv.slice(2), {
   env: process.env,
   cwd: process.cwd(),
   readStdin,
-  // On a terminal, `user create` asks for the password (echo off; the prompts on stderr).
-  ...(process.stdin.isTTY ? { readPassword: terminalPasswordReader(process.stdin, stderr, LINE_MAX_BYTES) } : {}),
+  // On a terminal, `user create` asks for the password (echo off; the prompts on the terminal).
+  ...(process.stdin.isTTY ? { readPassword: terminalPasswordReader(process.stdin, promptWriter(), LINE_MAX_BYTES) } : {}),
   stdout: (t) => {
     printedSecret ||= t.includes('"client_secret":');
     writes.push(new Promise((resolve) => process.stdout.write(t, (error) => {

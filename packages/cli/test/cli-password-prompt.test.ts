@@ -53,9 +53,9 @@ async function account(username: string) {
 }
 
 /** One CLI run on a pseudo-terminal: keystrokes in, what the terminal showed out. */
-function onTerminal(argv: string[], env: Record<string, string> = {}) {
+function onTerminal(argv: string[], env: Record<string, string> = {}, errFile?: string) {
   const outFile = join(dir, "out.json");
-  const command = `${quote(process.execPath)} ${quote(bundled)} ${argv.map(quote).join(" ")} >${quote(outFile)}; echo "exit=$?"; stty -a`;
+  const command = `${quote(process.execPath)} ${quote(bundled)} ${argv.map(quote).join(" ")} >${quote(outFile)}${errFile === undefined ? "" : ` 2>${quote(errFile)}`}; echo "exit=$?"; stty -a`;
   const child = spawn("script", ["-qfec", command, "/dev/null"], {
     env: { ...process.env, ...baseEnv(), PLANTGATE_DB: join(dir, "data", "plantgate.db"), ...env },
     stdio: ["pipe", "pipe", "pipe"],
@@ -256,6 +256,19 @@ describe("user create on a terminal prompts for the password, echo off", () => {
     expect(noStore.shown).not.toContain("Password: ");
     expect(noStore.shown).toContain(missing);
     expect(existsSync(missing)).toBe(false);
+  });
+
+  it("with stderr sent to a file, the prompts still show on the terminal (/dev/tty, as getpass does) and the messages go to the file (the prompts went to the file)", async () => {
+    const errFile = join(dir, "err.log");
+    const t = onTerminal(["user", "create", "--username", "rae"], {}, errFile);
+    await t.prompt("Password: ");
+    t.type("password-one\r");
+    await t.prompt("Repeat password: ");
+    t.type("password-two\r");
+    const run = await t.end();
+    expect([run.code, run.shown, run.stdout, run.restored]).toEqual([2, "Password: \r\nRepeat password: \r\n", "", true]);
+    expect(readFileSync(errFile, "utf8")).toBe("plantgate: the passwords typed do not match; nothing was created\n");
+    expect(await account("rae")).toBeNull();
   });
 
   it("user import on a terminal does not prompt: it stays an error (records come from stdin only)", async () => {
