@@ -13,6 +13,40 @@ export function headersFromRaw(raw: readonly string[]): Headers {
   return headers;
 }
 
+/**
+ * The request headers of an IncomingMessage shim: an object standing in for Node's (serverless-http's
+ * `ServerlessRequest` on AWS Lambda, @vendia/serverless-express, @codegenie/serverless-express) that
+ * sets `headers` (lowercased names) and leaves `rawHeaders` empty. Read only when `rawHeaders` is
+ * empty, so Node's own requests never come here (one with no header lines at all has an empty
+ * `headers` too). Until 2026-12-01 such a request reached the app with no headers at all.
+ *
+ * - A value that is not a string (serverless-http's `content-length`, a number) is read as its
+ *   string; `undefined` and `null` are no value.
+ * - An array gives one field per value, as that many lines on the wire would, except `cookie`, whose
+ *   values are joined with `"; "` (Node's joining rule, RFC 6265 §5.4: a cookie-string is one line).
+ *   Where Node keeps only the first of several lines (`host`, `authorization`, `content-type`, ...)
+ *   every value is kept: two Host values read as the comma-joined value plantgate refuses, as two
+ *   Host lines are, rather than serving one of them.
+ * - Which lines the client sent is not known here: a shim hands over one value per name (API
+ *   Gateway and serverless-http have already picked one Host of several), so a repeated Host line
+ *   cannot be detected behind one.
+ * - Names starting with `:` (HTTP/2 pseudo-headers) are skipped, as in {@link headersFromRaw}; a
+ *   name or value a Web Headers object refuses throws its TypeError (the request's 400).
+ */
+export function headersFromObject(object: IncomingMessage["headers"] | null | undefined): Headers {
+  const headers = new Headers();
+  if (object == null) return headers;
+  for (const name of Object.keys(object)) {
+    if (name.startsWith(":")) continue;
+    const value: unknown = object[name];
+    if (value === undefined || value === null) continue;
+    if (!Array.isArray(value)) headers.append(name, String(value));
+    else if (name.toLowerCase() === "cookie") headers.append(name, value.map(String).join("; "));
+    else for (const item of value) headers.append(name, String(item));
+  }
+  return headers;
+}
+
 /** Whether something else already read from `incoming` (its body is then gone). */
 export function isConsumed(incoming: IncomingMessage): boolean {
   // readableDidRead is set as soon as anyone reads or attaches 'data'; handing

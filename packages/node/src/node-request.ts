@@ -2,7 +2,7 @@ import { IncomingMessage, type ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { PlantgateBodyConsumedError } from "./body-consumed.js";
 import { connectionGone, onConnectionClose } from "./connection-close.js";
-import { headersFromRaw, isConsumed, parseTarget } from "./incoming.js";
+import { headersFromObject, headersFromRaw, isConsumed, parseTarget } from "./incoming.js";
 import { readIncoming, readStream } from "./read-body.js";
 import { createRequestBody, type AbortSource } from "./request-body.js";
 import { parseHost, resolveOrigin } from "./request-origin.js";
@@ -42,7 +42,10 @@ export function createNodeRequest(
   // Same refusal and the same normalisation as the Request constructor.
   if (FORBIDDEN_METHODS.has(upper)) throw new TypeError(`Unsupported method ${method}.`);
   if (NORMALISED_METHODS.has(upper)) method = upper;
-  const headers = headersFromRaw(incoming.rawHeaders);
+  // An IncomingMessage shim (Express on AWS Lambda through serverless-http, say) leaves rawHeaders
+  // empty and sets `headers`; Node's own requests keep to rawHeaders (see headersFromObject).
+  const raw = incoming.rawHeaders;
+  const headers = raw.length !== 0 ? headersFromRaw(raw) : headersFromObject(incoming.headers);
   // RFC 9112 §3.2: a request with more than one Host line is answered 400 (their values arrive
   // joined by a comma, which no Host value holds; not read as one of them: a proxy may have read
   // the other), and so are an HTTP/1.1 request without one and a Host value that is not a usable

@@ -53,7 +53,10 @@ export interface ToRequestOptions {
  *   such as `{` that it percent-encodes). Node's parser already rejects raw
  *   non-ASCII bytes in the request target with a 400.
  * - **Headers**: copied from `rawHeaders` in order, combined per Fetch rules
- *   (`Set-Cookie` stays separate, see `headers.getSetCookie()`).
+ *   (`Set-Cookie` stays separate, see `headers.getSetCookie()`). An IncomingMessage shim that
+ *   leaves `rawHeaders` empty and sets `headers` (serverless-http and the like, Express on AWS
+ *   Lambda) has them read from `headers` (one field per array value, `cookie` values joined with
+ *   `"; "`).
  * - **Body**: for methods other than GET and HEAD, the socket data is exposed
  *   as a `ReadableStream` (`duplex: "half"`), never buffered or re-serialised.
  *   If something already took bytes of the body from the IncomingMessage (a

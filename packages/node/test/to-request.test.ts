@@ -1,10 +1,10 @@
 import { connect as connectHttp2, createServer as createHttp2Server } from "node:http2";
 import { IncomingMessage } from "node:http";
 import { connect as connectTcp, type AddressInfo, type Socket } from "node:net";
-import { Readable } from "node:stream";
+import { PassThrough, Readable } from "node:stream";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
-import { createRequestListener, type FetchApp } from "../src/index.js";
+import { createRequestListener, refusedRequestAnswer, toExchange, toRequest, type FetchApp } from "../src/index.js";
 import { echoApp, listenPlain, open, portOf, rawExchange, readResponse, start, type Echo } from "./support.js";
 
 /**
@@ -420,6 +420,95 @@ describe("toRequest: headers", () => {
       ["x-multi", "one, two, three"],
     ]);
     expect(echo.setCookie).toEqual(["a=1; Path=/", "b=2, c=3"]);
+  });
+});
+
+/**
+ * An IncomingMessage shim built as serverless-http 4.0.0's `ServerlessRequest` builds one (Express on
+ * AWS Lambda; @vendia/ and @codegenie/serverless-express alike): a real IncomingMessage over a
+ * PassThrough socket, `headers` set (lowercased names, a number where the shim computed one),
+ * `rawHeaders` left empty, the version as the strings "1" and "1", the body pushed through `_read`.
+ * packages/express/test/serverless-http.test.ts drives the real package.
+ */
+class ShimRequest extends IncomingMessage {
+  constructor(init: { method: string; url: string; headers: Record<string, unknown>; body?: string; major?: unknown; minor?: unknown }) {
+    const socket = new PassThrough() as PassThrough & { encrypted?: boolean; remoteAddress?: string };
+    socket.encrypted = true;
+    socket.remoteAddress = "203.0.113.7";
+    super(socket as unknown as Socket);
+    const body = init.body === undefined ? undefined : Buffer.from(init.body);
+    Object.assign(this, {
+      complete: true,
+      httpVersion: "1.1",
+      httpVersionMajor: init.major === undefined ? "1" : init.major,
+      httpVersionMinor: init.minor === undefined ? "1" : init.minor,
+      method: init.method,
+      headers: init.headers,
+      url: init.url,
+    });
+    this._read = () => {
+      if (body !== undefined) this.push(body);
+      this.push(null);
+    };
+  }
+}
+
+describe("toRequest: an IncomingMessage shim (empty rawHeaders, headers set)", () => {
+  it("reads its headers from `headers`: a number as its string, an array as one field per value, cookie values joined with \"; \" (Node's rule), null and undefined as no value, pseudo-headers left out (it had no headers at all)", async () => {
+    const incoming = new ShimRequest({
+      method: "POST",
+      url: "/plants?x=1",
+      headers: {
+        host: "api.example",
+        "content-type": "application/x-www-form-urlencoded",
+        "content-length": 29,
+        authorization: "Basic YTpi",
+        accept: ["application/json", "text/plain"],
+        cookie: ["a=1", "b=2"],
+        "x-none": undefined,
+        "x-null": null,
+        ":authority": "api.example",
+      },
+      body: "grant_type=client_credentials",
+    });
+    const request = toRequest(incoming);
+    expect([request.method, request.url, [...request.headers], await request.text()]).toEqual([
+      "POST",
+      "https://api.example/plants?x=1",
+      [
+        ["accept", "application/json, text/plain"],
+        ["authorization", "Basic YTpi"],
+        ["content-length", "29"],
+        ["content-type", "application/x-www-form-urlencoded"],
+        ["cookie", "a=1; b=2"],
+        ["host", "api.example"],
+      ],
+      "grant_type=client_credentials",
+    ]);
+    expect(toExchange(new ShimRequest({ method: "GET", url: "/", headers: { host: "api.example" } })).clientIp).toBe("203.0.113.7");
+
+    // Whenever rawHeaders has any (Node's own requests), `headers` is not read.
+    const both = new ShimRequest({ method: "GET", url: "/", headers: { host: "object.example", "x-object": "1" } });
+    both.rawHeaders = ["Host", "raw.example", "X-Raw", "1"];
+    const fromRaw = toRequest(both);
+    expect([fromRaw.url, [...fromRaw.headers]]).toEqual(["https://raw.example/", [["host", "raw.example"], ["x-raw", "1"]]]);
+  });
+
+  it("refuses two Host values as two Host lines are refused (400), rather than keeping the first as Node's `headers` would, and a header Headers refuses", () => {
+    const refusals = [
+      { host: ["a.example"] },
+      { host: ["a.example", "b.example"] },
+      { host: "a.example, b.example" },
+      { host: "api.example", "x-bad": "line\nbreak" },
+      { host: "api.example", "bad name": "x" },
+    ].map((headers) => {
+      try {
+        return toRequest(new ShimRequest({ method: "GET", url: "/", headers })).url;
+      } catch (error) {
+        return refusedRequestAnswer(error).status;
+      }
+    });
+    expect(refusals).toEqual(["https://a.example/", 400, 400, 400, 400]);
   });
 });
 
