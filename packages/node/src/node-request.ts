@@ -107,9 +107,23 @@ export class TransferCodingError extends Error {
   }
 }
 
-// HTTP/2 requests (node:http2's compatibility API) carry :authority instead and are not asked.
-const isHttp11 = (incoming: IncomingMessage): boolean =>
-  incoming.httpVersionMajor === 1 && incoming.httpVersionMinor >= 1;
+/**
+ * Whether `incoming` is HTTP/1.1 (or a later 1.x), which must carry a Host (RFC 9112 §3.2). Node's
+ * parser gives numbers. An IncomingMessage shim (serverless-http, @vendia/ and
+ * @codegenie/serverless-express) sets the strings `"1"` and `"1"` with `httpVersion: "1.1"`: read as
+ * HTTP/1.1 too (until 2026-12-01 such a request was taken for HTTP/1.0, so one without a Host was
+ * served for `localhost`, its tokens' issuer included). The shim says 1.1, and what is in front of
+ * it (API Gateway, an ALB) is an HTTP/1.1 or HTTP/2 server that always hands on a Host; a request
+ * that still has none is the 400 it is on Node's own server, not an issuer guessed. Only those exact
+ * strings: a hand-built `new IncomingMessage(socket)` (versions null) stays as before, as does every
+ * number. Only asked when the Host is missing, so never on a request that has one.
+ * HTTP/2 requests (node:http2's compatibility API) carry :authority instead and are not asked.
+ */
+const isHttp11 = (incoming: IncomingMessage): boolean => {
+  const major: unknown = incoming.httpVersionMajor;
+  const minor: unknown = incoming.httpVersionMinor;
+  return major === 1 ? (minor as number) >= 1 : major === "1" && minor === "1";
+};
 
 const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
 const NORMALISED_METHODS = new Set(["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"]);

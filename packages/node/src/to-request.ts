@@ -56,7 +56,7 @@ export interface ToRequestOptions {
  *   (`Set-Cookie` stays separate, see `headers.getSetCookie()`). An IncomingMessage shim that
  *   leaves `rawHeaders` empty and sets `headers` (serverless-http and the like, Express on AWS
  *   Lambda) has them read from `headers` (one field per array value, `cookie` values joined with
- *   `"; "`).
+ *   `"; "`); its version given as the strings `"1"` and `"1"` is HTTP/1.1 (a Host required).
  * - **Body**: for methods other than GET and HEAD, the socket data is exposed
  *   as a `ReadableStream` (`duplex: "half"`), never buffered or re-serialised.
  *   If something already took bytes of the body from the IncomingMessage (a

@@ -510,6 +510,26 @@ describe("toRequest: an IncomingMessage shim (empty rawHeaders, headers set)", (
     });
     expect(refusals).toEqual(["https://a.example/", 400, 400, 400, 400]);
   });
+
+  it("takes the version as the strings \"1\" and \"1\" for HTTP/1.1 (a Host required: it was served for localhost as HTTP/1.0); \"1\" and \"0\" and null stay without that requirement, and numbers are read as ever", () => {
+    const url = (major: unknown, minor: unknown) => {
+      try {
+        return toRequest(new ShimRequest({ method: "GET", url: "/p", headers: { accept: "*/*" }, major, minor })).url;
+      } catch (error) {
+        return error instanceof TypeError ? error.message : String(error);
+      }
+    };
+    const missing = "Missing, repeated or invalid Host header.";
+    expect([url("1", "1"), url("1", "0"), url(null, null), url(1, 1), url(1, 2), url(1, 0), url("1", 1)]).toEqual([
+      missing,
+      "https://localhost/p",
+      "https://localhost/p",
+      missing,
+      missing,
+      "https://localhost/p",
+      "https://localhost/p",
+    ]);
+  });
 });
 
 describe("toRequest: body", () => {
