@@ -209,6 +209,9 @@ function unreadableBody(exchange: NodeExchange): { exchange: NodeExchange; read(
  *   parser takes for HTTP/0.9's; `HTTP/0.9`; `HTTP/2.0` in HTTP/1 text) gets the listener's 505
  *   with `Connection: close` on a path plantgate answers (RFC 9110 §15.6.6), before the scheme or
  *   the Host is looked at; on the host app's own paths it goes on with `next()`.
+ * - Under an IncomingMessage shim (serverless-http's, Express on AWS Lambda: empty `rawHeaders`,
+ *   `headers` set, the version as the strings `"1"`/`"1"`) the headers are read from `headers` and
+ *   the request is HTTP/1.1; a repeated Host line cannot be told there (the shim hands on one).
  *
  * @example
  * ```ts
