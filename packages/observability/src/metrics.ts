@@ -278,6 +278,9 @@ function refuseOnSocket(socket: Duplex, answer: string): void {
  * waits for headers an HTTP/0.9 client never sends.
  */
 const VERSIONLESS_LINE = /^[!-~]+ [!-~]+\r?$/;
+/** The 505 to a request whose first line is `line`: to a HEAD, without its body. */
+const versionRefusal = (line: string): string => (line.startsWith("HEAD ") ? REFUSALS.versionHead : REFUSALS.version);
+
 /** A request line whose HTTP version has a major version other than 1 (RFC 9112 §2.3: one digit each side of the dot). */
 const OTHER_MAJOR_LINE = /^[!-~]+ [!-~]+ HTTP\/[02-9]\.\d\r?$/;
 
@@ -321,7 +324,7 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
       socket,
       error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? REFUSALS.timeout
         : error.code === "HPE_HEADER_OVERFLOW" ? REFUSALS.headers
-        : otherMajor ? (line.startsWith("HEAD ") ? REFUSALS.versionHead : REFUSALS.version)
+        : otherMajor ? versionRefusal(line)
         : REFUSALS.malformed,
     );
   });
@@ -339,7 +342,7 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
       if (line === undefined && start.length < maxHeaderSize) return;
       socket.off("data", watchFirstLine);
       if (line === undefined || requested.has(socket) || socket.destroyed) return;
-      if (VERSIONLESS_LINE.test(line)) refuseOnSocket(socket, line.startsWith("HEAD ") ? REFUSALS.versionHead : REFUSALS.version);
+      if (VERSIONLESS_LINE.test(line)) refuseOnSocket(socket, versionRefusal(line));
     };
     socket.on("data", watchFirstLine);
   });
