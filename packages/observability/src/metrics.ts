@@ -254,22 +254,64 @@ const MALFORMED_BODY = "Not an HTTP request this listener reads; the metrics are
 const MISDIRECTED_BODY = "The request's target is not served on this connection: this listener speaks plain HTTP.\n";
 const VERSION_BODY = "The request's HTTP version is not supported; send it as HTTP/1.1.\n";
 
+/** An answer written on the socket itself: to a GET (`body`) and to a HEAD (`head`, no body). */
+interface Refusal {
+  body: string;
+  head: string;
+}
+const refusal = (status: string, body: string, extra = ""): Refusal => ({ body: rawAnswer(status, body, extra), head: rawAnswer(status, body, extra, true) });
+
 const REFUSALS = {
-  timeout: rawAnswer("408 Request Timeout", "The request did not arrive in time.\n"),
-  headers: rawAnswer("431 Request Header Fields Too Large", "The request headers are too large.\n"),
-  malformed: rawAnswer("400 Bad Request", MALFORMED_BODY),
+  timeout: refusal("408 Request Timeout", "The request did not arrive in time.\n"),
+  headers: refusal("431 Request Header Fields Too Large", "The request headers are too large.\n"),
+  malformed: refusal("400 Bad Request", MALFORMED_BODY),
   // As the public port answers a major version other than 1 (@plantgate/node), in this listener's text.
-  version: rawAnswer("505 HTTP Version Not Supported", VERSION_BODY),
-  // A version-less HEAD line's (until 2026-12-01 with the body, where the public port sends none).
-  versionHead: rawAnswer("505 HTTP Version Not Supported", VERSION_BODY, "", true),
-  connect: rawAnswer("405 Method Not Allowed", "Use GET.\n", "allow: GET, HEAD\r\n"),
+  version: refusal("505 HTTP Version Not Supported", VERSION_BODY),
+};
+const CONNECT_REFUSAL = rawAnswer("405 Method Not Allowed", "Use GET.\n", "allow: GET, HEAD\r\n");
+
+/** What of Node's socket, its answer in flight and its parser this reads. */
+type HttpSocket = Duplex & {
+  _httpMessage?: (NodeJS.EventEmitter & { writableFinished?: boolean }) | null;
+  parser?: { incoming?: { complete?: boolean } | null } | null;
 };
 
-/** Writes `answer` on a connection no request of which has an answer begun, and closes it (as Node's own handler of its parser's refusals). */
-function refuseOnSocket(socket: Duplex, answer: string): void {
-  const inFlight = (socket as Duplex & { _httpMessage?: { _headerSent?: boolean } | null })._httpMessage;
-  if (socket.writable && inFlight?._headerSent !== true) socket.write(answer);
-  socket.destroy();
+/** Sockets already refused: Node reports each later chunk of such a connection as another error. */
+const refused = new WeakSet<Duplex>();
+
+/**
+ * Refuses what Node's parser or timers refused on `socket`, or a version-less first line: `answer`
+ * once every answer before it is written out (a scrape still being collected goes out first), or no
+ * answer when the refused request had one already (answered at its head, its body then failing or
+ * timing out: one answer a request), then the connection ends. What the client is still sending is
+ * read and dropped until it ends its side (5 s at most): closed with its upload unread, the kernel
+ * resets the connection, and the client can lose the answer (until 2026-12-01 the socket was
+ * destroyed right after the write, and a refusal written ahead of an earlier scrape's answer took
+ * its place).
+ */
+function refuse(socket: HttpSocket, answer: string): void {
+  if (refused.has(socket)) return;
+  refused.add(socket);
+  if (!socket.writable) return void socket.destroy();
+  // Node's parser stops with the request it refused: nothing after it is read as a request.
+  const incoming = socket.parser?.incoming;
+  const answered = incoming != null && incoming.complete === false;
+  const close = () => {
+    socket.end(answered ? undefined : answer);
+    socket.removeAllListeners("data");
+    socket.on("data", () => {});
+    socket.once("end", () => socket.destroy());
+    socket.resume();
+    // A client that never reads, or never stops sending, must not hold the socket.
+    setTimeout(() => socket.destroy(), 5_000).unref();
+  };
+  // Node hands the socket to each pipelined request's answer once the one before is finished.
+  const afterAnswers = () => {
+    const inFlight = socket._httpMessage;
+    if (inFlight == null || inFlight.writableFinished === true) close();
+    else inFlight.once("finish", () => setImmediate(afterAnswers));
+  };
+  afterAnswers();
 }
 
 /**
@@ -278,8 +320,8 @@ function refuseOnSocket(socket: Duplex, answer: string): void {
  * waits for headers an HTTP/0.9 client never sends.
  */
 const VERSIONLESS_LINE = /^[!-~]+ [!-~]+\r?$/;
-/** The 505 to a request whose first line is `line`: to a HEAD, without its body. */
-const versionRefusal = (line: string): string => (line.startsWith("HEAD ") ? REFUSALS.versionHead : REFUSALS.version);
+/** `refusal` to a request whose first line is `line`: to a HEAD, without its body. */
+const toLine = (refusal: Refusal, line: string | undefined): string => (line?.startsWith("HEAD ") === true ? refusal.head : refusal.body);
 
 /** A request line whose HTTP version has a major version other than 1 (RFC 9112 §2.3: one digit each side of the dot). */
 const OTHER_MAJOR_LINE = /^[!-~]+ [!-~]+ HTTP\/[02-9]\.\d\r?$/;
@@ -309,6 +351,8 @@ function firstLine(data: Buffer): string | undefined {
  * `requested` tells.
  */
 function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
+  /** A connection's first line, as the 'connection' listener below found it. */
+  const firstLines = new WeakMap<Duplex, string>();
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     if (error.code === "ECONNRESET") return void socket.destroy();
     const raw = (error as { rawPacket?: unknown }).rawPacket;
@@ -320,12 +364,21 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
     // came in, as the public port does (a line that came in an earlier read stays 400).
     const line = (error.code === "HPE_INVALID_VERSION" || error.code === "HPE_PAUSED_H2_UPGRADE") && Buffer.isBuffer(raw) ? firstLine(raw) : undefined;
     const otherMajor = line !== undefined && OTHER_MAJOR_LINE.test(line);
-    refuseOnSocket(
+    // To a HEAD, no body (RFC 9110 §9.3.2; until 2026-12-01 the 400, 408 and 431 carried one). Known
+    // for the connection's first request only: its line as the watcher below found it, or the one
+    // the data Node's parser failed on begins with (its parser reads a chunk before the watcher).
+    // A later request's refusal keeps its body: the data may begin with an earlier request's line,
+    // and a body a GET's answer announces must come.
+    const first = requested.has(socket) ? undefined : (firstLines.get(socket) ?? (Buffer.isBuffer(raw) ? firstLine(raw) : undefined));
+    refuse(
       socket,
-      error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? REFUSALS.timeout
-        : error.code === "HPE_HEADER_OVERFLOW" ? REFUSALS.headers
-        : otherMajor ? versionRefusal(line)
-        : REFUSALS.malformed,
+      toLine(
+        error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? REFUSALS.timeout
+          : error.code === "HPE_HEADER_OVERFLOW" ? REFUSALS.headers
+          : otherMajor ? REFUSALS.version
+          : REFUSALS.malformed,
+        first,
+      ),
     );
   });
   server.on("connection", (socket: Duplex) => {
@@ -341,15 +394,17 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
       // the server sets none of its own): past it, its parser refuses the request, 431.
       if (line === undefined && start.length < maxHeaderSize) return;
       socket.off("data", watchFirstLine);
-      if (line === undefined || requested.has(socket) || socket.destroyed) return;
-      if (VERSIONLESS_LINE.test(line)) refuseOnSocket(socket, versionRefusal(line));
+      if (line === undefined) return;
+      firstLines.set(socket, line);
+      if (requested.has(socket) || refused.has(socket) || socket.destroyed) return;
+      if (VERSIONLESS_LINE.test(line)) refuse(socket, toLine(REFUSALS.version, line));
     };
     socket.on("data", watchFirstLine);
   });
   server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
     requested.add(socket);
     socket.on("error", () => {});
-    socket.end(REFUSALS.connect, () => socket.destroy());
+    socket.end(CONNECT_REFUSAL, () => socket.destroy());
   });
   server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
     requested.add(req.socket);

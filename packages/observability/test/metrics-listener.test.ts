@@ -2,7 +2,7 @@
  * The metrics listener under hostile input, over real sockets: whatever a client sends or fails to
  * read, the listener answers it in bounded time and memory and the process lives on.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { connect, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
@@ -44,6 +44,18 @@ function open(url: string): Socket {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The URL a listener started by fixtures/serve-metrics.ts in `child` prints. */
+function listenerUrl(child: ChildProcess): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes("\n")) resolve(out.trim());
+    });
+    child.once("exit", (code) => reject(new Error(`the listener exited (${code})`)));
+  });
+}
 
 describe("metrics listener", { timeout: 30_000 }, () => {
   it("bound to the wildcard address, its URL names one a client can dial (127.0.0.1), and a scrape there answers", async () => {
@@ -118,6 +130,71 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     expect(closed).toBe(true);
     expect(received).toBe("HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 36\r\nconnection: close\r\n\r\nThe request did not arrive in time.\n");
   });
+
+  it("a HEAD whose headers do not arrive in time gets the 408 without its body (it carried one until 2026-12-01); a request answered before its body arrived gets no 408 after its answer when the body then times out", async () => {
+    listener = await serveMetrics(createMetrics({ processMetrics: false }), { port: 0, headersTimeout: 500 });
+    /** Everything the listener sends on a connection after `data` until it closes it (or 5 s pass). */
+    const exchange = async (data: string) => {
+      const socket = open(listener!.url);
+      let received = "";
+      socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
+      const closed = new Promise<boolean>((resolve) => {
+        socket.on("close", () => resolve(true));
+        setTimeout(() => resolve(false), 5_000);
+      });
+      socket.write(data);
+      return [await closed, received.replace(/\r\nDate: [^\r]*/g, "")];
+    };
+    const [head, post] = await Promise.all([
+      exchange("HEAD /metrics HTTP/1.1\r\nHost: metrics\r\nX-Slow: a"),
+      // Answered 405 at its head; its 5 bytes never come (until 2026-12-01 the request timeout's 408 followed the 405).
+      exchange("POST /metrics HTTP/1.1\r\nHost: metrics\r\nContent-Length: 5\r\n\r\nab"),
+    ]);
+    expect(head).toEqual([true, "HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: 36\r\nconnection: close\r\n\r\n"]);
+    expect(post).toEqual([true, "HTTP/1.1 405 Method Not Allowed\r\nallow: GET, HEAD\r\ncontent-type: text/plain; charset=utf-8\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\n\r\n9\r\nUse GET.\n\r\n0\r\n\r\n"]);
+  });
+
+  it("a refused request whose client writes 2 MB after it before reading gets its whole answer, every time, not a reset (listener in a process of its own)", async () => {
+    // In the test's own process the client reads between the listener's steps and a reset seldom
+    // meets an unread answer. Until 2026-12-01 the listener destroyed the socket right after writing
+    // its refusal, with the upload unread: the kernel then resets the connection.
+    const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(new URL("./fixtures/serve-metrics.ts", import.meta.url))], { stdio: ["ignore", "pipe", "inherit"] });
+    try {
+      const url = await listenerUrl(child);
+      const malformed = "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n";
+      const tooLarge = "The request headers are too large.\n";
+      const cases: Array<[string, string, string, string]> = [
+        ["unknown method", "BREW /metrics HTTP/1.1\r\nHost: m\r\nContent-Length: 2000000\r\n\r\n", "400 Bad Request", malformed],
+        ["two Content-Lengths", "POST /metrics HTTP/1.1\r\nHost: m\r\nContent-Length: 2000000\r\nContent-Length: 2000001\r\n\r\n", "400 Bad Request", malformed],
+        ["headers past the limit", "GET /metrics HTTP/1.1\r\nHost: m\r\nX-Big: ", "431 Request Header Fields Too Large", tooLarge],
+      ];
+      for (const [label, head, status, body] of cases) {
+        for (let attempt = 0; attempt < 10; attempt++) {
+          const socket = open(url);
+          // As curl does: the whole upload written before the answer is read.
+          socket.pause();
+          socket.write(head);
+          await new Promise<void>((resolve) => socket.write(Buffer.alloc(2_000_000, 0x61), () => resolve()));
+          let received = "";
+          const outcome = await new Promise<string>((resolve) => {
+            socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
+            socket.on("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? "error"));
+            socket.on("close", () => resolve("closed"));
+            socket.resume();
+          });
+          expect([label, attempt, outcome, received]).toEqual([
+            label,
+            attempt,
+            "closed",
+            `HTTP/1.1 ${status}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`,
+          ]);
+          socket.destroy();
+        }
+      }
+    } finally {
+      child.kill();
+    }
+  }, 60_000);
 
   it("a connection silent both ways (a client that stopped reading a scrape) is destroyed after the socket timeout", async () => {
     const { metrics } = bigMetrics();
@@ -267,6 +344,20 @@ describe("metrics listener", { timeout: 30_000 }, () => {
       ["OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n", [["HTTP/1.1 404 Not Found", notFound]]],
       ["TRACE", "TRACE /metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n", [["HTTP/1.1 405 Method Not Allowed", use]]],
       ["POST with a body", "POST /metrics HTTP/1.1\r\nHost: m\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello", [["HTTP/1.1 405 Method Not Allowed", use]]],
+      // To a HEAD: the refusal's Content-Length and no body (RFC 9110 §9.3.2), as the public port's (until 2026-12-01 with the body).
+      ["HEAD, 32 KB header", `HEAD /metrics HTTP/1.1\r\nHost: m\r\nX-Big: ${"a".repeat(32_000)}\r\n\r\n`, [["HTTP/1.1 431 Request Header Fields Too Large", ""]]],
+      ["HEAD, two Content-Lengths", "HEAD /metrics HTTP/1.1\r\nHost: m\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", [["HTTP/1.1 400 Bad Request", ""]]],
+      // A refused request behind one still being answered: that answer first, then the refusal (until
+      // 2026-12-01 the refusal went out at once in its place, the connection was destroyed, and the
+      // scrape got the 400).
+      [
+        "a scrape, then one refused",
+        "GET /metrics HTTP/1.1\r\nHost: m\r\n\r\nBREW /metrics HTTP/1.1\r\nHost: m\r\n\r\n",
+        [
+          ["HTTP/1.1 200 OK", "<exposition>"],
+          ["HTTP/1.1 400 Bad Request", "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n"],
+        ],
+      ],
       [
         "pipelined",
         "GET /nope HTTP/1.1\r\nHost: m\r\n\r\nDELETE /metrics HTTP/1.1\r\nHost: m\r\n\r\nHEAD /metrics HTTP/1.1\r\nHost: m\r\n\r\nGET /metrics HTTP/1.1\r\nHost: m\r\nConnection: close\r\n\r\n",
@@ -364,14 +455,7 @@ describe("metrics listener", { timeout: 30_000 }, () => {
       stdio: ["ignore", "pipe", "inherit"],
     });
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        let out = "";
-        child.stdout!.on("data", (chunk: Buffer) => {
-          out += chunk.toString();
-          if (out.includes("\n")) resolve(out.trim());
-        });
-        child.once("exit", (code) => reject(new Error(`the listener exited (${code})`)));
-      });
+      const url = await listenerUrl(child);
       const socket = open(url);
       let received = "";
       socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
