@@ -53,6 +53,28 @@ describe("a deadline on every call (timeoutMs, default 20 s)", () => {
     expect([error.reason, error.message]).toEqual(["timeout", "GET /rbac/ServerCommand/GetAccountList got no complete answer within 50 ms"]);
   });
 
+  it("timeoutMs: 0 sets no deadline: a token request answered after ten minutes is waited for, and carries no abort signal", async () => {
+    // Any deadline, the 0 taken for 0 ms or the 20 s default, would have failed the call by then.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval", "Date", "performance"] });
+    try {
+      let answer: ((response: FetchResponse) => void) | undefined;
+      const signals: Array<AbortSignal | undefined> = [];
+      const fetch: FetchLike = (_url, init) => {
+        signals.push(init.signal);
+        return new Promise<FetchResponse>((resolve) => (answer = resolve));
+      };
+      const client = createClient({ ...SECRET_OPTIONS, fetch, timeoutMs: 0 });
+      let settled = false;
+      const call = client.getAccessToken().finally(() => (settled = true));
+      await vi.advanceTimersByTimeAsync(600_000);
+      expect([settled, signals]).toEqual([false, [undefined]]);
+      answer!(json(200, TOKEN));
+      expect(await call).toBe("an-access-token");
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("is checked: an integer from 0 (none) to 2147483647", () => {
     for (const timeoutMs of [-1, 1.5, 2 ** 31]) expect(() => createClient({ ...SECRET_OPTIONS, fetch: async () => json(200, TOKEN), timeoutMs })).toThrow(new TypeError("timeoutMs must be an integer from 0 to 2147483647"));
     expect(() => createClient({ ...SECRET_OPTIONS, fetch: async () => json(200, TOKEN), timeoutMs: 0 })).not.toThrow();

@@ -80,6 +80,31 @@ describe("signingKeyLoadTimeoutMs", () => {
     expect(kids((await jwks(app)).body)).toEqual([...k1, k2.kid].sort());
   });
 
+  it("0 sets no bound (the Node default): a request waits for a load held an hour, then is served the keys it read", async () => {
+    // Only the timers are faked: the store and WebCrypto settle as they do. Any bound, the 0 taken
+    // for 0 ms or a default of its own, would have answered 503 within the hour.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "setInterval", "clearInterval"] });
+    try {
+      for (const options of [{ signingKeyLoadTimeoutMs: 0 }, {}]) {
+        const { storage, gate } = heldStorage();
+        const app = createPlantgate({ storage, ...options, logger: { error() {}, warn() {} } });
+        gate.holding = true;
+        let settled = false;
+        const waiting = app.fetch(new Request(`${BASE}/.well-known/jwks.json`)).finally(() => (settled = true));
+        await vi.advanceTimersByTimeAsync(3_600_000);
+        expect([options, settled, gate.calls]).toEqual([options, false, 1]);
+        gate.holding = false;
+        gate.release();
+        const res = await waiting;
+        const body = (await res.json()) as { keys?: { kid: string }[] };
+        expect([options, res.status, body.keys?.length]).toEqual([options, 200, 1]);
+        expect(kids((await jwks(app)).body)).toEqual(kids(body));
+      }
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("no keys loaded yet and the load is late: 503 with the documented body within the bound", async () => {
     const { storage, gate } = heldStorage();
     const app = createPlantgate({ storage, signingKeyLoadTimeoutMs: 200, logger: { error() {}, warn() {} } });
