@@ -155,6 +155,23 @@ describe("d1TimeoutMs, in workerd", () => {
     expect(await sql(base, orphans)).toEqual([{ n: 0 }]);
   }, 60_000);
 
+  it("d1TimeoutMs 0 sets no bound: a client lookup D1 holds for 3 s keeps its request waiting (no 503), and once released the request is served", async () => {
+    // Taken for 0 ms, every D1 call would fail at once; a bound of its own would answer 503 when it
+    // passed (the 15 s default is not waited out here: 3 s is three times the bound the tests above set).
+    const base = await worker("{ d1TimeoutMs: 0 }");
+    expect((await token(base, "grant_type=client_credentials")).status).toBe(200);
+    await gate(base, `hold=${encodeURIComponent('from "pg_clients"')}`);
+    let answered = false;
+    const during = token(base, "grant_type=client_credentials").finally(() => (answered = true));
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect([answered, (await gate(base, "")).held]).toEqual([false, 1]);
+    expect(await gate(base, "release=1")).toEqual({ held: 1, late: 1 });
+    const served = await during;
+    expect([served.status, JSON.parse(served.body)]).toEqual([200, { access_token: expect.any(String), token_type: "Bearer", expires_in: 7200, scope: "Platform_UserAPIs Platform_AllAppsServerCommands" }]);
+    expect(served.ms).toBeGreaterThanOrEqual(2900);
+    expect(storageErrors()).toEqual([]);
+  }, 60_000);
+
   it("d1TimeoutMs is checked when the Worker is made", async () => {
     const { createWorker } = await import("../src/index.js");
     for (const d1TimeoutMs of [Number.NaN, -1, 1.5, 2 ** 31]) expect(() => createWorker({ d1TimeoutMs })).toThrow(new TypeError("d1TimeoutMs must be an integer from 0 (no bound) to 2147483647"));
