@@ -503,6 +503,24 @@ describe("createWorker", () => {
       expect(seen).toEqual({ pulled: 4, closed: false, cancelled: true });
     });
 
+    it("uploadDiscardMs 0: no lingering, an upload that never ends is cancelled at once and the answer sent (the 30 s default would outlast the test)", async () => {
+      const worker = createWorker({ logger: recorded, uploadDiscardMs: 0 });
+      const { stream, seen } = upload(4, true);
+      const res = await post(worker, "/plants", stream, { "content-type": "application/json" });
+      expect([res.status, await res.text()]).toEqual([401, '{"error":1201,"message":"An access token is required."}']);
+      expect(seen).toEqual({ pulled: expect.any(Number), closed: false, cancelled: true });
+    });
+
+    it("uploadDiscardBytes 0: nothing is discarded, the unread upload is cancelled without reading it to its end", async () => {
+      const worker = createWorker({ logger: recorded, uploadDiscardBytes: 0 });
+      const { stream, seen } = upload(80);
+      const res = await post(worker, "/plants", stream, { "content-type": "application/json" });
+      expect([res.status, await res.text()]).toEqual([401, '{"error":1201,"message":"An access token is required."}']);
+      // The streams between may have pulled a chunk or two ahead; the default reads all 80.
+      expect(seen).toEqual({ pulled: expect.any(Number), closed: false, cancelled: true });
+      expect(seen.pulled).toBeLessThanOrEqual(3);
+    });
+
     it("a body within the limit is still read whole by plantgate", async () => {
       const worker = createWorker({ logger: recorded });
       const res = await post(worker, "/plants", new Blob(['{"id":9223372036854775806,"name":"Fern"}']).stream(), {
