@@ -1,7 +1,7 @@
 import { request as httpRequest } from "node:http";
 import express, { type ErrorRequestHandler } from "express";
 import nodeFetch from "node-fetch";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { HostFaultError } from "@plantgate/core";
 import { plantgate, BODY_CONSUMED, PlantgateBodyConsumedError } from "../src/index.js";
 import { CLIENT_ID, CLIENT_SECRET, PASSWORD, USERNAME, basic, clientToken, form, listen, plantgateApp, token } from "./support.js";
@@ -428,6 +428,27 @@ describe("Express integration", () => {
       });
       expect(answer, connection).toEqual({ status: 500, text: expect.stringContaining("Error: boom after one chunk") });
     }
+  });
+
+  it("the upload discard bounds reach the lingering close: uploadDiscardMs 0 cuts off an upload still arriving after the answer at once (the 30 s default would hold it open)", async () => {
+    const pg = await plantgateApp();
+    const app = express();
+    app.use("/auth", plantgate(pg, { uploadDiscardMs: 0 }));
+    const { hostname, port } = new URL(await listen(app));
+    const { connect } = await import("node:net");
+    const socket = connect(Number(port), hostname);
+    socket.on("error", () => {});
+    let received = "";
+    socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
+    const closed = new Promise<number>((resolve) => socket.once("close", () => resolve(Date.now())));
+    // No access token: answered 401 without the body, of which 1,000 of 1,048,576 bytes come.
+    socket.write(`POST /auth/plants HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1048576\r\n\r\n${"d".repeat(1000)}`);
+    const answeredAt = await vi.waitFor(() => {
+      expect(received).toContain('{"error":1201,"message":"An access token is required."}');
+      return Date.now();
+    }, { timeout: 5_000, interval: 10 });
+    expect(received.startsWith("HTTP/1.1 401 Unauthorized\r\n")).toBe(true);
+    expect((await closed) - answeredAt).toBeLessThan(2_000);
   });
 
   it("upload discard bounds are checked when the middleware is made, not per request after the app has answered", async () => {

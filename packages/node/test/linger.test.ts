@@ -128,6 +128,20 @@ describe("lingering close", () => {
     expect(at - answeredAt).toBeLessThan(5_000);
   });
 
+  it("uploadDiscardMs 0: no lingering, an upload still arriving after the answer is cut off at once (the 30 s default would hold it open)", async () => {
+    const { url } = await start(refuser, { uploadDiscardMs: 0 });
+    const socket = await open(url);
+    socket.on("error", () => {});
+    const ended = closed(socket);
+    await write(socket, `${head("POST", 1024 * 1024, "keep-alive")}${"d".repeat(1000)}`);
+    const answered = await readResponse(socket);
+    const answeredAt = Date.now();
+    expect(answer413(answered)).toEqual({ status: 413, body: '{"error":"too_large"}' });
+    socket.resume();
+    const { at } = await ended;
+    expect(at - answeredAt).toBeLessThan(2_000);
+  });
+
   it("refuses bounds that are not non-negative integers", async () => {
     await expect(start(refuser, { uploadDiscardBytes: -1 })).rejects.toThrow(new TypeError("uploadDiscardBytes must be a non-negative integer."));
     await expect(start(refuser, { uploadDiscardMs: 1.5 })).rejects.toThrow(new TypeError("uploadDiscardMs must be a non-negative integer."));
