@@ -404,6 +404,24 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
 }
 
 /**
+ * `app.flushEvents(timeoutMs)` in this context. With a bound, its timer is this context's pending
+ * I/O while it waits. With `0` (no bound) there is none, and workerd takes a context that waits on
+ * another context's work (an earlier request's events, delivered in that request's context) with
+ * nothing pending of its own for a hung one: it cancelled a cron run at once (exceededCpu) and a
+ * request's waitUntil never ended, though the events were delivered 3 s later (until 2026-12-01).
+ * A timer that never fires is kept pending until the flush settles.
+ */
+async function flushEvents(app: Plantgate, timeoutMs: number): Promise<number> {
+  if (timeoutMs > 0) return app.flushEvents(timeoutMs);
+  const pending = setTimeout(() => {}, 2_147_483_647);
+  try {
+    return await app.flushEvents(0);
+  } finally {
+    clearTimeout(pending);
+  }
+}
+
+/**
  * Creates the Worker. A failed start-up answers 503 (in the shape of the request's endpoint): an
  * outage (migration, bootstrap, keys) is retried on the next request; a configuration error (a bad
  * option or env value, a bootstrap value the checks refuse, signing keys that cannot be loaded) is
@@ -560,7 +578,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
    * naming the count of unfinished batches only, never an event's fields.
    */
   const flushAfterAnswer = async (app: Plantgate): Promise<void> => {
-    const unfinished = await app.flushEvents(fetchEventsTimeoutMs);
+    const unfinished = await flushEvents(app, fetchEventsTimeoutMs);
     if (unfinished === 0) return void stalled.delete(app);
     if (stalled.has(app)) return;
     stalled.add(app);
@@ -573,7 +591,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
    * prune done but the run failed).
    */
   const flushBounded = async (app: Plantgate): Promise<void> => {
-    if ((await app.flushEvents(scheduledEventsTimeoutMs)) === 0) return;
+    if ((await flushEvents(app, scheduledEventsTimeoutMs)) === 0) return;
     logger.warn(`plantgate scheduled: the security events were not all delivered within ${scheduledEventsTimeoutMs} ms; the run ends without waiting for the rest`);
   };
   return {

@@ -14,7 +14,8 @@ import { type ScheduledWorker, workerPerTest } from "./support.js";
 const ENTRY = (options: string) => `
 import { createWorker } from "../src/index.ts";
 let mode = "open";
-const worker = createWorker({ onEvent: () => (mode === "never" ? new Promise(() => {}) : undefined), ...${options} });
+// slow: each event delivered 3 s late (a timer: pending I/O, as a slow log sink's fetch is).
+const worker = createWorker({ onEvent: () => (mode === "never" ? new Promise(() => {}) : mode === "slow" ? new Promise((resolve) => setTimeout(resolve, 3000)) : undefined), ...${options} });
 let env;
 const waits = { handed: 0, ended: 0 };
 export default {
@@ -170,6 +171,44 @@ describe("fetch with an onEvent hook that never settles, in workerd", () => {
     expect(Number(lines[0]![1])).toBeGreaterThanOrEqual(1);
     for (const secret of secrets) expect(log.text.includes(secret), `the log holds ${secret.slice(0, 6)}…`).toBe(false);
   }, 90_000);
+
+  it("fetchEventsTimeoutMs and scheduledEventsTimeoutMs 0 set no bound: a hook that takes 3 s is waited for by the request's waitUntil and by the cron run, and nothing is logged as given up", async () => {
+    // Taken for 0 ms, both would stop waiting at once; a bound of their own would log its line.
+    const { base, cron } = await worker("{ fetchEventsTimeoutMs: 0, scheduledEventsTimeoutMs: 0 }");
+    const waits = async () => (await (await fetch(`${base}/__waits`)).json()) as { handed: number; ended: number };
+    const refuse = async () => {
+      const res = await fetch(`${base}/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("nobody:wrong-secret")}` },
+        body: "grant_type=client_credentials",
+      });
+      expect([res.status, await res.json()]).toEqual([401, { error: "invalid_client", error_description: "Client authentication failed." }]);
+    };
+    // Started with the hook answering at once: nothing pending.
+    expect((await fetch(`${base}/.well-known/jwks.json`)).status).toBe(200);
+    await fetch(`${base}/__hook?mode=slow`).then((r) => r.text());
+    const before = await waits();
+    const started = Date.now();
+    // Two requests: the second's waitUntil waits for the first's event too, delivered in the first's context.
+    await refuse();
+    expect((await fetch(`${base}/.well-known/jwks.json`)).status).toBe(200);
+    const deadline = Date.now() + 20_000;
+    let now = await waits();
+    while ((now.handed === before.handed || now.ended < now.handed) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      now = await waits();
+    }
+    expect(now.ended).toBe(now.handed);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
+    // An event pending (delivered 3 s after this request): the run waits for it, and ends ok.
+    await refuse();
+    const during = await run(cron);
+    expect(during.result).toEqual({ outcome: "ok", noRetry: false });
+    expect(during.ms).toBeGreaterThanOrEqual(2000);
+    await log.waitFor(PRUNED_NOTHING);
+    expect(log.text).not.toContain("not all delivered");
+    expect(log.text).not.toContain("not delivered within");
+  }, 60_000);
 
   it("fetchEventsTimeoutMs is checked when the Worker is made", async () => {
     const { createWorker } = await import("../src/index.js");

@@ -5,7 +5,8 @@
  *
  * - `never`: a call never settles and holds no I/O, as the calls of a request context that is gone
  *   (cancelled, or found hung by workerd) stay for any other request waiting on them;
- * - `slow`: a call waits ten minutes (a timer: pending I/O) before it runs, as a D1 that is late.
+ * - `slow`: a call waits ten minutes (a timer: pending I/O) before it runs, as a D1 that is late;
+ * - `once`: the next call waits `delay` ms (`/__gate?mode=once&delay=ms`), then the gate is open.
  *
  * A request with `x-abandon: <ms>` is answered 499 after that long, its work left pending and held
  * by no `waitUntil`, as a client's disconnect leaves it in production: its context, and the
@@ -24,9 +25,14 @@ let mode = "open";
 let only = "";
 const worker = createWorker({ clock: () => Date.now() + offset, ...${options} });
 const real = new WeakMap();
+let delay = 0;
 const gated = (sql, run) => {
   if (mode === "open" || (only !== "" && !sql.includes(only))) return run();
   if (mode === "never") return new Promise(() => {});
+  if (mode === "once") {
+    mode = "open";
+    return new Promise((resolve) => setTimeout(resolve, delay)).then(run);
+  }
   return new Promise((resolve) => setTimeout(resolve, 600_000)).then(run);
 };
 ${D1_GATE}
@@ -38,6 +44,7 @@ export default {
       mode = url.searchParams.get("mode") ?? mode;
       only = url.searchParams.get("only") ?? only;
       offset += Number(url.searchParams.get("advance") ?? 0);
+      delay = Number(url.searchParams.get("delay") ?? delay);
       return new Response("ok");
     }
     env ??= { ...bindings, DB: gate(bindings.DB) };
@@ -202,6 +209,20 @@ describe("a D1 that stops answering, in workerd", () => {
     const after = await get(base, "/.well-known/jwks.json");
     expect(after.status).toBe(200);
     expect(after.ms).toBeLessThan(5000);
+  }, 60_000);
+
+  it("startTimeoutMs 0 sets no bound: two requests at once wait for a start whose first D1 call takes 3 s, and both are served", async () => {
+    // The second request waits on the start begun in the first one's context, with no timer of its
+    // own. Taken for 0 ms, or for a bound under 3 s, both would be 503.
+    const base = await worker("{ startTimeoutMs: 0 }");
+    await get(base, "/__gate?mode=once&delay=3000");
+    const both = await Promise.all([get(base, "/.well-known/jwks.json"), get(base, "/.well-known/jwks.json")]);
+    expect(both.map((r) => [r.status, (JSON.parse(r.body) as { keys: unknown[] }).keys.length])).toEqual([
+      [200, 1],
+      [200, 1],
+    ]);
+    for (const r of both) expect(r.ms).toBeGreaterThanOrEqual(2900);
+    expect(log.text).not.toContain("the start did not finish");
   }, 60_000);
 
   it("startTimeoutMs is checked when the Worker is made", async () => {
