@@ -158,6 +158,22 @@ describe("a D1 that stops answering, in workerd", () => {
     for (const r of after) expect(r.ms).toBeLessThan(5000);
   }, 60_000);
 
+  it("signingKeyLoadTimeoutMs 0 sets no bound: two requests during a reload whose key read takes 3 s both wait for it, and are served", async () => {
+    // The second request joins the reload begun in the first one's context, with no timer of its
+    // own. Taken for 0 ms, or for a bound under 3 s, both would be answered before the read ended.
+    const base = await worker("{ signingKeyLoadTimeoutMs: 0 }");
+    const before = await get(base, "/.well-known/jwks.json");
+    expect(before.status).toBe(200);
+    await get(base, `/__gate?mode=once&delay=3000&only=${KEYS}&advance=61000`);
+    const during = await Promise.all([get(base, "/.well-known/jwks.json"), get(base, "/.well-known/jwks.json")]);
+    expect(during.map((r) => [r.status, r.body])).toEqual([
+      [200, before.body],
+      [200, before.body],
+    ]);
+    for (const r of during) expect(r.ms).toBeGreaterThanOrEqual(2900);
+    expect(log.text).not.toContain("were not loaded from storage within");
+  }, 60_000);
+
   it("the reload is slow (D1 late by minutes): answered with the loaded keys after the Worker's default bound (10 s), not minutes", async () => {
     const base = await worker();
     const before = await get(base, "/.well-known/jwks.json");
