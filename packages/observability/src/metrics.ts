@@ -272,12 +272,27 @@ const CONNECT_REFUSAL = rawAnswer("405 Method Not Allowed", "Use GET.\n", "allow
 
 /** What of Node's socket, its answer in flight and its parser this reads. */
 type HttpSocket = Duplex & {
-  _httpMessage?: (NodeJS.EventEmitter & { writableFinished?: boolean }) | null;
+  _httpMessage?: NodeJS.EventEmitter | null;
   parser?: { incoming?: { complete?: boolean } | null } | null;
 };
 
 /** Sockets already refused: Node reports each later chunk of such a connection as another error. */
 const refused = new WeakSet<Duplex>();
+
+/**
+ * Ends `socket` (with `answer`, if any) and reads and drops what the client still sends until it
+ * ends its side, 5 s at most: closed with its upload unread, the kernel resets the connection and
+ * the client can lose the answer.
+ */
+function endAndDrain(socket: Duplex, answer?: string): void {
+  if (!socket.writableEnded) socket.end(answer);
+  socket.removeAllListeners("data");
+  socket.on("data", () => {});
+  socket.once("end", () => socket.destroy());
+  socket.resume();
+  // A client that never reads, or never stops sending, must not hold the socket.
+  setTimeout(() => socket.destroy(), 5_000).unref();
+}
 
 /**
  * Refuses what Node's parser or timers refused on `socket`, or a version-less first line: `answer`
@@ -296,19 +311,13 @@ function refuse(socket: HttpSocket, answer: string): void {
   // Node's parser stops with the request it refused: nothing after it is read as a request.
   const incoming = socket.parser?.incoming;
   const answered = incoming != null && incoming.complete === false;
-  const close = () => {
-    socket.end(answered ? undefined : answer);
-    socket.removeAllListeners("data");
-    socket.on("data", () => {});
-    socket.once("end", () => socket.destroy());
-    socket.resume();
-    // A client that never reads, or never stops sending, must not hold the socket.
-    setTimeout(() => socket.destroy(), 5_000).unref();
-  };
-  // Node hands the socket to each pipelined request's answer once the one before is finished.
+  // Node hands the socket to each pipelined request's answer once the one before has emitted
+  // 'finish' (which comes a tick after `writableFinished` turns true: until a review of 2026-12-01
+  // that was taken for "done", and the refusal went out in place of the answers queued behind).
+  // An answer that closes the connection (`Connection: close`) has ended the socket: nothing more.
   const afterAnswers = () => {
     const inFlight = socket._httpMessage;
-    if (inFlight == null || inFlight.writableFinished === true) close();
+    if (inFlight == null) endAndDrain(socket, answered || socket.writableEnded ? undefined : answer);
     else inFlight.once("finish", () => setImmediate(afterAnswers));
   };
   afterAnswers();
@@ -320,8 +329,10 @@ function refuse(socket: HttpSocket, answer: string): void {
  * waits for headers an HTTP/0.9 client never sends.
  */
 const VERSIONLESS_LINE = /^[!-~]+ [!-~]+\r?$/;
+/** A HEAD request line, with or without a version (as the public port's HEAD_LINE, and the version-less form the 505 answers). */
+const HEAD_LINE = /^HEAD [!-~]+( HTTP\/\d\.\d)?\r?$/;
 /** `refusal` to a request whose first line is `line`: to a HEAD, without its body. */
-const toLine = (refusal: Refusal, line: string | undefined): string => (line?.startsWith("HEAD ") === true ? refusal.head : refusal.body);
+const toLine = (refusal: Refusal, line: string | undefined): string => (line !== undefined && HEAD_LINE.test(line) ? refusal.head : refusal.body);
 
 /** A request line whose HTTP version has a major version other than 1 (RFC 9112 §2.3: one digit each side of the dot). */
 const OTHER_MAJOR_LINE = /^[!-~]+ [!-~]+ HTTP\/[02-9]\.\d\r?$/;
@@ -353,6 +364,8 @@ function firstLine(data: Buffer): string | undefined {
 function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
   /** A connection's first line, as the 'connection' listener below found it. */
   const firstLines = new WeakMap<Duplex, string>();
+  /** Connections of which that listener has seen a read. */
+  const watched = new WeakSet<Duplex>();
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     if (error.code === "ECONNRESET") return void socket.destroy();
     const raw = (error as { rawPacket?: unknown }).rawPacket;
@@ -365,11 +378,13 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
     const line = (error.code === "HPE_INVALID_VERSION" || error.code === "HPE_PAUSED_H2_UPGRADE") && Buffer.isBuffer(raw) ? firstLine(raw) : undefined;
     const otherMajor = line !== undefined && OTHER_MAJOR_LINE.test(line);
     // To a HEAD, no body (RFC 9110 §9.3.2; until 2026-12-01 the 400, 408 and 431 carried one). Known
-    // for the connection's first request only: its line as the watcher below found it, or the one
-    // the data Node's parser failed on begins with (its parser reads a chunk before the watcher).
-    // A later request's refusal keeps its body: the data may begin with an earlier request's line,
-    // and a body a GET's answer announces must come.
-    const first = requested.has(socket) ? undefined : (firstLines.get(socket) ?? (Buffer.isBuffer(raw) ? firstLine(raw) : undefined));
+    // for the connection's first request only: its line as the watcher below found it, or, when the
+    // failure came in the connection's very first read (Node's parser reads a chunk before the
+    // watcher), the line that read begins with. A later read's start is not known to be a request
+    // line (`GET /` then `HEAD HTTP/1.1...`: the target /HEAD), and a later request's refusal keeps
+    // its body too: the data may begin with an earlier request's line, and a body a GET's answer
+    // announces must come.
+    const first = requested.has(socket) ? undefined : (firstLines.get(socket) ?? (!watched.has(socket) && Buffer.isBuffer(raw) ? firstLine(raw) : undefined));
     refuse(
       socket,
       toLine(
@@ -388,6 +403,7 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
     // rather than straight from the socket, which costs a scrape listener nothing worth counting.
     let start: Buffer = Buffer.alloc(0);
     const watchFirstLine = (chunk: Buffer): void => {
+      watched.add(socket);
       start = start.length === 0 ? chunk : Buffer.concat([start, chunk]);
       const line = firstLine(start);
       // Looked for within Node's header limit (16 KiB unless --max-http-header-size says otherwise;
@@ -401,14 +417,19 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
     };
     socket.on("data", watchFirstLine);
   });
+  // Both read and drop what follows their answer, as a refusal does (until a review of 2026-12-01
+  // they closed with it unread: a client that sent a body first got EPIPE and no answer, half the time).
   server.on("connect", (_req: IncomingMessage, socket: Duplex) => {
     requested.add(socket);
     socket.on("error", () => {});
-    socket.end(CONNECT_REFUSAL, () => socket.destroy());
+    endAndDrain(socket, CONNECT_REFUSAL);
   });
   server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) => {
     requested.add(req.socket);
     res.shouldKeepAlive = false;
+    // Node ends a connection whose answer closes it with destroySoon() once the answer is written.
+    const socket = req.socket;
+    Object.defineProperty(socket, "destroySoon", { value: () => endAndDrain(socket), configurable: true, writable: true });
     res.writeHead(417, { "content-type": TEXT }).end("Only Expect: 100-continue is understood.\n");
   });
 }
