@@ -70,12 +70,18 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
     drain();
   } else {
     // An answer is on its way (an earlier request's, or this one's already begun): it goes out
-    // whole, then the connection closes, which tells the client to send the refused request again
-    // if it wants to (RFC 9112 §9.6). Node's socket timeout still bounds it.
-    inFlight.once("finish", () => {
-      socket.end();
+    // whole, and so do those queued behind it (Node hands the socket to each once the one before
+    // has emitted 'finish'; until 2026-12-01 the connection ended after the first, and the answers
+    // queued behind it were lost), then the connection closes, which tells the client to send the
+    // refused request again if it wants to (RFC 9112 §9.6). Node's socket timeout still bounds it.
+    const afterAnswers = (): void => {
+      const next = socket._httpMessage;
+      if (next != null) return void next.once("finish", () => setImmediate(afterAnswers));
+      // An answer that closed the connection has ended it already.
+      if (!socket.writableEnded) socket.end();
       drain();
-    });
+    };
+    inFlight.once("finish", () => setImmediate(afterAnswers));
   }
 }
 

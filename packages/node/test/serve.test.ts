@@ -506,6 +506,33 @@ describe("serve limits", () => {
     }
   });
 
+  it("a refused request behind several whose answers are still to come: every one of them arrives whole, in order, then the connection closes (the answers queued behind the first were lost)", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const slow = { fetch: async (request: Request) => (await held, new Response(`answer to ${new URL(request.url).pathname}`)) };
+    const running = await serve(slow, { port: 0, host: "127.0.0.1" });
+    try {
+      const socket = await open(running.url);
+      const received: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => received.push(chunk));
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.write("GET /a HTTP/1.1\r\nhost: x\r\n\r\nGET /b HTTP/1.1\r\nhost: x\r\n\r\nGET /c HTTP/1.1\r\nhost: x\r\n\r\nPOST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      release();
+      await closed;
+      const text = Buffer.concat(received).toString("latin1");
+      const answers = [...text.matchAll(/HTTP\/1\.1 (\d+) [^\r]*\r\n[\s\S]*?\r\n\r\n[0-9a-f]+\r\n([^\r]*)\r\n0\r\n\r\n/g)].map((m) => [m[1], m[2]]);
+      expect(answers).toEqual([
+        ["200", "answer to /a"],
+        ["200", "answer to /b"],
+        ["200", "answer to /c"],
+      ]);
+      expect(text).not.toContain("400");
+    } finally {
+      await running.close();
+    }
+  });
+
   it("a refused request behind one whose answer is still to come: what the client goes on sending adds no listener per chunk (one 'error' listener was added for each, a MaxListenersExceededWarning past 10)", async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
