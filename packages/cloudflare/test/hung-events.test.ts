@@ -201,10 +201,11 @@ describe("fetch with an onEvent hook that never settles, in workerd", () => {
     expect(now.ended).toBe(now.handed);
     expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
     // An event pending (delivered 3 s after this request): the run waits for it, and ends ok.
+    const pendingFrom = Date.now();
     await refuse();
     const during = await run(cron);
     expect(during.result).toEqual({ outcome: "ok", noRetry: false });
-    expect(during.ms).toBeGreaterThanOrEqual(2000);
+    expect(Date.now() - pendingFrom).toBeGreaterThanOrEqual(2900);
     await log.waitFor(PRUNED_NOTHING);
     expect(log.text).not.toContain("not all delivered");
     expect(log.text).not.toContain("not delivered within");

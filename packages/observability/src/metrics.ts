@@ -364,8 +364,8 @@ function firstLine(data: Buffer): string | undefined {
 function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
   /** A connection's first line, as the 'connection' listener below found it. */
   const firstLines = new WeakMap<Duplex, string>();
-  /** Connections of which that listener has seen a read. */
-  const watched = new WeakSet<Duplex>();
+  /** What that listener has seen of a connection while it looks for the first line. */
+  const starts = new WeakMap<Duplex, Buffer>();
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
     if (error.code === "ECONNRESET") return void socket.destroy();
     const raw = (error as { rawPacket?: unknown }).rawPacket;
@@ -378,13 +378,13 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
     const line = (error.code === "HPE_INVALID_VERSION" || error.code === "HPE_PAUSED_H2_UPGRADE") && Buffer.isBuffer(raw) ? firstLine(raw) : undefined;
     const otherMajor = line !== undefined && OTHER_MAJOR_LINE.test(line);
     // To a HEAD, no body (RFC 9110 §9.3.2; until 2026-12-01 the 400, 408 and 431 carried one). Known
-    // for the connection's first request only: its line as the watcher below found it, or, when the
-    // failure came in the connection's very first read (Node's parser reads a chunk before the
-    // watcher), the line that read begins with. A later read's start is not known to be a request
-    // line (`GET /` then `HEAD HTTP/1.1...`: the target /HEAD), and a later request's refusal keeps
-    // its body too: the data may begin with an earlier request's line, and a body a GET's answer
-    // announces must come.
-    const first = requested.has(socket) ? undefined : (firstLines.get(socket) ?? (!watched.has(socket) && Buffer.isBuffer(raw) ? firstLine(raw) : undefined));
+    // for the connection's first request only: its line as the watcher below found it, or else the
+    // line of what the watcher has seen followed by the read the failure came in (Node's parser
+    // reads a chunk before the watcher does): a read's own start is not known to be a request line
+    // (`GET /` then `HEAD HTTP/1.1...`: the target /HEAD). A later request's refusal keeps its body:
+    // the data may begin with an earlier request's line, and a body a GET's answer announces must come.
+    const seen = starts.get(socket);
+    const first = requested.has(socket) ? undefined : (firstLines.get(socket) ?? (Buffer.isBuffer(raw) ? firstLine(seen === undefined ? raw : Buffer.concat([seen, raw])) : undefined));
     refuse(
       socket,
       toLine(
@@ -403,13 +403,14 @@ function answerRefusals(server: Server, requested: WeakSet<Duplex>): void {
     // rather than straight from the socket, which costs a scrape listener nothing worth counting.
     let start: Buffer = Buffer.alloc(0);
     const watchFirstLine = (chunk: Buffer): void => {
-      watched.add(socket);
       start = start.length === 0 ? chunk : Buffer.concat([start, chunk]);
+      starts.set(socket, start);
       const line = firstLine(start);
       // Looked for within Node's header limit (16 KiB unless --max-http-header-size says otherwise;
       // the server sets none of its own): past it, its parser refuses the request, 431.
       if (line === undefined && start.length < maxHeaderSize) return;
       socket.off("data", watchFirstLine);
+      starts.delete(socket);
       if (line === undefined) return;
       firstLines.set(socket, line);
       if (requested.has(socket) || refused.has(socket) || socket.destroyed) return;
