@@ -507,9 +507,23 @@ describe("serve limits", () => {
   });
 
   it("a refused request behind several whose answers are still to come: every one of them arrives whole, in order, then the connection closes (the answers queued behind the first were lost)", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const slow = { fetch: async (request: Request) => (await held, new Response(`answer to ${new URL(request.url).pathname}`)) };
+    // Each answer held until released, one after the other: when one is written out, the next is
+    // still being made (the refusal's wait goes from answer to answer).
+    const gates = new Map<string, () => void>();
+    const held = new Map(["/a", "/b", "/c"].map((path) => [path, new Promise<void>((resolve) => gates.set(path, resolve))]));
+    const slow = {
+      fetch: async (request: Request) => {
+        const path = new URL(request.url).pathname;
+        await held.get(path);
+        return new Response(`answer to ${path}`);
+      },
+    };
+    const release = async () => {
+      for (const path of ["/a", "/b", "/c"]) {
+        gates.get(path)!();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
     const running = await serve(slow, { port: 0, host: "127.0.0.1" });
     try {
       const socket = await open(running.url);
@@ -518,7 +532,7 @@ describe("serve limits", () => {
       const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
       socket.write("GET /a HTTP/1.1\r\nhost: x\r\n\r\nGET /b HTTP/1.1\r\nhost: x\r\n\r\nGET /c HTTP/1.1\r\nhost: x\r\n\r\nPOST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello");
       await new Promise((resolve) => setTimeout(resolve, 200));
-      release();
+      await release();
       await closed;
       const text = Buffer.concat(received).toString("latin1");
       const answers = [...text.matchAll(/HTTP\/1\.1 (\d+) [^\r]*\r\n[\s\S]*?\r\n\r\n[0-9a-f]+\r\n([^\r]*)\r\n0\r\n\r\n/g)].map((m) => [m[1], m[2]]);
