@@ -74,6 +74,8 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
     // has emitted 'finish'; until 2026-12-01 the connection ended after the first, and the answers
     // queued behind it were lost), then the connection closes, which tells the client to send the
     // refused request again if it wants to (RFC 9112 §9.6). Node's socket timeout still bounds it.
+    // Twin of the metrics listener's wait in @plantgate/observability's metrics.ts (`refuse`), which
+    // does not depend on this package.
     const afterAnswers = (): void => {
       const next = socket._httpMessage;
       if (next != null) return void next.once("finish", () => setImmediate(afterAnswers));
@@ -81,7 +83,7 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
       if (!socket.writableEnded) socket.end();
       drain();
     };
-    inFlight.once("finish", () => setImmediate(afterAnswers));
+    afterAnswers();
   }
 }
 
