@@ -154,32 +154,28 @@ describe("metrics listener", { timeout: 30_000 }, () => {
     expect(post).toEqual([true, "HTTP/1.1 405 Method Not Allowed\r\nallow: GET, HEAD\r\ncontent-type: text/plain; charset=utf-8\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\nTransfer-Encoding: chunked\r\n\r\n9\r\nUse GET.\n\r\n0\r\n\r\n"]);
   });
 
-  it("a GET whose request line came in two reads (`GET /` and `HEAD HTTP/1.1`, the target /HEAD) is refused with its body: the second read's start is not its line", async () => {
+  /** What the listener answers a request line written in two reads, 100 ms apart, followed by two Content-Lengths (a 400). */
+  async function splitLine(first: string, second: string): Promise<string> {
     listener = await serveMetrics(createMetrics({ processMetrics: false }), { port: 0 });
     const socket = open(listener.url);
     let received = "";
     socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
     const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
-    socket.write("GET /");
+    socket.write(first);
     await sleep(100);
-    socket.write("HEAD HTTP/1.1\r\nHost: m\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab");
+    socket.write(`${second}\r\nHost: m\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab`);
     await closed;
-    const body = "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n";
-    expect(received).toBe(`HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+    return received;
+  }
+  const SPLIT_BODY = "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n";
+  const SPLIT_HEAD = `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${SPLIT_BODY.length}\r\nconnection: close\r\n\r\n`;
+
+  it("a GET whose request line came in two reads (`GET /` and `HEAD HTTP/1.1`, the target /HEAD) is refused with its body: the second read's start is not its line", async () => {
+    expect(await splitLine("GET /", "HEAD HTTP/1.1")).toBe(SPLIT_HEAD + SPLIT_BODY);
   });
 
   it("a HEAD whose request line came in two reads (`HEAD /met` and `rics HTTP/1.1`) is refused without a body, as in one read", async () => {
-    listener = await serveMetrics(createMetrics({ processMetrics: false }), { port: 0 });
-    const socket = open(listener.url);
-    let received = "";
-    socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
-    const closed = new Promise<void>((resolve) => socket.on("close", () => resolve()));
-    socket.write("HEAD /met");
-    await sleep(100);
-    socket.write("rics HTTP/1.1\r\nHost: m\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab");
-    await closed;
-    const body = "Not an HTTP request this listener reads; the metrics are at GET /metrics.\n";
-    expect(received).toBe(`HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n`);
+    expect(await splitLine("HEAD /met", "rics HTTP/1.1")).toBe(SPLIT_HEAD);
   });
 
   it("a refused request whose client writes 2 MB after it before reading gets its whole answer, every time, not a reset (listener in a process of its own)", async () => {
