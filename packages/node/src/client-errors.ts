@@ -61,30 +61,41 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
     // Before 2026-11-29 this ran only while nothing had been written on the connection: a
     // keep-alive connection's later request was closed without an answer, and a refused request
     // behind one whose answer was still to come had its refusal sent in that answer's place.
-    const body = JSON.stringify({ error: "invalid_request", error_description: description });
     // RFC 9110 §9.3.2: the answer to a HEAD carries no content; its Content-Length is the one a GET
     // would have got (§8.6), as Node's own answers to HEAD say. Until 2026-11-30 the body went out
     // too, where a client keeping the connection reads a HEAD answer's end at its blank line.
     const head = own ? incoming?.method === "HEAD" : packet !== undefined && startsWithHeadLine(packet);
-    socket.end(`HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncache-control: no-store\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${head ? "" : body}`);
+    socket.end(refusalText(status, reason, description, head));
     drain();
   } else {
     // An answer is on its way (an earlier request's, or this one's already begun): it goes out
     // whole, and so do those queued behind it (Node hands the socket to each once the one before
     // has emitted 'finish'; until 2026-12-01 the connection ended after the first, and the answers
-    // queued behind it were lost), then the connection closes, which tells the client to send the
-    // refused request again if it wants to (RFC 9112 §9.6). Node's socket timeout still bounds it.
-    // Twin of the metrics listener's wait in @plantgate/observability's metrics.ts (`refuse`), which
-    // does not depend on this package.
+    // queued behind it were lost), then the refusal (RFC 9112 §2.2: a server SHOULD answer what it
+    // cannot parse with a 400 and close; until 2026-12-01 the connection closed after the answers
+    // without one, and the client saw its request dropped unanswered), then the close. No refusal
+    // when the refused request was handed to the app already (its body failed: its own answer is
+    // among those, as in the branch above) or an answer closed the connection. Node's socket
+    // timeout still bounds the wait. The refusal keeps its body: the read the failure came in may
+    // begin with an earlier request's line, so a HEAD is not known here (as on the metrics
+    // listener, for a later request). Twin of the metrics listener's wait in
+    // @plantgate/observability's metrics.ts (`refuse`), which does not depend on this package.
+    const answered = incoming != null && incoming.complete === false;
     const afterAnswers = (): void => {
       const next = socket._httpMessage;
       if (next != null) return void next.once("finish", () => setImmediate(afterAnswers));
       // An answer that closed the connection has ended it already.
-      if (!socket.writableEnded) socket.end();
+      if (!socket.writableEnded) socket.end(answered ? undefined : refusalText(status, reason, description, false));
       drain();
     };
     afterAnswers();
   }
+}
+
+/** A refusal's whole HTTP/1.1 answer, `Connection: close`; to a HEAD (`head`), its headers alone. */
+function refusalText(status: number, reason: string, description: string, head: boolean): string {
+  const body = JSON.stringify({ error: "invalid_request", error_description: description });
+  return `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json\r\ncache-control: no-store\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${head ? "" : body}`;
 }
 
 /**

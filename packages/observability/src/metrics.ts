@@ -316,7 +316,7 @@ function refuse(socket: HttpSocket, answer: string): void {
   // that was taken for "done", and the refusal went out in place of the answers queued behind).
   // An answer that closes the connection (`Connection: close`) has ended the socket: nothing more.
   // Twin of the public port's wait in @plantgate/node's client-errors.ts (observability does not
-  // depend on node), which sends no refusal after the answers.
+  // depend on node), which sends its refusal after the answers too (since 2026-12-01).
   const afterAnswers = () => {
     const inFlight = socket._httpMessage;
     if (inFlight == null) endAndDrain(socket, answered || socket.writableEnded ? undefined : answer);
