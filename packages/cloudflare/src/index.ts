@@ -54,6 +54,9 @@ export const WORKER_SCHEMA_TOO_NEW_RETRY_MS = 10_000;
 /** The default of {@link CreateWorkerOptions.startTimeoutMs}. */
 export const WORKER_START_TIMEOUT_MS = 30_000;
 
+/** The default of {@link CreateWorkerOptions.startRetryMs}. */
+export const WORKER_START_RETRY_MS = 1_000;
+
 /**
  * The default of {@link CreateWorkerOptions.scheduledEventsTimeoutMs}: as long as Cloudflare lets a
  * `fetch`'s `waitUntil` work run after its response.
@@ -149,6 +152,16 @@ export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
    * bound.
    */
   startTimeoutMs?: number;
+  /**
+   * How long (ms) an isolate keeps a start that failed on its storage (D1 unreachable or refusing,
+   * a secret the Secrets Store does not hold) before a request starts again: meanwhile every request
+   * is answered the 503 at once, without touching D1, and the failure is logged once. Default 1 000
+   * ({@link WORKER_START_RETRY_MS}): during an outage each isolate tries D1 and logs a line about
+   * once a second, not once per request (until 2026-12-01 every request after a failed start began
+   * another, a line and D1 calls each). `0`: the next request starts again at once. A start given up
+   * on after `startTimeoutMs` is not kept (its context may be gone, not D1).
+   */
+  startRetryMs?: number;
   /**
    * The longest `scheduled()` waits (ms), after its prune, for the security events still being
    * delivered (its own, and any earlier request's) to reach the `onEvent` hook and the audit store;
@@ -323,7 +336,7 @@ function takeAppOfFailedStart(error: unknown): Plantgate | undefined {
 
 async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logger: Pick<Logger, "warn">): Promise<Plantgate> {
   // The upload bounds are the entry's own; the rest are plantgate options.
-  const { d1Binding = "DB", migrate = true, d1TimeoutMs = WORKER_D1_TIMEOUT_MS, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, scheduledEventsTimeoutMs: _events, fetchEventsTimeoutMs: _fetchEvents, pruneMaxBatches: _prune, ...rest } = options;
+  const { d1Binding = "DB", migrate = true, d1TimeoutMs = WORKER_D1_TIMEOUT_MS, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, startRetryMs: _retry, scheduledEventsTimeoutMs: _events, fetchEventsTimeoutMs: _fetchEvents, pruneMaxBatches: _prune, ...rest } = options;
   // Everything the environment decides is checked before D1 is touched: a bad setting is a
   // ConfigError, which the isolate keeps (its env cannot change) instead of retrying per request.
   const database = env[d1Binding];
@@ -453,6 +466,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     uploadDiscardBytes: discardBytes = 100 * 1024 * 1024,
     uploadDiscardMs: discardMs = 30_000,
     startTimeoutMs = WORKER_START_TIMEOUT_MS,
+    startRetryMs = WORKER_START_RETRY_MS,
     scheduledEventsTimeoutMs = WORKER_SCHEDULED_EVENTS_TIMEOUT_MS,
     fetchEventsTimeoutMs = WORKER_FETCH_EVENTS_TIMEOUT_MS,
     pruneMaxBatches = WORKER_PRUNE_MAX_BATCHES,
@@ -463,6 +477,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   if (!Number.isSafeInteger(discardBytes) || discardBytes < 0) throw new TypeError("uploadDiscardBytes must be a non-negative integer");
   checkTimerMs("uploadDiscardMs", discardMs, "0");
   checkTimerMs("startTimeoutMs", startTimeoutMs, "0 (no bound)");
+  checkTimerMs("startRetryMs", startRetryMs, "0 (retried on the next request)");
   checkTimerMs("d1TimeoutMs", options.d1TimeoutMs ?? WORKER_D1_TIMEOUT_MS, "0 (no bound)");
   checkTimerMs("scheduledEventsTimeoutMs", scheduledEventsTimeoutMs, "0 (no bound)");
   checkTimerMs("fetchEventsTimeoutMs", fetchEventsTimeoutMs, "0 (no bound)");
@@ -479,7 +494,7 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   const legacyUrlParser = urlOf("http://localhost/?q=%ZZ") === null;
   const instanceFor = async (env: PlantgateWorkerEnv): Promise<Plantgate> => {
     let current = instances.get(env);
-    // A start that found the schema too new is kept for a while, then tried again.
+    // A start that failed on storage or found the schema too new is kept for a while, then tried again.
     if (current?.retryAt !== undefined && Date.now() >= current.retryAt) {
       instances.delete(env);
       current = undefined;
@@ -488,16 +503,19 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
       const started: Start = { app: start(appOptions, env, logger), late: new StorageError(`plantgate: the start did not finish within ${startTimeoutMs} ms`) };
       current = started;
       instances.set(env, started);
-      // A failed start is not cached (the next request tries again: D1 may be back), unless the
-      // configuration is at fault, which no retry in this isolate can change. A schema newer than
-      // this code is kept for WORKER_SCHEMA_TOO_NEW_RETRY_MS: no request can fix it, but a D1
-      // restored to an older point can; until 2026-11-30 every request started again (two D1
-      // reads, an error line, then the 503).
+      // A failed start is kept for startRetryMs (D1 may be back by then: the next request after it
+      // tries again; until 2026-12-01 the next request at once, so during an outage every request
+      // began a start, with its D1 calls and its error line), or for good when the configuration is
+      // at fault, which no retry in this isolate can change. A schema newer than this code is kept
+      // for WORKER_SCHEMA_TOO_NEW_RETRY_MS: no request can fix it, but a D1 restored to an older
+      // point can; until 2026-11-30 every request started again (two D1 reads, an error line, then
+      // the 503).
       started.app.then(
         (app) => void (started.ready = app),
         (error: unknown) => {
           if (error instanceof ConfigError || instances.get(env) !== started) return;
           if (error instanceof SchemaTooNewError) started.retryAt = Date.now() + WORKER_SCHEMA_TOO_NEW_RETRY_MS;
+          else if (startRetryMs > 0) started.retryAt = Date.now() + startRetryMs;
           else instances.delete(env);
         },
       );
@@ -660,7 +678,7 @@ interface Start {
   late: StorageError;
   /** The app, once the start has finished. */
   ready?: Plantgate;
-  /** When a start that found the schema too new is tried again (`Date.now()` ms). */
+  /** When a start that failed on storage or found the schema too new is tried again (`Date.now()` ms). */
   retryAt?: number;
 }
 

@@ -12,6 +12,7 @@
  *   for the other to record all of them, then failed: 503.
  */
 import { describe, expect, it } from "vitest";
+import { WORKER_START_RETRY_MS } from "../src/index.js";
 import { D1_GATE, workerPerTest } from "./support.js";
 
 // `/__gate?mode=`: "fail" fails every migration's batch (the one with its pg_migrations row);
@@ -57,7 +58,7 @@ async function timed(url: string): Promise<{ status: number; body: string; ms: n
 }
 
 describe("a migration batch that fails at the start, in workerd", () => {
-  it("no race: 503 at once, in 7 D1 calls (8 on each request that tries again); served once D1 takes the batch", async () => {
+  it("no race: 503 at once, in 7 D1 calls; kept for startRetryMs (no D1 call, no line), then 8 on each request that tries again; served once D1 takes the batch", async () => {
     const { base } = await start(ENTRY, { d1: true });
     await fetch(`${base}/__gate?mode=fail`);
     const first = await timed(`${base}/.well-known/jwks.json`);
@@ -68,12 +69,24 @@ describe("a migration batch that fails at the start, in workerd", () => {
     expect(first.ms).toBeLessThan(2000);
     await log.waitFor("plantgate worker failed to start");
     expect(log.text).toContain("SQLITE_IOERR");
-    // An outage is retried on the next request (as the README says), as fast: 8 calls (the record's
-    // table exists now, so its first read is two).
+    // The failed start is kept for startRetryMs (1 s by default): a request meanwhile gets the 503
+    // at once without a D1 call, and the failure is not logged again.
+    log.clear();
+    const held = await timed(`${base}/.well-known/jwks.json`);
+    expect([held.status, held.body]).toEqual([503, UNAVAILABLE]);
+    expect(await (await fetch(`${base}/__calls`)).json()).toBe(7);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(log.text).not.toContain("plantgate worker failed to start");
+    // Then the outage is retried by the next request (as the README says), as fast: 8 calls (the
+    // record's table exists now, so its first read is two), and logged again.
+    await new Promise((resolve) => setTimeout(resolve, WORKER_START_RETRY_MS));
     const second = await timed(`${base}/.well-known/jwks.json`);
     expect([second.status, second.body]).toEqual([503, UNAVAILABLE]);
     expect(await (await fetch(`${base}/__calls`)).json()).toBe(15);
     expect(second.ms).toBeLessThan(2000);
+    await log.waitFor("plantgate worker failed to start");
+    expect(log.text).toContain("SQLITE_IOERR");
+    await new Promise((resolve) => setTimeout(resolve, WORKER_START_RETRY_MS + 100));
     await fetch(`${base}/__gate?mode=open`);
     expect((await fetch(`${base}/.well-known/jwks.json`)).status).toBe(200);
     expect(await (await fetch(`${base}/__migrations`)).json()).toBe(11);

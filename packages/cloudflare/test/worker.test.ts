@@ -10,7 +10,7 @@ import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1"
 import { Miniflare } from "miniflare";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFailed } from "vitest";
 import { connectD1Bridge, d1BridgeWorker, type D1Bridge } from "../../storage-sql/test/d1-bridge.js";
-import { createWorker, WORKERS_MAX_PASSWORD_HASH_ITERATIONS, type PlantgateWorkerEnv } from "../src/index.js";
+import { createWorker, WORKER_START_RETRY_MS, WORKERS_MAX_PASSWORD_HASH_ITERATIONS, type PlantgateWorkerEnv } from "../src/index.js";
 
 let mf: Miniflare | undefined;
 let database: D1DatabaseLike;
@@ -63,7 +63,7 @@ function recording(target: D1DatabaseLike): { binding: D1DatabaseLike; queries: 
 }
 
 describe("createWorker", () => {
-  it("answers 503 when env has no D1 binding (an API error body; on the OAuth endpoints an OAuth one), and retries on the next request", async () => {
+  it("answers 503 when env has no D1 binding (an API error body; on the OAuth endpoints an OAuth one), keeps that start for startRetryMs (logged once), then retries on the next request", async () => {
     const errors: unknown[] = [];
     const worker = createWorker({ logger: { error: (m, c) => void errors.push([m, c]), warn: () => {} } });
     const env: Record<string, unknown> = {};
@@ -84,10 +84,31 @@ describe("createWorker", () => {
         { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." },
       ]);
     }
+    // One failed start, kept for startRetryMs: its four requests logged it once.
+    expect(errors).toHaveLength(1);
     expect(JSON.stringify(errors)).toContain("env.DB is not a D1 binding");
     env.DB = database;
+    // Still kept (the next request within the second gets the same 503, logged no more), then retried.
+    expect((await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env)).status).toBe(503);
+    expect(errors).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, WORKER_START_RETRY_MS + 50));
     const retry = await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env);
     expect(retry.status).toBe(200);
+  });
+
+  it("startRetryMs 0: a failed start is retried by the very next request; startRetryMs is checked when the Worker is made", async () => {
+    const errors: unknown[] = [];
+    const worker = createWorker({ startRetryMs: 0, logger: { error: (m, c) => void errors.push([m, c]), warn: () => {} } });
+    const env: Record<string, unknown> = {};
+    expect((await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env)).status).toBe(503);
+    expect((await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env)).status).toBe(503);
+    // Two starts, each logged.
+    expect(errors).toHaveLength(2);
+    env.DB = database;
+    expect((await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env)).status).toBe(200);
+    for (const bad of [-1, 1.5, Number.NaN, 2_147_483_648]) {
+      expect(() => createWorker({ startRetryMs: bad }), String(bad)).toThrow(new TypeError("startRetryMs must be an integer from 0 (retried on the next request) to 2147483647"));
+    }
   });
 
   it("migrates and bootstraps once per env, then serves from the cached instance", async () => {
