@@ -258,7 +258,8 @@ const VARIABLES: ReadonlySet<string> = namesAsked({});
  * binding, without a word, and a `PLANTGATE_SIGNING_KEY` kept there gave way to a key the Worker
  * made itself, a `PLANTGATE_KEY_ENCRYPTION_KEY` kept there left the signing keys in clear. A
  * `get()` that fails (the secret not in the store, the store unreachable) fails the start, retried
- * on the next request; one that answers anything but text is a `ConfigError`.
+ * after `startRetryMs`; one that answers anything but text is a `ConfigError`. A number under a
+ * `PLANTGATE_` name that is not a safe integer is a `ConfigError` too (its text may have changed).
  */
 async function stringEntries(env: PlantgateWorkerEnv): Promise<EnvVars> {
   const out: EnvVars = {};
@@ -266,7 +267,12 @@ async function stringEntries(env: PlantgateWorkerEnv): Promise<EnvVars> {
   const secrets = new Map<string, SecretsStoreSecretLike>();
   for (const [key, value] of Object.entries(env)) {
     if (typeof value === "string") out[key] = value;
-    else if (typeof value === "number" || typeof value === "boolean") out[key] = String(value);
+    else if (typeof value === "number" && key.startsWith("PLANTGATE_") && !Number.isSafeInteger(value)) {
+      // Its text is not the one written: TOML's 12345678901234567890 reaches JavaScript as
+      // 12345678901234567000, 1.50 as 1.5 (a bootstrap secret or username changed without a word,
+      // until 2026-12-01). The value is not named: it may be a secret.
+      throw new ConfigError(`${key} is a number wrangler passed (an unquoted [vars] value) that is not a whole number below 2^53, so its text may not be the one written (digits past 2^53 are lost, 1.50 reads 1.5): quote it`);
+    } else if (typeof value === "number" || typeof value === "boolean") out[key] = String(value);
     else if (key.startsWith("PLANTGATE_") && isJsonValue(value)) {
       throw new ConfigError(`${key} must be text (a quoted [vars] value), a number or a boolean; wrangler passed ${Array.isArray(value) ? "an array" : value === null ? "null" : "a table"}`);
     } else if (key.startsWith("PLANTGATE_") && typeof (value as { get?: unknown } | undefined)?.get === "function") {

@@ -254,6 +254,43 @@ describe("createWorker", () => {
     expect([session.status, await session.json()]).toEqual([401, { error: 1301, message: expect.any(String) }]);
   });
 
+  it("an unquoted [vars] number under a PLANTGATE_ name whose text JavaScript cannot keep (past 2^53, a fraction, inf/nan) stops the start, kept, without naming the value; other names' numbers are left alone", async () => {
+    for (const value of [12345678901234567890, 2 ** 53, 1.5, -0.25, Number.POSITIVE_INFINITY, Number.NaN]) {
+      const errors: unknown[] = [];
+      const worker = createWorker({ logger: { error: (m, c) => void errors.push([m, c]), warn: () => {} } });
+      const env = { DB: database, PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-unsafe", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: value, OTHER_NUMBER: value, PLANTGATE_PASSWORD_HASH_ITERATIONS: 1000 } as unknown as PlantgateWorkerEnv;
+      const res = await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env);
+      expect([String(value), res.status]).toEqual([String(value), 503]);
+      expect(errors).toEqual([
+        [
+          "plantgate worker failed to start",
+          {
+            error:
+              "PLANTGATE_BOOTSTRAP_CLIENT_SECRET is a number wrangler passed (an unquoted [vars] value) that is not a whole number below 2^53, so its text may not be the one written (digits past 2^53 are lost, 1.50 reads 1.5): quote it",
+          },
+        ],
+      ]);
+      // A configuration error: kept for good (no retry after startRetryMs, no second line).
+      if (value === 1.5) {
+        await new Promise((resolve) => setTimeout(resolve, WORKER_START_RETRY_MS + 50));
+        expect((await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), env)).status).toBe(503);
+        expect(errors).toHaveLength(1);
+      }
+    }
+    // The largest whole number JavaScript keeps exactly is read as its text, as any smaller one.
+    const worker = createWorker({ logger: recorded });
+    const env = { DB: database, PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-safe", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: 2 ** 53 - 1, PLANTGATE_PASSWORD_HASH_ITERATIONS: 1000 } as unknown as PlantgateWorkerEnv;
+    const res = await worker.fetch(
+      new Request("http://worker.test/UserService/connect/token", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("cf-safe:9007199254740991")}` },
+        body: "grant_type=client_credentials",
+      }),
+      env,
+    );
+    expect(res.status).toBe(200);
+  });
+
   it("more PBKDF2 rounds than Cloudflare allows (100 000) is refused at start, before D1 is touched, whether from the env or the options", async () => {
     for (const [options, env] of [
       [{}, { PLANTGATE_PASSWORD_HASH_ITERATIONS: "600000" }],
