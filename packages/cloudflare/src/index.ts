@@ -301,7 +301,7 @@ async function readSecret(key: string, secret: SecretsStoreSecretLike): Promise<
   try {
     value = await secret.get();
   } catch (error) {
-    // Not the configuration's for sure (the store may be out of reach): the next request tries again.
+    // Not the configuration's for sure (the store may be out of reach): tried again after startRetryMs.
     throw new Error(`plantgate: ${key} is a Secrets Store binding whose get() failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
   if (typeof value !== "string") throw new ConfigError(`${key} is a Secrets Store binding whose get() answered ${value === null ? "null" : typeof value}, not text`);
@@ -442,7 +442,8 @@ async function flushEvents(app: Plantgate, timeoutMs: number): Promise<number> {
 
 /**
  * Creates the Worker. A failed start-up answers 503 (in the shape of the request's endpoint): an
- * outage (migration, bootstrap, keys) is retried on the next request; a configuration error (a bad
+ * outage (migration, bootstrap, keys) is kept for `startRetryMs` (1 s), then retried by the next
+ * request; a configuration error (a bad
  * option or env value, a bootstrap value the checks refuse, signing keys that cannot be loaded) is
  * kept by the isolate and logged once. A D1 schema newer than this code is kept for
  * {@link WORKER_SCHEMA_TOO_NEW_RETRY_MS} (10 s), then tried again.

@@ -19,7 +19,8 @@ const ignore = (): void => {};
 
 /** What of Node's socket, its answer in flight and its parser this reads. */
 type HttpSocket = Duplex & {
-  _httpMessage?: (NodeJS.EventEmitter & { _headerSent?: boolean; req?: unknown }) | null;
+  _httpMessage?: (NodeJS.EventEmitter & { _headerSent?: boolean; _header?: string | null; req?: unknown }) | null;
+  destroySoon?: () => void;
   parser?: { incoming?: { complete?: boolean; method?: string } | null } | null;
 };
 
@@ -81,9 +82,29 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
     // listener, for a later request). Twin of the metrics listener's wait in
     // @plantgate/observability's metrics.ts (`refuse`), which does not depend on this package.
     const answered = incoming != null && incoming.complete === false;
+    // The answer being written. Node's own 'finish' listener of an answer (added when it was made)
+    // runs before this one's and hands the socket to the next answer queued, so the next is known
+    // here at once.
+    let current = socket._httpMessage ?? null;
+    if (!answered) {
+      // A client that half-closes (FIN) once its requests are sent: Node then marks the last answer
+      // queued as the connection's last and ends the socket once that answer is written
+      // (`destroySoon`), and the refusal after it was lost (until a review of 2026-12-01). Node's end
+      // waits for the refusal, unless that answer said `Connection: close` itself (an answer marked
+      // so, or to HTTP/1.0 without keep-alive): the client reads nothing after it.
+      const destroySoon = socket.destroySoon;
+      Object.defineProperty(socket, "destroySoon", {
+        value: () => {
+          if (current === null || saysClose(current._header)) destroySoon?.call(socket);
+        },
+        configurable: true,
+        writable: true,
+      });
+    }
     const afterAnswers = (): void => {
       const next = socket._httpMessage;
-      if (next != null) return void next.once("finish", () => setImmediate(afterAnswers));
+      current = next ?? null;
+      if (next != null) return void next.once("finish", afterAnswers);
       // An answer that closed the connection has ended it already.
       if (!socket.writableEnded) socket.end(answered ? undefined : refusalText(status, reason, description, false));
       drain();
@@ -91,6 +112,14 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
     afterAnswers();
   }
 }
+
+/** Whether an answer's header block (Node's `_header`) has a `Connection` line naming `close`. */
+function saysClose(header: string | null | undefined): boolean {
+  return typeof header === "string" && CONNECTION_CLOSE.test(header);
+}
+
+/** A `Connection` header line naming the `close` option, in a header block. */
+const CONNECTION_CLOSE = /\r\nconnection:[ \t]*(?:[^\r]*,[ \t]*)?close[ \t]*(?:,|\r)/i;
 
 /** A refusal's whole HTTP/1.1 answer, `Connection: close`; to a HEAD (`head`), its headers alone. */
 function refusalText(status: number, reason: string, description: string, head: boolean): string {

@@ -552,6 +552,36 @@ describe("serve limits", () => {
     }
   });
 
+  it("a refused request behind an answer still to come, from a client that half-closes (FIN) once it has sent them: the answer, then the refusal, then the close (Node ended the connection after the answer, and the refusal was lost); none after an answer that said Connection: close", async () => {
+    let release!: () => void;
+    let held = new Promise<void>((resolve) => (release = resolve));
+    const slow = { fetch: async (request: Request) => (await held, new Response("slow answer", new URL(request.url).pathname === "/close" ? { headers: { connection: "close" } } : {})) };
+    const running = await serve(slow, { port: 0, host: "127.0.0.1" });
+    try {
+      for (const path of ["/", "/close"]) {
+        held = new Promise<void>((resolve) => (release = resolve));
+        const socket = await open(running.url);
+        const received: Buffer[] = [];
+        socket.on("data", (chunk: Buffer) => received.push(chunk));
+        const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+        socket.end(`GET ${path} HTTP/1.1\r\nhost: x\r\n\r\nPOST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello`);
+        await delay(200);
+        release();
+        const began = Date.now();
+        await closed;
+        const text = Buffer.concat(received).toString("latin1");
+        const refusal = text.indexOf("HTTP/1.1 400 ");
+        const answer = refusal < 0 ? text : text.slice(0, refusal);
+        expect([path, answer.startsWith("HTTP/1.1 200 OK\r\n"), answer.endsWith("\r\n\r\nb\r\nslow answer\r\n0\r\n\r\n")]).toEqual([path, true, true]);
+        expect([path, refusal < 0 ? "" : text.slice(refusal)]).toEqual([path, path === "/close" ? "" : REFUSED_400]);
+        // Closed once written, not at the 5 s bound of the drain.
+        expect(Date.now() - began).toBeLessThan(2000);
+      }
+    } finally {
+      await running.close();
+    }
+  });
+
   it("a request pipelined behind an answer still to come, handed to the app, whose body then fails (a FIN mid-body): both answers arrive, in order, and no refusal after them (one answer a request)", async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
