@@ -21,7 +21,7 @@ const ignore = (): void => {};
 type HttpSocket = Duplex & {
   _httpMessage?: (NodeJS.EventEmitter & { _headerSent?: boolean; _header?: string | null; req?: unknown }) | null;
   destroySoon?: () => void;
-  parser?: { incoming?: { complete?: boolean; method?: string } | null } | null;
+  parser?: { incoming?: IncomingMessage | null } | null;
 };
 
 /**
@@ -82,6 +82,7 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
     // listener, for a later request). Twin of the metrics listener's wait in
     // @plantgate/observability's metrics.ts (`refuse`), which does not depend on this package.
     const answered = incoming != null && incoming.complete === false;
+    if (answered) failBody(incoming);
     // The answer being written. Node's own 'finish' listener of an answer (added when it was made)
     // runs before this one's and hands the socket to the next answer queued, so the next is known
     // here at once.
@@ -110,6 +111,25 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
       drain();
     };
     afterAnswers();
+  }
+}
+
+/**
+ * Fails the body of a request the app has (its head was read whole) whose upload Node's parser then
+ * refused (a bad chunk size): Node neither ends nor fails such a body, so an app reading it waited
+ * until the socket timeout (60 s), and with it every answer queued behind an earlier one on the
+ * connection (until 2026-12-01). Its readers now fail as for a client that went away, and
+ * plantgate answers the request 400 ("could not be read"), in its turn. Destroyed with its socket
+ * out of reach for the moment: Node's IncomingMessage destroys its socket with an unfinished
+ * upload, which would lose the answers queued before this request's.
+ */
+function failBody(incoming: IncomingMessage): void {
+  const socket = incoming.socket;
+  (incoming as { socket: IncomingMessage["socket"] | null }).socket = null;
+  try {
+    incoming.destroy();
+  } finally {
+    incoming.socket = socket;
   }
 }
 

@@ -611,6 +611,51 @@ describe("serve limits", () => {
     }
   });
 
+  it("a request pipelined behind an answer still to come, handed to the app, whose chunked upload Node's parser then refuses (a bad chunk size): the app's read of it fails, whether it reads at once or later, through request.text() or info.readBody, and both answers arrive in order (Node left the body unended: the app waited until the socket timeout, the connection with it)", async () => {
+    for (const [via, wait] of [["text", 0], ["text", 50], ["readBody", 0], ["readBody", 50]] as const) {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const app: FetchApp = {
+        fetch: async (request, info) => {
+          if (new URL(request.url).pathname === "/slow") return (await held, new Response("slow answer"));
+          if (wait > 0) await delay(wait);
+          try {
+            const body = via === "text" ? await request.text() : await info!.readBody!(1000);
+            return new Response(`read ${body?.length ?? "nothing"}`);
+          } catch (error) {
+            return new Response(`read failed: ${(error as Error).name}`, { status: 400 });
+          }
+        },
+      };
+      const running = await serve(app, { port: 0, host: "127.0.0.1" });
+      try {
+        const socket = await open(running.url);
+        const received: Buffer[] = [];
+        socket.on("data", (chunk: Buffer) => received.push(chunk));
+        const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+        socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST /up HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n");
+        await delay(200);
+        release();
+        const began = Date.now();
+        await closed;
+        const text = Buffer.concat(received).toString("latin1");
+        const answers = [...text.matchAll(/HTTP\/1\.1 (\d+) [^\r]*\r\n[\s\S]*?\r\n\r\n[0-9a-f]+\r\n([^\r]*)\r\n0\r\n\r\n/g)].map((m) => [m[1], m[2]]);
+        expect([via, wait, answers, text.match(/HTTP\/1\.1 /g)?.length]).toEqual([
+          via,
+          wait,
+          [
+            ["200", "slow answer"],
+            ["400", "read failed: AbortError"],
+          ],
+          2,
+        ]);
+        expect(Date.now() - began).toBeLessThan(2000);
+      } finally {
+        await running.close();
+      }
+    }
+  });
+
   it("a refused request behind one whose answer is still to come: what the client goes on sending adds no listener per chunk (one 'error' listener was added for each, a MaxListenersExceededWarning past 10)", async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
