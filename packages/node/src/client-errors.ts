@@ -89,14 +89,18 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
     let current = socket._httpMessage ?? null;
     if (!answered) {
       // A client that half-closes (FIN) once its requests are sent: Node then marks the last answer
-      // queued as the connection's last and ends the socket once that answer is written
-      // (`destroySoon`), and the refusal after it was lost (until a review of 2026-12-01). Node's end
-      // waits for the refusal, unless that answer said `Connection: close` itself (an answer marked
-      // so, or to HTTP/1.0 without keep-alive): the client reads nothing after it.
-      const destroySoon = socket.destroySoon;
-      Object.defineProperty(socket, "destroySoon", {
-        value: () => {
-          if (current === null || saysClose(current._header)) destroySoon?.call(socket);
+      // queued as the connection's last and ends the socket once that answer is written (its
+      // `destroySoon()`, or the upload linger's in its place, both through a bare `end()`), and the
+      // refusal after it was lost (until a review of 2026-12-01). That end waits for the refusal,
+      // unless the answer said `Connection: close` itself (an answer marked so, or to HTTP/1.0
+      // without keep-alive): the client reads nothing after it. Held at `end()`, not by replacing
+      // `destroySoon`, which the linger of an unread upload replaces and deletes on its own (a
+      // second review found the refusal lost that way).
+      const end = socket.end;
+      Object.defineProperty(socket, "end", {
+        value: function (this: Duplex, ...args: unknown[]) {
+          if (args.length === 0 && current !== null && !saysClose(current._header)) return this;
+          return (end as (...a: unknown[]) => Duplex).apply(this, args);
         },
         configurable: true,
         writable: true,
@@ -119,13 +123,16 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
  * refused (a bad chunk size): Node neither ends nor fails such a body, so an app reading it waited
  * until the socket timeout (60 s), and with it every answer queued behind an earlier one on the
  * connection (until 2026-12-01). Its readers now fail as for a client that went away, and
- * plantgate answers the request 400 ("could not be read"), in its turn. Destroyed with its socket
- * out of reach for the moment: Node's IncomingMessage destroys its socket with an unfinished
- * upload, which would lose the answers queued before this request's.
+ * plantgate answers the request 400 ("could not be read"), in its turn. Node's IncomingMessage
+ * destroys its socket with an unfinished upload, which would lose the answers queued before this
+ * request's: for the synchronous `destroy()` call its `socket` is a stand-in whose prototype is the
+ * socket and which reads as destroyed, so its 'aborted' listeners (emitted within the call) still
+ * read the socket's properties (`req.socket.remoteAddress`, Express's `req.ip`; with `null` there,
+ * as a second review found, they threw).
  */
 function failBody(incoming: IncomingMessage): void {
   const socket = incoming.socket;
-  (incoming as { socket: IncomingMessage["socket"] | null }).socket = null;
+  incoming.socket = Object.create(socket, { destroyed: { value: true } }) as typeof socket;
   try {
     incoming.destroy();
   } finally {

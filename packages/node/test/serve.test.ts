@@ -582,6 +582,77 @@ describe("serve limits", () => {
     }
   });
 
+  it("a refused request behind answers, from a client that half-closes, where an earlier answer went out before its upload was read (the upload linger's own socket end): the refusal still follows the answers (a second review found it lost)", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // Answers without reading the body, as plantgate refuses a request with no token.
+    const app = { fetch: async (request: Request) => (new URL(request.url).pathname === "/slow" ? (await held, new Response("slow")) : new Response(`ok ${new URL(request.url).pathname}`)) };
+    const running = await serve(app, { port: 0, host: "127.0.0.1" });
+    try {
+      const socket = await open(running.url);
+      const received: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => received.push(chunk));
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST /a HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\n");
+      await delay(150);
+      socket.end("helloGET /d HTTP/1.1\r\nhost: x\r\n\r\nPOST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello");
+      await delay(150);
+      release();
+      await closed;
+      const text = Buffer.concat(received).toString("latin1");
+      const refusal = text.indexOf("HTTP/1.1 400 ");
+      const answers = [...text.slice(0, refusal < 0 ? undefined : refusal).matchAll(/HTTP\/1\.1 (\d+) [^\r]*\r\n[\s\S]*?\r\n\r\n[0-9a-f]+\r\n([^\r]*)\r\n0\r\n\r\n/g)].map((m) => [m[1], m[2]]);
+      expect(answers).toEqual([
+        ["200", "slow"],
+        ["200", "ok /a"],
+        ["200", "ok /d"],
+      ]);
+      expect(refusal < 0 ? "" : text.slice(refusal)).toBe(REFUSED_400);
+    } finally {
+      await running.close();
+    }
+  });
+
+  it("the refused upload's request, failed for its app: its 'aborted' listeners still read the socket (its address), and the app's answer goes out in its turn", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const seen: unknown[] = [];
+    const server = createHttpServer((request, response) => {
+      if (request.url === "/slow") return void held.then(() => response.end("slow"));
+      request.on("aborted", () => seen.push(request.socket.remoteAddress));
+      request.on("error", () => {});
+      request.on("close", () => response.end(`upload ${request.complete ? "complete" : "failed"}`));
+      request.resume();
+    });
+    answerMalformedRequests(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as { port: number };
+      const socket = await open(`http://127.0.0.1:${port}`);
+      const received: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => received.push(chunk));
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST /up HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n");
+      await delay(150);
+      release();
+      await closed;
+      const text = Buffer.concat(received).toString("latin1");
+      // Node's own answers (res.end with the whole body: Content-Length), one after the other.
+      const answers = text.split(/(?=HTTP\/1\.1 \d{3} )/).map((answer) => [answer.slice(9, 12), answer.slice(answer.indexOf("\r\n\r\n") + 4)]);
+      expect([seen, answers, text.match(/HTTP\/1\.1 /g)?.length]).toEqual([
+        ["127.0.0.1"],
+        [
+          ["200", "slow"],
+          ["200", "upload failed"],
+        ],
+        2,
+      ]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it("a request pipelined behind an answer still to come, handed to the app, whose body then fails (a FIN mid-body): both answers arrive, in order, and no refusal after them (one answer a request)", async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
