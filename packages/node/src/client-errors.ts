@@ -20,7 +20,6 @@ const ignore = (): void => {};
 /** What of Node's socket, its answer in flight and its parser this reads. */
 type HttpSocket = Duplex & {
   _httpMessage?: (NodeJS.EventEmitter & { _headerSent?: boolean; _header?: string | null; req?: unknown }) | null;
-  destroySoon?: () => void;
   parser?: { incoming?: IncomingMessage | null } | null;
 };
 
