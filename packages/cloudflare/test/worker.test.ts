@@ -277,9 +277,10 @@ describe("createWorker", () => {
         expect(errors).toHaveLength(1);
       }
     }
-    // The largest whole number JavaScript keeps exactly is read as its text, as any smaller one.
+    // The largest whole number JavaScript keeps exactly is read as its text, as any smaller one; a
+    // number under another name is not plantgate's and is left alone, whatever it is.
     const worker = createWorker({ logger: recorded });
-    const env = { DB: database, PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-safe", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: 2 ** 53 - 1, PLANTGATE_PASSWORD_HASH_ITERATIONS: 1000 } as unknown as PlantgateWorkerEnv;
+    const env = { DB: database, OTHER_NUMBER: 12345678901234567890, PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-safe", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: 2 ** 53 - 1, PLANTGATE_PASSWORD_HASH_ITERATIONS: 1000 } as unknown as PlantgateWorkerEnv;
     const res = await worker.fetch(
       new Request("http://worker.test/UserService/connect/token", {
         method: "POST",
