@@ -258,21 +258,25 @@ const VARIABLES: ReadonlySet<string> = namesAsked({});
  * binding, without a word, and a `PLANTGATE_SIGNING_KEY` kept there gave way to a key the Worker
  * made itself, a `PLANTGATE_KEY_ENCRYPTION_KEY` kept there left the signing keys in clear. A
  * `get()` that fails (the secret not in the store, the store unreachable) fails the start, retried
- * after `startRetryMs`; one that answers anything but text is a `ConfigError`. A number under a
- * `PLANTGATE_` name that is not a safe integer is a `ConfigError` too (its text may have changed).
+ * after `startRetryMs`; one that answers anything but text is a `ConfigError`. The names of numbers
+ * under a `PLANTGATE_` name that are not safe integers go into `unsafeNumbers` (their text may have
+ * changed: see {@link unsafeNumberError}).
  */
-async function stringEntries(env: PlantgateWorkerEnv): Promise<EnvVars> {
+async function stringEntries(env: PlantgateWorkerEnv, unsafeNumbers?: string[]): Promise<EnvVars> {
   const out: EnvVars = {};
   // The other bindings under PLANTGATE_ names with a get(): Secrets Store secrets if plantgate reads the name.
   const secrets = new Map<string, SecretsStoreSecretLike>();
   for (const [key, value] of Object.entries(env)) {
     if (typeof value === "string") out[key] = value;
-    else if (typeof value === "number" && key.startsWith("PLANTGATE_") && !Number.isSafeInteger(value)) {
-      // Its text is not the one written: TOML's 12345678901234567890 reaches JavaScript as
-      // 12345678901234567000, 1.50 as 1.5 (a bootstrap secret or username changed without a word,
-      // until 2026-12-01). The value is not named: it may be a secret.
-      throw new ConfigError(`${key} is a number wrangler passed (an unquoted [vars] value) that is not a whole number below 2^53, so its text may not be the one written (digits past 2^53 are lost, 1.50 reads 1.5): quote it`);
-    } else if (typeof value === "number" || typeof value === "boolean") out[key] = String(value);
+    else if (typeof value === "number" || typeof value === "boolean") {
+      out[key] = String(value);
+      // Its text may not be the one written: a TOML float 1.50 reaches JavaScript as 1.5, a
+      // wrangler.json 12345678901234567890 as 12345678901234567000 (wrangler's TOML reader refuses
+      // an integer past 2^53 itself); a bootstrap secret or username was changed without a word
+      // until 2026-12-01. Refused by the caller once the variables' own checks have spoken (a
+      // number setting refuses it in its own words, as on the Node servers).
+      if (typeof value === "number" && key.startsWith("PLANTGATE_") && !Number.isSafeInteger(value)) unsafeNumbers?.push(key);
+    }
     else if (key.startsWith("PLANTGATE_") && isJsonValue(value)) {
       throw new ConfigError(`${key} must be text (a quoted [vars] value), a number or a boolean; wrangler passed ${Array.isArray(value) ? "an array" : value === null ? "null" : "a table"}`);
     } else if (key.startsWith("PLANTGATE_") && typeof (value as { get?: unknown } | undefined)?.get === "function") {
@@ -340,6 +344,15 @@ function takeAppOfFailedStart(error: unknown): Plantgate | undefined {
   return app;
 }
 
+/**
+ * An unquoted [vars] number whose text JavaScript cannot keep, under a variable that took it (a
+ * text one: a secret, a username, an issuer; a number setting refuses it first, in its own words).
+ * The value is not named: it may be a secret.
+ */
+function unsafeNumberError(key: string): ConfigError {
+  return new ConfigError(`${key} is a number wrangler passed (an unquoted [vars] value) that is not a whole number below 2^53, so its text may not be the one written (digits past 2^53 are lost, 1.50 reads 1.5): quote it`);
+}
+
 async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logger: Pick<Logger, "warn">): Promise<Plantgate> {
   // The upload bounds are the entry's own; the rest are plantgate options.
   const { d1Binding = "DB", migrate = true, d1TimeoutMs = WORKER_D1_TIMEOUT_MS, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, startRetryMs: _retry, scheduledEventsTimeoutMs: _events, fetchEventsTimeoutMs: _fetchEvents, pruneMaxBatches: _prune, ...rest } = options;
@@ -348,12 +361,14 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
   const database = env[d1Binding];
   // Not a ConfigError: a missing binding is retried (a test harness, or a deploy that adds it).
   if (!isD1(database)) throw new Error(`plantgate: env.${d1Binding} is not a D1 binding; add a [[d1_databases]] binding named ${d1Binding}`);
-  const vars = await stringEntries(env);
+  const unsafeNumbers: string[] = [];
+  const vars = await stringEntries(env, unsafeNumbers);
   // The audit trail is kept unless PLANTGATE_AUDIT=0: core's reader, the one the Node servers and
   // the CLI use (an unquoted boolean var arrives as true/false, which it takes).
   const audit = auditFromEnv(vars);
   const fromEnv = optionsFromEnv(vars);
   const bootstrap = bootstrapFromEnv(vars);
+  if (unsafeNumbers.length > 0) throw unsafeNumberError(unsafeNumbers[0]!);
   const iterations = fromEnv.passwordHashIterations ?? rest.passwordHashIterations ?? WORKERS_MAX_PASSWORD_HASH_ITERATIONS;
   // Cloudflare's Web Crypto refuses PBKDF2 above 100 000 rounds (local workerd does not, so no test
   // on wrangler dev would show it): every password check would fail there.

@@ -254,7 +254,7 @@ describe("createWorker", () => {
     expect([session.status, await session.json()]).toEqual([401, { error: 1301, message: expect.any(String) }]);
   });
 
-  it("an unquoted [vars] number under a PLANTGATE_ name whose text JavaScript cannot keep (past 2^53, a fraction, inf/nan) stops the start, kept, without naming the value; other names' numbers are left alone", async () => {
+  it("a [vars] number under a PLANTGATE_ text variable whose text JavaScript cannot keep (a TOML float, a wrangler.json number past 2^53; inf/nan as a caller of fetch may pass them) stops the start, kept, without naming the value; a number setting refuses it in its own words; other names' numbers are left alone", async () => {
     for (const value of [12345678901234567890, 2 ** 53, 1.5, -0.25, Number.POSITIVE_INFINITY, Number.NaN]) {
       const errors: unknown[] = [];
       const worker = createWorker({ logger: { error: (m, c) => void errors.push([m, c]), warn: () => {} } });
@@ -277,6 +277,12 @@ describe("createWorker", () => {
         expect(errors).toHaveLength(1);
       }
     }
+    // A number setting refuses such a value in its own words (as the Node servers do), before this check.
+    const errors: unknown[] = [];
+    const setting = createWorker({ logger: { error: (m, c) => void errors.push([m, c]), warn: () => {} } });
+    const audit = { DB: database, PLANTGATE_AUDIT: 1.5, PLANTGATE_PASSWORD_HASH_ITERATIONS: 1000 } as unknown as PlantgateWorkerEnv;
+    expect((await setting.fetch(new Request("http://worker.test/.well-known/jwks.json"), audit)).status).toBe(503);
+    expect(errors).toEqual([["plantgate worker failed to start", { error: "PLANTGATE_AUDIT must be 1 or true (keep security events), or 0 or false" }]]);
     // The largest whole number JavaScript keeps exactly is read as its text, as any smaller one; a
     // number under another name is not plantgate's and is left alone, whatever it is.
     const worker = createWorker({ logger: recorded });
