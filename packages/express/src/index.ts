@@ -3,6 +3,7 @@ import {
   checkUploadDiscardOptions,
   HttpVersionNotSupportedError,
   isOtherHttpMajor,
+  isRefusedUpload,
   lingerOnUnreadUpload,
   MisdirectedRequestError,
   originOf,
@@ -302,6 +303,14 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
           answer = result;
         }
       } catch (error) {
+        // The app failed on an upload Node's parser refused after it got the request (a bad chunk
+        // size): the client is still there, and gets the 400 of its bad input in its turn (until
+        // 2026-12-01 nothing was written, as for a client that went away, and the connection hung).
+        if (isRefusedUpload(req)) {
+          lingerOnUnreadUpload(req, res, discard);
+          writeResponse(refusedRequestAnswer(error), res);
+          return;
+        }
         // The client went away; there is nobody to answer.
         if (request.signal.aborted && (error === request.signal.reason || error === appRequest.signal.reason)) return;
         if (consumed?.read() === true) {

@@ -130,6 +130,7 @@ function refuse(socket: HttpSocket, [status, reason, description]: readonly [num
  * as a second review found, they threw).
  */
 function failBody(incoming: IncomingMessage): void {
+  refusedUploads.add(incoming);
   const socket = incoming.socket;
   incoming.socket = Object.create(socket, { destroyed: { value: true } }) as typeof socket;
   try {
@@ -137,6 +138,20 @@ function failBody(incoming: IncomingMessage): void {
   } finally {
     incoming.socket = socket;
   }
+}
+
+/** The requests {@link failBody} failed. */
+const refusedUploads = new WeakSet<IncomingMessage>();
+
+/**
+ * Whether `request`'s upload is one Node's parser refused after the app got the request (see
+ * failBody): an app failing on it failed on the client's bad input, and the client is still there
+ * for its answer, a 400 (not the 500 of an app's error, nor the silence kept for a client that went
+ * away: until 2026-12-01 a FetchApp that let that read's rejection through got a 500 from serve()
+ * and nothing at all under Express, which held the connection). @internal
+ */
+export function isRefusedUpload(request: IncomingMessage): boolean {
+  return refusedUploads.has(request);
 }
 
 /** Whether an answer's header block (Node's `_header`) has a `Connection` line naming `close`. */

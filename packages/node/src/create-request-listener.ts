@@ -4,6 +4,7 @@ import { parseOrigin } from "./request-origin.js";
 import { discardBounds, linger, type UploadDiscardOptions } from "./linger.js";
 import { exchangeOf, refusedRequestAnswer, type NodeExchange } from "./to-request.js";
 import { writeResponse } from "./write-response.js";
+import { isRefusedUpload } from "./client-errors.js";
 
 /**
  * Options for {@link createRequestListener}.
@@ -116,8 +117,11 @@ export function createRequestListener(
           answer = result;
         }
       } catch (error) {
-        if (!(request.signal.aborted && error === request.signal.reason)) report(error);
         linger(req, res, bounds.bytes, bounds.ms);
+        // The app failed on an upload Node's parser refused after it got the request: the client's
+        // bad input, answered 400 in its turn (see isRefusedUpload), not reported.
+        if (isRefusedUpload(req)) return void writeResponse(refusedRequestAnswer(error), res);
+        if (!(request.signal.aborted && error === request.signal.reason)) report(error);
         sendJson(res, 500, SERVER_ERROR_BODY);
         return;
       }

@@ -6,6 +6,8 @@ export { originOf, MisdirectedRequestError } from "./request-origin.js";
 export { HttpVersionNotSupportedError } from "./node-request.js";
 /** @internal @plantgate/express's HTTP version check, the one the request builder runs. */
 export { isOtherHttpMajor } from "./node-request.js";
+/** @internal @plantgate/express's check of an upload Node's parser refused after the app got its request. */
+export { isRefusedUpload } from "./client-errors.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
 export { serve, SERVE_DEFAULTS, type ServeOptions, type ServeResult } from "./serve.js";
 export { answerMalformedRequests } from "./client-errors.js";

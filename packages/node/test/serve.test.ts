@@ -727,6 +727,34 @@ describe("serve limits", () => {
     }
   });
 
+  it("the app lets the refused upload's read failure through (a FetchApp that does not catch it): its request gets the 400 of its bad input in its turn, not a 500 (the client is still there), and nothing is reported", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const reported: unknown[] = [];
+    const app: FetchApp = {
+      fetch: async (request) => (new URL(request.url).pathname === "/slow" ? (await held, new Response("slow answer")) : new Response(await request.text())),
+    };
+    const running = await serve(app, { port: 0, host: "127.0.0.1", onError: (error) => void reported.push(error) });
+    try {
+      const socket = await open(running.url);
+      const received: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => received.push(chunk));
+      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST /up HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n");
+      await delay(150);
+      release();
+      await closed;
+      const text = Buffer.concat(received).toString("latin1").replace(/\r\nDate: [^\r]*/gi, "");
+      const answers = text.split(/(?=HTTP\/1\.1 \d{3} )/);
+      expect([answers.length, answers[0]!.startsWith("HTTP/1.1 200 OK\r\n"), answers[0]!.endsWith("\r\n\r\nb\r\nslow answer\r\n0\r\n\r\n")]).toEqual([2, true, true]);
+      expect(answers[1]).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+      expect(answers[1]!.slice(answers[1]!.indexOf("\r\n\r\n") + 4)).toBe('{"error":"invalid_request","error_description":"The request cannot be processed."}');
+      expect(reported).toEqual([]);
+    } finally {
+      await running.close();
+    }
+  });
+
   it("a refused request behind one whose answer is still to come: what the client goes on sending adds no listener per chunk (one 'error' listener was added for each, a MaxListenersExceededWarning past 10)", async () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
