@@ -5,7 +5,7 @@ import { createServer, type Socket } from "node:net";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
 import { answerMalformedRequests, closeGracefully, serve, SERVE_DEFAULTS, type FetchApp } from "../src/index.js";
-import { deferred, delay, open, rawExchange, readResponse } from "./support.js";
+import { chunkedAnswers, deferred, delay, open, rawExchange, readResponse, textUntilClose } from "./support.js";
 
 const hello: FetchApp = { fetch: async () => new Response("hello") };
 /** The whole answer to a request Node's parser refuses (400), as the refusal is written on the socket. */
@@ -410,8 +410,7 @@ describe("serve limits", () => {
   });
 
   it("a refused HEAD gets the status and headers it would get as a GET, Content-Length included, and no body (RFC 9110 §9.3.2; the body went out too)", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
+    const { promise: held, resolve: release } = deferred();
     const app = { fetch: async (request: Request) => (new URL(request.url).pathname === "/held" && (await held), new Response("hello")) };
     const running = await serve(app, { port: 0, host: "127.0.0.1" });
     /** Everything the server sends on a fresh connection after `writes` (one write each, apart), until it closes. */
@@ -470,12 +469,9 @@ describe("serve limits", () => {
         ["HEAD / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n", 200, "5"],
       ] as const) {
         const socket = await open(running.url);
-        const received: Buffer[] = [];
-        socket.on("data", (chunk: Buffer) => received.push(chunk));
-        const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+        const whole = textUntilClose(socket);
         socket.write(raw);
-        await closed;
-        const text = Buffer.concat(received).toString("latin1");
+        const text = await whole;
         const end = text.indexOf("\r\n\r\n");
         const lengthLine = /\r\ncontent-length: (\d+)\r\n/i.exec(text)?.[1];
         expect([raw, Number(text.slice(9, 12)), lengthLine, end > 0 ? text.slice(end + 4) : text]).toEqual([raw, status, length, ""]);
@@ -486,20 +482,16 @@ describe("serve limits", () => {
   });
 
   it("a refused request behind one whose answer is still to come: that answer arrives whole, then the refusal, then the connection closes (nothing written ahead of the answer; until 2026-12-01 no refusal came)", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
+    const { promise: held, resolve: release } = deferred();
     const slow = { fetch: async () => (await held, new Response("slow answer")) };
     const running = await serve(slow, { port: 0, host: "127.0.0.1" });
     try {
       const socket = await open(running.url);
-      const received: Buffer[] = [];
-      socket.on("data", (chunk: Buffer) => received.push(chunk));
-      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      const whole = textUntilClose(socket);
       socket.write("GET / HTTP/1.1\r\nhost: x\r\n\r\nPOST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello");
       await new Promise((resolve) => setTimeout(resolve, 200));
       release();
-      await closed;
-      const text = Buffer.concat(received).toString("latin1");
+      const text = await whole;
       // Node's own default would write its 400 first, as if it answered the GET.
       const refusal = text.indexOf("HTTP/1.1 400 ");
       expect(text.startsWith("HTTP/1.1 200 OK\r\n")).toBe(true);
@@ -531,15 +523,12 @@ describe("serve limits", () => {
     const running = await serve(slow, { port: 0, host: "127.0.0.1" });
     try {
       const socket = await open(running.url);
-      const received: Buffer[] = [];
-      socket.on("data", (chunk: Buffer) => received.push(chunk));
-      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      const whole = textUntilClose(socket);
       socket.write("GET /a HTTP/1.1\r\nhost: x\r\n\r\nGET /b HTTP/1.1\r\nhost: x\r\n\r\nGET /c HTTP/1.1\r\nhost: x\r\n\r\nPOST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello");
       await new Promise((resolve) => setTimeout(resolve, 200));
       await release();
-      await closed;
-      const text = Buffer.concat(received).toString("latin1");
-      const answers = [...text.matchAll(/HTTP\/1\.1 (\d+) [^\r]*\r\n[\s\S]*?\r\n\r\n[0-9a-f]+\r\n([^\r]*)\r\n0\r\n\r\n/g)].map((m) => [m[1], m[2]]);
+      const text = await whole;
+      const answers = chunkedAnswers(text);
       expect(answers).toEqual([
         ["200", "answer to /a"],
         ["200", "answer to /b"],
@@ -561,15 +550,12 @@ describe("serve limits", () => {
       for (const path of ["/", "/close"]) {
         held = new Promise<void>((resolve) => (release = resolve));
         const socket = await open(running.url);
-        const received: Buffer[] = [];
-        socket.on("data", (chunk: Buffer) => received.push(chunk));
-        const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+        const whole = textUntilClose(socket);
         socket.end(`GET ${path} HTTP/1.1\r\nhost: x\r\n\r\nPOST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello`);
         await delay(200);
         release();
         const began = Date.now();
-        await closed;
-        const text = Buffer.concat(received).toString("latin1");
+        const text = await whole;
         const refusal = text.indexOf("HTTP/1.1 400 ");
         const answer = refusal < 0 ? text : text.slice(0, refusal);
         expect([path, answer.startsWith("HTTP/1.1 200 OK\r\n"), answer.endsWith("\r\n\r\nb\r\nslow answer\r\n0\r\n\r\n")]).toEqual([path, true, true]);
@@ -583,25 +569,21 @@ describe("serve limits", () => {
   });
 
   it("a refused request behind answers, from a client that half-closes, where an earlier answer went out before its upload was read (the upload linger's own socket end): the refusal still follows the answers (a second review found it lost)", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
+    const { promise: held, resolve: release } = deferred();
     // Answers without reading the body, as plantgate refuses a request with no token.
     const app = { fetch: async (request: Request) => (new URL(request.url).pathname === "/slow" ? (await held, new Response("slow")) : new Response(`ok ${new URL(request.url).pathname}`)) };
     const running = await serve(app, { port: 0, host: "127.0.0.1" });
     try {
       const socket = await open(running.url);
-      const received: Buffer[] = [];
-      socket.on("data", (chunk: Buffer) => received.push(chunk));
-      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      const whole = textUntilClose(socket);
       socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST /a HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\n");
       await delay(150);
       socket.end("helloGET /d HTTP/1.1\r\nhost: x\r\n\r\nPOST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\ncontent-length: 6\r\n\r\nhello");
       await delay(150);
       release();
-      await closed;
-      const text = Buffer.concat(received).toString("latin1");
+      const text = await whole;
       const refusal = text.indexOf("HTTP/1.1 400 ");
-      const answers = [...text.slice(0, refusal < 0 ? undefined : refusal).matchAll(/HTTP\/1\.1 (\d+) [^\r]*\r\n[\s\S]*?\r\n\r\n[0-9a-f]+\r\n([^\r]*)\r\n0\r\n\r\n/g)].map((m) => [m[1], m[2]]);
+      const answers = chunkedAnswers(text.slice(0, refusal < 0 ? undefined : refusal));
       expect(answers).toEqual([
         ["200", "slow"],
         ["200", "ok /a"],
@@ -614,8 +596,7 @@ describe("serve limits", () => {
   });
 
   it("the refused upload's request, failed for its app: its 'aborted' listeners still read the socket (its address), and the app's answer goes out in its turn", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
+    const { promise: held, resolve: release } = deferred();
     const seen: unknown[] = [];
     const server = createHttpServer((request, response) => {
       if (request.url === "/slow") return void held.then(() => response.end("slow"));
@@ -629,14 +610,11 @@ describe("serve limits", () => {
     try {
       const { port } = server.address() as { port: number };
       const socket = await open(`http://127.0.0.1:${port}`);
-      const received: Buffer[] = [];
-      socket.on("data", (chunk: Buffer) => received.push(chunk));
-      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      const whole = textUntilClose(socket);
       socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST /up HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n");
       await delay(150);
       release();
-      await closed;
-      const text = Buffer.concat(received).toString("latin1");
+      const text = await whole;
       // Node's own answers (res.end with the whole body: Content-Length), one after the other.
       const answers = text.split(/(?=HTTP\/1\.1 \d{3} )/).map((answer) => [answer.slice(9, 12), answer.slice(answer.indexOf("\r\n\r\n") + 4)]);
       expect([seen, answers, text.match(/HTTP\/1\.1 /g)?.length]).toEqual([
@@ -654,24 +632,20 @@ describe("serve limits", () => {
   });
 
   it("a request pipelined behind an answer still to come, handed to the app, whose body then fails (a FIN mid-body): both answers arrive, in order, and no refusal after them (one answer a request)", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
+    const { promise: held, resolve: release } = deferred();
     // The second answer is made without its body, as plantgate refuses a request with no token.
     const app = { fetch: async (request: Request) => (new URL(request.url).pathname === "/slow" ? (await held, new Response("slow answer")) : new Response("refused early", { status: 401 })) };
     const running = await serve(app, { port: 0, host: "127.0.0.1" });
     try {
       const socket = await open(running.url);
-      const received: Buffer[] = [];
-      socket.on("data", (chunk: Buffer) => received.push(chunk));
-      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      const whole = textUntilClose(socket);
       socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\nhe");
       await delay(100);
       socket.end();
       await delay(100);
       release();
-      await closed;
-      const text = Buffer.concat(received).toString("latin1");
-      const answers = [...text.matchAll(/HTTP\/1\.1 (\d+) [^\r]*\r\n[\s\S]*?\r\n\r\n[0-9a-f]+\r\n([^\r]*)\r\n0\r\n\r\n/g)].map((m) => [m[1], m[2]]);
+      const text = await whole;
+      const answers = chunkedAnswers(text);
       expect(answers).toEqual([
         ["200", "slow answer"],
         ["401", "refused early"],
@@ -684,8 +658,7 @@ describe("serve limits", () => {
 
   it("a request pipelined behind an answer still to come, handed to the app, whose chunked upload Node's parser then refuses (a bad chunk size): the app's read of it fails, whether it reads at once or later, through request.text() or info.readBody, and both answers arrive in order (Node left the body unended: the app waited until the socket timeout, the connection with it)", async () => {
     for (const [via, wait] of [["text", 0], ["text", 50], ["readBody", 0], ["readBody", 50]] as const) {
-      let release!: () => void;
-      const held = new Promise<void>((resolve) => (release = resolve));
+      const { promise: held, resolve: release } = deferred();
       const app: FetchApp = {
         fetch: async (request, info) => {
           if (new URL(request.url).pathname === "/slow") return (await held, new Response("slow answer"));
@@ -701,16 +674,13 @@ describe("serve limits", () => {
       const running = await serve(app, { port: 0, host: "127.0.0.1" });
       try {
         const socket = await open(running.url);
-        const received: Buffer[] = [];
-        socket.on("data", (chunk: Buffer) => received.push(chunk));
-        const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+        const whole = textUntilClose(socket);
         socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST /up HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n");
         await delay(200);
         release();
         const began = Date.now();
-        await closed;
-        const text = Buffer.concat(received).toString("latin1");
-        const answers = [...text.matchAll(/HTTP\/1\.1 (\d+) [^\r]*\r\n[\s\S]*?\r\n\r\n[0-9a-f]+\r\n([^\r]*)\r\n0\r\n\r\n/g)].map((m) => [m[1], m[2]]);
+        const text = await whole;
+        const answers = chunkedAnswers(text);
         expect([via, wait, answers, text.match(/HTTP\/1\.1 /g)?.length]).toEqual([
           via,
           wait,
@@ -728,8 +698,7 @@ describe("serve limits", () => {
   });
 
   it("the app lets the refused upload's read failure through (a FetchApp that does not catch it): its request gets the 400 of its bad input in its turn, not a 500 (the client is still there), and nothing is reported", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
+    const { promise: held, resolve: release } = deferred();
     const reported: unknown[] = [];
     const app: FetchApp = {
       fetch: async (request) => (new URL(request.url).pathname === "/slow" ? (await held, new Response("slow answer")) : new Response(await request.text())),
@@ -737,14 +706,11 @@ describe("serve limits", () => {
     const running = await serve(app, { port: 0, host: "127.0.0.1", onError: (error) => void reported.push(error) });
     try {
       const socket = await open(running.url);
-      const received: Buffer[] = [];
-      socket.on("data", (chunk: Buffer) => received.push(chunk));
-      const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+      const whole = textUntilClose(socket);
       socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST /up HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n");
       await delay(150);
       release();
-      await closed;
-      const text = Buffer.concat(received).toString("latin1").replace(/\r\nDate: [^\r]*/gi, "");
+      const text = (await whole).replace(/\r\nDate: [^\r]*/gi, "");
       const answers = text.split(/(?=HTTP\/1\.1 \d{3} )/);
       expect([answers.length, answers[0]!.startsWith("HTTP/1.1 200 OK\r\n"), answers[0]!.endsWith("\r\n\r\nb\r\nslow answer\r\n0\r\n\r\n")]).toEqual([2, true, true]);
       expect(answers[1]).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
@@ -756,8 +722,7 @@ describe("serve limits", () => {
   });
 
   it("a refused request behind one whose answer is still to come: what the client goes on sending adds no listener per chunk (one 'error' listener was added for each, a MaxListenersExceededWarning past 10)", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
+    const { promise: held, resolve: release } = deferred();
     const slow = { fetch: async () => (await held, new Response("slow answer")) };
     const running = await serve(slow, { port: 0, host: "127.0.0.1" });
     const accepted = new Promise<Socket>((resolve) => running.server.once("connection", resolve));
@@ -795,16 +760,13 @@ describe("serve limits", () => {
     try {
       for (const ending of ["a FIN mid-body", "the request timeout"] as const) {
         const socket = await open(running.url);
-        const received: Buffer[] = [];
-        socket.on("data", (chunk: Buffer) => received.push(chunk));
-        const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+        const whole = textUntilClose(socket);
         socket.write("POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5\r\n\r\nhe");
         if (ending === "a FIN mid-body") {
           await new Promise((resolve) => setTimeout(resolve, 100));
           socket.end();
         }
-        await closed;
-        const text = Buffer.concat(received).toString("latin1");
+        const text = await whole;
         expect([ending, text.startsWith("HTTP/1.1 401 Unauthorized\r\n"), text.endsWith("\r\n\r\nd\r\nrefused early\r\n0\r\n\r\n"), text.match(/HTTP\/1\.1 /g)?.length]).toEqual([ending, true, true, 1]);
       }
     } finally {

@@ -178,6 +178,18 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve(value: T): 
   return { promise, resolve };
 }
 
+/** Everything the server sends on `socket`, as latin1 text, once the connection has closed (listening from the call on). */
+export function textUntilClose(socket: Socket): Promise<string> {
+  const received: Buffer[] = [];
+  socket.on("data", (chunk: Buffer) => received.push(chunk));
+  return new Promise((resolve) => socket.once("close", () => resolve(Buffer.concat(received).toString("latin1"))));
+}
+
+/** The answers in `text` whose body is one chunk (`Transfer-Encoding: chunked`), each as [status, that chunk], in order. */
+export function chunkedAnswers(text: string): Array<[string | undefined, string | undefined]> {
+  return [...text.matchAll(/HTTP\/1\.1 (\d+) [^\r]*\r\n[\s\S]*?\r\n\r\n[0-9a-f]+\r\n([^\r]*)\r\n0\r\n\r\n/g)].map((m) => [m[1], m[2]]);
+}
+
 export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
