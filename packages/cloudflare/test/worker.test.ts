@@ -31,6 +31,15 @@ beforeEach(() => {
 });
 
 /** The stored password hash of an account, read straight from D1. */
+/** A client-credentials token request to the Worker, the client authenticated with HTTP Basic. */
+function clientCredentials(clientId: string, secret: string): Request {
+  return new Request("http://worker.test/UserService/connect/token", {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`${clientId}:${secret}`)}` },
+    body: "grant_type=client_credentials",
+  });
+}
+
 async function storedHash(username: string): Promise<string | undefined> {
   const raw = database as unknown as { prepare(q: string): { bind(...v: unknown[]): { all(): Promise<{ results: { password_hash: string }[] }> } } };
   const { results } = await raw.prepare("select password_hash from pg_accounts where username = ?").bind(username).all();
@@ -228,14 +237,7 @@ describe("createWorker", () => {
       PLANTGATE_AUDIT: 1,
     };
     const worker = createWorker({ logger: recorded });
-    const res = await worker.fetch(
-      new Request("http://worker.test/UserService/connect/token", {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("cf-numbers:cf-numbers-secret-0123456789")}` },
-        body: "grant_type=client_credentials",
-      }),
-      env,
-    );
+    const res = await worker.fetch(clientCredentials("cf-numbers", "cf-numbers-secret-0123456789"), env);
     expect(res.status).toBe(200);
     expect(((await res.json()) as { expires_in: number }).expires_in).toBe(300);
 
@@ -287,14 +289,7 @@ describe("createWorker", () => {
     // number under another name is not plantgate's and is left alone, whatever it is.
     const worker = createWorker({ logger: recorded });
     const env = { DB: database, OTHER_NUMBER: 12345678901234567890, PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-safe", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: 2 ** 53 - 1, PLANTGATE_PASSWORD_HASH_ITERATIONS: 1000 } as unknown as PlantgateWorkerEnv;
-    const res = await worker.fetch(
-      new Request("http://worker.test/UserService/connect/token", {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa("cf-safe:9007199254740991")}` },
-        body: "grant_type=client_credentials",
-      }),
-      env,
-    );
+    const res = await worker.fetch(clientCredentials("cf-safe", "9007199254740991"), env);
     expect(res.status).toBe(200);
   });
 
