@@ -12,7 +12,7 @@ import { b64url, getAccounts, postPlant, read, signWithOurKey, splitJwt } from "
 const CHALLENGE = 'Bearer realm="plantgate"';
 const INVALID_TOKEN_CHALLENGE = 'Bearer realm="plantgate", error="invalid_token", error_description="The access token is invalid or expired."';
 const MALFORMED_HEADER_CHALLENGE =
-  `Bearer realm="plantgate", error="invalid_token", error_description="The Authorization header must be 'Bearer <token>'."`;
+  `Bearer realm="plantgate", error="invalid_request", error_description="The Authorization header must be 'Bearer <token>'."`;
 const LIST_SCOPES = "Platform_UserAPIs Platform_AllAppsServerCommands";
 
 const MISSING = { error: 1201, message: "An access token is required." };

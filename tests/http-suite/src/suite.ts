@@ -472,7 +472,7 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
             const r = await call("Bearer two tokens");
             apiError(r, 401, 1204, "The Authorization header must be 'Bearer <token>'.");
             expect(r.headers.get("www-authenticate")).toBe(
-              `Bearer realm="plantgate", error="invalid_token", error_description="The Authorization header must be 'Bearer <token>'."`,
+              `Bearer realm="plantgate", error="invalid_request", error_description="The Authorization header must be 'Bearer <token>'."`,
             );
           });
 

@@ -4,9 +4,16 @@ import type { AccessTokenClaims } from "../tokens/access-token.js";
 
 const REALM = 'realm="plantgate"';
 
+/**
+ * A 401 with its challenge's RFC 6750 §3.1 error: `invalid_token` for a token that does not pass,
+ * `invalid_request` for a header naming the scheme without being `Bearer <token>` (no token, two
+ * tokens), so a client that renews on `invalid_token` does not loop on its own header's fault. The
+ * status stays 401 (where the RFC suggests 400 for `invalid_request`): the spec answers any missing
+ * or invalid token with 401.
+ */
 const invalid = (code: typeof ApiErrorCode.invalidToken | typeof ApiErrorCode.invalidAuthorizationHeader, message: string) =>
   new ApiError(401, code, message, {
-    "www-authenticate": `Bearer ${REALM}, error="invalid_token", error_description="${message.replace(/"/g, "'")}"`,
+    "www-authenticate": `Bearer ${REALM}, error="${code === ApiErrorCode.invalidToken ? "invalid_token" : "invalid_request"}", error_description="${message.replace(/"/g, "'")}"`,
   });
 const revoked = () => invalid(ApiErrorCode.invalidToken, "The access token is invalid or expired.");
 
@@ -36,8 +43,8 @@ function scopeError(ctx: Context, route: ProtectedRoute, claims: AccessTokenClai
 }
 
 /**
- * Checks the bearer token of an API request (RFC 6750): none -> 401 with a bare challenge;
- * malformed, invalid, expired or revoked -> 401 `invalid_token`; valid but lacking the route's
+ * Checks the bearer token of an API request (RFC 6750): none -> 401 with a bare challenge; a
+ * malformed header -> 401 `invalid_request`; invalid, expired or revoked -> 401 `invalid_token`; valid but lacking the route's
  * scope -> 403 `insufficient_scope`. Runs before the body is read.
  */
 export async function requireBearer(ctx: Context, urls: Urls, request: Request, route: ProtectedRoute): Promise<AccessTokenClaims> {

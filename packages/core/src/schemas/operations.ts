@@ -118,7 +118,7 @@ const NO_STORE_HEADERS: Record<string, ResponseHeader> = {
 };
 const RETRY_AFTER: ResponseHeader = { description: "Seconds to wait before retrying.", schema: z.string().check(z.regex(/^\d+$/)), required: true };
 const BEARER_CHALLENGE: ResponseHeader = {
-  description: "RFC 6750 §3: `Bearer realm=\"plantgate\"`, with `error=\"invalid_token\"` when a token was sent.",
+  description: "RFC 6750 §3: `Bearer realm=\"plantgate\"`, with `error=\"invalid_token\"` when a token was sent and `error=\"invalid_request\"` when the header names the Bearer scheme without being `Bearer <token>`.",
   schema: text("The challenge.", ['Bearer realm="plantgate", error="invalid_token", error_description="The access token is invalid or expired."']),
   required: true,
 };
