@@ -183,5 +183,18 @@ describe("GET /console/api/events", () => {
     const s = await signIn(h.app);
     const res = await call(h.app, "GET", "/api/events", { cookie: s.cookie });
     expect([res.status, await res.json()]).toStrictEqual([200, { audit: false, events: [], next: null }]);
+    // A bad query is refused as it is with an audit store (until 2026-12-01 it got the 200 above).
+    for (const [query, message] of [
+      ["?limit=0", "limit must be an integer from 1 to 100."],
+      ["?limit=101", "limit must be an integer from 1 to 100."],
+      ["?type=token.stolen", expect.stringMatching(/^type must be one of token\.issued, .*console\.signed_out\.$/)],
+      ["?before=not-a-cursor", "before must be the next cursor of a previous page."],
+      [`?client=${"c".repeat(201)}`, "client must be 1-200 characters."],
+    ] as const) {
+      const bad = await call(h.app, "GET", `/api/events${query}`, { cookie: s.cookie });
+      expect([bad.status, await bad.json()], query).toStrictEqual([400, { error: 1009, message }]);
+    }
+    await expect(h.app.admin.listEvents({ limit: 0 })).rejects.toThrow("limit must be an integer from 1 to 1000");
+    await expect(h.app.admin.listEvents({})).rejects.toThrow("This storage keeps no audit trail");
   });
 });

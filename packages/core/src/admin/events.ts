@@ -36,12 +36,11 @@ const CURSOR = /^(\d{1,16})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0
 export const isEventType = (t: string): t is SecurityEventType => (SECURITY_EVENT_TYPES as readonly string[]).includes(t);
 
 /**
- * A page of the audit trail. Throws EventQueryError for a bad filter, limit or cursor; null when
- * the storage keeps no audit trail.
+ * A page of the audit trail. Throws EventQueryError for a bad filter, limit or cursor, with or
+ * without an audit store (until 2026-12-01 a store without one answered any query, so a broken
+ * filter showed only once the trail was turned on); null when the storage keeps no audit trail.
  */
 export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit = 1000): Promise<EventPage | null> {
-  const audit = ctx.storage.audit;
-  if (!audit) return null;
   const limit = query.limit ?? 20;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) throw new EventQueryError(`limit must be an integer from 1 to ${maxLimit}`);
   if (query.type !== undefined && !isEventType(query.type)) throw new EventQueryError(`type must be one of ${SECURITY_EVENT_TYPES.join(", ")}`);
@@ -57,6 +56,8 @@ export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit 
     if (!m || !Number.isSafeInteger(Number(m[1]))) throw new EventQueryError("before must be the next cursor of a previous page");
     q.before = { time: Number(m[1]), id: m[2]! };
   }
+  const audit = ctx.storage.audit;
+  if (!audit) return null;
   // One record past the page tells whether an older one exists (the store takes at most
   // AUDIT_LIST_MAX; a page of that many asks a second time, below).
   const fetched = await audit.list(limit < AUDIT_LIST_MAX ? { ...q, limit: limit + 1 } : q);
