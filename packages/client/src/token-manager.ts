@@ -666,7 +666,22 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         return { token: await runGrant(), cached: false };
       }
     }
-    if (!canRunGrant()) throw ended ?? new Error("plantgate client: no refresh token and no credentials");
+    if (!canRunGrant()) {
+      // No refresh token and no password: the token in hand came from the shared cache, where a
+      // process whose refresh the server refused wrote it without its refresh token, and this
+      // client dropped the password (keepCredentials: false). The session is over here too: the
+      // same invalid_grant as that process got, for this call and every later one (until
+      // 2026-12-01 an untyped Error, outside PlantgateClientError).
+      ended ??= new OAuthError(
+        400,
+        {
+          error: "invalid_grant",
+          error_description: "the session's refresh token was refused (as found in the shared token cache) and the password is not kept (keepCredentials: false): sign in again",
+        },
+        "refresh_token",
+      );
+      throw ended;
+    }
     return { token: await runGrant(), cached: false };
   }
 
@@ -1118,6 +1133,12 @@ function isCachedToken(value: unknown): value is CachedToken {
     (value.refreshToken === null || (typeof value.refreshToken === "string" && TOKEN_TEXT.test(value.refreshToken))) &&
     typeof value.expiresAt === "number" &&
     typeof value.obtainedAt === "number" &&
+    // A lifetime that ends before it starts (a hand-written or corrupted entry) made a negative
+    // skew in `fresh`, so the token passed for fresh past its end and was never renewed (until
+    // 2026-12-01); such an entry is no entry, as any other junk.
+    Number.isFinite(value.expiresAt) &&
+    Number.isFinite(value.obtainedAt) &&
+    value.obtainedAt <= value.expiresAt &&
     typeof value.scope === "string" &&
     (value.refreshToken === null || typeof value.refreshToken === "string") &&
     (value.lineage === undefined || (Array.isArray(value.lineage) && value.lineage.every((h) => typeof h === "string"))) &&

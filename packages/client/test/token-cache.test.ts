@@ -177,6 +177,64 @@ describe("tokenCache and refused refresh tokens", () => {
   });
 });
 
+describe("tokenCache entries another process left", () => {
+  it("without the password (keepCredentials false), a session another process found revoked ends in OAuthError invalid_grant, for this call and the next", async () => {
+    const fm = newMock();
+    let revoked = false;
+    const tokens = fakeTokenEndpoint(fm, {
+      expiresIn: 100,
+      override: (form) => (revoked && form.grant_type === "refresh_token" ? { status: 400, body: { error: "invalid_grant" } } : undefined),
+    });
+    // After the revocation the API refuses every token of the family.
+    fakeAccounts(fm, (t) => !revoked && t.startsWith("at-"));
+    const { cache } = memoryCache();
+    const clock = manualClock();
+    const options = { tokenCache: cache, clock: clock.now, credentials: USER, scope: OFFLINE, keepCredentials: false, refreshJitterSeconds: 0 };
+    const a = clientOn(fm, options);
+    const b = clientOn(fm, options);
+    expect(await a.getAccessToken()).toBe("at-1"); // password -> rt-1, cached; A drops the password
+    clock.advance(80_000); // at-1 due (30 s skew)
+    expect(await b.getAccessToken()).toBe("at-2"); // B refreshes rt-1 -> rt-2, cached
+    revoked = true; // sign-out everywhere, a password change, an administrator
+    const refused = (e: unknown) => (e instanceof OAuthError ? [e.status, e.error, e.grantType] : e);
+    // B: its at-2 refused, rt-2 refused; it caches at-2 without its refresh token.
+    expect(refused(await b.listAccounts().catch((e: unknown) => e))).toEqual([400, "invalid_grant", "refresh_token"]);
+    // A: takes at-2 from the cache, which the API refuses, and has neither refresh token nor
+    // password left (until 2026-12-01 an untyped Error, "no refresh token and no credentials").
+    const first = await a.listAccounts().catch((e: unknown) => e);
+    const second = await a.listAccounts().catch((e: unknown) => e);
+    for (const e of [first, second]) {
+      expect(refused(e)).toEqual([400, "invalid_grant", "refresh_token"]);
+      expect(e).toMatchObject({ error_description: expect.stringContaining("sign in again") });
+    }
+    expect(tokens.requests.map((r) => r.refresh_token ?? r.grant_type)).toEqual(["password", "rt-1", "rt-2"]);
+  });
+
+  it("an entry whose lifetime ends before it starts (obtainedAt after expiresAt) is no entry: a new token is fetched, and no expired one handed out", async () => {
+    const fm = newMock();
+    const tokens = fakeTokenEndpoint(fm);
+    const clock = manualClock();
+    const junk: CachedToken = {
+      accessToken: "expired-an-hour-ago",
+      tokenType: "Bearer",
+      expiresAt: T0 - 3_600_000,
+      obtainedAt: T0 + 6 * 3_600_000,
+      scope: "Platform_UserAPIs",
+      refreshToken: null,
+      grantType: "client_credentials",
+    };
+    for (const entry of [junk, { ...junk, expiresAt: Number.POSITIVE_INFINITY, obtainedAt: T0 }, { ...junk, obtainedAt: Number.NaN }]) {
+      const cache: TokenCache = { get: async () => entry, set: async () => {} };
+      // Until 2026-12-01 the first entry passed for fresh until an hour after its end: no request
+      // was sent, every process's first call failed with a NetworkError "answered after -21599999 ms".
+      const token = await clientOn(fm, { tokenCache: cache, clock: clock.now }).getToken();
+      expect(token.accessToken).toMatch(/^at-\d+$/);
+      expect(token.expiresAt).toBeGreaterThan(clock.now());
+    }
+    expect(tokens.requests.map((r) => r.grant_type)).toEqual(["client_credentials", "client_credentials", "client_credentials"]);
+  });
+});
+
 describe("refresh(rejectedAccessToken)", () => {
   it("several callers reporting one refused token, late and one after another, cause one renewal; without the token each call renews", async () => {
     const fm = newMock();
