@@ -145,6 +145,34 @@ describe("console API: clients are paged by cursor", () => {
     expect(calls.list).toBeGreaterThanOrEqual(4);
   });
 
+  it("a store without listPage whose list() orders by code point (a SQL binary collation) still shows every client once, by the fallback's own code-unit order", async () => {
+    // Ids written straight into the store (the admin API makes printable ASCII only): beside a
+    // character past U+FFFF, one of U+E000-U+FFFF sorts first by code unit and last by code point.
+    const sprout = "\u{1F331}-sprout";
+    const fullwidth = "\uFF21pp";
+    const { storage } = countingStorage(false);
+    const byCodePoint = (a: string, b: string) => {
+      const [x, y] = [[...a].map((c) => c.codePointAt(0)!), [...b].map((c) => c.codePointAt(0)!)];
+      for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+      return x.length - y.length;
+    };
+    const listed = storage.clients.list;
+    storage.clients.list = async () => (await listed()).sort((a, b) => byCodePoint(a.clientId, b.clientId));
+    const h = await setup({ storage }, ["b"]);
+    const record = (await storage.clients.get("b"))!;
+    for (const clientId of [sprout, fullwidth]) expect(await storage.clients.create({ ...record, clientId })).toBe(true);
+    const walked: string[] = [];
+    for (let after: string | null = null; walked.length < 10; ) {
+      const page: { clients: { clientId: string }[]; next: string | null } = await h.app.admin.listClientsPage({ after, limit: 1 });
+      walked.push(...page.clients.map((c) => c.clientId));
+      if (page.next === null) break;
+      after = page.next;
+    }
+    // Until 2026-12-01 the fallback cut list()'s order with a code-unit `>`: after "\uFF21pp" (last
+    // by code point) nothing was left, and the page walk never showed the sprout.
+    expect(walked).toEqual(["app-1", "b", sprout, fullwidth]);
+  });
+
   it("the memory store refuses a client id with a lone surrogate, as the SQL stores do, so every page walk (admin's and the console's) sees every client", async () => {
     const h = await setup({}, IDS);
     const record = (await h.storage.clients.get("b"))!;

@@ -2,7 +2,7 @@ import { base64url, fromBase64url, randomToken, sha256 } from "../crypto/index.j
 import type { Context } from "../context.js";
 import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
-import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText, isWellFormed } from "../util/storable-text.js";
+import { BIDI_CONTROL, byCodeUnit, INVISIBLE_CLASS, isStorableText, isWellFormed } from "../util/storable-text.js";
 import { AdminConflictError, AdminError, AdminNotFoundError, notFound, quoteId, type AdminField } from "./errors.js";
 
 /** The longest client name (the console's form and API take the same). */
@@ -198,11 +198,20 @@ async function locateLongId(ctx: Context, prefix: string, digest: string): Promi
   }
 }
 
-/** Up to `count` clients after `after` (all when null), in `list()` order: the store's `listPage`, or `list()` cut. */
+/**
+ * Up to `count` clients after `after` (all when null): the store's `listPage`, or `list()` cut. The
+ * cut sorts what it keeps by code unit, the order its `>` compares in: a `list()` in code-point order
+ * (a SQL binary collation; the two differ only between U+E000-U+FFFF and characters past U+FFFF,
+ * which no id the admin API makes holds) otherwise lost the ids past such a page's end (until
+ * 2026-12-01). Nearly sorted already, so the sort is about one pass.
+ */
 async function clientsAfter(ctx: Context, after: string | null, count: number): Promise<ClientRecord[]> {
   const store = ctx.storage.clients;
   if (typeof store.listPage === "function") return store.listPage(after, count);
-  return (await store.list()).filter((c) => after === null || c.clientId > after).slice(0, count);
+  return (await store.list())
+    .filter((c) => after === null || c.clientId > after)
+    .sort((a, b) => byCodeUnit(a.clientId, b.clientId))
+    .slice(0, count);
 }
 
 /** Client management (part of {@link Admin}). */
@@ -219,7 +228,7 @@ export interface ClientAdmin {
   addClientSecret(clientId: string, options?: { expiresIn?: number }): Promise<NewClientSecret>;
   /** Revokes one secret of a client at once. */
   revokeClientSecret(clientId: string, secretId: string): Promise<void>;
-  /** Every client, ordered by client id (code-unit order). Reads them all: for a screen, page with {@link ClientAdmin.listClientsPage}. */
+  /** Every client, ordered by client id (code-unit order; a SQL store's binary collation orders by code point, the same for the printable-ASCII ids this API makes). Reads them all: for a screen, page with {@link ClientAdmin.listClientsPage}. */
   listClients(): Promise<ClientView[]>;
   /**
    * One page of {@link ClientAdmin.listClients}'s order: the clients after the cursor `after` (the

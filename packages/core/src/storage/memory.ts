@@ -11,7 +11,7 @@ import type {
 } from "./types.js";
 import { createMemoryAuditStore } from "./memory-audit.js";
 import { UnstorableValueError } from "../errors/index.js";
-import { isWellFormed } from "../util/storable-text.js";
+import { byCodeUnit, isWellFormed } from "../util/storable-text.js";
 
 // Records are copied in and out so callers can never mutate stored state by accident,
 // which keeps this backend honest as the reference the conformance suite compares against.
@@ -25,8 +25,6 @@ const copyClient = (r: ClientRecord): ClientRecord => ({
 const bySecretAge = (a: ClientSecretRecord, b: ClientSecretRecord) => a.createdAt - b.createdAt || byCodeUnit(a.id, b.id);
 const copyAccount = (r: AccountRecord): AccountRecord => ({ ...r, roles: [...r.roles] });
 const copyRefresh = (r: RefreshTokenRecord): RefreshTokenRecord => ({ ...r, scope: [...r.scope] });
-
-const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * The first index of ascending `sorted` whose value is above `value` (strings in code-unit order):

@@ -41,3 +41,6 @@ export const INVISIBLE_CLASS = String.raw`\s\p{Cc}\p{Cf}\u115F\u1160\u3164\uFFA0
  * (U+200E, U+200F, U+061C) reorder nothing beyond themselves and stay allowed inside a name.
  */
 export const BIDI_CONTROL = /[\u202A-\u202E\u2066-\u2069]/;
+
+/** JavaScript's own string order, by UTF-16 code unit: the order the storage interfaces define for ids. */
+export const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -63,6 +63,16 @@ export function clientPagesSuite(s: SuiteContext): void {
       }
     });
 
+    it("ids where code-unit and code-point order differ (U+E000-U+FFFF beside past U+FFFF): pages walk list()'s own order, each id once (2026-12-01)", async () => {
+      // A binary SQL collation orders these by code point, JavaScript by code unit; the contract
+      // asks only that listPage agree with list(), as core pages by the one and sorts the other.
+      const odd = ["\uFF21pp", "\u{1F331}-sprout", "\uE000", "\u{10000}", "\uFFFF", "a"];
+      await createAll(odd);
+      const listed = ids(await s.storage().clients.list());
+      expect([...listed].sort(), "list() holds every id once").toEqual([...odd].sort());
+      for (const limit of [1, 2, 4]) expect((await walk(limit)).flat(), `walked ${limit} at a time`).toEqual(listed);
+    });
+
     it("limit 1 walks one client at a time, each page the next of list()", async () => {
       await createAll(["b", "a", "c"]);
       expect(ids(await store().listPage(null, 1))).toEqual(["a"]);
