@@ -12,7 +12,7 @@ export type LocatedToken =
   | { kind: "refresh_token"; record: RefreshTokenRecord };
 
 // Longer than any token we issue (access tokens are capped at 8192 by the verifier; refresh
-// tokens are 43 characters), so anything longer is simply not ours.
+// tokens are 54 characters, see newRefreshToken), so anything longer is simply not ours.
 const MAX_TOKEN_LENGTH = 8192;
 
 /**
