@@ -732,6 +732,7 @@
     if (clientId) body.clientId = clientId;
     if (ttl) body.accessTokenTtl = Number(ttl);
     $button("client-create").disabled = true;
+    const asked = state.session;
     try {
       const r = await call("POST", "/clients", body);
       // First of all, so nothing that fails after (the list's reload) can keep it from being shown.
@@ -742,7 +743,9 @@
       setStatus("security-status", q(r.client.name) + " was created.");
       await loadClients();
     } catch (e) {
-      showError("client-error", messageOf(e, [body.name, body.clientId]));
+      // Not when the session ended meanwhile: the sign-in view emptied the form and its error, and
+      // a refusal written after that stayed for whoever signed in next (until 2026-12-01).
+      if (state.session === asked) showError("client-error", messageOf(e, [body.name, body.clientId]));
     } finally {
       $button("client-create").disabled = false;
     }
@@ -1020,6 +1023,7 @@
       roles: $input("account-admin").checked ? [session().adminRole] : [],
     };
     $button("account-create").disabled = true;
+    const asked = state.session;
     try {
       const a = await call("POST", "/accounts", body);
       showError("account-error", null);
@@ -1027,7 +1031,8 @@
       setStatus("accounts-status", q(a.username) + " was created.");
       await loadAccounts();
     } catch (e) {
-      showError("account-error", messageOf(e, [body.username, body.displayName, body.email]));
+      // As the client form's: not into a form the session's end emptied.
+      if (state.session === asked) showError("account-error", messageOf(e, [body.username, body.displayName, body.email]));
     } finally {
       $button("account-create").disabled = false;
     }

@@ -321,6 +321,34 @@ suite(name, () => {
     await page.locator("#view-security").waitFor({ state: "visible" });
     expect(await page.locator("#security-status").textContent()).toBe("");
 
+    // A create submitted after the session ended: signing in again shows neither form holding the
+    // refusal (until 2026-12-01 the submit's catch wrote "Sign in to the console first." into the
+    // form after the sign-in view had emptied it, and there it stayed).
+    const formError = async (id: string) => ({ hidden: await page.locator(`#${id}`).isHidden(), text: await page.locator(`#${id}`).textContent() });
+    await page.waitForLoadState("networkidle");
+    await page.locator("#client-name").fill("Half a client");
+    await endSessions();
+    await page.locator("#client-create").click();
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    await signIn();
+    await page.locator("#view-security").waitFor({ state: "visible" });
+    expect(await formError("client-error")).toEqual({ hidden: true, text: "" });
+    expect(await page.locator("#client-name").inputValue()).toBe("");
+    await goTo("Accounts");
+    await page.locator("#accounts-body tr").first().waitFor();
+    await page.waitForLoadState("networkidle");
+    await page.locator("#account-username").fill("half-typed");
+    await page.locator("#account-password").fill("half-a-password-1");
+    await endSessions();
+    await page.locator("#account-create").click();
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    await signIn();
+    await page.locator("#view-accounts").waitFor({ state: "visible" });
+    expect(await formError("account-error")).toEqual({ hidden: true, text: "" });
+    expect(await page.locator("#account-username").inputValue()).toBe("");
+    await goTo("Settings › Security settings");
+    await page.locator("#keys-body tr").first().waitFor();
+
     // An account that lost the administrator role gets 403 1302, and the server deletes its session
     // (core's console tests); the page ends the session too, with that reason.
     expected = /^403 GET .*\/console\/api\/accounts\?/;
