@@ -4,13 +4,14 @@
  * answer; after it, or past `refreshGraceMaxUses`, that is reuse and revokes the family
  * (RFC 9700 §4.14.2). Replays are sealed under the old token; revocation is never undone.
  */
-import { decodeJwt } from "jose";
+import { decodeJwt, decodeProtectedHeader } from "jose";
 import { describe, expect, it } from "vitest";
 import { createMemoryStorage, createPlantgate, optionsFromEnv, ConfigError, type SecurityEvent, type Storage } from "../src/index.js";
 import { openReplay } from "../src/crypto/replay.js";
 import { sha256 } from "../src/crypto/index.js";
 import { refreshTokenKey } from "../src/oauth/refresh-key.js";
 import { BASE, basic, harness, type Harness } from "./helpers.js";
+import { getAccounts } from "./api-helpers.js";
 import { auth, expectTokenError, expectTokenSuccess, FORM, freshRefreshToken, INVALID_REFRESH, passwordRequest, refreshRequest, type TokenBody } from "./token-helpers.js";
 
 const REVOKE = `${BASE}/UserService/connect/revocation`;
@@ -229,6 +230,27 @@ describe("refresh-token grace window (default 30 s)", () => {
     expect(retry).toEqual({ ...answer, access_token: expect.any(String) });
     expect(decodeJwt(retry.access_token).jti).not.toBe(decodeJwt(answer.access_token).jti);
     expect(decodeJwt(retry.access_token)).toMatchObject({ sub: decodeJwt(answer.access_token).sub, scope: SCOPE, client_id: h.clientId });
+  });
+
+  it("a replayed access token whose signing key was revoked since is not replayed: a fresh one, signed by the key now active, works at the API", async () => {
+    const h = await harness();
+    // A second instance over the same store, its keys loaded before the rotation below.
+    const b = createPlantgate({ storage: h.app.storage, clock: h.clock.now, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+    const rt = await freshRefreshToken({ ...h, app: b });
+    const k1 = (await h.app.admin.listSigningKeys()).find((k) => k.status === "active")!.kid;
+    h.clock.advance(1000);
+    await h.app.admin.rotateSigningKey({ now: true }); // a suspected leak of k1
+    // 50 s later B, not yet re-read (as documented), rotates the refresh token: its access token is k1's.
+    h.clock.advance(50_000);
+    const answer = await expectTokenSuccess(await refreshRequest({ ...h, app: b }, rt));
+    expect(decodeProtectedHeader(answer.access_token).kid).toBe(k1);
+    h.clock.advance(11_000);
+    await h.app.admin.revokeSigningKey(k1); // a minute after the new key took over, as the README says
+    // The client's retry within the window (its answer was lost): until 2026-12-01 k1's token again.
+    const retry = await expectTokenSuccess(await refreshRequest(h, rt));
+    expect(retry).toEqual({ ...answer, access_token: expect.any(String), expires_in: answer.expires_in });
+    expect(decodeProtectedHeader(retry.access_token).kid).not.toBe(k1);
+    expect((await getAccounts(h.app, retry.access_token)).status).toBe(200);
   });
 
   it("an access token shorter-lived than the window is not replayed once expired: a fresh one comes with the same refresh token", async () => {

@@ -1,25 +1,9 @@
-import { fromBase64 } from "../../crypto/index.js";
 import { openReplay } from "../../crypto/replay.js";
 import type { Context, Urls } from "../../context.js";
 import { StorageError } from "../../errors/index.js";
 import { describeError } from "../../http/respond.js";
 import type { ClientRecord } from "../../storage/types.js";
 import { issueTokens, type TokenResponse } from "../issue.js";
-
-const decoder = new TextDecoder();
-
-/** `exp` and `jti` of one of our own access tokens (read from a sealed answer, so not re-verified). */
-function accessTokenClaims(jwt: string): { exp: number; jti: string } | null {
-  const payload = jwt.split(".")[1];
-  const bytes = payload === undefined ? null : fromBase64(payload.replace(/-/g, "+").replace(/_/g, "/"));
-  if (!bytes) return null;
-  try {
-    const claims = JSON.parse(decoder.decode(bytes)) as { exp?: unknown; jti?: unknown };
-    return typeof claims.exp === "number" && typeof claims.jti === "string" ? { exp: claims.exp, jti: claims.jti } : null;
-  } catch {
-    return null;
-  }
-}
 
 /**
  * Whether the replayed access token is revoked (RFC 7009), or could not be checked: the grace use is
@@ -47,7 +31,8 @@ function isAnswer(value: unknown): value is TokenResponse & { refresh_token: str
  * The answer to a grace use of a rotated refresh token: the rotation's own answer, opened with the
  * presented token. Its refresh token is always the one the rotation issued (one family, one head),
  * so retries are idempotent. Its access token is replayed too while it still fits: the same scope
- * as asked now, not expired and not revoked (RFC 7009); otherwise a fresh access token is issued
+ * as asked now, passing an API's check (signed by a key still trusted, for this issuer and
+ * audience, not expired) and not revoked (RFC 7009); otherwise a fresh access token is issued
  * for the scope asked now (also when whether it was revoked cannot be read: a storage failure then
  * costs no 503 after the grace use was counted). `expires_in` counts down by the whole seconds since the rotation, so a
  * retry within the same second gets a byte-identical answer (a loser of the race that started
@@ -82,7 +67,14 @@ export async function replayAnswer(
     ctx.logger.error("refresh token replay data does not open; refused", { clientId: input.client.clientId });
     return null;
   }
-  const claims = accessTokenClaims(answer.access_token);
+  // Verified as an API would (signature by a key still trusted, issuer, audience, expiry): a token
+  // signed by a key revoked since (`keys revoke` after a `rotate --now`) was replayed until
+  // 2026-12-01, and every API refused it.
+  // A key look that fails on storage counts as not fitting, as revokedOrUnknown does.
+  const claims = await ctx.verifyToken(answer.access_token, { issuer: urls.issuer, audience: urls.audience, now: input.now }).catch((error: unknown) => {
+    if (!(error instanceof StorageError)) throw error;
+    return null;
+  });
   const stillFits =
     claims !== null &&
     answer.scope === input.scope.join(" ") &&
