@@ -117,6 +117,47 @@ describe("manual rotation (admin / CLI keys rotate --now)", () => {
   });
 });
 
+describe("a rotation with now on this instance while a load of the keys is under way", () => {
+  it("the instance that rotated signs with the new key at once, and for the minute after: the load begun before the rotation is never applied", async () => {
+    const inner = createMemoryStorage();
+    let gate: Promise<void> | null = null;
+    let open = () => {};
+    // signingKeys.list() reads at once; the first read after `gate` is set answers when it opens.
+    const storage: Storage = {
+      ...inner,
+      signingKeys: {
+        ...inner.signingKeys,
+        list: async () => {
+          const rows = await inner.signingKeys.list();
+          const mine = gate;
+          gate = null;
+          if (mine) await mine;
+          return rows;
+        },
+      },
+    };
+    const h = await harness({ storage });
+    const old = await clientToken(h);
+    const k1 = kidOf(old);
+    // A request's periodic reload (the minute is up) reads the key rows, slowly...
+    h.clock.advance(61_000);
+    gate = new Promise<void>((r) => (open = r));
+    const concurrent = getAccounts(h.app, old);
+    await new Promise((r) => setTimeout(r, 10));
+    // ...while an administrator rotates with now on this instance (a suspected leak of k1).
+    const { kid: k2 } = await h.app.admin.rotateSigningKey({ now: true });
+    const issuing = clientToken(h);
+    await new Promise((r) => setTimeout(r, 10));
+    open();
+    expect((await concurrent).status).toBe(200);
+    // Until 2026-12-01 the token was k1's, and so was the next minute's: the slow load, which read
+    // the rows before the rotation, was joined after it and put k1 back as the signing key.
+    expect([kidOf(await issuing), k2 === k1]).toEqual([k2, false]);
+    h.clock.advance(30_000);
+    expect(kidOf(await clientToken(h))).toBe(k2);
+  });
+});
+
 describe("unknown kids: another instance re-reads the keys at most once a second", () => {
   it("a token signed by a key another instance stored a second ago (rotate now) is taken, not refused for 10 s", async () => {
     const h = await harness();

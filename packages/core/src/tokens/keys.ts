@@ -411,8 +411,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
    * RELOAD_RETRY_MS, not on every request.
    */
   async function ensure(): Promise<LoadedKey[]> {
-    if (!keys) await reloadOnce();
-    else {
+    if (keys) {
       const now = opts.clock();
       if (now - lastReload >= signingReload && now >= retryAt) {
         try {
@@ -422,7 +421,10 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
         }
       }
     }
-    return keys!;
+    // Loaded on first use, and again when the load waited for was dropped by an invalidate()
+    // meanwhile (see there).
+    while (!keys) await reloadOnce();
+    return keys;
   }
 
   /**
@@ -545,6 +547,12 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     },
     invalidate() {
       keys = null;
+      // A load under way read the store before the change that called this (a rotation with
+      // `now`, a revocation): it is never applied (its number is below `applied`), and the next use
+      // starts a fresh one. Until 2026-12-01 the next use joined it and put the replaced keys back
+      // until the next reload, so the instance that rotated kept signing with the old key.
+      applied = ++started;
+      loading = null;
     },
     async configuredRecord(now) {
       if (opts.signer !== undefined) return signerRecord(opts.signer, now);
