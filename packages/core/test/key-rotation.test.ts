@@ -7,7 +7,7 @@
  * key stops being trusted once no live token can carry it. Automatic rotation by age schedules the
  * next key ahead of time and every instance switches at the same instant. Clocks are pinned.
  */
-import { decodeProtectedHeader, importJWK, SignJWT, type JWK } from "jose";
+import { decodeProtectedHeader, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from "jose";
 import { describe, expect, it } from "vitest";
 import { AdminError, createMemoryStorage, createPlantgate, generateKeyRecord, pruneKeys, StorageError, type Plantgate, type Storage } from "../src/index.js";
 import { getAccounts } from "./api-helpers.js";
@@ -114,6 +114,43 @@ describe("manual rotation (admin / CLI keys rotate --now)", () => {
     expect((await getAccounts(other, before)).status).toBe(200);
     h.clock.advance(60_000);
     expect(await jwksKids(other)).toEqual([kidOf(before), k2].sort());
+  });
+});
+
+describe("a configured key changed under the same kid", () => {
+  it("signingKey or signer: the start refuses, naming the kid, and the stored key is left as it was (the old stored key was loaded: a replaced signingKey kept signing, a signer's tokens were refused)", async () => {
+    const quiet = { error() {}, warn() {} };
+    const esKey = async (kid: string) => ({ ...(await exportJWK((await generateKeyPair("ES256", { extractable: true })).privateKey)), kid, alg: "ES256" });
+    const signer = async (kid: string) => {
+      const { privateKey, publicKey } = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"])) as CryptoKeyPair;
+      return {
+        alg: "ES256" as const,
+        kid,
+        publicJwk: await crypto.subtle.exportKey("jwk", publicKey),
+        sign: async (data: Uint8Array) => new Uint8Array(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, privateKey, data as Uint8Array<ArrayBuffer>)),
+      };
+    };
+    for (const [what, configure] of [
+      ["signingKey (PLANTGATE_SIGNING_KEY)", async () => ({ signingKey: await esKey("main") })],
+      ["signer", async () => ({ signer: await signer("kms-signing-key") })],
+    ] as const) {
+      const storage = createMemoryStorage();
+      const clock = manualClock();
+      const first = await configure();
+      const before = createPlantgate({ storage, clock: clock.now, logger: quiet, ...first });
+      const published = await before.jwks();
+      const rows = await storage.signingKeys.list();
+      expect(rows).toHaveLength(1);
+      clock.advance(3_600_000);
+      // The same configured key again (a restart): it starts, and nothing changes.
+      expect(await createPlantgate({ storage, clock: clock.now, logger: quiet, ...first }).jwks(), what).toEqual(published);
+      const after = createPlantgate({ storage, clock: clock.now, logger: quiet, ...(await configure()) });
+      await expect(after.jwks(), what).rejects.toThrow(
+        `${what} has kid "${rows[0]!.kid}", which is stored with another key: give the new key a kid of its own (or none: its RFC 7638 thumbprint is the kid); nothing was stored`,
+      );
+      expect(await storage.signingKeys.list(), what).toEqual(rows);
+      expect(await before.jwks()).toEqual(published);
+    }
   });
 });
 

@@ -156,6 +156,11 @@ export async function generateKeyRecord(alg: SigningAlg, now: number, activatesA
   return { ...(await keyRecordFromJwk(jwk, alg, now)), activatesAt };
 }
 
+/** The RFC 7638 thumbprint of a stored public JWK's text (the key itself, whatever its other members). */
+async function thumbprintOf(publicJwk: string): Promise<string> {
+  return calculateJwkThumbprint(publicPart(JSON.parse(publicJwk) as JWK));
+}
+
 /** The stored record of a {@link SigningKeySigner}: its public key only. */
 export async function signerRecord(signer: SigningKeySigner, now: number): Promise<SigningKeyRecord> {
   const jwk = signer.publicJwk as JWK;
@@ -281,9 +286,19 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     if (opts.signer !== undefined || opts.configured !== undefined) {
       const record = opts.signer !== undefined ? await signerRecord(opts.signer, now) : await keyRecordFromJwk(opts.configured!, opts.alg, now);
       pinned = record.kid;
-      if (!records.some((r) => r.kid === record.kid)) {
+      const stored = records.find((r) => r.kid === record.kid);
+      if (stored === undefined) {
         await store.create(await seal(record));
         records = await store.list();
+      } else if ((await thumbprintOf(stored.publicJwk)) !== (await thumbprintOf(record.publicJwk))) {
+        // The configured key changed under a kid of its own choosing (a KMS key replaced, a leaked
+        // key swapped, the kid kept): until 2026-12-01 the stored row's old key was loaded, so a
+        // signer's tokens failed their own verification (401 everywhere) and a replaced signingKey
+        // went on signing with the old key, without a word.
+        const what = opts.signer !== undefined ? "signer" : "signingKey (PLANTGATE_SIGNING_KEY)";
+        throw new TypeError(
+          `${what} has kid ${quoteId(record.kid)}, which is stored with another key: give the new key a kid of its own (or none: its RFC 7638 thumbprint is the kid); nothing was stored`,
+        );
       }
     } else if (records.length === 0) {
       // The first key signs at once: nobody holds a JWKS that could lack it. Stored only if the
