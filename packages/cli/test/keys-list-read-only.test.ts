@@ -246,9 +246,12 @@ for (const backend of BACKENDS) {
       // sealed that marker under the KEK (it holds no private key, but loading it needs OLD).
       const signerKey = await generateKeyRecord("ES256", a!.createdAt - 60_000);
       await b.writer.signingKeys.create({ ...signerKey, privateJwk: sealUnder(OLD, signerKey.kid, "external") });
-      // The KEK rotation: NEW first, OLD kept; the next key is sealed under NEW.
-      const rotating = createPlantgate({ storage: b.writer, keyEncryptionKeys: [NEW, OLD], passwordHashIterations: 1000, logger: quiet });
-      const { kid: bKid } = await rotating.admin.rotateSigningKey();
+      // The KEK rotation: NEW first, OLD kept; a next key sealed under NEW (written as a process
+      // with NEW first seals it: a rotation seals under the signing key's KEK, OLD here, since
+      // 2026-12-01, so that servers still on OLD alone open it).
+      const next = await generateKeyRecord("ES256", Math.max(Date.now(), a!.createdAt + 1));
+      const bKid = next.kid;
+      await b.writer.signingKeys.create({ ...next, activatesAt: next.createdAt + 360_000, privateJwk: sealUnder(NEW, bKid, next.privateJwk) });
       const rows = await b.writer.signingKeys.list();
       expect(rows.map((r) => r.kid)).toEqual([signerKey.kid, a!.kid, bKid]);
       const [m, , bRecord] = rows as [SigningKeyRecord, SigningKeyRecord, SigningKeyRecord];

@@ -8,6 +8,7 @@ import { createMemoryStorage, createPlantgate, generateKeyRecord, type Plantgate
 import { ACCOUNTS_URL, getAccounts } from "./api-helpers.js";
 import { call, consoleHarness, read, signIn, type ConsoleHarness, type SignedIn } from "./console-helpers.js";
 import { basic, clientToken, passwordTokens, tokenRequest } from "./helpers.js";
+import { createKeyEncryption, parseKeyEncryptionKeys } from "../src/crypto/key-encryption.js";
 
 const T0 = "2026-01-01T00:00:00.000Z";
 const ALL_GRANTS = ["client_credentials", "password", "refresh_token"];
@@ -605,26 +606,29 @@ describe("console API: signing keys", () => {
       const before = createPlantgate({ storage: h.storage, keyEncryptionKeys: [OLD], clock: h.clock.now, logger: quiet });
       const oldKid = ((await before.jwks()).keys[0] as { kid: string }).kid;
       const oldId = await kekOfRow(h.storage, oldKid);
-      // During it: a rotation on the [new, old] server seals its key under NEW.
+      // During it: a rotation on the [new, old] server seals its key under OLD, the signing key's
+      // KEK, so servers on OLD alone open it too (under NEW until 2026-12-01).
       h.clock.advance(1000);
       const newKid = ((await h.as("POST", "/api/signing-keys")).body as { kid: string }).kid;
-      const newId = await kekOfRow(h.storage, newKid);
+      expect(await kekOfRow(h.storage, newKid)).toBe(oldId);
       const listed = async () => ((await h.as("GET", "/api/signing-keys")).body as { keys: { kid: string; kek: string | null; kekStatus: string | null }[] }).keys.map((k) => [k.kid, k.kek, k.kekStatus]);
       expect(await listed()).toEqual([
-        [newKid, newId, "current"],
+        [newKid, oldId, "older"],
         [oldKid, oldId, "older"],
       ]);
       await h.app.flushEvents();
       events.length = 0;
 
       const moved = await h.as("POST", "/api/signing-keys/reencrypt");
-      expect(moved).toEqual({ status: 200, body: { reencrypted: [oldKid], unchanged: [newKid] }, cacheControl: "no-store", contentType: "application/json", setCookie: null });
+      expect(moved).toEqual({ status: 200, body: { reencrypted: [oldKid, newKid], unchanged: [] }, cacheControl: "no-store", contentType: "application/json", setCookie: null });
+      const newId = await kekOfRow(h.storage, newKid);
+      expect(newId).not.toBe(oldId);
       expect(await listed()).toEqual([
         [newKid, newId, "current"],
         [oldKid, newId, "current"],
       ]);
       await h.app.flushEvents();
-      expect(events).toEqual([{ type: "signing_key.reencrypted", id: expect.any(String), time: Date.parse(T0) + 1000, reencrypted: [oldKid], kek: newId, actor: "root" }]);
+      expect(events).toEqual([{ type: "signing_key.reencrypted", id: expect.any(String), time: Date.parse(T0) + 1000, reencrypted: [oldKid, newKid], kek: newId, actor: "root" }]);
 
       // The old KEK can go: a server with NEW alone loads both keys; one with OLD alone cannot.
       const after = createPlantgate({ storage: h.storage, keyEncryptionKeys: [NEW], clock: h.clock.now, logger: quiet });
@@ -679,7 +683,11 @@ describe("console API: signing keys", () => {
       const h = await setup({ keyEncryptionKeys: [NEW, OLD], onEvent: (e) => void events.push(e) });
       // One key under OLD (which this server has), then one under OTHER (which it lacks).
       const underOld = (await createPlantgate({ storage: h.storage, keyEncryptionKeys: [OLD], clock: h.clock.now, logger: quiet }).admin.rotateSigningKey()).kid;
-      const underOther = (await createPlantgate({ storage: h.storage, keyEncryptionKeys: [OTHER], clock: h.clock.now, logger: quiet }).admin.rotateSigningKey()).kid;
+      // (Written as a process with OTHER first would seal it: a rotation there is refused now, as
+      // the key signing is under OLD, which that process lacks.)
+      const record = await generateKeyRecord("ES256", h.clock.now() + 1, h.clock.now() + 360_000);
+      const underOther = record.kid;
+      await h.storage.signingKeys.create({ ...record, privateJwk: await createKeyEncryption(parseKeyEncryptionKeys(OTHER)).seal(underOther, record.privateJwk) });
       const otherRow = (await h.storage.signingKeys.list()).find((k) => k.kid === underOther)!;
       const refused = await h.as("POST", "/api/signing-keys/reencrypt");
       expect([refused.status, refused.body, refused.cacheControl]).toEqual([

@@ -6,7 +6,7 @@
  */
 import { calculateJwkThumbprint, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
-import { AdminError, ConfigError, createMemoryStorage, createPlantgate, KeyEncryptionError, optionsFromEnv, type Storage } from "../src/index.js";
+import { AdminError, ConfigError, createMemoryStorage, createPlantgate, generateKeyRecord, KeyEncryptionError, optionsFromEnv, type Storage } from "../src/index.js";
 import { getAccounts } from "./api-helpers.js";
 import { BASE, basic, clientToken, harness, manualClock, tokenRequest } from "./helpers.js";
 import { createKeyEncryption, parseKeyEncryptionKeys } from "../src/crypto/key-encryption.js";
@@ -77,9 +77,10 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
       expect(e.message).not.toContain(k1);
       expect(e.message).not.toContain(k2);
     }
-    // A token request on such an instance is a plain 500 with nothing internal in it.
+    // A request on such an instance is a 503 with nothing internal in it (a 500 until 2026-12-01:
+    // it is this instance's configuration, not a fault in the request or the code).
     const res = await none.fetch(new Request(`${BASE}/.well-known/jwks.json`));
-    expect([res.status, await res.json()]).toEqual([500, { error: 1500, message: "The server encountered an unexpected error." }]);
+    expect([res.status, await res.json()]).toEqual([503, { error: 1503, message: "The service is temporarily unavailable; retry later." }]);
   });
 
   it("keys stored in clear are encrypted at the first start with a KEK and keep signing under the same kid", async () => {
@@ -121,6 +122,68 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     );
   });
 
+  it("while [new, old] is deployed gradually, a rotation (automatic, or an administrator's) seals its key under the KEK of the key signing now: instances on old alone keep serving; reencrypt then moves it", async () => {
+    const oldKek = kek();
+    const newKek = kek();
+    const [oldId] = await createKeyEncryption(parseKeyEncryptionKeys(oldKek)).ids();
+    const clock = manualClock();
+    const storage = createMemoryStorage();
+    const maxAge = { signingKeyMaxAgeSeconds: 86_400 };
+    const old = createPlantgate({ storage, clock: clock.now, logger: quiet, keyEncryptionKeys: [oldKek], passwordHashIterations: 1000, ...maxAge });
+    const { clientSecret } = await old.admin.createClient({ clientId: "c" });
+    const auth = { authorization: basic("c", clientSecret) };
+    expect((await tokenRequest(old, { grant_type: "client_credentials" }, auth)).status).toBe(200);
+    // A day later, during the deployment of [new, old], a redeployed instance finds the key due.
+    clock.advance(86_400_000 - 300_000);
+    const redeployed = createPlantgate({ storage, clock: clock.now, logger: quiet, keyEncryptionKeys: [newKek, oldKek], ...maxAge });
+    await redeployed.jwks();
+    await redeployed.admin.rotateSigningKey();
+    const rows = await storage.signingKeys.list();
+    expect(rows).toHaveLength(3);
+    // Until 2026-12-01 both new keys went under new, and old's next reload was a 500 on every request.
+    expect(rows.map((r) => r.privateJwk.split(":")[2])).toEqual([oldId, oldId, oldId]);
+    clock.advance(61_000);
+    expect((await tokenRequest(old, { grant_type: "client_credentials" }, auth)).status).toBe(200);
+    expect((await redeployed.admin.reencryptSigningKeys()).reencrypted).toHaveLength(3);
+  });
+
+  it("an administrator's rotation in a process without the KEK the signing key is sealed under is refused, storing nothing (keys rotate without the servers' variable stored its key in clear)", async () => {
+    const k1 = kek();
+    const h = await harness({ keyEncryptionKeys: [k1] });
+    await clientToken(h);
+    const [id] = await createKeyEncryption(parseKeyEncryptionKeys(k1)).ids();
+    const before = await h.app.storage.signingKeys.list();
+    for (const keyEncryptionKeys of [undefined, [kek()]]) {
+      const cli = createPlantgate({ storage: h.app.storage, clock: h.clock.now, logger: quiet, ...(keyEncryptionKeys ? { keyEncryptionKeys } : {}) });
+      await expect(cli.admin.rotateSigningKey({ now: true })).rejects.toThrow(
+        new AdminError(
+          `The signing key is stored encrypted under a key encryption key (id ${id}) this process does not have: give it PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys) as the servers have it; nothing was stored.`,
+        ),
+      );
+      expect(await h.app.storage.signingKeys.list()).toEqual(before);
+    }
+  });
+
+  it("enabling the first KEK: the instances still without it answer 503 (not 500) once another has sealed the keys, and log why, naming the variable", async () => {
+    const clock = manualClock();
+    const storage = createMemoryStorage();
+    const errors: unknown[][] = [];
+    const old = createPlantgate({ storage, clock: clock.now, logger: { error: (...a: unknown[]) => void errors.push(a), warn() {} }, passwordHashIterations: 1000 });
+    const { clientSecret } = await old.admin.createClient({ clientId: "c" });
+    const auth = { authorization: basic("c", clientSecret) };
+    const token = ((await (await tokenRequest(old, { grant_type: "client_credentials" }, auth)).json()) as { access_token: string }).access_token;
+    // The first instance given the KEK seals the keys at its start (as the README says).
+    await createPlantgate({ storage, clock: clock.now, logger: quiet, keyEncryptionKeys: [kek()] }).jwks();
+    clock.advance(61_000);
+    const refused = await tokenRequest(old, { grant_type: "client_credentials" }, auth);
+    expect([refused.status, refused.headers.get("retry-after"), await refused.json()]).toEqual([503, "5", { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." }]);
+    expect((await getAccounts(old, token)).status).toBe(503);
+    expect(errors[0]).toEqual([
+      "the signing keys cannot be loaded",
+      { name: "KeyEncryptionError", message: expect.stringMatching(/^signing key ".+" is stored encrypted and no key encryption key is configured; set PLANTGATE_KEY_ENCRYPTION_KEY \(option keyEncryptionKeys\)$/) },
+    ]);
+  });
+
   it("the listing names the KEK each key is sealed under and how it stands in the lister's configuration: current, older (until reencrypt), or missing", async () => {
     const oldKek = kek();
     const newKek = kek();
@@ -130,7 +193,11 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     const [first] = await h.app.storage.signingKeys.list();
     const oldId = first!.privateJwk.split(":")[2]!;
     const both = createPlantgate({ storage: h.app.storage, keyEncryptionKeys: [newKek, oldKek], clock: h.clock.now, logger: quiet });
-    const { kid: second } = await both.admin.rotateSigningKey();
+    // A key sealed under new beside one under old (a rotation seals under the signing key's KEK,
+    // old here, so the row is written as a process with new first would seal it).
+    const record = await generateKeyRecord("ES256", h.clock.now() + 1, h.clock.now() + 360_000);
+    const second = record.kid;
+    await h.app.storage.signingKeys.create({ ...record, privateJwk: await createKeyEncryption(parseKeyEncryptionKeys(newKek)).seal(second, record.privateJwk) });
     const newId = (await h.app.storage.signingKeys.list())[1]!.privateJwk.split(":")[2]!;
     const listed = async (keys: string[]) =>
       (await createPlantgate({ storage: h.app.storage, keyEncryptionKeys: keys, clock: h.clock.now, logger: quiet }).admin.listSigningKeys()).map((k) => [k.kid, k.atRest, k.kek, k.kekStatus]);

@@ -8,7 +8,7 @@ import { parseAccountListQuery } from "../schemas/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText, isWellFormed } from "../util/storable-text.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE, sealsExternalMarker } from "../crypto/key-encryption.js";
-import { generateKeyRecord, listSigningKeys, pruneKeys, type ListedSigningKey } from "../tokens/keys.js";
+import { generateKeyRecord, listSigningKeys, pruneKeys, signingKek, type ListedSigningKey } from "../tokens/keys.js";
 import { SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
 import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
 import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } from "./events.js";
@@ -332,8 +332,19 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       // activated in the same millisecond.
       const createdAt = Math.max(now, ...existing.map((k) => k.createdAt + 1));
       const activatesAt = options.now === true ? now : now + ctx.signingKeyActivationDelayMs;
+      // The new key goes under the KEK of the key signing now (see signingKek); a process without
+      // that KEK refuses, as `keys revoke` does: until 2026-12-01 one without any stored the new key
+      // in clear beside encrypted ones (the servers sealed it at their next load, after it had
+      // reached the WAL and the backups), and one with only another KEK sealed it where the
+      // servers could not open it.
+      const kek = signingKek(existing, now);
+      if (kek !== null && !(await ctx.keyEncryption.ids()).includes(kek)) {
+        throw new AdminError(
+          `The signing key is stored encrypted under a key encryption key (id ${kek}) this process does not have: give it ${KEK_SOURCE} as the servers have it; nothing was stored.`,
+        );
+      }
       const record = await generateKeyRecord(ctx.signingAlg, createdAt, activatesAt);
-      const stored = ctx.keyEncryption.configured ? { ...record, privateJwk: await ctx.keyEncryption.seal(record.kid, record.privateJwk) } : record;
+      const stored = ctx.keyEncryption.configured ? { ...record, privateJwk: await ctx.keyEncryption.seal(record.kid, record.privateJwk, kek) } : record;
       await ctx.storage.signingKeys.create(stored);
       // A key is safe to delete once the key after it has been signing for longer than any token
       // lives. Housekeeping: the rotation is made once the key is stored, so a failure here is

@@ -14,8 +14,11 @@ import { base64url, fromBase64url } from "./index.js";
 export interface KeyEncryption {
   /** Whether any KEK is configured. */
   readonly configured: boolean;
-  /** Encrypts a private JWK text under the first KEK; throws when none is configured. */
-  seal(kid: string, privateJwk: string): Promise<string>;
+  /**
+   * Encrypts a private JWK text under the KEK whose id is `kekId` when that one is configured, else
+   * under the first; throws when none is configured.
+   */
+  seal(kid: string, privateJwk: string, kekId?: string | null): Promise<string>;
   /**
    * The private JWK text of a stored value: clear JWK text passes through; a sealed one is
    * decrypted. Throws {@link KeyEncryptionError} when no configured KEK matches or it fails to open.
@@ -124,8 +127,9 @@ export function createKeyEncryption(keks: readonly Uint8Array[]): KeyEncryption 
 
   return {
     configured: keks.length > 0,
-    async seal(kid, privateJwk) {
-      const [primary] = await ready();
+    async seal(kid, privateJwk, kekId) {
+      const all = await ready();
+      const primary = all.find((k) => k.id === kekId) ?? all[0];
       if (!primary) throw new KeyEncryptionError(`no key encryption key is configured; set ${KEK_SOURCE}`);
       // A fresh random 96-bit IV per seal, always from the platform: never the injectable test randomness.
       const iv = crypto.getRandomValues(new Uint8Array(12));

@@ -1,6 +1,7 @@
 import type { Logger } from "../context.js";
 import { ApiError, ApiErrorCode, OAuthError, StorageError, TooManyAttemptsError } from "../errors/index.js";
 import { INTROSPECTION_PATH, REVOCATION_PATH, TOKEN_PATH } from "../oauth/metadata.js";
+import { KeyEncryptionError } from "../crypto/key-encryption.js";
 
 /**
  * A complete answer as plain data: what every plantgate handler returns. `fetch()` turns it into a
@@ -72,6 +73,18 @@ export function describeError(error: unknown): Record<string, unknown> {
 }
 
 /**
+ * Whether `error` makes the answer a 503 (logged here): storage that fails, or stored signing keys
+ * this instance cannot open (a key sealed under a key encryption key it lacks: another instance
+ * sealed the keys, or rotated, under one it has; until 2026-12-01 each such request was a 500).
+ */
+function unavailable(error: unknown, logger: Logger): boolean {
+  if (error instanceof StorageError) logger.error("storage unavailable", describeError(error));
+  else if (error instanceof KeyEncryptionError) logger.error("the signing keys cannot be loaded", describeError(error));
+  else return false;
+  return true;
+}
+
+/**
  * The only place errors become Responses. `surface` picks the wire shape: `oauth` for the token
  * endpoint (`{error, error_description}`), `api` for everything else (`{error: int32, message}`).
  */
@@ -88,8 +101,7 @@ export function errorResponse(error: unknown, surface: "oauth" | "api", logger: 
   if (surface === "oauth") {
     let e: OAuthError;
     if (error instanceof OAuthError) e = error;
-    else if (error instanceof StorageError) {
-      logger.error("storage unavailable", describeError(error));
+    else if (unavailable(error, logger)) {
       e = new OAuthError("temporarily_unavailable", "The service is temporarily unavailable; retry later.");
     } else {
       logger.error("unexpected error at the token endpoint", describeError(error));
@@ -103,8 +115,7 @@ export function errorResponse(error: unknown, surface: "oauth" | "api", logger: 
   }
   let e: ApiError;
   if (error instanceof ApiError) e = error;
-  else if (error instanceof StorageError) {
-    logger.error("storage unavailable", describeError(error));
+  else if (unavailable(error, logger)) {
     e = new ApiError(503, ApiErrorCode.storageUnavailable, "The service is temporarily unavailable; retry later.", {
       "retry-after": "5",
     });

@@ -156,6 +156,21 @@ export async function generateKeyRecord(alg: SigningAlg, now: number, activatesA
   return { ...(await keyRecordFromJwk(jwk, alg, now)), activatesAt };
 }
 
+/**
+ * The id of the key encryption key the key signing now (of `records`, at `now`) is sealed under, or
+ * null (none stored, in clear, a signer's). New keys are sealed under it rather than under the first
+ * configured KEK: while `<new>,<old>` is deployed gradually, instances with `<old>` alone still open
+ * them; moving the keys to the first KEK is `keys reencrypt`'s, when the operator chooses. Until
+ * 2026-12-01 a rotation (automatic, or by an administrator) on an instance already given
+ * `<new>,<old>` sealed its key under `<new>`, and every instance still on `<old>` failed its next
+ * reload.
+ */
+export function signingKek(records: SigningKeyRecord[], now: number): string | null {
+  if (records.length === 0) return null;
+  const placed = place(records).map((p) => p.record);
+  return sealedUnder(placed[signingIndex(placed, now)]!.privateJwk);
+}
+
 /** The RFC 7638 thumbprint of a stored public JWK's text (the key itself, whatever its other members). */
 async function thumbprintOf(publicJwk: string): Promise<string> {
   return calculateJwkThumbprint(publicPart(JSON.parse(publicJwk) as JWK));
@@ -252,9 +267,10 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   const minTtl = opts.minTokenTtlMs ?? 7200_000;
   const maxTtl = async () => Math.max(minTtl, opts.maxTokenTtlMs ? await opts.maxTokenTtlMs() : minTtl);
 
-  // A signer's record holds no private key, only the marker: nothing to seal.
-  const seal = async (r: SigningKeyRecord): Promise<SigningKeyRecord> =>
-    encryption?.configured && r.privateJwk !== EXTERNAL_PRIVATE_KEY ? { ...r, privateJwk: await encryption.seal(r.kid, r.privateJwk) } : r;
+  // A signer's record holds no private key, only the marker: nothing to seal. A new key goes under
+  // the KEK of the key signing now among `records` (see signingKek).
+  const seal = async (r: SigningKeyRecord, records: SigningKeyRecord[]): Promise<SigningKeyRecord> =>
+    encryption?.configured && r.privateJwk !== EXTERNAL_PRIVATE_KEY ? { ...r, privateJwk: await encryption.seal(r.kid, r.privateJwk, signingKek(records, opts.clock())) } : r;
   const storedInClear = (r: SigningKeyRecord) => r.privateJwk !== EXTERNAL_PRIVATE_KEY && !isSealed(r.privateJwk);
 
   async function load(record: SigningKeyRecord, until: number, signsHere: boolean): Promise<LoadedKey> {
@@ -288,7 +304,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       pinned = record.kid;
       const stored = records.find((r) => r.kid === record.kid);
       if (stored === undefined) {
-        await store.create(await seal(record));
+        await store.create(await seal(record, records));
         records = await store.list();
       } else if ((await thumbprintOf(stored.publicJwk)) !== (await thumbprintOf(record.publicJwk))) {
         // The configured key changed under a kid of its own choosing (a KMS key replaced, a leaked
@@ -307,7 +323,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       // publish it. A store without createIfEmpty (written before it): create, and racing
       // instances may each store a first key (the order then picks one, as for rotations; until each
       // re-reads, one may sign with its own key and publish a JWKS lacking the others').
-      const first = await seal(await generateKeyRecord(opts.alg, now));
+      const first = await seal(await generateKeyRecord(opts.alg, now), records);
       if (typeof store.createIfEmpty === "function") await store.createIfEmpty(first);
       else await store.create(first);
       records = await store.list();
@@ -324,7 +340,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
         const activatesAt = Math.max(now + delay, current.activatesAt + opts.maxAgeMs);
         const next = await generateKeyRecord(opts.alg, now, activatesAt);
         // Another instance may have stored its own successor meanwhile: the order picks one, both are told.
-        await store.create(await seal(next));
+        await store.create(await seal(next, records));
         const deleted = await pruneKeys(store, now, await maxTtl());
         opts.onRotated?.({ kid: next.kid, alg: next.alg, activatesAt, deleted });
         records = await store.list();
