@@ -92,6 +92,9 @@ function port(value: string | undefined): number {
 function mountPath(value: string | undefined): string {
   if (value === undefined || value === "") return "/auth";
   if (!/^\/[A-Za-z0-9._~\/-]*$/.test(value)) fail(`PLANTGATE_MOUNT_PATH must be a path like /auth, got "${value}"`);
+  // The URL parser removes such segments from every request's path: core refused the base path
+  // after the store was opened, naming its option (until 2026-12-01).
+  if (/\/\.{1,2}(?=\/|$)/.test(value)) fail(`PLANTGATE_MOUNT_PATH must not have '.' or '..' segments, got "${value}"`);
   const trimmed = value.replace(/\/+$/, "");
   return trimmed;
 }
@@ -234,9 +237,12 @@ export async function startExpressServer(
   } catch (error) {
     await closeStorage();
     // Naming PORT: Node's "listen EADDRINUSE: address already in use 127.0.0.1:3000" did not say
-    // which of the server's ports it was (until 2026-11-30).
+    // which of the server's ports it was (until 2026-11-30); HOST for an address that does not
+    // resolve or is not this machine's (it said PORT until 2026-12-01).
     const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`PORT ${listenPort}: the server could not listen (${reason})`, { cause: error });
+    const code = (error as { code?: unknown } | null)?.code;
+    const what = code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "EADDRNOTAVAIL" ? `HOST ${host}` : `PORT ${listenPort}`;
+    throw new Error(`${what}: the server could not listen (${reason})`, { cause: error });
   }
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;

@@ -100,11 +100,14 @@ function fail(message: string): never {
 
 /**
  * A bind failure of the public port, naming PORT: Node's "listen EADDRINUSE: address already in use
- * 127.0.0.1:3000" did not say which of the server's ports it was (until 2026-11-30).
+ * 127.0.0.1:3000" did not say which of the server's ports it was (until 2026-11-30). An address
+ * that does not resolve or is not this machine's names HOST instead (it said PORT until 2026-12-01).
  */
-function listenFailure(listenPort: number, error: unknown): Error {
+function listenFailure(host: string, listenPort: number, error: unknown): Error {
   const reason = error instanceof Error ? error.message : String(error);
-  return new Error(`PORT ${listenPort}: the server could not listen (${reason})`, { cause: error });
+  const code = (error as { code?: unknown } | null)?.code;
+  const what = code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "EADDRNOTAVAIL" ? `HOST ${host}` : `PORT ${listenPort}`;
+  return new Error(`${what}: the server could not listen (${reason})`, { cause: error });
 }
 
 function port(value: string | undefined): number {
@@ -181,7 +184,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
     );
   } catch (error) {
     await closeStorage();
-    throw listenFailure(listenPort, error);
+    throw listenFailure(host, listenPort, error);
   }
   try {
     // Never on the public port: a listener of its own, on the same host.

@@ -377,8 +377,9 @@ describe("createWorker", () => {
 
   it("an option the environment makes invalid is a start failure kept by the isolate, found before D1 is touched (it migrated D1, then failed, on every request)", async () => {
     for (const [env, message] of [
-      [{ PLANTGATE_ISSUER: "https://auth.example.com/?tenant=1" }, "issuer must be a URL without a query or fragment (RFC 8414 §2)"],
-      [{ PLANTGATE_SCOPE_PREFIX: "Acme Corp" }, "scopePrefix must be a non-empty scope token"],
+      // Named by the variable since 2026-12-01 ("plantgate: issuer must ...").
+      [{ PLANTGATE_ISSUER: "https://auth.example.com/?tenant=1" }, "PLANTGATE_ISSUER must be a URL without a query or fragment (RFC 8414 §2)"],
+      [{ PLANTGATE_SCOPE_PREFIX: "Acme Corp" }, "PLANTGATE_SCOPE_PREFIX must be a non-empty scope token"],
     ] as const) {
       const errors: string[] = [];
       const { binding, queries } = recording(database);
@@ -388,7 +389,7 @@ describe("createWorker", () => {
       for (let i = 0; i < 3; i++) expect((await worker.fetch(new Request("http://worker.test/.well-known/jwks.json"), isolateEnv)).status).toBe(503);
       expect(queries).toEqual([]);
       // Logged once: the later requests meet the kept failure.
-      expect(errors).toEqual([`plantgate worker failed to start {"error":"plantgate: ${message}"}`]);
+      expect(errors).toEqual([`plantgate worker failed to start {"error":"${message}"}`]);
     }
   });
 

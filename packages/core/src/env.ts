@@ -4,7 +4,7 @@ import { checkAccountInput } from "./admin/index.js";
 import { checkClientId, checkClientSecret } from "./admin/clients.js";
 import type { AccountStore, ClientStore } from "./storage/types.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
-import { MAX_AUDIT_RETENTION_DAYS, type PlantgateOptions } from "./options.js";
+import { checkIssuer, checkScopePrefix, MAX_AUDIT_RETENTION_DAYS, MAX_PASSWORD_HASH_ITERATIONS, type PlantgateOptions } from "./options.js";
 import type { ConsoleOptions } from "./option-types.js";
 import { parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
 import { MIN_ACTIVATION_DELAY_SECONDS } from "./tokens/keys.js";
@@ -32,6 +32,16 @@ function int(env: EnvVars, name: string, max?: number): number | undefined {
   if (!/^\d{1,12}$/.test(raw) || Number(raw) < 1) throw new ConfigError(`${name} must be a positive integer, got "${raw}"`);
   if (max !== undefined && Number(raw) > max) throw new ConfigError(`${name} must be at most ${max}, got "${raw}"`);
   return Number(raw);
+}
+
+/** Runs an option's own check on a variable's value: its TypeError becomes a ConfigError naming the variable. */
+function asVariable(variable: string, option: string, check: () => void): void {
+  try {
+    check();
+  } catch (e) {
+    if (e instanceof TypeError) throw new ConfigError(e.message.replace(new RegExp(`^${option} `), `${variable} `));
+    throw e;
+  }
 }
 
 /** Like {@link int} but 0 is allowed. */
@@ -71,9 +81,15 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
     } catch {
       throw new ConfigError(`PLANTGATE_ISSUER must be an absolute URL, got "${env.PLANTGATE_ISSUER}"`);
     }
+    // The option's own rules, here so a server refuses before it opens its store and the CLI says
+    // exit 2, naming the variable (until 2026-12-01 createPlantgate refused later, naming the option).
+    asVariable("PLANTGATE_ISSUER", "issuer", () => checkIssuer(env.PLANTGATE_ISSUER));
     out.issuer = env.PLANTGATE_ISSUER;
   }
-  if (env.PLANTGATE_SCOPE_PREFIX) out.scopePrefix = env.PLANTGATE_SCOPE_PREFIX;
+  if (env.PLANTGATE_SCOPE_PREFIX) {
+    asVariable("PLANTGATE_SCOPE_PREFIX", "scopePrefix", () => checkScopePrefix(env.PLANTGATE_SCOPE_PREFIX!));
+    out.scopePrefix = env.PLANTGATE_SCOPE_PREFIX;
+  }
   if (env.PLANTGATE_SIGNING_KEY) {
     try {
       const jwk = JSON.parse(env.PLANTGATE_SIGNING_KEY) as unknown;
@@ -83,7 +99,7 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
     }
     out.signingKey = env.PLANTGATE_SIGNING_KEY;
   }
-  const iterations = int(env, "PLANTGATE_PASSWORD_HASH_ITERATIONS");
+  const iterations = int(env, "PLANTGATE_PASSWORD_HASH_ITERATIONS", MAX_PASSWORD_HASH_ITERATIONS);
   if (iterations !== undefined) out.passwordHashIterations = iterations;
   // At most ten years, as a client's own lifetime (a longer one was taken: tokens that never
   // expired, and signing keys kept as long, before 2026-11-29).

@@ -133,6 +133,17 @@ function checkSigner(signer: SigningKeySigner, withSigningKey: boolean): void {
 
 const SCOPE_PREFIX = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
+/** The scope prefix's own rule, also applied to PLANTGATE_SCOPE_PREFIX by optionsFromEnv. */
+export function checkScopePrefix(scopePrefix: string): void {
+  if (!SCOPE_PREFIX.test(scopePrefix)) throw new TypeError("scopePrefix must be a non-empty scope token");
+}
+
+/**
+ * PBKDF2's largest iteration count in Web Crypto (2^31 - 1): a larger one was taken and every
+ * password hash then failed with an OperationError (until 2026-12-01).
+ */
+export const MAX_PASSWORD_HASH_ITERATIONS = 2_147_483_647;
+
 /** Applies defaults and checks options once, at construction, so misconfiguration fails fast. */
 export function resolveOptions(options: PlantgateOptions = {}): Context {
   // Stores keep times as whole epoch milliseconds: a clock with a fraction (`performance.timeOrigin
@@ -142,7 +153,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   if (givenClock !== undefined && typeof givenClock !== "function") throw new TypeError("clock must be a function returning epoch milliseconds");
   const clock = givenClock === undefined ? Date.now : () => Math.floor(givenClock());
   const scopePrefix = options.scopePrefix ?? "Platform";
-  if (!SCOPE_PREFIX.test(scopePrefix)) throw new TypeError("scopePrefix must be a non-empty scope token");
+  checkScopePrefix(scopePrefix);
   const scopes = scopeNames(scopePrefix);
   const maxScopeLength = positiveInt("maxScopeLength", options.maxScopeLength, 128);
   // A longer prefix made scopes no request may name (400 invalid_scope for each that asked for
@@ -230,7 +241,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const defaultPageSize = positiveInt("defaultPageSize", options.defaultPageSize, 20);
   if (defaultPageSize > maxPageSize) throw new TypeError("defaultPageSize must not exceed maxPageSize");
   const basePath = normalizeBasePath(options.basePath);
-  const passwordHashIterations = positiveInt("passwordHashIterations", options.passwordHashIterations, 600_000);
+  const passwordHashIterations = positiveInt("passwordHashIterations", options.passwordHashIterations, 600_000, MAX_PASSWORD_HASH_ITERATIONS);
   return {
     storage,
     basePath,
@@ -314,12 +325,21 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
  * path (the app already serves `{well-known}{basePath}`), or the issuer is not such a URL.
  */
 function issuerMetadataPath(issuer: string | undefined, basePath: string): string | null {
+  checkIssuer(issuer);
   const url = httpUrl(issuer);
-  // RFC 8414 §2: the issuer is a URL with no query or fragment components (clients compare it
-  // with the metadata's and the tokens' as a string, and build the metadata URL from it).
-  if (url !== undefined && /[?#]/.test(issuer!)) throw new TypeError("issuer must be a URL without a query or fragment (RFC 8414 §2)");
   const path = url?.pathname.replace(/\/+$/, "") ?? "";
   return path === "" || path === basePath ? null : `/.well-known/oauth-authorization-server${path}`;
+}
+
+/** The issuer's own rules, also applied to PLANTGATE_ISSUER by optionsFromEnv. */
+export function checkIssuer(issuer: string | undefined): void {
+  if (issuer === undefined) return;
+  // The URL parser drops white space around a URL, the issuer is used as given: tokens' `iss` and
+  // the metadata carried it, and every client comparing them failed (until 2026-12-01).
+  if (typeof issuer === "string" && issuer.trim() !== issuer) throw new TypeError("issuer must not begin or end with white space");
+  // RFC 8414 §2: the issuer is a URL with no query or fragment components (clients compare it
+  // with the metadata's and the tokens' as a string, and build the metadata URL from it).
+  if (httpUrl(issuer) !== undefined && /[?#]/.test(issuer)) throw new TypeError("issuer must be a URL without a query or fragment (RFC 8414 §2)");
 }
 
 /** The issuer as a URL when it is an http(s) URL. */

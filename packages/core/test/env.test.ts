@@ -125,4 +125,21 @@ describe("environment configuration", () => {
     );
     expect(optionsFromEnv({ PLANTGATE_SCOPE_PREFIX: "Acme", PLANTGATE_PASSWORD_HASH_ITERATIONS: "5000" })).toEqual({ scopePrefix: "Acme", passwordHashIterations: 5000 });
   });
+
+  it("optionsFromEnv applies the options' own rules to their variables, naming the variable (until 2026-12-01 createPlantgate refused later, naming the option, after a server had opened its store)", () => {
+    for (const [env, message] of [
+      [{ PLANTGATE_SCOPE_PREFIX: "Ac me" }, "PLANTGATE_SCOPE_PREFIX must be a non-empty scope token"],
+      [{ PLANTGATE_ISSUER: "https://auth.example.com/?tenant=a" }, "PLANTGATE_ISSUER must be a URL without a query or fragment (RFC 8414 §2)"],
+      // The URL parser drops white space at the ends; the issuer was used with it (tokens' iss).
+      [{ PLANTGATE_ISSUER: "https://auth.example.com " }, "PLANTGATE_ISSUER must not begin or end with white space"],
+      [{ PLANTGATE_ISSUER: "https://auth.example.com\n" }, "PLANTGATE_ISSUER must not begin or end with white space"],
+      // Web Crypto's PBKDF2 refuses 2^31 and more: every password hash then failed.
+      [{ PLANTGATE_PASSWORD_HASH_ITERATIONS: "2147483648" }, 'PLANTGATE_PASSWORD_HASH_ITERATIONS must be at most 2147483647, got "2147483648"'],
+    ] as const) {
+      expect(() => optionsFromEnv(env), JSON.stringify(env)).toThrow(new ConfigError(message));
+    }
+    expect(optionsFromEnv({ PLANTGATE_PASSWORD_HASH_ITERATIONS: "2147483647" })).toEqual({ passwordHashIterations: 2147483647 });
+    expect(() => createPlantgate({ ...quiet, issuer: " https://auth.example.com" })).toThrow(new TypeError("issuer must not begin or end with white space"));
+    expect(() => createPlantgate({ ...quiet, passwordHashIterations: 2 ** 31 })).toThrow(new TypeError("passwordHashIterations must be at most 2147483647"));
+  });
 });
