@@ -255,7 +255,16 @@
     }
   }
 
+  /**
+   * How often the sign-in view was shown: a form's submit whose call saw it shown (the session
+   * ended, the form was emptied) writes no refusal into that form, where it stayed for whoever
+   * signed in next (until 2026-12-01); one that saw a session replaced without it (a 1303 answered
+   * "Nothing was done: ...") still says so.
+   */
+  let signInsShown = 0;
+
   function showSignIn(message) {
+    signInsShown++;
     forgetTypedWork();
     show("view-sign-in");
     showError("sign-in-error", message || null);
@@ -732,7 +741,7 @@
     if (clientId) body.clientId = clientId;
     if (ttl) body.accessTokenTtl = Number(ttl);
     $button("client-create").disabled = true;
-    const asked = state.session;
+    const shown = signInsShown;
     try {
       const r = await call("POST", "/clients", body);
       // First of all, so nothing that fails after (the list's reload) can keep it from being shown.
@@ -745,7 +754,7 @@
     } catch (e) {
       // Not when the session ended meanwhile: the sign-in view emptied the form and its error, and
       // a refusal written after that stayed for whoever signed in next (until 2026-12-01).
-      if (state.session === asked) showError("client-error", messageOf(e, [body.name, body.clientId]));
+      if (signInsShown === shown) showError("client-error", messageOf(e, [body.name, body.clientId]));
     } finally {
       $button("client-create").disabled = false;
     }
@@ -1023,7 +1032,7 @@
       roles: $input("account-admin").checked ? [session().adminRole] : [],
     };
     $button("account-create").disabled = true;
-    const asked = state.session;
+    const shown = signInsShown;
     try {
       const a = await call("POST", "/accounts", body);
       showError("account-error", null);
@@ -1032,7 +1041,7 @@
       await loadAccounts();
     } catch (e) {
       // As the client form's: not into a form the session's end emptied.
-      if (state.session === asked) showError("account-error", messageOf(e, [body.username, body.displayName, body.email]));
+      if (signInsShown === shown) showError("account-error", messageOf(e, [body.username, body.displayName, body.email]));
     } finally {
       $button("account-create").disabled = false;
     }

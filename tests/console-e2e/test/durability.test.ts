@@ -324,30 +324,38 @@ suite(name, () => {
     // A create submitted after the session ended: signing in again shows neither form holding the
     // refusal (until 2026-12-01 the submit's catch wrote "Sign in to the console first." into the
     // form after the sign-in view had emptied it, and there it stayed).
-    const formError = async (id: string) => ({ hidden: await page.locator(`#${id}`).isHidden(), text: await page.locator(`#${id}`).textContent() });
-    await page.waitForLoadState("networkidle");
-    await page.locator("#client-name").fill("Half a client");
-    await endSessions();
-    await page.locator("#client-create").click();
-    await page.locator("#view-sign-in").waitFor({ state: "visible" });
-    await signIn();
-    await page.locator("#view-security").waitFor({ state: "visible" });
-    expect(await formError("client-error")).toEqual({ hidden: true, text: "" });
-    expect(await page.locator("#client-name").inputValue()).toBe("");
+    /** Fills `fields`, ends the session, presses `create`, signs in again: `form`'s error box and its first field. */
+    const createAfterSessionEnd = async (fields: Record<string, string>, create: string, view: string, form: string) => {
+      await page.waitForLoadState("networkidle");
+      for (const [id, value] of Object.entries(fields)) await page.locator(`#${id}`).fill(value);
+      await endSessions();
+      await page.locator(`#${create}`).click();
+      await page.locator("#view-sign-in").waitFor({ state: "visible" });
+      await signIn();
+      await page.locator(`#${view}`).waitFor({ state: "visible" });
+      const error = page.locator(`#${form}-error`);
+      return { hidden: await error.isHidden(), text: await error.textContent(), field: await page.locator(`#${Object.keys(fields)[0]}`).inputValue() };
+    };
+    expect(await createAfterSessionEnd({ "client-name": "Half a client" }, "client-create", "view-security", "client")).toEqual({ hidden: true, text: "", field: "" });
     await goTo("Accounts");
     await page.locator("#accounts-body tr").first().waitFor();
-    await page.waitForLoadState("networkidle");
-    await page.locator("#account-username").fill("half-typed");
-    await page.locator("#account-password").fill("half-a-password-1");
-    await endSessions();
-    await page.locator("#account-create").click();
-    await page.locator("#view-sign-in").waitFor({ state: "visible" });
-    await signIn();
-    await page.locator("#view-accounts").waitFor({ state: "visible" });
-    expect(await formError("account-error")).toEqual({ hidden: true, text: "" });
-    expect(await page.locator("#account-username").inputValue()).toBe("");
+    expect(
+      await createAfterSessionEnd({ "account-username": "half-typed", "account-password": "half-a-password-1" }, "account-create", "view-accounts", "account"),
+    ).toEqual({ hidden: true, text: "", field: "" });
     await goTo("Settings › Security settings");
     await page.locator("#keys-body tr").first().waitFor();
+    // A create refused 1303 (the same administrator signed in anew at this browser, from elsewhere):
+    // no sign-in view, so the form says that nothing was done (the first mend of the stale refusal,
+    // comparing session objects, dropped this message too).
+    await page.waitForLoadState("networkidle");
+    await page.locator("#client-name").fill("Renewed meanwhile");
+    expected = /^(401|403) /;
+    expect((await context.request.post(`${server.consoleUrl}/api/session`, { headers: { origin: new URL(server.url).origin }, data: ADMIN })).status()).toBe(200);
+    await page.locator("#client-create").click();
+    await expect.poll(() => page.locator("#client-error").textContent()).toBe("Nothing was done: your session was renewed in another tab. Try again.");
+    expect(await page.locator("#client-error").isHidden()).toBe(false);
+    expect((await server.app.admin.listClients()).map((c) => c.name)).not.toContain("Renewed meanwhile");
+    expected = /^401 /;
 
     // An account that lost the administrator role gets 403 1302, and the server deletes its session
     // (core's console tests); the page ends the session too, with that reason.
