@@ -117,6 +117,47 @@ describe("manual rotation (admin / CLI keys rotate --now)", () => {
   });
 });
 
+describe("an invalidate() while a look for a kid stored elsewhere is loading the keys", () => {
+  it("a valid token signed by a key another instance rotated in is still taken (the first fix of the dropped load left no keys to look in: 401)", async () => {
+    const inner = createMemoryStorage();
+    // signingKeys.list() on this instance: the call numbered `holdAt` waits for `open`.
+    let calls = 0;
+    let holdAt = -1;
+    let open = () => {};
+    const gate = new Promise<void>((r) => (open = r));
+    const storage: Storage = {
+      ...inner,
+      signingKeys: {
+        ...inner.signingKeys,
+        list: async () => {
+          const n = ++calls;
+          const rows = await inner.signingKeys.list();
+          if (n === holdAt) await gate;
+          return rows;
+        },
+      },
+    };
+    const h = await harness({ storage });
+    const k1 = kidOf(await clientToken(h));
+    // Another instance over the same store rotates with now and signs with the new key.
+    const b = createPlantgate({ storage: inner, clock: h.clock.now, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+    h.clock.advance(1000);
+    await b.admin.rotateSigningKey({ now: true });
+    const t2 = await clientToken({ ...h, app: b });
+    expect(kidOf(t2)).not.toBe(k1);
+    h.clock.advance(2000);
+    // The look reads the rows (passes), then the load it starts reads them (held)...
+    holdAt = calls + 2;
+    const verifying = getAccounts(h.app, t2);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(calls).toBe(holdAt);
+    // ...while an administrator on this instance schedules a rotation (it calls invalidate()).
+    await h.app.admin.rotateSigningKey();
+    open();
+    expect((await verifying).status).toBe(200);
+  });
+});
+
 describe("a configured key changed under the same kid", () => {
   it("signingKey or signer: the start refuses, naming the kid, and the stored key is left as it was (the old stored key was loaded: a replaced signingKey kept signing, a signer's tokens were refused)", async () => {
     const quiet = { error() {}, warn() {} };

@@ -452,10 +452,18 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
         }
       }
     }
-    // Loaded on first use, and again when the load waited for was dropped by an invalidate()
-    // meanwhile (see there).
-    while (!keys) await reloadOnce();
-    return keys;
+    if (!keys) await reloadKept();
+    return keys!;
+  }
+
+  /**
+   * {@link reloadOnce} until keys are kept: on first use, and again when the load waited for was
+   * dropped by an invalidate() meanwhile (see there), which left none (a kid look then took a token
+   * of a key just seen in the store for unknown, 401).
+   */
+  async function reloadKept(): Promise<void> {
+    do await reloadOnce();
+    while (keys === null);
   }
 
   /**
@@ -528,7 +536,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       if (!stored && records.every((r) => known(r.kid))) return false;
       // Loads started from here on read the store after the key was seen in it.
       const seen = started;
-      await reloadOnce();
+      await reloadKept();
       if (!stored) return false;
       if (lookNow && !known(kid)) {
         // The load waited for was one already under way, begun before that key was stored, or it
@@ -537,7 +545,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
         // 200 from the keys it had, and the token kept working where it was issued.
         // Only a load begun before the key was seen is left: concurrent revocations share the new one.
         if (loading !== null && loading.number <= seen) loading = null;
-        await reloadOnce();
+        await reloadKept();
         if (!known(kid)) throw new StorageError(`signing key ${quoteId(kid)} is stored but a load of the keys did not bring it (given up on, or the key went since)`);
       }
       return true;
@@ -604,8 +612,8 @@ export type SigningKeyAtRest = "encrypted" | "clear" | "external";
 
 /**
  * How the KEK a listed key's row is sealed under stands in the lister's configuration
- * (`keyEncryptionKeys` / `PLANTGATE_KEY_ENCRYPTION_KEY`): `current` (the first KEK, which seals new
- * keys), `older` (another configured KEK: `keys reencrypt` moves the key to the first, and until
+ * (`keyEncryptionKeys` / `PLANTGATE_KEY_ENCRYPTION_KEY`): `current` (the first KEK, which `keys
+ * reencrypt` moves keys to; a rotation seals under the KEK of the key signing then), `older` (another configured KEK: `keys reencrypt` moves the key to the first, and until
  * then that KEK must stay configured wherever the keys are loaded), `missing` (no configured KEK has
  * that id: the lister has none, or not that one; a server configured so fails to load the keys).
  */
