@@ -6,7 +6,7 @@
  */
 import { calculateJwkThumbprint, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
-import { AdminError, ConfigError, createMemoryStorage, createPlantgate, generateKeyRecord, KeyEncryptionError, optionsFromEnv, type Storage } from "../src/index.js";
+import { AdminError, ConfigError, createMemoryStorage, createPlantgate, generateKeyRecord, KeyEncryptionError, optionsFromEnv, type RequestObservation, type Storage } from "../src/index.js";
 import { getAccounts } from "./api-helpers.js";
 import { BASE, basic, clientToken, harness, manualClock, tokenRequest } from "./helpers.js";
 import { createKeyEncryption, parseKeyEncryptionKeys } from "../src/crypto/key-encryption.js";
@@ -168,7 +168,14 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     const clock = manualClock();
     const storage = createMemoryStorage();
     const errors: unknown[][] = [];
-    const old = createPlantgate({ storage, clock: clock.now, logger: { error: (...a: unknown[]) => void errors.push(a), warn() {} }, passwordHashIterations: 1000 });
+    const requests: RequestObservation[] = [];
+    const old = createPlantgate({
+      storage,
+      clock: clock.now,
+      logger: { error: (...a: unknown[]) => void errors.push(a), warn() {} },
+      passwordHashIterations: 1000,
+      observer: { request: (o) => void requests.push(o) },
+    });
     const { clientSecret } = await old.admin.createClient({ clientId: "c" });
     const auth = { authorization: basic("c", clientSecret) };
     const token = ((await (await tokenRequest(old, { grant_type: "client_credentials" }, auth)).json()) as { access_token: string }).access_token;
@@ -177,6 +184,8 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     clock.advance(61_000);
     const refused = await tokenRequest(old, { grant_type: "client_credentials" }, auth);
     expect([refused.status, refused.headers.get("retry-after"), await refused.json()]).toEqual([503, "5", { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." }]);
+    // The metrics' result label is the answer's OAuth code (it said server_error at first).
+    expect([requests.at(-1)!.status, requests.at(-1)!.result]).toEqual([503, "temporarily_unavailable"]);
     expect((await getAccounts(old, token)).status).toBe(503);
     expect(errors[0]).toEqual([
       "the signing keys cannot be loaded",

@@ -78,10 +78,14 @@ export function describeError(error: unknown): Record<string, unknown> {
  * sealed the keys, or rotated, under one it has; until 2026-12-01 each such request was a 500).
  */
 function unavailable(error: unknown, logger: Logger): boolean {
-  if (error instanceof StorageError) logger.error("storage unavailable", describeError(error));
-  else if (error instanceof KeyEncryptionError) logger.error("the signing keys cannot be loaded", describeError(error));
-  else return false;
+  if (!isUnavailable(error)) return false;
+  logger.error(error instanceof StorageError ? "storage unavailable" : "the signing keys cannot be loaded", describeError(error));
   return true;
+}
+
+/** Whether {@link errorResponse} answers `error` with a 503 (the metrics label it so too). */
+export function isUnavailable(error: unknown): boolean {
+  return error instanceof StorageError || error instanceof KeyEncryptionError;
 }
 
 /**

@@ -2,8 +2,8 @@
  * The span per request and the `observer.request` hook: a wrapper around the app's dispatch,
  * chosen once per app. Without a tracer and an observer the app dispatches directly.
  */
-import { OAuthError, StorageError, TooManyAttemptsError } from "../errors/index.js";
-import type { PlainResponse } from "../http/respond.js";
+import { OAuthError, TooManyAttemptsError } from "../errors/index.js";
+import { isUnavailable, type PlainResponse } from "../http/respond.js";
 import { activeSpan, errorType, perf, quietly, SPAN_ERROR } from "./spans.js";
 import type { Observer, TraceSpan, Tracer } from "./types.js";
 
@@ -45,7 +45,7 @@ function tokenResult(note: RequestNote, status: number): string {
   const error = note.error;
   if (error instanceof TooManyAttemptsError) return error.reason === "busy" ? "temporarily_unavailable" : "locked_out";
   if (error instanceof OAuthError) return error.code;
-  if (error instanceof StorageError) return "temporarily_unavailable";
+  if (isUnavailable(error)) return "temporarily_unavailable";
   return status === 405 ? "invalid_request" : "server_error";
 }
 
