@@ -353,6 +353,11 @@ function unsafeNumberError(key: string): ConfigError {
   return new ConfigError(`${key} is a number wrangler passed (an unquoted [vars] value) that is not a whole number below 2^53, so its text may not be the one written (digits past 2^53 are lost, 1.50 reads 1.5): quote it`);
 }
 
+/** A password hash iteration count past what Cloudflare's Web Crypto takes. */
+function workersIterationsError(iterations: number): ConfigError {
+  return new ConfigError(`PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most ${WORKERS_MAX_PASSWORD_HASH_ITERATIONS} on Workers (Cloudflare's PBKDF2 limit), got ${iterations}`);
+}
+
 async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logger: Pick<Logger, "warn">): Promise<Plantgate> {
   // The upload bounds are the entry's own; the rest are plantgate options.
   const { d1Binding = "DB", migrate = true, d1TimeoutMs = WORKER_D1_TIMEOUT_MS, uploadDiscardBytes: _bytes, uploadDiscardMs: _ms, startTimeoutMs: _start, startRetryMs: _retry, scheduledEventsTimeoutMs: _events, fetchEventsTimeoutMs: _fetchEvents, pruneMaxBatches: _prune, ...rest } = options;
@@ -366,6 +371,10 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
   // The audit trail is kept unless PLANTGATE_AUDIT=0: core's reader, the one the Node servers and
   // the CLI use (an unquoted boolean var arrives as true/false, which it takes).
   const audit = auditFromEnv(vars);
+  // The Workers limit before core's own (2^31 - 1, Web Crypto's): a count past both was told the
+  // larger limit first, then the smaller once lowered.
+  const given = vars.PLANTGATE_PASSWORD_HASH_ITERATIONS;
+  if (given !== undefined && /^\d{1,12}$/.test(given) && Number(given) > WORKERS_MAX_PASSWORD_HASH_ITERATIONS) throw workersIterationsError(Number(given));
   const fromEnv = optionsFromEnv(vars);
   const bootstrap = bootstrapFromEnv(vars);
   if (unsafeNumbers.length > 0) throw unsafeNumberError(unsafeNumbers[0]!);
@@ -373,7 +382,7 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
   // Cloudflare's Web Crypto refuses PBKDF2 above 100 000 rounds (local workerd does not, so no test
   // on wrangler dev would show it): every password check would fail there.
   if (iterations > WORKERS_MAX_PASSWORD_HASH_ITERATIONS) {
-    throw new ConfigError(`PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most ${WORKERS_MAX_PASSWORD_HASH_ITERATIONS} on Workers (Cloudflare's PBKDF2 limit), got ${iterations}`);
+    throw workersIterationsError(iterations);
   }
   const storage = createD1Storage(database, { audit, operationTimeoutMs: d1TimeoutMs });
   // Made before D1 is touched: its option checks (an issuer with a query, a scope prefix with a
