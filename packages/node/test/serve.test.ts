@@ -5,7 +5,7 @@ import { createServer, type Socket } from "node:net";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
 import { answerMalformedRequests, closeGracefully, serve, SERVE_DEFAULTS, type FetchApp } from "../src/index.js";
-import { chunkedAnswers, deferred, delay, open, rawExchange, readResponse, textUntilClose } from "./support.js";
+import { chunkedAnswers, deferred, delay, open, rawExchange, readResponse, slowThenBadChunk, textUntilClose } from "./support.js";
 
 const hello: FetchApp = { fetch: async () => new Response("hello") };
 /** The whole answer to a request Node's parser refuses (400), as the refusal is written on the socket. */
@@ -609,12 +609,7 @@ describe("serve limits", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     try {
       const { port } = server.address() as { port: number };
-      const socket = await open(`http://127.0.0.1:${port}`);
-      const whole = textUntilClose(socket);
-      socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST /up HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n");
-      await delay(150);
-      release();
-      const text = await whole;
+      const { text } = await slowThenBadChunk(`http://127.0.0.1:${port}`, release, 150);
       // Node's own answers (res.end with the whole body: Content-Length), one after the other.
       const answers = text.split(/(?=HTTP\/1\.1 \d{3} )/).map((answer) => [answer.slice(9, 12), answer.slice(answer.indexOf("\r\n\r\n") + 4)]);
       expect([seen, answers, text.match(/HTTP\/1\.1 /g)?.length]).toEqual([
@@ -673,13 +668,7 @@ describe("serve limits", () => {
       };
       const running = await serve(app, { port: 0, host: "127.0.0.1" });
       try {
-        const socket = await open(running.url);
-        const whole = textUntilClose(socket);
-        socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST /up HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n");
-        await delay(200);
-        release();
-        const began = Date.now();
-        const text = await whole;
+        const { text, releasedAt: began } = await slowThenBadChunk(running.url, release, 200);
         const answers = chunkedAnswers(text);
         expect([via, wait, answers, text.match(/HTTP\/1\.1 /g)?.length]).toEqual([
           via,
@@ -705,12 +694,7 @@ describe("serve limits", () => {
     };
     const running = await serve(app, { port: 0, host: "127.0.0.1", onError: (error) => void reported.push(error) });
     try {
-      const socket = await open(running.url);
-      const whole = textUntilClose(socket);
-      socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST /up HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n");
-      await delay(150);
-      release();
-      const text = (await whole).replace(/\r\nDate: [^\r]*/gi, "");
+      const text = (await slowThenBadChunk(running.url, release, 150)).text.replace(/\r\nDate: [^\r]*/gi, "");
       const answers = text.split(/(?=HTTP\/1\.1 \d{3} )/);
       expect([answers.length, answers[0]!.startsWith("HTTP/1.1 200 OK\r\n"), answers[0]!.endsWith("\r\n\r\nb\r\nslow answer\r\n0\r\n\r\n")]).toEqual([2, true, true]);
       expect(answers[1]).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);

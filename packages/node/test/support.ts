@@ -169,6 +169,21 @@ function tryParse(
   };
 }
 
+/**
+ * On one connection to `url`, pipelines `GET /slow` and a `POST /up` whose chunked upload the parser
+ * refuses (a bad chunk size after the first chunk); after `waitMs` calls `release` (what holds the
+ * slow answer). Resolves with everything received until the close, and when `release` was called.
+ */
+export async function slowThenBadChunk(url: string, release: () => void, waitMs: number): Promise<{ text: string; releasedAt: number }> {
+  const socket = await open(url);
+  const whole = textUntilClose(socket);
+  socket.write("GET /slow HTTP/1.1\r\nhost: x\r\n\r\nPOST /up HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n");
+  await delay(waitMs);
+  release();
+  const releasedAt = Date.now();
+  return { text: await whole, releasedAt };
+}
+
 /** A promise plus its resolver, for hand-offs between app and test. */
 export function deferred<T = void>(): { promise: Promise<T>; resolve(value: T): void } {
   let resolve!: (value: T) => void;
