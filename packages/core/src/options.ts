@@ -237,7 +237,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   });
   const cacheSize = options.verifiedTokenCacheSize ?? 10_000;
   if (!Number.isSafeInteger(cacheSize) || cacheSize < 0) throw new TypeError("verifiedTokenCacheSize must be a non-negative integer");
-  const maxPageSize = positiveInt("maxPageSize", options.maxPageSize, 100);
+  // At most 2^31 - 1, the query parameters' own bound (10 digits): a larger bound was taken, and a
+  // pageSize past 10 digits then refused with a message naming a range that held it.
+  const maxPageSize = positiveInt("maxPageSize", options.maxPageSize, 100, 2_147_483_647);
   const defaultPageSize = positiveInt("defaultPageSize", options.defaultPageSize, 20);
   if (defaultPageSize > maxPageSize) throw new TypeError("defaultPageSize must not exceed maxPageSize");
   const basePath = normalizeBasePath(options.basePath);

@@ -156,6 +156,25 @@ describe("GetAccountList parameters", () => {
     expect((await read(await getAccounts(hh.app, t, "pageSize=11"))).body).toEqual({ error: 1102, message: "pageSize must be an integer from 1 to 10." });
   });
 
+  it("maxPageSize is at most 2147483647, the query's own bound; a pageSize of 10 digits within it is taken", async () => {
+    await expect(harness({ maxPageSize: 2_147_483_648 })).rejects.toThrow(new TypeError("maxPageSize must be at most 2147483647"));
+    const hh = await harness({ maxPageSize: 2_147_483_647 });
+    const t = await clientToken(hh);
+    expect((await read(await getAccounts(hh.app, t, "pageSize=2147483647"))).body).toEqual({ accounts: await hh.app.admin.listAccounts(), page: 1, pageSize: 2147483647, total: 1, totalPages: 1 });
+    expect((await read(await getAccounts(hh.app, t, "pageSize=2147483648"))).body).toEqual({ error: 1102, message: "pageSize must be an integer from 1 to 2147483647." });
+  });
+
+  it("the admin listAccountsPage example walks every account on the default options", async () => {
+    const hh = await harness();
+    const names: string[] = [];
+    for (let page = 1; ; page++) {
+      const { accounts, totalPages } = await hh.app.admin.listAccountsPage({ page, pageSize: 100 });
+      for (const a of accounts) names.push(a.username);
+      if (page >= totalPages) break;
+    }
+    expect(names).toEqual(["alice"]);
+  });
+
   it("unknown query parameters are ignored", async () => {
     expect((await list("sort=desc&foo=bar")).body).toEqual({ accounts: [alice], page: 1, pageSize: 20, total: 1, totalPages: 1 });
   });

@@ -60,7 +60,7 @@ export interface Admin extends ClientAdmin {
    *
    * @example
    * for (let page = 1; ; page++) {
-   *   const { accounts, totalPages } = await app.admin.listAccountsPage({ page, pageSize: 500 });
+   *   const { accounts, totalPages } = await app.admin.listAccountsPage({ page, pageSize: 100 }); // at most the app's maxPageSize (default 100)
    *   for (const a of accounts) console.log(a.username);
    *   if (page >= totalPages) break;
    * }
