@@ -371,7 +371,7 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
   // The audit trail is kept unless PLANTGATE_AUDIT=0: core's reader, the one the Node servers and
   // the CLI use (an unquoted boolean var arrives as true/false, which it takes).
   const audit = auditFromEnv(vars);
-  // The Workers limit before core's own (2^31 - 1, Web Crypto's): a count past both was told the
+  // The Workers limit before core's own (10,000,000): a count past both was told the
   // larger limit first, then the smaller once lowered.
   const given = vars.PLANTGATE_PASSWORD_HASH_ITERATIONS;
   if (given !== undefined && /^\d{1,12}$/.test(given) && Number(given) > WORKERS_MAX_PASSWORD_HASH_ITERATIONS) throw workersIterationsError(Number(given));

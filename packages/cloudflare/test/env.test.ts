@@ -113,7 +113,7 @@ const HOSTILE: [string, unknown, string][] = [
   ["PLANTGATE_SIGNING_KEY", '{"kty":"oct","k":"c2VjcmV0LWtleQ","d":"c2VjcmV0LWQ"}', "plantgate: the signing keys cannot be loaded: signingKey (PLANTGATE_SIGNING_KEY) does not import as an ES256 key; nothing was stored"],
   ["PLANTGATE_PASSWORD_HASH_ITERATIONS", "abc", 'PLANTGATE_PASSWORD_HASH_ITERATIONS must be a positive integer, got "abc"'],
   ["PLANTGATE_PASSWORD_HASH_ITERATIONS", "100001", "PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most 100000 on Workers (Cloudflare's PBKDF2 limit), got 100001"],
-  // Past Web Crypto's own limit (2^31 - 1) too: the Workers limit is the one told.
+  // Past core's own limit (10,000,000) too: the Workers limit is the one told.
   ["PLANTGATE_PASSWORD_HASH_ITERATIONS", big, `PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most 100000 on Workers (Cloudflare's PBKDF2 limit), got ${big}`],
   ["PLANTGATE_ACCESS_TOKEN_TTL", "0", 'PLANTGATE_ACCESS_TOKEN_TTL must be a positive integer, got "0"'],
   ["PLANTGATE_TRUSTED_PROXIES", "10.0.0.0/33", 'PLANTGATE_TRUSTED_PROXIES: "10.0.0.0/33" has a bad prefix length'],

@@ -1,7 +1,7 @@
 /** Options of createPlantgate, and the one place they are checked and turned into a {@link Context}. */
 import { MAX_TTL_SECONDS } from "./admin/clients.js";
 import { MAX_CONCURRENT_PASSWORD_CHECKS } from "./security/credentials.js";
-import { defaultRandomBytes } from "./crypto/index.js";
+import { defaultRandomBytes, PBKDF2_MAX_ITERATIONS } from "./crypto/index.js";
 import { sha256With } from "./crypto/provider.js";
 import { createClientKeys } from "./oauth/client-keys.js";
 import type { Context, Logger, RefreshGrace } from "./context.js";
@@ -139,10 +139,12 @@ export function checkScopePrefix(scopePrefix: string): void {
 }
 
 /**
- * PBKDF2's largest iteration count in Web Crypto (2^31 - 1): a larger one was taken and every
- * password hash then failed with an OperationError (until 2026-12-01).
+ * The most PBKDF2 iterations a new hash may have: the most a stored hash is checked at
+ * (PBKDF2_MAX_ITERATIONS, 10,000,000). Until 2026-12-01 a larger count was taken: past 2^31 - 1
+ * (Web Crypto's limit) every hash failed, and between 10,000,001 and that every account created
+ * then could never sign in (its hash was refused when checked; nothing logged).
  */
-export const MAX_PASSWORD_HASH_ITERATIONS = 2_147_483_647;
+export const MAX_PASSWORD_HASH_ITERATIONS = PBKDF2_MAX_ITERATIONS;
 
 /** Applies defaults and checks options once, at construction, so misconfiguration fails fast. */
 export function resolveOptions(options: PlantgateOptions = {}): Context {

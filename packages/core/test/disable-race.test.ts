@@ -1,19 +1,24 @@
 /**
  * An account disabled while its password is being checked gets nothing that outlives the disable:
- * no console session, no refresh token. The storage below runs the disable at the worst moment,
- * right before the session or the token family is stored (after the disable has deleted the
- * account's sessions and revoked its tokens). Before 2026-11-29 both were stored and came back
- * when the account was enabled again.
+ * no console session, no refresh token, no access token. The storage below runs the disable at the
+ * worst moment, right before the session or the token family is stored (after the disable has
+ * deleted the account's sessions and revoked its tokens), or right after the account was read for
+ * the password check. Before 2026-11-29 both were stored and came back when the account was
+ * enabled again; until 2026-12-01 a grant without offline_access got an access token minted after
+ * the disable.
  */
 import { describe, expect, it } from "vitest";
 import { createMemoryStorage, createPlantgate, type Plantgate, type Storage } from "../src/index.js";
 import { basic, manualClock, tokenRequest } from "./helpers.js";
 import { call, read } from "./console-helpers.js";
 
-/** A memory store whose next session or refresh-token insert first runs `before` (once). */
+/**
+ * A memory store whose next session or refresh-token insert first runs `before` (once), or whose
+ * next read by username runs `afterFind` before it answers with what it read (once).
+ */
 function racing() {
   const memory = createMemoryStorage();
-  const hook: { before: (() => Promise<void>) | null } = { before: null };
+  const hook: { before: (() => Promise<void>) | null; afterFind: (() => Promise<void>) | null } = { before: null, afterFind: null };
   const once = async () => {
     const step = hook.before;
     hook.before = null;
@@ -22,13 +27,23 @@ function racing() {
   const storage: Storage = {
     ...memory,
     sessions: { ...memory.sessions, create: async (record) => (await once(), memory.sessions.create(record)) },
+    accounts: {
+      ...memory.accounts,
+      findByUsername: async (username) => {
+        const record = await memory.accounts.findByUsername(username);
+        const step = hook.afterFind;
+        hook.afterFind = null;
+        await step?.();
+        return record;
+      },
+    },
     refreshTokens: { ...memory.refreshTokens, create: async (record) => (await once(), memory.refreshTokens.create(record)) },
   };
   return { memory, storage, hook };
 }
 
-async function app(storage: Storage): Promise<Plantgate> {
-  const app = createPlantgate({ storage, clock: manualClock().now, passwordHashIterations: 1000, logger: { error() {}, warn() {} }, console: { enabled: true } });
+async function app(storage: Storage, events: string[] = []): Promise<Plantgate> {
+  const app = createPlantgate({ storage, clock: manualClock().now, passwordHashIterations: 1000, logger: { error() {}, warn() {} }, console: { enabled: true }, onEvent: (e) => void events.push(e.type) });
   await app.admin.createAccount({ username: "root", password: "root-password-1", roles: ["admin"] });
   await app.admin.createAccount({ username: "ops", password: "ops-password-1", roles: ["admin"] });
   return app;
@@ -71,5 +86,22 @@ describe("disabling an account while its password is checked", () => {
     // Enabling the account does not bring it back.
     await pg.admin.setAccountEnabled("alice", true);
     expect(await memory.refreshTokens.findByHash(stored[0]!)).toMatchObject(revoked);
+  });
+
+  it("password grant without offline_access: invalid_grant, no token (the account read for the check was enabled)", async () => {
+    const { memory, storage, hook } = racing();
+    const events: string[] = [];
+    const pg = await app(storage, events);
+    const { clientSecret } = await pg.admin.createClient({ clientId: "app-1" });
+    await pg.admin.createAccount({ username: "alice", password: "wonderland-42" });
+    hook.afterFind = async () => void (await pg.admin.setAccountEnabled("alice", false));
+    const res = await tokenRequest(pg, { grant_type: "password", username: "alice", password: "wonderland-42", scope: "Platform_UserAPIs" }, { authorization: basic("app-1", clientSecret) });
+    expect((await memory.accounts.findByUsername("alice"))!.enabled).toBe(false);
+    expect([res.status, await res.json()]).toEqual([400, { error: "invalid_grant", error_description: "The username or password is incorrect." }]);
+    await pg.flushEvents();
+    expect(events.filter((t) => t.startsWith("token."))).toEqual([]);
+    // Enabled again, the same grant gets its token.
+    await pg.admin.setAccountEnabled("alice", true);
+    expect((await tokenRequest(pg, { grant_type: "password", username: "alice", password: "wonderland-42", scope: "Platform_UserAPIs" }, { authorization: basic("app-1", clientSecret) })).status).toBe(200);
   });
 });

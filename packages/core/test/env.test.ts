@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { applyBootstrap, bootstrapFromEnv, checkBootstrap, ConfigError, createMemoryStorage, createPlantgate, optionsFromEnv } from "../src/index.js";
+import { applyBootstrap, bootstrapFromEnv, checkBootstrap, ConfigError, createMemoryStorage, createPlantgate, hashPassword, optionsFromEnv, verifyPassword } from "../src/index.js";
+import { defaultRandomBytes } from "../src/crypto/index.js";
+import { MAX_PASSWORD_HASH_ITERATIONS } from "../src/options.js";
 
 const quiet = { logger: { error() {}, warn() {} }, passwordHashIterations: 1000 };
 
@@ -133,13 +135,25 @@ describe("environment configuration", () => {
       // The URL parser drops white space at the ends; the issuer was used with it (tokens' iss).
       [{ PLANTGATE_ISSUER: "https://auth.example.com " }, "PLANTGATE_ISSUER must not begin or end with white space"],
       [{ PLANTGATE_ISSUER: "https://auth.example.com\n" }, "PLANTGATE_ISSUER must not begin or end with white space"],
-      // Web Crypto's PBKDF2 refuses 2^31 and more: every password hash then failed.
-      [{ PLANTGATE_PASSWORD_HASH_ITERATIONS: "2147483648" }, 'PLANTGATE_PASSWORD_HASH_ITERATIONS must be at most 2147483647, got "2147483648"'],
+      // Web Crypto's PBKDF2 refuses 2^31 and more: every password hash then failed. Past
+      // 10,000,000 (the most a stored hash is checked at) no account made then could sign in.
+      [{ PLANTGATE_PASSWORD_HASH_ITERATIONS: "2147483648" }, 'PLANTGATE_PASSWORD_HASH_ITERATIONS must be at most 10000000, got "2147483648"'],
+      [{ PLANTGATE_PASSWORD_HASH_ITERATIONS: "10000001" }, 'PLANTGATE_PASSWORD_HASH_ITERATIONS must be at most 10000000, got "10000001"'],
     ] as const) {
       expect(() => optionsFromEnv(env), JSON.stringify(env)).toThrow(new ConfigError(message));
     }
-    expect(optionsFromEnv({ PLANTGATE_PASSWORD_HASH_ITERATIONS: "2147483647" })).toEqual({ passwordHashIterations: 2147483647 });
+    expect(optionsFromEnv({ PLANTGATE_PASSWORD_HASH_ITERATIONS: "10000000" })).toEqual({ passwordHashIterations: 10_000_000 });
     expect(() => createPlantgate({ ...quiet, issuer: " https://auth.example.com" })).toThrow(new TypeError("issuer must not begin or end with white space"));
-    expect(() => createPlantgate({ ...quiet, passwordHashIterations: 2 ** 31 })).toThrow(new TypeError("passwordHashIterations must be at most 2147483647"));
+    expect(() => createPlantgate({ ...quiet, passwordHashIterations: 2 ** 31 })).toThrow(new TypeError("passwordHashIterations must be at most 10000000"));
+    expect(() => createPlantgate({ ...quiet, passwordHashIterations: 10_000_001 })).toThrow(new TypeError("passwordHashIterations must be at most 10000000"));
   });
+
+  it("a password hashed at the most the options take (10,000,000 iterations) verifies", async () => {
+    // Until 2026-12-01 the options took up to 2^31 - 1, and a hash past 10,000,000 (the most a
+    // stored hash is checked at) never verified: no account made then could sign in.
+    expect(MAX_PASSWORD_HASH_ITERATIONS).toBe(10_000_000);
+    const phc = await hashPassword("wonderland-42", defaultRandomBytes, { iterations: MAX_PASSWORD_HASH_ITERATIONS });
+    expect(phc).toMatch(/^\$pbkdf2-sha256\$i=10000000,l=32\$/);
+    expect(await verifyPassword("wonderland-42", phc)).toBe(true);
+  }, 120_000);
 });

@@ -116,7 +116,12 @@ export interface PasswordHashOptions {
 }
 
 const PBKDF2_DEFAULT_ITERATIONS = 600_000;
-const PBKDF2_MAX_ITERATIONS = 10_000_000;
+/**
+ * The largest iteration count a stored hash is checked at (a hash past it verifies nothing: a
+ * corrupt or hostile row cannot make one check cost minutes), and so the most the options take for
+ * new hashes (MAX_PASSWORD_HASH_ITERATIONS).
+ */
+export const PBKDF2_MAX_ITERATIONS = 10_000_000;
 
 async function pbkdf2(password: string, salt: Uint8Array, iterations: number, length: number): Promise<Uint8Array> {
   const key = await crypto.subtle.importKey("raw", encoder.encode(password), "PBKDF2", false, ["deriveBits"]);

@@ -35,6 +35,12 @@ export type RefreshPlan =
       onLost: () => Promise<TokenResponse>;
     };
 
+/** Whether the account is still there and enabled, read now (after a password check that took a while). */
+async function accountStillEnabled(ctx: Context, accountId: string): Promise<boolean> {
+  const account = await ctx.storage.accounts.get(accountId);
+  return account !== null && account.enabled;
+}
+
 /**
  * Issues the access token (and, per plan, a refresh token) of a successful grant.
  * The refresh token is stored (by hash) before it is returned, so a response never carries a token
@@ -97,8 +103,7 @@ export async function issueTokens(
       // stayed live, and worked again once the account was enabled. (A rotation needs no such
       // check: its consume is refused once the family is revoked, and a family revoked after it
       // includes the new token.)
-      const account = await ctx.storage.accounts.get(plan.accountId);
-      if (!account || !account.enabled) {
+      if (!(await accountStillEnabled(ctx, plan.accountId))) {
         await ctx.storage.refreshTokens.revokeFamily(record.familyId, input.now);
         throw new OAuthError("invalid_grant", "The username or password is incorrect.");
       }
@@ -109,6 +114,13 @@ export async function issueTokens(
       if (!(await ctx.storage.refreshTokens.consume(plan.presentedHash, input.now, record, replay))) return plan.onLost();
       ctx.events.emit({ type: "token.refreshed", client_id: input.client.clientId, account_id: plan.accountId, family_id: record.familyId, scope: body.scope, replay: false, client_ip: input.clientIp ?? null });
     }
+  }
+  // A password grant without a refresh token checks the account as it is now as well, after the
+  // access token is signed: disabled while its password was checked, it gets nothing. Until
+  // 2026-12-01 only a new family was checked, and such a grant answered with a token minted after
+  // the disable had completed (usable on the APIs for its whole lifetime).
+  if (plan.kind === "none" && input.grantType === "password" && !(await accountStillEnabled(ctx, input.subject))) {
+    throw new OAuthError("invalid_grant", "The username or password is incorrect.");
   }
   // Every token request passes here: the event object is only built when something listens.
   if (ctx.events.enabled) ctx.events.emit({ type: "token.issued", grant_type: input.grantType, client_id: input.client.clientId, subject: input.subject, scope: body.scope, jti, expires_at: (Math.floor(input.now / 1000) + ttl) * 1000, family_id: familyId, client_ip: input.clientIp ?? null });
