@@ -295,6 +295,14 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         await persist();
         return true;
       },
+      async setPasswordHash(id, expected, replacement) {
+        // Compare and write with no await in between: one of several racing callers wins.
+        const r = accounts.get(id);
+        if (!r || r.passwordHash !== expected) return false;
+        accounts.set(id, { ...copyAccount(r), passwordHash: replacement });
+        await persist();
+        return true;
+      },
       async list(offset, limit) {
         return { items: accountOrder.slice(offset, offset + limit).map((id) => copyAccount(accounts.get(id)!)), total: accountOrder.length };
       },

@@ -78,8 +78,12 @@ export interface Context {
   passwordHashIterations: number;
   /** See `PlantgateOptions.maxConcurrentPasswordChecks`. */
   maxConcurrentPasswordChecks: number;
-  /** Password checks running now in this instance (the cap above counts them). */
-  passwordChecks: { inFlight: number };
+  /**
+   * Password checks running now in this instance (the cap above counts them), and the highest
+   * iteration count a stored hash was checked at here (refusals are padded to at least that: see
+   * checkPasswordNow).
+   */
+  passwordChecks: { inFlight: number; highestIterations: number };
   clock: () => number;
   random: RandomBytes;
   /** SHA-256 of a UTF-8 string, base64url (see the `crypto` option). */

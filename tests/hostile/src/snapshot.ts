@@ -36,7 +36,7 @@ export interface RecordingStorage {
 
 const WRITES: Record<keyof Storage, readonly string[]> = {
   clients: ["create", "addSecret", "replaceSecrets", "removeSecret", "touchSecret", "delete"],
-  accounts: ["create", "createMany", "setEnabled"],
+  accounts: ["create", "createMany", "setEnabled", "setPasswordHash"],
   refreshTokens: ["create", "consume", "graceUse", "revokeFamily", "revokeByAccount", "deleteExpired"],
   plants: ["create"],
   signingKeys: ["create", "createIfEmpty", "delete", "replacePrivateJwk"],

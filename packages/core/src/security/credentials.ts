@@ -1,5 +1,5 @@
 import type { Context } from "../context.js";
-import { spendPasswordWork, verifyPasswordCounted } from "../crypto/index.js";
+import { hashPassword, spendPasswordWork, verifyPasswordCounted } from "../crypto/index.js";
 import { StorageError, TooManyAttemptsError } from "../errors/index.js";
 import { describeError } from "../http/respond.js";
 import type { AccountLockedOutEvent, EventInput, LoginFailure, LoginSource } from "../events/types.js";
@@ -168,6 +168,8 @@ async function checkPasswordNow(
   // Until 2026-12-01 it was verified against a dummy hash made on first use: the first unknown
   // username of each process (each Worker isolate) cost twice the work, hash and check.
   const { ok, iterations: spent } = account ? await verifyPasswordCounted(password, account.passwordHash) : { ok: false, iterations: 0 };
+  const checks = ctx.passwordChecks;
+  if (spent > checks.highestIterations) checks.highestIterations = spent;
   // Already counted by attempt(): nothing more to record on failure. An account without the
   // required role (the console's admin role) fails like a wrong password, after the password is
   // checked and without the success's reset: an answer of its own would tell anyone, with no
@@ -179,7 +181,14 @@ async function checkPasswordNow(
     // raised checks faster (47 against 228 ms from 100 000 to 600 000 iterations, before
     // 2026-11-29: existing usernames told apart), and a password with U+0000 or a stored hash that
     // is not ours runs none. A right password of a disabled or non-admin account is padded too.
-    if (spent < ctx.passwordHashIterations) await spendPasswordWork(ctx.passwordHashIterations - spent);
+    // After the cost was lowered, a hash made before costs more than today's: every refusal is
+    // padded to the highest cost a stored hash was checked at in this instance as well (until
+    // 2026-12-01 only to today's, so a wrong password of an older account took several times an
+    // unknown username's time). Until such a check since the instance started, an older account can
+    // still be told apart (once: the check raises the padding); a right password rehashes the
+    // account at today's cost (rehash below).
+    const floor = Math.max(ctx.passwordHashIterations, checks.highestIterations);
+    if (spent < floor) await spendPasswordWork(floor - spent);
     failed(account !== null, refused);
     return null;
   }
@@ -198,5 +207,26 @@ async function checkPasswordNow(
     if (!(error instanceof StorageError)) throw error;
     ctx.logger.warn("brute-force counters could not be reset after a correct password; the sign-in stands, and this attempt stays counted until its window ends", describeError(error));
   }
+  if (account !== null && spent !== ctx.passwordHashIterations) await rehash(ctx, account, password);
   return account;
+}
+
+/**
+ * Stores the account's password hashed at today's cost, after a right password checked against a
+ * hash of another cost (`passwordHashIterations` raised or lowered since it was made): the one
+ * moment the password is at hand. A compare-and-set on the hash just checked
+ * (`accounts.setPasswordHash`), so a hash changed meanwhile is kept. A store without the method,
+ * and a write that fails (a `warn` line), leave the hash as it was: the sign-in stands either way.
+ * Until 2026-12-01 hashes kept the cost they were made with for good.
+ */
+async function rehash(ctx: Context, account: AccountRecord, password: string): Promise<void> {
+  const accounts = ctx.storage.accounts;
+  if (typeof accounts.setPasswordHash !== "function") return;
+  const replacement = await hashPassword(password, ctx.random, { iterations: ctx.passwordHashIterations });
+  try {
+    await accounts.setPasswordHash(account.id, account.passwordHash, replacement);
+  } catch (error) {
+    if (!(error instanceof StorageError)) throw error;
+    ctx.logger.warn("a password hash could not be stored at today's cost after a correct password; the sign-in stands, and the next one tries again", describeError(error));
+  }
 }

@@ -191,6 +191,13 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         accounts.set(id, { ...r, enabled });
         return true;
       },
+      async setPasswordHash(id, expected, replacement) {
+        // No await between the compare and the set: atomic on a single JS thread.
+        const r = accounts.get(id);
+        if (!r || r.passwordHash !== expected) return false;
+        accounts.set(id, { ...r, passwordHash: replacement });
+        return true;
+      },
       async list(offset, limit) {
         const items = accountOrder.slice(offset, offset + limit).map((id) => copyAccount(accounts.get(id)!));
         return { items, total: accountOrder.length };

@@ -158,6 +158,14 @@ export interface AccountStore {
   /** Sets `enabled`; false when absent. */
   setEnabled(id: string, enabled: boolean): Promise<boolean>;
   /**
+   * Replaces the account's `passwordHash` with `replacement` only if it is still exactly
+   * `expected`, in one atomic step, changing nothing else; true when it replaced it (false when the
+   * account is absent or its hash differs). Core calls it after a right password checked against a
+   * hash made at another cost, to store the hash at today's (`passwordHashIterations`). Optional
+   * (added 2026-12-01): without it hashes keep the cost they were made with.
+   */
+  setPasswordHash?(id: string, expected: string, replacement: string): Promise<boolean>;
+  /**
    * One page in creation order, oldest first: the accounts at places `offset + 1` to
    * `offset + limit` of the order in which `create` and `createMany` stored them (not `createdAt`,
    * which the caller chooses). Accounts are never deleted, so places are gapless and stable and

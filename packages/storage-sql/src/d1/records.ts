@@ -95,6 +95,13 @@ export function d1AccountStore(ctx: D1Context): AccountStore {
         if (!storableKey(accountId)) return false;
         return (await exec(`update ${table} set "enabled" = ? where "id" = ?`, enabled ? 1 : 0, accountId)) > 0;
       }),
+    setPasswordHash: (accountId, expected, replacement) =>
+      run("accounts.setPasswordHash", async () => {
+        if (!storableKey(accountId)) return false;
+        const hash = ctx.text(replacement, "passwordHash");
+        // One conditional UPDATE: atomic, and a no-op when another writer got there first.
+        return (await exec(`update ${table} set "password_hash" = ? where "id" = ? and "password_hash" = ?`, hash, accountId, expected)) > 0;
+      }),
     list: (offset, limit) =>
       run("accounts.list", async () => {
         // The total rides along with the page, so a non-empty page costs one round trip.

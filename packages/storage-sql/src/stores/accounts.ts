@@ -206,6 +206,16 @@ export function accountStore(ctx: StoreContext): AccountStore {
           .executeTakeFirst();
         return updated(result.numUpdatedRows, async () => (await db.selectFrom(TABLES.accounts).select("id").where("id", "=", id).executeTakeFirst()) !== undefined);
       }),
+    setPasswordHash: (id, expected, replacement) =>
+      run("accounts.setPasswordHash", async () => {
+        if (!storableKey(id)) return false;
+        const hash = ctx.text(replacement, "passwordHash");
+        // One conditional UPDATE: atomic on every engine, a no-op when another writer got there
+        // first. A new hash always differs from the one it replaces (a fresh salt), so MySQL's
+        // changed-rows count is the found-rows count here.
+        const result = await db.updateTable(TABLES.accounts).set({ password_hash: hash }).where("id", "=", id).where("password_hash", "=", expected).executeTakeFirst();
+        return result.numUpdatedRows > 0n;
+      }),
     list: (offset, limit) =>
       run("accounts.list", async () => {
         const load = async () => {

@@ -1,6 +1,6 @@
-import type { AccountRecord } from "@plantgate/core";
+import type { AccountRecord, AccountStore } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
-import { accountRecord, expectRecord, expectRecords, MAX_DATE_MS, T0 } from "../fixtures.js";
+import { accountRecord, expectRecord, expectRecords, inParallel, MAX_DATE_MS, RACES_TIMEOUT, T0, withOtherInstance } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
 
 /** `count` accounts whose ids sort differently as numbers and as strings (user-10 < user-2). */
@@ -341,6 +341,63 @@ export function accountsSuite(s: SuiteContext): void {
       await accounts().createMany(batch);
       batch[0]!.roles.push("mutated");
       expectRecord(await accounts().get("iso2"), batchExpected[0]!, "batch account");
+    });
+  });
+
+  /**
+   * `accounts.setPasswordHash(id, expected, replacement)` (optional in the type, added 2026-12-01:
+   * without it core cannot store a hash at today's cost after a sign-in, and hashes keep the cost
+   * they were made with). Each case fails until it is there.
+   */
+  describe("accounts.setPasswordHash", { timeout: RACES_TIMEOUT }, () => {
+    type WithRehash = Required<Pick<AccountStore, "setPasswordHash">> & AccountStore;
+    const rehashing = (store: AccountStore = s.storage().accounts): WithRehash => {
+      if (typeof store.setPasswordHash !== "function") {
+        throw new Error("accounts.setPasswordHash is missing: without it password hashes keep the cost they were made with (see the README's storage section)");
+      }
+      return store as WithRehash;
+    };
+
+    it("replaces the hash only while it is still the expected one, changes nothing else, and returns true; the old hash as expected then returns false", async () => {
+      const record = accountRecord({ id: "rehash", username: "rehash", roles: ["r"], email: "r@example.com", displayName: "Re Hash" });
+      const other = accountRecord({ id: "other", username: "other" });
+      await s.storage().accounts.create(record);
+      await s.storage().accounts.create(other);
+      const replacement = "$pbkdf2-sha256$i=600000,l=32$bmV3LXNhbHQtMTIzNDU2Nw$bmV3LWhhc2gtMDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlh";
+      expect(await rehashing().setPasswordHash("rehash", record.passwordHash, replacement)).toBe(true);
+      const expected = { ...record, passwordHash: replacement };
+      expectRecord(await s.storage().accounts.get("rehash"), expected, "rehashed");
+      expectRecord(await s.storage().accounts.findByUsername("rehash"), expected, "rehashed, by username");
+      const page = await s.storage().accounts.list(0, 10);
+      expectRecords(page.items, [expected, other], "listing");
+      expect(page.total, "total").toBe(2);
+      expect(await rehashing().setPasswordHash("rehash", record.passwordHash, "$pbkdf2-sha256$i=1,l=32$c3RhbGU$c3RhbGU")).toBe(false);
+      expectRecord(await s.storage().accounts.get("rehash"), expected, "kept after a stale compare");
+      expectRecord(await s.storage().accounts.get("other"), other, "other account");
+    });
+
+    it("returns false for an absent account and creates nothing", async () => {
+      expect(await rehashing().setPasswordHash("ghost", "x", "y")).toBe(false);
+      expect(await s.storage().accounts.get("ghost")).toBeNull();
+      expect((await s.storage().accounts.list(0, 10)).total).toBe(0);
+    });
+
+    it("30 concurrent calls with the same expected hash and distinct replacements (two instances where the target gives connect), 5 rounds: exactly one returns true and its hash is stored", async () => {
+      await withOtherInstance(s, async (other) => {
+        const stores = [rehashing(), rehashing(other.accounts)];
+        const record = accountRecord({ id: "raced", username: "raced" });
+        await s.storage().accounts.create(record);
+        let current = record.passwordHash;
+        for (let round = 0; round < 5; round++) {
+          const replacements = Array.from({ length: 30 }, (_, i) => `$pbkdf2-sha256$i=1000,l=32$cm91bmQ${round}$cmFjZXI${String(i).padStart(2, "0")}`);
+          const from = current;
+          const results = await inParallel(30, (i) => stores[i % 2]!.setPasswordHash("raced", from, replacements[i]!));
+          expect(results.filter(Boolean), `round ${round}: exactly one call returned true`).toHaveLength(1);
+          current = replacements[results.indexOf(true)]!;
+          expectRecord(await s.storage().accounts.get("raced"), { ...record, passwordHash: current }, `round ${round}: the winner's hash`);
+          expectRecord(await other.accounts.findByUsername("raced"), { ...record, passwordHash: current }, `round ${round}: seen by the other instance`);
+        }
+      });
     });
   });
 }
