@@ -167,6 +167,23 @@ describe("private_key_jwt (RFC 7523)", () => {
       await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwksUri })).rejects.toThrow(new AdminError("jwksUri must not contain U+0000 or unpaired surrogates", { field: "jwksUri" }));
     }
   });
+
+  it("RFC 7518 §3.3: an RSA key under 2048 bits is refused at registration, and one in a set stored before that rule is no candidate (the client's other keys are tried)", async () => {
+    // jose makes no such key (nor verifies with one): Web Crypto does.
+    const small = await crypto.subtle.generateKey({ name: "RSA-PSS", modulusLength: 1024, publicExponent: new Uint8Array([1, 0, 1]), hash: "SHA-256" }, true, ["sign", "verify"]);
+    const smallJwk = { ...(await exportJWK(small.publicKey)), alg: "PS256", use: "sig" };
+    await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwks: { keys: [smallJwk, jwks.keys[1]!] } })).rejects.toThrow(
+      new AdminError("RSA keys must be 2048 bits or larger (RFC 7518 §3.3); a key has 1024", { field: "jwks" }),
+    );
+    // Stored before the rule: the small key first, the client's good PS256 key second, and an
+    // assertion without a kid. Until 2026-12-01 the small key's TypeError refused it at once.
+    await h.app.admin.createClient({ clientId: "legacy-rsa", authMethod: "private_key_jwt", jwks: { keys: [jwks.keys[1]!] } });
+    const stored = (await h.app.storage.clients.get("legacy-rsa"))!;
+    const { kid: _kid, ...good } = jwks.keys[1]!;
+    await h.app.storage.clients.delete("legacy-rsa");
+    await h.app.storage.clients.create({ ...stored, jwks: JSON.stringify({ keys: [smallJwk, good] }) });
+    await expectTokenSuccess(await ccWith(h, await assertion(rs, h, "legacy-rsa", {}, { kid: undefined })));
+  });
 });
 
 describe("private_key_jwt with a jwks_uri (real HTTP server)", () => {

@@ -338,7 +338,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       // 2026-11-30. Given as an object, JSON.stringify writes one as an ASCII escape, stored alike
       // everywhere. (Raw U+0000 is no JSON; JSON.parse refuses it.)
       if (!isWellFormed(text)) throw new JwksError("jwks must not contain unpaired surrogates");
-      parseJwks(text);
+      parseJwks(text, { registration: true });
       return { jwks: text, jwksUri: null };
     } catch (e) {
       if (e instanceof JwksError) throw new AdminError(e.message, { field: input.jwksUri !== undefined ? "jwksUri" : "jwks" });

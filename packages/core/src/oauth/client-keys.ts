@@ -1,5 +1,6 @@
 import { importJWK, type CryptoKey, type JWK } from "jose";
 import type { Logger } from "../context.js";
+import { fromBase64url } from "../crypto/index.js";
 import { declaresOver, readBounded } from "../http/body.js";
 import type { ClientRecord } from "../storage/types.js";
 import { remember } from "../util/bounded-cache.js";
@@ -43,7 +44,7 @@ export class JwksError extends Error {
  * Parses a JWK Set (RFC 7517 §5) and keeps only public signature keys of the accepted algorithms.
  * Throws JwksError for anything else: a private key (`d`), a symmetric key, or no usable key.
  */
-export function parseJwks(text: string): JWK[] {
+export function parseJwks(text: string, options: { registration?: boolean } = {}): JWK[] {
   if (text.length > MAX_JWKS_BYTES) throw new JwksError(`the JWK Set exceeds ${MAX_JWKS_BYTES} bytes`);
   let parsed: unknown;
   try {
@@ -62,10 +63,31 @@ export function parseJwks(text: string): JWK[] {
     if (jwk.kty !== "EC" && jwk.kty !== "RSA" && jwk.kty !== "OKP") throw new JwksError(`unsupported key type ${JSON.stringify(String(jwk.kty)).slice(0, 20)}`);
     if (jwk.alg !== undefined && !(ASSERTION_ALGS as readonly string[]).includes(jwk.alg)) throw new JwksError(`unsupported key algorithm; use one of ${ASSERTION_ALGS.join(", ")}`);
     if (jwk.use !== undefined && jwk.use !== "sig") continue;
+    if (options.registration && jwk.kty === "RSA" && rsaModulusBits(jwk) < MIN_RSA_BITS) {
+      throw new JwksError(`RSA keys must be ${MIN_RSA_BITS} bits or larger (RFC 7518 §3.3); a key has ${rsaModulusBits(jwk)}`);
+    }
     out.push(jwk);
   }
   if (out.length === 0) throw new JwksError("the JWK Set holds no signature key");
   return out;
+}
+
+/**
+ * RS256 and PS256 need an RSA key of 2048 bits or more (RFC 7518 §3.3, §3.5), and jose refuses a
+ * smaller one when verifying, with a TypeError. A registration is refused such a key, and one in
+ * a set stored before that rule or fetched from a `jwks_uri` is no candidate. Until 2026-12-01 such
+ * a key was registered, and an assertion tried against it was refused at once as "not a valid JWT",
+ * without the client's other keys being tried.
+ */
+export const MIN_RSA_BITS = 2048;
+
+/** The bit length of an RSA JWK's modulus `n` (0 when it has none that decodes). */
+function rsaModulusBits(jwk: JWK): number {
+  const n = typeof jwk.n === "string" ? fromBase64url(jwk.n) : null;
+  if (n === null) return 0;
+  let i = 0;
+  while (i < n.length && n[i] === 0) i++;
+  return i === n.length ? 0 : (n.length - i - 1) * 8 + (32 - Math.clz32(n[i]!));
 }
 
 /** Whether a `jwks_uri` may be used: https, or http to a loopback host (development). */
@@ -225,6 +247,7 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
           (k.alg === undefined || k.alg === alg || (isEd(k.alg) && isEd(alg))) &&
           (CRV_OF[alg] === undefined || k.crv === CRV_OF[alg]) &&
           (!isEd(alg) || k.crv === "Ed25519") &&
+          (k.kty !== "RSA" || rsaModulusBits(k) >= MIN_RSA_BITS) &&
           (kid === undefined || k.kid === kid),
       );
       const keys: CryptoKey[] = [];
