@@ -1,6 +1,6 @@
 import type { Context } from "../context.js";
 import { SECURITY_EVENT_TYPES, type SecurityEvent, type SecurityEventType } from "../events/types.js";
-import type { AuditQuery } from "../storage/types.js";
+import type { AuditQuery, AuditRecord, AuditStore } from "../storage/types.js";
 
 /** What {@link listAuditEvents} selects; every filter given must match. */
 export interface EventQuery {
@@ -8,7 +8,10 @@ export interface EventQuery {
   type?: string;
   /** The event's `client_id`. */
   clientId?: string;
-  /** An account id or a username. */
+  /**
+   * An account, by its id or its username: the events that name either (a token's `subject` and
+   * `account_id` hold the id, a failed login or lock-out only the username).
+   */
   account?: string;
   /** 1-1000; default 20. */
   limit?: number;
@@ -58,9 +61,10 @@ export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit 
   }
   const audit = ctx.storage.audit;
   if (!audit) return null;
+  const list = await lister(ctx, audit, query.account);
   // One record past the page tells whether an older one exists (the store takes at most
   // AUDIT_LIST_MAX; a page of that many asks a second time, below).
-  const fetched = await audit.list(limit < AUDIT_LIST_MAX ? { ...q, limit: limit + 1 } : q);
+  const fetched = await list(limit < AUDIT_LIST_MAX ? { ...q, limit: limit + 1 } : q);
   const records = fetched.length > limit ? fetched.slice(0, limit) : fetched;
   const events: SecurityEvent[] = [];
   for (const r of records) {
@@ -75,6 +79,36 @@ export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit 
   // so a reader is never sent to an empty page (before 2026-11-29 a last page of exactly `limit`
   // events gave a cursor, and the console's "Older events" opened "No events match").
   if (records.length < limit || !last) return { events, next: null };
-  const older = fetched.length > limit || (limit >= AUDIT_LIST_MAX && (await audit.list({ ...q, before: { time: last.time, id: last.id }, limit: 1 })).length > 0);
+  const older = fetched.length > limit || (limit >= AUDIT_LIST_MAX && (await list({ ...q, before: { time: last.time, id: last.id }, limit: 1 })).length > 0);
   return { events, next: older ? `${last.time}.${last.id}` : null };
+}
+
+/** Newest first: `time` descending, then `id` descending (code units), the store's order. */
+const newerFirst = (a: AuditRecord, b: AuditRecord) => b.time - a.time || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+
+/**
+ * How to list for an `account` filter: the store's `account` matches a record's account id or its
+ * username, and an account's events name one or the other (a token's the id, a failed login's or a
+ * lock-out's the username), so the account the value names (by username or by id; accounts are
+ * never deleted, and a username names one account for good) is looked up and each of its names is
+ * listed, merged in the store's order without repeats. Until 2026-12-01 a username showed an
+ * account's failed logins and lock-outs but none of its tokens, and its id the reverse.
+ */
+async function lister(ctx: Context, audit: AuditStore, account: string | undefined): Promise<(q: AuditQuery) => Promise<AuditRecord[]>> {
+  if (account === undefined) return (q) => audit.list(q);
+  const [byName, byId] = await Promise.all([ctx.storage.accounts.findByUsername(account), ctx.storage.accounts.get(account)]);
+  const names = new Set([account]);
+  for (const a of [byName, byId]) if (a) names.add(a.id).add(a.username);
+  if (names.size === 1) return (q) => audit.list(q);
+  return async (q) => {
+    const lists = await Promise.all([...names].map((name) => audit.list({ ...q, account: name })));
+    const seen = new Set<string>();
+    const merged: AuditRecord[] = [];
+    for (const r of lists.flat().sort(newerFirst)) {
+      if (seen.has(r.id)) continue;
+      seen.add(r.id);
+      merged.push(r);
+    }
+    return merged.slice(0, q.limit);
+  };
 }
