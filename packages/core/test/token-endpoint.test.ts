@@ -276,7 +276,7 @@ describe("scopePrefix option", () => {
     expect((await verifyAt(h, pw.access_token)).payload.scope).toBe("Acme_UserAPIs offline_access");
     await expectTokenError(await tokenRequest(h.app, { grant_type: "client_credentials", scope: "Platform_UserAPIs" }, auth(h)), 400, {
       error: "invalid_scope",
-      error_description: "The scope 'Platform_UserAPIs' is unknown.",
+      error_description: "A requested scope is unknown (the server's scopes are in scopes_supported of its metadata).",
     });
   });
 

@@ -110,7 +110,7 @@ describe("refresh_token grant (RFC 6749 §6)", () => {
     });
     await expectTokenError(await refreshRequest(h, rt, { scope: "Platform_Unknown" }), 400, {
       error: "invalid_scope",
-      error_description: "The scope 'Platform_Unknown' was not granted to this refresh token.",
+      error_description: "A requested scope is unknown (the server's scopes are in scopes_supported of its metadata).",
     });
     await expectTokenError(await refreshRequest(h, rt, { scope: "Platform_UserAPIs  offline_access" }), 400, {
       error: "invalid_scope",

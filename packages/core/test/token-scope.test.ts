@@ -10,13 +10,31 @@ const malformed = { error: "invalid_scope", error_description: "The scope parame
 describe("invalid_scope (RFC 6749 §5.2)", () => {
   it("RFC 6749 §5.2: an unknown scope is invalid_scope (client_credentials and password)", async () => {
     const h = await harness();
-    const expected = { error: "invalid_scope", error_description: "The scope 'Platform_Everything' is unknown." };
+    const expected = { error: "invalid_scope", error_description: "A requested scope is unknown (the server's scopes are in scopes_supported of its metadata)." };
     await expectTokenError(
       await tokenRequest(h.app, { grant_type: "client_credentials", scope: "Platform_UserAPIs Platform_Everything" }, auth(h)),
       400,
       expected,
     );
     await expectTokenError(await passwordRequest(h, { scope: "Platform_Everything" }), 400, expected);
+  });
+
+  it("a credential sent as scope (a refresh token, a client secret) is not echoed in the error_description", async () => {
+    // Until 2026-12-01 an unknown scope was named ("The scope '...' is unknown."), and SDKs put
+    // the description into their errors' messages, which apps log.
+    const h = await harness();
+    const { refresh_token } = await expectTokenSuccess(await passwordRequest(h, { scope: "Platform_UserAPIs offline_access" }));
+    const expected = { error: "invalid_scope", error_description: "A requested scope is unknown (the server's scopes are in scopes_supported of its metadata)." };
+    for (const [grant, value] of [
+      ["client_credentials", refresh_token as string],
+      ["client_credentials", h.clientSecret],
+      ["refresh_token", h.clientSecret],
+    ] as const) {
+      const body: Record<string, string> = { grant_type: grant, scope: value };
+      if (grant === "refresh_token") body.refresh_token = refresh_token as string;
+      const text = await expectTokenError(await tokenRequest(h.app, body, auth(h)), 400, expected);
+      expect(text).not.toContain(value);
+    }
   });
 
   it("RFC 6749 §5.2: a known scope the client is not allowed is invalid_scope", async () => {
@@ -73,11 +91,11 @@ describe("invalid_scope (RFC 6749 §5.2)", () => {
     const h = await harness();
     const a = await expectTokenError(await passwordRequest(h, { scope: "Nope" }), 400, {
       error: "invalid_scope",
-      error_description: "The scope 'Nope' is unknown.",
+      error_description: "A requested scope is unknown (the server's scopes are in scopes_supported of its metadata).",
     });
     const b = await expectTokenError(await passwordRequest(h, { scope: "Nope", password: "wrong-password" }), 400, {
       error: "invalid_scope",
-      error_description: "The scope 'Nope' is unknown.",
+      error_description: "A requested scope is unknown (the server's scopes are in scopes_supported of its metadata).",
     });
     expect(a).toBe(b);
   });

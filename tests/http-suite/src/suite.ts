@@ -401,7 +401,7 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
       });
 
       it("unknown or malformed scope: invalid_scope", async () => {
-        oauthError(await withBasic({ grant_type: "client_credentials", scope: "Platform_Nope" }), 400, "invalid_scope", "The scope 'Platform_Nope' is unknown.");
+        oauthError(await withBasic({ grant_type: "client_credentials", scope: "Platform_Nope" }), 400, "invalid_scope", "A requested scope is unknown (the server's scopes are in scopes_supported of its metadata).");
         oauthError(await withBasic({ grant_type: "client_credentials", scope: `${USER_APIS}  ${SERVER_COMMANDS}` }), 400, "invalid_scope", "The scope parameter is malformed.");
         oauthError(await withBasic({ grant_type: "client_credentials", scope: 'a"b' }), 400, "invalid_scope", "The scope parameter is malformed.");
       });

@@ -38,6 +38,9 @@ export function checkScopeLimits(value: string | undefined, limits: ScopeLimits)
   }
 }
 
+/** The description of `invalid_scope` for a scope this server does not know (never named: see grantScope). */
+export const UNKNOWN_SCOPE = "A requested scope is unknown (the server's scopes are in scopes_supported of its metadata).";
+
 /**
  * Decides the granted scope: the requested one when each token is known and allowed for the
  * client, else `invalid_scope`; when omitted, the client's allowed scopes minus `offline_access`.
@@ -50,7 +53,10 @@ export function grantScope(requested: string[] | undefined, allowed: string[], k
     return fallback;
   }
   for (const s of requested) {
-    if (!known.includes(s)) throw new OAuthError("invalid_scope", `The scope '${s}' is unknown.`);
+    // An unknown scope is not named: it may be a credential sent in the wrong parameter (a refresh
+    // token or a secret as `scope`), and the answer, which SDKs put in their errors, must not carry
+    // it (until 2026-12-01 it did). A known one is a name the metadata publishes anyway.
+    if (!known.includes(s)) throw new OAuthError("invalid_scope", UNKNOWN_SCOPE);
     if (!allowed.includes(s)) throw new OAuthError("invalid_scope", `The scope '${s}' is not allowed for this client.`);
   }
   return requested;

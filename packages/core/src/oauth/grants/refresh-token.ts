@@ -1,7 +1,7 @@
 import { OAuthError } from "../../errors/index.js";
 import { issueTokens } from "../issue.js";
 import { refreshTokenKey } from "../refresh-key.js";
-import { parseScope } from "../scopes.js";
+import { parseScope, UNKNOWN_SCOPE } from "../scopes.js";
 import { requiredParameters } from "../../schemas/oauth.js";
 import { replayAnswer } from "./refresh-grace.js";
 import type { Grant } from "./types.js";
@@ -39,7 +39,9 @@ export const refreshTokenGrant: Grant = {
     const requested = parseScope(params.get("scope"));
     if (requested) {
       for (const s of requested) {
-        if (!record.scope.includes(s)) throw new OAuthError("invalid_scope", `The scope '${s}' was not granted to this refresh token.`);
+        // Named only when it is a scope this server knows (an unknown one may be a credential in
+        // the wrong parameter: see grantScope).
+        if (!record.scope.includes(s)) throw new OAuthError("invalid_scope", ctx.scopes.all.includes(s) ? `The scope '${s}' was not granted to this refresh token.` : UNKNOWN_SCOPE);
       }
     }
     const scope = requested ?? record.scope;
