@@ -57,6 +57,19 @@ function positiveInt(name: string, value: number | undefined, fallback: number, 
   return value;
 }
 
+/**
+ * One list of `requiredScopes`: an array of scopes this server issues, or the default. Until
+ * 2026-12-01 it was taken as given: a string instead of a list answered every request of the route
+ * (and /openapi.json) 500, and a scope no token can have (a typo, another prefix) 403 for good.
+ */
+function requiredScopeList(name: string, value: unknown, fallback: string[], known: readonly string[]): string[] {
+  if (value === undefined) return fallback;
+  if (!Array.isArray(value) || value.some((s) => typeof s !== "string" || !known.includes(s))) {
+    throw new TypeError(`requiredScopes.${name} must be a list of scopes this server issues (${known.join(", ")}), or [] for any valid token`);
+  }
+  return [...(value as string[])];
+}
+
 /** The console's idle timeout when none is set: 30 minutes (README, Decisions where the spec is silent). */
 const DEFAULT_CONSOLE_IDLE_TIMEOUT_SECONDS = 1800;
 
@@ -267,8 +280,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     refreshTokenAbsoluteTtl: positiveInt("refreshTokenAbsoluteTtl", options.refreshTokenAbsoluteTtl, 30 * 24 * 3600, MAX_TTL_SECONDS),
     refreshGrace: resolveGrace(options),
     requiredScopes: {
-      listAccounts: options.requiredScopes?.listAccounts ?? [scopes.userApis, scopes.serverCommands],
-      createPlant: options.requiredScopes?.createPlant ?? [],
+      listAccounts: requiredScopeList("listAccounts", options.requiredScopes?.listAccounts, [scopes.userApis, scopes.serverCommands], scopes.all),
+      createPlant: requiredScopeList("createPlant", options.requiredScopes?.createPlant, [], scopes.all),
     },
     maxBodyBytes: positiveInt("maxBodyBytes", options.maxBodyBytes, 65_536),
     maxPageSize,

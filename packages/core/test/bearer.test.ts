@@ -350,6 +350,18 @@ describe("RFC 6750 §3.1 insufficient_scope", () => {
     expect(r.text).toBe('{"id":7,"name":"fern"}');
   });
 
+  it("requiredScopes is checked when the app is made: a list of scopes the server issues, or []", async () => {
+    const message = (name: string) =>
+      new TypeError(`requiredScopes.${name} must be a list of scopes this server issues (Platform_UserAPIs, Platform_AllAppsServerCommands, offline_access), or [] for any valid token`);
+    for (const listAccounts of ["Platform_UserAPIs", ["Platform_UserAPI"], [""], ['Platform_UserAPIs"'], [7], ["Acme_UserAPIs"]] as unknown as string[][]) {
+      await expect(harness({ requiredScopes: { listAccounts } }), JSON.stringify(listAccounts)).rejects.toThrow(message("listAccounts"));
+    }
+    await expect(harness({ requiredScopes: { createPlant: ["offline_access", "nope"] } })).rejects.toThrow(message("createPlant"));
+    // Another prefix's names are the server's own.
+    const acme = await harness({ scopePrefix: "Acme", requiredScopes: { listAccounts: ["Acme_UserAPIs"] } });
+    expect((await getAccounts(acme.app, await clientToken(acme, "Acme_UserAPIs"))).status).toBe(200);
+  });
+
   it("RFC 6750 §3.1: requiredScopes option: listAccounts [] accepts any valid token", async () => {
     const h = await harness({ requiredScopes: { listAccounts: [] } });
     const { access_token } = await passwordTokens(h, "offline_access");

@@ -123,6 +123,25 @@ describe("GET /openapi.json", () => {
     }
   });
 
+  it("documents the answers the routes give: POST /plants's 400 as the specification words it, a 403 only where a scope is needed, no 503 for the metadata", async () => {
+    const { doc } = await fetchDocument();
+    type Responses = Record<string, { description: string }>;
+    const plants = doc.paths["/plants"]!.post! as unknown as { description: string; responses: Responses };
+    // The specification's Errors section: "the error description is 'unexpected error'".
+    expect(plants.responses["400"]!.description).toBe("unexpected error");
+    expect(plants.description).toContain("A 400 is one of: invalid JSON (1001)");
+    // By default POST /plants needs no scope (no 403 possible), GetAccountList one of two.
+    expect(Object.keys(plants.responses)).toEqual(["200", "400", "401", "500", "503"]);
+    const list = doc.paths["/rbac/ServerCommand/GetAccountList"]!.get! as unknown as { responses: Responses };
+    expect(Object.keys(list.responses)).toEqual(["200", "400", "401", "403", "500", "503"]);
+    const scoped = (await fetchDocument({ requiredScopes: { createPlant: ["Platform_AllAppsServerCommands"], listAccounts: [] } })).doc;
+    expect(Object.keys((scoped.paths["/plants"]!.post! as unknown as { responses: Responses }).responses)).toEqual(["200", "400", "401", "403", "500", "503"]);
+    expect(Object.keys((scoped.paths["/rbac/ServerCommand/GetAccountList"]!.get! as unknown as { responses: Responses }).responses)).toEqual(["200", "400", "401", "500", "503"]);
+    const metadata = doc.paths["/.well-known/oauth-authorization-server"]!.get! as unknown as { responses: Responses };
+    expect(Object.keys(metadata.responses)).toEqual(["200", "500"]);
+    expect((doc.components.schemas.NewPlant!.properties!.id as { description: string }).description).toContain("a fraction or an exponent (`1.0`, `1e2`)");
+  });
+
   it("GetAccountList documents page and pageSize with the configured bounds", async () => {
     const { doc } = await fetchDocument({ maxPageSize: 50, defaultPageSize: 10 });
     expect(doc.paths["/rbac/ServerCommand/GetAccountList"]!.get!.parameters).toEqual([

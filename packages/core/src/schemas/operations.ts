@@ -123,15 +123,24 @@ const BEARER_CHALLENGE: ResponseHeader = {
   required: true,
 };
 
-/** 401 / 403 / 500 / 503 of an API route behind a bearer token. */
-function bearerResponses(): Record<string, OperationResponse> {
+/**
+ * 401 / 403 / 500 / 503 of an API route behind a bearer token; the 403 only when the route needs a
+ * scope (`scopes`, from `requiredScopes`): with none, every valid token passes, and the document
+ * listed a 403 no request could get until 2026-12-01.
+ */
+function bearerResponses(scopes: readonly string[]): Record<string, OperationResponse> {
   return {
     "401": {
       description: "No access token (1201), a malformed Authorization header (1204), or an invalid or expired token (1202).",
       body: apiErrorBody([ApiErrorCode.missingToken, ApiErrorCode.invalidToken, ApiErrorCode.invalidAuthorizationHeader]),
       headers: { "WWW-Authenticate": BEARER_CHALLENGE },
     },
-    "403": {
+    ...(scopes.length === 0 ? {} : { "403": insufficientScope }),
+    ...serverFailures(),
+  };
+}
+
+const insufficientScope: OperationResponse = {
       description: "The token is valid but has none of the scopes the operation needs (1203).",
       body: apiErrorBody([ApiErrorCode.insufficientScope]),
       headers: {
@@ -141,10 +150,7 @@ function bearerResponses(): Record<string, OperationResponse> {
           required: true,
         },
       },
-    },
-    ...serverFailures(),
-  };
-}
+};
 
 function serverFailures(): Record<string, OperationResponse> {
   return {
@@ -207,18 +213,16 @@ export function createOperations(settings: OperationSettings): Operation[] {
       operationId: "addPlant",
       summary: "Add a plant to the store",
       description:
-        "Creates a plant. The id is an int64 and is read losslessly (it round-trips exactly). Authentication is checked before the body is read.",
+        "Creates a plant. The id is an int64 and is read losslessly (it round-trips exactly). Authentication is checked before the body is read. The body's media type is `application/json` or any `application/*+json`, UTF-8. A 400 is one of: invalid JSON (1001), not an object (1002), a missing (1003), mistyped (1004) or out-of-bounds (1009) member, an id outside int64 (1005), a duplicate id (1006), a body over the limit (1007), or another media type (1008).",
       tags: ["Plant store"],
       security: { kind: "bearer", scopes: settings.requiredScopes.createPlant },
       requestBody: { contentType: JSON_TYPE, schema: NewPlantSchema, description: "The plant (UTF-8 JSON, at most `maxBodyBytes`)." },
       responses: {
         "200": { description: "The plant as stored.", body: PlantSchema },
-        "400": {
-          description:
-            "Invalid JSON (1001), not an object (1002), a missing (1003), mistyped (1004) or out-of-bounds (1009) member, an id outside int64 (1005), a duplicate id (1006), a body over the limit (1007), or not application/json (1008).",
-          body: apiErrorBody(PLANT_400),
-        },
-        ...bearerResponses(),
+        // The specification's own words for this answer (its Errors section); the codes are in the
+        // operation's description and the Error body's schema.
+        "400": { description: "unexpected error", body: apiErrorBody(PLANT_400) },
+        ...bearerResponses(settings.requiredScopes.createPlant),
       },
     },
     {
@@ -292,7 +296,7 @@ export function createOperations(settings: OperationSettings): Operation[] {
           description: "page (1101) or pageSize (1102) is not an integer in range, or a parameter is repeated (1103).",
           body: apiErrorBody([ApiErrorCode.invalidPage, ApiErrorCode.invalidPageSize, ApiErrorCode.repeatedParameter]),
         },
-        ...bearerResponses(),
+        ...bearerResponses(settings.requiredScopes.listAccounts),
       },
     },
     {
@@ -328,7 +332,8 @@ export function createOperations(settings: OperationSettings): Operation[] {
             Vary: { description: "`Host` when neither a base URL nor an issuer URL is configured; absent otherwise.", schema: z.literal("Host") },
           },
         },
-        ...serverFailures(),
+        // The metadata reads no storage: no 503 (listed until 2026-12-01).
+        "500": serverFailures()["500"]!,
       },
     },
     {

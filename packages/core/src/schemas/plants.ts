@@ -28,7 +28,11 @@ export const NewPlantSchema = meta(
     z.transform((v: unknown) => (v instanceof JsonNumber ? v.raw : v)),
     z.object(
       {
-        id: meta(jsonInt64("id"), { description: "The plant's id, a signed 64-bit integer; it round-trips exactly.", examples: [10] }),
+        id: meta(jsonInt64("id"), {
+          description:
+            "The plant's id, a signed 64-bit integer; it round-trips exactly. Written as an integer literal: a fraction or an exponent (`1.0`, `1e2`), which JSON Schema's integer type admits, is refused as mistyped (1004).",
+          examples: [10],
+        }),
         name: meta(
           z
             .string({ error: (issue) => (issue.input == null ? "name is required." : "name must be a string.") })
