@@ -576,6 +576,16 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     return work;
   };
   const answerNow = async (request: Request, env: PlantgateWorkerEnv, executionCtx: WorkerExecutionContext | undefined): Promise<Response> => {
+    // RFC 9110 §10.1.1: an expectation other than 100-continue is 417, as @plantgate/node answers
+    // it (Node's parser refuses it there before any listener); workerd passes the header on, and
+    // until 2026-12-01 the Worker served such a request (a token) where Node refused it.
+    const expectation = request.headers.get("expect");
+    if (expectation !== null && expectation.trim().toLowerCase() !== "100-continue") {
+      return new Response(JSON.stringify({ error: "invalid_request", error_description: "The Expect header's expectation is not supported." }), {
+        status: 417,
+        headers: { "content-type": "application/json", "cache-control": "no-store" },
+      });
+    }
     let app: Plantgate;
     try {
       app = await instanceFor(env);
