@@ -354,7 +354,7 @@ function unsafeNumberError(key: string): ConfigError {
 }
 
 /** A password hash iteration count past what Cloudflare's Web Crypto takes. */
-function workersIterationsError(iterations: number): ConfigError {
+function workersIterationsError(iterations: number | string): ConfigError {
   return new ConfigError(`PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most ${WORKERS_MAX_PASSWORD_HASH_ITERATIONS} on Workers (Cloudflare's PBKDF2 limit), got ${iterations}`);
 }
 
@@ -374,7 +374,7 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
   // The Workers limit before core's own (10,000,000): a count past both was told the
   // larger limit first, then the smaller once lowered.
   const given = vars.PLANTGATE_PASSWORD_HASH_ITERATIONS;
-  if (given !== undefined && /^\d{1,12}$/.test(given) && Number(given) > WORKERS_MAX_PASSWORD_HASH_ITERATIONS) throw workersIterationsError(Number(given));
+  if (given !== undefined && /^\d+$/.test(given) && Number(given) > WORKERS_MAX_PASSWORD_HASH_ITERATIONS) throw workersIterationsError(given);
   const fromEnv = optionsFromEnv(vars);
   const bootstrap = bootstrapFromEnv(vars);
   if (unsafeNumbers.length > 0) throw unsafeNumberError(unsafeNumbers[0]!);
@@ -576,11 +576,13 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     return work;
   };
   const answerNow = async (request: Request, env: PlantgateWorkerEnv, executionCtx: WorkerExecutionContext | undefined): Promise<Response> => {
-    // RFC 9110 §10.1.1: an expectation other than 100-continue is 417, as @plantgate/node answers
-    // it (Node's parser refuses it there before any listener); workerd passes the header on, and
-    // until 2026-12-01 the Worker served such a request (a token) where Node refused it.
+    // RFC 9110 §10.1.1: an expectation other than 100-continue is 417, by Node's own rule (which
+    // @plantgate/node and @plantgate/express keep): a value naming 100-continue anywhere in it is
+    // served. workerd passes the header on, and until 2026-12-01 the Worker served such a request
+    // (a token) where Node refused it. Node serves any Expect on an HTTP/1.0 request; a Worker's
+    // Request carries no version, so there the Worker refuses it too (README).
     const expectation = request.headers.get("expect");
-    if (expectation !== null && expectation.trim().toLowerCase() !== "100-continue") {
+    if (expectation !== null && !CONTINUE.test(expectation)) {
       return new Response(JSON.stringify({ error: "invalid_request", error_description: "The Expect header's expectation is not supported." }), {
         status: 417,
         headers: { "content-type": "application/json", "cache-control": "no-store" },
@@ -707,6 +709,9 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
   };
 }
 
+
+/** Node's test of an `Expect` value asking for 100-continue (lib/_http_server.js). */
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
 
 /** Refuses a timer option setTimeout cannot hold (past 2^31-1 ms a delay fires at once; NaN never compares). */
 function checkTimerMs(name: string, value: number, zero: string): void {

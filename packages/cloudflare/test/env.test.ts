@@ -115,6 +115,8 @@ const HOSTILE: [string, unknown, string][] = [
   ["PLANTGATE_PASSWORD_HASH_ITERATIONS", "100001", "PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most 100000 on Workers (Cloudflare's PBKDF2 limit), got 100001"],
   // Past core's own limit (10,000,000) too: the Workers limit is the one told.
   ["PLANTGATE_PASSWORD_HASH_ITERATIONS", big, `PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most 100000 on Workers (Cloudflare's PBKDF2 limit), got ${big}`],
+  // Past 12 digits too (core's check then says "at most 10000000"), told as given.
+  ["PLANTGATE_PASSWORD_HASH_ITERATIONS", "9".repeat(20), `PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most 100000 on Workers (Cloudflare's PBKDF2 limit), got ${"9".repeat(20)}`],
   ["PLANTGATE_ACCESS_TOKEN_TTL", "0", 'PLANTGATE_ACCESS_TOKEN_TTL must be a positive integer, got "0"'],
   ["PLANTGATE_TRUSTED_PROXIES", "10.0.0.0/33", 'PLANTGATE_TRUSTED_PROXIES: "10.0.0.0/33" has a bad prefix length'],
   ["PLANTGATE_BRUTE_FORCE_MAX_FAILURES", "-1", 'PLANTGATE_BRUTE_FORCE_MAX_FAILURES must be a positive integer, got "-1"'],

@@ -29,6 +29,7 @@ function flag(env: EnvVars, name: string): boolean {
 function int(env: EnvVars, name: string, max?: number): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === "") return undefined;
+  tooLarge(name, raw, max);
   if (!/^\d{1,12}$/.test(raw) || Number(raw) < 1) throw new ConfigError(`${name} must be a positive integer, got "${raw}"`);
   if (max !== undefined && Number(raw) > max) throw new ConfigError(`${name} must be at most ${max}, got "${raw}"`);
   return Number(raw);
@@ -44,10 +45,22 @@ function asVariable(variable: string, option: string, check: () => void): void {
   }
 }
 
+/**
+ * Digits past the 12 the variables take are refused as too large, not as no integer: until
+ * 2026-12-01 a wrangler number such as 1e12 (it arrives as 13 digits) was told "must be a positive
+ * integer".
+ */
+function tooLarge(name: string, raw: string, max: number | undefined): void {
+  if (/^\d+$/.test(raw) && raw.replace(/^0+/, "").length > 12) {
+    throw new ConfigError(max !== undefined ? `${name} must be at most ${max}, got "${raw}"` : `${name} is too large (more than 12 digits), got "${raw}"`);
+  }
+}
+
 /** Like {@link int} but 0 is allowed. */
 function nonNegativeInt(env: EnvVars, name: string, max?: number): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === "") return undefined;
+  tooLarge(name, raw, max);
   if (!/^\d{1,12}$/.test(raw)) throw new ConfigError(`${name} must be a non-negative integer, got "${raw}"`);
   if (max !== undefined && Number(raw) > max) throw new ConfigError(`${name} must be at most ${max}, got "${raw}"`);
   return Number(raw);
