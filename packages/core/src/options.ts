@@ -70,6 +70,15 @@ function requiredScopeList(name: string, value: unknown, fallback: string[], kno
   return [...(value as string[])];
 }
 
+/** `requiredScopes` is an object of the two routes' lists, nothing else (a misspelled key left the default in place without a word). */
+function checkRequiredScopesKeys(value: unknown): Record<string, never> {
+  if (value === undefined) return {};
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError("requiredScopes must be an object: { listAccounts?, createPlant? }");
+  const unknown = Object.keys(value).filter((k) => k !== "listAccounts" && k !== "createPlant");
+  if (unknown.length > 0) throw new TypeError(`requiredScopes has no ${JSON.stringify(unknown[0])}: its members are listAccounts and createPlant`);
+  return {};
+}
+
 /** The console's idle timeout when none is set: 30 minutes (README, Decisions where the spec is silent). */
 const DEFAULT_CONSOLE_IDLE_TIMEOUT_SECONDS = 1800;
 
@@ -280,6 +289,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     refreshTokenAbsoluteTtl: positiveInt("refreshTokenAbsoluteTtl", options.refreshTokenAbsoluteTtl, 30 * 24 * 3600, MAX_TTL_SECONDS),
     refreshGrace: resolveGrace(options),
     requiredScopes: {
+      ...checkRequiredScopesKeys(options.requiredScopes),
       listAccounts: requiredScopeList("listAccounts", options.requiredScopes?.listAccounts, [scopes.userApis, scopes.serverCommands], scopes.all),
       createPlant: requiredScopeList("createPlant", options.requiredScopes?.createPlant, [], scopes.all),
     },

@@ -357,6 +357,11 @@ describe("RFC 6750 §3.1 insufficient_scope", () => {
       await expect(harness({ requiredScopes: { listAccounts } }), JSON.stringify(listAccounts)).rejects.toThrow(message("listAccounts"));
     }
     await expect(harness({ requiredScopes: { createPlant: ["offline_access", "nope"] } })).rejects.toThrow(message("createPlant"));
+    // A misspelled route, or no object at all, left the defaults in place without a word.
+    await expect(harness({ requiredScopes: { listAccount: [] } as never })).rejects.toThrow(new TypeError('requiredScopes has no "listAccount": its members are listAccounts and createPlant'));
+    for (const requiredScopes of [["Platform_UserAPIs"], "Platform_UserAPIs", null]) {
+      await expect(harness({ requiredScopes: requiredScopes as never }), JSON.stringify(requiredScopes)).rejects.toThrow(new TypeError("requiredScopes must be an object: { listAccounts?, createPlant? }"));
+    }
     // Another prefix's names are the server's own.
     const acme = await harness({ scopePrefix: "Acme", requiredScopes: { listAccounts: ["Acme_UserAPIs"] } });
     expect((await getAccounts(acme.app, await clientToken(acme, "Acme_UserAPIs"))).status).toBe(200);
