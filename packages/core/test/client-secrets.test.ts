@@ -3,7 +3,7 @@
  * expiry, revoke one, rotate (regenerate) kills all, last use recorded, views never show a hash.
  */
 import { describe, expect, it } from "vitest";
-import { AdminConflictError, AdminError, AdminNotFoundError, createMemoryStorage, MAX_TTL_SECONDS } from "../src/index.js";
+import { AdminConflictError, AdminError, AdminNotFoundError, createMemoryStorage, MAX_TTL_SECONDS, StorageError } from "../src/index.js";
 import { basic, harness, tokenRequest } from "./helpers.js";
 import { expectTokenError, expectTokenSuccess } from "./token-helpers.js";
 
@@ -104,6 +104,25 @@ describe("overlapping client secrets", () => {
     h0.clock.advance(30_000);
     await expectTokenSuccess(await cc(h0.clientId, second.clientSecret));
     expect((await h0.app.admin.getClient(h0.clientId)).secrets.map((s) => s.lastUsedAt)).toEqual([null, t0 + 60_000]);
+  });
+
+  it("a last use that cannot be recorded (a store that reads but cannot write) still authenticates, with one warn line a minute", async () => {
+    const memory = createMemoryStorage();
+    const warnings: string[] = [];
+    const h = await harness({
+      storage: { ...memory, clients: { ...memory.clients, touchSecret: async () => Promise.reject(new StorageError("clients.touchSecret failed", { cause: new Error("read-only transaction") })) } },
+      logger: { error() {}, warn: (message) => void warnings.push(message) },
+    });
+    const cc = () => tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    // Until 2026-12-01: 503, so no client got a token while writes failed.
+    await expectTokenSuccess(await cc());
+    await expectTokenSuccess(await cc());
+    const line = "a client secret's last use could not be recorded; the client is authenticated, and later uses try again (this line at most once a minute)";
+    expect(warnings.filter((w) => w.startsWith("a client secret"))).toEqual([line]);
+    h.clock.advance(60_000);
+    await expectTokenSuccess(await cc());
+    expect(warnings.filter((w) => w.startsWith("a client secret"))).toEqual([line, line]);
+    expect((await memory.clients.get(h.clientId))!.secrets[0]!.lastUsedAt).toBeNull();
   });
 
   it("the admin views never hold a secret or a hash", async () => {
