@@ -347,15 +347,19 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
 }
 
 /**
- * Where RFC 8414 §3.1 puts the metadata of an http(s) issuer with a path: the well-known path with
- * the issuer's path (terminating `/` removed) appended. Null when that path is empty, or is the base
- * path (the app already serves `{well-known}{basePath}`), or the issuer is not such a URL.
+ * Where RFC 8414 §3.1 puts the metadata of an http(s) issuer: the well-known path with the issuer's
+ * path (terminating `/` removed) appended, the root well-known path for an issuer with none. Null
+ * when that is the base path's (the app already serves `{well-known}{basePath}`), or the issuer is
+ * not such a URL. An issuer with no path beside a base path (the host's origin, plantgate mounted
+ * under /auth) had no discovery URL until 2026-12-01: only the base path's, whose metadata named
+ * another issuer than that URL implies (RFC 8414 §3.3).
  */
 function issuerMetadataPath(issuer: string | undefined, basePath: string): string | null {
   checkIssuer(issuer);
   const url = httpUrl(issuer);
-  const path = url?.pathname.replace(/\/+$/, "") ?? "";
-  return path === "" || path === basePath ? null : `/.well-known/oauth-authorization-server${path}`;
+  if (url === undefined) return null;
+  const path = url.pathname.replace(/\/+$/, "");
+  return path === basePath ? null : `/.well-known/oauth-authorization-server${path}`;
 }
 
 /** The issuer's own rules, also applied to PLANTGATE_ISSUER by optionsFromEnv. */

@@ -226,6 +226,21 @@ describe("unknown paths and methods", () => {
     },
   );
 
+  it.each(["https://auth.example.com", "https://auth.example.com/"])(
+    "RFC 8414 §3: an issuer without a path (%s) beside a base path gets its metadata at the root well-known URL",
+    async (issuer) => {
+      const h = await harness({ issuer, basePath: "/auth" });
+      expect(h.app.owns("/.well-known/oauth-authorization-server")).toBe(true);
+      const res = await h.app.fetch(new Request("https://auth.example.com/.well-known/oauth-authorization-server"));
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as Record<string, unknown>;
+      expect(urlsOf(body)).toMatchObject({ issuer, token_endpoint: "https://auth.example.com/auth/UserService/connect/token" });
+      expect(body).toEqual(await (await h.app.fetch(new Request("https://auth.example.com/auth/.well-known/oauth-authorization-server"))).json());
+      // Nothing else at the root is ours.
+      expect(h.app.owns("/.well-known/jwks.json")).toBe(false);
+    },
+  );
+
   it("RFC 8414 §3.1: with a base path and an issuer path that differs, both inserted paths serve the metadata", async () => {
     const h = await harness({ issuer: "https://auth.example.com/tenant-a", basePath: "/api" });
     const viaIssuer = await h.app.fetch(new Request("http://evil.example/.well-known/oauth-authorization-server/tenant-a"));
