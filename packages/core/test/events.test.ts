@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createMemoryStorage, createPlantgate, refreshTokenKey, sha256, SECURITY_EVENT_TYPES, StorageError, type PlantgateOptions, type SecurityEvent, type SecurityEventType } from "../src/index.js";
-import { basic, BASE, harness, type Harness } from "./helpers.js";
+import { basic, BASE, harness, tokenRequest, type Harness } from "./helpers.js";
 import { ADMIN, call, consoleHarness, signIn } from "./console-helpers.js";
 
 const IP = "198.51.100.7";
@@ -662,5 +662,17 @@ describe("event ids and the sink's bookkeeping", () => {
     expect(done).toBe(false);
     release();
     await waiting;
+  });
+
+  it("a hook failing with a value that has no text (a null-prototype object, a toString that throws) is still reported", async () => {
+    for (const value of [() => Object.create(null) as object, () => ({ toString: () => { throw new Error("no"); } })]) {
+      const lines: [string, Record<string, unknown>][] = [];
+      const h = await harness({ logger: { error: (m: string, context?: Record<string, unknown>) => void lines.push([m, context ?? {}]), warn() {} }, onEvent: () => Promise.reject(value()) });
+      const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+      expect(res.status).toBe(200);
+      await h.app.flushEvents(1000);
+      // One line per failed delivery (the harness's client and account, then the token), each saying what it could.
+      expect(lines.map(([m, c]) => [m, c.error])).toEqual(Array.from({ length: 3 }, () => ["onEvent hook failed", "a non-Error value (object) that has no text"]));
+    }
   });
 });

@@ -75,7 +75,17 @@ const ID_BLOCK = 4096;
  */
 const RESOLVED = Promise.resolve();
 
-const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+/**
+ * What a failure says, for its log line; never throws: `String()` throws for a null-prototype object
+ * or one whose `toString` throws, and the report then went unlogged (until 2026-12-01).
+ */
+const message = (error: unknown): string => {
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return `a non-Error value (${typeof error}) that has no text`;
+  }
+};
 
 /**
  * A sink over the hook and the audit store; with neither it does nothing at all.
