@@ -3,8 +3,38 @@
  * free of dependencies and Node built-ins.
  */
 
+/**
+ * WebCrypto's `CryptoKey`, read off the global `crypto` (Node's and a browser's alike), and a JWK
+ * object with the members of the DOM's `JsonWebKey`: the published declarations must type-check in
+ * a Node-only project (no "DOM" lib), which until 2026-12-01 they did not.
+ */
+export type WebCryptoKey = Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+
+/** A JSON Web Key (RFC 7517) object; a `JsonWebKey` from WebCrypto's `exportKey("jwk", ...)` is one. */
+export interface JwkObject {
+  kty?: string;
+  alg?: string;
+  crv?: string;
+  d?: string;
+  dp?: string;
+  dq?: string;
+  e?: string;
+  ext?: boolean;
+  k?: string;
+  key_ops?: string[];
+  n?: string;
+  oth?: { d?: string; r?: string; t?: string }[];
+  p?: string;
+  q?: string;
+  qi?: string;
+  use?: string;
+  x?: string;
+  y?: string;
+  kid?: string;
+}
+
 /** A private key for `private_key_jwt`: a WebCrypto `CryptoKey` or a private JWK (object or JSON text). */
-export type PrivateKeyInput = CryptoKey | JsonWebKey | string;
+export type PrivateKeyInput = WebCryptoKey | JwkObject | string;
 
 /** The algorithms plantgate accepts for client assertions. */
 export type AssertionAlg = "ES256" | "ES384" | "RS256" | "PS256" | "EdDSA";

@@ -1,5 +1,8 @@
 import * as nodeCryptoModule from "node:crypto";
-import { constants, createCipheriv, createDecipheriv, createHash, hkdfSync, KeyObject, sign } from "node:crypto";
+import { constants, createCipheriv, createDecipheriv, createHash, hkdfSync, KeyObject, sign, type webcrypto } from "node:crypto";
+
+/** Node's CryptoKey, not the DOM lib's global: the published declarations must type-check without "DOM". */
+type CryptoKey = webcrypto.CryptoKey;
 
 // crypto.hash() (Node 20.12+, 21.7+) is a one-shot digest at half the cost of createHash();
 // the engines field allows any Node 20, so older ones keep createHash().

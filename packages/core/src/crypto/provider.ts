@@ -1,3 +1,6 @@
+// jose's CryptoKey, not the DOM lib's global: the published declarations must type-check in a
+// Node-only project (no "DOM" in lib), which until 2026-12-01 they did not.
+import type { CryptoKey } from "jose";
 import { base64url, sha256 as webSha256 } from "./index.js";
 
 /**

@@ -47,7 +47,7 @@ export const MIN_ACTIVATION_DELAY_SECONDS = JWKS_MAX_AGE_SECONDS + SIGNING_RELOA
 export interface SigningKeySigner {
   alg: SigningAlg;
   /** The public key; published in the JWKS. */
-  publicJwk: JWK | JsonWebKey;
+  publicJwk: JWK;
   /** Default: the RFC 7638 thumbprint of `publicJwk`. */
   kid?: string;
   /** The JWS signature (RFC 7518 form: raw `r || s` for ECDSA) of `data`, the ASCII signing input. */
