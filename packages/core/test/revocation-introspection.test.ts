@@ -73,6 +73,46 @@ describe("RFC 7009 revocation", () => {
     await expectTokenSuccess(await refreshRequest(h, other));
   });
 
+  it("RFC 7009 §2.1: revoking a refresh token revokes the access tokens of its grant too (their sid), and no other token", async () => {
+    const events: { type: string; family_id?: string | null }[] = [];
+    const h = await harness({ onEvent: (e) => void events.push(e as never) });
+    const granted = await passwordTokens(h);
+    const refreshed = await expectTokenSuccess(await refreshRequest(h, granted.refresh_token!));
+    // Every access token of the grant names its family as sid, the one the events name.
+    await h.app.flushEvents();
+    const family = events.find((e) => e.type === "token.issued")!.family_id!;
+    expect([decodeJwt(granted.access_token).sid, decodeJwt(refreshed.access_token).sid]).toEqual([family, family]);
+    const other = await passwordTokens(h);
+    const noRefresh = (await passwordTokens(h, "Platform_UserAPIs")).access_token;
+    const machine = await clientToken(h);
+    expect([decodeJwt(noRefresh).sid, decodeJwt(machine).sid]).toEqual([undefined, undefined]);
+    for (const t of [granted.access_token, refreshed.access_token]) expect((await read(await getAccounts(h.app, t))).status).toBe(API_OK);
+
+    await expectRevoked200(await post(h, REVOKE, { token: refreshed.refresh_token!, token_type_hint: "refresh_token" }));
+    // Until 2026-12-01 both worked on until they expired (two hours).
+    for (const t of [granted.access_token, refreshed.access_token]) {
+      const res = await read(await getAccounts(h.app, t));
+      expect([res.status, res.body]).toEqual([401, { error: 1202, message: "The access token is invalid or expired." }]);
+      expect(await introspect(h, t)).toEqual({ active: false });
+    }
+    // Another grant of the same user, a grant without refresh and a client's token are untouched.
+    for (const t of [other.access_token, noRefresh, machine]) expect((await read(await getAccounts(h.app, t))).status).toBe(API_OK);
+    expect((await introspect(h, other.access_token)).active).toBe(true);
+    // The family's entry lives as long as the longest access-token lifetime (7200 s here), then goes.
+    expect(await h.app.storage.revokedTokens.has(`sid:${family}`)).toBe(true);
+    h.clock.advance(7200 * 1000);
+    expect(await h.app.storage.revokedTokens.deleteExpired(h.clock.now(), 100)).toBe(1);
+  });
+
+  it("refresh-token reuse revokes the family's access tokens too (the thief's and the holder's)", async () => {
+    const h = await harness({ refreshGraceSeconds: 0 });
+    const granted = await passwordTokens(h);
+    const refreshed = await expectTokenSuccess(await refreshRequest(h, granted.refresh_token!));
+    // The first refresh token again: reuse.
+    await expectTokenError(await refreshRequest(h, granted.refresh_token!), 400, INVALID_REFRESH);
+    for (const t of [granted.access_token, refreshed.access_token]) expect((await read(await getAccounts(h.app, t))).status).toBe(401);
+  });
+
   it("RFC 7009 §2.1: a wrong token_type_hint only changes the search order", async () => {
     const h = await harness();
     const access = await clientToken(h);

@@ -257,6 +257,23 @@ function allowSessionSlide(before: StoreSnapshot, after: StoreSnapshot, window: 
  * `lastUsedAt` may move to the request's time (see {@link allowSecretUse}), and a console session's
  * idle end forward to it plus the idle window (see {@link allowSessionSlide}).
  */
+/**
+ * What revoking a refresh family writes (revocation of a refresh token, reuse of a rotated one): its
+ * tokens revoked at the request's time, and one revoked entry, `sid:<family>`, for the access
+ * tokens issued with it (RFC 7009 §2.1; since 2026-12-01).
+ */
+export function familyRevocation(family: string): { writes: string[]; apply(before: StoreSnapshot, at: number): void } {
+  return {
+    writes: ["refreshTokens.revokeFamily", "revokedTokens.add"],
+    apply(before, at) {
+      for (const [, r] of before.refresh) if (r && r.familyId === family && r.revokedAt === null) r.revokedAt = at;
+      const entry = `sid:${family}`;
+      if (!before.revoked.some(([j]) => j === entry)) before.revoked.push([entry, true]);
+      before.revoked.sort((x, y) => (x[0] < y[0] ? -1 : 1));
+    },
+  };
+}
+
 export async function withStoreCheck(
   world: World,
   run: () => Promise<Answer>,

@@ -11,7 +11,7 @@
  */
 import { expect, it } from "vitest";
 import { authenticated, buildFormRequest, formSpecArbFor, isPristine, TOKEN_QUERY_PARAMETERS, type FormSpec } from "../src/form-request.js";
-import { fail, logsAreClean, noServerError, oauthError, read, withStoreCheck, type Answer } from "../src/invariants.js";
+import { fail, familyRevocation, logsAreClean, noServerError, oauthError, read, withStoreCheck, type Answer } from "../src/invariants.js";
 import { bump, runChunked, summary } from "../src/run.js";
 import { COVERAGE_CHECKS, RUNS } from "../src/settings.js";
 import type { StoreSnapshot } from "../src/snapshot.js";
@@ -64,12 +64,7 @@ async function property(path: string, world: World, spec: FormSpec, tally: impor
       if (!isRevocation || answer.status !== 200 || auth === null) return undefined;
       if (what.kind === "refresh" && what.record.clientId === auth.client.id) {
         const family = what.record.familyId;
-        return {
-          writes: ["refreshTokens.revokeFamily"],
-          apply(before: StoreSnapshot, at: number) {
-            for (const [, r] of before.refresh) if (r && r.familyId === family && r.revokedAt === null) r.revokedAt = at;
-          },
-        };
+        return familyRevocation(family);
       }
       if (what.kind === "access" && what.clientId === auth.client.id) {
         const jti = what.jti;

@@ -9,7 +9,7 @@
  * that client and subject; an unmutated template it accepts must get its 200.
  */
 import { expect, it } from "vitest";
-import { fail, noServerError, oauthError, read, withStoreCheck, type Answer } from "../src/invariants.js";
+import { fail, familyRevocation, noServerError, oauthError, read, withStoreCheck, type Answer } from "../src/invariants.js";
 import { buildFormRequest, entitlement, formSpecArb, isPristine, parseFormStrict, replayedFamily, TOKEN_REQUEST_PARAMETERS, type Entitlement } from "../src/form-request.js";
 import { bump, runChunked, summary } from "../src/run.js";
 import { COVERAGE_CHECKS, RUNS, RUNTIME_LABEL } from "../src/settings.js";
@@ -63,12 +63,7 @@ it(`${RUNTIME_LABEL}token endpoint: ${RUNS} generated requests: never a 5xx, RFC
       () =>
         family === null
           ? undefined
-          : {
-              writes: ["refreshTokens.revokeFamily"],
-              apply(before, at) {
-                for (const [, r] of before.refresh) if (r && r.familyId === family && r.revokedAt === null) r.revokedAt = at;
-              },
-            },
+          : familyRevocation(family),
     );
     noServerError(a);
     if (a.status === 200) {

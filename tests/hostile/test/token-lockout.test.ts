@@ -8,7 +8,7 @@
 import fc from "fast-check";
 import { expect, it } from "vitest";
 import { buildFormRequest, entitlement, formSpecArb, replayedFamily, type FormSpec } from "../src/form-request.js";
-import { fail, noServerError, oauthError, read, withStoreCheck } from "../src/invariants.js";
+import { fail, familyRevocation, noServerError, oauthError, read, withStoreCheck } from "../src/invariants.js";
 import { bump, runChunked, summary } from "../src/run.js";
 import { COVERAGE_CHECKS, RUNS } from "../src/settings.js";
 import { TOKEN_PATH } from "../src/world.js";
@@ -38,12 +38,7 @@ it(`token endpoint under a strict lock-out: ${RUNS_HERE} generated requests: 429
         (x) =>
           family === null || x.status === 429
             ? undefined
-            : {
-                writes: ["refreshTokens.revokeFamily"],
-                apply(before, at) {
-                  for (const [, r] of before.refresh) if (r && r.familyId === family && r.revokedAt === null) r.revokedAt = at;
-                },
-              },
+            : familyRevocation(family),
       );
       noServerError(a);
       if (a.status === 200) {

@@ -1,6 +1,7 @@
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import type { Context, ProtectedRoute, Urls } from "../context.js";
 import type { AccessTokenClaims } from "../tokens/access-token.js";
+import { isRevoked } from "../oauth/grant-revocation.js";
 
 const REALM = 'realm="plantgate"';
 
@@ -51,7 +52,7 @@ export async function requireBearer(ctx: Context, urls: Urls, request: Request, 
   const claims = await verifiedClaims(ctx, urls, request);
   // RFC 7009: a revoked token is refused from the next request on (one read per API call; the
   // entry lives only until the token would have expired anyway).
-  if (await ctx.storage.revokedTokens.has(claims.jti)) throw revoked();
+  if (await isRevoked(ctx, claims)) throw revoked();
   const denied = scopeError(ctx, route, claims);
   if (denied) throw denied;
   return claims;
@@ -66,15 +67,15 @@ export async function requireBearer(ctx: Context, urls: Urls, request: Request, 
  */
 export async function withBearerRead<T>(ctx: Context, urls: Urls, request: Request, route: ProtectedRoute, read: () => Promise<T>): Promise<T> {
   const claims = await verifiedClaims(ctx, urls, request);
-  const isRevoked = ctx.storage.revokedTokens.has(claims.jti);
+  const revokedNow = isRevoked(ctx, claims);
   const denied = scopeError(ctx, route, claims);
   if (denied) {
-    if (await isRevoked) throw revoked();
+    if (await revokedNow) throw revoked();
     throw denied;
   }
   const result = read();
   // Settled below only when the token is still valid; until then a failed read is not unhandled.
   result.catch(() => {});
-  if (await isRevoked) throw revoked();
+  if (await revokedNow) throw revoked();
   return result;
 }

@@ -1,6 +1,7 @@
 import { json, NO_STORE } from "../http/respond.js";
 import { CLIENT_SUBJECT_PREFIX } from "../tokens/access-token.js";
 import { isLiveRefresh, issuedTo, presentedTokenEndpoint } from "./token-lookup.js";
+import { isRevoked } from "./grant-revocation.js";
 
 /** The RFC 7662 §2.2 response; only `active` when the token is not active. */
 export interface IntrospectionResponse {
@@ -39,7 +40,7 @@ export const introspectionEndpoint = presentedTokenEndpoint(async (ctx, urls, cl
   let body: IntrospectionResponse;
   if (found.kind === "access_token") {
     const c = found.claims;
-    if (await ctx.storage.revokedTokens.has(c.jti)) return answer(INACTIVE);
+    if (await isRevoked(ctx, c)) return answer(INACTIVE);
     accountId = c.sub.startsWith(CLIENT_SUBJECT_PREFIX) ? null : c.sub;
     body = {
       active: true,

@@ -56,6 +56,13 @@ export async function issueTokens(
 ): Promise<TokenResponse> {
   const ttl = input.client.accessTokenTtl ?? ctx.accessTokenTtl;
   const jti = randomToken(ctx.random, 16);
+  const plan = input.refresh;
+  // The refresh token and its family are drawn before the access token is signed (in the order
+  // they always were: jti, token, family), so the access token can name its family (`sid`, which
+  // revoking the family's refresh token revokes it by). A grace replay's fresh access token goes
+  // with the rotation's refresh token: that family.
+  const drawn = plan.kind === "none" ? null : { token: newRefreshToken(ctx.random, input.now), familyId: plan.kind === "rotate" ? plan.familyId : randomToken(ctx.random, 16) };
+  const familyId: string | null = drawn?.familyId ?? input.familyId ?? null;
   const accessToken = await inSpan(ctx.tracer, "plantgate.sign", { "plantgate.signing_alg": ctx.signingAlg }, () =>
     issueAccessToken(ctx.keyring, {
       issuer: urls.issuer,
@@ -68,20 +75,18 @@ export async function issueTokens(
       random: ctx.random,
       sign: ctx.sign,
       jti,
+      sid: familyId ?? undefined,
     }),
   );
   const body: TokenResponse = { access_token: accessToken, token_type: "Bearer", expires_in: ttl, scope: input.scope.join(" ") };
-  const plan = input.refresh;
-  // A grace replay's fresh access token goes with the rotation's refresh token: that family.
-  let familyId: string | null = input.familyId ?? null;
-  if (plan.kind !== "none") {
+  if (plan.kind !== "none" && drawn !== null) {
     const sliding = (input.client.refreshTokenTtl ?? ctx.refreshTokenTtl) * 1000;
     const familyExpiresAt =
       plan.kind === "rotate" ? plan.familyExpiresAt : input.now + (input.client.refreshTokenAbsoluteTtl ?? ctx.refreshTokenAbsoluteTtl) * 1000;
-    const token = newRefreshToken(ctx.random, input.now);
+    const token = drawn.token;
     const record = {
       tokenHash: await refreshTokenKey(ctx.sha256, token),
-      familyId: plan.kind === "rotate" ? plan.familyId : randomToken(ctx.random, 16),
+      familyId: drawn.familyId,
       clientId: input.client.clientId,
       accountId: plan.accountId,
       scope: plan.scope,
@@ -94,7 +99,6 @@ export async function issueTokens(
       graceUses: 0,
     };
     body.refresh_token = token;
-    familyId = record.familyId;
     if (plan.kind === "new-family") {
       await ctx.storage.refreshTokens.create(record);
       // The account as it is now, after the family is stored: disabled while its password was

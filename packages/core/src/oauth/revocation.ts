@@ -2,12 +2,14 @@ import { OAuthError } from "../errors/index.js";
 import { describeError, NO_STORE, plain } from "../http/respond.js";
 import { isLiveRefresh, issuedTo, presentedTokenEndpoint } from "./token-lookup.js";
 import { SWEEP_LIMIT } from "../security/throttle.js";
+import { isRevoked, revokeGrant } from "./grant-revocation.js";
 
 /**
  * `POST /UserService/connect/revocation` (RFC 7009). The client authenticates exactly as at the
  * token endpoint (and under the same brute-force throttle).
  *
- * - A refresh token revokes its whole family (every token descending from the same password grant).
+ * - A refresh token revokes its whole family (every token descending from the same password grant)
+ *   and the access tokens issued with it (RFC 7009 §2.1; see revokeGrant).
  * - An access token's `jti` is recorded as revoked until the token's `exp`; the bearer check refuses it.
  * - An unknown, malformed or already expired token: 200, nothing changes (RFC 7009 §2.2).
  * - A valid token issued to another client: 400 `invalid_request`, nothing changes. RFC 7009 §2.1
@@ -30,11 +32,11 @@ export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, clie
   if (found) {
     // Another client's token, or one of a deleted client whose id was re-used: not this client's.
     if (!issuedTo(found, client)) {
-      if (found.kind === "refresh_token" ? !isLiveRefresh(found.record, now) : await ctx.storage.revokedTokens.has(found.claims.jti)) return plain(200, null, { ...NO_STORE });
+      if (found.kind === "refresh_token" ? !isLiveRefresh(found.record, now) : await isRevoked(ctx, found.claims)) return plain(200, null, { ...NO_STORE });
       throw new OAuthError("invalid_request", "The token was not issued to this client.");
     }
     if (found.kind === "refresh_token") {
-      await ctx.storage.refreshTokens.revokeFamily(found.record.familyId, now);
+      await revokeGrant(ctx, found.record.familyId, now);
       ctx.events.emit({ type: "token.revoked", client_id: client.clientId, token_type: "refresh_token", jti: null, family_id: found.record.familyId, client_ip: clientIp ?? null });
     } else {
       await ctx.storage.revokedTokens.add(found.claims.jti, found.claims.exp * 1000);

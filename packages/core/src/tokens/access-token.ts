@@ -12,6 +12,11 @@ export interface AccessTokenClaims {
   jti: string;
   iat: number;
   exp: number;
+  /**
+   * The refresh family (the grant) the token was issued with (a password grant with offline_access
+   * and its refreshes); absent otherwise. Revoking the family's refresh token revokes the token too.
+   */
+  sid?: string;
 }
 
 /** Prefix of the `sub` of a client-credentials token, so it can never equal a user's `sub`. */
@@ -38,6 +43,8 @@ export async function issueAccessToken(
     sign?: JwsSigner | undefined;
     /** The token's `jti`; default: 128 random bits. */
     jti?: string;
+    /** The refresh family it is issued with, as its `sid` claim (none: no claim). */
+    sid?: string | undefined;
   },
 ): Promise<string> {
   const { kid, alg, key, sign: external } = await keyring.signingKey();
@@ -53,6 +60,7 @@ export async function issueAccessToken(
         JSON.stringify({
           client_id: input.clientId,
           scope: input.scope.join(" "),
+          ...(input.sid !== undefined ? { sid: input.sid } : {}),
           iss: input.issuer,
           sub: input.subject,
           aud: input.audience,
@@ -66,7 +74,7 @@ export async function issueAccessToken(
     const signature = external !== null ? await external(encoder.encode(signingInput)) : await input.sign!(alg, key as CryptoKey, encoder.encode(signingInput));
     if (signature !== undefined) return `${signingInput}.${base64url(signature)}`;
   }
-  return new SignJWT({ client_id: input.clientId, scope: input.scope.join(" ") })
+  return new SignJWT({ client_id: input.clientId, scope: input.scope.join(" "), ...(input.sid !== undefined ? { sid: input.sid } : {}) })
     .setProtectedHeader({ alg, kid, typ: "at+jwt" })
     .setIssuer(input.issuer)
     .setSubject(input.subject)
@@ -130,16 +138,19 @@ export async function verifyAccessToken(
   } catch {
     return null;
   }
-  const { sub, exp, iat, jti, client_id: clientId, scope } = payload;
+  const { sub, exp, iat, jti, client_id: clientId, scope, sid } = payload;
   if (
     typeof sub !== "string" ||
     typeof exp !== "number" ||
     typeof iat !== "number" ||
     typeof jti !== "string" ||
     typeof clientId !== "string" ||
-    typeof scope !== "string"
+    typeof scope !== "string" ||
+    (sid !== undefined && typeof sid !== "string")
   ) {
     return null;
   }
-  return { sub, clientId, scope: scope === "" ? [] : scope.split(" "), jti, iat, exp };
+  const claims: AccessTokenClaims = { sub, clientId, scope: scope === "" ? [] : scope.split(" "), jti, iat, exp };
+  if (sid !== undefined) claims.sid = sid;
+  return claims;
 }

@@ -4,6 +4,7 @@ import { refreshTokenKey } from "../refresh-key.js";
 import { parseScope, UNKNOWN_SCOPE } from "../scopes.js";
 import { requiredParameters } from "../../schemas/oauth.js";
 import { replayAnswer } from "./refresh-grace.js";
+import { revokeGrant } from "../grant-revocation.js";
 import type { Grant } from "./types.js";
 
 const invalid = () => new OAuthError("invalid_grant", "The refresh token is invalid, expired or revoked.");
@@ -27,7 +28,8 @@ export const refreshTokenGrant: Grant = {
     if (record.revokedAt !== null) throw invalid();
     const graceMs = ctx.refreshGrace.windowMs(client.clientId);
     const reuse = async (): Promise<never> => {
-      await ctx.storage.refreshTokens.revokeFamily(record.familyId, now);
+      // The family's access tokens too (the thief's among them): see revokeGrant.
+      await revokeGrant(ctx, record.familyId, now);
       ctx.logger.warn("refresh token reuse detected; family revoked", { clientId: client.clientId, familyId: record.familyId });
       ctx.events.emit({ type: "refresh_token.reuse_detected", family_id: record.familyId, client_id: client.clientId, account_id: record.accountId, client_ip: clientIp ?? null });
       throw invalid();

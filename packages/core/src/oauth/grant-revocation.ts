@@ -1,0 +1,33 @@
+import type { Context } from "../context.js";
+import type { AccessTokenClaims } from "../tokens/access-token.js";
+
+/**
+ * The revoked-token entry that stands for every access token of one refresh family (the tokens
+ * whose `sid` is that family): kept in `revokedTokens` beside revoked `jti`s, which are base64url
+ * and never hold a colon.
+ */
+export const familyEntry = (familyId: string): string => `sid:${familyId}`;
+
+/**
+ * Revokes a refresh family and, with it, every access token issued with the family (RFC 7009 §2.1:
+ * revoking a refresh token "SHOULD also invalidate all access tokens based on the same
+ * authorization grant"): one `revokedTokens` entry for the family, kept for the longest access-token
+ * lifetime in force. Until 2026-12-01 only the refresh tokens were revoked, and the grant's access
+ * tokens worked on until they expired (a client signing out by revoking its refresh token kept a
+ * working access token for up to its whole lifetime).
+ */
+export async function revokeGrant(ctx: Context, familyId: string, now: number): Promise<void> {
+  await ctx.storage.refreshTokens.revokeFamily(familyId, now);
+  await ctx.storage.revokedTokens.add(familyEntry(familyId), now + (await ctx.maxAccessTokenTtlMs()));
+}
+
+/**
+ * Whether an access token is revoked: its own `jti`, or its refresh family (`sid`). A token without
+ * a family (client credentials, a password grant without offline_access) costs the one lookup it
+ * always did; one with a family asks for both at once (one wait).
+ */
+export function isRevoked(ctx: Context, claims: AccessTokenClaims): Promise<boolean> {
+  const revoked = ctx.storage.revokedTokens;
+  if (claims.sid === undefined) return revoked.has(claims.jti);
+  return Promise.all([revoked.has(claims.jti), revoked.has(familyEntry(claims.sid))]).then(([jti, family]) => jti || family);
+}
