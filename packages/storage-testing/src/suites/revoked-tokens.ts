@@ -25,6 +25,15 @@ export function revokedTokensSuite(s: SuiteContext): void {
       expect(await revoked().has(`${jti(1)} `)).toBe(false);
     });
 
+    it("a revoked grant's entry (`sid:` and a refresh family id, since 2026-12-01) is a key like a jti: kept, told apart, swept at its expiresAt", async () => {
+      const family = "sid:Fam1ly-Id_0123456789ab";
+      await revoked().add(family, T0 + 100);
+      await revoked().add(jti(1), T0 + 200);
+      expect([await revoked().has(family), await revoked().has("sid:Fam1ly-Id_0123456789aB"), await revoked().has("Fam1ly-Id_0123456789ab")]).toEqual([true, false, false]);
+      expect(await revoked().deleteExpired(T0 + 100)).toBe(1);
+      expect([await revoked().has(family), await revoked().has(jti(1))]).toEqual([false, true]);
+    });
+
     it("add is idempotent and keeps the first expiresAt (a later, longer one does not extend it)", async () => {
       await revoked().add(jti(1), T0 + 100);
       await revoked().add(jti(1), T0 + 10 * DAY);
