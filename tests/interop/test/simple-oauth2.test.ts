@@ -7,6 +7,7 @@ import {
   DEFAULT_SCOPE,
   expectTokenWorks,
   type Fixture,
+  getAccounts,
   OFFLINE_ACCESS,
   rejectionOf,
   startFixture,
@@ -90,11 +91,12 @@ describe.each(["header", "body"] as const)("simple-oauth2, authorizationMethod '
     expect(error.data.headers["cache-control"]).toBe("no-store");
 
     // Reuse revoked the whole family (RFC 9700 §4.14.2), so the newest refresh token is dead too,
-    // while the already issued access token (a JWT) stays valid until it expires.
+    // and so are the family's access tokens (since 2026-12-01; until then they worked on until
+    // they expired).
     const revoked = asWreckError(await rejectionOf(second.refresh()));
     expect(revoked.output.statusCode).toBe(400);
     expect(revoked.data.payload).toMatchObject({ error: "invalid_grant" });
-    await expectTokenWorks(fx.url, second.token.access_token as string);
+    expect((await getAccounts(fx.url, second.token.access_token as string)).status).toBe(401);
     expect(fx.logs).toContainEqual(expect.objectContaining({ level: "warn", message: expect.stringMatching(/reuse/) }));
   });
 
@@ -107,6 +109,20 @@ describe.each(["header", "body"] as const)("simple-oauth2, authorizationMethod '
     expect(token).toMatchObject({ token_type: "Bearer", scope: USER_APIS });
     expect(token).not.toHaveProperty("refresh_token");
     await verifyAccessToken(fx, token.access_token as string, { sub: fx.userId, scope: USER_APIS });
+  });
+
+  it("AccessToken.revoke('refresh_token') with wreck's json: true (the empty 200 is not strict JSON): the grant's access token is refused too (RFC 7009 §2.1)", async () => {
+    const client = new ResourceOwnerPassword({
+      ...options(method),
+      auth: { tokenHost: fx.url, tokenPath: TOKEN_PATH, revokePath: "/UserService/connect/revocation" },
+      http: { json: true },
+    });
+    const token = await client.getToken({ username: fx.username, password: fx.password, scope: [USER_APIS, OFFLINE_ACCESS] });
+    await expectTokenWorks(fx.url, token.token.access_token as string);
+    // Resolves (with wreck's payload, the empty body); with its default strict JSON it rejected.
+    await token.revoke("refresh_token");
+    expect((await getAccounts(fx.url, token.token.access_token as string)).status).toBe(401);
+    expect(asWreckError(await rejectionOf(token.refresh())).output.statusCode).toBe(400);
   });
 
   it("a wrong password surfaces 400 invalid_grant", async () => {
