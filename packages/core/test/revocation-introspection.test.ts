@@ -104,6 +104,26 @@ describe("RFC 7009 revocation", () => {
     expect(await h.app.storage.revokedTokens.deleteExpired(h.clock.now(), 100)).toBe(1);
   });
 
+  it("a reuse whose grant entry cannot be stored (revoked tokens in a failing Redis) is a 503 that revokes nothing; presented again, it revokes both", async () => {
+    const memory = createMemoryStorage();
+    let failAdd = false;
+    const storage = {
+      ...memory,
+      revokedTokens: { ...memory.revokedTokens, add: (key: string, at: number) => (failAdd ? Promise.reject(new StorageError("revoked-token store down")) : memory.revokedTokens.add(key, at)) },
+    };
+    const h = await harness({ storage, refreshGraceSeconds: 0 });
+    const granted = await passwordTokens(h);
+    const refreshed = await expectTokenSuccess(await refreshRequest(h, granted.refresh_token!));
+    failAdd = true;
+    expect((await refreshRequest(h, granted.refresh_token!)).status).toBe(503);
+    failAdd = false;
+    // Until it was fixed the family was revoked first: every later presentation was only
+    // invalid_grant, and the family's access tokens were never refused.
+    await expectTokenError(await refreshRequest(h, granted.refresh_token!), 400, INVALID_REFRESH);
+    await expectTokenError(await refreshRequest(h, refreshed.refresh_token!), 400, INVALID_REFRESH);
+    for (const t of [granted.access_token, refreshed.access_token]) expect((await read(await getAccounts(h.app, t))).status).toBe(401);
+  });
+
   it("refresh-token reuse revokes the family's access tokens too (the thief's and the holder's)", async () => {
     const h = await harness({ refreshGraceSeconds: 0 });
     const granted = await passwordTokens(h);

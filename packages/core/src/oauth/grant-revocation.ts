@@ -12,13 +12,20 @@ export const familyEntry = (familyId: string): string => `sid:${familyId}`;
  * Revokes a refresh family and, with it, every access token issued with the family (RFC 7009 §2.1:
  * revoking a refresh token "SHOULD also invalidate all access tokens based on the same
  * authorization grant"): one `revokedTokens` entry for the family, kept for the longest access-token
- * lifetime in force. Until 2026-12-01 only the refresh tokens were revoked, and the grant's access
- * tokens worked on until they expired (a client signing out by revoking its refresh token kept a
- * working access token for up to its whole lifetime).
+ * lifetime in force (a lifetime lowered since leaves tokens issued under the longer one uncovered
+ * once the entry is swept, as a retired signing key's trust window does). Until 2026-12-01 only the
+ * refresh tokens were revoked, and the grant's access tokens worked on until they expired (a client
+ * signing out by revoking its refresh token kept a working access token for up to its whole
+ * lifetime).
+ *
+ * The entry is written first: the family's revocation is what a retry cannot redo on the reuse
+ * path (a revoked family's tokens are refused before reuse is looked at), so a failure in between
+ * leaves the access tokens refused and the refresh tokens usable, and the 503's retry or the next
+ * reuse finishes it (`add` is idempotent).
  */
 export async function revokeGrant(ctx: Context, familyId: string, now: number): Promise<void> {
-  await ctx.storage.refreshTokens.revokeFamily(familyId, now);
   await ctx.storage.revokedTokens.add(familyEntry(familyId), now + (await ctx.maxAccessTokenTtlMs()));
+  await ctx.storage.refreshTokens.revokeFamily(familyId, now);
 }
 
 /**
