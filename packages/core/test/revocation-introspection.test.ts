@@ -124,6 +124,23 @@ describe("RFC 7009 revocation", () => {
     for (const t of [granted.access_token, refreshed.access_token]) expect((await read(await getAccounts(h.app, t))).status).toBe(401);
   });
 
+  it("a family's access token names sid in the same place whoever signs it: jose, an external signer (the JWS assembled by hand)", async () => {
+    const { privateKey, publicKey } = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"])) as CryptoKeyPair;
+    const signer = {
+      alg: "ES256" as const,
+      publicJwk: await crypto.subtle.exportKey("jwk", publicKey),
+      sign: async (data: Uint8Array) => new Uint8Array(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, privateKey, data as Uint8Array<ArrayBuffer>)),
+    };
+    const keysOf = (jwt: string) => Object.keys(JSON.parse(Buffer.from(jwt.split(".")[1]!, "base64url").toString()) as object);
+    const order = ["client_id", "scope", "sid", "iss", "sub", "aud", "iat", "exp", "jti"];
+    for (const options of [{}, { signer }]) {
+      const h = await harness(options);
+      const { access_token } = await passwordTokens(h);
+      expect(keysOf(access_token), JSON.stringify(Object.keys(options))).toEqual(order);
+      expect((await read(await getAccounts(h.app, access_token))).status).toBe(API_OK);
+    }
+  });
+
   it("refresh-token reuse revokes the family's access tokens too (the thief's and the holder's)", async () => {
     const h = await harness({ refreshGraceSeconds: 0 });
     const granted = await passwordTokens(h);
