@@ -444,10 +444,12 @@ const cursorOf = (r: AuditRecord | undefined) => (r === undefined ? `0.${UUID_MI
  * limit 1-100 (default 20), a known type, a client or account of 1-200 characters, a cursor
  * `time.id`; each at most once (400 1009 when given twice, since 2026-11-30), an empty one as none. Then the records of
  * the trail that match every filter (client: the record's client id; account: its account id or
- * username), strictly older than the cursor in (time, id) order, the first `limit`; `next` the
- * last one's cursor when an older match exists.
+ * username, or, when the value names an account by username or id, that account's id or username
+ * too, `accountNames`: since 2026-12-01 the filter lists an account's events by both its names),
+ * strictly older than the cursor in (time, id) order, the first `limit`; `next` the last one's
+ * cursor when an older match exists.
  */
-function expectedEvents(trail: AuditRecord[], query: readonly EventsParam[]): { error: string } | { events: unknown[]; next: string | null } {
+function expectedEvents(trail: AuditRecord[], query: readonly EventsParam[], accountNames: ReadonlySet<string> = new Set()): { error: string } | { events: unknown[]; next: string | null } {
   for (const name of ["type", "client", "account", "before", "limit"]) if (query.filter(([n]) => n === name).length > 1) return { error: `${name} given twice` };
   const first = (name: string) => {
     const v = query.find(([n]) => n === name)?.[1];
@@ -462,7 +464,7 @@ function expectedEvents(trail: AuditRecord[], query: readonly EventsParam[]): { 
   if (cursor && !Number.isSafeInteger(Number(cursor[1]))) return { error: "cursor time" };
   const limit = limitText === undefined ? 20 : Number(limitText);
   const older = (r: AuditRecord) => !cursor || r.time < Number(cursor[1]) || (r.time === Number(cursor[1]) && r.id < cursor[2]!);
-  const matching = trail.filter((r) => (type === undefined || r.type === type) && (client === undefined || r.clientId === client) && (account === undefined || r.accountId === account || r.username === account) && older(r));
+  const matching = trail.filter((r) => (type === undefined || r.type === type) && (client === undefined || r.clientId === client) && (account === undefined || [account, ...accountNames].some((n) => r.accountId === n || r.username === n)) && older(r));
   const page = matching.slice(0, limit);
   return { events: page.map((r) => JSON.parse(r.data) as unknown), next: matching.length > limit ? cursorOf(page[page.length - 1]) : null };
 }
@@ -969,6 +971,13 @@ it(`${RUNTIME_LABEL}console admin API: ${RUNS} generated requests: never a 5xx, 
       const who = spec.target.r === "session" ? spec.target.signIn.who : null;
       // The trail an events request must page through: every event of earlier requests kept first.
       const eventsTrail = op === "events" ? (await world.app.flushEvents(), await auditTrail(world)) : null;
+      // The names of the account an events query's `account` value names, by username or id.
+      const accountNames = new Set<string>();
+      const accountParam = spec.target.r === "events" ? b.params.filter((p) => p.startsWith("account=")) : [];
+      if (accountParam.length === 1 && accountParam[0]!.length > "account=".length) {
+        const value = accountParam[0]!.slice("account=".length);
+        for (const found of [await world.storage.accounts.findByUsername(value), await world.storage.accounts.get(value)]) if (found) accountNames.add(found.id).add(found.username);
+      }
       world.rec.takeWrites();
 
       // A session whose account lost the admin role is ended by the request that meets it.
@@ -1168,7 +1177,7 @@ it(`${RUNTIME_LABEL}console admin API: ${RUNS} generated requests: never a 5xx, 
         }
         bump(tally, `accounts-list-${a.status}`);
       } else if (r === "events") {
-        const expected = expectedEvents(eventsTrail!, spec.target.r === "events" ? b.params.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)] as const) : []);
+        const expected = expectedEvents(eventsTrail!, spec.target.r === "events" ? b.params.map((p) => [p.slice(0, p.indexOf("=")), p.slice(p.indexOf("=") + 1)] as const) : [], accountNames);
         if ("error" in expected) {
           bump(tally, "events-400");
           return expectError(400, 1009, `an events query with a bad ${expected.error}`), a.status;
