@@ -71,12 +71,11 @@ function requiredScopeList(name: string, value: unknown, fallback: string[], kno
 }
 
 /** `requiredScopes` is an object of the two routes' lists, nothing else (a misspelled key left the default in place without a word). */
-function checkRequiredScopesKeys(value: unknown): Record<string, never> {
-  if (value === undefined) return {};
+function checkRequiredScopesKeys(value: unknown): void {
+  if (value === undefined) return;
   if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError("requiredScopes must be an object: { listAccounts?, createPlant? }");
   const unknown = Object.keys(value).filter((k) => k !== "listAccounts" && k !== "createPlant");
   if (unknown.length > 0) throw new TypeError(`requiredScopes has no ${JSON.stringify(unknown[0])}: its members are listAccounts and createPlant`);
-  return {};
 }
 
 /** The console's idle timeout when none is set: 30 minutes (README, Decisions where the spec is silent). */
@@ -179,6 +178,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const scopePrefix = options.scopePrefix ?? "Platform";
   checkScopePrefix(scopePrefix);
   const scopes = scopeNames(scopePrefix);
+  checkRequiredScopesKeys(options.requiredScopes);
   const maxScopeLength = positiveInt("maxScopeLength", options.maxScopeLength, 128);
   // A longer prefix made scopes no request may name (400 invalid_scope for each that asked for
   // one) and, far longer, tokens the APIs and introspection refused (before 2026-11-29).
@@ -290,7 +290,6 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     refreshTokenAbsoluteTtl: positiveInt("refreshTokenAbsoluteTtl", options.refreshTokenAbsoluteTtl, 30 * 24 * 3600, MAX_TTL_SECONDS),
     refreshGrace: resolveGrace(options),
     requiredScopes: {
-      ...checkRequiredScopesKeys(options.requiredScopes),
       listAccounts: requiredScopeList("listAccounts", options.requiredScopes?.listAccounts, [scopes.userApis, scopes.serverCommands], scopes.all),
       createPlant: requiredScopeList("createPlant", options.requiredScopes?.createPlant, [], scopes.all),
     },

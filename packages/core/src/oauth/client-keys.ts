@@ -63,9 +63,8 @@ export function parseJwks(text: string, options: { registration?: boolean } = {}
     if (jwk.kty !== "EC" && jwk.kty !== "RSA" && jwk.kty !== "OKP") throw new JwksError(`unsupported key type ${JSON.stringify(String(jwk.kty)).slice(0, 20)}`);
     if (jwk.alg !== undefined && !(ASSERTION_ALGS as readonly string[]).includes(jwk.alg)) throw new JwksError(`unsupported key algorithm; use one of ${ASSERTION_ALGS.join(", ")}`);
     if (jwk.use !== undefined && jwk.use !== "sig") continue;
-    if (options.registration && jwk.kty === "RSA" && rsaModulusBits(jwk) < MIN_RSA_BITS) {
-      throw new JwksError(`RSA keys must be ${MIN_RSA_BITS} bits or larger (RFC 7518 §3.3); a key has ${rsaModulusBits(jwk)}`);
-    }
+    const bits = options.registration && jwk.kty === "RSA" ? rsaModulusBits(jwk) : MIN_RSA_BITS;
+    if (bits < MIN_RSA_BITS) throw new JwksError(`RSA keys must be ${MIN_RSA_BITS} bits or larger (RFC 7518 §3.3); a key has ${bits}`);
     out.push(jwk);
   }
   if (out.length === 0) throw new JwksError("the JWK Set holds no signature key");

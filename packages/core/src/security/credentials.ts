@@ -184,9 +184,9 @@ async function checkPasswordNow(
     // After the cost was lowered, a hash made before costs more than today's: every refusal is
     // padded to the highest cost a stored hash was checked at in this instance as well (until
     // 2026-12-01 only to today's, so a wrong password of an older account took several times an
-    // unknown username's time). Until such a check since the instance started, an older account can
-    // still be told apart (once: the check raises the padding); a right password rehashes the
-    // account at today's cost (rehash below).
+    // unknown username's time). A higher cost not checked since the instance started can still be
+    // told apart the first time it is (once per such cost: the check raises the padding); a right
+    // password rehashes the account at today's cost (rehash below).
     const floor = Math.max(ctx.passwordHashIterations, checks.highestIterations);
     if (spent < floor) await spendPasswordWork(floor - spent);
     failed(account !== null, refused);
