@@ -271,7 +271,12 @@ suite(name, () => {
 
       // The other tab signs in while this one counts down (the username still typed here): the
       // notice comes beside the count.
+      // (Its security view's two lists loaded first: the session ended below would refuse them.)
+      const loaded = Promise.all(
+        [/\/console\/api\/clients\?/, /\/console\/api\/signing-keys$/].map((path) => second.waitForResponse((r) => r.request().method() === "GET" && path.test(r.url())).then((r) => r.status())),
+      );
       expect((await submit(second, ADMIN.username, ADMIN.password)).status).toBe(200);
+      expect(await loaded).toEqual([200, 200]);
       await notice.waitFor({ state: "visible" });
       // Its session ends before this tab continues with it (ended on the server: expired, or
       // signed out where no message reaches this tab).
@@ -356,6 +361,8 @@ suite(name, () => {
 
     // The session ends on the server while the forms are half filled; the next action finds it so.
     await fill();
+    // (No list still loading: the session ended below would refuse it.)
+    for (const table of ["#clients-table", "#keys-table", "#accounts-table"]) await expect.poll(() => page.locator(table).getAttribute("aria-busy")).toBeNull();
     await storage.sessions.deleteExpired(Date.now() + 10 * 365 * 24 * 3600 * 1000);
     await page.locator("#account-create").click();
     await page.locator("#view-sign-in").waitFor({ state: "visible" });
