@@ -136,6 +136,12 @@ export class ApiError extends PlantgateClientError {
     body: ApiErrorBody,
     /** The `WWW-Authenticate` challenge of a 401/403, if any. */
     readonly wwwAuthenticate: string | null = null,
+    /**
+     * The answer's `Retry-After` in seconds (delta-seconds, or an HTTP date counted from the
+     * answer's `Date`), or null without one: plantgate sends it with a 503 whose storage is down
+     * (5 s) and with a 429. The client does not wait it out for API calls; a caller retrying should.
+     */
+    readonly retryAfter: number | null = null,
   ) {
     super(serverText(body.message));
     this.error = body.error;

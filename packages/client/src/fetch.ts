@@ -352,6 +352,21 @@ export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/**
+ * A response's `Retry-After` in whole seconds (RFC 9110 §10.2.3): delta-seconds, or an HTTP date
+ * counted from the response's own `Date` (both the server's clock; without `Date`, ignored, as this
+ * host's clock may differ); null when absent or unreadable.
+ */
+export function retryAfterOf(response: Pick<ReadResponse, "headers">): number | null {
+  const value = response.headers.get("retry-after")?.trim();
+  if (value === undefined || value === "") return null;
+  if (/^\d{1,10}$/.test(value)) return Number(value);
+  const at = Date.parse(value);
+  const now = Date.parse(response.headers.get("date") ?? "");
+  if (Number.isNaN(at) || Number.isNaN(now)) return null;
+  return Math.max(0, Math.ceil((at - now) / 1000));
+}
+
 /** Turns a non-2xx API response into an {@link ApiError} (or a {@link NetworkError} if it is not one). */
 export function apiFailure(response: ReadResponse, what: string): ApiError | NetworkError {
   let body: unknown;
@@ -361,7 +376,7 @@ export function apiFailure(response: ReadResponse, what: string): ApiError | Net
     return error as NetworkError;
   }
   if (isObject(body) && Number.isInteger(body.error) && typeof body.message === "string") {
-    return new ApiError(response.status, body as unknown as ApiErrorBody, response.headers.get("www-authenticate"));
+    return new ApiError(response.status, body as unknown as ApiErrorBody, response.headers.get("www-authenticate"), retryAfterOf(response));
   }
   return unexpected(response, what, "an error body without the {error: int32, message} shape");
 }

@@ -1,5 +1,5 @@
 import { NetworkError, OAuthError, serverText, type GrantType, type OAuthErrorBody } from "./errors.js";
-import { deadlineIn, isObject, parseJsonBody, pathOf, send, tooLargeHeads, unexpected, within, type FetchLike, type ReadResponse } from "./fetch.js";
+import { deadlineIn, isObject, parseJsonBody, pathOf, retryAfterOf, send, tooLargeHeads, unexpected, within, type FetchLike, type ReadResponse } from "./fetch.js";
 import type { AssertionSigner } from "./assertion.js";
 import type { CachedToken, PasswordCredentials, TokenCache, TokenInfo } from "./types.js";
 
@@ -1004,21 +1004,6 @@ async function tokenHash(token: string): Promise<string> {
   let binary = "";
   for (const byte of digest) binary += String.fromCharCode(byte);
   return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
-/**
- * A response's `Retry-After` in whole seconds (RFC 9110 §10.2.3): delta-seconds, or an HTTP date
- * counted from the response's own `Date` (both the server's clock; without `Date`, ignored, as this
- * host's clock may differ); null when absent or unreadable.
- */
-function retryAfterOf(response: Pick<ReadResponse, "headers">): number | null {
-  const value = response.headers.get("retry-after")?.trim();
-  if (value === undefined || value === "") return null;
-  if (/^\d{1,10}$/.test(value)) return Number(value);
-  const at = Date.parse(value);
-  const now = Date.parse(response.headers.get("date") ?? "");
-  if (Number.isNaN(at) || Number.isNaN(now)) return null;
-  return Math.max(0, Math.ceil((at - now) / 1000));
 }
 
 /**

@@ -77,7 +77,25 @@ describe("ApiError", () => {
       fm.get(`begin:${BASE}/rbac/`, { status, body: { error: code, message: "m" } });
       const error = await rejectionOf(clientOn(fm).listAccounts());
       expectOnly(error, ApiError);
-      expect(error).toMatchObject({ status, error: code });
+      expect(error).toMatchObject({ status, error: code, retryAfter: null });
+    }
+  });
+
+  it("carries the answer's Retry-After in seconds (delta-seconds, or an HTTP date counted from its Date), null without one", async () => {
+    const cases: [Record<string, string>, number | null][] = [
+      [{ "retry-after": "5" }, 5],
+      [{ "retry-after": "Tue, 01 Dec 2026 12:00:30 GMT", date: "Tue, 01 Dec 2026 12:00:00 GMT" }, 30],
+      [{ "retry-after": "Tue, 01 Dec 2026 12:00:30 GMT" }, null],
+      [{ "retry-after": "soon" }, null],
+      [{}, null],
+    ];
+    for (const [headers, retryAfter] of cases) {
+      const fm = newMock();
+      fakeTokenEndpoint(fm);
+      fm.get(`begin:${BASE}/rbac/`, { status: 429, headers, body: { error: 1429, message: "Too many failed attempts." } });
+      const error = await rejectionOf(clientOn(fm).listAccounts());
+      expectOnly(error, ApiError);
+      expect(error).toMatchObject({ status: 429, error: 1429, retryAfter });
     }
   });
 });
@@ -190,6 +208,10 @@ describe("argument errors are TypeErrors, thrown at once", () => {
     ["baseUrl not a URL", { baseUrl: "not a url" }],
     ["baseUrl not http(s)", { baseUrl: "ftp://x.test" }],
     ["baseUrl with a query", { baseUrl: "https://x.test/?a=1" }],
+    // Empty: URL's search and hash say "", but the ? or # stayed in the paths built on it.
+    ["baseUrl with an empty query", { baseUrl: "https://x.test/api?" }],
+    ["baseUrl with an empty fragment", { baseUrl: "https://x.test/api#" }],
+    ["baseUrl at the root with an empty query", { baseUrl: "https://x.test/?" }],
     ["empty clientId", { clientId: "" }],
     ["empty clientSecret", { clientSecret: "" }],
     ["unknown auth", { auth: "jwt" }],

@@ -4,7 +4,8 @@
  */
 import nodeFetch from "node-fetch";
 import { describe, expect, it } from "vitest";
-import { createClient, NetworkError, type FetchLike } from "../src/index.js";
+import { createMemoryStorage, StorageError } from "@plantgate/core";
+import { ApiError, createClient, NetworkError, type FetchLike } from "../src/index.js";
 import { manualClock, rejectionOf, startTarget } from "./support.js";
 import { realServerSuite, type ManualClock } from "./real-suite.js";
 
@@ -39,6 +40,24 @@ for (const [name, injected] of transports) {
       expect(error).toMatchObject({ reason: "fetch_failed", status: null });
       expect((error as Error).message).toMatch(/^GET \/rbac\/ServerCommand\/GetAccountList failed: /);
       expect(t.errors).toEqual([]);
+    });
+
+    it("storage down: GetAccountList's 503 is an ApiError 1503 whose retryAfter is the server's Retry-After (5)", async () => {
+      const storage = createMemoryStorage();
+      let down = false;
+      const list = storage.accounts.list.bind(storage.accounts);
+      storage.accounts.list = (...args: Parameters<typeof list>) => (down ? Promise.reject(new StorageError("database unreachable")) : list(...args));
+      const t = await startTarget({ storage });
+      try {
+        const client = createClient({ baseUrl: t.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, ...(injected ? { fetch: injected } : {}) });
+        expect((await client.listAccounts()).total).toBe(1);
+        down = true;
+        const error = await rejectionOf(client.listAccounts());
+        expect(error).toBeInstanceOf(ApiError);
+        expect(error).toMatchObject({ status: 503, error: 1503, retryAfter: 5 });
+      } finally {
+        await t.close();
+      }
     });
 
     it("the default fetch option really is the global fetch", async () => {
