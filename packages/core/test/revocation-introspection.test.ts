@@ -104,24 +104,75 @@ describe("RFC 7009 revocation", () => {
     expect(await h.app.storage.revokedTokens.deleteExpired(h.clock.now(), 100)).toBe(1);
   });
 
-  it("a reuse whose grant entry cannot be stored (revoked tokens in a failing Redis) is a 503 that revokes nothing; presented again, it revokes both", async () => {
+  it("a reuse whose grant entry cannot be stored (revoked tokens in a failing Redis) is a 503 that still revokes the family: the thief's newest token is refused at once; the access tokens live until they expire", async () => {
     const memory = createMemoryStorage();
     let failAdd = false;
     const storage = {
       ...memory,
       revokedTokens: { ...memory.revokedTokens, add: (key: string, at: number) => (failAdd ? Promise.reject(new StorageError("revoked-token store down")) : memory.revokedTokens.add(key, at)) },
     };
-    const h = await harness({ storage, refreshGraceSeconds: 0 });
+    const events: string[] = [];
+    const h = await harness({ storage, refreshGraceSeconds: 0, onEvent: (e) => void events.push(e.type) });
     const granted = await passwordTokens(h);
-    const refreshed = await expectTokenSuccess(await refreshRequest(h, granted.refresh_token!));
+    // The thief rotates the stolen token first; the victim presents it then (the breach signal).
+    const thief = await expectTokenSuccess(await refreshRequest(h, granted.refresh_token!));
     failAdd = true;
-    expect((await refreshRequest(h, granted.refresh_token!)).status).toBe(503);
+    const victim = await refreshRequest(h, granted.refresh_token!);
+    expect([victim.status, await victim.json()]).toEqual([503, { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." }]);
+    expect(events.filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
+    // Until 2026-12-01 the 503 revoked nothing: the thief's token rotated on until someone
+    // presented a spent token again after the outage.
+    await expectTokenError(await refreshRequest(h, thief.refresh_token!), 400, INVALID_REFRESH);
     failAdd = false;
-    // Until it was fixed the family was revoked first: every later presentation was only
-    // invalid_grant, and the family's access tokens were never refused.
     await expectTokenError(await refreshRequest(h, granted.refresh_token!), 400, INVALID_REFRESH);
-    await expectTokenError(await refreshRequest(h, refreshed.refresh_token!), 400, INVALID_REFRESH);
-    for (const t of [granted.access_token, refreshed.access_token]) expect((await read(await getAccounts(h.app, t))).status).toBe(401);
+    // The entry was never written (a revoked family's tokens write nothing): the access tokens work
+    // until they expire, as every grant's did before the entries existed.
+    expect(await h.app.storage.revokedTokens.has(`sid:${decodeJwt(thief.access_token).sid as string}`)).toBe(false);
+    for (const t of [granted.access_token, thief.access_token]) expect((await read(await getAccounts(h.app, t))).status).toBe(API_OK);
+  });
+
+  it("an RFC 7009 revocation whose grant entry cannot be stored is a 503 that still revokes the refresh tokens; the retry is a 200", async () => {
+    const memory = createMemoryStorage();
+    let failAdd = false;
+    const storage = {
+      ...memory,
+      revokedTokens: { ...memory.revokedTokens, add: (key: string, at: number) => (failAdd ? Promise.reject(new StorageError("revoked-token store down")) : memory.revokedTokens.add(key, at)) },
+    };
+    const h = await harness({ storage });
+    const granted = await passwordTokens(h);
+    failAdd = true;
+    expect((await post(h, REVOKE, { token: granted.refresh_token! })).status).toBe(503);
+    failAdd = false;
+    await expectTokenError(await refreshRequest(h, granted.refresh_token!), 400, INVALID_REFRESH);
+    await expectRevoked200(await post(h, REVOKE, { token: granted.refresh_token! }));
+  });
+
+  it("a grace use that loses to a logout (RFC 7009) between the token's read and its grace use is invalid_grant, not reuse: no event, no warn line", async () => {
+    const memory = createMemoryStorage();
+    let beforeGraceUse: (() => Promise<void>) | null = null;
+    const storage = {
+      ...memory,
+      refreshTokens: {
+        ...memory.refreshTokens,
+        async graceUse(hash: string, after: number, max: number) {
+          const run = beforeGraceUse;
+          beforeGraceUse = null;
+          if (run) await run();
+          return memory.refreshTokens.graceUse(hash, after, max);
+        },
+      },
+    };
+    const events: string[] = [];
+    const warns: string[] = [];
+    const h = await harness({ storage, onEvent: (e) => void events.push(e.type), logger: { error() {}, warn: (m: string) => void warns.push(m) } });
+    const granted = await passwordTokens(h);
+    const rotated = await expectTokenSuccess(await refreshRequest(h, granted.refresh_token!));
+    // A second tab retries the rotated token within the window while the first tab logs out.
+    beforeGraceUse = async () => expectRevoked200(await post(h, REVOKE, { token: rotated.refresh_token! }));
+    await expectTokenError(await refreshRequest(h, granted.refresh_token!), 400, INVALID_REFRESH);
+    expect(beforeGraceUse).toBeNull();
+    expect(events).toEqual(["client.created", "account.created", "token.issued", "token.refreshed", "token.issued", "token.revoked"]);
+    expect(warns.filter((m) => m.includes("reuse"))).toEqual([]);
   });
 
   it("a family's access token names sid in the same place whoever signs it: jose, an external signer (the JWS assembled by hand)", async () => {

@@ -18,14 +18,27 @@ export const familyEntry = (familyId: string): string => `sid:${familyId}`;
  * signing out by revoking its refresh token kept a working access token for up to its whole
  * lifetime).
  *
- * The entry is written first: the family's revocation is what a retry cannot redo on the reuse
- * path (a revoked family's tokens are refused before reuse is looked at), so a failure in between
- * leaves the access tokens refused and the refresh tokens usable, and the 503's retry or the next
- * reuse finishes it (`add` is idempotent).
+ * The entry is written first, and the family is revoked whether or not it could be: the family's
+ * revocation is what a retry cannot redo on the reuse path (a revoked family's tokens are refused
+ * before reuse is looked at), so a failure of the family's step leaves the access tokens refused and
+ * the refresh tokens usable, and the 503's retry or the next reuse finishes it (`add` is
+ * idempotent). A failure of the entry's step (the revoked tokens in a Redis that is down while the
+ * SQL store answers) still revokes the family and then rejects (503): until 2026-12-01 it revoked
+ * nothing, and on the reuse path whoever held the family's newest token (the thief, when the victim
+ * presented the stolen one) kept rotating it until someone presented a spent token again after the
+ * outage, for up to the family's lifetime. The grant's access tokens then stay valid until they
+ * expire (at most the longest access-token lifetime), as they all did before 2026-12-01: a retry
+ * finds the family revoked and writes nothing.
  */
 export async function revokeGrant(ctx: Context, familyId: string, now: number): Promise<void> {
-  await ctx.storage.revokedTokens.add(familyEntry(familyId), now + (await ctx.maxAccessTokenTtlMs()));
+  let entryFailed: { error: unknown } | null = null;
+  try {
+    await ctx.storage.revokedTokens.add(familyEntry(familyId), now + (await ctx.maxAccessTokenTtlMs()));
+  } catch (error) {
+    entryFailed = { error };
+  }
   await ctx.storage.refreshTokens.revokeFamily(familyId, now);
+  if (entryFailed) throw entryFailed.error;
 }
 
 /**

@@ -58,14 +58,14 @@ export const refreshTokenGrant: Grant = {
     // two ran in parallel however long the winner took: the window's cutoff does not apply (the
     // winner stamps `consumedAt` with its own request's start, which a rotation slower than the
     // window, waiting on a pool or a lock, leaves behind: a parallel refresh then read as reuse and
-    // signed the user out). And it may have lost to a revocation instead: that is no reuse.
+    // signed the user out). And either may have lost to a revocation since the token was read (a
+    // logout by RFC 7009, an account disabled): that is no reuse (until 2026-12-01 a grace use
+    // refused so was reported and logged as reuse when the token had been read consumed).
     const grace = async (lost: boolean) => {
       const used = graceMs === 0 ? null : await ctx.storage.refreshTokens.graceUse(tokenHash, lost ? 0 : now - graceMs, ctx.refreshGrace.maxUses);
       if (!used || used.replay === null) {
-        if (lost) {
-          const current = await ctx.storage.refreshTokens.findByHash(tokenHash);
-          if (current === null || current.revokedAt !== null) throw invalid();
-        }
+        const current = await ctx.storage.refreshTokens.findByHash(tokenHash);
+        if (current === null || current.revokedAt !== null) throw invalid();
         return reuse();
       }
       const answer = await replayAnswer(ctx, urls, { client, presented, tokenHash, sealed: used.replay, rotatedAt: used.consumedAt!, subject: account.id, scope, now, clientIp, familyId: record.familyId });
