@@ -50,7 +50,17 @@ export function createNodeRequest(
   // joined by a comma, which no Host value holds; not read as one of them: a proxy may have read
   // the other), and so are an HTTP/1.1 request without one and a Host value that is not a usable
   // host[:port]. Only HTTP/1.0, which has no Host requirement, falls back to localhost.
-  const host = headers.get("host");
+  let host = headers.get("host");
+  // RFC 9113 §8.3.1: an HTTP/2 request (node:http2's compatibility API, whose raw headers start with
+  // the pseudo-headers) names its authority in `:authority`, not Host; one that names none is the
+  // 400 an HTTP/1.1 request without Host is, and a Host beside it naming another is malformed. Until
+  // 2026-12-01 every HTTP/2 request was served as `localhost` (its tokens' issuer and the metadata's
+  // URLs included, without `issuer`). One character compared on every other request.
+  if (raw.length !== 0 && (raw[0] as string).charCodeAt(0) === 58) {
+    const authority = pseudoHeader(raw, ":authority");
+    if (authority === undefined ? host === null : host !== null && host.toLowerCase() !== authority.toLowerCase()) throw new TypeError("Missing, repeated or invalid Host header.");
+    if (host === null) headers.set("host", (host = authority!));
+  }
   if (host === null ? isHttp11(incoming) : parseHost(host) === undefined) throw new TypeError("Missing, repeated or invalid Host header.");
   // RFC 9112 §6.1: a transfer coding other than chunked (Node's parser takes `gzip, chunked` and
   // hands over the gzipped bytes) is one the server does not understand: 501, not read as the body.
@@ -124,6 +134,12 @@ const isHttp11 = (incoming: IncomingMessage): boolean => {
   const minor: unknown = incoming.httpVersionMinor;
   return major === 1 ? (minor as number) >= 1 : major === "1" && minor === "1";
 };
+
+/** The value of an HTTP/2 pseudo-header in raw headers (the first), if any. */
+function pseudoHeader(raw: readonly string[], name: string): string | undefined {
+  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i] === name) return raw[i + 1];
+  return undefined;
+}
 
 const FORBIDDEN_METHODS = new Set(["CONNECT", "TRACE", "TRACK"]);
 const NORMALISED_METHODS = new Set(["DELETE", "GET", "HEAD", "OPTIONS", "POST", "PUT"]);

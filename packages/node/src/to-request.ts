@@ -45,8 +45,8 @@ export interface ToRequestOptions {
  *
  * - **URL**: `options.origin`, else (with `trustProxy`) the right-most
  *   `X-Forwarded-Proto` / `X-Forwarded-Host` values, else `http://` (`https://` on a TLS socket)
- *   + the authority of an absolute-form target or the `Host` header (an HTTP/1.0 request without
- *   one: `localhost`). An absolute-form target must name that scheme (RFC 9110 §7.4); one naming
+ *   + the authority of an absolute-form target or the `Host` header (an HTTP/2 request's
+ *   `:authority`, RFC 9113 §8.3.1; an HTTP/1.0 request without one: `localhost`). An absolute-form target must name that scheme (RFC 9110 §7.4); one naming
  *   the other is refused (a {@link MisdirectedRequestError}, 421), unless `options.origin` is set.
  *   The path and query are kept as sent, except for what the WHATWG URL
  *   parser normalises in every `Request` (dot segments, a few characters

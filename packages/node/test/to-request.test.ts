@@ -252,22 +252,37 @@ describe("toRequest: URL", () => {
     }
   });
 
-  it("serves node:http2's compatibility requests (real HTTP/2, major version 2) through the request listener as before", async () => {
+  it("serves node:http2's compatibility requests (real HTTP/2, major version 2) at their :authority (RFC 9113 §8.3.1, HTTP/2's Host; until 2026-12-01 every one was served as localhost); a Host beside it naming another is the 400 a bad Host is", async () => {
     const server = createHttp2Server(createRequestListener(echoApp) as unknown as Parameters<typeof createHttp2Server>[1]);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const client = connectHttp2(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
-    try {
-      const echo = await new Promise<[unknown, Echo]>((resolve, reject) => {
-        const stream = client.request({ ":path": "/plants?x=1" });
+    const port = (server.address() as AddressInfo).port;
+    const client = connectHttp2(`http://127.0.0.1:${port}`);
+    const get = (headers: Record<string, string>) =>
+      new Promise<[unknown, string]>((resolve, reject) => {
+        const stream = client.request({ ":path": "/plants?x=1", ...headers });
         let status: unknown;
         let text = "";
-        stream.on("response", (headers) => (status = headers[":status"]));
+        stream.on("response", (h) => (status = h[":status"]));
         stream.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
-        stream.on("end", () => resolve([status, JSON.parse(text) as Echo]));
+        stream.on("end", () => resolve([status, text]));
         stream.on("error", reject);
         stream.end();
       });
-      expect([echo[0], echo[1].method, echo[1].url]).toEqual([200, "GET", "http://localhost/plants?x=1"]);
+    const served = async (headers: Record<string, string>) => {
+      const [status, text] = await get(headers);
+      const echo = JSON.parse(text) as Echo;
+      return [status, echo.method, echo.url, echo.headers.find(([name]) => name === "host")?.[1]];
+    };
+    const refused = [400, '{"error":"invalid_request","error_description":"The request cannot be processed."}'];
+    try {
+      // The client's own :authority (the address it connected to).
+      expect(await served({})).toEqual([200, "GET", `http://127.0.0.1:${port}/plants?x=1`, `127.0.0.1:${port}`]);
+      expect(await served({ ":authority": "auth.example.com" })).toEqual([200, "GET", "http://auth.example.com/plants?x=1", "auth.example.com"]);
+      // A Host beside it naming the same (an intermediary may keep one), in another case.
+      expect(await served({ ":authority": "auth.example.com", host: "AUTH.example.com" })).toEqual([200, "GET", "http://auth.example.com/plants?x=1", "AUTH.example.com"]);
+      expect(await get({ ":authority": "auth.example.com", host: "evil.example" })).toEqual(refused);
+      // (An empty or malformed :authority is refused by nghttp2 before the listener: the stream is
+      // reset with PROTOCOL_ERROR, Node's answer.)
     } finally {
       client.close();
       await new Promise((resolve) => server.close(resolve));
