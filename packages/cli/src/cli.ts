@@ -525,14 +525,16 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       const now = values.now === true;
       checkServerSettings(now ? "keys rotate --now" : "keys rotate", io.env, values["server-defaults"] === true);
       const { app } = await open();
-      const { kid, activatesAt, deleted } = await app.admin.rotateSigningKey({ now });
+      const { kid, activatesAt, status, deleted } = await app.admin.rotateSigningKey({ now });
       const at = new Date(activatesAt).toISOString();
       io.stderr(
         now
           ? "the new key signs from now on; running servers switch within a minute; resource servers that cached the JWKS reject its tokens until they fetch it again\n"
-          : `the new key is published now (status next) and signs from ${at}; running servers publish it within a minute\n`,
+          : status === "active"
+            ? "the store had no signing key: the new key signs from now on\n"
+            : `the new key is published now (status next) and signs from ${at}; running servers publish it within a minute\n`,
       );
-      return { kid, activatesAt: at, status: now ? "active" : "next", deleted };
+      return { kid, activatesAt: at, status, deleted };
     }
     case "keys revoke": {
       const kid = one(parse(rest, {}).positionals, "KID");

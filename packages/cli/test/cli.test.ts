@@ -208,6 +208,18 @@ describe("plantgate CLI", () => {
     lines.check(sent);
   });
 
+  it("keys rotate on a store without keys (after migrate): the new key signs at once and says so (it was said to be next, signing after the delay)", async () => {
+    const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    const before = Date.now();
+    const rotated = await cli(["keys", "rotate", "--server-defaults"]);
+    expect(rotated).toMatchObject({ code: 0, stderr: "the store had no signing key: the new key signs from now on\n" });
+    expect(rotated.json).toEqual({ kid: expect.any(String), activatesAt: iso, status: "active", deleted: [] });
+    expect(Date.parse(rotated.json.activatesAt)).toBeGreaterThanOrEqual(before - 1);
+    expect(Date.parse(rotated.json.activatesAt)).toBeLessThanOrEqual(Date.now());
+    const listed = await cli(["keys", "list"]);
+    expect(listed.json.map((k: { kid: string; status: string; activatesAt: string }) => [k.kid, k.status, k.activatesAt])).toEqual([[rotated.json.kid, "active", rotated.json.activatesAt]]);
+  });
+
   it("keys list shows kid, alg, createdAt, activatesAt, status (next / active / retired), stored and atRest; rotate schedules, rotate --now switches", async () => {
     const iso = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     // On a fresh store, listing creates no key (it stored one until 2026-11-30): the servers' start makes the first.

@@ -659,10 +659,21 @@ describe("pre-publication (keys rotate without --now)", () => {
     expect([kidOf(await otherToken()), kidOf(await clientToken(h))]).toEqual([k2, k2]);
   });
 
+  it("the first key of a store without any, made by a rotation (the CLI after migrate), signs at once and says so: status active, the event's immediate true", async () => {
+    const events: { type: string; immediate?: boolean; activates_at?: number }[] = [];
+    const h = await harness({ onEvent: (e) => void events.push(e as never) });
+    const { kid, activatesAt, status } = await h.app.admin.rotateSigningKey();
+    expect([activatesAt, status]).toEqual([h.clock.now(), "active"]);
+    expect(events.filter((e) => e.type === "signing_key.rotated").map((e) => [e.immediate, e.activates_at])).toEqual([[true, h.clock.now()]]);
+    expect(kidOf(await clientToken(h))).toBe(kid);
+  });
+
   it("signingKeyActivationDelaySeconds sets the delay; less than the JWKS cache lifetime + reload interval (360 s) is refused", async () => {
     const h = await harness({ signingKeyActivationDelaySeconds: 14 * 86_400 });
-    const { activatesAt } = await h.app.admin.rotateSigningKey();
-    expect(activatesAt).toBe(h.clock.now() + 14 * 86_400_000);
+    // A key signs already (the first key of a store without any signs at once: see below).
+    await clientToken(h);
+    const { activatesAt, status } = await h.app.admin.rotateSigningKey();
+    expect([activatesAt, status]).toEqual([h.clock.now() + 14 * 86_400_000, "next"]);
     expect(() => createPlantgate({ signingKeyActivationDelaySeconds: 359 })).toThrow(
       new TypeError("signingKeyActivationDelaySeconds must be an integer of at least 360 (the JWKS cache lifetime plus the key reload interval)"),
     );

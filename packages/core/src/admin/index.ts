@@ -72,10 +72,11 @@ export interface Admin extends ClientAdmin {
    * servers that cached the JWKS know it by then; every instance switches at that instant. With
    * `now: true` (a suspected leak) it signs at once here and on other instances within a minute,
    * and resource servers holding an older JWKS copy refuse its tokens until they fetch it again.
-   * Keys replaced longer ago than the longest access-token lifetime are deleted. Throws AdminError
-   * when the signing key is configured (`signingKey` or `signer`): it is rotated by changing that.
+   * The first key of a store without any signs at once too (`status` says which). Keys replaced
+   * longer ago than the longest access-token lifetime are deleted. Throws AdminError when the
+   * signing key is configured (`signingKey` or `signer`): it is rotated by changing that.
    */
-  rotateSigningKey(options?: { now?: boolean }): Promise<{ kid: string; activatesAt: number; deleted: string[] }>;
+  rotateSigningKey(options?: { now?: boolean }): Promise<{ kid: string; activatesAt: number; status: "active" | "next"; deleted: string[] }>;
   /**
    * Deletes a signing key that does not sign now (`next`, `retired` or `prunable`): after a leak,
    * `rotateSigningKey({ now: true })` alone leaves the old key verifying until every token it could
@@ -331,7 +332,11 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       // Strictly newer than every existing key, so a key activating now is ordered after one that
       // activated in the same millisecond.
       const createdAt = Math.max(now, ...existing.map((k) => k.createdAt + 1));
-      const activatesAt = options.now === true ? now : now + ctx.signingKeyActivationDelayMs;
+      // The first key of a store signs at once whatever its activation time (the oldest key signs
+      // until a newer one activates), and no JWKS without it can be cached anywhere: until
+      // 2026-12-01 it was said to be `next` (the CLI after `migrate`, the event's `immediate`).
+      const immediate = options.now === true || existing.length === 0;
+      const activatesAt = immediate ? now : now + ctx.signingKeyActivationDelayMs;
       // The new key goes under the KEK of the key signing now (see signingKek); a process without
       // that KEK refuses, as `keys revoke` does: until 2026-12-01 one without any stored the new key
       // in clear beside encrypted ones (the servers sealed it at their next load, after it had
@@ -357,8 +362,8 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         ctx.logger.warn("signing key rotated; deleting keys past their use failed (the next rotation or prune deletes them)", describeError(error));
       }
       ctx.keyring.invalidate();
-      ctx.events.emit({ type: "signing_key.rotated", kid: record.kid, alg: record.alg, activates_at: activatesAt, immediate: options.now === true, automatic: false, deleted, actor });
-      return { kid: record.kid, activatesAt, deleted };
+      ctx.events.emit({ type: "signing_key.rotated", kid: record.kid, alg: record.alg, activates_at: activatesAt, immediate, automatic: false, deleted, actor });
+      return { kid: record.kid, activatesAt, status: immediate ? "active" : "next", deleted };
     },
     async revokeSigningKey(kid) {
       if (ctx.keyring.configured === "signingKey") throw new AdminError("The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); the store's keys are not used.");
