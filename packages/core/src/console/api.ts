@@ -387,7 +387,7 @@ export const rotateSigningKey: ApiHandler = async (ctx, s, request) => {
   const now = optionalBoolean(body, "now") ?? false;
   const confirm = optionalBoolean(body, "confirm") ?? false;
   if (now && !confirm) throw new ApiError(400, ApiErrorCode.consoleConfirmationRequired, ROTATE_NOW_WARNING);
-  let result: { kid: string; activatesAt: number; deleted: string[] };
+  let result: { kid: string; activatesAt: number; status: "active" | "next"; deleted: string[] };
   try {
     result = await adminOf(ctx, s).rotateSigningKey({ now });
   } catch (e) {
@@ -395,8 +395,8 @@ export const rotateSigningKey: ApiHandler = async (ctx, s, request) => {
     if (e instanceof AdminError) throw conflict(e.message);
     throw e;
   }
-  const { kid, activatesAt, deleted } = result;
-  return json(200, { kid, activatesAt: iso(activatesAt), status: now ? "active" : "next", deleted });
+  const { kid, activatesAt, status, deleted } = result;
+  return json(200, { kid, activatesAt: iso(activatesAt), status, deleted });
 };
 
 /**
