@@ -669,8 +669,10 @@ function storeUnavailable(e: unknown): boolean {
 
 /** PostgreSQL SQLSTATEs, MySQL/MariaDB and SQLite codes, and Redis replies that mean the URL or its credentials are wrong. */
 const REFUSED_CONFIGURATION = new Set([
-  // PostgreSQL: invalid authorization (class 28), no such database, no privilege, no such schema.
-  "28000", "28P01", "3D000", "42501", "3F000",
+  // PostgreSQL: invalid authorization (class 28), no such database, no privilege, no such schema;
+  // a setting of the URL's `options` the server refuses (a bad value, an unknown parameter: exit 3
+  // until 2026-12-01, a retry that could never work).
+  "28000", "28P01", "3D000", "42501", "3F000", "22023", "42704",
   // MySQL/MariaDB: access denied (user, database), unknown database.
   "ER_ACCESS_DENIED_ERROR", "ER_DBACCESS_DENIED_ERROR", "ER_BAD_DB_ERROR",
   // SQLite: not a database, cannot open, read-only file.
@@ -681,8 +683,9 @@ function refusedConfiguration(driverError: unknown): boolean {
   if (typeof driverError !== "object" || driverError === null) return false;
   const { code, message } = driverError as { code?: unknown; message?: unknown };
   if (typeof code === "string" && REFUSED_CONFIGURATION.has(code)) return true;
-  // node-redis: an ErrorReply (no code) to AUTH or a command refused without it.
-  return typeof message === "string" && /^(WRONGPASS|NOAUTH|NOPERM)\b/.test(message);
+  // node-redis: an ErrorReply (no code) to AUTH or a command refused without it, or to the SELECT of
+  // a database number the server does not have (`redis://host/99`; exit 3 until 2026-12-01).
+  return typeof message === "string" && (/^(WRONGPASS|NOAUTH|NOPERM)\b/.test(message) || /^ERR (DB index is out of range|invalid DB index)/.test(message));
 }
 
 /**

@@ -49,6 +49,17 @@ suite(problem === null ? "plantgate CLI on PostgreSQL" : `plantgate CLI on Postg
     expect(missing.stderr).toMatch(/^plantgate: cannot open the store at [^\n]*\(3D000\) \(cause: error: database "plantgate_no_such_database" does not exist\)\n$/);
   });
 
+  it("a setting in the URL's options the server refuses (a bad value, an unknown parameter) is configuration (exit 2), not an outage (3)", async () => {
+    for (const [option, reason] of [
+      ["-c statement_timeout=bad", /\(22023\) \(cause: error: invalid value for parameter "statement_timeout": "bad"\)/],
+      ["-c plantgate_no_such_setting=1", /\(42704\) \(cause: error: unrecognized configuration parameter "plantgate_no_such_setting"\)/],
+    ] as const) {
+      const refused = await cli(["client", "list"], { PLANTGATE_DATABASE_URL: `${POSTGRES_URL}?options=${encodeURIComponent(option)}` });
+      expect({ code: refused.code, stdout: refused.stdout }).toEqual({ code: 2, stdout: "" });
+      expect(refused.stderr).toMatch(reason);
+    }
+  });
+
   it("an empty schema is refused by every command but migrate (exit 2, naming plantgate migrate; no table made); after migrate, client create works", async () => {
     const schema = `plantgate_cli_${randomBytes(6).toString("hex")}`;
     const admin = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });

@@ -93,6 +93,10 @@ suite(problem === null ? "plantgate CLI with PLANTGATE_REDIS_URL" : `plantgate C
     const wrongPass = await cli(["user", "disable", "nobody"], "", { PLANTGATE_REDIS_URL: REDIS_URL.replace("redis://", "redis://plantgate-no-such-user:hunter2@") });
     expect({ code: wrongPass.code, stdout: wrongPass.stdout }).toEqual({ code: 2, stdout: "" });
     expect(wrongPass.stderr).toMatch(/^plantgate: cannot reach Redis at redis:\/\/plantgate-no-such-user:\*\*\*@[^\n]*WRONGPASS[^\n]*\n$/);
+    // A database number the server does not have: configuration too (it was 3, an outage to retry).
+    const noDb = await cli(["user", "disable", "nobody"], "", { PLANTGATE_REDIS_URL: `${REDIS_URL.replace(/\/\d*$/, "")}/99` });
+    expect({ code: noDb.code, stdout: noDb.stdout }).toEqual({ code: 2, stdout: "" });
+    expect(noDb.stderr).toMatch(/^plantgate: cannot reach Redis at [^\n]*\/99[^\n]*ERR DB index is out of range[^\n]*\n$/);
   });
 
   (haveServer || IN_CI ? it : it.skip)("a Redis user whose ACL refuses what the hot stores need is exit 2 (configuration), the refusal named in one line without the password, before anything is done (it pruned the SQL stores, then failed on every Redis one: exit 1)", async () => {
