@@ -60,7 +60,11 @@ describe("password grant timing", () => {
     }
   });
 
-  it("RFC 9700 §2.4: unknown username vs wrong password differ by less than 10% (medians)", { timeout: 30_000 }, async () => {
+  // Run again (at most twice) when it fails: under a machine's heaviest load (a clean-clone CI beside
+  // four review helpers' test runs, 2026-12-01) a paired median read 10.4% once, where it reads
+  // 0-2% alone and with both cores busy; a real leak (a hash skipped for unknown names: 50% and
+  // more) fails every run.
+  it("RFC 9700 §2.4: unknown username vs wrong password differ by less than 10% (medians)", { timeout: 30_000, retry: 2 }, async () => {
     // A high lock-out threshold: the throttle still does its storage work on every attempt (the same
     // for both cases), but the measured user must never be locked mid-run.
     const app = createPlantgate({
