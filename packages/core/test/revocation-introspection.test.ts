@@ -39,6 +39,17 @@ async function otherClient(h: Harness) {
 
 const API_OK = 200;
 
+/** A memory store whose revoked tokens' `add` fails while `down.add` (a Redis that is down while the rest answers). */
+function failingRevokedTokens() {
+  const memory = createMemoryStorage();
+  const down = { add: false };
+  const storage = {
+    ...memory,
+    revokedTokens: { ...memory.revokedTokens, add: (key: string, at: number) => (down.add ? Promise.reject(new StorageError("revoked-token store down")) : memory.revokedTokens.add(key, at)) },
+  };
+  return { storage, down };
+}
+
 describe("RFC 7009 revocation", () => {
   it("RFC 7009 §2.1: revoking an access token makes the bearer check refuse it; other tokens still work", async () => {
     const h = await harness();
@@ -105,25 +116,20 @@ describe("RFC 7009 revocation", () => {
   });
 
   it("a reuse whose grant entry cannot be stored (revoked tokens in a failing Redis) is a 503 that still revokes the family: the thief's newest token is refused at once; the access tokens live until they expire", async () => {
-    const memory = createMemoryStorage();
-    let failAdd = false;
-    const storage = {
-      ...memory,
-      revokedTokens: { ...memory.revokedTokens, add: (key: string, at: number) => (failAdd ? Promise.reject(new StorageError("revoked-token store down")) : memory.revokedTokens.add(key, at)) },
-    };
+    const { storage, down } = failingRevokedTokens();
     const events: string[] = [];
     const h = await harness({ storage, refreshGraceSeconds: 0, onEvent: (e) => void events.push(e.type) });
     const granted = await passwordTokens(h);
     // The thief rotates the stolen token first; the victim presents it then (the breach signal).
     const thief = await expectTokenSuccess(await refreshRequest(h, granted.refresh_token!));
-    failAdd = true;
+    down.add = true;
     const victim = await refreshRequest(h, granted.refresh_token!);
     expect([victim.status, await victim.json()]).toEqual([503, { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." }]);
     expect(events.filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
     // Until 2026-12-01 the 503 revoked nothing: the thief's token rotated on until someone
     // presented a spent token again after the outage.
     await expectTokenError(await refreshRequest(h, thief.refresh_token!), 400, INVALID_REFRESH);
-    failAdd = false;
+    down.add = false;
     await expectTokenError(await refreshRequest(h, granted.refresh_token!), 400, INVALID_REFRESH);
     // The entry was never written (a revoked family's tokens write nothing): the access tokens work
     // until they expire, as every grant's did before the entries existed.
@@ -132,17 +138,12 @@ describe("RFC 7009 revocation", () => {
   });
 
   it("an RFC 7009 revocation whose grant entry cannot be stored is a 503 that still revokes the refresh tokens; the retry is a 200", async () => {
-    const memory = createMemoryStorage();
-    let failAdd = false;
-    const storage = {
-      ...memory,
-      revokedTokens: { ...memory.revokedTokens, add: (key: string, at: number) => (failAdd ? Promise.reject(new StorageError("revoked-token store down")) : memory.revokedTokens.add(key, at)) },
-    };
+    const { storage, down } = failingRevokedTokens();
     const h = await harness({ storage });
     const granted = await passwordTokens(h);
-    failAdd = true;
+    down.add = true;
     expect((await post(h, REVOKE, { token: granted.refresh_token! })).status).toBe(503);
-    failAdd = false;
+    down.add = false;
     await expectTokenError(await refreshRequest(h, granted.refresh_token!), 400, INVALID_REFRESH);
     await expectRevoked200(await post(h, REVOKE, { token: granted.refresh_token! }));
   });
