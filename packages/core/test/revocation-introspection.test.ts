@@ -115,17 +115,20 @@ describe("RFC 7009 revocation", () => {
     expect(await h.app.storage.revokedTokens.deleteExpired(h.clock.now(), 100)).toBe(1);
   });
 
-  it("a reuse whose grant entry cannot be stored (revoked tokens in a failing Redis) is a 503 that still revokes the family: the thief's newest token is refused at once; the access tokens live until they expire", async () => {
+  it("a reuse whose grant entry cannot be stored (revoked tokens in a failing Redis) is a 503 that still revokes the family and is reported (event, warn): the thief's newest token is refused at once; the access tokens live until they expire", async () => {
     const { storage, down } = failingRevokedTokens();
     const events: string[] = [];
-    const h = await harness({ storage, refreshGraceSeconds: 0, onEvent: (e) => void events.push(e.type) });
+    const warns: string[] = [];
+    const h = await harness({ storage, refreshGraceSeconds: 0, onEvent: (e) => void events.push(e.type), logger: { error() {}, warn: (m: string) => void warns.push(m) } });
     const granted = await passwordTokens(h);
     // The thief rotates the stolen token first; the victim presents it then (the breach signal).
     const thief = await expectTokenSuccess(await refreshRequest(h, granted.refresh_token!));
     down.add = true;
     const victim = await refreshRequest(h, granted.refresh_token!);
     expect([victim.status, await victim.json()]).toEqual([503, { error: "temporarily_unavailable", error_description: "The service is temporarily unavailable; retry later." }]);
-    expect(events.filter((e) => e === "refresh_token.reuse_detected")).toEqual([]);
+    // Reported now: a retry finds the family revoked, which is no reuse any more.
+    expect(events.filter((e) => e === "refresh_token.reuse_detected")).toEqual(["refresh_token.reuse_detected"]);
+    expect(warns.filter((m) => m.includes("reuse"))).toEqual(["refresh token reuse detected; family revoked, but its access tokens could not be revoked (they work until they expire)"]);
     // Until 2026-12-01 the 503 revoked nothing: the thief's token rotated on until someone
     // presented a spent token again after the outage.
     await expectTokenError(await refreshRequest(h, thief.refresh_token!), 400, INVALID_REFRESH);
@@ -135,9 +138,10 @@ describe("RFC 7009 revocation", () => {
     // until they expire, as every grant's did before the entries existed.
     expect(await h.app.storage.revokedTokens.has(`sid:${decodeJwt(thief.access_token).sid as string}`)).toBe(false);
     for (const t of [granted.access_token, thief.access_token]) expect((await read(await getAccounts(h.app, t))).status).toBe(API_OK);
+    expect(events.filter((e) => e === "refresh_token.reuse_detected")).toHaveLength(1);
   });
 
-  it("an RFC 7009 revocation whose grant entry cannot be stored is a 503 that still revokes the refresh tokens; the retry is a 200", async () => {
+  it("an RFC 7009 revocation whose grant entry cannot be stored is a 503 that still revokes the refresh tokens; the retry is a 200 that writes the entry (the access token refused from then on)", async () => {
     const { storage, down } = failingRevokedTokens();
     const h = await harness({ storage });
     const granted = await passwordTokens(h);
@@ -145,7 +149,10 @@ describe("RFC 7009 revocation", () => {
     expect((await post(h, REVOKE, { token: granted.refresh_token! })).status).toBe(503);
     down.add = false;
     await expectTokenError(await refreshRequest(h, granted.refresh_token!), 400, INVALID_REFRESH);
+    // The access token works until the retry writes the grant's entry; then it is refused.
+    expect((await read(await getAccounts(h.app, granted.access_token))).status).toBe(API_OK);
     await expectRevoked200(await post(h, REVOKE, { token: granted.refresh_token! }));
+    expect((await read(await getAccounts(h.app, granted.access_token))).status).toBe(401);
   });
 
   it("a grace use that loses to a logout (RFC 7009) between the token's read and its grace use is invalid_grant, not reuse: no event, no warn line", async () => {

@@ -58,7 +58,7 @@ export function createNodeRequest(
   // URLs included, without `issuer`). One character compared on every other request.
   if (raw.length !== 0 && (raw[0] as string).charCodeAt(0) === 58) {
     const authority = pseudoHeader(raw, ":authority");
-    if (authority === undefined ? host === null : host !== null && host.toLowerCase() !== authority.toLowerCase()) throw new TypeError("Missing, repeated or invalid Host header.");
+    if (authority === undefined ? host === null : host !== null && !sameAuthority(host, authority, incoming)) throw new TypeError("Missing, repeated or invalid Host header.");
     if (host === null) headers.set("host", (host = authority!));
   }
   if (host === null ? isHttp11(incoming) : parseHost(host) === undefined) throw new TypeError("Missing, repeated or invalid Host header.");
@@ -134,6 +134,17 @@ const isHttp11 = (incoming: IncomingMessage): boolean => {
   const minor: unknown = incoming.httpVersionMinor;
   return major === 1 ? (minor as number) >= 1 : major === "1" && minor === "1";
 };
+
+/**
+ * Whether a Host beside an HTTP/2 `:authority` names the same (RFC 9113 §8.3.1 after RFC 3986 §6.2's
+ * normalisation: case, a default or empty port); a value that is no authority is not the same.
+ */
+function sameAuthority(host: string, authority: string, incoming: IncomingMessage): boolean {
+  const scheme = (incoming.socket as { encrypted?: boolean } | null)?.encrypted === true ? "https://" : "http://";
+  const normal = (value: string) => (/[/?#@\\\s]/.test(value) ? null : URL.canParse(scheme + value) ? new URL(scheme + value).host : null);
+  const a = normal(host);
+  return a !== null && a === normal(authority);
+}
 
 /** The value of an HTTP/2 pseudo-header in raw headers (the first), if any. */
 function pseudoHeader(raw: readonly string[], name: string): string | undefined {

@@ -281,6 +281,11 @@ describe("toRequest: URL", () => {
       // A Host beside it naming the same (an intermediary may keep one), in another case.
       expect(await served({ ":authority": "auth.example.com", host: "AUTH.example.com" })).toEqual([200, "GET", "http://auth.example.com/plants?x=1", "AUTH.example.com"]);
       expect(await get({ ":authority": "auth.example.com", host: "evil.example" })).toEqual(refused);
+      // The same authority written otherwise (RFC 3986 §6.2: a default or empty port) is the same.
+      for (const [authority, host] of [["auth.example.com", "auth.example.com:80"], ["auth.example.com:80", "auth.example.com"], ["auth.example.com", "auth.example.com:"]]) {
+        expect(await served({ ":authority": authority!, host: host! })).toEqual([200, "GET", "http://auth.example.com/plants?x=1", host]);
+      }
+      expect(await get({ ":authority": "auth.example.com", host: "auth.example.com:8080" })).toEqual(refused);
       // (An empty or malformed :authority is refused by nghttp2 before the listener: the stream is
       // reset with PROTOCOL_ERROR, Node's answer.)
     } finally {

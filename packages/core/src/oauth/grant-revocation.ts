@@ -31,6 +31,17 @@ export const familyEntry = (familyId: string): string => `sid:${familyId}`;
  * finds the family revoked and writes nothing.
  */
 export async function revokeGrant(ctx: Context, familyId: string, now: number): Promise<void> {
+  const failure = await revokeGrantSteps(ctx, familyId, now);
+  if (failure) throw failure.error;
+}
+
+/**
+ * {@link revokeGrant}'s two steps, for a caller that must act once the family is revoked even when
+ * the entry's step failed (reuse detection's event and warn line: a retry finds the family revoked
+ * and is no reuse any more, so the theft would never be reported): resolves to the entry's failure,
+ * or null; rejects when the family's step fails (nothing recorded then but the entry).
+ */
+export async function revokeGrantSteps(ctx: Context, familyId: string, now: number): Promise<{ error: unknown } | null> {
   let entryFailed: { error: unknown } | null = null;
   try {
     await ctx.storage.revokedTokens.add(familyEntry(familyId), now + (await ctx.maxAccessTokenTtlMs()));
@@ -38,7 +49,7 @@ export async function revokeGrant(ctx: Context, familyId: string, now: number): 
     entryFailed = { error };
   }
   await ctx.storage.refreshTokens.revokeFamily(familyId, now);
-  if (entryFailed) throw entryFailed.error;
+  return entryFailed;
 }
 
 /**

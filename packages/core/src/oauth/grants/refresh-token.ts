@@ -4,7 +4,7 @@ import { refreshTokenKey } from "../refresh-key.js";
 import { parseScope, UNKNOWN_SCOPE } from "../scopes.js";
 import { requiredParameters } from "../../schemas/oauth.js";
 import { replayAnswer } from "./refresh-grace.js";
-import { revokeGrant } from "../grant-revocation.js";
+import { revokeGrantSteps } from "../grant-revocation.js";
 import type { Grant } from "./types.js";
 
 const invalid = () => new OAuthError("invalid_grant", "The refresh token is invalid, expired or revoked.");
@@ -28,10 +28,16 @@ export const refreshTokenGrant: Grant = {
     if (record.revokedAt !== null) throw invalid();
     const graceMs = ctx.refreshGrace.windowMs(client.clientId);
     const reuse = async (): Promise<never> => {
-      // The family's access tokens too (the thief's among them): see revokeGrant.
-      await revokeGrant(ctx, record.familyId, now);
-      ctx.logger.warn("refresh token reuse detected; family revoked", { clientId: client.clientId, familyId: record.familyId });
+      // The family's access tokens too (the thief's among them): see revokeGrant. Reported once the
+      // family is revoked, also when only the access tokens' entry failed (the 503 then): a retry
+      // finds the family revoked, no reuse any more, and the theft went unreported (2026-12-01).
+      const entryFailed = await revokeGrantSteps(ctx, record.familyId, now);
+      ctx.logger.warn(
+        entryFailed ? "refresh token reuse detected; family revoked, but its access tokens could not be revoked (they work until they expire)" : "refresh token reuse detected; family revoked",
+        { clientId: client.clientId, familyId: record.familyId },
+      );
       ctx.events.emit({ type: "refresh_token.reuse_detected", family_id: record.familyId, client_id: client.clientId, account_id: record.accountId, client_ip: clientIp ?? null });
+      if (entryFailed) throw entryFailed.error;
       throw invalid();
     };
     if (record.consumedAt !== null && now - record.consumedAt >= graceMs) return reuse();
