@@ -9,6 +9,7 @@ import {
   checkAccountInput,
   ConfigError,
   createPlantgate,
+  isEventType,
   KeyEncryptionError,
   optionsFromEnv,
   PRUNE_STORES,
@@ -578,7 +579,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       if (raw !== undefined && (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > 1000)) throw new UsageError("--limit must be an integer from 1 to 1000");
       // Worded with the flag and the variable the user gave (until 2026-12-01 the admin API's
       // field, and the storage option a CLI user never sets).
-      if (values.type !== undefined && !(SECURITY_EVENT_TYPES as readonly string[]).includes(values.type)) throw new UsageError(`--type must be one of ${SECURITY_EVENT_TYPES.join(", ")}`);
+      if (values.type !== undefined && !isEventType(values.type)) throw new UsageError(`--type must be one of ${SECURITY_EVENT_TYPES.join(", ")}`);
       if (!auditFromEnv(io.env)) throw new UsageError("PLANTGATE_AUDIT is off: the store keeps no security events (nor do the servers with it off)");
       const { app } = await open();
       const { events } = await app.admin.listEvents({ ...(values.type !== undefined ? { type: values.type } : {}), limit: raw === undefined ? 20 : Number(raw) });

@@ -119,12 +119,13 @@ export function createClient(options: ClientOptions): PlantgateClient {
     throw new TypeError("baseUrl must be an absolute URL");
   }
   if (base.protocol !== "http:" && base.protocol !== "https:") throw new TypeError("baseUrl must be an http(s) URL");
-  // An empty query or fragment (`https://host/api?`) leaves `search` and `hash` empty but stays in
-  // `href`: every path was appended after it, and the client secret went to `/api` (until 2026-12-01).
-  if (base.search !== "" || base.hash !== "" || base.username !== "" || base.password !== "" || /[?#]/.test(rawBase)) {
+  // Any `?` or `#`, an empty query or fragment too (`https://host/api?`: `search` and `hash` read
+  // empty, but `href` kept it and every path was appended after it, so the client secret went to
+  // `/api` until 2026-12-01).
+  if (/[?#]/.test(rawBase) || base.username !== "" || base.password !== "") {
     throw new TypeError("baseUrl must not have a query, fragment or user info");
   }
-  const baseUrl = (base.origin + base.pathname).replace(/\/+$/, "");
+  const baseUrl = base.href.replace(/\/+$/, "");
   const clientId = requireString("clientId", options.clientId);
   if ((options.clientSecret === undefined) === (options.privateKey === undefined)) throw new TypeError("give exactly one of clientSecret and privateKey");
   const clientSecret = options.privateKey === undefined ? requireString("clientSecret", options.clientSecret) : "";
