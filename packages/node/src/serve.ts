@@ -31,9 +31,9 @@ export interface ServeOptions extends RequestListenerOptions {
   headersTimeout?: number;
   /**
    * How long (ms) a client may take to send a whole request, headers and body, counted from its
-   * first byte; default 60 000 (Node's own default is 300 000). It also bounds the lingering close
-   * of a refused upload (`uploadDiscardMs`, default 30 000), whichever ends first. Must not be less
-   * than `headersTimeout`.
+   * first byte; default 60 000 (Node's own default is 300 000); `0` turns it off. It also bounds the
+   * lingering close of a refused upload (`uploadDiscardMs`, default 30 000), whichever ends first.
+   * Must not be less than `headersTimeout`, whose default is lowered to it when it is under 10 000.
    */
   requestTimeout?: number;
   /** How long (ms) an idle keep-alive connection stays open after a response; default 5 000 (Node's default). */
@@ -109,7 +109,8 @@ export interface ServeResult {
  * `UploadDiscardOptions`: up to 100 MiB / 30 s of the rest is read and discarded). `close()` lets
  * the answers in flight go out whole, for up to 10 s (`closeTimeout`, see {@link closeGracefully}).
  *
- * Rejects with a `TypeError` if `options.origin` or `options.closeTimeout` is invalid, and with the
+ * Rejects with a `TypeError` if `options.origin` or `options.closeTimeout` is invalid or
+ * `headersTimeout` is more than a `requestTimeout` that is on, and with the
  * listen error (e.g. `EADDRINUSE`) if the port cannot be bound.
  *
  * @example
@@ -123,8 +124,14 @@ export interface ServeResult {
  * ```
  */
 export async function serve(app: NodeApp, options: ServeOptions = {}): Promise<ServeResult> {
-  const headersTimeout = options.headersTimeout ?? SERVE_DEFAULTS.headersTimeout;
   const requestTimeout = options.requestTimeout ?? SERVE_DEFAULTS.requestTimeout;
+  // As Node's own default: no more than requestTimeout when that is on (0 turns it off), so a
+  // requestTimeout under 10 s alone is not refused.
+  const headersTimeout =
+    options.headersTimeout ?? (requestTimeout > 0 ? Math.min(SERVE_DEFAULTS.headersTimeout, requestTimeout) : SERVE_DEFAULTS.headersTimeout);
+  if (requestTimeout > 0 && headersTimeout > requestTimeout) {
+    throw new TypeError(`headersTimeout (${headersTimeout}) must not be more than requestTimeout (${requestTimeout}).`);
+  }
   const closeTimeout = options.closeTimeout ?? SERVE_DEFAULTS.closeTimeout;
   checkCloseTimeout(closeTimeout);
   const answer = createRequestListener(app, options);

@@ -298,6 +298,26 @@ describe("serve limits", () => {
     }
   });
 
+  it("a requestTimeout under the default headersTimeout lowers headersTimeout to it, as Node's own default does; both given the wrong way round is a TypeError naming them", async () => {
+    const running = await serve(hello, { port: 0, host: "127.0.0.1", requestTimeout: 4_000 });
+    try {
+      expect({ headersTimeout: running.server.headersTimeout, requestTimeout: running.server.requestTimeout }).toEqual({ headersTimeout: 4_000, requestTimeout: 4_000 });
+      expect((await fetch(running.url)).status).toBe(200);
+    } finally {
+      await running.close();
+    }
+    // requestTimeout 0 turns Node's whole-request timer off; headersTimeout keeps its default.
+    const unbounded = await serve(hello, { port: 0, host: "127.0.0.1", requestTimeout: 0 });
+    try {
+      expect({ headersTimeout: unbounded.server.headersTimeout, requestTimeout: unbounded.server.requestTimeout }).toEqual({ headersTimeout: 10_000, requestTimeout: 0 });
+    } finally {
+      await unbounded.close();
+    }
+    await expect(serve(hello, { port: 0, host: "127.0.0.1", headersTimeout: 5_000, requestTimeout: 2_000 })).rejects.toThrow(
+      new TypeError("headersTimeout (5000) must not be more than requestTimeout (2000)."),
+    );
+  });
+
   it("answers 408 and closes a connection whose headers do not arrive within headersTimeout", async () => {
     const running = await serve(hello, { port: 0, host: "127.0.0.1", headersTimeout: 400, requestTimeout: 1_000 });
     try {
