@@ -57,7 +57,10 @@ function isPlainAnswer(value: unknown): value is PlainAnswer {
 function writePlain(answer: PlainAnswer, res: ServerResponse): void {
   if (!isPlainAnswer(answer)) throw new TypeError("The app's answer is neither a Response nor a plain answer.");
   if (isGone(res)) return;
-  const { status, headers, body } = answer;
+  const { status, body } = answer;
+  let { headers } = answer;
+  // Only the metadata documents carry a Vary (`Host`, without an issuer); the token path does not.
+  if (headers.vary !== undefined && res.hasHeader("vary")) headers = { ...headers, vary: mergeVary(res.getHeader("vary"), headers.vary) };
   if (body === null && status >= 200 && status !== 204 && status !== 304 && headers["content-length"] === undefined) {
     // writeHead() before end() makes Node choose chunked encoding for an empty body; say it is
     // empty instead, as Node does for setHeader() + end() (HTTP/1.0 clients keep their keep-alive).
@@ -128,10 +131,34 @@ function writeHead(response: Response, res: ServerResponse): void {
   res.statusCode = response.status;
   if (response.statusText !== "") res.statusMessage = response.statusText;
   for (const [name, value] of response.headers) {
-    if (name !== "set-cookie") res.setHeader(name, value);
+    if (name === "vary" && res.hasHeader("vary")) res.setHeader(name, mergeVary(res.getHeader("vary"), value));
+    else if (name !== "set-cookie") res.setHeader(name, value);
   }
   const cookies = response.headers.getSetCookie();
   if (cookies.length > 0) res.setHeader("set-cookie", cookies);
+}
+
+/**
+ * The answer's `Vary` added to one a host middleware set on `res` before it (a `cors()` in front
+ * sets `Vary: Origin`), which writing the answer's headers replaced until 2026-12-01: a cache then
+ * kept one origin's CORS answer for every origin. Each field once (compared without case), in the
+ * order first named; `*` stands for all (RFC 9110 §12.5.5).
+ */
+function mergeVary(earlier: number | string | readonly string[] | undefined, ours: string): string {
+  const names: string[] = [];
+  const seen = new Set<string>();
+  for (const list of [String(earlier ?? ""), ours]) {
+    for (const part of list.split(",")) {
+      const name = part.trim();
+      if (name === "") continue;
+      if (name === "*") return "*";
+      const key = name.toLowerCase();
+      if (seen.has(key)) continue;
+      seen.add(key);
+      names.push(name);
+    }
+  }
+  return names.join(", ");
 }
 
 function isGone(res: ServerResponse): boolean {

@@ -2,7 +2,8 @@ import { createHash } from "node:crypto";
 import { Agent } from "node:http";
 import fetch from "node-fetch";
 import { describe, expect, it } from "vitest";
-import { deferred, delay, open, rawExchange, readResponse, start } from "./support.js";
+import { writeResponse } from "../src/index.js";
+import { deferred, delay, listenPlain, open, rawExchange, readResponse, start } from "./support.js";
 
 describe("writeResponse", () => {
   it("writes status, status text, headers and body", async () => {
@@ -26,6 +27,23 @@ describe("writeResponse", () => {
     expect(response.status).toBe(418);
     expect(response.statusText).toBe("I'm A Teapot");
     expect(await response.text()).toBe("short and stout");
+  });
+
+  it("adds the answer's Vary to one a host middleware set before (a cors() in front), plain answer and Response alike, instead of replacing it", async () => {
+    const url = await listenPlain((req, res) => {
+      res.setHeader("vary", "Origin");
+      res.setHeader("access-control-allow-origin", "https://app.example");
+      if (req.url === "/plain") writeResponse({ status: 200, headers: { "cache-control": "private, max-age=300", vary: "Host" }, body: new TextEncoder().encode("{}") }, res);
+      else if (req.url === "/same") writeResponse({ status: 200, headers: { vary: "origin, Host" }, body: null }, res);
+      else if (req.url === "/star") writeResponse({ status: 200, headers: { vary: "*" }, body: null }, res);
+      else void writeResponse(new Response("{}", { headers: { vary: "Host" } }), res);
+    });
+    const get = async (path: string) => (await rawExchange(url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)).headers.filter(([name]) => name === "vary" || name === "access-control-allow-origin");
+    expect(await get("/plain")).toEqual([["vary", "Origin, Host"], ["access-control-allow-origin", "https://app.example"]]);
+    expect(await get("/response")).toEqual([["vary", "Origin, Host"], ["access-control-allow-origin", "https://app.example"]]);
+    // A field named twice is named once; `*` stands for every field (RFC 9110 §12.5.5).
+    expect(await get("/same")).toEqual([["vary", "Origin, Host"], ["access-control-allow-origin", "https://app.example"]]);
+    expect(await get("/star")).toEqual([["vary", "*"], ["access-control-allow-origin", "https://app.example"]]);
   });
 
   it("sends each Set-Cookie as its own header line", async () => {
