@@ -280,16 +280,25 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
       // which the storage turns into a StorageError (503), and pg discards the broken client.
       pool.on("connect", (client) => {
         client.on("error", () => {});
+        // SET rather than startup parameters, which PgBouncer refuses; queued before the caller's
+        // first statement on this connection. READ COMMITTED whatever the server's
+        // default_transaction_isolation says: the stores' atomic statements (consume, graceUse,
+        // increment, revokeFamily) are written for it, and under REPEATABLE READ or SERIALIZABLE
+        // a statement that waited on a row a racing transaction changed fails with 40001 instead
+        // of reading the row as it now is: until 2026-12-01 lost races on such a database were
+        // 503s (a grace-window retry of a refresh, racing password attempts, a revocation racing
+        // a rotation) where the contract answers false, null or the next count
+        // (test/pg-isolation-races.test.ts). A session left idle in a transaction ends after 15 s.
+        let settings = "SET default_transaction_isolation = 'read committed'; SET idle_in_transaction_session_timeout = 15000";
         if (queryTimeoutMs > 0) {
           dropOnReadTimeout(client);
           // The server's own bounds, under the client's: a statement that is slow or waits on a
           // lock is cancelled by the server (its connection stays usable, nothing commits after
           // the caller got its 503), and only a server gone silent meets the client's deadline.
-          // SET rather than startup parameters, which PgBouncer refuses. Queued before the
-          // caller's first statement on this connection.
           const serverMs = serverBoundMs(queryTimeoutMs);
-          client.query(`SET statement_timeout = ${serverMs}; SET lock_timeout = ${serverMs}; SET idle_in_transaction_session_timeout = 15000`).catch(() => {});
+          settings += `; SET statement_timeout = ${serverMs}; SET lock_timeout = ${serverMs}`;
         }
+        client.query(settings).catch(() => {});
       });
       return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), listenClient: pg.Client as unknown as ListenClientConstructor, pgPool: pool };
     }

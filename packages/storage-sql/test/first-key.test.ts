@@ -9,8 +9,9 @@
  * INSERT ... SELECT takes no gap lock: still one key (the named lock).
  */
 import { createPlantgate, type Plantgate } from "@plantgate/core";
-import { Kysely, MysqlDialect, sql } from "kysely";
+import { Kysely, MysqlDialect, PostgresDialect, sql } from "kysely";
 import mysql from "mysql2";
+import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { createSqlStorage, openSqlStorage, type Database, type SqlStorage } from "../src/index.js";
 import { describeIfReachable, MYSQL_URL, mysqlEngine, POSTGRES_URL, postgresEngine, probeMysql, probePostgres, sqliteEngine, type Engine } from "./support.js";
@@ -105,10 +106,13 @@ describeIfReachable("first signing key: postgres", POSTGRES_URL, "PLANTGATE_TEST
       cleanups.push(() => db.drop());
       const url = new URL(db.url);
       url.searchParams.set("options", `${url.searchParams.get("options")} -c default_transaction_isolation=${level.replace(" ", "\\ ")}`);
+      // Pools of the test's own (createSqlStorage): openSqlStorage's say READ COMMITTED on connect
+      // since 2026-12-01, and this is the statement's own level under a pool that does not.
       const storages: SqlStorage[] = [];
       for (let i = 0; i < 2; i++) {
-        const storage = await openSqlStorage(url.toString(), { migrate: i === 0 });
+        const storage = createSqlStorage(new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url.toString() }) }) }), "postgres");
         cleanups.push(() => storage.close());
+        if (i === 0) await storage.migrate();
         storages.push(storage);
       }
       const { rows } = await sql<{ level: string }>`select current_setting('transaction_isolation') as level`.execute(storages[0]!.db);
