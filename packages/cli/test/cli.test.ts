@@ -261,9 +261,9 @@ describe("plantgate CLI", () => {
     // A next key due later than that is called off at once.
     expect(await cli(["keys", "revoke", rotated.json.kid])).toEqual({
       code: 0,
-      stdout: JSON.stringify({ kid: rotated.json.kid, status: "next" }, null, 2) + "\n",
+      stdout: JSON.stringify({ kid: rotated.json.kid, status: "next", deleted: [] }, null, 2) + "\n",
       stderr: CLEAR_KEYS + "the key is deleted: running servers drop it from the JWKS and refuse its tokens within a minute; resource servers that cached the JWKS keep it until they fetch it again\n",
-      json: { kid: rotated.json.kid, status: "next" },
+      json: { kid: rotated.json.kid, status: "next", deleted: [] },
     });
     expect(await cli(["keys", "revoke", urgent.json.kid])).toEqual({ code: 2, stdout: "", stderr: `${CLEAR_KEYS}plantgate: signing key "${urgent.json.kid}" signs now: rotate with now (keys rotate --now) first, then revoke it\n`, json: undefined });
     // An unknown kid is answered from the store alone (no load of the keys, so no warning either).

@@ -11,7 +11,7 @@ import { createMemoryStorage } from "./storage/memory.js";
 import type { SessionStore } from "./storage/types.js";
 import { ConfigError } from "./env.js";
 import { createKeyEncryption, parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
-import { createKeyring, MIN_ACTIVATION_DELAY_SECONDS, SUPPORTED_ALGS, type SigningKeySigner } from "./tokens/keys.js";
+import { createKeyring, MIN_ACTIVATION_DELAY_SECONDS, parseSigningKeyText, SUPPORTED_ALGS, type SigningKeySigner } from "./tokens/keys.js";
 import { createVerifiedTokenCache } from "./tokens/verified-cache.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import { createThrottle, DEFAULT_BRUTE_FORCE } from "./security/throttle.js";
@@ -223,6 +223,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     );
   }
   if (options.signer !== undefined) checkSigner(options.signer, options.signingKey !== undefined);
+  // Text that is not JSON is refused here, once, rather than failing every key load (a 500 each).
+  if (typeof options.signingKey === "string") parseSigningKeyText(options.signingKey);
   const logger = guardedLogger(options.logger ?? console);
   if (options.bruteForce !== false && typeof storage.attempts.refund !== "function") {
     // Said once, when the options are resolved: a store written before attempts.refund.

@@ -330,7 +330,7 @@ describe("admin operations", () => {
     );
     h.clock.advance(60_000);
     expect(decodeProtectedHeader((await passwordTokens({ ...h, app: other }, "Platform_UserAPIs")).access_token).kid).toBe(kid);
-    expect(await h.app.admin.revokeSigningKey(oldKid)).toEqual({ kid: oldKid, status: "retired" });
+    expect(await h.app.admin.revokeSigningKey(oldKid)).toEqual({ kid: oldKid, status: "retired", deleted: [] });
     const refused = await listAccounts(h.app, leaked);
     expect(refused.status).toBe(401);
     const jwks = (await (await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`))).json()) as { keys: { kid: string }[] };
@@ -344,14 +344,14 @@ describe("admin operations", () => {
     expect((await listAccounts(h.app, (await passwordTokens(h, "Platform_UserAPIs")).access_token)).status).toBe(200);
 
     await expect(h.app.admin.revokeSigningKey(oldKid)).rejects.toThrow(new AdminNotFoundError(`signing key "${oldKid}" does not exist`));
-    expect(events.filter((e) => e.type === "signing_key.revoked")).toEqual([{ type: "signing_key.revoked", id: expect.any(String), time: expect.any(Number), kid: oldKid, status: "retired", actor: null }]);
+    expect(events.filter((e) => e.type === "signing_key.revoked")).toEqual([{ type: "signing_key.revoked", id: expect.any(String), time: expect.any(Number), kid: oldKid, status: "retired", deleted: [], actor: null }]);
   });
 
   it("revokeSigningKey of a next key calls off a scheduled rotation, unless it is due within a minute; with a configured signing key it is refused", async () => {
     const h = await harness();
     await h.app.jwks();
     const { kid } = await h.app.admin.rotateSigningKey();
-    expect(await h.app.admin.revokeSigningKey(kid)).toEqual({ kid, status: "next" });
+    expect(await h.app.admin.revokeSigningKey(kid)).toEqual({ kid, status: "next", deleted: [] });
     expect((await h.app.admin.listSigningKeys()).map((k) => k.status)).toEqual(["active"]);
     // One due within the minute instances take to re-read the keys is refused.
     const soon = await h.app.admin.rotateSigningKey();

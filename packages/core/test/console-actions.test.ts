@@ -517,7 +517,7 @@ describe("console API: signing keys", () => {
     expect((await getAccounts(h.app, oldToken)).status).toBe(401);
     await h.app.flushEvents();
     expect(events.filter((e) => e.type === "signing_key.revoked")).toEqual([
-      { type: "signing_key.revoked", id: expect.any(String), time: Date.parse(T0) + 60_000, kid: oldKid, status: "retired", actor: "root" },
+      { type: "signing_key.revoked", id: expect.any(String), time: Date.parse(T0) + 60_000, kid: oldKid, status: "retired", deleted: [], actor: "root" },
     ]);
     const again = await h.as("DELETE", `/api/signing-keys/${oldKid}`);
     expect([again.status, again.body]).toEqual([404, { error: 1306, message: `Signing key "${oldKid}" does not exist.` }]);
@@ -550,7 +550,7 @@ describe("console API: signing keys", () => {
     }
     expect(await kids()).toEqual([newKid]);
     await h.app.flushEvents();
-    expect(events).toEqual(KIDS.map((kid) => ({ type: "signing_key.revoked", id: expect.any(String), time: Date.parse(T0) + 67_000, kid, status: "retired", actor: "root" })));
+    expect(events).toEqual(KIDS.map((kid) => ({ type: "signing_key.revoked", id: expect.any(String), time: Date.parse(T0) + 67_000, kid, status: "retired", deleted: [], actor: "root" })));
 
     // The query form's own refusals, and its answers for an unknown or signing key.
     const none = await h.as("DELETE", "/api/signing-keys");

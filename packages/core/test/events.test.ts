@@ -244,7 +244,7 @@ describe("security events", () => {
       { type: "account.disabled", account_id: carol.id, username: "carol", actor: null },
       { type: "account.enabled", account_id: carol.id, username: "carol", actor: null },
       { type: "signing_key.rotated", kid: rotated.kid, alg: "ES256", activates_at: now, immediate: true, automatic: false, deleted: [], actor: null },
-      { type: "signing_key.revoked", kid: previous!.kid, status: "retired", actor: null },
+      { type: "signing_key.revoked", kid: previous!.kid, status: "retired", deleted: [], actor: null },
     ]);
   });
 

@@ -117,6 +117,72 @@ describe("manual rotation (admin / CLI keys rotate --now)", () => {
   });
 });
 
+describe("keys revoke of a retired key (after a leak)", () => {
+  it("takes the prunable keys before it with it: an older key told dead is not published or trusted again (deleting the retired key moved the older one's retirement to the next key's activation)", async () => {
+    const h = await harness();
+    const k0 = kidOf(await clientToken(h));
+    // Two ordinary rotations, the second before k0 is prunable (so it deletes nothing).
+    h.clock.advance(1000);
+    const { kid: k1 } = await h.app.admin.rotateSigningKey();
+    h.clock.advance(400_000);
+    const { kid: k2, deleted } = await h.app.admin.rotateSigningKey();
+    expect(deleted).toEqual([]);
+    // On until k0 is prunable (7,260 s after k1 took over); k1, replaced later, is still retired.
+    h.clock.advance(7_400_000);
+    const statuses = async () => (await h.app.admin.listSigningKeys()).map(({ kid, status }) => ({ kid, status }));
+    expect(await statuses()).toEqual([
+      { kid: k2, status: "active" },
+      { kid: k1, status: "retired" },
+      { kid: k0, status: "prunable" },
+    ]);
+    const forged0 = await longLivedToken(h, k0, 30);
+    expect(await jwksKids(h.app)).toEqual([k1, k2].sort());
+    expect((await getAccounts(h.app, forged0)).status).toBe(401);
+
+    // k1 leaked: revoke it (k2 has signed for far more than a minute).
+    expect(await h.app.admin.revokeSigningKey(k1)).toEqual({ kid: k1, status: "retired", deleted: [k0] });
+
+    // k0 stays dead: deleted with it, neither published nor trusted (it was "retired" again, in the
+    // JWKS and trusted for up to a token lifetime, until 2026-12-01).
+    expect(await statuses()).toEqual([{ kid: k2, status: "active" }]);
+    expect(await jwksKids(h.app)).toEqual([k2]);
+    expect((await getAccounts(h.app, forged0)).status).toBe(401);
+  });
+});
+
+describe("a signingKey option that is not JSON", () => {
+  it("is refused when the app is created, and neither the error nor any log line quotes the key (V8's JSON.parse message quotes the text around the fault; a 500 on every request logged it)", async () => {
+    const d = "SECRETd0123456789abcdefghijklmnopqrstuvwxyz";
+    const lines: string[] = [];
+    const log = (...args: unknown[]) => void lines.push(JSON.stringify(args));
+    // A quote lost around d (a shell or YAML mishap): not JSON.
+    const signingKey = `{"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0","d":${d}"}`;
+    let thrown: unknown;
+    try {
+      createPlantgate({ issuer: BASE, signingKey, logger: { error: log, warn: log } });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toEqual(new TypeError("signingKey (PLANTGATE_SIGNING_KEY) is not JSON: give a private JWK in JSON text"));
+    expect((thrown as Error).cause).toBeUndefined();
+    expect(lines).toEqual([]);
+  });
+
+  it("a stored private key that is not JSON (a damaged row) fails the load without quoting it", async () => {
+    const storage = createMemoryStorage();
+    const record = await generateKeyRecord("ES256", Date.now());
+    await storage.signingKeys.create({ ...record, privateJwk: record.privateJwk.replace(/"d":"/, '"d":') });
+    const lines: string[] = [];
+    const log = (...args: unknown[]) => void lines.push(JSON.stringify(args));
+    const app = createPlantgate({ issuer: BASE, storage, logger: { error: log, warn: log } });
+    const res = await app.fetch(new Request(`${BASE}/.well-known/jwks.json`));
+    expect(res.status).toBe(500);
+    const d = (JSON.parse(record.privateJwk) as { d: string }).d;
+    expect(lines.join("\n")).toContain(`signing key \\"${record.kid}\\"'s stored private key is not JSON (a damaged row)`);
+    expect(lines.join("\n")).not.toContain(d.slice(0, 8));
+  });
+});
+
 describe("an invalidate() while a look for a kid stored elsewhere is loading the keys", () => {
   it("a valid token signed by a key another instance rotated in is still taken (the first fix of the dropped load left no keys to look in: 401)", async () => {
     const inner = createMemoryStorage();

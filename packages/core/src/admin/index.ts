@@ -9,7 +9,7 @@ import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText, isWellFormed } from "../util/storable-text.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE, sealsExternalMarker } from "../crypto/key-encryption.js";
 import { generateKeyRecord, listSigningKeys, pruneKeys, signingKek, type ListedSigningKey } from "../tokens/keys.js";
-import { SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
+import { describeKeys, place, SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
 import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
 import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } from "./events.js";
 import { describeError } from "../http/respond.js";
@@ -86,9 +86,11 @@ export interface Admin extends ClientAdmin {
    * AdminNotFoundError for an unknown kid, and AdminError for the key that signs now (rotate with
    * `now` first), within a minute of a rotation taking effect (an instance that has not re-read the
    * keys still signs with the replaced key), for a `next` key due within a minute, and when the
-   * signing key is configured.
+   * signing key is configured. The `prunable` keys activated before it are deleted with it
+   * (`deleted`): a key's retirement is read from the key after it, so they would otherwise be
+   * published and trusted again.
    */
-  revokeSigningKey(kid: string): Promise<{ kid: string; status: "next" | "retired" | "prunable" }>;
+  revokeSigningKey(kid: string): Promise<{ kid: string; status: "next" | "retired" | "prunable"; deleted: string[] }>;
   /**
    * Every stored signing key, newest first, with its status: `next` (published, signs from
    * `activatesAt`), `active` (signs), `retired` (replaced, still verifies and is published),
@@ -387,10 +389,22 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         const from = new Date(active.activatesAt + SIGNING_RELOAD_MS).toISOString();
         throw new AdminError(`signing key ${quoteId(kid)} may still sign on instances that have not re-read the keys since ${quoteId(active.kid)} took over (they do within a minute): revoke it from ${from}`);
       }
+      // The prunable keys before it go first: a key's retirement is read from the key after it, so
+      // deleting a retired key moved its prunable predecessor's to the next key's activation, and
+      // that key was published and trusted again (up to a token lifetime; until 2026-12-01 a
+      // revocation after a leak so brought back a key the operator had been told was dead).
+      const maxTokenTtlMs = await ctx.maxAccessTokenTtlMs();
+      const records = await ctx.storage.signingKeys.list();
+      const order = place(records).map((p) => p.record.kid);
+      const before = new Set(order.slice(0, Math.max(0, order.indexOf(kid))));
+      const deleted: string[] = [];
+      for (const k of describeKeys(records, now, maxTokenTtlMs)) {
+        if (k.status === "prunable" && before.has(k.kid) && (await ctx.storage.signingKeys.delete(k.kid))) deleted.push(k.kid);
+      }
       if (!(await ctx.storage.signingKeys.delete(kid))) throw notFound("signing key", kid);
       ctx.keyring.invalidate();
-      ctx.events.emit({ type: "signing_key.revoked", kid, status: key.status, actor });
-      return { kid, status: key.status };
+      ctx.events.emit({ type: "signing_key.revoked", kid, status: key.status, deleted, actor });
+      return { kid, status: key.status, deleted };
     },
     async listSigningKeys() {
       // Never through the keyring's load, which writes (a first key, sealing, the configured key,

@@ -202,6 +202,8 @@ export interface SigningKeyRevokedEvent extends AdminEventBase {
   kid: string;
   /** What the key was: `next` (published, not signing yet), `retired` or `prunable`. */
   status: "next" | "retired" | "prunable";
+  /** Kids of `prunable` keys older than it, deleted with it (they would be trusted again without it). */
+  deleted: string[];
 }
 
 /**

@@ -117,6 +117,25 @@ function publicPart(jwk: JWK): JWK {
 }
 
 /**
+ * `JSON.parse` of a private key's text that never quotes it: V8's SyntaxError message shows the
+ * text around the fault (`..."d":SECRET... is not valid JSON`), and that message is logged (a 500's
+ * `unexpected error` line on every request loading the keys, until 2026-12-01). Throws a TypeError
+ * with `message` alone, no cause.
+ */
+function parseKeyText(text: string, message: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new TypeError(message);
+  }
+}
+
+/** The `signingKey` option's text parsed, or a TypeError that does not quote it (see parseKeyText). */
+export function parseSigningKeyText(text: string): unknown {
+  return parseKeyText(text, "signingKey (PLANTGATE_SIGNING_KEY) is not JSON: give a private JWK in JSON text");
+}
+
+/**
  * Turns a private JWK (object or JSON text) into a key record that signs from `now`; `kid`
  * defaults to its RFC 7638 thumbprint.
  *
@@ -124,7 +143,7 @@ function publicPart(jwk: JWK): JWK {
  * const record = await keyRecordFromJwk(process.env.PLANTGATE_SIGNING_KEY!, "ES256", Date.now());
  */
 export async function keyRecordFromJwk(input: JWK | string, defaultAlg: SigningAlg, now: number): Promise<SigningKeyRecord> {
-  const jwk = (typeof input === "string" ? JSON.parse(input) : input) as JWK;
+  const jwk = (typeof input === "string" ? parseSigningKeyText(input) : input) as JWK;
   if (typeof jwk !== "object" || jwk === null || !jwk.kty || !("d" in jwk)) {
     throw new TypeError("signingKey must be a private JWK (it has no 'd' member)");
   }
@@ -282,7 +301,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       const text = encryption ? await encryption.open(record.kid, record.privateJwk) : record.privateJwk;
       if (isSealed(text)) throw new KeyEncryptionError(`signing key ${quoteId(record.kid)} is stored encrypted and no key encryption key is configured; set ${KEK_SOURCE}`);
       // A signer's marker that an earlier version sealed (signer with a KEK) is still the marker.
-      if (signsHere && text !== EXTERNAL_PRIVATE_KEY) privateKey = await importJWK(JSON.parse(text) as JWK, alg);
+      if (signsHere && text !== EXTERNAL_PRIVATE_KEY) privateKey = await importJWK(parseKeyText(text, `signing key ${quoteId(record.kid)}'s stored private key is not JSON (a damaged row)`) as JWK, alg);
     }
     return {
       kid: record.kid,
