@@ -378,6 +378,12 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
   const fromEnv = optionsFromEnv(vars);
   const bootstrap = bootstrapFromEnv(vars);
   if (unsafeNumbers.length > 0) throw unsafeNumberError(unsafeNumbers[0]!);
+  // The Node servers make the demo user an administrator then; the Worker makes no demo user, so
+  // the console was served with no administrator and nothing said (until 2026-12-01), and no CLI
+  // reaches D1 to make one.
+  if (bootstrap.admin && !bootstrap.account) {
+    throw new ConfigError("PLANTGATE_BOOTSTRAP_ADMIN=1 needs PLANTGATE_BOOTSTRAP_USERNAME and PLANTGATE_BOOTSTRAP_PASSWORD on the Worker, which makes no demo user to be the administrator");
+  }
   const iterations = fromEnv.passwordHashIterations ?? rest.passwordHashIterations ?? WORKERS_MAX_PASSWORD_HASH_ITERATIONS;
   // Cloudflare's Web Crypto refuses PBKDF2 above 100 000 rounds (local workerd does not, so no test
   // on wrangler dev would show it): every password check would fail there.

@@ -251,6 +251,37 @@ describe("bootstrap values a stored client or account leaves unused", () => {
   }, 60_000);
 });
 
+describe("PLANTGATE_BOOTSTRAP_ADMIN=1 and the console's administrator", () => {
+  it("without a bootstrap account: the start is refused, saying so (the Worker makes no demo user; the console had no administrator and nothing was said)", async () => {
+    const [w] = await workersFor([{ PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_BOOTSTRAP_ADMIN: "1" }], "admin-alone");
+    const res = await w!.fetch("http://worker.test/console");
+    expect(res.status).toBe(503);
+    await res.arrayBuffer();
+    expect(await (await w!.fetch("http://worker.test/__log")).json()).toEqual([
+      `plantgate worker failed to start ${JSON.stringify({ error: "PLANTGATE_BOOTSTRAP_ADMIN=1 needs PLANTGATE_BOOTSTRAP_USERNAME and PLANTGATE_BOOTSTRAP_PASSWORD on the Worker, which makes no demo user to be the administrator" })}`,
+    ]);
+    expect(await (await w!.fetch("http://worker.test/__stored")).json()).toEqual({ clients: [], accounts: [] });
+  }, 60_000);
+
+  it("a bootstrap account stored before without the role (the example's `dev`, then `dev:console`): it keeps its roles, and the start says so in a warning", async () => {
+    const shared = { d1Databases: { DB: "admin-later" } };
+    const [dev, consoleRun] = await workersFor([BOOTSTRAP, { ...BOOTSTRAP, PLANTGATE_BOOTSTRAP_ADMIN: "1" }], "admin-later", shared);
+    expect((await dev!.fetch("http://worker.test/.well-known/jwks.json")).status).toBe(200);
+    // The console's API is on (the variable turns it on; this entry serves no page).
+    const signIn = await consoleRun!.fetch("http://127.0.0.1:8787/console/api/session", {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: "http://127.0.0.1:8787", "sec-fetch-site": "same-origin" },
+      body: JSON.stringify({ username: BOOTSTRAP.PLANTGATE_BOOTSTRAP_USERNAME, password: BOOTSTRAP.PLANTGATE_BOOTSTRAP_PASSWORD }),
+    });
+    expect([signIn.status, await signIn.json()]).toEqual([401, { error: 1305, message: "The username or password is incorrect." }]);
+    expect(((await (await consoleRun!.fetch("http://worker.test/__warnings")).json()) as string[]).filter((w) => w.includes("BOOTSTRAP"))).toEqual([
+      "PLANTGATE_BOOTSTRAP_ADMIN=1: the account PLANTGATE_BOOTSTRAP_USERNAME names exists without the admin role and keeps its roles (the role is given only to an account the bootstrap creates); make an administrator with `plantgate user create --roles admin`, or bootstrap another username",
+    ]);
+    expect(await (await dev!.fetch("http://worker.test/__warnings")).json()).not.toContain(expect.stringContaining("BOOTSTRAP"));
+    expect(await (await consoleRun!.fetch("http://worker.test/__log")).json()).toEqual([]);
+  }, 60_000);
+});
+
 describe("bindings under PLANTGATE_ names", () => {
   it("a KV namespace named PLANTGATE_CACHE is a binding, left out: the Worker starts and serves", async () => {
     const [w] = await workersFor([BOOTSTRAP], "binding", { kvNamespaces: ["PLANTGATE_CACHE"] });

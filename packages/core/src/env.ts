@@ -342,6 +342,16 @@ export async function checkBootstrap(
     if (refused) {
       if (plan.admin || !(await storage.accounts.findByUsername(username))) throw refused;
       warnings.push(`${refused.message}; ignored, as the bootstrap account exists and is left as it is`);
+    } else if (plan.admin) {
+      // The role is given to an account the bootstrap creates; one stored without it (a first start
+      // without PLANTGATE_BOOTSTRAP_ADMIN, as the Worker example's `dev` before `dev:console`) keeps
+      // its roles. Until 2026-12-01 nothing said so, and the console then had no administrator.
+      const stored = await storage.accounts.findByUsername(username);
+      if (stored && !stored.roles.includes("admin")) {
+        warnings.push(
+          "PLANTGATE_BOOTSTRAP_ADMIN=1: the account PLANTGATE_BOOTSTRAP_USERNAME names exists without the admin role and keeps its roles (the role is given only to an account the bootstrap creates); make an administrator with `plantgate user create --roles admin`, or bootstrap another username",
+        );
+      }
     }
   }
   return warnings;
