@@ -28,8 +28,14 @@ export const JWKS_FETCH_TIMEOUT_MS = 5_000;
 export const JWKS_WAIT_MS = JWKS_FETCH_TIMEOUT_MS + 1_000;
 /** How long a fetched JWK Set is used before it is fetched again. */
 export const JWKS_CACHE_MS = 10 * 60_000;
-/** An unknown `kid` refetches a `jwks_uri` at most this often. */
+/** An unknown `kid` refetches a `jwks_uri` at most this often; so does a set past its cache time whose last fetch failed. */
 export const JWKS_REFETCH_MS = 60_000;
+/**
+ * How long after it was fetched a `jwks_uri` set is used at most, while the fetches after its cache
+ * time fail (the key host down, a 404): one more cache time, then the client's assertions are
+ * refused until a fetch succeeds.
+ */
+export const JWKS_STALE_MS = 2 * JWKS_CACHE_MS;
 
 const KTY_OF: Record<AssertionAlg, string> = { ES256: "EC", ES384: "EC", RS256: "RSA", PS256: "RSA", EdDSA: "OKP", Ed25519: "OKP" };
 const isEd = (alg: string | undefined) => alg === "EdDSA" || alg === "Ed25519";
@@ -41,8 +47,17 @@ export class JwksError extends Error {
 }
 
 /**
- * Parses a JWK Set (RFC 7517 §5) and keeps only public signature keys of the accepted algorithms.
- * Throws JwksError for anything else: a private key (`d`), a symmetric key, or no usable key.
+ * Parses a JWK Set (RFC 7517 §5) and keeps only the public signature keys an assertion can be
+ * verified with: EC on P-256 or P-384, RSA of 2048 bits or more, OKP on Ed25519, with no `alg` or
+ * one of {@link ASSERTION_ALGS}, and no `use` or `use: "sig"`. Keys of another kind (an encryption
+ * key beside the signature keys, as OpenID Connect clients publish; a `kty` or curve not known here)
+ * are passed over, as RFC 7517 §5 asks ("SHOULD ignore JWKs ... that use 'kty' values that are not
+ * understood"): until 2026-12-01 one such key refused the whole set, so a client publishing its
+ * encryption key beside its signature key could not authenticate at all. Throws JwksError for a
+ * private key (`d`, ...) or a symmetric one anywhere in the set, and for a set without a usable key
+ * (a registration of a set whose only key is P-521 or X25519 was accepted until 2026-12-01, leaving a
+ * client that could never authenticate). `registration` also refuses an RSA signature key under
+ * 2048 bits by name.
  */
 export function parseJwks(text: string, options: { registration?: boolean } = {}): JWK[] {
   if (text.length > MAX_JWKS_BYTES) throw new JwksError(`the JWK Set exceeds ${MAX_JWKS_BYTES} bytes`);
@@ -60,14 +75,22 @@ export function parseJwks(text: string, options: { registration?: boolean } = {}
     const jwk = k as JWK;
     if (jwk.kty === "oct") throw new JwksError("symmetric (oct) keys are not accepted");
     if ("d" in jwk || "p" in jwk || "k" in jwk) throw new JwksError("the JWK Set must hold public keys only (a key has private members)");
-    if (jwk.kty !== "EC" && jwk.kty !== "RSA" && jwk.kty !== "OKP") throw new JwksError(`unsupported key type ${JSON.stringify(String(jwk.kty)).slice(0, 20)}`);
-    if (jwk.alg !== undefined && !(ASSERTION_ALGS as readonly string[]).includes(jwk.alg)) throw new JwksError(`unsupported key algorithm; use one of ${ASSERTION_ALGS.join(", ")}`);
     if (jwk.use !== undefined && jwk.use !== "sig") continue;
-    const bits = options.registration && jwk.kty === "RSA" ? rsaModulusBits(jwk) : MIN_RSA_BITS;
-    if (bits < MIN_RSA_BITS) throw new JwksError(`RSA keys must be ${MIN_RSA_BITS} bits or larger (RFC 7518 §3.3); a key has ${bits}`);
+    if (jwk.alg !== undefined && !(ASSERTION_ALGS as readonly string[]).includes(jwk.alg)) continue;
+    if (jwk.kty === "RSA") {
+      const bits = rsaModulusBits(jwk);
+      if (bits < MIN_RSA_BITS) {
+        if (options.registration) throw new JwksError(`RSA keys must be ${MIN_RSA_BITS} bits or larger (RFC 7518 §3.3); a key has ${bits}`);
+        continue;
+      }
+    } else if (!((jwk.kty === "EC" && (jwk.crv === "P-256" || jwk.crv === "P-384")) || (jwk.kty === "OKP" && jwk.crv === "Ed25519"))) {
+      continue;
+    }
     out.push(jwk);
   }
-  if (out.length === 0) throw new JwksError("the JWK Set holds no signature key");
+  if (out.length === 0) {
+    throw new JwksError(`the JWK Set holds no usable signature key (EC P-256 or P-384, RSA of ${MIN_RSA_BITS} bits or more, or OKP Ed25519, with use "sig" or none, and alg one of ${ASSERTION_ALGS.join(", ")} or none)`);
+  }
   return out;
 }
 
@@ -117,7 +140,10 @@ export interface ClientKeys {
 
 interface Fetched {
   keys: JWK[];
-  fetchedAt: number;
+  /** When `keys` were fetched (the last fetch that succeeded); null when none has. */
+  fetchedAt: number | null;
+  /** When the last fetch, successful or not, ended: the refetch budget counts from it. */
+  triedAt: number;
   /** The number of the fetch this came from: a fetch given up on that ends late does not replace a later one's. */
   number: number;
 }
@@ -158,11 +184,19 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
   const imported = new Map<string, CryptoKey | null>();
   let fetches = 0;
 
-  /** Keeps what fetch `number` found, unless a later fetch's result is kept already. */
-  const keep = (uri: string, keys: (old: JWK[] | undefined) => JWK[], number: number) => {
+  /**
+   * Keeps what fetch `number` found (`keys`; null: it failed), unless a later fetch's result is kept
+   * already. A failed fetch keeps the last set fetched, and its time: that set is used until
+   * {@link JWKS_STALE_MS} after it was fetched, then no more (until 2026-12-01 each failed fetch
+   * kept it as if fetched anew, so a set the client withdrew, a 404 from then on, or replaced by one
+   * that could not be read, kept verifying without end where it was cached).
+   */
+  const keep = (uri: string, keys: JWK[] | null, number: number) => {
     const old = fetched.get(uri);
     if (old !== undefined && old.number > number) return;
-    remember(fetched, uri, { keys: keys(old?.keys), fetchedAt: clock(), number }, 1000);
+    const now = clock();
+    const entry: Fetched = keys !== null ? { keys, fetchedAt: now, triedAt: now, number } : { keys: old?.keys ?? [], fetchedAt: old?.fetchedAt ?? null, triedAt: now, number };
+    remember(fetched, uri, entry, 1000);
   };
 
   const fetchSet = async (uri: string, number: number): Promise<void> => {
@@ -175,12 +209,11 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
         await res.body?.cancel().catch(() => undefined);
         throw new JwksError(`status ${res.status}`);
       }
-      const keys = parseJwks(await boundedText(res, MAX_JWKS_BYTES));
-      keep(uri, () => keys, number);
+      keep(uri, parseJwks(await boundedText(res, MAX_JWKS_BYTES)), number);
     } catch (e) {
       logger.warn("jwks_uri could not be used", { jwksUri: shownUri(uri), reason: e instanceof Error ? e.message : "unknown" });
       // A failed fetch also counts against the refetch budget, so a down URL is not hammered.
-      keep(uri, (old) => old ?? [], number);
+      keep(uri, null, number);
     }
   };
 
@@ -219,9 +252,12 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
     if (client.jwksUri === null) return [];
     const now = clock();
     const have = fetched.get(client.jwksUri);
-    const stale = !have || now - have.fetchedAt >= JWKS_CACHE_MS || (refresh && now - have.fetchedAt >= JWKS_REFETCH_MS);
-    if (stale) await load(client.jwksUri);
-    return fetched.get(client.jwksUri)?.keys ?? [];
+    // Fetched again once its set is older than the cache time (and, after a failure, once a minute),
+    // or on an unknown kid once a minute.
+    const expired = have === undefined || have.fetchedAt === null || now - have.fetchedAt >= JWKS_CACHE_MS;
+    if (have === undefined || ((expired || refresh) && now - have.triedAt >= JWKS_REFETCH_MS)) await load(client.jwksUri);
+    const kept = fetched.get(client.jwksUri);
+    return kept !== undefined && kept.fetchedAt !== null && clock() - kept.fetchedAt < JWKS_STALE_MS ? kept.keys : [];
   };
 
   const importKey = async (jwk: JWK, alg: AssertionAlg): Promise<CryptoKey | null> => {

@@ -1,0 +1,134 @@
+/**
+ * The JWK Sets of private_key_jwt clients, inline and from a jwks_uri: keys the server cannot use
+ * (an encryption key, an unknown kty or curve) are passed over (RFC 7517 §5), a set without a usable
+ * key is refused at registration, and a jwks_uri whose fetches fail stops verifying one cache time
+ * after its set was last fetched. Each test failed before 2026-12-01.
+ */
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
+import { createServer, type Server } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BASE, harness, tokenRequest, type Harness } from "./helpers.js";
+import { expectTokenSuccess } from "./token-helpers.js";
+
+const TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+const TOKEN_URL = `${BASE}/UserService/connect/token`;
+
+let n = 0;
+function assertion(key: CryptoKey, alg: string, kid: string, h: Harness, clientId: string) {
+  const now = Math.floor(h.clock.now() / 1000);
+  return new SignJWT({ jti: `review-${++n}` })
+    .setProtectedHeader({ alg, kid })
+    .setIssuer(clientId)
+    .setSubject(clientId)
+    .setAudience(TOKEN_URL)
+    .setIssuedAt(now)
+    .setExpirationTime(now + 60)
+    .sign(key);
+}
+
+const ccWith = (h: Harness, a: string) => tokenRequest(h.app, { grant_type: "client_credentials", client_assertion_type: TYPE, client_assertion: a });
+
+/** A signing key (ES256) and, beside it, the kind of encryption key an OIDC client publishes in the same set. */
+async function mixedSet() {
+  const sig = await generateKeyPair("ES256", { extractable: true });
+  const enc = await generateKeyPair("RSA-OAEP-256", { extractable: true, modulusLength: 2048 });
+  const sigJwk = { ...(await exportJWK(sig.publicKey)), kid: "sig-1", alg: "ES256", use: "sig" };
+  const encJwk = { ...(await exportJWK(enc.publicKey)), kid: "enc-1", alg: "RSA-OAEP-256", use: "enc" };
+  return { key: sig.privateKey, sigJwk, encJwk };
+}
+
+describe("RFC 7517 §5 / README: a JWK Set that also holds an encryption key (use: enc)", () => {
+  let server: Server;
+  let published = "";
+  let uri = "";
+  beforeAll(async () => {
+    server = createServer((_req, res) => void (published === "" ? res.writeHead(404).end() : res.writeHead(200, { "content-type": "application/json" }).end(published)));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    uri = `http://127.0.0.1:${(server.address() as { port: number }).port}/jwks.json`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+  it("is accepted at registration: the encryption key is neither private nor symmetric (README), it is skipped as `use` says", async () => {
+    const h = await harness();
+    const { key, sigJwk, encJwk } = await mixedSet();
+    await h.app.admin.createClient({ clientId: "mixed", authMethod: "private_key_jwt", jwks: { keys: [sigJwk, encJwk] } });
+    await expectTokenSuccess(await ccWith(h, await assertion(key, "ES256", "sig-1", h, "mixed")));
+  });
+
+  it("fetched from a jwks_uri, its signature key still verifies the client's assertions", async () => {
+    const warnings: unknown[] = [];
+    const h = await harness({ logger: { error() {}, warn: (message, context) => void warnings.push({ message, context }) } });
+    const { key, sigJwk, encJwk } = await mixedSet();
+    published = JSON.stringify({ keys: [sigJwk, encJwk] });
+    await h.app.admin.createClient({ clientId: "mixed-uri", authMethod: "private_key_jwt", jwksUri: uri });
+    const res = await ccWith(h, await assertion(key, "ES256", "sig-1", h, "mixed-uri"));
+    expect({ status: res.status, body: await res.text(), warnings: warnings.filter((w) => (w as { message: string }).message.startsWith("jwks_uri")) }).toMatchObject({ status: 200, warnings: [] });
+  });
+
+  it("a key the client removed from its jwks_uri (with an encryption key now beside the new one) stops verifying after the 10-minute cache", async () => {
+    const h = await harness();
+    const old = await mixedSet();
+    const next = await mixedSet();
+    published = JSON.stringify({ keys: [{ ...old.sigJwk, kid: "old-1" }] });
+    await h.app.admin.createClient({ clientId: "rolled", authMethod: "private_key_jwt", jwksUri: uri });
+    await expectTokenSuccess(await ccWith(h, await assertion(old.key, "ES256", "old-1", h, "rolled")));
+    // The client rolls its key (the old one may have leaked) and publishes the new set with its encryption key.
+    published = JSON.stringify({ keys: [{ ...next.sigJwk, kid: "new-1" }, next.encJwk] });
+    h.clock.advance(11 * 60_000);
+    expect((await ccWith(h, await assertion(old.key, "ES256", "old-1", h, "rolled"))).status).toBe(401);
+    h.clock.advance(61 * 60_000);
+    expect((await ccWith(h, await assertion(old.key, "ES256", "old-1", h, "rolled"))).status).toBe(401);
+  });
+
+  it("a jwks_uri that answers 404 from now on (the client withdrew its keys) does not keep the last set verifying without end", async () => {
+    const h = await harness();
+    const old = await mixedSet();
+    published = JSON.stringify({ keys: [{ ...old.sigJwk, kid: "gone-1" }] });
+    await h.app.admin.createClient({ clientId: "withdrawn", authMethod: "private_key_jwt", jwksUri: uri });
+    await expectTokenSuccess(await ccWith(h, await assertion(old.key, "ES256", "gone-1", h, "withdrawn")));
+    published = "";
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      h.clock.advance(11 * 60_000);
+      statuses.push((await ccWith(h, await assertion(old.key, "ES256", "gone-1", h, "withdrawn"))).status);
+    }
+    // Used for one more cache time after it was last fetched (the first 404 at 11 minutes), then
+    // refused (until 2026-12-01 each failed fetch kept it as if fetched anew: 200 an hour on).
+    expect(statuses).toEqual([200, 401, 401, 401, 401, 401]);
+    // The key host back: the next fetch (a minute after the last) takes the set again.
+    published = JSON.stringify({ keys: [{ ...old.sigJwk, kid: "gone-1" }] });
+    h.clock.advance(60_000);
+    await expectTokenSuccess(await ccWith(h, await assertion(old.key, "ES256", "gone-1", h, "withdrawn")));
+  });
+
+  it("RFC 7517 §5 (SHOULD ignore keys of a kty it does not understand): a set with a key of an unknown kty beside an ES256 key", async () => {
+    const warnings: unknown[] = [];
+    const h = await harness({ logger: { error() {}, warn: (message, context) => void warnings.push({ message, context }) } });
+    const { key, sigJwk } = await mixedSet();
+    published = JSON.stringify({ keys: [sigJwk, { kty: "AKP", alg: "ML-DSA-44", kid: "pq-1", use: "sig", pub: "AAAA" }] });
+    await h.app.admin.createClient({ clientId: "pq-uri", authMethod: "private_key_jwt", jwksUri: uri });
+    const res = await ccWith(h, await assertion(key, "ES256", "sig-1", h, "pq-uri"));
+    expect({ status: res.status, body: await res.text(), warnings: warnings.filter((w) => (w as { message: string }).message.startsWith("jwks_uri")) }).toMatchObject({ status: 200, warnings: [] });
+  });
+});
+
+describe("README: a JWK Set must hold only public EC (P-256, P-384), RSA or OKP (Ed25519) keys", () => {
+  it("a set whose only key is P-521 (or X25519) is refused at registration, not stored as a client that can never authenticate", async () => {
+    const h = await harness();
+    const p521 = await generateKeyPair("ES512", { extractable: true });
+    const x25519 = await generateKeyPair("ECDH-ES", { crv: "X25519", extractable: true });
+    const outcomes: string[] = [];
+    for (const [name, key] of [["P-521", p521.publicKey], ["X25519", x25519.publicKey]] as const) {
+      const jwk = { ...(await exportJWK(key)), kid: name };
+      outcomes.push(
+        await h.app.admin.createClient({ authMethod: "private_key_jwt", jwks: { keys: [jwk] } }).then(
+          () => `${name}: registered`,
+          (e: Error) => `${name}: refused (${e.message})`,
+        ),
+      );
+    }
+    const reason =
+      'the JWK Set holds no usable signature key (EC P-256 or P-384, RSA of 2048 bits or more, or OKP Ed25519, with use "sig" or none, and alg one of ES256, ES384, RS256, PS256, EdDSA, Ed25519 or none)';
+    expect(outcomes).toEqual([`P-521: refused (${reason})`, `X25519: refused (${reason})`]);
+  });
+});
