@@ -104,6 +104,14 @@ export function concurrencySuite(s: SuiteContext): void {
         const counts = await inParallel(40, (i) => either(i).attempts.increment(key, T0, 60_000));
         expect(counts.map((r) => r.count).sort((a, b) => a - b), "increment: returned counts").toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
         expect((await s.storage().attempts.get(key))?.count, "increment: stored count").toBe(40);
+
+        // Grace uses of one rotated token from both instances (2026-12-01): at most maxUses records
+        // between them, the count exact. A lock held in one process let 4 of 5 through with 3 allowed.
+        const rotated = refreshRecord({ tokenHash: fakeHash("two-grace"), consumedAt: T0, replay: `v1.${fakeHash("iv:two").slice(0, 16)}.${fakeHash("ct:two").repeat(30)}` });
+        await s.storage().refreshTokens.create(rotated);
+        const graced = (await inParallel(40, (i) => either(i).refreshTokens.graceUse(rotated.tokenHash, T0 - 1, 10))).filter((r) => r !== null);
+        expect(graced.map((r) => r!.graceUses).sort((a, b) => a - b), "graceUse: the uses granted, counted from both instances").toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+        expect((await s.storage().refreshTokens.findByHash(rotated.tokenHash))?.graceUses, "graceUse: stored count").toBe(10);
       });
     });
 
@@ -128,6 +136,32 @@ export function concurrencySuite(s: SuiteContext): void {
         const results = await inParallel<boolean>(2, (i) => (i === 0 ? store.removeSecret(clientId, "d", T0 + 500) : store.addSecret(clientId, secretRecord({ id: "e", hash: fakeHash(`${clientId}-e`), createdAt: T0 + 500 }))));
         expect(results, `round ${round}: both calls succeed`).toEqual([true, true]);
         expect((await store.get(clientId))?.secrets.map((x) => x.id), `round ${round}: revoke d beside adding e`).toEqual(["e"]);
+      }
+    });
+
+    it("a secret's own use racing its revocation or the client's rotation: once both resolved, the secret is gone for good (20 rounds each)", async () => {
+      // What core runs: a sign-in with X records X's last use (touchSecret) while an administrator
+      // revokes X (removeSecret) or regenerates the client's secret (replaceSecrets). A touch that
+      // reads the secret and writes it back after the revocation brings a revoked secret back, and
+      // it signs in again (2026-12-01: a store keeping a field per secret passed every other case).
+      const store = s.storage().clients;
+      for (const change of ["removeSecret", "replaceSecrets"] as const) {
+        for (let round = 0; round < 20; round++) {
+          const clientId = `own-secret-${change}-${round}`;
+          const x = secretRecord({ id: "x", hash: fakeHash(`${clientId}-x`), createdAt: T0 });
+          const z = secretRecord({ id: "z", hash: fakeHash(`${clientId}-z`), createdAt: T0 + 1 });
+          await store.create(clientRecord({ clientId, secrets: [x, z] }));
+          const fresh = secretRecord({ id: "y", hash: fakeHash(`${clientId}-y`), createdAt: T0 + 300 });
+          await inParallel<boolean | void>(2, (i) =>
+            i === 0
+              ? new Promise<void>((resolve) => setTimeout(resolve, round % 3)).then(() => (change === "removeSecret" ? store.removeSecret(clientId, "x", T0 + 100) : store.replaceSecrets(clientId, fresh)))
+              : store.touchSecret(clientId, "x", T0 + 200),
+          );
+          // A moment later too: a touch whose write lands after it resolved must not bring x back.
+          await pause(5);
+          const ids = (await store.get(clientId))?.secrets.map((secret) => secret.id);
+          expect(ids, `${change} round ${round}: x is gone`).toEqual(change === "removeSecret" ? ["z"] : ["y"]);
+        }
       }
     });
 
