@@ -169,6 +169,19 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
     return reported;
   };
 
+  /**
+   * For a revocation or sign-out that finds its work done already (a retry, or two at once): waits
+   * for the write that carries the change that did it, and fails with it. Until 2026-12-01 such a
+   * call answered at once, so a retried RFC 7009 revocation got its 200 while the first one's write
+   * was still pending, and when that write failed (or the power went) the restarted store had no
+   * revocation: the token worked again, though the client had been told it was dead.
+   */
+  const settled = (): Promise<void> =>
+    waiting ??
+    tail.then(() => {
+      if (stopped) throw stopped;
+    });
+
   const store: JsonFileStorage = {
     path: file,
     // Rejects once a write has failed: the file then lacks changes memory made.
@@ -346,7 +359,7 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
             changed = true;
           }
         }
-        if (changed) await persist();
+        await (changed ? persist() : settled());
       },
       async revokeByAccount(accountId, now) {
         let changed = false;
@@ -356,7 +369,7 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
             changed = true;
           }
         }
-        if (changed) await persist();
+        await (changed ? persist() : settled());
       },
       async deleteExpired(now, limit = Infinity) {
         let n = 0;
@@ -459,8 +472,8 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
 
     revokedTokens: {
       async add(jti, expiresAt) {
-        // Idempotent: a repeat keeps the first expiry.
-        if (revoked.has(jti)) return;
+        // Idempotent: a repeat keeps the first expiry (once the write that stored it is done).
+        if (revoked.has(jti)) return settled();
         revoked.set(jti, expiresAt);
         await persist();
       },
@@ -493,7 +506,10 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         return r ? copySession(r) : null;
       },
       async delete(idHash) {
-        if (!sessions.delete(idHash)) return false;
+        if (!sessions.delete(idHash)) {
+          await settled();
+          return false;
+        }
         await persist();
         return true;
       },
@@ -514,7 +530,7 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
             n++;
           }
         }
-        if (n > 0) await persist();
+        await (n > 0 ? persist() : settled());
         return n;
       },
       async deleteExpired(now, limit = Infinity) {
