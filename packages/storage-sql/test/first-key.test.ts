@@ -14,7 +14,7 @@ import mysql from "mysql2";
 import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { createSqlStorage, openSqlStorage, type Database, type SqlStorage } from "../src/index.js";
-import { describeIfReachable, MYSQL_URL, mysqlEngine, POSTGRES_URL, postgresEngine, probeMysql, probePostgres, sqliteEngine, type Engine } from "./support.js";
+import { atIsolation, describeIfReachable, MYSQL_URL, mysqlEngine, POSTGRES_URL, postgresEngine, probeMysql, probePostgres, sqliteEngine, type Engine } from "./support.js";
 
 const [pgProblem, mysqlProblem] = await Promise.all([probePostgres(), probeMysql()]);
 const ISSUER = "https://first-key.plantgate.test";
@@ -104,13 +104,12 @@ describeIfReachable("first signing key: postgres", POSTGRES_URL, "PLANTGATE_TEST
     it(`postgres: signingKeys.createIfEmpty where default_transaction_isolation is ${level}: 10 rounds of 30 racing calls over two storages each store exactly one key`, { timeout: 120_000 }, async () => {
       const db = await postgresEngine().fresh();
       cleanups.push(() => db.drop());
-      const url = new URL(db.url);
-      url.searchParams.set("options", `${url.searchParams.get("options")} -c default_transaction_isolation=${level.replace(" ", "\\ ")}`);
+      const url = atIsolation(db.url, level);
       // Pools of the test's own (createSqlStorage): openSqlStorage's say READ COMMITTED on connect
       // since 2026-12-01, and this is the statement's own level under a pool that does not.
       const storages: SqlStorage[] = [];
       for (let i = 0; i < 2; i++) {
-        const storage = createSqlStorage(new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url.toString() }) }) }), "postgres");
+        const storage = createSqlStorage(new Kysely<Database>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url }) }) }), "postgres");
         cleanups.push(() => storage.close());
         if (i === 0) await storage.migrate();
         storages.push(storage);

@@ -13,7 +13,7 @@ import { sql } from "kysely";
 import pg from "pg";
 import { afterEach, expect, it } from "vitest";
 import { openSqlStorage, type SqlStorage } from "../src/index.js";
-import { describeIfReachable, POSTGRES_URL, postgresEngine, probePostgres } from "./support.js";
+import { atIsolation, describeIfReachable, POSTGRES_URL, postgresEngine, probePostgres } from "./support.js";
 
 const pgProblem = await probePostgres();
 const T0 = 1_767_225_600_000;
@@ -26,17 +26,16 @@ afterEach(async () => {
 async function storagesAt(level: string): Promise<SqlStorage[]> {
   const db = await postgresEngine().fresh();
   cleanups.push(() => db.drop());
-  const url = new URL(db.url);
-  url.searchParams.set("options", `${url.searchParams.get("options")} -c default_transaction_isolation=${level.replace(" ", "\\ ")}`);
+  const url = atIsolation(db.url, level);
   const storages: SqlStorage[] = [];
   for (let i = 0; i < 2; i++) {
-    const storage = await openSqlStorage(url.toString(), { migrate: i === 0 });
+    const storage = await openSqlStorage(url, { migrate: i === 0 });
     cleanups.push(() => storage.close());
     storages.push(storage);
   }
   // The database's sessions start at `level` (a plain client on the same URL says so); the stores'
   // own connections are set to READ COMMITTED on connect.
-  const plain = new pg.Client({ connectionString: url.toString() });
+  const plain = new pg.Client({ connectionString: url });
   await plain.connect();
   try {
     expect((await plain.query<{ level: string }>("select current_setting('transaction_isolation') as level")).rows[0]!.level).toBe(level);

@@ -118,6 +118,13 @@ export function sqliteEngine(): Engine {
 
 // --- PostgreSQL ----------------------------------------------------------------------------
 
+/** `url` with `default_transaction_isolation` set to `level` for every session it opens (the URL's `options`). */
+export function atIsolation(url: string, level: string): string {
+  const at = new URL(url);
+  at.searchParams.set("options", `${at.searchParams.get("options")} -c default_transaction_isolation=${level.replace(" ", "\\ ")}`);
+  return at.toString();
+}
+
 export const POSTGRES_URL = process.env.PLANTGATE_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 
 export async function probePostgres(): Promise<string | null> {
