@@ -8,7 +8,7 @@ import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
 import { openRedisHotStoresFromEnv } from "@plantgate/storage-redis/env";
-import { observabilityFromEnv, setupObservability, type MetricsListener } from "@plantgate/observability";
+import { eventHooks, observabilityFromEnv, setupObservability, type MetricsListener } from "@plantgate/observability";
 
 /** How long `close()` waits for the security events still being delivered before the store closes. */
 export const CLOSE_EVENTS_TIMEOUT_MS = 10_000;
@@ -266,6 +266,8 @@ export async function startExpressServer(
       ...observability.options,
       ...fromEnv,
       ...overrides,
+      // A hook of the host's own goes beside the event log lines and counters, not in their place.
+      ...(overrides.onEvent ? { onEvent: eventHooks(observability.options.onEvent, overrides.onEvent) } : {}),
       ...(mount ? { basePath: mount } : {}),
       storage,
     };

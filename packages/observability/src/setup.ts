@@ -1,6 +1,6 @@
 /** The logs and metrics of a Node server in one call: what the example servers use. */
 import type { Logger as Pino } from "pino";
-import { ConfigError, type Logger, type Observer, type SecurityEvent } from "@plantgate/core";
+import { ConfigError, type EventHook, type Logger, type Observer, type SecurityEvent } from "@plantgate/core";
 import type { ObservabilitySettings } from "./env.js";
 import { coreLogger, createLog, eventLogger, pruneLogger } from "./logs.js";
 import { createMetrics, serveMetrics, type MetricsListener, type PlantgateMetrics } from "./metrics.js";
@@ -56,5 +56,29 @@ export function setupObservability(settings: ObservabilitySettings, options: { d
         throw new ConfigError(`PLANTGATE_METRICS_PORT ${settings.metricsPort}: the metrics listener could not start (${reason})`);
       }
     },
+  };
+}
+
+/**
+ * One `onEvent` hook that hands each event to every hook given, in order: each runs even when one
+ * before it throws or rejects, and the result rejects with the first failure (core then logs it,
+ * `onEvent hook failed`). For a host's own hook beside {@link Observability.options}' (the example
+ * servers' `startServer(env, { onEvent })`): an `onEvent` in the overrides replaced theirs until
+ * 2026-12-01, and the events' JSON lines and the lock-out and reuse counters stopped without a word.
+ *
+ * @example
+ * const obs = setupObservability(observabilityFromEnv(process.env));
+ * createPlantgate({ ...obs.options, onEvent: eventHooks(obs.options.onEvent, (event) => queue.push(event)) });
+ */
+export function eventHooks(...hooks: EventHook[]): EventHook {
+  return (event) => {
+    const runs = hooks.map((hook) => {
+      try {
+        return Promise.resolve(hook(event));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    });
+    return Promise.all(runs).then(() => undefined);
   };
 }
