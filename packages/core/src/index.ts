@@ -26,7 +26,7 @@ export { createMemoryStorage, type MemoryStorageOptions } from "./storage/memory
 export type * from "./storage/types.js";
 export { hashPassword, verifyPassword, sha256, type RandomBytes } from "./crypto/index.js";
 export { refreshTokenKey } from "./oauth/refresh-key.js";
-export { redactConnectionUrl } from "./util/redact-url.js";
+export { AMBIGUOUS_USERINFO, redactConnectionUrl, userinfoAmbiguous } from "./util/redact-url.js";
 export { LATE, waitAtMost } from "./util/wait-at-most.js";
 export type { CryptoProvider } from "./crypto/provider.js";
 export {

@@ -2,7 +2,7 @@
  * `@plantgate/storage-redis/env`: the hot stores from environment variables, as the example
  * servers use them. Creates and owns its node-redis client.
  */
-import { redactConnectionUrl } from "@plantgate/core";
+import { AMBIGUOUS_USERINFO, redactConnectionUrl, userinfoAmbiguous } from "@plantgate/core";
 import { createClient } from "redis";
 import { DEFAULT_KEY_PREFIX, isValidKeyPrefix, KEY_PREFIX_RULE, redisHotStores, type RedisHotStores } from "./index.js";
 import { RedisConfigError } from "./config-error.js";
@@ -78,6 +78,10 @@ export async function openRedisHotStoresFromEnv(env: Record<string, string | und
   // Checked before connecting, so a refused prefix leaves no client open.
   if (!isValidKeyPrefix(keyPrefix)) throw new RedisConfigError(`PLANTGATE_REDIS_KEY_PREFIX ${KEY_PREFIX_RULE}`);
   const shown = redactRedisUrl(url);
+  // A password with an unescaped "@" and then "/", "?" or "#" ends the host early: the host the
+  // driver would try, and name in its error ("ENOTFOUND secret"), is part of the password. Until
+  // 2026-12-01 it was tried, and that part printed.
+  if (userinfoAmbiguous(url)) throw new RedisConfigError(`PLANTGATE_REDIS_URL is not a valid Redis URL: ${shown}; ${AMBIGUOUS_USERINFO}`);
   let connected = false;
   let client: ReturnType<typeof createClient>;
   try {

@@ -1,4 +1,4 @@
-import { redactConnectionUrl as redactUrl } from "@plantgate/core";
+import { AMBIGUOUS_USERINFO, redactConnectionUrl as redactUrl, userinfoAmbiguous } from "@plantgate/core";
 
 /**
  * A store that cannot be opened as configured, nothing contacted or changed: a malformed
@@ -28,6 +28,9 @@ export class StorageConfigError extends Error {
  * password).
  */
 export function malformedUrl(url: string): string | null {
+  // A password with an unescaped "@" and then "/", "?" or "#": the host the driver would try (and
+  // name in its error) is part of the password (tried, and printed, until 2026-12-01).
+  if (userinfoAmbiguous(url)) return `is not a valid URL: ${AMBIGUOUS_USERINFO}`;
   const mysql = /^(mysql|mariadb):/i.test(url);
   let text = url;
   if (!mysql && / |%[^a-f0-9]|%[a-f0-9][^a-f0-9]/i.test(text)) text = encodeURI(text).replace(/%25(\d\d)/g, "%$1");

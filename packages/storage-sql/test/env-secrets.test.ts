@@ -1,3 +1,4 @@
+import { inspect } from "node:util";
 /**
  * What the storage environment prints and leaves on disk: connection URLs without their
  * passwords (userinfo and query, and an unparsable URL shown as its scheme only), and a new SQLite
@@ -31,6 +32,27 @@ describe("storage env: secrets", () => {
     // Digits first and an unescaped "/", "?" or "#": it parses, as a port and a path, query or fragment.
     for (const password of ["2024/Spring", "1234#tail", "42?x=hunter2"]) {
       expect(redactUrl(`postgres://admin:${password}@db.internal:5432/app`)).toBe("postgres://*** (userinfo not parsable: shown without its address)");
+    }
+    // An "@" in it and then "/", "?" or "#": a userinfo is parsed, ending at that "@", and the rest of
+    // the password reads as the host and the path, query or fragment (shown until 2026-12-01).
+    for (const password of ["hunter2@zqsec/xkwd", "hunter2@zqsec?xkwd", "hunter2@zqsec#xkwd"]) {
+      expect(redactUrl(`postgres://admin:${password}@db.internal:5432/app`)).toBe("postgres://*** (userinfo not parsable: shown without its address)");
+    }
+    // Two "@" in the authority alone: the parser takes the last one, and the password is whole.
+    expect(redactUrl("postgres://admin:hunter2@zqsec@db.internal:5432/app")).toBe("postgres://admin:***@db.internal:5432/app");
+  });
+
+  it("such a URL is refused before any driver sees it, naming nothing of the password (the host tried was part of it: ENOTFOUND zqsec)", async () => {
+    for (const url of ["postgres://admin:hunter2@zqsec/xkwd@127.0.0.1:1/test", "mysql://root:hunter2@zqsec?xkwd@127.0.0.1:1/test"]) {
+      const failure = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: url }, { cwd: "/" }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(failure).toBeInstanceOf(StorageConfigError);
+      expect((failure as Error).message).toBe(
+        'PLANTGATE_DATABASE_URL is not a valid URL: an "@" follows its host, so where its user name and password end cannot be told: percent-encode any @ : / ? # in the user name or password (@ as %40); nothing was opened',
+      );
+      for (const part of ["hunter2", "zqsec", "xkwd"]) expect(inspect(failure, { depth: 10 })).not.toContain(part);
     }
   });
 

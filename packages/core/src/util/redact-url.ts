@@ -18,9 +18,7 @@ export function redactConnectionUrl(url: string): string {
     const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:/.exec(url)?.[0];
     return scheme ? `${scheme}//*** (not a valid URL: shown without its address)` : "*** (not a valid URL)";
   }
-  // An "@" with no userinfo parsed: a password with an unescaped "/", "?" or "#" (and digits
-  // first, read as a port) ended the authority early and sits in the path, query or fragment.
-  if (u.username === "" && u.password === "" && url.includes("@")) return `${u.protocol}//*** (userinfo not parsable: shown without its address)`;
+  if (userinfoAmbiguous(url, u)) return `${u.protocol}//*** (userinfo not parsable: shown without its address)`;
   if (u.password) u.password = "***";
   for (const name of new Set(u.searchParams.keys())) {
     if (SECRET_PARAM.test(name)) u.searchParams.set(name, "***");
@@ -30,3 +28,30 @@ export function redactConnectionUrl(url: string): string {
 
 /** Query parameter names that may hold a secret (case-insensitive, anywhere in the name). */
 const SECRET_PARAM = /pass|pwd|secret|token|key|auth|cred/i;
+
+/**
+ * Whether where `url`'s userinfo ends cannot be told, so that nothing of it is safe to print, nor a
+ * driver's error naming its host: an "@" left after the authority the URL parser read (in the path,
+ * query or fragment). A password with an unescaped "@" and then "/", "?" or "#" ends the authority at
+ * that "@" and the character after it: `redis://app:hunter2@secret/word@host` parses as user `app`,
+ * password `hunter2`, host `secret` and path `/word@host`, so the host a driver fails to resolve
+ * ("ENOTFOUND secret") and the path are the password's rest (until 2026-12-01 both were printed:
+ * only an "@" with no userinfo parsed at all was caught). An "@" within the authority is the
+ * parser's own (it takes the last one there), and a percent-encoded `%40` is not an "@".
+ */
+export function userinfoAmbiguous(url: string, parsed?: URL): boolean {
+  let u = parsed;
+  if (u === undefined) {
+    try {
+      u = new URL(url);
+    } catch {
+      // Not a URL at all: refused, and shown as its scheme only, as such.
+      return false;
+    }
+  }
+  if (!url.includes("@")) return false;
+  return (u.username === "" && u.password === "") || `${u.pathname}${u.search}${u.hash}`.includes("@");
+}
+
+/** What to do about a URL {@link userinfoAmbiguous} refuses. */
+export const AMBIGUOUS_USERINFO = 'an "@" follows its host, so where its user name and password end cannot be told: percent-encode any @ : / ? # in the user name or password (@ as %40)';
