@@ -71,9 +71,25 @@ window.addEventListener("DOMContentLoaded", function () {
     defaultModelsExpandDepth: 1,
     tryItOutEnabled: false,
     presets: [SwaggerUIBundle.presets.apis],
-    layout: "BaseLayout"
+    layout: "BaseLayout",
+    requestInterceptor: toThisServer
   });
 });
+// A request to the document's server URL (its baseUrl) goes to the server that served this page, at
+// the same path: the page and the API are one app, and the CSP's connect-src 'self' refuses another
+// origin. Opened at another name of the same server (localhost for 127.0.0.1, a container's address
+// under HOST=0.0.0.0), every "Authorize" and "Try it out" was refused until 2026-12-01. A request to
+// anywhere else is left as it is (and the CSP refuses it).
+function toThisServer(request) {
+  var servers = window.ui && window.ui.specSelectors.specJson().get("servers");
+  var first = servers && servers.first && servers.first();
+  var named = first && first.get && first.get("url");
+  if (typeof named !== "string") return request;
+  var from = named.replace(/[/]$/, "") + "/";
+  var here = new URL(".", new URL("openapi.json", document.baseURI)).href;
+  if (from !== here && request.url.indexOf(from) === 0) request.url = here + request.url.slice(from.length);
+  return request;
+}
 `);
   });
 
