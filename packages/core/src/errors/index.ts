@@ -210,13 +210,14 @@ export class TooManyAttemptsError extends Error {
    * @param retryAfter whole seconds until the lock ends (at least 1).
    * @param reason `locked`: a brute-force counter is past its limit; `busy`: too many password
    *   checks in flight at once (nothing was counted).
-   * @param lock which key refused (its index in the keys given) and whether this attempt is the
-   *   one that locked it (the first refused); set by `Throttle.attempt`, for the lock-out event.
+   * @param lock which key refused (its index in the keys given), whether this attempt is the one
+   *   that locked it (the first refused), and when that key's window ends (epoch ms); set by
+   *   `Throttle.attempt`, for the lock-out event.
    */
   constructor(
     readonly retryAfter: number,
     readonly reason: "locked" | "busy" = "locked",
-    readonly lock?: { keyIndex: number; first: boolean },
+    readonly lock?: { keyIndex: number; first: boolean; until: number },
   ) {
     super(reason === "busy" ? "too many password checks at once" : "too many failed attempts");
   }

@@ -156,7 +156,9 @@ async function checkPasswordNow(
       // so a flood at a locked account meets `busy` refusals, not an unbounded queue of reads.
       const checks = ctx.passwordChecks;
       checks.inFlight++;
-      const task = throttledEvents(ctx, username, lock, ctx.clock() + e.retryAfter * 1000, failure, source, clientIp);
+      // When the refusing key's window ends (until 2026-12-01 now plus Retry-After, which is rounded
+      // up to whole seconds: up to a second late).
+      const task = throttledEvents(ctx, username, lock, e.lock?.until ?? ctx.clock() + e.retryAfter * 1000, failure, source, clientIp);
       const release = () => void checks.inFlight--;
       task.then(release, release);
       ctx.events.defer(task);

@@ -52,7 +52,9 @@ export interface Throttle {
    * Counts one attempt for every key (storage `attempts.increment`, in the order given) and throws
    * TooManyAttemptsError as soon as a key's count passes its threshold (`factor × maxFailures`);
    * later keys are then not counted, so a request refused by its per-(username + IP) key does not
-   * add to the username's shared counter. Retry-After runs to the end of that key's window.
+   * add to the username's shared counter, and earlier keys get their count back (`refund`, where
+   * the store has it), so a refusal counts on the refusing key alone. Retry-After runs to the end of
+   * that key's window.
    * Resolves to what it counted, which `succeed` takes after a success.
    */
   attempt(keys: (string | ThrottleKey)[]): Promise<ThrottleAttempt>;
@@ -248,7 +250,22 @@ export function createThrottle(
         // The increment is the check: the store's atomic count decides who is past the limit.
         const r = await store.increment(storedAs, now, windowMs);
         if (r.count > settings.maxFailures * factor) {
-          throw new TooManyAttemptsError(retryAfter(r.windowStart, now), "locked", { keyIndex, first: r.count === settings.maxFailures * factor + 1 });
+          // A refused attempt checked no password: it counts on the key that refused it only. The
+          // keys counted before it get their count back (in the windows it was counted in): until
+          // 2026-12-01 a user retrying the right password while a client's budget or the
+          // username's ceiling was spent by others locked their own (username + address) key too,
+          // which then refused them for a window after the other lock had ended. Best effort: a
+          // refund that fails leaves that count standing, as before, and the answer is the same.
+          if (store.refund) {
+            for (const c of counted) {
+              try {
+                await store.refund(c.storageKey, c.windowStart, 1);
+              } catch (error) {
+                onSweepError(error);
+              }
+            }
+          }
+          throw new TooManyAttemptsError(retryAfter(r.windowStart, now), "locked", { keyIndex, first: r.count === settings.maxFailures * factor + 1, until: r.windowStart + windowMs });
         }
         counted.push({ storageKey: storedAs, windowStart: r.windowStart, onSuccess: typeof k === "string" ? "reset" : (k.onSuccess ?? "reset") });
       }
