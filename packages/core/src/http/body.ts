@@ -140,6 +140,9 @@ function decodeStrict(bytes: Uint8Array): string {
 export function mediaType(request: Request): string | null {
   const value = request.headers.get("content-type");
   if (value === null) return null;
+  // A quoted parameter value may hold "," and ";" (RFC 9110 §5.6.6): read it whole (the common
+  // value has no quote, and takes the two lines below).
+  if (value.includes('"')) return parsedContentType(value)?.type ?? value.trim().toLowerCase();
   if (value.includes(",")) return value.trim().toLowerCase();
   return value.split(";")[0]!.trim().toLowerCase();
 }
@@ -152,6 +155,13 @@ export function mediaType(request: Request): string | null {
 export function charset(request: Request): string | null {
   const value = request.headers.get("content-type");
   if (value === null) return null;
+  if (value.includes('"')) {
+    const parsed = parsedContentType(value);
+    // A value that does not parse names no media type already (mediaType refuses it).
+    if (parsed === null) return null;
+    const given = parsed.parameters.filter(([name]) => name === "charset").map(([, v]) => v.toLowerCase());
+    return given.length === 0 ? null : given.join(",");
+  }
   CHARSET.lastIndex = 0;
   const m = CHARSET.exec(value);
   if (m === null) return null;
@@ -160,3 +170,62 @@ export function charset(request: Request): string | null {
   return (again === null ? m[1]! : `${m[1]!},${again[1]!}`).toLowerCase();
 }
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/gi;
+
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/**
+ * A Content-Type value read by RFC 9110 §5.6.6 and §8.3.1: `type "/" subtype *( OWS ";" OWS [ name
+ * "=" ( token / quoted-string ) ] )`, the type and parameter names lower-cased, a quoted value
+ * unquoted (`\x` read as `x`); null when it does not parse, a "," outside quotes included (several
+ * Content-Type fields joined). Until 2026-12-01 any "," refused the request, one inside a quoted
+ * value (`application/json; profile="a,b"`) too, and `charset` was looked for inside quoted values.
+ */
+function parsedContentType(value: string): { type: string; parameters: [string, string][] } | null {
+  const n = value.length;
+  let i = 0;
+  const blanks = () => {
+    while (i < n && (value[i] === " " || value[i] === "\t")) i++;
+  };
+  blanks();
+  let start = i;
+  while (i < n && value[i] !== ";" && value[i] !== " " && value[i] !== "\t") i++;
+  const type = value.slice(start, i).toLowerCase();
+  const slash = type.indexOf("/");
+  if (slash <= 0 || !TOKEN.test(type.slice(0, slash)) || !TOKEN.test(type.slice(slash + 1))) return null;
+  const parameters: [string, string][] = [];
+  for (;;) {
+    blanks();
+    if (i >= n) return { type, parameters };
+    if (value[i] !== ";") return null;
+    i++;
+    blanks();
+    if (i >= n || value[i] === ";") continue;
+    start = i;
+    while (i < n && value[i] !== "=") i++;
+    const name = value.slice(start, i).toLowerCase();
+    if (i >= n || !TOKEN.test(name)) return null;
+    i++;
+    let text = "";
+    if (value[i] === '"') {
+      i++;
+      for (;;) {
+        if (i >= n) return null;
+        const c = value[i]!;
+        if (c === '"') break;
+        if (c === "\\") {
+          i++;
+          if (i >= n) return null;
+        }
+        text += value[i];
+        i++;
+      }
+      i++;
+    } else {
+      start = i;
+      while (i < n && value[i] !== ";" && value[i] !== " " && value[i] !== "\t") i++;
+      text = value.slice(start, i);
+      if (!TOKEN.test(text)) return null;
+    }
+    parameters.push([name, text]);
+  }
+}
