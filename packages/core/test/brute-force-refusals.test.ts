@@ -5,7 +5,7 @@
  * lock was on locked their own (username + address) key, refused a window longer.
  */
 import { describe, expect, it } from "vitest";
-import type { Plantgate, SecurityEvent } from "../src/index.js";
+import { createMemoryStorage, type Plantgate, type SecurityEvent, type Storage } from "../src/index.js";
 import { BASE, harness, type Harness } from "./helpers.js";
 import { auth, expectTokenError, expectTokenSuccess, FORM } from "./token-helpers.js";
 
@@ -72,5 +72,61 @@ describe("account.locked_out", () => {
     expect(locked).toMatchObject({ lock: "username_address", username: "alice" });
     // The counter's window started with the first failure: it ends at start + 60 s.
     expect((locked as { locked_until: number }).locked_until).toBe(start + 60_000);
+  });
+});
+
+const grantFrom = (h: Harness, ip: string, password = "wrong-password") =>
+  h.app.fetch(
+    new Request(`${BASE}/UserService/connect/token`, {
+      method: "POST",
+      headers: { "content-type": FORM, ...auth(h) },
+      body: new URLSearchParams({ grant_type: "password", username: h.username, password }).toString(),
+    }),
+    { clientIp: ip },
+  );
+
+describe("account.locked_out once per lock (a refund took a lock back under its limit, and it was reported twice, until the review mend)", () => {
+  it("a (username + address) lock is reported once, when an attempt refused by the username's ceiling gives that key its count back", async () => {
+    const inner = createMemoryStorage();
+    let calls = 0;
+    let holdAt = -1;
+    let reached!: () => void;
+    const reachedP = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const releaseP = new Promise<void>((r) => (release = r));
+    const storage: Storage = {
+      ...inner,
+      attempts: {
+        ...inner.attempts,
+        increment: async (key, now, windowMs) => {
+          if (++calls === holdAt) {
+            reached();
+            await releaseP;
+          }
+          return inner.attempts.increment(key, now, windowMs);
+        },
+        refund: inner.attempts.refund!.bind(inner.attempts),
+      } as Storage["attempts"],
+    };
+    const events: SecurityEvent[] = [];
+    const h = await harness({ storage, bruteForce: { maxFailures: 2, windowSeconds: 60 }, onEvent: (e) => void events.push(e) });
+    const E = "198.51.100.66";
+    // One guess from E (its pair key at 1), then 9 from other addresses: alice's ceiling (5 x 2) spent.
+    expect((await grantFrom(h, E)).status).toBe(400);
+    for (let i = 0; i < 9; i++) expect((await grantFrom(h, `203.0.113.${i + 1}`)).status).toBe(400);
+    // X from E: pair -> 2 (allowed), budget, then its username increment (the third) is held.
+    holdAt = calls + 3;
+    const x = grantFrom(h, E);
+    await reachedP;
+    // Y from E: pair -> 3, refused by the pair key: the first refusal of that lock, reported.
+    expect((await grantFrom(h, E)).status).toBe(429);
+    // X goes on: refused by the ceiling, it gives the pair key its count back (-> 2).
+    release();
+    expect((await x).status).toBe(429);
+    // Z from E: pair -> 3 again: the same lock, reported a second time.
+    expect((await grantFrom(h, E)).status).toBe(429);
+    await h.app.flushEvents();
+    const locks = events.filter((e) => e.type === "account.locked_out").map((e) => (e as { lock: string }).lock);
+    expect(locks.filter((l) => l === "username_address"), `lock-outs reported: ${JSON.stringify(locks)}`).toHaveLength(1);
   });
 });

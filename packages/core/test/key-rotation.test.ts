@@ -150,6 +150,39 @@ describe("keys revoke of a retired key (after a leak)", () => {
   });
 });
 
+describe("keys revoke of a retired key whose own delete fails", () => {
+  it("rejects with the storage failure; the prunable keys it deleted first are named in a warn line (no event: the retry's answer says deleted: [])", async () => {
+    const inner = createMemoryStorage();
+    let failFor: string | null = null;
+    const storage: Storage = {
+      ...inner,
+      signingKeys: {
+        ...inner.signingKeys,
+        delete: async (kid: string) => {
+          if (kid === failFor) throw new StorageError("memory storage failed during signingKeys.delete");
+          return inner.signingKeys.delete(kid);
+        },
+      } as Storage["signingKeys"],
+    };
+    const warnings: unknown[][] = [];
+    const h = await harness({ storage, logger: { error() {}, warn: (...args: unknown[]) => void warnings.push(args) } });
+    const k0 = kidOf(await clientToken(h));
+    h.clock.advance(1000);
+    const { kid: k1 } = await h.app.admin.rotateSigningKey();
+    h.clock.advance(400_000);
+    await h.app.admin.rotateSigningKey();
+    h.clock.advance(7_400_000);
+    failFor = k1;
+    await expect(h.app.admin.revokeSigningKey(k1)).rejects.toThrow(new StorageError("memory storage failed during signingKeys.delete"));
+    expect(warnings.map(([message]) => message).filter((m) => String(m).startsWith("signing key revocation"))).toEqual([
+      `signing key revocation failed; the prunable keys before it were deleted: "${k0}"`,
+    ]);
+    expect((await inner.signingKeys.list()).map((k) => k.kid)).not.toContain(k0);
+    failFor = null;
+    expect(await h.app.admin.revokeSigningKey(k1)).toEqual({ kid: k1, status: "retired", deleted: [] });
+  });
+});
+
 describe("a signingKey option that is not JSON", () => {
   it("is refused when the app is created, and neither the error nor any log line quotes the key (V8's JSON.parse message quotes the text around the fault; a 500 on every request logged it)", async () => {
     const d = "SECRETd0123456789abcdefghijklmnopqrstuvwxyz";

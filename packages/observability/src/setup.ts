@@ -61,7 +61,8 @@ export function setupObservability(settings: ObservabilitySettings, options: { d
 
 /**
  * One `onEvent` hook that hands each event to every hook given, in order: each runs even when one
- * before it throws or rejects, and the result rejects with the first failure (core then logs it,
+ * before it throws or rejects, and the result settles once every hook has, rejecting with the
+ * first failure in the order given (core then logs it,
  * `onEvent hook failed`). For a host's own hook beside {@link Observability.options}' (the example
  * servers' `startServer(env, { onEvent })`): an `onEvent` in the overrides replaced theirs until
  * 2026-12-01, and the events' JSON lines and the lock-out and reuse counters stopped without a word.
@@ -79,6 +80,10 @@ export function eventHooks(...hooks: EventHook[]): EventHook {
         return Promise.reject(error);
       }
     });
-    return Promise.all(runs).then(() => undefined);
+    // Settled only once every hook has (flushEvents waits for the slowest), then the first failure
+    // in the order given.
+    return Promise.allSettled(runs).then((results) => {
+      for (const result of results) if (result.status === "rejected") throw result.reason;
+    });
   };
 }

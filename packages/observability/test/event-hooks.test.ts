@@ -1,5 +1,5 @@
 /** eventHooks: one onEvent that hands each event to several hooks (a host's beside the server's own). */
-import type { SecurityEvent } from "@plantgate/core";
+import { createPlantgate, type SecurityEvent } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
 import { eventHooks } from "../src/index.js";
 
@@ -21,11 +21,41 @@ describe("eventHooks", () => {
       (e) => void seen.push(`d:${e.type}`),
     );
     await expect(hook(event)).rejects.toThrow(new Error("b failed"));
+    // The first failure in the order given, not in time: a later hook failing first is not it.
+    const ordered = eventHooks(
+      () => new Promise<void>((_, reject) => setTimeout(() => reject(new Error("slow first failed")), 20)),
+      () => {
+        throw new Error("fast second failed");
+      },
+    );
+    await expect(ordered(event)).rejects.toThrow(new Error("slow first failed"));
     expect(seen).toEqual(["a:e1", "b", "c", "d:client.deleted"]);
     // All succeed: resolves to undefined, after the slow one.
     let done = false;
     const ok = eventHooks(() => undefined, () => new Promise<void>((resolve) => setTimeout(() => ((done = true), resolve()), 20)));
     await expect(ok(event)).resolves.toBeUndefined();
     expect(done).toBe(true);
+  });
+});
+
+describe("eventHooks with one hook failing fast beside a slow one (flushEvents resolved before the slow one until the review mend)", () => {
+  it("the combined hook settles only once every hook has, so flushEvents waits for the slow one", async () => {
+    const delivered: string[] = [];
+    const app = createPlantgate({
+      issuer: "https://hooks.plantgate.test",
+      logger: { error() {}, warn() {} },
+      onEvent: eventHooks(
+        () => {
+          throw new Error("the log sink failed");
+        },
+        async (e) => {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          delivered.push(e.type);
+        },
+      ),
+    });
+    await app.admin.createClient({ clientId: "c1" });
+    expect(await app.flushEvents()).toBe(0);
+    expect(delivered).toEqual(["client.created"]);
   });
 });

@@ -401,7 +401,17 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       for (const k of describeKeys(records, now, maxTokenTtlMs)) {
         if (k.status === "prunable" && before.has(k.kid) && (await ctx.storage.signingKeys.delete(k.kid))) deleted.push(k.kid);
       }
-      if (!(await ctx.storage.signingKeys.delete(kid))) throw notFound("signing key", kid);
+      let gone: boolean;
+      try {
+        gone = await ctx.storage.signingKeys.delete(kid);
+      } catch (error) {
+        // The prunable keys are gone for good (as a prune deletes them); the revocation is not: say
+        // which, as a prune's counts are logged (no event: the retry's says `deleted: []`).
+        if (deleted.length > 0) ctx.logger.warn(`signing key revocation failed; the prunable keys before it were deleted: ${deleted.map(quoteId).join(", ")}`, describeError(error));
+        throw error;
+      }
+      if (deleted.length > 0) ctx.keyring.invalidate();
+      if (!gone) throw notFound("signing key", kid);
       ctx.keyring.invalidate();
       ctx.events.emit({ type: "signing_key.revoked", kid, status: key.status, deleted, actor });
       return { kid, status: key.status, deleted };
