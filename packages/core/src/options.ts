@@ -322,7 +322,13 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
             windowSeconds: positiveInt("bruteForce.windowSeconds", options.bruteForce?.windowSeconds, DEFAULT_BRUTE_FORCE.windowSeconds),
           },
       sha256,
-      (error) => logger.warn("attempt-counter sweep failed (the answer stands; the next sweep or prune clears the backlog)", describeError(error)),
+      (error, what) =>
+        logger.warn(
+          what === "sweep"
+            ? "attempt-counter sweep failed (the answer stands; the next sweep or prune clears the backlog)"
+            : "attempt-counter refund of a refused attempt failed (the 429 stands; that count stays until its window ends)",
+          describeError(error),
+        ),
     ),
     trustedProxy: compileTrustedProxies(options.trustedProxies ?? []),
     limits: {

@@ -130,3 +130,23 @@ describe("account.locked_out once per lock (a refund took a lock back under its 
     expect(locks.filter((l) => l === "username_address"), `lock-outs reported: ${JSON.stringify(locks)}`).toHaveLength(1);
   });
 });
+
+describe("a refund of a refused attempt that fails in storage", () => {
+  it("leaves the 429 as it is, and says so in a warn line of its own (not the sweep's)", async () => {
+    const inner = createMemoryStorage();
+    const storage: Storage = {
+      ...inner,
+      attempts: { ...inner.attempts, refund: async () => Promise.reject(new Error("refund refused")) } as Storage["attempts"],
+    };
+    const warnings: string[] = [];
+    const h = await harness({ storage, bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: { error() {}, warn: (message: string) => void warnings.push(message) } });
+    // alice's ceiling (5 x 2) spent from ten addresses; then her right password from her own: the
+    // ceiling refuses it, and the refunds of the keys before it fail.
+    for (let i = 0; i < 10; i++) await expectTokenError(await grant(h.app, h, h.username, `198.51.100.${i + 1}`), 400, BAD_PASSWORD);
+    await expectTokenError(await grant(h.app, h, h.username, "203.0.113.9", h.password), 429, LOCKED);
+    expect(warnings.filter((w) => w.startsWith("attempt-counter"))).toEqual([
+      "attempt-counter refund of a refused attempt failed (the 429 stands; that count stays until its window ends)",
+      "attempt-counter refund of a refused attempt failed (the 429 stands; that count stays until its window ends)",
+    ]);
+  });
+});

@@ -410,9 +410,8 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         if (deleted.length > 0) ctx.logger.warn(`signing key revocation failed; the prunable keys before it were deleted: ${deleted.map(quoteId).join(", ")}`, describeError(error));
         throw error;
       }
-      if (deleted.length > 0) ctx.keyring.invalidate();
+      if (gone || deleted.length > 0) ctx.keyring.invalidate();
       if (!gone) throw notFound("signing key", kid);
-      ctx.keyring.invalidate();
       ctx.events.emit({ type: "signing_key.revoked", kid, status: key.status, deleted, actor });
       return { kid, status: key.status, deleted };
     },

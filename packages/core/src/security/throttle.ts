@@ -173,7 +173,7 @@ export function createThrottle(
   clock: () => number,
   settings: ThrottleSettings | false,
   hash: (text: string) => Promise<string> = sha256,
-  onSweepError: (error: unknown) => void = () => {},
+  onSweepError: (error: unknown, what: "sweep" | "refund") => void = () => {},
 ): Throttle {
   if (settings === false) {
     return { async attempt() { return { counted: [] }; }, async check() { return { storageKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {}, windowMs: 0 };
@@ -215,7 +215,7 @@ export function createThrottle(
     try {
       await store.deleteExpired(now - windowMs, SWEEP_LIMIT);
     } catch (error) {
-      onSweepError(error);
+      onSweepError(error, "sweep");
     }
   };
   /**
@@ -265,7 +265,7 @@ export function createThrottle(
               try {
                 await store.refund(c.storageKey, c.windowStart, 1);
               } catch (error) {
-                onSweepError(error);
+                onSweepError(error, "refund");
               }
             }
           }
