@@ -150,3 +150,70 @@ describe("a refund of a refused attempt that fails in storage", () => {
     ]);
   });
 });
+
+describe("attempts refused by the spent ceiling, one held mid-count (the second review's interleaving)", () => {
+  it("attempts from one address that the spent ceiling refuses, one held mid-count while others pass it, never lock that address's own key: no username_address lock-out", async () => {
+    const inner = createMemoryStorage();
+    let calls = 0;
+    let holdAt = -1;
+    let reached!: () => void;
+    const reachedP = new Promise<void>((r) => (reached = r));
+    let release!: () => void;
+    const releaseP = new Promise<void>((r) => (release = r));
+    const storage: Storage = {
+      ...inner,
+      attempts: {
+        ...inner.attempts,
+        increment: async (key, now, windowMs) => {
+          if (++calls === holdAt) {
+            reached();
+            await releaseP;
+          }
+          return inner.attempts.increment(key, now, windowMs);
+        },
+        refund: inner.attempts.refund!.bind(inner.attempts),
+      } as Storage["attempts"],
+    };
+    const events: SecurityEvent[] = [];
+    const h = await harness({ storage, bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet, onEvent: (e) => void events.push(e) });
+    const E = "198.51.100.66";
+    // alice's ceiling (5 x 2) spent from ten other addresses; E has guessed nothing.
+    for (let i = 0; i < 10; i++) expect((await grantFrom(h, `203.0.113.${i + 1}`)).status).toBe(400);
+    // X from E: pair -> 1 (under its limit), budget, then its username increment (the third) is held.
+    holdAt = calls + 3;
+    const x = grantFrom(h, E);
+    await reachedP;
+    // Y and W from E: each refused by the ceiling, each count on the pair key given back.
+    expect((await grantFrom(h, E)).status).toBe(429);
+    expect((await grantFrom(h, E)).status).toBe(429);
+    // X goes on: refused by the ceiling, its count given back too.
+    release();
+    expect((await x).status).toBe(429);
+    expect((await grantFrom(h, E)).status).toBe(429);
+    await h.app.flushEvents();
+    const locks = events.filter((e) => e.type === "account.locked_out").map((e) => (e as { lock: string }).lock);
+    // Only the ceiling's lock: no password was checked from E, so its own key never locked.
+    expect(locks).toEqual(["username"]);
+  });
+});
+
+describe("a user refused by the spent ceiling is not locked on their own key, one wrong password before included (the first mend of this session locked them)", () => {
+  it("a user with one wrong password (maxFailures 2) who retries the right one during the ceiling's lock signs in once that lock's window ends", async () => {
+    const h = await harness({ bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet });
+    // t0: a guess at alice from elsewhere: the username's window starts.
+    await expectTokenError(await grantFrom(h, "198.51.100.1"), 400, BAD_PASSWORD);
+    h.clock.advance(10_000);
+    // t0 + 10 s: alice mistypes once from her own address (her pair key: 1 of 2).
+    await expectTokenError(await grantFrom(h, "203.0.113.9"), 400, BAD_PASSWORD);
+    // The guesses go on from other addresses: her ceiling (5 x 2) is spent.
+    for (let i = 0; i < 8; i++) await expectTokenError(await grantFrom(h, `198.51.100.${i + 2}`), 400, BAD_PASSWORD);
+    // alice, with her right password: refused by the ceiling (no password checked).
+    const refused = await grantFrom(h, "203.0.113.9", h.password);
+    expect(refused.status).toBe(429);
+    await refused.text();
+    // t0 + 61 s: the ceiling's window has ended; her own key's (t0 + 10 s .. t0 + 70 s) has not,
+    // and she has used one password check of its two.
+    h.clock.advance(51_000);
+    await expectTokenSuccess(await grantFrom(h, "203.0.113.9", h.password));
+  });
+});

@@ -6,7 +6,7 @@
  */
 import { beforeEach, describe, expect, it } from "vitest";
 import { BASE, basic, clientToken, harness, type Harness } from "./helpers.js";
-import { postPlant, read } from "./api-helpers.js";
+import { PLANTS_URL, postPlant, read } from "./api-helpers.js";
 
 let h: Harness;
 let token: string;
@@ -49,5 +49,25 @@ describe("POST /plants Content-Type with a quoted parameter", () => {
     const r = await read(await postPlant(h.app, '{"id":42,"name":"fern"}', { token, contentType: "application/json, text/plain" }));
     expect(r.status).toBe(400);
     expect((r.body as { error: number }).error).toBe(1008);
+  });
+});
+
+describe("two Content-Type fields whose quotes pair up across the join (accepted by this session's first quoted-value reader)", () => {
+  it("POST /plants: application/json; a=\"x + text/plain; b=\" (two fields) is refused, 1008", async () => {
+    const headers = new Headers({ authorization: `Bearer ${token}` });
+    headers.append("content-type", 'application/json; a="x');
+    headers.append("content-type", 'text/plain; b="');
+    // What the app sees (the Node adapter combines rawHeaders the same way).
+    expect(headers.get("content-type")).toBe('application/json; a="x, text/plain; b="');
+    const r = await read(await h.app.fetch(new Request(PLANTS_URL, { method: "POST", headers, body: '{"id":51,"name":"fern"}' })));
+    expect({ status: r.status, error: (r.body as { error?: number } | undefined)?.error }).toEqual({ status: 400, error: 1008 });
+  });
+
+  it("the token endpoint: a form type then text/plain (two fields) is refused as invalid_request", async () => {
+    const headers = new Headers({ authorization: basic(h.clientId, h.clientSecret) });
+    headers.append("content-type", 'application/x-www-form-urlencoded; a="x');
+    headers.append("content-type", 'text/plain; b="');
+    const res = await h.app.fetch(new Request(`${BASE}/UserService/connect/token`, { method: "POST", headers, body: "grant_type=client_credentials" }));
+    expect([res.status, await res.json()]).toEqual([400, { error: "invalid_request", error_description: "The request body must be application/x-www-form-urlencoded." }]);
   });
 });

@@ -172,6 +172,7 @@ export function charset(request: Request): string | null {
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/gi;
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const JOINED_TYPE = /,[ \t]*[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+/;
 
 /**
  * A Content-Type value read by RFC 9110 §5.6.6 and §8.3.1: `type "/" subtype *( OWS ";" OWS [ name
@@ -220,6 +221,10 @@ function parsedContentType(value: string): { type: string; parameters: [string, 
         i++;
       }
       i++;
+      // Two fields joined by ", " whose quotes pair across the join (`a="x` + `text/plain; b="`)
+      // read as one value with a quoted `x, text/plain; b=`: a "," then a media type inside quotes
+      // is taken for such a join, and refused as several fields are.
+      if (JOINED_TYPE.test(text)) return null;
     } else {
       start = i;
       while (i < n && value[i] !== ";" && value[i] !== " " && value[i] !== "\t") i++;

@@ -52,9 +52,9 @@ export interface Throttle {
    * Counts one attempt for every key (storage `attempts.increment`, in the order given) and throws
    * TooManyAttemptsError as soon as a key's count passes its threshold (`factor × maxFailures`);
    * later keys are then not counted, so a request refused by its per-(username + IP) key does not
-   * add to the username's shared counter, and earlier keys still under their limit get their count
-   * back (`refund`, where the store has it), so a refusal counts on the refusing key alone. Retry-After
-   * runs to the end of that key's window.
+   * add to the username's shared counter, and earlier keys get their count back (`refund`, where the
+   * store has it) unless others have locked them meanwhile, so a refusal counts on the refusing key
+   * alone. Retry-After runs to the end of that key's window.
    * Resolves to what it counted, which `succeed` takes after a success.
    */
   attempt(keys: (string | ThrottleKey)[]): Promise<ThrottleAttempt>;
@@ -240,7 +240,7 @@ export function createThrottle(
       const now = clock();
       await sweep(now);
       const seen = new Set<string>();
-      const counted: (ThrottleAttempt["counted"][number] & { underLimit: boolean })[] = [];
+      const counted: (ThrottleAttempt["counted"][number] & { limit: number })[] = [];
       for (const [keyIndex, k] of keys.entries()) {
         const name = keyOf(k);
         if (seen.has(name)) continue;
@@ -256,13 +256,16 @@ export function createThrottle(
           // username's ceiling was spent by others locked their own (username + address) key too,
           // which then refused them for a window after the other lock had ended. Best effort: a
           // refund that fails leaves that count standing, as before, and the answer is the same.
-          // A key this attempt brought to its limit keeps the count (refunded, it went back under
-          // the limit, and the next attempt to pass it was taken for the first refusal again: a
-          // second lock-out event for one lock).
+          // A key that others have locked meanwhile (its count past its limit now) keeps the count:
+          // taken back under the limit, the next attempt to pass it was taken for the first
+          // refusal again, a second lock-out event for one lock. Read, then refunded: an attempt
+          // that locks it between the two can still be reported twice (a conditional refund in the
+          // store would close that; the storage contract has none).
           if (store.refund) {
             for (const c of counted) {
-              if (!c.underLimit) continue;
               try {
+                const now = await store.get(c.storageKey);
+                if (now === null || now.windowStart !== c.windowStart || now.count > c.limit) continue;
                 await store.refund(c.storageKey, c.windowStart, 1);
               } catch (error) {
                 onSweepError(error, "refund");
@@ -271,7 +274,7 @@ export function createThrottle(
           }
           throw new TooManyAttemptsError(retryAfter(r.windowStart, now), "locked", { keyIndex, first: r.count === settings.maxFailures * factor + 1, until: r.windowStart + windowMs });
         }
-        counted.push({ storageKey: storedAs, windowStart: r.windowStart, onSuccess: typeof k === "string" ? "reset" : (k.onSuccess ?? "reset"), underLimit: r.count < settings.maxFailures * factor });
+        counted.push({ storageKey: storedAs, windowStart: r.windowStart, onSuccess: typeof k === "string" ? "reset" : (k.onSuccess ?? "reset"), limit: settings.maxFailures * factor });
       }
       return { counted };
     },
