@@ -85,29 +85,45 @@ const grantFrom = (h: Harness, ip: string, password = "wrong-password") =>
     { clientIp: ip },
   );
 
+/**
+ * The memory store with one `attempts.increment` held: `holdAfter(n)` holds the n-th increment from
+ * now until `release()`, and resolves once that increment is reached (an attempt stalled mid-count).
+ */
+function heldIncrements() {
+  const inner = createMemoryStorage();
+  let calls = 0;
+  let holdAt = -1;
+  let reached = (): void => {};
+  let release = (): void => {};
+  const releaseP = new Promise<void>((r) => (release = r));
+  const storage: Storage = {
+    ...inner,
+    attempts: {
+      ...inner.attempts,
+      increment: async (key, now, windowMs) => {
+        if (++calls === holdAt) {
+          reached();
+          await releaseP;
+        }
+        return inner.attempts.increment(key, now, windowMs);
+      },
+      refund: inner.attempts.refund!.bind(inner.attempts),
+    } as Storage["attempts"],
+  };
+  return {
+    storage,
+    holdAfter: (n: number) => {
+      holdAt = calls + n;
+      return new Promise<void>((r) => (reached = r));
+    },
+    release: () => release(),
+  };
+}
+
 describe("account.locked_out once per lock (a refund took a lock back under its limit, and it was reported twice, until the review mend)", () => {
   it("a (username + address) lock is reported once, when an attempt refused by the username's ceiling gives that key its count back", async () => {
-    const inner = createMemoryStorage();
-    let calls = 0;
-    let holdAt = -1;
-    let reached!: () => void;
-    const reachedP = new Promise<void>((r) => (reached = r));
-    let release!: () => void;
-    const releaseP = new Promise<void>((r) => (release = r));
-    const storage: Storage = {
-      ...inner,
-      attempts: {
-        ...inner.attempts,
-        increment: async (key, now, windowMs) => {
-          if (++calls === holdAt) {
-            reached();
-            await releaseP;
-          }
-          return inner.attempts.increment(key, now, windowMs);
-        },
-        refund: inner.attempts.refund!.bind(inner.attempts),
-      } as Storage["attempts"],
-    };
+    const held = heldIncrements();
+    const storage = held.storage;
     const events: SecurityEvent[] = [];
     const h = await harness({ storage, bruteForce: { maxFailures: 2, windowSeconds: 60 }, onEvent: (e) => void events.push(e) });
     const E = "198.51.100.66";
@@ -115,13 +131,13 @@ describe("account.locked_out once per lock (a refund took a lock back under its 
     expect((await grantFrom(h, E)).status).toBe(400);
     for (let i = 0; i < 9; i++) expect((await grantFrom(h, `203.0.113.${i + 1}`)).status).toBe(400);
     // X from E: pair -> 2 (allowed), budget, then its username increment (the third) is held.
-    holdAt = calls + 3;
+    const reached = held.holdAfter(3);
     const x = grantFrom(h, E);
-    await reachedP;
+    await reached;
     // Y from E: pair -> 3, refused by the pair key: the first refusal of that lock, reported.
     expect((await grantFrom(h, E)).status).toBe(429);
     // X goes on: refused by the ceiling, it gives the pair key its count back (-> 2).
-    release();
+    held.release();
     expect((await x).status).toBe(429);
     // Z from E: pair -> 3 again: the same lock, reported a second time.
     expect((await grantFrom(h, E)).status).toBe(429);
@@ -153,41 +169,22 @@ describe("a refund of a refused attempt that fails in storage", () => {
 
 describe("attempts refused by the spent ceiling, one held mid-count (the second review's interleaving)", () => {
   it("attempts from one address that the spent ceiling refuses, one held mid-count while others pass it, never lock that address's own key: no username_address lock-out", async () => {
-    const inner = createMemoryStorage();
-    let calls = 0;
-    let holdAt = -1;
-    let reached!: () => void;
-    const reachedP = new Promise<void>((r) => (reached = r));
-    let release!: () => void;
-    const releaseP = new Promise<void>((r) => (release = r));
-    const storage: Storage = {
-      ...inner,
-      attempts: {
-        ...inner.attempts,
-        increment: async (key, now, windowMs) => {
-          if (++calls === holdAt) {
-            reached();
-            await releaseP;
-          }
-          return inner.attempts.increment(key, now, windowMs);
-        },
-        refund: inner.attempts.refund!.bind(inner.attempts),
-      } as Storage["attempts"],
-    };
+    const held = heldIncrements();
+    const storage = held.storage;
     const events: SecurityEvent[] = [];
     const h = await harness({ storage, bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet, onEvent: (e) => void events.push(e) });
     const E = "198.51.100.66";
     // alice's ceiling (5 x 2) spent from ten other addresses; E has guessed nothing.
     for (let i = 0; i < 10; i++) expect((await grantFrom(h, `203.0.113.${i + 1}`)).status).toBe(400);
     // X from E: pair -> 1 (under its limit), budget, then its username increment (the third) is held.
-    holdAt = calls + 3;
+    const reached = held.holdAfter(3);
     const x = grantFrom(h, E);
-    await reachedP;
+    await reached;
     // Y and W from E: each refused by the ceiling, each count on the pair key given back.
     expect((await grantFrom(h, E)).status).toBe(429);
     expect((await grantFrom(h, E)).status).toBe(429);
     // X goes on: refused by the ceiling, its count given back too.
-    release();
+    held.release();
     expect((await x).status).toBe(429);
     expect((await grantFrom(h, E)).status).toBe(429);
     await h.app.flushEvents();
