@@ -132,4 +132,43 @@ describe("the API reference page in chromium", () => {
       second: ["/docs 304 if-none-match: its etag"],
     });
   });
+
+  // The page opened at another name of the server (localhost for the 127.0.0.1 of the example's
+  // baseUrl, a container's address under HOST=0.0.0.0): a request for the document's server URL goes
+  // to the server that served the page. Until 2026-12-01 the page's own CSP refused every "Authorize"
+  // and "Try it out" there.
+  runIt(`"Authorize" (client credentials) and "Try it out" reach the server that served the page, without a CSP violation${suffix}`, async () => {
+    if (!browser || !server) throw new Error(`${CHROMIUM} is missing (CI=true: .ci/run must install chromium)`);
+    const local = server.url.replace("//127.0.0.1:", "//localhost:");
+    expect(local).not.toBe(server.url);
+    const page = await browser.newPage();
+    const violations: string[] = [];
+    page.on("console", (m) => {
+      if (m.text().startsWith("CSP violation: ")) violations.push(m.text().slice("CSP violation: ".length));
+    });
+    await page.addInitScript(() => {
+      document.addEventListener("securitypolicyviolation", (e) => console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`));
+    });
+    const response = await page.goto(`${local}/docs`, { waitUntil: "networkidle" });
+    expect(response?.status()).toBe(200);
+    await expect.poll(() => page.locator(".opblock").count(), { timeout: 20_000 }).toBeGreaterThan(5);
+    await page.locator("button.authorize").first().click();
+    const clientCredentials = page.locator(".modal-ux .auth-container").filter({ hasText: "clientCredentials" });
+    await clientCredentials.locator("#client_id_clientCredentials").fill(server.demo!.clientId);
+    await clientCredentials.locator("#client_secret_clientCredentials").fill(server.demo!.clientSecret);
+    await clientCredentials.locator("button.authorize").click();
+    await expect.poll(async () => (await page.locator(".modal-ux").innerText()).match(/Authorized|Auth Error/)?.[0], { timeout: 10_000 }).toBeDefined();
+    expect(violations).toEqual([]);
+    expect(await page.locator(".modal-ux").innerText()).toContain("Authorized");
+    await page.locator(".modal-ux button.close-modal").click();
+    // "Try it out" on an operation too: the JWKS, answered by the server that served the page.
+    const jwks = page.locator(".opblock").filter({ hasText: "getJwks" });
+    await jwks.locator(".opblock-summary").click();
+    await jwks.locator("button.try-out__btn").click();
+    await jwks.locator("button.execute").click();
+    await expect.poll(() => jwks.locator(".live-responses-table tr.response .response-col_status").first().innerText(), { timeout: 10_000 }).toBe("200");
+    expect(await jwks.locator(".request-url").innerText()).toContain(`${local}/.well-known/jwks.json`);
+    expect(violations).toEqual([]);
+    await page.close();
+  });
 });
