@@ -9,7 +9,7 @@ import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText, isWellFormed } from "../util/storable-text.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE, sealsExternalMarker } from "../crypto/key-encryption.js";
 import { generateKeyRecord, listSigningKeys, pruneKeys, signingKek, type ListedSigningKey } from "../tokens/keys.js";
-import { describeKeys, place, SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
+import { describeKeys, SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
 import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
 import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } from "./events.js";
 import { describeError } from "../http/respond.js";
@@ -372,7 +372,8 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       if (ctx.keyring.configured === "signer") throw new AdminError("The signing key is held by a signer (option signer); the store's keys are not used.");
       // An unknown kid is answered from the store alone: loading the keys below would make the
       // first key of a store without any (until 2026-11-30 a mistyped kid on a fresh store did).
-      if (!(await ctx.storage.signingKeys.list()).some((r) => r.kid === kid)) throw notFound("signing key", kid);
+      const records = await ctx.storage.signingKeys.list();
+      if (!records.some((r) => r.kid === kid)) throw notFound("signing key", kid);
       const keys = await ctx.keyring.list();
       const key = keys.find((k) => k.kid === kid);
       if (key === undefined) throw notFound("signing key", kid);
@@ -393,13 +394,11 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       // deleting a retired key moved its prunable predecessor's to the next key's activation, and
       // that key was published and trusted again (up to a token lifetime; until 2026-12-01 a
       // revocation after a leak so brought back a key the operator had been told was dead).
-      const maxTokenTtlMs = await ctx.maxAccessTokenTtlMs();
-      const records = await ctx.storage.signingKeys.list();
-      const order = place(records).map((p) => p.record.kid);
-      const before = new Set(order.slice(0, Math.max(0, order.indexOf(kid))));
+      // describeKeys lists newest first: the keys after `kid` activated before it.
+      const described = describeKeys(records, now, await ctx.maxAccessTokenTtlMs());
       const deleted: string[] = [];
-      for (const k of describeKeys(records, now, maxTokenTtlMs)) {
-        if (k.status === "prunable" && before.has(k.kid) && (await ctx.storage.signingKeys.delete(k.kid))) deleted.push(k.kid);
+      for (const k of described.slice(described.findIndex((d) => d.kid === kid) + 1)) {
+        if (k.status === "prunable" && (await ctx.storage.signingKeys.delete(k.kid))) deleted.push(k.kid);
       }
       let gone: boolean;
       try {

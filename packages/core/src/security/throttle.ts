@@ -264,8 +264,8 @@ export function createThrottle(
           if (store.refund) {
             for (const c of counted) {
               try {
-                const now = await store.get(c.storageKey);
-                if (now === null || now.windowStart !== c.windowStart || now.count > c.limit) continue;
+                const current = await store.get(c.storageKey);
+                if (current === null || current.windowStart !== c.windowStart || current.count > c.limit) continue;
                 await store.refund(c.storageKey, c.windowStart, 1);
               } catch (error) {
                 onSweepError(error, "refund");
