@@ -5,23 +5,14 @@
  * lock was on locked their own (username + address) key, refused a window longer.
  */
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, type Plantgate, type SecurityEvent, type Storage } from "../src/index.js";
-import { BASE, harness, type Harness } from "./helpers.js";
-import { auth, expectTokenError, expectTokenSuccess, FORM } from "./token-helpers.js";
+import { createMemoryStorage, type SecurityEvent, type Storage } from "../src/index.js";
+import { harness, type Harness } from "./helpers.js";
+import { expectTokenError, expectTokenSuccess, passwordGrantFrom as grant } from "./token-helpers.js";
 
 const quiet = { error() {}, warn() {} };
 const BAD_PASSWORD = { error: "invalid_grant", error_description: "The username or password is incorrect." };
 const LOCKED = { error: "temporarily_unavailable", error_description: "Too many failed attempts; retry after the time in Retry-After." };
 
-const grant = (app: Plantgate, h: Harness, username: string, ip: string, password = "wrong-password", headers = auth(h)) =>
-  app.fetch(
-    new Request(`${BASE}/UserService/connect/token`, {
-      method: "POST",
-      headers: { "content-type": FORM, ...headers },
-      body: new URLSearchParams({ grant_type: "password", username, password }).toString(),
-    }),
-    { clientIp: ip },
-  );
 
 describe("a lock lasts at most one window (SECURITY.md, 'What a lock does')", () => {
   it("a client's spent budget does not go on locking a user who never gave a wrong password once its window has ended", async () => {
@@ -75,15 +66,7 @@ describe("account.locked_out", () => {
   });
 });
 
-const grantFrom = (h: Harness, ip: string, password = "wrong-password") =>
-  h.app.fetch(
-    new Request(`${BASE}/UserService/connect/token`, {
-      method: "POST",
-      headers: { "content-type": FORM, ...auth(h) },
-      body: new URLSearchParams({ grant_type: "password", username: h.username, password }).toString(),
-    }),
-    { clientIp: ip },
-  );
+const grantFrom = (h: Harness, ip: string, password = "wrong-password") => grant(h.app, h, h.username, ip, password);
 
 /**
  * The memory store with one `attempts.increment` held: `holdAfter(n)` holds the n-th increment from

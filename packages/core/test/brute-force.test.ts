@@ -9,7 +9,7 @@ import { ConfigError, createMemoryStorage, createPlantgate, optionsFromEnv, type
 import { errorResponse, toResponse } from "../src/http/respond.js";
 import { StorageError, TooManyAttemptsError } from "../src/errors/index.js";
 import { BASE, basic, harness, type Harness } from "./helpers.js";
-import { auth, expectTokenError, expectTokenSuccess, FORM, passwordRequest } from "./token-helpers.js";
+import { auth, expectTokenError, expectTokenSuccess, FORM, passwordGrantFrom, passwordRequest } from "./token-helpers.js";
 
 const BAD_PASSWORD = { error: "invalid_grant", error_description: "The username or password is incorrect." };
 const BAD_CLIENT = { error: "invalid_client", error_description: "Client authentication failed." };
@@ -359,15 +359,7 @@ describe("API surface rendering", () => {
 
 describe("password-hash work is bounded (finding 2)", () => {
   const BUSY = { error: "temporarily_unavailable", error_description: "Too many sign-in attempts at once; retry after the time in Retry-After." };
-  const grant = (app: Plantgate, h: Harness, username: string, ip: string, password = "wrong-password", headers = auth(h)) =>
-    app.fetch(
-      new Request(`${BASE}/UserService/connect/token`, {
-        method: "POST",
-        headers: { "content-type": FORM, ...headers },
-        body: new URLSearchParams({ grant_type: "password", username, password }).toString(),
-      }),
-      { clientIp: ip },
-    );
+  const grant = passwordGrantFrom;
   const consoleSignIn = (app: Plantgate, username: string, password: string, ip: string) =>
     app.fetch(
       new Request(`${BASE}/console/api/session`, {

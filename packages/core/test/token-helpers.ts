@@ -116,6 +116,18 @@ export function passwordRequest(h: Harness, extra: Record<string, string> = {}, 
   );
 }
 
+/** A password grant from the client address `ip`, as a raw Response (a wrong password unless given). */
+export function passwordGrantFrom(app: Plantgate, h: Harness, username: string, ip: string, password = "wrong-password", headers: Record<string, string> = auth(h)) {
+  return app.fetch(
+    new Request(TOKEN_URL, {
+      method: "POST",
+      headers: { "content-type": FORM, ...headers },
+      body: new URLSearchParams({ grant_type: "password", username, password }).toString(),
+    }),
+    { clientIp: ip },
+  );
+}
+
 /** A refresh_token grant as a raw Response. */
 export function refreshRequest(h: Harness, refreshToken: string, extra: Record<string, string> = {}, headers: Record<string, string> = auth(h)) {
   return rawTokenRequest(h.app, new URLSearchParams({ grant_type: "refresh_token", refresh_token: refreshToken, ...extra }).toString(), {
