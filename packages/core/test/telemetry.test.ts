@@ -372,6 +372,23 @@ describe("tracing", () => {
     });
   });
 
+  it("an IPv6 host is server.address without its brackets (the address itself, as for IPv4)", async () => {
+    const h = await tracedHarness();
+    const res = await h.app.fetch(new Request("http://[::1]:8080/.well-known/jwks.json"));
+    expect(res.status).toBe(200);
+    const [server, ...others] = exporter.getFinishedSpans().filter((s) => s.kind === SERVER);
+    expect(others).toEqual([]);
+    expect(server!.attributes).toEqual({
+      "http.request.method": "GET",
+      "url.path": "/.well-known/jwks.json",
+      "url.scheme": "http",
+      "server.address": "::1",
+      "server.port": 8080,
+      "http.route": "/.well-known/jwks.json",
+      "http.response.status_code": 200,
+    });
+  });
+
   it("the audit trail's writes (after the answer) are spans of their own trace, not children of the request's ended spans", async () => {
     const h = await harness({ storage: createMemoryStorage({ audit: true }), tracer: provider.getTracer("t") });
     await h.app.flushEvents();

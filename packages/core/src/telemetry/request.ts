@@ -124,7 +124,8 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
       "http.request.method": method,
       "url.path": url.pathname,
       "url.scheme": scheme,
-      "server.address": url.hostname,
+      // An IPv6 literal is the address itself, without the URL's brackets (as "10.1.2.80" is).
+      "server.address": url.hostname.charCodeAt(0) === 91 ? url.hostname.slice(1, -1) : url.hostname,
       "server.port": url.port === "" ? (scheme === "https" ? 443 : 80) : Number(url.port),
     };
     // Required with `_OTHER`: the method as sent (a token of at most what the adapter accepted).
