@@ -187,7 +187,7 @@ export async function startExpressServer(
   expressApp.use((error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
     const { status, type } = (typeof error === "object" && error !== null ? error : {}) as { status?: unknown; type?: unknown };
     const code = typeof status === "number" && status >= 400 && status < 500 ? status : 500;
-    if (code === 500) observability.log.error({ type: typeof type === "string" ? type : error instanceof Error ? error.name : typeof error }, "unexpected error in the host's own routes");
+    if (code === 500) observability.log.error({ type: typeof type === "string" ? type : error instanceof Error ? error.name : typeof error }, "unexpected error reached the final error handler (a host route, or plantgate's next(err))");
     if (res.headersSent) return void res.end();
     const [apiCode, message] =
       code === 413 ? [1007, "The body is larger than the limit."]
