@@ -402,7 +402,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   async function cacheIsBehind(theirs: CachedToken | null, ours: CachedToken): Promise<boolean> {
     if (theirs === null) return true;
     if (theirs.refreshToken === null || theirs.refreshToken === ours.refreshToken) return false;
-    return (ours.lineage ?? []).includes(await tokenHash(theirs.refreshToken));
+    const hash = await tokenHash(theirs.refreshToken);
+    return hash !== null && (ours.lineage ?? []).includes(hash);
   }
 
   async function readCache(): Promise<CachedToken | null> {
@@ -437,7 +438,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     const mine = ours?.refreshToken ?? null;
     const other = theirs?.refreshToken ?? null;
     if (mine === null || other === null || mine === other) return false;
-    return (ours!.lineage ?? []).includes(await tokenHash(other));
+    const hash = await tokenHash(other);
+    return hash !== null && (ours!.lineage ?? []).includes(hash);
   }
 
   /**
@@ -573,7 +575,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     markToken(token.accessToken, started);
     // A rotation: the new refresh token's lineage starts with the one it replaced.
     if (previous.refreshToken !== null && token.refreshToken !== previous.refreshToken) {
-      return { ...token, lineage: [await tokenHash(previous.refreshToken), ...previous.lineage].slice(0, LINEAGE) };
+      const hash = await tokenHash(previous.refreshToken);
+      if (hash !== null) return { ...token, lineage: [hash, ...previous.lineage].slice(0, LINEAGE) };
     }
     return previous.lineage.length > 0 ? { ...token, lineage: previous.lineage } : token;
   }
@@ -998,9 +1001,25 @@ function backoff(
 /** How many replaced refresh tokens a token remembers ({@link CachedToken.lineage}). */
 const LINEAGE = 8;
 
-/** SHA-256 of a refresh token, base64url: what a lineage holds (never the token, which works within the grace window). */
-async function tokenHash(token: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)));
+/** The last time (epoch ms) a `Date` can hold: the `expiresAt` of a token without `expires_in`. */
+const LATEST_TIME = 8.64e15;
+
+/**
+ * SHA-256 of a refresh token, base64url: what a lineage holds (never the token, which works within
+ * the grace window). Null where Web Crypto's `subtle` is missing (a browser page that is not a
+ * secure context, React Native): the lineage then goes without it (processes sharing a cache
+ * compare by the cache's own rule), never the rotated token lost. Until 2026-12-01 the hash ran
+ * after the rotated token arrived and threw there, so every rotation dropped the new refresh token.
+ */
+async function tokenHash(token: string): Promise<string | null> {
+  const subtle = (globalThis.crypto as Crypto | undefined)?.subtle;
+  if (subtle === undefined) return null;
+  let digest: Uint8Array;
+  try {
+    digest = new Uint8Array(await subtle.digest("SHA-256", new TextEncoder().encode(token)));
+  } catch {
+    return null;
+  }
   let binary = "";
   for (const byte of digest) binary += String.fromCharCode(byte);
   return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
@@ -1043,7 +1062,7 @@ function toCachedToken(
   // RFC 6749 §5.1: expires_in is RECOMMENDED, not required. Without it the token is used until an
   // API rejects it (the 401 retry renews it then).
   let expiresIn: number;
-  if (body.expires_in === undefined) expiresIn = Number.MAX_SAFE_INTEGER / 1000;
+  if (body.expires_in === undefined) expiresIn = LATEST_TIME / 1000;
   else if (typeof body.expires_in === "number" && Number.isFinite(body.expires_in) && body.expires_in >= 0) expiresIn = body.expires_in;
   else if (typeof body.expires_in === "string" && /^\d{1,10}$/.test(body.expires_in)) expiresIn = Number(body.expires_in);
   else throw unexpected(response, WHAT, "expires_in is not a number of seconds");
@@ -1055,7 +1074,9 @@ function toCachedToken(
     accessToken: body.access_token,
     tokenType: "Bearer",
     obtainedAt: startedAt,
-    expiresAt: Math.min(startedAt + expiresIn * 1000, Number.MAX_SAFE_INTEGER),
+    // At most the last time a Date can hold: `new Date(expiresAt)` stays a valid date (it was
+    // Number.MAX_SAFE_INTEGER until 2026-12-01, an Invalid Date whose toISOString() throws).
+    expiresAt: Math.min(startedAt + expiresIn * 1000, LATEST_TIME),
     // RFC 6749 §5.1: scope may be omitted when it is the one requested.
     scope: typeof body.scope === "string" ? body.scope : previous.scope,
     // RFC 6749 §6: a refresh response may omit refresh_token; the old one then stays valid.
