@@ -204,7 +204,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const accessTokenTtl = positiveInt("accessTokenTtl", options.accessTokenTtl, 7200, MAX_TTL_SECONDS);
   // The longest lifetime any access token can have right now: the default or a client's own. Read
   // by the keyring (each re-read while several keys are stored), prune and the keys commands, and
-  // once per revoked grant (a refresh token revoked or reused: see revokeGrant), never per token
+  // once per revoked grant (a refresh token revoked or reused: see revokeGrantSteps), never per token
   // issued or checked: a key re-read (about once a minute) may run inside a request. A store with `maxAccessTokenTtl` answers from an index or a kept
   // value; one written before it costs a read of every client (README, Writing a storage backend).
   const maxAccessTokenTtlMs = async () => {

@@ -29,17 +29,12 @@ export const familyEntry = (familyId: string): string => `sid:${familyId}`;
  * outage, for up to the family's lifetime. The grant's access tokens then stay valid until they
  * expire (at most the longest access-token lifetime), as they all did before 2026-12-01: a retry
  * finds the family revoked and writes nothing.
- */
-export async function revokeGrant(ctx: Context, familyId: string, now: number): Promise<void> {
-  const failure = await revokeGrantSteps(ctx, familyId, now);
-  if (failure) throw failure.error;
-}
-
-/**
- * {@link revokeGrant}'s two steps, for a caller that must act once the family is revoked even when
- * the entry's step failed (reuse detection's event and warn line: a retry finds the family revoked
- * and is no reuse any more, so the theft would never be reported): resolves to the entry's failure,
- * or null; rejects when the family's step fails (nothing recorded then but the entry).
+ *
+ * Resolves to the entry's failure, or null, so a caller acts once the family is revoked even when the
+ * entry's step failed (reuse detection's event and warn line, a revocation's `token.revoked`: a
+ * retry finds the family revoked, no reuse any more, so the theft would never be reported) and
+ * then throws it (the 503); rejects when the family's step fails (nothing recorded then but the
+ * entry).
  */
 export async function revokeGrantSteps(ctx: Context, familyId: string, now: number): Promise<{ error: unknown } | null> {
   let entryFailed: { error: unknown } | null = null;

@@ -63,7 +63,9 @@ export const introspectionEndpoint = presentedTokenEndpoint(async (ctx, urls, cl
       active: true,
       scope: r.scope.join(" "),
       client_id: r.clientId,
-      exp: Math.floor(expiresAt / 1000),
+      // Rounded up: the token is active until expiresAt, so a floored exp read as passed in its
+      // last (part of a) second while the answer said active (until 2026-12-01).
+      exp: Math.ceil(expiresAt / 1000),
       iat: Math.floor(r.createdAt / 1000),
       sub: r.accountId,
       iss: urls.issuer,

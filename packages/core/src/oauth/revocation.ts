@@ -2,14 +2,14 @@ import { OAuthError } from "../errors/index.js";
 import { describeError, NO_STORE, plain } from "../http/respond.js";
 import { isLiveRefresh, issuedTo, presentedTokenEndpoint } from "./token-lookup.js";
 import { SWEEP_LIMIT } from "../security/throttle.js";
-import { isRevoked, revokeGrant } from "./grant-revocation.js";
+import { isRevoked, revokeGrantSteps } from "./grant-revocation.js";
 
 /**
  * `POST /UserService/connect/revocation` (RFC 7009). The client authenticates exactly as at the
  * token endpoint (and under the same brute-force throttle).
  *
  * - A refresh token revokes its whole family (every token descending from the same password grant)
- *   and the access tokens issued with it (RFC 7009 §2.1; see revokeGrant).
+ *   and the access tokens issued with it (RFC 7009 §2.1; see revokeGrantSteps).
  * - An access token's `jti` is recorded as revoked until the token's `exp`; the bearer check refuses it.
  * - An unknown, malformed or already expired token: 200, nothing changes (RFC 7009 §2.2).
  * - A valid token issued to another client: 400 `invalid_request`, nothing changes. RFC 7009 §2.1
@@ -36,8 +36,12 @@ export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, clie
       throw new OAuthError("invalid_request", "The token was not issued to this client.");
     }
     if (found.kind === "refresh_token") {
-      await revokeGrant(ctx, found.record.familyId, now);
+      // Reported once the family is revoked, also when only its access tokens' entry failed (the
+      // 503 then), as reuse is: until 2026-12-01 that 503 came before the event, and a logout sent
+      // once (fire and forget) left a revoked family without a token.revoked or an audit record.
+      const entryFailed = await revokeGrantSteps(ctx, found.record.familyId, now);
       ctx.events.emit({ type: "token.revoked", client_id: client.clientId, token_type: "refresh_token", jti: null, family_id: found.record.familyId, client_ip: clientIp ?? null });
+      if (entryFailed) throw entryFailed.error;
     } else {
       await ctx.storage.revokedTokens.add(found.claims.jti, found.claims.exp * 1000);
       ctx.events.emit({ type: "token.revoked", client_id: client.clientId, token_type: "access_token", jti: found.claims.jti, family_id: null, client_ip: clientIp ?? null });

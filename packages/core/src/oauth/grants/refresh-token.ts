@@ -28,7 +28,7 @@ export const refreshTokenGrant: Grant = {
     if (record.revokedAt !== null) throw invalid();
     const graceMs = ctx.refreshGrace.windowMs(client.clientId);
     const reuse = async (): Promise<never> => {
-      // The family's access tokens too (the thief's among them): see revokeGrant. Reported once the
+      // The family's access tokens too (the thief's among them): see revokeGrantSteps. Reported once the
       // family is revoked, also when only the access tokens' entry failed (the 503 then): a retry
       // finds the family revoked, no reuse any more, and the theft went unreported (2026-12-01).
       const entryFailed = await revokeGrantSteps(ctx, record.familyId, now);
