@@ -159,6 +159,14 @@ describe("private_key_jwt (RFC 7523)", () => {
     const { privateKey } = await generateKeyPair("ES256", { extractable: true });
     await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwks: { keys: [await exportJWK(privateKey)] } })).rejects.toThrow("the JWK Set must hold public keys only");
     await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwks: { keys: [{ kty: "oct", k: "AAAA" }] } })).rejects.toThrow("symmetric (oct) keys are not accepted");
+    // An RSA key's other private members (RFC 7518 §6.3.2) without `d` or `p`: `q` alone is the
+    // private key (p = n / q). Until 2026-12-01 such a set was stored and shown back (CLI, console).
+    const rsa = await exportJWK((await generateKeyPair("RS256", { extractable: true })).privateKey);
+    const { d: _d, p: _p, ...partial } = rsa;
+    for (const member of ["q", "dp", "dq", "qi", "oth"] as const) {
+      const key = member === "oth" ? { kty: rsa.kty, n: rsa.n, e: rsa.e, oth: [{ r: "AQAB", d: "AQAB", t: "AQAB" }] } : { kty: rsa.kty, n: rsa.n, e: rsa.e, [member]: partial[member] };
+      await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwks: { keys: [key] } }), member).rejects.toThrow("the JWK Set must hold public keys only");
+    }
     await expect(h.app.admin.createClient({ authMethod: "private_key_jwt" })).rejects.toThrow("a private_key_jwt client needs exactly one of jwks and jwksUri");
     await expect(h.app.admin.createClient({ authMethod: "private_key_jwt", jwksUri: "http://example.com/jwks" })).rejects.toThrow("jwksUri must use https (http only for localhost)");
     // The URL parser percent-encodes these, but the text given is what is stored: PostgreSQL text

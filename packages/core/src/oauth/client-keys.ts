@@ -15,6 +15,9 @@ import { LATE, waitAtMost } from "../util/wait-at-most.js";
 export const ASSERTION_ALGS = ["ES256", "ES384", "RS256", "PS256", "EdDSA", "Ed25519"] as const;
 export type AssertionAlg = (typeof ASSERTION_ALGS)[number];
 
+/** A JWK's private members (RFC 7518 §6.2.2, §6.3.2, §6.4): none may be in a client's JWK Set. */
+const PRIVATE_MEMBERS = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"] as const;
+
 /** Largest JWK Set accepted, inline or fetched (bytes of JSON). */
 export const MAX_JWKS_BYTES = 64 * 1024;
 /** How long a `jwks_uri` fetch may take. */
@@ -74,7 +77,10 @@ export function parseJwks(text: string, options: { registration?: boolean } = {}
     if (typeof k !== "object" || k === null || Array.isArray(k)) throw new JwksError("every key must be an object");
     const jwk = k as JWK;
     if (jwk.kty === "oct") throw new JwksError("symmetric (oct) keys are not accepted");
-    if ("d" in jwk || "p" in jwk || "k" in jwk) throw new JwksError("the JWK Set must hold public keys only (a key has private members)");
+    // Every private member RFC 7518 names (§6.2.2 EC/OKP `d`; §6.3.2 RSA `d p q dp dq qi oth`;
+    // §6.4 `k`): an RSA key with `q` alone is its private key (p = n / q). Until 2026-12-01 only
+    // `d`, `p` and `k` were looked for, and such a set was stored and shown back.
+    for (const member of PRIVATE_MEMBERS) if (member in jwk) throw new JwksError("the JWK Set must hold public keys only (a key has private members)");
     if (jwk.use !== undefined && jwk.use !== "sig") continue;
     if (jwk.alg !== undefined && !(ASSERTION_ALGS as readonly string[]).includes(jwk.alg)) continue;
     if (jwk.kty === "RSA") {
