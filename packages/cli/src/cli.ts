@@ -674,8 +674,10 @@ const REFUSED_CONFIGURATION = new Set([
   // a setting of the URL's `options` the server refuses (a bad value, an unknown parameter: exit 3
   // until 2026-12-01, a retry that could never work).
   "28000", "28P01", "3D000", "42501", "3F000", "22023", "42704",
-  // MySQL/MariaDB: access denied (user, database), unknown database.
+  // MySQL/MariaDB: access denied (user, database), unknown database; no privilege on a table, a
+  // column or for an operation (a user that may read but not write).
   "ER_ACCESS_DENIED_ERROR", "ER_DBACCESS_DENIED_ERROR", "ER_BAD_DB_ERROR",
+  "ER_TABLEACCESS_DENIED_ERROR", "ER_COLUMNACCESS_DENIED_ERROR", "ER_SPECIFIC_ACCESS_DENIED_ERROR",
   // SQLite: not a database, cannot open, read-only file.
   "SQLITE_NOTADB", "SQLITE_CANTOPEN", "SQLITE_READONLY",
 ]);
@@ -816,6 +818,14 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     if (storeUnavailable(e)) {
       io.stderr(`plantgate: ${printable((e as Error).message + causeNote(e, io.env))}\n`);
       return 3;
+    }
+    // Refused for how it was called, mid-command (a database user that may read but not write, a
+    // read-only SQLite file): configuration, not an outage, with the driver's reason. Until
+    // 2026-12-01 PostgreSQL's 42501 here was exit 1 without its reason, and MySQL's table privilege
+    // refusal exit 3, "try again", which never helps.
+    if (e instanceof StorageError && refusedConfiguration(e.cause)) {
+      io.stderr(`plantgate: ${printable(e.message + causeNote(e, io.env))}\n`);
+      return 2;
     }
     // Core's refusal of the configured signing key (a TypeError when the app is made) is configuration;
     // any other TypeError is a failure (exit 1), not bad input.
