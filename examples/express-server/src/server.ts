@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import express from "express";
 import { applyBootstrap, bootstrapFromEnv, checkBootstrap, ConfigError, consoleSettingsFromEnv, createPlantgate, optionsFromEnv, pruneIntervalFromEnv, unavailableResponse, type Plantgate, type PlantgateOptions } from "@plantgate/core";
 import { plantgate } from "@plantgate/express";
-import { answerMalformedRequests, closeGracefully, nodeCrypto, schedulePrune, SERVE_DEFAULTS } from "@plantgate/node";
+import { answerMalformedRequests, closeGracefully, listeningUrl, nodeCrypto, schedulePrune, SERVE_DEFAULTS } from "@plantgate/node";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
@@ -245,7 +245,9 @@ export async function startExpressServer(
     throw new Error(`${what}: the server could not listen (${reason})`, { cause: error });
   }
   const address = server.address() as AddressInfo;
-  const url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+  // A wildcard HOST (0.0.0.0, ::) is named by its loopback address, as serve()'s url: the issuer
+  // and the metadata's endpoints default to this URL (they named 0.0.0.0 until 2026-12-01).
+  const url = listeningUrl(address);
   // As serve()'s close(): the answers in flight go out whole (Connection: close), idle connections
   // close at once, and whatever is still open after SERVE_DEFAULTS.closeTimeout is cut off. Before
   // 2026-11-29 closeAllConnections() cut a request in flight off unanswered, and its handler ran on

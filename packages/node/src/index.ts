@@ -9,7 +9,7 @@ export { isOtherHttpMajor } from "./node-request.js";
 /** @internal @plantgate/express's check of an upload Node's parser refused after the app got its request. */
 export { isRefusedUpload } from "./client-errors.js";
 export { createRequestListener, type RequestListenerOptions } from "./create-request-listener.js";
-export { serve, SERVE_DEFAULTS, type ServeOptions, type ServeResult } from "./serve.js";
+export { serve, listeningUrl, SERVE_DEFAULTS, type ServeOptions, type ServeResult } from "./serve.js";
 export { answerMalformedRequests } from "./client-errors.js";
 export { closeGracefully, DEFAULT_CLOSE_TIMEOUT_MS } from "./close-gracefully.js";
 export { nodeCrypto, type NodeCryptoOptions, type NodeCryptoProvider } from "./node-crypto.js";

@@ -178,15 +178,20 @@ export async function serve(app: NodeApp, options: ServeOptions = {}): Promise<S
 
   return {
     server,
-    url: baseUrl(server.address() as AddressInfo),
+    url: listeningUrl(server.address() as AddressInfo),
     // Before 2026-11-29 close() destroyed every connection at once: a request in flight (a token
     // being issued on SIGTERM) lost its answer, and its handler ran on against a store being closed.
     close: () => closeGracefully(server, closeTimeout),
   };
 }
 
-function baseUrl(address: AddressInfo): string {
-  // A wildcard address is not something a client can dial on every platform.
+/**
+ * The URL a client dials for a server listening at `address` (`server.address()`): `http://` and
+ * the address, except that a wildcard is the loopback address of its family (`0.0.0.0` ->
+ * `127.0.0.1`, `::` -> `[::1]`), since a wildcard is not something a client can dial on every
+ * platform. `serve()`'s `url`; for a server you create yourself (the Express example's issuer).
+ */
+export function listeningUrl(address: AddressInfo): string {
   let host = address.address;
   if (host === "0.0.0.0") host = "127.0.0.1";
   else if (host === "::") host = "::1";
