@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createMemoryStorage, type SecurityEvent } from "../src/index.js";
-import { basic, harness, tokenRequest } from "./helpers.js";
+import { BASE, basic, clientToken, harness, passwordTokens, tokenRequest } from "./helpers.js";
 import { call, consoleHarness, signIn } from "./console-helpers.js";
 
 const DAY = 24 * 3600 * 1000;
@@ -106,6 +106,28 @@ describe("audit trail", () => {
     }
     // A value that names no account is matched as given.
     expect(await h.app.admin.listEvents({ account: "ghost" })).toStrictEqual({ events: [], next: null });
+  });
+
+  it("the account filter lists an account's revocations (token.revoked names the account; a client's own token none)", async () => {
+    const h = await harness({ storage: createMemoryStorage({ audit: true }) });
+    const alice = (await h.app.storage.accounts.findByUsername(h.username))!;
+    const revoke = (token: string) =>
+      h.app.fetch(new Request(`${BASE}/UserService/connect/revocation`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) }, body: new URLSearchParams({ token }).toString() }));
+    const user = await passwordTokens(h);
+    const own = await clientToken(h);
+    h.clock.advance(1000);
+    expect((await revoke(own)).status).toBe(200);
+    h.clock.advance(1000);
+    expect((await revoke(user.access_token)).status).toBe(200);
+    h.clock.advance(1000);
+    expect((await revoke(user.refresh_token!)).status).toBe(200);
+    await h.app.flushEvents();
+    const revoked = (await h.app.admin.listEvents({ type: "token.revoked" })).events.map((e) => [(e as { token_type: string }).token_type, (e as { account_id: string | null }).account_id]);
+    expect(revoked).toEqual([["refresh_token", alice.id], ["access_token", alice.id], ["access_token", null]]);
+    // Until 2026-12-01 an account's sign-outs were missing from its filtered trail.
+    for (const account of [h.username, alice.id]) {
+      expect((await h.app.admin.listEvents({ account, type: "token.revoked" })).events.map((e) => (e as { token_type: string }).token_type), account).toEqual(["refresh_token", "access_token"]);
+    }
   });
 
   it("admin.listEvents refuses bad input, and a storage without an audit store", async () => {

@@ -213,8 +213,8 @@ describe("security events", () => {
     expect((await post(h, "/UserService/connect/revocation", { token: t.access_token })).status).toBe(200);
     expect((await post(h, "/UserService/connect/revocation", { token: t.refresh_token })).status).toBe(200);
     expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
-      { type: "token.revoked", client_id: "app-1", token_type: "access_token", jti: issued.jti, family_id: null, client_ip: IP },
-      { type: "token.revoked", client_id: "app-1", token_type: "refresh_token", jti: null, family_id: issued.family_id, client_ip: IP },
+      { type: "token.revoked", client_id: "app-1", account_id: issued.subject, token_type: "access_token", jti: issued.jti, family_id: null, client_ip: IP },
+      { type: "token.revoked", client_id: "app-1", account_id: issued.subject, token_type: "refresh_token", jti: null, family_id: issued.family_id, client_ip: IP },
     ]);
   });
 

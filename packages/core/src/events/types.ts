@@ -132,6 +132,11 @@ export interface AccountLockedOutEvent extends EventBase {
 export interface TokenRevokedEvent extends EventBase {
   type: "token.revoked";
   client_id: string;
+  /**
+   * The account the token was issued for; null for a client's own token (client credentials).
+   * The audit trail's account filter finds an account's sign-outs by it (absent until 2026-12-01).
+   */
+  account_id: string | null;
   token_type: "access_token" | "refresh_token";
   /** The access token's `jti`; null for a refresh token. */
   jti: string | null;

@@ -3,6 +3,7 @@ import { describeError, NO_STORE, plain } from "../http/respond.js";
 import { isLiveRefresh, issuedTo, presentedTokenEndpoint } from "./token-lookup.js";
 import { SWEEP_LIMIT } from "../security/throttle.js";
 import { isRevoked, revokeGrantSteps } from "./grant-revocation.js";
+import { CLIENT_SUBJECT_PREFIX } from "../tokens/access-token.js";
 
 /**
  * `POST /UserService/connect/revocation` (RFC 7009). The client authenticates exactly as at the
@@ -40,11 +41,12 @@ export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, clie
       // 503 then), as reuse is: until 2026-12-01 that 503 came before the event, and a logout sent
       // once (fire and forget) left a revoked family without a token.revoked or an audit record.
       const entryFailed = await revokeGrantSteps(ctx, found.record.familyId, now);
-      ctx.events.emit({ type: "token.revoked", client_id: client.clientId, token_type: "refresh_token", jti: null, family_id: found.record.familyId, client_ip: clientIp ?? null });
+      ctx.events.emit({ type: "token.revoked", client_id: client.clientId, account_id: found.record.accountId, token_type: "refresh_token", jti: null, family_id: found.record.familyId, client_ip: clientIp ?? null });
       if (entryFailed) throw entryFailed.error;
     } else {
       await ctx.storage.revokedTokens.add(found.claims.jti, found.claims.exp * 1000);
-      ctx.events.emit({ type: "token.revoked", client_id: client.clientId, token_type: "access_token", jti: found.claims.jti, family_id: null, client_ip: clientIp ?? null });
+      const sub = found.claims.sub;
+      ctx.events.emit({ type: "token.revoked", client_id: client.clientId, account_id: sub.startsWith(CLIENT_SUBJECT_PREFIX) ? null : sub, token_type: "access_token", jti: found.claims.jti, family_id: null, client_ip: clientIp ?? null });
       // Entries are useless once their token has expired; revocations are rare, so sweep here
       // (a bounded batch: `prune` clears any backlog).
       try {
