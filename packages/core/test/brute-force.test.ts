@@ -5,7 +5,7 @@
  * a success resets. Two app instances share one store, so the lock holds across instances.
  */
 import { describe, expect, it } from "vitest";
-import { ConfigError, createMemoryStorage, createPlantgate, optionsFromEnv, type AttemptStore, type Plantgate, type PlantgateOptions } from "../src/index.js";
+import { ConfigError, createMemoryStorage, createPlantgate, optionsFromEnv, type AttemptStore, type Plantgate, type PlantgateOptions, type SecurityEvent } from "../src/index.js";
 import { errorResponse, toResponse } from "../src/http/respond.js";
 import { StorageError, TooManyAttemptsError } from "../src/errors/index.js";
 import { BASE, basic, harness, type Harness } from "./helpers.js";
@@ -434,6 +434,22 @@ describe("password-hash work is bounded (finding 2)", () => {
     await expectTokenSuccess(await grant(h.app, h, h.username, "203.0.113.97", h.password, { authorization: basic("app-2", clientSecret) }));
     h.clock.advance(60_000);
     await expectTokenSuccess(await grant(h.app, h, h.username, "203.0.113.98", h.password));
+  });
+
+  it("a lock-out names the password grant's client (client_id; null for the console), so the audit trail's client filter lists a client's budget lock", async () => {
+    const h = await harness({ storage: createMemoryStorage({ audit: true }), console: { enabled: true }, bruteForce: { maxFailures: 2, windowSeconds: 60 }, logger: quiet });
+    for (let i = 0; i < 20; i++) await expectTokenError(await grant(h.app, h, `user-${i}`, `203.0.113.${i + 1}`), 400, BAD_PASSWORD);
+    await expectLocked(await grant(h.app, h, "user-20", "203.0.113.99"), 60);
+    for (let i = 0; i < 6; i++) expect((await consoleSignIn(h.app, `user-${i}`, "wrong-password", "198.51.100.7")).status).toBe(401);
+    expect((await consoleSignIn(h.app, "user-6", "wrong-password", "198.51.100.7")).status).toBe(429);
+    await h.app.flushEvents();
+    const locks = (await h.app.admin.listEvents({ type: "account.locked_out" })).events as Array<Extract<SecurityEvent, { type: "account.locked_out" }>>;
+    expect(locks.map((e) => [e.lock, e.source, e.client_id])).toEqual([
+      ["address_budget", "console", null],
+      ["client_budget", "password_grant", h.clientId],
+    ]);
+    // Until 2026-12-01 the event had no client_id, and the client's filtered trail no lock.
+    expect((await h.app.admin.listEvents({ clientId: h.clientId, type: "account.locked_out" })).events.map((e) => (e as { lock: string }).lock)).toEqual(["client_budget"]);
   });
 
   it("a locked (username + address) does not spend its client's budget: one user retrying behind a proxy does not lock the client's other users", async () => {

@@ -145,7 +145,7 @@ describe("security events", () => {
       failed("bob", "account_disabled"),
       failed("alice", "invalid_password"),
       failed("alice", "invalid_password"),
-      { type: "account.locked_out", username: "alice", lock: "username_address", source: "password_grant", locked_until: h.clock.now() + 60_000, client_ip: IP },
+      { type: "account.locked_out", username: "alice", lock: "username_address", source: "password_grant", client_id: "app-1", locked_until: h.clock.now() + 60_000, client_ip: IP },
       failed("alice", "throttled"),
       failed("alice", "throttled"),
     ]);
@@ -173,7 +173,7 @@ describe("security events", () => {
     const failed = (username: string | null, reason: string) => ({ type: "account.login_failed", username, reason, source: "password_grant", client_id: "app-1", client_ip: IP });
     expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
       failed("alice", "invalid_password"),
-      { type: "account.locked_out", username: null, lock: "username_address", source: "password_grant", locked_until: h.clock.now() + 60_000, client_ip: IP },
+      { type: "account.locked_out", username: null, lock: "username_address", source: "password_grant", client_id: "app-1", locked_until: h.clock.now() + 60_000, client_ip: IP },
       failed(null, "throttled"),
     ]);
     expect(lookups, "the lookup for the events only, after the answer").toEqual(["alice"]);

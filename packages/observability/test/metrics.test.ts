@@ -79,7 +79,7 @@ describe("metrics", () => {
 
   it("keeps every lock-out series after registry.resetMetrics(), at 0 (a rate() still has a series to read)", async () => {
     const metrics = createMetrics({ processMetrics: false });
-    const lockedOut = (id: string, lock: "username" | "client_budget"): SecurityEvent => ({ type: "account.locked_out", id, time: 1_796_000_000_000, username: "alice", lock, source: "password_grant", locked_until: 1_796_000_900_000, client_ip: "127.0.0.1" });
+    const lockedOut = (id: string, lock: "username" | "client_budget"): SecurityEvent => ({ type: "account.locked_out", id, time: 1_796_000_000_000, username: "alice", lock, source: "password_grant", client_id: "app-1", locked_until: 1_796_000_900_000, client_ip: "127.0.0.1" });
     metrics.countEvent(lockedOut("e1", "username"));
     expect(samples(await metrics.text(), "plantgate_lockouts_total")).toContain('plantgate_lockouts_total{lock="username"} 1');
     metrics.registry.resetMetrics();

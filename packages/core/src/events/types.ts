@@ -123,6 +123,12 @@ export interface AccountLockedOutEvent extends EventBase {
    */
   lock: "username_address" | "username" | "address_budget" | "client_budget";
   source: LoginSource;
+  /**
+   * As in `account.login_failed`: the authenticated client of a password grant (the one whose
+   * budget a `client_budget` lock is); null for the console. Absent until 2026-12-01, when the
+   * audit trail's client filter never showed a client's lock-outs.
+   */
+  client_id: string | null;
   /** Epoch ms when the window ends. */
   locked_until: number;
   client_ip: string | null;

@@ -126,7 +126,8 @@ async function throttledEvents(
   }
   const failed = failure(known, "throttled");
   if (lock === null) return [failed];
-  return [{ type: "account.locked_out", username: known ? username : null, lock, source, locked_until: lockedUntil, client_ip: clientIp ?? null }, failed];
+  const clientId = failed.type === "account.login_failed" ? failed.client_id : null;
+  return [{ type: "account.locked_out", username: known ? username : null, lock, source, client_id: clientId, locked_until: lockedUntil, client_ip: clientIp ?? null }, failed];
 }
 
 async function checkPasswordNow(
