@@ -1,3 +1,4 @@
+import type { JWK } from "jose";
 /** Options of createPlantgate, and the one place they are checked and turned into a {@link Context}. */
 import { MAX_TTL_SECONDS } from "./admin/clients.js";
 import { MAX_CONCURRENT_PASSWORD_CHECKS } from "./security/credentials.js";
@@ -11,7 +12,7 @@ import { createMemoryStorage } from "./storage/memory.js";
 import type { SessionStore } from "./storage/types.js";
 import { ConfigError } from "./env.js";
 import { createKeyEncryption, parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
-import { createKeyring, MIN_ACTIVATION_DELAY_SECONDS, parseSigningKeyText, SUPPORTED_ALGS, type SigningKeySigner } from "./tokens/keys.js";
+import { checkOwnKey, createKeyring, MIN_ACTIVATION_DELAY_SECONDS, parseSigningKeyText, SUPPORTED_ALGS, type SigningKeySigner } from "./tokens/keys.js";
 import { createVerifiedTokenCache } from "./tokens/verified-cache.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import { createThrottle, DEFAULT_BRUTE_FORCE } from "./security/throttle.js";
@@ -150,6 +151,7 @@ function checkSigner(signer: SigningKeySigner, withSigningKey: boolean): void {
   if (typeof jwk !== "object" || jwk === null || typeof jwk.kty !== "string") throw new TypeError("signer.publicJwk must be a public JWK");
   // Never echo it: a JWK with "d" is a private key that was meant to stay elsewhere.
   if ("d" in jwk) throw new TypeError("signer.publicJwk must be the public key only (it has a 'd' member)");
+  checkOwnKey(jwk as JWK, signer.kid, "signer.publicJwk", "signer.kid");
 }
 
 const SCOPE_PREFIX = /^[\x21\x23-\x5b\x5d-\x7e]+$/;

@@ -1,6 +1,6 @@
 import { importJWK, type CryptoKey, type JWK } from "jose";
 import type { Logger } from "../context.js";
-import { fromBase64url } from "../crypto/index.js";
+import { MIN_RSA_BITS, rsaModulusBits } from "../crypto/rsa.js";
 import { declaresOver, readBounded } from "../http/body.js";
 import type { ClientRecord } from "../storage/types.js";
 import { remember } from "../util/bounded-cache.js";
@@ -98,24 +98,6 @@ export function parseJwks(text: string, options: { registration?: boolean } = {}
     throw new JwksError(`the JWK Set holds no usable signature key (EC P-256 or P-384, RSA of ${MIN_RSA_BITS} bits or more, or OKP Ed25519, with use "sig" or none, and alg one of ${ASSERTION_ALGS.join(", ")} or none)`);
   }
   return out;
-}
-
-/**
- * RS256 and PS256 need an RSA key of 2048 bits or more (RFC 7518 §3.3, §3.5), and jose refuses a
- * smaller one when verifying, with a TypeError. A registration is refused such a key, and one in
- * a set stored before that rule or fetched from a `jwks_uri` is no candidate. Until 2026-12-01 such
- * a key was registered, and an assertion tried against it was refused at once as "not a valid JWT",
- * without the client's other keys being tried.
- */
-export const MIN_RSA_BITS = 2048;
-
-/** The bit length of an RSA JWK's modulus `n` (0 when it has none that decodes). */
-function rsaModulusBits(jwk: JWK): number {
-  const n = typeof jwk.n === "string" ? fromBase64url(jwk.n) : null;
-  if (n === null) return 0;
-  let i = 0;
-  while (i < n.length && n[i] === 0) i++;
-  return i === n.length ? 0 : (n.length - i - 1) * 8 + (32 - Math.clz32(n[i]!));
 }
 
 /** Whether a `jwks_uri` may be used: https, or http to a loopback host (development). */

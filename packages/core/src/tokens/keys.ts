@@ -1,5 +1,6 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
 import { quoteId } from "../admin/errors.js";
+import { MIN_RSA_BITS, rsaModulusBits } from "../crypto/rsa.js";
 import { EXTERNAL_PRIVATE_KEY, isSealed, KEK_SOURCE, KeyEncryptionError, sealedUnder, sealsExternalMarker, type KeyEncryption } from "../crypto/key-encryption.js";
 import { StorageError } from "../errors/index.js";
 import type { SigningKeyRecord, SigningKeyStore } from "../storage/types.js";
@@ -135,6 +136,28 @@ export function parseSigningKeyText(text: string): unknown {
   return parseKeyText(text, "signingKey (PLANTGATE_SIGNING_KEY) is not JSON: give a private JWK in JSON text");
 }
 
+/** The longest `kid` a configured key may give (a token's header carries it; tokens are at most 8,192 characters). */
+const MAX_KID_LENGTH = 1024;
+
+/**
+ * The server's own key's rules beyond importing (`signingKey`, `signer`), so that a key is refused
+ * at start rather than published and then failing every token: a `kid`, when given, is a string of
+ * at most {@link MAX_KID_LENGTH} characters (RFC 7517 §4.5: a number was put in the headers as given,
+ * and plantgate's own check refused every token: 401 at the APIs, inactive at introspection); an
+ * RSA key has a modulus of {@link MIN_RSA_BITS} bits or more (RFC 7518 §3.3: jose refused to sign
+ * with a smaller one, a 500 for every token request, and `nodeCrypto()` or a signer issued tokens
+ * jose then refused). Both until 2026-12-01. `what` names the option in the message.
+ */
+export function checkOwnKey(jwk: JWK, kid: unknown, what: string, kidName: string): void {
+  if (kid !== undefined && (typeof kid !== "string" || kid.length > MAX_KID_LENGTH)) {
+    throw new TypeError(`${kidName} must be a string of at most ${MAX_KID_LENGTH} characters (RFC 7517 §4.5); nothing was stored`);
+  }
+  if (jwk.kty === "RSA") {
+    const bits = rsaModulusBits(jwk);
+    if (bits < MIN_RSA_BITS) throw new TypeError(`${what} is an RSA key of ${bits} bits; RS256 and PS256 need ${MIN_RSA_BITS} or more (RFC 7518 §3.3); nothing was stored`);
+  }
+}
+
 /**
  * Turns a private JWK (object or JSON text) into a key record that signs from `now`; `kid`
  * defaults to its RFC 7638 thumbprint.
@@ -149,6 +172,7 @@ export async function keyRecordFromJwk(input: JWK | string, defaultAlg: SigningA
   }
   const alg = (jwk.alg ?? defaultAlg) as SigningAlg;
   if (!SUPPORTED_ALGS.includes(alg)) throw new TypeError(`signingKey alg ${alg} is not supported`);
+  checkOwnKey(jwk, jwk.kid, "signingKey (PLANTGATE_SIGNING_KEY)", "signingKey (PLANTGATE_SIGNING_KEY) kid");
   const kid = jwk.kid ?? (await calculateJwkThumbprint(jwk));
   const pub = publicPart(jwk);
   // Both halves must import before the record can be stored: one that does not (an EC key named
