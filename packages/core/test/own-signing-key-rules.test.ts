@@ -59,7 +59,7 @@ describe("the server's own signing key: refused at start when its tokens could n
       );
     }
     const named = app({ signingKey: { ...privateJwk, alg: "RS256", kid: "k".repeat(1024) } as never });
-    expect((await named.jwks()).keys.map((k) => k.kid)).toEqual(["k".repeat(1024)]);
+    expect((await named.jwks()).keys.map((k) => (k as { kid: string }).kid)).toEqual(["k".repeat(1024)]);
     expect(await used(named)).toEqual({ token: 200, api: 200 });
   });
 });
