@@ -465,6 +465,18 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
 
   const trusted = (k: LoadedKey) => opts.clock() < k.until;
 
+  /**
+   * Whether `interval` ms have passed since `since` on the wall clock reading `now`, or the clock
+   * stepped back behind `since` (an NTP correction, a restored VM, an operator's `date`): the
+   * interval is then taken as over. Until 2026-12-01 such a step put `since` in the instance's
+   * future, and for as long as the step it neither re-read the keys (it took a revoked key's tokens
+   * and signed with it) nor looked for an unknown kid (it refused a `--now` key's tokens). The
+   * intervals stay on the injected clock (`clock`), which tests move.
+   */
+  const passed = (now: number, since: number, interval: number): boolean => now - since >= interval || now < since;
+  /** Whether a failed re-read may be tried again: its time has come, or the clock stepped back past its wait. */
+  const retryDue = (now: number): boolean => now >= retryAt || retryAt - now > RELOAD_RETRY_MS;
+
   // A periodic re-read that failed (keys loaded before): not tried again before this, and told once.
   let retryAt = 0;
   let failing = false;
@@ -487,7 +499,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   async function ensure(): Promise<LoadedKey[]> {
     if (keys) {
       const now = opts.clock();
-      if (now - lastReload >= signingReload && now >= retryAt) {
+      if (passed(now, lastReload, signingReload) && retryDue(now)) {
         try {
           await reloadOnce();
         } catch (error) {
@@ -555,7 +567,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       return keys !== null && keys.some((k) => k.kid === kid);
     }
     const now = opts.clock();
-    if (!lookNow && (now - lastKidLook < reloadInterval || now - lastReload < reloadInterval || now < retryAt)) return false;
+    if (!lookNow && !(passed(now, lastKidLook, reloadInterval) && passed(now, lastReload, reloadInterval) && retryDue(now))) return false;
     lastKidLook = now;
     let lookDone = (): void => {};
     const look = lookNow ? null : { done: new Promise<void>((resolve) => (lookDone = resolve)), startedAt: Date.now() };
