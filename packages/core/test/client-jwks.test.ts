@@ -101,6 +101,24 @@ describe("RFC 7517 §5 / README: a JWK Set that also holds an encryption key (us
     await expectTokenSuccess(await ccWith(h, await assertion(old.key, "ES256", "gone-1", h, "withdrawn")));
   });
 
+  it("a clock stepped back (NTP, a restored VM) does not keep a withdrawn jwks_uri set verifying for the length of the step", async () => {
+    const h = await harness();
+    const old = await mixedSet();
+    published = JSON.stringify({ keys: [{ ...old.sigJwk, kid: "stepped-1" }] });
+    await h.app.admin.createClient({ clientId: "stepped", authMethod: "private_key_jwt", jwksUri: uri });
+    await expectTokenSuccess(await ccWith(h, await assertion(old.key, "ES256", "stepped-1", h, "stepped")));
+    published = "";
+    h.clock.advance(-30 * 60_000);
+    h.clock.advance(11 * 60_000);
+    // Until 2026-12-01 the set's age read negative: fresh, no fetch, 200 for the step's 30 minutes
+    // on top of the cache time. Now a step back counts as the cache time over: fetched (404), and
+    // a set of unknown age is not used.
+    expect((await ccWith(h, await assertion(old.key, "ES256", "stepped-1", h, "stepped"))).status).toBe(401);
+    published = JSON.stringify({ keys: [{ ...old.sigJwk, kid: "stepped-1" }] });
+    h.clock.advance(60_000);
+    await expectTokenSuccess(await ccWith(h, await assertion(old.key, "ES256", "stepped-1", h, "stepped")));
+  });
+
   it("RFC 7517 §5 (SHOULD ignore keys of a kty it does not understand): a set with a key of an unknown kty beside an ES256 key", async () => {
     const warnings: unknown[] = [];
     const h = await harness({ logger: { error() {}, warn: (message, context) => void warnings.push({ message, context }) } });

@@ -242,10 +242,15 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
     const have = fetched.get(client.jwksUri);
     // Fetched again once its set is older than the cache time (and, after a failure, once a minute),
     // or on an unknown kid once a minute.
-    const expired = have === undefined || have.fetchedAt === null || now - have.fetchedAt >= JWKS_CACHE_MS;
-    if (have === undefined || ((expired || refresh) && now - have.triedAt >= JWKS_REFETCH_MS)) await load(client.jwksUri);
+    // A clock stepped back behind a fetch or a try (an NTP correction, a restored VM) counts as the
+    // time over: until 2026-12-01 the negative age read as fresh, and a withdrawn set verified for
+    // the length of the step on top of the cache time.
+    const expired = have === undefined || have.fetchedAt === null || now - have.fetchedAt >= JWKS_CACHE_MS || now < have.fetchedAt;
+    if (have === undefined || ((expired || refresh) && (now - have.triedAt >= JWKS_REFETCH_MS || now < have.triedAt))) await load(client.jwksUri);
     const kept = fetched.get(client.jwksUri);
-    return kept !== undefined && kept.fetchedAt !== null && clock() - kept.fetchedAt < JWKS_STALE_MS ? kept.keys : [];
+    if (kept === undefined || kept.fetchedAt === null) return [];
+    const age = clock() - kept.fetchedAt;
+    return age >= 0 && age < JWKS_STALE_MS ? kept.keys : [];
   };
 
   const importKey = async (jwk: JWK, alg: AssertionAlg): Promise<CryptoKey | null> => {
