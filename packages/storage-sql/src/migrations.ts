@@ -163,12 +163,11 @@ export async function migrateToVersion(db: Kysely<any>, family: SqlFamily, versi
   }
   // Kysely assumes one connection per SQLite database and takes no lock, but several processes
   // (or connections) can open one file. BEGIN IMMEDIATE takes the write lock before anything is
-  // read, so a second migrator waits (busy_timeout) and then finds the work done. Within one
-  // process that wait would block the thread (better-sqlite3 is synchronous) and with it the
-  // holder, so migrations of one file are also queued in memory first.
+  // read, so a second migrator waits (see beginImmediate) and then finds the work done. Within one
+  // process migrations of one file are also queued in memory first.
   await inProcessQueue(await sqliteFile(db), () =>
     db.connection().execute(async (conn) => {
-      await sql`begin immediate`.execute(conn);
+      await beginImmediate(conn);
       try {
         await migrate(conn, true);
       } catch (e) {
@@ -178,6 +177,37 @@ export async function migrateToVersion(db: Kysely<any>, family: SqlFamily, versi
       await sql`commit`.execute(conn);
     }),
   );
+}
+
+/** The longest a SQLite migrator waits for another's write lock (an index over millions of rows takes minutes). */
+const SQLITE_MIGRATION_LOCK_WAIT_MS = 15 * 60_000;
+
+/**
+ * BEGIN IMMEDIATE on a SQLite connection, waiting for another connection's write lock (another
+ * process migrating the file) for up to {@link SQLITE_MIGRATION_LOCK_WAIT_MS}, with the event loop
+ * free: busy_timeout 0 for the BEGIN, and an SQLITE_BUSY is tried again after a timer. Until
+ * 2026-12-01 the wait was the connection's busy_timeout (5 s), blocking the thread (better-sqlite3
+ * is synchronous), and a start beside a migration longer than that failed with SQLITE_BUSY, as on
+ * PostgreSQL and MySQL a second migrator waits on Kysely's lock.
+ */
+async function beginImmediate(conn: Kysely<any>): Promise<void> {
+  const { rows } = await sql<{ timeout: number }>`pragma busy_timeout`.execute(conn);
+  const timeout = Number(rows[0]?.timeout ?? 5000);
+  await sql.raw("pragma busy_timeout = 0").execute(conn);
+  try {
+    const deadline = Date.now() + SQLITE_MIGRATION_LOCK_WAIT_MS;
+    for (let pause = 20; ; pause = Math.min(pause * 2, 250)) {
+      try {
+        await sql`begin immediate`.execute(conn);
+        return;
+      } catch (e) {
+        if ((e as { code?: unknown } | null)?.code !== "SQLITE_BUSY" || Date.now() + pause > deadline) throw e;
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  } finally {
+    await sql.raw(`pragma busy_timeout = ${Number.isSafeInteger(timeout) && timeout >= 0 ? timeout : 5000}`).execute(conn);
+  }
 }
 
 /** The main database file of a SQLite connection; "" for in-memory (or when the driver won't say). */
