@@ -19,12 +19,22 @@ import { TABLES } from "./schema.js";
 // - while that connection is down (an 'error' or 'end': a restart, pg_terminate_backend, a network
 //   failure), until it has reconnected (backoff from 100 ms to 5 s) and checked again;
 // - when a periodic check (every `checkIntervalMs`, default 5 s) finds the triggers gone or
-//   disabled, or its probe (a NOTIFY sent by the listening connection itself) has not come back
-//   within max(checkIntervalMs, 2 s): the connection is then dropped and opened again. This is
+//   disabled, or no pg_clients on the search_path;
+// - when its probe (a NOTIFY sent by the listening connection itself) has not come back within
+//   max(checkIntervalMs, 2 s): the connection is then dropped and opened again. This is
 //   what notices a half-open connection, which would otherwise wait silently, and a pooler in
 //   transaction mode, which would send the LISTEN to one server connection and leave the others
 //   unheard (the probe never comes back, so the cache never goes live). The worst case for a
 //   stale read is a connection that silently stops hearing: about one interval plus the wait.
+// Notifications name the schema of the table that changed (`tg_table_schema`); only those of the
+// schema holding the pg_clients the storage's statements use count (another plantgate may live in
+// another schema of the same database). That schema is the one `to_regclass('pg_clients')` finds on
+// the search_path, as the statements do, read by every check: when it changes (a pg_clients made
+// in a schema earlier on the path, or dropped) the cache is emptied and follows the new one. Until
+// 2026-12-01 it was `current_schema()`, the first existing schema on the search_path, read once per
+// connection: with the tables in a later schema (PostgreSQL's default `"$user", public` with a
+// schema named after the role and the tables in public, opened with `migrate: false`) every
+// notification was ignored and the cache, live, served changed and deleted clients for good.
 // Coming back starts from an empty cache, and a read that was in flight across any of this is not
 // remembered (`ReadCache`'s generation counters).
 
@@ -91,6 +101,8 @@ export function destroyPgSocket(client: unknown): void {
 // A comment names the listening connection's statements in pg_stat_activity.
 const MARK = "/* plantgate client cache */";
 const TRIGGERS_IN_PLACE = `select count(*)::int from pg_trigger where tgrelid = to_regclass('${TABLES.clients}') and tgname in (${CLIENT_TRIGGERS.map((t) => `'${t}'`).join(", ")}) and tgenabled <> 'D'`;
+/** The schema of the pg_clients the unqualified name finds on this connection's search_path (null: none). */
+const CLIENTS_SCHEMA = `select n.nspname from pg_class c join pg_namespace n on n.oid = c.relnamespace where c.oid = to_regclass('${TABLES.clients}')`;
 /** How long a probe may go unheard before the connection counts as dead (at least this, at least one interval). */
 const MIN_PROBE_WAIT_MS = 2000;
 
@@ -102,9 +114,10 @@ export function pgClientCache(Client: ListenClientConstructor, url: string, opti
   let version = 0;
   let listening = false;
   let closed = false;
-  /** The connection being set up or in use; `ready` once it LISTENs and knows its schema. */
+  /** The connection being set up or in use; `ready` once it LISTENs. */
   let current: ListenClient | null = null;
   let ready: ListenClient | null = null;
+  /** The schema of pg_clients as the last check found it (null: none yet, or none on the search_path). */
   let schema: string | null = null;
   let failures = 0;
   let retry: ReturnType<typeof setTimeout> | undefined;
@@ -179,7 +192,10 @@ export function pgClientCache(Client: ListenClientConstructor, url: string, opti
     retry.unref?.();
   };
 
-  /** One check: the last probe must have come back by now; a new one goes out with the trigger count. */
+  /**
+   * One check: the last probe must have come back by now; a new one goes out with the trigger
+   * count and the schema pg_clients is in (one statement, so both describe the same table).
+   */
   const verify = async (client: ListenClient) => {
     if (probe !== null && !probe.heard) {
       if (Date.now() - probe.sentAt >= probeWaitMs) down(client);
@@ -189,9 +205,17 @@ export function pgClientCache(Client: ListenClientConstructor, url: string, opti
     probe = sent;
     try {
       const payload = JSON.stringify({ p: sent.token });
-      const { rows } = await client.query(`select (${TRIGGERS_IN_PLACE}) as n, pg_notify('${CLIENTS_CHANNEL}', '${payload}') ${MARK}`);
+      const { rows } = await client.query(`select (${TRIGGERS_IN_PLACE}) as n, (${CLIENTS_SCHEMA}) as s, pg_notify('${CLIENTS_CHANNEL}', '${payload}') ${MARK}`);
       if (client !== ready || probe !== sent) return;
-      sent.triggers = rows[0]?.n === CLIENT_TRIGGERS.length;
+      const found = typeof rows[0]?.s === "string" ? rows[0].s : null;
+      if (found !== schema) {
+        // Another table from now on (or none): what was kept came from the old one, and its
+        // notifications may have been ignored until now. Bypassed and emptied; live again below
+        // only with this schema's triggers in place and the probe heard.
+        if (listening) setListening(false);
+        schema = found;
+      }
+      sent.triggers = found !== null && rows[0]?.n === CLIENT_TRIGGERS.length;
       settle();
     } catch {
       down(client);
@@ -211,9 +235,9 @@ export function pgClientCache(Client: ListenClientConstructor, url: string, opti
       await client.connect();
       // LISTEN before anything is cached: no commit after this point goes unheard.
       await client.query(`listen ${CLIENTS_CHANNEL} ${MARK}`);
-      const { rows } = await client.query(`select current_schema() as s ${MARK}`);
       if (client !== current) return;
-      schema = typeof rows[0]?.s === "string" ? rows[0].s : null;
+      // The schema is read by each check, the first one below; not live before it.
+      schema = null;
       ready = client;
       // The listening connection must not keep the process alive by itself (as the pool's idle
       // connections do not); close() ends it anyway.
