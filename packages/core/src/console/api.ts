@@ -236,10 +236,12 @@ export const deleteClient: ApiHandler = async (ctx, s, _r, [clientId]) => {
 export const regenerateSecret: ApiHandler = async (ctx, s, _r, [clientId]) => {
   const missing = clientNamed(clientId!);
   if (!(await ctx.storage.clients.get(clientId!))) throw unknown(missing);
-  const { clientSecret } = await admin(() => adminOf(ctx, s).rotateClientSecret(clientId!), { missing });
-  const client = await ctx.storage.clients.get(clientId!);
-  if (!client) throw unknown(missing);
-  return json(200, { clientId: client.clientId, clientSecret, secretUpdatedAt: iso(client.secretUpdatedAt) });
+  const { clientSecret, secret } = await admin(() => adminOf(ctx, s).rotateClientSecret(clientId!), { missing });
+  // From what the rotation stored (the client's secretUpdatedAt is the new secret's createdAt):
+  // once the old secrets are refused, nothing that can fail may stand between the new one and its
+  // answer. Until 2026-12-01 a re-read of the client came between, and when it failed the answer
+  // was a 503 "retry later": the new secret lost, the client locked out.
+  return json(200, { clientId: clientId!, clientSecret, secretUpdatedAt: iso(secret.createdAt) });
 };
 
 /** Adds a secret beside the existing ones (`{expiresIn?}` seconds); the earlier secrets keep working. */

@@ -208,8 +208,10 @@ export async function requireSession(ctx: Context, request: ConsoleRequest): Pro
     throw notSignedIn();
   }
   if (!account.roles.includes(ctx.console!.adminRole)) {
-    // Ended, not paused: giving the role back must not bring this session back.
-    await ctx.storage.sessions.delete(idHash);
+    // Ended, not paused, and every session of the account with it, as a disable does: giving the
+    // role back must not bring any back. Until 2026-12-01 only this request's session ended, and
+    // the account's others (another browser, a copied cookie) worked again once the role was back.
+    await ctx.storage.sessions.deleteByAccount(account.id);
     throw new ApiError(403, ApiErrorCode.consoleNotAdmin, "This account is not a console administrator.");
   }
   return { record, account, csrfToken: await csrfTokenFor(sessionId) };
