@@ -24,7 +24,9 @@ export interface PlantgateOptions extends TelemetryOptions {
    * Public base URL (origin + basePath) used for endpoint URLs in the metadata document.
    * Default: the `issuer`'s origin + `basePath` when the issuer is an http(s) URL; otherwise
    * derived from each request's URL (and the metadata and OpenAPI documents are then served
-   * `private` with `Vary: Host`). Set it behind a proxy that changes the path.
+   * `private` with `Vary: Host`). Set it behind a proxy that changes the path. An absolute http(s)
+   * URL held to the issuer's rules (the issuer defaults to it): no query or fragment, no white
+   * space at either end; else a `TypeError` naming `baseUrl`.
    */
   baseUrl?: string;
   /** `iss` of issued tokens and of the metadata document. Default: `baseUrl`. */

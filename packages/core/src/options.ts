@@ -194,15 +194,6 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   checkTelemetryOptions(options);
   // Wrapped once here (spans, timings) when a tracer or observer is set; otherwise as given.
   const storage = instrumentStorage(options.storage ?? createMemoryStorage(), options.tracer, options.observer);
-  const trimUrl = (u: string | undefined, name: string) => {
-    if (u === undefined) return undefined;
-    try {
-      new URL(u);
-    } catch {
-      throw new TypeError(`${name} must be an absolute URL`);
-    }
-    return u.replace(/\/+$/, "");
-  };
   const accessTokenTtl = positiveInt("accessTokenTtl", options.accessTokenTtl, 7200, MAX_TTL_SECONDS);
   // The longest lifetime any access token can have right now: the default or a client's own. Read
   // by the keyring (each re-read while several keys are stored), prune and the keys commands, and
@@ -278,7 +269,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     basePath,
     // With an issuer URL but no baseUrl, every public URL derives from the issuer (its origin and
     // the base path), never from the request's Host (finding 1 of the security review).
-    baseUrl: trimUrl(options.baseUrl, "baseUrl") ?? baseUrlFromIssuer(options.issuer, basePath),
+    baseUrl: baseUrlOption(options.baseUrl) ?? baseUrlFromIssuer(options.issuer, basePath),
     issuer: options.issuer,
     issuerMetadataPath: issuerMetadataPath(options.issuer, basePath),
     audience: options.audience,
@@ -375,12 +366,36 @@ function issuerMetadataPath(issuer: string | undefined, basePath: string): strin
 /** The issuer's own rules, also applied to PLANTGATE_ISSUER by optionsFromEnv. */
 export function checkIssuer(issuer: string | undefined): void {
   if (issuer === undefined) return;
+  issuerRules("issuer", issuer);
+}
+
+/** The rules of an issuer, for the option `name` (the issuer, or baseUrl, which it defaults to). */
+function issuerRules(name: string, value: string): void {
   // The URL parser drops white space around a URL, the issuer is used as given: tokens' `iss` and
   // the metadata carried it, and every client comparing them failed (until 2026-12-01).
-  if (typeof issuer === "string" && issuer.trim() !== issuer) throw new TypeError("issuer must not begin or end with white space");
+  if (typeof value === "string" && value.trim() !== value) throw new TypeError(`${name} must not begin or end with white space`);
   // RFC 8414 §2: the issuer is a URL with no query or fragment components (clients compare it
   // with the metadata's and the tokens' as a string, and build the metadata URL from it).
-  if (httpUrl(issuer) !== undefined && /[?#]/.test(issuer)) throw new TypeError("issuer must be a URL without a query or fragment (RFC 8414 §2)");
+  if (httpUrl(value) !== undefined && /[?#]/.test(value)) throw new TypeError(`${name} must be a URL without a query or fragment (RFC 8414 §2)`);
+}
+
+/**
+ * `baseUrl` without its trailing `/`: an absolute http(s) URL held to the issuer's rules, as the
+ * issuer defaults to it and the endpoints' URLs are made of it. Until 2026-12-01 only "absolute
+ * URL" was checked: a query, a fragment, white space at either end or another scheme (`urn:`) was
+ * taken, and showed in the metadata's issuer (and tokens' `iss`) and in every endpoint's URL.
+ */
+function baseUrlOption(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  issuerRules("baseUrl", value);
+  try {
+    if (typeof value !== "string") throw new TypeError();
+    new URL(value);
+  } catch {
+    throw new TypeError("baseUrl must be an absolute URL");
+  }
+  if (httpUrl(value) === undefined) throw new TypeError("baseUrl must be an http(s) URL (the public origin and base path the endpoints' URLs are made of)");
+  return value.replace(/\/+$/, "");
 }
 
 /** The issuer as a URL when it is an http(s) URL. */
