@@ -1098,8 +1098,9 @@ describe("plantgate CLI", () => {
     expect(await kept()).toEqual(before);
     // Listing the keys with PLANTGATE_SIGNING_KEY_MAX_AGE set never rotates (that is the servers' work).
     await storeFirstKey();
-    expect((await cli(["keys", "list"], "", { PLANTGATE_SIGNING_KEY_MAX_AGE: "1" })).json).toHaveLength(1);
-    expect((await cli(["keys", "list"], "", { PLANTGATE_SIGNING_KEY_MAX_AGE: "1" })).json).toHaveLength(1);
+    // 420: the least the default activation delay keeps (since 2026-12-01 a shorter one is refused, exit 2).
+    expect((await cli(["keys", "list"], "", { PLANTGATE_SIGNING_KEY_MAX_AGE: "420" })).json).toHaveLength(1);
+    expect((await cli(["keys", "list"], "", { PLANTGATE_SIGNING_KEY_MAX_AGE: "420" })).json).toHaveLength(1);
     const listed = await kept();
     expect(listed).toEqual({ ...before, keys: 1 });
 

@@ -122,6 +122,8 @@ const HOSTILE: [string, unknown, string][] = [
   ["PLANTGATE_BRUTE_FORCE_MAX_FAILURES", "-1", 'PLANTGATE_BRUTE_FORCE_MAX_FAILURES must be a positive integer, got "-1"'],
   ["PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS", "1.5", 'PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS must be a positive integer, got "1.5"'],
   ["PLANTGATE_SIGNING_KEY_MAX_AGE", "0", 'PLANTGATE_SIGNING_KEY_MAX_AGE must be a positive integer, got "0"'],
+  // Shorter than the default activation delay + 60 s: not kept (taken until 2026-12-01).
+  ["PLANTGATE_SIGNING_KEY_MAX_AGE", "300", "PLANTGATE_SIGNING_KEY_MAX_AGE must be at least PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY + 60 (420): a new key is published that long before it signs, so a key cannot be replaced any younger; got 300"],
   ["PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY", "1", 'PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY must be at least 360 (the JWKS cache lifetime plus the key reload interval), got "1"'],
   ["PLANTGATE_KEY_ENCRYPTION_KEY", "short-secret", "PLANTGATE_KEY_ENCRYPTION_KEY: entry 1 is not a base64url-encoded 256-bit key (43 characters); give one or more comma-separated base64url 256-bit keys"],
   ["PLANTGATE_REFRESH_GRACE_SECONDS", "301", 'PLANTGATE_REFRESH_GRACE_SECONDS must be from 0 to 300, got "301"'],

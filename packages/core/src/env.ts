@@ -4,7 +4,7 @@ import { checkAccountInput } from "./admin/index.js";
 import { checkClientId, checkClientSecret } from "./admin/clients.js";
 import type { AccountStore, ClientStore } from "./storage/types.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
-import { checkIssuer, checkScopePrefix, MAX_AUDIT_RETENTION_DAYS, MAX_PASSWORD_HASH_ITERATIONS, type PlantgateOptions } from "./options.js";
+import { checkIssuer, checkScopePrefix, checkSigningKeyMaxAge, MAX_AUDIT_RETENTION_DAYS, MAX_PASSWORD_HASH_ITERATIONS, type PlantgateOptions } from "./options.js";
 import type { ConsoleOptions } from "./option-types.js";
 import { parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
 import { MIN_ACTIVATION_DELAY_SECONDS } from "./tokens/keys.js";
@@ -140,6 +140,13 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
       throw new ConfigError(`PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY must be at least ${MIN_ACTIVATION_DELAY_SECONDS} (the JWKS cache lifetime plus the key reload interval), got "${activationDelay}"`);
     }
     out.signingKeyActivationDelaySeconds = activationDelay;
+  }
+  // A max age the delay cannot keep (a successor is published the delay before it signs), refused
+  // naming both variables; until 2026-12-01 it was taken and not kept.
+  if (keyMaxAge !== undefined) {
+    asVariable("PLANTGATE_SIGNING_KEY_MAX_AGE", "signingKeyMaxAgeSeconds", () =>
+      checkSigningKeyMaxAge(keyMaxAge, activationDelay ?? MIN_ACTIVATION_DELAY_SECONDS, { maxAge: "PLANTGATE_SIGNING_KEY_MAX_AGE", delay: "PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY" }),
+    );
   }
   const keks = env.PLANTGATE_KEY_ENCRYPTION_KEY;
   if (keks !== undefined && keks.trim() !== "") {

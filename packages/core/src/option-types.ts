@@ -50,7 +50,9 @@ export interface PlantgateOptions extends TelemetryOptions {
    * next key is stored ahead of time, published as `next`, and takes over when the active key
    * reaches this age (every instance at the same instant). Replaced keys stay in the JWKS until
    * the longest access-token lifetime has passed, then are deleted. Ignored with `signingKey` or
-   * `signer`. Default: no automatic rotation (env `PLANTGATE_SIGNING_KEY_MAX_AGE`).
+   * `signer`. At least `signingKeyActivationDelaySeconds` + 60 (a new key is published that long
+   * before it signs), else a `TypeError` naming both. Default: no automatic rotation (env
+   * `PLANTGATE_SIGNING_KEY_MAX_AGE`).
    */
   signingKeyMaxAgeSeconds?: number;
   /**

@@ -12,7 +12,7 @@ import { createMemoryStorage } from "./storage/memory.js";
 import type { SessionStore } from "./storage/types.js";
 import { ConfigError } from "./env.js";
 import { createKeyEncryption, parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
-import { checkOwnKey, createKeyring, MIN_ACTIVATION_DELAY_SECONDS, parseSigningKeyText, SUPPORTED_ALGS, type SigningKeySigner } from "./tokens/keys.js";
+import { checkOwnKey, createKeyring, MIN_ACTIVATION_DELAY_SECONDS, parseSigningKeyText, SIGNING_RELOAD_MS, SUPPORTED_ALGS, type SigningKeySigner } from "./tokens/keys.js";
 import { createVerifiedTokenCache } from "./tokens/verified-cache.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import { createThrottle, DEFAULT_BRUTE_FORCE } from "./security/throttle.js";
@@ -162,6 +162,26 @@ export function checkScopePrefix(scopePrefix: string): void {
 }
 
 /**
+ * The least `signingKeyMaxAgeSeconds` a `signingKeyActivationDelaySeconds` lets the keyring keep:
+ * a successor is published the delay before it signs, and is scheduled at most one key reload
+ * (60 s) late, so no key can be replaced younger than that. Also applied, naming the variables, by
+ * optionsFromEnv. Until 2026-12-01 a shorter age was taken and not kept (7 days beside a 14-day
+ * delay: each key signed for 14 days), though the README says none signs longer.
+ */
+export function checkSigningKeyMaxAge(
+  maxAgeSeconds: number,
+  delaySeconds: number,
+  names: { maxAge: string; delay: string } = { maxAge: "signingKeyMaxAgeSeconds", delay: "signingKeyActivationDelaySeconds" },
+): void {
+  const least = delaySeconds + SIGNING_RELOAD_MS / 1000;
+  if (maxAgeSeconds < least) {
+    throw new TypeError(
+      `${names.maxAge} must be at least ${names.delay} + ${SIGNING_RELOAD_MS / 1000} (${least}): a new key is published that long before it signs, so a key cannot be replaced any younger; got ${maxAgeSeconds}`,
+    );
+  }
+}
+
+/**
  * The most PBKDF2 iterations a new hash may have: the most a stored hash is checked at
  * (PBKDF2_MAX_ITERATIONS, 10,000,000). Until 2026-12-01 a larger count was taken: past 2^31 - 1
  * (Web Crypto's limit) every hash failed, and between 10,000,001 and that every account created
@@ -215,6 +235,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
       `signingKeyActivationDelaySeconds must be an integer of at least ${MIN_ACTIVATION_DELAY_SECONDS} (the JWKS cache lifetime plus the key reload interval)`,
     );
   }
+  const maxAgeSeconds = options.signingKeyMaxAgeSeconds === undefined ? undefined : positiveInt("signingKeyMaxAgeSeconds", options.signingKeyMaxAgeSeconds, 1);
+  if (maxAgeSeconds !== undefined) checkSigningKeyMaxAge(maxAgeSeconds, delaySeconds);
   if (options.signer !== undefined) checkSigner(options.signer, options.signingKey !== undefined);
   // Text that is not JSON is refused here, once, rather than failing every key load (a 500 each).
   if (typeof options.signingKey === "string") parseSigningKeyText(options.signingKey);
@@ -243,9 +265,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     ...(options.storage !== undefined ? { logger } : {}),
     ...(options.signer !== undefined ? { signer: options.signer } : {}),
     ...(options.signingKey !== undefined ? { configured: options.signingKey } : {}),
-    ...(options.signingKeyMaxAgeSeconds !== undefined
-      ? { maxAgeMs: positiveInt("signingKeyMaxAgeSeconds", options.signingKeyMaxAgeSeconds, 1) * 1000 }
-      : {}),
+    ...(maxAgeSeconds !== undefined ? { maxAgeMs: maxAgeSeconds * 1000 } : {}),
     minTokenTtlMs: accessTokenTtl * 1000,
     maxTokenTtlMs: maxAccessTokenTtlMs,
     onReloadFailed: (error) =>

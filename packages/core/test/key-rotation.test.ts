@@ -862,7 +862,8 @@ describe("automatic rotation by age (signingKeyMaxAgeSeconds)", () => {
   it("a configured signingKey is never rotated automatically", async () => {
     const jwk = JSON.parse((await generateKeyRecord("ES256", 0)).privateJwk) as JWK;
     const clock = manualClock();
-    const app = createPlantgate({ signingKey: jwk, signingKeyMaxAgeSeconds: 60, clock: clock.now, logger: { error() {}, warn() {} } });
+    // 420: the least max age the default activation delay keeps (60 was taken until 2026-12-01).
+    const app = createPlantgate({ signingKey: jwk, signingKeyMaxAgeSeconds: 420, clock: clock.now, logger: { error() {}, warn() {} } });
     const before = await app.jwks();
     clock.advance(3600 * 1000);
     expect(await app.jwks()).toEqual(before);
