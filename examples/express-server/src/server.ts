@@ -121,7 +121,8 @@ export async function startExpressServer(
   const listenPort = port(env.PORT);
   const mount = mountPath(env.PLANTGATE_MOUNT_PATH);
   const bootstrap = bootstrapFromEnv(env);
-  const fromEnv = optionsFromEnv(env);
+  // The overrides' maxScopeLength bounds PLANTGATE_SCOPE_PREFIX's scopes (the default otherwise).
+  const fromEnv = optionsFromEnv(env, overrides);
   const consoleFromEnv = consoleSettingsFromEnv(env);
   const pruneIntervalSeconds = pruneIntervalFromEnv(env);
   // JSON-line logs (events, errors, housekeeping) and, with a metrics port, Prometheus metrics.

@@ -133,7 +133,8 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   // could not run (until 2026-11-30).
   const listenPort = port(env.PORT);
   const bootstrap = bootstrapFromEnv(env);
-  const fromEnv = optionsFromEnv(env);
+  // The overrides' maxScopeLength bounds PLANTGATE_SCOPE_PREFIX's scopes (the default otherwise).
+  const fromEnv = optionsFromEnv(env, overrides);
   const consoleFromEnv = consoleSettingsFromEnv(env);
   const pruneIntervalSeconds = pruneIntervalFromEnv(env);
   // JSON-line logs (events, errors, housekeeping) and, with a metrics port, Prometheus metrics.

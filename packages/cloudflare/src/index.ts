@@ -218,17 +218,17 @@ export interface PlantgateWorker {
 }
 
 /**
- * The names core's readers (`auditFromEnv`, `optionsFromEnv`, `bootstrapFromEnv`) ask `vars` for,
- * each reader run on its own (one that refuses a value stops its own reads only; the start runs
+ * The names core's readers (`auditFromEnv`, `optionsFromEnv` with the options' `maxScopeLength`, as
+ * the start calls it, `bootstrapFromEnv`) ask `vars` for, each reader run on its own (one that refuses a value stops its own reads only; the start runs
  * them again and fails there).
  */
-function namesAsked(vars: EnvVars): Set<string> {
+function namesAsked(vars: EnvVars, given: Pick<PlantgateOptions, "maxScopeLength"> = {}): Set<string> {
   const asked = new Set<string>();
   const probe = new Proxy(vars, {
     get: (target, key) => (typeof key === "string" ? (asked.add(key), target[key]) : undefined),
     has: (target, key) => (typeof key === "string" && asked.add(key), key in target),
   });
-  for (const reader of [auditFromEnv, optionsFromEnv, bootstrapFromEnv]) {
+  for (const reader of [auditFromEnv, (env: EnvVars) => optionsFromEnv(env, given), bootstrapFromEnv]) {
     try {
       reader(probe);
     } catch {
@@ -262,7 +262,7 @@ const VARIABLES: ReadonlySet<string> = namesAsked({});
  * under a `PLANTGATE_` name that are not safe integers go into `unsafeNumbers` (their text may have
  * changed: see {@link unsafeNumberError}).
  */
-async function stringEntries(env: PlantgateWorkerEnv, unsafeNumbers?: string[]): Promise<EnvVars> {
+async function stringEntries(env: PlantgateWorkerEnv, unsafeNumbers?: string[], given: Pick<PlantgateOptions, "maxScopeLength"> = {}): Promise<EnvVars> {
   const out: EnvVars = {};
   // The other bindings under PLANTGATE_ names with a get(): Secrets Store secrets if plantgate reads the name.
   const secrets = new Map<string, SecretsStoreSecretLike>();
@@ -293,7 +293,7 @@ async function stringEntries(env: PlantgateWorkerEnv, unsafeNumbers?: string[]):
     const failed = read.find((result) => result.status === "rejected");
     if (failed) throw failed.reason;
     for (const key of wanted) secrets.delete(key);
-    const asked = namesAsked(out);
+    const asked = namesAsked(out, given);
     wanted = [...secrets.keys()].filter((key) => asked.has(key));
   }
   return out;
@@ -367,7 +367,7 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
   // Not a ConfigError: a missing binding is retried (a test harness, or a deploy that adds it).
   if (!isD1(database)) throw new Error(`plantgate: env.${d1Binding} is not a D1 binding; add a [[d1_databases]] binding named ${d1Binding}`);
   const unsafeNumbers: string[] = [];
-  const vars = await stringEntries(env, unsafeNumbers);
+  const vars = await stringEntries(env, unsafeNumbers, rest);
   // The audit trail is kept unless PLANTGATE_AUDIT=0: core's reader, the one the Node servers and
   // the CLI use (an unquoted boolean var arrives as true/false, which it takes).
   const audit = auditFromEnv(vars);
@@ -375,7 +375,8 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
   // larger limit first, then the smaller once lowered.
   const given = vars.PLANTGATE_PASSWORD_HASH_ITERATIONS;
   if (given !== undefined && /^\d+$/.test(given) && Number(given) > WORKERS_MAX_PASSWORD_HASH_ITERATIONS) throw workersIterationsError(given);
-  const fromEnv = optionsFromEnv(vars);
+  // The options' maxScopeLength bounds PLANTGATE_SCOPE_PREFIX's scopes (the default otherwise).
+  const fromEnv = optionsFromEnv(vars, rest);
   const bootstrap = bootstrapFromEnv(vars);
   if (unsafeNumbers.length > 0) throw unsafeNumberError(unsafeNumbers[0]!);
   // The Node servers make the demo user an administrator then; the Worker makes no demo user, so

@@ -108,7 +108,7 @@ const HOSTILE: [string, unknown, string][] = [
   ["PLANTGATE_ISSUER", "https://auth.example/?tenant=1", "PLANTGATE_ISSUER must be a URL without a query or fragment (RFC 8414 §2)"],
   ["PLANTGATE_ISSUER", "https://auth.example ", "PLANTGATE_ISSUER must not begin or end with white space"],
   ["PLANTGATE_SCOPE_PREFIX", "Acme Corp", "PLANTGATE_SCOPE_PREFIX must be a non-empty scope token"],
-  ["PLANTGATE_SCOPE_PREFIX", "x".repeat(5000), "plantgate: scopePrefix is 5000 characters, so its scope <prefix>_AllAppsServerCommands is longer than maxScopeLength (128); shorten the prefix or raise maxScopeLength"],
+  ["PLANTGATE_SCOPE_PREFIX", "x".repeat(5000), "PLANTGATE_SCOPE_PREFIX is 5000 characters, so its scope <prefix>_AllAppsServerCommands is longer than maxScopeLength (128); shorten the prefix or raise maxScopeLength"],
   ["PLANTGATE_SIGNING_KEY", "not-json-secret", "PLANTGATE_SIGNING_KEY must be a private JWK in JSON (an object with a 'd' member)"],
   ["PLANTGATE_SIGNING_KEY", '{"kty":"oct","k":"c2VjcmV0LWtleQ","d":"c2VjcmV0LWQ"}', "plantgate: the signing keys cannot be loaded: signingKey (PLANTGATE_SIGNING_KEY) does not import as an ES256 key; nothing was stored"],
   ["PLANTGATE_PASSWORD_HASH_ITERATIONS", "abc", 'PLANTGATE_PASSWORD_HASH_ITERATIONS must be a positive integer, got "abc"'],

@@ -4,7 +4,7 @@ import { checkAccountInput } from "./admin/index.js";
 import { checkClientId, checkClientSecret } from "./admin/clients.js";
 import type { AccountStore, ClientStore } from "./storage/types.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
-import { checkIssuer, checkScopePrefix, checkSigningKeyMaxAge, MAX_AUDIT_RETENTION_DAYS, MAX_PASSWORD_HASH_ITERATIONS, type PlantgateOptions } from "./options.js";
+import { checkIssuer, checkScopePrefix, checkSigningKeyMaxAge, DEFAULT_MAX_SCOPE_LENGTH, MAX_AUDIT_RETENTION_DAYS, MAX_PASSWORD_HASH_ITERATIONS, type PlantgateOptions } from "./options.js";
 import type { ConsoleOptions } from "./option-types.js";
 import { parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
 import { MIN_ACTIVATION_DELAY_SECONDS } from "./tokens/keys.js";
@@ -83,10 +83,14 @@ function nonNegativeInt(env: EnvVars, name: string, max?: number): number | unde
  * console on by the environment; for a console turned on in code, merge
  * {@link consoleSettingsFromEnv} into its options.
  *
+ * Each variable is held to its option's rules here, so a bad value is refused before a server opens
+ * its store, naming the variable. `given` is what the code sets beside the environment that those
+ * rules depend on: its `maxScopeLength` (default 128) bounds `PLANTGATE_SCOPE_PREFIX`'s scopes.
+ *
  * @example
  * const app = createPlantgate({ ...optionsFromEnv(process.env), storage });
  */
-export function optionsFromEnv(env: EnvVars): PlantgateOptions {
+export function optionsFromEnv(env: EnvVars, given: Pick<PlantgateOptions, "maxScopeLength"> = {}): PlantgateOptions {
   const out: PlantgateOptions = {};
   if (env.PLANTGATE_ISSUER) {
     try {
@@ -100,7 +104,12 @@ export function optionsFromEnv(env: EnvVars): PlantgateOptions {
     out.issuer = env.PLANTGATE_ISSUER;
   }
   if (env.PLANTGATE_SCOPE_PREFIX) {
-    asVariable("PLANTGATE_SCOPE_PREFIX", "scopePrefix", () => checkScopePrefix(env.PLANTGATE_SCOPE_PREFIX!));
+    // Its length too, against the maxScopeLength the code gives (one the options refuse is theirs
+    // to name; the default then): until 2026-12-01 only the characters were checked here, and the
+    // servers refused a prefix too long for its scopes after opening the store, naming the option.
+    const asked = given.maxScopeLength;
+    const maxScopeLength = asked !== undefined && Number.isSafeInteger(asked) && asked >= 1 ? asked : DEFAULT_MAX_SCOPE_LENGTH;
+    asVariable("PLANTGATE_SCOPE_PREFIX", "scopePrefix", () => checkScopePrefix(env.PLANTGATE_SCOPE_PREFIX!, maxScopeLength));
     out.scopePrefix = env.PLANTGATE_SCOPE_PREFIX;
   }
   if (env.PLANTGATE_SIGNING_KEY) {

@@ -33,7 +33,10 @@ export interface PlantgateOptions extends TelemetryOptions {
   issuer?: string;
   /** `aud` of issued tokens, checked on the APIs. Default: the issuer. */
   audience?: string;
-  /** Prefix of the two API scopes. Default `Platform` (env `PLANTGATE_SCOPE_PREFIX` in the examples). */
+  /**
+   * Prefix of the two API scopes, a scope token short enough for `<prefix>_AllAppsServerCommands`
+   * to fit `maxScopeLength`. Default `Platform` (env `PLANTGATE_SCOPE_PREFIX` in the examples).
+   */
   scopePrefix?: string;
   /** A private JWK (object or JSON text) to sign with; it is also stored so other instances verify it. */
   signingKey?: JWK | string;

@@ -156,9 +156,23 @@ function checkSigner(signer: SigningKeySigner, withSigningKey: boolean): void {
 
 const SCOPE_PREFIX = /^[\x21\x23-\x5b\x5d-\x7e]+$/;
 
-/** The scope prefix's own rule, also applied to PLANTGATE_SCOPE_PREFIX by optionsFromEnv. */
-export function checkScopePrefix(scopePrefix: string): void {
+/** `maxScopeLength` when none is set. */
+export const DEFAULT_MAX_SCOPE_LENGTH = 128;
+
+/**
+ * The scope prefix's own rules, also applied to PLANTGATE_SCOPE_PREFIX by optionsFromEnv: a scope
+ * token, short enough for its longest scope to fit `maxScopeLength`. A longer prefix made scopes no
+ * request may name (400 invalid_scope for each that asked for one) and, far longer, tokens the APIs
+ * and introspection refused (before 2026-11-29). Until 2026-12-01 optionsFromEnv checked only the
+ * characters, so the servers refused a long prefix after opening the store, naming the option.
+ */
+export function checkScopePrefix(scopePrefix: string, maxScopeLength: number = DEFAULT_MAX_SCOPE_LENGTH): void {
   if (!SCOPE_PREFIX.test(scopePrefix)) throw new TypeError("scopePrefix must be a non-empty scope token");
+  if (scopeNames(scopePrefix).serverCommands.length > maxScopeLength) {
+    throw new TypeError(
+      `scopePrefix is ${scopePrefix.length} characters, so its scope <prefix>_AllAppsServerCommands is longer than maxScopeLength (${maxScopeLength}); shorten the prefix or raise maxScopeLength`,
+    );
+  }
 }
 
 /**
@@ -198,17 +212,10 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   if (givenClock !== undefined && typeof givenClock !== "function") throw new TypeError("clock must be a function returning epoch milliseconds");
   const clock = givenClock === undefined ? Date.now : () => Math.floor(givenClock());
   const scopePrefix = options.scopePrefix ?? "Platform";
-  checkScopePrefix(scopePrefix);
+  const maxScopeLength = positiveInt("maxScopeLength", options.maxScopeLength, DEFAULT_MAX_SCOPE_LENGTH);
+  checkScopePrefix(scopePrefix, maxScopeLength);
   const scopes = scopeNames(scopePrefix);
   checkRequiredScopesKeys(options.requiredScopes);
-  const maxScopeLength = positiveInt("maxScopeLength", options.maxScopeLength, 128);
-  // A longer prefix made scopes no request may name (400 invalid_scope for each that asked for
-  // one) and, far longer, tokens the APIs and introspection refused (before 2026-11-29).
-  if (scopes.serverCommands.length > maxScopeLength) {
-    throw new TypeError(
-      `scopePrefix is ${scopePrefix.length} characters, so its scope <prefix>_AllAppsServerCommands is longer than maxScopeLength (${maxScopeLength}); shorten the prefix or raise maxScopeLength`,
-    );
-  }
   const alg = options.signingAlg ?? "ES256";
   if (!SUPPORTED_ALGS.includes(alg)) throw new TypeError(`signingAlg must be one of ${SUPPORTED_ALGS.join(", ")}`);
   checkTelemetryOptions(options);
