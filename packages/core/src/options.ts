@@ -291,14 +291,18 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   if (defaultPageSize > maxPageSize) throw new TypeError("defaultPageSize must not exceed maxPageSize");
   const basePath = normalizeBasePath(options.basePath);
   const passwordHashIterations = positiveInt("passwordHashIterations", options.passwordHashIterations, 600_000, MAX_PASSWORD_HASH_ITERATIONS);
+  const givenBaseUrl = baseUrlOption(options.baseUrl);
   return {
     storage,
     basePath,
     // With an issuer URL but no baseUrl, every public URL derives from the issuer (its origin and
     // the base path), never from the request's Host (finding 1 of the security review).
-    baseUrl: baseUrlOption(options.baseUrl) ?? baseUrlFromIssuer(options.issuer, basePath),
+    baseUrl: givenBaseUrl ?? baseUrlFromIssuer(options.issuer, basePath),
     issuer: options.issuer,
-    issuerMetadataPath: issuerMetadataPath(options.issuer, basePath),
+    // Of the issuer in effect: the given one, else baseUrl, which it defaults to (until 2026-12-01
+    // an issuer taken from a baseUrl with a path, behind a proxy that strips it, had no RFC 8414
+    // §3.1 URL: discovery of the metadata's own issuer was a 404).
+    issuerMetadataPath: issuerMetadataPath(options.issuer ?? givenBaseUrl, basePath),
     audience: options.audience,
     scopes,
     keyring,
