@@ -595,6 +595,17 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
         headers: { "content-type": "application/json", "cache-control": "no-store" },
       });
     }
+    // RFC 9112 §6.1, §6.3: Content-Length beside Transfer-Encoding is ambiguous framing (the
+    // request-smuggling shape), refused 400 as Node's parser refuses it (@plantgate/node). workerd
+    // reads such a body as chunked and hands the Worker both headers; until 2026-12-01 the Worker
+    // served it (a token). workerd then also serves the bytes after the chunked body as a request of
+    // its own, which no Worker code can stop (README).
+    if (request.headers.has("transfer-encoding") && request.headers.has("content-length")) {
+      return new Response(JSON.stringify({ error: "invalid_request", error_description: "The request cannot be processed." }), {
+        status: 400,
+        headers: { "content-type": "application/json", "cache-control": "no-store" },
+      });
+    }
     let app: Plantgate;
     try {
       app = await instanceFor(env);
