@@ -59,7 +59,9 @@ const HOT_COMMANDS = new Set(["user disable", "user enable", "prune"]);
 /** The command an argument list names: "prune" and "events" take options right after the word, the others are two words. */
 function commandOf(argv: string[]): string {
   const [group, action] = argv;
-  return group === "prune" || group === "events" ? group : `${group ?? ""} ${action ?? ""}`.trim();
+  // Commands of one word: what follows is their options (`migrate --x` is migrate refusing --x, not
+  // an unknown command "migrate", as it was until 2026-12-01).
+  return group === "prune" || group === "events" || group === "migrate" ? group : `${group ?? ""} ${action ?? ""}`.trim();
 }
 
 /** A mistake in how the CLI was called or fed: exit code 2 and the message. */
@@ -348,6 +350,8 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
   const [, action, ...rest] = argv;
   switch (commandOf(argv)) {
     case "migrate": {
+      // It takes no options and no words.
+      parseOptions([action, ...rest].filter((a): a is string => a !== undefined), {});
       await open();
       io.stderr("migrations applied\n");
       return { migrated: true };

@@ -490,6 +490,11 @@ describe("plantgate CLI", () => {
     expect((await cli(["user", "list"])).json).toEqual([]);
     expect(await cli(["migrate"])).toMatchObject({ code: 0, json: { migrated: true } });
     expect(await cli(["migrate"])).toMatchObject({ code: 0, json: { migrated: true } });
+    // migrate takes nothing after it: an option is refused as one (until 2026-12-01 "unknown
+    // command: migrate"), a word as any stray word.
+    // (parseArgs's own wording after the name, which Node versions may reword.)
+    expect(await cli(["migrate", "--anything"])).toEqual({ code: 2, stdout: "", stderr: expect.stringMatching(/^plantgate: Unknown option '--anything'\.[^\n]*\n$/), json: undefined });
+    expect(await cli(["migrate", "now"])).toEqual({ code: 2, stdout: "", stderr: stray, json: undefined });
     const badUrl = await cli(["client", "list"], "", { PLANTGATE_DATABASE_URL: "redis://127.0.0.1" });
     expect(badUrl.code).toBe(2);
     expect(badUrl.stderr).toContain("PLANTGATE_DATABASE_URL must start with");
