@@ -412,9 +412,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     if (!isCachedToken(t)) return null;
     // Its lifetime is measured from here on in this client (its expiresAt is the writer's clock).
     markToken(t.accessToken, mark());
+    // An SDK from before 2026-12-01 wrote Number.MAX_SAFE_INTEGER for a token without expires_in
+    // (no time a Date holds), and such a token lives until an API rejects it: capped as ours are.
+    const read = t.expiresAt > LATEST_TIME ? { ...t, expiresAt: LATEST_TIME } : t;
     // A refresh token the server refused (invalid_grant) is never presented again, whoever cached
     // it: before 2026-11-29 every call in every process sharing the cache sent it once more.
-    return t.refreshToken !== null && deadRefresh.has(t.refreshToken) ? { ...t, refreshToken: null } : t;
+    return read.refreshToken !== null && deadRefresh.has(read.refreshToken) ? { ...read, refreshToken: null } : read;
   }
   /** Refresh tokens refused with invalid_grant (bounded: only recent ones can still be in a cache). */
   const deadRefresh = new Set<string>();
