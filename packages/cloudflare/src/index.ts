@@ -222,7 +222,7 @@ export interface PlantgateWorker {
  * the start calls it, `bootstrapFromEnv`) ask `vars` for, each reader run on its own (one that refuses a value stops its own reads only; the start runs
  * them again and fails there).
  */
-function namesAsked(vars: EnvVars, given: Pick<PlantgateOptions, "maxScopeLength"> = {}): Set<string> {
+function namesAsked(vars: EnvVars, given: Pick<PlantgateOptions, "maxScopeLength" | "signingKeyActivationDelaySeconds"> = {}): Set<string> {
   const asked = new Set<string>();
   const probe = new Proxy(vars, {
     get: (target, key) => (typeof key === "string" ? (asked.add(key), target[key]) : undefined),

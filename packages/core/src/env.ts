@@ -85,12 +85,15 @@ function nonNegativeInt(env: EnvVars, name: string, max?: number): number | unde
  *
  * Each variable is held to its option's rules here, so a bad value is refused before a server opens
  * its store, naming the variable. `given` is what the code sets beside the environment that those
- * rules depend on: its `maxScopeLength` (default 128) bounds `PLANTGATE_SCOPE_PREFIX`'s scopes.
+ * rules depend on: its `maxScopeLength` (default 128) bounds `PLANTGATE_SCOPE_PREFIX`'s scopes, and
+ * its `signingKeyActivationDelaySeconds`, when the environment sets none, bounds
+ * `PLANTGATE_SIGNING_KEY_MAX_AGE` from below (until 2026-12-01 the default delay did, and such a
+ * variable beside a longer delay in code was refused only by `createPlantgate`, naming the option).
  *
  * @example
  * const app = createPlantgate({ ...optionsFromEnv(process.env), storage });
  */
-export function optionsFromEnv(env: EnvVars, given: Pick<PlantgateOptions, "maxScopeLength"> = {}): PlantgateOptions {
+export function optionsFromEnv(env: EnvVars, given: Pick<PlantgateOptions, "maxScopeLength" | "signingKeyActivationDelaySeconds"> = {}): PlantgateOptions {
   const out: PlantgateOptions = {};
   if (env.PLANTGATE_ISSUER) {
     try {
@@ -151,10 +154,13 @@ export function optionsFromEnv(env: EnvVars, given: Pick<PlantgateOptions, "maxS
     out.signingKeyActivationDelaySeconds = activationDelay;
   }
   // A max age the delay cannot keep (a successor is published the delay before it signs), refused
-  // naming both variables; until 2026-12-01 it was taken and not kept.
+  // naming both variables; until 2026-12-01 it was taken and not kept. The delay is the
+  // environment's, else the one the code gives (a server's overrides, a Worker's options).
+  const codeDelay = Number.isSafeInteger(given.signingKeyActivationDelaySeconds) ? given.signingKeyActivationDelaySeconds : undefined;
+  const delayInEffect = activationDelay ?? codeDelay ?? MIN_ACTIVATION_DELAY_SECONDS;
   if (keyMaxAge !== undefined) {
     asVariable("PLANTGATE_SIGNING_KEY_MAX_AGE", "signingKeyMaxAgeSeconds", () =>
-      checkSigningKeyMaxAge(keyMaxAge, activationDelay ?? MIN_ACTIVATION_DELAY_SECONDS, { maxAge: "PLANTGATE_SIGNING_KEY_MAX_AGE", delay: "PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY" }),
+      checkSigningKeyMaxAge(keyMaxAge, delayInEffect, { maxAge: "PLANTGATE_SIGNING_KEY_MAX_AGE", delay: activationDelay === undefined && codeDelay !== undefined ? "signingKeyActivationDelaySeconds" : "PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY" }),
     );
   }
   const keks = env.PLANTGATE_KEY_ENCRYPTION_KEY;

@@ -54,7 +54,8 @@ export interface PlantgateOptions extends TelemetryOptions {
    * reaches this age (every instance at the same instant). Replaced keys stay in the JWKS until
    * the longest access-token lifetime has passed, then are deleted. Ignored with `signingKey` or
    * `signer`. At least `signingKeyActivationDelaySeconds` + 60 (a new key is published that long
-   * before it signs), else a `TypeError` naming both. Default: no automatic rotation (env
+   * before it signs), else a `TypeError` naming both, beside `signingKey` or `signer` too. Default:
+   * no automatic rotation (env
    * `PLANTGATE_SIGNING_KEY_MAX_AGE`).
    */
   signingKeyMaxAgeSeconds?: number;
