@@ -201,7 +201,9 @@ async function beginImmediate(conn: Kysely<any>): Promise<void> {
         await sql`begin immediate`.execute(conn);
         return;
       } catch (e) {
-        if ((e as { code?: unknown } | null)?.code !== "SQLITE_BUSY" || Date.now() + pause > deadline) throw e;
+        // SQLITE_BUSY and its extended codes (SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_RECOVERY on WAL).
+        const code = (e as { code?: unknown } | null)?.code;
+        if (typeof code !== "string" || !code.startsWith("SQLITE_BUSY") || Date.now() + pause > deadline) throw e;
       }
       await new Promise((resolve) => setTimeout(resolve, pause));
     }

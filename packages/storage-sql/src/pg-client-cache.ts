@@ -198,10 +198,13 @@ export function pgClientCache(Client: ListenClientConstructor, url: string, opti
    */
   const verify = async (client: ListenClient) => {
     if (probe !== null && !probe.heard) {
-      if (Date.now() - probe.sentAt >= probeWaitMs) down(client);
+      if (performance.now() - probe.sentAt >= probeWaitMs) down(client);
       return;
     }
-    const sent = { token: `${probeId}.${++probes}`, sentAt: Date.now(), heard: false, triggers: null as boolean | null };
+    // Monotonic (performance.now): on the wall clock a step back put an unheard probe's sentAt in
+    // the future, so it was never late and no new one went out, and a connection that stopped
+    // hearing kept the cache live for the length of the step (until 2026-12-01).
+    const sent = { token: `${probeId}.${++probes}`, sentAt: performance.now(), heard: false, triggers: null as boolean | null };
     probe = sent;
     try {
       const payload = JSON.stringify({ p: sent.token });
