@@ -11,27 +11,14 @@ import { sql } from "kysely";
 import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import type { SqlStorage } from "@plantgate/storage-sql";
 import { runCli } from "../src/cli.js";
-import { POSTGRES_URL, postgresProblem } from "./postgres.js";
+import { POSTGRES_URL, postgresProblem, storeProblem } from "./postgres.js";
 
 const MYSQL_URL = process.env.PLANTGATE_TEST_MYSQL_URL ?? "mysql://root@127.0.0.1:3306/test";
 
-async function mysqlProblem(): Promise<string | null> {
-  try {
-    const storage = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: MYSQL_URL }, { cwd: "/", migrate: false, clientCache: false });
-    try {
-      await sql`select 1`.execute(storage.db);
-    } finally {
-      await storage.close();
-    }
-    return null;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  }
-}
 
 const IN_CI = process.env.CI === "true";
 const pgProblem = await postgresProblem();
-const myProblem = await mysqlProblem();
+const myProblem = await storeProblem(MYSQL_URL);
 // Under CI a missing service is a failure (the test runs and fails), elsewhere a skip naming why.
 const pgSkip = pgProblem !== null && !IN_CI;
 const mySkip = myProblem !== null && !IN_CI;

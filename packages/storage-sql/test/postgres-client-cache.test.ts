@@ -1,6 +1,6 @@
 import type { ClientRecord } from "@plantgate/core";
 import pg from "pg";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { openSqlStorage, type SqlStorage } from "../src/index.js";
 import { pgClientCache, type ListenClientConstructor } from "../src/pg-client-cache.js";
 import { TABLES } from "../src/schema.js";
@@ -236,6 +236,31 @@ describeIfReachable("postgres client cache", POSTGRES_URL, "PLANTGATE_TEST_POSTG
         await until(() => pgCache.live(), "a new connection to listen", 4000);
         expect(made.length).toBeGreaterThanOrEqual(2);
       } finally {
+        await pgCache.close();
+      }
+    });
+
+    it("a connection that stopped hearing is found out though the wall clock stepped back an hour while its probe was out", async () => {
+      // Until 2026-12-01 the probe wait was on Date.now: a step back put the unheard probe's sentAt
+      // in the future, so it was never late, no new probe went out, and the cache stayed live for
+      // the step's length. It is on performance.now now.
+      const db = await fresh();
+      await storage(db, { clientCache: false });
+      const { Client, made } = deafness();
+      const pgCache = pgClientCache(Client, db.url, { checkIntervalMs: 50 });
+      const realNow = Date.now.bind(Date);
+      try {
+        await pgCache.start();
+        expect(pgCache.live()).toBe(true);
+        made[0]!.deaf = true;
+        // A probe goes out on the connection that no longer hears (checks every 50 ms)...
+        await sleep(200);
+        expect(pgCache.live()).toBe(true);
+        // ...and then the wall clock steps back one hour; monotonic time (timers) runs on.
+        vi.spyOn(Date, "now").mockImplementation(() => realNow() - 3_600_000);
+        await until(() => !pgCache.live(), "the deaf connection to be found out", 4000);
+      } finally {
+        vi.restoreAllMocks();
         await pgCache.close();
       }
     });
