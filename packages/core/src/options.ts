@@ -1,5 +1,5 @@
-import type { JWK } from "jose";
 /** Options of createPlantgate, and the one place they are checked and turned into a {@link Context}. */
+import type { JWK } from "jose";
 import { MAX_TTL_SECONDS } from "./admin/clients.js";
 import { MAX_CONCURRENT_PASSWORD_CHECKS } from "./security/credentials.js";
 import { defaultRandomBytes, PBKDF2_MAX_ITERATIONS } from "./crypto/index.js";
