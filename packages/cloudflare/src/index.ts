@@ -218,9 +218,9 @@ export interface PlantgateWorker {
 }
 
 /**
- * The names core's readers (`auditFromEnv`, `optionsFromEnv` with the options' `maxScopeLength`, as
- * the start calls it, `bootstrapFromEnv`) ask `vars` for, each reader run on its own (one that refuses a value stops its own reads only; the start runs
- * them again and fails there).
+ * The names core's readers (`auditFromEnv`, `optionsFromEnv` with the options it is given at the
+ * start, `bootstrapFromEnv`) ask `vars` for, each reader run on its own (one that refuses a value
+ * stops its own reads only; the start runs them again and fails there).
  */
 function namesAsked(vars: EnvVars, given: Pick<PlantgateOptions, "maxScopeLength" | "signingKeyActivationDelaySeconds"> = {}): Set<string> {
   const asked = new Set<string>();
@@ -262,7 +262,7 @@ const VARIABLES: ReadonlySet<string> = namesAsked({});
  * under a `PLANTGATE_` name that are not safe integers go into `unsafeNumbers` (their text may have
  * changed: see {@link unsafeNumberError}).
  */
-async function stringEntries(env: PlantgateWorkerEnv, unsafeNumbers?: string[], given: Pick<PlantgateOptions, "maxScopeLength"> = {}): Promise<EnvVars> {
+async function stringEntries(env: PlantgateWorkerEnv, unsafeNumbers?: string[], given: Pick<PlantgateOptions, "maxScopeLength" | "signingKeyActivationDelaySeconds"> = {}): Promise<EnvVars> {
   const out: EnvVars = {};
   // The other bindings under PLANTGATE_ names with a get(): Secrets Store secrets if plantgate reads the name.
   const secrets = new Map<string, SecretsStoreSecretLike>();
