@@ -44,6 +44,11 @@ describe("a start refused for a variable names it, before the store is made", ()
     ["node", { PLANTGATE_ISSUER: "https://auth.example.com/#x" }, node, "PLANTGATE_ISSUER must be a URL without a query or fragment (RFC 8414 §2)\n"],
     ["Express", { PLANTGATE_ISSUER: "https://auth.example.com " }, express, "PLANTGATE_ISSUER must not begin or end with white space\n"],
     ["Express", { PLANTGATE_MOUNT_PATH: "/auth/.." }, express, `PLANTGATE_MOUNT_PATH must not have '.' or '..' segments, got "/auth/.."\n`],
+    // Too long for its scopes to fit maxScopeLength (more than 106 characters by default): until
+    // 2026-12-01 only its characters were checked here, and createPlantgate refused it after the
+    // store was made and the port bound, naming the option.
+    ["node", { PLANTGATE_SCOPE_PREFIX: "P".repeat(107) }, node, "PLANTGATE_SCOPE_PREFIX is 107 characters, so its scope <prefix>_AllAppsServerCommands is longer than maxScopeLength (128); shorten the prefix or raise maxScopeLength\n"],
+    ["Express", { PLANTGATE_SCOPE_PREFIX: "P".repeat(107) }, express, "PLANTGATE_SCOPE_PREFIX is 107 characters, so its scope <prefix>_AllAppsServerCommands is longer than maxScopeLength (128); shorten the prefix or raise maxScopeLength\n"],
   ] as const)("%s: %j", { timeout: 60_000 }, async (_server, env, entry, message) => {
     expect(await run(entry, env)).toEqual({ code: 1, err: message, storeMade: false });
   });
