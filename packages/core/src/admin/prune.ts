@@ -1,6 +1,7 @@
 import type { Context } from "../context.js";
 import { describeError } from "../http/respond.js";
 import { pruneKeys } from "../tokens/keys.js";
+import { passed } from "../util/passed.js";
 
 /** Options of {@link prune}. */
 export interface PruneOptions {
@@ -169,8 +170,7 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
         // so a run of many batches was one stretch in which no request was read and no timer fired
         // (a second an hour for 100,000 audit events past the retention; until 2026-12-01). A short
         // run takes no turn (a turn is a timer: at least a millisecond on Node).
-        const t = Date.now();
-        if (t - lastTurn >= PRUNE_TURN_MS || t < lastTurn) {
+        if (passed(Date.now(), lastTurn, PRUNE_TURN_MS)) {
           await nextTurn();
           lastTurn = Date.now();
         }

@@ -5,6 +5,7 @@ import { declaresOver, readBounded } from "../http/body.js";
 import type { ClientRecord } from "../storage/types.js";
 import { remember } from "../util/bounded-cache.js";
 import { isStorableText } from "../util/storable-text.js";
+import { passed } from "../util/passed.js";
 import { LATE, waitAtMost } from "../util/wait-at-most.js";
 
 /**
@@ -245,8 +246,8 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
     // A clock stepped back behind a fetch or a try (an NTP correction, a restored VM) counts as the
     // time over: until 2026-12-01 the negative age read as fresh, and a withdrawn set verified for
     // the length of the step on top of the cache time.
-    const expired = have === undefined || have.fetchedAt === null || now - have.fetchedAt >= JWKS_CACHE_MS || now < have.fetchedAt;
-    if (have === undefined || ((expired || refresh) && (now - have.triedAt >= JWKS_REFETCH_MS || now < have.triedAt))) await load(client.jwksUri);
+    const expired = have === undefined || have.fetchedAt === null || passed(now, have.fetchedAt, JWKS_CACHE_MS);
+    if (have === undefined || ((expired || refresh) && passed(now, have.triedAt, JWKS_REFETCH_MS))) await load(client.jwksUri);
     const kept = fetched.get(client.jwksUri);
     if (kept === undefined || kept.fetchedAt === null) return [];
     const age = clock() - kept.fetchedAt;

@@ -4,6 +4,7 @@ import { MIN_RSA_BITS, rsaModulusBits } from "../crypto/rsa.js";
 import { EXTERNAL_PRIVATE_KEY, isSealed, KEK_SOURCE, KeyEncryptionError, sealedUnder, sealsExternalMarker, type KeyEncryption } from "../crypto/key-encryption.js";
 import { StorageError } from "../errors/index.js";
 import type { SigningKeyRecord, SigningKeyStore } from "../storage/types.js";
+import { passed } from "../util/passed.js";
 import { LATE, waitAtMost } from "../util/wait-at-most.js";
 import { describeKeys, place, pruneKeys, SIGNING_RELOAD_MS, signingIndex, type SigningKeyInfo, type SigningKeyStatus } from "./key-lifecycle.js";
 
@@ -465,15 +466,10 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
 
   const trusted = (k: LoadedKey) => opts.clock() < k.until;
 
-  /**
-   * Whether `interval` ms have passed since `since` on the wall clock reading `now`, or the clock
-   * stepped back behind `since` (an NTP correction, a restored VM, an operator's `date`): the
-   * interval is then taken as over. Until 2026-12-01 such a step put `since` in the instance's
-   * future, and for as long as the step it neither re-read the keys (it took a revoked key's tokens
-   * and signed with it) nor looked for an unknown kid (it refused a `--now` key's tokens). The
-   * intervals stay on the injected clock (`clock`), which tests move.
-   */
-  const passed = (now: number, since: number, interval: number): boolean => now - since >= interval || now < since;
+  // The reload and kid-look intervals are `passed` (a clock stepped back counts as over): until
+  // 2026-12-01 such a step put `since` in the instance's future, and for as long as the step it
+  // neither re-read the keys (it took a revoked key's tokens and signed with it) nor looked for an
+  // unknown kid (it refused a `--now` key's tokens).
   /** Whether a failed re-read may be tried again: its time has come, or the clock stepped back past its wait. */
   const retryDue = (now: number): boolean => now >= retryAt || retryAt - now > RELOAD_RETRY_MS;
 
