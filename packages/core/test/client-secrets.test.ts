@@ -202,6 +202,31 @@ describe("overlapping client secrets", () => {
     expect((await h0.app.admin.getClient(h0.clientId)).secrets.map((x) => x.id)).toEqual([rotated]);
   });
 
+  it("an add whose check after the write fails (the store drops out) takes its secret back: no secret stays stored that nobody was shown", async () => {
+    const storage = createMemoryStorage();
+    const get = storage.clients.get.bind(storage.clients);
+    const addSecret = storage.clients.addSecret.bind(storage.clients);
+    let failNextGet = false;
+    storage.clients.addSecret = async (clientId, secret) => {
+      const added = await addSecret(clientId, secret);
+      failNextGet = true;
+      return added;
+    };
+    storage.clients.get = async (clientId) => {
+      if (failNextGet) {
+        failNextGet = false;
+        throw new StorageError("client store: connection reset");
+      }
+      return get(clientId);
+    };
+    h0 = await harness({ storage });
+    const before = (await h0.app.admin.getClient(h0.clientId)).secrets.map((x) => x.id);
+    await expect(h0.app.admin.addClientSecret(h0.clientId)).rejects.toThrow(new StorageError("client store: connection reset"));
+    // Until 2026-12-02 the new secret stayed: hashed, shown to nobody, counted toward the 10 until revoked.
+    expect((await h0.app.admin.getClient(h0.clientId)).secrets.map((x) => x.id)).toEqual(before);
+    await expectTokenSuccess(await cc(h0.clientId, h0.clientSecret));
+  });
+
   it("a private_key_jwt client has no secrets to add, rotate or revoke", async () => {
     h0 = await harness();
     const jwks = { keys: [{ kty: "EC", crv: "P-256", x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0" }] };

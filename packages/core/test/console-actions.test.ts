@@ -248,6 +248,22 @@ describe("console API: third-party applications (settings > security settings)",
     expect([ghost.status, ghost.body]).toEqual([404, { error: 1306, message: 'Client "ghost" does not exist.' }]);
   });
 
+  it("an add whose secret a rotation replaced before the add finished is 409 1307 (try again), not 400", async () => {
+    const storage = createMemoryStorage();
+    const addSecret = storage.clients.addSecret.bind(storage.clients);
+    let rotateMeanwhile: (() => Promise<unknown>) | undefined;
+    storage.clients.addSecret = async (clientId, secret) => {
+      const added = await addSecret(clientId, secret);
+      await rotateMeanwhile?.();
+      return added;
+    };
+    const h = await setup({ storage });
+    rotateMeanwhile = () => h.app.admin.rotateClientSecret("app-1");
+    const r = await h.as("POST", "/api/clients/app-1/secrets", {});
+    // Until 2026-12-02 400 1009, as if the request were wrong; nothing in it was.
+    expect([r.status, r.body]).toEqual([409, { error: 1307, message: 'The secrets of client "app-1" changed meanwhile; try again.' }]);
+  });
+
   it('client ids "." and ".." are refused with 400 (URL normalisation would make them unreachable); "..." is fine', async () => {
     const h = await setup();
     for (const clientId of [".", ".."]) {

@@ -415,7 +415,15 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       // taken back before anyone has seen it. Never more than the limit stay (the last add to keep
       // its secret counted every other kept one), on every backend and with no storage contract
       // change; adds racing near the limit may all be refused, and can be tried again.
-      const after = await ctx.storage.clients.get(clientId);
+      let after: ClientRecord | null;
+      try {
+        after = await ctx.storage.clients.get(clientId);
+      } catch (e) {
+        // Nobody will see this secret: take it back (until 2026-12-02 it stayed, counted toward the
+        // limit until revoked). If the store refuses that too it stays, hashed and unknown to anyone.
+        await ctx.storage.clients.removeSecret(clientId, secret.id, now).catch(() => undefined);
+        throw e;
+      }
       const mine = after?.secrets.some((s) => s.id === secret.id) === true;
       const liveAfter = (after?.secrets ?? []).filter((s) => s.expiresAt === null || s.expiresAt > now).length;
       if (!mine || liveAfter > MAX_CLIENT_SECRETS) {

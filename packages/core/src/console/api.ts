@@ -250,7 +250,10 @@ export const addSecret: ApiHandler = async (ctx, s, request, [clientId]) => {
   const expiresIn = optionalSeconds(body, "expiresIn");
   const missing = clientNamed(clientId!);
   if (!(await ctx.storage.clients.get(clientId!))) throw unknown(missing);
-  const { clientSecret, secret } = await admin(() => adminOf(ctx, s).addClientSecret(clientId!, expiresIn === null || expiresIn === undefined ? {} : { expiresIn }), { missing });
+  // A rotation that replaced every secret between the add and its check (the added one went with
+  // them) is a conflict to try again, as the admin API says (until 2026-12-02 400 1009).
+  const taken = `The secrets of client ${quoteId(clientId!)} changed meanwhile; try again.`;
+  const { clientSecret, secret } = await admin(() => adminOf(ctx, s).addClientSecret(clientId!, expiresIn === null || expiresIn === undefined ? {} : { expiresIn }), { missing, taken });
   return json(201, { clientId, clientSecret, secret: consoleSecret(secret, ctx.clock()) });
 };
 
