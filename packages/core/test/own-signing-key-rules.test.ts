@@ -62,4 +62,25 @@ describe("the server's own signing key: refused at start when its tokens could n
     expect((await named.jwks()).keys.map((k) => (k as { kid: string }).kid)).toEqual(["k".repeat(1024)]);
     expect(await used(named)).toEqual({ token: 200, api: 200 });
   });
+
+  it("a signer whose answer is not the JWS signature (DER from a KMS, undefined, an ArrayBuffer) fails the token request with a log line saying so, and issues nothing; the raw form signs tokens the APIs take", async () => {
+    const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+    const publicJwk = publicKey.export({ format: "jwk" }) as never;
+    const cases: [string, SigningKeySigner["sign"], RegExp][] = [
+      // Node's sign() (and AWS KMS, Google Cloud KMS) give ECDSA signatures DER-encoded: 70-72 bytes.
+      ["der", (data) => new Uint8Array(nodeSign("sha256", data, privateKey)), /^signer\.sign returned 7[0-2] bytes; a ES256 signature with this key is 64 bytes \(raw r \|\| s, RFC 7518 §3\.4: a DER-encoded signature, as cloud KMSs and Node's sign\(\) give by default, must be converted\)$/],
+      ["undefined", (() => undefined) as never, /^signer\.sign must return a Uint8Array holding the signature; it returned undefined$/],
+      ["ArrayBuffer", ((data: Uint8Array) => new Uint8Array(nodeSign("sha256", data, { key: privateKey, dsaEncoding: "ieee-p1363" })).buffer) as never, /^signer\.sign must return a Uint8Array holding the signature; it returned ArrayBuffer$/],
+    ];
+    for (const [name, sign, message] of cases) {
+      const errors: unknown[][] = [];
+      const a = createPlantgate({ storage: createMemoryStorage(), clock: manualClock().now, passwordHashIterations: 1000, logger: { warn() {}, error: (...args: unknown[]) => void errors.push(args) }, signer: { alg: "ES256", kid: "kms-ec", publicJwk, sign } });
+      const { clientSecret } = await a.admin.createClient({ clientId: "app-1", scopes: ["Platform_UserAPIs"] });
+      const res = await tokenRequest(a, { grant_type: "client_credentials", scope: "Platform_UserAPIs" }, { authorization: basic("app-1", clientSecret!) });
+      expect([name, res.status, await res.json()]).toEqual([name, 500, { error: "server_error", error_description: "The server encountered an unexpected error." }]);
+      expect(errors, name).toEqual([["unexpected error at the token endpoint", { name: "TypeError", message: expect.stringMatching(message) }]]);
+    }
+    const raw: SigningKeySigner["sign"] = (data) => new Uint8Array(nodeSign("sha256", data, { key: privateKey, dsaEncoding: "ieee-p1363" }));
+    expect(await used(app({ signer: { alg: "ES256", kid: "kms-ec", publicJwk, sign: raw } }))).toEqual({ token: 200, api: 200 });
+  });
 });

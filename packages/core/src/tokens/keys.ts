@@ -52,7 +52,10 @@ export interface SigningKeySigner {
   publicJwk: JWK;
   /** Default: the RFC 7638 thumbprint of `publicJwk`. */
   kid?: string;
-  /** The JWS signature (RFC 7518 form: raw `r || s` for ECDSA) of `data`, the ASCII signing input. */
+  /**
+   * The JWS signature (RFC 7518 form: raw `r || s` for ECDSA, not DER) of `data`, the ASCII signing
+   * input. Another length or a value that is no `Uint8Array` fails the token request (a 500, logged).
+   */
   sign(data: Uint8Array): Promise<Uint8Array> | Uint8Array;
 }
 
@@ -157,6 +160,32 @@ export function checkOwnKey(jwk: JWK, kid: unknown, what: string, kidName: strin
     const bits = rsaModulusBits(jwk);
     if (bits < MIN_RSA_BITS) throw new TypeError(`${what} is an RSA key of ${bits} bits; RS256 and PS256 need ${MIN_RSA_BITS} or more (RFC 7518 §3.3); nothing was stored`);
   }
+}
+
+/** What a value is, for a message that must not show it (a signer's answer may be key material). */
+const kindOf = (value: unknown): string => (value === null ? "null" : typeof value !== "object" ? typeof value : (Object.prototype.toString.call(value).slice(8, -1) || "object"));
+
+/**
+ * A signer's `sign`, its answer held to the JWS form of its algorithm (RFC 7518 §3.4: ECDSA's is
+ * raw `r || s`, 64 bytes for ES256 and 96 for ES384; Ed25519's 64 bytes; RSA's as long as the
+ * modulus). Until 2026-12-02 a DER-encoded ECDSA signature, what cloud KMSs and Node's `sign()`
+ * give by default, went into tokens that every verifier refused (plantgate's own APIs too: 401
+ * everywhere, token requests 200), and an answer that was no `Uint8Array` (undefined, an
+ * `ArrayBuffer`) failed in jose with a message that named neither. Now the token request is a 500
+ * and the log says what the signer returned (its length or kind, never its bytes).
+ */
+function checkedSign(signer: SigningKeySigner, publicJwk: JWK): (data: Uint8Array) => Promise<Uint8Array> {
+  const alg = signer.alg;
+  const size = alg === "ES256" ? 64 : alg === "ES384" ? 96 : alg === "EdDSA" ? (publicJwk.crv === "Ed448" ? 114 : 64) : Math.ceil(rsaModulusBits(publicJwk) / 8);
+  return async (data) => {
+    const signature: unknown = await signer.sign(data);
+    if (!(signature instanceof Uint8Array)) throw new TypeError(`signer.sign must return a Uint8Array holding the signature; it returned ${kindOf(signature)}`);
+    if (signature.length !== size) {
+      const der = alg === "ES256" || alg === "ES384" ? " (raw r || s, RFC 7518 §3.4: a DER-encoded signature, as cloud KMSs and Node's sign() give by default, must be converted)" : "";
+      throw new TypeError(`signer.sign returned ${signature.length} bytes; a ${alg} signature with this key is ${size} bytes${der}`);
+    }
+    return signature;
+  };
 }
 
 /**
@@ -333,7 +362,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       alg,
       publicJwk: { ...publicJwk, kid: record.kid, alg, use: "sig" },
       privateKey,
-      external: opts.signer && record.kid === pinned ? (data) => opts.signer!.sign(data) : null,
+      external: opts.signer && record.kid === pinned ? checkedSign(opts.signer, publicJwk) : null,
       publicKey: await importJWK(publicJwk, alg),
       activatesAt: record.activatesAt,
       until,
