@@ -171,7 +171,9 @@ export interface AccountStore {
    * which the caller chooses). Accounts are never deleted, so places are gapless and stable and
    * walking all pages sees each account exactly once; `total` is the exact number of accounts.
    * Both must stay cheap at any depth (an index range and a kept count, not OFFSET and COUNT(*)):
-   * `GetAccountList` calls this on every request. Concurrent creates never share or skip a place.
+   * `GetAccountList` calls this on every request. Concurrent creates never share or skip a place,
+   * and an account is listed only once every earlier place is listed: a walk racing creates sees
+   * each account once (a place taken first and its account shown later repeats one and skips another).
    */
   list(offset: number, limit: number): Promise<{ items: AccountRecord[]; total: number }>;
 }

@@ -82,6 +82,44 @@ export function concurrencySuite(s: SuiteContext): void {
       });
     });
 
+    it("creates racing a walk of the pages: no account seen twice, every one there before seen, the walk a prefix of the final order (on both instances when the target can open a second)", async () => {
+      // The README's promise: an account keeps its place and new ones are appended, so walking every
+      // page sees each account once. The cases above check places only after the creates settle: a
+      // store that takes a place at once and shows the account later (place 6 listed before place 5)
+      // passed them all, and its walks repeated one account and skipped another (until 2026-12-02).
+      const second = s.target.connect ? await s.target.connect(s.storage()) : null;
+      try {
+        const stores = second ? [s.storage(), second] : [s.storage()];
+        const before = Array.from({ length: 20 }, (_, i) => accountRecord({ id: `walk-pre-${i}`, username: `walk-pre-${i}` }));
+        for (const r of before) expect(await s.storage().accounts.create(r)).toBe(true);
+        for (let round = 0; round < 3; round++) {
+          const walks = stores.map(async (store) => {
+            const seen: string[] = [];
+            for (let offset = 0; ; offset += 3) {
+              const page = await store.accounts.list(offset, 3);
+              seen.push(...page.items.map((a) => a.id));
+              if (page.items.length < 3) return seen;
+              await pause(1);
+            }
+          });
+          const creates = inParallel<boolean | number | null>(24, (i) => {
+            const store = stores[i % stores.length]!;
+            if (i % 8 === 7) return store.accounts.createMany([0, 1].map((j) => accountRecord({ id: `walk-${round}-${i}-${j}`, username: `walk-${round}-${i}-${j}` })));
+            return store.accounts.create(accountRecord({ id: `walk-${round}-${i}`, username: `walk-${round}-${i}` }));
+          });
+          const [seenBy] = await Promise.all([Promise.all(walks), creates]);
+          const all = (await s.storage().accounts.list(0, 200)).items.map((a) => a.id);
+          for (const [k, seen] of seenBy.entries()) {
+            expect(seen.filter((id, i) => seen.indexOf(id) !== i), `round ${round}, instance ${k + 1}: seen twice`).toEqual([]);
+            expect(before.map((r) => r.id).filter((id) => !seen.includes(id)), `round ${round}, instance ${k + 1}: there before, missed`).toEqual([]);
+            expect(seen, `round ${round}, instance ${k + 1}: the walk is a prefix of the final order`).toEqual(all.slice(0, seen.length));
+          }
+        }
+      } finally {
+        if (second) await s.target.disconnect?.(second);
+      }
+    });
+
     it("races across two instances (when the target can open a second): consume, assertion jti use and counter increments stay exact", async (ctx) => {
       // The single-instance races below pass with a lock that lives in one process only; a second
       // server process over the same data must see the same atomicity.
