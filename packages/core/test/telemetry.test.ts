@@ -556,6 +556,37 @@ describe("observer", () => {
     expect(requests).toHaveLength(1);
     expect(storageCalls.length).toBeGreaterThan(0);
   });
+
+  it("an async observer that rejects (a metrics push that fails) changes no answer and leaves no unhandled rejection, which ended a Node process", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const reports: string[] = [];
+      const h = await harness({
+        observer: {
+          request: async (o) => {
+            reports.push(`request ${o.status}`);
+            throw new Error("metrics backend down");
+          },
+          storage: async (o) => {
+            reports.push(`storage ${o.store}.${o.operation}`);
+            throw new Error("metrics backend down");
+          },
+        },
+      });
+      reports.length = 0;
+      const res = await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+      expect(res.status).toBe(200);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(reports).toContain("request 200");
+      expect(reports).toContain("storage clients.get");
+      // Until 2026-12-02 each report's rejection was left unhandled (a throw was caught, a rejection not).
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
 });
 
 describe("route templates under a base path", () => {

@@ -4,6 +4,7 @@
  */
 import { OAuthError, TooManyAttemptsError } from "../errors/index.js";
 import { isUnavailable, type PlainResponse } from "../http/respond.js";
+import { dropRejection } from "../util/thenable.js";
 import { activeSpan, errorType, perf, quietly, SPAN_ERROR } from "./spans.js";
 import type { Observer, TraceSpan, Tracer } from "./types.js";
 
@@ -98,14 +99,14 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
     }
     if (report) {
       try {
-        report({
+        dropRejection(report({
           route: note.route,
           method,
           status: answer.status,
           durationMs: perf.now() - note.started,
           grantType,
           result: isToken ? tokenResult(note, answer.status) : undefined,
-        });
+        }));
       } catch {
         // An observer never changes an answer.
       }

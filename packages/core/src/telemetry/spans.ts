@@ -1,5 +1,6 @@
 /** Child spans around the steps worth timing (client authentication, the grant, signing). */
 import type { SpanAttributeValue, TraceSpan, TraceSpanOptions, Tracer } from "./types.js";
+import { dropRejection } from "../util/thenable.js";
 
 /** OpenTelemetry's `SpanStatusCode.ERROR`. */
 export const SPAN_ERROR = 2;
@@ -55,7 +56,7 @@ export function activeSpan<T>(tracer: Tracer, name: string, options: TraceSpanOp
 /** Runs a span call (`end`, `setAttribute`, ...), ignoring a throw: the SDK runs processors' `onEnd` inside `end()`. */
 export function quietly(call: () => unknown): void {
   try {
-    call();
+    dropRejection(call());
   } catch {
     // A tracer never changes an answer.
   }

@@ -4,7 +4,7 @@
  * and an observer the storage is used as given.
  */
 import type { Storage } from "../storage/types.js";
-import { isThenable } from "../util/thenable.js";
+import { dropRejection, isThenable } from "../util/thenable.js";
 import { activeSpan, errorType, perf, quietly, SPAN_ERROR } from "./spans.js";
 import type { Observer, TraceSpan, Tracer } from "./types.js";
 
@@ -38,7 +38,7 @@ function methodNames(store: object): string[] {
 function timedMethod(store: object, fn: AnyFunction, storeName: string, operation: string, report: NonNullable<Observer["storage"]>): AnyFunction {
   const observe = (started: number, failed: boolean) => {
     try {
-      report({ store: storeName, operation, durationMs: perf.now() - started, failed });
+      dropRejection(report({ store: storeName, operation, durationMs: perf.now() - started, failed }));
     } catch {
       // An observer never changes a storage call's outcome.
     }
@@ -101,7 +101,7 @@ function wrapMethod(store: object, storeName: string, operation: string, tracer:
       }
       if (report) {
         try {
-          report({ store: storeName, operation, durationMs: perf.now() - started, failed });
+          dropRejection(report({ store: storeName, operation, durationMs: perf.now() - started, failed }));
         } catch {
           // An observer never changes a storage call's outcome.
         }
