@@ -1,3 +1,4 @@
+import { callHost } from "./host-callback.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { FetchApp, NodeApp, PlainAnswer } from "./fetch-app.js";
 import { parseOrigin } from "./request-origin.js";
@@ -85,14 +86,9 @@ export function createRequestListener(
   const handleApp = typeof handleMethod === "function" ? handleMethod.bind(app) : undefined;
   const fetchApp = handleApp === undefined ? (app as FetchApp) : undefined;
 
-  const report = (error: unknown): void => {
-    try {
-      onError(error);
-    } catch {
-      // A failing logger must not turn into an unhandled rejection that takes
-      // the process down.
-    }
-  };
+  // A failing logger must not turn into an unhandled rejection that takes the process down: neither
+  // its throw nor an async one's rejection (until 2026-12-02 that one did, on the first 500).
+  const report = (error: unknown): void => callHost(() => onError(error));
 
   return (req, res) => {
     void handle();

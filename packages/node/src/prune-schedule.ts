@@ -2,6 +2,7 @@
  * Periodic housekeeping for a long-running Node server: calls `admin.prune()` every interval,
  * never two runs at once, logging counts only.
  */
+import { callHost } from "./host-callback.js";
 
 /** What the scheduler needs of plantgate's admin (structural, so this package needs no core import). */
 export interface Prunable {
@@ -96,15 +97,9 @@ export function schedulePrune(admin: Prunable, options: SchedulePruneOptions): P
 /**
  * Logs without letting the logger fail the run: its error would reject the timer's promise, which
  * nobody awaits, and an unhandled rejection ends the process (until 2026-11-30 a logger that threw,
- * on info and then on error, did so on every run).
+ * on info and then on error, did so on every run; until 2026-12-02 an `async` one that rejected).
  */
-function report(log: () => void): void {
-  try {
-    log();
-  } catch {
-    // Nothing left to tell it with.
-  }
-}
+const report = callHost;
 
 function describe(error: unknown): string {
   try {

@@ -125,6 +125,33 @@ describe("createRequestListener", () => {
     await expectServerError(url);
   });
 
+  it("survives an async onError that rejects (an error tracker whose send fails): no unhandled rejection, the next request answered", async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => void rejections.push(reason);
+    process.on("unhandledRejection", onRejection);
+    try {
+      const { url } = await start(
+        {
+          async fetch() {
+            throw new Error("first");
+          },
+        },
+        {
+          onError: (async () => {
+            throw new Error("tracker down");
+          }) as () => void,
+        },
+      );
+      await expectServerError(url);
+      await expectServerError(url);
+      await new Promise((r) => setTimeout(r, 20));
+      // Until 2026-12-02 the rejection was unhandled: the first 500 ended the process.
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onRejection);
+    }
+  });
+
   it("rejects an invalid origin up front", () => {
     const app: FetchApp = { fetch: async () => new Response() };
     expect(() => createRequestListener(app, { origin: "not a url" })).toThrow(TypeError);

@@ -117,6 +117,45 @@ describe("schedulePrune", () => {
     }
   });
 
+  it("an async logger that rejects (a remote log sink that fails) leaves no rejection behind either", async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => void rejections.push(reason);
+    process.on("unhandledRejection", onRejection);
+    try {
+      let calls = 0;
+      const rejecting = {
+        info: async () => {
+          throw new Error("log sink down");
+        },
+        error: async () => {
+          throw new Error("log sink down");
+        },
+      } as PruneLogger;
+      let failNext = true;
+      const schedule = schedulePrune(
+        {
+          prune: async () => {
+            calls++;
+            if (failNext) {
+              failNext = false;
+              throw new Error("database unavailable");
+            }
+            return { sessions: 0 };
+          },
+        },
+        { intervalSeconds: 0.01, logger: rejecting },
+      );
+      await sleep(150);
+      await expect(schedule.stop()).resolves.toBeUndefined();
+      await sleep(20);
+      expect(calls).toBeGreaterThanOrEqual(3);
+      // Until 2026-12-02 each line's rejection was unhandled: the first run ended the process.
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onRejection);
+    }
+  });
+
   it("interval 0 turns it off: nothing ever runs", async () => {
     let runs = 0;
     const schedule = schedulePrune({ prune: async () => (runs++, {}) }, { intervalSeconds: 0, logger: recorder().logger });
