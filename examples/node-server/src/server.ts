@@ -17,7 +17,7 @@ import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
 import { openRedisHotStoresFromEnv } from "@plantgate/storage-redis/env";
-import { eventHooks, observabilityFromEnv, setupObservability, type MetricsListener } from "@plantgate/observability";
+import { eventHooks, observabilityFromEnv, observers, setupObservability, type MetricsListener } from "@plantgate/observability";
 
 /** How long `close()` waits for the security events still being delivered before the store closes. */
 export const CLOSE_EVENTS_TIMEOUT_MS = 10_000;
@@ -202,6 +202,9 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
       ...overrides,
       // A hook of the host's own goes beside the event log lines and counters, not in their place.
       ...(overrides.onEvent ? { onEvent: eventHooks(observability.options.onEvent, overrides.onEvent) } : {}),
+      // The same for an observer: until 2026-12-02 the host's replaced the metrics' (the request,
+      // token and storage series stopped while /metrics still answered).
+      ...(overrides.observer && observability.options.observer ? { observer: observers(observability.options.observer, overrides.observer) } : {}),
       storage,
     };
     // The console (PLANTGATE_CONSOLE=1, or an override) comes with its page unless one was given,

@@ -317,6 +317,41 @@ describe("example servers: close() delivers the last requests' security events f
   }
 });
 
+describe("example servers: a host's observer goes beside the metrics", () => {
+  for (const [name, startOne] of [
+    ["node-server", startServer],
+    ["express-server", startExpressServer],
+  ] as const) {
+    it(`${name}: startServer(env, { observer }) with PLANTGATE_METRICS_PORT: the host's observer sees the token request and /metrics still counts it (the override replaced the metrics' observer: the series stopped while /metrics answered)`, async () => {
+      const seen: string[] = [];
+      const server = await startOne(
+        {
+          HOST: "127.0.0.1",
+          PORT: "0",
+          PLANTGATE_METRICS_PORT: "0",
+          PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+          PLANTGATE_BOOTSTRAP_CLIENT_ID: "observer-client",
+          PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "observer-secret-5e7a9c1b3d",
+        },
+        { observer: { request: (o: { route: string; status: number }) => void seen.push(`${o.route} ${o.status}`) } },
+        { destination: { write() {} } },
+      );
+      running.push(server);
+      const route = `${name === "express-server" ? "/auth" : ""}/UserService/connect/token`;
+      const res = await fetch(`${server.url}${route}`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicAuth("observer-client", "observer-secret-5e7a9c1b3d") },
+        body: "grant_type=client_credentials",
+      });
+      expect(res.status).toBe(200);
+      expect(seen).toEqual([`${route} 200`]);
+      const metrics = await (await fetch(server.metricsUrl!)).text();
+      expect(metrics).toMatch(/^plantgate_token_requests_total\{grant_type="client_credentials",result="success"\} 1$/m);
+      expect(metrics).toContain(`plantgate_http_requests_total{route="${route}",method="POST",status="200"} 1\n`);
+    });
+  }
+});
+
 describe("example servers: close() lets the answers in flight go out whole", () => {
   for (const [name, startOne] of [
     ["node-server", startServer],

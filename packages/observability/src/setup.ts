@@ -87,3 +87,45 @@ export function eventHooks(...hooks: EventHook[]): EventHook {
     });
   };
 }
+
+/** Calls one observer hook: neither its throw nor an `async` one's rejection reaches the others or core. */
+function observe<T>(hook: ((o: T) => unknown) | undefined, o: T): void {
+  if (hook === undefined) return;
+  try {
+    const result = hook(o);
+    if (typeof result === "object" && result !== null && typeof (result as { then?: unknown }).then === "function") (result as PromiseLike<unknown>).then(undefined, () => undefined);
+  } catch {
+    // An observer never changes an answer, nor keeps the next one from seeing it.
+  }
+}
+
+/**
+ * One `observer` that hands each request and storage observation to every observer given, in
+ * order, each with its own guard (a throw or rejection of one keeps none of the others from
+ * seeing it). A hook none of them has stays absent, so core wraps no storage for it. For a host's
+ * own observer beside {@link Observability.options}' metrics (the example servers'
+ * `startServer(env, { observer })`): an `observer` in the overrides replaced the metrics' until
+ * 2026-12-02, and the request, token and storage series stopped without a word while `/metrics`
+ * still answered.
+ *
+ * @example
+ * const obs = setupObservability(observabilityFromEnv(process.env));
+ * createPlantgate({ ...obs.options, observer: observers(obs.options.observer, { request: (o) => statsd.timing(o.route, o.durationMs) }) });
+ */
+export function observers(...list: (Observer | undefined)[]): Observer {
+  const given = list.filter((o): o is Observer => o !== undefined);
+  const hooks = <K extends keyof Observer>(name: K): NonNullable<Observer[K]>[] =>
+    given.flatMap((o) => {
+      const hook: unknown = o[name];
+      if (hook === undefined) return [];
+      // As createPlantgate refuses one, rather than a TypeError on the first request.
+      if (typeof hook !== "function") throw new TypeError(`observer.${name} must be a function`);
+      return [hook.bind(o) as NonNullable<Observer[K]>];
+    });
+  const requests = hooks("request");
+  const storage = hooks("storage");
+  return {
+    ...(requests.length > 0 ? { request: (o) => { for (const hook of requests) observe(hook, o); } } : {}),
+    ...(storage.length > 0 ? { storage: (o) => { for (const hook of storage) observe(hook, o); } } : {}),
+  };
+}
