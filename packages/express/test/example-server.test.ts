@@ -336,18 +336,21 @@ describe("example servers: a host's observer goes beside the metrics", () => {
         { observer: { request: (o: { route: string; status: number }) => void seen.push(`${o.route} ${o.status}`) } },
         { destination: { write() {} } },
       );
-      running.push(server);
-      const route = `${name === "express-server" ? "/auth" : ""}/UserService/connect/token`;
-      const res = await fetch(`${server.url}${route}`, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicAuth("observer-client", "observer-secret-5e7a9c1b3d") },
-        body: "grant_type=client_credentials",
-      });
-      expect(res.status).toBe(200);
-      expect(seen).toEqual([`${route} 200`]);
-      const metrics = await (await fetch(server.metricsUrl!)).text();
-      expect(metrics).toMatch(/^plantgate_token_requests_total\{grant_type="client_credentials",result="success"\} 1$/m);
-      expect(metrics).toContain(`plantgate_http_requests_total{route="${route}",method="POST",status="200"} 1\n`);
+      try {
+        const route = `${name === "express-server" ? "/auth" : ""}/UserService/connect/token`;
+        const res = await fetch(`${server.url}${route}`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", authorization: basicAuth("observer-client", "observer-secret-5e7a9c1b3d") },
+          body: "grant_type=client_credentials",
+        });
+        expect(res.status).toBe(200);
+        expect(seen).toEqual([`${route} 200`]);
+        const metrics = await (await fetch(server.metricsUrl!)).text();
+        expect(metrics).toMatch(/^plantgate_token_requests_total\{grant_type="client_credentials",result="success"\} 1$/m);
+        expect(metrics).toContain(`plantgate_http_requests_total{route="${route}",method="POST",status="200"} 1\n`);
+      } finally {
+        await server.close();
+      }
     });
   }
 });
