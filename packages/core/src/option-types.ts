@@ -29,9 +29,9 @@ export interface PlantgateOptions extends TelemetryOptions {
    * space at either end; else a `TypeError` naming `baseUrl`.
    */
   baseUrl?: string;
-  /** `iss` of issued tokens and of the metadata document. Default: `baseUrl`. */
+  /** `iss` of issued tokens and of the metadata document, a non-empty string. Default: `baseUrl`. */
   issuer?: string;
-  /** `aud` of issued tokens, checked on the APIs. Default: the issuer. */
+  /** `aud` of issued tokens, checked on the APIs, a non-empty string. Default: the issuer. */
   audience?: string;
   /**
    * Prefix of the two API scopes, a scope token short enough for `<prefix>_AllAppsServerCommands`

@@ -211,6 +211,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   const givenClock = options.clock;
   if (givenClock !== undefined && typeof givenClock !== "function") throw new TypeError("clock must be a function returning epoch milliseconds");
   const clock = givenClock === undefined ? Date.now : () => Math.floor(givenClock());
+  checkIssuer(options.issuer);
+  if (options.audience !== undefined) nonEmptyString("audience", options.audience);
   const scopePrefix = options.scopePrefix ?? "Platform";
   const maxScopeLength = positiveInt("maxScopeLength", options.maxScopeLength, DEFAULT_MAX_SCOPE_LENGTH);
   checkScopePrefix(scopePrefix, maxScopeLength);
@@ -397,7 +399,17 @@ function issuerMetadataPath(issuer: string | undefined, basePath: string): strin
 /** The issuer's own rules, also applied to PLANTGATE_ISSUER by optionsFromEnv. */
 export function checkIssuer(issuer: string | undefined): void {
   if (issuer === undefined) return;
+  nonEmptyString("issuer", issuer);
   issuerRules("issuer", issuer);
+}
+
+/**
+ * `issuer` and `audience` are strings, as their types say. Until 2026-12-02 anything was taken from
+ * JavaScript: a number or an object made every token request a 500 (the signing refused the
+ * claim), and an empty string gave tokens an empty `iss` or `aud`.
+ */
+function nonEmptyString(name: string, value: unknown): void {
+  if (typeof value !== "string" || value === "") throw new TypeError(`${name} must be a non-empty string`);
 }
 
 /** The rules of an issuer, for the option `name` (the issuer, or baseUrl, which it defaults to). */
