@@ -210,6 +210,10 @@ export interface ConsoleOptions {
    * lacking `sessions.touch`, the app refuses to start (`ConfigError`).
    */
   idleTimeoutSeconds?: number;
-  /** The role an account needs to use the console. Default `admin`. */
+  /**
+   * The role an account needs to use the console. Default `admin`. A role an account can be given:
+   * 1-100 characters, without control or invisible characters (none at either end), else a
+   * `TypeError` naming `console.adminRole` when the app is made.
+   */
   adminRole?: string;
 }

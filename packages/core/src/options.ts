@@ -1,6 +1,7 @@
 /** Options of createPlantgate, and the one place they are checked and turned into a {@link Context}. */
 import type { JWK } from "jose";
 import { MAX_TTL_SECONDS } from "./admin/clients.js";
+import { isRole, ROLE_RULE } from "./admin/roles.js";
 import { MAX_CONCURRENT_PASSWORD_CHECKS } from "./security/credentials.js";
 import { defaultRandomBytes, PBKDF2_MAX_ITERATIONS } from "./crypto/index.js";
 import { sha256With } from "./crypto/provider.js";
@@ -105,9 +106,15 @@ function consoleIdleTimeoutMs(value: number | undefined, sessions: SessionStore,
   return (value ?? DEFAULT_CONSOLE_IDLE_TIMEOUT_SECONDS) * 1000;
 }
 
-function nonEmpty(name: string, value: string | undefined, fallback: string): string {
-  if (value === undefined) return fallback;
-  if (typeof value !== "string" || value.length < 1 || value.length > 100) throw new TypeError(`${name} must be 1-100 characters`);
+/**
+ * `console.adminRole`, held to the rule of a stored role (isRole, as checkAccountInput applies it).
+ * Until 2026-12-02 any 1-100 characters were taken: a role with white space at an end, a control or
+ * invisible character, U+0000 or a lone surrogate, which no account can be given, so nobody could
+ * sign in to the console and nothing said why.
+ */
+function adminRoleOption(value: string | undefined): string {
+  if (value === undefined) return "admin";
+  if (!isRole(value)) throw new TypeError(`console.adminRole must be a role an account can be given: ${ROLE_RULE}`);
   return value;
 }
 
@@ -369,7 +376,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
           // holds made every sign-in a 500 after the session was stored (before 2026-11-29).
           sessionTtlSeconds: positiveInt("console.sessionTtlSeconds", options.console.sessionTtlSeconds, 8 * 3600, MAX_TTL_SECONDS),
           idleTimeoutMs: consoleIdleTimeoutMs(options.console.idleTimeoutSeconds, storage.sessions, logger),
-          adminRole: nonEmpty("console.adminRole", options.console.adminRole, "admin"),
+          adminRole: adminRoleOption(options.console.adminRole),
           page: pageOption("console.page", options.console.page, basePath, "/console"),
         }
       : null,

@@ -13,6 +13,7 @@ import { describeKeys, SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
 import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
 import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } from "./events.js";
 import { describeError } from "../http/respond.js";
+import { isRole } from "./roles.js";
 
 export type { PruneCounts, PruneOptions } from "./prune.js";
 export type { EventPage, EventQuery } from "./events.js";
@@ -172,15 +173,8 @@ export function checkAccountInput(input: CreateAccountInput, parts: { password?:
   };
   optionalText("displayName", input.displayName);
   optionalText("email", input.email);
-  // A role is compared exactly (the console's admin role): one that only looks like another
-  // ("admin" with a zero-width space) or that no text column holds (U+0000, a lone surrogate) was
-  // taken before 2026-11-29.
-  if (
-    input.roles !== undefined &&
-    (!Array.isArray(input.roles) ||
-      input.roles.length > 32 ||
-      input.roles.some((r) => typeof r !== "string" || r.length < 1 || r.length > 100 || !isStorableText(r) || INVISIBLE_EDGE.test(r) || /[\p{Cc}\p{Cf}]/u.test(r)))
-  ) {
+  // Each role by the rule `console.adminRole` is held to as well (see isRole).
+  if (input.roles !== undefined && (!Array.isArray(input.roles) || input.roles.length > 32 || input.roles.some((r) => !isRole(r)))) {
     throw new AdminError("roles must be a list of at most 32 strings of 1-100 characters, without control or invisible characters", { field: "roles" });
   }
   if (input.enabled !== undefined && typeof input.enabled !== "boolean") throw new AdminError("enabled must be true or false", { field: "enabled" });
