@@ -152,7 +152,9 @@ export async function startExpressServer(
   // naming the variable (until 2026-11-30 they failed after listen, naming the option, e.g.
   // `clientSecret`). Values a stored client or account leaves unused are a warning, as they start.
   try {
-    for (const warning of await checkBootstrap(bootstrap, storage)) observability.options.logger.warn(warning);
+    // The console's admin role is the overrides' (the environment sets none): the role a stored
+    // bootstrap account is warned about lacking, and the one applyBootstrap gives.
+    for (const warning of await checkBootstrap(bootstrap, storage, { adminRole: overrides.console?.adminRole })) observability.options.logger.warn(warning);
   } catch (error) {
     await closeStorage();
     throw error;

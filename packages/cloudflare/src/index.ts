@@ -421,7 +421,7 @@ async function start(options: CreateWorkerOptions, env: PlantgateWorkerEnv, logg
     // is a warning, and the start goes on. Until 2026-11-30 the Worker said the option's name
     // (`plantgate: bootstrap: clientSecret must be ...`), and a valid client beside a refused
     // password had been created.
-    for (const warning of await checkBootstrap(bootstrap, storage)) logger.warn(warning);
+    for (const warning of await checkBootstrap(bootstrap, storage, { adminRole: app.admin.consoleAdminRole })) logger.warn(warning);
     // The signing keys, loaded now as the Node servers do: a PLANTGATE_SIGNING_KEY that does not
     // import, or keys stored under another PLANTGATE_KEY_ENCRYPTION_KEY, fail the start (503, kept),
     // not every token and JWKS request with a 500 (before 2026-11-29). A storage outage is retried.

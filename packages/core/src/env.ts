@@ -263,7 +263,7 @@ export interface BootstrapPlan {
   account: { username: string; password: string } | null;
   /**
    * `PLANTGATE_BOOTSTRAP_ADMIN=1`: the bootstrap account (or, without one, the demo user) is
-   * created with the console's `admin` role. Present only when set.
+   * created with the console's admin role (`console.adminRole`, default `admin`). Present only when set.
    */
   admin?: true;
 }
@@ -337,14 +337,19 @@ function refusal(check: () => void, fallback: string): ConfigError | null {
  * goes on as before, and each value left unused that way comes back as a warning to log (the
  * variable and the rule, no value).
  *
+ * `adminRole` is the console's (`console.adminRole`; default `admin`): with
+ * `PLANTGATE_BOOTSTRAP_ADMIN=1`, a stored bootstrap account without it is warned about.
+ *
  * @example
  * const plan = bootstrapFromEnv(process.env);
- * for (const warning of await checkBootstrap(plan, storage)) logger.warn(warning);
+ * for (const warning of await checkBootstrap(plan, storage, { adminRole: options.console?.adminRole })) logger.warn(warning);
  */
 export async function checkBootstrap(
   plan: BootstrapPlan,
   storage: { clients: Pick<ClientStore, "get">; accounts: Pick<AccountStore, "findByUsername"> },
+  options: { adminRole?: string | undefined } = {},
 ): Promise<string[]> {
+  const adminRole = options.adminRole ?? "admin";
   const warnings: string[] = [];
   if (plan.client) {
     const { clientId, clientSecret } = plan.client;
@@ -369,9 +374,12 @@ export async function checkBootstrap(
       // without PLANTGATE_BOOTSTRAP_ADMIN, as the Worker example's `dev` before `dev:console`) keeps
       // its roles. Until 2026-12-01 nothing said so, and the console then had no administrator.
       const stored = await storage.accounts.findByUsername(username);
-      if (stored && !stored.roles.includes("admin")) {
+      if (stored && !stored.roles.includes(adminRole)) {
+        // Said as "the admin role" for the default, as before 2026-12-02 (when it was the only role looked for).
+        const role = adminRole === "admin" ? "the admin role" : `the console's admin role ${JSON.stringify(adminRole)}`;
+        const flag = /^[\w.:@/-]+$/.test(adminRole) ? adminRole : `'${adminRole.replace(/'/g, "'\\''")}'`;
         warnings.push(
-          "PLANTGATE_BOOTSTRAP_ADMIN=1: the account PLANTGATE_BOOTSTRAP_USERNAME names exists without the admin role and keeps its roles (the role is given only to an account the bootstrap creates); make an administrator with `plantgate user create --roles admin`, or bootstrap another username",
+          `PLANTGATE_BOOTSTRAP_ADMIN=1: the account PLANTGATE_BOOTSTRAP_USERNAME names exists without ${role} and keeps its roles (the role is given only to an account the bootstrap creates); make an administrator with \`plantgate user create --roles ${flag}\`, or bootstrap another username`,
         );
       }
     }
@@ -382,7 +390,10 @@ export async function checkBootstrap(
 /**
  * Idempotent start-up provisioning: ensures the planned client (all grants and scopes) and
  * account exist. With `demo` and nothing planned, an empty store gets `demo-client` and user `demo`
- * with fresh random credentials, returned once (only hashes are stored).
+ * with fresh random credentials, returned once (only hashes are stored). With `plan.admin` the
+ * account (or the demo user) is created with the console's admin role, `admin.consoleAdminRole`
+ * (`console.adminRole`; until 2026-12-02 the literal `admin`, so beside another `adminRole` the
+ * bootstrapped administrator could not sign in).
  * `beforeDemo` is awaited once a demo is to be made, before anything is stored: a throw there
  * (the credentials could not be shown, say) stops it with nothing made. Another instance making the
  * demo on the same store at the same time is no error (`null`: that instance has the credentials);
@@ -401,7 +412,7 @@ export async function applyBootstrap(
     // The role is given at creation; an account that already exists keeps its roles (see the README).
     const { username, password } = plan.account;
     try {
-      await admin.createAccount({ username, password, roles: ["admin"] });
+      await admin.createAccount({ username, password, roles: [admin.consoleAdminRole] });
     } catch (error) {
       // Taken: the account exists (a restart, another instance's start). Anything else is thrown.
       // Until 2026-11-29 every account was read to tell, on every start after the first.
@@ -426,7 +437,7 @@ export async function applyBootstrap(
   }
   const password = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
   try {
-    await admin.createAccount({ username: "demo", password, displayName: "Demo user", ...(plan.admin ? { roles: ["admin"] } : {}) });
+    await admin.createAccount({ username: "demo", password, displayName: "Demo user", ...(plan.admin ? { roles: [admin.consoleAdminRole] } : {}) });
   } catch (error) {
     // The client goes again, so its secret, never shown, is not left behind and the next start
     // makes the demo anew (until 2026-11-30 it stayed, and no start made a demo again). Should the

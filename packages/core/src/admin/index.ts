@@ -32,6 +32,11 @@ export interface CreateAccountInput {
 
 /** What the console, the CLI and the examples use to manage clients and accounts. */
 export interface Admin extends ClientAdmin {
+  /**
+   * The role an account needs to use the console: the app's `console.adminRole` (default `admin`,
+   * also with the console off). The role `applyBootstrap` gives with `PLANTGATE_BOOTSTRAP_ADMIN=1`.
+   */
+  readonly consoleAdminRole: string;
   createAccount(input: CreateAccountInput): Promise<AccountView>;
   /**
    * Idempotent start-up provisioning: ensures the given client (all grants and scopes) and account
@@ -215,6 +220,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
   };
   return {
     ...createClientAdmin(ctx, actor),
+    consoleAdminRole: ctx.console?.adminRole ?? "admin",
     async createAccount(input) {
       const record = await buildAccount(input);
       if (!(await ctx.storage.accounts.create(record))) throw new AdminConflictError(`username ${quoteId(input.username)} is taken`);
