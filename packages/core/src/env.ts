@@ -9,6 +9,7 @@ import type { ConsoleOptions } from "./option-types.js";
 import { parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
 import { MIN_ACTIVATION_DELAY_SECONDS } from "./tokens/keys.js";
 import { MAX_TTL_SECONDS } from "./admin/clients.js";
+import { MAX_CONCURRENT_PASSWORD_CHECKS_LIMIT } from "./security/credentials.js";
 
 /** Environment variables, as `process.env` or a Worker's `env` hands them over. */
 export type EnvVars = Record<string, string | undefined>;
@@ -185,7 +186,7 @@ export function optionsFromEnv(env: EnvVars, given: Pick<PlantgateOptions, "maxS
   }
   const checks = int(env, "PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS");
   if (checks !== undefined) {
-    if (checks > 1000) throw new ConfigError(`PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS must be from 1 to 1000, got "${checks}"`);
+    if (checks > MAX_CONCURRENT_PASSWORD_CHECKS_LIMIT) throw new ConfigError(`PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS must be from 1 to ${MAX_CONCURRENT_PASSWORD_CHECKS_LIMIT}, got "${checks}"`);
     out.maxConcurrentPasswordChecks = checks;
   }
   const auditDays = int(env, "PLANTGATE_AUDIT_RETENTION_DAYS", MAX_AUDIT_RETENTION_DAYS);

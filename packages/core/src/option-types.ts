@@ -124,7 +124,8 @@ export interface PlantgateOptions extends TelemetryOptions {
   /**
    * Most password checks (PBKDF2 verifications, the password grant and console sign-in together)
    * running at once in this app instance; a further attempt is refused at once with 429 and
-   * `Retry-After: 1` instead of queueing CPU work. Default 4.
+   * `Retry-After: 1` instead of queueing CPU work. 1-1000 (as `PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS`),
+   * else a `TypeError` naming it. Default 4.
    */
   maxConcurrentPasswordChecks?: number;
   /** Current time in epoch milliseconds (a fraction is cut: stores keep whole milliseconds); injectable for tests. */

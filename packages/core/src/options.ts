@@ -2,7 +2,7 @@
 import type { JWK } from "jose";
 import { MAX_TTL_SECONDS } from "./admin/clients.js";
 import { isRole, ROLE_RULE } from "./admin/roles.js";
-import { MAX_CONCURRENT_PASSWORD_CHECKS } from "./security/credentials.js";
+import { MAX_CONCURRENT_PASSWORD_CHECKS, MAX_CONCURRENT_PASSWORD_CHECKS_LIMIT } from "./security/credentials.js";
 import { defaultRandomBytes, PBKDF2_MAX_ITERATIONS } from "./crypto/index.js";
 import { sha256With } from "./crypto/provider.js";
 import { createClientKeys } from "./oauth/client-keys.js";
@@ -332,7 +332,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     maxPageSize,
     defaultPageSize,
     passwordHashIterations,
-    maxConcurrentPasswordChecks: positiveInt("maxConcurrentPasswordChecks", options.maxConcurrentPasswordChecks, MAX_CONCURRENT_PASSWORD_CHECKS),
+    // 1-1000, as its variable (until 2026-12-02 the option had no upper bound).
+    maxConcurrentPasswordChecks: positiveInt("maxConcurrentPasswordChecks", options.maxConcurrentPasswordChecks, MAX_CONCURRENT_PASSWORD_CHECKS, MAX_CONCURRENT_PASSWORD_CHECKS_LIMIT),
     clock,
     random,
     sha256,

@@ -16,6 +16,12 @@ import { credentialKeys, type ThrottleAttempt, type ThrottleKey } from "./thrott
  */
 export const MAX_CONCURRENT_PASSWORD_CHECKS = 4;
 
+/**
+ * The most `maxConcurrentPasswordChecks` (and `PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS`) may be.
+ * Until 2026-12-02 only the variable was held to it: the option took any positive integer.
+ */
+export const MAX_CONCURRENT_PASSWORD_CHECKS_LIMIT = 1000;
+
 /** Per-address budget of console sign-in attempts across usernames: this many × `maxFailures` per window. */
 export const CONSOLE_ADDRESS_FACTOR = 3;
 
