@@ -147,7 +147,8 @@ export function optionsFromEnv(env: EnvVars, given: Pick<PlantgateOptions, "maxS
   }
   const keyMaxAge = int(env, "PLANTGATE_SIGNING_KEY_MAX_AGE");
   if (keyMaxAge !== undefined) out.signingKeyMaxAgeSeconds = keyMaxAge;
-  const activationDelay = int(env, "PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY");
+  // At most 10 years, the option's bound (until 2026-12-02 neither had one).
+  const activationDelay = int(env, "PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY", MAX_TTL_SECONDS);
   if (activationDelay !== undefined) {
     if (activationDelay < MIN_ACTIVATION_DELAY_SECONDS) {
       throw new ConfigError(`PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY must be at least ${MIN_ACTIVATION_DELAY_SECONDS} (the JWKS cache lifetime plus the key reload interval), got "${activationDelay}"`);

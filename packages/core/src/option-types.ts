@@ -63,7 +63,8 @@ export interface PlantgateOptions extends TelemetryOptions {
    * Seconds between publishing a rotated key (status `next`) and signing with it, so resource
    * servers that cached the JWKS already hold the new key when the first token carries it. At
    * least, and by default, 360: the JWKS cache lifetime (300 s) plus the key reload interval
-   * (60 s). `keys rotate --now` skips it. Env `PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY`.
+   * (60 s); at most 315 360 000 (10 years, as the other lifetimes), else a `TypeError` naming it.
+   * `keys rotate --now` skips it. Env `PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY`.
    */
   signingKeyActivationDelaySeconds?: number;
   /**

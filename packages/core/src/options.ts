@@ -251,6 +251,10 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
       `signingKeyActivationDelaySeconds must be an integer of at least ${MIN_ACTIVATION_DELAY_SECONDS} (the JWKS cache lifetime plus the key reload interval)`,
     );
   }
+  // At most 10 years, as the other lifetimes in seconds: until 2026-12-02 there was no bound, and
+  // past about 8.6e12 s a rotated key's activatesAt was beyond what a Date holds (the keys' views,
+  // the CLI's `keys list` and the console's, failed with a RangeError once it was stored).
+  if (delaySeconds > MAX_TTL_SECONDS) throw new TypeError(`signingKeyActivationDelaySeconds must be at most ${MAX_TTL_SECONDS}`);
   const maxAgeSeconds = options.signingKeyMaxAgeSeconds === undefined ? undefined : positiveInt("signingKeyMaxAgeSeconds", options.signingKeyMaxAgeSeconds, 1);
   if (maxAgeSeconds !== undefined) checkSigningKeyMaxAge(maxAgeSeconds, delaySeconds);
   if (options.signer !== undefined) checkSigner(options.signer, options.signingKey !== undefined);
