@@ -197,9 +197,12 @@ function checkedSign(signer: SigningKeySigner, publicJwk: JWK): (data: Uint8Arra
  */
 export async function keyRecordFromJwk(input: JWK | string, defaultAlg: SigningAlg, now: number): Promise<SigningKeyRecord> {
   const jwk = (typeof input === "string" ? parseSigningKeyText(input) : input) as JWK;
-  if (typeof jwk !== "object" || jwk === null || !jwk.kty || !("d" in jwk)) {
-    throw new TypeError("signingKey must be a private JWK (it has no 'd' member)");
-  }
+  // Each shape said as what it is: until 2026-12-02 a key with `d` but no `kty` (and a value that
+  // is no object) was told "it has no 'd' member", and a `kty` that is no string failed in jose.
+  if (typeof jwk !== "object" || jwk === null || Array.isArray(jwk)) throw new TypeError("signingKey must be a private JWK (a JSON object)");
+  if (!("kty" in jwk)) throw new TypeError("signingKey must be a private JWK (it has no 'kty' member)");
+  if (typeof jwk.kty !== "string" || jwk.kty === "") throw new TypeError("signingKey must be a private JWK (its 'kty' member is not a non-empty string)");
+  if (!("d" in jwk)) throw new TypeError("signingKey must be a private JWK (it has no 'd' member)");
   const alg = (jwk.alg ?? defaultAlg) as SigningAlg;
   if (!SUPPORTED_ALGS.includes(alg)) throw new TypeError(`signingKey alg ${alg} is not supported`);
   checkOwnKey(jwk, jwk.kid, "signingKey (PLANTGATE_SIGNING_KEY)", "signingKey (PLANTGATE_SIGNING_KEY) kid");
