@@ -1,8 +1,9 @@
 /**
  * The JWK Sets of private_key_jwt clients, inline and from a jwks_uri: keys the server cannot use
- * (an encryption key, an unknown kty or curve) are passed over (RFC 7517 §5), a set without a usable
- * key is refused at registration, and a jwks_uri whose fetches fail stops verifying one cache time
- * after its set was last fetched. Each test failed before 2026-12-01.
+ * (an encryption key, an unknown kty or curve, a key whose alg, public members or key_ops no
+ * assertion can be verified with) are passed over (RFC 7517 §5), a set without a usable key is
+ * refused at registration, and a jwks_uri whose fetches fail stops verifying one cache time after its
+ * set was last fetched. Each test failed before 2026-12-01 (the last describe's before 2026-12-02).
  */
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { createServer, type Server } from "node:http";
@@ -25,6 +26,9 @@ function assertion(key: CryptoKey, alg: string, kid: string, h: Harness, clientI
     .setExpirationTime(now + 60)
     .sign(key);
 }
+
+const NO_USABLE_KEY =
+  'the JWK Set holds no usable signature key: EC P-256 (alg ES256 or none) or P-384 (ES384 or none) with x and y, RSA of 2048 bits or more (RS256, PS256 or none) with n and e, or OKP Ed25519 (EdDSA, Ed25519 or none) with x, each member base64url (x and y of the curve\'s size), use "sig" or none, key_ops holding "verify" or none';
 
 const ccWith = (h: Harness, a: string) => tokenRequest(h.app, { grant_type: "client_credentials", client_assertion_type: TYPE, client_assertion: a });
 
@@ -145,8 +149,91 @@ describe("README: a JWK Set must hold only public EC (P-256, P-384), RSA or OKP 
         ),
       );
     }
-    const reason =
-      'the JWK Set holds no usable signature key (EC P-256 or P-384, RSA of 2048 bits or more, or OKP Ed25519, with use "sig" or none, and alg one of ES256, ES384, RS256, PS256, EdDSA, Ed25519 or none)';
-    expect(outcomes).toEqual([`P-521: refused (${reason})`, `X25519: refused (${reason})`]);
+    expect(outcomes).toEqual([`P-521: refused (${NO_USABLE_KEY})`, `X25519: refused (${NO_USABLE_KEY})`]);
+  });
+});
+
+describe("README: a key no assertion can be verified with (its alg not its kind's, key_ops without verify, a public member missing) is passed over", () => {
+  /** Sets of one key each that jose (WebCrypto) can never verify an assertion with, by what is wrong. */
+  async function unusable() {
+    const ec = await exportJWK((await generateKeyPair("ES256", { extractable: true })).publicKey);
+    const ed = await exportJWK((await generateKeyPair("EdDSA", { extractable: true })).publicKey);
+    const rsa = await exportJWK((await generateKeyPair("PS256", { extractable: true, modulusLength: 2048 })).publicKey);
+    return {
+      "P-256 with alg ES384": { ...ec, alg: "ES384" },
+      "EC with alg RS256": { ...ec, alg: "RS256" },
+      "RSA with alg ES256": { ...rsa, alg: "ES256" },
+      "Ed25519 with alg ES256": { ...ed, alg: "ES256" },
+      "EC without x and y": { kty: "EC", crv: "P-256" },
+      "EC with a short x": { ...ec, x: ec.x!.slice(0, 40) },
+      "EC with a number for y": { ...ec, y: 7 },
+      "OKP without x": { kty: "OKP", crv: "Ed25519" },
+      "RSA without e": { ...rsa, e: undefined },
+      "key_ops encrypt only": { ...ec, key_ops: ["encrypt"] },
+      "key_ops not an array": { ...ec, key_ops: "verify" },
+    } as Record<string, Record<string, unknown>>;
+  }
+
+  it("a set of only such a key is refused at registration (until 2026-12-02 registered, and every assertion 401)", async () => {
+    const h = await harness();
+    const outcomes: Record<string, string> = {};
+    for (const [name, jwk] of Object.entries(await unusable())) {
+      outcomes[name] = await h.app.admin.createClient({ authMethod: "private_key_jwt", jwks: { keys: [{ ...jwk, kid: "k1" }] } }).then(
+        () => "registered",
+        (e: Error) => `refused (${e.message})`,
+      );
+    }
+    expect(outcomes).toEqual(Object.fromEntries(Object.keys(await unusable()).map((name) => [name, `refused (${NO_USABLE_KEY})`])));
+  });
+
+  it('a public key with key_ops ["sign", "verify"] (the pair\'s operations) verifies (until 2026-12-02 jose took them as its usages and refused "sign" for a public key: 401)', async () => {
+    const h = await harness();
+    const pair = await generateKeyPair("ES256", { extractable: true });
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid: "ops-1", key_ops: ["sign", "verify"], ext: true };
+    await h.app.admin.createClient({ clientId: "ops", authMethod: "private_key_jwt", jwks: { keys: [jwk] } });
+    await expectTokenSuccess(await ccWith(h, await assertion(pair.privateKey, "ES256", "ops-1", h, "ops")));
+  });
+
+  it("ten such keys before the client's key do not use up the ten keys tried for an assertion without kid", async () => {
+    const h = await harness();
+    const pair = await generateKeyPair("ES256", { extractable: true });
+    const good = await exportJWK(pair.publicKey);
+    const bad = Array.from({ length: 10 }, (_, i) => ({ ...good, kid: `bad-${i}`, key_ops: ["encrypt"] }));
+    await h.app.admin.createClient({ clientId: "crowded", authMethod: "private_key_jwt", jwks: { keys: [...bad, { ...good, kid: "good" }] } });
+    const now = Math.floor(h.clock.now() / 1000);
+    const a = await new SignJWT({ jti: `review-${++n}` }).setProtectedHeader({ alg: "ES256" }).setIssuer("crowded").setSubject("crowded").setAudience(TOKEN_URL).setIssuedAt(now).setExpirationTime(now + 60).sign(pair.privateKey);
+    // Until 2026-12-02 the ten keys tried were the ten that failed to import: 401 "No key of the client matches".
+    await expectTokenSuccess(await ccWith(h, a));
+  });
+
+  describe("fetched from a jwks_uri", () => {
+    let server: Server;
+    let published = "";
+    let uri = "";
+    beforeAll(async () => {
+      server = createServer((_req, res) => void res.writeHead(200, { "content-type": "application/json" }).end(published));
+      await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+      uri = `http://127.0.0.1:${(server.address() as { port: number }).port}/jwks.json`;
+    });
+    afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+    it("a set of only such keys could not be used (logged, the set fetched before kept for its time), as a set of P-521 keys", async () => {
+      const warnings: unknown[] = [];
+      const h = await harness({ logger: { error() {}, warn: (message, context) => void warnings.push({ message, context }) } });
+      const { key, sigJwk } = await mixedSet();
+      published = JSON.stringify({ keys: [sigJwk] });
+      await h.app.admin.createClient({ clientId: "broken-uri", authMethod: "private_key_jwt", jwksUri: uri });
+      await expectTokenSuccess(await ccWith(h, await assertion(key, "ES256", "sig-1", h, "broken-uri")));
+      // The client publishes its key again, marked for encryption only: no assertion verifies with it.
+      published = JSON.stringify({ keys: [{ ...sigJwk, key_ops: ["encrypt"] }] });
+      h.clock.advance(11 * 60_000);
+      const res = await ccWith(h, await assertion(key, "ES256", "sig-1", h, "broken-uri"));
+      // Until 2026-12-02 the fetched set replaced the one before, unlogged: 401 "No key of the client matches".
+      expect({ status: res.status, warnings: warnings.filter((w) => (w as { message: string }).message.startsWith("jwks_uri")) }).toEqual({
+        status: 200,
+        warnings: [{ message: "jwks_uri could not be used", context: { jwksUri: uri, reason: NO_USABLE_KEY } }],
+      });
+      await res.text();
+    });
   });
 });

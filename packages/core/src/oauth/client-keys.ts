@@ -1,5 +1,6 @@
 import { importJWK, type CryptoKey, type JWK } from "jose";
 import type { Logger } from "../context.js";
+import { fromBase64url } from "../crypto/index.js";
 import { MIN_RSA_BITS, rsaModulusBits } from "../crypto/rsa.js";
 import { declaresOver, readBounded } from "../http/body.js";
 import type { ClientRecord } from "../storage/types.js";
@@ -41,9 +42,22 @@ export const JWKS_REFETCH_MS = 60_000;
  */
 export const JWKS_STALE_MS = 2 * JWKS_CACHE_MS;
 
-const KTY_OF: Record<AssertionAlg, string> = { ES256: "EC", ES384: "EC", RS256: "RSA", PS256: "RSA", EdDSA: "OKP", Ed25519: "OKP" };
+/** The algorithms a key of each kind (`kty` and `crv`; an RSA key's `crv` is not looked at) verifies. */
+const ALGS_OF = new Map<string, readonly AssertionAlg[]>([
+  ["EC P-256", ["ES256"]],
+  ["EC P-384", ["ES384"]],
+  ["RSA", ["RS256", "PS256"]],
+  ["OKP Ed25519", ["EdDSA", "Ed25519"]],
+]);
+const kindOf = (jwk: JWK) => (jwk.kty === "RSA" ? "RSA" : `${String(jwk.kty)} ${String(jwk.crv)}`);
+/** The octets of `x` (and of `y`, EC) on each curve: the full size of a coordinate (RFC 7518 §6.2.1.2, RFC 8037 §2). */
+const COORDINATE_BYTES: Record<string, number> = { "P-256": 32, "P-384": 48, Ed25519: 32 };
 const isEd = (alg: string | undefined) => alg === "EdDSA" || alg === "Ed25519";
-const CRV_OF: Partial<Record<AssertionAlg, string>> = { ES256: "P-256", ES384: "P-384" };
+/** Whether `value` is base64url (RFC 7515 §2: no padding) of `bytes` octets, or of at least one when `bytes` is absent. */
+const isOctets = (value: unknown, bytes?: number) => {
+  const decoded = typeof value === "string" ? fromBase64url(value) : null;
+  return decoded !== null && (bytes === undefined ? decoded.length > 0 : decoded.length === bytes);
+};
 
 /** Why a JWK Set is refused; the message is safe to show to an administrator. */
 export class JwksError extends Error {
@@ -52,16 +66,22 @@ export class JwksError extends Error {
 
 /**
  * Parses a JWK Set (RFC 7517 §5) and keeps only the public signature keys an assertion can be
- * verified with: EC on P-256 or P-384, RSA of 2048 bits or more, OKP on Ed25519, with no `alg` or
- * one of {@link ASSERTION_ALGS}, and no `use` or `use: "sig"`. Keys of another kind (an encryption
- * key beside the signature keys, as OpenID Connect clients publish; a `kty` or curve not known here)
+ * verified with: EC on P-256 (`alg` ES256 or none) or P-384 (ES384 or none) with `x` and `y`, RSA
+ * of 2048 bits or more (RS256, PS256 or none) with `n` and `e`, OKP on Ed25519 (EdDSA, Ed25519 or
+ * none) with `x`, each member base64url (`x` and `y` of the curve's size), no `use` or `use:
+ * "sig"`, and no `key_ops` or an array holding "verify". Keys of another kind (an encryption key
+ * beside the signature keys, as OpenID Connect clients publish; a `kty` or curve not known here)
  * are passed over, as RFC 7517 §5 asks ("SHOULD ignore JWKs ... that use 'kty' values that are not
  * understood"): until 2026-12-01 one such key refused the whole set, so a client publishing its
- * encryption key beside its signature key could not authenticate at all. Throws JwksError for a
- * private key (`d`, ...) or a symmetric one anywhere in the set, and for a set without a usable key
- * (a registration of a set whose only key is P-521 or X25519 was accepted until 2026-12-01, leaving a
- * client that could never authenticate). `registration` also refuses an RSA signature key under
- * 2048 bits by name.
+ * encryption key beside its signature key could not authenticate at all. So is a key no assertion
+ * can be verified with: until 2026-12-02 `kty`, `crv`, `use` and `alg` were looked at one by one, so
+ * a P-256 key with `alg` ES384 or RS256, a key without its `x` and `y` (or `n` and `e`), or one
+ * whose `key_ops` held no "verify" was kept: registered, every assertion refused, and ten of them
+ * before the client's key used up the keys tried for an assertion without `kid`. Throws JwksError
+ * for a private key (`d`, ...) or a symmetric one anywhere in the set, and for a set without a
+ * usable key (a registration of a set whose only key is P-521 or X25519 was accepted until
+ * 2026-12-01, leaving a client that could never authenticate). `registration` also refuses an RSA
+ * signature key under 2048 bits by name.
  */
 export function parseJwks(text: string, options: { registration?: boolean } = {}): JWK[] {
   if (text.length > MAX_JWKS_BYTES) throw new JwksError(`the JWK Set exceeds ${MAX_JWKS_BYTES} bytes`);
@@ -83,20 +103,28 @@ export function parseJwks(text: string, options: { registration?: boolean } = {}
     // `d`, `p` and `k` were looked for, and such a set was stored and shown back.
     for (const member of PRIVATE_MEMBERS) if (member in jwk) throw new JwksError("the JWK Set must hold public keys only (a key has private members)");
     if (jwk.use !== undefined && jwk.use !== "sig") continue;
-    if (jwk.alg !== undefined && !(ASSERTION_ALGS as readonly string[]).includes(jwk.alg)) continue;
+    // RFC 7517 §4.3: the operations the key is for; an assertion is verified.
+    if (jwk.key_ops !== undefined && !(Array.isArray(jwk.key_ops) && jwk.key_ops.includes("verify"))) continue;
+    const algs = ALGS_OF.get(kindOf(jwk));
+    if (algs === undefined) continue;
+    if (jwk.alg !== undefined && !(algs as readonly string[]).includes(jwk.alg)) continue;
     if (jwk.kty === "RSA") {
+      if (!isOctets(jwk.n) || !isOctets(jwk.e)) continue;
       const bits = rsaModulusBits(jwk);
       if (bits < MIN_RSA_BITS) {
         if (options.registration) throw new JwksError(`RSA keys must be ${MIN_RSA_BITS} bits or larger (RFC 7518 §3.3); a key has ${bits}`);
         continue;
       }
-    } else if (!((jwk.kty === "EC" && (jwk.crv === "P-256" || jwk.crv === "P-384")) || (jwk.kty === "OKP" && jwk.crv === "Ed25519"))) {
-      continue;
+    } else {
+      const bytes = COORDINATE_BYTES[jwk.crv!]!;
+      if (!isOctets(jwk.x, bytes) || (jwk.kty === "EC" && !isOctets(jwk.y, bytes))) continue;
     }
     out.push(jwk);
   }
   if (out.length === 0) {
-    throw new JwksError(`the JWK Set holds no usable signature key (EC P-256 or P-384, RSA of ${MIN_RSA_BITS} bits or more, or OKP Ed25519, with use "sig" or none, and alg one of ${ASSERTION_ALGS.join(", ")} or none)`);
+    throw new JwksError(
+      `the JWK Set holds no usable signature key: EC P-256 (alg ES256 or none) or P-384 (ES384 or none) with x and y, RSA of ${MIN_RSA_BITS} bits or more (RS256, PS256 or none) with n and e, or OKP Ed25519 (EdDSA, Ed25519 or none) with x, each member base64url (x and y of the curve's size), use "sig" or none, key_ops holding "verify" or none`,
+    );
   }
   return out;
 }
@@ -255,11 +283,15 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
   };
 
   const importKey = async (jwk: JWK, alg: AssertionAlg): Promise<CryptoKey | null> => {
-    const id = `${alg} ${JSON.stringify(jwk)}`;
+    // Its public members only: jose takes `key_ops` as the WebCrypto usages, and refused a public
+    // key published with its pair's ["sign", "verify"] (until 2026-12-02 such a key never verified).
+    const { kty, crv, x, y, n, e } = jwk;
+    const members: JWK = kty === "RSA" ? { kty, n, e } : kty === "EC" ? { kty, crv, x, y } : { kty, crv, x };
+    const id = `${alg} ${JSON.stringify(members)}`;
     if (imported.has(id)) return imported.get(id)!;
     let key: CryptoKey | null;
     try {
-      const k = await importJWK({ ...jwk, alg }, alg);
+      const k = await importJWK({ ...members, alg }, alg);
       key = k instanceof Uint8Array ? null : k;
     } catch {
       key = null;
@@ -270,13 +302,12 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
 
   return {
     async candidates(client, alg, kid, refresh) {
+      // The set holds usable keys only (parseJwks), so the first ten of them for this alg (and kid)
+      // are tried: until 2026-12-02 keys that could never verify counted toward the ten too.
       const usable = (await setOf(client, refresh)).filter(
         (k) =>
-          k.kty === KTY_OF[alg] &&
+          ALGS_OF.get(kindOf(k))?.includes(alg) === true &&
           (k.alg === undefined || k.alg === alg || (isEd(k.alg) && isEd(alg))) &&
-          (CRV_OF[alg] === undefined || k.crv === CRV_OF[alg]) &&
-          (!isEd(alg) || k.crv === "Ed25519") &&
-          (k.kty !== "RSA" || rsaModulusBits(k) >= MIN_RSA_BITS) &&
           (kid === undefined || k.kid === kid),
       );
       const keys: CryptoKey[] = [];
