@@ -194,6 +194,14 @@ describe("README: a key no assertion can be verified with (its alg not its kind'
     await expectTokenSuccess(await ccWith(h, await assertion(pair.privateKey, "ES256", "ops-1", h, "ops")));
   });
 
+  it("a key whose members carry base64 padding (no RFC 7515 form, but it imports and verifies) stays usable: registered and verifying as before these rules", async () => {
+    const h = await harness();
+    const pair = await generateKeyPair("ES256", { extractable: true });
+    const jwk = await exportJWK(pair.publicKey);
+    await h.app.admin.createClient({ clientId: "padded", authMethod: "private_key_jwt", jwks: { keys: [{ ...jwk, x: `${jwk.x}=`, y: `${jwk.y}=`, kid: "pad-1" }] } });
+    await expectTokenSuccess(await ccWith(h, await assertion(pair.privateKey, "ES256", "pad-1", h, "padded")));
+  });
+
   it("ten such keys before the client's key do not use up the ten keys tried for an assertion without kid", async () => {
     const h = await harness();
     const pair = await generateKeyPair("ES256", { extractable: true });

@@ -53,9 +53,13 @@ const kindOf = (jwk: JWK) => (jwk.kty === "RSA" ? "RSA" : `${String(jwk.kty)} ${
 /** The octets of `x` (and of `y`, EC) on each curve: the full size of a coordinate (RFC 7518 §6.2.1.2, RFC 8037 §2). */
 const COORDINATE_BYTES: Record<string, number> = { "P-256": 32, "P-384": 48, Ed25519: 32 };
 const isEd = (alg: string | undefined) => alg === "EdDSA" || alg === "Ed25519";
-/** Whether `value` is base64url (RFC 7515 §2: no padding) of `bytes` octets, or of at least one when `bytes` is absent. */
+/**
+ * Whether `value` is base64url of `bytes` octets, or of at least one when `bytes` is absent. RFC 7515
+ * §2 has no padding, but a padded member imports and verifies (keys registered before 2026-12-02
+ * that carry one kept working), so padding is let through rather than locking such a client out.
+ */
 const isOctets = (value: unknown, bytes?: number) => {
-  const decoded = typeof value === "string" ? fromBase64url(value) : null;
+  const decoded = typeof value === "string" ? fromBase64url(value.replace(/={1,2}$/, "")) : null;
   return decoded !== null && (bytes === undefined ? decoded.length > 0 : decoded.length === bytes);
 };
 
