@@ -262,6 +262,22 @@ describe("admin operations", () => {
     },
   );
 
+  it.each(["jose\u0301", "\u1100\u1161", "A\u030A", "\u212B"])(
+    "a username not in Unicode NFC (%j: it prints as a composed name another account may hold) is refused on create, import and provisioning; its NFC form is taken",
+    async (name) => {
+      const h = await harness();
+      const refusal = new AdminError("username must be in Unicode normalization form C (NFC: a composed é, not e followed by a combining accent)", { field: "username" });
+      await expect(h.app.admin.createAccount({ username: name, password: "long-enough-pw" })).rejects.toThrow(refusal);
+      await expect(h.app.admin.importAccounts([{ username: "fine-1", password: "long-enough-pw" }, { username: name, password: "long-enough-pw" }])).rejects.toThrow(
+        new AdminError(`record 2: ${refusal.message}`, { field: "username", record: 2 }),
+      );
+      await expect(h.app.admin.ensureAccount(name, "long-enough-pw")).rejects.toThrow(refusal);
+      expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);
+      // Until 2026-12-02 both forms were created: two accounts that print alike.
+      expect((await h.app.admin.createAccount({ username: name.normalize("NFC"), password: "long-enough-pw" })).username).toBe(name.normalize("NFC"));
+    },
+  );
+
   it("right-to-left names and direction marks inside a name are kept as they are", async () => {
     const h = await harness();
     for (const name of ["\u05D3\u05E0\u05D4", "\u0633\u0627\u0631\u0627 2", "a\u200Fb", "x\u061Cy"]) {

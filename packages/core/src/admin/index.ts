@@ -169,6 +169,11 @@ export function checkAccountInput(input: CreateAccountInput, parts: { password?:
   // "mal\u202Eyrol" shows as another username in every log line, terminal and list (accounts
   // created before 2026-11-29 with such a name keep working: sign-ins match it exactly).
   if (BIDI_CONTROL.test(input.username)) throw new AdminError("username must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)", { field: "username" });
+  // "jose\u0301" (e + combining acute) beside "jos\u00e9" (é) is a second account that prints the same,
+  // and the user whose keyboard sends the other form is refused at sign-in, which matches exactly.
+  // New names are in NFC, the form keyboards and browsers send (accounts created before 2026-12-02
+  // with another form keep working: sign-ins match it exactly).
+  if (input.username !== input.username.normalize("NFC")) throw new AdminError("username must be in Unicode normalization form C (NFC: a composed é, not e followed by a combining accent)", { field: "username" });
   if (parts.password !== false) checkNewPassword(input.password);
   const optionalText = (name: "displayName" | "email", v: unknown) => {
     if (v === undefined || v === null) return;
