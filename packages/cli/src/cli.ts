@@ -86,8 +86,8 @@ export const USAGE = `usage: plantgate <command>
   user enable USERNAME
   migrate                            (applies the schema: the only command that changes it or creates a new SQLite file)
   keys rotate [--now] [--server-defaults]   (published now, signs after the activation delay; --now: at once, for a leak)
-  keys revoke KID                    (deletes a key that does not sign now: after a leak, rotate --now, then a minute later revoke the old key)
-  keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable, stored, atRest: encrypted / clear / external, kek: the id of the key encryption key a key is sealed under, kekStatus: current / older (keys reencrypt moves it) / missing; reads only: [] when the store has none)
+  keys revoke KID [--server-defaults]   (deletes a key that does not sign now, and the prunable keys older than it: after a leak, rotate --now, then a minute later revoke the old key)
+  keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable (by PLANTGATE_ACCESS_TOKEN_TTL, default 7200 s: give it the servers' value), stored, atRest: encrypted / clear / external, kek: the id of the key encryption key a key is sealed under, kekStatus: current / older (keys reencrypt moves it) / missing; reads only: [] when the store has none)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
   prune [--batch-size N] [--max-batches N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts; --max-batches: at most N batches (at least 7), the stores in turn, "complete":false when work may be left)
   events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
@@ -98,11 +98,13 @@ exist, except for migrate), and PLANTGATE_REDIS_URL (the hot state). Every comma
 a store whose schema is older than this code's (exit 2: run plantgate migrate first). Prints JSON on stdout (through pnpm,
 run it as \`pnpm -s plantgate\`: without -s pnpm prints its own banner there first).
 
-prune and keys rotate decide from settings the store does not keep: give them the servers'
+prune, keys rotate and keys revoke decide from settings the store does not keep: give them the servers'
 PLANTGATE_ACCESS_TOKEN_TTL, PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS and PLANTGATE_AUDIT_RETENTION_DAYS
 (prune), PLANTGATE_ACCESS_TOKEN_TTL and PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY (keys rotate; --now
-needs only the first), or --server-defaults when the servers leave them unset; otherwise they
-refuse (exit 2). The CLI never rotates keys automatically (PLANTGATE_SIGNING_KEY_MAX_AGE is the servers').
+needs only the first), PLANTGATE_ACCESS_TOKEN_TTL (keys revoke), or --server-defaults when the servers
+leave them unset; otherwise they refuse (exit 2). keys list, which changes nothing, does not ask: its
+statuses use PLANTGATE_ACCESS_TOKEN_TTL if given, else the default. The CLI never rotates keys
+automatically (PLANTGATE_SIGNING_KEY_MAX_AGE is the servers').
 
 Exit codes: 0 done, 1 failed, 2 bad input or configuration (a store URL that does not parse, credentials refused, no such database,
 a schema older or newer than this code included; nothing done), 3 the store or Redis could not be reached or failed (at open or during the
@@ -178,9 +180,9 @@ function parseOptions<O extends OptionSpecs>(args: string[], options: O) {
 /**
  * The servers' settings a command decides from, which live in the servers' environment (or code)
  * and not in the store: what `prune` may delete (signing keys by the longest access-token lifetime,
- * brute-force counters by the window, audit events by the retention) and, for `keys rotate`, which
- * keys it deletes and when the new key signs. Until 2026-11-29 a cron job given only the store's
- * URL used the defaults: with servers keeping audit events 365 days it deleted those older than 90,
+ * brute-force counters by the window, audit events by the retention), for `keys rotate`, which
+ * keys it deletes and when the new key signs, and for `keys revoke`, which older keys go with it.
+ * Until 2026-11-29 a cron job given only the store's URL used the defaults: with servers keeping audit events 365 days it deleted those older than 90,
  * with a longer brute-force window it reset live counters, with a longer token lifetime it deleted
  * a key the servers still verified with. Now each must be set as the servers have it, or the
  * operator says with `--server-defaults` that the servers leave the unset ones at their defaults.
@@ -190,13 +192,17 @@ const SERVER_SETTINGS: Readonly<Record<string, readonly string[]>> = {
   "keys rotate": ["PLANTGATE_ACCESS_TOKEN_TTL", "PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY"],
   // Signs at once: the activation delay plays no part (and a leak is no time to ask for it).
   "keys rotate --now": ["PLANTGATE_ACCESS_TOKEN_TTL"],
+  // Deletes, with the key, the prunable keys activated before it: until 2026-12-02 it took the
+  // default lifetime (7200 s), and with servers at 24 hours a revocation after a leak deleted an
+  // older key they still published and verified with.
+  "keys revoke": ["PLANTGATE_ACCESS_TOKEN_TTL"],
 };
 
 /** Refuses (exit 2, nothing touched) a command whose governing server settings are neither set nor declared defaults. */
 function checkServerSettings(command: string, env: CliIo["env"], serverDefaults: boolean): void {
-  // With PLANTGATE_AUDIT=0 the store keeps no audit events; with PLANTGATE_SIGNING_KEY there is no stored key to rotate (refused below).
+  // With PLANTGATE_AUDIT=0 the store keeps no audit events; with PLANTGATE_SIGNING_KEY there is no stored key to rotate or revoke (refused below).
   const irrelevant = (name: string) =>
-    (name === "PLANTGATE_AUDIT_RETENTION_DAYS" && !auditFromEnv(env)) || (command.startsWith("keys rotate") && (env.PLANTGATE_SIGNING_KEY ?? "") !== "");
+    (name === "PLANTGATE_AUDIT_RETENTION_DAYS" && !auditFromEnv(env)) || (command.startsWith("keys ") && (env.PLANTGATE_SIGNING_KEY ?? "") !== "");
   const missing = SERVER_SETTINGS[command]!.filter((name) => (env[name] ?? "") === "" && !irrelevant(name));
   if (missing.length === 0 || serverDefaults) return;
   const what = command === "prune" ? "what it deletes" : command === "keys rotate" ? "which old keys it deletes and when the new key signs" : "which old keys it deletes";
@@ -543,7 +549,9 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return { kid, activatesAt: at, status, deleted };
     }
     case "keys revoke": {
-      const kid = one(parse(rest, {}).positionals, "KID");
+      const parsed = parse(rest, { "server-defaults": { type: "boolean" } });
+      const kid = one(parsed.positionals, "KID");
+      checkServerSettings("keys revoke", io.env, parsed.values["server-defaults"] === true);
       const { app } = await open();
       const revoked = await app.admin.revokeSigningKey(kid);
       io.stderr("the key is deleted: running servers drop it from the JWKS and refuse its tokens within a minute; resource servers that cached the JWKS keep it until they fetch it again\n");

@@ -255,19 +255,19 @@ describe("plantgate CLI", () => {
     expect(third.stdout).not.toContain('"d"');
     // After a leak: rotate --now, then revoke the old key (retired keys verify until they are pruned),
     // once every instance has re-read the keys: right after the rotation it is refused.
-    const early = await cli(["keys", "revoke", first.json[0].kid]);
+    const early = await cli(["keys", "revoke", first.json[0].kid, "--server-defaults"]);
     expect([early.code, early.stdout]).toEqual([2, ""]);
     expect(early.stderr).toMatch(new RegExp(`^${CLEAR_KEYS.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}plantgate: signing key "${first.json[0].kid}" may still sign on instances that have not re-read the keys since "${urgent.json.kid}" took over \\(they do within a minute\\): revoke it from \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\n$`));
     // A next key due later than that is called off at once.
-    expect(await cli(["keys", "revoke", rotated.json.kid])).toEqual({
+    expect(await cli(["keys", "revoke", rotated.json.kid, "--server-defaults"])).toEqual({
       code: 0,
       stdout: JSON.stringify({ kid: rotated.json.kid, status: "next", deleted: [] }, null, 2) + "\n",
       stderr: CLEAR_KEYS + "the key is deleted: running servers drop it from the JWKS and refuse its tokens within a minute; resource servers that cached the JWKS keep it until they fetch it again\n",
       json: { kid: rotated.json.kid, status: "next", deleted: [] },
     });
-    expect(await cli(["keys", "revoke", urgent.json.kid])).toEqual({ code: 2, stdout: "", stderr: `${CLEAR_KEYS}plantgate: signing key "${urgent.json.kid}" signs now: rotate with now (keys rotate --now) first, then revoke it\n`, json: undefined });
+    expect(await cli(["keys", "revoke", urgent.json.kid, "--server-defaults"])).toEqual({ code: 2, stdout: "", stderr: `${CLEAR_KEYS}plantgate: signing key "${urgent.json.kid}" signs now: rotate with now (keys rotate --now) first, then revoke it\n`, json: undefined });
     // An unknown kid is answered from the store alone (no load of the keys, so no warning either).
-    expect(await cli(["keys", "revoke", rotated.json.kid])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key "${rotated.json.kid}" does not exist\n`, json: undefined });
+    expect(await cli(["keys", "revoke", rotated.json.kid, "--server-defaults"])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key "${rotated.json.kid}" does not exist\n`, json: undefined });
     expect((await cli(["keys", "list"])).json.map((k: { kid: string }) => k.kid)).toEqual([urgent.json.kid, first.json[0].kid]);
     expect(await cli(["keys", "list", "extra"])).toMatchObject({ code: 2, stdout: "" });
     expect(await cli(["keys", "rotate", "--later"])).toMatchObject({ code: 2, stdout: "" });
@@ -302,7 +302,7 @@ describe("plantgate CLI", () => {
     // It names the KEK the key is sealed under, which this run (no KEK) does not have.
     const sealedListing = [{ ...listed.json[0], atRest: "encrypted", kek: kekId(oldKek), kekStatus: "missing" }];
     expect(await cli(["keys", "list"])).toMatchObject({ code: 0, stderr: "", json: sealedListing });
-    const refused = await cli(["keys", "revoke", kid]);
+    const refused = await cli(["keys", "revoke", kid, "--server-defaults"]);
     expect(refused).toEqual({
       code: 2,
       stdout: "",
@@ -316,7 +316,7 @@ describe("plantgate CLI", () => {
     expect(after[0]!.private_jwk).toMatch(/^enc:A256GCM:/);
     expect(after[0]!.private_jwk).not.toBe(sealed[0]!.private_jwk);
     expect((await cli(["keys", "list"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: newKek })).json).toEqual([{ ...sealedListing[0], kek: kekId(newKek), kekStatus: "current" }]);
-    const oldOnly = await cli(["keys", "revoke", kid], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek });
+    const oldOnly = await cli(["keys", "revoke", kid, "--server-defaults"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek });
     expect([oldOnly.code, oldOnly.stderr]).toEqual([
       2,
       `plantgate: signing key "${kid}" is encrypted with a key encryption key that is not configured; add it to PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys)\n`,
@@ -670,9 +670,9 @@ describe("plantgate CLI", () => {
     // With the keys sealed under a KEK, nothing to warn about; without it, every command that loads
     // them says so (keys list loads none: its atRest field says which keys are in clear).
     const refused = `plantgate: signing key "${signing!.kid}" signs now: rotate with now (keys rotate --now) first, then revoke it\n`;
-    expect((await cli(["keys", "revoke", signing!.kid])).stderr).toBe(CLEAR_KEYS + refused);
+    expect((await cli(["keys", "revoke", signing!.kid, "--server-defaults"])).stderr).toBe(CLEAR_KEYS + refused);
     const kek = { PLANTGATE_KEY_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString("base64url") };
-    expect((await cli(["keys", "revoke", signing!.kid], "", kek)).stderr).toBe(refused);
+    expect((await cli(["keys", "revoke", signing!.kid, "--server-defaults"], "", kek)).stderr).toBe(refused);
   });
 
   it("a SQLite file that does not exist is refused (exit 2, naming the resolved path, nothing created) except by migrate; the server's first start makes the file the CLI then uses", async () => {
