@@ -48,7 +48,10 @@ export const MIN_ACTIVATION_DELAY_SECONDS = JWKS_MAX_AGE_SECONDS + SIGNING_RELOA
  */
 export interface SigningKeySigner {
   alg: SigningAlg;
-  /** The public key; published in the JWKS. */
+  /**
+   * The public key; published in the JWKS. It must import as an `alg` key (an EC P-256 key is
+   * ES256, not PS256 or ES384): one that does not fails the first load of the keys, nothing stored.
+   */
   publicJwk: JWK;
   /** Default: the RFC 7638 thumbprint of `publicJwk`. */
   kid?: string;
@@ -252,10 +255,20 @@ async function thumbprintOf(publicJwk: string): Promise<string> {
   return calculateJwkThumbprint(publicPart(JSON.parse(publicJwk) as JWK));
 }
 
-/** The stored record of a {@link SigningKeySigner}: its public key only. */
+/**
+ * The stored record of a {@link SigningKeySigner}: its public key only, which must import under
+ * `signer.alg`. Until 2026-12-02 one that did not (an EC P-256 key named PS256) was stored at the
+ * first load: every token and JWKS request was then a 500, and the stored row's alg outlived the
+ * fix (matched by kid) until the row was deleted by hand.
+ */
 export async function signerRecord(signer: SigningKeySigner, now: number): Promise<SigningKeyRecord> {
   const jwk = signer.publicJwk as JWK;
   const pub = publicPart(jwk);
+  try {
+    await importJWK({ ...pub, alg: signer.alg }, signer.alg);
+  } catch {
+    throw new TypeError(`signer.publicJwk does not import as an ${signer.alg} key (signer.alg); nothing was stored`);
+  }
   const kid = signer.kid ?? (await calculateJwkThumbprint(pub));
   return { kid, alg: signer.alg, privateJwk: EXTERNAL_PRIVATE_KEY, publicJwk: JSON.stringify({ ...pub, kid, alg: signer.alg }), createdAt: now, activatesAt: now };
 }
