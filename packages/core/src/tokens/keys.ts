@@ -404,6 +404,13 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
         throw new TypeError(
           `${what} has kid ${quoteId(record.kid)}, which is stored with another key: give the new key a kid of its own (or none: its RFC 7638 thumbprint is the kid); nothing was stored`,
         );
+      } else if (stored.alg !== record.alg) {
+        // The same key under another alg (RS256 to PS256): until 2026-12-02 the stored row's alg
+        // was loaded, so the server went on signing and publishing the old alg, without a word.
+        const what = opts.signer !== undefined ? "signer" : "signingKey (PLANTGATE_SIGNING_KEY)";
+        throw new TypeError(
+          `${what} has kid ${quoteId(record.kid)}, which is stored with alg ${stored.alg}, not ${record.alg}: give the key under its new alg a kid of its own (its RFC 7638 thumbprint, the kid by default, is the same whatever the alg); nothing was stored`,
+        );
       }
     } else if (records.length === 0) {
       // The first key signs at once: nobody holds a JWKS that could lack it. Stored only if the
