@@ -295,6 +295,32 @@ describe("refresh-token grace window (default 30 s)", () => {
     await expectTokenError(await refreshRequest(h, rt), 400, INVALID_REFRESH);
   });
 
+  it("a retry of a rotation made in the token's last second (answer lost) past the old token's own sliding expiry replays the answer: its successor is live and nobody else holds it", async () => {
+    const h = await harness({ refreshTokenTtl: 3600 });
+    const rt = await freshRefreshToken(h);
+    h.clock.advance(3600_000 - 1000);
+    const lost = await expectTokenSuccess(await refreshRequest(h, rt));
+    h.clock.advance(2000);
+    // Until 2026-12-02 invalid_grant: the old token's sliding expiry had passed, and the user was signed out.
+    expect(await expectTokenSuccess(await refreshRequest(h, rt))).toEqual({ ...lost, expires_in: lost.expires_in - 2 });
+    expect(await record(h, lost.refresh_token!)).toMatchObject({ consumedAt: null, revokedAt: null });
+  });
+
+  it("a used token of a family past its absolute lifetime is refused as any token of an ended family: no reuse event or warning, whether or not prune has deleted it", async () => {
+    const events: SecurityEvent[] = [];
+    const warnings: string[] = [];
+    const h = await harness({ refreshTokenAbsoluteTtl: 3600, onEvent: (e: SecurityEvent) => void events.push(e), logger: { error() {}, warn: (message: string) => void warnings.push(message) } });
+    const rt = await freshRefreshToken(h);
+    const next = await expectTokenSuccess(await refreshRequest(h, rt));
+    h.clock.advance(3600_000 + 1000);
+    await expectTokenError(await refreshRequest(h, rt), 400, INVALID_REFRESH);
+    await expectTokenError(await refreshRequest(h, next.refresh_token!), 400, INVALID_REFRESH);
+    // Until 2026-12-02 the used one went down the reuse path first: an event and a warning for a dead family.
+    expect(events.map((e) => e.type)).not.toContain("refresh_token.reuse_detected");
+    expect(warnings.filter((w) => w.includes("reuse"))).toEqual([]);
+    expect((await record(h, next.refresh_token!))!.revokedAt).toBeNull();
+  });
+
   it("a since-disabled account gets no replay", async () => {
     const h = await harness();
     const rt = await freshRefreshToken(h);

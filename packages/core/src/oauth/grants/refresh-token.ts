@@ -40,8 +40,16 @@ export const refreshTokenGrant: Grant = {
       if (entryFailed) throw entryFailed.error;
       throw invalid();
     };
+    // An ended family's tokens are refused alike, used or not: until 2026-12-02 a used one went to
+    // the reuse path first (a reuse event and warning for a family already dead), and was silent
+    // once prune had deleted it, so the same request's report hung on housekeeping's timing.
+    if (now >= record.familyExpiresAt) throw invalid();
     if (record.consumedAt !== null && now - record.consumedAt >= graceMs) return reuse();
-    if (now >= record.expiresAt || now >= record.familyExpiresAt) throw invalid();
+    // A used token's own sliding expiry no longer matters within the grace window: it was live when
+    // it was rotated, and a grace use only hands back its successor (live). Until 2026-12-02 a retry
+    // of a rotation made in the token's last seconds, its answer lost, was refused once the old
+    // token's expiry passed: the successor live and held by nobody, the user signed out.
+    if (record.consumedAt === null && now >= record.expiresAt) throw invalid();
 
     // RFC 6749 §6: a narrower scope may be asked for; never a broader one.
     const requested = parseScope(params.get("scope"));
