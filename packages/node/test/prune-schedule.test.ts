@@ -92,69 +92,38 @@ describe("schedulePrune", () => {
     expect(lines[1]).toEqual({ level: "info", message: "plantgate prune", fields: { sessions: 2, durationMs: expect.any(Number) } });
   });
 
-  it("a logger that throws neither ends the schedule nor leaves a rejection behind (unhandled, it ended the example servers' process)", async () => {
-    const rejections: unknown[] = [];
-    const onRejection = (reason: unknown) => void rejections.push(reason);
-    process.on("unhandledRejection", onRejection);
-    try {
-      let calls = 0;
-      const throwing: PruneLogger = {
-        info: () => {
-          throw new Error("log sink closed");
-        },
-        error: () => {
-          throw new Error("log sink closed");
-        },
-      };
-      const schedule = schedulePrune({ prune: async () => (calls++, { sessions: 0 }) }, { intervalSeconds: 0.01, logger: throwing });
-      await sleep(150);
-      await expect(schedule.stop()).resolves.toBeUndefined();
-      await sleep(20);
-      expect(calls).toBeGreaterThanOrEqual(3);
-      expect(rejections).toEqual([]);
-    } finally {
-      process.off("unhandledRejection", onRejection);
-    }
-  });
-
-  it("an async logger that rejects (a remote log sink that fails) leaves no rejection behind either", async () => {
-    const rejections: unknown[] = [];
-    const onRejection = (reason: unknown) => void rejections.push(reason);
-    process.on("unhandledRejection", onRejection);
-    try {
-      let calls = 0;
-      const rejecting = {
-        info: async () => {
-          throw new Error("log sink down");
-        },
-        error: async () => {
-          throw new Error("log sink down");
-        },
-      } as PruneLogger;
-      let failNext = true;
-      const schedule = schedulePrune(
-        {
-          prune: async () => {
-            calls++;
-            if (failNext) {
-              failNext = false;
-              throw new Error("database unavailable");
-            }
-            return { sessions: 0 };
+  const failing = (how: "throws" | "rejects"): PruneLogger => {
+    const fail = how === "throws" ? () => { throw new Error("log sink closed"); } : async () => { throw new Error("log sink down"); };
+    return { info: fail, error: fail } as PruneLogger;
+  };
+  it.each(["throws", "rejects"] as const)(
+    "a logger that %s (a remote sink that fails: async) neither ends the schedule nor leaves a rejection behind, after a failed run too (unhandled, it ended the example servers' process; the async one until 2026-12-02)",
+    async (how) => {
+      const rejections: unknown[] = [];
+      const onRejection = (reason: unknown) => void rejections.push(reason);
+      process.on("unhandledRejection", onRejection);
+      try {
+        let calls = 0;
+        const schedule = schedulePrune(
+          {
+            prune: async () => {
+              // The first run fails, so the error line is logged too.
+              if (calls++ === 0) throw new Error("database unavailable");
+              return { sessions: 0 };
+            },
           },
-        },
-        { intervalSeconds: 0.01, logger: rejecting },
-      );
-      await sleep(150);
-      await expect(schedule.stop()).resolves.toBeUndefined();
-      await sleep(20);
-      expect(calls).toBeGreaterThanOrEqual(3);
-      // Until 2026-12-02 each line's rejection was unhandled: the first run ended the process.
-      expect(rejections).toEqual([]);
-    } finally {
-      process.off("unhandledRejection", onRejection);
-    }
-  });
+          { intervalSeconds: 0.01, logger: failing(how) },
+        );
+        await sleep(150);
+        await expect(schedule.stop()).resolves.toBeUndefined();
+        await sleep(20);
+        expect(calls).toBeGreaterThanOrEqual(3);
+        expect(rejections).toEqual([]);
+      } finally {
+        process.off("unhandledRejection", onRejection);
+      }
+    },
+  );
 
   it("interval 0 turns it off: nothing ever runs", async () => {
     let runs = 0;
