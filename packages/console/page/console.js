@@ -380,7 +380,7 @@
     $input("secret-client-id").value = "";
     if (showNextSecret()) return;
     if ($dialog("secret-dialog").open) $dialog("secret-dialog").close();
-    if (returnFocus instanceof HTMLElement && document.contains(returnFocus)) returnFocus.focus();
+    if (returnFocus instanceof HTMLElement && returnFocus !== document.body && document.contains(returnFocus)) returnFocus.focus();
     else focusHeading("view-security");
   }
 
@@ -689,6 +689,7 @@
       await call("DELETE", "/clients/" + encodeURIComponent(c.clientId) + "/secrets/" + encodeURIComponent(x.id));
       setStatus("security-status", "Secret " + q(x.id) + " of " + q(c.name) + " was revoked.");
       await loadClients();
+      focusHeading("view-security");
     } catch (e) {
       setStatus("security-status", messageOf(e, [c.name, c.clientId]));
     }
@@ -734,6 +735,10 @@
     }
     /** @param {string} n */
     const checked = (n) => [...form.querySelectorAll('input[name="' + n + '"]:checked')].map((i) => /** @type {HTMLInputElement} */ (i).value);
+    if ($input("client-ttl").validity.badInput) {
+      showError("client-error", "Enter the access-token lifetime as a whole number of seconds, or leave it empty.");
+      return $input("client-ttl").focus();
+    }
     const ttl = $input("client-ttl").value.trim();
     /** @type {{ name: string, grantTypes: string[], scopes: string[], clientId?: string, accessTokenTtl?: number }} */
     const body = { name, grantTypes: checked("grantTypes"), scopes: checked("scopes") };
@@ -1039,6 +1044,7 @@
       form.reset();
       setStatus("accounts-status", q(a.username) + " was created.");
       await loadAccounts();
+      $input("account-username").focus();
     } catch (e) {
       // As the client form's: not into a form the session's end emptied.
       if (signInsShown === shown) showError("account-error", messageOf(e, [body.username, body.displayName, body.email]));
@@ -1378,6 +1384,13 @@
       "Signing out everywhere failed",
       "Your session here had already ended, so no other session was signed out: sign in and use Sign out everywhere again.",
     );
+  });
+
+  // The skip link moves focus to the content; it is not a route (its "#main" made the page show
+  // Security settings, or empty the sign-in message).
+  document.querySelector("a.skip")?.addEventListener("click", (event) => {
+    event.preventDefault();
+    $("main").focus();
   });
 
   window.addEventListener("hashchange", () => {
