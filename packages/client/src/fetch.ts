@@ -360,7 +360,9 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 export function retryAfterOf(response: Pick<ReadResponse, "headers">): number | null {
   const value = response.headers.get("retry-after")?.trim();
   if (value === undefined || value === "") return null;
-  if (/^\d{1,10}$/.test(value)) return Number(value);
+  // Any number of digits (RFC 9110 `1*DIGIT`); past 10 read as 2^31 s, RFC 9111 §1.2.2's bound for
+  // delta-seconds (the hold caps it anyway). Until 2026-12-02 such a value was not read: no hold.
+  if (/^\d+$/.test(value)) return value.length > 10 ? 2 ** 31 : Number(value);
   const at = Date.parse(value);
   const now = Date.parse(response.headers.get("date") ?? "");
   if (Number.isNaN(at) || Number.isNaN(now)) return null;

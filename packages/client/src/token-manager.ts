@@ -648,7 +648,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         refreshAnswered();
         return { token, cached: false };
       } catch (error) {
-        if (noAnswer(error)) {
+        // An OAuth 5xx to a refresh counts as a lost answer too: plantgate answers 503 when the
+        // rotation's one write failed, and a write that failed on the wire (a timeout, a connection
+        // lost at COMMIT) may have landed. Until 2026-12-02 it started no retry, and a call after
+        // the grace window presented the rotated token: reuse, the user signed out.
+        if (noAnswer(error) || (error instanceof OAuthError && error.status >= 500)) {
           // A call's own refresh lost once the steps are used up (none pending): a separate loss,
           // which gets steps of its own (see refreshRetry). A retry's own loss never starts them again.
           if (!background && refreshRetry.spent()) refreshAnswered();
@@ -887,8 +891,9 @@ function noAnswer(error: unknown): boolean {
 /**
  * Whether a failed token request got an answer that says nothing of the refresh token it presented:
  * a 429 (whatever its body), or an OAuth error with a 5xx status (plantgate's `temporarily_unavailable` while its storage
- * is down, answered before the token is looked at; a throttle's 429), as is the error a call held by
- * such an answer's Retry-After rejects with. A rotation whose answer was lost earlier may still have
+ * is down; a throttle's 429), as is the error a call held by such an answer's Retry-After rejects
+ * with. (A 5xx to a refresh may also follow a rotation whose write landed: `obtain` retries it as a
+ * lost answer.) A rotation whose answer was lost earlier may still have
  * happened: its background retries go on.
  */
 function undecided(error: unknown): boolean {

@@ -1,0 +1,74 @@
+/**
+ * plantgate answers 503 `temporarily_unavailable` (Retry-After: 5) when a storage call fails, and the
+ * refresh's one write (`refreshTokens.consume`) can fail on the wire after the database committed it
+ * (a PostgreSQL `query_timeout`, a connection lost during COMMIT). The rotation then happened and its
+ * answer is a 503: the same as a lost answer, which the SDK presents again in the background within
+ * the grace window. Until 2026-12-02 a 503 started no retry, and a call more than the grace window
+ * later presented the rotated refresh token: reuse, the family revoked, the user signed out.
+ */
+import { createMemoryStorage, createPlantgate, StorageError, type SecurityEvent } from "@plantgate/core";
+import { describe, expect, it } from "vitest";
+import { createClient, type FetchLike } from "../src/index.js";
+import { manualClock } from "./support.js";
+
+const BASE = "https://platform.example.test";
+
+describe("a refresh whose rotation committed but whose answer is a 503", () => {
+  it("is presented again within the grace window, so the session lives", async () => {
+    const serverClock = manualClock(Date.now());
+    const storage = createMemoryStorage();
+    let commitThenFail = false;
+    let committed = false;
+    const consume = storage.refreshTokens.consume.bind(storage.refreshTokens);
+    storage.refreshTokens.consume = async (...args) => {
+      const done = await consume(...args);
+      if (commitThenFail) {
+        commitThenFail = false;
+        committed = done;
+        // The write landed; the driver lost the reply (query_timeout / connection reset at COMMIT).
+        throw new StorageError("Connection terminated unexpectedly");
+      }
+      return done;
+    };
+    const events: SecurityEvent[] = [];
+    const app = createPlantgate({ storage, clock: serverClock.now, passwordHashIterations: 1000, onEvent: (e) => void events.push(e), logger: { error() {}, warn() {} } });
+    const { clientSecret } = await app.admin.createClient({ clientId: "third-party" });
+    await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
+    const grants: string[] = [];
+    const fetch: FetchLike = (url, init) => {
+      if (url.endsWith("/connect/token")) grants.push(new URLSearchParams(init.body).get("grant_type")!);
+      return app.fetch(new Request(url, init));
+    };
+    const clock = manualClock(serverClock.now());
+    const client = createClient({
+      baseUrl: BASE,
+      clientId: "third-party",
+      clientSecret,
+      scope: "Platform_UserAPIs offline_access",
+      credentials: { username: "alice", password: "wonderland-42" },
+      keepCredentials: false,
+      clock: clock.now,
+      fetch,
+    });
+    expect((await client.listAccounts()).total).toBe(1);
+
+    commitThenFail = true;
+    const failed = await client.refresh().catch((e: unknown) => e);
+    expect(failed).toMatchObject({ name: "OAuthError", status: 503, error: "temporarily_unavailable" });
+    // The server did rotate: the presented token is consumed.
+    expect(committed).toBe(true);
+
+    // Give the client the time its background retries of a lost answer take (at most 1+2+4+8 s,
+    // and the 5 s hold); nothing else calls meanwhile. The server's clock stands still: within the window.
+    for (let waited = 0; waited < 16_000 && grants.filter((g) => g === "refresh_token").length < 2; waited += 250) {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+
+    // The next call comes 40 s later (past the 30 s grace window).
+    serverClock.advance(40);
+    clock.advance(40);
+    const later = await client.listAccounts().catch((e: unknown) => e);
+    expect(events.map((e) => e.type)).not.toContain("refresh_token.reuse_detected");
+    expect(later).toMatchObject({ total: 1 });
+  }, 30_000);
+});
