@@ -432,7 +432,20 @@ function issuerRules(name: string, value: string): void {
   // RFC 8414 §2: the issuer is a URL with no query or fragment components (clients compare it
   // with the metadata's and the tokens' as a string, and build the metadata URL from it).
   if (httpUrl(value) !== undefined && /[?#]/.test(value)) throw new TypeError(`${name} must be a URL without a query or fragment (RFC 8414 §2)`);
+  // A URI as RFC 3986 writes one: the metadata's URLs are made of it by concatenation, and a space,
+  // a non-ASCII character (an IDN host in Unicode), a backslash or a bad percent escape went into
+  // them as typed, which strict URI parsers (java.net.URI) refuse and WHATWG ones rewrite (until
+  // 2026-12-02).
+  const url = httpUrl(value);
+  if (url !== undefined && !RFC3986_URI.test(value)) {
+    // The parser's form is named unless it holds user info (never echo a password).
+    const written = url.username === "" && url.password === "" ? ` ("${url.href}")` : "";
+    throw new TypeError(`${name} must be a URI (RFC 3986): percent-encode spaces and other characters and write an IDN host in its xn-- form, as a URL parser writes it${written}`);
+  }
 }
+
+/** An absolute URI's characters (RFC 3986 §3): a scheme, then unreserved, reserved and percent-encoded octets only. */
+const RFC3986_URI = /^[A-Za-z][A-Za-z0-9+.-]*:(?:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*$/;
 
 /**
  * `baseUrl` without its trailing `/`: an absolute http(s) URL held to the issuer's rules, as the

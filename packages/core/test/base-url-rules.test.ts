@@ -24,6 +24,20 @@ describe("baseUrl is held to the issuer's rules", () => {
     expect(() => createPlantgate({ ...quiet, baseUrl })).toThrow(new TypeError(message));
   });
 
+  it.each([
+    ["a space in its path", "https://as.example.test/a b", ' ("https://as.example.test/a%20b")'],
+    ["a non-ASCII path", "https://as.example.test/pflanzen-ä", ' ("https://as.example.test/pflanzen-%C3%A4")'],
+    ["an IDN host written in Unicode", "https://bücher.example", ' ("https://xn--bcher-kva.example/")'],
+    ["a bad percent escape", "https://as.example.test/a%zz", ' ("https://as.example.test/a%zz")'],
+    ["a backslash", "https://as.example.test/a\\b", ' ("https://as.example.test/a/b")'],
+    // User info is never echoed.
+    ["user info and a space", "https://user:secret@as.example.test/a b", ""],
+  ])("a baseUrl or http(s) issuer that is no RFC 3986 URI (%s) is a TypeError naming it and the parser's form (the metadata's URLs carried it as typed: no URI, as the document says they are)", (_what, value, written) => {
+    const rule = "must be a URI (RFC 3986): percent-encode spaces and other characters and write an IDN host in its xn-- form, as a URL parser writes it";
+    expect(() => createPlantgate({ ...quiet, baseUrl: value })).toThrow(new TypeError(`baseUrl ${rule}${written}`));
+    expect(() => createPlantgate({ ...quiet, issuer: value })).toThrow(new TypeError(`issuer ${rule}${written}`));
+  });
+
   it("the same values as issuer are refused as before (one set of rules)", () => {
     expect(() => createPlantgate({ ...quiet, issuer: "https://as.example.test/?tenant=a" })).toThrow(new TypeError("issuer must be a URL without a query or fragment (RFC 8414 §2)"));
     expect(() => createPlantgate({ ...quiet, issuer: "https://as.example.test\n" })).toThrow(new TypeError("issuer must not begin or end with white space"));

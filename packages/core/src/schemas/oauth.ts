@@ -102,7 +102,9 @@ export const JwksSchema = meta(
 /** The RFC 8414 authorization server metadata; members beyond these are allowed (RFC 8414 §2). */
 export const AuthorizationServerMetadataSchema = meta(
   z.looseObject({
-    issuer: meta(z.string(), { format: "uri" }),
+    // RFC 8414 §2 asks for an https URL; the issuer option may be any string (a URN, a name), and
+    // the metadata then carries it as it is (documented as a URI until 2026-12-02).
+    issuer: meta(z.string(), { description: "The issuer, as tokens' `iss` carry it: an http(s) URL when configured as one (RFC 8414 §2), else the configured string." }),
     token_endpoint: meta(z.string(), { format: "uri" }),
     jwks_uri: meta(z.string(), { format: "uri" }),
     grant_types_supported: z.array(z.string()),

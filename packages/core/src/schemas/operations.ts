@@ -370,6 +370,9 @@ export function createOperations(settings: OperationSettings): Operation[] {
             ETag: { description: "The document's ETag.", schema: z.string(), required: true },
           },
         },
+        // Its ETag is a digest of the bytes, and a failed digest is a 500 (tried again by the next
+        // request); undocumented until 2026-12-02.
+        "500": serverFailures()["500"]!,
       },
     },
   ];
@@ -397,7 +400,7 @@ function docsOperations(docsAssets: Readonly<Record<string, string>>): Operation
       description: "A browsable reference of this document, served with its assets by plantgate itself (no CDN).",
       tags: ["API description"],
       security: { kind: "none" },
-      responses: { "200": { description: "The page.", contentType: "text/html", body: z.string(), headers: { ETag: etag } }, "304": notModified },
+      responses: { "200": { description: "The page.", contentType: "text/html", body: z.string(), headers: { ETag: etag } }, "304": notModified, "500": serverFailures()["500"]! },
     },
     {
       path: "/docs/assets/{asset}",
@@ -416,6 +419,7 @@ function docsOperations(docsAssets: Readonly<Record<string, string>>): Operation
         },
         "304": notModified,
         "404": { description: "No such asset (1404).", body: apiErrorBody([ApiErrorCode.notFound]) },
+        "500": serverFailures()["500"]!,
       },
     },
   ];
