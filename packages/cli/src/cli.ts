@@ -288,8 +288,20 @@ function clientJson(c: ClientView) {
 export const LIST_PAGE = 500;
 
 /**
- * Prints a JSON array a page at a time, byte for byte what `JSON.stringify(all, null, 2)` and a
- * newline print for the whole array: `[]` when empty, else `[`, each element indented by two
+ * JSON.stringify's text with DEL and the C1 controls (U+007F-U+009F) written as `\u` escapes too
+ * (it escapes only U+0000-U+001F): stored text (a username, a display name, an older client's name,
+ * an event's fields) is printed on stdout, and a terminal reads U+009B as CSI, so until 2026-12-02
+ * a name holding `\u009b2J` cleared the screen of whoever listed it. Outside strings JSON text is
+ * ASCII, so every such character is inside one and the escape parses back to it.
+ */
+function jsonText(value: unknown, indent?: number): string {
+  // String(): JSON.stringify(undefined) is undefined, which was printed as "undefined" before.
+  return String(JSON.stringify(value, null, indent)).replace(/[\u007f-\u009f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/**
+ * Prints a JSON array a page at a time, byte for byte what `jsonText(all, 2)` and a newline print
+ * for the whole array: `[]` when empty, else `[`, each element indented by two
  * spaces and separated by `,`, then `]`. (Split at "\n", which JSON text holds only between
  * tokens; a /^/m regex would also cut after U+2028 and U+2029, which JSON.stringify leaves raw
  * inside strings.)
@@ -299,7 +311,7 @@ function jsonArrayWriter(io: CliIo) {
   return {
     write(items: unknown[]) {
       if (items.length === 0) return;
-      const text = items.map((item) => "  " + JSON.stringify(item, null, 2).split("\n").join("\n  ")).join(",\n");
+      const text = items.map((item) => "  " + jsonText(item, 2).split("\n").join("\n  ")).join(",\n");
       io.stdout((first ? "[\n" : ",\n") + text);
       first = false;
     },
@@ -595,7 +607,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       if (!auditFromEnv(io.env)) throw new UsageError("PLANTGATE_AUDIT is off: the store keeps no security events (nor do the servers with it off)");
       const { app } = await open();
       const { events } = await app.admin.listEvents({ ...(values.type !== undefined ? { type: values.type } : {}), limit: raw === undefined ? 20 : Number(raw) });
-      for (const event of events) io.stdout(JSON.stringify(event) + "\n");
+      for (const event of events) io.stdout(jsonText(event) + "\n");
       return PRINTED;
     }
     default:
@@ -814,7 +826,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       throw new UsageError("PLANTGATE_DB=:memory: keeps nothing after the command; point PLANTGATE_DB or PLANTGATE_DATABASE_URL at the server's store");
     }
     const result = await run(argv, io, open);
-    if (result !== PRINTED) io.stdout(JSON.stringify(result, null, 2) + "\n");
+    if (result !== PRINTED) io.stdout(jsonText(result, 2) + "\n");
     return 0;
   } catch (e) {
     if (e instanceof InterruptedError) {

@@ -1,0 +1,116 @@
+/**
+ * Stored text on stdout (`user create`, `user list`, `client list`, `events`): C1 control
+ * characters (U+0080-U+009F) and DEL are written as JSON's `\u` escapes, as C0 ones are by
+ * JSON.stringify. Until 2026-12-02 they went raw, and a terminal reads U+009B as CSI: a username or
+ * display name holding `\u009b2J` cleared the operator's screen when the list was printed. The
+ * output is still JSON that parses to the stored text. The bidi controls stay as the CLI's error
+ * lines leave them (admin refuses them in new usernames and client names; see README).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, expect, it } from "vitest";
+import { openStorageFromEnv } from "@plantgate/storage-sql/env";
+import { runCli } from "../src/cli.js";
+
+let dir: string;
+const env = () => ({ PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_DB: join(dir, "plantgate.db") });
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "plantgate-cli-c1-"));
+  expect(await cli(["migrate"])).toEqual({ code: 0, stdout: '{\n  "migrated": true\n}\n', stderr: "migrations applied\n" });
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+async function cli(argv: string[], stdin = "") {
+  let stdout = "";
+  let stderr = "";
+  const code = await runCli(argv, { env: env(), cwd: dir, readStdin: async () => stdin, stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+/** The stored texts: CSI (U+009B) with "2J" (clear the screen), DEL, NEL (U+0085), and U+202E (right-to-left override). */
+const USERNAME = "mal\u009b2Jory\u007fx\u0085y";
+const DISPLAY_NAME = "\u202Eecila\u009b31m";
+const CLIENT_NAME = "Evil\u009b2J\u202Eplh";
+
+it("stored names holding C1 controls are printed with \\u escapes on stdout by user create, user list, client list and events (they went raw: U+009B is CSI to a terminal)", async () => {
+  // An older client's name, written straight into the store (admin refuses control and bidi characters in new names).
+  const storage = await openStorageFromEnv(env(), { cwd: dir, clientCache: false });
+  try {
+    const written = await storage.clients.create({
+      clientId: "evil",
+      authMethod: "client_secret",
+      secrets: [],
+      jwks: null,
+      jwksUri: null,
+      name: CLIENT_NAME,
+      grantTypes: ["client_credentials"],
+      scopes: [],
+      accessTokenTtl: null,
+      refreshTokenTtl: null,
+      refreshTokenAbsoluteTtl: null,
+      createdAt: 1_700_000_000_000,
+      secretUpdatedAt: 1_700_000_000_000,
+    });
+    expect(written).toBe(true);
+  } finally {
+    await storage.close();
+  }
+  const esc = (s: string) => s.replace("\u009b", "\\u009b").replace("\u007f", "\\u007f").replace("\u0085", "\\u0085");
+
+  const created = await cli(["user", "create", "--username", USERNAME, "--display-name", DISPLAY_NAME], "password-1\n");
+  expect(created.code).toBe(0);
+  const account = JSON.parse(created.stdout) as { id: string; createdAt: string };
+  const accountJson = [
+    "{",
+    `  "id": ${JSON.stringify(account.id)},`,
+    `  "username": "${esc(USERNAME)}",`,
+    `  "displayName": "${esc(DISPLAY_NAME)}",`,
+    '  "email": null,',
+    '  "roles": [],',
+    '  "enabled": true,',
+    `  "createdAt": ${JSON.stringify(account.createdAt)}`,
+    "}",
+  ];
+  expect(created).toEqual({ code: 0, stdout: accountJson.join("\n") + "\n", stderr: "" });
+  expect(JSON.parse(created.stdout)).toMatchObject({ username: USERNAME, displayName: DISPLAY_NAME });
+
+  const users = await cli(["user", "list"]);
+  expect(users).toEqual({ code: 0, stdout: "[\n" + accountJson.map((l) => "  " + l).join("\n") + "\n]\n", stderr: "" });
+
+  const clients = await cli(["client", "list"]);
+  expect(clients).toEqual({
+    code: 0,
+    stdout: [
+      "[",
+      "  {",
+      '    "client_id": "evil",',
+      `    "name": "${esc(CLIENT_NAME)}",`,
+      '    "grant_types": [',
+      '      "client_credentials"',
+      "    ],",
+      '    "scopes": [],',
+      '    "token_endpoint_auth_method": "client_secret",',
+      '    "created_at": "2023-11-14T22:13:20.000Z",',
+      '    "secret_updated_at": "2023-11-14T22:13:20.000Z",',
+      '    "secrets": []',
+      "  }",
+      "]",
+      "",
+    ].join("\n"),
+    stderr: "",
+  });
+  expect((JSON.parse(clients.stdout) as { name: string }[])[0]!.name).toBe(CLIENT_NAME);
+
+  const events = await cli(["events", "--type", "account.created"]);
+  const event = JSON.parse(events.stdout) as { id: string; time: number };
+  expect(events).toEqual({
+    code: 0,
+    stdout: `{"type":"account.created","account_id":${JSON.stringify(account.id)},"username":"${esc(USERNAME)}","roles":[],"enabled":true,"actor":null,"id":${JSON.stringify(event.id)},"time":${event.time}}\n`,
+    stderr: "",
+  });
+  expect(JSON.parse(events.stdout)).toMatchObject({ username: USERNAME });
+
+  // Nothing anywhere on stdout a terminal would read as a C1 control (or DEL).
+  for (const out of [created, users, clients, events]) expect(out.stdout).not.toMatch(/[\u007f-\u009f]/);
+});
