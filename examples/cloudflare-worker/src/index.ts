@@ -7,15 +7,21 @@ import { swaggerUi } from "@plantgate/docs";
 type SecurityEvent = Parameters<NonNullable<CreateWorkerOptions["onEvent"]>>[0];
 // Workers Logs reads a JSON object per console.log call: security events as one line each, with
 // `event` (the type) first, as the Node example servers write them; errors and warnings likewise.
-const line = (level: string, fields: Record<string, unknown>) => JSON.stringify({ level, time: new Date().toISOString(), ...fields });
+// The line's own members come first and are set again after the fields: until 2026-12-02 the fields
+// were spread after them, so an event or context field named `level`, `time`, `event`, `event_time`
+// or `msg` replaced the line's own (a field so named is left out now; no event type has one).
+const line = (level: string, own: Record<string, unknown>, fields: Record<string, unknown> = {}) => {
+  const head = { level, time: new Date().toISOString(), ...own };
+  return JSON.stringify(Object.assign({ ...head, ...fields }, head));
+};
 const FAILURES = new Set(["client.authentication_failed", "account.login_failed", "account.locked_out", "refresh_token.reuse_detected"]);
 function logEvent(event: SecurityEvent): void {
   const { type, time, ...fields } = event;
-  console.log(line(FAILURES.has(type) ? "warn" : "info", { event: type, event_time: time, ...fields }));
+  console.log(line(FAILURES.has(type) ? "warn" : "info", { event: type, event_time: time }, fields));
 }
 const logger = {
-  error: (msg: string, context?: Record<string, unknown>) => console.error(line("error", { msg, ...context })),
-  warn: (msg: string, context?: Record<string, unknown>) => console.warn(line("warn", { msg, ...context })),
+  error: (msg: string, context?: Record<string, unknown>) => console.error(line("error", { msg }, context)),
+  warn: (msg: string, context?: Record<string, unknown>) => console.warn(line("warn", { msg }, context)),
 };
 
 export default createWorker({ docs: swaggerUi(), console: { enabled: false, page: consolePage() }, onEvent: logEvent, logger });
