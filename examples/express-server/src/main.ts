@@ -40,6 +40,7 @@ try {
   console.log(`  store:           ${server.store}`);
   console.log(`  token endpoint:  POST ${server.baseUrl}/UserService/connect/token`);
   console.log(`  metadata:        GET  ${server.baseUrl}/.well-known/oauth-authorization-server`);
+  if (server.consoleUrl) console.log(`  console:         ${server.consoleUrl}`);
   console.log(`  own route:       GET  ${server.url}/health`);
   if (server.metricsUrl) console.log(`  metrics:         ${server.metricsUrl}`);
   if (server.demo) await announceDemo(server.demo);

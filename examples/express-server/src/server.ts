@@ -67,6 +67,8 @@ export interface RunningExpressServer {
   /** Where the data lives (password-free), e.g. "SQLite /path/data/plantgate.db". */
   store: string;
   app: Plantgate;
+  /** The management console's page (under the mount path), or null when it is off. */
+  consoleUrl: string | null;
   /** The Prometheus metrics URL (`PLANTGATE_METRICS_PORT`), or null when metrics are off. */
   metricsUrl: string | null;
   /** Credentials created for the demo (only when nothing was configured and the store was empty). */
@@ -301,6 +303,8 @@ export async function startExpressServer(
       baseUrl: url + mount,
       store: opened ? `${opened.display}${hot ? `; hot state in Redis ${hot.display}` : ""}` : "custom storage",
       app: created,
+      // As the Node example's (the start lines name it; until 2026-12-02 this example had none).
+      consoleUrl: options.console?.enabled ? `${options.baseUrl ?? url + mount}/console` : null,
       metricsUrl: metrics?.url ?? null,
       demo,
       close: async () => {
