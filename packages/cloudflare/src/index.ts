@@ -627,10 +627,11 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
       return new Response(answer.body as Uint8Array<ArrayBuffer>, { status: answer.status, headers: answer.headers });
     }
     if (legacyUrlParser && urlOf(request.url) === null) {
-      // As @plantgate/node's listener answers a request a Web Request cannot carry.
+      // As @plantgate/node's listener answers a request a Web Request cannot carry, headers included
+      // (until 2026-12-02 this one alone said `application/json; charset=utf-8`).
       return new Response(JSON.stringify({ error: "invalid_request", error_description: "The request cannot be processed." }), {
         status: 400,
-        headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" },
+        headers: { "content-type": "application/json", "cache-control": "no-store" },
       });
     }
     // Cloudflare sets CF-Connecting-IP itself at its edge (a client cannot forge it there), so it

@@ -55,14 +55,16 @@ export interface StartWorkerOptions {
   d1?: boolean;
   /** Each chunk of workerd's stdout and stderr, as it arrives. */
   onLog?: (chunk: string) => void;
+  /** The Worker's compatibility date, {@link COMPATIBILITY_DATE} unless given (an older one for workerd's legacy behaviours). */
+  compatibilityDate?: string;
 }
 
 /** A Miniflare running the entry `source` as its one Worker; `base` is its origin. The caller disposes of `mf`. */
-export async function startWorker(source: string, { bindings = {}, d1 = false, onLog }: StartWorkerOptions = {}): Promise<{ mf: Miniflare; base: string }> {
+export async function startWorker(source: string, { bindings = {}, d1 = false, onLog, compatibilityDate = COMPATIBILITY_DATE }: StartWorkerOptions = {}): Promise<{ mf: Miniflare; base: string }> {
   const mf = new Miniflare({
     modules: true,
     script: await bundle(source),
-    compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityDate,
     ...(d1 ? { d1Databases: ["DB"] } : {}),
     bindings,
     ...(onLog ? { handleRuntimeStdio: (stdout: Readable, stderr: Readable) => captureStdio(stdout, stderr, onLog) } : {}),
