@@ -33,10 +33,13 @@ const USERNAME = "mal\u009b2Jory\u007fx\u0085y";
 const DISPLAY_NAME = "\u202Eecila\u009b31m";
 const CLIENT_NAME = "Evil\u009b2J\u202Eplh";
 
-it("stored names holding C1 controls are printed with \\u escapes on stdout by user create, user list, client list and events (they went raw: U+009B is CSI to a terminal)", async () => {
-  // An older client's name, written straight into the store (admin refuses control and bidi characters in new names).
+it("stored names holding C1 controls are printed with \\u escapes on stdout by user list, client list and events (they went raw: U+009B is CSI to a terminal)", async () => {
+  // An older client's and an older account's names, written straight into the store (admin refuses
+  // control and bidi characters in new client names and usernames).
   const storage = await openStorageFromEnv(env(), { cwd: dir, clientCache: false });
   try {
+    const older = { id: "6f1d2c3b-0000-4000-8000-000000000001", username: USERNAME, displayName: DISPLAY_NAME, email: null, roles: [], enabled: true, createdAt: 1_700_000_000_000, passwordHash: "pbkdf2-sha256$i=1000$c2FsdA$aGFzaA" };
+    expect(await storage.accounts.create(older)).toBe(true);
     const written = await storage.clients.create({
       clientId: "evil",
       authMethod: "client_secret",
@@ -58,9 +61,9 @@ it("stored names holding C1 controls are printed with \\u escapes on stdout by u
   }
   const esc = (s: string) => s.replace("\u009b", "\\u009b").replace("\u007f", "\\u007f").replace("\u0085", "\\u0085");
 
-  const created = await cli(["user", "create", "--username", USERNAME, "--display-name", DISPLAY_NAME], "password-1\n");
-  expect(created.code).toBe(0);
-  const account = JSON.parse(created.stdout) as { id: string; createdAt: string };
+  // A new one is refused, naming the rule (since 2026-12-02).
+  expect(await cli(["user", "create", "--username", USERNAME], "password-1\n")).toMatchObject({ code: 2, stdout: "" });
+  const account = { id: "6f1d2c3b-0000-4000-8000-000000000001", createdAt: "2023-11-14T22:13:20.000Z" };
   const accountJson = [
     "{",
     `  "id": ${JSON.stringify(account.id)},`,
@@ -72,9 +75,6 @@ it("stored names holding C1 controls are printed with \\u escapes on stdout by u
     `  "createdAt": ${JSON.stringify(account.createdAt)}`,
     "}",
   ];
-  expect(created).toEqual({ code: 0, stdout: accountJson.join("\n") + "\n", stderr: "" });
-  expect(JSON.parse(created.stdout)).toMatchObject({ username: USERNAME, displayName: DISPLAY_NAME });
-
   const users = await cli(["user", "list"]);
   expect(users).toEqual({ code: 0, stdout: "[\n" + accountJson.map((l) => "  " + l).join("\n") + "\n]\n", stderr: "" });
 
@@ -102,15 +102,16 @@ it("stored names holding C1 controls are printed with \\u escapes on stdout by u
   });
   expect((JSON.parse(clients.stdout) as { name: string }[])[0]!.name).toBe(CLIENT_NAME);
 
-  const events = await cli(["events", "--type", "account.created"]);
+  expect((await cli(["user", "disable", USERNAME])).code).toBe(0);
+  const events = await cli(["events", "--type", "account.disabled"]);
   const event = JSON.parse(events.stdout) as { id: string; time: number };
   expect(events).toEqual({
     code: 0,
-    stdout: `{"type":"account.created","account_id":${JSON.stringify(account.id)},"username":"${esc(USERNAME)}","roles":[],"enabled":true,"actor":null,"id":${JSON.stringify(event.id)},"time":${event.time}}\n`,
+    stdout: `{"type":"account.disabled","account_id":${JSON.stringify(account.id)},"username":"${esc(USERNAME)}","actor":null,"id":${JSON.stringify(event.id)},"time":${event.time}}\n`,
     stderr: "",
   });
   expect(JSON.parse(events.stdout)).toMatchObject({ username: USERNAME });
 
   // Nothing anywhere on stdout a terminal would read as a C1 control (or DEL).
-  for (const out of [created, users, clients, events]) expect(out.stdout).not.toMatch(/[\u007f-\u009f]/);
+  for (const out of [users, clients, events]) expect(out.stdout).not.toMatch(/[\u007f-\u009f]/);
 });

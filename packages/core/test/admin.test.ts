@@ -262,6 +262,21 @@ describe("admin operations", () => {
     },
   );
 
+  it.each(["mal\u009b2Jory", "a\u0007b", "x\u007fy", "n\u0085l", "tab\there"])(
+    "a username holding a control character (%j: C0, DEL or C1, CSI to a terminal) is refused on create, import and provisioning, as a client name is",
+    async (name) => {
+      const h = await harness();
+      const refusal = new AdminError("username must not contain control characters", { field: "username" });
+      await expect(h.app.admin.createAccount({ username: name, password: "long-enough-pw" })).rejects.toThrow(refusal);
+      await expect(h.app.admin.importAccounts([{ username: "fine-1", password: "long-enough-pw" }, { username: name, password: "long-enough-pw" }])).rejects.toThrow(
+        new AdminError(`record 2: ${refusal.message}`, { field: "username", record: 2 }),
+      );
+      await expect(h.app.admin.ensureAccount(name, "long-enough-pw")).rejects.toThrow(refusal);
+      // Until 2026-12-02 taken: raw in log lines and on the CLI's terminal.
+      expect((await h.app.admin.listAccounts()).map((a) => a.username)).toEqual([h.username]);
+    },
+  );
+
   it.each(["jose\u0301", "\u1100\u1161", "A\u030A", "\u212B"])(
     "a username not in Unicode NFC (%j: it prints as a composed name another account may hold) is refused on create, import and provisioning; its NFC form is taken",
     async (name) => {

@@ -173,6 +173,10 @@ export function checkAccountInput(input: CreateAccountInput, parts: { password?:
   // and the user whose keyboard sends the other form is refused at sign-in, which matches exactly.
   // New names are in NFC, the form keyboards and browsers send (accounts created before 2026-12-02
   // with another form keep working: sign-ins match it exactly).
+  // A control character (C0, DEL, C1: U+009B is CSI to a terminal) could not be typed at a sign-in,
+  // and went raw into log lines and terminals; client names refuse them already (since 2026-12-02
+  // for usernames; accounts created before keep their names).
+  if (/\p{Cc}/u.test(input.username)) throw new AdminError("username must not contain control characters", { field: "username" });
   if (input.username !== input.username.normalize("NFC")) throw new AdminError("username must be in Unicode normalization form C (NFC: a composed é, not e followed by a combining accent)", { field: "username" });
   if (parts.password !== false) checkNewPassword(input.password);
   const optionalText = (name: "displayName" | "email", v: unknown) => {
