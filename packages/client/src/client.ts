@@ -199,10 +199,10 @@ export function createClient(options: ClientOptions): PlantgateClient {
    * flight may hang in a hook or a request) and until `signal` is aborted. An aborted signal
    * rejects before `token` is called, so no renewal is started for it.
    */
-  const tokenWithin = (token: () => Promise<CachedToken>, signal: AbortSignal | undefined) => {
+  const tokenWithin = (token: (deadline: Deadline | null) => Promise<CachedToken>, signal: AbortSignal | undefined) => {
     if (signal?.aborted) return Promise.reject(abortReason(signal));
     const deadline = deadlineIn(timeoutMs);
-    return within(deadline, token(), () => timeoutError(`POST ${pathOf(baseUrl + TOKEN_PATH)}`, deadline!.ms), signal);
+    return within(deadline, token(deadline), () => timeoutError(`POST ${pathOf(baseUrl + TOKEN_PATH)}`, deadline!.ms), signal);
   };
 
   async function listAccounts(params: ListAccountsParams = {}): Promise<AccountPage> {
@@ -248,7 +248,7 @@ export function createClient(options: ClientOptions): PlantgateClient {
     },
     async refresh(rejectedAccessToken?: string, options?: CallOptions) {
       const signal = signalOf(options);
-      return tokens.info(await tokenWithin(() => tokens.refresh(rejectedAccessToken), signal));
+      return tokens.info(await tokenWithin((deadline) => tokens.refresh(rejectedAccessToken, deadline), signal));
     },
   };
 }
@@ -263,7 +263,11 @@ function signalOf(options: CallOptions | undefined): AbortSignal | undefined {
 /**
  * Sends an API request with the current token. On a 401 the token is renewed once and the request
  * sent once more: the API checks the token before reading the body and stores nothing on a 401,
- * so repeating even a POST is safe. A second 401 is returned to the caller (an ApiError).
+ * so repeating even a POST is safe. With a tokenCache that renewal first waits a random moment
+ * (bounded by the deadline) and reads the cache again, as a due renewal is spread (see
+ * `refusedWaitMs` in token-manager.ts; until 2026-12-02 it presented the refresh token at once,
+ * and a 401 reaching every process on one cache entry revoked the family). A second 401 is
+ * returned to the caller (an ApiError).
  * One deadline covers it all: getting the token (or waiting for a renewal already in flight, the
  * cache hooks included), the request, and the renewal and request of the retry. The caller's
  * `signal` ends it all the same (with its reason), whichever of the two comes first; aborted
@@ -281,7 +285,7 @@ async function authorized(
   const attempt = async () => {
     // Checked before getToken, which may start a renewal (the retry's, after a 401).
     if (signal?.aborted) throw abortReason(signal);
-    const token = await within(deadline, tokens.getToken(), () => timeoutError(`${method} ${pathOf(url)}`, deadline!.ms, " (no access token yet)"), signal);
+    const token = await within(deadline, tokens.getToken(deadline), () => timeoutError(`${method} ${pathOf(url)}`, deadline!.ms, " (no access token yet)"), signal);
     const headers: Record<string, string> = { authorization: `Bearer ${token.accessToken}`, accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     const init: FetchInit = body === undefined ? { method, headers, redirect: "manual" } : { method, headers, body, redirect: "manual" };

@@ -1,5 +1,5 @@
 import { NetworkError, OAuthError, serverText, type GrantType, type OAuthErrorBody } from "./errors.js";
-import { deadlineIn, isObject, parseJsonBody, pathOf, retryAfterOf, send, tooLargeHeads, unexpected, within, type FetchLike, type ReadResponse } from "./fetch.js";
+import { deadlineIn, isObject, parseJsonBody, pathOf, retryAfterOf, send, tooLargeHeads, unexpected, within, type Deadline, type FetchLike, type ReadResponse } from "./fetch.js";
 import type { AssertionSigner } from "./assertion.js";
 import type { CachedToken, PasswordCredentials, TokenCache, TokenInfo } from "./types.js";
 
@@ -40,8 +40,10 @@ export interface TokenManager {
    * A fresh token: the cached one, or a new one (one token request however many callers wait); no
    * request within a Retry-After hold or the backoff; a due token still valid when its renewal
    * failed without an answer or was held, or its token request has waited too long for one.
+   * `deadline`: the calling call's, which bounds the wait of a renewal it starts for a token an API
+   * refused (see {@link refusedWaitMs}); none given: `timeoutMs` from now.
    */
-  getToken(): Promise<CachedToken>;
+  getToken(deadline?: Deadline | null): Promise<CachedToken>;
   /**
    * Marks `accessToken` as rejected (an API answered 401): the next {@link getToken} renews it,
    * unless another caller already has. Several callers reporting the same token cause one renewal.
@@ -49,10 +51,11 @@ export interface TokenManager {
   invalidate(accessToken: string): void;
   /**
    * A new token now (with the refresh token when there is one), single-flight too; given a refused
-   * access token, only if that one is still the current one. Held as getToken is; never falls back
-   * to the token it refuses, nor to one older than it (see stillValid).
+   * access token, only if that one is still the current one, and as the renewal after an API's 401
+   * (spread, see {@link refusedWaitMs}). Held as getToken is; never falls back to the token it
+   * refuses, nor to one older than it (see stillValid).
    */
-  refresh(rejectedAccessToken?: string): Promise<CachedToken>;
+  refresh(rejectedAccessToken?: string, deadline?: Deadline | null): Promise<CachedToken>;
   /** Public view of a token (no refresh token). */
   info(token: CachedToken): TokenInfo;
 }
@@ -196,6 +199,29 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     const skew = Math.min(config.refreshSkewMs, (t.expiresAt - t.obtainedAt) / 2);
     // At most two thirds of the (capped) skew: at least a third of it is kept before expiry.
     return nowFor(t) < t.expiresAt - skew + Math.min(spread, (skew * 2) / 3);
+  };
+
+  /**
+   * How long a renewal of a token an API refused (a 401) waits, with a shared cache, before it reads
+   * the cache again and, finding only the refused token there, presents the refresh token (ms): a
+   * random point of [0, min(refreshJitterMs, {@link REFUSED_SPREAD_MAX_MS}, half of what is left
+   * of the deadline of the call that starts it, half of timeoutMs)), drawn anew for each renewal:
+   * the call keeps time for the token request and its API request, and the renewal is never taken
+   * for {@link stalled}. When every token is refused at once (a signing key revoked after a leak, a
+   * resource server dropping a key), every process sharing the entry renews at once: until
+   * 2026-12-02 each presented the same refresh token within milliseconds (the jitter of `spread`
+   * took only due renewals), past the server's grace replays (refreshGraceMaxUses, 10) that was
+   * reuse, and the family was revoked (14 processes signed the user out). Spread out, the first to
+   * wake renews and caches the new token, and the others find it there and send nothing. No wait
+   * without a cache (nothing to find there), without a refresh token to present (a grant is not
+   * reuse), for a background retry, or for refresh() without a refused token (asked for now).
+   */
+  const refusedWaitMs = (deadline: Deadline | null): number => {
+    if (!cache) return 0;
+    let most = Math.min(config.refreshJitterMs, REFUSED_SPREAD_MAX_MS);
+    if (config.timeoutMs > 0) most = Math.min(most, config.timeoutMs / 2);
+    if (deadline !== null) most = Math.min(most, (deadline.at - performance.now()) / 2);
+    return most > 0 ? Math.random() * most : 0;
   };
 
   const canRunGrant = () => grant === "client_credentials" || credentials !== null;
@@ -605,20 +631,28 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     }
   }
 
-  /** Finds or fetches a fresh token; `cached` when it came from the shared cache. */
-  async function obtain(background: boolean): Promise<{ token: CachedToken; cached: boolean }> {
-    const cached = await readCache();
+  /** The shared cache's token when it is fresh (as {@link obtain} takes it), else null. */
+  async function fromCache(cached: CachedToken | null): Promise<{ token: CachedToken; cached: boolean } | null> {
+    if (!cached || !fresh(cached)) return null;
+    // Never back to an older refresh token: when ours replaced the cache's (its write was lost,
+    // or the cache holds a grace replay of a token we rotated since, with a new access token),
+    // the cache's access token is used with our refresh token, and that pair is written (the
+    // cache is behind). Taking the cache's pair whole lost ours: once the grace window had
+    // passed, the next refresh presented the replaced token, which is reuse (family revoked,
+    // user signed out). Seen until 2026-11-29 with a best-effort hook whose writes failed.
+    if (await replaced(current, cached)) return { token: { ...cached, refreshToken: current!.refreshToken, lineage: current!.lineage! }, cached: false };
+    return { token: cached, cached: true };
+  }
+
+  /**
+   * Finds or fetches a fresh token; `cached` when it came from the shared cache. `waitMs`: before
+   * presenting a refresh token, wait this long and read the cache again (see {@link refusedWaitMs}).
+   */
+  async function obtain(background: boolean, waitMs = 0): Promise<{ token: CachedToken; cached: boolean }> {
+    let cached = await readCache();
     lastRead = cached;
-    if (cached && fresh(cached)) {
-      // Never back to an older refresh token: when ours replaced the cache's (its write was lost,
-      // or the cache holds a grace replay of a token we rotated since, with a new access token),
-      // the cache's access token is used with our refresh token, and that pair is written (the
-      // cache is behind). Taking the cache's pair whole lost ours: once the grace window had
-      // passed, the next refresh presented the replaced token, which is reuse (family revoked,
-      // user signed out). Seen until 2026-11-29 with a best-effort hook whose writes failed.
-      if (await replaced(current, cached)) return { token: { ...cached, refreshToken: current!.refreshToken, lineage: current!.lineage! }, cached: false };
-      return { token: cached, cached: true };
-    }
+    const found = await fromCache(cached);
+    if (found !== null) return found;
     if (refusedSecret !== null) throw refusedSecret;
     if (hold !== null) {
       const now = nowSince(hold.from);
@@ -639,7 +673,17 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         }
       } else pause = null;
     }
-    const refreshToken = await newestRefreshToken(cached);
+    let refreshToken = await newestRefreshToken(cached);
+    if (refreshToken !== null && waitMs > 0) {
+      // A token an API refused (see refusedWaitMs): another process sharing the entry may renew
+      // it meanwhile, and its token is taken instead of presenting the same refresh token again.
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      cached = await readCache();
+      lastRead = cached;
+      const theirs = await fromCache(cached);
+      if (theirs !== null) return theirs;
+      refreshToken = await newestRefreshToken(cached);
+    }
     if (refreshToken !== null) {
       const source = cached?.refreshToken === refreshToken ? cached : current;
       const scope = source?.scope ?? config.scope ?? "";
@@ -695,10 +739,10 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     return { token: await runGrant(), cached: false };
   }
 
-  async function renew(background: boolean): Promise<CachedToken> {
+  async function renew(background: boolean, waitMs: number): Promise<CachedToken> {
     // A catch-up write in flight lands first: it must not land after this renewal's newer token.
     if (catching !== null) await catching;
-    const { token, cached } = await obtain(background);
+    const { token, cached } = await obtain(background, waitMs);
     // A token in hand by any way (the cache's included): the retries of a lost answer end, and
     // their count starts again. Until 2026-11-29 only an answer to a refresh of this process's own
     // reset it, so each loss recovered from the cache pushed the next loss's first retry further
@@ -731,9 +775,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
 
   /**
    * A fresh token, or the renewal's (single flight); `background`: a retry of a refresh without an
-   * answer, which the backoff does not hold.
+   * answer, which the backoff does not hold. A renewal started for a current token an API refused
+   * (`spreadRefused`, not a background retry) waits first, with a cache (see {@link refusedWaitMs},
+   * bounded by `deadline`, the starting call's).
    */
-  const renewed = (background = false): Promise<CachedToken> => {
+  const renewed = (background = false, deadline: Deadline | null = deadlineIn(config.timeoutMs), spreadRefused = true): Promise<CachedToken> => {
     if ((inflight !== null || catching !== null) && stalled()) {
       // Never settles (see stalled): left behind, and a new renewal (or catch-up) starts. Should it
       // settle after all, its end clears nothing of the new one's.
@@ -746,7 +792,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       // Until its first request or hook call sets its own, a deadline from now: the last one's,
       // long past, would make a call joining it at once take it for stalled.
       step();
-      const renewal: Promise<CachedToken> = renew(background).finally(() => {
+      const refused = !background && spreadRefused && current !== null && rejected.has(current.accessToken);
+      const renewal: Promise<CachedToken> = renew(background, refused ? refusedWaitMs(deadline) : 0).finally(() => {
         if (inflight === renewal) inflight = null;
       });
       inflight = renewal;
@@ -793,8 +840,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * "(no access token yet)", and every call joining it waited up to timeoutMs, its API request then
    * without time left.
    */
-  const getToken = (): Promise<CachedToken> => {
-    const renewal = renewed();
+  const getToken = (deadline?: Deadline | null, spreadRefused = true): Promise<CachedToken> => {
+    const renewal = renewed(false, deadline === undefined ? deadlineIn(config.timeoutMs) : deadline, spreadRefused);
     const settled = renewal.catch(async (error: unknown) => {
       const usable = transient.has(error as object) ? await stillValid() : null;
       if (usable === null) throw error;
@@ -814,11 +861,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   return {
     getToken,
     invalidate,
-    refresh(rejectedAccessToken) {
+    refresh(rejectedAccessToken, deadline) {
       // Only that token is refused: a newer current one (renewed after another caller's 401) stays.
       if (rejectedAccessToken !== undefined) invalidate(rejectedAccessToken);
       else if (current) invalidate(current.accessToken);
-      return getToken();
+      // Without a refused token, a renewal asked for now: not spread (see refusedWaitMs).
+      return getToken(deadline, rejectedAccessToken !== undefined);
     },
     info(t) {
       return { accessToken: t.accessToken, tokenType: t.tokenType, expiresAt: t.expiresAt, scope: t.scope, grantType: t.grantType, hasRefreshToken: t.refreshToken !== null };
@@ -1005,6 +1053,13 @@ function backoff(
     },
   };
 }
+
+/**
+ * The longest a renewal after an API's 401 waits before presenting the refresh token, with a
+ * shared cache (ms; see `refusedWaitMs`): the call that got the 401 waits for it, so it is a few
+ * seconds, not the whole `refreshJitterSeconds` of a due renewal.
+ */
+const REFUSED_SPREAD_MAX_MS = 3000;
 
 /** How many replaced refresh tokens a token remembers ({@link CachedToken.lineage}). */
 const LINEAGE = 8;
