@@ -83,6 +83,17 @@ export function accountsSuite(s: SuiteContext): void {
       expect(await accounts().get("Abc")).toBeNull();
     });
 
+    it("setEnabled compares ids exactly: disabling 'ABC' leaves 'abc' enabled", async () => {
+      const lower = accountRecord({ id: "abc", username: "lower" });
+      const upper = accountRecord({ id: "ABC", username: "upper" });
+      expect(await accounts().create(lower)).toBe(true);
+      expect(await accounts().create(upper)).toBe(true);
+      expect(await accounts().setEnabled("ABC", false)).toBe(true);
+      expect(await accounts().setEnabled("Abc", false), "no such account").toBe(false);
+      expectRecord(await accounts().get("ABC"), { ...upper, enabled: false }, "ABC");
+      expectRecord(await accounts().get("abc"), lower, "abc, another account");
+    });
+
     it("create returns false for an existing id (with a new username) and changes nothing", async () => {
       const first = accountRecord({ id: "same-id", username: "first" });
       await accounts().create(first);
@@ -183,6 +194,17 @@ export function accountsSuite(s: SuiteContext): void {
       ];
       expect(await accounts().createMany(b)).toBe(1);
       await expectUnchanged([existing]);
+    });
+
+    it("a refused createMany leaves none of its ids or usernames taken: each record before the conflict can be created on its own after", async () => {
+      const taken = accountRecord({ id: "taken", username: "taken" });
+      const fresh = [accountRecord({ id: "new-1", username: "new-1" }), accountRecord({ id: "new-2", username: "new-2" })];
+      expect(await accounts().create(taken)).toBe(true);
+      expect(await accounts().createMany([...fresh, accountRecord({ id: "x", username: "taken" })])).toBe(2);
+      for (const r of fresh) expect(await accounts().create(r), r.id).toBe(true);
+      expect(await accounts().createMany([accountRecord({ id: "new-3", username: "new-3" }), accountRecord({ id: "taken", username: "y" })])).toBe(1);
+      expect(await accounts().createMany([accountRecord({ id: "new-3", username: "new-3" })]), "new-3 after its refused batch").toBeNull();
+      await expectUnchanged([taken, ...fresh, accountRecord({ id: "new-3", username: "new-3" })]);
     });
 
     it("createMany treats usernames that differ only in case as different", async () => {

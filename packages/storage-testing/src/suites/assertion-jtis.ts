@@ -72,6 +72,14 @@ export function assertionJtisSuite(s: SuiteContext): void {
       expect(await store.use(key(31), T0 + 60_000), "still recorded").toBe(false);
     });
 
+    it("a repeated use with a later expiry changes nothing either: the key is deleted at its first expiry", async () => {
+      const store = s.storage().assertionJtis;
+      expect(await store.use(key(32), T0 + 1_000)).toBe(true);
+      expect(await store.use(key(32), T0 + DAY), "the repeat").toBe(false);
+      expect(await store.deleteExpired(T0 + 1_000), "deleted at the first use's expiry").toBe(1);
+      expect(await store.use(key(32), T0 + DAY), "a use after the sweep").toBe(true);
+    });
+
     it("50 concurrent uses of one key: exactly one gets true", async () => {
       const results = await inParallel(50, () => jtis().use(key(7), T0 + DAY));
       expect(results.filter((r) => r === true)).toHaveLength(1);

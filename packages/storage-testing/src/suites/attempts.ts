@@ -38,6 +38,14 @@ export function attemptsSuite(s: SuiteContext): void {
       expectRecord(await attempts().get(key), record(key, 1, T0 + 10 * WINDOW), "stored counter");
     });
 
+    it("a failure timed before the window's start (another instance's clock behind) counts in that window: it does not open a new one", async () => {
+      // Nine failures on one instance, then one on another whose clock is 500 ms behind: one window, ten failures.
+      const key = attemptKey("skewed");
+      for (let i = 0; i < 9; i++) await attempts().increment(key, T0 + 1000 + i, WINDOW);
+      expectRecord(await attempts().increment(key, T0 + 1009 - 500, WINDOW), record(key, 10, T0 + 1000), "the tenth failure of the window");
+      expectRecord(await attempts().get(key), record(key, 10, T0 + 1000), "stored counter");
+    });
+
     it("the window length is the caller's: the same counter, read with a shorter window, restarts", async () => {
       const key = attemptKey("user");
       await attempts().increment(key, T0, WINDOW);

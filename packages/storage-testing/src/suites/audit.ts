@@ -78,6 +78,39 @@ export function auditSuite(s: SuiteContext): void {
       expect(ids(await a.list({ clientId: "app-1", limit: 1, before: { time: rec(2).time, id: rec(2).id } }))).toEqual([rec(1).id]);
     });
 
+    it("a filtered page holds up to `limit` matching records, however many newer ones do not match", async (t) => {
+      const a = audit(t);
+      for (let n = 1; n <= 5; n++) await a.append(rec(n, { type: "account.login_failed" }));
+      for (let n = 6; n <= 10; n++) await a.append(rec(n, { type: "token.issued", clientId: "app-2" }));
+      expect(ids(await a.list({ type: "account.login_failed", limit: 3 }))).toEqual([5, 4, 3].map((n) => rec(n).id));
+      expect(ids(await a.list({ clientId: "app-1", limit: 3 }))).toEqual([5, 4, 3].map((n) => rec(n).id));
+      expect(ids(await a.list({ type: "account.login_failed", limit: 3, before: { time: rec(4).time, id: rec(4).id } }))).toEqual([3, 2, 1].map((n) => rec(n).id));
+    });
+
+    it("the account filter matches accountId or username only, never clientId; account and type compare exactly (case-sensitive)", async (t) => {
+      const a = audit(t);
+      await a.append(rec(1, { clientId: "alice" }));
+      await a.append(rec(2, { clientId: null, username: "alice", type: "account.login_failed" }));
+      await a.append(rec(3, { clientId: null, accountId: "Acct-9", username: "Bob", type: "account.created" }));
+      expect(ids(await a.list({ account: "alice", limit: 10 })), "a client named like a user").toEqual([rec(2).id]);
+      expect(await a.list({ account: "bob", limit: 10 }), "another username").toEqual([]);
+      expect(await a.list({ account: "acct-9", limit: 10 }), "another account id").toEqual([]);
+      expect(await a.list({ type: "ACCOUNT.CREATED", limit: 10 }), "another type").toEqual([]);
+      expect(ids(await a.list({ account: "Bob", type: "account.created", limit: 10 }))).toEqual([rec(3).id]);
+    });
+
+    it("stores copies: mutating the record passed to append, or one returned by list, changes nothing stored", async (t) => {
+      const a = audit(t);
+      const r = rec(1, { accountId: "acct-1", username: "alice" });
+      await a.append(r);
+      r.username = "mallory";
+      r.type = "changed";
+      const [listed] = await a.list({ limit: 10 });
+      listed!.data = "{}";
+      listed!.clientId = "changed";
+      expect(await a.list({ limit: 10 })).toStrictEqual([rec(1, { accountId: "acct-1", username: "alice" })]);
+    });
+
     it("append is idempotent by id: a repeat changes nothing", async (t) => {
       const a = audit(t);
       await a.append(rec(1));

@@ -156,6 +156,14 @@ export function clientsSuite(s: SuiteContext): void {
       expect((await s.storage().clients.get("busy"))?.secrets).toStrictEqual(added);
     });
 
+    it("addSecret sets secretUpdatedAt to the added secret's createdAt, also when that is earlier than the stored value", async () => {
+      const record = clientRecord({ clientId: "rotating", secretUpdatedAt: T0 + 10_000 });
+      await s.storage().clients.create(record);
+      const added = secretRecord({ id: "s2", hash: fakeHash("s2"), createdAt: T0 + 5 });
+      expect(await s.storage().clients.addSecret("rotating", added)).toBe(true);
+      expectRecord(await s.storage().clients.get("rotating"), { ...record, secrets: [...record.secrets, added], secretUpdatedAt: T0 + 5 }, "client");
+    });
+
     it("delete removes the client and returns true; a second delete returns false", async () => {
       const keep = clientRecord({ clientId: "keep" });
       await s.storage().clients.create(clientRecord({ clientId: "gone" }));
@@ -171,6 +179,14 @@ export function clientsSuite(s: SuiteContext): void {
       await s.storage().clients.create(keep);
       expect(await s.storage().clients.delete("absent")).toBe(false);
       expectRecords(await s.storage().clients.list(), [keep], "clients");
+    });
+
+    it("delete compares client ids exactly: deleting 'app' leaves 'App' and 'APP'", async () => {
+      const others = [clientRecord({ clientId: "APP" }), clientRecord({ clientId: "App" })];
+      for (const r of [clientRecord({ clientId: "app" }), ...others]) expect(await s.storage().clients.create(r)).toBe(true);
+      expect(await s.storage().clients.delete("app")).toBe(true);
+      expect(await s.storage().clients.delete("aPP"), "no such client").toBe(false);
+      expectRecords(await s.storage().clients.list(), others, "remaining clients");
     });
 
     it("a deleted client id can be created again", async () => {
@@ -204,6 +220,16 @@ export function clientsSuite(s: SuiteContext): void {
       const [listed] = await s.storage().clients.list();
       listed!.grantTypes.pop();
       expectRecords(await s.storage().clients.list(), [expected], "clients");
+    });
+
+    it("stores copies of the secrets passed to create: mutating one afterwards changes nothing stored", async () => {
+      const record = clientRecord({ clientId: "isolated-create-secrets" });
+      const expected = structuredClone(record);
+      expect(await s.storage().clients.create(record)).toBe(true);
+      record.secrets[0]!.hash = fakeHash("mutated");
+      record.secrets[0]!.expiresAt = T0;
+      record.secrets[0]!.lastUsedAt = T0 + 1;
+      expectRecord(await s.storage().clients.get("isolated-create-secrets"), expected, "client");
     });
 
     it("stores copies of the secrets passed to addSecret and replaceSecrets: mutating them afterwards changes nothing stored", async () => {

@@ -246,6 +246,29 @@ export function concurrencySuite(s: SuiteContext): void {
       }
     });
 
+    it("a revocation and a rotation called in the same tick, the revocation first, no pause between: the replacement ends revoked or is never stored (30 rounds each)", async () => {
+      // The race above without the pause: a revocation that picks the family's tokens, then waits
+      // (a query, a lock) and revokes only what it picked misses the replacement of a consume
+      // that ran meanwhile; in any serial order that replacement is revoked or never stored.
+      await seedOwners(s.storage());
+      const store = s.storage().refreshTokens;
+      for (const revoke of ["revokeFamily", "revokeByAccount"] as const) {
+        for (let round = 0; round < 30; round++) {
+          const familyId = `same-tick-${revoke}-${round}`;
+          const original = refreshRecord({ tokenHash: fakeHash(`${familyId}-head`), familyId });
+          const replacement = refreshRecord({ tokenHash: fakeHash(`${familyId}-next`), familyId, createdAt: T0 + 1000 });
+          await store.create(original);
+          const revoking = revoke === "revokeFamily" ? store.revokeFamily(familyId, T0 + 2000) : store.revokeByAccount(original.accountId, T0 + 2000);
+          const [won] = await Promise.all([store.consume(original.tokenHash, T0 + 1000, replacement), revoking]);
+          const head = await store.findByHash(original.tokenHash);
+          const next = await store.findByHash(replacement.tokenHash);
+          expect(head?.revokedAt, `${revoke} round ${round}: the head is revoked`).toBe(T0 + 2000);
+          if (won) expect(next?.revokedAt, `${revoke} round ${round}: the rotation won, so its replacement is revoked too`).toBe(T0 + 2000);
+          else expect(next, `${revoke} round ${round}: the rotation lost, so nothing was stored`).toBeNull();
+        }
+      }
+    });
+
     it("revokeFamily first, then a rotation on another instance (a second one when the target can open it): after the revocation resolved, consume and graceUse refuse and store nothing; started together, the replacement ends revoked or is never stored (30 rounds)", async () => {
       // The rotation-first race above, the other way round and across instances: a revocation
       // committed by one server must stop a rotation (and a grace replay) on another at once, a
@@ -292,6 +315,33 @@ export function concurrencySuite(s: SuiteContext): void {
           expect(await store.findByHash(later.tokenHash), `${at}: no successor after the revocation`).toBeNull();
         }
       });
+    });
+
+    it("a reader racing a refused createMany never sees any record of the batch (all or none, in one transaction; 10 rounds)", async () => {
+      const accounts = s.storage().accounts;
+      expect(await accounts.create(accountRecord({ id: "taken", username: "taken" }))).toBe(true);
+      for (let round = 0; round < 10; round++) {
+        const batch = [0, 1, 2].map((i) => accountRecord({ id: `r${round}-b${i}`, username: `r${round}-b${i}` }));
+        let done = false;
+        const seen: string[] = [];
+        const reader = (async () => {
+          while (!done) {
+            for (const r of batch) {
+              if (await accounts.get(r.id)) seen.push(`${r.id} by id`);
+              if (await accounts.findByUsername(r.username)) seen.push(`${r.username} by username`);
+            }
+            await pause(0);
+          }
+        })();
+        try {
+          expect(await accounts.createMany([...batch, accountRecord({ id: `r${round}-b3`, username: "taken" })])).toBe(3);
+        } finally {
+          done = true;
+          await reader;
+        }
+        expect([...new Set(seen)], `round ${round}: records of the refused batch a reader saw`).toEqual([]);
+      }
+      await expectGaplessListing(s.storage(), ["taken"]);
     });
 
     it("createMany racing a create of one of its usernames (or ids) on another instance (a second one when the target can open it): exactly one wins, the batch lands whole or not at all, places stay gapless (20 rounds)", async () => {

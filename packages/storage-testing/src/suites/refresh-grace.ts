@@ -36,6 +36,16 @@ export function refreshGraceSuite(s: SuiteContext): void {
       expect((await tokens().findByHash(a.tokenHash))!.replay).toBe(sealed("a"));
     });
 
+    it("a losing consume of a token consumed without replay data changes nothing: replay stays null, so no grace use replays the loser's answer", async () => {
+      const t = refreshRecord();
+      await tokens().create(t);
+      expect(await tokens().consume(t.tokenHash, T0 + 10, refreshRecord({ tokenHash: fakeHash("won") }))).toBe(true);
+      expect(await tokens().consume(t.tokenHash, T0 + 20, refreshRecord({ tokenHash: fakeHash("lost") }), sealed("lost"))).toBe(false);
+      expectRecord(await tokens().findByHash(t.tokenHash), { ...t, consumedAt: T0 + 10 }, "the winner's consumption, without replay data");
+      expect(await tokens().findByHash(fakeHash("lost")), "the loser's replacement").toBeNull();
+      expect(await tokens().graceUse(t.tokenHash, T0, 10)).toBeNull();
+    });
+
     it("graceUse counts one use and returns the record after it; refuses past maxUses", async () => {
       const t = refreshRecord();
       await tokens().create(t);

@@ -68,6 +68,14 @@ export function revokedTokensSuite(s: SuiteContext): void {
       expect(await revoked().deleteExpired(now), "a second run deletes nothing").toBe(0);
     });
 
+    it("deleteExpired without a limit deletes every expired entry (30), not a batch of them", async () => {
+      for (let i = 0; i < 30; i++) await revoked().add(jti(100 + i), T0 + i);
+      await revoked().add(jti(200), T0 + DAY + 1);
+      expect(await revoked().deleteExpired(T0 + DAY), "without a limit: all").toBe(30);
+      expect(await revoked().deleteExpired(T0 + DAY), "a second run deletes nothing").toBe(0);
+      expect(await revoked().has(jti(200))).toBe(true);
+    });
+
     it("deleteExpired on an empty store returns 0", async () => {
       expect(await revoked().deleteExpired(MAX_DATE_MS)).toBe(0);
     });

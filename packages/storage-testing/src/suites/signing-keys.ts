@@ -81,6 +81,15 @@ export function signingKeysSuite(s: SuiteContext): void {
       await expectKeys([{ ...a, privateJwk: sealed }, b]);
     });
 
+    it("replacePrivateJwk returns false when the stored value is not the expected one, even when it already is the replacement", async () => {
+      const a = signingKeyRecord({ kid: "a" });
+      await keys().create(a);
+      const sealed = `enc:A256GCM:AAAAAAAAAAA:${"i".repeat(16)}:${"c".repeat(64)}`;
+      expect(await keys().replacePrivateJwk("a", a.privateJwk, sealed)).toBe(true);
+      expect(await keys().replacePrivateJwk("a", a.privateJwk, sealed), "a second writer with the same replacement: replaced nothing").toBe(false);
+      await expectKeys([{ ...a, privateJwk: sealed }]);
+    });
+
     it("replacePrivateJwk: of 20 racing writers that read the same value, exactly one replaces it", async () => {
       const a = signingKeyRecord({ kid: "race" });
       await keys().create(a);
@@ -138,6 +147,13 @@ export function signingKeysSuite(s: SuiteContext): void {
       const c = signingKeyRecord({ kid: "c" });
       expect(await first().createIfEmpty(c)).toBe(true);
       expectRecords(await s.storage().signingKeys.list(), [c], "signing keys");
+    });
+
+    it("returns false and stores nothing while the only key stored is one not yet active (a next key made before any signs)", async () => {
+      const next = signingKeyRecord({ kid: "next", activatesAt: MAX_DATE_MS });
+      expect(await s.storage().signingKeys.create(next)).toBe(true);
+      expect(await first().createIfEmpty(signingKeyRecord({ kid: "second" }))).toBe(false);
+      expectRecords(await s.storage().signingKeys.list(), [next], "signing keys");
     });
 
     it("30 concurrent calls with distinct records on an empty store (two instances where the target gives connect), 5 rounds: exactly one returns true and only its record is stored", async () => {
