@@ -362,7 +362,11 @@ export function retryAfterOf(response: Pick<ReadResponse, "headers">): number | 
   if (value === undefined || value === "") return null;
   // Any number of digits (RFC 9110 `1*DIGIT`); past 10 read as 2^31 s, RFC 9111 §1.2.2's bound for
   // delta-seconds (the hold caps it anyway). Until 2026-12-02 such a value was not read: no hold.
-  if (/^\d+$/.test(value)) return value.length > 10 ? 2 ** 31 : Number(value);
+  if (/^\d+$/.test(value)) {
+    // Leading zeros count for nothing (`000000000005` is 5 s).
+    const digits = value.replace(/^0+(?=\d)/, "");
+    return digits.length > 10 ? 2 ** 31 : Number(digits);
+  }
   const at = Date.parse(value);
   const now = Date.parse(response.headers.get("date") ?? "");
   if (Number.isNaN(at) || Number.isNaN(now)) return null;

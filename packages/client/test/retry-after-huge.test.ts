@@ -26,3 +26,17 @@ describe("Retry-After as a large delta-seconds", () => {
     });
   }
 });
+
+describe("Retry-After with leading zeros", () => {
+  it("000000000005 is 5 seconds, not a long delay (the digits are counted after the zeros)", async () => {
+    const fm = newMock();
+    fakeTokenEndpoint(fm, {
+      override: (_form, n) => (n === 1 ? { status: 503, headers: { "retry-after": "000000000005" }, body: { error: "temporarily_unavailable" } } : undefined),
+    });
+    fakeAccounts(fm);
+    const client = clientOn(fm, { clock: manualClock(T0).now });
+    const first = await rejectionOf(client.listAccounts());
+    expect(first).toBeInstanceOf(OAuthError);
+    expect((first as OAuthError).retryAfter).toBe(5);
+  });
+});

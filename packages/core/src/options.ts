@@ -437,7 +437,9 @@ function issuerRules(name: string, value: string): void {
   // them as typed, which strict URI parsers (java.net.URI) refuse and WHATWG ones rewrite (until
   // 2026-12-02).
   const url = httpUrl(value);
-  if (url !== undefined && !RFC3986_URI.test(value)) {
+  // Brackets only around an IP-literal host (RFC 3986 §3.2.2): elsewhere they are no `pchar`.
+  const authority = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/.exec(value)?.[0] ?? "";
+  if (url !== undefined && (!RFC3986_URI.test(value) || /[[\]]/.test(value.slice(authority.length)))) {
     // The parser's form is named unless it holds user info (never echo a password).
     const written = url.username === "" && url.password === "" ? ` ("${url.href}")` : "";
     throw new TypeError(`${name} must be a URI (RFC 3986): percent-encode spaces and other characters and write an IDN host in its xn-- form, as a URL parser writes it${written}`);

@@ -38,6 +38,13 @@ describe("baseUrl is held to the issuer's rules", () => {
     expect(() => createPlantgate({ ...quiet, issuer: value })).toThrow(new TypeError(`issuer ${rule}${written}`));
   });
 
+  it("square brackets outside an IP-literal host (no RFC 3986 pchar: java.net.URI refuses them) are refused in a baseUrl or issuer; an IPv6 host keeps its brackets", () => {
+    const rule = "must be a URI (RFC 3986): percent-encode spaces and other characters and write an IDN host in its xn-- form, as a URL parser writes it";
+    expect(() => createPlantgate({ ...quiet, baseUrl: "https://as.example.test/t[1]" })).toThrow(new TypeError(`baseUrl ${rule} ("https://as.example.test/t[1]")`));
+    expect(() => createPlantgate({ ...quiet, issuer: "https://as.example.test/tenants/[eu]" })).toThrow(new TypeError(`issuer ${rule} ("https://as.example.test/tenants/[eu]")`));
+    expect(() => createPlantgate({ ...quiet, baseUrl: "https://[2001:db8::1]/auth" })).not.toThrow();
+  });
+
   it("the same values as issuer are refused as before (one set of rules)", () => {
     expect(() => createPlantgate({ ...quiet, issuer: "https://as.example.test/?tenant=a" })).toThrow(new TypeError("issuer must be a URL without a query or fragment (RFC 8414 §2)"));
     expect(() => createPlantgate({ ...quiet, issuer: "https://as.example.test\n" })).toThrow(new TypeError("issuer must not begin or end with white space"));

@@ -319,6 +319,11 @@ describe("refresh-token grace window (default 30 s)", () => {
     expect(events.map((e) => e.type)).not.toContain("refresh_token.reuse_detected");
     expect(warnings.filter((w) => w.includes("reuse"))).toEqual([]);
     expect((await record(h, next.refresh_token!))!.revokedAt).toBeNull();
+    // Once prune has deleted the ended family's tokens, the same answer.
+    await h.app.admin.prune();
+    expect(await record(h, rt)).toBeNull();
+    await expectTokenError(await refreshRequest(h, rt), 400, INVALID_REFRESH);
+    expect(events.map((e) => e.type)).not.toContain("refresh_token.reuse_detected");
   });
 
   it("a since-disabled account gets no replay", async () => {

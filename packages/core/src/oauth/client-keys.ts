@@ -54,12 +54,15 @@ const kindOf = (jwk: JWK) => (jwk.kty === "RSA" ? "RSA" : `${String(jwk.kty)} ${
 const COORDINATE_BYTES: Record<string, number> = { "P-256": 32, "P-384": 48, Ed25519: 32 };
 const isEd = (alg: string | undefined) => alg === "EdDSA" || alg === "Ed25519";
 /**
- * Whether `value` is base64url of `bytes` octets, or of at least one when `bytes` is absent. RFC 7515
- * §2 has no padding, but a padded member imports and verifies (keys registered before 2026-12-02
- * that carry one kept working), so padding is let through rather than locking such a client out.
+ * Whether `value` is base64 of `bytes` octets, or of at least one when `bytes` is absent. RFC 7515
+ * §2 says base64url without padding, but a member with padding, in the standard alphabet (`+`,
+ * `/`) or of another length (a coordinate with a leading zero octet, 33 bytes on P-256, as Java's
+ * BigInteger writes half of all keys) imports and verifies: keys like that from before 2026-12-02
+ * kept working, so only a registration holds a coordinate to its curve's size (`bytes`), and the
+ * alphabet and padding are let through everywhere rather than locking such a client out.
  */
 const isOctets = (value: unknown, bytes?: number) => {
-  const decoded = typeof value === "string" ? fromBase64url(value.replace(/={1,2}$/, "")) : null;
+  const decoded = typeof value === "string" ? fromBase64url(value.replace(/={1,2}$/, "").replace(/\+/g, "-").replace(/\//g, "_")) : null;
   return decoded !== null && (bytes === undefined ? decoded.length > 0 : decoded.length === bytes);
 };
 
@@ -121,7 +124,8 @@ export function parseJwks(text: string, options: { registration?: boolean } = {}
       }
     } else {
       const bytes = COORDINATE_BYTES[jwk.crv!]!;
-      if (!isOctets(jwk.x, bytes) || (jwk.kty === "EC" && !isOctets(jwk.y, bytes))) continue;
+      const size = options.registration ? bytes : undefined;
+      if (!isOctets(jwk.x, size) || (jwk.kty === "EC" && !isOctets(jwk.y, size))) continue;
     }
     out.push(jwk);
   }
