@@ -229,7 +229,7 @@ const INVISIBLE_EDGE = /^[\s\p{Cc}\p{Cf}\u115F\u1160\u3164\uFFA0]|[\s\p{Cc}\p{Cf
 const accountBody = (existingUsername: fc.Arbitrary<Member>) =>
   fc.record({
     username: fc.oneof(
-      { weight: 5, arbitrary: ok(fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,16}$/).map((s) => `u-${s}`), text(1, 30).filter((s) => !s.startsWith("pw-") && !INVISIBLE_EDGE.test(s) && !BIDI.test(s)))) },
+      { weight: 5, arbitrary: ok(fc.oneof(fc.stringMatching(/^[a-z0-9._-]{1,16}$/).map((s) => `u-${s}`), text(1, 30).filter((s) => !s.startsWith("pw-") && !INVISIBLE_EDGE.test(s) && !BIDI.test(s) && !/\p{Cc}/u.test(s) && s === s.normalize("NFC")))) },
       { weight: 2, arbitrary: existingUsername },
       required(),
       bad(1009, fc.constant("u".repeat(201))),
@@ -237,6 +237,8 @@ const accountBody = (existingUsername: fc.Arbitrary<Member>) =>
       // White space at either end (the admin refuses it, after the body's own checks).
       bad(1009, fc.tuple(fc.constantFrom(" ", "\t", "\u00a0", "\ufeff", "\u2028", "\n", "\u200b", "\u2060", "\u00ad", "\u3164"), fc.stringMatching(/^[a-z0-9]{0,8}$/), fc.boolean()).map(([ws, s, front]) => (front ? ws + s : s + ws)), true),
       bad(1009, fc.constantFrom("mal\u202Eyrol", "u\u2067v"), true),
+      // A control character anywhere, or a form other than NFC (refused since 2026-12-02).
+      bad(1009, fc.constantFrom("mal\u009b2Jory", "a\u0007b", "jose\u0301"), true),
       bad(1004, wrongType),
     ),
     password: fc.oneof(
