@@ -11,7 +11,7 @@ export { accountView, type AccountPage, type AccountView } from "./api/accounts.
 export { ApiError, ApiErrorCode, HostFaultError, OAuthError, StorageError, TooManyAttemptsError, UnstorableValueError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
 export { describeError, unavailableResponse, type PlainResponse } from "./http/respond.js";
 export { guardedLogger, MAX_AUDIT_RETENTION_DAYS } from "./options.js";
-export { isThenable } from "./util/thenable.js";
+export { dropRejection, isThenable } from "./util/thenable.js";
 export type { Logger } from "./context.js";
 export type * from "./events/types.js";
 export { SECURITY_EVENT_TYPES } from "./events/types.js";

@@ -1,6 +1,6 @@
 /** The logs and metrics of a Node server in one call: what the example servers use. */
 import type { Logger as Pino } from "pino";
-import { ConfigError, type EventHook, type Logger, type Observer, type SecurityEvent } from "@plantgate/core";
+import { ConfigError, dropRejection, type EventHook, type Logger, type Observer, type SecurityEvent } from "@plantgate/core";
 import type { ObservabilitySettings } from "./env.js";
 import { coreLogger, createLog, eventLogger, pruneLogger } from "./logs.js";
 import { createMetrics, serveMetrics, type MetricsListener, type PlantgateMetrics } from "./metrics.js";
@@ -92,8 +92,7 @@ export function eventHooks(...hooks: EventHook[]): EventHook {
 function observe<T>(hook: ((o: T) => unknown) | undefined, o: T): void {
   if (hook === undefined) return;
   try {
-    const result = hook(o);
-    if (typeof result === "object" && result !== null && typeof (result as { then?: unknown }).then === "function") (result as PromiseLike<unknown>).then(undefined, () => undefined);
+    dropRejection(hook(o));
   } catch {
     // An observer never changes an answer, nor keeps the next one from seeing it.
   }
