@@ -3,11 +3,17 @@
  * (an encryption key, an unknown kty or curve, a key whose alg, public members or key_ops no
  * assertion can be verified with) are passed over (RFC 7517 §5), a set without a usable key is
  * refused at registration, and a jwks_uri whose fetches fail stops verifying one cache time after its
- * set was last fetched. Each test failed before 2026-12-01 (the last describe's before 2026-12-02).
+ * set was last fetched. Each test failed before 2026-12-01 (the last describe's before 2026-12-02),
+ * but the keys in the standard base64 alphabet or with a coordinate of another length: those
+ * import and verify, and did before the usable-key rules (2026-12-02), which hold a key's members to
+ * base64url of the curve's size at registration only; a stored or fetched key like that keeps
+ * verifying (the rules' first form passed them over: such clients were locked out, seen by the
+ * session's diff review).
  */
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from "jose";
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from "jose";
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createMemoryStorage } from "../src/index.js";
 import { BASE, harness, tokenRequest, type Harness } from "./helpers.js";
 import { expectTokenSuccess } from "./token-helpers.js";
 
@@ -39,6 +45,17 @@ async function mixedSet() {
   const sigJwk = { ...(await exportJWK(sig.publicKey)), kid: "sig-1", alg: "ES256", use: "sig" };
   const encJwk = { ...(await exportJWK(enc.publicKey)), kid: "enc-1", alg: "RSA-OAEP-256", use: "enc" };
   return { key: sig.privateKey, sigJwk, encJwk };
+}
+
+const std = (s: string) => s.replace(/-/g, "+").replace(/_/g, "/");
+
+/** An ES256 pair whose public x or y holds a '-' or '_' (so its standard-alphabet form differs). */
+async function pairWithStdForm(): Promise<{ key: CryptoKey; jwk: JWK; stdJwk: JWK }> {
+  for (;;) {
+    const pair = await generateKeyPair("ES256", { extractable: true });
+    const jwk = await exportJWK(pair.publicKey);
+    if (/[-_]/.test(jwk.x! + jwk.y!)) return { key: pair.privateKey, jwk, stdJwk: { ...jwk, x: std(jwk.x!), y: std(jwk.y!) } };
+  }
 }
 
 describe("RFC 7517 §5 / README: a JWK Set that also holds an encryption key (use: enc)", () => {
@@ -202,6 +219,19 @@ describe("README: a key no assertion can be verified with (its alg not its kind'
     await expectTokenSuccess(await ccWith(h, await assertion(pair.privateKey, "ES256", "pad-1", h, "padded")));
   });
 
+  it("a key in the standard base64 alphabet (+ and /, a common hand-made JWK) stored before the usable-key rules (inline jwks) keeps verifying", async () => {
+    const storage = createMemoryStorage();
+    const h = await harness({ storage });
+    const { key, jwk, stdJwk } = await pairWithStdForm();
+    // Registered with the url-safe form, then the stored text is the one registered before 2026-12-02.
+    await h.app.admin.createClient({ clientId: "std-inline", authMethod: "private_key_jwt", jwks: { keys: [{ ...jwk, kid: "k1" }] } });
+    const stored = (await storage.clients.get("std-inline"))!;
+    await storage.clients.delete("std-inline");
+    expect(await storage.clients.create({ ...stored, jwks: JSON.stringify({ keys: [{ ...stdJwk, kid: "k1" }] }) })).toBeTruthy();
+    const res = await ccWith(h, await assertion(key, "ES256", "k1", h, "std-inline"));
+    expect({ status: res.status, body: res.status === 200 ? "ok" : await res.text() }).toEqual({ status: 200, body: "ok" });
+  });
+
   it("ten such keys before the client's key do not use up the ten keys tried for an assertion without kid", async () => {
     const h = await harness();
     const pair = await generateKeyPair("ES256", { extractable: true });
@@ -242,6 +272,26 @@ describe("README: a key no assertion can be verified with (its alg not its kind'
         warnings: [{ message: "jwks_uri could not be used", context: { jwksUri: uri, reason: NO_USABLE_KEY } }],
       });
       await res.text();
+    });
+
+    it("a key in the standard base64 alphabet published at a jwks_uri keeps verifying", async () => {
+      const h = await harness({ logger: { error() {}, warn() {} } });
+      const { key, stdJwk } = await pairWithStdForm();
+      published = JSON.stringify({ keys: [{ ...stdJwk, kid: "k2" }] });
+      await h.app.admin.createClient({ clientId: "std-uri", authMethod: "private_key_jwt", jwksUri: uri });
+      const res = await ccWith(h, await assertion(key, "ES256", "k2", h, "std-uri"));
+      expect({ status: res.status, body: res.status === 200 ? "ok" : await res.text() }).toEqual({ status: 200, body: "ok" });
+    });
+
+    it("a coordinate with a leading zero octet (33 bytes for P-256, as Java's BigInteger.toByteArray writes half of all keys) imports and verified before: it keeps verifying (jwks_uri)", async () => {
+      const h = await harness({ logger: { error() {}, warn() {} } });
+      const pair = await generateKeyPair("ES256", { extractable: true });
+      const jwk = await exportJWK(pair.publicKey);
+      const signByte = (s: string) => Buffer.concat([Buffer.from([0]), Buffer.from(s, "base64url")]).toString("base64url");
+      published = JSON.stringify({ keys: [{ ...jwk, x: signByte(jwk.x!), y: signByte(jwk.y!), kid: "k3" }] });
+      await h.app.admin.createClient({ clientId: "java-uri", authMethod: "private_key_jwt", jwksUri: uri });
+      const res = await ccWith(h, await assertion(pair.privateKey, "ES256", "k3", h, "java-uri"));
+      expect({ status: res.status, body: res.status === 200 ? "ok" : await res.text() }).toEqual({ status: 200, body: "ok" });
     });
   });
 });
