@@ -10,12 +10,9 @@
  * reads the cache again and takes a token another process cached there.
  * Against the real app in-process (memory storage, default grace: 30 s, 10 replays).
  */
-import { createMemoryStorage, createPlantgate, type SecurityEvent } from "@plantgate/core";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createClient, TOKEN_PATH, type CachedToken, type ClientOptions, type FetchLike, type TokenCache } from "../src/index.js";
-import { manualClock } from "./support.js";
-
-const BASE = "https://platform.example.test";
+import type { CachedToken, ClientOptions, TokenCache } from "../src/index.js";
+import { inProcessTarget, userProcess } from "./support.js";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -27,16 +24,9 @@ afterEach(() => {
  * `presentations` counts the refresh tokens sent to the token endpoint.
  */
 async function fleet(count: number, options: (i: number) => Partial<ClientOptions> = () => ({})) {
-  const serverClock = manualClock(Date.now());
-  const events: SecurityEvent[] = [];
-  const app = createPlantgate({ storage: createMemoryStorage(), clock: serverClock.now, passwordHashIterations: 1000, onEvent: (e) => void events.push(e), logger: { error() {}, warn() {} } });
-  const { clientSecret } = await app.admin.createClient({ clientId: "third-party" });
-  await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
-  let presentations = 0;
-  const fetch: FetchLike = (url, init) => {
-    if (url.endsWith(TOKEN_PATH) && typeof init?.body === "string" && new URLSearchParams(init.body).get("grant_type") === "refresh_token") presentations++;
-    return app.fetch(new Request(url, init));
-  };
+  const t = await inProcessTarget();
+  const { app, events, clock: serverClock } = t;
+  const presentations = () => t.grants.filter((g) => g === "refresh_token").length;
   // A shared cache with a round trip (as Redis has one).
   const store = new Map<string, string>();
   const tick = () => new Promise((r) => setTimeout(r, 1));
@@ -51,29 +41,14 @@ async function fleet(count: number, options: (i: number) => Partial<ClientOption
       store.set(key, JSON.stringify(token));
     },
   };
-  const processes = Array.from({ length: count }, (_, i) => {
-    const clock = manualClock(serverClock.now());
-    const client = createClient({
-      baseUrl: BASE,
-      clientId: "third-party",
-      clientSecret,
-      scope: "Platform_UserAPIs offline_access",
-      credentials: { username: "alice", password: "wonderland-42" },
-      keepCredentials: false,
-      clock: clock.now,
-      fetch,
-      tokenCache,
-      ...options(i),
-    });
-    return { client, clock };
-  });
+  const processes = Array.from({ length: count }, (_, i) => userProcess(t, { tokenCache, ...options(i) }));
   // One process signs in; the others take its token from the cache.
   for (const p of processes) expect((await p.client.listAccounts()).total).toBe(1);
   expect(events.filter((e) => e.type === "token.issued")).toHaveLength(1);
   return {
     processes,
     events,
-    presentations: () => presentations,
+    presentations,
     reuse: () => events.some((e) => e.type === "refresh_token.reuse_detected"),
     /** A leaked signing key: rotate now, and a minute later revoke the old key. */
     async leak() {

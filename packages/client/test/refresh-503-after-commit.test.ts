@@ -6,16 +6,12 @@
  * the grace window. Until 2026-12-02 a 503 started no retry, and a call more than the grace window
  * later presented the rotated refresh token: reuse, the family revoked, the user signed out.
  */
-import { createMemoryStorage, createPlantgate, StorageError, type SecurityEvent } from "@plantgate/core";
+import { createMemoryStorage, StorageError } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
-import { createClient, type FetchLike } from "../src/index.js";
-import { manualClock } from "./support.js";
-
-const BASE = "https://platform.example.test";
+import { inProcessTarget, userProcess } from "./support.js";
 
 describe("a refresh whose rotation committed but whose answer is a 503", () => {
   it("is presented again within the grace window, so the session lives", async () => {
-    const serverClock = manualClock(Date.now());
     const storage = createMemoryStorage();
     let commitThenFail = false;
     let committed = false;
@@ -30,26 +26,9 @@ describe("a refresh whose rotation committed but whose answer is a 503", () => {
       }
       return done;
     };
-    const events: SecurityEvent[] = [];
-    const app = createPlantgate({ storage, clock: serverClock.now, passwordHashIterations: 1000, onEvent: (e) => void events.push(e), logger: { error() {}, warn() {} } });
-    const { clientSecret } = await app.admin.createClient({ clientId: "third-party" });
-    await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
-    const grants: string[] = [];
-    const fetch: FetchLike = (url, init) => {
-      if (url.endsWith("/connect/token")) grants.push(new URLSearchParams(init.body).get("grant_type")!);
-      return app.fetch(new Request(url, init));
-    };
-    const clock = manualClock(serverClock.now());
-    const client = createClient({
-      baseUrl: BASE,
-      clientId: "third-party",
-      clientSecret,
-      scope: "Platform_UserAPIs offline_access",
-      credentials: { username: "alice", password: "wonderland-42" },
-      keepCredentials: false,
-      clock: clock.now,
-      fetch,
-    });
+    const t = await inProcessTarget({ storage });
+    const { events, grants, clock: serverClock } = t;
+    const { client, clock } = userProcess(t);
     expect((await client.listAccounts()).total).toBe(1);
 
     commitThenFail = true;

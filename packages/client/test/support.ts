@@ -1,11 +1,11 @@
 /**
  * Shared helpers of the tests: a fetch-mock instance standing in for the platform, a fake token
- * endpoint that issues numbered tokens, a clock the tests move by hand, and the real example server
- * on a socket ({@link startTarget}).
+ * endpoint that issues numbered tokens, a clock the tests move by hand, the real example server
+ * on a socket ({@link startTarget}) and the real app in-process ({@link inProcessTarget}).
  * Not a test file itself (vitest only picks up `*.test.ts`).
  */
 import { randomBytes } from "node:crypto";
-import type { Storage } from "@plantgate/core";
+import type { SecurityEvent, Storage } from "@plantgate/core";
 import fetchMock, { type CallLog, type FetchMock } from "fetch-mock";
 import { createClient, TOKEN_PATH, type ClientOptions, type FetchLike, type PlantgateClient } from "../src/index.js";
 
@@ -240,11 +240,37 @@ export async function startTarget(options: { clock?: ReturnType<typeof manualClo
 export type ServerTarget = Awaited<ReturnType<typeof startTarget>>;
 
 /**
- * A process of the target's user: a client with `offline_access` that does not keep the password
- * (a refused refresh token signs it out), on a manual clock of its own set to the server's; more
- * `options` (fetch, tokenCache, waitUntil, ...) as given.
+ * The real app in-process, no socket: memory storage unless `storage` is given, its clock manual,
+ * 1000 password-hash iterations, a silent logger; with the client {@link CLIENT_ID} and the user
+ * {@link USER}. `fetch` hands each request to `app.fetch` ({@link userProcess} uses it), recording
+ * the grant_type of every token request in `grants`; `events`: every security event, as emitted.
  */
-export function userProcess(t: ServerTarget, options: Partial<ClientOptions> = {}) {
+export async function inProcessTarget(options: { storage?: Storage } = {}) {
+  // Loaded here, not at the top, as in startTarget.
+  const { createMemoryStorage, createPlantgate } = await import("@plantgate/core");
+  const clock = manualClock(Date.now());
+  const events: SecurityEvent[] = [];
+  const app = createPlantgate({ storage: options.storage ?? createMemoryStorage(), clock: clock.now, passwordHashIterations: 1000, onEvent: (e) => void events.push(e), logger: { error() {}, warn() {} } });
+  const { clientSecret } = await app.admin.createClient({ clientId: CLIENT_ID });
+  await app.admin.createAccount({ ...USER });
+  const grants: string[] = [];
+  const fetch: FetchLike = (url, init) => {
+    if (url.endsWith(TOKEN_PATH)) grants.push(new URLSearchParams(init.body).get("grant_type") ?? "");
+    return app.fetch(new Request(url, init));
+  };
+  return { app, clock, events, grants, fetch, baseUrl: BASE, clientId: CLIENT_ID, clientSecret, username: USER.username, password: USER.password };
+}
+
+/** A running {@link inProcessTarget}. */
+export type InProcessTarget = Awaited<ReturnType<typeof inProcessTarget>>;
+
+/**
+ * A process of the target's user: a client with `offline_access` that does not keep the password
+ * (a refused refresh token signs it out), on a manual clock of its own set to the server's, through
+ * the target's own `fetch` when it has one (an {@link inProcessTarget}); more `options` (fetch,
+ * tokenCache, waitUntil, ...) as given.
+ */
+export function userProcess(t: ServerTarget | InProcessTarget, options: Partial<ClientOptions> = {}) {
   const clock = manualClock(t.clock.now());
   const client = createClient({
     baseUrl: t.baseUrl,
@@ -254,6 +280,7 @@ export function userProcess(t: ServerTarget, options: Partial<ClientOptions> = {
     credentials: { username: t.username, password: t.password },
     keepCredentials: false,
     clock: clock.now,
+    ...("fetch" in t ? { fetch: t.fetch } : {}),
     ...options,
   });
   return { client, clock };
