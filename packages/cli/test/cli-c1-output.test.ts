@@ -10,8 +10,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, expect, it } from "vitest";
-import { openStorageFromEnv } from "@plantgate/storage-sql/env";
 import { runCli } from "../src/cli.js";
+import { writeByHand } from "./support.js";
 
 let dir: string;
 const env = () => ({ PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_DB: join(dir, "plantgate.db") });
@@ -36,29 +36,8 @@ const CLIENT_NAME = "Evil\u009b2J\u202Eplh";
 it("stored names holding C1 controls are printed with \\u escapes on stdout by user list, client list and events (they went raw: U+009B is CSI to a terminal)", async () => {
   // An older client's and an older account's names, written straight into the store (admin refuses
   // control and bidi characters in new client names and usernames).
-  const storage = await openStorageFromEnv(env(), { cwd: dir, clientCache: false });
-  try {
-    const older = { id: "6f1d2c3b-0000-4000-8000-000000000001", username: USERNAME, displayName: DISPLAY_NAME, email: null, roles: [], enabled: true, createdAt: 1_700_000_000_000, passwordHash: "pbkdf2-sha256$i=1000$c2FsdA$aGFzaA" };
-    expect(await storage.accounts.create(older)).toBe(true);
-    const written = await storage.clients.create({
-      clientId: "evil",
-      authMethod: "client_secret",
-      secrets: [],
-      jwks: null,
-      jwksUri: null,
-      name: CLIENT_NAME,
-      grantTypes: ["client_credentials"],
-      scopes: [],
-      accessTokenTtl: null,
-      refreshTokenTtl: null,
-      refreshTokenAbsoluteTtl: null,
-      createdAt: 1_700_000_000_000,
-      secretUpdatedAt: 1_700_000_000_000,
-    });
-    expect(written).toBe(true);
-  } finally {
-    await storage.close();
-  }
+  const older = { id: "6f1d2c3b-0000-4000-8000-000000000001", username: USERNAME, displayName: DISPLAY_NAME, email: null, roles: [], enabled: true, createdAt: 1_700_000_000_000, passwordHash: "pbkdf2-sha256$i=1000$c2FsdA$aGFzaA" };
+  await writeByHand(dir, { accounts: [older], clients: [{ clientId: "evil", name: CLIENT_NAME }] });
   const esc = (s: string) => s.replace("\u009b", "\\u009b").replace("\u007f", "\\u007f").replace("\u0085", "\\u0085");
 
   // A new one is refused, naming the rule (since 2026-12-02).

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ClientRecord, ClientStore, AccountStore } from "@plantgate/core";
 import type { SqlStorage } from "@plantgate/storage-sql";
+import { writeByHand } from "./support.js";
 
 /** What the wrapped opener counted, and whether it hides `clients.listPage`. */
 const seen = vi.hoisted(() => ({ withoutListPage: false, calls: [] as string[] }));
@@ -89,63 +90,30 @@ async function cli(argv: string[]) {
   return { code, stdout, stderr };
 }
 
-/** Clients with these ids written straight into the store, as an operator's SQL would (no admin API check). */
-async function writeByHand(ids: string[]): Promise<void> {
-  const storage = await openStorageFromEnv({ PLANTGATE_DB: join(dir, "plantgate.db") }, { cwd: dir, clientCache: false });
-  try {
-    for (const id of ids) {
-      const created = await storage.clients.create({
-        clientId: id,
-        authMethod: "client_secret",
-        secrets: [],
-        jwks: null,
-        jwksUri: null,
-        name: "Written by hand",
-        grantTypes: ["client_credentials"],
-        scopes: [],
-        accessTokenTtl: null,
-        refreshTokenTtl: null,
-        refreshTokenAbsoluteTtl: null,
-        createdAt: 1_700_000_000_000,
-        secretUpdatedAt: 1_700_000_000_000,
-      });
-      expect(created).toBe(true);
-    }
-  } finally {
-    await storage.close();
-  }
-}
-
 /** n clients written straight into the store (ids in no sorted order; one name holds U+2028). */
 async function seedClients(n: number): Promise<string[]> {
-  const storage = await openStorageFromEnv({ PLANTGATE_DB: join(dir, "plantgate.db") }, { cwd: dir, clientCache: false });
-  const ids: string[] = [];
-  try {
-    for (let i = 0; i < n; i++) {
-      const id = `c${String((i * 7919) % n).padStart(5, "0")}${i % 3 === 0 ? "-x" : ""}`;
-      const jwt = i % 5 === 0;
-      const record: ClientRecord = {
-        clientId: id,
-        authMethod: jwt ? "private_key_jwt" : "client_secret",
-        secrets: jwt ? [] : [{ id: `s${i}`, hash: `h${i}`.padEnd(43, "A"), createdAt: 1_700_000_000_000 + i, expiresAt: i % 2 ? null : 1_800_000_000_000, lastUsedAt: i % 4 ? null : 1_750_000_000_000 }],
-        jwks: jwt ? '{"keys":[]}' : null,
-        jwksUri: null,
-        name: i === 1 ? "line\u2028sep \u2029 \"q\"\n" : `Client ${i}`,
-        grantTypes: ["client_credentials"],
-        scopes: i % 2 ? ["Platform_UserAPIs"] : [],
-        accessTokenTtl: null,
-        refreshTokenTtl: null,
-        refreshTokenAbsoluteTtl: null,
-        createdAt: 1_700_000_000_000 + i,
-        secretUpdatedAt: 1_700_000_000_000 + i,
-      };
-      expect(await storage.clients.create(record)).toBe(true);
-      ids.push(id);
-    }
-  } finally {
-    await storage.close();
+  const records: ClientRecord[] = [];
+  for (let i = 0; i < n; i++) {
+    const id = `c${String((i * 7919) % n).padStart(5, "0")}${i % 3 === 0 ? "-x" : ""}`;
+    const jwt = i % 5 === 0;
+    records.push({
+      clientId: id,
+      authMethod: jwt ? "private_key_jwt" : "client_secret",
+      secrets: jwt ? [] : [{ id: `s${i}`, hash: `h${i}`.padEnd(43, "A"), createdAt: 1_700_000_000_000 + i, expiresAt: i % 2 ? null : 1_800_000_000_000, lastUsedAt: i % 4 ? null : 1_750_000_000_000 }],
+      jwks: jwt ? '{"keys":[]}' : null,
+      jwksUri: null,
+      name: i === 1 ? "line\u2028sep \u2029 \"q\"\n" : `Client ${i}`,
+      grantTypes: ["client_credentials"],
+      scopes: i % 2 ? ["Platform_UserAPIs"] : [],
+      accessTokenTtl: null,
+      refreshTokenTtl: null,
+      refreshTokenAbsoluteTtl: null,
+      createdAt: 1_700_000_000_000 + i,
+      secretUpdatedAt: 1_700_000_000_000 + i,
+    });
   }
-  return ids.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  await writeByHand(dir, { clients: records });
+  return records.map((r) => r.clientId).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
 describe("client list and user list read the store a page at a time", () => {
@@ -205,7 +173,7 @@ describe("client list and user list read the store a page at a time", () => {
     // Two ids no create would make (at most 200 characters there), each the last of a page, so the
     // next page is read after it: 1500 characters and 20,000.
     const long = [ids[LIST_PAGE - 2]! + "~".repeat(1500), ids[2 * LIST_PAGE - 3]! + "~".repeat(20_000)];
-    await writeByHand(long);
+    await writeByHand(dir, { clients: long.map((clientId) => ({ clientId, name: "Written by hand" })) });
     const all = [...ids, ...long].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     expect([all.indexOf(long[0]!), all.indexOf(long[1]!)]).toEqual([LIST_PAGE - 1, 2 * LIST_PAGE - 1]);
 
@@ -226,7 +194,7 @@ describe("client list and user list read the store a page at a time", () => {
     // Ids the admin API refuses, which SQLite holds as written: "" sorts first, and the two with
     // U+0000 each end a page, so the next page is read after them.
     const odd = ["", ids[LIST_PAGE - 3]! + "\u0000", ids[2 * LIST_PAGE - 4]! + "\u0000b"];
-    await writeByHand(odd);
+    await writeByHand(dir, { clients: odd.map((clientId) => ({ clientId, name: "Written by hand" })) });
     const all = [...ids, ...odd].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     expect(odd.map((id) => all.indexOf(id))).toEqual([0, LIST_PAGE - 1, 2 * LIST_PAGE - 1]);
 
