@@ -333,8 +333,9 @@ function refusal(check: () => void, fallback: string): ConfigError | null {
  *
  * Only what would be refused is: {@link applyBootstrap} leaves an existing client as it is (its
  * secret, even one shorter than 16 characters now, is not used), and an existing account too unless
- * `PLANTGATE_BOOTSTRAP_ADMIN=1` (whose account is created with its role, and its values checked,
- * whether or not it exists). So a client id or secret that breaks the rules is refused only when no
+ * `PLANTGATE_BOOTSTRAP_ADMIN=1` (whose account is created with its role, and its password checked,
+ * whether or not it exists; its username only when no account by that name is stored, as the rules
+ * are a new name's). So a client id or secret that breaks the rules is refused only when no
  * client by that id is stored, a username or password likewise; a start on a store where they exist
  * goes on as before, and each value left unused that way comes back as a warning to log (the
  * variable and the rule, no value).
@@ -368,14 +369,23 @@ export async function checkBootstrap(
   if (plan.account) {
     const { username, password } = plan.account;
     const refused = refusal(() => checkAccountInput({ username, password }), "PLANTGATE_BOOTSTRAP_USERNAME/_PASSWORD");
+    const stored = refused || plan.admin ? await storage.accounts.findByUsername(username) : null;
     if (refused) {
-      if (plan.admin || !(await storage.accounts.findByUsername(username))) throw refused;
+      if (!stored) throw refused;
+      if (plan.admin) {
+        // applyBootstrap tries to create the account, so its password is held to the rules, stored
+        // or not (as since 2026-11-30). Its username is not: the rules are a new name's, and a name
+        // stored before one of them (NFC and control characters since 2026-12-02) is kept; when
+        // they came in, earlier that day, such an account stopped every start with PLANTGATE_BOOTSTRAP_ADMIN=1.
+        const refusedPassword = refusal(() => checkAccountInput({ username, password }, { username: false }), "PLANTGATE_BOOTSTRAP_PASSWORD");
+        if (refusedPassword) throw refusedPassword;
+      }
       warnings.push(`${refused.message}; ignored, as the bootstrap account exists and is left as it is`);
-    } else if (plan.admin) {
+    }
+    if (plan.admin) {
       // The role is given to an account the bootstrap creates; one stored without it (a first start
       // without PLANTGATE_BOOTSTRAP_ADMIN, as the Worker example's `dev` before `dev:console`) keeps
       // its roles. Until 2026-12-01 nothing said so, and the console then had no administrator.
-      const stored = await storage.accounts.findByUsername(username);
       if (stored && !stored.roles.includes(adminRole)) {
         // Said as "the admin role" for the default, as before 2026-12-02 (when it was the only role looked for).
         const role = adminRole === "admin" ? "the admin role" : `the console's admin role ${JSON.stringify(adminRole)}`;
@@ -418,7 +428,15 @@ export async function applyBootstrap(
     } catch (error) {
       // Taken: the account exists (a restart, another instance's start). Anything else is thrown.
       // Until 2026-11-29 every account was read to tell, on every start after the first.
-      if (!(error instanceof AdminConflictError)) throw error;
+      if (error instanceof AdminConflictError) {
+        // Exists.
+      } else if (error instanceof AdminError && error.field === "username") {
+        // A name the rules of a new one refuse may be stored from before a rule (NFC and control
+        // characters since 2026-12-02), and is kept (see checkBootstrap); the password's rules still
+        // apply. ensureAccount reads it, and creating it anew meets the same refusal.
+        checkAccountInput({ username, password }, { username: false });
+        await admin.ensureAccount(username, password);
+      } else throw error;
     }
   } else if (plan.account) await admin.ensureAccount(plan.account.username, plan.account.password);
   // "Any client yet?" is one page of one client (the store's listPage; list() whole without it).

@@ -64,6 +64,31 @@ describe("environment configuration", () => {
     await expect(applyBootstrap(app.admin, bootstrapFromEnv(admin))).rejects.toThrow("password must be 8-1024 characters");
   });
 
+  it("PLANTGATE_BOOTSTRAP_ADMIN=1 over an account stored before the NFC and control-character rules: the start goes on, the name kept", async () => {
+    // Records made before 2026-12-02, as a store holds them (the admin refuses such names now).
+    for (const username of ["jose\u0301", "o\u0007ps"]) {
+      const storage = createMemoryStorage();
+      const passwordHash = await hashPassword("ops-password", defaultRandomBytes, { iterations: 1000 });
+      expect(await storage.accounts.create({ id: "a1", username, displayName: null, email: null, roles: ["admin"], enabled: true, createdAt: 0, passwordHash })).toBe(true);
+      const app = createPlantgate({ ...quiet, storage });
+      await expect(app.admin.createAccount({ username, password: "ops-password" })).rejects.toThrow(/^username must (be in Unicode normalization form C|not contain control characters)/);
+      const plan = bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_USERNAME: username, PLANTGATE_BOOTSTRAP_PASSWORD: "ops-password", PLANTGATE_BOOTSTRAP_ADMIN: "1" });
+      const rule = username === "jose\u0301" ? "must be in Unicode normalization form C (NFC: a composed é, not e followed by a combining accent)" : "must not contain control characters";
+      expect(await checkBootstrap(plan, storage)).toEqual([`PLANTGATE_BOOTSTRAP_USERNAME ${rule}; ignored, as the bootstrap account exists and is left as it is`]);
+      await expect(applyBootstrap(app.admin, plan, { demo: true })).resolves.toBeNull();
+      expect(await storage.accounts.findByUsername(username)).toEqual({ id: "a1", username, displayName: null, email: null, roles: ["admin"], enabled: true, createdAt: 0, passwordHash });
+      expect((await app.admin.listAccounts()).length).toBe(1);
+      // Still the password's rule with the flag (as before), and a name not stored is refused.
+      await expect(checkBootstrap(bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_USERNAME: username, PLANTGATE_BOOTSTRAP_PASSWORD: "pw-7chr", PLANTGATE_BOOTSTRAP_ADMIN: "1" }), storage)).rejects.toThrow(
+        new ConfigError("PLANTGATE_BOOTSTRAP_PASSWORD must be 8-1024 characters"),
+      );
+      await expect(applyBootstrap(app.admin, bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_USERNAME: username, PLANTGATE_BOOTSTRAP_PASSWORD: "pw-7chr", PLANTGATE_BOOTSTRAP_ADMIN: "1" }))).rejects.toThrow("password must be 8-1024 characters");
+      const other = bootstrapFromEnv({ PLANTGATE_BOOTSTRAP_USERNAME: `${username}2`, PLANTGATE_BOOTSTRAP_PASSWORD: "ops-password", PLANTGATE_BOOTSTRAP_ADMIN: "1" });
+      await expect(checkBootstrap(other, storage)).rejects.toThrow(new ConfigError(`PLANTGATE_BOOTSTRAP_USERNAME ${rule}`));
+      await expect(applyBootstrap(app.admin, other)).rejects.toThrow(`username ${rule}`);
+    }
+  });
+
   it("applyBootstrap creates the demo client and user only on an empty store, once", async () => {
     const app = createPlantgate(quiet);
     const demo = await applyBootstrap(app.admin, bootstrapFromEnv({}), { demo: true });

@@ -150,34 +150,17 @@ const INVISIBLE_EDGE = new RegExp(`^[${INVISIBLE_CLASS}]|[${INVISIBLE_CLASS}]$`,
  * Checks a new account's fields by the rules {@link Admin.createAccount} applies, throwing the same
  * AdminError naming the field (never the password). Used by env.ts's bootstrap check, and by tools
  * that ask for a password only once the rest is known to be good (the CLI's terminal prompt):
- * `{ password: false }` leaves the password out (`input.password` is then not read).
+ * `{ password: false }` leaves the password out (`input.password` is then not read), and
+ * `{ username: false }` the username's rules, which are a new name's (env.ts's bootstrap check of
+ * an account stored before a rule, whose name it keeps).
  *
  * @example
  * checkAccountInput({ username: "ann", password: "" }, { password: false }); // the rest, before a prompt
  * checkAccountInput({ username: "ann", password: typed }); // AdminError "password must be 8-1024 characters"
  */
-export function checkAccountInput(input: CreateAccountInput, parts: { password?: boolean } = {}): void {
+export function checkAccountInput(input: CreateAccountInput, parts: { password?: boolean; username?: boolean } = {}): void {
   if (typeof input !== "object" || input === null) throw new AdminError("an account must be an object");
-  if (typeof input.username !== "string" || input.username.length < 1 || input.username.length > 200) {
-    throw new AdminError("username must be 1-200 characters", { field: "username" });
-  }
-  if (!isStorableText(input.username)) throw new AdminError("username must not contain U+0000 or unpaired surrogates", { field: "username" });
-  // "alice " beside "alice" would be a second account that reads the same in every list and log;
-  // sign-ins match the username exactly, so nothing trims it later either (accounts created before
-  // 2026-11-29 with such a name keep working).
-  if (INVISIBLE_EDGE.test(input.username)) throw new AdminError("username must not start or end with white space or an invisible character", { field: "username" });
-  // "mal\u202Eyrol" shows as another username in every log line, terminal and list (accounts
-  // created before 2026-11-29 with such a name keep working: sign-ins match it exactly).
-  if (BIDI_CONTROL.test(input.username)) throw new AdminError("username must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)", { field: "username" });
-  // "jose\u0301" (e + combining acute) beside "jos\u00e9" (é) is a second account that prints the same,
-  // and the user whose keyboard sends the other form is refused at sign-in, which matches exactly.
-  // New names are in NFC, the form keyboards and browsers send (accounts created before 2026-12-02
-  // with another form keep working: sign-ins match it exactly).
-  // A control character (C0, DEL, C1: U+009B is CSI to a terminal) could not be typed at a sign-in,
-  // and went raw into log lines and terminals; client names refuse them already (since 2026-12-02
-  // for usernames; accounts created before keep their names).
-  if (/\p{Cc}/u.test(input.username)) throw new AdminError("username must not contain control characters", { field: "username" });
-  if (input.username !== input.username.normalize("NFC")) throw new AdminError("username must be in Unicode normalization form C (NFC: a composed é, not e followed by a combining accent)", { field: "username" });
+  if (parts.username !== false) checkNewUsername(input.username);
   if (parts.password !== false) checkNewPassword(input.password);
   const optionalText = (name: "displayName" | "email", v: unknown) => {
     if (v === undefined || v === null) return;
@@ -192,6 +175,30 @@ export function checkAccountInput(input: CreateAccountInput, parts: { password?:
     throw new AdminError("roles must be a list of at most 32 strings of 1-100 characters, without control or invisible characters", { field: "roles" });
   }
   if (input.enabled !== undefined && typeof input.enabled !== "boolean") throw new AdminError("enabled must be true or false", { field: "enabled" });
+}
+
+/** The rules of a new account's username (see {@link checkAccountInput}). */
+function checkNewUsername(username: unknown): void {
+  if (typeof username !== "string" || username.length < 1 || username.length > 200) {
+    throw new AdminError("username must be 1-200 characters", { field: "username" });
+  }
+  if (!isStorableText(username)) throw new AdminError("username must not contain U+0000 or unpaired surrogates", { field: "username" });
+  // "alice " beside "alice" would be a second account that reads the same in every list and log;
+  // sign-ins match the username exactly, so nothing trims it later either (accounts created before
+  // 2026-11-29 with such a name keep working).
+  if (INVISIBLE_EDGE.test(username)) throw new AdminError("username must not start or end with white space or an invisible character", { field: "username" });
+  // "mal\u202Eyrol" shows as another username in every log line, terminal and list (accounts
+  // created before 2026-11-29 with such a name keep working: sign-ins match it exactly).
+  if (BIDI_CONTROL.test(username)) throw new AdminError("username must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)", { field: "username" });
+  // "jose\u0301" (e + combining acute) beside "jos\u00e9" (é) is a second account that prints the same,
+  // and the user whose keyboard sends the other form is refused at sign-in, which matches exactly.
+  // New names are in NFC, the form keyboards and browsers send (accounts created before 2026-12-02
+  // with another form keep working: sign-ins match it exactly).
+  // A control character (C0, DEL, C1: U+009B is CSI to a terminal) could not be typed at a sign-in,
+  // and went raw into log lines and terminals; client names refuse them already (since 2026-12-02
+  // for usernames; accounts created before keep their names).
+  if (/\p{Cc}/u.test(username)) throw new AdminError("username must not contain control characters", { field: "username" });
+  if (username !== username.normalize("NFC")) throw new AdminError("username must be in Unicode normalization form C (NFC: a composed é, not e followed by a combining accent)", { field: "username" });
 }
 
 /** The rules of a new account's password (see {@link checkAccountInput}). */
