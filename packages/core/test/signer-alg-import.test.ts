@@ -32,10 +32,26 @@ it("a signer whose publicJwk does not import as its alg is refused before it is 
   const res = await tokenRequest(fixed, { grant_type: "client_credentials" }, { authorization: basic("c1", clientSecret!) });
   const jwks = await fixed.fetch(new Request("https://as.example.test/.well-known/jwks.json"));
   expect({ firstLoad, storedAfterWrong, fixedToken: res.status, fixedJwks: jwks.status, stored: (await storage.signingKeys.list()).map((k) => k.alg) }).toEqual({
-    firstLoad: "TypeError: signer.publicJwk does not import as an PS256 key (signer.alg); nothing was stored",
+    firstLoad: "TypeError: signer.publicJwk does not import as a PS256 key (signer.alg); nothing was stored",
     storedAfterWrong: [],
     fixedToken: 200,
     fixedJwks: 200,
     stored: ["ES256"],
   });
+});
+
+it("the refusal names the alg with the article it is read with: a PS256, an RS256, an ES384, an EdDSA (until 2026-12-02 always 'an')", async () => {
+  const { publicKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const publicJwk = publicKey.export({ format: "jwk" }) as never;
+  const refusals: string[] = [];
+  for (const alg of ["PS256", "RS256", "ES384", "EdDSA"] as const) {
+    const app = createPlantgate({ storage: createMemoryStorage(), passwordHashIterations: 1000, logger: { error() {}, warn() {} }, signer: { alg, publicJwk, sign: () => new Uint8Array(64) } });
+    refusals.push(await app.jwks().then(() => "loaded", (e: Error) => `${e.name}: ${e.message}`));
+  }
+  expect(refusals).toEqual([
+    "TypeError: signer.publicJwk does not import as a PS256 key (signer.alg); nothing was stored",
+    "TypeError: signer.publicJwk does not import as an RS256 key (signer.alg); nothing was stored",
+    "TypeError: signer.publicJwk does not import as an ES384 key (signer.alg); nothing was stored",
+    "TypeError: signer.publicJwk does not import as an EdDSA key (signer.alg); nothing was stored",
+  ]);
 });

@@ -15,6 +15,15 @@ export type SigningAlg = "ES256" | "ES384" | "RS256" | "PS256" | "EdDSA";
 
 export const SUPPORTED_ALGS: readonly SigningAlg[] = ["ES256", "ES384", "RS256", "PS256", "EdDSA"];
 
+/**
+ * An alg with the indefinite article it is read aloud with, letter by letter: "a PS256", "an ES256",
+ * "an RS256", "an EdDSA" (a letter whose name starts with a vowel sound takes "an"). Until
+ * 2026-12-02 the messages said "an" before every alg ("an PS256") or "a" ("a ES256").
+ */
+function withArticle(alg: string): string {
+  return `${/^[AEFHILMNORSX]/.test(alg) ? "an" : "a"} ${alg}`;
+}
+
 /** `Cache-Control: max-age` of `/.well-known/jwks.json`: how long a resource server may keep a copy. */
 export const JWKS_MAX_AGE_SECONDS = 300;
 
@@ -185,7 +194,7 @@ function checkedSign(signer: SigningKeySigner, publicJwk: JWK): (data: Uint8Arra
     if (!(signature instanceof Uint8Array)) throw new TypeError(`signer.sign must return a Uint8Array holding the signature; it returned ${kindOf(signature)}`);
     if (signature.length !== size) {
       const der = alg === "ES256" || alg === "ES384" ? " (raw r || s, RFC 7518 §3.4: a DER-encoded signature, as cloud KMSs and Node's sign() give by default, must be converted)" : "";
-      throw new TypeError(`signer.sign returned ${signature.length} bytes; a ${alg} signature with this key is ${size} bytes${der}`);
+      throw new TypeError(`signer.sign returned ${signature.length} bytes; ${withArticle(alg)} signature with this key is ${size} bytes${der}`);
     }
     return signature;
   };
@@ -218,7 +227,7 @@ export async function keyRecordFromJwk(input: JWK | string, defaultAlg: SigningA
     await importJWK({ ...jwk, alg }, alg);
     await importJWK({ ...pub, alg }, alg);
   } catch {
-    throw new TypeError(`signingKey (PLANTGATE_SIGNING_KEY) does not import as an ${alg} key; nothing was stored`);
+    throw new TypeError(`signingKey (PLANTGATE_SIGNING_KEY) does not import as ${withArticle(alg)} key; nothing was stored`);
   }
   return { kid, alg, privateJwk: JSON.stringify({ ...jwk, kid, alg }), publicJwk: JSON.stringify({ ...pub, kid, alg }), createdAt: now, activatesAt: now };
 }
@@ -267,7 +276,7 @@ export async function signerRecord(signer: SigningKeySigner, now: number): Promi
   try {
     await importJWK({ ...pub, alg: signer.alg }, signer.alg);
   } catch {
-    throw new TypeError(`signer.publicJwk does not import as an ${signer.alg} key (signer.alg); nothing was stored`);
+    throw new TypeError(`signer.publicJwk does not import as ${withArticle(signer.alg)} key (signer.alg); nothing was stored`);
   }
   const kid = signer.kid ?? (await calculateJwkThumbprint(pub));
   return { kid, alg: signer.alg, privateJwk: EXTERNAL_PRIVATE_KEY, publicJwk: JSON.stringify({ ...pub, kid, alg: signer.alg }), createdAt: now, activatesAt: now };
