@@ -71,7 +71,8 @@ export interface PlantgateOptions extends TelemetryOptions {
    * Key encryption keys: base64url-encoded 256-bit keys (a list, or one comma-separated string);
    * the first encrypts every stored private signing key with AES-256-GCM, every one decrypts, so a
    * new key is put first and the old one kept until `keys reencrypt` has run. Default: none, keys
-   * are stored in clear (said once at start). Env `PLANTGATE_KEY_ENCRYPTION_KEY`.
+   * are stored in clear (said once at start); an empty or blank string is none too (since
+   * 2026-12-02; it threw before). Env `PLANTGATE_KEY_ENCRYPTION_KEY`.
    */
   keyEncryptionKeys?: string | readonly string[];
   /**

@@ -291,6 +291,27 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     expect(warnings).toEqual([]);
   });
 
+  it("an empty or blank string is no KEK, as an unset or blank PLANTGATE_KEY_ENCRYPTION_KEY is (keys in clear, said once); an empty entry beside others is still refused", async () => {
+    // The TSDoc example's form: a variable that is not set.
+    expect(parseKeyEncryptionKeys(process.env.PLANTGATE_TEST_KEK_NEVER_SET ?? "")).toEqual([]);
+    expect(parseKeyEncryptionKeys(" \t\n")).toEqual([]);
+    expect(parseKeyEncryptionKeys([])).toEqual([]);
+    expect(optionsFromEnv({ PLANTGATE_KEY_ENCRYPTION_KEY: " " }).keyEncryptionKeys).toBeUndefined();
+    for (const given of ["", "  "]) {
+      const warnings: string[] = [];
+      const storage = createMemoryStorage();
+      const app = createPlantgate({ storage, keyEncryptionKeys: given, logger: { error() {}, warn: (m: string) => void warnings.push(m) } });
+      expect((await app.jwks()).keys).toHaveLength(1);
+      expect(await clearPrivateMembers(storage)).toHaveLength(1);
+      expect(warnings).toEqual([
+        "signing keys are stored in clear: anyone who can read the store can sign tokens; set PLANTGATE_KEY_ENCRYPTION_KEY (option keyEncryptionKeys) to encrypt them at rest",
+      ]);
+    }
+    expect(() => parseKeyEncryptionKeys(",")).toThrow(new TypeError("keyEncryptionKeys: entry 1 is not a base64url-encoded 256-bit key (43 characters)"));
+    expect(() => parseKeyEncryptionKeys([""])).toThrow(new TypeError("keyEncryptionKeys: entry 1 is not a base64url-encoded 256-bit key (43 characters)"));
+    expect(() => createPlantgate({ keyEncryptionKeys: `${kek()},` })).toThrow(new TypeError("keyEncryptionKeys: entry 2 is not a base64url-encoded 256-bit key (43 characters)"));
+  });
+
   it("malformed KEKs are refused at construction and from the environment, naming the position, never the value", () => {
     const short = "c2hvcnQ";
     expect(() => createPlantgate({ keyEncryptionKeys: [kek(), short] })).toThrow(

@@ -81,12 +81,16 @@ export function sealsExternalMarker(stored: string): boolean {
 
 /**
  * Parses KEKs given as base64url text (each exactly 32 bytes); a comma-separated string is split.
- * The error names the position of a bad entry, never its value.
+ * An empty or blank string is none (`[]`: keys stay in clear), as an unset or blank
+ * `PLANTGATE_KEY_ENCRYPTION_KEY` is to `optionsFromEnv`; until 2026-12-02 it threw `entry 1 is not
+ * ...`, so the example below crashed where the variable was not set. An empty entry beside others
+ * (`"<key>,"`) is still refused. The error names the position of a bad entry, never its value.
  *
  * @example
- * const keks = parseKeyEncryptionKeys(process.env.PLANTGATE_KEY_ENCRYPTION_KEY ?? "");
+ * const keks = parseKeyEncryptionKeys(process.env.PLANTGATE_KEY_ENCRYPTION_KEY ?? ""); // [] when unset
  */
 export function parseKeyEncryptionKeys(input: string | readonly string[]): Uint8Array[] {
+  if (typeof input === "string" && input.trim() === "") return [];
   const list = typeof input === "string" ? input.split(",") : [...input];
   const out: Uint8Array[] = [];
   for (const [i, raw] of list.entries()) {
