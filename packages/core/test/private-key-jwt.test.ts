@@ -192,6 +192,26 @@ describe("private_key_jwt (RFC 7523)", () => {
     await h.app.storage.clients.create({ ...stored, jwks: JSON.stringify({ keys: [smallJwk, good] }) });
     await expectTokenSuccess(await ccWith(h, await assertion(rs, h, "legacy-rsa", {}, { kid: undefined })));
   });
+
+  it("an EC key of the right size whose point is off its curve is refused at registration (it passed every other rule and failed only at import, every assertion 401); one in a set stored before is passed over", async () => {
+    const good = jwks.keys[0]!;
+    const y = Uint8Array.from(atob((good.y as string).replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+    y[31]! ^= 1;
+    const offCurve = { ...good, kid: "off-1", y: btoa(String.fromCharCode(...y)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "") };
+    const refusal = new AdminError("a key does not import as a public key (EC P-256): its members are no key of that kind, such as a point off the curve", { field: "jwks" });
+    for (const keys of [[offCurve], [offCurve, good], [good, offCurve]]) {
+      const outcome = await h.app.admin.createClient({ clientId: "off-curve", authMethod: "private_key_jwt", jwks: { keys } }).then(() => null, (e: unknown) => e);
+      expect(outcome).toEqual(refusal);
+      expect((outcome as AdminError).field).toBe("jwks");
+    }
+    expect(await h.app.storage.clients.get("off-curve")).toBeNull();
+    // Stored before the rule, beside the client's key: its import fails, the other key verifies.
+    await h.app.admin.createClient({ clientId: "legacy-off-curve", authMethod: "private_key_jwt", jwks: { keys: [good] } });
+    const stored = (await h.app.storage.clients.get("legacy-off-curve"))!;
+    await h.app.storage.clients.delete("legacy-off-curve");
+    await h.app.storage.clients.create({ ...stored, jwks: JSON.stringify({ keys: [{ ...offCurve, kid: "es-1" }, good] }) });
+    await expectTokenSuccess(await ccWith(h, await assertion(es, h, "legacy-off-curve")));
+  });
 });
 
 describe("private_key_jwt with a jwks_uri (real HTTP server)", () => {

@@ -1,6 +1,6 @@
 import { base64url, fromBase64url, randomToken, sha256 } from "../crypto/index.js";
 import type { Context } from "../context.js";
-import { checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
+import { checkJwksImports, checkJwksUri, JwksError, parseJwks } from "../oauth/client-keys.js";
 import type { ClientAuthMethod, ClientRecord, ClientSecretRecord, GrantType } from "../storage/types.js";
 import { BIDI_CONTROL, byCodeUnit, INVISIBLE_CLASS, isStorableText, isWellFormed } from "../util/storable-text.js";
 import { AdminConflictError, AdminError, AdminNotFoundError, notFound, quoteId, type AdminField } from "./errors.js";
@@ -318,7 +318,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
     if (client.authMethod !== "client_secret") throw new AdminError(`client ${quoteId(clientId)} authenticates with private_key_jwt and has no secrets`);
     return client;
   };
-  const keySource = (input: CreateClientInput): { jwks: string | null; jwksUri: string | null } => {
+  const keySource = async (input: CreateClientInput): Promise<{ jwks: string | null; jwksUri: string | null }> => {
     const given = (input.jwks !== undefined ? 1 : 0) + (input.jwksUri !== undefined ? 1 : 0);
     if ((input.authMethod ?? "client_secret") === "client_secret") {
       if (given > 0) throw new AdminError("jwks and jwksUri are for authMethod private_key_jwt");
@@ -338,7 +338,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       // 2026-11-30. Given as an object, JSON.stringify writes one as an ASCII escape, stored alike
       // everywhere. (Raw U+0000 is no JSON; JSON.parse refuses it.)
       if (!isWellFormed(text)) throw new JwksError("jwks must not contain unpaired surrogates");
-      parseJwks(text, { registration: true });
+      await checkJwksImports(parseJwks(text, { registration: true }));
       return { jwks: text, jwksUri: null };
     } catch (e) {
       if (e instanceof JwksError) throw new AdminError(e.message, { field: input.jwksUri !== undefined ? "jwksUri" : "jwks" });
@@ -363,7 +363,7 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
       }
       const authMethod = input.authMethod ?? "client_secret";
       if (authMethod !== "client_secret" && authMethod !== "private_key_jwt") throw new AdminError("authMethod must be client_secret or private_key_jwt", { field: "authMethod" });
-      const keys = keySource(input);
+      const keys = await keySource(input);
       const clientSecret = authMethod === "client_secret" ? (input.clientSecret ?? randomToken(ctx.random, 32)) : null;
       if (clientSecret !== null) checkClientSecret(clientSecret);
       const grantTypes = input.grantTypes ?? GRANTS;

@@ -137,6 +137,32 @@ export function parseJwks(text: string, options: { registration?: boolean } = {}
   return out;
 }
 
+/** A JWK's public members only: jose takes `key_ops` as the WebCrypto usages (see `importKey` below). */
+function publicMembers(jwk: JWK): JWK {
+  const { kty, crv, x, y, n, e } = jwk;
+  return kty === "RSA" ? { kty, n, e } : kty === "EC" ? { kty, crv, x, y } : { kty, crv, x };
+}
+
+/**
+ * At registration, after {@link parseJwks} with `registration`: each usable key must import as
+ * the public key it says it is, else JwksError naming its kind (no member). WebCrypto's import
+ * refuses an EC point off its curve (x and y of the right size: every other rule passed, and
+ * until 2026-12-02 such a key was registered and every assertion tried against it refused); Node's
+ * does not check an Ed25519 point or an RSA modulus, so those import here and are not refused.
+ * Registration only, like the RSA size: a key stored before, or fetched from a `jwks_uri`, that
+ * does not import is passed over when an assertion is verified.
+ */
+export async function checkJwksImports(keys: readonly JWK[]): Promise<void> {
+  for (const jwk of keys) {
+    const alg = ALGS_OF.get(kindOf(jwk))![0]!;
+    try {
+      await importJWK({ ...publicMembers(jwk), alg }, alg);
+    } catch {
+      throw new JwksError(`a key does not import as a public key (${kindOf(jwk)}): its members are no key of that kind, such as a point off the curve`);
+    }
+  }
+}
+
 /** Whether a `jwks_uri` may be used: https, or http to a loopback host (development). */
 export function checkJwksUri(uri: string): void {
   let url: URL;
@@ -293,8 +319,7 @@ export function createClientKeys(clock: () => number, logger: Logger, fetcher: t
   const importKey = async (jwk: JWK, alg: AssertionAlg): Promise<CryptoKey | null> => {
     // Its public members only: jose takes `key_ops` as the WebCrypto usages, and refused a public
     // key published with its pair's ["sign", "verify"] (until 2026-12-02 such a key never verified).
-    const { kty, crv, x, y, n, e } = jwk;
-    const members: JWK = kty === "RSA" ? { kty, n, e } : kty === "EC" ? { kty, crv, x, y } : { kty, crv, x };
+    const members = publicMembers(jwk);
     const id = `${alg} ${JSON.stringify(members)}`;
     if (imported.has(id)) return imported.get(id)!;
     let key: CryptoKey | null;
