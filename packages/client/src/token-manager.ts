@@ -205,9 +205,10 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * How long a renewal of a token an API refused (a 401) waits, with a shared cache, before it reads
    * the cache again and, finding only the refused token there, presents the refresh token (ms): a
    * random point of [0, min(refreshJitterMs, {@link REFUSED_SPREAD_MAX_MS}, half of what is left
-   * of the deadline of the call that starts it, half of timeoutMs)), drawn anew for each renewal:
-   * the call keeps time for the token request and its API request, and the renewal is never taken
-   * for {@link stalled}. When every token is refused at once (a signing key revoked after a leak, a
+   * of the deadline of the call that starts it, half of timeoutMs)), drawn anew for each renewal,
+   * and ended sooner for a call that joins it with less time left ({@link spreadLimit}): each call
+   * keeps time for the token request and its API request, and the renewal is never taken for
+   * {@link stalled}. When every token is refused at once (a signing key revoked after a leak, a
    * resource server dropping a key), every process sharing the entry renews at once: until
    * 2026-12-02 each presented the same refresh token within milliseconds (the jitter of `spread`
    * took only due renewals), past the server's grace replays (refreshGraceMaxUses, 10) that was
@@ -223,6 +224,43 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     if (deadline !== null) most = Math.min(most, (deadline.at - performance.now()) / 2);
     return most > 0 ? Math.random() * most : 0;
   };
+  /**
+   * The latest moment (`performance.now()`) the wait of {@link refusedWaitMs} of the renewal in
+   * flight may end: halfway through what was left of the deadline of each call that joined the
+   * renewal, as the starting call's bounds its draw, so a joiner keeps the other half for the token
+   * request and its API request. Until 2026-12-02 only the starting call's deadline bounded it: a
+   * call joining with less time left than the wait still had to run (its API request answered 401
+   * late, or it came later with a token an API had refused) failed with `timeout` `(no access token
+   * yet)` where without the wait it got the token. Infinity: no joiner bounds it.
+   */
+  let spreadLimit = Infinity;
+  /** Sets the running wait's timer again after {@link spreadLimit} moved; null while none runs. */
+  let spreadRearm: (() => void) | null = null;
+  /** A call joining the renewal in flight with `deadline`: the wait ends halfway to it at the latest. */
+  const boundSpread = (deadline: Deadline): void => {
+    const now = performance.now();
+    const limit = now + (deadline.at - now) / 2;
+    if (limit >= spreadLimit) return;
+    spreadLimit = limit;
+    spreadRearm?.();
+  };
+  /** The wait of {@link refusedWaitMs}: `ms`, ended sooner by {@link spreadLimit}. */
+  const spreadWait = (ms: number): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const end = performance.now() + ms;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const done = (): void => {
+        clearTimeout(timer);
+        if (spreadRearm === arm) spreadRearm = null;
+        resolve();
+      };
+      const arm = (): void => {
+        clearTimeout(timer);
+        timer = setTimeout(done, Math.max(0, Math.min(end, spreadLimit) - performance.now()));
+      };
+      spreadRearm = arm;
+      arm();
+    });
 
   const canRunGrant = () => grant === "client_credentials" || credentials !== null;
 
@@ -677,7 +715,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     if (refreshToken !== null && waitMs > 0) {
       // A token an API refused (see refusedWaitMs): another process sharing the entry may renew
       // it meanwhile, and its token is taken instead of presenting the same refresh token again.
-      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      await spreadWait(waitMs);
       cached = await readCache();
       lastRead = cached;
       const theirs = await fromCache(cached);
@@ -777,7 +815,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * A fresh token, or the renewal's (single flight); `background`: a retry of a refresh without an
    * answer, which the backoff does not hold. A renewal started for a current token an API refused
    * (`spreadRefused`, not a background retry) waits first, with a cache (see {@link refusedWaitMs},
-   * bounded by `deadline`, the starting call's).
+   * bounded by `deadline`, the starting call's, and by each joining call's: see {@link spreadLimit}).
    */
   const renewed = (background = false, deadline: Deadline | null = deadlineIn(config.timeoutMs), spreadRefused = true): Promise<CachedToken> => {
     if ((inflight !== null || catching !== null) && stalled()) {
@@ -788,7 +826,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     }
     if (behind !== null) catchUp();
     if (current && fresh(current)) return Promise.resolve(current);
+    // A call joining the renewal: its wait after a 401, if it has one, ends in time for this call too.
+    if (inflight !== null && !background && deadline !== null) boundSpread(deadline);
     if (inflight === null) {
+      spreadLimit = Infinity;
+      spreadRearm = null;
       // Until its first request or hook call sets its own, a deadline from now: the last one's,
       // long past, would make a call joining it at once take it for stalled.
       step();

@@ -49,6 +49,8 @@ async function fleet(count: number, options: (i: number) => Partial<ClientOption
     processes,
     events,
     presentations,
+    /** The next API request reaches the app `ms` later (a slow network or upstream). */
+    delayNextApiRequest: t.delayNextApiRequest,
     reuse: () => events.some((e) => e.type === "refresh_token.reuse_detected"),
     /** A leaked signing key: rotate now, and a minute later revoke the old key. */
     async leak() {
@@ -106,6 +108,37 @@ describe("a 401 that reaches every process sharing a cache entry at once", () =>
     const waited = performance.now() - started;
     // A wait of the whole 3 s would end the call at its 400 ms deadline (NetworkError timeout).
     expect({ result, presentations: f.presentations(), waitedUnderTheDeadline: waited >= 100 && waited < 400 }).toEqual({ result: 1, presentations: 1, waitedUnderTheDeadline: true });
+  });
+
+  it("a call that joins the renewal while it waits, with less time left than the wait, gets the token in time: the wait ends halfway through the joiner's time left", async () => {
+    vi.spyOn(Math, "random").mockReturnValue(0.999);
+    const f = await fleet(1, () => ({ timeoutMs: 4000 }));
+    const { client } = f.processes[0]!;
+    const held = await client.getAccessToken();
+    await f.leak();
+    // The joiner: its API request (with the now refused token) is answered 401 after 3 s, 1 s
+    // before its deadline.
+    f.delayNextApiRequest(3000);
+    const started = performance.now();
+    const joiner = client.listAccounts().then(
+      (page) => ({ total: page.total, inTime: performance.now() - started < 4000 }),
+      (e: unknown) => ({ name: (e as Error).name, message: (e as Error).message }),
+    );
+    // The starter, 2.6 s on: refresh(held) waits 0.999 * 2 s (half of its timeoutMs), to 4.6 s,
+    // past the joiner's deadline; the joiner, joining at 3 s, ends the wait at 3.5 s.
+    await new Promise((r) => setTimeout(r, 2600));
+    const starter = client.refresh(held).then(
+      (t) => ({ renewed: t.accessToken !== held }),
+      (e: unknown) => ({ name: (e as Error).name, message: (e as Error).message }),
+    );
+    // Before 2026-12-02 the joiner failed: NetworkError timeout "GET /rbac/ServerCommand/GetAccountList
+    // got no complete answer within 4000 ms (no access token yet)".
+    expect({ joiner: await joiner, starter: await starter, presentations: f.presentations(), reuse: f.reuse() }).toEqual({
+      joiner: { total: 1, inTime: true },
+      starter: { renewed: true },
+      presentations: 1,
+      reuse: false,
+    });
   });
 
   it("without a tokenCache the renewal after a 401 does not wait (as before)", async () => {

@@ -254,11 +254,22 @@ export async function inProcessTarget(options: { storage?: Storage } = {}) {
   const { clientSecret } = await app.admin.createClient({ clientId: CLIENT_ID });
   await app.admin.createAccount({ ...USER });
   const grants: string[] = [];
-  const fetch: FetchLike = (url, init) => {
+  /** How long the next API request waits before it reaches the app (ms; then 0 again). */
+  let apiDelay = 0;
+  const fetch: FetchLike = async (url, init) => {
     if (url.endsWith(TOKEN_PATH)) grants.push(new URLSearchParams(init.body).get("grant_type") ?? "");
+    else if (apiDelay > 0) {
+      const ms = apiDelay;
+      apiDelay = 0;
+      await new Promise((r) => setTimeout(r, ms));
+    }
     return app.fetch(new Request(url, init));
   };
-  return { app, clock, events, grants, fetch, baseUrl: BASE, clientId: CLIENT_ID, clientSecret, username: USER.username, password: USER.password };
+  /** The next API request reaches the app `ms` later (a slow network or upstream). */
+  const delayNextApiRequest = (ms: number): void => {
+    apiDelay = ms;
+  };
+  return { app, clock, events, grants, fetch, delayNextApiRequest, baseUrl: BASE, clientId: CLIENT_ID, clientSecret, username: USER.username, password: USER.password };
 }
 
 /** A running {@link inProcessTarget}. */
