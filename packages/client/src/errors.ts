@@ -88,7 +88,8 @@ export class OAuthError extends PlantgateClientError {
     readonly grantType: GrantType,
     /**
      * The answer's `Retry-After` in seconds (delta-seconds, or an HTTP date counted from the
-     * answer's `Date`), or null without one. On a 429 or 503 the client sends no token request
+     * answer's `Date`), or null without one or with a value that is neither (ignored, RFC 9110
+     * §10.2.3). On a 429 or 503 the client sends no token request
      * before it has passed (at most 300 s): calls until then reject with a new OAuthError like this
      * one, whose `retryAfter` is the seconds left of that wait (rounded up) and `cause` this error.
      * The same for a 429 or 5xx without one while the client backs off (see `NetworkError.retryAfter`).
@@ -138,7 +139,8 @@ export class ApiError extends PlantgateClientError {
     readonly wwwAuthenticate: string | null = null,
     /**
      * The answer's `Retry-After` in seconds (delta-seconds, or an HTTP date counted from the
-     * answer's `Date`), or null without one: plantgate sends it with a 503 whose storage is down
+     * answer's `Date`), or null without one or with a value that is neither (ignored, RFC 9110
+     * §10.2.3): plantgate sends it with a 503 whose storage is down
      * (5 s) and with a 429. The client does not wait it out for API calls; a caller retrying should.
      */
     readonly retryAfter: number | null = null,

@@ -354,8 +354,11 @@ export function isObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * A response's `Retry-After` in whole seconds (RFC 9110 §10.2.3): delta-seconds, or an HTTP date
- * counted from the response's own `Date` (both the server's clock; without `Date`, ignored, as this
- * host's clock may differ); null when absent or unreadable.
+ * counted from the response's own `Date` (both the server's clock; without a `Date` that is an
+ * HTTP date, ignored, as this host's clock may differ); null when absent, or when it is neither
+ * (`1.5`, `-1`, an ISO 8601 date: ignored, as if absent). Dates are read by {@link httpDate}, never
+ * by `Date.parse`, whose lenient rules read `1.5` and `-1` as dates in 2001 (retryAfter 0 until
+ * 2026-12-02) and `12/25/2030` as a date to wait for.
  */
 export function retryAfterOf(response: Pick<ReadResponse, "headers">): number | null {
   const value = response.headers.get("retry-after")?.trim();
@@ -367,10 +370,60 @@ export function retryAfterOf(response: Pick<ReadResponse, "headers">): number | 
     const digits = value.replace(/^0+(?=\d)/, "");
     return digits.length > 10 ? 2 ** 31 : Number(digits);
   }
-  const at = Date.parse(value);
-  const now = Date.parse(response.headers.get("date") ?? "");
-  if (Number.isNaN(at) || Number.isNaN(now)) return null;
+  // The Date first: a two-digit year of the obsolete RFC 850 form is read against it.
+  const now = httpDate(response.headers.get("date")?.trim() ?? "", Date.now());
+  if (now === null) return null;
+  const at = httpDate(value, now);
+  if (at === null) return null;
   return Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+const DAY_NAME = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)";
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const MONTH = `(${MONTHS.join("|")})`;
+const TIME = "(\\d{2}):(\\d{2}):(\\d{2})";
+/** `Sun, 06 Nov 1994 08:49:37 GMT` */
+const IMF_FIXDATE = new RegExp(`^${DAY_NAME}, (\\d{2}) ${MONTH} (\\d{4}) ${TIME} GMT$`);
+/** `Sunday, 06-Nov-94 08:49:37 GMT` */
+const RFC850_DATE = new RegExp(`^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (\\d{2})-${MONTH}-(\\d{2}) ${TIME} GMT$`);
+/** `Sun Nov  6 08:49:37 1994` (the day of the month padded with a space) */
+const ASCTIME_DATE = new RegExp(`^${DAY_NAME} ${MONTH} (\\d{2}| \\d) ${TIME} (\\d{4})$`);
+
+/**
+ * An HTTP-date (RFC 9110 §5.6.7) as epoch ms, or null: only the IMF-fixdate and the obsolete
+ * RFC 850 and asctime forms, exactly (case-sensitive, as the grammar is), with a day that exists in
+ * its month, hours to 23, minutes to 59 and seconds to 60 (a leap second); the day name is not
+ * checked against the date. An RFC 850 date's two-digit year is the one within 50 years of
+ * `reference` (epoch ms; a year more than 50 years ahead is taken from the century before, as
+ * §5.6.7 says). Exported for the tests only (not from the package's index).
+ */
+export function httpDate(value: string, reference: number): number | null {
+  let m: RegExpExecArray | null;
+  let date: { day: string; month: string; year: number; time: string[] };
+  if ((m = IMF_FIXDATE.exec(value)) !== null) {
+    date = { day: m[1]!, month: m[2]!, year: Number(m[3]), time: m.slice(4, 7) };
+  } else if ((m = RFC850_DATE.exec(value)) !== null) {
+    const refYear = new Date(reference).getUTCFullYear();
+    let year = Math.floor(refYear / 100) * 100 + Number(m[3]);
+    if (year > refYear + 50) year -= 100;
+    else if (year <= refYear - 50) year += 100;
+    date = { day: m[1]!, month: m[2]!, year, time: m.slice(4, 7) };
+  } else if ((m = ASCTIME_DATE.exec(value)) !== null) {
+    date = { day: m[2]!, month: m[1]!, year: Number(m[6]), time: m.slice(3, 6) };
+  } else {
+    return null;
+  }
+  const month = MONTHS.indexOf(date.month);
+  const day = Number(date.day.trim());
+  const [hours, minutes, seconds] = date.time.map(Number) as [number, number, number];
+  // setUTCFullYear, not Date.UTC: Date.UTC reads the years 0-99 as 1900-1999.
+  const lastDay = new Date(0);
+  lastDay.setUTCFullYear(date.year, month + 1, 0);
+  if (day < 1 || day > lastDay.getUTCDate() || hours > 23 || minutes > 59 || seconds > 60) return null;
+  const at = new Date(0);
+  at.setUTCFullYear(date.year, month, day);
+  at.setUTCHours(hours, minutes, seconds, 0);
+  return at.getTime();
 }
 
 /** Turns a non-2xx API response into an {@link ApiError} (or a {@link NetworkError} if it is not one). */

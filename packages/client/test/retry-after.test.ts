@@ -75,3 +75,86 @@ function expectHeld(held: unknown, answer: unknown, seconds: number) {
   expect(held).toMatchObject({ status: a.status, error: a.error, error_description: a.error_description, grantType: a.grantType, message: a.message, retryAfter: seconds });
   expect((held as Error).cause).toBe(answer);
 }
+
+/** The 10 wrong guesses that lock the target's username from this address (plantgate: 429 + Retry-After for 900 s). */
+async function lockOut() {
+  for (let i = 0; i < 10; i++) {
+    const guess = await fetch(t.baseUrl + TOKEN_PATH, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "password", username: t.username, password: `guess-${i}`, client_id: t.clientId, client_secret: t.clientSecret, scope: OFFLINE }),
+    });
+    expect(guess.status).toBe(400);
+  }
+}
+
+/**
+ * The global fetch, with the token endpoint's `Retry-After` replaced by `retryAfter(date)` (`date`:
+ * the answer's own `Date`, epoch ms), as a proxy in front might; `sent` records each token request.
+ */
+function rewritingRetryAfter(retryAfter: (date: number) => string) {
+  const sent: string[] = [];
+  const fetch: FetchLike = async (url, init) => {
+    const response = await globalThis.fetch(url, init);
+    if (new URL(url).pathname !== TOKEN_PATH) return response;
+    sent.push(new URLSearchParams(init.body).get("grant_type") ?? "");
+    const headers = new Headers(response.headers);
+    if (headers.has("retry-after")) headers.set("retry-after", retryAfter(Date.parse(headers.get("date")!)));
+    return new Response(await response.text(), { status: response.status, headers });
+  };
+  return { fetch, sent };
+}
+
+const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+/** RFC 9110 §5.6.7's obsolete forms of an HTTP-date. */
+const rfc850 = (ms: number) => {
+  const [, day, month, year, time] = /^\w+, (\d\d) (\w+) \d\d(\d\d) (\S+) GMT$/.exec(new Date(ms).toUTCString())!;
+  return `${WEEKDAYS[new Date(ms).getUTCDay()]}, ${day}-${month}-${year} ${time} GMT`;
+};
+const asctime = (ms: number) => {
+  const [, name, day, month, year, time] = /^(\w+), (\d\d) (\w+) (\d{4}) (\S+) GMT$/.exec(new Date(ms).toUTCString())!;
+  return `${name} ${month} ${day!.replace(/^0/, " ")} ${time} ${year}`;
+};
+
+it("RFC 9110 §10.2.3: a Retry-After that is neither delta-seconds nor an HTTP-date is ignored (retryAfter null, no hold), never read as a date by Date.parse's lenient rules; the three HTTP-date forms are read", async () => {
+  await lockOut();
+  const cases: [string, (date: number) => string][] = [
+    // Date.parse read these as dates in 2001: retryAfter 0 until 2026-12-02.
+    ["1.5", () => "1.5"],
+    ["-1", () => "-1"],
+    ["+5", () => "+5"],
+    // Date.parse read these as dates to wait for: a hold (300 s) until 2026-12-02.
+    ["12/25/2030", () => "12/25/2030"],
+    ["ISO 8601, 120 s on", (date) => new Date(date + 120_000).toISOString()],
+    ["a numeric zone, 120 s on", (date) => new Date(date + 120_000).toUTCString().replace("GMT", "+0000")],
+    ["lower case, 120 s on", (date) => new Date(date + 120_000).toUTCString().toLowerCase()],
+    ["31 Feb", () => "Mon, 31 Feb 2031 00:00:00 GMT"],
+  ];
+  const results: Record<string, unknown> = {};
+  for (const [what, value] of cases) {
+    const { fetch, sent } = rewritingRetryAfter(value);
+    const client = createClient({ baseUrl: t.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, scope: OFFLINE, credentials: { username: t.username, password: t.password }, clock: t.clock.now, fetch });
+    const first = (await rejectionOf(client.listAccounts())) as OAuthError;
+    // Not held: the next call asks again (the first failure in a row costs nothing).
+    const second = (await rejectionOf(client.getAccessToken())) as OAuthError;
+    results[what] = { first: [first.name, first.status, first.error, first.retryAfter], second: [second.name, second.status, second.retryAfter, second.cause === undefined], sent };
+  }
+  const ignored = { first: ["OAuthError", 429, "temporarily_unavailable", null], second: ["OAuthError", 429, null, true], sent: ["password", "password"] };
+  expect(results).toEqual(Object.fromEntries(cases.map(([what]) => [what, ignored])));
+
+  // The HTTP-date forms, 120 s after the answer's Date: a hold of 120 s, the next call held (nothing sent).
+  const forms: Record<string, unknown> = {};
+  for (const [what, value] of [
+    ["IMF-fixdate", (date: number) => new Date(date + 120_000).toUTCString()],
+    ["RFC 850", (date: number) => rfc850(date + 120_000)],
+    ["asctime", (date: number) => asctime(date + 120_000)],
+  ] as const) {
+    const { fetch, sent } = rewritingRetryAfter(value);
+    const client = createClient({ baseUrl: t.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, scope: OFFLINE, credentials: { username: t.username, password: t.password }, clock: t.clock.now, fetch });
+    const first = (await rejectionOf(client.listAccounts())) as OAuthError;
+    const held = (await rejectionOf(client.getAccessToken())) as OAuthError;
+    forms[what] = { first: first.retryAfter, held: [held.retryAfter, held.cause === first], sent };
+  }
+  const read = { first: 120, held: [120, true], sent: ["password"] };
+  expect(forms).toEqual({ "IMF-fixdate": read, "RFC 850": read, asctime: read });
+});
