@@ -180,12 +180,17 @@ export type NetworkErrorReason =
 export class NetworkError extends PlantgateClientError {
   override readonly name = "NetworkError";
   /**
-   * Set only when the client sent nothing: it backs off after token requests that got no usable
-   * answer, or waits out the `Retry-After` of a 429 or 503 without an OAuth error body (a proxy's),
-   * and this call needed a new token within that window. The seconds (rounded up) until it sends a
-   * token request again; `reason` and `status` are the last failure's (or that answer's), which is
-   * `cause`.
-   * Null on every error of a request that was sent.
+   * The seconds to wait before asking again, or null:
+   * - on the error of a 429 or 503 answer (a proxy's or load balancer's page, an empty body, a
+   *   gateway's JSON: `not_json`, `unexpected_response`, `response_too_large`), of an API call or of
+   *   the token endpoint, the answer's `Retry-After` as on an {@link OAuthError} (null without a
+   *   usable one); until 2026-12-02 it was null, and an API call's caller had nothing to back off by;
+   * - when the client sent nothing: it backs off after token requests that got no usable answer, or
+   *   waits out the `Retry-After` of a 429 or 503 without an OAuth error body, and this call needed
+   *   a new token within that window. The seconds (rounded up) until it sends a token request
+   *   again; `reason` and `status` are the last failure's (or that answer's), which is `cause`
+   *   (`e.cause instanceof NetworkError` tells such a call from an answer).
+   * Null on every other error.
    */
   readonly retryAfter: number | null;
   constructor(

@@ -205,6 +205,7 @@ async function exchange(fetch: FetchLike, url: string, init: FetchInit, maxRespo
       "response_too_large",
       `${init.method} ${pathOf(url)} answered HTTP ${response.status} with a body over ${maxResponseBytes} bytes (maxResponseBytes); it was not read further`,
       response.status,
+      retryAfterOption(response),
     );
     tooLargeHeads.set(error, response.headers);
     return error;
@@ -426,18 +427,36 @@ export function httpDate(value: string, reference: number): number | null {
   return at.getTime();
 }
 
-/** Turns a non-2xx API response into an {@link ApiError} (or a {@link NetworkError} if it is not one). */
+/**
+ * The `retryAfter` option of the {@link NetworkError} of an answer: its `Retry-After` on a 429 or
+ * 503 (the statuses that hold token requests), when it has a usable one.
+ */
+export function retryAfterOption(response: Pick<ReadResponse, "status" | "headers">): { retryAfter: number } | undefined {
+  if (response.status !== 429 && response.status !== 503) return undefined;
+  const seconds = retryAfterOf(response);
+  return seconds === null ? undefined : { retryAfter: seconds };
+}
+
+/**
+ * Turns a non-2xx API response into an {@link ApiError} (or a {@link NetworkError} if it is not one:
+ * a proxy's page, a gateway's JSON, whose `retryAfter` is the answer's on a 429 or 503).
+ */
 export function apiFailure(response: ReadResponse, what: string): ApiError | NetworkError {
   let body: unknown;
+  let error: NetworkError;
   try {
     body = parseJsonBody(response, what);
-  } catch (error) {
-    return error as NetworkError;
+    if (isObject(body) && Number.isInteger(body.error) && typeof body.message === "string") {
+      return new ApiError(response.status, body as unknown as ApiErrorBody, response.headers.get("www-authenticate"), retryAfterOf(response));
+    }
+    error = unexpected(response, what, "an error body without the {error: int32, message} shape");
+  } catch (notJson) {
+    error = notJson as NetworkError;
   }
-  if (isObject(body) && Number.isInteger(body.error) && typeof body.message === "string") {
-    return new ApiError(response.status, body as unknown as ApiErrorBody, response.headers.get("www-authenticate"), retryAfterOf(response));
-  }
-  return unexpected(response, what, "an error body without the {error: int32, message} shape");
+  // Until 2026-12-02 a proxy's 429 or 503 page (nginx's HTML, a load balancer's empty body) gave
+  // its caller no retryAfter, though the answer said when to come back.
+  const option = retryAfterOption(response);
+  return option === undefined ? error : new NetworkError(error.reason, error.message, error.status, option);
 }
 
 /** The path of a URL, for messages: never its query (it could carry anything). */

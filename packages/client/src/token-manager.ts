@@ -1,5 +1,5 @@
 import { NetworkError, OAuthError, serverText, type GrantType, type OAuthErrorBody } from "./errors.js";
-import { deadlineIn, isObject, parseJsonBody, pathOf, retryAfterOf, send, tooLargeHeads, unexpected, within, type Deadline, type FetchLike, type ReadResponse } from "./fetch.js";
+import { deadlineIn, isObject, parseJsonBody, pathOf, retryAfterOf, retryAfterOption, send, tooLargeHeads, unexpected, within, type Deadline, type FetchLike, type ReadResponse } from "./fetch.js";
 import type { AssertionSigner } from "./assertion.js";
 import type { CachedToken, PasswordCredentials, TokenCache, TokenInfo } from "./types.js";
 
@@ -559,6 +559,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
             { cause: original, retryAfter: seconds },
           );
     transient.add(error);
+    notSent.add(error);
     return error;
   }
 
@@ -990,8 +991,14 @@ function undecided(error: unknown): boolean {
   // A backed-off call's NetworkError (a retry that joined a call's renewal) sent nothing either; a
   // throttle's 429 without an OAuth body (a gateway's `{"message":...}`, unexpected_response) says
   // nothing of the token either (until 2026-11-30 it ended the retries; a 5xx one is noAnswer).
-  return (error instanceof OAuthError && (error.status === 429 || error.status >= 500)) || (error instanceof NetworkError && (error.retryAfter !== null || error.status === 429));
+  return (error instanceof OAuthError && (error.status === 429 || error.status >= 500)) || (error instanceof NetworkError && (notSent.has(error) || error.status === 429));
 }
+
+/**
+ * The errors of calls that sent nothing (held by a Retry-After or the backoff: see `waiting`). Until
+ * 2026-12-02 a NetworkError's retryAfter told them; an answer's now carries its Retry-After too.
+ */
+const notSent = new WeakSet<object>();
 
 /** An OAuthError's body again (for the error of a held call). */
 function oauthBody(error: OAuthError): OAuthErrorBody {
@@ -1220,10 +1227,12 @@ function throwUnavailable(response: ReadResponse, grantType: GrantType): never {
   if (json && isObject(body) && typeof body.error === "string") throw oauthError(response, body as { error: string }, grantType);
   const type = response.headers.get("content-type");
   const what = json ? "JSON without an 'error' code" : response.text === "" ? "an empty body" : `${type ? `${serverText(type, 100)}, ` : ""}not JSON`;
-  const seconds = response.status === 429 || response.status === 503 ? retryAfterOf(response) : null;
+  const option = retryAfterOption(response);
+  const seconds = option?.retryAfter ?? null;
   const held = holdMs(seconds);
   const hold = held > 0 ? `; Retry-After ${seconds} s: no token request is sent for ${held / 1000} s` : "";
-  throw new NetworkError(json ? "unexpected_response" : "not_json", `${WHAT}: HTTP ${response.status} without an OAuth error body (${what})${hold}`, response.status);
+  // retryAfter: the answer's, as an OAuthError's (null until 2026-12-02).
+  throw new NetworkError(json ? "unexpected_response" : "not_json", `${WHAT}: HTTP ${response.status} without an OAuth error body (${what})${hold}`, response.status, option);
 }
 
 /**

@@ -109,7 +109,8 @@ describe.each<{ what: string; status: number; headers: Record<string, string>; b
       cause: "first",
     });
     expect({ first: summary(first), held, last, arrivalsInHold, total: page.total, arrivals: state.arrivals }).toEqual({
-      first: { name: "NetworkError", reason, status, retryAfter: null, message, cause: undefined },
+      // The answer's own Retry-After, as an OAuthError's (null until 2026-12-02).
+      first: { name: "NetworkError", reason, status, retryAfter: 30, message, cause: undefined },
       held: Array.from({ length: 59 }, (_, i) => heldAt(Math.ceil(30 - (i + 1) * 0.5))),
       last: heldAt(1),
       arrivalsInHold: [0],
@@ -134,10 +135,10 @@ it("a proxy's Retry-After of a day (86400) on its HTML 503 holds for 300 s, as t
   const message = "token endpoint: HTTP 503 without an OAuth error body (text/html; charset=utf-8, not JSON); Retry-After 86400 s: no token request is sent for 300 s";
   const held = (left: number) => ({ name: "NetworkError", reason: "not_json", status: 503, retryAfter: left, message: `POST ${TOKEN_PATH} not sent: held by the Retry-After; the next one is sent in ${left} s at the earliest (last: ${message})`, cause: expect.objectContaining({ message }) });
   expect({ first, atOnce, atEnd, again, arrivals: state.arrivals }).toEqual({
-    first: { name: "NetworkError", reason: "not_json", status: 503, retryAfter: null, message, cause: undefined },
+    first: { name: "NetworkError", reason: "not_json", status: 503, retryAfter: 86400, message, cause: undefined },
     atOnce: held(300),
     atEnd: held(1),
-    again: { name: "NetworkError", reason: "not_json", status: 503, retryAfter: null, message, cause: undefined },
+    again: { name: "NetworkError", reason: "not_json", status: 503, retryAfter: 86400, message, cause: undefined },
     arrivals: [0, 300],
   });
 });
@@ -154,8 +155,9 @@ it("without a Retry-After (or with 0) it holds nothing and is counted toward the
     const second = summary(await rejectionOf(client.getAccessToken()));
     const third = (await rejectionOf(client.getAccessToken())) as { retryAfter: unknown; cause: unknown };
     expect({ first, second, third: [third.retryAfter, (third.cause as Error).message], arrivals: state.arrivals }).toEqual({
-      first: { name: "NetworkError", reason: "not_json", status: 503, retryAfter: null, message, cause: undefined },
-      second: { name: "NetworkError", reason: "not_json", status: 503, retryAfter: null, message, cause: undefined },
+      // The answer's Retry-After as it is (0), or null without one.
+      first: { name: "NetworkError", reason: "not_json", status: 503, retryAfter: retryAfter === undefined ? null : 0, message, cause: undefined },
+      second: { name: "NetworkError", reason: "not_json", status: 503, retryAfter: retryAfter === undefined ? null : 0, message, cause: undefined },
       third: [1, message],
       arrivals: [0, 0],
     });
@@ -207,7 +209,7 @@ it.each([
   const message = `POST ${TOKEN_PATH} answered HTTP 503 with a body over 1024 bytes (maxResponseBytes); it was not read further`;
   const heldAt = (left: number) => ({ name: "NetworkError", reason: "response_too_large", status: 503, retryAfter: left, message: `POST ${TOKEN_PATH} not sent: held by the Retry-After; the next one is sent in ${left} s at the earliest (last: ${message})`, cause: "first" });
   expect({ first: summary(first), held, total: page1.total, arrivals: state.arrivals }).toEqual({
-    first: { name: "NetworkError", reason: "response_too_large", status: 503, retryAfter: null, message, cause: undefined },
+    first: { name: "NetworkError", reason: "response_too_large", status: 503, retryAfter: 30, message, cause: undefined },
     held: [heldAt(30), heldAt(20), heldAt(1)],
     total: 1,
     arrivals: [0, 30],
