@@ -368,6 +368,7 @@
     $input("secret-client-id").value = next.clientId;
     $input("secret-value").value = next.secret;
     setStatus("secret-copied", "");
+    setStatus("secret-escape", "");
     if (!$dialog("secret-dialog").open) $dialog("secret-dialog").showModal();
     $input("secret-value").focus();
     $input("secret-value").select();
@@ -378,6 +379,7 @@
     // The secret must not linger in the page once the administrator has stored it.
     $input("secret-value").value = "";
     $input("secret-client-id").value = "";
+    setStatus("secret-escape", "");
     if (showNextSecret()) return;
     if ($dialog("secret-dialog").open) $dialog("secret-dialog").close();
     if (returnFocus instanceof HTMLElement && returnFocus !== document.body && document.contains(returnFocus)) returnFocus.focus();
@@ -418,9 +420,38 @@
   }
 
   $button("secret-done").addEventListener("click", closeSecret);
+
+  /**
+   * Only "I have stored it" closes the secret dialog: the secret in it is the only copy (the server
+   * keeps its hash), and until 2026-12-03 Escape closed the dialog and emptied it, one key press
+   * losing the secret for good. Escape now says how to close it instead. Its keydown is cancelled,
+   * so no close request reaches the dialog: cancelling the dialog's `cancel` event alone is not
+   * enough, as Chromium lets it be cancelled once per user activation and Escape is none (a second
+   * Escape closed it). A close request that is no key press (a back gesture) gets its `cancel`
+   * cancelled when the browser allows it, and a close that was not "I have stored it" (the secret
+   * still in the dialog) opens the dialog again, with the secret. The dialog is modal: Tab moves
+   * among its controls only.
+   */
+  const keepSecret = () => setStatus("secret-escape", "The secret is shown only this once: copy it, then press \u201cI have stored it\u201d to close this dialog.");
+  window.addEventListener(
+    "keydown",
+    (event) => {
+      if (event.key !== "Escape" || !$dialog("secret-dialog").open || $dialog("confirm-dialog").open) return;
+      event.preventDefault();
+      keepSecret();
+    },
+    true,
+  );
   $dialog("secret-dialog").addEventListener("cancel", (event) => {
     event.preventDefault();
-    closeSecret();
+    keepSecret();
+  });
+  $dialog("secret-dialog").addEventListener("close", () => {
+    const dialog = $dialog("secret-dialog");
+    if (dialog.open || $input("secret-value").value === "") return;
+    dialog.showModal();
+    keepSecret();
+    $input("secret-value").focus();
   });
   $button("secret-copy").addEventListener("click", async () => {
     const input = $input("secret-value");

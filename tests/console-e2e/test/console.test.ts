@@ -236,7 +236,11 @@ for (const target of TARGETS) suite(`${name}: ${target.label}`, () => {
     const fresh = await page.locator("#secret-value").inputValue();
     expect(fresh).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(fresh).not.toBe(secret);
+    // Escape keeps the dialog and its secret (the only copy); the button closes it.
     await page.keyboard.press("Escape");
+    await page.waitForTimeout(200);
+    expect({ open: await page.locator("#secret-dialog").isVisible(), secret: await page.locator("#secret-value").inputValue() }).toEqual({ open: true, secret: fresh });
+    await page.getByRole("button", { name: "I have stored it" }).click();
     await page.locator("#secret-dialog").waitFor({ state: "hidden" });
 
     const old = await clientCredentials(server.url, "inventory-sync", secret);

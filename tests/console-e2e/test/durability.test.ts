@@ -597,7 +597,7 @@ suite(name, () => {
     const second = await page.locator("#secret-value").inputValue();
     expect(second).not.toBe(first);
     expect(await clientCredentials(server.url, CLIENT.id, second)).toBe(200);
-    await page.keyboard.press("Escape");
+    await page.getByRole("button", { name: "I have stored it" }).click();
     await page.locator("#secret-dialog").waitFor({ state: "hidden" });
     expect(await traces(first)).toEqual([]);
     expect(await traces(second)).toEqual([]);

@@ -177,6 +177,55 @@ suite(name, () => {
     });
   });
 
+  it("Escape on the secret dialog keeps it open with its secret (it says how to close it); Tab stays in the dialog and reaches I have stored it, which closes it", async () => {
+    await ensureSignedIn();
+    await goTo("Settings › Security settings");
+    await page.locator("#client-name").fill("Escape proof");
+    await page.locator("#client-id").fill("escape-proof");
+    await page.locator("#client-create").focus();
+    await page.keyboard.press("Enter");
+    const dialog = page.locator("#secret-dialog");
+    await dialog.waitFor({ state: "visible" });
+    const secret = await page.locator("#secret-value").inputValue();
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    // Pressed again and again: Chromium lets a dialog's cancel event be cancelled once per user
+    // activation, and Escape is no activation; a second Escape closed a dialog that only
+    // cancelled its cancel event.
+    const after: { open: boolean; clientId: string; secret: string; focus: string; said: string | null }[] = [];
+    for (let i = 0; i < 3; i++) {
+      await page.keyboard.press("Escape");
+      await page.waitForTimeout(200);
+      after.push({
+        open: await dialog.evaluate((d) => (d as HTMLDialogElement).open),
+        clientId: await page.locator("#secret-client-id").inputValue(),
+        secret: await page.locator("#secret-value").inputValue(),
+        focus: await page.evaluate(() => (document.activeElement?.closest("#secret-dialog") ? "in the dialog" : `${document.activeElement?.tagName.toLowerCase()}#${document.activeElement?.id}`)),
+        said: await page.evaluate(() => document.getElementById("secret-escape")?.textContent ?? null),
+      });
+    }
+    const kept = { open: true, clientId: "escape-proof", secret, focus: "in the dialog", said: "The secret is shown only this once: copy it, then press “I have stored it” to close this dialog." };
+    expect(after).toEqual([kept, kept, kept]);
+
+    // The keyboard reaches every control of the dialog, and nothing outside it (the page is inert).
+    await page.locator("#secret-value").focus();
+    const stops: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      await page.keyboard.press("Tab");
+      stops.push(await focused());
+    }
+    expect(stops.slice(0, 2)).toEqual(["button#secret-copy", "button#secret-done"]);
+    expect(stops.filter((s) => !["input#secret-client-id", "input#secret-value", "button#secret-copy", "button#secret-done", "body"].includes(s))).toEqual([]);
+    await page.locator("#secret-done").focus();
+    await page.keyboard.press("Enter");
+    await dialog.waitFor({ state: "hidden" });
+    expect({ secret: await page.locator("#secret-value").inputValue(), said: await page.evaluate(() => document.getElementById("secret-escape")?.textContent ?? null), focus: await focused() }).toEqual({
+      secret: "",
+      said: "",
+      focus: expect.not.stringMatching(/^body$/),
+    });
+    expect(await page.content()).not.toContain(secret);
+  });
+
   it("an access-token lifetime the browser cannot read as a number is refused, not dropped: no client is made with the server default", async () => {
     await ensureSignedIn();
     await goTo("Settings › Security settings");
