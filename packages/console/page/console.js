@@ -266,6 +266,7 @@
   function showSignIn(message) {
     signInsShown++;
     forgetTypedWork();
+    forgetViews();
     show("view-sign-in");
     showError("sign-in-error", message || null);
     $input("sign-in-username").focus();
@@ -283,6 +284,40 @@
     $form("account-form").reset();
     showError("client-error", null);
     showError("account-error", null);
+  }
+
+  /**
+   * Empties every view of what the session it belonged to loaded, as the page was when it was
+   * loaded: the tables (applications, signing keys, accounts with their emails, security events
+   * with their addresses), the pagers and their cursors, the accounts' page and page size, the
+   * events' filters, the status lines and who was signed in; and aborts the list loads under way,
+   * whose answers would fill a table again. Run when the session ends (signed out here or in
+   * another tab, expired, revoked) and when another administrator's session takes the tab: until
+   * 2026-12-03 the hidden views kept all of it, in the page for whoever signed in next in the tab,
+   * who also started on the page, page size and filters left behind.
+   */
+  function forgetViews() {
+    for (const controller of loads.values()) controller.abort();
+    loads.clear();
+    for (const id of ["clients", "keys", "accounts", "events"]) {
+      $(id + "-table").removeAttribute("aria-busy");
+      $(id + "-body").replaceChildren();
+    }
+    for (const id of ["clients-empty", "keys-empty", "events-empty", "keys-reencrypt"]) $(id).hidden = true;
+    clientPages.reset();
+    eventPages.reset();
+    state.page = 1;
+    state.pageSize = 20;
+    byId("accounts-page-size", HTMLSelectElement).value = String(state.pageSize);
+    $("accounts-page-info").textContent = "";
+    $button("accounts-prev").disabled = false;
+    $button("accounts-next").disabled = false;
+    $form("events-filter").reset();
+    eventsFilter = { type: "", client: "", account: "" };
+    for (const id of ["security-status", "accounts-status", "events-status"]) setStatus(id, "");
+    $("whoami-name").textContent = "";
+    // The grants and scopes offered are the session's; the next sign-in builds them again.
+    for (const box of [$("client-grants"), $("client-scopes")]) for (const c of [...box.querySelectorAll(".check")]) c.remove();
   }
 
   function focusHeading(view) {
@@ -544,6 +579,13 @@
         if (first) first.disabled = cursors.length <= 1;
         prev.disabled = cursors.length <= 1;
         next.disabled = nextCursor === null;
+      },
+      /** Back to the first page, nothing shown (the session that paged has ended). */
+      reset() {
+        pager.cursors = [null];
+        pager.next = null;
+        $(options.info).textContent = "";
+        for (const b of [first, prev, next]) if (b) b.disabled = false;
       },
     };
     /**
@@ -1226,8 +1268,12 @@
       return "offered";
     }
     cancelConfirm();
-    // Another administrator's session now (signed in from another tab): what this one was typing is not theirs.
-    if (held && held.username !== now.username) forgetTypedWork();
+    // Another administrator's session now (signed in from another tab): what this one was typing,
+    // and what its views show (hidden ones too), is not theirs.
+    if (held && held.username !== now.username) {
+      forgetTypedWork();
+      forgetViews();
+    }
     state.session = now;
     for (const id of ["security-status", "accounts-status", "events-status"]) setStatus(id, "");
     showError("sign-in-error", null);

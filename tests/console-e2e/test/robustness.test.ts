@@ -460,4 +460,92 @@ suite(name, () => {
     expect(await error.textContent()).toBe("username must not contain bidirectional control characters (U+202A-U+202E, U+2066-U+2069)");
     expect(await server.app.storage.accounts.findByUsername(BIDI_USER)).toBeNull();
   });
+
+  it("signing out leaves none of the administrator's data, filters or pager state in the tab for whoever signs in next; a list answer that arrives after the sign-out is dropped", async () => {
+    const PRIOR = { username: "erin-prior", password: PASSWORD, displayName: "Erin Prior", email: "erin.prior@example.test" };
+    await server.app.admin.importAccounts([PRIOR]);
+    // ADMIN in this tab, whoever the test before left signed in.
+    if (await page.locator("#whoami").isVisible()) {
+      await page.getByRole("button", { name: "Sign out", exact: true }).click();
+      await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    }
+    await signIn(page);
+    const idle = () => expect.poll(() => page.locator("main table[aria-busy]").count()).toBe(0);
+    /** What the views showed: each must be gone from the page after the sign-out. */
+    const seen = new Set<string>();
+
+    await goTo(page, "Settings › Security settings");
+    await page.locator("#keys-body tr").first().waitFor();
+    await idle();
+    for (const t of await page.locator("#clients-body code.client-id, #keys-body td[data-label='Key ID']").allTextContents()) seen.add(t);
+    expect(seen.has(CLIENT.id)).toBe(true);
+
+    await goTo(page, "Accounts");
+    // 10 a page, paged on to the page with PRIOR (the last, as accounts are listed by creation).
+    await page.locator("#accounts-page-size").selectOption("10");
+    await expect.poll(() => page.locator("#accounts-page-info").textContent()).toMatch(/^Page 1 of 4 · /);
+    for (const n of [2, 3, 4]) {
+      await page.locator("#accounts-next").click();
+      await expect.poll(() => page.locator("#accounts-page-info").textContent()).toMatch(new RegExp(`^Page ${n} of 4 · `));
+    }
+    await idle();
+    expect(await page.locator('#accounts-body td[data-label="Email"]').allTextContents()).toContain(PRIOR.email);
+    for (const t of [PRIOR.email, PRIOR.displayName, PRIOR.username, ...(await page.locator('#accounts-body td[data-label="Username"]').allTextContents())]) seen.add(t);
+
+    await goTo(page, "Security events");
+    await page.locator("#events-type").selectOption("console.signed_in");
+    await page.locator("#events-account").fill(ADMIN.username);
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect.poll(() => page.locator('#events-body td[data-label="Address"]').allTextContents()).toContain("127.0.0.1");
+    seen.add("127.0.0.1");
+    // The filter applied again, its answer held back until after the sign-out.
+    const late = await holdFirst(page, "**/console/api/events?*", "type=console.signed_in");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await late.acted;
+
+    await page.getByRole("button", { name: "Sign out", exact: true }).click();
+    await page.locator("#view-sign-in").waitFor({ state: "visible" });
+    late.release();
+    await late.settled();
+    await page.waitForTimeout(200);
+
+    const html = await page.content();
+    const left = await page.evaluate(() => ({
+      eventsType: (document.getElementById("events-type") as HTMLSelectElement).value,
+      eventsClient: (document.getElementById("events-client") as HTMLInputElement).value,
+      eventsAccount: (document.getElementById("events-account") as HTMLInputElement).value,
+      pageSize: (document.getElementById("accounts-page-size") as HTMLSelectElement).value,
+      rows: ["clients-body", "keys-body", "accounts-body", "events-body"].map((id) => document.getElementById(id)!.children.length),
+      texts: ["clients-page-info", "accounts-page-info", "events-page-info", "security-status", "accounts-status", "events-status", "whoami-name"].map((id) => document.getElementById(id)!.textContent),
+      busy: document.querySelectorAll("[aria-busy]").length,
+    }));
+    expect({ inPage: [...seen].filter((t) => html.includes(t)), ...left }).toEqual({
+      inPage: [],
+      eventsType: "",
+      eventsClient: "",
+      eventsAccount: "",
+      pageSize: "20",
+      rows: [0, 0, 0, 0],
+      texts: ["", "", "", "", "", "", ""],
+      busy: 0,
+    });
+
+    // The next administrator in this tab starts where a fresh page does: page 1, 20 a page, no filter.
+    await signIn(page, OTHER, PASSWORD);
+    await goTo(page, "Accounts");
+    await idle();
+    const total = USERS.length + 2;
+    expect({ info: await page.locator("#accounts-page-info").textContent(), size: await page.locator("#accounts-page-size").inputValue() }).toEqual({
+      info: `Page 1 of 2 · ${total} accounts`,
+      size: "20",
+    });
+    await goTo(page, "Security events");
+    await idle();
+    expect({ info: await page.locator("#events-page-info").textContent(), type: await page.locator("#events-type").inputValue(), account: await page.locator("#events-account").inputValue() }).toEqual({
+      info: "Page 1",
+      type: "",
+      account: "",
+    });
+    expect(new Set(await page.locator('#events-body td[data-label="Type"]').allTextContents()).size).toBeGreaterThan(1);
+  });
 });
