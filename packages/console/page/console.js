@@ -1474,6 +1474,11 @@
     route();
   });
 
+  // The script has started and set up every view: the note for a script that did not load or
+  // could not run (index.html) goes. Here, not at the top, so a script that fails while setting up
+  // still leaves it.
+  document.getElementById("script-note")?.remove();
+
   (async () => {
     try {
       state.session = await call("GET", "/session");

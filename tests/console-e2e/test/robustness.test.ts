@@ -548,4 +548,23 @@ suite(name, () => {
     });
     expect(new Set(await page.locator('#events-body td[data-label="Type"]').allTextContents()).size).toBeGreaterThan(1);
   });
+
+  it("a console.js that does not load leaves no Loading… forever: after a few seconds the page says its script has not started and what to do; a page whose script runs has no such note", async () => {
+    const NOTE =
+      "The console's script (console.js) has not started. If this stays, it could not be loaded from the server or could not run: check the connection, then reload the page. The console needs JavaScript.";
+    const failed = await context.newPage();
+    watch(failed);
+    try {
+      await failed.route("**/console/assets/console.js", (route) => route.abort("failed"));
+      await failed.goto(server.consoleUrl!);
+      // For its first seconds (a script still loading) the page says only that it loads.
+      expect(await failed.locator("main").innerText()).toBe("Loading…");
+      await expect.poll(() => failed.locator("main").innerText(), { timeout: 10_000 }).toBe(`Loading…\n\n${NOTE}`);
+    } finally {
+      await failed.close();
+    }
+    // The page in the other tab ran its script: the note is gone from it (shown or not).
+    expect(await page.locator("#script-note").count()).toBe(0);
+    expect(await page.locator("#loading").isHidden()).toBe(true);
+  });
 });
