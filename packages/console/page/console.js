@@ -1128,12 +1128,30 @@
 
   // ---- security events -----------------------------------------------------------------------
 
+  // generated: core's SECURITY_EVENT_TYPES, written by `pnpm --filter @plantgate/console generate`; do not edit
   const EVENT_TYPES = [
-    "token.issued", "token.refreshed", "refresh_token.reuse_detected", "client.authentication_failed", "account.login_failed",
-    "account.locked_out", "token.revoked", "client.created", "client.deleted", "client.secret_rotated", "client.secret_added",
-    "client.secret_revoked", "signing_key.rotated", "signing_key.revoked", "signing_key.reencrypted", "account.created", "account.disabled",
-    "account.enabled", "console.signed_in", "console.signed_out",
+    "token.issued",
+    "token.refreshed",
+    "refresh_token.reuse_detected",
+    "client.authentication_failed",
+    "account.login_failed",
+    "account.locked_out",
+    "token.revoked",
+    "client.created",
+    "client.deleted",
+    "client.secret_rotated",
+    "client.secret_added",
+    "client.secret_revoked",
+    "signing_key.rotated",
+    "signing_key.revoked",
+    "signing_key.reencrypted",
+    "account.created",
+    "account.disabled",
+    "account.enabled",
+    "console.signed_in",
+    "console.signed_out",
   ];
+  // end of generated SECURITY_EVENT_TYPES
   for (const t of EVENT_TYPES) byId("events-type", HTMLSelectElement).append(el("option", { value: t, text: t }));
 
   /** @typedef {{ type: string, client: string, account: string }} EventFilter */

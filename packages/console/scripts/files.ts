@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { SECURITY_EVENT_TYPES } from "@plantgate/core";
 
 export const PAGE_FILES = {
   CONSOLE_HTML: "index.html",
@@ -21,4 +22,18 @@ export function generatedModule(): string {
     lines.push(`/** page/${file}, byte for byte. */`, `export const ${name}: string = ${JSON.stringify(text)};`, "");
   }
   return lines.join("\n");
+}
+
+/**
+ * page/console.js's list of event types (the Security events type filter), between the two marker
+ * comments, as `generate` writes it from core's SECURITY_EVENT_TYPES, so the page's filter cannot
+ * drift from the types core records (until 2026-12-03 the page held a copy typed by hand).
+ */
+const EVENT_TYPES_BLOCK = /(\n *\/\/ generated: core's SECURITY_EVENT_TYPES[^\n]*\n)[\s\S]*?(\n *\/\/ end of generated SECURITY_EVENT_TYPES\n)/;
+
+/** `js` (page/console.js's text) with its event type list written from core's SECURITY_EVENT_TYPES. */
+export function withCoreEventTypes(js: string): string {
+  if (!EVENT_TYPES_BLOCK.test(js)) throw new Error("page/console.js has no generated SECURITY_EVENT_TYPES block");
+  const list = ["  const EVENT_TYPES = [", ...SECURITY_EVENT_TYPES.map((t) => `    ${JSON.stringify(t)},`), "  ];"].join("\n");
+  return js.replace(EVENT_TYPES_BLOCK, (_, start: string, end: string) => start + list + end);
 }
