@@ -13,7 +13,7 @@ import { requireBearer, withBearerRead } from "./http/bearer.js";
 import { readOAuthForm, TOKEN_PARAMETERS, TOKEN_QUERY_PARAMETERS } from "./http/oauth-form.js";
 import type { HandleInfo } from "./http/handle-info.js";
 import { resolveClientIp } from "./security/client-ip.js";
-import { errorResponse, json, NO_STORE, toResponse, type PlainResponse } from "./http/respond.js";
+import { API_NO_STORE, errorResponse, json, NO_STORE, toResponse, type PlainResponse } from "./http/respond.js";
 import { INTROSPECTION_PATH, metadata, REVOCATION_PATH, TOKEN_PATH } from "./oauth/metadata.js";
 import { introspectionEndpoint } from "./oauth/introspection.js";
 import { revocationEndpoint } from "./oauth/revocation.js";
@@ -156,7 +156,7 @@ function methodNotAllowed(route: Route): PlainResponse {
     const e = new OAuthError("invalid_request", `Use ${allow} for this endpoint.`);
     return json(405, { error: e.code, error_description: e.description }, { allow, ...NO_STORE });
   }
-  return json(405, { error: ApiErrorCode.methodNotAllowed, message: `Use ${allow} for this endpoint.` }, { allow });
+  return json(405, { error: ApiErrorCode.methodNotAllowed, message: `Use ${allow} for this endpoint.` }, { allow, ...API_NO_STORE });
 }
 
 /**

@@ -19,6 +19,8 @@ const ERROR_HEADERS = {
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
   "x-frame-options": "DENY",
+  // As every error answer: no cache keeps it.
+  "cache-control": "no-store",
 };
 
 async function whole(res: Response) {

@@ -15,12 +15,14 @@ const CSP =
 const SECURITY = { "content-security-policy": CSP, "x-content-type-options": "nosniff", "referrer-policy": "no-referrer", "x-frame-options": "DENY" };
 // The strong ETag: the SHA-256 of the bytes served, base64url, quoted (computed here independently of core).
 const etagOf = (text: string) => `"${createHash("sha256").update(text, "utf8").digest("base64url")}"`;
-// On the JSON 404s and 405s under /docs: the page's protective headers, with a CSP that allows nothing.
+// On the JSON 404s and 405s under /docs: the page's protective headers, with a CSP that allows
+// nothing, and no-store as on every error answer.
 const ERROR_SECURITY = {
   "content-security-policy": "default-src 'none'; frame-ancestors 'none'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
   "x-frame-options": "DENY",
+  "cache-control": "no-store",
 };
 const app = (options: PlantgateOptions = {}) => createPlantgate({ logger: { error() {}, warn() {} }, docs: swaggerUi(), ...options });
 

@@ -101,7 +101,7 @@ describe("a body a parser mounted before plantgate consumed: observed as the hos
     expect(await whole(res)).toEqual({
       status: 500,
       contentType: "application/json",
-      cacheControl: null,
+      cacheControl: "no-store",
       body: JSON.stringify({ error: 1500, message: "The server encountered an unexpected error." }),
     });
 
@@ -116,7 +116,7 @@ describe("a body a parser mounted before plantgate consumed: observed as the hos
     expect(await whole(res)).toEqual({
       status: 400,
       contentType: "application/json",
-      cacheControl: null,
+      cacheControl: "no-store",
       body: JSON.stringify({ error: 1001, message: "The body is not valid JSON: unexpected end of JSON input." }),
     });
     expect(await requestLines(metrics, "/auth/plants")).toEqual(['plantgate_http_requests_total{route="/auth/plants",method="POST",status="400"} 1']);

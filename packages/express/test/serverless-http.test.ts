@@ -265,7 +265,7 @@ describe.each([
     expect(refused).toEqual({
       statusCode: 401,
       isBase64Encoded: false,
-      headers: { "x-powered-by": "Express", "content-type": "application/json", "www-authenticate": 'Bearer realm="plantgate"', "content-length": String(challenge.length) },
+      headers: { "x-powered-by": "Express", "content-type": "application/json", "www-authenticate": 'Bearer realm="plantgate"', "cache-control": "no-store", "content-length": String(challenge.length) },
       body: challenge,
       ...extra,
     });

@@ -952,6 +952,8 @@ export function describeHttpSuite(name: string, target: HttpSuiteTarget): void {
           "x-content-type-options": "nosniff",
           "referrer-policy": "no-referrer",
           "x-frame-options": "DENY",
+          // As every error answer.
+          "cache-control": "no-store",
         };
         const notFound = '{"error":1404,"message":"Not found."}';
         const r404 = await capture(await fetch(url("/docs/nope"), { headers: identity }));

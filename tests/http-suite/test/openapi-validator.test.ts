@@ -22,7 +22,7 @@ describe("the suite's OpenAPI response validator", () => {
   it("accepts documented responses", () => {
     const plant = { status: 200, headers: new Headers({ "content-type": "application/json" }), body: '{"id":9223372036854775807,"name":"Fern","tag":"x"}' };
     expect(v.check({ method: "POST", path: "/plants", ...plant })).toEqual([]);
-    expect(v.check({ method: "POST", path: "/plants", ...json(400, { error: 1003, message: "id is required." }) })).toEqual([]);
+    expect(v.check({ method: "POST", path: "/plants", ...json(400, { error: 1003, message: "id is required." }, { "cache-control": "no-store" }) })).toEqual([]);
     expect(
       v.check({ method: "POST", path: "/UserService/connect/token", ...json(401, { error: "invalid_client", error_description: "x" }, { "cache-control": "no-store", pragma: "no-cache", "www-authenticate": 'Basic realm="plantgate", charset="UTF-8"' }) }),
     ).toEqual([]);
@@ -32,7 +32,11 @@ describe("the suite's OpenAPI response validator", () => {
   it("refuses a wrong body, an undocumented status or code, a missing required header, and an undocumented 200", () => {
     expect(v.check({ method: "POST", path: "/plants", ...json(200, { id: "1", name: "Fern" }) })).toHaveLength(1);
     expect(v.check({ method: "POST", path: "/plants", ...json(200, { id: 1, name: "Fern", secret: "x" }) })).toHaveLength(1);
-    expect(v.check({ method: "POST", path: "/plants", ...json(400, { error: 1101, message: "wrong code for this route" }) })).toHaveLength(1);
+    expect(v.check({ method: "POST", path: "/plants", ...json(400, { error: 1101, message: "wrong code for this route" }, { "cache-control": "no-store" }) })).toHaveLength(1);
+    // Every API error answer is no-store.
+    expect(v.check({ method: "POST", path: "/plants", ...json(400, { error: 1003, message: "id is required." }) })).toEqual([
+      "POST /plants 400: required header Cache-Control is missing",
+    ]);
     expect(v.check({ method: "POST", path: "/plants", ...json(418, { error: 1001, message: "x" }) })).toEqual([
       "POST /plants: status 418 is not documented (documented: 200, 400, 401, 500, 503)",
     ]);

@@ -5,7 +5,7 @@
  */
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { notModified } from "../http/conditional.js";
-import { json, type PlainResponse } from "../http/respond.js";
+import { API_NO_STORE, json, type PlainResponse } from "../http/respond.js";
 import type { ServedPage } from "../pages/static-page.js";
 
 const ASSETS = "/docs/assets/";
@@ -36,7 +36,7 @@ export async function docsHandler(docs: ServedPage, path: string, method: string
   const name = path === "/docs" ? null : path.startsWith(ASSETS) ? path.slice(ASSETS.length) : undefined;
   if (name === undefined || (name !== null && !Object.hasOwn(docs.assetTypes, name))) throw new ApiError(404, ApiErrorCode.notFound, "Not found.", DOCS_ERROR_HEADERS);
   if (method !== "GET" && method !== "HEAD") {
-    return json(405, { error: ApiErrorCode.methodNotAllowed, message: "Use GET, HEAD for this endpoint." }, { allow: "GET, HEAD", ...DOCS_ERROR_HEADERS });
+    return json(405, { error: ApiErrorCode.methodNotAllowed, message: "Use GET, HEAD for this endpoint." }, { allow: "GET, HEAD", ...DOCS_ERROR_HEADERS, ...API_NO_STORE });
   }
   const tagged = await docs.tagged(name)!;
   return notModified(ifNoneMatch, tagged.etag) ? tagged.notModified() : tagged.ok();

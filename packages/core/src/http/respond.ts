@@ -64,6 +64,9 @@ const TOO_MANY_CHECKS = "Too many sign-in attempts at once; retry after the time
 /** Headers every token-endpoint response carries (RFC 6749 §5.1). */
 export const NO_STORE = { "cache-control": "no-store", pragma: "no-cache" } as const;
 
+/** What every `{error, message}` error answer carries: no cache keeps it. */
+export const API_NO_STORE = { "cache-control": "no-store" } as const;
+
 export function describeError(error: unknown): Record<string, unknown> {
   if (error instanceof Error) {
     const cause = error.cause instanceof Error ? `${error.cause.name}: ${error.cause.message}` : undefined;
@@ -100,7 +103,7 @@ export function errorResponse(error: unknown, surface: "oauth" | "api", logger: 
     // one clients already treat as "retry later", and it says nothing about the credentials.
     return surface === "oauth"
       ? json(429, { error: "temporarily_unavailable", error_description: message }, { ...NO_STORE, "retry-after": retryAfter })
-      : json(429, { error: ApiErrorCode.tooManyAttempts, message }, { "cache-control": "no-store", "retry-after": retryAfter });
+      : json(429, { error: ApiErrorCode.tooManyAttempts, message }, { ...API_NO_STORE, "retry-after": retryAfter });
   }
   if (surface === "oauth") {
     let e: OAuthError;
@@ -127,5 +130,8 @@ export function errorResponse(error: unknown, surface: "oauth" | "api", logger: 
     logger.error("unexpected error", describeError(error));
     e = new ApiError(500, ApiErrorCode.internal, "The server encountered an unexpected error.");
   }
-  return json(e.status, { error: e.code, message: e.message }, e.headers);
+  // No error answer may be kept by a cache: a 401/403 with its challenge, a 400 about this
+  // request's query, a 404 or 405 (cacheable by default, RFC 9110 §15.1) alike; the API's 200 of
+  // GetAccountList, its 429 and 503, and every token-endpoint answer say so too.
+  return json(e.status, { error: e.code, message: e.message }, { ...e.headers, ...API_NO_STORE });
 }

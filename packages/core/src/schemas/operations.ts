@@ -116,6 +116,10 @@ const NO_STORE_HEADERS: Record<string, ResponseHeader> = {
   "Cache-Control": { description: "Token responses are never cached (RFC 6749 §5.1).", schema: z.literal("no-store"), required: true },
   Pragma: { description: "For HTTP/1.0 caches (RFC 6749 §5.1).", schema: z.literal("no-cache"), required: true },
 };
+/** On every `{error, message}` error answer: no cache keeps it (a challenge, a 400 about one request, a 404). */
+const ERROR_NO_STORE: Record<string, ResponseHeader> = {
+  "Cache-Control": { description: "Error answers are never cached.", schema: z.literal("no-store"), required: true },
+};
 const RETRY_AFTER: ResponseHeader = { description: "Seconds to wait before retrying.", schema: z.string().check(z.regex(/^\d+$/)), required: true };
 const BEARER_CHALLENGE: ResponseHeader = {
   description: "RFC 6750 §3: `Bearer realm=\"plantgate\"`, with `error=\"invalid_token\"` when a token was sent and `error=\"invalid_request\"` when the header names the Bearer scheme without being `Bearer <token>`.",
@@ -133,7 +137,7 @@ function bearerResponses(scopes: readonly string[]): Record<string, OperationRes
     "401": {
       description: "No access token (1201), a malformed Authorization header (1204), or an invalid or expired token (1202).",
       body: apiErrorBody([ApiErrorCode.missingToken, ApiErrorCode.invalidToken, ApiErrorCode.invalidAuthorizationHeader]),
-      headers: { "WWW-Authenticate": BEARER_CHALLENGE },
+      headers: { "WWW-Authenticate": BEARER_CHALLENGE, ...ERROR_NO_STORE },
     },
     ...(scopes.length === 0 ? {} : { "403": insufficientScope }),
     ...serverFailures(),
@@ -149,16 +153,17 @@ const insufficientScope: OperationResponse = {
           schema: text("The challenge.", ['Bearer realm="plantgate", error="insufficient_scope", scope="Platform_UserAPIs"']),
           required: true,
         },
+        ...ERROR_NO_STORE,
       },
 };
 
 function serverFailures(): Record<string, OperationResponse> {
   return {
-    "500": { description: "An unexpected failure (1500); nothing internal is disclosed.", body: apiErrorBody([ApiErrorCode.internal]) },
+    "500": { description: "An unexpected failure (1500); nothing internal is disclosed.", body: apiErrorBody([ApiErrorCode.internal]), headers: ERROR_NO_STORE },
     "503": {
       description: "The storage is unavailable (1503); retry later.",
       body: apiErrorBody([ApiErrorCode.storageUnavailable]),
-      headers: { "Retry-After": RETRY_AFTER },
+      headers: { "Retry-After": RETRY_AFTER, ...ERROR_NO_STORE },
     },
   };
 }
@@ -221,7 +226,7 @@ export function createOperations(settings: OperationSettings): Operation[] {
         "200": { description: "The plant as stored.", body: PlantSchema },
         // The specification's own words for this answer (its Errors section); the codes are in the
         // operation's description and the Error body's schema.
-        "400": { description: "unexpected error", body: apiErrorBody(PLANT_400) },
+        "400": { description: "unexpected error", body: apiErrorBody(PLANT_400), headers: ERROR_NO_STORE },
         ...bearerResponses(settings.requiredScopes.createPlant),
       },
     },
@@ -295,6 +300,7 @@ export function createOperations(settings: OperationSettings): Operation[] {
         "400": {
           description: "page (1101) or pageSize (1102) is not an integer in range, or a parameter is repeated (1103).",
           body: apiErrorBody([ApiErrorCode.invalidPage, ApiErrorCode.invalidPageSize, ApiErrorCode.repeatedParameter]),
+          headers: ERROR_NO_STORE,
         },
         ...bearerResponses(settings.requiredScopes.listAccounts),
       },
@@ -418,7 +424,7 @@ function docsOperations(docsAssets: Readonly<Record<string, string>>): Operation
           headers: { ETag: etag },
         },
         "304": notModified,
-        "404": { description: "No such asset (1404).", body: apiErrorBody([ApiErrorCode.notFound]) },
+        "404": { description: "No such asset (1404).", body: apiErrorBody([ApiErrorCode.notFound]), headers: ERROR_NO_STORE },
         "500": serverFailures()["500"]!,
       },
     },
