@@ -10,7 +10,7 @@ import * as Parsers from "@stoplight/spectral-parsers";
 import { oas } from "@stoplight/spectral-rulesets";
 import { describe, expect, it, vi } from "vitest";
 import { ROUTE_PATHS } from "../src/app.js";
-import { createPlantgate, type PlantgateOptions } from "../src/index.js";
+import { ASSERTION_ALGS, createPlantgate, type PlantgateOptions } from "../src/index.js";
 import { requiredParameters, TOKEN_REQUESTS } from "../src/schemas/oauth.js";
 import { GRANTS } from "../src/oauth/token-endpoint.js";
 import { BASE } from "./helpers.js";
@@ -124,7 +124,7 @@ describe("GET /openapi.json", () => {
     }
   });
 
-  it("documents the answers the routes give: POST /plants's 400 as the specification words it, a 403 only where a scope is needed, no 503 for the metadata", async () => {
+  it("documents the answers the routes give: POST /plants's 400 as the specification words it, a 403 only where a scope is needed, the metadata's 503 only that of a server not ready", async () => {
     const { doc } = await fetchDocument();
     type Responses = Record<string, { description: string }>;
     const plants = doc.paths["/plants"]!.post! as unknown as { description: string; responses: Responses };
@@ -139,15 +139,34 @@ describe("GET /openapi.json", () => {
     expect(Object.keys((scoped.paths["/plants"]!.post! as unknown as { responses: Responses }).responses)).toEqual(["200", "400", "401", "403", "500", "503"]);
     expect(Object.keys((scoped.paths["/rbac/ServerCommand/GetAccountList"]!.get! as unknown as { responses: Responses }).responses)).toEqual(["200", "400", "401", "500", "503"]);
     const metadata = doc.paths["/.well-known/oauth-authorization-server"]!.get! as unknown as { responses: Responses };
-    expect(Object.keys(metadata.responses)).toEqual(["200", "500"]);
+    // The metadata reads no storage (no storage 503, listed until 2026-12-01), but a server that is
+    // not ready answers 503 on every path (undocumented until 2026-12-02).
+    expect(Object.keys(metadata.responses)).toEqual(["200", "500", "503"]);
+    expect(metadata.responses["503"]!.description).toBe(
+      "The server is not ready: still starting (an embedding server such as the example servers), or a Worker whose start failed (1503); retry after Retry-After seconds.",
+    );
     expect((doc.components.schemas.NewPlant!.properties!.id as { description: string }).description).toContain("a fraction or an exponent (`1.0`, `1e2`)");
+  });
+
+  it("the metadata schema describes every member the metadata document sends (the three *_signing_alg_values_supported undescribed until 2026-12-02)", async () => {
+    const { doc, app } = await fetchDocument();
+    const sent = (await (await app.fetch(new Request(`${BASE}/.well-known/oauth-authorization-server`))).json()) as Record<string, unknown>;
+    const described = doc.components.schemas.AuthorizationServerMetadata!.properties!;
+    expect(Object.keys(described).sort()).toEqual(Object.keys(sent).sort());
+    // The algorithms a client assertion may be signed with, the same three lists.
+    for (const member of ["token_endpoint_auth_signing_alg_values_supported", "revocation_endpoint_auth_signing_alg_values_supported", "introspection_endpoint_auth_signing_alg_values_supported"]) {
+      expect(described[member], member).toMatchObject({ type: "array", items: { type: "string" } });
+      expect((described[member] as { description: string }).description, member).toContain("private_key_jwt");
+      expect(sent[member], member).toEqual([...ASSERTION_ALGS]);
+    }
   });
 
   it("the document and the reference page answer 500 when their ETag's digest fails (tried again by the next request), and document it (until 2026-12-02 only 200 and 304 were)", async () => {
     const { doc } = await fetchDocument();
     type Responses = Record<string, unknown>;
     const statuses = (path: string) => Object.keys((doc.paths[path]!.get! as unknown as { responses: Responses }).responses);
-    expect([statuses("/openapi.json"), statuses("/docs"), statuses("/docs/assets/{asset}")]).toEqual([["200", "304", "500"], ["200", "304", "500"], ["200", "304", "404", "500"]]);
+    // And the 503 of a server that is not ready (since 2026-12-02).
+    expect([statuses("/openapi.json"), statuses("/docs"), statuses("/docs/assets/{asset}")]).toEqual([["200", "304", "500", "503"], ["200", "304", "500", "503"], ["200", "304", "404", "500", "503"]]);
     const app = createPlantgate({ logger: { error() {}, warn() {} }, docs: TEST_PAGE });
     const digest = vi.spyOn(crypto.subtle, "digest").mockRejectedValueOnce(new Error("digest unavailable"));
     try {

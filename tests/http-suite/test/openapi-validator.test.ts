@@ -2,7 +2,8 @@
  * The response validator the suite wraps around fetch (issue 6) must actually refuse responses
  * that do not match the document, so a green suite means every response matched.
  */
-import { createPlantgate } from "@plantgate/core";
+import { createPlantgate, unavailableResponse } from "@plantgate/core";
+import { swaggerUi } from "@plantgate/docs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createResponseValidator, type ResponseValidator } from "../src/openapi-validator.js";
 
@@ -46,5 +47,27 @@ describe("the suite's OpenAPI response validator", () => {
     ]);
     expect(v.check({ method: "GET", path: "/secret", ...json(200, {}) })).toEqual(["GET /secret is not in the document but answered 200"]);
     expect(v.check({ method: "GET", path: "/docs", status: 200, headers: new Headers({ "content-type": "text/plain" }), body: "x" })).toHaveLength(1);
+  });
+
+  it("documents on every operation the 503 a server that is not ready gives on every path (unavailableResponse)", async () => {
+    // The example servers while they start (Retry-After: 1), the Worker after a failed start (5).
+    const app = createPlantgate({ docs: swaggerUi() });
+    const text = await (await app.fetch(new Request("http://x.test/openapi.json"))).text();
+    const doc = JSON.parse(text) as { paths: Record<string, Record<string, { parameters?: Array<{ name: string; schema: { enum?: string[] } }> }>> };
+    const withDocs = createResponseValidator(text);
+    const seen: string[] = [];
+    for (const [template, operations] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(operations)) {
+        // A real path for a template (the reference page's asset names are an enum).
+        const path = template.replace(/\{([^}]+)\}/g, (_, name: string) => op.parameters!.find((p) => p.name === name)!.schema.enum![0]!);
+        for (const [message, retry] of [["The server is starting; retry shortly.", 1], ["The service is temporarily unavailable; retry later.", undefined]] as const) {
+          const answer = unavailableResponse(path, message, retry);
+          const body = new TextDecoder().decode(answer.body!);
+          expect(withDocs.check({ method: method.toUpperCase(), path, status: answer.status, headers: new Headers(answer.headers), body }), `${method} ${path}`).toEqual([]);
+        }
+        seen.push(`${method} ${path}`);
+      }
+    }
+    expect(seen).toHaveLength(10);
   });
 });

@@ -1,5 +1,6 @@
 import * as z from "zod/mini";
 import type { GrantType } from "../storage/types.js";
+import { ASSERTION_ALGS } from "../oauth/client-keys.js";
 import { meta } from "./meta.js";
 
 const scope = meta(z.optional(z.string()), {
@@ -100,6 +101,13 @@ export const JwksSchema = meta(
 );
 
 /** The RFC 8414 authorization server metadata; members beyond these are allowed (RFC 8414 §2). */
+/** One of the metadata's `*_signing_alg_values_supported` members (RFC 8414 §2), for `endpoint`. */
+const signingAlgs = (endpoint: string) =>
+  meta(z.array(z.string()), {
+    description: `The JWS algorithms a private_key_jwt client assertion (RFC 7523 §2.2) may be signed with at the ${endpoint} endpoint (RFC 8414 §2): ${ASSERTION_ALGS.join(", ")}; never none or an HMAC algorithm.`,
+    examples: [[...ASSERTION_ALGS]],
+  });
+
 export const AuthorizationServerMetadataSchema = meta(
   z.looseObject({
     // RFC 8414 §2 asks for an https URL; the issuer option may be any string (a URN, a name), and
@@ -109,10 +117,13 @@ export const AuthorizationServerMetadataSchema = meta(
     jwks_uri: meta(z.string(), { format: "uri" }),
     grant_types_supported: z.array(z.string()),
     token_endpoint_auth_methods_supported: z.array(z.string()),
+    token_endpoint_auth_signing_alg_values_supported: signingAlgs("token"),
     revocation_endpoint: meta(z.string(), { format: "uri" }),
     revocation_endpoint_auth_methods_supported: z.array(z.string()),
+    revocation_endpoint_auth_signing_alg_values_supported: signingAlgs("revocation"),
     introspection_endpoint: meta(z.string(), { format: "uri" }),
     introspection_endpoint_auth_methods_supported: z.array(z.string()),
+    introspection_endpoint_auth_signing_alg_values_supported: signingAlgs("introspection"),
     scopes_supported: z.array(z.string()),
     response_types_supported: z.array(z.string()),
   }),

@@ -157,15 +157,28 @@ const insufficientScope: OperationResponse = {
       },
 };
 
+/**
+ * Why any path can be a 503, storage or not: what `unavailableResponse` answers on every path while
+ * an embedding server starts (the example servers) and after a Worker's start failed. Until
+ * 2026-12-02 the routes that read no storage documented no 503 at all.
+ */
+const NOT_READY = "server is not ready: still starting (an embedding server such as the example servers), or a Worker whose start failed";
+
 function serverFailures(): Record<string, OperationResponse> {
   return {
     "500": { description: "An unexpected failure (1500); nothing internal is disclosed.", body: apiErrorBody([ApiErrorCode.internal]), headers: ERROR_NO_STORE },
     "503": {
-      description: "The storage is unavailable (1503); retry later.",
+      description: `The storage is unavailable, or the ${NOT_READY} (1503); retry after Retry-After seconds.`,
       body: apiErrorBody([ApiErrorCode.storageUnavailable]),
       headers: { "Retry-After": RETRY_AFTER, ...ERROR_NO_STORE },
     },
   };
+}
+
+/** The 500 and 503 of a route that reads no storage: its 503 is only {@link NOT_READY}'s. */
+function pageFailures(): Record<string, OperationResponse> {
+  const { "500": internal, "503": unavailable } = serverFailures();
+  return { "500": internal!, "503": { ...unavailable!, description: `The ${NOT_READY} (1503); retry after Retry-After seconds.` } };
 }
 
 const PLANT_400: readonly ApiErrorNumber[] = [
@@ -197,7 +210,7 @@ function clientEndpointErrors(): Record<string, OperationResponse> {
       "Retry-After": RETRY_AFTER,
     }),
     "500": oauthError("An unexpected failure.", ["server_error"]),
-    "503": oauthError("The storage is unavailable; retry later.", ["temporarily_unavailable"], { "Retry-After": RETRY_AFTER }),
+    "503": oauthError(`The storage is unavailable, or the ${NOT_READY}; retry after Retry-After seconds.`, ["temporarily_unavailable"], { "Retry-After": RETRY_AFTER }),
   };
 }
 
@@ -338,8 +351,8 @@ export function createOperations(settings: OperationSettings): Operation[] {
             Vary: { description: "`Host` when neither a base URL nor an issuer URL is configured; absent otherwise.", schema: z.literal("Host") },
           },
         },
-        // The metadata reads no storage: no 503 (listed until 2026-12-01).
-        "500": serverFailures()["500"]!,
+        // The metadata reads no storage: its 503 is only a server that is not ready.
+        ...pageFailures(),
       },
     },
     {
@@ -378,7 +391,7 @@ export function createOperations(settings: OperationSettings): Operation[] {
         },
         // Its ETag is a digest of the bytes, and a failed digest is a 500 (tried again by the next
         // request); undocumented until 2026-12-02.
-        "500": serverFailures()["500"]!,
+        ...pageFailures(),
       },
     },
   ];
@@ -406,7 +419,7 @@ function docsOperations(docsAssets: Readonly<Record<string, string>>): Operation
       description: "A browsable reference of this document, served with its assets by plantgate itself (no CDN).",
       tags: ["API description"],
       security: { kind: "none" },
-      responses: { "200": { description: "The page.", contentType: "text/html", body: z.string(), headers: { ETag: etag } }, "304": notModified, "500": serverFailures()["500"]! },
+      responses: { "200": { description: "The page.", contentType: "text/html", body: z.string(), headers: { ETag: etag } }, "304": notModified, ...pageFailures() },
     },
     {
       path: "/docs/assets/{asset}",
@@ -425,7 +438,7 @@ function docsOperations(docsAssets: Readonly<Record<string, string>>): Operation
         },
         "304": notModified,
         "404": { description: "No such asset (1404).", body: apiErrorBody([ApiErrorCode.notFound]), headers: ERROR_NO_STORE },
-        "500": serverFailures()["500"]!,
+        ...pageFailures(),
       },
     },
   ];
