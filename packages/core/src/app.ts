@@ -221,6 +221,13 @@ interface RouteTable {
    * then matches by identity instead of comparing a fresh string's characters.
    */
   names: ReadonlyMap<string, string>;
+  /**
+   * The route of each RFC 8414 §3.1 metadata path (the well-known path with the base path's or the
+   * issuer URL's path inserted), by the request's own path: that path itself, which the requests
+   * it names match (the base path's template, `/auth/.well-known/...`, never did; until
+   * 2026-12-02 it was theirs). At most two, fixed by the configuration.
+   */
+  insertedMetadata: ReadonlyMap<string, string>;
 }
 
 function routeTable(ctx: Context): RouteTable {
@@ -229,7 +236,9 @@ function routeTable(ctx: Context): RouteTable {
   if (ctx.docs) mounts.push(docsMount(ctx.docs));
   const names = new Map<string, string>();
   for (const path of [...ROUTES.keys(), ...mounts.map((m) => m.prefix)]) names.set(path, ctx.basePath + path);
-  return { routes: ROUTES, mounts, names };
+  const insertedMetadata = new Map<string, string>();
+  for (const path of [ctx.issuerMetadataPath, ctx.basePath ? `${METADATA_PATH}${ctx.basePath}` : null]) if (path !== null) insertedMetadata.set(path, path);
+  return { routes: ROUTES, mounts, names, insertedMetadata };
 }
 
 /** Cache headers of a document built from the public URLs: public when they are configured, else private and varying by Host. */
@@ -259,7 +268,8 @@ async function dispatch(ctx: Context, table: RouteTable, request: Request, info:
   let surface: "oauth" | "api" = "api";
   let answer: PlainResponse;
   try {
-    const path = relativePath(ctx, pathOf(request.url));
+    const requestPath = pathOf(request.url);
+    const path = relativePath(ctx, requestPath);
     if (path === null) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
     const mount = mountOf(table, path);
     if (mount) {
@@ -268,7 +278,7 @@ async function dispatch(ctx: Context, table: RouteTable, request: Request, info:
     } else {
       const route = table.routes.get(path);
       if (!route) throw new ApiError(404, ApiErrorCode.notFound, "Not found.");
-      if (note) note.route = table.names.get(path)!;
+      if (note) note.route = (path === METADATA_PATH && table.insertedMetadata.get(requestPath)) || table.names.get(path)!;
       surface = route.surface;
       const handler = route.methods.get(request.method === "HEAD" ? "GET" : request.method);
       if (!handler) answer = methodNotAllowed(route);

@@ -608,6 +608,44 @@ describe("route templates under a base path", () => {
   });
 });
 
+describe("the RFC 8414 §3.1 metadata paths", () => {
+  /** Each metadata URL's answer, span name, http.route and observed route. */
+  async function routesOf(options: Parameters<typeof harness>[0], paths: string[]) {
+    const requests: RequestObservation[] = [];
+    const h = await harness({ ...options, tracer: provider.getTracer("t"), observer: { request: (o) => requests.push(o) } });
+    const seen: unknown[] = [];
+    for (const path of paths) {
+      exporter.reset();
+      requests.length = 0;
+      const res = await h.app.fetch(new Request(`${BASE}${path}`));
+      const [server] = exporter.getFinishedSpans().filter((s) => s.kind === SERVER);
+      seen.push([path, res.status, server!.name, server!.attributes["http.route"], requests.map((o) => o.route)]);
+    }
+    return seen;
+  }
+
+  it("the well-known path with the base path or the issuer's path inserted has a route of its own, the path it matches (until 2026-12-02 the base path's template)", async () => {
+    const w = "/.well-known/oauth-authorization-server";
+    expect(await routesOf({ basePath: "/auth" }, [`/auth${w}`, `${w}/auth`])).toEqual([
+      [`/auth${w}`, 200, `GET /auth${w}`, `/auth${w}`, [`/auth${w}`]],
+      [`${w}/auth`, 200, `GET ${w}/auth`, `${w}/auth`, [`${w}/auth`]],
+    ]);
+    // An issuer whose path is another than the base path's: three URLs, three routes.
+    expect(await routesOf({ basePath: "/auth", issuer: "https://as.example.test/tenant-a" }, [`/auth${w}`, `${w}/auth`, `${w}/tenant-a`])).toEqual([
+      [`/auth${w}`, 200, `GET /auth${w}`, `/auth${w}`, [`/auth${w}`]],
+      [`${w}/auth`, 200, `GET ${w}/auth`, `${w}/auth`, [`${w}/auth`]],
+      [`${w}/tenant-a`, 200, `GET ${w}/tenant-a`, `${w}/tenant-a`, [`${w}/tenant-a`]],
+    ]);
+    // An issuer without a path beside a base path: the root well-known path is its own route.
+    expect(await routesOf({ basePath: "/auth", issuer: "https://as.example.test" }, [w])).toEqual([[w, 200, `GET ${w}`, w, [w]]]);
+    // Without a base path, an issuer's path.
+    expect(await routesOf({ issuer: "https://as.example.test/tenant-a" }, [w, `${w}/tenant-a`])).toEqual([
+      [w, 200, `GET ${w}`, w, [w]],
+      [`${w}/tenant-a`, 200, `GET ${w}/tenant-a`, `${w}/tenant-a`, [`${w}/tenant-a`]],
+    ]);
+  });
+});
+
 describe("the logger as core calls it", () => {
   it("a line without context reaches the logger with one argument (console.warn(message, undefined) printed a trailing 'undefined'); one with context with two", async () => {
     const calls: { level: string; args: unknown[] }[] = [];

@@ -45,7 +45,9 @@ export interface RequestObservation {
   /**
    * The route template, base path included: a route's path (`/UserService/connect/token`, or
    * `/auth/UserService/connect/token` under `basePath: "/auth"`), a mount (`/console`, `/docs`),
-   * or `unmatched` (the 404 of a path plantgate does not serve).
+   * an RFC 8414 §3.1 metadata path as it is (`/.well-known/oauth-authorization-server/auth`, and
+   * the issuer URL's path in place of the base path's), or `unmatched` (the 404 of a path
+   * plantgate does not serve).
    */
   route: string;
   /** The request method if a standard one (GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS), else `_OTHER`. */
