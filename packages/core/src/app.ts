@@ -317,6 +317,7 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
     tracer: ctx.tracer,
     observer: ctx.observer,
     tokenRoute: table.names.get(TOKEN_PATH)!,
+    clientRoutes: new Set([table.names.get(REVOCATION_PATH)!, table.names.get(INTROSPECTION_PATH)!]),
     grantTypes: new Set(GRANT_TYPES),
   });
   return {

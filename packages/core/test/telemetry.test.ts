@@ -487,6 +487,26 @@ describe("observer", () => {
     expect(requests.map((o) => o.result)).toEqual(["invalid_client", "locked_out"]);
   });
 
+  it("reports a client's lock-out at revocation and introspection as locked_out with grant type none; their other answers carry neither", async () => {
+    const requests: RequestObservation[] = [];
+    const h = await harness({ bruteForce: { maxFailures: 1, windowSeconds: 60 }, observer: { request: (o) => requests.push(o) } });
+    for (const path of ["revocation", "introspect"]) {
+      const post = (secret: string) =>
+        h.app.fetch(new Request(`${BASE}/UserService/connect/${path}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, secret) }, body: "token=x" }));
+      expect([(await post(h.clientSecret)).status, (await post("nope")).status, (await post("nope")).status]).toEqual([200, 401, 429]);
+      // The token endpoint's lock for the same client and address (one throttle for the three).
+      h.clock.advance(61_000);
+    }
+    expect(requests.map((o) => [o.route, o.status, o.grantType, o.result])).toEqual([
+      ["/UserService/connect/revocation", 200, undefined, undefined],
+      ["/UserService/connect/revocation", 401, undefined, undefined],
+      ["/UserService/connect/revocation", 429, "none", "locked_out"],
+      ["/UserService/connect/introspect", 200, undefined, undefined],
+      ["/UserService/connect/introspect", 401, undefined, undefined],
+      ["/UserService/connect/introspect", 429, "none", "locked_out"],
+    ]);
+  });
+
   it("reports each storage call with store, operation and failure", async () => {
     const { h, storageCalls } = await observed();
     await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });

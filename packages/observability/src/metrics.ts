@@ -96,7 +96,7 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
   });
   const tokenRequests = new HotCounter({
     name: "plantgate_token_requests_total",
-    help: "Token endpoint requests by grant_type and result (success, an OAuth error code, or locked_out).",
+    help: "Token endpoint requests by grant_type and result (success, an OAuth error code, or locked_out); also the client lock-outs of the revocation and introspection endpoints (grant_type none, result locked_out).",
     labelNames: ["grant_type", "result"],
     registers,
   });
@@ -148,6 +148,10 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
       if (k.epoch === now && k.route === o.route && k.status === o.status && k.method === o.method && k.grantType === o.grantType && k.result === o.result) return k;
     }
     const token = o.grantType !== undefined;
+    // `none` + `locked_out` is a client locked out at revocation or introspection (a token request
+    // without grant_type is refused before its client is checked): counted, but not the token
+    // endpoint's latency.
+    const timed = token && !(o.grantType === "none" && o.result === "locked_out");
     const kind: RequestKind = {
       epoch: now,
       route: o.route,
@@ -158,7 +162,7 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
       requests: requests.seriesOf([o.route, o.method, statusText(o.status)]),
       duration: requestDuration.seriesOf([o.route]),
       token: token ? tokenRequests.seriesOf([o.grantType!, o.result ?? "unknown"]) : null,
-      tokenDuration: token ? tokenDuration.seriesOf([o.grantType!]) : null,
+      tokenDuration: timed ? tokenDuration.seriesOf([o.grantType!]) : null,
     };
     if (requestKinds.unshift(kind) > KINDS) requestKinds.pop();
     return kind;
@@ -183,7 +187,7 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
         requestDuration.record(kind.duration, seconds);
         if (kind.token !== null) {
           tokenRequests.add(kind.token);
-          tokenDuration.record(kind.tokenDuration!, seconds);
+          if (kind.tokenDuration !== null) tokenDuration.record(kind.tokenDuration, seconds);
         }
       },
       storage(o) {

@@ -144,6 +144,40 @@ describe("metrics", () => {
     expect(samples(text, "plantgate_refresh_token_reuse_total")).toEqual(["plantgate_refresh_token_reuse_total 0"]);
   });
 
+  it("counts a client's lock-out at the revocation and introspection endpoints as at the token endpoint: result locked_out (grant_type none, which a locked-out token request never has), with the same event", async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    const events: SecurityEvent[] = [];
+    const app = createPlantgate({
+      onEvent: (event) => (events.push(event), metrics.countEvent(event)),
+      observer: metrics.observer,
+      bruteForce: { maxFailures: 2, windowSeconds: 60 },
+      passwordHashIterations: 1000,
+      logger: { error() {}, warn() {} },
+    });
+    for (const id of ["t", "r", "i"]) await app.admin.createClient({ clientId: id });
+    const post = (path: string, form: Record<string, string>, id: string) =>
+      app.fetch(new Request(`${BASE}/UserService/connect/${path}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(id, "wrong") }, body: new URLSearchParams(form).toString() }));
+    const statuses: Record<string, number[]> = { token: [], revocation: [], introspect: [] };
+    for (const [path, id, form] of [["token", "t", { grant_type: "client_credentials" }], ["revocation", "r", { token: "x" }], ["introspect", "i", { token: "x" }]] as const) {
+      for (let i = 0; i < 4; i++) statuses[path]!.push((await post(path, form, id)).status);
+    }
+    expect(statuses).toEqual({ token: [401, 401, 429, 429], revocation: [401, 401, 429, 429], introspect: [401, 401, 429, 429] });
+    await app.flushEvents();
+    const text = await metrics.text();
+    expect(samples(text, "plantgate_token_requests_total").sort()).toEqual([
+      'plantgate_token_requests_total{grant_type="client_credentials",result="invalid_client"} 2',
+      'plantgate_token_requests_total{grant_type="client_credentials",result="locked_out"} 2',
+      'plantgate_token_requests_total{grant_type="none",result="locked_out"} 4',
+    ]);
+    // The token endpoint's latency only: no series for the other endpoints' refusals.
+    expect(text).not.toContain('plantgate_token_request_duration_seconds_count{grant_type="none"}');
+    // Each endpoint's own count: its route's 429s.
+    for (const path of ["token", "revocation", "introspect"]) expect(samples(text, "plantgate_http_requests_total")).toContain(`plantgate_http_requests_total{route="/UserService/connect/${path}",method="POST",status="429"} 2`);
+    // The same event at all three: client.authentication_failed with reason throttled, naming the client.
+    const throttled = events.filter((e) => e.type === "client.authentication_failed" && e.reason === "throttled").map((e) => (e as { client_id: string | null }).client_id);
+    expect(throttled).toEqual(["t", "t", "r", "r", "i", "i"]);
+  });
+
   it("labels a refusal of too many password checks at once temporarily_unavailable, not locked_out", async () => {
     const metrics = createMetrics({ processMetrics: false });
     const app = createPlantgate({

@@ -60,6 +60,11 @@ export interface ObserveOptions {
   tokenRoute: string;
   /** The grant types plantgate supports (others are labelled `unsupported`). */
   grantTypes: ReadonlySet<string>;
+  /**
+   * The revocation and introspection routes (base path included): a client's lock-out there is
+   * reported as at the token endpoint (`result` `locked_out`), with `grantType` `none`.
+   */
+  clientRoutes: ReadonlySet<string>;
 }
 
 /**
@@ -67,7 +72,7 @@ export interface ObserveOptions {
  * attributes) and the `observer.request` call; returns `dispatch` untouched when neither is set.
  */
 export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOptions): (request: Request, info: I) => Promise<PlainResponse> {
-  const { tracer, observer, tokenRoute } = options;
+  const { tracer, observer, tokenRoute, clientRoutes } = options;
   // Each supported grant type to its own string, as METHODS does for methods (the form's value is a new string each time).
   const grantTypes = new Map([...options.grantTypes].map((g) => [g, g]));
   const report = observer?.request?.bind(observer);
@@ -78,6 +83,11 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
     const method = methodLabel(request.method);
     const isToken = note.route === tokenRoute;
     const grantType = isToken ? (note.grantType === undefined ? "none" : (grantTypes.get(note.grantType) ?? "unsupported")) : undefined;
+    // A client locked out at revocation or introspection (too many failed client authentications,
+    // the token endpoint's throttle): counted where the token endpoint's are, under `none`, which
+    // a locked-out token request never has (its grant_type is checked before the client); until
+    // 2026-12-02 these showed only as their route's 429.
+    const lockedOut = !isToken && clientRoutes.has(note.route) && note.error instanceof TooManyAttemptsError && note.error.reason === "locked";
     if (span) {
       try {
         // OpenTelemetry's HTTP span name: `{method} {route}`, with `HTTP` for a method it calls `_OTHER`.
@@ -104,8 +114,8 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
           method,
           status: answer.status,
           durationMs: perf.now() - note.started,
-          grantType,
-          result: isToken ? tokenResult(note, answer.status) : undefined,
+          grantType: lockedOut ? "none" : grantType,
+          result: isToken ? tokenResult(note, answer.status) : lockedOut ? "locked_out" : undefined,
         }));
       } catch {
         // An observer never changes an answer.

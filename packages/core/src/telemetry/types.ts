@@ -57,13 +57,16 @@ export interface RequestObservation {
   /** Milliseconds from the request reaching plantgate to the answer being ready (body included). */
   durationMs: number;
   /**
-   * Token endpoint only: the `grant_type` if plantgate supports it, `unsupported` for another
-   * value, `none` when absent or when the form could not be read; undefined on other routes.
+   * Token endpoint: the `grant_type` if plantgate supports it, `unsupported` for another value,
+   * `none` when absent or when the form could not be read. Revocation and introspection: `none`
+   * for a client's lock-out refusal (with `result` `locked_out`; a token request refused before
+   * its client is checked never has that pair). Undefined otherwise.
    */
   grantType: string | undefined;
   /**
-   * Token endpoint only: `success`, or the OAuth error code of the answer (`invalid_client`,
-   * `invalid_grant`, ...), or `locked_out` for a brute-force refusal; undefined on other routes.
+   * Token endpoint: `success`, or the OAuth error code of the answer (`invalid_client`,
+   * `invalid_grant`, ...), or `locked_out` for a brute-force refusal. Revocation and introspection:
+   * `locked_out` for a client's lock-out refusal. Undefined otherwise.
    */
   result: string | undefined;
 }
