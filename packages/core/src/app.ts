@@ -46,13 +46,16 @@ export interface Plantgate {
    * base path included) with anything but its "no such route" 404 (`{"error":1404}`): a route of
    * any method (a wrong method is still plantgate's 405), the console's pages and API when enabled.
    * For hosts that share paths with plantgate: `@plantgate/express` passes unknown paths on with
-   * `next()` without asking plantgate to answer them.
+   * `next()` without asking plantgate to answer them. A path as sent that the URL parser would read
+   * as another (a backslash, a `.` or `..` segment, also as `%2e`) is not owned: the Node adapters
+   * never serve it as the path it resolves to.
    *
    * @example
    * const app = createPlantgate({ basePath: "/auth" });
    * app.owns("/auth/UserService/connect/token"); // true
    * app.owns("/auth/nope");                      // false
    * app.owns("/health");                         // false
+   * app.owns("/auth/x/../UserService/connect/token"); // false
    */
   owns(path: string): boolean;
   /** Client and account management (console, CLI, bootstrap). */
@@ -246,6 +249,14 @@ function hostDependent(ctx: Context): Record<string, string> {
   return ctx.baseUrl !== undefined ? { "cache-control": "public, max-age=300" } : { "cache-control": "private, max-age=300", vary: "Host" };
 }
 
+/**
+ * A backslash, a `.`/`..` segment (also percent-encoded, `%2e`), a tab or a line break: what the
+ * WHATWG URL parser turns into another path (`\` is `/`, dot segments are resolved). Never in a
+ * pathname read off a `Request`; `@plantgate/node` refuses such a target, `@plantgate/express`
+ * passes it on.
+ */
+const AMBIGUOUS_PATH = /[\\\t\n\r]|(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
+
 /** The path relative to the base path (RFC 8414 §3.1's inserted metadata path mapped back); null outside the base path. */
 function relativePath(ctx: Context, path: string): string | null {
   // RFC 8414 §3.1: for an issuer with a path, the metadata lives at /.well-known/...{path}: the
@@ -336,6 +347,10 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
       }
     },
     owns(path) {
+      // A path as sent that the URL parser would resolve to another (what a host passes from its
+      // raw target): not plantgate's, as the adapters never serve it (until 2026-12-02
+      // `/auth/console/api/clients/..` was owned, as a client id).
+      if (AMBIGUOUS_PATH.test(path)) return false;
       const relative = relativePath(ctx, path);
       if (relative === null) return false;
       const mount = mountOf(table, relative);

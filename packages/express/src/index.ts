@@ -1,6 +1,7 @@
 import type { NextFunction, Request as ExpressRequest, RequestHandler, Response as ExpressResponse } from "express";
 import {
   checkUploadDiscardOptions,
+  hasAmbiguousPath,
   HttpVersionNotSupportedError,
   isOtherHttpMajor,
   isRefusedUpload,
@@ -194,6 +195,10 @@ function unreadableBody(exchange: NodeExchange): { exchange: NodeExchange; read(
  *   their parsed bodies).
  * - **Unknown routes** (paths `app.owns()` says plantgate does not answer) go on
  *   with `next()`, before plantgate sees them, unless `options.notFound` is `"respond"`.
+ * - A target whose path holds a `.` or `..` segment (also as `%2e`) or a backslash, which the URL
+ *   parser would resolve to another path (`/auth/x/../connect/token` to the token endpoint) while
+ *   Express's router and the host's guards match it as sent, goes on with `next()`, whatever
+ *   `options.notFound` says: plantgate never serves it.
  * - Requests a Web Request cannot carry (`TRACE`, `TRACK`, `CONNECT`, `OPTIONS *`), or with a
  *   missing, repeated or invalid Host, get a 400 `invalid_request` for a path plantgate answers, as
  *   from `@plantgate/node`'s listener, without reaching the app; on the host app's own paths they
@@ -244,6 +249,15 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
     });
 
     async function handle(): Promise<void> {
+      // A target whose path the URL parser reads as another (`/auth/x/../connect/token`,
+      // `/auth\console`, `%2e%2e`) is not plantgate's: Express's router, and any guard the host
+      // mounted on plantgate's paths (a rate limiter, an allow-list), matched it as sent, so serving
+      // the resolved path would let it past them (until 2026-12-02 it was served). The host app
+      // handles it as it would without plantgate (its own routes, its 404).
+      if (hasAmbiguousPath(req.originalUrl)) {
+        next();
+        return;
+      }
       let exchange: NodeExchange;
       const routedUrl = req.url;
       try {

@@ -54,6 +54,50 @@ export function isConsumed(incoming: IncomingMessage): boolean {
   return incoming.readableEnded || incoming.readableDidRead || incoming.destroyed;
 }
 
+/**
+ * What the WHATWG URL parser (every `Request`, hence plantgate's routing) reads differently from a
+ * matcher of the target as sent (Express's router, a host's `req.url` check, a proxy's prefix rule):
+ * a backslash, which it takes for `/`; a `.` or `..` segment, also percent-encoded (`%2e`, `.%2e`,
+ * `%2E%2e`, ...), which it resolves; a tab or line break, which it drops (Node's parser refuses those
+ * itself; an IncomingMessage shim may not).
+ */
+const AMBIGUOUS = /[\\\t\n\r]|(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
+/** The scheme and authority of an absolute-form target (up to its path, or to a backslash). */
+const SCHEME_AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/[^/\\]*/i;
+
+/**
+ * Whether the path of a request target (origin-form, or the path of an absolute-form one; its query
+ * and fragment aside) holds a backslash, a dot segment or a tab or line break: a path the URL parser
+ * turns into another (`/auth/x/../console` is `/auth/console`, `/auth\console` too), which a guard
+ * matching the target as sent never saw as that path. @internal
+ */
+export function hasAmbiguousPath(target: string): boolean {
+  // One test of the whole target for the common case; the exact look only when it matched.
+  if (!AMBIGUOUS.test(target)) return false;
+  let path = target;
+  const end = path.search(/[?#]/);
+  if (end >= 0) path = path.slice(0, end);
+  if (!path.startsWith("/")) {
+    const authority = SCHEME_AUTHORITY.exec(path);
+    if (authority === null) return false;
+    path = path.slice(authority[0].length);
+  }
+  return AMBIGUOUS.test(path);
+}
+
+/**
+ * A request target whose path the URL parser reads as another path (see {@link hasAmbiguousPath}):
+ * `GET /auth/x/../console`, `GET /auth\console`, `GET /auth/%2e%2e/plants`. Refused (the 400 of
+ * `refusedRequestAnswer`) rather than served under the resolved path, which a host guard or a
+ * proxy rule on that path never matched.
+ */
+export class AmbiguousPathError extends TypeError {
+  override readonly name = "AmbiguousPathError";
+  constructor() {
+    super("The request target's path holds a dot segment or a backslash.");
+  }
+}
+
 /** An absolute-form target whose authority holds an `@` (userinfo, empty or not). */
 const USERINFO = /^https?:\/\/[^/?#]*@/i;
 

@@ -2,7 +2,7 @@ import { IncomingMessage, type ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import { PlantgateBodyConsumedError } from "./body-consumed.js";
 import { connectionGone, onConnectionClose } from "./connection-close.js";
-import { headersFromObject, headersFromRaw, isConsumed, parseTarget } from "./incoming.js";
+import { AmbiguousPathError, hasAmbiguousPath, headersFromObject, headersFromRaw, isConsumed, parseTarget } from "./incoming.js";
 import { readIncoming, readStream } from "./read-body.js";
 import { createRequestBody, type AbortSource } from "./request-body.js";
 import { parseHost, resolveOrigin } from "./request-origin.js";
@@ -24,7 +24,8 @@ import { parseHost, resolveOrigin } from "./request-origin.js";
  *   other than 1 (before anything else is looked at); TypeError for targets a Web Request cannot
  *   represent (`CONNECT`/`TRACE`/`TRACK`, `OPTIONS *`) and for a missing (HTTP/1.1), repeated or
  *   invalid Host header (RFC 9112 §3.2); a {@link TransferCodingError} for a transfer coding other
- *   than chunked (RFC 9112 §6.1).
+ *   than chunked (RFC 9112 §6.1); an {@link AmbiguousPathError} (a TypeError) for a target whose path
+ *   holds a dot segment or a backslash.
  */
 export function createNodeRequest(
   incoming: IncomingMessage,
@@ -66,7 +67,12 @@ export function createNodeRequest(
   // hands over the gzipped bytes) is one the server does not understand: 501, not read as the body.
   const coding = headers.get("transfer-encoding");
   if (coding !== null && coding.trim().toLowerCase() !== "chunked") throw new TransferCodingError();
-  const target = parseTarget(incoming.url ?? "/");
+  // A path the URL parser would turn into another (`/auth/x/../console`, `/auth\console`) is not
+  // served as the path it resolves to: a host guard or a proxy rule matching the target as sent never
+  // saw it as that path (until 2026-12-02 it was served, past such a guard).
+  const rawTarget = incoming.url ?? "/";
+  if (hasAmbiguousPath(rawTarget)) throw new AmbiguousPathError();
+  const target = parseTarget(rawTarget);
   const resolved = resolveOrigin({ incoming, headers, targetAuthority: target.authority, targetSecure: target.secure, origin, trustProxy });
   return new NodeRequest(incoming, response, method, normaliseUrl(resolved, target.path), headers) as unknown as Request;
 }

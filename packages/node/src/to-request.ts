@@ -4,6 +4,7 @@ import { createNodeRequest, HttpVersionNotSupportedError, readRequestBody, relea
 import type { lingerOnUnreadUpload } from "./linger.js";
 import type { PlantgateBodyConsumedError } from "./body-consumed.js";
 import { MisdirectedRequestError } from "./request-origin.js";
+import { AmbiguousPathError } from "./incoming.js";
 
 /**
  * Options for {@link toRequest}.
@@ -48,9 +49,11 @@ export interface ToRequestOptions {
  *   + the authority of an absolute-form target or the `Host` header (an HTTP/2 request's
  *   `:authority`, RFC 9113 §8.3.1; an HTTP/1.0 request without one: `localhost`). An absolute-form target must name that scheme (RFC 9110 §7.4); one naming
  *   the other is refused (a {@link MisdirectedRequestError}, 421), unless `options.origin` is set.
- *   The path and query are kept as sent, except for what the WHATWG URL
- *   parser normalises in every `Request` (dot segments, a few characters
- *   such as `{` that it percent-encodes). Node's parser already rejects raw
+ *   The path and query are kept as sent, except for the few characters the WHATWG URL parser
+ *   percent-encodes in every `Request` (such as `{`). A path the parser would turn into another
+ *   path (a `.` or `..` segment, also percent-encoded as `%2e`, or a backslash, which it reads as
+ *   `/`) is refused with an {@link AmbiguousPathError}: a host guard or a proxy rule matching the
+ *   target as sent did not see it as the path it resolves to. Node's parser already rejects raw
  *   non-ASCII bytes in the request target with a 400.
  * - **Headers**: copied from `rawHeaders` in order, combined per Fetch rules
  *   (`Set-Cookie` stays separate, see `headers.getSetCookie()`). An IncomingMessage shim that
@@ -85,8 +88,9 @@ export interface ToRequestOptions {
  *   than 1 (`HTTP/2.0` or `HTTP/0.9` in HTTP/1 text, a request line without a version), 505; a
  *   TypeError if the request cannot be represented as a Web Request
  *   (`CONNECT`/`TRACE`/`TRACK` methods, asterisk-form `OPTIONS *` target) or its Host is missing
- *   (HTTP/1.1), repeated or invalid (RFC 9112 §3.2); a MisdirectedRequestError for an absolute-form
- *   target naming the other scheme.
+ *   (HTTP/1.1), repeated or invalid (RFC 9112 §3.2), or its path holds a dot segment or a backslash
+ *   (an {@link AmbiguousPathError}); a MisdirectedRequestError for an absolute-form target naming
+ *   the other scheme.
  *
  * @example
  * ```ts
@@ -178,6 +182,7 @@ export const refusal = (status: number, description: string): PlainAnswer => {
 const CANNOT_BE_PROCESSED = refusal(400, "The request cannot be processed.");
 const UNKNOWN_TRANSFER_CODING = refusal(501, "The request's transfer coding is not supported.");
 const MISDIRECTED = refusal(421, "The request's target is not served on this connection.");
+const AMBIGUOUS_PATH = refusal(400, "The request target's path holds a dot segment or a backslash; send the path resolved.");
 /** The description of the 505 (also answerMalformedRequests' for a version Node's parser refuses). @internal */
 export const VERSION_NOT_SUPPORTED_DESCRIPTION = "The request's HTTP version is not supported; send it as HTTP/1.1.";
 const versionRefusal = refusal(505, VERSION_NOT_SUPPORTED_DESCRIPTION);
@@ -210,8 +215,10 @@ export function releaseRequestBody(exchange: NodeExchange): void {
  * The answer to a request {@link toExchange} refused: 505 `HTTP Version Not Supported` with
  * `Connection: close` for a major version other than 1 (an {@link HttpVersionNotSupportedError}; RFC
  * 9110 §15.6.6), 501 for a transfer coding other than chunked (RFC 9112 §6.1), 421 for an
- * absolute-form target whose scheme is not the connection's (RFC 9110 §7.4), else 400 (a target a
- * Web Request cannot carry, a bad Host). Each has plantgate's
+ * absolute-form target whose scheme is not the connection's (RFC 9110 §7.4), 400 "The request
+ * target's path holds a dot segment or a backslash; send the path resolved." for an
+ * {@link AmbiguousPathError}, else 400 "The request cannot be processed." (a target a Web Request
+ * cannot carry, a bad Host). Each has plantgate's
  * `{"error":"invalid_request","error_description":...}` body. Treat the answer as read-only: its
  * bytes are shared.
  *
@@ -227,5 +234,6 @@ export function releaseRequestBody(exchange: NodeExchange): void {
 export function refusedRequestAnswer(error: unknown): PlainAnswer {
   if (error instanceof HttpVersionNotSupportedError) return VERSION_NOT_SUPPORTED;
   if (error instanceof TransferCodingError) return UNKNOWN_TRANSFER_CODING;
+  if (error instanceof AmbiguousPathError) return AMBIGUOUS_PATH;
   return error instanceof MisdirectedRequestError ? MISDIRECTED : CANNOT_BE_PROCESSED;
 }
