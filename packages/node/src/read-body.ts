@@ -1,10 +1,12 @@
 import type { IncomingMessage } from "node:http";
+import { chunkBytes } from "./chunk-bytes.js";
 import { continueReading } from "./expect-continue.js";
 
 /**
  * The whole body straight from the IncomingMessage, without a Web stream: the bytes, or null once
  * more than `maxBytes` arrived (the rest then flows off the wire unread, as after a cancel, so the
- * connection stays usable for the answer). Rejects, after calling `onBroken`, when the upload breaks.
+ * connection stays usable for the answer). Rejects, after calling `onBroken`, when the upload breaks,
+ * and with a PlantgateBodyConsumedError when the host decoded the body to strings that lost bytes.
  */
 export function readIncoming(incoming: IncomingMessage, maxBytes: number, onBroken: () => void): Promise<Uint8Array | null> {
   return new Promise((resolve, reject) => {
@@ -16,8 +18,19 @@ export function readIncoming(incoming: IncomingMessage, maxBytes: number, onBrok
       incoming.off("error", onError);
       incoming.off("close", onClose);
     };
-    const onData = (chunk: Buffer): void => {
-      size += chunk.byteLength;
+    const onData = (chunk: Buffer | string): void => {
+      let bytes: Uint8Array;
+      try {
+        // Strings when the host called req.setEncoding() (see chunkBytes).
+        bytes = chunkBytes(chunk, incoming);
+      } catch (error) {
+        // The host's fault, not a broken upload: the request is not aborted, the rest flows off.
+        detach();
+        incoming.resume();
+        reject(error);
+        return;
+      }
+      size += bytes.byteLength;
       if (size > maxBytes) {
         detach();
         // Without 'data' listeners, flowing mode throws the remaining bytes away.
@@ -25,7 +38,7 @@ export function readIncoming(incoming: IncomingMessage, maxBytes: number, onBrok
         resolve(null);
         return;
       }
-      chunks.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      chunks.push(bytes);
     };
     const onEnd = (): void => {
       detach();

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from "node:http";
+import { chunkBytes } from "./chunk-bytes.js";
 import { continueReading } from "./expect-continue.js";
 
 /** A Web stream over an incoming body, plus a way to stop feeding it. */
@@ -47,10 +48,19 @@ export function createRequestBody(
   // the body itself; flowing: we own the data; done: closed, errored or discarded.
   let state: "idle" | "flowing" | "done" = "idle";
 
-  const onData = (chunk: Buffer): void => {
-    // A plain view rather than the Buffer itself, so consumers see exactly a
-    // Uint8Array (same bytes, no copy).
-    controller?.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+  const onData = (chunk: Buffer | string): void => {
+    let bytes: Uint8Array;
+    try {
+      // A plain view rather than the Buffer itself, so consumers see exactly a Uint8Array (same
+      // bytes, no copy); strings when the host called req.setEncoding() (see chunkBytes).
+      bytes = chunkBytes(chunk, incoming);
+    } catch (error) {
+      // The host's fault, not a broken upload: the stream fails with it, the rest flows off.
+      fail(error);
+      incoming.resume();
+      return;
+    }
+    controller?.enqueue(bytes);
     // With a high-water mark of 0 every chunk satisfies the pending read; pause
     // until the consumer asks again so a slow app slows the client down through
     // TCP instead of growing a queue here.
