@@ -52,4 +52,28 @@ describe("client info through Express", () => {
     });
     expect((await attempt(CLIENT_SECRET, "203.0.113.2")).status).toBe(200);
   });
+
+  // README, Express, "Client IP": behind a proxy, Express's `trust proxy` alone leaves client_ip the
+  // proxy's (here the loopback peer's) address; plantgate's trustedProxies is what believes XFF.
+  for (const [name, trustedProxies, expected] of [
+    ["trust proxy alone", undefined, "127.0.0.1"],
+    ["trust proxy and trustedProxies", ["127.0.0.1"], "203.0.113.7"],
+  ] as const) {
+    it(`${name}: the token.issued event's client_ip is ${expected}`, async () => {
+      const events: Array<{ type: string; client_ip?: string | null }> = [];
+      const pg = await plantgateApp({ onEvent: (event) => void events.push(event as { type: string; client_ip?: string | null }), ...(trustedProxies ? { trustedProxies: [...trustedProxies] } : {}) });
+      const app = express();
+      app.set("trust proxy", true);
+      app.use(plantgate(pg));
+      const origin = await listen(app);
+      const res = await fetch(`${origin}/auth/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`${CLIENT_ID}:${CLIENT_SECRET}`)}`, "x-forwarded-for": "203.0.113.7" },
+        body: "grant_type=client_credentials",
+      });
+      expect(res.status).toBe(200);
+      await pg.flushEvents(5000);
+      expect(events.filter((event) => event.type === "token.issued").map((event) => event.client_ip)).toEqual([expected]);
+    });
+  }
 });
