@@ -64,13 +64,16 @@ function commandOf(argv: string[]): string {
   return group === "prune" || group === "events" || group === "migrate" ? group : `${group ?? ""} ${action ?? ""}`.trim();
 }
 
+/** The refusal of a command line that starts with an option (printed with the usage). */
+const OPTIONS_FIRST = "options go after the command: plantgate <command> [options]";
+
 /** A mistake in how the CLI was called or fed: exit code 2 and the message. */
 export class UsageError extends Error {}
 
 /** The user stopped the command at a prompt (Ctrl-C) before anything was done: exit code 130 (128 + SIGINT, as a shell reports it) and the message. */
 export class InterruptedError extends Error {}
 
-export const USAGE = `usage: plantgate <command>
+export const USAGE = `usage: plantgate <command> [options]
 
   client create --name NAME [--id ID] [--scopes "S1 S2"] [--grants "g1 g2"] [--secret-expires-in SECONDS]
   client create --name NAME --auth private_key_jwt (--jwks 'JWKS-JSON' | --jwks-uri URL) [--id ID] [--scopes ..] [--grants ..]
@@ -91,6 +94,9 @@ export const USAGE = `usage: plantgate <command>
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
   prune [--batch-size N] [--max-batches N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts; --max-batches: at most N batches (at least 7), the stores in turn, "complete":false when work may be left)
   events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
+
+Options go after the command's words, never before them (exit 2); --help after any command, help
+and -h print this text.
 
 Uses the same store as the server: PLANTGATE_DATABASE_URL (postgres://, postgresql://, mysql://, mariadb://) or
 PLANTGATE_DB (SQLite file, default ./data/plantgate.db, relative to the working directory; it must
@@ -611,6 +617,12 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return PRINTED;
     }
     default:
+      // An option before the command (`--secret hunter2 client list`, `--server-defaults prune`,
+      // `--version`): until 2026-12-03 it was "unknown command: hunter2", the option's value
+      // quoted, or "unknown command: prune" for a command that exists. Nothing is quoted: what
+      // follows an option may be a value not meant for a log. The CLI has no version of its own to
+      // print (its schema version is the store's), so `--version` gets the same answer.
+      if (argv[0]?.startsWith("-")) throw new UsageError(OPTIONS_FIRST);
       // The command words only: the rest of the line may hold a value not meant for a log.
       throw new UsageError(argv.length === 0 ? "no command given" : `unknown command: ${argv.slice(0, 2).filter((w) => !w.startsWith("-")).join(" ")}`);
   }
@@ -834,7 +846,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       return 130;
     }
     if (e instanceof UsageError) {
-      io.stderr(`plantgate: ${printable(e.message)}\n${argv.length === 0 || e.message.startsWith("unknown command") ? `\n${USAGE}\n` : ""}`);
+      io.stderr(`plantgate: ${printable(e.message)}\n${argv.length === 0 || e.message.startsWith("unknown command") || e.message === OPTIONS_FIRST ? `\n${USAGE}\n` : ""}`);
       return 2;
     }
     // An outage, not a mistake: the same answer whether it struck at open (wrapped as a config

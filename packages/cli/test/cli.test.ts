@@ -15,7 +15,7 @@ import { sql } from "kysely";
 import { LATEST_SCHEMA_VERSION } from "@plantgate/storage-sql";
 // As storage-sql's own upgrade tests build an older database (not exported from the package).
 import { migrateToVersion } from "../../storage-sql/src/migrations.js";
-import { runCli } from "../src/cli.js";
+import { runCli, USAGE } from "../src/cli.js";
 
 /**
  * main.ts, bundled once for the tests that run the CLI as a process many times (closed and broken
@@ -503,6 +503,17 @@ describe("plantgate CLI", () => {
     expect(unreachable.code).toBe(3);
     expect(unreachable.stderr).toMatch(/^plantgate: cannot open the store at postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:1\/test: /);
     expect(unreachable.stderr).not.toContain("hunter2");
+  });
+
+  it("an option before the command is refused as such, quoting nothing of the line (it was `unknown command: hunter2`, the option's value)", async () => {
+    const refused = { code: 2, stdout: "", stderr: `plantgate: options go after the command: plantgate <command> [options]\n\n${USAGE}\n`, json: undefined };
+    // `--server-defaults prune` said `unknown command: prune`, `--version` and `-v` `unknown command: ` with nothing after it.
+    for (const argv of [["--secret", "hunter2", "client", "list"], ["--server-defaults", "prune"], ["--limit", "5", "events"], ["--version"], ["-v"], ["--", "client", "list"]]) {
+      expect(await cli(argv)).toEqual(refused);
+    }
+    expect(USAGE.split("\n")[0]).toBe("usage: plantgate <command> [options]");
+    // After the command, the same options are the command's.
+    expect(await cli(["prune", "--server-defaults"])).toMatchObject({ code: 0, stderr: "" });
   });
 
   it("a repeated option and an empty value are refused before anything is written (the last one won, and `--id \"\"` issued a random id); --help after a command prints the usage", async () => {
