@@ -142,7 +142,7 @@ const STAND_IN = "\u0000";
  * handed over under a stand-in and given back, as a positional or as an option's value. A value
  * starting with `--` still needs `--` before it (parseArgs's own message says so).
  */
-function parse<O extends OptionSpecs>(args: string[], options: O) {
+function parse<O extends OptionSpecs>(args: string[], options: O, optionsOnly?: string) {
   const held: string[] = [];
   const stand = args.map((a) => (a.length > 1 && a[0] === "-" && a[1] !== "-" ? `${STAND_IN}${held.push(a) - 1}` : a));
   const back = (v: string) => (v.startsWith(STAND_IN) ? held[Number(v.slice(1))]! : v);
@@ -150,6 +150,7 @@ function parse<O extends OptionSpecs>(args: string[], options: O) {
   try {
     parsed = parseArgs({ args: stand, options, allowPositionals: true, strict: true, tokens: true });
   } catch (e) {
+    if (optionsOnly !== undefined && (e as { code?: unknown }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError(unknownOption(stand, options, optionsOnly));
     throw new UsageError((e as Error).message);
   }
   // parseArgs keeps the last of a repeated option silently (`--username alice --username bob`
@@ -175,9 +176,22 @@ function parse<O extends OptionSpecs>(args: string[], options: O) {
 /** Options whose empty value means an empty list (no scopes, no roles). */
 const MAY_BE_EMPTY = new Set(["scopes", "roles"]);
 
-/** {@link parse}, for a command that takes options only: any positional is refused. */
-function parseOptions<O extends OptionSpecs>(args: string[], options: O) {
-  const parsed = parse(args, options);
+/**
+ * The refusal of an unknown option by a command that takes options only. parseArgs's own text
+ * advises putting it after `--` as a positional (`as in '-- "--bogus"`, its quote unclosed), which
+ * such a command then refuses as a stray word: a dead end (until 2026-12-03). The option's name is
+ * quoted, as parseArgs quoted it, when it is a plain one (never its `=value`); any other is not.
+ */
+function unknownOption(args: string[], options: OptionSpecs, command: string): string {
+  const { tokens } = parseArgs({ args, options, allowPositionals: true, strict: false, tokens: true });
+  const name = tokens.find((t) => t.kind === "option" && !Object.hasOwn(options, t.name));
+  const shown = name?.kind === "option" && /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(name.name) ? ` --${name.name}` : " (its name not shown)";
+  return `unknown option${shown}; see plantgate ${command} --help`;
+}
+
+/** {@link parse}, for a command that takes options only: any positional is refused, and an unknown option is named with where to look. */
+function parseOptions<O extends OptionSpecs>(command: string, args: string[], options: O) {
+  const parsed = parse(args, options, command);
   // Not echoed: a stray word is often a password typed where stdin was meant (now in shell history).
   if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument (${parsed.positionals.length === 1 ? "one word" : `${parsed.positionals.length} words`} not taken by any option; passwords and import records are read from stdin, never from the command line)`);
   return parsed.values;
@@ -372,16 +386,17 @@ function firstLine(text: string): string {
 
 async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantgate; storage: SqlStorage }>): Promise<unknown> {
   const [, action, ...rest] = argv;
-  switch (commandOf(argv)) {
+  const command = commandOf(argv);
+  switch (command) {
     case "migrate": {
       // It takes no options and no words.
-      parseOptions([action, ...rest].filter((a): a is string => a !== undefined), {});
+      parseOptions(command, [action, ...rest].filter((a): a is string => a !== undefined), {});
       await open();
       io.stderr("migrations applied\n");
       return { migrated: true };
     }
     case "client create": {
-      const values = parseOptions(rest, {
+      const values = parseOptions(command, rest, {
         name: { type: "string" },
         id: { type: "string" },
         scopes: { type: "string" },
@@ -441,7 +456,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return { client_id: clientId, secret_id: secretId, revoked: true };
     }
     case "client list": {
-      parseOptions(rest, {});
+      parseOptions(command, rest, {});
       const { app, storage } = await open();
       const out = jsonArrayWriter(io);
       if (typeof storage.clients.listPage === "function") {
@@ -466,7 +481,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return { client_id: clientId, deleted: true };
     }
     case "user create": {
-      const values = parseOptions(rest, {
+      const values = parseOptions(command, rest, {
         username: { type: "string" },
         "display-name": { type: "string" },
         email: { type: "string" },
@@ -491,7 +506,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return withFlags(app.admin.createAccount({ ...fields, password }), USER_CREATE_FLAGS);
     }
     case "user import": {
-      parseOptions(rest, {});
+      parseOptions(command, rest, {});
       const lines = (await io.readStdin("all")).split(/\r?\n/);
       const records: Parameters<Plantgate["admin"]["importAccounts"]>[0] = [];
       const lineOf: number[] = [];
@@ -531,7 +546,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       }
     }
     case "user list": {
-      parseOptions(rest, {});
+      parseOptions(command, rest, {});
       const { storage } = await open();
       // A page at a time (the store's places, as GetAccountList reads them), each printed before
       // the next is read: admin.listAccounts() gathered them all first until 2026-11-29.
@@ -551,7 +566,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return app.admin.setAccountEnabled(username, action === "enable");
     }
     case "keys rotate": {
-      const values = parseOptions(rest, { now: { type: "boolean" }, "server-defaults": { type: "boolean" } });
+      const values = parseOptions(command, rest, { now: { type: "boolean" }, "server-defaults": { type: "boolean" } });
       const now = values.now === true;
       checkServerSettings(now ? "keys rotate --now" : "keys rotate", io.env, values["server-defaults"] === true);
       const { app } = await open();
@@ -576,7 +591,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return revoked;
     }
     case "keys list": {
-      parseOptions(rest, {});
+      parseOptions(command, rest, {});
       const { app } = await open();
       // Core's listing reads only (a store without keys is [], a configured key not stored yet is
       // stored: false, a key in clear stays so under a KEK): an auditor's run changes nothing.
@@ -584,7 +599,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return (await app.admin.listSigningKeys()).map(signingKeyView);
     }
     case "keys reencrypt": {
-      parseOptions(rest, {});
+      parseOptions(command, rest, {});
       const { app } = await open();
       const result = await app.admin.reencryptSigningKeys();
       io.stderr("every stored private key is now encrypted with the first key of PLANTGATE_KEY_ENCRYPTION_KEY; the others can be removed\n");
@@ -592,7 +607,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
     }
     case "prune": {
       // "prune" has no action word: what follows it are its options.
-      const values = parseOptions([action, ...rest].filter((a): a is string => a !== undefined), { "batch-size": { type: "string" }, "max-batches": { type: "string" }, "server-defaults": { type: "boolean" } });
+      const values = parseOptions(command, [action, ...rest].filter((a): a is string => a !== undefined), { "batch-size": { type: "string" }, "max-batches": { type: "string" }, "server-defaults": { type: "boolean" } });
       const raw = values["batch-size"];
       if (raw !== undefined && (!/^\d{1,9}$/.test(raw) || Number(raw) < 1)) throw new UsageError("--batch-size must be a positive integer");
       const budget = values["max-batches"];
@@ -604,7 +619,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return app.admin.prune({ ...(raw === undefined ? {} : { batchSize: Number(raw) }), ...(budget === undefined ? {} : { maxBatches: Number(budget) }) });
     }
     case "events": {
-      const values = parseOptions([action, ...rest].filter((a): a is string => a !== undefined), { type: { type: "string" }, limit: { type: "string" } });
+      const values = parseOptions(command, [action, ...rest].filter((a): a is string => a !== undefined), { type: { type: "string" }, limit: { type: "string" } });
       const raw = values.limit;
       if (raw !== undefined && (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > 1000)) throw new UsageError("--limit must be an integer from 1 to 1000");
       // Worded with the flag and the variable the user gave (until 2026-12-01 the admin API's
