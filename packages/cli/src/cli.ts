@@ -220,9 +220,10 @@ const SERVER_SETTINGS: Readonly<Record<string, readonly string[]>> = {
 
 /** Refuses (exit 2, nothing touched) a command whose governing server settings are neither set nor declared defaults. */
 function checkServerSettings(command: string, env: CliIo["env"], serverDefaults: boolean): void {
-  // With PLANTGATE_AUDIT=0 the store keeps no audit events; with PLANTGATE_SIGNING_KEY there is no stored key to rotate or revoke (refused below).
-  const irrelevant = (name: string) =>
-    (name === "PLANTGATE_AUDIT_RETENTION_DAYS" && !auditFromEnv(env)) || (command.startsWith("keys ") && (env.PLANTGATE_SIGNING_KEY ?? "") !== "");
+  // With PLANTGATE_SIGNING_KEY there is no stored key to rotate or revoke (refused below). The
+  // retention is asked for with PLANTGATE_AUDIT=0 too: prune still deletes by it the events kept
+  // while the trail was on (until 2026-12-03 they were never pruned, and it was not asked for).
+  const irrelevant = (name: string) => command.startsWith("keys ") && (env.PLANTGATE_SIGNING_KEY ?? "") !== "";
   const missing = SERVER_SETTINGS[command]!.filter((name) => (env[name] ?? "") === "" && !irrelevant(name));
   if (missing.length === 0 || serverDefaults) return;
   const what = command === "prune" ? "what it deletes" : command === "keys rotate" ? "which old keys it deletes and when the new key signs" : "which old keys it deletes";

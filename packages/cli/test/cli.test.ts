@@ -1138,8 +1138,12 @@ describe("plantgate CLI", () => {
     const pruned = await cli(["prune"], "", servers);
     expect(pruned).toMatchObject({ code: 0, stderr: "", json: { attempts: 0, auditEvents: 0 } });
     expect(await kept()).toEqual(listed);
-    // With PLANTGATE_AUDIT=0 the retention does not matter.
-    expect(await cli(["prune"], "", { PLANTGATE_ACCESS_TOKEN_TTL: "3600", PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: "3600", PLANTGATE_AUDIT: "0" })).toMatchObject({ code: 0, stderr: "" });
+    // With PLANTGATE_AUDIT=0 the retention is asked for too: the events kept while the trail was on
+    // are still pruned by it (until 2026-12-03 it was not asked for, and they were never pruned).
+    const auditOff = { PLANTGATE_ACCESS_TOKEN_TTL: "3600", PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: "3600", PLANTGATE_AUDIT: "0" };
+    expect(await cli(["prune"], "", auditOff)).toEqual({ code: 2, stdout: "", stderr: refusal("prune", "what it deletes", "PLANTGATE_AUDIT_RETENTION_DAYS"), json: undefined });
+    expect(await kept()).toEqual(listed);
+    expect(await cli(["prune"], "", { ...auditOff, PLANTGATE_AUDIT_RETENTION_DAYS: "365" })).toMatchObject({ code: 0, stderr: "", json: { attempts: 0, auditEvents: 0 } });
     expect(await kept()).toEqual(listed);
     // --server-defaults: the servers run with the defaults, so 90 days and 15 minutes delete both.
     const defaults = await cli(["prune", "--server-defaults"]);
@@ -1150,6 +1154,31 @@ describe("plantgate CLI", () => {
     expect(Date.parse(rotated.json.activatesAt) - now).toBeGreaterThanOrEqual(7_200_000);
     const urgent = await cli(["keys", "rotate", "--now"], "", { PLANTGATE_ACCESS_TOKEN_TTL: "3600" });
     expect(urgent).toMatchObject({ code: 0, json: { status: "active" } });
+  });
+
+  it("prune with PLANTGATE_AUDIT=0 deletes the events kept while the trail was on once past the retention (they were kept for good: usernames, client IPs)", async () => {
+    const storage = await openStorageFromEnv({}, { cwd: dir, clientCache: false, migrate: false });
+    const day = 86_400_000;
+    const event = (id: string, time: number) => ({ id, type: "account.login_failed", time, clientId: "app", accountId: null, username: "alice", data: JSON.stringify({ type: "account.login_failed", username: "alice", client_ip: "203.0.113.9", id, time }) });
+    try {
+      await storage.audit!.append(event("e-91-days", Date.now() - 91 * day));
+      await storage.audit!.append(event("e-89-days", Date.now() - 89 * day));
+    } finally {
+      await storage.close();
+    }
+    const env = { PLANTGATE_AUDIT: "0", PLANTGATE_ACCESS_TOKEN_TTL: "3600", PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: "900", PLANTGATE_AUDIT_RETENTION_DAYS: "90" };
+    expect(await cli(["prune"], "", env)).toEqual({
+      code: 0,
+      stdout: expect.any(String),
+      stderr: "",
+      json: { refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 1, complete: true },
+    });
+    const after = await openStorageFromEnv({}, { cwd: dir, clientCache: false, migrate: false });
+    try {
+      expect((await after.db.selectFrom("pg_audit_events").select("id").execute()).map((r) => r.id)).toEqual(["e-89-days"]);
+    } finally {
+      await after.close();
+    }
   });
 
   it("events prints the kept security events as JSON lines, newest first, by type and limit; the CLI's own actions are among them", async () => {

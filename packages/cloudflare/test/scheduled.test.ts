@@ -16,9 +16,12 @@ let storage: D1Storage;
 const log = new CapturedLog();
 
 beforeAll(async () => {
+  const script = await bundle('import { createWorker } from "../src/index.ts";\nexport default createWorker();\n');
   mf = new Miniflare({
     workers: [
-      { name: "plantgate", modules: true, script: await bundle('import { createWorker } from "../src/index.ts";\nexport default createWorker();\n'), d1Databases: ["DB"], bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" } },
+      { name: "plantgate", modules: true, script, d1Databases: ["DB"], bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" } },
+      // The same Worker on the same database, deployed with the audit trail off.
+      { name: "plantgate-audit-off", modules: true, script, d1Databases: ["DB"], bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_AUDIT: "0" } },
       // The same D1 database, reached from Node over the bridge Worker (see its file).
       d1BridgeWorker("DB"),
     ],
@@ -89,5 +92,21 @@ describe("createWorker().scheduled in workerd", () => {
     const zero = '{"message":"plantgate prune","refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":0,"assertionJtis":0,"signingKeys":0,"auditEvents":0,"complete":true}';
     await log.waitFor(zero);
     expect(log.text).toContain(zero);
+  });
+
+  it("with PLANTGATE_AUDIT=0, a cron event still deletes the events kept while the trail was on, past the retention (they stayed for good until 2026-12-03)", async () => {
+    const now = Date.now();
+    const kept = createD1Storage(bridge!.database, { audit: true }).audit!;
+    const event = (id: string, time: number) => ({ id, type: "account.login_failed", time, clientId: "c", accountId: null, username: "alice", data: JSON.stringify({ type: "account.login_failed", username: "alice", client_ip: "203.0.113.9", id, time }) });
+    await kept.append(event("e-91-days", now - 91 * 86_400_000));
+    await kept.append(event("e-89-days", now - 89 * 86_400_000));
+    const worker = (await mf!.getWorker("plantgate-audit-off")) as unknown as {
+      scheduled(options: { cron?: string; scheduledTime?: Date }): Promise<{ outcome: string; noRetry: boolean }>;
+    };
+    expect(await worker.scheduled({ cron: "0 * * * *", scheduledTime: new Date(now) })).toEqual({ outcome: "ok", noRetry: false });
+    const line = '{"message":"plantgate prune","refreshTokens":0,"sessions":0,"attempts":0,"revokedTokens":0,"assertionJtis":0,"signingKeys":0,"auditEvents":1,"complete":true}';
+    await log.waitFor(line);
+    expect(log.text).toContain(line);
+    expect((await kept.list({ limit: 10 })).map((r) => r.id)).toEqual(["e-89-days"]);
   });
 });

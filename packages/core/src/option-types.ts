@@ -158,7 +158,8 @@ export interface PlantgateOptions extends TelemetryOptions {
   onEvent?: EventHook;
   /**
    * Days the audit store (`storage.audit`, when the storage has one) keeps events; `prune` deletes
-   * older ones. Default 90 (env `PLANTGATE_AUDIT_RETENTION_DAYS`).
+   * older ones, also those kept before the trail was turned off (`storage.auditPrune`). Default 90
+   * (env `PLANTGATE_AUDIT_RETENTION_DAYS`).
    */
   auditRetentionDays?: number;
   /**

@@ -1,6 +1,6 @@
 import type { Storage } from "@plantgate/core";
 import type { D1DatabaseLike } from "./batch.js";
-import { d1AuditStore } from "./d1/audit.js";
+import { d1AuditPruneStore, d1AuditStore } from "./d1/audit.js";
 import { createD1Context } from "./d1/context.js";
 import { migrateD1 } from "./d1/migrate.js";
 import { d1AssertionJtiStore, d1ClientStore } from "./d1/clients.js";
@@ -95,6 +95,7 @@ export function createD1Storage(database: D1DatabaseLike, options: CreateD1Stora
     revokedTokens: d1RevokedTokenStore(ctx),
     sessions: d1SessionStore(ctx),
     assertionJtis: d1AssertionJtiStore(ctx),
-    ...(options.audit === true ? { audit: d1AuditStore(ctx) } : {}),
+    // Off: nothing new is kept, and what was kept while it was on is still pruned (see storage.ts).
+    ...(options.audit === true ? { audit: d1AuditStore(ctx) } : { auditPrune: d1AuditPruneStore(ctx) }),
   };
 }

@@ -11,7 +11,7 @@ import type { SqliteFastPath } from "./sqlite-fast.js";
 import { accountStore } from "./stores/accounts.js";
 import { assertionJtiStore } from "./stores/assertion-jtis.js";
 import { attemptStore } from "./stores/attempts.js";
-import { auditStore } from "./stores/audit.js";
+import { auditPruneStore, auditStore } from "./stores/audit.js";
 import { clientStore } from "./stores/clients.js";
 import { plantStore } from "./stores/plants.js";
 import { refreshTokenStore } from "./stores/refresh-tokens.js";
@@ -66,7 +66,9 @@ export interface CreateSqlStorageOptions {
   d1?: D1DatabaseLike;
   /**
    * Keep security events in `pg_audit_events` (the `audit` store: the console's "Security events"
-   * page, `plantgate events`, pruned by age). Default false: the table exists but stays empty.
+   * page, `plantgate events`, pruned by age). Default false: nothing new is written there, and
+   * the rows written while it was true are still deleted by `prune` past the retention (the
+   * storage's `auditPrune`).
    */
   audit?: boolean;
   /**
@@ -148,6 +150,7 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     revokedTokens: revokedTokenStore(ctx),
     assertionJtis: assertionJtiStore(ctx),
     sessions: sessionStore(ctx),
-    ...(options.audit === true ? { audit: auditStore(ctx) } : {}),
+    // Off: nothing new is kept, and what was kept while it was on is still pruned by the retention.
+    ...(options.audit === true ? { audit: auditStore(ctx) } : { auditPrune: auditPruneStore(ctx) }),
   };
 }

@@ -36,6 +36,7 @@ describeStorageConformance("d1 through kysely-d1 (miniflare)", {
   destroy: (storage) => (storage as SqlStorage).close(),
   rawDump: () => d1RawDump(binding),
   connect: async () => kyselyStorage(),
+  connectWithoutAudit: async () => createSqlStorage(new Kysely<Database>({ dialect: new D1Dialect({ database: binding as never }) }), "sqlite", { d1: binding }),
   disconnect: (storage) => (storage as SqlStorage).close(),
 });
 

@@ -49,6 +49,8 @@ describeStorageConformance("d1 (miniflare)", {
   rawDump: () => d1RawDump(binding),
   // Another Worker isolate on the same database: a second storage over the binding.
   connect: async () => createD1Storage(binding, { audit: true }),
+  // A Worker deployed with PLANTGATE_AUDIT=0 on the same database.
+  connectWithoutAudit: async () => createD1Storage(binding),
   disconnect: (storage) => (storage as D1Storage).close(),
 });
 

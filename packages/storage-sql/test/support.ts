@@ -312,6 +312,12 @@ export function conformanceTarget(engine: Engine, perTest: "database" | "tables"
       if (url === undefined) throw new Error("connect: not a store of this target");
       return openSqlStorage(url, { migrate: false, audit: true });
     },
+    // The same database with the trail off, as after PLANTGATE_AUDIT=0.
+    async connectWithoutAudit(storage) {
+      const url = urls.get(storage);
+      if (url === undefined) throw new Error("connectWithoutAudit: not a store of this target");
+      return openSqlStorage(url, { migrate: false });
+    },
     disconnect: (storage) => (storage as SqlStorage).close(),
   };
 }

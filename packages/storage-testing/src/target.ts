@@ -25,6 +25,14 @@ export interface ConformanceTarget {
   connect?(storage: Storage): Promise<Storage>;
   /** Releases what connect() returned (called before destroy() of the first). */
   disconnect?(storage: Storage): Promise<void>;
+  /**
+   * A second instance over the same data as `storage` with the audit trail off: no `audit`, as a
+   * server started with `PLANTGATE_AUDIT=0` after it was on has. It must have `auditPrune`, which
+   * deletes the events the first instance kept (the audit case "events kept while the trail was
+   * on ..."). Omit it when the backend keeps nothing across instances (memory); that case is then
+   * skipped. Released with disconnect().
+   */
+  connectWithoutAudit?(storage: Storage): Promise<Storage>;
 }
 
 /** What each suite sees: the store of the running test, and the target (for `rawDump`). */

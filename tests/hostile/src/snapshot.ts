@@ -45,6 +45,7 @@ const WRITES: Record<keyof Storage, readonly string[]> = {
   sessions: ["create", "touch", "delete", "deleteByAccount", "deleteExpired"],
   // Like attempts: a refused request is recorded there by design (its security event).
   audit: ["append", "deleteExpired"],
+  auditPrune: ["deleteExpired"],
   assertionJtis: ["use", "deleteExpired"],
 };
 
@@ -71,7 +72,7 @@ export function createRecordingStorage(inner: Storage): RecordingStorage {
   const storage = {} as Record<string, Record<string, unknown>>;
   for (const aggregate of Object.keys(WRITES) as (keyof Storage)[]) {
     const target = inner[aggregate] as unknown as Record<string, (...args: unknown[]) => Promise<unknown>> | undefined;
-    // Optional aggregates (audit) the inner storage does not have stay absent.
+    // Optional aggregates (audit, auditPrune) the inner storage does not have stay absent.
     if (target === undefined) continue;
     const wrapped: Record<string, unknown> = {};
     for (const method of Object.keys(target)) {

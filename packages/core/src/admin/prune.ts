@@ -37,7 +37,7 @@ export interface PruneCounts {
   /** `private_key_jwt` assertion jtis past their assertion's expiry. */
   assertionJtis: number;
   signingKeys: number;
-  /** Audit events older than the retention (`auditRetentionDays`); 0 without an audit store. */
+  /** Audit events older than the retention (`auditRetentionDays`); 0 without an audit store or `auditPrune`. */
   auditEvents: number;
   /**
    * `true` when every store's last batch came back short: nothing was left as of the run's instant.
@@ -93,7 +93,8 @@ const nextStart = new WeakMap<Context, string>();
  * - revoked access-token jtis past their token's expiry;
  * - client-assertion jtis past their assertion's expiry;
  * - signing keys that are `prunable` (see `describeKeys`);
- * - audit events older than `auditRetentionDays` (when the storage has an audit store).
+ * - audit events older than `auditRetentionDays`: the audit store's, or, without one, those the
+ *   storage kept earlier (`storage.auditPrune`: the trail turned off since).
  *
  * The signing keys go first. Then the stores take turns, one batch of `batchSize` each per round,
  * each until a batch comes back short, or until `maxBatches` batches have been made (`complete`
@@ -135,7 +136,9 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   const attempts = queue("attempts", (limit) => storage.attempts.deleteExpired(now - ctx.throttle.windowMs, limit));
   const revokedTokens = queue("revokedTokens", (limit) => storage.revokedTokens.deleteExpired(now, limit));
   const assertionJtis = queue("assertionJtis", (limit) => storage.assertionJtis.deleteExpired(now, limit));
-  const audit = storage.audit;
+  // Without an audit store, the events kept while the trail was on (until 2026-12-03 they were never
+  // pruned after PLANTGATE_AUDIT=0: usernames and client IPs kept for good).
+  const audit = storage.audit ?? storage.auditPrune;
   const auditEvents = audit ? queue("auditEvents", (limit) => audit.deleteExpired(now - ctx.auditRetentionMs, limit)) : undefined;
   const queues = [refreshTokens, families, sessions, attempts, revokedTokens, assertionJtis, auditEvents].filter((q) => q !== undefined);
   // Without a budget each store is drained before the next (as before rounds existed); with one,

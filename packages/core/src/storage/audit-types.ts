@@ -48,3 +48,9 @@ export interface AuditStore {
    */
   deleteExpired(before: number, limit?: number): Promise<number>;
 }
+
+/**
+ * The deletion half of an {@link AuditStore}, for a storage that keeps no new events but may hold
+ * older ones (`Storage.auditPrune`): a SQL table written while the trail was on.
+ */
+export type AuditPruneStore = Pick<AuditStore, "deleteExpired">;

@@ -3,9 +3,9 @@
  * be atomic is one method. Secrets reach storage only as hashes (client secrets and refresh tokens
  * as SHA-256, passwords as PHC strings). A backend signals an outage by throwing `StorageError`.
  */
-import type { AuditStore } from "./audit-types.js";
+import type { AuditPruneStore, AuditStore } from "./audit-types.js";
 
-export type { AuditQuery, AuditRecord, AuditStore } from "./audit-types.js";
+export type { AuditPruneStore, AuditQuery, AuditRecord, AuditStore } from "./audit-types.js";
 
 /** A grant type the token endpoint supports. */
 export type GrantType = "client_credentials" | "password" | "refresh_token";
@@ -471,5 +471,13 @@ export interface Storage {
   sessions: SessionStore;
   /** The audit trail. When present, every security event is kept in it; absent = not kept. */
   audit?: AuditStore;
+  /**
+   * For a storage without `audit` whose backend may still hold events kept earlier (the SQL and D1
+   * storages with `audit: false`, e.g. after `PLANTGATE_AUDIT=0`): `prune` deletes them by the
+   * retention through it, as it does an audit store's, so usernames and client IPs kept while the
+   * trail was on do not stay for good. Nothing is written or listed through it. Ignored when
+   * `audit` is present. Optional (since 2026-12-03: before, such events were never pruned).
+   */
+  auditPrune?: AuditPruneStore;
   assertionJtis: AssertionJtiStore;
 }

@@ -1,4 +1,4 @@
-import type { AuditStore } from "@plantgate/core";
+import type { AuditPruneStore, AuditStore } from "@plantgate/core";
 import type { Selectable } from "kysely";
 import { auditRecord } from "../rows.js";
 import { TABLES, type AuditTable } from "../schema.js";
@@ -38,6 +38,13 @@ export function d1AuditStore(ctx: D1Context): AuditStore {
         const rows = await all<Selectable<AuditTable>>(sql, ...params, query.limit);
         return rows.map(auditRecord);
       }),
-    deleteExpired: (before, limit) => run("audit.deleteExpired", () => deleteBatch(ctx, TABLES.audit, "id", `"time" <= ?`, [before], limit)),
+    ...d1AuditPruneStore(ctx),
+  };
+}
+
+/** `pg_audit_events`' deletion by age alone on D1: the storage's `auditPrune` with `audit: false` (see ../stores/audit.ts). */
+export function d1AuditPruneStore(ctx: D1Context): AuditPruneStore {
+  return {
+    deleteExpired: (before, limit) => ctx.run("audit.deleteExpired", () => deleteBatch(ctx, TABLES.audit, "id", `"time" <= ?`, [before], limit)),
   };
 }

@@ -1,4 +1,4 @@
-import type { AuditStore } from "@plantgate/core";
+import type { AuditPruneStore, AuditStore } from "@plantgate/core";
 import type { Insertable } from "kysely";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
@@ -48,6 +48,16 @@ export function auditStore(ctx: StoreContext): AuditStore {
         const rows = await select.orderBy("time", "desc").orderBy("id", "desc").limit(query.limit).execute();
         return rows.map(auditRecord);
       }),
-    deleteExpired: (before, limit) => run("audit.deleteExpired", () => deleteBatch(ctx, TABLES.audit, "id", (eb) => eb("time", "<=", before), limit)),
+    ...auditPruneStore(ctx),
+  };
+}
+
+/**
+ * `pg_audit_events`' deletion by age alone: the storage's `auditPrune` when it keeps no new events
+ * (`audit: false`), so the rows kept while the trail was on are still pruned by the retention.
+ */
+export function auditPruneStore(ctx: StoreContext): AuditPruneStore {
+  return {
+    deleteExpired: (before, limit) => ctx.run("audit.deleteExpired", () => deleteBatch(ctx, TABLES.audit, "id", (eb) => eb("time", "<=", before), limit)),
   };
 }

@@ -1,4 +1,4 @@
-import type { AuditRecord, AuditStore } from "@plantgate/core";
+import { createPlantgate, type AuditRecord, type AuditStore, type PruneCounts } from "@plantgate/core";
 import { describe, expect, it, type TestContext } from "vitest";
 import { DAY, inParallel, RACES_TIMEOUT, T0, withOtherInstance } from "../fixtures.js";
 import type { SuiteContext } from "../target.js";
@@ -135,6 +135,28 @@ export function auditSuite(s: SuiteContext): void {
       expect(await a.deleteExpired(T0 - 36_500 * DAY)).toBe(0);
       expect(await a.deleteExpired(-1, 10)).toBe(0);
       expect(ids(await a.list({ limit: 10 }))).toEqual([rec(1).id]);
+    });
+
+    it("events kept while the trail was on are pruned by age once it is off: an instance without `audit` has `auditPrune`, whose deleteExpired deletes exactly time <= before in batches, and admin.prune counts them", async (t) => {
+      const a = audit(t);
+      if (s.target.connectWithoutAudit === undefined) return t.skip("the target has no connectWithoutAudit");
+      for (let n = 1; n <= 10; n++) await a.append(rec(n, { time: T0 + n * DAY, accountId: `acct-${n}`, username: `user-${n}` }));
+      const off = await s.target.connectWithoutAudit(s.storage());
+      try {
+        expect({ audit: off.audit, auditPrune: typeof off.auditPrune?.deleteExpired }, "an instance with the trail off").toEqual({ audit: undefined, auditPrune: "function" });
+        const pruner = off.auditPrune!;
+        expect(await pruner.deleteExpired(T0 + 3 * DAY, 2)).toBe(2);
+        expect(await pruner.deleteExpired(T0 + 3 * DAY, 2)).toBe(1);
+        expect(await pruner.deleteExpired(T0 + 3 * DAY, 2)).toBe(0);
+        expect(ids(await a.list({ limit: 100 }))).toEqual([10, 9, 8, 7, 6, 5, 4].map((n) => rec(n).id));
+        // Through core: the retention (90 days by default) counted from the run's instant, in batches.
+        const app = createPlantgate({ storage: off, clock: () => T0 + 97 * DAY, logger: { error() {}, warn() {} } });
+        const counts = await app.admin.prune({ batchSize: 2 });
+        expect(counts).toStrictEqual({ refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 4, complete: true } satisfies PruneCounts);
+        expect(ids(await a.list({ limit: 100 }))).toEqual([10, 9, 8].map((n) => rec(n).id));
+      } finally {
+        await s.target.disconnect?.(off);
+      }
     });
 
     it("appends racing pruning by age (four appenders and two pruners, on two instances when the target can open a second): no error, every record after the cutoff stays whole, every one at or before it is deleted once", { timeout: RACES_TIMEOUT }, async (t) => {
