@@ -108,6 +108,38 @@ describe("audit trail", () => {
     expect(await h.app.admin.listEvents({ account: "ghost" })).toStrictEqual({ events: [], next: null });
   });
 
+  it("the account filter matches an account's id against account ids and its username against usernames only: an account whose username is another's id is not listed as that one (2026-12-03)", async () => {
+    const h = await harness({ storage: createMemoryStorage({ audit: true }) });
+    const alice = (await h.app.storage.accounts.findByUsername(h.username))!;
+    // A username may be any text, another account's id too.
+    const mallory = await h.app.admin.createAccount({ username: alice.id, password: "mallory-password-1" });
+    const grant = (username: string, password: string) => tokenRequest(h.app, { grant_type: "password", username, password }, { authorization: basic(h.clientId, h.clientSecret) });
+    h.clock.advance(1000);
+    expect((await grant(alice.id, "mallory-password-1")).status).toBe(200);
+    h.clock.advance(1000);
+    expect((await grant(alice.id, "wrong-password-x")).status).toBe(400);
+    h.clock.advance(1000);
+    expect((await grant(h.username, h.password)).status).toBe(200);
+    await h.app.flushEvents();
+    const who = (e: SecurityEvent) => {
+      const r = e as unknown as Record<string, unknown>;
+      return [e.type, r.subject ?? r.account_id ?? null, r.username ?? null];
+    };
+    const listed = async (account: string) => (await h.app.admin.listEvents({ account, limit: 100 })).events.map(who);
+    const alices = [
+      ["token.issued", alice.id, null],
+      ["account.created", alice.id, h.username],
+    ];
+    // Until 2026-12-03 both listed mallory's failed login (her username is alice's id) and, by her username, her token and creation.
+    expect(await listed(h.username), "alice's username").toEqual(alices);
+    expect(await listed(alice.id), "alice's id").toEqual(alices);
+    expect(await listed(mallory.id), "mallory's id").toEqual([
+      ["account.login_failed", null, alice.id],
+      ["token.issued", mallory.id, null],
+      ["account.created", mallory.id, alice.id],
+    ]);
+  });
+
   it("the account filter lists an account's revocations (token.revoked names the account; a client's own token none)", async () => {
     const h = await harness({ storage: createMemoryStorage({ audit: true }) });
     const alice = (await h.app.storage.accounts.findByUsername(h.username))!;

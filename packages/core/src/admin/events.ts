@@ -9,8 +9,9 @@ export interface EventQuery {
   /** The event's `client_id`. */
   clientId?: string;
   /**
-   * An account, by its id or its username: the events that name either (a token's `subject` and
-   * `account_id` hold the id, a failed login or lock-out only the username).
+   * An account, by its id or its username: the events that name it either way (a token's
+   * `subject` and `account_id` hold the id, a failed login or lock-out only the username). An id
+   * names its account before a username does (another account may have it as its username).
    */
   account?: string;
   /** 1-1000; default 20. */
@@ -53,7 +54,6 @@ export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit 
   const q: AuditQuery = { limit };
   if (query.type !== undefined) q.type = query.type;
   if (query.clientId !== undefined) q.clientId = query.clientId;
-  if (query.account !== undefined) q.account = query.account;
   if (query.before !== undefined) {
     const m = CURSOR.exec(query.before);
     if (!m || !Number.isSafeInteger(Number(m[1]))) throw new EventQueryError("before must be the next cursor of a previous page");
@@ -87,21 +87,25 @@ export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit 
 const newerFirst = (a: AuditRecord, b: AuditRecord) => b.time - a.time || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 
 /**
- * How to list for an `account` filter: the store's `account` matches a record's account id or its
- * username, and an account's events name one or the other (a token's the id, a failed login's or a
- * lock-out's the username), so the account the value names (by username or by id; accounts are
- * never deleted, and a username names one account for good) is looked up and each of its names is
- * listed, merged in the store's order without repeats. Until 2026-12-01 a username showed an
- * account's failed logins and lock-outs but none of its tokens, and its id the reverse.
+ * How to list for an `account` filter. An account's events name it by id (`accountId`: a token's
+ * `subject` and `account_id`) or by username (a failed login, a lock-out), so the account the value
+ * names is looked up, and the records whose `accountId` is its id and those whose `username` is its
+ * username are listed, each column matched only by its own value, and merged in the store's order
+ * without repeats. An account id names that account before any username does: ids are random
+ * UUIDs no one chooses, while a new account may take another's id as its username. A value naming
+ * no account is matched as given, in either column (accounts are never deleted, and a username
+ * names one account for good). Until 2026-12-01 a username showed an account's failed logins and
+ * lock-outs but none of its tokens, and its id the reverse; until 2026-12-03 every name the
+ * lookups returned was matched in both columns, so an account whose username was alice's id had
+ * its failed logins and, through the lookup by username, its tokens listed as alice's.
  */
 async function lister(ctx: Context, audit: AuditStore, account: string | undefined): Promise<(q: AuditQuery) => Promise<AuditRecord[]>> {
   if (account === undefined) return (q) => audit.list(q);
-  const [byName, byId] = await Promise.all([ctx.storage.accounts.findByUsername(account), ctx.storage.accounts.get(account)]);
-  const names = new Set([account]);
-  for (const a of [byName, byId]) if (a) names.add(a.id).add(a.username);
-  if (names.size === 1) return (q) => audit.list(q);
+  const [byId, byName] = await Promise.all([ctx.storage.accounts.get(account), ctx.storage.accounts.findByUsername(account)]);
+  const named = byId ?? byName;
+  const filters: Pick<AuditQuery, "accountId" | "username">[] = [{ accountId: named?.id ?? account }, { username: named?.username ?? account }];
   return async (q) => {
-    const lists = await Promise.all([...names].map((name) => audit.list({ ...q, account: name })));
+    const lists = await Promise.all(filters.map((filter) => audit.list({ ...q, ...filter })));
     const seen = new Set<string>();
     const merged: AuditRecord[] = [];
     for (const r of lists.flat().sort(newerFirst)) {

@@ -28,8 +28,13 @@ export interface AuditRecord {
 export interface AuditQuery {
   type?: string;
   clientId?: string;
-  /** Matches `accountId` or `username`. */
-  account?: string;
+  /**
+   * Matches `accountId` exactly. Until 2026-12-03 one `account` filter matched `accountId` or
+   * `username`, so a username that was another account's id matched that account's events.
+   */
+  accountId?: string;
+  /** Matches `username` exactly. */
+  username?: string;
   /** Only records strictly older in (time, id) order than this one: the cursor of the next page. */
   before?: { time: number; id: string };
   /** 1-1000. */

@@ -7,7 +7,8 @@ const compare = (a: { time: number; id: string }, b: { time: number; id: string 
 export function auditMatches(r: AuditRecord, q: AuditQuery): boolean {
   if (q.type !== undefined && r.type !== q.type) return false;
   if (q.clientId !== undefined && r.clientId !== q.clientId) return false;
-  if (q.account !== undefined && r.accountId !== q.account && r.username !== q.account) return false;
+  if (q.accountId !== undefined && r.accountId !== q.accountId) return false;
+  if (q.username !== undefined && r.username !== q.username) return false;
   return true;
 }
 

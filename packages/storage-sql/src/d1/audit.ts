@@ -26,12 +26,13 @@ export function d1AuditStore(ctx: D1Context): AuditStore {
     list: (query) =>
       run("audit.list", async () => {
         if (!Number.isSafeInteger(query.limit) || query.limit < 1 || query.limit > 1000) throw new TypeError("audit.list: limit must be 1-1000");
-        for (const v of [query.type, query.clientId, query.account, query.before?.id]) if (v !== undefined && !storableKey(v)) return [];
+        for (const v of [query.type, query.clientId, query.accountId, query.username, query.before?.id]) if (v !== undefined && !storableKey(v)) return [];
         const where: string[] = [];
         const params: unknown[] = [];
         if (query.type !== undefined) where.push(`"type" = ?`), params.push(query.type);
         if (query.clientId !== undefined) where.push(`"client_id" = ?`), params.push(query.clientId);
-        if (query.account !== undefined) where.push(`("account_id" = ? or "username" = ?)`), params.push(query.account, query.account);
+        if (query.accountId !== undefined) where.push(`"account_id" = ?`), params.push(query.accountId);
+        if (query.username !== undefined) where.push(`"username" = ?`), params.push(query.username);
         // An index range first (see stores/audit.ts): a deep page costs what the first does.
         if (query.before !== undefined) where.push(`"time" <= ? and ("time" < ? or "id" < ?)`), params.push(query.before.time, query.before.time, query.before.id);
         const sql = `select * from ${table}${where.length ? ` where ${where.join(" and ")}` : ""} order by "time" desc, "id" desc limit ?`;

@@ -32,12 +32,12 @@ export function auditStore(ctx: StoreContext): AuditStore {
     list: (query) =>
       run("audit.list", async () => {
         if (!Number.isSafeInteger(query.limit) || query.limit < 1 || query.limit > 1000) throw new TypeError("audit.list: limit must be 1-1000");
-        for (const v of [query.type, query.clientId, query.account, query.before?.id]) if (v !== undefined && !storableKey(v)) return [];
+        for (const v of [query.type, query.clientId, query.accountId, query.username, query.before?.id]) if (v !== undefined && !storableKey(v)) return [];
         let select = db.selectFrom(TABLES.audit).selectAll();
         if (query.type !== undefined) select = select.where("type", "=", query.type);
         if (query.clientId !== undefined) select = select.where("client_id", "=", query.clientId);
-        const account = query.account;
-        if (account !== undefined) select = select.where((eb) => eb.or([eb("account_id", "=", account), eb("username", "=", account)]));
+        if (query.accountId !== undefined) select = select.where("account_id", "=", query.accountId);
+        if (query.username !== undefined) select = select.where("username", "=", query.username);
         const before = query.before;
         if (before !== undefined) {
           // time <= T and (time < T or id < I), not (time < T or (time = T and id < I)): the same

@@ -62,7 +62,7 @@ export function auditSuite(s: SuiteContext): void {
       expect(await walk(a, 4)).toEqual(expected);
     });
 
-    it("filters: type, clientId, account (matches accountId or username); all given must match", async (t) => {
+    it("filters: type, clientId, accountId, username; all given must match", async (t) => {
       const a = audit(t);
       await a.append(rec(1, { type: "token.issued", clientId: "app-1", accountId: "acct-1" }));
       await a.append(rec(2, { type: "account.login_failed", clientId: "app-1", accountId: null, username: "alice" }));
@@ -70,9 +70,10 @@ export function auditSuite(s: SuiteContext): void {
       await a.append(rec(4, { type: "account.created", clientId: null, accountId: "acct-1", username: "alice" }));
       expect(ids(await a.list({ type: "token.issued", limit: 10 }))).toEqual([rec(3).id, rec(1).id]);
       expect(ids(await a.list({ clientId: "app-1", limit: 10 }))).toEqual([rec(2).id, rec(1).id]);
-      expect(ids(await a.list({ account: "alice", limit: 10 }))).toEqual([rec(4).id, rec(2).id]);
-      expect(ids(await a.list({ account: "acct-1", limit: 10 }))).toEqual([rec(4).id, rec(1).id]);
-      expect(ids(await a.list({ account: "acct-1", type: "token.issued", clientId: "app-1", limit: 10 }))).toEqual([rec(1).id]);
+      expect(ids(await a.list({ username: "alice", limit: 10 }))).toEqual([rec(4).id, rec(2).id]);
+      expect(ids(await a.list({ accountId: "acct-1", limit: 10 }))).toEqual([rec(4).id, rec(1).id]);
+      expect(ids(await a.list({ accountId: "acct-1", username: "alice", limit: 10 }))).toEqual([rec(4).id]);
+      expect(ids(await a.list({ accountId: "acct-1", type: "token.issued", clientId: "app-1", limit: 10 }))).toEqual([rec(1).id]);
       expect(await a.list({ type: "nope", limit: 10 })).toEqual([]);
       expect(await a.list({ clientId: "APP-1", limit: 10 }), "exact and case-sensitive").toEqual([]);
       expect(ids(await a.list({ clientId: "app-1", limit: 1, before: { time: rec(2).time, id: rec(2).id } }))).toEqual([rec(1).id]);
@@ -87,16 +88,22 @@ export function auditSuite(s: SuiteContext): void {
       expect(ids(await a.list({ type: "account.login_failed", limit: 3, before: { time: rec(4).time, id: rec(4).id } }))).toEqual([3, 2, 1].map((n) => rec(n).id));
     });
 
-    it("the account filter matches accountId or username only, never clientId; account and type compare exactly (case-sensitive)", async (t) => {
+    it("accountId matches accountId only and username username only, never the other column nor clientId; they and type compare exactly (case-sensitive)", async (t) => {
       const a = audit(t);
       await a.append(rec(1, { clientId: "alice" }));
       await a.append(rec(2, { clientId: null, username: "alice", type: "account.login_failed" }));
       await a.append(rec(3, { clientId: null, accountId: "Acct-9", username: "Bob", type: "account.created" }));
-      expect(ids(await a.list({ account: "alice", limit: 10 })), "a client named like a user").toEqual([rec(2).id]);
-      expect(await a.list({ account: "bob", limit: 10 }), "another username").toEqual([]);
-      expect(await a.list({ account: "acct-9", limit: 10 }), "another account id").toEqual([]);
+      // An account whose username is another account's id (2026-12-03: one `account` filter matched either column).
+      await a.append(rec(4, { clientId: null, accountId: "acct-7", username: "Acct-9", type: "account.created" }));
+      await a.append(rec(5, { clientId: null, accountId: null, username: "Acct-9", type: "account.login_failed" }));
+      expect(ids(await a.list({ username: "alice", limit: 10 })), "a client named like a user").toEqual([rec(2).id]);
+      expect(await a.list({ accountId: "alice", limit: 10 }), "a username is no account id").toEqual([]);
+      expect(await a.list({ username: "bob", limit: 10 }), "another username").toEqual([]);
+      expect(await a.list({ accountId: "acct-9", limit: 10 }), "another account id").toEqual([]);
+      expect(ids(await a.list({ accountId: "Acct-9", limit: 10 })), "the id, not the username equal to it").toEqual([rec(3).id]);
+      expect(ids(await a.list({ username: "Acct-9", limit: 10 })), "the username, not the id equal to it").toEqual([rec(5).id, rec(4).id]);
       expect(await a.list({ type: "ACCOUNT.CREATED", limit: 10 }), "another type").toEqual([]);
-      expect(ids(await a.list({ account: "Bob", type: "account.created", limit: 10 }))).toEqual([rec(3).id]);
+      expect(ids(await a.list({ username: "Bob", type: "account.created", limit: 10 }))).toEqual([rec(3).id]);
     });
 
     it("stores copies: mutating the record passed to append, or one returned by list, changes nothing stored", async (t) => {

@@ -76,7 +76,7 @@ export function limitsSuite(s: SuiteContext): void {
       const id = "00000000-0000-4000-8000-000000000200";
       const record: AuditRecord = { id, type: "account.login_failed", time: T0, clientId: text(200, "c"), accountId: text(200, "a"), username: text(200, "n"), data: JSON.stringify({ note: text(1000) }) };
       await audit!.append(record);
-      for (const filter of [{ clientId: record.clientId! }, { account: record.accountId! }, { account: record.username! }]) {
+      for (const filter of [{ clientId: record.clientId! }, { accountId: record.accountId! }, { username: record.username! }]) {
         const listed = await audit!.list({ limit: 10, ...filter });
         expect(listed.map((r) => ({ ...r })), JSON.stringify(filter).slice(0, 40)).toStrictEqual([record]);
       }
