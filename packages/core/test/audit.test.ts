@@ -140,6 +140,39 @@ describe("audit trail", () => {
     ]);
   });
 
+  it("a page ending on a record whose id is not in core's form (another writer's) hands out a cursor the next page takes: any id round-trips (2026-12-03)", async () => {
+    const h = await harness({ storage: createMemoryStorage({ audit: true }) });
+    await h.app.flushEvents();
+    const audit = h.app.storage.audit!;
+    const t = h.clock.now() + 1000;
+    // Newest first: (time, id) descending, by code unit. A UUID in capitals, ids with a dot, a space and non-ASCII text, the empty id.
+    const ids = ["b0000000-0000-4000-8000-000000000001", "A0000000-0000-4000-8000-000000000002", "A0000000-0000-4000-8000-000000000001", "9.x y/é", "00000000-0000-4000-8000-00000000000A", ""];
+    for (const id of ids) await audit.append({ id, type: "client.created", time: t, clientId: "x", accountId: null, username: null, data: JSON.stringify({ type: "client.created", client_id: "x", id, time: t }) });
+    const pages: { ids: string[]; next: string | null }[] = [];
+    let before: string | undefined;
+    do {
+      const page: { events: SecurityEvent[]; next: string | null } = await h.app.admin.listEvents({ limit: 1, ...(before === undefined ? {} : { before }) });
+      pages.push({ ids: page.events.map((e) => e.id), next: page.next });
+      before = page.next ?? undefined;
+    } while (before !== undefined && pages.length < 10);
+    const b64 = (id: string) => Buffer.from(id, "utf8").toString("base64url");
+    expect(pages.slice(0, 6)).toEqual([
+      // A lowercase UUID (the ids core writes) is held as it is, as before.
+      { ids: [ids[0]], next: `${t}.${ids[0]}` },
+      { ids: [ids[1]], next: `${t}.i${b64(ids[1]!)}` },
+      { ids: [ids[2]], next: `${t}.i${b64(ids[2]!)}` },
+      { ids: [ids[3]], next: `${t}.i${b64(ids[3]!)}` },
+      { ids: [ids[4]], next: `${t}.i${b64(ids[4]!)}` },
+      { ids: [ids[5]], next: `${t}.i` },
+    ]);
+    // Then the harness's own events, older.
+    expect(pages.length).toBeGreaterThan(6);
+    // Other spellings of a cursor are refused: padding, a non-canonical last character, bytes that are not UTF-8, a lowercase UUID re-encoded, the old form of a capitalised UUID.
+    for (const cursor of [`${t}.i${b64(ids[3]!)}=`, `${t}.i${b64("ab").slice(0, -1)}d`, `${t}.i_w`, `${t}.i${b64(ids[0]!)}`, `${t}.${ids[1]}`]) {
+      await expect(h.app.admin.listEvents({ before: cursor }), cursor).rejects.toThrow("before must be the next cursor of a previous page");
+    }
+  });
+
   it("the account filter lists an account's revocations (token.revoked names the account; a client's own token none)", async () => {
     const h = await harness({ storage: createMemoryStorage({ audit: true }) });
     const alice = (await h.app.storage.accounts.findByUsername(h.username))!;

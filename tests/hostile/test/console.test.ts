@@ -418,6 +418,14 @@ const eventsParam: fc.Arbitrary<EventsParam> = fc.oneof(
         `1.5.${UUID_MAX}`,
         "abc",
         `.${UUID_MAX}`,
+        // The form of any other id (base64url of its UTF-8 after `i`; since 2026-12-03): the empty
+        // id, "A", a UUID in capitals; then padding, a lowercase UUID so spelled, bytes not UTF-8.
+        "1.i",
+        "1.iQQ",
+        `1.i${Buffer.from(UUID_MAX.toUpperCase()).toString("base64url")}`,
+        "1.iQQ==",
+        `1.i${Buffer.from(UUID_MAX).toString("base64url")}`,
+        "1.i_w",
       ),
     ),
   ),
@@ -439,7 +447,21 @@ async function auditTrail(world: World): Promise<AuditRecord[]> {
   }
 }
 
-const cursorOf = (r: AuditRecord | undefined) => (r === undefined ? `0.${UUID_MIN}` : `${r.time}.${r.id}`);
+/** A record id in core's form (a lowercase UUID), which a cursor holds as it is; any other id is `i` and its UTF-8 in base64url. */
+const CORE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const cursorOf = (r: AuditRecord | undefined) => (r === undefined ? `0.${UUID_MIN}` : CORE_ID.test(r.id) ? `${r.time}.${r.id}` : `${r.time}.i${Buffer.from(r.id).toString("base64url")}`);
+
+/** A cursor read back, as the README describes it: [time, id], or null for anything else. */
+function readCursor(before: string): [number, string] | null {
+  const m = /^(\d{1,16})\.(.*)$/s.exec(before);
+  if (m === null) return null;
+  if (CORE_ID.test(m[2]!)) return [Number(m[1]), m[2]!];
+  const encoded = /^i([A-Za-z0-9_-]*)$/.exec(m[2]!)?.[1];
+  if (encoded === undefined) return null;
+  const bytes = Buffer.from(encoded, "base64url");
+  const id = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes, { stream: false });
+  return bytes.toString("base64url") === encoded && !CORE_ID.test(id) ? [Number(m[1]), id] : null;
+}
 
 /**
  * What `GET /console/api/events` must answer for a query, the test's own reading of the README: a
@@ -462,11 +484,16 @@ function expectedEvents(trail: AuditRecord[], query: readonly EventsParam[], nam
   if (limitText !== undefined && !(/^\d{1,4}$/.test(limitText) && Number(limitText) >= 1 && Number(limitText) <= 100)) return { error: "limit" };
   if (type !== undefined && !(SECURITY_EVENT_TYPES as readonly string[]).includes(type)) return { error: "type" };
   for (const v of [client, account]) if (v !== undefined && v.length > 200) return { error: "client or account" };
-  const cursor = before === undefined ? null : /^(\d{1,16})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(before);
+  let cursor: [number, string] | null = null;
+  try {
+    cursor = before === undefined ? null : readCursor(before);
+  } catch {
+    // Bytes that are not UTF-8.
+  }
   if (cursor === null && before !== undefined) return { error: "cursor" };
-  if (cursor && !Number.isSafeInteger(Number(cursor[1]))) return { error: "cursor time" };
+  if (cursor && !Number.isSafeInteger(cursor[0])) return { error: "cursor time" };
   const limit = limitText === undefined ? 20 : Number(limitText);
-  const older = (r: AuditRecord) => !cursor || r.time < Number(cursor[1]) || (r.time === Number(cursor[1]) && r.id < cursor[2]!);
+  const older = (r: AuditRecord) => !cursor || r.time < cursor[0] || (r.time === cursor[0] && r.id < cursor[1]);
   const matching = trail.filter((r) => (type === undefined || r.type === type) && (client === undefined || r.clientId === client) && (account === undefined || r.accountId === (named?.id ?? account) || r.username === (named?.username ?? account)) && older(r));
   const page = matching.slice(0, limit);
   return { events: page.map((r) => JSON.parse(r.data) as unknown), next: matching.length > limit ? cursorOf(page[page.length - 1]) : null };

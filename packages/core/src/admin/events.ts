@@ -1,4 +1,5 @@
 import type { Context } from "../context.js";
+import { base64url, fromBase64url } from "../crypto/index.js";
 import { SECURITY_EVENT_TYPES, type SecurityEvent, type SecurityEventType } from "../events/types.js";
 import type { AuditQuery, AuditRecord, AuditStore } from "../storage/types.js";
 
@@ -34,7 +35,42 @@ export class EventQueryError extends Error {
 /** The most records `AuditStore.list` is asked for at once (the storage contract's bound). */
 const AUDIT_LIST_MAX = 1000;
 
-const CURSOR = /^(\d{1,16})\.([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+/** A record id in the form core writes (a lowercase UUID), which a cursor holds as it is. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+const utf8 = new TextEncoder();
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * The cursor of the page after record (`time`, `id`): `time.id` for an id in core's form (as
+ * before, so instances of an older version read it), else `time.i` and the id's UTF-8 in
+ * base64url, so any id a store holds round-trips, whoever wrote it (until 2026-12-03 the cursor of
+ * a page ending on an id in another form, a UUID in capitals, was refused on the next call, and
+ * paging stopped there). An id with a lone surrogate, which no store holds, would not.
+ */
+function eventCursor(time: number, id: string): string {
+  return UUID.test(id) ? `${time}.${id}` : `${time}.i${base64url(utf8.encode(id))}`;
+}
+
+/** A cursor {@link eventCursor} makes, read back; null for any other text. */
+function parseEventCursor(cursor: string): { time: number; id: string } | null {
+  const m = /^(\d{1,16})\.(.*)$/s.exec(cursor);
+  if (!m || !Number.isSafeInteger(Number(m[1]))) return null;
+  const time = Number(m[1]);
+  const rest = m[2]!;
+  if (UUID.test(rest)) return { time, id: rest };
+  if (!rest.startsWith("i")) return null;
+  const bytes = fromBase64url(rest.slice(1));
+  // Only the canonical form: one cursor per record.
+  if (bytes === null || base64url(bytes) !== rest.slice(1)) return null;
+  try {
+    const id = strictUtf8.decode(bytes);
+    // An id core writes has the short form: another spelling of it is no cursor this code made.
+    return UUID.test(id) ? null : { time, id };
+  } catch {
+    return null;
+  }
+}
 
 /** Whether a string names an event type. */
 export const isEventType = (t: string): t is SecurityEventType => (SECURITY_EVENT_TYPES as readonly string[]).includes(t);
@@ -55,9 +91,9 @@ export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit 
   if (query.type !== undefined) q.type = query.type;
   if (query.clientId !== undefined) q.clientId = query.clientId;
   if (query.before !== undefined) {
-    const m = CURSOR.exec(query.before);
-    if (!m || !Number.isSafeInteger(Number(m[1]))) throw new EventQueryError("before must be the next cursor of a previous page");
-    q.before = { time: Number(m[1]), id: m[2]! };
+    const before = parseEventCursor(query.before);
+    if (before === null) throw new EventQueryError("before must be the next cursor of a previous page");
+    q.before = before;
   }
   const audit = ctx.storage.audit;
   if (!audit) return null;
@@ -80,7 +116,7 @@ export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit 
   // events gave a cursor, and the console's "Older events" opened "No events match").
   if (records.length < limit || !last) return { events, next: null };
   const older = fetched.length > limit || (limit >= AUDIT_LIST_MAX && (await list({ ...q, before: { time: last.time, id: last.id }, limit: 1 })).length > 0);
-  return { events, next: older ? `${last.time}.${last.id}` : null };
+  return { events, next: older ? eventCursor(last.time, last.id) : null };
 }
 
 /** Newest first: `time` descending, then `id` descending (code units), the store's order. */
