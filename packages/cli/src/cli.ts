@@ -179,7 +179,7 @@ const MAY_BE_EMPTY = new Set(["scopes", "roles"]);
 /**
  * The refusal of an unknown option by a command that takes options only. parseArgs's own text
  * advises putting it after `--` as a positional (`as in '-- "--bogus"`, its quote unclosed), which
- * such a command then refuses as a stray word: a dead end (until 2026-12-03). The option's name is
+ * such a command then refuses as a stray word: a dead end (until 2026-12-02). The option's name is
  * quoted, as parseArgs quoted it, when it is a plain one (never its `=value`); any other is not.
  */
 function unknownOption(args: string[], options: OptionSpecs, command: string): string {
@@ -222,7 +222,7 @@ const SERVER_SETTINGS: Readonly<Record<string, readonly string[]>> = {
 function checkServerSettings(command: string, env: CliIo["env"], serverDefaults: boolean): void {
   // With PLANTGATE_SIGNING_KEY there is no stored key to rotate or revoke (refused below). The
   // retention is asked for with PLANTGATE_AUDIT=0 too: prune still deletes by it the events kept
-  // while the trail was on (until 2026-12-03 they were never pruned, and it was not asked for).
+  // while the trail was on (until 2026-12-02 they were never pruned, and it was not asked for).
   const irrelevant = (name: string) => command.startsWith("keys ") && (env.PLANTGATE_SIGNING_KEY ?? "") !== "";
   const missing = SERVER_SETTINGS[command]!.filter((name) => (env[name] ?? "") === "" && !irrelevant(name));
   if (missing.length === 0 || serverDefaults) return;
@@ -634,7 +634,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
     }
     default:
       // An option before the command (`--secret hunter2 client list`, `--server-defaults prune`,
-      // `--version`): until 2026-12-03 it was "unknown command: hunter2", the option's value
+      // `--version`): until 2026-12-02 it was "unknown command: hunter2", the option's value
       // quoted, or "unknown command: prune" for a command that exists. Nothing is quoted: what
       // follows an option may be a value not meant for a log. The CLI has no version of its own to
       // print (its schema version is the store's), so `--version` gets the same answer.

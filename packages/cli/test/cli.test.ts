@@ -1139,7 +1139,7 @@ describe("plantgate CLI", () => {
     expect(pruned).toMatchObject({ code: 0, stderr: "", json: { attempts: 0, auditEvents: 0 } });
     expect(await kept()).toEqual(listed);
     // With PLANTGATE_AUDIT=0 the retention is asked for too: the events kept while the trail was on
-    // are still pruned by it (until 2026-12-03 it was not asked for, and they were never pruned).
+    // are still pruned by it (until 2026-12-02 it was not asked for, and they were never pruned).
     const auditOff = { PLANTGATE_ACCESS_TOKEN_TTL: "3600", PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: "3600", PLANTGATE_AUDIT: "0" };
     expect(await cli(["prune"], "", auditOff)).toEqual({ code: 2, stdout: "", stderr: refusal("prune", "what it deletes", "PLANTGATE_AUDIT_RETENTION_DAYS"), json: undefined });
     expect(await kept()).toEqual(listed);

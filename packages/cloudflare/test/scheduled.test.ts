@@ -94,7 +94,7 @@ describe("createWorker().scheduled in workerd", () => {
     expect(log.text).toContain(zero);
   });
 
-  it("with PLANTGATE_AUDIT=0, a cron event still deletes the events kept while the trail was on, past the retention (they stayed for good until 2026-12-03)", async () => {
+  it("with PLANTGATE_AUDIT=0, a cron event still deletes the events kept while the trail was on, past the retention (they stayed for good until 2026-12-02)", async () => {
     const now = Date.now();
     const kept = createD1Storage(bridge!.database, { audit: true }).audit!;
     const event = (id: string, time: number) => ({ id, type: "account.login_failed", time, clientId: "c", accountId: null, username: "alice", data: JSON.stringify({ type: "account.login_failed", username: "alice", client_ip: "203.0.113.9", id, time }) });

@@ -293,7 +293,7 @@
    * events' filters, the status lines and who was signed in; and aborts the list loads under way,
    * whose answers would fill a table again. Run when the session ends (signed out here or in
    * another tab, expired, revoked) and when another administrator's session takes the tab: until
-   * 2026-12-03 the hidden views kept all of it, in the page for whoever signed in next in the tab,
+   * 2026-12-02 the hidden views kept all of it, in the page for whoever signed in next in the tab,
    * who also started on the page, page size and filters left behind.
    */
   function forgetViews() {
@@ -458,7 +458,7 @@
 
   /**
    * Only "I have stored it" closes the secret dialog: the secret in it is the only copy (the server
-   * keeps its hash), and until 2026-12-03 Escape closed the dialog and emptied it, one key press
+   * keeps its hash), and until 2026-12-02 Escape closed the dialog and emptied it, one key press
    * losing the secret for good. Escape now says how to close it instead. Its keydown is cancelled,
    * so no close request reaches the dialog: cancelling the dialog's `cancel` event alone is not
    * enough, as Chromium lets it be cancelled once per user activation and Escape is none (a second

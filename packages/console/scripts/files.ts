@@ -27,7 +27,7 @@ export function generatedModule(): string {
 /**
  * page/console.js's list of event types (the Security events type filter), between the two marker
  * comments, as `generate` writes it from core's SECURITY_EVENT_TYPES, so the page's filter cannot
- * drift from the types core records (until 2026-12-03 the page held a copy typed by hand).
+ * drift from the types core records (until 2026-12-02 the page held a copy typed by hand).
  */
 const EVENT_TYPES_BLOCK = /(\n *\/\/ generated: core's SECURITY_EVENT_TYPES[^\n]*\n)[\s\S]*?(\n *\/\/ end of generated SECURITY_EVENT_TYPES\n)/;
 

@@ -108,7 +108,7 @@ describe("audit trail", () => {
     expect(await h.app.admin.listEvents({ account: "ghost" })).toStrictEqual({ events: [], next: null });
   });
 
-  it("the account filter matches an account's id against account ids and its username against usernames only: an account whose username is another's id is not listed as that one (2026-12-03)", async () => {
+  it("the account filter matches an account's id against account ids and its username against usernames only: an account whose username is another's id is not listed as that one (2026-12-02)", async () => {
     const h = await harness({ storage: createMemoryStorage({ audit: true }) });
     const alice = (await h.app.storage.accounts.findByUsername(h.username))!;
     // A username may be any text, another account's id too.
@@ -130,7 +130,7 @@ describe("audit trail", () => {
       ["token.issued", alice.id, null],
       ["account.created", alice.id, h.username],
     ];
-    // Until 2026-12-03 both listed mallory's failed login (her username is alice's id) and, by her username, her token and creation.
+    // Until 2026-12-02 both listed mallory's failed login (her username is alice's id) and, by her username, her token and creation.
     expect(await listed(h.username), "alice's username").toEqual(alices);
     expect(await listed(alice.id), "alice's id").toEqual(alices);
     expect(await listed(mallory.id), "mallory's id").toEqual([
@@ -140,7 +140,7 @@ describe("audit trail", () => {
     ]);
   });
 
-  it("a page ending on a record whose id is not in core's form (another writer's) hands out a cursor the next page takes: any id round-trips (2026-12-03)", async () => {
+  it("a page ending on a record whose id is not in core's form (another writer's) hands out a cursor the next page takes: any id round-trips (2026-12-02)", async () => {
     const h = await harness({ storage: createMemoryStorage({ audit: true }) });
     await h.app.flushEvents();
     const audit = h.app.storage.audit!;

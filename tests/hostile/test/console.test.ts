@@ -418,7 +418,7 @@ const eventsParam: fc.Arbitrary<EventsParam> = fc.oneof(
         `1.5.${UUID_MAX}`,
         "abc",
         `.${UUID_MAX}`,
-        // The form of any other id (base64url of its UTF-8 after `i`; since 2026-12-03): the empty
+        // The form of any other id (base64url of its UTF-8 after `i`; since 2026-12-02): the empty
         // id, "A", a UUID in capitals; then padding, a lowercase UUID so spelled, bytes not UTF-8.
         "1.i",
         "1.iQQ",
@@ -470,7 +470,7 @@ function readCursor(before: string): [number, string] | null {
  * the trail that match every filter (client: the record's client id; account: when the value
  * names an account, by id first, else by username (`named`), the records whose account id is its id
  * or whose username is its username, each column by its own value (since 2026-12-01 by both its
- * names; since 2026-12-03 never the other column); else its account id or username as given),
+ * names; since 2026-12-02 never the other column); else its account id or username as given),
  * strictly older than the cursor in (time, id) order, the first `limit`; `next` the last one's
  * cursor when an older match exists.
  */

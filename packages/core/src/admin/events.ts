@@ -44,7 +44,7 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 /**
  * The cursor of the page after record (`time`, `id`): `time.id` for an id in core's form (as
  * before, so instances of an older version read it), else `time.i` and the id's UTF-8 in
- * base64url, so any id a store holds round-trips, whoever wrote it (until 2026-12-03 the cursor of
+ * base64url, so any id a store holds round-trips, whoever wrote it (until 2026-12-02 the cursor of
  * a page ending on an id in another form, a UUID in capitals, was refused on the next call, and
  * paging stopped there). An id with a lone surrogate, which no store holds, would not.
  */
@@ -131,7 +131,7 @@ const newerFirst = (a: AuditRecord, b: AuditRecord) => b.time - a.time || (a.id 
  * UUIDs no one chooses, while a new account may take another's id as its username. A value naming
  * no account is matched as given, in either column (accounts are never deleted, and a username
  * names one account for good). Until 2026-12-01 a username showed an account's failed logins and
- * lock-outs but none of its tokens, and its id the reverse; until 2026-12-03 every name the
+ * lock-outs but none of its tokens, and its id the reverse; until 2026-12-02 every name the
  * lookups returned was matched in both columns, so an account whose username was alice's id had
  * its failed logins and, through the lookup by username, its tokens listed as alice's.
  */

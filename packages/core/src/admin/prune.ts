@@ -136,7 +136,7 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   const attempts = queue("attempts", (limit) => storage.attempts.deleteExpired(now - ctx.throttle.windowMs, limit));
   const revokedTokens = queue("revokedTokens", (limit) => storage.revokedTokens.deleteExpired(now, limit));
   const assertionJtis = queue("assertionJtis", (limit) => storage.assertionJtis.deleteExpired(now, limit));
-  // Without an audit store, the events kept while the trail was on (until 2026-12-03 they were never
+  // Without an audit store, the events kept while the trail was on (until 2026-12-02 they were never
   // pruned after PLANTGATE_AUDIT=0: usernames and client IPs kept for good).
   const audit = storage.audit ?? storage.auditPrune;
   const auditEvents = audit ? queue("auditEvents", (limit) => audit.deleteExpired(now - ctx.auditRetentionMs, limit)) : undefined;

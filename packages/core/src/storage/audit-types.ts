@@ -29,7 +29,7 @@ export interface AuditQuery {
   type?: string;
   clientId?: string;
   /**
-   * Matches `accountId` exactly. Until 2026-12-03 one `account` filter matched `accountId` or
+   * Matches `accountId` exactly. Until 2026-12-02 one `account` filter matched `accountId` or
    * `username`, so a username that was another account's id matched that account's events.
    */
   accountId?: string;

@@ -476,7 +476,7 @@ export interface Storage {
    * storages with `audit: false`, e.g. after `PLANTGATE_AUDIT=0`): `prune` deletes them by the
    * retention through it, as it does an audit store's, so usernames and client IPs kept while the
    * trail was on do not stay for good. Nothing is written or listed through it. Ignored when
-   * `audit` is present. Optional (since 2026-12-03: before, such events were never pruned).
+   * `audit` is present. Optional (since 2026-12-02: before, such events were never pruned).
    */
   auditPrune?: AuditPruneStore;
   assertionJtis: AssertionJtiStore;

@@ -93,7 +93,7 @@ export function auditSuite(s: SuiteContext): void {
       await a.append(rec(1, { clientId: "alice" }));
       await a.append(rec(2, { clientId: null, username: "alice", type: "account.login_failed" }));
       await a.append(rec(3, { clientId: null, accountId: "Acct-9", username: "Bob", type: "account.created" }));
-      // An account whose username is another account's id (2026-12-03: one `account` filter matched either column).
+      // An account whose username is another account's id (2026-12-02: one `account` filter matched either column).
       await a.append(rec(4, { clientId: null, accountId: "acct-7", username: "Acct-9", type: "account.created" }));
       await a.append(rec(5, { clientId: null, accountId: null, username: "Acct-9", type: "account.login_failed" }));
       expect(ids(await a.list({ username: "alice", limit: 10 })), "a client named like a user").toEqual([rec(2).id]);
