@@ -39,7 +39,8 @@ describe("ill-formed UTF-16 through app.admin", () => {
   it("every text field of an account or a client is refused with an AdminError naming it, and nothing is stored", async () => {
     const h = await harness();
     const password = "s3cret-Passw0rd";
-    const jwks = (kid: string) => ({ keys: [{ kty: "EC", crv: "P-256", x: "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU", y: "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKeoI39Q", kid }] });
+    // A point on P-256: registration imports each key since 2026-12-02 (an off-curve one is refused).
+    const jwks = (kid: string) => ({ keys: [{ kty: "EC", crv: "P-256", x: "mvsveKZfvoT5qUE7Hgo10iSYlc0yfJBLr1fDh0JUtUU", y: "i5hOaz9E7IEZbrz2RdQ_P5KuTM-rsY3to-foFH8dZyc", kid }] });
     for (const bad of ILL_FORMED) {
       const account = (input: Record<string, unknown>) => refusal(() => h.app.admin.createAccount({ username: "bob", password, ...input }));
       const client = (input: Record<string, unknown>) => refusal(() => h.app.admin.createClient({ clientId: "c-1", ...input }));

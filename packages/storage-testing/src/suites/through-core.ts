@@ -191,7 +191,8 @@ export function throughCoreSuite(s: SuiteContext): void {
       };
       const password = "s3cret-Passw0rd";
       // A JWK Set given as text with the raw code unit in a member (as an object, JSON.stringify would write the ASCII escape).
-      const jwks = (kid: string) => `{"keys":[{"kty":"EC","crv":"P-256","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU","y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKeoI39Q","kid":"${kid}"}]}`;
+      // A point on P-256: registration imports each key since 2026-12-02 (an off-curve one is refused).
+      const jwks = (kid: string) => `{"keys":[{"kty":"EC","crv":"P-256","x":"mvsveKZfvoT5qUE7Hgo10iSYlc0yfJBLr1fDh0JUtUU","y":"i5hOaz9E7IEZbrz2RdQ_P5KuTM-rsY3to-foFH8dZyc","kid":"${kid}"}]}`;
       for (const bad of ["a\ud800b", "\udc00", "a\udc00\ud800"]) {
         const got = [
           await refusal(() => b.app.admin.createAccount({ username: bad, password })),
