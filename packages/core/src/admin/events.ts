@@ -142,9 +142,14 @@ async function lister(ctx: Context, audit: AuditStore, account: string | undefin
   const filters: Pick<AuditQuery, "accountId" | "username">[] = [{ accountId: named?.id ?? account }, { username: named?.username ?? account }];
   return async (q) => {
     const lists = await Promise.all(filters.map((filter) => audit.list({ ...q, ...filter })));
+    // Each list held to its own filter: a store written to the contract before 2026-12-02 reads
+    // `account` and ignores `accountId` and `username`, and would list every account's events as
+    // this one's (its pages come back short instead: see the README's contract change).
+    const [ofId, ofName] = lists as [AuditRecord[], AuditRecord[]];
+    const own = [...ofId.filter((r) => r.accountId === filters[0]!.accountId), ...ofName.filter((r) => r.username === filters[1]!.username)];
     const seen = new Set<string>();
     const merged: AuditRecord[] = [];
-    for (const r of lists.flat().sort(newerFirst)) {
+    for (const r of own.sort(newerFirst)) {
       if (seen.has(r.id)) continue;
       seen.add(r.id);
       merged.push(r);
