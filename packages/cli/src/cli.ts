@@ -21,6 +21,7 @@ import {
   type ClientView,
   type GrantType,
   type Plantgate,
+  type Storage,
 } from "@plantgate/core";
 import { LATEST_SCHEMA_VERSION, pendingMigrationsAt, type SqlStorage } from "@plantgate/storage-sql";
 import { auditFromEnv, DEFAULT_SQLITE_PATH, openStorageFromEnv, queryTimeoutFromEnv, StorageConfigError, storageUrlFromEnv } from "@plantgate/storage-sql/env";
@@ -218,12 +219,31 @@ const SERVER_SETTINGS: Readonly<Record<string, readonly string[]>> = {
   "keys revoke": ["PLANTGATE_ACCESS_TOKEN_TTL"],
 };
 
+/**
+ * Whether `prune` leaves the events kept while the audit trail was on (the storage's `auditPrune`):
+ * with PLANTGATE_AUDIT=0, PLANTGATE_AUDIT_RETENTION_DAYS unset and no `--server-defaults`, nothing
+ * says how long the operator keeps them, so the CLI deletes none (the servers' scheduled prune does,
+ * by their retention). A cron line of the version before (which never pruned them and did not ask
+ * for the retention) keeps running as it did: the review of 185bcb3 saw it refused with exit 2.
+ */
+function keptEventsLeft(argv: readonly string[], env: CliIo["env"]): boolean {
+  return commandOf(argv) === "prune" && !auditFromEnv(env) && (env.PLANTGATE_AUDIT_RETENTION_DAYS ?? "") === "" && !argv.includes("--server-defaults");
+}
+
+/** The storage without `auditPrune` (see {@link keptEventsLeft}). */
+function withoutAuditPrune(storage: Storage): Storage {
+  const { auditPrune: _left, ...rest } = storage;
+  return rest;
+}
+
 /** Refuses (exit 2, nothing touched) a command whose governing server settings are neither set nor declared defaults. */
 function checkServerSettings(command: string, env: CliIo["env"], serverDefaults: boolean): void {
-  // With PLANTGATE_SIGNING_KEY there is no stored key to rotate or revoke (refused below). The
-  // retention is asked for with PLANTGATE_AUDIT=0 too: prune still deletes by it the events kept
-  // while the trail was on (until 2026-12-02 they were never pruned, and it was not asked for).
-  const irrelevant = (name: string) => command.startsWith("keys ") && (env.PLANTGATE_SIGNING_KEY ?? "") !== "";
+  // With PLANTGATE_SIGNING_KEY there is no stored key to rotate or revoke (refused below). With
+  // PLANTGATE_AUDIT=0 the retention is not asked for (a cron line that ran before keeps running):
+  // prune then deletes the events kept while the trail was on only when it is given (see
+  // keptEventsLeft).
+  const irrelevant = (name: string) =>
+    (name === "PLANTGATE_AUDIT_RETENTION_DAYS" && !auditFromEnv(env)) || (command.startsWith("keys ") && (env.PLANTGATE_SIGNING_KEY ?? "") !== "");
   const missing = SERVER_SETTINGS[command]!.filter((name) => (env[name] ?? "") === "" && !irrelevant(name));
   if (missing.length === 0 || serverDefaults) return;
   const what = command === "prune" ? "what it deletes" : command === "keys rotate" ? "which old keys it deletes and when the new key signs" : "which old keys it deletes";
@@ -839,7 +859,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // until 2026-11-29.
     app = createPlantgate({
       ...options,
-      storage: { ...storage, ...hot?.stores },
+      storage: keptEventsLeft(argv, io.env) ? withoutAuditPrune({ ...storage, ...hot?.stores }) : { ...storage, ...hot?.stores },
       logger: { error: (message, context) => io.stderr(coreLine("", message, context)), warn: (message, context) => io.stderr(coreLine("warning: ", message, context)) },
     });
     return { storage, app };
