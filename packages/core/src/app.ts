@@ -255,7 +255,7 @@ function hostDependent(ctx: Context): Record<string, string> {
  * pathname read off a `Request`; `@plantgate/node` refuses such a target, `@plantgate/express`
  * passes it on.
  */
-const AMBIGUOUS_PATH = /[\\\t\n\r]|(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
+const AMBIGUOUS_PATH = /[\\\t\n\r]|(?:^|\/)(?:\.|%2e){1,2}(?:[/?#]|$)/i;
 
 /** The path relative to the base path (RFC 8414 §3.1's inserted metadata path mapped back); null outside the base path. */
 function relativePath(ctx: Context, path: string): string | null {

@@ -58,10 +58,10 @@ export function isConsumed(incoming: IncomingMessage): boolean {
  * What the WHATWG URL parser (every `Request`, hence plantgate's routing) reads differently from a
  * matcher of the target as sent (Express's router, a host's `req.url` check, a proxy's prefix rule):
  * a backslash, which it takes for `/`; a `.` or `..` segment, also percent-encoded (`%2e`, `.%2e`,
- * `%2E%2e`, ...), which it resolves; a tab or line break, which it drops (Node's parser refuses those
+ * `%2E%2e`, ...; also right before the query or fragment), which it resolves; a tab or line break, which it drops (Node's parser refuses those
  * itself; an IncomingMessage shim may not).
  */
-const AMBIGUOUS = /[\\\t\n\r]|(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
+const AMBIGUOUS = /[\\\t\n\r]|(?:^|\/)(?:\.|%2e){1,2}(?:[/?#]|$)/i;
 /** The scheme and authority of an absolute-form target (up to its path, or to a backslash). */
 const SCHEME_AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/[^/\\]*/i;
 
