@@ -1116,8 +1116,9 @@
       showError("account-error", null);
       form.reset();
       setStatus("accounts-status", q(a.username) + " was created.");
-      await loadAccounts();
+      // Focus first: the list's reload may take a while, and the disabled button left focus on <body>.
       $input("account-username").focus();
+      await loadAccounts();
     } catch (e) {
       // As the client form's: not into a form the session's end emptied.
       if (signInsShown === shown) showError("account-error", messageOf(e, [body.username, body.displayName, body.email]));

@@ -8,7 +8,7 @@
 import { createMemoryStorage } from "@plantgate/core";
 import { startServer, type RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type Page, type Route } from "playwright-core";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { ARGS, CHROMIUM, PAGE_PROBES, requireChromium, suite, suiteName } from "./chromium.js";
 
@@ -145,10 +145,19 @@ suite(name, () => {
     await goTo("Accounts");
     await page.locator("#account-username").fill("carol");
     await page.locator("#account-password").fill("carol-password-1");
+    // The list's reload after the create is held back 1.5 s (a loaded machine's, or a slow
+    // network's): focus must be on the form already (CI on a loaded machine saw <body> once, when
+    // the page moved focus only after the reload).
+    const slowList = async (route: Route) => {
+      if (route.request().method() === "GET") await new Promise((r) => setTimeout(r, 1500));
+      await route.continue();
+    };
+    await page.route(/\/console\/api\/accounts(\?|$)/, slowList);
     await page.locator("#account-create").focus();
     await page.keyboard.press("Enter");
     await expect.poll(() => page.locator("#accounts-status").textContent()).toBe("carol was created.");
     after["Create account"] = await focused();
+    await page.unroute(/\/console\/api\/accounts(\?|$)/, slowList);
 
     await goTo("Settings › Security settings");
     await page.locator("#client-name").fill("Inventory sync");
