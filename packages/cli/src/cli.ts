@@ -58,7 +58,7 @@ export interface CliIo {
 const HOT_COMMANDS = new Set(["user disable", "user enable", "prune"]);
 
 /** The command an argument list names: "prune" and "events" take options right after the word, the others are two words. */
-function commandOf(argv: string[]): string {
+function commandOf(argv: readonly string[]): string {
   const [group, action] = argv;
   // Commands of one word: what follows is their options (`migrate --x` is migrate refusing --x, not
   // an unknown command "migrate", as it was until 2026-12-01).
