@@ -6,7 +6,6 @@
  * §3.1 metadata URL was Fastify's 404 (the Hono lines next to them serve it).
  */
 import { readFileSync } from "node:fs";
-import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createPlantgate } from "@plantgate/core";
 import { serve as honoServe } from "@hono/node-server";
@@ -14,42 +13,12 @@ import { getConnInfo } from "@hono/node-server/conninfo";
 import Fastify from "fastify";
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
+import { readmeAdapter } from "./readme-adapter-code.js";
 
 const app = createPlantgate({ basePath: "/auth", passwordHashIterations: 1000, logger: { error() {}, warn() {} } as unknown as Console });
 
-// ---- the README's node:http adapter (`handler`), as printed (readme-adapter.test.ts runs it whole) ----
-function readAll(incoming: IncomingMessage, maxBytes: number): Promise<Uint8Array | null> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    incoming.on("data", (chunk: Buffer) => {
-      size += chunk.byteLength;
-      if (size > maxBytes) {
-        incoming.removeAllListeners("data");
-        incoming.resume(); // discard the rest
-        resolve(null);
-      } else chunks.push(chunk);
-    });
-    incoming.on("end", () => resolve(Buffer.concat(chunks)));
-    incoming.on("error", reject);
-  });
-}
-async function handler(req: IncomingMessage, res: ServerResponse): Promise<void> {
-  let request: Request;
-  try {
-    const headers = new Headers();
-    for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
-    request = new Request(`http://${req.headers.host ?? "localhost"}${req.url}`, { method: req.method, headers });
-  } catch {
-    res.writeHead(400, { "content-type": "application/json", "cache-control": "no-store" });
-    res.end('{"error":"invalid_request","error_description":"The request cannot be processed."}');
-    return;
-  }
-  const answer = await app.handle(request, { clientIp: req.socket.remoteAddress, readBody: (max) => readAll(req, max) });
-  res.writeHead(answer.status, answer.headers);
-  res.end(answer.body ?? undefined);
-}
-// ----
+// The README's node:http adapter (`handler`), as printed (readme-adapter.test.ts runs it whole).
+const { handler } = readmeAdapter(app);
 
 /** The lines of the README's adapter block from the one starting with `// ${name}` to the next blank line. */
 function readmeLines(name: string): string {
