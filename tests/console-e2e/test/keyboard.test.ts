@@ -148,15 +148,23 @@ suite(name, () => {
     // The list's reload after the create is held back 1.5 s (a loaded machine's, or a slow
     // network's): focus must be on the form already (CI on a loaded machine saw <body> once, when
     // the page moved focus only after the reload).
-    const slowList = async (route: Route) => {
-      if (route.request().method() === "GET") await new Promise((r) => setTimeout(r, 1500));
-      await route.continue();
+    const held: Promise<void>[] = [];
+    const slowList = (route: Route) => {
+      const handled = (async () => {
+        if (route.request().method() === "GET") await new Promise((r) => setTimeout(r, 1500));
+        await route.continue();
+      })();
+      held.push(handled);
+      return handled;
     };
     await page.route(/\/console\/api\/accounts(\?|$)/, slowList);
     await page.locator("#account-create").focus();
     await page.keyboard.press("Enter");
     await expect.poll(() => page.locator("#accounts-status").textContent()).toBe("carol was created.");
     after["Create account"] = await focused();
+    // The held requests go on before the route goes (unrouting first left a handler to continue a
+    // route Playwright had already let through: an unhandled "Route is already handled" in CI).
+    await Promise.all(held);
     await page.unroute(/\/console\/api\/accounts(\?|$)/, slowList);
 
     await goTo("Settings › Security settings");
