@@ -242,6 +242,55 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
     expect(await storage.refreshTokens.findByHash("kept")).not.toBeNull();
   });
 
+  it("removeSecret is one D1 statement however many changes race it on one client: every removal true, every add and other secret kept", async () => {
+    // Until 2026-12-02 a removal was a compare-and-set (a read, then an update on the text read),
+    // round after round while other changes landed first: 30 removals beside 10 adds and 10 touches
+    // cost the last removal some 60 statements (Cloudflare's Free plan fails an invocation past 50),
+    // and past 100 lost rounds it threw "the secrets of a client changed 100 times".
+    await freshStorage();
+    const secret = (i: number, lastUsedAt: number | null = null) => ({ id: `s-${String(i).padStart(2, "0")}`, hash: `hash-${i}`, createdAt: T0 + i, expiresAt: i % 2 === 0 ? null : T0 + 10_000 + i, lastUsedAt });
+    const client = { clientId: "busy", authMethod: "client_secret" as const, secrets: Array.from({ length: 40 }, (_, i) => secret(i)), jwks: null, jwksUri: null, name: "Busy", grantTypes: ["client_credentials" as const], scopes: [], accessTokenTtl: null, refreshTokenTtl: null, refreshTokenAbsoluteTtl: null, createdAt: T0, secretUpdatedAt: T0 };
+    expect(await track(createD1Storage(binding)).clients.create(client)).toBe(true);
+    // Each call on its own storage (a Worker invocation of its own), counting the statements it sends.
+    const counted = async <T>(call: (s: D1Storage) => Promise<T>): Promise<{ result: T; statements: number }> => {
+      let statements = 0;
+      const storage = track(createD1Storage({ prepare: (q) => (statements++, binding.prepare(q)), batch: (list) => binding.batch(list) }));
+      const result = await call(storage);
+      return { result, statements };
+    };
+    const removals = Array.from({ length: 30 }, (_, i) => counted((s) => s.clients.removeSecret("busy", `s-${String(i).padStart(2, "0")}`, T0 + 500)));
+    const adds = Array.from({ length: 10 }, (_, i) => counted((s) => s.clients.addSecret("busy", secret(40 + i))));
+    const touches = Array.from({ length: 10 }, (_, i) => counted((s) => s.clients.touchSecret("busy", `s-${30 + i}`, T0 + 700)));
+    const [removed, added] = await Promise.all([Promise.all(removals), Promise.all(adds), Promise.all(touches)]);
+    expect(removed).toEqual(Array.from({ length: 30 }, () => ({ result: true, statements: 1 })));
+    expect(added).toEqual(Array.from({ length: 10 }, () => ({ result: true, statements: 1 })));
+    const after = await track(createD1Storage(binding)).clients.get("busy");
+    // The touches are best effort (each one attempt): lastUsedAt is theirs or still null.
+    for (const s of after!.secrets.slice(0, 10)) expect([null, T0 + 700]).toContain(s.lastUsedAt);
+    expect(after).toEqual({ ...client, secrets: Array.from({ length: 20 }, (_, i) => secret(30 + i, after!.secrets[i]!.lastUsedAt)), secretUpdatedAt: expect.any(Number) });
+    // Absent secret or client: false, nothing changed, still one statement.
+    expect(await counted((s) => s.clients.removeSecret("busy", "s-00", T0 + 900))).toEqual({ result: false, statements: 1 });
+    expect(await counted((s) => s.clients.removeSecret("ghost", "s-30", T0 + 900))).toEqual({ result: false, statements: 1 });
+    expect((await track(createD1Storage(binding)).clients.get("busy"))?.secretUpdatedAt).toBe(after!.secretUpdatedAt);
+  });
+
+  it("removeSecret keeps every other member of the stored array as it was, in its stored order; the last one leaves []", async () => {
+    await freshStorage();
+    const storage = track(createD1Storage(binding));
+    const secret = (id: string, createdAt: number) => ({ id, hash: `hash-${id}`, createdAt, expiresAt: null, lastUsedAt: null });
+    await storage.clients.create({ clientId: "kept", authMethod: "client_secret", secrets: [secret("b", T0 + 2)], jwks: null, jwksUri: null, name: "Kept", grantTypes: [], scopes: [], accessTokenTtl: null, refreshTokenTtl: null, refreshTokenAbsoluteTtl: null, createdAt: T0, secretUpdatedAt: T0 });
+    // Appended, so stored out of createdAt order: c, then a.
+    for (const [id, at] of [["c", T0 + 3], ["a", T0 + 1], ["\u00e9\"x", T0 + 4]] as const) expect(await storage.clients.addSecret("kept", secret(id, at))).toBe(true);
+    const raw = async () => String((await binding.prepare(`select "secrets" from "${TABLES.clients}" where "client_id" = 'kept'`).all()).results[0]?.secrets);
+    const members = JSON.parse(await raw()) as unknown[];
+    expect(await storage.clients.removeSecret("kept", "c", T0 + 9)).toBe(true);
+    expect(await raw()).toBe(JSON.stringify([members[0], members[2], members[3]]));
+    expect(await storage.clients.removeSecret("kept", "\ud800", T0 + 9)).toBe(false);
+    for (const id of ["a", "b", "\u00e9\"x"]) expect(await storage.clients.removeSecret("kept", id, T0 + 10)).toBe(true);
+    expect(await raw()).toBe("[]");
+    expect(await storage.clients.get("kept")).toMatchObject({ secrets: [], secretUpdatedAt: T0 + 10 });
+  });
+
   it("with a limit, deleteExpired leaves the ended families' rows to deleteEndedFamilies, which deletes at most `limit` per call", async () => {
     const storage = track(await freshStorage());
     for (let i = 0; i < 25; i++) await storage.refreshTokens.create(token(`rt-${i}`, { familyId: `family-${i}` }));

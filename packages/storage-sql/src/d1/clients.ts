@@ -1,12 +1,9 @@
 import type { AssertionJtiStore, ClientStore } from "@plantgate/core";
 import type { Selectable } from "kysely";
-import { clientRecord, clientRow, pageLimit, removingSecret, secretsJson, toSecrets, touchingSecret, type SecretsChange } from "../rows.js";
+import { clientRecord, clientRow, pageLimit, secretsJson, toSecrets, touchingSecret, type SecretsChange } from "../rows.js";
 import { TABLES, type ClientTable } from "../schema.js";
 import { toNullableInt } from "../values.js";
 import { deleteBatch, id, insertRow, type D1Context } from "./context.js";
-
-/** Rounds of a secrets compare-and-set before giving up (each loses only to a concurrent change). */
-const CAS_ATTEMPTS = 100;
 
 /** `pg_clients` on D1 (see ../stores/clients.ts: the SQLite statements, written out). */
 export function d1ClientStore(ctx: D1Context): ClientStore {
@@ -14,27 +11,20 @@ export function d1ClientStore(ctx: D1Context): ClientStore {
   const table = id(TABLES.clients);
 
   /**
-   * A read-modify-write of one client's secrets as a compare-and-set on the JSON text (D1 has no
-   * transactions; it runs one statement at a time): read again when another change came first.
-   * `change` returns null for "nothing to do" (then the result is false).
+   * One compare-and-set of a client's secrets on their JSON text (D1 has no transactions; it runs
+   * one statement at a time): false when the client is absent, `change` returns null ("nothing to
+   * do") or another change came between the read and the write. Only touchSecret uses it (best
+   * effort, one attempt); the other changes are one statement each.
    */
-  const changeSecrets = async (
-    clientId: string,
-    change: SecretsChange,
-    attempts = CAS_ATTEMPTS,
-  ): Promise<boolean> => {
+  const changeSecretsOnce = async (clientId: string, change: SecretsChange): Promise<boolean> => {
     if (!storableKey(clientId)) return false;
-    for (let attempt = 0; attempt < attempts; attempt++) {
-      const [row] = await all<{ secrets: string }>(`select "secrets" from ${table} where "client_id" = ?`, clientId);
-      if (!row) return false;
-      const next = change(toSecrets(row.secrets));
-      if (next === null) return false;
-      const set = next.updatedAt !== undefined ? `"secrets" = ?, "secret_updated_at" = ?` : `"secrets" = ?`;
-      const values = next.updatedAt !== undefined ? [secretsJson(ctx, next.secrets), next.updatedAt] : [secretsJson(ctx, next.secrets)];
-      if ((await exec(`update ${table} set ${set} where "client_id" = ? and "secrets" = ?`, ...values, clientId, row.secrets)) > 0) return true;
-    }
-    if (attempts === 1) return false;
-    throw new Error(`the secrets of a client changed ${attempts} times while being updated`);
+    const [row] = await all<{ secrets: string }>(`select "secrets" from ${table} where "client_id" = ?`, clientId);
+    if (!row) return false;
+    const next = change(toSecrets(row.secrets));
+    if (next === null) return false;
+    const set = next.updatedAt !== undefined ? `"secrets" = ?, "secret_updated_at" = ?` : `"secrets" = ?`;
+    const values = next.updatedAt !== undefined ? [secretsJson(ctx, next.secrets), next.updatedAt] : [secretsJson(ctx, next.secrets)];
+    return (await exec(`update ${table} set ${set} where "client_id" = ? and "secrets" = ?`, ...values, clientId, row.secrets)) > 0;
   };
 
   return {
@@ -70,14 +60,32 @@ export function d1ClientStore(ctx: D1Context): ClientStore {
         if (!storableKey(clientId)) return false;
         return (await exec(`update ${table} set "secrets" = ?, "secret_updated_at" = ? where "client_id" = ?`, secretsJson(ctx, [secret]), secret.createdAt, clientId)) > 0;
       }),
+    // One statement too: the array rebuilt from the stored members but that secret, in their stored
+    // order and text (json_each's value keeps an object's JSON; the aggregate's ORDER BY, SQLite
+    // 3.44, accepted by workerd's D1), where the secret exists. Concurrent adds and removals are all
+    // kept, and a removal costs one query whatever races it (until 2026-12-02 a compare-and-set:
+    // a read and an update per round, round after round while other changes came first, and an
+    // error after 100 rounds). A touch's compare-and-set on the text read before it then fails.
     removeSecret: (clientId, secretId, now) =>
-      run("clients.removeSecret", () =>
-        changeSecrets(clientId, removingSecret(secretId, now)),
-      ),
+      run("clients.removeSecret", async () => {
+        // A secret id no engine stores (a lone surrogate) is simply absent, as it was before.
+        if (!storableKey(clientId) || !storableKey(secretId)) return false;
+        return (
+          (await exec(
+            `update ${table} set "secrets" = (select json_group_array(value order by key) from json_each(${table}."secrets") where json_extract(value, '$.id') is not ?), ` +
+              `"secret_updated_at" = ? ` +
+              `where "client_id" = ? and exists (select 1 from json_each(${table}."secrets") where json_extract(value, '$.id') = ?)`,
+            secretId,
+            now,
+            clientId,
+            secretId,
+          )) > 0
+        );
+      }),
     touchSecret: (clientId, secretId, usedAt) =>
       run("clients.touchSecret", async () => {
         // Best effort: losing a race to another change (most likely another touch) is fine.
-        await changeSecrets(clientId, touchingSecret(secretId, usedAt), 1);
+        await changeSecretsOnce(clientId, touchingSecret(secretId, usedAt));
       }),
     list: () => run("clients.list", async () => (await all<Selectable<ClientTable>>(`select * from ${table} order by "client_id"`)).map(clientRecord)),
     listPage: (after, limit) =>
