@@ -254,8 +254,13 @@ function hostDependent(ctx: Context): Record<string, string> {
  * WHATWG URL parser turns into another path (`\` is `/`, dot segments are resolved). Never in a
  * pathname read off a `Request`; `@plantgate/node` refuses such a target, `@plantgate/express`
  * passes it on.
+ *
+ * Keep in step with `AMBIGUOUS` in packages/node/src/incoming.ts (`hasAmbiguousPath`, the adapters'
+ * check of the target as sent), its twin: @plantgate/node depends on nothing of ours, so it keeps its
+ * own copy. packages/express/test/ambiguous-path.test.ts runs both on the same generated targets and
+ * fails when they disagree. Exported for that test only (not from the package's index).
  */
-const AMBIGUOUS_PATH = /[\\\t\n\r]|(?:^|\/)(?:\.|%2e){1,2}(?:[/?#]|$)/i;
+export const AMBIGUOUS_PATH = /[\\\t\n\r]|(?:^|\/)(?:\.|%2e){1,2}(?:[/?#]|$)/i;
 
 /** The path relative to the base path (RFC 8414 §3.1's inserted metadata path mapped back); null outside the base path. */
 function relativePath(ctx: Context, path: string): string | null {

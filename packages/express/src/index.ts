@@ -11,7 +11,7 @@ import {
   PlantgateBodyConsumedError,
   refusedRequestAnswer,
   releaseRequestBody,
-  toExchange,
+  toCheckedExchange,
   writeResponse,
   type FetchApp,
   type NodeApp,
@@ -254,16 +254,17 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
       // mounted on plantgate's paths (a rate limiter, an allow-list), matched it as sent, so serving
       // the resolved path would let it past them (until 2026-12-02 it was served). The host app
       // handles it as it would without plantgate (its own routes, its 404).
-      if (hasAmbiguousPath(req.originalUrl)) {
+      const target = req.originalUrl;
+      if (hasAmbiguousPath(target)) {
         next();
         return;
       }
       let exchange: NodeExchange;
       const routedUrl = req.url;
       try {
-        // toExchange reads the path from req.url, which Express rewrites to be
+        // toCheckedExchange (toExchange) reads the path from req.url, which Express rewrites to be
         // relative to the mount point; the app must see the full path.
-        req.url = req.originalUrl;
+        req.url = target;
         // RFC 9110 §15.6.6: a major version other than 1 (a request line without a version, which
         // Node's parser takes for HTTP/0.9's; `HTTP/0.9`; `HTTP/2.0` in text framing) is the
         // listener's 505, before the scheme (421) or the Host is looked at (until 2026-11-30 served).
@@ -271,7 +272,11 @@ export function plantgate(app: ExpressApp, options: PlantgateExpressOptions = {}
         if (isOtherHttpMajor(req)) throw new HttpVersionNotSupportedError();
         // Its clientIp is the raw socket address, not req.ip: Express's "trust proxy" and
         // plantgate's trustedProxies would otherwise be two places deciding whom to believe.
-        exchange = toExchange(req, { origin: expressOrigin(req), response: res });
+        // The target checked above is not checked again in there (it is req.url now); owns()
+        // below runs core's twin of the check on the resolved pathname, its own contract (a host
+        // may hand it a raw path). Until 2026-12-02 three runs a request, now two (one with
+        // notFound "respond" or an app without owns()).
+        exchange = toCheckedExchange(req, { origin: expressOrigin(req), response: res }, target);
       } catch (error) {
         req.url = routedUrl;
         // A request a Web Request cannot carry (TRACE, TRACK, CONNECT, `OPTIONS *`), with a bad

@@ -60,8 +60,13 @@ export function isConsumed(incoming: IncomingMessage): boolean {
  * a backslash, which it takes for `/`; a `.` or `..` segment, also percent-encoded (`%2e`, `.%2e`,
  * `%2E%2e`, ...; also right before the query or fragment), which it resolves; a tab or line break, which it drops (Node's parser refuses those
  * itself; an IncomingMessage shim may not).
+ *
+ * Keep in step with `AMBIGUOUS_PATH` in packages/core/src/app.ts (`owns()`'s check), its twin: this
+ * package depends on nothing of ours, so it cannot import core's. packages/express/test/
+ * ambiguous-path.test.ts runs both on the same generated targets and fails when they disagree.
+ * Exported for that test only (not from the package's index).
  */
-const AMBIGUOUS = /[\\\t\n\r]|(?:^|\/)(?:\.|%2e){1,2}(?:[/?#]|$)/i;
+export const AMBIGUOUS = /[\\\t\n\r]|(?:^|\/)(?:\.|%2e){1,2}(?:[/?#]|$)/i;
 /** The scheme and authority of an absolute-form target (up to its path, or to a backslash). */
 const SCHEME_AUTHORITY = /^[a-z][a-z0-9+.-]*:\/\/[^/\\]*/i;
 

@@ -7,6 +7,8 @@ export { HttpVersionNotSupportedError } from "./node-request.js";
 export { AmbiguousPathError } from "./incoming.js";
 /** @internal @plantgate/express's check of a target whose path the URL parser reads as another. */
 export { hasAmbiguousPath } from "./incoming.js";
+/** @internal @plantgate/express's toExchange for the target it checked with hasAmbiguousPath (not checked again). */
+export { toCheckedExchange } from "./to-request.js";
 /** @internal @plantgate/express's HTTP version check, the one the request builder runs. */
 export { isOtherHttpMajor } from "./node-request.js";
 /** @internal @plantgate/express's check of an upload Node's parser refused after the app got its request. */

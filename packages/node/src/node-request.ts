@@ -25,13 +25,15 @@ import { parseHost, resolveOrigin } from "./request-origin.js";
  *   represent (`CONNECT`/`TRACE`/`TRACK`, `OPTIONS *`) and for a missing (HTTP/1.1), repeated or
  *   invalid Host header (RFC 9112 §3.2); a {@link TransferCodingError} for a transfer coding other
  *   than chunked (RFC 9112 §6.1); an {@link AmbiguousPathError} (a TypeError) for a target whose path
- *   holds a dot segment or a backslash.
+ *   holds a dot segment or a backslash (not looked at again when `incoming.url` is `checkedTarget`,
+ *   a target the caller found unambiguous with `hasAmbiguousPath` itself).
  */
 export function createNodeRequest(
   incoming: IncomingMessage,
   response: ServerResponse | undefined,
   origin: string | undefined,
   trustProxy: boolean,
+  checkedTarget?: string,
 ): Request {
   // RFC 9112 §2.3, RFC 9110 §15.6.6: this server speaks HTTP/1.x. Node's HTTP/1 parser also hands
   // over `HTTP/0.9` and `HTTP/2.0` request lines, and a line without a version as HTTP/0.9's (its
@@ -70,8 +72,10 @@ export function createNodeRequest(
   // A path the URL parser would turn into another (`/auth/x/../console`, `/auth\console`) is not
   // served as the path it resolves to: a host guard or a proxy rule matching the target as sent never
   // saw it as that path (until 2026-12-02 it was served, past such a guard).
+  // Not again for the very target a caller already checked (`checkedTarget`: @plantgate/express
+  // checks req.originalUrl first, to pass it on with next(), and sets req.url to it before this).
   const rawTarget = incoming.url ?? "/";
-  if (hasAmbiguousPath(rawTarget)) throw new AmbiguousPathError();
+  if (rawTarget !== checkedTarget && hasAmbiguousPath(rawTarget)) throw new AmbiguousPathError();
   const target = parseTarget(rawTarget);
   const resolved = resolveOrigin({ incoming, headers, targetAuthority: target.authority, targetSecure: target.secure, origin, trustProxy });
   return new NodeRequest(incoming, response, method, normaliseUrl(resolved, target.path), headers) as unknown as Request;

@@ -170,8 +170,17 @@ export function toExchange(incoming: IncomingMessage, options: ToRequestOptions 
 }
 
 /** {@link toExchange} with positional arguments, for the request listener (no options object per request). */
-export function exchangeOf(incoming: IncomingMessage, response: ServerResponse | undefined, origin: string | undefined, trustProxy: boolean): NodeExchange {
-  return new Exchange(createNodeRequest(incoming, response, origin, trustProxy), incoming.socket?.remoteAddress);
+export function exchangeOf(incoming: IncomingMessage, response: ServerResponse | undefined, origin: string | undefined, trustProxy: boolean, checkedTarget?: string): NodeExchange {
+  return new Exchange(createNodeRequest(incoming, response, origin, trustProxy, checkedTarget), incoming.socket?.remoteAddress);
+}
+
+/**
+ * {@link toExchange} for a caller that already ran `hasAmbiguousPath` on `checkedTarget` and found
+ * it unambiguous (@plantgate/express, on req.originalUrl): the check is not run again when
+ * `incoming.url` is that very string, and is run as ever when it is another. @internal
+ */
+export function toCheckedExchange(incoming: IncomingMessage, options: ToRequestOptions, checkedTarget: string): NodeExchange {
+  return exchangeOf(incoming, options.response, options.origin, options.trustProxy === true, checkedTarget);
 }
 
 /** plantgate's `{"error":"invalid_request","error_description":...}` answer of `status`, not cached. @internal */
