@@ -4,7 +4,7 @@ import type { Context, Urls } from "../context.js";
 import { sealReplay } from "../crypto/replay.js";
 import type { ClientRecord, GrantType } from "../storage/types.js";
 import { issueAccessToken } from "../tokens/access-token.js";
-import { inSpan } from "../telemetry/spans.js";
+import { inSpan, quietly } from "../telemetry/spans.js";
 import { newRefreshToken, refreshTokenKey } from "./refresh-key.js";
 
 /** The RFC 6749 §5.1 success body. */
@@ -63,8 +63,13 @@ export async function issueTokens(
   // with the rotation's refresh token: that family.
   const drawn = plan.kind === "none" ? null : { token: newRefreshToken(ctx.random, input.now), familyId: plan.kind === "rotate" ? plan.familyId : randomToken(ctx.random, 16) };
   const familyId: string | null = drawn?.familyId ?? input.familyId ?? null;
-  const accessToken = await inSpan(ctx.tracer, "plantgate.sign", { "plantgate.signing_alg": ctx.signingAlg }, () =>
-    issueAccessToken(ctx.keyring, {
+  // The span names the algorithm of the key that signs (the token's JWS header `alg`): a configured
+  // `signingKey`, a `signer`'s key or a stored key made before a `signingAlg` change signs with its
+  // own. Until 2026-12-02 it named the `signingAlg` option (the algorithm of generated keys) instead.
+  const accessToken = await inSpan(ctx.tracer, "plantgate.sign", undefined, async (span) => {
+    const signing = await ctx.keyring.signingKey();
+    if (span !== undefined) quietly(() => span.setAttribute("plantgate.signing_alg", signing.alg));
+    return issueAccessToken(signing, {
       issuer: urls.issuer,
       audience: urls.audience,
       subject: input.subject,
@@ -76,8 +81,8 @@ export async function issueTokens(
       sign: ctx.sign,
       jti,
       sid: familyId ?? undefined,
-    }),
-  );
+    });
+  });
   const body: TokenResponse = { access_token: accessToken, token_type: "Bearer", expires_in: ttl, scope: input.scope.join(" ") };
   if (plan.kind !== "none" && drawn !== null) {
     const sliding = (input.client.refreshTokenTtl ?? ctx.refreshTokenTtl) * 1000;

@@ -66,14 +66,21 @@ export function quietly(call: () => unknown): void {
  * Runs `fn` inside an active span named `name` when a tracer is configured; without one it is
  * `fn()` and nothing else. A throw marks the span as an error with `error.type` and is rethrown.
  * A span call that throws (a span processor's `onStart` or `onEnd`) is ignored: `fn`'s outcome
- * is the answer, as without a tracer (before 2026-11-30 it became a 500).
+ * is the answer, as without a tracer (before 2026-11-30 it became a 500). `fn` is given the span
+ * (undefined without one), for an attribute known only once the step is under way; it sets it
+ * through `quietly`.
  */
-export function inSpan<T>(tracer: Tracer | undefined, name: string, attributes: Record<string, SpanAttributeValue> | undefined, fn: () => Promise<T>): Promise<T> {
-  if (tracer === undefined) return fn();
+export function inSpan<T>(
+  tracer: Tracer | undefined,
+  name: string,
+  attributes: Record<string, SpanAttributeValue> | undefined,
+  fn: (span: TraceSpan | undefined) => Promise<T>,
+): Promise<T> {
+  if (tracer === undefined) return fn(undefined);
   return activeSpan(tracer, name, attributes ? { attributes } : {}, async (span) => {
-    if (span === undefined) return fn();
+    if (span === undefined) return fn(undefined);
     try {
-      return await fn();
+      return await fn(span);
     } catch (error) {
       quietly(() => {
         span.setAttribute("error.type", errorType(error));

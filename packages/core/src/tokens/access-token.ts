@@ -1,7 +1,7 @@
 import { SignJWT, jwtVerify, decodeProtectedHeader, type JWTPayload } from "jose";
 import { base64url, randomToken, type RandomBytes } from "../crypto/index.js";
 import type { JwsSigner } from "../crypto/provider.js";
-import type { Keyring } from "./keys.js";
+import type { ActiveSigningKey, Keyring } from "./keys.js";
 import { remember } from "../util/bounded-cache.js";
 
 /** What a verified access token says. */
@@ -28,9 +28,11 @@ const encoder = new TextEncoder();
  * Issues a JWT access token per RFC 9068 (`typ: at+jwt`). With `sign` (the host's synchronous
  * signer) the compact JWS is assembled here, with the same header and claims, in the same order,
  * as jose's SignJWT produces; otherwise, or when the signer declines the key, jose signs.
+ * `signing` is the keyring's signing key (`keyring.signingKey()`), read by the caller so it can name
+ * the algorithm the token is signed with (its JWS header's `alg`) on the `plantgate.sign` span.
  */
 export async function issueAccessToken(
-  keyring: Keyring,
+  signing: ActiveSigningKey,
   input: {
     issuer: string;
     audience: string;
@@ -47,7 +49,7 @@ export async function issueAccessToken(
     sid?: string | undefined;
   },
 ): Promise<string> {
-  const { kid, alg, key, sign: external } = await keyring.signingKey();
+  const { kid, alg, key, sign: external } = signing;
   const iat = Math.floor(input.now / 1000);
   const jti = input.jti ?? randomToken(input.random, 16);
   // The JWS is assembled here for an external signer (KMS, HSM) and for the host's signer
