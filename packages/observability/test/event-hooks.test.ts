@@ -59,3 +59,23 @@ describe("eventHooks with one hook failing fast beside a slow one (flushEvents r
     expect(delivered).toEqual(["client.created"]);
   });
 });
+
+describe("eventHooks with a hook that writes to an event's array before the JSON line's hook (obs review: the arrays were the answer's own and unfrozen)", () => {
+  it("the later hook sees the event as emitted, and the admin call's answer is as without the first hook", async () => {
+    const lines: string[] = [];
+    const app = createPlantgate({
+      issuer: "https://hooks.plantgate.test",
+      logger: { error() {}, warn() {} },
+      onEvent: eventHooks(
+        (e) => {
+          if (e.type === "client.created") e.grant_types.sort();
+        },
+        (e) => void lines.push(JSON.stringify(e)),
+      ),
+    });
+    const { client } = await app.admin.createClient({ clientId: "c1", grantTypes: ["refresh_token", "password"] });
+    expect(await app.flushEvents()).toBe(0);
+    const created = lines.map((l) => JSON.parse(l) as { type: string; grant_types?: string[] }).find((e) => e.type === "client.created");
+    expect({ answer: client.grantTypes, logged: created?.grant_types }).toEqual({ answer: ["refresh_token", "password"], logged: ["refresh_token", "password"] });
+  });
+});

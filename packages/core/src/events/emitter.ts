@@ -63,6 +63,41 @@ export function auditRecord(event: SecurityEvent): AuditRecord {
 const column = (v: unknown): string | null =>
   typeof v === "string" && v.length <= 200 && isStorableText(v) ? v : null;
 
+/**
+ * The members of an event type whose values are not primitives (arrays: `grant_types`, `deleted`,
+ * ...). A table, not a walk over every event's members: `token.issued`, emitted on every token
+ * request, has none, and is stamped with one lookup and no copy.
+ */
+type NestedMember<E> = { [K in keyof E]-?: E[K] extends string | number | boolean | null | undefined ? never : K }[keyof E];
+
+/**
+ * Every event type with a non-primitive member, and all of those members: the type requires an
+ * entry naming each one (a new event type, or a new member, with an array or object does not
+ * compile until it is listed here) and refuses a member that is not one.
+ */
+type NestedMembers = { [E in SecurityEvent as [NestedMember<E>] extends [never] ? never : E["type"]]: { readonly [K in NestedMember<E>]: true } };
+
+const NESTED: NestedMembers = {
+  "client.created": { grant_types: true, scopes: true },
+  "signing_key.rotated": { deleted: true },
+  "signing_key.revoked": { deleted: true },
+  "signing_key.reencrypted": { reencrypted: true },
+  "account.created": { roles: true },
+};
+
+/**
+ * A deep copy of a member's value, frozen all the way down. The site's array is often the very one
+ * its answer holds (a client's `scopes`, the kids a rotation deleted): a hook sorting or emptying
+ * the event's array changed the answer the caller had not yet been handed (until 2026-12-02).
+ */
+function frozenCopy(value: unknown): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) return Object.freeze(value.map(frozenCopy));
+  const copy: Record<string, unknown> = {};
+  for (const [key, member] of Object.entries(value)) copy[key] = frozenCopy(member);
+  return Object.freeze(copy);
+}
+
 /** Random bytes drawn at once for event ids: 256 ids. */
 const ID_BLOCK = 4096;
 
@@ -218,15 +253,19 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
     const id = uuidV4At(idBytes, idAt);
     idAt += 16;
     const time = clock();
-    let event = partial as Partial<Record<"id" | "time", unknown>>;
+    let event = partial as Record<string, unknown>;
+    const nested = (NESTED as Partial<Record<string, Readonly<Record<string, true>>>>)[partial.type];
     try {
+      // Its arrays become frozen copies, so no receiver can reach what the site (its answer) holds.
+      if (nested !== undefined) for (const key in nested) event[key] = frozenCopy(event[key]);
       event.id = id;
       event.time = time;
     } catch {
       // A frozen or sealed object (no site passes one): stamped on a copy instead.
       event = { ...partial, id, time };
+      if (nested !== undefined) for (const key in nested) event[key] = frozenCopy(event[key]);
     }
-    return Object.freeze(event) as SecurityEvent;
+    return Object.freeze(event) as unknown as SecurityEvent;
   };
   return {
     enabled,
