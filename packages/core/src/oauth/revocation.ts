@@ -4,6 +4,8 @@ import { isLiveRefresh, issuedTo, presentedTokenEndpoint } from "./token-lookup.
 import { SWEEP_LIMIT } from "../security/throttle.js";
 import { isRevoked, revokeGrantSteps } from "./grant-revocation.js";
 import { CLIENT_SUBJECT_PREFIX } from "../tokens/access-token.js";
+import type { Context } from "../context.js";
+import type { RefreshTokenRecord } from "../storage/types.js";
 
 /**
  * `POST /UserService/connect/revocation` (RFC 7009). The client authenticates exactly as at the
@@ -26,6 +28,9 @@ import { CLIENT_SUBJECT_PREFIX } from "../tokens/access-token.js";
  *   instance that issued it. A made-up kid costs one read of the key rows per revocation (as a
  *   made-up refresh token costs its lookup); a failed read, or one (or the reload after it) past
  *   signingKeyLoadTimeoutMs, is a 503, never a 200.
+ * - `token.revoked` is recorded only when the call revoked a live token of the client's (an access
+ *   token not already revoked, a refresh token whose family was live); a token revoked again, or
+ *   past its expiry, answers 200 and records nothing (each such call recorded one until 2026-12-02).
  * - The revocation stands once stored: a failure of the sweep of old revoked jtis after it is
  *   logged, not answered 503 (RFC 7009 §2.2.1: a client told 503 must assume the token still valid).
  */
@@ -37,16 +42,27 @@ export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, clie
       throw new OAuthError("invalid_request", "The token was not issued to this client.");
     }
     if (found.kind === "refresh_token") {
+      const record = found.record;
+      // The steps run whatever the family's state (each is idempotent, and a retry after a 503 whose
+      // entry failed writes the entry then), but `token.revoked` is recorded only when this call
+      // revoked a live family (see familyRevokedHere): until 2026-12-02 a logout sent twice, or the
+      // token of a family reuse detection had already revoked, recorded a revocation each time.
+      const live = familyLive(record, now);
       // Reported once the family is revoked, also when only its access tokens' entry failed (the
       // 503 then), as reuse is: until 2026-12-01 that 503 came before the event, and a logout sent
       // once (fire and forget) left a revoked family without a token.revoked or an audit record.
-      const entryFailed = await revokeGrantSteps(ctx, found.record.familyId, now);
-      ctx.events.emit({ type: "token.revoked", client_id: client.clientId, account_id: found.record.accountId, token_type: "refresh_token", jti: null, family_id: found.record.familyId, client_ip: clientIp ?? null });
+      const entryFailed = await revokeGrantSteps(ctx, record.familyId, now);
+      if (live && (await familyRevokedHere(ctx, record.tokenHash, now))) {
+        ctx.events.emit({ type: "token.revoked", client_id: client.clientId, account_id: record.accountId, token_type: "refresh_token", jti: null, family_id: record.familyId, client_ip: clientIp ?? null });
+      }
       if (entryFailed) throw entryFailed.error;
     } else {
+      // Already revoked (its jti, or its family): recorded again (`add` is idempotent), but it was
+      // not live, so no `token.revoked` (RFC 7009 §2.2: an invalid token; 200 all the same).
+      const wasRevoked = await isRevoked(ctx, found.claims);
       await ctx.storage.revokedTokens.add(found.claims.jti, found.claims.exp * 1000);
       const sub = found.claims.sub;
-      ctx.events.emit({ type: "token.revoked", client_id: client.clientId, account_id: sub.startsWith(CLIENT_SUBJECT_PREFIX) ? null : sub, token_type: "access_token", jti: found.claims.jti, family_id: null, client_ip: clientIp ?? null });
+      if (!wasRevoked) ctx.events.emit({ type: "token.revoked", client_id: client.clientId, account_id: sub.startsWith(CLIENT_SUBJECT_PREFIX) ? null : sub, token_type: "access_token", jti: found.claims.jti, family_id: null, client_ip: clientIp ?? null });
       // Entries are useless once their token has expired; revocations are rare, so sweep here
       // (a bounded batch: `prune` clears any backlog).
       try {
@@ -59,3 +75,32 @@ export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, clie
   // RFC 7009 §2.2: the body is ignored by clients; an empty one is what the RFC shows.
   return plain(200, null, { ...NO_STORE });
 }, { lookNow: true });
+
+/**
+ * Whether a refresh token's family could still be used when it was read: not revoked, not past its
+ * absolute expiry, and the token either live itself or consumed (rotated: its successors may be
+ * live, and revoking it revokes them, RFC 7009 §2.1). A token neither consumed nor live is past its
+ * sliding expiry and the last of its family: nothing of the family is left to use.
+ */
+function familyLive(record: RefreshTokenRecord, now: number): boolean {
+  return isLiveRefresh(record, now) || (record.consumedAt !== null && record.revokedAt === null && now < record.familyExpiresAt);
+}
+
+/**
+ * Whether the family was revoked by this call, read back after `revokeFamily(familyId, now)`: that
+ * marks every token of the family with `now` and keeps an earlier `revokedAt` (the storage
+ * contract), so a token whose `revokedAt` is another time was revoked by someone else meanwhile (a
+ * concurrent revocation of the same token, reuse detection, the account's disabling). `revokeFamily`
+ * does not say whether it changed anything, so two revocations in the same millisecond both count
+ * (telling them apart would take a contract change). A read that fails or finds nothing (pruned
+ * since) counts as this call's: the family was live when read, and a revocation is not left out of
+ * the audit trail for a failed read.
+ */
+async function familyRevokedHere(ctx: Context, tokenHash: string, now: number): Promise<boolean> {
+  try {
+    const after = await ctx.storage.refreshTokens.findByHash(tokenHash);
+    return after === null || after.revokedAt === null || after.revokedAt === now;
+  } catch {
+    return true;
+  }
+}

@@ -235,7 +235,7 @@ export interface RefreshTokenStore {
   graceUse(tokenHash: string, consumedAfter: number, maxUses: number): Promise<RefreshTokenRecord | null>;
   /**
    * Marks every token of the family revoked (idempotent: a token already revoked keeps its
-   * `revokedAt`). Including a replacement stored by a `consume` running at the same time: when both
+   * `revokedAt`; the revocation endpoint reads it back to tell whether its call revoked the family). Including a replacement stored by a `consume` running at the same time: when both
    * have resolved, either `consume` returned false or its replacement is revoked too (reuse
    * detection and logout depend on it). A SQL UPDATE under PostgreSQL's READ COMMITTED misses a
    * replacement committed while it waited for the consumed row's lock: run it again until it
