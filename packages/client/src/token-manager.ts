@@ -479,11 +479,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     // An SDK from before 2026-12-01 wrote Number.MAX_SAFE_INTEGER for a token without expires_in
     // (no time a Date holds), and such a token lives until an API rejects it: capped as ours are.
     const read = t.expiresAt > LATEST_TIME ? { ...t, expiresAt: LATEST_TIME } : t;
-    // A refresh token the server refused (invalid_grant) is never presented again, whoever cached
+    // A refresh token the server refused (invalid_grant, unauthorized_client, ...: see
+    // REFRESH_REFUSED) is never presented again, whoever cached
     // it: before 2026-11-29 every call in every process sharing the cache sent it once more.
     return read.refreshToken !== null && deadRefresh.has(read.refreshToken) ? { ...read, refreshToken: null } : read;
   }
-  /** Refresh tokens refused with invalid_grant (bounded: only recent ones can still be in a cache). */
+  /** Refresh tokens refused for good ({@link REFRESH_REFUSED}; bounded: only recent ones can still be in a cache). */
   const deadRefresh = new Set<string>();
 
   /**
@@ -741,7 +742,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
           if (!background && refreshRetry.spent()) refreshAnswered();
           refreshRetry.schedule();
         } else if (!saysNothing(error)) refreshAnswered();
-        if (!(error instanceof OAuthError && error.error === "invalid_grant")) throw error;
+        // A refusal that holds for this refresh token whenever it is presented (see
+        // REFRESH_REFUSED): dropped, never presented again. Until 2026-12-02 only invalid_grant
+        // was: a client that lost the refresh_token grant (unauthorized_client) presented its
+        // refresh token again at every call, never fell back to a password it kept, and left the
+        // token in the shared cache for every other process to present.
+        if (!(error instanceof OAuthError && REFRESH_REFUSED.has(error.error))) throw error;
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
         deadRefresh.add(refreshToken);
         if (deadRefresh.size > 16) deadRefresh.delete(deadRefresh.values().next().value!);
@@ -918,6 +924,21 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
 }
 
 const WHAT = "token endpoint";
+
+/**
+ * The OAuth error codes (RFC 6749 §5.2) of a refresh that say this refresh token, presented as the
+ * client presents it, is refused for good: `invalid_grant` (the token is invalid, expired, revoked
+ * or was issued to another client), `unauthorized_client` (this client may not use the
+ * refresh_token grant), `unsupported_grant_type` (the server has no refresh_token grant) and
+ * `invalid_scope` (a refresh carries no `scope`, so what is refused is the scope the token was
+ * granted, RFC 6749 §6: plantgate's "no longer allowed for this client"). Such a token is dropped
+ * (from the shared cache too) and never presented again; the client runs its original grant or
+ * ends the session. Not `invalid_client` (the client's own authentication: a refused secret ends
+ * the client, a refused `private_key_jwt` assertion may pass later, see tokenRequest) nor
+ * `invalid_request` (the request was malformed, by a proxy in between or a server's bug: nothing is
+ * said of the token), nor a code outside §5.2, whose meaning the client cannot know.
+ */
+const REFRESH_REFUSED = new Set(["invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope"]);
 
 const noop = (): void => {};
 
