@@ -983,8 +983,8 @@ const REFRESH_RETRY_MS = [1000, 2000, 4000, 8000];
 
 /**
  * The {@link NetworkError} reasons of a request the server may have carried out without its answer
- * reaching the client. Not `response_too_large` (the server's answer arrived, and a retry would get
- * it again) nor `redirect_refused`; `unexpected_response` only with a 5xx status (see {@link noAnswer}).
+ * reaching the client. Not `redirect_refused`; `unexpected_response` only with a 5xx status, and
+ * `response_too_large` only with a 2xx one (see {@link noAnswer}).
  */
 const NO_ANSWER = new Set(["fetch_failed", "timeout", "not_json"]);
 
@@ -994,9 +994,17 @@ const NO_ANSWER = new Set(["fetch_failed", "timeout", "not_json"]);
  * `{"message":"Endpoint request timed out"}` after it forwarded the request; plantgate's token
  * endpoint answers every error with an OAuth `error` code). Until 2026-11-29 such a 5xx was taken
  * for an answer and the refresh was not presented again within the grace window.
+ * Or a 2xx whose body passed maxResponseBytes: the server carried the refresh out (and rotated the
+ * refresh token), and the new one is in a body the client did not read, as lost as in a reset
+ * connection. Presented again within the grace window, it is answered with the rotation's own
+ * answer, which arrives whole unless the same cause makes it too large again (then nothing is lost
+ * that was not already). Until 2026-12-02 it was taken for an answer: nothing was retried, the
+ * client kept the spent refresh token, and its next renewal after the grace window presented it
+ * (reuse: the family revoked, the user signed out).
  */
 function noAnswer(error: unknown): boolean {
   if (!(error instanceof NetworkError)) return false;
+  if (error.reason === "response_too_large") return error.status !== null && error.status >= 200 && error.status <= 299;
   return NO_ANSWER.has(error.reason) || (error.reason === "unexpected_response" && error.status !== null && error.status >= 500);
 }
 
