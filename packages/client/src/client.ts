@@ -193,7 +193,7 @@ export function createClient(options: ClientOptions): PlantgateClient {
   });
 
   const call = (method: "GET" | "POST", path: string, body: string | undefined, signal: AbortSignal | undefined) =>
-    authorized(tokens, fetch, { deadline: deadlineIn(timeoutMs), maxResponseBytes, signal }, baseUrl + path, method, body);
+    authorized(tokens, fetch, { deadline: deadlineIn(timeoutMs), maxResponseBytes, clock, signal }, baseUrl + path, method, body);
   /**
    * A token for getAccessToken/getToken/refresh, within timeoutMs from the call (a renewal in
    * flight may hang in a hook or a request) and until `signal` is aborted. An aborted signal
@@ -214,7 +214,7 @@ export function createClient(options: ClientOptions): PlantgateClient {
     const q = query.toString();
     const response = await call("GET", ACCOUNTS_PATH + (q === "" ? "" : `?${q}`), undefined, signal);
     const what = "GetAccountList";
-    if (response.status !== 200) throw apiFailure(response, what);
+    if (response.status !== 200) throw apiFailure(response, what, clock());
     return toAccountPage(response, parseJsonBody(response, what));
   }
 
@@ -223,7 +223,7 @@ export function createClient(options: ClientOptions): PlantgateClient {
     async createPlant(plant, options) {
       const body = plantBody(plant);
       const response = await call("POST", PLANTS_PATH, body, signalOf(options));
-      if (response.status !== 200) throw apiFailure(response, "POST /plants");
+      if (response.status !== 200) throw apiFailure(response, "POST /plants", clock());
       return toPlant(response);
     },
     listAccounts,
@@ -276,7 +276,7 @@ function signalOf(options: CallOptions | undefined): AbortSignal | undefined {
 async function authorized(
   tokens: TokenManager,
   fetch: FetchLike,
-  limits: { deadline: Deadline | null; maxResponseBytes: number; signal: AbortSignal | undefined },
+  limits: { deadline: Deadline | null; maxResponseBytes: number; clock: () => number; signal: AbortSignal | undefined },
   url: string,
   method: "GET" | "POST",
   body?: string,
@@ -289,7 +289,7 @@ async function authorized(
     const headers: Record<string, string> = { authorization: `Bearer ${token.accessToken}`, accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     const init: FetchInit = body === undefined ? { method, headers, redirect: "manual" } : { method, headers, body, redirect: "manual" };
-    return { token, response: await send(fetch, url, init, deadline, limits.maxResponseBytes, signal) };
+    return { token, response: await send(fetch, url, init, deadline, limits.maxResponseBytes, limits.clock, signal) };
   };
   const first = await attempt();
   if (first.response.status !== 401) return first.response;

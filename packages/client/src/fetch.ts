@@ -130,17 +130,19 @@ export async function within<T>(deadline: Deadline | null, work: Promise<T>, onT
  * the caller, nor the callers waiting on one shared token request, for longer. A deadline already
  * passed fails at once, and nothing is sent. The caller's `signal` works the same way and rejects
  * with its reason (fetch's convention); whichever of the two comes first wins. An already aborted
- * signal rejects at once, and nothing is sent.
+ * signal rejects at once, and nothing is sent. `clock`: the client's, which an answer's HTTP dates
+ * are read against (see {@link retryAfterOf}).
  */
 export async function send(
   fetch: FetchLike,
   url: string,
   init: FetchInit,
   deadline: Deadline | null,
-  maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
+  maxResponseBytes: number,
+  clock: () => number,
   signal?: AbortSignal,
 ): Promise<ReadResponse> {
-  if (deadline === null && signal === undefined) return exchange(fetch, url, init, maxResponseBytes);
+  if (deadline === null && signal === undefined) return exchange(fetch, url, init, maxResponseBytes, clock);
   if (signal?.aborted) throw abortReason(signal);
   const expiredError = () => timeoutError(`${init.method} ${pathOf(url)}`, deadline!.ms);
   const left = deadline === null ? Infinity : deadline.at - performance.now();
@@ -165,7 +167,7 @@ export async function send(
   });
   try {
     // The exchange's own rejection after the abort is handled by the race (and ignored).
-    return await Promise.race([exchange(fetch, url, { ...init, signal: controller.signal }, maxResponseBytes), stopped]);
+    return await Promise.race([exchange(fetch, url, { ...init, signal: controller.signal }, maxResponseBytes, clock), stopped]);
   } finally {
     clearTimeout(timer);
     if (onAbort !== undefined) signal!.removeEventListener("abort", onAbort);
@@ -182,7 +184,7 @@ export const tooLargeHeads = new WeakMap<NetworkError, ReadResponse["headers"]>(
 /** Default of the client's `maxResponseBytes`: far above any answer plantgate gives (a page of 100 accounts is about 30 KB). */
 export const DEFAULT_MAX_RESPONSE_BYTES = 1_048_576;
 
-async function exchange(fetch: FetchLike, url: string, init: FetchInit, maxResponseBytes: number): Promise<ReadResponse> {
+async function exchange(fetch: FetchLike, url: string, init: FetchInit, maxResponseBytes: number, clock: () => number): Promise<ReadResponse> {
   let response: FetchResponse;
   try {
     response = await fetch(url, init);
@@ -205,7 +207,7 @@ async function exchange(fetch: FetchLike, url: string, init: FetchInit, maxRespo
       "response_too_large",
       `${init.method} ${pathOf(url)} answered HTTP ${response.status} with a body over ${maxResponseBytes} bytes (maxResponseBytes); it was not read further`,
       response.status,
-      retryAfterOption(response),
+      retryAfterOption(response, clock()),
     );
     tooLargeHeads.set(error, response.headers);
     return error;
@@ -359,9 +361,11 @@ export function isObject(value: unknown): value is Record<string, unknown> {
  * HTTP date, ignored, as this host's clock may differ); null when absent, or when it is neither
  * (`1.5`, `-1`, an ISO 8601 date: ignored, as if absent). Dates are read by {@link httpDate}, never
  * by `Date.parse`, whose lenient rules read `1.5` and `-1` as dates in 2001 (retryAfter 0 until
- * 2026-12-02) and `12/25/2030` as a date to wait for.
+ * 2026-12-02) and `12/25/2030` as a date to wait for. `now`: the client's clock (epoch ms), which
+ * only places a `Date`'s two-digit RFC 850 year in its century (until 2026-12-02 `Date.now()` did,
+ * whatever the client's `clock` said).
  */
-export function retryAfterOf(response: Pick<ReadResponse, "headers">): number | null {
+export function retryAfterOf(response: Pick<ReadResponse, "headers">, now: number): number | null {
   const value = response.headers.get("retry-after")?.trim();
   if (value === undefined || value === "") return null;
   // Any number of digits (RFC 9110 `1*DIGIT`); past 10 read as 2^31 s, RFC 9111 §1.2.2's bound for
@@ -371,12 +375,13 @@ export function retryAfterOf(response: Pick<ReadResponse, "headers">): number | 
     const digits = value.replace(/^0+(?=\d)/, "");
     return digits.length > 10 ? 2 ** 31 : Number(digits);
   }
-  // The Date first: a two-digit year of the obsolete RFC 850 form is read against it.
-  const now = httpDate(response.headers.get("date")?.trim() ?? "", Date.now());
-  if (now === null) return null;
-  const at = httpDate(value, now);
+  // The Date first, its own two-digit RFC 850 year read against the client's clock; a two-digit
+  // year of the Retry-After is read against the Date.
+  const date = httpDate(response.headers.get("date")?.trim() ?? "", now);
+  if (date === null) return null;
+  const at = httpDate(value, date);
   if (at === null) return null;
-  return Math.max(0, Math.ceil((at - now) / 1000));
+  return Math.max(0, Math.ceil((at - date) / 1000));
 }
 
 const DAY_NAME = "(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)";
@@ -429,25 +434,26 @@ export function httpDate(value: string, reference: number): number | null {
 
 /**
  * The `retryAfter` option of the {@link NetworkError} of an answer: its `Retry-After` on a 429 or
- * 503 (the statuses that hold token requests), when it has a usable one.
+ * 503 (the statuses that hold token requests), when it has a usable one; `now` as for {@link retryAfterOf}.
  */
-export function retryAfterOption(response: Pick<ReadResponse, "status" | "headers">): { retryAfter: number } | undefined {
+export function retryAfterOption(response: Pick<ReadResponse, "status" | "headers">, now: number): { retryAfter: number } | undefined {
   if (response.status !== 429 && response.status !== 503) return undefined;
-  const seconds = retryAfterOf(response);
+  const seconds = retryAfterOf(response, now);
   return seconds === null ? undefined : { retryAfter: seconds };
 }
 
 /**
  * Turns a non-2xx API response into an {@link ApiError} (or a {@link NetworkError} if it is not one:
- * a proxy's page, a gateway's JSON, whose `retryAfter` is the answer's on a 429 or 503).
+ * a proxy's page, a gateway's JSON, whose `retryAfter` is the answer's on a 429 or 503); `now`: the
+ * client's clock, as for {@link retryAfterOf}.
  */
-export function apiFailure(response: ReadResponse, what: string): ApiError | NetworkError {
+export function apiFailure(response: ReadResponse, what: string, now: number): ApiError | NetworkError {
   let body: unknown;
   let error: NetworkError;
   try {
     body = parseJsonBody(response, what);
     if (isObject(body) && Number.isInteger(body.error) && typeof body.message === "string") {
-      return new ApiError(response.status, body as unknown as ApiErrorBody, response.headers.get("www-authenticate"), retryAfterOf(response));
+      return new ApiError(response.status, body as unknown as ApiErrorBody, response.headers.get("www-authenticate"), retryAfterOf(response, now));
     }
     error = unexpected(response, what, "an error body without the {error: int32, message} shape");
   } catch (notJson) {
@@ -455,7 +461,7 @@ export function apiFailure(response: ReadResponse, what: string): ApiError | Net
   }
   // Until 2026-12-02 a proxy's 429 or 503 page (nginx's HTML, a load balancer's empty body) gave
   // its caller no retryAfter, though the answer said when to come back.
-  const option = retryAfterOption(response);
+  const option = retryAfterOption(response, now);
   return option === undefined ? error : new NetworkError(error.reason, error.message, error.status, option);
 }
 

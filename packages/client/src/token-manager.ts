@@ -600,27 +600,29 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     const late = lagging;
     const patient = late === null ? undefined : setTimeout(late.resolve, patience);
     try {
-      response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, step(), config.maxResponseBytes);
+      response = await send(config.fetch, config.baseUrl + TOKEN_PATH, { method: "POST", headers, body: form.toString(), redirect: "manual" }, step(), config.maxResponseBytes, clock);
     } catch (error) {
       // A 429's or 503's body past maxResponseBytes (a proxy's large page): its Retry-After, in
       // the head that was read, holds as a smaller body's does (until 2026-11-30 it was not read,
       // and the answer counted toward the backoff).
       const head = error instanceof NetworkError && (error.status === 429 || error.status === 503) ? tooLargeHeads.get(error) : undefined;
-      if (head !== undefined) holdBy(error as NetworkError, holdMs(retryAfterOf({ headers: head })));
+      if (head !== undefined) holdBy(error as NetworkError, holdMs(retryAfterOf({ headers: head }, clock())));
       failed(error);
       throw error;
     } finally {
       clearTimeout(patient);
     }
     let token: CachedToken;
+    // The client's clock as the answer arrived: an RFC 850 Date's two-digit year is read against it.
+    const arrived = clock();
     try {
-      token = toCachedToken(response, grantType, startedAt, previous);
+      token = toCachedToken(response, grantType, startedAt, previous, arrived);
     } catch (error) {
       // The server said when to come back (a brute-force lock's 429, a storage outage's 503): until
       // then every call sent the request again into the refusal (until 2026-11-30). So did a
       // proxy's or load balancer's 429 or 503 without an OAuth error body (a NetworkError), whose
       // Retry-After was not read either (until 2026-11-30): whatever the body, it holds the same.
-      const held = (response.status === 429 || response.status === 503) && (error instanceof OAuthError || error instanceof NetworkError) ? holdMs(retryAfterOf(response)) : 0;
+      const held = (response.status === 429 || response.status === 503) && (error instanceof OAuthError || error instanceof NetworkError) ? holdMs(retryAfterOf(response, arrived)) : 0;
       holdBy(error as NetworkError | OAuthError, held);
       // After the hold (set first): an answer with a Retry-After is not counted toward the backoff.
       failed(error);
@@ -1182,11 +1184,12 @@ function toCachedToken(
   grantType: GrantType,
   startedAt: number,
   previous: Previous,
+  now: number,
 ): CachedToken {
   if (response.status < 200 || response.status > 299) {
-    if (response.status === 429 || (response.status >= 500 && response.status <= 599)) throwUnavailable(response, grantType);
+    if (response.status === 429 || (response.status >= 500 && response.status <= 599)) throwUnavailable(response, grantType, now);
     const body = parseJsonBody(response, WHAT);
-    if (isObject(body) && typeof body.error === "string") throw oauthError(response, body as { error: string }, grantType);
+    if (isObject(body) && typeof body.error === "string") throw oauthError(response, body as { error: string }, grantType, now);
     throw unexpected(response, WHAT, "an error body without an OAuth 'error' code");
   }
   const body = parseJsonBody(response, WHAT);
@@ -1226,12 +1229,12 @@ function toCachedToken(
   };
 }
 
-/** The {@link OAuthError} of an error answer with an OAuth error body. */
-function oauthError(response: ReadResponse, body: { error: string; error_description?: unknown; error_uri?: unknown }, grantType: GrantType): OAuthError {
+/** The {@link OAuthError} of an error answer with an OAuth error body; `now`: the client's clock (see retryAfterOf). */
+function oauthError(response: ReadResponse, body: { error: string; error_description?: unknown; error_uri?: unknown }, grantType: GrantType, now: number): OAuthError {
   const e: OAuthErrorBody = { error: body.error };
   if (typeof body.error_description === "string") e.error_description = body.error_description;
   if (typeof body.error_uri === "string") e.error_uri = body.error_uri;
-  return new OAuthError(response.status, e, grantType, retryAfterOf(response));
+  return new OAuthError(response.status, e, grantType, retryAfterOf(response, now));
 }
 
 /**
@@ -1245,7 +1248,7 @@ function oauthError(response: ReadResponse, body: { error: string; error_descrip
  * read `HTTP 502 with a body that is not JSON (text/html)`, or `HTTP 504, an error body without
  * an OAuth 'error' code` for a gateway's JSON.
  */
-function throwUnavailable(response: ReadResponse, grantType: GrantType): never {
+function throwUnavailable(response: ReadResponse, grantType: GrantType, now: number): never {
   let body: unknown;
   let json = true;
   try {
@@ -1253,10 +1256,10 @@ function throwUnavailable(response: ReadResponse, grantType: GrantType): never {
   } catch {
     json = false;
   }
-  if (json && isObject(body) && typeof body.error === "string") throw oauthError(response, body as { error: string }, grantType);
+  if (json && isObject(body) && typeof body.error === "string") throw oauthError(response, body as { error: string }, grantType, now);
   const type = response.headers.get("content-type");
   const what = json ? "JSON without an 'error' code" : response.text === "" ? "an empty body" : `${type ? `${serverText(type, 100)}, ` : ""}not JSON`;
-  const option = retryAfterOption(response);
+  const option = retryAfterOption(response, now);
   const seconds = option?.retryAfter ?? null;
   const held = holdMs(seconds);
   const hold = held > 0 ? `; Retry-After ${seconds} s: no token request is sent for ${held / 1000} s` : "";
