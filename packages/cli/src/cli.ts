@@ -89,7 +89,7 @@ export const USAGE = `usage: plantgate <command> [options]
   user disable USERNAME
   user enable USERNAME
   migrate                            (applies the schema: the only command that changes it or creates a new SQLite file)
-  keys rotate [--now] [--server-defaults]   (published now, signs after the activation delay; --now: at once, for a leak)
+  keys rotate [--now] [--server-defaults]   (published now, signs after the activation delay; --now: at once, for a leak, and deletes the next keys stored before it (cancelled), which would take over from it)
   keys revoke KID [--server-defaults]   (deletes a key that does not sign now, and the prunable keys older than it: after a leak, rotate --now, then a minute later revoke the old key)
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable (by PLANTGATE_ACCESS_TOKEN_TTL, default 7200 s: give it the servers' value), stored, atRest: encrypted / clear / external, kek: the id of the key encryption key a key is sealed under, kekStatus: current / older (keys reencrypt moves it) / missing; reads only: [] when the store has none)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
@@ -591,16 +591,18 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       const now = values.now === true;
       checkServerSettings(now ? "keys rotate --now" : "keys rotate", io.env, values["server-defaults"] === true);
       const { app } = await open();
-      const { kid, activatesAt, status, deleted } = await app.admin.rotateSigningKey({ now });
+      const { kid, activatesAt, status, deleted, cancelled } = await app.admin.rotateSigningKey({ now });
       const at = new Date(activatesAt).toISOString();
       io.stderr(
         now
-          ? "the new key signs from now on; running servers switch within a minute; resource servers that cached the JWKS reject its tokens until they fetch it again\n"
+          ? "the new key signs from now on; running servers switch within a minute; resource servers that cached the JWKS reject its tokens until they fetch it again\n" +
+              // The next keys stored before it, which would have taken over from it (until 2026-12-02 they did).
+              (cancelled.length > 0 ? `next keys stored before it were deleted, never having signed (each would have taken over from it at its activation time): ${cancelled.map((k) => JSON.stringify(k)).join(", ")}\n` : "")
           : status === "active"
             ? "the store had no signing key: the new key signs from now on\n"
             : `the new key is published now (status next) and signs from ${at}; running servers publish it within a minute\n`,
       );
-      return { kid, activatesAt: at, status, deleted };
+      return { kid, activatesAt: at, status, deleted, cancelled };
     }
     case "keys revoke": {
       const parsed = parse(rest, { "server-defaults": { type: "boolean" } });

@@ -196,7 +196,7 @@ describe("plantgate CLI", () => {
       // keys rotate: the new key is published (next) and signs after the activation delay; the old token still verifies.
       const rotatedKey = await cli(["keys", "rotate", "--server-defaults"]);
       expect(rotatedKey.code).toBe(0);
-      expect(rotatedKey.json).toEqual({ kid: expect.any(String), activatesAt: expect.stringMatching(/Z$/), status: "next", deleted: [] });
+      expect(rotatedKey.json).toEqual({ kid: expect.any(String), activatesAt: expect.stringMatching(/Z$/), status: "next", deleted: [], cancelled: [] });
       expect(rotatedKey.stderr).toBe(`the new key is published now (status next) and signs from ${rotatedKey.json.activatesAt}; running servers publish it within a minute\n`);
       const list = await fetch(`${server.url}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${fresh.body.access_token}` } });
       expect(list.status).toBe(200);
@@ -213,7 +213,7 @@ describe("plantgate CLI", () => {
     const before = Date.now();
     const rotated = await cli(["keys", "rotate", "--server-defaults"]);
     expect(rotated).toMatchObject({ code: 0, stderr: "the store had no signing key: the new key signs from now on\n" });
-    expect(rotated.json).toEqual({ kid: expect.any(String), activatesAt: iso, status: "active", deleted: [] });
+    expect(rotated.json).toEqual({ kid: expect.any(String), activatesAt: iso, status: "active", deleted: [], cancelled: [] });
     expect(Date.parse(rotated.json.activatesAt)).toBeGreaterThanOrEqual(before - 1);
     expect(Date.parse(rotated.json.activatesAt)).toBeLessThanOrEqual(Date.now());
     const listed = await cli(["keys", "list"]);
@@ -241,14 +241,24 @@ describe("plantgate CLI", () => {
       { kid: rotated.json.kid, alg: "ES256", createdAt: iso, activatesAt: rotated.json.activatesAt, status: "next", stored: true, atRest: "clear", kek: null, kekStatus: null },
       { ...first.json[0], status: "active" },
     ]);
+    // rotate --now deletes the next key made before it, which would take over from it at its own
+    // activation time (until 2026-12-02 it did, minutes after "signs from now on"), and says so.
     const urgent = await cli(["keys", "rotate", "--now", "--server-defaults"]);
-    expect(urgent.json).toEqual({ kid: expect.any(String), activatesAt: iso, status: "active", deleted: [] });
+    expect(urgent.json).toEqual({ kid: expect.any(String), activatesAt: iso, status: "active", deleted: [], cancelled: [rotated.json.kid] });
     expect(urgent.stderr).toBe(
-      "the new key signs from now on; running servers switch within a minute; resource servers that cached the JWKS reject its tokens until they fetch it again\n",
+      "the new key signs from now on; running servers switch within a minute; resource servers that cached the JWKS reject its tokens until they fetch it again\n" +
+        `next keys stored before it were deleted, never having signed (each would have taken over from it at its activation time): "${rotated.json.kid}"\n`,
     );
+    expect((await cli(["keys", "list"])).json.map((k: { kid: string; status: string }) => [k.kid, k.status])).toEqual([
+      [urgent.json.kid, "active"],
+      [first.json[0].kid, "retired"],
+    ]);
+    // A rotation after it schedules a next key again.
+    const later = await cli(["keys", "rotate", "--server-defaults"]);
+    expect(later.json).toEqual({ kid: expect.any(String), activatesAt: iso, status: "next", deleted: [], cancelled: [] });
     const third = await cli(["keys", "list"]);
     expect(third.json.map((k: { kid: string; status: string }) => [k.kid, k.status])).toEqual([
-      [rotated.json.kid, "next"],
+      [later.json.kid, "next"],
       [urgent.json.kid, "active"],
       [first.json[0].kid, "retired"],
     ]);
@@ -259,15 +269,15 @@ describe("plantgate CLI", () => {
     expect([early.code, early.stdout]).toEqual([2, ""]);
     expect(early.stderr).toMatch(new RegExp(`^${CLEAR_KEYS.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}plantgate: signing key "${first.json[0].kid}" may still sign on instances that have not re-read the keys since "${urgent.json.kid}" took over \\(they do within a minute\\): revoke it from \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z\\n$`));
     // A next key due later than that is called off at once.
-    expect(await cli(["keys", "revoke", rotated.json.kid, "--server-defaults"])).toEqual({
+    expect(await cli(["keys", "revoke", later.json.kid, "--server-defaults"])).toEqual({
       code: 0,
-      stdout: JSON.stringify({ kid: rotated.json.kid, status: "next", deleted: [] }, null, 2) + "\n",
+      stdout: JSON.stringify({ kid: later.json.kid, status: "next", deleted: [] }, null, 2) + "\n",
       stderr: CLEAR_KEYS + "the key is deleted: running servers drop it from the JWKS and refuse its tokens within a minute; resource servers that cached the JWKS keep it until they fetch it again\n",
-      json: { kid: rotated.json.kid, status: "next", deleted: [] },
+      json: { kid: later.json.kid, status: "next", deleted: [] },
     });
     expect(await cli(["keys", "revoke", urgent.json.kid, "--server-defaults"])).toEqual({ code: 2, stdout: "", stderr: `${CLEAR_KEYS}plantgate: signing key "${urgent.json.kid}" signs now: rotate with now (keys rotate --now) first, then revoke it\n`, json: undefined });
     // An unknown kid is answered from the store alone (no load of the keys, so no warning either).
-    expect(await cli(["keys", "revoke", rotated.json.kid, "--server-defaults"])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key "${rotated.json.kid}" does not exist\n`, json: undefined });
+    expect(await cli(["keys", "revoke", later.json.kid, "--server-defaults"])).toEqual({ code: 2, stdout: "", stderr: `plantgate: signing key "${later.json.kid}" does not exist\n`, json: undefined });
     expect((await cli(["keys", "list"])).json.map((k: { kid: string }) => k.kid)).toEqual([urgent.json.kid, first.json[0].kid]);
     expect(await cli(["keys", "list", "extra"])).toMatchObject({ code: 2, stdout: "" });
     expect(await cli(["keys", "rotate", "--later"])).toMatchObject({ code: 2, stdout: "" });

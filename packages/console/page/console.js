@@ -971,8 +971,16 @@
     );
     if (!yes) return $button("keys-rotate-now").focus();
     try {
+      /** @type {{ kid: string, cancelled: string[] }} */
       const r = await call("POST", "/signing-keys", { now: true, confirm: true });
-      setStatus("security-status", "New signing key " + q(r.kid) + " signs from now on.");
+      // The next keys stored before it, which would have taken over from it, are named: they are
+      // deleted, never having signed (until 2026-12-02 one took over minutes later).
+      const n = r.cancelled.length;
+      setStatus(
+        "security-status",
+        "New signing key " + q(r.kid) + " signs from now on." +
+          (n === 0 ? "" : " " + (n === 1 ? "The next key " : "The next keys ") + r.cancelled.map(q).join(", ") + (n === 1 ? ", stored before it, was" : ", stored before it, were") + " deleted, never having signed."),
+      );
       await loadKeys();
     } catch (e) {
       setStatus("security-status", messageOf(e));

@@ -293,7 +293,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
         error: error instanceof Error ? error.message : String(error),
       }),
     onRotated: (r) =>
-      events.emit({ type: "signing_key.rotated", kid: r.kid, alg: r.alg, activates_at: r.activatesAt, immediate: false, automatic: true, deleted: r.deleted, actor: null }),
+      events.emit({ type: "signing_key.rotated", kid: r.kid, alg: r.alg, activates_at: r.activatesAt, immediate: false, automatic: true, deleted: r.deleted, cancelled: [], actor: null }),
   });
   const cacheSize = options.verifiedTokenCacheSize ?? 10_000;
   if (!Number.isSafeInteger(cacheSize) || cacheSize < 0) throw new TypeError("verifiedTokenCacheSize must be a non-negative integer");

@@ -455,7 +455,7 @@ describe("console API: signing keys", () => {
     const rotated = await h.as("POST", "/api/signing-keys");
     expect([rotated.status, rotated.body]).toEqual([
       200,
-      { kid: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), activatesAt: "2026-01-01T00:06:01.000Z", status: "next", deleted: [] },
+      { kid: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), activatesAt: "2026-01-01T00:06:01.000Z", status: "next", deleted: [], cancelled: [] },
     ]);
     const kid = (rotated.body as { kid: string }).kid;
     expect(kid).not.toBe(only!.kid);
@@ -491,11 +491,27 @@ describe("console API: signing keys", () => {
     const wrongType = await h.as("POST", "/api/signing-keys", { now: "yes" });
     expect([wrongType.status, wrongType.body]).toEqual([400, { error: 1004, message: "now must be true or false." }]);
     const done = await h.as("POST", "/api/signing-keys", { now: true, confirm: true });
-    expect([done.status, done.body]).toEqual([200, { kid: expect.any(String), activatesAt: T0, status: "active", deleted: [] }]);
+    expect([done.status, done.body]).toEqual([200, { kid: expect.any(String), activatesAt: T0, status: "active", deleted: [], cancelled: [] }]);
     const kid = (done.body as { kid: string }).kid;
     expect((await h.as("GET", "/api/signing-keys")).body).toMatchObject({ keys: [{ kid, status: "active", signing: true }, { status: "retired", signing: false }] });
     const header = JSON.parse(atob((await clientToken(h)).split(".")[0]!.replace(/-/g, "+").replace(/_/g, "/"))) as { kid: string };
     expect(header.kid).toBe(kid);
+  });
+
+  it("rotate now while a next key is published: the answer names it in cancelled, and it is gone from the listing (it would have taken over from the new key)", async () => {
+    const h = await setup();
+    await h.app.jwks(); // the first key, as a server's start makes it
+    const scheduled = await h.as("POST", "/api/signing-keys", {});
+    const next = (scheduled.body as { kid: string }).kid;
+    h.clock.advance(1000);
+    const done = await h.as("POST", "/api/signing-keys", { now: true, confirm: true });
+    expect([done.status, done.body]).toEqual([200, { kid: expect.any(String), activatesAt: "2026-01-01T00:00:01.000Z", status: "active", deleted: [], cancelled: [next] }]);
+    const kid = (done.body as { kid: string }).kid;
+    const listed = (await h.as("GET", "/api/signing-keys")).body as { keys: { kid: string; status: string }[] };
+    expect(listed.keys.map((k) => [k.kid === kid ? "new" : k.kid === next ? "next" : "first", k.status])).toEqual([
+      ["new", "active"],
+      ["first", "retired"],
+    ]);
   });
 
   it("DELETE /api/signing-keys/{kid}: the signing key and a just-replaced key are 409 saying why, an unknown kid 404; a retired key a minute on is 204, out of the JWKS, its tokens refused, the event naming the administrator", async () => {

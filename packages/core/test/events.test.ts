@@ -243,7 +243,7 @@ describe("security events", () => {
       { type: "account.created", account_id: dave!.id, username: "dave", roles: [], enabled: false, actor: null },
       { type: "account.disabled", account_id: carol.id, username: "carol", actor: null },
       { type: "account.enabled", account_id: carol.id, username: "carol", actor: null },
-      { type: "signing_key.rotated", kid: rotated.kid, alg: "ES256", activates_at: now, immediate: true, automatic: false, deleted: [], actor: null },
+      { type: "signing_key.rotated", kid: rotated.kid, alg: "ES256", activates_at: now, immediate: true, automatic: false, deleted: [], cancelled: [], actor: null },
       { type: "signing_key.revoked", kid: previous!.kid, status: "retired", deleted: [], actor: null },
     ]);
   });
@@ -266,6 +266,7 @@ describe("security events", () => {
       immediate: false,
       automatic: true,
       deleted: [],
+      cancelled: [],
       actor: null,
     });
   });

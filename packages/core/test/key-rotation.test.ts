@@ -780,21 +780,22 @@ describe("pre-publication (keys rotate without --now)", () => {
     expect(jwks.headers.get("cache-control")).toBe("public, max-age=300");
   });
 
-  it("a --now rotation while a key is scheduled signs at once; the scheduled key still takes over at its time", async () => {
+  it("a --now rotation while a key is scheduled signs at once and deletes the scheduled key (made before the leak), which so never takes over", async () => {
     const h = await harness();
     const k1 = kidOf(await clientToken(h));
     const scheduled = await h.app.admin.rotateSigningKey();
     h.clock.advance(1000);
     const urgent = await h.app.admin.rotateSigningKey({ now: true });
-    expect(urgent.activatesAt).toBe(h.clock.now());
+    expect(urgent).toEqual({ kid: urgent.kid, activatesAt: h.clock.now(), status: "active", deleted: [], cancelled: [scheduled.kid] });
     expect(kidOf(await clientToken(h))).toBe(urgent.kid);
     expect(await status(h.app)).toEqual([
-      { kid: scheduled.kid, status: "next" },
       { kid: urgent.kid, status: "active" },
       { kid: k1, status: "retired" },
     ]);
+    // Until 2026-12-02 the scheduled key took over here.
     h.clock.advance(scheduled.activatesAt - h.clock.now());
-    expect(kidOf(await clientToken(h))).toBe(scheduled.kid);
+    expect(kidOf(await clientToken(h))).toBe(urgent.kid);
+    expect(await jwksKids(h.app)).toEqual([k1, urgent.kid].sort());
   });
 });
 

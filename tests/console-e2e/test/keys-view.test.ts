@@ -184,6 +184,31 @@ suite(name, () => {
     expect(await storage.signingKeys.list()).toEqual([]);
     expect(problems).toEqual([]);
   });
+  it("Rotate now while a next key is published: the answer names it in cancelled, the status line says it was deleted, and the table no longer lists it (it would have taken over from the new key)", async () => {
+    const storage = createMemoryStorage();
+    const server = await start({}, storage);
+    await page.context().clearCookies();
+    await open(server);
+    await page.locator("#keys-body tr").first().waitFor();
+    const [first] = await storage.signingKeys.list();
+    await page.getByRole("button", { name: "Rotate signing key", exact: true }).click();
+    const [, scheduled] = await confirm("Rotate key", "POST");
+    const next = (scheduled as { kid: string }).kid;
+    await page.locator("#keys-body tr:nth-child(2)").waitFor();
+    await page.getByRole("button", { name: "Rotate now (suspected leak)", exact: true }).click();
+    await page.locator("#confirm-dialog").waitFor({ state: "visible" });
+    const [code, body] = await confirm("Rotate now", "POST");
+    const kid = (body as { kid: string }).kid;
+    expect([code, body]).toEqual([200, { kid, activatesAt: expect.any(String), status: "active", deleted: [], cancelled: [next] }]);
+    await expect.poll(status).toBe(`New signing key ${kid} signs from now on. The next key ${next}, stored before it, was deleted, never having signed.`);
+    await expect.poll(async () => (await rows()).map((r) => [r["Key ID"], r.Status])).toEqual([
+      [kid, "Active (signing)"],
+      [first!.kid, "Retired (verifying only)"],
+    ]);
+    expect((await storage.signingKeys.list()).map((k) => k.kid).sort()).toEqual([first!.kid, kid].sort());
+    expect(problems).toEqual([]);
+  });
+
   it("after a KEK rotation, a key under the older KEK and a signer's marker an earlier version sealed under it name that KEK and say to re-encrypt; the Re-encrypt keys button moves them, and then neither does", async () => {
     const OLD = randomBytes(32).toString("base64url");
     const NEW = randomBytes(32).toString("base64url");

@@ -78,11 +78,15 @@ export interface Admin extends ClientAdmin {
    * servers that cached the JWKS know it by then; every instance switches at that instant. With
    * `now: true` (a suspected leak) it signs at once here and on other instances within a minute,
    * and resource servers holding an older JWKS copy refuse its tokens until they fetch it again.
-   * The first key of a store without any signs at once too (`status` says which). Keys replaced
-   * longer ago than the longest access-token lifetime are deleted. Throws AdminError when the
-   * signing key is configured (`signingKey` or `signer`): it is rotated by changing that.
+   * The first key of a store without any signs at once too (`status` says which). With `now`, the
+   * `next` keys stored before it (an earlier rotation within its activation delay, or automatic
+   * rotation's successor published ahead) are deleted, never having signed (`cancelled`): made
+   * before the leak, each would otherwise take over from the new key at its own activation time.
+   * Keys replaced longer ago than the longest access-token lifetime are deleted (`deleted`). Throws
+   * AdminError when the signing key is configured (`signingKey` or `signer`): it is rotated by
+   * changing that.
    */
-  rotateSigningKey(options?: { now?: boolean }): Promise<{ kid: string; activatesAt: number; status: "active" | "next"; deleted: string[] }>;
+  rotateSigningKey(options?: { now?: boolean }): Promise<{ kid: string; activatesAt: number; status: "active" | "next"; deleted: string[]; cancelled: string[] }>;
   /**
    * Deletes a signing key that does not sign now (`next`, `retired` or `prunable`): after a leak,
    * `rotateSigningKey({ now: true })` alone leaves the old key verifying until every token it could
@@ -369,6 +373,33 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       const record = await generateKeyRecord(ctx.signingAlg, createdAt, activatesAt);
       const stored = ctx.keyEncryption.configured ? { ...record, privateJwk: await ctx.keyEncryption.seal(record.kid, record.privateJwk, kek) } : record;
       await ctx.storage.signingKeys.create(stored);
+      // `now` (a suspected leak): a `next` key stored before (a rotation within its activation
+      // delay, automatic rotation's successor published ahead) activates after this one, and would
+      // take over from it then: made before the leak, its private part in every instance's memory.
+      // Until 2026-12-02 it did, minutes later, and the operator was told the new key signs from
+      // now on. Such keys never signed: deleted here, read after the create so one another process
+      // stored meanwhile goes too. An instance holding one as `next` re-reads the keys before it
+      // first signs with a key whose time came since its last read (see the keyring's
+      // signingKey), so it signs with this one instead; from its next reload it no longer has it.
+      const cancelled: string[] = [];
+      if (options.now === true) {
+        try {
+          for (const k of await ctx.storage.signingKeys.list()) {
+            if (k.kid !== record.kid && k.activatesAt > activatesAt && (await ctx.storage.signingKeys.delete(k.kid))) cancelled.push(k.kid);
+          }
+        } catch (error) {
+          // The new key is stored and signs (its event says so, with what was deleted), but a
+          // pending key left would still take over from it: the caller's failure (a 503, the CLI's
+          // exit 3), so the operator rotates with now again, which deletes it.
+          ctx.keyring.invalidate();
+          ctx.events.emit({ type: "signing_key.rotated", kid: record.kid, alg: record.alg, activates_at: activatesAt, immediate, automatic: false, deleted: [], cancelled, actor });
+          ctx.logger.warn(
+            `signing key ${quoteId(record.kid)} was stored and signs from now on, but deleting the next keys stored before it, which would take over from it, failed: rotate with now again`,
+            describeError(error),
+          );
+          throw error;
+        }
+      }
       // A key is safe to delete once the key after it has been signing for longer than any token
       // lives. Housekeeping: the rotation is made once the key is stored, so a failure here is
       // logged, not thrown (a retry would store a second key), and the next rotation or prune
@@ -380,8 +411,8 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         ctx.logger.warn("signing key rotated; deleting keys past their use failed (the next rotation or prune deletes them)", describeError(error));
       }
       ctx.keyring.invalidate();
-      ctx.events.emit({ type: "signing_key.rotated", kid: record.kid, alg: record.alg, activates_at: activatesAt, immediate, automatic: false, deleted, actor });
-      return { kid: record.kid, activatesAt, status: immediate ? "active" : "next", deleted };
+      ctx.events.emit({ type: "signing_key.rotated", kid: record.kid, alg: record.alg, activates_at: activatesAt, immediate, automatic: false, deleted, cancelled, actor });
+      return { kid: record.kid, activatesAt, status: immediate ? "active" : "next", deleted, cancelled };
     },
     async revokeSigningKey(kid) {
       if (ctx.keyring.configured === "signingKey") throw new AdminError("The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); the store's keys are not used.");

@@ -382,7 +382,8 @@ export const ROTATE_NOW_WARNING =
 
 /**
  * `POST /console/api/signing-keys`: no body, or `{}`, schedules a key (published now, signing
- * after the activation delay); `{"now": true, "confirm": true}` makes it sign at once. `now`
+ * after the activation delay); `{"now": true, "confirm": true}` makes it sign at once, deleting
+ * the `next` keys stored before it (`cancelled`), which would take over from it. `now`
  * without `confirm` changes nothing and answers 400 (error 1308) with the reason, for the page to
  * show in its confirmation.
  */
@@ -392,7 +393,7 @@ export const rotateSigningKey: ApiHandler = async (ctx, s, request) => {
   const now = optionalBoolean(body, "now") ?? false;
   const confirm = optionalBoolean(body, "confirm") ?? false;
   if (now && !confirm) throw new ApiError(400, ApiErrorCode.consoleConfirmationRequired, ROTATE_NOW_WARNING);
-  let result: { kid: string; activatesAt: number; status: "active" | "next"; deleted: string[] };
+  let result: { kid: string; activatesAt: number; status: "active" | "next"; deleted: string[]; cancelled: string[] };
   try {
     result = await adminOf(ctx, s).rotateSigningKey({ now });
   } catch (e) {
@@ -400,8 +401,8 @@ export const rotateSigningKey: ApiHandler = async (ctx, s, request) => {
     if (e instanceof AdminError) throw conflict(e.message);
     throw e;
   }
-  const { kid, activatesAt, status, deleted } = result;
-  return json(200, { kid, activatesAt: iso(activatesAt), status, deleted });
+  const { kid, activatesAt, status, deleted, cancelled } = result;
+  return json(200, { kid, activatesAt: iso(activatesAt), status, deleted, cancelled });
 };
 
 /**

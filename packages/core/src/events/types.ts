@@ -202,6 +202,12 @@ export interface SigningKeyRotatedEvent extends AdminEventBase {
   automatic: boolean;
   /** Kids of old keys deleted by this rotation. */
   deleted: string[];
+  /**
+   * Kids of `next` keys deleted by this rotation before they ever signed: with `immediate`
+   * (`keys rotate --now`), those stored before it, which would have taken over from it at their
+   * later activation time. Empty otherwise (always for `automatic`).
+   */
+  cancelled: string[];
 }
 
 /**

@@ -537,6 +537,8 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   // A periodic re-read that failed (keys loaded before): not tried again before this, and told once.
   let retryAt = 0;
   let failing = false;
+  // The key whose activation, come since the keys were last read, made signingKey() read them again.
+  let rechecked: string | null = null;
   // When an unknown kid last made this instance look at the stored keys (see `storedElsewhere`).
   let lastKidLook = -Infinity;
   /** The look for an unknown kid under way (its read and the load it starts, and when it began, real time): others wait for it. */
@@ -675,9 +677,27 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
 
   return {
     async signingKey() {
-      const loaded = await ensure();
+      let loaded = await ensure();
       // Chosen at each call from the stored activation times: every instance switches at the same instant.
-      const k = loaded[signingIndex(loaded, opts.clock(), pinned)]!;
+      let now = opts.clock();
+      let k = loaded[signingIndex(loaded, now, pinned)]!;
+      // A key whose time came since the keys were last read (a `next` key taking over) signs only
+      // after a read of the store has it still stored: `keys rotate --now` deletes the `next` keys
+      // made before it, and until 2026-12-02 an instance that had loaded one signed with it at its
+      // activation time until its next reload (up to a minute), tokens every other instance
+      // refused. Once per such key, at most one extra load per rotation; a failed read keeps the
+      // keys loaded (see `reloadFailed`).
+      if (pinned === undefined && k.activatesAt <= now && k.activatesAt > lastReload && k.kid !== rechecked) {
+        rechecked = k.kid;
+        try {
+          await reloadOnce();
+        } catch (error) {
+          reloadFailed(error);
+        }
+        loaded = await ensure();
+        now = opts.clock();
+        k = loaded[signingIndex(loaded, now, pinned)]!;
+      }
       if (k.privateKey === null && k.external === null) {
         throw new Error(`signing key ${quoteId(k.kid)} is held by a signer this instance was not given (option signer)`);
       }

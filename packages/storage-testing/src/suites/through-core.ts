@@ -342,8 +342,8 @@ export function secretsSuite(s: SuiteContext): void {
         const kekText = base64url(kek);
         const app = createPlantgate({ storage: s.storage(), keyEncryptionKeys: [kekText], clock: () => T0, logger: { error() {}, warn() {} } });
         await app.jwks(); // the first key
-        await app.admin.rotateSigningKey(); // a next key
-        await app.admin.rotateSigningKey({ now: true }); // and one that signs at once
+        await app.admin.rotateSigningKey({ now: true }); // one that signs at once
+        await app.admin.rotateSigningKey(); // and a next key (a --now rotation after it would delete it)
         const records = await s.storage().signingKeys.list();
         expect(records).toHaveLength(3);
         const dump = await s.target.rawDump!(s.storage());
