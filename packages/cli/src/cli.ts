@@ -625,7 +625,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       parseOptions(command, rest, {});
       const { app } = await open();
       const result = await app.admin.reencryptSigningKeys();
-      io.stderr("every stored private key is now encrypted with the first key of PLANTGATE_KEY_ENCRYPTION_KEY; the others can be removed\n");
+      io.stderr("every stored private key is now encrypted with the first key of PLANTGATE_KEY_ENCRYPTION_KEY; remove the others once keys list, run again a minute from now, shows no key with \"kekStatus\": \"older\" (a rotation under way elsewhere may store its key meanwhile)\n");
       return result;
     }
     case "prune": {

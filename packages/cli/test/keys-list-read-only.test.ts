@@ -313,7 +313,7 @@ for (const backend of BACKENDS) {
       expect({ code, stdout, stderr }).toEqual({
         code: 0,
         stdout: JSON.stringify({ reencrypted: [m.kid, a!.kid], unchanged: [bKid] }, null, 2) + "\n",
-        stderr: "every stored private key is now encrypted with the first key of PLANTGATE_KEY_ENCRYPTION_KEY; the others can be removed\n",
+        stderr: "every stored private key is now encrypted with the first key of PLANTGATE_KEY_ENCRYPTION_KEY; remove the others once keys list, run again a minute from now, shows no key with \"kekStatus\": \"older\" (a rotation under way elsewhere may store its key meanwhile)\n",
       });
       const after = await b.writer.signingKeys.list();
       expect(after.map((r) => [r.kid, r.privateJwk === "external" ? "external" : r.privateJwk.split(":").slice(0, 3).join(":")])).toEqual([

@@ -1002,7 +1002,8 @@
       setStatus(
         "security-status",
         (n === 0 ? "No signing key needed moving" : n + (n === 1 ? " signing key was" : " signing keys were") + " re-encrypted under the current key encryption key") +
-          "; the older key encryption key can now be removed from PLANTGATE_KEY_ENCRYPTION_KEY.",
+          // A rotation under way elsewhere may store its key meanwhile: the table is the check.
+          "; once this table, reloaded a minute from now, shows no key under an older key encryption key, that key can be removed from PLANTGATE_KEY_ENCRYPTION_KEY.",
       );
     } catch (e) {
       setStatus("security-status", messageOf(e));

@@ -251,7 +251,9 @@ suite(name, () => {
     expect([response.request().method(), response.status(), await response.json()]).toEqual(["POST", 200, { reencrypted: [key!.kid, signerKey.kid], unchanged: [] }]);
     await expect
       .poll(() => page.locator("#security-status").textContent())
-      .toBe("2 signing keys were re-encrypted under the current key encryption key; the older key encryption key can now be removed from PLANTGATE_KEY_ENCRYPTION_KEY.");
+      .toBe(
+        "2 signing keys were re-encrypted under the current key encryption key; once this table, reloaded a minute from now, shows no key under an older key encryption key, that key can be removed from PLANTGATE_KEY_ENCRYPTION_KEY.",
+      );
     await expect.poll(async () => (await rows()).map((r) => [r["Key ID"], r["At rest"]])).toEqual([
       [key!.kid, "Encrypted"],
       [signerKey.kid, "Public key only (held by a signer)"],

@@ -8,12 +8,18 @@ import { parseAccountListQuery } from "../schemas/accounts.js";
 import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { BIDI_CONTROL, INVISIBLE_CLASS, isStorableText, isWellFormed } from "../util/storable-text.js";
 import { EXTERNAL_PRIVATE_KEY, KEK_SOURCE, sealsExternalMarker } from "../crypto/key-encryption.js";
-import { generateKeyRecord, listSigningKeys, pruneKeys, signingKek, type ListedSigningKey } from "../tokens/keys.js";
+import { generateKeyRecord, listSigningKeys, pruneKeys, resealUnderSigningKek, signingKek, type ListedSigningKey } from "../tokens/keys.js";
 import { describeKeys, SIGNING_RELOAD_MS } from "../tokens/key-lifecycle.js";
 import { prune, type PruneCounts, type PruneOptions } from "./prune.js";
 import { EventQueryError, listAuditEvents, type EventPage, type EventQuery } from "./events.js";
 import { describeError } from "../http/respond.js";
 import { isRole } from "./roles.js";
+
+/**
+ * The most passes `reencryptSigningKeys` makes over the stored keys: it stops at the first that
+ * finds none to move (the second, unless a rotation elsewhere stored a key meanwhile).
+ */
+const REENCRYPT_PASSES = 5;
 
 export type { PruneCounts, PruneOptions } from "./prune.js";
 export type { EventPage, EventQuery } from "./events.js";
@@ -119,8 +125,12 @@ export interface Admin extends ClientAdmin {
    * Encrypts every stored private key under the first key encryption key (keys in clear, and keys
    * under an older KEK), and stores a `signer`'s marker that a version before 2026-11-29 sealed as
    * the plain marker (it holds no key; sealed, it needed its KEK at every load). Afterwards the older
-   * KEKs can be removed from the configuration (`listSigningKeys()` shows no `kekStatus: "older"`). Throws
-   * AdminError when no KEK is configured; a key under a KEK that is not configured throws
+   * KEKs can be removed from the configuration (`listSigningKeys()` shows no `kekStatus: "older"`,
+   * checked again a reload interval later: a rotation under way elsewhere may store its key under
+   * the older KEK after this answered, see the README's KEK rotation). Passes over the stored rows
+   * until one finds none to move (a rotation elsewhere that read the rows before a move stores its
+   * key under the older KEK), at most 5. Throws AdminError when no KEK is configured, and when the
+   * fifth pass still moved a key; a key under a KEK that is not configured throws
    * KeyEncryptionError and leaves that key as it was (the keys moved before it stay moved). Event
    * `signing_key.reencrypted` with the kids moved, when any moved (also on such a failure).
    */
@@ -400,6 +410,19 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
           throw error;
         }
       }
+      // The new key was sealed under the KEK of the key signing when the rows were read above: a
+      // `keys reencrypt` (another process, the console of another instance) may have moved the keys
+      // since, and answered that every key was moved. Read again after the create and, if so,
+      // sealed again under the KEK they are under now (see resealUnderSigningKek). Until 2026-12-02
+      // the key stayed under the old KEK. A failure is logged, not thrown (the key is stored):
+      // `keys list` then shows it under the older KEK, and `keys reencrypt` moves it.
+      if (ctx.keyEncryption.configured) {
+        try {
+          await resealUnderSigningKek(ctx.storage.signingKeys, ctx.keyEncryption, record.kid, record.privateJwk, stored.privateJwk, await ctx.storage.signingKeys.list(), now);
+        } catch (error) {
+          ctx.logger.warn(`signing key ${quoteId(record.kid)} rotated; checking the key encryption key it is sealed under against a re-encryption meanwhile failed (keys list shows it; keys reencrypt moves it)`, describeError(error));
+        }
+      }
       // A key is safe to delete once the key after it has been signing for longer than any token
       // lives. Housekeeping: the rotation is made once the key is stored, so a failure here is
       // logged, not thrown (a retry would store a second key), and the next rotation or prune
@@ -475,7 +498,6 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
     async reencryptSigningKeys() {
       if (!ctx.keyEncryption.configured) throw new AdminError(`No key encryption key is configured; set ${KEK_SOURCE}.`);
       const reencrypted: string[] = [];
-      const unchanged: string[] = [];
       // Whether a row is as reencrypt leaves it: a private key sealed under the first KEK, or a
       // signer's marker stored as such (it holds no key, so needs no KEK; one that is sealed, under
       // any KEK, is told by its length, see sealsExternalMarker).
@@ -487,20 +509,38 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         const clear = await ctx.keyEncryption.open(kid, stored);
         return clear === EXTERNAL_PRIVATE_KEY ? EXTERNAL_PRIVATE_KEY : ctx.keyEncryption.seal(kid, clear);
       };
+      let unchanged: string[] = [];
       try {
-        for (const k of await ctx.storage.signingKeys.list()) {
-          if (await done(k.privateJwk)) {
-            unchanged.push(k.kid);
-            continue;
+        // Pass after pass over the stored rows until one finds none to move: a rotation elsewhere
+        // (automatic on another instance, `keys rotate` in another process) that read the rows
+        // before the move seals its new key under the old KEK and may store it after this pass read
+        // them. Until 2026-12-02 one pass answered that every key was moved, and such a key was
+        // left under the old KEK. A key stored after the last pass's read is the rotation's own to
+        // move (see resealUnderSigningKek): it reads the rows after its create, and sees the keys
+        // moved.
+        for (let pass = 1; ; pass++) {
+          const moves = reencrypted.length;
+          unchanged = [];
+          for (const k of await ctx.storage.signingKeys.list()) {
+            if (await done(k.privateJwk)) {
+              if (!reencrypted.includes(k.kid)) unchanged.push(k.kid);
+              continue;
+            }
+            // Compare-and-set: a row changed meanwhile (by a starting instance) is read again.
+            if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, k.privateJwk, await moved(k.kid, k.privateJwk))) reencrypted.push(k.kid);
+            else {
+              const now = (await ctx.storage.signingKeys.list()).find((r) => r.kid === k.kid);
+              if (now && !(await done(now.privateJwk))) {
+                if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, now.privateJwk, await moved(k.kid, now.privateJwk))) reencrypted.push(k.kid);
+                else throw new AdminError(`signing key ${quoteId(k.kid)} changed while it was being re-encrypted; re-encrypt again (pnpm plantgate keys reencrypt, or Re-encrypt keys in the console)`);
+              } else if (!reencrypted.includes(k.kid)) unchanged.push(k.kid);
+            }
           }
-          // Compare-and-set: a row changed meanwhile (by a starting instance) is read again.
-          if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, k.privateJwk, await moved(k.kid, k.privateJwk))) reencrypted.push(k.kid);
-          else {
-            const now = (await ctx.storage.signingKeys.list()).find((r) => r.kid === k.kid);
-            if (now && !(await done(now.privateJwk))) {
-              if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, now.privateJwk, await moved(k.kid, now.privateJwk))) reencrypted.push(k.kid);
-              else throw new AdminError(`signing key ${quoteId(k.kid)} changed while it was being re-encrypted; re-encrypt again (pnpm plantgate keys reencrypt, or Re-encrypt keys in the console)`);
-            } else unchanged.push(k.kid);
+          if (reencrypted.length === moves) break;
+          if (pass === REENCRYPT_PASSES) {
+            throw new AdminError(
+              `signing keys were still being stored under an older key encryption key after ${REENCRYPT_PASSES} passes (rotations under way elsewhere); re-encrypt again (pnpm plantgate keys reencrypt, or Re-encrypt keys in the console)`,
+            );
           }
         }
       } finally {

@@ -253,10 +253,46 @@ export async function generateKeyRecord(alg: SigningAlg, now: number, activatesA
  * `<new>,<old>` sealed its key under `<new>`, and every instance still on `<old>` failed its next
  * reload.
  */
-export function signingKek(records: SigningKeyRecord[], now: number): string | null {
+export function signingKek(records: readonly SigningKeyRecord[], now: number): string | null {
   if (records.length === 0) return null;
   const placed = place(records).map((p) => p.record);
   return sealedUnder(placed[signingIndex(placed, now)]!.privateJwk);
+}
+
+/**
+ * After a rotation stored `kid` (its private key `privateJwk`, stored as `stored`, sealed under the
+ * KEK of the key signing when the rows were read, see {@link signingKek}): `records`, the rows read
+ * again after that create, say which KEK the key signing now is under. When that KEK is another one
+ * (a `keys reencrypt` moved the keys meanwhile) and `encryption` has it, the new key's row is sealed
+ * again under it, compare-and-set (a reencrypt that moved it meanwhile wins; nothing is lost).
+ * Returns whether it sealed the row again. Until 2026-12-02 a rotation that had read the rows
+ * before a reencrypt stored its key under the old KEK after the reencrypt had answered that every
+ * key was moved, and a deployment that then dropped the old KEK failed every load of the keys.
+ *
+ * A reencrypt whose last pass reads the rows after this create moves the key itself (see
+ * `reencryptSigningKeys`); one whose last pass read them before it moved the signing key before
+ * `records` was read, so this sees that.
+ *
+ * @example
+ * const records = await store.list();
+ * await resealUnderSigningKek(store, encryption, record.kid, record.privateJwk, stored.privateJwk, records, Date.now());
+ */
+export async function resealUnderSigningKek(
+  store: SigningKeyStore,
+  encryption: KeyEncryption,
+  kid: string,
+  privateJwk: string,
+  stored: string,
+  records: readonly SigningKeyRecord[],
+  now: number,
+): Promise<boolean> {
+  if (!encryption.configured || !isSealed(stored)) return false;
+  const target = signingKek(
+    records.filter((r) => r.kid !== kid),
+    now,
+  );
+  if (target === null || target === sealedUnder(stored) || !(await encryption.ids()).includes(target)) return false;
+  return store.replacePrivateJwk(kid, stored, await encryption.seal(kid, privateJwk, target));
 }
 
 /** The RFC 7638 thumbprint of a stored public JWK's text (the key itself, whatever its other members). */
@@ -445,10 +481,14 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
         const activatesAt = Math.max(now + delay, current.activatesAt + opts.maxAgeMs);
         const next = await generateKeyRecord(opts.alg, now, activatesAt);
         // Another instance may have stored its own successor meanwhile: the order picks one, both are told.
-        await store.create(await seal(next, records));
+        const stored = await seal(next, records);
+        await store.create(stored);
         const deleted = await pruneKeys(store, now, await maxTtl());
         opts.onRotated?.({ kid: next.kid, alg: next.alg, activatesAt, deleted });
         records = await store.list();
+        // Sealed under the KEK of the key signing when the rows were read: a `keys reencrypt` may
+        // have moved the keys since (see resealUnderSigningKek).
+        if (encryption !== undefined && (await resealUnderSigningKek(store, encryption, next.kid, next.privateJwk, stored.privateJwk, records, now))) records = await store.list();
       }
     }
     if (encryption?.configured) {
