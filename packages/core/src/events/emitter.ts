@@ -79,7 +79,7 @@ type NestedMembers = { [E in SecurityEvent as [NestedMember<E>] extends [never] 
 
 const NESTED: NestedMembers = {
   "client.created": { grant_types: true, scopes: true },
-  "signing_key.rotated": { deleted: true },
+  "signing_key.rotated": { deleted: true, cancelled: true },
   "signing_key.revoked": { deleted: true },
   "signing_key.reencrypted": { reencrypted: true },
   "account.created": { roles: true },
