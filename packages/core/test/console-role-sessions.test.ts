@@ -27,4 +27,14 @@ describe("console: an account that lost the admin role", () => {
     expect(phoneAnswer.status).toBe(401);
     expect(await h.storage.clients.get("back")).toBeNull();
   });
+
+  it("the 403 that ends the sessions clears the browser's cookie too, as the 401 of an ended session does (until 2026-12-02 the dead cookie stayed for its Max-Age)", async () => {
+    const h = await consoleHarness();
+    await h.app.admin.createAccount({ username: "eve", password: "eve-password-1", roles: ["admin"] });
+    const eveId = (await h.storage.accounts.findByUsername("eve"))!.id;
+    const laptop = await signIn(h.app, "eve", "eve-password-1");
+    h.demoted.add(eveId);
+    const demoted = await read(await call(h.app, "GET", "/api/clients", { cookie: laptop.cookie }));
+    expect([demoted.status, demoted.body, demoted.setCookie]).toEqual([403, NOT_ADMIN, "plantgate_console=; Path=/console; Max-Age=0; HttpOnly; SameSite=Strict; Secure"]);
+  });
 });

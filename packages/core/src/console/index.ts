@@ -142,8 +142,10 @@ async function run(ctx: Context, request: ConsoleRequest): Promise<PlainResponse
   try {
     session = await requireSession(ctx, request);
   } catch (e) {
-    // A session that is gone should not linger in the browser either.
-    if (e instanceof ApiError && e.code === ApiErrorCode.consoleNotSignedIn && request.cookie !== null) {
+    // A session that is gone should not linger in the browser either: the 401 of an ended one, and
+    // the 403 of an account that lost the admin role, which ended all its sessions (until
+    // 2026-12-02 that answer left the dead cookie in the browser for its Max-Age).
+    if (e instanceof ApiError && (e.code === ApiErrorCode.consoleNotSignedIn || e.code === ApiErrorCode.consoleNotAdmin) && request.cookie !== null) {
       throw new ApiError(e.status, e.code, e.message, { "set-cookie": clearedCookie(ctx, request.url) });
     }
     throw e;
