@@ -966,7 +966,7 @@
   $button("keys-rotate-now").addEventListener("click", () => once("keys", async () => {
     const yes = await confirmAction(
       "Rotate the signing key now?",
-      "Rotating now skips the activation delay: the new key signs at once (on other instances within a minute), and resource servers that cached the key set reject its tokens until they fetch it again (up to 5 minutes). Do it only when the current key may have leaked.",
+      "Rotating now skips the activation delay: the new key signs at once (on other instances within a minute), and resource servers that cached the key set reject its tokens until they fetch it again (up to 5 minutes). Keys scheduled to sign later (next) are deleted, so none made before it takes over. Do it only when the current key may have leaked.",
       "Rotate now",
     );
     if (!yes) return $button("keys-rotate-now").focus();

@@ -483,7 +483,7 @@ describe("console API: signing keys", () => {
       {
         error: 1308,
         message:
-          "Rotating now skips the activation delay: the new key signs at once (on other instances within a minute), and resource servers that cached the JWKS reject its tokens until they fetch it again (up to 5 minutes). Do it only when the current key may have leaked; send confirm: true to proceed.",
+          "Rotating now skips the activation delay: the new key signs at once (on other instances within a minute), and resource servers that cached the JWKS reject its tokens until they fetch it again (up to 5 minutes). Keys scheduled to sign later (next) are deleted, so none made before it takes over. Do it only when the current key may have leaked; send confirm: true to proceed.",
       },
       "no-store",
     ]);

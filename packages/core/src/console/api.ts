@@ -378,7 +378,7 @@ export const revokeSigningKeyByQuery: ApiHandler = async (ctx, s, request) => {
 
 /** Why `now` needs `confirm`: what the page's confirmation says. */
 export const ROTATE_NOW_WARNING =
-  "Rotating now skips the activation delay: the new key signs at once (on other instances within a minute), and resource servers that cached the JWKS reject its tokens until they fetch it again (up to 5 minutes). Do it only when the current key may have leaked; send confirm: true to proceed.";
+  "Rotating now skips the activation delay: the new key signs at once (on other instances within a minute), and resource servers that cached the JWKS reject its tokens until they fetch it again (up to 5 minutes). Keys scheduled to sign later (next) are deleted, so none made before it takes over. Do it only when the current key may have leaked; send confirm: true to proceed.";
 
 /**
  * `POST /console/api/signing-keys`: no body, or `{}`, schedules a key (published now, signing
