@@ -93,7 +93,7 @@ export const USAGE = `usage: plantgate <command> [options]
   keys revoke KID [--server-defaults]   (deletes a key that does not sign now, and the prunable keys older than it: after a leak, rotate --now, then a minute later revoke the old key)
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable (by PLANTGATE_ACCESS_TOKEN_TTL, default 7200 s: give it the servers' value), stored, atRest: encrypted / clear / external, kek: the id of the key encryption key a key is sealed under, kekStatus: current / older (keys reencrypt moves it) / missing; reads only: [] when the store has none)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
-  prune [--batch-size N] [--max-batches N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts; --max-batches: at most N batches (at least 7), the stores in turn, "complete":false when work may be left)
+  prune [--batch-size N] [--max-batches N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts; --max-batches: at most N batches (at least 7), each signing key deleted one of them, the stores in turn, "complete":false when work may be left)
   events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
 
 Options go after the command's words, never before them (exit 2); --help after any command, help

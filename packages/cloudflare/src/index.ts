@@ -75,12 +75,15 @@ export const WORKER_FETCH_EVENTS_TIMEOUT_MS = 25_000;
  * makes. Cloudflare allows 50 D1 queries per Worker invocation on the Free plan (1000 on Paid). A
  * batch is one D1 statement, a refresh-token batch too (both of its rules in one statement; until
  * 2026-11-30 one that found fewer ended families' tokens than a batch holds was two, the unconsumed
- * ones past their sliding expiry following); a run adds 2 (the clients' longest token lifetime, the
- * signing keys), and a fresh isolate's first run its start (12 with a bootstrapped client and
- * account and their audit writes). The costliest run measured in workerd made 34 (35 should it also
- * delete a signing key; until 2026-11-30, 48), leaving 15 for what else a first run may write (a
- * key rotation, sealing keys stored again under a new key encryption key: a statement per key;
- * `packages/cloudflare/test/prune-budget.test.ts` counts them).
+ * ones past their sliding expiry following), and so is each signing key deleted (since 2026-12-02;
+ * the keys take at most the budget less a batch per store); a run adds 2 (the clients' longest
+ * token lifetime, the signing keys' list), and a fresh isolate's first run its start (12 with a
+ * bootstrapped client and account and their audit writes). The costliest run measured in workerd
+ * over a backlog made 34 (until 2026-11-30, 48), and 45 with all a start may also write to the keys:
+ * a due rotation (5, and at most `ROTATION_KEY_DELETES` = 2 deletes) and keys stored in clear sealed
+ * under a new key encryption key (at most `KEYS_SEALED_PER_LOAD` = 4, and a read);
+ * `packages/cloudflare/test/prune-budget.test.ts` and `signing-keys-budget.test.ts` count them.
+ * Until 2026-12-02 every prunable key was deleted outside the budget (59: 68 queries).
  */
 export const WORKER_PRUNE_MAX_BATCHES = 20;
 
@@ -186,8 +189,9 @@ export interface CreateWorkerOptions extends Omit<PlantgateOptions, "storage"> {
    * another's backlog, and a backlog past the budget is worked off over the next runs (the counts'
    * `complete` is `false` while work may be left). Default 20 ({@link WORKER_PRUNE_MAX_BATCHES}),
    * which keeps a run under the 50 D1 queries Cloudflare allows a Free-plan invocation; on the Paid
-   * plan (1000) it may be raised, toward 950 (a run is at most its batches and 15 D1 queries; leave
-   * room for a first run's other writes). At least 7
+   * plan (1000) it may be raised, toward 950 (a run is at most its batches and 25 D1 queries, a
+   * fresh isolate's first run at its costliest; each signing key it deletes is one of its batches).
+   * At least 7
    * (`PRUNE_STORES`, one batch per store: a run in a new isolate starts its rounds at the first
    * store, so a smaller budget would never reach the last ones). `0`: no bound (each store drained
    * in one run, which a backlog of more than a few dozen batches makes fail on Cloudflare past the

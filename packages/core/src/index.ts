@@ -32,6 +32,8 @@ export type { CryptoProvider } from "./crypto/provider.js";
 export {
   generateKeyRecord,
   pruneKeys,
+  KEYS_SEALED_PER_LOAD,
+  ROTATION_KEY_DELETES,
   MIN_ACTIVATION_DELAY_SECONDS,
   signingKeyView,
   type ListedSigningKey,

@@ -6,7 +6,7 @@
  */
 import { calculateJwkThumbprint, createLocalJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
 import { describe, expect, it } from "vitest";
-import { AdminError, ConfigError, createMemoryStorage, createPlantgate, generateKeyRecord, KeyEncryptionError, optionsFromEnv, type RequestObservation, type Storage } from "../src/index.js";
+import { AdminError, ConfigError, createMemoryStorage, createPlantgate, generateKeyRecord, KEYS_SEALED_PER_LOAD, KeyEncryptionError, optionsFromEnv, type RequestObservation, type Storage } from "../src/index.js";
 import { getAccounts } from "./api-helpers.js";
 import { BASE, basic, clientToken, harness, manualClock, tokenRequest } from "./helpers.js";
 import { createKeyEncryption, parseKeyEncryptionKeys } from "../src/crypto/key-encryption.js";
@@ -94,6 +94,45 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     expect(((await after.jwks()).keys as { kid: string }[]).map((k) => k.kid)).toEqual([kid]);
     expect(await clearPrivateMembers(storage)).toEqual([]);
     expect(JSON.stringify(await storage.signingKeys.list())).not.toContain(clear[0]);
+  });
+
+  it("a KEK newly configured over many keys in clear: each load of the keys seals at most KEYS_SEALED_PER_LOAD, the newest first, and the loads a minute apart the rest; the keys sign and verify meanwhile", async () => {
+    const clock = manualClock();
+    const storage = createMemoryStorage();
+    // 10 keys in clear, rotated an hour apart and the newest an hour ago: it signs, and the one
+    // before it still verifies (retired less than the token lifetime ago).
+    const t0 = clock.now() - 10 * 3600_000;
+    for (let i = 0; i < 10; i++) await storage.signingKeys.create(await generateKeyRecord("ES256", t0 + i * 3600_000, t0 + i * 3600_000));
+    const newestFirst = (await storage.signingKeys.list()).sort((a, b) => b.activatesAt - a.activatesAt).map((k) => k.kid);
+    let seals = 0;
+    const real = storage.signingKeys.replacePrivateJwk.bind(storage.signingKeys);
+    storage.signingKeys.replacePrivateJwk = (kid, expected, next) => (seals++, real(kid, expected, next));
+    const inClear = async () => (await storage.signingKeys.list()).filter((k) => k.privateJwk.startsWith("{")).map((k) => k.kid);
+    const app = createPlantgate({ storage, clock: clock.now, keyEncryptionKeys: [kek()], logger: quiet, passwordHashIterations: 1000 });
+    const { clientSecret } = await app.admin.createClient({ clientId: "sealing" });
+    const token = async () => {
+      const res = await tokenRequest(app, "grant_type=client_credentials", { authorization: basic("sealing", clientSecret) });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { access_token: string }).access_token;
+    };
+    expect(KEYS_SEALED_PER_LOAD).toBe(4);
+    const first = await token();
+    expect(seals).toBe(4);
+    expect((await inClear()).sort()).toEqual(newestFirst.slice(4).sort());
+    expect(kidOf(first)).toBe(newestFirst[0]);
+    // The next loads, a minute apart: 4 more, then the last 2.
+    clock.advance(60_000);
+    await token();
+    expect(seals).toBe(8);
+    expect((await inClear()).sort()).toEqual(newestFirst.slice(8).sort());
+    clock.advance(60_000);
+    const last = await token();
+    expect(seals).toBe(10);
+    expect(await inClear()).toEqual([]);
+    expect(await clearPrivateMembers(storage)).toEqual([]);
+    // The same key signed throughout, and its tokens verify.
+    expect(kidOf(last)).toBe(newestFirst[0]);
+    expect((await getAccounts(app, first)).status).toBe(200);
   });
 
   it("KEK rotation: with [new, old] reencrypt moves every key to the new KEK; afterwards the new one alone suffices and the old alone is refused", async () => {

@@ -9,7 +9,7 @@
  */
 import { decodeProtectedHeader, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from "jose";
 import { describe, expect, it } from "vitest";
-import { AdminError, createMemoryStorage, createPlantgate, generateKeyRecord, pruneKeys, StorageError, type Plantgate, type Storage } from "../src/index.js";
+import { AdminError, createMemoryStorage, createPlantgate, generateKeyRecord, pruneKeys, ROTATION_KEY_DELETES, StorageError, type Plantgate, type Storage } from "../src/index.js";
 import { getAccounts } from "./api-helpers.js";
 import { BASE, basic, clientToken, harness, manualClock, type Harness } from "./helpers.js";
 
@@ -896,6 +896,59 @@ describe("automatic rotation by age (signingKeyMaxAgeSeconds)", () => {
     // The configured key still signs and verifies.
     expect((await configured.admin.listSigningKeys()).find((k) => k.kid === configuredKid)!.status).toBe("active");
     expect(((await configured.jwks()).keys as { kid: string }[]).map((k) => k.kid)).toContain(configuredKid);
+  });
+
+  it("a rotation (an administrator's, or automatic) deletes at most ROTATION_KEY_DELETES prunable keys, the oldest first, in its request; the others stay prunable for the next rotation or the prune", async () => {
+    const clock = manualClock();
+    const day = 24 * 3600 * 1000;
+    /** A store of 10 keys rotated a second apart ten days ago (the newest signs, the 9 before it are prunable), its deletes counted. */
+    const seeded = async () => {
+      const storage = createMemoryStorage();
+      const t0 = clock.now() - 10 * day;
+      for (let i = 0; i < 10; i++) await storage.signingKeys.create(await generateKeyRecord("ES256", t0 + i * 1000, t0 + i * 1000));
+      const oldestFirst = (await storage.signingKeys.list()).sort((a, b) => a.activatesAt - b.activatesAt).map((k) => k.kid);
+      const counted = { deletes: 0 };
+      const real = storage.signingKeys.delete.bind(storage.signingKeys);
+      storage.signingKeys.delete = (kid) => (counted.deletes++, real(kid));
+      return { storage, oldestFirst, counted };
+    };
+    expect(ROTATION_KEY_DELETES).toBe(2);
+
+    // An administrator's rotation (the CLI's keys rotate, the console's button).
+    const manual = await seeded();
+    const admin = createPlantgate({ storage: manual.storage, clock: clock.now, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+    const rotated = await admin.admin.rotateSigningKey();
+    expect(rotated.deleted).toEqual(manual.oldestFirst.slice(0, 2));
+    expect(manual.counted.deletes).toBe(2);
+    // What is left is as it was: the other 7 still prunable (deleting the oldest first moves no
+    // other key's retirement), the newest active, the rotated one next.
+    expect((await status(admin)).map((k) => k.status)).toEqual(["next", "active", ...Array(7).fill("prunable")]);
+    expect((await status(admin)).slice(2).map((k) => k.kid)).toEqual(manual.oldestFirst.slice(2, 9).reverse());
+    // The next rotation takes the next two; the prune (no budget) the other 5.
+    expect((await admin.admin.rotateSigningKey()).deleted).toEqual(manual.oldestFirst.slice(2, 4));
+    expect((await admin.admin.prune()).signingKeys).toBe(5);
+    expect(manual.counted.deletes).toBe(2 + 2 + 5);
+
+    // Automatic rotation, at a load of the keys (the active key is ten days old: due).
+    const automatic = await seeded();
+    const told: { kid: string; deleted: string[] }[] = [];
+    const auto = createPlantgate({
+      storage: automatic.storage,
+      clock: clock.now,
+      signingKeyMaxAgeSeconds: 3600,
+      passwordHashIterations: 1000,
+      logger: { error() {}, warn() {} },
+      onEvent: (e) => void (e.type === "signing_key.rotated" && told.push({ kid: e.kid, deleted: e.deleted })),
+    });
+    const res = await auto.fetch(new Request(`${BASE}/.well-known/jwks.json`));
+    expect(res.status).toBe(200);
+    const stored = (await automatic.storage.signingKeys.list()).map((k) => k.kid);
+    const next = stored.find((kid) => !automatic.oldestFirst.includes(kid))!;
+    expect(((await res.json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid).sort()).toEqual([automatic.oldestFirst[9], next].sort());
+    expect(automatic.counted.deletes).toBe(2);
+    expect(stored.sort()).toEqual([...automatic.oldestFirst.slice(2), next].sort());
+    await new Promise((r) => setTimeout(r, 0));
+    expect(told).toEqual([{ kid: next, deleted: automatic.oldestFirst.slice(0, 2) }]);
   });
 
   it("pruneKeys never deletes the active key, even one older than a long-retired newer key", async () => {

@@ -3,7 +3,7 @@
  * answer, and a rotated token is kept as long as presenting it again can detect reuse.
  */
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, pruneIntervalFromEnv, ConfigError, StorageError } from "../src/index.js";
+import { createMemoryStorage, generateKeyRecord, pruneIntervalFromEnv, ConfigError, StorageError } from "../src/index.js";
 import { harness } from "./helpers.js";
 import { DAY, expectTokenError, expectTokenSuccess, INVALID_REFRESH, passwordRequest, refreshRequest } from "./token-helpers.js";
 
@@ -110,6 +110,42 @@ describe("admin.prune", () => {
     // full, 10 each), the 6th batch to revoked jtis (short: done), so the next run starts at assertion jtis.
     expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 6 })).toStrictEqual({ ...ZERO, revokedTokens: 10, assertionJtis: 10, complete: false });
     expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 6 }), "assertion jtis (short), then the other four: one round").toStrictEqual({ ...ZERO, complete: true });
+  });
+
+  it("with maxBatches each signing-key delete is a batch: the keys take the budget less a batch per store (at least one), the oldest first, and leave the rest to the next run (complete false)", async () => {
+    const storage = createMemoryStorage();
+    const h = await harness({ storage });
+    const now = h.clock.now();
+    // 12 keys rotated a second apart ten days ago (the store's only keys): the newest signs, the 11
+    // before it are past their use.
+    const t0 = now - 10 * DAY;
+    expect(await storage.signingKeys.list()).toEqual([]);
+    for (let i = 0; i < 12; i++) await storage.signingKeys.create(await generateKeyRecord("ES256", t0 + i * 1000, t0 + i * 1000));
+    const oldestFirst = (await storage.signingKeys.list()).sort((a, b) => a.activatesAt - b.activatesAt).map((k) => k.kid);
+    for (let i = 0; i < 3; i++) await storage.sessions.create({ idHash: `s-${i}`, accountId: "a", csrfHash: "c", createdAt: now - DAY, expiresAt: now - 1 });
+    // Every storage call that deletes, counted: each is one statement.
+    let deletes = 0;
+    for (const store of [storage.refreshTokens, storage.sessions, storage.attempts, storage.revokedTokens, storage.assertionJtis, storage.signingKeys] as const) {
+      const key = store === storage.signingKeys ? "delete" : "deleteExpired";
+      const real = (store as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[key]!.bind(store);
+      (store as unknown as Record<string, unknown>)[key] = (...args: unknown[]) => (deletes++, real(...args));
+    }
+    // The memory store's 5 stores: a budget of 8 leaves 3 to the keys, then one round.
+    expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 8 })).toStrictEqual({ ...ZERO, sessions: 3, signingKeys: 3, complete: false });
+    expect(deletes).toBe(8);
+    const left = (await storage.signingKeys.list()).map((k) => k.kid);
+    expect(oldestFirst.filter((kid) => !left.includes(kid))).toEqual(oldestFirst.slice(0, 3));
+    // A budget of one round: the keys still get one delete (and the last store of the round waits).
+    deletes = 0;
+    expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 5 })).toStrictEqual({ ...ZERO, signingKeys: 1, complete: false });
+    expect(deletes).toBe(5);
+    // Without maxBatches (the CLI's default, Node's timer): every prunable key, as before.
+    deletes = 0;
+    expect(await h.app.admin.prune({ batchSize: 10 })).toStrictEqual({ ...ZERO, signingKeys: 7 });
+    expect(deletes).toBe(7 + 5);
+    expect((await storage.signingKeys.list()).map((k) => k.kid)).toEqual([oldestFirst.at(-1)]);
+    // Nothing left: complete within the budget.
+    expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 8 })).toStrictEqual(ZERO);
   });
 
   it("`complete: false` is conservative: a last batch that took exactly the rest is not known to be the last, and the next run finds nothing", async () => {

@@ -1,6 +1,6 @@
 import type { Context } from "../context.js";
 import { describeError } from "../http/respond.js";
-import { pruneKeys } from "../tokens/keys.js";
+import { prunableKids } from "../tokens/key-lifecycle.js";
 import { passed } from "../util/passed.js";
 
 /** Options of {@link prune}. */
@@ -21,9 +21,14 @@ export interface PruneOptions {
    * run of an app starts its rounds at the store after the last one its previous budgeted run
    * served, so a budget below the number of stores serves every store within
    * ceil(stores / maxBatches) runs of one app instance; at least {@link PRUNE_STORES} serves every
-   * store in every run, in any instance. The signing keys (a list and at most one delete) are
-   * pruned once per run, before the batches and outside the budget. For a platform that bounds the
-   * storage calls of one invocation (Cloudflare D1: 50 queries on the Free plan).
+   * store in every run, in any instance (but at exactly that, in a run that also deletes a signing
+   * key: see below). The signing keys go first: their list is outside the budget, and each delete
+   * (a storage call of its own) counts as a batch; they take at most `maxBatches` less one batch per
+   * store (at least one), the oldest first, and leave the rest to the next run. So a run makes at
+   * most `maxBatches` deletes in all, and at `maxBatches` = {@link PRUNE_STORES} a run that deletes
+   * a key leaves the last store of its round to the next run. For a platform that bounds the storage calls of one
+   * invocation (Cloudflare D1: 50 queries on the Free plan). Until 2026-12-02 every prunable key
+   * was deleted outside the budget.
    */
   maxBatches?: number;
 }
@@ -40,8 +45,10 @@ export interface PruneCounts {
   /** Audit events older than the retention (`auditRetentionDays`); 0 without an audit store or `auditPrune`. */
   auditEvents: number;
   /**
-   * `true` when every store's last batch came back short: nothing was left as of the run's instant.
-   * `false` when `maxBatches` ran out while some store's last batch was full, so work may be left
+   * `true` when every store's last batch came back short and no prunable signing key was left:
+   * nothing was left as of the run's instant. `false` when `maxBatches` ran out while some store's
+   * last batch was full, or left prunable signing keys (their share of it, see
+   * {@link PruneOptions.maxBatches}; since 2026-12-02), so work may be left
    * for the next run; conservative: a full last batch that took exactly the rest still says
    * `false` (knowing would cost another call of that store, past the budget), and the next run
    * finds nothing. (A run in which a store failed rejects; the counts in its log line say `false`.)
@@ -96,9 +103,10 @@ const nextStart = new WeakMap<Context, string>();
  * - audit events older than `auditRetentionDays`: the audit store's, or, without one, those the
  *   storage kept earlier (`storage.auditPrune`: the trail turned off since).
  *
- * The signing keys go first. Then the stores take turns, one batch of `batchSize` each per round,
- * each until a batch comes back short, or until `maxBatches` batches have been made (`complete`
- * false when some store's last batch was full). With `maxBatches` the rounds start at the store
+ * The signing keys go first (with `maxBatches`, each delete a batch of it, at most the budget less
+ * one batch per store, at least one). Then the stores take turns, one batch of `batchSize` each per
+ * round, each until a batch comes back short, or until `maxBatches` batches have been made
+ * (`complete` false when some store's last batch was full, or prunable keys were left). With `maxBatches` the rounds start at the store
  * after the last one the app's previous budgeted run served. A store that fails (the keys too)
  * takes no further batch in the run; the others go on, and the run then rejects with the first
  * failure, after one `logger.error` line naming every failed store and the counts of the rest.
@@ -114,19 +122,6 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   const now = ctx.clock();
   const { storage } = ctx;
   const failures: { store: string; error: unknown }[] = [];
-  // Only a configured key needs naming: otherwise the newest stored key is the one that signs.
-  // (Asking the keyring on a fresh store would create a key, which pruning has no business doing.)
-  // First and once: a run whose budget the backlogs spend still prunes them. A failure here (the
-  // keys' read, the clients' longest lifetime) leaves the keys to the next run, not the stores.
-  let signingKeys = 0;
-  try {
-    const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
-    const deletedKeys = await pruneKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid);
-    signingKeys = deletedKeys.length;
-    if (deletedKeys.length > 0) ctx.keyring.invalidate();
-  } catch (error) {
-    failures.push({ store: "signingKeys", error });
-  }
   const queue = (name: string, call: (limit: number) => Promise<number>, after?: Queue): Queue => ({ name, call, deleted: 0, done: false, ...(after ? { after } : {}) });
   const refreshTokens = queue("refreshTokens", (limit) => storage.refreshTokens.deleteExpired(now, limit));
   const ended = storage.refreshTokens.deleteEndedFamilies?.bind(storage.refreshTokens);
@@ -141,12 +136,39 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   const audit = storage.audit ?? storage.auditPrune;
   const auditEvents = audit ? queue("auditEvents", (limit) => audit.deleteExpired(now - ctx.auditRetentionMs, limit)) : undefined;
   const queues = [refreshTokens, families, sessions, attempts, revokedTokens, assertionJtis, auditEvents].filter((q) => q !== undefined);
+  // Only a configured key needs naming: otherwise the newest stored key is the one that signs.
+  // (Asking the keyring on a fresh store would create a key, which pruning has no business doing.)
+  // First: a run whose budget the backlogs spend still prunes them. A failure here (the keys'
+  // read, the clients' longest lifetime, a delete) leaves the rest of the keys to the next run, not
+  // the stores. Each delete is a statement of its own: with `maxBatches` each counts as a batch,
+  // and the keys take at most the budget less one batch per store (at least one), the oldest
+  // first; the rest wait for the next run (`complete` false). Until 2026-12-02 every prunable key
+  // was deleted here, outside the budget: 59 of them made a Worker's cron run 68 D1 queries, past
+  // the Free plan's 50, and the run failed before any store was pruned.
+  let signingKeys = 0;
+  let spent = 0;
+  let keysLeft = false;
+  try {
+    const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
+    const prunable = prunableKids(await storage.signingKeys.list(), now, await ctx.maxAccessTokenTtlMs(), activeKid);
+    const share = options.maxBatches === undefined ? prunable.length : Math.max(1, maxBatches - queues.length);
+    keysLeft = prunable.length > share;
+    try {
+      for (const kid of prunable.slice(0, share)) {
+        spent++;
+        if (await storage.signingKeys.delete(kid)) signingKeys++;
+      }
+    } finally {
+      if (signingKeys > 0) ctx.keyring.invalidate();
+    }
+  } catch (error) {
+    failures.push({ store: "signingKeys", error });
+  }
   // Without a budget each store is drained before the next (as before rounds existed); with one,
   // a round gives each store with work left one batch, starting where the app's last run stopped.
   const rounds = options.maxBatches !== undefined;
   const first = rounds ? Math.max(0, queues.findIndex((q) => q.name === nextStart.get(ctx))) : 0;
   let pending = [...queues.slice(first), ...queues.slice(0, first)];
-  let spent = 0;
   let last: Queue | undefined;
   let lastTurn = Date.now();
   while (pending.length > 0 && spent < maxBatches) {
@@ -195,7 +217,7 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
     assertionJtis: assertionJtis.deleted,
     signingKeys,
     auditEvents: auditEvents?.deleted ?? 0,
-    complete: pending.length === 0 && failures.length === 0,
+    complete: pending.length === 0 && !keysLeft && failures.length === 0,
   };
   if (failures.length === 0) return counts;
   // The counts of what was pruned would be lost with the rejection: one line names them, and each

@@ -96,16 +96,37 @@ export function describeKeys(records: readonly SigningKeyRecord[], now: number, 
 }
 
 /**
- * Deletes the prunable keys of a store and returns their kids.
+ * The kids of the `prunable` keys among `records`, oldest first (never `activeKid`). Oldest first
+ * so that any prefix of them may be deleted alone: a key's retirement is read from the key after
+ * it, and deleting the oldest keys changes no other key's successor.
+ */
+export function prunableKids(records: readonly SigningKeyRecord[], now: number, maxTokenTtlMs: number, activeKid?: string): string[] {
+  return describeKeys(records, now, maxTokenTtlMs, activeKid)
+    // "prunable" is never the active key; the kid check says so again, so no caller can delete the key that signs.
+    .filter((k) => k.status === "prunable" && k.kid !== activeKid)
+    .map((k) => k.kid)
+    .reverse();
+}
+
+/**
+ * The most signing keys a rotation deletes (the console's or the CLI's `rotateSigningKey`, and
+ * automatic rotation): one statement each, on a request path, so a store holding many prunable
+ * keys costs a rotation at most this many deletes; the rest go with the next rotations or the
+ * prune. A rotation makes at most one key prunable in the steady state, so two keep up.
+ */
+export const ROTATION_KEY_DELETES = 2;
+
+/**
+ * Deletes the prunable keys of a store, the oldest first, at most `limit` of them (default: all),
+ * and returns the kids deleted. One `list`, then one `delete` per key.
  *
  * @example
  * const deleted = await pruneKeys(storage.signingKeys, Date.now(), 7200_000);
  */
-export async function pruneKeys(store: SigningKeyStore, now: number, maxTokenTtlMs: number, activeKid?: string): Promise<string[]> {
+export async function pruneKeys(store: SigningKeyStore, now: number, maxTokenTtlMs: number, activeKid?: string, limit = Number.POSITIVE_INFINITY): Promise<string[]> {
   const deleted: string[] = [];
-  for (const k of describeKeys(await store.list(), now, maxTokenTtlMs, activeKid)) {
-    // "prunable" is never the active key; the kid check says so again, so no caller can delete the key that signs.
-    if (k.status === "prunable" && k.kid !== activeKid && (await store.delete(k.kid))) deleted.push(k.kid);
+  for (const kid of prunableKids(await store.list(), now, maxTokenTtlMs, activeKid).slice(0, limit)) {
+    if (await store.delete(kid)) deleted.push(kid);
   }
   return deleted;
 }

@@ -6,9 +6,17 @@ import { StorageError } from "../errors/index.js";
 import type { SigningKeyRecord, SigningKeyStore } from "../storage/types.js";
 import { passed } from "../util/passed.js";
 import { LATE, waitAtMost } from "../util/wait-at-most.js";
-import { describeKeys, place, pruneKeys, SIGNING_RELOAD_MS, signingIndex, type SigningKeyInfo, type SigningKeyStatus } from "./key-lifecycle.js";
+import { describeKeys, place, pruneKeys, ROTATION_KEY_DELETES, SIGNING_RELOAD_MS, signingIndex, type SigningKeyInfo, type SigningKeyStatus } from "./key-lifecycle.js";
 
-export { describeKeys, pruneKeys, SIGNING_RELOAD_MS, type SigningKeyInfo, type SigningKeyStatus } from "./key-lifecycle.js";
+export { describeKeys, pruneKeys, ROTATION_KEY_DELETES, SIGNING_RELOAD_MS, type SigningKeyInfo, type SigningKeyStatus } from "./key-lifecycle.js";
+
+/**
+ * The most keys stored in clear one load of the keys seals (once a key encryption key is
+ * configured): a statement each, in the request (or cron run) that loads them, so a store of many
+ * such keys costs a load at most this many; the next loads (one a minute) seal the rest, the
+ * newest keys first. Until 2026-12-02 one load sealed them all.
+ */
+export const KEYS_SEALED_PER_LOAD = 4;
 
 /** The JWS algorithms plantgate signs with. */
 export type SigningAlg = "ES256" | "ES384" | "RS256" | "PS256" | "EdDSA";
@@ -483,7 +491,8 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
         // Another instance may have stored its own successor meanwhile: the order picks one, both are told.
         const stored = await seal(next, records);
         await store.create(stored);
-        const deleted = await pruneKeys(store, now, await maxTtl());
+        // At most ROTATION_KEY_DELETES (a request waits for this): the prune deletes the rest.
+        const deleted = await pruneKeys(store, now, await maxTtl(), undefined, ROTATION_KEY_DELETES);
         opts.onRotated?.({ kid: next.kid, alg: next.alg, activatesAt, deleted });
         records = await store.list();
         // Sealed under the KEK of the key signing when the rows were read: a `keys reencrypt` may
@@ -493,8 +502,14 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     }
     if (encryption?.configured) {
       // Keys stored in clear (before a KEK was set) are encrypted now; compare-and-set, so an
-      // instance doing the same at the same moment changes nothing either way.
-      const clear = records.filter(storedInClear);
+      // instance doing the same at the same moment changes nothing either way. At most
+      // KEYS_SEALED_PER_LOAD, the newest first (the key that signs, and will, before the old ones
+      // the prune is to delete); the next loads seal the rest.
+      const clear = place(records)
+        .map((p) => p.record)
+        .filter(storedInClear)
+        .reverse()
+        .slice(0, KEYS_SEALED_PER_LOAD);
       for (const r of clear) await store.replacePrivateJwk(r.kid, r.privateJwk, await encryption.seal(r.kid, r.privateJwk));
       if (clear.length > 0) records = await store.list();
     } else if (!warned && records.some(storedInClear)) {

@@ -191,8 +191,11 @@ export function pruneSuite(s: SuiteContext): void {
     it("admin.prune({ maxBatches }) serves the stores in turn, one batch each per round, and says whether work was left", async () => {
       await seedAll(s.storage(), 25);
       const app = appAt(s.storage());
-      // Round 1 gives each store a batch of 10 (the family rows a batch where the store keeps them),
-      // round 2 the same; 7 batches end the run inside round 2 at most, whatever order.
+      // The prunable signing key's delete is a batch of the 7 (since 2026-12-02; it was outside the
+      // budget), then round 1 gives each store a batch of 10 (the family rows a batch where the
+      // store keeps them) while the budget lasts; 7 batches end the run inside round 2 at most,
+      // whatever order. With 7 stores (the family rows and an audit store) the audit events, last
+      // in the round, wait for the next run.
       const first = await app.admin.prune({ batchSize: 10, maxBatches: 7 });
       expect(first.complete, JSON.stringify(first)).toBe(false);
       // Every store made progress, none was drained alone: at least 10 and at most 20 each.
@@ -200,7 +203,7 @@ export function pruneSuite(s: SuiteContext): void {
         expect(first[k], `${k} after the first run: ${JSON.stringify(first)}`).toBeGreaterThanOrEqual(10);
         expect(first[k], `${k} after the first run: ${JSON.stringify(first)}`).toBeLessThanOrEqual(20);
       }
-      expect(first.signingKeys, "the signing keys go once per run, outside the budget").toBe(1);
+      expect(first.signingKeys, "the signing keys go first, a delete a batch of the budget").toBe(1);
       // Later runs finish the rest; the total is what one unbounded run deletes.
       const totals = { ...first };
       let runs = 1;
