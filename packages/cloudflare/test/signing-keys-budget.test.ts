@@ -158,14 +158,14 @@ describe("the signing keys' share of a Worker invocation's D1 queries, in worker
     const oldest = (await sql('select "kid" from "pg_signing_keys" order by "activates_at" limit 3')) as { kid: string }[];
 
     const rotated = await fetch(`${base}/console/api/signing-keys`, { method: "POST", headers: { ...browser, cookie, "x-csrf-token": csrfToken, "content-type": "application/json" }, body: "{}" });
-    const body = (await rotated.json()) as { kid: string; activatesAt: number; status: string; deleted: string[] };
+    const body = (await rotated.json()) as { kid: string; activatesAt: number; status: string; deleted: string[]; cancelled: string[] };
     const statements = await count();
     // The session and its account, the keys' list, the new key, the clients' longest token
     // lifetime, the list again, 2 deletes, the event's audit write: 9 (until 2026-12-02, 66).
     expect(statements, "D1 queries of the rotation's request").toBe(7 + ROTATION_KEY_DELETES);
     expect(statements).toBeLessThanOrEqual(FREE_PLAN_QUERIES);
     const [stored] = (await sql(`select "activates_at" as at from "pg_signing_keys" where "kid" = '${body.kid}'`)) as { at: number }[];
-    expect([rotated.status, body]).toEqual([200, { kid: body.kid, activatesAt: new Date(stored!.at).toISOString(), status: "next", deleted: oldest.slice(0, ROTATION_KEY_DELETES).map((r) => r.kid) }]);
+    expect([rotated.status, body]).toEqual([200, { kid: body.kid, activatesAt: new Date(stored!.at).toISOString(), status: "next", deleted: oldest.slice(0, ROTATION_KEY_DELETES).map((r) => r.kid), cancelled: [] }]);
     expect(body.kid).not.toBe(newest);
     // 60 keys, the rotation's own, less the two deleted; the one that signed signs on.
     expect(await sql('select count(*) as n from "pg_signing_keys"')).toEqual([{ n: 61 - ROTATION_KEY_DELETES }]);
