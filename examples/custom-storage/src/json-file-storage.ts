@@ -754,6 +754,15 @@ const SHAPES = {
   assertionJtis: { key: "string", expiresAt: "number" },
 } satisfies Record<string, Record<string, Kind>>;
 
+/**
+ * Fields a record may lack (added to the contract later, in no new file version): a client's
+ * `generation` and a refresh token's `clientGeneration` (2026-12-02); absent = from before.
+ */
+const OPTIONAL: Partial<Record<keyof typeof SHAPES, Record<string, Kind>>> = {
+  clients: { generation: "string" },
+  refreshTokens: { clientGeneration: "string" },
+};
+
 /** Sections a version 1 file predates; reading one, they start empty. */
 const ADDED_IN_V2 = new Set<keyof typeof SHAPES>(["attempts", "revokedTokens", "sessions"]);
 /** Sections a version 1 or 2 file predates. */
@@ -846,7 +855,11 @@ async function load(file: string): Promise<FileState> {
       for (const [field, kind] of Object.entries(shape)) {
         if (!isKind(record[field], kind)) corrupt(`${where}.${field} is not ${kind}`);
       }
-      const extra = Object.keys(record).find((k) => !(k in shape));
+      const optional = OPTIONAL[section] ?? {};
+      for (const [field, kind] of Object.entries(optional)) {
+        if (field in record && !isKind(record[field], kind)) corrupt(`${where}.${field} is not ${kind}`);
+      }
+      const extra = Object.keys(record).find((k) => !(k in shape) && !(k in optional));
       if (extra !== undefined) corrupt(`${where} has an unknown field "${extra}"`);
       const key = record[KEYS[section]] as string;
       if (seen.has(key)) corrupt(`${where} repeats the key ${JSON.stringify(key)}`);

@@ -183,7 +183,7 @@ describe("RFC 7009 revocation", () => {
     expect(warns.filter((m) => m.includes("reuse"))).toEqual([]);
   });
 
-  it("a family's access token names sid in the same place whoever signs it: jose, an external signer (the JWS assembled by hand)", async () => {
+  it("a family's access token names sid (and cgen, the client generation) in the same place whoever signs it: jose, an external signer (the JWS assembled by hand)", async () => {
     const { privateKey, publicKey } = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"])) as CryptoKeyPair;
     const signer = {
       alg: "ES256" as const,
@@ -191,7 +191,7 @@ describe("RFC 7009 revocation", () => {
       sign: async (data: Uint8Array) => new Uint8Array(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, privateKey, data as Uint8Array<ArrayBuffer>)),
     };
     const keysOf = (jwt: string) => Object.keys(JSON.parse(Buffer.from(jwt.split(".")[1]!, "base64url").toString()) as object);
-    const order = ["client_id", "scope", "sid", "iss", "sub", "aud", "iat", "exp", "jti"];
+    const order = ["client_id", "scope", "sid", "cgen", "iss", "sub", "aud", "iat", "exp", "jti"];
     for (const options of [{}, { signer }]) {
       const h = await harness(options);
       const { access_token } = await passwordTokens(h);

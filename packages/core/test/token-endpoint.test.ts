@@ -75,6 +75,8 @@ describe("RFC 9068 JWT access tokens", () => {
       sub: "client:app-1",
       client_id: "app-1",
       scope: "Platform_UserAPIs",
+      // The client's generation (2026-12-02).
+      cgen: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/),
       iat,
       exp: iat + 7200,
       jti: expect.any(String),
@@ -108,6 +110,8 @@ describe("RFC 9068 JWT access tokens", () => {
       sub: expect.stringMatching(UUID),
       client_id: "app-1",
       scope: "Platform_UserAPIs",
+      // The client's generation (2026-12-02).
+      cgen: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/),
       iat,
       exp: iat + 7200,
       jti: expect.any(String),

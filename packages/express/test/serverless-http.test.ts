@@ -184,6 +184,7 @@ describe.each([
       sub: `client:${CLIENT_ID}`,
       client_id: CLIENT_ID,
       scope: SCOPE,
+      cgen: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/),
       jti: expect.any(String),
       iat: expect.any(Number),
       exp: payload.iat! + 7200,

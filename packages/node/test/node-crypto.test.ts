@@ -83,6 +83,7 @@ describe("nodeCrypto()", () => {
       expect(payload).toEqual({
         client_id: CLIENT_ID,
         scope: body.scope,
+        cgen: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/),
         iss: ISSUER,
         sub: `client:${CLIENT_ID}`,
         aud: ISSUER,
@@ -93,7 +94,7 @@ describe("nodeCrypto()", () => {
       // The same claims in the same order as jose's SignJWT writes them.
       const [, encodedPayload] = token.split(".");
       expect(Buffer.from(encodedPayload!, "base64url").toString()).toBe(
-        JSON.stringify({ client_id: CLIENT_ID, scope: body.scope, iss: ISSUER, sub: `client:${CLIENT_ID}`, aud: ISSUER, iat, exp: iat + 7200, jti: payload.jti }),
+        JSON.stringify({ client_id: CLIENT_ID, scope: body.scope, cgen: payload.cgen, iss: ISSUER, sub: `client:${CLIENT_ID}`, aud: ISSUER, iat, exp: iat + 7200, jti: payload.jti }),
       );
 
       const plant = await app.fetch(

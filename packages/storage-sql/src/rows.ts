@@ -34,6 +34,7 @@ export const clientRow = (v: ValueGuards, r: ClientRecord): Insertable<ClientTab
   refresh_token_absolute_ttl: r.refreshTokenAbsoluteTtl,
   created_at: r.createdAt,
   secret_updated_at: r.secretUpdatedAt,
+  generation: r.generation === undefined ? null : v.text(r.generation, "generation"),
 });
 export const clientRecord = (row: Selectable<ClientTable>): ClientRecord => ({
   clientId: row.client_id,
@@ -49,6 +50,8 @@ export const clientRecord = (row: Selectable<ClientTable>): ClientRecord => ({
   refreshTokenAbsoluteTtl: toNullableInt(row.refresh_token_absolute_ttl, "refresh_token_absolute_ttl"),
   createdAt: toInt(row.created_at, "created_at"),
   secretUpdatedAt: toInt(row.secret_updated_at, "secret_updated_at"),
+  // Absent, not null, for a client from before version 12 (the record's field is optional).
+  ...(row.generation === null || row.generation === undefined ? {} : { generation: toText(row.generation, "generation") }),
 });
 
 /** A client's secrets as the JSON text of `pg_clients.secrets`, oldest first (as the interface orders them). */
@@ -137,6 +140,7 @@ export const refreshRow = (v: ValueGuards, r: RefreshTokenRecord): Insertable<Re
   revoked_at: r.revokedAt,
   replay: r.replay === null ? null : v.text(r.replay, "replay"),
   grace_uses: r.graceUses,
+  client_generation: r.clientGeneration === undefined ? null : v.text(r.clientGeneration, "clientGeneration"),
 });
 export const refreshRecord = (row: Selectable<RefreshTokenTable>): RefreshTokenRecord => ({
   tokenHash: row.token_hash,
@@ -151,6 +155,7 @@ export const refreshRecord = (row: Selectable<RefreshTokenTable>): RefreshTokenR
   revokedAt: toNullableInt(row.revoked_at, "revoked_at"),
   replay: row.replay,
   graceUses: toInt(row.grace_uses, "grace_uses"),
+  ...(row.client_generation === null || row.client_generation === undefined ? {} : { clientGeneration: toText(row.client_generation, "client_generation") }),
 });
 
 export const keyRow = (v: ValueGuards, r: SigningKeyRecord): Insertable<SigningKeyTable> => ({

@@ -64,6 +64,8 @@ export interface ClientTable {
   refresh_token_absolute_ttl: NullableInt64;
   created_at: Int64;
   secret_updated_at: Int64;
+  /** Version 12: the client's generation (`ClientRecord.generation`); null for a client from before. */
+  generation: string | null;
 }
 
 /** `pg_accounts`: users of the password grant; `username` is unique. */
@@ -106,6 +108,8 @@ export interface RefreshTokenTable {
   replay: string | null;
   /** Grace uses answered from `replay`. */
   grace_uses: ColumnType<number | bigint | string, number | undefined, number>;
+  /** Version 12: the generation of the client it was issued to (`clientGeneration`); null for a token from before. */
+  client_generation: string | null;
 }
 
 /**

@@ -384,6 +384,9 @@ export function createClientAdmin(ctx: Context, actor: string | null): ClientAdm
         refreshTokenAbsoluteTtl: ttl("refreshTokenAbsoluteTtl", input.refreshTokenAbsoluteTtl),
         createdAt: now,
         secretUpdatedAt: now,
+        // Tells this client apart from an earlier one of the same id by identity, not by comparing
+        // clocks of different processes (see `issuedTo`): 96 random bits.
+        generation: randomToken(ctx.random, 12),
       };
       if (!(await ctx.storage.clients.create(record))) throw new AdminConflictError(`client ${quoteId(clientId)} already exists`);
       ctx.events.emit({ type: "client.created", client_id: clientId, name: record.name, grant_types: record.grantTypes, scopes: record.scopes, actor });

@@ -2,7 +2,7 @@ import { OAuthError } from "../errors/index.js";
 import { randomToken } from "../crypto/index.js";
 import type { Context, Urls } from "../context.js";
 import { sealReplay } from "../crypto/replay.js";
-import type { ClientRecord, GrantType } from "../storage/types.js";
+import type { ClientRecord, GrantType, RefreshTokenRecord } from "../storage/types.js";
 import { issueAccessToken } from "../tokens/access-token.js";
 import { inSpan, quietly } from "../telemetry/spans.js";
 import { newRefreshToken, refreshTokenKey } from "./refresh-key.js";
@@ -81,6 +81,7 @@ export async function issueTokens(
       sign: ctx.sign,
       jti,
       sid: familyId ?? undefined,
+      generation: input.client.generation,
     });
   });
   const body: TokenResponse = { access_token: accessToken, token_type: "Bearer", expires_in: ttl, scope: input.scope.join(" ") };
@@ -89,7 +90,7 @@ export async function issueTokens(
     const familyExpiresAt =
       plan.kind === "rotate" ? plan.familyExpiresAt : input.now + (input.client.refreshTokenAbsoluteTtl ?? ctx.refreshTokenAbsoluteTtl) * 1000;
     const token = drawn.token;
-    const record = {
+    const record: RefreshTokenRecord = {
       tokenHash: await refreshTokenKey(ctx.sha256, token),
       familyId: drawn.familyId,
       clientId: input.client.clientId,
@@ -102,6 +103,7 @@ export async function issueTokens(
       revokedAt: null,
       replay: null,
       graceUses: 0,
+      ...(input.client.generation !== undefined ? { clientGeneration: input.client.generation } : {}),
     };
     body.refresh_token = token;
     if (plan.kind === "new-family") {

@@ -63,14 +63,21 @@ export function isLiveRefresh(record: { revokedAt: number | null; consumedAt: nu
 }
 
 /**
- * Whether a located token was issued to this client record: the same id, and issued no earlier
- * than the client was created. A client deleted and re-created under the same id is a new client
- * and must not inherit the old one's tokens. An access token's `iat` has whole seconds, so it is
- * compared with the second of creation: a token issued just after creation stays the client's,
- * and only a token issued before deletion in that very second could slip through.
+ * Whether a located token was issued to this client record: the same id, and the same client, not
+ * an earlier one of that id (deleted and re-created: a new client, which must not inherit the old
+ * one's tokens). Told by the client's `generation`, which the token carries (the access token's
+ * `cgen`, the refresh record's `clientGeneration`), compared for equality whenever both sides have
+ * one. Only when either lacks it (a token or client from before 2026-12-02, a backend that does not
+ * keep the field) is it told by time, as before: issued no earlier than the client was created (an
+ * access token's `iat` against the second of creation). That compares clocks of different
+ * processes (the instance or CLI that created the client, the instance that issued the token):
+ * skewed, a new client's own tokens were refused for their whole life, and within one second a
+ * re-created client took the old one's access tokens as its own (2026-12-02).
  */
 export function issuedTo(token: LocatedToken, client: ClientRecord): boolean {
   if (tokenClientId(token) !== client.clientId) return false;
+  const generation = token.kind === "access_token" ? token.claims.generation : token.record.clientGeneration;
+  if (generation !== undefined && client.generation !== undefined) return generation === client.generation;
   return token.kind === "access_token" ? token.claims.iat >= Math.floor(client.createdAt / 1000) : token.record.createdAt >= client.createdAt;
 }
 

@@ -59,6 +59,15 @@ export interface ClientRecord {
   createdAt: number;
   /** Epoch milliseconds of the last secret change (added, removed, regenerated). */
   secretUpdatedAt: number;
+  /**
+   * Tells this client apart from an earlier or later client of the same id (deleted and
+   * re-created): random base64url text (16 characters, at most 64), drawn by `admin.createClient`
+   * and never changed. Its tokens carry it (the access token's `cgen` claim, the refresh record's
+   * `clientGeneration`), and a token is this client's only when the two are equal. Absent on a
+   * client created before 2026-12-02 (or stored by a backend that does not keep it): its tokens
+   * are then told apart by time, as before (see `issuedTo`). Contract change, 2026-12-02.
+   */
+  generation?: string;
 }
 
 /** Clients (the console's "settings > security settings"). */
@@ -211,6 +220,11 @@ export interface RefreshTokenRecord {
   replay: string | null;
   /** How many grace uses of this consumed token were answered (see `graceUse`); 0 for a new token. */
   graceUses: number;
+  /**
+   * The `generation` of the client the token was issued to (see {@link ClientRecord.generation});
+   * absent for a token issued before 2026-12-02 or to a client without one. Contract change, 2026-12-02.
+   */
+  clientGeneration?: string;
 }
 
 /** Refresh tokens. */

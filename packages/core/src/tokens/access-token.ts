@@ -17,6 +17,11 @@ export interface AccessTokenClaims {
    * and its refreshes); absent otherwise. Revoking the family's refresh token revokes the token too.
    */
   sid?: string;
+  /**
+   * The `generation` of the client it was issued to (claim `cgen`; see `ClientRecord.generation`);
+   * absent on a token issued before 2026-12-02 or to a client without one.
+   */
+  generation?: string;
 }
 
 /** Prefix of the `sub` of a client-credentials token, so it can never equal a user's `sub`. */
@@ -47,6 +52,8 @@ export async function issueAccessToken(
     jti?: string;
     /** The refresh family it is issued with, as its `sid` claim (none: no claim). */
     sid?: string | undefined;
+    /** The client's generation, as its `cgen` claim (none: no claim). */
+    generation?: string | undefined;
   },
 ): Promise<string> {
   const { kid, alg, key, sign: external } = signing;
@@ -63,6 +70,7 @@ export async function issueAccessToken(
           client_id: input.clientId,
           scope: input.scope.join(" "),
           ...(input.sid !== undefined ? { sid: input.sid } : {}),
+          ...(input.generation !== undefined ? { cgen: input.generation } : {}),
           iss: input.issuer,
           sub: input.subject,
           aud: input.audience,
@@ -76,7 +84,12 @@ export async function issueAccessToken(
     const signature = external !== null ? await external(encoder.encode(signingInput)) : await input.sign!(alg, key as CryptoKey, encoder.encode(signingInput));
     if (signature !== undefined) return `${signingInput}.${base64url(signature)}`;
   }
-  return new SignJWT({ client_id: input.clientId, scope: input.scope.join(" "), ...(input.sid !== undefined ? { sid: input.sid } : {}) })
+  return new SignJWT({
+    client_id: input.clientId,
+    scope: input.scope.join(" "),
+    ...(input.sid !== undefined ? { sid: input.sid } : {}),
+    ...(input.generation !== undefined ? { cgen: input.generation } : {}),
+  })
     .setProtectedHeader({ alg, kid, typ: "at+jwt" })
     .setIssuer(input.issuer)
     .setSubject(input.subject)
@@ -140,7 +153,7 @@ export async function verifyAccessToken(
   } catch {
     return null;
   }
-  const { sub, exp, iat, jti, client_id: clientId, scope, sid } = payload;
+  const { sub, exp, iat, jti, client_id: clientId, scope, sid, cgen } = payload;
   if (
     typeof sub !== "string" ||
     typeof exp !== "number" ||
@@ -148,11 +161,13 @@ export async function verifyAccessToken(
     typeof jti !== "string" ||
     typeof clientId !== "string" ||
     typeof scope !== "string" ||
-    (sid !== undefined && typeof sid !== "string")
+    (sid !== undefined && typeof sid !== "string") ||
+    (cgen !== undefined && typeof cgen !== "string")
   ) {
     return null;
   }
   const claims: AccessTokenClaims = { sub, clientId, scope: scope === "" ? [] : scope.split(" "), jti, iat, exp };
   if (sid !== undefined) claims.sid = sid;
+  if (cgen !== undefined) claims.generation = cgen;
   return claims;
 }

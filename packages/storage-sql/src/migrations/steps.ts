@@ -434,6 +434,25 @@ async function clientTtlIndexDown(db: Kysely<any>, family: SqlFamily): Promise<v
   await (family === "mysql" ? drop.on(TABLES.clients) : drop).execute();
 }
 
+/**
+ * Version 12: client generations. Each client gets a random `generation` at creation, which its
+ * tokens carry (a refresh token in `client_generation`), so a client deleted and re-created under
+ * its id is told apart from the earlier one by identity instead of by comparing the clocks of the
+ * processes that created the client and issued the token. Nullable columns only: rows from before
+ * have none, and core then compares times as before; older code neither reads nor writes them.
+ */
+async function clientGenerationUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const t = await columnTypes(db, family);
+  const step = steps(db, family);
+  await step.addColumn(TABLES.clients, "generation", t.text);
+  await step.addColumn(TABLES.refreshTokens, "client_generation", t.text);
+}
+
+async function clientGenerationDown(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable(TABLES.refreshTokens).dropColumn("client_generation").execute();
+  await db.schema.alterTable(TABLES.clients).dropColumn("generation").execute();
+}
+
 /** Every migration, oldest first. The version of a schema is the number of migrations applied. */
 export function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
   return [
@@ -448,5 +467,6 @@ export function migrations(family: SqlFamily): Array<[name: string, migration: M
     ["0009_client_notify", { up: (db) => clientNotifyUp(db, family), down: (db) => clientNotifyDown(db, family) }],
     ["0010_refresh_families", { up: (db) => refreshFamiliesUp(db, family), down: refreshFamiliesDown }],
     ["0011_client_access_token_ttl_index", { up: (db) => clientTtlIndexUp(db, family), down: (db) => clientTtlIndexDown(db, family) }],
+    ["0012_client_generation", { up: (db) => clientGenerationUp(db, family), down: clientGenerationDown }],
   ];
 }

@@ -30,6 +30,17 @@ export function clientsSuite(s: SuiteContext): void {
       expectRecord(await s.storage().clients.get("mobile-app"), record, "client");
     });
 
+    it("generation (contract change, 2026-12-02) comes back as stored, by get and list; a client stored without one comes back without one", async () => {
+      const current = clientRecord({ clientId: "gen-a", generation: "Zx-9_aB3cD4eF5gH" });
+      const other = clientRecord({ clientId: "gen-b", generation: "zX-9_Ab3Cd4Ef5Gh" });
+      const legacy = clientRecord({ clientId: "gen-c" });
+      for (const r of [current, other, legacy]) expect(await s.storage().clients.create(structuredClone(r))).toBe(true);
+      expectRecord(await s.storage().clients.get("gen-a"), current, "client gen-a");
+      expectRecord(await s.storage().clients.get("gen-b"), other, "client gen-b");
+      expectRecord(await s.storage().clients.get("gen-c"), legacy, "client gen-c");
+      expectRecords(await s.storage().clients.list(), [current, other, legacy], "clients");
+    });
+
     it("create returns false for an existing clientId and changes nothing", async () => {
       const first = clientRecord({ clientId: "dup" });
       const second = clientRecord({ clientId: "dup", secrets: [secretRecord({ hash: fakeHash("other") })], name: "Other", scopes: ["x"], accessTokenTtl: 5, createdAt: T0 + 1 });

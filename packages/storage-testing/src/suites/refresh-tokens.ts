@@ -43,6 +43,16 @@ export function refreshTokensSuite(s: SuiteContext): void {
       await expectStored(a, b, c);
     });
 
+    it("clientGeneration (contract change, 2026-12-02) comes back as stored, through create and a consume's replacement; a record without one comes back without one", async () => {
+      const a = refreshRecord({ tokenHash: fakeHash("rt-gen-a"), familyId: "family-gen", clientGeneration: "Zx-9_aB3cD4eF5gH" });
+      const legacy = refreshRecord({ tokenHash: fakeHash("rt-gen-legacy"), familyId: "family-gen-legacy" });
+      await create(a, legacy);
+      await expectStored(a, legacy);
+      const next = refreshRecord({ tokenHash: fakeHash("rt-gen-next"), familyId: "family-gen", createdAt: T0 + 5, clientGeneration: "zX-9_Ab3Cd4Ef5Gh" });
+      expect(await tokens().consume(a.tokenHash, T0 + 5, structuredClone(next))).toBe(true);
+      await expectStored(next, { ...a, consumedAt: T0 + 5 });
+    });
+
     it("hashes are exact and case-sensitive", async () => {
       const lower = refreshRecord({ tokenHash: "abcdefghijklmnopqrstuvwxyz0123456789-_ABCDE" });
       await create(lower);

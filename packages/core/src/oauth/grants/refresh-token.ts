@@ -5,6 +5,7 @@ import { parseScope, UNKNOWN_SCOPE } from "../scopes.js";
 import { requiredParameters } from "../../schemas/oauth.js";
 import { replayAnswer } from "./refresh-grace.js";
 import { revokeGrantSteps } from "../grant-revocation.js";
+import { issuedTo } from "../token-lookup.js";
 import type { Grant } from "./types.js";
 
 const invalid = () => new OAuthError("invalid_grant", "The refresh token is invalid, expired or revoked.");
@@ -23,8 +24,9 @@ export const refreshTokenGrant: Grant = {
     if (presented.length > 512) throw invalid();
     const tokenHash = await refreshTokenKey(ctx.sha256, presented);
     const record = await ctx.storage.refreshTokens.findByHash(tokenHash);
-    // Bound to the client it was issued to: the same id, and not from before a re-creation under that id.
-    if (!record || record.clientId !== client.clientId || record.createdAt < client.createdAt) throw invalid();
+    // Bound to the client it was issued to: the same id, and not a client of that id deleted and
+    // re-created since (by generation; by time for a record or client without one: see issuedTo).
+    if (!record || !issuedTo({ kind: "refresh_token", record }, client)) throw invalid();
     if (record.revokedAt !== null) throw invalid();
     const graceMs = ctx.refreshGrace.windowMs(client.clientId);
     const reuse = async (): Promise<never> => {

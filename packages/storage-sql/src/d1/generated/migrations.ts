@@ -102,5 +102,12 @@ export const D1_MIGRATIONS: readonly D1Migration[] = [
     [
       "create index \"pg_clients_access_token_ttl_idx\" on \"pg_clients\" (\"access_token_ttl\")"
     ]
+  ],
+  [
+    "0012_client_generation",
+    [
+      "alter table \"pg_clients\" add column \"generation\" text",
+      "alter table \"pg_refresh_tokens\" add column \"client_generation\" text"
+    ]
   ]
 ];
