@@ -118,6 +118,8 @@ describe("plantgate CLI", () => {
       const ok = await token(server.url, { grant_type: "client_credentials", client_id: "reporting", client_secret: created.json.client_secret });
       expect(ok.status).toBe(200);
       expect(ok.body.scope).toBe("Platform_UserAPIs");
+      // The CLI's client has a generation (admin.createClient), which the server's token carries (cgen).
+      expect(JSON.parse(Buffer.from(String(ok.body.access_token).split(".")[1]!, "base64url").toString()).cgen).toMatch(/^[A-Za-z0-9_-]{16}$/);
 
       // add-secret while the server runs: a second secret works and the first still does.
       const added = await cli(["client", "add-secret", "reporting", "--expires-in", "3600"]);
