@@ -592,8 +592,16 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   // A periodic re-read that failed (keys loaded before): not tried again before this, and told once.
   let retryAt = 0;
   let failing = false;
-  // The key whose activation, come since the keys were last read, made signingKey() read them again.
+  // The key whose activation, come since the keys were last read, made signingKey() read them again
+  // (set once that read settled).
   let rechecked: string | null = null;
+  /**
+   * That read under way, for the key `kid` (and when it began, real time): every request that picks
+   * the key meanwhile waits for it. Until 2026-12-02 only the first did; the others signed with the
+   * key at once, though the read was there to find it deleted (`keys rotate --now`). `done` never
+   * rejects: it brings the read's failure, for each waiter to handle (see `reloadFailed`).
+   */
+  let recheck: { kid: string; done: Promise<unknown>; startedAt: number } | null = null;
   // When an unknown kid last made this instance look at the stored keys (see `storedElsewhere`).
   let lastKidLook = -Infinity;
   /** The look for an unknown kid under way (its read and the load it starts, and when it began, real time): others wait for it. */
@@ -730,6 +738,47 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     }
   }
 
+  /**
+   * A read of the keys begun after it was asked: a load already under way may have read the store
+   * before the deletion the caller looks for, so when the one joined began before (and was applied,
+   * not given up on past `loadTimeoutMs`), one more is read.
+   */
+  async function readAfterNow(): Promise<void> {
+    const asked = started;
+    const appliedBefore = applied;
+    await reloadOnce();
+    if (applied > appliedBefore && applied <= asked) await reloadOnce();
+  }
+
+  /**
+   * Reads the keys again before `kid`, whose activation came since the last read, first signs (see
+   * signingKey); one read shared by the requests that come meanwhile, each waiting at most as long
+   * as it may take (two loads) on its own timer, as for a kid look. A failed read: the keys loaded
+   * serve (a StorageError), or the request fails (anything else), as for a periodic re-read.
+   */
+  async function recheckStored(kid: string): Promise<void> {
+    // One that outlived its bound was a request's that went (workerd), never to be waited for.
+    if (recheck !== null && loadTimeout > 0 && Date.now() - recheck.startedAt >= 2 * loadTimeout) recheck = null;
+    let current = recheck;
+    if (current === null || current.kid !== kid) {
+      const fresh: NonNullable<typeof recheck> = {
+        kid,
+        startedAt: Date.now(),
+        done: readAfterNow().then(
+          () => undefined,
+          (error: unknown) => error,
+        ),
+      };
+      void fresh.done.then(() => {
+        rechecked = kid;
+        if (recheck === fresh) recheck = null;
+      });
+      recheck = current = fresh;
+    }
+    const error = loadTimeout === 0 ? await current.done : await waitAtMost(current.done, Math.min(2 * loadTimeout - (Date.now() - current.startedAt), MAX_TIMER_MS));
+    if (error !== undefined && error !== LATE) reloadFailed(error);
+  }
+
   return {
     async signingKey() {
       let loaded = await ensure();
@@ -740,15 +789,11 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       // after a read of the store has it still stored: `keys rotate --now` deletes the `next` keys
       // made before it, and until 2026-12-02 an instance that had loaded one signed with it at its
       // activation time until its next reload (up to a minute), tokens every other instance
-      // refused. Once per such key, at most one extra load per rotation; a failed read keeps the
-      // keys loaded (see `reloadFailed`).
+      // refused. Once per such key, at most one extra load per rotation (two when one begun before
+      // was under way), shared by the requests meanwhile; a failed read keeps the keys loaded (see
+      // `reloadFailed`). Otherwise the cost is these comparisons.
       if (pinned === undefined && k.activatesAt <= now && k.activatesAt > lastReload && k.kid !== rechecked) {
-        rechecked = k.kid;
-        try {
-          await reloadOnce();
-        } catch (error) {
-          reloadFailed(error);
-        }
+        await recheckStored(k.kid);
         loaded = await ensure();
         now = opts.clock();
         k = loaded[signingIndex(loaded, now, pinned)]!;
