@@ -391,11 +391,20 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       // stored meanwhile goes too. An instance holding one as `next` re-reads the keys before it
       // first signs with a key whose time came since its last read (see the keyring's
       // signingKey), so it signs with this one instead; from its next reload it no longer has it.
+      // Only keys stored before this one (created earlier: every key read above was, see
+      // createdAt) and not active yet on this process's clock at this read: until 2026-12-02 any
+      // key activating later went, so a concurrent `--now` rotation (another operator, the console
+      // of another instance) had its key, made after the leak and already signing, deleted, and its
+      // tokens refused. A key created in the same millisecond cannot be ordered and is left; one
+      // from a process whose clock is ahead has a later createdAt and is left too; one from a
+      // process whose clock is behind is active here already.
       const cancelled: string[] = [];
       if (options.now === true) {
         try {
-          for (const k of await ctx.storage.signingKeys.list()) {
-            if (k.kid !== record.kid && k.activatesAt > activatesAt && (await ctx.storage.signingKeys.delete(k.kid))) cancelled.push(k.kid);
+          const stored = await ctx.storage.signingKeys.list();
+          const readAt = ctx.clock();
+          for (const k of stored) {
+            if (k.kid !== record.kid && k.createdAt < createdAt && k.activatesAt > readAt && (await ctx.storage.signingKeys.delete(k.kid))) cancelled.push(k.kid);
           }
         } catch (error) {
           // The new key is stored and signs (its event says so, with what was deleted), but a
