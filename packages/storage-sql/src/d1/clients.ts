@@ -61,8 +61,10 @@ export function d1ClientStore(ctx: D1Context): ClientStore {
         return (await exec(`update ${table} set "secrets" = ?, "secret_updated_at" = ? where "client_id" = ?`, secretsJson(ctx, [secret]), secret.createdAt, clientId)) > 0;
       }),
     // One statement too: the array rebuilt from the stored members but that secret, in their stored
-    // order and text (json_each's value keeps an object's JSON; the aggregate's ORDER BY, SQLite
-    // 3.44, accepted by workerd's D1), where the secret exists. Concurrent adds and removals are all
+    // order and text (json_each's value keeps an object's JSON, and json_each yields the members
+    // in array order, which the aggregate keeps), where the secret exists. No `order by key` in
+    // the aggregate: some SQLite 3.44-era builds lost the JSON subtype through an aggregate's
+    // ORDER BY (each object stored as a string), and production D1's SQLite version is not pinned. Concurrent adds and removals are all
     // kept, and a removal costs one query whatever races it (until 2026-12-02 a compare-and-set:
     // a read and an update per round, round after round while other changes came first, and an
     // error after 100 rounds). A touch's compare-and-set on the text read before it then fails.
@@ -72,7 +74,7 @@ export function d1ClientStore(ctx: D1Context): ClientStore {
         if (!storableKey(clientId) || !storableKey(secretId)) return false;
         return (
           (await exec(
-            `update ${table} set "secrets" = (select json_group_array(value order by key) from json_each(${table}."secrets") where json_extract(value, '$.id') is not ?), ` +
+            `update ${table} set "secrets" = (select json_group_array(value) from json_each(${table}."secrets") where json_extract(value, '$.id') is not ?), ` +
               `"secret_updated_at" = ? ` +
               `where "client_id" = ? and exists (select 1 from json_each(${table}."secrets") where json_extract(value, '$.id') = ?)`,
             secretId,
