@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { decodeProtectedHeader } from "jose";
 import { AdminConflictError, AdminError, AdminNotFoundError, createMemoryStorage, createPlantgate, generateKeyRecord, refreshTokenKey, sha256, StorageError, type SecurityEvent, type Storage } from "../src/index.js";
-import { BASE, basic, harness, passwordTokens, tokenRequest } from "./helpers.js";
+import { BASE, basic, harness, keyDeletesFailing, passwordTokens, tokenRequest } from "./helpers.js";
 
 const listAccounts = (app: Awaited<ReturnType<typeof harness>>["app"], token: string) =>
   app.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${token}` } }));
@@ -174,18 +174,7 @@ describe("admin operations", () => {
   });
 
   it("rotateSigningKey whose pruning fails: the rotation stands (one new key, its event, a warning naming no key), so a retry adds no second key", async () => {
-    const memory = createMemoryStorage();
-    let failDelete = false;
-    const storage: Storage = {
-      ...memory,
-      signingKeys: {
-        ...memory.signingKeys,
-        async delete(kid) {
-          if (failDelete) throw new StorageError("down");
-          return memory.signingKeys.delete(kid);
-        },
-      },
-    };
+    const { memory, storage, deletes } = keyDeletesFailing();
     const events: SecurityEvent[] = [];
     const warnings: unknown[][] = [];
     const h = await harness({ storage, onEvent: (e) => void events.push(e), logger: { error() {}, warn: (...args: unknown[]) => void warnings.push(args) } });
@@ -193,7 +182,7 @@ describe("admin operations", () => {
     await h.app.admin.rotateSigningKey({ now: true });
     // The first key is prunable once the second has signed for longer than any token lives.
     h.clock.advance(7200_000 + 61_000);
-    failDelete = true;
+    deletes.fail = true;
     const rotated = await h.app.admin.rotateSigningKey({ now: true });
     expect(rotated.deleted).toEqual([]);
     expect((await memory.signingKeys.list()).map((k) => k.kid)).toContain(rotated.kid);
@@ -204,7 +193,7 @@ describe("admin operations", () => {
     // The keyring was refreshed: the new key signs at once.
     const { access_token } = await passwordTokens(h);
     expect(decodeProtectedHeader(access_token).kid).toBe(rotated.kid);
-    failDelete = false;
+    deletes.fail = false;
     expect((await h.app.admin.prune()).signingKeys).toBe(1);
   });
 

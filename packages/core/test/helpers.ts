@@ -1,4 +1,4 @@
-import { createPlantgate, type Plantgate, type PlantgateOptions } from "../src/index.js";
+import { createMemoryStorage, createPlantgate, StorageError, type Plantgate, type PlantgateOptions, type Storage } from "../src/index.js";
 
 export const BASE = "https://as.example.test";
 
@@ -68,4 +68,24 @@ export async function clientToken(h: Harness, scope?: string) {
   );
   if (res.status !== 200) throw new Error(`client_credentials failed: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { access_token: string }).access_token;
+}
+
+/**
+ * A memory store whose signingKeys.delete fails with StorageError("down") while `deletes.fail` is
+ * set (a storage outage in the middle of a rotation's deletions); `memory` is the store beneath.
+ */
+export function keyDeletesFailing(): { memory: Storage; storage: Storage; deletes: { fail: boolean } } {
+  const memory = createMemoryStorage();
+  const deletes = { fail: false };
+  const storage: Storage = {
+    ...memory,
+    signingKeys: {
+      ...memory.signingKeys,
+      async delete(kid) {
+        if (deletes.fail) throw new StorageError("down");
+        return memory.signingKeys.delete(kid);
+      },
+    },
+  };
+  return { memory, storage, deletes };
 }

@@ -15,22 +15,31 @@ import { manualClock } from "./helpers.js";
 const kek = () => Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64url");
 const quiet = { error() {}, warn() {} };
 
+/**
+ * Two KEKs (the old one, and the new one with its id), a clock and a memory store, and that store
+ * with signingKeys.create held: `createHeld` resolves when a create is reached, `release` lets it on.
+ */
+async function setUp() {
+  const oldKek = kek();
+  const newKek = kek();
+  const [newId] = await createKeyEncryption(parseKeyEncryptionKeys(newKek)).ids();
+  const clock = manualClock();
+  const memory = createMemoryStorage();
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let held!: () => void;
+  const createHeld = new Promise<void>((r) => (held = r));
+  const createGated: Storage = { ...memory, signingKeys: { ...memory.signingKeys, create: async (rec) => { held(); await gate; return memory.signingKeys.create(rec); } } };
+  return { oldKek, newKek, newId: newId!, clock, memory, createGated, createHeld, release };
+}
+
 describe("reencrypt racing an automatic rotation", () => {
   it("after reencrypt resolves and the rotation is stored, no key is left under the old KEK", async () => {
-    const oldKek = kek();
-    const newKek = kek();
-    const [newId] = await createKeyEncryption(parseKeyEncryptionKeys(newKek)).ids();
-    const clock = manualClock();
-    const memory = createMemoryStorage();
+    const { oldKek, newKek, newId, clock, memory, createGated, createHeld: heldCreate, release } = await setUp();
     const first = createPlantgate({ storage: memory, clock: clock.now, logger: quiet, keyEncryptionKeys: [oldKek] });
     await first.jwks();
     clock.advance(86_400_000 - 300_000); // the successor is due
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let held!: () => void;
-    const heldCreate = new Promise<void>((r) => (held = r));
-    const gated: Storage = { ...memory, signingKeys: { ...memory.signingKeys, create: async (rec) => { held(); await gate; return memory.signingKeys.create(rec); } } };
-    const b = createPlantgate({ storage: gated, clock: clock.now, logger: quiet, keyEncryptionKeys: [newKek, oldKek], signingKeyMaxAgeSeconds: 86_400 });
+    const b = createPlantgate({ storage: createGated, clock: clock.now, logger: quiet, keyEncryptionKeys: [newKek, oldKek], signingKeyMaxAgeSeconds: 86_400 });
     const a = createPlantgate({ storage: memory, clock: clock.now, logger: quiet, keyEncryptionKeys: [newKek, oldKek] });
     const rotating = b.jwks();
     await heldCreate; // b read the rows and sealed its successor; its create is in flight
@@ -43,11 +52,7 @@ describe("reencrypt racing an automatic rotation", () => {
   });
 
   it("a rotation stored while reencrypt's pass is under way, whose own check came before the move: reencrypt's next pass moves it", async () => {
-    const oldKek = kek();
-    const newKek = kek();
-    const [newId] = await createKeyEncryption(parseKeyEncryptionKeys(newKek)).ids();
-    const clock = manualClock();
-    const memory = createMemoryStorage();
+    const { oldKek, newKek, newId, clock, memory } = await setUp();
     const first = createPlantgate({ storage: memory, clock: clock.now, logger: quiet, keyEncryptionKeys: [oldKek] });
     await first.jwks();
     const [k1] = await memory.signingKeys.list();
@@ -91,19 +96,10 @@ describe("reencrypt racing an automatic rotation", () => {
   });
 
   it("keys rotate in another process, its create landing after reencrypt answered: it seals its key again under the new KEK", async () => {
-    const oldKek = kek();
-    const newKek = kek();
-    const [newId] = await createKeyEncryption(parseKeyEncryptionKeys(newKek)).ids();
-    const clock = manualClock();
-    const memory = createMemoryStorage();
+    const { oldKek, newKek, newId, clock, memory, createGated, createHeld: heldCreate, release } = await setUp();
     await createPlantgate({ storage: memory, clock: clock.now, logger: quiet, keyEncryptionKeys: [oldKek] }).jwks();
     clock.advance(1000);
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let held!: () => void;
-    const heldCreate = new Promise<void>((r) => (held = r));
-    const gated: Storage = { ...memory, signingKeys: { ...memory.signingKeys, create: async (rec) => { held(); await gate; return memory.signingKeys.create(rec); } } };
-    const cli = createPlantgate({ storage: gated, clock: clock.now, logger: quiet, keyEncryptionKeys: [newKek, oldKek] });
+    const cli = createPlantgate({ storage: createGated, clock: clock.now, logger: quiet, keyEncryptionKeys: [newKek, oldKek] });
     const a = createPlantgate({ storage: memory, clock: clock.now, logger: quiet, keyEncryptionKeys: [newKek, oldKek] });
     const rotating = cli.admin.rotateSigningKey();
     await heldCreate; // the rotation read the rows and sealed its key under the old KEK
@@ -121,10 +117,7 @@ describe("reencrypt racing an automatic rotation", () => {
   });
 
   it("rotations storing keys under the old KEK on every pass: reencrypt stops after 5 passes, refuses (re-encrypt again), and its event names the keys it moved", async () => {
-    const oldKek = kek();
-    const newKek = kek();
-    const clock = manualClock();
-    const memory = createMemoryStorage();
+    const { oldKek, newKek, clock, memory } = await setUp();
     const old = createPlantgate({ storage: memory, clock: clock.now, logger: quiet, keyEncryptionKeys: [oldKek] });
     await old.jwks();
     const [oldId] = await createKeyEncryption(parseKeyEncryptionKeys(oldKek)).ids();

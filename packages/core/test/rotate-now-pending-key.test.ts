@@ -10,8 +10,8 @@
  */
 import { decodeProtectedHeader } from "jose";
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, createPlantgate, StorageError, type Plantgate, type SecurityEvent, type Storage } from "../src/index.js";
-import { BASE, basic, clientToken, harness, tokenRequest } from "./helpers.js";
+import { createPlantgate, StorageError, type Plantgate, type SecurityEvent } from "../src/index.js";
+import { BASE, basic, clientToken, harness, keyDeletesFailing, tokenRequest } from "./helpers.js";
 
 const kidOf = (token: string) => decodeProtectedHeader(token).kid!;
 const quiet = { error() {}, warn() {} };
@@ -133,25 +133,14 @@ describe("rotate --now beside a pending next key", () => {
   });
 
   it("a failure deleting the next key: the --now key is stored and signs, its event says so, a warn line says to rotate with now again, and the call fails; the retry deletes it", async () => {
-    const memory = createMemoryStorage();
-    let failDelete = false;
-    const storage: Storage = {
-      ...memory,
-      signingKeys: {
-        ...memory.signingKeys,
-        async delete(kid) {
-          if (failDelete) throw new StorageError("down");
-          return memory.signingKeys.delete(kid);
-        },
-      },
-    };
+    const { memory, storage, deletes } = keyDeletesFailing();
     const events: SecurityEvent[] = [];
     const warnings: unknown[][] = [];
     const h = await harness({ storage, onEvent: (e) => void events.push(e), logger: { error() {}, warn: (...args: unknown[]) => void warnings.push(args) } });
     await clientToken(h);
     const { kid: k2 } = await h.app.admin.rotateSigningKey();
     h.clock.advance(1000);
-    failDelete = true;
+    deletes.fail = true;
     await expect(h.app.admin.rotateSigningKey({ now: true })).rejects.toThrow(new StorageError("down"));
     const k3 = (await memory.signingKeys.list()).find((k) => k.activatesAt === h.clock.now())!.kid;
     expect(kidOf(await clientToken(h))).toBe(k3);
@@ -162,7 +151,7 @@ describe("rotate --now beside a pending next key", () => {
     expect(warnings.filter((w) => String(w[0]).startsWith("signing key \""))).toEqual([
       [`signing key "${k3}" was stored and signs from now on, but deleting the next keys stored before it, which would take over from it, failed: rotate with now again`, { name: "StorageError", message: "down" }],
     ]);
-    failDelete = false;
+    deletes.fail = false;
     h.clock.advance(1000);
     const retry = await h.app.admin.rotateSigningKey({ now: true });
     expect(retry.cancelled).toEqual([k2]);
