@@ -59,3 +59,13 @@ it("the event's arrays are frozen copies: a hook's write throws, and is reported
   });
   expect(errors).toEqual([["onEvent hook failed", { type: "client.created", id: created.id, error: "Cannot add property 1, object is not extensible" }]]);
 });
+
+it("a hook that empties signing_key.rotated's cancelled leaves rotateSigningKey's answer as without a hook", async () => {
+  const h = await consoleHarness({ onEvent: (e) => { if (e.type === "signing_key.rotated") e.cancelled.length = 0; } });
+  await h.app.admin.rotateSigningKey({ now: true });
+  const next = await h.app.admin.rotateSigningKey(); // a `next` key: the rotation with now deletes it
+  h.clock.advance(1000);
+  const rotated = await h.app.admin.rotateSigningKey({ now: true });
+  await h.app.flushEvents();
+  expect(rotated.cancelled).toEqual([next.kid]);
+});
