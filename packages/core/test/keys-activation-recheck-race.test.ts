@@ -7,7 +7,7 @@
 import { decodeProtectedHeader } from "jose";
 import { describe, expect, it } from "vitest";
 import { createPlantgate, StorageError, type Plantgate, type Storage } from "../src/index.js";
-import { basic, clientToken, harness, tokenRequest } from "./helpers.js";
+import { BASE, basic, clientToken, harness, tokenRequest } from "./helpers.js";
 
 const kidOf = (token: string) => decodeProtectedHeader(token).kid!;
 const quiet = { error() {}, warn() {} };
@@ -18,9 +18,13 @@ async function issue(app: Plantgate, clientSecret: string): Promise<{ status: nu
   return { status: 200, kid: kidOf(((await res.json()) as { access_token: string }).access_token) };
 }
 
-/** The harness storage, its signingKeys.list() held by `gate` when set, or failing with `fail`. */
+/**
+ * The harness storage, its signingKeys.list() held by `gate` when set, or failing with `fail`; or,
+ * with `holdRead` set, the list() after `skip` more reads the store at once and is then held (its
+ * answer is one from before whatever changes the store meanwhile).
+ */
 function gated(storage: Storage) {
-  const ctl: { gate: Promise<void> | null; fail: Error | null } = { gate: null, fail: null };
+  const ctl: { gate: Promise<void> | null; fail: Error | null; holdRead: { skip: number; reached: () => void; gate: Promise<void> } | null } = { gate: null, fail: null, holdRead: null };
   const signingKeys = new Proxy(storage.signingKeys, {
     get(target, prop, receiver) {
       const v = Reflect.get(target, prop, receiver);
@@ -28,7 +32,14 @@ function gated(storage: Storage) {
       return async (...args: unknown[]) => {
         if (ctl.fail) throw ctl.fail;
         if (ctl.gate) await ctl.gate;
-        return (v as (...a: unknown[]) => unknown).apply(target, args);
+        const read = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        const hold = ctl.holdRead;
+        if (hold !== null && hold.skip-- === 0) {
+          ctl.holdRead = null;
+          hold.reached();
+          await hold.gate;
+        }
+        return read;
       };
     },
   });
@@ -63,6 +74,34 @@ describe("the re-read before a newly activated key first signs", () => {
     const kids = [(await first).kid, (await second).kid];
     // Every token should be signed with k3: k2 was deleted and no instance will ever verify it.
     expect({ kids, anySignedByDeletedKey: kids.includes(k2) }).toEqual({ kids: [k3, k3], anySignedByDeletedKey: false });
+  });
+
+  it("a load under way since before the deletion (a kid look's): the re-read waits for it, then reads again, and signs with the new key", async () => {
+    const h = await harness();
+    const g = gated(h.app.storage);
+    const other = createPlantgate({ storage: g.storage, clock: h.clock.now, logger: quiet });
+    const k1 = kidOf(await clientToken(h));
+    const { kid: k2 } = await h.app.admin.rotateSigningKey();
+    h.clock.advance(330_000);
+    expect((await issue(other, h.clientSecret)).kid).toBe(k1); // other loads: k1 signs, k2 next in 30 s
+    h.clock.advance(5_000);
+    const { kid: kx } = await h.app.admin.rotateSigningKey(); // a key other has not loaded
+    h.clock.advance(2_000);
+    // A token of a kid other does not know: its look reads the keys, sees kx stored and starts a
+    // load, whose read is made now (k2 and kx still stored) and then held.
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const reached = new Promise<void>((r) => (g.ctl.holdRead = { skip: 1, reached: r, gate }));
+    const header = Buffer.from(JSON.stringify({ alg: "ES256", kid: "made-up" })).toString("base64url");
+    const looking = other.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${header}.e30.AAAA` } }));
+    await reached;
+    const { kid: k3, cancelled } = await h.app.admin.rotateSigningKey({ now: true });
+    expect(cancelled.sort()).toEqual([k2, kx].sort());
+    h.clock.advance(24_000); // past k2's activation, before other's minute reload
+    const issuing = issue(other, h.clientSecret); // its re-read joins the held load
+    await new Promise((r) => setTimeout(r, 20));
+    release();
+    expect({ issued: await issuing, look: (await looking).status }).toEqual({ issued: { status: 200, kid: k3 }, look: 401 });
   });
 
   it("storage down (StorageError) at the activation: the token request is still answered 200", async () => {
