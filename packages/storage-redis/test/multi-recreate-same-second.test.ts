@@ -4,24 +4,14 @@
  * Expected: the old incarnation's access token is not the new client's anywhere (README: a client
  * re-created is a new client; introspection answers active only for the calling client's tokens).
  */
-import { createPlantgate, type Plantgate } from "@plantgate/core";
+import { createPlantgate } from "@plantgate/core";
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { expect, it } from "vitest";
-import { sqliteEngine } from "../../storage-sql/test/support.js";
+import { connectPoster, sqliteEngine } from "../../storage-sql/test/support.js";
 
 const BASE = "https://as.example.test";
 const engine = sqliteEngine();
-const post = async (app: Plantgate, path: string, auth: [string, string], params: Record<string, string>) => {
-  const res = await app.fetch(
-    new Request(`${BASE}/UserService/connect/${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", authorization: "Basic " + btoa(`${auth[0]}:${auth[1]}`) },
-      body: new URLSearchParams(params).toString(),
-    }),
-  );
-  const text = await res.text();
-  return { status: res.status, body: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>) };
-};
+const post = connectPoster(BASE);
 
 it("the old incarnation's access token introspects inactive for a client re-created in the same second, on the other instance", async () => {
   const db = await engine.fresh();

@@ -4,10 +4,11 @@
  * a client created on an instance whose clock runs 2 s ahead is its own tokens' client everywhere,
  * and a client re-created within one second does not take the old one's access token.
  */
-import { createPlantgate, type Plantgate } from "@plantgate/core";
+import { createPlantgate } from "@plantgate/core";
 import { expect, it } from "vitest";
 import { createD1Storage, type D1Storage } from "../src/d1.js";
 import { miniflareD1, type TestD1 } from "./miniflare-d1.js";
+import { connectPoster } from "./support.js";
 
 const BASE = "https://as.example.test";
 const logger = { error() {}, warn() {} };
@@ -22,17 +23,7 @@ async function twoIsolates(): Promise<[D1Storage, D1Storage]> {
   return [first, createD1Storage(binding)];
 }
 
-const post = async (app: Plantgate, path: string, auth: [string, string], params: Record<string, string>) => {
-  const res = await app.fetch(
-    new Request(`${BASE}/UserService/connect/${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", authorization: "Basic " + btoa(`${auth[0]}:${auth[1]}`) },
-      body: new URLSearchParams(params).toString(),
-    }),
-  );
-  const text = await res.text();
-  return { status: res.status, body: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>) };
-};
+const post = connectPoster(BASE);
 
 it("a client created on the isolate 2 s ahead, used at once on the other: its refresh token refreshes, its access token introspects active and is revocable", async () => {
   const [sa, sb] = await twoIsolates();

@@ -5,10 +5,10 @@
  * Expected: the tokens it is given are its own everywhere: the refresh token refreshes, the access
  * token can be revoked (RFC 7009) and introspects active.
  */
-import { createPlantgate, type Plantgate } from "@plantgate/core";
+import { createPlantgate } from "@plantgate/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqlStorage } from "../src/index.js";
-import { describeIfReachable, MYSQL_URL, mysqlEngine, POSTGRES_URL, postgresEngine, probeMysql, probePostgres, sqliteEngine, type Engine } from "./support.js";
+import { accountListStatus, connectPoster, describeIfReachable, type Engine, MYSQL_URL, mysqlEngine, POSTGRES_URL, postgresEngine, probeMysql, probePostgres, sqliteEngine } from "./support.js";
 
 const BASE = "https://as.example.test";
 const SKEW_MS = 2000;
@@ -18,19 +18,8 @@ function suite(engine: Engine) {
   afterEach(async () => {
     for (const step of cleanups.splice(0).reverse()) await step().catch(() => {});
   });
-  const post = async (app: Plantgate, path: string, auth: [string, string], params: Record<string, string>) => {
-    const res = await app.fetch(
-      new Request(`${BASE}/UserService/connect/${path}`, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", authorization: "Basic " + btoa(`${auth[0]}:${auth[1]}`) },
-        body: new URLSearchParams(params).toString(),
-      }),
-    );
-    const text = await res.text();
-    return { status: res.status, body: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>) };
-  };
-  const bearer = async (app: Plantgate, token: string) =>
-    (await app.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${token}` } }))).status;
+  const post = connectPoster(BASE);
+  const bearer = accountListStatus(BASE);
 
   describe(engine.label, () => {
     it(`a client created on the instance ${SKEW_MS} ms ahead, used at once on the other: its refresh token refreshes, its access token is revocable and introspects active`, async () => {

@@ -8,10 +8,10 @@
  * every instance's entry last that long). Found by a review (2026-12-02) as a failing test
  * expecting 401 on both; kept as evidence of the behaviour the README states.
  */
-import { createPlantgate, type Plantgate } from "@plantgate/core";
+import { createPlantgate } from "@plantgate/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqlStorage } from "../src/index.js";
-import { describeIfReachable, POSTGRES_URL, postgresEngine, probePostgres, sqliteEngine, type Engine } from "./support.js";
+import { accountListStatus, connectPoster, describeIfReachable, type Engine, POSTGRES_URL, postgresEngine, probePostgres, sqliteEngine } from "./support.js";
 
 const BASE = "https://as.example.test";
 
@@ -20,19 +20,8 @@ function suite(engine: Engine) {
   afterEach(async () => {
     for (const step of cleanups.splice(0).reverse()) await step().catch(() => {});
   });
-  const post = async (app: Plantgate, path: string, auth: [string, string], params: Record<string, string>) => {
-    const res = await app.fetch(
-      new Request(`${BASE}/UserService/connect/${path}`, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", authorization: "Basic " + btoa(`${auth[0]}:${auth[1]}`) },
-        body: new URLSearchParams(params).toString(),
-      }),
-    );
-    const text = await res.text();
-    return { status: res.status, body: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>) };
-  };
-  const list = async (app: Plantgate, token: string) =>
-    (await app.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${token}` } }))).status;
+  const post = connectPoster(BASE);
+  const list = accountListStatus(BASE);
 
   describe(engine.label, () => {
     const scenario = async (withLongClient: boolean) => {

@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Storage } from "@plantgate/core";
+import type { Plantgate, Storage } from "@plantgate/core";
 import type { ConformanceTarget } from "@plantgate/storage-testing";
 import mysql from "mysql2/promise";
 import pg from "pg";
@@ -321,3 +321,27 @@ export function conformanceTarget(engine: Engine, perTest: "database" | "tables"
     disconnect: (storage) => (storage as SqlStorage).close(),
   };
 }
+
+/**
+ * A form POST to `{base}/UserService/connect/{path}` (token, revoke, introspect) with Basic client
+ * credentials: the status and the parsed body (`{}` when empty). For the multi-instance scenarios.
+ */
+export const connectPoster =
+  (base: string) =>
+  async (app: Plantgate, path: string, auth: [string, string], params: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> => {
+    const res = await app.fetch(
+      new Request(`${base}/UserService/connect/${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: "Basic " + btoa(`${auth[0]}:${auth[1]}`) },
+        body: new URLSearchParams(params).toString(),
+      }),
+    );
+    const text = await res.text();
+    return { status: res.status, body: text === "" ? {} : (JSON.parse(text) as Record<string, unknown>) };
+  };
+
+/** The status of GetAccountList under `base` with a bearer token. */
+export const accountListStatus =
+  (base: string) =>
+  async (app: Plantgate, token: string): Promise<number> =>
+    (await app.fetch(new Request(`${base}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${token}` } }))).status;
