@@ -81,6 +81,11 @@ it("a client created by a process whose clock runs ahead: its tokens from an ins
   expect((await introspect(h, access_token)).active).toBe(true);
   const refreshed = await refreshRequest(h, refresh_token!, {}, { authorization: basic("fresh", clientSecret) });
   expect(refreshed.status).toBe(200);
+  // The rotation carries the generation on: a second refresh, still inside the skew, is its own too
+  // (a successor record without it falls back to time and is refused; found by the diff review).
+  const { refresh_token: successor } = (await refreshed.json()) as { refresh_token: string };
+  const second = await refreshRequest(h, successor, {}, { authorization: basic("fresh", clientSecret) });
+  expect(second.status).toBe(200);
   const revoked = await post(h, REVOKE, { token: access_token, token_type_hint: "access_token" });
   expect(revoked.status).toBe(200);
   expect(await introspect(h, access_token)).toEqual({ active: false });
@@ -122,6 +127,7 @@ it("a token without a generation (issued before the upgrade) against a client wi
 it("a client upgraded in place keeps its earlier tokens: a refresh token without a generation refreshes, and its successor carries the generation", async () => {
   const h = await withStorage();
   const withGeneration = (await h.storage.clients.get(h.clientId))!;
+  expect(withGeneration.generation).toMatch(/^[A-Za-z0-9_-]{16}$/);
   await stripGeneration(h.storage, h.clientId);
   const { refresh_token } = await passwordTokens(h);
   // The client record gains its generation (what a backend that starts keeping the field would hand back for a new client; here the same client).

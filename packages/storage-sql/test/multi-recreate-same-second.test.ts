@@ -5,9 +5,9 @@
  * re-created is a new client; introspection answers active only for the calling client's tokens).
  */
 import { createPlantgate } from "@plantgate/core";
-import { openSqlStorage } from "@plantgate/storage-sql";
+import { openSqlStorage } from "../src/index.js";
 import { expect, it } from "vitest";
-import { connectPoster, sqliteEngine } from "../../storage-sql/test/support.js";
+import { connectPoster, sqliteEngine } from "./support.js";
 
 const BASE = "https://as.example.test";
 const engine = sqliteEngine();
