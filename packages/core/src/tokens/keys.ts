@@ -76,7 +76,7 @@ export interface SigningKeySigner {
    * The JWS signature (RFC 7518 form: raw `r || s` for ECDSA, not DER) of `data`, the ASCII signing
    * input. Another length or a value that is no `Uint8Array` fails the token request (a 500, logged).
    */
-  sign(data: Uint8Array): Promise<Uint8Array> | Uint8Array;
+  sign(data: Uint8Array<ArrayBuffer>): Promise<Uint8Array> | Uint8Array;
 }
 
 /** The key that signs now: a private key of the keyring, or an external signer. */
@@ -86,7 +86,7 @@ export interface ActiveSigningKey {
   /** The private key; null when an external signer signs. */
   key: CryptoKey | Uint8Array | null;
   /** The external signer's function; null for a stored key. */
-  sign: ((data: Uint8Array) => Promise<Uint8Array> | Uint8Array) | null;
+  sign: ((data: Uint8Array<ArrayBuffer>) => Promise<Uint8Array> | Uint8Array) | null;
 }
 
 interface LoadedKey {
@@ -194,7 +194,7 @@ const kindOf = (value: unknown): string => (value === null ? "null" : typeof val
  * `ArrayBuffer`) failed in jose with a message that named neither. Now the token request is a 500
  * and the log says what the signer returned (its length or kind, never its bytes).
  */
-function checkedSign(signer: SigningKeySigner, publicJwk: JWK): (data: Uint8Array) => Promise<Uint8Array> {
+function checkedSign(signer: SigningKeySigner, publicJwk: JWK): (data: Uint8Array<ArrayBuffer>) => Promise<Uint8Array> {
   const alg = signer.alg;
   const size = alg === "ES256" ? 64 : alg === "ES384" ? 96 : alg === "EdDSA" ? (publicJwk.crv === "Ed448" ? 114 : 64) : Math.ceil(rsaModulusBits(publicJwk) / 8);
   return async (data) => {
