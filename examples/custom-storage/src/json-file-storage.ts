@@ -352,6 +352,8 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         return copyRefresh(used);
       },
       async revokeFamily(familyId, now) {
+        // True when this call revoked a token (no `await` before the marks: of concurrent calls on
+        // a live family, the first marks them all).
         let changed = false;
         for (const [hash, r] of refresh) {
           if (r.familyId === familyId && r.revokedAt === null) {
@@ -360,6 +362,7 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
           }
         }
         await (changed ? persist() : settled());
+        return changed;
       },
       async revokeByAccount(accountId, now) {
         let changed = false;
@@ -472,10 +475,15 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
 
     revokedTokens: {
       async add(jti, expiresAt) {
-        // Idempotent: a repeat keeps the first expiry (once the write that stored it is done).
-        if (revoked.has(jti)) return settled();
+        // Idempotent: a repeat keeps the first expiry (once the write that stored it is done) and
+        // resolves to false; the call that recorded the jti to true.
+        if (revoked.has(jti)) {
+          await settled();
+          return false;
+        }
         revoked.set(jti, expiresAt);
         await persist();
+        return true;
       },
       async has(jti) {
         return revoked.has(jti);

@@ -5,7 +5,7 @@
  * request revokes nothing, yet each one records another `token.revoked` in the audit trail.
  */
 import { expect, it } from "vitest";
-import { createMemoryStorage, StorageError, type SecurityEvent } from "../src/index.js";
+import { createMemoryStorage, StorageError, type SecurityEvent, type Storage } from "../src/index.js";
 import { basic, BASE, harness } from "./helpers.js";
 
 it("revoking the same access token and refresh token twice: one token.revoked each", async () => {
@@ -128,4 +128,73 @@ it("a revocation answered 503 (the grant entry failed, the family revoked) and i
   down = false;
   expect((await post("/UserService/connect/revocation", { token: t.refresh_token })).status).toBe(200);
   expect((await revokedEvents()).map((e) => e.token_type)).toEqual(["refresh_token"]);
+});
+
+/**
+ * The memory store, with each `revokedTokens.add` held until `n` calls have arrived once `arm` is
+ * called: every racing revocation has read the token live (its `has`, its refresh record) before any
+ * of them writes. The calls then run on the real store, and their answers pass through, or with
+ * `legacy` are dropped (a custom store written before the contract change of 2026-12-02, whose
+ * `add` and `revokeFamily` resolve to nothing).
+ */
+function gatedAdds(n: number, legacy = false): { storage: Storage; arm: () => void } {
+  const memory = createMemoryStorage();
+  let armed = false;
+  let arrived = 0;
+  let release = () => {};
+  const all = new Promise<void>((resolve) => (release = resolve));
+  const add = async (key: string, expiresAt: number) => {
+    if (armed) {
+      if (++arrived === n) release();
+      await all;
+    }
+    const result = await memory.revokedTokens.add(key, expiresAt);
+    return legacy ? undefined : result;
+  };
+  const revokeFamily = async (familyId: string, now: number) => {
+    const result = await memory.refreshTokens.revokeFamily(familyId, now);
+    return legacy ? undefined : result;
+  };
+  return {
+    storage: { ...memory, revokedTokens: { ...memory.revokedTokens, add }, refreshTokens: { ...memory.refreshTokens, revokeFamily } },
+    arm: () => void (armed = true),
+  };
+}
+
+/** `n` revocations of `token` at once: each one's status and body. */
+const revokeTogether = (post: (path: string, form: Record<string, string>) => Promise<Response>, token: string, n: number) =>
+  Promise.all(Array.from({ length: n }, () => post("/UserService/connect/revocation", { token }).then(async (r) => ({ status: r.status, body: await r.text() }))));
+
+// Until the contract change of 2026-12-02 `revokedTokens.add` and `revokeFamily` said nothing, so
+// two revocations of one token that both read it live each recorded one (a refresh token's when
+// both ran in the same millisecond: the harness clock stands still).
+it("two concurrent revocations of one access token, both reading it live: one token.revoked", async () => {
+  const { storage, arm } = gatedAdds(2);
+  const { post, grant, revokedEvents } = await withEvents({ storage });
+  const t = await grant();
+  arm();
+  expect(await revokeTogether(post, t.access_token, 2)).toEqual([{ status: 200, body: "" }, { status: 200, body: "" }]);
+  expect((await revokedEvents()).map((e) => e.token_type)).toEqual(["access_token"]);
+});
+
+it("two concurrent revocations of one refresh token in the same millisecond, both reading its family live: one token.revoked", async () => {
+  const { storage, arm } = gatedAdds(2);
+  const { post, grant, revokedEvents } = await withEvents({ storage });
+  const t = await grant();
+  arm();
+  expect(await revokeTogether(post, t.refresh_token, 2)).toEqual([{ status: 200, body: "" }, { status: 200, body: "" }]);
+  expect((await revokedEvents()).map((e) => e.token_type)).toEqual(["refresh_token"]);
+});
+
+it("a custom store written before the contract change of 2026-12-02 (add and revokeFamily resolve to nothing): revoking twice in turn still records one; two at once record one each, as before", async () => {
+  const { storage, arm } = gatedAdds(2, true);
+  const { post, grant, revokedEvents } = await withEvents({ storage });
+  const inTurn = await grant();
+  expect(await revokeTogether(post, inTurn.access_token, 1)).toEqual([{ status: 200, body: "" }]);
+  expect(await revokeTogether(post, inTurn.access_token, 1)).toEqual([{ status: 200, body: "" }]);
+  expect((await revokedEvents()).map((e) => e.token_type)).toEqual(["access_token"]);
+  const t = await grant();
+  arm();
+  expect(await revokeTogether(post, t.access_token, 2)).toEqual([{ status: 200, body: "" }, { status: 200, body: "" }]);
+  expect((await revokedEvents()).map((e) => e.token_type)).toEqual(["access_token", "access_token", "access_token"]);
 });

@@ -5,14 +5,18 @@ import { DELETE_EXPIRED_STAMPED, integer, keepFor, run, script, TYPED } from "./
 // Keys: `{prefix}r:k:{jti}` holds expiresAt; `{prefix}r:i` a sorted set of jtis scored by
 // expiresAt, for `deleteExpired(now)`.
 
-/** KEYS: record, index. ARGV: expiresAt, jti, keep (ms). SET NX keeps the first expiresAt. */
+/**
+ * KEYS: record, index. ARGV: expiresAt, jti, keep (ms). SET NX keeps the first expiresAt; returns 1
+ * when this call recorded the jti, 0 when it was there (one script: of concurrent calls one gets 1).
+ */
 const ADD = script(`${TYPED}
 typed(KEYS[1], 'string')
 typed(KEYS[2], 'zset')
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[3]) then
   redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+  return 1
 end
-return 1
+return 0
 `);
 
 /** KEYS: record. */
@@ -29,7 +33,7 @@ export function redisRevokedTokenStore(ctx: HotContext): RevokedTokenStore {
   const index = `${ctx.prefix}r:i`;
   return {
     async add(jti, expiresAt) {
-      await run(ctx.client, ADD, "revokedTokens.add", [recordPrefix + jti, index], [String(expiresAt), jti, keepFor(expiresAt, ctx.clock(), ctx.marginMs)]);
+      return integer(await run(ctx.client, ADD, "revokedTokens.add", [recordPrefix + jti, index], [String(expiresAt), jti, keepFor(expiresAt, ctx.clock(), ctx.marginMs)])) === 1;
     },
     async has(jti) {
       return integer(await run(ctx.client, HAS, "revokedTokens.has", [recordPrefix + jti], [])) === 1;

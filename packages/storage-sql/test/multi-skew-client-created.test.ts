@@ -7,8 +7,7 @@
  */
 import { createPlantgate } from "@plantgate/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { openSqlStorage } from "../src/index.js";
-import { accountListStatus, connectPoster, describeIfReachable, type Engine, MYSQL_URL, mysqlEngine, POSTGRES_URL, postgresEngine, probeMysql, probePostgres, sqliteEngine } from "./support.js";
+import { accountListStatus, connectPoster, describeIfReachable, type Engine, MYSQL_URL, mysqlEngine, POSTGRES_URL, postgresEngine, probeMysql, probePostgres, sqliteEngine, twoStorages } from "./support.js";
 
 const BASE = "https://as.example.test";
 const SKEW_MS = 2000;
@@ -23,12 +22,7 @@ function suite(engine: Engine) {
 
   describe(engine.label, () => {
     it(`a client created on the instance ${SKEW_MS} ms ahead, used at once on the other: its refresh token refreshes, its access token is revocable and introspects active`, async () => {
-      const db = await engine.fresh();
-      cleanups.push(() => db.drop());
-      const sa = await openSqlStorage(db.url);
-      cleanups.push(() => sa.close());
-      const sb = await openSqlStorage(db.url, { migrate: false });
-      cleanups.push(() => sb.close());
+      const [sa, sb] = await twoStorages(engine, cleanups);
       const logger = { error() {}, warn() {} };
       const a = createPlantgate({ storage: sa, issuer: BASE, passwordHashIterations: 1000, logger, clock: () => Date.now() });
       const b = createPlantgate({ storage: sb, issuer: BASE, passwordHashIterations: 1000, logger, clock: () => Date.now() + SKEW_MS });

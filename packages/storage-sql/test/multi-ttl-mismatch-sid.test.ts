@@ -10,8 +10,7 @@
  */
 import { createPlantgate } from "@plantgate/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { openSqlStorage } from "../src/index.js";
-import { accountListStatus, connectPoster, describeIfReachable, type Engine, POSTGRES_URL, postgresEngine, probePostgres, sqliteEngine } from "./support.js";
+import { accountListStatus, connectPoster, describeIfReachable, type Engine, POSTGRES_URL, postgresEngine, probePostgres, sqliteEngine, twoStorages } from "./support.js";
 
 const BASE = "https://as.example.test";
 
@@ -25,12 +24,7 @@ function suite(engine: Engine) {
 
   describe(engine.label, () => {
     const scenario = async (withLongClient: boolean) => {
-      const db = await engine.fresh();
-      cleanups.push(() => db.drop());
-      const sa = await openSqlStorage(db.url);
-      cleanups.push(() => sa.close());
-      const sb = await openSqlStorage(db.url, { migrate: false });
-      cleanups.push(() => sb.close());
+      const [sa, sb] = await twoStorages(engine, cleanups);
       const offset = { ms: 0 };
       const clock = () => Date.now() + offset.ms;
       const logger = { error() {}, warn() {} };

@@ -323,6 +323,21 @@ export function conformanceTarget(engine: Engine, perTest: "database" | "tables"
 }
 
 /**
+ * The storages of two instances over one fresh database of `engine` (A's migrates it, B's does
+ * not); closing both and dropping the database are pushed on `cleanups`. For the multi-instance
+ * scenarios.
+ */
+export async function twoStorages(engine: Engine, cleanups: Array<() => Promise<void>>): Promise<[SqlStorage, SqlStorage]> {
+  const db = await engine.fresh();
+  cleanups.push(() => db.drop());
+  const sa = await openSqlStorage(db.url);
+  cleanups.push(() => sa.close());
+  const sb = await openSqlStorage(db.url, { migrate: false });
+  cleanups.push(() => sb.close());
+  return [sa, sb];
+}
+
+/**
  * A form POST to `{base}/UserService/connect/{path}` (token, revoke, introspect) with Basic client
  * credentials: the status and the parsed body (`{}` when empty). For the multi-instance scenarios.
  */

@@ -30,21 +30,23 @@ export const familyEntry = (familyId: string): string => `sid:${familyId}`;
  * expire (at most the longest access-token lifetime), as they all did before 2026-12-01: a retry
  * finds the family revoked and writes nothing.
  *
- * Resolves to the entry's failure, or null, so a caller acts once the family is revoked even when the
- * entry's step failed (reuse detection's event and warn line, a revocation's `token.revoked`: a
- * retry finds the family revoked, no reuse any more, so the theft would never be reported) and
- * then throws it (the 503); rejects when the family's step fails (nothing recorded then but the
- * entry).
+ * Resolves to the entry's failure (`entryFailed`), or null, so a caller acts once the family is
+ * revoked even when the entry's step failed (reuse detection's event and warn line, a revocation's
+ * `token.revoked`: a retry finds the family revoked, no reuse any more, so the theft would never be
+ * reported) and then throws it (the 503); rejects when the family's step fails (nothing recorded
+ * then but the entry). `familyRevoked` is what `revokeFamily` answered: true when this call
+ * revoked the family, false when it was revoked already, undefined from a store written before
+ * the contract change of 2026-12-02 (it cannot tell).
  */
-export async function revokeGrantSteps(ctx: Context, familyId: string, now: number): Promise<{ error: unknown } | null> {
+export async function revokeGrantSteps(ctx: Context, familyId: string, now: number): Promise<{ entryFailed: { error: unknown } | null; familyRevoked: boolean | undefined }> {
   let entryFailed: { error: unknown } | null = null;
   try {
     await ctx.storage.revokedTokens.add(familyEntry(familyId), now + (await ctx.maxAccessTokenTtlMs()));
   } catch (error) {
     entryFailed = { error };
   }
-  await ctx.storage.refreshTokens.revokeFamily(familyId, now);
-  return entryFailed;
+  const familyRevoked = await ctx.storage.refreshTokens.revokeFamily(familyId, now);
+  return { entryFailed, familyRevoked: typeof familyRevoked === "boolean" ? familyRevoked : undefined };
 }
 
 /**

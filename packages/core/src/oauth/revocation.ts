@@ -31,6 +31,9 @@ import type { RefreshTokenRecord } from "../storage/types.js";
  * - `token.revoked` is recorded only when the call revoked a live token of the client's (an access
  *   token not already revoked, a refresh token whose family was live); a token revoked again, or
  *   past its expiry, answers 200 and records nothing (each such call recorded one until 2026-12-02).
+ *   Of concurrent revocations of one token, the one the store says recorded it (`revokedTokens.add`
+ *   or `revokeFamily` resolving to true) records it; until later on 2026-12-02 each recorded one
+ *   (for a refresh token, those in the same millisecond).
  * - The revocation stands once stored: a failure of the sweep of old revoked jtis after it is
  *   logged, not answered 503 (RFC 7009 §2.2.1: a client told 503 must assume the token still valid).
  */
@@ -51,18 +54,21 @@ export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, clie
       // Reported once the family is revoked, also when only its access tokens' entry failed (the
       // 503 then), as reuse is: until 2026-12-01 that 503 came before the event, and a logout sent
       // once (fire and forget) left a revoked family without a token.revoked or an audit record.
-      const entryFailed = await revokeGrantSteps(ctx, record.familyId, now);
-      if (live && (await familyRevokedHere(ctx, record.tokenHash, now))) {
+      const { entryFailed, familyRevoked } = await revokeGrantSteps(ctx, record.familyId, now);
+      if (live && (familyRevoked ?? (await familyRevokedHere(ctx, record.tokenHash, now)))) {
         ctx.events.emit({ type: "token.revoked", client_id: client.clientId, account_id: record.accountId, token_type: "refresh_token", jti: null, family_id: record.familyId, client_ip: clientIp ?? null });
       }
       if (entryFailed) throw entryFailed.error;
     } else {
       // Already revoked (its jti, or its family): recorded again (`add` is idempotent), but it was
-      // not live, so no `token.revoked` (RFC 7009 §2.2: an invalid token; 200 all the same).
+      // not live, so no `token.revoked` (RFC 7009 §2.2: an invalid token; 200 all the same). Of
+      // concurrent revocations that all read it live, the one whose `add` recorded the jti (true)
+      // records it; a store that does not say (written before 2026-12-02) leaves it to the read,
+      // and each of them records one, as every store did until then.
       const wasRevoked = await isRevoked(ctx, found.claims);
-      await ctx.storage.revokedTokens.add(found.claims.jti, found.claims.exp * 1000);
+      const added = await ctx.storage.revokedTokens.add(found.claims.jti, found.claims.exp * 1000);
       const sub = found.claims.sub;
-      if (!wasRevoked) ctx.events.emit({ type: "token.revoked", client_id: client.clientId, account_id: sub.startsWith(CLIENT_SUBJECT_PREFIX) ? null : sub, token_type: "access_token", jti: found.claims.jti, family_id: null, client_ip: clientIp ?? null });
+      if (!wasRevoked && added !== false) ctx.events.emit({ type: "token.revoked", client_id: client.clientId, account_id: sub.startsWith(CLIENT_SUBJECT_PREFIX) ? null : sub, token_type: "access_token", jti: found.claims.jti, family_id: null, client_ip: clientIp ?? null });
       // Entries are useless once their token has expired; revocations are rare, so sweep here
       // (a bounded batch: `prune` clears any backlog).
       try {
@@ -87,14 +93,14 @@ function familyLive(record: RefreshTokenRecord, now: number): boolean {
 }
 
 /**
- * Whether the family was revoked by this call, read back after `revokeFamily(familyId, now)`: that
- * marks every token of the family with `now` and keeps an earlier `revokedAt` (the storage
- * contract), so a token whose `revokedAt` is another time was revoked by someone else meanwhile (a
- * concurrent revocation of the same token, reuse detection, the account's disabling). `revokeFamily`
- * does not say whether it changed anything, so two revocations in the same millisecond both count
- * (telling them apart would take a contract change). A read that fails or finds nothing (pruned
- * since) counts as this call's: the family was live when read, and a revocation is not left out of
- * the audit trail for a failed read.
+ * For a store whose `revokeFamily` does not say whether it revoked the family (written before the
+ * contract change of 2026-12-02): whether the family was revoked by this call, read back after
+ * `revokeFamily(familyId, now)`: that marks every token of the family with `now` and keeps an
+ * earlier `revokedAt` (the storage contract), so a token whose `revokedAt` is another time was
+ * revoked by someone else meanwhile (a concurrent revocation of the same token, reuse detection,
+ * the account's disabling). Two revocations in the same millisecond both count. A read that fails
+ * or finds nothing (pruned since) counts as this call's: the family was live when read, and a
+ * revocation is not left out of the audit trail for a failed read.
  */
 async function familyRevokedHere(ctx: Context, tokenHash: string, now: number): Promise<boolean> {
   try {

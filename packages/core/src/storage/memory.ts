@@ -229,9 +229,14 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         return copyRefresh(r);
       },
       async revokeFamily(familyId, now) {
+        let marked = false;
         for (const r of refresh.values()) {
-          if (r.familyId === familyId && r.revokedAt === null) r.revokedAt = now;
+          if (r.familyId === familyId && r.revokedAt === null) {
+            r.revokedAt = now;
+            marked = true;
+          }
         }
+        return marked;
       },
       async revokeByAccount(accountId, now) {
         for (const r of refresh.values()) {
@@ -321,7 +326,9 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
     },
     revokedTokens: {
       async add(jti, expiresAt) {
-        if (!revoked.has(jti)) revoked.set(jti, expiresAt);
+        if (revoked.has(jti)) return false;
+        revoked.set(jti, expiresAt);
+        return true;
       },
       async has(jti) {
         return revoked.has(jti);

@@ -249,13 +249,21 @@ export interface RefreshTokenStore {
   graceUse(tokenHash: string, consumedAfter: number, maxUses: number): Promise<RefreshTokenRecord | null>;
   /**
    * Marks every token of the family revoked (idempotent: a token already revoked keeps its
-   * `revokedAt`; the revocation endpoint reads it back to tell whether its call revoked the family). Including a replacement stored by a `consume` running at the same time: when both
+   * `revokedAt`). Including a replacement stored by a `consume` running at the same time: when both
    * have resolved, either `consume` returned false or its replacement is revoked too (reuse
    * detection and logout depend on it). A SQL UPDATE under PostgreSQL's READ COMMITTED misses a
    * replacement committed while it waited for the consumed row's lock: run it again until it
    * revokes nothing (storage-sql does).
+   *
+   * Resolves to true when this call marked a token that was not revoked (`revokedAt` null), false
+   * when it marked none (the family already revoked, or no such family): of any number of
+   * concurrent calls on a live family, exactly one gets true (a call that marks only a replacement
+   * stored by a `consume` racing them may get true too). The revocation endpoint records
+   * `token.revoked` only for the call that got true. Contract change, 2026-12-02: a store written
+   * before resolves to nothing, and the endpoint then reads the token back and counts the call as
+   * the revoker when the token's `revokedAt` is its `now` (two calls in one millisecond both count).
    */
-  revokeFamily(familyId: string, now: number): Promise<void>;
+  revokeFamily(familyId: string, now: number): Promise<boolean | void>;
   /** Marks every token of the account revoked (idempotent), e.g. when it is disabled; a racing `consume` as in `revokeFamily`. */
   revokeByAccount(accountId: string, now: number): Promise<void>;
   /**
@@ -396,8 +404,15 @@ export interface RevokedTokenStore {
   /**
    * Records the `jti` as revoked until `expiresAt` (epoch ms). Idempotent: adding a `jti` already
    * recorded changes nothing and keeps its first `expiresAt`.
+   *
+   * Resolves to true when this call recorded the `jti`, false when it was recorded already: of any
+   * number of concurrent calls with one `jti`, exactly one gets true (one whose entry has expired
+   * and may be gone may be recorded again, once). The revocation endpoint records `token.revoked`
+   * for an access token only for the call that got true. Contract change, 2026-12-02: a store
+   * written before resolves to nothing, and the endpoint then goes by its own read (`has` before
+   * the add), so concurrent revocations of one token each record one.
    */
-  add(jti: string, expiresAt: number): Promise<void>;
+  add(jti: string, expiresAt: number): Promise<boolean | void>;
   has(jti: string): Promise<boolean>;
   /**
    * Deletes entries with `expiresAt <= now`; returns how many. With `limit`, at most that many

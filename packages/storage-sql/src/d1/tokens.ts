@@ -84,10 +84,9 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
         );
         return row ? refreshRecord(row) : null;
       }),
-    revokeFamily: (familyId, now) =>
-      run("refreshTokens.revokeFamily", async () => {
-        if (storableKey(familyId)) await revokeWhere("family_id", familyId, now);
-      }),
+    // True when this call revoked a token (D1 runs one statement at a time: of concurrent calls on
+    // a live family, the first marks every token and the others find none left).
+    revokeFamily: (familyId, now) => run("refreshTokens.revokeFamily", async () => storableKey(familyId) && (await revokeWhere("family_id", familyId, now)) > 0),
     revokeByAccount: (accountId, now) =>
       run("refreshTokens.revokeByAccount", async () => {
         // The account's families, then their tokens by the family index.
@@ -156,8 +155,8 @@ export function d1RevokedTokenStore(ctx: D1Context): RevokedTokenStore {
   return {
     add: (jti, expiresAt) =>
       run("revokedTokens.add", async () => {
-        // Idempotent and keeps the first expiry.
-        await exec(`insert into ${table} ("jti", "expires_at") values (?, ?) on conflict ("jti") do nothing`, text(jti, "jti"), expiresAt);
+        // Idempotent and keeps the first expiry; true when this call recorded it (one row changed).
+        return (await exec(`insert into ${table} ("jti", "expires_at") values (?, ?) on conflict ("jti") do nothing`, text(jti, "jti"), expiresAt)) > 0;
       }),
     has: (jti) => run("revokedTokens.has", async () => storableKey(jti) && (await all(`select "jti" from ${table} where "jti" = ?`, jti)).length > 0),
     deleteExpired: (now, limit) => run("revokedTokens.deleteExpired", () => deleteBatch(ctx, TABLES.revokedTokens, "jti", `"expires_at" <= ?`, [now], limit)),

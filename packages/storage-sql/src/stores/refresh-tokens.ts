@@ -101,10 +101,15 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
    * UPDATE would have waited for and revoked) and later ones find the family revoked. A race
    * rarely needs more than two; SQLite, D1 and InnoDB's locking reads need one, plus the check.
    * InnoDB may pick the UPDATE as a deadlock victim against a rotation: it is rolled back whole
-   * and run again.
+   * and run again. Resolves to whether any of them revoked a token (`revokeFamily`'s answer: a
+   * concurrent revocation's UPDATE waits for the row locks, then finds those rows revoked and
+   * changes none of them; on MySQL matched and changed rows are the same ones, as the UPDATE sets
+   * `revoked_at` only where it is NULL).
    */
-  const untilNoneLeft = async (update: () => Promise<{ numUpdatedRows: bigint }>): Promise<void> => {
-    while ((await ctx.again(update)).numUpdatedRows > 0n);
+  const untilNoneLeft = async (update: () => Promise<{ numUpdatedRows: bigint }>): Promise<boolean> => {
+    let revoked = false;
+    while ((await ctx.again(update)).numUpdatedRows > 0n) revoked = true;
+    return revoked;
   };
 
   /**
@@ -230,8 +235,8 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
       }),
     revokeFamily: (familyId, now) =>
       run("refreshTokens.revokeFamily", async () => {
-        if (!storableKey(familyId)) return;
-        await untilNoneLeft(() => db.updateTable(TABLES.refreshTokens).set({ revoked_at: now }).where("family_id", "=", familyId).where("revoked_at", "is", null).executeTakeFirst());
+        if (!storableKey(familyId)) return false;
+        return untilNoneLeft(() => db.updateTable(TABLES.refreshTokens).set({ revoked_at: now }).where("family_id", "=", familyId).where("revoked_at", "is", null).executeTakeFirst());
       }),
     revokeByAccount: (accountId, now) =>
       run("refreshTokens.revokeByAccount", async () => {

@@ -1,20 +1,22 @@
 import type { RevokedTokenStore } from "@plantgate/core";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
-import { prepared } from "../prepared.js";
+import { affected, prepared } from "../prepared.js";
 import { TABLES } from "../schema.js";
 
 /** `pg_revoked_tokens` (revoked access-token jtis) as core's {@link RevokedTokenStore}. */
 export function revokedTokenStore(ctx: StoreContext): RevokedTokenStore {
-  const { db, runner, family, run, storableKey, text } = ctx;
+  const { db, runner, family, run, storableKey, text, insertOrFalse } = ctx;
   const q = {
     has: prepared((p: { jti: string }) => db.selectFrom(TABLES.revokedTokens).select("jti").where("jti", "=", p.jti)),
-    add: prepared((row: { jti: string; expires_at: number }) => {
-      // Idempotent and keeps the first expiry: a repeat changes nothing (a no-op update on
-      // MySQL, where INSERT IGNORE would also swallow unrelated errors).
-      const insert = db.insertInto(TABLES.revokedTokens).values(row);
-      return family === "mysql" ? insert.onDuplicateKeyUpdate((eb) => ({ jti: eb.ref("jti") })) : insert.onConflict((oc) => oc.column("jti").doNothing());
-    }),
+    // Idempotent and keeps the first expiry: a repeat changes nothing, and the row count says
+    // whether this call recorded the jti (1) or found it (0).
+    add: prepared((row: { jti: string; expires_at: number }) => db.insertInto(TABLES.revokedTokens).values(row).onConflict((oc) => oc.column("jti").doNothing())),
+    // MySQL has no DO NOTHING, and neither of its stand-ins tells a new row from a repeat: a no-op
+    // `ON DUPLICATE KEY UPDATE` reports 1 row for both where the connection sets CLIENT_FOUND_ROWS
+    // (mysql2 does by default), and INSERT IGNORE swallows unrelated errors too. A plain INSERT
+    // whose duplicate key means "false", as `assertionJtis.use`.
+    insert: prepared((row: { jti: string; expires_at: number }) => db.insertInto(TABLES.revokedTokens).values(row)),
   };
   // Read on every bearer request; an add (here or by another process) drops it.
   const cached = ctx.cache.space<boolean>([TABLES.revokedTokens], (v) => v, 10_000);
@@ -22,7 +24,11 @@ export function revokedTokenStore(ctx: StoreContext): RevokedTokenStore {
   return {
     add: (jti, expiresAt) =>
       run("revokedTokens.add", async () => {
-        await q.add(runner, { jti: text(jti, "jti"), expires_at: expiresAt });
+        const row = { jti: text(jti, "jti"), expires_at: expiresAt };
+        // InnoDB deadlocks plain INSERTs of one key waiting on a DELETE of it (the sweep): the
+        // victim was rolled back, and run again it records the jti or finds it (see README).
+        if (family === "mysql") return insertOrFalse(() => ctx.again(() => q.insert(db, row)));
+        return affected(await q.add(runner, row)) > 0n;
       }),
     has: (jti) =>
       run("revokedTokens.has", async () => {

@@ -499,6 +499,33 @@ export function concurrencySuite(s: SuiteContext): void {
       expect(await s.storage().revokedTokens.deleteExpired(T0 + 2000)).toBe(1);
     });
 
+    it("adds of one jti over two instances at once (contract change, 2026-12-02): exactly one resolves to true, the others to false (20 calls, 10 rounds)", async () => {
+      await withOtherInstance(s, async (other) => {
+        const stores = [s.storage().revokedTokens, other.revokedTokens];
+        for (let round = 0; round < 10; round++) {
+          const results = await inParallel(20, (i) => pause(i % 3 === 0 ? round % 2 : 0).then(() => stores[i % 2]!.add(`add-race-${round}`, T0 + 1000 + i)));
+          expect(results.filter((r) => r === true), `round ${round}: calls that got true`).toHaveLength(1);
+          expect(results.filter((r) => r === false), `round ${round}: calls that got false`).toHaveLength(19);
+        }
+      });
+    });
+
+    it("revokeFamily of one live family over two instances at once, the same now (contract change, 2026-12-02): exactly one resolves to true, the others to false (20 calls, 10 rounds)", async () => {
+      await seedOwners(s.storage());
+      await withOtherInstance(s, async (other) => {
+        const stores = [s.storage().refreshTokens, other.refreshTokens];
+        for (let round = 0; round < 10; round++) {
+          const familyId = `rf-race-${round}`;
+          const family = [0, 1, 2].map((k) => refreshRecord({ tokenHash: fakeHash(`${familyId}-${k}`), familyId, consumedAt: k < 2 ? T0 + k : null }));
+          for (const record of family) await stores[0]!.create(record);
+          const results = await inParallel(20, (i) => pause(i % 3 === 0 ? round % 2 : 0).then(() => stores[i % 2]!.revokeFamily(familyId, T0 + 2000)));
+          expect(results.filter((r) => r === true), `round ${round}: calls that got true`).toHaveLength(1);
+          expect(results.filter((r) => r === false), `round ${round}: calls that got false`).toHaveLength(19);
+          for (const record of family) expectRecord(await stores[1]!.findByHash(record.tokenHash), { ...record, revokedAt: T0 + 2000 }, `round ${round}: ${record.tokenHash}`);
+        }
+      });
+    });
+
     it("20 parallel session creates of one hash: exactly one true, and the winner's session is stored", async () => {
       const records = Array.from({ length: 20 }, (_, i) => sessionRecord({ accountId: `acct-${i}`, csrfHash: fakeHash(`csrf-${i}`) }));
       const results = await inParallel(20, (i) => s.storage().sessions.create(records[i]!));

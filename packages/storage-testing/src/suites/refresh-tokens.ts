@@ -151,6 +151,18 @@ export function refreshTokensSuite(s: SuiteContext): void {
       await expectStored({ ...t, revokedAt: T0 + 100 });
     });
 
+    it("revokeFamily (contract change, 2026-12-02) resolves to true when it revoked a token and to false when it revoked none (the family revoked already, or unknown)", async () => {
+      const a = refreshRecord({ tokenHash: fakeHash("rf-a"), familyId: "f1", consumedAt: T0 + 5 });
+      const b = refreshRecord({ tokenHash: fakeHash("rf-b"), familyId: "f1" });
+      await create(a, b);
+      expect(await tokens().revokeFamily("f1", T0 + 100), "first revocation").toBe(true);
+      expect(await tokens().revokeFamily("f1", T0 + 100), "again, the same now").toBe(false);
+      expect(await tokens().revokeFamily("f1", T0 + 200), "again, later").toBe(false);
+      expect(await tokens().revokeFamily("F1", T0 + 300), "another family (case differs)").toBe(false);
+      expect(await tokens().revokeFamily("no-such-family", T0 + 300), "an unknown family").toBe(false);
+      await expectStored({ ...a, revokedAt: T0 + 100 }, { ...b, revokedAt: T0 + 100 });
+    });
+
     it("after revokeFamily, consume of its live token returns false and stores nothing", async () => {
       const live = refreshRecord({ familyId: "f1" });
       const replacement = refreshRecord({ tokenHash: fakeHash("repl"), familyId: "f1" });

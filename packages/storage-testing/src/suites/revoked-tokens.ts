@@ -34,6 +34,19 @@ export function revokedTokensSuite(s: SuiteContext): void {
       expect([await revoked().has(family), await revoked().has(jti(1))]).toEqual([false, true]);
     });
 
+    it("add (contract change, 2026-12-02) resolves to true when it records the jti and to false when the jti is recorded already, whatever the expiresAt; true again once an expired entry is swept", async () => {
+      expect(await revoked().add(jti(1), T0 + 100), "first add").toBe(true);
+      expect(await revoked().add(jti(1), T0 + 100), "the same again").toBe(false);
+      expect(await revoked().add(jti(1), T0 + 10 * DAY), "a later expiresAt").toBe(false);
+      expect(await revoked().add(jti(1), T0 + 1), "an earlier expiresAt").toBe(false);
+      expect(await revoked().add(jti(1).toUpperCase(), T0 + 100), "another jti (case differs)").toBe(true);
+      expect(await revoked().add("sid:Fam1ly-Id_0123456789ab", T0 + 100), "a grant's entry").toBe(true);
+      expect(await revoked().add("sid:Fam1ly-Id_0123456789ab", T0 + 100), "the grant's entry again").toBe(false);
+      expect(await revoked().deleteExpired(T0 + 100)).toBe(3);
+      expect(await revoked().add(jti(1), T0 + DAY), "added again after the sweep").toBe(true);
+      expect(await revoked().has(jti(1))).toBe(true);
+    });
+
     it("add is idempotent and keeps the first expiresAt (a later, longer one does not extend it)", async () => {
       await revoked().add(jti(1), T0 + 100);
       await revoked().add(jti(1), T0 + 10 * DAY);

@@ -33,7 +33,7 @@ export const refreshTokenGrant: Grant = {
       // The family's access tokens too (the thief's among them): see revokeGrantSteps. Reported once the
       // family is revoked, also when only the access tokens' entry failed (the 503 then): a retry
       // finds the family revoked, no reuse any more, and the theft went unreported (2026-12-01).
-      const entryFailed = await revokeGrantSteps(ctx, record.familyId, now);
+      const { entryFailed } = await revokeGrantSteps(ctx, record.familyId, now);
       ctx.logger.warn(
         entryFailed ? "refresh token reuse detected; family revoked, but its access tokens could not be revoked (they work until they expire)" : "refresh token reuse detected; family revoked",
         { clientId: client.clientId, familyId: record.familyId },
