@@ -480,11 +480,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     // (no time a Date holds), and such a token lives until an API rejects it: capped as ours are.
     const read = t.expiresAt > LATEST_TIME ? { ...t, expiresAt: LATEST_TIME } : t;
     // A refresh token the server refused (invalid_grant, unauthorized_client, ...: see
-    // REFRESH_REFUSED) is never presented again, whoever cached
+    // REFUSED_FOR_GOOD) is never presented again, whoever cached
     // it: before 2026-11-29 every call in every process sharing the cache sent it once more.
     return read.refreshToken !== null && deadRefresh.has(read.refreshToken) ? { ...read, refreshToken: null } : read;
   }
-  /** Refresh tokens refused for good ({@link REFRESH_REFUSED}; bounded: only recent ones can still be in a cache). */
+  /** Refresh tokens refused for good ({@link REFUSED_FOR_GOOD}; bounded: only recent ones can still be in a cache). */
   const deadRefresh = new Set<string>();
 
   /**
@@ -664,8 +664,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       // server counts each refusal toward its brute-force lock (plantgate: 10 per username and
       // address, 50 per username from anywhere), so presenting it at every call locked the real
       // user out (until 2026-11-30). Every later call rejects with this error, sending nothing,
-      // unless a shared cache holds a token another process obtained.
-      if (error instanceof OAuthError && error.error === "invalid_grant") {
+      // unless a shared cache holds a token another process obtained. So for the other refusals
+      // that hold whenever this request is sent (see REFUSED_FOR_GOOD: this client may not use the
+      // password grant, the server has none, the scope it asks for, a fixed option, is not
+      // granted): until 2026-12-02 only invalid_grant stopped it, and every call sent the password
+      // again into the same refusal.
+      if (error instanceof OAuthError && REFUSED_FOR_GOOD.has(error.error)) {
         credentials = null;
         ended = error;
       }
@@ -745,11 +749,11 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
           refreshRetry.schedule();
         } else if (!saysNothing(error)) refreshAnswered();
         // A refusal that holds for this refresh token whenever it is presented (see
-        // REFRESH_REFUSED): dropped, never presented again. Until 2026-12-02 only invalid_grant
+        // REFUSED_FOR_GOOD): dropped, never presented again. Until 2026-12-02 only invalid_grant
         // was: a client that lost the refresh_token grant (unauthorized_client) presented its
         // refresh token again at every call, never fell back to a password it kept, and left the
         // token in the shared cache for every other process to present.
-        if (!(error instanceof OAuthError && REFRESH_REFUSED.has(error.error))) throw error;
+        if (!(error instanceof OAuthError && REFUSED_FOR_GOOD.has(error.error))) throw error;
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
         deadRefresh.add(refreshToken);
         if (deadRefresh.size > 16) deadRefresh.delete(deadRefresh.values().next().value!);
@@ -935,12 +939,15 @@ const WHAT = "token endpoint";
  * `invalid_scope` (a refresh carries no `scope`, so what is refused is the scope the token was
  * granted, RFC 6749 §6: plantgate's "no longer allowed for this client"). Such a token is dropped
  * (from the shared cache too) and never presented again; the client runs its original grant or
- * ends the session. Not `invalid_client` (the client's own authentication: a refused secret ends
+ * ends the session. Likewise for a password grant (see runGrant), whose username, password and
+ * scope are fixed: `invalid_grant` (the password), `unauthorized_client`, `unsupported_grant_type`
+ * (the password grant), `invalid_scope` (the `scope` option): the password is dropped and the
+ * session ends. Not `invalid_client` (the client's own authentication: a refused secret ends
  * the client, a refused `private_key_jwt` assertion may pass later, see tokenRequest) nor
  * `invalid_request` (the request was malformed, by a proxy in between or a server's bug: nothing is
  * said of the token), nor a code outside §5.2, whose meaning the client cannot know.
  */
-const REFRESH_REFUSED = new Set(["invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope"]);
+const REFUSED_FOR_GOOD = new Set(["invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope"]);
 
 const noop = (): void => {};
 

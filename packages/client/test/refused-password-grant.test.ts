@@ -1,0 +1,94 @@
+/**
+ * A password grant refused for good with another code than `invalid_grant` (RFC 6749 §5.2):
+ * `unauthorized_client` (this client may not use the password grant), `unsupported_grant_type`
+ * (the server has none) and `invalid_scope` (the scope this client asks for, a fixed option, is not
+ * granted: plantgate's `offline_access` for a client without the refresh_token grant). The same
+ * request gets the same answer whenever it is sent, so the password is dropped and the request is
+ * never sent again, as for `invalid_grant`: every later call rejects with that same `OAuthError`,
+ * sending nothing. An `invalid_request` (a malformed request: a proxy in between, a server's bug)
+ * says nothing of the password: it is sent again. Until 2026-12-02 only `invalid_grant` stopped
+ * it: every call sent the password again and got the same refusal.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { createClient, OAuthError, TOKEN_PATH } from "../src/index.js";
+import { countingFetch, rejectionOf, startTarget, type ServerTarget } from "./support.js";
+
+const OFFLINE = "Platform_UserAPIs offline_access";
+
+let target: ServerTarget | null = null;
+const servers: Server[] = [];
+afterEach(async () => {
+  await target?.close();
+  target = null;
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  }
+});
+
+it("plantgate refusing the scope of a password grant (offline_access without the refresh_token grant): the password is sent once, later calls reject with the same OAuthError", async () => {
+  const t = (target = await startTarget());
+  await t.app.admin.deleteClient(t.clientId);
+  await t.app.admin.createClient({ clientId: t.clientId, clientSecret: t.clientSecret, grantTypes: ["client_credentials", "password"] });
+  const { grants, fetch } = countingFetch();
+  const client = createClient({ baseUrl: t.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, scope: OFFLINE, credentials: { username: t.username, password: t.password }, fetch });
+  const first = await rejectionOf(client.listAccounts());
+  expect(first).toBeInstanceOf(OAuthError);
+  expect(first).toMatchObject({ status: 400, error: "invalid_scope", error_description: "offline_access needs the refresh_token grant, which this client is not allowed.", grantType: "password", retryAfter: null });
+  for (let i = 0; i < 5; i++) {
+    expect(await rejectionOf(client.listAccounts())).toBe(first);
+    expect(await rejectionOf(client.getAccessToken())).toBe(first);
+    expect(await rejectionOf(client.refresh())).toBe(first);
+  }
+  expect(grants).toEqual(["password"]);
+});
+
+/** Another authorization server (node:http on a socket) that answers every password grant with `code` (HTTP 400). */
+async function refusingServer(code: string) {
+  const grants: string[] = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => (body += chunk));
+    req.on("end", () => {
+      if (new URL(req.url ?? "/", "http://x").pathname !== TOKEN_PATH) {
+        res.writeHead(404).end();
+        return;
+      }
+      grants.push(new URLSearchParams(body).get("grant_type") ?? "");
+      res.writeHead(400, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ error: code, error_description: `refused: ${code}` }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  servers.push(server);
+  return { grants, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+describe("which refusals of a password grant stop it (RFC 6749 §5.2)", () => {
+  it.each([
+    ["invalid_grant", true],
+    ["unauthorized_client", true],
+    ["unsupported_grant_type", true],
+    ["invalid_scope", true],
+    ["invalid_request", false],
+  ])("%s: stopped %s", async (code, stopped) => {
+    const s = await refusingServer(code);
+    const client = createClient({ baseUrl: s.baseUrl, clientId: "third-party", clientSecret: "a-client-secret-0123456789", scope: OFFLINE, credentials: { username: "alice", password: "wonderland-42" } });
+    const first = await rejectionOf(client.getAccessToken());
+    expect(first).toBeInstanceOf(OAuthError);
+    expect(first).toMatchObject({ status: 400, error: code, error_description: `refused: ${code}`, grantType: "password", retryAfter: null });
+    const later = [await rejectionOf(client.getAccessToken()), await rejectionOf(client.refresh())];
+    if (stopped) {
+      expect(s.grants).toEqual(["password"]);
+      expect(later.every((e) => e === first)).toBe(true);
+    } else {
+      for (const e of later) {
+        expect(e).not.toBe(first);
+        expect(e).toMatchObject({ status: 400, error: code, grantType: "password" });
+      }
+      expect(s.grants).toEqual(["password", "password", "password"]);
+    }
+  });
+});
