@@ -635,7 +635,8 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       // already given the new secret during a rotation too. A private_key_jwt assertion is signed
       // anew each time and may pass later (a key the server fetches from jwks_uri, a clock put
       // right): not stopped.
-      if (error instanceof OAuthError && error.error === "invalid_client" && config.assertion === null) {
+      // Only a refusal's status (a 4xx but 429, see refusal): a 429 or 5xx is transient whatever its body.
+      if (refusal(error) && error.error === "invalid_client" && config.assertion === null) {
         refusedSecret = error;
         credentials = null;
       }
@@ -669,7 +670,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       // password grant, the server has none, the scope it asks for, a fixed option, is not
       // granted): until 2026-12-02 only invalid_grant stopped it, and every call sent the password
       // again into the same refusal.
-      if (error instanceof OAuthError && REFUSED_FOR_GOOD.has(error.error)) {
+      if (refusedForGood(error)) {
         credentials = null;
         ended = error;
       }
@@ -753,7 +754,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
         // was: a client that lost the refresh_token grant (unauthorized_client) presented its
         // refresh token again at every call, never fell back to a password it kept, and left the
         // token in the shared cache for every other process to present.
-        if (!(error instanceof OAuthError && REFUSED_FOR_GOOD.has(error.error))) throw error;
+        if (!refusedForGood(error)) throw error;
         if (current?.refreshToken === refreshToken) current = { ...current, refreshToken: null };
         deadRefresh.add(refreshToken);
         if (deadRefresh.size > 16) deadRefresh.delete(deadRefresh.values().next().value!);
@@ -948,6 +949,24 @@ const WHAT = "token endpoint";
  * said of the token), nor a code outside §5.2, whose meaning the client cannot know.
  */
 const REFUSED_FOR_GOOD = new Set(["invalid_grant", "unauthorized_client", "unsupported_grant_type", "invalid_scope"]);
+
+/**
+ * Whether a token request's error is the server's refusal: an {@link OAuthError} with a 4xx status
+ * other than 429 (RFC 6749 §5.2 answers 400, or 401 for invalid_client). A 429 or 5xx is a
+ * transient answer whatever its body says (a throttle, a storage outage, a server mapping its own
+ * failure to `invalid_grant`): it settles nothing (see {@link undecided}). Until 2026-12-02 the code
+ * alone decided: a 503 `invalid_grant` to a refresh both started the retries of a lost answer and
+ * dropped the refresh token (the session ended without a kept password), a 503 `invalid_grant` to
+ * a password grant dropped the password, and a 503 `invalid_client` ended the client.
+ */
+function refusal(error: unknown): error is OAuthError {
+  return error instanceof OAuthError && error.status >= 400 && error.status <= 499 && error.status !== 429;
+}
+
+/** A {@link refusal} with a code of {@link REFUSED_FOR_GOOD}: what it refuses is refused whenever it is presented. */
+function refusedForGood(error: unknown): error is OAuthError {
+  return refusal(error) && REFUSED_FOR_GOOD.has(error.error);
+}
 
 const noop = (): void => {};
 
