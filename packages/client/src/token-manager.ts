@@ -642,8 +642,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
       }
       throw error;
     }
-    failures = 0;
-    pause = null;
+    // The backoff's count ends in renew: a token that arrived expired is no usable answer.
     markToken(token.accessToken, started);
     // A rotation: the new refresh token's lineage starts with the one it replaced.
     if (previous.refreshToken !== null && token.refreshToken !== previous.refreshToken) {
@@ -800,8 +799,18 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     // reset it, so each loss recovered from the cache pushed the next loss's first retry further
     // (2, 4, 8 s), and after four such the next lost answer was never presented again.
     refreshAnswered();
-    failures = 0;
-    pause = null;
+    // An answer slower than the token's lifetime (or expires_in 0) brings a token already expired:
+    // kept below for its refresh token, never handed out (every API would answer 401, and the
+    // retry would fetch another one just as late).
+    const expiredAt = (): number | null => {
+      const now = nowFor(token);
+      return now >= token.expiresAt ? now : null;
+    };
+    let late = expiredAt();
+    if (late === null) {
+      failures = 0;
+      pause = null;
+    }
     for (const older of [current, lastRead]) {
       if (older === null || older.accessToken === token.accessToken) continue;
       superseded.delete(older.accessToken);
@@ -812,15 +821,19 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     // The password is dropped only once a refresh token can continue the session without it.
     if (!config.keepCredentials && token.refreshToken !== null) credentials = null;
     if (cache && !cached) await store(token);
-    // An answer slower than the token's lifetime (or expires_in 0) brings a token already expired:
-    // kept above for its refresh token, never handed out (every API would answer 401, and the
-    // retry would fetch another one just as late).
-    const now = nowFor(token);
-    if (now >= token.expiresAt) {
-      throw new NetworkError(
+    // Or expired while the cache write took its time.
+    late ??= expiredAt();
+    if (late !== null) {
+      const error = new NetworkError(
         "timeout",
-        `POST ${pathOf(config.baseUrl + TOKEN_PATH)} answered after ${now - token.obtainedAt} ms with a token that expired after ${(token.expiresAt - token.obtainedAt) / 1000} s (expires_in): it arrived unusable`,
+        `POST ${pathOf(config.baseUrl + TOKEN_PATH)} answered after ${Math.round(late - token.obtainedAt)} ms with a token that expired after ${(token.expiresAt - token.obtainedAt) / 1000} s (expires_in): it arrived unusable`,
       );
+      // A token request without a usable answer, counted toward the backoff as a malformed token
+      // answer is. Until 2026-12-02 it ended the count instead (a token had arrived): against a
+      // server answering expires_in 0 every call sent a token request (each rotating the refresh
+      // token), however many calls a second the app made.
+      if (!cached) failed(error);
+      throw error;
     }
     return token;
   }

@@ -227,8 +227,12 @@ describe("a token whose lifetime ran out before its answer arrived", () => {
     expect(again).toMatchObject({ reason: "timeout", message: `${TOKEN} answered after ${(TTL + 1) * 1000} ms with a token that expired after ${TTL} s (expires_in): it arrived unusable` });
     // The second renewal presented the refresh token of the first answer (kept, though its access token was not).
     expect(forwarded).toEqual([PASSWORD, REFRESH]);
-    // Once answers are quick again, the session goes on from the newest refresh token.
+    // Two token requests in a row without a usable token: the backoff holds the next call (at most 1 s).
+    expect(await rejectionOf(client.listAccounts())).toMatchObject({ reason: "timeout", retryAfter: 1, cause: again });
+    expect(forwarded).toEqual([PASSWORD, REFRESH]);
+    // Once answers are quick again (and the window has passed), the session goes on from the newest refresh token.
     slow = false;
+    clientClock.advance(1);
     expect((await client.listAccounts()).total).toBe(1);
     expect(forwarded).toEqual([PASSWORD, REFRESH, REFRESH, ACCOUNTS]);
   });
