@@ -1024,8 +1024,8 @@ const REFRESH_RETRY_MS = [1000, 2000, 4000, 8000];
 
 /**
  * The {@link NetworkError} reasons of a request the server may have carried out without its answer
- * reaching the client. Not `redirect_refused`; `unexpected_response` only with a 5xx status, and
- * `response_too_large` only with a 2xx one (see {@link noAnswer}).
+ * reaching the client. Not `redirect_refused`; `unexpected_response` and `response_too_large` only
+ * with a 2xx or 5xx status (see {@link noAnswer}).
  */
 const NO_ANSWER = new Set(["fetch_failed", "timeout", "not_json"]);
 
@@ -1042,11 +1042,16 @@ const NO_ANSWER = new Set(["fetch_failed", "timeout", "not_json"]);
  * that was not already). Until 2026-12-02 it was taken for an answer: nothing was retried, the
  * client kept the spent refresh token, and its next renewal after the grace window presented it
  * (reuse: the family revoked, the user signed out).
+ * Likewise a 2xx of the wrong shape (no access_token, token_type not Bearer, a token of characters
+ * a header cannot hold: a middlebox rewriting the body), whose refresh the server carried out as
+ * well, and a 5xx whose body passed maxResponseBytes (a proxy's large error page), which is no
+ * answer as a smaller one is: until 2026-12-02 neither was retried, with the same reuse after the
+ * grace window. A 4xx of either kind is not: it holds no token, and a retry gets it again.
  */
 function noAnswer(error: unknown): boolean {
   if (!(error instanceof NetworkError)) return false;
-  if (error.reason === "response_too_large") return error.status !== null && error.status >= 200 && error.status <= 299;
-  return NO_ANSWER.has(error.reason) || (error.reason === "unexpected_response" && error.status !== null && error.status >= 500);
+  if (error.reason === "response_too_large" || error.reason === "unexpected_response") return error.status !== null && ((error.status >= 200 && error.status <= 299) || error.status >= 500);
+  return NO_ANSWER.has(error.reason);
 }
 
 /**
