@@ -8,44 +8,26 @@
  * calls a second the app made.
  * A node:http token endpoint on a socket.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, expect, it } from "vitest";
 import { createClient, NetworkError, TOKEN_PATH } from "../src/index.js";
-import { manualClock, rejectionOf } from "./support.js";
+import { manualClock, rejectionOf, tokenServer } from "./support.js";
 
 const OFFLINE = "Platform_UserAPIs offline_access";
 
-const servers: Server[] = [];
+const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
-  for (const server of servers.splice(0)) {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
+  await Promise.all(open.splice(0).map((server) => server.close()));
 });
 
 /** Issues `at-<n>` and `rt-<n>` (rotating) to every grant, with `expires_in` 0 while `zero` is set (else 3600). */
 async function zeroServer() {
   const state = { zero: true, grants: [] as string[] };
-  const server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk: string) => (body += chunk));
-    req.on("end", () => {
-      if (new URL(req.url ?? "/", "http://x").pathname !== TOKEN_PATH) {
-        res.writeHead(404).end();
-        return;
-      }
-      state.grants.push(new URLSearchParams(body).get("grant_type") ?? "");
-      const n = state.grants.length;
-      res
-        .writeHead(200, { "content-type": "application/json", "cache-control": "no-store" })
-        .end(JSON.stringify({ access_token: `at-${n}`, token_type: "Bearer", expires_in: state.zero ? 0 : 3600, scope: OFFLINE, refresh_token: `rt-${n}` }));
-    });
+  const server = await tokenServer((form, n) => {
+    state.grants.push(form.get("grant_type") ?? "");
+    return { status: 200, body: { access_token: `at-${n}`, token_type: "Bearer", expires_in: state.zero ? 0 : 3600, scope: OFFLINE, refresh_token: `rt-${n}` } };
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  servers.push(server);
-  return { state, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  open.push(server);
+  return { state, baseUrl: server.baseUrl };
 }
 
 it("expires_in 0 on every answer: 50 calls in a row send 2 token requests, the others are held by the backoff; once the server gives lifetimes again, the session goes on", async () => {

@@ -9,64 +9,40 @@
  * present and, without a kept password, the session ended.
  * A node:http token endpoint on a socket.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { createClient, OAuthError, TOKEN_PATH } from "../src/index.js";
-import { rejectionOf } from "./support.js";
+import { createClient, OAuthError } from "../src/index.js";
+import { rejectionOf, tokenServer } from "./support.js";
 
 const OFFLINE = "Platform_UserAPIs offline_access";
 
-const servers: Server[] = [];
+const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
-  for (const server of servers.splice(0)) {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
+  await Promise.all(open.splice(0).map((server) => server.close()));
 });
+
+type Failure = { status: number; error: string } | null;
 
 /**
  * A token endpoint: a password grant gets `at-<n>` and `rt-<n>`, a refresh too (rotating), except
  * that while `fail` is set the next refresh is answered with it (status and OAuth error body), and
  * while `failPassword` is set the next password grant.
  */
-async function tokenServer() {
-  const state = { fail: null as { status: number; error: string } | null, failPassword: null as { status: number; error: string } | null, grants: [] as string[], presented: [] as string[] };
-  const server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk: string) => (body += chunk));
-    req.on("end", () => {
-      if (new URL(req.url ?? "/", "http://x").pathname !== TOKEN_PATH) {
-        res.writeHead(404).end();
-        return;
-      }
-      const form = new URLSearchParams(body);
-      state.grants.push(form.get("grant_type") ?? "");
-      const n = state.grants.length;
-      if (form.get("grant_type") === "refresh_token") {
-        state.presented.push(form.get("refresh_token") ?? "");
-        if (state.fail !== null) {
-          const { status, error } = state.fail;
-          state.fail = null;
-          res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ error, error_description: `${status} ${error}` }));
-          return;
-        }
-      }
-      if (form.get("grant_type") === "password" && state.failPassword !== null) {
-        const { status, error } = state.failPassword;
-        state.failPassword = null;
-        res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ error, error_description: `${status} ${error}` }));
-        return;
-      }
-      res
-        .writeHead(200, { "content-type": "application/json", "cache-control": "no-store" })
-        .end(JSON.stringify({ access_token: `at-${n}`, token_type: "Bearer", expires_in: 3600, scope: OFFLINE, refresh_token: `rt-${n}` }));
-    });
+async function failingServer() {
+  const state = { fail: null as Failure, failPassword: null as Failure, grants: [] as string[], presented: [] as string[] };
+  const server = await tokenServer((form, n) => {
+    const grant = form.get("grant_type") ?? "";
+    state.grants.push(grant);
+    if (grant === "refresh_token") state.presented.push(form.get("refresh_token") ?? "");
+    const failure = grant === "refresh_token" ? state.fail : grant === "password" ? state.failPassword : null;
+    if (failure !== null) {
+      if (grant === "refresh_token") state.fail = null;
+      else state.failPassword = null;
+      return { status: failure.status, body: { error: failure.error, error_description: `${failure.status} ${failure.error}` } };
+    }
+    return { status: 200, body: { access_token: `at-${n}`, token_type: "Bearer", expires_in: 3600, scope: OFFLINE, refresh_token: `rt-${n}` } };
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  servers.push(server);
-  return { state, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  open.push(server);
+  return { state, baseUrl: server.baseUrl };
 }
 
 describe("a refresh answered 429 or 5xx with an OAuth body that would refuse it on a 400", () => {
@@ -78,7 +54,7 @@ describe("a refresh answered 429 or 5xx with an OAuth body that would refuse it 
     // A refused secret ends the client on a 400 or 401; a 503 says nothing of it.
     [503, "invalid_client"],
   ])("%i %s: undecided, the refresh token is kept and presented again (no password kept)", async (status, error) => {
-    const s = await tokenServer();
+    const s = await failingServer();
     // keepCredentials false: a dropped refresh token ends the session.
     const client = createClient({ baseUrl: s.baseUrl, clientId: "third-party", clientSecret: "a-client-secret-0123456789", scope: OFFLINE, credentials: { username: "alice", password: "wonderland-42" }, keepCredentials: false });
     expect(await client.getAccessToken()).toBe("at-1");
@@ -100,7 +76,7 @@ it.each([
   [503, "invalid_grant"],
   [429, "invalid_scope"],
 ])("a password grant answered %i %s: the password is kept and sent again at the next call", async (status, error) => {
-  const s = await tokenServer();
+  const s = await failingServer();
   const client = createClient({ baseUrl: s.baseUrl, clientId: "third-party", clientSecret: "a-client-secret-0123456789", scope: OFFLINE, credentials: { username: "alice", password: "wonderland-42" } });
   s.state.failPassword = { status, error };
   const first = await rejectionOf(client.getAccessToken());

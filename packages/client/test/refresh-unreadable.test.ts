@@ -1,15 +1,18 @@
 /**
  * A refresh the server carried out (it rotated the refresh token) whose answer the client cannot
- * use: a 200 of the wrong shape (no access_token, token_type not Bearer: a middlebox rewriting the
- * body once), or a 5xx page past `maxResponseBytes` (a proxy's large error page, its upstream having
- * answered). Either is an answer lost, as a 2xx past maxResponseBytes is (refresh-too-large.test.ts):
- * the client keeps the refresh token and presents it again in the background within the server's
- * grace window, which answers with the rotation's own answer, and the session lives past the window.
- * Until 2026-12-02 neither was retried: the client kept the spent refresh token, and its next
- * renewal after the grace window presented it (reuse: the family revoked, the user signed out).
+ * use: a 200 whose body passes `maxResponseBytes` (a proxy or middlebox that sends more than the
+ * server's answer, once; chunked or with its Content-Length declared), a 200 of the wrong shape
+ * (no access_token, token_type not Bearer: a middlebox rewriting the body once), or a 5xx page past
+ * `maxResponseBytes` (a proxy's large error page, its upstream having answered). Each is an answer
+ * lost: the client keeps the refresh token and presents it again in the background within the
+ * server's grace window, as after a connection lost once the request was sent; the server answers
+ * with the rotation's own answer, and the session lives past the window. Until 2026-12-02 none of
+ * them was taken for a lost answer (the first two cases were fixed earlier that day, in 79de47a):
+ * nothing was retried, the client kept the spent refresh token, and its next renewal after the
+ * grace window presented it: reuse, the family revoked, the user signed out.
  * The example server over a socket, behind a node:http proxy that rewrites one refresh answer.
  */
-import { createServer, type Server } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { createClient, NetworkError, TOKEN_PATH } from "../src/index.js";
@@ -29,12 +32,19 @@ afterEach(async () => {
   target = null;
 });
 
-type Rewrite = (status: number, text: string) => { status: number; contentType: string; text: string };
+/** The answer of the server as the proxy got it: status, the headers it forwards, body. */
+interface Answer {
+  status: number;
+  headers: Record<string, string>;
+  text: string;
+}
+/** Sends a rewritten answer instead of the server's. */
+type Rewrite = (res: ServerResponse, answer: Answer) => void;
 
 /**
  * A proxy in front of `upstream` that forwards every request; while `rewrite` is set, the next
- * answer to a refresh (once the server has answered it) goes out as it says. Records each refresh
- * token presented.
+ * answer to a refresh (once the server has answered it) goes out as it writes it. Records each
+ * refresh token presented.
  */
 async function rewritingProxy(upstream: string) {
   const state = { rewrite: null as Rewrite | null, presented: [] as string[], rewritten: 0 };
@@ -61,11 +71,10 @@ async function rewritingProxy(upstream: string) {
         if (rewrite !== null) {
           state.rewrite = null;
           state.rewritten++;
-          const sent = rewrite(answer.status, text);
-          res.writeHead(sent.status, { "content-type": sent.contentType, "content-length": String(Buffer.byteLength(sent.text)) }).end(sent.text);
+          rewrite(res, { status: answer.status, headers: out, text });
           return;
         }
-        res.writeHead(answer.status, { ...out, "content-length": String(Buffer.byteLength(text)) }).end(text);
+        send(res, answer.status, out, text);
       })();
     });
   });
@@ -74,27 +83,45 @@ async function rewritingProxy(upstream: string) {
   return { state, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
+function send(res: ServerResponse, status: number, headers: Record<string, string>, text: string): void {
+  res.writeHead(status, { ...headers, "content-length": String(Buffer.byteLength(text)) }).end(text);
+}
+
+const PADDING = " ".repeat(65_536);
+/** The server's answer followed by 64 KB of spaces (still JSON), chunked. */
+const paddedChunked: Rewrite = (res, a) => {
+  res.writeHead(a.status, a.headers);
+  res.write(a.text);
+  res.end(PADDING);
+};
+/** The same with its Content-Length declared. */
+const paddedDeclared: Rewrite = (res, a) => send(res, a.status, a.headers, a.text + PADDING);
 /** The server's 200 without its access_token. */
-const withoutAccessToken: Rewrite = (status, text) => {
-  const { access_token: _, ...rest } = JSON.parse(text) as Record<string, unknown>;
-  return { status, contentType: "application/json", text: JSON.stringify(rest) };
+const withoutAccessToken: Rewrite = (res, a) => {
+  const { access_token: _, ...rest } = JSON.parse(a.text) as Record<string, unknown>;
+  send(res, a.status, a.headers, JSON.stringify(rest));
 };
 /** The server's 200 with token_type "mac". */
-const notBearer: Rewrite = (status, text) => ({ status, contentType: "application/json", text: JSON.stringify({ ...(JSON.parse(text) as object), token_type: "mac" }) });
+const notBearer: Rewrite = (res, a) => send(res, a.status, a.headers, JSON.stringify({ ...(JSON.parse(a.text) as object), token_type: "mac" }));
 /** A proxy's 502 page of 64 KB (its upstream answered, the proxy failed on the way back). */
-const big502: Rewrite = () => ({ status: 502, contentType: "text/html", text: `<html><body>Bad Gateway${" ".repeat(65_536)}</body></html>` });
+const big502: Rewrite = (res) => send(res, 502, { "content-type": "text/html" }, `<html><body>Bad Gateway${PADDING}</body></html>`);
+
+const TOO_LARGE = (status: number) => ({ reason: "response_too_large", status, message: `POST ${TOKEN_PATH} answered HTTP ${status} with a body over ${LIMIT} bytes (maxResponseBytes); it was not read further` });
 
 describe("a refresh the server carried out whose answer the client cannot use", () => {
   it.each([
+    ["a 200 past maxResponseBytes (chunked)", paddedChunked, TOO_LARGE(200)],
+    ["a 200 past maxResponseBytes (Content-Length declared)", paddedDeclared, TOO_LARGE(200)],
     ["a 200 without access_token", withoutAccessToken, { reason: "unexpected_response", status: 200, message: `token endpoint: HTTP 200, no access_token in the response` }],
     ["a 200 whose token_type is not Bearer", notBearer, { reason: "unexpected_response", status: 200, message: `token endpoint: HTTP 200, token_type is not Bearer` }],
-    ["a 502 page past maxResponseBytes", big502, { reason: "response_too_large", status: 502, message: `POST ${TOKEN_PATH} answered HTTP 502 with a body over ${LIMIT} bytes (maxResponseBytes); it was not read further` }],
+    ["a 502 page past maxResponseBytes", big502, TOO_LARGE(502)],
   ] as const)("%s: an answer lost, the refresh token presented again within the grace window, and the session lives past it", async (_, rewrite, expected) => {
     const t = (target = await startTarget());
     const proxy = await rewritingProxy(t.baseUrl);
     const clock = manualClock(t.clock.now());
-    const work: Promise<void>[] = [];
     // keepCredentials false: a refused refresh token signs the user out (no password to fall back on).
+    // The client's background work (its renewals, the retries of a lost refresh), to wait for.
+    const work: Promise<void>[] = [];
     const client = createClient({ baseUrl: proxy.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, scope: OFFLINE, credentials: { username: t.username, password: t.password }, keepCredentials: false, clock: clock.now, maxResponseBytes: LIMIT, waitUntil: (p) => void work.push(p) });
     expect((await client.listAccounts()).total).toBe(1);
 
@@ -111,6 +138,7 @@ describe("a refresh the server carried out whose answer the client cannot use", 
     // the grace window with the rotation's own answer.
     for (let waited = 0; waited < 5000 && proxy.state.presented.length < 2; waited += 100) await new Promise((r) => setTimeout(r, 100));
     expect(proxy.state.presented).toEqual([spent, spent]);
+    // Its answer reached the client (the retry's work has ended) before the clocks move on.
     await Promise.all(work);
 
     // 40 s later (past the 30 s grace window) a renewal presents the new refresh token, not the spent one.

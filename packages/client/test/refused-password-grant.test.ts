@@ -9,23 +9,18 @@
  * says nothing of the password: it is sent again. Until 2026-12-02 only `invalid_grant` stopped
  * it: every call sent the password again and got the same refusal.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { createClient, OAuthError, TOKEN_PATH } from "../src/index.js";
-import { countingFetch, rejectionOf, startTarget, type ServerTarget } from "./support.js";
+import { createClient, OAuthError } from "../src/index.js";
+import { countingFetch, rejectionOf, startTarget, tokenServer, type ServerTarget } from "./support.js";
 
 const OFFLINE = "Platform_UserAPIs offline_access";
 
 let target: ServerTarget | null = null;
-const servers: Server[] = [];
+const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   await target?.close();
   target = null;
-  for (const server of servers.splice(0)) {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
+  await Promise.all(open.splice(0).map((server) => server.close()));
 });
 
 it("plantgate refusing the scope of a password grant (offline_access without the refresh_token grant): the password is sent once, later calls reject with the same OAuthError", async () => {
@@ -48,22 +43,12 @@ it("plantgate refusing the scope of a password grant (offline_access without the
 /** Another authorization server (node:http on a socket) that answers every password grant with `code` (HTTP 400). */
 async function refusingServer(code: string) {
   const grants: string[] = [];
-  const server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk: string) => (body += chunk));
-    req.on("end", () => {
-      if (new URL(req.url ?? "/", "http://x").pathname !== TOKEN_PATH) {
-        res.writeHead(404).end();
-        return;
-      }
-      grants.push(new URLSearchParams(body).get("grant_type") ?? "");
-      res.writeHead(400, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ error: code, error_description: `refused: ${code}` }));
-    });
+  const server = await tokenServer((form) => {
+    grants.push(form.get("grant_type") ?? "");
+    return { status: 400, body: { error: code, error_description: `refused: ${code}` } };
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  servers.push(server);
-  return { grants, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  open.push(server);
+  return { grants, baseUrl: server.baseUrl };
 }
 
 describe("which refusals of a password grant stop it (RFC 6749 §5.2)", () => {

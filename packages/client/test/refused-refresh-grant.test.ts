@@ -10,11 +10,9 @@
  * its refresh token again at every call, never fell back to a password it kept, and left the token
  * in the shared cache for every other process to present.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { createClient, OAuthError, TOKEN_PATH, type CachedToken, type TokenCache } from "../src/index.js";
-import { countingFetch, manualClock, rejectionOf, startTarget, type ServerTarget } from "./support.js";
+import { createClient, OAuthError, type CachedToken, type TokenCache } from "../src/index.js";
+import { countingFetch, manualClock, rejectionOf, startTarget, tokenServer, type ServerTarget } from "./support.js";
 
 const OFFLINE = "Platform_UserAPIs offline_access";
 
@@ -34,14 +32,11 @@ function sharedCache() {
 }
 
 let target: ServerTarget | null = null;
-const servers: Server[] = [];
+const open: { close(): Promise<void> }[] = [];
 afterEach(async () => {
   await target?.close();
   target = null;
-  for (const server of servers.splice(0)) {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
-  }
+  await Promise.all(open.splice(0).map((server) => server.close()));
 });
 
 describe("a refresh answered unauthorized_client by plantgate (the client re-created without the refresh_token grant)", () => {
@@ -121,31 +116,16 @@ describe("a refresh answered unauthorized_client by plantgate (the client re-cre
 async function refusingServer(code: string) {
   const grants: string[] = [];
   const presented: string[] = [];
-  const server = createServer((req, res) => {
-    let body = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk: string) => (body += chunk));
-    req.on("end", () => {
-      if (new URL(req.url ?? "/", "http://x").pathname !== TOKEN_PATH) {
-        res.writeHead(404).end();
-        return;
-      }
-      const form = new URLSearchParams(body);
-      grants.push(form.get("grant_type") ?? "");
-      if (form.get("grant_type") === "refresh_token") {
-        presented.push(form.get("refresh_token") ?? "");
-        res.writeHead(400, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify({ error: code, error_description: `refused: ${code}` }));
-        return;
-      }
-      const n = grants.length;
-      res
-        .writeHead(200, { "content-type": "application/json", "cache-control": "no-store" })
-        .end(JSON.stringify({ access_token: `at-${n}`, token_type: "Bearer", expires_in: 3600, scope: OFFLINE, refresh_token: `rt-${n}` }));
-    });
+  const server = await tokenServer((form, n) => {
+    grants.push(form.get("grant_type") ?? "");
+    if (form.get("grant_type") === "refresh_token") {
+      presented.push(form.get("refresh_token") ?? "");
+      return { status: 400, body: { error: code, error_description: `refused: ${code}` } };
+    }
+    return { status: 200, body: { access_token: `at-${n}`, token_type: "Bearer", expires_in: 3600, scope: OFFLINE, refresh_token: `rt-${n}` } };
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  servers.push(server);
-  return { grants, presented, baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  open.push(server);
+  return { grants, presented, baseUrl: server.baseUrl };
 }
 
 describe("which refusals of a refresh drop the refresh token (RFC 6749 §5.2)", () => {

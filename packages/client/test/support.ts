@@ -5,6 +5,8 @@
  * Not a test file itself (vitest only picks up `*.test.ts`).
  */
 import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { SecurityEvent, Storage } from "@plantgate/core";
 import fetchMock, { type CallLog, type FetchMock } from "fetch-mock";
 import { createClient, TOKEN_PATH, type ClientOptions, type FetchLike, type PlantgateClient } from "../src/index.js";
@@ -295,4 +297,35 @@ export function userProcess(t: ServerTarget | InProcessTarget, options: Partial<
     ...options,
   });
   return { client, clock };
+}
+
+/**
+ * The token endpoint of another authorization server (node:http on 127.0.0.1, reached over a
+ * socket): `answer` gives each token request's status and JSON body (sent with `cache-control:
+ * no-store`) from its form and its number (1, 2, ...); any other path is a 404. `close()` ends it
+ * and its connections.
+ */
+export async function tokenServer(answer: (form: URLSearchParams, n: number) => { status: number; body: unknown }) {
+  let n = 0;
+  const server = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => (body += chunk));
+    req.on("end", () => {
+      if (new URL(req.url ?? "/", "http://x").pathname !== TOKEN_PATH) {
+        res.writeHead(404).end();
+        return;
+      }
+      const answered = answer(new URLSearchParams(body), ++n);
+      res.writeHead(answered.status, { "content-type": "application/json", "cache-control": "no-store" }).end(JSON.stringify(answered.body));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
 }
