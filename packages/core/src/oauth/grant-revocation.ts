@@ -1,4 +1,6 @@
 import type { Context } from "../context.js";
+import { describeError } from "../http/respond.js";
+import { SWEEP_LIMIT } from "../security/throttle.js";
 import type { AccessTokenClaims } from "../tokens/access-token.js";
 
 /**
@@ -37,6 +39,11 @@ export const familyEntry = (familyId: string): string => `sid:${familyId}`;
  * then but the entry). `familyRevoked` is what `revokeFamily` answered: true when this call
  * revoked the family, false when it was revoked already, undefined from a store written before
  * the contract change of 2026-12-02 (it cannot tell).
+ *
+ * Once the entry is written, the expired entries are swept (a bounded batch; best-effort, a failure
+ * only logged: the revocation stands and `prune` clears any backlog), as an access token's
+ * revocation does: until 2026-12-02 only that branch swept, so the entries of logouts and reuse
+ * detections piled up until `prune` (the Redis index `r:i`, the SQL table).
  */
 export async function revokeGrantSteps(ctx: Context, familyId: string, now: number): Promise<{ entryFailed: { error: unknown } | null; familyRevoked: boolean | undefined }> {
   let entryFailed: { error: unknown } | null = null;
@@ -46,6 +53,13 @@ export async function revokeGrantSteps(ctx: Context, familyId: string, now: numb
     entryFailed = { error };
   }
   const familyRevoked = await ctx.storage.refreshTokens.revokeFamily(familyId, now);
+  if (entryFailed === null) {
+    try {
+      await ctx.storage.revokedTokens.deleteExpired(now, SWEEP_LIMIT);
+    } catch (error) {
+      ctx.logger.warn("revoked-token sweep failed after a revocation (the revocation stands; prune clears the backlog)", describeError(error));
+    }
+  }
   return { entryFailed, familyRevoked: typeof familyRevoked === "boolean" ? familyRevoked : undefined };
 }
 
