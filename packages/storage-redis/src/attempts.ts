@@ -1,6 +1,6 @@
 import type { AttemptRecord, AttemptStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { expiredBatchLoop, integer, run, script, time, TYPED } from "./scripts.js";
+import { expiredBatchLoop, integer, readOnlyScript, run, script, time, TYPED } from "./scripts.js";
 
 // Keys: `{prefix}a:k:{key}` a hash {c: count, w: windowStart}; `{prefix}a:i` a sorted set of keys
 // scored by windowStart, so `deleteExpired(before)` finds its counters without a scan. Epoch ms
@@ -31,7 +31,7 @@ return {count, ws}
 `);
 
 /** KEYS: record. Returns {count, windowStart} or nil. */
-const GET = script(`return redis.call('HMGET', KEYS[1], 'c', 'w')`);
+const GET = readOnlyScript(`return redis.call('HMGET', KEYS[1], 'c', 'w')`);
 
 /** KEYS: record, index. ARGV: key. */
 const RESET = script(`${TYPED}

@@ -94,8 +94,9 @@ export const DEFAULT_EXPIRY_MARGIN_MS = 60_000;
  * Spread the result over any other store: the rest (clients, accounts, refresh tokens, plants,
  * signing keys) stays there.
  *
- * Every operation is one Lua script (EVALSHA, falling back to EVAL once after a `NOSCRIPT`), so
- * each is atomic: 50 concurrent increments of one counter from any number of instances return
+ * Every operation is one Lua script (EVALSHA, falling back to EVAL once after a `NOSCRIPT`; the
+ * read-only ones EVAL, flagged `no-writes` on Redis 7.0+ so they answer while Redis pauses writes),
+ * so each is atomic: 50 concurrent increments of one counter from any number of instances return
  * 1..50. Records expire by themselves (PEXPIRE) `expiryMarginMs` after their logical end; the
  * core's `deleteExpired` calls still delete exactly what the interfaces say. A failing client
  * (Redis down, a closed connection) surfaces as `StorageError`, which the core answers with 503.

@@ -1,6 +1,6 @@
 import type { RevokedTokenStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { DELETE_EXPIRED_STAMPED, integer, keepFor, run, script, TYPED } from "./scripts.js";
+import { DELETE_EXPIRED_STAMPED, integer, keepFor, readOnlyScript, run, script, TYPED } from "./scripts.js";
 
 // Keys: `{prefix}r:k:{jti}` holds expiresAt; `{prefix}r:i` a sorted set of jtis scored by
 // expiresAt, for `deleteExpired(now)`.
@@ -20,7 +20,7 @@ return 0
 `);
 
 /** KEYS: record. */
-const HAS = script(`return redis.call('EXISTS', KEYS[1])`);
+const HAS = readOnlyScript(`return redis.call('EXISTS', KEYS[1])`);
 
 /**
  * Revoked access-token jtis in Redis, each expiring by itself `marginMs` after the token would

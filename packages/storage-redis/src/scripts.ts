@@ -21,12 +21,36 @@ export interface RedisScriptClient {
 export interface Script {
   readonly source: string;
   readonly sha1: string;
+  /** A read-only script ({@link readOnlyScript}): `source` without its `#!lua flags=no-writes` line, for Redis 6. */
+  readonly withoutFlags?: string;
 }
 
 /** @internal */
 export function script(source: string): Script {
   return { source, sha1: createHash("sha1").update(source).digest("hex") };
 }
+
+/**
+ * A script that writes nothing, flagged so (`#!lua flags=no-writes`, Redis 7.0+). Redis counts a
+ * script without flags as a write: while it pauses writes (`CLIENT PAUSE WRITE`, what `FAILOVER`
+ * does while the replica catches up) it held such a script, and every later command of its
+ * connection, until the pause ended, so before 2026-12-02 every bearer request (`revokedTokens.has`)
+ * and client authentication (`attempts.get`) failed with 503 during a failover. Sent as EVAL,
+ * never EVALSHA: Redis reads the flags of an EVALSHA only from its script cache, so after a restart
+ * (an empty cache) an EVALSHA would be held too; the source is a few dozen bytes, cached by Redis under
+ * its SHA-1 like an EVALSHA's, and needs no NOSCRIPT round trip. Redis 6 cannot parse the flags
+ * line (a compile error): {@link run} then sends `withoutFlags`, for that client from then on.
+ *
+ * @internal
+ */
+export function readOnlyScript(body: string): Script {
+  return { ...script(`#!lua flags=no-writes\n${body}`), withoutFlags: body };
+}
+
+const isCompileError = (e: unknown) => e instanceof Error && e.message.includes("Error compiling script");
+
+/** The clients (of {@link run}) whose server could not parse a script's flags line (Redis 6). */
+const withoutFlags = new WeakSet<RedisScriptClient>();
 
 const isNoScript = (e: unknown) => e instanceof Error && e.message.startsWith("NOSCRIPT");
 const isWrongType = (e: unknown) => e instanceof Error && e.message.startsWith("WRONGTYPE");
@@ -49,7 +73,9 @@ end
 
 /**
  * Runs `s` by its SHA-1, falling back to sending the source once when this server has not seen
- * it (first use, a restart, `SCRIPT FLUSH`, a failover): EVAL also caches it for the next call.
+ * it (first use, a restart, `SCRIPT FLUSH`, a failover): EVAL also caches it for the next call. A
+ * read-only script ({@link readOnlyScript}) is sent as EVAL, flagged, or without its flags once
+ * this client's server could not parse them (Redis 6).
  * Any failure of the client or the server is an outage to the core: a `StorageError` (503),
  * naming the operation, never a key or an argument. A key of another type under the prefix says
  * so in the message (the scripts check types before they write, so nothing was changed).
@@ -59,6 +85,16 @@ end
 export async function run(client: RedisScriptClient, s: Script, what: string, keys: string[], args: string[]): Promise<unknown> {
   const options = { keys, arguments: args };
   try {
+    if (s.withoutFlags !== undefined) {
+      if (withoutFlags.has(client)) return await client.eval(s.withoutFlags, options);
+      try {
+        return await client.eval(s.source, options);
+      } catch (e) {
+        if (!isCompileError(e)) throw e;
+        withoutFlags.add(client);
+        return await client.eval(s.withoutFlags, options);
+      }
+    }
     try {
       return await client.evalSha(s.sha1, options);
     } catch (e) {

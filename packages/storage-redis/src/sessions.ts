@@ -1,6 +1,6 @@
 import type { SessionRecord, SessionStore } from "@plantgate/core";
 import type { HotContext } from "./context.js";
-import { expiredBatchLoop, integer, keepFor, run, script, text, time, TYPED } from "./scripts.js";
+import { expiredBatchLoop, integer, keepFor, readOnlyScript, run, script, text, time, TYPED } from "./scripts.js";
 
 // Keys: `{prefix}s:k:{idHash}` a hash {a: accountId, c: csrfHash, t: createdAt, e: expiresAt};
 // `{prefix}s:i` a sorted set of idHashes scored by expiresAt, for `deleteExpired(now)`;
@@ -32,7 +32,7 @@ return 1
 `);
 
 /** KEYS: record. */
-const GET = script(`return redis.call('HMGET', KEYS[1], 'a', 'c', 't', 'e')`);
+const GET = readOnlyScript(`return redis.call('HMGET', KEYS[1], 'a', 'c', 't', 'e')`);
 
 /** KEYS: record, index. ARGV: idHash, account set prefix. */
 const DELETE = script(`${TYPED}
