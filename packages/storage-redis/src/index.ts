@@ -8,7 +8,7 @@ import { redisAttemptStore } from "./attempts.js";
 import type { HotContext } from "./context.js";
 import { deadlines, withinMs } from "./deadlines.js";
 import { redisRevokedTokenStore } from "./revoked-tokens.js";
-import type { RedisScriptClient } from "./scripts.js";
+import type { RedisScriptClient, ScriptRunner } from "./scripts.js";
 import { redisSessionStore } from "./sessions.js";
 import { refuseMissingPermissions } from "./permissions.js";
 
@@ -41,8 +41,8 @@ export interface RedisHotStoresOptions {
    */
   expiryMarginMs?: number;
   /**
-   * How long a command may wait for its reply before the operation fails (`StorageError`, so
-   * 503). Default: the node-redis client's (or sentinel's) own `commandOptions.timeout`
+   * How long an operation (its EVALSHA and, after a `NOSCRIPT`, its EVAL: one bound for both) may
+   * wait for its reply before it fails (`StorageError`, so 503). Default: the node-redis client's (or sentinel's) own `commandOptions.timeout`
    * (node-redis's default is 5000), and 5000 for a client that shows none (a pool made without
    * `commandOptions`, a client of another library). With a positive value the hot stores send their commands with node-redis's per-command
    * timer off and enforce the bound themselves with one timer per quarter of it (a command fails
@@ -133,7 +133,7 @@ export function redisHotStores(client: RedisScriptClient, options: RedisHotStore
     throw new TypeError("redisHotStores: the Redis client has a keyPrefix of its own, which the stores' scripts cannot follow; create the client without one and pass the prefix as redisHotStores' keyPrefix option");
   }
   listenForErrors(client);
-  const ctx: HotContext = { client: connectedOnly(client, timeoutMs > 0 ? timed(client, timeoutMs) : client), prefix, clock: options.clock ?? Date.now, marginMs };
+  const ctx: HotContext = { client: timeoutMs > 0 ? timed(client, timeoutMs) : untimed(client), prefix, clock: options.clock ?? Date.now, marginMs };
   return {
     attempts: redisAttemptStore(ctx),
     revokedTokens: redisRevokedTokenStore(ctx),
@@ -240,28 +240,41 @@ function nodeRedisTimeout(client: RedisScriptClient): number {
   return typeof timeout === "number" && Number.isSafeInteger(timeout) && timeout > 0 ? timeout : 0;
 }
 
+/** `client` with no bound of ours (`commandTimeoutMs: 0`). */
+function untimed(client: RedisScriptClient): ScriptRunner {
+  const connected = connectedOnly(client, client);
+  return { within: (body) => body(connected, () => false) };
+}
+
 /**
  * `client` with its own per-command timer off (node-redis) and one shared timeout instead (see
- * deadlines.ts). A command that may wait to be written (many pending, or Redis found slow) also
- * carries its slot's signal, so if it has not been written when the slot expires it is dropped
- * from node-redis's queue instead of running when Redis answers again.
+ * deadlines.ts), over each operation as a whole (its EVALSHA and, after a NOSCRIPT, its EVAL: until
+ * 2026-12-02 each command had its own, so an operation could take twice the bound). An operation
+ * that may wait to be written (many pending, or Redis found slow) also carries its slot's signal,
+ * so a command of it not yet written when the slot expires is dropped from node-redis's queue
+ * instead of running when Redis answers again.
  */
-function timed(client: RedisScriptClient, timeoutMs: number): RedisScriptClient {
-  const plain = client.withCommandOptions?.({ timeout: 0 }) ?? client;
-  const within = deadlines(timeoutMs);
+function timed(client: RedisScriptClient, timeoutMs: number): ScriptRunner {
+  const plain = connectedOnly(client, client.withCommandOptions?.({ timeout: 0 }) ?? client);
+  const deadline = deadlines(timeoutMs);
   // One view of the client per slot signal (the signal changes only with the slot).
   let signal: AbortSignal | null = null;
   let view: RedisScriptClient = plain;
-  const untimed = (slotSignal: AbortSignal | null): RedisScriptClient => {
+  const viewFor = (slotSignal: AbortSignal | null): RedisScriptClient => {
     if (slotSignal === null) return plain;
     if (slotSignal !== signal) {
       signal = slotSignal;
-      view = client.withCommandOptions?.({ timeout: 0, abortSignal: slotSignal }) ?? client;
+      view = connectedOnly(client, client.withCommandOptions?.({ timeout: 0, abortSignal: slotSignal }) ?? client);
     }
     return view;
   };
   return {
-    evalSha: (sha1, options) => within((s) => untimed(s).evalSha(sha1, options)),
-    eval: (script, options) => within((s) => untimed(s).eval(script, options)),
+    within<T>(body: (client: RedisScriptClient, expired: () => boolean) => Promise<T>): Promise<T> {
+      let over = false;
+      return deadline((s) => body(viewFor(s), () => over)).catch((e: unknown) => {
+        over = true;
+        throw e;
+      });
+    },
   };
 }

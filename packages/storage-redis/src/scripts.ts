@@ -17,6 +17,18 @@ export interface RedisScriptClient {
   withCommandOptions?(options: { timeout: number; abortSignal?: AbortSignal }): RedisScriptClient;
 }
 
+/**
+ * How the stores reach Redis: `within` runs `body`, every command of one operation (its EVALSHA
+ * and, after a NOSCRIPT, its EVAL), with `client` under one deadline for the whole operation;
+ * `expired()` tells `body` that the deadline has passed (the operation has failed), so it sends
+ * nothing more.
+ *
+ * @internal
+ */
+export interface ScriptRunner {
+  within<T>(body: (client: RedisScriptClient, expired: () => boolean) => Promise<T>): Promise<T>;
+}
+
 /** A Lua script and its SHA-1, the name Redis caches it under. */
 export interface Script {
   readonly source: string;
@@ -49,8 +61,8 @@ export function readOnlyScript(body: string): Script {
 
 const isCompileError = (e: unknown) => e instanceof Error && e.message.includes("Error compiling script");
 
-/** The clients (of {@link run}) whose server could not parse a script's flags line (Redis 6). */
-const withoutFlags = new WeakSet<RedisScriptClient>();
+/** The runners (of {@link run}) whose server could not parse a script's flags line (Redis 6). */
+const withoutFlags = new WeakSet<ScriptRunner>();
 
 const isNoScript = (e: unknown) => e instanceof Error && e.message.startsWith("NOSCRIPT");
 const isWrongType = (e: unknown) => e instanceof Error && e.message.startsWith("WRONGTYPE");
@@ -75,32 +87,37 @@ end
  * Runs `s` by its SHA-1, falling back to sending the source once when this server has not seen
  * it (first use, a restart, `SCRIPT FLUSH`, a failover): EVAL also caches it for the next call. A
  * read-only script ({@link readOnlyScript}) is sent as EVAL, flagged, or without its flags once
- * this client's server could not parse them (Redis 6).
+ * this client's server could not parse them (Redis 6). The commands of one operation share one
+ * deadline (`runner`, see index.ts): until 2026-12-02 each had its own, so a server slow to answer
+ * the NOSCRIPT that then hung held the request up to twice the command timeout.
  * Any failure of the client or the server is an outage to the core: a `StorageError` (503),
  * naming the operation, never a key or an argument. A key of another type under the prefix says
  * so in the message (the scripts check types before they write, so nothing was changed).
  *
  * @internal
  */
-export async function run(client: RedisScriptClient, s: Script, what: string, keys: string[], args: string[]): Promise<unknown> {
+export async function run(runner: ScriptRunner, s: Script, what: string, keys: string[], args: string[]): Promise<unknown> {
   const options = { keys, arguments: args };
   try {
-    if (s.withoutFlags !== undefined) {
-      if (withoutFlags.has(client)) return await client.eval(s.withoutFlags, options);
-      try {
-        return await client.eval(s.source, options);
-      } catch (e) {
-        if (!isCompileError(e)) throw e;
-        withoutFlags.add(client);
-        return await client.eval(s.withoutFlags, options);
+    return await runner.within(async (client, expired) => {
+      if (s.withoutFlags !== undefined) {
+        if (withoutFlags.has(runner)) return await client.eval(s.withoutFlags, options);
+        try {
+          return await client.eval(s.source, options);
+        } catch (e) {
+          if (!isCompileError(e) || expired()) throw e;
+          withoutFlags.add(runner);
+          return await client.eval(s.withoutFlags, options);
+        }
       }
-    }
-    try {
-      return await client.evalSha(s.sha1, options);
-    } catch (e) {
-      if (!isNoScript(e)) throw e;
-      return await client.eval(s.source, options);
-    }
+      try {
+        return await client.evalSha(s.sha1, options);
+      } catch (e) {
+        // A NOSCRIPT after the deadline: the operation has failed, and its EVAL would run late.
+        if (!isNoScript(e) || expired()) throw e;
+        return await client.eval(s.source, options);
+      }
+    });
   } catch (e) {
     if (isWrongType(e)) throw new StorageError(`redis: ${what} failed: a key under the key prefix holds a value of another type (does something else write under this prefix?); nothing was changed`, { cause: e });
     throw new StorageError(`redis: ${what} failed`, { cause: e });

@@ -39,9 +39,11 @@ function parse(buffer: Buffer): { commands: string[][]; rest: Buffer } {
   }
 }
 
-export async function respServer(answer: Answer): Promise<{ port: number; close: () => Promise<void>; commands: string[][] }> {
+/** The server, the commands it got, and `reply` to write a raw reply later to the last connection that sent one. */
+export async function respServer(answer: Answer): Promise<{ port: number; close: () => Promise<void>; commands: string[][]; reply: (text: string) => void }> {
   const sockets = new Set<Socket>();
   const seen: string[][] = [];
+  let last: Socket | null = null;
   const server: Server = createServer((socket) => {
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
@@ -52,6 +54,7 @@ export async function respServer(answer: Answer): Promise<{ port: number; close:
       pending = rest;
       for (const command of commands) {
         seen.push(command);
+        last = socket;
         const reply = answer(command);
         if (reply === null) continue;
         socket.write(reply ?? "+OK\r\n");
@@ -63,6 +66,7 @@ export async function respServer(answer: Answer): Promise<{ port: number; close:
   return {
     port,
     commands: seen,
+    reply: (text) => void last?.write(text),
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
