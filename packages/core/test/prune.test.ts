@@ -148,6 +148,45 @@ describe("admin.prune", () => {
     expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 8 })).toStrictEqual(ZERO);
   });
 
+  it("a signing-key delete that fails midway: the keys deleted before it are counted (and the keyring re-reads), the failed attempt spends its batch, and the run rejects with it", async () => {
+    const storage = createMemoryStorage();
+    const errors: unknown[][] = [];
+    const h = await harness({ storage, logger: { error: (...args: unknown[]) => void errors.push(args), warn() {} } });
+    const now = h.clock.now();
+    const t0 = now - 10 * DAY;
+    for (let i = 0; i < 12; i++) await storage.signingKeys.create(await generateKeyRecord("ES256", t0 + i * 1000, t0 + i * 1000));
+    const oldestFirst = (await storage.signingKeys.list()).sort((a, b) => a.activatesAt - b.activatesAt).map((k) => k.kid);
+    for (let i = 0; i < 25; i++) await storage.sessions.create({ idHash: `s-${i}`, accountId: "a", csrfHash: "c", createdAt: now - DAY, expiresAt: now - 1 });
+    // The keys loaded once (a JWKS request), so a later read of them is the keyring's invalidate at work.
+    expect((await h.app.fetch(new Request("http://localhost/.well-known/jwks.json"))).status).toBe(200);
+    let lists = 0;
+    const list = storage.signingKeys.list.bind(storage.signingKeys);
+    storage.signingKeys.list = () => (lists++, list());
+    // The third key's delete fails; every storage call that deletes is counted.
+    let deletes = 0;
+    const outage = new StorageError("memory storage failed during signingKeys.delete");
+    const realDelete = storage.signingKeys.delete.bind(storage.signingKeys);
+    storage.signingKeys.delete = (kid) => (++deletes === 3 ? Promise.reject(outage) : realDelete(kid));
+    for (const store of [storage.refreshTokens, storage.sessions, storage.attempts, storage.revokedTokens, storage.assertionJtis] as const) {
+      const real = store.deleteExpired.bind(store) as (...args: unknown[]) => Promise<number>;
+      (store as unknown as Record<string, unknown>).deleteExpired = (...args: unknown[]) => (deletes++, real(...args));
+    }
+    // A budget of 8: the keys' share is 3 (two deleted, the third failed: all three spent), the five
+    // stores one round (the sessions' second batch waits for the next run: the failed attempt spent its batch).
+    await expect(h.app.admin.prune({ batchSize: 10, maxBatches: 8 })).rejects.toBe(outage);
+    expect(deletes).toBe(8);
+    expect(errors).toStrictEqual([
+      [
+        "prune: some stores failed; the others were pruned",
+        { failed: [{ store: "signingKeys", name: "StorageError", message: "memory storage failed during signingKeys.delete" }], counts: { ...ZERO, sessions: 10, signingKeys: 2, complete: false } },
+      ],
+    ]);
+    expect((await storage.signingKeys.list()).map((k) => k.kid).sort()).toEqual(oldestFirst.slice(2).sort());
+    lists = 0;
+    expect((await h.app.fetch(new Request("http://localhost/.well-known/jwks.json"))).status).toBe(200);
+    expect(lists, "the keyring was invalidated: the JWKS request read the keys again").toBe(1);
+  });
+
   it("`complete: false` is conservative: a last batch that took exactly the rest is not known to be the last, and the next run finds nothing", async () => {
     const storage = createMemoryStorage();
     const h = await harness({ storage });

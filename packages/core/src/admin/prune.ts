@@ -1,6 +1,6 @@
 import type { Context } from "../context.js";
 import { describeError } from "../http/respond.js";
-import { prunableKids } from "../tokens/key-lifecycle.js";
+import { deletePrunableKeys } from "../tokens/key-lifecycle.js";
 import { passed } from "../util/passed.js";
 
 /** Options of {@link prune}. */
@@ -150,17 +150,14 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   let keysLeft = false;
   try {
     const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
-    const prunable = prunableKids(await storage.signingKeys.list(), now, await ctx.maxAccessTokenTtlMs(), activeKid);
-    const share = options.maxBatches === undefined ? prunable.length : Math.max(1, maxBatches - queues.length);
-    keysLeft = prunable.length > share;
-    try {
-      for (const kid of prunable.slice(0, share)) {
-        spent++;
-        if (await storage.signingKeys.delete(kid)) signingKeys++;
-      }
-    } finally {
-      if (signingKeys > 0) ctx.keyring.invalidate();
-    }
+    const share = options.maxBatches === undefined ? Number.POSITIVE_INFINITY : Math.max(1, maxBatches - queues.length);
+    const keys = await deletePrunableKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid, share);
+    // A failed delete still counts, as do the deletes before it.
+    spent = keys.attempted;
+    signingKeys = keys.deleted.length;
+    keysLeft = keys.left;
+    if (signingKeys > 0) ctx.keyring.invalidate();
+    if (keys.failed !== undefined) throw keys.failed.error;
   } catch (error) {
     failures.push({ store: "signingKeys", error });
   }

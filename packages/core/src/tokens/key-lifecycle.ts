@@ -116,17 +116,52 @@ export function prunableKids(records: readonly SigningKeyRecord[], now: number, 
  */
 export const ROTATION_KEY_DELETES = 2;
 
+/** What {@link deletePrunableKeys} did. */
+export interface KeyPrune {
+  /** The kids deleted, oldest first (a delete that found its row gone already is not among them). */
+  deleted: string[];
+  /** The deletes made: each a storage call (a statement), including one that found no row and one that failed. */
+  attempted: number;
+  /** Whether prunable keys were left past `limit`, as of the list. */
+  left: boolean;
+  /** The delete that failed, if one did: the keys after it were not tried; those before it stay deleted. */
+  failed?: { kid: string; error: unknown };
+}
+
+/**
+ * Deletes the prunable keys of a store, the oldest first, at most `limit` of them (default: all):
+ * one `list`, then one `delete` per key. A failed delete ends it and is answered in `failed`, not
+ * thrown, so the caller still learns what was deleted and attempted before it (the prune counts
+ * them, and re-reads the keys); a failed list rejects. The one loop behind {@link pruneKeys} (the
+ * rotations) and the prune's keys (until 2026-12-02 the prune repeated it to count the attempts).
+ *
+ * @example
+ * const { deleted, attempted, left, failed } = await deletePrunableKeys(storage.signingKeys, Date.now(), 7200_000, undefined, 3);
+ */
+export async function deletePrunableKeys(store: SigningKeyStore, now: number, maxTokenTtlMs: number, activeKid?: string, limit = Number.POSITIVE_INFINITY): Promise<KeyPrune> {
+  const prunable = prunableKids(await store.list(), now, maxTokenTtlMs, activeKid);
+  const result: KeyPrune = { deleted: [], attempted: 0, left: prunable.length > limit };
+  for (const kid of prunable.slice(0, limit)) {
+    result.attempted++;
+    try {
+      if (await store.delete(kid)) result.deleted.push(kid);
+    } catch (error) {
+      result.failed = { kid, error };
+      break;
+    }
+  }
+  return result;
+}
+
 /**
  * Deletes the prunable keys of a store, the oldest first, at most `limit` of them (default: all),
- * and returns the kids deleted. One `list`, then one `delete` per key.
+ * and returns the kids deleted; rejects with a failed delete's error (see {@link deletePrunableKeys}).
  *
  * @example
  * const deleted = await pruneKeys(storage.signingKeys, Date.now(), 7200_000);
  */
 export async function pruneKeys(store: SigningKeyStore, now: number, maxTokenTtlMs: number, activeKid?: string, limit = Number.POSITIVE_INFINITY): Promise<string[]> {
-  const deleted: string[] = [];
-  for (const kid of prunableKids(await store.list(), now, maxTokenTtlMs, activeKid).slice(0, limit)) {
-    if (await store.delete(kid)) deleted.push(kid);
-  }
+  const { deleted, failed } = await deletePrunableKeys(store, now, maxTokenTtlMs, activeKid, limit);
+  if (failed !== undefined) throw failed.error;
   return deleted;
 }
