@@ -374,6 +374,16 @@ export const CLEAR_KEYS_WARNING = `signing keys are stored in clear: anyone who 
 const MAX_TIMER_MS = 2_147_483_647;
 
 /**
+ * A read shared by the requests that come while it runs (a keyring's kid look, an activation's
+ * recheck), each of which waits for it at most as long as it may take: two loads (its read and the
+ * load it starts each wait at most `loadTimeoutMs`) from when it began, real time.
+ */
+interface SharedRead<T> {
+  done: Promise<T>;
+  startedAt: number;
+}
+
+/**
  * A keyring over a store. With `signer` or `configured`, that key signs (its record is stored so
  * other instances verify it); otherwise the key whose stored activation time came last signs, and
  * one is generated if the store has none (stored by `createIfEmpty` where the store has it, so
@@ -582,6 +592,18 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
 
   const trusted = (k: LoadedKey) => opts.clock() < k.until;
 
+  /**
+   * Whether a shared read (see SharedRead) outlived its bound: one whose request went (workerd: its context's calls
+   * never settle), never to be waited for, so the caller drops it and starts its own.
+   */
+  const outlived = (shared: SharedRead<unknown> | null): boolean => shared !== null && loadTimeout > 0 && Date.now() - shared.startedAt >= 2 * loadTimeout;
+  /**
+   * Waits for a shared read for what is left of that bound, on this request's own timer: its value,
+   * or LATE. At most 2^31-1 ms, what a timer takes (a longer one fires at once: loadTimeoutMs may be that long).
+   */
+  const waitShared = <T>(shared: SharedRead<T>): Promise<T | typeof LATE> =>
+    loadTimeout === 0 ? shared.done : waitAtMost(shared.done, Math.min(2 * loadTimeout - (Date.now() - shared.startedAt), MAX_TIMER_MS));
+
   // The reload and kid-look intervals are `passed` (a clock stepped back counts as over): until
   // 2026-12-01 such a step put `since` in the instance's future, and for as long as the step it
   // neither re-read the keys (it took a revoked key's tokens and signed with it) nor looked for an
@@ -601,11 +623,11 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
    * key at once, though the read was there to find it deleted (`keys rotate --now`). `done` never
    * rejects: it brings the read's failure, for each waiter to handle (see `reloadFailed`).
    */
-  let recheck: { kid: string; done: Promise<unknown>; startedAt: number } | null = null;
+  let recheck: (SharedRead<unknown> & { kid: string }) | null = null;
   // When an unknown kid last made this instance look at the stored keys (see `storedElsewhere`).
   let lastKidLook = -Infinity;
   /** The look for an unknown kid under way (its read and the load it starts, and when it began, real time): others wait for it. */
-  let kidLook: { done: Promise<void>; startedAt: number } | null = null;
+  let kidLook: SharedRead<void> | null = null;
   // The stored keys the last load left out as no longer trusted (a retired key past its time):
   // a token of one is not a key stored elsewhere, and reloading would leave it out again.
   let expiredKids = new Set<string>();
@@ -674,18 +696,13 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
    * that is there (a key another instance or the CLI stored since) then reloads the keys.
    */
   async function storedElsewhere(kid: string, lookNow = false): Promise<boolean> {
-    // A look that outlived its bound (its read and its load each wait at most loadTimeoutMs) is
-    // one whose request went (workerd: its context's calls never settle), never to be waited for.
-    if (kidLook !== null && loadTimeout > 0 && Date.now() - kidLook.startedAt >= 2 * loadTimeout) kidLook = null;
+    if (outlived(kidLook)) kidLook = null;
     if (!lookNow && kidLook !== null) {
       // Another request's look is under way: wait for it and the load it starts (at most as long as
       // it may take, on this request's own timer), rather than take the kid for unknown meanwhile
       // (until 2026-11-30 a burst of a new key's tokens reaching an instance got 401 but for the
       // first, whose look the others came during).
-      const look = kidLook;
-      if (loadTimeout === 0) await look.done;
-      // At most 2^31-1 ms, what a timer takes (a longer one fires at once: loadTimeoutMs may be that long).
-      else if ((await waitAtMost(look.done, Math.min(2 * loadTimeout - (Date.now() - look.startedAt), MAX_TIMER_MS))) === LATE) return false;
+      if ((await waitShared(kidLook)) === LATE) return false;
       return keys !== null && keys.some((k) => k.kid === kid);
     }
     const now = opts.clock();
@@ -757,8 +774,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
    * serve (a StorageError), or the request fails (anything else), as for a periodic re-read.
    */
   async function recheckStored(kid: string): Promise<void> {
-    // One that outlived its bound was a request's that went (workerd), never to be waited for.
-    if (recheck !== null && loadTimeout > 0 && Date.now() - recheck.startedAt >= 2 * loadTimeout) recheck = null;
+    if (outlived(recheck)) recheck = null;
     let current = recheck;
     if (current === null || current.kid !== kid) {
       const fresh: NonNullable<typeof recheck> = {
@@ -775,7 +791,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       });
       recheck = current = fresh;
     }
-    const error = loadTimeout === 0 ? await current.done : await waitAtMost(current.done, Math.min(2 * loadTimeout - (Date.now() - current.startedAt), MAX_TIMER_MS));
+    const error = await waitShared(current);
     if (error !== undefined && error !== LATE) reloadFailed(error);
   }
 
