@@ -46,7 +46,11 @@ function gated(storage: Storage) {
   return { storage: { ...storage, signingKeys } as Storage, ctl };
 }
 
-async function setUp() {
+/**
+ * Two instances over one store: the harness's app, and `other` over it through {@link gated}. k1
+ * signs; k2 was rotated in, due in 30 s; `other` has loaded both.
+ */
+async function twoInstances() {
   const h = await harness();
   const g = gated(h.app.storage);
   const other = createPlantgate({ storage: g.storage, clock: h.clock.now, logger: quiet });
@@ -54,10 +58,15 @@ async function setUp() {
   const { kid: k2 } = await h.app.admin.rotateSigningKey();
   h.clock.advance(330_000);
   expect((await issue(other, h.clientSecret)).kid).toBe(k1); // other loads: k1 signs, k2 next in 30 s
+  return { h, other, ctl: g.ctl, k1, k2 };
+}
+
+async function setUp() {
+  const { h, other, ctl, k1, k2 } = await twoInstances();
   const { kid: k3, cancelled } = await h.app.admin.rotateSigningKey({ now: true });
   expect(cancelled).toEqual([k2]);
   h.clock.advance(31_000); // past k2's activation, before other's minute reload
-  return { h, other, ctl: g.ctl, k1, k2, k3 };
+  return { h, other, ctl, k1, k2, k3 };
 }
 
 describe("the re-read before a newly activated key first signs", () => {
@@ -77,13 +86,7 @@ describe("the re-read before a newly activated key first signs", () => {
   });
 
   it("a load under way since before the deletion (a kid look's): the re-read waits for it, then reads again, and signs with the new key", async () => {
-    const h = await harness();
-    const g = gated(h.app.storage);
-    const other = createPlantgate({ storage: g.storage, clock: h.clock.now, logger: quiet });
-    const k1 = kidOf(await clientToken(h));
-    const { kid: k2 } = await h.app.admin.rotateSigningKey();
-    h.clock.advance(330_000);
-    expect((await issue(other, h.clientSecret)).kid).toBe(k1); // other loads: k1 signs, k2 next in 30 s
+    const { h, other, ctl, k2 } = await twoInstances();
     h.clock.advance(5_000);
     const { kid: kx } = await h.app.admin.rotateSigningKey(); // a key other has not loaded
     h.clock.advance(2_000);
@@ -91,7 +94,7 @@ describe("the re-read before a newly activated key first signs", () => {
     // load, whose read is made now (k2 and kx still stored) and then held.
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const reached = new Promise<void>((r) => (g.ctl.holdRead = { skip: 1, reached: r, gate }));
+    const reached = new Promise<void>((r) => (ctl.holdRead = { skip: 1, reached: r, gate }));
     const header = Buffer.from(JSON.stringify({ alg: "ES256", kid: "made-up" })).toString("base64url");
     const looking = other.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${header}.e30.AAAA` } }));
     await reached;
