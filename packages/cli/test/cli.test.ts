@@ -296,7 +296,7 @@ describe("plantgate CLI", () => {
     expect([listed.code, listed.stderr, listed.json[0].atRest]).toEqual([0, "", "clear"]);
     expect((await keyRows())[0]!.private_jwk).toMatch(/^\{/);
     const kid = listed.json[0].kid as string;
-    expect((await cli(["keys", "reencrypt"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek })).json).toEqual({ reencrypted: [kid], unchanged: [] });
+    expect((await cli(["keys", "reencrypt"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: oldKek })).json).toEqual({ reencrypted: [kid], unchanged: [], left: [], complete: true });
     const { openStorageFromEnv } = await import("@plantgate/storage-sql/env");
     const rows = async () => {
       const storage = await openStorageFromEnv({}, { cwd: dir });
@@ -323,7 +323,7 @@ describe("plantgate CLI", () => {
     });
     const moved = await cli(["keys", "reencrypt"], "", { PLANTGATE_KEY_ENCRYPTION_KEY: `${newKek},${oldKek}` });
     expect(moved.code, moved.stderr).toBe(0);
-    expect(moved.json).toEqual({ reencrypted: [kid], unchanged: [] });
+    expect(moved.json).toEqual({ reencrypted: [kid], unchanged: [], left: [], complete: true });
     const after = await rows();
     expect(after[0]!.private_jwk).toMatch(/^enc:A256GCM:/);
     expect(after[0]!.private_jwk).not.toBe(sealed[0]!.private_jwk);

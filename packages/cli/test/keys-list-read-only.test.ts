@@ -312,7 +312,7 @@ for (const backend of BACKENDS) {
       });
       expect({ code, stdout, stderr }).toEqual({
         code: 0,
-        stdout: JSON.stringify({ reencrypted: [m.kid, a!.kid], unchanged: [bKid] }, null, 2) + "\n",
+        stdout: JSON.stringify({ reencrypted: [m.kid, a!.kid], unchanged: [bKid], left: [], complete: true }, null, 2) + "\n",
         stderr: "every stored private key is now encrypted with the first key of PLANTGATE_KEY_ENCRYPTION_KEY; remove the others once keys list, run again a minute from now, shows no key with \"kekStatus\": \"older\" (a rotation under way elsewhere may store its key meanwhile)\n",
       });
       const after = await b.writer.signingKeys.list();

@@ -80,7 +80,7 @@ describe("a key encryption key rotation on the Worker", () => {
 
     // Re-encrypt keys.
     const moved = await during.fetch(`${ORIGIN}/console/api/signing-keys/reencrypt`, { method: "POST", headers: { ...browser, cookie, "x-csrf-token": csrfToken } });
-    expect([moved.status, await moved.json()]).toEqual([200, { reencrypted: [kid], unchanged: [] }]);
+    expect([moved.status, await moved.json()]).toEqual([200, { reencrypted: [kid], unchanged: [], left: [], complete: true }]);
     expect(await listed()).toEqual([[kid, "current"]]);
 
     // The deploy with the new KEK alone starts and serves the same key.

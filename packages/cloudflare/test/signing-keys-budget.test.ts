@@ -14,7 +14,7 @@
  * prune-budget.test.ts (support.ts's `D1_GATE`), counting every statement of the current
  * invocation, the work it hands to `waitUntil` included (`/__count` waits for that first).
  */
-import { generateKeyRecord, KEYS_SEALED_PER_LOAD, ROTATION_KEY_DELETES } from "@plantgate/core";
+import { generateKeyRecord, KEYS_SEALED_PER_LOAD, REENCRYPT_MOVES, REVOKE_KEY_DELETES, ROTATION_KEY_DELETES } from "@plantgate/core";
 import { describe, expect, it } from "vitest";
 import { D1_GATE, type ScheduledWorker, workerPerTest } from "./support.js";
 
@@ -87,7 +87,20 @@ async function withKeys(bindings: Record<string, string>, keys = 60) {
     const { message: _message, ...counts } = JSON.parse(line!) as Record<string, unknown>;
     return { outcome, counts, statements: await count() };
   };
-  return { base, newest, sql, count, cron };
+  /** A console sign-in (PLANTGATE_BOOTSTRAP_ADMIN), and a console API call with its cookie and CSRF token. */
+  const console_ = async () => {
+    const browser = { "sec-fetch-site": "same-origin" };
+    const signIn = await fetch(`${base}/console/api/session`, { method: "POST", headers: { ...browser, "content-type": "application/json" }, body: JSON.stringify(ADMIN) });
+    expect([signIn.status, signIn.status === 200 ? null : await signIn.text()]).toEqual([200, null]);
+    const cookie = /^(plantgate_console=[^;]*);/.exec(signIn.headers.get("set-cookie")!)![1]!;
+    const { csrfToken } = (await signIn.json()) as { csrfToken: string };
+    return async (method: string, path: string) => {
+      const res = await fetch(`${base}/console/api${path}`, { method, headers: { ...browser, cookie, "x-csrf-token": csrfToken } });
+      const text = await res.text();
+      return { status: res.status, body: text === "" ? null : (JSON.parse(text) as unknown), statements: await count() };
+    };
+  };
+  return { base, newest, sql, count, cron, console: console_ };
 }
 
 const zero = { refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, auditEvents: 0 };
@@ -186,6 +199,62 @@ describe("the signing keys' share of a Worker invocation's D1 queries, in worker
     expect(await sql('select count(*) as n from "pg_signing_keys"')).toEqual([{ n: 61 - ROTATION_KEY_DELETES }]);
     // The newest key signs and the rotated one is published: both in the JWKS.
     expect(((await jwks.json()) as { keys: unknown[] }).keys).toHaveLength(2);
+  }, 120_000);
+
+  it("the console's revocation of a key with 58 prunable keys before it deletes the oldest REVOKE_KEY_DELETES of them a request (409 until the rest are gone), each request under the Free plan's 50 D1 queries", async () => {
+    const { sql, console: signIn } = await withKeys({ PLANTGATE_BOOTSTRAP_ADMIN: "1", PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username, PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password });
+    const call = await signIn();
+    const oldestFirst = ((await sql('select "kid" from "pg_signing_keys" order by "activates_at"')) as { kid: string }[]).map((r) => r.kid);
+    // The newest prunable key (the 59th): the 58 before it are prunable, and go first.
+    const kid = oldestFirst.at(-2)!;
+    expect(REVOKE_KEY_DELETES).toBe(8);
+    const path = `/signing-keys?kid=${encodeURIComponent(kid)}`;
+    for (let left = 58; left > REVOKE_KEY_DELETES; left -= REVOKE_KEY_DELETES) {
+      const refused = await call("DELETE", path);
+      // The session and its account, the key rows, the keyring's list and the clients' longest
+      // token lifetime (twice), 8 deletes: 14; from the second on, 16 with the keyring's re-read of
+      // the keys the last one deleted (list and lifetime). Until 2026-12-02 one request deleted all
+      // 58 and the key, 66 D1 queries, past the Free plan's 50.
+      expect(refused).toEqual({
+        status: 409,
+        body: {
+          error: 1307,
+          message: `signing key "${kid}" is not revoked yet: the ${left} prunable keys activated before it go first (deleting it alone would make the last of them trusted again), at most ${REVOKE_KEY_DELETES} a request; deleted the oldest ${REVOKE_KEY_DELETES}, ${left - REVOKE_KEY_DELETES} left: revoke it again (or let the prune delete them)`,
+        },
+        statements: (left === 58 ? 6 : 8) + REVOKE_KEY_DELETES,
+      });
+      expect(await sql('select count(*) as n from "pg_signing_keys"')).toEqual([{ n: 60 - (58 - left) - REVOKE_KEY_DELETES }]);
+    }
+    // The last 2 prunable keys and the key itself; its event's audit write.
+    expect(await call("DELETE", path)).toEqual({ status: 204, body: null, statements: 8 + 2 + 1 + 1 });
+    expect(await sql('select "kid" from "pg_signing_keys"')).toEqual([{ kid: oldestFirst.at(-1) }]);
+  }, 120_000);
+
+  it("the console's Re-encrypt keys over 56 keys to move makes at most REENCRYPT_MOVES moves a request (complete: false, the kids left), each request under the Free plan's 50 D1 queries", async () => {
+    // 60 keys in clear and a key encryption key: the sign-in's load seals the newest 4, the other 56 are the reencrypt's.
+    const { sql, console: signIn } = await withKeys({ PLANTGATE_KEY_ENCRYPTION_KEY: KEK, PLANTGATE_BOOTSTRAP_ADMIN: "1", PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username, PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password });
+    const call = await signIn();
+    const clear = async () => ((await sql(`select "kid" from "pg_signing_keys" where "private_jwk" not like 'enc:%' order by "activates_at"`)) as { kid: string }[]).map((r) => r.kid);
+    expect(REENCRYPT_MOVES).toBe(16);
+    const moved: string[] = [];
+    const all = ((await sql('select "kid" from "pg_signing_keys" order by "activates_at"')) as { kid: string }[]).map((r) => r.kid);
+    const sealedAtLoad = all.slice(-KEYS_SEALED_PER_LOAD);
+    expect(await clear()).toEqual(all.slice(0, -KEYS_SEALED_PER_LOAD));
+    for (const n of [16, 16, 16]) {
+      const before = await clear();
+      const r = await call("POST", "/signing-keys/reencrypt");
+      // The session and its account, the key rows, 16 moves, the event's audit write: 20 (until
+      // 2026-12-02 one request moved all 56, with a second pass's read 61 D1 queries).
+      // In the store's order (by creation), the oldest first.
+      expect(r).toEqual({ status: 200, body: { reencrypted: before.slice(0, n), unchanged: [...moved, ...sealedAtLoad], left: before.slice(n), complete: false }, statements: 4 + REENCRYPT_MOVES });
+      moved.push(...before.slice(0, n));
+    }
+    // The last 8, a second pass's read finding none left: complete.
+    const last = await call("POST", "/signing-keys/reencrypt");
+    expect(last.statements).toBe(3 + 8 + 2);
+    const rest = all.slice(3 * REENCRYPT_MOVES, -KEYS_SEALED_PER_LOAD);
+    expect(last.body).toEqual({ reencrypted: rest, unchanged: [...moved, ...sealedAtLoad], left: [], complete: true });
+    expect(await clear()).toEqual([]);
   }, 120_000);
 
   it("a key encryption key newly configured over 60 keys stored in clear: a request's load seals KEYS_SEALED_PER_LOAD of them, the newest first, under 50 D1 queries", async () => {

@@ -899,6 +899,8 @@
       await loadKeys();
     } catch (e) {
       setStatus("security-status", messageOf(e, [k.kid]));
+      // A refusal may have deleted keys (the prunable keys before it, at most 8 a request: revoke again).
+      await loadKeys();
     }
     $button("keys-rotate").focus();
   }
@@ -996,14 +998,18 @@
     );
     if (!yes) return $button("keys-reencrypt").focus();
     try {
-      /** @type {{ reencrypted: string[], unchanged: string[] }} */
+      /** @type {{ reencrypted: string[], unchanged: string[], left?: string[], complete?: boolean }} */
       const r = await call("POST", "/signing-keys/reencrypt");
       const n = r.reencrypted.length;
+      const left = r.left?.length ?? 0;
       setStatus(
         "security-status",
         (n === 0 ? "No signing key needed moving" : n + (n === 1 ? " signing key was" : " signing keys were") + " re-encrypted under the current key encryption key") +
-          // A rotation under way elsewhere may store its key meanwhile: the table is the check.
-          "; once this table, reloaded a minute from now, shows no key under an older key encryption key, that key can be removed from PLANTGATE_KEY_ENCRYPTION_KEY.",
+          (r.complete === false
+            ? // At most 20 a request (a statement each, within a Worker's query budget).
+              "; " + left + (left === 1 ? " key is" : " keys are") + " still to move (at most 16 a request): press Re-encrypt keys again."
+            : // A rotation under way elsewhere may store its key meanwhile: the table is the check.
+              "; once this table, reloaded a minute from now, shows no key under an older key encryption key, that key can be removed from PLANTGATE_KEY_ENCRYPTION_KEY."),
       );
     } catch (e) {
       setStatus("security-status", messageOf(e));

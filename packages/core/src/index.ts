@@ -5,7 +5,7 @@ export type { PlantgateOptions, ProtectedRoute, ConsoleOptions } from "./options
 export type { StaticPage, PageFile, PageMount } from "./pages/static-page.js";
 export { CSRF_HEADER as CONSOLE_CSRF_HEADER } from "./console/session.js";
 export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console/api.js";
-export { checkAccountInput, createAdmin, AdminConflictError, AdminError, AdminNotFoundError, DEFAULT_CLIENT_PAGE, MAX_CLIENT_PAGE, MAX_CLIENT_SECRETS, MAX_TTL_SECONDS, type Admin, type AdminField, type ClientPage, type ClientPageQuery, type ClientSecretView, type ClientView, type CreateAccountInput, type CreateClientInput, type EventPage, type EventQuery, type NewClientSecret } from "./admin/index.js";
+export { checkAccountInput, createAdmin, AdminConflictError, AdminError, AdminNotFoundError, DEFAULT_CLIENT_PAGE, MAX_CLIENT_PAGE, MAX_CLIENT_SECRETS, MAX_TTL_SECONDS, REENCRYPT_MOVES, type Admin, type AdminField, type ClientPage, type ClientPageQuery, type ClientSecretView, type ClientView, type CreateAccountInput, type CreateClientInput, type EventPage, type EventQuery, type NewClientSecret } from "./admin/index.js";
 export { PRUNE_BATCH_SIZE, PRUNE_STORES, type PruneCounts, type PruneOptions } from "./admin/prune.js";
 export { accountView, type AccountPage, type AccountView } from "./api/accounts.js";
 export { ApiError, ApiErrorCode, HostFaultError, OAuthError, StorageError, TooManyAttemptsError, UnstorableValueError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
@@ -33,6 +33,7 @@ export {
   generateKeyRecord,
   pruneKeys,
   KEYS_SEALED_PER_LOAD,
+  REVOKE_KEY_DELETES,
   ROTATION_KEY_DELETES,
   MIN_ACTIVATION_DELAY_SECONDS,
   signingKeyView,

@@ -652,7 +652,7 @@ describe("console API: signing keys", () => {
       events.length = 0;
 
       const moved = await h.as("POST", "/api/signing-keys/reencrypt");
-      expect(moved).toEqual({ status: 200, body: { reencrypted: [oldKid, newKid], unchanged: [] }, cacheControl: "no-store", contentType: "application/json", setCookie: null });
+      expect(moved).toEqual({ status: 200, body: { reencrypted: [oldKid, newKid], unchanged: [], left: [], complete: true }, cacheControl: "no-store", contentType: "application/json", setCookie: null });
       const newId = await kekOfRow(h.storage, newKid);
       expect(newId).not.toBe(oldId);
       expect(await listed()).toEqual([
@@ -670,7 +670,7 @@ describe("console API: signing keys", () => {
 
       const again = await h.as("POST", "/api/signing-keys/reencrypt");
       // (In the store's order: the memory store lists in insertion order.)
-      expect([again.status, again.body]).toEqual([200, { reencrypted: [], unchanged: [oldKid, newKid] }]);
+      expect([again.status, again.body]).toEqual([200, { reencrypted: [], unchanged: [oldKid, newKid], left: [], complete: true }]);
       await h.app.flushEvents();
       expect(events).toHaveLength(1);
     });

@@ -135,6 +135,28 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     expect((await getAccounts(app, first)).status).toBe(200);
   });
 
+  it("reencrypt with maxMoves (the console's REENCRYPT_MOVES) writes at most that many keys a call, in the store's order, answering the rest in `left` with complete: false; calls until complete move them all", async () => {
+    const oldKek = kek();
+    const newKek = kek();
+    const h = await harness({ keyEncryptionKeys: [oldKek] });
+    // The first rotation on the empty store makes its first key.
+    for (let i = 0; i < 5; i++) await h.app.admin.rotateSigningKey();
+    const kids = (await h.app.storage.signingKeys.list()).map((k) => k.kid);
+    expect(kids).toHaveLength(5);
+    const both = createPlantgate({ storage: h.app.storage, keyEncryptionKeys: [newKek, oldKek], clock: h.clock.now, logger: quiet });
+    let writes = 0;
+    const replace = h.app.storage.signingKeys.replacePrivateJwk.bind(h.app.storage.signingKeys);
+    h.app.storage.signingKeys.replacePrivateJwk = (...args) => (writes++, replace(...args));
+    expect(await both.admin.reencryptSigningKeys({ maxMoves: 2 })).toEqual({ reencrypted: kids.slice(0, 2), unchanged: [], left: kids.slice(2), complete: false });
+    expect(writes).toBe(2);
+    expect(await both.admin.reencryptSigningKeys({ maxMoves: 2 })).toEqual({ reencrypted: kids.slice(2, 4), unchanged: kids.slice(0, 2), left: kids.slice(4), complete: false });
+    expect(await both.admin.reencryptSigningKeys({ maxMoves: 2 })).toEqual({ reencrypted: kids.slice(4), unchanged: kids.slice(0, 4), left: [], complete: true });
+    expect(writes).toBe(5);
+    for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      await expect(both.admin.reencryptSigningKeys({ maxMoves: bad }), String(bad)).rejects.toThrow(new TypeError("maxMoves must be a positive integer"));
+    }
+  });
+
   it("KEK rotation: with [new, old] reencrypt moves every key to the new KEK; afterwards the new one alone suffices and the old alone is refused", async () => {
     const oldKek = kek();
     const newKek = kek();
@@ -149,7 +171,7 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     const result = await both.admin.reencryptSigningKeys();
     expect(result.reencrypted.sort()).toEqual(before.map((k) => k.kid).sort());
     expect(result.unchanged).toEqual([]);
-    expect(await both.admin.reencryptSigningKeys()).toEqual({ reencrypted: [], unchanged: expect.arrayContaining(before.map((k) => k.kid)) });
+    expect(await both.admin.reencryptSigningKeys()).toEqual({ reencrypted: [], unchanged: expect.arrayContaining(before.map((k) => k.kid)), left: [], complete: true });
     const onlyNew = createPlantgate({ storage: h.app.storage, keyEncryptionKeys: newKek, clock: h.clock.now, logger: quiet });
     expect((await getAccounts(onlyNew, token)).status).toBe(200);
     const onlyOld = createPlantgate({ storage: h.app.storage, keyEncryptionKeys: oldKek, clock: h.clock.now, logger: quiet });
@@ -299,7 +321,7 @@ describe("encryption at rest (keyEncryptionKeys)", () => {
     expect(rewrites).toBe(2);
     // The row is as the other instance left it (under the old KEK); run again, it moves.
     expect((await storage.signingKeys.list())[0]!.privateJwk.split(":")[2]).toBe((await old.ids())[0]);
-    expect(await both.admin.reencryptSigningKeys()).toEqual({ reencrypted: [row!.kid], unchanged: [] });
+    expect(await both.admin.reencryptSigningKeys()).toEqual({ reencrypted: [row!.kid], unchanged: [], left: [], complete: true });
   });
 
   it("reencrypt also encrypts keys stored in clear", async () => {
@@ -474,10 +496,10 @@ describe("signer: a key held outside plantgate", () => {
     // reencrypt stores it as the marker, which needs no KEK.
     const kekOf = sealed.split(":")[2]!;
     expect((await upgraded.admin.listSigningKeys()).map((k) => [k.kid, k.atRest, k.kek, k.kekStatus])).toEqual([[stored!.kid, "external", kekOf, "current"]]);
-    expect(await upgraded.admin.reencryptSigningKeys()).toEqual({ reencrypted: [stored!.kid], unchanged: [] });
+    expect(await upgraded.admin.reencryptSigningKeys()).toEqual({ reencrypted: [stored!.kid], unchanged: [], left: [], complete: true });
     expect((await storage.signingKeys.list()).map((k) => k.privateJwk)).toEqual(["external"]);
     expect((await upgraded.admin.listSigningKeys()).map((k) => [k.kid, k.atRest, k.kek, k.kekStatus])).toEqual([[stored!.kid, "external", null, null]]);
-    expect(await upgraded.admin.reencryptSigningKeys()).toEqual({ reencrypted: [], unchanged: [stored!.kid] });
+    expect(await upgraded.admin.reencryptSigningKeys()).toEqual({ reencrypted: [], unchanged: [stored!.kid], left: [], complete: true });
   });
 
   it("is refused with signingKey, without a sign function, or with a private JWK (which is never echoed)", async () => {

@@ -150,6 +150,32 @@ describe("keys revoke of a retired key (after a leak)", () => {
   });
 });
 
+const DAY = 86_400_000;
+
+describe("keys revoke with maxPrunableDeletes (the console's REVOKE_KEY_DELETES)", () => {
+  it("with more prunable keys before it than that: deletes the oldest that many and refuses, the key not revoked; called again once no more are left, it revokes the key with the rest", async () => {
+    const storage = createMemoryStorage();
+    const h = await harness({ storage });
+    const now = h.clock.now();
+    // Six keys a second apart ten days ago: the newest signs, the five before it are prunable.
+    for (let i = 0; i < 6; i++) await storage.signingKeys.create(await generateKeyRecord("ES256", now - 10 * DAY + i * 1000, now - 10 * DAY + i * 1000));
+    const oldestFirst = (await storage.signingKeys.list()).sort((a, b) => a.activatesAt - b.activatesAt).map((k) => k.kid);
+    const kid = oldestFirst[4]!;
+    const kids = async () => (await storage.signingKeys.list()).map((k) => k.kid).sort();
+    await expect(h.app.admin.revokeSigningKey(kid, { maxPrunableDeletes: 3 })).rejects.toThrow(
+      new AdminError(
+        `signing key "${kid}" is not revoked yet: the 4 prunable keys activated before it go first (deleting it alone would make the last of them trusted again), at most 3 a request; deleted the oldest 3, 1 left: revoke it again (or let the prune delete them)`,
+      ),
+    );
+    expect(await kids()).toEqual(oldestFirst.slice(3).sort());
+    expect(await h.app.admin.revokeSigningKey(kid, { maxPrunableDeletes: 3 })).toEqual({ kid, status: "prunable", deleted: [oldestFirst[3]] });
+    expect(await kids()).toEqual([oldestFirst[5]]);
+    for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      await expect(h.app.admin.revokeSigningKey(oldestFirst[5]!, { maxPrunableDeletes: bad }), String(bad)).rejects.toThrow(new TypeError("maxPrunableDeletes must be a positive integer"));
+    }
+  });
+});
+
 describe("keys revoke of a retired key whose own delete fails", () => {
   it("rejects with the storage failure; the prunable keys it deleted first are named in a warn line (no event: the retry's answer says deleted: [])", async () => {
     const inner = createMemoryStorage();

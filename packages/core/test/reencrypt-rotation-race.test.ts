@@ -84,7 +84,7 @@ describe("reencrypt racing an automatic rotation", () => {
     const k2 = (await memory.signingKeys.list()).find((r) => r.kid !== k1!.kid)!;
     expect(k2.privateJwk.startsWith(`enc:A256GCM:${newId}:`)).toBe(false);
     release();
-    expect(await reencrypting).toEqual({ reencrypted: [k1!.kid, k2.kid], unchanged: [] });
+    expect(await reencrypting).toEqual({ reencrypted: [k1!.kid, k2.kid], unchanged: [], left: [], complete: true });
     const rows = await memory.signingKeys.list();
     expect(rows.map((r) => [r.kid, r.privateJwk.startsWith(`enc:A256GCM:${newId}:`)])).toEqual([
       [k1!.kid, true],

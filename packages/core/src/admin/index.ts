@@ -21,6 +21,15 @@ import { isRole } from "./roles.js";
  */
 const REENCRYPT_PASSES = 5;
 
+/**
+ * The most keys the console's "Re-encrypt keys" (`POST /console/api/signing-keys/reencrypt`) moves
+ * in one request, a statement each: the rest are answered in `left` (`complete: false`), for the
+ * operator to press again. 16 keeps the request (at most 21 D1 queries: the session 2, a read of the
+ * rows per pass, the moves, the event's audit write) under the Free plan's 50 with the costliest
+ * start of an isolate (23) beside it; until 2026-12-02 it moved every key, 56 of them 61 queries.
+ */
+export const REENCRYPT_MOVES = 16;
+
 export type { PruneCounts, PruneOptions } from "./prune.js";
 export type { EventPage, EventQuery } from "./events.js";
 export { AdminConflictError, AdminError, AdminNotFoundError, type AdminField } from "./errors.js";
@@ -104,9 +113,13 @@ export interface Admin extends ClientAdmin {
    * keys still signs with the replaced key), for a `next` key due within a minute, and when the
    * signing key is configured. The `prunable` keys activated before it are deleted with it
    * (`deleted`): a key's retirement is read from the key after it, so they would otherwise be
-   * published and trusted again.
+   * published and trusted again. With `maxPrunableDeletes` (the console's: REVOKE_KEY_DELETES, a
+   * positive integer; default none), when more of them than that precede it, the oldest that many are
+   * deleted and AdminError is thrown, the key not revoked, naming how many are left: call again (or
+   * prune) until none is, and the key goes. (A statement each: on a Worker's D1, 50 queries on the
+   * Free plan; until 2026-12-02 the console deleted them all.)
    */
-  revokeSigningKey(kid: string): Promise<{ kid: string; status: "next" | "retired" | "prunable"; deleted: string[] }>;
+  revokeSigningKey(kid: string, options?: { maxPrunableDeletes?: number }): Promise<{ kid: string; status: "next" | "retired" | "prunable"; deleted: string[] }>;
   /**
    * Every stored signing key, newest first, with its status: `next` (published, signs from
    * `activatesAt`), `active` (signs), `retired` (replaced, still verifies and is published),
@@ -133,8 +146,12 @@ export interface Admin extends ClientAdmin {
    * fifth pass still moved a key; a key under a KEK that is not configured throws
    * KeyEncryptionError and leaves that key as it was (the keys moved before it stay moved). Event
    * `signing_key.reencrypted` with the kids moved, when any moved (also on such a failure).
+   * With `maxMoves` (the console's: REENCRYPT_MOVES, a positive integer; default none), at most that
+   * many keys are written; the keys still to move are answered in `left` and `complete` is false:
+   * call again until it is true (a statement each: on a Worker's D1, 50 queries on the Free plan;
+   * until 2026-12-02 the console moved them all). Without it `left` is `[]` and `complete` true.
    */
-  reencryptSigningKeys(): Promise<{ reencrypted: string[]; unchanged: string[] }>;
+  reencryptSigningKeys(options?: { maxMoves?: number }): Promise<{ reencrypted: string[]; unchanged: string[]; left: string[]; complete: boolean }>;
   /**
    * Housekeeping: deletes what can never matter again (expired refresh tokens, keeping rotated
    * ones until their family expires; expired console sessions; finished brute-force windows;
@@ -448,7 +465,9 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       ctx.events.emit({ type: "signing_key.rotated", kid: record.kid, alg: record.alg, activates_at: activatesAt, immediate, automatic: false, deleted, cancelled, actor });
       return { kid: record.kid, activatesAt, status: immediate ? "active" : "next", deleted, cancelled };
     },
-    async revokeSigningKey(kid) {
+    async revokeSigningKey(kid, options = {}) {
+      const maxDeletes = options.maxPrunableDeletes ?? Number.POSITIVE_INFINITY;
+      if (options.maxPrunableDeletes !== undefined && (!Number.isSafeInteger(maxDeletes) || maxDeletes < 1)) throw new TypeError("maxPrunableDeletes must be a positive integer");
       if (ctx.keyring.configured === "signingKey") throw new AdminError("The signing key is configured (signingKey / PLANTGATE_SIGNING_KEY); the store's keys are not used.");
       if (ctx.keyring.configured === "signer") throw new AdminError("The signing key is held by a signer (option signer); the store's keys are not used.");
       // An unknown kid is answered from the store alone: loading the keys below would make the
@@ -475,12 +494,27 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       // deleting a retired key moved its prunable predecessor's to the next key's activation, and
       // that key was published and trusted again (up to a token lifetime; until 2026-12-01 a
       // revocation after a leak so brought back a key the operator had been told was dead).
-      // describeKeys lists newest first: the keys after `kid` activated before it.
+      // describeKeys lists newest first: the keys after `kid` activated before it. Oldest first, so
+      // that a bounded call (the console's, `maxPrunableDeletes`) may delete a prefix of them alone:
+      // deleting the oldest changes no other key's retirement (see prunableKids).
       const described = describeKeys(records, now, await ctx.maxAccessTokenTtlMs());
+      const before = described
+        .slice(described.findIndex((d) => d.kid === kid) + 1)
+        .filter((k) => k.status === "prunable")
+        .map((k) => k.kid)
+        .reverse();
       const deleted: string[] = [];
-      for (const k of described.slice(described.findIndex((d) => d.kid === kid) + 1)) {
-        if (k.status === "prunable" && (await ctx.storage.signingKeys.delete(k.kid))) deleted.push(k.kid);
+      if (before.length > maxDeletes) {
+        try {
+          for (const k of before.slice(0, maxDeletes)) if (await ctx.storage.signingKeys.delete(k)) deleted.push(k);
+        } finally {
+          if (deleted.length > 0) ctx.keyring.invalidate();
+        }
+        throw new AdminError(
+          `signing key ${quoteId(kid)} is not revoked yet: the ${before.length} prunable keys activated before it go first (deleting it alone would make the last of them trusted again), at most ${maxDeletes} a request; deleted the oldest ${maxDeletes}, ${before.length - maxDeletes} left: revoke it again (or let the prune delete them)`,
+        );
       }
+      for (const k of before) if (await ctx.storage.signingKeys.delete(k)) deleted.push(k);
       let gone: boolean;
       try {
         gone = await ctx.storage.signingKeys.delete(kid);
@@ -506,9 +540,14 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         keks: await ctx.keyEncryption.ids(),
       });
     },
-    async reencryptSigningKeys() {
+    async reencryptSigningKeys(options = {}) {
+      const maxMoves = options.maxMoves ?? Number.POSITIVE_INFINITY;
+      if (options.maxMoves !== undefined && (!Number.isSafeInteger(maxMoves) || maxMoves < 1)) throw new TypeError("maxMoves must be a positive integer");
       if (!ctx.keyEncryption.configured) throw new AdminError(`No key encryption key is configured; set ${KEK_SOURCE}.`);
       const reencrypted: string[] = [];
+      // Keys still to move once `maxMoves` writes were made (each compare-and-set, a retry's too).
+      const left: string[] = [];
+      let writes = 0;
       // Whether a row is as reencrypt leaves it: a private key sealed under the first KEK, or a
       // signer's marker stored as such (it holds no key, so needs no KEK; one that is sealed, under
       // any KEK, is told by its length, see sealsExternalMarker).
@@ -537,17 +576,27 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
               if (!reencrypted.includes(k.kid)) unchanged.push(k.kid);
               continue;
             }
+            if (writes >= maxMoves) {
+              left.push(k.kid);
+              continue;
+            }
+            writes++;
             // Compare-and-set: a row changed meanwhile (by a starting instance) is read again.
             if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, k.privateJwk, await moved(k.kid, k.privateJwk))) reencrypted.push(k.kid);
             else {
               const now = (await ctx.storage.signingKeys.list()).find((r) => r.kid === k.kid);
-              if (now && !(await done(now.privateJwk))) {
+              if (now === undefined || (await done(now.privateJwk))) {
+                if (!reencrypted.includes(k.kid)) unchanged.push(k.kid);
+              } else if (writes >= maxMoves) left.push(k.kid);
+              else {
+                writes++;
                 if (await ctx.storage.signingKeys.replacePrivateJwk(k.kid, now.privateJwk, await moved(k.kid, now.privateJwk))) reencrypted.push(k.kid);
                 else throw new AdminError(`signing key ${quoteId(k.kid)} changed while it was being re-encrypted; re-encrypt again (pnpm plantgate keys reencrypt, or Re-encrypt keys in the console)`);
-              } else if (!reencrypted.includes(k.kid)) unchanged.push(k.kid);
+              }
             }
           }
-          if (reencrypted.length === moves) break;
+          // The budget spent: the rest is the next call's (no further pass: it could move nothing).
+          if (left.length > 0 || reencrypted.length === moves) break;
           if (pass === REENCRYPT_PASSES) {
             throw new AdminError(
               `signing keys were still being stored under an older key encryption key after ${REENCRYPT_PASSES} passes (rotations under way elsewhere); re-encrypt again (pnpm plantgate keys reencrypt, or Re-encrypt keys in the console)`,
@@ -563,7 +612,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
           ctx.events.emit({ type: "signing_key.reencrypted", reencrypted: [...reencrypted], kek: kek!, actor });
         }
       }
-      return { reencrypted, unchanged };
+      return { reencrypted, unchanged, left, complete: left.length === 0 };
     },
     prune(options) {
       return prune(ctx, options);

@@ -1,4 +1,4 @@
-import { AdminConflictError, AdminError, AdminNotFoundError, createAdmin, type ClientSecretView, type ClientView } from "../admin/index.js";
+import { AdminConflictError, AdminError, AdminNotFoundError, createAdmin, REENCRYPT_MOVES, type ClientSecretView, type ClientView } from "../admin/index.js";
 import { MAX_CLIENT_NAME, readConsoleClientPage, type ClientPage } from "../admin/clients.js";
 import { quoteId } from "../admin/errors.js";
 import { accountView, listAccounts } from "../api/accounts.js";
@@ -7,7 +7,7 @@ import { ApiError, ApiErrorCode } from "../errors/index.js";
 import { json, plain, type PlainResponse } from "../http/respond.js";
 import type { Context } from "../context.js";
 import type { GrantType } from "../storage/types.js";
-import { signingKeyView, type SigningKeyView } from "../tokens/keys.js";
+import { REVOKE_KEY_DELETES, signingKeyView, type SigningKeyView } from "../tokens/keys.js";
 import { optionalBoolean, optionalSeconds, optionalString, optionalStrings, readJsonObject } from "./body.js";
 import type { ConsoleRequest } from "./request.js";
 import { deleteAccountSessions, deleteSession, sessionExpiry, type ConsoleSession } from "./session.js";
@@ -347,11 +347,14 @@ export const listSigningKeys: ApiHandler = async (ctx) => {
  * `DELETE /console/api/signing-keys/{kid}`: deletes a key that does not sign now (after a leak):
  * it leaves the JWKS and the tokens it signed are refused (on other instances within a minute).
  * 204; 404 for an unknown key; 409 with the reason for the key that signs now, a retired key while
- * other instances may still sign with it, a next key due within a minute, or a configured key.
+ * other instances may still sign with it, a next key due within a minute, or a configured key;
+ * and when more than REVOKE_KEY_DELETES prunable keys were activated before it (which go first):
+ * the oldest that many are deleted and the message says how many are left (revoke again).
  */
 export const revokeSigningKey: ApiHandler = async (ctx, s, _r, [kid]) => {
   try {
-    await adminOf(ctx, s).revokeSigningKey(kid!);
+    // Bounded (a statement each): the request stays within a Worker's D1 query budget.
+    await adminOf(ctx, s).revokeSigningKey(kid!, { maxPrunableDeletes: REVOKE_KEY_DELETES });
   } catch (e) {
     if (e instanceof AdminNotFoundError) throw unknown(`Signing key ${quoteId(kid!)}`);
     // Every other refusal is about the key's state, not the request's form.
@@ -409,14 +412,16 @@ export const rotateSigningKey: ApiHandler = async (ctx, s, request) => {
  * `POST /console/api/signing-keys/reencrypt`: the `keys reencrypt` step of a key encryption key
  * rotation, for where no CLI reaches the store (a Worker's D1): moves every stored signing key under
  * the first configured KEK (`admin.reencryptSigningKeys()`), then the older KEKs can be removed.
- * No body is read. 200 `{reencrypted, unchanged}` (kids). 409 (error 1307) with the reason when
+ * No body is read. 200 `{reencrypted, unchanged, left, complete}` (kids): at most REENCRYPT_MOVES
+ * keys are moved a request, the rest are `left` with `complete: false` (press again). 409 (error 1307) with the reason when
  * this server has no KEK, or a key is under a KEK it does not have (the keys before it are moved):
  * the message names the variable and the kid, never key material.
  */
 export const reencryptSigningKeys: ApiHandler = async (ctx, s) => {
   try {
-    const { reencrypted, unchanged } = await adminOf(ctx, s).reencryptSigningKeys();
-    return json(200, { reencrypted, unchanged });
+    // Bounded (a statement each): the request stays within a Worker's D1 query budget.
+    const { reencrypted, unchanged, left, complete } = await adminOf(ctx, s).reencryptSigningKeys({ maxMoves: REENCRYPT_MOVES });
+    return json(200, { reencrypted, unchanged, left, complete });
   } catch (e) {
     // The server's configuration (or a concurrent change) conflicts with the request, not its form.
     if (e instanceof AdminError || e instanceof KeyEncryptionError) throw conflict(e.message);

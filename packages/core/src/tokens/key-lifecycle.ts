@@ -116,6 +116,16 @@ export function prunableKids(records: readonly SigningKeyRecord[], now: number, 
  */
 export const ROTATION_KEY_DELETES = 2;
 
+/**
+ * The most `prunable` keys the console's revocation (`DELETE /console/api/signing-keys`) deletes
+ * before the revoked key, one statement each, in its request: with more before it, it deletes the
+ * oldest this many and refuses to revoke until the rest are gone (revoke again, or the prune).
+ * Deleting the key alone is no option: its prunable predecessor would be read as replaced by the
+ * key after it, and trusted again. 8 keeps the request under the Free plan's 50 D1 queries with the
+ * costliest start of an isolate beside it.
+ */
+export const REVOKE_KEY_DELETES = 8;
+
 /** What {@link deletePrunableKeys} did. */
 export interface KeyPrune {
   /** The kids deleted, oldest first (a delete that found its row gone already is not among them). */

@@ -8,7 +8,7 @@ import { passed } from "../util/passed.js";
 import { LATE, waitAtMost } from "../util/wait-at-most.js";
 import { describeKeys, place, pruneKeys, ROTATION_KEY_DELETES, SIGNING_RELOAD_MS, signingIndex, type SigningKeyInfo, type SigningKeyStatus } from "./key-lifecycle.js";
 
-export { describeKeys, pruneKeys, ROTATION_KEY_DELETES, SIGNING_RELOAD_MS, type SigningKeyInfo, type SigningKeyStatus } from "./key-lifecycle.js";
+export { describeKeys, pruneKeys, REVOKE_KEY_DELETES, ROTATION_KEY_DELETES, SIGNING_RELOAD_MS, type SigningKeyInfo, type SigningKeyStatus } from "./key-lifecycle.js";
 
 /**
  * The most keys stored in clear one load of the keys seals (once a key encryption key is
