@@ -742,24 +742,42 @@ function storeUnavailable(e: unknown): boolean {
   return !refusedConfiguration(failure.cause);
 }
 
-/** PostgreSQL SQLSTATEs, MySQL/MariaDB and SQLite codes, and Redis replies that mean the URL or its credentials are wrong. */
+/** PostgreSQL SQLSTATEs and SQLite codes that mean the URL or its credentials are wrong (MySQL/MariaDB: {@link MYSQL_REFUSED_CONFIGURATION}, by number). */
 const REFUSED_CONFIGURATION = new Set([
   // PostgreSQL: invalid authorization (class 28), no such database, no privilege, no such schema;
   // a setting of the URL's `options` the server refuses (a bad value, an unknown parameter: exit 3
   // until 2026-12-01, a retry that could never work).
   "28000", "28P01", "3D000", "42501", "3F000", "22023", "42704",
-  // MySQL/MariaDB: access denied (user, database), unknown database; no privilege on a table, a
-  // column or for an operation (a user that may read but not write).
-  "ER_ACCESS_DENIED_ERROR", "ER_DBACCESS_DENIED_ERROR", "ER_BAD_DB_ERROR",
-  "ER_TABLEACCESS_DENIED_ERROR", "ER_COLUMNACCESS_DENIED_ERROR", "ER_SPECIFIC_ACCESS_DENIED_ERROR",
   // SQLite: not a database, cannot open, read-only file.
   "SQLITE_NOTADB", "SQLITE_CANTOPEN", "SQLITE_READONLY",
 ]);
 
+/**
+ * MySQL/MariaDB server error numbers that mean the login or the call is refused for how it is
+ * configured, matched by number (mysql2's `errno`): mysql2 names codes from MySQL's list, so
+ * MariaDB's 4151 (account locked) comes as ER_BULK_PARSER_INCOMPLETE_ESCAPE_SEQUENCE. Until
+ * 2026-12-02 only the first three (and the privilege ones) were known, by mysql2's names, and a
+ * unix_socket-only account, a locked account or an expired password was exit 3, "try again".
+ */
+const MYSQL_REFUSED_CONFIGURATION = new Set([
+  // Access denied (user, database), unknown database.
+  1045, 1044, 1049,
+  // No privilege on a table, a column or for an operation (a user that may read but not write).
+  1142, 1143, 1227,
+  // Access denied without a password (a unix_socket-only account: Debian's root@localhost), an
+  // authentication method the client does not support.
+  1698, 1251,
+  // A locked account (MySQL 3118, MariaDB 4151), an expired password (1820 on the first statement,
+  // 1862 at login).
+  3118, 4151, 1820, 1862,
+]);
+
 function refusedConfiguration(driverError: unknown): boolean {
   if (typeof driverError !== "object" || driverError === null) return false;
-  const { code, message } = driverError as { code?: unknown; message?: unknown };
+  const { code, errno, sqlState, message } = driverError as { code?: unknown; errno?: unknown; sqlState?: unknown; message?: unknown };
   if (typeof code === "string" && REFUSED_CONFIGURATION.has(code)) return true;
+  // A server's error (mysql2 gives it a sqlState; a system error's errno is negative, and has none).
+  if (typeof errno === "number" && typeof sqlState === "string" && MYSQL_REFUSED_CONFIGURATION.has(errno)) return true;
   // node-redis: an ErrorReply (no code) to AUTH or a command refused without it, or to the SELECT of
   // a database number the server does not have (`redis://host/99`; exit 3 until 2026-12-01).
   return typeof message === "string" && (/^(WRONGPASS|NOAUTH|NOPERM)\b/.test(message) || /^ERR (DB index is out of range|invalid DB index)/.test(message));
