@@ -785,18 +785,25 @@ function refusedConfiguration(driverError: unknown): boolean {
 
 /**
  * What lies under a store or Redis failure, for the operator: ` (cause: Error: connect
- * ECONNREFUSED 127.0.0.1:5432)`, the innermost error's name, message and code (an AggregateError's
- * errors too: a host name with two addresses), or "" when the message already says it. Only for
- * those failures (a driver's reason at open or mid-command, as the servers log it), never for other
- * errors, whose causes may quote what they failed to parse (a signing key). The passwords of
+ * ECONNREFUSED 127.0.0.1:5432)`, the driver's error's name, message and code (an AggregateError's
+ * errors too: a host name with two addresses), or "" when the message already says it. A driver
+ * error with a cause of its own is shown with it, nested: pg-pool's `Connection terminated due to
+ * connection timeout (cause: Error: Connection terminated unexpectedly)` (until 2026-12-02 only
+ * the innermost was shown, and a server that accepted and never answered read as one that closed
+ * the connection). Errors of ours whose message the line already holds are skipped. Only for
+ * those failures (a driver's reason at open or mid-command, as the servers log it), never for
+ * other errors, whose causes may quote what they failed to parse (a signing key). The passwords of
  * PLANTGATE_DATABASE_URL and PLANTGATE_REDIS_URL, and any URL's password or secret query
  * parameter, are replaced by `***`.
  */
 function causeNote(e: unknown, env: CliIo["env"]): string {
   if (!(e instanceof StorageError || e instanceof StorageConfigError || e instanceof RedisConfigError)) return "";
-  let inner: unknown = e.cause;
-  for (let depth = 0; inner instanceof Error && inner.cause instanceof Error && depth < 5; depth++) inner = inner.cause;
-  if (!(inner instanceof Error)) return "";
+  const chain: Error[] = [];
+  for (let x: unknown = e.cause; x instanceof Error && chain.length < 6; x = x.cause) chain.push(x);
+  // openStorageFromEnv's StorageError under its StorageConfigError: already in the line.
+  while (chain.length > 1 && chain[0]!.message !== "" && e.message.includes(chain[0]!.message)) chain.shift();
+  const inner = chain.pop();
+  if (inner === undefined) return "";
   const describe = (x: Error) => {
     const code = (x as { code?: unknown }).code;
     const text = `${x.name}: ${x.message}`;
@@ -804,8 +811,13 @@ function causeNote(e: unknown, env: CliIo["env"]): string {
   };
   const parts = [describe(inner)];
   if (inner instanceof AggregateError) parts.push(...inner.errors.filter((x): x is Error => x instanceof Error).map(describe));
-  const note = parts.join("; ");
-  if (inner.message !== "" && e.message.includes(inner.message) && parts.length === 1) return "";
+  if (chain.length === 0 && inner.message !== "" && e.message.includes(inner.message) && parts.length === 1) return "";
+  let note = parts.join("; ");
+  // Outward from the innermost: each driver error around it, unless it only repeats what it wraps.
+  for (const outer of chain.reverse()) {
+    const text = describe(outer);
+    if (!note.startsWith(text)) note = `${text} (cause: ${note})`;
+  }
   return ` (cause: ${redactSecrets(note, env)})`;
 }
 
