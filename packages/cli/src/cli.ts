@@ -152,7 +152,9 @@ function parse<O extends OptionSpecs>(args: string[], options: O, optionsOnly?: 
     parsed = parseArgs({ args: stand, options, allowPositionals: true, strict: true, tokens: true });
   } catch (e) {
     if (optionsOnly !== undefined && (e as { code?: unknown }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError(unknownOption(stand, options, optionsOnly));
-    throw new UsageError((e as Error).message);
+    // Node writes some on three lines (`... is ambiguous.\nDid you forget ...`), which printable()
+    // showed as literal \u000a (until 2026-12-02): one line, as every other message.
+    throw new UsageError((e as Error).message.replace(/\s*\n\s*/g, " "));
   }
   // parseArgs keeps the last of a repeated option silently (`--username alice --username bob`
   // created bob): a command line that says two things is refused instead.
