@@ -140,10 +140,11 @@ const STAND_IN = "\u0000";
  * options, so an argument with a single leading dash is a value, never an option: a client id or a
  * secret id drawn from the base64url alphabet, or a username, may start with one
  * (`client revoke-secret reporting -AHwiudrrVbL`). parseArgs would read it as short options; it is
- * handed over under a stand-in and given back, as a positional or as an option's value. A value
- * starting with `--` still needs `--` before it (parseArgs's own message says so).
+ * handed over under a stand-in and given back, as a positional or as an option's value. A word
+ * starting with `--` still needs `--` before it (the refusal says so where `words`, the ones the
+ * command takes, are not all given), an option's value starting with `--` needs `=`.
  */
-function parse<O extends OptionSpecs>(args: string[], options: O, optionsOnly?: string) {
+function parse<O extends OptionSpecs>(command: string, args: string[], options: O, words: readonly string[] = []) {
   const held: string[] = [];
   const stand = args.map((a) => (a.length > 1 && a[0] === "-" && a[1] !== "-" ? `${STAND_IN}${held.push(a) - 1}` : a));
   const back = (v: string) => (v.startsWith(STAND_IN) ? held[Number(v.slice(1))]! : v);
@@ -151,7 +152,7 @@ function parse<O extends OptionSpecs>(args: string[], options: O, optionsOnly?: 
   try {
     parsed = parseArgs({ args: stand, options, allowPositionals: true, strict: true, tokens: true });
   } catch (e) {
-    if (optionsOnly !== undefined && (e as { code?: unknown }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError(unknownOption(stand, options, optionsOnly));
+    if ((e as { code?: unknown }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") throw new UsageError(unknownOption(stand, options, command, words));
     // Node writes some on three lines (`... is ambiguous.\nDid you forget ...`), which printable()
     // showed as literal \u000a (until 2026-12-02): one line, as every other message.
     throw new UsageError((e as Error).message.replace(/\s*\n\s*/g, " "));
@@ -180,21 +181,26 @@ function parse<O extends OptionSpecs>(args: string[], options: O, optionsOnly?: 
 const MAY_BE_EMPTY = new Set(["scopes", "roles"]);
 
 /**
- * The refusal of an unknown option by a command that takes options only. parseArgs's own text
- * advises putting it after `--` as a positional (`as in '-- "--bogus"`, its quote unclosed), which
- * such a command then refuses as a stray word: a dead end (until 2026-12-02). The option's name is
- * quoted, as parseArgs quoted it, when it is a plain one (never its `=value`); any other is not.
+ * The refusal of an unknown option. parseArgs's own text advises putting it after `--` as a
+ * positional (`as in '-- "--bogus"`, its quote unclosed), which a command taking options only
+ * refuses as a stray word, and one taking words as a word too many when they are all given
+ * (`client delete x --bogus`): a dead end (until 2026-12-02 for the former, and for the latter
+ * since). Only where a word the command takes (`words`, in order) is still missing may the
+ * argument be that word, and the line then says it goes after `--` (`client delete -- --odd`).
+ * The option's name is shown when it is a plain one (never its `=value`); any other is not.
  */
-function unknownOption(args: string[], options: OptionSpecs, command: string): string {
+function unknownOption(args: string[], options: OptionSpecs, command: string, words: readonly string[]): string {
   const { tokens } = parseArgs({ args, options, allowPositionals: true, strict: false, tokens: true });
   const name = tokens.find((t) => t.kind === "option" && !Object.hasOwn(options, t.name));
   const shown = name?.kind === "option" && /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/.test(name.name) ? ` --${name.name}` : " (its name not shown)";
-  return `unknown option${shown}; see plantgate ${command} --help`;
+  const given = tokens.filter((t) => t.kind === "positional").length;
+  const word = words[given];
+  return `unknown option${shown}; see plantgate ${command} --help${word === undefined ? "" : ` (a ${word} that starts with -- goes after --)`}`;
 }
 
 /** {@link parse}, for a command that takes options only: any positional is refused, and an unknown option is named with where to look. */
 function parseOptions<O extends OptionSpecs>(command: string, args: string[], options: O) {
-  const parsed = parse(args, options, command);
+  const parsed = parse(command, args, options);
   // Not echoed: a stray word is often a password typed where stdin was meant (now in shell history).
   if (parsed.positionals.length > 0) throw new UsageError(`unexpected argument (${parsed.positionals.length === 1 ? "one word" : `${parsed.positionals.length} words`} not taken by any option; passwords and import records are read from stdin, never from the command line)`);
   return parsed.values;
@@ -455,14 +461,14 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return { client_id: client.clientId, client_secret: clientSecret, name: client.name, grant_types: client.grantTypes, scopes: client.scopes, ...secretJson(client.secrets[0]!) };
     }
     case "client rotate-secret": {
-      const clientId = one(parse(rest, {}).positionals, "CLIENT_ID");
+      const clientId = one(parse(command, rest, {}, ["CLIENT_ID"]).positionals, "CLIENT_ID");
       const { app } = await open();
       const { clientSecret, secret } = await app.admin.rotateClientSecret(clientId);
       io.stderr("every earlier secret no longer works; the new one is shown only now\n");
       return { client_id: clientId, client_secret: clientSecret, ...secretJson(secret) };
     }
     case "client add-secret": {
-      const { values, positionals } = parse(rest, { "expires-in": { type: "string" } });
+      const { values, positionals } = parse(command, rest, { "expires-in": { type: "string" } }, ["CLIENT_ID"]);
       const clientId = one(positionals, "CLIENT_ID");
       const expiresIn = seconds(values["expires-in"], "--expires-in");
       const { app } = await open();
@@ -471,7 +477,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return { client_id: clientId, client_secret: clientSecret, ...secretJson(secret) };
     }
     case "client revoke-secret": {
-      const { positionals } = parse(rest, {});
+      const { positionals } = parse(command, rest, {}, ["CLIENT_ID", "SECRET_ID"]);
       if (positionals.length !== 2) throw new UsageError("expected CLIENT_ID and SECRET_ID");
       const [clientId, secretId] = positionals as [string, string];
       const { app } = await open();
@@ -498,7 +504,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return PRINTED;
     }
     case "client delete": {
-      const clientId = one(parse(rest, {}).positionals, "CLIENT_ID");
+      const clientId = one(parse(command, rest, {}, ["CLIENT_ID"]).positionals, "CLIENT_ID");
       const { app } = await open();
       await app.admin.deleteClient(clientId);
       return { client_id: clientId, deleted: true };
@@ -584,7 +590,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
     }
     case "user disable":
     case "user enable": {
-      const username = one(parse(rest, {}).positionals, "USERNAME");
+      const username = one(parse(command, rest, {}, ["USERNAME"]).positionals, "USERNAME");
       const { app } = await open();
       return app.admin.setAccountEnabled(username, action === "enable");
     }
@@ -607,7 +613,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return { kid, activatesAt: at, status, deleted, cancelled };
     }
     case "keys revoke": {
-      const parsed = parse(rest, { "server-defaults": { type: "boolean" } });
+      const parsed = parse(command, rest, { "server-defaults": { type: "boolean" } }, ["KID"]);
       const kid = one(parsed.positionals, "KID");
       checkServerSettings("keys revoke", io.env, parsed.values["server-defaults"] === true);
       const { app } = await open();

@@ -37,3 +37,31 @@ describe("parseArgs's own refusals", () => {
     expect(await cli(["client", "create", "--name=--", "--id", "dashes"])).toMatchObject({ code: 0, stderr: "the secret is shown only now; store it safely\n" });
   });
 });
+
+describe("an unknown option is refused alike by every command", () => {
+  it("a command that takes words answers `unknown option --bogus; see plantgate <command> --help`, not parseArgs's advice to put it after `--`, which was then refused as one word too many (until 2026-12-02)", async () => {
+    const unknown = (name: string, command: string) => refused(`unknown option ${name}; see plantgate ${command} --help`);
+    expect(await cli(["client", "delete", "x", "--bogus"])).toEqual(unknown("--bogus", "client delete"));
+    expect(await cli(["client", "add-secret", "x", "--expires-in", "60", "--bogus"])).toEqual(unknown("--bogus", "client add-secret"));
+    expect(await cli(["client", "revoke-secret", "x", "y", "--bogus"])).toEqual(unknown("--bogus", "client revoke-secret"));
+    expect(await cli(["client", "rotate-secret", "x", "--bogus"])).toEqual(unknown("--bogus", "client rotate-secret"));
+    expect(await cli(["user", "disable", "alice", "--bogus"])).toEqual(unknown("--bogus", "user disable"));
+    expect(await cli(["user", "enable", "alice", "--bogus"])).toEqual(unknown("--bogus", "user enable"));
+    expect(await cli(["keys", "revoke", "kid", "--server-defaults", "--bogus"])).toEqual(unknown("--bogus", "keys revoke"));
+    // Its name only, never a value given with it, and only a plain name.
+    expect(await cli(["client", "delete", "x", "--password=hunter2"])).toEqual(unknown("--password", "client delete"));
+    expect(await cli(["client", "delete", "x", "--\u001b[2J"])).toEqual(refused("unknown option (its name not shown); see plantgate client delete --help"));
+    // What parseArgs advised led here:
+    expect(await cli(["client", "delete", "x", "--", "--bogus"])).toEqual(refused("expected exactly one CLIENT_ID"));
+  });
+
+  it("where the word the command still needs may be the option-like argument, the line says that word goes after `--` (which works: `client delete -- --odd`)", async () => {
+    const hinted = (name: string, command: string, word: string) => refused(`unknown option ${name}; see plantgate ${command} --help (a ${word} that starts with -- goes after --)`);
+    expect(await cli(["client", "delete", "--odd"])).toEqual(hinted("--odd", "client delete", "CLIENT_ID"));
+    expect(await cli(["client", "revoke-secret", "x", "--odd"])).toEqual(hinted("--odd", "client revoke-secret", "SECRET_ID"));
+    expect(await cli(["client", "add-secret", "--odd", "--expires-in", "60"])).toEqual(hinted("--odd", "client add-secret", "CLIENT_ID"));
+    expect(await cli(["user", "disable", "--odd"])).toEqual(hinted("--odd", "user disable", "USERNAME"));
+    expect(await cli(["keys", "revoke", "--odd", "--server-defaults"])).toEqual(hinted("--odd", "keys revoke", "KID"));
+    expect(await cli(["client", "delete", "--", "--odd"])).toEqual(refused('client "--odd" does not exist'));
+  });
+});
