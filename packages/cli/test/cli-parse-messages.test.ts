@@ -65,3 +65,17 @@ describe("an unknown option is refused alike by every command", () => {
     expect(await cli(["client", "delete", "--", "--odd"])).toEqual(refused('client "--odd" does not exist'));
   });
 });
+
+describe("--expires-in and --secret-expires-in", () => {
+  it("an all-digit value past the range is refused with the range whatever its length (11 digits and more said `must be a positive number of seconds` until 2026-12-02)", async () => {
+    const range = (flag: string) => refused(`${flag} must be from 1 to 315360000 seconds`);
+    for (const value of ["315360001", "9999999999", "99999999999", "12345678901234567890", "9".repeat(400)]) {
+      expect(await cli(["client", "create", "--name", "R", "--secret-expires-in", value])).toEqual(range("--secret-expires-in"));
+      expect(await cli(["client", "add-secret", "x", "--expires-in", value])).toEqual(range("--expires-in"));
+    }
+    // Not a positive whole number: as before.
+    for (const value of ["0", "-5", "1.5", "1e3", "60s"]) expect(await cli(["client", "add-secret", "x", "--expires-in", value])).toEqual(refused("--expires-in must be a positive number of seconds"));
+    // Nothing was made.
+    expect(await cli(["client", "list"])).toEqual({ code: 0, stdout: "[]\n", stderr: "" });
+  });
+});
