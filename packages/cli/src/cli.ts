@@ -322,12 +322,24 @@ function secretJson(s: ClientSecretView) {
   return { secret_id: s.id, created_at: iso(s.createdAt), expires_at: iso(s.expiresAt) };
 }
 
-function keySource(c: ClientView) {
-  return c.jwksUri !== null ? { jwks_uri: c.jwksUri } : { jwks: JSON.parse(c.jwks ?? "null") as unknown };
+/**
+ * A private_key_jwt client's keys as printed: its `jwks_uri`, or its JWK Set parsed. A stored set
+ * that is not JSON (written past the admin API's check, which stores only JSON) is `"jwks": null,
+ * "jwks_unreadable": true`, and `unreadable` is told the client: until 2026-12-02 JSON.parse threw
+ * in the middle of `client list` (exit 1, the array unclosed) with V8's message quoting the text.
+ */
+function keySource(c: ClientView, unreadable: (c: ClientView) => void = () => {}) {
+  if (c.jwksUri !== null) return { jwks_uri: c.jwksUri };
+  try {
+    return { jwks: JSON.parse(c.jwks ?? "null") as unknown };
+  } catch {
+    unreadable(c);
+    return { jwks: null, jwks_unreadable: true };
+  }
 }
 
 /** A client as `client list` prints it: secret metadata only, never a secret or its hash. */
-function clientJson(c: ClientView) {
+function clientJson(c: ClientView, unreadable?: (c: ClientView) => void) {
   return {
     client_id: c.clientId,
     name: c.name,
@@ -336,7 +348,7 @@ function clientJson(c: ClientView) {
     token_endpoint_auth_method: c.authMethod === "private_key_jwt" ? "private_key_jwt" : "client_secret",
     created_at: new Date(c.createdAt).toISOString(),
     secret_updated_at: new Date(c.secretUpdatedAt).toISOString(),
-    ...(c.authMethod === "private_key_jwt" ? keySource(c) : { secrets: c.secrets.map((x) => ({ ...secretJson(x), last_used_at: iso(x.lastUsedAt) })) }),
+    ...(c.authMethod === "private_key_jwt" ? keySource(c, unreadable) : { secrets: c.secrets.map((x) => ({ ...secretJson(x), last_used_at: iso(x.lastUsedAt) })) }),
   };
 }
 
@@ -495,17 +507,20 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       parseOptions(command, rest, {});
       const { app, storage } = await open();
       const out = jsonArrayWriter(io);
+      // A warning on stderr, the row printed and the list going on (the id as JSON, control characters escaped; never the stored text).
+      const row = (c: ClientView) =>
+        clientJson(c, (bad) => io.stderr(`plantgate: warning: ${printable(`client ${JSON.stringify(bad.clientId)}: its stored jwks is not valid JSON (printed as null, with "jwks_unreadable": true); delete the client and create it again with a valid --jwks`)}\n`));
       if (typeof storage.clients.listPage === "function") {
         // A page at a time from the store's index, each printed before the next is read: the
         // whole list was read into memory first (list()) until 2026-11-29.
         for (let after: string | null = null; ; ) {
           const page = await app.admin.listClientsPage({ after, limit: LIST_PAGE });
-          out.write(page.clients.map(clientJson));
+          out.write(page.clients.map(row));
           if ((after = page.next) === null) break;
         }
       } else {
         // A backend without listPage: one list() (listClientsPage would read it whole per page).
-        out.write((await app.admin.listClients()).map(clientJson));
+        out.write((await app.admin.listClients()).map(row));
       }
       out.end();
       return PRINTED;
