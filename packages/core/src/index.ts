@@ -43,6 +43,7 @@ export {
   type SigningKeyInfo,
   type SigningKeyKekStatus,
   type SigningKeySigner,
+  type SigningInput,
   type SigningKeyStatus,
   type SigningKeyView,
 } from "./tokens/keys.js";

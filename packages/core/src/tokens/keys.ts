@@ -76,8 +76,17 @@ export interface SigningKeySigner {
    * The JWS signature (RFC 7518 form: raw `r || s` for ECDSA, not DER) of `data`, the ASCII signing
    * input. Another length or a value that is no `Uint8Array` fails the token request (a 500, logged).
    */
-  sign(data: Uint8Array<ArrayBuffer>): Promise<Uint8Array> | Uint8Array;
+  sign(data: SigningInput): Promise<Uint8Array> | Uint8Array;
 }
+
+/**
+ * The bytes a signer is handed: a `Uint8Array` over a plain `ArrayBuffer`, which Web Crypto's
+ * `sign()` takes as a `BufferSource` under TypeScript 5.7's typed arrays (a bare `Uint8Array` there
+ * is `Uint8Array<ArrayBufferLike>`, refused: until 2026-12-02 the README's signer sample did not
+ * type-check). Written as an intersection, not `Uint8Array<ArrayBuffer>`, so the published types
+ * still compile under TypeScript 5.6, where `Uint8Array` is not generic.
+ */
+export type SigningInput = Uint8Array & { readonly buffer: ArrayBuffer };
 
 /** The key that signs now: a private key of the keyring, or an external signer. */
 export interface ActiveSigningKey {
@@ -86,7 +95,7 @@ export interface ActiveSigningKey {
   /** The private key; null when an external signer signs. */
   key: CryptoKey | Uint8Array | null;
   /** The external signer's function; null for a stored key. */
-  sign: ((data: Uint8Array<ArrayBuffer>) => Promise<Uint8Array> | Uint8Array) | null;
+  sign: ((data: SigningInput) => Promise<Uint8Array> | Uint8Array) | null;
 }
 
 interface LoadedKey {
@@ -194,7 +203,7 @@ const kindOf = (value: unknown): string => (value === null ? "null" : typeof val
  * `ArrayBuffer`) failed in jose with a message that named neither. Now the token request is a 500
  * and the log says what the signer returned (its length or kind, never its bytes).
  */
-function checkedSign(signer: SigningKeySigner, publicJwk: JWK): (data: Uint8Array<ArrayBuffer>) => Promise<Uint8Array> {
+function checkedSign(signer: SigningKeySigner, publicJwk: JWK): (data: SigningInput) => Promise<Uint8Array> {
   const alg = signer.alg;
   const size = alg === "ES256" ? 64 : alg === "ES384" ? 96 : alg === "EdDSA" ? (publicJwk.crv === "Ed448" ? 114 : 64) : Math.ceil(rsaModulusBits(publicJwk) / 8);
   return async (data) => {
