@@ -1006,7 +1006,7 @@
         "security-status",
         (n === 0 ? "No signing key needed moving" : n + (n === 1 ? " signing key was" : " signing keys were") + " re-encrypted under the current key encryption key") +
           (r.complete === false
-            ? // At most 20 a request (a statement each, within a Worker's query budget).
+            ? // At most 16 a request (a statement each, within a Worker's query budget).
               "; " + left + (left === 1 ? " key is" : " keys are") + " still to move (at most 16 a request): press Re-encrypt keys again."
             : // A rotation under way elsewhere may store its key meanwhile: the table is the check.
               "; once this table, reloaded a minute from now, shows no key under an older key encryption key, that key can be removed from PLANTGATE_KEY_ENCRYPTION_KEY."),
