@@ -21,9 +21,9 @@
  */
 import type { SigningKeyRecord, Storage } from "@plantgate/core";
 import { afterEach, expect, it } from "vitest";
-import { openSqlStorage, type SqlStorage } from "../src/index.js";
+import type { SqlStorage } from "../src/index.js";
 import { TABLES } from "../src/schema.js";
-import { describeIfReachable, MYSQL_URL, mysqlEngine, POSTGRES_URL, postgresEngine, probeMysql, probePostgres, type Engine } from "./support.js";
+import { describeIfReachable, MYSQL_URL, mysqlEngine, POSTGRES_URL, postgresEngine, probeMysql, probePostgres, twoStorages, type Engine } from "./support.js";
 
 const T0 = 1_767_225_600_123;
 const DAY = 86_400_000;
@@ -41,13 +41,7 @@ function races(engine: Engine): void {
 
   /** Two storages over one fresh database, and `settle`, which records what reaches a caller. */
   const open = async () => {
-    const fresh = await engine.fresh();
-    cleanups.push(() => fresh.drop());
-    const first = await openSqlStorage(fresh.url);
-    cleanups.push(() => first.close());
-    const second = await openSqlStorage(fresh.url, { migrate: false });
-    cleanups.push(() => second.close());
-    const stores: SqlStorage[] = [first, second];
+    const stores: SqlStorage[] = await twoStorages(engine, cleanups);
     /** How many calls failed, by their message (which names the operation and the driver's code). */
     const failures: Record<string, number> = {};
     /** The call's value, or undefined with its failure counted. */

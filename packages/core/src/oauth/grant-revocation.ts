@@ -53,14 +53,21 @@ export async function revokeGrantSteps(ctx: Context, familyId: string, now: numb
     entryFailed = { error };
   }
   const familyRevoked = await ctx.storage.refreshTokens.revokeFamily(familyId, now);
-  if (entryFailed === null) {
-    try {
-      await ctx.storage.revokedTokens.deleteExpired(now, SWEEP_LIMIT);
-    } catch (error) {
-      ctx.logger.warn("revoked-token sweep failed after a revocation (the revocation stands; prune clears the backlog)", describeError(error));
-    }
-  }
+  if (entryFailed === null) await sweepRevoked(ctx, now);
   return { entryFailed, familyRevoked: typeof familyRevoked === "boolean" ? familyRevoked : undefined };
+}
+
+/**
+ * Deletes a bounded batch of revoked-token entries past their token's expiry, after a revocation
+ * has written one: entries are useless once their token has expired, and revocations are rare, so
+ * each sweeps (`prune` clears any backlog). Best-effort: a failure is logged, the revocation stands.
+ */
+export async function sweepRevoked(ctx: Context, now: number): Promise<void> {
+  try {
+    await ctx.storage.revokedTokens.deleteExpired(now, SWEEP_LIMIT);
+  } catch (error) {
+    ctx.logger.warn("revoked-token sweep failed after a revocation (the revocation stands; prune clears the backlog)", describeError(error));
+  }
 }
 
 /**

@@ -1,8 +1,7 @@
 import { OAuthError } from "../errors/index.js";
-import { describeError, NO_STORE, plain } from "../http/respond.js";
+import { NO_STORE, plain } from "../http/respond.js";
 import { isLiveRefresh, issuedTo, presentedTokenEndpoint } from "./token-lookup.js";
-import { SWEEP_LIMIT } from "../security/throttle.js";
-import { isRevoked, revokeGrantSteps } from "./grant-revocation.js";
+import { isRevoked, revokeGrantSteps, sweepRevoked } from "./grant-revocation.js";
 import { CLIENT_SUBJECT_PREFIX } from "../tokens/access-token.js";
 import type { Context } from "../context.js";
 import type { RefreshTokenRecord } from "../storage/types.js";
@@ -69,13 +68,7 @@ export const revocationEndpoint = presentedTokenEndpoint(async (ctx, _urls, clie
       const added = await ctx.storage.revokedTokens.add(found.claims.jti, found.claims.exp * 1000);
       const sub = found.claims.sub;
       if (!wasRevoked && added !== false) ctx.events.emit({ type: "token.revoked", client_id: client.clientId, account_id: sub.startsWith(CLIENT_SUBJECT_PREFIX) ? null : sub, token_type: "access_token", jti: found.claims.jti, family_id: null, client_ip: clientIp ?? null });
-      // Entries are useless once their token has expired; revocations are rare, so sweep here
-      // (a bounded batch: `prune` clears any backlog).
-      try {
-        await ctx.storage.revokedTokens.deleteExpired(now, SWEEP_LIMIT);
-      } catch (error) {
-        ctx.logger.warn("revoked-token sweep failed after a revocation (the revocation stands; prune clears the backlog)", describeError(error));
-      }
+      await sweepRevoked(ctx, now);
     }
   }
   // RFC 7009 §2.2: the body is ignored by clients; an empty one is what the RFC shows.
