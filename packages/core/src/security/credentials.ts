@@ -29,32 +29,37 @@ export const CONSOLE_ADDRESS_FACTOR = 3;
 export const PASSWORD_CLIENT_FACTOR = 10;
 
 /**
- * A budget across usernames: one more throttle key counted with the username's own keys. A success
- * takes back only its own count (`onSuccess: "refund"`), never the failures counted at other
- * usernames. `first` counts it before the (username + IP) key: once the budget is spent, a new
- * username adds no counter row at all; otherwise it is counted after that key, so retries refused
- * by an address's own lock do not spend a budget others share.
+ * A budget across usernames: one more throttle key counted with the username's own keys, and
+ * counted after both of them, so only an attempt that passed the username's own keys (one that is
+ * about to check a password) holds a count of it: guesses stopped by a username's lock never spend
+ * a budget others share, whether they come one after another or all at once. A refusal by the
+ * budget gives the username's keys their counts back (the throttle's refund of the keys before the
+ * refusing one). It is read before anything is counted (`readFirst`): once spent, it refuses an
+ * attempt on its own, so past it a new username costs neither a password hash nor a counter row
+ * (attempts already under way when it fills count the username's keys and give them back). A success takes back
+ * only its own count (`onSuccess: "refund"`), never the failures counted at other usernames.
+ * Until 2026-12-02 the console's budget was counted first and the grant's between the two
+ * username keys: concurrent guesses at one username each held a budget count while the username's
+ * key refused them, pushed it past its limit and kept it there (packages/core/test/brute-force-budget-races.test.ts).
  */
-export interface PasswordBudget extends ThrottleKey {
-  first: boolean;
-}
+export type PasswordBudget = ThrottleKey;
 
 /**
  * The budget of console sign-ins from one address (an IPv6 address counts per /64), whatever the
- * username. Counted first: the address spends only its own budget, and past it random usernames
- * cost neither a hash nor a row. Without an address, every address-less caller shares one budget.
+ * username: one address trying many usernames is stopped. Without an address, every address-less
+ * caller shares one budget.
  */
 export function consoleAddressBudget(ip: string | undefined): PasswordBudget {
-  return { key: JSON.stringify(["console-budget", "i", ip === undefined ? null : throttleAddress(ip)]), factor: CONSOLE_ADDRESS_FACTOR, first: true, onSuccess: "refund" };
+  return { key: JSON.stringify(["console-budget", "i", ip === undefined ? null : throttleAddress(ip)]), factor: CONSOLE_ADDRESS_FACTOR, onSuccess: "refund", readFirst: true };
 }
 
 /**
- * The budget of password-grant attempts of one client, whatever the username or address. Counted
- * after the (username + IP) key: one user of a proxying client retrying past their own lock does
- * not spend the budget of the client's other users.
+ * The budget of password-grant attempts of one client, whatever the username or address: one
+ * user of a proxying client retrying past their own lock does not spend the budget of the
+ * client's other users.
  */
 export function passwordClientBudget(clientId: string): PasswordBudget {
-  return { key: JSON.stringify(["password-budget", "c", clientId]), factor: PASSWORD_CLIENT_FACTOR, first: false, onSuccess: "refund" };
+  return { key: JSON.stringify(["password-budget", "c", clientId]), factor: PASSWORD_CLIENT_FACTOR, onSuccess: "refund", readFirst: true };
 }
 
 /**
@@ -69,7 +74,8 @@ export function passwordClientBudget(clientId: string): PasswordBudget {
  * counters are per (username + IP) at `maxFailures`, so one address locks only itself out, and per
  * username at a higher ceiling, so spreading guesses over many addresses does not help. The grant
  * and the console share them: guesses spread over both add up. The caller's `budget` (per address
- * for the console, per client for the grant) bounds guesses across usernames; a success resets
+ * for the console, per client for the grant) bounds guesses across usernames, counted after the
+ * username's keys; a success resets
  * the username's keys and gives the budget back only its own count (a reset or refund that fails
  * in storage is a `warn` log line and the success stands: see the end of checkPasswordNow). At most
  * `maxConcurrentPasswordChecks` checks run at once: a further one is refused
@@ -151,7 +157,8 @@ async function checkPasswordNow(
   // A success gives the budget back its own count only, in the window it was counted in. Giving
   // back the (username + IP) key's count as well (the user's typos) over-refunded: concurrent
   // successes each read the same earlier typos, and that key's window is not the budget's.
-  const keys = budget === undefined ? [pair, user] : budget.first ? [budget, pair, user] : [pair, budget, user];
+  // The budget last: an attempt refused by the username's own keys never holds a count of it.
+  const keys = budget === undefined ? [pair, user] : [pair, user, budget];
   let counted: ThrottleAttempt;
   try {
     counted = await ctx.throttle.attempt(keys);

@@ -2,7 +2,7 @@ import { sha256 } from "../crypto/index.js";
 import { TooManyAttemptsError } from "../errors/index.js";
 import { remember } from "../util/bounded-cache.js";
 import { throttleAddress } from "./client-ip.js";
-import type { AttemptStore } from "../storage/types.js";
+import type { AttemptRecord, AttemptStore } from "../storage/types.js";
 
 /**
  * One throttle key with its own threshold: the key is locked past `factor × maxFailures` counts
@@ -19,6 +19,13 @@ export interface ThrottleKey {
    * budget), whose failures were counted by other attempts and must stand.
    */
   onSuccess?: "reset" | "refund";
+  /**
+   * Read before any key is counted, and when it already refuses (its count at its limit in its
+   * window) counted alone: for a budget shared across usernames counted after the username's own
+   * keys, so past a spent budget an attempt touches no other key (no counter row for a new
+   * username). Costs one read per attempt.
+   */
+  readFirst?: boolean;
 }
 
 /**
@@ -241,40 +248,65 @@ export function createThrottle(
       await sweep(now);
       const seen = new Set<string>();
       const counted: (ThrottleAttempt["counted"][number] & { limit: number })[] = [];
+      const limitOf = (k: string | ThrottleKey) => settings.maxFailures * (typeof k === "string" ? 1 : k.factor);
+      const entry = (k: string | ThrottleKey, storedAs: string, r: AttemptRecord) => ({
+        storageKey: storedAs,
+        windowStart: r.windowStart,
+        onSuccess: typeof k === "string" ? ("reset" as const) : (k.onSuccess ?? "reset"),
+        limit: limitOf(k),
+      });
+      /** The refusal by `keys[keyIndex]`, whose count is `r`, after the keys counted before it get theirs back. */
+      const refuse = async (keyIndex: number, r: AttemptRecord): Promise<never> => {
+        const limit = limitOf(keys[keyIndex]!);
+        // A refused attempt checked no password: it counts on the key that refused it only. The
+        // keys counted before it get their count back (in the windows it was counted in): until
+        // 2026-12-01 a user retrying the right password while a client's budget or the
+        // username's ceiling was spent by others locked their own (username + address) key too,
+        // which then refused them for a window after the other lock had ended. Best effort: a
+        // refund that fails leaves that count standing, as before, and the answer is the same.
+        // A key that others have locked meanwhile (its count past its limit now) keeps the count:
+        // taken back under the limit, the next attempt to pass it was taken for the first
+        // refusal again, a second lock-out event for one lock. Read, then refunded: an attempt
+        // that locks it between the two can still be reported twice (a conditional refund in the
+        // store would close that; the storage contract has none).
+        if (store.refund) {
+          for (const c of counted) {
+            try {
+              const current = await store.get(c.storageKey);
+              if (current === null || current.windowStart !== c.windowStart || current.count > c.limit) continue;
+              await store.refund(c.storageKey, c.windowStart, 1);
+            } catch (error) {
+              onSweepError(error, "refund");
+            }
+          }
+        }
+        throw new TooManyAttemptsError(retryAfter(r.windowStart, now), "locked", { keyIndex, first: r.count === limit + 1, until: r.windowStart + windowMs });
+      };
+      // A key marked `readFirst` (a budget shared across usernames, counted after the username's
+      // own keys) is read before anything is counted: when it already refuses (its count at its
+      // limit in its window), the attempt is counted on it alone, so past a spent budget a new
+      // username costs one read and one write and leaves no counter row. Counted here only then;
+      // when a success's refund or the window's end has taken it under its limit meanwhile, it
+      // stays counted (first, for this attempt) and the others follow as usual.
+      for (const [keyIndex, k] of keys.entries()) {
+        if (typeof k === "string" || !k.readFirst || seen.has(k.key)) continue;
+        const storedAs = await storageKey(k.key);
+        const current = await store.get(storedAs);
+        if (current === null || current.windowStart <= now - windowMs || current.count < limitOf(k)) continue;
+        seen.add(k.key);
+        const r = await store.increment(storedAs, now, windowMs);
+        if (r.count > limitOf(k)) return refuse(keyIndex, r);
+        counted.push(entry(k, storedAs, r));
+      }
       for (const [keyIndex, k] of keys.entries()) {
         const name = keyOf(k);
         if (seen.has(name)) continue;
         seen.add(name);
-        const factor = typeof k === "string" ? 1 : k.factor;
         const storedAs = await storageKey(name);
         // The increment is the check: the store's atomic count decides who is past the limit.
         const r = await store.increment(storedAs, now, windowMs);
-        if (r.count > settings.maxFailures * factor) {
-          // A refused attempt checked no password: it counts on the key that refused it only. The
-          // keys counted before it get their count back (in the windows it was counted in): until
-          // 2026-12-01 a user retrying the right password while a client's budget or the
-          // username's ceiling was spent by others locked their own (username + address) key too,
-          // which then refused them for a window after the other lock had ended. Best effort: a
-          // refund that fails leaves that count standing, as before, and the answer is the same.
-          // A key that others have locked meanwhile (its count past its limit now) keeps the count:
-          // taken back under the limit, the next attempt to pass it was taken for the first
-          // refusal again, a second lock-out event for one lock. Read, then refunded: an attempt
-          // that locks it between the two can still be reported twice (a conditional refund in the
-          // store would close that; the storage contract has none).
-          if (store.refund) {
-            for (const c of counted) {
-              try {
-                const current = await store.get(c.storageKey);
-                if (current === null || current.windowStart !== c.windowStart || current.count > c.limit) continue;
-                await store.refund(c.storageKey, c.windowStart, 1);
-              } catch (error) {
-                onSweepError(error, "refund");
-              }
-            }
-          }
-          throw new TooManyAttemptsError(retryAfter(r.windowStart, now), "locked", { keyIndex, first: r.count === settings.maxFailures * factor + 1, until: r.windowStart + windowMs });
-        }
-        counted.push({ storageKey: storedAs, windowStart: r.windowStart, onSuccess: typeof k === "string" ? "reset" : (k.onSuccess ?? "reset"), limit: settings.maxFailures * factor });
+        if (r.count > limitOf(k)) return refuse(keyIndex, r);
+        counted.push(entry(k, storedAs, r));
       }
       return { counted };
     },
