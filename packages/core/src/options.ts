@@ -364,7 +364,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
         logger.warn(
           what === "sweep"
             ? "attempt-counter sweep failed (the answer stands; the next sweep or prune clears the backlog)"
-            : "attempt-counter refund of a refused attempt failed (the 429 stands; that count stays until its window ends)",
+            : what === "read"
+              ? "attempt-counter read for a refusal's Retry-After failed (the 429 stands; its Retry-After may end before another lock does)"
+              : "attempt-counter refund of a refused attempt failed (the 429 stands; that count stays until its window ends)",
           describeError(error),
         ),
     ),

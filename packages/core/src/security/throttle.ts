@@ -61,7 +61,9 @@ export interface Throttle {
    * later keys are then not counted, so a request refused by its per-(username + IP) key does not
    * add to the username's shared counter, and earlier keys get their count back (`refund`, where the
    * store has it) unless others have locked them meanwhile, so a refusal counts on the refusing key
-   * alone. Retry-After runs to the end of that key's window.
+   * alone. Retry-After runs to the latest window end among every key that would refuse the attempt
+   * (the refusing one, and the keys after it, read then), so a caller that waits as told is not
+   * refused again by a lock already in place; the error's `lock.until` is the refusing key's.
    * Resolves to what it counted, which `succeed` takes after a success.
    */
   attempt(keys: (string | ThrottleKey)[]): Promise<ThrottleAttempt>;
@@ -180,7 +182,7 @@ export function createThrottle(
   clock: () => number,
   settings: ThrottleSettings | false,
   hash: (text: string) => Promise<string> = sha256,
-  onSweepError: (error: unknown, what: "sweep" | "refund") => void = () => {},
+  onSweepError: (error: unknown, what: "sweep" | "refund" | "read") => void = () => {},
 ): Throttle {
   if (settings === false) {
     return { async attempt() { return { counted: [] }; }, async check() { return { storageKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {}, windowMs: 0 };
@@ -211,7 +213,7 @@ export function createThrottle(
     }
     return out;
   };
-  const retryAfter = (windowStart: number, now: number) => Math.max(1, Math.ceil((windowStart + windowMs - now) / 1000));
+  const retryAfter = (windowEnd: number, now: number) => Math.max(1, Math.ceil((windowEnd - now) / 1000));
   let counted = 0;
   // Every guess at a new username adds a row; sweep finished windows now and then so an
   // attacker cannot grow the table without bound. Per instance, so the cost is spread. The sweep
@@ -269,23 +271,47 @@ export function createThrottle(
         // refusal again, a second lock-out event for one lock. Read, then refunded: an attempt
         // that locks it between the two can still be reported twice (a conditional refund in the
         // store would close that; the storage contract has none).
-        if (store.refund) {
-          for (const c of counted) {
-            try {
-              const current = await store.get(c.storageKey);
-              if (current === null || current.windowStart !== c.windowStart || current.count > c.limit) continue;
-              await store.refund(c.storageKey, c.windowStart, 1);
-            } catch (error) {
-              onSweepError(error, "refund");
+        //
+        // Retry-After runs to the latest end among every lock this attempt would meet when it came
+        // back: the refusing key's window, an earlier key others have locked meanwhile, and the
+        // keys after it, which it did not count and are read here (on the refusal path only, all
+        // at once). Until 2026-12-02 it named the refusing key's window alone, and an address
+        // refused by its own key while the username's longer lock was on was refused again when
+        // it came back as told. A key at its limit counts as locked: the next count passes it.
+        let until = r.windowStart + windowMs;
+        const locked = (current: AttemptRecord | null, keyLimit: number) => {
+          if (current !== null && current.windowStart > now - windowMs && current.count >= keyLimit) until = Math.max(until, current.windowStart + windowMs);
+        };
+        for (const c of counted) {
+          try {
+            const current = await store.get(c.storageKey);
+            if (!store.refund || current === null || current.windowStart !== c.windowStart || current.count > c.limit) {
+              locked(current, c.limit);
+              continue;
             }
+            await store.refund(c.storageKey, c.windowStart, 1);
+          } catch (error) {
+            onSweepError(error, store.refund ? "refund" : "read");
           }
         }
-        throw new TooManyAttemptsError(retryAfter(r.windowStart, now), "locked", { keyIndex, first: r.count === limit + 1, until: r.windowStart + windowMs });
+        const names = new Set<string>();
+        const later = keys.filter((k) => !seen.has(keyOf(k)) && !names.has(keyOf(k)) && names.add(keyOf(k)));
+        await Promise.all(
+          later.map(async (k) => {
+            try {
+              locked(await store.get(await storageKey(keyOf(k))), limitOf(k));
+            } catch (error) {
+              onSweepError(error, "read");
+            }
+          }),
+        );
+        throw new TooManyAttemptsError(retryAfter(until, now), "locked", { keyIndex, first: r.count === limit + 1, until: r.windowStart + windowMs });
       };
       // A key marked `readFirst` (a budget shared across usernames, counted after the username's
       // own keys) is read before anything is counted: when it already refuses (its count at its
       // limit in its window), the attempt is counted on it alone, so past a spent budget a new
-      // username costs one read and one write and leaves no counter row. Counted here only then;
+      // username costs a read and a write of the budget (and the refusal's reads of the other
+      // keys, for Retry-After) and leaves no counter row. Counted here only then;
       // when a success's refund or the window's end has taken it under its limit meanwhile, it
       // stays counted (first, for this attempt) and the others follow as usual.
       for (const [keyIndex, k] of keys.entries()) {
