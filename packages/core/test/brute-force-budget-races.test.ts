@@ -123,3 +123,64 @@ describe("past a spent budget, an attempt touches the budget alone", () => {
     expect({ status: refused.status, calls, newCounters: keys.size - rowsBefore, live }).toEqual({ status: 429, calls: ["get", "increment", "get", "get"], newCounters: 0, live: 1 + 2 * 9 });
   });
 });
+
+describe("a budget read as spent, then given a count back before the attempt counts it", () => {
+  it("console: an attempt that read the budget at its limit while a success was in flight, and counted it after that success's refund, is checked (401), not refused; the next one is refused, one address_budget lock", async () => {
+    const memory = createMemoryStorage();
+    let holdIncrement: (() => Promise<void>) | null = null;
+    let holdLookup: { username: string; reached: () => void; wait: Promise<void> } | null = null;
+    const storage: Storage = {
+      ...memory,
+      attempts: {
+        ...memory.attempts,
+        increment: async (key, now, windowMs) => {
+          const hold = holdIncrement;
+          holdIncrement = null;
+          if (hold) await hold();
+          return memory.attempts.increment(key, now, windowMs);
+        },
+        refund: memory.attempts.refund!.bind(memory.attempts),
+      },
+      accounts: {
+        ...memory.accounts,
+        findByUsername: async (username) => {
+          const hold = holdLookup?.username === username ? holdLookup : null;
+          if (hold) {
+            holdLookup = null;
+            hold.reached();
+            await hold.wait;
+          }
+          return memory.accounts.findByUsername(username);
+        },
+      },
+    };
+    const events: SecurityEvent[] = [];
+    // maxFailures 1: the address's budget is 3.
+    const h = await consoleHarness({ storage, bruteForce: { maxFailures: 1, windowSeconds: 600 }, logger: quiet, onEvent: (e) => void events.push(e) });
+    const signIn = (username: string, password: string) => call(h.app, "POST", "/api/session", { body: { username, password }, clientIp: "198.51.100.79" });
+    for (let i = 0; i < 2; i++) expect((await signIn(`user-${i}`, "wrong")).status).toBe(401);
+    // S, the admin's right password, counts the budget's third and is held at its password check.
+    let releaseS = (): void => {};
+    let reachedS = (): void => {};
+    const sReached = new Promise<void>((r) => (reachedS = r));
+    holdLookup = { username: ADMIN.username, reached: () => reachedS(), wait: new Promise<void>((r) => (releaseS = r)) };
+    const s = signIn(ADMIN.username, ADMIN.password);
+    await sReached;
+    // X reads the budget at its limit; its count of it is held.
+    let releaseX = (): void => {};
+    let reachedX = (): void => {};
+    const xReached = new Promise<void>((r) => (reachedX = r));
+    holdIncrement = () => (reachedX(), new Promise<void>((r) => (releaseX = r)));
+    const x = signIn("user-x", "wrong");
+    await xReached;
+    // S succeeds and gives the budget its count back (2); then X counts it (3, at its limit: allowed).
+    releaseS();
+    const sStatus = (await s).status;
+    releaseX();
+    const xStatus = (await x).status;
+    const yStatus = (await signIn("user-y", "wrong")).status;
+    await h.app.flushEvents();
+    const locks = events.filter((e) => e.type === "account.locked_out").map((e) => (e as { lock: string }).lock);
+    expect({ sStatus, xStatus, yStatus, locks }).toEqual({ sStatus: 200, xStatus: 401, yStatus: 429, locks: ["address_budget"] });
+  });
+});
