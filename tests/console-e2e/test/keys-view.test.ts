@@ -248,7 +248,7 @@ suite(name, () => {
     const answered = page.waitForResponse((r) => r.url().endsWith("/console/api/signing-keys/reencrypt"));
     await dialog.getByRole("button", { name: "Re-encrypt keys", exact: true }).click();
     const response = await answered;
-    expect([response.request().method(), response.status(), await response.json()]).toEqual(["POST", 200, { reencrypted: [key!.kid, signerKey.kid], unchanged: [] }]);
+    expect([response.request().method(), response.status(), await response.json()]).toEqual(["POST", 200, { reencrypted: [key!.kid, signerKey.kid], unchanged: [], left: [], complete: true }]);
     await expect
       .poll(() => page.locator("#security-status").textContent())
       .toBe(
