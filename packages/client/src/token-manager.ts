@@ -183,6 +183,12 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
    * calls reject with this error (a fresh token in the shared cache is still taken). See tokenRequest.
    */
   let refusedSecret: OAuthError | null = null;
+  /**
+   * The server refused this client's client_credentials grant for good (`unauthorized_client`,
+   * `unsupported_grant_type`, `invalid_scope`): not sent again, calls reject with this error (a
+   * fresh token in the shared cache is still taken). See runGrant.
+   */
+  let refusedGrant: OAuthError | null = null;
 
   /**
    * Where in the skew window this client renews, from 0 (its start, refreshSkewMs before expiry)
@@ -655,7 +661,22 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
   async function runGrant(): Promise<CachedToken> {
     const scope: Record<string, string> = config.scope === undefined ? {} : { scope: config.scope };
     const previous: Previous = { refreshToken: null, scope: config.scope ?? "", lineage: [] };
-    if (grant === "client_credentials") return tokenRequest("client_credentials", scope, previous);
+    if (grant === "client_credentials") {
+      try {
+        return await tokenRequest("client_credentials", scope, previous);
+      } catch (error) {
+        // A client_credentials grant refused for good (see REFUSED_FOR_GOOD) is never sent again:
+        // the client id, its secret and the scope option are fixed, so the same request gets the
+        // same refusal whenever it is sent (the client may not use the grant, the server has none,
+        // the scope is not granted). Every later call rejects with this error, sending nothing,
+        // unless a shared cache holds a token another process obtained; a new client is the way on.
+        // Until 2026-12-02 every call sent it again (a 4xx is not counted by the backoff). Not
+        // invalid_grant: §5.2 gives it no meaning here (no grant is presented but the client's
+        // authentication, whose refusal is invalid_client, see tokenRequest): sent again.
+        if (refusedForGood(error) && error.error !== "invalid_grant") refusedGrant = error;
+        throw error;
+      }
+    }
     const { username, password } = credentials!;
     try {
       return await tokenRequest("password", { username, password, ...scope }, previous);
@@ -700,6 +721,7 @@ export function createTokenManager(options: TokenManagerConfig): TokenManager {
     const found = await fromCache(cached);
     if (found !== null) return found;
     if (refusedSecret !== null) throw refusedSecret;
+    if (refusedGrant !== null) throw refusedGrant;
     if (hold !== null) {
       const now = nowSince(hold.from);
       if (now < hold.until) {
@@ -956,8 +978,9 @@ const WHAT = "token endpoint";
  * ends the session. Likewise for a password grant (see runGrant), whose username, password and
  * scope are fixed: `invalid_grant` (the password), `unauthorized_client`, `unsupported_grant_type`
  * (the password grant), `invalid_scope` (the `scope` option): the password is dropped and the
- * session ends. Not `invalid_client` (the client's own authentication: a refused secret ends
- * the client, a refused `private_key_jwt` assertion may pass later, see tokenRequest) nor
+ * session ends. And for a client_credentials grant (see runGrant), whose scope is fixed too, but
+ * for `invalid_grant`, which §5.2 gives no meaning there: the request is not sent again. Not
+ * `invalid_client` (the client's own authentication: a refused secret ends the client, a refused `private_key_jwt` assertion may pass later, see tokenRequest) nor
  * `invalid_request` (the request was malformed, by a proxy in between or a server's bug: nothing is
  * said of the token), nor a code outside §5.2, whose meaning the client cannot know.
  */
