@@ -24,7 +24,7 @@ import {
   type Plantgate,
   type Storage,
 } from "@plantgate/core";
-import { LATEST_SCHEMA_VERSION, pendingMigrationsAt, type SqlStorage } from "@plantgate/storage-sql";
+import { driverErrorCode, LATEST_SCHEMA_VERSION, pendingMigrationsAt, type SqlStorage } from "@plantgate/storage-sql";
 import { auditFromEnv, DEFAULT_SQLITE_PATH, openStorageFromEnv, queryTimeoutFromEnv, StorageConfigError, storageUrlFromEnv } from "@plantgate/storage-sql/env";
 import { openRedisHotStoresFromEnv, RedisConfigError, type OpenedRedisHotStores } from "@plantgate/storage-redis/env";
 
@@ -835,7 +835,8 @@ function causeNote(e: unknown, env: CliIo["env"]): string {
   const inner = chain.pop();
   if (inner === undefined) return "";
   const describe = (x: Error) => {
-    const code = (x as { code?: unknown }).code;
+    // MariaDB's name where mysql2 gives MySQL's for another error (4151: a locked account), as the line's.
+    const code = driverErrorCode(x);
     const text = `${x.name}: ${x.message}`;
     return (typeof code === "string" || typeof code === "number") && !text.includes(String(code)) && !e.message.includes(`(${code}`) ? `${text} [${code}]` : text;
   };

@@ -46,8 +46,8 @@ describe("MySQL/MariaDB: a login refused for the account's state is exit 2", () 
       // Trying again never helps: each needs the credentials or the account fixed.
       expect(results).toEqual({
         sock: { code: 2, stdout: "", stderr: `plantgate: cannot open the store at ${shown.sock}: mysql storage failed during open (ER_ACCESS_DENIED_NO_PASSWORD_ERROR) (cause: Error: Access denied for user '${users.sock}'@'${new URL(MYSQL_URL).hostname}')\n` },
-        // mysql2's name for MariaDB's 4151, as storage-sql's message quotes it.
-        lock: { code: 2, stdout: "", stderr: `plantgate: cannot open the store at ${shown.lock}: mysql storage failed during open (ER_BULK_PARSER_INCOMPLETE_ESCAPE_SEQUENCE) (cause: Error: Access denied, this account is locked)\n` },
+        // MariaDB's name for its 4151, not mysql2's (MySQL's 4151 is ER_BULK_PARSER_INCOMPLETE_ESCAPE_SEQUENCE).
+        lock: { code: 2, stdout: "", stderr: `plantgate: cannot open the store at ${shown.lock}: mysql storage failed during open (ER_ACCOUNT_HAS_BEEN_LOCKED) (cause: Error: Access denied, this account is locked)\n` },
         exp: { code: 2, stdout: "", stderr: `plantgate: cannot open the store at ${shown.exp}: mysql storage failed during open (ER_MUST_CHANGE_PASSWORD) (cause: Error: You must SET PASSWORD before executing this statement)\n` },
       });
     } finally {

@@ -157,6 +157,36 @@ export async function againOnDeadlock<T>(work: () => Promise<T>, options: RetryO
   }
 }
 
+/**
+ * MariaDB's names for its error numbers that a login can get where mysql2, which names a server's
+ * errno from MySQL's list, has another error under the same number (MySQL's bulk loader's):
+ * errno -> [mysql2's name, MariaDB's name]. MariaDB's 4150 is an account blocked after
+ * `max_password_errors` failed logins (until `FLUSH PRIVILEGES` or `ALTER USER`), 4151 a locked
+ * account (`ACCOUNT LOCK`). plantgate never bulk-loads, so on a MySQL server neither number comes
+ * with MySQL's meaning. MariaDB's numbers below 4150 that mysql2 misnames are no login's (a backup
+ * stage, a sequence, a compressed table).
+ */
+const MARIADB_LOGIN_ERRORS: ReadonlyMap<number, readonly [mysql2: string, mariadb: string]> = new Map([
+  [4150, ["ER_BULK_PARSER_UNEXPECTED_CHAR_AFTER_COLUMN_TERMINATOR", "ER_USER_IS_BLOCKED"]],
+  [4151, ["ER_BULK_PARSER_INCOMPLETE_ESCAPE_SEQUENCE", "ER_ACCOUNT_HAS_BEEN_LOCKED"]],
+]);
+
+/**
+ * A driver error's `code` as {@link toStorageError}'s message names it: the driver's own, but
+ * MariaDB's name where mysql2 gives MySQL's name of another error under the same errno (4150
+ * `ER_USER_IS_BLOCKED`, 4151 `ER_ACCOUNT_HAS_BEEN_LOCKED`). Until 2026-12-02 a locked MariaDB
+ * account's StorageError said `(ER_BULK_PARSER_INCOMPLETE_ESCAPE_SEQUENCE)`.
+ *
+ * @example
+ * driverErrorCode(mysql2Error); // "ER_ACCOUNT_HAS_BEEN_LOCKED" for MariaDB's errno 4151
+ */
+export function driverErrorCode(e: unknown): unknown {
+  if (typeof e !== "object" || e === null) return undefined;
+  const { code, errno } = e as DriverError;
+  const names = typeof errno === "number" ? MARIADB_LOGIN_ERRORS.get(errno) : undefined;
+  return names !== undefined && code === names[0] ? names[1] : code;
+}
+
 /** Errors of ours that already say what they mean and must pass through unchanged. */
 function isOwn(e: unknown): boolean {
   return e instanceof StorageError || e instanceof SchemaTooNewError || e instanceof UnstorableValueError;
@@ -170,7 +200,7 @@ function isOwn(e: unknown): boolean {
  */
 export function toStorageError(e: unknown, family: SqlFamily, operation: string): unknown {
   if (isOwn(e)) return e;
-  const code = typeof e === "object" && e !== null ? (e as DriverError).code : undefined;
+  const code = driverErrorCode(e);
   const attempts = typeof e === "object" && e !== null ? gaveUpAfter.get(e) : undefined;
   const safeCode = typeof code === "string" && /^[A-Za-z0-9_]{1,64}$/.test(code) ? ` (${code}${attempts === undefined ? "" : `, ${attempts} attempts`})` : attempts === undefined ? "" : ` (${attempts} attempts)`;
   return new StorageError(`${family} storage failed during ${operation}${safeCode}`, { cause: e });
