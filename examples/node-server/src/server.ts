@@ -192,9 +192,13 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
   try {
     // Never on the public port: a listener of its own, on the same host.
     metrics = await observability.serveMetrics(host);
+    // The app's routes are under an override's basePath: the issuer and the endpoints the metadata
+    // lists name it, as the Express example's mount path (until 2026-12-02 they named the bare
+    // listening URL, and a discovering client posted to a 404).
+    const base = running.url + (overrides.basePath ?? "");
     const options: PlantgateOptions = {
-      issuer: running.url,
-      ...(fromEnv.issuer ? {} : { baseUrl: running.url }),
+      issuer: base,
+      ...(fromEnv.issuer ? {} : { baseUrl: base }),
       // node:crypto in line instead of Web Crypto's thread-pool jobs: same hashes and signatures, less CPU.
       crypto: nodeCrypto(),
       // The opt-in API reference page at /docs (from @plantgate/docs).
