@@ -310,15 +310,22 @@ export function createThrottle(
       // A key marked `readFirst` (a budget shared across usernames, counted after the username's
       // own keys) is read before anything is counted: when it already refuses (its count at its
       // limit in its window), the attempt is counted on it alone, so past a spent budget a new
-      // username costs a read and a write of the budget (and the refusal's reads of the other
-      // keys, for Retry-After) and leaves no counter row. Counted here only then;
+      // username costs a read and a write of the budget, the reads of its own keys beside it, and
+      // the refusal's reads of the other keys, for Retry-After, and leaves no counter row. Counted here only then;
       // when a success's refund or the window's end has taken it under its limit meanwhile, it
-      // stays counted (first, for this attempt) and the others follow as usual.
+      // stays counted (first, for this attempt) and the others follow as usual. Not when a key of
+      // the username's own already refuses (read beside it, on this rare path only): the attempt is
+      // then counted, and refused, there, as the order without a budget read would have it, and
+      // the budget is left as it was (until later on 2026-12-02 such a guess pushed a budget at its
+      // limit past it, and a success in flight giving its count back left it locked for others).
       for (const [keyIndex, k] of keys.entries()) {
         if (typeof k === "string" || !k.readFirst || seen.has(k.key)) continue;
         const storedAs = await storageKey(k.key);
-        const current = await store.get(storedAs);
-        if (current === null || current.windowStart <= now - windowMs || current.count < limitOf(k)) continue;
+        const refuses = (current: AttemptRecord | null, keyLimit: number) => current !== null && current.windowStart > now - windowMs && current.count >= keyLimit;
+        if (!refuses(await store.get(storedAs), limitOf(k))) continue;
+        const own = keys.filter((o) => (typeof o === "string" || !o.readFirst) && !seen.has(keyOf(o)));
+        const ownRefuses = await Promise.all(own.map(async (o) => refuses(await store.get(await storageKey(keyOf(o))), limitOf(o))));
+        if (ownRefuses.some(Boolean)) continue;
         seen.add(k.key);
         const r = await store.increment(storedAs, now, windowMs);
         if (r.count > limitOf(k)) return refuse(keyIndex, r);
