@@ -797,9 +797,13 @@ const MYSQL_REFUSED_CONFIGURATION = new Set([
   // Access denied without a password (a unix_socket-only account: Debian's root@localhost), an
   // authentication method the client does not support.
   1698, 1251,
-  // A locked account (MySQL 3118, MariaDB 4151), an expired password (1820 on the first statement,
-  // 1862 at login).
-  3118, 4151, 1820, 1862,
+  // A locked account (MySQL 3118, MariaDB 4151), an account MariaDB blocked after too many wrong
+  // passwords (4150, `max_password_errors`: "unblock with ALTER USER / FLUSH PRIVILEGES"; storage-sql
+  // names it ER_USER_IS_BLOCKED, and until later on 2026-12-02 it was still exit 3 here: the second
+  // diff review showed it with the server's max_password_errors set to 1 for a moment, a test not
+  // kept, since that setting is server-wide and would block the accounts of tests running beside it),
+  // an expired password (1820 on the first statement, 1862 at login).
+  3118, 4151, 4150, 1820, 1862,
 ]);
 
 function refusedConfiguration(driverError: unknown): boolean {
