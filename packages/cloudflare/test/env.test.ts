@@ -119,6 +119,9 @@ const HOSTILE: [string, unknown, string][] = [
   ["PLANTGATE_PASSWORD_HASH_ITERATIONS", "9".repeat(20), `PLANTGATE_PASSWORD_HASH_ITERATIONS (passwordHashIterations) must be at most 100000 on Workers (Cloudflare's PBKDF2 limit), got ${"9".repeat(20)}`],
   ["PLANTGATE_ACCESS_TOKEN_TTL", "0", 'PLANTGATE_ACCESS_TOKEN_TTL must be a positive integer, got "0"'],
   ["PLANTGATE_TRUSTED_PROXIES", "10.0.0.0/33", 'PLANTGATE_TRUSTED_PROXIES: "10.0.0.0/33" has a bad prefix length'],
+  // A hop count (one number) out of 1-16, as wrangler passes an unquoted value and as text.
+  ["PLANTGATE_TRUSTED_PROXIES", 17, 'PLANTGATE_TRUSTED_PROXIES must be a hop count from 1 to 16 or comma-separated addresses / CIDR ranges, got "17"'],
+  ["PLANTGATE_TRUSTED_PROXIES", "0", 'PLANTGATE_TRUSTED_PROXIES must be a hop count from 1 to 16 or comma-separated addresses / CIDR ranges, got "0"'],
   ["PLANTGATE_BRUTE_FORCE_MAX_FAILURES", "-1", 'PLANTGATE_BRUTE_FORCE_MAX_FAILURES must be a positive integer, got "-1"'],
   ["PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS", "1.5", 'PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS must be a positive integer, got "1.5"'],
   ["PLANTGATE_SIGNING_KEY_MAX_AGE", "0", 'PLANTGATE_SIGNING_KEY_MAX_AGE must be a positive integer, got "0"'],

@@ -450,6 +450,35 @@ describe("createWorker", () => {
     expect(events.filter((e) => e.type === "client.authentication_failed").map((e) => e.client_ip)).toEqual(["203.0.113.7", "2001:db8:0:0:0:0:0:7", null, null, null]);
   });
 
+  it("PLANTGATE_TRUSTED_PROXIES as a hop count (an unquoted [vars] number): CF-Connecting-IP is the first proxy, the client the Nth X-Forwarded-For entry from the right", async () => {
+    const events: { type: string; client_ip?: unknown }[] = [];
+    const env = {
+      DB: database,
+      PLANTGATE_BOOTSTRAP_CLIENT_ID: "cf-hops",
+      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "cf-hops-secret-0123456789abc",
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000",
+      PLANTGATE_TRUSTED_PROXIES: 2,
+    };
+    const worker = createWorker({ logger: recorded, onEvent: (e) => void events.push(e as { type: string; client_ip?: unknown }) });
+    for (const xff of ["6.6.6.6, 198.51.100.7, 192.0.2.1", "198.51.100.8", null]) {
+      await worker.fetch(
+        new Request("http://worker.test/UserService/connect/token", {
+          method: "POST",
+          headers: {
+            "content-type": "application/x-www-form-urlencoded",
+            authorization: `Basic ${btoa("cf-hops:wrong-secret")}`,
+            "cf-connecting-ip": "203.0.113.7",
+            ...(xff === null ? {} : { "x-forwarded-for": xff }),
+          },
+          body: "grant_type=client_credentials",
+        }),
+        env,
+      );
+    }
+    // Two hops: the second entry from the right; one entry: the leftmost; none: CF-Connecting-IP.
+    expect(events.filter((e) => e.type === "client.authentication_failed").map((e) => e.client_ip)).toEqual(["198.51.100.7", "198.51.100.8", "203.0.113.7"]);
+  });
+
   it("upload discard bounds are checked when the Worker is made", () => {
     for (const uploadDiscardBytes of [Number.NaN, -1, 1.5]) expect(() => createWorker({ uploadDiscardBytes })).toThrow(new TypeError("uploadDiscardBytes must be a non-negative integer"));
     for (const uploadDiscardMs of [Number.NaN, -5, 2 ** 31, Number.POSITIVE_INFINITY]) expect(() => createWorker({ uploadDiscardMs })).toThrow(new TypeError("uploadDiscardMs must be an integer from 0 to 2147483647"));

@@ -109,8 +109,8 @@ export interface Context {
   limits: Limits;
   /** Brute-force counters (see `bruteForce`). */
   throttle: Throttle;
-  /** Whether an address is a trusted proxy (see `trustedProxies`). */
-  trustedProxy: (ip: string) => boolean;
+  /** Whether an address, `hop` hops from the server (0: the peer), is a trusted proxy (see `trustedProxies`). */
+  trustedProxy: (ip: string, hop?: number) => boolean;
   /** The management console; null when disabled. `page` is null when no page was given. */
   console: {
     sessionTtlSeconds: number;

@@ -3,7 +3,7 @@ import { AdminConflictError, AdminError, type AdminField } from "./admin/errors.
 import { checkAccountInput } from "./admin/index.js";
 import { checkClientId, checkClientSecret } from "./admin/clients.js";
 import type { AccountStore, ClientStore } from "./storage/types.js";
-import { compileTrustedProxies } from "./security/client-ip.js";
+import { compileTrustedProxies, isTrustedProxyHops, MAX_TRUSTED_PROXY_HOPS } from "./security/client-ip.js";
 import { checkIssuer, checkScopePrefix, checkSigningKeyMaxAge, DEFAULT_MAX_SCOPE_LENGTH, MAX_AUDIT_RETENTION_DAYS, MAX_PASSWORD_HASH_ITERATIONS, type PlantgateOptions } from "./options.js";
 import type { ConsoleOptions } from "./option-types.js";
 import { parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
@@ -72,7 +72,7 @@ function nonNegativeInt(env: EnvVars, name: string, max?: number): number | unde
  * so both see the same store and settings:
  * `PLANTGATE_ISSUER`, `PLANTGATE_SCOPE_PREFIX`, `PLANTGATE_SIGNING_KEY` (private JWK as JSON),
  * `PLANTGATE_PASSWORD_HASH_ITERATIONS`, `PLANTGATE_ACCESS_TOKEN_TTL`,
- * `PLANTGATE_TRUSTED_PROXIES` (comma-separated addresses or CIDR ranges),
+ * `PLANTGATE_TRUSTED_PROXIES` (comma-separated addresses or CIDR ranges, or a hop count 1-16),
  * `PLANTGATE_BRUTE_FORCE_MAX_FAILURES`, `PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS`,
  * `PLANTGATE_SIGNING_KEY_MAX_AGE` and `PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY` (seconds),
  * `PLANTGATE_KEY_ENCRYPTION_KEY` (comma-separated base64url 256-bit keys; the first encrypts),
@@ -131,7 +131,16 @@ export function optionsFromEnv(env: EnvVars, given: Pick<PlantgateOptions, "maxS
   // expired, and signing keys kept as long, before 2026-11-29).
   const ttl = int(env, "PLANTGATE_ACCESS_TOKEN_TTL", MAX_TTL_SECONDS);
   if (ttl !== undefined) out.accessTokenTtl = ttl;
-  const proxies = env.PLANTGATE_TRUSTED_PROXIES?.split(",").map((p) => p.trim()).filter(Boolean);
+  const proxiesText = env.PLANTGATE_TRUSTED_PROXIES?.trim();
+  // One number is a hop count (no address or range is a bare number, so the two cannot be confused).
+  if (proxiesText !== undefined && /^\d+$/.test(proxiesText)) {
+    const hops = Number(proxiesText);
+    if (!isTrustedProxyHops(hops) || String(hops) !== proxiesText) {
+      throw new ConfigError(`PLANTGATE_TRUSTED_PROXIES must be a hop count from 1 to ${MAX_TRUSTED_PROXY_HOPS} or comma-separated addresses / CIDR ranges, got "${proxiesText}"`);
+    }
+    out.trustedProxies = hops;
+  }
+  const proxies = out.trustedProxies === undefined ? proxiesText?.split(",").map((p) => p.trim()).filter(Boolean) : undefined;
   if (proxies && proxies.length > 0) {
     try {
       compileTrustedProxies(proxies);

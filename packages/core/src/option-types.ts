@@ -166,9 +166,13 @@ export interface PlantgateOptions extends TelemetryOptions {
    * Addresses (exact, or CIDR such as `10.0.0.0/8`) of reverse proxies whose `X-Forwarded-For`
    * is believed. When the socket peer is one of them, the client IP is the rightmost
    * `X-Forwarded-For` entry that is not a trusted proxy; otherwise the socket address is used and
-   * forwarded headers are ignored. Default: none (env `PLANTGATE_TRUSTED_PROXIES`, comma-separated).
+   * forwarded headers are ignored. Or a hop count, a whole number from 1 to 16: exactly that many
+   * proxies stand in front of the server, whatever their addresses (a cloud load balancer's), the
+   * socket peer being the first; the client IP is then the Nth `X-Forwarded-For` entry from the
+   * right (Express's `trust proxy: N`), the leftmost when there are fewer. Default: none (env
+   * `PLANTGATE_TRUSTED_PROXIES`, comma-separated, or one number).
    */
-  trustedProxies?: string[];
+  trustedProxies?: string[] | number;
   /**
    * Brute-force defence of the password grant and console sign-in (per username + client IP at
    * `maxFailures`, per username at 5 × `maxFailures`; every attempt counts, a success resets them;

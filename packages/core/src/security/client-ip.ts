@@ -105,21 +105,45 @@ interface Range {
   bits: number;
 }
 
-/** A trusted-proxy matcher; built once from the `trustedProxies` option. */
+/**
+ * A trusted-proxy matcher; built once from the `trustedProxies` option. `hop` is how far the
+ * address is from the server: 0 for the socket peer, 1 for the rightmost `X-Forwarded-For` entry,
+ * and so on (a list of addresses ignores it; a hop count trusts the first N hops, whatever their
+ * addresses). Default 0.
+ */
 export interface ProxyMatcher {
-  (ip: string): boolean;
+  (ip: string, hop?: number): boolean;
+}
+
+/** The most proxies a hop count may name: a chain longer than this is a misconfiguration. */
+export const MAX_TRUSTED_PROXY_HOPS = 16;
+
+/** Whether `value` is a hop count `trustedProxies` takes: a whole number from 1 to {@link MAX_TRUSTED_PROXY_HOPS}. */
+export function isTrustedProxyHops(value: unknown): value is number {
+  return typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= MAX_TRUSTED_PROXY_HOPS;
 }
 
 /**
- * Compiles `trustedProxies` (exact addresses or CIDR ranges such as `10.0.0.0/8`, `fd00::/8`).
- * Throws `TypeError` for an entry that is neither, so a typo fails at start-up instead of
- * silently trusting nobody (or everybody).
+ * Compiles `trustedProxies`: exact addresses or CIDR ranges such as `10.0.0.0/8`, `fd00::/8`; or a
+ * hop count, 1-16, trusting exactly that many proxies in front of the server (Express's
+ * `trust proxy: N`). Throws `TypeError` for an entry that is neither address nor range, or a count
+ * out of range, so a typo fails at start-up instead of silently trusting nobody (or everybody).
  */
-export function compileTrustedProxies(entries: readonly string[]): ProxyMatcher {
+export function compileTrustedProxies(entries: readonly string[] | number): ProxyMatcher {
+  if (typeof entries === "number") {
+    if (!isTrustedProxyHops(entries)) {
+      throw new TypeError(`trustedProxies must be a hop count from 1 to ${MAX_TRUSTED_PROXY_HOPS} or a list of addresses and CIDR ranges, got ${entries}`);
+    }
+    return (_ip, hop = 0) => hop < entries;
+  }
+  if (!Array.isArray(entries)) throw new TypeError(`trustedProxies must be a hop count from 1 to ${MAX_TRUSTED_PROXY_HOPS} or a list of addresses and CIDR ranges, got ${String(entries)}`);
   const ranges: Range[] = entries.map((entry) => {
     const slash = entry.indexOf("/");
     const ip = parseIp(slash < 0 ? entry : entry.slice(0, slash));
-    if (!ip) throw new TypeError(`trustedProxies: "${entry}" is not an IP address or CIDR range`);
+    if (!ip) {
+      const count = /^\d{1,2}$/.test(entry.trim()) ? ` (a hop count is a number: trustedProxies: ${Number(entry)})` : "";
+      throw new TypeError(`trustedProxies: "${entry}" is not an IP address or CIDR range${count}`);
+    }
     const max = ip.v === 4 ? 32 : 128;
     const bitsText = slash < 0 ? String(max) : entry.slice(slash + 1);
     if (!/^\d{1,3}$/.test(bitsText) || Number(bitsText) > max) throw new TypeError(`trustedProxies: "${entry}" has a bad prefix length`);
@@ -143,25 +167,29 @@ export function compileTrustedProxies(entries: readonly string[]): ProxyMatcher 
 /**
  * The client's address: the socket address, unless the socket peer is a trusted proxy; then the
  * rightmost `X-Forwarded-For` entry that is not itself a trusted proxy (entries further left were
- * written by the client and prove nothing). Returns undefined when the adapter passed no address.
+ * written by the client and prove nothing). With a hop count N, the peer is the first proxy and
+ * the client the Nth entry from the right; a header with fewer entries gives its leftmost. Several
+ * `X-Forwarded-For` lines come joined (`, `) by the `Headers` object, in order. A malformed entry
+ * ends the walk at the last address vouched for. Returns undefined when the adapter passed no address.
  *
  * @example
  * const trusted = compileTrustedProxies(["10.0.0.0/8"]);
  * resolveClientIp(trusted, "10.0.0.5", "198.51.100.7, 10.0.0.9"); // "198.51.100.7"
+ * resolveClientIp(compileTrustedProxies(1), "203.0.113.9", "6.6.6.6, 198.51.100.7"); // "198.51.100.7"
  */
 export function resolveClientIp(trusted: ProxyMatcher, socketIp: string | undefined, forwardedFor: string | null): string | undefined {
   if (socketIp === undefined) return undefined;
   let client = canonicalSocketIp(socketIp);
   // Not an address (a test harness, an exotic transport): kept as an opaque identity.
   if (client === undefined) return socketIp.slice(0, 64);
-  if (forwardedFor === null || !trusted(client)) return client;
+  if (forwardedFor === null || !trusted(client, 0)) return client;
   const hops = forwardedFor.split(",");
-  for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = parseHop(hops[i]!);
+  for (let i = hops.length - 1, hop = 1; i >= 0; i--, hop++) {
+    const parsed = parseHop(hops[i]!);
     // A malformed entry can only be the client's own invention: stop at the last hop we can vouch for.
-    if (!hop) break;
-    client = format(hop);
-    if (!trusted(client)) break;
+    if (!parsed) break;
+    client = format(parsed);
+    if (!trusted(client, hop)) break;
   }
   return client;
 }
