@@ -203,7 +203,7 @@ const consoleMount = (page: ServedPage | null): Mount => ({
       origin: request.headers.get("origin"),
       fetchSite: request.headers.get("sec-fetch-site"),
       csrfToken: request.headers.get(CSRF_HEADER),
-      clientIp: resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for")),
+      clientIp: resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"), info?.unixSocket === true),
       hasBody: request.headers.get("content-type") !== null || (request.headers.get("content-length") ?? "0") !== "0",
       readJson: () => readJsonBody(request, info, ctx.maxBodyBytes, CONSOLE_JSON),
     }),
@@ -299,7 +299,7 @@ async function dispatch(ctx: Context, table: RouteTable, request: Request, info:
       const handler = route.methods.get(request.method === "HEAD" ? "GET" : request.method);
       if (!handler) answer = methodNotAllowed(route);
       else {
-        const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"));
+        const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"), info?.unixSocket === true);
         answer = await handler(ctx, urlsFor(ctx, request.url), request, clientIp, info, note);
       }
     }

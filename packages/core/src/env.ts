@@ -72,7 +72,7 @@ function nonNegativeInt(env: EnvVars, name: string, max?: number): number | unde
  * so both see the same store and settings:
  * `PLANTGATE_ISSUER`, `PLANTGATE_SCOPE_PREFIX`, `PLANTGATE_SIGNING_KEY` (private JWK as JSON),
  * `PLANTGATE_PASSWORD_HASH_ITERATIONS`, `PLANTGATE_ACCESS_TOKEN_TTL`,
- * `PLANTGATE_TRUSTED_PROXIES` (comma-separated addresses or CIDR ranges, or a hop count 1-16),
+ * `PLANTGATE_TRUSTED_PROXIES` (comma-separated addresses, CIDR ranges and `unix`, or a hop count 1-16),
  * `PLANTGATE_BRUTE_FORCE_MAX_FAILURES`, `PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS`,
  * `PLANTGATE_SIGNING_KEY_MAX_AGE` and `PLANTGATE_SIGNING_KEY_ACTIVATION_DELAY` (seconds),
  * `PLANTGATE_KEY_ENCRYPTION_KEY` (comma-separated base64url 256-bit keys; the first encrypts),

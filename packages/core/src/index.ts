@@ -1,5 +1,5 @@
 export { createPlantgate, type Plantgate } from "./app.js";
-export { compileTrustedProxies, isIpAddress, isTrustedProxyHops, MAX_TRUSTED_PROXY_HOPS, resolveClientIp, throttleAddress, type ProxyMatcher } from "./security/client-ip.js";
+export { compileTrustedProxies, isIpAddress, isTrustedProxyHops, MAX_TRUSTED_PROXY_HOPS, resolveClientIp, throttleAddress, UNIX_SOCKET_PEER, type ProxyMatcher } from "./security/client-ip.js";
 export type { HandleInfo } from "./http/handle-info.js";
 export type { PlantgateOptions, ProtectedRoute, ConsoleOptions } from "./options.js";
 export type { StaticPage, PageFile, PageMount } from "./pages/static-page.js";

@@ -166,11 +166,12 @@ export interface PlantgateOptions extends TelemetryOptions {
    * Addresses (exact, or CIDR such as `10.0.0.0/8`) of reverse proxies whose `X-Forwarded-For`
    * is believed. When the socket peer is one of them, the client IP is the rightmost
    * `X-Forwarded-For` entry that is not a trusted proxy; otherwise the socket address is used and
-   * forwarded headers are ignored. Or a hop count, a whole number from 1 to 16: exactly that many
-   * proxies stand in front of the server, whatever their addresses (a cloud load balancer's), the
-   * socket peer being the first; the client IP is then the Nth `X-Forwarded-For` entry from the
-   * right (Express's `trust proxy: N`), the leftmost when there are fewer. Default: none (env
-   * `PLANTGATE_TRUSTED_PROXIES`, comma-separated, or one number).
+   * forwarded headers are ignored. `"unix"` trusts a peer on a Unix domain socket (which has no
+   * address; the adapter says `unixSocket`). Or a hop count, a whole number from 1 to 16: exactly
+   * that many proxies stand in front of the server, whatever their addresses (a cloud load
+   * balancer's), the socket peer (a Unix-socket one too) being the first; the client IP is then the
+   * Nth `X-Forwarded-For` entry from the right (Express's `trust proxy: N`), the leftmost when
+   * there are fewer. Default: none (env `PLANTGATE_TRUSTED_PROXIES`, comma-separated, or one number).
    */
   trustedProxies?: string[] | number;
   /**

@@ -7,16 +7,16 @@
  * Shown over the request path: the `client_ip` of the event a token request emits.
  */
 import { describe, expect, it } from "vitest";
-import { ConfigError, createPlantgate, optionsFromEnv, type PlantgateOptions, type SecurityEvent } from "../src/index.js";
+import { ConfigError, createPlantgate, optionsFromEnv, type HandleInfo, type PlantgateOptions, type SecurityEvent } from "../src/index.js";
 import { basic, BASE, harness } from "./helpers.js";
 
 /** The `client_ip` plantgate resolves for a token request from `peer` with these X-Forwarded-For lines. */
-async function clientIpOf(options: PlantgateOptions, peer: string | undefined, ...xff: string[]): Promise<string | null | undefined> {
+async function clientIpOf(options: PlantgateOptions, peer: string | undefined | HandleInfo, ...xff: string[]): Promise<string | null | undefined> {
   const events: SecurityEvent[] = [];
   const h = await harness({ onEvent: (e) => void events.push(e), ...options });
   const headers = new Headers({ "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) });
   for (const line of xff) headers.append("x-forwarded-for", line);
-  const res = await h.app.fetch(new Request(`${BASE}/UserService/connect/token`, { method: "POST", headers, body: "grant_type=client_credentials" }), peer === undefined ? {} : { clientIp: peer });
+  const res = await h.app.fetch(new Request(`${BASE}/UserService/connect/token`, { method: "POST", headers, body: "grant_type=client_credentials" }), typeof peer === "object" ? peer : peer === undefined ? {} : { clientIp: peer });
   expect(res.status).toBe(200);
   await h.app.flushEvents();
   const issued = events.filter((e) => e.type === "token.issued");
@@ -88,5 +88,35 @@ describe("PLANTGATE_TRUSTED_PROXIES: a hop count", () => {
     expect(() => optionsFromEnv({ PLANTGATE_TRUSTED_PROXIES: "1, 10.0.0.1" })).toThrow(
       new ConfigError('PLANTGATE_TRUSTED_PROXIES: "1" is not an IP address or CIDR range (a hop count is a number: trustedProxies: 1)'),
     );
+  });
+});
+
+/**
+ * A server on a Unix domain socket (nginx on the same host in front) has no peer address: the
+ * adapter says `unixSocket: true` instead. Until 2026-12-02 `client_ip` was then null whatever
+ * `trustedProxies` said, and the per-IP counters were off.
+ */
+describe("a Unix-socket peer", () => {
+  const viaUnix = (options: PlantgateOptions, ...xff: string[]) => clientIpOf(options, { unixSocket: true }, ...xff);
+
+  it('is a trusted proxy when trustedProxies lists "unix": the walk goes on as from any trusted proxy', async () => {
+    expect(await viaUnix({ trustedProxies: ["unix"] }, "6.6.6.6, 198.51.100.7")).toBe("198.51.100.7");
+    expect(await viaUnix({ trustedProxies: ["unix", "10.0.0.0/8"] }, "6.6.6.6, 198.51.100.7, 10.0.0.2")).toBe("198.51.100.7");
+  });
+
+  it("is the first proxy of a hop count", async () => {
+    expect(await viaUnix({ trustedProxies: 1 }, "6.6.6.6, 198.51.100.7")).toBe("198.51.100.7");
+    expect(await viaUnix({ trustedProxies: 2 }, "6.6.6.6, 198.51.100.7, 10.0.0.2")).toBe("198.51.100.7");
+  });
+
+  it("not trusted (no trustedProxies, or addresses without \"unix\"), no header, or a malformed rightmost entry: null, as before", async () => {
+    expect(await viaUnix({}, "198.51.100.7")).toBeNull();
+    expect(await viaUnix({ trustedProxies: ["10.0.0.0/8"] }, "198.51.100.7")).toBeNull();
+    expect(await viaUnix({ trustedProxies: ["unix"] })).toBeNull();
+    expect(await viaUnix({ trustedProxies: 1 }, "198.51.100.7, unknown")).toBeNull();
+  });
+
+  it("PLANTGATE_TRUSTED_PROXIES takes unix as an entry", () => {
+    expect(optionsFromEnv({ PLANTGATE_TRUSTED_PROXIES: "unix, 10.0.0.0/8" })).toEqual({ trustedProxies: ["unix", "10.0.0.0/8"] });
   });
 });

@@ -168,6 +168,7 @@ function unreadableBody(exchange: NodeExchange): { exchange: NodeExchange; read(
     exchange: {
       request,
       ...(clientIp === undefined ? {} : { clientIp }),
+      ...(exchange.unixSocket === true ? { unixSocket: true } : {}),
       readBody: () => Promise.reject(refuse()),
     },
     read: () => read,

@@ -16,6 +16,13 @@ export interface HandleInfo {
    */
   clientIp?: string;
   /**
+   * True when the request came over a Unix domain socket (a server listening on a path, behind a
+   * proxy on the same host), which has no peer address; then there is no `clientIp`. Whether that
+   * peer's `X-Forwarded-For` is believed is the app's decision (plantgate's `trustedProxies`:
+   * `"unix"`, or a hop count).
+   */
+  unixSocket?: boolean;
+  /**
    * Reads the whole body straight from the `IncomingMessage`, without a Web stream: the bytes, or
    * null as soon as more than `maxBytes` arrived (the rest is discarded unread); rejects when the
    * upload breaks. Use it or `request.body`, not both. The body then counts as used.

@@ -133,14 +133,18 @@ export interface NodeExchange extends HandleInfo {
 }
 
 // One object per request, standing in for the `{ clientIp }` literal an adapter would pass anyway
-// (its own enumerable data is `clientIp` alone); the request and the body reader come with it.
+// (its own enumerable data is `clientIp` alone, or `unixSocket: true` on a Unix domain socket);
+// the request and the body reader come with it.
 class Exchange implements NodeExchange {
   readonly #request: Request;
   readonly clientIp?: string;
+  readonly unixSocket?: true;
 
-  constructor(request: Request, clientIp: string | undefined) {
+  constructor(request: Request, socket: IncomingMessage["socket"] | undefined) {
     this.#request = request;
+    const clientIp = socket?.remoteAddress;
     if (clientIp !== undefined) this.clientIp = clientIp;
+    else if (onUnixSocket(socket)) this.unixSocket = true;
   }
 
   get request(): Request {
@@ -153,9 +157,24 @@ class Exchange implements NodeExchange {
 }
 
 /**
+ * Whether a socket without a peer address was accepted by a server listening on a Unix domain
+ * socket (or a Windows named pipe): `server.address()` is then the path, a string. A TCP socket
+ * that lost its address (closed before it was read) is not one: its server's address is an object.
+ */
+function onUnixSocket(socket: IncomingMessage["socket"] | undefined): boolean {
+  // Node sets `server` on every socket a net/http/tls server accepts; a shim's socket may have none.
+  const server = (socket as { server?: { address?: () => unknown } } | undefined)?.server;
+  try {
+    return typeof server?.address === "function" && typeof server.address() === "string";
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Builds the {@link NodeExchange} of one request: {@link toRequest}'s Request, the socket peer
  * address (`incoming.socket.remoteAddress`, never a forwarded header: whom to believe is the app's
- * decision) and the direct body reader.
+ * decision), or `unixSocket: true` on a Unix domain socket (which has none), and the direct body reader.
  *
  * @throws TypeError as {@link toRequest} does.
  *
@@ -171,7 +190,7 @@ export function toExchange(incoming: IncomingMessage, options: ToRequestOptions 
 
 /** {@link toExchange} with positional arguments, for the request listener (no options object per request). */
 export function exchangeOf(incoming: IncomingMessage, response: ServerResponse | undefined, origin: string | undefined, trustProxy: boolean, checkedTarget?: string): NodeExchange {
-  return new Exchange(createNodeRequest(incoming, response, origin, trustProxy, checkedTarget), incoming.socket?.remoteAddress);
+  return new Exchange(createNodeRequest(incoming, response, origin, trustProxy, checkedTarget), incoming.socket);
 }
 
 /**

@@ -16,6 +16,14 @@ export interface HandleInfo {
    */
   clientIp?: string;
   /**
+   * True when the request came over a Unix domain socket, which has no peer address (a proxy on
+   * the same host: nginx's `proxy_pass http://unix:/run/plantgate.sock`). Without `clientIp`, the
+   * peer is then a trusted proxy when `trustedProxies` lists `"unix"` or is a hop count, and the
+   * client IP is read from `X-Forwarded-For`; else there is none, as without `clientIp`.
+   * `@plantgate/node` sets it.
+   */
+  unixSocket?: boolean;
+  /**
    * Reads the whole request body without a Web stream, for adapters that hold the raw body
    * (`@plantgate/node` reads the `IncomingMessage` directly). Resolves to the bytes (empty for
    * none), or to null as soon as more than `maxBytes` arrived (the rest must then be discarded,

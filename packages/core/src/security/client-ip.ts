@@ -115,6 +115,12 @@ export interface ProxyMatcher {
   (ip: string, hop?: number): boolean;
 }
 
+/**
+ * What a {@link ProxyMatcher} is asked about a peer on a Unix domain socket (no address): trusted
+ * when `trustedProxies` lists `"unix"`, or is a hop count. Never an `X-Forwarded-For` entry (not an address).
+ */
+export const UNIX_SOCKET_PEER = "unix";
+
 /** The most proxies a hop count may name: a chain longer than this is a misconfiguration. */
 export const MAX_TRUSTED_PROXY_HOPS = 16;
 
@@ -124,7 +130,8 @@ export function isTrustedProxyHops(value: unknown): value is number {
 }
 
 /**
- * Compiles `trustedProxies`: exact addresses or CIDR ranges such as `10.0.0.0/8`, `fd00::/8`; or a
+ * Compiles `trustedProxies`: exact addresses or CIDR ranges such as `10.0.0.0/8`, `fd00::/8`, and
+ * `"unix"` for a peer on a Unix domain socket (see {@link UNIX_SOCKET_PEER}); or a
  * hop count, 1-16, trusting exactly that many proxies in front of the server (Express's
  * `trust proxy: N`). Throws `TypeError` for an entry that is neither address nor range, or a count
  * out of range, so a typo fails at start-up instead of silently trusting nobody (or everybody).
@@ -137,7 +144,8 @@ export function compileTrustedProxies(entries: readonly string[] | number): Prox
     return (_ip, hop = 0) => hop < entries;
   }
   if (!Array.isArray(entries)) throw new TypeError(`trustedProxies must be a hop count from 1 to ${MAX_TRUSTED_PROXY_HOPS} or a list of addresses and CIDR ranges, got ${String(entries)}`);
-  const ranges: Range[] = entries.map((entry) => {
+  const unix = entries.includes(UNIX_SOCKET_PEER);
+  const ranges: Range[] = entries.filter((entry) => entry !== UNIX_SOCKET_PEER).map((entry) => {
     const slash = entry.indexOf("/");
     const ip = parseIp(slash < 0 ? entry : entry.slice(0, slash));
     if (!ip) {
@@ -150,6 +158,7 @@ export function compileTrustedProxies(entries: readonly string[] | number): Prox
     return { ...ip, bits: Number(bitsText) };
   });
   return (text) => {
+    if (text === UNIX_SOCKET_PEER) return unix;
     const ip = parseIp(text);
     if (!ip) return false;
     return ranges.some((r) => {
@@ -170,19 +179,26 @@ export function compileTrustedProxies(entries: readonly string[] | number): Prox
  * written by the client and prove nothing). With a hop count N, the peer is the first proxy and
  * the client the Nth entry from the right; a header with fewer entries gives its leftmost. Several
  * `X-Forwarded-For` lines come joined (`, `) by the `Headers` object, in order. A malformed entry
- * ends the walk at the last address vouched for. Returns undefined when the adapter passed no address.
+ * ends the walk at the last address vouched for. Returns undefined when the adapter passed no address,
+ * unless `unixSocket` (the request came over a Unix domain socket, which has none) and that peer is
+ * trusted (`"unix"` listed, or a hop count): then the walk starts from it, and finds undefined
+ * when the header is missing or its rightmost entry is malformed.
  *
  * @example
  * const trusted = compileTrustedProxies(["10.0.0.0/8"]);
  * resolveClientIp(trusted, "10.0.0.5", "198.51.100.7, 10.0.0.9"); // "198.51.100.7"
  * resolveClientIp(compileTrustedProxies(1), "203.0.113.9", "6.6.6.6, 198.51.100.7"); // "198.51.100.7"
  */
-export function resolveClientIp(trusted: ProxyMatcher, socketIp: string | undefined, forwardedFor: string | null): string | undefined {
-  if (socketIp === undefined) return undefined;
-  let client = canonicalSocketIp(socketIp);
-  // Not an address (a test harness, an exotic transport): kept as an opaque identity.
-  if (client === undefined) return socketIp.slice(0, 64);
-  if (forwardedFor === null || !trusted(client, 0)) return client;
+export function resolveClientIp(trusted: ProxyMatcher, socketIp: string | undefined, forwardedFor: string | null, unixSocket = false): string | undefined {
+  let client: string | undefined;
+  if (socketIp === undefined) {
+    if (!unixSocket || forwardedFor === null || !trusted(UNIX_SOCKET_PEER, 0)) return undefined;
+  } else {
+    client = canonicalSocketIp(socketIp);
+    // Not an address (a test harness, an exotic transport): kept as an opaque identity.
+    if (client === undefined) return socketIp.slice(0, 64);
+    if (forwardedFor === null || !trusted(client, 0)) return client;
+  }
   const hops = forwardedFor.split(",");
   for (let i = hops.length - 1, hop = 1; i >= 0; i--, hop++) {
     const parsed = parseHop(hops[i]!);
