@@ -1,8 +1,8 @@
 /**
  * The brute-force throttle under concurrent guesses on every SQL engine (SQLite, PostgreSQL,
  * MariaDB): two app instances over two storages (two pools) on one database, the guesses split
- * between them. Counts how many password checks ran (PBKDF2 at the configured cost, observed
- * as the `deriveBits` calls at that cost; the calls themselves run unchanged).
+ * between them. The cases are storage-testing's `throttleConcurrencyCases` (storage-redis runs
+ * them on SQLite + Redis); they count how many password checks ran and which locks were reported.
  *
  * The second case failed on PostgreSQL and MariaDB until 2026-12-02 (locks
  * ["client_budget", "username"], bob 429): the client's budget across usernames was counted before
@@ -10,94 +10,20 @@
  * that key refused them, and the budget stayed past its limit (see core's
  * brute-force-budget-races.test.ts).
  */
-import { createPlantgate } from "@plantgate/core";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { throttleConcurrencyCases } from "@plantgate/storage-testing";
+import { describe } from "vitest";
 import { openSqlStorage } from "../src/index.js";
 import { describeIfReachable, MYSQL_URL, mysqlEngine, POSTGRES_URL, postgresEngine, probeMysql, probePostgres, sqliteEngine, type Engine } from "./support.js";
 
-const BASE = "https://as.example.test";
-const quiet = { error() {}, warn() {} };
-/** A cost no other hash in these tests uses, so each `deriveBits` at it is one password check. */
-const ITER = 1_234;
-
-const tally = (statuses: number[]) => {
-  const t: Record<number, number> = {};
-  for (const s of statuses) t[s] = (t[s] ?? 0) + 1;
-  return t;
-};
-
 function suite(engine: Engine): void {
-  const cleanups: Array<() => Promise<void>> = [];
-  afterEach(async () => {
-    for (const step of cleanups.splice(0).reverse()) await step().catch(() => {});
-  });
-
-  const setup = async () => {
+  throttleConcurrencyCases(async (defer) => {
     const fresh = await engine.fresh();
-    cleanups.push(() => fresh.drop());
+    defer(() => fresh.drop());
     const s1 = await openSqlStorage(fresh.url);
-    cleanups.push(() => s1.close());
+    defer(() => s1.close());
     const s2 = await openSqlStorage(fresh.url, { migrate: false });
-    cleanups.push(() => s2.close());
-    const locks: string[] = [];
-    const options = {
-      onEvent: (e: { type: string; lock?: string }) => void (e.type === "account.locked_out" && locks.push(e.lock!)),
-      passwordHashIterations: ITER,
-      logger: quiet,
-      // 3 per username + IP, 15 per username, 30 per client.
-      bruteForce: { maxFailures: 3, windowSeconds: 600 },
-      maxConcurrentPasswordChecks: 200,
-    };
-    const a = createPlantgate({ ...options, storage: s1 });
-    const b = createPlantgate({ ...options, storage: s2 });
-    await a.admin.createAccount({ username: "alice", password: "alice-password-1" });
-    await a.admin.createAccount({ username: "bob", password: "bob-password-1" });
-    const { clientSecret } = await a.admin.createClient({ clientId: "app-1", grantTypes: ["password"] });
-    const authorization = "Basic " + btoa(`app-1:${clientSecret}`);
-    let checks = 0;
-    const derive = crypto.subtle.deriveBits.bind(crypto.subtle);
-    const spy = vi.spyOn(crypto.subtle, "deriveBits").mockImplementation((params, key, length) => {
-      if ((params as Pbkdf2Params).iterations === ITER) checks++;
-      return derive(params, key, length);
-    });
-    cleanups.push(async () => spy.mockRestore());
-    const grant = (i: number, username: string, ip: string, password = `wrong-${i}`) =>
-      (i % 2 ? b : a).fetch(
-        new Request(`${BASE}/UserService/connect/token`, {
-          method: "POST",
-          headers: { "content-type": "application/x-www-form-urlencoded", authorization },
-          body: new URLSearchParams({ grant_type: "password", username, password }).toString(),
-        }),
-        { clientIp: ip },
-      );
-    const burst = async (n: number, username: (i: number) => string, ip: (i: number) => string) => {
-      const statuses = (await Promise.all(Array.from({ length: n }, (_, i) => grant(i, username(i), ip(i))))).map((r) => r.status);
-      return { checks: checks, statuses: tally(statuses) };
-    };
-    const settled = async () => {
-      await Promise.all([a.flushEvents(), b.flushEvents()]);
-      return locks;
-    };
-    return { grant, burst, settled };
-  };
-
-  it("40 concurrent wrong guesses at alice from one address: exactly 3 password checks; one lock, the username + address's", async () => {
-    const { burst, settled } = await setup();
-    const seen = await burst(40, () => "alice", () => "198.51.100.20");
-    expect({ ...seen, locks: await settled() }).toEqual({ checks: 3, statuses: { 400: 3, 429: 37 }, locks: ["username_address"] });
-  });
-
-  it("40 concurrent wrong guesses at alice from 40 addresses: exactly 5 x 3 = 15 checks, one lock (the username's), and bob then signs in", async () => {
-    const { grant, burst, settled } = await setup();
-    const seen = await burst(40, () => "alice", (i) => `198.51.100.${i + 1}`);
-    const bob = await grant(0, "bob", "203.0.113.9", "bob-password-1");
-    expect({ ...seen, bob: bob.status, locks: await settled() }).toEqual({ checks: 15, statuses: { 400: 15, 429: 25 }, bob: 200, locks: ["username"] });
-  });
-
-  it("60 concurrent guesses at 60 usernames from 60 addresses through one client: exactly 10 x 3 = 30 checks; one lock, the client's budget", async () => {
-    const { burst, settled } = await setup();
-    const seen = await burst(60, (i) => (i === 0 ? "alice" : `user-${i}`), (i) => `203.0.113.${i + 1}`);
-    expect({ ...seen, locks: await settled() }).toEqual({ checks: 30, statuses: { 400: 30, 429: 30 }, locks: ["client_budget"] });
+    defer(() => s2.close());
+    return [s1, s2];
   });
 }
 

@@ -24,6 +24,7 @@ import { secretsSuite, throughCoreSuite } from "./suites/through-core.js";
 import type { ConformanceTarget, SuiteContext } from "./target.js";
 
 export type { ConformanceTarget } from "./target.js";
+export { throttleConcurrencyCases, type OpenTwoInstances } from "./throttle-concurrency.js";
 
 /**
  * Registers the storage conformance suite as a vitest `describe` block named `name`. Every test
