@@ -10,30 +10,15 @@
  * authentication) and a 429 or 5xx (transient, whatever the body) are sent again. Until 2026-12-02
  * every call sent the request again into the same refusal (a 4xx is not counted by the backoff).
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createClient, OAuthError } from "../src/index.js";
-import { countingFetch, rejectionOf, startTarget, tokenServer, type ServerTarget } from "./support.js";
+import { countingFetch, expectStopped, expectStoppedOrSentAgain, rejectionOf, serversClosedAfterEach } from "./support.js";
 
-let target: ServerTarget | null = null;
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await target?.close();
-  target = null;
-  await Promise.all(open.splice(0).map((server) => server.close()));
-});
-
-/** Rejects with the same OAuthError five times over each way in, sending nothing. */
-async function expectStopped(client: ReturnType<typeof createClient>, first: unknown) {
-  for (let i = 0; i < 5; i++) {
-    expect(await rejectionOf(client.listAccounts())).toBe(first);
-    expect(await rejectionOf(client.getAccessToken())).toBe(first);
-    expect(await rejectionOf(client.refresh())).toBe(first);
-  }
-}
+const servers = serversClosedAfterEach();
 
 describe("plantgate refusing a client_credentials grant", () => {
   it("offline_access asked (invalid_scope): the request is sent once, later calls reject with the same OAuthError", async () => {
-    const t = (target = await startTarget());
+    const t = await servers.target();
     const { grants, fetch } = countingFetch();
     const client = createClient({ baseUrl: t.baseUrl, clientId: t.clientId, clientSecret: t.clientSecret, scope: "Platform_UserAPIs offline_access", fetch });
     const first = await rejectionOf(client.listAccounts());
@@ -48,7 +33,7 @@ describe("plantgate refusing a client_credentials grant", () => {
   });
 
   it("a client without the client_credentials grant (unauthorized_client): sent once, later calls reject with the same OAuthError", async () => {
-    const t = (target = await startTarget());
+    const t = await servers.target();
     await t.app.admin.deleteClient(t.clientId);
     await t.app.admin.createClient({ clientId: t.clientId, clientSecret: t.clientSecret, grantTypes: ["password", "refresh_token"] });
     const { grants, fetch } = countingFetch();
@@ -61,17 +46,6 @@ describe("plantgate refusing a client_credentials grant", () => {
   });
 });
 
-/** Another authorization server (node:http on a socket) that answers every token request with `code` and `status`. */
-async function refusingServer(code: string, status: number) {
-  const grants: string[] = [];
-  const server = await tokenServer((form) => {
-    grants.push(form.get("grant_type") ?? "");
-    return { status, body: { error: code, error_description: `refused: ${code}` } };
-  });
-  open.push(server);
-  return { grants, baseUrl: server.baseUrl };
-}
-
 describe("which answers to a client_credentials grant stop it (RFC 6749 §5.2; a 4xx other than 429)", () => {
   it.each([
     ["unauthorized_client", 400, true],
@@ -81,22 +55,14 @@ describe("which answers to a client_credentials grant stop it (RFC 6749 §5.2; a
     ["invalid_request", 400, false],
     ["invalid_grant", 400, false],
   ] as const)("%s (%i): stopped %s", async (code, status, stopped) => {
-    const s = await refusingServer(code, status);
+    // Another authorization server (node:http on a socket) that answers every token request with `code` and `status`.
+    const s = await servers.refusingServer(code, status);
     const client = createClient({ baseUrl: s.baseUrl, clientId: "third-party", clientSecret: "a-client-secret-0123456789", scope: "Platform_UserAPIs" });
     const first = await rejectionOf(client.getAccessToken());
     expect(first).toBeInstanceOf(OAuthError);
     expect(first).toMatchObject({ status, error: code, error_description: `refused: ${code}`, grantType: "client_credentials", retryAfter: null });
     const later = [await rejectionOf(client.getAccessToken()), await rejectionOf(client.refresh())];
-    if (stopped) {
-      expect(s.grants).toEqual(["client_credentials"]);
-      expect(later.every((e) => e === first)).toBe(true);
-    } else {
-      for (const e of later) {
-        expect(e).not.toBe(first);
-        expect(e).toMatchObject({ status, error: code, grantType: "client_credentials" });
-      }
-      expect(s.grants).toEqual(["client_credentials", "client_credentials", "client_credentials"]);
-    }
+    expectStoppedOrSentAgain(stopped, { grants: s.grants, first, later, status, code, grantType: "client_credentials" });
   });
 });
 
@@ -107,7 +73,7 @@ it.each([
   ["unauthorized_client", 503],
   ["unsupported_grant_type", 500],
 ] as const)("%s with a %i is transient: the next call sends the request again", async (code, status) => {
-  const s = await refusingServer(code, status);
+  const s = await servers.refusingServer(code, status);
   const client = createClient({ baseUrl: s.baseUrl, clientId: "third-party", clientSecret: "a-client-secret-0123456789", scope: "Platform_UserAPIs" });
   const first = await rejectionOf(client.getAccessToken());
   expect(first).toMatchObject({ status, error: code, error_description: `refused: ${code}`, grantType: "client_credentials", retryAfter: null });

@@ -9,22 +9,16 @@
  * says nothing of the password: it is sent again. Until 2026-12-02 only `invalid_grant` stopped
  * it: every call sent the password again and got the same refusal.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createClient, OAuthError } from "../src/index.js";
-import { countingFetch, rejectionOf, startTarget, tokenServer, type ServerTarget } from "./support.js";
+import { countingFetch, expectStopped, expectStoppedOrSentAgain, rejectionOf, serversClosedAfterEach } from "./support.js";
 
 const OFFLINE = "Platform_UserAPIs offline_access";
 
-let target: ServerTarget | null = null;
-const open: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await target?.close();
-  target = null;
-  await Promise.all(open.splice(0).map((server) => server.close()));
-});
+const servers = serversClosedAfterEach();
 
 it("plantgate refusing the scope of a password grant (offline_access without the refresh_token grant): the password is sent once, later calls reject with the same OAuthError", async () => {
-  const t = (target = await startTarget());
+  const t = await servers.target();
   await t.app.admin.deleteClient(t.clientId);
   await t.app.admin.createClient({ clientId: t.clientId, clientSecret: t.clientSecret, grantTypes: ["client_credentials", "password"] });
   const { grants, fetch } = countingFetch();
@@ -32,24 +26,9 @@ it("plantgate refusing the scope of a password grant (offline_access without the
   const first = await rejectionOf(client.listAccounts());
   expect(first).toBeInstanceOf(OAuthError);
   expect(first).toMatchObject({ status: 400, error: "invalid_scope", error_description: "offline_access needs the refresh_token grant, which this client is not allowed.", grantType: "password", retryAfter: null });
-  for (let i = 0; i < 5; i++) {
-    expect(await rejectionOf(client.listAccounts())).toBe(first);
-    expect(await rejectionOf(client.getAccessToken())).toBe(first);
-    expect(await rejectionOf(client.refresh())).toBe(first);
-  }
+  await expectStopped(client, first);
   expect(grants).toEqual(["password"]);
 });
-
-/** Another authorization server (node:http on a socket) that answers every password grant with `code` (HTTP 400). */
-async function refusingServer(code: string) {
-  const grants: string[] = [];
-  const server = await tokenServer((form) => {
-    grants.push(form.get("grant_type") ?? "");
-    return { status: 400, body: { error: code, error_description: `refused: ${code}` } };
-  });
-  open.push(server);
-  return { grants, baseUrl: server.baseUrl };
-}
 
 describe("which refusals of a password grant stop it (RFC 6749 §5.2)", () => {
   it.each([
@@ -59,21 +38,13 @@ describe("which refusals of a password grant stop it (RFC 6749 §5.2)", () => {
     ["invalid_scope", true],
     ["invalid_request", false],
   ])("%s: stopped %s", async (code, stopped) => {
-    const s = await refusingServer(code);
+    // Another authorization server (node:http on a socket) that answers every password grant with `code` (HTTP 400).
+    const s = await servers.refusingServer(code);
     const client = createClient({ baseUrl: s.baseUrl, clientId: "third-party", clientSecret: "a-client-secret-0123456789", scope: OFFLINE, credentials: { username: "alice", password: "wonderland-42" } });
     const first = await rejectionOf(client.getAccessToken());
     expect(first).toBeInstanceOf(OAuthError);
     expect(first).toMatchObject({ status: 400, error: code, error_description: `refused: ${code}`, grantType: "password", retryAfter: null });
     const later = [await rejectionOf(client.getAccessToken()), await rejectionOf(client.refresh())];
-    if (stopped) {
-      expect(s.grants).toEqual(["password"]);
-      expect(later.every((e) => e === first)).toBe(true);
-    } else {
-      for (const e of later) {
-        expect(e).not.toBe(first);
-        expect(e).toMatchObject({ status: 400, error: code, grantType: "password" });
-      }
-      expect(s.grants).toEqual(["password", "password", "password"]);
-    }
+    expectStoppedOrSentAgain(stopped, { grants: s.grants, first, later, status: 400, code, grantType: "password" });
   });
 });

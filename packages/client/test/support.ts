@@ -9,6 +9,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { SecurityEvent, Storage } from "@plantgate/core";
 import fetchMock, { type CallLog, type FetchMock } from "fetch-mock";
+import { afterEach, expect } from "vitest";
 import { createClient, TOKEN_PATH, type ClientOptions, type FetchLike, type PlantgateClient } from "../src/index.js";
 
 export const BASE = "https://platform.example.test";
@@ -328,4 +329,69 @@ export async function tokenServer(answer: (form: URLSearchParams, n: number) => 
       await new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+/**
+ * The servers a test file's cases start, each closed after its case: call it at the top of the
+ * file (it registers an `afterEach`). `target()` starts a {@link startTarget}, `tokenServer(answer)`
+ * a {@link tokenServer}, and `refusingServer(code, status)` a token server that answers every
+ * request with `code` and `status` (400 unless given; `error_description` "refused: <code>"),
+ * recording each request's grant_type in `grants`.
+ */
+export function serversClosedAfterEach() {
+  let target: ServerTarget | null = null;
+  const open: { close(): Promise<void> }[] = [];
+  afterEach(async () => {
+    await target?.close();
+    target = null;
+    await Promise.all(open.splice(0).map((server) => server.close()));
+  });
+  const tokenServerClosedAfter: typeof tokenServer = async (answer) => {
+    const server = await tokenServer(answer);
+    open.push(server);
+    return server;
+  };
+  return {
+    target: async (): Promise<ServerTarget> => (target = await startTarget()),
+    tokenServer: tokenServerClosedAfter,
+    async refusingServer(code: string, status = 400) {
+      const grants: string[] = [];
+      const server = await tokenServerClosedAfter((form) => {
+        grants.push(form.get("grant_type") ?? "");
+        return { status, body: { error: code, error_description: `refused: ${code}` } };
+      });
+      return { grants, baseUrl: server.baseUrl };
+    },
+  };
+}
+
+/** Rejects with the same OAuthError five times over each way in, sending nothing. */
+export async function expectStopped(client: PlantgateClient, first: unknown): Promise<void> {
+  for (let i = 0; i < 5; i++) {
+    expect(await rejectionOf(client.listAccounts())).toBe(first);
+    expect(await rejectionOf(client.getAccessToken())).toBe(first);
+    expect(await rejectionOf(client.refresh())).toBe(first);
+  }
+}
+
+/**
+ * After a refused grant (`first`, answered `status` and `code`) and two later calls (`later`):
+ * when `stopped`, the request went out once (`grants`) and both calls rejected with `first`;
+ * else each sent it again and got a new error of the same kind.
+ */
+export function expectStoppedOrSentAgain(
+  stopped: boolean,
+  seen: { grants: string[]; first: unknown; later: unknown[]; status: number; code: string; grantType: string },
+): void {
+  const { grants, first, later, status, code, grantType } = seen;
+  if (stopped) {
+    expect(grants).toEqual([grantType]);
+    expect(later.every((e) => e === first)).toBe(true);
+  } else {
+    for (const e of later) {
+      expect(e).not.toBe(first);
+      expect(e).toMatchObject({ status, error: code, grantType });
+    }
+    expect(grants).toEqual([grantType, grantType, grantType]);
+  }
 }
