@@ -338,6 +338,14 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
         // mode, nor other SQLite builds, which default to FULL: an fsync per commit that blocks the
         // event loop for the length of a disk flush. Said here, it holds for every connection.
         database.pragma("synchronous = NORMAL");
+        // A WAL that a held reader (a backup, a slow listing, an operator's sqlite3 shell) kept
+        // from resetting grows with every commit meanwhile, and SQLite keeps the file at that size
+        // once it resets (until 2026-12-02 for the life of the process): at the reset after such a
+        // burst this connection truncates it to 16 MiB. Well above the WAL's working size (the
+        // checkpoint worker copies it back every 100 ms, and the writer then starts it over; the
+        // writer's own fallback comes at 10000 pages, 40 MiB), so a normal reset truncates nothing and the file is not shrunk and
+        // grown again on every cycle; small enough that what a burst leaves on disk stays bounded.
+        database.pragma(`journal_size_limit = ${16 * 1024 * 1024}`);
       }
       database.pragma("busy_timeout = 5000");
       // Kysely's SQLite driver prepares the SQL on every execution; the wrapper reuses statements,
