@@ -347,12 +347,18 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
         // grown again on every cycle; small enough that what a burst leaves on disk stays bounded.
         database.pragma(`journal_size_limit = ${16 * 1024 * 1024}`);
       }
-      database.pragma("busy_timeout = 5000");
+      // Another connection's write lock (another process in a transaction on the file) is never
+      // waited for inside better-sqlite3, which would block the event loop, every request of the
+      // process with it: SQLITE_BUSY comes back at once, and the fast path's statements, its group
+      // commit and Kysely's statements (sqlite.dialect) try again on timers for up to 5 s. Until
+      // 2026-12-02 busy_timeout was 5000 here: a write behind another process's 7 s transaction
+      // held a metadata GET for 4.6 s.
+      database.pragma("busy_timeout = 0");
       // Kysely's SQLite driver prepares the SQL on every execution; the wrapper reuses statements,
       // tells the read cache of every write, and runs the hot statements without Kysely's queue.
       const sqlite = sqliteFastPath(database);
       return {
-        db: new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite.database }) }),
+        db: new Kysely<Database>({ dialect: sqlite.dialect }),
         sqlite,
         // Absolute: the worker opens it a second later, whatever the working directory is by then.
         ...(memory ? {} : { sqliteFile: { path: (await import("node:path")).resolve(target.path), writer: database } }),

@@ -1,4 +1,4 @@
-import type { CompiledQuery, Kysely, QueryResult, SqliteDatabase } from "kysely";
+import { CompiledQuery, SqliteDialect, SqliteDriver, type DatabaseConnection, type Driver, type Kysely, type QueryResult, type SqliteDatabase } from "kysely";
 import type { Runner } from "./prepared.js";
 import { createReadCache, type ReadCache } from "./read-cache.js";
 import type { Database } from "./schema.js";
@@ -43,17 +43,100 @@ export interface DirectSqlite {
 }
 
 /**
+ * How long a statement waits in all for another connection's write lock (another process in a
+ * transaction on the file) before its SQLITE_BUSY is thrown: what the connection's busy_timeout
+ * was until 2026-12-02.
+ */
+export const SQLITE_LOCK_WAIT_MS = 5000;
+
+/** SQLITE_BUSY and its extended codes (SQLITE_BUSY_RECOVERY, SQLITE_BUSY_SNAPSHOT, SQLITE_BUSY_TIMEOUT). */
+function isBusy(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_BUSY");
+}
+
+/** The pause before the attempt after `attempt` failed ones: 5, 10, 20, 40, then 50 ms. */
+const lockPause = (attempt: number) => Math.min(5 << attempt, 50);
+
+/**
+ * `work` again after timers while it fails with SQLITE_BUSY, until {@link SQLITE_LOCK_WAIT_MS}
+ * from now; then, or on any other failure, its error. Called after a first attempt failed with
+ * `busy`. The event loop is free meanwhile (a busy_timeout waits inside better-sqlite3, blocking it).
+ */
+async function afterLockWait<T>(work: () => T | Promise<T>, busy: unknown): Promise<T> {
+  const deadline = Date.now() + SQLITE_LOCK_WAIT_MS;
+  let error = busy;
+  for (let attempt = 0; ; attempt++) {
+    const pause = lockPause(attempt);
+    if (Date.now() + pause > deadline) throw error;
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    try {
+      return await work();
+    } catch (e) {
+      if (!isBusy(e)) throw e;
+      error = e;
+    }
+  }
+}
+
+/**
+ * Kysely's SQLite driver, waiting for another connection's write lock with the event loop free
+ * (see {@link afterLockWait}): a statement that fails with SQLITE_BUSY outside a transaction, or a
+ * COMMIT (which SQLite lets one try again), runs again after a timer. Transactions begin with
+ * BEGIN IMMEDIATE: the lock is taken, or waited for, before anything is read, so no statement
+ * inside meets SQLITE_BUSY (one there cannot be run again alone; a deferred transaction that read
+ * before another process committed could never write: SQLITE_BUSY_SNAPSHOT). Within the process
+ * Kysely runs one transaction at a time on the one connection, so this costs nothing there.
+ */
+class LockWaitingSqliteDialect extends SqliteDialect {
+  readonly #raw: BetterSqlite3Like;
+  readonly #database: SqliteDatabase;
+  constructor(raw: BetterSqlite3Like, database: SqliteDatabase) {
+    super({ database });
+    this.#raw = raw;
+    this.#database = database;
+  }
+  override createDriver(): Driver {
+    const raw = this.#raw;
+    return new (class extends SqliteDriver {
+      override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+        await connection.executeQuery(CompiledQuery.raw("begin immediate"));
+      }
+    })({
+      database: this.#database,
+      onCreateConnection: async (connection) => {
+        const execute = connection.executeQuery.bind(connection);
+        connection.executeQuery = (<R>(query: CompiledQuery<R>) => {
+          try {
+            return execute(query);
+          } catch (e) {
+            if (isBusy(e) && (!raw.inTransaction || /^\s*commit\s*$/i.test(query.sql))) return afterLockWait(() => execute(query), e);
+            return Promise.reject(e);
+          }
+        }) as typeof connection.executeQuery;
+      },
+    });
+  }
+}
+
+/**
  * better-sqlite3 as plantgate's SQLite storage runs it: statements cached per SQL text, a read cache
- * validated by `PRAGMA data_version`, and a synchronous path for the hot statements.
+ * validated by `PRAGMA data_version`, and a synchronous path for the hot statements. Another
+ * connection's write lock is waited for on timers, never inside better-sqlite3: open `raw` with a
+ * busy_timeout of 0 (`openSqlStorage` does) and give Kysely `dialect`.
  *
  * @example
- * const fast = sqliteFastPath(new BetterSqlite3("plantgate.db"));
- * const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: fast.database }) });
+ * const raw = new BetterSqlite3("plantgate.db");
+ * raw.pragma("busy_timeout = 0");
+ * const fast = sqliteFastPath(raw);
+ * const db = new Kysely<Database>({ dialect: fast.dialect });
  * const storage = createSqlStorage(db, "sqlite", { sqlite: fast });
  */
 export interface SqliteFastPath {
   /** Give this to Kysely's `SqliteDialect` as `database` (it tells the cache about every write). */
   readonly database: SqliteDatabase;
+  /** A `SqliteDialect` on `database` that waits for another connection's write lock on timers (see {@link LockWaitingSqliteDialect}). */
+  readonly dialect: SqliteDialect;
   readonly cache: ReadCache;
   readonly direct: DirectSqlite;
   /** Kysely's `executeQuery`, taking the synchronous path when the connection is free. */
@@ -83,7 +166,7 @@ export function sqliteFastPath(raw: BetterSqlite3Like, statements = 200): Sqlite
   type Job = { fn: () => unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void };
   let queue: Job[] = [];
   const savepoint = raw.transaction((fn: () => unknown) => fn());
-  const isolated = (jobs: Job[]) => {
+  const isolated = (jobs: Job[], deadline: number | undefined, attempt: number) => {
     const outcomes: Array<{ ok: boolean; value: unknown }> = [];
     try {
       inTransaction(() => {
@@ -99,6 +182,9 @@ export function sqliteFastPath(raw: BetterSqlite3Like, statements = 200): Sqlite
         }
       });
     } catch (error) {
+      // Its BEGIN found another connection's write lock (taken between the two passes): the
+      // batch waits for it as the first pass does, and starts over from that pass.
+      if (isBusy(error) && laterAgain(jobs, error, deadline, attempt)) return;
       for (const job of jobs) job.reject(error);
       return;
     }
@@ -108,14 +194,32 @@ export function sqliteFastPath(raw: BetterSqlite3Like, statements = 200): Sqlite
       else job.reject(outcome.value);
     });
   };
+  /**
+   * Another connection holds the write lock (BEGIN IMMEDIATE or COMMIT failed with SQLITE_BUSY):
+   * `jobs` run again after a timer, the event loop free meanwhile, until SQLITE_LOCK_WAIT_MS after
+   * their first attempt. False past that: then they are refused with `error`.
+   */
+  const laterAgain = (jobs: Job[], error: unknown, deadline: number | undefined, attempt: number): boolean => {
+    const pause = lockPause(attempt);
+    const end = deadline ?? Date.now() + SQLITE_LOCK_WAIT_MS;
+    if (Date.now() + pause > end) return false;
+    setTimeout(() => commit(jobs, end, attempt + 1), pause);
+    return true;
+  };
   const flush = () => {
     // A Kysely transaction is open and awaiting: its statements and ours must not mix. Next turn.
     if (raw.inTransaction) return void setImmediate(flush);
     const jobs = queue;
     queue = [];
+    commit(jobs, undefined, 0);
+  };
+  /** One pass over `jobs` in one transaction (see flush); `deadline` once they met the write lock. */
+  const commit = (jobs: Job[], deadline: number | undefined, attempt: number): void => {
+    if (raw.inTransaction) return void setImmediate(() => commit(jobs, deadline, attempt));
     const values: unknown[] = [];
     // Whether a job threw (then the batch runs again, isolated), as opposed to BEGIN or COMMIT
-    // failing (busy past busy_timeout, disk full): then every job is refused at once.
+    // failing (another connection's write lock: the batch waits for it, see laterAgain; a full
+    // disk: every job is refused at once).
     let jobThrew = false;
     try {
       inTransaction(() => {
@@ -133,8 +237,8 @@ export function sqliteFastPath(raw: BetterSqlite3Like, statements = 200): Sqlite
       });
     } catch (error) {
       // Nothing of this pass was kept.
-      if (jobThrew && jobs.length > 1) isolated(jobs);
-      else for (const job of jobs) job.reject(error);
+      if (jobThrew && jobs.length > 1) isolated(jobs, deadline, attempt);
+      else if (jobThrew || !isBusy(error) || !laterAgain(jobs, error, deadline, attempt)) for (const job of jobs) job.reject(error);
       return;
     }
     jobs.forEach((job, i) => job.resolve(values[i]));
@@ -150,6 +254,7 @@ export function sqliteFastPath(raw: BetterSqlite3Like, statements = 200): Sqlite
   };
   return {
     database,
+    dialect: new LockWaitingSqliteDialect(raw, database),
     cache,
     direct,
     runner: (db) => ({
@@ -158,6 +263,9 @@ export function sqliteFastPath(raw: BetterSqlite3Like, statements = 200): Sqlite
         try {
           return Promise.resolve(execute(query));
         } catch (e) {
+          // Another connection's write lock (a statement in autocommit mode did nothing): tried
+          // again on timers, through Kysely should a transaction have opened meanwhile.
+          if (isBusy(e)) return afterLockWait(() => (raw.inTransaction ? db.executeQuery(query) : execute(query)), e);
           return Promise.reject(e);
         }
       }) as Runner["executeQuery"],
