@@ -129,7 +129,9 @@ export async function startExpressServer(
   const pruneIntervalSeconds = pruneIntervalFromEnv(env);
   // JSON-line logs (events, errors, housekeeping) and, with a metrics port, Prometheus metrics.
   const observability = setupObservability(observabilityFromEnv(env), logging);
-  const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd() });
+  // A SQLite checkpoint worker that failed (and is started again) is a warn line of these logs.
+  const onWarning = (message: string) => observability.options.logger.warn(message);
+  const opened = overrides.storage ? null : await openStorageFromEnv(env, { cwd: process.cwd(), onWarning });
   // PLANTGATE_REDIS_URL: the hot state goes to Redis, the rest stays in the store above.
   let hot: Awaited<ReturnType<typeof openRedisHotStoresFromEnv>> = null;
   if (opened) {

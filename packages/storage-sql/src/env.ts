@@ -92,6 +92,7 @@ export function queryTimeoutFromEnv(env: Record<string, string | undefined>): nu
  * clients unless `PLANTGATE_CLIENT_CACHE=0` (see {@link clientCacheFromEnv}); a SQLite file's WAL
  * is checkpointed on a worker thread unless `PLANTGATE_SQLITE_CHECKPOINTS=inline`; PostgreSQL and
  * MySQL statements get `PLANTGATE_QUERY_TIMEOUT_MS` (see {@link queryTimeoutFromEnv}).
+ * `onWarning`: see `OpenSqlStorageOptions.onWarning` (default a line on stderr).
  * An unreachable database is a `StorageConfigError` naming the (password-free) URL.
  *
  * @example
@@ -99,7 +100,7 @@ export function queryTimeoutFromEnv(env: Record<string, string | undefined>): nu
  */
 export async function openStorageFromEnv(
   env: Record<string, string | undefined>,
-  options: { cwd: string; migrate?: boolean; clientCache?: boolean },
+  options: { cwd: string; migrate?: boolean; clientCache?: boolean; onWarning?: (message: string) => void },
 ): Promise<SqlStorage & { display: string }> {
   const { url, display } = storageUrlFromEnv(env, options.cwd);
   const audit = auditFromEnv(env);
@@ -116,7 +117,7 @@ export async function openStorageFromEnv(
       mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
       closeSync(openSync(file, "a", 0o600));
     }
-    const storage = await openSqlStorage(url, { migrate: options.migrate ?? true, audit, clientCache, sqliteCheckpoints, queryTimeoutMs });
+    const storage = await openSqlStorage(url, { migrate: options.migrate ?? true, audit, clientCache, sqliteCheckpoints, queryTimeoutMs, ...(options.onWarning ? { onWarning: options.onWarning } : {}) });
     return Object.assign(storage, { display });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);

@@ -41,6 +41,14 @@ export interface OpenSqlStorageOptions {
    */
   sqliteCheckpoints?: "thread" | "inline";
   /**
+   * Told of a failure the storage recovers from by itself but an operator should know of: a SQLite
+   * file's checkpoint worker that ended with an error (it is started again, after 1 s, then up to
+   * 5 minutes apart while it keeps failing; meanwhile the writing connection checkpoints itself).
+   * Default: the message as a line on stderr (`console.warn`). The example servers give their
+   * logger's `warn`.
+   */
+  onWarning?: (message: string) => void;
+  /**
    * PostgreSQL and MySQL/MariaDB: how long one statement may wait for its answer, in ms (default
    * 30000; `0`: no bound). Past it the call fails (`StorageError`, so 503) and its connection is
    * dropped, not handed to the next caller: a server that stops answering (a network cut where
@@ -514,25 +522,58 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
   await cache?.start();
   if (opened.pgPool !== undefined) boundPgClose(storage, opened.pgPool);
   const file = opened.sqliteFile;
-  if (file !== undefined && (options.sqliteCheckpoints ?? "thread") === "thread") return withCheckpointThread(storage, file);
+  if (file !== undefined && (options.sqliteCheckpoints ?? "thread") === "thread") return withCheckpointThread(storage, file, options.onWarning ?? ((message) => console.warn(message)));
   return storage;
 }
+
+/** The longest pause before a failed checkpoint worker is started again. */
+const CHECKPOINTER_RESTART_MAX_MS = 5 * 60_000;
 
 /**
  * Starts the checkpoint worker a second after opening (a storage that lives shorter, a test or a
  * CLI command, never starts one) and stops it, last checkpoint included, before the storage closes.
+ * A worker that ends with an error is reported to `warn` and started again after 1 s, then up to
+ * {@link CHECKPOINTER_RESTART_MAX_MS} apart while it keeps failing within a minute of its start
+ * (until 2026-12-02 it was gone for the life of the process, without a word).
  */
-function withCheckpointThread(storage: SqlStorage, file: { path: string; writer: PragmaTarget }): SqlStorage {
+function withCheckpointThread(storage: SqlStorage, file: { path: string; writer: PragmaTarget }, warn: (message: string) => void): SqlStorage {
   let checkpointer: Promise<SqliteCheckpointer | undefined> | undefined;
+  let closing = false;
+  let pause = 1000;
+  let startedAt = 0;
+  let timer: ReturnType<typeof setTimeout>;
+  const failed = (error: unknown) => {
+    checkpointer = undefined;
+    if (closing) return;
+    // One that ran a minute before failing starts over from the shortest pause.
+    if (Date.now() - startedAt > 60_000) pause = 1000;
+    // A worker's error comes over as a clone: better-sqlite3's SqliteError as a plain object
+    // holding only its code (SQLITE_CANTOPEN), an Error with its name and message.
+    const { code, name, message } = (typeof error === "object" && error !== null ? error : {}) as { code?: unknown; name?: unknown; message?: unknown };
+    const kind = typeof code === "string" ? code : typeof name === "string" ? name : "Error";
+    const reason = typeof message === "string" ? `${kind}: ${message}` : typeof code === "string" ? code : String(error);
+    try {
+      warn(`plantgate: the SQLite checkpoint worker of ${file.path} ended (${reason}); the writing connection checkpoints itself meanwhile, and the worker starts again in ${pause / 1000} s`);
+    } catch {
+      // A logger that throws does not stop the restart.
+    }
+    schedule(pause);
+    pause = Math.min(pause * 2, CHECKPOINTER_RESTART_MAX_MS);
+  };
   // Loaded only here: the module needs node:worker_threads, which nothing else of this entry does.
-  const start = () => import("./sqlite-checkpointer.js").then(({ startSqliteCheckpointer }) => startSqliteCheckpointer({ ...file, onError: () => (checkpointer = undefined) }));
-  const timer = setTimeout(() => {
-    // No worker threads here: the connection checkpoints itself, as SQLite does by default.
-    checkpointer = start().catch(() => undefined);
-  }, 1000);
-  timer.unref();
+  const start = () => import("./sqlite-checkpointer.js").then(({ startSqliteCheckpointer }) => startSqliteCheckpointer({ ...file, onError: failed }));
+  const schedule = (ms: number) => {
+    timer = setTimeout(() => {
+      startedAt = Date.now();
+      // No worker threads here: the connection checkpoints itself, as SQLite does by default.
+      checkpointer = start().catch(() => undefined);
+    }, ms);
+    timer.unref();
+  };
+  schedule(1000);
   const close = storage.close.bind(storage);
   storage.close = async () => {
+    closing = true;
     clearTimeout(timer);
     await (await checkpointer)?.stop();
     return close();

@@ -52,9 +52,12 @@ const tick = () => {
   try {
     checkpoint.get();
   } catch (error) {
-    // SQLITE_BUSY (another checkpoint is running): the next tick tries again. Anything else ends
-    // the worker (its "error" event puts the writer back on its own checkpoints).
-    if (error === null || typeof error !== "object" || error.code !== "SQLITE_BUSY") throw error;
+    // SQLITE_BUSY (another checkpoint is running), SQLITE_FULL and SQLITE_IOERR (a full disk, a
+    // write that failed: over once space is back; until 2026-12-02 they ended the worker for the
+    // life of the process): the next tick tries again. Anything else ends the worker (its "error"
+    // event puts the writer back on its own checkpoints).
+    const code = error === null || typeof error !== "object" ? undefined : error.code;
+    if (typeof code !== "string" || !/^SQLITE_(BUSY|FULL$|IOERR)/.test(code)) throw error;
   }
 };
 const timer = setInterval(tick, workerData.intervalMs);

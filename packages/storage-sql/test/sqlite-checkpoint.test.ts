@@ -7,10 +7,10 @@
 import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
 import { openStorageFromEnv, sqliteCheckpointsFromEnv, StorageConfigError } from "../src/env.js";
 import { openSqlStorage, type SqlStorage } from "../src/index.js";
+import { autocheckpoint, until } from "./sqlite-checkpoints.js";
 
 const dirs: string[] = [];
 const opened: SqlStorage[] = [];
@@ -28,16 +28,7 @@ async function open(options: { sqliteCheckpoints?: "thread" | "inline" } = {}) {
   return { storage, path };
 }
 
-const autocheckpoint = async (s: SqlStorage) => (await sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`.execute(s.db)).rows[0]!.wal_autocheckpoint;
 
-async function until(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return check();
-}
 
 /** 2000 plants with 1 KiB names (about 2 MiB of pages), in turns of 100 (one group commit each). */
 async function writeMuch(s: SqlStorage) {

@@ -10,24 +10,15 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
-import { sql } from "kysely";
 import { afterEach, describe, expect, it } from "vitest";
-import { openSqlStorage, type SqlStorage } from "../src/index.js";
+import { openSqlStorage } from "../src/index.js";
+import { autocheckpoint, until } from "./sqlite-checkpoints.js";
 
 const MiB = 1024 * 1024;
 const dirs: string[] = [];
 afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
-const autocheckpoint = async (s: SqlStorage) => (await sql<{ wal_autocheckpoint: number }>`PRAGMA wal_autocheckpoint`.execute(s.db)).rows[0]!.wal_autocheckpoint;
-async function until(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return check();
-}
 
 describe("SQLite WAL size after a reader-held burst", () => {
   it("the -wal file shrinks to journal_size_limit (16 MiB) once the reader is gone and the WAL resets", async () => {
