@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { Socket } from "node:net";
 import type { HandleInfo, PlainAnswer } from "./fetch-app.js";
 import { createNodeRequest, HttpVersionNotSupportedError, readRequestBody, releaseBody, TransferCodingError } from "./node-request.js";
 import type { lingerOnUnreadUpload } from "./linger.js";
@@ -158,17 +159,23 @@ class Exchange implements NodeExchange {
 
 /**
  * Whether a socket without a peer address was accepted by a server listening on a Unix domain
- * socket (or a Windows named pipe): `server.address()` is then the path, a string. A TCP socket
- * that lost its address (closed before it was read) is not one: its server's address is an object.
+ * socket (or a Windows named pipe): `server.address()` is then the path, a string; or, for one
+ * handed over as a file descriptor (`server.listen({ fd: 3 })`, systemd socket activation), where
+ * `address()` is null, the socket is an open one of node:net's with no local address either (a
+ * TCP socket has one while it is open; a Unix domain one has none). Until 2026-12-02 only the
+ * first was asked, and such a socket was not recognised. A TCP socket that lost its peer address
+ * (closed before it was read) is not one: its server's address is an object, and the socket is
+ * destroyed.
  */
 function onUnixSocket(socket: IncomingMessage["socket"] | undefined): boolean {
   // Node sets `server` on every socket a net/http/tls server accepts; a shim's socket may have none.
   const server = (socket as { server?: { address?: () => unknown } } | undefined)?.server;
   try {
-    return typeof server?.address === "function" && typeof server.address() === "string";
+    if (typeof server?.address === "function" && typeof server.address() === "string") return true;
   } catch {
     return false;
   }
+  return socket instanceof Socket && !socket.destroyed && socket.localAddress === undefined;
 }
 
 /**

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPlantgate, type PlantgateOptions, type SecurityEvent } from "@plantgate/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { createRequestListener } from "../src/index.js";
+import { createRequestListener, toExchange } from "../src/index.js";
 
 const servers: Server[] = [];
 const dirs: string[] = [];
@@ -80,5 +80,21 @@ describe("client IP over a Unix domain socket", () => {
 
   it('over TCP, "unix" trusts no address: the peer is the client', async () => {
     expect(await clientIpOver("tcp", { trustedProxies: ["unix"] }, "198.51.100.7")).toEqual({ status: 200, clientIp: "127.0.0.1" });
+  });
+
+  it("a TCP socket that lost its addresses (destroyed before the request was read) is not taken for a Unix socket", async () => {
+    // Since 2026-12-02 a live node:net socket with neither address counts as a Unix socket (one
+    // handed over as a file descriptor: test/unix-socket-fd.test.ts); a destroyed one has neither too.
+    let answer!: (seen: Record<string, unknown>) => void;
+    const seen = new Promise<Record<string, unknown>>((resolve) => (answer = resolve));
+    const server = createServer((req) => {
+      req.socket.destroy();
+      const exchange = toExchange(req, { origin: "http://auth.test" });
+      answer({ remoteAddress: req.socket.remoteAddress, localAddress: req.socket.localAddress, clientIp: exchange.clientIp, unixSocket: exchange.unixSocket });
+    });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    request({ host: "127.0.0.1", port: (server.address() as { port: number }).port, path: "/" }).on("error", () => {}).end();
+    expect(await seen).toEqual({ remoteAddress: undefined, localAddress: undefined, clientIp: undefined, unixSocket: undefined });
   });
 });
