@@ -251,6 +251,9 @@ export function createThrottle(
       const seen = new Set<string>();
       const counted: (ThrottleAttempt["counted"][number] & { limit: number })[] = [];
       const limitOf = (k: string | ThrottleKey) => settings.maxFailures * (typeof k === "string" ? 1 : k.factor);
+      /** Whether a key whose count is `current` refuses the next attempt: at its limit, in its window. */
+      const refuses = (current: AttemptRecord | null, keyLimit: number): current is AttemptRecord =>
+        current !== null && current.windowStart > now - windowMs && current.count >= keyLimit;
       const entry = (k: string | ThrottleKey, storedAs: string, r: AttemptRecord) => ({
         storageKey: storedAs,
         windowStart: r.windowStart,
@@ -280,7 +283,7 @@ export function createThrottle(
         // it came back as told. A key at its limit counts as locked: the next count passes it.
         let until = r.windowStart + windowMs;
         const locked = (current: AttemptRecord | null, keyLimit: number) => {
-          if (current !== null && current.windowStart > now - windowMs && current.count >= keyLimit) until = Math.max(until, current.windowStart + windowMs);
+          if (refuses(current, keyLimit)) until = Math.max(until, current.windowStart + windowMs);
         };
         for (const c of counted) {
           try {
@@ -321,7 +324,6 @@ export function createThrottle(
       for (const [keyIndex, k] of keys.entries()) {
         if (typeof k === "string" || !k.readFirst || seen.has(k.key)) continue;
         const storedAs = await storageKey(k.key);
-        const refuses = (current: AttemptRecord | null, keyLimit: number) => current !== null && current.windowStart > now - windowMs && current.count >= keyLimit;
         if (!refuses(await store.get(storedAs), limitOf(k))) continue;
         const own = keys.filter((o) => (typeof o === "string" || !o.readFirst) && !seen.has(keyOf(o)));
         const ownRefuses = await Promise.all(own.map(async (o) => refuses(await store.get(await storageKey(keyOf(o))), limitOf(o))));
