@@ -71,7 +71,7 @@ export const ApiErrorCode = {
   invalidPage: 1101,
   /** `pageSize` is not an integer in 1..maxPageSize. */
   invalidPageSize: 1102,
-  /** A query parameter was given more than once. */
+  /** `page` or `pageSize` of GetAccountList was given more than once (other query parameters are ignored). */
   repeatedParameter: 1103,
   /** No bearer token was sent. */
   missingToken: 1201,

@@ -311,7 +311,7 @@ export function createOperations(settings: OperationSettings): Operation[] {
           headers: { "Cache-Control": { description: "Never cached.", schema: z.literal("no-store"), required: true } },
         },
         "400": {
-          description: "page (1101) or pageSize (1102) is not an integer in range, or a parameter is repeated (1103).",
+          description: "page (1101) or pageSize (1102) is not an integer in range, or page or pageSize is given more than once (1103; other parameters are ignored).",
           body: apiErrorBody([ApiErrorCode.invalidPage, ApiErrorCode.invalidPageSize, ApiErrorCode.repeatedParameter]),
           headers: ERROR_NO_STORE,
         },
