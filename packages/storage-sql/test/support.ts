@@ -56,12 +56,14 @@ export async function reachable(probe: () => Promise<void>): Promise<string | nu
 }
 
 /**
- * Registers `body` when the service answered; otherwise a loudly named skipped block, or under
+ * Registers `body` in a describe named `label` when the service answered; otherwise a loudly named skipped block, or under
  * CI=true a failing test, since CI must never pass by skipping.
  */
 export function describeIfReachable(label: string, url: string, envVar: string, problem: string | null, body: () => void): void {
   if (problem === null) {
-    body();
+    // Inside a describe of its own: the same case run on PostgreSQL and on MariaDB is then told
+    // apart by its name in a failure (until 2026-12-02 both carried the bare case name).
+    describe(label, body);
     return;
   }
   const reason = `${label} (unreachable at ${redact(url)}: set ${envVar})`;
