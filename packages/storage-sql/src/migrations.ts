@@ -1,5 +1,6 @@
-import { Migrator, sql, type DatabaseIntrospector, type Kysely, type MigrationProvider, type TableMetadata } from "kysely";
+import { Migrator, sql, type DatabaseIntrospector, type DialectAdapter, type Kysely, type MigrationProvider, type TableMetadata } from "kysely";
 import { SchemaTooNewError, toStorageError } from "./errors.js";
+import { MIGRATION_LOCK_WAIT_MS, scopedMigrationLock, type MigrationLockOptions } from "./migration-lock.js";
 import { migrations } from "./migrations/steps.js";
 import { TABLES, type SqlFamily } from "./schema.js";
 
@@ -48,22 +49,35 @@ async function tablesIn(db: Kysely<any>, schema: string): Promise<TableMetadata[
 }
 
 /**
- * `db` as Kysely's Migrator should see it on PostgreSQL: the same, except that its introspection
- * is {@link tablesIn} the current schema (the Migrator asks `db.introspection` whether its two
- * tables and their schema exist). Methods are called on `db` itself (Kysely keeps its state in
+ * `db` as Kysely's Migrator should see it: the same, except that on PostgreSQL its introspection is
+ * {@link tablesIn} the current schema (the Migrator asks `db.introspection` whether its two tables
+ * and their schema exist), and that its executor's adapter, where the Migrator finds the migration
+ * lock, is `adapter` when given. Methods are called on `db` itself (Kysely keeps its state in
  * private fields, which a proxy as `this` cannot read).
  */
-function withSchemaIntrospection(db: Kysely<any>, schema: string): Kysely<any> {
-  const introspection: DatabaseIntrospector = {
-    getSchemas: async () => [{ name: schema }],
-    getTables: () => tablesIn(db, schema),
-    getMetadata: async () => ({ tables: await tablesIn(db, schema) }),
+function forMigrator(db: Kysely<any>, schema: string | undefined, adapter: DialectAdapter | undefined): Kysely<any> {
+  if (schema === undefined && adapter === undefined) return db;
+  const introspection: DatabaseIntrospector | undefined =
+    schema === undefined
+      ? undefined
+      : {
+          getSchemas: async () => [{ name: schema }],
+          getTables: () => tablesIn(db, schema),
+          getMetadata: async () => ({ tables: await tablesIn(db, schema) }),
+        };
+  const bound = <T extends object>(target: T, property: string | symbol): unknown => {
+    const value: unknown = Reflect.get(target, property, target);
+    return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+  };
+  const executor = (): unknown => {
+    const base = db.getExecutor();
+    return adapter === undefined ? base : new Proxy(base, { get: (target, property) => (property === "adapter" ? adapter : bound(target, property)) });
   };
   return new Proxy(db, {
     get(target, property) {
-      if (property === "introspection") return introspection;
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      if (property === "introspection" && introspection !== undefined) return introspection;
+      if (property === "getExecutor") return executor;
+      return bound(target, property);
     },
   });
 }
@@ -75,12 +89,17 @@ async function executedMigrations(db: Kysely<any>, schema: string | undefined): 
   return rows.map((r) => String(r.name));
 }
 
-async function refuseNewer(db: Kysely<any>, schema: string | undefined, knownNames: Set<string>, supported: number): Promise<void> {
+/** The names of `known` not applied yet, oldest first; a database holding one not known is refused. */
+async function pendingIn(db: Kysely<any>, schema: string | undefined, known: ReadonlyArray<readonly [string, unknown]>, supported: number): Promise<string[]> {
   const executed = await executedMigrations(db, schema);
+  const knownNames = new Set(known.map(([name]) => name));
   const unknown = executed.filter((name) => !knownNames.has(name));
-  if (unknown.length === 0) return;
-  const versions = executed.map(versionOf).filter((v) => !Number.isNaN(v));
-  throw new SchemaTooNewError(Math.max(supported + 1, ...versions), supported, unknown.sort());
+  if (unknown.length > 0) {
+    const versions = executed.map(versionOf).filter((v) => !Number.isNaN(v));
+    throw new SchemaTooNewError(Math.max(supported + 1, ...versions), supported, unknown.sort());
+  }
+  const done = new Set(executed);
+  return known.map(([name]) => name).filter((name) => !done.has(name));
 }
 
 /**
@@ -90,12 +109,7 @@ async function refuseNewer(db: Kysely<any>, schema: string | undefined, knownNam
  * For a command that must not change the schema as a side effect (the CLI's, except `migrate`).
  */
 export async function pendingMigrationsOf(db: Kysely<any>, family: SqlFamily): Promise<string[]> {
-  const known = migrations(family);
-  const knownNames = new Set(known.map(([name]) => name));
-  const schema = await currentSchema(db, family);
-  await refuseNewer(db, schema, knownNames, LATEST_SCHEMA_VERSION);
-  const executed = new Set(await executedMigrations(db, schema));
-  return known.map(([name]) => name).filter((name) => !executed.has(name));
+  return pendingIn(db, await currentSchema(db, family), migrations(family), LATEST_SCHEMA_VERSION);
 }
 
 /**
@@ -119,10 +133,12 @@ export async function pendingMigrations(storage: { readonly db: Kysely<any>; rea
 
 /**
  * Applies every pending migration. Refuses, before changing anything, a database that already
- * holds a migration this code does not know. Safe to run from several instances at once.
+ * holds a migration this code does not know. Safe to run from several instances at once: on
+ * PostgreSQL and MySQL/MariaDB under a lock of plantgate's own (see {@link scopedMigrationLock}),
+ * taken only when something is pending; `lock` says how it is waited for.
  */
-export async function migrateToLatest(db: Kysely<any>, family: SqlFamily): Promise<void> {
-  await migrateToVersion(db, family, LATEST_SCHEMA_VERSION);
+export async function migrateToLatest(db: Kysely<any>, family: SqlFamily, lock: MigrationLockOptions = {}): Promise<void> {
+  await migrateToVersion(db, family, LATEST_SCHEMA_VERSION, lock);
 }
 
 /**
@@ -130,17 +146,16 @@ export async function migrateToLatest(db: Kysely<any>, family: SqlFamily): Promi
  * (any later one counts as unknown). Not exported from the package: the upgrade tests use it to
  * build a database at an earlier version.
  */
-export async function migrateToVersion(db: Kysely<any>, family: SqlFamily, version: number): Promise<void> {
+export async function migrateToVersion(db: Kysely<any>, family: SqlFamily, version: number, lock: MigrationLockOptions = {}): Promise<void> {
   const known = migrations(family).slice(0, version);
-  const knownNames = new Set(known.map(([name]) => name));
   // On PostgreSQL the migration table is looked up in the current schema only; otherwise a
   // plantgate schema elsewhere in the same database would look like ours.
   const schema = await currentSchema(db, family);
   const provider: MigrationProvider = { getMigrations: async () => Object.fromEntries(known) };
-  const migrate = async (conn: Kysely<any>, disableTransactions: boolean) => {
-    await refuseNewer(conn, schema, knownNames, version);
+  const migrate = async (conn: Kysely<any>, disableTransactions: boolean, adapter?: DialectAdapter) => {
+    await pendingIn(conn, schema, known, version);
     const migrator = new Migrator({
-      db: schema === undefined ? conn : withSchemaIntrospection(conn, schema),
+      db: forMigrator(conn, schema, adapter),
       provider,
       migrationTableName: TABLES.migrations,
       migrationLockTableName: TABLES.migrationLock,
@@ -150,15 +165,17 @@ export async function migrateToVersion(db: Kysely<any>, family: SqlFamily, versi
     });
     const { error } = await migrator.migrateToLatest();
     if (error === undefined) return;
-    // A newer instance may have migrated between our check and Kysely's lock: say so plainly.
-    await refuseNewer(conn, schema, knownNames, version);
+    // A newer instance may have migrated between our check and the lock: say so plainly.
+    await pendingIn(conn, schema, known, version);
     throw error;
   };
 
   if (family !== "sqlite") {
-    // Kysely's Migrator locks (an advisory lock on PostgreSQL, GET_LOCK on MySQL) and runs each
-    // migration in a transaction where the engine allows.
-    await migrate(db, false);
+    // Up to date (the usual start): no lock taken, nothing created. Else Kysely's Migrator takes
+    // plantgate's lock, reads again under it which migrations are pending (another instance may
+    // have applied them meanwhile), and runs each in a transaction where the engine allows.
+    if ((await pendingIn(db, schema, known, version)).length === 0) return;
+    await migrate(db, false, scopedMigrationLock(db.getExecutor().adapter, family, schema, lock));
     return;
   }
   // Kysely assumes one connection per SQLite database and takes no lock, but several processes
@@ -179,8 +196,8 @@ export async function migrateToVersion(db: Kysely<any>, family: SqlFamily, versi
   );
 }
 
-/** The longest a SQLite migrator waits for another's write lock (an index over millions of rows takes minutes). */
-const SQLITE_MIGRATION_LOCK_WAIT_MS = 15 * 60_000;
+/** The longest a SQLite migrator waits for another's write lock, as on the other engines. */
+const SQLITE_MIGRATION_LOCK_WAIT_MS = MIGRATION_LOCK_WAIT_MS;
 
 /**
  * BEGIN IMMEDIATE on a SQLite connection, waiting for another connection's write lock (another
@@ -188,7 +205,7 @@ const SQLITE_MIGRATION_LOCK_WAIT_MS = 15 * 60_000;
  * free: busy_timeout 0 for the BEGIN, and an SQLITE_BUSY is tried again after a timer. Until
  * 2026-12-01 the wait was the connection's busy_timeout (5 s), blocking the thread (better-sqlite3
  * is synchronous), and a start beside a migration longer than that failed with SQLITE_BUSY, as on
- * PostgreSQL and MySQL a second migrator waits on Kysely's lock.
+ * PostgreSQL and MySQL a second migrator waits for the migration lock.
  */
 async function beginImmediate(conn: Kysely<any>): Promise<void> {
   const { rows } = await sql<{ timeout: number }>`pragma busy_timeout`.execute(conn);

@@ -43,7 +43,9 @@ export interface OpenSqlStorageOptions {
   /**
    * Told of a failure the storage recovers from by itself but an operator should know of: a SQLite
    * file's checkpoint worker that ended with an error (it is started again, after 1 s, then up to
-   * 5 minutes apart while it keeps failing; meanwhile the writing connection checkpoints itself).
+   * 5 minutes apart while it keeps failing; meanwhile the writing connection checkpoints itself);
+   * on PostgreSQL and MySQL/MariaDB, a start that has waited 5 s for the migration lock of its
+   * schema or database (another instance migrating it; it waits up to 15 minutes, then fails).
    * Default: the message as a line on stderr (`console.warn`). The example servers give their
    * logger's `warn`.
    */
@@ -57,6 +59,8 @@ export interface OpenSqlStorageOptions {
    * how long a call waits for a free connection of the pool (PostgreSQL waits 10 s).
    */
   queryTimeoutMs?: number;
+  /** {@link CreateSqlStorageOptions.migrationLock}: for tests. @internal */
+  migrationLock?: CreateSqlStorageOptions["migrationLock"];
   /** {@link CreateSqlStorageOptions.firstKeyLock}: for tests. @internal */
   firstKeyLock?: CreateSqlStorageOptions["firstKeyLock"];
 }
@@ -483,11 +487,16 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
       throw e;
     }
   }
+  const migrationOptions = {
+    ...(options.onWarning !== undefined ? { onWarning: options.onWarning } : {}),
+    ...(options.migrationLock !== undefined ? { migrationLock: options.migrationLock } : {}),
+  };
   const storage = createSqlStorage(opened.db, family, {
     ...(opened.sqlite ? { sqlite: opened.sqlite } : {}),
     ...(cache ? { pgClientCache: cache } : {}),
     ...(options.audit === true ? { audit: true } : {}),
     ...(options.firstKeyLock !== undefined ? { firstKeyLock: options.firstKeyLock } : {}),
+    ...migrationOptions,
     // The lock wait this sets (queryTimeoutMs over 0, a second under it) is the deadline: a
     // timeout then answers 503 in time instead of waiting again up to 7 times.
     lockWaitRetries: !(target.family === "mysql" && queryTimeoutMs > 0),
@@ -501,7 +510,7 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
           throw e instanceof DriverMissingError ? e : toStorageError(e, family, "open");
         });
         try {
-          await createSqlStorage(unbounded.db, family).migrate();
+          await createSqlStorage(unbounded.db, family, migrationOptions).migrate();
         } finally {
           await unbounded.db.destroy().catch(() => {});
         }

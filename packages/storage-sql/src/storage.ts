@@ -96,6 +96,14 @@ export interface CreateSqlStorageOptions {
    * and 5; see `signingKeys.createIfEmpty` in the README). For tests. @internal
    */
   firstKeyLock?: Partial<FirstKeyLockTimes>;
+  /**
+   * Told of what an operator should know but that fails nothing: on PostgreSQL and MySQL/MariaDB, a
+   * `migrate()` that has waited 5 s for the migration lock of its database or schema (another
+   * instance migrating it). Default: the message as a line on stderr (`console.warn`).
+   */
+  onWarning?: (message: string) => void;
+  /** How long `migrate()` waits for the migration lock before it warns, and in all (ms). For tests. @internal */
+  migrationLock?: { warnAfterMs?: number; waitMs?: number };
 }
 
 /**
@@ -124,9 +132,10 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     ...(clientCache !== undefined ? { clientCache: { live: () => clientCache.live() } } : {}),
 
     async migrate() {
+      const lock = { ...options.migrationLock, ...(options.onWarning ? { warn: options.onWarning } : {}) };
       // D1 rejects BEGIN: its migrations run as batches on the binding (the D1 storage's runner).
       const d1 = ctx.d1;
-      await ctx.run("migrate", () => (d1 !== undefined ? migrateD1(createD1Context(d1)) : migrateToLatest(db as Kysely<any>, family)));
+      await ctx.run("migrate", () => (d1 !== undefined ? migrateD1(createD1Context(d1)) : migrateToLatest(db as Kysely<any>, family, lock)));
     },
 
     close() {
