@@ -60,11 +60,12 @@ const lockPause = (attempt: number) => Math.min(5 << attempt, 50);
 
 /**
  * `work` again after timers while it fails with SQLITE_BUSY, until {@link SQLITE_LOCK_WAIT_MS}
- * from now; then, or on any other failure, its error. Called after a first attempt failed with
- * `busy`. The event loop is free meanwhile (a busy_timeout waits inside better-sqlite3, blocking it).
+ * after `sent` (when the statement was handed over: by default now); then, or on any other failure,
+ * its error. Called after a first attempt failed with `busy`. The event loop is free meanwhile (a
+ * busy_timeout waits inside better-sqlite3, blocking it).
  */
-async function afterLockWait<T>(work: () => T | Promise<T>, busy: unknown): Promise<T> {
-  const deadline = Date.now() + SQLITE_LOCK_WAIT_MS;
+async function afterLockWait<T>(work: () => T | Promise<T>, busy: unknown, sent = Date.now()): Promise<T> {
+  const deadline = sent + SQLITE_LOCK_WAIT_MS;
   let error = busy;
   for (let attempt = 0; ; attempt++) {
     const pause = lockPause(attempt);
@@ -87,6 +88,13 @@ async function afterLockWait<T>(work: () => T | Promise<T>, busy: unknown): Prom
  * inside meets SQLITE_BUSY (one there cannot be run again alone; a deferred transaction that read
  * before another process committed could never write: SQLITE_BUSY_SNAPSHOT). Within the process
  * Kysely runs one transaction at a time on the one connection, so this costs nothing there.
+ *
+ * The wait keeps the one connection, so what Kysely queued behind a waiting statement waits with
+ * it; the first statement run after an `acquireConnection` (a single statement, or a transaction's
+ * BEGIN IMMEDIATE) therefore counts its 5 s from that call, which Kysely makes when the query is
+ * handed to it, before its turn: each gives up 5 s after it was sent, not 5 s after the one before
+ * it gave up (until 2026-12-02: a second queued write behind a lock held 12 s failed after 10 s).
+ * Statements later on the same connection (a transaction's COMMIT) count from their own first attempt.
  */
 class LockWaitingSqliteDialect extends SqliteDialect {
   readonly #raw: BetterSqlite3Like;
@@ -98,22 +106,45 @@ class LockWaitingSqliteDialect extends SqliteDialect {
   }
   override createDriver(): Driver {
     const raw = this.#raw;
+    // Kysely's own mutex for the one connection wakes every waiter at each release and lets whichever
+    // runs first take it: a caller that asks again at once (a loop of statements) can starve the
+    // rest, and a statement cannot know when it was sent. Here the connection passes to the waiters
+    // in the order they asked, each with when it asked, until its first statement runs.
+    let connection: DatabaseConnection | undefined;
+    let held = false;
+    const waiting: Array<() => void> = [];
+    let sent: number | undefined;
     return new (class extends SqliteDriver {
+      override async acquireConnection(): Promise<DatabaseConnection> {
+        const asked = Date.now();
+        if (held) await new Promise<void>((resolve) => waiting.push(resolve));
+        held = true;
+        sent = asked;
+        return connection!;
+      }
+      override async releaseConnection(): Promise<void> {
+        const next = waiting.shift();
+        if (next === undefined) held = false;
+        else next();
+      }
       override async beginTransaction(connection: DatabaseConnection): Promise<void> {
         await connection.executeQuery(CompiledQuery.raw("begin immediate"));
       }
     })({
       database: this.#database,
-      onCreateConnection: async (connection) => {
-        const execute = connection.executeQuery.bind(connection);
-        connection.executeQuery = (<R>(query: CompiledQuery<R>) => {
+      onCreateConnection: async (created) => {
+        connection = created;
+        const execute = created.executeQuery.bind(created);
+        created.executeQuery = (<R>(query: CompiledQuery<R>) => {
+          const since = sent;
+          sent = undefined;
           try {
             return execute(query);
           } catch (e) {
-            if (isBusy(e) && (!raw.inTransaction || /^\s*commit\s*$/i.test(query.sql))) return afterLockWait(() => execute(query), e);
+            if (isBusy(e) && (!raw.inTransaction || /^\s*commit\s*$/i.test(query.sql))) return afterLockWait(() => execute(query), e, since);
             return Promise.reject(e);
           }
-        }) as typeof connection.executeQuery;
+        }) as typeof created.executeQuery;
       },
     });
   }

@@ -129,3 +129,56 @@ describe("SQLite write lock held by another process", () => {
     expect(await storage.plants.create({ id: 3n, name: "c", tag: null })).toBe(true);
   }, 20_000);
 });
+
+/**
+ * Kysely runs its statements one at a time on the one connection, so those queued behind one that
+ * waits for the lock wait with it. Until 2026-12-02 each then began its own 5 s only when its turn
+ * came (two queued writes behind a lock held 12 s failed at about 5 and 10 s after they were sent):
+ * now each gives up 5 s after it was handed to Kysely, wherever it waited meanwhile.
+ */
+describe("SQLite write lock held by another process, statements queued behind Kysely's one connection", () => {
+  /** What `write` gave and how long after it was sent it settled. */
+  const timed = (write: () => Promise<unknown>) => {
+    const sent = Date.now();
+    return outcome(write()).then((result) => ({ result, afterMs: Date.now() - sent }));
+  };
+  // Two sent at once, and one a second later (clients.create runs through Kysely).
+  const send = (storage: SqlStorage) =>
+    Promise.all([
+      timed(() => storage.clients.create(client("c1"))),
+      timed(() => storage.clients.create(client("c2"))),
+      new Promise((resolve) => setTimeout(resolve, 1000)).then(() => timed(() => storage.clients.create(client("c3")))),
+    ]);
+
+  it("each fails with StorageError about 5 s after it was sent while the lock is held for 12 s", async () => {
+    const { storage, other } = await setup();
+    const release = setTimeout(() => other.exec("COMMIT"), 12_000);
+    try {
+      const settled = await send(storage);
+      expect(settled.map((s) => s.result)).toEqual(["StorageError", "StorageError", "StorageError"]);
+      for (const { afterMs } of settled) {
+        expect(afterMs).toBeGreaterThanOrEqual(4500);
+        expect(afterMs).toBeLessThan(6500);
+      }
+    } finally {
+      clearTimeout(release);
+      if (other.inTransaction) other.exec("COMMIT");
+    }
+    expect(await storage.clients.get("c1")).toBeNull();
+    expect(await storage.clients.get("c3")).toBeNull();
+  }, 30_000);
+
+  it("each goes through once the lock is released at 3 s", async () => {
+    const { storage, other } = await setup();
+    setTimeout(() => other.exec("COMMIT"), 3000);
+    const settled = await send(storage);
+    expect(settled.map((s) => s.result)).toEqual([true, true, true]);
+    for (const { afterMs } of settled.slice(0, 2)) {
+      expect(afterMs).toBeGreaterThanOrEqual(2900);
+      expect(afterMs).toBeLessThan(4000);
+    }
+    expect(settled[2]!.afterMs).toBeGreaterThanOrEqual(1900);
+    expect(settled[2]!.afterMs).toBeLessThan(3000);
+    expect((await storage.clients.list()).map((c) => c.clientId)).toEqual(["c1", "c2", "c3"]);
+  }, 30_000);
+});
