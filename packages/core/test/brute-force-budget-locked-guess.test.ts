@@ -7,26 +7,12 @@
  */
 import { expect, it } from "vitest";
 import { createMemoryStorage, createPlantgate, type Storage } from "../src/index.js";
-import { BASE, basic } from "./helpers.js";
+import { BASE, basic, lookupGate } from "./helpers.js";
 
 it("a guess at a username locked by its own key does not push the client's budget past its limit", async () => {
   const memory = createMemoryStorage();
-  let hold: { username: string; reached: () => void; wait: Promise<void> } | null = null;
-  const storage: Storage = {
-    ...memory,
-    accounts: {
-      ...memory.accounts,
-      findByUsername: async (username) => {
-        const h = hold?.username === username ? hold : null;
-        if (h) {
-          hold = null;
-          h.reached();
-          await h.wait;
-        }
-        return memory.accounts.findByUsername(username);
-      },
-    },
-  };
+  const lookups = lookupGate(memory.accounts);
+  const storage: Storage = { ...memory, accounts: lookups.accounts };
   // maxFailures 1: 1 per username + IP, 5 per username, 10 per client.
   const app = createPlantgate({ storage, passwordHashIterations: 1000, logger: { error() {}, warn() {} }, bruteForce: { maxFailures: 1, windowSeconds: 600 }, maxConcurrentPasswordChecks: 100 });
   await app.admin.createAccount({ username: "alice", password: "alice-password-1" });
@@ -44,16 +30,13 @@ it("a guess at a username locked by its own key does not push the client's budge
   // Nine failures at nine usernames: the budget at 9; user-0's (username + IP) key at its limit.
   for (let i = 0; i < 9; i++) expect((await grant(`user-${i}`, "wrong", `198.51.100.${i + 1}`)).status).toBe(400);
   // alice's right password counts the budget's tenth (its limit) and is held at its password check.
-  let release = (): void => {};
-  let reached = (): void => {};
-  const atCheck = new Promise<void>((r) => (reached = r));
-  hold = { username: "alice", reached: () => reached(), wait: new Promise<void>((r) => (release = r)) };
+  const held = lookups.hold("alice");
   const alice = grant("alice", "alice-password-1", "203.0.113.1");
-  await atCheck;
+  await held.reached;
   // A guess at user-0 from its own address: refused by its own (username + IP) lock.
   const guess = await grant("user-0", "wrong-again", "198.51.100.1");
   expect(guess.status).toBe(429);
-  release();
+  held.release();
   expect((await alice).status).toBe(200);
   // alice's count given back: the budget is under its limit again (9), unless the guess spent it.
   const bob = await grant("bob", "bob-password-1", "203.0.113.2");

@@ -14,7 +14,7 @@
 import { describe, expect, it } from "vitest";
 import { createMemoryStorage, createPlantgate, type SecurityEvent, type Storage } from "../src/index.js";
 import { ADMIN, call, consoleHarness } from "./console-helpers.js";
-import { BASE, basic } from "./helpers.js";
+import { BASE, basic, lookupGate } from "./helpers.js";
 import { FORM } from "./token-helpers.js";
 
 const quiet = { error() {}, warn() {} };
@@ -128,7 +128,7 @@ describe("a budget read as spent, then given a count back before the attempt cou
   it("console: an attempt that read the budget at its limit while a success was in flight, and counted it after that success's refund, is checked (401), not refused; the next one is refused, one address_budget lock", async () => {
     const memory = createMemoryStorage();
     let holdIncrement: (() => Promise<void>) | null = null;
-    let holdLookup: { username: string; reached: () => void; wait: Promise<void> } | null = null;
+    const lookups = lookupGate(memory.accounts);
     const storage: Storage = {
       ...memory,
       attempts: {
@@ -141,18 +141,7 @@ describe("a budget read as spent, then given a count back before the attempt cou
         },
         refund: memory.attempts.refund!.bind(memory.attempts),
       },
-      accounts: {
-        ...memory.accounts,
-        findByUsername: async (username) => {
-          const hold = holdLookup?.username === username ? holdLookup : null;
-          if (hold) {
-            holdLookup = null;
-            hold.reached();
-            await hold.wait;
-          }
-          return memory.accounts.findByUsername(username);
-        },
-      },
+      accounts: lookups.accounts,
     };
     const events: SecurityEvent[] = [];
     // maxFailures 1: the address's budget is 3.
@@ -160,12 +149,9 @@ describe("a budget read as spent, then given a count back before the attempt cou
     const signIn = (username: string, password: string) => call(h.app, "POST", "/api/session", { body: { username, password }, clientIp: "198.51.100.79" });
     for (let i = 0; i < 2; i++) expect((await signIn(`user-${i}`, "wrong")).status).toBe(401);
     // S, the admin's right password, counts the budget's third and is held at its password check.
-    let releaseS = (): void => {};
-    let reachedS = (): void => {};
-    const sReached = new Promise<void>((r) => (reachedS = r));
-    holdLookup = { username: ADMIN.username, reached: () => reachedS(), wait: new Promise<void>((r) => (releaseS = r)) };
+    const heldS = lookups.hold(ADMIN.username);
     const s = signIn(ADMIN.username, ADMIN.password);
-    await sReached;
+    await heldS.reached;
     // X reads the budget at its limit; its count of it is held.
     let releaseX = (): void => {};
     let reachedX = (): void => {};
@@ -174,7 +160,7 @@ describe("a budget read as spent, then given a count back before the attempt cou
     const x = signIn("user-x", "wrong");
     await xReached;
     // S succeeds and gives the budget its count back (2); then X counts it (3, at its limit: allowed).
-    releaseS();
+    heldS.release();
     const sStatus = (await s).status;
     releaseX();
     const xStatus = (await x).status;

@@ -1,4 +1,4 @@
-import { createMemoryStorage, createPlantgate, StorageError, type Plantgate, type PlantgateOptions, type Storage } from "../src/index.js";
+import { createMemoryStorage, createPlantgate, StorageError, type AccountStore, type Plantgate, type PlantgateOptions, type Storage } from "../src/index.js";
 
 export const BASE = "https://as.example.test";
 
@@ -88,4 +88,33 @@ export function keyDeletesFailing(): { memory: Storage; storage: Storage; delete
     },
   };
   return { memory, storage, deletes };
+}
+
+/**
+ * `accounts` with a gate on findByUsername: after `hold(username)`, the next lookup of that
+ * username waits (`reached` resolves then) until `release()`, as a password check in flight would.
+ */
+export function lookupGate(accounts: AccountStore): { accounts: AccountStore; hold(username: string): { reached: Promise<void>; release(): void } } {
+  let held: { username: string; reached: () => void; wait: Promise<void> } | null = null;
+  return {
+    accounts: {
+      ...accounts,
+      findByUsername: async (username) => {
+        const h = held?.username === username ? held : null;
+        if (h) {
+          held = null;
+          h.reached();
+          await h.wait;
+        }
+        return accounts.findByUsername(username);
+      },
+    },
+    hold(username) {
+      let reached = (): void => {};
+      let release = (): void => {};
+      const atLookup = new Promise<void>((r) => (reached = r));
+      held = { username, reached: () => reached(), wait: new Promise<void>((r) => (release = r)) };
+      return { reached: atLookup, release: () => release() };
+    },
+  };
 }

@@ -1,7 +1,6 @@
-import type { ClientRecord } from "@plantgate/core";
 import { afterEach, expect, it } from "vitest";
 import { openSqlStorage, type SqlStorage } from "../src/index.js";
-import { describeIfReachable, POSTGRES_URL, postgresEngine, probePostgres, type FreshDatabase } from "./support.js";
+import { clientRecord, describeIfReachable, POSTGRES_URL, postgresEngine, probePostgres, type FreshDatabase } from "./support.js";
 
 const withQuery = (url: string, params: Record<string, string>) => url + (url.includes("?") ? "&" : "?") + new URLSearchParams(params).toString().replace(/\+/g, "%20");
 
@@ -17,21 +16,7 @@ const withQuery = (url: string, params: Record<string, string>) => url + (url.in
 
 const problem = await probePostgres();
 
-const client: ClientRecord = {
-  clientId: "reporting",
-  authMethod: "client_secret",
-  secrets: [{ id: "s1", hash: "hash-one", createdAt: 1_700_000_000_000, expiresAt: null, lastUsedAt: null }],
-  jwks: null,
-  jwksUri: null,
-  name: "Reporting",
-  grantTypes: ["client_credentials"],
-  scopes: ["Platform_UserAPIs"],
-  accessTokenTtl: null,
-  refreshTokenTtl: null,
-  refreshTokenAbsoluteTtl: null,
-  createdAt: 1_690_000_000_000,
-  secretUpdatedAt: 1_700_000_000_000,
-};
+const client = clientRecord();
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describeIfReachable("postgres client cache, tables not in the first schema of the search_path", POSTGRES_URL, "PLANTGATE_TEST_POSTGRES_URL", problem, () => {

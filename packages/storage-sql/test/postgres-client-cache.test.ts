@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { openSqlStorage, type SqlStorage } from "../src/index.js";
 import { pgClientCache, type ListenClientConstructor } from "../src/pg-client-cache.js";
 import { TABLES } from "../src/schema.js";
-import { describeIfReachable, POSTGRES_URL, postgresEngine, probePostgres, type FreshDatabase } from "./support.js";
+import { clientRecord, describeIfReachable, POSTGRES_URL, postgresEngine, probePostgres, type FreshDatabase } from "./support.js";
 
 // The PostgreSQL client cache (see src/pg-client-cache.ts): clients are kept in memory and dropped
 // when the database's triggers report a change. These tests run two storages on one database (two
@@ -13,21 +13,7 @@ import { describeIfReachable, POSTGRES_URL, postgresEngine, probePostgres, type 
 
 const problem = await probePostgres();
 
-const client: ClientRecord = {
-  clientId: "reporting",
-  authMethod: "client_secret",
-  secrets: [{ id: "s1", hash: "hash-one", createdAt: 1_700_000_000_000, expiresAt: null, lastUsedAt: null }],
-  jwks: null,
-  jwksUri: null,
-  name: "Reporting",
-  grantTypes: ["client_credentials"],
-  scopes: ["Platform_UserAPIs"],
-  accessTokenTtl: null,
-  refreshTokenTtl: null,
-  refreshTokenAbsoluteTtl: null,
-  createdAt: 1_690_000_000_000,
-  secretUpdatedAt: 1_700_000_000_000,
-};
+const client = clientRecord();
 const rotated = { id: "s2", hash: "hash-two", createdAt: 1_700_000_100_000, expiresAt: null, lastUsedAt: null };
 
 /** Polls `read` every 5 ms until `done` holds of its result; fails after 2 s. Returns how long it took. */

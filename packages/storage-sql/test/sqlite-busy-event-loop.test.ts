@@ -11,25 +11,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import BetterSqlite3 from "better-sqlite3";
-import { StorageError, type ClientRecord } from "@plantgate/core";
+import { StorageError } from "@plantgate/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqlStorage, type SqlStorage } from "../src/index.js";
+import { clientRecord } from "./support.js";
 
-const client = (clientId: string): ClientRecord => ({
-  clientId,
-  authMethod: "client_secret",
-  secrets: [{ id: "s1", hash: `hash-${clientId}`, createdAt: 1_700_000_000_000, expiresAt: null, lastUsedAt: null }],
-  jwks: null,
-  jwksUri: null,
-  name: clientId,
-  grantTypes: ["client_credentials"],
-  scopes: ["Platform_UserAPIs"],
-  accessTokenTtl: null,
-  refreshTokenTtl: null,
-  refreshTokenAbsoluteTtl: null,
-  createdAt: 1_690_000_000_000,
-  secretUpdatedAt: 1_700_000_000_000,
-});
+const client = (clientId: string) => clientRecord({ clientId, name: clientId, secrets: [{ id: "s1", hash: `hash-${clientId}`, createdAt: 1_700_000_000_000, expiresAt: null, lastUsedAt: null }] });
 
 const dirs: string[] = [];
 const opened: Array<{ close(): unknown }> = [];

@@ -3,29 +3,16 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { AccountRecord, ClientRecord } from "@plantgate/core";
+import type { AccountRecord } from "@plantgate/core";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openSqlStorage, type SqlStorage } from "../src/index.js";
+import { clientRecord } from "./support.js";
 
 // The SQLite storage remembers hot reads (clients, accounts, account pages, revoked jtis,
 // throttle counters) and validates them on every read with PRAGMA data_version. These tests warm
 // that cache, change the file from elsewhere, and expect the very next read to see the change.
 
-const client: ClientRecord = {
-  clientId: "reporting",
-  authMethod: "client_secret",
-  secrets: [{ id: "s1", hash: "hash-one", createdAt: 1_700_000_000_000, expiresAt: null, lastUsedAt: null }],
-  jwks: null,
-  jwksUri: null,
-  name: "Reporting",
-  grantTypes: ["client_credentials"],
-  scopes: ["Platform_UserAPIs"],
-  accessTokenTtl: null,
-  refreshTokenTtl: null,
-  refreshTokenAbsoluteTtl: null,
-  createdAt: 1_690_000_000_000,
-  secretUpdatedAt: 1_700_000_000_000,
-};
+const client = clientRecord();
 /** The one secret `hash`, created at `at` (what a rotation leaves). */
 const secret = (hash: string, at: number) => ({ id: `s-${hash}`, hash, createdAt: at, expiresAt: null, lastUsedAt: null });
 const secretJson = (hash: string, at: number) => JSON.stringify([secret(hash, at)]);

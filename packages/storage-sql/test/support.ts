@@ -9,7 +9,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Plantgate, Storage } from "@plantgate/core";
+import type { ClientRecord, Plantgate, Storage } from "@plantgate/core";
 import type { ConformanceTarget } from "@plantgate/storage-testing";
 import mysql from "mysql2/promise";
 import pg from "pg";
@@ -362,3 +362,21 @@ export const accountListStatus =
   (base: string) =>
   async (app: Plantgate, token: string): Promise<number> =>
     (await app.fetch(new Request(`${base}/rbac/ServerCommand/GetAccountList`, { headers: { authorization: `Bearer ${token}` } }))).status;
+
+/** A client_secret client "reporting" with one secret, as several tests store it; `overrides` replace fields. */
+export const clientRecord = (overrides: Partial<ClientRecord> = {}): ClientRecord => ({
+  clientId: "reporting",
+  authMethod: "client_secret",
+  secrets: [{ id: "s1", hash: "hash-one", createdAt: 1_700_000_000_000, expiresAt: null, lastUsedAt: null }],
+  jwks: null,
+  jwksUri: null,
+  name: "Reporting",
+  grantTypes: ["client_credentials"],
+  scopes: ["Platform_UserAPIs"],
+  accessTokenTtl: null,
+  refreshTokenTtl: null,
+  refreshTokenAbsoluteTtl: null,
+  createdAt: 1_690_000_000_000,
+  secretUpdatedAt: 1_700_000_000_000,
+  ...overrides,
+});
