@@ -433,7 +433,7 @@ describe("signer: a key held outside plantgate", () => {
     expect((await getAccounts(h.app, token)).status).toBe(200);
     // Only the public key reaches storage.
     expect(await h.app.storage.signingKeys.list()).toEqual([
-      { kid, alg: "ES256", privateJwk: "external", publicJwk: JSON.stringify({ kty: "EC", crv: "P-256", x: publicJwk.x, y: publicJwk.y, kid, alg: "ES256" }), createdAt: h.clock.now(), activatesAt: h.clock.now() },
+      { kid, alg: "ES256", privateJwk: "external", publicJwk: JSON.stringify({ kty: "EC", crv: "P-256", x: publicJwk.x, y: publicJwk.y, kid, alg: "ES256" }), createdAt: h.clock.now(), activatesAt: h.clock.now(), lastSignedAt: h.clock.now() },
     ]);
     await expect(h.app.admin.rotateSigningKey()).rejects.toThrow(new AdminError("The signing key is held by a signer (option signer); rotate it by changing the signer."));
     expect((await h.app.admin.listSigningKeys()).map((k) => [k.kid, k.status])).toEqual([[kid, "active"]]);

@@ -308,13 +308,18 @@ describe("a configured key changed under the same kid", () => {
       const rows = await storage.signingKeys.list();
       expect(rows).toHaveLength(1);
       clock.advance(3_600_000);
-      // The same configured key again (a restart): it starts, and nothing changes.
+      // The same configured key again (a restart): it starts, and nothing changes but the stamp of
+      // its load (lastSignedAt, see signingKeys.markSigning).
       expect(await createPlantgate({ storage, clock: clock.now, logger: quiet, ...first }).jwks(), what).toEqual(published);
+      const restarted = rows.map((r) => ({ ...r, lastSignedAt: clock.now() }));
+      expect(await storage.signingKeys.list(), what).toEqual(restarted);
+      clock.advance(60_000);
       const after = createPlantgate({ storage, clock: clock.now, logger: quiet, ...(await configure()) });
       await expect(after.jwks(), what).rejects.toThrow(
         `${what} has kid "${rows[0]!.kid}", which is stored with another key: give the new key a kid of its own (or none: its RFC 7638 thumbprint is the kid); nothing was stored`,
       );
-      expect(await storage.signingKeys.list(), what).toEqual(rows);
+      // Not even stamped: a stamp would keep the row's other key trusted on other instances.
+      expect(await storage.signingKeys.list(), what).toEqual(restarted);
       expect(await before.jwks()).toEqual(published);
     }
   });

@@ -33,7 +33,7 @@ export { throttleConcurrencyCases, type OpenTwoInstances } from "./throttle-conc
  * Covered: every method of every store (exact round-trips, duplicates, absent records, ordering,
  * paging (accounts by place, clients by `listPage` cursor), the longest client access-token lifetime (`maxAccessTokenTtl`), atomic all-or-nothing writes, counter windows, expiry clean-up with its batch limit), concurrent
  * `consume`/`create`/`increment` races, console sessions' forward-only `sessions.touch` (30 racing touches keep the latest end; none brings a deleted session back), a store's first signing key (`signingKeys.createIfEmpty`:
- * one of 30 racing calls stores its key), the refresh-token grace window (replay data stored with
+ * one of 30 racing calls stores its key), a configured key's stamp (`signingKeys.markSigning`: the later time kept, 30 racing stamps keep the latest), the refresh-token grace window (replay data stored with
  * `consume`, `graceUse` counted atomically and never for a revoked family, 50-way races), two
  * pruners at once, `admin.prune()` over the store, the core running over the store end to end (text
  * with a lone surrogate refused by core with the same answer as on every store, before the store), and,

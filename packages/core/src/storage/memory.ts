@@ -291,6 +291,10 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         keys.set(kid, { ...k, privateJwk: replacement });
         return true;
       },
+      async markSigning(kid, at) {
+        const k = keys.get(kid);
+        if (k && !(k.lastSignedAt !== undefined && k.lastSignedAt >= at)) keys.set(kid, { ...k, lastSignedAt: at });
+      },
     },
     attempts: {
       async increment(key, now, windowMs) {

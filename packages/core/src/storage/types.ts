@@ -324,6 +324,14 @@ export interface SigningKeyRecord {
    * until then it is published as `next`. Equal to `createdAt` for a key that signs at once.
    */
   activatesAt: number;
+  /**
+   * Epoch ms of the last load of the keys by an instance that signs with this key because it is
+   * configured there (`signingKey` / `signer`), stamped by {@link SigningKeyStore.markSigning};
+   * absent when none ever did (a rotated key, a store without `markSigning`). Such an instance
+   * signs with the key until its next load, so the key is not retired before this time (see the
+   * README, "Replacing a configured key"). Added 2026-12-02.
+   */
+  lastSignedAt?: number;
 }
 
 /** Signing keys; shared by every instance of a persistent store. */
@@ -350,6 +358,17 @@ export interface SigningKeyStore {
    * is absent or the value differs. Nothing else of the record changes.
    */
   replacePrivateJwk(kid: string, expected: string, replacement: string): Promise<boolean>;
+  /**
+   * Stamps `at` as the `lastSignedAt` of `kid`, keeping the later time when one is stored (a
+   * stamp from an instance whose clock is behind moves nothing back), in one atomic step; nothing
+   * when the kid is absent. Nothing else of the record changes. An instance with a configured key
+   * calls it at every load of the keys (at least once a minute while it serves), so that other
+   * instances keep trusting and publishing the key for as long as it signs there, and no longer.
+   * Optional (added 2026-12-02), so a store written before it still runs; without it nothing is
+   * stamped and a configured key is retired as before, when the key after it activates (see the
+   * README, "Writing a storage backend").
+   */
+  markSigning?(kid: string, at: number): Promise<void>;
 }
 
 /**

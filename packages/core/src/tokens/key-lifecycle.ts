@@ -38,17 +38,38 @@ const inOrder = (a: SigningKeyRecord, b: SigningKeyRecord) =>
 
 interface Placed {
   record: SigningKeyRecord;
-  /** When the key's successor (in activation order) takes over; null for the last key and a pinned one. */
+  /**
+   * When the key stops signing everywhere: its successor's (in activation order) activation, or
+   * its `lastSignedAt` when later; null for the pinned key and for the last key (unless stamped
+   * and read by a pinned instance, see {@link place}).
+   */
   replacedAt: number | null;
 }
 
-/** Keys in activation order, each with the time it stops signing. */
+/**
+ * Keys in activation order, each with the time it stops signing. A key's successor takes over at
+ * its activation, but an instance configured with the key (`signingKey`, `signer`) signs with it
+ * whatever comes after, and stamps `lastSignedAt` at each load of the keys (see
+ * {@link SigningKeyStore.markSigning}): it signs with the key until its next load (at most the reload
+ * interval later, the margin the retirement already has), so the key is not replaced before that
+ * stamp. Read by an instance pinned to another key (`pinnedKid`), a stamped key after all the others
+ * (one stored again by an instance still configured with it, after this instance's key was stored)
+ * is replaced at its stamp, not never. Until 2026-12-02 no stamp was kept: an instance pinned to the
+ * new key of a gradual deployment refused the old version's fresh tokens once the token lifetime
+ * had passed, and trusted a replaced key that an old-version instance stored again for good.
+ * A key without a stamp (a rotated key, a store without `markSigning`) is placed as before.
+ */
 export function place(records: readonly SigningKeyRecord[], pinnedKid?: string): Placed[] {
   const sorted = [...records].sort(inOrder);
-  return sorted.map((record, i) => ({
-    record,
-    replacedAt: record.kid === pinnedKid || i === sorted.length - 1 ? null : sorted[i + 1]!.activatesAt,
-  }));
+  return sorted.map((record, i) => {
+    const stamp = record.lastSignedAt;
+    const next = sorted[i + 1];
+    let replacedAt: number | null;
+    if (record.kid === pinnedKid) replacedAt = null;
+    else if (next !== undefined) replacedAt = stamp === undefined ? next.activatesAt : Math.max(next.activatesAt, stamp);
+    else replacedAt = pinnedKid !== undefined && stamp !== undefined ? stamp : null;
+    return { record, replacedAt };
+  });
 }
 
 /**
@@ -98,7 +119,9 @@ export function describeKeys(records: readonly SigningKeyRecord[], now: number, 
 /**
  * The kids of the `prunable` keys among `records`, oldest first (never `activeKid`). Oldest first
  * so that any prefix of them may be deleted alone: a key's retirement is read from the key after
- * it, and deleting the oldest keys changes no other key's successor.
+ * it, and deleting the oldest keys changes no other key's successor. (A key kept `retired` by its
+ * stamp, `lastSignedAt`, before a prunable one keeps that retirement when the prunable one goes:
+ * its stamp is later than the activations after it.)
  */
 export function prunableKids(records: readonly SigningKeyRecord[], now: number, maxTokenTtlMs: number, activeKid?: string): string[] {
   return describeKeys(records, now, maxTokenTtlMs, activeKid)

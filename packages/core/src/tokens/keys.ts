@@ -464,8 +464,11 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       const record = opts.signer !== undefined ? await signerRecord(opts.signer, now) : await keyRecordFromJwk(opts.configured!, opts.alg, now);
       pinned = record.kid;
       const stored = records.find((r) => r.kid === record.kid);
+      // This instance signs with the key until its next load: stamped so that instances pinned to
+      // another key (a gradual deployment replacing it) keep trusting it that long (see `place`).
+      const stamps = typeof store.markSigning === "function";
       if (stored === undefined) {
-        await store.create(await seal(record, records));
+        await store.create(await seal(stamps ? { ...record, lastSignedAt: now } : record, records));
         records = await store.list();
       } else if ((await thumbprintOf(stored.publicJwk)) !== (await thumbprintOf(record.publicJwk))) {
         // The configured key changed under a kid of its own choosing (a KMS key replaced, a leaked
@@ -483,6 +486,11 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
         throw new TypeError(
           `${what} has kid ${quoteId(record.kid)}, which is stored with alg ${stored.alg}, not ${record.alg}: give the key under its new alg a kid of its own (its RFC 7638 thumbprint, the kid by default, is the same whatever the alg); nothing was stored`,
         );
+      } else if (stamps) {
+        // Only once the stored row is known to hold this key (above): a stamp on a row of another
+        // key under the same kid would keep that one trusted. One write a load (a minute), never
+        // per token. The records keep the stamp read: the key signs here whatever it says.
+        await store.markSigning!(record.kid, now);
       }
     } else if (records.length === 0) {
       // The first key signs at once: nobody holds a JWKS that could lack it. Stored only if the

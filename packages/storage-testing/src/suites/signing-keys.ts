@@ -181,4 +181,76 @@ export function signingKeysSuite(s: SuiteContext): void {
       expectRecords(await s.storage().signingKeys.list(), [expected], "signing keys");
     });
   });
+
+  /**
+   * `signingKeys.markSigning(kid, at)` (optional in the type, so an older backend still runs;
+   * without it a configured key is retired when the key after it activates, and an instance pinned
+   * to a new key refuses a gradual deployment's old-version tokens once the token lifetime passed,
+   * see the README's storage section). Each case fails until it is there.
+   */
+  describe("signingKeys.markSigning", { timeout: RACES_TIMEOUT }, () => {
+    type WithMark = Required<Pick<SigningKeyStore, "markSigning">> & SigningKeyStore;
+    const marking = (store: SigningKeyStore = s.storage().signingKeys): WithMark => {
+      if (typeof store.markSigning !== "function") {
+        throw new Error("signingKeys.markSigning is missing: without it a configured key is retired when the key after it activates, whatever instance still signs with it (see the README's storage section)");
+      }
+      return store as WithMark;
+    };
+    const sorted = (l: SigningKeyRecord[]) => [...l].sort((a, b) => byCodeUnit(a.kid, b.kid));
+
+    it("stamps lastSignedAt, which list returns; a key never stamped has none (the member absent); nothing else of the record changes, nor another key", async () => {
+      const a = signingKeyRecord({ kid: "a", activatesAt: T0 + 3 });
+      const b = signingKeyRecord({ kid: "b", createdAt: T0 + 1 });
+      expect(await s.storage().signingKeys.create(a)).toBe(true);
+      expect(await s.storage().signingKeys.create(b)).toBe(true);
+      expectRecords(sorted(await s.storage().signingKeys.list()), [a, b], "signing keys never stamped");
+      await marking().markSigning("a", T0 + 60_000);
+      expectRecords(sorted(await s.storage().signingKeys.list()), [{ ...a, lastSignedAt: T0 + 60_000 }, b], "signing keys");
+      await marking().markSigning("a", MAX_DATE_MS);
+      expectRecords(sorted(await s.storage().signingKeys.list()), [{ ...a, lastSignedAt: MAX_DATE_MS }, b], "signing keys");
+    });
+
+    it("keeps the later time: an earlier stamp (an instance whose clock is behind) moves nothing back; a later one moves it on", async () => {
+      const a = signingKeyRecord({ kid: "a" });
+      expect(await s.storage().signingKeys.create(a)).toBe(true);
+      await marking().markSigning("a", T0 + 120_000);
+      await marking().markSigning("a", T0 + 60_000);
+      await marking().markSigning("a", T0 + 120_000);
+      expectRecords(await s.storage().signingKeys.list(), [{ ...a, lastSignedAt: T0 + 120_000 }], "signing keys");
+      await marking().markSigning("a", T0 + 180_000);
+      expectRecords(await s.storage().signingKeys.list(), [{ ...a, lastSignedAt: T0 + 180_000 }], "signing keys");
+    });
+
+    it("an absent kid: nothing stored, no error; a kid differing in case is another key", async () => {
+      const a = signingKeyRecord({ kid: "a" });
+      expect(await s.storage().signingKeys.create(a)).toBe(true);
+      await marking().markSigning("missing", T0 + 60_000);
+      await marking().markSigning("A", T0 + 60_000);
+      expectRecords(await s.storage().signingKeys.list(), [a], "signing keys");
+    });
+
+    it("a record created with lastSignedAt (create and createIfEmpty) round-trips it; replacePrivateJwk keeps it", async () => {
+      const a = signingKeyRecord({ kid: "a", lastSignedAt: T0 + 5 });
+      if (typeof s.storage().signingKeys.createIfEmpty === "function") expect(await s.storage().signingKeys.createIfEmpty!(a)).toBe(true);
+      else expect(await s.storage().signingKeys.create(a)).toBe(true);
+      const b = signingKeyRecord({ kid: "b", createdAt: T0 + 1, lastSignedAt: T0 + 6 });
+      expect(await s.storage().signingKeys.create(b)).toBe(true);
+      expectRecords(sorted(await s.storage().signingKeys.list()), [a, b], "signing keys");
+      expect(await s.storage().signingKeys.replacePrivateJwk("a", a.privateJwk, "enc:A256GCM:x")).toBe(true);
+      expectRecords(sorted(await s.storage().signingKeys.list()), [{ ...a, privateJwk: "enc:A256GCM:x" }, b], "signing keys");
+    });
+
+    it("30 concurrent stamps of one key with distinct times (two instances where the target gives connect): the latest is kept", async () => {
+      const a = signingKeyRecord({ kid: "a" });
+      expect(await s.storage().signingKeys.create(a)).toBe(true);
+      await withOtherInstance(s, async (other) => {
+        const stores = [marking(), marking(other.signingKeys)];
+        // The latest in the middle, so neither the first nor the last call alone decides.
+        const times = Array.from({ length: 30 }, (_, i) => T0 + 1_000 * ((i * 7) % 30));
+        await inParallel(30, (i) => stores[i % 2]!.markSigning("a", times[i]!));
+        expectRecords(await s.storage().signingKeys.list(), [{ ...a, lastSignedAt: T0 + 29_000 }], "signing keys");
+        expectRecords(await other.signingKeys.list(), [{ ...a, lastSignedAt: T0 + 29_000 }], "signing keys seen by the other instance");
+      });
+    });
+  });
 }
