@@ -432,6 +432,13 @@ export async function createJsonFileStorage(path: string): Promise<JsonFileStora
         await persist();
         return true;
       },
+      async markSigning(kid, at) {
+        // Compare and write with no await in between: the later of racing stamps stays.
+        const k = keys.get(kid);
+        if (!k || (k.lastSignedAt !== undefined && k.lastSignedAt >= at)) return;
+        keys.set(kid, { ...k, lastSignedAt: at });
+        await persist();
+      },
     },
 
     attempts: {
@@ -764,11 +771,13 @@ const SHAPES = {
 
 /**
  * Fields a record may lack (added to the contract later, in no new file version): a client's
- * `generation` and a refresh token's `clientGeneration` (2026-12-02); absent = from before.
+ * `generation`, a refresh token's `clientGeneration` and a signing key's `lastSignedAt`
+ * (2026-12-02); absent = from before (or, for `lastSignedAt`, never stamped).
  */
 const OPTIONAL: Partial<Record<keyof typeof SHAPES, Record<string, Kind>>> = {
   clients: { generation: "string" },
   refreshTokens: { clientGeneration: "string" },
+  signingKeys: { lastSignedAt: "number" },
 };
 
 /** Sections a version 1 file predates; reading one, they start empty. */

@@ -140,6 +140,18 @@ describe("JSON file storage: persistence", () => {
     expect(await storage.signingKeys.list()).toStrictEqual([{ kid: "k-old", alg: "ES256", privateJwk: "{}", publicJwk: "{}", createdAt: 7, activatesAt: 7 }]);
   });
 
+  it("a signing key's stamp (lastSignedAt, markSigning) survives re-opening the file; a key never stamped comes back without one", async () => {
+    const storage = await createJsonFileStorage(file);
+    const key = { kid: "k-1", alg: "ES256", privateJwk: "{}", publicJwk: "{}", createdAt: 7, activatesAt: 7 };
+    expect(await storage.signingKeys.create(key)).toBe(true);
+    expect(await storage.signingKeys.create({ ...key, kid: "k-2" })).toBe(true);
+    await storage.signingKeys.markSigning!("k-1", 60_007);
+    await storage.signingKeys.markSigning!("k-1", 30_007);
+    await storage.close();
+    const reopened = await createJsonFileStorage(file);
+    expect(await reopened.signingKeys.list()).toStrictEqual([{ ...key, lastSignedAt: 60_007 }, { ...key, kid: "k-2" }]);
+  });
+
   it("a version 1 file (before attempts, revoked tokens and sessions) opens with its data, and the next write upgrades it", async () => {
     // Version 1 and 2 clients had one secret, as `secretHash`: it becomes the secret "initial".
     const { authMethod: _m, secrets: _s, jwks: _j, jwksUri: _u, ...rest } = client;
@@ -183,6 +195,7 @@ describe("JSON file storage: persistence", () => {
       ["a missing section", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[]}', /"signingKeys" is not an array/],
       ["a plant id that is a number", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[{"id":1,"name":"x","tag":null}],"signingKeys":[]}', /plants\[0\]\.id is not string/],
       ["a plant id outside int64", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[{"id":"9223372036854775808","name":"x","tag":null}],"signingKeys":[]}', /not a decimal int64/],
+      ["a signing key's lastSignedAt that is no number", '{"format":"plantgate-json-storage","version":3,"clients":[],"accounts":[],"refreshTokens":[],"plants":[],"signingKeys":[{"kid":"k","alg":"ES256","privateJwk":"{}","publicJwk":"{}","createdAt":1,"activatesAt":1,"lastSignedAt":"soon"}],"attempts":[],"revokedTokens":[],"sessions":[],"assertionJtis":[]}', /signingKeys\[0\]\.lastSignedAt is not number/],
       ["a repeated plant id", '{"format":"plantgate-json-storage","version":1,"clients":[],"accounts":[],"refreshTokens":[],"plants":[{"id":"1","name":"x","tag":null},{"id":"1","name":"y","tag":null}],"signingKeys":[]}', /plants\[1\] repeats the key "1"/],
     ];
     for (const [what, text, message] of cases) {

@@ -165,6 +165,8 @@ export const keyRow = (v: ValueGuards, r: SigningKeyRecord): Insertable<SigningK
   public_jwk: v.text(r.publicJwk, "publicJwk"),
   created_at: r.createdAt,
   activates_at: r.activatesAt,
+  // Only when stamped: a key without a stamp inserts the columns of before.
+  ...(r.lastSignedAt === undefined ? {} : { last_signed_at: r.lastSignedAt }),
 });
 export const keyRecord = (row: Selectable<SigningKeyTable>): SigningKeyRecord => ({
   kid: row.kid,
@@ -173,6 +175,8 @@ export const keyRecord = (row: Selectable<SigningKeyTable>): SigningKeyRecord =>
   publicJwk: row.public_jwk,
   createdAt: toInt(row.created_at, "created_at"),
   activatesAt: row.activates_at === null ? toInt(row.created_at, "created_at") : toInt(row.activates_at, "activates_at"),
+  // Absent, not undefined, when never stamped: a record comes back as it was stored.
+  ...(row.last_signed_at === null || row.last_signed_at === undefined ? {} : { lastSignedAt: toInt(row.last_signed_at, "last_signed_at") }),
 });
 
 export const attemptRecord = (row: Selectable<AttemptTable>): AttemptRecord => ({

@@ -142,6 +142,11 @@ export interface SigningKeyTable {
   created_at: Int64;
   /** Added by migration 3; null only in a row an older release wrote meanwhile (read as `created_at`). */
   activates_at: ColumnType<number | bigint | string | null, number, number>;
+  /**
+   * Added by migration 13: the last load of the keys by an instance configured with this key
+   * (`lastSignedAt`, stamped by `markSigning`); null when none ever did (a rotated key, a row from before).
+   */
+  last_signed_at: ColumnType<number | bigint | string | null, number | null | undefined, number | null>;
 }
 
 /** `pg_attempts`: failure counters of the brute-force defence, one row per key. */

@@ -61,7 +61,7 @@ const client = (clientId: string, accessTokenTtl: number | null): ClientRecord =
 const V1_TABLES = [TABLES.accounts, TABLES.clients, TABLES.migrations, TABLES.migrationLock, TABLES.plants, TABLES.refreshTokens, TABLES.signingKeys].sort();
 const V2_TABLES = [...V1_TABLES, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions].sort();
 const ALL_TABLES = [...V2_TABLES, TABLES.counters, TABLES.assertionJtis, TABLES.audit, TABLES.refreshFamilies].sort();
-const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0007_client_auth", "0008_audit_events", "0009_client_notify", "0010_refresh_families", "0011_client_access_token_ttl_index", "0012_client_generation"];
+const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0007_client_auth", "0008_audit_events", "0009_client_notify", "0010_refresh_families", "0011_client_access_token_ttl_index", "0012_client_generation", "0013_signing_key_last_signed"];
 
 /** The table names present in the test database, from the engine's catalog. */
 async function tables(engine: Engine, db: FreshDatabase): Promise<string[]> {

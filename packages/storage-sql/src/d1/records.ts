@@ -156,8 +156,8 @@ export function d1SigningKeyStore(ctx: D1Context): SigningKeyStore {
       run("signingKeys.createIfEmpty", async () => {
         const row = keyRow(ctx, record);
         // One statement: D1 runs one at a time, so of racing callers exactly one finds the table empty.
-        const sql = `insert into ${table} ("kid", "alg", "private_jwk", "public_jwk", "created_at", "activates_at") select ?, ?, ?, ?, ?, ? where not exists (select 1 from ${table})`;
-        return (await exec(sql, row.kid, row.alg, row.private_jwk, row.public_jwk, record.createdAt, record.activatesAt)) > 0;
+        const sql = `insert into ${table} ("kid", "alg", "private_jwk", "public_jwk", "created_at", "activates_at", "last_signed_at") select ?, ?, ?, ?, ?, ?, ? where not exists (select 1 from ${table})`;
+        return (await exec(sql, row.kid, row.alg, row.private_jwk, row.public_jwk, record.createdAt, record.activatesAt, record.lastSignedAt ?? null)) > 0;
       }),
     delete: (kid) =>
       run("signingKeys.delete", async () => {
@@ -170,6 +170,12 @@ export function d1SigningKeyStore(ctx: D1Context): SigningKeyStore {
         const privateJwk = ctx.text(replacement, "privateJwk");
         // One conditional UPDATE: atomic, and a no-op when another writer got there first.
         return (await exec(`update ${table} set "private_jwk" = ? where "kid" = ? and "private_jwk" = ?`, privateJwk, kid, expected)) > 0;
+      }),
+    markSigning: (kid, at) =>
+      run("signingKeys.markSigning", async () => {
+        if (!storableKey(kid)) return;
+        // One conditional UPDATE: an earlier stamp than the stored one changes nothing.
+        await exec(`update ${table} set "last_signed_at" = ? where "kid" = ? and ("last_signed_at" is null or "last_signed_at" < ?)`, at, kid, at);
       }),
   };
 }

@@ -453,6 +453,21 @@ async function clientGenerationDown(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable(TABLES.clients).dropColumn("generation").execute();
 }
 
+/**
+ * Version 13: `pg_signing_keys.last_signed_at`, when an instance configured with the key
+ * (`signingKey`, `signer`) last loaded the keys (`signingKeys.markSigning`), so that instances pinned
+ * to another key keep trusting it while it signs somewhere, and not after. Nullable: rows from
+ * before, and keys no configured instance signs with, have none (placed as before); older code
+ * neither reads nor writes it.
+ */
+async function signingKeyLastSignedUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  await steps(db, family).addColumn(TABLES.signingKeys, "last_signed_at", "bigint");
+}
+
+async function signingKeyLastSignedDown(db: Kysely<any>): Promise<void> {
+  await db.schema.alterTable(TABLES.signingKeys).dropColumn("last_signed_at").execute();
+}
+
 /** Every migration, oldest first. The version of a schema is the number of migrations applied. */
 export function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
   return [
@@ -468,5 +483,6 @@ export function migrations(family: SqlFamily): Array<[name: string, migration: M
     ["0010_refresh_families", { up: (db) => refreshFamiliesUp(db, family), down: refreshFamiliesDown }],
     ["0011_client_access_token_ttl_index", { up: (db) => clientTtlIndexUp(db, family), down: (db) => clientTtlIndexDown(db, family) }],
     ["0012_client_generation", { up: (db) => clientGenerationUp(db, family), down: clientGenerationDown }],
+    ["0013_signing_key_last_signed", { up: (db) => signingKeyLastSignedUp(db, family), down: signingKeyLastSignedDown }],
   ];
 }

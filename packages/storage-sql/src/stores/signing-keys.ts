@@ -54,8 +54,9 @@ export function signingKeyStore(ctx: StoreContext, lockTimes: Partial<FirstKeyLo
         // serialized (SQLite, D1): under PostgreSQL's READ COMMITTED, and InnoDB's READ COMMITTED,
         // racing statements each see no row and each insert (the conformance kit's 30-way race
         // stored 20 keys on PostgreSQL without the lock). So there it runs under a lock of its own.
-        const insert = sql`insert into ${table} (kid, alg, private_jwk, public_jwk, created_at, activates_at)
-          select ${row.kid}, ${row.alg}, ${row.private_jwk}, ${row.public_jwk}, ${int(record.createdAt)}, ${int(record.activatesAt)}
+        const stamp = record.lastSignedAt !== undefined ? int(record.lastSignedAt) : family === "postgres" ? sql`cast(null as bigint)` : sql`null`;
+        const insert = sql`insert into ${table} (kid, alg, private_jwk, public_jwk, created_at, activates_at, last_signed_at)
+          select ${row.kid}, ${row.alg}, ${row.private_jwk}, ${row.public_jwk}, ${int(record.createdAt)}, ${int(record.activatesAt)}, ${stamp}
           ${family === "mysql" ? sql`from dual` : sql``} where not exists (select 1 from ${table})`;
         if (family === "postgres") {
           // A transaction-scoped advisory lock on (FIRST_KEY_LOCK, the table's oid): held to the
@@ -103,6 +104,20 @@ export function signingKeyStore(ctx: StoreContext, lockTimes: Partial<FirstKeyLo
             .executeTakeFirst(),
         );
         return result.numUpdatedRows > 0n;
+      }),
+    markSigning: (kid, at) =>
+      run("signingKeys.markSigning", async () => {
+        if (!storableKey(kid)) return;
+        // One conditional UPDATE (atomic on every engine): a stamp earlier than the stored one
+        // changes nothing. A deadlock victim beside a delete and create of the same kid: again.
+        await ctx.again(() =>
+          db
+            .updateTable(TABLES.signingKeys)
+            .set({ last_signed_at: at })
+            .where("kid", "=", kid)
+            .where((eb) => eb.or([eb("last_signed_at", "is", null), eb("last_signed_at", "<", at)]))
+            .execute(),
+        );
       }),
   };
 }

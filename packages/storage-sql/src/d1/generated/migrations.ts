@@ -109,5 +109,11 @@ export const D1_MIGRATIONS: readonly D1Migration[] = [
       "alter table \"pg_clients\" add column \"generation\" text",
       "alter table \"pg_refresh_tokens\" add column \"client_generation\" text"
     ]
+  ],
+  [
+    "0013_signing_key_last_signed",
+    [
+      "alter table \"pg_signing_keys\" add column \"last_signed_at\" bigint"
+    ]
   ]
 ];
