@@ -35,26 +35,31 @@ function suite(engine: Engine) {
   const post = connectPoster(BASE);
   const bearer = accountListStatus(BASE);
 
+  /** A (k-old) has issued a token; 10 s later B (k-new) starts and issues one. `time.now` moves both clocks. */
+  async function deployment() {
+    const [sa, sb] = await twoStorages(engine, cleanups);
+    const time = { now: Date.now() };
+    const clock = () => time.now;
+    const logger = { error() {}, warn() {} };
+    const kOld = await privateJwk("k-old");
+    const kNew = await privateJwk("k-new");
+    const a = createPlantgate({ storage: sa, issuer: BASE, passwordHashIterations: 1000, logger, clock, signingKey: kOld });
+    const { clientSecret } = await a.admin.createClient({ clientId: "svc" });
+    const auth: [string, string] = ["svc", clientSecret];
+    expect((await post(a, "token", auth, { grant_type: "client_credentials" })).status).toBe(200);
+    time.now += 10_000;
+    const b = createPlantgate({ storage: sb, issuer: BASE, passwordHashIterations: 1000, logger, clock, signingKey: kNew });
+    expect((await post(b, "token", auth, { grant_type: "client_credentials" })).status).toBe(200);
+    return { a, b, auth, kOld, time };
+  }
+
   describe(engine.label, () => {
     it("a gradual deployment of a new signingKey that lasts longer than the access-token lifetime: the old version's fresh tokens stay accepted by the new version", async () => {
-      const [sa, sb] = await twoStorages(engine, cleanups);
-      let now = Date.now();
-      const clock = () => now;
-      const logger = { error() {}, warn() {} };
-      const kOld = await privateJwk("k-old");
-      const kNew = await privateJwk("k-new");
-      const a = createPlantgate({ storage: sa, issuer: BASE, passwordHashIterations: 1000, logger, clock, signingKey: kOld });
-      const { clientSecret } = await a.admin.createClient({ clientId: "svc" });
-      const auth: [string, string] = ["svc", clientSecret];
-      const t0 = await post(a, "token", auth, { grant_type: "client_credentials" });
-      expect(t0.status).toBe(200);
-      now += 10_000;
-      const b = createPlantgate({ storage: sb, issuer: BASE, passwordHashIterations: 1000, logger, clock, signingKey: kNew });
-      expect((await post(b, "token", auth, { grant_type: "client_credentials" })).status).toBe(200);
+      const { a, b, auth, time } = await deployment();
 
       // The gradual deployment goes on past the access-token lifetime + the reload minute: A (old
       // version, still serving a share of the traffic) signs with k-old as it always did.
-      now += (TTL_S + 61) * 1000;
+      time.now += (TTL_S + 61) * 1000;
       const fresh = await post(a, "token", auth, { grant_type: "client_credentials" });
       expect(fresh.status).toBe(200);
       const token = fresh.body.access_token as string;
@@ -67,30 +72,18 @@ function suite(engine: Engine) {
     });
 
     it("a replaced (leaked) signingKey pruned by the new version and stored again by an old-version instance is not trusted for good once that instance is gone", async () => {
-      const [sa, sb] = await twoStorages(engine, cleanups);
-      let now = Date.now();
-      const clock = () => now;
-      const logger = { error() {}, warn() {} };
-      const kOld = await privateJwk("k-old");
-      const kNew = await privateJwk("k-new");
-      const a = createPlantgate({ storage: sa, issuer: BASE, passwordHashIterations: 1000, logger, clock, signingKey: kOld });
-      const { clientSecret } = await a.admin.createClient({ clientId: "svc" });
-      const auth: [string, string] = ["svc", clientSecret];
-      expect((await post(a, "token", auth, { grant_type: "client_credentials" })).status).toBe(200);
-      now += 10_000;
-      const b = createPlantgate({ storage: sb, issuer: BASE, passwordHashIterations: 1000, logger, clock, signingKey: kNew });
-      expect((await post(b, "token", auth, { grant_type: "client_credentials" })).status).toBe(200);
+      const { a, b, auth, kOld, time } = await deployment();
 
       // k-old is prunable on B; B's housekeeping deletes it.
-      now += (TTL_S + 61) * 1000;
+      time.now += (TTL_S + 61) * 1000;
       const counts = await b.admin.prune();
       expect(counts.signingKeys).toBe(1);
       // An instance of the old version still running (or rolled back to, or a CLI with the old
       // PLANTGATE_SIGNING_KEY) loads the keys: k-old is stored again, as a new key.
       expect((await post(a, "token", auth, { grant_type: "client_credentials" })).status).toBe(200);
       // The old version is gone for a day. An attacker holding the leaked k-old mints a token.
-      now += 24 * 3600 * 1000;
-      const iat = Math.floor(now / 1000);
+      time.now += 24 * 3600 * 1000;
+      const iat = Math.floor(time.now / 1000);
       const forged = mint(kOld, { alg: "ES256", kid: "k-old", typ: "at+jwt" }, { client_id: "svc", scope: "Platform_UserAPIs", iss: BASE, sub: "client:svc", aud: BASE, iat, exp: iat + 600, jti: "forged-jti-1" });
       const problems: string[] = [];
       const jwksB = (await (await b.fetch(new Request(`${BASE}/.well-known/jwks.json`))).json()) as { keys: { kid: string }[] };

@@ -39,7 +39,7 @@ const WRITES: Record<keyof Storage, readonly string[]> = {
   accounts: ["create", "createMany", "setEnabled", "setPasswordHash"],
   refreshTokens: ["create", "consume", "graceUse", "revokeFamily", "revokeByAccount", "deleteExpired"],
   plants: ["create"],
-  signingKeys: ["create", "createIfEmpty", "delete", "replacePrivateJwk"],
+  signingKeys: ["create", "createIfEmpty", "delete", "replacePrivateJwk", "markSigning"],
   attempts: ["increment", "reset", "refund", "deleteExpired"],
   revokedTokens: ["add", "deleteExpired"],
   sessions: ["create", "touch", "delete", "deleteByAccount", "deleteExpired"],

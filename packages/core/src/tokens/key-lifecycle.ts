@@ -27,7 +27,11 @@ export interface SigningKeyInfo {
   createdAt: number;
   /** Epoch ms from which the key signs (or signed). */
   activatesAt: number;
-  /** Epoch ms when a newer key took over signing; null for `next` and `active` keys. */
+  /**
+   * Epoch ms when the key stopped signing everywhere: when a newer key took over, or the last
+   * stamp of an instance configured with it (`lastSignedAt`) when that is later; null for `next`
+   * and `active` keys.
+   */
   retiredAt: number | null;
   status: SigningKeyStatus;
 }
