@@ -106,10 +106,11 @@ class LockWaitingSqliteDialect extends SqliteDialect {
   }
   override createDriver(): Driver {
     const raw = this.#raw;
-    // Kysely's own mutex for the one connection wakes every waiter at each release and lets whichever
-    // runs first take it: a caller that asks again at once (a loop of statements) can starve the
-    // rest, and a statement cannot know when it was sent. Here the connection passes to the waiters
-    // in the order they asked, each with when it asked, until its first statement runs.
+    // Kysely's own mutex for the one connection wakes every waiter at each release, and a caller
+    // asking at that moment takes it before them. With one more await in acquireConnection over
+    // it (to note when each asked), the audit suite's "four appenders and two pruners" case hung:
+    // the pruners, looping in microtasks, always took it. Here the connection passes to the
+    // waiters in the order they asked, each with when it asked, until its first statement runs.
     let connection: DatabaseConnection | undefined;
     let held = false;
     const waiting: Array<() => void> = [];
