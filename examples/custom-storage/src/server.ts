@@ -69,14 +69,22 @@ const server = await serve(app, listenOn).catch(refuse);
 console.log(`plantgate listening on ${server.url} (store: ${storage.path})`);
 
 stopServer = () => {
-  pruning
-    .stop()
-    .then(() => server.close())
-    // Every queued write on disk and the lock released, so the next start opens the file at once.
-    .then(() => storage.close())
+  // At once, side by side: the listener stops accepting and drains while the prune run in progress
+  // ends at its next batch (until 2026-12-02 the listener waited for the whole run).
+  const pruneEnded = pruning.stop();
+  server
+    .close()
+    .then(() => pruneEnded)
+    // Every queued write on disk and the lock released, so the next start opens the file at once;
+    // never under a prune still running (its warn line says so): the next start takes over the lock
+    // an exited process left.
+    .then((ended) => (ended ? storage.close() : console.warn("plantgate: closing: the store is left open, a prune run is still under way")))
     .then(
       () => process.exit(0),
-      () => process.exit(1),
+      (error: unknown) => {
+        console.error(`plantgate: closing failed: ${error instanceof Error ? error.message : String(error)}`);
+        process.exit(1);
+      },
     );
 };
 if (stopRequested) stopServer();

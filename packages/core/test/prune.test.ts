@@ -239,6 +239,39 @@ describe("admin.prune", () => {
     expect(await h.app.admin.prune({ batchSize: 10 })).toStrictEqual({ ...ZERO, sessions: 25, revokedTokens: 25, complete: true });
   });
 
+  it("an aborted signal ends the run at the next batch boundary (the batch under way finishes) with the counts so far, complete false; aborted before the call, no storage call at all", async () => {
+    const storage = createMemoryStorage();
+    const h = await harness({ storage });
+    const now = h.clock.now();
+    for (let i = 0; i < 25; i++) await storage.sessions.create({ idHash: `s-${i}`, accountId: "a", csrfHash: "c", createdAt: now - DAY, expiresAt: now - 1 });
+    for (let i = 0; i < 25; i++) await storage.revokedTokens.add(`jti-${i}`, now - 1);
+    const stop = new AbortController();
+    const calls: string[] = [];
+    const sessions = storage.sessions.deleteExpired.bind(storage.sessions);
+    storage.sessions.deleteExpired = async (at, limit) => {
+      calls.push("sessions");
+      // Aborted while the second batch is under way: it finishes and is counted, no third is made.
+      if (calls.length === 2) stop.abort();
+      return sessions(at, limit);
+    };
+    const revoked = storage.revokedTokens.deleteExpired.bind(storage.revokedTokens);
+    storage.revokedTokens.deleteExpired = async (at, limit) => {
+      calls.push("revokedTokens");
+      return revoked(at, limit);
+    };
+    expect(await h.app.admin.prune({ batchSize: 10, signal: stop.signal })).toStrictEqual({ ...ZERO, sessions: 20, complete: false });
+    expect(calls).toEqual(["sessions", "sessions"]);
+    // Aborted before the call: nothing looked at, nothing deleted.
+    calls.length = 0;
+    let keysRead = 0;
+    const list = storage.signingKeys.list.bind(storage.signingKeys);
+    storage.signingKeys.list = async () => (keysRead++, list());
+    expect(await h.app.admin.prune({ batchSize: 10, signal: stop.signal })).toStrictEqual({ ...ZERO, complete: false });
+    expect({ calls, keysRead }).toEqual({ calls: [], keysRead: 0 });
+    // Not aborted: the rest is drained, complete.
+    expect(await h.app.admin.prune({ batchSize: 10, signal: new AbortController().signal })).toStrictEqual({ ...ZERO, sessions: 5, revokedTokens: 25, complete: true });
+  });
+
   it("refuses a maxBatches that is not a positive integer", async () => {
     const h = await harness();
     for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {

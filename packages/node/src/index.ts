@@ -18,7 +18,7 @@ export { serve, listeningUrl, SERVE_DEFAULTS, type ServeOptions, type ServeResul
 export { answerMalformedRequests } from "./client-errors.js";
 export { closeGracefully, DEFAULT_CLOSE_TIMEOUT_MS } from "./close-gracefully.js";
 export { nodeCrypto, type NodeCryptoOptions, type NodeCryptoProvider } from "./node-crypto.js";
-export { schedulePrune, type Prunable, type PruneLogger, type PruneSchedule, type SchedulePruneOptions } from "./prune-schedule.js";
+export { PRUNE_STOP_TIMEOUT_MS, schedulePrune, type Prunable, type PruneLogger, type PruneSchedule, type SchedulePruneOptions } from "./prune-schedule.js";
 export {
   lingerOnUnreadUpload,
   checkUploadDiscardOptions,

@@ -44,7 +44,9 @@ describe("schedulePrune", () => {
     }
     expect(lines.length).toBe(spans.length);
     lines.forEach((line, i) => {
-      expect(line).toEqual({ level: "info", message: "plantgate prune", fields: { refreshTokens: i + 1, sessions: 0, durationMs: expect.any(Number) } });
+      // The last run may have been under way at stop(), which aborted its signal (ignored here).
+      const stopped = i === lines.length - 1 && line.fields.stopped === true ? { stopped: true } : {};
+      expect(line).toEqual({ level: "info", message: "plantgate prune", fields: { refreshTokens: i + 1, sessions: 0, ...stopped, durationMs: expect.any(Number) } });
     });
   });
 
@@ -65,12 +67,78 @@ describe("schedulePrune", () => {
     );
     await sleep(40); // the first run is in progress
     expect(runs).toBe(1);
-    await schedule.stop();
+    expect(await schedule.stop()).toBe(true);
     expect(finished, "stop resolved after the run finished").toBe(1);
     expect(schedule.active).toBe(false);
     await sleep(100);
     expect(runs, "nothing ran after stop").toBe(1);
     await schedule.stop(); // idempotent
+  });
+
+  it("stop() aborts the run's signal: a prune that honours it ends at its next batch, stop resolves true, and the run's line says stopped", async () => {
+    const { lines, logger } = recorder();
+    let batches = 0;
+    let inRun!: () => void;
+    const running = new Promise<void>((resolve) => (inRun = resolve));
+    const schedule = schedulePrune(
+      {
+        // As core's admin.prune: a batch at a time until the signal is aborted (a backlog: never done).
+        async prune(options?: { signal?: AbortSignal }) {
+          while (!options?.signal?.aborted) {
+            batches++;
+            inRun();
+            await sleep(20);
+          }
+          return { revokedTokens: batches * 1000, complete: false };
+        },
+      },
+      { intervalSeconds: 0.01, logger },
+    );
+    await running;
+    const t0 = performance.now();
+    expect(await schedule.stop()).toBe(true);
+    expect(performance.now() - t0, "one batch, not the backlog").toBeLessThan(200);
+    expect(lines).toEqual([{ level: "info", message: "plantgate prune", fields: { revokedTokens: batches * 1000, complete: false, stopped: true, durationMs: expect.any(Number) } }]);
+  });
+
+  it("a run that does not end within stopTimeoutMs: stop resolves false with one warn line (error for a logger without warn), and a later stop waits again", async () => {
+    for (const withWarn of [true, false]) {
+      const { lines, logger } = recorder();
+      const warned: Array<[string, Record<string, unknown>]> = [];
+      let release!: () => void;
+      const hung = new Promise<void>((resolve) => (release = resolve));
+      let inRun!: () => void;
+      const running = new Promise<void>((resolve) => (inRun = resolve));
+      const schedule = schedulePrune(
+        {
+          // Ignores the signal: a statement that does not come back.
+          async prune() {
+            inRun();
+            await hung;
+            return { sessions: 1 };
+          },
+        },
+        { intervalSeconds: 0.01, logger: withWarn ? { ...logger, warn: (message, fields) => void warned.push([message, fields]) } : logger, stopTimeoutMs: 100 },
+      );
+      await running;
+      const t0 = performance.now();
+      expect(await schedule.stop()).toBe(false);
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(95);
+      expect(await schedule.stop(), "still running: waited again, said once").toBe(false);
+      const line = ["plantgate prune: the run in progress did not end within stopTimeoutMs of stop(); it is still under way", { stopTimeoutMs: 100 }];
+      if (withWarn) expect({ warned, lines }).toEqual({ warned: [line], lines: [] });
+      else expect(lines).toEqual([{ level: "error", message: line[0], fields: line[1] }]);
+      release();
+      expect(await schedule.stop()).toBe(true);
+      expect((withWarn ? lines : lines.slice(1)).map((l) => l.message)).toEqual(["plantgate prune"]);
+    }
+  });
+
+  it("refuses a stopTimeoutMs that is not an integer 0-2147483647", () => {
+    const admin = { prune: async () => ({}) };
+    for (const bad of [-1, 1.5, Number.NaN, 2_147_483_648]) {
+      expect(() => schedulePrune(admin, { intervalSeconds: 1, stopTimeoutMs: bad }), String(bad)).toThrow("stopTimeoutMs must be an integer 0-2147483647");
+    }
   });
 
   it("a failed run is logged by its message only and the schedule goes on", async () => {
@@ -115,7 +183,7 @@ describe("schedulePrune", () => {
           { intervalSeconds: 0.01, logger: failing(how) },
         );
         await sleep(150);
-        await expect(schedule.stop()).resolves.toBeUndefined();
+        await expect(schedule.stop()).resolves.toBe(true);
         await sleep(20);
         expect(calls).toBeGreaterThanOrEqual(3);
         expect(rejections).toEqual([]);

@@ -642,9 +642,14 @@ function shapeOf(type: string, keys: readonly string[]): Shape | null {
 const shapes = new Map<string, Shape>();
 
 /** `schedulePrune`'s logger (from `@plantgate/node`) on top of pino. */
-export function pruneLogger(log: Pino): { info(message: string, fields: Record<string, unknown>): void; error(message: string, fields: Record<string, unknown>): void } {
+export function pruneLogger(log: Pino): {
+  info(message: string, fields: Record<string, unknown>): void;
+  error(message: string, fields: Record<string, unknown>): void;
+  warn(message: string, fields: Record<string, unknown>): void;
+} {
   return {
     info: (message, fields) => log.info(fields, message),
     error: (message, fields) => log.error(fields, message),
+    warn: (message, fields) => log.warn(fields, message),
   };
 }

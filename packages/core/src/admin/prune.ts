@@ -31,6 +31,14 @@ export interface PruneOptions {
    * was deleted outside the budget.
    */
   maxBatches?: number;
+  /**
+   * Ends the run early: once it is aborted, the run makes no further storage call (the batch under
+   * way finishes; a delete is never cut off) and resolves with the counts so far, `complete` false
+   * when work may be left. For a shutdown (`schedulePrune`'s `stop()` aborts its run, since
+   * 2026-12-02; before, a stop waited for the run to drain every store). A signal aborted before the
+   * call: no storage call at all, every count 0.
+   */
+  signal?: AbortSignal;
 }
 
 /** How many records one prune deleted, per aggregate. */
@@ -52,7 +60,8 @@ export interface PruneCounts {
    * for the next run; conservative: a full last batch that took exactly the rest still says
    * `false` (knowing would cost another call of that store, past the budget), and the next run
    * finds nothing. (A run in which a store failed rejects; the counts in its log line say `false`.)
-   * Always `true` for a run without `maxBatches` that does not fail.
+   * `false` too when `signal` ended the run with a store not done (or before the keys were
+   * looked at). Always `true` for a run without `maxBatches` or `signal` that does not fail.
    */
   complete: boolean;
 }
@@ -111,6 +120,7 @@ const nextStart = new WeakMap<Context, string>();
  * takes no further batch in the run; the others go on, and the run then rejects with the first
  * failure, after one `logger.error` line naming every failed store and the counts of the rest.
  * Two instances pruning at once are safe: the stores delete each row once, so their counts add up.
+ * An aborted `signal` ends the run at the next batch boundary, with the counts so far.
  */
 export async function prune(ctx: Context, options: PruneOptions = {}): Promise<PruneCounts> {
   const batch = options.batchSize ?? PRUNE_BATCH_SIZE;
@@ -147,19 +157,24 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   // the Free plan's 50, and the run failed before any store was pruned.
   let signingKeys = 0;
   let spent = 0;
+  const stopped = () => options.signal?.aborted === true;
   let keysLeft = false;
-  try {
-    const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
-    const share = options.maxBatches === undefined ? Number.POSITIVE_INFINITY : Math.max(1, maxBatches - queues.length);
-    const keys = await deletePrunableKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid, share);
-    // A failed delete still counts, as do the deletes before it.
-    spent = keys.attempted;
-    signingKeys = keys.deleted.length;
-    keysLeft = keys.left;
-    if (signingKeys > 0) ctx.keyring.invalidate();
-    if (keys.failed !== undefined) throw keys.failed.error;
-  } catch (error) {
-    failures.push({ store: "signingKeys", error });
+  // Aborted before the run began: the keys are not looked at either, so some may be left.
+  if (stopped()) keysLeft = true;
+  else {
+    try {
+      const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
+      const share = options.maxBatches === undefined ? Number.POSITIVE_INFINITY : Math.max(1, maxBatches - queues.length);
+      const keys = await deletePrunableKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid, share);
+      // A failed delete still counts, as do the deletes before it.
+      spent = keys.attempted;
+      signingKeys = keys.deleted.length;
+      keysLeft = keys.left;
+      if (signingKeys > 0) ctx.keyring.invalidate();
+      if (keys.failed !== undefined) throw keys.failed.error;
+    } catch (error) {
+      failures.push({ store: "signingKeys", error });
+    }
   }
   // Without a budget each store is drained before the next (as before rounds existed); with one,
   // a round gives each store with work left one batch, starting where the app's last run stopped.
@@ -168,10 +183,10 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   let pending = [...queues.slice(first), ...queues.slice(0, first)];
   let last: Queue | undefined;
   let lastTurn = Date.now();
-  while (pending.length > 0 && spent < maxBatches) {
+  while (pending.length > 0 && spent < maxBatches && !stopped()) {
     for (const q of pending) {
       do {
-        if (spent >= maxBatches) break;
+        if (spent >= maxBatches || stopped()) break;
         const afterDone = q.after?.done ?? true;
         // Nothing freed since its last batch came back short: no batch until the tokens are done.
         if (q.parked && !afterDone) break;
