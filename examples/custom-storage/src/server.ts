@@ -6,9 +6,9 @@
  * runs every PLANTGATE_PRUNE_INTERVAL_SECONDS (default 3600): without it nothing would delete
  * expired refresh tokens, and every write rewrites the whole file.
  */
-import { applyBootstrap, bootstrapFromEnv, checkBootstrap, ConfigError, createPlantgate, optionsFromEnv, pruneIntervalFromEnv } from "@plantgate/core";
-import { schedulePrune, serve } from "@plantgate/node";
-import { createJsonFileStorage } from "./json-file-storage.js";
+
+// A module (for the top-level awaits) that imports nothing statically: see below.
+export {};
 
 // SIGINT/SIGTERM during the start end it once it is done (then the server and the file close), as
 // in examples/node-server: set before anything is opened.
@@ -20,6 +20,16 @@ const onStopSignal = () => {
 };
 process.once("SIGINT", onStopSignal);
 process.once("SIGTERM", onStopSignal);
+
+// plantgate and the store load only now, with the handlers above set: until 2026-12-02 they were
+// static imports, loaded before any line here ran (seconds under tsx on a loaded machine), and a
+// signal meanwhile ended the process by the default action, exit 143. Now: exit 0, nothing opened.
+const [{ applyBootstrap, bootstrapFromEnv, checkBootstrap, ConfigError, createPlantgate, optionsFromEnv, pruneIntervalFromEnv }, { schedulePrune, serve }, { createJsonFileStorage }] = await Promise.all([
+  import("@plantgate/core"),
+  import("@plantgate/node"),
+  import("./json-file-storage.js"),
+]);
+if (stopRequested) process.exit(0);
 
 // PORT and HOST as examples/node-server reads them, checked before the file is opened: a PORT that
 // is no port number ended the start with Node's RangeError and a stack trace (until 2026-11-30).

@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import { writeSync } from "node:fs";
 import { mkdir, open, rename, unlink, type FileHandle } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { startServer } from "./server.js";
 
 // The start lines go to stdout through console.log; a stdout that fails (a full disk, /dev/full, a
 // reader gone) emits an 'error' on process.stdout after console.log has returned, which would end
@@ -33,6 +32,13 @@ process.once("SIGTERM", onStopSignal);
 // client, made no demo. The secrets go into the draft only once the start has succeeded.
 const credentialsFile = join(process.cwd(), "data", "demo-credentials.txt");
 let credentialsDraft: { path: string; handle: FileHandle } | null = null;
+
+// The server's modules (plantgate, the storage drivers: seconds under tsx on a loaded machine)
+// load only now, with the handlers above set: until 2026-12-02 they were static imports, loaded
+// before any line here ran, and a signal while they loaded ended the process by the default action,
+// exit 143. Such a signal now ends it with exit 0 before anything is opened.
+const { startServer } = await import("./server.js");
+if (stopRequested) process.exit(0);
 
 try {
   const server = await startServer(process.env, {}, {}, { beforeDemo: prepareCredentialsFile });
