@@ -9,7 +9,6 @@ import {
   optionsFromEnv,
   pruneIntervalFromEnv,
   unavailableResponse,
-  type Logger,
   type PlainResponse,
   type Plantgate,
   type PlantgateOptions,
@@ -20,19 +19,6 @@ import { consolePage } from "@plantgate/console";
 import { swaggerUi } from "@plantgate/docs";
 import { openRedisHotStoresFromEnv } from "@plantgate/storage-redis/env";
 import { eventHooks, observabilityFromEnv, observers, setupObservability, type MetricsListener } from "@plantgate/observability";
-
-/**
- * Runs the server's close; a failure is said on the log (its name, message and cause, never a
- * value) before the close rejects: until 2026-12-02 the SIGTERM exit 1 that follows came without a line.
- */
-async function closeAll(logger: Logger, close: () => Promise<void>): Promise<void> {
-  try {
-    await close();
-  } catch (error) {
-    logger.error("closing failed", describeError(error));
-    throw error;
-  }
-}
 
 /** How long `close()` waits for the security events still being delivered before the store closes. */
 export const CLOSE_EVENTS_TIMEOUT_MS = 10_000;
@@ -254,7 +240,7 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
       metricsUrl: metrics?.url ?? null,
       demo,
       close: () =>
-        closeAll(observability.options.logger, async () => {
+        (async () => {
           // At once, side by side: the listener stops accepting and drains while the prune run in
           // progress ends at its next batch. Until 2026-12-02 the close waited for the run first,
           // which drained every store: with a backlog the server went on accepting and answering
@@ -269,6 +255,10 @@ export async function startServer(env: ServerEnv, overrides: PlantgateOptions = 
           // Never under a delete still running: the store is left to the process's exit then.
           if (await pruneEnded) await closeStorage();
           else observability.options.logger.warn("closing: the store is left open, a prune run is still under way");
+        })().catch((error: unknown) => {
+          // Said before SIGTERM's exit 1 (name, message, cause; never a value): until 2026-12-02 without a word.
+          observability.options.logger.error("closing failed", describeError(error));
+          throw error;
         }),
     };
   } catch (error) {
