@@ -292,6 +292,11 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
       logger.warn("signing keys could not be re-read from storage; the keys loaded before keep serving, and a re-read is tried every 5 s", {
         error: error instanceof Error ? error.message : String(error),
       }),
+    onStampFailed: (error) =>
+      logger.warn(
+        "the configured signing key could not be marked as in use (signingKeys.markSigning failed); it signs here as before, but instances configured with another key trust it only until the longest token lifetime + 60 s after its last mark",
+        { error: error instanceof Error ? error.message : String(error) },
+      ),
     onRotated: (r) =>
       events.emit({ type: "signing_key.rotated", kid: r.kid, alg: r.alg, activates_at: r.activatesAt, immediate: false, automatic: true, deleted: r.deleted, cancelled: [], actor: null }),
   });

@@ -367,6 +367,13 @@ export interface KeyringOptions {
    */
   onReloadFailed?: (error: unknown) => void;
   /**
+   * Told when stamping the configured key as in use (`signingKeys.markSigning`) fails at a load of
+   * the keys: the load goes on with what it read, and the key signs here as before; instances
+   * pinned to another key trust it only until the longest token lifetime + 60 s after its last
+   * stamp. Once per run of failures (again after a stamp has worked).
+   */
+  onStampFailed?: (error: unknown) => void;
+  /**
    * The longest a caller waits for a load of the keys (ms); past it the keys loaded before serve
    * (none yet: `StorageError`), and the load is given up on, so the next caller starts another.
    * Default: no bound.
@@ -413,6 +420,8 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   let lastReload = 0;
   const loadTimeout = opts.loadTimeoutMs ?? 0;
   let warned = false;
+  /** The last stamp of the configured key failed (see `onStampFailed`). */
+  let stampFailing = false;
   // An unknown kid re-reads the keys at most once per this: a token signed by a key another
   // instance (or the CLI) stored since the last read (`keys rotate --now`; two instances that each
   // made a first key on an empty store) is then taken within a second. It was 10 s until
@@ -489,8 +498,24 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       } else if (stamps) {
         // Only once the stored row is known to hold this key (above): a stamp on a row of another
         // key under the same kid would keep that one trusted. One write a load (a minute), never
-        // per token. The records keep the stamp read: the key signs here whatever it says.
-        await store.markSigning!(record.kid, now);
+        // per token. The records keep the stamp read: the key signs here whatever it says. A
+        // failed stamp (writes failing while reads work: a full disk, D1's daily write limit, a
+        // read-only failover) does not fail the load: until the diff review of 2026-12-02 it did,
+        // and such an instance could neither sign nor learn another instance's new key. Told
+        // once per run of failures.
+        try {
+          await store.markSigning!(record.kid, now);
+          stampFailing = false;
+        } catch (error) {
+          if (!stampFailing) {
+            stampFailing = true;
+            try {
+              opts.onStampFailed?.(error);
+            } catch {
+              // A reporter that throws changes nothing here.
+            }
+          }
+        }
       }
     } else if (records.length === 0) {
       // The first key signs at once: nobody holds a JWKS that could lack it. Stored only if the
