@@ -45,7 +45,9 @@ export interface OpenSqlStorageOptions {
    * file's checkpoint worker that ended with an error (it is started again, after 1 s, then up to
    * 5 minutes apart while it keeps failing; meanwhile the writing connection checkpoints itself);
    * on PostgreSQL and MySQL/MariaDB, a start that has waited 5 s for the migration lock of its
-   * schema or database (another instance migrating it; it waits up to 15 minutes, then fails).
+   * schema or database (another instance migrating it), or for Kysely's default lock it also
+   * takes while migrating (an instance from before 2026-12-02, another Kysely migrator); it waits
+   * up to 15 minutes in all, then fails.
    * Default: the message as a line on stderr (`console.warn`). The example servers give their
    * logger's `warn`.
    */

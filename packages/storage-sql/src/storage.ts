@@ -99,7 +99,8 @@ export interface CreateSqlStorageOptions {
   /**
    * Told of what an operator should know but that fails nothing: on PostgreSQL and MySQL/MariaDB, a
    * `migrate()` that has waited 5 s for the migration lock of its database or schema (another
-   * instance migrating it). Default: the message as a line on stderr (`console.warn`).
+   * instance migrating it), or for Kysely's default lock it also takes while migrating (a
+   * plantgate instance from before 2026-12-02, or another Kysely migrator). Default: the message as a line on stderr (`console.warn`).
    */
   onWarning?: (message: string) => void;
   /** How long `migrate()` waits for the migration lock before it warns, and in all (ms). For tests. @internal */

@@ -5,7 +5,9 @@
  * whole server and one advisory key for a whole PostgreSQL database, so a migrator of another
  * database or schema (another deployment, any Kysely app) held up every plantgate start there
  * without a word, up to an hour (and on MySQL Kysely then migrated without the lock); and every
- * start took it, even with nothing pending.
+ * start took it, even with nothing pending. A migrating start still takes Kysely's lock as well,
+ * after plantgate's (instances from before 2026-12-02 take only Kysely's; see
+ * migration-lock-mixed-version.test.ts): only an up-to-date start is free of it.
  *
  * A lock held by "another application" here is released the moment the start under test ends (a
  * fresh MariaDB migration takes seconds on a busy machine), and after 15 s at the latest: the old
@@ -51,6 +53,20 @@ async function whileHeld(release: () => Promise<unknown>, start: () => Promise<u
   }
 }
 
+/**
+ * Opens `url` with a 200 ms warning point while a lock is held, released by `release` after
+ * 1500 ms: how long the start took and what it warned.
+ */
+async function openWhileHeld1500(url: string, release: () => Promise<unknown>): Promise<{ ms: number; warnings: string[] }> {
+  const released = later(1500, release);
+  const warnings: string[] = [];
+  const started = performance.now();
+  await open(url, { onWarning: (m) => warnings.push(m), migrationLock: { warnAfterMs: 200 } });
+  const ms = performance.now() - started;
+  await released;
+  return { ms, warnings };
+}
+
 async function open(url: string, options: Parameters<typeof openSqlStorage>[1] = {}): Promise<SqlStorage> {
   const storage = await openSqlStorage(url, { clientCache: false, ...options });
   cleanup.push(() => storage.close());
@@ -86,6 +102,11 @@ interface Engine {
   lockPattern(place: Place): string;
   /** The lock's scope as the messages name it. */
   scope(place: Place): string;
+  /** Kysely's lock's scope as the messages name it ("MySQL server"), and the lock as the warning names it, a regular expression. */
+  kyselyScope: string;
+  kyselyPattern: string;
+  /** MySQL: KILL QUERY on the sessions of `place`'s database waiting in a GET_LOCK for plantgate's lock; how many. */
+  killLockWaits?(place: Place): Promise<number>;
 }
 
 function mysqlEngine(): Engine {
@@ -133,6 +154,15 @@ function mysqlEngine(): Engine {
     },
     lockPattern: () => "GET_LOCK\\('plantgate\\.migrate\\.[0-9a-f]{32}'\\), held by connection \\d+",
     scope: () => "this database",
+    async killLockWaits(place) {
+      const admin = await server();
+      // Only this test's database's sessions: the server is shared with other tests.
+      const [rows] = (await admin.query("select id from information_schema.processlist where db = ? and info like 'select get_lock(concat(%'", [names.get(place)])) as unknown as [{ id: number }[]];
+      for (const { id } of rows) await admin.query(`kill query ${Number(id)}`);
+      return rows.length;
+    },
+    kyselyScope: "MySQL server",
+    kyselyPattern: "GET_LOCK\\('ea586330-2c93-47c8-908d-981d9d270f9d'\\), held by connection \\d+",
   };
 }
 
@@ -187,6 +217,8 @@ function postgresEngine(): Engine {
     },
     lockPattern: () => `pg_advisory_lock\\(${MIGRATION_LOCK}, -?\\d+\\), held by backend \\d+`,
     scope: (place) => `schema "${schemas.get(place)}"`,
+    kyselyScope: "PostgreSQL database",
+    kyselyPattern: "pg_advisory_lock\\(3853314791062309107\\), held by backend \\d+",
   };
 }
 
@@ -201,12 +233,48 @@ for (const { label, url, env, problem, engine: makeEngine } of engines) {
     const engine = makeEngine();
     const { kind } = engine;
 
-    it(`a start does not wait for Kysely's migration lock held for another ${kind}`, async () => {
+    it(`a start on an up-to-date ${kind} does not wait for Kysely's migration lock held for another ${kind}`, async () => {
+      const mine = await engine.fresh();
+      await open(mine.url);
+      const other = await engine.session();
+      await other.holdKysely();
+      const warnings: string[] = [];
+      const start = () => open(mine.url, { onWarning: (m) => warnings.push(m), migrationLock: { warnAfterMs: 200 } });
+      expect(await whileHeld(() => other.releaseKysely(), start)).toEqual({ endedWhileHeld: true });
+      expect(warnings).toEqual([]);
+    }, 30_000);
+
+    // Kysely's lock is what instances from before 2026-12-02 take: a migrating start takes it too,
+    // after plantgate's (so it waits for another database's Kysely migrator while migrating).
+    it(`a migrating start also waits for Kysely's migration lock, names it through onWarning, and migrates once it is free`, async () => {
       const mine = await engine.fresh();
       const other = await engine.session();
       await other.holdKysely();
-      expect(await whileHeld(() => other.releaseKysely(), () => open(mine.url))).toEqual({ endedWhileHeld: true });
+      const { ms, warnings } = await openWhileHeld1500(mine.url, () => other.releaseKysely());
+      expect(ms).toBeGreaterThanOrEqual(1400);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(
+        new RegExp(
+          `^${engine.family} storage: waiting for Kysely's migration lock of the whole ${engine.kyselyScope} \\(${engine.kyselyPattern}: a plantgate instance from before 2026-12-02 migrating, or another Kysely application's migrator\\); waited 0\\.2 s, waiting up to 900 s in all$`,
+        ),
+      );
       expect(await mine.migrations()).toHaveLength(LATEST_SCHEMA_VERSION);
+    }, 30_000);
+
+    it("a migrating start whose Kysely lock stays taken is refused with a StorageError, nothing migrated", async () => {
+      const mine = await engine.fresh();
+      const other = await engine.session();
+      await other.holdKysely();
+      const failure = await open(mine.url, { onWarning: () => {}, migrationLock: { warnAfterMs: 200, waitMs: 700 } }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      await other.releaseKysely();
+      expect(failure).toBeInstanceOf(StorageError);
+      expect((failure as Error).message).toBe(
+        `${engine.family} storage failed during migrate: Kysely's migration lock of the whole ${engine.kyselyScope} was not free within 0.7 s (a plantgate instance from before 2026-12-02 is migrating, or another Kysely application's migrator or a session holds it); nothing was migrated`,
+      );
+      expect(await mine.hasTables()).toBe(false);
     }, 30_000);
 
     it(`a start does not wait for plantgate's migration lock of another ${kind}`, async () => {
@@ -231,12 +299,7 @@ for (const { label, url, env, problem, engine: makeEngine } of engines) {
       const mine = await engine.fresh();
       const other = await engine.session();
       await other.holdPlantgate(mine);
-      const released = later(1500, () => other.releasePlantgate(mine));
-      const warnings: string[] = [];
-      const started = performance.now();
-      await open(mine.url, { onWarning: (m) => warnings.push(m), migrationLock: { warnAfterMs: 200 } });
-      const ms = performance.now() - started;
-      await released;
+      const { ms, warnings } = await openWhileHeld1500(mine.url, () => other.releasePlantgate(mine));
       expect(ms).toBeGreaterThanOrEqual(1400);
       expect(warnings).toHaveLength(1);
       const scope = engine.scope(mine).replace(/"/g, '\\"');
@@ -263,6 +326,36 @@ for (const { label, url, env, problem, engine: makeEngine } of engines) {
       expect(warnings).toHaveLength(1);
       expect(await mine.hasTables()).toBe(false);
     }, 30_000);
+
+    if (engine.killLockWaits) {
+      const kill = engine.killLockWaits.bind(engine);
+      it("a GET_LOCK wait that is killed (NULL) fails the start at once, not waited for again", async () => {
+        const mine = await engine.fresh();
+        const other = await engine.session();
+        await other.holdPlantgate(mine);
+        const held = later(4000, () => other.releasePlantgate(mine));
+        const started = performance.now();
+        const outcome = open(mine.url, { onWarning: () => {} }).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        let killed = 0;
+        while (killed === 0 && performance.now() - started < 3000) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+          killed = await kill(mine);
+        }
+        const failure = await outcome;
+        const ms = performance.now() - started;
+        await held;
+        expect(killed).toBe(1);
+        expect(failure).toBeInstanceOf(StorageError);
+        expect((failure as Error).message).toBe(
+          "mysql storage failed during migrate: GET_LOCK for the migration lock of this database returned NULL (the wait was killed, or the server failed it); nothing was migrated",
+        );
+        expect(ms).toBeLessThan(3500);
+        expect(await mine.hasTables()).toBe(false);
+      }, 30_000);
+    }
 
     it(`a start on an up-to-date ${kind} takes no lock: plantgate's lock held elsewhere does not delay it`, async () => {
       const mine = await engine.fresh();
