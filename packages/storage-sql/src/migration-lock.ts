@@ -190,7 +190,12 @@ export function scopedMigrationLock(base: DialectAdapter, family: "postgres" | "
       if (!taken && waitMs > warnAfterMs) {
         if (!warned) {
           warned = true;
-          warn(`${family} storage: waiting for ${lock.title} (${await lock.describe(db)}: ${lock.holder}); waited ${seconds(warnAfterMs)}, waiting up to ${seconds(waitMs)} in all`);
+          const message = `${family} storage: waiting for ${lock.title} (${await lock.describe(db)}: ${lock.holder}); waited ${seconds(warnAfterMs)}, waiting up to ${seconds(waitMs)} in all`;
+          try {
+            warn(message);
+          } catch {
+            // A reporter that throws fails nothing (as `onWarning` promises): the wait goes on.
+          }
         }
         taken = await lock.take(db, started + waitMs - Date.now());
       }
