@@ -272,6 +272,38 @@ describe("admin.prune", () => {
     expect(await h.app.admin.prune({ batchSize: 10, signal: new AbortController().signal })).toStrictEqual({ ...ZERO, sessions: 5, revokedTokens: 25, complete: true });
   });
 
+  it("an aborted signal stops the signing keys between two deletes too: the delete under way finishes and is counted, the rest wait (complete false), and no store is called", async () => {
+    const storage = createMemoryStorage();
+    const h = await harness({ storage });
+    const now = h.clock.now();
+    // 12 keys rotated a second apart ten days ago: the newest signs, the 11 before it are prunable.
+    const t0 = now - 10 * DAY;
+    for (let i = 0; i < 12; i++) await storage.signingKeys.create(await generateKeyRecord("ES256", t0 + i * 1000, t0 + i * 1000));
+    const oldestFirst = (await storage.signingKeys.list()).sort((a, b) => a.activatesAt - b.activatesAt).map((k) => k.kid);
+    for (let i = 0; i < 5; i++) await storage.sessions.create({ idHash: `s-${i}`, accountId: "a", csrfHash: "c", createdAt: now - DAY, expiresAt: now - 1 });
+    // The run's signal, aborted while the first delete is under way (a shutdown's stop()).
+    let stop: AbortController | undefined;
+    const calls: string[] = [];
+    const realDelete = storage.signingKeys.delete.bind(storage.signingKeys);
+    storage.signingKeys.delete = async (kid) => (calls.push(`delete ${kid}`), stop?.abort(), realDelete(kid));
+    const sessions = storage.sessions.deleteExpired.bind(storage.sessions);
+    storage.sessions.deleteExpired = async (at, limit) => (calls.push("sessions"), sessions(at, limit));
+    for (const options of [{ batchSize: 10 }, { batchSize: 10, maxBatches: 20 }]) {
+      const first = (await storage.signingKeys.list()).sort((a, b) => a.activatesAt - b.activatesAt)[0]!.kid;
+      calls.length = 0;
+      stop = new AbortController();
+      expect(await h.app.admin.prune({ ...options, signal: stop.signal }), JSON.stringify(options)).toStrictEqual({ ...ZERO, signingKeys: 1, complete: false });
+      expect(calls, JSON.stringify(options)).toEqual([`delete ${first}`]);
+    }
+    expect((await storage.signingKeys.list()).map((k) => k.kid).sort()).toEqual(oldestFirst.slice(2).sort());
+    // Not aborted: the other 9 prunable keys and the sessions go, complete.
+    calls.length = 0;
+    stop = undefined;
+    expect(await h.app.admin.prune({ batchSize: 10, signal: new AbortController().signal })).toStrictEqual({ ...ZERO, signingKeys: 9, sessions: 5, complete: true });
+    expect(calls).toEqual([...oldestFirst.slice(2, 11).map((kid) => `delete ${kid}`), "sessions"]);
+    expect((await storage.signingKeys.list()).map((k) => k.kid)).toEqual([oldestFirst[11]]);
+  });
+
   it("refuses a maxBatches that is not a positive integer", async () => {
     const h = await harness();
     for (const bad of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {

@@ -33,8 +33,10 @@ export interface PruneOptions {
   maxBatches?: number;
   /**
    * Ends the run early: once it is aborted, the run makes no further storage call (the batch under
-   * way finishes; a delete is never cut off) and resolves with the counts so far, `complete` false
-   * when work may be left. For a shutdown (`schedulePrune`'s `stop()` aborts its run, since
+   * way finishes, as does a signing key's delete; a delete is never cut off) and resolves with the
+   * counts so far, `complete` false when work may be left. The signing keys stop between two
+   * deletes like the stores between two batches (until 2026-12-02 the keys step ignored the signal
+   * and deleted every prunable key first, a statement each). For a shutdown (`schedulePrune`'s `stop()` aborts its run, since
    * 2026-12-02; before, a stop waited for the run to drain every store). A signal aborted before the
    * call: no storage call at all, every count 0.
    */
@@ -60,8 +62,8 @@ export interface PruneCounts {
    * for the next run; conservative: a full last batch that took exactly the rest still says
    * `false` (knowing would cost another call of that store, past the budget), and the next run
    * finds nothing. (A run in which a store failed rejects; the counts in its log line say `false`.)
-   * `false` too when `signal` ended the run with a store not done (or before the keys were
-   * looked at). Always `true` for a run without `maxBatches` or `signal` that does not fail.
+   * `false` too when `signal` ended the run with a store not done, or with prunable keys not
+   * tried (or before the keys were looked at). Always `true` for a run without `maxBatches` or `signal` that does not fail.
    */
   complete: boolean;
 }
@@ -120,7 +122,8 @@ const nextStart = new WeakMap<Context, string>();
  * takes no further batch in the run; the others go on, and the run then rejects with the first
  * failure, after one `logger.error` line naming every failed store and the counts of the rest.
  * Two instances pruning at once are safe: the stores delete each row once, so their counts add up.
- * An aborted `signal` ends the run at the next batch boundary, with the counts so far.
+ * An aborted `signal` ends the run at the next batch boundary (a signing key's delete is one),
+ * with the counts so far.
  */
 export async function prune(ctx: Context, options: PruneOptions = {}): Promise<PruneCounts> {
   const batch = options.batchSize ?? PRUNE_BATCH_SIZE;
@@ -154,7 +157,8 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   // and the keys take at most the budget less one batch per store (at least one), the oldest
   // first; the rest wait for the next run (`complete` false). Until 2026-12-02 every prunable key
   // was deleted here, outside the budget: 59 of them made a Worker's cron run 68 D1 queries, past
-  // the Free plan's 50, and the run failed before any store was pruned.
+  // the Free plan's 50, and the run failed before any store was pruned. An aborted signal stops
+  // the keys between two deletes (until 2026-12-02 they ignored it: a stop waited for them all).
   let signingKeys = 0;
   let spent = 0;
   const stopped = () => options.signal?.aborted === true;
@@ -165,7 +169,7 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
     try {
       const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
       const share = options.maxBatches === undefined ? Number.POSITIVE_INFINITY : Math.max(1, maxBatches - queues.length);
-      const keys = await deletePrunableKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid, share);
+      const keys = await deletePrunableKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid, share, options.signal);
       // A failed delete still counts, as do the deletes before it.
       spent = keys.attempted;
       signingKeys = keys.deleted.length;

@@ -169,16 +169,27 @@ export interface KeyPrune {
  * Deletes the prunable keys of a store, the oldest first, at most `limit` of them (default: all):
  * one `list`, then one `delete` per key. A failed delete ends it and is answered in `failed`, not
  * thrown, so the caller still learns what was deleted and attempted before it (the prune counts
- * them, and re-reads the keys); a failed list rejects. The one loop behind {@link pruneKeys} (the
- * rotations) and the prune's keys (until 2026-12-02 the prune repeated it to count the attempts).
+ * them, and re-reads the keys); a failed list rejects. An aborted `signal` ends it before its next
+ * storage call (the list, or a delete; the delete under way finishes), `left` true when prunable
+ * keys were not tried, or the list was not read (the prune's stop; until 2026-12-02 the keys
+ * ignored it, and a stop waited for every prunable key's delete). The one loop behind
+ * {@link pruneKeys} (the rotations) and the prune's keys (until 2026-12-02 the prune repeated it to
+ * count the attempts).
  *
  * @example
  * const { deleted, attempted, left, failed } = await deletePrunableKeys(storage.signingKeys, Date.now(), 7200_000, undefined, 3);
  */
-export async function deletePrunableKeys(store: SigningKeyStore, now: number, maxTokenTtlMs: number, activeKid?: string, limit = Number.POSITIVE_INFINITY): Promise<KeyPrune> {
+export async function deletePrunableKeys(store: SigningKeyStore, now: number, maxTokenTtlMs: number, activeKid?: string, limit = Number.POSITIVE_INFINITY, signal?: AbortSignal): Promise<KeyPrune> {
+  // A function: TypeScript would keep the first check's narrowing across the awaits.
+  const aborted = () => signal?.aborted === true;
+  if (aborted()) return { deleted: [], attempted: 0, left: true };
   const prunable = prunableKids(await store.list(), now, maxTokenTtlMs, activeKid);
   const result: KeyPrune = { deleted: [], attempted: 0, left: prunable.length > limit };
   for (const kid of prunable.slice(0, limit)) {
+    if (aborted()) {
+      result.left = true;
+      break;
+    }
     result.attempted++;
     try {
       if (await store.delete(kid)) result.deleted.push(kid);
