@@ -5,7 +5,7 @@ import { toStorageError } from "./errors.js";
 import { pendingMigrations } from "./migrations.js";
 import { CLOSE_WAIT_MS, destroyPgSocket, pgClientCache, settlesWithin, type ListenClientConstructor, type PgClientCache, type PgClientCacheOptions } from "./pg-client-cache.js";
 import type { Database, SqlFamily } from "./schema.js";
-import type { PragmaTarget, SqliteCheckpointer } from "./sqlite-checkpointer.js";
+import type { CheckpointFailure, CheckpointRecovery, PragmaTarget, SqliteCheckpointer } from "./sqlite-checkpointer.js";
 import { sqliteFastPath, type SqliteFastPath } from "./sqlite-fast.js";
 import { createSqlStorage, type CreateSqlStorageOptions, type SqlStorage } from "./storage.js";
 
@@ -43,8 +43,10 @@ export interface OpenSqlStorageOptions {
   /**
    * Told of a failure the storage recovers from by itself but an operator should know of: a SQLite
    * file's checkpoint worker that ended with an error (it is started again, after 1 s, then up to
-   * 5 minutes apart while it keeps failing; meanwhile the writing connection checkpoints itself);
-   * on PostgreSQL and MySQL/MariaDB, a start that has waited 5 s for the migration lock of its
+   * 5 minutes apart while it keeps failing; meanwhile the writing connection checkpoints itself),
+   * or whose checkpoints fail with SQLITE_FULL or SQLITE_IOERR (a full disk: tried again every
+   * 100 ms; said once per run of failures, with SQLite's code, and once more when one works again;
+   * until 2026-12-02 never); on PostgreSQL and MySQL/MariaDB, a start that has waited 5 s for the migration lock of its
    * schema or database (another instance migrating it), or for Kysely's default lock it also
    * takes while migrating (an instance from before 2026-12-02, another Kysely migrator); it waits
    * up to 15 minutes in all, then fails.
@@ -545,7 +547,9 @@ const CHECKPOINTER_RESTART_MAX_MS = 5 * 60_000;
  * CLI command, never starts one) and stops it, last checkpoint included, before the storage closes.
  * A worker that ends with an error is reported to `warn` and started again after 1 s, then up to
  * {@link CHECKPOINTER_RESTART_MAX_MS} apart while it keeps failing within a minute of its start
- * (until 2026-12-02 it was gone for the life of the process, without a word).
+ * (until 2026-12-02 it was gone for the life of the process, without a word). Checkpoints that
+ * fail with SQLITE_FULL or SQLITE_IOERR, which the worker keeps trying, are reported to `warn` once
+ * per run of them, and the first that works after them with one more line.
  */
 function withCheckpointThread(storage: SqlStorage, file: { path: string; writer: PragmaTarget }, warn: (message: string) => void): SqlStorage {
   let checkpointer: Promise<SqliteCheckpointer | undefined> | undefined;
@@ -553,6 +557,19 @@ function withCheckpointThread(storage: SqlStorage, file: { path: string; writer:
   let pause = 1000;
   let startedAt = 0;
   let timer: ReturnType<typeof setTimeout>;
+  const say = (message: string) => {
+    try {
+      warn(message);
+    } catch {
+      // A logger that throws changes nothing here (nor stops a restart).
+    }
+  };
+  const failing = ({ code, message }: CheckpointFailure) =>
+    say(
+      `plantgate: the SQLite checkpoint worker of ${file.path} cannot checkpoint (${code}${message === "" ? "" : `: ${message}`}); it tries again every 100 ms, and the WAL file keeps growing until a checkpoint works (said once, until one does)`,
+    );
+  const recovered = ({ code, failures, durationMs }: CheckpointRecovery) =>
+    say(`plantgate: the SQLite checkpoint worker of ${file.path} checkpoints again, after ${failures} failed ${failures === 1 ? "attempt" : "attempts"} (${code}) over ${(durationMs / 1000).toFixed(1)} s`);
   const failed = (error: unknown) => {
     checkpointer = undefined;
     if (closing) return;
@@ -563,16 +580,12 @@ function withCheckpointThread(storage: SqlStorage, file: { path: string; writer:
     const { code, name, message } = (typeof error === "object" && error !== null ? error : {}) as { code?: unknown; name?: unknown; message?: unknown };
     const kind = typeof code === "string" ? code : typeof name === "string" ? name : "Error";
     const reason = typeof message === "string" ? `${kind}: ${message}` : typeof code === "string" ? code : String(error);
-    try {
-      warn(`plantgate: the SQLite checkpoint worker of ${file.path} ended (${reason}); the writing connection checkpoints itself meanwhile, and the worker starts again in ${pause / 1000} s`);
-    } catch {
-      // A logger that throws does not stop the restart.
-    }
+    say(`plantgate: the SQLite checkpoint worker of ${file.path} ended (${reason}); the writing connection checkpoints itself meanwhile, and the worker starts again in ${pause / 1000} s`);
     schedule(pause);
     pause = Math.min(pause * 2, CHECKPOINTER_RESTART_MAX_MS);
   };
   // Loaded only here: the module needs node:worker_threads, which nothing else of this entry does.
-  const start = () => import("./sqlite-checkpointer.js").then(({ startSqliteCheckpointer }) => startSqliteCheckpointer({ ...file, onError: failed }));
+  const start = () => import("./sqlite-checkpointer.js").then(({ startSqliteCheckpointer }) => startSqliteCheckpointer({ ...file, onError: failed, onFailing: failing, onRecovered: recovered }));
   const schedule = (ms: number) => {
     timer = setTimeout(() => {
       startedAt = Date.now();

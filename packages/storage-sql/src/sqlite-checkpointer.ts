@@ -34,6 +34,31 @@ export interface SqliteCheckpointerOptions {
   fallbackPages?: number;
   /** Told when the worker fails (it is then gone and the writer checkpoints as before). */
   onError?: (error: unknown) => void;
+  /**
+   * Told when a checkpoint fails with SQLITE_FULL or SQLITE_IOERR (a full disk, a failing write),
+   * once per run of such failures: the worker goes on trying every `intervalMs`.
+   */
+  onFailing?: (failure: CheckpointFailure) => void;
+  /** Told when a checkpoint works again after such a run of failures, with how many failed. */
+  onRecovered?: (recovery: CheckpointRecovery) => void;
+}
+
+/** A checkpoint that failed with SQLITE_FULL or SQLITE_IOERR, the first of its run. */
+export interface CheckpointFailure {
+  /** SQLite's extended error code (`SQLITE_FULL`, `SQLITE_IOERR_WRITE`, ...). */
+  code: string;
+  /** SQLite's message (`database or disk is full`). */
+  message: string;
+}
+
+/** The end of a run of failed checkpoints: the first that worked after them. */
+export interface CheckpointRecovery {
+  /** The code of the run's first failure. */
+  code: string;
+  /** How many checkpoints of the run failed. */
+  failures: number;
+  /** How long the run lasted: from its first failure to the checkpoint that worked, in ms. */
+  durationMs: number;
 }
 
 export interface SqliteCheckpointer {
@@ -48,9 +73,16 @@ const { parentPort, workerData } = require("node:worker_threads");
 const Database = require(workerData.driver);
 const db = new Database(workerData.path, { fileMustExist: true });
 const checkpoint = db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
+// The run of SQLITE_FULL / SQLITE_IOERR failures under way: told to the main thread at its first
+// failure and at the checkpoint that ends it, nothing in between (a tick every 100 ms).
+let failing;
 const tick = () => {
   try {
     checkpoint.get();
+    if (failing !== undefined) {
+      parentPort.postMessage({ type: "recovered", code: failing.code, failures: failing.failures, durationMs: Date.now() - failing.since });
+      failing = undefined;
+    }
   } catch (error) {
     // SQLITE_BUSY (another checkpoint is running), SQLITE_FULL and SQLITE_IOERR (a full disk, a
     // write that failed: over once space is back; until 2026-12-02 they ended the worker for the
@@ -58,6 +90,13 @@ const tick = () => {
     // event puts the writer back on its own checkpoints).
     const code = error === null || typeof error !== "object" ? undefined : error.code;
     if (typeof code !== "string" || !/^SQLITE_(BUSY|FULL$|IOERR)/.test(code)) throw error;
+    if (code.startsWith("SQLITE_BUSY")) return;
+    // Told once per run (until 2026-12-02 never: a disk that stayed full went unreported).
+    if (failing === undefined) {
+      failing = { code, failures: 0, since: Date.now() };
+      parentPort.postMessage({ type: "failing", code, message: typeof error.message === "string" ? error.message : "" });
+    }
+    failing.failures++;
   }
 };
 const timer = setInterval(tick, workerData.intervalMs);
@@ -90,10 +129,16 @@ export function startSqliteCheckpointer(options: SqliteCheckpointerOptions): Sql
       // The writing connection is closed: nothing left to tune.
     }
   };
-  worker.on("message", (message) => {
-    if (message !== "ready" || stopping) return;
-    running = true;
-    setWriter(fallback);
+  worker.on("message", (message: unknown) => {
+    if (message === "ready") {
+      if (stopping) return;
+      running = true;
+      setWriter(fallback);
+    } else if (typeof message === "object" && message !== null) {
+      const report = message as ({ type: "failing" } & CheckpointFailure) | ({ type: "recovered" } & CheckpointRecovery);
+      if (report.type === "failing") options.onFailing?.({ code: report.code, message: report.message });
+      else options.onRecovered?.({ code: report.code, failures: report.failures, durationMs: report.durationMs });
+    }
   });
   worker.on("error", (error) => {
     if (running) setWriter(SQLITE_DEFAULT_AUTOCHECKPOINT);
