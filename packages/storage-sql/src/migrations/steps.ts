@@ -468,6 +468,53 @@ async function signingKeyLastSignedDown(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable(TABLES.signingKeys).dropColumn("last_signed_at").execute();
 }
 
+/**
+ * Version 14: the audit trail's filters together. Core lists a page of events of a type, a client
+ * and an account (once by `account_id`, once by `username`, merged) newest first from a (time, id)
+ * cursor; with one index per filter, two filters used one filter's index and tested the other row
+ * by row, so a type and a client that rarely meet cost a walk over one of them (on PostgreSQL at
+ * 1,000,000 events, 50,000 rows read and 215 ms for a page half-way down; 4.5 ms with these: README,
+ * "Audit trail"). One index per combination, each its equality columns then
+ * (time, id), makes every combination a range read newest first, at any depth. The single-column
+ * indexes stay: none of these gives one column's events in time order. Each append now writes 12
+ * index entries besides the primary key's, instead of 5. On MySQL a three-filter index with its
+ * keys whole (four keys of 1020 bytes) passes InnoDB's 3072-byte limit, and without `id` MariaDB
+ * sorts (it orders by no primary key it appends), so there its filter columns are prefixes: `type`
+ * of 100 characters, the client and the account (or username) of 200, all core writes in them. A
+ * prefix of an equality column keeps the range in (time, id) order (rows of a longer value sharing
+ * the prefix are tested and left out). Only new indexes: older code ignores them.
+ */
+const AUDIT_COMBINED_INDEXES: ReadonlyArray<[name: string, columns: string[]]> = [
+  ["pg_audit_events_type_client_idx", ["type", "client_id"]],
+  ["pg_audit_events_type_account_idx", ["type", "account_id"]],
+  ["pg_audit_events_type_username_idx", ["type", "username"]],
+  ["pg_audit_events_client_account_idx", ["client_id", "account_id"]],
+  ["pg_audit_events_client_username_idx", ["client_id", "username"]],
+  ["pg_audit_events_type_client_account_idx", ["type", "client_id", "account_id"]],
+  ["pg_audit_events_type_client_username_idx", ["type", "client_id", "username"]],
+];
+
+async function auditCombinedIndexesUp(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  const step = steps(db, family);
+  const prefix: Record<string, number> = { type: 100, client_id: 200, account_id: 200, username: 200 };
+  for (const [index, columns] of AUDIT_COMBINED_INDEXES) {
+    if (family === "mysql" && columns.length > 2) {
+      const parts = columns.map((c) => sql`${sql.ref(c)}(${sql.raw(String(prefix[c]))})`);
+      await step.createIndex(TABLES.audit, index, (b) => parts.reduce((built, part) => built.expression(part), b).columns(["time", "id"]));
+    } else {
+      await step.createIndex(TABLES.audit, index, (b) => b.columns([...columns, "time", "id"]));
+    }
+  }
+}
+
+async function auditCombinedIndexesDown(db: Kysely<any>, family: SqlFamily): Promise<void> {
+  for (const [index] of [...AUDIT_COMBINED_INDEXES].reverse()) {
+    // MySQL names the table in DROP INDEX; the others reject it.
+    const drop = db.schema.dropIndex(index);
+    await (family === "mysql" ? drop.on(TABLES.audit) : drop).execute();
+  }
+}
+
 /** Every migration, oldest first. The version of a schema is the number of migrations applied. */
 export function migrations(family: SqlFamily): Array<[name: string, migration: Migration]> {
   return [
@@ -484,5 +531,6 @@ export function migrations(family: SqlFamily): Array<[name: string, migration: M
     ["0011_client_access_token_ttl_index", { up: (db) => clientTtlIndexUp(db, family), down: (db) => clientTtlIndexDown(db, family) }],
     ["0012_client_generation", { up: (db) => clientGenerationUp(db, family), down: clientGenerationDown }],
     ["0013_signing_key_last_signed", { up: (db) => signingKeyLastSignedUp(db, family), down: signingKeyLastSignedDown }],
+    ["0014_audit_combined_indexes", { up: (db) => auditCombinedIndexesUp(db, family), down: (db) => auditCombinedIndexesDown(db, family) }],
   ];
 }

@@ -115,5 +115,17 @@ export const D1_MIGRATIONS: readonly D1Migration[] = [
     [
       "alter table \"pg_signing_keys\" add column \"last_signed_at\" bigint"
     ]
+  ],
+  [
+    "0014_audit_combined_indexes",
+    [
+      "create index \"pg_audit_events_type_client_idx\" on \"pg_audit_events\" (\"type\", \"client_id\", \"time\", \"id\")",
+      "create index \"pg_audit_events_type_account_idx\" on \"pg_audit_events\" (\"type\", \"account_id\", \"time\", \"id\")",
+      "create index \"pg_audit_events_type_username_idx\" on \"pg_audit_events\" (\"type\", \"username\", \"time\", \"id\")",
+      "create index \"pg_audit_events_client_account_idx\" on \"pg_audit_events\" (\"client_id\", \"account_id\", \"time\", \"id\")",
+      "create index \"pg_audit_events_client_username_idx\" on \"pg_audit_events\" (\"client_id\", \"username\", \"time\", \"id\")",
+      "create index \"pg_audit_events_type_client_account_idx\" on \"pg_audit_events\" (\"type\", \"client_id\", \"account_id\", \"time\", \"id\")",
+      "create index \"pg_audit_events_type_client_username_idx\" on \"pg_audit_events\" (\"type\", \"client_id\", \"username\", \"time\", \"id\")"
+    ]
   ]
 ];
