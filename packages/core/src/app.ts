@@ -1,10 +1,10 @@
 import { createAdmin, type Admin } from "./admin/index.js";
-import { consoleHandler, consoleOwns } from "./console/index.js";
+import { consoleHandler, consoleOwns, consoleSpanPath } from "./console/index.js";
 import { CSRF_HEADER } from "./console/session.js";
 import { listAccounts } from "./api/accounts.js";
 import { createPlant, PLANT_JSON } from "./api/plants.js";
 import { CONSOLE_JSON } from "./console/body.js";
-import { docsHandler, docsOwns } from "./api/docs.js";
+import { docsHandler, docsOwns, docsSpanPath } from "./api/docs.js";
 import type { ServedPage } from "./pages/static-page.js";
 import { openApiResponse } from "./api/openapi.js";
 import { ApiError, ApiErrorCode, OAuthError } from "./errors/index.js";
@@ -18,7 +18,7 @@ import { INTROSPECTION_PATH, metadata, REVOCATION_PATH, TOKEN_PATH } from "./oau
 import { introspectionEndpoint } from "./oauth/introspection.js";
 import { revocationEndpoint } from "./oauth/revocation.js";
 import { GRANT_TYPES, tokenEndpoint, type ClientFormEndpoint } from "./oauth/token-endpoint.js";
-import { observeRequests, type RequestNote } from "./telemetry/request.js";
+import { observeRequests, SCRUBBED, type RequestNote } from "./telemetry/request.js";
 import type { Context, Urls } from "./context.js";
 import { urlsFor } from "./http/urls.js";
 import { resolveOptions, type PlantgateOptions } from "./options.js";
@@ -188,12 +188,15 @@ function pathOf(url: string): string {
 interface Mount {
   prefix: string;
   owns(path: string): boolean;
+  /** The path as a span's `url.path` may carry it (what the request put in it scrubbed), or null when the mount answers it with its 404 (the span then carries the mount's template). */
+  spanPath(path: string): string | null;
   handle(ctx: Context, request: Request, info: HandleInfo | undefined, path: string): Promise<PlainResponse>;
 }
 
 const consoleMount = (page: ServedPage | null): Mount => ({
   prefix: "/console",
   owns: (path) => consoleOwns(page, path),
+  spanPath: (path) => consoleSpanPath(page, path),
   handle: (ctx, request, info, path) =>
     consoleHandler(ctx, {
       method: request.method === "HEAD" ? "GET" : request.method,
@@ -211,7 +214,7 @@ const consoleMount = (page: ServedPage | null): Mount => ({
 
 /** The API reference page (the `docs` option) under `/docs`. */
 function docsMount(docs: ServedPage): Mount {
-  return { prefix: "/docs", owns: (path) => docsOwns(docs, path), handle: (_ctx, request, _info, path) => docsHandler(docs, path, request.method, request.headers.get("if-none-match")) };
+  return { prefix: "/docs", owns: (path) => docsOwns(docs, path), spanPath: (path) => docsSpanPath(docs, path), handle: (_ctx, request, _info, path) => docsHandler(docs, path, request.method, request.headers.get("if-none-match")) };
 }
 
 /** What one app answers: the fixed routes, plus the mounts its options switch on. The one table both dispatch and `owns` read. */
@@ -279,6 +282,27 @@ function mountOf(table: RouteTable, path: string): Mount | undefined {
   return undefined;
 }
 
+/**
+ * A request's path (`URL.pathname`) as its span's `url.path` (OpenTelemetry: sensitive content in
+ * it SHOULD be scrubbed when the instrumentation can identify it). Every path segment a route
+ * does not fix is what the request put there: a token appended to a route, a `;access_token=`
+ * parameter, a percent-encoded `?`, a client secret after the token endpoint's path. So: a route's
+ * own path (base path included, and an RFC 8414 §3.1 metadata path, fixed by the configuration)
+ * is carried as it is; a path under a mount as the mount makes it ({@link Mount.spanPath}), or the
+ * mount's template; any other path is `REDACTED`. The routes outside the mounts have no path
+ * parameters, so their real path is the route's path.
+ */
+function spanPath(ctx: Context, table: RouteTable, requestPath: string): string {
+  const path = relativePath(ctx, requestPath);
+  if (path === null) return SCRUBBED;
+  const mount = mountOf(table, path);
+  if (mount) {
+    const own = mount.spanPath(path);
+    return own === path ? requestPath : own === null ? table.names.get(mount.prefix)! : ctx.basePath + own;
+  }
+  return table.routes.has(path) ? requestPath : SCRUBBED;
+}
+
 /** Routes one request; every failure becomes the route's documented error shape. */
 async function dispatch(ctx: Context, table: RouteTable, request: Request, info: HandleInfo | undefined, note: RequestNote | undefined): Promise<PlainResponse> {
   let surface: "oauth" | "api" = "api";
@@ -335,6 +359,7 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
     tokenRoute: table.names.get(TOKEN_PATH)!,
     clientRoutes: new Set([table.names.get(REVOCATION_PATH)!, table.names.get(INTROSPECTION_PATH)!]),
     grantTypes: new Set(GRANT_TYPES),
+    spanPath: (path) => spanPath(ctx, table, path),
   });
   return {
     admin: createAdmin(ctx),

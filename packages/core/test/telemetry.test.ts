@@ -11,7 +11,9 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createMemoryStorage, StorageError, type RequestObservation, type StorageObservation } from "../src/index.js";
 import { activeSpan } from "../src/telemetry/spans.js";
 import type { TraceSpan, Tracer } from "../src/telemetry/types.js";
+import { ROUTE_PATHS } from "../src/app.js";
 import { BASE, basic, harness, tokenRequest, type Harness } from "./helpers.js";
+import { TEST_PAGE } from "./page-helpers.js";
 
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -319,7 +321,7 @@ describe("tracing", () => {
     }
   });
 
-  it("an unknown path is a server span named by its method only, without http.route", async () => {
+  it("an unknown path is a server span named by its method only, without http.route, its url.path REDACTED (until 2026-12-02 the path as sent)", async () => {
     const h = await tracedHarness();
     const res = await h.app.fetch(new Request(`${BASE}/no/such/path?secret=x`));
     expect(res.status).toBe(404);
@@ -327,7 +329,7 @@ describe("tracing", () => {
     expect(server!.name).toBe("GET");
     expect(server!.attributes).toEqual({
       "http.request.method": "GET",
-      "url.path": "/no/such/path",
+      "url.path": "REDACTED",
       "url.scheme": "https",
       "server.address": "as.example.test",
       "server.port": 443,
@@ -625,6 +627,80 @@ describe("route templates under a base path", () => {
     const server = byName(exporter.getFinishedSpans(), "POST /auth/UserService/connect/token");
     expect(server.attributes["http.route"]).toBe("/auth/UserService/connect/token");
     expect(requests.map((o) => [o.route, o.grantType, o.result])).toEqual([["/auth/UserService/connect/token", "client_credentials", "success"]]);
+  });
+});
+
+describe("url.path: a route's own path, never what a request put in it", () => {
+  const W = "/.well-known/oauth-authorization-server";
+  const T = "eyJhbGciOiJFUzI1NiJ9.c2VjcmV0.c2ln"; // what a client might send in a path by mistake
+  /** Each request's status, server span name, `url.path` and `http.route`. */
+  async function spansOf(basePath: string, requests: [method: string, path: string][]) {
+    const h = await harness({ basePath: basePath || undefined, docs: TEST_PAGE, console: { enabled: true, page: TEST_PAGE }, tracer: provider.getTracer("t") });
+    const seen: unknown[] = [];
+    for (const [method, path] of requests) {
+      exporter.reset();
+      const res = await h.app.fetch(new Request(`${BASE}${path}`, { method }));
+      const servers = exporter.getFinishedSpans().filter((s) => s.kind === SERVER);
+      expect(servers).toHaveLength(1);
+      seen.push([method, path, res.status, servers[0]!.name, servers[0]!.attributes["url.path"], servers[0]!.attributes["http.route"]]);
+    }
+    return seen;
+  }
+  /** The requests of one base path, each with what its span must show. */
+  function table(b: string): [method: string, path: string, status: number, name: string, urlPath: string, route: string | undefined][] {
+    return [
+      // Every route outside the mounts: fixed text only, so the path itself.
+      ["POST", `${b}/UserService/connect/token`, 400, `POST ${b}/UserService/connect/token`, `${b}/UserService/connect/token`, `${b}/UserService/connect/token`],
+      ["POST", `${b}/UserService/connect/revocation`, 400, `POST ${b}/UserService/connect/revocation`, `${b}/UserService/connect/revocation`, `${b}/UserService/connect/revocation`],
+      ["POST", `${b}/UserService/connect/introspect`, 400, `POST ${b}/UserService/connect/introspect`, `${b}/UserService/connect/introspect`, `${b}/UserService/connect/introspect`],
+      ["POST", `${b}/plants`, 401, `POST ${b}/plants`, `${b}/plants`, `${b}/plants`],
+      ["GET", `${b}/rbac/ServerCommand/GetAccountList`, 401, `GET ${b}/rbac/ServerCommand/GetAccountList`, `${b}/rbac/ServerCommand/GetAccountList`, `${b}/rbac/ServerCommand/GetAccountList`],
+      ["GET", `${b}/.well-known/jwks.json`, 200, `GET ${b}/.well-known/jwks.json`, `${b}/.well-known/jwks.json`, `${b}/.well-known/jwks.json`],
+      ["GET", `${b}${W}`, 200, `GET ${b}${W}`, `${b}${W}`, `${b}${W}`],
+      ["GET", `${b}/openapi.json`, 200, `GET ${b}/openapi.json`, `${b}/openapi.json`, `${b}/openapi.json`],
+      // The mounts: the page and its files are fixed text; a console route's parameters are what
+      // the request put there (a percent-encoded `?` too); a path a mount does not answer is its template.
+      ["GET", `${b}/docs`, 200, `GET ${b}/docs`, `${b}/docs`, `${b}/docs`],
+      ["GET", `${b}/docs/assets/app.js`, 200, `GET ${b}/docs`, `${b}/docs/assets/app.js`, `${b}/docs`],
+      ["GET", `${b}/docs/assets/${T}`, 404, `GET ${b}/docs`, `${b}/docs`, `${b}/docs`],
+      ["GET", `${b}/console`, 200, `GET ${b}/console`, `${b}/console`, `${b}/console`],
+      ["GET", `${b}/console/`, 200, `GET ${b}/console`, `${b}/console/`, `${b}/console`],
+      ["GET", `${b}/console/assets/app.css`, 200, `GET ${b}/console`, `${b}/console/assets/app.css`, `${b}/console`],
+      ["GET", `${b}/console/api/session`, 401, `GET ${b}/console`, `${b}/console/api/session`, `${b}/console`],
+      ["POST", `${b}/console/api/signing-keys/reencrypt`, 401, `POST ${b}/console`, `${b}/console/api/signing-keys/reencrypt`, `${b}/console`],
+      ["DELETE", `${b}/console/api/signing-keys/${T}`, 401, `DELETE ${b}/console`, `${b}/console/api/signing-keys/REDACTED`, `${b}/console`],
+      ["DELETE", `${b}/console/api/clients/app-1/secrets/${T}`, 401, `DELETE ${b}/console`, `${b}/console/api/clients/REDACTED/secrets/REDACTED`, `${b}/console`],
+      ["POST", `${b}/console/api/accounts/x%3Faccess_token=${T}/disable`, 401, `POST ${b}/console`, `${b}/console/api/accounts/REDACTED/disable`, `${b}/console`],
+      ["GET", `${b}/console/api/${T}`, 404, `GET ${b}/console`, `${b}/console`, `${b}/console`],
+      ["GET", `${b}/console/assets/${T}`, 404, `GET ${b}/console`, `${b}/console`, `${b}/console`],
+      // No route: REDACTED, whatever the path holds.
+      ["GET", `${b}/plants/${T}`, 404, "GET", "REDACTED", undefined],
+      ["GET", `${b}/plants/`, 404, "GET", "REDACTED", undefined],
+      ["GET", `${b}/rbac/ServerCommand/GetAccountList;access_token=${T}`, 404, "GET", "REDACTED", undefined],
+      ["GET", `${b}/rbac/ServerCommand/GetAccountList%3Faccess_token=${T}`, 404, "GET", "REDACTED", undefined],
+      ["POST", `${b}/UserService/connect/token/${T}`, 404, "POST", "REDACTED", undefined],
+      ["GET", `${b}/${T}`, 404, "GET", "REDACTED", undefined],
+    ];
+  }
+
+  it("the table covers every route", () => {
+    const covered = new Set(table("").map(([, path]) => path));
+    expect(ROUTE_PATHS.filter((p) => !covered.has(p))).toEqual([]);
+  });
+
+  it("without a base path", async () => {
+    const rows = table("");
+    expect(await spansOf("", rows.map(([m, p]) => [m, p]))).toEqual(rows);
+  });
+
+  it("under a base path (as the Express and Node adapters mount it), the RFC 8414 §3.1 metadata path with it inserted, and a path outside it", async () => {
+    const rows = [
+      ...table("/auth"),
+      ["GET", `${W}/auth`, 200, `GET ${W}/auth`, `${W}/auth`, `${W}/auth`],
+      ["POST", "/UserService/connect/token", 404, "POST", "REDACTED", undefined],
+      ["GET", "/auth", 404, "GET", "REDACTED", undefined],
+    ] as ReturnType<typeof table>;
+    expect(await spansOf("/auth", rows.map(([m, p]) => [m, p]))).toEqual(rows);
   });
 });
 

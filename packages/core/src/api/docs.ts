@@ -27,6 +27,11 @@ export function docsOwns(docs: ServedPage, path: string): boolean {
   return path === "/docs" || (path.startsWith(ASSETS) && docs.asset(path.slice(ASSETS.length)) !== null);
 }
 
+/** A path under `/docs` as a span's `url.path` may carry it: itself when it names the page or one of its files (all fixed text), else null. */
+export function docsSpanPath(docs: ServedPage, path: string): string | null {
+  return path === "/docs" || (path.startsWith(ASSETS) && Object.hasOwn(docs.assetTypes, path.slice(ASSETS.length))) ? path : null;
+}
+
 /**
  * Answers `path` (`/docs...`, relative to the base path): the file with its strong ETag, or a 304
  * when `ifNoneMatch` (the request's If-None-Match) names it or is `*` (RFC 9110 §13.1.2, GET and

@@ -5,6 +5,7 @@ import type { ServedPage } from "../pages/static-page.js";
 import * as api from "./api.js";
 import { listEvents } from "./events.js";
 import type { ConsoleRequest } from "./request.js";
+import { SCRUBBED } from "../telemetry/request.js";
 import { checkCsrf, checkOrigin, clearedCookie, isStateChanging, requireSession, slideExpiry } from "./session.js";
 import { signIn } from "./sign-in.js";
 
@@ -116,6 +117,27 @@ function pageFile(page: ServedPage | null, segments: string[]): PlainResponse | 
   if (segments.length === 0 || (segments.length === 1 && segments[0] === "")) return page.document();
   if (segments.length === 2 && segments[0] === "assets") return page.asset(segments[1]!);
   return null;
+}
+
+/**
+ * A console path (`/console` or `/console/...`) as a span's `url.path` may carry it: the path itself
+ * when every segment is the console's own fixed text (a route's literal segments, the page's
+ * document and its known assets), a route's parameters (client ids, secret ids, usernames, kids)
+ * replaced by `REDACTED`, and null when no route or file fits (the caller then uses the mount's
+ * template). A parameter is whatever the request put there: an id that names nothing may be a
+ * secret sent to the wrong place, and the span is made before any look-up could tell (the audit
+ * events name only ids that exist, for the same reason).
+ */
+export function consoleSpanPath(page: ServedPage | null, path: string): string | null {
+  const segments = segmentsOf(path);
+  if (segments === null) return null;
+  if (page && (segments.length === 0 || (segments.length === 1 && segments[0] === ""))) return path;
+  if (page && segments.length === 2 && segments[0] === "assets" && Object.hasOwn(page.assetTypes, segments[1]!)) return path;
+  const [first] = matches(segments);
+  if (!first) return null;
+  if (!first.route.pattern.includes(":")) return path;
+  const raw = path.slice("/console/".length).split("/");
+  return `/console/${first.route.pattern.map((p, i) => (p === ":" ? SCRUBBED : raw[i])).join("/")}`;
 }
 
 /** Whether the console (with this page, or none) answers a path (`/console` or `/console/...`) with anything but its 404. */

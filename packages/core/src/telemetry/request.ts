@@ -50,6 +50,13 @@ function tokenResult(note: RequestNote, status: number): string {
   return status === 405 ? "invalid_request" : "server_error";
 }
 
+/**
+ * What stands for a part of a request's path a span does not carry (OpenTelemetry's placeholder
+ * for scrubbed URL content): the whole `url.path` of a request no route matches, and a parameter
+ * segment of a console path.
+ */
+export const SCRUBBED = "REDACTED";
+
 type Dispatch<I> = (request: Request, info: I, note: RequestNote | undefined) => Promise<PlainResponse>;
 
 /** What the wrapper needs to know of the app. */
@@ -65,6 +72,12 @@ export interface ObserveOptions {
    * reported as at the token endpoint (`result` `locked_out`), with `grantType` `none`.
    */
   clientRoutes: ReadonlySet<string>;
+  /**
+   * The span's `url.path` for a request's path (`URL.pathname`): the path itself where every
+   * segment is a route's own fixed text, else with what the request put in it scrubbed (see the
+   * app's `spanPath`). Called before the span starts, so a sampler sees it.
+   */
+  spanPath(path: string): string;
 }
 
 /**
@@ -72,7 +85,7 @@ export interface ObserveOptions {
  * attributes) and the `observer.request` call; returns `dispatch` untouched when neither is set.
  */
 export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOptions): (request: Request, info: I) => Promise<PlainResponse> {
-  const { tracer, observer, tokenRoute, clientRoutes } = options;
+  const { tracer, observer, tokenRoute, clientRoutes, spanPath } = options;
   // Each supported grant type to its own string, as METHODS does for methods (the form's value is a new string each time).
   const grantTypes = new Map([...options.grantTypes].map((g) => [g, g]));
   const report = observer?.request?.bind(observer);
@@ -133,7 +146,9 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
     const scheme = url.protocol.slice(0, -1);
     const attributes: Record<string, string | number> = {
       "http.request.method": method,
-      "url.path": url.pathname,
+      // Never the path as sent: a token or secret a client appended to a route, put in a `;`
+      // parameter or behind a percent-encoded `?` was exported with the span until 2026-12-02.
+      "url.path": spanPath(url.pathname),
       "url.scheme": scheme,
       // An IPv6 literal is the address itself, without the URL's brackets (as "10.1.2.80" is).
       "server.address": url.hostname.charCodeAt(0) === 91 ? url.hostname.slice(1, -1) : url.hostname,
