@@ -9,6 +9,7 @@
  * requests take seconds, not hours; the algorithm and the code path are the production ones.
  */
 import { createMemoryStorage, createPlantgate, redactConnectionUrl, refreshTokenKey, sha256, type Plantgate, type SecurityEvent, type PlantgateOptions, type RefreshTokenRecord, type Storage } from "@plantgate/core";
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { coreLogger, createLog, createMetrics, eventLogger } from "@plantgate/observability";
 import { openSqlStorage } from "@plantgate/storage-sql";
 import { redisHotStores } from "@plantgate/storage-redis";
@@ -289,7 +290,8 @@ export interface World {
   secrets: string[];
   /**
    * What the server "logs" as the example servers would: the JSON lines of its events and errors
-   * (through @plantgate/observability's pino logger), and its Prometheus metrics text.
+   * (through @plantgate/observability's pino logger), and its Prometheus metrics text; in a world
+   * made with `tracing`, also each span's name, attributes and events (JSON).
    */
   output(): Promise<string>;
   /**
@@ -364,6 +366,12 @@ export type WorldOptions = Pick<PlantgateOptions, "bruteForce" | "console"> & {
    * that a failed setup leaves nothing behind.
    */
   atSetupEnd?: (storage: Storage) => Promise<void>;
+  /**
+   * Gives the world's app an OpenTelemetry tracer (the SDK's, into an in-memory exporter), whose
+   * spans {@link World.output} then holds: what a span carries is checked as the logs are. In
+   * process only: on workerd the Worker answers the requests, with no tracer.
+   */
+  tracing?: boolean;
 };
 
 /**
@@ -438,7 +446,9 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
       // the known clients and users and the valid requests could no longer be told apart.
       bruteForce,
     };
-    const app = createPlantgate({ ...common, issuer: ISSUER, baseUrl: ISSUER, ...(options.console ? { console: options.console } : {}) });
+    const spans = new InMemorySpanExporter();
+    const tracer = options.tracing ? new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] }).getTracer("hostile") : undefined;
+    const app = createPlantgate({ ...common, issuer: ISSUER, baseUrl: ISSUER, ...(options.console ? { console: options.console } : {}), ...(tracer ? { tracer } : {}) });
     // Every token an answer issues is something a later line must not hold.
     const carried = new Set<string>();
     // Setup's requests go to this app; on workerd, the world's requests then go to the Worker.
@@ -591,7 +601,11 @@ export async function createWorld(seed: number, options: WorldOptions = {}): Pro
       secrets,
       carried,
       // On workerd, also all the Worker printed (its marked log and event lines among it).
-      output: async () => lines.join("") + (await metrics.text()) + (worker === null ? "" : await worker.output()),
+      output: async () =>
+        lines.join("") +
+        (await metrics.text()) +
+        spans.getFinishedSpans().map((span) => JSON.stringify({ span: span.name, attributes: span.attributes, events: span.events }) + "\n").join("") +
+        (worker === null ? "" : await worker.output()),
       refreshIsLive,
       refreshRecord,
       close: () => store.close(),

@@ -12,7 +12,7 @@ import { headerText } from "../src/auth.js";
 import { apiError, fail, logsAreClean, noServerError, oauthError, read, withStoreCheck, type Answer } from "../src/invariants.js";
 import { bump, runChunked, summary } from "../src/run.js";
 import { COVERAGE_CHECKS, RUNS, SEED } from "../src/settings.js";
-import { INTROSPECTION_PATH, ISSUER, LIST_PATH, REVOCATION_PATH, TOKEN_PATH, type World } from "../src/world.js";
+import { INTROSPECTION_PATH, ISSUER, LIST_PATH, ON_WORKERD, REVOCATION_PATH, TOKEN_PATH, type World } from "../src/world.js";
 
 const JWKS_PATH = "/.well-known/jwks.json";
 const METADATA_PATH = "/.well-known/oauth-authorization-server";
@@ -162,12 +162,21 @@ const pathArb = fc.oneof(
   fc.constantFrom(...KNOWN).map((p) => p.replace(/[a-z]/, (c) => `%${c.charCodeAt(0).toString(16)}`)),
   fc.constantFrom("/", "", "/console", "/console/api/clients", "/admin", "/.env", "/.git/config", "/UserService/connect/", "/UserService/connect/authorize", "/rbac", "/plants/1", "/%2e%2e/%2e%2e/etc/passwd", "/\u0000", "/" + "a".repeat(5000)),
   fc.string({ maxLength: 30 }).map((s) => "/" + s),
+  // A token or a client secret put in the path by mistake: appended, as a `;` parameter or behind
+  // a percent-encoded `?` ({token} and {secret} stand for the world's own; see the property).
+  fc
+    .tuple(fc.constantFrom(...KNOWN, "/plants/1", "/console/api/clients"), fc.constantFrom("/", ";access_token=", "%3Faccess_token=", "%3Fclient_secret="), fc.constantFrom("{token}", "{secret}"))
+    .map(([p, s, v]) => p + s + v),
 );
 
-it(`router: ${Math.ceil(RUNS / 2)} generated paths: never a 5xx; unknown paths 404 {error:1404}; the shape follows the route`, async () => {
+it(`router: ${Math.ceil(RUNS / 2)} generated paths: never a 5xx; unknown paths 404 {error:1404}; the shape follows the route; no span carries a token or secret a path held`, async () => {
   const tally = await runChunked(
     fc.tuple(pathArb, docRequestArb),
-    async (world, [path, r], tally) => {
+    async (world, [generated, r], tally) => {
+      // The world's access token and a client secret (percent-encoded, as a client would put it in a
+      // path), which the chunk's output check (spans included: the world traces) must not find.
+      const path = generated.replace("{token}", world.tokens.cc).replace("{secret}", encodeURIComponent(world.clients[0]!.secret));
+      if (path !== generated) bump(tally, "carried-in-path");
       let url: URL;
       try {
         url = new URL(`${r.origin}${path.startsWith("/") ? "" : "/"}${path}`);
@@ -189,8 +198,9 @@ it(`router: ${Math.ceil(RUNS / 2)} generated paths: never a 5xx; unknown paths 4
       } else bump(tally, "known-ok");
       return a.status;
     },
-    { runs: Math.ceil(RUNS / 2) },
+    { runs: Math.ceil(RUNS / 2), world: { tracing: !ON_WORKERD } },
   );
   console.log(`router: ${summary(tally)}`);
   if (COVERAGE_CHECKS) expect(tally.labels.get("404") ?? 0).toBeGreaterThan(RUNS / 20);
+  if (COVERAGE_CHECKS) expect(tally.labels.get("carried-in-path") ?? 0).toBeGreaterThan(RUNS / 100);
 });
