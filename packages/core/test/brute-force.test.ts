@@ -254,7 +254,7 @@ describe("what reaches storage", () => {
     expect(new Set(seen).size).toBeGreaterThanOrEqual(2);
   });
 
-  it("a correct client authentication with no counter writes nothing; after a failure it resets that counter", async () => {
+  it("a correct client authentication with no counter writes nothing; after a failure it resets that counter, and leaves the address's budget counted", async () => {
     const base = createMemoryStorage();
     const writes: string[] = [];
     const attempts: AttemptStore = {
@@ -269,14 +269,18 @@ describe("what reaches storage", () => {
     await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
     expect(writes).toEqual([]);
     await expectTokenError(await clientCredentialsOn(h.app, h, "bad", ip), 401, BAD_CLIENT);
-    expect(writes).toHaveLength(1);
-    const key = writes[0]!.slice("increment ".length);
-    expect(await base.attempts.get(key)).toMatchObject({ count: 1 });
-    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
-    expect(writes).toEqual([`increment ${key}`, `reset ${key}`]);
-    expect(await base.attempts.get(key)).toBeNull();
-    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
+    // Since 2026-12-03 a failure counts the address's budget across client ids as well.
     expect(writes).toHaveLength(2);
+    const [key, budget] = writes.map((w) => w.slice("increment ".length)) as [string, string];
+    expect(await base.attempts.get(key)).toMatchObject({ count: 1 });
+    expect(await base.attempts.get(budget)).toMatchObject({ count: 1 });
+    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
+    // The success resets the client's own counter; the budget's failure stands (a success counted nothing of it).
+    expect(writes).toEqual([`increment ${key}`, `increment ${budget}`, `reset ${key}`]);
+    expect(await base.attempts.get(key)).toBeNull();
+    expect(await base.attempts.get(budget)).toMatchObject({ count: 1 });
+    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
+    expect(writes).toHaveLength(3);
   });
 });
 
@@ -337,8 +341,9 @@ describe("housekeeping", () => {
         await (password ? expectTokenError(await fail(i), 400, BAD_PASSWORD) : expectTokenError(await fail(i), 401, BAD_CLIENT));
       }
       await new Promise((r) => setTimeout(r, 0));
-      // Password: the client's budget, username + address, username; client: client id + address.
-      expect(increments).toHaveLength(password ? 3 : 1);
+      // Password: the client's budget, username + address, username; client: client id + address,
+      // and the address's budget (since 2026-12-03).
+      expect(increments).toHaveLength(password ? 3 : 2);
       expect(events.map((e) => e.type)).toEqual([password ? "account.login_failed" : "client.authentication_failed"]);
       expect(warned.filter((w) => String(w[0]).startsWith("attempt-counter"))).toEqual([
         ["attempt-counter sweep failed (the answer stands; the next sweep or prune clears the backlog)", { name: "StorageError", message: "attempt store: deadlock found when trying to get lock" }],

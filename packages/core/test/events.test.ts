@@ -124,7 +124,8 @@ describe("security events", () => {
       failed(null, "malformed"),
       failed(null, "malformed"),
       failed("app-1", "invalid_secret"),
-      failed("app-1", "throttled"),
+      // Since 2026-12-03 a throttled refusal names the counter that refused it.
+      { ...failed("app-1", "throttled"), lock: "client_address" },
     ]);
   });
 

@@ -86,6 +86,14 @@ export interface RefreshTokenReuseDetectedEvent extends EventBase {
   client_ip: string | null;
 }
 
+/**
+ * Which brute-force counter refused a client authentication (reason `throttled`):
+ * `client_address`, this client id from this address (`maxFailures` failures); `address_budget`,
+ * failed client authentications from this address across client ids (10 × `maxFailures`; an IPv6
+ * address per /64). When both refuse, `client_address`.
+ */
+export type ClientLock = "client_address" | "address_budget";
+
 /** Client authentication failed at the token, revocation or introspection endpoint. */
 export interface ClientAuthenticationFailedEvent extends EventBase {
   type: "client.authentication_failed";
@@ -96,6 +104,8 @@ export interface ClientAuthenticationFailedEvent extends EventBase {
   client_id: string | null;
   reason: ClientAuthFailure;
   client_ip: string | null;
+  /** With reason `throttled` only (absent otherwise; since 2026-12-03): the counter that refused. */
+  lock?: ClientLock;
 }
 
 /** A username + password refused. */

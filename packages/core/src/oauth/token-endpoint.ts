@@ -1,9 +1,10 @@
 import { OAuthError, StorageError, TooManyAttemptsError } from "../errors/index.js";
-import type { ClientAuthFailure } from "../events/types.js";
+import type { ClientAuthFailure, ClientLock } from "../events/types.js";
 import { presentedClient } from "../http/client-auth.js";
 import { describeError, json, NO_STORE, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../context.js";
-import { throttleKeys } from "../security/throttle.js";
+import { clientAddressBudget } from "../security/credentials.js";
+import { throttleKeys, type ThrottleKey } from "../security/throttle.js";
 import { checkScopeLimits } from "./scopes.js";
 import { verifyClientAssertion } from "./client-assertion.js";
 import { matchClientSecret } from "./client-secrets.js";
@@ -37,8 +38,9 @@ function selectGrant(form: Map<string, string>): Grant {
 
 /**
  * Step 3: the client must authenticate, by the one method it is registered for, under the
- * brute-force throttle keyed by client id + client IP: a locked pair is refused before the
- * credential is looked at, so the answer says nothing about it.
+ * brute-force throttle keyed by client id + client IP, and by the address's budget across client
+ * ids (`clientAddressBudget`): a locked pair, or an address whose budget is spent, is refused
+ * before the credential is looked at, so the answer says nothing about it.
  *
  * - `client_secret` clients: the SHA-256 of the presented secret is compared in constant time with
  *   every unexpired secret of the client (see `matchClientSecret`).
@@ -49,8 +51,12 @@ export function authenticateClient(ctx: Context, urls: Urls, form: Map<string, s
 }
 
 async function checkClient(ctx: Context, urls: Urls, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
-  const failed = (clientId: string | null, reason: ClientAuthFailure) =>
-    ctx.events.emit({ type: "client.authentication_failed", client_id: clientId, reason, client_ip: clientIp ?? null });
+  const failed = (clientId: string | null, reason: ClientAuthFailure, lock?: ClientLock) =>
+    ctx.events.emit(
+      lock === undefined
+        ? { type: "client.authentication_failed", client_id: clientId, reason, client_ip: clientIp ?? null }
+        : { type: "client.authentication_failed", client_id: clientId, reason, client_ip: clientIp ?? null, lock },
+    );
   let presented;
   try {
     presented = presentedClient(authorization, form);
@@ -59,14 +65,20 @@ async function checkClient(ctx: Context, urls: Urls, form: Map<string, string>, 
     if (e instanceof OAuthError && e.code === "invalid_client") failed(null, "malformed");
     throw e;
   }
-  const keys = throttleKeys("client", { clientId: presented.clientId, ...(clientIp !== undefined ? { ip: clientIp } : {}) });
+  const keys: (string | ThrottleKey)[] = throttleKeys("client", { clientId: presented.clientId, ...(clientIp !== undefined ? { ip: clientIp } : {}) });
+  // Failures count here too; read beside the pair's counter, so past a spent budget a new client id
+  // is refused without a counter row of its own.
+  keys.push(clientAddressBudget(clientIp));
   // The client is read while the counters are: one storage wait instead of two (and on SQLite one
   // data_version check serves both cached reads). A locked pair is still refused before the
   // credential is looked at; the record only names the client in the event.
   const reading = ctx.storage.clients.get(presented.clientId);
   reading.catch(() => {}); // awaited below, or dropped when the throttle refuses first
   const checked = await ctx.throttle.check(keys).catch(async (e: unknown) => {
-    if (e instanceof TooManyAttemptsError) failed((await reading.catch(() => null)) ? presented.clientId : null, "throttled");
+    if (e instanceof TooManyAttemptsError) {
+      const lock = e.lock?.keyIndex === keys.length - 1 ? "address_budget" : "client_address";
+      failed((await reading.catch(() => null)) ? presented.clientId : null, "throttled", lock);
+    }
     throw e;
   });
   const client = await reading;

@@ -29,6 +29,20 @@ export const CONSOLE_ADDRESS_FACTOR = 3;
 export const PASSWORD_CLIENT_FACTOR = 10;
 
 /**
+ * Per-address budget of failed client authentications across client ids: this many × `maxFailures`
+ * per window. Only failures spend it (client authentication counts a failure, never a success), and
+ * one client with a wrong secret spends at most `maxFailures` of it before its own (client id +
+ * address) counter refuses it without counting, so behind one egress address (a Kubernetes
+ * cluster's NAT, an office proxy) ten misconfigured clients, or one guesser's 100 failures, spend it
+ * and lock that address's other clients out for the rest of the window. Ten and not the console's
+ * three: many more services than administrators share one address, and a secret rotated on the
+ * server before its clients are redeployed makes several of them fail at once. Bounded all the
+ * same: one address leaves at most 10 × `maxFailures` + 1 counter rows per window, where before
+ * the budget each distinct client id it sent was a row (2 000 ids, 2 000 rows).
+ */
+export const CLIENT_ADDRESS_FACTOR = 10;
+
+/**
  * A budget across usernames: one more throttle key counted with the username's own keys, and
  * counted after both of them, so only an attempt that passed the username's own keys (one that is
  * about to check a password) holds a count of it: guesses stopped by a username's lock never spend
@@ -51,6 +65,18 @@ export type PasswordBudget = ThrottleKey;
  */
 export function consoleAddressBudget(ip: string | undefined): PasswordBudget {
   return { key: JSON.stringify(["console-budget", "i", ip === undefined ? null : throttleAddress(ip)]), factor: CONSOLE_ADDRESS_FACTOR, onSuccess: "refund", readFirst: true };
+}
+
+/**
+ * The budget of failed client authentications (token, revocation and introspection endpoints) from
+ * one address (an IPv6 address counts per /64), whatever the client id: read with the (client id +
+ * address) counter before the credential is looked at, so once spent it refuses on its own (429)
+ * and a new client id costs no counter row. A success counts nothing and leaves it as it is
+ * (`onSuccess: "refund"`: the failures others counted stand). Without an address, every
+ * address-less caller shares one budget, as the console's.
+ */
+export function clientAddressBudget(ip: string | undefined): ThrottleKey {
+  return { key: JSON.stringify(["client-budget", "i", ip === undefined ? null : throttleAddress(ip)]), factor: CLIENT_ADDRESS_FACTOR, onSuccess: "refund", readFirst: true };
 }
 
 /**

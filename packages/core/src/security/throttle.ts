@@ -23,7 +23,8 @@ export interface ThrottleKey {
    * Read before any key is counted, and when it already refuses (its count at its limit in its
    * window) counted alone: for a budget shared across usernames counted after the username's own
    * keys, so past a spent budget an attempt touches no other key (no counter row for a new
-   * username). Costs one read per attempt.
+   * username). Costs one read per attempt. (`check` reads every key before anything is counted
+   * anyway.)
    */
   readFirst?: boolean;
 }
@@ -68,14 +69,17 @@ export interface Throttle {
    */
   attempt(keys: (string | ThrottleKey)[]): Promise<ThrottleAttempt>;
   /**
-   * Throws TooManyAttemptsError when any of the keys is locked (count >= maxFailures in its
-   * window). Otherwise resolves to what it read, which `fail` and `succeed` take instead of the
+   * Throws TooManyAttemptsError when any of the keys is locked (count >= `factor × maxFailures` in
+   * its window; the error's `lock` names the first such key, Retry-After runs to the latest end
+   * among them). Otherwise resolves to what it read, which `fail` and `succeed` take instead of the
    * keys: the keys are then not hashed again, and `succeed` writes nothing when no counter existed
    * at check time (the common case: a client that authenticates correctly). A failure counted by a
    * concurrent request after the check is then left standing until its window ends, which only
-   * errs towards locking.
+   * errs towards locking. A key with `onSuccess: "refund"` (a budget across client ids) is left as
+   * it is by `succeed`: a check counts nothing, so a success has nothing of its own to give back,
+   * and the failures others counted there stand.
    */
-  check(keys: string[]): Promise<ThrottleCheck>;
+  check(keys: (string | ThrottleKey)[]): Promise<ThrottleCheck>;
   /** Counts one failure for every key (storage `attempts.increment`). */
   fail(keys: string[] | ThrottleCheck): Promise<void>;
   /**
@@ -92,9 +96,13 @@ export interface Throttle {
   readonly windowMs: number;
 }
 
-/** What {@link Throttle.check} read: the stored (hashed) keys and whether any had a counter. */
+/**
+ * What {@link Throttle.check} read: the stored (hashed) keys (`fail` counts them all), those a
+ * success resets (`resetKeys`: all but a budget's), and whether any of those had a counter.
+ */
 export interface ThrottleCheck {
   readonly storageKeys: readonly string[];
+  readonly resetKeys: readonly string[];
   readonly anyCounted: boolean;
 }
 
@@ -185,7 +193,7 @@ export function createThrottle(
   onSweepError: (error: unknown, what: "sweep" | "refund" | "read") => void = () => {},
 ): Throttle {
   if (settings === false) {
-    return { async attempt() { return { counted: [] }; }, async check() { return { storageKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {}, windowMs: 0 };
+    return { async attempt() { return { counted: [] }; }, async check() { return { storageKeys: [], resetKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {}, windowMs: 0 };
   }
   const hashed = storageKeyWith(hash);
   // The same few keys (a client from its usual address) come back on every request; their hashes
@@ -347,19 +355,32 @@ export function createThrottle(
     },
     async check(keys) {
       const now = clock();
-      let retryAfterMs = 0;
+      let until = 0;
+      let refusing: { keyIndex: number; storageKey: string; windowStart: number } | undefined;
       let anyCounted = false;
-      const storageKeys = knownKeys(keys) ?? (await hashAll(keys));
+      // Distinct keys only (as storageKeys are), in the order given.
+      const names = new Set<string>();
+      const distinct = keys.filter((k) => !names.has(keyOf(k)) && names.add(keyOf(k)));
+      const storageKeys = knownKeys(distinct) ?? (await hashAll(distinct));
+      const resetKeys: string[] = [];
       // Every counter read is started at once: one storage wait, and (with known hashes) started in
       // the caller's synchronous run, beside whatever else it reads (see the token endpoint).
-      for (const r of await Promise.all(storageKeys.map((key) => store.get(key)))) {
-        if (r) anyCounted = true;
-        if (r && r.count >= settings.maxFailures && r.windowStart > now - windowMs) {
-          retryAfterMs = Math.max(retryAfterMs, r.windowStart + windowMs - now);
+      const records = await Promise.all(storageKeys.map((key) => store.get(key)));
+      for (const [i, r] of records.entries()) {
+        const k = distinct[i]!;
+        const resets = typeof k === "string" || (k.onSuccess ?? "reset") === "reset";
+        if (resets) resetKeys.push(storageKeys[i]!);
+        if (r && resets) anyCounted = true;
+        const limit = settings.maxFailures * (typeof k === "string" ? 1 : k.factor);
+        if (r && r.count >= limit && r.windowStart > now - windowMs) {
+          until = Math.max(until, r.windowStart + windowMs);
+          refusing ??= { keyIndex: keys.indexOf(k), storageKey: storageKeys[i]!, windowStart: r.windowStart };
         }
       }
-      if (retryAfterMs > 0) throw new TooManyAttemptsError(Math.max(1, Math.ceil(retryAfterMs / 1000)));
-      return { storageKeys, anyCounted };
+      if (refusing) {
+        throw new TooManyAttemptsError(retryAfter(until, now), "locked", { keyIndex: refusing.keyIndex, first: false, until: refusing.windowStart + windowMs });
+      }
+      return { storageKeys, resetKeys, anyCounted };
     },
     async fail(keys) {
       const now = clock();
@@ -376,7 +397,7 @@ export function createThrottle(
       if (isCheck(keys)) {
         // The common case (a client authenticating correctly with no counter): nothing written, nothing allocated.
         if (!keys.anyCounted) return;
-        return forEvery(keys.storageKeys, reset);
+        return forEvery(keys.resetKeys, reset);
       }
       return forEvery(await hashAll(keys), reset);
     },

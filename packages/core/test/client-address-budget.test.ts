@@ -1,0 +1,139 @@
+/**
+ * Client authentication's budget per address across client ids (from the bounded-storage review,
+ * its tests adapted): the brute-force key of client authentication is (client id, address), and
+ * unknown client ids are counted too, so before the budget one address sending distinct client ids
+ * left one counter row per id for the window (2,000 ids, 2,000 rows). The budget is
+ * `CLIENT_ADDRESS_FACTOR` × `maxFailures` failures per address (IPv6 per /64) and window, read
+ * with the (client id, address) counter: once spent, an attempt from that address is refused with
+ * 429 before its credential is looked at, and a new client id costs no counter row. Only failures
+ * spend it: a success counts nothing.
+ */
+import { describe, expect, it } from "vitest";
+import { createMemoryStorage, createPlantgate, type Plantgate, type SecurityEvent, type Storage } from "../src/index.js";
+import { CLIENT_ADDRESS_FACTOR } from "../src/security/credentials.js";
+import { BASE, basic, manualClock } from "./helpers.js";
+
+const N = 2000;
+const MAX_FAILURES = 10;
+const WINDOW_S = 900;
+const BUDGET = CLIENT_ADDRESS_FACTOR * MAX_FAILURES;
+const ATTACKER = "198.51.100.7";
+const LOCKED = { error: "temporarily_unavailable", error_description: "Too many failed attempts; retry after the time in Retry-After." };
+const BAD_CLIENT = { error: "invalid_client", error_description: "Client authentication failed." };
+
+/** Counter rows in the store: deleting everything older than the far future counts them. */
+async function counterRows(storage: Storage): Promise<number> {
+  return storage.attempts.deleteExpired(Number.MAX_SAFE_INTEGER);
+}
+
+function post(app: Plantgate, path: string, body: Record<string, string>, headers: Record<string, string>, ip: string) {
+  return app.fetch(
+    new Request(`${BASE}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: new URLSearchParams(body).toString(),
+    }),
+    { clientIp: ip },
+  );
+}
+
+const TOKEN = "/UserService/connect/token";
+const cc = (app: Plantgate, id: string, secret: string, ip: string) => post(app, TOKEN, { grant_type: "client_credentials" }, { authorization: basic(id, secret) }, ip);
+
+async function setup() {
+  const storage = createMemoryStorage();
+  const clock = manualClock();
+  const events: SecurityEvent[] = [];
+  const app = createPlantgate({ storage, clock: clock.now, passwordHashIterations: 1000, logger: { error() {}, warn() {} }, bruteForce: { maxFailures: MAX_FAILURES, windowSeconds: WINDOW_S }, onEvent: (e) => void events.push(e) });
+  const { clientSecret } = await app.admin.createClient({ clientId: "app-1", grantTypes: ["client_credentials"] });
+  await app.flushEvents();
+  events.splice(0);
+  return { storage, clock, app, clientSecret, events };
+}
+
+async function expectAnswer(res: Response, status: number, body: unknown, retryAfter: string | null) {
+  expect({ status: res.status, body: await res.json(), retryAfter: res.headers.get("retry-after"), cacheControl: res.headers.get("cache-control") }).toEqual({ status, body, retryAfter, cacheControl: "no-store" });
+}
+
+describe("client authentication: a budget per address across client ids", () => {
+  it("the factor is 10 (10 × maxFailures failures per address and window)", () => {
+    expect(CLIENT_ADDRESS_FACTOR).toBe(10);
+  });
+
+  it("2000 distinct unknown client ids from one address leave at most the budget's counter rows; past the budget each is 429 with Retry-After", async () => {
+    const { storage, clock, app } = await setup();
+    const statuses: number[] = [];
+    for (let i = 0; i < N; i++) {
+      const res = await cc(app, `nope-${i}`, "secret", ATTACKER);
+      if (i < BUDGET) await expectAnswer(res, 401, BAD_CLIENT, null);
+      else if (i === BUDGET) await expectAnswer(res, 429, LOCKED, String(WINDOW_S - BUDGET / 10));
+      else statuses.push(res.status);
+      clock.advance(100); // 200 s in all: well inside one 900 s window
+    }
+    expect(statuses).toEqual(Array(N - BUDGET - 1).fill(429));
+    // A prune as the server's hourly timer would run it, within the window: nothing may go.
+    expect((await app.admin.prune()).attempts).toBe(0);
+    // One (client id, address) row per counted failure, and the budget's own.
+    expect(await counterRows(storage), "counter rows left by one address guessing distinct client ids").toBe(BUDGET + 1);
+  }, 120_000);
+
+  it("IPv6 addresses share the budget per /64", async () => {
+    const { storage, app } = await setup();
+    for (let i = 0; i < BUDGET; i++) await expectAnswer(await cc(app, `nope-${i}`, "secret", `2001:db8:0:1::${(i + 1).toString(16)}`), 401, BAD_CLIENT, null);
+    await expectAnswer(await cc(app, "nope-x", "secret", "2001:db8:0:1:ffff:ffff:ffff:ffff"), 429, LOCKED, String(WINDOW_S));
+    expect(await counterRows(storage)).toBe(BUDGET + 1);
+  });
+
+  it("a legitimate client at another address is unaffected; at the same address it is refused only once the budget is spent, until the window ends", async () => {
+    const { clock, app, clientSecret, events } = await setup();
+    // Successes at the attacker's address spend nothing: before, between and after the failures.
+    for (let i = 0; i < 5; i++) expect((await cc(app, "app-1", clientSecret, ATTACKER)).status).toBe(200);
+    for (let i = 0; i < BUDGET - 1; i++) {
+      await expectAnswer(await cc(app, `nope-${i}`, "secret", ATTACKER), 401, BAD_CLIENT, null);
+      expect((await cc(app, "app-1", clientSecret, ATTACKER)).status).toBe(200);
+    }
+    clock.advance(10_000);
+    // The last failure the budget allows: from now on the address is refused, whatever the client.
+    await expectAnswer(await cc(app, "nope-last", "secret", ATTACKER), 401, BAD_CLIENT, null);
+    await app.flushEvents();
+    events.splice(0);
+    await expectAnswer(await cc(app, "app-1", clientSecret, ATTACKER), 429, LOCKED, String(WINDOW_S - 10));
+    await expectAnswer(await cc(app, "nope-new", "secret", ATTACKER), 429, LOCKED, String(WINDOW_S - 10));
+    // Another address: the client's own key there is clean, and it has a budget of its own.
+    expect((await cc(app, "app-1", clientSecret, "203.0.113.5")).status).toBe(200);
+    await app.flushEvents();
+    expect(events.map(({ id, time, ...rest }) => rest)).toEqual([
+      { type: "client.authentication_failed", client_id: "app-1", reason: "throttled", client_ip: ATTACKER, lock: "address_budget" },
+      { type: "client.authentication_failed", client_id: null, reason: "throttled", client_ip: ATTACKER, lock: "address_budget" },
+      expect.objectContaining({ type: "token.issued", client_id: "app-1", client_ip: "203.0.113.5" }),
+    ]);
+    // The window (from the first failure) ends: the address is served again.
+    clock.advance((WINDOW_S - 10) * 1000);
+    expect((await cc(app, "app-1", clientSecret, ATTACKER)).status).toBe(200);
+  });
+
+  it("one misconfigured client retrying a wrong secret spends at most maxFailures of its address's budget (its own lock refuses it uncounted)", async () => {
+    const { storage, app, clientSecret } = await setup();
+    await app.admin.createClient({ clientId: "stale", grantTypes: ["client_credentials"] });
+    for (let i = 0; i < 500; i++) expect((await cc(app, "stale", "an-old-secret", ATTACKER)).status).toBe(i < MAX_FAILURES ? 401 : 429);
+    // The budget holds the stale client's 10 failures: 90 more from other ids before it is spent.
+    for (let i = 0; i < BUDGET - MAX_FAILURES; i++) await expectAnswer(await cc(app, `nope-${i}`, "secret", ATTACKER), 401, BAD_CLIENT, null);
+    expect((await cc(app, "app-1", clientSecret, ATTACKER)).status).toBe(429);
+    expect(await counterRows(storage)).toBe(1 + BUDGET - MAX_FAILURES + 1);
+  });
+
+  it("the revocation and introspection endpoints count into the same budget and refuse past it", async () => {
+    const { storage, app, clientSecret } = await setup();
+    const paths = [TOKEN, "/UserService/connect/revocation", "/UserService/connect/introspect"];
+    for (let i = 0; i < BUDGET; i++) {
+      const path = paths[i % 3]!;
+      const res = await post(app, path, path === TOKEN ? { grant_type: "client_credentials" } : { token: "x" }, { authorization: basic(`nope-${i}`, "secret") }, ATTACKER);
+      expect(res.status).toBe(401);
+    }
+    for (const path of paths.slice(1)) {
+      const res = await post(app, path, { token: "x" }, { authorization: basic("app-1", clientSecret) }, ATTACKER);
+      expect({ status: res.status, body: await res.json(), retryAfter: res.headers.get("retry-after") }).toEqual({ status: 429, body: LOCKED, retryAfter: String(WINDOW_S) });
+    }
+    expect(await counterRows(storage)).toBe(BUDGET + 1);
+  });
+});
