@@ -11,7 +11,7 @@
 import { describe, expect, it } from "vitest";
 import { createMemoryStorage, createPlantgate, type Plantgate, type SecurityEvent, type Storage } from "../src/index.js";
 import { CLIENT_ADDRESS_FACTOR } from "../src/security/credentials.js";
-import { BASE, basic, manualClock } from "./helpers.js";
+import { basic, formFrom as post, manualClock } from "./helpers.js";
 
 const N = 2000;
 const MAX_FAILURES = 10;
@@ -26,16 +26,6 @@ async function counterRows(storage: Storage): Promise<number> {
   return storage.attempts.deleteExpired(Number.MAX_SAFE_INTEGER);
 }
 
-function post(app: Plantgate, path: string, body: Record<string, string>, headers: Record<string, string>, ip: string) {
-  return app.fetch(
-    new Request(`${BASE}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
-      body: new URLSearchParams(body).toString(),
-    }),
-    { clientIp: ip },
-  );
-}
 
 const TOKEN = "/UserService/connect/token";
 const cc = (app: Plantgate, id: string, secret: string, ip: string) => post(app, TOKEN, { grant_type: "client_credentials" }, { authorization: basic(id, secret) }, ip);
@@ -103,8 +93,8 @@ describe("client authentication: a budget per address across client ids", () => 
     expect((await cc(app, "app-1", clientSecret, "203.0.113.5")).status).toBe(200);
     await app.flushEvents();
     expect(events.map(({ id, time, ...rest }) => rest)).toEqual([
-      { type: "client.authentication_failed", client_id: "app-1", reason: "throttled", client_ip: ATTACKER, lock: "address_budget" },
-      { type: "client.authentication_failed", client_id: null, reason: "throttled", client_ip: ATTACKER, lock: "address_budget" },
+      { type: "client.authentication_failed", client_id: "app-1", reason: "throttled", client_ip: ATTACKER, lock: "address_budget", refused_count: 1 },
+      { type: "client.authentication_failed", client_id: null, reason: "throttled", client_ip: ATTACKER, lock: "address_budget", refused_count: 2 },
       expect.objectContaining({ type: "token.issued", client_id: "app-1", client_ip: "203.0.113.5" }),
     ]);
     // The window (from the first failure) ends: the address is served again.

@@ -124,8 +124,8 @@ describe("security events", () => {
       failed(null, "malformed"),
       failed(null, "malformed"),
       failed("app-1", "invalid_secret"),
-      // Since 2026-12-03 a throttled refusal names the counter that refused it.
-      { ...failed("app-1", "throttled"), lock: "client_address" },
+      // Since 2026-12-03 a throttled refusal names the counter that refused it, and its count within the lock.
+      { ...failed("app-1", "throttled"), lock: "client_address", refused_count: 1 },
     ]);
   });
 
@@ -140,15 +140,20 @@ describe("security events", () => {
     expect((await pw("alice", "not-her-password")).status).toBe(400);
     expect((await pw("alice", h.password)).status).toBe(429);
     expect((await pw("alice", h.password)).status).toBe(429);
+    expect((await pw("alice", h.password)).status).toBe(429);
+    expect((await pw("alice", h.password)).status).toBe(429);
     const failed = (username: string | null, reason: string) => ({ type: "account.login_failed", username, reason, source: "password_grant", client_id: "app-1", client_ip: IP });
+    // Since 2026-12-03 the refusals within a lock make events at their 1st, 2nd, 4th, ... only
+    // (each with its count; the 3rd makes none), where each made one before.
     expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
       failed(null, "unknown_username"),
       failed("bob", "account_disabled"),
       failed("alice", "invalid_password"),
       failed("alice", "invalid_password"),
       { type: "account.locked_out", username: "alice", lock: "username_address", source: "password_grant", client_id: "app-1", locked_until: h.clock.now() + 60_000, client_ip: IP },
-      failed("alice", "throttled"),
-      failed("alice", "throttled"),
+      { ...failed("alice", "throttled"), refused_count: 1 },
+      { ...failed("alice", "throttled"), refused_count: 2 },
+      { ...failed("alice", "throttled"), refused_count: 4 },
     ]);
   });
 
@@ -175,7 +180,7 @@ describe("security events", () => {
     expect((await take()).map((e) => fields(e, h.clock.now()))).toStrictEqual([
       failed("alice", "invalid_password"),
       { type: "account.locked_out", username: null, lock: "username_address", source: "password_grant", client_id: "app-1", locked_until: h.clock.now() + 60_000, client_ip: IP },
-      failed(null, "throttled"),
+      { ...failed(null, "throttled"), refused_count: 1 },
     ]);
     expect(lookups, "the lookup for the events only, after the answer").toEqual(["alice"]);
   });

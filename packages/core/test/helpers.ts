@@ -48,6 +48,18 @@ export function tokenRequest(app: Plantgate, body: string | Record<string, strin
   );
 }
 
+/** POSTs a form to `path` (the token, revocation or introspection endpoint) from the client address `ip`. */
+export function formFrom(app: Plantgate, path: string, body: Record<string, string>, headers: Record<string, string>, ip: string) {
+  return app.fetch(
+    new Request(`${BASE}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      body: new URLSearchParams(body).toString(),
+    }),
+    { clientIp: ip },
+  );
+}
+
 /** A password-grant token response for the harness user. */
 export async function passwordTokens(h: Harness, scope = "Platform_UserAPIs offline_access") {
   const res = await tokenRequest(

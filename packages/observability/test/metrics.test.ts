@@ -178,6 +178,38 @@ describe("metrics", () => {
     expect(throttled).toEqual(["t", "t", "r", "r", "i", "i"]);
   });
 
+  it("a flood at a lock: every refusal is counted, while its events are O(log n) (the 1st, 2nd, 4th, ... refusal; since 2026-12-03)", async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    const events: SecurityEvent[] = [];
+    const app = createPlantgate({
+      onEvent: (event) => (events.push(event), metrics.countEvent(event)),
+      observer: metrics.observer,
+      bruteForce: { maxFailures: 10, windowSeconds: 900 },
+      passwordHashIterations: 1000,
+      logger: { error() {}, warn() {} },
+    });
+    const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+    await app.admin.createClient({ clientId: "locked" });
+    await app.admin.createAccount({ username: "alice", password: "wonderland-42" });
+    for (let i = 0; i < 2000; i++) await token(app, { grant_type: "client_credentials" }, basic("locked", "wrong"));
+    for (let i = 0; i < 2000; i++) await token(app, { grant_type: "password", username: "alice", password: "nope" }, basic("c", clientSecret));
+    await app.flushEvents();
+    const text = await metrics.text();
+    expect(samples(text, "plantgate_token_requests_total").sort()).toEqual([
+      'plantgate_token_requests_total{grant_type="client_credentials",result="invalid_client"} 10',
+      'plantgate_token_requests_total{grant_type="client_credentials",result="locked_out"} 1990',
+      'plantgate_token_requests_total{grant_type="password",result="invalid_grant"} 10',
+      'plantgate_token_requests_total{grant_type="password",result="locked_out"} 1990',
+    ]);
+    expect(samples(text, "plantgate_http_requests_total")).toContain('plantgate_http_requests_total{route="/UserService/connect/token",method="POST",status="429"} 3980');
+    expect(samples(text, "plantgate_lockouts_total")).toContain('plantgate_lockouts_total{lock="username_address"} 1');
+    const throttled = (type: string) => events.filter((e) => e.type === type && "reason" in e && e.reason === "throttled").map((e) => (e as { refused_count?: number }).refused_count);
+    const powers = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+    expect(throttled("client.authentication_failed")).toEqual(powers);
+    expect(throttled("account.login_failed")).toEqual(powers);
+    expect(events.filter((e) => !e.type.endsWith(".created")).length).toBe(10 + 11 + 10 + 1 + 11);
+  }, 120_000);
+
   it("labels a refusal of too many password checks at once temporarily_unavailable, not locked_out", async () => {
     const metrics = createMetrics({ processMetrics: false });
     const app = createPlantgate({

@@ -211,13 +211,14 @@ export class TooManyAttemptsError extends Error {
    * @param reason `locked`: a brute-force counter is past its limit; `busy`: too many password
    *   checks in flight at once (nothing was counted).
    * @param lock which key refused (its index in the keys given), whether this attempt is the one
-   *   that locked it (the first refused), and when that key's window ends (epoch ms); set by
-   *   `Throttle.attempt`, for the lock-out event.
+   *   that locked it (the first refused), when that key's window ends (epoch ms), and this
+   *   refusal's count within that lock (`refused`, 1 for the first); set by `Throttle.attempt` and
+   *   `Throttle.check`, for the events.
    */
   constructor(
     readonly retryAfter: number,
     readonly reason: "locked" | "busy" = "locked",
-    readonly lock?: { keyIndex: number; first: boolean; until: number },
+    readonly lock?: { keyIndex: number; first: boolean; until: number; refused: number },
   ) {
     super(reason === "busy" ? "too many password checks at once" : "too many failed attempts");
   }

@@ -106,6 +106,14 @@ export interface ClientAuthenticationFailedEvent extends EventBase {
   client_ip: string | null;
   /** With reason `throttled` only (absent otherwise; since 2026-12-03): the counter that refused. */
   lock?: ClientLock;
+  /**
+   * With reason `throttled` only (absent otherwise; since 2026-12-03): this refusal's count within
+   * its lock, as counted by the instance that refused it (client authentication's refusals write
+   * nothing to storage; a restarted instance counts from 1 again). Only the 1st, 2nd, 4th, 8th, ...
+   * refusal makes an event, so a lock makes about log2(n) + 1 of them however many requests it
+   * refuses; `plantgate_token_requests_total{result="locked_out"}` counts every one.
+   */
+  refused_count?: number;
 }
 
 /** A username + password refused. */
@@ -118,6 +126,14 @@ export interface AccountLoginFailedEvent extends EventBase {
   /** The authenticated client of a password grant; null for the console. */
   client_id: string | null;
   client_ip: string | null;
+  /**
+   * With reason `throttled` only (absent otherwise; since 2026-12-03): this refusal's count within
+   * its lock (the refusing counter's count past its limit, kept in storage, so shared by every
+   * instance). Only the 1st, 2nd, 4th, 8th, ... refusal makes an event (the 1st beside the
+   * `account.locked_out`), so a lock makes about log2(n) + 1 of them however many requests it
+   * refuses; the metrics count every one.
+   */
+  refused_count?: number;
 }
 
 /** A username's brute-force counter reached its limit: attempts are refused until `locked_until`. */

@@ -4,7 +4,7 @@ import { presentedClient } from "../http/client-auth.js";
 import { describeError, json, NO_STORE, type PlainResponse } from "../http/respond.js";
 import type { Context, Urls } from "../context.js";
 import { clientAddressBudget } from "../security/credentials.js";
-import { throttleKeys, type ThrottleKey } from "../security/throttle.js";
+import { reportsRefusal, throttleKeys, type ThrottleKey } from "../security/throttle.js";
 import { checkScopeLimits } from "./scopes.js";
 import { verifyClientAssertion } from "./client-assertion.js";
 import { matchClientSecret } from "./client-secrets.js";
@@ -51,11 +51,11 @@ export function authenticateClient(ctx: Context, urls: Urls, form: Map<string, s
 }
 
 async function checkClient(ctx: Context, urls: Urls, form: Map<string, string>, authorization: string | null, clientIp: string | undefined): Promise<ClientRecord> {
-  const failed = (clientId: string | null, reason: ClientAuthFailure, lock?: ClientLock) =>
+  const failed = (clientId: string | null, reason: ClientAuthFailure, refusal?: { lock: ClientLock; refused_count: number }) =>
     ctx.events.emit(
-      lock === undefined
+      refusal === undefined
         ? { type: "client.authentication_failed", client_id: clientId, reason, client_ip: clientIp ?? null }
-        : { type: "client.authentication_failed", client_id: clientId, reason, client_ip: clientIp ?? null, lock },
+        : { type: "client.authentication_failed", client_id: clientId, reason, client_ip: clientIp ?? null, lock: refusal.lock, refused_count: refusal.refused_count },
     );
   let presented;
   try {
@@ -75,9 +75,11 @@ async function checkClient(ctx: Context, urls: Urls, form: Map<string, string>, 
   const reading = ctx.storage.clients.get(presented.clientId);
   reading.catch(() => {}); // awaited below, or dropped when the throttle refuses first
   const checked = await ctx.throttle.check(keys).catch(async (e: unknown) => {
-    if (e instanceof TooManyAttemptsError) {
-      const lock = e.lock?.keyIndex === keys.length - 1 ? "address_budget" : "client_address";
-      failed((await reading.catch(() => null)) ? presented.clientId : null, "throttled", lock);
+    // Only the 1st, 2nd, 4th, ... refusal within a lock makes an event (with its count), so a
+    // flood at a lock makes O(log n) events; the metrics count every refusal.
+    if (e instanceof TooManyAttemptsError && e.lock !== undefined && reportsRefusal(e.lock.refused)) {
+      const lock = e.lock.keyIndex === keys.length - 1 ? "address_budget" : "client_address";
+      failed((await reading.catch(() => null)) ? presented.clientId : null, "throttled", { lock, refused_count: e.lock.refused });
     }
     throw e;
   });

@@ -2,10 +2,13 @@ import type { Context } from "../context.js";
 import { hashPassword, spendPasswordWork, verifyPasswordCounted } from "../crypto/index.js";
 import { StorageError, TooManyAttemptsError } from "../errors/index.js";
 import { describeError } from "../http/respond.js";
-import type { AccountLockedOutEvent, EventInput, LoginFailure, LoginSource } from "../events/types.js";
+import type { AccountLockedOutEvent, AccountLoginFailedEvent, EventInput, LoginFailure, LoginSource } from "../events/types.js";
+
+/** An `account.login_failed` before its id and time. */
+type LoginFailedInput = Omit<AccountLoginFailedEvent, "id" | "time">;
 import type { AccountRecord } from "../storage/types.js";
 import { throttleAddress } from "./client-ip.js";
-import { credentialKeys, type ThrottleAttempt, type ThrottleKey } from "./throttle.js";
+import { credentialKeys, reportsRefusal, type ThrottleAttempt, type ThrottleKey } from "./throttle.js";
 
 /**
  * Most password checks (PBKDF2 verifications, the work spent for an unknown username included) running at
@@ -119,7 +122,7 @@ export async function checkPassword(
 ): Promise<AccountRecord | null> {
   // A username is named only when such an account exists: an unknown one may be a password typed
   // into the wrong field, and no event may hold a password.
-  const failure = (known: boolean, reason: LoginFailure): EventInput => ({
+  const failure = (known: boolean, reason: LoginFailure): LoginFailedInput => ({
     type: "account.login_failed",
     username: known ? username : null,
     reason,
@@ -152,9 +155,10 @@ async function throttledEvents(
   username: string,
   lock: AccountLockedOutEvent["lock"] | null,
   lockedUntil: number,
-  failure: (known: boolean, reason: LoginFailure) => EventInput,
+  failure: (known: boolean, reason: LoginFailure) => LoginFailedInput,
   source: LoginSource,
   clientIp: string | undefined,
+  refused: number,
 ): Promise<EventInput[]> {
   let known = false;
   try {
@@ -162,10 +166,9 @@ async function throttledEvents(
   } catch {
     // Storage down: the events name no username.
   }
-  const failed = failure(known, "throttled");
+  const failed: LoginFailedInput = { ...failure(known, "throttled"), refused_count: refused };
   if (lock === null) return [failed];
-  const clientId = failed.type === "account.login_failed" ? failed.client_id : null;
-  return [{ type: "account.locked_out", username: known ? username : null, lock, source, client_id: clientId, locked_until: lockedUntil, client_ip: clientIp ?? null }, failed];
+  return [{ type: "account.locked_out", username: known ? username : null, lock, source, client_id: failed.client_id, locked_until: lockedUntil, client_ip: clientIp ?? null }, failed];
 }
 
 async function checkPasswordNow(
@@ -174,7 +177,7 @@ async function checkPasswordNow(
   password: string,
   clientIp: string | undefined,
   budget: PasswordBudget | undefined,
-  failure: (known: boolean, reason: LoginFailure) => EventInput,
+  failure: (known: boolean, reason: LoginFailure) => LoginFailedInput,
   source: LoginSource,
   requiredRole: string | undefined,
 ): Promise<AccountRecord | null> {
@@ -189,7 +192,10 @@ async function checkPasswordNow(
   try {
     counted = await ctx.throttle.attempt(keys);
   } catch (e) {
-    if (e instanceof TooManyAttemptsError && ctx.events.enabled) {
+    // Only the 1st, 2nd, 4th, ... refusal within a lock makes events (the lock-out with the 1st),
+    // and only those look the username up: a flood at a lock makes O(log n) events and lookups,
+    // where until 2026-12-03 each refusal made one of each. The metrics count every refusal.
+    if (e instanceof TooManyAttemptsError && ctx.events.enabled && (e.lock === undefined || reportsRefusal(e.lock.refused))) {
       const key = e.lock?.first ? keys[e.lock.keyIndex] : undefined;
       const lock = key === undefined ? null : key === pair ? "username_address" : key === user ? "username" : source === "console" ? "address_budget" : "client_budget";
       // The lookup holds a password-check slot until it is done (the answer does not wait for it),
@@ -198,7 +204,7 @@ async function checkPasswordNow(
       checks.inFlight++;
       // When the refusing key's window ends (until 2026-12-01 now plus Retry-After, which is rounded
       // up to whole seconds: up to a second late).
-      const task = throttledEvents(ctx, username, lock, e.lock?.until ?? ctx.clock() + e.retryAfter * 1000, failure, source, clientIp);
+      const task = throttledEvents(ctx, username, lock, e.lock?.until ?? ctx.clock() + e.retryAfter * 1000, failure, source, clientIp, e.lock?.refused ?? 1);
       const release = () => void checks.inFlight--;
       task.then(release, release);
       ctx.events.defer(task);

@@ -70,8 +70,9 @@ export interface Throttle {
   attempt(keys: (string | ThrottleKey)[]): Promise<ThrottleAttempt>;
   /**
    * Throws TooManyAttemptsError when any of the keys is locked (count >= `factor × maxFailures` in
-   * its window; the error's `lock` names the first such key, Retry-After runs to the latest end
-   * among them). Otherwise resolves to what it read, which `fail` and `succeed` take instead of the
+   * its window; the error's `lock` names the first such key and this refusal's count within that
+   * lock as this instance has counted them, since a refusal here writes nothing; Retry-After runs to
+   * the latest end among them). Otherwise resolves to what it read, which `fail` and `succeed` take instead of the
    * keys: the keys are then not hashed again, and `succeed` writes nothing when no counter existed
    * at check time (the common case: a client that authenticates correctly). A failure counted by a
    * concurrent request after the check is then left standing until its window ends, which only
@@ -169,6 +170,19 @@ export function credentialKeys(kind: string, username: string, ip: string | unde
   ];
 }
 
+/** Locks whose refusals by `check` one throttle (one app instance) counts apart; see createThrottle. */
+export const REFUSAL_TALLY_LIMIT = 4096;
+
+/**
+ * Whether a refusal whose count within its lock is `refused` makes a security event: the 1st, 2nd,
+ * 4th, 8th, ... (a power of two), so a lock refusing n requests makes about log2(n) + 1 events,
+ * each carrying its count (`refused_count`), where until 2026-12-03 each refusal made one and the
+ * audit trail kept them all for its retention. The metrics still count every refusal.
+ */
+export function reportsRefusal(refused: number): boolean {
+  return refused >= 1 && 2 ** Math.round(Math.log2(refused)) === refused;
+}
+
 /** Expired counters are deleted after every this many counted attempts or failures (per instance). */
 const SWEEP_EVERY = 64;
 
@@ -251,6 +265,31 @@ export function createThrottle(
     if (failure) throw failure.error;
   };
   const reset = (key: string) => store.reset(key);
+  // `check`'s refusals write nothing (the flood path of a locked client stays one read), so their
+  // count within each lock is kept here, per instance: by storage key, the lock's window start and
+  // the refusals this instance has made of it. Bounded: when full, the finished locks are dropped
+  // (at most once a second), and a refusal of a lock that still finds no room is counted in one
+  // shared overflow tally (restarting each window), so the events stay O(log n) per lock and
+  // instance whatever the number of locks.
+  const tally = new Map<string, { windowStart: number; count: number }>();
+  let overflow = { windowStart: -Infinity, count: 0 };
+  let lastDrop = -Infinity;
+  const tallyRefusal = (key: string, windowStart: number, now: number): number => {
+    const entry = tally.get(key);
+    if (entry !== undefined && entry.windowStart === windowStart) return ++entry.count;
+    if (entry === undefined && tally.size >= REFUSAL_TALLY_LIMIT) {
+      if (now - lastDrop >= 1000) {
+        lastDrop = now;
+        for (const [k, v] of tally) if (v.windowStart + windowMs <= now) tally.delete(k);
+      }
+      if (tally.size >= REFUSAL_TALLY_LIMIT) {
+        if (overflow.windowStart + windowMs <= now) overflow = { windowStart: now, count: 0 };
+        return ++overflow.count;
+      }
+    }
+    tally.set(key, { windowStart, count: 1 });
+    return 1;
+  };
   return {
     windowMs,
     async attempt(keys) {
@@ -316,7 +355,8 @@ export function createThrottle(
             }
           }),
         );
-        throw new TooManyAttemptsError(retryAfter(until, now), "locked", { keyIndex, first: r.count === limit + 1, until: r.windowStart + windowMs });
+        // The refusing key counted this refusal: its count past the limit is the refusal's count within the lock.
+        throw new TooManyAttemptsError(retryAfter(until, now), "locked", { keyIndex, first: r.count === limit + 1, until: r.windowStart + windowMs, refused: r.count - limit });
       };
       // A key marked `readFirst` (a budget shared across usernames, counted after the username's
       // own keys) is read before anything is counted: when it already refuses (its count at its
@@ -378,7 +418,8 @@ export function createThrottle(
         }
       }
       if (refusing) {
-        throw new TooManyAttemptsError(retryAfter(until, now), "locked", { keyIndex: refusing.keyIndex, first: false, until: refusing.windowStart + windowMs });
+        const refused = tallyRefusal(refusing.storageKey, refusing.windowStart, now);
+        throw new TooManyAttemptsError(retryAfter(until, now), "locked", { keyIndex: refusing.keyIndex, first: refused === 1, until: refusing.windowStart + windowMs, refused });
       }
       return { storageKeys, resetKeys, anyCounted };
     },
