@@ -3,7 +3,9 @@ import { AMBIGUOUS_USERINFO, redactConnectionUrl as redactUrl, userinfoAmbiguous
 /**
  * A store that cannot be opened as configured, nothing contacted or changed: a malformed
  * environment (`openStorageFromEnv`), a URL its driver cannot parse or of no supported form
- * (`openSqlStorage` too), a database that cannot be opened. It extends `Error`, not `TypeError`
+ * (`openSqlStorage` too), a database that cannot be opened; also, nothing changed, a PostgreSQL URL
+ * that reaches the server through a pooler in transaction mode (`TransactionPoolingError`, a
+ * subclass). It extends `Error`, not `TypeError`
  * (the refusal of an unsupported scheme, an empty URL or `sqlite:` without a path was a
  * `TypeError` until 2026-11-30). Not an outage (`StorageError`): trying again changes nothing.
  * Its message never holds a password.
@@ -17,7 +19,7 @@ import { AMBIGUOUS_USERINFO, redactConnectionUrl as redactUrl, userinfoAmbiguous
  * }
  */
 export class StorageConfigError extends Error {
-  override readonly name = "StorageConfigError";
+  override readonly name: string = "StorageConfigError";
 }
 
 /**

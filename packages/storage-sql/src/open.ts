@@ -7,6 +7,7 @@ import { CLOSE_WAIT_MS, destroyPgSocket, pgClientCache, settlesWithin, type List
 import type { Database, SqlFamily } from "./schema.js";
 import type { CheckpointFailure, CheckpointRecovery, PragmaTarget, SqliteCheckpointer } from "./sqlite-checkpointer.js";
 import { sqliteFastPath, type SqliteFastPath } from "./sqlite-fast.js";
+import { gateOnSessionPooling, TransactionPoolingError, type ProbePool } from "./pooler-probe.js";
 import { createSqlStorage, type CreateSqlStorageOptions, type SqlStorage } from "./storage.js";
 
 /**
@@ -49,7 +50,9 @@ export interface OpenSqlStorageOptions {
    * until 2026-12-02 never); on PostgreSQL and MySQL/MariaDB, a start that has waited 5 s for the migration lock of its
    * schema or database (another instance migrating it), or for Kysely's default lock it also
    * takes while migrating (an instance from before 2026-12-02, another Kysely migrator); it waits
-   * up to 15 minutes in all, then fails.
+   * up to 15 minutes in all, then fails. On PostgreSQL opened with `migrate: false` while the
+   * server could not be reached: a pooler in transaction mode found at the first connection (every
+   * call then fails; see `TransactionPoolingError`).
    * Default: the message as a line on stderr (`console.warn`). The example servers give their
    * logger's `warn`.
    */
@@ -445,7 +448,10 @@ export async function pendingMigrationsAt(url: string, options: Pick<OpenSqlStor
  * Opens a SQL storage by URL and (unless `migrate: false`) brings its schema up to date.
  *
  * - `postgres://user:pass@host:5432/db` or `postgresql://…`: a `pg` pool; `?options=-c%20search_path%3Dschema`
- *   puts the tables in another schema.
+ *   puts the tables in another schema (not through PgBouncer, which refuses `options`). Through a
+ *   pooler, session mode only: one in transaction or statement mode is found at open (two of the
+ *   pool's connections sharing a server session) and refused with `TransactionPoolingError`, a
+ *   `StorageConfigError`, nothing migrated.
  * - `mysql://user:pass@host:3306/db` or `mariadb://…`: a `mysql2` pool.
  * - `sqlite:path/to/file.db`, a plain file path, or `:memory:`: `better-sqlite3`. A file is put in
  *   WAL mode with `synchronous = NORMAL` (durable against a crash of the process, though a power
@@ -480,6 +486,27 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
     // e.g. a SQLite file in a missing directory; a missing driver package is not an outage.
     if (e instanceof DriverMissingError) throw e;
     throw toStorageError(e, family, "open");
+  }
+  if (opened.pgPool !== undefined) {
+    // Before anything is migrated or cached: a pooler in transaction mode is refused (see
+    // TransactionPoolingError). With `migrate: false` a server that cannot be reached now does not
+    // fail the open (as before): the pool's first connection checks, and each after it until one
+    // could. Kysely has not used the pool yet, so it is ended here directly.
+    const pool = opened.pgPool as ProbePool & { end(): Promise<void> };
+    // Told only of a refusal after the open (the open's own throws it).
+    let opening = true;
+    const warn = options.onWarning ?? ((message: string) => console.warn(message));
+    const check = gateOnSessionPooling(pool, "openSqlStorage's url", (message) => opening || warn(message));
+    try {
+      await check();
+    } catch (e) {
+      if (e instanceof TransactionPoolingError || options.migrate !== false) {
+        await pool.end().catch(() => {});
+        throw e instanceof TransactionPoolingError ? e : toStorageError(e, family, "open");
+      }
+    } finally {
+      opening = false;
+    }
   }
   const clientCache = options.clientCache ?? true;
   let cache: PgClientCache | undefined;

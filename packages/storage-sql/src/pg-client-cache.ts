@@ -22,10 +22,14 @@ import { TABLES } from "./schema.js";
 //   disabled, or no pg_clients on the search_path;
 // - when its probe (a NOTIFY sent by the listening connection itself) has not come back within
 //   max(checkIntervalMs, 2 s): the connection is then dropped and opened again. This is
-//   what notices a half-open connection, which would otherwise wait silently, and a pooler in
-//   transaction mode, which would send the LISTEN to one server connection and leave the others
-//   unheard (the probe never comes back, so the cache never goes live). The worst case for a
+//   what notices a half-open connection, which would otherwise wait silently. The worst case for a
 //   stale read is a connection that silently stops hearing: about one interval plus the wait.
+// It does not notice a pooler in transaction mode (PgBouncer pool_mode = transaction), where the
+// LISTEN holds on one server connection and a change notifies whichever one made it: PgBouncer
+// runs the probe on the server connection this connection last used, the LISTENing one, so it
+// comes back and the cache goes live while other instances' changes go unheard (until 2026-12-02
+// this comment said the probe never came back there; a review saw a rotated secret served for
+// 20 s). openSqlStorage refuses such a URL before the cache is made (pooler-probe.ts).
 // Notifications name the schema of the table that changed (`tg_table_schema`); only those of the
 // schema holding the pg_clients the storage's statements use count (another plantgate may live in
 // another schema of the same database). That schema is the one `to_regclass('pg_clients')` finds on
@@ -125,8 +129,7 @@ export function pgClientCache(Client: ListenClientConstructor, url: string, opti
   // The check is a round trip through the whole path: the listening connection NOTIFYs a probe
   // (a token of this cache) on the channel in the statement that counts the triggers, and the
   // cache is live only once that probe came back and the triggers are there. A probe unheard for
-  // `probeWaitMs` means the connection stopped hearing (half-open, or a pooler in transaction
-  // mode that sent the LISTEN to another server connection): it is dropped and opened again.
+  // `probeWaitMs` means the connection stopped hearing (half-open): it is dropped and opened again.
   const probeId = `${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}`;
   let probes = 0;
   let probe: { token: string; sentAt: number; heard: boolean; triggers: boolean | null } | null = null;

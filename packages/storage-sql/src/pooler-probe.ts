@@ -1,0 +1,145 @@
+import { StorageConfigError } from "./config-error.js";
+
+// Whether the PostgreSQL URL reaches the server through a pooler that hands one client's statements
+// to different server sessions (PgBouncer's pool_mode = transaction or statement, and poolers like
+// it): the storage relies on a session per connection and refuses such a URL at open (see
+// TransactionPoolingError for what breaks).
+//
+// Two connections of the storage's own pool, held together, answer alternately which server process
+// they run on (`pg_backend_pid()`) and what a session-level setting holds, the first having set it
+// to a random token. Directly, or through a pooler in session mode, each connection is one session
+// for its life: the first always sees its pid and its token, the second always its own other pid
+// and never the token. Through a transaction-mode pooler a connection holds a server session only
+// for one transaction: PgBouncer gives the next one the most recently released server connection
+// (LIFO), the one the other connection just used, so the second connection's first statement
+// already runs in the first one's session (the same pid, the token). Under load from other clients
+// of the pooler that server may be taken meanwhile; then a statement runs elsewhere (another pid),
+// which counts as well; several rounds make a miss need every statement to fall exactly right.
+
+/** How many times each connection answers after the token is set. */
+const ROUNDS = 4;
+const SETTING = "plantgate.pooler_probe";
+
+/**
+ * `openSqlStorage` (PostgreSQL) refused its URL: it reaches the server through a pooler that does
+ * not keep one server session per connection (PgBouncer's `pool_mode = transaction` or
+ * `statement`). The storage would run wrong there: its client cache would serve a rotated secret or
+ * a deleted client after the change (a change notifies a server connection nobody listens on), the
+ * per-connection statement and lock timeouts would hold on some statements only (a write told 503
+ * could commit afterwards), and migrations run by several starts at once could run twice and leave
+ * the migration lock held on a pooled connection. A `StorageConfigError`: nothing was migrated, and
+ * trying again changes nothing; use `pool_mode = session` or a direct connection. Its message
+ * never holds the URL.
+ *
+ * @example
+ * try {
+ *   await openSqlStorage(url);
+ * } catch (e) {
+ *   if (e instanceof TransactionPoolingError) console.error("point the store at PgBouncer in session mode, or at PostgreSQL itself");
+ *   throw e;
+ * }
+ */
+export class TransactionPoolingError extends StorageConfigError {
+  override readonly name: string = "TransactionPoolingError";
+}
+
+/** The message of {@link TransactionPoolingError} for `name` (the argument, e.g. "openSqlStorage's url"). */
+export function transactionPoolingMessage(name: string, evidence: string): string {
+  return (
+    `${name} reaches PostgreSQL through a pooler in transaction or statement pooling mode (PgBouncer pool_mode = transaction or statement): ${evidence}. ` +
+    "plantgate needs one server session per connection (its client cache's LISTEN, its per-connection statement and lock timeouts, its migration lock), " +
+    "so nothing was opened or migrated: use pool_mode = session, or connect to PostgreSQL directly"
+  );
+}
+
+/** The part of a `pg` pool client used here. */
+interface ProbeClient {
+  query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
+  release(error?: Error | boolean): void;
+}
+
+/** The part of a `pg.Pool` used here. */
+export interface ProbePool {
+  connect(): Promise<ProbeClient>;
+}
+
+/**
+ * Puts {@link transactionPoolingEvidence} in front of `pool`: until it has found two sessions, every
+ * `connect()` (Kysely's, for each statement or transaction) runs it first, once at a time, and fails
+ * with its driver error (an outage: the next one tries again) or, once it found a transaction
+ * pooler, with a {@link TransactionPoolingError} from then on (told to `warn` once). The returned
+ * `check()` runs it now (`openSqlStorage` at open). The probe's own connections bypass the gate.
+ */
+export function gateOnSessionPooling(pool: ProbePool, name: string, warn: (message: string) => void): () => Promise<void> {
+  const connect = pool.connect.bind(pool) as (...args: unknown[]) => Promise<ProbeClient> | undefined;
+  let passed = false;
+  let refused: TransactionPoolingError | null = null;
+  let running: Promise<void> | null = null;
+  const check = (): Promise<void> => {
+    if (passed) return Promise.resolve();
+    if (refused !== null) return Promise.reject(refused);
+    return (running ??= (async () => {
+      try {
+        const evidence = await transactionPoolingEvidence({ connect: () => connect() as Promise<ProbeClient> });
+        if (evidence === null) passed = true;
+        else {
+          refused = new TransactionPoolingError(transactionPoolingMessage(name, evidence));
+          try {
+            warn(`plantgate: ${refused.message}`);
+          } catch {
+            // A logger that throws changes nothing here.
+          }
+          throw refused;
+        }
+      } finally {
+        running = null;
+      }
+    })());
+  };
+  (pool as { connect: (...args: unknown[]) => unknown }).connect = (...args: unknown[]) => {
+    if (passed) return connect(...args);
+    const callback = typeof args[0] === "function" ? (args[0] as (error: unknown) => void) : null;
+    const gated = check().then(() => connect(...args));
+    if (callback === null) return gated;
+    gated.catch((error: unknown) => callback(error));
+    return undefined;
+  };
+  return check;
+}
+
+/**
+ * Null when two connections of `pool` held at once are two sessions throughout (direct, or a
+ * session-mode pooler); otherwise what showed they are not. Driver errors are thrown as they are.
+ */
+export async function transactionPoolingEvidence(pool: ProbePool): Promise<string | null> {
+  const a = await pool.connect();
+  let b: ProbeClient | undefined;
+  try {
+    b = await pool.connect();
+    const token = `${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}`;
+    const read = async (client: ProbeClient) => {
+      const { rows } = await client.query(`select pg_backend_pid() as pid, current_setting('${SETTING}', true) as seen`);
+      return { pid: Number(rows[0]?.pid), seen: rows[0]?.seen ?? null };
+    };
+    const set = await a.query(`select pg_backend_pid() as pid, set_config('${SETTING}', $1, false) as seen`, [token]);
+    const pidA = Number(set.rows[0]?.pid);
+    let pidB: number | null = null;
+    let evidence: string | null = null;
+    for (let round = 0; round < ROUNDS && evidence === null; round++) {
+      const onB = await read(b);
+      if (onB.pid === pidA || onB.seen === token) evidence = "a second connection ran in the first one's server session";
+      else if (pidB !== null && onB.pid !== pidB) evidence = "a connection's statements ran in different server sessions";
+      pidB = onB.pid;
+      if (evidence !== null) break;
+      const onA = await read(a);
+      if (onA.pid !== pidA || onA.seen !== token) evidence = "a connection's statements ran in different server sessions";
+    }
+    // Cleared in the session that has it (directly, or in session mode, the only one a later user of
+    // this connection sees); through a transaction pooler wherever this lands, which is refused anyway.
+    await a.query(`select set_config('${SETTING}', '', false)`);
+    return evidence;
+  } finally {
+    b?.release();
+    a.release();
+  }
+}
