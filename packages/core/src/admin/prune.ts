@@ -168,14 +168,21 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   else {
     try {
       const activeKid = ctx.keyring.configured ? (await ctx.keyring.signingKey()).kid : undefined;
-      const share = options.maxBatches === undefined ? Number.POSITIVE_INFINITY : Math.max(1, maxBatches - queues.length);
-      const keys = await deletePrunableKeys(storage.signingKeys, now, await ctx.maxAccessTokenTtlMs(), activeKid, share, options.signal);
-      // A failed delete still counts, as do the deletes before it.
-      spent = keys.attempted;
-      signingKeys = keys.deleted.length;
-      keysLeft = keys.left;
-      if (signingKeys > 0) ctx.keyring.invalidate();
-      if (keys.failed !== undefined) throw keys.failed.error;
+      // Aborted while the keyring loaded: the clients' longest lifetime is a storage read of the
+      // prune's own, so it is not made (until 2026-12-02 it was, as an argument evaluated before
+      // `deletePrunableKeys` looked at the signal).
+      if (stopped()) keysLeft = true;
+      else {
+        const share = options.maxBatches === undefined ? Number.POSITIVE_INFINITY : Math.max(1, maxBatches - queues.length);
+        const maxTokenTtlMs = await ctx.maxAccessTokenTtlMs();
+        const keys = await deletePrunableKeys(storage.signingKeys, now, maxTokenTtlMs, activeKid, share, options.signal);
+        // A failed delete still counts, as do the deletes before it.
+        spent = keys.attempted;
+        signingKeys = keys.deleted.length;
+        keysLeft = keys.left;
+        if (signingKeys > 0) ctx.keyring.invalidate();
+        if (keys.failed !== undefined) throw keys.failed.error;
+      }
     } catch (error) {
       failures.push({ store: "signingKeys", error });
     }
