@@ -126,6 +126,7 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
   const ctx = createStoreContext(db, family, options.d1, options.sqlite, options.pgClientCache?.cache, options.lockWaitRetries ?? true);
   const clientCache = options.pgClientCache;
   let closed: Promise<void> | null = null;
+  const audit = options.audit === true ? auditStore(ctx, options.onWarning ?? ((message) => console.warn(message))) : undefined;
 
   return {
     family,
@@ -142,6 +143,9 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     close() {
       closed ??= (async () => {
         try {
+          // Records still waiting for the audit table (past the events flush's bound) are not
+          // written to a store that is closing: one warning, instead of a failed append each.
+          audit?.discard();
           await clientCache?.close();
           await db.destroy();
         } finally {
@@ -161,6 +165,6 @@ export function createSqlStorage(db: Kysely<Database>, family: SqlFamily, option
     assertionJtis: assertionJtiStore(ctx),
     sessions: sessionStore(ctx),
     // Off: nothing new is kept, and what was kept while it was on is still pruned by the retention.
-    ...(options.audit === true ? { audit: auditStore(ctx) } : { auditPrune: auditPruneStore(ctx) }),
+    ...(audit !== undefined ? { audit: { append: audit.append, list: audit.list, deleteExpired: audit.deleteExpired } } : { auditPrune: auditPruneStore(ctx) }),
   };
 }

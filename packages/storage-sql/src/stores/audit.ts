@@ -1,25 +1,110 @@
 import type { AuditPruneStore, AuditStore } from "@plantgate/core";
-import type { Insertable } from "kysely";
+import type { InsertQueryBuilder, InsertResult, Insertable } from "kysely";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
 import { prepared } from "../prepared.js";
 import { auditRecord } from "../rows.js";
-import { TABLES, type AuditTable } from "../schema.js";
+import { TABLES, type AuditTable, type Database } from "../schema.js";
 
-/** `pg_audit_events` (kept security events) as core's {@link AuditStore}. */
-export function auditStore(ctx: StoreContext): AuditStore {
+/** Appends under way at once: each holds a connection of the pool while it runs (see {@link auditStore}). */
+export const AUDIT_APPENDS_AT_ONCE = 2;
+/** Records waiting for the audit table, at most; past it a record is not kept (see {@link auditStore}). */
+export const AUDIT_QUEUE_MAX = 1000;
+/** Rows of one multi-row append of waiting records, at most. */
+const AUDIT_ROWS_AT_ONCE = 100;
+
+/** `pg_audit_events` (kept security events) as core's {@link AuditStore}, with `discard` for the storage's close. */
+export interface SqlAuditStore extends AuditStore {
+  /** Settles every record still waiting without writing it, with one warning naming the count (the storage is closing). */
+  discard(): void;
+}
+
+/** One record waiting for the audit table, and its `append` call's promise. */
+interface Waiting {
+  row: Insertable<AuditTable>;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * `pg_audit_events` (kept security events) as core's {@link AuditStore}.
+ *
+ * The trail never starves the request path: at most {@link AUDIT_APPENDS_AT_ONCE} appends run at
+ * once, so they hold at most that many connections of the pool; the records after them wait in
+ * memory, at most {@link AUDIT_QUEUE_MAX}, and are written together (one multi-row INSERT of up to
+ * 100 rows per append; one row at a time after a failed append, until one works, so a table that
+ * keeps failing loses one record per attempt, not a hundred). Until 2026-12-02 every event's append
+ * took a connection at once: while something held a lock on the table (an index build by another
+ * process's migration), the waiting appends took the whole pool, and every other statement waited
+ * 10 s for a connection and answered 503. Past the bound a record is not kept: its `append`
+ * resolves (core logs nothing for it) and `warn` is told once at the first such record of a run,
+ * and once with their count when a record is taken again.
+ */
+export function auditStore(ctx: StoreContext, warn: (message: string) => void): SqlAuditStore {
   const { db, family, run, text, nullableText, storableKey } = ctx;
+  // A repeated id changes nothing (a no-op update on MySQL, as revoked tokens do; and within one
+  // multi-row INSERT too).
+  const onConflict = (insert: InsertQueryBuilder<Database, typeof TABLES.audit, InsertResult>) =>
+    family === "mysql" ? insert.onDuplicateKeyUpdate((eb) => ({ id: eb.ref("id") })) : insert.onConflict((oc) => oc.column("id").doNothing());
   const q = {
-    insert: prepared((row: Insertable<AuditTable>) => {
-      // A repeated id changes nothing (a no-op update on MySQL, as revoked tokens do).
-      const insert = db.insertInto(TABLES.audit).values(row);
-      return family === "mysql" ? insert.onDuplicateKeyUpdate((eb) => ({ id: eb.ref("id") })) : insert.onConflict((oc) => oc.column("id").doNothing());
-    }),
+    insert: prepared((row: Insertable<AuditTable>) => onConflict(db.insertInto(TABLES.audit).values(row))),
+  };
+  const rowsAtOnce = Math.max(1, Math.min(AUDIT_ROWS_AT_ONCE, Math.floor(ctx.maxParams / 7)));
+  // Records waiting, from `head` on (an array with a moving head: `shift` copies on every call).
+  let waiting: Waiting[] = [];
+  let head = 0;
+  let appending = 0;
+  // Whether the last append worked: waiting records are written together only then.
+  let healthy = true;
+  // Records not kept in the current run of drops (0: none).
+  let dropped = 0;
+  const tell = (message: string) => {
+    try {
+      warn(message);
+    } catch {
+      // A reporter that throws fails nothing.
+    }
+  };
+  const write = (batch: Waiting[]) => {
+    appending++;
+    const rows = batch.map((w) => w.row);
+    void run("audit.append", async () => {
+      if (rows.length === 1) await q.insert(db, rows[0]!);
+      else await onConflict(db.insertInto(TABLES.audit).values(rows)).execute();
+    }).then(
+      () => {
+        healthy = true;
+        for (const w of batch) w.resolve();
+      },
+      (error: unknown) => {
+        healthy = false;
+        for (const w of batch) w.reject(error);
+      },
+    ).finally(() => {
+      appending--;
+      pump();
+    });
+  };
+  const pump = () => {
+    while (appending < AUDIT_APPENDS_AT_ONCE && head < waiting.length) {
+      const end = Math.min(waiting.length, head + (healthy ? rowsAtOnce : 1));
+      const batch = waiting.slice(head, end);
+      head = end;
+      if (head === waiting.length) {
+        waiting = [];
+        head = 0;
+      } else if (head >= 1024 && head * 2 >= waiting.length) {
+        waiting = waiting.slice(head);
+        head = 0;
+      }
+      write(batch);
+    }
   };
   return {
-    append: (r) =>
-      run("audit.append", async () => {
-        await q.insert(db, {
+    append: (r) => {
+      let row: Insertable<AuditTable>;
+      try {
+        row = {
           id: text(r.id, "id"),
           type: text(r.type, "type"),
           time: r.time,
@@ -27,8 +112,32 @@ export function auditStore(ctx: StoreContext): AuditStore {
           account_id: nullableText(r.accountId, "accountId"),
           username: nullableText(r.username, "username"),
           data: text(r.data, "data"),
-        });
-      }),
+        };
+      } catch (error) {
+        return run("audit.append", () => Promise.reject(error));
+      }
+      if (appending >= AUDIT_APPENDS_AT_ONCE && waiting.length - head >= AUDIT_QUEUE_MAX) {
+        if (dropped++ === 0) tell(`audit store append skipped; event not kept: ${AUDIT_QUEUE_MAX} events already wait for the audit table (${r.type} ${r.id}; later ones are counted, and the count is logged once one is taken again)`);
+        return Promise.resolve();
+      }
+      if (dropped > 0) {
+        tell(`audit table taking events again; ${dropped} events were not kept while ${AUDIT_QUEUE_MAX} waited for it`);
+        dropped = 0;
+      }
+      return new Promise<void>((resolve, reject) => {
+        waiting.push({ row, resolve, reject });
+        pump();
+      });
+    },
+    discard() {
+      const left = waiting.length - head;
+      const batch = waiting.slice(head);
+      waiting = [];
+      head = 0;
+      if (left > 0 || dropped > 0) tell(`storage closing; ${left + dropped} audit events not kept (${left} still waiting for the audit table${dropped > 0 ? `, ${dropped} dropped before as the queue was full` : ""})`);
+      dropped = 0;
+      for (const w of batch) w.resolve();
+    },
     list: (query) =>
       run("audit.list", async () => {
         if (!Number.isSafeInteger(query.limit) || query.limit < 1 || query.limit > 1000) throw new TypeError("audit.list: limit must be 1-1000");

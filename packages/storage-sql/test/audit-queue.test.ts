@@ -1,0 +1,184 @@
+/**
+ * The SQL audit store never starves the request path: at most two appends run at once (two pool
+ * connections), the records after them wait in memory (at most 1,000, written together once the
+ * table takes them), and past that bound a record is not kept, with one warning per run of drops.
+ * Until 2026-12-02 each event's append took a connection at once: while something held a lock on
+ * the table (migration 0014's index build run by another process; here `LOCK TABLE ... IN SHARE
+ * MODE`, the lock CREATE INDEX takes), ten events took PostgreSQL's whole pool of 10, and every
+ * later statement waited 10 s for a connection and answered 503 (found by a review of 0014).
+ */
+import { createPlantgate, type AuditRecord } from "@plantgate/core";
+import pg from "pg";
+import { describe, expect, it } from "vitest";
+import { openSqlStorage, type SqlStorage } from "../src/index.js";
+import { AUDIT_QUEUE_MAX } from "../src/stores/audit.js";
+import { TABLES } from "../src/schema.js";
+import { mysqlEngine, postgresEngine, probeMysql, probePostgres, sqliteEngine, type Engine, type FreshDatabase } from "./support.js";
+
+const pgProblem = await probePostgres();
+const mysqlProblem = await probeMysql();
+const BASE = "https://as.example.test";
+
+const record = (i: number, id = `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`): AuditRecord => ({
+  id,
+  type: "token.issued",
+  time: 1_700_000_000_000 + i,
+  clientId: "app",
+  accountId: null,
+  username: null,
+  data: JSON.stringify({ type: "token.issued", n: i, id }),
+});
+
+/** Holds `LOCK TABLE pg_audit_events IN SHARE MODE` (what CREATE INDEX takes) until `release()`. */
+async function lockAuditTable(url: string) {
+  const locker = new pg.Client({ connectionString: url });
+  await locker.connect();
+  await locker.query("begin");
+  await locker.query(`lock table ${TABLES.audit} in share mode`);
+  return {
+    release: () => locker.query("commit").then(() => undefined),
+    end: () => locker.end(),
+  };
+}
+
+const settledWithin = async (promise: Promise<unknown>, ms: number) =>
+  Promise.race([promise.then(() => "settled"), new Promise((resolve) => setTimeout(() => resolve("pending"), ms))]);
+
+/** A fresh PostgreSQL database with an audit store whose table is locked, its warnings collected; all undone after `body`. */
+async function withLockedStore(body: (t: { engine: Engine; db: FreshDatabase; storage: SqlStorage; warnings: string[]; release: () => Promise<void> }) => Promise<void>) {
+  const engine = postgresEngine();
+  const db = await engine.fresh();
+  const warnings: string[] = [];
+  const storage = await openSqlStorage(db.url, { audit: true, onWarning: (m) => void warnings.push(m) });
+  const lock = await lockAuditTable(db.url);
+  try {
+    await body({ engine, db, storage, warnings, release: lock.release });
+  } finally {
+    await lock.release().catch(() => {});
+    await lock.end();
+    await storage.close();
+    await db.drop();
+  }
+}
+
+describe.skipIf(pgProblem !== null)("the audit store while its table is locked (PostgreSQL)", () => {
+  it("token requests are answered 200 at once while appends are held, and every event is kept once the lock goes", async () => {
+    const engine = postgresEngine();
+    const db = await engine.fresh();
+    const storage = await openSqlStorage(db.url, { audit: true });
+    const lock = { current: undefined as Awaited<ReturnType<typeof lockAuditTable>> | undefined };
+    try {
+      const errors: string[] = [];
+      const emitted: string[] = [];
+      const app = createPlantgate({
+        storage,
+        issuer: BASE,
+        passwordHashIterations: 1000,
+        onEvent: (e) => void emitted.push(e.id),
+        logger: { error: (m: string) => void errors.push(m), warn() {} },
+      });
+      await app.admin.createAccount({ username: "alice", password: "alice-password-1" });
+      const { clientSecret } = await app.admin.createClient({ clientId: "app" });
+      const grant = async () => {
+        const started = Date.now();
+        const res = await app.fetch(
+          new Request(`${BASE}/UserService/connect/token`, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`app:${clientSecret}`)}` },
+            body: new URLSearchParams({ grant_type: "password", username: "alice", password: "alice-password-1", scope: "offline_access" }).toString(),
+          }),
+        );
+        const body = (await res.json()) as Record<string, unknown>;
+        return { status: res.status, tokenType: body.token_type, ms: Date.now() - started };
+      };
+      expect((await grant()).status).toBe(200);
+      lock.current = await lockAuditTable(db.url);
+      // Twelve sign-ins one after another (before: the eleventh waited 10 s for a connection, 503).
+      const results = [];
+      for (let i = 0; i < 12; i++) results.push(await grant());
+      for (const r of results) expect(r, JSON.stringify(results)).toEqual({ status: 200, tokenType: "Bearer", ms: expect.any(Number) });
+      for (const r of results) expect(r.ms, JSON.stringify(results)).toBeLessThan(2000);
+      // Nothing of them is kept yet: the appends wait for the lock.
+      expect(await app.flushEvents(200)).toBeGreaterThan(0);
+      await lock.current.release();
+      expect(await app.flushEvents(20_000)).toBe(0);
+      const kept = (await storage.audit!.list({ limit: 1000 })).map((r) => r.id);
+      expect(kept.sort()).toEqual([...emitted].sort());
+      expect(emitted.length).toBeGreaterThanOrEqual(13);
+      expect(errors).toEqual([]);
+    } finally {
+      await lock.current?.release().catch(() => {});
+      await lock.current?.end();
+      await storage.close();
+      await db.drop();
+    }
+  }, 60_000);
+
+  it("past 1,000 records waiting, a record is not kept: one warning at the first, one with the count when one is taken again; the pool stays free", () =>
+    withLockedStore(async ({ engine, db, storage, warnings, release }) => {
+      const audit = storage.audit!;
+      // Two under way, AUDIT_QUEUE_MAX waiting, five past the bound.
+      const held = Array.from({ length: 2 + AUDIT_QUEUE_MAX }, (_, i) => audit.append(record(i)));
+      const past = Array.from({ length: 5 }, (_, i) => audit.append(record(5000 + i)));
+      for (const p of past) expect(await settledWithin(p, 100)).toBe("settled");
+      for (const p of held.slice(0, 3)) expect(await settledWithin(p, 100)).toBe("pending");
+      expect(warnings).toEqual([
+        `audit store append skipped; event not kept: 1000 events already wait for the audit table (token.issued ${record(5000).id}; later ones are counted, and the count is logged once one is taken again)`,
+      ]);
+      // Other statements still get a connection at once (before: 10 s waits, then StorageError).
+      const started = Date.now();
+      expect(await storage.clients.get("nobody")).toBeNull();
+      expect(Date.now() - started).toBeLessThan(1000);
+      await release();
+      await Promise.all(held);
+      expect(await engine.exec(db, `select count(*)::int as n from ${TABLES.audit}`)).toEqual([{ n: 2 + AUDIT_QUEUE_MAX }]);
+      await audit.append(record(9000));
+      expect(warnings.slice(1)).toEqual(["audit table taking events again; 5 events were not kept while 1000 waited for it"]);
+      expect(await engine.exec(db, `select count(*)::int as n from ${TABLES.audit}`)).toEqual([{ n: 3 + AUDIT_QUEUE_MAX }]);
+      const newest = await audit.list({ limit: 2 });
+      expect(newest).toEqual([record(9000), record(1 + AUDIT_QUEUE_MAX)]);
+    }), 60_000);
+
+  it("closed while records wait: they are not written, one warning names them, and their appends resolve", () =>
+    withLockedStore(async ({ engine, db, storage, warnings, release }) => {
+      const running = [storage.audit!.append(record(1)), storage.audit!.append(record(2))];
+      const waiting = [3, 4, 5].map((i) => storage.audit!.append(record(i)));
+      // The two under way hold their connections, waiting for the lock.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const closing = storage.close();
+      for (const p of waiting) expect(await settledWithin(p, 100)).toBe("settled");
+      expect(warnings).toEqual(["storage closing; 3 audit events not kept (3 still waiting for the audit table)"]);
+      await release();
+      await Promise.all(running);
+      await closing;
+      expect(await engine.exec(db, `select id from ${TABLES.audit} order by id`)).toEqual([{ id: record(1).id }, { id: record(2).id }]);
+    }), 30_000);
+});
+
+const engines: Array<[string, () => Engine, string | null]> = [
+  ["sqlite", sqliteEngine, null],
+  ["postgres", postgresEngine, pgProblem],
+  ["mysql", mysqlEngine, mysqlProblem],
+];
+
+for (const [label, make, problem] of engines) {
+  describe.skipIf(problem !== null)(`waiting records written together (${label})`, () => {
+    const engine = make();
+    it("350 appends at once: all kept, by multi-row inserts; an id repeated within one changes nothing", async () => {
+      const db = await engine.fresh();
+      const storage = await openSqlStorage(db.url, { audit: true });
+      try {
+        const records = Array.from({ length: 350 }, (_, i) => record(i));
+        // The same id twice among the waiting records, its second copy with other data.
+        const again = { ...record(100), data: "{}" };
+        await Promise.all([...records.map((r) => storage.audit!.append(r)), storage.audit!.append(again)]);
+        const kept: AuditRecord[] = [];
+        for (let page = await storage.audit!.list({ limit: 1000 }); page.length > 0; page = []) kept.push(...page);
+        expect(kept).toEqual([...records].reverse());
+      } finally {
+        await storage.close();
+        await db.drop();
+      }
+    });
+  });
+}
