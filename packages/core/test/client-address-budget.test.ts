@@ -9,7 +9,7 @@
  * spend it: a success counts nothing.
  */
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, createPlantgate, type Plantgate, type SecurityEvent, type Storage } from "../src/index.js";
+import { createMemoryStorage, createPlantgate, sha256, type Plantgate, type SecurityEvent, type Storage } from "../src/index.js";
 import { CLIENT_ADDRESS_FACTOR } from "../src/security/credentials.js";
 import { basic, formFrom as post, manualClock } from "./helpers.js";
 
@@ -110,6 +110,23 @@ describe("client authentication: a budget per address across client ids", () => 
     for (let i = 0; i < BUDGET - MAX_FAILURES; i++) await expectAnswer(await cc(app, `nope-${i}`, "secret", ATTACKER), 401, BAD_CLIENT, null);
     expect((await cc(app, "app-1", clientSecret, ATTACKER)).status).toBe(429);
     expect(await counterRows(storage)).toBe(1 + BUDGET - MAX_FAILURES + 1);
+  });
+
+  it("one stale client's 100 requests in flight at once (a worker pool after a secret rotation) spend exactly maxFailures of its address's budget; the address's other clients still authenticate", async () => {
+    const { storage, app, clientSecret } = await setup();
+    await app.admin.createClient({ clientId: "stale", grantTypes: ["client_credentials"] });
+    // Every request is read before any failure is counted (check, then fail), so all may be
+    // evaluated; only those within the client's own limit spend the budget. Until 2026-12-03 each
+    // of them did: 100 failures, the budget spent, and every client at the address locked out.
+    const answers = await Promise.all(Array.from({ length: 100 }, () => cc(app, "stale", "an-old-secret", ATTACKER)));
+    const budget = await storage.attempts.get(`t:${await sha256(JSON.stringify(["client-budget", "i", ATTACKER]))}`);
+    const pair = await storage.attempts.get(`t:${await sha256(JSON.stringify(["client", "c", "stale", ATTACKER]))}`);
+    const other = await cc(app, "app-1", clientSecret, ATTACKER);
+    const evaluated = answers.filter((r) => r.status === 401).length;
+    expect({ answered: answers.filter((r) => r.status === 401 || r.status === 429).length, budget: budget?.count, pair: pair?.count, other: other.status }).toEqual({ answered: 100, budget: MAX_FAILURES, pair: evaluated, other: 200 });
+    // The rest of the budget is there for the others: 90 failures of other ids, then 429.
+    for (let i = 0; i < BUDGET - MAX_FAILURES; i++) await expectAnswer(await cc(app, `nope-${i}`, "secret", ATTACKER), 401, BAD_CLIENT, null);
+    await expectAnswer(await cc(app, "app-1", clientSecret, ATTACKER), 429, LOCKED, String(WINDOW_S));
   });
 
   it("the revocation and introspection endpoints count into the same budget and refuse past it", async () => {

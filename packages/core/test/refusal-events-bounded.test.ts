@@ -10,7 +10,7 @@
 import { describe, expect, it } from "vitest";
 import { createMemoryStorage, createPlantgate, type Plantgate, type SecurityEvent, type Storage } from "../src/index.js";
 import { TooManyAttemptsError } from "../src/errors/index.js";
-import { createThrottle, REFUSAL_TALLY_LIMIT, reportsRefusal } from "../src/security/throttle.js";
+import { createThrottle, REFUSAL_TALLY_LIMIT, reportsRefusal, SEEN_BITS } from "../src/security/throttle.js";
 import { BASE, basic, formFrom as post, manualClock } from "./helpers.js";
 
 const N = 2000;
@@ -156,7 +156,47 @@ describe("refusals while a lock holds: O(log n) events, each with its count", ()
     expect([2 ** 30, 2 ** 31, 2 ** 40, 2 ** 40 + 1, 2 ** 31 - 1].map(reportsRefusal)).toEqual([true, true, true, false, false]);
   });
 
-  it("check's per-instance tally stays bounded: past REFUSAL_TALLY_LIMIT locks at once, further locks share one tally, so refusals still make O(log n) events", async () => {
+  it("past a full tally (an attacker's 4 096 locks on this instance), a new lock's first refusal still makes its event (refused_count 1); and however many such locks, at most SEEN_BITS first refusals plus the shared tally's O(log n) are reported per window", async () => {
+    const clock = manualClock();
+    const throttle = createThrottle(createMemoryStorage().attempts, clock.now, { maxFailures: 1, windowSeconds: 900 });
+    const refused = async (key: string) => {
+      const e = await throttle.check([key]).then(() => null, (error: unknown) => error);
+      expect(e).toBeInstanceOf(TooManyAttemptsError);
+      return (e as TooManyAttemptsError).lock!.refused;
+    };
+    for (let i = 0; i < REFUSAL_TALLY_LIMIT; i++) {
+      await throttle.fail([`attacker-${i}`]);
+      await refused(`attacker-${i}`);
+    }
+    // Two more of the attacker's locks, refused twice each past the tally: first refusals, then the shared count.
+    const more: number[] = [];
+    for (const k of ["attacker-x", "attacker-y"]) {
+      await throttle.fail([k]);
+      more.push(await refused(k), await refused(k));
+    }
+    // A real brute force on another client: its lock's first refusal (until 2026-12-03: the shared
+    // count's next value, 3, no event).
+    await throttle.fail(["victim"]);
+    expect({ more, victim: await refused("victim") }).toEqual({ more: [1, 1, 1, 2], victim: 1 });
+    // The bound: 3 × SEEN_BITS more locks, each refused once. At most SEEN_BITS of them are first
+    // refusals (refused 1); the others share the tally (and the few of those at a power of two report).
+    const counts: number[] = [];
+    for (let i = 0; i < 3 * SEEN_BITS; i++) {
+      await throttle.fail([`flood-${i}`]);
+      counts.push(await refused(`flood-${i}`));
+    }
+    const firsts = counts.filter((c) => c === 1).length;
+    const shared = counts.filter((c) => c !== 1);
+    expect(firsts + shared.length).toBe(3 * SEEN_BITS);
+    expect(firsts).toBeLessThanOrEqual(SEEN_BITS - 3);
+    expect(shared.filter(reportsRefusal).length).toBeLessThanOrEqual(Math.log2(3 * SEEN_BITS) + 1);
+    // A window later the finished locks are dropped: a new lock is counted on its own again.
+    clock.advance(900_000);
+    await throttle.fail(["after"]);
+    expect(await refused("after")).toBe(1);
+  }, 60_000);
+
+  it("check's per-instance tally stays bounded: past REFUSAL_TALLY_LIMIT locks at once, further locks make their first refusal's event and share one tally after it, so refusals still make O(log n) events", async () => {
     const clock = manualClock();
     const throttle = createThrottle(createMemoryStorage().attempts, clock.now, { maxFailures: 1, windowSeconds: 60 });
     const locks = REFUSAL_TALLY_LIMIT + 10;
@@ -169,8 +209,10 @@ describe("refusals while a lock holds: O(log n) events, each with its count", ()
     };
     // Three rounds over every lock, one after another (the order that would defeat a cache that starts over when full).
     for (let round = 0; round < 3; round++) for (let i = 0; i < locks; i++) await refuse(`k${i}`);
-    // The tracked locks: 1, 2, 3 each (two reported); the last 10 share the overflow tally: 1..30 (five reported).
-    expect(refusals.filter(reportsRefusal).length).toBe(2 * REFUSAL_TALLY_LIMIT + 5);
+    // The tracked locks: 1, 2, 3 each (two reported); the last 10: their first refusals 1 each (ten
+    // reported), then the overflow tally's 1..20 (five reported).
+    expect(refusals.filter(reportsRefusal).length).toBe(2 * REFUSAL_TALLY_LIMIT + 10 + 5);
+    expect(refusals.slice(REFUSAL_TALLY_LIMIT, locks)).toEqual(Array(10).fill(1));
     // Once their windows end, finished locks are dropped and new ones counted on their own again.
     clock.advance(60_000);
     await throttle.fail(["fresh"]);

@@ -10,7 +10,7 @@
  * that key refused them, and the budget stayed past its limit (see core's
  * brute-force-budget-races.test.ts).
  */
-import { createPlantgate, type Storage } from "@plantgate/core";
+import { createPlantgate, sha256, type Storage } from "@plantgate/core";
 import { afterEach, expect, it, vi } from "vitest";
 
 const BASE = "https://as.example.test";
@@ -33,10 +33,12 @@ const tally = (statuses: number[]): Record<number, number> => {
 export type OpenTwoInstances = (defer: (step: () => Promise<void>) => void) => Promise<readonly [Storage, Storage]>;
 
 /**
- * Registers three cases (and an `afterEach`) in the enclosing `describe`: 40 concurrent wrong
+ * Registers four cases (and an `afterEach`) in the enclosing `describe`: 40 concurrent wrong
  * guesses at one username from one address, the same from 40 addresses, and 60 guesses at 60
  * usernames through one client, each with the exact number of password checks, the answers and
- * the one lock reported. Every case opens its own two instances with `openTwo`.
+ * the one lock reported; and 30 concurrent client authentications of one client with a wrong
+ * secret, with what they spend of their address's budget. Every case opens its own two instances
+ * with `openTwo`.
  */
 export function throttleConcurrencyCases(openTwo: OpenTwoInstances): void {
   const cleanups: Array<() => Promise<void>> = [];
@@ -106,5 +108,35 @@ export function throttleConcurrencyCases(openTwo: OpenTwoInstances): void {
     // One of them (the first) an account's, the rest unknown.
     const seen = await burst(60, (i) => (i === 0 ? "alice" : `user-${i}`), (i) => `203.0.113.${i + 1}`);
     expect({ ...seen, locks: await settled() }).toEqual({ checks: 30, statuses: { 400: 30, 429: 30 }, locks: ["client_budget"] });
+  });
+
+  it("30 concurrent client authentications of one client with a wrong secret from one address: they spend exactly maxFailures (3) of the address's budget, and another client there still authenticates", async () => {
+    // Until 2026-12-03 every failure in flight spent the budget (read, then counted), so one stale
+    // client's workers after a secret rotation locked every client at their address out (the
+    // budget is 10 x 3 here: 30 failures at once spent all of it).
+    const [s1, s2] = await openTwo((step) => cleanups.push(step));
+    const options = { passwordHashIterations: ITER, logger: quiet, bruteForce: { maxFailures: 3, windowSeconds: 600 } };
+    const a = createPlantgate({ ...options, storage: s1 });
+    const b = createPlantgate({ ...options, storage: s2 });
+    await a.admin.createClient({ clientId: "stale", grantTypes: ["client_credentials"] });
+    const { clientSecret } = await a.admin.createClient({ clientId: "app-1", grantTypes: ["client_credentials"] });
+    const ip = "198.51.100.30";
+    const cc = (app: typeof a, id: string, secret: string) =>
+      app.fetch(
+        new Request(`${BASE}/UserService/connect/token`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", authorization: "Basic " + btoa(`${id}:${secret}`) },
+          body: "grant_type=client_credentials",
+        }),
+        { clientIp: ip },
+      );
+    const statuses = (await Promise.all(Array.from({ length: 30 }, (_, i) => cc(i % 2 ? b : a, "stale", "an-old-secret")))).map((r) => r.status);
+    const budget = await s1.attempts.get(`t:${await sha256(JSON.stringify(["client-budget", "i", ip]))}`);
+    const pair = await s1.attempts.get(`t:${await sha256(JSON.stringify(["client", "c", "stale", ip]))}`);
+    const other = await cc(b, "app-1", clientSecret);
+    // All of them may have been evaluated (each read the counters before any failure was counted):
+    // the client's own counter holds every 401.
+    const evaluated = tally(statuses)[401] ?? 0;
+    expect({ answered: (tally(statuses)[401] ?? 0) + (tally(statuses)[429] ?? 0), budget: budget?.count, pair: pair?.count, other: other.status }).toEqual({ answered: 30, budget: 3, pair: evaluated, other: 200 });
   });
 }

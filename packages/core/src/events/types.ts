@@ -109,9 +109,13 @@ export interface ClientAuthenticationFailedEvent extends EventBase {
   /**
    * With reason `throttled` only (absent otherwise; since 2026-12-03): this refusal's count within
    * its lock, as counted by the instance that refused it (client authentication's refusals write
-   * nothing to storage; a restarted instance counts from 1 again). Only the 1st, 2nd, 4th, 8th, ...
-   * refusal makes an event, so a lock makes about log2(n) + 1 of them however many requests it
-   * refuses; `plantgate_token_requests_total{result="locked_out"}` counts every one.
+   * nothing to storage; a restarted instance counts from 1 again, and on Cloudflare Workers each
+   * isolate, many and short-lived, is an instance of its own). Only the 1st, 2nd, 4th, 8th, ...
+   * refusal makes an event, so a lock makes about log2(n) + 1 of them per instance however many
+   * requests it refuses; `plantgate_token_requests_total{result="locked_out"}` counts every one.
+   * Past 4 096 locks at once in one instance, a further lock's first refusal is still 1 (at most
+   * 4 096 such per window) and its later ones share one count with the other further locks (see
+   * `createThrottle`).
    */
   refused_count?: number;
 }

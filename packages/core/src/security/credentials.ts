@@ -34,14 +34,18 @@ export const PASSWORD_CLIENT_FACTOR = 10;
 /**
  * Per-address budget of failed client authentications across client ids: this many × `maxFailures`
  * per window. Only failures spend it (client authentication counts a failure, never a success), and
- * one client with a wrong secret spends at most `maxFailures` of it before its own (client id +
- * address) counter refuses it without counting, so behind one egress address (a Kubernetes
+ * one client with a wrong secret spends at most `maxFailures` of it, however many of its requests
+ * are in flight at once (`Throttle.fail` counts it only while the client's own counter is within
+ * its limit; until later on 2026-12-03 each failure in flight spent one), so behind one egress address (a Kubernetes
  * cluster's NAT, an office proxy) ten misconfigured clients, or one guesser's 100 failures, spend it
  * and lock that address's other clients out for the rest of the window. Ten and not the console's
  * three: many more services than administrators share one address, and a secret rotated on the
  * server before its clients are redeployed makes several of them fail at once. Bounded all the
- * same: one address leaves at most 10 × `maxFailures` + 1 counter rows per window, where before
- * the budget each distinct client id it sent was a row (2 000 ids, 2 000 rows).
+ * same: one address leaves at most 10 × `maxFailures` + 1 counter rows per window, plus one per
+ * distinct client id among failures in flight when the budget fills (they all read it unspent:
+ * 500 at once, 501 rows; once per window), where before the budget each distinct client id it
+ * sent was a row (2 000 ids, 2 000 rows). Behind a proxy without (or with too few) `trustedProxies`
+ * every caller has the proxy's address and shares this one budget.
  */
 export const CLIENT_ADDRESS_FACTOR = 10;
 

@@ -81,7 +81,17 @@ export interface Throttle {
    * and the failures others counted there stand.
    */
   check(keys: (string | ThrottleKey)[]): Promise<ThrottleCheck>;
-  /** Counts one failure for every key (storage `attempts.increment`). */
+  /**
+   * Counts one failure for every key (storage `attempts.increment`). Given what `check` read, the
+   * keys a success resets (the client's own) are counted first, and a key with `onSuccess:
+   * "refund"` (a budget across client ids) only when every one of them is still within its limit
+   * after this count (the count the increment returned, atomic in every store): failures that
+   * passed `check` together and pushed the client's own counter past its limit are its lock's
+   * business, not the budget's. So one client spends at most `maxFailures` of a budget however
+   * many of its failures are in flight at once; until 2026-12-03 each of them spent one (100
+   * requests at once of one client with a stale secret, 100 of the budget: every client at that
+   * address locked out). Failure path only: a success still writes nothing.
+   */
   fail(keys: string[] | ThrottleCheck): Promise<void>;
   /**
    * After a success: resets every key, except that a key counted by `attempt` with `onSuccess:
@@ -104,6 +114,8 @@ export interface Throttle {
 export interface ThrottleCheck {
   readonly storageKeys: readonly string[];
   readonly resetKeys: readonly string[];
+  /** The limit (`factor × maxFailures`) of each of `resetKeys`, in the same order: `fail` compares their new counts with it. */
+  readonly resetLimits: readonly number[];
   readonly anyCounted: boolean;
 }
 
@@ -183,6 +195,19 @@ export function reportsRefusal(refused: number): boolean {
   return refused >= 1 && 2 ** Math.round(Math.log2(refused)) === refused;
 }
 
+/**
+ * Bits of the set of locks whose first refusal `check` reported past a full tally (512 bytes per
+ * throttle): at most this many such first refusals make an event per overflow window and instance.
+ */
+export const SEEN_BITS = 4096;
+
+/** The bit of `seen` for one lock (a storage key in one window): FNV-1a over the key, seeded with the window start. */
+function seenBit(key: string, windowStart: number): number {
+  let h = (0x811c9dc5 ^ Math.floor(windowStart)) | 0;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 16777619);
+  return (h >>> 0) % SEEN_BITS;
+}
+
 /** Expired counters are deleted after every this many counted attempts or failures (per instance). */
 const SWEEP_EVERY = 64;
 
@@ -207,7 +232,7 @@ export function createThrottle(
   onSweepError: (error: unknown, what: "sweep" | "refund" | "read") => void = () => {},
 ): Throttle {
   if (settings === false) {
-    return { async attempt() { return { counted: [] }; }, async check() { return { storageKeys: [], resetKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {}, windowMs: 0 };
+    return { async attempt() { return { counted: [] }; }, async check() { return { storageKeys: [], resetKeys: [], resetLimits: [], anyCounted: false }; }, async fail() {}, async succeed() {}, windowMs: 0 };
   }
   const hashed = storageKeyWith(hash);
   // The same few keys (a client from its usual address) come back on every request; their hashes
@@ -268,11 +293,19 @@ export function createThrottle(
   // `check`'s refusals write nothing (the flood path of a locked client stays one read), so their
   // count within each lock is kept here, per instance: by storage key, the lock's window start and
   // the refusals this instance has made of it. Bounded: when full, the finished locks are dropped
-  // (at most once a second), and a refusal of a lock that still finds no room is counted in one
-  // shared overflow tally (restarting each window), so the events stay O(log n) per lock and
-  // instance whatever the number of locks.
+  // (at most once a second), and a lock that still finds no room gets one bit of `seen` (by a hash
+  // of its storage key and window start): while its bit is unset, its refusal is its own first
+  // (refused 1, an event) and sets it; once set (by its own first refusal, or by another lock's:
+  // a collision), its refusals are counted in one shared overflow tally, reported at the 1st, 2nd,
+  // 4th, ... as any lock's. Both restart a window after the first overflow. So past a full tally a
+  // new lock (a real brute force on a real client while an attacker's locks fill the tally) still
+  // makes its first event, where until later on 2026-12-03 it made one only when the shared count
+  // happened to be a power of two; and the events stay bounded whatever the number of locks: at
+  // most SEEN_BITS first refusals per overflow window (each sets a bit never unset until then),
+  // plus the overflow tally's log2(n) + 1.
   const tally = new Map<string, { windowStart: number; count: number }>();
   let overflow = { windowStart: -Infinity, count: 0 };
+  const seen = new Uint32Array(SEEN_BITS / 32);
   let lastDrop = -Infinity;
   const tallyRefusal = (key: string, windowStart: number, now: number): number => {
     const entry = tally.get(key);
@@ -283,7 +316,18 @@ export function createThrottle(
         for (const [k, v] of tally) if (v.windowStart + windowMs <= now) tally.delete(k);
       }
       if (tally.size >= REFUSAL_TALLY_LIMIT) {
-        if (overflow.windowStart + windowMs <= now) overflow = { windowStart: now, count: 0 };
+        if (overflow.windowStart + windowMs <= now) {
+          overflow = { windowStart: now, count: 0 };
+          seen.fill(0);
+        }
+        const bit = seenBit(key, windowStart);
+        const word = bit >>> 5;
+        const mask = 1 << (bit & 31);
+        const bits = seen[word] ?? 0;
+        if ((bits & mask) === 0) {
+          seen[word] = bits | mask;
+          return 1;
+        }
         return ++overflow.count;
       }
     }
@@ -403,15 +447,19 @@ export function createThrottle(
       const distinct = keys.filter((k) => !names.has(keyOf(k)) && names.add(keyOf(k)));
       const storageKeys = knownKeys(distinct) ?? (await hashAll(distinct));
       const resetKeys: string[] = [];
+      const resetLimits: number[] = [];
       // Every counter read is started at once: one storage wait, and (with known hashes) started in
       // the caller's synchronous run, beside whatever else it reads (see the token endpoint).
       const records = await Promise.all(storageKeys.map((key) => store.get(key)));
       for (const [i, r] of records.entries()) {
         const k = distinct[i]!;
         const resets = typeof k === "string" || (k.onSuccess ?? "reset") === "reset";
-        if (resets) resetKeys.push(storageKeys[i]!);
-        if (r && resets) anyCounted = true;
         const limit = settings.maxFailures * (typeof k === "string" ? 1 : k.factor);
+        if (resets) {
+          resetKeys.push(storageKeys[i]!);
+          resetLimits.push(limit);
+        }
+        if (r && resets) anyCounted = true;
         if (r && r.count >= limit && r.windowStart > now - windowMs) {
           until = Math.max(until, r.windowStart + windowMs);
           refusing ??= { keyIndex: keys.indexOf(k), storageKey: storageKeys[i]!, windowStart: r.windowStart };
@@ -421,11 +469,20 @@ export function createThrottle(
         const refused = tallyRefusal(refusing.storageKey, refusing.windowStart, now);
         throw new TooManyAttemptsError(retryAfter(until, now), "locked", { keyIndex: refusing.keyIndex, first: refused === 1, until: refusing.windowStart + windowMs, refused });
       }
-      return { storageKeys, resetKeys, anyCounted };
+      return { storageKeys, resetKeys, resetLimits, anyCounted };
     },
     async fail(keys) {
       const now = clock();
-      for (const key of isCheck(keys) ? keys.storageKeys : await hashAll(keys)) await store.increment(key, now, windowMs);
+      if (!isCheck(keys)) {
+        for (const key of await hashAll(keys)) await store.increment(key, now, windowMs);
+      } else {
+        // The client's own keys first; a budget only for a failure they still admit (see Throttle.fail).
+        let within = true;
+        for (const [i, key] of keys.resetKeys.entries()) {
+          if ((await store.increment(key, now, windowMs)).count > keys.resetLimits[i]!) within = false;
+        }
+        if (within) for (const key of keys.storageKeys) if (!keys.resetKeys.includes(key)) await store.increment(key, now, windowMs);
+      }
       await sweep(now);
     },
     async succeed(keys) {
