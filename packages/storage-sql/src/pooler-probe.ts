@@ -12,11 +12,18 @@ import { StorageConfigError } from "./config-error.js";
 // and never the token. Through a transaction-mode pooler a connection holds a server session only
 // for one transaction: PgBouncer gives the next one the most recently released server connection
 // (LIFO), the one the other connection just used, so the second connection's first statement
-// already runs in the first one's session (the same pid, the token). Under load from other clients
-// of the pooler that server may be taken meanwhile; then a statement runs elsewhere (another pid),
-// which counts as well; several rounds make a miss need every statement to fall exactly right.
+// already runs in the first one's session (the same pid, the token). With `server_round_robin = 1`
+// it hands out its idle server connections in turn (FIFO) instead: with two of them idle, the second
+// connection's statements and the first one's can each keep landing on "their own" server, so each
+// connection reads twice in a row, and the second of two statements back to back runs on the other
+// server (another pid: evidence) where a session would have stayed put (a review on 2026-12-03 saw
+// the probe miss a round-robin PgBouncer 20 times out of 20 with one read a turn). Under load from
+// other clients of the pooler a server may be taken meanwhile; then a statement runs elsewhere
+// (another pid), which counts as well; several rounds make a miss need every statement to fall
+// exactly right. A pooler that pins a client to one server while it is free (server affinity) would
+// pass unseen until it moves it.
 
-/** How many times each connection answers after the token is set. */
+/** How many rounds, each two reads on the second connection then two on the first, follow the token. */
 const ROUNDS = 4;
 const SETTING = "plantgate.pooler_probe";
 
@@ -126,13 +133,16 @@ export async function transactionPoolingEvidence(pool: ProbePool): Promise<strin
     let pidB: number | null = null;
     let evidence: string | null = null;
     for (let round = 0; round < ROUNDS && evidence === null; round++) {
-      const onB = await read(b);
-      if (onB.pid === pidA || onB.seen === token) evidence = "a second connection ran in the first one's server session";
-      else if (pidB !== null && onB.pid !== pidB) evidence = "a connection's statements ran in different server sessions";
-      pidB = onB.pid;
-      if (evidence !== null) break;
-      const onA = await read(a);
-      if (onA.pid !== pidA || onA.seen !== token) evidence = "a connection's statements ran in different server sessions";
+      for (let turn = 0; turn < 2 && evidence === null; turn++) {
+        const onB = await read(b);
+        if (onB.pid === pidA || onB.seen === token) evidence = "a second connection ran in the first one's server session";
+        else if (pidB !== null && onB.pid !== pidB) evidence = "a connection's statements ran in different server sessions";
+        pidB = onB.pid;
+      }
+      for (let turn = 0; turn < 2 && evidence === null; turn++) {
+        const onA = await read(a);
+        if (onA.pid !== pidA || onA.seen !== token) evidence = "a connection's statements ran in different server sessions";
+      }
     }
     // Cleared in the session that has it (directly, or in session mode, the only one a later user of
     // this connection sees); through a transaction pooler wherever this lands, which is refused anyway.

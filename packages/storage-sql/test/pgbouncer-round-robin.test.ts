@@ -1,0 +1,74 @@
+import pg from "pg";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { openSqlStorage, TransactionPoolingError } from "../src/index.js";
+import { transactionPoolingEvidence } from "../src/pooler-probe.js";
+import { describeWithPgBouncer, directDb, startPgBouncer, type Bouncer } from "./pgbouncer-support.js";
+
+// PgBouncer in transaction mode with `server_round_robin = 1` hands out its idle server connections
+// in turn (FIFO) instead of the most recently released one (LIFO). A review on 2026-12-03 saw the
+// probe miss it there every time (0 of 20) once two server connections were idle: a statement on
+// the second connection landed on the other server, and the first connection's next statement on
+// its own one again, so each read alone looked like a session of its own. The probe now reads twice
+// in a row on each connection, and a connection whose two statements ran in two sessions gives it
+// away.
+
+/** Two server connections made and left idle in the pooler, as any earlier traffic leaves them. */
+async function warm(url: string): Promise<void> {
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  try {
+    const [a, b] = [await pool.connect(), await pool.connect()];
+    await Promise.all([a.query("select pg_sleep(0.05)"), b.query("select pg_sleep(0.05)")]);
+    a.release();
+    b.release();
+  } finally {
+    await pool.end();
+  }
+}
+
+/** How many of `times` fresh pools (as a storage opens) through `url` found transaction pooling. */
+async function detections(url: string, times: number): Promise<number> {
+  let found = 0;
+  for (let i = 0; i < times; i++) {
+    const pool = new pg.Pool({ connectionString: url });
+    try {
+      if ((await transactionPoolingEvidence(pool)) !== null) found++;
+    } finally {
+      await pool.end();
+    }
+  }
+  return found;
+}
+
+for (const extra of ["server_round_robin = 1\ndefault_pool_size = 2", "server_round_robin = 1"]) {
+  describeWithPgBouncer(`PgBouncer in transaction pooling mode with ${extra.replace("\n", ", ")}: refused at open`, () => {
+    let bouncer: Bouncer;
+    const dbs = directDb();
+    beforeAll(async () => {
+      bouncer = await startPgBouncer("transaction", extra);
+    });
+    afterAll(async () => {
+      await bouncer?.stop();
+      await dbs.end();
+    });
+
+    it("the probe finds it on every try, and openSqlStorage refuses every open", { timeout: 60_000 }, async () => {
+      const name = await dbs.fresh();
+      const url = bouncer.url(name);
+      await warm(url);
+      expect(await detections(url, 20)).toBe(20);
+      const outcomes: string[] = [];
+      for (let i = 0; i < 10; i++) {
+        outcomes.push(
+          await openSqlStorage(url).then(
+            async (storage) => {
+              await storage.close();
+              return "opened";
+            },
+            (e: unknown) => (e instanceof TransactionPoolingError ? "refused" : `other: ${String(e)}`),
+          ),
+        );
+      }
+      expect(outcomes).toEqual(Array(10).fill("refused"));
+    });
+  });
+}
