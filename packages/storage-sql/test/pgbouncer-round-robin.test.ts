@@ -1,8 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openSqlStorage, TransactionPoolingError } from "../src/index.js";
-import { transactionPoolingEvidence } from "../src/pooler-probe.js";
-import { describeWithPgBouncer, directDb, startPgBouncer, type Bouncer } from "./pgbouncer-support.js";
+import { describeWithPgBouncer, detections, directDb, startPgBouncer, type Bouncer } from "./pgbouncer-support.js";
 
 // PgBouncer in transaction mode with `server_round_robin = 1` hands out its idle server connections
 // in turn (FIFO) instead of the most recently released one (LIFO). A review on 2026-12-03 saw the
@@ -23,20 +22,6 @@ async function warm(url: string): Promise<void> {
   } finally {
     await pool.end();
   }
-}
-
-/** How many of `times` fresh pools (as a storage opens) through `url` found transaction pooling. */
-async function detections(url: string, times: number): Promise<number> {
-  let found = 0;
-  for (let i = 0; i < times; i++) {
-    const pool = new pg.Pool({ connectionString: url });
-    try {
-      if ((await transactionPoolingEvidence(pool)) !== null) found++;
-    } finally {
-      await pool.end();
-    }
-  }
-  return found;
 }
 
 for (const extra of ["server_round_robin = 1\ndefault_pool_size = 2", "server_round_robin = 1"]) {

@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { describe, it } from "vitest";
+import { transactionPoolingEvidence } from "../src/pooler-probe.js";
 import { IN_CI, POSTGRES_URL, probePostgres } from "./support.js";
 
 /** The pgbouncer binary: on the PATH, or Debian's /usr/sbin/pgbouncer (not on a user's PATH). */
@@ -171,4 +172,18 @@ export function directDb() {
       await admin.end();
     },
   };
+}
+
+/** How many of `times` fresh pools (as a storage opens) through `url` found transaction pooling. */
+export async function detections(url: string, times: number): Promise<number> {
+  let found = 0;
+  for (let i = 0; i < times; i++) {
+    const pool = new pg.Pool({ connectionString: url });
+    try {
+      if ((await transactionPoolingEvidence(pool)) !== null) found++;
+    } finally {
+      await pool.end();
+    }
+  }
+  return found;
 }

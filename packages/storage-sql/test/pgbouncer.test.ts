@@ -2,9 +2,9 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { LATEST_SCHEMA_VERSION, openSqlStorage, StorageConfigError, TransactionPoolingError, type SqlStorage } from "../src/index.js";
 import { openStorageFromEnv } from "../src/env.js";
-import { transactionPoolingEvidence, transactionPoolingMessage } from "../src/pooler-probe.js";
+import { transactionPoolingMessage } from "../src/pooler-probe.js";
 import { TABLES } from "../src/schema.js";
-import { describeWithPgBouncer, directDb, freePort, startPgBouncer, type Bouncer } from "./pgbouncer-support.js";
+import { describeWithPgBouncer, detections, directDb, freePort, startPgBouncer, type Bouncer } from "./pgbouncer-support.js";
 import { clientRecord, POSTGRES_URL } from "./support.js";
 
 // plantgate's PostgreSQL storage behind PgBouncer (a Debian package; .ci/run installs it), each
@@ -44,20 +44,6 @@ async function underLoad<T>(url: string, clients: number, body: () => Promise<T>
     await Promise.all(loops);
     await pool.end();
   }
-}
-
-/** How many of `times` fresh pools (as a storage opens) through `url` found transaction pooling. */
-async function detections(url: string, times: number): Promise<number> {
-  let found = 0;
-  for (let i = 0; i < times; i++) {
-    const pool = new pg.Pool({ connectionString: url });
-    try {
-      if ((await transactionPoolingEvidence(pool)) !== null) found++;
-    } finally {
-      await pool.end();
-    }
-  }
-  return found;
 }
 
 /** Tables, advisory locks held and connections of database `name`, as seen directly. */
