@@ -270,6 +270,12 @@ interface Opened {
   listenClient?: ListenClientConstructor;
   /** PostgreSQL: the pool, whose sockets a close past its wait drops. */
   pgPool?: unknown;
+  /**
+   * PostgreSQL: bare connections for the pooler probe, outside the pool: none of the pool's
+   * connect-time SETs runs on them, so a probe through a transaction pooler leaves no setting on
+   * a server connection other clients of the pooler are handed next.
+   */
+  probeConnections?: ProbePool;
   /** A SQLite file (not `:memory:`): its path and the writing connection, for the checkpoint worker. */
   sqliteFile?: { path: string; writer: PragmaTarget };
 }
@@ -319,7 +325,23 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
         }
         client.query(settings).catch(() => {});
       });
-      return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), listenClient: pg.Client as unknown as ListenClientConstructor, pgPool: pool };
+      const probeConnections: ProbePool = {
+        async connect() {
+          const client = new pg.Client({ connectionString: target.url, connectionTimeoutMillis: 10_000, ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}) });
+          client.on("error", () => {});
+          try {
+            await client.connect();
+          } catch (e) {
+            await client.end().catch(() => {});
+            throw e;
+          }
+          return {
+            query: (text: string, values?: unknown[]) => client.query(text, values),
+            release: () => void client.end().catch(() => {}),
+          };
+        },
+      };
+      return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), listenClient: pg.Client as unknown as ListenClientConstructor, pgPool: pool, probeConnections };
     }
     case "mysql": {
       const mysql = await importDriver("mysql2", () => import("mysql2"));
@@ -496,7 +518,7 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
     // Told only of a refusal after the open (the open's own throws it).
     let opening = true;
     const warn = options.onWarning ?? ((message: string) => console.warn(message));
-    const check = gateOnSessionPooling(pool, "openSqlStorage's url", (message) => opening || warn(message));
+    const check = gateOnSessionPooling(pool, "openSqlStorage's url", (message) => opening || warn(message), opened.probeConnections);
     try {
       await check();
     } catch (e) {

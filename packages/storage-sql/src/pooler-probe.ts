@@ -5,14 +5,17 @@ import { StorageConfigError } from "./config-error.js";
 // it): the storage relies on a session per connection and refuses such a URL at open (see
 // TransactionPoolingError for what breaks).
 //
-// Two connections of the storage's own pool, held together, answer alternately which server process
-// they run on (`pg_backend_pid()`) and what a session-level setting holds, the first having set it
-// to a random token. Directly, or through a pooler in session mode, each connection is one session
-// for its life: the first always sees its pid and its token, the second always its own other pid
-// and never the token. Through a transaction-mode pooler a connection holds a server session only
-// for one transaction: PgBouncer gives the next one the most recently released server connection
-// (LIFO), the one the other connection just used, so the second connection's first statement
-// already runs in the first one's session (the same pid, the token). With `server_round_robin = 1`
+// Two connections, held together, answer alternately which server process they run on
+// (`pg_backend_pid()`), and nothing else: the probe sets nothing, and `openSqlStorage` runs it on
+// bare connections outside its pool, whose connect-time SETs would otherwise land on pooled server
+// connections other clients of a transaction pooler are handed next (until 2026-12-03 a refused
+// open left `statement_timeout = 29s`, `idle_in_transaction_session_timeout` and a session setting
+// of the probe's own on them). Directly, or through a pooler in session mode, each connection is
+// one session for its life: the first always runs in its own process, the second always in
+// another. Through a transaction-mode pooler a connection holds a server session only for one
+// transaction: PgBouncer gives the next one the most recently released server connection (LIFO),
+// the one the other connection just used, so the second connection's first statement already runs
+// in the first one's process. With `server_round_robin = 1`
 // it hands out its idle server connections in turn (FIFO) instead: with two of them idle, the second
 // connection's statements and the first one's can each keep landing on "their own" server, so each
 // connection reads twice in a row, and the second of two statements back to back runs on the other
@@ -23,9 +26,8 @@ import { StorageConfigError } from "./config-error.js";
 // exactly right. A pooler that pins a client to one server while it is free (server affinity) would
 // pass unseen until it moves it.
 
-/** How many rounds, each two reads on the second connection then two on the first, follow the token. */
+/** How many rounds, each two reads on the second connection then two on the first, follow the first one's first read. */
 const ROUNDS = 4;
-const SETTING = "plantgate.pooler_probe";
 
 /**
  * `openSqlStorage` (PostgreSQL) refused its URL: it reaches the server through a pooler that does
@@ -75,9 +77,10 @@ export interface ProbePool {
  * `connect()` (Kysely's, for each statement or transaction) runs it first, once at a time, and fails
  * with its driver error (an outage: the next one tries again) or, once it found a transaction
  * pooler, with a {@link TransactionPoolingError} from then on (told to `warn` once). The returned
- * `check()` runs it now (`openSqlStorage` at open). The probe's own connections bypass the gate.
+ * `check()` runs it now (`openSqlStorage` at open). The probe runs on `probe`'s connections (bare
+ * ones, outside the pool: see the top of this file), or else on the pool's own, bypassing the gate.
  */
-export function gateOnSessionPooling(pool: ProbePool, name: string, warn: (message: string) => void): () => Promise<void> {
+export function gateOnSessionPooling(pool: ProbePool, name: string, warn: (message: string) => void, probe?: ProbePool): () => Promise<void> {
   const connect = pool.connect.bind(pool) as (...args: unknown[]) => Promise<ProbeClient> | undefined;
   let passed = false;
   let refused: TransactionPoolingError | null = null;
@@ -87,7 +90,7 @@ export function gateOnSessionPooling(pool: ProbePool, name: string, warn: (messa
     if (refused !== null) return Promise.reject(refused);
     return (running ??= (async () => {
       try {
-        const evidence = await transactionPoolingEvidence({ connect: () => connect() as Promise<ProbeClient> });
+        const evidence = await transactionPoolingEvidence(probe ?? { connect: () => connect() as Promise<ProbeClient> });
         if (evidence === null) passed = true;
         else {
           refused = new TransactionPoolingError(transactionPoolingMessage(name, evidence));
@@ -123,30 +126,21 @@ export async function transactionPoolingEvidence(pool: ProbePool): Promise<strin
   let b: ProbeClient | undefined;
   try {
     b = await pool.connect();
-    const token = `${Date.now().toString(36)}.${Math.random().toString(36).slice(2)}`;
-    const read = async (client: ProbeClient) => {
-      const { rows } = await client.query(`select pg_backend_pid() as pid, current_setting('${SETTING}', true) as seen`);
-      return { pid: Number(rows[0]?.pid), seen: rows[0]?.seen ?? null };
-    };
-    const set = await a.query(`select pg_backend_pid() as pid, set_config('${SETTING}', $1, false) as seen`, [token]);
-    const pidA = Number(set.rows[0]?.pid);
+    const pid = async (client: ProbeClient) => Number((await client.query("select pg_backend_pid() as pid")).rows[0]?.pid);
+    const pidA = await pid(a);
     let pidB: number | null = null;
     let evidence: string | null = null;
     for (let round = 0; round < ROUNDS && evidence === null; round++) {
       for (let turn = 0; turn < 2 && evidence === null; turn++) {
-        const onB = await read(b);
-        if (onB.pid === pidA || onB.seen === token) evidence = "a second connection ran in the first one's server session";
-        else if (pidB !== null && onB.pid !== pidB) evidence = "a connection's statements ran in different server sessions";
-        pidB = onB.pid;
+        const onB = await pid(b);
+        if (onB === pidA) evidence = "a second connection ran in the first one's server session";
+        else if (pidB !== null && onB !== pidB) evidence = "a connection's statements ran in different server sessions";
+        pidB = onB;
       }
       for (let turn = 0; turn < 2 && evidence === null; turn++) {
-        const onA = await read(a);
-        if (onA.pid !== pidA || onA.seen !== token) evidence = "a connection's statements ran in different server sessions";
+        if ((await pid(a)) !== pidA) evidence = "a connection's statements ran in different server sessions";
       }
     }
-    // Cleared in the session that has it (directly, or in session mode, the only one a later user of
-    // this connection sees); through a transaction pooler wherever this lands, which is refused anyway.
-    await a.query(`select set_config('${SETTING}', '', false)`);
     return evidence;
   } finally {
     b?.release();

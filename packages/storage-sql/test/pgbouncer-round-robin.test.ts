@@ -1,7 +1,6 @@
-import pg from "pg";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { openSqlStorage, TransactionPoolingError } from "../src/index.js";
-import { describeWithPgBouncer, detections, directDb, startPgBouncer, type Bouncer } from "./pgbouncer-support.js";
+import { bouncerFixture, describeWithPgBouncer, detections, warm } from "./pgbouncer-support.js";
 
 // PgBouncer in transaction mode with `server_round_robin = 1` hands out its idle server connections
 // in turn (FIFO) instead of the most recently released one (LIFO). A review on 2026-12-03 saw the
@@ -11,34 +10,13 @@ import { describeWithPgBouncer, detections, directDb, startPgBouncer, type Bounc
 // in a row on each connection, and a connection whose two statements ran in two sessions gives it
 // away.
 
-/** Two server connections made and left idle in the pooler, as any earlier traffic leaves them. */
-async function warm(url: string): Promise<void> {
-  const pool = new pg.Pool({ connectionString: url, max: 2 });
-  try {
-    const [a, b] = [await pool.connect(), await pool.connect()];
-    await Promise.all([a.query("select pg_sleep(0.05)"), b.query("select pg_sleep(0.05)")]);
-    a.release();
-    b.release();
-  } finally {
-    await pool.end();
-  }
-}
-
 for (const extra of ["server_round_robin = 1\ndefault_pool_size = 2", "server_round_robin = 1"]) {
   describeWithPgBouncer(`PgBouncer in transaction pooling mode with ${extra.replace("\n", ", ")}: refused at open`, () => {
-    let bouncer: Bouncer;
-    const dbs = directDb();
-    beforeAll(async () => {
-      bouncer = await startPgBouncer("transaction", extra);
-    });
-    afterAll(async () => {
-      await bouncer?.stop();
-      await dbs.end();
-    });
+    const { bouncer, dbs } = bouncerFixture("transaction", extra);
 
     it("the probe finds it on every try, and openSqlStorage refuses every open", { timeout: 60_000 }, async () => {
       const name = await dbs.fresh();
-      const url = bouncer.url(name);
+      const url = bouncer().url(name);
       await warm(url);
       expect(await detections(url, 20)).toBe(20);
       const outcomes: string[] = [];

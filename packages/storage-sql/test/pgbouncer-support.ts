@@ -13,7 +13,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { describe, it } from "vitest";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { transactionPoolingEvidence } from "../src/pooler-probe.js";
 import { IN_CI, POSTGRES_URL, probePostgres } from "./support.js";
 
@@ -186,4 +186,31 @@ export async function detections(url: string, times: number): Promise<number> {
     }
   }
   return found;
+}
+
+/** Two server connections made and left idle in the pooler, as any earlier traffic leaves them. */
+export async function warm(url: string): Promise<void> {
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  try {
+    const [a, b] = [await pool.connect(), await pool.connect()];
+    await Promise.all([a.query("select pg_sleep(0.05)"), b.query("select pg_sleep(0.05)")]);
+    a.release();
+    b.release();
+  } finally {
+    await pool.end();
+  }
+}
+
+/** Inside a describe: a PgBouncer of its own (started before, stopped after) and fresh databases, dropped after. */
+export function bouncerFixture(mode: "transaction" | "session", extra = ""): { bouncer: () => Bouncer; dbs: ReturnType<typeof directDb> } {
+  let bouncer: Bouncer | undefined;
+  const dbs = directDb();
+  beforeAll(async () => {
+    bouncer = await startPgBouncer(mode, extra);
+  });
+  afterAll(async () => {
+    await bouncer?.stop();
+    await dbs.end();
+  });
+  return { bouncer: () => bouncer!, dbs };
 }
