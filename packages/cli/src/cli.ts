@@ -914,7 +914,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     // No client cache: one command per process has nothing to reuse (its writes still notify the servers' caches).
     const migrating = commandOf(argv) === "migrate";
     if (!migrating) await refuseOlderSchema(io.env, io.cwd);
-    const storage = await openStorageFromEnv(io.env, { cwd: io.cwd, clientCache: false, migrate: migrating });
+    // The store's own warnings (a migration lock another instance holds, the audit queue's drops,
+    // the SQLite checkpoint's failures) are CLI warning lines too; until 2026-12-03 they went to
+    // console.warn, past `io.stderr` and without the prefix.
+    const storage = await openStorageFromEnv(io.env, { cwd: io.cwd, clientCache: false, migrate: migrating, onWarning: (message) => io.stderr(coreLine("warning: ", message, undefined)) });
     opened = storage;
     // PLANTGATE_REDIS_URL: the hot state (console sessions, brute-force counters, revoked jtis,
     // used assertion jtis) is in Redis, as the servers compose it; without it `user disable` left

@@ -118,4 +118,31 @@ suite(problem === null ? "plantgate CLI on PostgreSQL" : `plantgate CLI on Postg
       await sql`drop schema ${sql.id(schema)} cascade`.execute(admin.db);
     }
   }, 30_000);
+
+  it("migrate waiting for another instance's migration lock says so on stderr as a CLI warning line (the store's onWarning), then migrates once the lock is free", async () => {
+    const schema = `plantgate_cli_${randomBytes(6).toString("hex")}`;
+    const admin = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
+    opened.push(admin);
+    await sql`create schema ${sql.id(schema)}`.execute(admin.db);
+    try {
+      const url = `${POSTGRES_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+      // Another instance migrating this schema holds plantgate's lock (key: 0x70676d67 and the schema's oid) for 6 s.
+      let locked!: () => void;
+      const isLocked = new Promise<void>((r) => (locked = r));
+      const holding = admin.db.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(${sql.lit(0x70676d67)}, (select oid::int4 from pg_catalog.pg_namespace where nspname = ${schema}))`.execute(trx);
+        locked();
+        await new Promise((r) => setTimeout(r, 6000));
+      });
+      await isLocked;
+      const migrated = await cli(["migrate"], { PLANTGATE_DATABASE_URL: url });
+      await holding;
+      expect({ code: migrated.code, stdout: JSON.parse(migrated.stdout) as unknown }).toEqual({ code: 0, stdout: { migrated: true } });
+      expect(migrated.stderr).toMatch(
+        new RegExp(`^plantgate: warning: postgres storage: waiting for the migration lock of schema "${schema}" \\(pg_advisory_lock\\(\\d+, \\d+\\), held by backend \\d+: another instance migrating it\\); waited 5 s, waiting up to 900 s in all\\nmigrations applied\\n$`),
+      );
+    } finally {
+      await sql`drop schema ${sql.id(schema)} cascade`.execute(admin.db);
+    }
+  }, 30_000);
 });
