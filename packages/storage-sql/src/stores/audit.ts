@@ -33,7 +33,8 @@ interface Waiting {
  * once, so they hold at most that many connections of the pool; the records after them wait in
  * memory, at most {@link AUDIT_QUEUE_MAX}, and are written together (one multi-row INSERT of up to
  * 100 rows per append; one row at a time after a failed append, until one works, so a table that
- * keeps failing loses one record per attempt, not a hundred). Until 2026-12-02 every event's append
+ * keeps failing loses one record per attempt, not a hundred, once the batches under way at its first
+ * failure, up to {@link AUDIT_APPENDS_AT_ONCE} × 100 records, have failed). Until 2026-12-02 every event's append
  * took a connection at once: while something held a lock on the table (an index build by another
  * process's migration), the waiting appends took the whole pool, and every other statement waited
  * 10 s for a connection and answered 503. Past the bound a record is not kept: its `append`
