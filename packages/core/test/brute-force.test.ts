@@ -5,7 +5,7 @@
  * a success resets. Two app instances share one store, so the lock holds across instances.
  */
 import { describe, expect, it } from "vitest";
-import { ConfigError, createMemoryStorage, createPlantgate, optionsFromEnv, type AttemptStore, type Plantgate, type PlantgateOptions, type SecurityEvent } from "../src/index.js";
+import { ConfigError, createMemoryStorage, createPlantgate, optionsFromEnv, sha256, type AttemptStore, type Plantgate, type PlantgateOptions, type SecurityEvent } from "../src/index.js";
 import { errorResponse, toResponse } from "../src/http/respond.js";
 import { StorageError, TooManyAttemptsError } from "../src/errors/index.js";
 import { BASE, basic, harness, type Harness } from "./helpers.js";
@@ -254,7 +254,7 @@ describe("what reaches storage", () => {
     expect(new Set(seen).size).toBeGreaterThanOrEqual(2);
   });
 
-  it("a correct client authentication with no counter writes nothing; after a failure it resets that counter, and leaves the address's budget counted", async () => {
+  it("a correct client authentication with no counter writes nothing; after a failure it resets that counter, and leaves the client's share of the address's budget and the budget counted", async () => {
     const base = createMemoryStorage();
     const writes: string[] = [];
     const attempts: AttemptStore = {
@@ -269,18 +269,22 @@ describe("what reaches storage", () => {
     await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
     expect(writes).toEqual([]);
     await expectTokenError(await clientCredentialsOn(h.app, h, "bad", ip), 401, BAD_CLIENT);
-    // Since 2026-12-03 a failure counts the address's budget across client ids as well.
-    expect(writes).toHaveLength(2);
-    const [key, budget] = writes.map((w) => w.slice("increment ".length)) as [string, string];
-    expect(await base.attempts.get(key)).toMatchObject({ count: 1 });
-    expect(await base.attempts.get(budget)).toMatchObject({ count: 1 });
-    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
-    // The success resets the client's own counter; the budget's failure stands (a success counted nothing of it).
-    expect(writes).toEqual([`increment ${key}`, `increment ${budget}`, `reset ${key}`]);
-    expect(await base.attempts.get(key)).toBeNull();
-    expect(await base.attempts.get(budget)).toMatchObject({ count: 1 });
-    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
+    // Since 2026-12-03 a failure counts the address's budget across client ids as well, and (since
+    // later that day) first the client's share of it: a key derived from the client's own.
     expect(writes).toHaveLength(3);
+    const [key, share, budget] = writes.map((w) => w.slice("increment ".length)) as [string, string, string];
+    expect(key).toBe(`t:${await sha256(JSON.stringify(["client", "c", h.clientId, "203.0.113.9"]))}`);
+    expect(share).toBe(`t:${await sha256(JSON.stringify(["budget-share", key]))}`);
+    expect(budget).toBe(`t:${await sha256(JSON.stringify(["client-budget", "i", "203.0.113.9"]))}`);
+    for (const k of [key, share, budget]) expect(await base.attempts.get(k)).toMatchObject({ count: 1 });
+    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
+    // The success resets the client's own counter; its share and the budget's failure stand (a success counted nothing of them).
+    expect(writes).toEqual([`increment ${key}`, `increment ${share}`, `increment ${budget}`, `reset ${key}`]);
+    expect(await base.attempts.get(key)).toBeNull();
+    expect(await base.attempts.get(share)).toMatchObject({ count: 1 });
+    expect(await base.attempts.get(budget)).toMatchObject({ count: 1 });
+    await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
+    expect(writes).toHaveLength(4);
   });
 });
 
@@ -342,8 +346,8 @@ describe("housekeeping", () => {
       }
       await new Promise((r) => setTimeout(r, 0));
       // Password: the client's budget, username + address, username; client: client id + address,
-      // and the address's budget (since 2026-12-03).
-      expect(increments).toHaveLength(password ? 3 : 2);
+      // its share of the address's budget, and the budget (since 2026-12-03).
+      expect(increments).toHaveLength(3);
       expect(events.map((e) => e.type)).toEqual([password ? "account.login_failed" : "client.authentication_failed"]);
       expect(warned.filter((w) => String(w[0]).startsWith("attempt-counter"))).toEqual([
         ["attempt-counter sweep failed (the answer stands; the next sweep or prune clears the backlog)", { name: "StorageError", message: "attempt store: deadlock found when trying to get lock" }],

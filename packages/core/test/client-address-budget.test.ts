@@ -2,7 +2,8 @@
  * Client authentication's budget per address across client ids (from the bounded-storage review,
  * its tests adapted): the brute-force key of client authentication is (client id, address), and
  * unknown client ids are counted too, so before the budget one address sending distinct client ids
- * left one counter row per id for the window (2,000 ids, 2,000 rows). The budget is
+ * left one counter row per id for the window (2,000 ids, 2,000 rows; now at most two rows per id
+ * that spends the budget: its pair's, and that pair's share of the budget). The budget is
  * `CLIENT_ADDRESS_FACTOR` × `maxFailures` failures per address (IPv6 per /64) and window, read
  * with the (client id, address) counter: once spent, an attempt from that address is refused with
  * 429 before its credential is looked at, and a new client id costs no counter row. Only failures
@@ -22,6 +23,13 @@ const LOCKED = { error: "temporarily_unavailable", error_description: "Too many 
 const BAD_CLIENT = { error: "invalid_client", error_description: "Client authentication failed." };
 
 /** Counter rows in the store: deleting everything older than the far future counts them. */
+/** How many times each status occurs: `[401, 429, 429]` is `{ 401: 1, 429: 2 }`. */
+const tally = (statuses: number[]): Record<number, number> => {
+  const t: Record<number, number> = {};
+  for (const s of statuses) t[s] = (t[s] ?? 0) + 1;
+  return t;
+};
+
 async function counterRows(storage: Storage): Promise<number> {
   return storage.attempts.deleteExpired(Number.MAX_SAFE_INTEGER);
 }
@@ -63,15 +71,15 @@ describe("client authentication: a budget per address across client ids", () => 
     expect(statuses).toEqual(Array(N - BUDGET - 1).fill(429));
     // A prune as the server's hourly timer would run it, within the window: nothing may go.
     expect((await app.admin.prune()).attempts).toBe(0);
-    // One (client id, address) row per counted failure, and the budget's own.
-    expect(await counterRows(storage), "counter rows left by one address guessing distinct client ids").toBe(BUDGET + 1);
+    // Two rows per counted failure (its client id + address, and that pair's share of the budget), and the budget's own.
+    expect(await counterRows(storage), "counter rows left by one address guessing distinct client ids").toBe(2 * BUDGET + 1);
   }, 120_000);
 
   it("IPv6 addresses share the budget per /64", async () => {
     const { storage, app } = await setup();
     for (let i = 0; i < BUDGET; i++) await expectAnswer(await cc(app, `nope-${i}`, "secret", `2001:db8:0:1::${(i + 1).toString(16)}`), 401, BAD_CLIENT, null);
     await expectAnswer(await cc(app, "nope-x", "secret", "2001:db8:0:1:ffff:ffff:ffff:ffff"), 429, LOCKED, String(WINDOW_S));
-    expect(await counterRows(storage)).toBe(BUDGET + 1);
+    expect(await counterRows(storage)).toBe(2 * BUDGET + 1);
   });
 
   it("a legitimate client at another address is unaffected; at the same address it is refused only once the budget is spent, until the window ends", async () => {
@@ -109,15 +117,16 @@ describe("client authentication: a budget per address across client ids", () => 
     // The budget holds the stale client's 10 failures: 90 more from other ids before it is spent.
     for (let i = 0; i < BUDGET - MAX_FAILURES; i++) await expectAnswer(await cc(app, `nope-${i}`, "secret", ATTACKER), 401, BAD_CLIENT, null);
     expect((await cc(app, "app-1", clientSecret, ATTACKER)).status).toBe(429);
-    expect(await counterRows(storage)).toBe(1 + BUDGET - MAX_FAILURES + 1);
+    // The budget's row, and the (client id + address) row and share of the stale client and of each other id.
+    expect(await counterRows(storage)).toBe(1 + 2 * (1 + BUDGET - MAX_FAILURES));
   });
 
   it("one stale client's 100 requests in flight at once (a worker pool after a secret rotation) spend exactly maxFailures of its address's budget; the address's other clients still authenticate", async () => {
     const { storage, app, clientSecret } = await setup();
     await app.admin.createClient({ clientId: "stale", grantTypes: ["client_credentials"] });
     // Every request is read before any failure is counted (check, then fail), so all may be
-    // evaluated; only those within the client's own limit spend the budget. Until 2026-12-03 each
-    // of them did: 100 failures, the budget spent, and every client at the address locked out.
+    // evaluated; only those within the client's share of the budget (maxFailures) spend it. Until
+    // 2026-12-03 each of them did: 100 failures, the budget spent, and every client at the address locked out.
     const answers = await Promise.all(Array.from({ length: 100 }, () => cc(app, "stale", "an-old-secret", ATTACKER)));
     const budget = await storage.attempts.get(`t:${await sha256(JSON.stringify(["client-budget", "i", ATTACKER]))}`);
     const pair = await storage.attempts.get(`t:${await sha256(JSON.stringify(["client", "c", "stale", ATTACKER]))}`);
@@ -127,6 +136,31 @@ describe("client authentication: a budget per address across client ids", () => 
     // The rest of the budget is there for the others: 90 failures of other ids, then 429.
     for (let i = 0; i < BUDGET - MAX_FAILURES; i++) await expectAnswer(await cc(app, `nope-${i}`, "secret", ATTACKER), 401, BAD_CLIENT, null);
     await expectAnswer(await cc(app, "app-1", clientSecret, ATTACKER), 429, LOCKED, String(WINDOW_S));
+  });
+
+  it("a client half of whose pods have a stale secret (its successes and failures interleaved, as in a rolling redeploy) spends at most maxFailures of its address's budget; the address's other clients still authenticate", async () => {
+    const { storage, clock, app, clientSecret } = await setup();
+    const { clientSecret: rolling } = await app.admin.createClient({ clientId: "rolling", grantTypes: ["client_credentials"] });
+    // Each success resets the client's own counter, so it never reaches its own limit: every
+    // request is evaluated. Until later on 2026-12-03 each of its failures then spent the budget (100
+    // failures, the budget spent, every client at the address locked out for the window); its
+    // share of the budget (per client id + address, which a success does not reset) stops that.
+    const statuses: number[] = [];
+    for (let i = 0; i < 2 * BUDGET; i++) {
+      statuses.push((await cc(app, "rolling", i % 2 ? rolling : "an-old-secret", ATTACKER)).status);
+      clock.advance(1000);
+    }
+    const stored = async (key: unknown[]) => (await storage.attempts.get(`t:${await sha256(JSON.stringify(key))}`))?.count;
+    const budget = await stored(["client-budget", "i", ATTACKER]);
+    const pair = await stored(["client", "c", "rolling", ATTACKER]);
+    const other = await cc(app, "app-1", clientSecret, ATTACKER);
+    expect({ statuses: tally(statuses), budget, pair, other: other.status }).toEqual({ statuses: { 200: BUDGET, 401: BUDGET }, budget: MAX_FAILURES, pair: undefined, other: 200 });
+    // The rest of the budget is there for the others: 90 failures of other ids, then 429.
+    for (let i = 0; i < BUDGET - MAX_FAILURES; i++) await expectAnswer(await cc(app, `nope-${i}`, "secret", ATTACKER), 401, BAD_CLIENT, null);
+    await expectAnswer(await cc(app, "app-1", clientSecret, ATTACKER), 429, LOCKED, String(WINDOW_S - 2 * BUDGET));
+    // The budget's row, and the client's share and each other id's (client id + address) and share (the
+    // rolling client's own row went with its last success).
+    expect(await counterRows(storage)).toBe(1 + 1 + 2 * (BUDGET - MAX_FAILURES));
   });
 
   it("the revocation and introspection endpoints count into the same budget and refuse past it", async () => {
@@ -141,6 +175,6 @@ describe("client authentication: a budget per address across client ids", () => 
       const res = await post(app, path, { token: "x" }, { authorization: basic("app-1", clientSecret) }, ATTACKER);
       expect({ status: res.status, body: await res.json(), retryAfter: res.headers.get("retry-after") }).toEqual({ status: 429, body: LOCKED, retryAfter: String(WINDOW_S) });
     }
-    expect(await counterRows(storage)).toBe(BUDGET + 1);
+    expect(await counterRows(storage)).toBe(2 * BUDGET + 1);
   });
 });

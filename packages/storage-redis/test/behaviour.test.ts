@@ -570,8 +570,8 @@ describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server
 
         const wrong = await token("wrong");
         expect([wrong.status, await wrong.json()]).toEqual(invalidClient);
-        // Counted: the (client id + address) pair and the address's budget across client ids.
-        expect(await counts()).toEqual(["1", "1"]);
+        // Counted: the (client id + address) pair, its share of the address's budget, and the budget across client ids.
+        expect(await counts()).toEqual(["1", "1", "1"]);
         const right = await token(clientSecret);
         expect([right.status, await right.json()]).toEqual(issued);
         expect(warnings).toEqual([
@@ -580,8 +580,8 @@ describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server
             { name: "StorageError", message: "redis: attempts.reset failed", cause: expect.stringMatching(/^Error: ERR The user executing the script can't run this command or subcommand script: [0-9a-f]{40}, on @user_script:\d+\.$/) },
           ],
         ]);
-        // The pair's reset failed, so its count stays; a success leaves the address budget as it is.
-        expect(await counts()).toEqual(["1", "1"]);
+        // The pair's reset failed, so its count stays; a success leaves the pair's share and the address budget as they are.
+        expect(await counts()).toEqual(["1", "1", "1"]);
 
         // maxFailures 3: two more failures lock the client and address, the right secret included.
         for (let i = 0; i < 2; i++) {
@@ -590,8 +590,8 @@ describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server
         }
         const locked = await token(clientSecret);
         expect([locked.status, await locked.json()]).toEqual([429, { error: "temporarily_unavailable", error_description: "Too many failed attempts; retry after the time in Retry-After." }]);
-        // The pair at 3 refuses on its read: neither counter is counted again.
-        expect(await counts()).toEqual(["3", "3"]);
+        // The pair at 3 refuses on its read: no counter is counted again.
+        expect(await counts()).toEqual(["3", "3", "3"]);
         expect(warnings).toHaveLength(1);
       });
     });

@@ -33,12 +33,12 @@ const tally = (statuses: number[]): Record<number, number> => {
 export type OpenTwoInstances = (defer: (step: () => Promise<void>) => void) => Promise<readonly [Storage, Storage]>;
 
 /**
- * Registers four cases (and an `afterEach`) in the enclosing `describe`: 40 concurrent wrong
+ * Registers five cases (and an `afterEach`) in the enclosing `describe`: 40 concurrent wrong
  * guesses at one username from one address, the same from 40 addresses, and 60 guesses at 60
  * usernames through one client, each with the exact number of password checks, the answers and
- * the one lock reported; and 30 concurrent client authentications of one client with a wrong
- * secret, with what they spend of their address's budget. Every case opens its own two instances
- * with `openTwo`.
+ * the one lock reported; 30 concurrent client authentications of one client with a wrong secret,
+ * and 60 of one client whose right and wrong secrets take turns over both instances, each with
+ * what they spend of their address's budget. Every case opens its own two instances with `openTwo`.
  */
 export function throttleConcurrencyCases(openTwo: OpenTwoInstances): void {
   const cleanups: Array<() => Promise<void>> = [];
@@ -110,15 +110,13 @@ export function throttleConcurrencyCases(openTwo: OpenTwoInstances): void {
     expect({ ...seen, locks: await settled() }).toEqual({ checks: 30, statuses: { 400: 30, 429: 30 }, locks: ["client_budget"] });
   });
 
-  it("30 concurrent client authentications of one client with a wrong secret from one address: they spend exactly maxFailures (3) of the address's budget, and another client there still authenticates", async () => {
-    // Until 2026-12-03 every failure in flight spent the budget (read, then counted), so one stale
-    // client's workers after a secret rotation locked every client at their address out (the
-    // budget is 10 x 3 here: 30 failures at once spent all of it).
+  /** Two apps over the two instances, clients "stale" and "app-1", and client credentials from one address. */
+  const clientSetup = async () => {
     const [s1, s2] = await openTwo((step) => cleanups.push(step));
     const options = { passwordHashIterations: ITER, logger: quiet, bruteForce: { maxFailures: 3, windowSeconds: 600 } };
     const a = createPlantgate({ ...options, storage: s1 });
     const b = createPlantgate({ ...options, storage: s2 });
-    await a.admin.createClient({ clientId: "stale", grantTypes: ["client_credentials"] });
+    const { clientSecret: staleSecret } = await a.admin.createClient({ clientId: "stale", grantTypes: ["client_credentials"] });
     const { clientSecret } = await a.admin.createClient({ clientId: "app-1", grantTypes: ["client_credentials"] });
     const ip = "198.51.100.30";
     const cc = (app: typeof a, id: string, secret: string) =>
@@ -130,13 +128,36 @@ export function throttleConcurrencyCases(openTwo: OpenTwoInstances): void {
         }),
         { clientIp: ip },
       );
+    /** The stored count of a throttle key (null without a counter). */
+    const count = async (key: string) => (await s1.attempts.get(key))?.count ?? null;
+    const pairKey = `t:${await sha256(JSON.stringify(["client", "c", "stale", ip]))}`;
+    const keys = { budget: `t:${await sha256(JSON.stringify(["client-budget", "i", ip]))}`, pair: pairKey, share: `t:${await sha256(JSON.stringify(["budget-share", pairKey]))}` };
+    return { a, b, cc, count, keys, staleSecret, clientSecret };
+  };
+
+  it("30 concurrent client authentications of one client with a wrong secret from one address: they spend exactly maxFailures (3) of the address's budget, and another client there still authenticates", async () => {
+    // Until 2026-12-03 every failure in flight spent the budget (read, then counted), so one stale
+    // client's workers after a secret rotation locked every client at their address out (the
+    // budget is 10 x 3 here: 30 failures at once spent all of it).
+    const { a, b, cc, count, keys, clientSecret } = await clientSetup();
     const statuses = (await Promise.all(Array.from({ length: 30 }, (_, i) => cc(i % 2 ? b : a, "stale", "an-old-secret")))).map((r) => r.status);
-    const budget = await s1.attempts.get(`t:${await sha256(JSON.stringify(["client-budget", "i", ip]))}`);
-    const pair = await s1.attempts.get(`t:${await sha256(JSON.stringify(["client", "c", "stale", ip]))}`);
+    const [budget, pair, share] = [await count(keys.budget), await count(keys.pair), await count(keys.share)];
     const other = await cc(b, "app-1", clientSecret);
     // All of them may have been evaluated (each read the counters before any failure was counted):
-    // the client's own counter holds every 401.
+    // the client's own counter, and its share of the budget, hold every 401.
     const evaluated = tally(statuses)[401] ?? 0;
-    expect({ answered: (tally(statuses)[401] ?? 0) + (tally(statuses)[429] ?? 0), budget: budget?.count, pair: pair?.count, other: other.status }).toEqual({ answered: 30, budget: 3, pair: evaluated, other: 200 });
+    expect({ answered: (tally(statuses)[401] ?? 0) + (tally(statuses)[429] ?? 0), budget, pair, share, other: other.status }).toEqual({ answered: 30, budget: 3, pair: evaluated, share: evaluated, other: 200 });
+  });
+
+  it("60 client authentications of one client whose right and wrong secrets take turns (a rolling redeploy), over both instances: they spend exactly maxFailures (3) of the address's budget, and another client there still authenticates", async () => {
+    // Each success resets the client's own counter, so it never locks: until later on 2026-12-03
+    // each of its 30 failures spent the budget (10 x 3 here: all of it), and every client at the
+    // address was then refused. Its share of the budget, which a success leaves, stops at 3.
+    const { a, b, cc, count, keys, staleSecret, clientSecret } = await clientSetup();
+    const statuses: number[] = [];
+    for (let i = 0; i < 60; i++) statuses.push((await cc(i % 2 ? b : a, "stale", i % 4 < 2 ? "an-old-secret" : staleSecret)).status);
+    const [budget, pair, share] = [await count(keys.budget), await count(keys.pair), await count(keys.share)];
+    const other = await cc(b, "app-1", clientSecret);
+    expect({ statuses: tally(statuses), budget, pair, share, other: other.status }).toEqual({ statuses: { 200: 30, 401: 30 }, budget: 3, pair: null, share: 30, other: 200 });
   });
 }

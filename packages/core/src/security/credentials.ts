@@ -34,18 +34,32 @@ export const PASSWORD_CLIENT_FACTOR = 10;
 /**
  * Per-address budget of failed client authentications across client ids: this many × `maxFailures`
  * per window. Only failures spend it (client authentication counts a failure, never a success), and
- * one client with a wrong secret spends at most `maxFailures` of it, however many of its requests
- * are in flight at once (`Throttle.fail` counts it only while the client's own counter is within
- * its limit; until later on 2026-12-03 each failure in flight spent one), so behind one egress address (a Kubernetes
- * cluster's NAT, an office proxy) ten misconfigured clients, or one guesser's 100 failures, spend it
- * and lock that address's other clients out for the rest of the window. Ten and not the console's
- * three: many more services than administrators share one address, and a secret rotated on the
- * server before its clients are redeployed makes several of them fail at once. Bounded all the
- * same: one address leaves at most 10 × `maxFailures` + 1 counter rows per window, plus one per
- * distinct client id among failures in flight when the budget fills (they all read it unspent:
- * 500 at once, 501 rows; once per window), where before the budget each distinct client id it
- * sent was a row (2 000 ids, 2 000 rows). Behind a proxy without (or with too few) `trustedProxies`
- * every caller has the proxy's address and shares this one budget.
+ * one client with a wrong secret spends at most `maxFailures` of it per window of its share,
+ * however many of its requests are in flight at once and whatever successes come between its
+ * failures: `Throttle.fail` counts a failure on the budget only while the client's share of it (a
+ * counter per client id + address that, unlike the client's own, a success never resets) is
+ * within `maxFailures` after this failure. Until early on 2026-12-03 each failure in flight spent
+ * one; then, until later that day, the rule was the client's own counter, which each success
+ * resets, so a client half of whose pods had a stale secret (a rolling redeploy: new pods succeed,
+ * old ones fail, in turns) spent the whole budget. The share and the budget have windows of their
+ * own, each from its first count: when a client's failures straddle the start of the budget's
+ * window (its share opened in the budget's previous window and ends inside this one, then a new
+ * share opens), that client can spend up to 2 × `maxFailures` of one budget window. So behind one
+ * egress address (a Kubernetes cluster's NAT, an office proxy) ten misconfigured clients (five at
+ * worst, their windows straddling), or one guesser's 100 failures, spend it and lock that address's
+ * other clients out for the rest of the window. Ten and not the console's three: many more
+ * services than administrators share one address, and a secret rotated on the server before its
+ * clients are redeployed makes several of them fail at once. Bounded all the same: a failure
+ * leaves at most two counter rows (the client id + address's, and its share), so one address
+ * leaves at most 2 × (10 × `maxFailures`) + 1 counter rows per window (the budget's, and a pair
+ * and its share per failure the budget counts), plus two per distinct client id among failures in
+ * flight when the budget fills (they all read it unspent: 500 at once, 1 001 rows; once per
+ * window), plus one (its client id + address's) per client id whose share, opened in the budget's
+ * previous window, is still open and past `maxFailures` while its own counter was reset by a
+ * success (only a caller with that client's credential can; at most as many as the previous
+ * window's budget counted). Before the budget each distinct client id it sent was a row (2 000
+ * ids, 2 000 rows). Behind a proxy without (or with too few) `trustedProxies` every caller has the
+ * proxy's address and shares this one budget.
  */
 export const CLIENT_ADDRESS_FACTOR = 10;
 
@@ -78,7 +92,8 @@ export function consoleAddressBudget(ip: string | undefined): PasswordBudget {
  * The budget of failed client authentications (token, revocation and introspection endpoints) from
  * one address (an IPv6 address counts per /64), whatever the client id: read with the (client id +
  * address) counter before the credential is looked at, so once spent it refuses on its own (429)
- * and a new client id costs no counter row. A success counts nothing and leaves it as it is
+ * and a new client id costs no counter row. A failure counts on it only while the client's share
+ * of it is within `maxFailures` (see CLIENT_ADDRESS_FACTOR). A success counts nothing and leaves it as it is
  * (`onSuccess: "refund"`: the failures others counted stand). Without an address, every
  * address-less caller shares one budget, as the console's.
  */

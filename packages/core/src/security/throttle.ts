@@ -83,14 +83,24 @@ export interface Throttle {
   check(keys: (string | ThrottleKey)[]): Promise<ThrottleCheck>;
   /**
    * Counts one failure for every key (storage `attempts.increment`). Given what `check` read, the
-   * keys a success resets (the client's own) are counted first, and a key with `onSuccess:
-   * "refund"` (a budget across client ids) only when every one of them is still within its limit
-   * after this count (the count the increment returned, atomic in every store): failures that
-   * passed `check` together and pushed the client's own counter past its limit are its lock's
-   * business, not the budget's. So one client spends at most `maxFailures` of a budget however
-   * many of its failures are in flight at once; until 2026-12-03 each of them spent one (100
-   * requests at once of one client with a stale secret, 100 of the budget: every client at that
-   * address locked out). Failure path only: a success still writes nothing.
+   * keys a success resets (the client's own) are counted first; then, when there is a key with
+   * `onSuccess: "refund"` (a budget across client ids), the client's share of it: one more counter
+   * (its storage key derived here from the client's own storage keys, so `check` reads nothing
+   * more), counted on every failure and never reset by a success. The budget is counted only
+   * while the share's new count (atomic in every store) is within `maxFailures`. So one client
+   * spends at most `maxFailures` of a budget per window of its share, however many of its
+   * failures are in flight at once and whatever successes come between them. Until early on
+   * 2026-12-03 each failure in flight spent one (100 requests at once of one client with a stale
+   * secret, 100 of the budget: every client at that address locked out); then, until later that
+   * day, the rule was the client's own counter's new count, which each success resets, so a
+   * client whose successes and failures interleave (a rolling redeploy after a rotation: new pods
+   * succeed, old ones fail) never reached it and spent the whole budget. The share replaces that
+   * rule rather than joining it: without a success between them the two counters are counted
+   * together and hold the same count, and the share alone gives the bound. The share and the
+   * budget have windows of their own (each from its first count), so failures that straddle the
+   * start of the budget's window can spend up to 2 × `maxFailures` of that one window. At most one
+   * counter row more per failing client (id + address). Failure path only: a success still reads
+   * and writes nothing more.
    */
   fail(keys: string[] | ThrottleCheck): Promise<void>;
   /**
@@ -108,14 +118,13 @@ export interface Throttle {
 }
 
 /**
- * What {@link Throttle.check} read: the stored (hashed) keys (`fail` counts them all), those a
- * success resets (`resetKeys`: all but a budget's), and whether any of those had a counter.
+ * What {@link Throttle.check} read: the stored (hashed) keys (`fail` counts them all, a budget's
+ * within the client's share), those a success resets (`resetKeys`: all but a budget's), and
+ * whether any of those had a counter.
  */
 export interface ThrottleCheck {
   readonly storageKeys: readonly string[];
   readonly resetKeys: readonly string[];
-  /** The limit (`factor × maxFailures`) of each of `resetKeys`, in the same order: `fail` compares their new counts with it. */
-  readonly resetLimits: readonly number[];
   readonly anyCounted: boolean;
 }
 
@@ -232,7 +241,7 @@ export function createThrottle(
   onSweepError: (error: unknown, what: "sweep" | "refund" | "read") => void = () => {},
 ): Throttle {
   if (settings === false) {
-    return { async attempt() { return { counted: [] }; }, async check() { return { storageKeys: [], resetKeys: [], resetLimits: [], anyCounted: false }; }, async fail() {}, async succeed() {}, windowMs: 0 };
+    return { async attempt() { return { counted: [] }; }, async check() { return { storageKeys: [], resetKeys: [], anyCounted: false }; }, async fail() {}, async succeed() {}, windowMs: 0 };
   }
   const hashed = storageKeyWith(hash);
   // The same few keys (a client from its usual address) come back on every request; their hashes
@@ -447,7 +456,6 @@ export function createThrottle(
       const distinct = keys.filter((k) => !names.has(keyOf(k)) && names.add(keyOf(k)));
       const storageKeys = knownKeys(distinct) ?? (await hashAll(distinct));
       const resetKeys: string[] = [];
-      const resetLimits: number[] = [];
       // Every counter read is started at once: one storage wait, and (with known hashes) started in
       // the caller's synchronous run, beside whatever else it reads (see the token endpoint).
       const records = await Promise.all(storageKeys.map((key) => store.get(key)));
@@ -455,10 +463,7 @@ export function createThrottle(
         const k = distinct[i]!;
         const resets = typeof k === "string" || (k.onSuccess ?? "reset") === "reset";
         const limit = settings.maxFailures * (typeof k === "string" ? 1 : k.factor);
-        if (resets) {
-          resetKeys.push(storageKeys[i]!);
-          resetLimits.push(limit);
-        }
+        if (resets) resetKeys.push(storageKeys[i]!);
         if (r && resets) anyCounted = true;
         if (r && r.count >= limit && r.windowStart > now - windowMs) {
           until = Math.max(until, r.windowStart + windowMs);
@@ -469,19 +474,24 @@ export function createThrottle(
         const refused = tallyRefusal(refusing.storageKey, refusing.windowStart, now);
         throw new TooManyAttemptsError(retryAfter(until, now), "locked", { keyIndex: refusing.keyIndex, first: refused === 1, until: refusing.windowStart + windowMs, refused });
       }
-      return { storageKeys, resetKeys, resetLimits, anyCounted };
+      return { storageKeys, resetKeys, anyCounted };
     },
     async fail(keys) {
       const now = clock();
       if (!isCheck(keys)) {
         for (const key of await hashAll(keys)) await store.increment(key, now, windowMs);
       } else {
-        // The client's own keys first; a budget only for a failure they still admit (see Throttle.fail).
-        let within = true;
-        for (const [i, key] of keys.resetKeys.entries()) {
-          if ((await store.increment(key, now, windowMs)).count > keys.resetLimits[i]!) within = false;
+        // The client's own keys first, then its share of the budget, then the budget while the
+        // share is within maxFailures (see Throttle.fail). The share's key is a hash of the client's
+        // own storage keys under a name no other key has: derived here, on the failure path only.
+        for (const key of keys.resetKeys) await store.increment(key, now, windowMs);
+        const budgets = keys.storageKeys.filter((key) => !keys.resetKeys.includes(key));
+        if (budgets.length > 0) {
+          const share = keys.resetKeys.length > 0 ? await storageKey(JSON.stringify(["budget-share", ...keys.resetKeys])) : undefined;
+          if (share === undefined || (await store.increment(share, now, windowMs)).count <= settings.maxFailures) {
+            for (const key of budgets) await store.increment(key, now, windowMs);
+          }
         }
-        if (within) for (const key of keys.storageKeys) if (!keys.resetKeys.includes(key)) await store.increment(key, now, windowMs);
       }
       await sweep(now);
     },
