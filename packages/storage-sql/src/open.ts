@@ -331,6 +331,13 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
           client.on("error", () => {});
           try {
             await client.connect();
+            // A SET, as the pool's connections begin with: a proxy that keeps a client on one
+            // server connection once it has sent a SET (AWS RDS Proxy's "pinning", per its
+            // documentation; not tried here) does so for the probe as for the pool, and is not
+            // taken for a transaction pooler. Of a placeholder only plantgate reads: through a
+            // transaction pooler, where it lands on a shared server connection and stays, it
+            // changes nothing for anyone else (an empty `plantgate.pooler_probe`).
+            await client.query("SET plantgate.pooler_probe = ''");
           } catch (e) {
             await client.end().catch(() => {});
             throw e;

@@ -6,8 +6,9 @@ import { StorageConfigError } from "./config-error.js";
 // TransactionPoolingError for what breaks).
 //
 // Two connections, held together, answer alternately which server process they run on
-// (`pg_backend_pid()`), and nothing else: the probe sets nothing, and `openSqlStorage` runs it on
-// bare connections outside its pool, whose connect-time SETs would otherwise land on pooled server
+// (`pg_backend_pid()`), and nothing else: the probe sets nothing itself, and `openSqlStorage` runs
+// it on bare connections outside its pool (which set only an empty placeholder of plantgate's, see
+// open.ts), whose connect-time SETs would otherwise land on pooled server
 // connections other clients of a transaction pooler are handed next (until 2026-12-03 a refused
 // open left `statement_timeout = 29s`, `idle_in_transaction_session_timeout` and a session setting
 // of the probe's own on them). Directly, or through a pooler in session mode, each connection is

@@ -37,7 +37,12 @@ for (const extra of ["", "server_round_robin = 1\ndefault_pool_size = 2"]) {
           await other.end();
         }
       }
-      expect([...seen].map((row) => JSON.parse(row) as unknown)).toEqual([defaults]);
+      // The probe's connections begin with a SET of a plantgate-only placeholder (see open.ts: a
+      // proxy that pins a client on its first SET); through a transaction pooler it may stay, empty,
+      // on a server connection, which changes nothing for anyone else. Nothing else may.
+      const rows = [...seen].map((row) => JSON.parse(row) as Record<string, unknown>);
+      expect(rows.filter((row) => row.probe !== "" && row.probe !== null)).toEqual([]);
+      expect([...new Set(rows.map((row) => JSON.stringify({ ...row, probe: null })))].map((row) => JSON.parse(row) as unknown)).toEqual([defaults]);
     });
   });
 }
