@@ -41,10 +41,11 @@ describe("sqlite: counter and audit rows under a flood from one address", () => 
       return { statuses, counters: await store.attempts.deleteExpired(Number.MAX_SAFE_INTEGER), audit: await store.audit!.deleteExpired(Number.MAX_SAFE_INTEGER) };
     };
     // Distinct unknown client ids: 100 failures (the address's budget, 10 × maxFailures), then
-    // refusals: 100 + 1 counter rows; 100 failure events and 11 refusal events (1, 2, ..., 1024 of 1900).
-    expect(await phase((i) => token(app, { grant_type: "client_credentials" }, basic(`nope-${i}`, "x"), "198.51.100.7"))).toEqual({ statuses: { 401: 100, 429: 1900 }, counters: 101, audit: 111 });
-    // One locked client: its counter and its address's budget; 10 failures and 11 refusal events.
-    expect(await phase(() => token(app, { grant_type: "client_credentials" }, basic("locked", "wrong"), "198.51.100.8"))).toEqual({ statuses: { 401: 10, 429: 1990 }, counters: 2, audit: 21 });
+    // refusals: 2 × 100 + 1 counter rows (each id's own counter and its share of the budget, then
+    // the budget); 100 failure events and 11 refusal events (1, 2, ..., 1024 of 1900).
+    expect(await phase((i) => token(app, { grant_type: "client_credentials" }, basic(`nope-${i}`, "x"), "198.51.100.7"))).toEqual({ statuses: { 401: 100, 429: 1900 }, counters: 201, audit: 111 });
+    // One locked client: its counter, its share of its address's budget and the budget; 10 failures and 11 refusal events.
+    expect(await phase(() => token(app, { grant_type: "client_credentials" }, basic("locked", "wrong"), "198.51.100.8"))).toEqual({ statuses: { 401: 10, 429: 1990 }, counters: 3, audit: 21 });
     // One locked username: username + address, username, the client's budget; 10 failures, the lock-out, 11 refusal events.
     expect(await phase((i) => token(app, { grant_type: "password", username: "alice", password: `guess-${i}` }, basic("app-1", clientSecret), "198.51.100.9"))).toEqual({ statuses: { 400: 10, 429: 1990 }, counters: 3, audit: 22 });
   }, 120_000);
