@@ -95,8 +95,9 @@ export interface Throttle {
    * day, the rule was the client's own counter's new count, which each success resets, so a
    * client whose successes and failures interleave (a rolling redeploy after a rotation: new pods
    * succeed, old ones fail) never reached it and spent the whole budget. The share replaces that
-   * rule rather than joining it: without a success between them the two counters are counted
-   * together and hold the same count, and the share alone gives the bound. The share and the
+   * rule rather than joining it: the share alone gives the bound (without a success in the
+   * share's window the two counters are counted together and hold the same count; after one, the
+   * client's own counter restarts with a window of its own and the share goes on). The share and the
    * budget have windows of their own (each from its first count), so failures that straddle the
    * start of the budget's window can spend up to 2 × `maxFailures` of that one window. At most one
    * counter row more per failing client (id + address). Failure path only: a success still reads
