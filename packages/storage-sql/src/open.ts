@@ -271,7 +271,7 @@ interface Opened {
   /** PostgreSQL: the pool, whose sockets a close past its wait drops. */
   pgPool?: unknown;
   /**
-   * PostgreSQL: bare connections for the pooler probe, outside the pool: none of the pool's
+   * PostgreSQL (set with `pgPool`): bare connections for the pooler probe, outside the pool: none of the pool's
    * connect-time SETs runs on them, so a probe through a transaction pooler leaves no setting on
    * a server connection other clients of the pooler are handed next.
    */
@@ -290,12 +290,10 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
       // lets the kernel find a dead peer of an idle connection. A transaction its instance left
       // open (its network cut mid-way) would hold its row locks for every other instance: the
       // server ends a session idle in a transaction after 15 s (none of ours waits that long).
-      const pool = new pg.Pool({
-        connectionString: target.url,
-        connectionTimeoutMillis: 10_000,
-        keepAlive: true,
-        ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}),
-      });
+      // The pool's connections and the pooler probe's bare ones are made from the same options (the
+      // URL's TLS and timeouts included).
+      const connection = { connectionString: target.url, connectionTimeoutMillis: 10_000, ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}) };
+      const pool = new pg.Pool({ ...connection, keepAlive: true });
       // An idle client whose server went away emits 'error' on the pool; unhandled, that would
       // crash the process. The pool has already dropped the client and connects afresh next time.
       pool.on("error", () => {});
@@ -327,7 +325,7 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
       });
       const probeConnections: ProbePool = {
         async connect() {
-          const client = new pg.Client({ connectionString: target.url, connectionTimeoutMillis: 10_000, ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}) });
+          const client = new pg.Client(connection);
           client.on("error", () => {});
           try {
             await client.connect();
@@ -516,7 +514,7 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
     if (e instanceof DriverMissingError) throw e;
     throw toStorageError(e, family, "open");
   }
-  if (opened.pgPool !== undefined) {
+  if (opened.pgPool !== undefined && opened.probeConnections !== undefined) {
     // Before anything is migrated or cached: a pooler in transaction mode is refused (see
     // TransactionPoolingError). With `migrate: false` a server that cannot be reached now does not
     // fail the open (as before): the pool's first connection checks, and each after it until one

@@ -79,9 +79,9 @@ export interface ProbePool {
  * with its driver error (an outage: the next one tries again) or, once it found a transaction
  * pooler, with a {@link TransactionPoolingError} from then on (told to `warn` once). The returned
  * `check()` runs it now (`openSqlStorage` at open). The probe runs on `probe`'s connections (bare
- * ones, outside the pool: see the top of this file), or else on the pool's own, bypassing the gate.
+ * ones, outside the pool: see the top of this file).
  */
-export function gateOnSessionPooling(pool: ProbePool, name: string, warn: (message: string) => void, probe?: ProbePool): () => Promise<void> {
+export function gateOnSessionPooling(pool: ProbePool, name: string, warn: (message: string) => void, probe: ProbePool): () => Promise<void> {
   const connect = pool.connect.bind(pool) as (...args: unknown[]) => Promise<ProbeClient> | undefined;
   let passed = false;
   let refused: TransactionPoolingError | null = null;
@@ -91,7 +91,7 @@ export function gateOnSessionPooling(pool: ProbePool, name: string, warn: (messa
     if (refused !== null) return Promise.reject(refused);
     return (running ??= (async () => {
       try {
-        const evidence = await transactionPoolingEvidence(probe ?? { connect: () => connect() as Promise<ProbeClient> });
+        const evidence = await transactionPoolingEvidence(probe);
         if (evidence === null) passed = true;
         else {
           refused = new TransactionPoolingError(transactionPoolingMessage(name, evidence));
