@@ -26,6 +26,22 @@ async function cli(argv: string[], env: Record<string, string>) {
   return { code, stdout, stderr };
 }
 
+/**
+ * Runs `body` with a fresh schema of the test PostgreSQL (dropped after), an admin storage on the
+ * default schema, and the URL that puts the CLI in that schema.
+ */
+async function inSchema(body: (place: { schema: string; admin: SqlStorage; url: string }) => Promise<void>): Promise<void> {
+  const schema = `plantgate_cli_${randomBytes(6).toString("hex")}`;
+  const admin = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
+  opened.push(admin);
+  await sql`create schema ${sql.id(schema)}`.execute(admin.db);
+  try {
+    await body({ schema, admin, url: `${POSTGRES_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}` });
+  } finally {
+    await sql`drop schema ${sql.id(schema)} cascade`.execute(admin.db);
+  }
+}
+
 const suite = problem === null || IN_CI ? describe : describe.skip;
 suite(problem === null ? "plantgate CLI on PostgreSQL" : `plantgate CLI on PostgreSQL (skipped: unreachable at ${POSTGRES_URL}: ${problem})`, () => {
   it("the service is reachable (required when CI=true)", () => {
@@ -61,12 +77,7 @@ suite(problem === null ? "plantgate CLI on PostgreSQL" : `plantgate CLI on Postg
   });
 
   it("an empty schema is refused by every command but migrate (exit 2, naming plantgate migrate; no table made); after migrate, client create works", async () => {
-    const schema = `plantgate_cli_${randomBytes(6).toString("hex")}`;
-    const admin = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
-    opened.push(admin);
-    await sql`create schema ${sql.id(schema)}`.execute(admin.db);
-    try {
-      const url = `${POSTGRES_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    await inSchema(async ({ schema, admin, url }) => {
       const env = { PLANTGATE_DATABASE_URL: url };
       const tables = async () => (await sql<{ n: number }>`select count(*)::int as n from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace where n.nspname = ${schema}`.execute(admin.db)).rows[0]!.n;
       for (const argv of [["client", "list"], ["client", "create", "--name", "Reporting", "--id", "reporting"]]) {
@@ -79,18 +90,11 @@ suite(problem === null ? "plantgate CLI on PostgreSQL" : `plantgate CLI on Postg
       const created = await cli(["client", "create", "--name", "Reporting", "--id", "reporting"], env);
       expect(created.code).toBe(0);
       expect(JSON.parse(created.stdout)).toMatchObject({ client_id: "reporting" });
-    } finally {
-      await sql`drop schema ${sql.id(schema)} cascade`.execute(admin.db);
-    }
+    });
   });
 
   it("a statement that fails mid-command (a table locked by another session, past PLANTGATE_QUERY_TIMEOUT_MS) is exit 3 with one stderr line, as an unreachable store at open is; nothing is printed on stdout", async () => {
-    const schema = `plantgate_cli_${randomBytes(6).toString("hex")}`;
-    const admin = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
-    opened.push(admin);
-    await sql`create schema ${sql.id(schema)}`.execute(admin.db);
-    try {
-      const url = `${POSTGRES_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    await inSchema(async ({ url }) => {
       const env = { PLANTGATE_DATABASE_URL: url, PLANTGATE_QUERY_TIMEOUT_MS: "300" };
       expect(await cli(["migrate"], env)).toMatchObject({ code: 0 });
       expect(await cli(["client", "create", "--name", "Reporting", "--id", "reporting"], env)).toMatchObject({ code: 0 });
@@ -105,27 +109,20 @@ suite(problem === null ? "plantgate CLI on PostgreSQL" : `plantgate CLI on Postg
         await sql`lock table pg_clients in access exclusive mode`.execute(trx);
         locked();
         await released;
-      });
-      await isLocked;
-      const failed = await cli(["client", "list"], env);
-      release();
-      await holding;
-      expect({ code: failed.code, stdout: failed.stdout }).toEqual({ code: 3, stdout: "" });
-      expect(failed.stderr).toMatch(/^plantgate: [^\n]*\n$/);
-      // Once the lock is gone the same command answers.
-      expect(JSON.parse((await cli(["client", "list"], env)).stdout).map((c: { client_id: string }) => c.client_id)).toEqual(["reporting"]);
-    } finally {
-      await sql`drop schema ${sql.id(schema)} cascade`.execute(admin.db);
-    }
+    });
+    await isLocked;
+    const failed = await cli(["client", "list"], env);
+    release();
+    await holding;
+    expect({ code: failed.code, stdout: failed.stdout }).toEqual({ code: 3, stdout: "" });
+    expect(failed.stderr).toMatch(/^plantgate: [^\n]*\n$/);
+    // Once the lock is gone the same command answers.
+    expect(JSON.parse((await cli(["client", "list"], env)).stdout).map((c: { client_id: string }) => c.client_id)).toEqual(["reporting"]);
+    });
   }, 30_000);
 
   it("migrate waiting for another instance's migration lock says so on stderr as a CLI warning line (the store's onWarning), then migrates once the lock is free", async () => {
-    const schema = `plantgate_cli_${randomBytes(6).toString("hex")}`;
-    const admin = await openStorageFromEnv({ PLANTGATE_DATABASE_URL: POSTGRES_URL }, { cwd: "/", migrate: false, clientCache: false });
-    opened.push(admin);
-    await sql`create schema ${sql.id(schema)}`.execute(admin.db);
-    try {
-      const url = `${POSTGRES_URL}?options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    await inSchema(async ({ schema, admin, url }) => {
       // Another instance migrating this schema holds plantgate's lock (key: 0x70676d67 and the schema's oid) for 6 s.
       let locked!: () => void;
       const isLocked = new Promise<void>((r) => (locked = r));
@@ -133,16 +130,14 @@ suite(problem === null ? "plantgate CLI on PostgreSQL" : `plantgate CLI on Postg
         await sql`select pg_advisory_xact_lock(${sql.lit(0x70676d67)}, (select oid::int4 from pg_catalog.pg_namespace where nspname = ${schema}))`.execute(trx);
         locked();
         await new Promise((r) => setTimeout(r, 6000));
-      });
-      await isLocked;
-      const migrated = await cli(["migrate"], { PLANTGATE_DATABASE_URL: url });
-      await holding;
-      expect({ code: migrated.code, stdout: JSON.parse(migrated.stdout) as unknown }).toEqual({ code: 0, stdout: { migrated: true } });
-      expect(migrated.stderr).toMatch(
-        new RegExp(`^plantgate: warning: postgres storage: waiting for the migration lock of schema "${schema}" \\(pg_advisory_lock\\(\\d+, \\d+\\), held by backend \\d+: another instance migrating it\\); waited 5 s, waiting up to 900 s in all\\nmigrations applied\\n$`),
-      );
-    } finally {
-      await sql`drop schema ${sql.id(schema)} cascade`.execute(admin.db);
-    }
+    });
+    await isLocked;
+    const migrated = await cli(["migrate"], { PLANTGATE_DATABASE_URL: url });
+    await holding;
+    expect({ code: migrated.code, stdout: JSON.parse(migrated.stdout) as unknown }).toEqual({ code: 0, stdout: { migrated: true } });
+    expect(migrated.stderr).toMatch(
+      new RegExp(`^plantgate: warning: postgres storage: waiting for the migration lock of schema "${schema}" \\(pg_advisory_lock\\(\\d+, \\d+\\), held by backend \\d+: another instance migrating it\\); waited 5 s, waiting up to 900 s in all\\nmigrations applied\\n$`),
+    );
+    });
   }, 30_000);
 });
