@@ -180,7 +180,9 @@ export interface PlantgateOptions extends TelemetryOptions {
    * budgets across usernames, to which a success gives back only its own count) and of
    * client authentication (per client id + client IP, failures count): past the limit within
    * `windowSeconds` of the first count, attempts are refused with 429 and `Retry-After` until the
-   * window ends. Counters live in storage, so they hold across instances. Default
+   * window ends. Client authentication's budget per client IP across client ids (10 ×
+   * `maxFailures`) counts in windows of the clock instead (`windowSeconds` long, from the epoch).
+   * Counters live in storage, so they hold across instances. Default
    * `{ maxFailures: 10, windowSeconds: 900 }`; `false` turns it off.
    */
   bruteForce?: { maxFailures?: number; windowSeconds?: number } | false;

@@ -105,7 +105,7 @@ describe("client authentication: a budget per address across client ids", () => 
       { type: "client.authentication_failed", client_id: null, reason: "throttled", client_ip: ATTACKER, lock: "address_budget", refused_count: 2 },
       expect.objectContaining({ type: "token.issued", client_id: "app-1", client_ip: "203.0.113.5" }),
     ]);
-    // The window (from the first failure) ends: the address is served again.
+    // The budget's window (of the clock; the first failure came at its start) ends: the address is served again.
     clock.advance((WINDOW_S - 10) * 1000);
     expect((await cc(app, "app-1", clientSecret, ATTACKER)).status).toBe(200);
   });
@@ -161,6 +161,32 @@ describe("client authentication: a budget per address across client ids", () => 
     // The budget's row, and the client's share and each other id's (client id + address) and share (the
     // rolling client's own row went with its last success).
     expect(await counterRows(storage)).toBe(1 + 1 + 2 * (BUDGET - MAX_FAILURES));
+  });
+
+  it("a client whose failures straddle the start of a budget window spends at most maxFailures of that window; the address's other clients still authenticate", async () => {
+    const { storage, clock, app, clientSecret } = await setup();
+    await app.admin.createClient({ clientId: "stale", grantTypes: ["client_credentials"] });
+    const stored = async (key: unknown[]) => (await storage.attempts.get(`t:${await sha256(JSON.stringify(key))}`))?.count;
+    const budget = () => stored(["client-budget", "i", ATTACKER]);
+    const W = WINDOW_S * 1000;
+    // Another id opens the budget's window; the stale client fails once half-way through it.
+    await expectAnswer(await cc(app, "nope-first", "secret", ATTACKER), 401, BAD_CLIENT, null);
+    clock.advance(W / 2);
+    await expectAnswer(await cc(app, "stale", "an-old-secret", ATTACKER), 401, BAD_CLIENT, null);
+    // The budget's next window: the stale client fails again, and once more after its own
+    // (client id + address) window has ended. Until 2026-12-03 its share of the budget had a
+    // window of its own, from its first failure: the share opened half-way through the budget's
+    // previous window let 9 failures through into this one, and a new share 10 more: 19 of this
+    // window's 100 spent by one client.
+    clock.advance(W / 2 + 1000);
+    const statuses: number[] = [];
+    for (let i = 0; i < MAX_FAILURES - 1; i++) statuses.push((await cc(app, "stale", "an-old-secret", ATTACKER)).status);
+    clock.advance(W / 2);
+    for (let i = 0; i < MAX_FAILURES; i++) statuses.push((await cc(app, "stale", "an-old-secret", ATTACKER)).status);
+    expect({ statuses: tally(statuses), budget: await budget() }).toEqual({ statuses: { 401: 2 * MAX_FAILURES - 1 }, budget: MAX_FAILURES });
+    // The rest of this window's budget is there for the others: 90 failures of other ids, then 429.
+    for (let i = 0; i < BUDGET - MAX_FAILURES; i++) await expectAnswer(await cc(app, `nope-${i}`, "secret", ATTACKER), 401, BAD_CLIENT, null);
+    await expectAnswer(await cc(app, "app-1", clientSecret, ATTACKER), 429, LOCKED, String(WINDOW_S / 2 - 1));
   });
 
   it("the revocation and introspection endpoints count into the same budget and refuse past it", async () => {

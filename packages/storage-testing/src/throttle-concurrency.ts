@@ -33,12 +33,13 @@ const tally = (statuses: number[]): Record<number, number> => {
 export type OpenTwoInstances = (defer: (step: () => Promise<void>) => void) => Promise<readonly [Storage, Storage]>;
 
 /**
- * Registers five cases (and an `afterEach`) in the enclosing `describe`: 40 concurrent wrong
+ * Registers six cases (and an `afterEach`) in the enclosing `describe`: 40 concurrent wrong
  * guesses at one username from one address, the same from 40 addresses, and 60 guesses at 60
  * usernames through one client, each with the exact number of password checks, the answers and
  * the one lock reported; 30 concurrent client authentications of one client with a wrong secret,
- * and 60 of one client whose right and wrong secrets take turns over both instances, each with
- * what they spend of their address's budget. Every case opens its own two instances with `openTwo`.
+ * 60 of one client whose right and wrong secrets take turns over both instances, and one client's
+ * failures straddling the start of a budget window, each with what they spend of their address's
+ * budget. Every case opens its own two instances with `openTwo`.
  */
 export function throttleConcurrencyCases(openTwo: OpenTwoInstances): void {
   const cleanups: Array<() => Promise<void>> = [];
@@ -111,9 +112,17 @@ export function throttleConcurrencyCases(openTwo: OpenTwoInstances): void {
   });
 
   /** Two apps over the two instances, clients "stale" and "app-1", and client credentials from one address. */
+  /**
+   * Both apps on one clock, moved by hand (`advance`), from a second into a 10-minute window near
+   * the real time: the address's budget and a client's share of it are counted per window of the
+   * clock (from the epoch), so on the real clock a case that ran across a window's start would
+   * count part of its failures in the next window.
+   */
   const clientSetup = async () => {
     const [s1, s2] = await openTwo((step) => cleanups.push(step));
-    const options = { passwordHashIterations: ITER, logger: quiet, bruteForce: { maxFailures: 3, windowSeconds: 600 } };
+    let now = Math.floor(Date.now() / 600_000) * 600_000 + 1000;
+    const advance = (ms: number) => void (now += ms);
+    const options = { passwordHashIterations: ITER, logger: quiet, bruteForce: { maxFailures: 3, windowSeconds: 600 }, clock: () => now };
     const a = createPlantgate({ ...options, storage: s1 });
     const b = createPlantgate({ ...options, storage: s2 });
     const { clientSecret: staleSecret } = await a.admin.createClient({ clientId: "stale", grantTypes: ["client_credentials"] });
@@ -132,7 +141,7 @@ export function throttleConcurrencyCases(openTwo: OpenTwoInstances): void {
     const count = async (key: string) => (await s1.attempts.get(key))?.count ?? null;
     const pairKey = `t:${await sha256(JSON.stringify(["client", "c", "stale", ip]))}`;
     const keys = { budget: `t:${await sha256(JSON.stringify(["client-budget", "i", ip]))}`, pair: pairKey, share: `t:${await sha256(JSON.stringify(["budget-share", pairKey]))}` };
-    return { a, b, cc, count, keys, staleSecret, clientSecret };
+    return { a, b, cc, count, keys, staleSecret, clientSecret, advance };
   };
 
   it("30 concurrent client authentications of one client with a wrong secret from one address: they spend exactly maxFailures (3) of the address's budget, and another client there still authenticates", async () => {
@@ -159,5 +168,25 @@ export function throttleConcurrencyCases(openTwo: OpenTwoInstances): void {
     const [budget, pair, share] = [await count(keys.budget), await count(keys.pair), await count(keys.share)];
     const other = await cc(b, "app-1", clientSecret);
     expect({ statuses: tally(statuses), budget, pair, share, other: other.status }).toEqual({ statuses: { 200: 30, 401: 30 }, budget: 3, pair: null, share: 30, other: 200 });
+  });
+
+  it("a client whose failures straddle the start of a budget window, over both instances, spends exactly maxFailures (3) of that window, and another client there still authenticates", async () => {
+    const W = 600_000;
+    const { a, b, cc, count, keys, clientSecret, advance } = await clientSetup();
+    // The stale client fails once half-way through a budget window; then twice at the next
+    // window's start, and three times more after its own (client id + address) window ended.
+    // Until later on 2026-12-03 its share of the budget had a window of its own, opened by the
+    // first failure: 2 failures passed into the next budget window with it, and 3 more with a new
+    // share, 5 of that window's 30.
+    advance(W / 2);
+    expect((await cc(a, "stale", "an-old-secret")).status).toBe(401);
+    advance(W / 2);
+    const statuses: number[] = [];
+    for (let i = 0; i < 2; i++) statuses.push((await cc(i % 2 ? a : b, "stale", "an-old-secret")).status);
+    advance(W / 2);
+    for (let i = 0; i < 3; i++) statuses.push((await cc(i % 2 ? a : b, "stale", "an-old-secret")).status);
+    const [budget, share] = [await count(keys.budget), await count(keys.share)];
+    const other = await cc(b, "app-1", clientSecret);
+    expect({ statuses: tally(statuses), budget, share, other: other.status }).toEqual({ statuses: { 401: 5 }, budget: 3, share: 5, other: 200 });
   });
 }

@@ -34,19 +34,18 @@ export const PASSWORD_CLIENT_FACTOR = 10;
 /**
  * Per-address budget of failed client authentications across client ids: this many × `maxFailures`
  * per window. Only failures spend it (client authentication counts a failure, never a success), and
- * one client with a wrong secret spends at most `maxFailures` of it per window of its share,
+ * one client with a wrong secret spends at most `maxFailures` of it per window,
  * however many of its requests are in flight at once and whatever successes come between its
  * failures: `Throttle.fail` counts a failure on the budget only while the client's share of it (a
  * counter per client id + address that, unlike the client's own, a success never resets) is
  * within `maxFailures` after this failure. Until early on 2026-12-03 each failure in flight spent
  * one; then, until later that day, the rule was the client's own counter, which each success
  * resets, so a client half of whose pods had a stale secret (a rolling redeploy: new pods succeed,
- * old ones fail, in turns) spent the whole budget. The share and the budget have windows of their
- * own, each from its first count: when a client's failures straddle the start of the budget's
- * window (its share opened in the budget's previous window and ends inside this one, then a new
- * share opens), that client can spend up to 2 × `maxFailures` of one budget window. So behind one
- * egress address (a Kubernetes cluster's NAT, an office proxy) ten misconfigured clients (five at
- * worst, their windows straddling), or one guesser's 100 failures, spend it and lock that address's
+ * old ones fail, in turns) spent the whole budget. The share and the budget are counted per window
+ * of the clock (from the epoch), so both cover the same time; until later still that day each had a
+ * window from its own first count, and a client whose failures straddled the start of the budget's
+ * window spent up to 2 × `maxFailures` of it. So behind one
+ * egress address (a Kubernetes cluster's NAT, an office proxy) ten misconfigured clients, or one guesser's 100 failures, spend it and lock that address's
  * other clients out for the rest of the window. Ten and not the console's three: many more
  * services than administrators share one address, and a secret rotated on the server before its
  * clients are redeployed makes several of them fail at once. Bounded all the same: a failure
@@ -54,10 +53,7 @@ export const PASSWORD_CLIENT_FACTOR = 10;
  * leaves at most 2 × (10 × `maxFailures`) + 1 counter rows per window (the budget's, and a pair
  * and its share per failure the budget counts), plus two per distinct client id among failures in
  * flight when the budget fills (they all read it unspent: 500 at once, 1 001 rows; once per
- * window), plus one (its client id + address's) per client id whose share, opened in the budget's
- * previous window, is still open and past `maxFailures` while its own counter was reset by a
- * success (only a caller with that client's credential can; at most as many as the previous
- * window's budget counted). Before the budget each distinct client id it sent was a row (2 000
+ * window). Before the budget each distinct client id it sent was a row (2 000
  * ids, 2 000 rows). Behind a proxy without (or with too few) `trustedProxies` every caller has the
  * proxy's address and shares this one budget.
  */

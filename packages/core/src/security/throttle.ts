@@ -97,11 +97,15 @@ export interface Throttle {
    * succeed, old ones fail) never reached it and spent the whole budget. The share replaces that
    * rule rather than joining it: the share alone gives the bound (without a success in the
    * share's window the two counters are counted together and hold the same count; after one, the
-   * client's own counter restarts with a window of its own and the share goes on). The share and the
-   * budget have windows of their own (each from its first count), so failures that straddle the
-   * start of the budget's window can spend up to 2 × `maxFailures` of that one window. At most one
-   * counter row more per failing client (id + address). Failure path only: a success still reads
-   * and writes nothing more.
+   * client's own counter restarts with a window of its own and the share goes on). The share and
+   * the budget are counted as of the start of the clock's current window (windows of `windowMs`
+   * from the epoch: a budget spent at 10:14 with 15-minute windows is served again at 10:15), so
+   * both always cover the same time and the bound holds per budget window. Until later on
+   * 2026-12-03 each had a window from its own first count, and a client whose failures straddled
+   * the start of the budget's window (its share opened in the budget's previous window, then a new
+   * one) spent up to 2 × `maxFailures` of that one window. The client's own counter keeps its
+   * window from its first failure. At most one counter row more per failing client (id +
+   * address). Failure path only: a success still reads and writes nothing more.
    */
   fail(keys: string[] | ThrottleCheck): Promise<void>;
   /**
@@ -488,9 +492,14 @@ export function createThrottle(
         for (const key of keys.resetKeys) await store.increment(key, now, windowMs);
         const budgets = keys.storageKeys.filter((key) => !keys.resetKeys.includes(key));
         if (budgets.length > 0) {
+          // The share and the budget are counted as of the start of the clock's current window
+          // (windows of `windowMs` from the epoch), so a new window of either opens at that start
+          // and the two always cover the same time: the share bounds the client's spend of each
+          // budget window, not of a window of its own (see Throttle.fail).
+          const windowOpen = now - (now % windowMs);
           const share = keys.resetKeys.length > 0 ? await storageKey(JSON.stringify(["budget-share", ...keys.resetKeys])) : undefined;
-          if (share === undefined || (await store.increment(share, now, windowMs)).count <= settings.maxFailures) {
-            for (const key of budgets) await store.increment(key, now, windowMs);
+          if (share === undefined || (await store.increment(share, windowOpen, windowMs)).count <= settings.maxFailures) {
+            for (const key of budgets) await store.increment(key, windowOpen, windowMs);
           }
         }
       }
