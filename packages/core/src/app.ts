@@ -12,7 +12,7 @@ import { readJsonBody } from "./http/api-json.js";
 import { requireBearer, withBearerRead } from "./http/bearer.js";
 import { readOAuthForm, TOKEN_PARAMETERS, TOKEN_QUERY_PARAMETERS } from "./http/oauth-form.js";
 import type { HandleInfo } from "./http/handle-info.js";
-import { resolveClientIp } from "./security/client-ip.js";
+import { requestClientIp } from "./http/client-address.js";
 import { API_NO_STORE, errorResponse, json, NO_STORE, toResponse, type PlainResponse } from "./http/respond.js";
 import { INTROSPECTION_PATH, metadata, REVOCATION_PATH, TOKEN_PATH } from "./oauth/metadata.js";
 import { introspectionEndpoint } from "./oauth/introspection.js";
@@ -206,7 +206,7 @@ const consoleMount = (page: ServedPage | null): Mount => ({
       origin: request.headers.get("origin"),
       fetchSite: request.headers.get("sec-fetch-site"),
       csrfToken: request.headers.get(CSRF_HEADER),
-      clientIp: resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"), info?.unixSocket === true),
+      clientIp: requestClientIp(ctx, request, info),
       hasBody: request.headers.get("content-type") !== null || (request.headers.get("content-length") ?? "0") !== "0",
       readJson: () => readJsonBody(request, info, ctx.maxBodyBytes, CONSOLE_JSON),
     }),
@@ -323,7 +323,7 @@ async function dispatch(ctx: Context, table: RouteTable, request: Request, info:
       const handler = route.methods.get(request.method === "HEAD" ? "GET" : request.method);
       if (!handler) answer = methodNotAllowed(route);
       else {
-        const clientIp = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"), info?.unixSocket === true);
+        const clientIp = requestClientIp(ctx, request, info);
         answer = await handler(ctx, urlsFor(ctx, request.url), request, clientIp, info, note);
       }
     }

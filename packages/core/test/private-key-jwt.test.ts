@@ -79,6 +79,7 @@ describe("private_key_jwt (RFC 7523)", () => {
             headers: { "content-type": "application/x-www-form-urlencoded" },
             body: new URLSearchParams({ grant_type: "client_credentials", client_assertion_type: TYPE, client_assertion: a }).toString(),
           }),
+          { clientIp: "203.0.113.9" },
         ),
       );
     // An assertion made for another server, replayed here with that server's Host: refused.

@@ -610,17 +610,19 @@ describe("owns(path): which paths plantgate answers", () => {
 });
 
 describe("no issuer outside loopback (finding 3)", () => {
+  // From an address: a request without one is a warning of its own (addressless-warning.test.ts).
   const jwks = (origin: string) => new Request(`${origin}/.well-known/oauth-authorization-server`);
+  const from = { clientIp: "203.0.113.9" };
 
   it("warns once, at the first request from a non-loopback host, when neither issuer nor baseUrl is set", async () => {
     const warnings: string[] = [];
     const h = await harness({ logger: { error() {}, warn: (m: string) => void warnings.push(m) } });
-    await h.app.fetch(jwks("http://127.0.0.1:3000"));
-    await h.app.fetch(jwks("http://localhost:3000"));
-    await h.app.fetch(jwks("http://[::1]:3000"));
+    await h.app.fetch(jwks("http://127.0.0.1:3000"), from);
+    await h.app.fetch(jwks("http://localhost:3000"), from);
+    await h.app.fetch(jwks("http://[::1]:3000"), from);
     expect(warnings).toEqual([]);
-    await h.app.fetch(jwks("http://a.example"));
-    await h.app.fetch(jwks("http://b.example"));
+    await h.app.fetch(jwks("http://a.example"), from);
+    await h.app.fetch(jwks("http://b.example"), from);
     expect(warnings).toEqual([
       "plantgate: neither issuer nor baseUrl is configured, so token issuer and audience follow each request's Host; set issuer (or baseUrl) for any deployment reachable beyond loopback",
     ]);
@@ -629,7 +631,7 @@ describe("no issuer outside loopback (finding 3)", () => {
   it("says nothing with an issuer configured", async () => {
     const warnings: string[] = [];
     const h = await harness({ issuer: "https://auth.example.com", logger: { error() {}, warn: (m: string) => void warnings.push(m) } });
-    await h.app.fetch(jwks("http://a.example"));
+    await h.app.fetch(jwks("http://a.example"), from);
     expect(warnings).toEqual([]);
   });
 });

@@ -11,8 +11,11 @@ export interface HandleInfo {
   /**
    * The socket peer address (IPv4 or IPv6 text), or, on platforms that terminate TCP themselves,
    * the address the platform vouches for. Forwarded headers are the app's decision
-   * (`trustedProxies`), never the adapter's. Without it the brute-force counters fall back to
-   * per-username and per-client only.
+   * (`trustedProxies`), never the adapter's. Without it the brute-force counters keep their
+   * per-username and per-client parts, and every request without an address shares one
+   * client-authentication budget across client ids and one console sign-in budget across
+   * usernames (anyone sending wrong client ids then locks every client out for the window); the
+   * app's first such request is a warn line.
    */
   clientIp?: string;
   /**

@@ -1,0 +1,36 @@
+import type { Context } from "../context.js";
+import { resolveClientIp, UNIX_SOCKET_PEER } from "../security/client-ip.js";
+import type { HandleInfo } from "./handle-info.js";
+
+/** Apps already warned that a request came with no client address. */
+const warned = new WeakSet<Context>();
+
+/**
+ * The client address of one request (see {@link resolveClientIp}): the adapter's `clientIp`, or
+ * behind a trusted proxy the address its `X-Forwarded-For` vouches for. Without one, the request
+ * shares the per-address brute-force budgets (client authentication's across client ids, console
+ * sign-in's across usernames) with every other request without one, so anyone sending wrong
+ * client ids locks every client out for the window: the first such request of an app (with the
+ * brute-force defence on) is a warn line naming the cause and the fix. Until 2026-12-03 nothing
+ * said so. One test and, for the first such request only, one set lookup: nothing on a request
+ * that has an address.
+ */
+export function requestClientIp(ctx: Context, request: Request, info: HandleInfo | undefined): string | undefined {
+  const unixSocket = info?.unixSocket === true;
+  const ip = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"), unixSocket);
+  if (ip === undefined && ctx.throttle.windowMs > 0 && !warned.has(ctx)) {
+    warned.add(ctx);
+    const [why, fix] = !unixSocket
+      ? ["the adapter passed no clientIp", "pass the socket peer's address as clientIp (README, Embedding)"]
+      : !ctx.trustedProxy(UNIX_SOCKET_PEER, 0)
+        ? [
+            'over a Unix socket, and trustedProxies neither lists "unix" nor is a hop count, so its X-Forwarded-For is not believed',
+            'list "unix" in trustedProxies if the proxy in front sets X-Forwarded-For (README, Client IP behind proxies)',
+          ]
+        : ["over a trusted Unix socket, with no X-Forwarded-For or a malformed last entry", "have the proxy in front set X-Forwarded-For (README, Client IP behind proxies)"];
+    ctx.logger.warn(
+      `plantgate: a request came with no client address (${why}), so it shares one client-authentication budget (across client ids) and one console sign-in budget (across usernames) with every other request without one, and the per-address lock-outs cannot tell such callers apart: anyone sending wrong client ids locks every client out of client authentication until the window ends; ${fix}. Said once.`,
+    );
+  }
+  return ip;
+}
