@@ -83,7 +83,11 @@ export interface Context {
    * iteration count a stored hash was checked at here (refusals are padded to at least that: see
    * checkPasswordNow).
    */
-  passwordChecks: { inFlight: number; highestIterations: number };
+  /**
+   * Password checks running now, the highest iteration count seen, and the busy refusals of the
+   * current minute of the clock (`busyMinute`, its start in ms; `busyCount`), for their events.
+   */
+  passwordChecks: { inFlight: number; highestIterations: number; busyMinute: number; busyCount: number };
   clock: () => number;
   random: RandomBytes;
   /** SHA-256 of a UTF-8 string, base64url (see the `crypto` option). */

@@ -393,7 +393,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
         }
       : null,
     docs: pageOption("docs", options.docs, basePath, "/docs"),
-    passwordChecks: { inFlight: 0, highestIterations: 0 },
+    passwordChecks: { inFlight: 0, highestIterations: 0, busyMinute: -1, busyCount: 0 },
     accountListQuery: accountListQuery({ maxPageSize, defaultPageSize }),
     openApi: { base: undefined, byUrl: new Map() },
   };

@@ -212,6 +212,44 @@ describe("security events", () => {
     expect(running).toBe(0);
   });
 
+  it("busy refusals (maxConcurrentPasswordChecks checks running): only the 1st, 2nd, 4th, ... of each minute of the clock makes an event, with its refused_count", async () => {
+    // Until 2026-12-03 each busy refusal made an event: a flood at the console sign-in (no client
+    // needed) while the checks were held busy wrote an audit row per request, for its retention.
+    const storage = createMemoryStorage();
+    const { h, take } = await recorded({ storage, maxConcurrentPasswordChecks: 1 });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const find = storage.accounts.findByUsername.bind(storage.accounts);
+    storage.accounts.findByUsername = async (username) => {
+      await gate;
+      return find(username);
+    };
+    const pw = () => token(h, { grant_type: "password", username: "alice", password: h.password });
+    const held = pw();
+    const refused = await Promise.all(Array.from({ length: 100 }, () => pw()));
+    expect(refused.map((a) => a.status)).toEqual(Array(100).fill(429));
+    release();
+    expect((await held).status).toBe(200);
+    const busy = (n: number) => ({ type: "account.login_failed", username: null, reason: "busy", source: "password_grant", client_id: "app-1", client_ip: IP, refused_count: n });
+    const events = (await take()).filter((e) => e.type === "account.login_failed").map((e) => fields(e, h.clock.now()));
+    expect(events).toStrictEqual([1, 2, 4, 8, 16, 32, 64].map(busy));
+    // The next minute of the clock counts from 1 again.
+    h.clock.advance(60_000);
+    let again!: () => void;
+    const gate2 = new Promise<void>((resolve) => (again = resolve));
+    storage.accounts.findByUsername = async (username) => {
+      await gate2;
+      return find(username);
+    };
+    const held2 = pw();
+    expect((await pw()).status).toBe(429);
+    expect((await pw()).status).toBe(429);
+    expect((await pw()).status).toBe(429);
+    again();
+    expect((await held2).status).toBe(200);
+    expect((await take()).filter((e) => e.type === "account.login_failed").map((e) => fields(e, h.clock.now()))).toStrictEqual([1, 2].map(busy));
+  });
+
   it("token.revoked for an access token (jti) and a refresh token (family)", async () => {
     const { h, take } = await recorded();
     const t = (await (await token(h, { grant_type: "password", username: "alice", password: h.password, scope: "Platform_UserAPIs offline_access" })).json()) as { access_token: string; refresh_token: string };

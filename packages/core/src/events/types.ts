@@ -40,7 +40,7 @@ export type LoginFailure =
   | "account_disabled"
   /** Refused by the brute-force throttle before the password was looked at. */
   | "throttled"
-  /** Refused because `maxConcurrentPasswordChecks` checks were already running (nothing counted). */
+  /** Refused because `maxConcurrentPasswordChecks` checks were already running (nothing counted; 1st, 2nd, 4th, ... of each minute an event). */
   | "busy"
   /** Console only: the password is right but the account lacks the console's admin role. */
   | "not_admin";
@@ -135,7 +135,10 @@ export interface AccountLoginFailedEvent extends EventBase {
    * its lock (the refusing counter's count past its limit, kept in storage, so shared by every
    * instance). Only the 1st, 2nd, 4th, 8th, ... refusal makes an event (the 1st beside the
    * `account.locked_out`), so a lock makes about log2(n) + 1 of them however many requests it
-   * refuses; the metrics count every one.
+   * refuses; the metrics count every one. With reason `busy` (since later on 2026-12-03): this
+   * refusal's count within the current minute of the clock, in the instance that refused it (busy
+   * refusals write nothing to storage); likewise only the 1st, 2nd, 4th, ... of each minute makes
+   * an event.
    */
   refused_count?: number;
 }

@@ -147,8 +147,19 @@ export async function checkPassword(
   });
   const checks = ctx.passwordChecks;
   if (checks.inFlight >= ctx.maxConcurrentPasswordChecks) {
-    // Refused before any lookup (this path must stay cheap under a flood): the username is not named.
-    ctx.events.emit(failure(false, "busy"));
+    // Refused before any lookup (this path must stay cheap under a flood): the username is not
+    // named. Counted per minute of the clock in this instance, and only the 1st, 2nd, 4th, ...
+    // refusal of a minute makes an event (about log2(n) + 1 a minute for n): until 2026-12-03
+    // each made one, and a flood at the console sign-in (no client needed) while the checks were
+    // held busy wrote an audit row per request. The metrics count every refusal.
+    const now = ctx.clock();
+    const minute = now - (now % 60_000);
+    if (checks.busyMinute !== minute) {
+      checks.busyMinute = minute;
+      checks.busyCount = 0;
+    }
+    const refused = ++checks.busyCount;
+    if (reportsRefusal(refused)) ctx.events.emit({ ...failure(false, "busy"), refused_count: refused });
     throw new TooManyAttemptsError(1, "busy");
   }
   checks.inFlight++;
