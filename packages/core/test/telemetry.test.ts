@@ -391,6 +391,17 @@ describe("tracing", () => {
     });
   });
 
+  it("a host name longer than a DNS name can be (253 characters) is server.address REDACTED: a hostile Host is not copied into every span", async () => {
+    // Until 2026-12-03 the host was taken as sent: the URL parser checks no length, so a Host of
+    // several kilobytes (up to the adapter's header limit) went into the span of each request.
+    const h = await tracedHarness();
+    const long = Array.from({ length: 130 }, () => "a".repeat(63)).join(".");
+    const atLimit = Array.from({ length: 4 }, (_, i) => (i < 3 ? "b".repeat(63) : "b".repeat(61))).join(".");
+    expect([long.length, atLimit.length]).toEqual([8319, 253]);
+    for (const host of [long, atLimit]) expect((await h.app.fetch(new Request(`https://${host}/.well-known/jwks.json`))).status).toBe(200);
+    expect(exporter.getFinishedSpans().filter((s) => s.kind === SERVER).map((s) => s.attributes["server.address"])).toEqual(["REDACTED", atLimit]);
+  });
+
   it("the audit trail's writes (after the answer) are spans of their own trace, not children of the request's ended spans", async () => {
     const h = await harness({ storage: createMemoryStorage({ audit: true }), tracer: provider.getTracer("t") });
     await h.app.flushEvents();

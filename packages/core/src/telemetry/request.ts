@@ -150,8 +150,10 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
       // parameter or behind a percent-encoded `?` was exported with the span until 2026-12-02.
       "url.path": spanPath(url.pathname),
       "url.scheme": scheme,
-      // An IPv6 literal is the address itself, without the URL's brackets (as "10.1.2.80" is).
-      "server.address": url.hostname.charCodeAt(0) === 91 ? url.hostname.slice(1, -1) : url.hostname,
+      // An IPv6 literal is the address itself, without the URL's brackets (as "10.1.2.80" is). A
+      // name longer than DNS allows (253) is no server's: the URL parser checks no length, and
+      // until 2026-12-03 a Host of kilobytes went into every request's span.
+      "server.address": url.hostname.length > 253 ? SCRUBBED : url.hostname.charCodeAt(0) === 91 ? url.hostname.slice(1, -1) : url.hostname,
       "server.port": url.port === "" ? (scheme === "https" ? 443 : 80) : Number(url.port),
     };
     // Required with `_OTHER`: the method as sent (a token of at most what the adapter accepted).
