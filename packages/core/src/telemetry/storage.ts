@@ -24,6 +24,37 @@ function methodNames(store: object): string[] {
 }
 
 /**
+ * Every string-named member of an object, own or inherited (not `constructor`, not Object's own):
+ * a class instance's prototype getters and methods included, which object spread and
+ * `Object.entries` do not see.
+ */
+function memberNames(object: object): string[] {
+  const names = new Set<string>();
+  for (let o: object | null = object; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+    for (const name of Object.getOwnPropertyNames(o)) if (name !== "constructor") names.add(name);
+  }
+  return [...names];
+}
+
+/**
+ * A plain object with `object`'s members as the caller reads them: own enumerable properties as
+ * object spread copies them; any other getter (own or inherited) as a getter reading `object`'s,
+ * an inherited method bound to `object`, any other value as it is.
+ */
+function flatten(object: object): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...object };
+  for (const name of memberNames(object)) {
+    if (Object.prototype.hasOwnProperty.call(out, name)) continue;
+    let descriptor: PropertyDescriptor | undefined;
+    for (let o: object | null = object; descriptor === undefined && o !== null; o = Object.getPrototypeOf(o)) descriptor = Object.getOwnPropertyDescriptor(o, name);
+    if (descriptor === undefined) continue;
+    if (descriptor.get !== undefined) Object.defineProperty(out, name, { get: () => (object as Record<string, unknown>)[name], enumerable: true, configurable: true });
+    else out[name] = typeof descriptor.value === "function" ? (descriptor.value as AnyFunction).bind(object) : descriptor.value;
+  }
+  return out;
+}
+
+/**
  * Only an observer (metrics, no tracer): the timing and nothing else, as lean as a wrapper can be
  * (no span, no closure per call but the two that watch the store's promise). Every storage call
  * of every request goes through it when metrics are on.
@@ -135,9 +166,9 @@ function wrapMethod(store: object, storeName: string, operation: string, tracer:
   return (...args) => activeSpan(tracer, spanName, spanOptions, (span) => call(args, span));
 }
 
-/** A store with each method wrapped; other members copied as they are. */
+/** A store with each method wrapped; other members (a class's getters too) copied as they are. */
 function wrapStore(store: object, storeName: string, tracer: Tracer | undefined, observer: Observer | undefined): object {
-  const wrapped: Record<string, unknown> = { ...store };
+  const wrapped = flatten(store);
   for (const name of methodNames(store)) wrapped[name] = wrapMethod(store, storeName, name, tracer, observer);
   return wrapped;
 }
@@ -149,9 +180,14 @@ function wrapStore(store: object, storeName: string, tracer: Tracer | undefined,
  */
 export function instrumentStorage(storage: Storage, tracer: Tracer | undefined, observer: Observer | undefined): Storage {
   if (tracer === undefined && observer?.storage === undefined) return storage;
-  const out: Record<string, unknown> = { ...storage };
-  for (const [name, value] of Object.entries(storage)) {
-    if (typeof value === "object" && value !== null && !Array.isArray(value)) out[name] = wrapStore(value, name, tracer, observer);
+  // Every member, a class's prototype getters included: until 2026-12-03 this copied own
+  // enumerable properties only, and a storage class exposing its stores through getters lost
+  // them all as soon as metrics or tracing were on (the start failed; without them it worked).
+  const out = flatten(storage);
+  for (const [name, value] of Object.entries(out)) {
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+      Object.defineProperty(out, name, { value: wrapStore(value, name, tracer, observer), enumerable: true, writable: true, configurable: true });
+    }
   }
   return out as unknown as Storage;
 }
