@@ -14,7 +14,7 @@ import { basic } from "./helpers.js";
 const BASE = "https://as.example.test";
 const TAIL =
   "so it shares one client-authentication budget (across client ids) and one console sign-in budget (across usernames) with every other request without one, and the per-address lock-outs cannot tell such callers apart: anyone sending wrong client ids locks every client out of client authentication until the window ends";
-const ADAPTER = `plantgate: a request came with no client address (the adapter passed no clientIp), ${TAIL}; pass the socket peer's address as clientIp (README, Embedding). Said once.`;
+const ADAPTER = `plantgate: a request came with no client address (the adapter passed no clientIp; on Cloudflare Workers, the request had no CF-Connecting-IP), ${TAIL}; pass the peer's address as clientIp (README, Embedding). Said once.`;
 const UNIX_UNTRUSTED = `plantgate: a request came with no client address (over a Unix socket, and trustedProxies neither lists "unix" nor is a hop count, so its X-Forwarded-For is not believed), ${TAIL}; list "unix" in trustedProxies if the proxy in front sets X-Forwarded-For (README, Client IP behind proxies). Said once.`;
 const UNIX_NO_HEADER = `plantgate: a request came with no client address (over a trusted Unix socket, with no X-Forwarded-For or a malformed last entry), ${TAIL}; have the proxy in front set X-Forwarded-For (README, Client IP behind proxies). Said once.`;
 

@@ -196,7 +196,7 @@ describe("console: sign-in", () => {
     expect((await call(h.app, "GET", "/api/clients", { cookie: second.cookie })).status).toBe(200);
     expect(warned).toEqual([
       // The harness passes no client address.
-      [expect.stringMatching(/^plantgate: a request came with no client address \(the adapter passed no clientIp\), /)],
+      [expect.stringMatching(/^plantgate: a request came with no client address \(the adapter passed no clientIp; /)],
       ["the session a sign-in replaced could not be deleted (the sign-in goes on; it ends at its expiry)", { name: "StorageError", message: "session store: connection reset" }],
     ]);
   });

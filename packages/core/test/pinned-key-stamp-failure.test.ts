@@ -55,7 +55,7 @@ describe("a failing markSigning (writes failing, reads working)", () => {
     expect((await tokenRes(second, clientSecret)).status).toBe(200);
     expect(warnings).toEqual([
       // The test passes no client address.
-      [expect.stringMatching(/^plantgate: a request came with no client address \(the adapter passed no clientIp\), /), undefined],
+      [expect.stringMatching(/^plantgate: a request came with no client address \(the adapter passed no clientIp; /), undefined],
       [
         "plantgate: neither issuer nor baseUrl is configured, so token issuer and audience follow each request's Host; set issuer (or baseUrl) for any deployment reachable beyond loopback",
         undefined,

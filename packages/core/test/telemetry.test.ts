@@ -772,7 +772,7 @@ describe("the logger as core calls it", () => {
     // is set and the keys are stored in clear: lines without context.
     expect((await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) })).status).toBe(200);
     expect(calls).toEqual([
-      { level: "warn", args: [expect.stringMatching(/^plantgate: a request came with no client address \(the adapter passed no clientIp\), /)] },
+      { level: "warn", args: [expect.stringMatching(/^plantgate: a request came with no client address \(the adapter passed no clientIp; /)] },
       { level: "warn", args: [expect.stringMatching(/^plantgate: neither issuer nor baseUrl is configured, /)] },
       { level: "warn", args: [expect.stringMatching(/^signing keys are stored in clear: /)] },
     ]);

@@ -21,7 +21,7 @@ export function requestClientIp(ctx: Context, request: Request, info: HandleInfo
   if (ip === undefined && ctx.throttle.windowMs > 0 && !warned.has(ctx)) {
     warned.add(ctx);
     const [why, fix] = !unixSocket
-      ? ["the adapter passed no clientIp", "pass the socket peer's address as clientIp (README, Embedding)"]
+      ? ["the adapter passed no clientIp; on Cloudflare Workers, the request had no CF-Connecting-IP", "pass the peer's address as clientIp (README, Embedding)"]
       : !ctx.trustedProxy(UNIX_SOCKET_PEER, 0)
         ? [
             'over a Unix socket, and trustedProxies neither lists "unix" nor is a hop count, so its X-Forwarded-For is not believed',
