@@ -24,6 +24,8 @@ interface Waiting {
   row: Insertable<AuditTable>;
   resolve: () => void;
   reject: (error: unknown) => void;
+  /** Set once its row was in a multi-row append that failed: it is then tried once more, alone. */
+  retried?: true;
 }
 
 /**
@@ -33,8 +35,10 @@ interface Waiting {
  * once, so they hold at most that many connections of the pool; the records after them wait in
  * memory, at most {@link AUDIT_QUEUE_MAX}, and are written together (one multi-row INSERT of up to
  * 100 rows per append; one row at a time after a failed append, until one works, so a table that
- * keeps failing loses one record per attempt, not a hundred, once the batches under way at its first
- * failure, up to {@link AUDIT_APPENDS_AT_ONCE} × 100 records, have failed). Until 2026-12-02 every event's append
+ * keeps failing loses one record per attempt, not a hundred). The rows of a failed multi-row
+ * append go back to the head of the line and are each tried once more, alone, so one row the
+ * database refuses loses only itself (until 2026-12-03 the batches under way at a first failure,
+ * up to {@link AUDIT_APPENDS_AT_ONCE} × 100 records, were lost whole). Until 2026-12-02 every event's append
  * took a connection at once: while something held a lock on the table (an index build by another
  * process's migration), the waiting appends took the whole pool, and every other statement waited
  * 10 s for a connection and answered 503. Past the bound a record is not kept: its `append`
@@ -79,7 +83,18 @@ export function auditStore(ctx: StoreContext, warn: (message: string) => void): 
       },
       (error: unknown) => {
         healthy = false;
-        for (const w of batch) w.reject(error);
+        // A multi-row append that failed (one row the database refuses, or a moment of the
+        // connection) is tried again one row at a time, first in line, each row once: one bad
+        // row loses only itself. Until 2026-12-03 all of its rows were lost.
+        const again = batch.length > 1 ? batch.filter((w) => w.retried === undefined) : [];
+        for (const w of batch) {
+          if (again.includes(w)) w.retried = true;
+          else w.reject(error);
+        }
+        if (again.length > 0) {
+          waiting = again.concat(waiting.slice(head));
+          head = 0;
+        }
       },
     ).finally(() => {
       appending--;
@@ -88,7 +103,8 @@ export function auditStore(ctx: StoreContext, warn: (message: string) => void): 
   };
   const pump = () => {
     while (appending < AUDIT_APPENDS_AT_ONCE && head < waiting.length) {
-      const end = Math.min(waiting.length, head + (healthy ? rowsAtOnce : 1));
+      // One row at a time after a failure, and for a row tried again (they are at the head).
+      const end = Math.min(waiting.length, head + (healthy && waiting[head]!.retried === undefined ? rowsAtOnce : 1));
       const batch = waiting.slice(head, end);
       head = end;
       if (head === waiting.length) {
