@@ -75,4 +75,52 @@ describe("a class-based storage whose stores are prototype getters", () => {
     seen.close();
     expect({ closed: storage.closed, state: seen.state }).toEqual({ closed: 1, state: "closed" });
   });
+
+  it("no other member is read when the app is made: a prototype getter that throws until the host connects still lets it start (a review of 2026-12-03: the first fix read every getter)", () => {
+    class LateConnection {
+      #connected = false;
+      constructor() {
+        Object.assign(this, createMemoryStorage());
+      }
+      connect() {
+        this.#connected = true;
+      }
+      get connection() {
+        if (!this.#connected) throw new Error("not connected yet");
+        return { connected: true };
+      }
+    }
+    const storage = new LateConnection();
+    const app = createPlantgate({ storage: storage as unknown as Storage, observer: { storage() {} }, logger: { error() {}, warn() {} } });
+    const seen = app.storage as unknown as LateConnection;
+    expect(() => seen.connection).toThrow("not connected yet");
+    storage.connect();
+    // Read through, so the very object the host's getter gives.
+    expect(seen.connection).toEqual({ connected: true });
+  });
+
+  it("a prototype accessor's setter and a symbol-keyed method reach the original", async () => {
+    class Extras {
+      #label = "a";
+      disposed = false;
+      constructor() {
+        Object.assign(this, createMemoryStorage());
+      }
+      get label() {
+        return this.#label;
+      }
+      set label(value: string) {
+        this.#label = value;
+      }
+      async [Symbol.asyncDispose]() {
+        this.disposed = true;
+      }
+    }
+    const storage = new Extras();
+    const app = createPlantgate({ storage: storage as unknown as Storage, observer: { storage() {} }, logger: { error() {}, warn() {} } });
+    const seen = app.storage as unknown as Extras;
+    seen.label = "b";
+    await seen[Symbol.asyncDispose]();
+    expect({ label: storage.label, disposed: storage.disposed }).toEqual({ label: "b", disposed: true });
+  });
 });

@@ -23,33 +23,37 @@ function methodNames(store: object): string[] {
   return [...names];
 }
 
-/**
- * Every string-named member of an object, own or inherited (not `constructor`, not Object's own):
- * a class instance's prototype getters and methods included, which object spread and
- * `Object.entries` do not see.
- */
-function memberNames(object: object): string[] {
-  const names = new Set<string>();
-  for (let o: object | null = object; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
-    for (const name of Object.getOwnPropertyNames(o)) if (name !== "constructor") names.add(name);
-  }
-  return [...names];
-}
+/** The stores of {@link Storage}: read once (through a getter too) and wrapped. */
+const STORE_NAMES = ["clients", "accounts", "refreshTokens", "plants", "signingKeys", "attempts", "revokedTokens", "sessions", "audit", "auditPrune", "assertionJtis"] as const;
 
 /**
- * A plain object with `object`'s members as the caller reads them: own enumerable properties as
- * object spread copies them; any other getter (own or inherited) as a getter reading `object`'s,
- * an inherited method bound to `object`, any other value as it is.
+ * A plain object standing in for `object`: its own enumerable properties copied as object spread
+ * copies them (as before); every other member, own or inherited, string- or symbol-keyed, reaching
+ * the original without being read now: an accessor as an accessor reading and writing
+ * `object`'s, a method bound to `object`, any other value as it is. Until 2026-12-03 the copy was
+ * object spread alone, which sees own enumerable properties only: a class's prototype getters
+ * and methods were missing from it.
  */
-function flatten(object: object): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...object };
-  for (const name of memberNames(object)) {
-    if (Object.prototype.hasOwnProperty.call(out, name)) continue;
-    let descriptor: PropertyDescriptor | undefined;
-    for (let o: object | null = object; descriptor === undefined && o !== null; o = Object.getPrototypeOf(o)) descriptor = Object.getOwnPropertyDescriptor(o, name);
-    if (descriptor === undefined) continue;
-    if (descriptor.get !== undefined) Object.defineProperty(out, name, { get: () => (object as Record<string, unknown>)[name], enumerable: true, configurable: true });
-    else out[name] = typeof descriptor.value === "function" ? (descriptor.value as AnyFunction).bind(object) : descriptor.value;
+function flatten(object: object): Record<PropertyKey, unknown> {
+  const out: Record<PropertyKey, unknown> = { ...object };
+  for (let o: object | null = object; o !== null && o !== Object.prototype; o = Object.getPrototypeOf(o)) {
+    for (const key of Reflect.ownKeys(o)) {
+      if (key === "constructor" || Object.prototype.hasOwnProperty.call(out, key)) continue;
+      const descriptor = Object.getOwnPropertyDescriptor(o, key)!;
+      const target = object as Record<PropertyKey, unknown>;
+      if (descriptor.get !== undefined || descriptor.set !== undefined) {
+        Object.defineProperty(out, key, {
+          get: () => target[key],
+          set: (value: unknown) => {
+            target[key] = value;
+          },
+          enumerable: descriptor.enumerable ?? false,
+          configurable: true,
+        });
+      } else {
+        out[key] = typeof descriptor.value === "function" ? (descriptor.value as AnyFunction).bind(object) : descriptor.value;
+      }
+    }
   }
   return out;
 }
@@ -166,7 +170,7 @@ function wrapMethod(store: object, storeName: string, operation: string, tracer:
   return (...args) => activeSpan(tracer, spanName, spanOptions, (span) => call(args, span));
 }
 
-/** A store with each method wrapped; other members (a class's getters too) copied as they are. */
+/** A store with each method wrapped; other members (a class's accessors too) reaching the store's own. */
 function wrapStore(store: object, storeName: string, tracer: Tracer | undefined, observer: Observer | undefined): object {
   const wrapped = flatten(store);
   for (const name of methodNames(store)) wrapped[name] = wrapMethod(store, storeName, name, tracer, observer);
@@ -184,7 +188,11 @@ export function instrumentStorage(storage: Storage, tracer: Tracer | undefined, 
   // enumerable properties only, and a storage class exposing its stores through getters lost
   // them all as soon as metrics or tracing were on (the start failed; without them it worked).
   const out = flatten(storage);
-  for (const [name, value] of Object.entries(out)) {
+  // The stores: every own enumerable object member (as before), and each of Storage's store names
+  // wherever it is defined (a getter of the class is read here, once; no other member is read).
+  const names = new Set<string>([...Object.keys(storage), ...STORE_NAMES]);
+  for (const name of names) {
+    const value = (storage as unknown as Record<string, unknown>)[name];
     if (typeof value === "object" && value !== null && !Array.isArray(value)) {
       Object.defineProperty(out, name, { value: wrapStore(value, name, tracer, observer), enumerable: true, writable: true, configurable: true });
     }
