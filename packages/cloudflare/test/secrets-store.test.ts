@@ -107,7 +107,7 @@ describe("variables kept in the Secrets Store", () => {
     // Neither "signing keys are stored in clear" nor anything else about the variables (Miniflare's
     // requests carry no CF-Connecting-IP, so the first one is the warning of a request without a
     // client address).
-    const unrelated = /^plantgate: (neither issuer nor baseUrl|a request came with no client address \(the adapter passed no clientIp; on Cloudflare Workers, the request had no CF-Connecting-IP\))/;
+    const unrelated = /^plantgate: (neither issuer nor baseUrl|a request came with no client address \(the adapter passed no clientIp; on Cloudflare Workers, the request had no IP address in CF-Connecting-IP\))/;
     expect(((await (await w.fetch("http://worker.test/__warnings")).json()) as string[]).filter((line) => !unrelated.test(line))).toEqual([]);
   }, 60_000);
 

@@ -14,7 +14,7 @@ import { basic } from "./helpers.js";
 const BASE = "https://as.example.test";
 const TAIL =
   "so it shares one client-authentication budget (across client ids) and one console sign-in budget (across usernames) with every other request without one, and the per-address lock-outs cannot tell such callers apart: anyone sending wrong client ids locks every client out of client authentication until the window ends";
-const ADAPTER = `plantgate: a request came with no client address (the adapter passed no clientIp; on Cloudflare Workers, the request had no CF-Connecting-IP), ${TAIL}; pass the peer's address as clientIp (README, Embedding). Said once.`;
+const ADAPTER = `plantgate: a request came with no client address (the adapter passed no clientIp; on Cloudflare Workers, the request had no IP address in CF-Connecting-IP), ${TAIL}; pass the peer's address as clientIp (README, Embedding); on Cloudflare Workers only requests through Cloudflare's edge carry one (a service binding's or a test's do not). Said once.`;
 const UNIX_UNTRUSTED = `plantgate: a request came with no client address (over a Unix socket, and trustedProxies neither lists "unix" nor is a hop count, so its X-Forwarded-For is not believed), ${TAIL}; list "unix" in trustedProxies if the proxy in front sets X-Forwarded-For (README, Client IP behind proxies). Said once.`;
 const UNIX_NO_HEADER = `plantgate: a request came with no client address (over a trusted Unix socket, with no X-Forwarded-For or a malformed last entry), ${TAIL}; have the proxy in front set X-Forwarded-For (README, Client IP behind proxies). Said once.`;
 
@@ -91,5 +91,15 @@ describe("a request with no client address", () => {
     await one.accounts();
     await two.accounts();
     expect({ one: one.warnings, two: two.warnings }).toEqual({ one: [ADAPTER], two: [ADAPTER] });
+  });
+
+  it("a request whose client has gone (its signal aborted) is no warning: the peer, not the adapter, took its address away; the next one without an address is", async () => {
+    const { app, warnings, accounts } = await setup();
+    const gone = new AbortController();
+    gone.abort();
+    expect((await app.fetch(new Request(`${BASE}/rbac/ServerCommand/GetAccountList`, { signal: gone.signal }))).status).toBe(401);
+    expect(warnings).toEqual([]);
+    expect((await accounts()).status).toBe(401);
+    expect(warnings).toEqual([ADAPTER]);
   });
 });

@@ -12,16 +12,20 @@ const warned = new WeakSet<Context>();
  * sign-in's across usernames) with every other request without one, so anyone sending wrong
  * client ids locks every client out for the window: the first such request of an app (with the
  * brute-force defence on) is a warn line naming the cause and the fix. Until 2026-12-03 nothing
- * said so. One test and, for the first such request only, one set lookup: nothing on a request
- * that has an address.
+ * said so. Not for a request whose client has gone (its signal aborted): a Node peer that
+ * disconnected before the adapter read its address has none, however well the adapter is wired.
+ * On a request with an address, one comparison; without one, a set lookup.
  */
 export function requestClientIp(ctx: Context, request: Request, info: HandleInfo | undefined): string | undefined {
   const unixSocket = info?.unixSocket === true;
   const ip = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"), unixSocket);
-  if (ip === undefined && ctx.throttle.windowMs > 0 && !warned.has(ctx)) {
+  if (ip === undefined && ctx.throttle.windowMs > 0 && !warned.has(ctx) && !request.signal.aborted) {
     warned.add(ctx);
     const [why, fix] = !unixSocket
-      ? ["the adapter passed no clientIp; on Cloudflare Workers, the request had no CF-Connecting-IP", "pass the peer's address as clientIp (README, Embedding)"]
+      ? [
+          "the adapter passed no clientIp; on Cloudflare Workers, the request had no IP address in CF-Connecting-IP",
+          "pass the peer's address as clientIp (README, Embedding); on Cloudflare Workers only requests through Cloudflare's edge carry one (a service binding's or a test's do not)",
+        ]
       : !ctx.trustedProxy(UNIX_SOCKET_PEER, 0)
         ? [
             'over a Unix socket, and trustedProxies neither lists "unix" nor is a hop count, so its X-Forwarded-For is not believed',
