@@ -41,6 +41,13 @@ async function lockAuditTable(url: string) {
   };
 }
 
+/** How many times each outcome occurs. */
+const tally = (outcomes: string[]): Record<string, number> => {
+  const t: Record<string, number> = {};
+  for (const o of outcomes) t[o] = (t[o] ?? 0) + 1;
+  return t;
+};
+
 const settledWithin = async (promise: Promise<unknown>, ms: number) =>
   Promise.race([promise.then(() => "settled"), new Promise((resolve) => setTimeout(() => resolve("pending"), ms))]);
 
@@ -153,6 +160,36 @@ describe.skipIf(pgProblem !== null)("the audit store while its table is locked (
       await closing;
       expect(await engine.exec(db, `select id from ${TABLES.audit} order by id`)).toEqual([{ id: record(1).id }, { id: record(2).id }]);
     }), 30_000);
+
+  it("a multi-row append that fails while the storage closes is not tried again row by row: its rows fail with its own error, none is sent to the closed pool", async () => {
+    // A review of 2026-12-03 (its scratch test, adapted): the retry of a failed append re-queued
+    // its rows after close() had discarded the queue, and each went to the destroyed pool
+    // ("driver has already been destroyed", 100 error lines, nothing gained).
+    const engine = postgresEngine();
+    const db = await engine.fresh();
+    const storage = await openSqlStorage(db.url, { audit: true });
+    try {
+      // The row of type "boom" fails its INSERT after 2 s: the 100-row append holding it is in flight at close.
+      await engine.exec(db, `create function audit_boom() returns trigger language plpgsql as $$ begin if new.type = 'boom' then perform pg_sleep(2); raise exception 'boom'; end if; return new; end $$`);
+      await engine.exec(db, `create trigger audit_boom before insert on ${TABLES.audit} for each row execute function audit_boom()`);
+      const outcomes: string[] = [];
+      const appends = Array.from({ length: 150 }, (_, i) => {
+        const r = i === 50 ? { ...record(i), type: "boom" } : record(i);
+        return storage.audit!.append(r).then(
+          () => void outcomes.push("kept"),
+          (e: unknown) => void outcomes.push(`refused: ${String((e as { cause?: { message?: string } }).cause?.message ?? (e as Error).message)}`),
+        );
+      });
+      await appends[0];
+      await appends[1];
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await storage.close();
+      await Promise.all(appends);
+      expect(tally(outcomes)).toEqual({ kept: 50, "refused: boom": 100 });
+    } finally {
+      await db.drop();
+    }
+  }, 30_000);
 });
 
 const engines: Array<[string, () => Engine, string | null]> = [

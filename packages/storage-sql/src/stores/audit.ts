@@ -63,6 +63,8 @@ export function auditStore(ctx: StoreContext, warn: (message: string) => void): 
   let healthy = true;
   // Records not kept in the current run of drops (0: none).
   let dropped = 0;
+  // Set by `discard` (the storage is closing): a failed append's rows are then not tried again.
+  let closing = false;
   const tell = (message: string) => {
     try {
       warn(message);
@@ -86,7 +88,8 @@ export function auditStore(ctx: StoreContext, warn: (message: string) => void): 
         // A multi-row append that failed (one row the database refuses, or a moment of the
         // connection) is tried again one row at a time, first in line, each row once: one bad
         // row loses only itself. Until 2026-12-03 all of its rows were lost.
-        const again = batch.length > 1 ? batch.filter((w) => w.retried === undefined) : [];
+        // Not once the storage is closing: its driver is going, and the rows would only fail again.
+        const again = batch.length > 1 && !closing ? batch.filter((w) => w.retried === undefined) : [];
         for (const w of batch) {
           if (again.includes(w)) w.retried = true;
           else w.reject(error);
@@ -147,6 +150,7 @@ export function auditStore(ctx: StoreContext, warn: (message: string) => void): 
       });
     },
     discard() {
+      closing = true;
       const left = waiting.length - head;
       const batch = waiting.slice(head);
       waiting = [];
