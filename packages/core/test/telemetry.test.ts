@@ -398,8 +398,9 @@ describe("tracing", () => {
     const long = Array.from({ length: 130 }, () => "a".repeat(63)).join(".");
     const atLimit = Array.from({ length: 4 }, (_, i) => (i < 3 ? "b".repeat(63) : "b".repeat(61))).join(".");
     expect([long.length, atLimit.length]).toEqual([8319, 253]);
-    for (const host of [long, atLimit]) expect((await h.app.fetch(new Request(`https://${host}/.well-known/jwks.json`))).status).toBe(200);
-    expect(exporter.getFinishedSpans().filter((s) => s.kind === SERVER).map((s) => s.attributes["server.address"])).toEqual(["REDACTED", atLimit]);
+    // The longest DNS name written with its trailing dot (a review of 2026-12-03) is a name too.
+    for (const host of [long, atLimit, `${atLimit}.`, `${atLimit}b`]) expect((await h.app.fetch(new Request(`https://${host}/.well-known/jwks.json`))).status).toBe(200);
+    expect(exporter.getFinishedSpans().filter((s) => s.kind === SERVER).map((s) => s.attributes["server.address"])).toEqual(["REDACTED", atLimit, `${atLimit}.`, "REDACTED"]);
   });
 
   it("the audit trail's writes (after the answer) are spans of their own trace, not children of the request's ended spans", async () => {

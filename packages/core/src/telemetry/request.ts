@@ -151,9 +151,9 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
       "url.path": spanPath(url.pathname),
       "url.scheme": scheme,
       // An IPv6 literal is the address itself, without the URL's brackets (as "10.1.2.80" is). A
-      // name longer than DNS allows (253) is no server's: the URL parser checks no length, and
-      // until 2026-12-03 a Host of kilobytes went into every request's span.
-      "server.address": url.hostname.length > 253 ? SCRUBBED : url.hostname.charCodeAt(0) === 91 ? url.hostname.slice(1, -1) : url.hostname,
+      // name longer than DNS allows (253, 254 with a trailing dot) is no server's: the URL parser
+      // checks no length, and until 2026-12-03 a Host of kilobytes went into every request's span.
+      "server.address": url.hostname.length > 253 + (url.hostname.endsWith(".") ? 1 : 0) ? SCRUBBED : url.hostname.charCodeAt(0) === 91 ? url.hostname.slice(1, -1) : url.hostname,
       "server.port": url.port === "" ? (scheme === "https" ? 443 : 80) : Number(url.port),
     };
     // Required with `_OTHER`: the method as sent (a token of at most what the adapter accepted).
