@@ -274,8 +274,8 @@ describe("what reaches storage", () => {
     expect(writes).toHaveLength(3);
     const [key, share, budget] = writes.map((w) => w.slice("increment ".length)) as [string, string, string];
     expect(key).toBe(`t:${await sha256(JSON.stringify(["client", "c", h.clientId, "203.0.113.9"]))}`);
-    expect(share).toBe(`t:${await sha256(JSON.stringify(["budget-share", key]))}`);
-    expect(budget).toBe(`t:${await sha256(JSON.stringify(["client-budget", "i", "203.0.113.9"]))}`);
+    expect(share).toBe(`t:${await sha256(JSON.stringify(["budget-share-w", key]))}`);
+    expect(budget).toBe(`t:${await sha256(JSON.stringify(["client-budget", "iw", "203.0.113.9"]))}`);
     for (const k of [key, share, budget]) expect(await base.attempts.get(k)).toMatchObject({ count: 1 });
     await expectTokenSuccess(await clientCredentialsOn(h.app, h, h.clientSecret, ip));
     // The success resets the client's own counter; its share and the budget's failure stand (a success counted nothing of them).

@@ -128,7 +128,7 @@ describe("client authentication: a budget per address across client ids", () => 
     // evaluated; only those within the client's share of the budget (maxFailures) spend it. Until
     // 2026-12-03 each of them did: 100 failures, the budget spent, and every client at the address locked out.
     const answers = await Promise.all(Array.from({ length: 100 }, () => cc(app, "stale", "an-old-secret", ATTACKER)));
-    const budget = await storage.attempts.get(`t:${await sha256(JSON.stringify(["client-budget", "i", ATTACKER]))}`);
+    const budget = await storage.attempts.get(`t:${await sha256(JSON.stringify(["client-budget", "iw", ATTACKER]))}`);
     const pair = await storage.attempts.get(`t:${await sha256(JSON.stringify(["client", "c", "stale", ATTACKER]))}`);
     const other = await cc(app, "app-1", clientSecret, ATTACKER);
     const evaluated = answers.filter((r) => r.status === 401).length;
@@ -151,7 +151,7 @@ describe("client authentication: a budget per address across client ids", () => 
       clock.advance(1000);
     }
     const stored = async (key: unknown[]) => (await storage.attempts.get(`t:${await sha256(JSON.stringify(key))}`))?.count;
-    const budget = await stored(["client-budget", "i", ATTACKER]);
+    const budget = await stored(["client-budget", "iw", ATTACKER]);
     const pair = await stored(["client", "c", "rolling", ATTACKER]);
     const other = await cc(app, "app-1", clientSecret, ATTACKER);
     expect({ statuses: tally(statuses), budget, pair, other: other.status }).toEqual({ statuses: { 200: BUDGET, 401: BUDGET }, budget: MAX_FAILURES, pair: undefined, other: 200 });
@@ -167,7 +167,7 @@ describe("client authentication: a budget per address across client ids", () => 
     const { storage, clock, app, clientSecret } = await setup();
     await app.admin.createClient({ clientId: "stale", grantTypes: ["client_credentials"] });
     const stored = async (key: unknown[]) => (await storage.attempts.get(`t:${await sha256(JSON.stringify(key))}`))?.count;
-    const budget = () => stored(["client-budget", "i", ATTACKER]);
+    const budget = () => stored(["client-budget", "iw", ATTACKER]);
     const W = WINDOW_S * 1000;
     // Another id opens the budget's window; the stale client fails once half-way through it.
     await expectAnswer(await cc(app, "nope-first", "secret", ATTACKER), 401, BAD_CLIENT, null);
@@ -187,6 +187,22 @@ describe("client authentication: a budget per address across client ids", () => 
     // The rest of this window's budget is there for the others: 90 failures of other ids, then 429.
     for (let i = 0; i < BUDGET - MAX_FAILURES; i++) await expectAnswer(await cc(app, `nope-${i}`, "secret", ATTACKER), 401, BAD_CLIENT, null);
     await expectAnswer(await cc(app, "app-1", clientSecret, ATTACKER), 429, LOCKED, String(WINDOW_S / 2 - 1));
+  });
+
+  it("after an upgrade from a release before 2026-12-03, a budget that release left open is not counted on: the new budget refuses past its 100 at once", async () => {
+    // The old release's budget record (key "i", its window from its first failure) was spent 600 s
+    // into a clock window. Had this release counted on that record as of the clock's window, the
+    // stores would have kept adding to it while check() saw it over: 164 of 500 let through here
+    // (until the sweep after 64 failures removed it; a review of 2026-12-03). The budget's key of
+    // its own ("iw") starts it afresh instead.
+    const { storage, clock, app } = await setup();
+    const W = WINDOW_S * 1000;
+    const legacy = `t:${await sha256(JSON.stringify(["client-budget", "i", ATTACKER]))}`;
+    for (let i = 0; i < BUDGET; i++) await storage.attempts.increment(legacy, clock.now() + 600_000, W);
+    clock.advance(W + 601_000);
+    const statuses: number[] = [];
+    for (let i = 0; i < 500; i++) statuses.push((await cc(app, `nope-${i}`, "secret", ATTACKER)).status);
+    expect(tally(statuses)).toEqual({ 401: BUDGET, 429: 500 - BUDGET });
   });
 
   it("the revocation and introspection endpoints count into the same budget and refuse past it", async () => {

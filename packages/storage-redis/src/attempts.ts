@@ -79,7 +79,11 @@ return n
 /**
  * Failure counters in Redis: one script per increment (read the window, open a new one or add
  * one, set the expiry), so concurrent increments from any number of instances never lose a count.
- * A counter expires by itself `marginMs` after its window ends.
+ * A counter expires by itself `marginMs` after its window ends as the caller's `now` places it
+ * (the expiry is `windowStart + windowMs - now` from Redis's present): since 2026-12-03 core
+ * passes the start of the clock's window as `now` for client authentication's address budget and
+ * a client's share of it, so those live up to one window longer (harmless: core's reads take a
+ * record whose window is over for none, and its sweep deletes it by the index).
  *
  * @internal
  */

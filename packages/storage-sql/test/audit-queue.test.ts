@@ -234,7 +234,7 @@ for (const [label, make, problem] of engines) {
       const db = await engine.fresh();
       const storage = await openSqlStorage(db.url, { audit: true });
       try {
-        for (const statement of REFUSE_BOOM[label]) await engine.exec(db, statement);
+        for (const statement of REFUSE_BOOM[label]!) await engine.exec(db, statement);
         const records = Array.from({ length: 350 }, (_, i) => record(i));
         const bad = { ...record(1000), type: "boom" };
         const outcomes = await Promise.all([...records.slice(0, 200), bad, ...records.slice(200)].map((r) => storage.audit!.append(r).then(() => "kept", () => `refused ${r.type}`)));

@@ -140,7 +140,7 @@ export function throttleConcurrencyCases(openTwo: OpenTwoInstances): void {
     /** The stored count of a throttle key (null without a counter). */
     const count = async (key: string) => (await s1.attempts.get(key))?.count ?? null;
     const pairKey = `t:${await sha256(JSON.stringify(["client", "c", "stale", ip]))}`;
-    const keys = { budget: `t:${await sha256(JSON.stringify(["client-budget", "i", ip]))}`, pair: pairKey, share: `t:${await sha256(JSON.stringify(["budget-share", pairKey]))}` };
+    const keys = { budget: `t:${await sha256(JSON.stringify(["client-budget", "iw", ip]))}`, pair: pairKey, share: `t:${await sha256(JSON.stringify(["budget-share-w", pairKey]))}` };
     return { a, b, cc, count, keys, staleSecret, clientSecret, advance };
   };
 

@@ -137,8 +137,9 @@ export interface AccountLoginFailedEvent extends EventBase {
    * `account.locked_out`), so a lock makes about log2(n) + 1 of them however many requests it
    * refuses; the metrics count every one. With reason `busy` (since later on 2026-12-03): this
    * refusal's count within the current minute of the clock, in the instance that refused it (busy
-   * refusals write nothing to storage); likewise only the 1st, 2nd, 4th, ... of each minute makes
-   * an event.
+   * refusals write nothing to storage; one count for every address, client and source, so the
+   * events' addresses are a sample); likewise only the 1st, 2nd, 4th, ... of each minute makes an
+   * event.
    */
   refused_count?: number;
 }

@@ -94,7 +94,12 @@ export function consoleAddressBudget(ip: string | undefined): PasswordBudget {
  * address-less caller shares one budget, as the console's.
  */
 export function clientAddressBudget(ip: string | undefined): ThrottleKey {
-  return { key: JSON.stringify(["client-budget", "i", ip === undefined ? null : throttleAddress(ip)]), factor: CLIENT_ADDRESS_FACTOR, onSuccess: "refund", readFirst: true };
+  // "iw": per address, counted in the clock's windows (see Throttle.fail). A budget counted from
+  // its first failure (before 2026-12-03) had "i": a record of that kind, still open at an
+  // upgrade, would be counted on as of the clock's window while `check` saw it over, refusing
+  // nothing for up to a window (a review of 2026-12-03); under a key of its own the budget starts
+  // afresh at the upgrade instead, and the old records expire.
+  return { key: JSON.stringify(["client-budget", "iw", ip === undefined ? null : throttleAddress(ip)]), factor: CLIENT_ADDRESS_FACTOR, onSuccess: "refund", readFirst: true };
 }
 
 /**

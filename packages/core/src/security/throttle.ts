@@ -95,9 +95,9 @@ export interface Throttle {
    * day, the rule was the client's own counter's new count, which each success resets, so a
    * client whose successes and failures interleave (a rolling redeploy after a rotation: new pods
    * succeed, old ones fail) never reached it and spent the whole budget. The share replaces that
-   * rule rather than joining it: the share alone gives the bound (without a success in the
-   * share's window the two counters are counted together and hold the same count; after one, the
-   * client's own counter restarts with a window of its own and the share goes on). The share and
+   * rule rather than joining it: the share alone gives the bound (the client's own counter, with
+   * its window from its first failure and reset by each success, may hold more or fewer than the
+   * share, which counts every failure in the clock's window). The share and
    * the budget are counted as of the start of the clock's current window (windows of `windowMs`
    * from the epoch: a budget spent at 10:14 with 15-minute windows is served again at 10:15), so
    * both always cover the same time and the bound holds per budget window. Until later on
@@ -148,7 +148,11 @@ const isAttempt = (value: unknown): value is ThrottleAttempt =>
 export interface ThrottleSettings {
   /** Failures within one window that lock a key. */
   maxFailures: number;
-  /** Window length in seconds, counted from the first failure. */
+  /**
+   * Window length in seconds, counted from the first failure; client authentication's address
+   * budget and a client's share of it count in windows of the clock instead (this long, from the
+   * epoch; see Throttle.fail).
+   */
   windowSeconds: number;
 }
 
@@ -497,7 +501,9 @@ export function createThrottle(
           // and the two always cover the same time: the share bounds the client's spend of each
           // budget window, not of a window of its own (see Throttle.fail).
           const windowOpen = now - (now % windowMs);
-          const share = keys.resetKeys.length > 0 ? await storageKey(JSON.stringify(["budget-share", ...keys.resetKeys])) : undefined;
+          // "budget-share-w": a key of its own for shares counted in the clock's windows, so no
+          // share counted from its first failure (before 2026-12-03) goes on under it.
+          const share = keys.resetKeys.length > 0 ? await storageKey(JSON.stringify(["budget-share-w", ...keys.resetKeys])) : undefined;
           if (share === undefined || (await store.increment(share, windowOpen, windowMs)).count <= settings.maxFailures) {
             for (const key of budgets) await store.increment(key, windowOpen, windowMs);
           }
