@@ -184,9 +184,10 @@ function wrapStore(store: object, storeName: string, tracer: Tracer | undefined,
  */
 export function instrumentStorage(storage: Storage, tracer: Tracer | undefined, observer: Observer | undefined): Storage {
   if (tracer === undefined && observer?.storage === undefined) return storage;
-  // Every member, a class's prototype getters included: until 2026-12-03 this copied own
-  // enumerable properties only, and a storage class exposing its stores through getters lost
-  // them all as soon as metrics or tracing were on (the start failed; without them it worked).
+  // Every member reaches the original, a class's prototype getters included: until 2026-12-03
+  // this copied own enumerable properties only, and a storage class exposing its stores through
+  // getters lost them all as soon as metrics or tracing were on (the start failed; without them
+  // it worked).
   const out = flatten(storage);
   // The stores: every own enumerable object member (as before), and each of Storage's store names
   // wherever it is defined (a getter of the class is read here, once; no other member is read).
