@@ -50,6 +50,13 @@ export function malformedUrl(url: string): string | null {
   } catch {
     return "is not a valid URL: check the host and the port (a number up to 65535), and percent-encode any @ : / ? # in the user name or password";
   }
+  // mysql2 keeps the URL's own user name and password, empty ones too, over `?user=` and
+  // `?password=` (dropped quietly until 2026-12-03: the connection went without them).
+  const ignored = mysql ? ["user", "password"].filter((name) => parsed.searchParams.has(name)) : [];
+  if (ignored.length > 0) {
+    const what = ignored.length === 2 ? "user name and password as query parameters" : `${ignored[0] === "user" ? "user name" : "password"} as a query parameter`;
+    return `(${redactUrl(url)}) gives the ${what}, which the MySQL driver ignores: write mysql://user:password@host:port/database (percent-encode any reserved character in them)`;
+  }
   // pg takes `?user=`, `?password=` and `?host=` (when not empty) in place of those parts and then
   // never decodes the part; with `?host=`, a URL-encoded socket path as the host goes in front of
   // the database name, which it decodes. mysql2 decodes the four parts whatever the query says.

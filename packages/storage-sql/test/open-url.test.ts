@@ -57,6 +57,18 @@ describe("openSqlStorage: a URL its driver cannot parse", () => {
     expect(await refusal("postgres://%ff:hunter2@127.0.0.1:5432/test")).toMatch(/^openSqlStorage's url \(postgres:\/\/%ff:\*\*\*@127\.0\.0\.1:5432\/test\) has a malformed percent-escape in its user name: /);
   });
 
+  it("a mysql:// or mariadb:// URL giving the user or password as a query parameter (mysql2 ignores both there, so the connection would go without them) is refused, the value never shown", async () => {
+    // Until 2026-12-03 mysql2 kept the URL's own (empty) user name and password and dropped these
+    // quietly: the server then answered "Access denied for user ''@'...' (using password: NO)".
+    const hint = "percent-encode any reserved character in them";
+    expect(await refusal("mysql://root@127.0.0.1:3306/test?password=hunter2")).toBe(
+      `openSqlStorage's url (mysql://root@127.0.0.1:3306/test?password=***) gives the password as a query parameter, which the MySQL driver ignores: write mysql://user:password@host:port/database (${hint}); nothing was opened`,
+    );
+    expect(await refusal("mariadb://127.0.0.1:3306/test?user=root&password=hunter2")).toBe(
+      `openSqlStorage's url (mariadb://127.0.0.1:3306/test?user=root&password=***) gives the user name and password as query parameters, which the MySQL driver ignores: write mysql://user:password@host:port/database (${hint}); nothing was opened`,
+    );
+  });
+
   it("an unsupported scheme, an empty URL and sqlite: without a path are StorageConfigError too (a TypeError until 2026-11-30), the password never shown", async () => {
     const expected: [string, string][] = [
       ["redis://user:hunter2@127.0.0.1:6379", 'openSqlStorage\'s url (redis://user:***@127.0.0.1:6379) has an unsupported scheme "redis:" (use postgres:, postgresql:, mysql:, mariadb: or sqlite:, or a SQLite file path); nothing was opened'],
