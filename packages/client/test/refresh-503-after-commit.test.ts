@@ -39,7 +39,10 @@ describe("a refresh whose rotation committed but whose answer is a 503", () => {
 
     // Give the client the time its background retries of a lost answer take (at most 1+2+4+8 s,
     // and the 5 s hold); nothing else calls meanwhile. The server's clock stands still: within the window.
-    for (let waited = 0; waited < 16_000 && grants.filter((g) => g === "refresh_token").length < 2; waited += 250) {
+    // Until the retry is answered (its token.refreshed event), not merely sent: advancing the
+    // server's clock while it was still being served put it past the window (reuse), which a
+    // loaded CI run of 2026-12-03 hit once.
+    for (let waited = 0; waited < 16_000 && (grants.filter((g) => g === "refresh_token").length < 2 || !events.some((e) => e.type === "token.refreshed")); waited += 250) {
       await new Promise((r) => setTimeout(r, 250));
     }
 
