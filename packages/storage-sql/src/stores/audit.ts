@@ -89,10 +89,13 @@ export function auditStore(ctx: StoreContext, warn: (message: string) => void): 
         // connection) is tried again one row at a time, first in line, each row once: one bad
         // row loses only itself. Until 2026-12-03 all of its rows were lost.
         // Not once the storage is closing: its driver is going, and the rows would only fail again.
-        const again = batch.length > 1 && !closing ? batch.filter((w) => w.retried === undefined) : [];
+        const retry = batch.length > 1 && !closing;
+        const again: Waiting[] = [];
         for (const w of batch) {
-          if (again.includes(w)) w.retried = true;
-          else w.reject(error);
+          if (retry && w.retried === undefined) {
+            w.retried = true;
+            again.push(w);
+          } else w.reject(error);
         }
         if (again.length > 0) {
           waiting = again.concat(waiting.slice(head));
