@@ -268,14 +268,13 @@ interface Opened {
   sqlite?: SqliteFastPath;
   /** PostgreSQL: `pg.Client`, for the client cache's listening connection. */
   listenClient?: ListenClientConstructor;
-  /** PostgreSQL: the pool, whose sockets a close past its wait drops. */
-  pgPool?: unknown;
   /**
-   * PostgreSQL (set with `pgPool`): bare connections for the pooler probe, outside the pool: none of the pool's
-   * connect-time SETs runs on them, so a probe through a transaction pooler leaves no setting on
-   * a server connection other clients of the pooler are handed next.
+   * PostgreSQL: the pool, whose sockets a close past its wait drops, and bare connections for the
+   * pooler probe (`probe`), outside the pool: none of the pool's connect-time SETs runs on them, so
+   * a probe through a transaction pooler leaves no setting on a server connection other clients of
+   * the pooler are handed next.
    */
-  probeConnections?: ProbePool;
+  pg?: { pool: ProbePool & { end(): Promise<void> }; probe: ProbePool };
   /** A SQLite file (not `:memory:`): its path and the writing connection, for the checkpoint worker. */
   sqliteFile?: { path: string; writer: PragmaTarget };
 }
@@ -346,7 +345,7 @@ async function openKysely(target: Target, queryTimeoutMs: number): Promise<Opene
           };
         },
       };
-      return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), listenClient: pg.Client as unknown as ListenClientConstructor, pgPool: pool, probeConnections };
+      return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), listenClient: pg.Client as unknown as ListenClientConstructor, pg: { pool: pool as unknown as ProbePool & { end(): Promise<void> }, probe: probeConnections } };
     }
     case "mysql": {
       const mysql = await importDriver("mysql2", () => import("mysql2"));
@@ -514,16 +513,16 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
     if (e instanceof DriverMissingError) throw e;
     throw toStorageError(e, family, "open");
   }
-  if (opened.pgPool !== undefined && opened.probeConnections !== undefined) {
+  if (opened.pg !== undefined) {
     // Before anything is migrated or cached: a pooler in transaction mode is refused (see
     // TransactionPoolingError). With `migrate: false` a server that cannot be reached now does not
     // fail the open (as before): the pool's first connection checks, and each after it until one
     // could. Kysely has not used the pool yet, so it is ended here directly.
-    const pool = opened.pgPool as ProbePool & { end(): Promise<void> };
+    const pool = opened.pg.pool;
     // Told only of a refusal after the open (the open's own throws it).
     let opening = true;
     const warn = options.onWarning ?? ((message: string) => console.warn(message));
-    const check = gateOnSessionPooling(pool, "openSqlStorage's url", (message) => opening || warn(message), opened.probeConnections);
+    const check = gateOnSessionPooling(pool, "openSqlStorage's url", (message) => opening || warn(message), opened.pg.probe);
     try {
       await check();
     } catch (e) {
@@ -587,7 +586,7 @@ export async function openSqlStorage(url: string, options: OpenSqlStorageOptions
   }
   // After migrating, so the first check finds the triggers; a failure only leaves it bypassed.
   await cache?.start();
-  if (opened.pgPool !== undefined) boundPgClose(storage, opened.pgPool);
+  if (opened.pg !== undefined) boundPgClose(storage, opened.pg.pool);
   const file = opened.sqliteFile;
   if (file !== undefined && (options.sqliteCheckpoints ?? "thread") === "thread") return withCheckpointThread(storage, file, options.onWarning ?? ((message) => console.warn(message)));
   return storage;
