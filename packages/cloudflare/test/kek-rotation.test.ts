@@ -6,8 +6,10 @@
  * middle step is the console's "Re-encrypt keys" (`POST /console/api/signing-keys/reencrypt`),
  * which the operator calls when they choose (never done on its own: a version rolled back to <old>
  * alone could not open the moved keys). Until 2026-11-30 there was none, the keys stayed sealed
- * under the old KEK, and a deploy without it failed every start.
+ * under the old KEK, and a deploy without it failed every start. Also here, the other use of the
+ * first KEK in workerd: the brute-force counters' keys in D1 (an HMAC under it, since 2026-12-03).
  */
+import { createHash, createHmac, hkdfSync } from "node:crypto";
 import type { Readable } from "node:stream";
 import { Miniflare } from "miniflare";
 import { afterAll, describe, expect, it } from "vitest";
@@ -85,5 +87,43 @@ describe("a key encryption key rotation on the Worker", () => {
 
     // The deploy with the new KEK alone starts and serves the same key.
     expect(await jwks(await get("after"))).toEqual([200, [kid]]);
+  }, 120_000);
+
+  it("in workerd, with a KEK the brute-force counters' keys in D1 are an HMAC under a key derived from the first KEK, never the SHA-256 of the client id sent", async () => {
+    const script = await bundle('import { createWorker } from "../src/index.ts";\nexport default createWorker();\n', { minify: true });
+    const own = new Miniflare({
+      modules: true,
+      script,
+      compatibilityDate: COMPATIBILITY_DATE,
+      d1Databases: { DB: "counters" },
+      bindings: { PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000", PLANTGATE_KEY_ENCRYPTION_KEY: `${NEW},${OLD}` },
+      handleRuntimeStdio: (stdout: Readable, stderr: Readable) => captureStdio(stdout, stderr, log.onLog),
+    });
+    try {
+      // A client secret sent as the client id (id and secret swapped), twice, from one address.
+      const swapped = "s3cr3t-sent-as-the-client-id";
+      const answers: [number, unknown][] = [];
+      for (let i = 0; i < 2; i++) {
+        const res = await own.dispatchFetch(`${ORIGIN}/UserService/connect/token`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`${swapped}:x`)}`, "cf-connecting-ip": "203.0.113.5" },
+          body: "grant_type=client_credentials",
+        });
+        answers.push([res.status, await res.json()]);
+      }
+      const refused = [401, { error: "invalid_client", error_description: "Client authentication failed." }];
+      expect(answers).toEqual([refused, refused]);
+      const db = await own.getD1Database("DB");
+      const rows = (await db.prepare("select attempt_key, count from pg_attempts order by attempt_key").all()).results as { attempt_key: string; count: number }[];
+      const text = JSON.stringify(["client", "c", swapped, "203.0.113.5"]);
+      const derived = Buffer.from(hkdfSync("sha256", Buffer.from(NEW, "base64url"), new Uint8Array(0), "plantgate attempt counter keys", 32));
+      const hmac = "t:" + createHmac("sha256", derived).update(text, "utf8").digest("base64url");
+      const sha = "t:" + createHash("sha256").update(text, "utf8").digest("base64url");
+      expect(rows.map((r) => r.attempt_key)).toContain(hmac);
+      expect(rows.map((r) => r.attempt_key)).not.toContain(sha);
+      expect(rows.find((r) => r.attempt_key === hmac)?.count).toBe(2);
+    } finally {
+      await own.dispose();
+    }
   }, 120_000);
 });

@@ -12,7 +12,7 @@ import { scopeNames } from "./scope-names.js";
 import { createMemoryStorage } from "./storage/memory.js";
 import type { SessionStore } from "./storage/types.js";
 import { ConfigError } from "./env.js";
-import { createKeyEncryption, parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
+import { counterKeyHash, createKeyEncryption, parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
 import { checkOwnKey, createKeyring, MIN_ACTIVATION_DELAY_SECONDS, parseSigningKeyText, SIGNING_RELOAD_MS, SUPPORTED_ALGS, type SigningKeySigner } from "./tokens/keys.js";
 import { createVerifiedTokenCache } from "./tokens/verified-cache.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
@@ -244,7 +244,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
     return Math.max(accessTokenTtl, longest ?? 0) * 1000;
   };
   const sha256 = sha256With(options.crypto);
-  const keyEncryption = createKeyEncryption(options.keyEncryptionKeys === undefined ? [] : parseKeyEncryptionKeys(options.keyEncryptionKeys));
+  const keks = options.keyEncryptionKeys === undefined ? [] : parseKeyEncryptionKeys(options.keyEncryptionKeys);
+  const keyEncryption = createKeyEncryption(keks);
   const delaySeconds = options.signingKeyActivationDelaySeconds ?? MIN_ACTIVATION_DELAY_SECONDS;
   if (!Number.isSafeInteger(delaySeconds) || delaySeconds < MIN_ACTIVATION_DELAY_SECONDS) {
     throw new TypeError(
@@ -364,7 +365,9 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
             maxFailures: positiveInt("bruteForce.maxFailures", options.bruteForce?.maxFailures, DEFAULT_BRUTE_FORCE.maxFailures),
             windowSeconds: positiveInt("bruteForce.windowSeconds", options.bruteForce?.windowSeconds, DEFAULT_BRUTE_FORCE.windowSeconds),
           },
-      sha256,
+      // With a KEK the counters' keys (which hold typed usernames and client ids) are an HMAC
+      // under it, not their bare SHA-256; the first KEK's, so instances sharing it share counters.
+      keks[0] === undefined ? sha256 : counterKeyHash(keks[0]),
       (error, what) =>
         logger.warn(
           what === "sweep"

@@ -109,6 +109,29 @@ interface Kek {
   key: CryptoKey;
 }
 
+/** HKDF-SHA-256 `info` of the brute-force counter keys' HMAC key (see {@link counterKeyHash}). */
+const COUNTER_KEY_INFO = encoder.encode("plantgate attempt counter keys");
+
+/**
+ * The hash of the brute-force counters' storage keys under a KEK: HMAC-SHA-256 (base64url) under a
+ * key derived from `kek` with HKDF-SHA-256 (empty salt, info "plantgate attempt counter keys").
+ * Those keys hold what was typed, a username (where users now and then type their password) or a
+ * client id (where a client that swapped id and secret sends its secret): their unkeyed SHA-256
+ * let a dictionary run over a copy of the attempts table read a weak password back (until
+ * 2026-12-03); under the KEK a copy of the table alone reads nothing back. Web Crypto, so workerd
+ * runs it too; the derived key is made once, on first use, and is not extractable.
+ */
+export function counterKeyHash(kek: Uint8Array): (text: string) => Promise<string> {
+  let key: Promise<CryptoKey> | undefined;
+  const ready = () =>
+    (key ??= crypto.subtle
+      .importKey("raw", kek as Uint8Array<ArrayBuffer>, "HKDF", false, ["deriveKey"])
+      .then((base) =>
+        crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: COUNTER_KEY_INFO }, base, { name: "HMAC", hash: "SHA-256", length: 256 }, false, ["sign"]),
+      ));
+  return async (text) => base64url(new Uint8Array(await crypto.subtle.sign("HMAC", await ready(), encoder.encode(text))));
+}
+
 /**
  * Key encryption over the given KEKs (see {@link parseKeyEncryptionKeys}); none = keys stay clear.
  *
