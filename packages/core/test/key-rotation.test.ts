@@ -209,6 +209,62 @@ describe("keys revoke of a retired key whose own delete fails", () => {
   });
 });
 
+describe("keys revoke whose delete of a prunable key before it fails", () => {
+  /** Six keys a second apart ten days ago over a store whose delete of `failFor` fails: the newest signs, the five before it are prunable. */
+  async function sixKeys() {
+    const inner = createMemoryStorage();
+    let failFor: string | null = null;
+    const storage: Storage = {
+      ...inner,
+      signingKeys: {
+        ...inner.signingKeys,
+        delete: async (kid: string) => {
+          if (kid === failFor) throw new StorageError("memory storage failed during signingKeys.delete");
+          return inner.signingKeys.delete(kid);
+        },
+      } as Storage["signingKeys"],
+    };
+    const warnings: string[] = [];
+    const h = await harness({ storage, logger: { error() {}, warn: (message: string) => void warnings.push(message) } });
+    const now = h.clock.now();
+    for (let i = 0; i < 6; i++) await inner.signingKeys.create(await generateKeyRecord("ES256", now - 10 * DAY + i * 1000, now - 10 * DAY + i * 1000));
+    const oldestFirst = (await inner.signingKeys.list()).sort((a, b) => a.activatesAt - b.activatesAt).map((k) => k.kid);
+    const kids = async () => (await inner.signingKeys.list()).map((k) => k.kid).sort();
+    return { h, oldestFirst, kids, warnings, failAt: (kid: string | null) => void (failFor = kid) };
+  }
+
+  it("rejects with the storage failure, the key not revoked; the prunable keys deleted before the failure are named in a warn line (they were named nowhere until 2026-12-03)", async () => {
+    const { h, oldestFirst, kids, warnings, failAt } = await sixKeys();
+    const kid = oldestFirst[4]!;
+    failAt(oldestFirst[2]!);
+    await expect(h.app.admin.revokeSigningKey(kid)).rejects.toThrow(new StorageError("memory storage failed during signingKeys.delete"));
+    expect(warnings.filter((m) => m.startsWith("signing key revocation"))).toEqual([
+      `signing key revocation failed; the prunable keys before it were deleted: "${oldestFirst[0]}", "${oldestFirst[1]}"`,
+    ]);
+    expect(await kids()).toEqual(oldestFirst.slice(2).sort());
+    failAt(null);
+    expect(await h.app.admin.revokeSigningKey(kid)).toEqual({ kid, status: "prunable", deleted: [oldestFirst[2], oldestFirst[3]] });
+  });
+
+  it("with maxPrunableDeletes (the console's bounded call): the same warn line for the deletes made before the failure", async () => {
+    const { h, oldestFirst, kids, warnings, failAt } = await sixKeys();
+    const kid = oldestFirst[4]!;
+    failAt(oldestFirst[1]!);
+    await expect(h.app.admin.revokeSigningKey(kid, { maxPrunableDeletes: 3 })).rejects.toThrow(new StorageError("memory storage failed during signingKeys.delete"));
+    expect(warnings.filter((m) => m.startsWith("signing key revocation"))).toEqual([
+      `signing key revocation failed; the prunable keys before it were deleted: "${oldestFirst[0]}"`,
+    ]);
+    expect(await kids()).toEqual(oldestFirst.slice(1).sort());
+  });
+
+  it("a failure before any delete succeeded: no warn line", async () => {
+    const { h, oldestFirst, warnings, failAt } = await sixKeys();
+    failAt(oldestFirst[0]!);
+    await expect(h.app.admin.revokeSigningKey(oldestFirst[4]!)).rejects.toThrow(new StorageError("memory storage failed during signingKeys.delete"));
+    expect(warnings.filter((m) => m.startsWith("signing key revocation"))).toEqual([]);
+  });
+});
+
 describe("a signingKey option that is not JSON", () => {
   it("is refused when the app is created, and neither the error nor any log line quotes the key (V8's JSON.parse message quotes the text around the fault; a 500 on every request logged it)", async () => {
     const d = "SECRETd0123456789abcdefghijklmnopqrstuvwxyz";

@@ -504,25 +504,36 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         .map((k) => k.kid)
         .reverse();
       const deleted: string[] = [];
-      if (before.length > maxDeletes) {
+      // The prunable keys are gone for good once deleted (as a prune deletes them); the revocation
+      // is not: a failure says which went, as a prune's counts are logged (no event: the retry's
+      // says only what it deletes). Until 2026-12-03 only the revoked key's own delete said so, and
+      // a failure among the prunable ones left those already deleted named nowhere.
+      const failed = (error: unknown) => {
+        if (deleted.length > 0) ctx.logger.warn(`signing key revocation failed; the prunable keys before it were deleted: ${deleted.map(quoteId).join(", ")}`, describeError(error));
+        return error;
+      };
+      const deleteEach = async (kids: readonly string[]) => {
         try {
-          for (const k of before.slice(0, maxDeletes)) if (await ctx.storage.signingKeys.delete(k)) deleted.push(k);
-        } finally {
+          for (const k of kids) if (await ctx.storage.signingKeys.delete(k)) deleted.push(k);
+        } catch (error) {
           if (deleted.length > 0) ctx.keyring.invalidate();
+          throw failed(error);
         }
+      };
+      if (before.length > maxDeletes) {
+        await deleteEach(before.slice(0, maxDeletes));
+        if (deleted.length > 0) ctx.keyring.invalidate();
         throw new AdminError(
           `signing key ${quoteId(kid)} is not revoked yet: the ${before.length} prunable keys activated before it go first (deleting it alone would make the last of them trusted again), at most ${maxDeletes} a request; deleted the oldest ${maxDeletes}, ${before.length - maxDeletes} left: revoke it again (or let the prune delete them)`,
         );
       }
-      for (const k of before) if (await ctx.storage.signingKeys.delete(k)) deleted.push(k);
+      await deleteEach(before);
       let gone: boolean;
       try {
         gone = await ctx.storage.signingKeys.delete(kid);
       } catch (error) {
-        // The prunable keys are gone for good (as a prune deletes them); the revocation is not: say
-        // which, as a prune's counts are logged (no event: the retry's says `deleted: []`).
-        if (deleted.length > 0) ctx.logger.warn(`signing key revocation failed; the prunable keys before it were deleted: ${deleted.map(quoteId).join(", ")}`, describeError(error));
-        throw error;
+        if (deleted.length > 0) ctx.keyring.invalidate();
+        throw failed(error);
       }
       if (gone || deleted.length > 0) ctx.keyring.invalidate();
       if (!gone) throw notFound("signing key", kid);
