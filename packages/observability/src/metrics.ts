@@ -67,6 +67,9 @@ interface StorageKind {
 /** The `lock` label values of `plantgate_lockouts_total` (the `lock` of `account.locked_out`). */
 const LOCKS = ["username_address", "username", "client_budget", "address_budget"] as const;
 
+/** The `lock` label values of `plantgate_client_lockouts_total` (the `lock` of a throttled `client.authentication_failed`). */
+const CLIENT_LOCKS = ["client_address", "address_budget"] as const;
+
 /**
  * Creates the plantgate metrics (names in the README's "Metrics" table). Every label is from a
  * small fixed set: route templates, methods, status codes, grant types, OAuth error codes, store
@@ -113,6 +116,13 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
     labelNames: ["lock"],
     // Every lock's series from the start, and again after a reset: a rate() has a series to read.
     initial: LOCKS.map((lock) => [lock]),
+    registers,
+  });
+  const clientLockouts = new HotCounter({
+    name: "plantgate_client_lockouts_total",
+    help: "Client-authentication lock-outs begun (the first refusal of a lock, as the instance that refused it counts), by lock: client_address or address_budget.",
+    labelNames: ["lock"],
+    initial: CLIENT_LOCKS.map((lock) => [lock]),
     registers,
   });
   const reuse = new HotCounter({
@@ -197,6 +207,9 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
     },
     countEvent(event) {
       if (event.type === "account.locked_out") lockouts.inc([event.lock]);
+      // A client's lock has no event of its own: its first refusal (refused_count 1) is where it
+      // begins, as the instance that refused it counts (client refusals are counted per instance).
+      else if (event.type === "client.authentication_failed" && event.refused_count === 1 && event.lock !== undefined) clientLockouts.inc([event.lock]);
       else if (event.type === "refresh_token.reuse_detected") reuse.inc([]);
     },
     text: () => registry.metrics(),

@@ -77,6 +77,35 @@ describe("metrics", () => {
     for (const secret of ["reporting", "alice", clientSecret, "wonderland-42", "127.0.0.1"]) expect(text).not.toContain(secret);
   });
 
+  it("counts client lock-outs begun (the first refusal of a client-authentication lock) by lock, apart from the accounts'; every series from the start", async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    const app = createPlantgate({ storage: createMemoryStorage(), passwordHashIterations: 1000, logger: { error() {}, warn() {} }, observer: metrics.observer, onEvent: metrics.countEvent, bruteForce: { maxFailures: 2, windowSeconds: 600 } });
+    await app.admin.createClient({ clientId: "reporting" });
+    const clientLockouts = async () => samples(await metrics.text(), "plantgate_client_lockouts_total").sort();
+    expect(await clientLockouts()).toEqual(['plantgate_client_lockouts_total{lock="address_budget"} 0', 'plantgate_client_lockouts_total{lock="client_address"} 0']);
+    const from = (ip: string, secret: string) =>
+      app.fetch(
+        new Request(`${BASE}/UserService/connect/token`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic("reporting", secret) },
+          body: "grant_type=client_credentials",
+        }),
+        { clientIp: ip },
+      );
+    // Two failures lock the client at this address; the next five are refused (events for the 1st, 2nd and 4th).
+    const statuses: number[] = [];
+    for (let i = 0; i < 7; i++) statuses.push((await from("198.51.100.7", "wrong")).status);
+    expect(statuses).toEqual([401, 401, 429, 429, 429, 429, 429]);
+    expect(await app.flushEvents(5000)).toBe(0);
+    expect(await clientLockouts()).toEqual(['plantgate_client_lockouts_total{lock="address_budget"} 0', 'plantgate_client_lockouts_total{lock="client_address"} 1']);
+    // The accounts' lock-outs are not touched; every refusal is still in the token requests' locked_out.
+    expect(samples(await metrics.text(), "plantgate_lockouts_total").every((line) => line.endsWith(" 0"))).toBe(true);
+    expect(samples(await metrics.text(), "plantgate_token_requests_total")).toContain('plantgate_token_requests_total{grant_type="client_credentials",result="locked_out"} 5');
+    // After a reset the series are there again, at 0.
+    metrics.registry.resetMetrics();
+    expect(await clientLockouts()).toEqual(['plantgate_client_lockouts_total{lock="address_budget"} 0', 'plantgate_client_lockouts_total{lock="client_address"} 0']);
+  });
+
   it("keeps every lock-out series after registry.resetMetrics(), at 0 (a rate() still has a series to read)", async () => {
     const metrics = createMetrics({ processMetrics: false });
     const lockedOut = (id: string, lock: "username" | "client_budget"): SecurityEvent => ({ type: "account.locked_out", id, time: 1_796_000_000_000, username: "alice", lock, source: "password_grant", client_id: "app-1", locked_until: 1_796_000_900_000, client_ip: "127.0.0.1" });
