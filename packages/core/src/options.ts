@@ -367,7 +367,7 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
           },
       // With a KEK the counters' keys (which hold typed usernames and client ids) are an HMAC
       // under it, not their bare SHA-256; the first KEK's, so instances sharing it share counters.
-      keks[0] === undefined ? sha256 : counterKeyHash(keks[0]),
+      keks[0] === undefined ? sha256 : counterKeyHash(keks[0], options.crypto?.sha256?.bind(options.crypto)),
       (error, what) =>
         logger.warn(
           what === "sweep"

@@ -8,7 +8,8 @@
  * reads nothing back; instances sharing the first KEK share the counters.
  */
 import { createHash, createHmac, hkdfSync, randomBytes } from "node:crypto";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { counterKeyHash } from "../src/crypto/key-encryption.js";
 import { createMemoryStorage, createPlantgate, type AttemptStore, type Storage } from "../src/index.js";
 import { BASE, basic, manualClock } from "./helpers.js";
 
@@ -60,10 +61,15 @@ async function guess(app: ReturnType<typeof createPlantgate>, clientId: string, 
   );
 }
 
-async function setUp(options: { keyEncryptionKeys?: string } = {}) {
+/** Node's in-line SHA-256 as a `crypto` option's (what @plantgate/node's `nodeCrypto()` gives). */
+const nodeSha256 = { sha256: (data: Uint8Array) => new Uint8Array(createHash("sha256").update(data).digest()) };
+
+type Extra = { keyEncryptionKeys?: string; crypto?: typeof nodeSha256 };
+
+async function setUp(options: Extra = {}) {
   const clock = manualClock();
   const { storage, keys } = recordingStorage();
-  const make = (extra: { keyEncryptionKeys?: string } = options) =>
+  const make = (extra: Extra = options) =>
     createPlantgate({ storage, clock: clock.now, passwordHashIterations: 1000, logger: quiet, bruteForce: { maxFailures: 3, windowSeconds: 600 }, ...extra });
   const app = make();
   const { clientSecret } = await app.admin.createClient({ clientId: "app-1" });
@@ -108,5 +114,41 @@ describe("brute-force counter keys at rest", () => {
     // An instance whose first KEK differs counts apart (documented: counters start over when the first KEK changes).
     const other = make({ keyEncryptionKeys: kek() });
     expect((await guess(other, "app-1", clientSecret, "nobody", "wrong-4")).status).toBe(400);
+  });
+
+  it("with the crypto option's in-line SHA-256 (RFC 2104 over it): the same keys as Web Crypto's HMAC, so instances with and without it share counters", async () => {
+    const first = kek();
+    const { app, make, keys, clientSecret } = await setUp({ keyEncryptionKeys: first, crypto: nodeSha256 });
+    const plain = make({ keyEncryptionKeys: first });
+    expect((await guess(app, "app-1", clientSecret, TYPED, "x")).status).toBe(400);
+    const [ui, u] = keyTexts(TYPED, SWAPPED);
+    const hmac = hmacUnder(first);
+    expect(keys).toContain(hmac(ui!));
+    expect(keys).toContain(hmac(u!));
+    // A long text (past SHA-256's 64-byte block) and a non-ASCII one hash alike both ways.
+    for (const username of ["é".repeat(300), "\u{1F600}x"]) {
+      const direct = counterKeyHash(Buffer.from(first, "base64url"), nodeSha256.sha256);
+      const web = counterKeyHash(Buffer.from(first, "base64url"));
+      expect(await direct(username)).toBe(await web(username));
+      expect("t:" + (await web(username))).toBe(hmac(username));
+    }
+    expect((await guess(plain, "app-1", clientSecret, "nobody", "w1")).status).toBe(400);
+    expect((await guess(app, "app-1", clientSecret, "nobody", "w2")).status).toBe(400);
+    expect((await guess(plain, "app-1", clientSecret, "nobody", "w3")).status).toBe(400);
+    expect((await guess(app, "app-1", clientSecret, "nobody", "w4")).status).toBe(429);
+  });
+
+  it("a key derivation that fails is tried again by the next call, not kept", async () => {
+    const raw = randomBytes(32);
+    for (const digest of [undefined, nodeSha256.sha256]) {
+      const hash = counterKeyHash(raw, digest);
+      const spy = vi.spyOn(crypto.subtle, "importKey").mockRejectedValueOnce(new Error("the platform refused the key"));
+      try {
+        await expect(hash("alice")).rejects.toThrow(new Error("the platform refused the key"));
+        expect(await hash("alice")).toBe(hmacUnder(raw.toString("base64url"))("alice").slice(2));
+      } finally {
+        spy.mockRestore();
+      }
+    }
   });
 });

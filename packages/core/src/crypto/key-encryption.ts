@@ -118,18 +118,57 @@ const COUNTER_KEY_INFO = encoder.encode("plantgate attempt counter keys");
  * Those keys hold what was typed, a username (where users now and then type their password) or a
  * client id (where a client that swapped id and secret sends its secret): their unkeyed SHA-256
  * let a dictionary run over a copy of the attempts table read a weak password back (until
- * 2026-12-03); under the KEK a copy of the table alone reads nothing back. Web Crypto, so workerd
- * runs it too; the derived key is made once, on first use, and is not extractable.
+ * 2026-12-03); under the KEK a copy of the table alone reads nothing back. The key is derived
+ * once, on first use, through Web Crypto (so workerd runs it too; a derivation that fails is tried
+ * again by the next call). With `digest` (the `crypto` option's `sha256`, Node's in-line hash) the
+ * HMAC is two calls of it (RFC 2104) instead of a Web Crypto job per key.
  */
-export function counterKeyHash(kek: Uint8Array): (text: string) => Promise<string> {
-  let key: Promise<CryptoKey> | undefined;
-  const ready = () =>
-    (key ??= crypto.subtle
-      .importKey("raw", kek as Uint8Array<ArrayBuffer>, "HKDF", false, ["deriveKey"])
-      .then((base) =>
-        crypto.subtle.deriveKey({ name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: COUNTER_KEY_INFO }, base, { name: "HMAC", hash: "SHA-256", length: 256 }, false, ["sign"]),
+export function counterKeyHash(kek: Uint8Array, digest?: (data: Uint8Array) => Uint8Array): (text: string) => Promise<string> {
+  let derived: Promise<Uint8Array> | undefined;
+  const bits = () =>
+    (derived ??= crypto.subtle
+      .importKey("raw", kek as Uint8Array<ArrayBuffer>, "HKDF", false, ["deriveBits"])
+      .then((base) => crypto.subtle.deriveBits({ name: "HKDF", hash: "SHA-256", salt: new Uint8Array(0), info: COUNTER_KEY_INFO }, base, 256))
+      .then(
+        (raw) => new Uint8Array(raw),
+        (error: unknown) => {
+          derived = undefined;
+          throw error;
+        },
       ));
-  return async (text) => base64url(new Uint8Array(await crypto.subtle.sign("HMAC", await ready(), encoder.encode(text))));
+  if (digest !== undefined) {
+    let pads: { inner: Uint8Array; outer: Uint8Array } | undefined;
+    return async (text) => {
+      if (pads === undefined) {
+        const key = await bits();
+        // RFC 2104: the 32-byte key zero-padded to SHA-256's 64-byte block, XORed with ipad / opad.
+        const inner = new Uint8Array(64).fill(0x36);
+        const outer = new Uint8Array(64).fill(0x5c);
+        for (let i = 0; i < key.length; i++) {
+          inner[i]! ^= key[i]!;
+          outer[i]! ^= key[i]!;
+        }
+        pads = { inner, outer };
+      }
+      const message = encoder.encode(text);
+      const first = new Uint8Array(64 + message.length);
+      first.set(pads.inner);
+      first.set(message, 64);
+      const second = new Uint8Array(64 + 32);
+      second.set(pads.outer);
+      second.set(digest(first), 64);
+      return base64url(digest(second));
+    };
+  }
+  let hmac: Promise<CryptoKey> | undefined;
+  const key = () =>
+    (hmac ??= bits()
+      .then((raw) => crypto.subtle.importKey("raw", raw as Uint8Array<ArrayBuffer>, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]))
+      .catch((error: unknown) => {
+        hmac = undefined;
+        throw error;
+      }));
+  return async (text) => base64url(new Uint8Array(await crypto.subtle.sign("HMAC", await key(), encoder.encode(text))));
 }
 
 /**

@@ -232,7 +232,10 @@ const SWEEP_EVERY = 64;
 /** At most this many expired counters per sweep in passing, so a request never waits on a backlog (`prune` clears it). */
 export const SWEEP_LIMIT = 500;
 
-/** `t:` + SHA-256 (base64url): 45 ASCII characters whatever the input. */
+/**
+ * `t:` + the hash (base64url of 32 bytes): 45 ASCII characters whatever the input. The hash is
+ * SHA-256, or with a key encryption key an HMAC under a key derived from it (`counterKeyHash`).
+ */
 const storageKeyWith = (hash: (text: string) => Promise<string>) => async (key: string) => `t:${await hash(key)}`;
 
 /**
