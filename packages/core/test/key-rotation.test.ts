@@ -214,12 +214,22 @@ describe("keys revoke whose delete of a prunable key before it fails", () => {
   async function sixKeys() {
     const inner = createMemoryStorage();
     let failFor: string | null = null;
+    let listFails = false;
+    let outageAtFailure = false;
     const storage: Storage = {
       ...inner,
       signingKeys: {
         ...inner.signingKeys,
+        list: async () => {
+          if (listFails) throw new StorageError("memory storage failed during signingKeys.list");
+          return inner.signingKeys.list();
+        },
         delete: async (kid: string) => {
-          if (kid === failFor) throw new StorageError("memory storage failed during signingKeys.delete");
+          if (kid === failFor) {
+            // The outage that failed this delete goes on: the keys cannot be read either.
+            if (outageAtFailure) listFails = true;
+            throw new StorageError("memory storage failed during signingKeys.delete");
+          }
           return inner.signingKeys.delete(kid);
         },
       } as Storage["signingKeys"],
@@ -230,7 +240,7 @@ describe("keys revoke whose delete of a prunable key before it fails", () => {
     for (let i = 0; i < 6; i++) await inner.signingKeys.create(await generateKeyRecord("ES256", now - 10 * DAY + i * 1000, now - 10 * DAY + i * 1000));
     const oldestFirst = (await inner.signingKeys.list()).sort((a, b) => a.activatesAt - b.activatesAt).map((k) => k.kid);
     const kids = async () => (await inner.signingKeys.list()).map((k) => k.kid).sort();
-    return { h, oldestFirst, kids, warnings, failAt: (kid: string | null) => void (failFor = kid) };
+    return { h, oldestFirst, kids, warnings, failAt: (kid: string | null) => void (failFor = kid), outage: () => void (outageAtFailure = true) };
   }
 
   it("rejects with the storage failure, the key not revoked; the prunable keys deleted before the failure are named in a warn line (they were named nowhere until 2026-12-03)", async () => {
@@ -255,6 +265,19 @@ describe("keys revoke whose delete of a prunable key before it fails", () => {
       `signing key revocation failed; the prunable keys before it were deleted: "${oldestFirst[0]}"`,
     ]);
     expect(await kids()).toEqual(oldestFirst.slice(1).sort());
+  });
+
+  it("the cached keys stay after the failure: in the outage that failed the delete, the JWKS is still served from them (not re-read and refused)", async () => {
+    for (const bounded of [undefined, 3]) {
+      const { h, oldestFirst, failAt, outage } = await sixKeys();
+      const kid = oldestFirst[4]!;
+      // The keys are loaded (the JWKS served) before the outage.
+      expect(await jwksKids(h.app)).toEqual([oldestFirst[5]]);
+      failAt(oldestFirst[2]!);
+      outage();
+      await expect(h.app.admin.revokeSigningKey(kid, bounded === undefined ? {} : { maxPrunableDeletes: bounded })).rejects.toThrow(new StorageError("memory storage failed during signingKeys.delete"));
+      expect(await jwksKids(h.app), `maxPrunableDeletes ${bounded}`).toEqual([oldestFirst[5]]);
+    }
   });
 
   it("a failure before any delete succeeded: no warn line", async () => {

@@ -512,11 +512,14 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         if (deleted.length > 0) ctx.logger.warn(`signing key revocation failed; the prunable keys before it were deleted: ${deleted.map(quoteId).join(", ")}`, describeError(error));
         return error;
       };
+      // A failure leaves the cached keys as they are: the deleted keys were prunable (trusted by
+      // none), and dropping the cache in the outage that failed the delete would make every
+      // signing and JWKS request re-read the store (a 503 while it fails) where the cached keys
+      // serve until the minute's reload.
       const deleteEach = async (kids: readonly string[]) => {
         try {
           for (const k of kids) if (await ctx.storage.signingKeys.delete(k)) deleted.push(k);
         } catch (error) {
-          if (deleted.length > 0) ctx.keyring.invalidate();
           throw failed(error);
         }
       };
@@ -532,7 +535,6 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       try {
         gone = await ctx.storage.signingKeys.delete(kid);
       } catch (error) {
-        if (deleted.length > 0) ctx.keyring.invalidate();
         throw failed(error);
       }
       if (gone || deleted.length > 0) ctx.keyring.invalidate();
