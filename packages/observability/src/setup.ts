@@ -1,6 +1,6 @@
 /** The logs and metrics of a Node server in one call: what the example servers use. */
 import type { Logger as Pino } from "pino";
-import { ConfigError, dropRejection, type EventHook, type Logger, type Observer, type SecurityEvent } from "@plantgate/core";
+import { composedHookResult, ConfigError, dropRejection, type EventHook, type Logger, type Observer, type SecurityEvent } from "@plantgate/core";
 import type { ObservabilitySettings } from "./env.js";
 import { coreLogger, createLog, eventLogger, pruneLogger } from "./logs.js";
 import { createMetrics, serveMetrics, type MetricsListener, type PlantgateMetrics } from "./metrics.js";
@@ -62,8 +62,11 @@ export function setupObservability(settings: ObservabilitySettings, options: { d
 /**
  * One `onEvent` hook that hands each event to every hook given, in order: each runs even when one
  * before it throws or rejects, and the result settles once every hook has, rejecting with the
- * first failure in the order given (core then logs it,
- * `onEvent hook failed`). For a host's own hook beside {@link Observability.options}' (the example
+ * first failure in the order given. Plantgate follows each hook's own result
+ * (`composedHookResult`): `flushEvents` waits for every one, and each failure is logged on its own
+ * as it happens (`onEvent hook failed`; until 2026-12-03 plantgate saw the combined result alone,
+ * so a hook that never settled hid every other hook's failure, and of several failures only the
+ * first was logged). For a host's own hook beside {@link Observability.options}' (the example
  * servers' `startServer(env, { onEvent })`): an `onEvent` in the overrides replaced theirs until
  * 2026-12-01, and the events' JSON lines and the lock-out and reuse counters stopped without a word.
  *
@@ -80,11 +83,12 @@ export function eventHooks(...hooks: EventHook[]): EventHook {
         return Promise.reject(error);
       }
     });
-    // Settled only once every hook has (flushEvents waits for the slowest), then the first failure
-    // in the order given.
-    return Promise.allSettled(runs).then((results) => {
+    // For a direct caller: settled only once every hook has, then the first failure in the order
+    // given. Plantgate follows `runs` one by one instead (and drops this one's rejection).
+    const combined = Promise.allSettled(runs).then((results) => {
       for (const result of results) if (result.status === "rejected") throw result.reason;
     });
+    return composedHookResult(combined, runs);
   };
 }
 

@@ -79,3 +79,47 @@ describe("eventHooks with a hook that writes to an event's array before the JSON
     expect({ answer: client.grantTypes, logged: created?.grant_types }).toEqual({ answer: ["refresh_token", "password"], logged: ["refresh_token", "password"] });
   });
 });
+
+describe("eventHooks: each hook's failure is reported on its own, when it happens", () => {
+  /** An app over `onEvent` whose logger notes the hook failures it is told. */
+  function appWith(onEvent: ReturnType<typeof eventHooks>) {
+    const failures: string[] = [];
+    const app = createPlantgate({
+      issuer: "https://hooks.plantgate.test",
+      logger: { error: (message: string, context?: unknown) => void failures.push(`${message}: ${(context as { error?: string } | undefined)?.error}`), warn() {} },
+      onEvent,
+    });
+    return { app, failures };
+  }
+
+  it("a hook that never settles keeps no other hook's failure from being logged (a webhook without a timeout hid them until 2026-12-03); flushEvents still counts the hung one", async () => {
+    const { app, failures } = appWith(
+      eventHooks(
+        () => new Promise<void>(() => {}),
+        () => {
+          throw new Error("the log sink failed");
+        },
+      ),
+    );
+    await app.admin.createClient({ clientId: "c1" });
+    expect(await app.flushEvents(200)).toBe(1);
+    expect(failures).toEqual(["onEvent hook failed: the log sink failed"]);
+  });
+
+  it("two hooks failing: two lines, each with its own error (only the first was logged until 2026-12-03)", async () => {
+    const { app, failures } = appWith(
+      eventHooks(
+        async () => {
+          throw new Error("first failed");
+        },
+        () => {
+          throw new Error("second failed");
+        },
+        () => undefined,
+      ),
+    );
+    await app.admin.createClient({ clientId: "c1" });
+    expect(await app.flushEvents(1000)).toBe(0);
+    expect(failures.sort()).toEqual(["onEvent hook failed: first failed", "onEvent hook failed: second failed"]);
+  });
+});

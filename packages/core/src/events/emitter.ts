@@ -6,7 +6,7 @@
  */
 import type { Logger } from "../context.js";
 import { uuidV4At, type RandomBytes } from "../crypto/index.js";
-import { isThenable } from "../util/thenable.js";
+import { dropRejection, isThenable } from "../util/thenable.js";
 import { isStorableText } from "../util/storable-text.js";
 import type { AuditRecord, AuditStore } from "../storage/types.js";
 import type { EventHook, EventInput, SecurityEvent } from "./types.js";
@@ -110,6 +110,28 @@ const ID_BLOCK = 4096;
  */
 const RESOLVED = Promise.resolve();
 
+/** Where {@link composedHookResult} keeps the parts (`Symbol.for`: two copies of core agree on it). */
+const HOOK_PARTS = Symbol.for("plantgate.eventHookParts");
+
+/**
+ * The result of an `onEvent` hook that hands each event to several hooks (`eventHooks` of
+ * `@plantgate/observability`): `combined` as the result its direct caller awaits, carrying the
+ * hooks' own results, which plantgate follows one by one: `flushEvents` waits for each, and each
+ * rejection is logged on its own as it happens (`onEvent hook failed`). Until 2026-12-03 plantgate
+ * saw the combined result alone: one hook that never settled (a webhook without a timeout) kept
+ * every other hook's failure from being logged, and of several failures only the first was.
+ *
+ * @example
+ * const onEvent: EventHook = (event) => {
+ *   const parts = hooks.map((hook) => Promise.resolve().then(() => hook(event)));
+ *   return composedHookResult(Promise.all(parts).then(() => undefined), parts);
+ * };
+ */
+export function composedHookResult(combined: Promise<void>, parts: readonly PromiseLike<unknown>[]): Promise<void> {
+  Object.defineProperty(combined, HOOK_PARTS, { value: Object.freeze([...parts]) });
+  return combined;
+}
+
 /**
  * What a failure says, for its log line; never throws: `String()` throws for a null-prototype object
  * or one whose `toString` throws, and the report then went unlogged (until 2026-12-01).
@@ -196,15 +218,42 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
   const deliver = (what: "hook" | "audit", event: SecurityEvent, batch: Batch) => {
     let result: unknown;
     let later: boolean;
+    let parts: unknown;
     try {
       result = what === "hook" ? hook!(event) : audit!.append(auditRecord(event));
       // Inside the try: a hostile result's `then` getter may throw.
       later = isThenable(result);
+      // A hook that stands for several (`composedHookResult`): its parts are followed one by one.
+      if (later && what === "hook") parts = (result as { [HOOK_PARTS]?: unknown })[HOOK_PARTS];
     } catch (error) {
       report(what, event, error);
       return finished(batch);
     }
     if (!later) return finished(batch);
+    if (Array.isArray(parts)) {
+      // The combined result is its direct caller's (it rejects with the first failure): each part
+      // counts and is reported on its own, so one that never settles hides no other's failure.
+      dropRejection(result);
+      if (parts.length === 0) return finished(batch);
+      batch.left += parts.length - 1;
+      for (const part of parts as unknown[]) {
+        let thenable: boolean;
+        try {
+          thenable = isThenable(part);
+        } catch (error) {
+          report(what, event, error);
+          finished(batch);
+          continue;
+        }
+        if (thenable) follow(what, event, batch, part as PromiseLike<unknown>);
+        else finished(batch);
+      }
+      return;
+    }
+    follow(what, event, batch, result as PromiseLike<unknown>);
+  };
+  /** Waits for one receiver's thenable result: its rejection is reported, and it counts as finished exactly once. */
+  const follow = (what: "hook" | "audit", event: SecurityEvent, batch: Batch, result: PromiseLike<unknown>) => {
     // A thenable's `then` may be hostile: it may throw, or call back more than once, or both.
     let done = false;
     const once = () => {
@@ -213,7 +262,7 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
       finished(batch);
     };
     try {
-      (result as PromiseLike<unknown>).then(once, (error: unknown) => {
+      result.then(once, (error: unknown) => {
         report(what, event, error);
         once();
       });
