@@ -106,6 +106,23 @@ describe("eventHooks: each hook's failure is reported on its own, when it happen
     expect(failures).toEqual(["onEvent hook failed: the log sink failed"]);
   });
 
+  it("eventHooks inside eventHooks (a host's composed hook given to startServer, which composes it with the server's own): the inner hung hook hides no inner failure", async () => {
+    const { app, failures } = appWith(
+      eventHooks(
+        () => undefined,
+        eventHooks(
+          () => new Promise<void>(() => {}),
+          async () => {
+            throw new Error("the inner sink failed");
+          },
+        ),
+      ),
+    );
+    await app.admin.createClient({ clientId: "c1" });
+    expect(await app.flushEvents(200)).toBe(1);
+    expect(failures).toEqual(["onEvent hook failed: the inner sink failed"]);
+  });
+
   it("two hooks failing: two lines, each with its own error (only the first was logged until 2026-12-03)", async () => {
     const { app, failures } = appWith(
       eventHooks(

@@ -112,6 +112,10 @@ const RESOLVED = Promise.resolve();
 
 /** Where {@link composedHookResult} keeps the parts (`Symbol.for`: two copies of core agree on it). */
 const HOOK_PARTS = Symbol.for("plantgate.eventHookParts");
+/** How deep composed hook results inside composed ones are followed part by part. */
+const MAX_HOOK_PART_DEPTH = 8;
+/** How many parts of one hook call are followed one by one, at every depth together. */
+const MAX_HOOK_PARTS = 1024;
 
 /**
  * The result of an `onEvent` hook that hands each event to several hooks (`eventHooks` of
@@ -120,6 +124,9 @@ const HOOK_PARTS = Symbol.for("plantgate.eventHookParts");
  * rejection is logged on its own as it happens (`onEvent hook failed`). Until 2026-12-03 plantgate
  * saw the combined result alone: one hook that never settled (a webhook without a timeout) kept
  * every other hook's failure from being logged, and of several failures only the first was.
+ * Plantgate then waits for the parts only and drops the combined result's rejection: work the
+ * combined result does after its parts is neither waited for nor reported. A part that is itself
+ * such a result is followed part by part too (8 levels, 1024 parts in all per event).
  *
  * @example
  * const onEvent: EventHook = (event) => {
@@ -128,7 +135,12 @@ const HOOK_PARTS = Symbol.for("plantgate.eventHookParts");
  * };
  */
 export function composedHookResult(combined: Promise<void>, parts: readonly PromiseLike<unknown>[]): Promise<void> {
-  Object.defineProperty(combined, HOOK_PARTS, { value: Object.freeze([...parts]) });
+  try {
+    // Configurable: a combiner handing back one promise twice replaces its parts, rather than throwing.
+    Object.defineProperty(combined, HOOK_PARTS, { value: Object.freeze([...parts]), configurable: true });
+  } catch {
+    // A frozen promise: plantgate follows the combined result alone, as it would without this call.
+  }
   return combined;
 }
 
@@ -218,39 +230,62 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
   const deliver = (what: "hook" | "audit", event: SecurityEvent, batch: Batch) => {
     let result: unknown;
     let later: boolean;
-    let parts: unknown;
     try {
       result = what === "hook" ? hook!(event) : audit!.append(auditRecord(event));
       // Inside the try: a hostile result's `then` getter may throw.
       later = isThenable(result);
-      // A hook that stands for several (`composedHookResult`): its parts are followed one by one.
-      if (later && what === "hook") parts = (result as { [HOOK_PARTS]?: unknown })[HOOK_PARTS];
     } catch (error) {
       report(what, event, error);
       return finished(batch);
     }
     if (!later) return finished(batch);
-    if (Array.isArray(parts)) {
-      // The combined result is its direct caller's (it rejects with the first failure): each part
-      // counts and is reported on its own, so one that never settles hides no other's failure.
-      dropRejection(result);
-      if (parts.length === 0) return finished(batch);
-      batch.left += parts.length - 1;
-      for (const part of parts as unknown[]) {
-        let thenable: boolean;
-        try {
-          thenable = isThenable(part);
-        } catch (error) {
-          report(what, event, error);
-          finished(batch);
-          continue;
-        }
-        if (thenable) follow(what, event, batch, part as PromiseLike<unknown>);
-        else finished(batch);
-      }
-      return;
-    }
+    if (what === "hook") return followHook(event, batch, result as PromiseLike<unknown>, 0, { left: MAX_HOOK_PARTS });
     follow(what, event, batch, result as PromiseLike<unknown>);
+  };
+  /**
+   * A hook's thenable result, which may stand for several (`composedHookResult`, `eventHooks`):
+   * then each part counts and is reported on its own, so one that never settles hides no other's
+   * failure, and a part that is itself composed (`eventHooks` inside `eventHooks`) likewise, down
+   * to MAX_HOOK_PART_DEPTH levels and MAX_HOOK_PARTS parts in all (past them, a result is followed
+   * as one). The batch already counts this result once.
+   */
+  const followHook = (event: SecurityEvent, batch: Batch, result: PromiseLike<unknown>, depth: number, budget: { left: number }) => {
+    const parts = depth < MAX_HOOK_PART_DEPTH ? partsOf(event, result, budget) : undefined;
+    if (parts === undefined) return follow("hook", event, batch, result);
+    // The combined result is its direct caller's (it rejects with the first failure): dropped.
+    dropRejection(result);
+    if (parts.length === 0) return finished(batch);
+    batch.left += parts.length - 1;
+    for (const part of parts) {
+      let thenable: boolean;
+      try {
+        thenable = isThenable(part);
+      } catch (error) {
+        report("hook", event, error);
+        finished(batch);
+        continue;
+      }
+      if (thenable) followHook(event, batch, part as PromiseLike<unknown>, depth + 1, budget);
+      else finished(batch);
+    }
+  };
+  /**
+   * A copy of the parts a composed result carries (a host's own array may change while they are
+   * followed), or undefined for any other result. Parts that cannot be read (a getter or a proxy
+   * that throws) are reported, and the result is then followed as one, as are parts past the budget.
+   */
+  const partsOf = (event: SecurityEvent, result: PromiseLike<unknown>, budget: { left: number }): unknown[] | undefined => {
+    try {
+      const parts = (result as { [HOOK_PARTS]?: unknown })[HOOK_PARTS];
+      if (!Array.isArray(parts)) return undefined;
+      const length = (parts as unknown[]).length;
+      if (length > budget.left) return undefined;
+      budget.left -= length;
+      return Array.prototype.slice.call(parts) as unknown[];
+    } catch (error) {
+      report("hook", event, error);
+      return undefined;
+    }
   };
   /** Waits for one receiver's thenable result: its rejection is reported, and it counts as finished exactly once. */
   const follow = (what: "hook" | "audit", event: SecurityEvent, batch: Batch, result: PromiseLike<unknown>) => {
