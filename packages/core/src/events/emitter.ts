@@ -281,7 +281,8 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
       const length = (parts as unknown[]).length;
       if (length > budget.left) return undefined;
       budget.left -= length;
-      return Array.prototype.slice.call(parts) as unknown[];
+      // Up to the length checked: a proxy answering a larger one the second time copies no more.
+      return Array.prototype.slice.call(parts, 0, length) as unknown[];
     } catch (error) {
       report("hook", event, error);
       return undefined;
