@@ -12,7 +12,7 @@ import { readJsonBody } from "./http/api-json.js";
 import { requireBearer, withBearerRead } from "./http/bearer.js";
 import { readOAuthForm, TOKEN_PARAMETERS, TOKEN_QUERY_PARAMETERS } from "./http/oauth-form.js";
 import type { HandleInfo } from "./http/handle-info.js";
-import { requestClientIp } from "./http/client-address.js";
+import { clientAddressOf, requestClientIp } from "./http/client-address.js";
 import { API_NO_STORE, errorResponse, json, NO_STORE, toResponse, type PlainResponse } from "./http/respond.js";
 import { INTROSPECTION_PATH, metadata, REVOCATION_PATH, TOKEN_PATH } from "./oauth/metadata.js";
 import { introspectionEndpoint } from "./oauth/introspection.js";
@@ -360,6 +360,9 @@ export function createPlantgate(options: PlantgateOptions = {}): Plantgate {
     clientRoutes: new Set([table.names.get(REVOCATION_PATH)!, table.names.get(INTROSPECTION_PATH)!]),
     grantTypes: new Set(GRANT_TYPES),
     spanPath: (path) => spanPath(ctx, table, path),
+    // The address as resolved for the throttle, without requestClientIp's warning (said, where
+    // due, when a route needs the address).
+    clientAddress: (request, info) => clientAddressOf(ctx, request, info as HandleInfo | undefined),
   });
   return {
     admin: createAdmin(ctx),

@@ -403,6 +403,45 @@ describe("tracing", () => {
     expect(exporter.getFinishedSpans().filter((s) => s.kind === SERVER).map((s) => s.attributes["server.address"])).toEqual(["REDACTED", atLimit, `${atLimit}.`, "REDACTED"]);
   });
 
+
+  it("client.address is the client's address as the throttle and the events see it (a trusted proxy's X-Forwarded-For resolved), set when the span starts; absent without one", async () => {
+    // Until 2026-12-03 server spans carried no client.address (recommended on HTTP server spans):
+    // an operator tracing a burst of failures could not tell the callers apart.
+    const started: Record<string, unknown>[] = [];
+    const watch: SpanProcessor = {
+      onStart: (span) => void started.push({ ...(span as unknown as ReadableSpan).attributes }),
+      onEnd() {},
+      forceFlush: async () => {},
+      shutdown: async () => {},
+    };
+    const watched = new BasicTracerProvider({ spanProcessors: [watch, new SimpleSpanProcessor(exporter)] });
+    const h = await harness({ tracer: watched.getTracer("plantgate-test"), trustedProxies: ["10.0.0.0/8"] });
+    exporter.reset();
+    started.length = 0;
+    const jwks = (headers: Record<string, string> = {}) => new Request(`${BASE}/.well-known/jwks.json`, { headers });
+    const answers = [
+      await h.app.fetch(jwks(), { clientIp: "198.51.100.7" }),
+      await h.app.fetch(jwks({ "x-forwarded-for": "203.0.113.50, 198.51.100.9" }), { clientIp: "10.1.2.3" }),
+      // A peer that is no trusted proxy: its X-Forwarded-For proves nothing.
+      await h.app.fetch(jwks({ "x-forwarded-for": "203.0.113.50" }), { clientIp: "198.51.100.8" }),
+      await h.app.fetch(jwks({ "x-forwarded-for": "203.0.113.50" }), { clientIp: "::ffff:198.51.100.10" }),
+      await h.app.fetch(jwks()),
+    ];
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    const servers = exporter.getFinishedSpans().filter((s) => s.kind === SERVER);
+    expect(servers.map((s) => s.attributes["client.address"])).toEqual(["198.51.100.7", "198.51.100.9", "198.51.100.8", "198.51.100.10", undefined]);
+    expect(started.filter((a) => a["http.request.method"] !== undefined).map((a) => a["client.address"])).toEqual(["198.51.100.7", "198.51.100.9", "198.51.100.8", "198.51.100.10", undefined]);
+    expect(servers[0]!.attributes).toEqual({
+      "http.request.method": "GET",
+      "url.path": "/.well-known/jwks.json",
+      "url.scheme": "https",
+      "server.address": "as.example.test",
+      "server.port": 443,
+      "client.address": "198.51.100.7",
+      "http.route": "/.well-known/jwks.json",
+      "http.response.status_code": 200,
+    });
+  });
   it("the audit trail's writes (after the answer) are spans of their own trace, not children of the request's ended spans", async () => {
     const h = await harness({ storage: createMemoryStorage({ audit: true }), tracer: provider.getTracer("t") });
     await h.app.flushEvents();

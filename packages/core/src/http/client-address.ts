@@ -18,7 +18,7 @@ const warned = new WeakSet<Context>();
  */
 export function requestClientIp(ctx: Context, request: Request, info: HandleInfo | undefined): string | undefined {
   const unixSocket = info?.unixSocket === true;
-  const ip = resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"), unixSocket);
+  const ip = clientAddressOf(ctx, request, info);
   if (ip === undefined && ctx.throttle.windowMs > 0 && !warned.has(ctx) && !request.signal.aborted) {
     warned.add(ctx);
     const [why, fix] = !unixSocket
@@ -37,4 +37,9 @@ export function requestClientIp(ctx: Context, request: Request, info: HandleInfo
     );
   }
   return ip;
+}
+
+/** The client address of one request as {@link requestClientIp} finds it, without its warning (a span's `client.address`). */
+export function clientAddressOf(ctx: Context, request: Request, info: HandleInfo | undefined): string | undefined {
+  return resolveClientIp(ctx.trustedProxy, info?.clientIp, request.headers.get("x-forwarded-for"), info?.unixSocket === true);
 }

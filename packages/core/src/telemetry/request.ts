@@ -78,6 +78,12 @@ export interface ObserveOptions {
    * app's `spanPath`). Called before the span starts, so a sampler sees it.
    */
   spanPath(path: string): string;
+  /**
+   * The span's `client.address`: the request's client address as the throttle and the events see
+   * it (the adapter's `clientIp`, behind a trusted proxy the address its `X-Forwarded-For` vouches
+   * for), or undefined when it has none. Called before the span starts (tracing only).
+   */
+  clientAddress(request: Request, info: unknown): string | undefined;
 }
 
 /**
@@ -85,7 +91,7 @@ export interface ObserveOptions {
  * attributes) and the `observer.request` call; returns `dispatch` untouched when neither is set.
  */
 export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOptions): (request: Request, info: I) => Promise<PlainResponse> {
-  const { tracer, observer, tokenRoute, clientRoutes, spanPath } = options;
+  const { tracer, observer, tokenRoute, clientRoutes, spanPath, clientAddress } = options;
   // Each supported grant type to its own string, as METHODS does for methods (the form's value is a new string each time).
   const grantTypes = new Map([...options.grantTypes].map((g) => [g, g]));
   const report = observer?.request?.bind(observer);
@@ -156,6 +162,10 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
       "server.address": url.hostname.length > 253 + (url.hostname.endsWith(".") ? 1 : 0) ? SCRUBBED : url.hostname.charCodeAt(0) === 91 ? url.hostname.slice(1, -1) : url.hostname,
       "server.port": url.port === "" ? (scheme === "https" ? 443 : 80) : Number(url.port),
     };
+    // Recommended on HTTP server spans, and known at the start, so a sampler sees it. Until
+    // 2026-12-03 spans carried none: a burst of failures could not be told apart by caller.
+    const client = clientAddress(request, info);
+    if (client !== undefined) attributes["client.address"] = client;
     // Required with `_OTHER`: the method as sent (a token of at most what the adapter accepted).
     if (method === "_OTHER") attributes["http.request.method_original"] = request.method;
     // A tracer that throws starting the span: the request runs without one (a tracer never changes an answer).
