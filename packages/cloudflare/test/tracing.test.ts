@@ -21,17 +21,17 @@ const USER = { username: "operator", password: "operator-password-1" };
 
 /**
  * The Worker: `createWorker({ tracer })` behind a path serving the exporter's finished spans (and
- * one resetting them). The context manager is the smallest one OpenTelemetry's API accepts, on
+ * one resetting them). The context manager (registered when `withContextManager`) is the smallest one OpenTelemetry's API accepts, on
  * workerd's AsyncLocalStorage.
  */
-const ENTRY = `
+const entry = (withContextManager: boolean) => `
 import { AsyncLocalStorage } from "node:async_hooks";
 import { context, ROOT_CONTEXT } from "@opentelemetry/api";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { createWorker } from "../src/index.ts";
 
 const storage = new AsyncLocalStorage();
-context.setGlobalContextManager({
+if (${withContextManager}) context.setGlobalContextManager({
   active: () => storage.getStore() ?? ROOT_CONTEXT,
   with: (ctx, fn, thisArg, ...args) => storage.run(ctx, () => fn.call(thisArg, ...args)),
   bind: (ctx, target) => (typeof target === "function" ? (...args) => storage.run(ctx, () => target(...args)) : target),
@@ -84,11 +84,10 @@ let mf: Miniflare | undefined;
 let base = "";
 const log = new CapturedLog();
 
-beforeAll(async () => {
-  // Bundled as the Worker tests' entries are (Workers conditions, ESM, browser platform), with the
-  // runtime's node:async_hooks left to workerd.
+/** The entry, bundled as the Worker tests' entries are (Workers conditions, ESM, browser platform), with the runtime's node:async_hooks left to workerd. */
+async function bundled(withContextManager: boolean): Promise<string> {
   const result = await build({
-    stdin: { contents: ENTRY, resolveDir: here, loader: "ts" },
+    stdin: { contents: entry(withContextManager), resolveDir: here, loader: "ts" },
     bundle: true,
     format: "esm",
     platform: "browser",
@@ -98,9 +97,13 @@ beforeAll(async () => {
     write: false,
     logLevel: "silent",
   });
-  mf = new Miniflare({
+  return result.outputFiles[0]!.text;
+}
+
+function miniflare(script: string): Miniflare {
+  return new Miniflare({
     modules: true,
-    script: result.outputFiles[0]!.text,
+    script,
     compatibilityDate: COMPATIBILITY_DATE,
     compatibilityFlags: ["nodejs_als"],
     d1Databases: ["DB"],
@@ -113,6 +116,10 @@ beforeAll(async () => {
     },
     handleRuntimeStdio: (stdout: Readable, stderr: Readable) => captureStdio(stdout, stderr, log.onLog),
   });
+}
+
+beforeAll(async () => {
+  mf = miniflare(await bundled(true));
   base = (await mf.ready).origin;
 }, 60_000);
 
@@ -120,8 +127,8 @@ afterAll(async () => {
   await mf?.dispose();
 });
 
-async function spans(): Promise<ExportedSpan[]> {
-  const res = await fetch(`${base}/__spans`);
+async function spans(at = base): Promise<ExportedSpan[]> {
+  const res = await fetch(`${at}/__spans`);
   expect(res.status).toBe(200);
   return (await res.json()) as ExportedSpan[];
 }
@@ -212,5 +219,39 @@ describe("tracing in workerd", () => {
     const auth = all.filter((s) => s.name === "plantgate.client_authentication");
     expect(auth.map((s) => [s.status, s.attributes["error.type"], s.parent])).toEqual([[2, "invalid_client", servers[0]!.id]]);
     expect(JSON.stringify(all)).not.toContain(CLIENT.secret);
+  });
+
+  it("without a context manager the same spans are made, each a root of its own trace (README: what a Worker without nodejs_als or nodejs_compat gets)", async () => {
+    const bare = miniflare(await bundled(false));
+    try {
+      const at = (await bare.ready).origin;
+      expect((await fetch(`${at}/.well-known/jwks.json`)).status).toBe(200);
+      expect((await fetch(`${at}/__reset`)).status).toBe(204);
+      const res = await fetch(`${at}/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`${CLIENT.id}:${CLIENT.secret}`)}` },
+        body: "grant_type=client_credentials",
+      });
+      expect(res.status).toBe(200);
+      await res.text();
+      const all = await spans(at);
+      expect(all.map((s) => s.name).sort()).toEqual(
+        [
+          "POST /UserService/connect/token",
+          "plantgate.client_authentication",
+          "plantgate.grant",
+          "plantgate.sign",
+          "plantgate.storage attempts.get",
+          "plantgate.storage attempts.get",
+          "plantgate.storage audit.append",
+          "plantgate.storage clients.get",
+          "plantgate.storage clients.touchSecret",
+        ].sort(),
+      );
+      expect(all.map((s) => s.parent)).toEqual(all.map(() => null));
+      expect(new Set(all.map((s) => s.trace)).size).toBe(all.length);
+    } finally {
+      await bare.dispose();
+    }
   });
 });
