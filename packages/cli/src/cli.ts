@@ -95,7 +95,8 @@ export const USAGE = `usage: plantgate <command> [options]
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable (by PLANTGATE_ACCESS_TOKEN_TTL, default 7200 s: give it the servers' value), stored, atRest: encrypted / clear / external, kek: the id of the key encryption key a key is sealed under, kekStatus: current / older (keys reencrypt moves it) / missing; reads only: [] when the store has none)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
   prune [--batch-size N] [--max-batches N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts; --max-batches: at most N batches (at least 7), each signing key deleted one of them, the stores in turn, "complete":false when work may be left)
-  events [--type T] [--limit N]      (the newest N kept security events (default 20, at most 1000), one JSON object per line)
+  events [--type T] [--client ID] [--account USERNAME_OR_ID] [--limit N] [--before CURSOR]
+                                     (the newest N kept security events (default 20, at most 1000), one JSON object per line, filtered as the console's page; when there are more, stderr says the --before to add for the next page)
 
 Options go after the command's words, never before them (exit 2); --help after any command, help
 and -h print this text.
@@ -672,16 +673,39 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       return app.admin.prune({ ...(raw === undefined ? {} : { batchSize: Number(raw) }), ...(budget === undefined ? {} : { maxBatches: Number(budget) }) });
     }
     case "events": {
-      const values = parseOptions(command, [action, ...rest].filter((a): a is string => a !== undefined), { type: { type: "string" }, limit: { type: "string" } });
+      const values = parseOptions(command, [action, ...rest].filter((a): a is string => a !== undefined), {
+        type: { type: "string" },
+        client: { type: "string" },
+        account: { type: "string" },
+        limit: { type: "string" },
+        before: { type: "string" },
+      });
       const raw = values.limit;
       if (raw !== undefined && (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > 1000)) throw new UsageError("--limit must be an integer from 1 to 1000");
       // Worded with the flag and the variable the user gave (until 2026-12-01 the admin API's
       // field, and the storage option a CLI user never sets).
       if (values.type !== undefined && !isEventType(values.type)) throw new UsageError(`--type must be one of ${SECURITY_EVENT_TYPES.join(", ")}`);
+      // As the console's filters take them (never quoted: a value typed in the wrong place may be a secret).
+      for (const flag of ["client", "account"] as const) {
+        const v = values[flag];
+        if (v !== undefined && (v.length < 1 || v.length > 200)) throw new UsageError(`--${flag} must be 1-200 characters`);
+      }
       if (!auditFromEnv(io.env)) throw new UsageError("PLANTGATE_AUDIT is off: the store keeps no security events (nor do the servers with it off)");
       const { app } = await open();
-      const { events } = await app.admin.listEvents({ ...(values.type !== undefined ? { type: values.type } : {}), limit: raw === undefined ? 20 : Number(raw) });
+      // Filters and paging as the console's (since 2026-12-03; the CLI had --type and --limit only).
+      const { events, next } = await withFlags(
+        app.admin.listEvents({
+          ...(values.type !== undefined ? { type: values.type } : {}),
+          ...(values.client !== undefined ? { clientId: values.client } : {}),
+          ...(values.account !== undefined ? { account: values.account } : {}),
+          ...(values.before !== undefined ? { before: values.before } : {}),
+          limit: raw === undefined ? 20 : Number(raw),
+        }),
+        { before: "--before" },
+      );
       for (const event of events) io.stdout(jsonText(event) + "\n");
+      // On stderr, so stdout holds events only (a cursor is a time and an event id, nothing secret).
+      if (next !== null) io.stderr(`plantgate: more events: add --before ${next}\n`);
       return PRINTED;
     }
     default:

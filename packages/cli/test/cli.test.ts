@@ -1222,7 +1222,11 @@ describe("plantgate CLI", () => {
     expect(all[0]).toEqual({ type: "client.authentication_failed", id: expect.any(String), time: expect.any(Number), client_id: "reporting", reason: "invalid_secret", client_ip: "127.0.0.1" });
     expect(all[2]).toMatchObject({ type: "client.created", client_id: "reporting", name: "Reporting", grant_types: ["client_credentials"], actor: null });
     expect((await lines(["events", "--type", "client.created"])).map((e) => e.type)).toEqual(["client.created"]);
-    expect((await lines(["events", "--limit", "1"])).map((e) => e.type)).toEqual(["client.authentication_failed"]);
+    // More than --limit: stdout holds the newest, stderr the flag for the next page (since 2026-12-03).
+    const one = await cli(["events", "--limit", "1"]);
+    expect(one.code).toBe(0);
+    expect(one.stdout.trimEnd().split("\n").map((l) => (JSON.parse(l) as { type: string }).type)).toEqual(["client.authentication_failed"]);
+    expect(one.stderr).toMatch(/^plantgate: more events: add --before \d+\.[0-9a-f-]{36}\n$/);
     // The old secret (rejected above) and the new one appear nowhere in the output.
     expect((await cli(["events", "--limit", "1000"])).stdout).not.toContain(created.json.client_secret);
 
@@ -1232,6 +1236,59 @@ describe("plantgate CLI", () => {
     expect(await cli(["events", "--type", "nope"])).toEqual({ code: 2, stdout: "", stderr: `plantgate: --type must be one of ${SECURITY_EVENT_TYPES.join(", ")}\n`, json: undefined });
     for (const off of ["0", "false"]) {
       expect(await cli(["events"], "", { PLANTGATE_AUDIT: off })).toEqual({ code: 2, stdout: "", stderr: "plantgate: PLANTGATE_AUDIT is off: the store keeps no security events (nor do the servers with it off)\n", json: undefined });
+    }
+  });
+
+  it("events filters by client and account as the console does, and pages: past --limit, the next page's --before is said on stderr (stdout holds events only); bad values are refused worded with the flag, never quoted", async () => {
+    // Until 2026-12-03 the CLI had --type and --limit only: the newest 1000 at most, no client or
+    // account filter, and no way past them, where the console and admin.listEvents had all three.
+    expect((await cli(["client", "create", "--name", "Reporting", "--id", "reporting", "--grants", "client_credentials"])).code).toBe(0);
+    expect((await cli(["client", "create", "--name", "Billing", "--id", "billing", "--grants", "client_credentials"])).code).toBe(0);
+    expect((await cli(["client", "rotate-secret", "reporting"])).code).toBe(0);
+    expect((await cli(["user", "create", "--username", "alice"], "wonderland-42\n")).code).toBe(0);
+    expect((await cli(["user", "disable", "alice"])).code).toBe(0);
+    const run = async (argv: string[]) => {
+      const r = await cli(argv);
+      expect(r.code).toBe(0);
+      return { events: r.stdout === "" ? [] : r.stdout.trimEnd().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>), stderr: r.stderr };
+    };
+    const all = await run(["events"]);
+    expect(all.stderr).toBe("");
+    expect(all.events.map((e) => e.type)).toEqual(["account.disabled", "account.created", "client.secret_rotated", "client.created", "client.created"]);
+    const accountId = all.events[1]!.account_id as string;
+
+    expect((await run(["events", "--client", "reporting"])).events.map((e) => [e.type, e.client_id])).toEqual([
+      ["client.secret_rotated", "reporting"],
+      ["client.created", "reporting"],
+    ]);
+    expect((await run(["events", "--client", "reporting", "--type", "client.created"])).events.map((e) => e.type)).toEqual(["client.created"]);
+    // An account by its username or by its id: the same events.
+    const byName = await run(["events", "--account", "alice"]);
+    expect(byName.events.map((e) => e.type)).toEqual(["account.disabled", "account.created"]);
+    expect((await run(["events", "--account", accountId])).events).toEqual(byName.events);
+    expect((await run(["events", "--client", "nobody"])).events).toEqual([]);
+
+    // Pages: two, two, one; each page's cursor said on stderr, as a flag to add; the last says none.
+    const first = await run(["events", "--limit", "2"]);
+    expect(first.events).toEqual(all.events.slice(0, 2));
+    const cursor = /^plantgate: more events: add --before (\S+)\n$/.exec(first.stderr)?.[1];
+    expect(cursor).toEqual(expect.any(String));
+    const second = await run(["events", "--limit", "2", "--before", cursor!]);
+    expect(second.events).toEqual(all.events.slice(2, 4));
+    const cursor2 = /^plantgate: more events: add --before (\S+)\n$/.exec(second.stderr)?.[1];
+    const last = await run(["events", "--limit", "2", "--before", cursor2!]);
+    expect(last).toEqual({ events: all.events.slice(4), stderr: "" });
+
+    const secretLike = "s3cr3t-".repeat(40);
+    for (const [argv, message] of [
+      [["events", "--client", secretLike], "--client must be 1-200 characters"],
+      [["events", "--account", secretLike], "--account must be 1-200 characters"],
+      [["events", "--client", ""], "--client must not be empty (leave the option out instead)"],
+      [["events", "--before", secretLike], "--before must be the next cursor of a previous page"],
+    ] as const) {
+      const r = await cli([...argv]);
+      expect(r).toEqual({ code: 2, stdout: "", stderr: `plantgate: ${message}\n`, json: undefined });
+      expect(r.stderr).not.toContain("s3cr3t");
     }
   });
 });

@@ -100,6 +100,21 @@ describe("AdminError.field", () => {
     }
   });
 
+  it("each refusal of an audit-trail query names its field (type, clientId, account, limit, before), with a store that keeps a trail or without one (since 2026-12-03; the CLI words them with its flags)", async () => {
+    const { createMemoryStorage } = await import("../src/index.js");
+    for (const audit of [true, false]) {
+      const { app } = await harness({ storage: createMemoryStorage({ audit }) });
+      const cases: [Awaited<ReturnType<typeof refusal>>, ReturnType<typeof about>][] = [
+        [await refusal(() => app.admin.listEvents({ type: "nope" as never })), about("type", expect.stringMatching(/^type must be one of token\.issued, /) as unknown as string)],
+        [await refusal(() => app.admin.listEvents({ clientId: "" })), about("clientId", "client must be 1-200 characters")],
+        [await refusal(() => app.admin.listEvents({ account: "a".repeat(201) })), about("account", "account must be 1-200 characters")],
+        [await refusal(() => app.admin.listEvents({ limit: 1001 })), about("limit", "limit must be an integer from 1 to 1000")],
+        [await refusal(() => app.admin.listEvents({ before: "not-a-cursor" })), about("before", "before must be the next cursor of a previous page")],
+      ];
+      for (const [got, want] of cases) expect(got, `${want.field} (audit ${audit})`).toEqual(want);
+    }
+  });
+
   it("checkAccountInput (exported for tools that ask for the password last) applies createAccount's rules; { password: false } leaves the password out, the other fields still judged", async () => {
     const sync = (op: () => void) => refusal(async () => op());
     expect(checkAccountInput({ username: "ann", password: "", email: "a@example.com", roles: ["ops"] }, { password: false })).toBeUndefined();

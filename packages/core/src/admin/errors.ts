@@ -1,7 +1,9 @@
 /**
  * The input field an {@link AdminError} is about: a member of `CreateClientInput` (`expiresIn` is
  * `addClientSecret`'s option), of `CreateAccountInput`, or of a page query (`listClientsPage`'s
- * `limit`/`after`, `listAccountsPage`'s `page`/`pageSize`).
+ * `limit`/`after`, `listAccountsPage`'s `page`/`pageSize`, `listEvents`' `type`, `clientId`,
+ * `account`, `limit` and `before`: since 2026-12-03, so the CLI's `events` words its refusals with
+ * its flags).
  */
 export type AdminField =
   | "clientId"
@@ -26,7 +28,10 @@ export type AdminField =
   | "limit"
   | "after"
   | "page"
-  | "pageSize";
+  | "pageSize"
+  | "type"
+  | "account"
+  | "before";
 
 /**
  * Thrown by admin operations for bad input; its message is safe to show (it names the rule, never

@@ -27,9 +27,15 @@ export interface EventPage {
   next: string | null;
 }
 
-/** Why a query was refused; the message is safe to show. */
+/** Why a query was refused; the message is safe to show. `field` is the query's member it is about (`admin.listEvents` passes it on as its `AdminError`'s). */
 export class EventQueryError extends Error {
   override readonly name = "EventQueryError";
+  constructor(
+    message: string,
+    readonly field: "limit" | "type" | "clientId" | "account" | "before",
+  ) {
+    super(message);
+  }
 }
 
 /** The most records `AuditStore.list` is asked for at once (the storage contract's bound). */
@@ -82,17 +88,17 @@ export const isEventType = (t: string): t is SecurityEventType => (SECURITY_EVEN
  */
 export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit = 1000): Promise<EventPage | null> {
   const limit = query.limit ?? 20;
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) throw new EventQueryError(`limit must be an integer from 1 to ${maxLimit}`);
-  if (query.type !== undefined && !isEventType(query.type)) throw new EventQueryError(`type must be one of ${SECURITY_EVENT_TYPES.join(", ")}`);
-  for (const [name, v] of [["client", query.clientId], ["account", query.account]] as const) {
-    if (v !== undefined && (v.length < 1 || v.length > 200)) throw new EventQueryError(`${name} must be 1-200 characters`);
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxLimit) throw new EventQueryError(`limit must be an integer from 1 to ${maxLimit}`, "limit");
+  if (query.type !== undefined && !isEventType(query.type)) throw new EventQueryError(`type must be one of ${SECURITY_EVENT_TYPES.join(", ")}`, "type");
+  for (const [name, v, field] of [["client", query.clientId, "clientId"], ["account", query.account, "account"]] as const) {
+    if (v !== undefined && (v.length < 1 || v.length > 200)) throw new EventQueryError(`${name} must be 1-200 characters`, field);
   }
   const q: AuditQuery = { limit };
   if (query.type !== undefined) q.type = query.type;
   if (query.clientId !== undefined) q.clientId = query.clientId;
   if (query.before !== undefined) {
     const before = parseEventCursor(query.before);
-    if (before === null) throw new EventQueryError("before must be the next cursor of a previous page");
+    if (before === null) throw new EventQueryError("before must be the next cursor of a previous page", "before");
     q.before = before;
   }
   const audit = ctx.storage.audit;

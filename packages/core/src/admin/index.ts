@@ -635,7 +635,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       try {
         page = await listAuditEvents(ctx, query);
       } catch (e) {
-        if (e instanceof EventQueryError) throw new AdminError(e.message);
+        if (e instanceof EventQueryError) throw new AdminError(e.message, { field: e.field });
         throw e;
       }
       if (!page) throw new AdminError("This storage keeps no audit trail: give it an audit store (the audit: true option of createMemoryStorage, openSqlStorage and createD1Storage).");

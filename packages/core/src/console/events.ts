@@ -28,7 +28,7 @@ export const listEvents: ApiHandler = async (ctx, _s, request) => {
   if (before !== undefined) query.before = before;
   try {
     if (limit !== undefined) {
-      if (!/^\d{1,4}$/.test(limit)) throw new EventQueryError(`limit must be an integer from 1 to ${CONSOLE_EVENTS_MAX_LIMIT}`);
+      if (!/^\d{1,4}$/.test(limit)) throw new EventQueryError(`limit must be an integer from 1 to ${CONSOLE_EVENTS_MAX_LIMIT}`, "limit");
       query.limit = Number(limit);
     }
     const page = await listAuditEvents(ctx, query, CONSOLE_EVENTS_MAX_LIMIT);
