@@ -442,6 +442,38 @@ describe("tracing", () => {
       "http.response.status_code": 200,
     });
   });
+  it("a client address an adapter got wrong (not a string, or empty) changes no answer with a tracer: the answer is the one without, and the span has no client.address", async () => {
+    // A review of 2026-12-03: the address is resolved before the span starts, outside dispatch's
+    // guard, so a hand-written adapter's `clientIp: null` rejected app.fetch on every route with a
+    // tracer on, where without one the request is answered (a 500 on a route that reads it).
+    const plain = await harness();
+    const traced = await tracedHarness();
+    const answer = async (h: Harness, clientIp: unknown) => {
+      const info = { clientIp } as never;
+      const jwks = await h.app.fetch(new Request(`${BASE}/.well-known/jwks.json`), info);
+      const token = await h.app.fetch(
+        new Request(`${BASE}/UserService/connect/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) }, body: "grant_type=client_credentials" }),
+        info,
+      );
+      return [jwks.status, token.status, (await token.json()) as unknown];
+    };
+    const shape = (a: unknown[]) => [a[0], a[1], typeof (a[2] as { access_token?: unknown }).access_token === "string" ? "a token" : a[2]];
+    for (const bad of [null, 42, ""]) {
+      exporter.reset();
+      const without = shape(await answer(plain, bad));
+      expect(shape(await answer(traced, bad)), String(bad)).toEqual(without);
+      const servers = exporter.getFinishedSpans().filter((s) => s.kind === SERVER);
+      expect(servers.map((s) => [s.name, s.attributes["client.address"]])).toEqual([
+        ["GET /.well-known/jwks.json", undefined],
+        ["POST /UserService/connect/token", undefined],
+      ]);
+    }
+    // What the answers are (the same with a tracer and without): every route's handler is handed
+    // the address, so a null one is a 500 (an adapter fault); an empty one is an opaque identity.
+    expect(shape(await answer(plain, null))).toEqual([500, 500, { error: "server_error", error_description: "The server encountered an unexpected error." }]);
+    expect(shape(await answer(plain, ""))).toEqual([200, 200, "a token"]);
+  });
+
   it("the audit trail's writes (after the answer) are spans of their own trace, not children of the request's ended spans", async () => {
     const h = await harness({ storage: createMemoryStorage({ audit: true }), tracer: provider.getTracer("t") });
     await h.app.flushEvents();

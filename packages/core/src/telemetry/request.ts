@@ -164,8 +164,14 @@ export function observeRequests<I>(dispatch: Dispatch<I>, options: ObserveOption
     };
     // Recommended on HTTP server spans, and known at the start, so a sampler sees it. Until
     // 2026-12-03 spans carried none: a burst of failures could not be told apart by caller.
-    const client = clientAddress(request, info);
-    if (client !== undefined) attributes["client.address"] = client;
+    let client: string | undefined;
+    try {
+      client = clientAddress(request, info);
+    } catch {
+      // An adapter's clientIp that is no string (a hand-written one's null): the request is answered
+      // as without a tracer (dispatch meets it where a route reads the address); the span goes without.
+    }
+    if (client !== undefined && client !== "") attributes["client.address"] = client;
     // Required with `_OTHER`: the method as sent (a token of at most what the adapter accepted).
     if (method === "_OTHER") attributes["http.request.method_original"] = request.method;
     // A tracer that throws starting the span: the request runs without one (a tracer never changes an answer).
