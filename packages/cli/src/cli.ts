@@ -685,10 +685,11 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       // Worded with the flag and the variable the user gave (until 2026-12-01 the admin API's
       // field, and the storage option a CLI user never sets).
       if (values.type !== undefined && !isEventType(values.type)) throw new UsageError(`--type must be one of ${SECURITY_EVENT_TYPES.join(", ")}`);
-      // As the console's filters take them (never quoted: a value typed in the wrong place may be a secret).
+      // As the console's filters take them (never quoted: a value typed in the wrong place may be a
+      // secret); an empty one is refused by parseOptions.
       for (const flag of ["client", "account"] as const) {
         const v = values[flag];
-        if (v !== undefined && (v.length < 1 || v.length > 200)) throw new UsageError(`--${flag} must be 1-200 characters`);
+        if (v !== undefined && v.length > 200) throw new UsageError(`--${flag} must be 1-200 characters`);
       }
       if (!auditFromEnv(io.env)) throw new UsageError("PLANTGATE_AUDIT is off: the store keeps no security events (nor do the servers with it off)");
       const { app } = await open();

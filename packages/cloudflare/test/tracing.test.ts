@@ -194,7 +194,7 @@ describe("tracing in workerd", () => {
     const text = JSON.stringify(all);
     expect(text).not.toContain(CLIENT.secret);
     expect(text).not.toContain(body.access_token);
-  });
+   }, 60_000);
 
   it("a wrong secret marks the client-authentication span as an error with error.type invalid_client; the 401 server span is not one; a path no route matches is REDACTED", async () => {
     await reset();
@@ -214,14 +214,15 @@ describe("tracing in workerd", () => {
       ["POST /UserService/connect/token", 401, "/UserService/connect/token", 0],
       ["GET", 404, "REDACTED", 0],
     ]);
-    // Miniflare sets CF-Connecting-IP on what reaches its socket, as Cloudflare's edge does: the peer's address.
+    // Miniflare sets CF-Connecting-IP to the peer's address on what reaches its socket without one
+    // (the first case's was the client's own, which Miniflare keeps; Cloudflare's edge overwrites it).
     expect(servers.map((s) => s.attributes["client.address"])).toEqual(["127.0.0.1", "127.0.0.1"]);
     const auth = all.filter((s) => s.name === "plantgate.client_authentication");
     expect(auth.map((s) => [s.status, s.attributes["error.type"], s.parent])).toEqual([[2, "invalid_client", servers[0]!.id]]);
     expect(JSON.stringify(all)).not.toContain(CLIENT.secret);
-  });
+  }, 60_000);
 
-  it("without a context manager the same spans are made, each a root of its own trace (README: what a Worker without nodejs_als or nodejs_compat gets)", async () => {
+  it("without a context manager registered the same spans are made, each a root of its own trace (README: what a Worker whose OpenTelemetry setup registers none gets)", async () => {
     const bare = miniflare(await bundled(false));
     try {
       const at = (await bare.ready).origin;
@@ -253,5 +254,5 @@ describe("tracing in workerd", () => {
     } finally {
       await bare.dispose();
     }
-  });
+   }, 120_000);
 });

@@ -426,11 +426,14 @@ describe("tracing", () => {
       await h.app.fetch(jwks({ "x-forwarded-for": "203.0.113.50" }), { clientIp: "198.51.100.8" }),
       await h.app.fetch(jwks({ "x-forwarded-for": "203.0.113.50" }), { clientIp: "::ffff:198.51.100.10" }),
       await h.app.fetch(jwks()),
+      // IPv6 as the events' client_ip writes it: in full, uncompressed.
+      await h.app.fetch(jwks(), { clientIp: "2001:db8::1" }),
     ];
-    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
     const servers = exporter.getFinishedSpans().filter((s) => s.kind === SERVER);
-    expect(servers.map((s) => s.attributes["client.address"])).toEqual(["198.51.100.7", "198.51.100.9", "198.51.100.8", "198.51.100.10", undefined]);
-    expect(started.filter((a) => a["http.request.method"] !== undefined).map((a) => a["client.address"])).toEqual(["198.51.100.7", "198.51.100.9", "198.51.100.8", "198.51.100.10", undefined]);
+    const want = ["198.51.100.7", "198.51.100.9", "198.51.100.8", "198.51.100.10", undefined, "2001:db8:0:0:0:0:0:1"];
+    expect(servers.map((s) => s.attributes["client.address"])).toEqual(want);
+    expect(started.filter((a) => a["http.request.method"] !== undefined).map((a) => a["client.address"])).toEqual(want);
     expect(servers[0]!.attributes).toEqual({
       "http.request.method": "GET",
       "url.path": "/.well-known/jwks.json",
