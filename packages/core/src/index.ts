@@ -8,7 +8,7 @@ export type { ConsoleClient, SessionBody as ConsoleSessionBody } from "./console
 export { checkAccountInput, createAdmin, AdminConflictError, AdminError, AdminNotFoundError, DEFAULT_CLIENT_PAGE, MAX_CLIENT_PAGE, MAX_CLIENT_SECRETS, MAX_TTL_SECONDS, REENCRYPT_MOVES, type Admin, type AdminField, type ClientPage, type ClientPageQuery, type ClientSecretView, type ClientView, type CreateAccountInput, type CreateClientInput, type EventPage, type EventQuery, type NewClientSecret } from "./admin/index.js";
 export { PRUNE_BATCH_SIZE, PRUNE_STORES, type PruneCounts, type PruneOptions } from "./admin/prune.js";
 export { accountView, type AccountPage, type AccountView } from "./api/accounts.js";
-export { ApiError, ApiErrorCode, HostFaultError, OAuthError, StorageError, TooManyAttemptsError, UnstorableValueError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
+export { ApiError, ApiErrorCode, AuditNotKeptError, HostFaultError, OAuthError, StorageError, TooManyAttemptsError, UnstorableValueError, type ApiErrorNumber, type OAuthErrorCode } from "./errors/index.js";
 export { describeError, unavailableResponse, type PlainResponse } from "./http/respond.js";
 export { guardedLogger, MAX_AUDIT_RETENTION_DAYS } from "./options.js";
 export { dropRejection, isThenable } from "./util/thenable.js";
@@ -65,6 +65,7 @@ export {
   type DemoCredentials,
 } from "./env.js";
 export type {
+  EventLossObservation,
   Observer,
   RequestObservation,
   StorageObservation,

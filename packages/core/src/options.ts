@@ -270,7 +270,8 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   }
   if (options.onEvent !== undefined && typeof options.onEvent !== "function") throw new TypeError("onEvent must be a function");
   const random = options.randomBytes ?? defaultRandomBytes;
-  const events = createEventSink({ hook: options.onEvent, audit: storage.audit, logger, clock, random });
+  const lost = options.observer?.eventLost;
+  const events = createEventSink({ hook: options.onEvent, audit: storage.audit, logger, clock, random, ...(lost !== undefined ? { lost: lost.bind(options.observer) } : {}) });
   const loadTimeoutMs = options.signingKeyLoadTimeoutMs ?? 0;
   // setTimeout holds at most 2^31-1 ms; a longer bound would fire at once.
   if (!Number.isSafeInteger(loadTimeoutMs) || loadTimeoutMs < 0 || loadTimeoutMs > 2_147_483_647) {

@@ -4,7 +4,7 @@
  * secret, password, token or hash that was sent or stored.
  */
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, createPlantgate, refreshTokenKey, sha256, SECURITY_EVENT_TYPES, StorageError, type PlantgateOptions, type SecurityEvent, type SecurityEventType } from "../src/index.js";
+import { AuditNotKeptError, createMemoryStorage, createPlantgate, refreshTokenKey, sha256, SECURITY_EVENT_TYPES, StorageError, type PlantgateOptions, type SecurityEvent, type SecurityEventType } from "../src/index.js";
 import { basic, BASE, harness, tokenRequest, type Harness } from "./helpers.js";
 import { ADMIN, call, consoleHarness, signIn } from "./console-helpers.js";
 
@@ -434,6 +434,57 @@ describe("a failing or slow onEvent hook never changes an answer", () => {
     expect((await token(h, { grant_type: "client_credentials" })).status).toBe(200);
     await h.app.flushEvents();
     expect(logged).toStrictEqual([["audit store append failed; event not kept", { type: "token.issued", id: expect.stringMatching(UUID), error: "disk full" }]]);
+  });
+
+  it("every event a receiver did not take is counted through observer.eventLost (receiver hook or audit, its type); an AuditNotKeptError is counted but not logged (the store said so); an observer that throws changes nothing", async () => {
+    // Until 2026-12-03 such losses were log lines only, and an append the SQL store's full queue
+    // dropped resolved: no metric saw it.
+    const logged: unknown[][] = [];
+    const lost: unknown[] = [];
+    const memory = createMemoryStorage({ audit: true });
+    let failure: Error = new Error("disk full");
+    const h = await harness({
+      storage: { ...memory, audit: { ...memory.audit!, append: async () => Promise.reject(failure) } },
+      onEvent: (e) => {
+        if (e.type === "token.issued") throw new Error("webhook down");
+      },
+      observer: { eventLost: (o) => void lost.push(o) },
+      logger: { error: (...a: unknown[]) => void logged.push(a), warn() {} },
+    });
+    await h.app.flushEvents();
+    logged.splice(0);
+    lost.splice(0);
+    expect((await token(h, { grant_type: "client_credentials" })).status).toBe(200);
+    await h.app.flushEvents();
+    expect(lost).toStrictEqual([
+      { receiver: "hook", type: "token.issued" },
+      { receiver: "audit", type: "token.issued" },
+    ]);
+    expect(logged.map((l) => l[0])).toEqual(["onEvent hook failed", "audit store append failed; event not kept"]);
+
+    // The store's own refusal: counted, no line (the store told its own, once a run of drops).
+    failure = new AuditNotKeptError("audit queue full");
+    logged.splice(0);
+    lost.splice(0);
+    expect((await token(h, { grant_type: "client_credentials" }, basic("app-1", "wrong-secret-wrong-secret"))).status).toBe(401);
+    await h.app.flushEvents();
+    expect(lost).toStrictEqual([{ receiver: "audit", type: "client.authentication_failed" }]);
+    expect(logged).toStrictEqual([]);
+    expect(new AuditNotKeptError("x")).toBeInstanceOf(StorageError);
+
+    // An observer that throws or rejects: the answer and the log line stand, no unhandled rejection.
+    for (const eventLost of [() => { throw new Error("observer broke"); }, async () => Promise.reject(new Error("observer rejected"))]) {
+      const quiet: unknown[][] = [];
+      const fresh = createMemoryStorage({ audit: true });
+      const other = await harness({ storage: { ...fresh, audit: { ...fresh.audit!, append: async () => Promise.reject(new Error("disk full")) } }, observer: { eventLost }, logger: { error: (...a: unknown[]) => void quiet.push(a), warn() {} } });
+      await other.app.flushEvents();
+      quiet.splice(0);
+      expect((await token(other, { grant_type: "client_credentials" })).status).toBe(200);
+      await other.app.flushEvents();
+      await new Promise((r) => setTimeout(r, 10));
+      expect(quiet.map((l) => l[0])).toEqual(["audit store append failed; event not kept"]);
+    }
+    expect(() => createPlantgate({ observer: { eventLost: 42 as never } })).toThrow(new TypeError("observer.eventLost must be a function"));
   });
 });
 

@@ -20,7 +20,7 @@ export interface MetricsOptions {
 /** What {@link createMetrics} returns: the hooks to give plantgate, and the registry to serve. */
 export interface PlantgateMetrics {
   registry: Registry;
-  /** For `createPlantgate({ observer })`: counts requests, token requests and storage calls. */
+  /** For `createPlantgate({ observer })`: counts requests, token requests, storage calls and lost events. */
   observer: Observer;
   /** For `createPlantgate({ onEvent })` (or called from your own hook): counts lock-outs and reuse. */
   countEvent(event: SecurityEvent): void;
@@ -130,6 +130,13 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
     help: "Refresh tokens presented again after rotation (their family was revoked).",
     registers,
   });
+  const eventsLost = new HotCounter({
+    name: "plantgate_events_lost_total",
+    help: "Security events a receiver did not take, by receiver: hook (the onEvent hook, each part of a composed one, threw or rejected) or audit (the audit store's append failed or refused it, e.g. a full queue).",
+    labelNames: ["receiver"],
+    initial: [["hook"], ["audit"]],
+    registers,
+  });
   const storageDuration = new HotHistogram({
     name: "plantgate_storage_operation_duration_seconds",
     help: "Storage call latency by store and operation.",
@@ -203,6 +210,9 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
       storage(o) {
         storageDuration.record(storageKind(o, epoch()).duration, o.durationMs / 1000);
         if (o.failed) storageErrors.inc([o.store, o.operation]);
+      },
+      eventLost(o) {
+        eventsLost.inc([o.receiver]);
       },
     },
     countEvent(event) {

@@ -103,7 +103,7 @@ function observe<T>(hook: ((o: T) => unknown) | undefined, o: T): void {
 }
 
 /**
- * One `observer` that hands each request and storage observation to every observer given, in
+ * One `observer` that hands each request, storage and lost-event observation to every observer given, in
  * order, each with its own guard (a throw or rejection of one keeps none of the others from
  * seeing it). A hook none of them has stays absent, so core wraps no storage for it. For a host's
  * own observer beside {@link Observability.options}' metrics (the example servers'
@@ -127,8 +127,11 @@ export function observers(...list: (Observer | undefined)[]): Observer {
     });
   const requests = hooks("request");
   const storage = hooks("storage");
+  // Since 2026-12-03, with the hook itself: lost events reach every observer that counts them.
+  const lost = hooks("eventLost");
   return {
     ...(requests.length > 0 ? { request: (o) => { for (const hook of requests) observe(hook, o); } } : {}),
     ...(storage.length > 0 ? { storage: (o) => { for (const hook of storage) observe(hook, o); } } : {}),
+    ...(lost.length > 0 ? { eventLost: (o) => { for (const hook of lost) observe(hook, o); } } : {}),
   };
 }

@@ -3,7 +3,7 @@
  * the separate listener serves their counts as Prometheus text.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createMemoryStorage, createPlantgate, StorageError, type SecurityEvent } from "@plantgate/core";
+import { AuditNotKeptError, createMemoryStorage, createPlantgate, StorageError, type SecurityEvent } from "@plantgate/core";
 import { createMetrics, serveMetrics, type MetricsListener } from "../src/index.js";
 
 const BASE = "https://as.example.test";
@@ -141,6 +141,34 @@ describe("metrics", () => {
       'plantgate_token_requests_total{grant_type="client_credentials",result="temporarily_unavailable"} 1',
     ]);
     expect(text).not.toContain("process_cpu_seconds_total");
+  });
+
+  it("counts the security events a receiver did not take, by receiver (hook, audit), both series from the start; an audit store's AuditNotKeptError among them (since 2026-12-03)", async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    const memory = createMemoryStorage({ audit: true });
+    let refusal: Error = new StorageError("disk full");
+    const errors: string[] = [];
+    const app = createPlantgate({
+      storage: { ...memory, audit: { ...memory.audit!, append: async () => Promise.reject(refusal) } },
+      observer: metrics.observer,
+      onEvent: (event) => {
+        metrics.countEvent(event);
+        if (event.type === "client.authentication_failed") throw new Error("webhook down");
+      },
+      logger: { error: (m: string) => void errors.push(m), warn() {} },
+    });
+    expect(samples(await metrics.text(), "plantgate_events_lost_total").sort()).toEqual(['plantgate_events_lost_total{receiver="audit"} 0', 'plantgate_events_lost_total{receiver="hook"} 0']);
+    const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+    await app.flushEvents();
+    // client.created: the audit store refused it.
+    expect(samples(await metrics.text(), "plantgate_events_lost_total").sort()).toEqual(['plantgate_events_lost_total{receiver="audit"} 1', 'plantgate_events_lost_total{receiver="hook"} 0']);
+    expect((await token(app, { grant_type: "client_credentials" }, basic("c", "wrong"))).status).toBe(401);
+    refusal = new AuditNotKeptError("audit queue full");
+    expect((await token(app, { grant_type: "client_credentials" }, basic("c", clientSecret))).status).toBe(200);
+    await app.flushEvents();
+    // The failed authentication lost twice (hook and audit); the token lost once (audit, the store's own refusal, not logged).
+    expect(samples(await metrics.text(), "plantgate_events_lost_total").sort()).toEqual(['plantgate_events_lost_total{receiver="audit"} 3', 'plantgate_events_lost_total{receiver="hook"} 1']);
+    expect(errors).toEqual(["audit store append failed; event not kept", "onEvent hook failed", "audit store append failed; event not kept"]);
   });
 
   it("counts lock-outs from the account.locked_out events", async () => {

@@ -48,5 +48,23 @@ describe("observers", () => {
     expect(Object.keys(observers({ request: () => undefined }, undefined))).toEqual(["request"]);
     expect(Object.keys(observers(undefined, {}))).toEqual([]);
     expect(() => observers({ request: () => undefined }, { storage: 5 as never })).toThrow(new TypeError("observer.storage must be a function"));
+    expect(() => observers({ eventLost: "x" as never })).toThrow(new TypeError("observer.eventLost must be a function"));
+  });
+
+  it("hands a lost event to every observer that counts them (the metrics' beside a host's), each guarded; until 2026-12-03 it did not exist", async () => {
+    const seen: string[] = [];
+    const combined = observers(
+      { request: () => undefined },
+      {
+        eventLost: () => {
+          seen.push("a");
+          throw new Error("a failed");
+        },
+      },
+      { eventLost: (o) => void seen.push(`b ${o.receiver} ${o.type}`) },
+    );
+    expect(Object.keys(combined)).toEqual(["request", "eventLost"]);
+    expect(combined.eventLost!({ receiver: "audit", type: "token.issued" })).toBeUndefined();
+    expect(seen).toEqual(["a", "b audit token.issued"]);
   });
 });

@@ -7,7 +7,7 @@
  * MODE`, the lock CREATE INDEX takes), ten events took PostgreSQL's whole pool of 10, and every
  * later statement waited 10 s for a connection and answered 503 (found by a review of 0014).
  */
-import { createPlantgate, type AuditRecord } from "@plantgate/core";
+import { AuditNotKeptError, createPlantgate, type AuditRecord } from "@plantgate/core";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { openSqlStorage, type SqlStorage } from "../src/index.js";
@@ -127,7 +127,10 @@ describe.skipIf(pgProblem !== null)("the audit store while its table is locked (
       // Two under way, AUDIT_QUEUE_MAX waiting, five past the bound.
       const held = Array.from({ length: 2 + AUDIT_QUEUE_MAX }, (_, i) => audit.append(record(i)));
       const past = Array.from({ length: 5 }, (_, i) => audit.append(record(5000 + i)));
-      for (const p of past) expect(await settledWithin(p, 100)).toBe("settled");
+      // Refused at once with core's AuditNotKeptError (core counts them lost; until 2026-12-03 they resolved).
+      for (const p of past) expect(await settledWithin(p.catch((e: unknown) => e), 100)).toBe("settled");
+      for (const p of past) await expect(p).rejects.toThrow(new AuditNotKeptError("audit store append skipped; event not kept: 1000 events already wait for the audit table"));
+      for (const p of past) await expect(p).rejects.toBeInstanceOf(AuditNotKeptError);
       for (const p of held.slice(0, 3)) expect(await settledWithin(p, 100)).toBe("pending");
       expect(warnings).toEqual([
         `audit store append skipped; event not kept: 1000 events already wait for the audit table (token.issued ${record(5000).id}; later ones are counted, and the count is logged once one is taken again)`,
@@ -146,14 +149,16 @@ describe.skipIf(pgProblem !== null)("the audit store while its table is locked (
       expect(newest).toEqual([record(9000), record(1 + AUDIT_QUEUE_MAX)]);
     }), 60_000);
 
-  it("closed while records wait: they are not written, one warning names them, and their appends resolve", () =>
+  it("closed while records wait: they are not written, one warning names them, and their appends reject with AuditNotKeptError (counted lost, not logged again; they resolved until 2026-12-03)", () =>
     withLockedStore(async ({ engine, db, storage, warnings, release }) => {
       const running = [storage.audit!.append(record(1)), storage.audit!.append(record(2))];
       const waiting = [3, 4, 5].map((i) => storage.audit!.append(record(i)));
       // The two under way hold their connections, waiting for the lock.
       await new Promise((resolve) => setTimeout(resolve, 300));
       const closing = storage.close();
-      for (const p of waiting) expect(await settledWithin(p, 100)).toBe("settled");
+      for (const p of waiting) expect(await settledWithin(p.catch((e: unknown) => e), 100)).toBe("settled");
+      for (const p of waiting) await expect(p).rejects.toThrow(new AuditNotKeptError("storage closing; audit event not kept (it was waiting for the audit table)"));
+      for (const p of waiting) await expect(p).rejects.toBeInstanceOf(AuditNotKeptError);
       expect(warnings).toEqual(["storage closing; 3 audit events not kept (3 still waiting for the audit table)"]);
       await release();
       await Promise.all(running);

@@ -137,10 +137,24 @@ export class ApiError extends Error {
  * throw new StorageError("database unreachable", { cause: err });
  */
 export class StorageError extends Error {
-  override readonly name = "StorageError";
+  override readonly name: string = "StorageError";
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
   }
+}
+
+/**
+ * What an audit store's `append` rejects with when it did not keep the record and has told the
+ * operator itself (the SQL store's full queue: one warn line a run of drops): core then logs
+ * nothing more for it, and counts it as a lost event (`observer.eventLost`, the metric
+ * `plantgate_events_lost_total{receiver="audit"}`) as it does every failed append. Since
+ * 2026-12-03; before, such an append resolved and no metric saw the loss.
+ *
+ * @example
+ * append: (record) => (queue.length >= MAX ? Promise.reject(new AuditNotKeptError("audit queue full")) : enqueue(record)),
+ */
+export class AuditNotKeptError extends StorageError {
+  override readonly name = "AuditNotKeptError";
 }
 
 /**

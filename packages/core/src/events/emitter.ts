@@ -9,6 +9,8 @@ import { uuidV4At, type RandomBytes } from "../crypto/index.js";
 import { dropRejection, isThenable } from "../util/thenable.js";
 import { isStorableText } from "../util/storable-text.js";
 import type { AuditRecord, AuditStore } from "../storage/types.js";
+import { AuditNotKeptError } from "../errors/index.js";
+import type { Observer } from "../telemetry/types.js";
 import type { EventHook, EventInput, SecurityEvent } from "./types.js";
 
 /** What emitter sites call. */
@@ -164,8 +166,9 @@ const message = (error: unknown): string => {
  * step to the hook and the audit store (they run after that step, never inside it, in the order
  * the events came), with a count of unfinished work instead of a set of promises.
  */
-export function createEventSink(input: { hook: EventHook | undefined; audit: AuditStore | undefined; logger: Logger; clock: () => number; random: RandomBytes }): EventSink {
+export function createEventSink(input: { hook: EventHook | undefined; audit: AuditStore | undefined; logger: Logger; clock: () => number; random: RandomBytes; lost?: Observer["eventLost"] }): EventSink {
   const { hook, audit, logger, clock, random } = input;
+  const lost = input.lost;
   // Unfinished work is counted per batch (the events queued in one step, or one deferred task),
   // so `settled()` waits for the batches of before its call, not for a count that steady traffic
   // may never bring to 0 (the Worker calls it on every request, through waitUntil).
@@ -216,10 +219,19 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
   const report = (what: "hook" | "audit" | "defer", event: SecurityEvent | undefined, error: unknown) => {
     try {
       if (what === "hook") logger.error("onEvent hook failed", { type: event!.type, id: event!.id, error: message(error) });
-      else if (what === "audit") logger.error("audit store append failed; event not kept", { type: event!.type, id: event!.id, error: message(error) });
+      // An AuditNotKeptError: the store has said so itself (one line a run of drops), not one a record.
+      else if (what === "audit") !(error instanceof AuditNotKeptError) && logger.error("audit store append failed; event not kept", { type: event!.type, id: event!.id, error: message(error) });
       else logger.error("deferred security events failed; none recorded", { error: message(error) });
     } catch {
       // A logger that throws must not turn into an uncaught exception in a microtask.
+    }
+    // Counted (since 2026-12-03): a metric then shows what only a log line said.
+    if (lost !== undefined && what !== "defer") {
+      try {
+        dropRejection(lost({ receiver: what, type: event!.type }));
+      } catch {
+        // An observer never changes what the sink does.
+      }
     }
   };
   /**

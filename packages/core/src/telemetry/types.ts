@@ -6,6 +6,8 @@
  * section "Tracing").
  */
 
+import type { SecurityEventType } from "../events/types.js";
+
 /** A span attribute value (OpenTelemetry's primitive `AttributeValue`s). */
 export type SpanAttributeValue = string | number | boolean;
 
@@ -92,6 +94,20 @@ export interface StorageObservation {
 export interface Observer {
   request?(observation: RequestObservation): void;
   storage?(observation: StorageObservation): void;
+  /**
+   * A security event a receiver did not take (since 2026-12-03): the `onEvent` hook threw or
+   * rejected, or the audit store's append failed (a rejection, an `AuditNotKeptError` among them).
+   * Each such event is also logged, but for an `AuditNotKeptError` (the store said so itself).
+   */
+  eventLost?(observation: EventLossObservation): void;
+}
+
+/** One security event a receiver did not take, as the `observer.eventLost` hook receives it. */
+export interface EventLossObservation {
+  /** `hook`: the `onEvent` hook (each part of a composed hook on its own); `audit`: the audit store. */
+  receiver: "hook" | "audit";
+  /** The event's type. */
+  type: SecurityEventType;
 }
 
 /** The telemetry options of `createPlantgate` (part of `PlantgateOptions`). */
@@ -118,7 +134,7 @@ export function checkTelemetryOptions(options: TelemetryOptions): void {
   const observer = options.observer as Record<string, unknown> | undefined;
   if (observer === undefined) return;
   if (typeof observer !== "object" || observer === null) throw new TypeError("observer must be an object of hooks");
-  for (const hook of ["request", "storage"]) {
+  for (const hook of ["request", "storage", "eventLost"]) {
     if (observer[hook] !== undefined && typeof observer[hook] !== "function") throw new TypeError(`observer.${hook} must be a function`);
   }
 }

@@ -1,4 +1,4 @@
-import type { AuditPruneStore, AuditStore } from "@plantgate/core";
+import { AuditNotKeptError, type AuditPruneStore, type AuditStore } from "@plantgate/core";
 import type { InsertQueryBuilder, InsertResult, Insertable } from "kysely";
 import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
@@ -42,8 +42,10 @@ interface Waiting {
  * took a connection at once: while something held a lock on the table (an index build by another
  * process's migration), the waiting appends took the whole pool, and every other statement waited
  * 10 s for a connection and answered 503. Past the bound a record is not kept: its `append`
- * resolves (core logs nothing for it) and `warn` is told once at the first such record of a run,
- * and once with their count when a record is taken again.
+ * rejects with core's `AuditNotKeptError` (core counts it as lost and logs nothing for it; until
+ * 2026-12-03 it resolved, and no metric saw the loss) and `warn` is told once at the first such
+ * record of a run, and once with their count when a record is taken again. So do the appends still
+ * waiting when the storage closes (`discard`).
  */
 export function auditStore(ctx: StoreContext, warn: (message: string) => void): SqlAuditStore {
   const { db, family, run, text, nullableText, storableKey } = ctx;
@@ -141,7 +143,9 @@ export function auditStore(ctx: StoreContext, warn: (message: string) => void): 
       }
       if (appending >= AUDIT_APPENDS_AT_ONCE && waiting.length - head >= AUDIT_QUEUE_MAX) {
         if (dropped++ === 0) tell(`audit store append skipped; event not kept: ${AUDIT_QUEUE_MAX} events already wait for the audit table (${r.type} ${r.id}; later ones are counted, and the count is logged once one is taken again)`);
-        return Promise.resolve();
+        // Core counts it as lost (observer.eventLost) and logs nothing more (this said it). Until
+        // 2026-12-03 the append resolved, and no metric saw the loss.
+        return Promise.reject(new AuditNotKeptError(`audit store append skipped; event not kept: ${AUDIT_QUEUE_MAX} events already wait for the audit table`));
       }
       if (dropped > 0) {
         tell(`audit table taking events again; ${dropped} events were not kept while ${AUDIT_QUEUE_MAX} waited for it`);
@@ -160,7 +164,7 @@ export function auditStore(ctx: StoreContext, warn: (message: string) => void): 
       head = 0;
       if (left > 0 || dropped > 0) tell(`storage closing; ${left + dropped} audit events not kept (${left} still waiting for the audit table${dropped > 0 ? `, ${dropped} dropped before as the queue was full` : ""})`);
       dropped = 0;
-      for (const w of batch) w.resolve();
+      for (const w of batch) w.reject(new AuditNotKeptError("storage closing; audit event not kept (it was waiting for the audit table)"));
     },
     list: (query) =>
       run("audit.list", async () => {
