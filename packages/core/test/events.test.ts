@@ -472,6 +472,23 @@ describe("a failing or slow onEvent hook never changes an answer", () => {
     expect(logged).toStrictEqual([]);
     expect(new AuditNotKeptError("x")).toBeInstanceOf(StorageError);
 
+    // One of another copy of core (a storage package's nested copy): told by its mark, not instanceof.
+    class ForeignNotKept extends Error {}
+    Object.defineProperty(ForeignNotKept.prototype, Symbol.for("plantgate.auditNotKept"), { value: true });
+    failure = new ForeignNotKept("audit queue full");
+    expect(failure instanceof AuditNotKeptError).toBe(false);
+    // A hostile error whose every property read throws: counted, and logged (its line is not skipped).
+    const hostile = new Proxy(new Error("x"), { get: () => { throw new Error("no reads"); }, getPrototypeOf: () => { throw new Error("no prototype"); } });
+    for (const [error, lines] of [[failure, []], [hostile, ["audit store append failed; event not kept"]]] as const) {
+      failure = error as Error;
+      logged.splice(0);
+      lost.splice(0);
+      expect((await token(h, { grant_type: "client_credentials" }, basic("app-1", "wrong-secret-wrong-secret"))).status).toBe(401);
+      await h.app.flushEvents();
+      expect(lost).toStrictEqual([{ receiver: "audit", type: "client.authentication_failed" }]);
+      expect(logged.map((l) => l[0])).toEqual(lines);
+    }
+
     // An observer that throws or rejects: the answer and the log line stand, no unhandled rejection.
     for (const eventLost of [() => { throw new Error("observer broke"); }, async () => Promise.reject(new Error("observer rejected"))]) {
       const quiet: unknown[][] = [];

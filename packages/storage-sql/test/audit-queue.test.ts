@@ -121,6 +121,57 @@ describe.skipIf(pgProblem !== null)("the audit store while its table is locked (
     }
   }, 60_000);
 
+  it("core over the store with a full queue: each dropped event is counted lost (observer.eventLost) with no line of core's, only the store's warning; the answers stand", async () => {
+    const engine = postgresEngine();
+    const db = await engine.fresh();
+    const warnings: string[] = [];
+    const storage = await openSqlStorage(db.url, { audit: true, onWarning: (m) => void warnings.push(m) });
+    const lock = { current: undefined as Awaited<ReturnType<typeof lockAuditTable>> | undefined };
+    try {
+      const errors: string[] = [];
+      const lost: string[] = [];
+      const app = createPlantgate({
+        storage,
+        issuer: BASE,
+        observer: { eventLost: (o) => void lost.push(`${o.receiver} ${o.type}`) },
+        logger: { error: (m: string) => void errors.push(m), warn() {} },
+      });
+      const { clientSecret } = await app.admin.createClient({ clientId: "app" });
+      await app.flushEvents();
+      lock.current = await lockAuditTable(db.url);
+      const grant = () =>
+        app.fetch(
+          new Request(`${BASE}/UserService/connect/token`, {
+            method: "POST",
+            headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${btoa(`app:${clientSecret}`)}` },
+            body: "grant_type=client_credentials",
+          }),
+        );
+      // Two appends held by the lock, 1,000 events waiting, ten past them.
+      const statuses: number[] = [];
+      for (let i = 0; i < 2 + AUDIT_QUEUE_MAX + 10; i += 50) {
+        const batch = await Promise.all(Array.from({ length: Math.min(50, 2 + AUDIT_QUEUE_MAX + 10 - i) }, () => grant()));
+        statuses.push(...batch.map((r) => r.status));
+      }
+      expect(statuses.length).toBe(2 + AUDIT_QUEUE_MAX + 10);
+      expect(new Set(statuses)).toEqual(new Set([200]));
+      // Let every event reach the store (the held ones stay unfinished).
+      await app.flushEvents(500);
+      expect(lost).toEqual(Array.from({ length: 10 }, () => "audit token.issued"));
+      expect(errors).toEqual([]);
+      expect(warnings.filter((w) => w.startsWith("audit store append skipped"))).toHaveLength(1);
+      await lock.current.release();
+      expect(await app.flushEvents(20_000)).toBe(0);
+      expect(await engine.exec(db, `select count(*)::int as n from ${TABLES.audit} where type = 'token.issued'`)).toEqual([{ n: 2 + AUDIT_QUEUE_MAX }]);
+      expect(errors).toEqual([]);
+    } finally {
+      await lock.current?.release().catch(() => {});
+      await lock.current?.end();
+      await storage.close();
+      await db.drop();
+    }
+  }, 60_000);
+
   it("past 1,000 records waiting, a record is not kept: one warning at the first, one with the count when one is taken again; the pool stays free", () =>
     withLockedStore(async ({ engine, db, storage, warnings, release }) => {
       const audit = storage.audit!;

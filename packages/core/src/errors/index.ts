@@ -158,6 +158,24 @@ export class AuditNotKeptError extends StorageError {
 }
 
 /**
+ * The mark core reads to tell an {@link AuditNotKeptError} (`Symbol.for("plantgate.auditNotKept")`
+ * on its prototype): also one of another copy of core (a storage package with its own nested
+ * copy), which `instanceof` would miss, and core would then log a line a dropped record (the
+ * flood the store's one line a run avoids). A value whose property read throws is not one.
+ */
+const AUDIT_NOT_KEPT: unique symbol = Symbol.for("plantgate.auditNotKept");
+Object.defineProperty(AuditNotKeptError.prototype, AUDIT_NOT_KEPT, { value: true });
+
+/** Whether `error` is an {@link AuditNotKeptError} of any copy of core (by its mark); never throws. */
+export function isAuditNotKept(error: unknown): boolean {
+  try {
+    return typeof error === "object" && error !== null && (error as { [AUDIT_NOT_KEPT]?: unknown })[AUDIT_NOT_KEPT] === true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Thrown by an adapter when the host server, not the client, keeps plantgate from a request's body:
  * `@plantgate/node`'s `PlantgateBodyConsumedError` (also `@plantgate/express`'s: a body parser or
  * another middleware read the body before plantgate) is one. From `info.readBody` or the `Request`'s body stream it reaches plantgate as it

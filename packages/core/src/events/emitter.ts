@@ -9,7 +9,7 @@ import { uuidV4At, type RandomBytes } from "../crypto/index.js";
 import { dropRejection, isThenable } from "../util/thenable.js";
 import { isStorableText } from "../util/storable-text.js";
 import type { AuditRecord, AuditStore } from "../storage/types.js";
-import { AuditNotKeptError } from "../errors/index.js";
+import { isAuditNotKept } from "../errors/index.js";
 import type { Observer } from "../telemetry/types.js";
 import type { EventHook, EventInput, SecurityEvent } from "./types.js";
 
@@ -217,10 +217,12 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
     return count;
   };
   const report = (what: "hook" | "audit" | "defer", event: SecurityEvent | undefined, error: unknown) => {
+    // An AuditNotKeptError (of any copy of core): the store has said so itself (one line a run of
+    // drops), not one a record. Read outside the log's guard: a hostile error still gets its line.
+    const told = what === "audit" && isAuditNotKept(error);
     try {
       if (what === "hook") logger.error("onEvent hook failed", { type: event!.type, id: event!.id, error: message(error) });
-      // An AuditNotKeptError: the store has said so itself (one line a run of drops), not one a record.
-      else if (what === "audit") !(error instanceof AuditNotKeptError) && logger.error("audit store append failed; event not kept", { type: event!.type, id: event!.id, error: message(error) });
+      else if (what === "audit") !told && logger.error("audit store append failed; event not kept", { type: event!.type, id: event!.id, error: message(error) });
       else logger.error("deferred security events failed; none recorded", { error: message(error) });
     } catch {
       // A logger that throws must not turn into an uncaught exception in a microtask.

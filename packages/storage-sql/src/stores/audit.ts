@@ -19,6 +19,9 @@ export interface SqlAuditStore extends AuditStore {
   discard(): void;
 }
 
+/** What an append past the queue's bound rejects with: one instance for every such record (a run of drops makes no stack trace a record). */
+const QUEUE_FULL = Object.freeze(new AuditNotKeptError(`audit store append skipped; event not kept: ${AUDIT_QUEUE_MAX} events already wait for the audit table`));
+
 /** One record waiting for the audit table, and its `append` call's promise. */
 interface Waiting {
   row: Insertable<AuditTable>;
@@ -145,7 +148,7 @@ export function auditStore(ctx: StoreContext, warn: (message: string) => void): 
         if (dropped++ === 0) tell(`audit store append skipped; event not kept: ${AUDIT_QUEUE_MAX} events already wait for the audit table (${r.type} ${r.id}; later ones are counted, and the count is logged once one is taken again)`);
         // Core counts it as lost (observer.eventLost) and logs nothing more (this said it). Until
         // 2026-12-03 the append resolved, and no metric saw the loss.
-        return Promise.reject(new AuditNotKeptError(`audit store append skipped; event not kept: ${AUDIT_QUEUE_MAX} events already wait for the audit table`));
+        return Promise.reject(QUEUE_FULL);
       }
       if (dropped > 0) {
         tell(`audit table taking events again; ${dropped} events were not kept while ${AUDIT_QUEUE_MAX} waited for it`);
