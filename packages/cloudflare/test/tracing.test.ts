@@ -133,6 +133,19 @@ async function spans(at = base): Promise<ExportedSpan[]> {
   return (await res.json()) as ExportedSpan[];
 }
 
+/**
+ * The spans once `appends` audit-trail writes after the answers (the Worker's waitUntil work) have
+ * ended too: a busy machine reads them before they did (a whole-suite run saw none yet), or, read
+ * after a reset, sees a late one of the requests before it. At most 10 s.
+ */
+async function spansAfterAudit(at = base, appends = 1): Promise<ExportedSpan[]> {
+  for (let i = 0; ; i++) {
+    const all = await spans(at);
+    if (all.filter((s) => s.name === "plantgate.storage audit.append").length >= appends || i === 100) return all;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 async function reset(): Promise<void> {
   expect((await fetch(`${base}/__reset`)).status).toBe(204);
 }
@@ -149,12 +162,14 @@ describe("tracing in workerd", () => {
   it("a token request is one server span with the HTTP attributes (client.address from CF-Connecting-IP) and its client-authentication, grant, signing and D1 storage spans nested under it", async () => {
     // The first request starts the Worker (migrations, bootstrap): its spans are set-up's.
     expect((await fetch(`${base}/.well-known/jwks.json`)).status).toBe(200);
+    // ... and its two events' audit writes (client.created, account.created), after its answer.
+    await spansAfterAudit(base, 2);
     await reset();
 
     const res = await token({ grant_type: "client_credentials" }, { "cf-connecting-ip": "198.51.100.23" });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { access_token: string };
-    const all = await spans();
+    const all = await spansAfterAudit();
     const named = (name: string) => {
       const found = all.filter((s) => s.name === name);
       expect(found.map((s) => s.name)).toEqual([name]);
@@ -227,6 +242,7 @@ describe("tracing in workerd", () => {
     try {
       const at = (await bare.ready).origin;
       expect((await fetch(`${at}/.well-known/jwks.json`)).status).toBe(200);
+      await spansAfterAudit(at, 2);
       expect((await fetch(`${at}/__reset`)).status).toBe(204);
       const res = await fetch(`${at}/UserService/connect/token`, {
         method: "POST",
@@ -235,7 +251,7 @@ describe("tracing in workerd", () => {
       });
       expect(res.status).toBe(200);
       await res.text();
-      const all = await spans(at);
+      const all = await spansAfterAudit(at);
       expect(all.map((s) => s.name).sort()).toEqual(
         [
           "POST /UserService/connect/token",
