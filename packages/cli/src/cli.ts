@@ -9,6 +9,7 @@ import {
   checkAccountInput,
   ConfigError,
   createPlantgate,
+  isEventCursor,
   isEventType,
   KeyEncryptionError,
   MAX_TTL_SECONDS,
@@ -691,6 +692,8 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
         const v = values[flag];
         if (v !== undefined && v.length > 200) throw new UsageError(`--${flag} must be 1-200 characters`);
       }
+      // Before the store is opened, as the checks above (exit 2 with the store down too, not 3).
+      if (values.before !== undefined && !isEventCursor(values.before)) throw new UsageError("--before must be the next cursor of a previous page");
       if (!auditFromEnv(io.env)) throw new UsageError("PLANTGATE_AUDIT is off: the store keeps no security events (nor do the servers with it off)");
       const { app } = await open();
       // Filters and paging as the console's (since 2026-12-03; the CLI had --type and --limit only).

@@ -1290,5 +1290,10 @@ describe("plantgate CLI", () => {
       expect(r).toEqual({ code: 2, stdout: "", stderr: `plantgate: ${message}\n`, json: undefined });
       expect(r.stderr).not.toContain("s3cr3t");
     }
+    // Before the store is opened, as the other checks: with the store unreachable a bad cursor is
+    // still the usage error (exit 2), not "try again" (exit 3; a review of 2026-12-03).
+    const down = { PLANTGATE_DATABASE_URL: "postgres://postgres@127.0.0.1:1/test" };
+    expect(await cli(["events", "--before", secretLike], "", down)).toEqual({ code: 2, stdout: "", stderr: "plantgate: --before must be the next cursor of a previous page\n", json: undefined });
+    expect((await cli(["events", "--before", cursor!], "", down)).code).toBe(3);
   });
 });

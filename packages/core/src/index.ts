@@ -16,7 +16,7 @@ export type { Logger } from "./context.js";
 export type * from "./events/types.js";
 export { SECURITY_EVENT_TYPES } from "./events/types.js";
 export { composedHookResult } from "./events/emitter.js";
-export { isEventType } from "./admin/events.js";
+export { isEventCursor, isEventType } from "./admin/events.js";
 export type { TokenResponse } from "./oauth/issue.js";
 export { scopeNames, OFFLINE_ACCESS, type ScopeNames } from "./scope-names.js";
 export { TOKEN_PATH, REVOCATION_PATH, INTROSPECTION_PATH } from "./oauth/metadata.js";

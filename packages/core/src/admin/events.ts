@@ -78,6 +78,13 @@ function parseEventCursor(cursor: string): { time: number; id: string } | null {
   }
 }
 
+/**
+ * Whether `text` is a cursor `admin.listEvents` hands out as `next` (what its `before` takes), read
+ * by the same rules: for a tool that checks its input before it opens the store (the CLI's
+ * `--before`; since 2026-12-03).
+ */
+export const isEventCursor = (text: string): boolean => parseEventCursor(text) !== null;
+
 /** Whether a string names an event type. */
 export const isEventType = (t: string): t is SecurityEventType => (SECURITY_EVENT_TYPES as readonly string[]).includes(t);
 
