@@ -51,30 +51,45 @@ const tally = (outcomes: string[]): Record<string, number> => {
 const settledWithin = async (promise: Promise<unknown>, ms: number) =>
   Promise.race([promise.then(() => "settled"), new Promise((resolve) => setTimeout(() => resolve("pending"), ms))]);
 
-/** A fresh PostgreSQL database with an audit store whose table is locked, its warnings collected; all undone after `body`. */
-async function withLockedStore(body: (t: { engine: Engine; db: FreshDatabase; storage: SqlStorage; warnings: string[]; release: () => Promise<void> }) => Promise<void>) {
+interface StoreUnderTest {
+  engine: Engine;
+  db: FreshDatabase;
+  storage: SqlStorage;
+  warnings: string[];
+}
+
+/**
+ * A fresh PostgreSQL database with an audit store, its warnings collected; `lock()` locks its audit
+ * table (once) and gives the lock's release; all undone after `body`.
+ */
+async function withStore(body: (t: StoreUnderTest & { lock: () => Promise<() => Promise<void>> }) => Promise<void>) {
   const engine = postgresEngine();
   const db = await engine.fresh();
   const warnings: string[] = [];
   const storage = await openSqlStorage(db.url, { audit: true, onWarning: (m) => void warnings.push(m) });
-  const lock = await lockAuditTable(db.url);
+  let held: Awaited<ReturnType<typeof lockAuditTable>> | undefined;
+  const lock = async () => {
+    held = await lockAuditTable(db.url);
+    return held.release;
+  };
   try {
-    await body({ engine, db, storage, warnings, release: lock.release });
+    await body({ engine, db, storage, warnings, lock });
   } finally {
-    await lock.release().catch(() => {});
-    await lock.end();
+    await held?.release().catch(() => {});
+    await held?.end();
     await storage.close();
     await db.drop();
   }
 }
 
+/** {@link withStore} with the audit table locked before `body`. */
+function withLockedStore(body: (t: StoreUnderTest & { release: () => Promise<void> }) => Promise<void>) {
+  return withStore(async ({ lock, ...t }) => body({ ...t, release: await lock() }));
+}
+
 describe.skipIf(pgProblem !== null)("the audit store while its table is locked (PostgreSQL)", () => {
-  it("token requests are answered 200 at once while appends are held, and every event is kept once the lock goes", async () => {
-    const engine = postgresEngine();
-    const db = await engine.fresh();
-    const storage = await openSqlStorage(db.url, { audit: true });
-    const lock = { current: undefined as Awaited<ReturnType<typeof lockAuditTable>> | undefined };
-    try {
+  it("token requests are answered 200 at once while appends are held, and every event is kept once the lock goes", () =>
+    withStore(async ({ engine, db, storage, lock }) => {
       const errors: string[] = [];
       const emitted: string[] = [];
       const app = createPlantgate({
@@ -99,7 +114,7 @@ describe.skipIf(pgProblem !== null)("the audit store while its table is locked (
         return { status: res.status, tokenType: body.token_type, ms: Date.now() - started };
       };
       expect((await grant()).status).toBe(200);
-      lock.current = await lockAuditTable(db.url);
+      const release = await lock();
       // Twelve sign-ins one after another (before: the eleventh waited 10 s for a connection, 503).
       const results = [];
       for (let i = 0; i < 12; i++) results.push(await grant());
@@ -107,27 +122,16 @@ describe.skipIf(pgProblem !== null)("the audit store while its table is locked (
       for (const r of results) expect(r.ms, JSON.stringify(results)).toBeLessThan(2000);
       // Nothing of them is kept yet: the appends wait for the lock.
       expect(await app.flushEvents(200)).toBeGreaterThan(0);
-      await lock.current.release();
+      await release();
       expect(await app.flushEvents(20_000)).toBe(0);
       const kept = (await storage.audit!.list({ limit: 1000 })).map((r) => r.id);
       expect(kept.sort()).toEqual([...emitted].sort());
       expect(emitted.length).toBeGreaterThanOrEqual(13);
       expect(errors).toEqual([]);
-    } finally {
-      await lock.current?.release().catch(() => {});
-      await lock.current?.end();
-      await storage.close();
-      await db.drop();
-    }
-  }, 60_000);
+    }), 60_000);
 
-  it("core over the store with a full queue: each dropped event is counted lost (observer.eventLost) with no line of core's, only the store's warning; the answers stand", async () => {
-    const engine = postgresEngine();
-    const db = await engine.fresh();
-    const warnings: string[] = [];
-    const storage = await openSqlStorage(db.url, { audit: true, onWarning: (m) => void warnings.push(m) });
-    const lock = { current: undefined as Awaited<ReturnType<typeof lockAuditTable>> | undefined };
-    try {
+  it("core over the store with a full queue: each dropped event is counted lost (observer.eventLost) with no line of core's, only the store's warning; the answers stand", () =>
+    withStore(async ({ engine, db, storage, warnings, lock }) => {
       const errors: string[] = [];
       const lost: string[] = [];
       const app = createPlantgate({
@@ -138,7 +142,7 @@ describe.skipIf(pgProblem !== null)("the audit store while its table is locked (
       });
       const { clientSecret } = await app.admin.createClient({ clientId: "app" });
       await app.flushEvents();
-      lock.current = await lockAuditTable(db.url);
+      const release = await lock();
       const grant = () =>
         app.fetch(
           new Request(`${BASE}/UserService/connect/token`, {
@@ -160,17 +164,11 @@ describe.skipIf(pgProblem !== null)("the audit store while its table is locked (
       expect(lost).toEqual(Array.from({ length: 10 }, () => "audit token.issued"));
       expect(errors).toEqual([]);
       expect(warnings.filter((w) => w.startsWith("audit store append skipped"))).toHaveLength(1);
-      await lock.current.release();
+      await release();
       expect(await app.flushEvents(20_000)).toBe(0);
       expect(await engine.exec(db, `select count(*)::int as n from ${TABLES.audit} where type = 'token.issued'`)).toEqual([{ n: 2 + AUDIT_QUEUE_MAX }]);
       expect(errors).toEqual([]);
-    } finally {
-      await lock.current?.release().catch(() => {});
-      await lock.current?.end();
-      await storage.close();
-      await db.drop();
-    }
-  }, 60_000);
+    }), 60_000);
 
   it("past 1,000 records waiting, a record is not kept: one warning at the first, one with the count when one is taken again; the pool stays free", () =>
     withLockedStore(async ({ engine, db, storage, warnings, release }) => {

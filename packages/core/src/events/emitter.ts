@@ -167,8 +167,7 @@ const message = (error: unknown): string => {
  * the events came), with a count of unfinished work instead of a set of promises.
  */
 export function createEventSink(input: { hook: EventHook | undefined; audit: AuditStore | undefined; logger: Logger; clock: () => number; random: RandomBytes; lost?: Observer["eventLost"] }): EventSink {
-  const { hook, audit, logger, clock, random } = input;
-  const lost = input.lost;
+  const { hook, audit, logger, clock, random, lost } = input;
   // Unfinished work is counted per batch (the events queued in one step, or one deferred task),
   // so `settled()` waits for the batches of before its call, not for a count that steady traffic
   // may never bring to 0 (the Worker calls it on every request, through waitUntil).

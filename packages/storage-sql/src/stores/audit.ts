@@ -21,6 +21,8 @@ export interface SqlAuditStore extends AuditStore {
 
 /** What an append past the queue's bound rejects with: one instance for every such record (a run of drops makes no stack trace a record). */
 const QUEUE_FULL = Object.freeze(new AuditNotKeptError(`audit store append skipped; event not kept: ${AUDIT_QUEUE_MAX} events already wait for the audit table`));
+/** What the appends still waiting when the storage closes reject with, likewise one instance. */
+const CLOSING = Object.freeze(new AuditNotKeptError("storage closing; audit event not kept (it was waiting for the audit table)"));
 
 /** One record waiting for the audit table, and its `append` call's promise. */
 interface Waiting {
@@ -167,7 +169,7 @@ export function auditStore(ctx: StoreContext, warn: (message: string) => void): 
       head = 0;
       if (left > 0 || dropped > 0) tell(`storage closing; ${left + dropped} audit events not kept (${left} still waiting for the audit table${dropped > 0 ? `, ${dropped} dropped before as the queue was full` : ""})`);
       dropped = 0;
-      for (const w of batch) w.reject(new AuditNotKeptError("storage closing; audit event not kept (it was waiting for the audit table)"));
+      for (const w of batch) w.reject(CLOSING);
     },
     list: (query) =>
       run("audit.list", async () => {
