@@ -132,6 +132,7 @@ const HOSTILE: [string, unknown, string][] = [
   ["PLANTGATE_REFRESH_GRACE_SECONDS", "301", 'PLANTGATE_REFRESH_GRACE_SECONDS must be from 0 to 300, got "301"'],
   ["PLANTGATE_REFRESH_GRACE_MAX_USES", "1001", 'PLANTGATE_REFRESH_GRACE_MAX_USES must be from 1 to 1000, got "1001"'],
   ["PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS", "0", 'PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS must be a positive integer, got "0"'],
+  ["PLANTGATE_MAX_PENDING_EVENT_DELIVERIES", "1000001", 'PLANTGATE_MAX_PENDING_EVENT_DELIVERIES must be at most 1000000, got "1000001"'],
   ["PLANTGATE_AUDIT", "yes", "PLANTGATE_AUDIT must be 1 or true (keep security events), or 0 or false"],
   ["PLANTGATE_AUDIT_RETENTION_DAYS", "0", 'PLANTGATE_AUDIT_RETENTION_DAYS must be a positive integer, got "0"'],
   ["PLANTGATE_CONSOLE", "on", 'PLANTGATE_CONSOLE must be 1 or true, or 0 or false, got "on"'],

@@ -10,6 +10,7 @@ import { parseKeyEncryptionKeys } from "./crypto/key-encryption.js";
 import { MIN_ACTIVATION_DELAY_SECONDS } from "./tokens/keys.js";
 import { MAX_TTL_SECONDS } from "./admin/clients.js";
 import { MAX_CONCURRENT_PASSWORD_CHECKS_LIMIT } from "./security/credentials.js";
+import { MAX_PENDING_EVENT_DELIVERIES_LIMIT } from "./events/emitter.js";
 
 /** Environment variables, as `process.env` or a Worker's `env` hands them over. */
 export type EnvVars = Record<string, string | undefined>;
@@ -78,6 +79,7 @@ function nonNegativeInt(env: EnvVars, name: string, max?: number): number | unde
  * `PLANTGATE_KEY_ENCRYPTION_KEY` (comma-separated base64url 256-bit keys; the first encrypts),
  * `PLANTGATE_REFRESH_GRACE_SECONDS` (0-300, 0 = strict one-time use), `PLANTGATE_REFRESH_GRACE_MAX_USES`,
  * `PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS` (1-1000, password checks running at once per instance),
+ * `PLANTGATE_MAX_PENDING_EVENT_DELIVERIES` (1-1000000, deliveries of security events to one receiver unfinished at once),
  * `PLANTGATE_AUDIT_RETENTION_DAYS` (days the audit store keeps events); the management console with
  * `PLANTGATE_CONSOLE=1` (implied by `PLANTGATE_BOOTSTRAP_ADMIN=1`), `PLANTGATE_CONSOLE_SESSION_TTL` and
  * `PLANTGATE_CONSOLE_IDLE_TIMEOUT` (seconds, 0 = off). The last two are in the result only with the
@@ -199,6 +201,8 @@ export function optionsFromEnv(env: EnvVars, given: Pick<PlantgateOptions, "maxS
     if (checks > MAX_CONCURRENT_PASSWORD_CHECKS_LIMIT) throw new ConfigError(`PLANTGATE_MAX_CONCURRENT_PASSWORD_CHECKS must be from 1 to ${MAX_CONCURRENT_PASSWORD_CHECKS_LIMIT}, got "${checks}"`);
     out.maxConcurrentPasswordChecks = checks;
   }
+  const backlog = int(env, "PLANTGATE_MAX_PENDING_EVENT_DELIVERIES", MAX_PENDING_EVENT_DELIVERIES_LIMIT);
+  if (backlog !== undefined) out.maxPendingEventDeliveries = backlog;
   const auditDays = int(env, "PLANTGATE_AUDIT_RETENTION_DAYS", MAX_AUDIT_RETENTION_DAYS);
   if (auditDays !== undefined) out.auditRetentionDays = auditDays;
   const consoleOn = flag(env, "PLANTGATE_CONSOLE") || flag(env, "PLANTGATE_BOOTSTRAP_ADMIN");

@@ -157,6 +157,17 @@ export interface PlantgateOptions extends TelemetryOptions {
    */
   onEvent?: EventHook;
   /**
+   * Most deliveries of security events to one receiver still unfinished at once in this app
+   * instance: calls of `onEvent` whose promise has not settled (each part of a composed hook on its
+   * own), and, apart from them, appends of the audit store. Past it an event is not handed to that
+   * receiver (counted in the `observer.eventLost` hook, `plantgate_events_lost_total`, with one
+   * `logger.warn` line when such a run starts and one when it ends) until half of them have
+   * finished; the other receiver still gets it. A delivery unfinished for 60 s no longer counts.
+   * A receiver that answers at once is never held back. 1-1000000 (as
+   * `PLANTGATE_MAX_PENDING_EVENT_DELIVERIES`), else a `TypeError` naming it. Default 10 000.
+   */
+  maxPendingEventDeliveries?: number;
+  /**
    * Days the audit store (`storage.audit`, when the storage has one) keeps events; `prune` deletes
    * older ones, also those kept before the trail was turned off (`storage.auditPrune`). Default 90
    * (env `PLANTGATE_AUDIT_RETENTION_DAYS`).

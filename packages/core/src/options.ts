@@ -17,7 +17,7 @@ import { checkOwnKey, createKeyring, MIN_ACTIVATION_DELAY_SECONDS, parseSigningK
 import { createVerifiedTokenCache } from "./tokens/verified-cache.js";
 import { compileTrustedProxies } from "./security/client-ip.js";
 import { createThrottle, DEFAULT_BRUTE_FORCE } from "./security/throttle.js";
-import { createEventSink } from "./events/emitter.js";
+import { createEventSink, MAX_PENDING_EVENT_DELIVERIES, MAX_PENDING_EVENT_DELIVERIES_LIMIT } from "./events/emitter.js";
 import { isThenable } from "./util/thenable.js";
 import { servePage, type ServedPage, type StaticPage } from "./pages/static-page.js";
 import { instrumentStorage } from "./telemetry/storage.js";
@@ -271,7 +271,11 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   if (options.onEvent !== undefined && typeof options.onEvent !== "function") throw new TypeError("onEvent must be a function");
   const random = options.randomBytes ?? defaultRandomBytes;
   const lost = options.observer?.eventLost;
-  const events = createEventSink({ hook: options.onEvent, audit: storage.audit, logger, clock, random, ...(lost !== undefined ? { lost: lost.bind(options.observer) } : {}) });
+  const maxPending = options.maxPendingEventDeliveries ?? MAX_PENDING_EVENT_DELIVERIES;
+  if (!Number.isSafeInteger(maxPending) || maxPending < 1 || maxPending > MAX_PENDING_EVENT_DELIVERIES_LIMIT) {
+    throw new TypeError(`maxPendingEventDeliveries must be an integer from 1 to ${MAX_PENDING_EVENT_DELIVERIES_LIMIT}`);
+  }
+  const events = createEventSink({ hook: options.onEvent, audit: storage.audit, logger, clock, random, maxPending, ...(lost !== undefined ? { lost: lost.bind(options.observer) } : {}) });
   const loadTimeoutMs = options.signingKeyLoadTimeoutMs ?? 0;
   // setTimeout holds at most 2^31-1 ms; a longer bound would fire at once.
   if (!Number.isSafeInteger(loadTimeoutMs) || loadTimeoutMs < 0 || loadTimeoutMs > 2_147_483_647) {

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { AuditNotKeptError, createMemoryStorage, createPlantgate, StorageError, type SecurityEvent } from "@plantgate/core";
-import { createMetrics, serveMetrics, type MetricsListener } from "../src/index.js";
+import { createMetrics, eventHooks, serveMetrics, type MetricsListener } from "../src/index.js";
 
 const BASE = "https://as.example.test";
 const basic = (id: string, secret: string) => "Basic " + btoa(`${id}:${secret}`);
@@ -169,6 +169,32 @@ describe("metrics", () => {
     // The failed authentication lost twice (hook and audit); the token lost once (audit, the store's own refusal, not logged).
     expect(samples(await metrics.text(), "plantgate_events_lost_total").sort()).toEqual(['plantgate_events_lost_total{receiver="audit"} 3', 'plantgate_events_lost_total{receiver="hook"} 1']);
     expect(errors).toEqual(["audit store append failed; event not kept", "onEvent hook failed", "audit store append failed; event not kept"]);
+  });
+
+  it("a webhook hook that hangs beside the metrics' own (eventHooks): past maxPendingEventDeliveries the events it is not handed are counted lost, one warn line, and every answer and request count stays", async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    const warnings: string[] = [];
+    let webhookCalls = 0;
+    const app = createPlantgate({
+      onEvent: eventHooks(metrics.countEvent, () => {
+        webhookCalls++;
+        return new Promise<void>(() => {});
+      }),
+      observer: metrics.observer,
+      maxPendingEventDeliveries: 4,
+      logger: { error() {}, warn: (m: string) => void warnings.push(m) },
+    });
+    // client.created: one of the four places.
+    const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+    for (let i = 0; i < 6; i++) expect((await token(app, { grant_type: "client_credentials" }, basic("c", clientSecret))).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 0));
+    const text = await metrics.text();
+    // The first three tokens' events were handed over (4 hanging calls with client.created's); the last three were not.
+    expect(webhookCalls).toBe(4);
+    expect(samples(text, "plantgate_events_lost_total").sort()).toEqual(['plantgate_events_lost_total{receiver="audit"} 0', 'plantgate_events_lost_total{receiver="hook"} 3']);
+    expect(samples(text, "plantgate_token_requests_total")).toEqual(['plantgate_token_requests_total{grant_type="client_credentials",result="success"} 6']);
+    // (The others: the app's start-up warnings, no issuer and no client address.)
+    expect(warnings.filter((w) => w.startsWith("onEvent hook"))).toEqual(["onEvent hook: 4 deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)"]);
   });
 
   it("counts lock-outs from the account.locked_out events", async () => {

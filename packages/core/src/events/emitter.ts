@@ -100,6 +100,16 @@ function frozenCopy(value: unknown): unknown {
   return Object.freeze(copy);
 }
 
+/** Default of `maxPendingEventDeliveries`: deliveries to one receiver unfinished at once. */
+export const MAX_PENDING_EVENT_DELIVERIES = 10_000;
+/** The most `maxPendingEventDeliveries` may be. */
+export const MAX_PENDING_EVENT_DELIVERIES_LIMIT = 1_000_000;
+/**
+ * A delivery unfinished this long no longer counts against the bound: it may never settle (a
+ * Worker's call whose request context is gone), and the receiver would otherwise stay refused.
+ */
+export const PENDING_DELIVERY_AGE_MS = 60_000;
+
 /** Random bytes drawn at once for event ids: 256 ids. */
 const ID_BLOCK = 4096;
 
@@ -166,8 +176,17 @@ const message = (error: unknown): string => {
  * step to the hook and the audit store (they run after that step, never inside it, in the order
  * the events came), with a count of unfinished work instead of a set of promises.
  */
-export function createEventSink(input: { hook: EventHook | undefined; audit: AuditStore | undefined; logger: Logger; clock: () => number; random: RandomBytes; lost?: Observer["eventLost"] }): EventSink {
-  const { hook, audit, logger, clock, random, lost } = input;
+export function createEventSink(input: {
+  hook: EventHook | undefined;
+  audit: AuditStore | undefined;
+  logger: Logger;
+  clock: () => number;
+  random: RandomBytes;
+  lost?: Observer["eventLost"];
+  /** Deliveries to one receiver unfinished at once (default {@link MAX_PENDING_EVENT_DELIVERIES}). */
+  maxPending?: number;
+}): EventSink {
+  const { hook, audit, logger, clock, random, lost, maxPending = MAX_PENDING_EVENT_DELIVERIES } = input;
   // Unfinished work is counted per batch (the events queued in one step, or one deferred task),
   // so `settled()` waits for the batches of before its call, not for a count that steady traffic
   // may never bring to 0 (the Worker calls it on every request, through waitUntil).
@@ -188,6 +207,14 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
   const pending = new Set<Batch>();
   const waiters = new Set<Waiter>();
   let made = 0;
+  // Each receiver's backlog: its thenable results not yet settled (a composed hook's parts each on
+  // their own), of the last PENDING_DELIVERY_AGE_MS. Past `maxPending` of them an event is not
+  // handed to it (counted lost) until they are down to half; a receiver that answers at once never
+  // has one, and costs one comparison an event. Until 2026-12-03 every event was handed over
+  // whatever was unfinished: a hook that never settled held a call, the event and its record per
+  // token request, without bound.
+  const backlogs = { hook: newBacklog(), audit: newBacklog() };
+  const resumeAt = Math.floor(maxPending / 2);
   const finished = (batch: Batch) => {
     if (--batch.left > 0) return;
     pending.delete(batch);
@@ -215,6 +242,40 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
     }
     return count;
   };
+  const tell = (message: string) => {
+    try {
+      logger.warn(message);
+    } catch {
+      // A logger that throws changes nothing.
+    }
+  };
+  const countLost = (what: "hook" | "audit", event: SecurityEvent) => {
+    if (lost === undefined) return;
+    try {
+      dropRejection(lost({ receiver: what, type: event.type }));
+    } catch {
+      // An observer never changes what the sink does.
+    }
+  };
+  /**
+   * Whether `event` is kept from a receiver whose backlog is full, or still more than half full
+   * after a run of refusals (then counted lost; one line when a run starts, one when it ends).
+   */
+  const refuse = (what: "hook" | "audit", backlog: Backlog, event: SecurityEvent): boolean => {
+    sweep(backlog, clock());
+    if (backlog.refused > 0 ? backlog.live > resumeAt : backlog.live >= maxPending) {
+      if (backlog.refused++ === 0) {
+        tell(`${RECEIVER[what]}: ${maxPending} deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)`);
+      }
+      countLost(what, event);
+      return true;
+    }
+    if (backlog.refused > 0) {
+      tell(`${RECEIVER[what]}: taking security events again; ${backlog.refused} were not handed to it`);
+      backlog.refused = 0;
+    }
+    return false;
+  };
   const report = (what: "hook" | "audit" | "defer", event: SecurityEvent | undefined, error: unknown) => {
     // An AuditNotKeptError (of any copy of core): the store has said so itself (one line a run of
     // drops), not one a record. Read outside the log's guard: a hostile error still gets its line.
@@ -227,13 +288,7 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
       // A logger that throws must not turn into an uncaught exception in a microtask.
     }
     // Counted (since 2026-12-03): a metric then shows what only a log line said.
-    if (lost !== undefined && what !== "defer") {
-      try {
-        dropRejection(lost({ receiver: what, type: event!.type }));
-      } catch {
-        // An observer never changes what the sink does.
-      }
-    }
+    if (what !== "defer") countLost(what, event!);
   };
   /**
    * Hands one event to one receiver; a throw or a rejection is reported, never thrown, and the
@@ -241,6 +296,10 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
    * answers at once (the logger, the metrics): this runs for every event of every request.
    */
   const deliver = (what: "hook" | "audit", event: SecurityEvent, batch: Batch) => {
+    const backlog = backlogs[what];
+    if (backlog.live >= maxPending || backlog.refused > 0) {
+      if (refuse(what, backlog, event)) return finished(batch);
+    }
     let result: unknown;
     let later: boolean;
     try {
@@ -305,9 +364,11 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
   const follow = (what: "hook" | "audit", event: SecurityEvent, batch: Batch, result: PromiseLike<unknown>) => {
     // A thenable's `then` may be hostile: it may throw, or call back more than once, or both.
     let done = false;
+    const entry = track(backlogs[what], clock());
     const once = () => {
       if (done) return;
       done = true;
+      settle(backlogs[what], entry);
       finished(batch);
     };
     try {
@@ -424,6 +485,70 @@ export function createEventSink(input: { hook: EventHook | undefined; audit: Aud
       });
     },
   };
+}
+
+/** What the backlog lines call each receiver. */
+const RECEIVER = { hook: "onEvent hook", audit: "audit store" } as const;
+
+/** One receiver's unfinished deliveries (see `backlogs` in {@link createEventSink}). */
+interface Backlog {
+  /** Deliveries unfinished and younger than PENDING_DELIVERY_AGE_MS. */
+  live: number;
+  /** Events not handed over in the current run of refusals (0: none). */
+  refused: number;
+  /** Deliveries in the order they started, from `head` on; finished or aged ones leave from the front. */
+  started: Pending[];
+  head: number;
+}
+
+/** One delivery being followed. */
+interface Pending {
+  at: number;
+  /** Settled, or aged out of `live`: counted off once. */
+  off: boolean;
+}
+
+const newBacklog = (): Backlog => ({ live: 0, refused: 0, started: [], head: 0 });
+
+/** Starts following a delivery made at `now`. */
+function track(backlog: Backlog, now: number): Pending {
+  sweep(backlog, now);
+  const entry: Pending = { at: now, off: false };
+  backlog.started.push(entry);
+  backlog.live++;
+  return entry;
+}
+
+/** A delivery settled: it leaves the count, unless it had aged out of it already. */
+function settle(backlog: Backlog, entry: Pending): void {
+  if (entry.off) return;
+  entry.off = true;
+  backlog.live--;
+}
+
+/**
+ * Drops finished deliveries from the front, and takes those older than PENDING_DELIVERY_AGE_MS off
+ * the count (a clock set back ages nothing). Each delivery leaves once: amortized O(1) a delivery.
+ */
+function sweep(backlog: Backlog, now: number): void {
+  const { started } = backlog;
+  let head = backlog.head;
+  while (head < started.length) {
+    const entry = started[head]!;
+    if (!entry.off) {
+      if (now - entry.at < PENDING_DELIVERY_AGE_MS) break;
+      entry.off = true;
+      backlog.live--;
+    }
+    head++;
+  }
+  if (head === started.length) {
+    backlog.started = [];
+    backlog.head = 0;
+  } else if (head > 1024 && head * 2 > started.length) {
+    backlog.started = started.slice(head);
+    backlog.head = 0;
+  } else backlog.head = head;
 }
 
 /** Work handed over together: the events of one step, or one deferred task and its events. */
