@@ -74,7 +74,7 @@ describe("event backlog: a receiver that falls behind", () => {
     expect(await t.sink.settled(1000)).toBe(0);
   });
 
-  it("a delivery unfinished for 60 s no longer counts against the bound (it may never settle); one that settles later changes no count", async () => {
+  it("a delivery unfinished for 60 s no longer counts against the bound (it may never settle), nor holds back settled(); one that settles later changes no count", async () => {
     const t = backedUp(4);
     for (let i = 0; i < 4; i++) t.emit(`old${i}`);
     await t.step();
@@ -99,6 +99,38 @@ describe("event backlog: a receiver that falls behind", () => {
       "onEvent hook: taking security events again; 1 were not handed to it",
       "onEvent hook: 4 deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)",
     ]);
+    // The old batch is done (aged), the refused events' too: only the new ones' batch is unfinished.
+    expect(await t.sink.settled(5)).toBe(1);
+    let unbound: number | undefined;
+    void t.sink.settled().then((n) => (unbound = n));
+    await t.step();
+    expect(unbound, "a flush without a bound waits for a delivery under 60 s old").toBeUndefined();
+    t.advance(60_000);
+    // A flush called once they are 60 s old does not wait for them; the waiting one is woken with it.
+    expect(await t.sink.settled()).toBe(0);
+    await t.step();
+    expect([unbound, t.sink.waiting]).toEqual([0, 0]);
+  });
+
+  it("a hook that never settles, for a day: the deliveries and batches held stay within the bound (each is let go at 60 s)", async () => {
+    const t = backedUp(50);
+    const minutes = 24 * 60;
+    for (let minute = 0; minute < minutes; minute++) {
+      for (let i = 0; i < 100; i++) t.emit(`m${minute}-${i}`);
+      // The drain is one microtask away.
+      await Promise.resolve();
+      await Promise.resolve();
+      t.advance(60_000);
+    }
+    // 50 handed over a minute (until the 60 s pass, the other 50 refused): every minute's backlog let go the next.
+    expect(t.called.length).toBe(minutes * 50);
+    expect(t.lost.length).toBe(minutes * 50);
+    expect(t.gates.length).toBe(minutes * 50);
+    // Two lines a minute: the run of refusals starting, and ending at the next minute's first event.
+    expect(t.lines.length).toBe(2 * minutes - 1);
+    // settled() sweeps first: the last minute's deliveries are 60 s old too; nothing is held.
+    expect(await t.sink.settled(5)).toBe(0);
+    expect(t.sink.waiting).toBe(0);
   });
 
   it("a hook that never settles, 30 000 events: it is called 10 000 times (the default bound), the rest counted lost; a hook that answers at once is never held back", async () => {

@@ -105,8 +105,9 @@ export const MAX_PENDING_EVENT_DELIVERIES = 10_000;
 /** The most `maxPendingEventDeliveries` may be. */
 export const MAX_PENDING_EVENT_DELIVERIES_LIMIT = 1_000_000;
 /**
- * A delivery unfinished this long no longer counts against the bound: it may never settle (a
- * Worker's call whose request context is gone), and the receiver would otherwise stay refused.
+ * A delivery unfinished this long no longer counts against the bound, nor holds back `settled()`:
+ * it may never settle (a Worker's call whose request context is gone), and the receiver would
+ * otherwise stay refused, and its batches pending, for good.
  */
 export const PENDING_DELIVERY_AGE_MS = 60_000;
 
@@ -199,8 +200,8 @@ export function createEventSink(input: {
   // and every later request's flush added a closure and a promise to it, for the isolate's life
   // (and walked every batch stuck so far). Now a call is one record whatever is pending, and a call
   // with a bound (the Worker's) drops it when the bound passes, on a timer of the caller's own, as
-  // `waitAtMost` does: what a hung receiver holds is its own batch, and the calls of the last
-  // `timeoutMs`. Sharing one promise per batch would not have been enough: reactions on a promise
+  // `waitAtMost` does: what a hung receiver holds is its own batch (until it is let go at 60 s, see
+  // `backlogs`), and the calls of the last `timeoutMs`. Sharing one promise per batch would not have been enough: reactions on a promise
   // that never settles accumulate just the same. No timer and no closure is made per event: a
   // batch that finishes wakes the waiters (if any) at once, and `settled()` with nothing pending
   // makes no record (the sync receivers, the logger and the metrics, are done by then).
@@ -262,7 +263,7 @@ export function createEventSink(input: {
    * after a run of refusals (then counted lost; one line when a run starts, one when it ends).
    */
   const refuse = (what: "hook" | "audit", backlog: Backlog, event: SecurityEvent): boolean => {
-    sweep(backlog, clock());
+    sweep(backlog, clock(), finished);
     if (backlog.refused > 0 ? backlog.live > resumeAt : backlog.live >= maxPending) {
       if (backlog.refused++ === 0) {
         tell(`${RECEIVER[what]}: ${maxPending} deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)`);
@@ -363,12 +364,13 @@ export function createEventSink(input: {
   /** Waits for one receiver's thenable result: its rejection is reported, and it counts as finished exactly once. */
   const follow = (what: "hook" | "audit", event: SecurityEvent, batch: Batch, result: PromiseLike<unknown>) => {
     // A thenable's `then` may be hostile: it may throw, or call back more than once, or both.
-    let done = false;
-    const entry = track(backlogs[what], clock());
+    const backlog = backlogs[what];
+    const entry = track(backlog, clock(), batch, finished);
     const once = () => {
-      if (done) return;
-      done = true;
-      settle(backlogs[what], entry);
+      // Settled before, or aged out (its batch was finished then).
+      if (entry.off) return;
+      entry.off = true;
+      backlog.live--;
       finished(batch);
     };
     try {
@@ -470,6 +472,12 @@ export function createEventSink(input: {
     },
     settled(timeoutMs = 0) {
       if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > 2_147_483_647) throw new TypeError("settled(timeoutMs): timeoutMs must be an integer from 0 (no bound) to 2147483647");
+      // Deliveries 60 s old are not waited for (they may never settle).
+      if (backlogs.hook.live + backlogs.audit.live > 0) {
+        const now = clock();
+        sweep(backlogs.hook, now, finished);
+        sweep(backlogs.audit, now, finished);
+      }
       if (pending.size === 0) return Promise.resolve(0);
       // Every batch made so far: those of them still pending are what this call waits for.
       const upTo = made;
@@ -504,33 +512,29 @@ interface Backlog {
 /** One delivery being followed. */
 interface Pending {
   at: number;
-  /** Settled, or aged out of `live`: counted off once. */
+  /** Settled, or aged out: counted off `live` and its batch's work once. */
   off: boolean;
+  batch: Batch;
 }
 
 const newBacklog = (): Backlog => ({ live: 0, refused: 0, started: [], head: 0 });
 
-/** Starts following a delivery made at `now`. */
-function track(backlog: Backlog, now: number): Pending {
-  sweep(backlog, now);
-  const entry: Pending = { at: now, off: false };
+/** Starts following a delivery of `batch` made at `now`. */
+function track(backlog: Backlog, now: number, batch: Batch, finished: (batch: Batch) => void): Pending {
+  sweep(backlog, now, finished);
+  const entry: Pending = { at: now, off: false, batch };
   backlog.started.push(entry);
   backlog.live++;
   return entry;
 }
 
-/** A delivery settled: it leaves the count, unless it had aged out of it already. */
-function settle(backlog: Backlog, entry: Pending): void {
-  if (entry.off) return;
-  entry.off = true;
-  backlog.live--;
-}
-
 /**
- * Drops finished deliveries from the front, and takes those older than PENDING_DELIVERY_AGE_MS off
- * the count (a clock set back ages nothing). Each delivery leaves once: amortized O(1) a delivery.
+ * Drops settled deliveries from the front, and takes those older than PENDING_DELIVERY_AGE_MS off
+ * the count, their batch's work as finished (so neither `live` nor the pending batches grow for
+ * a receiver that never settles; a clock set back ages nothing). Each delivery leaves once:
+ * amortized O(1) a delivery.
  */
-function sweep(backlog: Backlog, now: number): void {
+function sweep(backlog: Backlog, now: number, finished: (batch: Batch) => void): void {
   const { started } = backlog;
   let head = backlog.head;
   while (head < started.length) {
@@ -539,6 +543,7 @@ function sweep(backlog: Backlog, now: number): void {
       if (now - entry.at < PENDING_DELIVERY_AGE_MS) break;
       entry.off = true;
       backlog.live--;
+      finished(entry.batch);
     }
     head++;
   }
