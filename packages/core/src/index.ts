@@ -15,7 +15,7 @@ export { dropRejection, isThenable } from "./util/thenable.js";
 export type { Logger } from "./context.js";
 export type * from "./events/types.js";
 export { SECURITY_EVENT_TYPES } from "./events/types.js";
-export { composedHookResult } from "./events/emitter.js";
+export { composedEventHook, composedHookResult } from "./events/emitter.js";
 export { isEventCursor, isEventType } from "./admin/events.js";
 export type { TokenResponse } from "./oauth/issue.js";
 export { scopeNames, OFFLINE_ACCESS, type ScopeNames } from "./scope-names.js";

@@ -8,7 +8,7 @@
  * record per token request, without bound.
  */
 import { describe, expect, it } from "vitest";
-import { createMemoryStorage, createPlantgate, type EventLossObservation, type SecurityEvent } from "../src/index.js";
+import { composedEventHook, createMemoryStorage, createPlantgate, type EventHook, type EventLossObservation, type SecurityEvent } from "../src/index.js";
 import { createEventSink } from "../src/events/emitter.js";
 import { optionsFromEnv } from "../src/env.js";
 import { basic, BASE, harness } from "./helpers.js";
@@ -202,6 +202,79 @@ describe("event backlog: a receiver that falls behind", () => {
     expect(lines.filter((l) => l.includes("audit store:"))).toEqual([
       "warn audit store: 2 deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)",
     ]);
+  });
+
+  it("a composed hook (composedEventHook): each hook is a receiver with a backlog of its own, so one that hangs holds back no other; nested ones are unfolded", async () => {
+    const seen: string[] = [];
+    const lost: EventLossObservation[] = [];
+    const lines: string[] = [];
+    let hung = 0;
+    const recorder: EventHook = (event) => void seen.push((event as { client_id: string }).client_id);
+    const webhook: EventHook = () => {
+      hung++;
+      return new Promise<void>(() => {});
+    };
+    let combinedCalls = 0;
+    const combined = (hooks: EventHook[]) =>
+      composedEventHook(() => {
+        combinedCalls++;
+      }, hooks);
+    const sink = createEventSink({
+      hook: combined([recorder, combined([webhook])]),
+      audit: undefined,
+      logger: { error: (m) => lines.push(m), warn: (m) => lines.push(m) },
+      clock: () => 5,
+      random: (n) => new Uint8Array(n),
+      lost: (o) => void lost.push(o),
+      maxPending: 3,
+    });
+    for (let i = 0; i < 5; i++) sink.emit({ type: "client.created", client_id: `c${i}` } as never);
+    await new Promise((r) => setTimeout(r, 0));
+    expect(seen).toEqual(["c0", "c1", "c2", "c3", "c4"]);
+    expect([hung, combinedCalls]).toEqual([3, 0]);
+    expect(lost).toEqual([{ receiver: "hook", type: "client.created" }, { receiver: "hook", type: "client.created" }]);
+    expect(lines).toEqual(["onEvent hook 2 of 2: 3 deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)"]);
+    // A direct caller calls the combined function, as before.
+    const direct = combined([recorder]);
+    void direct({ type: "client.created", client_id: "direct" } as never);
+    expect(combinedCalls).toBe(1);
+  });
+
+  it("a composed hook whose list cannot be read, is no list of functions, or goes past 64 hooks or 8 levels is called as one hook", async () => {
+    const calls: string[] = [];
+    const run = async (hook: EventHook) => {
+      calls.length = 0;
+      const sink = createEventSink({ hook, audit: undefined, logger: { error: () => {}, warn: () => {} }, clock: () => 5, random: (n) => new Uint8Array(n) });
+      sink.emit({ type: "client.created", client_id: "c" } as never);
+      await sink.settled(1000);
+      return [...calls];
+    };
+    const part = (name: string): EventHook => () => void calls.push(name);
+    const whole = (name: string, hooks: unknown): EventHook => {
+      const f: EventHook = () => void calls.push(name);
+      Object.defineProperty(f, Symbol.for("plantgate.eventHookList"), { get: () => hooks });
+      return f;
+    };
+    expect(await run(composedEventHook(part("whole"), [part("a"), part("b")]))).toEqual(["a", "b"]);
+    expect(await run(whole("whole", [part("a"), "not a function"]))).toEqual(["whole"]);
+    expect(await run(whole("whole", "not a list"))).toEqual(["whole"]);
+    const throwing: EventHook = () => void calls.push("throwing");
+    Object.defineProperty(throwing, Symbol.for("plantgate.eventHookList"), {
+      get() {
+        throw new Error("hostile");
+      },
+    });
+    expect(await run(throwing)).toEqual(["throwing"]);
+    expect(await run(composedEventHook(part("whole"), Array.from({ length: 65 }, (_, i) => part(`p${i}`))))).toEqual(["whole"]);
+    expect(await run(composedEventHook(part("whole"), Array.from({ length: 64 }, (_, i) => part(`p${i}`))))).toEqual(Array.from({ length: 64 }, (_, i) => `p${i}`));
+    // Two lists of 40: past 64 in all, the outer one is called as one.
+    expect(await run(composedEventHook(part("outer"), [composedEventHook(part("x"), Array.from({ length: 40 }, () => part("x"))), composedEventHook(part("y"), Array.from({ length: 40 }, () => part("y")))]))).toEqual(["outer"]);
+    // Nine levels: the ninth is not unfolded, its own function is called as one hook.
+    let deep: EventHook = composedEventHook(part("level9"), [part("leaf")]);
+    for (let level = 8; level >= 1; level--) deep = composedEventHook(part(`level${level}`), [deep]);
+    expect(await run(deep)).toEqual(["level9"]);
+    // A frozen function cannot carry a list: called as one.
+    expect(await run(composedEventHook(Object.freeze(part("frozen")), [part("a")]))).toEqual(["frozen"]);
   });
 
   it("maxPendingEventDeliveries: a whole number from 1 to 1000000 (env PLANTGATE_MAX_PENDING_EVENT_DELIVERIES), else a TypeError naming it", () => {

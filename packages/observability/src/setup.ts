@@ -1,6 +1,6 @@
 /** The logs and metrics of a Node server in one call: what the example servers use. */
 import type { Logger as Pino } from "pino";
-import { composedHookResult, ConfigError, dropRejection, type EventHook, type Logger, type Observer, type SecurityEvent } from "@plantgate/core";
+import { composedEventHook, composedHookResult, ConfigError, dropRejection, type EventHook, type Logger, type Observer, type SecurityEvent } from "@plantgate/core";
 import type { ObservabilitySettings } from "./env.js";
 import { coreLogger, createLog, eventLogger, pruneLogger } from "./logs.js";
 import { createMetrics, serveMetrics, type MetricsListener, type PlantgateMetrics } from "./metrics.js";
@@ -62,11 +62,12 @@ export function setupObservability(settings: ObservabilitySettings, options: { d
 /**
  * One `onEvent` hook that hands each event to every hook given, in order: each runs even when one
  * before it throws or rejects, and the result settles once every hook has, rejecting with the
- * first failure in the order given. Plantgate follows each hook's own result
- * (`composedHookResult`): `flushEvents` waits for every one, and each failure is logged on its own
- * as it happens (`onEvent hook failed`; until 2026-12-03 plantgate saw the combined result alone,
- * so a hook that never settled hid every other hook's failure, and of several failures only the
- * first was logged). For a host's own hook beside {@link Observability.options}' (the example
+ * first failure in the order given (for a direct caller). Plantgate calls each hook itself
+ * (`composedEventHook`): `flushEvents` waits for every one, each failure is logged on its own as it
+ * happens (`onEvent hook failed`; until 2026-12-03 plantgate saw the combined result alone, so a
+ * hook that never settled hid every other hook's failure, and of several failures only the first
+ * was logged), and each has its own backlog bound (`maxPendingEventDeliveries`), so a webhook that
+ * hangs holds back no other hook. For a host's own hook beside {@link Observability.options}' (the example
  * servers' `startServer(env, { onEvent })`): an `onEvent` in the overrides replaced theirs until
  * 2026-12-01, and the events' JSON lines and the lock-out and reuse counters stopped without a word.
  *
@@ -75,7 +76,8 @@ export function setupObservability(settings: ObservabilitySettings, options: { d
  * createPlantgate({ ...obs.options, onEvent: eventHooks(obs.options.onEvent, (event) => queue.push(event)) });
  */
 export function eventHooks(...hooks: EventHook[]): EventHook {
-  return (event) => {
+  // Plantgate calls each hook itself (`composedEventHook`): each with a backlog of its own.
+  return composedEventHook((event) => {
     const runs = hooks.map((hook) => {
       try {
         return Promise.resolve(hook(event));
@@ -89,7 +91,7 @@ export function eventHooks(...hooks: EventHook[]): EventHook {
       for (const result of results) if (result.status === "rejected") throw result.reason;
     });
     return composedHookResult(combined, runs);
-  };
+  }, hooks);
 }
 
 /** Calls one observer hook: neither its throw nor an `async` one's rejection reaches the others or core. */

@@ -171,30 +171,36 @@ describe("metrics", () => {
     expect(errors).toEqual(["audit store append failed; event not kept", "onEvent hook failed", "audit store append failed; event not kept"]);
   });
 
-  it("a webhook hook that hangs beside the metrics' own (eventHooks): past maxPendingEventDeliveries the events it is not handed are counted lost, one warn line, and every answer and request count stays", async () => {
+  it("a webhook hook that hangs beside the log line's and the metrics' own (eventHooks): past maxPendingEventDeliveries the webhook is not handed events (counted lost, one warn line naming it), and the hooks beside it still get every one", async () => {
     const metrics = createMetrics({ processMetrics: false });
     const warnings: string[] = [];
+    const logged: string[] = [];
     let webhookCalls = 0;
     const app = createPlantgate({
-      onEvent: eventHooks(metrics.countEvent, () => {
-        webhookCalls++;
-        return new Promise<void>(() => {});
-      }),
+      onEvent: eventHooks(
+        (event) => void logged.push(event.type),
+        metrics.countEvent,
+        () => {
+          webhookCalls++;
+          return new Promise<void>(() => {});
+        },
+      ),
       observer: metrics.observer,
       maxPendingEventDeliveries: 4,
       logger: { error() {}, warn: (m: string) => void warnings.push(m) },
     });
-    // client.created: one of the four places.
+    // client.created: one of the webhook's four places.
     const { clientSecret } = await app.admin.createClient({ clientId: "c" });
     for (let i = 0; i < 6; i++) expect((await token(app, { grant_type: "client_credentials" }, basic("c", clientSecret))).status).toBe(200);
     await new Promise((r) => setTimeout(r, 0));
     const text = await metrics.text();
-    // The first three tokens' events were handed over (4 hanging calls with client.created's); the last three were not.
+    // The first three tokens' events reached the webhook (4 hanging calls with client.created's); the last three did not.
     expect(webhookCalls).toBe(4);
+    expect(logged).toEqual(["client.created", ...Array.from({ length: 6 }, () => "token.issued")]);
     expect(samples(text, "plantgate_events_lost_total").sort()).toEqual(['plantgate_events_lost_total{receiver="audit"} 0', 'plantgate_events_lost_total{receiver="hook"} 3']);
     expect(samples(text, "plantgate_token_requests_total")).toEqual(['plantgate_token_requests_total{grant_type="client_credentials",result="success"} 6']);
     // (The others: the app's start-up warnings, no issuer and no client address.)
-    expect(warnings.filter((w) => w.startsWith("onEvent hook"))).toEqual(["onEvent hook: 4 deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)"]);
+    expect(warnings.filter((w) => w.startsWith("onEvent hook"))).toEqual(["onEvent hook 3 of 3: 4 deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)"]);
   });
 
   it("counts lock-outs from the account.locked_out events", async () => {

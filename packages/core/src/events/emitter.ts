@@ -157,7 +157,61 @@ export function composedHookResult(combined: Promise<void>, parts: readonly Prom
   return combined;
 }
 
+/** Where {@link composedEventHook} keeps the hooks (`Symbol.for`: two copies of core agree on it). */
+const HOOK_LIST = Symbol.for("plantgate.eventHookList");
+/** How deep composed hooks inside composed ones are unfolded, and how many hooks in all. */
+const MAX_HOOK_LIST_DEPTH = 8;
+const MAX_HOOKS = 64;
+
 /**
+ * An `onEvent` hook that stands for several (`eventHooks` of `@plantgate/observability`): `combined`
+ * as its direct caller calls it, carrying `hooks`, which plantgate calls itself instead, each as a
+ * receiver of its own: each has its own backlog (`maxPendingEventDeliveries`), so a webhook that
+ * hangs keeps no event from the JSON log line's hook beside it (since 2026-12-03, when the bound
+ * came: it held back every hook of the composed one). Failures are reported per hook as before. A
+ * hook that is itself composed is unfolded too (8 levels, 64 hooks in all; past them, `combined`
+ * is called as one hook). The hooks are read once, when the app is made.
+ *
+ * @example
+ * const onEvent = composedEventHook((event) => Promise.all(hooks.map((hook) => hook(event))).then(() => undefined), hooks);
+ */
+export function composedEventHook(combined: EventHook, hooks: readonly EventHook[]): EventHook {
+  try {
+    Object.defineProperty(combined, HOOK_LIST, { value: Object.freeze([...hooks]), configurable: true });
+  } catch {
+    // A frozen function: plantgate calls `combined` as one hook.
+  }
+  return combined;
+}
+
+/**
+ * The hooks plantgate calls for `hook`: those a composed hook carries, unfolded, or `hook` itself
+ * (also when what it carries cannot be read, is not a list of functions, or goes past the bounds).
+ */
+function hookListOf(hook: EventHook): EventHook[] {
+  const out: EventHook[] = [];
+  const unfold = (h: EventHook, depth: number): boolean => {
+    let carried: EventHook[] | undefined;
+    try {
+      const value: unknown = depth < MAX_HOOK_LIST_DEPTH ? (h as { [HOOK_LIST]?: unknown })[HOOK_LIST] : undefined;
+      // A copy, read once (a proxy's getters may throw, or answer otherwise the next time).
+      const copy = Array.isArray(value) && value.length <= MAX_HOOKS ? Array.prototype.slice.call(value) : undefined;
+      if (copy !== undefined && copy.every((c) => typeof c === "function")) carried = copy as EventHook[];
+    } catch {
+      carried = undefined;
+    }
+    if (carried === undefined) {
+      out.push(h);
+      return out.length <= MAX_HOOKS;
+    }
+    for (const c of carried) if (!unfold(c, depth + 1)) return false;
+    return true;
+  };
+  return unfold(hook, 0) ? out : [hook];
+}
+
+/**
+ * What a failure says, for its log line; never throws/**
  * What a failure says, for its log line; never throws: `String()` throws for a null-prototype object
  * or one whose `toString` throws, and the report then went unlogged (until 2026-12-01).
  */
@@ -188,6 +242,14 @@ export function createEventSink(input: {
   maxPending?: number;
 }): EventSink {
   const { hook, audit, logger, clock, random, lost, maxPending = MAX_PENDING_EVENT_DELIVERIES } = input;
+  // The receivers, each with a backlog of its own: the audit store, then the hook, or each hook of
+  // a composed one (`composedEventHook`, `eventHooks`), so one that falls behind holds back no other.
+  const hooks = hook === undefined ? [] : hookListOf(hook);
+  const list: Receiver[] = [];
+  if (audit !== undefined) list.push({ kind: "audit", name: "audit store", call: (event) => audit.append(auditRecord(event)), backlog: newBacklog() });
+  for (let i = 0; i < hooks.length; i++) {
+    list.push({ kind: "hook", name: hooks.length === 1 ? "onEvent hook" : `onEvent hook ${i + 1} of ${hooks.length}`, call: hooks[i]!, backlog: newBacklog() });
+  }
   // Unfinished work is counted per batch (the events queued in one step, or one deferred task),
   // so `settled()` waits for the batches of before its call, not for a count that steady traffic
   // may never bring to 0 (the Worker calls it on every request, through waitUntil).
@@ -208,13 +270,12 @@ export function createEventSink(input: {
   const pending = new Set<Batch>();
   const waiters = new Set<Waiter>();
   let made = 0;
-  // Each receiver's backlog: its thenable results not yet settled (a composed hook's parts each on
-  // their own), of the last PENDING_DELIVERY_AGE_MS. Past `maxPending` of them an event is not
+  // Each receiver's backlog: its thenable results not yet settled (a composed result's parts each
+  // on their own), of the last PENDING_DELIVERY_AGE_MS. Past `maxPending` of them an event is not
   // handed to it (counted lost) until they are down to half; a receiver that answers at once never
   // has one, and costs one comparison an event. Until 2026-12-03 every event was handed over
   // whatever was unfinished: a hook that never settled held a call, the event and its record per
   // token request, without bound.
-  const backlogs = { hook: newBacklog(), audit: newBacklog() };
   const resumeAt = Math.floor(maxPending / 2);
   const finished = (batch: Batch) => {
     if (--batch.left > 0) return;
@@ -250,7 +311,7 @@ export function createEventSink(input: {
       // A logger that throws changes nothing.
     }
   };
-  const countLost = (what: "hook" | "audit", event: SecurityEvent) => {
+  const countLost = (what: Receiver["kind"], event: SecurityEvent) => {
     if (lost === undefined) return;
     try {
       dropRejection(lost({ receiver: what, type: event.type }));
@@ -262,22 +323,23 @@ export function createEventSink(input: {
    * Whether `event` is kept from a receiver whose backlog is full, or still more than half full
    * after a run of refusals (then counted lost; one line when a run starts, one when it ends).
    */
-  const refuse = (what: "hook" | "audit", backlog: Backlog, event: SecurityEvent): boolean => {
+  const refuse = (receiver: Receiver, event: SecurityEvent): boolean => {
+    const { backlog } = receiver;
     sweep(backlog, clock(), finished);
     if (backlog.refused > 0 ? backlog.live > resumeAt : backlog.live >= maxPending) {
       if (backlog.refused++ === 0) {
-        tell(`${RECEIVER[what]}: ${maxPending} deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)`);
+        tell(`${receiver.name}: ${maxPending} deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)`);
       }
-      countLost(what, event);
+      countLost(receiver.kind, event);
       return true;
     }
     if (backlog.refused > 0) {
-      tell(`${RECEIVER[what]}: taking security events again; ${backlog.refused} were not handed to it`);
+      tell(`${receiver.name}: taking security events again; ${backlog.refused} were not handed to it`);
       backlog.refused = 0;
     }
     return false;
   };
-  const report = (what: "hook" | "audit" | "defer", event: SecurityEvent | undefined, error: unknown) => {
+  const report = (what: Receiver["kind"] | "defer", event: SecurityEvent | undefined, error: unknown) => {
     // An AuditNotKeptError (of any copy of core): the store has said so itself (one line a run of
     // drops), not one a record. Read outside the log's guard: a hostile error still gets its line.
     const told = what === "audit" && isAuditNotKept(error);
@@ -296,24 +358,26 @@ export function createEventSink(input: {
    * receiver's work counts as finished exactly once. No closure is made for a receiver that
    * answers at once (the logger, the metrics): this runs for every event of every request.
    */
-  const deliver = (what: "hook" | "audit", event: SecurityEvent, batch: Batch) => {
-    const backlog = backlogs[what];
+  const deliver = (receiver: Receiver, event: SecurityEvent, batch: Batch) => {
+    const { backlog } = receiver;
     if (backlog.live >= maxPending || backlog.refused > 0) {
-      if (refuse(what, backlog, event)) return finished(batch);
+      if (refuse(receiver, event)) return finished(batch);
     }
     let result: unknown;
     let later: boolean;
+    // Called as a plain function (a hook's `this` is undefined, as it always was).
+    const call = receiver.call;
     try {
-      result = what === "hook" ? hook!(event) : audit!.append(auditRecord(event));
+      result = call(event);
       // Inside the try: a hostile result's `then` getter may throw.
       later = isThenable(result);
     } catch (error) {
-      report(what, event, error);
+      report(receiver.kind, event, error);
       return finished(batch);
     }
     if (!later) return finished(batch);
-    if (what === "hook") return followHook(event, batch, result as PromiseLike<unknown>, 0, { left: MAX_HOOK_PARTS });
-    follow(what, event, batch, result as PromiseLike<unknown>);
+    if (receiver.kind === "hook") return followHook(receiver, event, batch, result as PromiseLike<unknown>, 0, { left: MAX_HOOK_PARTS });
+    follow(receiver, event, batch, result as PromiseLike<unknown>);
   };
   /**
    * A hook's thenable result, which may stand for several (`composedHookResult`, `eventHooks`):
@@ -322,9 +386,9 @@ export function createEventSink(input: {
    * to MAX_HOOK_PART_DEPTH levels and MAX_HOOK_PARTS parts in all (past them, a result is followed
    * as one). The batch already counts this result once.
    */
-  const followHook = (event: SecurityEvent, batch: Batch, result: PromiseLike<unknown>, depth: number, budget: { left: number }) => {
+  const followHook = (receiver: Receiver, event: SecurityEvent, batch: Batch, result: PromiseLike<unknown>, depth: number, budget: { left: number }) => {
     const parts = depth < MAX_HOOK_PART_DEPTH ? partsOf(event, result, budget) : undefined;
-    if (parts === undefined) return follow("hook", event, batch, result);
+    if (parts === undefined) return follow(receiver, event, batch, result);
     // The combined result is its direct caller's (it rejects with the first failure): dropped.
     dropRejection(result);
     if (parts.length === 0) return finished(batch);
@@ -338,7 +402,7 @@ export function createEventSink(input: {
         finished(batch);
         continue;
       }
-      if (thenable) followHook(event, batch, part as PromiseLike<unknown>, depth + 1, budget);
+      if (thenable) followHook(receiver, event, batch, part as PromiseLike<unknown>, depth + 1, budget);
       else finished(batch);
     }
   };
@@ -362,9 +426,9 @@ export function createEventSink(input: {
     }
   };
   /** Waits for one receiver's thenable result: its rejection is reported, and it counts as finished exactly once. */
-  const follow = (what: "hook" | "audit", event: SecurityEvent, batch: Batch, result: PromiseLike<unknown>) => {
+  const follow = (receiver: Receiver, event: SecurityEvent, batch: Batch, result: PromiseLike<unknown>) => {
     // A thenable's `then` may be hostile: it may throw, or call back more than once, or both.
-    const backlog = backlogs[what];
+    const { backlog, kind: what } = receiver;
     const entry = track(backlog, clock(), batch, finished);
     const once = () => {
       // Settled before, or aged out (its batch was finished then).
@@ -384,8 +448,7 @@ export function createEventSink(input: {
     }
   };
   const handOver = (event: SecurityEvent, batch: Batch) => {
-    if (audit !== undefined) deliver("audit", event, batch);
-    if (hook !== undefined) deliver("hook", event, batch);
+    for (const receiver of list) deliver(receiver, event, batch);
   };
   let queue: SecurityEvent[] = [];
   // The batch of the events in `queue` (set while the queue is not empty).
@@ -397,7 +460,7 @@ export function createEventSink(input: {
     queued = undefined;
     for (const event of events) handOver(event, batch);
   };
-  const receivers = (hook === undefined ? 0 : 1) + (audit === undefined ? 0 : 1);
+  const receivers = list.length;
   const enabled = receivers > 0;
   // Ids are made from a block of random bytes drawn for ID_BLOCK / 16 events at once.
   let idBytes: Uint8Array = new Uint8Array(0);
@@ -473,11 +536,8 @@ export function createEventSink(input: {
     settled(timeoutMs = 0) {
       if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > 2_147_483_647) throw new TypeError("settled(timeoutMs): timeoutMs must be an integer from 0 (no bound) to 2147483647");
       // Deliveries 60 s old are not waited for (they may never settle).
-      if (backlogs.hook.live + backlogs.audit.live > 0) {
-        const now = clock();
-        sweep(backlogs.hook, now, finished);
-        sweep(backlogs.audit, now, finished);
-      }
+      let now: number | undefined;
+      for (const { backlog } of list) if (backlog.live > 0) sweep(backlog, (now ??= clock()), finished);
       if (pending.size === 0) return Promise.resolve(0);
       // Every batch made so far: those of them still pending are what this call waits for.
       const upTo = made;
@@ -495,8 +555,14 @@ export function createEventSink(input: {
   };
 }
 
-/** What the backlog lines call each receiver. */
-const RECEIVER = { hook: "onEvent hook", audit: "audit store" } as const;
+/** One receiver of events: the audit store, or the hook (each hook of a composed one). */
+interface Receiver {
+  kind: "hook" | "audit";
+  /** What its backlog lines call it. */
+  name: string;
+  call: (event: SecurityEvent) => unknown;
+  backlog: Backlog;
+}
 
 /** One receiver's unfinished deliveries (see `backlogs` in {@link createEventSink}). */
 interface Backlog {
