@@ -96,8 +96,8 @@ export const USAGE = `usage: plantgate <command> [options]
   keys list                          (kid, alg, createdAt, activatesAt, status: next / active / retired / prunable (by PLANTGATE_ACCESS_TOKEN_TTL, default 7200 s: give it the servers' value), stored, atRest: encrypted / clear / external, kek: the id of the key encryption key a key is sealed under, kekStatus: current / older (keys reencrypt moves it) / missing; reads only: [] when the store has none)
   keys reencrypt                     (every private key under the first PLANTGATE_KEY_ENCRYPTION_KEY)
   prune [--batch-size N] [--max-batches N] [--server-defaults]   (deletes expired tokens, sessions, counters, jtis, prunable keys, old audit events; prints counts; --max-batches: at most N batches (at least 7), each signing key deleted one of them, the stores in turn, "complete":false when work may be left)
-  events [--type T] [--client ID] [--account USERNAME_OR_ID] [--limit N] [--before CURSOR]
-                                     (the newest N kept security events (default 20, at most 1000), one JSON object per line, filtered as the console's page; when there are more, stderr says the --before to add for the next page)
+  events [--type T] [--client ID] [--account USERNAME_OR_ID] [--since TIME] [--until TIME] [--limit N] [--before CURSOR]
+                                     (the newest N kept security events (default 20, at most 1000), one JSON object per line, filtered as the console's page; --since (inclusive) and --until (exclusive) take a UTC date, 2026-12-01, or a time with its zone, 2026-12-01T09:30:00Z; when there are more, stderr says the --before to add for the next page)
 
 Options go after the command's words, never before them (exit 2); --help after any command, help
 and -h print this text.
@@ -302,6 +302,28 @@ async function withFlags<T>(work: Promise<T>, flags: Partial<Record<AdminField, 
     if (flag === undefined) throw e;
     throw new UsageError((e as AdminError).messageNaming(flag));
   }
+}
+
+/**
+ * An instant for `events --since/--until`, in epoch ms: a UTC date (`2026-12-01`, its midnight) or
+ * a time with its zone (`2026-12-01T09:30:00Z`, `2026-12-01T10:30:00.250+01:00`). A time without a
+ * zone is refused rather than read in the machine's own (the audit trail's times are UTC), as is a
+ * day or hour that does not exist (`2026-02-30`); the value is not quoted back.
+ */
+function instant(flag: string, raw: string): number {
+  const m = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2}))?$/.exec(raw);
+  const refuse = () => new UsageError(`${flag} must be a UTC date (2026-12-01) or a time with its zone (2026-12-01T09:30:00Z)`);
+  if (m === null) throw refuse();
+  const [, y, mo, d, h = "00", mi = "00", s = "00", frac = "", zone = "Z"] = m;
+  const ms = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s), frac === "" ? 0 : Math.round(Number(frac) * 1000));
+  // Date.UTC rolls an out-of-range part over (February 30th is March 2nd): read it back to refuse that.
+  const back = new Date(ms);
+  if (back.getUTCFullYear() !== Number(y) || back.getUTCMonth() !== Number(mo) - 1 || back.getUTCDate() !== Number(d) || back.getUTCHours() !== Number(h) || back.getUTCMinutes() !== Number(mi) || back.getUTCSeconds() !== Number(s)) throw refuse();
+  const offset = zone === "Z" ? 0 : (zone.startsWith("-") ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(4, 6)));
+  if (Math.abs(offset) > 14 * 60 || Number(zone.slice(4, 6) || "0") > 59) throw refuse();
+  const at = ms - offset * 60_000;
+  if (at < 0) throw refuse();
+  return at;
 }
 
 /**
@@ -680,6 +702,8 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
         account: { type: "string" },
         limit: { type: "string" },
         before: { type: "string" },
+        since: { type: "string" },
+        until: { type: "string" },
       });
       const raw = values.limit;
       if (raw !== undefined && (!/^\d{1,4}$/.test(raw) || Number(raw) < 1 || Number(raw) > 1000)) throw new UsageError("--limit must be an integer from 1 to 1000");
@@ -694,6 +718,8 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       }
       // Before the store is opened, as the checks above (exit 2 with the store down too, not 3).
       if (values.before !== undefined && !isEventCursor(values.before)) throw new UsageError("--before must be the next cursor of a previous page");
+      const since = values.since === undefined ? undefined : instant("--since", values.since);
+      const until = values.until === undefined ? undefined : instant("--until", values.until);
       if (!auditFromEnv(io.env)) throw new UsageError("PLANTGATE_AUDIT is off: the store keeps no security events (nor do the servers with it off)");
       const { app } = await open();
       // Filters and paging as the console's (since 2026-12-03; the CLI had --type and --limit only).
@@ -703,9 +729,11 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
           ...(values.client !== undefined ? { clientId: values.client } : {}),
           ...(values.account !== undefined ? { account: values.account } : {}),
           ...(values.before !== undefined ? { before: values.before } : {}),
+          ...(since !== undefined ? { since } : {}),
+          ...(until !== undefined ? { until } : {}),
           limit: raw === undefined ? 20 : Number(raw),
         }),
-        { before: "--before" },
+        { before: "--before", since: "--since", until: "--until" },
       );
       for (const event of events) io.stdout(jsonText(event) + "\n");
       // On stderr, so stdout holds events only (a cursor is a time and an event id, nothing secret).

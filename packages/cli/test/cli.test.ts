@@ -1279,6 +1279,24 @@ describe("plantgate CLI", () => {
     const last = await run(["events", "--limit", "2", "--before", cursor2!]);
     expect(last).toEqual({ events: all.events.slice(4), stderr: "" });
 
+    // --since (inclusive) and --until (exclusive), as a time with its zone or a UTC date (2026-12-03).
+    const at = all.events[2]!.time as number;
+    const iso = (ms: number) => new Date(ms).toISOString();
+    expect((await run(["events", "--since", iso(at)])).events).toEqual(all.events.filter((e) => (e.time as number) >= at));
+    expect((await run(["events", "--until", iso(at)])).events).toEqual(all.events.filter((e) => (e.time as number) < at));
+    expect((await run(["events", "--since", iso(at), "--until", iso(at + 1)])).events).toEqual(all.events.filter((e) => e.time === at));
+    // The same instant in another zone.
+    const plusOne = new Date(at + 3600_000).toISOString().replace("Z", "+01:00");
+    expect((await run(["events", "--since", plusOne])).events).toEqual(all.events.filter((e) => (e.time as number) >= at));
+    expect((await run(["events", "--since", iso(Date.now() - 86400_000).slice(0, 10)])).events).toEqual(all.events);
+    expect(await run(["events", "--until", "2000-01-01"])).toEqual({ events: [], stderr: "" });
+    // A page within the range that ends at its start says no next page.
+    const upTo = all.events.filter((e) => (e.time as number) >= at);
+    expect(await run(["events", "--since", iso(at), "--limit", String(upTo.length)])).toEqual({ events: upTo, stderr: "" });
+    for (const [flag, bad] of [["--since", "2026-02-30"], ["--since", "2026-12-01T09:30"], ["--until", "yesterday"], ["--until", "2026-12-01T24:00Z"], ["--since", "2026-12-01T09:30+15:00"], ["--since", "1969-12-31"]] as const) {
+      expect(await cli(["events", flag, bad])).toEqual({ code: 2, stdout: "", stderr: `plantgate: ${flag} must be a UTC date (2026-12-01) or a time with its zone (2026-12-01T09:30:00Z)\n`, json: undefined });
+    }
+
     const secretLike = "s3cr3t-".repeat(40);
     for (const [argv, message] of [
       [["events", "--client", secretLike], "--client must be 1-200 characters"],

@@ -34,6 +34,33 @@ describe("audit trail", () => {
     expect((await h.app.admin.listEvents({ type: "client.created" })).events.map((e) => e.type)).toEqual(["client.created"]);
   });
 
+  it("since and until (epoch ms): only events at or after since and before until, paged; a page ends with next null at the first older event (2026-12-03)", async () => {
+    const h = await harness({ storage: createMemoryStorage({ audit: true }) });
+    for (let i = 0; i < 6; i++) {
+      h.clock.advance(1000);
+      await tokenRequest(h.app, { grant_type: "client_credentials" }, { authorization: basic(h.clientId, h.clientSecret) });
+    }
+    await h.app.flushEvents();
+    const tokens = (await h.app.admin.listEvents({ type: "token.issued", limit: 100 })).events;
+    const t = tokens.map((e) => e.time); // newest first, a second apart
+    expect(tokens).toHaveLength(6);
+    // until is exclusive: the event at t[1] is not listed; since inclusive: the one at t[4] is.
+    expect(await h.app.admin.listEvents({ since: t[4], until: t[1] })).toStrictEqual({ events: tokens.slice(2, 5), next: null });
+    const first = await h.app.admin.listEvents({ since: t[4], until: t[1], limit: 2 });
+    expect(first).toStrictEqual({ events: tokens.slice(2, 4), next: `${t[3]}.${tokens[3]!.id}` });
+    // The next page: one event left within, then next null (the older ones are before since).
+    expect(await h.app.admin.listEvents({ since: t[4], until: t[1], limit: 1, before: first.next! })).toStrictEqual({ events: [tokens[4]], next: null });
+    // A page that ends exactly at since: next null, no cursor to an empty page.
+    expect(await h.app.admin.listEvents({ type: "token.issued", since: t[2], limit: 3 })).toStrictEqual({ events: tokens.slice(0, 3), next: null });
+    // A cursor older than until: the cursor holds; until older than the cursor: until holds.
+    expect((await h.app.admin.listEvents({ type: "token.issued", until: t[0], before: `${t[3]}.${tokens[3]!.id}` })).events).toStrictEqual(tokens.slice(4));
+    expect((await h.app.admin.listEvents({ type: "token.issued", until: t[4], before: `${t[1]}.${tokens[1]!.id}` })).events).toStrictEqual(tokens.slice(5));
+    expect(await h.app.admin.listEvents({ since: t[0]! + 1 })).toStrictEqual({ events: [], next: null });
+    for (const [name, bad] of [["since", -1], ["until", 1.5], ["since", Number.NaN], ["until", 2 ** 53]] as const) {
+      await expect(h.app.admin.listEvents({ [name]: bad })).rejects.toMatchObject({ message: `${name} must be a time in epoch milliseconds (a whole number, 0 or more)`, field: name });
+    }
+  });
+
   it("a last page of exactly `limit` events has next null: no cursor to an empty page", async () => {
     const h = await harness({ storage: createMemoryStorage({ audit: true }) });
     for (let i = 0; i < 4; i++) {

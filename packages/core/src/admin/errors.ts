@@ -31,7 +31,9 @@ export type AdminField =
   | "pageSize"
   | "type"
   | "account"
-  | "before";
+  | "before"
+  | "since"
+  | "until";
 
 /**
  * Thrown by admin operations for bad input; its message is safe to show (it names the rule, never

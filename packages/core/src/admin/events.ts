@@ -19,6 +19,13 @@ export interface EventQuery {
   limit?: number;
   /** The `next` cursor of the previous page. */
   before?: string;
+  /**
+   * Only events at or after this time (epoch ms, inclusive): the page ends, and `next` is null,
+   * at the first older one. Since 2026-12-03.
+   */
+  since?: number;
+  /** Only events before this time (epoch ms, exclusive). With `before` too, the older bound of the two holds. Since 2026-12-03. */
+  until?: number;
 }
 
 /** One page of kept events, newest first, and the cursor of the next page (null on the last). */
@@ -32,7 +39,7 @@ export class EventQueryError extends Error {
   override readonly name = "EventQueryError";
   constructor(
     message: string,
-    readonly field: "limit" | "type" | "clientId" | "account" | "before",
+    readonly field: "limit" | "type" | "clientId" | "account" | "before" | "since" | "until",
   ) {
     super(message);
   }
@@ -108,12 +115,30 @@ export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit 
     if (before === null) throw new EventQueryError("before must be the next cursor of a previous page", "before");
     q.before = before;
   }
+  for (const name of ["since", "until"] as const) {
+    const v = query[name];
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) throw new EventQueryError(`${name} must be a time in epoch milliseconds (a whole number, 0 or more)`, name);
+  }
+  // Before `until` in the stores' (time, id) order: every id is after "", so no record at `until`
+  // itself is listed. The older of it and the cursor holds.
+  const until = query.until;
+  if (until !== undefined && (q.before === undefined || until <= q.before.time)) q.before = { time: until, id: "" };
+  const since = query.since;
   const audit = ctx.storage.audit;
   if (!audit) return null;
   const list = await lister(ctx, audit, query.account);
   // One record past the page tells whether an older one exists (the store takes at most
   // AUDIT_LIST_MAX; a page of that many asks a second time, below).
-  const fetched = await list(limit < AUDIT_LIST_MAX ? { ...q, limit: limit + 1 } : q);
+  let fetched = await list(limit < AUDIT_LIST_MAX ? { ...q, limit: limit + 1 } : q);
+  // Newest first: those older than `since` are a tail, cut off (and with them any older page).
+  let cut = false;
+  if (since !== undefined) {
+    const within = fetched.findIndex((r) => r.time < since);
+    if (within >= 0) {
+      fetched = fetched.slice(0, within);
+      cut = true;
+    }
+  }
   const records = fetched.length > limit ? fetched.slice(0, limit) : fetched;
   const events: SecurityEvent[] = [];
   for (const r of records) {
@@ -127,8 +152,10 @@ export async function listAuditEvents(ctx: Context, query: EventQuery, maxLimit 
   // A full page is the last one when nothing older matches: then `next` is null, as documented,
   // so a reader is never sent to an empty page (before 2026-11-29 a last page of exactly `limit`
   // events gave a cursor, and the console's "Older events" opened "No events match").
-  if (records.length < limit || !last) return { events, next: null };
-  const older = fetched.length > limit || (limit >= AUDIT_LIST_MAX && (await list({ ...q, before: { time: last.time, id: last.id }, limit: 1 })).length > 0);
+  if (records.length < limit || !last || (cut && fetched.length <= limit)) return { events, next: null };
+  const older =
+    fetched.length > limit ||
+    (limit >= AUDIT_LIST_MAX && (await list({ ...q, before: { time: last.time, id: last.id }, limit: 1 })).some((r) => since === undefined || r.time >= since));
   return { events, next: older ? eventCursor(last.time, last.id) : null };
 }
 

@@ -79,6 +79,17 @@ export function auditSuite(s: SuiteContext): void {
       expect(ids(await a.list({ clientId: "app-1", limit: 1, before: { time: rec(2).time, id: rec(2).id } }))).toEqual([rec(1).id]);
     });
 
+    it("before with an empty id lists only records strictly before its time (core's `until`, 2026-12-03): every id sorts after the empty one", async (t) => {
+      const a = audit(t);
+      for (let n = 1; n <= 4; n++) await a.append(rec(n));
+      // One more record at rec(3)'s time, its id after rec(3)'s.
+      const twin = "00000000-0000-4000-8000-a00000000003";
+      await a.append({ ...rec(3), id: twin });
+      expect(ids(await a.list({ limit: 10, before: { time: rec(3).time, id: "" } }))).toEqual([rec(2).id, rec(1).id]);
+      expect(ids(await a.list({ limit: 10, before: { time: rec(3).time + 1, id: "" } }))).toEqual([twin, rec(3).id, rec(2).id, rec(1).id]);
+      expect(ids(await a.list({ clientId: "app-1", limit: 1, before: { time: rec(2).time, id: "" } }))).toEqual([rec(1).id]);
+    });
+
     it("a filtered page holds up to `limit` matching records, however many newer ones do not match", async (t) => {
       const a = audit(t);
       for (let n = 1; n <= 5; n++) await a.append(rec(n, { type: "account.login_failed" }));
