@@ -162,7 +162,8 @@ export interface PlantgateOptions extends TelemetryOptions {
    * own), and, apart from them, appends of the audit store. Past it an event is not handed to that
    * receiver (counted in the `observer.eventLost` hook, `plantgate_events_lost_total`, with one
    * `logger.warn` line when such a run starts and one when it ends) until half of them have
-   * finished; the other receiver still gets it. A delivery unfinished for 60 s no longer counts.
+   * finished; the other receivers still get it. A delivery still unfinished after 60 s is let go
+   * (counted lost then, no longer counted against this nor waited for by `flushEvents`).
    * A receiver that answers at once is never held back. 1-1000000 (as
    * `PLANTGATE_MAX_PENDING_EVENT_DELIVERIES`), else a `TypeError` naming it. Default 10 000.
    */

@@ -7,7 +7,7 @@
  * handed over whatever was unfinished: a hook that never settled held a call, an event and its
  * record per token request, without bound.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { composedEventHook, createMemoryStorage, createPlantgate, type EventHook, type EventLossObservation, type SecurityEvent } from "../src/index.js";
 import { createEventSink } from "../src/events/emitter.js";
 import { optionsFromEnv } from "../src/env.js";
@@ -74,45 +74,127 @@ describe("event backlog: a receiver that falls behind", () => {
     expect(await t.sink.settled(1000)).toBe(0);
   });
 
-  it("a delivery unfinished for 60 s no longer counts against the bound (it may never settle), nor holds back settled(); one that settles later changes no count", async () => {
+  it("a delivery unfinished for 60 s is let go: counted lost (one line a minute at most), off the bound, and no longer waited for by settled(); one that settles later changes no count", async () => {
     const t = backedUp(4);
+    const full = "onEvent hook: 4 deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)";
+    const letGo = "onEvent hook: 4 deliveries of security events still unfinished after 60 s were let go (counted in plantgate_events_lost_total)";
     for (let i = 0; i < 4; i++) t.emit(`old${i}`);
     await t.step();
     t.advance(59_999);
     t.emit("refused");
     await t.step();
     expect(t.called).toEqual(["old0", "old1", "old2", "old3"]);
-    expect(t.lost).toEqual([{ receiver: "hook", type: "client.created" }]);
+    expect(t.lost.length).toBe(1);
     t.advance(2);
     for (let i = 0; i < 4; i++) t.emit(`new${i}`);
     await t.step();
     expect(t.called.slice(4)).toEqual(["new0", "new1", "new2", "new3"]);
-    // The old ones settling now does not free room taken by the new ones.
-    for (const release of t.gates.splice(0, 4)) release();
+    // The four old ones were let go, and counted lost then: 1 refused + 4 let go.
+    expect(t.lost.length).toBe(5);
+    expect(t.lines.map(([, m]) => m)).toEqual([full, letGo, "onEvent hook: taking security events again; 1 were not handed to it"]);
+    // An old one settling now frees no room taken by the new ones, and counts nothing.
+    t.gates.splice(0, 1)[0]!();
     await t.step();
     t.emit("over");
     await t.step();
     expect(t.called.length).toBe(8);
-    expect(t.lost.length).toBe(2);
-    expect(t.lines.map(([, m]) => m)).toEqual([
-      "onEvent hook: 4 deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)",
-      "onEvent hook: taking security events again; 1 were not handed to it",
-      "onEvent hook: 4 deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)",
-    ]);
-    // The old batch is done (aged), the refused events' too: only the new ones' batch is unfinished.
+    expect(t.lost.length).toBe(6);
+    expect(t.lines.map(([, m]) => m).slice(3)).toEqual([full]);
+    // The old batch is done (let go), the refused events' too: only the new ones' batch is unfinished.
     expect(await t.sink.settled(5)).toBe(1);
-    let unbound: number | undefined;
-    void t.sink.settled().then((n) => (unbound = n));
-    await t.step();
-    expect(unbound, "a flush without a bound waits for a delivery under 60 s old").toBeUndefined();
+    // The new ones let go 60 s later: counted at once, their line 60 s after the last one.
     t.advance(60_000);
-    // A flush called once they are 60 s old does not wait for them; the waiting one is woken with it.
-    expect(await t.sink.settled()).toBe(0);
+    expect(await t.sink.settled(5)).toBe(0);
+    expect(t.lost.length).toBe(10);
+    expect(t.lines.map(([, m]) => m).slice(4)).toEqual([letGo]);
+    // One let go a minute after that line: told at once. Another 30 s later: counted at once, told
+    // in the next line (at a sweep a minute after the last line).
+    t.emit("within");
     await t.step();
-    expect([unbound, t.sink.waiting]).toEqual([0, 0]);
+    t.advance(30_000);
+    t.emit("x");
+    await t.step();
+    t.advance(30_000);
+    expect(await t.sink.settled(5)).toBe(1);
+    const one = "onEvent hook: 1 deliveries of security events still unfinished after 60 s were let go (counted in plantgate_events_lost_total)";
+    expect(t.lines.map(([, m]) => m).slice(5)).toEqual(["onEvent hook: taking security events again; 1 were not handed to it", one]);
+    t.advance(30_000);
+    expect(await t.sink.settled(5)).toBe(0);
+    expect(t.lost.length).toBe(12);
+    expect(t.lines.length).toBe(7);
+    t.emit("y");
+    await t.step();
+    t.advance(30_000);
+    expect(await t.sink.settled(5)).toBe(1);
+    expect(t.lines.map(([, m]) => m).slice(7)).toEqual([one]);
   });
 
-  it("a hook that never settles, for a day: the deliveries and batches held stay within the bound (each is let go at 60 s)", async () => {
+  it("a let-go delivery that rejects later is logged, not counted again; one under 60 s that rejects is counted once", async () => {
+    let now = 0;
+    const lost: EventLossObservation[] = [];
+    const errors: string[] = [];
+    const fails: Array<(e: Error) => void> = [];
+    const sink = createEventSink({
+      hook: () => new Promise<void>((_, reject) => fails.push(reject)),
+      audit: undefined,
+      logger: { error: (m) => errors.push(m), warn: () => {} },
+      clock: () => now,
+      random: (n) => new Uint8Array(n),
+      lost: (o) => void lost.push(o),
+    });
+    sink.emit({ type: "client.created", client_id: "a" } as never);
+    await new Promise((r) => setTimeout(r, 0));
+    now = 60_000;
+    expect(await sink.settled()).toBe(0);
+    expect(lost.length).toBe(1);
+    fails[0]!(new Error("webhook down"));
+    await new Promise((r) => setTimeout(r, 0));
+    expect([errors, lost.length]).toEqual([["onEvent hook failed"], 1]);
+    sink.emit({ type: "client.created", client_id: "b" } as never);
+    await new Promise((r) => setTimeout(r, 0));
+    fails[1]!(new Error("webhook down"));
+    await new Promise((r) => setTimeout(r, 0));
+    expect([errors, lost.length]).toEqual([["onEvent hook failed", "onEvent hook failed"], 2]);
+  });
+
+  it("a flush already waiting, with nothing else happening, is woken when the delivery it waits for is 60 s old; a bounded one that ends later does not count it", async () => {
+    vi.useFakeTimers({ now: 1_000_000, toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const lost: EventLossObservation[] = [];
+      const sink = createEventSink({
+        hook: () => new Promise<void>(() => {}),
+        audit: undefined,
+        logger: { error: () => {}, warn: () => {} },
+        clock: () => Date.now(),
+        random: (n) => new Uint8Array(n),
+        lost: (o) => void lost.push(o),
+      });
+      sink.emit({ type: "client.created", client_id: "a" } as never);
+      await Promise.resolve();
+      await Promise.resolve();
+      let unbound: number | undefined;
+      void sink.settled().then((n) => (unbound = n));
+      let bounded: number | undefined;
+      void sink.settled(90_000).then((n) => (bounded = n));
+      await vi.advanceTimersByTimeAsync(59_000);
+      expect([unbound, bounded, sink.waiting]).toEqual([undefined, undefined, 2]);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect([unbound, bounded, sink.waiting, lost.length]).toEqual([0, 0, 0, 1]);
+      // A bounded flush whose own bound ends after the delivery is 60 s old (the clock jumped): not counted.
+      sink.emit({ type: "client.created", client_id: "b" } as never);
+      await Promise.resolve();
+      await Promise.resolve();
+      const late = sink.settled(10);
+      vi.setSystemTime(Date.now() + 120_000);
+      await vi.advanceTimersByTimeAsync(10);
+      expect(await late).toBe(0);
+      expect(lost.length).toBe(2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("a hook that never settles, for a day: the deliveries and batches the sink holds stay within the bound (each is let go at 60 s)", async () => {
     const t = backedUp(50);
     const minutes = 24 * 60;
     for (let minute = 0; minute < minutes; minute++) {
@@ -122,12 +204,15 @@ describe("event backlog: a receiver that falls behind", () => {
       await Promise.resolve();
       t.advance(60_000);
     }
-    // 50 handed over a minute (until the 60 s pass, the other 50 refused): every minute's backlog let go the next.
+    // 50 handed over a minute (until the 60 s pass, the other 50 refused): every minute's backlog let
+    // go the next, and counted lost then. The sink waits for none of them after that; the hook's own
+    // promises (never settling here) are the host's: 50 a minute stay unfinished on its side.
     expect(t.called.length).toBe(minutes * 50);
-    expect(t.lost.length).toBe(minutes * 50);
+    expect(t.lost.length).toBe(minutes * 50 + (minutes - 1) * 50);
     expect(t.gates.length).toBe(minutes * 50);
-    // Two lines a minute: the run of refusals starting, and ending at the next minute's first event.
-    expect(t.lines.length).toBe(2 * minutes - 1);
+    // Three lines a minute: the run of refusals starting, then at the next minute's first event the
+    // ones let go and the run's end.
+    expect(t.lines.length).toBe(3 * minutes - 2);
     // settled() sweeps first: the last minute's deliveries are 60 s old too; nothing is held.
     expect(await t.sink.settled(5)).toBe(0);
     expect(t.sink.waiting).toBe(0);

@@ -132,7 +132,7 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
   });
   const eventsLost = new HotCounter({
     name: "plantgate_events_lost_total",
-    help: "Security events a receiver did not take, by receiver: hook (the onEvent hook, each part of a composed one, threw or rejected) or audit (the audit store's append failed or refused it, e.g. a full queue), or were not handed to it while its backlog was full (maxPendingEventDeliveries).",
+    help: "Security events a receiver did not take, by receiver: hook (the onEvent hook, each part of a composed one, threw or rejected) or audit (the audit store's append failed or refused it, e.g. a full queue), or were not handed to it while its backlog was full (maxPendingEventDeliveries), or were let go unfinished after 60 s.",
     labelNames: ["receiver"],
     initial: [["hook"], ["audit"]],
     registers,

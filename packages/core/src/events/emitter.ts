@@ -11,7 +11,7 @@ import { isStorableText } from "../util/storable-text.js";
 import type { AuditRecord, AuditStore } from "../storage/types.js";
 import { isAuditNotKept } from "../errors/index.js";
 import type { Observer } from "../telemetry/types.js";
-import type { EventHook, EventInput, SecurityEvent } from "./types.js";
+import type { EventHook, EventInput, SecurityEvent, SecurityEventType } from "./types.js";
 
 /** What emitter sites call. */
 export interface EventSink {
@@ -311,13 +311,88 @@ export function createEventSink(input: {
       // A logger that throws changes nothing.
     }
   };
-  const countLost = (what: Receiver["kind"], event: SecurityEvent) => {
+  const countLost = (what: Receiver["kind"], type: SecurityEventType) => {
     if (lost === undefined) return;
     try {
-      dropRejection(lost({ receiver: what, type: event.type }));
+      dropRejection(lost({ receiver: what, type }));
     } catch {
       // An observer never changes what the sink does.
     }
+  };
+  /** Starts following a delivery of `event` to `receiver`, part of `batch`, made at `now`. */
+  const track = (receiver: Receiver, now: number, batch: Batch, event: SecurityEvent): Pending => {
+    const { backlog } = receiver;
+    sweep(receiver, now);
+    const entry: Pending = { at: now, off: false, aged: false, batch, type: event.type };
+    backlog.started.push(entry);
+    backlog.live++;
+    // Settled deliveries behind an unsettled one leave the front only at its pace (up to 60 s):
+    // once they are most of the array, they are dropped from it (amortized O(1) a delivery).
+    if (backlog.started.length - backlog.head > 2 * backlog.live + 1024) {
+      backlog.started = backlog.started.slice(backlog.head).filter((e) => !e.off);
+      backlog.head = 0;
+    }
+    return entry;
+  };
+  /**
+   * Drops settled deliveries from the front, and lets go of those unfinished for
+   * PENDING_DELIVERY_AGE_MS: off the count, counted lost, their batch's work finished (so neither
+   * `live` nor the pending batches grow for a receiver that never settles; a clock set back ages
+   * nothing), told in one line a minute at most. Each delivery leaves once: amortized O(1).
+   */
+  const sweep = (receiver: Receiver, now: number) => {
+    const { backlog } = receiver;
+    const { started } = backlog;
+    let head = backlog.head;
+    while (head < started.length) {
+      const entry = started[head]!;
+      if (!entry.off) {
+        if (now - entry.at < PENDING_DELIVERY_AGE_MS) break;
+        entry.off = true;
+        entry.aged = true;
+        backlog.live--;
+        backlog.letGo++;
+        countLost(receiver.kind, entry.type);
+        finished(entry.batch);
+      }
+      head++;
+    }
+    if (head === started.length) {
+      backlog.started = [];
+      backlog.head = 0;
+    } else if (head > 1024 && head * 2 > started.length) {
+      backlog.started = started.slice(head);
+      backlog.head = 0;
+    } else backlog.head = head;
+    if (backlog.letGo > 0 && (backlog.letGoToldAt === undefined || now - backlog.letGoToldAt >= PENDING_DELIVERY_AGE_MS || now < backlog.letGoToldAt)) {
+      tell(`${receiver.name}: ${backlog.letGo} deliveries of security events still unfinished after 60 s were let go (counted in plantgate_events_lost_total)`);
+      backlog.letGo = 0;
+      backlog.letGoToldAt = now;
+    }
+  };
+  const sweepAll = () => {
+    let now: number | undefined;
+    for (const receiver of list) if (receiver.backlog.live > 0) sweep(receiver, (now ??= clock()));
+  };
+  // While a settled() call waits, one timer lets go of the oldest unfinished delivery when it is
+  // 60 s old, which wakes the call if that was what it waited for (a delivery is otherwise let go
+  // only when another starts or a flush is called). Unref'd on Node: it keeps no process alive.
+  let ageTimer: ReturnType<typeof setTimeout> | undefined;
+  const armAgeTimer = () => {
+    if (ageTimer !== undefined || waiters.size === 0) return;
+    let oldest = Infinity;
+    for (const { backlog } of list) {
+      const entry = backlog.started[backlog.head];
+      if (backlog.live > 0 && entry !== undefined && !entry.off) oldest = Math.min(oldest, entry.at);
+    }
+    if (oldest === Infinity) return;
+    const delay = Math.min(2_147_483_647, Math.max(0, oldest + PENDING_DELIVERY_AGE_MS - clock()));
+    ageTimer = setTimeout(() => {
+      ageTimer = undefined;
+      sweepAll();
+      armAgeTimer();
+    }, delay);
+    (ageTimer as { unref?: () => void }).unref?.();
   };
   /**
    * Whether `event` is kept from a receiver whose backlog is full, or still more than half full
@@ -325,12 +400,12 @@ export function createEventSink(input: {
    */
   const refuse = (receiver: Receiver, event: SecurityEvent): boolean => {
     const { backlog } = receiver;
-    sweep(backlog, clock(), finished);
+    sweep(receiver, clock());
     if (backlog.refused > 0 ? backlog.live > resumeAt : backlog.live >= maxPending) {
       if (backlog.refused++ === 0) {
         tell(`${receiver.name}: ${maxPending} deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)`);
       }
-      countLost(receiver.kind, event);
+      countLost(receiver.kind, event.type);
       return true;
     }
     if (backlog.refused > 0) {
@@ -339,7 +414,8 @@ export function createEventSink(input: {
     }
     return false;
   };
-  const report = (what: Receiver["kind"] | "defer", event: SecurityEvent | undefined, error: unknown) => {
+  /** `counted`: a delivery let go at 60 s that fails later, already counted lost then. */
+  const report = (what: Receiver["kind"] | "defer", event: SecurityEvent | undefined, error: unknown, counted = false) => {
     // An AuditNotKeptError (of any copy of core): the store has said so itself (one line a run of
     // drops), not one a record. Read outside the log's guard: a hostile error still gets its line.
     const told = what === "audit" && isAuditNotKept(error);
@@ -351,7 +427,7 @@ export function createEventSink(input: {
       // A logger that throws must not turn into an uncaught exception in a microtask.
     }
     // Counted (since 2026-12-03): a metric then shows what only a log line said.
-    if (what !== "defer") countLost(what, event!);
+    if (what !== "defer" && !counted) countLost(what, event!.type);
   };
   /**
    * Hands one event to one receiver; a throw or a rejection is reported, never thrown, and the
@@ -429,7 +505,7 @@ export function createEventSink(input: {
   const follow = (receiver: Receiver, event: SecurityEvent, batch: Batch, result: PromiseLike<unknown>) => {
     // A thenable's `then` may be hostile: it may throw, or call back more than once, or both.
     const { backlog, kind: what } = receiver;
-    const entry = track(backlog, clock(), batch, finished);
+    const entry = track(receiver, clock(), batch, event);
     const once = () => {
       // Settled before, or aged out (its batch was finished then).
       if (entry.off) return;
@@ -439,7 +515,7 @@ export function createEventSink(input: {
     };
     try {
       result.then(once, (error: unknown) => {
-        report(what, event, error);
+        report(what, event, error, entry.aged);
         once();
       });
     } catch (error) {
@@ -536,18 +612,19 @@ export function createEventSink(input: {
     settled(timeoutMs = 0) {
       if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > 2_147_483_647) throw new TypeError("settled(timeoutMs): timeoutMs must be an integer from 0 (no bound) to 2147483647");
       // Deliveries 60 s old are not waited for (they may never settle).
-      let now: number | undefined;
-      for (const { backlog } of list) if (backlog.live > 0) sweep(backlog, (now ??= clock()), finished);
+      sweepAll();
       if (pending.size === 0) return Promise.resolve(0);
       // Every batch made so far: those of them still pending are what this call waits for.
       const upTo = made;
       return new Promise<number>((resolve) => {
         const waiter: Waiter = { upTo, resolve, timer: undefined };
         waiters.add(waiter);
+        armAgeTimer();
         if (timeoutMs === 0) return;
         waiter.timer = setTimeout(() => {
-          // Still here: not woken (a woken waiter's timer is cleared).
-          waiters.delete(waiter);
+          // Still here: not woken (a woken waiter's timer is cleared). A delivery let go by now is not counted.
+          sweepAll();
+          if (!waiters.delete(waiter)) return;
           resolve(unfinished(upTo));
         }, timeoutMs);
       });
@@ -573,54 +650,24 @@ interface Backlog {
   /** Deliveries in the order they started, from `head` on; finished or aged ones leave from the front. */
   started: Pending[];
   head: number;
+  /** Deliveries let go (unfinished at 60 s) not yet told in a line, and when the last line was. */
+  letGo: number;
+  letGoToldAt: number | undefined;
 }
 
 /** One delivery being followed. */
 interface Pending {
   at: number;
-  /** Settled, or aged out: counted off `live` and its batch's work once. */
+  /** Settled, or let go: counted off `live` and its batch's work once. */
   off: boolean;
+  /** Let go at 60 s (counted lost then). */
+  aged: boolean;
   batch: Batch;
+  type: SecurityEventType;
 }
 
-const newBacklog = (): Backlog => ({ live: 0, refused: 0, started: [], head: 0 });
+const newBacklog = (): Backlog => ({ live: 0, refused: 0, started: [], head: 0, letGo: 0, letGoToldAt: undefined });
 
-/** Starts following a delivery of `batch` made at `now`. */
-function track(backlog: Backlog, now: number, batch: Batch, finished: (batch: Batch) => void): Pending {
-  sweep(backlog, now, finished);
-  const entry: Pending = { at: now, off: false, batch };
-  backlog.started.push(entry);
-  backlog.live++;
-  return entry;
-}
-
-/**
- * Drops settled deliveries from the front, and takes those older than PENDING_DELIVERY_AGE_MS off
- * the count, their batch's work as finished (so neither `live` nor the pending batches grow for
- * a receiver that never settles; a clock set back ages nothing). Each delivery leaves once:
- * amortized O(1) a delivery.
- */
-function sweep(backlog: Backlog, now: number, finished: (batch: Batch) => void): void {
-  const { started } = backlog;
-  let head = backlog.head;
-  while (head < started.length) {
-    const entry = started[head]!;
-    if (!entry.off) {
-      if (now - entry.at < PENDING_DELIVERY_AGE_MS) break;
-      entry.off = true;
-      backlog.live--;
-      finished(entry.batch);
-    }
-    head++;
-  }
-  if (head === started.length) {
-    backlog.started = [];
-    backlog.head = 0;
-  } else if (head > 1024 && head * 2 > started.length) {
-    backlog.started = started.slice(head);
-    backlog.head = 0;
-  } else backlog.head = head;
-}
 
 /** Work handed over together: the events of one step, or one deferred task and its events. */
 interface Batch {
