@@ -313,7 +313,7 @@
     $button("accounts-prev").disabled = false;
     $button("accounts-next").disabled = false;
     $form("events-filter").reset();
-    eventsFilter = { type: "", client: "", account: "" };
+    eventsFilter = { type: "", client: "", account: "", since: "", until: "" };
     for (const id of ["security-status", "accounts-status", "events-status"]) setStatus(id, "");
     $("whoami-name").textContent = "";
     // The grants and scopes offered are the session's; the next sign-in builds them again.
@@ -1170,14 +1170,14 @@
   // end of generated SECURITY_EVENT_TYPES
   for (const t of EVENT_TYPES) byId("events-type", HTMLSelectElement).append(el("option", { value: t, text: t }));
 
-  /** @typedef {{ type: string, client: string, account: string }} EventFilter */
+  /** @typedef {{ type: string, client: string, account: string, since: string, until: string }} EventFilter */
 
   /**
    * The filters of the pages shown (what was applied, not what the form holds now): "Older events"
    * and "Newer events" go on with them.
    * @type {EventFilter}
    */
-  let eventsFilter = { type: "", client: "", account: "" };
+  let eventsFilter = { type: "", client: "", account: "", since: "", until: "" };
 
   /** The pages of events: the cursors are `before` cursors (the newest page's is null). */
   const eventPages = cursorPager({
@@ -1193,7 +1193,19 @@
     type: byId("events-type", HTMLSelectElement).value,
     client: $input("events-client").value.trim(),
     account: $input("events-account").value.trim(),
+    since: $input("events-since").value,
+    until: $input("events-until").value,
   });
+
+  /**
+   * A date-and-time field's value (`2026-12-01T09:30` or with seconds), read as UTC, as the table
+   * shows times: epoch ms as text, or "" when empty or not a time.
+   * @param {string} value
+   */
+  const utcMs = (value) => {
+    const ms = value === "" ? NaN : Date.parse(value + "Z");
+    return Number.isFinite(ms) && ms >= 0 ? String(ms) : "";
+  };
   const EVENT_COLUMNS = new Set(["type", "id", "time", "client_id", "account_id", "username", "client_ip"]);
 
   /** The fields of an event the table has no column for, as `name: value` text. */
@@ -1218,6 +1230,9 @@
     if (filter.type) params.set("type", filter.type);
     if (filter.client) params.set("client", filter.client);
     if (filter.account) params.set("account", filter.account);
+    // From (inclusive) and Before (exclusive), since 2026-12-03.
+    if (utcMs(filter.since)) params.set("since", utcMs(filter.since));
+    if (utcMs(filter.until)) params.set("until", utcMs(filter.until));
     const before = cursors[cursors.length - 1];
     if (before) params.set("before", before);
     const load = startLoad("events", "events-table");

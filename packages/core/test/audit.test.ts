@@ -303,6 +303,11 @@ describe("GET /console/api/events", () => {
     expect((await get("?type=&client=&account=")).body.events.length).toBeGreaterThan(3);
     // Exactly one page of them: no cursor to an empty page.
     expect((await get("?type=console.signed_in&limit=1")).body).toStrictEqual({ audit: true, events: (await h.app.admin.listEvents({ type: "console.signed_in" })).events, next: null });
+    // since (inclusive) and until (exclusive), epoch ms (2026-12-03): the sign-in is a second before the failed authentication.
+    const [failed, signedIn] = page.body.events;
+    expect((await get(`?since=${failed!.time}`)).body).toStrictEqual({ audit: true, events: [failed], next: null });
+    expect((await get(`?until=${failed!.time}&limit=1`)).body).toStrictEqual({ audit: true, events: [signedIn], next: `${signedIn!.time}.${signedIn!.id}` });
+    expect((await get(`?since=${signedIn!.time}&until=${failed!.time}`)).body).toStrictEqual({ audit: true, events: [signedIn], next: null });
 
     for (const [query, message] of [
       ["?limit=0", "limit must be an integer from 1 to 100."],
@@ -316,6 +321,10 @@ describe("GET /console/api/events", () => {
       ["?account=root&account=", "account must be given at most once."],
       ["?client=a&before=1.2&client=b", "client must be given at most once."],
       ["?before=1.2&before=1.2", "before must be given at most once."],
+      ["?since=yesterday", "since must be a time in epoch milliseconds (a whole number, 0 or more)."],
+      ["?until=-1", "until must be a time in epoch milliseconds (a whole number, 0 or more)."],
+      ["?until=99999999999999999", "until must be a time in epoch milliseconds (a whole number, 0 or more)."],
+      ["?since=1&since=2", "since must be given at most once."],
     ] as const) {
       const res = await get(query);
       expect([res.status, res.body], query).toStrictEqual([400, { error: 1009, message }]);

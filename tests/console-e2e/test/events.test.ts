@@ -144,7 +144,37 @@ suite(name, () => {
     await expect.poll(() => page.locator("#events-empty").isVisible()).toBe(true);
   });
 
+  it("filters by time, From (inclusive) and Before (exclusive), read as UTC as the table shows times (2026-12-03)", async () => {
+    await page.locator("#events-client").fill("");
+    await page.locator("#events-type").selectOption("");
+    const all = (await server.app.admin.listEvents({ limit: 1000 })).events;
+    const failed = all.find((e) => e.type === "client.authentication_failed")!;
+    // The second the failed authentication fell in, as the fields take it (to the second).
+    const since = Math.floor(failed.time / 1000) * 1000;
+    const field = (ms: number) => new Date(ms).toISOString().slice(0, 19);
+    await page.locator("#events-since").fill(field(since));
+    await page.locator("#events-until").fill(field(since + 1000));
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    const within = all.filter((e) => e.time >= since && e.time < since + 1000);
+    expect(within.map((e) => e.id)).toContain(failed.id);
+    await expect.poll(() => column("Type")).toEqual(within.slice(0, 20).map((e) => e.type));
+    expect(await page.locator("#events-body td[data-label=\"Time\"]").first().textContent()).toBe(`${field(since).slice(0, 16).replace("T", " ")} UTC`);
+    // Before the second only: the events before it (the first page of them).
+    await page.locator("#events-since").fill("");
+    await page.locator("#events-until").fill(field(since));
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    const older = all.filter((e) => e.time < since);
+    await expect.poll(() => column("Type")).toEqual(older.slice(0, 20).map((e) => e.type));
+    // A From after every event: none.
+    await page.locator("#events-until").fill("");
+    await page.locator("#events-since").fill(field(Date.now() + 3600_000));
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect.poll(() => page.locator("#events-empty").isVisible()).toBe(true);
+  });
+
   it("never shows a secret, password or token that was sent; no script error or failed request", async () => {
+    await page.locator("#events-since").fill("");
+    await page.locator("#events-until").fill("");
     await page.locator("#events-client").fill("");
     await page.locator("#events-type").selectOption("");
     await page.getByRole("button", { name: "Apply filters" }).click();

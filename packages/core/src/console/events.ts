@@ -7,9 +7,10 @@ import { oneParam, type ApiHandler } from "./api.js";
 export const CONSOLE_EVENTS_MAX_LIMIT = 100;
 
 /**
- * `GET /console/api/events?type=&client=&account=&limit=&before=`: one page of the audit trail,
- * newest first: `{"audit": true, "events": [...], "next": cursor | null}`; pass `next` as `before`
- * for the following page. Without an audit store: `{"audit": false, "events": [], "next": null}`.
+ * `GET /console/api/events?type=&client=&account=&since=&until=&limit=&before=`: one page of the
+ * audit trail, newest first: `{"audit": true, "events": [...], "next": cursor | null}`; pass `next`
+ * as `before` for the following page. `since` (inclusive) and `until` (exclusive) are epoch ms
+ * (since 2026-12-03). Without an audit store: `{"audit": false, "events": [], "next": null}`.
  * A bad filter, limit (1-100, default 20) or cursor, or any of them given twice: 400 (error 1009).
  */
 export const listEvents: ApiHandler = async (ctx, _s, request) => {
@@ -22,6 +23,8 @@ export const listEvents: ApiHandler = async (ctx, _s, request) => {
   const account = oneParam(params, "account");
   const before = oneParam(params, "before");
   const limit = oneParam(params, "limit");
+  const since = oneParam(params, "since");
+  const until = oneParam(params, "until");
   if (type !== undefined) query.type = type;
   if (client !== undefined) query.clientId = client;
   if (account !== undefined) query.account = account;
@@ -30,6 +33,11 @@ export const listEvents: ApiHandler = async (ctx, _s, request) => {
     if (limit !== undefined) {
       if (!/^\d{1,4}$/.test(limit)) throw new EventQueryError(`limit must be an integer from 1 to ${CONSOLE_EVENTS_MAX_LIMIT}`, "limit");
       query.limit = Number(limit);
+    }
+    for (const [name, v] of [["since", since], ["until", until]] as const) {
+      if (v === undefined) continue;
+      if (!/^\d{1,16}$/.test(v)) throw new EventQueryError(`${name} must be a time in epoch milliseconds (a whole number, 0 or more)`, name);
+      query[name] = Number(v);
     }
     const page = await listAuditEvents(ctx, query, CONSOLE_EVENTS_MAX_LIMIT);
     return json(200, page ? { audit: true, ...page } : { audit: false, events: [], next: null });
