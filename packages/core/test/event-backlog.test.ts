@@ -194,6 +194,37 @@ describe("event backlog: a receiver that falls behind", () => {
     }
   });
 
+  it("a flush called before the delivery it waits for starts (the same step, or a deferred task's events) is woken too when that is let go", async () => {
+    vi.useFakeTimers({ now: 1_000_000, toFake: ["setTimeout", "clearTimeout", "Date"] });
+    try {
+      const sink = createEventSink({
+        hook: () => new Promise<void>(() => {}),
+        audit: undefined,
+        logger: { error: () => {}, warn: () => {} },
+        clock: () => Date.now(),
+        random: (n) => new Uint8Array(n),
+      });
+      sink.emit({ type: "client.created", client_id: "a" } as never);
+      let sameStep: number | undefined;
+      void sink.settled().then((n) => (sameStep = n));
+      let give!: (events: never[]) => void;
+      sink.defer(new Promise((resolve) => (give = resolve)));
+      let deferred: number | undefined;
+      void sink.settled().then((n) => (deferred = n));
+      await vi.advanceTimersByTimeAsync(30_000);
+      give([{ type: "client.deleted", client_id: "b" }] as never[]);
+      await vi.advanceTimersByTimeAsync(29_000);
+      expect([sameStep, deferred]).toEqual([undefined, undefined]);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(sameStep).toBe(0);
+      expect(deferred).toBeUndefined();
+      await vi.advanceTimersByTimeAsync(30_000);
+      expect([deferred, sink.waiting]).toEqual([0, 0]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("a hook that never settles, for a day: the deliveries and batches the sink holds stay within the bound (each is let go at 60 s)", async () => {
     const t = backedUp(50);
     const minutes = 24 * 60;
@@ -360,6 +391,22 @@ describe("event backlog: a receiver that falls behind", () => {
     expect(await run(deep)).toEqual(["level9"]);
     // A frozen function cannot carry a list: called as one.
     expect(await run(composedEventHook(Object.freeze(part("frozen")), [part("a")]))).toEqual(["frozen"]);
+    // A list with a hole, or that contains its own hook (a cycle): called as one (a review of 2026-12-03).
+    expect(await run(whole("holes", new Array(3)))).toEqual(["holes"]);
+    const selfish: EventHook = composedEventHook(part("selfish"), []);
+    composedEventHook(selfish, [part("a"), selfish]);
+    expect(await run(selfish)).toEqual(["selfish"]);
+    // Lists of 64 lists of 64 ...: every hook visited counts toward the 64, so this is called as one
+    // at once (it took seconds at four levels, when only the hooks at the ends counted).
+    let bomb: EventHook = composedEventHook(part("leaf"), []);
+    for (let level = 0; level < 6; level++) bomb = composedEventHook(part(`bomb${level}`), Array.from({ length: 64 }, () => bomb));
+    const started = Date.now();
+    expect(await run(bomb)).toEqual(["bomb5"]);
+    expect(Date.now() - started).toBeLessThan(1000);
+    // A proxy that answers a length of 1 and then a huge one: one hook read, as the first length said.
+    let reads = 0;
+    const shifty = new Proxy([part("p0")], { get: (target, key, receiver) => (key === "length" ? (reads++ === 0 ? 1 : 2 ** 32 - 1) : Reflect.get(target, key, receiver)) });
+    expect(await run(whole("shifty", shifty))).toEqual(["p0"]);
   });
 
   it("maxPendingEventDeliveries: a whole number from 1 to 1000000 (env PLANTGATE_MAX_PENDING_EVENT_DELIVERIES), else a TypeError naming it", () => {

@@ -186,17 +186,28 @@ export function composedEventHook(combined: EventHook, hooks: readonly EventHook
 
 /**
  * The hooks plantgate calls for `hook`: those a composed hook carries, unfolded, or `hook` itself
- * (also when what it carries cannot be read, is not a list of functions, or goes past the bounds).
+ * (also when what it carries cannot be read, is not a list of functions, has a hole, goes past the
+ * bounds, 64 hooks, 128 visited with the composed ones, 8 levels, or holds a hook that contains itself).
  */
 function hookListOf(hook: EventHook): EventHook[] {
   const out: EventHook[] = [];
+  // Every hook visited counts, composed ones too (128 in all): a list of 64 lists of 64 ... was 64^depth visits.
+  let visits = 0;
+  const path = new Set<EventHook>();
   const unfold = (h: EventHook, depth: number): boolean => {
+    if (++visits > 2 * MAX_HOOKS || path.has(h)) return false;
     let carried: EventHook[] | undefined;
     try {
       const value: unknown = depth < MAX_HOOK_LIST_DEPTH ? (h as { [HOOK_LIST]?: unknown })[HOOK_LIST] : undefined;
-      // A copy, read once (a proxy's getters may throw, or answer otherwise the next time).
-      const copy = Array.isArray(value) && value.length <= MAX_HOOKS ? Array.prototype.slice.call(value) : undefined;
-      if (copy !== undefined && copy.every((c) => typeof c === "function")) carried = copy as EventHook[];
+      if (Array.isArray(value)) {
+        const length = (value as unknown[]).length;
+        // Up to the length checked (a proxy may answer a larger one the second time); a hole or
+        // anything but a function, and the hook is called as one.
+        const copy = length <= MAX_HOOKS ? (Array.prototype.slice.call(value, 0, length) as unknown[]) : [];
+        let functions = copy.length === length;
+        for (let i = 0; functions && i < copy.length; i++) functions = typeof copy[i] === "function";
+        if (functions) carried = copy as EventHook[];
+      }
     } catch {
       carried = undefined;
     }
@@ -204,14 +215,15 @@ function hookListOf(hook: EventHook): EventHook[] {
       out.push(h);
       return out.length <= MAX_HOOKS;
     }
+    path.add(h);
     for (const c of carried) if (!unfold(c, depth + 1)) return false;
+    path.delete(h);
     return true;
   };
   return unfold(hook, 0) ? out : [hook];
 }
 
 /**
- * What a failure says, for its log line; never throws/**
  * What a failure says, for its log line; never throws: `String()` throws for a null-prototype object
  * or one whose `toString` throws, and the report then went unlogged (until 2026-12-01).
  */
@@ -326,6 +338,9 @@ export function createEventSink(input: {
     const entry: Pending = { at: now, off: false, aged: false, batch, type: event.type };
     backlog.started.push(entry);
     backlog.live++;
+    // A flush called before this delivery started (in the same step, or before a deferred task's
+    // events) is woken when it is let go too.
+    if (waiters.size !== 0) armAgeTimer();
     // Settled deliveries behind an unsettled one leave the front only at its pace (up to 60 s):
     // once they are most of the array, they are dropped from it (amortized O(1) a delivery).
     if (backlog.started.length - backlog.head > 2 * backlog.live + 1024) {
@@ -378,15 +393,26 @@ export function createEventSink(input: {
   // 60 s old, which wakes the call if that was what it waited for (a delivery is otherwise let go
   // only when another starts or a flush is called). Unref'd on Node: it keeps no process alive.
   let ageTimer: ReturnType<typeof setTimeout> | undefined;
+  // When it is due (the sink's clock): one long past due never fired (a Worker's request context,
+  // and its timers, torn down) and is replaced.
+  let ageTimerDue = 0;
   const armAgeTimer = () => {
-    if (ageTimer !== undefined || waiters.size === 0) return;
+    if (waiters.size === 0) return;
+    if (ageTimer !== undefined) {
+      if (clock() < ageTimerDue + PENDING_DELIVERY_AGE_MS) return;
+      clearTimeout(ageTimer);
+      ageTimer = undefined;
+    }
     let oldest = Infinity;
     for (const { backlog } of list) {
       const entry = backlog.started[backlog.head];
       if (backlog.live > 0 && entry !== undefined && !entry.off) oldest = Math.min(oldest, entry.at);
     }
     if (oldest === Infinity) return;
-    const delay = Math.min(2_147_483_647, Math.max(0, oldest + PENDING_DELIVERY_AGE_MS - clock()));
+    // At most 60 s: a clock set back would otherwise put it days away.
+    const now = clock();
+    const delay = Math.min(PENDING_DELIVERY_AGE_MS, Math.max(0, oldest + PENDING_DELIVERY_AGE_MS - now));
+    ageTimerDue = now + delay;
     ageTimer = setTimeout(() => {
       ageTimer = undefined;
       sweepAll();
@@ -667,7 +693,6 @@ interface Pending {
 }
 
 const newBacklog = (): Backlog => ({ live: 0, refused: 0, started: [], head: 0, letGo: 0, letGoToldAt: undefined });
-
 
 /** Work handed over together: the events of one step, or one deferred task and its events. */
 interface Batch {
