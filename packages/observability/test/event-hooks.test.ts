@@ -139,4 +139,27 @@ describe("eventHooks: each hook's failure is reported on its own, when it happen
     expect(await app.flushEvents(1000)).toBe(0);
     expect(failures.sort()).toEqual(["onEvent hook failed: first failed", "onEvent hook failed: second failed"]);
   });
+
+  it("each failure line names which hook failed (hook: \"2 of 3\"; since 2026-12-03), with the event's type and id and the error only", async () => {
+    const contexts: unknown[] = [];
+    const app = createPlantgate({
+      issuer: "https://hooks.plantgate.test",
+      logger: { error: (message: string, context?: unknown) => void contexts.push({ message, ...(context as object) }), warn() {} },
+      onEvent: eventHooks(
+        () => undefined,
+        async () => {
+          throw new Error("webhook down");
+        },
+        eventHooks(() => {
+          throw new Error("queue full");
+        }),
+      ),
+    });
+    await app.admin.createClient({ clientId: "c1" });
+    expect(await app.flushEvents(1000)).toBe(0);
+    expect(contexts).toEqual([
+      { message: "onEvent hook failed", type: "client.created", id: expect.stringMatching(/^[0-9a-f-]{36}$/), hook: "3 of 3", error: "queue full" },
+      { message: "onEvent hook failed", type: "client.created", id: expect.stringMatching(/^[0-9a-f-]{36}$/), hook: "2 of 3", error: "webhook down" },
+    ]);
+  });
 });

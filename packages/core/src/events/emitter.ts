@@ -260,7 +260,8 @@ export function createEventSink(input: {
   const list: Receiver[] = [];
   if (audit !== undefined) list.push({ kind: "audit", name: "audit store", call: (event) => audit.append(auditRecord(event)), backlog: newBacklog() });
   for (let i = 0; i < hooks.length; i++) {
-    list.push({ kind: "hook", name: hooks.length === 1 ? "onEvent hook" : `onEvent hook ${i + 1} of ${hooks.length}`, call: hooks[i]!, backlog: newBacklog() });
+    const of = hooks.length === 1 ? undefined : `${i + 1} of ${hooks.length}`;
+    list.push({ kind: "hook", name: of === undefined ? "onEvent hook" : `onEvent hook ${of}`, ...(of === undefined ? {} : { of }), call: hooks[i]!, backlog: newBacklog() });
   }
   // Unfinished work is counted per batch (the events queued in one step, or one deferred task),
   // so `settled()` waits for the batches of before its call, not for a count that steady traffic
@@ -441,12 +442,15 @@ export function createEventSink(input: {
     return false;
   };
   /** `counted`: a delivery let go at 60 s that fails later, already counted lost then. */
-  const report = (what: Receiver["kind"] | "defer", event: SecurityEvent | undefined, error: unknown, counted = false) => {
+  const report = (receiver: Receiver | "defer", event: SecurityEvent | undefined, error: unknown, counted = false) => {
+    const what = receiver === "defer" ? receiver : receiver.kind;
     // An AuditNotKeptError (of any copy of core): the store has said so itself (one line a run of
     // drops), not one a record. Read outside the log's guard: a hostile error still gets its line.
     const told = what === "audit" && isAuditNotKept(error);
     try {
-      if (what === "hook") logger.error("onEvent hook failed", { type: event!.type, id: event!.id, error: message(error) });
+      // Which hook of a composed one (`hook: "2 of 3"`, since 2026-12-03), when there are several.
+      const of = receiver === "defer" ? undefined : receiver.of;
+      if (what === "hook") logger.error("onEvent hook failed", { type: event!.type, id: event!.id, ...(of === undefined ? {} : { hook: of }), error: message(error) });
       else if (what === "audit") !told && logger.error("audit store append failed; event not kept", { type: event!.type, id: event!.id, error: message(error) });
       else logger.error("deferred security events failed; none recorded", { error: message(error) });
     } catch {
@@ -474,7 +478,7 @@ export function createEventSink(input: {
       // Inside the try: a hostile result's `then` getter may throw.
       later = isThenable(result);
     } catch (error) {
-      report(receiver.kind, event, error);
+      report(receiver, event, error);
       return finished(batch);
     }
     if (!later) return finished(batch);
@@ -489,7 +493,7 @@ export function createEventSink(input: {
    * as one). The batch already counts this result once.
    */
   const followHook = (receiver: Receiver, event: SecurityEvent, batch: Batch, result: PromiseLike<unknown>, depth: number, budget: { left: number }) => {
-    const parts = depth < MAX_HOOK_PART_DEPTH ? partsOf(event, result, budget) : undefined;
+    const parts = depth < MAX_HOOK_PART_DEPTH ? partsOf(receiver, event, result, budget) : undefined;
     if (parts === undefined) return follow(receiver, event, batch, result);
     // The combined result is its direct caller's (it rejects with the first failure): dropped.
     dropRejection(result);
@@ -500,7 +504,7 @@ export function createEventSink(input: {
       try {
         thenable = isThenable(part);
       } catch (error) {
-        report("hook", event, error);
+        report(receiver, event, error);
         finished(batch);
         continue;
       }
@@ -513,7 +517,7 @@ export function createEventSink(input: {
    * followed), or undefined for any other result. Parts that cannot be read (a getter or a proxy
    * that throws) are reported, and the result is then followed as one, as are parts past the budget.
    */
-  const partsOf = (event: SecurityEvent, result: PromiseLike<unknown>, budget: { left: number }): unknown[] | undefined => {
+  const partsOf = (receiver: Receiver, event: SecurityEvent, result: PromiseLike<unknown>, budget: { left: number }): unknown[] | undefined => {
     try {
       const parts = (result as { [HOOK_PARTS]?: unknown })[HOOK_PARTS];
       if (!Array.isArray(parts)) return undefined;
@@ -523,14 +527,14 @@ export function createEventSink(input: {
       // Up to the length checked: a proxy answering a larger one the second time copies no more.
       return Array.prototype.slice.call(parts, 0, length) as unknown[];
     } catch (error) {
-      report("hook", event, error);
+      report(receiver, event, error);
       return undefined;
     }
   };
   /** Waits for one receiver's thenable result: its rejection is reported, and it counts as finished exactly once. */
   const follow = (receiver: Receiver, event: SecurityEvent, batch: Batch, result: PromiseLike<unknown>) => {
     // A thenable's `then` may be hostile: it may throw, or call back more than once, or both.
-    const { backlog, kind: what } = receiver;
+    const { backlog } = receiver;
     const entry = track(receiver, clock(), batch, event);
     const once = () => {
       // Settled before, or aged out (its batch was finished then).
@@ -541,11 +545,11 @@ export function createEventSink(input: {
     };
     try {
       result.then(once, (error: unknown) => {
-        report(what, event, error, entry.aged);
+        report(receiver, event, error, entry.aged);
         once();
       });
     } catch (error) {
-      report(what, event, error);
+      report(receiver, event, error);
       once();
     }
   };
@@ -663,6 +667,8 @@ interface Receiver {
   kind: "hook" | "audit";
   /** What its backlog lines call it. */
   name: string;
+  /** Which hook of a composed one (`2 of 3`), when there are several. */
+  of?: string;
   call: (event: SecurityEvent) => unknown;
   backlog: Backlog;
 }
