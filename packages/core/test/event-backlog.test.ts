@@ -39,6 +39,18 @@ function backedUp(maxPending: number) {
   return { sink, lines, lost, gates, called, emit, step, advance: (ms: number) => (now += ms) };
 }
 
+/** A sink whose hook never settles, on the clock of vitest's fake timers (Date.now); `lost` gets its losses. */
+function hungOnFakeClock(lost: EventLossObservation[]) {
+  return createEventSink({
+    hook: () => new Promise<void>(() => {}),
+    audit: undefined,
+    logger: { error: () => {}, warn: () => {} },
+    clock: () => Date.now(),
+    random: (n) => new Uint8Array(n),
+    lost: (o) => void lost.push(o),
+  });
+}
+
 describe("event backlog: a receiver that falls behind", () => {
   it("past the bound an event is not handed to the hook: counted lost, one warn line for the run, and the hook takes events again once its backlog has halved", async () => {
     const t = backedUp(10);
@@ -161,14 +173,7 @@ describe("event backlog: a receiver that falls behind", () => {
     vi.useFakeTimers({ now: 1_000_000, toFake: ["setTimeout", "clearTimeout", "Date"] });
     try {
       const lost: EventLossObservation[] = [];
-      const sink = createEventSink({
-        hook: () => new Promise<void>(() => {}),
-        audit: undefined,
-        logger: { error: () => {}, warn: () => {} },
-        clock: () => Date.now(),
-        random: (n) => new Uint8Array(n),
-        lost: (o) => void lost.push(o),
-      });
+      const sink = hungOnFakeClock(lost);
       sink.emit({ type: "client.created", client_id: "a" } as never);
       await Promise.resolve();
       await Promise.resolve();
@@ -197,13 +202,7 @@ describe("event backlog: a receiver that falls behind", () => {
   it("a flush called before the delivery it waits for starts (the same step, or a deferred task's events) is woken too when that is let go", async () => {
     vi.useFakeTimers({ now: 1_000_000, toFake: ["setTimeout", "clearTimeout", "Date"] });
     try {
-      const sink = createEventSink({
-        hook: () => new Promise<void>(() => {}),
-        audit: undefined,
-        logger: { error: () => {}, warn: () => {} },
-        clock: () => Date.now(),
-        random: (n) => new Uint8Array(n),
-      });
+      const sink = hungOnFakeClock([]);
       sink.emit({ type: "client.created", client_id: "a" } as never);
       let sameStep: number | undefined;
       void sink.settled().then((n) => (sameStep = n));
