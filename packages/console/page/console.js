@@ -336,7 +336,7 @@
     } else if (location.hash === "#/events") {
       show("view-events");
       focusHeading("view-events");
-      await loadEvents([null], eventFilter());
+      await loadFilteredEvents();
     } else {
       if (location.hash !== "#/settings/security") history.replaceState(null, "", "#/settings/security");
       show("view-security");
@@ -1188,24 +1188,42 @@
     load: (cursors) => loadEvents(cursors, eventsFilter),
   });
 
-  /** @returns {EventFilter} the filters as the form holds them */
-  const eventFilter = () => ({
-    type: byId("events-type", HTMLSelectElement).value,
-    client: $input("events-client").value.trim(),
-    account: $input("events-account").value.trim(),
-    since: $input("events-since").value,
-    until: $input("events-until").value,
-  });
-
   /**
-   * A date-and-time field's value (`2026-12-01T09:30` or with seconds), read as UTC, as the table
-   * shows times: epoch ms as text, or "" when empty or not a time.
-   * @param {string} value
+   * A date-and-time field (`2026-12-01T09:30`, with seconds or not) read as UTC, as the table shows
+   * times: epoch ms as text (a time before 1970 as 0), "" when empty, or null when it holds what
+   * cannot be read (partly typed, or a year past 9999): then the page says so rather than leave
+   * the filter out.
+   * @param {string} id
+   * @returns {string | null}
    */
-  const utcMs = (value) => {
-    const ms = value === "" ? NaN : Date.parse(value + "Z");
-    return Number.isFinite(ms) && ms >= 0 ? String(ms) : "";
+  const utcMs = (id) => {
+    const input = $input(id);
+    if (input.validity.badInput) return null;
+    if (input.value === "") return "";
+    const ms = Date.parse(input.value + "Z");
+    return Number.isFinite(ms) ? String(Math.max(0, ms)) : null;
   };
+
+  /** @returns {EventFilter | string} the filters as the form holds them, or what is wrong with a time field */
+  const eventFilter = () => {
+    const since = utcMs("events-since");
+    const until = utcMs("events-until");
+    if (since === null || until === null) return `${since === null ? "From" : "Before"} (UTC) is not a date and time this page can read: give all of it, with a year up to 9999.`;
+    return {
+      type: byId("events-type", HTMLSelectElement).value,
+      client: $input("events-client").value.trim(),
+      account: $input("events-account").value.trim(),
+      since,
+      until,
+    };
+  };
+
+  /** Shows the first page of the form's filters, or says what is wrong with a time field. */
+  async function loadFilteredEvents() {
+    const filter = eventFilter();
+    if (typeof filter === "string") return void setStatus("events-status", filter);
+    await loadEvents([null], filter);
+  }
   const EVENT_COLUMNS = new Set(["type", "id", "time", "client_id", "account_id", "username", "client_ip"]);
 
   /** The fields of an event the table has no column for, as `name: value` text. */
@@ -1230,9 +1248,9 @@
     if (filter.type) params.set("type", filter.type);
     if (filter.client) params.set("client", filter.client);
     if (filter.account) params.set("account", filter.account);
-    // From (inclusive) and Before (exclusive), since 2026-12-03.
-    if (utcMs(filter.since)) params.set("since", utcMs(filter.since));
-    if (utcMs(filter.until)) params.set("until", utcMs(filter.until));
+    // From (inclusive) and Before (exclusive), epoch ms, since 2026-12-03.
+    if (filter.since) params.set("since", filter.since);
+    if (filter.until) params.set("until", filter.until);
     const before = cursors[cursors.length - 1];
     if (before) params.set("before", before);
     const load = startLoad("events", "events-table");
@@ -1268,7 +1286,7 @@
 
   $form("events-filter").addEventListener("submit", async (event) => {
     event.preventDefault();
-    await loadEvents([null], eventFilter());
+    await loadFilteredEvents();
   });
 
   // ---- session -------------------------------------------------------------------------------

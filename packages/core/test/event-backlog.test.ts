@@ -406,6 +406,13 @@ describe("event backlog: a receiver that falls behind", () => {
     let reads = 0;
     const shifty = new Proxy([part("p0")], { get: (target, key, receiver) => (key === "length" ? (reads++ === 0 ? 1 : 2 ** 32 - 1) : Reflect.get(target, key, receiver)) });
     expect(await run(whole("shifty", shifty))).toEqual(["p0"]);
+    // A proxy whose copy through `slice` (its species) or whose iterator would be something else:
+    // read index by index, as the length said (a `{}` species threw out of createPlantgate, a review of 2026-12-03).
+    const species = new Proxy([part("q0")], {
+      get: (target, key, receiver) =>
+        key === "constructor" ? { [Symbol.species]: function () { return {}; } } : key === Symbol.iterator ? function* () { yield 42; } : Reflect.get(target, key, receiver),
+    });
+    expect(await run(whole("species", species))).toEqual(["q0"]);
   });
 
   it("maxPendingEventDeliveries: a whole number from 1 to 1000000 (env PLANTGATE_MAX_PENDING_EVENT_DELIVERIES), else a TypeError naming it", () => {

@@ -169,8 +169,9 @@ const MAX_HOOKS = 64;
  * receiver of its own: each has its own backlog (`maxPendingEventDeliveries`), so a webhook that
  * hangs keeps no event from the JSON log line's hook beside it (since 2026-12-03, when the bound
  * came: it held back every hook of the composed one). Failures are reported per hook as before. A
- * hook that is itself composed is unfolded too (8 levels, 64 hooks in all; past them, `combined`
- * is called as one hook). The hooks are read once, when the app is made.
+ * hook that is itself composed is unfolded too (64 hooks and 128 visited in all; past them,
+ * `combined` is called as one hook; one 9 levels down is called as one). The hooks are read once,
+ * when the app is made.
  *
  * @example
  * const onEvent = composedEventHook((event) => Promise.all(hooks.map((hook) => hook(event))).then(() => undefined), hooks);
@@ -187,7 +188,8 @@ export function composedEventHook(combined: EventHook, hooks: readonly EventHook
 /**
  * The hooks plantgate calls for `hook`: those a composed hook carries, unfolded, or `hook` itself
  * (also when what it carries cannot be read, is not a list of functions, has a hole, goes past the
- * bounds, 64 hooks, 128 visited with the composed ones, 8 levels, or holds a hook that contains itself).
+ * bounds, 64 hooks or 128 visited with the composed ones, or holds a hook that contains itself). A
+ * composed hook 9 levels down is not unfolded: it is called as one hook.
  */
 function hookListOf(hook: EventHook): EventHook[] {
   const out: EventHook[] = [];
@@ -200,13 +202,20 @@ function hookListOf(hook: EventHook): EventHook[] {
     try {
       const value: unknown = depth < MAX_HOOK_LIST_DEPTH ? (h as { [HOOK_LIST]?: unknown })[HOOK_LIST] : undefined;
       if (Array.isArray(value)) {
-        const length = (value as unknown[]).length;
-        // Up to the length checked (a proxy may answer a larger one the second time); a hole or
-        // anything but a function, and the hook is called as one.
-        const copy = length <= MAX_HOOKS ? (Array.prototype.slice.call(value, 0, length) as unknown[]) : [];
-        let functions = copy.length === length;
-        for (let i = 0; functions && i < copy.length; i++) functions = typeof copy[i] === "function";
-        if (functions) carried = copy as EventHook[];
+        const length: unknown = (value as unknown[]).length;
+        // Copied index by index into an array of our own, up to the length read once (a proxy may
+        // answer another length, or another array through `slice`'s species, the next time); a
+        // hole or anything but a function, and the hook is called as one.
+        if (typeof length === "number" && Number.isSafeInteger(length) && length >= 0 && length <= MAX_HOOKS) {
+          const copy: EventHook[] = [];
+          let functions = true;
+          for (let i = 0; functions && i < length; i++) {
+            const c: unknown = (value as unknown[])[i];
+            if (typeof c === "function") copy.push(c as EventHook);
+            else functions = false;
+          }
+          if (functions) carried = copy;
+        }
       }
     } catch {
       carried = undefined;
@@ -394,13 +403,13 @@ export function createEventSink(input: {
   // 60 s old, which wakes the call if that was what it waited for (a delivery is otherwise let go
   // only when another starts or a flush is called). Unref'd on Node: it keeps no process alive.
   let ageTimer: ReturnType<typeof setTimeout> | undefined;
-  // When it is due (the sink's clock): one long past due never fired (a Worker's request context,
-  // and its timers, torn down) and is replaced.
+  // When it is due (the sink's clock): one a second past due never fired (a Worker's request
+  // context, and its timers, torn down) and is replaced.
   let ageTimerDue = 0;
   const armAgeTimer = () => {
     if (waiters.size === 0) return;
     if (ageTimer !== undefined) {
-      if (clock() < ageTimerDue + PENDING_DELIVERY_AGE_MS) return;
+      if (clock() < ageTimerDue + 1000) return;
       clearTimeout(ageTimer);
       ageTimer = undefined;
     }
