@@ -93,6 +93,26 @@ describe("composedHookResult", () => {
     }
   });
 
+  it("a proxy list whose `slice` species or iterator answers something else: its parts are read index by index, as the length said (a `{}` species threw in the drain's microtask, an unhandled rejection, until a review of 2026-12-03)", async () => {
+    const hook = () => {
+      const part = later(5, "the part failed");
+      const combined = combine([part]);
+      const parts = new Proxy([part] as unknown[], {
+        get(target, key, receiver) {
+          if (key === "constructor") return { [Symbol.species]: function () { return {}; } };
+          if (key === Symbol.iterator) return function* () { yield 42; };
+          return Reflect.get(target, key, receiver) as unknown;
+        },
+      });
+      Object.defineProperty(combined, HOOK_PARTS, { value: parts });
+      return combined;
+    };
+    const { app, failures, emit } = appWith(hook);
+    await emit();
+    expect(await app.flushEvents(1000)).toBe(0);
+    expect(failures).toEqual(["onEvent hook failed: the part failed"]);
+  });
+
   it("a host's own array changed while its parts are followed: the parts as they were when the hook returned are followed", async () => {
     const { app, failures, emit } = appWith(() => {
       const last = later(20);

@@ -285,8 +285,8 @@ export function createEventSink(input: {
   // (and walked every batch stuck so far). Now a call is one record whatever is pending, and a call
   // with a bound (the Worker's) drops it when the bound passes, on a timer of the caller's own, as
   // `waitAtMost` does: what a hung receiver holds is its own batch (until it is let go at 60 s, see
-  // `backlogs`), and the calls of the last `timeoutMs`. Sharing one promise per batch would not have been enough: reactions on a promise
-  // that never settles accumulate just the same. No timer and no closure is made per event: a
+  // `sweep`), and the calls of the last `timeoutMs`. Sharing one promise per batch would not have
+  // been enough: reactions on a promise that never settles accumulate just the same. No timer and no closure is made per event: a
   // batch that finishes wakes the waiters (if any) at once, and `settled()` with nothing pending
   // makes no record (the sync receivers, the logger and the metrics, are done by then).
   const pending = new Set<Batch>();
@@ -530,11 +530,16 @@ export function createEventSink(input: {
     try {
       const parts = (result as { [HOOK_PARTS]?: unknown })[HOOK_PARTS];
       if (!Array.isArray(parts)) return undefined;
-      const length = (parts as unknown[]).length;
-      if (length > budget.left) return undefined;
+      const length: unknown = (parts as unknown[]).length;
+      if (typeof length !== "number" || !Number.isSafeInteger(length) || length < 0 || length > budget.left) return undefined;
       budget.left -= length;
-      // Up to the length checked: a proxy answering a larger one the second time copies no more.
-      return Array.prototype.slice.call(parts, 0, length) as unknown[];
+      // Index by index into an array of our own, up to the length checked: a proxy answering a
+      // larger length the second time copies no more, and one whose `slice` species or iterator
+      // answers something else is not asked (a `{}` species threw in the drain's microtask, an
+      // unhandled rejection, until 2026-12-03).
+      const copy: unknown[] = [];
+      for (let i = 0; i < length; i++) copy.push((parts as unknown[])[i]);
+      return copy;
     } catch (error) {
       report(receiver, event, error);
       return undefined;
@@ -682,7 +687,7 @@ interface Receiver {
   backlog: Backlog;
 }
 
-/** One receiver's unfinished deliveries (see `backlogs` in {@link createEventSink}). */
+/** One receiver's unfinished deliveries (see `track` and `sweep` in {@link createEventSink}). */
 interface Backlog {
   /** Deliveries unfinished and younger than PENDING_DELIVERY_AGE_MS. */
   live: number;
