@@ -351,9 +351,10 @@ export function createEventSink(input: {
     // A flush called before this delivery started (in the same step, or before a deferred task's
     // events) is woken when it is let go too.
     if (waiters.size !== 0) armAgeTimer();
-    // Settled deliveries behind an unsettled one leave the front only at its pace (up to 60 s):
-    // once they are most of the array, they are dropped from it (amortized O(1) a delivery).
-    if (backlog.started.length - backlog.head > 2 * backlog.live + 1024) {
+    // Settled deliveries behind an unsettled one leave the front only at its pace (up to 60 s), and
+    // those before `head` stay in the array until it empties: once they are most of it, they are
+    // all dropped from it (amortized O(1) a delivery; the array grows only here).
+    if (backlog.started.length > 2 * backlog.live + 1024) {
       backlog.started = backlog.started.slice(backlog.head).filter((e) => !e.off);
       backlog.head = 0;
     }
@@ -384,9 +385,6 @@ export function createEventSink(input: {
     }
     if (head === started.length) {
       backlog.started = [];
-      backlog.head = 0;
-    } else if (head > 1024 && head * 2 > started.length) {
-      backlog.started = started.slice(head);
       backlog.head = 0;
     } else backlog.head = head;
     if (backlog.letGo > 0 && (backlog.letGoToldAt === undefined || now - backlog.letGoToldAt >= PENDING_DELIVERY_AGE_MS || now < backlog.letGoToldAt)) {
