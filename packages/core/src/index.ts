@@ -65,6 +65,7 @@ export {
   type DemoCredentials,
 } from "./env.js";
 export type {
+  EventBacklogReading,
   EventLossObservation,
   Observer,
   RequestObservation,

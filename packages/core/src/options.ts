@@ -275,7 +275,17 @@ export function resolveOptions(options: PlantgateOptions = {}): Context {
   if (!Number.isSafeInteger(maxPending) || maxPending < 1 || maxPending > MAX_PENDING_EVENT_DELIVERIES_LIMIT) {
     throw new TypeError(`maxPendingEventDeliveries must be an integer from 1 to ${MAX_PENDING_EVENT_DELIVERIES_LIMIT}`);
   }
-  const events = createEventSink({ hook: options.onEvent, audit: storage.audit, logger, clock, random, maxPending, ...(lost !== undefined ? { lost: lost.bind(options.observer) } : {}) });
+  const watch = options.observer?.eventBacklog;
+  const events = createEventSink({
+    hook: options.onEvent,
+    audit: storage.audit,
+    logger,
+    clock,
+    random,
+    maxPending,
+    ...(lost !== undefined ? { lost: lost.bind(options.observer) } : {}),
+    ...(watch !== undefined ? { watch: watch.bind(options.observer) } : {}),
+  });
   const loadTimeoutMs = options.signingKeyLoadTimeoutMs ?? 0;
   // setTimeout holds at most 2^31-1 ms; a longer bound would fire at once.
   if (!Number.isSafeInteger(loadTimeoutMs) || loadTimeoutMs < 0 || loadTimeoutMs > 2_147_483_647) {

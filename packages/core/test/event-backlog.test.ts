@@ -8,7 +8,7 @@
  * record per token request, without bound.
  */
 import { describe, expect, it, vi } from "vitest";
-import { composedEventHook, createMemoryStorage, createPlantgate, type EventHook, type EventLossObservation, type SecurityEvent } from "../src/index.js";
+import { composedEventHook, createMemoryStorage, createPlantgate, type EventBacklogReading, type EventHook, type EventLossObservation, type SecurityEvent } from "../src/index.js";
 import { createEventSink } from "../src/events/emitter.js";
 import { optionsFromEnv } from "../src/env.js";
 import { basic, BASE, harness } from "./helpers.js";
@@ -424,5 +424,109 @@ describe("event backlog: a receiver that falls behind", () => {
     for (const bad of ["0", "1000001", "1e3", "x"]) {
       expect(() => optionsFromEnv({ PLANTGATE_MAX_PENDING_EVENT_DELIVERIES: bad })).toThrow(/PLANTGATE_MAX_PENDING_EVENT_DELIVERIES/);
     }
+  });
+});
+
+describe("observer.eventBacklog: the unfinished deliveries, read when asked", () => {
+  /** A client-credentials token request from one address; its answer is checked whole. */
+  const issue = async (h: Awaited<ReturnType<typeof harness>>) => {
+    const res = await h.app.fetch(
+      new Request(`${BASE}/UserService/connect/token`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) },
+        body: "grant_type=client_credentials",
+      }),
+      { clientIp: "198.51.100.7" },
+    );
+    expect(res.status).toBe(200);
+    expect(Object.keys(await res.json()).sort()).toEqual(["access_token", "expires_in", "scope", "token_type"]);
+  };
+  const step = () => new Promise((r) => setTimeout(r, 0));
+
+  it("an app with a hook and an audit store hands its observer one reader: deliveries unfinished by receiver, those 60 s old let go when it reads (counted lost, one line), 0 once all finish", async () => {
+    const storage = createMemoryStorage({ audit: true });
+    const appendGates: Array<() => void> = [];
+    storage.audit!.append = () => new Promise<void>((resolve) => appendGates.push(resolve));
+    const hookGates: Array<() => void> = [];
+    const readers: Array<() => EventBacklogReading> = [];
+    const lost: EventLossObservation[] = [];
+    const lines: string[] = [];
+    const h = await harness({
+      storage,
+      onEvent: () => new Promise<void>((resolve) => hookGates.push(resolve)),
+      observer: { eventBacklog: (read) => void readers.push(read), eventLost: (o) => void lost.push(o) },
+      logger: { error: (m) => lines.push(`error ${m}`), warn: (m) => lines.push(`warn ${m}`) },
+    });
+    expect(readers.length).toBe(1);
+    const read = readers[0]!;
+    await step();
+    // The harness's own set-up events (client.created, account.created), to each receiver.
+    expect(read()).toEqual({ hook: 2, audit: 2 });
+    for (let i = 0; i < 3; i++) await issue(h);
+    await step();
+    expect(read()).toEqual({ hook: 5, audit: 5 });
+    for (const release of hookGates.splice(0)) release();
+    await step();
+    expect(read()).toEqual({ hook: 0, audit: 5 });
+    expect(lost).toEqual([]);
+    // Nothing else happens for a minute: reading lets go of the five appends (as the next event would).
+    h.clock.advance(60_000);
+    expect(read()).toEqual({ hook: 0, audit: 0 });
+    expect(lost).toEqual([
+      ...Array.from({ length: 2 }, (_, i) => ({ receiver: "audit", type: ["client.created", "account.created"][i] })),
+      ...Array.from({ length: 3 }, () => ({ receiver: "audit", type: "token.issued" })),
+    ]);
+    expect(lines.filter((l) => l.includes("security events"))).toEqual(["warn audit store: 5 deliveries of security events still unfinished after 60 s were let go (counted in plantgate_events_lost_total)"]);
+    // An append let go that finishes later changes no reading.
+    for (const release of appendGates.splice(0)) release();
+    await step();
+    expect(read()).toEqual({ hook: 0, audit: 0 });
+    expect(await h.app.flushEvents()).toBe(0);
+  });
+
+  it("each hook of a composed one counts under hook (summed); a hook that answers at once never shows; an app with no receiver hands no reader", async () => {
+    const gates: Array<() => void> = [];
+    const readers: Array<() => EventBacklogReading> = [];
+    const hanging: EventHook = () => new Promise<void>((resolve) => gates.push(resolve));
+    const combined = composedEventHook(() => undefined, [hanging, () => undefined, hanging]);
+    const h = await harness({ onEvent: combined, observer: { eventBacklog: (read) => void readers.push(read) } });
+    await step();
+    expect(readers.length).toBe(1);
+    // Two events, two hanging hooks each; the memory store of the harness keeps no audit trail.
+    expect(readers[0]!()).toEqual({ hook: 4, audit: 0 });
+    await issue(h);
+    await step();
+    expect(readers[0]!()).toEqual({ hook: 6, audit: 0 });
+    for (const release of gates.splice(0)) release();
+    await step();
+    expect(readers[0]!()).toEqual({ hook: 0, audit: 0 });
+
+    const none: Array<() => EventBacklogReading> = [];
+    createPlantgate({ observer: { eventBacklog: (read) => void none.push(read) } });
+    expect(none).toEqual([]);
+    const immediate: Array<() => EventBacklogReading> = [];
+    const quick = await harness({ onEvent: () => undefined, observer: { eventBacklog: (read) => void immediate.push(read) } });
+    await issue(quick);
+    await step();
+    expect(immediate.length).toBe(1);
+    expect(immediate[0]!()).toEqual({ hook: 0, audit: 0 });
+  });
+
+  it("observer.eventBacklog must be a function (a TypeError naming it); one that throws or rejects changes nothing: the app is made and answers", async () => {
+    for (const bad of [1, "x", {}, null]) {
+      expect(() => createPlantgate({ onEvent: () => undefined, observer: { eventBacklog: bad as never } })).toThrow(new TypeError("observer.eventBacklog must be a function"));
+    }
+    const thrower = await harness({
+      onEvent: () => undefined,
+      observer: {
+        eventBacklog: () => {
+          throw new Error("observer down");
+        },
+      },
+    });
+    await issue(thrower);
+    const rejecter = await harness({ onEvent: () => undefined, observer: { eventBacklog: async () => Promise.reject(new Error("observer down")) } });
+    await issue(rejecter);
+    await step();
   });
 });

@@ -5,9 +5,9 @@
 import { createServer, maxHeaderSize, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { collectDefaultMetrics, Registry } from "prom-client";
+import { collectDefaultMetrics, Gauge, Registry } from "prom-client";
 import { HotCounter, HotHistogram, type Series } from "./hot-metrics.js";
-import type { Observer, RequestObservation, SecurityEvent, StorageObservation } from "@plantgate/core";
+import type { EventBacklogReading, Observer, RequestObservation, SecurityEvent, StorageObservation } from "@plantgate/core";
 
 /** Options of {@link createMetrics}. */
 export interface MetricsOptions {
@@ -20,7 +20,7 @@ export interface MetricsOptions {
 /** What {@link createMetrics} returns: the hooks to give plantgate, and the registry to serve. */
 export interface PlantgateMetrics {
   registry: Registry;
-  /** For `createPlantgate({ observer })`: counts requests, token requests, storage calls and lost events. */
+  /** For `createPlantgate({ observer })`: counts requests, token requests, storage calls and lost events, and reads unfinished event deliveries at each scrape. */
   observer: Observer;
   /** For `createPlantgate({ onEvent })` (or called from your own hook): counts lock-outs and reuse. */
   countEvent(event: SecurityEvent): void;
@@ -137,6 +137,34 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
     initial: [["hook"], ["audit"]],
     registers,
   });
+  // The apps' readers of their unfinished deliveries (`observer.eventBacklog`), held weakly: an app
+  // made and dropped again (a test, a host's reload) is not kept alive by its metrics.
+  const backlogs = new Set<WeakRef<() => EventBacklogReading>>();
+  new Gauge({
+    name: "plantgate_event_deliveries_pending",
+    help: "Deliveries of security events handed to a receiver and not yet finished, by receiver: hook (the onEvent hook, each part of a composed one, summed) or audit (the audit store); past maxPendingEventDeliveries per receiver events are not handed to it (plantgate_events_lost_total). Read at each scrape, summed over the apps that use these metrics.",
+    labelNames: ["receiver"],
+    registers,
+    collect() {
+      const sum = { hook: 0, audit: 0 };
+      for (const ref of backlogs) {
+        const read = ref.deref();
+        if (read === undefined) {
+          backlogs.delete(ref);
+          continue;
+        }
+        try {
+          const reading = read();
+          sum.hook += reading.hook;
+          sum.audit += reading.audit;
+        } catch {
+          // A reader that throws (none of core's does) counts nothing; the scrape still answers.
+        }
+      }
+      this.set({ receiver: "hook" }, sum.hook);
+      this.set({ receiver: "audit" }, sum.audit);
+    },
+  });
   const storageDuration = new HotHistogram({
     name: "plantgate_storage_operation_duration_seconds",
     help: "Storage call latency by store and operation.",
@@ -213,6 +241,9 @@ export function createMetrics(options: MetricsOptions = {}): PlantgateMetrics {
       },
       eventLost(o) {
         eventsLost.inc([o.receiver]);
+      },
+      eventBacklog(read) {
+        backlogs.add(new WeakRef(read));
       },
     },
     countEvent(event) {

@@ -105,7 +105,8 @@ function observe<T>(hook: ((o: T) => unknown) | undefined, o: T): void {
 }
 
 /**
- * One `observer` that hands each request, storage and lost-event observation to every observer given, in
+ * One `observer` that hands each request, storage and lost-event observation (and an app's reader of its
+ * unfinished event deliveries) to every observer given, in
  * order, each with its own guard (a throw or rejection of one keeps none of the others from
  * seeing it). A hook none of them has stays absent, so core wraps no storage for it. For a host's
  * own observer beside {@link Observability.options}' metrics (the example servers'
@@ -131,9 +132,12 @@ export function observers(...list: (Observer | undefined)[]): Observer {
   const storage = hooks("storage");
   // Since 2026-12-03, with the hook itself: lost events reach every observer that counts them.
   const lost = hooks("eventLost");
+  // Since 2026-12-03: each observer is handed the app's reader of its unfinished deliveries.
+  const backlog = hooks("eventBacklog");
   return {
     ...(requests.length > 0 ? { request: (o) => { for (const hook of requests) observe(hook, o); } } : {}),
     ...(storage.length > 0 ? { storage: (o) => { for (const hook of storage) observe(hook, o); } } : {}),
     ...(lost.length > 0 ? { eventLost: (o) => { for (const hook of lost) observe(hook, o); } } : {}),
+    ...(backlog.length > 0 ? { eventBacklog: (read) => { for (const hook of backlog) observe(hook, read); } } : {}),
   };
 }

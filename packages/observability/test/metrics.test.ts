@@ -203,6 +203,40 @@ describe("metrics", () => {
     expect(warnings.filter((w) => w.startsWith("onEvent hook"))).toEqual(["onEvent hook 3 of 3: 4 deliveries of security events unfinished; events are not handed to it until half of them finish (counted in plantgate_events_lost_total)"]);
   });
 
+  it("plantgate_event_deliveries_pending: the deliveries to each receiver still unfinished, read at each scrape and summed over the apps on these metrics; both series from the start (since 2026-12-03)", async () => {
+    const metrics = createMetrics({ processMetrics: false });
+    expect(samples(await metrics.text(), "plantgate_event_deliveries_pending").sort()).toEqual([
+      'plantgate_event_deliveries_pending{receiver="audit"} 0',
+      'plantgate_event_deliveries_pending{receiver="hook"} 0',
+    ]);
+    const gates: Array<() => void> = [];
+    const webhook = () => new Promise<void>((resolve) => gates.push(resolve));
+    const storage = createMemoryStorage({ audit: true });
+    const appends: Array<() => void> = [];
+    storage.audit!.append = () => new Promise<void>((resolve) => appends.push(resolve));
+    const quiet = { error() {}, warn() {} };
+    const app = createPlantgate({ storage, onEvent: eventHooks(metrics.countEvent, webhook), observer: metrics.observer, logger: quiet });
+    const { clientSecret } = await app.admin.createClient({ clientId: "c" });
+    for (let i = 0; i < 3; i++) expect((await token(app, { grant_type: "client_credentials" }, basic("c", clientSecret))).status).toBe(200);
+    // A second app on the same metrics, its hook hanging too (no audit store).
+    const other = createPlantgate({ onEvent: webhook, observer: metrics.observer, logger: quiet });
+    await other.admin.createClient({ clientId: "d" });
+    await new Promise((r) => setTimeout(r, 0));
+    listener = await serveMetrics(metrics, { port: 0 });
+    const scrape = async () => samples(await (await fetch(listener!.url)).text(), "plantgate_event_deliveries_pending").sort();
+    // client.created and three token.issued to the first app's webhook and audit store, one client.created to the second's webhook.
+    expect(await scrape()).toEqual(['plantgate_event_deliveries_pending{receiver="audit"} 4', 'plantgate_event_deliveries_pending{receiver="hook"} 5']);
+    for (const release of gates.splice(0, 2)) release();
+    for (const release of appends.splice(0)) release();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(await scrape()).toEqual(['plantgate_event_deliveries_pending{receiver="audit"} 0', 'plantgate_event_deliveries_pending{receiver="hook"} 3']);
+    for (const release of gates.splice(0)) release();
+    await new Promise((r) => setTimeout(r, 0));
+    expect(await scrape()).toEqual(['plantgate_event_deliveries_pending{receiver="audit"} 0', 'plantgate_event_deliveries_pending{receiver="hook"} 0']);
+    // Nothing was lost on the way.
+    expect(samples(await metrics.text(), "plantgate_events_lost_total").sort()).toEqual(['plantgate_events_lost_total{receiver="audit"} 0', 'plantgate_events_lost_total{receiver="hook"} 0']);
+  });
+
   it("counts lock-outs from the account.locked_out events", async () => {
     const metrics = createMetrics({ processMetrics: false });
     const app = createPlantgate({

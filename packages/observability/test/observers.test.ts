@@ -49,6 +49,24 @@ describe("observers", () => {
     expect(Object.keys(observers(undefined, {}))).toEqual([]);
     expect(() => observers({ request: () => undefined }, { storage: 5 as never })).toThrow(new TypeError("observer.storage must be a function"));
     expect(() => observers({ eventLost: "x" as never })).toThrow(new TypeError("observer.eventLost must be a function"));
+    expect(() => observers({ eventBacklog: 1 as never })).toThrow(new TypeError("observer.eventBacklog must be a function"));
+  });
+
+  it("hands an app's reader of its unfinished event deliveries to every observer that reads them, each guarded (since 2026-12-03)", () => {
+    const seen: string[] = [];
+    const combined = observers(
+      { request: () => undefined },
+      {
+        eventBacklog: () => {
+          seen.push("a");
+          throw new Error("a failed");
+        },
+      },
+      { eventBacklog: (read) => void seen.push(`b ${JSON.stringify(read())}`) },
+    );
+    expect(Object.keys(combined)).toEqual(["request", "eventBacklog"]);
+    expect(combined.eventBacklog!(() => ({ hook: 2, audit: 1 }))).toBeUndefined();
+    expect(seen).toEqual(["a", 'b {"hook":2,"audit":1}']);
   });
 
   it("hands a lost event to every observer that counts them (the metrics' beside a host's), each guarded; until 2026-12-03 it did not exist", async () => {

@@ -10,7 +10,7 @@ import { dropRejection, isThenable } from "../util/thenable.js";
 import { isStorableText } from "../util/storable-text.js";
 import type { AuditRecord, AuditStore } from "../storage/types.js";
 import { isAuditNotKept } from "../errors/index.js";
-import type { Observer } from "../telemetry/types.js";
+import type { EventBacklogReading, Observer } from "../telemetry/types.js";
 import type { EventHook, EventInput, SecurityEvent, SecurityEventType } from "./types.js";
 
 /** What emitter sites call. */
@@ -39,6 +39,11 @@ export interface EventSink {
   settled(timeoutMs?: number): Promise<number>;
   /** The `settled()` calls still waiting: each keeps one small record until it resolves (diagnostics, tests). */
   readonly waiting: number;
+  /**
+   * The deliveries unfinished now, by receiver kind, after letting go of those unfinished for 60 s
+   * (what `observer.eventBacklog` is handed).
+   */
+  backlog(): EventBacklogReading;
 }
 
 /** The audit row of an event: the columns the console filters on, and the whole event as JSON. */
@@ -259,10 +264,12 @@ export function createEventSink(input: {
   clock: () => number;
   random: RandomBytes;
   lost?: Observer["eventLost"];
+  /** Handed {@link EventSink.backlog} once, when there is a receiver (`observer.eventBacklog`). */
+  watch?: Observer["eventBacklog"];
   /** Deliveries to one receiver unfinished at once (default {@link MAX_PENDING_EVENT_DELIVERIES}). */
   maxPending?: number;
 }): EventSink {
-  const { hook, audit, logger, clock, random, lost, maxPending = MAX_PENDING_EVENT_DELIVERIES } = input;
+  const { hook, audit, logger, clock, random, lost, watch, maxPending = MAX_PENDING_EVENT_DELIVERIES } = input;
   // The receivers, each with a backlog of its own: the audit store, then the hook, or each hook of
   // a composed one (`composedEventHook`, `eventHooks`), so one that falls behind holds back no other.
   const hooks = hook === undefined ? [] : hookListOf(hook);
@@ -609,8 +616,23 @@ export function createEventSink(input: {
     }
     return Object.freeze(event) as unknown as SecurityEvent;
   };
+  const backlog = (): EventBacklogReading => {
+    // Deliveries 60 s old are let go first (counted lost, told in a line), as the next event would.
+    sweepAll();
+    const reading = { hook: 0, audit: 0 };
+    for (const receiver of list) reading[receiver.kind] += receiver.backlog.live;
+    return reading;
+  };
+  if (watch !== undefined && enabled) {
+    try {
+      dropRejection(watch(backlog));
+    } catch {
+      // An observer never changes what the sink does.
+    }
+  }
   return {
     enabled,
+    backlog,
     emit(partial) {
       if (!enabled) return;
       const event = stamp(partial);

@@ -100,6 +100,23 @@ export interface Observer {
    * Each such event is also logged, but for an `AuditNotKeptError` (the store said so itself).
    */
   eventLost?(observation: EventLossObservation): void;
+  /**
+   * Called once when an app is made that has a receiver of security events (an `onEvent` hook,
+   * an audit store), with a function that reads, at the moment it is called, how many deliveries
+   * to them are unfinished: what `plantgate_event_deliveries_pending` serves (since 2026-12-03).
+   * Reading first lets go of deliveries unfinished for 60 s (counted lost, as they would be at the
+   * next event), so a reading is never above `maxPendingEventDeliveries` per receiver. Keep the
+   * function only as long as the app: it holds the app's event sink.
+   */
+  eventBacklog?(read: () => EventBacklogReading): void;
+}
+
+/** The unfinished deliveries of security events of one app, by receiver, as {@link Observer.eventBacklog}'s function reads them. */
+export interface EventBacklogReading {
+  /** To the `onEvent` hook (each hook of a composed one counted: the sum over them). */
+  hook: number;
+  /** To the audit store. */
+  audit: number;
 }
 
 /** One security event a receiver did not take, as the `observer.eventLost` hook receives it. */
@@ -134,7 +151,7 @@ export function checkTelemetryOptions(options: TelemetryOptions): void {
   const observer = options.observer as Record<string, unknown> | undefined;
   if (observer === undefined) return;
   if (typeof observer !== "object" || observer === null) throw new TypeError("observer must be an object of hooks");
-  for (const hook of ["request", "storage", "eventLost"]) {
+  for (const hook of ["request", "storage", "eventLost", "eventBacklog"]) {
     if (observer[hook] !== undefined && typeof observer[hook] !== "function") throw new TypeError(`observer.${hook} must be a function`);
   }
 }
