@@ -2,6 +2,8 @@
  * The metrics over a real socket: a plantgate app with the observer answers token requests, and
  * the separate listener serves their counts as Prometheus text.
  */
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { afterEach, describe, expect, it } from "vitest";
 import { AuditNotKeptError, createMemoryStorage, createPlantgate, StorageError, type SecurityEvent } from "@plantgate/core";
 import { createMetrics, eventHooks, serveMetrics, type MetricsListener } from "../src/index.js";
@@ -235,6 +237,40 @@ describe("metrics", () => {
     expect(await scrape()).toEqual(['plantgate_event_deliveries_pending{receiver="audit"} 0', 'plantgate_event_deliveries_pending{receiver="hook"} 0']);
     // Nothing was lost on the way.
     expect(samples(await metrics.text(), "plantgate_events_lost_total").sort()).toEqual(['plantgate_events_lost_total{receiver="audit"} 0', 'plantgate_events_lost_total{receiver="hook"} 0']);
+  });
+
+  it("plantgate_event_deliveries_pending holds no app: one dropped, its hung deliveries unreachable, is collected and no longer read", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const metrics = createMetrics({ processMetrics: false });
+    const quiet = { error() {}, warn() {} };
+    const kept: Array<() => void> = [];
+    const keptApp = createPlantgate({ onEvent: () => new Promise<void>((resolve) => kept.push(resolve)), observer: metrics.observer, logger: quiet });
+    await keptApp.admin.createClient({ clientId: "kept" });
+    // Each hook call hangs on a promise nobody can settle once the app is dropped. (Made in a
+    // function of its own: an async function's frame may keep its last local past a loop.)
+    const dropOne = async (i: number) => {
+      const app = createPlantgate({ onEvent: () => new Promise<void>(() => {}), observer: metrics.observer, logger: quiet });
+      await app.admin.createClient({ clientId: `c${i}` });
+      return new WeakRef(app);
+    };
+    const dropped: WeakRef<object>[] = [];
+    for (let i = 0; i < 5; i++) dropped.push(await dropOne(i));
+    await new Promise((r) => setTimeout(r, 0));
+    expect(samples(await metrics.text(), "plantgate_event_deliveries_pending").sort()).toEqual([
+      'plantgate_event_deliveries_pending{receiver="audit"} 0',
+      'plantgate_event_deliveries_pending{receiver="hook"} 6',
+    ]);
+    // WeakRefs read in this turn stay alive until it ends: collect in a later one.
+    await new Promise((resolve) => setImmediate(resolve));
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(dropped.filter((r) => r.deref() !== undefined).length).toBe(0);
+    expect(samples(await metrics.text(), "plantgate_event_deliveries_pending").sort()).toEqual([
+      'plantgate_event_deliveries_pending{receiver="audit"} 0',
+      'plantgate_event_deliveries_pending{receiver="hook"} 1',
+    ]);
+    expect(kept.length).toBe(1);
   });
 
   it("counts lock-outs from the account.locked_out events", async () => {
