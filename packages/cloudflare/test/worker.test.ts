@@ -665,7 +665,7 @@ describe("createWorker", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("set-cookie")).toMatch(/^plantgate_console=[A-Za-z0-9_-]{43}; Path=\/console; Max-Age=600; HttpOnly; SameSite=Strict$/);
     const body = (await res.json()) as { expiresAt: string };
-    expect(body).toEqual({ username: admin.username, displayName: null, csrfToken: expect.any(String), expiresAt: expect.any(String), grantTypes: expect.any(Array), scopes: expect.any(Array), adminRole: "admin" });
+    expect(body).toEqual({ username: admin.username, displayName: null, csrfToken: expect.any(String), expiresAt: expect.any(String), grantTypes: expect.any(Array), scopes: expect.any(Array), adminRole: "admin", accountPages: { defaultPageSize: 20, maxPageSize: 100 } });
     // Sign-in plus the variable's idle window (120 s), not the options' 1800 s.
     const end = Date.parse(body.expiresAt);
     expect([end >= before + 120_000, end <= after + 120_000]).toEqual([true, true]);

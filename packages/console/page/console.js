@@ -7,7 +7,7 @@
 (() => {
   /**
    * What `GET /console/api/session` answers.
-   * @typedef {{ username: string, displayName?: string, csrfToken: string, expiresAt: string, grantTypes: string[], scopes: string[], adminRole: string }} Session
+   * @typedef {{ username: string, displayName?: string, csrfToken: string, expiresAt: string, grantTypes: string[], scopes: string[], adminRole: string, accountPages?: { defaultPageSize: number, maxPageSize: number } }} Session
    */
 
   /**
@@ -626,6 +626,24 @@
       const id = "scope-" + s;
       scopes.append(el("div", { class: "check" }, el("input", { type: "checkbox", id, name: "scopes", value: s, checked: true }), el("label", { for: id, text: s })));
     }
+  }
+
+  /**
+   * The accounts list's page sizes as the session says the server takes them (`defaultPageSize`,
+   * `maxPageSize`): 10, 20, 50 and 100 where they are within the maximum, the default, and the
+   * maximum when it is under 100; the list starts at the default. Until 2026-12-03 the page asked
+   * for 20 and offered 10-100 whatever the server took: with a `maxPageSize` under 10 no size
+   * worked and the list could not be shown. A server that does not say (an older one) keeps 20.
+   */
+  function buildPageSizes() {
+    const paging = session().accountPages;
+    const max = paging && Number.isSafeInteger(paging.maxPageSize) && paging.maxPageSize > 0 ? paging.maxPageSize : 100;
+    const first = paging && Number.isSafeInteger(paging.defaultPageSize) && paging.defaultPageSize > 0 && paging.defaultPageSize <= max ? paging.defaultPageSize : Math.min(20, max);
+    const sizes = [...new Set([10, 20, 50, 100, first, ...(max < 100 ? [max] : [])])].filter((n) => n <= max).sort((a, b) => a - b);
+    const select = byId("accounts-page-size", HTMLSelectElement);
+    select.replaceChildren(...sizes.map((n) => el("option", { value: String(n), text: String(n) })));
+    state.pageSize = first;
+    select.value = String(first);
   }
 
   /** Applications per page (the API's default; it takes 1-200). */
@@ -1346,6 +1364,7 @@
     showError("sign-in-error", null);
     showError("sign-out-error", null);
     buildClientForm();
+    buildPageSizes();
     await route();
     if (held) setStatus(viewStatus(), "This browser is now signed in as " + q(now.username) + " (signed in from another tab), not " + q(held.username) + ".");
     return "changed";
@@ -1467,6 +1486,7 @@
       for (const id of ["security-status", "accounts-status", "events-status"]) setStatus(id, "");
       showError("sign-out-error", null);
       buildClientForm();
+      buildPageSizes();
       await route();
     } catch (e) {
       if (e instanceof ApiFailure && e.status === 429 && e.retryAfter !== null) waitToSignIn(e);
@@ -1550,6 +1570,7 @@
     try {
       state.session = await call("GET", "/session");
       buildClientForm();
+      buildPageSizes();
     } catch (e) {
       state.session = null;
       // 401: not signed in, the usual case. Anything else (a 503, a 429, the server unreachable)

@@ -41,6 +41,7 @@ describe("console API: session", () => {
         grantTypes: ALL_GRANTS,
         scopes: ALL_SCOPES,
         adminRole: "admin",
+        accountPages: { defaultPageSize: 20, maxPageSize: 100 },
       },
       cacheControl: "no-store",
       setCookie: null,

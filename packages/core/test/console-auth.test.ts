@@ -18,6 +18,7 @@ const SESSION_BODY = {
   grantTypes: ["client_credentials", "password", "refresh_token"],
   scopes: ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"],
   adminRole: "admin",
+  accountPages: { defaultPageSize: 20, maxPageSize: 100 },
 };
 const NOT_SIGNED_IN = { error: 1301, message: "Sign in to the console first." };
 const NOT_ADMIN = { error: 1302, message: "This account is not a console administrator." };

@@ -489,7 +489,7 @@ describe("example servers: the console's variables with the console turned on in
       expect(res.status).toBe(200);
       expect(res.headers.get("set-cookie")).toMatch(new RegExp(`^plantgate_console=[A-Za-z0-9_-]{43}; Path=${path}/console; Max-Age=600; HttpOnly; SameSite=Strict$`));
       const body = (await res.json()) as { expiresAt: string };
-      expect(body).toEqual({ username: ADMIN.username, displayName: null, csrfToken: expect.any(String), expiresAt: expect.any(String), grantTypes: expect.any(Array), scopes: expect.any(Array), adminRole: "admin" });
+      expect(body).toEqual({ username: ADMIN.username, displayName: null, csrfToken: expect.any(String), expiresAt: expect.any(String), grantTypes: expect.any(Array), scopes: expect.any(Array), adminRole: "admin", accountPages: { defaultPageSize: 20, maxPageSize: 100 } });
       // Sign-in plus the idle window (120 s), not the default 1800 s nor the lifetime.
       const expiresAt = Date.parse(body.expiresAt);
       expect(expiresAt).toBeGreaterThanOrEqual(before + 120_000);

@@ -529,7 +529,7 @@ describe.skipIf(!haveServer && !IN_CI)(`through the core, a private redis-server
         );
         expect([signedIn.status, await signedIn.json()]).toEqual([
           200,
-          { username: "root", displayName: null, csrfToken: expect.any(String), expiresAt: expect.any(String), grantTypes: ["client_credentials", "password", "refresh_token"], scopes: ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"], adminRole: "admin" },
+          { username: "root", displayName: null, csrfToken: expect.any(String), expiresAt: expect.any(String), grantTypes: ["client_credentials", "password", "refresh_token"], scopes: ["Platform_UserAPIs", "Platform_AllAppsServerCommands", "offline_access"], adminRole: "admin", accountPages: { defaultPageSize: 20, maxPageSize: 100 } },
         ]);
         expect(signedIn.headers.get("set-cookie")).toMatch(/^plantgate_console=[A-Za-z0-9_-]{43};/);
         expect(warnings).toEqual([resetFailed, resetFailed]);

@@ -1082,7 +1082,7 @@ it(`${RUNTIME_LABEL}console admin API: ${RUNS} generated requests: never a 5xx, 
         success(200);
         if (!head) {
           const record = await world.storage.sessions.get(await sha256(state.admin.id));
-          const expected = { username: ADMIN.username, displayName: null, csrfToken: state.admin.csrf, expiresAt: new Date(record!.expiresAt).toISOString(), grantTypes: GRANTS, scopes: SCOPES, adminRole: "admin" };
+          const expected = { username: ADMIN.username, displayName: null, csrfToken: state.admin.csrf, expiresAt: new Date(record!.expiresAt).toISOString(), grantTypes: GRANTS, scopes: SCOPES, adminRole: "admin", accountPages: { defaultPageSize: 20, maxPageSize: 100 } };
           if (JSON.stringify(json) !== JSON.stringify(expected)) fail(`GET /session is not ${JSON.stringify(expected)}`, a);
         }
       } else if (r === "sign-in") {

@@ -127,6 +127,12 @@ export interface SessionBody {
   scopes: string[];
   /** The role that makes an account a console administrator. */
   adminRole: string;
+  /**
+   * The page sizes the accounts list takes (`defaultPageSize`, `maxPageSize`): the page offers
+   * sizes within them and asks for the default first (since 2026-12-03: it asked for 20 and
+   * offered 10 to 100 whatever they were, and a `maxPageSize` under 20 left the list unusable).
+   */
+  accountPages: { defaultPageSize: number; maxPageSize: number };
 }
 
 export function sessionBody(ctx: Context, s: { username: string; displayName: string | null; csrfToken: string; expiresAt: number }): SessionBody {
@@ -138,6 +144,7 @@ export function sessionBody(ctx: Context, s: { username: string; displayName: st
     grantTypes: [...CONSOLE_GRANTS],
     scopes: [...ctx.scopes.all],
     adminRole: ctx.console!.adminRole,
+    accountPages: { defaultPageSize: ctx.defaultPageSize, maxPageSize: ctx.maxPageSize },
   };
 }
 
