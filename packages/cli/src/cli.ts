@@ -11,6 +11,7 @@ import {
   createPlantgate,
   isEventCursor,
   isEventType,
+  isoTimestamp,
   KeyEncryptionError,
   MAX_TTL_SECONDS,
   optionsFromEnv,
@@ -339,7 +340,7 @@ function seconds(raw: string | undefined, name: string): number | undefined {
   return Number(raw);
 }
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const iso = (ms: number | null) => (ms === null ? null : isoTimestamp(ms));
 
 /** A secret's metadata as the CLI prints it (never the hash). */
 function secretJson(s: ClientSecretView) {
@@ -370,8 +371,8 @@ function clientJson(c: ClientView, unreadable?: (c: ClientView) => void) {
     grant_types: c.grantTypes,
     scopes: c.scopes,
     token_endpoint_auth_method: c.authMethod === "private_key_jwt" ? "private_key_jwt" : "client_secret",
-    created_at: new Date(c.createdAt).toISOString(),
-    secret_updated_at: new Date(c.secretUpdatedAt).toISOString(),
+    created_at: isoTimestamp(c.createdAt),
+    secret_updated_at: isoTimestamp(c.secretUpdatedAt),
     ...(c.authMethod === "private_key_jwt" ? keySource(c, unreadable) : { secrets: c.secrets.map((x) => ({ ...secretJson(x), last_used_at: iso(x.lastUsedAt) })) }),
   };
 }
@@ -646,7 +647,7 @@ async function run(argv: string[], io: CliIo, open: () => Promise<{ app: Plantga
       checkServerSettings(now ? "keys rotate --now" : "keys rotate", io.env, values["server-defaults"] === true);
       const { app } = await open();
       const { kid, activatesAt, status, deleted, cancelled } = await app.admin.rotateSigningKey({ now });
-      const at = new Date(activatesAt).toISOString();
+      const at = isoTimestamp(activatesAt);
       io.stderr(
         now
           ? "the new key signs from now on; running servers switch within a minute; resource servers that cached the JWKS reject its tokens until they fetch it again\n" +

@@ -78,6 +78,13 @@
   }
 
   const when = (iso) => iso.slice(0, 16).replace("T", " ") + " UTC";
+  /**
+   * A time in epoch milliseconds as ISO text, never a RangeError: one past what a Date holds (a row
+   * written by hand) is shown at the end of that range, one that is no number as the epoch, as the
+   * server's own views show them (until 2026-12-03 such an event's time broke its whole page).
+   * @param {number} ms
+   */
+  const isoOf = (ms) => new Date(typeof ms === "number" && !Number.isNaN(ms) ? Math.min(8.64e15, Math.max(-8.64e15, ms)) : 0).toISOString();
 
   /**
    * A value from the data, for a sentence around it: anything beyond printable ASCII is wrapped in
@@ -1248,7 +1255,7 @@
   function eventDetails(e) {
     return Object.entries(e)
       .filter(([k]) => !EVENT_COLUMNS.has(k))
-      .map(([k, v]) => k + ": " + (Array.isArray(v) ? q(v.join(" ")) : v === null ? "—" : typeof v === "number" && /_at$|_until$/.test(k) ? when(new Date(v).toISOString()) : q(v)))
+      .map(([k, v]) => k + ": " + (Array.isArray(v) ? q(v.join(" ")) : v === null ? "—" : typeof v === "number" && /_at$|_until$/.test(k) ? when(isoOf(v)) : q(v)))
       .join("; ");
   }
 
@@ -1280,7 +1287,7 @@
         el(
           "tr",
           {},
-          el("td", { "data-label": "Time", text: when(new Date(e.time).toISOString()) }),
+          el("td", { "data-label": "Time", text: when(isoOf(e.time)) }),
           el("td", { "data-label": "Type", text: e.type }),
           el("td", { "data-label": "Client", text: e.client_id || "" }),
           el("td", { "data-label": "Account", text: e.username || e.account_id || (typeof e.subject === "string" && !e.subject.startsWith("client:") ? e.subject : "") }),

@@ -12,6 +12,7 @@ export { ApiError, ApiErrorCode, AuditNotKeptError, HostFaultError, OAuthError, 
 export { describeError, unavailableResponse, type PlainResponse } from "./http/respond.js";
 export { guardedLogger, MAX_AUDIT_RETENTION_DAYS } from "./options.js";
 export { dropRejection, isThenable } from "./util/thenable.js";
+export { isoTimestamp } from "./util/iso-time.js";
 export type { Logger } from "./context.js";
 export type * from "./events/types.js";
 export { SECURITY_EVENT_TYPES } from "./events/types.js";

@@ -1,3 +1,4 @@
+import { isoTimestamp } from "../util/iso-time.js";
 import { hashPassword, uuidV4 } from "../crypto/index.js";
 import type { Context } from "../context.js";
 import type { AccountRecord } from "../storage/types.js";
@@ -487,7 +488,7 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       }
       const active = keys.find((k) => k.status === "active");
       if (key.status !== "next" && active !== undefined && now - active.activatesAt < SIGNING_RELOAD_MS) {
-        const from = new Date(active.activatesAt + SIGNING_RELOAD_MS).toISOString();
+        const from = isoTimestamp(active.activatesAt + SIGNING_RELOAD_MS);
         throw new AdminError(`signing key ${quoteId(kid)} may still sign on instances that have not re-read the keys since ${quoteId(active.kid)} took over (they do within a minute): revoke it from ${from}`);
       }
       // The prunable keys before it go first: a key's retirement is read from the key after it, so

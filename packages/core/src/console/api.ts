@@ -1,3 +1,4 @@
+import { isoTimestamp } from "../util/iso-time.js";
 import { AdminConflictError, AdminError, AdminNotFoundError, createAdmin, REENCRYPT_MOVES, type ClientSecretView, type ClientView } from "../admin/index.js";
 import { MAX_CLIENT_NAME, readConsoleClientPage, type ClientPage } from "../admin/clients.js";
 import { quoteId } from "../admin/errors.js";
@@ -49,7 +50,7 @@ export interface ConsoleClientSecret {
 /** The grants the console offers, in the order the page lists them. */
 export const CONSOLE_GRANTS: GrantType[] = ["client_credentials", "password", "refresh_token"];
 
-const iso = (ms: number) => new Date(ms).toISOString();
+const iso = isoTimestamp;
 
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 

@@ -1,3 +1,4 @@
+import { isoTimestamp } from "../util/iso-time.js";
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
 import { quoteId } from "../admin/errors.js";
 import { MIN_RSA_BITS, rsaModulusBits } from "../crypto/rsa.js";
@@ -989,8 +990,8 @@ export function signingKeyView(k: ListedSigningKey): SigningKeyView {
   return {
     kid: k.kid,
     alg: k.alg,
-    createdAt: new Date(k.createdAt).toISOString(),
-    activatesAt: new Date(k.activatesAt).toISOString(),
+    createdAt: isoTimestamp(k.createdAt),
+    activatesAt: isoTimestamp(k.activatesAt),
     status: k.status,
     stored: k.stored,
     atRest: k.atRest,
