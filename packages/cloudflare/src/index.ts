@@ -604,7 +604,12 @@ export function createWorker(options: CreateWorkerOptions = {}): PlantgateWorker
     // reads such a body as chunked and hands the Worker both headers; until 2026-12-01 the Worker
     // served it (a token). workerd then also serves the bytes after the chunked body as a request of
     // its own, which no Worker code can stop (README).
-    if (request.headers.has("transfer-encoding") && request.headers.has("content-length")) {
+    // So is a Transfer-Encoding other than exactly `chunked` (since 2026-12-03): workerd served
+    // `chunked, chunked` and two `Transfer-Encoding: chunked` lines (a token), which Node refuses
+    // 400 and front ends may frame apart. (An empty line before `chunked` reaches the Worker as
+    // `chunked` alone: served; Node answers 501.)
+    const transferEncoding = request.headers.get("transfer-encoding");
+    if (transferEncoding !== null && (request.headers.has("content-length") || transferEncoding.trim().toLowerCase() !== "chunked")) {
       return new Response(JSON.stringify({ error: "invalid_request", error_description: "The request cannot be processed." }), {
         status: 400,
         headers: { "content-type": "application/json", "cache-control": "no-store" },

@@ -56,3 +56,31 @@ it("a token request with both Content-Length and Transfer-Encoding: chunked is r
   expect(first.slice(first.indexOf("\r\n\r\n") + 4)).toBe('{"error":"invalid_request","error_description":"The request cannot be processed."}');
   expect(first).toMatch(/\r\ncache-control: no-store\r\n/i);
 });
+
+it("a Transfer-Encoding other than exactly chunked (chunked twice, in one line or in two) is refused 400 invalid_request as Node refuses it (workerd issued a token); an empty line before chunked reaches the Worker as chunked alone", async () => {
+  const { base } = await worker.start(`import { createWorker } from "../src/index.ts"; export default createWorker();`, {
+    d1: true,
+    bindings: { PLANTGATE_BOOTSTRAP_CLIENT_ID: "c1", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "0123456789abcdef0123", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" },
+  });
+  const host = new URL(base).host;
+  const form = "grant_type=client_credentials";
+  const chunked = `${form.length.toString(16)}\r\n${form}\r\n0\r\n\r\n`;
+  const head = `POST /UserService/connect/token HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/x-www-form-urlencoded\r\nAuthorization: ${BASIC}\r\nConnection: close\r\n`;
+  const answers: Record<string, { status: string; token: boolean; body: string }> = {};
+  for (const [name, lines] of [
+    ["one line", "Transfer-Encoding: chunked, chunked\r\n"],
+    ["two lines", "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"],
+    ["empty first", "Transfer-Encoding:\r\nTransfer-Encoding: chunked\r\n"],
+  ] as const) {
+    const wire = await raw(base, `${head}${lines}\r\n${chunked}`);
+    answers[name] = { status: wire.slice(0, 12), token: wire.includes('"access_token"'), body: wire.slice(wire.indexOf("\r\n\r\n") + 4) };
+  }
+  const refused = { status: "HTTP/1.1 400", token: false, body: '{"error":"invalid_request","error_description":"The request cannot be processed."}' };
+  expect({ "one line": answers["one line"], "two lines": answers["two lines"] }).toEqual({ "one line": refused, "two lines": refused });
+  // An empty Transfer-Encoding line before `chunked`: workerd hands the Worker `chunked` alone, so
+  // no Worker code can tell it (Node answers 501): served, as the README says.
+  expect({ status: answers["empty first"]!.status, token: answers["empty first"]!.token }).toEqual({ status: "HTTP/1.1 200", token: true });
+  // The same request with one Transfer-Encoding: chunked is served (a token).
+  const served = await raw(base, `${head}Transfer-Encoding: chunked\r\n\r\n${chunked}`);
+  expect({ status: served.slice(0, 12), token: served.includes('"access_token"') }).toEqual({ status: "HTTP/1.1 200", token: true });
+}, 30_000);

@@ -50,7 +50,11 @@ export interface ServeOptions extends RequestListenerOptions {
    * answers wait unsent in full buffers) holds its connection for good, and `maxConnections` such
    * clients shut everyone else out. Longer than any answer should take to start flowing, and than
    * the refresh-token grace window (30 s by default): a refresh whose answer is cut off is retried
-   * with the old token, which the server takes for reuse once the window has passed.
+   * with the old token, which the server takes for reuse once the window has passed. Default 62 000
+   * since 2026-12-03 (60 000 before): longer than `requestTimeout` and Node's check of it (every
+   * second), so a request whose upload stalls gets its 408; at 60 000, equal to `requestTimeout`,
+   * the connection, silent as long from the upload's last byte, was destroyed first with no answer
+   * at all. Given one at or under `requestTimeout`, such a request is closed unanswered.
    */
   socketTimeout?: number;
   /**
@@ -66,7 +70,7 @@ export const SERVE_DEFAULTS = Object.freeze({
   requestTimeout: 60_000,
   keepAliveTimeout: 5_000,
   maxConnections: 1_024,
-  socketTimeout: 60_000,
+  socketTimeout: 62_000,
   closeTimeout: DEFAULT_CLOSE_TIMEOUT_MS,
 });
 

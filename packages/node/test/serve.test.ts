@@ -291,8 +291,8 @@ describe("serve limits", () => {
         keepAliveTimeout: server.keepAliveTimeout,
         maxConnections: server.maxConnections,
         socketTimeout: server.timeout,
-      }).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 60_000 });
-      expect(SERVE_DEFAULTS).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 60_000, closeTimeout: 10_000 });
+      }).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 62_000 });
+      expect(SERVE_DEFAULTS).toEqual({ headersTimeout: 10_000, requestTimeout: 60_000, keepAliveTimeout: 5_000, maxConnections: 1_024, socketTimeout: 62_000, closeTimeout: 10_000 });
     } finally {
       await running.close();
     }
@@ -334,6 +334,26 @@ describe("serve limits", () => {
     } finally {
       await running.close();
     }
+  });
+
+  it("a request whose upload stalls right after it starts gets requestTimeout's 408 when socketTimeout is 2 s longer (the defaults' relation since 2026-12-03, 60 s and 62 s); at an equal socketTimeout (the defaults' until then, 60 s each) the connection was closed first, unanswered", async () => {
+    const reading = { fetch: async (request: Request) => new Response(await request.text()) };
+    const stalled = async (socketTimeout: number) => {
+      const running = await serve(reading, { port: 0, host: "127.0.0.1", headersTimeout: 1_000, requestTimeout: 1_000, socketTimeout });
+      try {
+        const socket = await open(running.url);
+        const whole = textUntilClose(socket);
+        // The head and 11 of the 29 bytes the body declares, in one write, then nothing.
+        socket.write("POST / HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-www-form-urlencoded\r\ncontent-length: 29\r\n\r\ngrant_type=");
+        return await whole;
+      } finally {
+        await running.close();
+      }
+    };
+    const answered = await stalled(3_000);
+    expect(answered.slice(0, answered.indexOf("\r\n"))).toBe("HTTP/1.1 408 Request Timeout");
+    expect(answered.slice(answered.indexOf("\r\n\r\n") + 4)).toBe('{"error":"invalid_request","error_description":"The request did not arrive in time."}');
+    expect(await stalled(1_000), "socketTimeout equal to requestTimeout: closed before the 408").toBe("");
   });
 
   it("destroys a connection whose client sends requests and never reads the answers, after socketTimeout; others are served meanwhile", async () => {
