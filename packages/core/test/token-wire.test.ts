@@ -71,6 +71,14 @@ describe("request format (RFC 6749 §3.2)", () => {
     );
   });
 
+  it("an empty charset is invalid_request whether it is quoted or not (charset= was taken as no charset until 2026-12-03, while charset=\"\" was refused)", async () => {
+    const h = await harness();
+    for (const type of [`${FORM}; charset=`, `${FORM}; charset=""`, `${FORM};charset= `, `${FORM}; charset=; x=y`]) {
+      const res = await rawTokenRequest(h.app, "grant_type=client_credentials", { "content-type": type, ...auth(h) });
+      expect([type, res.status, await res.json()]).toEqual([type, 400, { error: "invalid_request", error_description: "The request body must be UTF-8." }]);
+    }
+  });
+
   it("a Content-Type that gives its charset twice is invalid_request, whichever the values (a proxy may read the other one)", async () => {
     const h = await harness();
     for (const type of [`${FORM}; charset=utf-8; charset=iso-8859-1`, `${FORM}; charset=UTF-8;charset="utf-8"`, `${FORM};charset=iso-8859-1; Charset=utf-8`]) {

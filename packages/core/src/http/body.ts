@@ -169,7 +169,9 @@ export function charset(request: Request): string | null {
   CHARSET.lastIndex = 0;
   return (again === null ? m[1]! : `${m[1]!},${again[1]!}`).toLowerCase();
 }
-const CHARSET = /;\s*charset\s*=\s*"?([^";\s]+)"?/gi;
+// The value may be empty (`charset=`, taken for no charset until 2026-12-03, while `charset=""`
+// was refused): then it is "", which names no UTF-8.
+const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)"?/gi;
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const JOINED_TYPE = /,[ \t]*[!#$%&'*+.^_`|~0-9A-Za-z-]+\/[!#$%&'*+.^_`|~0-9A-Za-z-]+/;
