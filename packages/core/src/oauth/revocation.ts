@@ -15,8 +15,10 @@ import type { RefreshTokenRecord } from "../storage/types.js";
  * - An access token's `jti` is recorded as revoked until the token's `exp`; the bearer check refuses it.
  * - An unknown, malformed or already expired token: 200, nothing changes (RFC 7009 §2.2).
  * - A valid token issued to another client: 400 `invalid_request`, nothing changes. RFC 7009 §2.1
- *   says such a request "is refused and the client is informed of the error"; the refusal tells the
- *   caller nothing it could not learn by using the token it already holds. Another client's refresh
+ *   says such a request "is refused and the client is informed of the error". For an access token
+ *   the refusal tells the caller nothing it could not learn by using the token it holds; for
+ *   another client's refresh token it tells that the family is live, which the token endpoint and
+ *   introspection do not (README: kept, as the RFC asks). Another client's refresh
  *   token that is revoked, consumed or expired, or access token that is revoked, is an invalid token:
  *   200, as an unknown string (the 400 told its holder the string was, or had been, a token of some
  *   other client, where introspection answers `{"active":false}`).
