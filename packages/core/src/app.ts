@@ -142,7 +142,18 @@ const ROUTES: ReadonlyMap<string, Route> = new Map([
       GET: (ctx, urls, request) => withBearerRead(ctx, urls, request, "listAccounts", () => listAccounts(ctx, new URL(request.url).searchParams)),
     }),
   ],
-  ["/.well-known/jwks.json", route("api", { GET: async (ctx) => json(200, await ctx.keyring.jwks(), { "cache-control": `public, max-age=${JWKS_MAX_AGE_SECONDS}` }) })],
+  [
+    "/.well-known/jwks.json",
+    route("api", {
+      GET: async (ctx) => {
+        const jwks = await ctx.keyring.jwks();
+        // While this instance's re-reads of the keys fail, its set may lack a key another instance
+        // stored since, one that signs within JWKS_MAX_AGE_SECONDS: not to be kept (since
+        // 2026-12-03; a resource server kept such a copy 300 s and refused that key's tokens).
+        return json(200, jwks, { "cache-control": ctx.keyring.stale ? "no-store" : `public, max-age=${JWKS_MAX_AGE_SECONDS}` });
+      },
+    }),
+  ],
   // Built from the request's Host only when neither baseUrl nor an issuer URL is configured: then
   // no shared cache may hand one client's document to another.
   [METADATA_PATH, route("api", { GET: async (ctx, urls) => json(200, metadata(ctx, urls), hostDependent(ctx)) })],

@@ -119,3 +119,31 @@ describe("a failed re-read of the signing keys", () => {
     expect(res.status).toBe(503);
   });
 });
+
+describe("the JWK Set while re-reads of the keys fail (since 2026-12-03)", () => {
+  it("is served no-store while the last re-read failed (it may lack a key another instance stored since, and a resource server kept it 300 s), and public, max-age=300 again once a re-read works", async () => {
+    const clock = manualClock();
+    const { storage, outage } = outageStorage();
+    const app = createPlantgate({ storage, clock: clock.now, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+    const jwks = async () => {
+      const res = await app.fetch(new Request("https://as.example.test/.well-known/jwks.json"));
+      const body = (await res.json()) as { keys: { kid: string }[] };
+      return { status: res.status, cache: res.headers.get("cache-control"), kids: body.keys.map((k) => k.kid) };
+    };
+    const first = await jwks();
+    expect(first).toEqual({ status: 200, cache: "public, max-age=300", kids: [expect.any(String)] });
+    outage.on = true;
+    clock.advance(61_000); // past the 60 s reload interval: the re-read this request makes fails
+    expect(await jwks()).toEqual({ status: 200, cache: "no-store", kids: first.kids });
+    clock.advance(1_000);
+    expect(await jwks(), "no re-read within 5 s: still the keys of before").toEqual({ status: 200, cache: "no-store", kids: first.kids });
+    // Another instance stores a next key meanwhile; the store answers again at the next try.
+    const next = await generateKeyRecord("ES256", clock.now(), clock.now() + 360_000);
+    await storage.signingKeys.create(next);
+    outage.on = false;
+    clock.advance(5_000);
+    const after = await jwks();
+    expect(after).toEqual({ status: 200, cache: "public, max-age=300", kids: expect.arrayContaining([...first.kids, next.kid]) });
+    expect(after.kids).toHaveLength(2);
+  });
+});

@@ -221,9 +221,6 @@ function clientEndpointErrors(): Record<string, OperationResponse> {
  * const ops = createOperations({ maxPageSize: 100, defaultPageSize: 20, requiredScopes: { createPlant: [], listAccounts: ["Platform_UserAPIs"] } });
  */
 export function createOperations(settings: OperationSettings): Operation[] {
-  const cacheable: Record<string, ResponseHeader> = {
-    "Cache-Control": { description: "May be cached for five minutes.", schema: z.literal("public, max-age=300"), required: true },
-  };
   const operations: Operation[] = [
     {
       path: "/plants",
@@ -326,7 +323,20 @@ export function createOperations(settings: OperationSettings): Operation[] {
       tags: ["OAuth 2.0"],
       description: "The JWK Set (RFC 7517) with the public keys of the access tokens' signing keys; select by the token's `kid`.",
       security: { kind: "none" },
-      responses: { "200": { description: "The JWK Set.", body: JwksSchema, headers: cacheable }, ...serverFailures() },
+      responses: {
+        "200": {
+          description: "The JWK Set.",
+          body: JwksSchema,
+          headers: {
+            "Cache-Control": {
+              description: "May be cached for five minutes; `no-store` while the answering instance cannot re-read the keys (its set may lack a key stored since).",
+              schema: z.enum(["public, max-age=300", "no-store"]),
+              required: true,
+            },
+          },
+        },
+        ...serverFailures(),
+      },
     },
     {
       path: "/.well-known/oauth-authorization-server",

@@ -125,6 +125,11 @@ export interface Keyring {
   /** The public JWK Set: `next`, `active` and `retired` keys. */
   jwks(): Promise<{ keys: JWK[] }>;
   /**
+   * Whether the last re-read of the keys failed (a storage outage) and the keys loaded before serve:
+   * then the JWK Set may lack a key other instances have stored since, and is served uncached.
+   */
+  readonly stale: boolean;
+  /**
    * Every stored key with its status, newest first (loads first, so a fresh store gets its key).
    * What signing acts on; a listing for people is {@link listSigningKeys}, which writes nothing.
    */
@@ -870,6 +875,9 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     },
     async jwks() {
       return { keys: (await ensure()).filter(trusted).map((k) => k.publicJwk) };
+    },
+    get stale() {
+      return failing;
     },
     async list() {
       await ensure();
