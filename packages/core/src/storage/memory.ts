@@ -255,18 +255,6 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         }
         return n;
       },
-      async dropReplays(consumedBefore, limit) {
-        if (!Number.isSafeInteger(limit) || limit < 1) throw new TypeError("dropReplays: limit must be a positive integer");
-        let n = 0;
-        for (const r of refresh.values()) {
-          if (n >= limit) break;
-          if (r.replay !== null && r.consumedAt !== null && r.consumedAt <= consumedBefore) {
-            r.replay = null;
-            n++;
-          }
-        }
-        return n;
-      },
     },
     plants: {
       async create(record) {

@@ -145,14 +145,6 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
       if (!Number.isSafeInteger(limit) || limit < 1) return Promise.reject(new TypeError("deleteEndedFamilies: limit must be a positive integer"));
       return run("refreshTokens.deleteEndedFamilies", () => exec(`delete from ${families} where (${familyColumns}) in (select ${familyColumns} from ${families} where ${endedFamilies} limit ?)`, now, now, limit));
     },
-    dropReplays: (consumedBefore, limit) => {
-      if (!Number.isSafeInteger(limit) || limit < 1) return Promise.reject(new TypeError("dropReplays: limit must be a positive integer"));
-      // One statement, the newest first down the (consumed_at, expires_at) index: what the Kysely store compiles to on SQLite.
-      const stale = `"consumed_at" <= ? and "replay" is not null`;
-      return run("refreshTokens.dropReplays", () =>
-        exec(`update ${table} set "replay" = null where "token_hash" in (select "token_hash" from ${table} where ${stale} order by "consumed_at" desc limit ?) and ${stale}`, consumedBefore, limit, consumedBefore),
-      );
-    },
   };
 }
 

@@ -328,34 +328,5 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
       if (!Number.isSafeInteger(limit) || limit < 1) return Promise.reject(new TypeError("deleteEndedFamilies: limit must be a positive integer"));
       return run("refreshTokens.deleteEndedFamilies", () => deleteEndedFamilies(now, limit));
     },
-    dropReplays: (consumedBefore, limit) => {
-      if (!Number.isSafeInteger(limit) || limit < 1) return Promise.reject(new TypeError("dropReplays: limit must be a positive integer"));
-      return run("refreshTokens.dropReplays", async () => {
-        // The newest first, down the (consumed_at, expires_at) index of migration 0005: the replays
-        // still there are the tokens rotated since the last run, at the top of that range, so a
-        // batch reads about as many index entries as it changes; the run's last, short batch reads
-        // on through the rows dropped before (no index of its own: one more entry on every
-        // rotation, the refresh grant's hot write, to save a range read once per prune).
-        const stale = (eb: ExpressionBuilder<Database, typeof TABLES.refreshTokens>) => eb.and([eb("consumed_at", "<=", consumedBefore), eb("replay", "is not", null)]);
-        if (family === "mysql") {
-          // MySQL's UPDATE takes ORDER BY and LIMIT, and no subquery on the table it changes.
-          return ctx.again(async () => {
-            const result = await db.updateTable(TABLES.refreshTokens).set({ replay: null }).where(stale).orderBy("consumed_at", "desc").limit(limit).executeTakeFirst();
-            return Number(result.numUpdatedRows);
-          });
-        }
-        const result = await db
-          .updateTable(TABLES.refreshTokens)
-          .set({ replay: null })
-          .where("token_hash", "in", (eb) => {
-            const picked = eb.selectFrom(TABLES.refreshTokens).select("token_hash").where(stale).orderBy("consumed_at", "desc").limit(limit);
-            // Rows another pruner picked are skipped, not waited for (and not counted twice).
-            return family === "postgres" ? picked.forUpdate().skipLocked() : picked;
-          })
-          .where(stale)
-          .executeTakeFirst();
-        return Number(result.numUpdatedRows);
-      });
-    },
   };
 }
