@@ -105,8 +105,10 @@ export interface Observer {
    * an audit store), with a function that reads, at the moment it is called, how many deliveries
    * to them are unfinished: what `plantgate_event_deliveries_pending` serves (since 2026-12-03).
    * Reading first lets go of deliveries unfinished for 60 s (counted lost, as they would be at the
-   * next event), so a reading is never above `maxPendingEventDeliveries` per receiver. Keep the
-   * function only as long as the app: it holds the app's event sink.
+   * next event). Each receiver's own count stays at or under `maxPendingEventDeliveries` (but a
+   * result made with `composedHookResult`, which may pass it by its parts); `hook` sums the hooks
+   * of a composed one, so it may reach that bound once for each. Keep the function only as long as
+   * the app: it holds the app's event sink.
    */
   eventBacklog?(read: () => EventBacklogReading): void;
 }
