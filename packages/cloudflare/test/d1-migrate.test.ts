@@ -89,7 +89,7 @@ describe("a migration batch that fails at the start, in workerd", () => {
     await new Promise((resolve) => setTimeout(resolve, WORKER_START_RETRY_MS + 100));
     await fetch(`${base}/__gate?mode=open`);
     expect((await fetch(`${base}/.well-known/jwks.json`)).status).toBe(200);
-    expect(await (await fetch(`${base}/__migrations`)).json()).toBe(14);
+    expect(await (await fetch(`${base}/__migrations`)).json()).toBe(15);
   }, 60_000);
 
   it("a race lost to a migrator that then stopped: the start applies what is left and serves", async () => {
@@ -98,7 +98,7 @@ describe("a migration batch that fails at the start, in workerd", () => {
     const first = await timed(`${base}/.well-known/jwks.json`);
     expect(first.status).toBe(200);
     expect(first.ms).toBeLessThan(5000);
-    expect(await (await fetch(`${base}/__migrations`)).json()).toBe(14);
+    expect(await (await fetch(`${base}/__migrations`)).json()).toBe(15);
     expect(log.text).not.toContain("ERROR");
   }, 60_000);
 });

@@ -145,11 +145,13 @@ describe("the cron prune's budget, in workerd", () => {
     expect(await rows()).toEqual([{ refreshTokens: 0, families: 0, sessions: 0, attempts: 0, revokedTokens: 0 }]);
 
     // A run with nothing to prune: one batch per store, all short, each one statement (the refresh
-    // tokens' too: until 2026-11-30 two, the family rule's and the sliding rule's), and the 2 fixed
-    // queries (the clients' longest token lifetime, the signing keys): 9.
+    // tokens' too: until 2026-11-30 two, the family rule's and the sliding rule's), but the refresh
+    // tokens', short, then drops the replays rotated 6 minutes ago or more in the same batch (one
+    // statement more, since 2026-12-03), and the 2 fixed queries (the clients' longest token
+    // lifetime, the signing keys): 10.
     const fourth = await run();
     expect(fourth.outcome).toEqual({ outcome: "ok", noRetry: false });
-    expect(fourth.d1.statements, JSON.stringify(fourth.d1)).toBe(9);
+    expect(fourth.d1.statements, JSON.stringify(fourth.d1)).toBe(10);
     expect(fourth.counts).toStrictEqual({ ...zero, complete: true });
     // What each run cost, for the README: a fresh isolate's first run, two full runs, an idle one.
     console.log(`D1 calls per run: ${JSON.stringify([first.d1, second.d1, third.d1, fourth.d1])}`);

@@ -230,6 +230,58 @@ describe("admin.prune", () => {
     }
   });
 
+  it("the refresh tokens' replays: dropped in batches once the expired tokens are done, uncounted, within the budget; a failure of theirs is named refreshReplays and the others are pruned", async () => {
+    const storage = createMemoryStorage();
+    const errors: unknown[][] = [];
+    const h = await harness({ storage, logger: { error: (...args: unknown[]) => void errors.push(args), warn() {} } });
+    const now = h.clock.now();
+    const rotated = (i: number, consumedAt: number) => ({
+      tokenHash: `rt-${i}`, familyId: `f-${i}`, clientId: "c", accountId: "a", scope: [], createdAt: now - DAY, expiresAt: now + DAY,
+      familyExpiresAt: now + 30 * DAY, consumedAt, revokedAt: null, replay: `v1.sealed-${i}`, graceUses: 0,
+    });
+    // 25 rotated 7 minutes ago (past the 6 kept), 3 rotated a minute ago (within), 5 expired tokens.
+    for (let i = 0; i < 25; i++) await storage.refreshTokens.create(rotated(i, now - 420_000));
+    for (let i = 25; i < 28; i++) await storage.refreshTokens.create(rotated(i, now - 60_000));
+    for (let i = 0; i < 5; i++) await storage.refreshTokens.create({ ...rotated(100 + i, null as unknown as number), consumedAt: null, replay: null, expiresAt: now - 1 });
+    const calls: string[] = [];
+    const drop = storage.refreshTokens.dropReplays!.bind(storage.refreshTokens);
+    storage.refreshTokens.dropReplays = (before, limit) => (calls.push(`dropReplays ${now - before} ${limit}`), drop(before, limit));
+    const expired = storage.refreshTokens.deleteExpired.bind(storage.refreshTokens);
+    storage.refreshTokens.deleteExpired = (at, limit) => (calls.push(`deleteExpired ${limit}`), expired(at, limit));
+    const replays = async () => {
+      const held: string[] = [];
+      for (let i = 0; i < 28; i++) if ((await storage.refreshTokens.findByHash(`rt-${i}`))?.replay) held.push(`rt-${i}`);
+      return held;
+    };
+    // A budget of 5 (one round of the memory store's five queues): the tokens' batch comes back
+    // short (5), and the first batch of replays goes in the same batch; the next run takes the rest.
+    expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 5 })).toStrictEqual({ ...ZERO, refreshTokens: 5, complete: false });
+    expect(calls).toEqual(["deleteExpired 10", "dropReplays 360000 10"]);
+    expect(await replays()).toHaveLength(18);
+    calls.length = 0;
+    expect(await h.app.admin.prune({ batchSize: 10 })).toStrictEqual(ZERO);
+    expect(calls).toEqual(["deleteExpired 10", "dropReplays 360000 10", "dropReplays 360000 10"]);
+    // The rotated rows stay, and the three within the window keep their replays.
+    expect(await replays()).toEqual(["rt-25", "rt-26", "rt-27"]);
+    expect(await storage.refreshTokens.findByHash("rt-0")).toMatchObject({ consumedAt: now - 420_000, replay: null });
+
+    // A failing dropReplays: named refreshReplays, the tokens' count kept, the other stores pruned.
+    for (let i = 0; i < 4; i++) await storage.refreshTokens.create({ ...rotated(200 + i, 0), consumedAt: null, replay: null, expiresAt: now - 1 });
+    for (let i = 0; i < 3; i++) await storage.sessions.create({ idHash: `s-${i}`, accountId: "a", csrfHash: "c", createdAt: now - DAY, expiresAt: now - 1 });
+    const outage = new StorageError("memory storage failed during refreshTokens.dropReplays");
+    storage.refreshTokens.dropReplays = () => Promise.reject(outage);
+    await expect(h.app.admin.prune({ batchSize: 10 })).rejects.toBe(outage);
+    expect(errors).toStrictEqual([
+      [
+        "prune: some stores failed; the others were pruned",
+        {
+          failed: [{ store: "refreshReplays", name: "StorageError", message: "memory storage failed during refreshTokens.dropReplays" }],
+          counts: { ...ZERO, refreshTokens: 4, sessions: 3, complete: false },
+        },
+      ],
+    ]);
+  });
+
   it("without maxBatches each store is drained to its end in one run, as before budgets existed", async () => {
     const storage = createMemoryStorage();
     const h = await harness({ storage });

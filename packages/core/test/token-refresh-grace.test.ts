@@ -395,3 +395,52 @@ describe("strict one-time use and per-client windows", () => {
     expect(() => optionsFromEnv({ PLANTGATE_REFRESH_GRACE_MAX_USES: "0" })).toThrow(ConfigError);
   });
 });
+
+describe("replays at rest after their window (since 2026-12-03)", () => {
+  /** The refresh tokens reached from `token` by opening each stored replay with the token before it: what a reader of the store who holds `token` gets. */
+  async function walk(h: Harness, token: string): Promise<string[]> {
+    const reached: string[] = [];
+    for (let at = token; ; ) {
+      const hash = await refreshTokenKey(sha256, at);
+      const sealed = (await h.app.storage.refreshTokens.findByHash(hash))?.replay;
+      if (!sealed) return reached;
+      const opened = await openReplay(at, hash, sealed);
+      if (opened === null) return reached;
+      at = (JSON.parse(opened) as TokenBody).refresh_token!;
+      reached.push(at);
+    }
+  }
+
+  it("prune drops the replays of tokens rotated 6 minutes ago or more: a stale rotated token and a copy of the store no longer lead to the family's live token; a rotation within the window keeps its replay and its grace answer", async () => {
+    const h = await harness();
+    const first = await freshRefreshToken(h);
+    let head = first;
+    for (let i = 0; i < 5; i++) {
+      h.clock.advance(3_600_000);
+      head = (await expectTokenSuccess(await refreshRequest(h, head))).refresh_token!;
+    }
+    // Before a prune: the oldest token and the store reach the live head, with no request made (reuse detection never sees it).
+    expect((await walk(h, first)).at(-1)).toBe(head);
+    // One more rotation, just before the prune: within its window.
+    h.clock.advance(3_600_000);
+    const latest = await expectTokenSuccess(await refreshRequest(h, head));
+    h.clock.advance(10_000);
+    expect(await h.app.admin.prune()).toEqual({ refreshTokens: 0, sessions: 0, attempts: 0, revokedTokens: 0, assertionJtis: 0, signingKeys: 0, auditEvents: 0, complete: true });
+    expect(await walk(h, first), "every replay older than 6 minutes dropped").toEqual([]);
+    // The rotated rows stay (presenting one again is reuse), without their replays.
+    const rotated = await record(h, first);
+    expect(rotated).toMatchObject({ replay: null, revokedAt: null, consumedAt: expect.any(Number) });
+    // The last rotation (10 s ago) keeps its replay: a retry of its token within the window gets the same answer (10 s less to live).
+    expect((await walk(h, head)).at(-1)).toBe(latest.refresh_token);
+    expect(await expectTokenSuccess(await refreshRequest(h, head))).toEqual({ ...latest, expires_in: 7190 });
+    // Past 6 minutes the next prune drops it too; the family lives on at its head.
+    h.clock.advance(360_000);
+    await h.app.admin.prune();
+    expect(await walk(h, head)).toEqual([]);
+    const next = await expectTokenSuccess(await refreshRequest(h, latest.refresh_token!));
+    expect(next.refresh_token).not.toBe(latest.refresh_token);
+    // And a stale token presented again is still reuse: the family is revoked.
+    await expectTokenError(await refreshRequest(h, first), 400, INVALID_REFRESH);
+    await expectTokenError(await refreshRequest(h, next.refresh_token!), 400, INVALID_REFRESH);
+  });
+});

@@ -61,7 +61,7 @@ const client = (clientId: string, accessTokenTtl: number | null): ClientRecord =
 const V1_TABLES = [TABLES.accounts, TABLES.clients, TABLES.migrations, TABLES.migrationLock, TABLES.plants, TABLES.refreshTokens, TABLES.signingKeys].sort();
 const V2_TABLES = [...V1_TABLES, TABLES.attempts, TABLES.revokedTokens, TABLES.sessions].sort();
 const ALL_TABLES = [...V2_TABLES, TABLES.counters, TABLES.assertionJtis, TABLES.audit, TABLES.refreshFamilies].sort();
-const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0007_client_auth", "0008_audit_events", "0009_client_notify", "0010_refresh_families", "0011_client_access_token_ttl_index", "0012_client_generation", "0013_signing_key_last_signed", "0014_audit_combined_indexes"];
+const ALL_MIGRATIONS = ["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0007_client_auth", "0008_audit_events", "0009_client_notify", "0010_refresh_families", "0011_client_access_token_ttl_index", "0012_client_generation", "0013_signing_key_last_signed", "0014_audit_combined_indexes", "0015_refresh_token_replay_index"];
 
 /** The table names present in the test database, from the engine's catalog. */
 async function tables(engine: Engine, db: FreshDatabase): Promise<string[]> {
@@ -85,6 +85,32 @@ async function insertPrePositionAccount(engine: Engine, db: FreshDatabase, r: Ac
 
 export function describeSqlBehaviour(engine: Engine): void {
   describe(`${engine.label}: SQL behaviour`, () => {
+    /**
+     * Runs `run` over the storage's database while capturing the one statement it makes (with its
+     * values), then asks the engine for that statement's plan, as text, one `key=value` line per row;
+     * PostgreSQL is asked with the named planner methods (`enable_seqscan`, `enable_sort`) priced out.
+     */
+    const planOfOne = async <T>(storage: SqlStorage, run: (db: Kysely<any>) => Promise<T>, pgOff: string[]): Promise<{ plan: string; result: T }> => {
+      const base = storage.db as Kysely<any>;
+      const captured: CompiledQuery[] = [];
+      const capturing = base.withPlugin({
+        transformQuery: (args) => (captured.push(base.getExecutor().compileQuery(args.node, args.queryId)), args.node),
+        transformResult: async (args) => args.result,
+      });
+      const result = await run(capturing);
+      expect(captured).toHaveLength(1);
+      const { sql: text, parameters } = captured[0]!;
+      const explain = (db: Kysely<any>) => db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(`${engine.family === "sqlite" ? "explain query plan" : "explain"} ${text}`, [...parameters]));
+      const rows =
+        engine.family === "postgres"
+          ? await base.transaction().execute(async (trx) => {
+              for (const setting of pgOff) await sql.raw(`set local ${setting} = off`).execute(trx);
+              return (await explain(trx)).rows;
+            })
+          : (await explain(base)).rows;
+      return { plan: rows.map((r) => Object.entries(r).map(([k, v]) => `${k}=${v}`).join(" ")).join("\n"), result };
+    };
+
     const cleanups: Array<() => Promise<void>> = [];
     afterEach(async () => {
       for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -400,29 +426,10 @@ export function describeSqlBehaviour(engine: Engine): void {
       const TYPES = ["token.issued", "token.refreshed", "account.login_failed", "token.revoked", "client.authentication_failed", "account.locked_out"];
 
       /** The engine's plan of the one SELECT `list(query)` runs, as text, one line per row. */
-      const planOfList = async (storage: SqlStorage, query: Parameters<NonNullable<SqlStorage["audit"]>["list"]>[0]): Promise<string> => {
-        const base = storage.db as Kysely<any>;
-        const captured: CompiledQuery[] = [];
-        const capturing = base.withPlugin({
-          transformQuery: (args) => (captured.push(base.getExecutor().compileQuery(args.node, args.queryId)), args.node),
-          transformResult: async (args) => args.result,
-        });
-        await createSqlStorage(capturing, engine.family, { audit: true }).audit!.list(query);
-        expect(captured).toHaveLength(1);
-        const { sql: text, parameters } = captured[0]!;
-        const explain = (db: Kysely<any>) => db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(`${engine.family === "sqlite" ? "explain query plan" : "explain"} ${text}`, [...parameters]));
-        const rows =
-          engine.family === "postgres"
-            ? await base.transaction().execute(async (trx) => {
-                await sql`set local enable_seqscan = off`.execute(trx);
-                // A sort of these few matches is rightly cheaper than a walk; the question is whether
-                // a walk in order exists (at 1,000,000 events it is chosen: README, audit trail).
-                await sql`set local enable_sort = off`.execute(trx);
-                return (await explain(trx)).rows;
-              })
-            : (await explain(base)).rows;
-        return rows.map((r) => Object.entries(r).map(([k, v]) => `${k}=${v}`).join(" ")).join("\n");
-      };
+      const planOfList = async (storage: SqlStorage, query: Parameters<NonNullable<SqlStorage["audit"]>["list"]>[0]): Promise<string> =>
+        // A sort of these few matches is rightly cheaper than a walk; the question is whether a walk
+        // in order exists (at 1,000,000 events it is chosen: README, audit trail).
+        (await planOfOne(storage, (db) => createSqlStorage(db, engine.family, { audit: true }).audit!.list(query), ["enable_seqscan", "enable_sort"])).plan;
 
       it("two or three filters together page through one composite index, newest first, with no sort, at any depth", async () => {
         const db = await freshDb();
@@ -463,6 +470,72 @@ export function describeSqlBehaviour(engine: Engine): void {
         // And the pages are right: the events of a type and a client, newest first, from the cursor on.
         const page = await storage.audit!.list({ type: "token.issued", clientId: "c-1", before: { time: T0 + 1500, id: "e-01500" }, limit: 3 });
         expect(page.map((r) => r.id)).toEqual(["e-01446", "e-01386", "e-01326"]);
+      });
+    });
+
+    describe("refreshTokens.dropReplays", () => {
+      /**
+       * Prune drops the replays of tokens rotated past every grace window, in batches, while the
+       * rotated rows stay until their family ends. Until migration 0015 the batches walked the
+       * `(consumed_at, expires_at)` index through every rotated row, the ones cleared before among
+       * them (300,000 rotated tokens: 34 s on PostgreSQL, which planned each batch as a scan of the
+       * whole table; 39 s on SQLite). Each batch must be a range of the index of only the rows
+       * holding a replay. The plan is the engine's for the statement the store runs (captured as
+       * it runs, with its values), on 3,000 rotated tokens of which 2,900 were cleared before;
+       * PostgreSQL is asked with sequential scans priced out.
+       */
+      const planOfDrop = async (storage: SqlStorage, consumedBefore: number, limit: number) =>
+        planOfOne(storage, (db) => createSqlStorage(db, engine.family).refreshTokens.dropReplays!(consumedBefore, limit), ["enable_seqscan"]);
+
+      it("each batch reads the index of only the tokens holding a replay, oldest first, and drops each once", async () => {
+        const db = await freshDb();
+        const storage = await open(db);
+        const base = storage.db as Kysely<any>;
+        // 3,000 rotated tokens at T0+1..T0+3000: the first 2,900 without a replay (dropped by an
+        // earlier run), the last 100 with one.
+        const rows = Array.from({ length: 3000 }, (_, i) => ({
+          token_hash: `rt-${String(i).padStart(5, "0")}`,
+          family_id: `family-${i % 50}`,
+          client_id: "client-a",
+          account_id: "acct-1",
+          scope: "[]",
+          created_at: T0,
+          expires_at: T0 + 100_000,
+          family_expires_at: T0 + 200_000,
+          consumed_at: T0 + 1 + i,
+          revoked_at: null,
+          replay: i < 2900 ? null : `v1.sealed-${i}`,
+          grace_uses: 0,
+          client_generation: null,
+        }));
+        for (let i = 0; i < rows.length; i += 250) await base.insertInto(TABLES.refreshTokens).values(rows.slice(i, i + 250)).execute();
+        if (engine.family === "postgres") await engine.exec(db, `analyze ${TABLES.refreshTokens}`);
+        if (engine.family === "mysql") await engine.exec(db, `analyze table ${TABLES.refreshTokens}`);
+
+        const { plan, result: dropped } = await planOfDrop(storage, T0 + 2950, 30);
+        if (engine.family === "sqlite") {
+          expect(plan).toMatch(/SEARCH pg_refresh_tokens USING (COVERING )?INDEX pg_refresh_tokens_replay_idx \(consumed_at<\?\)/);
+          expect(plan).not.toContain("TEMP B-TREE");
+        } else if (engine.family === "postgres") {
+          expect(plan).toMatch(/Index Scan using pg_refresh_tokens_replay_idx on pg_refresh_tokens/);
+          expect(plan).not.toMatch(/Seq Scan|Sort/);
+        } else {
+          expect(plan).toMatch(/type=range possible_keys=.*pg_refresh_tokens_replay_idx.* key=pg_refresh_tokens_replay_idx /);
+          expect(plan).not.toContain("filesort");
+        }
+        // The oldest 30 of those holding one, rotated at or before the instant, dropped; then the rest in batches.
+        expect(dropped).toBe(30);
+        const held = async () => (await base.selectFrom(TABLES.refreshTokens).select("token_hash").where("replay", "is not", null).orderBy("token_hash").execute()).map((r) => r.token_hash);
+        expect(await held()).toEqual(rows.slice(2930).map((r) => r.token_hash));
+        const counts: number[] = [];
+        do counts.push(await storage.refreshTokens.dropReplays!(T0 + 2950, 8));
+        while (counts.at(-1) === 8);
+        expect(counts).toEqual([8, 8, 4]);
+        expect(await held()).toEqual(rows.slice(2950).map((r) => r.token_hash));
+        expect(await storage.refreshTokens.dropReplays!(T0 + 3000, 1000)).toBe(50);
+        expect(await held()).toEqual([]);
+        // Every rotated row stays, for reuse detection.
+        expect(Number((await base.selectFrom(TABLES.refreshTokens).select((eb) => eb.fn.countAll().as("n")).executeTakeFirstOrThrow()).n)).toBe(3000);
       });
     });
 

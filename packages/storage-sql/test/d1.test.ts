@@ -169,7 +169,7 @@ describe("d1 specifics", { timeout: 30_000 }, () => {
     });
     expect(await tableNames()).toEqual(expect.arrayContaining([TABLES.attempts, TABLES.revokedTokens, TABLES.sessions, TABLES.accounts]));
     const { results } = await binding.prepare(`select name from "${TABLES.migrations}" order by name`).all();
-    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0007_client_auth", "0008_audit_events", "0009_client_notify", "0010_refresh_families", "0011_client_access_token_ttl_index", "0012_client_generation", "0013_signing_key_last_signed", "0014_audit_combined_indexes"]);
+    expect(results.map((r) => r.name)).toEqual(["0001_initial", "0002_attempts_revoked_tokens_sessions", "0003_signing_key_activation", "0004_account_positions", "0005_refresh_token_expiry_indexes", "0006_refresh_token_grace", "0007_client_auth", "0008_audit_events", "0009_client_notify", "0010_refresh_families", "0011_client_access_token_ttl_index", "0012_client_generation", "0013_signing_key_last_signed", "0014_audit_combined_indexes", "0015_refresh_token_replay_index"]);
     expect(await storage.accounts.get("acct-001")).toEqual(account(1));
     expect(await storage.accounts.create(account(2))).toBe(true);
     expect(await storage.accounts.list(0, 10)).toEqual({ items: [account(1), account(2)], total: 2 });

@@ -91,6 +91,14 @@ interface Queue {
   after?: Queue;
   /** Its last batch came back short while `after` was not done: it sits out until `after` is. */
   parked?: boolean;
+  /**
+   * A second kind of batch of the same store, made once the first kind comes back short (its rows
+   * not counted in `deleted`; its first call in the same batch): the refresh tokens' replays
+   * dropped after their expired rows.
+   */
+  then?: (limit: number) => Promise<number>;
+  /** Its first kind of batch is done (the rows `after` waits for are gone), though `then` may go on. */
+  freed?: boolean;
 }
 
 /**
@@ -105,7 +113,8 @@ const nextStart = new WeakMap<Context, string>();
  *
  * - refresh tokens of a family past its absolute expiry, and unconsumed ones past their sliding
  *   expiry; a consumed (rotated) token stays until its family expires, since presenting it again
- *   is what detects reuse;
+ *   is what detects reuse, but its replay (the sealed answer of its rotation) goes once it is
+ *   6 minutes old, where the store has `dropReplays` (not counted);
  * - console sessions past their expiry;
  * - brute-force counters whose window has ended (`now - window`; all of them with the throttle off);
  * - revoked access-token jtis past their token's expiry;
@@ -137,6 +146,10 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   const failures: { store: string; error: unknown }[] = [];
   const queue = (name: string, call: (limit: number) => Promise<number>, after?: Queue): Queue => ({ name, call, deleted: 0, done: false, ...(after ? { after } : {}) });
   const refreshTokens = queue("refreshTokens", (limit) => storage.refreshTokens.deleteExpired(now, limit));
+  // Then the replays of tokens rotated more than REPLAY_KEEP_MS ago (since 2026-12-03): past every
+  // grace window, they only chained a stale token to the family's live one (see `dropReplays`).
+  const dropReplays = storage.refreshTokens.dropReplays?.bind(storage.refreshTokens);
+  if (dropReplays) refreshTokens.then = (limit) => dropReplays(now - REPLAY_KEEP_MS, limit);
   const ended = storage.refreshTokens.deleteEndedFamilies?.bind(storage.refreshTokens);
   // The family rows a token's deletion frees (not counted: the counts are of tokens).
   const families = ended ? queue("refreshFamilies", (limit) => ended(now, limit), refreshTokens) : undefined;
@@ -198,7 +211,7 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
     for (const q of pending) {
       do {
         if (spent >= maxBatches || stopped()) break;
-        const afterDone = q.after?.done ?? true;
+        const afterDone = q.after === undefined || q.after.done || q.after.freed === true;
         // Nothing freed since its last batch came back short: no batch until the tokens are done.
         if (q.parked && !afterDone) break;
         spent++;
@@ -206,13 +219,23 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
         let n: number;
         try {
           n = await q.call(batch);
+          if (!q.freed) q.deleted += n;
+          // Its first kind of batch came back short: the second kind from now on, its first call
+          // within this batch (two storage calls, once a run), so a budget of one batch a store
+          // still serves both kinds in every run.
+          if (n < batch && q.then !== undefined && afterDone) {
+            q.call = q.then;
+            q.then = undefined;
+            q.freed = true;
+            n = await q.call(batch);
+          }
         } catch (error) {
-          // Its work stays for the next run; the budget goes to the others.
-          failures.push({ store: q.name, error });
+          // Its work stays for the next run; the budget goes to the others. The replays' batches
+          // fail under a name of their own: the expired tokens may all be gone.
+          failures.push({ store: q.freed === true ? "refreshReplays" : q.name, error });
           q.done = true;
           break;
         }
-        q.deleted += n;
         // A turn of the event loop between batches once the run has held it PRUNE_TURN_MS: a
         // synchronous driver (better-sqlite3) or the memory store settles each batch without one,
         // so a run of many batches was one stretch in which no request was read and no timer fired
@@ -248,6 +271,12 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
   ctx.logger.error("prune: some stores failed; the others were pruned", { failed: failures.map(({ store, error }) => ({ store, ...describeError(error) })), counts });
   throw failures[0]!.error;
 }
+
+/**
+ * How long a rotated refresh token's replay is kept (ms): the longest grace window
+ * (`refreshGraceSeconds`, 300 s at most) and a minute of clock difference between instances.
+ */
+export const REPLAY_KEEP_MS = 360_000;
 
 /** How long a prune run holds the event loop before it gives it a turn (ms). */
 const PRUNE_TURN_MS = 10;

@@ -80,6 +80,8 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
   /** Account ids in creation order: a page is a slice of it, whatever its depth. */
   const accountOrder: string[] = [];
   const refresh = new Map<string, RefreshTokenRecord>();
+  /** Hashes of the tokens that may hold a replay, for `dropReplays` (the rest are checked as they are read). */
+  const replays = new Set<string>();
   const plants = new Map<bigint, PlantRecord>();
   const keys = new Map<string, SigningKeyRecord>();
   const attempts = new Map<string, AttemptRecord>();
@@ -206,6 +208,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
     refreshTokens: {
       async create(record) {
         refresh.set(record.tokenHash, copyRefresh(record));
+        if (record.replay !== null) replays.add(record.tokenHash);
       },
       async findByHash(hash) {
         const r = refresh.get(hash);
@@ -217,6 +220,7 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
         if (!r || r.consumedAt !== null || r.revokedAt !== null || refresh.has(replacement.tokenHash)) return false;
         r.consumedAt = now;
         r.replay = replay;
+        if (replay !== null) replays.add(hash);
         refresh.set(replacement.tokenHash, copyRefresh(replacement));
         return true;
       },
@@ -250,6 +254,24 @@ export function createMemoryStorage(options: MemoryStorageOptions = {}): Storage
           // A consumed token is kept until its family ends: presenting it again is reuse detection.
           if (r.familyExpiresAt <= now || (r.consumedAt === null && r.expiresAt <= now)) {
             refresh.delete(hash);
+            n++;
+          }
+        }
+        return n;
+      },
+      async dropReplays(consumedBefore, limit) {
+        if (!Number.isSafeInteger(limit) || limit < 1) throw new TypeError("dropReplays: limit must be a positive integer");
+        // Only the tokens that may hold a replay (the SQL stores' partial index): a batch reads
+        // what it clears and the few too young, not every token.
+        let n = 0;
+        for (const hash of replays) {
+          if (n >= limit) break;
+          const r = refresh.get(hash);
+          if (r === undefined || r.replay === null) {
+            replays.delete(hash);
+          } else if (r.consumedAt !== null && r.consumedAt <= consumedBefore) {
+            r.replay = null;
+            replays.delete(hash);
             n++;
           }
         }

@@ -289,6 +289,21 @@ export interface RefreshTokenStore {
    * Concurrent calls must delete each row once.
    */
   deleteEndedFamilies?(now: number, limit: number): Promise<number>;
+  /**
+   * Optional (since 2026-12-03): sets `replay` to null on at most `limit` tokens consumed at or
+   * before `consumedBefore` (`consumedAt <= consumedBefore`) whose `replay` is not null, and returns
+   * how many it changed; nothing else of them changes (they stay for reuse detection). Concurrent
+   * calls must change each token once (their counts add up). `prune` calls it in batches once the
+   * expired tokens are done, with `consumedBefore` 6 minutes before its instant (past the longest
+   * grace window, 300 s, and a minute of clock difference between instances), so no grace answer
+   * changes. Why: a rotated token's replay holds the sealed answer of its rotation, the next refresh
+   * token among it, opened with the rotated token itself; kept until the family's end, the replays
+   * chained a stale token to the family's live one for anyone who held a rotated token and could
+   * read the table (a backup), without a request that reuse detection would see. A store without
+   * it keeps them until the family ends, as before. A batch should cost what it changes, not what
+   * earlier batches changed: the SQL stores read an index of only the rows holding a replay.
+   */
+  dropReplays?(consumedBefore: number, limit: number): Promise<number>;
 }
 
 /** A plant as stored; `id` is a signed 64-bit integer. */

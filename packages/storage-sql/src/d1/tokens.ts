@@ -145,6 +145,15 @@ export function d1RefreshTokenStore(ctx: D1Context): RefreshTokenStore {
       if (!Number.isSafeInteger(limit) || limit < 1) return Promise.reject(new TypeError("deleteEndedFamilies: limit must be a positive integer"));
       return run("refreshTokens.deleteEndedFamilies", () => exec(`delete from ${families} where (${familyColumns}) in (select ${familyColumns} from ${families} where ${endedFamilies} limit ?)`, now, now, limit));
     },
+    dropReplays: (consumedBefore, limit) => {
+      if (!Number.isSafeInteger(limit) || limit < 1) return Promise.reject(new TypeError("dropReplays: limit must be a positive integer"));
+      // One statement, the oldest first down the index of only the rows holding a replay (migration
+      // 15): what the Kysely store compiles to on SQLite.
+      const stale = `"replay" is not null and "consumed_at" <= ?`;
+      return run("refreshTokens.dropReplays", () =>
+        exec(`update ${table} set "replay" = null where "token_hash" in (select "token_hash" from ${table} where ${stale} order by "consumed_at" limit ?) and ${stale}`, consumedBefore, limit, consumedBefore),
+      );
+    },
   };
 }
 

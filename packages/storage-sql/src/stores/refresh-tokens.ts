@@ -5,6 +5,7 @@ import type { StoreContext } from "../context.js";
 import { deleteBatch } from "../delete-batch.js";
 import { isUniqueViolation } from "../errors.js";
 import { affected, prepared } from "../prepared.js";
+import { REPLAY_CONSUMED_AT } from "../migrations/steps.js";
 import { refreshRecord, refreshRow } from "../rows.js";
 import { TABLES, type Database, type RefreshFamilyTable, type RefreshTokenTable } from "../schema.js";
 
@@ -327,6 +328,41 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
       // Refused before the store is touched: a caller's mistake, not a storage failure.
       if (!Number.isSafeInteger(limit) || limit < 1) return Promise.reject(new TypeError("deleteEndedFamilies: limit must be a positive integer"));
       return run("refreshTokens.deleteEndedFamilies", () => deleteEndedFamilies(now, limit));
+    },
+    dropReplays: (consumedBefore, limit) => {
+      if (!Number.isSafeInteger(limit) || limit < 1) return Promise.reject(new TypeError("dropReplays: limit must be a positive integer"));
+      return run("refreshTokens.dropReplays", async () => {
+        // The oldest first, down the index of only the rows that hold a replay (migration 15): a
+        // batch reads the entries it clears, and a cleared row leaves the index, so a backlog costs
+        // its size and an idle run one index probe.
+        if (family === "mysql") {
+          // No partial index on MySQL: its virtual column is null once the replay is, and a range
+          // `<= ?` over it skips the nulls. MySQL's UPDATE takes ORDER BY and LIMIT, and no
+          // subquery on the table it changes.
+          return ctx.again(async () => {
+            const result = await db
+              .updateTable(TABLES.refreshTokens)
+              .set({ replay: null })
+              .where(sql.ref(REPLAY_CONSUMED_AT), "<=", consumedBefore)
+              .orderBy(sql.ref(REPLAY_CONSUMED_AT))
+              .limit(limit)
+              .executeTakeFirst();
+            return Number(result.numUpdatedRows);
+          });
+        }
+        const stale = (eb: ExpressionBuilder<Database, typeof TABLES.refreshTokens>) => eb.and([eb("replay", "is not", null), eb("consumed_at", "<=", consumedBefore)]);
+        const result = await db
+          .updateTable(TABLES.refreshTokens)
+          .set({ replay: null })
+          .where("token_hash", "in", (eb) => {
+            const picked = eb.selectFrom(TABLES.refreshTokens).select("token_hash").where(stale).orderBy("consumed_at").limit(limit);
+            // Rows another pruner picked are skipped, not waited for (and not counted twice).
+            return family === "postgres" ? picked.forUpdate().skipLocked() : picked;
+          })
+          .where(stale)
+          .executeTakeFirst();
+        return Number(result.numUpdatedRows);
+      });
     },
   };
 }

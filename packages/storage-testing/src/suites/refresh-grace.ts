@@ -19,6 +19,46 @@ export function refreshGraceSuite(s: SuiteContext): void {
     const tokens = () => s.storage().refreshTokens;
     beforeEach(() => seedOwners(s.storage()));
 
+    it("dropReplays (optional, since 2026-12-03): drops the replay of at most limit tokens consumed at or before the instant, nothing else of them; graceUse then answers null for them; concurrent calls drop each once", async (ctx) => {
+      const store = tokens();
+      const dropReplays = store.dropReplays?.bind(store);
+      if (dropReplays === undefined) return ctx.skip();
+      // Seven rotated at T0+1..T0+7 with replays, one at T0+9 with a replay, one rotated without a replay, one not rotated.
+      const old = Array.from({ length: 7 }, (_, i) => refreshRecord({ tokenHash: fakeHash(`drop-${i}`), consumedAt: T0 + 1 + i, replay: sealed(`drop-${i}`), graceUses: i % 2 }));
+      const fresh = refreshRecord({ tokenHash: fakeHash("drop-fresh"), consumedAt: T0 + 9, replay: sealed("drop-fresh") });
+      const bare = refreshRecord({ tokenHash: fakeHash("drop-bare"), consumedAt: T0 + 2 });
+      const live = refreshRecord({ tokenHash: fakeHash("drop-live") });
+      for (const r of [...old, fresh, bare, live]) await store.create(r);
+      const counts: number[] = [];
+      do counts.push(await dropReplays(T0 + 7, 3));
+      while (counts.at(-1) === 3);
+      expect(counts).toEqual([3, 3, 1]);
+      expect(await dropReplays(T0 + 7, 3), "nothing left").toBe(0);
+      for (const r of old) expectRecord(await store.findByHash(r.tokenHash), { ...r, replay: null }, `${r.tokenHash} (its replay dropped, the rest kept)`);
+      expectRecord(await store.findByHash(fresh.tokenHash), fresh, "rotated after the instant");
+      expectRecord(await store.findByHash(bare.tokenHash), bare, "rotated without a replay");
+      expectRecord(await store.findByHash(live.tokenHash), live, "not rotated");
+      expect(await store.graceUse(old[6]!.tokenHash, T0, 10), "a dropped replay answers no grace use").toBeNull();
+      expect((await store.graceUse(fresh.tokenHash, T0, 10))?.replay).toBe(sealed("drop-fresh"));
+      await expect(dropReplays(T0, 0)).rejects.toThrow(TypeError);
+
+      // Two callers at once: each replay dropped once, the counts add up.
+      const more = Array.from({ length: 20 }, (_, i) => refreshRecord({ tokenHash: fakeHash(`drop-more-${i}`), familyId: "family-more", consumedAt: T0 + 100 + i, replay: sealed(`more-${i}`) }));
+      for (const r of more) await store.create(r);
+      const drained = await inParallel(2, async () => {
+        let n = 0;
+        let got: number;
+        do {
+          got = await dropReplays(T0 + 200, 4);
+          n += got;
+        } while (got > 0);
+        return n;
+      });
+      // The 20 and the one rotated at T0+9, now before the instant too.
+      expect(drained[0]! + drained[1]!).toBe(21);
+      for (const r of [...more, fresh]) expect((await store.findByHash(r.tokenHash))?.replay, r.tokenHash).toBeNull();
+    });
+
     it("consume stores the replay data exactly with the consumption; without it, replay stays null", async () => {
       const a = refreshRecord({ tokenHash: fakeHash("a") });
       const b = refreshRecord({ tokenHash: fakeHash("b"), familyId: "family-2" });

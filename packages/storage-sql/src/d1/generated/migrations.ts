@@ -127,5 +127,11 @@ export const D1_MIGRATIONS: readonly D1Migration[] = [
       "create index \"pg_audit_events_type_client_account_idx\" on \"pg_audit_events\" (\"type\", \"client_id\", \"account_id\", \"time\", \"id\")",
       "create index \"pg_audit_events_type_client_username_idx\" on \"pg_audit_events\" (\"type\", \"client_id\", \"username\", \"time\", \"id\")"
     ]
+  ],
+  [
+    "0015_refresh_token_replay_index",
+    [
+      "create index if not exists \"pg_refresh_tokens_replay_idx\" on \"pg_refresh_tokens\" (\"consumed_at\") where \"replay\" is not null"
+    ]
   ]
 ];
