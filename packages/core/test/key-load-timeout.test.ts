@@ -117,6 +117,27 @@ describe("signingKeyLoadTimeoutMs", () => {
     gate.release();
   });
 
+  it("while the last re-read was given up on (late), the JWK Set is served no-store, as after a failed one; public, max-age=300 again once a load lands", async () => {
+    const clock = manualClock(Date.now());
+    const { storage, gate } = heldStorage();
+    const app = createPlantgate({ storage, clock: clock.now, signingKeyLoadTimeoutMs: 200, logger: { error() {}, warn() {} } });
+    const cacheOf = async () => {
+      const res = await app.fetch(new Request(`${BASE}/.well-known/jwks.json`));
+      const body = (await res.json()) as { keys: { kid: string }[] };
+      return { status: res.status, cache: res.headers.get("cache-control"), kids: body.keys.map((k) => k.kid) };
+    };
+    const first = await cacheOf();
+    expect(first).toEqual({ status: 200, cache: "public, max-age=300", kids: [expect.any(String)] });
+    gate.holding = true;
+    clock.advance(61_000); // past the reload interval: this request's re-read is late
+    // The keys loaded before serve, and may lack one another instance stored since: not to be kept 300 s.
+    expect(await cacheOf()).toEqual({ status: 200, cache: "no-store", kids: first.kids });
+    gate.holding = false;
+    gate.release();
+    // The next request's fresh load lands: cacheable again.
+    expect(await cacheOf()).toEqual({ status: 200, cache: "public, max-age=300", kids: first.kids });
+  });
+
   it("is checked when the app is made: an integer from 0 (no bound) to 2147483647", () => {
     for (const signingKeyLoadTimeoutMs of [Number.NaN, -1, 1.5, 2 ** 31]) {
       expect(() => createPlantgate({ signingKeyLoadTimeoutMs })).toThrow(new TypeError("signingKeyLoadTimeoutMs must be an integer from 0 (no bound) to 2147483647"));

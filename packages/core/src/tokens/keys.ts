@@ -125,8 +125,9 @@ export interface Keyring {
   /** The public JWK Set: `next`, `active` and `retired` keys. */
   jwks(): Promise<{ keys: JWK[] }>;
   /**
-   * Whether the last re-read of the keys failed (a storage outage) and the keys loaded before serve:
-   * then the JWK Set may lack a key other instances have stored since, and is served uncached.
+   * Whether the last re-read of the keys failed (a storage outage) or was given up on past
+   * `loadTimeoutMs`, and the keys loaded before serve: then the JWK Set may lack a key other
+   * instances have stored since, and is served uncached.
    */
   readonly stale: boolean;
   /**
@@ -611,6 +612,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
           lastReload = at;
           // A re-read that worked ends a run of failures (see `reloadFailed`), whoever asked for it.
           failing = false;
+          late = false;
         })
         .finally(() => {
           if (loading === current) loading = null;
@@ -636,6 +638,9 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     if ((await waitAtMost(current.done, loadTimeout - (Date.now() - current.startedAt))) !== LATE) return;
     if (loading === current) loading = null;
     if (keys === null) throw new StorageError(`the signing keys were not loaded from storage within ${loadTimeout} ms`);
+    // The keys loaded before serve, and may lack one stored since: `stale` until a load lands (until
+    // 2026-12-03 only a failed re-read made it so, and the JWK Set went out cacheable for 300 s).
+    late = true;
   }
 
   const trusted = (k: LoadedKey) => opts.clock() < k.until;
@@ -662,6 +667,8 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
   // A periodic re-read that failed (keys loaded before): not tried again before this, and told once.
   let retryAt = 0;
   let failing = false;
+  // The last re-read waited for was given up on past `loadTimeoutMs` (keys loaded before serve).
+  let late = false;
   // The key whose activation, come since the keys were last read, made signingKey() read them again
   // (set once that read settled).
   let rechecked: string | null = null;
@@ -877,7 +884,7 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       return { keys: (await ensure()).filter(trusted).map((k) => k.publicJwk) };
     },
     get stale() {
-      return failing;
+      return failing || late;
     },
     async list() {
       await ensure();
