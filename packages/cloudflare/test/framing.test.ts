@@ -32,11 +32,15 @@ function raw(base: string, text: string, ms = 2000): Promise<string> {
 
 const BASIC = `Basic ${Buffer.from("c1:0123456789abcdef0123").toString("base64")}`;
 
-it("a token request with both Content-Length and Transfer-Encoding: chunked is refused 400 invalid_request, as @plantgate/node refuses it (workerd issued a token)", async () => {
-  const { base } = await worker.start(`import { createWorker } from "../src/index.ts"; export default createWorker();`, {
+/** The default Worker on D1, with the client `BASIC` names bootstrapped. */
+const startWorker = () =>
+  worker.start(`import { createWorker } from "../src/index.ts"; export default createWorker();`, {
     d1: true,
     bindings: { PLANTGATE_BOOTSTRAP_CLIENT_ID: "c1", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "0123456789abcdef0123", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" },
   });
+
+it("a token request with both Content-Length and Transfer-Encoding: chunked is refused 400 invalid_request, as @plantgate/node refuses it (workerd issued a token)", async () => {
+  const { base } = await startWorker();
   const host = new URL(base).host;
   const form = "grant_type=client_credentials";
   const chunked = `${form.length.toString(16)}\r\n${form}\r\n0\r\n\r\n`;
@@ -55,13 +59,10 @@ it("a token request with both Content-Length and Transfer-Encoding: chunked is r
   expect({ status: first.slice(0, 12), token: first.includes('"access_token"') }).toEqual({ status: "HTTP/1.1 400", token: false });
   expect(first.slice(first.indexOf("\r\n\r\n") + 4)).toBe('{"error":"invalid_request","error_description":"The request cannot be processed."}');
   expect(first).toMatch(/\r\ncache-control: no-store\r\n/i);
-});
+}, 30_000);
 
 it("a Transfer-Encoding other than exactly chunked (chunked twice, in one line or in two) is refused 400 invalid_request as Node refuses it (workerd issued a token); an empty line before chunked reaches the Worker as chunked alone", async () => {
-  const { base } = await worker.start(`import { createWorker } from "../src/index.ts"; export default createWorker();`, {
-    d1: true,
-    bindings: { PLANTGATE_BOOTSTRAP_CLIENT_ID: "c1", PLANTGATE_BOOTSTRAP_CLIENT_SECRET: "0123456789abcdef0123", PLANTGATE_PASSWORD_HASH_ITERATIONS: "1000" },
-  });
+  const { base } = await startWorker();
   const host = new URL(base).host;
   const form = "grant_type=client_credentials";
   const chunked = `${form.length.toString(16)}\r\n${form}\r\n0\r\n\r\n`;

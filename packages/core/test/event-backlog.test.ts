@@ -15,6 +15,20 @@ import { basic, BASE, harness } from "./helpers.js";
 
 type Line = [level: "warn" | "error", message: string];
 
+/** A client-credentials token request from one address; its answer is checked whole. */
+async function issue(h: Awaited<ReturnType<typeof harness>>): Promise<void> {
+  const res = await h.app.fetch(
+    new Request(`${BASE}/UserService/connect/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) },
+      body: "grant_type=client_credentials",
+    }),
+    { clientIp: "198.51.100.7" },
+  );
+  expect(res.status).toBe(200);
+  expect(Object.keys(await res.json()).sort()).toEqual(["access_token", "expires_in", "scope", "token_type"]);
+}
+
 /** A sink whose hook never settles until released, on a clock the test moves. */
 function backedUp(maxPending: number) {
   let now = 1_000_000;
@@ -296,18 +310,7 @@ describe("event backlog: a receiver that falls behind", () => {
       logger: { error: (m) => lines.push(`error ${m}`), warn: (m) => lines.push(`warn ${m}`) },
     });
     const before = { appends, seen: seen.length, lost: lost.length };
-    for (let i = 0; i < 5; i++) {
-      const res = await h.app.fetch(
-        new Request(`${BASE}/UserService/connect/token`, {
-          method: "POST",
-          headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) },
-          body: "grant_type=client_credentials",
-        }),
-        { clientIp: "198.51.100.7" },
-      );
-      expect(res.status).toBe(200);
-      expect(Object.keys(await res.json()).sort()).toEqual(["access_token", "expires_in", "scope", "token_type"]);
-    }
+    for (let i = 0; i < 5; i++) await issue(h);
     await new Promise((r) => setTimeout(r, 0));
     // The harness's own set-up events (client.created, account.created) took the 2 places: their appends never answered either.
     expect(before.appends).toBe(2);
@@ -428,19 +431,6 @@ describe("event backlog: a receiver that falls behind", () => {
 });
 
 describe("observer.eventBacklog: the unfinished deliveries, read when asked", () => {
-  /** A client-credentials token request from one address; its answer is checked whole. */
-  const issue = async (h: Awaited<ReturnType<typeof harness>>) => {
-    const res = await h.app.fetch(
-      new Request(`${BASE}/UserService/connect/token`, {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", authorization: basic(h.clientId, h.clientSecret) },
-        body: "grant_type=client_credentials",
-      }),
-      { clientIp: "198.51.100.7" },
-    );
-    expect(res.status).toBe(200);
-    expect(Object.keys(await res.json()).sort()).toEqual(["access_token", "expires_in", "scope", "token_type"]);
-  };
   const step = () => new Promise((r) => setTimeout(r, 0));
 
   it("an app with a hook and an audit store hands its observer one reader: deliveries unfinished by receiver, those 60 s old let go when it reads (counted lost, one line), 0 once all finish", async () => {
