@@ -8,7 +8,7 @@
  * next key ahead of time and every instance switches at the same instant. Clocks are pinned.
  */
 import { decodeProtectedHeader, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from "jose";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { AdminError, createMemoryStorage, createPlantgate, generateKeyRecord, pruneKeys, ROTATION_KEY_DELETES, StorageError, type Plantgate, type Storage } from "../src/index.js";
 import { getAccounts } from "./api-helpers.js";
 import { BASE, basic, clientToken, harness, manualClock, type Harness } from "./helpers.js";
@@ -1077,5 +1077,56 @@ describe("automatic rotation by age (signingKeyMaxAgeSeconds)", () => {
 
   it("rejects a non-positive signingKeyMaxAgeSeconds", () => {
     expect(() => createPlantgate({ signingKeyMaxAgeSeconds: 0 })).toThrow("signingKeyMaxAgeSeconds must be a positive integer");
+  });
+});
+
+describe("the activation delay counts from after the key's generation (since 2026-12-03)", () => {
+  /**
+   * An RS256 key takes a while to generate: until 2026-12-03 its activation time was counted from
+   * the clock read before, so an instance whose re-read fell within the generation published the key
+   * a reload interval later, the generation's time after the delay's margin. Here each generation
+   * moves the test's clock 2 s, as a slow one would.
+   */
+  async function withSlowGeneration<T>(clock: ReturnType<typeof manualClock>, run: () => Promise<T>): Promise<T> {
+    const subtle = globalThis.crypto.subtle;
+    const generateKey = subtle.generateKey.bind(subtle) as (...args: unknown[]) => Promise<unknown>;
+    const spy = vi.spyOn(subtle, "generateKey").mockImplementation((async (...args: unknown[]) => {
+      const key = await generateKey(...args);
+      clock.advance(2_000);
+      return key;
+    }) as typeof subtle.generateKey);
+    try {
+      return await run();
+    } finally {
+      spy.mockRestore();
+    }
+  }
+
+  it("admin.rotateSigningKey: activatesAt is the delay after the generation ended, in its answer, its event and the store", async () => {
+    const clock = manualClock();
+    const events: { type: string; activates_at?: number }[] = [];
+    const app = createPlantgate({ clock: clock.now, passwordHashIterations: 1000, onEvent: (e) => void events.push(e as never), logger: { error() {}, warn() {} } });
+    await app.admin.rotateSigningKey(); // the first key (signs at once)
+    const asked = clock.now();
+    const rotated = await withSlowGeneration(clock, () => app.admin.rotateSigningKey());
+    expect(rotated).toMatchObject({ status: "next", activatesAt: asked + 2_000 + 360_000 });
+    // Created a millisecond after the first key (strictly newer than every key, same clock instant).
+    expect((await app.storage.signingKeys.list()).find((k) => k.kid === rotated.kid)).toMatchObject({ createdAt: asked + 1, activatesAt: asked + 2_000 + 360_000 });
+    await new Promise((r) => setTimeout(r, 0));
+    expect(events.filter((e) => e.type === "signing_key.rotated").at(-1)).toMatchObject({ activates_at: asked + 2_000 + 360_000 });
+  });
+
+  it("automatic rotation due late: the successor activates the delay after its generation ended", async () => {
+    const clock = manualClock();
+    const app = createPlantgate({ clock: clock.now, signingKeyMaxAgeSeconds: 3600, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+    const jwks = () => app.fetch(new Request(`${BASE}/.well-known/jwks.json`));
+    expect((await jwks()).status).toBe(200);
+    const [first] = await app.storage.signingKeys.list();
+    // Past the key's whole age: the successor is due the delay from now, not at its age.
+    clock.advance(3_700_000);
+    const asked = clock.now();
+    expect((await withSlowGeneration(clock, jwks)).status).toBe(200);
+    const next = (await app.storage.signingKeys.list()).find((k) => k.kid !== first!.kid);
+    expect(next).toMatchObject({ createdAt: asked, activatesAt: asked + 2_000 + 360_000 });
   });
 });

@@ -386,7 +386,6 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
       // until a newer one activates), and no JWKS without it can be cached anywhere: until
       // 2026-12-01 it was said to be `next` (the CLI after `migrate`, the event's `immediate`).
       const immediate = options.now === true || existing.length === 0;
-      const activatesAt = immediate ? now : now + ctx.signingKeyActivationDelayMs;
       // The new key goes under the KEK of the key signing now (see signingKek); a process without
       // that KEK refuses, as `keys revoke` does: until 2026-12-01 one without any stored the new key
       // in clear beside encrypted ones (the servers sealed it at their next load, after it had
@@ -398,7 +397,14 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
           `The signing key is stored encrypted under a key encryption key (id ${kek}) this process does not have: give it ${KEK_SOURCE} as the servers have it; nothing was stored.`,
         );
       }
-      const record = await generateKeyRecord(ctx.signingAlg, createdAt, activatesAt);
+      const generated = await generateKeyRecord(ctx.signingAlg, createdAt);
+      // The delay counts from after the key's generation (an RS256 key takes a while), not from
+      // `now`: an instance re-reading the keys during the generation publishes the key at its next
+      // re-read, a reload interval later, and until 2026-12-03 that came the generation's time
+      // after the delay's margin, so a resource server fetching from it then refused the key's
+      // first tokens for that long (the README's "activation edge").
+      const activatesAt = immediate ? now : Math.max(now, ctx.clock()) + ctx.signingKeyActivationDelayMs;
+      const record = { ...generated, activatesAt };
       const stored = ctx.keyEncryption.configured ? { ...record, privateJwk: await ctx.keyEncryption.seal(record.kid, record.privateJwk, kek) } : record;
       await ctx.storage.signingKeys.create(stored);
       // `now` (a suspected leak): a `next` key stored before (a rotation within its activation

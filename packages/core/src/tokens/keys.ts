@@ -545,8 +545,10 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       // Schedule the successor one delay (plus one reload, as this check runs at most that late)
       // before the active key reaches its age, unless a later key is already scheduled.
       if (active === placed.length - 1 && now >= current.activatesAt + opts.maxAgeMs - delay - signingReload) {
-        const activatesAt = Math.max(now + delay, current.activatesAt + opts.maxAgeMs);
-        const next = await generateKeyRecord(opts.alg, now, activatesAt);
+        const generated = await generateKeyRecord(opts.alg, now);
+        // The delay counts from after the generation (see the admin's rotateSigningKey).
+        const activatesAt = Math.max(Math.max(now, opts.clock()) + delay, current.activatesAt + opts.maxAgeMs);
+        const next: SigningKeyRecord = { ...generated, activatesAt };
         // Another instance may have stored its own successor meanwhile: the order picks one, both are told.
         const stored = await seal(next, records);
         await store.create(stored);
