@@ -5,11 +5,12 @@
  * asking the server for that page alone (never the whole list).
  */
 import { createMemoryStorage } from "@plantgate/core";
-import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import type { RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type Page, type Route } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ARGS, CHROMIUM, requireChromium, suite, suiteName } from "./chromium.js";
+import { startConsoleServer } from "./targets.js";
 
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
@@ -34,19 +35,7 @@ suite(name, () => {
 
   beforeAll(async () => {
     requireChromium();
-    server = await startServer(
-      {
-        PORT: "0",
-        PLANTGATE_BOOTSTRAP_ADMIN: "1",
-        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
-        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
-        PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT.id,
-        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT.secret,
-        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
-      },
-      { storage, logger: { error() {}, warn() {} } },
-      { destination: lines.destination },
-    );
+    server = await startConsoleServer({ admin: ADMIN, client: CLIENT, storage, lines });
     for (const clientId of IDS) sent.push((await server.app.admin.createClient({ clientId, name: `Service ${clientId}` })).clientSecret);
 
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });

@@ -6,11 +6,12 @@
  * Every test also fails on a script error, an unhandled promise rejection or a CSP violation.
  */
 import { createMemoryStorage, createPlantgate, type Storage } from "@plantgate/core";
-import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import type { RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type BrowserContext, type Locator, type Page, type Route } from "playwright-core";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { ARGS, CHROMIUM, PAGE_PROBES, requireChromium, suite, suiteName } from "./chromium.js";
+import { startConsoleServer } from "./targets.js";
 
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
@@ -95,19 +96,7 @@ suite(name, () => {
   beforeAll(async () => {
     requireChromium();
     storage = createMemoryStorage({ audit: true });
-    server = await startServer(
-      {
-        PORT: "0",
-        PLANTGATE_BOOTSTRAP_ADMIN: "1",
-        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
-        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
-        PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT.id,
-        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT.secret,
-        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
-      },
-      { storage, logger: { error() {}, warn() {} } },
-      { destination: lines.destination },
-    );
+    server = await startConsoleServer({ admin: ADMIN, client: CLIENT, storage, lines });
     await server.app.admin.createClient({ clientId: HTML_ID, name: HTML_NAME });
     await server.app.admin.createClient({ clientId: JS_ID, name: JS_ID });
     const legacy = createPlantgate({ storage: legacyNames(storage), logger: { error() {}, warn() {} } });
@@ -651,11 +640,7 @@ suite(name, () => {
     await page.locator("#events-body tr").first().waitFor();
 
     // A store that keeps no events: said so, an empty table, nothing to page to.
-    const bare = await startServer(
-      { PORT: "0", PLANTGATE_BOOTSTRAP_ADMIN: "1", PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username, PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password, PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000" },
-      { storage: createMemoryStorage(), logger: { error() {}, warn() {} } },
-      { destination: lines.destination },
-    );
+    const bare = await startConsoleServer({ admin: ADMIN, storage: createMemoryStorage(), lines });
     // Its own browser context: cookies are per host, not per port, and this sign-in must not
     // replace the other server's session cookie.
     const own = await browser.newContext({ viewport: { width: 1280, height: 860 } });

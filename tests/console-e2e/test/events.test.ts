@@ -8,11 +8,12 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createMemoryStorage } from "@plantgate/core";
-import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import type { RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ARGS, CHROMIUM, requireChromium, suite, suiteName } from "./chromium.js";
+import { startConsoleServer } from "./targets.js";
 
 const SHOTS = process.env.UPDATE_SCREENSHOTS === "1"
   ? resolve(dirname(fileURLToPath(import.meta.url)), "../../../docs/screenshots")
@@ -44,19 +45,7 @@ suite(name, () => {
   beforeAll(async () => {
     requireChromium();
     mkdirSync(SHOTS, { recursive: true });
-    server = await startServer(
-      {
-        PORT: "0",
-        PLANTGATE_BOOTSTRAP_ADMIN: "1",
-        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
-        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
-        PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT.id,
-        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT.secret,
-        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
-      },
-      { storage: createMemoryStorage({ audit: true }), logger: { error() {}, warn() {} } },
-      { destination: lines.destination },
-    );
+    server = await startConsoleServer({ admin: ADMIN, client: CLIENT, storage: createMemoryStorage({ audit: true }), lines });
     // Over real HTTP: 22 tokens, a wrong client secret, a wrong password (in that order).
     for (let i = 0; i < 22; i++) {
       const ok = await tokenRequest(server.url, CLIENT.id, CLIENT.secret, { grant_type: "client_credentials" });

@@ -6,11 +6,12 @@
  * Every test also fails on a script error, an unhandled promise rejection or a CSP violation.
  */
 import { createMemoryStorage } from "@plantgate/core";
-import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import type { RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type BrowserContext, type Page, type Route } from "playwright-core";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { ARGS, CHROMIUM, PAGE_PROBES, requireChromium, suite, suiteName } from "./chromium.js";
+import { startConsoleServer } from "./targets.js";
 
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
@@ -31,19 +32,7 @@ suite(name, () => {
 
   beforeAll(async () => {
     requireChromium();
-    server = await startServer(
-      {
-        PORT: "0",
-        PLANTGATE_BOOTSTRAP_ADMIN: "1",
-        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
-        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
-        PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT.id,
-        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT.secret,
-        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
-      },
-      { storage, logger: { error() {}, warn() {} } },
-      { destination: lines.destination },
-    );
+    server = await startConsoleServer({ admin: ADMIN, client: CLIENT, storage, lines });
     await server.app.admin.importAccounts([{ username: "user-01", password: PASSWORD }]);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });
     context = await browser.newContext({ viewport: { width: 1280, height: 860 } });

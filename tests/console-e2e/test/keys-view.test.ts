@@ -18,12 +18,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { createMemoryStorage, createPlantgate, generateKeyRecord, type SigningKeyRecord, type Storage } from "@plantgate/core";
-import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import type { RunningServer } from "@plantgate/example-node-server";
 import { kekId, sealUnder } from "@plantgate/http-suite-tests/kek-rows";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ARGS, CHROMIUM, requireChromium, suite, suiteName } from "./chromium.js";
+import { startConsoleServer } from "./targets.js";
 
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const KEK = randomBytes(32).toString("base64url");
@@ -53,18 +54,7 @@ suite(name, () => {
   async function start(env: Record<string, string>, storage: Storage): Promise<RunningServer> {
     const lines = serverLines();
     logs.push(lines);
-    const server = await startServer(
-      {
-        PORT: "0",
-        PLANTGATE_BOOTSTRAP_ADMIN: "1",
-        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
-        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
-        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
-        ...env,
-      },
-      { storage, logger: { error() {}, warn() {} } },
-      { destination: lines.destination },
-    );
+    const server = await startConsoleServer({ admin: ADMIN, storage, lines, env });
     servers.push(server);
     return server;
   }

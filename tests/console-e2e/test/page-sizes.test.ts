@@ -7,11 +7,12 @@
  * an unhandled promise rejection, a CSP violation or an answer >= 400 (but the first session check).
  */
 import { createMemoryStorage, type PlantgateOptions } from "@plantgate/core";
-import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import type { RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ARGS, CHROMIUM, PAGE_PROBES, requireChromium, suite, suiteName } from "./chromium.js";
+import { startConsoleServer } from "./targets.js";
 
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
@@ -40,19 +41,7 @@ suite(name, () => {
 
   /** A server with `options`, a page signed in as the admin on its Accounts view, and the problems seen. */
   async function accountsView(options: PlantgateOptions): Promise<{ page: Page; problems: string[] }> {
-    const server = await startServer(
-      {
-        PORT: "0",
-        PLANTGATE_BOOTSTRAP_ADMIN: "1",
-        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
-        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
-        PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT.id,
-        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT.secret,
-        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
-      },
-      { storage: createMemoryStorage(), logger: { error() {}, warn() {} }, ...options },
-      { destination: lines.destination },
-    );
+    const server = await startConsoleServer({ admin: ADMIN, client: CLIENT, storage: createMemoryStorage(), lines, options });
     servers.push(server);
     await server.app.admin.importAccounts(USERS);
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });

@@ -6,11 +6,12 @@
  * Every test also fails on a script error, an unhandled promise rejection or a CSP violation.
  */
 import { createMemoryStorage } from "@plantgate/core";
-import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import type { RunningServer } from "@plantgate/example-node-server";
 import { serverLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type BrowserContext, type Page, type Request, type Route } from "playwright-core";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { ARGS, CHROMIUM, requireChromium, suite, suiteName } from "./chromium.js";
+import { startConsoleServer } from "./targets.js";
 
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
@@ -90,21 +91,14 @@ suite(name, () => {
 
   beforeAll(async () => {
     requireChromium();
-    server = await startServer(
-      {
-        PORT: "0",
-        PLANTGATE_BOOTSTRAP_ADMIN: "1",
-        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
-        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
-        PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT.id,
-        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT.secret,
-        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
-        // A lock-out after 2 failed sign-ins, for the whole default window (900 s).
-        PLANTGATE_BRUTE_FORCE_MAX_FAILURES: "2",
-      },
-      { storage: createMemoryStorage({ audit: true }), logger: { error() {}, warn() {} } },
-      { destination: lines.destination },
-    );
+    server = await startConsoleServer({
+      admin: ADMIN,
+      client: CLIENT,
+      storage: createMemoryStorage({ audit: true }),
+      lines,
+      // A lock-out after 2 failed sign-ins, for the whole default window (900 s).
+      env: { PLANTGATE_BRUTE_FORCE_MAX_FAILURES: "2" },
+    });
     await server.app.admin.importAccounts(USERS);
     await server.app.flushEvents();
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ARGS });

@@ -9,11 +9,12 @@
  * 2026-12-03 they shared both, and a lock-out test that failed midway failed the next one too.
  */
 import { createMemoryStorage } from "@plantgate/core";
-import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import type { RunningServer } from "@plantgate/example-node-server";
 import { serverLines, type ServerLines } from "@plantgate/http-suite-tests/server-lines";
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from "playwright-core";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from "vitest";
 import { ARGS, CHROMIUM, PAGE_PROBES, requireChromium, suite, suiteName } from "./chromium.js";
+import { startConsoleServer } from "./targets.js";
 
 const ADMIN = { username: "admin", password: "console-e2e-password" };
 const CLIENT = { id: "billing-service", secret: "billing-service-secret-0123456789" };
@@ -60,21 +61,13 @@ suite(name, () => {
     opened = {};
     storage = createMemoryStorage();
     const lines = serverLines();
-    server = await startServer(
-      {
-        PORT: "0",
-        PLANTGATE_BOOTSTRAP_ADMIN: "1",
-        PLANTGATE_BOOTSTRAP_USERNAME: ADMIN.username,
-        PLANTGATE_BOOTSTRAP_PASSWORD: ADMIN.password,
-        PLANTGATE_BOOTSTRAP_CLIENT_ID: CLIENT.id,
-        PLANTGATE_BOOTSTRAP_CLIENT_SECRET: CLIENT.secret,
-        PLANTGATE_PASSWORD_HASH_ITERATIONS: "2000",
-        PLANTGATE_BRUTE_FORCE_MAX_FAILURES: "2",
-        PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: String(WINDOW_SECONDS),
-      },
-      { storage, logger: { error() {}, warn() {} } },
-      { destination: lines.destination },
-    );
+    server = await startConsoleServer({
+      admin: ADMIN,
+      client: CLIENT,
+      storage,
+      lines,
+      env: { PLANTGATE_BRUTE_FORCE_MAX_FAILURES: "2", PLANTGATE_BRUTE_FORCE_WINDOW_SECONDS: String(WINDOW_SECONDS) },
+    });
     opened = { server, lines };
     context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
     opened.context = context;

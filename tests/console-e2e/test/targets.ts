@@ -1,6 +1,7 @@
 /**
  * The servers the console's browser test runs against, both started as a user would:
- * - the example node server (`startServer`, memory store);
+ * - the example node server (`startConsoleServer`: `startServer` in process, memory store), as every
+ *   console browser test starts it;
  * - the example Worker under `wrangler dev --local` (workerd + a local D1 database in a fresh
  *   `--persist-to` directory), with the console turned on by `PLANTGATE_BOOTSTRAP_ADMIN=1` given as
  *   `--var`, as README "Cloudflare Workers" documents. The extra accounts the paging test needs are
@@ -13,9 +14,9 @@ import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { createMemoryStorage, createPlantgate } from "@plantgate/core";
-import { startServer } from "@plantgate/example-node-server";
-import { serverLines } from "@plantgate/http-suite-tests/server-lines";
+import { createMemoryStorage, createPlantgate, type PlantgateOptions, type Storage } from "@plantgate/core";
+import { startServer, type RunningServer } from "@plantgate/example-node-server";
+import { serverLines, type ServerLines } from "@plantgate/http-suite-tests/server-lines";
 import { createD1Storage, type D1DatabaseLike } from "@plantgate/storage-sql/d1";
 
 /** A running server the browser test talks to. */
@@ -33,21 +34,47 @@ export interface Seed {
   passwordHashIterations: number;
 }
 
-export async function startNodeTarget(seed: Seed): Promise<Target> {
-  const lines = serverLines();
-  const server = await startServer(
+/** What differs between the console tests' example node servers; the rest is the same for all. */
+export interface ConsoleServerOptions {
+  /** The bootstrap account, made an admin (`PLANTGATE_BOOTSTRAP_ADMIN=1`, which turns the console on). */
+  admin: { username: string; password: string };
+  /** The bootstrap client; none when left out. */
+  client?: { id: string; secret: string };
+  /** The server's store. */
+  storage: Storage;
+  /** Where the server's JSON lines go; the test checks them once it has closed the server. */
+  lines: ServerLines;
+  /** `PLANTGATE_PASSWORD_HASH_ITERATIONS`: 2000 unless given. */
+  passwordHashIterations?: number;
+  /** More environment (brute-force limits, keys...), over the above. */
+  env?: Record<string, string>;
+  /** More plantgate options (page sizes...), over the store and the silenced logger. */
+  options?: PlantgateOptions;
+}
+
+/**
+ * The example node server (`startServer`, in process) as every console browser test starts it: on a
+ * free port, its bootstrap admin (and client) set, its logger silenced, its lines into `lines`.
+ */
+export function startConsoleServer({ admin, client, storage, lines, passwordHashIterations = 2000, env, options }: ConsoleServerOptions): Promise<RunningServer> {
+  return startServer(
     {
       PORT: "0",
       PLANTGATE_BOOTSTRAP_ADMIN: "1",
-      PLANTGATE_BOOTSTRAP_USERNAME: seed.admin.username,
-      PLANTGATE_BOOTSTRAP_PASSWORD: seed.admin.password,
-      PLANTGATE_BOOTSTRAP_CLIENT_ID: seed.client.id,
-      PLANTGATE_BOOTSTRAP_CLIENT_SECRET: seed.client.secret,
-      PLANTGATE_PASSWORD_HASH_ITERATIONS: String(seed.passwordHashIterations),
+      PLANTGATE_BOOTSTRAP_USERNAME: admin.username,
+      PLANTGATE_BOOTSTRAP_PASSWORD: admin.password,
+      ...(client ? { PLANTGATE_BOOTSTRAP_CLIENT_ID: client.id, PLANTGATE_BOOTSTRAP_CLIENT_SECRET: client.secret } : {}),
+      PLANTGATE_PASSWORD_HASH_ITERATIONS: String(passwordHashIterations),
+      ...env,
     },
-    { storage: createMemoryStorage(), logger: { error() {}, warn() {} } },
+    { storage, logger: { error() {}, warn() {} }, ...options },
     { destination: lines.destination },
   );
+}
+
+export async function startNodeTarget(seed: Seed): Promise<Target> {
+  const lines = serverLines();
+  const server = await startConsoleServer({ admin: seed.admin, client: seed.client, storage: createMemoryStorage(), lines, passwordHashIterations: seed.passwordHashIterations });
   await server.app.admin.importAccounts(seed.accounts);
   const close = async () => {
     await server.close();
