@@ -230,7 +230,7 @@ describe("admin.prune", () => {
     }
   });
 
-  it("the refresh tokens' replays: dropped in batches once the expired tokens are done, uncounted, within the budget; a failure of theirs is named refreshReplays and the others are pruned", async () => {
+  it("the refresh tokens' replays: a batch beside the tokens' first of each run, then batches once the tokens come back short, uncounted, within the budget, even while expired tokens fill it; a failure of theirs is named refreshReplays and the rest is pruned", async () => {
     const storage = createMemoryStorage();
     const errors: unknown[][] = [];
     const h = await harness({ storage, logger: { error: (...args: unknown[]) => void errors.push(args), warn() {} } });
@@ -239,22 +239,23 @@ describe("admin.prune", () => {
       tokenHash: `rt-${i}`, familyId: `f-${i}`, clientId: "c", accountId: "a", scope: [], createdAt: now - DAY, expiresAt: now + DAY,
       familyExpiresAt: now + 30 * DAY, consumedAt, revokedAt: null, replay: `v1.sealed-${i}`, graceUses: 0,
     });
+    const expired = (i: number) => ({ ...rotated(i, 0), consumedAt: null, replay: null, expiresAt: now - 1 });
     // 25 rotated 7 minutes ago (past the 6 kept), 3 rotated a minute ago (within), 5 expired tokens.
     for (let i = 0; i < 25; i++) await storage.refreshTokens.create(rotated(i, now - 420_000));
     for (let i = 25; i < 28; i++) await storage.refreshTokens.create(rotated(i, now - 60_000));
-    for (let i = 0; i < 5; i++) await storage.refreshTokens.create({ ...rotated(100 + i, null as unknown as number), consumedAt: null, replay: null, expiresAt: now - 1 });
+    for (let i = 0; i < 5; i++) await storage.refreshTokens.create(expired(100 + i));
     const calls: string[] = [];
     const drop = storage.refreshTokens.dropReplays!.bind(storage.refreshTokens);
     storage.refreshTokens.dropReplays = (before, limit) => (calls.push(`dropReplays ${now - before} ${limit}`), drop(before, limit));
-    const expired = storage.refreshTokens.deleteExpired.bind(storage.refreshTokens);
-    storage.refreshTokens.deleteExpired = (at, limit) => (calls.push(`deleteExpired ${limit}`), expired(at, limit));
+    const deleteExpired = storage.refreshTokens.deleteExpired.bind(storage.refreshTokens);
+    storage.refreshTokens.deleteExpired = (at, limit) => (calls.push(`deleteExpired ${limit}`), deleteExpired(at, limit));
     const replays = async () => {
       const held: string[] = [];
       for (let i = 0; i < 28; i++) if ((await storage.refreshTokens.findByHash(`rt-${i}`))?.replay) held.push(`rt-${i}`);
       return held;
     };
-    // A budget of 5 (one round of the memory store's five queues): the tokens' batch comes back
-    // short (5), and the first batch of replays goes in the same batch; the next run takes the rest.
+    // A budget of 5 (one round of the memory store's five queues): the tokens' batch (short) and one
+    // of replays beside it; the next run takes the rest.
     expect(await h.app.admin.prune({ batchSize: 10, maxBatches: 5 })).toStrictEqual({ ...ZERO, refreshTokens: 5, complete: false });
     expect(calls).toEqual(["deleteExpired 10", "dropReplays 360000 10"]);
     expect(await replays()).toHaveLength(18);
@@ -264,6 +265,20 @@ describe("admin.prune", () => {
     // The rotated rows stay, and the three within the window keep their replays.
     expect(await replays()).toEqual(["rt-25", "rt-26", "rt-27"]);
     expect(await storage.refreshTokens.findByHash("rt-0")).toMatchObject({ consumedAt: now - 420_000, replay: null });
+
+    // Expired tokens that outgrow the budget run after run do not keep the replays from their batch
+    // beside the tokens' first (in the first design they were dropped only once the tokens came back short).
+    await storage.refreshTokens.create(rotated(300, now - 420_000));
+    for (let run = 0; run < 3; run++) {
+      for (let i = 0; i < 40; i++) await storage.refreshTokens.create(expired(1000 + run * 100 + i));
+      calls.length = 0;
+      const counts = await h.app.admin.prune({ batchSize: 10, maxBatches: 5 });
+      expect(counts, `run ${run}`).toStrictEqual({ ...ZERO, refreshTokens: 10, complete: false });
+      expect(calls, `run ${run}`).toEqual(["deleteExpired 10", "dropReplays 360000 10"]);
+      expect((await storage.refreshTokens.findByHash("rt-300"))?.replay, `run ${run}`).toBeNull();
+    }
+    // Drain the expired tokens left.
+    await h.app.admin.prune({ batchSize: 10 });
 
     // A failing dropReplays: named refreshReplays, the tokens' count kept, the other stores pruned.
     for (let i = 0; i < 4; i++) await storage.refreshTokens.create({ ...rotated(200 + i, 0), consumedAt: null, replay: null, expiresAt: now - 1 });

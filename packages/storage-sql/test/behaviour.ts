@@ -207,6 +207,29 @@ export function describeSqlBehaviour(engine: Engine): void {
         expect(await engine.exec(db, `select name from ${TABLES.migrations}`)).toHaveLength(LATEST_SCHEMA_VERSION + 1);
       });
 
+      it.runIf(engine.family === "postgres")("migration 15 builds the replay index again where an operator's CREATE INDEX CONCURRENTLY of it was left invalid (cancelled), and keeps a valid one (PostgreSQL only: the others have no concurrent build)", async () => {
+        const db = await freshDb();
+        const old = await open(db, { migrate: false });
+        await migrateToVersion(old.db as Kysely<any>, engine.family, 14);
+        const validity = async () => engine.exec(db, `select indisvalid as valid from pg_index where indexrelid = to_regclass('pg_refresh_tokens_replay_idx')`);
+        // As a cancelled concurrent build leaves it: the name taken, the index marked invalid (the
+        // planner never uses it). Marked by hand here: a cancellation needs a table slow to index.
+        await engine.exec(db, `create index pg_refresh_tokens_replay_idx on pg_refresh_tokens (consumed_at) where replay is not null`);
+        await engine.exec(db, `update pg_index set indisvalid = false where indexrelid = to_regclass('pg_refresh_tokens_replay_idx')`);
+        expect(await validity()).toEqual([{ valid: false }]);
+        await migrateToVersion(old.db as Kysely<any>, engine.family, 15);
+        expect(await validity()).toEqual([{ valid: true }]);
+        // A valid one built beforehand is kept as it is (same index, not rebuilt).
+        const db2 = await freshDb();
+        const other = await open(db2, { migrate: false });
+        await migrateToVersion(other.db as Kysely<any>, engine.family, 14);
+        await engine.exec(db2, `create index pg_refresh_tokens_replay_idx on pg_refresh_tokens (consumed_at) where replay is not null`);
+        const before = await engine.exec(db2, `select to_regclass('pg_refresh_tokens_replay_idx')::oid::text as oid`);
+        await migrateToVersion(other.db as Kysely<any>, engine.family, 15);
+        expect(await engine.exec(db2, `select to_regclass('pg_refresh_tokens_replay_idx')::oid::text as oid`)).toEqual(before);
+        expect(before).toEqual([{ oid: expect.stringMatching(/^\d+$/) }]);
+      });
+
       it("a version 1 database (as the previous release left it) is upgraded in place: new tables added, every row kept", async () => {
         const db = await freshDb();
         const old = await open(db, { migrate: false });

@@ -92,13 +92,17 @@ interface Queue {
   /** Its last batch came back short while `after` was not done: it sits out until `after` is. */
   parked?: boolean;
   /**
-   * A second kind of batch of the same store, made once the first kind comes back short (its rows
-   * not counted in `deleted`; its first call in the same batch): the refresh tokens' replays
-   * dropped after their expired rows.
+   * A second kind of batch of the same store (its rows not counted in `deleted`): one beside the
+   * first kind's first batch of each run, then the queue's batches once the first kind comes back
+   * short: the refresh tokens' replays, beside and after their expired rows.
    */
   then?: (limit: number) => Promise<number>;
   /** Its first kind of batch is done (the rows `after` waits for are gone), though `then` may go on. */
   freed?: boolean;
+  /** `then` made its batch beside the first kind's first batch of the run (once a run). */
+  paired?: boolean;
+  /** That batch of `then` came back full (more may be left). */
+  thenFull?: boolean;
 }
 
 /**
@@ -114,7 +118,8 @@ const nextStart = new WeakMap<Context, string>();
  * - refresh tokens of a family past its absolute expiry, and unconsumed ones past their sliding
  *   expiry; a consumed (rotated) token stays until its family expires, since presenting it again
  *   is what detects reuse, but its replay (the sealed answer of its rotation) goes once it is
- *   6 minutes old, where the store has `dropReplays` (not counted);
+ *   6 minutes old, where the store has `dropReplays` (a batch beside the tokens' first of the run,
+ *   and more once the tokens come back short; not counted);
  * - console sessions past their expiry;
  * - brute-force counters whose window has ended (`now - window`; all of them with the throttle off);
  * - revoked access-token jtis past their token's expiry;
@@ -220,14 +225,36 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
         try {
           n = await q.call(batch);
           if (!q.freed) q.deleted += n;
-          // Its first kind of batch came back short: the second kind from now on, its first call
-          // within this batch (two storage calls, once a run), so a budget of one batch a store
-          // still serves both kinds in every run.
-          if (n < batch && q.then !== undefined && afterDone) {
-            q.call = q.then;
-            q.then = undefined;
-            q.freed = true;
-            n = await q.call(batch);
+          if (q.then !== undefined) {
+            const short = n < batch && afterDone;
+            let beside: number | undefined;
+            // The second kind's batch beside the first kind's first of the run (two storage calls,
+            // once a run), so a budget of one batch a store serves both kinds in every run, and a
+            // backlog of the first kind that outlasts the budget run after run does not keep the
+            // second from its batch (until 2026-12-03, the first design's gap: replays were dropped
+            // only once the expired tokens came back short, never while their backlog filled a budget).
+            if (!q.paired) {
+              q.paired = true;
+              try {
+                beside = await q.then(batch);
+              } catch (error) {
+                // Named apart; the first kind goes on (no more of the second in this run).
+                failures.push({ store: "refreshReplays", error });
+                q.then = undefined;
+              }
+            }
+            // The first kind came back short: the second kind from now on, unless its batch of this
+            // run came back short too (nothing left of it as of this run's instant). This batch's
+            // count is the second kind's when it made one here; else the queue goes on to make one.
+            if (short && q.then !== undefined) {
+              if (beside !== undefined || q.thenFull === true) {
+                q.call = q.then;
+                q.freed = true;
+                n = beside ?? batch;
+              }
+              q.then = undefined;
+            }
+            if (beside !== undefined) q.thenFull = beside >= batch;
           }
         } catch (error) {
           // Its work stays for the next run; the budget goes to the others. The replays' batches

@@ -537,7 +537,12 @@ async function refreshReplayIndexUp(db: Kysely<any>, family: SqlFamily): Promise
     return;
   }
   // `if not exists`: an operator may have built it first (PostgreSQL's `create index concurrently`,
-  // which does not hold writes; the storage README).
+  // which does not hold writes; the storage README). Such a build that was cancelled or failed
+  // leaves the index marked invalid, which the planner never uses: dropped and built again here.
+  if (family === "postgres") {
+    const { rows } = await sql<{ valid: boolean }>`select indisvalid as valid from pg_index where indexrelid = to_regclass(${REPLAY_INDEX})`.execute(db);
+    if (rows[0]?.valid === false) await sql`drop index ${sql.id(REPLAY_INDEX)}`.execute(db);
+  }
   await step.createIndex(TABLES.refreshTokens, REPLAY_INDEX, (b) => b.ifNotExists().column("consumed_at").where(sql.ref("replay"), "is not", null));
 }
 

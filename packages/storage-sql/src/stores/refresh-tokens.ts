@@ -344,7 +344,9 @@ export function refreshTokenStore(ctx: StoreContext): RefreshTokenStore {
               .updateTable(TABLES.refreshTokens)
               .set({ replay: null })
               .where(sql.ref(REPLAY_CONSUMED_AT), "<=", consumedBefore)
+              // The primary key breaks ties: the same rows on a replica under statement-based binlog.
               .orderBy(sql.ref(REPLAY_CONSUMED_AT))
+              .orderBy("token_hash")
               .limit(limit)
               .executeTakeFirst();
             return Number(result.numUpdatedRows);
