@@ -297,6 +297,30 @@ describe("admin.prune", () => {
     ]);
   });
 
+  it("an abort during the refresh tokens' first batch: the replays' batch beside it is not made (no storage call after the abort), and the run is not complete", async () => {
+    const storage = createMemoryStorage();
+    const h = await harness({ storage });
+    const now = h.clock.now();
+    await storage.refreshTokens.create({
+      tokenHash: "rt-old", familyId: "f", clientId: "c", accountId: "a", scope: [], createdAt: now - DAY, expiresAt: now + DAY,
+      familyExpiresAt: now + 30 * DAY, consumedAt: now - 420_000, revokedAt: null, replay: "v1.sealed", graceUses: 0,
+    });
+    const stop = new AbortController();
+    const calls: string[] = [];
+    const deleteExpired = storage.refreshTokens.deleteExpired.bind(storage.refreshTokens);
+    storage.refreshTokens.deleteExpired = async (at, limit) => {
+      calls.push("deleteExpired");
+      const n = await deleteExpired(at, limit);
+      stop.abort();
+      return n;
+    };
+    const drop = storage.refreshTokens.dropReplays!.bind(storage.refreshTokens);
+    storage.refreshTokens.dropReplays = (before, limit) => (calls.push("dropReplays"), drop(before, limit));
+    expect(await h.app.admin.prune({ batchSize: 10, signal: stop.signal })).toStrictEqual({ ...ZERO, complete: false });
+    expect(calls).toEqual(["deleteExpired"]);
+    expect((await storage.refreshTokens.findByHash("rt-old"))?.replay).toBe("v1.sealed");
+  });
+
   it("without maxBatches each store is drained to its end in one run, as before budgets existed", async () => {
     const storage = createMemoryStorage();
     const h = await harness({ storage });

@@ -25,7 +25,8 @@ export interface PruneOptions {
    * key: see below). The signing keys go first: their list is outside the budget, and each delete
    * (a storage call of its own) counts as a batch; they take at most `maxBatches` less one batch per
    * store (at least one), the oldest first, and leave the rest to the next run. So a run makes at
-   * most `maxBatches` deletes in all, and at `maxBatches` = {@link PRUNE_STORES} a run that deletes
+   * most `maxBatches` deletes in all, and one storage call more where the store drops replays
+   * (`refreshTokens.dropReplays`, beside the refresh tokens' first batch of the run), and at `maxBatches` = {@link PRUNE_STORES} a run that deletes
    * a key leaves the last store of its round to the next run. For a platform that bounds the storage calls of one
    * invocation (Cloudflare D1: 50 queries on the Free plan). Until 2026-12-02 every prunable key
    * was deleted outside the budget.
@@ -233,7 +234,10 @@ export async function prune(ctx: Context, options: PruneOptions = {}): Promise<P
             // backlog of the first kind that outlasts the budget run after run does not keep the
             // second from its batch (until 2026-12-03, the first design's gap: replays were dropped
             // only once the expired tokens came back short, never while their backlog filled a budget).
-            if (!q.paired) {
+            // Not once the signal is aborted (no further storage call): a short batch of tokens
+            // then leaves the queue to make the replays' batch, which the stop keeps from being made.
+            if (!q.paired && stopped()) q.thenFull = true;
+            else if (!q.paired) {
               q.paired = true;
               try {
                 beside = await q.then(batch);

@@ -293,8 +293,9 @@ export interface RefreshTokenStore {
    * Optional (since 2026-12-03): sets `replay` to null on at most `limit` tokens consumed at or
    * before `consumedBefore` (`consumedAt <= consumedBefore`) whose `replay` is not null, and returns
    * how many it changed; nothing else of them changes (they stay for reuse detection). Concurrent
-   * calls must change each token once (their counts add up). `prune` calls it in batches once the
-   * expired tokens are done, with `consumedBefore` 6 minutes before its instant (past the longest
+   * calls must change each token once (their counts add up). `prune` calls it once beside the
+   * expired tokens' first batch of each run and in batches once those are done, with
+   * `consumedBefore` 6 minutes before its instant (past the longest
    * grace window, 300 s, and a minute of clock difference between instances), so no grace answer
    * changes. Why: a rotated token's replay holds the sealed answer of its rotation, the next refresh
    * token among it, opened with the rotated token itself; kept until the family's end, the replays

@@ -642,7 +642,8 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
     if (keys === null) throw new StorageError(`the signing keys were not loaded from storage within ${loadTimeout} ms`);
     // The keys loaded before serve, and may lack one stored since: `stale` until a load lands (until
     // 2026-12-03 only a failed re-read made it so, and the JWK Set went out cacheable for 300 s).
-    late = true;
+    // Unless a later load landed meanwhile (this caller's timer fired late on a busy loop).
+    if (applied < current.number) late = true;
   }
 
   const trusted = (k: LoadedKey) => opts.clock() < k.until;
