@@ -1116,6 +1116,36 @@ describe("the activation delay counts from after the key's generation (since 202
     expect(events.filter((e) => e.type === "signing_key.rotated").at(-1)).toMatchObject({ activates_at: asked + 2_000 + 360_000 });
   });
 
+  it("with key encryption: the delay counts from after the seal too (a KEK held remotely may take as long), for both rotations", async () => {
+    const clock = manualClock();
+    const kek = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32)))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const subtle = globalThis.crypto.subtle;
+    const encrypt = subtle.encrypt.bind(subtle) as (...args: unknown[]) => Promise<ArrayBuffer>;
+    const slowSeal = vi.spyOn(subtle, "encrypt").mockImplementation((async (...args: unknown[]) => {
+      const out = await encrypt(...args);
+      clock.advance(3_000);
+      return out;
+    }) as typeof subtle.encrypt);
+    try {
+      const app = createPlantgate({ clock: clock.now, keyEncryptionKeys: [kek], signingKeyMaxAgeSeconds: 3600, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });
+      expect((await app.fetch(new Request(`${BASE}/.well-known/jwks.json`))).status).toBe(200); // the first key, sealed
+      const asked = clock.now();
+      const rotated = await withSlowGeneration(clock, () => app.admin.rotateSigningKey());
+      // 2 s of generation and 3 s of seal before the clock is read.
+      expect(rotated.activatesAt).toBe(asked + 2_000 + 3_000 + 360_000);
+      expect((await app.storage.signingKeys.list()).find((k) => k.kid === rotated.kid)?.activatesAt).toBe(asked + 2_000 + 3_000 + 360_000);
+      // The automatic one, due late (past the first key's whole age, and past the rotated key's activation).
+      clock.advance(7_300_000);
+      const before = new Set((await app.storage.signingKeys.list()).map((k) => k.kid));
+      const due = clock.now();
+      expect((await withSlowGeneration(clock, () => app.fetch(new Request(`${BASE}/.well-known/jwks.json`)))).status).toBe(200);
+      const next = (await app.storage.signingKeys.list()).find((k) => !before.has(k.kid));
+      expect(next?.activatesAt).toBe(due + 2_000 + 3_000 + 360_000);
+    } finally {
+      slowSeal.mockRestore();
+    }
+  });
+
   it("automatic rotation due late: the successor activates the delay after its generation ended", async () => {
     const clock = manualClock();
     const app = createPlantgate({ clock: clock.now, signingKeyMaxAgeSeconds: 3600, passwordHashIterations: 1000, logger: { error() {}, warn() {} } });

@@ -398,14 +398,16 @@ export function createAdmin(ctx: Context, by: { actor: string | null } = { actor
         );
       }
       const generated = await generateKeyRecord(ctx.signingAlg, createdAt);
-      // The delay counts from after the key's generation (an RS256 key takes a while), not from
+      // The delay counts from after the key's generation (an RS256 key takes a while) and its seal, not from
       // `now`: an instance re-reading the keys during the generation publishes the key at its next
       // re-read, a reload interval later, and until 2026-12-03 that came the generation's time
       // after the delay's margin, so a resource server fetching from it then refused the key's
       // first tokens for that long (the README's "activation edge").
+      // The seal too (a KEK held remotely may take as long): the clock is read after both.
+      const privateJwk = ctx.keyEncryption.configured ? await ctx.keyEncryption.seal(generated.kid, generated.privateJwk, kek) : generated.privateJwk;
       const activatesAt = immediate ? now : Math.max(now, ctx.clock()) + ctx.signingKeyActivationDelayMs;
       const record = { ...generated, activatesAt };
-      const stored = ctx.keyEncryption.configured ? { ...record, privateJwk: await ctx.keyEncryption.seal(record.kid, record.privateJwk, kek) } : record;
+      const stored = { ...record, privateJwk };
       await ctx.storage.signingKeys.create(stored);
       // `now` (a suspected leak): a `next` key stored before (a rotation within its activation
       // delay, automatic rotation's successor published ahead) activates after this one, and would

@@ -546,11 +546,12 @@ export function createKeyring(store: SigningKeyStore, opts: KeyringOptions): Key
       // before the active key reaches its age, unless a later key is already scheduled.
       if (active === placed.length - 1 && now >= current.activatesAt + opts.maxAgeMs - delay - signingReload) {
         const generated = await generateKeyRecord(opts.alg, now);
-        // The delay counts from after the generation (see the admin's rotateSigningKey).
+        const sealed = await seal(generated, records);
+        // The delay counts from after the generation and the seal (see the admin's rotateSigningKey).
         const activatesAt = Math.max(Math.max(now, opts.clock()) + delay, current.activatesAt + opts.maxAgeMs);
         const next: SigningKeyRecord = { ...generated, activatesAt };
         // Another instance may have stored its own successor meanwhile: the order picks one, both are told.
-        const stored = await seal(next, records);
+        const stored: SigningKeyRecord = { ...sealed, activatesAt };
         await store.create(stored);
         // At most ROTATION_KEY_DELETES (a request waits for this): the prune deletes the rest.
         const deleted = await pruneKeys(store, now, await maxTtl(), undefined, ROTATION_KEY_DELETES);
