@@ -336,7 +336,7 @@ describe("serve limits", () => {
     }
   });
 
-  it("a request whose upload stalls right after it starts gets requestTimeout's 408 when socketTimeout is 2 s longer (the defaults' relation since 2026-12-03, 60 s and 62 s); at an equal socketTimeout (the defaults' until then, 60 s each) the connection was closed first, unanswered", async () => {
+  it("a request whose upload stalls right after it starts gets requestTimeout's 408 when socketTimeout is 2 s longer (the defaults' relation since 2026-12-03, 60 s and 62 s; at an equal socketTimeout, the defaults' until then, the socket's timer and Node's request-timeout check race, and the connection may be closed unanswered: not asserted, it is not deterministic)", async () => {
     const reading = { fetch: async (request: Request) => new Response(await request.text()) };
     const stalled = async (socketTimeout: number) => {
       const running = await serve(reading, { port: 0, host: "127.0.0.1", headersTimeout: 1_000, requestTimeout: 1_000, socketTimeout });
@@ -353,7 +353,6 @@ describe("serve limits", () => {
     const answered = await stalled(3_000);
     expect(answered.slice(0, answered.indexOf("\r\n"))).toBe("HTTP/1.1 408 Request Timeout");
     expect(answered.slice(answered.indexOf("\r\n\r\n") + 4)).toBe('{"error":"invalid_request","error_description":"The request did not arrive in time."}');
-    expect(await stalled(1_000), "socketTimeout equal to requestTimeout: closed before the 408").toBe("");
   });
 
   it("destroys a connection whose client sends requests and never reads the answers, after socketTimeout; others are served meanwhile", async () => {
